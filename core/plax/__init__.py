@@ -1,0 +1,1 @@
+"""plax: JAX's programming model as a small core plus plugins."""
