@@ -1,0 +1,47 @@
+"""The ``plax.tree`` namespace: short names for the pytree utilities.
+
+``plax.tree.map`` is :func:`plax.tree_util.tree_map`, ``plax.tree.flatten`` is
+:func:`plax.tree_util.tree_flatten`, and so on, mirroring ``jax.tree``. The
+names are the very same function objects, so there is no call overhead.
+
+Example:
+  >>> from plax import tree
+  >>> tree.map(lambda x: x * 2, {'a': 1, 'b': (2, None)})
+  {'a': 2, 'b': (4, None)}
+  >>> tree.leaves([1, [2, 3]])
+  [1, 2, 3]
+"""
+
+from __future__ import annotations
+
+from .tree_util import (
+    tree_all as all,
+    tree_broadcast as broadcast,
+    tree_flatten as flatten,
+    tree_flatten_with_path as flatten_with_path,
+    tree_leaves as leaves,
+    tree_leaves_with_path as leaves_with_path,
+    tree_map as map,
+    tree_map_with_path as map_with_path,
+    tree_reduce as reduce,
+    tree_reduce_associative as reduce_associative,
+    tree_structure as structure,
+    tree_transpose as transpose,
+    tree_unflatten as unflatten,
+)
+
+__all__ = [
+    "all",
+    "broadcast",
+    "flatten",
+    "flatten_with_path",
+    "leaves",
+    "leaves_with_path",
+    "map",
+    "map_with_path",
+    "reduce",
+    "reduce_associative",
+    "structure",
+    "transpose",
+    "unflatten",
+]
