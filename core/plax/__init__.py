@@ -1,1 +1,44 @@
-"""plax: JAX's programming model as a small core plus plugins."""
+"""plax: JAX's programming model (NumPy API, composable grad/jit/vmap, pytrees, devices)
+as a small core plus pip-installable backend and transform plugins.
+
+    import plax as jax
+    from plax import numpy as jnp
+
+Backends are discovered through entry points on first use; ``import plax``
+itself loads none of them.
+"""
+from plax.version import __version__
+from plax.config import config
+from plax import dtypes, errors, tree_util, tree, core
+from plax.core import ShapeDtypeStruct
+from plax import dispatch as _dispatch  # installs the eager path of Primitive.bind
+from plax.array import Array
+from plax.devices import (Device, devices, local_devices, device_count, local_device_count,
+                          default_backend, device_put, device_get, process_index, process_count)
+from plax.devices import default_device_context as default_device
+from plax import lax
+from plax import numpy
+from plax.transforms.jit import jit, make_jaxpr, eval_shape
+from plax.transforms.autodiff import (jvp, vjp, linearize, grad, value_and_grad, jacfwd, jacrev,
+                                      jacobian, hessian)
+from plax.transforms.vmap_api import vmap
+from plax.transforms.custom_derivatives import custom_jvp, custom_vjp, closure_convert
+from plax.transforms.checkpoint import checkpoint, remat, checkpoint_policies
+from plax.api_util import block_until_ready, disable_jit, typeof
+from plax.tree_util import tree_map as _tree_map
+
+tree_map = _tree_map  # the alias older JAX code (and the seed tutorials) use
+ad_checkpoint = checkpoint
+
+
+def __getattr__(name: str):
+    # Submodules loaded on first use, and names exported by transform plugins (pmap, ...).
+    import importlib
+    if name in ("random", "test_util", "plugins", "nn", "scipy", "experimental", "sharding",
+                "typing", "api_util"):
+        return importlib.import_module(f"plax.{name}")
+    from plax import plugins
+    exports = plugins.registry().exports
+    if name in exports:
+        return exports[name]
+    raise AttributeError(f"module 'plax' has no attribute {name!r}")

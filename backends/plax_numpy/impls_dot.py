@@ -1,0 +1,41 @@
+"""NumPy implementation of dot_general (a batched matmul after moving axes into place)."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from plax import lax
+from plax.dtypes import bfloat16
+from plax_numpy.registry import impl
+
+
+@impl(lax.dot_general_p)
+def _dot_general(lhs, rhs, *, dimension_numbers, precision, preferred_element_type):
+    (lc, rc), (lb, rb) = dimension_numbers
+    lhs, rhs = np.asarray(lhs), np.asarray(rhs)
+    out_dtype = preferred_element_type or lhs.dtype
+    compute = out_dtype
+    if np.dtype(compute).itemsize == 2 and np.dtype(compute).kind in "fV":
+        compute = np.float32  # NumPy has no fast float16/bfloat16 matmul
+    lf = [i for i in range(lhs.ndim) if i not in lc and i not in lb]
+    rf = [i for i in range(rhs.ndim) if i not in rc and i not in rb]
+    a = np.transpose(lhs, list(lb) + lf + list(lc)).astype(compute, copy=False)
+    b = np.transpose(rhs, list(rb) + list(rc) + rf).astype(compute, copy=False)
+    bshape = [lhs.shape[d] for d in lb]
+    m = math.prod(lhs.shape[d] for d in lf)
+    k = math.prod(lhs.shape[d] for d in lc)
+    n = math.prod(rhs.shape[d] for d in rf)
+    nb = math.prod(bshape)
+    a3 = a.reshape(nb, m, k)
+    b3 = b.reshape(nb, k, n)
+    if a3.dtype == np.bool_:
+        out = np.einsum("bmk,bkn->bmn", a3, b3)
+    else:
+        with np.errstate(all="ignore"):
+            out = np.matmul(a3, b3)
+    shape = bshape + [lhs.shape[d] for d in lf] + [rhs.shape[d] for d in rf]
+    return out.reshape(shape).astype(out_dtype, copy=False)
+
+
+del bfloat16

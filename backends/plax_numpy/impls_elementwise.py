@@ -1,0 +1,315 @@
+"""NumPy implementations of the elementwise primitives (unary, binary, select, convert, special).
+
+Integer semantics follow XLA, not NumPy: division truncates, division by zero
+gives -1 (and ``rem`` gives the dividend), shifts by the bit width or more give
+0 (or the sign for arithmetic shifts), float-to-int conversion saturates and
+maps NaN to 0.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from plax import lax
+from plax.dtypes import bfloat16
+from plax_numpy.registry import impl, lowp
+
+_err = dict(all="ignore")  # IEEE semantics: inf/nan results are values, not warnings
+
+
+def _quiet(fn):
+    def wrapped(*args, **params):
+        with np.errstate(**_err):
+            return fn(*args, **params)
+    wrapped.__name__ = fn.__name__
+    return wrapped
+
+
+def _ufunc(prim, ufunc, low_precision: bool = True):
+    fn = _quiet(lambda *args: ufunc(*args))
+    impl(prim)(lowp(fn) if low_precision else fn)
+
+
+# ------------------------------------------------------------------ unary
+
+for _prim, _uf in [
+    (lax.exp_p, np.exp), (lax.exp2_p, np.exp2), (lax.log_p, np.log), (lax.log1p_p, np.log1p),
+    (lax.expm1_p, np.expm1), (lax.tanh_p, np.tanh), (lax.sin_p, np.sin), (lax.cos_p, np.cos),
+    (lax.tan_p, np.tan), (lax.asin_p, np.arcsin), (lax.acos_p, np.arccos), (lax.atan_p, np.arctan),
+    (lax.sinh_p, np.sinh), (lax.cosh_p, np.cosh), (lax.asinh_p, np.arcsinh),
+    (lax.acosh_p, np.arccosh), (lax.atanh_p, np.arctanh), (lax.sqrt_p, np.sqrt),
+    (lax.cbrt_p, np.cbrt), (lax.floor_p, np.floor), (lax.ceil_p, np.ceil),
+]:
+    _ufunc(_prim, _uf)
+
+_ufunc(lax.neg_p, np.negative, low_precision=False)
+_ufunc(lax.is_finite_p, np.isfinite, low_precision=False)
+_ufunc(lax.real_p, np.real, low_precision=False)
+_ufunc(lax.imag_p, np.imag, low_precision=False)
+
+
+@impl(lax.sign_p)
+@_quiet
+def _sign(x):
+    if x.dtype.kind == "u":
+        return (x != 0).astype(x.dtype)
+    if x.dtype.itemsize == 2 and x.dtype.kind in "fV":
+        return np.sign(x.astype(np.float32)).astype(x.dtype)
+    return np.sign(x)
+
+
+@impl(lax.abs_p)
+@_quiet
+def _abs(x):
+    if x.dtype == bfloat16:
+        return np.abs(x.astype(np.float32)).astype(x.dtype)
+    return np.abs(x)
+
+
+@impl(lax.rsqrt_p)
+@lowp
+@_quiet
+def _rsqrt(x):
+    one = np.ones((), x.dtype)
+    return np.divide(one, np.sqrt(x))
+
+
+@impl(lax.logistic_p)
+@lowp
+@_quiet
+def _logistic(x):
+    if x.dtype.kind == "c":
+        return 1 / (1 + np.exp(-x))
+    import scipy.special
+    return scipy.special.expit(x)
+
+
+@impl(lax.round_p)
+@lowp
+def _round(x, *, rounding_method):
+    if rounding_method == 1:
+        return np.rint(x)
+    t = np.trunc(x)
+    frac = x - t
+    return t + np.where(np.abs(frac) >= 0.5, np.sign(x), np.zeros((), x.dtype)).astype(x.dtype)
+
+
+@impl(lax.not_p)
+def _not(x):
+    return np.invert(x)
+
+
+@impl(lax.population_count_p)
+def _population_count(x):
+    return np.bitwise_count(x).astype(x.dtype)
+
+
+@impl(lax.conj_p)
+def _conj(x):
+    if x.dtype.kind == "c":
+        return np.conj(x)
+    return x.astype(np.complex128 if x.dtype == np.float64 else np.complex64)
+
+
+@impl(lax.integer_pow_p)
+@_quiet
+def _integer_pow(x, *, y):
+    # Square-and-multiply in the operand's dtype, as XLA computes it.
+    if y == 0:
+        return np.ones_like(x)
+    base = x.astype(np.float32) if x.dtype == bfloat16 else x
+    n, acc = abs(y), None
+    while n:
+        if n & 1:
+            acc = base if acc is None else acc * base
+        n >>= 1
+        if n:
+            base = base * base
+    if y < 0:
+        acc = np.ones((), acc.dtype) / acc
+    return np.asarray(acc).astype(x.dtype) if x.dtype == bfloat16 else acc
+
+
+# ------------------------------------------------------------------ binary
+
+for _prim, _uf in [(lax.pow_p, np.power), (lax.atan2_p, np.arctan2), (lax.max_p, np.maximum),
+                   (lax.min_p, np.minimum), (lax.nextafter_p, np.nextafter)]:
+    _ufunc(_prim, _uf)
+
+for _prim, _uf in [(lax.add_p, np.add), (lax.add_any_p, np.add), (lax.sub_p, np.subtract),
+                   (lax.mul_p, np.multiply), (lax.eq_p, np.equal), (lax.ne_p, np.not_equal),
+                   (lax.lt_p, np.less), (lax.le_p, np.less_equal), (lax.gt_p, np.greater),
+                   (lax.ge_p, np.greater_equal), (lax.and_p, np.bitwise_and),
+                   (lax.or_p, np.bitwise_or), (lax.xor_p, np.bitwise_xor)]:
+    _ufunc(_prim, _uf, low_precision=False)
+
+
+@impl(lax.div_p)
+@_quiet
+def _div(x, y):
+    if x.dtype.kind not in "iu":
+        if x.dtype == bfloat16:
+            return np.divide(x.astype(np.float32), y.astype(np.float32)).astype(x.dtype)
+        return np.divide(x, y)
+    x, y = np.broadcast_arrays(x, y)
+    zero = y == 0
+    safe = np.where(zero, np.ones((), y.dtype), y)
+    q = np.floor_divide(x, safe)
+    # floor -> truncation toward zero where the signs differ and the division is inexact
+    if x.dtype.kind == "i":
+        fix = (np.remainder(x, safe) != 0) & ((x < 0) != (safe < 0))
+        q = q + fix.astype(q.dtype)
+    return np.where(zero, np.array(-1).astype(x.dtype), q).astype(x.dtype)
+
+
+@impl(lax.rem_p)
+@_quiet
+def _rem(x, y):
+    if x.dtype.kind not in "iu":
+        if x.dtype == bfloat16:
+            return np.fmod(x.astype(np.float32), y.astype(np.float32)).astype(x.dtype)
+        return np.fmod(x, y)
+    x, y = np.broadcast_arrays(x, y)
+    zero = y == 0
+    safe = np.where(zero, np.ones((), y.dtype), y)
+    return np.where(zero, x, np.fmod(x, safe)).astype(x.dtype)
+
+
+def _bits(dtype) -> int:
+    return dtype.itemsize * 8
+
+
+@impl(lax.shift_left_p)
+def _shift_left(x, y):
+    nbits = _bits(x.dtype)
+    big = (y < 0) | (y >= nbits) if y.dtype.kind == "i" else (y >= nbits)
+    safe = np.where(big, np.zeros((), y.dtype), y)
+    return np.where(big, np.zeros((), x.dtype), np.left_shift(x, safe)).astype(x.dtype)
+
+
+@impl(lax.shift_right_logical_p)
+def _shift_right_logical(x, y):
+    x, y = np.asarray(x), np.asarray(y)
+    unsigned = np.dtype(f"u{x.dtype.itemsize}")
+    big = (y < 0) | (y >= _bits(x.dtype)) if y.dtype.kind == "i" else (y >= _bits(x.dtype))
+    safe = np.where(big, np.zeros((), y.dtype), y).astype(unsigned)
+    out = np.where(big, np.zeros((), unsigned), np.right_shift(x.view(unsigned), safe))
+    return np.asarray(out, unsigned).view(x.dtype)
+
+
+@impl(lax.shift_right_arithmetic_p)
+def _shift_right_arithmetic(x, y):
+    nbits = _bits(x.dtype)
+    big = (y < 0) | (y >= nbits) if y.dtype.kind == "i" else (y >= nbits)
+    safe = np.where(big, np.array(nbits - 1).astype(y.dtype), y)
+    if x.dtype.kind == "u":
+        signed = np.dtype(f"i{x.dtype.itemsize}")
+        out = np.right_shift(np.asarray(x).view(signed), np.asarray(safe).astype(signed))
+        return np.asarray(out).view(x.dtype)
+    return np.right_shift(x, safe).astype(x.dtype)
+
+
+@impl(lax.complex_p)
+def _complex(x, y):
+    out_dtype = np.complex128 if x.dtype == np.float64 else np.complex64
+    return (x + np.asarray(1j, out_dtype) * y).astype(out_dtype)
+
+
+# ------------------------------------------------------------------ select and clamp
+
+@impl(lax.select_n_p)
+def _select_n(which, *cases):
+    if which.dtype == np.bool_:
+        if len(cases) == 1:
+            return np.broadcast_to(cases[0], np.broadcast_shapes(which.shape, cases[0].shape)).copy()
+        return np.where(which, cases[1], cases[0])
+    return np.choose(which, cases)
+
+
+@impl(lax.clamp_p)
+def _clamp(lo, x, hi):
+    return np.minimum(np.maximum(x, lo), hi).astype(x.dtype)
+
+
+# ------------------------------------------------------------------ conversion
+
+@impl(lax.convert_element_type_p)
+@_quiet
+def _convert(x, *, new_dtype, weak_type):
+    src = x.dtype
+    if new_dtype.kind == "b":
+        return np.asarray(x != 0)
+    if src.kind == "c" and new_dtype.kind != "c":
+        x = np.real(x)
+        src = x.dtype
+    if new_dtype.kind in "iu" and (src.kind == "f" or src == bfloat16):
+        # XLA saturates out-of-range values and maps NaN to 0.
+        info = np.iinfo(new_dtype)
+        xf = np.asarray(x, np.float64)
+        out = np.clip(np.nan_to_num(xf, nan=0.0), info.min, info.max)
+        # float64 cannot hold int64 max exactly: clip again in the integer domain
+        result = np.where(xf >= float(info.max), info.max, np.where(xf <= float(info.min),
+                                                                     info.min, out))
+        return np.asarray(result).astype(new_dtype)
+    return np.asarray(x).astype(new_dtype)
+
+
+@impl(lax.bitcast_convert_type_p)
+def _bitcast(x, *, new_dtype):
+    x = np.ascontiguousarray(x)
+    old, new = x.dtype.itemsize, new_dtype.itemsize
+    if old == new:
+        return x.view(new_dtype)
+    if old > new:
+        return x.reshape(x.shape + (1,)).view(new_dtype).reshape(x.shape + (old // new,))
+    return x.view(new_dtype).reshape(x.shape[:-1])
+
+
+@impl(lax.stop_gradient_p)
+def _identity(x):
+    return x
+
+
+# ------------------------------------------------------------------ special functions
+
+def _scipy(name):
+    def fn(*args):
+        import scipy.special
+        return getattr(scipy.special, name)(*args)
+    fn.__name__ = name
+    return fn
+
+
+impl(lax.erf_p)(lowp(_quiet(_scipy("erf"))))
+impl(lax.erfc_p)(lowp(_quiet(_scipy("erfc"))))
+impl(lax.erf_inv_p)(lowp(_quiet(_scipy("erfinv"))))
+impl(lax.lgamma_p)(lowp(_quiet(_scipy("gammaln"))))
+impl(lax.digamma_p)(lowp(_quiet(_scipy("psi"))))
+
+
+@impl(lax.polygamma_p)
+@lowp
+@_quiet
+def _polygamma(m, x):
+    import scipy.special
+    out = scipy.special.polygamma(m.astype(np.int64) if np.all(m == np.floor(m)) else m, x)
+    return np.asarray(out).astype(x.dtype)
+
+
+# Several scipy/numpy functions return float64 for float32 input in corner cases; the
+# dispatcher relies on exact output dtypes, so cast results of the table above.
+def _cast_result(fn):
+    def wrapped(*args, **params):
+        out = fn(*args, **params)
+        want = args[0].dtype if args else None
+        if want is not None and getattr(out, "dtype", want) != want and want.kind in "fc":
+            return np.asarray(out).astype(want)
+        return out
+    wrapped.__name__ = fn.__name__
+    return wrapped
+
+
+from plax_numpy.registry import IMPLS as _IMPLS  # noqa: E402
+
+for _p in (lax.erf_p, lax.erfc_p, lax.erf_inv_p, lax.lgamma_p, lax.digamma_p, lax.logistic_p,
+           lax.polygamma_p):
+    _IMPLS[_p] = _cast_result(_IMPLS[_p])

@@ -1,0 +1,145 @@
+"""NumPy implementations of slicing, gather and the scatter family (XLA semantics)."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from plax import lax
+from plax.lax.slicing import GatherScatterMode
+from plax_numpy.registry import impl
+
+
+@impl(lax.slice_p)
+def _slice(x, *, start_indices, limit_indices, strides):
+    strides = strides or (1,) * len(start_indices)
+    return np.asarray(x)[tuple(slice(a, b, s) for a, b, s in zip(start_indices, limit_indices, strides))]
+
+
+def _clamped_starts(shape, sizes, starts):
+    return [int(np.clip(int(s), 0, d - n)) for s, d, n in zip(starts, shape, sizes)]
+
+
+@impl(lax.dynamic_slice_p)
+def _dynamic_slice(x, *starts, slice_sizes):
+    x = np.asarray(x)
+    lo = _clamped_starts(x.shape, slice_sizes, starts)
+    return x[tuple(slice(a, a + n) for a, n in zip(lo, slice_sizes))]
+
+
+@impl(lax.dynamic_update_slice_p)
+def _dynamic_update_slice(x, update, *starts):
+    out = np.array(x, copy=True)
+    update = np.asarray(update)
+    lo = _clamped_starts(out.shape, update.shape, starts)
+    out[tuple(slice(a, a + n) for a, n in zip(lo, update.shape))] = update
+    return out
+
+
+def _full_starts(operand_shape, indices, index_map, operand_batching_dims, indices_batching_dims):
+    """(n, rank) start positions of every index vector, batching axes filled in."""
+    batch_shape = indices.shape[:-1]
+    n = math.prod(batch_shape)
+    flat = indices.reshape(n, indices.shape[-1]).astype(np.int64)
+    starts = np.zeros((n, len(operand_shape)), np.int64)
+    for k, d in enumerate(index_map):
+        starts[:, d] = flat[:, k]
+    if operand_batching_dims:
+        grid = np.indices(batch_shape).reshape(len(batch_shape), n)
+        for od, idim in zip(operand_batching_dims, indices_batching_dims):
+            starts[:, od] = grid[idim]
+    return starts
+
+
+def _window_index(starts, window):
+    """Advanced-index tuple addressing ``window`` (a full-rank shape) at each start."""
+    rank = len(window)
+    idx = []
+    for d in range(rank):
+        shape = [starts.shape[0]] + [1] * rank
+        shape[d + 1] = window[d]
+        offs = np.arange(window[d]).reshape([1] + [window[d] if i == d else 1 for i in range(rank)])
+        idx.append(starts[:, d].reshape([-1] + [1] * rank) + offs)
+    return tuple(idx)
+
+
+def _fill_value(dtype, fill_value):
+    if fill_value is not None:
+        return np.asarray(fill_value).astype(dtype)
+    if dtype.kind in "fc" or dtype.name == "bfloat16":
+        return np.asarray(np.nan).astype(dtype)
+    if dtype.kind == "i":
+        return np.asarray(np.iinfo(dtype).min, dtype)
+    if dtype.kind == "u":
+        return np.asarray(np.iinfo(dtype).max, dtype)
+    return np.asarray(True)
+
+
+@impl(lax.gather_p)
+def _gather(operand, indices, *, dimension_numbers, slice_sizes, indices_are_sorted,
+            unique_indices, mode, fill_value):
+    dn = dimension_numbers
+    operand, indices = np.asarray(operand), np.asarray(indices)
+    shape = np.array(operand.shape)
+    sizes = np.array(slice_sizes)
+    starts = _full_starts(operand.shape, indices, dn.start_index_map, dn.operand_batching_dims,
+                          dn.start_indices_batching_dims)
+    in_bounds = np.all((starts >= 0) & (starts <= shape - sizes), axis=1)
+    starts = np.clip(starts, 0, shape - sizes)
+    window = operand[_window_index(starts, slice_sizes)]            # (n, *slice_sizes)
+    if mode == GatherScatterMode.FILL_OR_DROP and not np.all(in_bounds):
+        window = np.where(in_bounds.reshape((-1,) + (1,) * len(slice_sizes)), window,
+                          _fill_value(operand.dtype, fill_value))
+    dropped = set(dn.collapsed_slice_dims) | set(dn.operand_batching_dims)
+    kept = [i for i in range(operand.ndim) if i not in dropped]
+    batch_shape = indices.shape[:-1]
+    window = window.reshape(batch_shape + tuple(slice_sizes[i] for i in kept))
+    # Place offset axes at offset_dims, batch axes in the remaining output positions.
+    out_rank = len(batch_shape) + len(kept)
+    nb = len(batch_shape)
+    batch_positions = [i for i in range(out_rank) if i not in dn.offset_dims]
+    perm = [0] * out_rank
+    for src, dst in enumerate(batch_positions):
+        perm[dst] = src
+    for k, dst in enumerate(dn.offset_dims):
+        perm[dst] = nb + k
+    return np.transpose(window, perm)
+
+
+def _scatter(combine):
+    def scatter(operand, indices, updates, *, dimension_numbers, indices_are_sorted,
+                unique_indices, mode):
+        dn = dimension_numbers
+        out = np.array(operand, copy=True)
+        indices, updates = np.asarray(indices), np.asarray(updates)
+        dropped = set(dn.inserted_window_dims) | set(dn.operand_batching_dims)
+        scatter_axes = [i for i in range(updates.ndim) if i not in dn.update_window_dims]
+        # updates as (n, *window) with size-1 axes at the inserted/batching operand axes
+        u = np.transpose(updates, scatter_axes + list(dn.update_window_dims))
+        win = iter(updates.shape[d] for d in dn.update_window_dims)
+        window = tuple(1 if i in dropped else next(win) for i in range(out.ndim))
+        n = math.prod(updates.shape[a] for a in scatter_axes)
+        u = u.reshape((n,) + window)
+        starts = _full_starts(out.shape, indices, dn.scatter_dims_to_operand_dims,
+                              dn.operand_batching_dims, dn.scatter_indices_batching_dims)
+        shape, sizes = np.array(out.shape), np.array(window)
+        if mode == GatherScatterMode.FILL_OR_DROP:
+            keep = np.all((starts >= 0) & (starts <= shape - sizes), axis=1)
+            starts, u = starts[keep], u[keep]
+        else:
+            starts = np.clip(starts, 0, shape - sizes)
+        if starts.shape[0]:
+            combine(out, _window_index(starts, window), u)
+        return out
+    return scatter
+
+
+def _assign(out, idx, u):
+    out[idx] = u
+
+
+impl(lax.scatter_p)(_scatter(_assign))
+impl(lax.scatter_add_p)(_scatter(lambda out, idx, u: np.add.at(out, idx, u)))
+impl(lax.scatter_mul_p)(_scatter(lambda out, idx, u: np.multiply.at(out, idx, u)))
+impl(lax.scatter_min_p)(_scatter(lambda out, idx, u: np.minimum.at(out, idx, u)))
+impl(lax.scatter_max_p)(_scatter(lambda out, idx, u: np.maximum.at(out, idx, u)))

@@ -1,0 +1,133 @@
+"""NumPy implementations of reductions, argmax/argmin, cumulative ops and sort."""
+from __future__ import annotations
+
+import numpy as np
+
+from plax import lax
+from plax.dtypes import bfloat16
+from plax_numpy.registry import impl
+
+
+def _upcast(x):
+    return x.astype(np.float32) if x.dtype.itemsize == 2 and x.dtype.kind in "fV" else x
+
+
+@impl(lax.reduce_sum_p)
+def _reduce_sum(x, *, axes):
+    with np.errstate(all="ignore"):
+        return np.asarray(np.sum(_upcast(x), axis=axes, dtype=None if x.dtype == bfloat16 or
+                                 x.dtype == np.float16 else x.dtype)).astype(x.dtype)
+
+
+@impl(lax.reduce_prod_p)
+def _reduce_prod(x, *, axes):
+    with np.errstate(all="ignore"):
+        return np.asarray(np.prod(_upcast(x), axis=axes, dtype=None if x.dtype.itemsize == 2 and
+                                  x.dtype.kind in "fV" else x.dtype)).astype(x.dtype)
+
+
+def _lowest(dtype):
+    if dtype.kind == "b":
+        return False
+    if dtype.kind in "iu":
+        return np.iinfo(dtype).min
+    return -np.inf
+
+
+def _highest(dtype):
+    if dtype.kind == "b":
+        return True
+    if dtype.kind in "iu":
+        return np.iinfo(dtype).max
+    return np.inf
+
+
+def _extreme(fn, identity):
+    def reduce(x, *, axes):
+        x = np.asarray(x)
+        if x.dtype.kind == "c":
+            # lexicographic (real, imag) order, as XLA compares complex numbers
+            return _complex_extreme(x, axes, fn is np.max)
+        y = _upcast(x)
+        return np.asarray(fn(y, axis=axes, initial=identity(x.dtype))).astype(x.dtype)
+    return reduce
+
+
+def _complex_extreme(x, axes, is_max):
+    kept = [i for i in range(x.ndim) if i not in axes]
+    moved = np.transpose(x, kept + list(axes)).reshape([x.shape[i] for i in kept] + [-1])
+    order = np.lexsort((moved.imag, moved.real), axis=-1)
+    pick = order[..., -1:] if is_max else order[..., :1]
+    return np.take_along_axis(moved, pick, axis=-1)[..., 0]
+
+
+impl(lax.reduce_max_p)(_extreme(np.max, _lowest))
+impl(lax.reduce_min_p)(_extreme(np.min, _highest))
+
+
+@impl(lax.reduce_and_p)
+def _reduce_and(x, *, axes):
+    if x.dtype == np.bool_:
+        return np.all(x, axis=axes)
+    return np.bitwise_and.reduce(x, axis=axes, initial=-1 if x.dtype.kind == "i" else
+                                 np.iinfo(x.dtype).max).astype(x.dtype)
+
+
+@impl(lax.reduce_or_p)
+def _reduce_or(x, *, axes):
+    if x.dtype == np.bool_:
+        return np.any(x, axis=axes)
+    return np.bitwise_or.reduce(x, axis=axes).astype(x.dtype)
+
+
+@impl(lax.reduce_xor_p)
+def _reduce_xor(x, *, axes):
+    if x.dtype == np.bool_:
+        return np.logical_xor.reduce(x, axis=axes)
+    return np.bitwise_xor.reduce(x, axis=axes).astype(x.dtype)
+
+
+@impl(lax.argmax_p)
+def _argmax(x, *, axes, index_dtype):
+    return np.argmax(_upcast(x), axis=axes[0]).astype(index_dtype)
+
+
+@impl(lax.argmin_p)
+def _argmin(x, *, axes, index_dtype):
+    return np.argmin(_upcast(x), axis=axes[0]).astype(index_dtype)
+
+
+def _cumulative(accumulate):
+    def fn(x, *, axis, reverse):
+        x = np.asarray(x)
+        y = np.flip(x, axis) if reverse else x
+        with np.errstate(all="ignore"):
+            out = np.asarray(accumulate(_upcast(y), axis)).astype(x.dtype)
+        return np.flip(out, axis) if reverse else out
+    return fn
+
+
+impl(lax.cumsum_p)(_cumulative(lambda y, a: np.cumsum(y, axis=a, dtype=y.dtype)))
+impl(lax.cumprod_p)(_cumulative(lambda y, a: np.cumprod(y, axis=a, dtype=y.dtype)))
+impl(lax.cummax_p)(_cumulative(lambda y, a: np.maximum.accumulate(y, axis=a)))
+impl(lax.cummin_p)(_cumulative(lambda y, a: np.minimum.accumulate(y, axis=a)))
+
+
+def _sort_key(k):
+    k = _upcast(np.asarray(k))
+    if k.dtype.kind == "c":
+        return [k.imag, k.real]  # lexsort: last key is primary
+    return [k]
+
+
+@impl(lax.sort_p)
+def _sort(*operands, dimension, is_stable, num_keys):
+    ops = [np.moveaxis(np.asarray(o), dimension, -1) for o in operands]
+    if num_keys == 1 and ops[0].dtype.kind != "c":
+        perm = np.argsort(_upcast(ops[0]), axis=-1, kind="stable")
+    else:
+        keys = []
+        for k in reversed(ops[:num_keys]):  # np.lexsort's primary key is the last
+            keys.extend(_sort_key(k))
+        perm = np.lexsort(keys, axis=-1)
+    return [np.moveaxis(np.take_along_axis(o, perm, axis=-1), -1, dimension) for o in ops]

@@ -1,0 +1,69 @@
+"""The Backend interface: what a package implements to run plax on its hardware.
+
+A backend is returned by a ``plax_backends`` hook (see :mod:`plax.plugins`). It
+owns buffers (the objects that hold array data on a device), runs single
+primitives eagerly, and compiles jaxprs for ``jit``. Several backends may drive
+one platform: the NumPy and Numba backends both run on CPU devices and share
+host buffers (NumPy arrays), so an array moves between them without a copy.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+
+class Backend:
+    """Base class of backends. Subclasses set the class attributes and override the methods.
+
+    Attributes:
+      name: unique name used by ``jit(f, backend=name)`` and ``PLAX_BACKEND`` (``"numpy"``).
+      platform: the device platform it runs on (``"cpu"``, ``"gpu"``).
+      priority: among backends of one platform the highest priority is the default.
+    """
+
+    name: str = "?"
+    platform: str = "cpu"
+    priority: int = 0
+
+    def devices(self) -> list:
+        """The devices this backend can run on, each a :class:`plax.devices.Device`."""
+        raise NotImplementedError
+
+    def put(self, host_array: np.ndarray, device) -> Any:
+        """Copies a host NumPy array onto ``device`` and returns the buffer."""
+        raise NotImplementedError
+
+    def to_host(self, buffer: Any) -> np.ndarray:
+        """Returns the buffer's data as a NumPy array (a view where the buffer is on the host)."""
+        raise NotImplementedError
+
+    def execute(self, primitive, *buffers: Any, **params: Any) -> Any:
+        """Applies ``primitive`` to ``buffers`` now; returns a buffer (a list for multi-output
+        primitives). Raises :class:`UnsupportedPrimitiveError` for a primitive it declines."""
+        raise NotImplementedError
+
+    def compile(self, jaxpr, device) -> Callable[..., Sequence[Any]]:
+        """Compiles a constvar-free jaxpr into ``executable(*buffers) -> list of buffers``."""
+        raise NotImplementedError
+
+    def block_until_ready(self, buffer: Any) -> None:
+        """Waits until the computation producing ``buffer`` has finished (no-op if synchronous)."""
+
+    def owns_buffer(self, buffer: Any) -> bool:
+        """Whether ``buffer`` is a buffer of this backend's kind (used when moving arrays)."""
+        return isinstance(buffer, (np.ndarray, np.generic))
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} name={self.name!r} platform={self.platform!r}>"
+
+
+class UnsupportedPrimitiveError(NotImplementedError):
+    """A backend declined a primitive."""
+
+    def __init__(self, backend_name: str, primitive_name: str, why: str = ""):
+        super().__init__(f"Backend {backend_name!r} does not implement primitive {primitive_name!r}"
+                         + (f": {why}" if why else "") + ". Use another backend "
+                         "(jit(f, backend=...), PLAX_BACKEND=...) or register an implementation.")
+        self.backend_name = backend_name
+        self.primitive_name = primitive_name

@@ -1,0 +1,84 @@
+"""The transform registry: one rule table per transform, keyed by primitive.
+
+``register_rule("batch", add_p)(rule)`` is the only way a rule gets in. The
+core defines the tables ``jvp``, ``transpose``, ``batch`` and ``impl`` (an
+eager rule that replaces backend dispatch, used by primitives defined in terms
+of other primitives); a plugin may add its own with :func:`new_transform`.
+"""
+from __future__ import annotations
+
+from typing import Callable, TypeVar
+
+F = TypeVar("F", bound=Callable)
+
+_tables: dict[str, dict] = {"jvp": {}, "transpose": {}, "batch": {}, "impl": {}}
+
+_hints = {
+    "jvp": "it cannot be differentiated (jvp/grad)",
+    "transpose": "it cannot be transposed, so reverse mode (grad/vjp) cannot pass through it",
+    "batch": "it cannot be batched with vmap",
+    "impl": "it has no eager implementation",
+}
+
+
+def new_transform(name: str) -> dict:
+    """Creates (or returns) the rule table of transform ``name``, for plugins adding a transform."""
+    return _tables.setdefault(name, {})
+
+
+def transforms() -> tuple[str, ...]:
+    """The names of all transforms that have a rule table."""
+    return tuple(_tables)
+
+
+def rule_table(transform: str) -> dict:
+    """The table of ``transform`` itself (primitive -> rule), for fast lookups in interpreters."""
+    try:
+        return _tables[transform]
+    except KeyError:
+        raise KeyError(f"Unknown transform {transform!r}; known: {', '.join(_tables)}. "
+                       "A plugin creates a new one with plax.core.new_transform(name).") from None
+
+
+def register_rule(transform: str, primitive) -> Callable[[F], F]:
+    """Returns a decorator that registers the rule of ``primitive`` for ``transform``.
+
+    Args:
+      transform: the table's name, e.g. ``"jvp"``, ``"transpose"``, ``"batch"``.
+      primitive: the :class:`~plax.core.Primitive` the rule is for.
+
+    Returns:
+      A decorator that stores the rule and returns it unchanged.
+
+    Example:
+      >>> @register_rule("batch", my_p)
+      ... def _my_batch(args, dims, **params):
+      ...     return my_p.bind(*args, **params), dims[0]
+    """
+    table = rule_table(transform)
+
+    def register(rule: F) -> F:
+        table[primitive] = rule
+        return rule
+
+    return register
+
+
+def get_rule(transform: str, primitive) -> Callable:
+    """The rule of ``primitive`` for ``transform``.
+
+    Raises:
+      NotImplementedError: naming the primitive and the transform when no rule is registered.
+    """
+    rule = rule_table(transform).get(primitive)
+    if rule is None:
+        why = _hints.get(transform, f"transform {transform!r} cannot process it")
+        raise NotImplementedError(
+            f"Primitive {primitive.name!r} has no {transform!r} rule, so {why}. Register one "
+            f"with plax.core.register_rule({transform!r}, {primitive.name}_p).")
+    return rule
+
+
+def has_rule(transform: str, primitive) -> bool:
+    """Whether ``primitive`` has a rule for ``transform``."""
+    return primitive in _tables.get(transform, ())

@@ -1,0 +1,103 @@
+"""ShapedArray: the abstract value of an array (shape, dtype, weak_type)."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+_short_names = {
+    "bool": "bool", "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64",
+    "uint8": "u8", "uint16": "u16", "uint32": "u32", "uint64": "u64",
+    "bfloat16": "bf16", "float16": "f16", "float32": "f32", "float64": "f64",
+    "complex64": "c64", "complex128": "c128",
+}
+
+
+def short_dtype_name(dtype: np.dtype) -> str:
+    """``float32`` -> ``f32``: the dtype spelling used in jaxprs."""
+    if dtype.names == ("float0",):
+        return "float0"
+    return _short_names.get(dtype.name, dtype.name)
+
+
+class ShapedArray:
+    """What a transform knows of an array without its values: shape, dtype and weak type.
+
+    Instances are immutable and hashable (the jit cache keys on them), and equal
+    when all three fields are equal.
+
+    Example:
+      >>> ShapedArray((2, 3), np.dtype("float32")).str_short()
+      'f32[2,3]'
+    """
+
+    __slots__ = ("shape", "dtype", "weak_type", "_hash")
+
+    def __init__(self, shape: tuple[int, ...], dtype: np.dtype, weak_type: bool = False):
+        self.shape = tuple(shape)
+        self.dtype = dtype
+        self.weak_type = bool(weak_type)
+        self._hash = hash((self.shape, dtype, self.weak_type))
+
+    ndim = property(lambda self: len(self.shape))
+    size = property(lambda self: math.prod(self.shape))
+
+    def __eq__(self, other) -> bool:
+        return (type(other) is ShapedArray and self.shape == other.shape
+                and self.dtype == other.dtype and self.weak_type == other.weak_type)
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def update(self, shape=None, dtype=None, weak_type=None) -> "ShapedArray":
+        """A copy with the given fields replaced."""
+        return ShapedArray(self.shape if shape is None else shape,
+                           self.dtype if dtype is None else dtype,
+                           self.weak_type if weak_type is None else weak_type)
+
+    def strip_weak_type(self) -> "ShapedArray":
+        return self if not self.weak_type else ShapedArray(self.shape, self.dtype, False)
+
+    def str_short(self) -> str:
+        return f"{short_dtype_name(self.dtype)}[{','.join(map(str, self.shape))}]"
+
+    def __repr__(self) -> str:
+        weak = ", weak_type=True" if self.weak_type else ""
+        return f"ShapedArray({self.str_short()}{weak})"
+
+    def __len__(self) -> int:
+        if not self.shape:
+            raise TypeError("len() of unsized object")
+        return self.shape[0]
+
+
+class ShapeDtypeStruct:
+    """A stand-in with ``shape`` and ``dtype`` (and ``weak_type``), for ``eval_shape`` and ``jit(...).lower``.
+
+    Example:
+      >>> ShapeDtypeStruct((3,), jnp.float32)
+      ShapeDtypeStruct(shape=(3,), dtype=float32)
+    """
+
+    __slots__ = ("shape", "dtype", "weak_type", "sharding")
+
+    def __init__(self, shape, dtype, weak_type: bool = False, sharding=None):
+        from plax import dtypes
+        self.shape = tuple(shape)
+        self.dtype = dtypes.to_numpy_dtype(dtype)
+        self.weak_type = weak_type
+        self.sharding = sharding
+
+    ndim = property(lambda self: len(self.shape))
+    size = property(lambda self: math.prod(self.shape))
+
+    def __eq__(self, other) -> bool:
+        return (isinstance(other, ShapeDtypeStruct) and self.shape == other.shape
+                and self.dtype == other.dtype and self.weak_type == other.weak_type)
+
+    def __hash__(self) -> int:
+        return hash((self.shape, self.dtype, self.weak_type))
+
+    def __repr__(self) -> str:
+        weak = ", weak_type=True" if self.weak_type else ""
+        return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name}{weak})"

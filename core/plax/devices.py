@@ -1,0 +1,298 @@
+"""Devices: the places where buffers live, and how work is sent to them.
+
+``plax.devices()`` lists each device once, whichever backends drive it; which
+backend executes is chosen per call (``jit(f, backend="numba")``), by the
+environment (``PLAX_BACKEND``, ``PLAX_PLATFORMS``), or by priority.
+``PLAX_NUM_CPU_DEVICES=N`` gives N CPU devices (for pmap).
+"""
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import threading
+from typing import Any, Iterator
+
+import numpy as np
+
+
+class Device:
+    """A place where buffers live and work runs: ``CpuDevice(id=0)``, ``CudaDevice(id=1)``.
+
+    Attributes:
+      platform: ``"cpu"`` or ``"gpu"`` (or a third-party platform name).
+      id: the index of the device on its platform.
+      device_kind: a description of the hardware.
+    """
+
+    platform = "?"
+    _repr_name = "Device"
+
+    def __init__(self, id: int, device_kind: str | None = None, platform: str | None = None):
+        self.id = int(id)
+        if platform is not None:
+            self.platform = platform
+        self.device_kind = device_kind or self.platform
+        self.process_index = 0
+        self.host_id = 0
+        self._backend_cache = None
+
+    @property
+    def backend(self):
+        """The backend that runs eager work on this device (the platform's default)."""
+        b = self._backend_cache
+        if b is None:
+            from plax import plugins
+            ranked = plugins.registry().backends_for_platform(self.platform)
+            if not ranked:
+                raise RuntimeError(f"No backend drives {self!r}.")
+            b = self._backend_cache = ranked[0]
+        return b
+
+    client = backend
+
+    def __repr__(self) -> str:
+        return f"{self._repr_name}(id={self.id})"
+
+    def __str__(self) -> str:
+        return f"{self.platform.upper()}_{self.id}" if self.platform != "cpu" else f"TFRT_CPU_{self.id}"
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Device) and (self.platform, self.id) == (other.platform, other.id)
+
+    def __hash__(self) -> int:
+        return hash((self.platform, self.id))
+
+
+class CpuDevice(Device):
+    """A CPU device. All CPU devices share host memory."""
+
+    platform = "cpu"
+    _repr_name = "CpuDevice"
+
+
+class CudaDevice(Device):
+    """An NVIDIA GPU, driven by a GPU backend such as plax_cupy."""
+
+    platform = "gpu"
+    _repr_name = "CudaDevice"
+
+
+@functools.lru_cache(maxsize=None)
+def cpu_devices() -> tuple[CpuDevice, ...]:
+    """The process's CPU devices, shared by every CPU backend (count from PLAX_NUM_CPU_DEVICES)."""
+    raw = os.environ.get("PLAX_NUM_CPU_DEVICES", "1")
+    try:
+        n = int(raw)
+        if n < 1:
+            raise ValueError
+    except ValueError:
+        raise ValueError(f"PLAX_NUM_CPU_DEVICES must be a positive integer, got {raw!r}") from None
+    return tuple(CpuDevice(i, device_kind="cpu") for i in range(n))
+
+
+# ------------------------------------------------------------------ queries
+
+def _registry():
+    from plax import plugins
+    return plugins.registry()
+
+
+def devices(platform: str | None = None, backend: str | None = None) -> list[Device]:
+    """The devices of a platform (default: the default platform), or of one backend.
+
+    Args:
+      platform: ``"cpu"``, ``"gpu"``, ... or a backend name; None for the default platform.
+      backend: a backend name (``"numpy"``, ``"numba"``): the devices it drives.
+
+    Returns:
+      A list of :class:`Device`, ordered by id.
+
+    Raises:
+      RuntimeError: the platform or backend is not available; the message lists what is.
+
+    Example:
+      >>> plax.devices()
+      [CpuDevice(id=0)]
+    """
+    reg = _registry()
+    if backend is not None:
+        b = reg.get_backend(backend)
+        return sorted(b.devices(), key=lambda d: d.id)
+    if platform is None:
+        plats = reg.platforms()
+        if not plats:
+            raise RuntimeError("No plax backend is available. " + reg._failure_summary())
+        return list(reg.platform_devices[plats[0]])
+    from plax.plugins import _platform_alias
+    canonical = _platform_alias(platform)
+    if canonical in reg.platforms():
+        return list(reg.platform_devices[canonical])
+    if platform in reg.backends:
+        return sorted(reg.backends[platform].devices(), key=lambda d: d.id)
+    raise RuntimeError(
+        f"Unknown backend or platform {platform!r}: no such device is available. Available "
+        f"platforms: {reg.platforms()}; available backends: {sorted(reg.backends)}. "
+        + reg._failure_summary())
+
+
+def local_devices(process_index: int | None = None, backend: str | None = None) -> list[Device]:
+    """Like :func:`devices` (plax runs in one process)."""
+    return devices(backend)
+
+
+def device_count(backend: str | None = None) -> int:
+    """The number of devices of the default (or given) platform."""
+    return len(devices(backend))
+
+
+def local_device_count(backend: str | None = None) -> int:
+    """Like :func:`device_count` (plax runs in one process)."""
+    return device_count(backend)
+
+
+def process_index() -> int:
+    return 0
+
+
+def process_count() -> int:
+    return 1
+
+
+def default_backend() -> str:
+    """The platform of the default device, e.g. ``"cpu"`` (as in JAX)."""
+    return default_device().platform
+
+
+# ------------------------------------------------------------------ default device
+
+class _DefaultDeviceState(threading.local):
+    def __init__(self):
+        self.stack: list[Device] = []
+
+
+_default_state = _DefaultDeviceState()
+_default_cache: list = [None]
+
+
+def _invalidate_caches() -> None:
+    _default_cache[0] = None
+    for d in cpu_devices():
+        d._backend_cache = None
+
+
+def default_device() -> Device:
+    """The device new arrays are placed on: the innermost ``with default_device(d)``, else the
+    first device of the default platform."""
+    stack = _default_state.stack
+    if stack:
+        return stack[-1]
+    d = _default_cache[0]
+    if d is None:
+        d = _default_cache[0] = devices()[0]
+    return d
+
+
+@contextlib.contextmanager
+def default_device_context(device: Device | str | None) -> Iterator[None]:
+    """Places new arrays on ``device`` inside a ``with`` block (``plax.default_device(d)``).
+
+    Args:
+      device: a Device, a platform name (its first device), or None (no change).
+    """
+    if device is None:
+        yield
+        return
+    if isinstance(device, str):
+        device = devices(device)[0]
+    if not isinstance(device, Device):
+        raise TypeError(f"default_device expects a Device or a platform name, got {device!r}")
+    _default_state.stack.append(device)
+    try:
+        yield
+    finally:
+        _default_state.stack.pop()
+
+
+def resolve_device(device: Any) -> Device:
+    """A Device from a Device, a platform/backend name, or None (the default device)."""
+    if device is None:
+        return default_device()
+    if isinstance(device, Device):
+        return device
+    if isinstance(device, str):
+        return devices(device)[0]
+    sharding_device = getattr(device, "_device", None)  # a SingleDeviceSharding-like object
+    if isinstance(sharding_device, Device):
+        return sharding_device
+    raise TypeError(f"Expected a plax Device or a platform name, got {device!r} of type "
+                    f"{type(device).__name__}. Use plax.devices() to list devices.")
+
+
+# ------------------------------------------------------------------ transfers
+
+def move_buffer(buf: Any, src: Device, dst: Device) -> Any:
+    """The buffer of ``buf`` (on ``src``) as a buffer on ``dst``; no copy within the host."""
+    if src == dst or (src.platform == dst.platform == "cpu"):
+        return buf
+    if src.platform == dst.platform and dst.backend.owns_buffer(buf):
+        return dst.backend.put(np.asarray(src.backend.to_host(buf)), dst)
+    host = src.backend.to_host(buf)
+    return dst.backend.put(np.asarray(host), dst)
+
+
+def device_put(x: Any, device: Any = None, *, may_alias: bool | None = None, donate: bool = False):
+    """Places ``x`` (a pytree of arrays and scalars) on ``device``.
+
+    Args:
+      x: an array, NumPy array, scalar, or a pytree of them.
+      device: a Device, a platform name, or None for the default device (arrays placed on
+        an explicit device are *committed* to it).
+
+    Returns:
+      The same structure with every leaf a :class:`plax.Array` on the device.
+
+    Raises:
+      TypeError: for a leaf that is not array-like, naming it.
+
+    Example:
+      >>> x = plax.device_put(np.ones(3))
+      >>> x.devices()
+      {CpuDevice(id=0)}
+    """
+    from plax import tree_util
+    committed = device is not None
+    dev = resolve_device(device)
+    return tree_util.tree_map(lambda leaf: _put_leaf(leaf, dev, committed), x)
+
+
+def _put_leaf(leaf: Any, device: Device, committed: bool):
+    from plax.array import Array, from_host
+    from plax.core.trace import Tracer
+    if isinstance(leaf, Array):
+        if leaf._device == device:
+            if committed and not leaf._committed:
+                return Array._new(leaf._buf, leaf.aval, device, True)
+            return leaf
+        return Array._new(move_buffer(leaf._buf, leaf._device, device), leaf.aval, device, committed)
+    if isinstance(leaf, Tracer):
+        return leaf
+    return from_host(leaf, device=device, committed=committed)
+
+
+def device_get(x: Any):
+    """Copies a pytree of arrays to the host: every Array leaf becomes a NumPy array.
+
+    Example:
+      >>> plax.device_get({"w": jnp.ones(2)})
+      {'w': array([1., 1.], dtype=float32)}
+    """
+    from plax import tree_util
+    from plax.array import Array
+
+    def get(leaf):
+        if isinstance(leaf, Array):
+            return leaf._host_value(copy=True)
+        return leaf
+
+    return tree_util.tree_map(get, x)

@@ -1,0 +1,346 @@
+"""dtypes: canonicalisation under the x64 flag, weak types, and JAX's promotion lattice.
+
+JAX does not promote like NumPy. Types form a lattice and the result of mixing
+two types is their least upper bound; Python scalars (and arrays created from
+them) are *weakly typed*: they take the other operand's type instead of
+widening it. ``int32 array + 1.0`` is float32, ``uint8 array + 1`` is uint8.
+With ``jax_enable_x64`` off (the default) 64-bit types are canonicalised to
+their 32-bit counterparts.
+"""
+from __future__ import annotations
+
+import builtins
+import functools
+import warnings
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+
+from plax.config import config
+
+# The trivial tangent type of integer and boolean values (JAX's float0): a
+# structured dtype with no bytes, so a float0 array of any shape costs nothing.
+float0 = np.dtype([("float0", np.void, 0)])
+
+bfloat16 = np.dtype(ml_dtypes.bfloat16)
+bool_ = np.dtype(np.bool_)
+int8, int16, int32, int64 = (np.dtype(t) for t in (np.int8, np.int16, np.int32, np.int64))
+uint8, uint16, uint32, uint64 = (np.dtype(t) for t in (np.uint8, np.uint16, np.uint32, np.uint64))
+float16, float32, float64 = (np.dtype(t) for t in (np.float16, np.float32, np.float64))
+complex64, complex128 = np.dtype(np.complex64), np.dtype(np.complex128)
+
+_extended_floats = frozenset({bfloat16})
+
+supported_dtypes = (bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
+                    bfloat16, float16, float32, float64, complex64, complex128)
+
+_to_32bit = {int64: int32, uint64: uint32, float64: float32, complex128: complex64}
+
+
+def _x64() -> bool:
+    return config._values["enable_x64"]
+
+
+def default_int_dtype() -> np.dtype:
+    """The dtype of a Python int: int64 with x64 enabled, else int32."""
+    return int64 if _x64() else int32
+
+
+def default_float_dtype() -> np.dtype:
+    """The dtype of a Python float: float64 with x64 enabled, else float32."""
+    return float64 if _x64() else float32
+
+
+def default_complex_dtype() -> np.dtype:
+    """The dtype of a Python complex: complex128 with x64 enabled, else complex64."""
+    return complex128 if _x64() else complex64
+
+
+def default_uint_dtype() -> np.dtype:
+    return uint64 if _x64() else uint32
+
+
+@functools.lru_cache(maxsize=None)
+def _canonicalize(dtype: np.dtype, x64: bool) -> np.dtype:
+    if dtype == float0:
+        return dtype
+    if dtype not in supported_dtypes:
+        raise TypeError(f"dtype {dtype!r} is not a valid plax array type. "
+                        f"Supported dtypes: {', '.join(str(d) for d in supported_dtypes)}.")
+    return dtype if x64 else _to_32bit.get(dtype, dtype)
+
+
+def canonicalize_dtype(dtype: Any) -> np.dtype:
+    """Returns the dtype plax uses for ``dtype`` under the current x64 setting.
+
+    Args:
+      dtype: anything ``np.dtype`` accepts, a plax scalar type, or a Python type.
+
+    Returns:
+      A ``numpy.dtype``; 64-bit types become 32-bit ones when x64 is disabled.
+
+    Example:
+      >>> canonicalize_dtype("float64")
+      dtype('float32')
+    """
+    return _canonicalize(to_numpy_dtype(dtype), _x64())
+
+
+def to_numpy_dtype(dtype: Any) -> np.dtype:
+    """Converts ``dtype`` to a ``numpy.dtype`` without canonicalising it.
+
+    Python's ``int``/``float``/``complex``/``bool`` map to the default plax types.
+    """
+    if dtype is builtins.int:
+        return default_int_dtype()
+    if dtype is builtins.float:
+        return default_float_dtype()
+    if dtype is builtins.complex:
+        return default_complex_dtype()
+    if dtype is builtins.bool:
+        return bool_
+    if dtype is None:
+        raise TypeError("dtype must not be None here")
+    inner = getattr(dtype, "dtype", None)
+    if isinstance(inner, np.dtype):
+        return inner
+    try:
+        return np.dtype(dtype)
+    except TypeError as err:
+        raise TypeError(f"Cannot interpret {dtype!r} as a data type") from err
+
+
+def check_user_dtype(dtype: Any, fun_name: str) -> np.dtype:
+    """Canonicalises a dtype a user asked for, warning when x64 truncates it."""
+    requested = to_numpy_dtype(dtype)
+    result = canonicalize_dtype(requested)
+    if result != requested and dtype not in (builtins.int, builtins.float, builtins.complex):
+        warnings.warn(
+            f"Explicitly requested dtype {requested} requested in {fun_name} is not available, "
+            f"and will be truncated to dtype {result}. To enable more dtypes, set the "
+            "jax_enable_x64 configuration option or the JAX_ENABLE_X64 shell environment variable.",
+            UserWarning, stacklevel=3)
+    return result
+
+
+# ---------------------------------------------------------------- categories
+
+def issubdtype(a: Any, b: Any) -> bool:
+    """Like ``np.issubdtype``, but knows that bfloat16 is a floating type and float0 is not."""
+    a_dt = to_numpy_dtype(a) if not (isinstance(a, type) and a in _abstract) else a
+    if isinstance(a_dt, np.dtype) and a_dt in _extended_floats:
+        if isinstance(b, type) and b in _abstract:
+            return b in (np.floating, np.inexact, np.number, np.generic)
+        return to_numpy_dtype(b) == a_dt
+    if isinstance(a_dt, np.dtype) and a_dt == float0:
+        return isinstance(b, np.dtype) and b == float0
+    if not (isinstance(b, type) and b in _abstract):
+        b = to_numpy_dtype(b)
+        if b in _extended_floats:
+            return False
+    return bool(np.issubdtype(a_dt, b))
+
+
+_abstract = {np.generic, np.number, np.inexact, np.floating, np.complexfloating,
+             np.integer, np.signedinteger, np.unsignedinteger, np.bool_, np.character,
+             np.flexible}
+
+
+def is_float(dtype: np.dtype) -> bool:
+    return dtype.kind == "f" or dtype in _extended_floats
+
+
+def is_complex(dtype: np.dtype) -> bool:
+    return dtype.kind == "c"
+
+
+def is_inexact(dtype: np.dtype) -> bool:
+    return dtype.kind in "fc" or dtype in _extended_floats
+
+
+def is_integer(dtype: np.dtype) -> bool:
+    return dtype.kind in "iu"
+
+
+def is_bool(dtype: np.dtype) -> bool:
+    return dtype.kind == "b"
+
+
+def finfo(dtype: Any) -> Any:
+    """Machine limits of a floating type, bfloat16 included."""
+    return ml_dtypes.finfo(to_numpy_dtype(dtype))
+
+
+def iinfo(dtype: Any) -> Any:
+    """Machine limits of an integer type."""
+    return np.iinfo(to_numpy_dtype(dtype))
+
+
+def real_dtype(dtype: np.dtype) -> np.dtype:
+    """The real counterpart of a complex dtype (float32 for complex64); others unchanged."""
+    return {complex64: float32, complex128: float64}.get(dtype, dtype)
+
+
+def complex_dtype_for(dtype: np.dtype) -> np.dtype:
+    """The complex type that holds values of ``dtype``."""
+    return complex128 if dtype in (float64, complex128) else complex64
+
+
+# ---------------------------------------------------------------- promotion
+
+# Nodes of the lattice: concrete dtypes plus the three weak categories.
+_I, _F, _C = "int*", "float*", "complex*"
+
+_lattice_up: dict[Any, tuple] = {
+    bool_: (_I,),
+    _I: (uint8, int8, _F),
+    uint8: (int16, uint16), uint16: (int32, uint32), uint32: (int64, uint64), uint64: (_F,),
+    int8: (int16,), int16: (int32,), int32: (int64,), int64: (_F,),
+    _F: (bfloat16, float16, _C),
+    bfloat16: (float32,), float16: (float32,), float32: (float64, complex64), float64: (complex128,),
+    _C: (complex64,), complex64: (complex128,), complex128: (),
+}
+
+
+def _upper_bounds(node) -> frozenset:
+    seen, stack = set(), [node]
+    while stack:
+        n = stack.pop()
+        if n not in seen:
+            seen.add(n)
+            stack.extend(_lattice_up[n])
+    return frozenset(seen)
+
+
+_ub = {n: _upper_bounds(n) for n in _lattice_up}
+
+
+@functools.lru_cache(maxsize=None)
+def _join(a, b):
+    common = _ub[a] & _ub[b]
+    # The least upper bound is the common bound that all other common bounds are above.
+    for c in common:
+        if common <= _ub[c]:
+            return c
+    raise TypePromotionError(f"Input dtypes {a} and {b} have no available implicit dtype "
+                             "promotion path.")
+
+
+class TypePromotionError(ValueError):
+    """Raised when two dtypes cannot be promoted implicitly."""
+
+
+def _node(dtype: np.dtype, weak: bool):
+    if weak:
+        if dtype.kind in "iu":
+            return _I
+        if dtype.kind == "f" or dtype in _extended_floats:
+            return _F
+        if dtype.kind == "c":
+            return _C
+    return dtype
+
+
+def _node_dtype(node) -> tuple[np.dtype, bool]:
+    if node == _I:
+        return default_int_dtype(), True
+    if node == _F:
+        return default_float_dtype(), True
+    if node == _C:
+        return default_complex_dtype(), True
+    return node, False
+
+
+def promote_types(a: Any, b: Any) -> np.dtype:
+    """Returns the type that both ``a`` and ``b`` are promoted to (JAX's table, not NumPy's).
+
+    Example:
+      >>> promote_types("uint8", "int8")
+      dtype('int16')
+    """
+    a, b = to_numpy_dtype(a), to_numpy_dtype(b)
+    node = _join(a, b)
+    if node == _I:
+        return int64
+    if node == _F:
+        return float64
+    if node == _C:
+        return complex128
+    return node
+
+
+def dtype_and_weak_type(x: Any) -> tuple[np.dtype, bool]:
+    """The (canonical dtype, weak_type) of a value: an array, a tracer, a Python or NumPy scalar."""
+    t = type(x)
+    if t is builtins.bool:
+        return bool_, False
+    if t is builtins.int:
+        return default_int_dtype(), True
+    if t is builtins.float:
+        return default_float_dtype(), True
+    if t is builtins.complex:
+        return default_complex_dtype(), True
+    aval = getattr(x, "aval", None)
+    if aval is not None:
+        return aval.dtype, aval.weak_type
+    if isinstance(x, (np.ndarray, np.generic)):
+        return canonicalize_dtype(x.dtype), False
+    if isinstance(x, (np.dtype, type, str)):
+        return canonicalize_dtype(x), False
+    dt = getattr(x, "dtype", None)
+    if dt is not None:
+        return canonicalize_dtype(dt), False
+    raise TypeError(f"Cannot determine the dtype of {x!r} (of type {t.__name__}); "
+                    "expected an array, a scalar or a dtype.")
+
+
+def dtype(x: Any) -> np.dtype:
+    """The canonical dtype of an array, scalar or dtype-like ``x``."""
+    return dtype_and_weak_type(x)[0]
+
+
+def is_weakly_typed(x: Any) -> bool:
+    """Whether ``x`` is a Python scalar or a weakly typed array."""
+    return dtype_and_weak_type(x)[1]
+
+
+def result_type(*args: Any, return_weak_type_flag: bool = False):
+    """The dtype values of ``args`` promote to under JAX's rules (canonicalised).
+
+    Args:
+      *args: arrays, tracers, scalars or dtypes.
+      return_weak_type_flag: also return whether the result is weakly typed.
+
+    Returns:
+      A ``numpy.dtype``, or ``(dtype, weak_type)`` when asked for the flag.
+
+    Example:
+      >>> result_type(np.int8(1), 1.0)
+      dtype('float32')
+    """
+    if not args:
+        raise ValueError("at least one array or dtype is required")
+    node = None
+    for a in args:
+        dt, weak = dtype_and_weak_type(a)
+        n = _node(dt, weak)
+        node = n if node is None else _join(node, n)
+    dt, weak = _node_dtype(node)
+    dt = canonicalize_dtype(dt)
+    return (dt, weak) if return_weak_type_flag else dt
+
+
+@functools.lru_cache(maxsize=4096)
+def _result_type_of(pairs: tuple, x64: bool) -> tuple[np.dtype, bool]:
+    node = None
+    for dt, weak in pairs:
+        n = _node(dt, weak)
+        node = n if node is None else _join(node, n)
+    dt, weak = _node_dtype(node)
+    return _canonicalize(dt, x64), weak
+
+
+def result_type_of_avals(pairs: tuple) -> tuple[np.dtype, bool]:
+    """Cached promotion of ``((dtype, weak_type), ...)`` pairs: the fast path of every binary op."""
+    return _result_type_of(pairs, _x64())

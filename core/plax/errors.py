@@ -1,0 +1,62 @@
+"""The exceptions plax raises where JAX raises a specific one, with the same names."""
+from __future__ import annotations
+
+_CONTROL_FLOW_TIP = (
+    "This happens when Python control flow or a conversion needs the concrete value of an "
+    "abstract tracer, typically inside jit or vmap. What to do: mark the argument static "
+    "(jit(f, static_argnums=...) or static_argnames=...), use structured control flow "
+    "(lax.cond, lax.fori_loop, lax.while_loop), or a branch-free expression such as "
+    "jnp.where(...)."
+)
+
+
+class JAXTypeError(TypeError):
+    """Base class of plax's tracer-related type errors."""
+
+
+class ConcretizationTypeError(JAXTypeError):
+    """A concrete value was needed, but the value is an abstract tracer."""
+
+    def __init__(self, tracer, context: str = ""):
+        what = f"Abstract tracer value encountered where concrete value is expected: {tracer}\n"
+        super().__init__(what + (context + "\n" if context else "") + _CONTROL_FLOW_TIP)
+
+
+class TracerBoolConversionError(ConcretizationTypeError):
+    """``bool()`` (an ``if``, ``while``, ``and``/``or``) was called on an abstract tracer."""
+
+    def __init__(self, tracer):
+        super().__init__(tracer, "The problem arose with the `bool` function: a traced value "
+                                 "was used in a Python `if`, `while`, `and`, `or` or `not`.")
+
+
+class TracerIntegerConversionError(JAXTypeError):
+    """``int()``/``__index__`` was called on an abstract tracer."""
+
+    def __init__(self, tracer):
+        super().__init__(f"The __index__() method was called on traced array {tracer}.\n"
+                         "A traced value cannot be used as a Python integer (for a shape, a "
+                         "range or a list index). " + _CONTROL_FLOW_TIP)
+
+
+class TracerArrayConversionError(JAXTypeError):
+    """A tracer was converted to a NumPy array (``np.asarray(tracer)``)."""
+
+    def __init__(self, tracer):
+        super().__init__(f"The numpy.ndarray conversion method __array__() was called on "
+                         f"traced array {tracer}.\nUse plax.numpy functions instead of numpy "
+                         "functions inside transformed code, or move the NumPy call outside.")
+
+
+class UnexpectedTracerError(Exception):
+    """A tracer escaped the transformation that created it and was used afterwards."""
+
+    def __init__(self, msg: str):
+        super().__init__(msg + "\nA tracer from a finished transformation (jit, grad, vmap, ...) "
+                               "was used, usually because a transformed function stored it in a "
+                               "global, a closure or an object. Return values from transformed "
+                               "functions instead of storing them.")
+
+
+class KeyReuseError(RuntimeError):
+    """Reserved for PRNG key-reuse checking."""

@@ -1,0 +1,63 @@
+"""plax.lax: the primitives, with JAX's names and signatures.
+
+Each function here binds one primitive (or composes a few). Unlike
+``plax.numpy`` these do not promote dtypes: operands must already agree.
+"""
+from plax.lax.binary import (add, sub, mul, div, rem, pow, max, min, atan2, nextafter, complex,
+                             eq, ne, lt, le, gt, ge, bitwise_and, bitwise_or, bitwise_xor,
+                             shift_left, shift_right_logical, shift_right_arithmetic,
+                             add_p, sub_p, mul_p, div_p, rem_p, pow_p, max_p, min_p, atan2_p,
+                             nextafter_p, add_any_p, complex_p, eq_p, ne_p, lt_p, le_p, gt_p, ge_p,
+                             and_p, or_p, xor_p, shift_left_p, shift_right_logical_p,
+                             shift_right_arithmetic_p)
+from plax.lax.unary import (neg, sign, floor, ceil, round, is_finite, exp, exp2, log, log1p, expm1,
+                            tanh, logistic, sin, cos, tan, asin, acos, atan, sinh, cosh, asinh,
+                            acosh, atanh, sqrt, rsqrt, cbrt, abs, bitwise_not, population_count,
+                            real, imag, conj, integer_pow, RoundingMethod,
+                            neg_p, sign_p, floor_p, ceil_p, round_p, is_finite_p, exp_p, exp2_p,
+                            log_p, log1p_p, expm1_p, tanh_p, logistic_p, sin_p, cos_p, tan_p,
+                            asin_p, acos_p, atan_p, sinh_p, cosh_p, asinh_p, acosh_p, atanh_p,
+                            sqrt_p, rsqrt_p, cbrt_p, abs_p, not_p, population_count_p, real_p,
+                            imag_p, conj_p, integer_pow_p)
+from plax.lax.special import (erf, erfc, erf_inv, lgamma, digamma, polygamma, erf_p, erfc_p,
+                              erf_inv_p, lgamma_p, digamma_p, polygamma_p)
+from plax.lax.select import select_n, select, clamp, select_n_p, clamp_p
+from plax.lax.convert import (convert_element_type, bitcast_convert_type, stop_gradient,
+                              convert_element_type_p, bitcast_convert_type_p, stop_gradient_p)
+from plax.lax.shape import (broadcast_in_dim, broadcast, full, full_like, reshape, transpose, squeeze,
+                            expand_dims, rev, pad, concatenate, iota, broadcasted_iota, collapse,
+                            broadcast_in_dim_p, reshape_p, transpose_p, squeeze_p, expand_dims_p,
+                            rev_p, pad_p, concatenate_p, iota_p)
+from plax.lax.slicing import (slice, slice_in_dim, index_in_dim, dynamic_slice, dynamic_index_in_dim,
+                              dynamic_update_slice, gather, scatter, scatter_add, scatter_mul,
+                              scatter_min, scatter_max, GatherDimensionNumbers,
+                              ScatterDimensionNumbers, GatherScatterMode, slice_p, dynamic_slice_p,
+                              dynamic_update_slice_p, gather_p, scatter_p, scatter_add_p,
+                              scatter_mul_p, scatter_min_p, scatter_max_p)
+from plax.lax.reduction import (reduce_sum, reduce_prod, reduce_max, reduce_min, reduce_and,
+                                reduce_or, reduce_xor, argmax, argmin, reduce_sum_p, reduce_prod_p,
+                                reduce_max_p, reduce_min_p, reduce_and_p, reduce_or_p,
+                                reduce_xor_p, argmax_p, argmin_p)
+from plax.lax.cumulative import (cumsum, cumprod, cummax, cummin, associative_scan, cumsum_p,
+                                 cumprod_p, cummax_p, cummin_p)
+from plax.lax.sort import sort, sort_key_val, sort_p
+from plax.lax.dot import dot_general, dot, dot_general_p
+
+bitwise_and_p = and_p
+bitwise_or_p = or_p
+
+
+def dynamic_update_index_in_dim(x, update, index, axis: int):
+    """Writes ``update`` (with or without the axis) at ``index`` along ``axis``."""
+    from plax.lax.base import aval_of, asarray
+    x, update = asarray(x), asarray(update)
+    if aval_of(update).ndim == aval_of(x).ndim - 1:
+        update = expand_dims(update, (axis,))
+    starts = [0] * aval_of(x).ndim
+    starts[axis] = index
+    return dynamic_update_slice(x, update, starts)
+
+
+def zeros_like_array(x):
+    """Zeros with the shape and dtype of ``x``."""
+    return full_like(x, 0)

@@ -1,0 +1,117 @@
+"""Shared pieces of the lax primitive definitions: operand conversion and shape/dtype checks."""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from plax import dtypes
+from plax.array import Array, from_host
+from plax.core.shaped_array import ShapedArray
+from plax.core.trace import Tracer, get_aval
+
+# dtype categories accepted by primitives (checked in abstract evaluation)
+BOOL = "bool"
+INT = "int"
+UINT = "uint"
+FLOAT = "float"
+COMPLEX = "complex"
+
+_category_test = {
+    BOOL: dtypes.is_bool,
+    INT: lambda d: d.kind == "i",
+    UINT: lambda d: d.kind == "u",
+    FLOAT: dtypes.is_float,
+    COMPLEX: dtypes.is_complex,
+}
+
+NUMBER = (INT, UINT, FLOAT, COMPLEX)
+INEXACT = (FLOAT, COMPLEX)
+INTEGRAL = (INT, UINT)
+BOOL_OR_INT = (BOOL, INT, UINT)
+ANY = (BOOL, INT, UINT, FLOAT, COMPLEX)
+ORDERED = (BOOL, INT, UINT, FLOAT)
+
+
+def check_dtype(name: str, aval: ShapedArray, allowed: Sequence[str], what: str = "operand") -> None:
+    """Raises TypeError if ``aval``'s dtype is not in the ``allowed`` categories."""
+    if not any(_category_test[c](aval.dtype) for c in allowed):
+        kinds = ", ".join(allowed)
+        raise TypeError(f"{name} does not accept dtype {aval.dtype.name} for its {what}; it "
+                        f"accepts {kinds} types.")
+
+
+def asarray(x: Any):
+    """A primitive operand from ``x``: arrays and tracers pass through, host values become
+    Arrays (Python scalars weakly typed, with JAX's default dtypes)."""
+    if isinstance(x, (Array, Tracer)):
+        return x
+    return from_host(x)
+
+
+def canonicalize_axis(axis: int, ndim: int, name: str = "axis") -> int:
+    """``axis`` in ``[0, ndim)``, accepting negative axes.
+
+    Raises:
+      ValueError: when the axis is out of range, naming it and the rank.
+    """
+    try:
+        axis = int(axis)
+    except TypeError:
+        raise TypeError(f"{name} must be an integer, got {axis!r}") from None
+    if not -ndim <= axis < ndim:
+        raise ValueError(f"{name} {axis} is out of bounds for array of dimension {ndim}")
+    return axis + ndim if axis < 0 else axis
+
+
+def canonicalize_shape(shape: Any, context: str = "") -> tuple[int, ...]:
+    """A shape as a tuple of non-negative Python ints.
+
+    Raises:
+      TypeError: when an entry is not an integer (e.g. a traced value).
+    """
+    if isinstance(shape, (int, np.integer)) or (hasattr(shape, "__index__") and not isinstance(shape, (tuple, list))):
+        shape = (shape,)
+    try:
+        out = tuple(int(operator_index(d)) for d in shape)
+    except TypeError as err:
+        raise TypeError(f"Shapes must be 1D sequences of concrete values of integer type, got "
+                        f"{shape!r}{' ' + context if context else ''}. {err}") from None
+    if any(d < 0 for d in out):
+        raise ValueError(f"Shape dimensions must be non-negative, got {out}")
+    return out
+
+
+def operator_index(d: Any) -> int:
+    import operator
+    return operator.index(d)
+
+
+def same_shapes_or_scalar(name: str, avals: Sequence[ShapedArray]) -> tuple[int, ...]:
+    """The output shape of an elementwise primitive; operands must share a shape or be rank 0."""
+    shape = None
+    for a in avals:
+        if a.shape == ():
+            continue
+        if shape is None:
+            shape = a.shape
+        elif a.shape != shape:
+            shapes = ", ".join(str(x.shape) for x in avals)
+            raise TypeError(f"{name} got incompatible shapes for broadcasting: {shapes}.")
+    return () if shape is None else shape
+
+
+def same_dtypes(name: str, avals: Sequence[ShapedArray]) -> np.dtype:
+    """The common dtype of an elementwise primitive's operands (they must all be equal)."""
+    dt = avals[0].dtype
+    for a in avals[1:]:
+        if a.dtype != dt:
+            got = ", ".join(x.dtype.name for x in avals)
+            raise TypeError(f"lax.{name} requires arguments to have the same dtypes, got {got}. "
+                            f"(Tip: jnp.{name} is a similar function that does automatic type "
+                            "promotion on inputs).")
+    return dt
+
+
+def aval_of(x: Any) -> ShapedArray:
+    return get_aval(x)

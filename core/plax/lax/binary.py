@@ -1,0 +1,238 @@
+"""Elementwise binary primitives: arithmetic, comparisons and bitwise operations.
+
+Operands must have equal dtypes and equal shapes, except that a rank-0 operand
+broadcasts against the other (``add a 2.0:f32[]``). ``jnp`` functions do the
+dtype promotion and general broadcasting before reaching these.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+import plax.lax.unary as U
+from plax import dtypes
+from plax.core.primitive import Primitive
+from plax.core.registry import register_rule
+from plax.core.shaped_array import ShapedArray
+from plax.lax.base import (ANY, BOOL_OR_INT, INEXACT, INTEGRAL, NUMBER, ORDERED, FLOAT, asarray,
+                           aval_of, check_dtype, same_dtypes, same_shapes_or_scalar)
+from plax.transforms.batching import defbroadcasting
+from plax.transforms.jvp import Zero, defjvp, defzero, deflinear, instantiate, tangent_aval
+
+
+def _naryop(name: str, allowed, out_dtype=None) -> Primitive:
+    prim = Primitive(name)
+
+    def abstract_eval(*avals):
+        for a in avals:
+            check_dtype(name, a, allowed)
+        dt = same_dtypes(name, avals)
+        shape = same_shapes_or_scalar(name, avals)
+        weak = all(a.weak_type for a in avals)
+        return ShapedArray(shape, out_dtype or dt, weak and out_dtype is None)
+
+    prim.def_abstract_eval(abstract_eval)
+    defbroadcasting(prim)
+    return prim
+
+
+def _bind2(prim):
+    def op(x, y):
+        return prim.bind(asarray(x), asarray(y))
+    op.__name__ = prim.name
+    op.__doc__ = f"Elementwise ``{prim.name}`` of two arrays of equal dtype (see jax.lax.{prim.name})."
+    return op
+
+
+def unbroadcast(ct, operand_aval: ShapedArray):
+    """Sums a cotangent down to a rank-0 operand's shape (the only implicit broadcast)."""
+    if type(ct) is Zero:
+        return Zero(tangent_aval(operand_aval))
+    if aval_of(ct).shape != operand_aval.shape:
+        from plax.lax.reduction import reduce_sum
+        ct = reduce_sum(ct, tuple(range(aval_of(ct).ndim)))
+    return ct
+
+
+# ------------------------------------------------------------------ arithmetic
+
+add_p = _naryop("add", NUMBER)
+sub_p = _naryop("sub", NUMBER)
+mul_p = _naryop("mul", NUMBER)
+div_p = _naryop("div", NUMBER)
+rem_p = _naryop("rem", NUMBER)
+pow_p = _naryop("pow", INEXACT)
+max_p = _naryop("max", ORDERED + ("complex",))
+min_p = _naryop("min", ORDERED + ("complex",))
+atan2_p = _naryop("atan2", (FLOAT,))
+nextafter_p = _naryop("nextafter", (FLOAT,))
+# add_any sums tangents and cotangents; it is add, kept separate so linear jaxprs read clearly.
+add_any_p = _naryop("add_any", NUMBER)
+
+add, sub, mul, div, rem = map(_bind2, (add_p, sub_p, mul_p, div_p, rem_p))
+max, min, atan2, nextafter = map(_bind2, (max_p, min_p, atan2_p, nextafter_p))
+
+
+def pow(x, y):
+    """``x ** y`` elementwise; ``y`` may be an integer array (then see integer_pow) or inexact."""
+    x, y = asarray(x), asarray(y)
+    return pow_p.bind(x, y)
+
+
+deflinear(add_p, lambda ct, x, y: [unbroadcast(ct, aval_of_any(x)), unbroadcast(ct, aval_of_any(y))])
+deflinear(add_any_p, lambda ct, x, y: [unbroadcast(ct, aval_of_any(x)), unbroadcast(ct, aval_of_any(y))])
+deflinear(sub_p, lambda ct, x, y: [unbroadcast(ct, aval_of_any(x)),
+                                   unbroadcast(U.neg(ct) if type(ct) is not Zero else ct, aval_of_any(y))])
+
+
+def aval_of_any(x):
+    """The aval of an operand or of an UndefinedPrimal marker."""
+    return x.aval
+
+
+defjvp(mul_p, lambda t, x, y: mul(t, y), lambda t, x, y: mul(x, t))
+
+
+@register_rule("transpose", mul_p)
+def _mul_transpose(ct, x, y):
+    from plax.transforms.transpose import is_undefined_primal
+    if is_undefined_primal(x) and is_undefined_primal(y):
+        raise TypeError("mul is not linear in both operands at once; this is a bug in a JVP rule.")
+    if type(ct) is Zero:
+        return [None, None]
+    if is_undefined_primal(x):
+        return [unbroadcast(mul(ct, y), x.aval), None]
+    return [None, unbroadcast(mul(x, ct), y.aval)]
+
+
+defjvp(div_p, lambda t, x, y: div(t, y),
+       lambda t, x, y: mul(U.neg(t), div(x, mul(y, y))))
+
+
+@register_rule("transpose", div_p)
+def _div_transpose(ct, x, y):
+    from plax.transforms.transpose import is_undefined_primal
+    if is_undefined_primal(y):
+        raise TypeError("div is not linear in its divisor; this is a bug in a JVP rule.")
+    if type(ct) is Zero:
+        return [None, None]
+    return [unbroadcast(div(ct, y), x.aval), None]
+
+
+def _rem_jvp_y(t, x, y):
+    q = div(x, y)
+    return mul(U.neg(t), mul(U.sign(q), U.floor(U.abs(q))))
+
+
+defjvp(rem_p, lambda t, x, y: t, _rem_jvp_y)
+
+
+def _pow_jvp_x(t, x, y):
+    # d/dx x**y = y * x**(y-1), defined as 0 where y == 0 (so 0**0 has derivative 0).
+    one = full_like_scalar(1, y)
+    zero = full_like_scalar(0, y)
+    safe = select_where(eq(y, zero), one, y)
+    d = mul(safe, pow(x, sub(safe, one)))
+    d = select_where(eq(y, zero), zeros_like(d), d)
+    return mul(t, d)
+
+
+def _pow_jvp_y(t, x, y):
+    # d/dy x**y = log(x) * x**y, defined as 0 where x == 0.
+    zero = full_like_scalar(0, x)
+    is_zero = eq(x, zero)
+    safe_x = select_where(is_zero, full_like_scalar(1, x), x)
+    d = mul(U.log(safe_x), pow(x, y))
+    d = select_where(is_zero, zeros_like(d), d)
+    return mul(t, d)
+
+
+defjvp(pow_p, _pow_jvp_x, _pow_jvp_y)
+
+
+def _balanced_eq(x, z, y):
+    """1 where x is the unique extreme, 0.5 where x and y tie, 0 elsewhere (as a float of x's dtype)."""
+    one = full_like_scalar(1, x)
+    half = full_like_scalar(0.5, x)
+    zero = full_like_scalar(0, x)
+    return select_where(eq(x, z), select_where(eq(y, z), half, one), zero)
+
+
+defjvp(max_p, lambda t, x, y: mul(t, _balanced_eq(x, max(x, y), y)),
+       lambda t, x, y: mul(t, _balanced_eq(y, max(x, y), x)))
+defjvp(min_p, lambda t, x, y: mul(t, _balanced_eq(x, min(x, y), y)),
+       lambda t, x, y: mul(t, _balanced_eq(y, min(x, y), x)))
+defjvp(atan2_p, lambda t, x, y: mul(t, div(y, add(mul(x, x), mul(y, y)))),
+       lambda t, x, y: mul(t, div(U.neg(x), add(mul(x, x), mul(y, y)))))
+defzero(nextafter_p)
+
+
+# ------------------------------------------------------------------ complex
+
+complex_p = Primitive("complex")
+
+
+@complex_p.def_abstract_eval
+def _complex_abstract_eval(x, y):
+    check_dtype("complex", x, (FLOAT,))
+    dt = same_dtypes("complex", [x, y])
+    shape = same_shapes_or_scalar("complex", [x, y])
+    return ShapedArray(shape, dtypes.complex_dtype_for(dt), x.weak_type and y.weak_type)
+
+
+def complex(x, y):
+    """Builds ``x + 1j * y`` from two float arrays of equal dtype."""
+    return complex_p.bind(asarray(x), asarray(y))
+
+
+defbroadcasting(complex_p)
+deflinear(complex_p, lambda ct, x, y: [unbroadcast(U.real(ct), x.aval),
+                                       unbroadcast(U.imag(U.neg(ct)), y.aval)])
+
+
+# ------------------------------------------------------------------ comparisons and bitwise
+
+eq_p = _naryop("eq", ANY, np.dtype(bool))
+ne_p = _naryop("ne", ANY, np.dtype(bool))
+lt_p = _naryop("lt", ORDERED, np.dtype(bool))
+le_p = _naryop("le", ORDERED, np.dtype(bool))
+gt_p = _naryop("gt", ORDERED, np.dtype(bool))
+ge_p = _naryop("ge", ORDERED, np.dtype(bool))
+and_p = _naryop("and", BOOL_OR_INT)
+or_p = _naryop("or", BOOL_OR_INT)
+xor_p = _naryop("xor", BOOL_OR_INT)
+shift_left_p = _naryop("shift_left", INTEGRAL)
+shift_right_logical_p = _naryop("shift_right_logical", INTEGRAL)
+shift_right_arithmetic_p = _naryop("shift_right_arithmetic", INTEGRAL)
+
+for _p in (eq_p, ne_p, lt_p, le_p, gt_p, ge_p, and_p, or_p, xor_p, shift_left_p,
+           shift_right_logical_p, shift_right_arithmetic_p):
+    defzero(_p)
+
+eq, ne, lt, le, gt, ge = map(_bind2, (eq_p, ne_p, lt_p, le_p, gt_p, ge_p))
+bitwise_and, bitwise_or, bitwise_xor = map(_bind2, (and_p, or_p, xor_p))
+shift_left, shift_right_logical, shift_right_arithmetic = map(
+    _bind2, (shift_left_p, shift_right_logical_p, shift_right_arithmetic_p))
+
+
+# ------------------------------------------------------------------ small helpers used by rules
+
+def full_like_scalar(value, like):
+    """A rank-0 array of ``value`` with ``like``'s dtype (broadcasts inside elementwise ops)."""
+    from plax.lax.shape import full
+    return full((), value, aval_of(like).dtype)
+
+
+def zeros_like(x):
+    from plax.lax.shape import full
+    a = aval_of(x)
+    return full(a.shape, 0, a.dtype)
+
+
+def zeros_like_shape(shape, dtype):
+    from plax.lax.shape import full
+    return full(shape, 0, dtype)
+
+
+def select_where(pred, on_true, on_false):
+    from plax.lax.select import select
+    return select(pred, on_true, on_false)

@@ -1,0 +1,133 @@
+"""Type conversion primitives: convert_element_type, bitcast_convert_type, and stop_gradient."""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from plax import dtypes
+from plax.core.primitive import Primitive
+from plax.core.registry import register_rule
+from plax.core.shaped_array import ShapedArray
+from plax.lax.base import asarray, aval_of
+from plax.transforms.batching import defvectorized, move_axis_to
+from plax.transforms.jvp import Zero, defzero, tangent_aval
+
+convert_element_type_p = Primitive("convert_element_type")
+
+
+@convert_element_type_p.def_abstract_eval
+def _convert_abstract_eval(x, *, new_dtype, weak_type):
+    if new_dtype not in dtypes.supported_dtypes and new_dtype != dtypes.float0:
+        raise TypeError(f"convert_element_type: unsupported target dtype {new_dtype!r}")
+    return ShapedArray(x.shape, new_dtype, weak_type)
+
+
+def convert_element_type(x, new_dtype, weak_type: bool = False):
+    """Casts ``x`` to ``new_dtype`` elementwise (complex to real keeps the real part, with a warning).
+
+    Example:
+      >>> convert_element_type(jnp.array([1.7]), jnp.int32)
+      Array([1], dtype=int32)
+    """
+    x = asarray(x)
+    new_dtype = dtypes.canonicalize_dtype(new_dtype)
+    aval = aval_of(x)
+    if aval.dtype == new_dtype and aval.weak_type == weak_type:
+        return x
+    if dtypes.is_complex(aval.dtype) and not dtypes.is_complex(new_dtype):
+        warnings.warn("Casting complex values to real discards the imaginary part",
+                      np.exceptions.ComplexWarning, stacklevel=2)
+    return convert_element_type_p.bind(x, new_dtype=new_dtype, weak_type=bool(weak_type))
+
+
+defvectorized(convert_element_type_p)
+
+
+@register_rule("jvp", convert_element_type_p)
+def _convert_jvp(primals, tangents, *, new_dtype, weak_type):
+    (x,), (t,) = primals, tangents
+    out = convert_element_type_p.bind(x, new_dtype=new_dtype, weak_type=weak_type)
+    if type(t) is Zero or not (dtypes.is_inexact(new_dtype) and dtypes.is_inexact(aval_of(x).dtype)):
+        return out, Zero.from_primal(out)
+    t_out = t
+    if aval_of(t).dtype != new_dtype:
+        if dtypes.is_complex(aval_of(t).dtype) and not dtypes.is_complex(new_dtype):
+            from plax.lax.unary import real
+            t = real(t)
+        t_out = convert_element_type_p.bind(t, new_dtype=new_dtype, weak_type=weak_type)
+    return out, t_out
+
+
+@register_rule("transpose", convert_element_type_p)
+def _convert_transpose(ct, x, *, new_dtype, weak_type):
+    if type(ct) is Zero:
+        return [None]
+    old = x.aval.dtype
+    if dtypes.is_complex(aval_of(ct).dtype) and not dtypes.is_complex(old):
+        from plax.lax.unary import real
+        ct = real(ct)
+    if aval_of(ct).dtype == old:
+        return [ct]
+    return [convert_element_type_p.bind(ct, new_dtype=old, weak_type=x.aval.weak_type)]
+
+
+bitcast_convert_type_p = Primitive("bitcast_convert_type")
+
+
+@bitcast_convert_type_p.def_abstract_eval
+def _bitcast_abstract_eval(x, *, new_dtype):
+    old_size, new_size = x.dtype.itemsize, new_dtype.itemsize
+    if old_size == new_size:
+        shape = x.shape
+    elif old_size > new_size:
+        if old_size % new_size:
+            raise TypeError(f"bitcast_convert_type: cannot bitcast {x.dtype.name} to {new_dtype.name}")
+        shape = x.shape + (old_size // new_size,)
+    else:
+        ratio = new_size // old_size
+        if not x.shape or x.shape[-1] != ratio:
+            raise TypeError(f"bitcast_convert_type from {x.dtype.name} to {new_dtype.name} requires "
+                            f"the last dimension to be {ratio}, got shape {x.shape}")
+        shape = x.shape[:-1]
+    return ShapedArray(shape, new_dtype, False)
+
+
+def bitcast_convert_type(x, new_dtype):
+    """Reinterprets the bits of ``x`` as ``new_dtype``; a size change adds or removes a last axis."""
+    return bitcast_convert_type_p.bind(asarray(x), new_dtype=dtypes.canonicalize_dtype(new_dtype))
+
+
+defzero(bitcast_convert_type_p)
+
+
+@register_rule("batch", bitcast_convert_type_p)
+def _bitcast_batch(vals, dims, *, new_dtype):
+    (x,), (d,) = vals, dims
+    x = move_axis_to(x, d, 0, aval_of(x).shape[d])
+    return bitcast_convert_type_p.bind(x, new_dtype=new_dtype), 0
+
+
+stop_gradient_p = Primitive("stop_gradient")
+stop_gradient_p.def_abstract_eval(lambda x: x)
+defvectorized(stop_gradient_p)
+defzero(stop_gradient_p)
+
+
+def stop_gradient(x):
+    """The identity, with a zero derivative: gradients do not flow through ``x`` (a pytree).
+
+    Example:
+      >>> jax.grad(lambda x: x * lax.stop_gradient(x))(3.)
+      Array(3., dtype=float32, weak_type=True)
+    """
+    from plax import tree_util
+    from plax.transforms.jvp import tangent_dtype
+
+    def stop(leaf):
+        leaf = asarray(leaf)
+        if not dtypes.is_inexact(aval_of(leaf).dtype):
+            return leaf
+        return stop_gradient_p.bind(leaf)
+
+    return tree_util.tree_map(stop, x)

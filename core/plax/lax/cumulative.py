@@ -1,0 +1,117 @@
+"""Cumulative primitives: cumsum, cumprod, cummax, cummin (with ``reverse``), and associative_scan.
+
+cumsum is linear. The others are differentiated through :func:`associative_scan`,
+a parallel prefix scan written with slicing primitives, so their JVP needs no
+division and handles zeros and ties exactly.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+import plax.lax.binary as B
+from plax.core.primitive import Primitive
+from plax.core.registry import register_rule
+from plax.lax.base import NUMBER, ORDERED, asarray, aval_of, canonicalize_axis, check_dtype
+from plax.transforms.jvp import Zero, deflinear
+
+
+def _cumulative_prim(name: str, allowed) -> Primitive:
+    p = Primitive(name)
+
+    def abstract_eval(x, *, axis, reverse):
+        check_dtype(name, x, allowed)
+        if not 0 <= axis < max(x.ndim, 1) or x.ndim == 0:
+            raise ValueError(f"{name} axis {axis} is out of bounds for operand shape {x.shape}")
+        return x
+
+    p.def_abstract_eval(abstract_eval)
+
+    def batch(vals, dims, *, axis, reverse):
+        (x,), (d,) = vals, dims
+        return p.bind(x, axis=axis + (axis >= d), reverse=reverse), d
+
+    register_rule("batch", p)(batch)
+    return p
+
+
+def _cumulative(prim):
+    def op(x, axis: int = 0, reverse: bool = False):
+        x = asarray(x)
+        return prim.bind(x, axis=canonicalize_axis(axis, aval_of(x).ndim), reverse=bool(reverse))
+    op.__name__ = prim.name
+    op.__doc__ = f"Cumulative ``{prim.name[3:]}`` along ``axis``; from the end if ``reverse``."
+    return op
+
+
+cumsum_p = _cumulative_prim("cumsum", NUMBER)
+cumprod_p = _cumulative_prim("cumprod", NUMBER)
+cummax_p = _cumulative_prim("cummax", ORDERED)
+cummin_p = _cumulative_prim("cummin", ORDERED)
+
+cumsum, cumprod, cummax, cummin = map(_cumulative, (cumsum_p, cumprod_p, cummax_p, cummin_p))
+
+deflinear(cumsum_p, lambda ct, x, *, axis, reverse:
+          [None if type(ct) is Zero else cumsum(ct, axis, not reverse)])
+
+
+def associative_scan(fn: Callable, elems, reverse: bool = False, axis: int = 0):
+    """Inclusive prefix scan of ``elems`` with an associative binary ``fn``, in O(log n) steps.
+
+    Example:
+      >>> associative_scan(lax.add, jnp.arange(4))
+      Array([0, 1, 3, 6], dtype=int32)
+    """
+    from plax.lax.shape import concatenate, rev
+    from plax.lax.slicing import slice_in_dim
+    x = asarray(elems)
+    axis = canonicalize_axis(axis, aval_of(x).ndim)
+    if reverse:
+        x = rev(x, (axis,))
+
+    def scan(x):
+        n = aval_of(x).shape[axis]
+        if n < 2:
+            return x
+        evens = slice_in_dim(x, 0, n - 1 if n % 2 else n, 2, axis)
+        odds = slice_in_dim(x, 1, n, 2, axis)
+        reduced = scan(fn(evens, odds))        # prefix results at odd positions
+        m = aval_of(reduced).shape[axis]
+        # even positions: x[0], then fn(prefix at 2k-1, x[2k])
+        head = slice_in_dim(x, 0, 1, 1, axis)
+        tail = fn(slice_in_dim(reduced, 0, m - (n % 2 == 0), 1, axis),
+                  slice_in_dim(x, 2, n, 2, axis))
+        even_out = concatenate([head, tail], axis)
+        return _interleave(even_out, reduced, axis, n)
+
+    out = scan(x)
+    return rev(out, (axis,)) if reverse else out
+
+
+def _interleave(evens, odds, axis: int, n: int):
+    """``[e0, o0, e1, o1, ...]`` along ``axis``, cut to length ``n`` (works for any dtype)."""
+    from plax.lax.shape import concatenate, expand_dims, pad, reshape
+    from plax.lax.slicing import slice_in_dim
+    e = aval_of(evens).shape[axis]
+    if aval_of(odds).shape[axis] < e:
+        cfg = [(0, 0, 0)] * aval_of(odds).ndim
+        cfg[axis] = (0, e - aval_of(odds).shape[axis], 0)
+        odds = pad(odds, B.full_like_scalar(0, odds), cfg)
+    both = concatenate([expand_dims(evens, (axis + 1,)), expand_dims(odds, (axis + 1,))], axis + 1)
+    shape = list(aval_of(evens).shape)
+    shape[axis] = 2 * e
+    return slice_in_dim(reshape(both, tuple(shape)), 0, n, 1, axis)
+
+
+def _scan_jvp(prim, combine):
+    def rule(primals, tangents, *, axis, reverse):
+        from plax.transforms.jvp import jvp_flat
+        (x,), (t,) = primals, tangents
+        out = prim.bind(x, axis=axis, reverse=reverse)
+        _, (t_out,) = jvp_flat(lambda y: [associative_scan(combine, y, reverse, axis)], [x], [t])
+        return out, t_out
+    register_rule("jvp", prim)(rule)
+
+
+_scan_jvp(cumprod_p, B.mul)
+_scan_jvp(cummax_p, B.max)
+_scan_jvp(cummin_p, B.min)

@@ -1,0 +1,178 @@
+"""dot_general: tensor contraction with batch dimensions (matmul, dot, einsum are built on it)."""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+import plax.lax.binary as B
+from plax import dtypes
+from plax.core.primitive import Primitive
+from plax.core.registry import register_rule
+from plax.core.shaped_array import ShapedArray
+from plax.lax.base import NUMBER, asarray, aval_of, check_dtype
+from plax.transforms.batching import move_axis_to
+from plax.transforms.jvp import Zero, add_tangents, instantiate
+
+dot_general_p = Primitive("dot_general")
+
+
+def _free(ndim, contract, batch):
+    return [i for i in range(ndim) if i not in contract and i not in batch]
+
+
+@dot_general_p.def_abstract_eval
+def _dot_general_abstract_eval(lhs, rhs, *, dimension_numbers, precision, preferred_element_type):
+    (lc, rc), (lb, rb) = dimension_numbers
+    for x in (lhs, rhs):
+        check_dtype("dot_general", x, NUMBER + ("bool",))
+    if lhs.dtype != rhs.dtype:
+        raise TypeError(f"dot_general requires operands of the same dtype, got {lhs.dtype.name} "
+                        f"and {rhs.dtype.name}. (Tip: jnp.dot and jnp.matmul promote dtypes.)")
+    if len(lc) != len(rc) or len(lb) != len(rb):
+        raise TypeError(f"dot_general requires equal numbers of lhs and rhs contracting and batch "
+                        f"dimensions, got dimension_numbers {dimension_numbers}")
+    for dims, x, what in ((lc, lhs, "lhs contracting"), (rc, rhs, "rhs contracting"),
+                          (lb, lhs, "lhs batch"), (rb, rhs, "rhs batch")):
+        if len(set(dims)) != len(dims) or any(not 0 <= d < x.ndim for d in dims):
+            raise TypeError(f"dot_general {what} dimensions {dims} are invalid for shape {x.shape}")
+    if set(lc) & set(lb) or set(rc) & set(rb):
+        raise TypeError(f"dot_general batch and contracting dimensions must be disjoint, got "
+                        f"{dimension_numbers}")
+    for a, b in zip(lc, rc):
+        if lhs.shape[a] != rhs.shape[b]:
+            raise TypeError(f"dot_general requires contracting dimensions to have the same shape, "
+                            f"got {tuple(lhs.shape[d] for d in lc)} and "
+                            f"{tuple(rhs.shape[d] for d in rc)} (lhs shape {lhs.shape}, rhs "
+                            f"shape {rhs.shape}).")
+    for a, b in zip(lb, rb):
+        if lhs.shape[a] != rhs.shape[b]:
+            raise TypeError(f"dot_general requires lhs batch dimensions and rhs batch dimensions "
+                            f"to have the same shape, got {tuple(lhs.shape[d] for d in lb)} and "
+                            f"{tuple(rhs.shape[d] for d in rb)}.")
+    shape = (tuple(lhs.shape[d] for d in lb) + tuple(lhs.shape[d] for d in _free(lhs.ndim, lc, lb))
+             + tuple(rhs.shape[d] for d in _free(rhs.ndim, rc, rb)))
+    dt = preferred_element_type if preferred_element_type is not None else lhs.dtype
+    return ShapedArray(shape, dt, lhs.weak_type and rhs.weak_type)
+
+
+def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None):
+    """General tensor contraction: ``dimension_numbers = ((lhs_contract, rhs_contract),
+    (lhs_batch, rhs_batch))``. The output holds batch axes, then lhs free axes, then rhs free axes.
+
+    Example:
+      >>> dot_general(jnp.ones((2, 3)), jnp.ones((3, 4)), (((1,), (0,)), ((), ()))).shape
+      (2, 4)
+    """
+    (lc, rc), (lb, rb) = dimension_numbers
+    dn = ((tuple(int(d) for d in lc), tuple(int(d) for d in rc)),
+          (tuple(int(d) for d in lb), tuple(int(d) for d in rb)))
+    pet = None if preferred_element_type is None else dtypes.canonicalize_dtype(preferred_element_type)
+    return dot_general_p.bind(asarray(lhs), asarray(rhs), dimension_numbers=dn,
+                              precision=_canonical_precision(precision),
+                              preferred_element_type=pet)
+
+
+def _canonical_precision(precision):
+    if precision is None:
+        return None
+    if isinstance(precision, (list, tuple)):
+        return tuple(str(p) for p in precision)
+    return str(precision)
+
+
+def dot(lhs, rhs, precision=None, preferred_element_type=None):
+    """Vector/matrix products: 1-D . 1-D, 2-D . 1-D, 1-D . 2-D and 2-D . 2-D (lax.dot)."""
+    lhs, rhs = asarray(lhs), asarray(rhs)
+    ln, rn = aval_of(lhs).ndim, aval_of(rhs).ndim
+    if ln not in (1, 2) or rn not in (1, 2):
+        raise TypeError(f"lax.dot requires 1-D or 2-D operands, got shapes {aval_of(lhs).shape} "
+                        f"and {aval_of(rhs).shape}")
+    return dot_general(lhs, rhs, (((ln - 1,), (0,)), ((), ())), precision, preferred_element_type)
+
+
+def _ranges_like(*xs):
+    start = 0
+    for x in xs:
+        yield tuple(range(start, start + len(x)))
+        start += len(x)
+
+
+def _transpose_lhs(ct, x_aval, y, dimension_numbers, preferred_element_type, swap):
+    """Cotangent of the lhs ``x`` of ``dot_general(x, y)`` (or of the rhs when ``swap``)."""
+    (xc, yc), (xb, yb) = dimension_numbers
+    x_free = _free(x_aval.ndim, xc, xb)
+    y_free = _free(aval_of(y).ndim, yc, yb)
+    nb = len(xb)
+    # ct axes: batch, then lhs-free, then rhs-free (in the original, unswapped order).
+    if swap:
+        ct_batch, ct_y_free, _ = _ranges_like(xb, y_free, x_free)
+    else:
+        ct_batch, _, ct_y_free = _ranges_like(xb, x_free, y_free)
+    del nb
+    dims = ((ct_y_free, tuple(y_free)), (ct_batch, tuple(yb)))
+    res = dot_general_p.bind(ct, y, dimension_numbers=dims, precision=None,
+                             preferred_element_type=None)
+    # res axes correspond to x axes: xb, x_free, then xc ordered as yc is sorted.
+    order = list(xb) + x_free + [xc[i] for i in np.argsort(yc)]
+    perm = tuple(int(i) for i in np.argsort(order))
+    from plax.lax.shape import transpose
+    out = transpose(res, perm)
+    if aval_of(out).dtype != x_aval.dtype:
+        from plax.lax.convert import convert_element_type
+        out = convert_element_type(out, x_aval.dtype)
+    return out
+
+
+@register_rule("transpose", dot_general_p)
+def _dot_general_transpose(ct, lhs, rhs, *, dimension_numbers, precision, preferred_element_type):
+    from plax.transforms.transpose import is_undefined_primal
+    if type(ct) is Zero:
+        return [None, None]
+    (lc, rc), (lb, rb) = dimension_numbers
+    if is_undefined_primal(lhs) and is_undefined_primal(rhs):
+        raise TypeError("dot_general is bilinear, not linear in both operands at once")
+    if is_undefined_primal(lhs):
+        return [_transpose_lhs(ct, lhs.aval, rhs, dimension_numbers, preferred_element_type, False),
+                None]
+    swapped = ((rc, lc), (rb, lb))
+    return [None, _transpose_lhs(ct, rhs.aval, lhs, swapped, preferred_element_type, True)]
+
+
+@register_rule("jvp", dot_general_p)
+def _dot_general_jvp(primals, tangents, **params):
+    lhs, rhs = primals
+    tl, tr = tangents
+    out = dot_general_p.bind(lhs, rhs, **params)
+    t_out = Zero.from_primal(out)
+    if type(tl) is not Zero:
+        t_out = add_tangents(t_out, dot_general_p.bind(tl, rhs, **params))
+    if type(tr) is not Zero:
+        t_out = add_tangents(t_out, dot_general_p.bind(lhs, tr, **params))
+    return out, t_out
+
+
+@register_rule("batch", dot_general_p)
+def _dot_general_batch(vals, dims, *, dimension_numbers, precision, preferred_element_type):
+    (lhs, rhs), (dl, dr) = vals, dims
+    (lc, rc), (lb, rb) = dimension_numbers
+    params = dict(precision=precision, preferred_element_type=preferred_element_type)
+    shift = lambda ds, d: tuple(x + (x >= d) for x in ds)  # noqa: E731
+    if dl is not None and dr is not None:
+        lhs = move_axis_to(lhs, dl, 0, aval_of(lhs).shape[dl])
+        rhs = move_axis_to(rhs, dr, 0, aval_of(rhs).shape[dr])
+        dn = ((shift(lc, 0), shift(rc, 0)), ((0,) + shift(lb, 0), (0,) + shift(rb, 0)))
+        return dot_general_p.bind(lhs, rhs, dimension_numbers=dn, **params), 0
+    if dl is not None:
+        dn = ((shift(lc, dl), rc), (shift(lb, dl), rb))
+        lhs_free = _free(aval_of(lhs).ndim, dn[0][0], dn[1][0])
+        out_dim = len(lb) + lhs_free.index(dl)
+        return dot_general_p.bind(lhs, rhs, dimension_numbers=dn, **params), out_dim
+    dn = ((lc, shift(rc, dr)), (lb, shift(rb, dr)))
+    lhs_free = _free(aval_of(lhs).ndim, lc, lb)
+    rhs_free = _free(aval_of(rhs).ndim, dn[0][1], dn[1][1])
+    out_dim = len(lb) + len(lhs_free) + rhs_free.index(dr)
+    return dot_general_p.bind(lhs, rhs, dimension_numbers=dn, **params), out_dim
+
+
+del Sequence, B, instantiate

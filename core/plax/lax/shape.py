@@ -1,0 +1,489 @@
+"""Shape primitives: broadcast_in_dim, reshape, transpose, squeeze, expand_dims, rev, pad,
+concatenate and iota, plus the helpers built on them (full, broadcast, ...)."""
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+import numpy as np
+
+import plax.lax.binary as B
+from plax import dtypes
+from plax.core.primitive import Primitive
+from plax.core.registry import register_rule
+from plax.core.shaped_array import ShapedArray
+from plax.lax.base import (asarray, aval_of, canonicalize_axis, canonicalize_shape, same_dtypes)
+from plax.transforms.batching import move_axis_to
+from plax.transforms.jvp import Zero, deflinear, instantiate, tangent_aval
+
+
+def _undefined(x) -> bool:
+    from plax.transforms.transpose import is_undefined_primal
+    return is_undefined_primal(x)
+
+
+# ------------------------------------------------------------------ broadcast_in_dim
+
+broadcast_in_dim_p = Primitive("broadcast_in_dim")
+
+
+@broadcast_in_dim_p.def_abstract_eval
+def _broadcast_in_dim_abstract_eval(x, *, shape, broadcast_dimensions):
+    if len(broadcast_dimensions) != x.ndim:
+        raise TypeError(f"broadcast_in_dim broadcast_dimensions must have length equal to the "
+                        f"operand ndim; got broadcast_dimensions {broadcast_dimensions} for "
+                        f"operand ndim {x.ndim}.")
+    if any(not 0 <= d < len(shape) for d in broadcast_dimensions):
+        raise TypeError(f"broadcast_in_dim broadcast_dimensions {broadcast_dimensions} out of "
+                        f"range for target shape {shape}")
+    if any(a >= b for a, b in zip(broadcast_dimensions, broadcast_dimensions[1:])):
+        raise TypeError(f"broadcast_in_dim broadcast_dimensions must be strictly increasing; got "
+                        f"{broadcast_dimensions}")
+    for i, d in enumerate(broadcast_dimensions):
+        if x.shape[i] != 1 and x.shape[i] != shape[d]:
+            raise TypeError(f"broadcast_in_dim operand dimension sizes must either be 1, or be "
+                            f"equal to their corresponding dimensions in the target broadcast "
+                            f"shape; got operand of shape {x.shape}, target broadcast shape "
+                            f"{shape}, broadcast_dimensions {broadcast_dimensions}")
+    return ShapedArray(shape, x.dtype, x.weak_type)
+
+
+def broadcast_in_dim(x, shape: Sequence[int], broadcast_dimensions: Sequence[int]):
+    """Broadcasts ``x`` to ``shape``; operand axis i becomes output axis ``broadcast_dimensions[i]``.
+
+    Example:
+      >>> broadcast_in_dim(jnp.ones(3), (2, 3), (1,)).shape
+      (2, 3)
+    """
+    x = asarray(x)
+    shape = canonicalize_shape(shape)
+    dims = tuple(int(d) for d in broadcast_dimensions)
+    if aval_of(x).shape == shape and dims == tuple(range(len(shape))):
+        return x
+    return broadcast_in_dim_p.bind(x, shape=shape, broadcast_dimensions=dims)
+
+
+def _broadcast_in_dim_transpose(ct, x, *, shape, broadcast_dimensions):
+    if type(ct) is Zero:
+        return [None]
+    from plax.lax.reduction import reduce_sum
+    in_shape = x.aval.shape
+    new_dims = tuple(i for i in range(len(shape)) if i not in broadcast_dimensions)
+    expanded = tuple(d for i, d in enumerate(broadcast_dimensions)
+                     if in_shape[i] == 1 and shape[d] != 1)
+    summed = reduce_sum(ct, tuple(sorted(new_dims + expanded)))
+    return [reshape(summed, in_shape)]
+
+
+deflinear(broadcast_in_dim_p, _broadcast_in_dim_transpose)
+
+
+@register_rule("batch", broadcast_in_dim_p)
+def _broadcast_in_dim_batch(vals, dims, *, shape, broadcast_dimensions):
+    (x,), (d,) = vals, dims
+    size = aval_of(x).shape[d]
+    x = move_axis_to(x, d, 0, size)
+    return broadcast_in_dim_p.bind(x, shape=(size,) + shape,
+                                   broadcast_dimensions=(0,) + tuple(b + 1 for b in broadcast_dimensions)), 0
+
+
+def broadcast(x, sizes: Sequence[int]):
+    """Adds leading axes of ``sizes`` to ``x`` (JAX's lax.broadcast)."""
+    x = asarray(x)
+    a = aval_of(x)
+    sizes = canonicalize_shape(sizes)
+    return broadcast_in_dim(x, sizes + a.shape, tuple(range(len(sizes), len(sizes) + a.ndim)))
+
+
+def broadcast_to_rank(x, rank: int):
+    a = aval_of(x)
+    if a.ndim >= rank:
+        return x
+    return broadcast(x, (1,) * (rank - a.ndim))
+
+
+def full(shape: Sequence[int], fill_value, dtype=None, *, weak_type: bool | None = None):
+    """An array of ``shape`` filled with ``fill_value`` (of ``dtype``, default the value's).
+
+    Example:
+      >>> full((2,), 3.0)
+      Array([3., 3.], dtype=float32)
+    """
+    from plax.array import from_host
+    from plax.lax.convert import convert_element_type
+    shape = canonicalize_shape(shape)
+    weak = (dtype is None and dtypes.is_weakly_typed(fill_value)) if weak_type is None else weak_type
+    dt = dtypes.canonicalize_dtype(dtype) if dtype is not None else dtypes.dtype(fill_value)
+    if isinstance(fill_value, (bool, int, float, complex, np.generic, np.ndarray)):
+        # a host constant: convert on the host, so a staged jaxpr sees a literal
+        fill = from_host(np.asarray(fill_value).astype(dt), weak_type=weak)
+    else:
+        fill = convert_element_type(asarray(fill_value), dt, weak)
+    if aval_of(fill).shape != ():
+        raise TypeError(f"full must be called with scalar fill_value, got fill_value.shape "
+                        f"{aval_of(fill).shape}.")
+    return broadcast_in_dim(fill, shape, ())
+
+
+def full_like(x, fill_value, dtype=None, shape=None):
+    """An array like ``x`` (its shape and dtype unless given) filled with ``fill_value``."""
+    a = aval_of(asarray(x)) if not hasattr(x, "aval") else x.aval
+    dt = dtype if dtype is not None else a.dtype
+    return full(a.shape if shape is None else shape, fill_value, dt,
+                weak_type=dtype is None and a.weak_type)
+
+
+def zeros_like_array(x):
+    return full_like(x, 0)
+
+
+# ------------------------------------------------------------------ reshape
+
+reshape_p = Primitive("reshape")
+
+
+@reshape_p.def_abstract_eval
+def _reshape_abstract_eval(x, *, new_sizes):
+    if math.prod(new_sizes) != x.size:
+        raise TypeError(f"reshape total size must be unchanged, got new_sizes {new_sizes} (of "
+                        f"total size {math.prod(new_sizes)}) for shape {x.shape} (of total size "
+                        f"{x.size}).")
+    return ShapedArray(new_sizes, x.dtype, x.weak_type)
+
+
+def reshape(x, new_sizes: Sequence[int], dimensions: Sequence[int] | None = None):
+    """Reshapes ``x`` (after transposing by ``dimensions`` if given), in row-major order."""
+    x = asarray(x)
+    new_sizes = canonicalize_shape(new_sizes)
+    if dimensions is not None and tuple(dimensions) != tuple(range(aval_of(x).ndim)):
+        x = transpose(x, dimensions)
+    if aval_of(x).shape == new_sizes:
+        return x
+    return reshape_p.bind(x, new_sizes=new_sizes)
+
+
+deflinear(reshape_p, lambda ct, x, *, new_sizes:
+          [None if type(ct) is Zero else reshape(ct, x.aval.shape)])
+
+
+@register_rule("batch", reshape_p)
+def _reshape_batch(vals, dims, *, new_sizes):
+    (x,), (d,) = vals, dims
+    size = aval_of(x).shape[d]
+    x = move_axis_to(x, d, 0, size)
+    return reshape_p.bind(x, new_sizes=(size,) + new_sizes), 0
+
+
+# ------------------------------------------------------------------ transpose
+
+transpose_p = Primitive("transpose")
+
+
+@transpose_p.def_abstract_eval
+def _transpose_abstract_eval(x, *, permutation):
+    if sorted(permutation) != list(range(x.ndim)):
+        raise TypeError(f"transpose permutation isn't a permutation of operand dimensions, got "
+                        f"permutation {permutation} for operand shape {x.shape}.")
+    return ShapedArray(tuple(x.shape[p] for p in permutation), x.dtype, x.weak_type)
+
+
+def transpose(x, permutation: Sequence[int]):
+    """Permutes the axes of ``x``: output axis i is input axis ``permutation[i]``."""
+    x = asarray(x)
+    permutation = tuple(int(p) for p in permutation)
+    if permutation == tuple(range(len(permutation))) and len(permutation) == aval_of(x).ndim:
+        return x
+    return transpose_p.bind(x, permutation=permutation)
+
+
+deflinear(transpose_p, lambda ct, x, *, permutation:
+          [None if type(ct) is Zero else transpose(ct, tuple(np.argsort(permutation)))])
+
+
+@register_rule("batch", transpose_p)
+def _transpose_batch(vals, dims, *, permutation):
+    (x,), (d,) = vals, dims
+    perm = (d,) + tuple(p if p < d else p + 1 for p in permutation)
+    return transpose_p.bind(x, permutation=perm), 0
+
+
+# ------------------------------------------------------------------ squeeze / expand_dims
+
+squeeze_p = Primitive("squeeze")
+
+
+@squeeze_p.def_abstract_eval
+def _squeeze_abstract_eval(x, *, dimensions):
+    for d in dimensions:
+        if x.shape[d] != 1:
+            raise ValueError(f"cannot select an axis to squeeze out which has size not equal to "
+                             f"one, got shape={x.shape} and dimensions={dimensions}")
+    return ShapedArray(tuple(s for i, s in enumerate(x.shape) if i not in dimensions),
+                       x.dtype, x.weak_type)
+
+
+def squeeze(x, dimensions: Sequence[int]):
+    """Removes the size-1 axes ``dimensions`` of ``x``."""
+    x = asarray(x)
+    nd = aval_of(x).ndim
+    dims = tuple(sorted({canonicalize_axis(d, nd, "squeeze dimension") for d in dimensions}))
+    if not dims:
+        return x
+    return squeeze_p.bind(x, dimensions=dims)
+
+
+deflinear(squeeze_p, lambda ct, x, *, dimensions:
+          [None if type(ct) is Zero else reshape(ct, x.aval.shape)])
+
+
+@register_rule("batch", squeeze_p)
+def _squeeze_batch(vals, dims, *, dimensions):
+    (x,), (d,) = vals, dims
+    x = move_axis_to(x, d, 0, aval_of(x).shape[d])
+    return squeeze_p.bind(x, dimensions=tuple(k + 1 for k in dimensions)), 0
+
+
+expand_dims_p = Primitive("expand_dims")
+
+
+@expand_dims_p.def_abstract_eval
+def _expand_dims_abstract_eval(x, *, dimensions):
+    out_rank = x.ndim + len(dimensions)
+    shape = list(x.shape)
+    for d in sorted(dimensions):
+        if not 0 <= d < out_rank:
+            raise ValueError(f"expand_dims dimension {d} out of range for result rank {out_rank}")
+        shape.insert(d, 1)
+    return ShapedArray(tuple(shape), x.dtype, x.weak_type)
+
+
+def expand_dims(x, dimensions: Sequence[int]):
+    """Inserts size-1 axes at positions ``dimensions`` of the result."""
+    x = asarray(x)
+    out_rank = aval_of(x).ndim + len(dimensions)
+    dims = tuple(sorted(canonicalize_axis(d, out_rank, "expand_dims dimension") for d in dimensions))
+    if len(set(dims)) != len(dims):
+        raise ValueError(f"repeated axis in expand_dims: {tuple(dimensions)}")
+    if not dims:
+        return x
+    return expand_dims_p.bind(x, dimensions=dims)
+
+
+deflinear(expand_dims_p, lambda ct, x, *, dimensions:
+          [None if type(ct) is Zero else squeeze(ct, dimensions)])
+
+
+@register_rule("batch", expand_dims_p)
+def _expand_dims_batch(vals, dims, *, dimensions):
+    (x,), (d,) = vals, dims
+    x = move_axis_to(x, d, 0, aval_of(x).shape[d])
+    return expand_dims_p.bind(x, dimensions=tuple(k + 1 for k in dimensions)), 0
+
+
+# ------------------------------------------------------------------ rev
+
+rev_p = Primitive("rev")
+
+
+@rev_p.def_abstract_eval
+def _rev_abstract_eval(x, *, dimensions):
+    if len(set(dimensions)) != len(dimensions) or any(not 0 <= d < x.ndim for d in dimensions):
+        raise TypeError(f"rev dimensions must be unique axes of the operand, got {dimensions} "
+                        f"for shape {x.shape}")
+    return x
+
+
+def rev(x, dimensions: Sequence[int]):
+    """Reverses ``x`` along ``dimensions``."""
+    x = asarray(x)
+    nd = aval_of(x).ndim
+    dims = tuple(canonicalize_axis(d, nd, "rev dimension") for d in dimensions)
+    if not dims:
+        return x
+    return rev_p.bind(x, dimensions=dims)
+
+
+deflinear(rev_p, lambda ct, x, *, dimensions:
+          [None if type(ct) is Zero else rev(ct, dimensions)])
+
+
+@register_rule("batch", rev_p)
+def _rev_batch(vals, dims, *, dimensions):
+    (x,), (d,) = vals, dims
+    return rev_p.bind(x, dimensions=tuple(k + (k >= d) for k in dimensions)), d
+
+
+# ------------------------------------------------------------------ pad
+
+pad_p = Primitive("pad")
+
+
+@pad_p.def_abstract_eval
+def _pad_abstract_eval(x, padding_value, *, padding_config):
+    same_dtypes("pad", [x, padding_value])
+    if padding_value.shape != ():
+        raise TypeError(f"pad padding_value must be a scalar, got shape {padding_value.shape}")
+    if len(padding_config) != x.ndim:
+        raise ValueError(f"length of padding_config must equal the number of axes of operand, "
+                         f"got padding_config {padding_config} for operand shape {x.shape}")
+    shape = []
+    for d, (lo, hi, interior) in zip(x.shape, padding_config):
+        if interior < 0:
+            raise ValueError(f"interior padding in padding_config must be nonnegative, got "
+                             f"padding_config {padding_config}")
+        out = lo + hi + d + max(d - 1, 0) * interior
+        if out < 0:
+            raise ValueError(f"Dimension size after padding is not at least 0, got result "
+                             f"dimension {out} for padding_config {padding_config} and operand "
+                             f"shape {x.shape}")
+        shape.append(out)
+    return ShapedArray(tuple(shape), x.dtype, x.weak_type)
+
+
+def pad(x, padding_value, padding_config: Sequence[tuple[int, int, int]]):
+    """Pads ``x`` with ``padding_value``: ``(low, high, interior)`` per axis; negative low/high crop.
+
+    Example:
+      >>> pad(jnp.array([1., 2.]), 0., [(1, 0, 1)])
+      Array([0., 1., 0., 2.], dtype=float32)
+    """
+    cfg = tuple((int(lo), int(hi), int(i)) for lo, hi, i in padding_config)
+    return pad_p.bind(asarray(x), asarray(padding_value), padding_config=cfg)
+
+
+def _pad_transpose(ct, x, padding_value, *, padding_config):
+    if type(ct) is Zero:
+        return [None, None]
+    from plax.lax.reduction import reduce_sum
+    from plax.lax.slicing import slice as slice_
+    out = [None, None]
+    t_x = None
+    if _undefined(x) or _undefined(padding_value):
+        # Undo the edge padding (negative padding crops), then drop interior padding by striding.
+        unpadded = pad(ct, B.full_like_scalar(0, ct), [(-lo, -hi, 0) for lo, hi, _ in padding_config])
+        shape = aval_of(unpadded).shape
+        t_x = slice_(unpadded, (0,) * len(shape), shape, tuple(i + 1 for _, _, i in padding_config))
+    if _undefined(x):
+        out[0] = t_x
+    if _undefined(padding_value):
+        total = reduce_sum(ct, tuple(range(aval_of(ct).ndim)))
+        inner = reduce_sum(t_x, tuple(range(aval_of(t_x).ndim)))
+        out[1] = B.sub(total, inner)
+    return out
+
+
+deflinear(pad_p, _pad_transpose)
+
+
+@register_rule("batch", pad_p)
+def _pad_batch(vals, dims, *, padding_config):
+    (x, pv), (dx, dp) = vals, dims
+    from plax.lax.select import select
+    size = aval_of(x).shape[dx] if dx is not None else aval_of(pv).shape[dp]
+    x = move_axis_to(x, dx, 0, size)
+    cfg = ((0, 0, 0),) + tuple(padding_config)
+    if dp is None:
+        return pad_p.bind(x, pv, padding_config=cfg), 0
+    # A batched padding value: pad with zeros, then fill the padding positions per example.
+    padded = pad_p.bind(x, B.full_like_scalar(0, x), padding_config=cfg)
+    mask = pad_p.bind(full(aval_of(x).shape, True, np.dtype(bool)), asarray(False),
+                      padding_config=cfg)
+    out_shape = aval_of(padded).shape
+    pv_full = broadcast_in_dim(move_axis_to(pv, dp, 0, size), out_shape, (0,))
+    return select(mask, padded, pv_full), 0
+
+
+# ------------------------------------------------------------------ concatenate
+
+concatenate_p = Primitive("concatenate")
+
+
+@concatenate_p.def_abstract_eval
+def _concatenate_abstract_eval(*xs, dimension):
+    if not xs:
+        raise TypeError("concatenate requires a non-empty sequence of operands")
+    dt = same_dtypes("concatenate", xs)
+    nd = xs[0].ndim
+    if not 0 <= dimension < max(nd, 1) or nd == 0:
+        raise TypeError(f"concatenate dimension out of bounds: dimension {dimension} for shapes "
+                        f"{', '.join(str(x.shape) for x in xs)}.")
+    for x in xs:
+        if x.ndim != nd or any(a != b for i, (a, b) in enumerate(zip(x.shape, xs[0].shape))
+                               if i != dimension):
+            raise TypeError(f"Cannot concatenate arrays with shapes that differ in dimensions "
+                            f"other than the one being concatenated: concatenating along "
+                            f"dimension {dimension} for shapes "
+                            f"{', '.join(str(x.shape) for x in xs)}.")
+    shape = list(xs[0].shape)
+    shape[dimension] = sum(x.shape[dimension] for x in xs)
+    return ShapedArray(tuple(shape), dt, all(x.weak_type for x in xs))
+
+
+def concatenate(operands: Sequence, dimension: int):
+    """Joins ``operands`` (equal dtypes and shapes except along ``dimension``) along ``dimension``."""
+    ops = [asarray(o) for o in operands]
+    if len(ops) == 1:
+        return ops[0]
+    return concatenate_p.bind(*ops, dimension=int(dimension))
+
+
+def _concatenate_transpose(ct, *xs, dimension):
+    if type(ct) is Zero:
+        return [None] * len(xs)
+    from plax.lax.slicing import slice as slice_
+    out, start = [], 0
+    shape = aval_of(ct).shape
+    for x in xs:
+        size = x.aval.shape[dimension]
+        if _undefined(x):
+            lo = [0] * len(shape)
+            hi = list(shape)
+            lo[dimension], hi[dimension] = start, start + size
+            out.append(slice_(ct, lo, hi))
+        else:
+            out.append(None)
+        start += size
+    return out
+
+
+deflinear(concatenate_p, _concatenate_transpose)
+
+
+@register_rule("batch", concatenate_p)
+def _concatenate_batch(vals, dims, *, dimension):
+    size = next(aval_of(v).shape[d] for v, d in zip(vals, dims) if d is not None)
+    moved = [move_axis_to(v, d, 0, size) for v, d in zip(vals, dims)]
+    return concatenate_p.bind(*moved, dimension=dimension + 1), 0
+
+
+# ------------------------------------------------------------------ iota
+
+iota_p = Primitive("iota")
+
+
+@iota_p.def_abstract_eval
+def _iota_abstract_eval(*, dtype, shape, dimension):
+    if not 0 <= dimension < len(shape):
+        raise ValueError(f"iota dimension must be between 0 and len(shape), got "
+                         f"dimension={dimension} for shape {shape}")
+    return ShapedArray(shape, dtype, False)
+
+
+def iota(dtype, size: int):
+    """``[0, 1, ..., size - 1]`` of ``dtype``."""
+    return broadcasted_iota(dtype, (size,), 0)
+
+
+def broadcasted_iota(dtype, shape: Sequence[int], dimension: int):
+    """An array of ``shape`` whose values count along axis ``dimension``."""
+    shape = canonicalize_shape(shape)
+    dimension = canonicalize_axis(dimension, len(shape), "iota dimension")
+    return iota_p.bind(dtype=dtypes.canonicalize_dtype(dtype), shape=shape, dimension=dimension)
+
+
+def collapse(x, start_dimension: int, stop_dimension: int | None = None):
+    """Merges axes ``[start, stop)`` of ``x`` into one."""
+    shape = aval_of(x).shape
+    stop = len(shape) if stop_dimension is None else stop_dimension
+    new = shape[:start_dimension] + (math.prod(shape[start_dimension:stop]),) + shape[stop:]
+    return reshape(x, new)

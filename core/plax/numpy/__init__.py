@@ -1,0 +1,106 @@
+"""plax.numpy: the NumPy API on plax arrays (``from plax import numpy as jnp``).
+
+Everything here is written with ``plax.lax``; nothing calls NumPy on array
+data, so every function works under jit, grad and vmap. Dtype promotion
+follows JAX's rules (see plax.dtypes), not NumPy's.
+"""
+import numpy as _np
+
+from plax.array import Array as ndarray
+from plax.array import Array
+from plax.dtypes import (finfo, iinfo, issubdtype, promote_types, result_type, float0)
+from plax.numpy.scalar_types import (bool_, int8, int16, int32, int64, uint8, uint16, uint32,
+                                     uint64, bfloat16, float16, float32, float64, complex64,
+                                     complex128, int_, uint, float_, complex_, single, double,
+                                     csingle, cdouble, half)
+from plax.numpy.creation import (array, asarray, from_dlpack, full, zeros, ones, empty, zeros_like,
+                                 ones_like, empty_like, full_like, arange, linspace, logspace,
+                                 geomspace, eye, identity, tri, meshgrid, indices)
+from plax.numpy.ufuncs import (add, subtract, multiply, true_divide, divide, floor_divide,
+                               remainder, mod, fmod, divmod, power, float_power, negative, positive,
+                               abs, absolute, sign, floor, ceil, trunc, fix, rint, round, around,
+                               round_, exp, exp2, expm1, log, log1p, log2, log10, sqrt, cbrt,
+                               square, reciprocal, sin, cos, tan, arcsin, arccos, arctan, arctan2,
+                               sinh, cosh, tanh, arcsinh, arccosh, arctanh, asin, acos, atan,
+                               atan2, asinh, acosh, atanh, logaddexp, logaddexp2, hypot, deg2rad,
+                               rad2deg, radians, degrees, sinc, maximum, minimum, fmax, fmin,
+                               nextafter, equal, not_equal, less, less_equal, greater,
+                               greater_equal, logical_and, logical_or, logical_xor, logical_not,
+                               bitwise_and, bitwise_or, bitwise_xor, bitwise_not, bitwise_invert,
+                               invert, left_shift, right_shift, bitwise_left_shift,
+                               bitwise_right_shift, isnan, isinf, isfinite, isposinf, isneginf,
+                               signbit, copysign, heaviside, real, imag, conjugate, conj, angle,
+                               isreal, iscomplex, where, clip, nan_to_num, isclose, allclose,
+                               array_equal, array_equiv)
+from plax.numpy.reductions import (sum, prod, max, min, amax, amin, mean, var, std, all, any,
+                                   argmax, argmin, cumsum, cumprod, cumulative_sum,
+                                   cumulative_prod, ptp, count_nonzero, average, nansum, nanprod,
+                                   nanmax, nanmin, nanmean, nanvar, nanstd)
+from plax.numpy.shape_ops import (reshape, ravel, transpose, permute_dims, matrix_transpose,
+                                  moveaxis, swapaxes, squeeze, expand_dims, atleast_1d, atleast_2d,
+                                  atleast_3d, concatenate, concat, stack, unstack, hstack, vstack,
+                                  row_stack, dstack, column_stack, split, array_split, hsplit,
+                                  vsplit, dsplit, broadcast_arrays, tile, repeat, flip, fliplr,
+                                  flipud, roll, rot90, diagonal, diag, trace, tril, triu, take,
+                                  take_along_axis, append, pad, ndim, shape, size)
+from plax.numpy.util import broadcast_to, broadcast_shapes
+from plax.numpy.products import (dot, matmul, vdot, vecdot, inner, outer, tensordot, kron, cross,
+                                 einsum)
+from plax.numpy.searching import (sort, argsort, nonzero, flatnonzero, argwhere, searchsorted,
+                                  unique)
+from plax.numpy.indexing import NonConcreteBooleanIndexError
+
+pi = _np.pi
+e = _np.e
+inf = _np.inf
+nan = _np.nan
+euler_gamma = _np.euler_gamma
+newaxis = None
+
+generic, number, inexact, floating, complexfloating = (_np.generic, _np.number, _np.inexact,
+                                                       _np.floating, _np.complexfloating)
+integer, signedinteger, unsignedinteger = _np.integer, _np.signedinteger, _np.unsignedinteger
+character, flexible = _np.character, _np.flexible
+
+
+def dtype(obj, align=False, copy=False):
+    """``numpy.dtype`` that also understands plax scalar types and Python types."""
+    from plax import dtypes as _dtypes
+    return _dtypes.to_numpy_dtype(obj)
+
+
+def isscalar(element) -> bool:
+    """Whether ``element`` is a scalar (a Python/NumPy scalar or a rank-0 array)."""
+    if hasattr(element, "aval"):
+        return element.aval.ndim == 0
+    return _np.isscalar(element)
+
+
+def can_cast(from_, to, casting: str = "safe") -> bool:
+    """NumPy's ``can_cast`` on plax dtypes."""
+    return _np.can_cast(dtype(from_) if not hasattr(from_, "aval") else from_.dtype, dtype(to),
+                        casting)
+
+
+def iscomplexobj(x) -> bool:
+    """Whether ``x`` has a complex dtype."""
+    from plax import dtypes as _dtypes
+    return _dtypes.is_complex(_dtypes.dtype(x))
+
+
+def isrealobj(x) -> bool:
+    return not iscomplexobj(x)
+
+
+def copy(a, order=None):
+    """A copy of ``a`` (arrays are immutable, so the array itself)."""
+    return asarray(a)
+
+
+def _register():
+    from plax.core.trace import Tracer
+    from plax.numpy.array_methods import register_array_methods
+    register_array_methods(Array, Tracer)
+
+
+_register()

@@ -1,0 +1,353 @@
+"""Array creation: array, asarray, zeros/ones/full/empty (and ``*_like``), arange, linspace,
+logspace, geomspace, eye, identity, tri, meshgrid, indices, from_dlpack."""
+from __future__ import annotations
+
+import builtins
+import math
+from typing import Any, Sequence
+
+import numpy as np
+
+from plax import dtypes, lax
+from plax.array import Array, from_host
+from plax.core.trace import Tracer, get_aval
+from plax.lax.base import canonicalize_shape
+from plax.numpy.util import check_arraylike, to_dtype
+
+
+def _has_traced(obj) -> bool:
+    if isinstance(obj, (Array, Tracer)):
+        return True
+    if isinstance(obj, (list, tuple)):
+        return any(_has_traced(o) for o in obj)
+    return False
+
+
+def array(object: Any, dtype: Any = None, copy: bool = True, order: str | None = "K",
+          ndmin: int = 0):
+    """Creates an array from an array, a NumPy array, a scalar or nested lists/tuples of them.
+
+    Args:
+      object: the data. Python scalars give weakly typed arrays; lists are typed by JAX's
+        promotion rules; NumPy float64 becomes float32 unless x64 is enabled.
+      dtype: the dtype to cast to.
+      ndmin: prepend axes of size 1 up to this many dimensions.
+
+    Returns:
+      A new Array.
+
+    Example:
+      >>> jnp.array([[1.0, 2.0], [3.0, 4.0]])
+      Array([[1., 2.],
+             [3., 4.]], dtype=float32)
+    """
+    if order not in (None, "K", "C", "A"):
+        raise NotImplementedError(f"array(order={order!r}) is not supported; plax arrays are "
+                                  "row-major")
+    target = None if dtype is None else dtypes.check_user_dtype(dtype, "array")
+    if isinstance(object, (Array, Tracer)):
+        out = object if target is None else lax.convert_element_type(object, target)
+    elif isinstance(object, (list, tuple)) and _has_traced(object):
+        from plax.numpy.shape_ops import stack
+        items = [array(o) for o in object]
+        dt = dtypes.result_type(*items)
+        out = stack([to_dtype(i, dt) for i in items])
+        if target is not None:
+            out = lax.convert_element_type(out, target)
+    elif isinstance(object, (bool, int, float, complex)):
+        out = from_host(object, dtype=target)
+    else:
+        if isinstance(object, (list, tuple)):
+            if not object and target is None:
+                target = dtypes.default_float_dtype()
+            host = _host_from_sequence(object)
+        elif hasattr(object, "__array__") or isinstance(object, (np.ndarray, np.generic)):
+            host = np.asarray(object)
+        elif hasattr(object, "__dlpack__"):
+            host = np.from_dlpack(object)
+        else:
+            raise TypeError(f"Unexpected input type for array: {type(object).__name__} "
+                            f"({object!r}); expected an array, a scalar, or nested sequences.")
+        out = from_host(host, dtype=target)
+    if ndmin > out.ndim:
+        out = lax.broadcast_in_dim(out, (1,) * (ndmin - out.ndim) + out.shape,
+                                   tuple(range(ndmin - out.ndim, ndmin)))
+    return out
+
+
+def _host_from_sequence(seq) -> np.ndarray:
+    """A NumPy array from nested Python lists, typed as JAX types list literals."""
+    leaves: list = []
+
+    def collect(o):
+        if isinstance(o, (list, tuple)):
+            for i in o:
+                collect(i)
+        else:
+            leaves.append(o)
+
+    collect(seq)
+    host = np.array(seq)
+    if host.dtype == object:
+        raise TypeError(f"array(): cannot build a rectangular array from {seq!r}")
+    if leaves and all(isinstance(v, (bool, int, float, complex)) for v in leaves):
+        dt = dtypes.result_type(*leaves)  # Python scalars only: JAX's default types
+        if any(isinstance(v, int) and not isinstance(v, bool) for v in leaves) and dtypes.is_integer(dt):
+            info = np.iinfo(dt)
+            if any(not info.min <= v <= info.max for v in leaves if isinstance(v, int)):
+                raise OverflowError(f"Python int too large to convert to {dt.name}")
+        return host.astype(dt)
+    return host
+
+
+def asarray(a: Any, dtype: Any = None, order: str | None = None, *, copy: bool | None = None):
+    """Converts ``a`` to an array, without copying when it already is one of the right dtype."""
+    if isinstance(a, (Array, Tracer)) and (dtype is None or get_aval(a).dtype == dtypes.canonicalize_dtype(dtype)):
+        return a
+    return array(a, dtype=dtype, copy=False, order=order or "K")
+
+
+def from_dlpack(x: Any, *, device=None, copy: bool | None = None):
+    """An Array from any object implementing the DLPack protocol (``__dlpack__``)."""
+    host = np.from_dlpack(x)
+    from plax.devices import resolve_device
+    return from_host(np.array(host, copy=True), device=resolve_device(device) if device else None)
+
+
+def full(shape: Any, fill_value: Any, dtype: Any = None, *, device=None):
+    """An array of ``shape`` filled with ``fill_value`` (a scalar, or an array to broadcast)."""
+    shape = canonicalize_shape(shape)
+    if dtype is None:
+        dt = dtypes.dtype(fill_value)
+    else:
+        dt = dtypes.check_user_dtype(dtype, "full")
+    if np.ndim(fill_value) if not isinstance(fill_value, (Array, Tracer)) else get_aval(fill_value).ndim:
+        from plax.numpy.util import broadcast_to
+        return broadcast_to(to_dtype(asarray(fill_value), dt), shape)
+    return lax.full(shape, fill_value, dt)
+
+
+def zeros(shape: Any, dtype: Any = None, *, device=None):
+    """An array of zeros (float32 by default)."""
+    return lax.full(canonicalize_shape(shape), 0, _default_or(dtype, "zeros"))
+
+
+def ones(shape: Any, dtype: Any = None, *, device=None):
+    """An array of ones (float32 by default).
+
+    Example:
+      >>> jnp.ones((2, 2))
+      Array([[1., 1.],
+             [1., 1.]], dtype=float32)
+    """
+    return lax.full(canonicalize_shape(shape), 1, _default_or(dtype, "ones"))
+
+
+def empty(shape: Any, dtype: Any = None, *, device=None):
+    """Like :func:`zeros` (plax arrays are never uninitialised)."""
+    return zeros(shape, dtype)
+
+
+def _default_or(dtype, name):
+    return dtypes.default_float_dtype() if dtype is None else dtypes.check_user_dtype(dtype, name)
+
+
+def _like(a, dtype, shape, value):
+    check_arraylike("full_like", a)
+    aval = get_aval(asarray(a))
+    dt = aval.dtype if dtype is None else dtypes.check_user_dtype(dtype, "full_like")
+    return lax.full(aval.shape if shape is None else canonicalize_shape(shape), value, dt,
+                    weak_type=dtype is None and aval.weak_type)
+
+
+def zeros_like(a: Any, dtype: Any = None, shape: Any = None, *, device=None):
+    """Zeros with the shape and dtype of ``a``."""
+    return _like(a, dtype, shape, 0)
+
+
+def ones_like(a: Any, dtype: Any = None, shape: Any = None, *, device=None):
+    """Ones with the shape and dtype of ``a``."""
+    return _like(a, dtype, shape, 1)
+
+
+def empty_like(a: Any, dtype: Any = None, shape: Any = None, *, device=None):
+    """Like :func:`zeros_like`."""
+    return _like(a, dtype, shape, 0)
+
+
+def full_like(a: Any, fill_value: Any, dtype: Any = None, shape: Any = None, *, device=None):
+    """``fill_value`` with the shape and dtype of ``a``."""
+    return _like(a, dtype, shape, fill_value)
+
+
+def _concrete_scalar(x, name):
+    if isinstance(x, Tracer):
+        v = x.to_concrete_value()
+        if v is None:
+            from plax import errors
+            raise errors.ConcretizationTypeError(
+                x, f"The {name} argument of jnp.arange must be concrete: the result's shape "
+                   "depends on it.")
+        x = v
+    if isinstance(x, Array):
+        x = x.item()
+    return x
+
+
+def arange(start: Any, stop: Any = None, step: Any = None, dtype: Any = None, *, device=None):
+    """Evenly spaced values in ``[start, stop)`` (arguments must be concrete).
+
+    Example:
+      >>> jnp.arange(3)
+      Array([0, 1, 2], dtype=int32)
+    """
+    start = _concrete_scalar(start, "start")
+    stop = _concrete_scalar(stop, "stop") if stop is not None else None
+    step = _concrete_scalar(step, "step") if step is not None else None
+    if stop is None and step is None:
+        start, stop = 0, start
+    step = 1 if step is None else step
+    if step == 0:
+        raise ValueError("arange: step must not be zero")
+    if dtype is None:
+        dt = dtypes.result_type(*(v for v in (start, stop, step) if v is not None))
+        dt = dtypes.canonicalize_dtype(dt)
+    else:
+        dt = dtypes.check_user_dtype(dtype, "arange")
+    n = max(0, math.ceil((stop - start) / step))
+    if dtypes.is_integer(dt) and all(isinstance(v, (int, np.integer)) for v in (start, stop, step)):
+        iota = lax.iota(dt, n)
+        if step != 1:
+            iota = lax.mul(iota, lax.full((), step, dt))
+        return lax.add(iota, lax.full((), start, dt)) if start else iota
+    host = np.arange(start, stop, step, dtype=np.float64 if dtypes.is_float(dt) else None)
+    return from_host(host.astype(dt))
+
+
+def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True, retstep: bool = False,
+             dtype: Any = None, axis: int = 0, *, device=None):
+    """``num`` evenly spaced samples from ``start`` to ``stop`` (traceable in start and stop).
+
+    Example:
+      >>> jnp.linspace(0, 1, 5)
+      Array([0.  , 0.25, 0.5 , 0.75, 1.  ], dtype=float32)
+    """
+    num = int(num)
+    if num < 0:
+        raise ValueError(f"Number of samples, {num}, must be non-negative.")
+    from plax.numpy.util import promote_args_inexact
+    from plax.numpy.ufuncs import add, multiply, subtract, divide
+    from plax.numpy.shape_ops import expand_dims, moveaxis
+    start_a, stop_a = promote_args_inexact("linspace", start, stop)
+    dt = get_aval(start_a).dtype if dtype is None else dtypes.check_user_dtype(dtype, "linspace")
+    compute = dtypes.promote_types(get_aval(start_a).dtype, dtypes.default_float_dtype())
+    compute = dtypes.canonicalize_dtype(compute)
+    start_a, stop_a = to_dtype(start_a, compute), to_dtype(stop_a, compute)
+    bshape = get_aval(start_a).shape
+    div = (num - 1) if endpoint else num
+    steps = lax.convert_element_type(lax.iota(np.int32, num), compute)
+    steps = lax.broadcast_in_dim(steps, (num,) + bshape, (0,))
+    delta = subtract(stop_a, start_a)
+    if div > 0:
+        step = divide(delta, lax.full((), div, compute))
+        out = add(expand_dims(start_a, 0), multiply(steps, expand_dims(step, 0)))
+        if endpoint and num > 1:
+            out = lax.concatenate([lax.slice_in_dim(out, 0, num - 1), expand_dims(stop_a, 0)], 0)
+    else:
+        step = lax.full(bshape, np.nan, compute)
+        out = lax.broadcast_in_dim(start_a, (num,) + bshape, tuple(range(1, len(bshape) + 1)))
+    out = moveaxis(out, 0, axis) if bshape else out
+    if dtypes.is_integer(dt):
+        from plax.numpy.ufuncs import floor
+        out = floor(out)
+    out = lax.convert_element_type(out, dt)
+    return (out, step) if retstep else out
+
+
+def logspace(start, stop, num: int = 50, endpoint: bool = True, base: float = 10.0, dtype=None,
+             axis: int = 0):
+    """``base ** linspace(start, stop, num)``."""
+    from plax.numpy.ufuncs import power
+    lin = linspace(start, stop, num, endpoint=endpoint, axis=axis)
+    out = power(lax.full((), base, get_aval(lin).dtype), lin)
+    return out if dtype is None else lax.convert_element_type(out, dtypes.check_user_dtype(dtype, "logspace"))
+
+
+def geomspace(start, stop, num: int = 50, endpoint: bool = True, dtype=None, axis: int = 0):
+    """Numbers spaced evenly on a log scale between ``start`` and ``stop`` (same sign)."""
+    from plax.numpy.ufuncs import exp, log, multiply, sign, abs as jabs
+    s = sign(asarray(start))
+    lin = linspace(log(jabs(asarray(start))), log(jabs(asarray(stop))), num, endpoint=endpoint, axis=axis)
+    out = multiply(s, exp(lin))
+    return out if dtype is None else lax.convert_element_type(out, dtypes.check_user_dtype(dtype, "geomspace"))
+
+
+def eye(N: int, M: int | None = None, k: int = 0, dtype: Any = None, *, device=None):
+    """A 2-D array with ones on diagonal ``k`` and zeros elsewhere."""
+    M = N if M is None else M
+    N, M, k = int(N), int(M), int(k)
+    if N < 0 or M < 0:
+        raise ValueError(f"negative dimensions are not allowed, got N={N}, M={M}")
+    dt = _default_or(dtype, "eye")
+    rows = lax.broadcasted_iota(np.int32, (N, M), 0)
+    cols = lax.broadcasted_iota(np.int32, (N, M), 1)
+    on = lax.eq(lax.add(rows, lax.full((), k, np.int32)), cols)
+    return lax.convert_element_type(on, dt)
+
+
+def identity(n: int, dtype: Any = None):
+    """The ``n`` x ``n`` identity matrix."""
+    return eye(n, dtype=dtype)
+
+
+def tri(N: int, M: int | None = None, k: int = 0, dtype: Any = None):
+    """Ones at and below diagonal ``k``, zeros above."""
+    M = N if M is None else M
+    rows = lax.broadcasted_iota(np.int32, (N, M), 0)
+    cols = lax.broadcasted_iota(np.int32, (N, M), 1)
+    return lax.convert_element_type(lax.ge(lax.add(rows, lax.full((), k, np.int32)), cols),
+                                    _default_or(dtype, "tri"))
+
+
+def meshgrid(*xi, copy: bool = True, sparse: bool = False, indexing: str = "xy") -> list:
+    """Coordinate matrices from coordinate vectors (``indexing`` "xy" or "ij")."""
+    if indexing not in ("xy", "ij"):
+        raise ValueError(f"Valid values for indexing are 'xy' and 'ij', got {indexing!r}")
+    arrays = [asarray(x) for x in xi]
+    for a in arrays:
+        if get_aval(a).ndim != 1:
+            raise ValueError(f"meshgrid expects 1-D arrays, got shape {get_aval(a).shape}")
+    shape = [get_aval(a).shape[0] for a in arrays]
+    if indexing == "xy" and len(arrays) >= 2:
+        shape[0], shape[1] = shape[1], shape[0]
+    out = []
+    for i, a in enumerate(arrays):
+        axis = i
+        if indexing == "xy" and len(arrays) >= 2 and i < 2:
+            axis = 1 - i
+        if sparse:
+            s = [1] * len(arrays)
+            s[axis] = shape[axis]
+            out.append(lax.reshape(a, tuple(s)))
+        else:
+            out.append(lax.broadcast_in_dim(a, tuple(shape), (axis,)))
+    return out
+
+
+def indices(dimensions: Sequence[int], dtype: Any = None, sparse: bool = False):
+    """An array of grid indices: ``indices((2, 3))[0]`` holds the row of each position."""
+    dimensions = canonicalize_shape(dimensions)
+    dt = dtypes.canonicalize_dtype(np.int32 if dtype is None else dtype)
+    grids = [lax.broadcasted_iota(dt, dimensions, i) for i in range(len(dimensions))]
+    if sparse:
+        out = []
+        for i, d in enumerate(dimensions):
+            s = [1] * len(dimensions)
+            s[i] = d
+            out.append(lax.reshape(lax.iota(dt, d), tuple(s)))
+        return tuple(out)
+    from plax.numpy.shape_ops import stack
+    return stack(grids) if grids else zeros((0,), dt)
+
+
+del builtins

@@ -1,0 +1,375 @@
+"""NumPy-style indexing on top of slice/gather/scatter: ``x[idx]`` and ``x.at[idx].op(y)``.
+
+``x[idx]`` takes a static fast path (slice, rev, squeeze, expand_dims) when the
+index has only Python ints, slices, None and Ellipsis; otherwise integer array
+indices (and traced scalars) become one ``gather``, placed as NumPy places
+advanced-index dimensions. Out-of-bounds integer indices are clamped, as in JAX.
+
+``x.at[idx].set(y)`` finds the flat positions of ``x[idx]`` by indexing an iota
+with the same machinery, then scatters into the flattened array, so every
+index form that reads also writes, with out-of-bounds updates dropped.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from plax import dtypes, errors, lax
+from plax.array import Array
+from plax.core.trace import Tracer, get_aval
+from plax.lax.slicing import GatherDimensionNumbers, GatherScatterMode, ScatterDimensionNumbers
+
+
+class NonConcreteBooleanIndexError(IndexError, TypeError):
+    """A boolean mask index was traced: its result shape would depend on values."""
+
+    def __init__(self, aval):
+        super().__init__(f"Array boolean indices must be concrete; got {aval.str_short()}. The "
+                         "shape of x[mask] depends on the mask's values, which are unknown under "
+                         "jit/vmap. Use jnp.where(mask, x, fill) or jnp.nonzero(mask, size=N).")
+
+
+def _is_int_scalar(i) -> bool:
+    return isinstance(i, (int, np.integer)) and not isinstance(i, (bool, np.bool_))
+
+
+def _index_error_for(i) -> TypeError:
+    if isinstance(i, str):
+        return TypeError(f"JAX does not support string indexing; got idx={i!r}")
+    dt = getattr(i, "dtype", None)
+    if dt is not None:
+        return TypeError(f"Indexer must have integer or boolean type, got indexer with type {dt}")
+    return TypeError(f"Indexer must have integer or boolean type, got indexer with type "
+                     f"{type(i).__name__}: {i!r}")
+
+
+def _normalize_entries(x_shape: tuple, idx: Any) -> list:
+    """Expands the index into entries ('none',), ('slice', s), ('int', i), ('array', a)
+    (a bool mask becomes one 'array' entry per masked axis)."""
+    from plax.numpy.creation import array as jnp_array
+    if not isinstance(idx, tuple):
+        idx = (idx,)
+    entries: list = []
+    for i in idx:
+        if i is None:
+            entries.append(("none",))
+        elif i is Ellipsis:
+            entries.append(("ellipsis",))
+        elif isinstance(i, slice):
+            for part in (i.start, i.stop, i.step):
+                if part is not None and not _is_int_scalar(part) and not (
+                        isinstance(part, (Array, Tracer)) and get_aval(part).shape == ()
+                        and dtypes.is_integer(get_aval(part).dtype)):
+                    raise TypeError(f"Slice entries must be static integers or None, got {i}")
+            if any(isinstance(p, Tracer) for p in (i.start, i.stop, i.step)):
+                raise errors.ConcretizationTypeError(
+                    i, "Array slice indices must have static start/stop/step to be used with "
+                       "NumPy indexing syntax. Use lax.dynamic_slice for traced starts.")
+            entries.append(("slice", slice(*(None if p is None else int(p)
+                                              for p in (i.start, i.stop, i.step)))))
+        elif isinstance(i, (bool, np.bool_)):
+            entries.append(("bool", bool(i)))
+        elif _is_int_scalar(i):
+            entries.append(("int", int(i)))
+        elif isinstance(i, (list, tuple)):
+            arr = jnp_array(i) if len(i) else jnp_array(i, dtype=np.int32)
+            entries.append(("array", arr))
+        elif isinstance(i, (Array, Tracer, np.ndarray)):
+            aval = get_aval(i) if not isinstance(i, np.ndarray) else None
+            dt = aval.dtype if aval is not None else i.dtype
+            if dt == np.bool_:
+                if isinstance(i, Tracer) and i.to_concrete_value() is None:
+                    raise NonConcreteBooleanIndexError(aval)
+                entries.append(("mask", np.asarray(i)))
+            elif np.issubdtype(dt, np.integer):
+                entries.append(("array", i))
+            else:
+                raise _index_error_for(i)
+        else:
+            raise _index_error_for(i)
+    # expand Ellipsis and masks
+    n_ell = sum(e[0] == "ellipsis" for e in entries)
+    if n_ell > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    consumed = sum(1 if e[0] in ("slice", "int", "array") else
+                   np.ndim(e[1]) if e[0] == "mask" else 0 for e in entries)
+    if consumed > len(x_shape):
+        raise IndexError(f"Too many indices: array is {len(x_shape)}-dimensional, but "
+                         f"{consumed} were indexed")
+    out: list = []
+    for e in entries:
+        if e[0] == "ellipsis":
+            out.extend([("slice", slice(None))] * (len(x_shape) - consumed))
+        elif e[0] == "mask":
+            mask = e[1]
+            if mask.ndim == 0:
+                out.append(("bool", bool(mask)))
+            else:
+                out.extend(("array", jnp_array(nz.astype(np.int32))) for nz in np.nonzero(mask))
+        else:
+            out.append(e)
+    if n_ell == 0:
+        out.extend([("slice", slice(None))] * (len(x_shape) - consumed))
+    return out
+
+
+def getitem(x, idx, *, mode=None, fill_value=None, ints_as_arrays: bool = False):
+    """``x[idx]`` with NumPy semantics (see the module docstring)."""
+    entries = _normalize_entries(get_aval(x).shape, idx)
+    # A bool scalar index adds an axis: of size 1 for True, 0 for False.
+    empty = {k for k, e in enumerate(entries) if e[0] == "bool" and not e[1]}
+    entries = [("none",) if e[0] == "bool" else e for e in entries]
+    if ints_as_arrays or any(e[0] == "array" for e in entries):
+        entries = [("array", np.int32(e[1])) if e[0] == "int" else e for e in entries]
+    out, new_axes = _index(x, entries, mode, fill_value)
+    if empty:
+        limits = list(get_aval(out).shape)
+        for k, axis in new_axes:
+            if k in empty:
+                limits[axis] = 0
+        out = lax.slice(out, [0] * len(limits), limits)
+    return out
+
+
+def _static_slice(x, axis: int, s: slice):
+    """Applies a static Python slice along ``axis`` with lax.slice / lax.rev."""
+    d = get_aval(x).shape[axis]
+    start, stop, step = s.indices(d)
+    if step > 0:
+        if start == 0 and stop >= d and step == 1:
+            return x
+        n = max(0, (stop - start + step - 1) // step)
+        lo = [0] * get_aval(x).ndim
+        hi = list(get_aval(x).shape)
+        st = [1] * get_aval(x).ndim
+        lo[axis], hi[axis], st[axis] = start, start + max(n - 1, 0) * step + (1 if n else 0), step
+        return lax.slice(x, lo, hi, st)
+    # negative step: reverse, then take a positive-step slice
+    n = max(0, (start - stop - step - 1) // (-step))
+    x = lax.rev(x, (axis,))
+    new_start = d - 1 - start
+    lo = [0] * get_aval(x).ndim
+    hi = list(get_aval(x).shape)
+    st = [1] * get_aval(x).ndim
+    lo[axis], hi[axis], st[axis] = new_start, new_start + max(n - 1, 0) * (-step) + (1 if n else 0), -step
+    return lax.slice(x, lo, hi, st)
+
+
+def _index(x, entries, mode, fill_value):
+    from plax.numpy.creation import asarray
+    x = asarray(x)
+    # 1. static slices and static ints (when no arrays) along the consumed axes
+    axis = 0
+    int_axes = []
+    for e in entries:
+        if e[0] == "none":
+            continue
+        if e[0] == "slice":
+            x = _static_slice(x, axis, e[1])
+        elif e[0] == "int":
+            d = get_aval(x).shape[axis]
+            i = e[1] + d if e[1] < 0 else e[1]
+            i = min(max(i, 0), d - 1) if d else 0
+            if d == 0:
+                raise IndexError(f"index {e[1]} is out of bounds for axis {axis} with size 0")
+            int_axes.append((axis, i))
+        axis += 1
+    adv = [k for k, e in enumerate(entries) if e[0] == "array"]
+    if not adv:
+        if int_axes:
+            lo = [0] * get_aval(x).ndim
+            hi = list(get_aval(x).shape)
+            for a, i in int_axes:
+                lo[a], hi[a] = i, i + 1
+            x = lax.squeeze(lax.slice(x, lo, hi), [a for a, _ in int_axes])
+        return _insert_new_axes(x, entries, None)
+    return _advanced(x, entries, adv, mode, fill_value)
+
+
+def _insert_new_axes(x, entries, adv_block):
+    """Inserts the axes of 'none' entries. ``adv_block`` is None, or (placement, rank) of the
+    advanced-index block: placement "front" (non-adjacent advanced indices, NumPy moves their
+    axes first) or "inline" (at the first advanced index). Returns (array, [(entry, axis)])."""
+    new_axes, pos, placed = [], 0, False
+    if adv_block is not None and adv_block[0] == "front":
+        pos, placed = adv_block[1], True
+    for k, e in enumerate(entries):
+        if e[0] == "none":
+            new_axes.append((k, pos))
+            pos += 1
+        elif e[0] == "slice":
+            pos += 1
+        elif e[0] == "array" and not placed:
+            pos += adv_block[1]
+            placed = True
+    if new_axes:
+        x = lax.expand_dims(x, [a for _, a in new_axes])
+    return x, new_axes
+
+
+def _advanced(x, entries, adv, mode, fill_value):
+    from plax.numpy.creation import asarray
+    from plax.numpy.shape_ops import broadcast_arrays, stack
+    contiguous = adv == list(range(adv[0], adv[-1] + 1))
+    shape = get_aval(x).shape
+    # operand axis of each entry (None and advanced entries consume/skip as usual)
+    axes, axis = {}, 0
+    for k, e in enumerate(entries):
+        if e[0] == "none":
+            continue
+        axes[k] = axis
+        axis += 1
+    adv_axes = [axes[k] for k in adv]
+    idx_arrays = []
+    index_dtype = np.int32
+    for k in adv:
+        raw = entries[k][1]
+        i = asarray(raw)
+        if not dtypes.is_integer(get_aval(i).dtype):
+            raise _index_error_for(raw)
+        d = shape[axes[k]]
+        signed = get_aval(i).dtype.kind == "i"
+        i = lax.convert_element_type(i, index_dtype)
+        if signed:  # NumPy's negative indices count from the end
+            i = lax.select(lax.lt(i, np.int32(0)), lax.add(i, np.int32(d)), i)
+        idx_arrays.append(i)
+    idx_arrays = broadcast_arrays(*idx_arrays)
+    batch_shape = get_aval(idx_arrays[0]).shape
+    indices = stack(idx_arrays, axis=-1)
+    slice_axes = [a for a in range(len(shape)) if a not in adv_axes]
+    n_before = sum(1 for k, e in enumerate(entries) if e[0] == "slice" and k < adv[0]) if contiguous else 0
+    nb = len(batch_shape)
+    out_rank = nb + len(slice_axes)
+    offset_dims = tuple(list(range(n_before)) + list(range(n_before + nb, out_rank)))
+    dnums = GatherDimensionNumbers(offset_dims=offset_dims, collapsed_slice_dims=tuple(sorted(adv_axes)),
+                                   start_index_map=tuple(adv_axes))
+    slice_sizes = tuple(1 if a in adv_axes else shape[a] for a in range(len(shape)))
+    gmode = GatherScatterMode.from_any(mode) if mode is not None else GatherScatterMode.PROMISE_IN_BOUNDS
+    out = lax.gather(x, indices, dnums, slice_sizes, mode=gmode, fill_value=fill_value)
+    block = ("front", nb) if not contiguous else ("inline", nb)
+    return _insert_new_axes(out, entries, block)
+
+
+# ------------------------------------------------------------------ .at[] updates
+
+def scatter_update(x, idx, y, op: str, *, indices_are_sorted=False, unique_indices=False,
+                   mode=None):
+    """``x.at[idx].<op>(y)`` for op in set/add/multiply/min/max."""
+    from plax.numpy.creation import asarray
+    from plax.numpy.util import broadcast_to, to_dtype
+    x = asarray(x)
+    aval = get_aval(x)
+    n = aval.size
+    if n >= np.iinfo(np.int32).max:
+        raise ValueError("arrays with 2**31 or more elements cannot be updated with .at[]")
+    ids = lax.broadcasted_iota(np.int32, (n,), 0)
+    ids = lax.reshape(ids, aval.shape)
+    gmode = GatherScatterMode.FILL_OR_DROP if mode is None else GatherScatterMode.from_any(mode)
+    fill = n if gmode == GatherScatterMode.FILL_OR_DROP else None
+    target = getitem(ids, idx, mode=gmode, fill_value=fill, ints_as_arrays=True)
+    tshape = get_aval(target).shape
+    y = to_dtype(y, aval.dtype, False) if not isinstance(y, (Array, Tracer)) or get_aval(y).dtype != aval.dtype else y
+    y = broadcast_to(y, tshape)
+    flat_x = lax.reshape(x, (n,))
+    flat_ids = lax.reshape(target, (int(np.prod(tshape)), 1))
+    flat_y = lax.reshape(y, (int(np.prod(tshape)),))
+    dnums = ScatterDimensionNumbers(update_window_dims=(), inserted_window_dims=(0,),
+                                    scatter_dims_to_operand_dims=(0,))
+    fn = {"set": lax.scatter, "add": lax.scatter_add, "multiply": lax.scatter_mul,
+          "min": lax.scatter_min, "max": lax.scatter_max}[op]
+    smode = GatherScatterMode.FILL_OR_DROP if gmode == GatherScatterMode.FILL_OR_DROP else gmode
+    out = fn(flat_x, flat_ids, flat_y, dnums, indices_are_sorted=indices_are_sorted,
+             unique_indices=unique_indices, mode=smode)
+    out = lax.reshape(out, aval.shape)
+    if aval.weak_type:
+        out = lax.convert_element_type(out, aval.dtype, True)
+    return out
+
+
+class _IndexUpdateHelper:
+    """The object behind ``x.at``: ``x.at[idx]`` returns an :class:`_IndexUpdateRef`."""
+
+    __slots__ = ("array",)
+
+    def __init__(self, array):
+        self.array = array
+
+    def __getitem__(self, index) -> "_IndexUpdateRef":
+        return _IndexUpdateRef(self.array, index)
+
+    def __repr__(self) -> str:
+        return f"_IndexUpdateHelper({self.array!r})"
+
+
+class _IndexUpdateRef:
+    """``x.at[idx]``: functional updates of the indexed elements, returning new arrays.
+
+    Example:
+      >>> jnp.zeros(3).at[1].set(5.)
+      Array([0., 5., 0.], dtype=float32)
+    """
+
+    __slots__ = ("array", "index")
+
+    def __init__(self, array, index):
+        self.array = array
+        self.index = index
+
+    def __repr__(self) -> str:
+        return f"_IndexUpdateRef({self.array!r}, {self.index!r})"
+
+    def get(self, *, indices_are_sorted=False, unique_indices=False, mode=None, fill_value=None):
+        """``x[idx]``; ``mode="fill"`` returns ``fill_value`` for out-of-bounds indices."""
+        return getitem(self.array, self.index, mode=mode, fill_value=fill_value)
+
+    def set(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None):
+        """``x[idx] = values``, as a new array."""
+        return scatter_update(self.array, self.index, values, "set",
+                              indices_are_sorted=indices_are_sorted,
+                              unique_indices=unique_indices, mode=mode)
+
+    def add(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None):
+        """``x[idx] += values`` (repeated indices accumulate), as a new array."""
+        return scatter_update(self.array, self.index, values, "add",
+                              indices_are_sorted=indices_are_sorted,
+                              unique_indices=unique_indices, mode=mode)
+
+    def subtract(self, values, **kwargs):
+        """``x[idx] -= values``, as a new array."""
+        from plax.numpy.ufuncs import negative
+        return self.add(negative(values), **kwargs)
+
+    def multiply(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None):
+        """``x[idx] *= values``, as a new array."""
+        return scatter_update(self.array, self.index, values, "multiply",
+                              indices_are_sorted=indices_are_sorted,
+                              unique_indices=unique_indices, mode=mode)
+
+    mul = multiply
+
+    def divide(self, values, **kwargs):
+        """``x[idx] /= values``, as a new array."""
+        from plax.numpy.ufuncs import divide
+        return self.set(divide(self.get(), values), **kwargs)
+
+    def power(self, values, **kwargs):
+        """``x[idx] **= values``, as a new array."""
+        from plax.numpy.ufuncs import power
+        return self.set(power(self.get(), values), **kwargs)
+
+    def min(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None):
+        """``x[idx] = minimum(x[idx], values)``, as a new array."""
+        return scatter_update(self.array, self.index, values, "min",
+                              indices_are_sorted=indices_are_sorted,
+                              unique_indices=unique_indices, mode=mode)
+
+    def max(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None):
+        """``x[idx] = maximum(x[idx], values)``, as a new array."""
+        return scatter_update(self.array, self.index, values, "max",
+                              indices_are_sorted=indices_are_sorted,
+                              unique_indices=unique_indices, mode=mode)
+
+    def apply(self, func, **kwargs):
+        """``x[idx] = func(x[idx])``, as a new array."""
+        return self.set(func(self.get()), **kwargs)

@@ -1,0 +1,190 @@
+"""Products of plax.numpy: dot, matmul, vdot, inner, outer, tensordot, kron, cross, vecdot,
+einsum. All are built on ``lax.dot_general``."""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from plax import dtypes, lax
+from plax.core.trace import get_aval
+from plax.lax.base import canonicalize_axis
+from plax.numpy.util import check_arraylike, promote_dtypes
+
+
+def _prep(name, a, b, preferred_element_type):
+    check_arraylike(name, a, b)
+    a, b = promote_dtypes(a, b)
+    pet = None
+    if preferred_element_type is not None:
+        pet = dtypes.canonicalize_dtype(preferred_element_type)
+    return a, b, pet
+
+
+def _result(x, pet, weak_inputs):
+    return x
+
+
+def dot(a, b, *, precision=None, preferred_element_type=None):
+    """NumPy's ``dot``: scalars multiply; 1-D . 1-D is the inner product; otherwise the last
+    axis of ``a`` is contracted with the second-to-last of ``b`` (the last if ``b`` is 1-D).
+
+    Example:
+      >>> jnp.dot(jnp.array([[1., 2.], [3., 4.]]), jnp.array([1., 1.]))
+      Array([3., 7.], dtype=float32)
+    """
+    a, b, pet = _prep("dot", a, b, preferred_element_type)
+    an, bn = get_aval(a).ndim, get_aval(b).ndim
+    if an == 0 or bn == 0:
+        from plax.numpy.ufuncs import multiply
+        return multiply(a, b)
+    contract_b = 0 if bn == 1 else bn - 2
+    return lax.dot_general(a, b, (((an - 1,), (contract_b,)), ((), ())), precision, pet)
+
+
+def matmul(a, b, *, precision=None, preferred_element_type=None):
+    """Matrix product with NumPy's broadcasting of leading (batch) axes.
+
+    Example:
+      >>> jnp.matmul(jnp.ones((5, 2, 3)), jnp.ones((3, 4))).shape
+      (5, 2, 4)
+    """
+    a, b, pet = _prep("matmul", a, b, preferred_element_type)
+    a_shape, b_shape = get_aval(a).shape, get_aval(b).shape
+    if not a_shape or not b_shape:
+        raise ValueError(f"matmul: inputs must have at least one dimension, got shapes "
+                         f"{a_shape} and {b_shape}")
+    a_vec, b_vec = len(a_shape) == 1, len(b_shape) == 1
+    if a_vec:
+        a = lax.reshape(a, (1,) + a_shape)
+    if b_vec:
+        b = lax.reshape(b, b_shape + (1,))
+    a_shape, b_shape = get_aval(a).shape, get_aval(b).shape
+    if a_shape[-1] != b_shape[-2]:
+        raise ValueError(f"matmul: Input operand 1 has a mismatch in its core dimension 0, with "
+                         f"gufunc signature (n?,k),(k,m?)->(n?,m?) (size {b_shape[-2]} is "
+                         f"different from {a_shape[-1]})")
+    from plax.numpy.util import broadcast_shapes, broadcast_to
+    batch = broadcast_shapes(a_shape[:-2], b_shape[:-2])
+    a = broadcast_to(a, batch + a_shape[-2:])
+    b = broadcast_to(b, batch + b_shape[-2:])
+    nb = len(batch)
+    out = lax.dot_general(a, b, (((nb + 1,), (nb,)), (tuple(range(nb)), tuple(range(nb)))),
+                          precision, pet)
+    if a_vec:
+        out = lax.squeeze(out, (nb,))
+    if b_vec:
+        out = lax.squeeze(out, (get_aval(out).ndim - 1,))
+    return out
+
+
+def vdot(a, b, *, precision=None, preferred_element_type=None):
+    """Dot product of the flattened arrays, conjugating ``a``."""
+    from plax.numpy.ufuncs import conjugate
+    from plax.numpy.shape_ops import ravel
+    a = conjugate(a)
+    return dot(ravel(a), ravel(b), precision=precision, preferred_element_type=preferred_element_type)
+
+
+def vecdot(x1, x2, /, *, axis: int = -1, precision=None, preferred_element_type=None):
+    """Conjugated dot product of vectors along ``axis``, broadcasting the others."""
+    from plax.numpy.ufuncs import conjugate, multiply
+    from plax.numpy.reductions import sum as jsum
+    return jsum(multiply(conjugate(x1), x2), axis=axis)
+
+
+def inner(a, b, *, precision=None, preferred_element_type=None):
+    """Sum product over the last axes of ``a`` and ``b``."""
+    a, b, pet = _prep("inner", a, b, preferred_element_type)
+    an, bn = get_aval(a).ndim, get_aval(b).ndim
+    if an == 0 or bn == 0:
+        from plax.numpy.ufuncs import multiply
+        return multiply(a, b)
+    return lax.dot_general(a, b, (((an - 1,), (bn - 1,)), ((), ())), precision, pet)
+
+
+def outer(a, b, out=None):
+    """Outer product of the flattened arrays."""
+    from plax.numpy.shape_ops import ravel
+    from plax.numpy.ufuncs import multiply
+    a, b = ravel(a), ravel(b)
+    return multiply(lax.expand_dims(a, (1,)), lax.expand_dims(b, (0,)))
+
+
+def tensordot(a, b, axes=2, *, precision=None, preferred_element_type=None):
+    """Contracts the last ``axes`` axes of ``a`` with the first of ``b`` (or the given pairs)."""
+    a, b, pet = _prep("tensordot", a, b, preferred_element_type)
+    an, bn = get_aval(a).ndim, get_aval(b).ndim
+    if isinstance(axes, (int, np.integer)):
+        n = int(axes)
+        if n < 0 or n > min(an, bn):
+            raise TypeError(f"Number of tensordot axes (axes {n}) exceeds input ranks ({an} and {bn})")
+        ca, cb = tuple(range(an - n, an)), tuple(range(n))
+    else:
+        if len(axes) != 2:
+            raise TypeError(f"tensordot axes argument must be an int or a pair of sequences, "
+                            f"got {axes!r}")
+        ax_a, ax_b = axes
+        ax_a = (ax_a,) if isinstance(ax_a, (int, np.integer)) else tuple(ax_a)
+        ax_b = (ax_b,) if isinstance(ax_b, (int, np.integer)) else tuple(ax_b)
+        if len(ax_a) != len(ax_b):
+            raise TypeError(f"tensordot requires axes lists to have equal length, got {axes}")
+        ca = tuple(canonicalize_axis(i, an) for i in ax_a)
+        cb = tuple(canonicalize_axis(i, bn) for i in ax_b)
+    return lax.dot_general(a, b, ((ca, cb), ((), ())), precision, pet)
+
+
+def kron(a, b):
+    """Kronecker product."""
+    from plax.numpy.ufuncs import multiply
+    from plax.numpy.util import asarray_weak
+    a, b = asarray_weak(a), asarray_weak(b)
+    sa, sb = get_aval(a).shape, get_aval(b).shape
+    nd = max(len(sa), len(sb))
+    sa = (1,) * (nd - len(sa)) + sa
+    sb = (1,) * (nd - len(sb)) + sb
+    a = lax.reshape(a, tuple(x for d in sa for x in (d, 1)))
+    b = lax.reshape(b, tuple(x for d in sb for x in (1, d)))
+    out = multiply(a, b)
+    return lax.reshape(out, tuple(x * y for x, y in zip(sa, sb)))
+
+
+def cross(a, b, axisa: int = -1, axisb: int = -1, axisc: int = -1, axis: int | None = None):
+    """Cross product of 3-vectors (or 2-vectors) along the given axes."""
+    from plax.numpy.shape_ops import moveaxis, stack
+    from plax.numpy.ufuncs import multiply, subtract
+    from plax.numpy.util import asarray_weak
+    if axis is not None:
+        axisa = axisb = axisc = axis
+    a = moveaxis(asarray_weak(a), axisa, -1)
+    b = moveaxis(asarray_weak(b), axisb, -1)
+    if get_aval(a).shape[-1] not in (2, 3) or get_aval(b).shape[-1] not in (2, 3):
+        raise ValueError("incompatible dimensions for cross product (dimension must be 2 or 3)")
+    def comp(x, i):
+        n = get_aval(x).shape[-1]
+        if i >= n:
+            return lax.full(get_aval(x).shape[:-1], 0, get_aval(x).dtype)
+        return lax.index_in_dim(x, i, get_aval(x).ndim - 1, keepdims=False)
+    a0, a1, a2 = (comp(a, i) for i in range(3))
+    b0, b1, b2 = (comp(b, i) for i in range(3))
+    c2 = subtract(multiply(a0, b1), multiply(a1, b0))
+    if get_aval(a).shape[-1] == 2 and get_aval(b).shape[-1] == 2:
+        return c2
+    c0 = subtract(multiply(a1, b2), multiply(a2, b1))
+    c1 = subtract(multiply(a2, b0), multiply(a0, b2))
+    return moveaxis(stack([c0, c1, c2], -1), -1, axisc)
+
+
+def einsum(subscripts: str, *operands, optimize=None, precision=None,
+           preferred_element_type=None, _dot_general=None):
+    """Einstein summation, e.g. ``einsum("ij,jk->ik", a, b)``, contracted pairwise left to right.
+
+    Supports explicit and implicit output, ``...`` broadcasting, repeated indices within one
+    operand (diagonals) and any number of operands.
+    """
+    from plax.numpy.einsum import einsum as _einsum
+    return _einsum(subscripts, *operands, precision=precision,
+                   preferred_element_type=preferred_element_type)
+
+
+del Sequence, _result

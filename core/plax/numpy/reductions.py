@@ -1,0 +1,345 @@
+"""Reductions of plax.numpy: sum, prod, max, min, mean, var, std, any, all, argmax, argmin,
+cumulative sums and products, and their NaN-ignoring variants. All take ``axis``,
+``keepdims`` and (where NumPy has it) ``where``."""
+from __future__ import annotations
+
+import builtins
+
+import numpy as np
+
+from plax import dtypes, lax
+from plax.core.trace import get_aval
+from plax.numpy.util import asarray_weak, canonicalize_axis_tuple, check_arraylike
+
+
+def _no_out(out, name):
+    if out is not None:
+        raise NotImplementedError(f"The 'out' argument to jnp.{name} is not supported (plax "
+                                  "arrays are immutable).")
+
+
+def _keep(x, shape, axes, keepdims):
+    if not keepdims:
+        return x
+    out_shape = tuple(1 if i in axes else d for i, d in enumerate(shape))
+    return lax.reshape(x, out_shape)
+
+
+def _sum_dtype(dt: np.dtype, promote_integers: bool = True) -> np.dtype:
+    """The accumulation dtype of sum/prod: small integers and bool widen to the default int."""
+    if dt == np.bool_:
+        return dtypes.default_int_dtype()
+    if promote_integers and dt.kind == "i" and dt.itemsize < dtypes.default_int_dtype().itemsize:
+        return dtypes.default_int_dtype()
+    if promote_integers and dt.kind == "u" and dt.itemsize < dtypes.default_uint_dtype().itemsize:
+        return dtypes.default_uint_dtype()
+    return dt
+
+
+def _reduction(name, a, axis, dtype, keepdims, where, initial, prim_fn, identity,
+               result_dtype_fn=None, upcast_low_precision=False):
+    check_arraylike(name, a)
+    a = asarray_weak(a)
+    aval = get_aval(a)
+    axes = canonicalize_axis_tuple(axis, aval.ndim)
+    if dtype is not None:
+        dt = dtypes.check_user_dtype(dtype, name)
+    elif result_dtype_fn is not None:
+        dt = result_dtype_fn(aval.dtype)
+    else:
+        dt = aval.dtype
+    compute = dt
+    if upcast_low_precision and dt in (dtypes.float16, dtypes.bfloat16):
+        compute = np.dtype(np.float32)
+    x = lax.convert_element_type(a, compute) if (compute != aval.dtype or aval.weak_type) else a
+    if where is not None:
+        if identity is None:
+            raise ValueError(f"reduction operation {name!r} does not have an identity, so to use "
+                             "a where mask one has to specify 'initial'")
+        from plax.numpy.ufuncs import where as jwhere
+        from plax.numpy.util import broadcast_to
+        mask = broadcast_to(asarray_weak(where), aval.shape)
+        x = jwhere(mask, x, lax.full((), identity, compute))
+    if builtins.any(aval.shape[i] == 0 for i in axes) and identity is None and initial is None:
+        raise ValueError(f"zero-size array to reduction operation {name} which has no identity")
+    out = prim_fn(x, axes)
+    if initial is not None:
+        from plax.numpy.ufuncs import maximum, minimum, add, multiply
+        combine = {"sum": add, "prod": multiply, "max": maximum, "min": minimum}[name]
+        out = combine(out, lax.full((), initial, compute))
+    if compute != dt:
+        out = lax.convert_element_type(out, dt)
+    return _keep(out, aval.shape, axes, keepdims)
+
+
+def sum(a, axis=None, dtype=None, out=None, keepdims: bool = False, initial=None, where=None,
+        promote_integers: bool = True):
+    """Sum of elements over ``axis`` (all axes by default).
+
+    Example:
+      >>> jnp.sum(jnp.array([[1, 2], [3, 4]]), axis=0)
+      Array([4, 6], dtype=int32)
+    """
+    _no_out(out, "sum")
+    return _reduction("sum", a, axis, dtype, keepdims, where, initial, lax.reduce_sum, 0,
+                      lambda d: _sum_dtype(d, promote_integers), upcast_low_precision=True)
+
+
+def prod(a, axis=None, dtype=None, out=None, keepdims: bool = False, initial=None, where=None,
+         promote_integers: bool = True):
+    """Product of elements over ``axis``."""
+    _no_out(out, "prod")
+    return _reduction("prod", a, axis, dtype, keepdims, where, initial, lax.reduce_prod, 1,
+                      lambda d: _sum_dtype(d, promote_integers), upcast_low_precision=True)
+
+
+def max(a, axis=None, out=None, keepdims: bool = False, initial=None, where=None):
+    """Maximum over ``axis`` (NaN propagates). ``where`` requires ``initial``."""
+    _no_out(out, "max")
+    return _reduction("max", a, axis, None, keepdims, where, initial, lax.reduce_max,
+                      initial)
+
+
+def min(a, axis=None, out=None, keepdims: bool = False, initial=None, where=None):
+    """Minimum over ``axis`` (NaN propagates). ``where`` requires ``initial``."""
+    _no_out(out, "min")
+    return _reduction("min", a, axis, None, keepdims, where, initial, lax.reduce_min,
+                      initial)
+
+
+amax, amin = max, min
+
+
+def _bool_reduce(name, a, axis, keepdims, where, fn, identity):
+    check_arraylike(name, a)
+    a = asarray_weak(a)
+    from plax.numpy.ufuncs import _as_bool
+    return _reduction(name, _as_bool(a), axis, None, keepdims, where, None, fn, identity)
+
+
+def all(a, axis=None, out=None, keepdims: bool = False, *, where=None):
+    """Whether all elements (over ``axis``) are true."""
+    _no_out(out, "all")
+    return _bool_reduce("all", a, axis, keepdims, where, lax.reduce_and, True)
+
+
+def any(a, axis=None, out=None, keepdims: bool = False, *, where=None):
+    """Whether any element (over ``axis``) is true."""
+    _no_out(out, "any")
+    return _bool_reduce("any", a, axis, keepdims, where, lax.reduce_or, False)
+
+
+def _count(aval, axes, where):
+    if where is None:
+        n = 1
+        for i in axes:
+            n *= aval.shape[i]
+        return n
+    return sum(where, axis=axes, dtype=np.int32)
+
+
+def _mean_dtype(dt):
+    return dt if dtypes.is_inexact(dt) else dtypes.default_float_dtype()
+
+
+def mean(a, axis=None, dtype=None, out=None, keepdims: bool = False, *, where=None):
+    """Arithmetic mean over ``axis`` (integers average as floats).
+
+    Example:
+      >>> jnp.mean(jnp.array([1, 2]))
+      Array(1.5, dtype=float32)
+    """
+    _no_out(out, "mean")
+    check_arraylike("mean", a)
+    a = asarray_weak(a)
+    aval = get_aval(a)
+    axes = canonicalize_axis_tuple(axis, aval.ndim)
+    dt = dtypes.check_user_dtype(dtype, "mean") if dtype is not None else _mean_dtype(aval.dtype)
+    compute = np.dtype(np.float32) if dt in (dtypes.float16, dtypes.bfloat16) else dt
+    total = sum(a, axis=axes, dtype=compute, keepdims=keepdims, where=where)
+    if where is None:
+        n = _count(aval, axes, None)
+        out = lax.div(total, lax.full((), n, compute))
+    else:
+        from plax.numpy.util import broadcast_to
+        counts = sum(broadcast_to(asarray_weak(where), aval.shape), axis=axes, dtype=compute,
+                     keepdims=keepdims)
+        out = lax.div(total, counts)
+    return lax.convert_element_type(out, dt) if compute != dt else out
+
+
+def var(a, axis=None, dtype=None, out=None, ddof: int = 0, keepdims: bool = False, *,
+        where=None, correction=None):
+    """Variance over ``axis``, with ``ddof`` (or ``correction``) degrees of freedom removed."""
+    _no_out(out, "var")
+    if correction is not None:
+        ddof = correction
+    check_arraylike("var", a)
+    a = asarray_weak(a)
+    aval = get_aval(a)
+    axes = canonicalize_axis_tuple(axis, aval.ndim)
+    dt = dtypes.check_user_dtype(dtype, "var") if dtype is not None else _mean_dtype(aval.dtype)
+    compute = np.dtype(np.float32) if dt in (dtypes.float16, dtypes.bfloat16) else dt
+    x = lax.convert_element_type(a, compute)
+    centered = lax.sub(x, mean(x, axis=axes, keepdims=True, where=where))
+    if dtypes.is_complex(compute):
+        sq = lax.real(lax.mul(centered, lax.conj(centered)))
+    else:
+        sq = lax.mul(centered, centered)
+    rdt = get_aval(sq).dtype
+    if where is None:
+        n = _count(aval, axes, None)
+        denom = lax.full((), builtins.max(n - ddof, 0), rdt)
+    else:
+        from plax.numpy.util import broadcast_to
+        denom = lax.sub(sum(broadcast_to(asarray_weak(where), aval.shape), axis=axes, dtype=rdt,
+                            keepdims=keepdims), lax.full((), ddof, rdt))
+    out = lax.div(sum(sq, axis=axes, keepdims=keepdims, where=where), denom)
+    return lax.convert_element_type(out, dtypes.real_dtype(dt)) if rdt != dtypes.real_dtype(dt) else out
+
+
+def std(a, axis=None, dtype=None, out=None, ddof: int = 0, keepdims: bool = False, *,
+        where=None, correction=None):
+    """Standard deviation over ``axis`` (the square root of :func:`var`)."""
+    return lax.sqrt(var(a, axis, dtype, out, ddof, keepdims, where=where, correction=correction))
+
+
+def _arg(name, fn, a, axis, out, keepdims):
+    _no_out(out, name)
+    check_arraylike(name, a)
+    a = asarray_weak(a)
+    aval = get_aval(a)
+    if axis is None:
+        a = lax.reshape(a, (aval.size,))
+        if aval.size == 0:
+            raise ValueError(f"attempt to get {name} of an empty sequence")
+        res = fn(a, 0, np.int32)
+        return lax.reshape(res, (1,) * aval.ndim) if keepdims else res
+    ax = canonicalize_axis_tuple(axis, aval.ndim)[0]
+    res = fn(a, ax, np.int32)
+    return lax.expand_dims(res, (ax,)) if keepdims else res
+
+
+def argmax(a, axis=None, out=None, keepdims: bool = False):
+    """Index of the maximum (over the flattened array when ``axis`` is None)."""
+    return _arg("argmax", lax.argmax, a, axis, out, keepdims)
+
+
+def argmin(a, axis=None, out=None, keepdims: bool = False):
+    """Index of the minimum (over the flattened array when ``axis`` is None)."""
+    return _arg("argmin", lax.argmin, a, axis, out, keepdims)
+
+
+def _cumulative(name, fn, a, axis, dtype, promote):
+    check_arraylike(name, a)
+    a = asarray_weak(a)
+    aval = get_aval(a)
+    if axis is None:
+        a = lax.reshape(a, (aval.size,))
+        axis = 0
+    dt = dtypes.check_user_dtype(dtype, name) if dtype is not None else (
+        _sum_dtype(aval.dtype) if promote else aval.dtype)
+    a = lax.convert_element_type(a, dt)
+    return fn(a, axis)
+
+
+def cumsum(a, axis=None, dtype=None, out=None):
+    """Cumulative sum along ``axis`` (of the flattened array when ``axis`` is None)."""
+    _no_out(out, "cumsum")
+    return _cumulative("cumsum", lax.cumsum, a, axis, dtype, True)
+
+
+def cumprod(a, axis=None, dtype=None, out=None):
+    """Cumulative product along ``axis``."""
+    _no_out(out, "cumprod")
+    return _cumulative("cumprod", lax.cumprod, a, axis, dtype, True)
+
+
+cumulative_sum = cumsum
+cumulative_prod = cumprod
+
+
+def ptp(a, axis=None, out=None, keepdims: bool = False):
+    """Peak to peak: ``max - min`` over ``axis``."""
+    return lax.sub(max(a, axis, out, keepdims), min(a, axis, out, keepdims))
+
+
+def count_nonzero(a, axis=None, keepdims: bool = False):
+    """Number of non-zero elements over ``axis``."""
+    from plax.numpy.ufuncs import _as_bool
+    return sum(_as_bool(a), axis=axis, keepdims=keepdims, dtype=dtypes.default_int_dtype())
+
+
+def average(a, axis=None, weights=None, returned: bool = False, keepdims: bool = False):
+    """Weighted average over ``axis`` (plain mean without weights)."""
+    if weights is None:
+        avg = mean(a, axis, keepdims=keepdims)
+        a_aval = get_aval(asarray_weak(a))
+        n = _count(a_aval, canonicalize_axis_tuple(axis, a_aval.ndim), None)
+        return (avg, lax.full(get_aval(avg).shape, n, get_aval(avg).dtype)) if returned else avg
+    from plax.numpy.ufuncs import multiply
+    from plax.numpy.util import promote_args_inexact, broadcast_to
+    a, w = promote_args_inexact("average", a, weights)
+    if get_aval(w).shape != get_aval(a).shape:
+        if axis is None or get_aval(w).ndim != 1:
+            raise ValueError("Length of weights not compatible with specified axis.")
+        ax = canonicalize_axis_tuple(axis, get_aval(a).ndim)[0]
+        w = lax.broadcast_in_dim(w, get_aval(a).shape, (ax,))
+    w = broadcast_to(w, get_aval(a).shape)
+    wsum = sum(w, axis, keepdims=keepdims)
+    avg = lax.div(sum(multiply(a, w), axis, keepdims=keepdims), wsum)
+    return (avg, wsum) if returned else avg
+
+
+def _nan_to(a, value):
+    from plax.numpy.ufuncs import isnan, where
+    a = asarray_weak(a)
+    if not dtypes.is_inexact(get_aval(a).dtype):
+        return a
+    return where(isnan(a), lax.full((), value, get_aval(a).dtype), a)
+
+
+def nansum(a, axis=None, dtype=None, out=None, keepdims: bool = False, initial=None, where=None):
+    """Sum treating NaN as zero."""
+    return sum(_nan_to(a, 0), axis, dtype, out, keepdims, initial, where)
+
+
+def nanprod(a, axis=None, dtype=None, out=None, keepdims: bool = False, initial=None, where=None):
+    """Product treating NaN as one."""
+    return prod(_nan_to(a, 1), axis, dtype, out, keepdims, initial, where)
+
+
+def nanmax(a, axis=None, out=None, keepdims: bool = False, initial=None, where=None):
+    """Maximum ignoring NaNs."""
+    return max(_nan_to(a, -np.inf), axis, out, keepdims, initial, where)
+
+
+def nanmin(a, axis=None, out=None, keepdims: bool = False, initial=None, where=None):
+    """Minimum ignoring NaNs."""
+    return min(_nan_to(a, np.inf), axis, out, keepdims, initial, where)
+
+
+def nanmean(a, axis=None, dtype=None, out=None, keepdims: bool = False, *, where=None):
+    """Mean ignoring NaNs."""
+    from plax.numpy.ufuncs import isnan, logical_not
+    a = asarray_weak(a)
+    mask = logical_not(isnan(a))
+    if where is not None:
+        from plax.numpy.ufuncs import logical_and
+        mask = logical_and(mask, where)
+    return mean(_nan_to(a, 0), axis, dtype, out, keepdims, where=mask)
+
+
+def nanvar(a, axis=None, dtype=None, out=None, ddof: int = 0, keepdims: bool = False, *,
+           where=None):
+    """Variance ignoring NaNs."""
+    from plax.numpy.ufuncs import isnan, logical_not
+    a = asarray_weak(a)
+    return var(_nan_to(a, 0), axis, dtype, out, ddof, keepdims, where=logical_not(isnan(a)))
+
+
+def nanstd(a, axis=None, dtype=None, out=None, ddof: int = 0, keepdims: bool = False, *,
+           where=None):
+    """Standard deviation ignoring NaNs."""
+    return lax.sqrt(nanvar(a, axis, dtype, out, ddof, keepdims, where=where))
+

@@ -1,0 +1,66 @@
+"""Scalar types (``jnp.float32``, ``jnp.int8``, ...): dtypes you can also call to make arrays.
+
+``jnp.float32(1.0)`` returns a rank-0 plax Array, ``np.dtype(jnp.float32)`` is
+``float32``, and ``x.astype(jnp.bfloat16)`` works, as in JAX.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from plax import dtypes
+
+
+class _ScalarMeta(type):
+    def __eq__(cls, other):
+        if isinstance(other, _ScalarMeta):
+            return cls.dtype == other.dtype
+        try:
+            return cls.dtype == np.dtype(other)
+        except TypeError:
+            return False
+
+    def __hash__(cls):
+        return hash(cls.dtype.type)
+
+    def __repr__(cls):
+        return f"<class 'plax.numpy.{cls.dtype.name}'>"
+
+    def __call__(cls, x=0):
+        from plax.numpy.creation import array
+        return array(x, dtype=cls.dtype)
+
+    def __instancecheck__(cls, instance):
+        return isinstance(instance, cls.dtype.type)
+
+
+def _make(name: str, dtype: np.dtype) -> type:
+    return _ScalarMeta(name, (), {"dtype": dtype, "__doc__": f"The {dtype.name} scalar type."})
+
+
+bool_ = _make("bool_", dtypes.bool_)
+int8 = _make("int8", dtypes.int8)
+int16 = _make("int16", dtypes.int16)
+int32 = _make("int32", dtypes.int32)
+int64 = _make("int64", dtypes.int64)
+uint8 = _make("uint8", dtypes.uint8)
+uint16 = _make("uint16", dtypes.uint16)
+uint32 = _make("uint32", dtypes.uint32)
+uint64 = _make("uint64", dtypes.uint64)
+bfloat16 = _make("bfloat16", dtypes.bfloat16)
+float16 = _make("float16", dtypes.float16)
+float32 = _make("float32", dtypes.float32)
+float64 = _make("float64", dtypes.float64)
+complex64 = _make("complex64", dtypes.complex64)
+complex128 = _make("complex128", dtypes.complex128)
+
+# JAX's default-width aliases follow the x64 flag at call time; these names are the
+# 64-bit types, canonicalised when used (as JAX's int_/float_ are).
+int_ = int64
+uint = uint64
+float_ = float64
+complex_ = complex128
+single = float32
+double = float64
+csingle = complex64
+cdouble = complex128
+half = float16

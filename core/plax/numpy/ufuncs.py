@@ -1,0 +1,678 @@
+"""Elementwise functions of plax.numpy (NumPy's ufuncs), with JAX's promotion rules.
+
+Each function promotes its arguments (``util.promote_args``), broadcasts them,
+and binds lax primitives. Functions that are only defined on inexact values
+(``exp``, ``sin``, ``true_divide``, ...) promote integers to the default float.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from plax import dtypes, lax
+from plax.array import Array
+from plax.core.trace import Tracer, get_aval
+from plax.numpy.util import (asarray_weak, check_arraylike, promote_args, promote_args_inexact,
+                             to_dtype)
+
+
+def _dt(x) -> np.dtype:
+    return get_aval(x).dtype
+
+
+def _fast_pair(x, y):
+    """Both operands arrays of one dtype, shape and weak type: skip promotion (the eager hot path)."""
+    if type(x) is Array and type(y) is Array:
+        ax, ay = x.aval, y.aval
+        return ax is ay or (ax.dtype == ay.dtype and ax.shape == ay.shape
+                            and ax.weak_type == ay.weak_type)
+    return False
+
+
+def _unary(name: str, lax_fn, inexact: bool = False, int_identity: bool = False):
+    def fn(x):
+        check_arraylike(name, x)
+        if int_identity and not dtypes.is_inexact(dtypes.dtype(x)):
+            return asarray_weak(x)
+        (x,) = promote_args_inexact(name, x) if inexact else promote_args(name, x)
+        return lax_fn(x)
+    fn.__name__ = name
+    fn.__doc__ = f"Elementwise ``{name}`` of an array (see numpy.{name})."
+    return fn
+
+
+def _binary(name: str, lax_fn, inexact: bool = False, bool_fn=None):
+    def fn(x, y, /):
+        if _fast_pair(x, y) and (not inexact or dtypes.is_inexact(x.aval.dtype)) and (
+                bool_fn is None or x.aval.dtype != np.bool_):
+            return lax_fn(x, y)
+        x, y = promote_args_inexact(name, x, y) if inexact else promote_args(name, x, y)
+        if bool_fn is not None and _dt(x) == np.bool_:
+            return bool_fn(x, y)
+        return lax_fn(x, y)
+    fn.__name__ = name
+    fn.__doc__ = f"Elementwise ``{name}`` of two arrays, broadcast and promoted (see numpy.{name})."
+    return fn
+
+
+def _no_bool(name):
+    def wrapped(x, y):
+        raise TypeError(f"{name} does not accept boolean arguments; cast them with .astype(int) "
+                        "first.")
+    return wrapped
+
+
+# ------------------------------------------------------------------ arithmetic
+
+add = _binary("add", lax.add, bool_fn=lax.bitwise_or)
+subtract = _binary("subtract", lax.sub, bool_fn=_no_bool("subtract"))
+multiply = _binary("multiply", lax.mul, bool_fn=lax.bitwise_and)
+true_divide = _binary("true_divide", lax.div, inexact=True)
+divide = true_divide
+maximum = _binary("maximum", lax.max)
+minimum = _binary("minimum", lax.min)
+arctan2 = _binary("arctan2", lax.atan2, inexact=True)
+nextafter = _binary("nextafter", lax.nextafter, inexact=True)
+equal = _binary("equal", lax.eq)
+not_equal = _binary("not_equal", lax.ne)
+less = _binary("less", lax.lt)
+less_equal = _binary("less_equal", lax.le)
+greater = _binary("greater", lax.gt)
+greater_equal = _binary("greater_equal", lax.ge)
+bitwise_and = _binary("bitwise_and", lax.bitwise_and)
+bitwise_or = _binary("bitwise_or", lax.bitwise_or)
+bitwise_xor = _binary("bitwise_xor", lax.bitwise_xor)
+
+
+def negative(x, /):
+    """Elementwise ``-x``."""
+    check_arraylike("negative", x)
+    (x,) = promote_args("negative", x)
+    if _dt(x) == np.bool_:
+        raise TypeError("negative does not accept boolean arrays; use jnp.logical_not.")
+    return lax.neg(x)
+
+
+def positive(x, /):
+    """Elementwise ``+x`` (a copy)."""
+    check_arraylike("positive", x)
+    return asarray_weak(x)
+
+
+def floor_divide(x, y, /):
+    """Elementwise ``x // y``, rounding toward minus infinity (NumPy semantics)."""
+    x, y = promote_args("floor_divide", x, y)
+    dt = _dt(x)
+    if dt == np.bool_:
+        return lax.bitwise_and(x, y)
+    if dtypes.is_integer(dt):
+        q = lax.div(x, y)
+        if dt.kind == "u":
+            return q
+        zero = lax.full((), 0, dt)
+        fix = lax.bitwise_and(lax.ne(lax.lt(x, zero), lax.lt(y, zero)),
+                              lax.ne(lax.rem(x, y), zero))
+        return lax.select(fix, lax.sub(q, lax.full((), 1, dt)), q)
+    if dtypes.is_complex(dt):
+        raise TypeError("floor_divide does not support complex inputs")
+    # NumPy's algorithm: divide the exact multiple x - fmod(x, y), then correct.
+    mod = lax.rem(x, y)
+    div = lax.div(lax.sub(x, mod), y)
+    zero = lax.full((), 0, dt)
+    wrong_sign = lax.bitwise_and(lax.ne(mod, zero), lax.ne(lax.lt(y, zero), lax.lt(mod, zero)))
+    div = lax.select(wrong_sign, lax.sub(div, lax.full((), 1, dt)), div)
+    floor_div = lax.floor(div)
+    floor_div = lax.select(lax.gt(lax.sub(div, floor_div), lax.full((), 0.5, dt)),
+                           lax.add(floor_div, lax.full((), 1, dt)), floor_div)
+    # where div is zero, keep its sign like NumPy; where y is zero fall back to x / y
+    floor_div = lax.select(lax.eq(div, zero), lax.mul(zero, lax.div(x, y)), floor_div)
+    return lax.select(lax.eq(y, zero), lax.div(x, y), floor_div)
+
+
+def remainder(x, y, /):
+    """Elementwise remainder with the sign of the divisor (NumPy's ``%``)."""
+    x, y = promote_args("remainder", x, y)
+    dt = _dt(x)
+    if dt == np.bool_:
+        raise TypeError("remainder does not accept boolean arguments")
+    r = lax.rem(x, y)
+    if dt.kind == "u":
+        return r
+    zero = lax.full((), 0, dt)
+    fix = lax.bitwise_and(lax.ne(r, zero), lax.ne(lax.lt(r, zero), lax.lt(y, zero)))
+    return lax.select(fix, lax.add(r, y), r)
+
+
+mod = remainder
+
+
+def fmod(x, y, /):
+    """Elementwise remainder with the sign of the dividend (C's fmod)."""
+    x, y = promote_args("fmod", x, y)
+    return lax.rem(x, y)
+
+
+def divmod(x, y, /):
+    """``(floor_divide(x, y), remainder(x, y))``."""
+    return floor_divide(x, y), remainder(x, y)
+
+
+def power(x, y, /):
+    """Elementwise ``x ** y``. A static Python int exponent uses repeated multiplication
+    (``integer_pow``); integer arrays raised to integer arrays are computed exactly.
+
+    Example:
+      >>> jnp.power(jnp.arange(4), 2)
+      Array([0, 1, 4, 9], dtype=int32)
+    """
+    check_arraylike("power", x, y)
+    if isinstance(y, (int, np.integer)) and not isinstance(y, (bool, np.bool_)):
+        (xa,) = promote_args("power", x) if isinstance(x, (Array, Tracer, np.ndarray)) else (None,)
+        if xa is not None:
+            if dtypes.is_integer(_dt(xa)) and y < 0:
+                raise TypeError(f"Integers cannot be raised to negative powers, got "
+                                f"integer_pow({get_aval(xa).str_short()}, {y})")
+            if _dt(xa) != np.bool_:
+                return lax.integer_pow(xa, int(y))
+    x, y = promote_args("power", x, y)
+    dt = _dt(x)
+    if dtypes.is_inexact(dt):
+        return lax.pow(x, y)
+    if dt == np.bool_:
+        return lax.bitwise_or(x, lax.bitwise_not(y))
+    return _integer_power(x, y)
+
+
+def _integer_power(x, y):
+    """``x ** y`` for integer arrays by binary exponentiation over the bits of y."""
+    dt = _dt(x)
+    nbits = dt.itemsize * 8
+    zero, one = lax.full((), 0, dt), lax.full((), 1, dt)
+    from plax.numpy.util import promote_shapes
+    x, y = promote_shapes("power", x, y)
+    shape = get_aval(x).shape or get_aval(y).shape
+    acc = lax.full(shape, 1, dt)
+    base = x
+    e = y
+    for _ in range(nbits if dt.kind == "u" else nbits - 1):
+        bit = lax.ne(lax.bitwise_and(e, one), zero)
+        acc = lax.select(bit, lax.mul(acc, base), acc)
+        base = lax.mul(base, base)
+        e = lax.shift_right_logical(e, one)
+    if dt.kind == "i":
+        acc = lax.select(lax.lt(y, zero), lax.full(shape, 0, dt), acc)
+    return acc
+
+
+float_power = _binary("float_power", lax.pow, inexact=True)
+
+
+def abs(x, /):
+    """Elementwise absolute value (complex inputs give their magnitude)."""
+    check_arraylike("abs", x)
+    (x,) = promote_args("abs", x)
+    dt = _dt(x)
+    if dt == np.bool_ or dt.kind == "u":
+        return x
+    return lax.abs(x)
+
+
+absolute = abs
+
+
+def sign(x, /):
+    """Elementwise sign: -1, 0 or 1 (``x / |x|`` for complex)."""
+    check_arraylike("sign", x)
+    (x,) = promote_args("sign", x)
+    if _dt(x) == np.bool_:
+        return x
+    return lax.sign(x)
+
+
+floor = _unary("floor", lax.floor, int_identity=True)
+ceil = _unary("ceil", lax.ceil, int_identity=True)
+
+
+def trunc(x, /):
+    """Rounds toward zero."""
+    check_arraylike("trunc", x)
+    if not dtypes.is_inexact(dtypes.dtype(x)):
+        return asarray_weak(x)
+    (x,) = promote_args("trunc", x)
+    return lax.select(lax.lt(x, lax.full((), 0, _dt(x))), lax.ceil(x), lax.floor(x))
+
+
+fix = trunc
+
+
+def rint(x, /):
+    """Rounds to the nearest integer, ties to even; integers become floats."""
+    check_arraylike("rint", x)
+    (x,) = promote_args_inexact("rint", x)
+    if dtypes.is_complex(_dt(x)):
+        return lax.complex(rint(lax.real(x)), rint(lax.imag(x)))
+    return lax.round(x, lax.RoundingMethod.TO_NEAREST_EVEN)
+
+
+def round(a, decimals: int = 0, out=None):
+    """Rounds to ``decimals`` decimal places, ties to even (NumPy's ``round``)."""
+    if out is not None:
+        raise NotImplementedError("The 'out' argument to jnp.round is not supported.")
+    check_arraylike("round", a)
+    (a,) = promote_args("round", a)
+    dt = _dt(a)
+    if not dtypes.is_inexact(dt):
+        if decimals >= 0:
+            return a
+        factor = lax.full((), 10 ** (-decimals), dt)
+        return lax.mul(floor_divide(lax.add(a, lax.div(factor, lax.full((), 2, dt))), factor), factor)
+    if dtypes.is_complex(dt):
+        return lax.complex(round(lax.real(a), decimals), round(lax.imag(a), decimals))
+    if decimals == 0:
+        return lax.round(a, lax.RoundingMethod.TO_NEAREST_EVEN)
+    factor = lax.full((), 10.0 ** decimals, dt)
+    return lax.div(lax.round(lax.mul(a, factor), lax.RoundingMethod.TO_NEAREST_EVEN), factor)
+
+
+around = round
+round_ = round
+
+
+# ------------------------------------------------------------------ transcendental
+
+exp = _unary("exp", lax.exp, inexact=True)
+exp2 = _unary("exp2", lax.exp2, inexact=True)
+expm1 = _unary("expm1", lax.expm1, inexact=True)
+log = _unary("log", lax.log, inexact=True)
+log1p = _unary("log1p", lax.log1p, inexact=True)
+sqrt = _unary("sqrt", lax.sqrt, inexact=True)
+cbrt = _unary("cbrt", lax.cbrt, inexact=True)
+sin = _unary("sin", lax.sin, inexact=True)
+cos = _unary("cos", lax.cos, inexact=True)
+tan = _unary("tan", lax.tan, inexact=True)
+arcsin = _unary("arcsin", lax.asin, inexact=True)
+arccos = _unary("arccos", lax.acos, inexact=True)
+arctan = _unary("arctan", lax.atan, inexact=True)
+sinh = _unary("sinh", lax.sinh, inexact=True)
+cosh = _unary("cosh", lax.cosh, inexact=True)
+tanh = _unary("tanh", lax.tanh, inexact=True)
+arcsinh = _unary("arcsinh", lax.asinh, inexact=True)
+arccosh = _unary("arccosh", lax.acosh, inexact=True)
+arctanh = _unary("arctanh", lax.atanh, inexact=True)
+asin, acos, atan, asinh, acosh, atanh, atan2 = (arcsin, arccos, arctan, arcsinh, arccosh,
+                                                  arctanh, arctan2)
+
+
+def log2(x, /):
+    """Base-2 logarithm."""
+    (x,) = promote_args_inexact("log2", x)
+    return lax.div(lax.log(x), lax.full((), math.log(2), _dt(x)))
+
+
+def log10(x, /):
+    """Base-10 logarithm."""
+    (x,) = promote_args_inexact("log10", x)
+    return lax.div(lax.log(x), lax.full((), math.log(10), _dt(x)))
+
+
+def square(x, /):
+    """Elementwise ``x * x``."""
+    check_arraylike("square", x)
+    (x,) = promote_args("square", x)
+    return lax.integer_pow(x, 2)
+
+
+def reciprocal(x, /):
+    """Elementwise ``1 / x`` (integers are promoted to float)."""
+    (x,) = promote_args_inexact("reciprocal", x)
+    return lax.integer_pow(x, -1)
+
+
+def logaddexp(x, y, /):
+    """``log(exp(x) + exp(y))`` computed without overflow."""
+    x, y = promote_args_inexact("logaddexp", x, y)
+    amax = lax.max(x, y)
+    delta = lax.sub(x, y)
+    safe = lax.add(amax, lax.log1p(lax.exp(lax.neg(lax.abs(delta)))))
+    return lax.select(isnan(delta), lax.add(x, y), safe)
+
+
+def logaddexp2(x, y, /):
+    """``log2(2**x + 2**y)`` computed without overflow."""
+    x, y = promote_args_inexact("logaddexp2", x, y)
+    ln2 = lax.full((), math.log(2), _dt(x))
+    return lax.div(logaddexp(lax.mul(x, ln2), lax.mul(y, ln2)), ln2)
+
+
+def hypot(x, y, /):
+    """``sqrt(x**2 + y**2)``, scaled to avoid overflow."""
+    x, y = promote_args_inexact("hypot", x, y)
+    x, y = lax.abs(x), lax.abs(y)
+    big, small = lax.max(x, y), lax.min(x, y)
+    zero = lax.full((), 0, _dt(big))
+    safe_big = lax.select(lax.eq(big, zero), lax.full((), 1, _dt(big)), big)
+    ratio = lax.div(small, safe_big)
+    out = lax.mul(big, lax.sqrt(lax.add(lax.full((), 1, _dt(big)), lax.mul(ratio, ratio))))
+    return lax.select(lax.eq(big, zero), zero, out)
+
+
+def deg2rad(x, /):
+    """Degrees to radians."""
+    (x,) = promote_args_inexact("deg2rad", x)
+    return lax.mul(x, lax.full((), math.pi / 180, _dt(x)))
+
+
+def rad2deg(x, /):
+    """Radians to degrees."""
+    (x,) = promote_args_inexact("rad2deg", x)
+    return lax.mul(x, lax.full((), 180 / math.pi, _dt(x)))
+
+
+radians, degrees = deg2rad, rad2deg
+
+
+def sinc(x, /):
+    """``sin(pi x) / (pi x)``, 1 at 0."""
+    (x,) = promote_args_inexact("sinc", x)
+    dt = _dt(x)
+    zero = lax.full((), 0, dt)
+    is_zero = lax.eq(x, zero)
+    safe = lax.select(is_zero, lax.full((), 1, dt), x)
+    pix = lax.mul(safe, lax.full((), math.pi, dt))
+    return lax.select(is_zero, lax.full(get_aval(x).shape, 1, dt), lax.div(lax.sin(pix), pix))
+
+
+# ------------------------------------------------------------------ predicates and logic
+
+def isnan(x, /):
+    """Elementwise NaN test (False for integers)."""
+    check_arraylike("isnan", x)
+    (x,) = promote_args("isnan", x)
+    if not dtypes.is_inexact(_dt(x)):
+        return lax.full(get_aval(x).shape, False, np.bool_)
+    return lax.ne(x, x)
+
+
+def isinf(x, /):
+    """Elementwise infinity test (False for integers)."""
+    check_arraylike("isinf", x)
+    (x,) = promote_args("isinf", x)
+    dt = _dt(x)
+    if not dtypes.is_inexact(dt):
+        return lax.full(get_aval(x).shape, False, np.bool_)
+    if dtypes.is_complex(dt):
+        return logical_or(isinf(lax.real(x)), isinf(lax.imag(x)))
+    return lax.eq(lax.abs(x), lax.full((), np.inf, dt))
+
+
+def isfinite(x, /):
+    """Elementwise finiteness test (True for integers)."""
+    check_arraylike("isfinite", x)
+    (x,) = promote_args("isfinite", x)
+    dt = _dt(x)
+    if not dtypes.is_inexact(dt):
+        return lax.full(get_aval(x).shape, True, np.bool_)
+    if dtypes.is_complex(dt):
+        return logical_and(lax.is_finite(lax.real(x)), lax.is_finite(lax.imag(x)))
+    return lax.is_finite(x)
+
+
+def isposinf(x, /):
+    return logical_and(isinf(x), greater(x, 0))
+
+
+def isneginf(x, /):
+    return logical_and(isinf(x), less(x, 0))
+
+
+def signbit(x, /):
+    """Whether the sign bit is set (True for -0.0)."""
+    (x,) = promote_args("signbit", x)
+    dt = _dt(x)
+    if dt.kind == "i":
+        return lax.lt(x, lax.full((), 0, dt))
+    if dt.kind in "ub":
+        return lax.full(get_aval(x).shape, False, np.bool_)
+    if dt == dtypes.bfloat16 or dt == dtypes.float16:
+        x = lax.convert_element_type(x, np.float32)
+        dt = np.dtype(np.float32)
+    int_dt = np.dtype(f"i{dt.itemsize}")
+    return lax.lt(lax.bitcast_convert_type(x, int_dt), lax.full((), 0, int_dt))
+
+
+def copysign(x, y, /):
+    """``|x|`` with the sign of ``y``."""
+    x, y = promote_args_inexact("copysign", x, y)
+    return lax.select(signbit(y), lax.neg(lax.abs(x)), lax.abs(x))
+
+
+def _as_bool(x):
+    x = asarray_weak(x)
+    if _dt(x) == np.bool_:
+        return x
+    return lax.ne(x, lax.full((), 0, _dt(x)))
+
+
+def logical_and(x, y, /):
+    """Elementwise truth-value AND."""
+    x, y = promote_args("logical_and", x, y)
+    return lax.bitwise_and(_as_bool(x), _as_bool(y))
+
+
+def logical_or(x, y, /):
+    """Elementwise truth-value OR."""
+    x, y = promote_args("logical_or", x, y)
+    return lax.bitwise_or(_as_bool(x), _as_bool(y))
+
+
+def logical_xor(x, y, /):
+    """Elementwise truth-value XOR."""
+    x, y = promote_args("logical_xor", x, y)
+    return lax.bitwise_xor(_as_bool(x), _as_bool(y))
+
+
+def logical_not(x, /):
+    """Elementwise truth-value NOT."""
+    check_arraylike("logical_not", x)
+    return lax.bitwise_not(_as_bool(x))
+
+
+def invert(x, /):
+    """Bitwise NOT (logical NOT for booleans)."""
+    check_arraylike("invert", x)
+    (x,) = promote_args("invert", x)
+    return lax.bitwise_not(x)
+
+
+bitwise_not = bitwise_invert = invert
+
+
+def left_shift(x, y, /):
+    """``x << y`` elementwise."""
+    x, y = promote_args("left_shift", x, y)
+    return lax.shift_left(x, y)
+
+
+def right_shift(x, y, /):
+    """``x >> y`` elementwise (arithmetic for signed types, logical for unsigned)."""
+    x, y = promote_args("right_shift", x, y)
+    if _dt(x).kind == "u":
+        return lax.shift_right_logical(x, y)
+    return lax.shift_right_arithmetic(x, y)
+
+
+bitwise_left_shift, bitwise_right_shift = left_shift, right_shift
+
+
+def fmax(x, y, /):
+    """Elementwise maximum that ignores NaNs."""
+    x, y = promote_args("fmax", x, y)
+    return where(isnan(x), y, where(isnan(y), x, lax.max(x, y)))
+
+
+def fmin(x, y, /):
+    """Elementwise minimum that ignores NaNs."""
+    x, y = promote_args("fmin", x, y)
+    return where(isnan(x), y, where(isnan(y), x, lax.min(x, y)))
+
+
+def heaviside(x1, x2, /):
+    """0 where x1 < 0, x2 where x1 == 0, 1 where x1 > 0."""
+    x1, x2 = promote_args_inexact("heaviside", x1, x2)
+    zero = lax.full((), 0, _dt(x1))
+    return where(lax.lt(x1, zero), zeros_of(x1), where(lax.gt(x1, zero), ones_of(x1), x2))
+
+
+def zeros_of(x):
+    return lax.full(get_aval(x).shape, 0, _dt(x))
+
+
+def ones_of(x):
+    return lax.full(get_aval(x).shape, 1, _dt(x))
+
+
+# ------------------------------------------------------------------ complex
+
+def real(x, /):
+    """The real part (the value itself for real inputs)."""
+    check_arraylike("real", x)
+    x = asarray_weak(x)
+    return lax.real(x) if dtypes.is_complex(_dt(x)) else x
+
+
+def imag(x, /):
+    """The imaginary part (zeros for real inputs)."""
+    check_arraylike("imag", x)
+    x = asarray_weak(x)
+    return lax.imag(x) if dtypes.is_complex(_dt(x)) else lax.full_like(x, 0)
+
+
+def conjugate(x, /):
+    """The complex conjugate (the value itself for real inputs)."""
+    check_arraylike("conjugate", x)
+    x = asarray_weak(x)
+    return lax.conj(x) if dtypes.is_complex(_dt(x)) else x
+
+
+conj = conjugate
+
+
+def angle(z, deg: bool = False):
+    """The argument of complex ``z`` (in degrees if ``deg``)."""
+    (z,) = promote_args_inexact("angle", z)
+    re, im = real(z), imag(z)
+    out = lax.atan2(im, re)
+    return rad2deg(out) if deg else out
+
+
+def isreal(x, /):
+    return lax.eq(imag(x), lax.full((), 0, _dt(imag(x)))) if dtypes.is_complex(dtypes.dtype(x)) else \
+        lax.full(get_aval(asarray_weak(x)).shape, True, np.bool_)
+
+
+def iscomplex(x, /):
+    return logical_not(isreal(x))
+
+
+# ------------------------------------------------------------------ selection
+
+def where(condition, x=None, y=None, /, *, size=None, fill_value=None):
+    """Elementwise ``x if condition else y``, broadcast and promoted; with one argument,
+    ``nonzero(condition)``.
+
+    Example:
+      >>> jnp.where(jnp.array([True, False]), 1.0, 0.0)
+      Array([1., 0.], dtype=float32)
+    """
+    if x is None and y is None:
+        from plax.numpy.searching import nonzero
+        return nonzero(condition, size=size, fill_value=fill_value)
+    if x is None or y is None:
+        raise ValueError("Either both or neither of the x and y arguments should be provided to "
+                         "jnp.where, got only one.")
+    check_arraylike("where", condition, x, y)
+    cond = _as_bool(condition)
+    x, y = promote_args("where", x, y)
+    from plax.numpy.util import broadcast_shapes, broadcast_to
+    shape = broadcast_shapes(get_aval(cond).shape, get_aval(x).shape, get_aval(y).shape)
+    cond, x, y = (broadcast_to(a, shape) if get_aval(a).shape != shape else a for a in (cond, x, y))
+    return lax.select(cond, x, y)
+
+
+def clip(arr=None, /, min=None, max=None, *, a=None, a_min=None, a_max=None):
+    """Clamps values to ``[min, max]`` (either may be None)."""
+    if arr is None:
+        arr = a
+    lo = min if min is not None else a_min
+    hi = max if max is not None else a_max
+    check_arraylike("clip", arr)
+    out = asarray_weak(arr)
+    if lo is not None:
+        out = maximum(lo, out)
+    if hi is not None:
+        out = minimum(hi, out)
+    return out
+
+
+def nan_to_num(x, copy: bool = True, nan: float = 0.0, posinf=None, neginf=None):
+    """Replaces NaN with ``nan`` and infinities with ``posinf``/``neginf`` (default: the dtype's
+    extremes)."""
+    check_arraylike("nan_to_num", x)
+    x = asarray_weak(x)
+    dt = _dt(x)
+    if not dtypes.is_inexact(dt):
+        return x
+    if dtypes.is_complex(dt):
+        return lax.complex(nan_to_num(real(x), nan=nan, posinf=posinf, neginf=neginf),
+                           nan_to_num(imag(x), nan=nan, posinf=posinf, neginf=neginf))
+    info = dtypes.finfo(dt)
+    posinf = float(info.max) if posinf is None else posinf
+    neginf = float(info.min) if neginf is None else neginf
+    out = where(isnan(x), to_dtype(nan, dt), x)
+    out = where(isposinf(out), to_dtype(posinf, dt), out)
+    return where(isneginf(out), to_dtype(neginf, dt), out)
+
+
+def isclose(a, b, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False):
+    """Elementwise ``|a - b| <= atol + rtol * |b|`` (with NaN and infinity handling)."""
+    a, b = promote_args("isclose", a, b)
+    dt = _dt(a)
+    if not dtypes.is_inexact(dt):
+        return equal(a, b)
+    rdt = dtypes.real_dtype(dt)
+    close = less_equal(lax.abs(lax.sub(a, b)),
+                       lax.add(lax.full((), atol, rdt), lax.mul(lax.full((), rtol, rdt), lax.abs(b))))
+    both_inf = logical_and(logical_and(isinf(a), isinf(b)), equal(a, b))
+    out = logical_and(logical_or(close, both_inf), logical_not(logical_or(isnan(a), isnan(b))))
+    if equal_nan:
+        out = logical_or(out, logical_and(isnan(a), isnan(b)))
+    return out
+
+
+def allclose(a, b, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False):
+    """Whether all elements are :func:`isclose`."""
+    from plax.numpy.reductions import all as jall
+    return jall(isclose(a, b, rtol, atol, equal_nan))
+
+
+def array_equal(a1, a2, equal_nan: bool = False) -> Any:
+    """Whether two arrays have the same shape and elements."""
+    from plax.numpy.reductions import all as jall
+    a1, a2 = asarray_weak(a1), asarray_weak(a2)
+    if get_aval(a1).shape != get_aval(a2).shape:
+        return lax.full((), False, np.bool_)
+    eq = equal(a1, a2)
+    if equal_nan:
+        eq = logical_or(eq, logical_and(isnan(a1), isnan(a2)))
+    return jall(eq)
+
+
+def array_equiv(a1, a2) -> Any:
+    """Whether two arrays are equal after broadcasting."""
+    from plax.numpy.reductions import all as jall
+    try:
+        return jall(equal(a1, a2))
+    except ValueError:
+        return lax.full((), False, np.bool_)

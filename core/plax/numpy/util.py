@@ -1,0 +1,145 @@
+"""Shared helpers of plax.numpy: argument checks, dtype promotion and shape broadcasting."""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from plax import dtypes
+from plax import lax
+from plax.array import Array, from_host
+from plax.core.trace import Tracer, get_aval
+
+_scalar_types = (bool, int, float, complex)
+
+
+def is_arraylike(x: Any) -> bool:
+    return isinstance(x, (Array, Tracer, np.ndarray, np.generic) + _scalar_types)
+
+
+def check_arraylike(fun_name: str, *args: Any) -> None:
+    """Raises TypeError naming ``fun_name`` if an argument is not an array or scalar.
+
+    (Like JAX, plax.numpy does not accept lists and tuples where arrays are expected;
+    wrap them in jnp.array first.)
+    """
+    for pos, arg in enumerate(args):
+        if not is_arraylike(arg):
+            what = type(arg).__name__
+            hint = " Use jnp.array(...) to convert a list or tuple." if isinstance(arg, (list, tuple)) else ""
+            raise TypeError(f"{fun_name} requires ndarray or scalar arguments, got {what} at "
+                            f"position {pos}.{hint}")
+
+
+def asarray_weak(x: Any):
+    """An Array/tracer from an array-like, Python scalars weakly typed."""
+    if isinstance(x, (Array, Tracer)):
+        return x
+    return from_host(x)
+
+
+def to_dtype(x: Any, dtype: np.dtype, weak: bool = False):
+    """``x`` as an array of ``dtype`` (and weak type)."""
+    if isinstance(x, (Array, Tracer)):
+        a = x.aval
+        if a.dtype == dtype and a.weak_type == weak:
+            return x
+        return lax.convert_element_type(x, dtype, weak)
+    if isinstance(x, _scalar_types) or isinstance(x, (np.ndarray, np.generic)):
+        host = np.asarray(x)
+        if host.dtype.kind == "c" and dtype.kind != "c":
+            raise TypeError(f"Cannot convert complex value {x!r} to {dtype.name}")
+        if isinstance(x, int) and not isinstance(x, bool) and dtypes.is_integer(dtype):
+            info = np.iinfo(dtype)
+            if not info.min <= x <= info.max:
+                raise OverflowError(f"Python int {x} too large to convert to {dtype.name}")
+        return from_host(host.astype(dtype) if host.dtype != dtype else host, weak_type=weak)
+    raise TypeError(f"Cannot convert {x!r} of type {type(x).__name__} to an array")
+
+
+def broadcast_shapes(*shapes: Sequence[int]) -> tuple[int, ...]:
+    """NumPy broadcasting of ``shapes``.
+
+    Raises:
+      ValueError: naming the incompatible shapes.
+    """
+    rank = max((len(s) for s in shapes), default=0)
+    out = [1] * rank
+    for s in shapes:
+        for i, d in enumerate(s):
+            j = rank - len(s) + i
+            if out[j] == 1:
+                out[j] = d
+            elif d != 1 and d != out[j]:
+                raise ValueError(f"Incompatible shapes for broadcasting: shapes="
+                                 f"{[tuple(x) for x in shapes]}")
+    return tuple(out)
+
+
+def broadcast_to(x, shape: Sequence[int]):
+    """NumPy-style broadcast of ``x`` to ``shape``."""
+    x = asarray_weak(x)
+    shape = tuple(shape)
+    xs = get_aval(x).shape
+    if xs == shape:
+        return x
+    if len(xs) > len(shape):
+        raise ValueError(f"Incompatible shapes for broadcasting: {xs} and requested shape {shape}")
+    lead = len(shape) - len(xs)
+    for i, d in enumerate(xs):
+        if d != 1 and d != shape[lead + i]:
+            raise ValueError(f"Incompatible shapes for broadcasting: {xs} and requested shape "
+                             f"{shape}")
+    return lax.broadcast_in_dim(x, shape, tuple(range(lead, len(shape))))
+
+
+def promote_dtypes(*args: Any) -> list:
+    """Converts ``args`` to their common dtype under JAX's promotion rules (shapes untouched)."""
+    dt, weak = dtypes.result_type(*args, return_weak_type_flag=True)
+    return [to_dtype(a, dt, weak and dtypes.is_weakly_typed(a)) for a in args]
+
+
+def promote_shapes(fun_name: str, *args: Any) -> list:
+    """Broadcasts ``args`` (arrays) to a common shape; rank-0 ones are left for the primitive."""
+    shapes = [get_aval(a).shape for a in args]
+    if all(s == shapes[0] for s in shapes):
+        return list(args)
+    try:
+        out_shape = broadcast_shapes(*shapes)
+    except ValueError:
+        raise ValueError(f"{fun_name}: incompatible shapes for broadcasting: "
+                         f"{', '.join(str(s) for s in shapes)}") from None
+    return [a if get_aval(a).shape in ((), out_shape) else broadcast_to(a, out_shape) for a in args]
+
+
+def promote_args(fun_name: str, *args: Any) -> list:
+    """dtype promotion then broadcasting: the argument handling of every jnp binary ufunc."""
+    check_arraylike(fun_name, *args)
+    return promote_shapes(fun_name, *promote_dtypes(*args))
+
+
+def promote_args_inexact(fun_name: str, *args: Any) -> list:
+    """Like :func:`promote_args`, then to the default float type if the result is not inexact."""
+    check_arraylike(fun_name, *args)
+    dt, weak = dtypes.result_type(*args, return_weak_type_flag=True)
+    if not dtypes.is_inexact(dt):
+        dt = dtypes.default_float_dtype()
+    return promote_shapes(fun_name, *[to_dtype(a, dt, weak and dtypes.is_weakly_typed(a))
+                                      for a in args])
+
+
+def canonicalize_axis_tuple(axis, ndim: int) -> tuple[int, ...]:
+    """Normalises ``axis`` (None, int or sequence) to a sorted tuple of non-negative axes."""
+    if axis is None:
+        return tuple(range(ndim))
+    if isinstance(axis, (int, np.integer)) or hasattr(axis, "__index__") and not isinstance(axis, (tuple, list)):
+        axis = (axis,)
+    out = []
+    for a in axis:
+        a = int(a)
+        if not -ndim <= a < ndim:
+            raise ValueError(f"axis {a} is out of bounds for array of dimension {ndim}")
+        out.append(a % ndim if ndim else a)
+    if len(set(out)) != len(out):
+        raise ValueError(f"repeated axis: {tuple(axis)}")
+    return tuple(sorted(out))

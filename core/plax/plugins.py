@@ -1,0 +1,274 @@
+"""Plugin discovery on pluggy: backends and transforms arrive through entry points.
+
+Two entry-point groups are read on first use (never at ``import plax``):
+
+* ``plax.backends`` -- modules implementing ``plax_backends() -> list[Backend]``;
+* ``plax.plugins`` -- modules implementing ``plax_plugins() -> dict | None``: they
+  register primitives, rules or whole transforms, and may return
+  ``{public_name: object}`` to expose as ``plax.<public_name>`` (how ``pmap``
+  arrives).
+
+A plugin that fails to import, or whose hook raises, is reported with a
+:class:`PlaxPluginWarning` naming it and its error; the others still load.
+``python -m plax info`` prints what was found.
+
+Example of a third-party backend package (its ``pyproject.toml``)::
+
+    [project.entry-points."plax.backends"]
+    mybackend = "plax_mybackend.plugin"
+
+and ``plax_mybackend/plugin.py``::
+
+    from plax.plugins import hookimpl
+
+    @hookimpl
+    def plax_backends():
+        return [MyBackend()]
+"""
+from __future__ import annotations
+
+import os
+import threading
+import warnings
+from dataclasses import dataclass, field
+from typing import Any
+
+import pluggy
+
+hookspec = pluggy.HookspecMarker("plax")
+hookimpl = pluggy.HookimplMarker("plax")
+
+BACKEND_GROUP = "plax.backends"
+PLUGIN_GROUP = "plax.plugins"
+
+
+class PlaxPluginWarning(RuntimeWarning):
+    """A plugin failed to load or to initialise; plax goes on without it."""
+
+
+class HookSpecs:
+    """The hooks a plax plugin may implement."""
+
+    @hookspec
+    def plax_backends(self):
+        """Return a list of :class:`plax.backend.Backend` objects."""
+
+    @hookspec
+    def plax_plugins(self):
+        """Register primitives, rules or transforms; optionally return ``{name: object}`` to
+        expose as attributes of the ``plax`` module."""
+
+
+@dataclass
+class PluginRecord:
+    """What discovery found for one plugin: where it came from and whether it works."""
+
+    name: str
+    group: str
+    source: str
+    status: str = "loaded"          # "loaded" or "failed"
+    error: str = ""
+    backends: list = field(default_factory=list)
+    exports: list = field(default_factory=list)
+
+
+class Registry:
+    """The loaded plugins, backends and devices. Build it with :func:`registry`."""
+
+    def __init__(self) -> None:
+        self.records: list[PluginRecord] = []
+        self.backends: dict[str, Any] = {}
+        self.exports: dict[str, Any] = {}
+        self.platform_devices: dict[str, list] = {}
+
+    # ---- queries
+
+    def backends_for_platform(self, platform: str) -> list:
+        """Backends of ``platform``, default (PLAX_BACKEND, else highest priority) first."""
+        found = [b for b in self.backends.values() if b.platform == platform]
+        forced = os.environ.get("PLAX_BACKEND")
+        return sorted(found, key=lambda b: (b.name != forced, -b.priority, b.name))
+
+    def platforms(self) -> list[str]:
+        """Platforms with devices, in priority order (PLAX_PLATFORMS order, else gpu before cpu)."""
+        plats = [p for p, devs in self.platform_devices.items() if devs]
+        order = _platform_order()
+        if order:
+            return [p for p in order if p in plats]
+        return sorted(plats, key=lambda p: (p == "cpu", p))
+
+    def get_backend(self, name: str):
+        """A backend by name (``"numpy"``) or by platform (``"cpu"``: that platform's default).
+
+        Raises:
+          RuntimeError: listing the available backends and platforms.
+        """
+        if name in self.backends:
+            return self.backends[name]
+        canonical = _platform_alias(name)
+        ranked = self.backends_for_platform(canonical)
+        if ranked and canonical in self.platform_devices:
+            return ranked[0]
+        raise RuntimeError(
+            f"Unknown backend {name!r}. Available backends: {sorted(self.backends) or 'none'}; "
+            f"available platforms: {self.platforms() or 'none'}. "
+            + self._failure_summary())
+
+    def _failure_summary(self) -> str:
+        failed = [f"{r.name} ({r.error})" for r in self.records if r.status != "loaded"]
+        return ("Plugins that failed to load: " + "; ".join(failed) + ".") if failed else ""
+
+
+_lock = threading.RLock()
+_registry: Registry | None = None
+_manual: list[tuple[str, Any]] = []
+
+
+def _platform_alias(name: str) -> str:
+    return {"cuda": "gpu", "rocm": "gpu", "host": "cpu"}.get(name.lower(), name.lower())
+
+
+def _platform_order() -> list[str]:
+    raw = os.environ.get("PLAX_PLATFORMS") or os.environ.get("JAX_PLATFORMS") or ""
+    return [_platform_alias(p.strip()) for p in raw.split(",") if p.strip()]
+
+
+def _warn(record: PluginRecord) -> None:
+    warnings.warn(f"plax: {record.group} plugin {record.name!r} ({record.source}) failed: "
+                  f"{record.error}. plax continues without it.", PlaxPluginWarning, stacklevel=4)
+
+
+def _entry_points(group: str):
+    from importlib.metadata import entry_points
+    return list(entry_points(group=group))
+
+
+def register_plugin(plugin: Any, name: str | None = None) -> None:
+    """Registers a plugin object (a module or an object with hook methods) by hand.
+
+    Useful in tests and notebooks; installed packages use entry points instead.
+    The registry is rebuilt on next use.
+    """
+    with _lock:
+        _manual.append((name or getattr(plugin, "__name__", repr(plugin)), plugin))
+        reset()
+
+
+def reset() -> None:
+    """Forgets the loaded registry so the next use rediscovers plugins (tests use this)."""
+    global _registry
+    with _lock:
+        _registry = None
+        from plax import devices as _devices
+        _devices._invalidate_caches()
+
+
+def registry() -> Registry:
+    """The plugin registry, discovering and loading plugins on first call."""
+    reg = _registry
+    if reg is not None:
+        return reg
+    with _lock:
+        if _registry is None:
+            _load()
+        return _registry
+
+
+def _load() -> None:
+    global _registry
+    reg = Registry()
+    pm = pluggy.PluginManager("plax")
+    pm.add_hookspecs(HookSpecs)
+    records: dict[str, PluginRecord] = {}
+
+    candidates = []
+    for group in (BACKEND_GROUP, PLUGIN_GROUP):
+        try:
+            eps = _entry_points(group)
+        except Exception as err:  # a broken installation must not take plax down
+            warnings.warn(f"plax: could not read entry points of {group}: {err}", PlaxPluginWarning)
+            eps = []
+        for ep in eps:
+            candidates.append((ep.name, group, ep.value, ep.load))
+    for name, obj in _manual:
+        candidates.append((name, "manual", repr(obj), lambda obj=obj: obj))
+
+    for name, group, source, load in candidates:
+        record = PluginRecord(name, group, source)
+        reg.records.append(record)
+        try:
+            plugin = load()
+            pm.register(plugin, name=f"{group}:{name}")
+            records[f"{group}:{name}"] = record
+        except Exception as err:
+            record.status, record.error = "failed", f"{type(err).__name__}: {err}"
+            _warn(record)
+
+    # Each hook implementation is called on its own, so one that raises cannot stop the others.
+    for impl in pm.hook.plax_backends.get_hookimpls():
+        record = records[impl.plugin_name]
+        try:
+            backends = list(impl.function() or [])
+        except Exception as err:
+            record.status, record.error = "failed", f"{type(err).__name__}: {err}"
+            _warn(record)
+            continue
+        for backend in backends:
+            try:
+                devs = list(backend.devices())
+            except Exception as err:
+                record.status = "failed"
+                record.error = f"backend {backend.name!r}: devices() raised {type(err).__name__}: {err}"
+                _warn(record)
+                continue
+            if backend.name in reg.backends:
+                record.status, record.error = "failed", f"duplicate backend name {backend.name!r}"
+                _warn(record)
+                continue
+            allowed = _platform_order()
+            if allowed and _platform_alias(backend.platform) not in allowed:
+                record.backends.append(f"{backend.name} (platform {backend.platform} excluded by "
+                                       "PLAX_PLATFORMS)")
+                continue
+            reg.backends[backend.name] = backend
+            record.backends.append(backend.name)
+            known = reg.platform_devices.setdefault(backend.platform, [])
+            for d in devs:
+                if d not in known:
+                    known.append(d)
+    for impl in pm.hook.plax_plugins.get_hookimpls():
+        record = records[impl.plugin_name]
+        try:
+            exported = impl.function() or {}
+            reg.exports.update(exported)
+            record.exports.extend(exported)
+        except Exception as err:
+            record.status, record.error = "failed", f"{type(err).__name__}: {err}"
+            _warn(record)
+    for devs in reg.platform_devices.values():
+        devs.sort(key=lambda d: d.id)
+    forced = os.environ.get("PLAX_BACKEND")
+    if forced and forced not in reg.backends:
+        warnings.warn(f"plax: PLAX_BACKEND={forced!r} names no available backend; available: "
+                      f"{sorted(reg.backends)}. Using the default.", PlaxPluginWarning)
+    _registry = reg
+
+
+def info() -> str:
+    """A report of discovered plugins, their status, backends and devices (``python -m plax info``)."""
+    reg = registry()
+    lines = ["plax plugins:"]
+    for r in reg.records:
+        extra = f" backends={r.backends}" if r.backends else ""
+        extra += f" exports={r.exports}" if r.exports else ""
+        err = f"  error: {r.error}" if r.error else ""
+        lines.append(f"  [{r.status}] {r.name} ({r.group}: {r.source}){extra}{err}")
+    lines.append("backends:")
+    for b in sorted(reg.backends.values(), key=lambda b: (b.platform, -b.priority)):
+        default = " (default)" if reg.backends_for_platform(b.platform)[0] is b else ""
+        lines.append(f"  {b.name}: platform={b.platform} priority={b.priority}{default}")
+    lines.append("devices:")
+    for p in reg.platforms():
+        for d in reg.platform_devices[p]:
+            lines.append(f"  {d!r} kind={d.device_kind!r}")
+    return "\n".join(lines)

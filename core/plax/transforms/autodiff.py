@@ -1,0 +1,532 @@
+"""The differentiation API: jvp, linearize, vjp, grad, value_and_grad, jacfwd, jacrev, hessian.
+
+Reverse mode is linearize + transpose. Linearize runs the JVP trace with the
+tangent inputs being tracers of a staging trace installed *below* it: primal
+operations run as usual (eagerly, or in whatever outer trace), while every
+operation that touches a tangent is recorded into a jaxpr that is linear in the
+tangent inputs. ``vjp`` then evaluates that jaxpr backwards with each
+primitive's transpose rule (:mod:`plax.transforms.transpose`).
+"""
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from plax import dtypes, tree_util
+from plax.core.jaxpr import ClosedJaxpr
+from plax.core.trace import get_aval, new_main
+from plax.transforms.jvp import (Zero, instantiate, jvp_flat, tangent_aval,
+                                 tangent_dtype, zeros_like_aval)
+from plax.transforms.staging import JaxprBuilder, JaxprTrace, check_output
+from plax.transforms.transpose import backward_pass
+
+
+def _as_array(x):
+    from plax.array import Array
+    from plax.core.trace import Tracer
+    if isinstance(x, (Array, Tracer)) or (isinstance(x, np.ndarray) and x.dtype == dtypes.float0):
+        return x
+    from plax.array import from_host
+    return from_host(x)
+
+
+def _check_tangent(p, t, where="jvp"):
+    pa = get_aval(p)
+    ta = get_aval(t)
+    if pa.shape != ta.shape:
+        raise ValueError(f"{where} called with different primal and tangent shapes;Got primal "
+                         f"shape {pa.shape} and tangent shape as {ta.shape}")
+    want = tangent_dtype(pa.dtype)
+    if ta.dtype != want:
+        raise TypeError(f"primal and tangent arguments to jax.{where} do not match; dtypes must be "
+                        f"equal, or in case of int/bool primal dtype the tangent dtype must be "
+                        f"float0.Got primal dtype {pa.dtype.name} and so expected tangent dtype "
+                        f"{want.name if want != dtypes.float0 else 'float0'}, but got tangent "
+                        f"dtype {ta.dtype.name if ta.dtype != dtypes.float0 else 'float0'} instead.")
+
+
+def _flatten_fun(fun, in_tree):
+    """``fun`` on flat leaves; its output tree lands in the returned box."""
+    box: list = []
+
+    def flat(*leaves):
+        out = fun(*tree_util.tree_unflatten(in_tree, leaves))
+        leaves_out, tree = tree_util.tree_flatten(out)
+        box[:] = [tree]
+        return leaves_out
+
+    return flat, box
+
+
+def jvp(fun: Callable, primals: Sequence, tangents: Sequence, has_aux: bool = False):
+    """Forward-mode derivative: ``(fun(*primals), J @ tangents)``.
+
+    Args:
+      fun: a function of arrays (pytrees) returning arrays (pytrees).
+      primals: a tuple or list of the arguments.
+      tangents: a tuple or list of tangents, with the primals' structure, shapes and dtypes
+        (float0 for integer primals).
+      has_aux: ``fun`` returns ``(out, aux)``; aux is returned unchanged.
+
+    Returns:
+      ``(primals_out, tangents_out)`` (plus ``aux`` when ``has_aux``).
+
+    Example:
+      >>> jax.jvp(jnp.sin, (0.0,), (1.0,))
+      (Array(0., dtype=float32, weak_type=True), Array(1., dtype=float32, weak_type=True))
+    """
+    if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
+        raise TypeError(f"primal and tangent arguments to jax.jvp must be tuples or lists; found "
+                        f"{type(primals).__name__} and {type(tangents).__name__}.")
+    p_leaves, p_tree = tree_util.tree_flatten(tuple(primals))
+    t_leaves, t_tree = tree_util.tree_flatten(tuple(tangents))
+    if p_tree != t_tree:
+        raise TypeError(f"primal and tangent arguments to jax.jvp must have the same tree "
+                        f"structure; primals have tree structure {p_tree} whereas tangents have "
+                        f"tree structure {t_tree}.")
+    p_leaves = [_as_array(p) for p in p_leaves]
+    t_leaves = [_as_array(t) for t in t_leaves]
+    for p, t in zip(p_leaves, t_leaves):
+        _check_tangent(p, t)
+    t_leaves = [Zero(tangent_aval(get_aval(p))) if get_aval(t).dtype == dtypes.float0 else t
+                for p, t in zip(p_leaves, t_leaves)]
+    flat, trees = _flatten_with_aux(fun, p_tree, has_aux)
+    out_p, out_t = jvp_flat(flat, p_leaves, t_leaves)
+    out_tree, aux_tree, n_out = trees
+    primals_out = tree_util.tree_unflatten(out_tree, out_p[:n_out])
+    tangents_out = tree_util.tree_unflatten(out_tree, [instantiate(t) for t in out_t[:n_out]])
+    if has_aux:
+        return primals_out, tangents_out, tree_util.tree_unflatten(aux_tree, out_p[n_out:])
+    return primals_out, tangents_out
+
+
+def _flatten_with_aux(fun, in_tree, has_aux):
+    """``fun`` on flat leaves returning main outputs then aux leaves; the output tree, aux tree
+    and number of main outputs land in the returned list once it has run."""
+    trees: list = [None, None, 0]
+
+    def flat(*leaves):
+        out = fun(*tree_util.tree_unflatten(in_tree, leaves))
+        aux_leaves = []
+        if has_aux:
+            if not (isinstance(out, (tuple, list)) and len(out) == 2):
+                raise TypeError("has_aux=True requires the function to return a pair "
+                                f"(output, aux), got {type(out).__name__}"
+                                + (f" of length {len(out)}" if isinstance(out, (tuple, list)) else "")
+                                + ".")
+            out, aux = out
+            aux_leaves, trees[1] = tree_util.tree_flatten(aux)
+        out_leaves, trees[0] = tree_util.tree_flatten(out)
+        trees[2] = len(out_leaves)
+        return out_leaves + list(aux_leaves)
+
+    return flat, trees
+
+
+# ------------------------------------------------------------------ linearize
+
+def linearize_flat(fun: Callable, primals: list, n_aux: Callable[[], int] = lambda: 0
+                   ) -> tuple[list, ClosedJaxpr]:
+    """Runs ``fun`` forward and stages its linearisation.
+
+    Args:
+      fun: flat function; its last ``n_aux()`` outputs are auxiliary (not differentiated).
+      primals: the flat inputs.
+
+    Returns:
+      ``(primal_outputs, linear_jaxpr)``: ``linear_jaxpr`` maps input tangents to the
+      tangents of the non-auxiliary outputs (one invar per primal, float0 for integer ones).
+    """
+    in_avals = [tangent_aval(get_aval(p)) for p in primals]
+    with new_main(JaxprTrace, payload=JaxprBuilder()) as stage_main:
+        stage = JaxprTrace(stage_main)
+        t_in = [stage.new_arg(a) for a in in_avals]
+        tangents = [Zero(a) if a.dtype == dtypes.float0 else t for a, t in zip(in_avals, t_in)]
+        out_p, out_t = jvp_flat(fun, primals, tangents)
+        out_t = out_t[:len(out_t) - n_aux()]
+        t_out = []
+        for t in out_t:
+            if type(t) is Zero:
+                t = zeros_like_aval(t.aval)
+            t_out.append(stage.full_raise(_as_array(t)))
+        jaxpr, consts = stage_main.payload.build(t_in, t_out)
+    return out_p, ClosedJaxpr(jaxpr, consts)
+
+
+def linearize(fun: Callable, *primals):
+    """``(fun(*primals), f_jvp)`` where ``f_jvp(*tangents)`` evaluates the JVP at ``primals``
+    from a staged linear function (no re-running of ``fun``).
+
+    Example:
+      >>> y, f_jvp = jax.linearize(jnp.sin, 1.0)
+      >>> f_jvp(1.0)  # cos(1.0)
+      Array(0.5403023, dtype=float32, weak_type=True)
+    """
+    p_leaves, p_tree = tree_util.tree_flatten(primals)
+    p_leaves = [_as_array(p) for p in p_leaves]
+    flat, box = _flatten_fun(fun, p_tree)
+    out_p, lin = linearize_flat(flat, p_leaves)
+    out_tree = box[0]
+
+    def f_jvp(*tangents):
+        t_leaves, t_tree = tree_util.tree_flatten(tangents)
+        if t_tree != p_tree:
+            raise TypeError(f"linearized function called with tangents of structure {t_tree}, "
+                            f"expected {p_tree}")
+        t_leaves = [_as_array(t) for t in t_leaves]
+        for p, t in zip(p_leaves, t_leaves):
+            _check_tangent(p, t, "linearize")
+        from plax.core.jaxpr import eval_jaxpr
+        outs = eval_jaxpr(lin.jaxpr, lin.consts, *t_leaves)
+        return tree_util.tree_unflatten(out_tree, outs)
+
+    return tree_util.tree_unflatten(out_tree, out_p), f_jvp
+
+
+# ------------------------------------------------------------------ vjp
+
+class _VJPFunction:
+    """The function ``vjp`` returns: maps output cotangents to input cotangents (a tuple)."""
+
+    def __init__(self, lin: ClosedJaxpr, in_tree, out_tree, in_avals, out_avals):
+        self.lin = lin
+        self.in_tree = in_tree
+        self.out_tree = out_tree
+        self.in_avals = in_avals
+        self.out_avals = out_avals
+
+    def __call__(self, *cts):
+        if len(cts) != 1:
+            raise TypeError(f"The function returned by vjp takes one argument (a cotangent with "
+                            f"the structure of the primal output), got {len(cts)}.")
+        ct_leaves, ct_tree = tree_util.tree_flatten(cts[0])
+        if ct_tree != self.out_tree:
+            raise ValueError(f"unexpected tree structure of argument to vjp function: got "
+                             f"{ct_tree}, but expected to match {self.out_tree}")
+        flat = []
+        for ct, aval in zip(ct_leaves, self.out_avals):
+            ct = _as_array(ct)
+            ca = get_aval(ct)
+            want = tangent_aval(aval)
+            if ca.shape != aval.shape:
+                raise ValueError(f"unexpected JAX type (e.g. shape/dtype) for argument to vjp "
+                                 f"function: got {ca.str_short()}, but expected "
+                                 f"{want.str_short()} because the corresponding output of the "
+                                 f"function had shape {aval.shape}.")
+            if ca.dtype != want.dtype and not (want.dtype == dtypes.float0):
+                if dtypes.is_inexact(ca.dtype) and dtypes.is_inexact(want.dtype):
+                    from plax import lax
+                    ct = lax.convert_element_type(ct, want.dtype)
+                else:
+                    raise TypeError(f"Type of cotangent input to vjp pullback function "
+                                    f"({ca.dtype.name}) is not the expected tangent type "
+                                    f"({want.dtype.name}) of corresponding primal output with "
+                                    f"dtype {aval.dtype.name}.")
+            flat.append(Zero(want) if want.dtype == dtypes.float0 else ct)
+        cts_in = backward_pass(self.lin.jaxpr, self.lin.consts, flat)
+        out = [instantiate(c) if type(c) is Zero else c for c in cts_in]
+        out = [_match_dtype(c, a) for c, a in zip(out, self.in_avals)]
+        return tree_util.tree_unflatten(self.in_tree, out)
+
+
+def _match_dtype(ct, aval):
+    want = tangent_aval(aval)
+    if isinstance(ct, np.ndarray) and ct.dtype == dtypes.float0:
+        return ct
+    ca = get_aval(ct)
+    if ca.dtype != want.dtype and want.dtype != dtypes.float0:
+        from plax import lax
+        ct = lax.convert_element_type(ct, want.dtype, want.weak_type)
+    return ct
+
+
+def vjp(fun: Callable, *primals, has_aux: bool = False):
+    """Reverse-mode derivative: ``(fun(*primals), vjp_fun)`` with ``vjp_fun(ct)`` returning the
+    tuple of cotangents of ``primals``.
+
+    Example:
+      >>> y, f_vjp = jax.vjp(jnp.sin, 0.0)
+      >>> f_vjp(1.0)
+      (Array(1., dtype=float32, weak_type=True),)
+    """
+    p_leaves, p_tree = tree_util.tree_flatten(primals)
+    p_leaves = [_as_array(p) for p in p_leaves]
+    flat, trees = _flatten_with_aux(fun, p_tree, has_aux)
+    outs, lin = linearize_flat(flat, p_leaves,
+                               lambda: trees[1].num_leaves if has_aux else 0)
+    out_tree, aux_tree, n_out = trees
+    out_p = outs[:n_out]
+    for o in out_p:
+        check_output(o, "the function passed to vjp")
+    out_p = [_as_array(o) for o in out_p]
+    f_vjp = _VJPFunction(lin, p_tree, out_tree, [get_aval(p) for p in p_leaves],
+                         [get_aval(o) for o in out_p])
+    out = tree_util.tree_unflatten(out_tree, out_p)
+    if has_aux:
+        return out, f_vjp, tree_util.tree_unflatten(aux_tree, outs[n_out:])
+    return out, f_vjp
+
+
+# ------------------------------------------------------------------ grad
+
+def _check_argnums(argnums, nargs, fun_name="grad"):
+    single = isinstance(argnums, (int, np.integer))
+    nums = (argnums,) if single else tuple(argnums)
+    if not nums:
+        raise ValueError(f"{fun_name} requires at least one argnum; got argnums={argnums!r}")
+    for a in nums:
+        if not isinstance(a, (int, np.integer)):
+            raise TypeError(f"argnums must be an int or a tuple of ints, got {argnums!r}")
+        if not -nargs <= a < nargs:
+            raise TypeError(f"differentiating with respect to argnums={argnums} requires at least "
+                            f"{max(a, -a - 1) + 1} positional arguments to be passed by the caller, "
+                            f"but got only {nargs} positional arguments.")
+    return single, tuple(a % nargs for a in nums)
+
+
+def _check_input_dtype(x, holomorphic, allow_int, fun_name):
+    dt = get_aval(x).dtype
+    if holomorphic:
+        if not dtypes.is_complex(dt):
+            raise TypeError(f"{fun_name} with holomorphic=True requires inputs with complex dtype, "
+                            f"but got {dt.name}.")
+    elif dtypes.is_integer(dt) or dtypes.is_bool(dt):
+        if not allow_int:
+            raise TypeError(f"{fun_name} requires real- or complex-valued inputs (input dtype that "
+                            f"is a sub-dtype of np.inexact), but got {dt.name}. If you want to use "
+                            f"Boolean- or integer-valued inputs, use vjp or set allow_int to True.")
+    elif not dtypes.is_inexact(dt):
+        raise TypeError(f"{fun_name} requires numerical-valued inputs, got {dt}.")
+
+
+def _check_scalar_output(ans, holomorphic, fun_name):
+    leaves = tree_util.tree_leaves(ans)
+    if len(leaves) != 1 or not hasattr(leaves[0], "aval") and not isinstance(leaves[0], (int, float, complex)):
+        raise TypeError(f"Gradient only defined for scalar-output functions. Output was {ans}.")
+    aval = get_aval(leaves[0])
+    if aval.shape != ():
+        raise TypeError(f"Gradient only defined for scalar-output functions. Output had shape: "
+                        f"{aval.shape}.")
+    dt = aval.dtype
+    if holomorphic:
+        if not dtypes.is_complex(dt):
+            raise TypeError(f"{fun_name} with holomorphic=True requires outputs with complex dtype, "
+                            f"but got {dt.name}.")
+    elif dtypes.is_complex(dt):
+        raise TypeError(f"{fun_name} requires real-valued outputs (output dtype that is a "
+                        f"sub-dtype of np.floating), but got {dt.name}. For holomorphic "
+                        "differentiation, pass holomorphic=True. For differentiation of "
+                        "non-holomorphic functions involving complex outputs, use jax.vjp "
+                        "directly.")
+    elif not dtypes.is_float(dt):
+        raise TypeError(f"{fun_name} requires real-valued outputs (output dtype that is a "
+                        f"sub-dtype of np.floating), but got {dt.name}. For differentiation of "
+                        "functions with integer outputs, use jax.vjp directly.")
+
+
+def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
+                   holomorphic: bool = False, allow_int: bool = False,
+                   reduce_axes: Sequence = ()) -> Callable:
+    """A function returning ``(fun(*args), gradient)``: the gradient of scalar ``fun``
+    with respect to the positional arguments ``argnums``.
+
+    Args:
+      fun: a function returning a real scalar (``(scalar, aux)`` with ``has_aux``).
+      argnums: which positional arguments to differentiate (an int or a tuple of ints).
+      has_aux: ``fun`` returns ``(value, aux)``; the result is ``((value, aux), grad)``.
+      holomorphic: differentiate a complex-to-complex holomorphic function.
+      allow_int: allow integer inputs (their gradients are float0 zeros).
+
+    Returns:
+      The function computing ``(value, grad)``; grad has the structure of the argument
+      (a tuple of them for a tuple ``argnums``).
+
+    Example:
+      >>> jax.value_and_grad(lambda x: x ** 2)(3.0)
+      (Array(9., dtype=float32, weak_type=True), Array(6., dtype=float32, weak_type=True))
+    """
+    fun_name = "value_and_grad"
+
+    @functools.wraps(fun)
+    def value_and_grad_f(*args, **kwargs):
+        single, nums = _check_argnums(argnums, len(args), "grad")
+        dyn = tuple(args[i] for i in nums)
+        for leaf in tree_util.tree_leaves(dyn):
+            _check_input_dtype(_as_array(leaf), holomorphic, allow_int, "grad")
+
+        def partial_fun(*dyn_args):
+            full = list(args)
+            for i, a in zip(nums, dyn_args):
+                full[i] = a
+            return fun(*full, **kwargs)
+
+        if has_aux:
+            ans, f_vjp, aux = vjp(partial_fun, *dyn, has_aux=True)
+        else:
+            ans, f_vjp = vjp(partial_fun, *dyn)
+        _check_scalar_output(ans, holomorphic, "grad")
+        from plax.numpy.creation import ones_like
+        g = f_vjp(ones_like(ans))
+        g = g[0] if single else tuple(g)
+        return ((ans, aux) if has_aux else ans), g
+
+    return value_and_grad_f
+
+
+def grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
+         holomorphic: bool = False, allow_int: bool = False, reduce_axes: Sequence = ()) -> Callable:
+    """The gradient of scalar ``fun`` with respect to positional arguments ``argnums``.
+
+    Example:
+      >>> f = lambda x: x ** 3 + 2 * x
+      >>> jax.grad(f)(2.0), jax.grad(jax.grad(f))(2.0)
+      (Array(14., dtype=float32, weak_type=True), Array(12., dtype=float32, weak_type=True))
+    """
+    vg = value_and_grad(fun, argnums, has_aux, holomorphic, allow_int)
+
+    @functools.wraps(fun)
+    def grad_f(*args, **kwargs):
+        out, g = vg(*args, **kwargs)
+        if has_aux:
+            return g, out[1]
+        return g
+
+    return grad_f
+
+
+# ------------------------------------------------------------------ Jacobians
+
+def _std_basis(leaves):
+    """Identity matrices for a list of (float) leaves, flattened: shape (N, *leaf.shape) each."""
+    from plax import lax
+    sizes = [get_aval(x).size for x in leaves]
+    n = sum(sizes)
+    dt = dtypes.result_type(*[get_aval(x).dtype for x in leaves]) if leaves else np.float32
+    from plax.numpy.creation import eye
+    basis = eye(n, dtype=dt)
+    out, start = [], 0
+    for x, s in zip(leaves, sizes):
+        block = lax.slice_in_dim(basis, start, start + s, 1, 1)
+        out.append(lax.convert_element_type(lax.reshape(block, (n,) + get_aval(x).shape),
+                                            get_aval(x).dtype))
+        start += s
+    return out, n
+
+
+def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
+           holomorphic: bool = False) -> Callable:
+    """The Jacobian of ``fun`` by forward mode (one JVP per input element, vectorised with vmap).
+
+    The result has, for each output leaf, shape ``out.shape + in.shape``.
+
+    Example:
+      >>> jax.jacfwd(lambda x: x ** 2)(jnp.array([1., 2.]))
+      Array([[2., 0.],
+             [0., 4.]], dtype=float32)
+    """
+    from plax.transforms.vmap_api import vmap
+
+    def jacfun(*args, **kwargs):
+        single, nums = _check_argnums(argnums, len(args), "jacfwd")
+        dyn = tuple(args[i] for i in nums)
+        d_leaves, d_tree = tree_util.tree_flatten(dyn)
+        d_leaves = [_as_array(x) for x in d_leaves]
+        for x in d_leaves:
+            _check_input_dtype(x, holomorphic, False, "jacfwd")
+
+        def f_flat(*leaves):
+            full = list(args)
+            for i, a in zip(nums, tree_util.tree_unflatten(d_tree, leaves)):
+                full[i] = a
+            return fun(*full, **kwargs)
+
+        basis, n = _std_basis(d_leaves)
+
+        def push(*tangent_leaves):
+            res = jvp(f_flat, tuple(d_leaves), tuple(tangent_leaves), has_aux=has_aux)
+            return (res[1], res[2]) if has_aux else res[1]
+
+        stacked = vmap(push, out_axes=(-1, None) if has_aux else -1)(*basis)
+        aux = None
+        if has_aux:
+            stacked, aux = stacked
+        # stacked leaves: (*out_shape, N) -> split N into the input leaves' shapes
+        from plax import lax
+        out_leaves, out_tree = tree_util.tree_flatten(stacked)
+        sizes = [get_aval(x).size for x in d_leaves]
+        per_out = []
+        for o in out_leaves:
+            oshape = get_aval(o).shape[:-1]
+            parts, start = [], 0
+            for x, s in zip(d_leaves, sizes):
+                part = lax.slice_in_dim(o, start, start + s, 1, len(oshape))
+                parts.append(lax.reshape(part, oshape + get_aval(x).shape))
+                start += s
+            per_out.append(tree_util.tree_unflatten(d_tree, parts))
+        jac = tree_util.tree_unflatten(out_tree, [p if not single else p[0] for p in per_out])
+        return (jac, aux) if has_aux else jac
+
+    return jacfun
+
+
+def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
+           holomorphic: bool = False, allow_int: bool = False) -> Callable:
+    """The Jacobian of ``fun`` by reverse mode (one VJP per output element, vectorised with vmap).
+
+    Example:
+      >>> jax.jacrev(lambda x: x ** 2)(jnp.array([1., 2.]))
+      Array([[2., 0.],
+             [0., 4.]], dtype=float32)
+    """
+    from plax.transforms.vmap_api import vmap
+
+    def jacfun(*args, **kwargs):
+        single, nums = _check_argnums(argnums, len(args), "jacrev")
+        dyn = tuple(args[i] for i in nums)
+        for leaf in tree_util.tree_leaves(dyn):
+            _check_input_dtype(_as_array(leaf), holomorphic, allow_int, "jacrev")
+
+        def partial_fun(*dyn_args):
+            full = list(args)
+            for i, a in zip(nums, dyn_args):
+                full[i] = a
+            return fun(*full, **kwargs)
+
+        if has_aux:
+            y, f_vjp, aux = vjp(partial_fun, *dyn, has_aux=True)
+        else:
+            y, f_vjp = vjp(partial_fun, *dyn)
+        y_leaves, y_tree = tree_util.tree_flatten(y)
+        basis, n = _std_basis(y_leaves)
+        pulled = vmap(lambda *b: f_vjp(tree_util.tree_unflatten(y_tree, list(b))))(*basis)
+        # pulled: tuple over dyn args, each leaf (N, *in_shape) -> per output leaf (*out, *in)
+        from plax import lax
+        in_leaves, in_tree = tree_util.tree_flatten(pulled)
+        sizes = [get_aval(o).size for o in y_leaves]
+        per_out = []
+        start = 0
+        for o, s in zip(y_leaves, sizes):
+            parts = []
+            for leaf in in_leaves:
+                part = lax.slice_in_dim(leaf, start, start + s, 1, 0)
+                parts.append(lax.reshape(part, get_aval(o).shape + get_aval(leaf).shape[1:]))
+            jac_o = tree_util.tree_unflatten(in_tree, parts)
+            per_out.append(jac_o[0] if single else jac_o)
+            start += s
+        jac = tree_util.tree_unflatten(y_tree, per_out)
+        return (jac, aux) if has_aux else jac
+
+    return jacfun
+
+
+jacobian = jacrev
+
+
+def hessian(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
+            holomorphic: bool = False) -> Callable:
+    """The Hessian of scalar ``fun``: ``jacfwd(jacrev(fun))``."""
+    return jacfwd(jacrev(fun, argnums, has_aux=has_aux, holomorphic=holomorphic), argnums,
+                  has_aux=has_aux, holomorphic=holomorphic)
+

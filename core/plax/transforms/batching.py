@@ -1,0 +1,243 @@
+"""Vectorisation: the batching trace behind ``vmap``, and helpers to write batching rules.
+
+A batch tracer carries a value with one extra axis, its *batch dimension*
+(``None`` when the value is the same for every batch member). A batching rule
+has the signature ``rule(values, batch_dims, **params) -> (out, out_batch_dim)``
+and computes the whole batch at once; at least one operand is batched when a
+rule is called.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Hashable
+
+from plax.core import registry
+from plax.core.shaped_array import ShapedArray
+from plax.core.trace import Trace, Tracer, get_aval
+
+not_mapped = None
+_batch_rules = registry.rule_table("batch")
+
+
+@dataclass(frozen=True)
+class AxisData:
+    """What a vmap level knows about its axis: its size and its name (for collectives)."""
+
+    size: int
+    name: Hashable | None = None
+    spmd_name: Any = None
+
+
+class BatchTracer(Tracer):
+    """A value with an extra batch axis at ``batch_dim`` (or ``None``: not batched)."""
+
+    __slots__ = ("val", "batch_dim")
+
+    def __init__(self, trace: "BatchTrace", val: Any, batch_dim: int | None):
+        self._trace = trace
+        self.val = val
+        self.batch_dim = batch_dim
+
+    @property
+    def aval(self):
+        aval = get_aval(self.val)
+        if self.batch_dim is None:
+            return aval
+        shape = aval.shape[:self.batch_dim] + aval.shape[self.batch_dim + 1:]
+        return ShapedArray(shape, aval.dtype, aval.weak_type)
+
+    def full_lower(self):
+        if self.batch_dim is None:
+            v = self.val
+            return v.full_lower() if isinstance(v, Tracer) else v
+        return self
+
+
+class BatchTrace(Trace):
+    """Runs each primitive's batching rule on (value, batch_dim) pairs."""
+
+    __slots__ = ()
+
+    @property
+    def axis_data(self) -> AxisData:
+        return self.main.payload
+
+    def pure(self, val: Any) -> BatchTracer:
+        return BatchTracer(self, val, not_mapped)
+
+    lift = pure
+
+    def process_primitive(self, primitive, tracers, params):
+        vals = [t.val for t in tracers]
+        dims = [t.batch_dim for t in tracers]
+        if all(d is None for d in dims):
+            out = primitive.bind(*vals, **params)
+            if primitive.multiple_results:
+                return [BatchTracer(self, o, None) for o in out]
+            return BatchTracer(self, out, None)
+        rule = _batch_rules.get(primitive) or registry.get_rule("batch", primitive)
+        rule_params = params
+        if getattr(rule, "needs_axis_data", False):
+            rule_params = dict(params, axis_data=self.axis_data)
+        out, out_dim = rule(vals, dims, **rule_params)
+        if primitive.multiple_results:
+            if not isinstance(out_dim, (list, tuple)):
+                out_dim = [out_dim] * len(out)
+            return [BatchTracer(self, o, d) for o, d in zip(out, out_dim)]
+        return BatchTracer(self, out, out_dim)
+
+    def _subtrace(self, fun: Callable, in_dims) -> Callable:
+        """``fun`` lifted to the unbatched values: re-wraps them at this level and returns
+        outputs with the batch axis moved to 0 (materialised if unbatched)."""
+        size = self.axis_data.size
+
+        def lifted(*vals):
+            tracers = [BatchTracer(self, v, d) for v, d in zip(vals, in_dims)]
+            outs = fun(*tracers)
+            result = []
+            for o in outs:
+                o = self.full_raise(o)
+                result.append(move_axis_to(o.val, o.batch_dim, 0, size))
+            return result
+
+        return lifted
+
+    def process_custom_jvp_call(self, primitive, fun, jvp, tracers, **params):
+        vals = [t.val for t in tracers]
+        dims = [t.batch_dim for t in tracers]
+        if all(d is None for d in dims):
+            outs = primitive.bind_custom(fun, jvp, *vals, **params)
+            return [BatchTracer(self, o, None) for o in outs]
+        fun_b = self._subtrace(fun, dims)
+        jvp_b = self._subtrace(jvp, dims + dims)
+
+        def jvp_aligned(*primals_and_tangents):
+            # Tangents of unbatched primals may arrive batched from an outer trace's zeros;
+            # give them the primals' batch layout so the rule sees consistent operands.
+            return jvp_b(*primals_and_tangents)
+
+        outs = primitive.bind_custom(fun_b, jvp_aligned, *vals, **params)
+        return [BatchTracer(self, o, 0) for o in outs]
+
+    def process_custom_vjp_call(self, primitive, fun, fwd, bwd, tracers, **params):
+        vals = [t.val for t in tracers]
+        dims = [t.batch_dim for t in tracers]
+        if all(d is None for d in dims):
+            outs = primitive.bind_custom(fun, fwd, bwd, *vals, **params)
+            return [BatchTracer(self, o, None) for o in outs]
+        size = self.axis_data.size
+        fun_b = self._subtrace(fun, dims)
+
+        def fwd_b(*vals_in):
+            res_box = []
+
+            def flat_fwd(*xs):
+                outs, res = fwd(*xs)
+                res_box.append(len(res))
+                return list(outs) + list(res)
+
+            all_outs = self._subtrace(flat_fwd, dims)(*vals_in)
+            n_res = res_box[0]
+            n_out = len(all_outs) - n_res
+            return all_outs[:n_out], all_outs[n_out:]
+
+        def bwd_b(res, cts):
+            from plax.transforms.vmap_api import vmap
+            cts_in = vmap(lambda r, c: list(bwd(r, c)), in_axes=(0, 0), out_axes=0,
+                          axis_size=size)(list(res), list(cts))
+            out = []
+            for ct, d in zip(cts_in, dims):
+                if ct is None:
+                    out.append(None)
+                elif d is None:
+                    from plax import lax
+                    out.append(lax.reduce_sum(ct, (0,)))
+                else:
+                    out.append(move_axis_to(ct, 0, d, size))
+            return out
+
+        outs = primitive.bind_custom(fun_b, fwd_b, bwd_b, *vals, **params)
+        return [BatchTracer(self, o, 0) for o in outs]
+
+
+# ------------------------------------------------------------------ rule helpers
+
+def move_axis_to(x: Any, src: int | None, dst: int, size: int):
+    """Moves batch axis ``src`` of ``x`` to ``dst``; if ``src`` is None, broadcasts a new axis."""
+    from plax import lax
+    aval = get_aval(x)
+    if src is None:
+        shape = list(aval.shape)
+        shape.insert(dst, size)
+        dims = tuple(i for i in range(len(shape)) if i != dst)
+        return lax.broadcast_in_dim(x, tuple(shape), dims)
+    if src == dst:
+        return x
+    perm = [i for i in range(aval.ndim) if i != src]
+    perm.insert(dst, src)
+    return lax.transpose(x, tuple(perm))
+
+
+def bdim_at_front(x: Any, bdim: int | None, size: int):
+    """``x`` with its batch axis first (materialised if not batched)."""
+    return move_axis_to(x, bdim, 0, size)
+
+
+def axis_size(vals, dims) -> int:
+    """The batch size, read off the first batched operand."""
+    for v, d in zip(vals, dims):
+        if d is not None:
+            return get_aval(v).shape[d]
+    raise ValueError("no batched operand")
+
+
+def broadcast_batcher(primitive) -> Callable:
+    """The batching rule of an elementwise primitive (operands of equal shape or rank 0)."""
+
+    def rule(vals, dims, **params):
+        avals = [get_aval(v) for v in vals]
+        # Fast path: all operands batched alike with equal shapes.
+        first = next(i for i, d in enumerate(dims) if d is not None)
+        if all(d == dims[first] and a.shape == avals[first].shape for a, d in zip(avals, dims)):
+            return primitive.bind(*vals, **params), dims[first]
+        size = avals[first].shape[dims[first]]
+        out_rank = max(a.ndim - (d is not None) for a, d in zip(avals, dims))
+        out_shape = None
+        for a, d in zip(avals, dims):
+            if a.ndim - (d is not None) == out_rank:
+                s = list(a.shape)
+                if d is not None:
+                    s.pop(d)
+                out_shape = tuple(s)
+                break
+        moved = []
+        from plax import lax
+        for v, a, d in zip(vals, avals, dims):
+            if d is None:
+                if a.ndim == 0:
+                    moved.append(v)  # rank-0 operands broadcast inside the primitive
+                    continue
+                moved.append(lax.broadcast_in_dim(v, (size,) + out_shape,
+                                                  tuple(range(1, out_rank + 1))))
+            else:
+                v = move_axis_to(v, d, 0, size)
+                if a.ndim - 1 < out_rank:  # a batched scalar meets a larger operand
+                    v = lax.broadcast_in_dim(v, (size,) + out_shape, (0,))
+                moved.append(v)
+        return primitive.bind(*moved, **params), 0
+
+    return rule
+
+
+def defvectorized(primitive) -> None:
+    """Registers the batching rule of a unary elementwise primitive: apply it as is."""
+
+    def rule(vals, dims, **params):
+        return primitive.bind(*vals, **params), dims[0]
+
+    registry.register_rule("batch", primitive)(rule)
+
+
+def defbroadcasting(primitive) -> None:
+    """Registers :func:`broadcast_batcher` for an elementwise primitive."""
+    registry.register_rule("batch", primitive)(broadcast_batcher(primitive))

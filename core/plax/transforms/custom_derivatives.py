@@ -1,0 +1,333 @@
+"""``custom_jvp`` and ``custom_vjp``: functions with user-supplied derivative rules.
+
+A call binds a higher-order primitive carrying the function and its rule.
+Each trace decides what to do with it: the eager trace just calls the
+function, the JVP trace calls the rule, the batching trace batches both, and
+the staging trace records the function as a sub-jaxpr (keeping the rule), so a
+jitted function keeps its custom derivative when it is later differentiated.
+"""
+from __future__ import annotations
+
+import functools
+import inspect
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from plax import dtypes, tree_util
+from plax.core.jaxpr import jaxpr_as_fun
+from plax.core.primitive import Primitive
+from plax.core.registry import register_rule
+from plax.core.trace import find_top_trace, full_lower, get_aval, state as trace_state
+from plax.transforms.jvp import Zero, instantiate, tangent_aval, zeros_like_aval
+
+
+class _CustomCallPrimitive(Primitive):
+    """A primitive whose operands are traced through a Python function and a rule."""
+
+    def __init__(self, name: str, process: str):
+        super().__init__(name, multiple_results=True)
+        self._process = process
+
+    def bind_custom(self, *fun_and_rules_and_args, **params):
+        n_fns = 2 if self._process == "process_custom_jvp_call" else 3
+        fns, args = fun_and_rules_and_args[:n_fns], fun_and_rules_and_args[n_fns:]
+        if trace_state.depth == 0:
+            return list(fns[0](*args))
+        trace = find_top_trace(args)
+        tracers = [trace.full_raise(a) for a in args]
+        outs = getattr(trace, self._process)(self, *fns, tracers, **params)
+        return [full_lower(o) for o in outs]
+
+
+class _CustomJVPCallPrimitive(_CustomCallPrimitive):
+    def bind(self, *args, call_jaxpr, jvp, **params):
+        # reached when a staged jaxpr holding this call is evaluated (e.g. jit under grad)
+        return self.bind_custom(jaxpr_as_fun(call_jaxpr), jvp, *args, **params)
+
+
+class _CustomVJPCallPrimitive(_CustomCallPrimitive):
+    def bind(self, *args, call_jaxpr, fwd, bwd, **params):
+        return self.bind_custom(jaxpr_as_fun(call_jaxpr), fwd, bwd, *args, **params)
+
+
+custom_jvp_call_p = _CustomJVPCallPrimitive("custom_jvp_call", "process_custom_jvp_call")
+custom_vjp_call_p = _CustomVJPCallPrimitive("custom_vjp_call", "process_custom_vjp_call")
+custom_jvp_call_p.def_abstract_eval(lambda *avals, call_jaxpr, **_: list(call_jaxpr.out_avals))
+custom_vjp_call_p.def_abstract_eval(lambda *avals, call_jaxpr, **_: list(call_jaxpr.out_avals))
+
+
+def _eval_custom_call(*args, call_jaxpr, **params):
+    return jaxpr_as_fun(call_jaxpr)(*args)
+
+
+register_rule("impl", custom_jvp_call_p)(_eval_custom_call)
+register_rule("impl", custom_vjp_call_p)(_eval_custom_call)
+
+
+# ------------------------------------------------------------------ custom_lin
+
+custom_lin_p = Primitive("custom_lin", multiple_results=True)
+custom_lin_p.def_abstract_eval(lambda *avals, num_res, bwd, out_avals: list(out_avals))
+
+
+@register_rule("impl", custom_lin_p)
+def _custom_lin_impl(*args, num_res, bwd, out_avals):
+    raise TypeError("can't apply forward-mode autodiff (jvp) to a custom_vjp function. Use "
+                    "jax.vjp / jax.grad, or define the rule with custom_jvp instead.")
+
+
+@register_rule("transpose", custom_lin_p)
+def _custom_lin_transpose(cts, *args, num_res, bwd, out_avals):
+    res = args[:num_res]
+    cts = [instantiate(c) for c in cts]
+    cts_in = bwd(list(res), cts)
+    return [None] * num_res + [None if c is None else c for c in cts_in]
+
+
+# ------------------------------------------------------------------ helpers
+
+def _resolve_args(fun, args, kwargs):
+    """Positional arguments only: keyword arguments are bound through the signature."""
+    if not kwargs:
+        return tuple(args)
+    try:
+        sig = inspect.signature(fun)
+    except (TypeError, ValueError):
+        raise TypeError("keyword arguments to a custom_jvp/custom_vjp function need a "
+                        "signature to resolve them") from None
+    bound = sig.bind(*args, **kwargs)
+    bound.apply_defaults()
+    if bound.kwargs:
+        raise TypeError(f"keyword-only arguments are not supported by custom_jvp/custom_vjp "
+                        f"functions, got {sorted(bound.kwargs)}")
+    return tuple(bound.args)
+
+
+def _as_operand(x):
+    from plax.transforms.autodiff import _as_array
+    return _as_array(x)
+
+
+def _split_nondiff(args, nondiff_argnums):
+    nondiff = {i % len(args) for i in nondiff_argnums}
+    static = [(i, a) for i, a in enumerate(args) if i in nondiff]
+    dyn = [a for i, a in enumerate(args) if i not in nondiff]
+    return static, dyn
+
+
+def _merge(static, dyn):
+    out, it = [], iter(dyn)
+    pos = dict(static)
+    for i in range(len(static) + len(dyn)):
+        out.append(pos[i] if i in pos else next(it))
+    return out
+
+
+class custom_jvp:
+    """A function with a custom JVP rule (JAX's ``jax.custom_jvp``).
+
+    Example:
+      >>> @jax.custom_jvp
+      ... def f(x):
+      ...     return jnp.sin(x)
+      >>> @f.defjvp
+      ... def f_jvp(primals, tangents):
+      ...     (x,), (t,) = primals, tangents
+      ...     return f(x), 2.0 * t
+      >>> jax.grad(f)(0.0)
+      Array(2., dtype=float32, weak_type=True)
+    """
+
+    def __init__(self, fun: Callable, nondiff_argnums: Sequence[int] = ()):
+        functools.update_wrapper(self, fun)
+        self.fun = fun
+        self.nondiff_argnums = tuple(nondiff_argnums)
+        self.jvp: Callable | None = None
+        self.symbolic_zeros = False
+
+    def defjvp(self, jvp: Callable, symbolic_zeros: bool = False) -> Callable:
+        """Sets the rule ``jvp(primals, tangents) -> (primal_out, tangent_out)``
+        (nondiff arguments come first: ``jvp(*nondiff, primals, tangents)``)."""
+        self.jvp = jvp
+        self.symbolic_zeros = symbolic_zeros
+        return jvp
+
+    def defjvps(self, *jvps: Callable | None) -> None:
+        """Sets the rule from one function per argument, ``jvp_i(t_i, primal_out, *primals)``."""
+
+        def jvp(primals, tangents):
+            out = self(*primals)
+            total = None
+            for rule, t in zip(jvps, tangents):
+                if rule is None:
+                    continue
+                contrib = rule(t, out, *primals)
+                total = contrib if total is None else tree_util.tree_map(
+                    lambda a, b: a + b, total, contrib)
+            if total is None:
+                total = tree_util.tree_map(lambda o: zeros_like_aval(tangent_aval(get_aval(o))), out)
+            return out, total
+
+        self.defjvp(jvp)
+
+    def __get__(self, obj, objtype=None):
+        if obj is None:
+            return self
+        return functools.partial(self, obj)
+
+    def __call__(self, *args, **kwargs):
+        if self.jvp is None:
+            raise AttributeError(f"No JVP defined for custom_jvp function {self.__name__} using "
+                                 "defjvp.")
+        args = _resolve_args(self.fun, args, kwargs)
+        static, dyn = _split_nondiff(args, self.nondiff_argnums)
+        leaves, in_tree = tree_util.tree_flatten(tuple(dyn))
+        leaves = [_as_operand(x) for x in leaves]
+        n = len(leaves)
+        out_trees: list = []
+
+        def flat_fun(*xs):
+            out = self.fun(*_merge(static, tree_util.tree_unflatten(in_tree, xs)))
+            out_leaves, tree = tree_util.tree_flatten(out)
+            out_trees.append(tree)
+            return [_as_operand(o) for o in out_leaves]
+
+        def flat_jvp(*xs):
+            primals = tuple(tree_util.tree_unflatten(in_tree, xs[:n]))
+            tangents = tuple(tree_util.tree_unflatten(in_tree, xs[n:]))
+            nondiff = [a for _, a in static]
+            res = self.jvp(*nondiff, primals, tangents)
+            if not (isinstance(res, (tuple, list)) and len(res) == 2):
+                raise TypeError(f"Custom JVP rule {getattr(self.jvp, '__name__', self.jvp)} must "
+                                f"produce a pair (list or tuple of length two) representing primal "
+                                f"and tangent outputs, but got {res!r}.")
+            p_out, t_out = res
+            p_leaves, p_tree = tree_util.tree_flatten(p_out)
+            t_leaves, t_tree = tree_util.tree_flatten(t_out)
+            if p_tree != t_tree:
+                raise TypeError(f"Custom JVP rule must produce primal and tangent outputs with "
+                                f"equal container (pytree) structures, but got {p_tree} and "
+                                f"{t_tree} respectively.")
+            out_trees.append(p_tree)
+            p_leaves = [_as_operand(p) for p in p_leaves]
+            fixed = []
+            for p, t in zip(p_leaves, t_leaves):
+                t = _as_operand(t) if not (isinstance(t, np.ndarray) and t.dtype == dtypes.float0) else t
+                pa, ta = get_aval(p), get_aval(t)
+                if pa.shape != ta.shape:
+                    raise ValueError(f"Custom JVP rule must produce primal and tangent outputs "
+                                     f"with equal shapes, got {pa.shape} and {ta.shape}.")
+                want = tangent_aval(pa).dtype
+                if ta.dtype != want and want != dtypes.float0:
+                    from plax import lax
+                    t = lax.convert_element_type(t, want)
+                fixed.append(t)
+            return p_leaves + fixed
+
+        outs = custom_jvp_call_p.bind_custom(flat_fun, flat_jvp, *leaves)
+        return tree_util.tree_unflatten(out_trees[-1], outs)
+
+
+class custom_vjp:
+    """A function with a custom VJP rule (JAX's ``jax.custom_vjp``).
+
+    Example:
+      >>> @jax.custom_vjp
+      ... def clip_gradient(x):
+      ...     return x
+      >>> clip_gradient.defvjp(lambda x: (x, None), lambda res, g: (jnp.clip(g, -1, 1),))
+      >>> jax.grad(lambda x: 3.0 * clip_gradient(x))(1.0)
+      Array(1., dtype=float32, weak_type=True)
+    """
+
+    def __init__(self, fun: Callable, nondiff_argnums: Sequence[int] = ()):
+        functools.update_wrapper(self, fun)
+        self.fun = fun
+        self.nondiff_argnums = tuple(nondiff_argnums)
+        self.fwd: Callable | None = None
+        self.bwd: Callable | None = None
+
+    def defvjp(self, fwd: Callable, bwd: Callable, symbolic_zeros: bool = False) -> None:
+        """Sets ``fwd(*args) -> (out, residuals)`` and ``bwd(residuals, ct) -> tuple of cotangents``
+        (nondiff arguments come first in ``bwd``: ``bwd(*nondiff, residuals, ct)``)."""
+        self.fwd = fwd
+        self.bwd = bwd
+
+    def __get__(self, obj, objtype=None):
+        if obj is None:
+            return self
+        return functools.partial(self, obj)
+
+    def __call__(self, *args, **kwargs):
+        if self.fwd is None:
+            raise AttributeError(f"No VJP defined for custom_vjp function {self.__name__} using "
+                                 "defvjp.")
+        args = _resolve_args(self.fun, args, kwargs)
+        static, dyn = _split_nondiff(args, self.nondiff_argnums)
+        leaves, in_tree = tree_util.tree_flatten(tuple(dyn))
+        leaves = [_as_operand(x) for x in leaves]
+        in_avals = [get_aval(x) for x in leaves]
+        out_trees: list = []
+        res_trees: list = []
+
+        def flat_fun(*xs):
+            out = self.fun(*_merge(static, tree_util.tree_unflatten(in_tree, xs)))
+            out_leaves, tree = tree_util.tree_flatten(out)
+            out_trees.append(tree)
+            return [_as_operand(o) for o in out_leaves]
+
+        def flat_fwd(*xs):
+            res = self.fwd(*_merge(static, tree_util.tree_unflatten(in_tree, xs)))
+            if not (isinstance(res, (tuple, list)) and len(res) == 2):
+                raise TypeError(f"Custom VJP fwd rule {getattr(self.fwd, '__name__', self.fwd)} "
+                                f"must produce a pair (list or tuple of length two) where the first "
+                                f"element represents the primal output and the second the "
+                                f"residuals, but got {res!r}.")
+            out, residuals = res
+            out_leaves, tree = tree_util.tree_flatten(out)
+            out_trees.append(tree)
+            r_leaves, r_tree = tree_util.tree_flatten(residuals)
+            res_trees.append(r_tree)
+            return [_as_operand(o) for o in out_leaves], [_as_operand(r) for r in r_leaves]
+
+        def flat_bwd(res_leaves, ct_leaves):
+            residuals = tree_util.tree_unflatten(res_trees[-1], res_leaves)
+            cts = tree_util.tree_unflatten(out_trees[-1], ct_leaves)
+            nondiff = [a for _, a in static]
+            cts_in = self.bwd(*nondiff, residuals, cts)
+            if not isinstance(cts_in, (tuple, list)):
+                raise TypeError(f"Custom VJP bwd rule must produce a tuple with one cotangent per "
+                                f"(non-static) primal argument, got {type(cts_in).__name__}.")
+            if len(cts_in) != len(dyn):
+                raise TypeError(f"Custom VJP bwd rule must produce an output with the same "
+                                f"container (pytree) structure as the args tuple of the primal "
+                                f"function: it returned {len(cts_in)} cotangents for "
+                                f"{len(dyn)} arguments.")
+            flat = []
+            for arg, ct in zip(dyn, cts_in):
+                arg_leaves = tree_util.tree_leaves(arg)
+                if ct is None:
+                    flat.extend(Zero(tangent_aval(get_aval(_as_operand(a)))) for a in arg_leaves)
+                    continue
+                ct_l, ct_tree = tree_util.tree_flatten(ct, is_leaf=lambda x: x is None)
+                if len(ct_l) != len(arg_leaves):
+                    raise TypeError(f"Custom VJP bwd rule returned a cotangent of structure "
+                                    f"{ct_tree} for an argument of structure "
+                                    f"{tree_util.tree_structure(arg)}.")
+                for a, c in zip(arg_leaves, ct_l):
+                    flat.append(Zero(tangent_aval(get_aval(_as_operand(a)))) if c is None else
+                                _as_operand(c))
+            return flat
+
+        outs = custom_vjp_call_p.bind_custom(flat_fun, flat_fwd, flat_bwd, *leaves)
+        del in_avals
+        return tree_util.tree_unflatten(out_trees[-1], outs)
+
+
+def closure_convert(fun: Callable, *example_args):
+    """Returns ``(fun, [])``: plax's custom_vjp handles closed-over values directly."""
+    return fun, []
+
+
+del Any

@@ -1,0 +1,445 @@
+"""``jit``, ``make_jaxpr`` and ``eval_shape``: trace a function once per signature, hand the
+jaxpr to a backend's ``compile``, and call the cached executable on raw buffers.
+
+The cache key is the argument tree structure, each leaf's abstract value
+(shape, dtype, weak type), the static arguments, and the target device and
+backend. Inside another transform (or another jit) the cached jaxpr is evaluated
+on the tracers instead, which inlines it into the outer computation.
+"""
+from __future__ import annotations
+
+import functools
+import inspect
+import threading
+from typing import Any, Callable, Iterable, Sequence
+
+import numpy as np
+
+from plax import tree_util
+from plax.array import Array, from_host
+from plax.config import config
+from plax.core.jaxpr import ClosedJaxpr, eval_jaxpr
+from plax.core.passes import prepare_for_backend
+from plax.core.shaped_array import ShapeDtypeStruct
+from plax.core.trace import Tracer, eager_region, state as trace_state
+from plax.transforms.staging import abstractify, trace_to_jaxpr
+
+_tree_flatten = tree_util.tree_flatten
+_tree_unflatten = tree_util.tree_unflatten
+
+
+def _as_tuple(x) -> tuple:
+    if x is None:
+        return ()
+    if isinstance(x, (int, str, np.integer)):
+        return (x,)
+    return tuple(x)
+
+
+class _Signature:
+    """Resolves static_argnums/static_argnames against the function's signature."""
+
+    def __init__(self, fun, static_argnums, static_argnames):
+        self.static_argnums = tuple(int(i) for i in _as_tuple(static_argnums))
+        self.static_argnames = tuple(_as_tuple(static_argnames))
+        try:
+            sig = inspect.signature(fun)
+        except (TypeError, ValueError):
+            sig = None
+        self.sig = sig
+        if sig is not None:
+            params = list(sig.parameters.values())
+            positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+            has_varargs = any(p.kind == p.VAR_POSITIONAL for p in params)
+            names = [p.name for p in positional]
+            # static_argnums and static_argnames name the same parameters both ways
+            for i in self.static_argnums:
+                if -len(positional) <= i < len(positional) and names[i] not in self.static_argnames:
+                    self.static_argnames += (names[i],)
+                elif not has_varargs and not -len(positional) <= i < len(positional):
+                    raise ValueError(f"jitted function has static_argnums={self.static_argnums}, "
+                                     f"but only accepts {len(positional)} positional arguments.")
+            for name in self.static_argnames:
+                if name in names and names.index(name) not in self.static_argnums:
+                    self.static_argnums += (names.index(name),)
+        self.any_static = bool(self.static_argnums or self.static_argnames)
+
+    def split(self, args, kwargs):
+        """(dynamic args, dynamic kwargs, hashable static part)."""
+        n = len(args)
+        nums = {i % n for i in self.static_argnums if -n <= i < n}
+        static = []
+        dyn_args = []
+        for i, a in enumerate(args):
+            if i in nums:
+                static.append((i, _hashable(a, i)))
+            else:
+                dyn_args.append(a)
+        dyn_kwargs = {}
+        for k, v in kwargs.items():
+            if k in self.static_argnames:
+                static.append((k, _hashable(v, k)))
+            else:
+                dyn_kwargs[k] = v
+        return tuple(dyn_args), dyn_kwargs, tuple(static)
+
+    def merge(self, nargs, dyn_args, dyn_kwargs, static):
+        args, it = [], iter(dyn_args)
+        static_pos = {k: v.value for k, v in static if isinstance(k, int)}
+        for i in range(nargs):
+            args.append(static_pos[i] if i in static_pos else next(it))
+        kwargs = dict(dyn_kwargs)
+        kwargs.update({k: v.value for k, v in static if isinstance(k, str)})
+        return args, kwargs
+
+
+class _Static:
+    """A static argument in a cache key: compared with ``==``, hashed with ``hash``."""
+
+    __slots__ = ("value", "_hash")
+
+    def __init__(self, value, h):
+        self.value = value
+        self._hash = h
+
+    def __eq__(self, other):
+        return isinstance(other, _Static) and type(self.value) is type(other.value) and \
+            bool(self.value == other.value)
+
+    def __hash__(self):
+        return self._hash
+
+
+def _hashable(value, where):
+    try:
+        h = hash(value)
+    except TypeError as err:
+        raise ValueError(f"Non-hashable static arguments are not supported. An error occurred "
+                         f"while trying to hash an object of type {type(value)}, {value!r} (static "
+                         f"argument {where!r}). The error was:\nTypeError: {err}\nPass a hashable "
+                         "value (a tuple instead of a list), or make the argument dynamic.") from None
+    return _Static(value, h)
+
+
+class _CacheEntry:
+    __slots__ = ("executable", "const_bufs", "out_tree", "out_avals", "closed", "device",
+                 "backend")
+
+    def __init__(self, executable, const_bufs, out_tree, out_avals, closed, device, backend):
+        self.executable = executable
+        self.const_bufs = const_bufs
+        self.out_tree = out_tree
+        self.out_avals = out_avals
+        self.closed = closed
+        self.device = device
+        self.backend = backend
+
+
+def _leaf_aval(x):
+    if type(x) is Array:
+        return x.aval
+    return abstractify(x)
+
+
+class JitFunction:
+    """A jit-compiled function. Call it like the original; see :func:`jit`."""
+
+    def __init__(self, fun, static_argnums, static_argnames, donate_argnums, device, backend,
+                 inline, keep_unused):
+        if not callable(fun):
+            raise TypeError(f"jit requires a callable, got {fun!r} of type {type(fun).__name__}")
+        self.fun = fun
+        self.sig = _Signature(fun, static_argnums, static_argnames)
+        self.donate_argnums = _as_tuple(donate_argnums)
+        self._device = device
+        self._backend_name = backend
+        self._inline = inline
+        self._cache: dict = {}
+        self._jaxpr_cache: dict = {}
+        self._lock = threading.Lock()
+        functools.update_wrapper(self, fun)
+
+    # ---- the call path
+    def __call__(self, *args, **kwargs):
+        if trace_state.depth or config._values["disable_jit"]:
+            return self._call_traced(args, kwargs)
+        if self.sig.any_static or kwargs:
+            dyn_args, dyn_kwargs, static = self.sig.split(args, kwargs)
+            tree_in = (dyn_args, dyn_kwargs)
+        else:
+            static = ()
+            tree_in = (args, {})
+        leaves, treedef = _tree_flatten(tree_in)
+        device = self._device
+        committed = device is not None
+        avals = []
+        for i, x in enumerate(leaves):
+            if type(x) is Array:
+                avals.append(x.aval)
+                if x._committed:
+                    if committed and x._device != device:
+                        if self._device is not None:
+                            leaves[i] = x = _moved(x, device)
+                        else:
+                            raise ValueError(f"Received incompatible devices for jitted "
+                                             f"computation: {device!r} and {x._device!r}. Move "
+                                             "arguments with plax.device_put first.")
+                    device, committed = x._device, True
+            else:
+                avals.append(abstractify(x))
+        if device is None:
+            from plax.devices import default_device
+            device = default_device()
+        key = (treedef, tuple(avals), static, device, len(args))
+        entry = self._cache.get(key)
+        if entry is None:
+            entry = self._compile(key, args, kwargs, leaves, treedef, avals, static, device)
+        bufs = [x._buf if type(x) is Array and x._device == device else _to_buffer(x, device)
+                for x in leaves]
+        outs = entry.executable(*entry.const_bufs, *bufs)
+        new = Array._new
+        return _tree_unflatten(entry.out_tree, [new(b, a, device, committed)
+                                                for b, a in zip(outs, entry.out_avals)])
+
+    def _trace(self, nargs, static, treedef, avals):
+        """ClosedJaxpr and output tree of the function on abstract inputs (cached)."""
+        key = (treedef, tuple(avals), static, nargs)
+        hit = self._jaxpr_cache.get(key)
+        if hit is not None:
+            return hit
+        out_box = []
+
+        def flat_fun(*leaves):
+            dyn_args, dyn_kwargs = _tree_unflatten(treedef, leaves)
+            full_args, full_kwargs = self.sig.merge(nargs, dyn_args, dyn_kwargs, static)
+            out = self.fun(*full_args, **full_kwargs)
+            out_leaves, out_tree = _tree_flatten(out)
+            out_box.append(out_tree)
+            return out_leaves
+
+        name = getattr(self.fun, "__name__", "the jitted function")
+        closed, _ = trace_to_jaxpr(flat_fun, avals, where=f"jitted function {name!r}")
+        result = (closed, out_box[0])
+        if not any(isinstance(c, Tracer) for c in closed.consts):
+            self._jaxpr_cache[key] = result  # a jaxpr closing over outer tracers is call-specific
+        return result
+
+    def _select_backend(self, device):
+        from plax import plugins
+        if self._backend_name is None:
+            return device.backend
+        reg = plugins.registry()
+        backend = reg.get_backend(self._backend_name)
+        if backend.platform != device.platform:
+            devs = backend.devices()
+            if not devs:
+                raise RuntimeError(f"Backend {backend.name!r} has no devices")
+        return backend
+
+    def _compile(self, key, args, kwargs, leaves, treedef, avals, static, device):
+        closed, out_tree = self._trace(len(args), static, treedef, avals)
+        if self._backend_name is not None and self._device is None:
+            backend = self._select_backend(device)
+            if backend.platform != device.platform:
+                device = backend.devices()[0]
+        else:
+            backend = self._select_backend(device)
+        jaxpr, consts = prepare_for_backend(closed)
+        with eager_region():
+            executable = backend.compile(jaxpr, device)
+            const_bufs = [_to_buffer(c, device) for c in consts]
+        entry = _CacheEntry(executable, const_bufs, out_tree, list(closed.out_avals), closed,
+                            device, backend)
+        with self._lock:
+            self._cache[key] = entry
+        return entry
+
+    def _call_traced(self, args, kwargs):
+        """Inside a transform (or with jit disabled): evaluate the jaxpr on the given values."""
+        if config._values["disable_jit"] and not trace_state.depth:
+            return self.fun(*args, **kwargs)
+        dyn_args, dyn_kwargs, static = self.sig.split(args, kwargs)
+        leaves, treedef = _tree_flatten((dyn_args, dyn_kwargs))
+        avals = [_leaf_aval(x) if not isinstance(x, Tracer) else x.aval for x in leaves]
+        closed, out_tree = self._trace(len(args), static, treedef, avals)
+        leaves = [x if isinstance(x, (Array, Tracer)) else from_host(x) for x in leaves]
+        outs = eval_jaxpr(closed.jaxpr, closed.consts, *leaves)
+        return _tree_unflatten(out_tree, outs)
+
+    # ---- introspection
+    def lower(self, *args, **kwargs) -> "Lowered":
+        """Traces for these arguments (arrays or ShapeDtypeStructs) without running anything."""
+        dyn_args, dyn_kwargs, static = self.sig.split(args, kwargs)
+        leaves, treedef = _tree_flatten((dyn_args, dyn_kwargs))
+        avals = [abstractify(x) for x in leaves]
+        closed, out_tree = self._trace(len(args), static, treedef, avals)
+        return Lowered(self, closed, out_tree, treedef, static, len(args))
+
+    def trace(self, *args, **kwargs) -> "Lowered":
+        """Like :meth:`lower` (plax has one IR): the result has ``.jaxpr`` and ``.lower()``."""
+        return self.lower(*args, **kwargs)
+
+    def eval_shape(self, *args, **kwargs):
+        """The output shapes and dtypes as ShapeDtypeStructs, without running."""
+        return self.lower(*args, **kwargs).out_info
+
+    def _cache_size(self) -> int:
+        """The number of compiled signatures."""
+        return len(self._cache)
+
+    def clear_cache(self) -> None:
+        """Forgets all traces and compiled executables of this function."""
+        self._cache.clear()
+        self._jaxpr_cache.clear()
+
+    def __repr__(self) -> str:
+        return f"<PjitFunction of {self.fun!r}>"
+
+    def __get__(self, obj, objtype=None):
+        if obj is None:
+            return self
+        return functools.partial(self, obj)
+
+
+def _moved(x: Array, device) -> Array:
+    from plax.devices import move_buffer
+    return Array._new(move_buffer(x._buf, x._device, device), x.aval, device, True)
+
+
+def _to_buffer(x, device):
+    if isinstance(x, Array):
+        if x._device == device:
+            return x._buf
+        from plax.devices import move_buffer
+        return move_buffer(x._buf, x._device, device)
+    if isinstance(x, Tracer):
+        raise TypeError(f"Unexpected tracer {x} as a jit argument outside its transform")
+    return from_host(x, device=device)._buf
+
+
+class Lowered:
+    """A traced jit function for one signature: ``.as_text()``, ``.compile()``, ``.jaxpr``."""
+
+    def __init__(self, jitted: JitFunction, closed: ClosedJaxpr, out_tree, in_tree, static, nargs):
+        self._jitted = jitted
+        self.jaxpr = closed
+        self.out_tree = out_tree
+        self.in_tree = in_tree
+        self._static = static
+        self._nargs = nargs
+
+    @property
+    def out_info(self):
+        return _tree_unflatten(self.out_tree, [ShapeDtypeStruct(a.shape, a.dtype, a.weak_type)
+                                                for a in self.jaxpr.out_avals])
+
+    def as_text(self, dialect: str | None = None) -> str:
+        """The jaxpr as text (plax's one IR)."""
+        return str(self.jaxpr)
+
+    def compile(self) -> "Compiled":
+        """A callable for exactly this signature."""
+        return Compiled(self)
+
+    def lower(self) -> "Lowered":
+        return self
+
+    def cost_analysis(self) -> dict:
+        return {"equations": len(self.jaxpr.eqns)}
+
+
+class Compiled:
+    """The compiled executable of a :class:`Lowered`; call it with matching arguments."""
+
+    def __init__(self, lowered: Lowered):
+        self._lowered = lowered
+
+    def __call__(self, *args, **kwargs):
+        dyn_args, dyn_kwargs, static = self._lowered._jitted.sig.split(args, kwargs)
+        leaves, treedef = _tree_flatten((dyn_args, dyn_kwargs))
+        if treedef != self._lowered.in_tree:
+            raise TypeError(f"Compiled function called with argument structure {treedef}, but "
+                            f"it was compiled for {self._lowered.in_tree}")
+        got = [abstractify(x) for x in leaves]
+        want = self._lowered.jaxpr.in_avals
+        if [(a.shape, a.dtype) for a in got] != [(a.shape, a.dtype) for a in want]:
+            raise TypeError(f"Compiled function called with arguments of types "
+                            f"{[a.str_short() for a in got]}, but it was compiled for "
+                            f"{[a.str_short() for a in want]}")
+        return self._lowered._jitted(*args, **kwargs)
+
+    def as_text(self) -> str:
+        return self._lowered.as_text()
+
+
+def jit(fun: Callable | None = None, *, in_shardings=None, out_shardings=None,
+        static_argnums: int | Sequence[int] | None = None,
+        static_argnames: str | Iterable[str] | None = None,
+        donate_argnums: int | Sequence[int] | None = None,
+        donate_argnames: str | Iterable[str] | None = None, keep_unused: bool = False,
+        device=None, backend: str | None = None, inline: bool = False,
+        abstracted_axes=None) -> Any:
+    """Compiles ``fun``: traced once per argument signature, executed by a backend.
+
+    Args:
+      fun: the function (arrays and pytrees in and out). Usable as ``@jit`` or
+        ``@partial(jit, static_argnums=...)``.
+      static_argnums / static_argnames: arguments treated as compile-time constants
+        (hashable; each new value retraces).
+      donate_argnums: accepted for compatibility (buffers are not reused).
+      device: the device to run on (default: where committed arguments live, else the
+        default device).
+      backend: a backend name (``"numpy"``, ``"numba"``) or a platform (``"cpu"``, ``"gpu"``).
+
+    Returns:
+      A :class:`JitFunction` with ``lower``, ``trace``, ``eval_shape`` and ``clear_cache``.
+
+    Example:
+      >>> selu = jax.jit(lambda x: 1.05 * jnp.where(x > 0, x, 1.67 * jnp.exp(x) - 1.67))
+      >>> selu(jnp.array([-1.0, 1.0]))
+      Array([-1.1100335,  1.05     ], dtype=float32)
+    """
+    if fun is None:
+        return functools.partial(jit, in_shardings=in_shardings, out_shardings=out_shardings,
+                                 static_argnums=static_argnums, static_argnames=static_argnames,
+                                 donate_argnums=donate_argnums, donate_argnames=donate_argnames,
+                                 keep_unused=keep_unused, device=device, backend=backend,
+                                 inline=inline, abstracted_axes=abstracted_axes)
+    if device is not None:
+        from plax.devices import resolve_device
+        device = resolve_device(device)
+    return JitFunction(fun, static_argnums, static_argnames, donate_argnums, device, backend,
+                       inline, keep_unused)
+
+
+def make_jaxpr(fun: Callable, static_argnums: int | Sequence[int] = (), axis_env=None,
+               return_shape: bool = False, abstracted_axes=None) -> Callable:
+    """A function that returns the jaxpr of ``fun`` for given example arguments.
+
+    Example:
+      >>> print(jax.make_jaxpr(lambda x: jnp.sin(x) * 2.0)(1.0))
+      { lambda ; a:f32[]. let b:f32[] = sin a; c:f32[] = mul b 2.0:f32[] in (c,) }
+    """
+    jitted = JitFunction(fun, static_argnums, None, None, None, None, False, False)
+
+    @functools.wraps(fun)
+    def make(*args, **kwargs):
+        lowered = jitted.lower(*args, **kwargs)
+        if return_shape:
+            return lowered.jaxpr, lowered.out_info
+        return lowered.jaxpr
+
+    return make
+
+
+def eval_shape(fun: Callable, *args, **kwargs):
+    """The output shapes and dtypes of ``fun(*args, **kwargs)`` without computing anything.
+
+    Arguments may be arrays or ShapeDtypeStructs.
+
+    Example:
+      >>> jax.eval_shape(jnp.dot, jax.ShapeDtypeStruct((2, 3), jnp.float32),
+      ...                jax.ShapeDtypeStruct((3,), jnp.float32))
+      ShapeDtypeStruct(shape=(2,), dtype=float32)
+    """
+    return JitFunction(fun, None, None, None, None, None, False, False).eval_shape(*args, **kwargs)

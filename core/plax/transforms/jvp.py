@@ -1,0 +1,239 @@
+"""Forward mode: the JVP trace, symbolic zeros, and helpers to write JVP rules.
+
+A JVP tracer carries a primal value and its tangent. A tangent may be a
+symbolic :class:`Zero`, so inputs nobody differentiates cost nothing: a
+primitive whose operands all have zero tangents just runs on the primals.
+Integer and boolean values have ``float0`` tangents, as in JAX.
+
+A JVP rule has the signature ``rule(primals, tangents, **params) ->
+(primal_out, tangent_out)``; :func:`defjvp` builds one from per-operand
+derivative functions.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from plax import dtypes
+from plax.core import registry
+from plax.core.shaped_array import ShapedArray
+from plax.core.trace import Trace, Tracer, get_aval
+
+_jvp_rules = registry.rule_table("jvp")
+
+
+def tangent_dtype(dtype: np.dtype) -> np.dtype:
+    """float0 for integer and boolean dtypes, else the dtype itself."""
+    return dtype if dtypes.is_inexact(dtype) else dtypes.float0
+
+
+def tangent_aval(aval: ShapedArray) -> ShapedArray:
+    """The abstract value of a tangent of a value with abstract value ``aval``."""
+    td = tangent_dtype(aval.dtype)
+    if td is aval.dtype:
+        return aval
+    return ShapedArray(aval.shape, td, False)
+
+
+class Zero:
+    """A symbolic zero tangent (or cotangent) of abstract value ``aval``."""
+
+    __slots__ = ("aval",)
+
+    def __init__(self, aval: ShapedArray):
+        self.aval = aval
+
+    @staticmethod
+    def from_primal(x: Any) -> "Zero":
+        return Zero(tangent_aval(get_aval(x)))
+
+    def __repr__(self) -> str:
+        return f"Zero({self.aval.str_short()})"
+
+
+def zeros_like_aval(aval: ShapedArray):
+    """A concrete (or staged) array of zeros of ``aval``; float0 zeros are NumPy arrays, as in JAX."""
+    if aval.dtype == dtypes.float0:
+        return np.zeros(aval.shape, dtypes.float0)
+    from plax import lax
+    return lax.full(aval.shape, 0, aval.dtype)
+
+
+def instantiate(t: Any):
+    """Replaces a symbolic zero by real zeros."""
+    return zeros_like_aval(t.aval) if type(t) is Zero else t
+
+
+def add_tangents(a: Any, b: Any):
+    """Sums two tangents, skipping symbolic zeros."""
+    if type(a) is Zero:
+        return b
+    if type(b) is Zero:
+        return a
+    from plax.lax.binary import add_any_p
+    return add_any_p.bind(a, b)
+
+
+class JVPTracer(Tracer):
+    """A primal value with its tangent."""
+
+    __slots__ = ("primal", "tangent")
+
+    def __init__(self, trace: "JVPTrace", primal: Any, tangent: Any):
+        self._trace = trace
+        self.primal = primal
+        self.tangent = tangent
+
+    @property
+    def aval(self):
+        return get_aval(self.primal)
+
+    def to_concrete_value(self):
+        p = self.primal
+        return p.to_concrete_value() if isinstance(p, Tracer) else p
+
+
+class JVPTrace(Trace):
+    """Runs each primitive's JVP rule on (primal, tangent) pairs."""
+
+    __slots__ = ()
+
+    def pure(self, val: Any) -> JVPTracer:
+        return JVPTracer(self, val, Zero.from_primal(val))
+
+    lift = pure
+
+    def process_primitive(self, primitive, tracers, params):
+        primals = [t.primal for t in tracers]
+        tangents = [t.tangent for t in tracers]
+        if all(type(t) is Zero for t in tangents):
+            out = primitive.bind(*primals, **params)
+            if primitive.multiple_results:
+                return [JVPTracer(self, o, Zero.from_primal(o)) for o in out]
+            return JVPTracer(self, out, Zero.from_primal(out))
+        rule = _jvp_rules.get(primitive) or registry.get_rule("jvp", primitive)
+        primal_out, tangent_out = rule(primals, tangents, **params)
+        if primitive.multiple_results:
+            return [JVPTracer(self, p, t) for p, t in zip(primal_out, tangent_out)]
+        return JVPTracer(self, primal_out, tangent_out)
+
+    def process_custom_jvp_call(self, primitive, fun, jvp, tracers, **params):
+        primals = [t.primal for t in tracers]
+        tangents = [t.tangent for t in tracers]
+        if all(type(t) is Zero for t in tangents):
+            outs = primitive.bind_custom(fun, jvp, *primals, **params)
+            return [JVPTracer(self, o, Zero.from_primal(o)) for o in outs]
+        tangents = [instantiate(t) for t in tangents]
+        n = len(primals)
+        outs = jvp(*primals, *tangents)
+        primal_outs, tangent_outs = outs[:len(outs) // 2], outs[len(outs) // 2:]
+        del n
+        return [JVPTracer(self, p, t) for p, t in zip(primal_outs, tangent_outs)]
+
+    def process_custom_vjp_call(self, primitive, fun, fwd, bwd, tracers, **params):
+        primals = [t.primal for t in tracers]
+        tangents = [t.tangent for t in tracers]
+        if all(type(t) is Zero for t in tangents):
+            outs = primitive.bind_custom(fun, fwd, bwd, *primals, **params)
+            return [JVPTracer(self, o, Zero.from_primal(o)) for o in outs]
+        from plax.transforms.custom_derivatives import custom_lin_p
+        primal_outs, residuals = fwd(*primals)
+        tangents = [instantiate(t) for t in tangents]
+        out_avals = tuple(tangent_aval(get_aval(p)) for p in primal_outs)
+        tangent_outs = custom_lin_p.bind(*residuals, *tangents, num_res=len(residuals),
+                                         bwd=bwd, out_avals=out_avals)
+        return [JVPTracer(self, p, t) for p, t in zip(primal_outs, tangent_outs)]
+
+
+# ------------------------------------------------------------------ rule helpers
+
+def _fit_to(t: Any, aval: ShapedArray):
+    """Broadcasts a rank-0 tangent contribution to the output's shape."""
+    if get_aval(t).shape != aval.shape:
+        from plax import lax
+        t = lax.broadcast_in_dim(t, aval.shape, ())
+    return t
+
+
+def defjvp(primitive, *derivatives: Callable | None) -> None:
+    """Registers a JVP rule from one derivative function per operand.
+
+    Each ``derivative(t, *primals, **params)`` returns the contribution of tangent
+    ``t`` of its operand to the output tangent (``None`` for operands that are
+    not differentiable). Contributions are summed; zero tangents are skipped.
+
+    Example:
+      >>> defjvp(sin_p, lambda t, x: mul(t, cos(x)))
+    """
+
+    def rule(primals, tangents, **params):
+        out = primitive.bind(*primals, **params)
+        aval = tangent_aval(get_aval(out))
+        total = Zero(aval)
+        for deriv, t in zip(derivatives, tangents):
+            if deriv is None or type(t) is Zero:
+                continue
+            total = add_tangents(total, _fit_to(deriv(t, *primals, **params), aval))
+        return out, total
+
+    registry.register_rule("jvp", primitive)(rule)
+
+
+def defjvp2(primitive, *derivatives: Callable | None) -> None:
+    """Like :func:`defjvp`, but each derivative also receives the output:
+    ``derivative(t, out, *primals, **params)`` (e.g. ``exp``'s tangent is ``t * out``)."""
+
+    def rule(primals, tangents, **params):
+        out = primitive.bind(*primals, **params)
+        aval = tangent_aval(get_aval(out))
+        total = Zero(aval)
+        for deriv, t in zip(derivatives, tangents):
+            if deriv is None or type(t) is Zero:
+                continue
+            total = add_tangents(total, _fit_to(deriv(t, out, *primals, **params), aval))
+        return out, total
+
+    registry.register_rule("jvp", primitive)(rule)
+
+
+def defzero(primitive) -> None:
+    """Registers the JVP of a piecewise-constant primitive (sign, floor, comparisons, ...)."""
+
+    def rule(primals, tangents, **params):
+        out = primitive.bind(*primals, **params)
+        if primitive.multiple_results:
+            return out, [Zero.from_primal(o) for o in out]
+        return out, Zero.from_primal(out)
+
+    registry.register_rule("jvp", primitive)(rule)
+
+
+def deflinear(primitive, transpose_rule: Callable) -> None:
+    """Registers the JVP and transpose rules of a primitive linear in all its operands.
+
+    The JVP applies the primitive to the tangents (zeros instantiated only when
+    some operand has a real tangent); ``transpose_rule(ct, *operands, **params)``
+    returns one cotangent per operand.
+    """
+
+    def rule(primals, tangents, **params):
+        out = primitive.bind(*primals, **params)
+        tangents = [instantiate(t) for t in tangents]
+        return out, primitive.bind(*tangents, **params)
+
+    registry.register_rule("jvp", primitive)(rule)
+    registry.register_rule("transpose", primitive)(transpose_rule)
+
+
+# ------------------------------------------------------------------ the jvp API
+
+def jvp_flat(fun: Callable, primals: list, tangents: list) -> tuple[list, list]:
+    """``(outputs, output tangents)`` of flat ``fun`` at ``primals`` along ``tangents``."""
+    from plax.core.trace import new_main
+    with new_main(JVPTrace) as main:
+        trace = JVPTrace(main)
+        tracers = [JVPTracer(trace, p, t) for p, t in zip(primals, tangents)]
+        outs = fun(*tracers)
+        out_tracers = [trace.full_raise(o) for o in outs]
+        return [t.primal for t in out_tracers], [t.tangent for t in out_tracers]

@@ -1,0 +1,176 @@
+"""Staging: the trace that records primitives into a Jaxpr instead of running them.
+
+``jit`` and ``make_jaxpr`` install it as the *dynamic* trace, so even operations
+on constants (``jnp.ones(3)``) are recorded; reverse mode installs it without
+that flag to collect only the tangent (linear) part of a JVP. Values from
+outside the trace (arrays, or tracers of lower transforms) become constants:
+rank-0 ones are written inline as literals, the rest become constvars.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from plax import dtypes, errors
+from plax.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var
+from plax.core.shaped_array import ShapedArray
+from plax.core.trace import Trace, Tracer, get_aval, new_main
+
+
+class JaxprTracer(Tracer):
+    """A value in a jaxpr being built: it knows only its abstract value and its variable."""
+
+    __slots__ = ("_aval", "var")
+
+    def __init__(self, trace: "JaxprTrace", aval: ShapedArray, var: Var):
+        self._trace = trace
+        self._aval = aval
+        self.var = var
+
+    @property
+    def aval(self):
+        return self._aval
+
+
+class JaxprBuilder:
+    """The equations, constants and variables recorded by one staging trace."""
+
+    def __init__(self) -> None:
+        self.eqns: list[JaxprEqn] = []
+        self.const_tracers: dict[int, JaxprTracer] = {}
+        self.const_vals: dict[Var, Any] = {}
+        self._keepalive: list = []  # constants are keyed by id(); keep them alive while building
+
+    def add_const(self, trace: "JaxprTrace", val: Any) -> JaxprTracer:
+        tracer = self.const_tracers.get(id(val))
+        if tracer is None:
+            aval = get_aval(val)
+            var = Var(aval)
+            tracer = JaxprTracer(trace, aval, var)
+            self.const_tracers[id(val)] = tracer
+            self.const_vals[var] = val
+            self._keepalive.append(val)
+        return tracer
+
+    def build(self, in_tracers: Sequence[JaxprTracer], out_tracers: Sequence[JaxprTracer]
+              ) -> tuple[Jaxpr, list]:
+        """The finished jaxpr (rank-0 constants inlined as literals) and its constant values."""
+        literals: dict[Var, Literal] = {}
+        for var, val in self.const_vals.items():
+            lit = _as_literal(val, var.aval)
+            if lit is not None:
+                literals[var] = lit
+
+        def sub(v):
+            return literals.get(v, v) if isinstance(v, Var) else v
+
+        eqns = [JaxprEqn(e.primitive, [sub(v) for v in e.invars], e.outvars, e.params)
+                for e in self.eqns]
+        used = {v for e in eqns for v in e.invars if isinstance(v, Var)}
+        outvars = [sub(t.var) for t in out_tracers]
+        used.update(v for v in outvars if isinstance(v, Var))
+        constvars = [v for v in self.const_vals if v not in literals and v in used]
+        jaxpr = Jaxpr(constvars, [t.var for t in in_tracers], outvars, eqns)
+        return jaxpr, [self.const_vals[v] for v in constvars]
+
+
+def _as_literal(val: Any, aval: ShapedArray) -> Literal | None:
+    """A Literal for a concrete rank-0 constant, or None (arrays and tracers stay constvars)."""
+    from plax.array import Array
+    if aval.shape != () or aval.dtype == dtypes.float0:
+        return None
+    if isinstance(val, Array):
+        return Literal(val._host_value().reshape(()).copy()[()], aval)
+    if isinstance(val, (bool, int, float, complex, np.generic)):
+        return Literal(np.asarray(val, aval.dtype)[()], aval)
+    return None
+
+
+class JaxprTrace(Trace):
+    """Records each primitive as an equation of the builder in ``main.payload``."""
+
+    __slots__ = ()
+
+    @property
+    def builder(self) -> JaxprBuilder:
+        return self.main.payload
+
+    def new_arg(self, aval: ShapedArray) -> JaxprTracer:
+        return JaxprTracer(self, aval, Var(aval))
+
+    def pure(self, val: Any) -> JaxprTracer:
+        from plax.array import Array, from_host
+        if not isinstance(val, (Array, Tracer)):
+            val = from_host(val)
+        return self.builder.add_const(self, val)
+
+    lift = pure
+
+    def process_primitive(self, primitive, tracers, params):
+        avals_out = primitive.abstract_eval(*[t.aval for t in tracers], **params)
+        if primitive.multiple_results:
+            outs = [self.new_arg(a) for a in avals_out]
+        else:
+            outs = [self.new_arg(avals_out)]
+        self.builder.eqns.append(JaxprEqn(primitive, [t.var for t in tracers],
+                                          [o.var for o in outs], params))
+        return outs if primitive.multiple_results else outs[0]
+
+    def process_custom_jvp_call(self, primitive, fun, jvp, tracers, **params):
+        closed, _ = trace_to_jaxpr(fun, [t.aval for t in tracers])
+        return self.process_primitive(primitive, tracers,
+                                      dict(call_jaxpr=closed, jvp=jvp, **params))
+
+    def process_custom_vjp_call(self, primitive, fun, fwd, bwd, tracers, **params):
+        closed, _ = trace_to_jaxpr(fun, [t.aval for t in tracers])
+        return self.process_primitive(primitive, tracers,
+                                      dict(call_jaxpr=closed, fwd=fwd, bwd=bwd, **params))
+
+
+def check_output(x: Any, where: str) -> None:
+    """Raises TypeError for a function output that is not an array or scalar."""
+    from plax.array import Array
+    if isinstance(x, (Array, Tracer, np.ndarray, np.generic, bool, int, float, complex)):
+        return
+    raise TypeError(f"Value {x!r} of type {type(x).__name__} returned by {where} is not a valid "
+                    "JAX type: outputs must be arrays or scalars (in any pytree).")
+
+
+def trace_to_jaxpr(fun: Callable, in_avals: Sequence[ShapedArray], where: str = "the function",
+                   ) -> tuple[ClosedJaxpr, Any]:
+    """Traces ``fun(*flat_args) -> flat outputs`` on abstract inputs into a ClosedJaxpr.
+
+    Args:
+      fun: takes one tracer per aval and returns a list/tuple of outputs.
+      in_avals: the abstract values of the inputs.
+      where: how to name the function in error messages.
+
+    Returns:
+      ``(closed_jaxpr, raw_outputs)``, the second being whatever ``fun`` returned.
+    """
+    with new_main(JaxprTrace, dynamic=True, payload=JaxprBuilder()) as main:
+        trace = JaxprTrace(main)
+        in_tracers = [trace.new_arg(a) for a in in_avals]
+        outs = fun(*in_tracers)
+        for o in outs:
+            check_output(o, where)
+        out_tracers = [trace.full_raise(o) for o in outs]
+        jaxpr, consts = main.payload.build(in_tracers, out_tracers)
+    return ClosedJaxpr(jaxpr, consts), outs
+
+
+def abstractify(x: Any) -> ShapedArray:
+    """The ShapedArray of a jit/make_jaxpr argument (arrays, scalars, ShapeDtypeStructs)."""
+    aval = getattr(x, "aval", None)
+    if isinstance(aval, ShapedArray):
+        return aval
+    if hasattr(x, "shape") and hasattr(x, "dtype") and not isinstance(x, (np.ndarray, np.generic)):
+        return ShapedArray(tuple(x.shape), dtypes.canonicalize_dtype(x.dtype),
+                           bool(getattr(x, "weak_type", False)))
+    if isinstance(x, (np.ndarray, np.generic, bool, int, float, complex)):
+        dt, weak = dtypes.dtype_and_weak_type(x)
+        return ShapedArray(np.shape(x), dt, weak)
+    raise TypeError(f"Argument {x!r} of type {type(x).__name__} is not a valid JAX type: "
+                    "arguments must be arrays, scalars or pytrees of them. Mark non-array "
+                    "arguments static (static_argnums / static_argnames).")

@@ -1,0 +1,160 @@
+"""``vmap``: vectorise a function over a batch axis of its arguments."""
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable, Hashable
+
+import numpy as np
+
+from plax import tree_util
+from plax.core.trace import get_aval, new_main
+from plax.transforms.batching import AxisData, BatchTrace, BatchTracer, move_axis_to
+
+
+def _broadcast_prefix(prefix, tree, what: str):
+    """Expands an ``in_axes``/``out_axes`` prefix tree to one entry per leaf of ``tree``."""
+    leaves_out: list = []
+    is_none_leaf = lambda x: x is None  # noqa: E731
+    try:
+        tree_util.tree_map(lambda ax, sub: leaves_out.extend(
+            [ax] * len(tree_util.tree_leaves(sub))), prefix, tree, is_leaf=is_none_leaf)
+    except ValueError as err:
+        raise ValueError(f"vmap {what} specification must be a tree prefix of the corresponding "
+                         f"value, got specification {prefix!r} for value tree "
+                         f"{tree_util.tree_structure(tree)}. {err}") from None
+    return leaves_out
+
+
+def _check_axis_spec(ax, what):
+    if ax is not None and not isinstance(ax, (int, np.integer)):
+        raise TypeError(f"vmap {what} must be an int, None, or (nested) container with those "
+                        f"types as leaves, but got {ax!r}.")
+
+
+def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Hashable | None = None,
+         axis_size: int | None = None, spmd_axis_name: Any = None) -> Callable:
+    """Vectorises ``fun`` over axis ``in_axes`` of its arguments.
+
+    Args:
+      fun: the function to map.
+      in_axes: an int, None, or a pytree prefix of the positional arguments giving the mapped
+        axis of each (None: not mapped). Keyword arguments are mapped over axis 0.
+      out_axes: where the mapped axis goes in each output (int, None or a prefix tree).
+      axis_name: a name for the mapped axis, for collectives.
+      axis_size: the batch size, needed when no argument is mapped.
+
+    Returns:
+      The batched function.
+
+    Example:
+      >>> mat_vec = jax.vmap(jnp.dot, in_axes=(0, None))
+      >>> mat_vec(jnp.ones((2, 3)), jnp.ones(3))
+      Array([3., 3.], dtype=float32)
+    """
+    if not callable(fun):
+        raise TypeError(f"vmap requires a callable, got {fun!r}")
+    if isinstance(in_axes, list):
+        in_axes = tuple(in_axes)  # JAX treats a list in_axes as a tuple prefix
+    for ax in tree_util.tree_leaves(in_axes, is_leaf=lambda x: x is None):
+        _check_axis_spec(ax, "in_axes")
+    for ax in tree_util.tree_leaves(out_axes, is_leaf=lambda x: x is None):
+        _check_axis_spec(ax, "out_axes")
+
+    @functools.wraps(fun)
+    def batched(*args, **kwargs):
+        if isinstance(in_axes, tuple) and len(in_axes) != len(args):
+            raise ValueError(f"vmap in_axes must be an int, None, or a tuple of entries "
+                             f"corresponding to the positional arguments passed to the function, "
+                             f"but got len(in_axes)={len(in_axes)}, len(args)={len(args)}")
+        args_tree_in = (args, kwargs)
+        leaves, in_tree = tree_util.tree_flatten(args_tree_in)
+        prefix = (in_axes if isinstance(in_axes, tuple) else (in_axes,) * len(args),
+                  {k: 0 for k in kwargs})
+        axes = _broadcast_prefix(prefix, args_tree_in, "in_axes")
+        from plax.transforms.autodiff import _as_array
+        leaves = [_as_array(x) for x in leaves]
+        size = _batch_size(leaves, axes, in_tree, axis_size)
+        canon = []
+        for x, ax in zip(leaves, axes):
+            if ax is None:
+                canon.append(None)
+                continue
+            nd = get_aval(x).ndim
+            if not -nd <= ax < nd:
+                raise ValueError(f"vmap was requested to map its argument along axis {ax}, which "
+                                 f"implies that its rank should be at least {ax + 1 if ax >= 0 else -ax}, "
+                                 f"but is only {nd} (its shape is {get_aval(x).shape})")
+            canon.append(ax % nd)
+        with new_main(BatchTrace, payload=AxisData(size, axis_name, spmd_axis_name)) as main:
+            trace = BatchTrace(main)
+            tracers = [BatchTracer(trace, x, ax) if ax is not None else x
+                       for x, ax in zip(leaves, canon)]
+            a, kw = tree_util.tree_unflatten(in_tree, tracers)
+            out = fun(*a, **kw)
+            out_leaves, out_tree = tree_util.tree_flatten(out)
+            o_axes = _broadcast_prefix(out_axes, out, "out_axes")
+            results = []
+            for o, oax in zip(out_leaves, o_axes):
+                from plax.transforms.staging import check_output
+                check_output(o, "the function passed to vmap")
+                t = trace.full_raise(_as_array(o))
+                val, bdim = t.val, t.batch_dim
+                if oax is None:
+                    if bdim is not None:
+                        raise ValueError("vmap has mapped output but out_axes is None; an output "
+                                         "that depends on the mapped inputs must have an out_axes "
+                                         "entry (an int).")
+                    results.append(val)
+                    continue
+                nd = get_aval(val).ndim + (bdim is None)
+                if not -nd <= oax < nd:
+                    raise ValueError(f"vmap out_axes {oax} is out of bounds for an output of rank "
+                                     f"{nd}")
+                results.append(move_axis_to(val, bdim, oax % nd, size))
+        return tree_util.tree_unflatten(out_tree, results)
+
+    return batched
+
+
+def _batch_size(leaves, axes, in_tree, axis_size):
+    sizes = {}
+    for i, (x, ax) in enumerate(zip(leaves, axes)):
+        if ax is None:
+            continue
+        shape = get_aval(x).shape
+        if not -len(shape) <= ax < len(shape):
+            raise ValueError(f"vmap was requested to map its argument along axis {ax}, which "
+                             f"implies that its rank should be at least "
+                             f"{ax + 1 if ax >= 0 else -ax}, but is only {len(shape)} (its shape "
+                             f"is {shape})")
+        sizes.setdefault(shape[ax], []).append((i, ax, get_aval(x)))
+    if axis_size is not None:
+        if sizes and set(sizes) != {axis_size}:
+            raise ValueError(f"vmap got axis_size={axis_size} but mapped inputs have sizes "
+                             f"{sorted(sizes)}")
+        return int(axis_size)
+    if not sizes:
+        raise ValueError("vmap must have at least one non-None value in in_axes (or be given "
+                         "axis_size)")
+    if len(sizes) > 1:
+        paths = [tree_util.keystr(p) for p, _ in tree_util.tree_flatten_with_path(
+            tree_util.tree_unflatten(in_tree, list(range(len(leaves)))))[0]]
+        lines = []
+        for size, entries in sorted(sizes.items(), key=lambda kv: -len(kv[1])):
+            i, ax, aval = entries[0]
+            lines.append(f"  * {len(entries)} axes had size {size}, e.g. axis {ax} of argument "
+                         f"{_arg_name(paths[i])} of type {aval.str_short()};")
+        raise ValueError("vmap got inconsistent sizes for array axes to be mapped:\n"
+                         + "\n".join(lines))
+    return next(iter(sizes))
+
+
+def _arg_name(path: str) -> str:
+    # paths look like "[0][1]['w']": the first index is (args, kwargs), then the position
+    if path.startswith("[0]["):
+        rest = path[3:]
+        end = rest.index("]")
+        return f"args{rest[:end + 1]}{rest[end + 1:]}"
+    if path.startswith("[1]"):
+        return f"kwargs{path[3:]}"
+    return path
