@@ -157,7 +157,7 @@ class JitFunction:
         self._cache: dict = {}
         self._jaxpr_cache: dict = {}
         self._lock = threading.Lock()
-        functools.update_wrapper(self, fun)
+        functools.update_wrapper(self, fun, updated=())
 
     # ---- the call path
     def __call__(self, *args, **kwargs):
