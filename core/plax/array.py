@@ -16,14 +16,6 @@ from plax import dtypes
 from plax.core.shaped_array import ShapedArray
 
 
-def _format_array(host: np.ndarray, prefix: str) -> str:
-    if host.size == 0 and host.shape != (0,) or host.size == 0 and host.ndim > 1:
-        return "[]"
-    if host.dtype == dtypes.bfloat16:
-        host = host.astype(np.float32)  # numpy prints bfloat16 like float32
-    return np.array2string(host, separator=", ", prefix=prefix)
-
-
 class Array:
     """An immutable array on a device (JAX's ``jax.Array``).
 
@@ -147,8 +139,8 @@ class Array:
         return self._host_value().tolist()
 
     def __reduce__(self):
-        from plax.numpy import asarray
-        return (asarray, (self._host_value(copy=True),))
+        # Rebuilt on the default device of the unpickling process, weak type kept (as JAX does).
+        return (_unpickle, (self._host_value(copy=True), self.aval.weak_type))
 
     def __copy__(self) -> "Array":
         return self
@@ -158,16 +150,16 @@ class Array:
 
     # ---- Python protocol conversions
     def _scalar_value(self, what: str):
-        if self.aval.size != 1:
-            raise TypeError(f"Only arrays of size 1 can be converted to Python {what}s; this "
-                            f"array has shape {self.shape}. Index or reduce it first.")
-        return self._host_value().reshape(()).item()
+        if self.aval.shape:
+            raise TypeError(f"Only scalar arrays can be converted to Python scalars ({what}); "
+                            f"this array has shape {self.shape}. Index or reduce it first.")
+        return self._host_value().item()
 
     def __bool__(self) -> bool:
         if self.aval.size != 1:
             raise ValueError(f"The truth value of an array with more than one element is "
                              f"ambiguous (shape {self.shape}). Use a.any() or a.all().")
-        return bool(self._scalar_value("bool"))
+        return bool(self._host_value().reshape(()).item())
 
     def __float__(self) -> float:
         return float(self._scalar_value("float"))
@@ -179,7 +171,7 @@ class Array:
         return complex(self._scalar_value("complex"))
 
     def __index__(self) -> int:
-        if self.ndim != 0 or not dtypes.is_integer(self.dtype) and not dtypes.is_bool(self.dtype):
+        if self.ndim != 0 or not dtypes.is_integer(self.dtype):
             raise TypeError(f"Only integer scalar arrays can be converted to a scalar index; got "
                             f"an array of shape {self.shape} and dtype {self.dtype}.")
         return int(self._scalar_value("int"))
@@ -212,18 +204,20 @@ class Array:
         dtype_str = f"dtype={self.dtype.name}"
         if self.weak_type:
             dtype_str += ", weak_type=True"
-        host = self._host_value()
-        if host.size == 0:
-            return f"{prefix}[], shape={self.shape}, {dtype_str})"
-        body = _format_array(host, prefix)
-        sep = ", " if "\n" not in body or len(body.splitlines()[-1]) + len(dtype_str) < 75 else ",\n" + " " * len(prefix)
-        return f"{prefix}{body}{sep}{dtype_str})"
+        width = np.get_printoptions()["linewidth"]
+        if self.aval.size == 0:
+            body = f"[], shape={self.shape}"
+        else:
+            body = np.array2string(self._host_value(), prefix=prefix, suffix=",",
+                                   separator=", ", max_line_width=width)
+        # Like JAX: the dtype goes on the body's last line, after a space, or after padding
+        # as wide as the prefix when that line is already long.
+        last_line = len(body) - body.rfind("\n") + 1
+        sep = " " * len(prefix) if last_line + len(dtype_str) + 2 > width else " "
+        return f"{prefix}{body},{sep}{dtype_str})"
 
     def __str__(self) -> str:
-        host = self._host_value()
-        if host.dtype == dtypes.bfloat16:
-            return str(host)
-        return str(host)
+        return str(self._host_value())
 
     def __format__(self, spec: str) -> str:
         if self.ndim == 0:
@@ -260,6 +254,10 @@ def scalar_aval(dtype: np.dtype, weak_type: bool) -> ShapedArray:
     return aval
 
 
+def _unpickle(host: np.ndarray, weak_type: bool) -> Array:
+    return from_host(host, weak_type=weak_type)
+
+
 def _host_numpy(x: Any, dtype: np.dtype | None) -> tuple[np.ndarray, bool]:
     """(numpy value, weak_type) for a host value, with plax's dtype rules applied."""
     t = type(x)
@@ -275,7 +273,9 @@ def _host_numpy(x: Any, dtype: np.dtype | None) -> tuple[np.ndarray, bool]:
     if isinstance(x, (np.ndarray, np.generic)):
         arr = np.asarray(x)
         if arr.dtype == object or arr.dtype.kind in "USMmV" and arr.dtype != dtypes.float0:
-            raise TypeError(f"NumPy array of dtype {arr.dtype} is not a valid plax array type.")
+            if arr.dtype not in dtypes.supported_dtypes:  # bfloat16 has kind "V"
+                raise TypeError(f"NumPy array of dtype {arr.dtype} is not a valid plax array "
+                                f"type. Supported dtypes: {', '.join(map(str, dtypes.supported_dtypes))}.")
         target = dtype if dtype is not None else dtypes.canonicalize_dtype(arr.dtype)
         return arr.astype(target, copy=True), False
     raise TypeError(f"Value {x!r} of type {t.__name__} is not a valid plax array type: expected "

@@ -46,13 +46,18 @@ def to_dtype(x: Any, dtype: np.dtype, weak: bool = False):
             return x
         return lax.convert_element_type(x, dtype, weak)
     if isinstance(x, _scalar_types) or isinstance(x, (np.ndarray, np.generic)):
-        host = np.asarray(x)
+        if isinstance(x, int) and not isinstance(x, bool):
+            # As in JAX: a Python int must fit the default int type; it then wraps to ``dtype``
+            # (uint8 array + 300 is uint8 array + 44).
+            default = dtypes.default_int_dtype()
+            info = np.iinfo(default)
+            if not info.min <= x <= info.max:
+                raise OverflowError(f"Python int {x} too large to convert to {default.name}")
+            host = np.asarray(x, default)
+        else:
+            host = np.asarray(x)
         if host.dtype.kind == "c" and dtype.kind != "c":
             raise TypeError(f"Cannot convert complex value {x!r} to {dtype.name}")
-        if isinstance(x, int) and not isinstance(x, bool) and dtypes.is_integer(dtype):
-            info = np.iinfo(dtype)
-            if not info.min <= x <= info.max:
-                raise OverflowError(f"Python int {x} too large to convert to {dtype.name}")
         return from_host(host.astype(dtype) if host.dtype != dtype else host, weak_type=weak)
     raise TypeError(f"Cannot convert {x!r} of type {type(x).__name__} to an array")
 
@@ -96,7 +101,8 @@ def broadcast_to(x, shape: Sequence[int]):
 def promote_dtypes(*args: Any) -> list:
     """Converts ``args`` to their common dtype under JAX's promotion rules (shapes untouched)."""
     dt, weak = dtypes.result_type(*args, return_weak_type_flag=True)
-    return [to_dtype(a, dt, weak and dtypes.is_weakly_typed(a)) for a in args]
+    # Every operand takes the result's weak type, as in JAX (int32 array + 1.5 is weak float32).
+    return [to_dtype(a, dt, weak) for a in args]
 
 
 def promote_shapes(fun_name: str, *args: Any) -> list:
@@ -124,8 +130,7 @@ def promote_args_inexact(fun_name: str, *args: Any) -> list:
     dt, weak = dtypes.result_type(*args, return_weak_type_flag=True)
     if not dtypes.is_inexact(dt):
         dt = dtypes.default_float_dtype()
-    return promote_shapes(fun_name, *[to_dtype(a, dt, weak and dtypes.is_weakly_typed(a))
-                                      for a in args])
+    return promote_shapes(fun_name, *[to_dtype(a, dt, weak) for a in args])
 
 
 def canonicalize_axis_tuple(axis, ndim: int) -> tuple[int, ...]:
