@@ -343,6 +343,11 @@ def _check_backend_object(backend: Any) -> None:
 def _environment_error(reg: Registry) -> str:
     """What is wrong with PLAX_BACKEND / PLAX_PLATFORMS given what was found ("" if nothing)."""
     problems = []
+    try:
+        import importlib
+        importlib.import_module("plax.devices").cpu_devices()
+    except ValueError as err:  # a bad PLAX_NUM_CPU_DEVICES
+        problems.append(str(err) + ".")
     forced = os.environ.get("PLAX_BACKEND")
     if forced and forced not in reg.backends:
         problems.append(f"PLAX_BACKEND={forced!r} names no available backend; available "
