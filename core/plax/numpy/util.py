@@ -128,8 +128,7 @@ def promote_args_inexact(fun_name: str, *args: Any) -> list:
     """Like :func:`promote_args`, then to the default float type if the result is not inexact."""
     check_arraylike(fun_name, *args)
     dt, weak = dtypes.result_type(*args, return_weak_type_flag=True)
-    if not dtypes.is_inexact(dt):
-        dt = dtypes.default_float_dtype()
+    dt = dtypes.to_inexact_dtype(dt)
     return promote_shapes(fun_name, *[to_dtype(a, dt, weak) for a in args])
 
 
