@@ -7,12 +7,17 @@ lambdas in the same process; the ratio column is plax / JAX (below 1: plax faste
 Run from the repository root::
 
     PYTHONPATH=core:backends:plugins python benchmarks/eager_overhead.py [--number N] [--repeat R]
+        [--timer {wall,cpu}]
+
+``--timer cpu`` counts this process's CPU time instead of wall time: on a shared machine
+it is much less disturbed by other processes (the ratio column is what to compare).
 
 JAX is optional: without it only plax's column is printed.
 """
 from __future__ import annotations
 
 import argparse
+import time
 import timeit
 from typing import Callable
 
@@ -33,33 +38,40 @@ def _cases(np_mod) -> dict[str, Callable[[], object]]:
     }
 
 
-def time_per_call(fn: Callable[[], object], number: int, repeat: int) -> float:
+_TIMERS = {"wall": time.perf_counter, "cpu": time.process_time}
+
+
+def time_per_call(fn: Callable[[], object], number: int, repeat: int,
+                  timer: Callable[[], float] = time.perf_counter) -> float:
     """Best-of-``repeat`` seconds per call of ``fn`` (each repeat runs it ``number`` times)."""
-    for _ in range(20):  # warm caches (abstract eval, promotion, jit of helpers)
+    for _ in range(20):  # warm caches (abstract eval, promotion, compiled kernels)
         fn()
-    return min(timeit.repeat(fn, number=number, repeat=repeat)) / number
+    return min(timeit.repeat(fn, number=number, repeat=repeat, timer=timer)) / number
 
 
-def measure(np_mod, number: int, repeat: int) -> dict[str, float]:
+def measure(np_mod, number: int, repeat: int, timer: str = "wall") -> dict[str, float]:
     """Microseconds per call of each case for one library."""
-    return {name: time_per_call(fn, number, repeat) * 1e6 for name, fn in _cases(np_mod).items()}
+    return {name: time_per_call(fn, number, repeat, _TIMERS[timer]) * 1e6
+            for name, fn in _cases(np_mod).items()}
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--number", type=int, default=2000, help="calls per repeat")
     parser.add_argument("--repeat", type=int, default=7, help="repeats (the best is kept)")
+    parser.add_argument("--timer", choices=sorted(_TIMERS), default="wall",
+                        help="wall-clock time, or this process's CPU time")
     args = parser.parse_args(argv)
 
     import plax.numpy as pnp
-    results = {"plax": measure(pnp, args.number, args.repeat)}
+    results = {"plax": measure(pnp, args.number, args.repeat, args.timer)}
     try:
         import jax
         import jax.numpy as jnp
     except ImportError:
         jax = None
     if jax is not None:
-        results["jax"] = measure(jnp, args.number, args.repeat)
+        results["jax"] = measure(jnp, args.number, args.repeat, args.timer)
 
     header = f"{'operation':<20} {'plax (us)':>10}"
     if jax is not None:

@@ -499,3 +499,39 @@ def test_each_dtype_round_trips(dt):
     assert x.dtype == dt
     np.testing.assert_array_equal(_as_np(x), host)
     assert np.asarray(x).dtype == dt
+
+
+# ------------------------------------------------------------------ eager fast paths
+
+@pytest.mark.parametrize("value", [2.0, -0.0, 0.0, float("nan"), float("inf"), 3, -7, 0])
+def test_python_scalar_operands_match_numpy(value):
+    # Python scalars absorbed by an array take a cached fast path; it must not change results
+    # (signed zeros, nan, ints converted to the array's dtype).
+    host = np.array([-1.5, 0.0, 2.0], np.float32)
+    x = jnp.asarray(host)
+    v = np.float32(value)
+    with np.errstate(all="ignore"):
+        cases = [(lambda: x * value, host * v), (lambda: value - x, v - host),
+                 (lambda: x / value, host / v), (lambda: value + x, v + host)]
+    for _ in range(2):  # the second round hits the cache
+        for make, want in cases:
+            got = make()
+            assert got.dtype == np.float32 and not got.weak_type
+            np.testing.assert_array_equal(np.asarray(got), want)
+            np.testing.assert_array_equal(np.signbit(np.asarray(got)), np.signbit(want))
+
+
+def test_scalar_operand_follows_committed_device():
+    d = plax.devices()[0]
+    x = plax.device_put(jnp.arange(3.0), d)
+    y = x * 2.0
+    assert y.committed and y.device == d
+    np.testing.assert_array_equal(np.asarray(y), [0.0, 2.0, 4.0])
+
+
+def test_int_array_with_python_scalars():
+    x = jnp.asarray(np.array([1, 2, 3], np.int16))
+    assert (x + 1).dtype == np.int16 and (x * 2.5).dtype == np.float32
+    assert (x + 1).weak_type is False and (x * 2.5).weak_type is True  # as in JAX
+    np.testing.assert_array_equal(np.asarray(x * 40000), np.array([1, 2, 3], np.int16) * np.int16(
+        np.array(40000).astype(np.int16)))

@@ -308,3 +308,18 @@ def from_host(x: Any, device=None, committed: bool = False, dtype: Any = None,
     buf = dev.backend.put(host, dev)
     aval = scalar_aval(host.dtype, weak) if host.ndim == 0 else ShapedArray(host.shape, host.dtype, weak)
     return Array._new(buf, aval, dev, committed)
+
+
+def from_owned_host(host: np.ndarray, weak_type: bool = False, device=None) -> Array:
+    """An Array on ``device`` (default: the default device) taking ownership of ``host``.
+
+    The fast sibling of :func:`from_host` for callers that made ``host`` themselves: it must
+    be a NumPy array of a canonical plax dtype that nothing else references (it is not
+    copied or checked).
+    """
+    if device is None:
+        from plax.devices import default_device
+        device = default_device()
+    aval = (scalar_aval(host.dtype, weak_type) if host.ndim == 0
+            else ShapedArray(host.shape, host.dtype, weak_type))
+    return Array._new(device.backend.put(host, device), aval, device, False)

@@ -37,6 +37,7 @@ class Device:
         self.process_index = 0
         self.host_id = 0
         self._backend_cache = None
+        self._kernels: dict = {}  # primitive -> eager kernel of the backend (plax.dispatch)
 
     @property
     def backend(self):
@@ -183,6 +184,7 @@ def _invalidate_caches(known_devices=()) -> None:
     _default_cache[0] = None
     for d in (*cpu_devices(), *known_devices):
         d._backend_cache = None
+        d._kernels = {}
 
 
 def default_device() -> Device:

@@ -266,13 +266,13 @@ def _node(dtype: np.dtype, weak: bool):
     return dtype
 
 
-def _node_dtype(node) -> tuple[np.dtype, bool]:
+def _node_dtype(node, x64: bool) -> tuple[np.dtype, bool]:
     if node == _I:
-        return default_int_dtype(), True
+        return (int64 if x64 else int32), True
     if node == _F:
-        return default_float_dtype(), True
+        return (float64 if x64 else float32), True
     if node == _C:
-        return default_complex_dtype(), True
+        return (complex128 if x64 else complex64), True
     return node, False
 
 
@@ -345,14 +345,7 @@ def result_type(*args: Any, return_weak_type_flag: bool = False):
     """
     if not args:
         raise ValueError("at least one array or dtype is required")
-    x64 = _x64()
-    node = None
-    for a in args:
-        dt, weak = dtype_and_weak_type(a)
-        n = _node(dt, weak)
-        node = n if node is None else _join(node, n, x64)
-    dt, weak = _node_dtype(node)
-    dt = canonicalize_dtype(dt)
+    dt, weak = _result_type_of(tuple([dtype_and_weak_type(a) for a in args]), _x64())
     return (dt, weak) if return_weak_type_flag else dt
 
 
@@ -362,7 +355,7 @@ def _result_type_of(pairs: tuple, x64: bool) -> tuple[np.dtype, bool]:
     for dt, weak in pairs:
         n = _node(dt, weak)
         node = n if node is None else _join(node, n, x64)
-    dt, weak = _node_dtype(node)
+    dt, weak = _node_dtype(node, x64)
     return _canonicalize(dt, x64), weak
 
 

@@ -7,7 +7,7 @@ import numpy as np
 
 from plax import dtypes
 from plax import lax
-from plax.array import Array, from_host
+from plax.array import Array, from_host, from_owned_host
 from plax.core.trace import Tracer, get_aval
 
 _scalar_types = (bool, int, float, complex)
@@ -45,6 +45,8 @@ def to_dtype(x: Any, dtype: np.dtype, weak: bool = False):
         if a.dtype == dtype and a.weak_type == weak:
             return x
         return lax.convert_element_type(x, dtype, weak)
+    if type(x) is float and dtype.kind in "fc":  # the hot case: x * 2.0
+        return from_owned_host(np.array(x, dtype), weak)
     if isinstance(x, _scalar_types) or isinstance(x, (np.ndarray, np.generic)):
         if isinstance(x, int) and not isinstance(x, bool):
             # As in JAX: a Python int must fit the default int type; it then wraps to ``dtype``
@@ -58,7 +60,9 @@ def to_dtype(x: Any, dtype: np.dtype, weak: bool = False):
             host = np.asarray(x)
         if host.dtype.kind == "c" and dtype.kind != "c":
             raise TypeError(f"Cannot convert complex value {x!r} to {dtype.name}")
-        return from_host(host.astype(dtype) if host.dtype != dtype else host, weak_type=weak)
+        if host.dtype == dtype:
+            return from_host(host, weak_type=weak)  # copies: host may be the caller's array
+        return from_owned_host(host.astype(dtype), weak)
     raise TypeError(f"Cannot convert {x!r} of type {type(x).__name__} to an array")
 
 
@@ -108,7 +112,9 @@ def promote_dtypes(*args: Any) -> list:
 def promote_shapes(fun_name: str, *args: Any) -> list:
     """Broadcasts ``args`` (arrays) to a common shape; rank-0 ones are left for the primitive."""
     shapes = [get_aval(a).shape for a in args]
-    if all(s == shapes[0] for s in shapes):
+    # Equal shapes, or rank 0 beside one other shape: the primitives broadcast these.
+    nonscalar = {s for s in shapes if s}
+    if len(nonscalar) <= 1:
         return list(args)
     try:
         out_shape = broadcast_shapes(*shapes)
