@@ -188,8 +188,8 @@ class Array:
         return iter(unstack(self)) if self.aval.shape[0] else iter(())
 
     def __hash__(self):
-        raise TypeError("unhashable type: 'Array'. Arrays are mutable-looking containers and are "
-                        "not hashable; convert to a tuple or a Python scalar (x.item()) to use one "
+        raise TypeError("unhashable type: 'Array'. Like NumPy arrays, plax arrays are not "
+                        "hashable; convert to a tuple or a Python scalar (x.item()) to use one "
                         "as a dict key or a static jit argument.")
 
     def __setitem__(self, idx, value):
@@ -258,11 +258,15 @@ def _unpickle(host: np.ndarray, weak_type: bool) -> Array:
     return from_host(host, weak_type=weak_type)
 
 
+_PY_SCALARS = (bool, int, float, complex)
+
+
 def _host_numpy(x: Any, dtype: np.dtype | None) -> tuple[np.ndarray, bool]:
     """(numpy value, weak_type) for a host value, with plax's dtype rules applied."""
     t = type(x)
-    if t in (bool, int, float, complex) or isinstance(x, (bool, numbers.Number)) and not isinstance(x, (np.generic, np.ndarray)):
-        dt, weak = dtypes.dtype_and_weak_type(x if t in (bool, int, float, complex) else _py_scalar(x))
+    if t in _PY_SCALARS or (isinstance(x, numbers.Number)
+                            and not isinstance(x, (np.generic, np.ndarray))):
+        dt, weak = dtypes.dtype_and_weak_type(x if t in _PY_SCALARS else _py_scalar(x))
         if dtype is not None:
             dt, weak = dtype, False
         if t is int and dtypes.is_integer(dt):
@@ -272,10 +276,12 @@ def _host_numpy(x: Any, dtype: np.dtype | None) -> tuple[np.ndarray, bool]:
         return np.asarray(x, dtype=dt), weak
     if isinstance(x, (np.ndarray, np.generic)):
         arr = np.asarray(x)
-        if arr.dtype == object or arr.dtype.kind in "USMmV" and arr.dtype != dtypes.float0:
-            if arr.dtype not in dtypes.supported_dtypes:  # bfloat16 has kind "V"
-                raise TypeError(f"NumPy array of dtype {arr.dtype} is not a valid plax array "
-                                f"type. Supported dtypes: {', '.join(map(str, dtypes.supported_dtypes))}.")
+        bad_kind = arr.dtype == object or arr.dtype.kind in "USMmV"
+        # bfloat16 has kind "V" too; float0 (the tangent type of integers) is allowed.
+        if bad_kind and arr.dtype not in dtypes.supported_dtypes and arr.dtype != dtypes.float0:
+            names = ", ".join(map(str, dtypes.supported_dtypes))
+            raise TypeError(f"NumPy array of dtype {arr.dtype} is not a valid plax array type. "
+                            f"Supported dtypes: {names}.")
         target = dtype if dtype is not None else dtypes.canonicalize_dtype(arr.dtype)
         return arr.astype(target, copy=True), False
     raise TypeError(f"Value {x!r} of type {t.__name__} is not a valid plax array type: expected "
