@@ -28,6 +28,7 @@ class Device:
     platform = "?"
     _repr_name = "Device"
     _str_name: str | None = None  # the prefix of str(device), default: the platform
+    _backend_cache = None  # class defaults, for subclasses whose __init__ skips ours
 
     def __init__(self, id: int, device_kind: str | None = None, platform: str | None = None):
         self.id = int(id)

@@ -36,7 +36,9 @@ def kernel(device, prim):
     A backend may hand out its kernel directly (``Backend.eager_impl``); otherwise the kernel
     goes through ``Backend.execute``.
     """
-    table = device._kernels
+    table = device.__dict__.get("_kernels")
+    if table is None:  # a Device subclass whose __init__ did not call Device.__init__
+        table = device._kernels = {}
     fn = table.get(prim)
     if fn is None:
         backend = device.backend
@@ -64,7 +66,10 @@ def apply_primitive(prim, args, params):
         out_aval = prim._aval_cache[key]
     except (KeyError, TypeError):
         out_aval = prim.abstract_eval_cached(avals, params)
-    fn = device._kernels.get(prim) or kernel(device, prim)
+    try:
+        fn = device._kernels[prim]
+    except (KeyError, AttributeError):
+        fn = kernel(device, prim)
     out = fn(*[a._buf for a in args], **params)
     if prim.multiple_results:
         return [_new_array(b, av, device, False) for b, av in zip(out, out_aval)]
