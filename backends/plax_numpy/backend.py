@@ -47,6 +47,9 @@ class NumpyBackend(Backend):
             raise UnsupportedPrimitiveError(self.name, primitive.name) from None
         return fn(*buffers, **params)
 
+    def eager_impl(self, primitive):
+        return self.impls.get(primitive)  # None: execute raises UnsupportedPrimitiveError
+
     def compile(self, jaxpr: Jaxpr, device) -> Callable[..., Sequence[Any]]:
         return compile_jaxpr(jaxpr, self.impls, self.name)
 

@@ -15,6 +15,11 @@ def _dot_general(lhs, rhs, *, dimension_numbers, precision, preferred_element_ty
     (lc, rc), (lb, rb) = dimension_numbers
     lhs, rhs = np.asarray(lhs), np.asarray(rhs)
     out_dtype = preferred_element_type or lhs.dtype
+    if (not lb and lhs.ndim <= 2 and rhs.ndim <= 2 and lc == (lhs.ndim - 1,) and rc == (0,)
+            and lhs.dtype == out_dtype and lhs.dtype.kind in "fciu" and lhs.dtype.itemsize > 2):
+        # The common matrix/vector product, already in NumPy's layout: one call.
+        with np.errstate(all="ignore"):
+            return np.asarray(np.dot(lhs, rhs))
     compute = out_dtype
     if np.dtype(compute).itemsize == 2 and np.dtype(compute).kind in "fV":
         compute = np.float32  # NumPy has no fast float16/bfloat16 matmul

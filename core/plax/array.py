@@ -16,14 +16,6 @@ from plax import dtypes
 from plax.core.shaped_array import ShapedArray
 
 
-def _format_array(host: np.ndarray, prefix: str) -> str:
-    if host.size == 0 and host.shape != (0,) or host.size == 0 and host.ndim > 1:
-        return "[]"
-    if host.dtype == dtypes.bfloat16:
-        host = host.astype(np.float32)  # numpy prints bfloat16 like float32
-    return np.array2string(host, separator=", ", prefix=prefix)
-
-
 class Array:
     """An immutable array on a device (JAX's ``jax.Array``).
 
@@ -147,8 +139,8 @@ class Array:
         return self._host_value().tolist()
 
     def __reduce__(self):
-        from plax.numpy import asarray
-        return (asarray, (self._host_value(copy=True),))
+        # Rebuilt on the default device of the unpickling process, weak type kept (as JAX does).
+        return (_unpickle, (self._host_value(copy=True), self.aval.weak_type))
 
     def __copy__(self) -> "Array":
         return self
@@ -158,16 +150,16 @@ class Array:
 
     # ---- Python protocol conversions
     def _scalar_value(self, what: str):
-        if self.aval.size != 1:
-            raise TypeError(f"Only arrays of size 1 can be converted to Python {what}s; this "
-                            f"array has shape {self.shape}. Index or reduce it first.")
-        return self._host_value().reshape(()).item()
+        if self.aval.shape:
+            raise TypeError(f"Only scalar arrays can be converted to Python scalars ({what}); "
+                            f"this array has shape {self.shape}. Index or reduce it first.")
+        return self._host_value().item()
 
     def __bool__(self) -> bool:
         if self.aval.size != 1:
             raise ValueError(f"The truth value of an array with more than one element is "
                              f"ambiguous (shape {self.shape}). Use a.any() or a.all().")
-        return bool(self._scalar_value("bool"))
+        return bool(self._host_value().reshape(()).item())
 
     def __float__(self) -> float:
         return float(self._scalar_value("float"))
@@ -179,7 +171,7 @@ class Array:
         return complex(self._scalar_value("complex"))
 
     def __index__(self) -> int:
-        if self.ndim != 0 or not dtypes.is_integer(self.dtype) and not dtypes.is_bool(self.dtype):
+        if self.ndim != 0 or not dtypes.is_integer(self.dtype):
             raise TypeError(f"Only integer scalar arrays can be converted to a scalar index; got "
                             f"an array of shape {self.shape} and dtype {self.dtype}.")
         return int(self._scalar_value("int"))
@@ -196,8 +188,8 @@ class Array:
         return iter(unstack(self)) if self.aval.shape[0] else iter(())
 
     def __hash__(self):
-        raise TypeError("unhashable type: 'Array'. Arrays are mutable-looking containers and are "
-                        "not hashable; convert to a tuple or a Python scalar (x.item()) to use one "
+        raise TypeError("unhashable type: 'Array'. Like NumPy arrays, plax arrays are not "
+                        "hashable; convert to a tuple or a Python scalar (x.item()) to use one "
                         "as a dict key or a static jit argument.")
 
     def __setitem__(self, idx, value):
@@ -212,18 +204,20 @@ class Array:
         dtype_str = f"dtype={self.dtype.name}"
         if self.weak_type:
             dtype_str += ", weak_type=True"
-        host = self._host_value()
-        if host.size == 0:
-            return f"{prefix}[], shape={self.shape}, {dtype_str})"
-        body = _format_array(host, prefix)
-        sep = ", " if "\n" not in body or len(body.splitlines()[-1]) + len(dtype_str) < 75 else ",\n" + " " * len(prefix)
-        return f"{prefix}{body}{sep}{dtype_str})"
+        width = np.get_printoptions()["linewidth"]
+        if self.aval.size == 0:
+            body = f"[], shape={self.shape}"
+        else:
+            body = np.array2string(self._host_value(), prefix=prefix, suffix=",",
+                                   separator=", ", max_line_width=width)
+        # Like JAX: the dtype goes on the body's last line, after a space, or after padding
+        # as wide as the prefix when that line is already long.
+        last_line = len(body) - body.rfind("\n") + 1
+        sep = " " * len(prefix) if last_line + len(dtype_str) + 2 > width else " "
+        return f"{prefix}{body},{sep}{dtype_str})"
 
     def __str__(self) -> str:
-        host = self._host_value()
-        if host.dtype == dtypes.bfloat16:
-            return str(host)
-        return str(host)
+        return str(self._host_value())
 
     def __format__(self, spec: str) -> str:
         if self.ndim == 0:
@@ -260,11 +254,19 @@ def scalar_aval(dtype: np.dtype, weak_type: bool) -> ShapedArray:
     return aval
 
 
+def _unpickle(host: np.ndarray, weak_type: bool) -> Array:
+    return from_host(host, weak_type=weak_type)
+
+
+_PY_SCALARS = (bool, int, float, complex)
+
+
 def _host_numpy(x: Any, dtype: np.dtype | None) -> tuple[np.ndarray, bool]:
     """(numpy value, weak_type) for a host value, with plax's dtype rules applied."""
     t = type(x)
-    if t in (bool, int, float, complex) or isinstance(x, (bool, numbers.Number)) and not isinstance(x, (np.generic, np.ndarray)):
-        dt, weak = dtypes.dtype_and_weak_type(x if t in (bool, int, float, complex) else _py_scalar(x))
+    if t in _PY_SCALARS or (isinstance(x, numbers.Number)
+                            and not isinstance(x, (np.generic, np.ndarray))):
+        dt, weak = dtypes.dtype_and_weak_type(x if t in _PY_SCALARS else _py_scalar(x))
         if dtype is not None:
             dt, weak = dtype, False
         if t is int and dtypes.is_integer(dt):
@@ -274,8 +276,12 @@ def _host_numpy(x: Any, dtype: np.dtype | None) -> tuple[np.ndarray, bool]:
         return np.asarray(x, dtype=dt), weak
     if isinstance(x, (np.ndarray, np.generic)):
         arr = np.asarray(x)
-        if arr.dtype == object or arr.dtype.kind in "USMmV" and arr.dtype != dtypes.float0:
-            raise TypeError(f"NumPy array of dtype {arr.dtype} is not a valid plax array type.")
+        bad_kind = arr.dtype == object or arr.dtype.kind in "USMmV"
+        # bfloat16 has kind "V" too; float0 (the tangent type of integers) is allowed.
+        if bad_kind and arr.dtype not in dtypes.supported_dtypes and arr.dtype != dtypes.float0:
+            names = ", ".join(map(str, dtypes.supported_dtypes))
+            raise TypeError(f"NumPy array of dtype {arr.dtype} is not a valid plax array type. "
+                            f"Supported dtypes: {names}.")
         target = dtype if dtype is not None else dtypes.canonicalize_dtype(arr.dtype)
         return arr.astype(target, copy=True), False
     raise TypeError(f"Value {x!r} of type {t.__name__} is not a valid plax array type: expected "
@@ -308,3 +314,18 @@ def from_host(x: Any, device=None, committed: bool = False, dtype: Any = None,
     buf = dev.backend.put(host, dev)
     aval = scalar_aval(host.dtype, weak) if host.ndim == 0 else ShapedArray(host.shape, host.dtype, weak)
     return Array._new(buf, aval, dev, committed)
+
+
+def from_owned_host(host: np.ndarray, weak_type: bool = False, device=None) -> Array:
+    """An Array on ``device`` (default: the default device) taking ownership of ``host``.
+
+    The fast sibling of :func:`from_host` for callers that made ``host`` themselves: it must
+    be a NumPy array of a canonical plax dtype that nothing else references (it is not
+    copied or checked).
+    """
+    if device is None:
+        from plax.devices import default_device
+        device = default_device()
+    aval = (scalar_aval(host.dtype, weak_type) if host.ndim == 0
+            else ShapedArray(host.shape, host.dtype, weak_type))
+    return Array._new(device.backend.put(host, device), aval, device, False)

@@ -43,6 +43,12 @@ class Backend:
         primitives). Raises :class:`UnsupportedPrimitiveError` for a primitive it declines."""
         raise NotImplementedError
 
+    def eager_impl(self, primitive) -> Callable[..., Any] | None:
+        """Optionally, the kernel ``fn(*buffers, **params)`` that :meth:`execute` would run for
+        ``primitive``. Eager dispatch caches it per device and calls it directly, saving a call
+        per operation. Return None (the default) to have every call go through ``execute``."""
+        return None
+
     def compile(self, jaxpr, device) -> Callable[..., Sequence[Any]]:
         """Compiles a constvar-free jaxpr into ``executable(*buffers) -> list of buffers``."""
         raise NotImplementedError

@@ -27,6 +27,8 @@ class Device:
 
     platform = "?"
     _repr_name = "Device"
+    _str_name: str | None = None  # the prefix of str(device), default: the platform
+    _backend_cache = None  # class defaults, for subclasses whose __init__ skips ours
 
     def __init__(self, id: int, device_kind: str | None = None, platform: str | None = None):
         self.id = int(id)
@@ -36,6 +38,7 @@ class Device:
         self.process_index = 0
         self.host_id = 0
         self._backend_cache = None
+        self._kernels: dict = {}  # primitive -> eager kernel of the backend (plax.dispatch)
 
     @property
     def backend(self):
@@ -55,7 +58,7 @@ class Device:
         return f"{self._repr_name}(id={self.id})"
 
     def __str__(self) -> str:
-        return f"{self.platform.upper()}_{self.id}" if self.platform != "cpu" else f"TFRT_CPU_{self.id}"
+        return f"{self._str_name or self.platform}:{self.id}"  # JAX prints "cpu:0", "cuda:1"
 
     def __eq__(self, other) -> bool:
         return isinstance(other, Device) and (self.platform, self.id) == (other.platform, other.id)
@@ -76,6 +79,7 @@ class CudaDevice(Device):
 
     platform = "gpu"
     _repr_name = "CudaDevice"
+    _str_name = "cuda"
 
 
 @functools.lru_cache(maxsize=None)
@@ -116,13 +120,15 @@ def devices(platform: str | None = None, backend: str | None = None) -> list[Dev
       [CpuDevice(id=0)]
     """
     reg = _registry()
+    reg.check_environment()
     if backend is not None:
         b = reg.get_backend(backend)
         return sorted(b.devices(), key=lambda d: d.id)
     if platform is None:
         plats = reg.platforms()
         if not plats:
-            raise RuntimeError("No plax backend is available. " + reg._failure_summary())
+            raise RuntimeError(("No plax backend is available. " + reg._exclusion_summary()
+                                + reg._failure_summary()).strip())
         return list(reg.platform_devices[plats[0]])
     from plax.plugins import _platform_alias
     canonical = _platform_alias(platform)
@@ -130,10 +136,10 @@ def devices(platform: str | None = None, backend: str | None = None) -> list[Dev
         return list(reg.platform_devices[canonical])
     if platform in reg.backends:
         return sorted(reg.backends[platform].devices(), key=lambda d: d.id)
-    raise RuntimeError(
+    raise RuntimeError((
         f"Unknown backend or platform {platform!r}: no such device is available. Available "
         f"platforms: {reg.platforms()}; available backends: {sorted(reg.backends)}. "
-        + reg._failure_summary())
+        + reg._failure_summary()).strip())
 
 
 def local_devices(process_index: int | None = None, backend: str | None = None) -> list[Device]:
@@ -175,10 +181,11 @@ _default_state = _DefaultDeviceState()
 _default_cache: list = [None]
 
 
-def _invalidate_caches() -> None:
+def _invalidate_caches(known_devices=()) -> None:
     _default_cache[0] = None
-    for d in cpu_devices():
+    for d in (*cpu_devices(), *known_devices):
         d._backend_cache = None
+        d._kernels = {}
 
 
 def default_device() -> Device:
@@ -246,8 +253,10 @@ def device_put(x: Any, device: Any = None, *, may_alias: bool | None = None, don
 
     Args:
       x: an array, NumPy array, scalar, or a pytree of them.
-      device: a Device, a platform name, or None for the default device (arrays placed on
-        an explicit device are *committed* to it).
+      device: a Device, a platform name, or None. With a device, every leaf is placed on it
+        and *committed* to it (operations keep their result there, and mixing arrays committed
+        to different devices is an error). With None, Arrays stay where they are and other
+        leaves go to the default device, uncommitted.
 
     Returns:
       The same structure with every leaf a :class:`plax.Array` on the device.
@@ -270,7 +279,7 @@ def _put_leaf(leaf: Any, device: Device, committed: bool):
     from plax.array import Array, from_host
     from plax.core.trace import Tracer
     if isinstance(leaf, Array):
-        if leaf._device == device:
+        if not committed or leaf._device == device:
             if committed and not leaf._committed:
                 return Array._new(leaf._buf, leaf.aval, device, True)
             return leaf

@@ -5,12 +5,14 @@ short because it is paid per operation: check operands (the cached abstract
 eval does shapes and dtypes), pick the device and its backend, run the
 backend's implementation, wrap the buffer. Primitives with an ``impl`` rule in
 the registry (those defined in terms of other primitives) run that rule instead.
+
+The common case -- every operand a plax Array on one device, none committed
+elsewhere -- takes a fast path: one identity check per operand, one dictionary
+lookup for the output abstract value, one for the backend's kernel.
 """
 from __future__ import annotations
 
-from typing import Any
-
-import numpy as np
+import functools
 
 from plax import errors
 from plax.array import Array, from_host
@@ -19,6 +21,7 @@ from plax.core.trace import Tracer
 from plax.devices import default_device, move_buffer
 
 _impl_rules = registry.rule_table("impl")
+_new_array = Array._new
 
 
 def _incompatible(prim, devices) -> ValueError:
@@ -27,11 +30,54 @@ def _incompatible(prim, devices) -> ValueError:
                       "plax.device_put(x, device) first.")
 
 
+def kernel(device, prim):
+    """The callable ``(*buffers, **params)`` that runs ``prim`` on ``device`` (cached per device).
+
+    A backend may hand out its kernel directly (``Backend.eager_impl``); otherwise the kernel
+    goes through ``Backend.execute``.
+    """
+    table = device.__dict__.get("_kernels")
+    if table is None:  # a Device subclass whose __init__ did not call Device.__init__
+        table = device._kernels = {}
+    fn = table.get(prim)
+    if fn is None:
+        backend = device.backend
+        fn = backend.eager_impl(prim) or functools.partial(backend.execute, prim)
+        table[prim] = fn
+    return fn
+
+
 def apply_primitive(prim, args, params):
     """Runs ``prim`` on concrete operands and returns Array(s)."""
     rule = _impl_rules.get(prim)
     if rule is not None:
         return rule(*args, **params)
+    # Fast path: Arrays on one device, none committed.
+    device = None
+    for a in args:
+        if type(a) is not Array or a._committed or (device is not None and a._device is not device):
+            return _apply_general(prim, args, params)
+        device = a._device
+    if device is None:
+        return _apply_general(prim, args, params)
+    avals = tuple([a.aval for a in args])
+    key = (avals, tuple(params.items())) if params else avals
+    try:
+        out_aval = prim._aval_cache[key]
+    except (KeyError, TypeError):
+        out_aval = prim.abstract_eval_cached(avals, params)
+    try:
+        fn = device._kernels[prim]
+    except (KeyError, AttributeError):
+        fn = kernel(device, prim)
+    out = fn(*[a._buf for a in args], **params)
+    if prim.multiple_results:
+        return [_new_array(b, av, device, False) for b, av in zip(out, out_aval)]
+    return _new_array(out, out_aval, device, False)
+
+
+def _apply_general(prim, args, params):
+    """Operands that are host values, committed, or on several devices."""
     device = None
     committed = False
     for a in args:
@@ -50,10 +96,10 @@ def apply_primitive(prim, args, params):
     avals = tuple([a.aval for a in args])
     out_aval = prim.abstract_eval_cached(avals, params)
     bufs = [a._buf if a._device == device else move_buffer(a._buf, a._device, device) for a in args]
-    out = device.backend.execute(prim, *bufs, **params)
+    out = kernel(device, prim)(*bufs, **params)
     if prim.multiple_results:
-        return [Array._new(b, av, device, committed) for b, av in zip(out, out_aval)]
-    return Array._new(out, out_aval, device, committed)
+        return [_new_array(b, av, device, committed) for b, av in zip(out, out_aval)]
+    return _new_array(out, out_aval, device, committed)
 
 
 def _to_arrays(prim, args):

@@ -115,7 +115,9 @@ def check_user_dtype(dtype: Any, fun_name: str) -> np.dtype:
     """Canonicalises a dtype a user asked for, warning when x64 truncates it."""
     requested = to_numpy_dtype(dtype)
     result = canonicalize_dtype(requested)
-    if result != requested and dtype not in (builtins.int, builtins.float, builtins.complex):
+    # Identity, not ==: plax's scalar types compare equal to the dtypes they name.
+    python_type = any(dtype is t for t in (builtins.int, builtins.float, builtins.complex))
+    if result != requested and not python_type:
         warnings.warn(
             f"Explicitly requested dtype {requested} requested in {fun_name} is not available, "
             f"and will be truncated to dtype {result}. To enable more dtypes, set the "
@@ -182,6 +184,23 @@ def real_dtype(dtype: np.dtype) -> np.dtype:
     return {complex64: float32, complex128: float64}.get(dtype, dtype)
 
 
+_to_inexact = {bool_: float32, int8: float32, int16: float32, int32: float32, uint8: float32,
+               uint16: float32, uint32: float32, int64: float64, uint64: float64}
+
+
+def to_inexact_dtype(dtype: np.dtype) -> np.dtype:
+    """The floating type that functions like ``sin`` or ``/`` compute integer inputs in.
+
+    Inexact types are unchanged; up to 32-bit integers (and bool) give float32 even with
+    x64 enabled, 64-bit integers give float64 (canonicalised to float32 without x64).
+
+    Example:
+      >>> to_inexact_dtype(np.dtype("int16"))
+      dtype('float32')
+    """
+    return canonicalize_dtype(_to_inexact.get(dtype, dtype))
+
+
 def complex_dtype_for(dtype: np.dtype) -> np.dtype:
     """The complex type that holds values of ``dtype``."""
     return complex128 if dtype in (float64, complex128) else complex64
@@ -201,27 +220,32 @@ _lattice_up: dict[Any, tuple] = {
     bfloat16: (float32,), float16: (float32,), float32: (float64, complex64), float64: (complex128,),
     _C: (complex64,), complex64: (complex128,), complex128: (),
 }
+# Without x64, no promotion may *create* a 64-bit type from narrower inputs. The only such
+# edge is uint32 -> int64 (uint32 with a signed type), which then goes to int32 instead.
+_lattice_up_x32 = {**_lattice_up, uint32: (int32, uint64)}
 
 
-def _upper_bounds(node) -> frozenset:
+def _upper_bounds(lattice: dict, node) -> frozenset:
     seen, stack = set(), [node]
     while stack:
         n = stack.pop()
         if n not in seen:
             seen.add(n)
-            stack.extend(_lattice_up[n])
+            stack.extend(lattice[n])
     return frozenset(seen)
 
 
-_ub = {n: _upper_bounds(n) for n in _lattice_up}
+_ub = {True: {n: _upper_bounds(_lattice_up, n) for n in _lattice_up},
+       False: {n: _upper_bounds(_lattice_up_x32, n) for n in _lattice_up_x32}}
 
 
 @functools.lru_cache(maxsize=None)
-def _join(a, b):
-    common = _ub[a] & _ub[b]
+def _join(a, b, x64: bool):
+    ub = _ub[x64]
+    common = ub[a] & ub[b]
     # The least upper bound is the common bound that all other common bounds are above.
     for c in common:
-        if common <= _ub[c]:
+        if common <= ub[c]:
             return c
     raise TypePromotionError(f"Input dtypes {a} and {b} have no available implicit dtype "
                              "promotion path.")
@@ -242,13 +266,13 @@ def _node(dtype: np.dtype, weak: bool):
     return dtype
 
 
-def _node_dtype(node) -> tuple[np.dtype, bool]:
+def _node_dtype(node, x64: bool) -> tuple[np.dtype, bool]:
     if node == _I:
-        return default_int_dtype(), True
+        return (int64 if x64 else int32), True
     if node == _F:
-        return default_float_dtype(), True
+        return (float64 if x64 else float32), True
     if node == _C:
-        return default_complex_dtype(), True
+        return (complex128 if x64 else complex64), True
     return node, False
 
 
@@ -260,7 +284,7 @@ def promote_types(a: Any, b: Any) -> np.dtype:
       dtype('int16')
     """
     a, b = to_numpy_dtype(a), to_numpy_dtype(b)
-    node = _join(a, b)
+    node = _join(a, b, _x64())
     if node == _I:
         return int64
     if node == _F:
@@ -321,13 +345,7 @@ def result_type(*args: Any, return_weak_type_flag: bool = False):
     """
     if not args:
         raise ValueError("at least one array or dtype is required")
-    node = None
-    for a in args:
-        dt, weak = dtype_and_weak_type(a)
-        n = _node(dt, weak)
-        node = n if node is None else _join(node, n)
-    dt, weak = _node_dtype(node)
-    dt = canonicalize_dtype(dt)
+    dt, weak = _result_type_of(tuple([dtype_and_weak_type(a) for a in args]), _x64())
     return (dt, weak) if return_weak_type_flag else dt
 
 
@@ -336,8 +354,8 @@ def _result_type_of(pairs: tuple, x64: bool) -> tuple[np.dtype, bool]:
     node = None
     for dt, weak in pairs:
         n = _node(dt, weak)
-        node = n if node is None else _join(node, n)
-    dt, weak = _node_dtype(node)
+        node = n if node is None else _join(node, n, x64)
+    dt, weak = _node_dtype(node, x64)
     return _canonicalize(dt, x64), weak
 
 

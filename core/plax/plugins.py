@@ -80,6 +80,8 @@ class Registry:
         self.backends: dict[str, Any] = {}
         self.exports: dict[str, Any] = {}
         self.platform_devices: dict[str, list] = {}
+        self.excluded: dict[str, str] = {}  # backend name -> platform, left out by PLAX_PLATFORMS
+        self.environment_error: str = ""    # a bad PLAX_BACKEND / PLAX_PLATFORMS, or ""
 
     # ---- queries
 
@@ -103,16 +105,29 @@ class Registry:
         Raises:
           RuntimeError: listing the available backends and platforms.
         """
+        self.check_environment()
         if name in self.backends:
             return self.backends[name]
         canonical = _platform_alias(name)
         ranked = self.backends_for_platform(canonical)
         if ranked and canonical in self.platform_devices:
             return ranked[0]
-        raise RuntimeError(
+        raise RuntimeError((
             f"Unknown backend {name!r}. Available backends: {sorted(self.backends) or 'none'}; "
             f"available platforms: {self.platforms() or 'none'}. "
-            + self._failure_summary())
+            + self._failure_summary()).strip())
+
+    def check_environment(self) -> None:
+        """Raises RuntimeError if PLAX_BACKEND or PLAX_PLATFORMS names something unavailable."""
+        if self.environment_error:
+            raise RuntimeError(self.environment_error)
+
+    def _exclusion_summary(self) -> str:
+        if not self.excluded:
+            return ""
+        left_out = ", ".join(f"{n} (platform {p})" for n, p in sorted(self.excluded.items()))
+        return (f"PLAX_PLATFORMS={os.environ.get('PLAX_PLATFORMS') or os.environ.get('JAX_PLATFORMS')!r} "
+                f"excludes the installed backends {left_out}. ")
 
     def _failure_summary(self) -> str:
         failed = [f"{r.name} ({r.error})" for r in self.records if r.status != "loaded"]
@@ -122,6 +137,7 @@ class Registry:
 _lock = threading.RLock()
 _registry: Registry | None = None
 _manual: list[tuple[str, Any]] = []
+_loading: list[str] = []  # the plugin being loaded while discovery runs (guards re-entry)
 
 
 def _platform_alias(name: str) -> str:
@@ -143,24 +159,66 @@ def _entry_points(group: str):
     return list(entry_points(group=group))
 
 
-def register_plugin(plugin: Any, name: str | None = None) -> None:
+def register_plugin(plugin: Any, name: str | None = None) -> str:
     """Registers a plugin object (a module or an object with hook methods) by hand.
 
     Useful in tests and notebooks; installed packages use entry points instead.
     The registry is rebuilt on next use.
+
+    Args:
+      plugin: a module or object whose ``plax_backends`` / ``plax_plugins`` attributes are
+        decorated with :data:`hookimpl`.
+      name: the name reports use (default: the module's ``__name__``).
+
+    Returns:
+      The name it was registered under (for :func:`unregister_plugin`).
+
+    Raises:
+      ValueError: if a plugin of that name is already registered by hand.
+
+    Example:
+      >>> class MyPlugin:
+      ...     @hookimpl
+      ...     def plax_backends(self):
+      ...         return [MyBackend()]
+      >>> plax.plugins.register_plugin(MyPlugin(), name="mine")
+      'mine'
+    """
+    name = name or getattr(plugin, "__name__", None) or type(plugin).__name__
+    with _lock:
+        if any(n == name for n, _ in _manual):
+            raise ValueError(f"A plugin named {name!r} is already registered; pass another name "
+                             "or call unregister_plugin first.")
+        _manual.append((name, plugin))
+        reset()
+    return name
+
+
+def unregister_plugin(name: str) -> None:
+    """Removes a plugin added with :func:`register_plugin`; the registry is rebuilt on next use.
+
+    Raises:
+      KeyError: naming the plugin and those registered by hand, if it is not one of them.
     """
     with _lock:
-        _manual.append((name or getattr(plugin, "__name__", repr(plugin)), plugin))
-        reset()
+        for i, (n, _) in enumerate(_manual):
+            if n == name:
+                del _manual[i]
+                reset()
+                return
+    raise KeyError(f"No plugin named {name!r} was registered by hand; registered: "
+                   f"{[n for n, _ in _manual]}")
 
 
 def reset() -> None:
     """Forgets the loaded registry so the next use rediscovers plugins (tests use this)."""
     global _registry
     with _lock:
-        _registry = None
-        from plax import devices as _devices
-        _devices._invalidate_caches()
+        old, _registry = _registry, None
+        known = [d for devs in old.platform_devices.values() for d in devs] if old else []
+        # (``from plax import devices`` would give the function plax.devices, not the module)
+        import importlib
+        importlib.import_module("plax.devices")._invalidate_caches(known)
 
 
 def registry() -> Registry:
@@ -170,7 +228,16 @@ def registry() -> Registry:
         return reg
     with _lock:
         if _registry is None:
-            _load()
+            if _loading:
+                raise RuntimeError(
+                    f"A plax plugin ({_loading[-1]}) used plax devices or backends while plugins "
+                    "were being loaded. Hooks must only construct and return their objects; "
+                    "look up other backends lazily, at first use.")
+            _loading.append("?")
+            try:
+                _load()
+            finally:
+                _loading.clear()
         return _registry
 
 
@@ -194,19 +261,27 @@ def _load() -> None:
         candidates.append((name, "manual", repr(obj), lambda obj=obj: obj))
 
     for name, group, source, load in candidates:
+        _loading[-1] = f"{group} plugin {name!r}"
         record = PluginRecord(name, group, source)
         reg.records.append(record)
         try:
             plugin = load()
             pm.register(plugin, name=f"{group}:{name}")
-            records[f"{group}:{name}"] = record
         except Exception as err:
             record.status, record.error = "failed", f"{type(err).__name__}: {err}"
+            _warn(record)
+            continue
+        records[f"{group}:{name}"] = record
+        if not pm.get_hookcallers(plugin):
+            record.status = "failed"
+            record.error = ("implements no plax hook (expected a function plax_backends or "
+                            "plax_plugins decorated with plax.plugins.hookimpl)")
             _warn(record)
 
     # Each hook implementation is called on its own, so one that raises cannot stop the others.
     for impl in pm.hook.plax_backends.get_hookimpls():
         record = records[impl.plugin_name]
+        _loading[-1] = f"{record.group} plugin {record.name!r}"
         try:
             backends = list(impl.function() or [])
         except Exception as err:
@@ -214,11 +289,15 @@ def _load() -> None:
             _warn(record)
             continue
         for backend in backends:
+            step = "is not a Backend"
             try:
+                _check_backend_object(backend)
+                step = "devices() raised"
                 devs = list(backend.devices())
             except Exception as err:
                 record.status = "failed"
-                record.error = f"backend {backend.name!r}: devices() raised {type(err).__name__}: {err}"
+                record.error = (f"backend {getattr(backend, 'name', backend)!r}: {step}: "
+                                f"{type(err).__name__}: {err}")
                 _warn(record)
                 continue
             if backend.name in reg.backends:
@@ -229,6 +308,7 @@ def _load() -> None:
             if allowed and _platform_alias(backend.platform) not in allowed:
                 record.backends.append(f"{backend.name} (platform {backend.platform} excluded by "
                                        "PLAX_PLATFORMS)")
+                reg.excluded[backend.name] = backend.platform
                 continue
             reg.backends[backend.name] = backend
             record.backends.append(backend.name)
@@ -238,6 +318,7 @@ def _load() -> None:
                     known.append(d)
     for impl in pm.hook.plax_plugins.get_hookimpls():
         record = records[impl.plugin_name]
+        _loading[-1] = f"{record.group} plugin {record.name!r}"
         try:
             exported = impl.function() or {}
             reg.exports.update(exported)
@@ -247,11 +328,40 @@ def _load() -> None:
             _warn(record)
     for devs in reg.platform_devices.values():
         devs.sort(key=lambda d: d.id)
+    reg.environment_error = _environment_error(reg)
+    _registry = reg
+
+
+def _check_backend_object(backend: Any) -> None:
+    missing = [a for a in ("name", "platform", "priority", "devices", "put", "to_host", "execute",
+                           "compile") if not hasattr(backend, a)]
+    if missing:
+        raise TypeError(f"{backend!r} is not a plax Backend: it lacks {missing} (subclass "
+                        "plax.backend.Backend)")
+
+
+def _environment_error(reg: Registry) -> str:
+    """What is wrong with PLAX_BACKEND / PLAX_PLATFORMS given what was found ("" if nothing)."""
+    problems = []
+    try:
+        import importlib
+        importlib.import_module("plax.devices").cpu_devices()
+    except ValueError as err:  # a bad PLAX_NUM_CPU_DEVICES
+        problems.append(str(err) + ".")
     forced = os.environ.get("PLAX_BACKEND")
     if forced and forced not in reg.backends:
-        warnings.warn(f"plax: PLAX_BACKEND={forced!r} names no available backend; available: "
-                      f"{sorted(reg.backends)}. Using the default.", PlaxPluginWarning)
-    _registry = reg
+        problems.append(f"PLAX_BACKEND={forced!r} names no available backend; available "
+                        f"backends: {sorted(reg.backends) or 'none'}.")
+    missing = [p for p in _platform_order() if not reg.platform_devices.get(p)]
+    if missing:
+        raw = os.environ.get("PLAX_PLATFORMS") or os.environ.get("JAX_PLATFORMS")
+        found = sorted({b.platform for b in reg.backends.values()} | set(reg.excluded.values()))
+        problems.append(f"PLAX_PLATFORMS={raw!r} requests platform(s) {missing} for which no "
+                        f"backend with devices is installed; installed platforms: {found or 'none'}.")
+    if not problems:
+        return ""
+    return (" ".join(problems) + " Fix or unset the environment variable. "
+            + reg._failure_summary()).strip()
 
 
 def info() -> str:
@@ -263,12 +373,15 @@ def info() -> str:
         extra += f" exports={r.exports}" if r.exports else ""
         err = f"  error: {r.error}" if r.error else ""
         lines.append(f"  [{r.status}] {r.name} ({r.group}: {r.source}){extra}{err}")
+    if reg.environment_error:
+        lines.append(f"environment error: {reg.environment_error}")
     lines.append("backends:")
     for b in sorted(reg.backends.values(), key=lambda b: (b.platform, -b.priority)):
         default = " (default)" if reg.backends_for_platform(b.platform)[0] is b else ""
         lines.append(f"  {b.name}: platform={b.platform} priority={b.priority}{default}")
     lines.append("devices:")
     for p in reg.platforms():
+        drivers = [b.name for b in reg.backends_for_platform(p)]
         for d in reg.platform_devices[p]:
-            lines.append(f"  {d!r} kind={d.device_kind!r}")
+            lines.append(f"  {d!r} platform={p} kind={d.device_kind!r} backends={drivers}")
     return "\n".join(lines)

@@ -64,13 +64,29 @@ def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_t
       >>> dot_general(jnp.ones((2, 3)), jnp.ones((3, 4)), (((1,), (0,)), ((), ()))).shape
       (2, 4)
     """
-    (lc, rc), (lb, rb) = dimension_numbers
-    dn = ((tuple(int(d) for d in lc), tuple(int(d) for d in rc)),
-          (tuple(int(d) for d in lb), tuple(int(d) for d in rb)))
+    try:
+        dn = _dn_cache[dimension_numbers]
+    except (KeyError, TypeError):  # new, or unhashable (lists)
+        dn = _canonical_dimension_numbers(dimension_numbers)
     pet = None if preferred_element_type is None else dtypes.canonicalize_dtype(preferred_element_type)
     return dot_general_p.bind(asarray(lhs), asarray(rhs), dimension_numbers=dn,
                               precision=_canonical_precision(precision),
                               preferred_element_type=pet)
+
+
+_dn_cache: dict = {}
+
+
+def _canonical_dimension_numbers(dimension_numbers):
+    (lc, rc), (lb, rb) = dimension_numbers
+    dn = ((tuple(int(d) for d in lc), tuple(int(d) for d in rc)),
+          (tuple(int(d) for d in lb), tuple(int(d) for d in rb)))
+    try:
+        if len(_dn_cache) < 1024:
+            _dn_cache[dimension_numbers] = dn
+    except TypeError:
+        pass
+    return dn
 
 
 def _canonical_precision(precision):

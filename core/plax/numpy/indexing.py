@@ -348,15 +348,21 @@ class _IndexUpdateRef:
 
     mul = multiply
 
+    def _factors(self, values, kwargs):
+        # The product of the values scattered at each position (1 elsewhere), so a repeated
+        # index divides (or raises) repeatedly, as ``x[idx] /= y`` applied per index would.
+        from plax.numpy.creation import ones_like
+        return _IndexUpdateRef(ones_like(self.array), self.index).multiply(values, **kwargs)
+
     def divide(self, values, **kwargs):
-        """``x[idx] /= values``, as a new array."""
+        """``x[idx] /= values`` (repeated indices divide repeatedly), as a new array."""
         from plax.numpy.ufuncs import divide
-        return self.set(divide(self.get(), values), **kwargs)
+        return divide(self.array, self._factors(values, kwargs))
 
     def power(self, values, **kwargs):
-        """``x[idx] **= values``, as a new array."""
+        """``x[idx] **= values`` (repeated indices multiply the exponent), as a new array."""
         from plax.numpy.ufuncs import power
-        return self.set(power(self.get(), values), **kwargs)
+        return power(self.array, self._factors(values, kwargs))
 
     def min(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None):
         """``x[idx] = minimum(x[idx], values)``, as a new array."""

@@ -181,7 +181,8 @@ def var(a, axis=None, dtype=None, out=None, ddof: int = 0, keepdims: bool = Fals
     dt = dtypes.check_user_dtype(dtype, "var") if dtype is not None else _mean_dtype(aval.dtype)
     compute = np.dtype(np.float32) if dt in (dtypes.float16, dtypes.bfloat16) else dt
     x = lax.convert_element_type(a, compute)
-    centered = lax.sub(x, mean(x, axis=axes, keepdims=True, where=where))
+    from plax.numpy.util import broadcast_to
+    centered = lax.sub(x, broadcast_to(mean(x, axis=axes, keepdims=True, where=where), aval.shape))
     if dtypes.is_complex(compute):
         sq = lax.real(lax.mul(centered, lax.conj(centered)))
     else:
@@ -191,7 +192,6 @@ def var(a, axis=None, dtype=None, out=None, ddof: int = 0, keepdims: bool = Fals
         n = _count(aval, axes, None)
         denom = lax.full((), builtins.max(n - ddof, 0), rdt)
     else:
-        from plax.numpy.util import broadcast_to
         denom = lax.sub(sum(broadcast_to(asarray_weak(where), aval.shape), axis=axes, dtype=rdt,
                             keepdims=keepdims), lax.full((), ddof, rdt))
     out = lax.div(sum(sq, axis=axes, keepdims=keepdims, where=where), denom)

@@ -7,7 +7,7 @@ import numpy as np
 
 from plax import dtypes
 from plax import lax
-from plax.array import Array, from_host
+from plax.array import Array, from_host, from_owned_host
 from plax.core.trace import Tracer, get_aval
 
 _scalar_types = (bool, int, float, complex)
@@ -45,15 +45,24 @@ def to_dtype(x: Any, dtype: np.dtype, weak: bool = False):
         if a.dtype == dtype and a.weak_type == weak:
             return x
         return lax.convert_element_type(x, dtype, weak)
+    if type(x) is float and dtype.kind in "fc":  # the hot case: x * 2.0
+        return from_owned_host(np.array(x, dtype), weak)
     if isinstance(x, _scalar_types) or isinstance(x, (np.ndarray, np.generic)):
-        host = np.asarray(x)
+        if isinstance(x, int) and not isinstance(x, bool):
+            # As in JAX: a Python int must fit the default int type; it then wraps to ``dtype``
+            # (uint8 array + 300 is uint8 array + 44).
+            default = dtypes.default_int_dtype()
+            info = np.iinfo(default)
+            if not info.min <= x <= info.max:
+                raise OverflowError(f"Python int {x} too large to convert to {default.name}")
+            host = np.asarray(x, default)
+        else:
+            host = np.asarray(x)
         if host.dtype.kind == "c" and dtype.kind != "c":
             raise TypeError(f"Cannot convert complex value {x!r} to {dtype.name}")
-        if isinstance(x, int) and not isinstance(x, bool) and dtypes.is_integer(dtype):
-            info = np.iinfo(dtype)
-            if not info.min <= x <= info.max:
-                raise OverflowError(f"Python int {x} too large to convert to {dtype.name}")
-        return from_host(host.astype(dtype) if host.dtype != dtype else host, weak_type=weak)
+        if host.dtype == dtype:
+            return from_host(host, weak_type=weak)  # copies: host may be the caller's array
+        return from_owned_host(host.astype(dtype), weak)
     raise TypeError(f"Cannot convert {x!r} of type {type(x).__name__} to an array")
 
 
@@ -96,13 +105,16 @@ def broadcast_to(x, shape: Sequence[int]):
 def promote_dtypes(*args: Any) -> list:
     """Converts ``args`` to their common dtype under JAX's promotion rules (shapes untouched)."""
     dt, weak = dtypes.result_type(*args, return_weak_type_flag=True)
-    return [to_dtype(a, dt, weak and dtypes.is_weakly_typed(a)) for a in args]
+    # Every operand takes the result's weak type, as in JAX (int32 array + 1.5 is weak float32).
+    return [to_dtype(a, dt, weak) for a in args]
 
 
 def promote_shapes(fun_name: str, *args: Any) -> list:
     """Broadcasts ``args`` (arrays) to a common shape; rank-0 ones are left for the primitive."""
     shapes = [get_aval(a).shape for a in args]
-    if all(s == shapes[0] for s in shapes):
+    # Equal shapes, or rank 0 beside one other shape: the primitives broadcast these.
+    nonscalar = {s for s in shapes if s}
+    if len(nonscalar) <= 1:
         return list(args)
     try:
         out_shape = broadcast_shapes(*shapes)
@@ -122,10 +134,8 @@ def promote_args_inexact(fun_name: str, *args: Any) -> list:
     """Like :func:`promote_args`, then to the default float type if the result is not inexact."""
     check_arraylike(fun_name, *args)
     dt, weak = dtypes.result_type(*args, return_weak_type_flag=True)
-    if not dtypes.is_inexact(dt):
-        dt = dtypes.default_float_dtype()
-    return promote_shapes(fun_name, *[to_dtype(a, dt, weak and dtypes.is_weakly_typed(a))
-                                      for a in args])
+    dt = dtypes.to_inexact_dtype(dt)
+    return promote_shapes(fun_name, *[to_dtype(a, dt, weak) for a in args])
 
 
 def canonicalize_axis_tuple(axis, ndim: int) -> tuple[int, ...]:

@@ -194,6 +194,7 @@ class JitFunction:
         entry = self._cache.get(key)
         if entry is None:
             entry = self._compile(key, args, kwargs, leaves, treedef, avals, static, device)
+        device = entry.device  # jit(f, backend=...) may run on another platform's device
         bufs = [x._buf if type(x) is Array and x._device == device else _to_buffer(x, device)
                 for x in leaves]
         outs = entry.executable(*entry.const_bufs, *bufs)

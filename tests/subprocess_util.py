@@ -1,0 +1,50 @@
+"""Running plax in a fresh interpreter, for tests of import-time and environment behaviour.
+
+The child sees this checkout's ``core``, ``backends`` and ``plugins`` first on PYTHONPATH,
+none of the parent's ``PLAX_*`` variables unless given, and a shared bytecode cache (so
+each child does not recompile plax from source, which would dominate the tests' runtime).
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import textwrap
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+PYCACHE = Path(tempfile.gettempdir()) / f"plax-test-pycache-{os.getuid() if hasattr(os, 'getuid') else 0}"
+
+
+def child_env(*extra_path: Path, env: dict | None = None) -> dict:
+    """The environment of a child interpreter (see the module docstring)."""
+    path = [str(p) for p in extra_path] + [str(REPO / d) for d in ("core", "backends", "plugins")]
+    out = {k: v for k, v in os.environ.items()
+           if not k.startswith("PLAX_") and k not in ("JAX_PLATFORMS", "JAX_ENABLE_X64",
+                                                       "PYTHONDONTWRITEBYTECODE")}
+    out["PYTHONPATH"] = os.pathsep.join(path + [os.environ.get("PYTHONPATH", "")])
+    out["PYTHONPYCACHEPREFIX"] = str(PYCACHE)
+    out.update(env or {})
+    return out
+
+
+def run_python(code: str = "", *extra_path: Path, env: dict | None = None, args=None,
+               check: bool = True, timeout: float = 120) -> subprocess.CompletedProcess:
+    """Runs ``code`` (or ``python *args``) in a fresh interpreter and returns the result.
+
+    Raises:
+      AssertionError: with the child's output, if ``check`` and it exited non-zero.
+    """
+    cmd = [sys.executable] + (list(args) if args is not None else ["-c", textwrap.dedent(code)])
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
+                          env=child_env(*extra_path, env=env))
+    if check and proc.returncode != 0:
+        raise AssertionError(f"child failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
+    return proc
+
+
+def last_json(proc: subprocess.CompletedProcess):
+    """The JSON value the child printed on its last line of output."""
+    return json.loads(proc.stdout.strip().splitlines()[-1])

@@ -1,0 +1,276 @@
+"""Devices: listing and selecting them, placing arrays, committed semantics, environment variables.
+
+Multi-device behaviour runs in child interpreters started with ``PLAX_NUM_CPU_DEVICES=4``
+(the device count is fixed when plax first builds its CPU devices).
+"""
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+
+import plax
+import plax.numpy as jnp
+from plax.devices import CpuDevice, Device
+from subprocess_util import last_json, run_python
+
+
+# ------------------------------------------------------------------ listing
+
+def test_default_devices_are_one_cpu_device():
+    devs = plax.devices()
+    assert devs == [CpuDevice(0)]
+    [d] = devs
+    assert (d.platform, d.id, d.device_kind, d.process_index) == ("cpu", 0, "cpu", 0)
+    assert repr(d) == "CpuDevice(id=0)" and str(d) == "cpu:0"
+    assert d.backend.name == "numpy" and d.backend.platform == "cpu"
+    assert plax.devices("cpu") == devs == plax.devices(backend="numpy")
+    assert plax.devices("numpy") == devs  # a backend name works where a platform is expected
+    assert plax.local_devices() == devs
+    assert plax.device_count() == plax.local_device_count() == 1
+    assert plax.device_count("cpu") == 1
+    assert plax.default_backend() == "cpu"
+    assert plax.process_index() == 0 and plax.process_count() == 1
+
+
+def test_device_matches_jax_naming():
+    jax = pytest.importorskip("jax")
+    ours, theirs = plax.devices()[0], jax.devices("cpu")[0]
+    assert (repr(ours), str(ours), ours.platform, ours.device_kind, ours.id) == (
+        repr(theirs), str(theirs), theirs.platform, theirs.device_kind, theirs.id)
+    assert plax.default_backend() == jax.default_backend()
+
+
+def test_device_equality_and_hash():
+    assert CpuDevice(0) == plax.devices()[0]
+    assert CpuDevice(0) != CpuDevice(1)
+    assert Device(0, platform="other") != CpuDevice(0)
+    assert len({CpuDevice(0), CpuDevice(0), CpuDevice(1)}) == 2
+
+
+@pytest.mark.parametrize("name", ["gpu", "cuda", "tpu"])
+def test_unavailable_platform_lists_what_is_available(name):
+    with pytest.raises(RuntimeError, match=rf"'{name}'.*platforms: \['cpu'\].*backends: "
+                                           r"\['numpy'\]"):
+        plax.devices(name)
+
+
+def test_unknown_backend_lists_available_backends():
+    with pytest.raises(RuntimeError, match=r"Unknown backend 'nope'.*\['numpy'\].*\['cpu'\]"):
+        plax.devices(backend="nope")
+    with pytest.raises(RuntimeError, match="'nope'"):
+        plax.device_count("nope")
+
+
+# ------------------------------------------------------------------ placing arrays
+
+def test_device_put_pytree():
+    d = plax.devices()[0]
+    tree = {"w": np.ones((2, 2), np.float32), "b": [1.5, 2, True], "none": None,
+            "arr": jnp.arange(3)}
+    out = plax.device_put(tree, d)
+    assert set(out) == set(tree) and out["none"] is None
+    leaves = [out["w"], *out["b"], out["arr"]]
+    assert all(isinstance(x, plax.Array) and x.device == d and x.committed for x in leaves)
+    assert [x.dtype for x in out["b"]] == [np.float32, np.int32, np.bool_]
+    assert [x.weak_type for x in out["b"]] == [True, True, False]  # Python scalars are weak
+    np.testing.assert_array_equal(np.asarray(out["w"]), np.ones((2, 2)))
+
+
+def test_device_put_matches_jax_types():
+    jax = pytest.importorskip("jax")
+    values = [1.5, 2, True, 1j, np.float64(2.0), np.arange(3), np.ones(2, np.float16)]
+    for v in values:
+        assert repr(plax.device_put(v)) == repr(jax.device_put(v)), v
+
+
+def test_device_put_copies_numpy_input():
+    host = np.arange(3.0)
+    x = plax.device_put(host)
+    host[0] = 100.0
+    assert float(x[0]) == 0.0
+
+
+def test_device_put_committed_flag():
+    x = jnp.ones(3)
+    assert not x.committed
+    assert plax.device_put(x) is x  # no device: the array stays as it is
+    y = plax.device_put(x, plax.devices()[0])
+    assert y.committed and y.device == x.device
+    assert plax.device_put(y) is y
+    assert plax.device_put(y, plax.devices()[0]) is y
+    assert plax.device_put(x, "cpu").committed
+
+
+def test_device_put_bad_input():
+    with pytest.raises(TypeError, match="object.*not a valid plax array type"):
+        plax.device_put(object())
+    with pytest.raises(TypeError, match="Expected a plax Device or a platform name, got 3"):
+        plax.device_put(1.0, 3)
+    with pytest.raises(RuntimeError, match="'tpu'"):
+        plax.device_put(1.0, "tpu")
+
+
+def test_device_get():
+    tree = {"a": jnp.arange(3), "b": (jnp.ones(()), 2.5, "label")}
+    host = plax.device_get(tree)
+    assert isinstance(host["a"], np.ndarray) and host["a"].dtype == np.int32
+    np.testing.assert_array_equal(host["a"], [0, 1, 2])
+    assert isinstance(host["b"][0], np.ndarray) and host["b"][0].shape == ()
+    assert host["b"][1:] == (2.5, "label")  # non-array leaves pass through
+
+
+# ------------------------------------------------------------------ default device
+
+def test_default_device_context():
+    d = plax.devices()[0]
+    with plax.default_device(d):
+        x = jnp.zeros(2)
+    assert x.device == d and not x.committed  # placed by default, not committed
+    with plax.default_device("cpu"):
+        assert jnp.ones(1).device == d
+    with plax.default_device(None):  # no change
+        assert jnp.ones(1).device == d
+
+
+def test_default_device_bad_argument():
+    with pytest.raises(TypeError, match="Device or a platform name, got 7"):
+        with plax.default_device(7):
+            pass
+    with pytest.raises(RuntimeError, match="'tpu'"):
+        with plax.default_device("tpu"):
+            pass
+
+
+# ------------------------------------------------------------------ several CPU devices
+
+_MULTI = """
+    import json, threading
+    import numpy as np
+    import plax, plax.numpy as jnp
+    devs = plax.devices()
+    d1, d2, d3 = devs[1], devs[2], devs[3]
+    out = {"devices": [repr(d) for d in devs], "count": plax.device_count(),
+           "local": plax.local_device_count(), "strs": [str(d) for d in devs]}
+    x = plax.device_put(jnp.arange(3.0), d1)
+    u = jnp.ones(3)
+    out["x"] = [repr(x.device), x.committed]
+    out["x_plus_1"] = [repr((x + 1).device), (x + 1).committed]
+    out["x_plus_u"] = [repr((x + u).device), (x + u).committed, np.asarray(x + u).tolist()]
+    out["u_plus_u"] = [repr((u + u).device), (u + u).committed]
+    out["sum"] = repr(jnp.sum(x).device)
+    y = plax.device_put(jnp.ones(3), d2)
+    for name, fn in [("eager", lambda: x + y), ("jit", lambda: plax.jit(jnp.add)(x, y))]:
+        try:
+            fn()
+            out[name + "_mixed"] = "no error"
+        except ValueError as err:
+            out[name + "_mixed"] = str(err)
+    out["jit_on_d1"] = repr(plax.jit(lambda a: a * 2)(x).device)
+    out["jit_device"] = repr(plax.jit(lambda a: a * 2, device=d3)(u).device)
+    moved = plax.device_put(x, d2)
+    out["moved"] = [repr(moved.device), moved.committed, np.asarray(moved + y).tolist()]
+    with plax.default_device(d3):
+        inner = jnp.zeros(2)
+        with plax.default_device(d2):
+            innermost = jnp.zeros(2)
+        after = jnp.zeros(2)
+        seen = []
+        t = threading.Thread(target=lambda: seen.append(repr(jnp.zeros(1).device)))
+        t.start(); t.join()
+    out["contexts"] = [repr(inner.device), repr(innermost.device), repr(after.device),
+                       repr(jnp.zeros(2).device), inner.committed]
+    out["other_thread"] = seen[0]
+    tree = plax.device_put({"a": np.ones(2), "b": [1.0]}, d3)
+    out["tree"] = sorted({repr(leaf.device) for leaf in plax.tree_util.tree_leaves(tree)})
+    out["backends"] = sorted({d.backend.name for d in devs})
+    print(json.dumps(out))
+"""
+
+
+def test_multiple_cpu_devices_and_committed_semantics():
+    out = last_json(run_python(_MULTI, env={"PLAX_NUM_CPU_DEVICES": "4"}))
+    assert out["devices"] == [f"CpuDevice(id={i})" for i in range(4)]
+    assert out["strs"] == [f"cpu:{i}" for i in range(4)]
+    assert out["count"] == out["local"] == 4
+    assert out["x"] == ["CpuDevice(id=1)", True]
+    # Results of committed operands stay on (and committed to) their device ...
+    assert out["x_plus_1"] == ["CpuDevice(id=1)", True]
+    assert out["x_plus_u"] == ["CpuDevice(id=1)", True, [1.0, 2.0, 3.0]]
+    assert out["sum"] == "CpuDevice(id=1)"
+    # ... uncommitted operands follow the default device.
+    assert out["u_plus_u"] == ["CpuDevice(id=0)", False]
+    for key in ("eager_mixed", "jit_mixed"):
+        assert "incompatible devices" in out[key], out[key]
+        assert "CpuDevice(id=1)" in out[key] and "CpuDevice(id=2)" in out[key], out[key]
+    assert out["jit_on_d1"] == "CpuDevice(id=1)"
+    assert out["jit_device"] == "CpuDevice(id=3)"
+    assert out["moved"] == ["CpuDevice(id=2)", True, [1.0, 2.0, 3.0]]
+    assert out["contexts"] == ["CpuDevice(id=3)", "CpuDevice(id=2)", "CpuDevice(id=3)",
+                               "CpuDevice(id=0)", False]
+    assert out["other_thread"] == "CpuDevice(id=0)"  # the context is per thread
+    assert out["tree"] == ["CpuDevice(id=3)"]
+    assert out["backends"] == ["numpy"]
+
+
+# ------------------------------------------------------------------ environment variables
+
+_REPORT = """
+    import json, plax
+    try:
+        devs = plax.devices()
+        out = {"devices": [repr(d) for d in devs], "backend": devs[0].backend.name,
+               "platform": plax.default_backend()}
+    except Exception as err:
+        out = {"error": type(err).__name__, "message": str(err)}
+    print(json.dumps(out))
+"""
+
+
+@pytest.mark.parametrize("env,expected", [
+    ({"PLAX_PLATFORMS": "cpu"}, ["CpuDevice(id=0)"]),
+    ({"JAX_PLATFORMS": "cpu"}, ["CpuDevice(id=0)"]),
+    ({"PLAX_PLATFORMS": "gpu,cpu"}, "RuntimeError"),
+    ({"PLAX_BACKEND": "numpy"}, ["CpuDevice(id=0)"]),
+    ({"PLAX_NUM_CPU_DEVICES": "2", "PLAX_PLATFORMS": "cpu"}, ["CpuDevice(id=0)", "CpuDevice(id=1)"]),
+])
+def test_environment_selection(env, expected):
+    out = last_json(run_python(_REPORT, env=env))
+    if isinstance(expected, list):
+        assert out == {"devices": expected, "backend": "numpy", "platform": "cpu"}
+    else:
+        assert out["error"] == expected
+
+
+@pytest.mark.parametrize("env,error,fragments", [
+    ({"PLAX_NUM_CPU_DEVICES": "0"}, "RuntimeError", ["PLAX_NUM_CPU_DEVICES", "got '0'"]),
+    ({"PLAX_NUM_CPU_DEVICES": "four"}, "RuntimeError", ["PLAX_NUM_CPU_DEVICES", "got 'four'"]),
+    ({"PLAX_PLATFORMS": "tpu"}, "RuntimeError", ["PLAX_PLATFORMS='tpu'", "['tpu']", "['cpu']"]),
+    ({"PLAX_PLATFORMS": "gpu,cpu"}, "RuntimeError", ["['gpu']"]),
+    ({"PLAX_BACKEND": "numba-typo"}, "RuntimeError", ["PLAX_BACKEND='numba-typo'", "['numpy']"]),
+])
+def test_bad_environment_values_give_clear_errors(env, error, fragments):
+    out = last_json(run_python(_REPORT, env=env))
+    assert out["error"] == error, out
+    for fragment in fragments:
+        assert fragment in out["message"], (fragment, out["message"])
+
+
+# ------------------------------------------------------------------ thread safety of the default
+
+def test_default_device_is_thread_local():
+    d = plax.devices()[0]
+    seen = []
+    barrier = threading.Barrier(2)
+
+    def worker():
+        barrier.wait()
+        seen.append(plax.devices()[0] is d and jnp.ones(1).device == d)
+
+    with plax.default_device(d):
+        t = threading.Thread(target=worker)
+        t.start()
+        barrier.wait()
+        t.join()
+    assert seen == [True]

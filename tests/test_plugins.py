@@ -1,0 +1,479 @@
+"""Plugin discovery: a third-party backend installed with pip, broken plugins, ``python -m plax info``.
+
+The toy backend (tests/plugin_packages/plax_toybackend) is a complete package with its own
+pyproject.toml and ``plax.backends`` entry point. It is pip-installed once per session into
+a temporary directory, and each check runs in a fresh interpreter with that directory on
+PYTHONPATH, so discovery happens exactly as it would for a user.
+"""
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import plax
+import plax.numpy as jnp
+from plax import plugins
+from plax.backend import Backend
+from plax.plugins import PlaxPluginWarning, hookimpl
+
+from subprocess_util import REPO, last_json, run_python
+
+TOY_PACKAGE = REPO / "tests" / "plugin_packages" / "plax_toybackend"
+
+
+@pytest.fixture(scope="session")
+def toy_site(tmp_path_factory) -> Path:
+    """A directory where pip installed plax-toybackend (built once per test session)."""
+    target = tmp_path_factory.mktemp("toy_site")
+    proc = subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--no-deps", "--no-build-isolation", "--no-index",
+         "--disable-pip-version-check", "--quiet", "--target", str(target), str(TOY_PACKAGE)],
+        capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, f"pip install failed:\n{proc.stdout}\n{proc.stderr}"
+    assert (target / "plax_toybackend" / "backend.py").exists()
+    return target
+
+
+# ------------------------------------------------------------------ a third-party backend
+
+_TOY_CHECKS = """
+    import json, sys
+    import numpy as np
+    import plax
+    lazy = "plax_toybackend" not in sys.modules and "plax_numpy" not in sys.modules
+    import plax.numpy as jnp
+
+    toy = plax.devices("toy")
+    d = toy[0]
+    cpu = plax.devices("cpu")[0]
+    x = plax.device_put(np.arange(4.0), d)
+    y = x * 2.0 + 1.0
+    s = jnp.sin(x)
+    jitted = plax.jit(lambda a, b: a @ b + 1.0, backend="toy")
+    z = jitted(jnp.ones((2, 3)), jnp.ones((3, 2)))
+    g = plax.grad(lambda a: (a ** 2).sum())(x)
+    back = plax.device_put(y, cpu)
+    try:
+        x + plax.device_put(jnp.ones(4), cpu)
+        mixed = "no error"
+    except ValueError as err:
+        mixed = str(err)
+    with plax.default_device(d):
+        fresh = jnp.zeros(3)
+    print(json.dumps({
+        "lazy": lazy,
+        "toy": [repr(t) for t in toy],
+        "default": [repr(t) for t in plax.devices()],
+        "cpu": [repr(t) for t in plax.devices("cpu")],
+        "platform": d.platform, "id": d.id, "kind": d.device_kind, "str": str(d),
+        "backend": d.backend.name, "default_backend": plax.default_backend(),
+        "x_device": repr(x.device), "x_buffer": type(x._buf).__name__, "committed": x.committed,
+        "y": np.asarray(y).tolist(), "y_device": repr(y.device), "y_buffer": type(y._buf).__name__,
+        "sin": np.asarray(s).tolist(),
+        "z": np.asarray(z).tolist(), "z_device": repr(z.device), "z_buffer": type(z._buf).__name__,
+        "grad": np.asarray(g).tolist(), "grad_device": repr(g.device),
+        "back_device": repr(back.device), "back_buffer": type(back._buf).__name__,
+        "mixed": mixed, "fresh_device": repr(fresh.device),
+        "executed": sorted(set(d.backend.executed)),
+        "count": plax.device_count("toy"),
+    }))
+"""
+
+
+def test_pip_installed_backend_is_discovered_and_computes(toy_site):
+    out = last_json(run_python(_TOY_CHECKS, toy_site))
+    assert out["lazy"], "import plax must not import any backend"
+    assert out["toy"] == ["ToyDevice(id=0)"]
+    # A non-CPU platform is preferred over the CPU, as JAX prefers an accelerator.
+    assert out["default"] == ["ToyDevice(id=0)"]
+    assert out["default_backend"] == "toy"
+    assert out["cpu"] == ["CpuDevice(id=0)"]
+    assert (out["platform"], out["id"], out["kind"], out["str"]) == ("toy", 0, "toy simulator",
+                                                                     "toy:0")
+    assert out["backend"] == "toy" and out["count"] == 1
+    assert out["x_device"] == out["y_device"] == "ToyDevice(id=0)" and out["committed"]
+    assert out["x_buffer"] == out["y_buffer"] == "ToyBuffer"
+    np.testing.assert_allclose(out["y"], np.arange(4.0) * 2 + 1)
+    np.testing.assert_allclose(out["sin"], np.sin(np.arange(4.0)), rtol=1e-6)
+    assert {"mul", "add", "sin"} <= set(out["executed"])
+    np.testing.assert_allclose(out["z"], np.full((2, 2), 4.0))
+    assert out["z_device"] == "ToyDevice(id=0)" and out["z_buffer"] == "ToyBuffer"
+    np.testing.assert_allclose(out["grad"], 2 * np.arange(4.0))
+    assert out["grad_device"] == "ToyDevice(id=0)"
+    assert out["back_device"] == "CpuDevice(id=0)" and out["back_buffer"] == "ndarray"
+    assert "CpuDevice(id=0)" in out["mixed"] and "ToyDevice(id=0)" in out["mixed"]
+    assert out["fresh_device"] == "ToyDevice(id=0)"
+
+
+def test_info_lists_installed_backend(toy_site):
+    proc = run_python("", toy_site, args=["-m", "plax", "info"])
+    text = proc.stdout
+    assert "[loaded] toy (plax.backends: plax_toybackend.plugin) backends=['toy']" in text
+    assert "[loaded] numpy (plax.backends: plax_numpy.plugin)" in text
+    assert "ToyDevice(id=0) platform=toy kind='toy simulator' backends=['toy']" in text
+    assert "CpuDevice(id=0) platform=cpu" in text
+    assert "default backend: toy" in text
+
+
+def test_plax_platforms_excludes_installed_backend(toy_site):
+    code = """
+        import json, plax
+        try:
+            plax.devices("toy")
+            err = ""
+        except RuntimeError as e:
+            err = str(e)
+        print(json.dumps({"default": [repr(d) for d in plax.devices()], "err": err}))
+    """
+    out = last_json(run_python(code, toy_site, env={"PLAX_PLATFORMS": "cpu"}))
+    assert out["default"] == ["CpuDevice(id=0)"]
+    assert "'toy'" in out["err"] and "['cpu']" in out["err"]
+    info = run_python("", toy_site, env={"PLAX_PLATFORMS": "cpu"},
+                      args=["-m", "plax", "info"]).stdout
+    assert "toy (platform toy excluded by PLAX_PLATFORMS)" in info
+
+
+# ------------------------------------------------------------------ broken installed plugins
+
+_BROKEN_MODULES = {
+    "import_fails.py": "raise ImportError('the toy driver library is missing')\n",
+    "hook_raises.py": """
+        from plax.plugins import hookimpl
+
+        @hookimpl
+        def plax_backends():
+            raise ValueError('no license for the accelerator')
+    """,
+    "devices_raise.py": """
+        from plax.backend import Backend
+        from plax.plugins import hookimpl
+
+        class DeadBackend(Backend):
+            name = 'dead'
+            platform = 'dead'
+
+            def devices(self):
+                raise OSError('device /dev/dead0 not found')
+
+        @hookimpl
+        def plax_backends():
+            return [DeadBackend()]
+    """,
+    "no_hooks.py": "def plax_backend():  # misspelled and undecorated\n    return []\n",
+    "plugin_raises.py": """
+        from plax.plugins import hookimpl
+
+        @hookimpl
+        def plax_plugins():
+            raise RuntimeError('transform table clash')
+    """,
+    "exports_ok.py": """
+        from plax.plugins import hookimpl
+
+        def triple(x):
+            return 3 * x
+
+        @hookimpl
+        def plax_plugins():
+            return {"triple": triple}
+    """,
+}
+
+_BROKEN_ENTRY_POINTS = """\
+[plax.backends]
+import_fails = plax_broken.import_fails
+hook_raises = plax_broken.hook_raises
+devices_raise = plax_broken.devices_raise
+no_hooks = plax_broken.no_hooks
+
+[plax.plugins]
+plugin_raises = plax_broken.plugin_raises
+exports_ok = plax_broken.exports_ok
+"""
+
+
+@pytest.fixture(scope="module")
+def broken_site(tmp_path_factory) -> Path:
+    """An installed distribution (dist-info with entry points, as pip leaves it) whose plugins
+    fail in every way a plugin can."""
+    site = tmp_path_factory.mktemp("broken_site")
+    pkg = site / "plax_broken"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    for name, source in _BROKEN_MODULES.items():
+        (pkg / name).write_text(textwrap.dedent(source))
+    info = site / "plax_broken-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: plax-broken\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(_BROKEN_ENTRY_POINTS)
+    return site
+
+
+_BROKEN_CHECKS = """
+    import json, warnings
+    import numpy as np
+    import plax, plax.numpy as jnp
+    from plax.plugins import PlaxPluginWarning
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        devs = plax.devices()
+    msgs = [str(w.message) for w in caught if issubclass(w.category, PlaxPluginWarning)]
+    value = np.asarray(jnp.arange(3.0) * 2).tolist()
+    triple = np.asarray(plax.triple(jnp.ones(2))).tolist()
+    try:
+        plax.devices("dead")
+        err = ""
+    except RuntimeError as e:
+        err = str(e)
+    print(json.dumps({"devices": [repr(d) for d in devs], "warnings": msgs, "value": value,
+                      "triple": triple, "err": err}))
+"""
+
+_EXPECTED_FAILURES = {
+    "import_fails": "ImportError: the toy driver library is missing",
+    "hook_raises": "ValueError: no license for the accelerator",
+    "devices_raise": "backend 'dead': devices() raised: OSError: device /dev/dead0 not found",
+    "no_hooks": "implements no plax hook",
+    "plugin_raises": "RuntimeError: transform table clash",
+}
+
+
+def test_broken_plugins_only_warn(broken_site):
+    out = last_json(run_python(_BROKEN_CHECKS, broken_site))
+    assert out["devices"] == ["CpuDevice(id=0)"]
+    assert out["value"] == [0.0, 2.0, 4.0]
+    assert out["triple"] == [3.0, 3.0]  # a working plax_plugins hook still exports its names
+    for name, error in _EXPECTED_FAILURES.items():
+        matching = [m for m in out["warnings"] if f"plugin {name!r}" in m]
+        assert len(matching) == 1, (name, out["warnings"])
+        assert error in matching[0], (error, matching[0])
+    assert len(out["warnings"]) == len(_EXPECTED_FAILURES)
+    # An unknown platform's error lists what failed to load, so the user sees why.
+    assert "'dead'" in out["err"] and "devices_raise" in out["err"] and "OSError" in out["err"]
+
+
+def test_info_reports_failed_plugins(broken_site):
+    proc = run_python("", broken_site, args=["-m", "plax", "info"])
+    lines = proc.stdout.splitlines()
+    for name, error in _EXPECTED_FAILURES.items():
+        [line] = [ln for ln in lines if f"] {name} (" in ln]
+        assert line.strip().startswith("[failed]") and error in line
+    assert any(ln.strip().startswith("[loaded] exports_ok") and "exports=['triple']" in ln
+               for ln in lines)
+    assert any(ln.strip().startswith("[loaded] numpy") for ln in lines)
+
+
+# ------------------------------------------------------------------ python -m plax info
+
+def test_info_lists_numpy_backend_and_devices():
+    proc = run_python("", args=["-m", "plax", "info"])
+    text = proc.stdout
+    assert text.startswith(f"plax {plax.__version__}\n")
+    assert "[loaded] numpy (plax.backends: plax_numpy.plugin) backends=['numpy']" in text
+    assert "numpy: platform=cpu priority=0 (default)" in text
+    assert "CpuDevice(id=0) platform=cpu kind='cpu' backends=['numpy']" in text
+    assert "default backend: cpu (runs on CpuDevice(id=0) with 'numpy')" in text
+
+
+def test_info_usage_error():
+    proc = run_python("", args=["-m", "plax", "bogus"], check=False)
+    assert proc.returncode == 2 and "usage: python -m plax info" in proc.stderr
+
+
+def test_info_with_bad_environment_exits_nonzero():
+    proc = run_python("", args=["-m", "plax", "info"], env={"PLAX_BACKEND": "nope"}, check=False)
+    assert proc.returncode == 1
+    assert "PLAX_BACKEND='nope'" in proc.stdout and "['numpy']" in proc.stdout
+
+
+# ------------------------------------------------------------------ plugins registered at run time
+
+class _Recorder(Backend):
+    """A CPU backend that records what it runs and otherwise defers to the NumPy backend."""
+
+    name = "recorder"
+    platform = "cpu"
+    priority = -1  # never the default: only used when asked for
+
+    def __init__(self):
+        self.ran: list[str] = []
+
+    @property
+    def inner(self):  # looked up at first use: hooks must not query the registry being built
+        return plugins.registry().get_backend("numpy")
+
+    def devices(self):
+        from plax.devices import cpu_devices
+        return list(cpu_devices())
+
+    def put(self, host_array, device):
+        return host_array
+
+    def to_host(self, buffer):
+        return buffer
+
+    def execute(self, primitive, *buffers, **params):
+        self.ran.append(primitive.name)
+        return self.inner.execute(primitive, *buffers, **params)
+
+    def compile(self, jaxpr, device):
+        self.ran.append("compile")
+        return self.inner.compile(jaxpr, device)
+
+
+@pytest.fixture
+def manual_plugins():
+    """Registers plugins by hand for one test and removes them afterwards."""
+    names = []
+
+    def register(plugin, name):
+        names.append(plugins.register_plugin(plugin, name=name))
+
+    yield register
+    for name in names:
+        plugins.unregister_plugin(name)
+    assert "recorder" not in plugins.registry().backends
+
+
+def test_registered_backend_drives_cpu_devices_and_jit(manual_plugins):
+    class RecorderPlugin:
+        @hookimpl
+        def plax_backends(self):
+            return [_Recorder()]
+
+    manual_plugins(RecorderPlugin(), "recorder-plugin")
+    reg = plugins.registry()
+    assert reg.get_backend("recorder").priority == -1
+    assert plax.devices() == plax.devices(backend="recorder")  # one CPU device, two drivers
+    assert plax.devices()[0].backend.name == "numpy"  # the higher priority stays the default
+    f = plax.jit(lambda x: x * 2 + 1, backend="recorder")
+    np.testing.assert_allclose(np.asarray(f(jnp.arange(3.0))), [1.0, 3.0, 5.0])
+    assert reg.get_backend("recorder").ran == ["compile"]
+    assert any("recorder" in line for line in plugins.info().splitlines()
+               if "[loaded] recorder-plugin" in line)
+
+
+def test_plax_backend_env_selects_registered_backend(manual_plugins, monkeypatch):
+    class RecorderPlugin:
+        @hookimpl
+        def plax_backends(self):
+            return [_Recorder()]
+
+    manual_plugins(RecorderPlugin(), "recorder-plugin")
+    monkeypatch.setenv("PLAX_BACKEND", "recorder")
+    plugins.reset()
+    try:
+        backend = plax.devices()[0].backend
+        assert backend.name == "recorder"
+        y = plax.device_put(np.arange(3.0)) + 1.0
+        np.testing.assert_allclose(np.asarray(y), [1.0, 2.0, 3.0])
+        assert "add" in backend.ran
+    finally:
+        monkeypatch.delenv("PLAX_BACKEND")
+        plugins.reset()
+    assert plax.devices()[0].backend.name == "numpy"
+
+
+@pytest.mark.parametrize("kind", ["hook", "devices", "not_a_backend", "duplicate", "plugins_hook"])
+def test_registered_plugin_failures_warn_and_numpy_still_works(manual_plugins, kind):
+    class Broken:
+        pass
+
+    if kind == "hook":
+        def hook(self):
+            raise ZeroDivisionError("hook exploded")
+        Broken.plax_backends = hookimpl(hook)
+        expected = "ZeroDivisionError: hook exploded"
+    elif kind == "devices":
+        class NoDevices(_Recorder):
+            name = "nodevices"
+
+            def devices(self):
+                raise RuntimeError("driver crashed")
+        Broken.plax_backends = hookimpl(lambda self: [NoDevices()])
+        expected = "backend 'nodevices': devices() raised: RuntimeError: driver crashed"
+    elif kind == "not_a_backend":
+        Broken.plax_backends = hookimpl(lambda self: [object()])
+        expected = "is not a Backend"
+    elif kind == "duplicate":
+        Broken.plax_backends = hookimpl(lambda self: [_Recorder(), _Recorder()])
+        expected = "duplicate backend name 'recorder'"
+    else:
+        def hook(self):
+            raise KeyError("no such table")
+        Broken.plax_plugins = hookimpl(hook)
+        expected = "KeyError: 'no such table'"
+
+    manual_plugins(Broken(), f"broken-{kind}")
+    with pytest.warns(PlaxPluginWarning) as caught:
+        plugins.registry()
+    messages = [str(w.message) for w in caught]
+    assert any(f"'broken-{kind}'" in m and expected in m for m in messages), messages
+    np.testing.assert_allclose(np.asarray(jnp.arange(3.0) + 1), [1.0, 2.0, 3.0])
+    [record] = [r for r in plugins.registry().records if r.name == f"broken-{kind}"]
+    assert record.status == "failed" and expected in record.error
+
+
+def test_register_plugin_name_clash_and_unknown_unregister(manual_plugins):
+    class Empty:
+        @hookimpl
+        def plax_plugins(self):
+            return {"plax_test_answer": 42}
+
+    manual_plugins(Empty(), "answer")
+    assert plax.plax_test_answer == 42
+    with pytest.raises(ValueError, match="'answer' is already registered"):
+        plugins.register_plugin(Empty(), name="answer")
+    with pytest.raises(KeyError, match="'missing'.*registered: \\['answer'\\]"):
+        plugins.unregister_plugin("missing")
+
+
+def test_unknown_attribute_of_plax_is_attribute_error():
+    with pytest.raises(AttributeError, match="no attribute 'not_a_plax_thing'"):
+        plax.not_a_plax_thing
+
+
+def test_unknown_backend_name_lists_available():
+    with pytest.raises(RuntimeError, match=r"Unknown backend 'nonesuch'.*\['numpy'\]"):
+        plugins.registry().get_backend("nonesuch")
+    with pytest.raises(RuntimeError, match=r"'nonesuch'.*\['numpy'\]"):
+        plax.jit(lambda x: x, backend="nonesuch")(1.0)
+
+
+def test_hook_using_the_registry_while_loading_gets_a_clear_error(manual_plugins):
+    class Eager(_Recorder):
+        name = "eager"
+
+        def devices(self):
+            return plax.devices()  # not allowed: the registry is being built
+
+    class EagerPlugin:
+        @hookimpl
+        def plax_backends(self):
+            return [Eager()]
+
+    manual_plugins(EagerPlugin(), "eager-plugin")
+    with pytest.warns(PlaxPluginWarning, match="'eager-plugin'.*used plax devices or backends "
+                                               "while plugins were being loaded"):
+        plugins.registry()
+    assert "eager" not in plugins.registry().backends
+
+
+def test_warnings_name_the_plugin_at_first_use_only(manual_plugins):
+    class Raising:
+        @hookimpl
+        def plax_backends(self):
+            raise ValueError("once")
+
+    manual_plugins(Raising(), "raising")
+    with pytest.warns(PlaxPluginWarning, match="'raising'.*ValueError: once"):
+        plax.devices()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PlaxPluginWarning)
+        plax.devices()  # the registry is built once: no second warning
