@@ -59,7 +59,7 @@ add_p = _naryop("add", NUMBER)
 sub_p = _naryop("sub", NUMBER)
 mul_p = _naryop("mul", NUMBER)
 div_p = _naryop("div", NUMBER)
-rem_p = _naryop("rem", NUMBER)
+rem_p = _naryop("rem", INTEGRAL + (FLOAT,))
 pow_p = _naryop("pow", INEXACT)
 max_p = _naryop("max", ORDERED + ("complex",))
 min_p = _naryop("min", ORDERED + ("complex",))
@@ -234,5 +234,11 @@ def zeros_like_shape(shape, dtype):
 
 
 def select_where(pred, on_true, on_false):
+    """``select`` for rules: rank-0 cases are broadcast to the shape of the other operands
+    (select_n itself requires equal case shapes)."""
     from plax.lax.select import select
+    from plax.lax.shape import broadcast_in_dim
+    shape = next((aval_of(v).shape for v in (pred, on_true, on_false) if aval_of(v).shape), ())
+    on_true, on_false = (broadcast_in_dim(c, shape, ()) if aval_of(c).shape != shape else c
+                         for c in (on_true, on_false))
     return select(pred, on_true, on_false)

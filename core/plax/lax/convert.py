@@ -77,6 +77,11 @@ bitcast_convert_type_p = Primitive("bitcast_convert_type")
 
 @bitcast_convert_type_p.def_abstract_eval
 def _bitcast_abstract_eval(x, *, new_dtype):
+    for d in (x.dtype, new_dtype):
+        if (dtypes.is_bool(d) or dtypes.is_complex(d)) and x.dtype != new_dtype:
+            raise TypeError(f"bitcast_convert_type does not support bool or complex values unless "
+                            f"the operand and destination types match; got operand dtype "
+                            f"{x.dtype.name} and new_dtype {new_dtype.name}.")
     old_size, new_size = x.dtype.itemsize, new_dtype.itemsize
     if old_size == new_size:
         shape = x.shape
