@@ -166,6 +166,9 @@ class Case:
       label: shown in failure messages.
       tol: tolerance override (a multiple of ``TOL`` by output dtype when a float).
       exact_bits: compare outputs bit for bit (NaN payloads included).
+      vmap: whether the vmap check uses this case.
+      grad_operands: the operands the linearization check differentiates (default: every
+        inexact one).
     """
 
     params: dict
@@ -175,6 +178,7 @@ class Case:
     tol_scale: float = 1.0
     exact_bits: bool = False
     vmap: bool = True
+    grad_operands: tuple | None = None
 
     def operands(self, seed: int = 0) -> list:
         return [np.asarray(a) for a in self.sample(np.random.default_rng(seed))]
@@ -451,3 +455,63 @@ def _compare_batched(got, expected, what, case: Case) -> None:
         assert g.dtype == e.dtype, f"{what}: dtype {g.dtype} != {e.dtype}"
         assert_same(np.asarray(g), e, e.dtype, tol_scale=max(case.tol_scale, 4.0),
                     exact_bits=case.exact_bits, what=what)
+
+
+# ------------------------------------------------------------------ linearization consistency
+
+def _real_inner(a, b) -> float:
+    """``Re sum(a * conj(b))`` in complex128 (float0 and empty arrays contribute 0)."""
+    a, b = np.asarray(a), np.asarray(b)
+    if a.dtype == dtypes.float0 or b.dtype == dtypes.float0 or a.size == 0:
+        return 0.0
+    return float(np.sum(a.astype(np.complex128) * np.conj(b.astype(np.complex128))).real)
+
+
+def check_linearization(spec: Spec, dtype: str = "float32") -> None:
+    """For every case of ``spec`` (every shape and parameter set, 0-d and empty included), the
+    JVP and the VJP are transposes of each other: ``Re sum(jvp(t) * conj(ct)) ==
+    Re sum(t * vjp(conj(ct)))`` (JAX's convention), with tangent and cotangent shapes and
+    dtypes equal to the primals'. No finite differences are involved, so ties and kinks do not
+    matter; cases with non-finite values are skipped."""
+    prim = spec.prim
+    rng = np.random.default_rng(0)
+    for case in spec.cases(dt(dtype)):
+        operands = case.operands()
+        if any(dtypes.is_inexact(a.dtype) and not np.all(np.isfinite(a)) for a in operands):
+            continue
+        diff = [i for i, a in enumerate(operands) if dtypes.is_inexact(a.dtype)
+                and (case.grad_operands is None or i in case.grad_operands)]
+        if not diff:
+            continue
+
+        def f(*xs, operands=operands, diff=diff, case=case):
+            full = list(to_arrays(operands))
+            for i, x in zip(diff, xs):
+                full[i] = x
+            return bind(prim, case.params)(*full)
+
+        primals = to_arrays([operands[i] for i in diff])
+        tangents = [rand(rng, np.shape(operands[i]), operands[i].dtype) for i in diff]
+        out, t_out = plax.jvp(f, primals, to_arrays(tangents))
+        outs, t_outs = _out_list(prim, out), _out_list(prim, t_out)
+        if any(not np.all(np.isfinite(np.asarray(o))) for o in outs
+               if dtypes.is_inexact(np.asarray(o).dtype)):
+            continue
+        what = f"{prim.name} [{case.label}]"
+        for o, t in zip(outs, t_outs):
+            want = o.dtype if dtypes.is_inexact(o.dtype) else dtypes.float0
+            assert (np.shape(t), np.asarray(t).dtype) == (o.shape, want), (
+                f"{what}: tangent {np.asarray(t).dtype}{list(np.shape(t))} for output {o.aval}")
+        cts = [rand(rng, o.shape, o.dtype) if dtypes.is_inexact(o.dtype)
+               else np.zeros(o.shape, dtypes.float0) for o in outs]
+        conj_cts = [c if c.dtype == dtypes.float0 else to_arrays([np.conj(c)])[0] for c in cts]
+        _, f_vjp = plax.vjp(f, *primals)
+        pulled = f_vjp(conj_cts if prim.multiple_results else conj_cts[0])
+        for p, x in zip(pulled, primals):
+            assert (np.shape(p), np.asarray(p).dtype) == (x.shape, x.dtype), (
+                f"{what}: cotangent {np.asarray(p).dtype}{list(np.shape(p))} for input {x.aval}")
+        lhs = sum(_real_inner(t, np.conj(np.asarray(p))) for t, p in zip(tangents, pulled))
+        rhs = sum(_real_inner(t, c) for t, c in zip(t_outs, cts))
+        scale = max(1.0, abs(lhs), abs(rhs))
+        assert abs(lhs - rhs) <= 1e-4 * scale, (
+            f"{what}: JVP and VJP disagree: Re<t, vjp(ct)> = {lhs}, Re<jvp(t), ct> = {rhs}")

@@ -311,7 +311,9 @@ def _scatter_spec(prim, combine, dtypes, *, unique_only=False, grads=None, small
                 wide = scatter_ref(combine, f64(x), i, f64(u), **p)
                 return wide.astype(np.float64 if d.kind not in "c" else np.complex128) \
                     if d != np.bool_ else wide
-            out.append(Case(p, sample, ref, label, tol_scale=4))
+            # scatter-mul is differentiable in its updates only with unique indices (as in JAX)
+            grad_operands = (0,) if prim is lax.scatter_mul_p and not unique else None
+            out.append(Case(p, sample, ref, label, tol_scale=4, grad_operands=grad_operands))
         return out
     spec = Spec(prim, dtypes, cases, grads=grads)
     SPECS.append(spec)

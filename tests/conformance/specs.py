@@ -38,3 +38,10 @@ def spec_params(specs: list[Spec], which: str) -> list:
     }[which]
     return [pytest.param(s, id=s.name, marks=[pytest.mark.x64] if s.x64 else [])
             for s in specs if keep(s)]
+
+
+def linearization_params(specs: list[Spec]) -> list:
+    """``(spec, dtype)`` for the JVP/VJP consistency check: differentiable specs, in float32
+    and complex64 where accepted."""
+    return [pytest.param(s, d, id=f"{s.name}-{d}") for s in specs if s.grads is not None
+            for d in ("float32", "complex64") if d in s.dtypes]

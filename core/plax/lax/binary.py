@@ -127,13 +127,8 @@ defjvp(rem_p, lambda t, x, y: t, _rem_jvp_y)
 
 
 def _pow_jvp_x(t, x, y):
-    # d/dx x**y = y * x**(y-1), defined as 0 where y == 0 (so 0**0 has derivative 0).
-    one = full_like_scalar(1, y)
-    zero = full_like_scalar(0, y)
-    safe = select_where(eq(y, zero), one, y)
-    d = mul(safe, pow(x, sub(safe, one)))
-    d = select_where(eq(y, zero), zeros_like(d), d)
-    return mul(t, d)
+    # d/dx x**y = y * x**(y-1); like JAX, no special case for an inexact y (0 ** 0 gives NaN).
+    return mul(t, mul(y, pow(x, sub(y, full_like_scalar(1, y)))))
 
 
 def _pow_jvp_y(t, x, y):

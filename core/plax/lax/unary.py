@@ -139,7 +139,8 @@ def _abs_jvp(t, x):
         a = abs(x)
         safe = B.select_where(B.eq(a, _scalar(0, a)), B.full_like_scalar(1, a), a)
         return B.div(real(B.mul(conj(x), t)), safe)
-    return B.mul(t, sign(x))
+    # JAX's convention: the derivative at 0 is 1 (d|x| = t where x >= 0, else -t)
+    return B.select_where(B.ge(x, _scalar(0, x)), t, neg(t))
 
 
 defjvp(abs_p, _abs_jvp)
