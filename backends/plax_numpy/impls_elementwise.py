@@ -309,8 +309,26 @@ def _scipy(name):
 impl(lax.erf_p)(lowp(_quiet(_scipy("erf"))))
 impl(lax.erfc_p)(lowp(_quiet(_scipy("erfc"))))
 impl(lax.erf_inv_p)(lowp(_quiet(_scipy("erfinv"))))
-impl(lax.lgamma_p)(lowp(_quiet(_scipy("gammaln"))))
-impl(lax.digamma_p)(lowp(_quiet(_scipy("psi"))))
+def _poles(x):
+    """The non-positive integers, where digamma and polygamma are NaN (XLA's convention)."""
+    return (x <= 0) & (x == np.floor(x))
+
+
+@impl(lax.lgamma_p)
+@lowp
+@_quiet
+def _lgamma(x):
+    import scipy.special
+    # scipy gives -inf at -inf; log|gamma| grows without bound there (C's lgamma gives +inf)
+    return np.where(np.isneginf(x), np.array(np.inf, x.dtype), scipy.special.gammaln(x))
+
+
+@impl(lax.digamma_p)
+@lowp
+@_quiet
+def _digamma(x):
+    import scipy.special
+    return np.where(_poles(x), np.array(np.nan, x.dtype), scipy.special.psi(x))
 
 
 @impl(lax.polygamma_p)
@@ -318,7 +336,11 @@ impl(lax.digamma_p)(lowp(_quiet(_scipy("psi"))))
 @_quiet
 def _polygamma(m, x):
     import scipy.special
-    out = scipy.special.polygamma(m.astype(np.int64) if np.all(m == np.floor(m)) else m, x)
+    integral = (m >= 0) & (m == np.floor(m))
+    safe_m = np.where(integral, m, 0).astype(np.int64)
+    out = scipy.special.polygamma(safe_m, x)
+    # NaN for orders that are not non-negative integers, and at the poles
+    out = np.where(integral & ~_poles(x), out, np.nan)
     return np.asarray(out).astype(x.dtype)
 
 

@@ -165,7 +165,8 @@ class Case:
         computed in float64/complex128 or exact integers.
       label: shown in failure messages.
       tol: tolerance override (a multiple of ``TOL`` by output dtype when a float).
-      exact_bits: compare outputs bit for bit (NaN payloads included).
+      exact_bits: compare outputs bit for bit (NaNs of any payload match each other, unless
+        ``"strict"``).
       vmap: whether the vmap check uses this case.
       grad_operands: the operands the linearization check differentiates (default: every
         inexact one).
@@ -176,7 +177,7 @@ class Case:
     ref: Callable[..., Any]
     label: str = ""
     tol_scale: float = 1.0
-    exact_bits: bool = False
+    exact_bits: bool | str = False
     vmap: bool = True
     grad_operands: tuple | None = None
 
@@ -253,7 +254,8 @@ def _out_list(prim, out) -> list:
     return list(out) if prim.multiple_results else [out]
 
 
-def assert_same(actual, expected, dtype, *, tol_scale: float = 1.0, exact_bits: bool = False,
+def assert_same(actual, expected, dtype, *, tol_scale: float = 1.0,
+                exact_bits: bool | str = False,
                 what: str = "") -> None:
     """``actual`` (of ``dtype``) equals ``expected``: within the dtype's tolerance for inexact
     dtypes (NaN and inf positions must agree), exactly otherwise."""
@@ -261,9 +263,14 @@ def assert_same(actual, expected, dtype, *, tol_scale: float = 1.0, exact_bits: 
     actual = np.asarray(actual)
     expected = np.asarray(expected)
     assert actual.shape == expected.shape, f"{what}: shape {actual.shape} != expected {expected.shape}"
-    if exact_bits:
+    if exact_bits:  # bit for bit (so -0.0 differs from 0.0), except that any NaN matches NaN
+        expected = expected.astype(d)
+        if dtypes.is_inexact(d) and exact_bits != "strict":
+            nan_a, nan_e = np.isnan(actual), np.isnan(expected)
+            np.testing.assert_array_equal(nan_a, nan_e, err_msg=f"{what}: NaN positions differ")
+            actual, expected = np.where(nan_a, 0, actual), np.where(nan_e, 0, expected)
         a = np.ascontiguousarray(actual).view(np.uint8)
-        e = np.ascontiguousarray(expected.astype(d)).view(np.uint8)
+        e = np.ascontiguousarray(expected).view(np.uint8)
         np.testing.assert_array_equal(a, e, err_msg=f"{what}: bits differ")
         return
     if dtypes.is_inexact(d):

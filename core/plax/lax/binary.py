@@ -16,7 +16,7 @@ from plax.core.shaped_array import ShapedArray
 from plax.lax.base import (ANY, BOOL_OR_INT, INEXACT, INTEGRAL, NUMBER, ORDERED, FLOAT, asarray,
                            aval_of, check_dtype, same_dtypes, same_shapes_or_scalar)
 from plax.transforms.batching import defbroadcasting
-from plax.transforms.jvp import Zero, defjvp, defzero, deflinear, instantiate, tangent_aval
+from plax.transforms.jvp import Zero, defjvp, defzero, deflinear, tangent_aval
 
 
 def _naryop(name: str, allowed, out_dtype=None) -> Primitive:

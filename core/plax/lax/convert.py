@@ -11,7 +11,7 @@ from plax.core.registry import register_rule
 from plax.core.shaped_array import ShapedArray
 from plax.lax.base import asarray, aval_of
 from plax.transforms.batching import defvectorized, move_axis_to
-from plax.transforms.jvp import Zero, defzero, tangent_aval
+from plax.transforms.jvp import Zero, defzero
 
 convert_element_type_p = Primitive("convert_element_type")
 
@@ -127,7 +127,6 @@ def stop_gradient(x):
       Array(3., dtype=float32, weak_type=True)
     """
     from plax import tree_util
-    from plax.transforms.jvp import tangent_dtype
 
     def stop(leaf):
         leaf = asarray(leaf)

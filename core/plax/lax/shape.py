@@ -14,7 +14,7 @@ from plax.core.registry import register_rule
 from plax.core.shaped_array import ShapedArray
 from plax.lax.base import (asarray, aval_of, canonicalize_axis, canonicalize_shape, same_dtypes)
 from plax.transforms.batching import move_axis_to
-from plax.transforms.jvp import Zero, deflinear, defzero, instantiate, tangent_aval
+from plax.transforms.jvp import Zero, deflinear, defzero
 
 
 def _undefined(x) -> bool:

@@ -8,7 +8,6 @@ is how ``vmap`` batches them). Out-of-bounds starts are clamped (``CLIP``,
 from __future__ import annotations
 
 import enum
-import math
 from typing import NamedTuple, Sequence
 
 import numpy as np
@@ -21,7 +20,7 @@ from plax.core.shaped_array import ShapedArray
 from plax.lax.base import (ANY, INTEGRAL, NUMBER, asarray, aval_of, canonicalize_shape,
                            check_dtype, same_dtypes)
 from plax.transforms.batching import move_axis_to
-from plax.transforms.jvp import Zero, defjvp, deflinear, instantiate
+from plax.transforms.jvp import Zero, deflinear, instantiate
 
 
 def _undefined(x) -> bool:
