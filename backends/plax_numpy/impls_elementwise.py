@@ -85,6 +85,7 @@ def _logistic(x):
 
 @impl(lax.round_p)
 @lowp
+@_quiet
 def _round(x, *, rounding_method):
     if rounding_method == 1:
         return np.rint(x)
@@ -100,7 +101,9 @@ def _not(x):
 
 @impl(lax.population_count_p)
 def _population_count(x):
-    return np.bitwise_count(x).astype(x.dtype)
+    # NumPy counts the bits of |x| for signed types; XLA counts the two's complement pattern.
+    x = np.asarray(x)
+    return np.bitwise_count(x.view(np.dtype(f"u{x.dtype.itemsize}"))).astype(x.dtype)
 
 
 @impl(lax.conj_p)
@@ -132,8 +135,27 @@ def _integer_pow(x, *, y):
 # ------------------------------------------------------------------ binary
 
 for _prim, _uf in [(lax.pow_p, np.power), (lax.atan2_p, np.arctan2), (lax.max_p, np.maximum),
-                   (lax.min_p, np.minimum), (lax.nextafter_p, np.nextafter)]:
+                   (lax.min_p, np.minimum)]:
     _ufunc(_prim, _uf)
+
+
+@impl(lax.nextafter_p)
+@_quiet
+def _nextafter(x, y):
+    x, y = np.broadcast_arrays(np.asarray(x), np.asarray(y))
+    if x.dtype.itemsize > 2:
+        return np.nextafter(x, y)
+    # float16/bfloat16: the next value differs by one in the bit pattern (computing in float32
+    # and rounding back would land on x again).
+    bits = np.dtype(np.uint16)
+    xf, yf = x.astype(np.float32), y.astype(np.float32)
+    away = (yf > xf) == (xf > 0)   # moving away from zero makes the magnitude bits grow
+    moved = x.view(bits).astype(np.int32) + np.where(away, 1, -1)
+    from_zero = np.where(yf < 0, 0x8001, 0x0001)  # the smallest subnormal, with y's sign
+    out_bits = np.where(xf == 0, from_zero, moved).astype(bits)
+    out = out_bits.view(x.dtype)
+    out = np.where(xf == yf, y, out)
+    return np.where(np.isnan(xf) | np.isnan(yf), np.array(np.nan, x.dtype), out).astype(x.dtype)
 
 for _prim, _uf in [(lax.add_p, np.add), (lax.add_any_p, np.add), (lax.sub_p, np.subtract),
                    (lax.mul_p, np.multiply), (lax.eq_p, np.equal), (lax.ne_p, np.not_equal),
@@ -244,18 +266,23 @@ def _convert(x, *, new_dtype, weak_type):
     if new_dtype.kind in "iu" and (src.kind == "f" or src == bfloat16):
         # XLA saturates out-of-range values and maps NaN to 0.
         info = np.iinfo(new_dtype)
-        xf = np.asarray(x, np.float64)
-        out = np.clip(np.nan_to_num(xf, nan=0.0), info.min, info.max)
-        # float64 cannot hold int64 max exactly: clip again in the integer domain
-        result = np.where(xf >= float(info.max), info.max, np.where(xf <= float(info.min),
-                                                                     info.min, out))
-        return np.asarray(result).astype(new_dtype)
+        t = np.trunc(np.nan_to_num(np.asarray(x, np.float64), nan=0.0, posinf=np.inf,
+                                   neginf=-np.inf))
+        # 2**(bits-1) (or 2**bits) is exact in float64, unlike int64's maximum: compare there and
+        # fill the saturated entries in the integer domain.
+        upper, lower = float(info.max) + 1.0, float(info.min)
+        inside = (t >= lower) & (t < upper)
+        out = np.where(inside, t, 0.0).astype(new_dtype)
+        out = np.where(t >= upper, np.array(info.max, new_dtype), out)
+        return np.asarray(np.where(t < lower, np.array(info.min, new_dtype), out))
     return np.asarray(x).astype(new_dtype)
 
 
 @impl(lax.bitcast_convert_type_p)
 def _bitcast(x, *, new_dtype):
-    x = np.ascontiguousarray(x)
+    x = np.asarray(x)
+    if not x.flags.c_contiguous:  # (np.ascontiguousarray would make a 0-d array 1-d)
+        x = x.copy()
     old, new = x.dtype.itemsize, new_dtype.itemsize
     if old == new:
         return x.view(new_dtype)
@@ -282,8 +309,26 @@ def _scipy(name):
 impl(lax.erf_p)(lowp(_quiet(_scipy("erf"))))
 impl(lax.erfc_p)(lowp(_quiet(_scipy("erfc"))))
 impl(lax.erf_inv_p)(lowp(_quiet(_scipy("erfinv"))))
-impl(lax.lgamma_p)(lowp(_quiet(_scipy("gammaln"))))
-impl(lax.digamma_p)(lowp(_quiet(_scipy("psi"))))
+def _poles(x):
+    """The non-positive integers, where digamma and polygamma are NaN (XLA's convention)."""
+    return (x <= 0) & (x == np.floor(x))
+
+
+@impl(lax.lgamma_p)
+@lowp
+@_quiet
+def _lgamma(x):
+    import scipy.special
+    # scipy gives -inf at -inf; log|gamma| grows without bound there (C's lgamma gives +inf)
+    return np.where(np.isneginf(x), np.array(np.inf, x.dtype), scipy.special.gammaln(x))
+
+
+@impl(lax.digamma_p)
+@lowp
+@_quiet
+def _digamma(x):
+    import scipy.special
+    return np.where(_poles(x), np.array(np.nan, x.dtype), scipy.special.psi(x))
 
 
 @impl(lax.polygamma_p)
@@ -291,7 +336,11 @@ impl(lax.digamma_p)(lowp(_quiet(_scipy("psi"))))
 @_quiet
 def _polygamma(m, x):
     import scipy.special
-    out = scipy.special.polygamma(m.astype(np.int64) if np.all(m == np.floor(m)) else m, x)
+    integral = (m >= 0) & (m == np.floor(m))
+    safe_m = np.where(integral, m, 0).astype(np.int64)
+    out = scipy.special.polygamma(safe_m, x)
+    # NaN for orders that are not non-negative integers, and at the poles
+    out = np.where(integral & ~_poles(x), out, np.nan)
     return np.asarray(out).astype(x.dtype)
 
 

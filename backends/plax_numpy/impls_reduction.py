@@ -1,6 +1,8 @@
 """NumPy implementations of reductions, argmax/argmin, cumulative ops and sort."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from plax import lax
@@ -55,7 +57,10 @@ def _extreme(fn, identity):
 
 def _complex_extreme(x, axes, is_max):
     kept = [i for i in range(x.ndim) if i not in axes]
-    moved = np.transpose(x, kept + list(axes)).reshape([x.shape[i] for i in kept] + [-1])
+    kept_shape = [x.shape[i] for i in kept]
+    moved = np.transpose(x, kept + list(axes)).reshape(kept_shape + [math.prod(x.shape[i] for i in axes)])
+    if moved.shape[-1] == 0:  # the identity: -inf (max) or inf (min), with a zero imaginary part
+        return np.full(kept_shape, -np.inf if is_max else np.inf, x.dtype)
     order = np.lexsort((moved.imag, moved.real), axis=-1)
     pick = order[..., -1:] if is_max else order[..., :1]
     return np.take_along_axis(moved, pick, axis=-1)[..., 0]

@@ -57,6 +57,16 @@ def _inner(xs, ys):
     return total
 
 
+def _conj(x):
+    """The complex conjugate of a complex array (anything else unchanged)."""
+    if isinstance(x, np.ndarray) and x.dtype == dtypes.float0:
+        return x
+    if not dtypes.is_complex(_dtype(x)):
+        return x
+    import plax.numpy as jnp
+    return jnp.asarray(np.conj(np.asarray(x)))
+
+
 def numerical_jvp(f: Callable, primals: Sequence, tangents: Sequence, eps: float | None = None):
     """Central-difference directional derivative of ``f`` at ``primals`` along ``tangents``."""
     import plax.numpy as jnp
@@ -104,7 +114,9 @@ def check_jvp(f: Callable, f_jvp: Callable, args: Sequence, atol=None, rtol=None
 
 def check_vjp(f: Callable, f_vjp: Callable, args: Sequence, atol=None, rtol=None, eps=None,
               rng=None) -> None:
-    """Checks ``<vjp(ct), t> == <ct, J t>`` with ``J t`` from central differences."""
+    """Checks ``Re sum(t * vjp(conj(ct))) == Re sum(J t * conj(ct))`` (JAX's convention: the
+    VJP of a holomorphic function multiplies by ``f'`` without conjugating it), with ``J t``
+    from central differences."""
     rng = rng or np.random.default_rng(1)
     v_out, vjp_fun = f_vjp(*args)
     tol = _tol(tree_util.tree_leaves(args), atol if atol is not None else rtol)
@@ -112,11 +124,11 @@ def check_vjp(f: Callable, f_vjp: Callable, args: Sequence, atol=None, rtol=None
     tangents = [_random_like(rng, a) for a in args]
     out_leaves, out_tree = tree_util.tree_flatten(v_out)
     cts = [_random_like(rng, o) for o in out_leaves]
-    ct_tree = tree_util.tree_unflatten(out_tree, cts)
+    ct_tree = tree_util.tree_unflatten(out_tree, [_conj(c) for c in cts])
     pulled = vjp_fun(ct_tree)
     t_num = tree_util.tree_leaves(numerical_jvp(f, args, tangents, eps))
-    lhs = _inner(tree_util.tree_leaves(pulled), tangents)
-    rhs = _inner(cts, t_num)
+    lhs = _inner(tangents, [_conj(p) for p in tree_util.tree_leaves(pulled)])
+    rhs = _inner(t_num, cts)
     scale = max(1.0, abs(rhs))
     assert abs(lhs - rhs) <= tol * scale * 5, (
         f"vjp inconsistent with finite differences: <vjp(ct), t> = {lhs}, <ct, J t> = {rhs}")

@@ -16,7 +16,7 @@ from plax.core.shaped_array import ShapedArray
 from plax.lax.base import (ANY, BOOL_OR_INT, INEXACT, INTEGRAL, NUMBER, ORDERED, FLOAT, asarray,
                            aval_of, check_dtype, same_dtypes, same_shapes_or_scalar)
 from plax.transforms.batching import defbroadcasting
-from plax.transforms.jvp import Zero, defjvp, defzero, deflinear, instantiate, tangent_aval
+from plax.transforms.jvp import Zero, defjvp, defzero, deflinear, tangent_aval
 
 
 def _naryop(name: str, allowed, out_dtype=None) -> Primitive:
@@ -59,7 +59,7 @@ add_p = _naryop("add", NUMBER)
 sub_p = _naryop("sub", NUMBER)
 mul_p = _naryop("mul", NUMBER)
 div_p = _naryop("div", NUMBER)
-rem_p = _naryop("rem", NUMBER)
+rem_p = _naryop("rem", INTEGRAL + (FLOAT,))
 pow_p = _naryop("pow", INEXACT)
 max_p = _naryop("max", ORDERED + ("complex",))
 min_p = _naryop("min", ORDERED + ("complex",))
@@ -127,13 +127,8 @@ defjvp(rem_p, lambda t, x, y: t, _rem_jvp_y)
 
 
 def _pow_jvp_x(t, x, y):
-    # d/dx x**y = y * x**(y-1), defined as 0 where y == 0 (so 0**0 has derivative 0).
-    one = full_like_scalar(1, y)
-    zero = full_like_scalar(0, y)
-    safe = select_where(eq(y, zero), one, y)
-    d = mul(safe, pow(x, sub(safe, one)))
-    d = select_where(eq(y, zero), zeros_like(d), d)
-    return mul(t, d)
+    # d/dx x**y = y * x**(y-1); like JAX, no special case for an inexact y (0 ** 0 gives NaN).
+    return mul(t, mul(y, pow(x, sub(y, full_like_scalar(1, y)))))
 
 
 def _pow_jvp_y(t, x, y):
@@ -234,5 +229,11 @@ def zeros_like_shape(shape, dtype):
 
 
 def select_where(pred, on_true, on_false):
+    """``select`` for rules: rank-0 cases are broadcast to the shape of the other operands
+    (select_n itself requires equal case shapes)."""
     from plax.lax.select import select
+    from plax.lax.shape import broadcast_in_dim
+    shape = next((aval_of(v).shape for v in (pred, on_true, on_false) if aval_of(v).shape), ())
+    on_true, on_false = (broadcast_in_dim(c, shape, ()) if aval_of(c).shape != shape else c
+                         for c in (on_true, on_false))
     return select(pred, on_true, on_false)

@@ -11,7 +11,7 @@ from plax.core.registry import register_rule
 from plax.core.shaped_array import ShapedArray
 from plax.lax.base import asarray, aval_of
 from plax.transforms.batching import defvectorized, move_axis_to
-from plax.transforms.jvp import Zero, defzero, tangent_aval
+from plax.transforms.jvp import Zero, defzero
 
 convert_element_type_p = Primitive("convert_element_type")
 
@@ -77,6 +77,11 @@ bitcast_convert_type_p = Primitive("bitcast_convert_type")
 
 @bitcast_convert_type_p.def_abstract_eval
 def _bitcast_abstract_eval(x, *, new_dtype):
+    for d in (x.dtype, new_dtype):
+        if (dtypes.is_bool(d) or dtypes.is_complex(d)) and x.dtype != new_dtype:
+            raise TypeError(f"bitcast_convert_type does not support bool or complex values unless "
+                            f"the operand and destination types match; got operand dtype "
+                            f"{x.dtype.name} and new_dtype {new_dtype.name}.")
     old_size, new_size = x.dtype.itemsize, new_dtype.itemsize
     if old_size == new_size:
         shape = x.shape
@@ -122,7 +127,6 @@ def stop_gradient(x):
       Array(3., dtype=float32, weak_type=True)
     """
     from plax import tree_util
-    from plax.transforms.jvp import tangent_dtype
 
     def stop(leaf):
         leaf = asarray(leaf)

@@ -11,7 +11,7 @@ from typing import Callable
 import plax.lax.binary as B
 from plax.core.primitive import Primitive
 from plax.core.registry import register_rule
-from plax.lax.base import NUMBER, ORDERED, asarray, aval_of, canonicalize_axis, check_dtype
+from plax.lax.base import NUMBER, asarray, aval_of, canonicalize_axis, check_dtype
 from plax.transforms.jvp import Zero, deflinear
 
 
@@ -45,8 +45,8 @@ def _cumulative(prim):
 
 cumsum_p = _cumulative_prim("cumsum", NUMBER)
 cumprod_p = _cumulative_prim("cumprod", NUMBER)
-cummax_p = _cumulative_prim("cummax", ORDERED)
-cummin_p = _cumulative_prim("cummin", ORDERED)
+cummax_p = _cumulative_prim("cummax", NUMBER)  # complex numbers compare lexicographically
+cummin_p = _cumulative_prim("cummin", NUMBER)
 
 cumsum, cumprod, cummax, cummin = map(_cumulative, (cumsum_p, cumprod_p, cummax_p, cummin_p))
 

@@ -52,7 +52,17 @@ def _dot_general_abstract_eval(lhs, rhs, *, dimension_numbers, precision, prefer
                             f"{tuple(rhs.shape[d] for d in rb)}.")
     shape = (tuple(lhs.shape[d] for d in lb) + tuple(lhs.shape[d] for d in _free(lhs.ndim, lc, lb))
              + tuple(rhs.shape[d] for d in _free(rhs.ndim, rc, rb)))
-    dt = preferred_element_type if preferred_element_type is not None else lhs.dtype
+    dt = lhs.dtype
+    if preferred_element_type is not None and preferred_element_type != dt:
+        pet = preferred_element_type
+        if not dtypes.is_float(dt) and pet.itemsize < dt.itemsize:
+            raise TypeError(f"dot_general preferred_element_type must not be narrower than the "
+                            f"operands' type, got preferred_element_type {pet.name} for operands "
+                            f"of type {dt.name}.")
+        if dtypes.is_complex(dt) and not dtypes.is_complex(pet):
+            raise TypeError(f"dot_general preferred_element_type {pet.name} cannot hold the "
+                            f"product of {dt.name} operands; use a complex type.")
+        dt = pet
     return ShapedArray(shape, dt, lhs.weak_type and rhs.weak_type)
 
 
@@ -127,6 +137,11 @@ def _transpose_lhs(ct, x_aval, y, dimension_numbers, preferred_element_type, swa
         ct_batch, _, ct_y_free = _ranges_like(xb, x_free, y_free)
     del nb
     dims = ((ct_y_free, tuple(y_free)), (ct_batch, tuple(yb)))
+    ct_dtype = aval_of(ct).dtype
+    if aval_of(y).dtype != ct_dtype:
+        # with preferred_element_type the cotangent is wider than the operands
+        from plax.lax.convert import convert_element_type
+        y = convert_element_type(y, ct_dtype)
     res = dot_general_p.bind(ct, y, dimension_numbers=dims, precision=None,
                              preferred_element_type=None)
     # res axes correspond to x axes: xb, x_free, then xc ordered as yc is sorted.

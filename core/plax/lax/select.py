@@ -8,8 +8,7 @@ from plax import dtypes
 from plax.core.primitive import Primitive
 from plax.core.registry import register_rule
 from plax.core.shaped_array import ShapedArray
-from plax.lax.base import ORDERED, asarray, check_dtype, same_dtypes, same_shapes_or_scalar
-from plax.transforms.batching import defbroadcasting
+from plax.lax.base import ORDERED, asarray, aval_of, check_dtype, same_dtypes
 from plax.transforms.jvp import Zero, defjvp, instantiate
 
 select_n_p = Primitive("select_n")
@@ -51,9 +50,21 @@ def select(pred, on_true, on_false):
 
 
 def _select_n_batch(vals, dims):
-    # Cases must keep the selector's shape relation: a batched rank-0 selector becomes full-shaped.
-    from plax.transforms.batching import broadcast_batcher
-    return broadcast_batcher(select_n_p)(vals, dims)
+    # Cases share one shape, so all move to batch axis 0 (unbatched ones broadcast). The selector
+    # stays a scalar only when it is unbatched and rank 0; otherwise it gets the cases' shape.
+    from plax.lax.shape import broadcast_in_dim
+    from plax.transforms.batching import axis_size, move_axis_to
+    which, *cases = vals
+    dw, *dcs = dims
+    size = axis_size(vals, dims)
+    cases = [move_axis_to(c, d, 0, size) for c, d in zip(cases, dcs)]
+    if dw is None and aval_of(which).ndim == 0:
+        return select_n_p.bind(which, *cases), 0
+    which = move_axis_to(which, dw, 0, size)
+    case_shape = aval_of(cases[0]).shape
+    if aval_of(which).shape != case_shape:  # a selector that is a scalar per example
+        which = broadcast_in_dim(which, case_shape, (0,))
+    return select_n_p.bind(which, *cases), 0
 
 
 register_rule("batch", select_n_p)(_select_n_batch)
@@ -107,7 +118,26 @@ def clamp(min, x, max):
     return clamp_p.bind(asarray(min), asarray(x), asarray(max))
 
 
-defbroadcasting(clamp_p)
+@register_rule("batch", clamp_p)
+def _clamp_batch(vals, dims):
+    # x moves to batch axis 0; a bound stays a scalar only if it is unbatched and rank 0,
+    # otherwise it gets x's batched shape.
+    from plax.lax.shape import broadcast_in_dim
+    from plax.transforms.batching import axis_size, move_axis_to
+    (lo, x, hi), (dlo, dx, dhi) = vals, dims
+    size = axis_size(vals, dims)
+    x = move_axis_to(x, dx, 0, size)
+    shape = aval_of(x).shape
+
+    def fit(bound, d):
+        if d is None and aval_of(bound).ndim == 0:
+            return bound
+        bound = move_axis_to(bound, d, 0, size)
+        if aval_of(bound).shape != shape:
+            bound = broadcast_in_dim(bound, shape, (0,))
+        return bound
+
+    return clamp_p.bind(fit(lo, dlo), x, fit(hi, dhi)), 0
 
 
 def _zeros_of(x):

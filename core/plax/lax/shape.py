@@ -14,7 +14,7 @@ from plax.core.registry import register_rule
 from plax.core.shaped_array import ShapedArray
 from plax.lax.base import (asarray, aval_of, canonicalize_axis, canonicalize_shape, same_dtypes)
 from plax.transforms.batching import move_axis_to
-from plax.transforms.jvp import Zero, deflinear, instantiate, tangent_aval
+from plax.transforms.jvp import Zero, deflinear, defzero
 
 
 def _undefined(x) -> bool:
@@ -215,6 +215,9 @@ squeeze_p = Primitive("squeeze")
 @squeeze_p.def_abstract_eval
 def _squeeze_abstract_eval(x, *, dimensions):
     for d in dimensions:
+        if not 0 <= d < x.ndim:
+            raise ValueError(f"squeeze dimensions {dimensions} out of range for operand shape "
+                             f"{x.shape}")
         if x.shape[d] != 1:
             raise ValueError(f"cannot select an axis to squeeze out which has size not equal to "
                              f"one, got shape={x.shape} and dimensions={dimensions}")
@@ -463,10 +466,16 @@ iota_p = Primitive("iota")
 
 @iota_p.def_abstract_eval
 def _iota_abstract_eval(*, dtype, shape, dimension):
+    if not (dtypes.is_integer(dtype) or dtypes.is_inexact(dtype)):
+        raise TypeError(f"iota does not accept dtype {np.dtype(dtype).name}; it accepts integer, "
+                        "floating and complex types.")
     if not 0 <= dimension < len(shape):
         raise ValueError(f"iota dimension must be between 0 and len(shape), got "
                          f"dimension={dimension} for shape {shape}")
     return ShapedArray(shape, dtype, False)
+
+
+defzero(iota_p)  # no operands, so no tangent to carry: declared non-differentiable
 
 
 def iota(dtype, size: int):

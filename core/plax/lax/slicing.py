@@ -8,7 +8,6 @@ is how ``vmap`` batches them). Out-of-bounds starts are clamped (``CLIP``,
 from __future__ import annotations
 
 import enum
-import math
 from typing import NamedTuple, Sequence
 
 import numpy as np
@@ -18,9 +17,10 @@ from plax import dtypes
 from plax.core.primitive import Primitive
 from plax.core.registry import register_rule
 from plax.core.shaped_array import ShapedArray
-from plax.lax.base import asarray, aval_of, canonicalize_shape, check_dtype, INTEGRAL, same_dtypes
+from plax.lax.base import (ANY, INTEGRAL, NUMBER, asarray, aval_of, canonicalize_shape,
+                           check_dtype, same_dtypes)
 from plax.transforms.batching import move_axis_to
-from plax.transforms.jvp import Zero, defjvp, deflinear, instantiate
+from plax.transforms.jvp import Zero, deflinear, instantiate
 
 
 def _undefined(x) -> bool:
@@ -204,6 +204,8 @@ def _dynamic_slice_batch(vals, dims, *, slice_sizes):
     x, *idx = vals
     dx, *didx = dims
     size = next(aval_of(v).shape[d] for v, d in zip(vals, dims) if d is not None)
+    if not idx:  # a rank-0 operand: the slice is the operand
+        return x, dx
     index_vec, dvec = _index_vector(idx, didx, size)
     nd = len(slice_sizes)
     dnums = GatherDimensionNumbers(offset_dims=tuple(range(nd)), collapsed_slice_dims=(),
@@ -261,6 +263,8 @@ def _dus_batch(vals, dims):
     x, u, *idx = vals
     dx, du, *didx = dims
     size = next(aval_of(v).shape[d] for v, d in zip(vals, dims) if d is not None)
+    if not idx:  # rank-0 operands: the update replaces the operand
+        return move_axis_to(u, du, 0, size), 0
     index_vec, dvec = _index_vector(idx, didx, size)
     nd = aval_of(u).ndim - (du is not None)
     dnums = ScatterDimensionNumbers(update_window_dims=tuple(range(nd)), inserted_window_dims=(),
@@ -475,10 +479,11 @@ register_rule("batch", gather_p)(_gather_batch)
 
 # ------------------------------------------------------------------ scatter
 
-def _scatter_abstract_eval_for(name):
+def _scatter_abstract_eval_for(name, allowed):
     def abstract_eval(operand, indices, updates, *, dimension_numbers, indices_are_sorted,
                       unique_indices, mode):
         dn = dimension_numbers
+        check_dtype(name, operand, allowed)
         check_dtype(name, indices, INTEGRAL, "indices")
         same_dtypes(name, [operand, updates])
         if indices.ndim < 1 or indices.shape[-1] != len(dn.scatter_dims_to_operand_dims):
@@ -509,17 +514,17 @@ def _scatter_abstract_eval_for(name):
     return abstract_eval
 
 
-def _scatter_prim(name: str) -> Primitive:
+def _scatter_prim(name: str, allowed) -> Primitive:
     p = Primitive(name)
-    p.def_abstract_eval(_scatter_abstract_eval_for(name))
+    p.def_abstract_eval(_scatter_abstract_eval_for(name, allowed))
     return p
 
 
-scatter_p = _scatter_prim("scatter")
-scatter_add_p = _scatter_prim("scatter-add")
-scatter_mul_p = _scatter_prim("scatter-mul")
-scatter_min_p = _scatter_prim("scatter-min")
-scatter_max_p = _scatter_prim("scatter-max")
+scatter_p = _scatter_prim("scatter", ANY)
+scatter_add_p = _scatter_prim("scatter-add", NUMBER)
+scatter_mul_p = _scatter_prim("scatter-mul", NUMBER)
+scatter_min_p = _scatter_prim("scatter-min", ANY)  # complex numbers compare lexicographically
+scatter_max_p = _scatter_prim("scatter-max", ANY)
 
 
 def _scatter_binder(prim):

@@ -62,6 +62,8 @@ def take_along_axis_via_gather(x, idx, axis: int):
     """``x`` reindexed along ``axis`` by integer ``idx`` of the same shape (used by sort's JVP)."""
     from plax.lax.shape import expand_dims
     from plax.lax.slicing import GatherDimensionNumbers, GatherScatterMode, gather
+    if aval_of(x).size == 0:  # nothing to move (and no slice of size 1 fits an empty axis)
+        return x
     nd = aval_of(x).ndim
     others = tuple(i for i in range(nd) if i != axis)
     dn = GatherDimensionNumbers(offset_dims=(), collapsed_slice_dims=(axis,), start_index_map=(axis,),

@@ -10,8 +10,8 @@ from plax import dtypes
 from plax.core.primitive import Primitive
 from plax.core.registry import register_rule
 from plax.core.shaped_array import ShapedArray
-from plax.lax.base import (BOOL, BOOL_OR_INT, COMPLEX, FLOAT, INEXACT, INTEGRAL, NUMBER, asarray,
-                           check_dtype)
+from plax.lax.base import (BOOL, BOOL_OR_INT, COMPLEX, FLOAT, INEXACT, INT, INTEGRAL, NUMBER,
+                           asarray, check_dtype)
 from plax.transforms.batching import defvectorized
 from plax.transforms.jvp import Zero, defjvp, defjvp2, deflinear, defzero
 
@@ -72,7 +72,7 @@ atanh_p = _unop("atanh", INEXACT)
 sqrt_p = _unop("sqrt", INEXACT)
 rsqrt_p = _unop("rsqrt", INEXACT)
 cbrt_p = _unop("cbrt", (FLOAT,))
-abs_p = _unop("abs", NUMBER, dtypes.real_dtype)
+abs_p = _unop("abs", (INT, FLOAT, COMPLEX), dtypes.real_dtype)  # as in JAX: not unsigned
 not_p = _unop("not", BOOL_OR_INT)
 population_count_p = _unop("population_count", INTEGRAL)
 real_p = _unop("real", (COMPLEX,), dtypes.real_dtype)
@@ -139,7 +139,8 @@ def _abs_jvp(t, x):
         a = abs(x)
         safe = B.select_where(B.eq(a, _scalar(0, a)), B.full_like_scalar(1, a), a)
         return B.div(real(B.mul(conj(x), t)), safe)
-    return B.mul(t, sign(x))
+    # JAX's convention: the derivative at 0 is 1 (d|x| = t where x >= 0, else -t)
+    return B.select_where(B.ge(x, _scalar(0, x)), t, neg(t))
 
 
 defjvp(abs_p, _abs_jvp)
