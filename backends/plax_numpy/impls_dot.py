@@ -6,7 +6,6 @@ import math
 import numpy as np
 
 from plax import lax
-from plax.dtypes import bfloat16
 from plax_numpy.registry import impl
 
 
@@ -42,5 +41,3 @@ def _dot_general(lhs, rhs, *, dimension_numbers, precision, preferred_element_ty
     shape = bshape + [lhs.shape[d] for d in lf] + [rhs.shape[d] for d in rf]
     return out.reshape(shape).astype(out_dtype, copy=False)
 
-
-del bfloat16

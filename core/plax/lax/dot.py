@@ -1,18 +1,15 @@
 """dot_general: tensor contraction with batch dimensions (matmul, dot, einsum are built on it)."""
 from __future__ import annotations
 
-from typing import Sequence
-
 import numpy as np
 
-import plax.lax.binary as B
 from plax import dtypes
 from plax.core.primitive import Primitive
 from plax.core.registry import register_rule
 from plax.core.shaped_array import ShapedArray
 from plax.lax.base import NUMBER, asarray, aval_of, check_dtype
 from plax.transforms.batching import move_axis_to
-from plax.transforms.jvp import Zero, add_tangents, instantiate
+from plax.transforms.jvp import Zero, add_tangents
 
 dot_general_p = Primitive("dot_general")
 
@@ -129,13 +126,11 @@ def _transpose_lhs(ct, x_aval, y, dimension_numbers, preferred_element_type, swa
     (xc, yc), (xb, yb) = dimension_numbers
     x_free = _free(x_aval.ndim, xc, xb)
     y_free = _free(aval_of(y).ndim, yc, yb)
-    nb = len(xb)
     # ct axes: batch, then lhs-free, then rhs-free (in the original, unswapped order).
     if swap:
         ct_batch, ct_y_free, _ = _ranges_like(xb, y_free, x_free)
     else:
         ct_batch, _, ct_y_free = _ranges_like(xb, x_free, y_free)
-    del nb
     dims = ((ct_y_free, tuple(y_free)), (ct_batch, tuple(yb)))
     ct_dtype = aval_of(ct).dtype
     if aval_of(y).dtype != ct_dtype:
@@ -205,5 +200,3 @@ def _dot_general_batch(vals, dims, *, dimension_numbers, precision, preferred_el
     out_dim = len(lb) + len(lhs_free) + rhs_free.index(dr)
     return dot_general_p.bind(lhs, rhs, dimension_numbers=dn, **params), out_dim
 
-
-del Sequence, B, instantiate

@@ -4,7 +4,6 @@ from __future__ import annotations
 import numpy as np
 
 import plax.lax.binary as B
-from plax import dtypes
 from plax.core.primitive import Primitive
 from plax.core.registry import register_rule
 from plax.core.shaped_array import ShapedArray

@@ -1,8 +1,6 @@
 """The sort primitive: sorts several operands along one axis by the first ``num_keys`` of them."""
 from __future__ import annotations
 
-from typing import Sequence
-
 import numpy as np
 
 from plax.core.primitive import Primitive
@@ -90,5 +88,3 @@ def _sort_batch(vals, dims, *, dimension, is_stable, num_keys):
     moved = [move_axis_to(v, d, 0, size) for v, d in zip(vals, dims)]
     return sort_p.bind(*moved, dimension=dimension + 1, is_stable=is_stable, num_keys=num_keys), 0
 
-
-del Sequence

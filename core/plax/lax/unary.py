@@ -10,7 +10,7 @@ from plax import dtypes
 from plax.core.primitive import Primitive
 from plax.core.registry import register_rule
 from plax.core.shaped_array import ShapedArray
-from plax.lax.base import (BOOL, BOOL_OR_INT, COMPLEX, FLOAT, INEXACT, INT, INTEGRAL, NUMBER,
+from plax.lax.base import (BOOL_OR_INT, COMPLEX, FLOAT, INEXACT, INT, INTEGRAL, NUMBER,
                            asarray, check_dtype)
 from plax.transforms.batching import defvectorized
 from plax.transforms.jvp import Zero, defjvp, defjvp2, deflinear, defzero
