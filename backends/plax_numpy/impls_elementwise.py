@@ -255,7 +255,9 @@ def _convert(x, *, new_dtype, weak_type):
 
 @impl(lax.bitcast_convert_type_p)
 def _bitcast(x, *, new_dtype):
-    x = np.ascontiguousarray(x)
+    x = np.asarray(x)
+    if not x.flags.c_contiguous:  # (np.ascontiguousarray would turn a rank-0 array into rank 1)
+        x = np.ascontiguousarray(x)
     old, new = x.dtype.itemsize, new_dtype.itemsize
     if old == new:
         return x.view(new_dtype)

@@ -1,0 +1,14 @@
+"""plax.random: JAX's keyed pseudo-random numbers, bit for bit (Threefry-2x32).
+
+    from plax import random
+    key = random.PRNGKey(0)
+    key, subkey = random.split(key)
+    x = random.normal(subkey, (3,))
+
+See docs/random.md for keys, splitting, and the two bit layouts
+(``jax_threefry_partitionable``).
+"""
+from plax.random.keys import (PRNGKey, PRNGKeyArray, PRNGImpl, KeyDType, key, split, fold_in, bits,
+                              key_data, wrap_key_data, key_impl, key_dtype, default_prng_impl,
+                              clone, threefry_2x32)
+from plax.random.samplers import uniform, normal
