@@ -1,4 +1,5 @@
-"""The ``threefry2x32`` primitive: the Threefry-2x32 block cipher (20 rounds) used by plax.random.
+"""Primitives of plax.random: ``threefry2x32`` (the Threefry-2x32 block cipher, 20 rounds) and
+``random_gamma_grad`` (the implicit derivative of gamma samples).
 
 ``threefry2x32(k1, k2, x1, x2)`` hashes the counter pairs ``(x1, x2)`` under the
 key ``(k1, k2)`` and returns the two output words. It is elementwise over four
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from plax import dtypes
 from plax.core.primitive import Primitive
 from plax.core.shaped_array import ShapedArray
 from plax.lax.base import asarray, same_shapes_or_scalar
@@ -62,3 +64,45 @@ def threefry2x32(k1, k2, x1, x2):
       [Array([1797259609, 2579123966], dtype=uint32), Array([928981903, 3251367595], dtype=uint32)]
     """
     return threefry2x32_p.bind(asarray(k1), asarray(k2), asarray(x1), asarray(x2))
+
+
+# ------------------------------------------------------------------ random_gamma_grad
+
+random_gamma_grad_p = Primitive("random_gamma_grad")
+
+
+@random_gamma_grad_p.def_abstract_eval
+def _random_gamma_grad_abstract_eval(a, x):
+    for name, aval in (("a", a), ("x", x)):
+        if not dtypes.is_float(aval.dtype):
+            raise TypeError(f"random_gamma_grad requires float operands, got {name} of dtype "
+                            f"{aval.dtype.name}.")
+    if a.dtype != x.dtype:
+        raise TypeError(f"random_gamma_grad requires operands of one dtype, got {a.dtype.name} "
+                        f"and {x.dtype.name}.")
+    shape = same_shapes_or_scalar("random_gamma_grad", (a, x))
+    return ShapedArray(shape, a.dtype, a.weak_type and x.weak_type)
+
+
+defbroadcasting(random_gamma_grad_p)
+
+
+def random_gamma_grad(a, x):
+    """The derivative of a gamma sample ``x`` with respect to its shape parameter ``a``.
+
+    Gamma samples are reparameterised implicitly: with ``F(x; a)`` the gamma CDF,
+    ``dx/da = -(dF/da) / (dF/dx)``. This is JAX's ``lax.random_gamma_grad``
+    (a power series for ``x <= max(1, a)``, a continued fraction otherwise);
+    backends evaluate it to convergence. It is not itself differentiable.
+
+    Args:
+      a: shape parameters (float).
+      x: gamma samples of the same dtype and shape (rank 0 broadcasts).
+
+    Returns:
+      ``dx/da``, elementwise; NaN where ``a <= 0`` or ``x < 0``, 0 where ``x == 0``.
+
+    Example:
+      >>> random_gamma_grad(jnp.float32(1.0), jnp.float32(0.5))
+    """
+    return random_gamma_grad_p.bind(asarray(a), asarray(x))

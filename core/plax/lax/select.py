@@ -8,7 +8,8 @@ from plax import dtypes
 from plax.core.primitive import Primitive
 from plax.core.registry import register_rule
 from plax.core.shaped_array import ShapedArray
-from plax.lax.base import ORDERED, asarray, check_dtype, same_dtypes, same_shapes_or_scalar
+from plax.lax.base import (ORDERED, asarray, aval_of, check_dtype, same_dtypes,
+                           same_shapes_or_scalar)
 from plax.transforms.batching import defbroadcasting
 from plax.transforms.jvp import Zero, defjvp, instantiate
 
@@ -51,9 +52,21 @@ def select(pred, on_true, on_false):
 
 
 def _select_n_batch(vals, dims):
-    # Cases must keep the selector's shape relation: a batched rank-0 selector becomes full-shaped.
-    from plax.transforms.batching import broadcast_batcher
-    return broadcast_batcher(select_n_p)(vals, dims)
+    # Cases must keep the selector's shape relation: the cases are all materialised with the
+    # batch axis first, and a selector that is batched (or not rank 0) gets their full shape.
+    from plax.lax.shape import broadcast_in_dim
+    from plax.transforms.batching import axis_size, move_axis_to
+    size = axis_size(vals, dims)
+    which, *cases = vals
+    which_dim, *case_dims = dims
+    cases = [move_axis_to(c, d, 0, size) for c, d in zip(cases, case_dims)]
+    full_shape = aval_of(cases[0]).shape
+    if which_dim is None and aval_of(which).ndim == 0:
+        return select_n_p.bind(which, *cases), 0
+    which = move_axis_to(which, which_dim, 0, size)
+    if aval_of(which).shape != full_shape:
+        which = broadcast_in_dim(which, full_shape, tuple(range(aval_of(which).ndim)))
+    return select_n_p.bind(which, *cases), 0
 
 
 register_rule("batch", select_n_p)(_select_n_batch)

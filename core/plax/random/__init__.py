@@ -11,4 +11,6 @@ See docs/random.md for keys, splitting, and the two bit layouts
 from plax.random.keys import (PRNGKey, PRNGKeyArray, PRNGImpl, KeyDType, key, split, fold_in, bits,
                               key_data, wrap_key_data, key_impl, key_dtype, default_prng_impl,
                               clone, threefry_2x32)
-from plax.random.samplers import uniform, normal
+from plax.random.samplers import (uniform, normal, truncated_normal, bernoulli, rademacher,
+                                  randint, exponential, laplace, logistic, cauchy, gumbel)
+from plax.random.gamma_family import gamma, loggamma, beta, dirichlet
