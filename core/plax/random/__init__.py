@@ -14,3 +14,5 @@ from plax.random.keys import (PRNGKey, PRNGKeyArray, PRNGImpl, KeyDType, key, sp
 from plax.random.samplers import (uniform, normal, truncated_normal, bernoulli, rademacher,
                                   randint, exponential, laplace, logistic, cauchy, gumbel)
 from plax.random.gamma_family import gamma, loggamma, beta, dirichlet
+from plax.random.discrete import permutation, choice, categorical, poisson
+from plax.random.multivariate import multivariate_normal, orthogonal, ball, generalized_normal
