@@ -24,11 +24,12 @@ from plax.random.keys import bits_data, check_key, split_data
 from plax.random.samplers import _gumbel, _subkeys, _uniform
 
 # Rounds unrolled when traced (see plax.random._loops). Knuth's loop runs one round more than
-# the largest sample, and it only serves rates below 10: P(Poisson(10) > 60) < 1e-20.
-# Hörmann's rejection accepts with probability > 0.75 per round, so all of a million
-# elements are accepted within 48 rounds except with probability < 1e-23.
-POISSON_KNUTH_TRACED_ROUNDS = 62
-POISSON_REJECTION_TRACED_ROUNDS = 48
+# the largest sample and only serves rates below 10: P(Poisson(10) >= 47) < 2e-17 per element.
+# Hormann's rejection rejects an element with probability below 0.3 per round (measured at
+# lam = 10, the worst case), so a million elements all finish within 28 rounds except with
+# probability ~1e6 * 0.3**28 < 1e-8.
+POISSON_KNUTH_TRACED_ROUNDS = 48
+POISSON_REJECTION_TRACED_ROUNDS = 28
 
 
 def _concrete_int(x: Any, what: str) -> int:
@@ -230,7 +231,7 @@ def categorical(key: Any, logits: Any, axis: int = -1, shape: Any = None, replac
     indices = _top_k_indices(jnp.moveaxis(perturbed, axis_c, -1), k)
     # indices: batch_shape + (k,) -> (k,) + batch_shape -> shape
     indices = jnp.moveaxis(indices, -1, 0)
-    return jnp.reshape(indices, shape).astype(dtypes.default_int_dtype())
+    return jnp.reshape(indices, shape)
 
 
 # ------------------------------------------------------------------ poisson
