@@ -207,8 +207,8 @@ def test_multivariate_normal():
 
 def test_orthogonal():
     q = np_(random.orthogonal(key(), 4, (50,)))
-    np.testing.assert_allclose(np.einsum("bij,bkj->bik", q, q), np.broadcast_to(np.eye(4), (50, 4, 4)),
-                               atol=1e-5)
+    gram = np.einsum("bij,bkj->bik", q, q)
+    np.testing.assert_allclose(gram, np.broadcast_to(np.eye(4), (50, 4, 4)), atol=1e-5)
     wide = np_(random.orthogonal(key(1), 2, (), m=5))
     np.testing.assert_allclose(wide @ wide.T, np.eye(2), atol=1e-5)
     # Haar measure on O(3): each entry is uniform on [-1, 1]

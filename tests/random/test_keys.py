@@ -210,8 +210,8 @@ def test_vmap_returns_typed_keys_and_jit_of_vmap():
     for i in range(3):
         np.testing.assert_array_equal(np_(random.key_data(new[i])),
                                       np_(random.key_data(random.split(keys[i])[0])))
-    f = plax.jit(plax.vmap(lambda k: random.normal(k, (2,))))
-    np.testing.assert_array_equal(np_(f(keys)), np_(plax.vmap(lambda k: random.normal(k, (2,)))(keys)))
+    draw = plax.vmap(lambda k: random.normal(k, (2,)))
+    np.testing.assert_array_equal(np_(plax.jit(draw)(keys)), np_(draw(keys)))
 
 
 def test_vmap_over_seeds_and_fold_in_data():

@@ -8,6 +8,15 @@
 See docs/random.md for keys, splitting, and the two bit layouts
 (``jax_threefry_partitionable``).
 """
+__all__ = [
+    "PRNGKey", "PRNGKeyArray", "PRNGImpl", "KeyDType", "key", "split", "fold_in", "bits",
+    "key_data", "wrap_key_data", "key_impl", "key_dtype", "default_prng_impl", "clone",
+    "threefry_2x32", "uniform", "normal", "truncated_normal", "bernoulli", "rademacher",
+    "randint", "exponential", "laplace", "logistic", "cauchy", "gumbel", "gamma", "loggamma",
+    "beta", "dirichlet", "permutation", "choice", "categorical", "poisson",
+    "multivariate_normal", "orthogonal", "ball", "generalized_normal",
+]
+
 from plax.random.keys import (PRNGKey, PRNGKeyArray, PRNGImpl, KeyDType, key, split, fold_in, bits,
                               key_data, wrap_key_data, key_impl, key_dtype, default_prng_impl,
                               clone, threefry_2x32)

@@ -78,7 +78,8 @@ def fma(a, b, c):
     Differentiable: the derivative is that of ``a * b + c``.
 
     Example:
-      >>> fma(jnp.float32(0.1), jnp.float32(3.0), jnp.float32(-0.3))
+      >>> fma(jnp.float32(0.1), jnp.float32(3.0), jnp.float32(-0.3))  # 0.1f * 3 - 0.3f, exactly
+      Array(-7.450581e-09, dtype=float32)
     """
     return _fma_jvp_wrapped(a, b, c)
 

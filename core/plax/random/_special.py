@@ -90,13 +90,9 @@ def _erf_inv_f64(x):
     return lax.select(below_6_25, p1, lax.select(below_16, p2, p3))
 
 
-def _erf_inv_value(x):
-    """``erf_inv(x)`` by Giles' approximation (JAX's numbers); ``+-1`` map to ``+-inf`` and
-    ``|x| > 1`` gives NaN.
-
-    Example:
-      >>> erf_inv(jnp.float32(0.5))   # 0.47693628
-    """
+def _erf_inv_value(x, open_interval: bool = False):
+    """Giles' approximation; ``open_interval`` skips the ``|x| == 1`` fix-up for inputs known
+    to lie strictly inside (-1, 1), as the uniforms behind normal samples do."""
     dtype = get_aval(x).dtype
     compute = dtype
     if dtype.itemsize < 4:
@@ -104,19 +100,20 @@ def _erf_inv_value(x):
         x = lax.convert_element_type(x, compute)
     p = _erf_inv_f64(x) if compute == np.float64 else _erf_inv_f32(x)
     result = lax.mul(p, x)
-    at_one = lax.eq(lax.abs(x), _c(1.0, compute))
-    result = lax.select(at_one, lax.mul(x, _c(np.inf, compute)), result)
+    if not open_interval:
+        at_one = lax.eq(lax.abs(x), _c(1.0, compute))
+        result = lax.select(at_one, lax.mul(x, _c(np.inf, compute)), result)
     if compute != dtype:
         result = lax.convert_element_type(result, dtype)
     return result
 
 
-def _make_erf_inv():
+def _make_erf_inv(open_interval: bool):
     from plax.transforms.custom_derivatives import custom_jvp
 
     @custom_jvp
     def erf_inv_(x):
-        return _erf_inv_value(x)
+        return _erf_inv_value(x, open_interval)
 
     @erf_inv_.defjvp
     def _erf_inv_jvp(primals, tangents):
@@ -127,10 +124,14 @@ def _make_erf_inv():
         scale = lax.mul(_c(np.sqrt(np.pi) / 2, dtype), lax.exp(lax.mul(out, out)))
         return out, lax.mul(t, scale)
 
+    erf_inv_.__doc__ = ("``erf_inv(x)`` by Giles' approximation (JAX's numbers); ``+-1`` map to "
+                        "``+-inf`` and ``|x| > 1`` gives NaN." if not open_interval else
+                        "``erf_inv`` for inputs strictly inside (-1, 1).")
     return erf_inv_
 
 
-erf_inv = _make_erf_inv()
+erf_inv = _make_erf_inv(open_interval=False)
+erf_inv_open = _make_erf_inv(open_interval=True)
 
 
 # ------------------------------------------------------------------ lgamma
@@ -153,6 +154,7 @@ def lgamma(x):
 
     Example:
       >>> lgamma(jnp.float32(5.0))   # log(24)
+      Array(3.1780548, dtype=float32)
     """
     from plax.random._fma import fma
     dtype = get_aval(x).dtype

@@ -14,13 +14,12 @@ import numpy as np
 
 from plax import dtypes, lax
 from plax import numpy as jnp
-from plax.array import Array
 from plax.core.trace import Tracer, get_aval
 from plax.random._fma import fma
 from plax.random._loops import while_loop
 from plax.random._special import lgamma
 from plax.random._util import canonical_shape, check_shape, int_dtype, shape_of
-from plax.random.keys import bits_data, check_key, split_data
+from plax.random.keys import bits_data, check_key
 from plax.random.samplers import _gumbel, _subkeys, _uniform
 
 # Rounds unrolled when traced (see plax.random._loops). Knuth's loop runs one round more than
@@ -63,6 +62,7 @@ def permutation(key: Any, x: Any, axis: int = 0, independent: bool = False):
 
     Example:
       >>> random.permutation(random.PRNGKey(0), 5)
+      Array([0, 1, 4, 3, 2], dtype=int32)
     """
     data, _ = check_key("permutation", key)
     if _ndim(x) == 0:
@@ -250,6 +250,7 @@ def poisson(key: Any, lam: Any, shape: Any = None, dtype: Any = None):
 
     Example:
       >>> random.poisson(random.PRNGKey(0), 3.0, (5,))
+      Array([0, 0, 4, 4, 1], dtype=int32)
     """
     data, _ = check_key("poisson", key)
     dt = int_dtype(dtype, "poisson")

@@ -168,6 +168,7 @@ def gamma(key: Any, a: Any, shape: Any = None, dtype: Any = None):
 
     Example:
       >>> random.gamma(random.PRNGKey(0), 2.0, (3,))
+      Array([1.5897877, 1.7599413, 1.1290071], dtype=float32)
     """
     data, _ = check_key("gamma", key)
     dt = float_dtype(dtype, "gamma")
@@ -235,7 +236,7 @@ def dirichlet(key: Any, alpha: Any, shape: Any = None, dtype: Any = None):
     dt = float_dtype(dtype, "dirichlet")
     alpha_shape = shape_of(alpha)
     if len(alpha_shape) < 1:
-        raise ValueError(f"dirichlet requires alpha.ndim >= 1, got alpha.ndim == 0")
+        raise ValueError("dirichlet requires alpha.ndim >= 1, got alpha.ndim == 0")
     batch = resolve_shape("dirichlet", shape, np.empty(alpha_shape[:-1]))
     alpha = lax.convert_element_type(jnp.asarray(alpha), dt)
     log_samples = _gamma(data, alpha, batch + alpha_shape[-1:], dt, log_space=True)

@@ -516,7 +516,8 @@ def _unpack_words_little_endian(words_arr, bit_width: int, words: int, size: int
     per_word = 32 // bit_width
     shifts = lax.mul(lax.iota(_U32, per_word), lax.full((per_word,), bit_width, _U32))
     expanded = lax.broadcast_in_dim(words_arr, (words, per_word), (0,))
-    shifted = lax.shift_right_logical(expanded, lax.broadcast_in_dim(shifts, (words, per_word), (1,)))
+    shifts = lax.broadcast_in_dim(shifts, (words, per_word), (1,))
+    shifted = lax.shift_right_logical(expanded, shifts)
     mask = lax.full((words, per_word), (1 << bit_width) - 1, _U32)
     fields = lax.reshape(lax.bitwise_and(shifted, mask), (words * per_word,))
     fields = lax.convert_element_type(fields, UINT_DTYPES[bit_width])
@@ -658,6 +659,7 @@ def bits(key: Any, shape: Sequence[int] = (), dtype: Any = None):
 
     Example:
       >>> random.bits(random.PRNGKey(0), (2,))
+      Array([4070199207, 4202968722], dtype=uint32)
     """
     data, _ = check_key("bits", key)
     if dtype is None:

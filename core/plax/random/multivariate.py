@@ -12,14 +12,11 @@ from __future__ import annotations
 import operator
 from typing import Any
 
-import numpy as np
-
-from plax import dtypes, lax
+from plax import dtypes
 from plax import numpy as jnp
-from plax.random._util import (broadcast_shapes, canonical_shape, check_shape, float_dtype,
-                               shape_of)
+from plax.random._util import broadcast_shapes, canonical_shape, check_shape, float_dtype
 from plax.random.gamma_family import _gamma
-from plax.random.keys import check_key, split_data
+from plax.random.keys import check_key
 from plax.random.samplers import _exponential, _normal, _rademacher, _subkeys
 
 
@@ -221,5 +218,3 @@ def ball(key: Any, d: int, p: float = 2, shape: Any = (), dtype: Any = None):
     norm = jnp.power(jnp.add(jnp.sum(jnp.power(jnp.abs(g), p), axis=-1), e), _reciprocal(p))
     return jnp.divide(g, norm[..., None])
 
-
-del np, lax, shape_of, split_data
