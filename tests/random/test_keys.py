@@ -288,3 +288,11 @@ def test_bad_seeds_and_counts():
         random.wrap_key_data(random.key(0))
     with pytest.raises(TypeError, match="NumPy equivalent"):
         np.asarray(random.key(0))
+
+
+def test_jit_retraces_when_the_layout_flag_changes():
+    f = plax.jit(lambda k: random.split(k))
+    key = random.PRNGKey(0)
+    for partitionable in (True, False, True):
+        with plax.config.override("jax_threefry_partitionable", partitionable):
+            np.testing.assert_array_equal(np_(f(key)), np_(random.split(key)))
