@@ -13,7 +13,8 @@ from plax_numpy.registry import IMPLS
 
 def _load_impls() -> dict:
     # Importing the modules fills IMPLS; done once, when the backend is first created.
-    from plax_numpy import impls_dot, impls_elementwise, impls_indexing, impls_reduction, impls_shape  # noqa: F401
+    from plax_numpy import (impls_dot, impls_elementwise, impls_indexing, impls_random,  # noqa: F401
+                            impls_reduction, impls_shape)
     return IMPLS
 
 

@@ -42,6 +42,8 @@ from plax.lax.cumulative import (cumsum, cumprod, cummax, cummin, associative_sc
                                  cumprod_p, cummax_p, cummin_p)
 from plax.lax.sort import sort, sort_key_val, sort_p
 from plax.lax.dot import dot_general, dot, dot_general_p
+from plax.lax.random_bits import (threefry2x32, threefry2x32_p, random_gamma_grad,
+                                  random_gamma_grad_p)
 
 bitwise_and_p = and_p
 bitwise_or_p = or_p

@@ -6,6 +6,8 @@ dtype promotion and general broadcasting before reaching these.
 """
 from __future__ import annotations
 
+import builtins
+
 import numpy as np
 
 import plax.lax.unary as U

@@ -44,6 +44,9 @@ from plax.numpy.shape_ops import (reshape, ravel, transpose, permute_dims, matri
                                   flipud, roll, rot90, diagonal, diag, trace, tril, triu, take,
                                   take_along_axis, append, pad, ndim, shape, size)
 from plax.numpy.util import broadcast_to, broadcast_shapes
+# Load the einsum module first: importing it later (products.einsum does so lazily) would
+# rebind the package attribute ``einsum`` from the function to the module.
+from plax.numpy import einsum as _einsum_module  # noqa: F401
 from plax.numpy.products import (dot, matmul, vdot, vecdot, inner, outer, tensordot, kron, cross,
                                  einsum)
 from plax.numpy.searching import (sort, argsort, nonzero, flatnonzero, argwhere, searchsorted,

@@ -87,17 +87,26 @@ class BatchTrace(Trace):
         return BatchTracer(self, out, out_dim)
 
     def _subtrace(self, fun: Callable, in_dims) -> Callable:
-        """``fun`` lifted to the unbatched values: re-wraps them at this level and returns
-        outputs with the batch axis moved to 0 (materialised if unbatched)."""
-        size = self.axis_data.size
+        """``fun`` lifted to the unbatched values: batches them in a fresh batch trace and
+        returns outputs with the batch axis moved to 0 (materialised if unbatched).
+
+        A fresh trace (rather than this one) matters when the lifted function is staged by a
+        trace below this one (jit tracing a custom_jvp body under vmap): the staging opens a
+        new, higher level, and batching there must happen above it, not at this lower level.
+        """
+        axis_data = self.axis_data
+        size = axis_data.size
 
         def lifted(*vals):
-            tracers = [BatchTracer(self, v, d) for v, d in zip(vals, in_dims)]
-            outs = fun(*tracers)
-            result = []
-            for o in outs:
-                o = self.full_raise(o)
-                result.append(move_axis_to(o.val, o.batch_dim, 0, size))
+            from plax.core.trace import new_main
+            with new_main(BatchTrace, payload=axis_data) as main:
+                trace = BatchTrace(main)
+                tracers = [BatchTracer(trace, v, d) for v, d in zip(vals, in_dims)]
+                outs = fun(*tracers)
+                result = []
+                for o in outs:
+                    o = trace.full_raise(o)
+                    result.append(move_axis_to(o.val, o.batch_dim, 0, size))
             return result
 
         return lifted

@@ -190,7 +190,9 @@ class JitFunction:
         if device is None:
             from plax.devices import default_device
             device = default_device()
-        key = (treedef, tuple(avals), static, device, len(args))
+        # flags that change what tracing produces are part of the key, as in JAX
+        key = (treedef, tuple(avals), static, device, len(args),
+               config._values["threefry_partitionable"], config._values["enable_x64"])
         entry = self._cache.get(key)
         if entry is None:
             entry = self._compile(key, args, kwargs, leaves, treedef, avals, static, device)
@@ -204,7 +206,8 @@ class JitFunction:
 
     def _trace(self, nargs, static, treedef, avals):
         """ClosedJaxpr and output tree of the function on abstract inputs (cached)."""
-        key = (treedef, tuple(avals), static, nargs)
+        key = (treedef, tuple(avals), static, nargs, config._values["threefry_partitionable"],
+               config._values["enable_x64"])
         hit = self._jaxpr_cache.get(key)
         if hit is not None:
             return hit

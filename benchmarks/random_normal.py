@@ -1,0 +1,69 @@
+"""Benchmark: jitted ``random.normal(key, (10_000_000,))``, plax on each installed backend vs JAX.
+
+Run from the repository root:
+
+    PYTHONPATH=core:backends:plugins python benchmarks/random_normal.py [--size N] [--repeat R]
+
+Each function is compiled and run once to warm up, then timed ``--repeat``
+times (``block_until_ready`` included); the table shows the best time. JAX
+(if installed) is measured in the same process, on its default CPU device,
+in the same threefry layout (``--original`` selects the older, non-partitionable one).
+"""
+from __future__ import annotations
+
+import argparse
+import time
+
+
+def best_time(fn, key, repeat: int) -> float:
+    fn(key).block_until_ready()  # warm up (and compile)
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn(key).block_until_ready()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def time_plax(size: int, repeat: int, partitionable: bool) -> dict[str, float]:
+    import plax
+    from plax import plugins, random
+    plax.config.update("jax_threefry_partitionable", partitionable)
+    times = {}
+    for name in sorted(plugins.registry().backends):
+        fn = plax.jit(lambda k: random.normal(k, (size,)), backend=name)
+        times[name] = best_time(fn, random.PRNGKey(0), repeat)
+    return times
+
+
+def time_jax(size: int, repeat: int, partitionable: bool) -> float | None:
+    try:
+        import jax
+    except ImportError:
+        return None
+    jax.config.update("jax_threefry_partitionable", partitionable)
+    fn = jax.jit(lambda k: jax.random.normal(k, (size,)))
+    return best_time(fn, jax.random.PRNGKey(0), repeat)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--size", type=int, default=10_000_000)
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--original", action="store_true",
+                        help="use jax_threefry_partitionable=False (older JAX's layout)")
+    args = parser.parse_args()
+    partitionable = not args.original
+    jax_time = time_jax(args.size, args.repeat, partitionable)
+    plax_times = time_plax(args.size, args.repeat, partitionable)
+    layout = "partitionable" if partitionable else "original"
+    print(f"jit(random.normal(key, ({args.size:,},))), best of {args.repeat}, {layout} layout")
+    print(f"{'backend':<10} {'plax (ms)':>10} {'JAX (ms)':>10} {'plax/JAX':>9}")
+    for name, t in plax_times.items():
+        jax_ms = f"{jax_time * 1e3:10.1f}" if jax_time else f"{'n/a':>10}"
+        ratio = f"{t / jax_time:9.2f}" if jax_time else f"{'n/a':>9}"
+        print(f"{name:<10} {t * 1e3:10.1f} {jax_ms} {ratio}")
+
+
+if __name__ == "__main__":
+    main()
