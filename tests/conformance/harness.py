@@ -214,6 +214,8 @@ class Spec:
       vmap_dtype: the dtype whose cases are used for the vmap and jit-of-transform checks.
       x64: the cases need 64-bit types whatever the dtype (e.g. conversions to every dtype).
       no_operands: the primitive takes no operands (iota): nothing to batch or differentiate.
+      no_jvp: the primitive has no derivative rule, as in JAX (random_gamma_grad):
+        differentiating through it raises NotImplementedError naming it.
     """
 
     prim: Primitive
@@ -224,6 +226,7 @@ class Spec:
     vmap_dtype: str | None = None
     x64: bool = False
     no_operands: bool = False
+    no_jvp: bool = False
 
     def __post_init__(self):
         if self.vmap_dtype is None:  # float32 if accepted, else the first usual type that is

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from . import spec_dot, spec_elementwise, spec_indexing, spec_reductions, spec_shape
+from . import spec_dot, spec_elementwise, spec_indexing, spec_random, spec_reductions, spec_shape
 from .harness import Spec, needs_x64
 
 FAMILIES: dict[str, list[Spec]] = {
@@ -12,6 +12,7 @@ FAMILIES: dict[str, list[Spec]] = {
     "indexing": spec_indexing.SPECS,
     "reductions": spec_reductions.SPECS,
     "dot": spec_dot.SPECS,
+    "random": spec_random.SPECS,
 }
 
 ALL_SPECS: list[Spec] = [s for family in FAMILIES.values() for s in family]

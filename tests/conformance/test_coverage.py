@@ -42,14 +42,29 @@ def test_no_spec_for_a_primitive_outside_lax():
 
 
 def test_every_primitive_has_a_jvp_rule():
-    missing = [p.name for p in lax_primitives() if not registry.has_rule("jvp", p)]
+    missing = [p.name for p in lax_primitives()
+               if not registry.has_rule("jvp", p) and not BY_PRIMITIVE[p].no_jvp]
     assert not missing, f"primitives without a 'jvp' rule: {missing}"
 
 
+@pytest.mark.parametrize("spec", [pytest.param(s, id=s.name) for s in ALL_SPECS if s.no_jvp])
+def test_primitive_without_derivative_says_so(spec):
+    """A primitive declared without a derivative (as in JAX) has no jvp rule, and
+    differentiating through it raises NotImplementedError naming it and the transform."""
+    import plax
+    from .harness import bind, to_arrays
+    assert not registry.has_rule("jvp", spec.prim)
+    case = spec.cases(dt(spec.vmap_dtype))[0]
+    args = to_arrays(case.operands())
+    with pytest.raises(NotImplementedError, match=f"{spec.prim.name}.*jvp"):
+        plax.jvp(bind(spec.prim, case.params), args, args)
+
+
 def test_every_primitive_is_differentiable_or_declared_not():
-    undecided = [s.name for s in ALL_SPECS if (s.grads is None) == (not s.nondiff)]
-    assert not undecided, (f"specs must either give grad cases or declare nondiff=True "
-                           f"(exactly one): {undecided}")
+    undecided = [s.name for s in ALL_SPECS
+                 if (s.grads is not None) + s.nondiff + s.no_jvp != 1]
+    assert not undecided, (f"specs must give grad cases, or declare nondiff=True, or declare "
+                           f"no_jvp=True (exactly one): {undecided}")
 
 
 def test_every_primitive_has_a_batch_rule():

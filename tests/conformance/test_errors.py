@@ -167,6 +167,12 @@ BAD = [
     (lax.dot_general_p, [A((2, 3), I32), A((3, 4), I32)],
      dict(DOT, dimension_numbers=MATMUL, preferred_element_type=dt("int8")), TypeError,
      ["int8", "int32"]),
+    # random
+    (lax.threefry2x32_p, [A((2,), "uint32"), A((2,), "uint32"), A((2,), "int32"), A((2,), "uint32")],
+     {}, TypeError, ["uint32", "int32"]),
+    (lax.threefry2x32_p, [A((), "uint32"), A((), "uint32"), A((2,), "uint32"), A((3,), "uint32")],
+     {}, TypeError, ["(2,)", "(3,)"]),
+    (lax.random_gamma_grad_p, [A((2,)), A((2,), "float16")], {}, TypeError, ["float32", "float16"]),
 ]
 
 

@@ -6,7 +6,6 @@ dtype promotion and general broadcasting before reaching these.
 """
 from __future__ import annotations
 
-import builtins
 
 import numpy as np
 
