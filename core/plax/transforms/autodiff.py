@@ -19,7 +19,7 @@ from plax.core.jaxpr import ClosedJaxpr
 from plax.core.trace import get_aval, new_main
 from plax.transforms.jvp import (Zero, instantiate, jvp_flat, tangent_aval,
                                  tangent_dtype, zeros_like_aval)
-from plax.transforms.staging import JaxprBuilder, JaxprTrace, check_output
+from plax.transforms.staging import JaxprBuilder, LinearizeTrace, check_output
 from plax.transforms.transpose import backward_pass
 
 
@@ -140,8 +140,8 @@ def linearize_flat(fun: Callable, primals: list, n_aux: Callable[[], int] = lamb
       tangents of the non-auxiliary outputs (one invar per primal, float0 for integer ones).
     """
     in_avals = [tangent_aval(get_aval(p)) for p in primals]
-    with new_main(JaxprTrace, payload=JaxprBuilder()) as stage_main:
-        stage = JaxprTrace(stage_main)
+    with new_main(LinearizeTrace, payload=JaxprBuilder()) as stage_main:
+        stage = LinearizeTrace(stage_main)
         t_in = [stage.new_arg(a) for a in in_avals]
         tangents = [Zero(a) if a.dtype == dtypes.float0 else t for a, t in zip(in_avals, t_in)]
         out_p, out_t = jvp_flat(fun, primals, tangents)

@@ -15,7 +15,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from plax import dtypes, tree_util
-from plax.core.jaxpr import jaxpr_as_fun
+from plax.core.jaxpr import eval_jaxpr, jaxpr_as_fun
 from plax.core.primitive import Primitive
 from plax.core.registry import register_rule
 from plax.core.trace import find_top_trace, full_lower, get_aval, state as trace_state
@@ -40,15 +40,27 @@ class _CustomCallPrimitive(Primitive):
         return [full_lower(o) for o in outs]
 
 
+def _staged_fun(call_jaxpr, captured):
+    """The function a staged call stands for; ``captured`` are the values it closed over
+    (passed to the equation as its first ``num_consts`` operands)."""
+
+    def fun(*args):
+        return eval_jaxpr(call_jaxpr.jaxpr, call_jaxpr.consts, *captured, *args)
+
+    return fun
+
+
 class _CustomJVPCallPrimitive(_CustomCallPrimitive):
-    def bind(self, *args, call_jaxpr, jvp, **params):
+    def bind(self, *args, call_jaxpr, jvp, num_consts=0, **params):
         # reached when a staged jaxpr holding this call is evaluated (e.g. jit under grad)
-        return self.bind_custom(jaxpr_as_fun(call_jaxpr), jvp, *args, **params)
+        fun = _staged_fun(call_jaxpr, args[:num_consts])
+        return self.bind_custom(fun, jvp, *args[num_consts:], **params)
 
 
 class _CustomVJPCallPrimitive(_CustomCallPrimitive):
-    def bind(self, *args, call_jaxpr, fwd, bwd, **params):
-        return self.bind_custom(jaxpr_as_fun(call_jaxpr), fwd, bwd, *args, **params)
+    def bind(self, *args, call_jaxpr, fwd, bwd, num_consts=0, **params):
+        fun = _staged_fun(call_jaxpr, args[:num_consts])
+        return self.bind_custom(fun, fwd, bwd, *args[num_consts:], **params)
 
 
 custom_jvp_call_p = _CustomJVPCallPrimitive("custom_jvp_call", "process_custom_jvp_call")
@@ -58,6 +70,7 @@ custom_vjp_call_p.def_abstract_eval(lambda *avals, call_jaxpr, **_: list(call_ja
 
 
 def _eval_custom_call(*args, call_jaxpr, **params):
+    # the captured values are the call_jaxpr's leading invars, so all operands go in as is
     return jaxpr_as_fun(call_jaxpr)(*args)
 
 
@@ -71,10 +84,17 @@ custom_lin_p = Primitive("custom_lin", multiple_results=True)
 custom_lin_p.def_abstract_eval(lambda *avals, num_res, bwd, out_avals: list(out_avals))
 
 
-@register_rule("impl", custom_lin_p)
-def _custom_lin_impl(*args, num_res, bwd, out_avals):
+def _forward_mode_error(*args, **params):
+    # custom_lin is only ever transposed; evaluating (or batching, or differentiating) it
+    # means its tangents are being pushed forward.
     raise TypeError("can't apply forward-mode autodiff (jvp) to a custom_vjp function. Use "
-                    "jax.vjp / jax.grad, or define the rule with custom_jvp instead.")
+                    "jax.vjp / jax.grad (reverse mode), or define the rule with custom_jvp "
+                    "instead to support jvp, jacfwd and hessian.")
+
+
+register_rule("impl", custom_lin_p)(_forward_mode_error)
+register_rule("jvp", custom_lin_p)(_forward_mode_error)
+register_rule("batch", custom_lin_p)(_forward_mode_error)
 
 
 @register_rule("transpose", custom_lin_p)
@@ -225,7 +245,7 @@ class custom_jvp:
                 fixed.append(t)
             return p_leaves + fixed
 
-        outs = custom_jvp_call_p.bind_custom(flat_fun, flat_jvp, *leaves)
+        outs = custom_jvp_call_p.bind_custom(flat_fun, flat_jvp, *leaves, name=getattr(self, "__name__", "fun"))
         return tree_util.tree_unflatten(out_trees[-1], outs)
 
 
@@ -320,7 +340,8 @@ class custom_vjp:
                                 _as_operand(c))
             return flat
 
-        outs = custom_vjp_call_p.bind_custom(flat_fun, flat_fwd, flat_bwd, *leaves)
+        outs = custom_vjp_call_p.bind_custom(flat_fun, flat_fwd, flat_bwd, *leaves,
+                                             name=getattr(self, "__name__", "fun"))
         del in_avals
         return tree_util.tree_unflatten(out_trees[-1], outs)
 

@@ -137,7 +137,10 @@ class JVPTrace(Trace):
         if all(type(t) is Zero for t in tangents):
             outs = primitive.bind_custom(fun, fwd, bwd, *primals, **params)
             return [JVPTracer(self, o, Zero.from_primal(o)) for o in outs]
-        from plax.transforms.custom_derivatives import custom_lin_p
+        from plax.transforms.custom_derivatives import _forward_mode_error, custom_lin_p
+        from plax.transforms.staging import is_linearize_tracer
+        if not all(type(t) is Zero or is_linearize_tracer(t) for t in tangents):
+            _forward_mode_error()  # tangents pushed forward (jvp, jacfwd), not transposed
         primal_outs, residuals = fwd(*primals)
         tangents = [instantiate(t) for t in tangents]
         out_avals = tuple(tangent_aval(get_aval(p)) for p in primal_outs)
