@@ -22,10 +22,12 @@ from plax.core.jaxpr import ClosedJaxpr, eval_jaxpr
 from plax.core.passes import prepare_for_backend
 from plax.core.shaped_array import ShapeDtypeStruct
 from plax.core.trace import Tracer, eager_region, state as trace_state
+from plax.devices import default_device as _default_device
 from plax.transforms.staging import abstractify, trace_to_jaxpr
 
 _tree_flatten = tree_util.tree_flatten
 _tree_unflatten = tree_util.tree_unflatten
+_flags = config._values
 
 
 def _as_tuple(x) -> tuple:
@@ -59,6 +61,13 @@ class _Signature:
                 elif not has_varargs and not -len(positional) <= i < len(positional):
                     raise ValueError(f"jitted function has static_argnums={self.static_argnums}, "
                                      f"but only accepts {len(positional)} positional arguments.")
+            accepts_any_kw = any(p.kind == p.VAR_KEYWORD for p in params)
+            known = {p.name for p in params if p.kind != p.VAR_POSITIONAL}
+            invalid = {n for n in self.static_argnames if n not in known}
+            if invalid and not accepts_any_kw:
+                raise ValueError(f"Jitted function has invalid argnames {sorted(invalid)} in "
+                                 f"static_argnames. Function does not take these args; its "
+                                 f"parameters are {[p.name for p in params]}.")
             for name in self.static_argnames:
                 if name in names and names.index(name) not in self.static_argnums:
                     self.static_argnums += (names.index(name),)
@@ -154,14 +163,65 @@ class JitFunction:
         self._device = device
         self._backend_name = backend
         self._inline = inline
+        # Positions of static arguments for the fast path (None: no static arguments;
+        # empty: only negative argnums or static_argnames, resolved per call instead).
+        nums = self.sig.static_argnums
+        self._static_nums = (tuple(sorted(i for i in nums if i >= 0)) if nums and all(
+            i >= 0 for i in nums) else (() if self.sig.any_static else None))
         self._cache: dict = {}
+        self._fast_cache: dict = {}
         self._jaxpr_cache: dict = {}
         self._lock = threading.Lock()
         functools.update_wrapper(self, fun, updated=())
 
     # ---- the call path
     def __call__(self, *args, **kwargs):
-        if trace_state.depth or config._values["disable_jit"]:
+        # The fast path: positional Array arguments already on the target device, and a
+        # signature seen before. Everything else (first call, kwargs, static arguments,
+        # scalars, device moves, tracing) goes through _call_general, which fills the
+        # fast cache when the call qualifies.
+        if trace_state.depth or _flags["disable_jit"] or kwargs:
+            return self._call_general(args, kwargs)
+        static_nums = self._static_nums
+        if static_nums is None:
+            static_key = ()
+            leaves, treedef = _tree_flatten(args)
+        else:
+            if not static_nums or static_nums[-1] >= len(args):
+                return self._call_general(args, kwargs)
+            static_key = tuple([(type(args[i]), args[i]) for i in static_nums])
+            leaves, treedef = _tree_flatten(
+                tuple([a for i, a in enumerate(args) if i not in static_nums]))
+        device = self._device
+        committed = device is not None
+        for x in leaves:
+            if type(x) is not Array:
+                return self._call_general(args, kwargs)
+            if x._committed:
+                if committed and x._device is not device:
+                    return self._call_general(args, kwargs)
+                device = x._device
+                committed = True
+        if device is None:
+            device = _default_device()
+        for x in leaves:
+            if x._device is not device:
+                return self._call_general(args, kwargs)
+        try:
+            entry = self._fast_cache.get((treedef, tuple([x.aval for x in leaves]), static_key,
+                                          device, _flags["enable_x64"]))
+        except TypeError:  # an unhashable static argument: _call_general explains
+            entry = None
+        if entry is None:
+            return self._call_general(args, kwargs)
+        outs = entry.executable(*entry.const_bufs, *[x._buf for x in leaves])
+        new = Array._new
+        return _tree_unflatten(entry.out_tree, [new(b, a, device, committed)
+                                                for b, a in zip(outs, entry.out_avals)])
+
+    def _call_general(self, args, kwargs):
+        """Any call: resolves static arguments, devices and scalars; compiles on a miss."""
+        if trace_state.depth or _flags["disable_jit"]:
             return self._call_traced(args, kwargs)
         if self.sig.any_static or kwargs:
             dyn_args, dyn_kwargs, static = self.sig.split(args, kwargs)
@@ -173,6 +233,7 @@ class JitFunction:
         device = self._device
         committed = device is not None
         avals = []
+        all_arrays = True
         for i, x in enumerate(leaves):
             if type(x) is Array:
                 avals.append(x.aval)
@@ -186,14 +247,22 @@ class JitFunction:
                                              "arguments with plax.device_put first.")
                     device, committed = x._device, True
             else:
+                all_arrays = False
                 avals.append(abstractify(x))
         if device is None:
-            from plax.devices import default_device
-            device = default_device()
-        key = (treedef, tuple(avals), static, device, len(args))
+            device = _default_device()
+        x64 = _flags["enable_x64"]
+        key = (treedef, tuple(avals), static, device, len(args), x64)
         entry = self._cache.get(key)
         if entry is None:
             entry = self._compile(key, args, kwargs, leaves, treedef, avals, static, device)
+        device = entry.device  # backend= may have picked a device of another platform
+        if all_arrays and not kwargs and entry.device is device and \
+                all(x._device is device for x in leaves) and self._fast_eligible(args):
+            nums = self._static_nums or ()
+            static_key = tuple([(type(args[i]), args[i]) for i in nums])
+            fast_tree = _tree_flatten(tuple([a for i, a in enumerate(args) if i not in nums]))[1]
+            self._fast_cache[(fast_tree, tuple(avals), static_key, device, x64)] = entry
         bufs = [x._buf if type(x) is Array and x._device == device else _to_buffer(x, device)
                 for x in leaves]
         outs = entry.executable(*entry.const_bufs, *bufs)
@@ -201,9 +270,14 @@ class JitFunction:
         return _tree_unflatten(entry.out_tree, [new(b, a, device, committed)
                                                 for b, a in zip(outs, entry.out_avals)])
 
+    def _fast_eligible(self, args) -> bool:
+        """Whether calls like this one (positional, no kwargs) can take the fast path."""
+        nums = self._static_nums
+        return nums is None or (bool(nums) and nums[-1] < len(args))
+
     def _trace(self, nargs, static, treedef, avals):
         """ClosedJaxpr and output tree of the function on abstract inputs (cached)."""
-        key = (treedef, tuple(avals), static, nargs)
+        key = (treedef, tuple(avals), static, nargs, _flags["enable_x64"])
         hit = self._jaxpr_cache.get(key)
         if hit is not None:
             return hit
@@ -290,6 +364,7 @@ class JitFunction:
     def clear_cache(self) -> None:
         """Forgets all traces and compiled executables of this function."""
         self._cache.clear()
+        self._fast_cache.clear()
         self._jaxpr_cache.clear()
 
     def __repr__(self) -> str:
