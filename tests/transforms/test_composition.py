@@ -365,7 +365,9 @@ def test_composition_matches_reference(case, composition, backend_name):
     fun = CASES[case][0]
     x = _make_input(case, _batch_shape(composition))
     transformed = _compose(composition, fun, lambda n, g: _plax_transform(n, g, backend_name))
-    got = transformed(tree_util.tree_map(lambda a: jnp.asarray(a.astype(np.float32)), x))
+    x32 = tree_util.tree_map(lambda a: jnp.asarray(a.astype(np.float32)), x)
+    got = transformed(x32)
+    plax.core.check_jaxpr(plax.make_jaxpr(transformed)(x32))  # the staged form is well typed
     want = _compose(composition, _eager_x64(fun), _ref_transform)(x)
     got_leaves, got_tree = tree_util.tree_flatten(got)
     want_leaves, want_tree = tree_util.tree_flatten(want)

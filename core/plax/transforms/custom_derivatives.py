@@ -245,7 +245,9 @@ class custom_jvp:
                 fixed.append(t)
             return p_leaves + fixed
 
-        outs = custom_jvp_call_p.bind_custom(flat_fun, flat_jvp, *leaves, name=getattr(self, "__name__", "fun"))
+        flat_jvp.__name__ = getattr(self.jvp, "__name__", "jvp")  # how the jaxpr names it
+        outs = custom_jvp_call_p.bind_custom(flat_fun, flat_jvp, *leaves,
+                                             name=getattr(self, "__name__", "fun"))
         return tree_util.tree_unflatten(out_trees[-1], outs)
 
 
@@ -340,6 +342,8 @@ class custom_vjp:
                                 _as_operand(c))
             return flat
 
+        flat_fwd.__name__ = getattr(self.fwd, "__name__", "fwd")  # how the jaxpr names them
+        flat_bwd.__name__ = getattr(self.bwd, "__name__", "bwd")
         outs = custom_vjp_call_p.bind_custom(flat_fun, flat_fwd, flat_bwd, *leaves,
                                              name=getattr(self, "__name__", "fun"))
         del in_avals
