@@ -387,6 +387,10 @@ class JaxprTypeError(TypeError):
     """A jaxpr is not well typed."""
 
 
+def _avals_text(avals) -> str:
+    return ", ".join(a.str_short() + (" (weak)" if a.weak_type else "") for a in avals)
+
+
 def check_jaxpr(jaxpr: Jaxpr | ClosedJaxpr) -> None:
     """Type-checks ``jaxpr``: every variable defined once before use, every equation's
     operand count and output types (shape, dtype, weak type) equal to what its primitive's
@@ -434,18 +438,18 @@ def check_jaxpr(jaxpr: Jaxpr | ClosedJaxpr) -> None:
             out = eqn.primitive.abstract_eval(*[v.aval for v in eqn.invars], **eqn.params)
         except (TypeError, ValueError) as err:
             raise JaxprTypeError(f"{where}: the primitive rejects its operands: {err}") from None
-        out = list(out) if eqn.primitive.multiple_results else [out]
-        got = [v.aval for v in eqn.outvars]
-        if len(out) != len(got) or any(
-                (a.shape, a.dtype, a.weak_type) != (b.shape, b.dtype, b.weak_type)
-                for a, b in zip(out, got)):
-            raise JaxprTypeError(f"{where}: the primitive produces {[repr(a) for a in out]} "
-                                 f"but the binders say {[repr(a) for a in got]}")
         for sub in _sub_jaxprs(eqn.params):
             try:
                 check_jaxpr(sub)
             except JaxprTypeError as err:
                 raise JaxprTypeError(f"in a sub-jaxpr of {where}: {err}") from None
+        out = list(out) if eqn.primitive.multiple_results else [out]
+        got = [v.aval for v in eqn.outvars]
+        if len(out) != len(got) or any(
+                (a.shape, a.dtype, a.weak_type) != (b.shape, b.dtype, b.weak_type)
+                for a, b in zip(out, got)):
+            raise JaxprTypeError(f"{where}: the primitive produces {_avals_text(out)} but the "
+                                 f"binders say {_avals_text(got)}")
         for v in eqn.outvars:
             bind(v, where)
     for v in jaxpr.outvars:

@@ -14,6 +14,7 @@ from typing import Any, Callable, Hashable
 from plax.core import registry
 from plax.core.shaped_array import ShapedArray
 from plax.core.trace import Trace, Tracer, get_aval
+from plax.transforms.jvp import Zero
 
 not_mapped = None
 _batch_rules = registry.rule_table("batch")
@@ -124,7 +125,10 @@ class BatchTrace(Trace):
         def bwd_b(res, cts):
             from plax import lax
             from plax.transforms.vmap_api import vmap
-            cts_in = vmap(lambda r, c: list(bwd(r, c)), in_axes=(0, 0), out_axes=0,
+            # symbolic zeros (and Nones) are not arrays: vmap returns them as empty leaves
+            cts_in = vmap(lambda r, c: [None if c_ is None or type(c_) is Zero else c_
+                                        for c_ in bwd(r, c)],
+                          in_axes=(0, 0), out_axes=0,
                           axis_size=size, axis_name=axis_data.name)(list(res), list(cts))
             out = []
             for ct, d in zip(cts_in, dims):

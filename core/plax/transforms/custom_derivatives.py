@@ -40,27 +40,61 @@ class _CustomCallPrimitive(Primitive):
         return [full_lower(o) for o in outs]
 
 
-def _staged_fun(call_jaxpr, captured):
-    """The function a staged call stands for; ``captured`` are the values it closed over
-    (passed to the equation as its first ``num_consts`` operands)."""
-
-    def fun(*args):
-        return eval_jaxpr(call_jaxpr.jaxpr, call_jaxpr.consts, *captured, *args)
-
-    return fun
-
+# A staged call (an equation of a jaxpr) may have captured values its body closed over:
+# they are its first ``num_consts`` operands. When the equation is evaluated again (a jitted
+# function under grad or vmap), they are passed on as leading arguments, so each transform
+# sees them (vmap batches them), while the rules skip them: a custom rule covers only the
+# explicit arguments. ``closed_consts`` counts these leading values across re-staging.
 
 class _CustomJVPCallPrimitive(_CustomCallPrimitive):
-    def bind(self, *args, call_jaxpr, jvp, num_consts=0, **params):
-        # reached when a staged jaxpr holding this call is evaluated (e.g. jit under grad)
-        fun = _staged_fun(call_jaxpr, args[:num_consts])
-        return self.bind_custom(fun, jvp, *args[num_consts:], **params)
+    def bind(self, *args, call_jaxpr, jvp, num_consts=0, closed_consts=0, **params):
+        rule = _skip_leading_jvp(jvp, num_consts, len(args)) if num_consts else jvp
+        return self.bind_custom(jaxpr_as_fun(call_jaxpr), rule, *args,
+                                closed_consts=closed_consts + num_consts, **params)
 
 
 class _CustomVJPCallPrimitive(_CustomCallPrimitive):
-    def bind(self, *args, call_jaxpr, fwd, bwd, num_consts=0, **params):
-        fun = _staged_fun(call_jaxpr, args[:num_consts])
-        return self.bind_custom(fun, fwd, bwd, *args[num_consts:], **params)
+    def bind(self, *args, call_jaxpr, fwd, bwd, num_consts=0, closed_consts=0, **params):
+        if num_consts:
+            fwd, bwd = _skip_leading_fwd(fwd, num_consts), _skip_leading_bwd(bwd, num_consts)
+        return self.bind_custom(jaxpr_as_fun(call_jaxpr), fwd, bwd, *args,
+                                closed_consts=closed_consts + num_consts, **params)
+
+
+def _skip_leading_jvp(jvp, n, n_primals):
+    def rule(*primals_and_tangents):
+        primals, tangents = primals_and_tangents[:n_primals], primals_and_tangents[n_primals:]
+        return jvp(*primals[n:], *tangents[n:])
+
+    rule.__name__ = getattr(jvp, "__name__", "jvp")
+    return rule
+
+
+def _skip_leading_fwd(fwd, n):
+    def rule(*args):
+        return fwd(*args[n:])
+
+    rule.__name__ = getattr(fwd, "__name__", "fwd")
+    return rule
+
+
+def _skip_leading_bwd(bwd, n):
+    def rule(res, cts):
+        return [None] * n + list(bwd(res, cts))
+
+    rule.__name__ = getattr(bwd, "__name__", "bwd")
+    return rule
+
+
+def check_closed_tangents(tangents, params, kind: str) -> None:
+    """Raises if a value a custom_jvp/custom_vjp function closed over is being differentiated:
+    the custom rule says nothing about it."""
+    n = params.get("closed_consts", 0)
+    if any(type(t) is not Zero for t in tangents[:n]):
+        raise TypeError(f"A {kind} function is being differentiated with respect to a value it "
+                        f"closes over (a traced value from an enclosing jit). Its custom rule "
+                        f"only covers the explicit arguments: pass that value as an argument "
+                        f"of the {kind} function and extend the rule to it.")
 
 
 custom_jvp_call_p = _CustomJVPCallPrimitive("custom_jvp_call", "process_custom_jvp_call")
