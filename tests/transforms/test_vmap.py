@@ -160,3 +160,23 @@ def test_non_array_output_and_non_callable():
 def test_vmap_control_flow_on_batched_value_raises():
     with pytest.raises(plax.errors.TracerBoolConversionError, match="jnp.where"):
         plax.vmap(lambda x: x if x > 0 else -x)(V)
+
+
+def test_unmapped_arguments_pass_through_unchanged():
+    # an unmapped Python int stays a Python int: it can be a static argument inside
+    f = plax.jit(lambda x, n: x * n, static_argnums=1)
+    np.testing.assert_allclose(plax.vmap(f, in_axes=(0, None))(V, 3), V * 3)
+    seen = []
+    plax.vmap(lambda x, s: seen.append(s) or x, in_axes=(0, None))(V, "label")
+    assert seen == ["label"]
+
+
+def test_where_with_a_batched_scalar_condition():
+    b = np.array([True, False, True])
+    np.testing.assert_allclose(plax.vmap(lambda c: jnp.where(c, 1.0, 0.0))(b), [1.0, 0.0, 1.0])
+    np.testing.assert_allclose(plax.vmap(lambda c, x: jnp.where(c, x, -x))(b, V),
+                               np.where(b, V, -V))
+    np.testing.assert_allclose(plax.vmap(lambda c, x: jnp.where(c, x, 0.0), in_axes=(0, None))(
+        b, A), np.where(b[:, None, None], A, 0.0))
+    np.testing.assert_allclose(plax.vmap(lambda x: lax.select_n(x > 2, x, 0 * x), in_axes=1)(A),
+                               np.where(A > 2, 0, A).T)

@@ -51,9 +51,22 @@ def select(pred, on_true, on_false):
 
 
 def _select_n_batch(vals, dims):
-    # Cases must keep the selector's shape relation: a batched rank-0 selector becomes full-shaped.
-    from plax.transforms.batching import broadcast_batcher
-    return broadcast_batcher(select_n_p)(vals, dims)
+    # The cases must share one shape and the selector must be rank 0 or have that shape, so
+    # every case gets the batch axis in front (materialised if unbatched), and so does the
+    # selector unless it is an unbatched scalar.
+    from plax.core.trace import get_aval
+    from plax.lax.shape import broadcast_in_dim
+    from plax.transforms.batching import axis_size, move_axis_to
+    size = axis_size(vals, dims)
+    which, *cases = vals
+    which_dim, *case_dims = dims
+    cases = [move_axis_to(c, d, 0, size) for c, d in zip(cases, case_dims)]
+    full_shape = get_aval(cases[0]).shape
+    if which_dim is not None or get_aval(which).ndim:
+        which = move_axis_to(which, which_dim, 0, size)
+        if get_aval(which).shape != full_shape:  # a batched scalar selector
+            which = broadcast_in_dim(which, full_shape, (0,))
+    return select_n_p.bind(which, *cases), 0
 
 
 register_rule("batch", select_n_p)(_select_n_batch)

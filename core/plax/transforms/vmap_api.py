@@ -72,7 +72,9 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Hashable
                   {k: 0 for k in kwargs})
         axes = _broadcast_prefix(prefix, args_tree_in, "in_axes")
         from plax.transforms.autodiff import _as_array
-        leaves = [_as_array(x) for x in leaves]
+        # only mapped leaves become arrays: unmapped ones pass through as they are (a Python
+        # int can then still be a static argument of a jitted function inside)
+        leaves = [x if ax is None else _as_array(x) for x, ax in zip(leaves, axes)]
         size = _batch_size(leaves, axes, in_tree, axis_size, fun)
         canon = []
         for x, ax in zip(leaves, axes):
