@@ -132,7 +132,7 @@ def _hashable(value, where):
 
 class _CacheEntry:
     __slots__ = ("executable", "const_bufs", "out_tree", "out_avals", "closed", "device",
-                 "backend")
+                 "backend", "single_output")
 
     def __init__(self, executable, const_bufs, out_tree, out_avals, closed, device, backend):
         self.executable = executable
@@ -142,6 +142,8 @@ class _CacheEntry:
         self.closed = closed
         self.device = device
         self.backend = backend
+        # the function returns one array (not a container): skip unflattening
+        self.single_output = tree_util.treedef_is_leaf(out_tree) and out_tree.num_leaves == 1
 
 
 def _leaf_aval(x):
@@ -192,21 +194,19 @@ class JitFunction:
             static_key = tuple([(type(args[i]), args[i]) for i in static_nums])
             leaves, treedef = _tree_flatten(
                 tuple([a for i, a in enumerate(args) if i not in static_nums]))
+        # Every leaf must be an Array on the target device: the jit's device, else the device
+        # of a committed first leaf, else the default device (otherwise: _call_general).
         device = self._device
         committed = device is not None
+        if device is None:
+            first = leaves[0] if leaves else None
+            device = first._device if type(first) is Array and first._committed else \
+                _default_device()
         for x in leaves:
-            if type(x) is not Array:
+            if type(x) is not Array or x._device is not device:
                 return self._call_general(args, kwargs)
             if x._committed:
-                if committed and x._device is not device:
-                    return self._call_general(args, kwargs)
-                device = x._device
                 committed = True
-        if device is None:
-            device = _default_device()
-        for x in leaves:
-            if x._device is not device:
-                return self._call_general(args, kwargs)
         try:
             entry = self._fast_cache.get((treedef, tuple([x.aval for x in leaves]), static_key,
                                           device, _flags["enable_x64"]))
@@ -215,6 +215,8 @@ class JitFunction:
         if entry is None:
             return self._call_general(args, kwargs)
         outs = entry.executable(*entry.const_bufs, *[x._buf for x in leaves])
+        if entry.single_output:
+            return Array._new(outs[0], entry.out_avals[0], device, committed)
         new = Array._new
         return _tree_unflatten(entry.out_tree, [new(b, a, device, committed)
                                                 for b, a in zip(outs, entry.out_avals)])
