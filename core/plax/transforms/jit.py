@@ -208,8 +208,9 @@ class JitFunction:
             if x._committed:
                 committed = True
         try:
+            # id(device): the leaves are on exactly this device object (checked above)
             entry = self._fast_cache.get((treedef, tuple([x.aval for x in leaves]), static_key,
-                                          device, _flags["enable_x64"]))
+                                          id(device), _flags["enable_x64"]))
         except TypeError:  # an unhashable static argument: _call_general explains
             entry = None
         if entry is None:
@@ -264,7 +265,7 @@ class JitFunction:
             nums = self._static_nums or ()
             static_key = tuple([(type(args[i]), args[i]) for i in nums])
             fast_tree = _tree_flatten(tuple([a for i, a in enumerate(args) if i not in nums]))[1]
-            self._fast_cache[(fast_tree, tuple(avals), static_key, device, x64)] = entry
+            self._fast_cache[(fast_tree, tuple(avals), static_key, id(device), x64)] = entry
         bufs = [x._buf if type(x) is Array and x._device == device else _to_buffer(x, device)
                 for x in leaves]
         outs = entry.executable(*entry.const_bufs, *bufs)
