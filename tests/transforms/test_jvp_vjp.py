@@ -188,3 +188,16 @@ def test_hessian_values_and_pytree_structure():
     np.testing.assert_allclose(H["b"]["a"], 2 * X)
     assert float(H["b"]["b"]) == 0.0
     np.testing.assert_allclose(plax.hessian(jnp.sin)(0.5), -np.sin(0.5), rtol=1e-6)
+
+
+@pytest.mark.parametrize("transform", [
+    lambda f: plax.jvp(f, (1.0,), (1.0,)),
+    lambda f: plax.vjp(f, 1.0),
+    lambda f: plax.jacfwd(f)(X),
+    lambda f: plax.jacrev(f)(X),
+    lambda f: plax.linearize(f, 1.0),
+])
+def test_non_array_output_raises_type_error(transform):
+    with pytest.raises(TypeError, match="'s' of type str returned by the differentiated "
+                                        "function is not a valid JAX type"):
+        transform(lambda x: "s")

@@ -180,3 +180,8 @@ def test_where_with_a_batched_scalar_condition():
         b, A), np.where(b[:, None, None], A, 0.0))
     np.testing.assert_allclose(plax.vmap(lambda x: lax.select_n(x > 2, x, 0 * x), in_axes=1)(A),
                                np.where(A > 2, 0, A).T)
+
+
+def test_out_axes_not_a_prefix_of_the_output():
+    with pytest.raises(ValueError, match="out_axes specification must be a tree prefix"):
+        plax.vmap(lambda a: (a, a), out_axes=(0, 0, 0))(A)

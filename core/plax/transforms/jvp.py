@@ -240,5 +240,8 @@ def jvp_flat(fun: Callable, primals: list, tangents: list) -> tuple[list, list]:
         trace = JVPTrace(main)
         tracers = [JVPTracer(trace, p, t) for p, t in zip(primals, tangents)]
         outs = fun(*tracers)
+        from plax.transforms.staging import check_output
+        for o in outs:
+            check_output(o, "the differentiated function")
         out_tracers = [trace.full_raise(o) for o in outs]
         return [t.primal for t in out_tracers], [t.tangent for t in out_tracers]
