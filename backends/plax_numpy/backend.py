@@ -8,7 +8,7 @@ import numpy as np
 from plax.backend import Backend, UnsupportedPrimitiveError
 from plax.core.jaxpr import Jaxpr, Literal
 from plax.devices import cpu_devices
-from plax_numpy.registry import IMPLS
+from plax_numpy.registry import IMPLS, quiet_enter, quiet_leave
 
 
 def _load_impls() -> dict:
@@ -77,26 +77,57 @@ def compile_jaxpr(jaxpr: Jaxpr, impls: dict, backend_name: str = "numpy",
         return n
 
     params_in = [name_of(v) for v in jaxpr.invars]
-    lines = [f"def _compiled({', '.join(params_in)}):"]
+    body = []
+    direct = 0  # equations that call a NumPy ufunc directly (warnings off around the body)
     for i, eqn in enumerate(jaxpr.eqns):
         fn = impls.get(eqn.primitive)
         if fn is None:
             raise UnsupportedPrimitiveError(backend_name, eqn.primitive.name)
         key = f"_f{i}"
-        env[key] = _bind_params(fn, eqn.params)
+        ufunc = _direct_ufunc(fn, eqn)
+        if ufunc is not None:
+            env[key] = ufunc
+            direct += 1
+        else:
+            env[key] = _bind_params(fn, eqn.params)
         args = ", ".join(name_of(v) for v in eqn.invars)
         outs = [name_of(v) for v in eqn.outvars]
         if eqn.primitive.multiple_results:
             lhs = ", ".join(outs) + ("," if len(outs) == 1 else "")
-            lines.append(f"    {lhs} = {key}({args})")
+            body.append(f"{lhs} = {key}({args})")
         else:
-            lines.append(f"    {outs[0]} = {key}({args})")
-    lines.append(f"    return [{', '.join(name_of(v) for v in jaxpr.outvars)}]")
+            body.append(f"{outs[0]} = {key}({args})")
+    body.append(f"return [{', '.join(name_of(v) for v in jaxpr.outvars)}]")
+    lines = [f"def _compiled({', '.join(params_in)}):"]
+    if direct:
+        env["_quiet_enter"], env["_quiet_leave"] = quiet_enter, quiet_leave
+        lines += ["    _token = _quiet_enter()", "    try:"]
+        lines += ["        " + b for b in body]
+        lines += ["    finally:", "        _quiet_leave(_token)"]
+    else:
+        lines += ["    " + b for b in body]
     source = "\n".join(lines)
     exec(compile(source, f"<plax_numpy jit {id(jaxpr):x}>", "exec"), env)
     fn = env["_compiled"]
     fn.__plax_source__ = source
     return fn
+
+
+def _direct_ufunc(fn: Callable, eqn) -> Callable | None:
+    """The NumPy ufunc to call in place of ``fn`` for this equation, if that is exact.
+
+    Elementwise impls registered from a ufunc carry ``__plax_ufunc__``; the jaxpr's types
+    tell at compile time that no low-precision (float16/bfloat16) detour is needed, so the
+    generated code can skip the impl's wrappers.
+    """
+    spec = getattr(fn, "__plax_ufunc__", None)
+    if spec is None or eqn.params:
+        return None
+    ufunc, low_precision = spec
+    if low_precision and any(v.aval.dtype.itemsize == 2 and v.aval.dtype.kind in "fV"
+                             for v in eqn.invars):
+        return None
+    return ufunc
 
 
 def _bind_params(fn: Callable, params: dict) -> Callable:

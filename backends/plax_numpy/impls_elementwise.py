@@ -11,22 +11,19 @@ import numpy as np
 
 from plax import lax
 from plax.dtypes import bfloat16
-from plax_numpy.registry import impl, lowp
-
-_err = dict(all="ignore")  # IEEE semantics: inf/nan results are values, not warnings
+from plax_numpy.registry import impl, lowp, quiet
 
 
-def _quiet(fn):
-    def wrapped(*args, **params):
-        with np.errstate(**_err):
-            return fn(*args, **params)
-    wrapped.__name__ = fn.__name__
-    return wrapped
+
+_quiet = quiet  # IEEE semantics: inf/nan results are values, not warnings
 
 
 def _ufunc(prim, ufunc, low_precision: bool = True):
     fn = _quiet(lambda *args: ufunc(*args))
-    impl(prim)(lowp(fn) if low_precision else fn)
+    fn = lowp(fn) if low_precision else fn
+    # jit's code generator calls the ufunc directly when the operand dtypes allow it
+    fn.__plax_ufunc__ = (ufunc, low_precision)
+    impl(prim)(fn)
 
 
 # ------------------------------------------------------------------ unary

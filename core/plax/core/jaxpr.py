@@ -119,17 +119,118 @@ class ClosedJaxpr:
 
 
 # ------------------------------------------------------------------ printing
+#
+# A small layout engine in the style of Wadler's "prettier printer": a document is
+# text, breaks, nesting and groups; a group is laid out on one line when it fits in
+# the width, otherwise each of its own breaks becomes a newline. Jaxprs are built
+# from documents the way JAX lays them out, so short jaxprs print on one line and
+# long equations put one parameter per line.
+
+WIDTH = 80
+
+
+class _Text:
+    __slots__ = ("text",)
+
+    def __init__(self, text: str):
+        self.text = text
+
+
+class _Break:
+    __slots__ = ("text",)
+
+    def __init__(self, text: str = " "):
+        self.text = text  # printed when the enclosing group is flat
+
+
+class _Nest:
+    __slots__ = ("indent", "doc")
+
+    def __init__(self, indent: int, doc):
+        self.indent = indent
+        self.doc = doc
+
+
+class _Group:
+    __slots__ = ("doc",)
+
+    def __init__(self, doc):
+        self.doc = doc
+
+
+def _cat(*docs) -> list:
+    return [d for d in docs if d is not None]
+
+
+def _join(sep, docs) -> list:
+    out: list = []
+    for i, d in enumerate(docs):
+        if i:
+            out.append(sep)
+        out.append(d)
+    return out
+
+
+def _fits(width: int, items: list) -> bool:
+    """Whether the items, in their modes, reach a newline (or the end) within ``width``."""
+    stack = list(items)
+    while stack:
+        if width < 0:
+            return False
+        indent, flat, doc = stack.pop()
+        if isinstance(doc, _Text):
+            width -= len(doc.text)
+        elif isinstance(doc, _Break):
+            if not flat:
+                return True
+            width -= len(doc.text)
+        elif isinstance(doc, list):
+            stack.extend((indent, flat, d) for d in reversed(doc))
+        elif isinstance(doc, _Nest):
+            stack.append((indent + doc.indent, flat, doc.doc))
+        else:  # _Group
+            stack.append((indent, flat, doc.doc))
+    return width >= 0
+
+
+def _layout(doc, width: int = WIDTH) -> str:
+    out: list[str] = []
+    col = 0
+    stack = [(0, False, doc)]
+    while stack:
+        indent, flat, d = stack.pop()
+        if isinstance(d, _Text):
+            out.append(d.text)
+            col += len(d.text)
+        elif isinstance(d, _Break):
+            if flat:
+                out.append(d.text)
+                col += len(d.text)
+            else:
+                out.append("\n" + " " * indent)
+                col = indent
+        elif isinstance(d, list):
+            stack.extend((indent, flat, x) for x in reversed(d))
+        elif isinstance(d, _Nest):
+            stack.append((indent + d.indent, flat, d.doc))
+        else:  # _Group: flat if it (and what follows up to the next break) fits
+            fits = flat or _fits(width - col, stack + [(indent, True, d.doc)])
+            stack.append((indent, fits, d.doc))
+    return "".join(out)
+
 
 class _Namer:
-    """Names variables a, b, ..., z, ba, bb, ... in order of first appearance, as JAX prints them."""
+    """Names variables a, b, ..., z, ba, bb, ... in order of first appearance, as JAX does,
+    across a jaxpr and its sub-jaxprs; variables nobody reads print as ``_``."""
 
-    def __init__(self):
+    def __init__(self, unused: set | None = None):
         self.names: dict[Var, str] = {}
+        self.unused = unused or set()
 
     def __call__(self, v) -> str:
         if isinstance(v, Literal):
             return _pp_literal(v)
-        if isinstance(v, DropVar):
+        if isinstance(v, DropVar) or v in self.unused:
             return "_"
         name = self.names.get(v)
         if name is None:
@@ -146,6 +247,28 @@ def _letters(n: int) -> str:
             return s
 
 
+def _unused_outvars(jaxpr: "Jaxpr", acc: set) -> set:
+    """Equation outputs that no equation or output of their jaxpr reads (recursively)."""
+    used = {v for e in jaxpr.eqns for v in e.invars if isinstance(v, Var)}
+    used.update(v for v in jaxpr.outvars if isinstance(v, Var))
+    for e in jaxpr.eqns:
+        acc.update(v for v in e.outvars if v not in used)
+        for sub in _sub_jaxprs(e.params):
+            _unused_outvars(sub, acc)
+    return acc
+
+
+def _sub_jaxprs(params: dict) -> list:
+    subs = []
+    for v in params.values():
+        for x in (v if isinstance(v, (tuple, list)) else (v,)):
+            if isinstance(x, ClosedJaxpr):
+                subs.append(x.jaxpr)
+            elif isinstance(x, Jaxpr):
+                subs.append(x)
+    return subs
+
+
 def _pp_literal(lit: Literal) -> str:
     val = np.asarray(lit.val)
     if val.dtype.kind == "b":
@@ -159,50 +282,69 @@ def _pp_literal(lit: Literal) -> str:
     return f"{text}:{lit.aval.str_short()}"
 
 
-def _pp_param(value: Any, indent: int) -> str:
+def _param_doc(value: Any, namer: _Namer):
     if isinstance(value, ClosedJaxpr):
         value = value.jaxpr
     if isinstance(value, Jaxpr):
-        inner = pp_jaxpr(value, indent + 4)
-        return inner.lstrip()
+        return _jaxpr_doc(value, namer)
+    if isinstance(value, (tuple, list)) and value and all(
+            isinstance(v, (Jaxpr, ClosedJaxpr)) for v in value):
+        inner = _join(_Break(), [_param_doc(v, namer) for v in value])
+        return _Group([_Nest(2, [_Text("("), _Break(""), inner]), _Break(""), _Text(")")])
     if isinstance(value, np.dtype):
-        return value.name
-    if isinstance(value, (tuple, list)) and value and all(isinstance(v, (Jaxpr, ClosedJaxpr)) for v in value):
-        return "(\n" + ",\n".join(" " * (indent + 4) + _pp_param(v, indent + 4) for v in value) + "\n" + " " * indent + ")"
+        return _Text(value.name)
     if callable(value) and not isinstance(value, type):
-        return getattr(value, "__name__", repr(value))
-    return repr(value) if isinstance(value, str) else str(value)
+        return _Text(getattr(value, "__name__", repr(value)))
+    return _Text(str(value))
 
 
-def _pp_binder(v, namer) -> str:
-    return f"{namer(v)}:{v.aval.str_short()}"
+def _vars_doc(vs, namer: _Namer, binders: bool, sep: str = ""):
+    items = [_Text(f"{namer(v)}:{v.aval.str_short()}" if binders else namer(v)) for v in vs]
+    return _Nest(2, _Group(_join([_Text(sep), _Group(_Break())], items)))
 
 
-def pp_eqn(eqn: JaxprEqn, namer: _Namer, indent: int = 0) -> str:
-    lhs = " ".join(_pp_binder(v, namer) for v in eqn.outvars)
-    params = ""
+def _eqn_doc(eqn: JaxprEqn, namer: _Namer):
+    lhs = _vars_doc(eqn.outvars, namer, binders=True)
+    params = None
     if eqn.params:
-        items = " ".join(f"{k}={_pp_param(v, indent)}" for k, v in eqn.params.items())
-        params = f"[{items}]"
-    rhs = " ".join(namer(v) for v in eqn.invars)
-    return f"{lhs} = {eqn.primitive.name}{params} {rhs}".rstrip()
+        pairs = [[_Text(f"{k}="), _param_doc(eqn.params[k], namer)] for k in sorted(eqn.params)]
+        params = _Group([_Nest(2, [_Text("["), _Break(""), _join(_Break(), pairs)]),
+                         _Break(""), _Text("]")])
+    rhs = _cat(_Text(eqn.primitive.name), params)
+    if eqn.invars:
+        rhs += [_Text(" "), _vars_doc(eqn.invars, namer, binders=False)]
+    if not eqn.outvars:
+        return rhs
+    return [lhs, _Text(" = ")] + rhs
 
 
-def pp_jaxpr(jaxpr: Jaxpr, indent: int = 0) -> str:
-    """Formats a jaxpr the way JAX prints one."""
-    namer = _Namer()
-    consts = " ".join(_pp_binder(v, namer) for v in jaxpr.constvars)
-    ins = " ".join(_pp_binder(v, namer) for v in jaxpr.invars)
-    eqns = [pp_eqn(e, namer, indent + 4) for e in jaxpr.eqns]
-    outs = ", ".join(namer(v) for v in jaxpr.outvars)
-    outs = f"({outs},)" if len(jaxpr.outvars) == 1 else f"({outs})"
-    head = f"{{ lambda {consts}; {ins}. let"
+def _jaxpr_doc(jaxpr: "Jaxpr", namer: _Namer):
+    consts = _vars_doc(jaxpr.constvars, namer, binders=True)
+    ins = _vars_doc(jaxpr.invars, namer, binders=True)
+    eqns = _join(_Break("; "), [_eqn_doc(e, namer) for e in jaxpr.eqns])
+    outs = [_Text("("), _vars_doc(jaxpr.outvars, namer, binders=False, sep=","),
+            _Text(",)" if len(jaxpr.outvars) == 1 else ")")]
+    body = [_Text("{ lambda "), consts, _Text("; "), ins, _Text(". let"),
+            _Nest(2, [_Break(), eqns]), _Break(), _Text("in "), outs]
+    return _Group([_Nest(2, body), _Text(" }")])
+
+
+def pp_eqn(eqn: JaxprEqn, namer: _Namer | None = None, indent: int = 0) -> str:
+    """Formats one equation as JAX prints it."""
+    return _layout(_eqn_doc(eqn, namer or _Namer()), WIDTH - indent)
+
+
+def pp_jaxpr(jaxpr: Jaxpr, indent: int = 0, width: int = WIDTH) -> str:
+    """Formats a jaxpr the way JAX prints one (80 columns; ``_`` for unused results).
+
+    Example:
+      >>> print(pp_jaxpr(make_jaxpr(lambda x: jnp.sin(x) * 2.0)(1.0).jaxpr))
+      { lambda ; a:f32[]. let b:f32[] = sin a; c:f32[] = mul b 2.0:f32[] in (c,) }
+    """
+    namer = _Namer(_unused_outvars(jaxpr, set()))
+    text = _layout(_jaxpr_doc(jaxpr, namer), width - indent)
     pad = " " * indent
-    if len(eqns) <= 1 and len(head) + sum(map(len, eqns)) < 70:
-        body = (" " + eqns[0]) if eqns else ""
-        return f"{pad}{head}{body} in {outs} }}"
-    lines = [pad + head] + [pad + "    " + e for e in eqns] + [f"{pad}  in {outs} }}"]
-    return "\n".join(lines)
+    return "\n".join(pad + line for line in text.split("\n")) if indent else text
 
 
 # ------------------------------------------------------------------ evaluation
@@ -245,41 +387,69 @@ class JaxprTypeError(TypeError):
     """A jaxpr is not well typed."""
 
 
-def check_jaxpr(jaxpr: Jaxpr) -> None:
-    """Type-checks ``jaxpr``: every variable defined once before use, every equation's output
-    types equal to its primitive's abstract evaluation.
+def _avals_text(avals) -> str:
+    return ", ".join(a.str_short() + (" (weak)" if a.weak_type else "") for a in avals)
+
+
+def check_jaxpr(jaxpr: Jaxpr | ClosedJaxpr) -> None:
+    """Type-checks ``jaxpr``: every variable defined once before use, every equation's
+    operand count and output types (shape, dtype, weak type) equal to what its primitive's
+    abstract evaluation gives, literals consistent with their types, and every sub-jaxpr
+    in the parameters (the body of a custom_jvp/custom_vjp call, ...) checked in turn.
 
     Raises:
       JaxprTypeError: naming the offending equation.
+
+    Example:
+      >>> check_jaxpr(jax.make_jaxpr(jnp.sin)(1.0))  # returns None when well typed
     """
+    if isinstance(jaxpr, ClosedJaxpr):
+        if len(jaxpr.consts) != len(jaxpr.jaxpr.constvars):
+            raise JaxprTypeError(f"ClosedJaxpr has {len(jaxpr.consts)} constants for "
+                                 f"{len(jaxpr.jaxpr.constvars)} constvars")
+        jaxpr = jaxpr.jaxpr
     defined: set = set()
+    namer = _Namer()
 
     def use(v, where):
         if isinstance(v, Literal):
+            if np.shape(v.val) != v.aval.shape or np.asarray(v.val).dtype != v.aval.dtype:
+                raise JaxprTypeError(f"Literal {_pp_literal(v)} in {where} holds a value of "
+                                     f"type {np.asarray(v.val).dtype}{list(np.shape(v.val))}")
             return
         if v not in defined:
-            raise JaxprTypeError(f"Variable {v} used before definition in {where}")
+            raise JaxprTypeError(f"Variable {namer(v)}:{v.aval.str_short()} is used before it "
+                                 f"is defined, in {where}")
 
     def bind(v, where):
         if isinstance(v, DropVar):
             return
         if v in defined:
-            raise JaxprTypeError(f"Variable {v} defined twice (at {where})")
+            raise JaxprTypeError(f"Variable {namer(v)} is defined twice (at {where})")
         defined.add(v)
 
     for v in itertools.chain(jaxpr.constvars, jaxpr.invars):
         bind(v, "the binders")
     for eqn in jaxpr.eqns:
-        where = f"equation `{eqn}`"
+        where = f"equation `{pp_eqn(eqn, namer)}`"
         for v in eqn.invars:
             use(v, where)
-        out = eqn.primitive.abstract_eval(*[v.aval for v in eqn.invars], **eqn.params)
+        try:
+            out = eqn.primitive.abstract_eval(*[v.aval for v in eqn.invars], **eqn.params)
+        except (TypeError, ValueError) as err:
+            raise JaxprTypeError(f"{where}: the primitive rejects its operands: {err}") from None
+        for sub in _sub_jaxprs(eqn.params):
+            try:
+                check_jaxpr(sub)
+            except JaxprTypeError as err:
+                raise JaxprTypeError(f"in a sub-jaxpr of {where}: {err}") from None
         out = list(out) if eqn.primitive.multiple_results else [out]
         got = [v.aval for v in eqn.outvars]
-        if [(a.shape, a.dtype) for a in out] != [(a.shape, a.dtype) for a in got]:
-            raise JaxprTypeError(f"{where}: the primitive produces "
-                                 f"{[a.str_short() for a in out]} but the binders say "
-                                 f"{[a.str_short() for a in got]}")
+        if len(out) != len(got) or any(
+                (a.shape, a.dtype, a.weak_type) != (b.shape, b.dtype, b.weak_type)
+                for a, b in zip(out, got)):
+            raise JaxprTypeError(f"{where}: the primitive produces {_avals_text(out)} but the "
+                                 f"binders say {_avals_text(got)}")
         for v in eqn.outvars:
             bind(v, where)
     for v in jaxpr.outvars:

@@ -253,6 +253,18 @@ def _advanced(x, entries, adv, mode, fill_value):
 
 # ------------------------------------------------------------------ .at[] updates
 
+def _is_basic_index(idx) -> bool:
+    """Whether ``idx`` has only static ints, static slices, None and Ellipsis."""
+    entries = idx if isinstance(idx, tuple) else (idx,)
+    for i in entries:
+        if isinstance(i, slice):
+            if not all(p is None or _is_int_scalar(p) for p in (i.start, i.stop, i.step)):
+                return False
+        elif not (i is None or i is Ellipsis or _is_int_scalar(i)):
+            return False
+    return True
+
+
 def scatter_update(x, idx, y, op: str, *, indices_are_sorted=False, unique_indices=False,
                    mode=None):
     """``x.at[idx].<op>(y)`` for op in set/add/multiply/min/max."""
@@ -276,6 +288,10 @@ def scatter_update(x, idx, y, op: str, *, indices_are_sorted=False, unique_indic
     flat_y = lax.reshape(y, (int(np.prod(tshape)),))
     dnums = ScatterDimensionNumbers(update_window_dims=(), inserted_window_dims=(0,),
                                     scatter_dims_to_operand_dims=(0,))
+    if _is_basic_index(idx):
+        # Static ints and slices select distinct elements: tell the scatter so (as JAX does),
+        # which also makes scatter_mul differentiable with respect to its updates.
+        unique_indices = True
     fn = {"set": lax.scatter, "add": lax.scatter_add, "multiply": lax.scatter_mul,
           "min": lax.scatter_min, "max": lax.scatter_max}[op]
     smode = GatherScatterMode.FILL_OR_DROP if gmode == GatherScatterMode.FILL_OR_DROP else gmode

@@ -182,6 +182,7 @@ def var(a, axis=None, dtype=None, out=None, ddof: int = 0, keepdims: bool = Fals
     compute = np.dtype(np.float32) if dt in (dtypes.float16, dtypes.bfloat16) else dt
     x = lax.convert_element_type(a, compute)
     from plax.numpy.util import broadcast_to
+    # lax.sub does not broadcast: spread the (keepdims) mean back over the reduced axes
     centered = lax.sub(x, broadcast_to(mean(x, axis=axes, keepdims=True, where=where), aval.shape))
     if dtypes.is_complex(compute):
         sq = lax.real(lax.mul(centered, lax.conj(centered)))

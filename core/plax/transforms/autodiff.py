@@ -19,7 +19,7 @@ from plax.core.jaxpr import ClosedJaxpr
 from plax.core.trace import get_aval, new_main
 from plax.transforms.jvp import (Zero, instantiate, jvp_flat, tangent_aval,
                                  tangent_dtype, zeros_like_aval)
-from plax.transforms.staging import JaxprBuilder, JaxprTrace, check_output
+from plax.transforms.staging import JaxprBuilder, LinearizeTrace, check_output
 from plax.transforms.transpose import backward_pass
 
 
@@ -140,8 +140,8 @@ def linearize_flat(fun: Callable, primals: list, n_aux: Callable[[], int] = lamb
       tangents of the non-auxiliary outputs (one invar per primal, float0 for integer ones).
     """
     in_avals = [tangent_aval(get_aval(p)) for p in primals]
-    with new_main(JaxprTrace, payload=JaxprBuilder()) as stage_main:
-        stage = JaxprTrace(stage_main)
+    with new_main(LinearizeTrace, payload=JaxprBuilder()) as stage_main:
+        stage = LinearizeTrace(stage_main)
         t_in = [stage.new_arg(a) for a in in_avals]
         tangents = [Zero(a) if a.dtype == dtypes.float0 else t for a, t in zip(in_avals, t_in)]
         out_p, out_t = jvp_flat(fun, primals, tangents)
@@ -220,10 +220,10 @@ class _VJPFunction:
                     from plax import lax
                     ct = lax.convert_element_type(ct, want.dtype)
                 else:
-                    raise TypeError(f"Type of cotangent input to vjp pullback function "
-                                    f"({ca.dtype.name}) is not the expected tangent type "
-                                    f"({want.dtype.name}) of corresponding primal output with "
-                                    f"dtype {aval.dtype.name}.")
+                    raise ValueError(f"unexpected JAX type (e.g. shape/dtype) for argument to "
+                                     f"vjp function: got {ca.str_short()}, but expected "
+                                     f"{want.str_short()} because the corresponding output of "
+                                     f"the function had type {aval.str_short()}.")
             flat.append(Zero(want) if want.dtype == dtypes.float0 else ct)
         cts_in = backward_pass(self.lin.jaxpr, self.lin.consts, flat)
         out = [instantiate(c) if type(c) is Zero else c for c in cts_in]
@@ -232,11 +232,12 @@ class _VJPFunction:
 
 
 def _match_dtype(ct, aval):
+    """The cotangent with the input's tangent dtype and weak type (as JAX returns it)."""
     want = tangent_aval(aval)
     if isinstance(ct, np.ndarray) and ct.dtype == dtypes.float0:
         return ct
     ca = get_aval(ct)
-    if ca.dtype != want.dtype and want.dtype != dtypes.float0:
+    if want.dtype != dtypes.float0 and (ca.dtype != want.dtype or ca.weak_type != want.weak_type):
         from plax import lax
         ct = lax.convert_element_type(ct, want.dtype, want.weak_type)
     return ct
@@ -272,13 +273,19 @@ def vjp(fun: Callable, *primals, has_aux: bool = False):
 # ------------------------------------------------------------------ grad
 
 def _check_argnums(argnums, nargs, fun_name="grad"):
-    single = isinstance(argnums, (int, np.integer))
-    nums = (argnums,) if single else tuple(argnums)
+    single = isinstance(argnums, (int, np.integer)) and not isinstance(argnums, bool)
+    try:
+        nums = (argnums,) if single else tuple(argnums)
+    except TypeError:
+        raise TypeError(f"{fun_name}: argnums must be an int or a tuple of ints, got "
+                        f"{argnums!r} of type {type(argnums).__name__}.") from None
     if not nums:
-        raise ValueError(f"{fun_name} requires at least one argnum; got argnums={argnums!r}")
+        raise ValueError(f"{fun_name} requires at least one argnum to differentiate with "
+                         f"respect to; got argnums={argnums!r}.")
     for a in nums:
-        if not isinstance(a, (int, np.integer)):
-            raise TypeError(f"argnums must be an int or a tuple of ints, got {argnums!r}")
+        if not isinstance(a, (int, np.integer)) or isinstance(a, bool):
+            raise TypeError(f"{fun_name}: argnums must be an int or a tuple of ints, got "
+                            f"{argnums!r}.")
         if not -nargs <= a < nargs:
             raise TypeError(f"differentiating with respect to argnums={argnums} requires at least "
                             f"{max(a, -a - 1) + 1} positional arguments to be passed by the caller, "
@@ -302,9 +309,11 @@ def _check_input_dtype(x, holomorphic, allow_int, fun_name):
 
 
 def _check_scalar_output(ans, holomorphic, fun_name):
-    leaves = tree_util.tree_leaves(ans)
-    if len(leaves) != 1 or not hasattr(leaves[0], "aval") and not isinstance(leaves[0], (int, float, complex)):
-        raise TypeError(f"Gradient only defined for scalar-output functions. Output was {ans}.")
+    leaves, tree = tree_util.tree_flatten(ans)
+    if not tree_util.treedef_is_leaf(tree) or len(leaves) != 1:
+        # a list/tuple/dict holding a scalar is not a scalar
+        raise TypeError(f"Gradient only defined for scalar-output functions. Output was {ans}. "
+                        "Return a single scalar array (use has_aux=True to return more).")
     aval = get_aval(leaves[0])
     if aval.shape != ():
         raise TypeError(f"Gradient only defined for scalar-output functions. Output had shape: "

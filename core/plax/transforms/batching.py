@@ -14,6 +14,7 @@ from typing import Any, Callable, Hashable
 from plax.core import registry
 from plax.core.shaped_array import ShapedArray
 from plax.core.trace import Trace, Tracer, get_aval
+from plax.transforms.jvp import Zero
 
 not_mapped = None
 _batch_rules = registry.rule_table("batch")
@@ -86,46 +87,16 @@ class BatchTrace(Trace):
             return [BatchTracer(self, o, d) for o, d in zip(out, out_dim)]
         return BatchTracer(self, out, out_dim)
 
-    def _subtrace(self, fun: Callable, in_dims) -> Callable:
-        """``fun`` lifted to the unbatched values: batches them in a fresh batch trace and
-        returns outputs with the batch axis moved to 0 (materialised if unbatched).
-
-        A fresh trace (rather than this one) matters when the lifted function is staged by a
-        trace below this one (jit tracing a custom_jvp body under vmap): the staging opens a
-        new, higher level, and batching there must happen above it, not at this lower level.
-        """
-        axis_data = self.axis_data
-        size = axis_data.size
-
-        def lifted(*vals):
-            from plax.core.trace import new_main
-            with new_main(BatchTrace, payload=axis_data) as main:
-                trace = BatchTrace(main)
-                tracers = [BatchTracer(trace, v, d) for v, d in zip(vals, in_dims)]
-                outs = fun(*tracers)
-                result = []
-                for o in outs:
-                    o = trace.full_raise(o)
-                    result.append(move_axis_to(o.val, o.batch_dim, 0, size))
-            return result
-
-        return lifted
-
     def process_custom_jvp_call(self, primitive, fun, jvp, tracers, **params):
         vals = [t.val for t in tracers]
         dims = [t.batch_dim for t in tracers]
         if all(d is None for d in dims):
             outs = primitive.bind_custom(fun, jvp, *vals, **params)
             return [BatchTracer(self, o, None) for o in outs]
-        fun_b = self._subtrace(fun, dims)
-        jvp_b = self._subtrace(jvp, dims + dims)
-
-        def jvp_aligned(*primals_and_tangents):
-            # Tangents of unbatched primals may arrive batched from an outer trace's zeros;
-            # give them the primals' batch layout so the rule sees consistent operands.
-            return jvp_b(*primals_and_tangents)
-
-        outs = primitive.bind_custom(fun_b, jvp_aligned, *vals, **params)
+        axis_data = self.axis_data
+        fun_b = batch_flat_fun(fun, dims, axis_data)
+        jvp_b = batch_flat_fun(jvp, dims + dims, axis_data)
+        outs = primitive.bind_custom(fun_b, jvp_b, *vals, **params)
         return [BatchTracer(self, o, 0) for o in outs]
 
     def process_custom_vjp_call(self, primitive, fun, fwd, bwd, tracers, **params):
@@ -134,32 +105,36 @@ class BatchTrace(Trace):
         if all(d is None for d in dims):
             outs = primitive.bind_custom(fun, fwd, bwd, *vals, **params)
             return [BatchTracer(self, o, None) for o in outs]
-        size = self.axis_data.size
-        fun_b = self._subtrace(fun, dims)
+        axis_data = self.axis_data
+        size = axis_data.size
+        fun_b = batch_flat_fun(fun, dims, axis_data)
+        n_res: list = []
+
+        def flat_fwd(*xs):
+            outs, res = fwd(*xs)
+            n_res[:] = [len(res)]
+            return list(outs) + list(res)
+
+        fwd_all = batch_flat_fun(flat_fwd, dims, axis_data)
 
         def fwd_b(*vals_in):
-            res_box = []
-
-            def flat_fwd(*xs):
-                outs, res = fwd(*xs)
-                res_box.append(len(res))
-                return list(outs) + list(res)
-
-            all_outs = self._subtrace(flat_fwd, dims)(*vals_in)
-            n_res = res_box[0]
-            n_out = len(all_outs) - n_res
+            all_outs = fwd_all(*vals_in)
+            n_out = len(all_outs) - n_res[0]
             return all_outs[:n_out], all_outs[n_out:]
 
         def bwd_b(res, cts):
+            from plax import lax
             from plax.transforms.vmap_api import vmap
-            cts_in = vmap(lambda r, c: list(bwd(r, c)), in_axes=(0, 0), out_axes=0,
-                          axis_size=size)(list(res), list(cts))
+            # symbolic zeros (and Nones) are not arrays: vmap returns them as empty leaves
+            cts_in = vmap(lambda r, c: [None if c_ is None or type(c_) is Zero else c_
+                                        for c_ in bwd(r, c)],
+                          in_axes=(0, 0), out_axes=0,
+                          axis_size=size, axis_name=axis_data.name)(list(res), list(cts))
             out = []
             for ct, d in zip(cts_in, dims):
                 if ct is None:
                     out.append(None)
                 elif d is None:
-                    from plax import lax
                     out.append(lax.reduce_sum(ct, (0,)))
                 else:
                     out.append(move_axis_to(ct, 0, d, size))
@@ -167,6 +142,29 @@ class BatchTrace(Trace):
 
         outs = primitive.bind_custom(fun_b, fwd_b, bwd_b, *vals, **params)
         return [BatchTracer(self, o, 0) for o in outs]
+
+
+def batch_flat_fun(fun: Callable, in_dims, axis_data: AxisData) -> Callable:
+    """``fun`` (flat in, flat out) vectorised over ``in_dims``, outputs batched on axis 0.
+
+    Each call opens a fresh batching level, so the result can be stored (in a staged
+    custom_jvp/custom_vjp equation) and called after the current vmap has finished.
+    """
+    from plax.core.trace import new_main
+    size = axis_data.size
+
+    def batched(*vals):
+        with new_main(BatchTrace, payload=axis_data) as main:
+            trace = BatchTrace(main)
+            tracers = [BatchTracer(trace, v, d) for v, d in zip(vals, in_dims)]
+            outs = fun(*tracers)
+            result = []
+            for o in outs:
+                o = trace.full_raise(o)
+                result.append(move_axis_to(o.val, o.batch_dim, 0, size))
+        return result
+
+    return batched
 
 
 # ------------------------------------------------------------------ rule helpers

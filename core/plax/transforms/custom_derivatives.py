@@ -15,7 +15,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from plax import dtypes, tree_util
-from plax.core.jaxpr import jaxpr_as_fun
+from plax.core.jaxpr import eval_jaxpr, jaxpr_as_fun
 from plax.core.primitive import Primitive
 from plax.core.registry import register_rule
 from plax.core.trace import find_top_trace, full_lower, get_aval, state as trace_state
@@ -40,15 +40,61 @@ class _CustomCallPrimitive(Primitive):
         return [full_lower(o) for o in outs]
 
 
+# A staged call (an equation of a jaxpr) may have captured values its body closed over:
+# they are its first ``num_consts`` operands. When the equation is evaluated again (a jitted
+# function under grad or vmap), they are passed on as leading arguments, so each transform
+# sees them (vmap batches them), while the rules skip them: a custom rule covers only the
+# explicit arguments. ``closed_consts`` counts these leading values across re-staging.
+
 class _CustomJVPCallPrimitive(_CustomCallPrimitive):
-    def bind(self, *args, call_jaxpr, jvp, **params):
-        # reached when a staged jaxpr holding this call is evaluated (e.g. jit under grad)
-        return self.bind_custom(jaxpr_as_fun(call_jaxpr), jvp, *args, **params)
+    def bind(self, *args, call_jaxpr, jvp, num_consts=0, closed_consts=0, **params):
+        rule = _skip_leading_jvp(jvp, num_consts, len(args)) if num_consts else jvp
+        return self.bind_custom(jaxpr_as_fun(call_jaxpr), rule, *args,
+                                closed_consts=closed_consts + num_consts, **params)
 
 
 class _CustomVJPCallPrimitive(_CustomCallPrimitive):
-    def bind(self, *args, call_jaxpr, fwd, bwd, **params):
-        return self.bind_custom(jaxpr_as_fun(call_jaxpr), fwd, bwd, *args, **params)
+    def bind(self, *args, call_jaxpr, fwd, bwd, num_consts=0, closed_consts=0, **params):
+        if num_consts:
+            fwd, bwd = _skip_leading_fwd(fwd, num_consts), _skip_leading_bwd(bwd, num_consts)
+        return self.bind_custom(jaxpr_as_fun(call_jaxpr), fwd, bwd, *args,
+                                closed_consts=closed_consts + num_consts, **params)
+
+
+def _skip_leading_jvp(jvp, n, n_primals):
+    def rule(*primals_and_tangents):
+        primals, tangents = primals_and_tangents[:n_primals], primals_and_tangents[n_primals:]
+        return jvp(*primals[n:], *tangents[n:])
+
+    rule.__name__ = getattr(jvp, "__name__", "jvp")
+    return rule
+
+
+def _skip_leading_fwd(fwd, n):
+    def rule(*args):
+        return fwd(*args[n:])
+
+    rule.__name__ = getattr(fwd, "__name__", "fwd")
+    return rule
+
+
+def _skip_leading_bwd(bwd, n):
+    def rule(res, cts):
+        return [None] * n + list(bwd(res, cts))
+
+    rule.__name__ = getattr(bwd, "__name__", "bwd")
+    return rule
+
+
+def check_closed_tangents(tangents, params, kind: str) -> None:
+    """Raises if a value a custom_jvp/custom_vjp function closed over is being differentiated:
+    the custom rule says nothing about it."""
+    n = params.get("closed_consts", 0)
+    if any(type(t) is not Zero for t in tangents[:n]):
+        raise TypeError(f"A {kind} function is being differentiated with respect to a value it "
+                        f"closes over (a traced value from an enclosing jit). Its custom rule "
+                        f"only covers the explicit arguments: pass that value as an argument "
+                        f"of the {kind} function and extend the rule to it.")
 
 
 custom_jvp_call_p = _CustomJVPCallPrimitive("custom_jvp_call", "process_custom_jvp_call")
@@ -58,6 +104,7 @@ custom_vjp_call_p.def_abstract_eval(lambda *avals, call_jaxpr, **_: list(call_ja
 
 
 def _eval_custom_call(*args, call_jaxpr, **params):
+    # the captured values are the call_jaxpr's leading invars, so all operands go in as is
     return jaxpr_as_fun(call_jaxpr)(*args)
 
 
@@ -71,10 +118,17 @@ custom_lin_p = Primitive("custom_lin", multiple_results=True)
 custom_lin_p.def_abstract_eval(lambda *avals, num_res, bwd, out_avals: list(out_avals))
 
 
-@register_rule("impl", custom_lin_p)
-def _custom_lin_impl(*args, num_res, bwd, out_avals):
+def _forward_mode_error(*args, **params):
+    # custom_lin is only ever transposed; evaluating (or batching, or differentiating) it
+    # means its tangents are being pushed forward.
     raise TypeError("can't apply forward-mode autodiff (jvp) to a custom_vjp function. Use "
-                    "jax.vjp / jax.grad, or define the rule with custom_jvp instead.")
+                    "jax.vjp / jax.grad (reverse mode), or define the rule with custom_jvp "
+                    "instead to support jvp, jacfwd and hessian.")
+
+
+register_rule("impl", custom_lin_p)(_forward_mode_error)
+register_rule("jvp", custom_lin_p)(_forward_mode_error)
+register_rule("batch", custom_lin_p)(_forward_mode_error)
 
 
 @register_rule("transpose", custom_lin_p)
@@ -225,7 +279,9 @@ class custom_jvp:
                 fixed.append(t)
             return p_leaves + fixed
 
-        outs = custom_jvp_call_p.bind_custom(flat_fun, flat_jvp, *leaves)
+        flat_jvp.__name__ = getattr(self.jvp, "__name__", "jvp")  # how the jaxpr names it
+        outs = custom_jvp_call_p.bind_custom(flat_fun, flat_jvp, *leaves,
+                                             name=getattr(self, "__name__", "fun"))
         return tree_util.tree_unflatten(out_trees[-1], outs)
 
 
@@ -320,7 +376,10 @@ class custom_vjp:
                                 _as_operand(c))
             return flat
 
-        outs = custom_vjp_call_p.bind_custom(flat_fun, flat_fwd, flat_bwd, *leaves)
+        flat_fwd.__name__ = getattr(self.fwd, "__name__", "fwd")  # how the jaxpr names them
+        flat_bwd.__name__ = getattr(self.bwd, "__name__", "bwd")
+        outs = custom_vjp_call_p.bind_custom(flat_fun, flat_fwd, flat_bwd, *leaves,
+                                             name=getattr(self, "__name__", "fun"))
         del in_avals
         return tree_util.tree_unflatten(out_trees[-1], outs)
 

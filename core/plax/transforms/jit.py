@@ -22,10 +22,22 @@ from plax.core.jaxpr import ClosedJaxpr, eval_jaxpr
 from plax.core.passes import prepare_for_backend
 from plax.core.shaped_array import ShapeDtypeStruct
 from plax.core.trace import Tracer, eager_region, state as trace_state
+from plax.devices import default_device as _default_device
 from plax.transforms.staging import abstractify, trace_to_jaxpr
 
 _tree_flatten = tree_util.tree_flatten
 _tree_unflatten = tree_util.tree_unflatten
+_flags = config._values
+# Flags that change what tracing produces (dtypes, PRNG layout) are part of every cache key.
+_trace_flags = [(False, True)]
+
+
+def _refresh_trace_flags(name=None, value=None) -> None:
+    _trace_flags[0] = (_flags["enable_x64"], _flags["threefry_partitionable"])
+
+
+config.on_change(_refresh_trace_flags)
+_refresh_trace_flags()
 
 
 def _as_tuple(x) -> tuple:
@@ -59,6 +71,13 @@ class _Signature:
                 elif not has_varargs and not -len(positional) <= i < len(positional):
                     raise ValueError(f"jitted function has static_argnums={self.static_argnums}, "
                                      f"but only accepts {len(positional)} positional arguments.")
+            accepts_any_kw = any(p.kind == p.VAR_KEYWORD for p in params)
+            known = {p.name for p in params if p.kind != p.VAR_POSITIONAL}
+            invalid = {n for n in self.static_argnames if n not in known}
+            if invalid and not accepts_any_kw:
+                raise ValueError(f"Jitted function has invalid argnames {sorted(invalid)} in "
+                                 f"static_argnames. Function does not take these args; its "
+                                 f"parameters are {[p.name for p in params]}.")
             for name in self.static_argnames:
                 if name in names and names.index(name) not in self.static_argnums:
                     self.static_argnums += (names.index(name),)
@@ -123,7 +142,7 @@ def _hashable(value, where):
 
 class _CacheEntry:
     __slots__ = ("executable", "const_bufs", "out_tree", "out_avals", "closed", "device",
-                 "backend")
+                 "backend", "single_output")
 
     def __init__(self, executable, const_bufs, out_tree, out_avals, closed, device, backend):
         self.executable = executable
@@ -133,6 +152,8 @@ class _CacheEntry:
         self.closed = closed
         self.device = device
         self.backend = backend
+        # the function returns one array (not a container): skip unflattening
+        self.single_output = tree_util.treedef_is_leaf(out_tree) and out_tree.num_leaves == 1
 
 
 def _leaf_aval(x):
@@ -154,14 +175,66 @@ class JitFunction:
         self._device = device
         self._backend_name = backend
         self._inline = inline
+        # Positions of static arguments for the fast path (None: no static arguments;
+        # empty: only negative argnums or static_argnames, resolved per call instead).
+        nums = self.sig.static_argnums
+        self._static_nums = (tuple(sorted(i for i in nums if i >= 0)) if nums and all(
+            i >= 0 for i in nums) else (() if self.sig.any_static else None))
         self._cache: dict = {}
+        self._fast_cache: dict = {}
         self._jaxpr_cache: dict = {}
         self._lock = threading.Lock()
         functools.update_wrapper(self, fun, updated=())
 
     # ---- the call path
     def __call__(self, *args, **kwargs):
-        if trace_state.depth or config._values["disable_jit"]:
+        # The fast path: positional Array arguments already on the target device, and a
+        # signature seen before. Everything else (first call, kwargs, static arguments,
+        # scalars, device moves, tracing) goes through _call_general, which fills the
+        # fast cache when the call qualifies.
+        if trace_state.depth or _flags["disable_jit"] or kwargs:
+            return self._call_general(args, kwargs)
+        static_nums = self._static_nums
+        if static_nums is None:
+            static_key = ()
+            leaves, treedef = _tree_flatten(args)
+        else:
+            if not static_nums or static_nums[-1] >= len(args):
+                return self._call_general(args, kwargs)
+            static_key = tuple([(type(args[i]), args[i]) for i in static_nums])
+            leaves, treedef = _tree_flatten(
+                tuple([a for i, a in enumerate(args) if i not in static_nums]))
+        # Every leaf must be an Array on the target device: the jit's device, else the device
+        # of a committed first leaf, else the default device (otherwise: _call_general).
+        device = self._device
+        committed = device is not None
+        if device is None:
+            first = leaves[0] if leaves else None
+            device = first._device if type(first) is Array and first._committed else \
+                _default_device()
+        for x in leaves:
+            if type(x) is not Array or x._device is not device:
+                return self._call_general(args, kwargs)
+            if x._committed:
+                committed = True
+        try:
+            # id(device): the leaves are on exactly this device object (checked above)
+            entry = self._fast_cache.get((treedef, tuple([x.aval for x in leaves]), static_key,
+                                          id(device), _trace_flags[0]))
+        except TypeError:  # an unhashable static argument: _call_general explains
+            entry = None
+        if entry is None:
+            return self._call_general(args, kwargs)
+        outs = entry.executable(*entry.const_bufs, *[x._buf for x in leaves])
+        if entry.single_output:
+            return Array._new(outs[0], entry.out_avals[0], device, committed)
+        new = Array._new
+        return _tree_unflatten(entry.out_tree, [new(b, a, device, committed)
+                                                for b, a in zip(outs, entry.out_avals)])
+
+    def _call_general(self, args, kwargs):
+        """Any call: resolves static arguments, devices and scalars; compiles on a miss."""
+        if trace_state.depth or _flags["disable_jit"]:
             return self._call_traced(args, kwargs)
         if self.sig.any_static or kwargs:
             dyn_args, dyn_kwargs, static = self.sig.split(args, kwargs)
@@ -173,6 +246,7 @@ class JitFunction:
         device = self._device
         committed = device is not None
         avals = []
+        all_arrays = True
         for i, x in enumerate(leaves):
             if type(x) is Array:
                 avals.append(x.aval)
@@ -186,17 +260,22 @@ class JitFunction:
                                              "arguments with plax.device_put first.")
                     device, committed = x._device, True
             else:
+                all_arrays = False
                 avals.append(abstractify(x))
         if device is None:
-            from plax.devices import default_device
-            device = default_device()
-        # flags that change what tracing produces are part of the key, as in JAX
-        key = (treedef, tuple(avals), static, device, len(args),
-               config._values["threefry_partitionable"], config._values["enable_x64"])
+            device = _default_device()
+        flags = _trace_flags[0]
+        key = (treedef, tuple(avals), static, device, len(args), flags)
         entry = self._cache.get(key)
         if entry is None:
             entry = self._compile(key, args, kwargs, leaves, treedef, avals, static, device)
-        device = entry.device  # jit(f, backend=...) may run on another platform's device
+        device = entry.device  # backend= may have picked a device of another platform
+        if all_arrays and not kwargs and entry.device is device and \
+                all(x._device is device for x in leaves) and self._fast_eligible(args):
+            nums = self._static_nums or ()
+            static_key = tuple([(type(args[i]), args[i]) for i in nums])
+            fast_tree = _tree_flatten(tuple([a for i, a in enumerate(args) if i not in nums]))[1]
+            self._fast_cache[(fast_tree, tuple(avals), static_key, id(device), flags)] = entry
         bufs = [x._buf if type(x) is Array and x._device == device else _to_buffer(x, device)
                 for x in leaves]
         outs = entry.executable(*entry.const_bufs, *bufs)
@@ -204,10 +283,14 @@ class JitFunction:
         return _tree_unflatten(entry.out_tree, [new(b, a, device, committed)
                                                 for b, a in zip(outs, entry.out_avals)])
 
+    def _fast_eligible(self, args) -> bool:
+        """Whether calls like this one (positional, no kwargs) can take the fast path."""
+        nums = self._static_nums
+        return nums is None or (bool(nums) and nums[-1] < len(args))
+
     def _trace(self, nargs, static, treedef, avals):
         """ClosedJaxpr and output tree of the function on abstract inputs (cached)."""
-        key = (treedef, tuple(avals), static, nargs, config._values["threefry_partitionable"],
-               config._values["enable_x64"])
+        key = (treedef, tuple(avals), static, nargs, _trace_flags[0])
         hit = self._jaxpr_cache.get(key)
         if hit is not None:
             return hit
@@ -294,6 +377,7 @@ class JitFunction:
     def clear_cache(self) -> None:
         """Forgets all traces and compiled executables of this function."""
         self._cache.clear()
+        self._fast_cache.clear()
         self._jaxpr_cache.clear()
 
     def __repr__(self) -> str:

@@ -124,11 +124,11 @@ class JVPTrace(Trace):
         if all(type(t) is Zero for t in tangents):
             outs = primitive.bind_custom(fun, jvp, *primals, **params)
             return [JVPTracer(self, o, Zero.from_primal(o)) for o in outs]
+        from plax.transforms.custom_derivatives import check_closed_tangents
+        check_closed_tangents(tangents, params, "custom_jvp")
         tangents = [instantiate(t) for t in tangents]
-        n = len(primals)
         outs = jvp(*primals, *tangents)
         primal_outs, tangent_outs = outs[:len(outs) // 2], outs[len(outs) // 2:]
-        del n
         return [JVPTracer(self, p, t) for p, t in zip(primal_outs, tangent_outs)]
 
     def process_custom_vjp_call(self, primitive, fun, fwd, bwd, tracers, **params):
@@ -137,7 +137,12 @@ class JVPTrace(Trace):
         if all(type(t) is Zero for t in tangents):
             outs = primitive.bind_custom(fun, fwd, bwd, *primals, **params)
             return [JVPTracer(self, o, Zero.from_primal(o)) for o in outs]
-        from plax.transforms.custom_derivatives import custom_lin_p
+        from plax.transforms.custom_derivatives import (_forward_mode_error,
+                                                        check_closed_tangents, custom_lin_p)
+        from plax.transforms.staging import is_linearize_tracer
+        check_closed_tangents(tangents, params, "custom_vjp")
+        if not all(type(t) is Zero or is_linearize_tracer(t) for t in tangents):
+            _forward_mode_error()  # tangents pushed forward (jvp, jacfwd), not transposed
         primal_outs, residuals = fwd(*primals)
         tangents = [instantiate(t) for t in tangents]
         out_avals = tuple(tangent_aval(get_aval(p)) for p in primal_outs)
@@ -235,5 +240,8 @@ def jvp_flat(fun: Callable, primals: list, tangents: list) -> tuple[list, list]:
         trace = JVPTrace(main)
         tracers = [JVPTracer(trace, p, t) for p, t in zip(primals, tangents)]
         outs = fun(*tracers)
+        from plax.transforms.staging import check_output
+        for o in outs:
+            check_output(o, "the differentiated function")
         out_tracers = [trace.full_raise(o) for o in outs]
         return [t.primal for t in out_tracers], [t.tangent for t in out_tracers]

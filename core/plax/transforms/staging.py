@@ -19,14 +19,16 @@ from plax.core.trace import Trace, Tracer, get_aval, new_main
 
 
 class JaxprTracer(Tracer):
-    """A value in a jaxpr being built: it knows only its abstract value and its variable."""
+    """A value in a jaxpr being built: it knows only its abstract value, its variable and the
+    builder (the jaxpr under construction) that defines that variable."""
 
-    __slots__ = ("_aval", "var")
+    __slots__ = ("_aval", "var", "builder")
 
-    def __init__(self, trace: "JaxprTrace", aval: ShapedArray, var: Var):
+    def __init__(self, trace: "JaxprTrace", aval: ShapedArray, var: Var, builder: "JaxprBuilder"):
         self._trace = trace
         self._aval = aval
         self.var = var
+        self.builder = builder
 
     @property
     def aval(self):
@@ -47,7 +49,7 @@ class JaxprBuilder:
         if tracer is None:
             aval = get_aval(val)
             var = Var(aval)
-            tracer = JaxprTracer(trace, aval, var)
+            tracer = JaxprTracer(trace, aval, var, self)
             self.const_tracers[id(val)] = tracer
             self.const_vals[var] = val
             self._keepalive.append(val)
@@ -88,7 +90,14 @@ def _as_literal(val: Any, aval: ShapedArray) -> Literal | None:
 
 
 class JaxprTrace(Trace):
-    """Records each primitive as an equation of the builder in ``main.payload``."""
+    """Records each primitive as an equation of the builder in ``main.payload``.
+
+    The payload is the builder of the jaxpr being written now; :meth:`trace_subjaxpr`
+    swaps in a fresh one to record a sub-jaxpr (the body of a custom_jvp/custom_vjp call)
+    at the *same* level, so transforms between this trace and the caller (a vmap inside a
+    jit) keep their order. A tracer of an enclosing builder met inside a sub-jaxpr is a
+    value from outside it: it becomes one of its constants, then an explicit operand.
+    """
 
     __slots__ = ()
 
@@ -97,7 +106,7 @@ class JaxprTrace(Trace):
         return self.main.payload
 
     def new_arg(self, aval: ShapedArray) -> JaxprTracer:
-        return JaxprTracer(self, aval, Var(aval))
+        return JaxprTracer(self, aval, Var(aval), self.main.payload)
 
     def pure(self, val: Any) -> JaxprTracer:
         from plax.array import Array, from_host
@@ -106,6 +115,12 @@ class JaxprTrace(Trace):
         return self.builder.add_const(self, val)
 
     lift = pure
+
+    def full_raise(self, val: Any) -> Tracer:
+        if type(val) is JaxprTracer and val._trace.main is self.main:
+            builder = self.main.payload
+            return val if val.builder is builder else builder.add_const(self, val)
+        return super().full_raise(val)
 
     def process_primitive(self, primitive, tracers, params):
         avals_out = primitive.abstract_eval(*[t.aval for t in tracers], **params)
@@ -117,15 +132,73 @@ class JaxprTrace(Trace):
                                           [o.var for o in outs], params))
         return outs if primitive.multiple_results else outs[0]
 
+    def trace_subjaxpr(self, fun: Callable, in_avals: Sequence[ShapedArray]
+                       ) -> tuple[ClosedJaxpr, list]:
+        """Records ``fun`` as a separate jaxpr at this trace's level.
+
+        Returns:
+          ``(closed, captured)``: ``closed`` takes the captured values first, then the
+          inputs; ``captured`` are the tracers ``fun`` closed over (outer-builder tracers and
+          tracers of lower transforms), to pass as the call's leading operands.
+        """
+        main = self.main
+        outer = main.payload
+        main.payload = JaxprBuilder()
+        try:
+            sub = JaxprTrace(main)
+            in_tracers = [sub.new_arg(a) for a in in_avals]
+            outs = fun(*in_tracers)
+            out_tracers = [sub.full_raise(o) for o in outs]
+            jaxpr, consts = main.payload.build(in_tracers, out_tracers)
+        finally:
+            main.payload = outer
+        return convert_tracer_consts(jaxpr, consts)
+
+    def _stage_custom_call(self, primitive, fun, tracers, rules: dict, params: dict):
+        closed, captured = self.trace_subjaxpr(fun, [t.aval for t in tracers])
+        operands = [self.full_raise(c) for c in captured] + list(tracers)
+        params = dict(params, call_jaxpr=closed, num_consts=len(captured), **rules)
+        return self.process_primitive(primitive, operands, params)
+
     def process_custom_jvp_call(self, primitive, fun, jvp, tracers, **params):
-        closed, _ = trace_to_jaxpr(fun, [t.aval for t in tracers])
-        return self.process_primitive(primitive, tracers,
-                                      dict(call_jaxpr=closed, jvp=jvp, **params))
+        return self._stage_custom_call(primitive, fun, tracers, dict(jvp=jvp), params)
 
     def process_custom_vjp_call(self, primitive, fun, fwd, bwd, tracers, **params):
-        closed, _ = trace_to_jaxpr(fun, [t.aval for t in tracers])
-        return self.process_primitive(primitive, tracers,
-                                      dict(call_jaxpr=closed, fwd=fwd, bwd=bwd, **params))
+        return self._stage_custom_call(primitive, fun, tracers, dict(fwd=fwd, bwd=bwd), params)
+
+
+class LinearizeTrace(JaxprTrace):
+    """The staging trace of reverse mode: records the tangent (linear) part of a JVP.
+
+    A separate class so that rules can tell reverse mode from forward mode: a custom_vjp
+    function accepts tangents only from this trace (they are transposed, never evaluated).
+    """
+
+    __slots__ = ()
+
+
+def is_linearize_tracer(x: Any) -> bool:
+    """Whether ``x`` is a tangent being staged for transposition (reverse mode)."""
+    return type(x) is JaxprTracer and x._trace.main.trace_type is LinearizeTrace
+
+
+def convert_tracer_consts(jaxpr: Jaxpr, consts: Sequence[Any]) -> tuple[ClosedJaxpr, list]:
+    """Turns the constvars of ``jaxpr`` whose values are tracers into leading invars.
+
+    A sub-jaxpr must not hold tracers as constants: they belong to a trace that may be
+    gone when the jaxpr is evaluated. Returns the ClosedJaxpr over the concrete constants
+    and the tracer values to pass as leading arguments.
+    """
+    keep_vars, keep_vals, moved_vars, moved_vals = [], [], [], []
+    for v, c in zip(jaxpr.constvars, consts):
+        if isinstance(c, Tracer):
+            moved_vars.append(v)
+            moved_vals.append(c)
+        else:
+            keep_vars.append(v)
+            keep_vals.append(c)
+    new = Jaxpr(keep_vars, moved_vars + list(jaxpr.invars), jaxpr.outvars, jaxpr.eqns)
+    return ClosedJaxpr(new, keep_vals), moved_vals
 
 
 def check_output(x: Any, where: str) -> None:

@@ -72,8 +72,10 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Hashable
                   {k: 0 for k in kwargs})
         axes = _broadcast_prefix(prefix, args_tree_in, "in_axes")
         from plax.transforms.autodiff import _as_array
-        leaves = [_as_array(x) for x in leaves]
-        size = _batch_size(leaves, axes, in_tree, axis_size)
+        # only mapped leaves become arrays: unmapped ones pass through as they are (a Python
+        # int can then still be a static argument of a jitted function inside)
+        leaves = [x if ax is None else _as_array(x) for x, ax in zip(leaves, axes)]
+        size = _batch_size(leaves, axes, in_tree, axis_size, fun)
         canon = []
         for x, ax in zip(leaves, axes):
             if ax is None:
@@ -94,16 +96,19 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Hashable
             out_leaves, out_tree = tree_util.tree_flatten(out)
             o_axes = _broadcast_prefix(out_axes, out, "out_axes")
             results = []
-            for o, oax in zip(out_leaves, o_axes):
+            for i, (o, oax) in enumerate(zip(out_leaves, o_axes)):
                 from plax.transforms.staging import check_output
                 check_output(o, "the function passed to vmap")
                 t = trace.full_raise(_as_array(o))
                 val, bdim = t.val, t.batch_dim
                 if oax is None:
                     if bdim is not None:
-                        raise ValueError("vmap has mapped output but out_axes is None; an output "
-                                         "that depends on the mapped inputs must have an out_axes "
-                                         "entry (an int).")
+                        path = tree_util.keystr(tree_util.tree_flatten_with_path(out)[0][i][0])
+                        raise ValueError(
+                            f"vmap out_axes is None for output{path or ''} of type "
+                            f"{t.aval.str_short()}, but that output is batched on axis {bdim}: "
+                            "it depends on the mapped inputs. Give it an int out_axes, or "
+                            "return only values that do not depend on the mapped axis there.")
                     results.append(val)
                     continue
                 nd = get_aval(val).ndim + (bdim is None)
@@ -116,7 +121,7 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Hashable
     return batched
 
 
-def _batch_size(leaves, axes, in_tree, axis_size):
+def _batch_size(leaves, axes, in_tree, axis_size, fun):
     sizes = {}
     for i, (x, ax) in enumerate(zip(leaves, axes)):
         if ax is None:
@@ -137,24 +142,35 @@ def _batch_size(leaves, axes, in_tree, axis_size):
         raise ValueError("vmap must have at least one non-None value in in_axes (or be given "
                          "axis_size)")
     if len(sizes) > 1:
-        paths = [tree_util.keystr(p) for p, _ in tree_util.tree_flatten_with_path(
+        paths = [p for p, _ in tree_util.tree_flatten_with_path(
             tree_util.tree_unflatten(in_tree, list(range(len(leaves)))))[0]]
         lines = []
         for size, entries in sorted(sizes.items(), key=lambda kv: -len(kv[1])):
             i, ax, aval = entries[0]
-            lines.append(f"  * {len(entries)} axes had size {size}, e.g. axis {ax} of argument "
-                         f"{_arg_name(paths[i])} of type {aval.str_short()};")
+            count = "one axis" if len(entries) == 1 else f"{len(entries)} axes"
+            example = "" if len(entries) == 1 else "e.g. "
+            lines.append(f"  * {count} had size {size}: {example}axis {ax} of argument "
+                         f"{_arg_name(paths[i], fun)} of type {aval.str_short()};")
         raise ValueError("vmap got inconsistent sizes for array axes to be mapped:\n"
-                         + "\n".join(lines))
+                         + "\n".join(lines) + "\nAll mapped axes must have the same size: "
+                         "check the shapes, or pass in_axes=None for arguments not to map.")
     return next(iter(sizes))
 
 
-def _arg_name(path: str) -> str:
-    # paths look like "[0][1]['w']": the first index is (args, kwargs), then the position
-    if path.startswith("[0]["):
-        rest = path[3:]
-        end = rest.index("]")
-        return f"args{rest[:end + 1]}{rest[end + 1:]}"
-    if path.startswith("[1]"):
-        return f"kwargs{path[3:]}"
-    return path
+def _arg_name(path: tuple, fun: Callable) -> str:
+    """``x['w']`` for leaf ``['w']`` of the parameter ``x`` (``args[1]`` without a signature).
+
+    ``path`` starts with the index into ``(args, kwargs)``, then the position or keyword.
+    """
+    import inspect
+    group, key, rest = path[0].idx, path[1], tree_util.keystr(tuple(path[2:]))
+    if group == 1:
+        return f"{key.key}{rest}"
+    try:
+        params = [p for p in inspect.signature(fun).parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    except (TypeError, ValueError):
+        params = []
+    if key.idx < len(params):
+        return f"{params[key.idx].name}{rest}"
+    return f"args[{key.idx}]{rest}"

@@ -1,0 +1,92 @@
+"""Per-call cost of a cached jitted call: plax beside JAX, same process, same machine.
+
+Each case is a tiny function whose work is negligible, so the time is the dispatch
+path: argument flattening, cache lookup, the executable call and wrapping the
+outputs. Run from the repository root:
+
+    PYTHONPATH=core:backends:plugins python benchmarks/jit_overhead.py [--backend numpy]
+
+Prints the best of several timeit repeats in microseconds per call, and the
+ratio plax / JAX (below 1: plax is faster). JAX is optional: without it only plax
+is timed.
+"""
+from __future__ import annotations
+
+import argparse
+import timeit
+from typing import Callable
+
+
+def _cases(jax, jnp) -> dict[str, tuple[Callable, tuple, dict]]:
+    """name -> (jitted function, args, kwargs), built with the given library."""
+    import functools
+    x = jnp.arange(3.0)
+    y = jnp.ones(3)
+    add = jax.jit(lambda a, b: a + b)
+    tree = jax.jit(lambda p, q: {"s": p["w"] * q[0] + p["b"], "t": q[1]})
+    params = {"w": x, "b": y}
+
+    @functools.partial(jax.jit, static_argnums=1)
+    def scaled(a, n):
+        return a * n
+
+    return {
+        "add(x, y) on f32[3]": (add, (x, y), {}),
+        "pytree: dict + tuple in, dict out": (tree, (params, (y, x)), {}),
+        "static arg: f(x, n=2), n static": (scaled, (x, 2), {}),
+    }
+
+
+def _time_call(fn: Callable, args: tuple, kwargs: dict, number: int, repeat: int) -> float:
+    """Best (minimum) seconds per call over the repeats: the least disturbed by other load."""
+    for _ in range(100):  # compile, and warm every cache
+        fn(*args, **kwargs)
+    runs = timeit.repeat(lambda: fn(*args, **kwargs), number=number, repeat=repeat)
+    return min(runs) / number
+
+
+def run(backend: str | None, number: int, repeat: int) -> list[tuple[str, float, float | None]]:
+    """Times every case; returns (name, plax seconds, JAX seconds or None)."""
+    import plax
+    from plax import numpy as pnp
+    plax_jit = plax.jit if backend is None else (
+        lambda f=None, **kw: plax.jit(f, backend=backend, **kw) if f is not None
+        else (lambda g: plax.jit(g, backend=backend, **kw)))
+
+    class _PlaxShim:
+        jit = staticmethod(plax_jit)
+
+    plax_cases = _cases(_PlaxShim, pnp)
+    try:
+        import jax
+        import jax.numpy as jjnp
+        jax_cases = _cases(jax, jjnp)
+    except ImportError:
+        jax_cases = None
+    results = []
+    for name, (fn, args, kwargs) in plax_cases.items():
+        t_plax = _time_call(fn, args, kwargs, number, repeat)
+        t_jax = None
+        if jax_cases is not None:
+            jfn, jargs, jkwargs = jax_cases[name]
+            t_jax = _time_call(jfn, jargs, jkwargs, number, repeat)
+        results.append((name, t_plax, t_jax))
+    return results
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--backend", default=None, help="plax backend for jit (default: default)")
+    parser.add_argument("--number", type=int, default=20000, help="calls per timing run")
+    parser.add_argument("--repeat", type=int, default=7, help="timing runs (best reported)")
+    args = parser.parse_args()
+    rows = run(args.backend, args.number, args.repeat)
+    print(f"{'case':38s} {'plax µs':>9s} {'JAX µs':>9s} {'plax/JAX':>9s}")
+    for name, tp, tj in rows:
+        jax_col = f"{tj * 1e6:9.2f}" if tj is not None else f"{'-':>9s}"
+        ratio = f"{tp / tj:9.2f}" if tj else f"{'-':>9s}"
+        print(f"{name:38s} {tp * 1e6:9.2f} {jax_col} {ratio}")
+
+
+if __name__ == "__main__":
+    main()
