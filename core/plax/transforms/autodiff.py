@@ -10,7 +10,7 @@ primitive's transpose rule (:mod:`plax.transforms.transpose`).
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable, Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -356,7 +356,6 @@ def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: boo
       >>> jax.value_and_grad(lambda x: x ** 2)(3.0)
       (Array(9., dtype=float32, weak_type=True), Array(6., dtype=float32, weak_type=True))
     """
-    fun_name = "value_and_grad"
 
     @functools.wraps(fun)
     def value_and_grad_f(*args, **kwargs):

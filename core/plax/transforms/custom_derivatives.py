@@ -15,7 +15,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from plax import dtypes, tree_util
-from plax.core.jaxpr import eval_jaxpr, jaxpr_as_fun
+from plax.core.jaxpr import jaxpr_as_fun
 from plax.core.primitive import Primitive
 from plax.core.registry import register_rule
 from plax.core.trace import find_top_trace, full_lower, get_aval, state as trace_state
