@@ -6,7 +6,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from plax.backend import Backend, UnsupportedPrimitiveError
-from plax.core.jaxpr import Jaxpr, Literal
+from plax.core.jaxpr import Jaxpr, Literal, Var
 from plax.devices import cpu_devices
 from plax_numpy.registry import IMPLS, quiet_enter, quiet_leave
 
@@ -77,6 +77,8 @@ def compile_jaxpr(jaxpr: Jaxpr, impls: dict, backend_name: str = "numpy",
         return n
 
     params_in = [name_of(v) for v in jaxpr.invars]
+    last_use = _last_uses(jaxpr)
+    fresh: set = set()   # variables holding arrays this function allocated (safe to overwrite)
     body = []
     direct = 0  # equations that call a NumPy ufunc directly (warnings off around the body)
     for i, eqn in enumerate(jaxpr.eqns):
@@ -85,18 +87,29 @@ def compile_jaxpr(jaxpr: Jaxpr, impls: dict, backend_name: str = "numpy",
             raise UnsupportedPrimitiveError(backend_name, eqn.primitive.name)
         key = f"_f{i}"
         ufunc = _direct_ufunc(fn, eqn)
+        args = ", ".join(name_of(v) for v in eqn.invars)
+        outs = [name_of(v) for v in eqn.outvars]
         if ufunc is not None:
             env[key] = ufunc
             direct += 1
+            reuse = _reusable_operand(eqn, i, fresh, last_use)
+            if reuse is not None:  # write into a dead temporary instead of allocating
+                args += f", out={name_of(reuse)}"
+            if eqn.outvars[0].aval.shape:
+                fresh.add(eqn.outvars[0])
         else:
             env[key] = _bind_params(fn, eqn.params)
-        args = ", ".join(name_of(v) for v in eqn.invars)
-        outs = [name_of(v) for v in eqn.outvars]
         if eqn.primitive.multiple_results:
             lhs = ", ".join(outs) + ("," if len(outs) == 1 else "")
             body.append(f"{lhs} = {key}({args})")
         else:
             body.append(f"{outs[0]} = {key}({args})")
+        # Drop temporaries after their last use: large intermediates that stay alive until
+        # the function returns defeat the allocator's reuse and cost page faults.
+        dead = sorted({name_of(v) for v in eqn.invars
+                       if isinstance(v, Var) and last_use.get(v) == i and v not in jaxpr.invars})
+        if dead:
+            body.append(f"del {', '.join(dead)}")
     body.append(f"return [{', '.join(name_of(v) for v in jaxpr.outvars)}]")
     lines = [f"def _compiled({', '.join(params_in)}):"]
     if direct:
@@ -111,6 +124,33 @@ def compile_jaxpr(jaxpr: Jaxpr, impls: dict, backend_name: str = "numpy",
     fn = env["_compiled"]
     fn.__plax_source__ = source
     return fn
+
+
+def _last_uses(jaxpr: Jaxpr) -> dict:
+    """For each variable read by an equation, the index of the last equation reading it
+    (variables that are outputs of the jaxpr are never dead)."""
+    last: dict = {}
+    for i, eqn in enumerate(jaxpr.eqns):
+        for v in eqn.invars:
+            if isinstance(v, Var):
+                last[v] = i
+    for v in jaxpr.outvars:
+        if isinstance(v, Var):
+            last[v] = len(jaxpr.eqns)
+    return last
+
+
+def _reusable_operand(eqn, i: int, fresh: set, last_use: dict):
+    """An operand of a direct-ufunc equation whose buffer can take the result: allocated by
+    this function, dead after this equation, and of the result's shape and dtype."""
+    out = eqn.outvars[0].aval
+    if not out.shape:
+        return None
+    for v in eqn.invars:
+        if (isinstance(v, Var) and v in fresh and last_use.get(v) == i
+                and v.aval.shape == out.shape and v.aval.dtype == out.dtype):
+            return v
+    return None
 
 
 def _direct_ufunc(fn: Callable, eqn) -> Callable | None:

@@ -240,8 +240,32 @@ def _select_n(which, *cases):
     if which.dtype == np.bool_:
         if len(cases) == 1:
             return np.broadcast_to(cases[0], np.broadcast_shapes(which.shape, cases[0].shape)).copy()
-        return np.where(which, cases[1], cases[0])
+        return _select_bool(which, cases[0], cases[1])
     return np.choose(which, cases)
+
+
+_BLEND_BITS = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
+
+
+def _select_bool(which, on_false, on_true):
+    """``np.where(which, on_true, on_false)`` as a branch-free bit blend for large arrays.
+
+    np.where branches per element and runs at a few ns per element on unpredictable masks;
+    ``f ^ ((f ^ t) & -which)`` on the bit patterns is exact for every dtype and several
+    times faster.
+    """
+    on_false, on_true = np.asarray(on_false), np.asarray(on_true)
+    bits = _BLEND_BITS.get(on_true.dtype.itemsize)
+    if bits is None or which.size < 4096 or on_true.shape != on_false.shape or \
+            which.shape != on_true.shape:
+        return np.where(which, on_true, on_false)
+    mask = which.view(np.uint8).astype(bits)   # 0 or 1
+    np.negative(mask, out=mask)                # 0 or all ones
+    f = on_false.view(bits)
+    out = np.bitwise_xor(f, on_true.view(bits))
+    np.bitwise_and(out, mask, out=out)
+    np.bitwise_xor(out, f, out=out)
+    return out.view(on_true.dtype)
 
 
 @impl(lax.clamp_p)
