@@ -44,11 +44,40 @@ def _hash_chunk(x0, x1, tmp, schedule, ks0, ks1) -> None:
         add(x1, count, out=x1)
 
 
+# Below this many elements, Python integers beat a hundred tiny NumPy passes (key splitting,
+# fold_in and small samples are all this size).
+SMALL = 16
+
+
+def _hash_pair(k1: int, k2: int, x1: int, x2: int) -> tuple[int, int]:
+    """Threefry-2x32 of one counter pair with Python integers."""
+    mask = 0xFFFFFFFF
+    ks = (k1, k2, k1 ^ k2 ^ KS_PARITY)
+    x1, x2 = (x1 + k1) & mask, (x2 + k2) & mask
+    for i in range(5):
+        for r in ROTATIONS[i % 2]:
+            x1 = (x1 + x2) & mask
+            x2 = (((x2 << r) | (x2 >> (32 - r))) & mask) ^ x1
+        x1 = (x1 + ks[(i + 1) % 3]) & mask
+        x2 = (x2 + ks[(i + 2) % 3] + i + 1) & mask
+    return x1, x2
+
+
+def _hash_small(k1, k2, x1, x2, shape):
+    k1, k2, x1, x2 = (np.broadcast_to(a, shape).reshape(-1).tolist() for a in (k1, k2, x1, x2))
+    pairs = [_hash_pair(*args) for args in zip(k1, k2, x1, x2)]
+    out0 = np.array([p[0] for p in pairs], _U32).reshape(shape)
+    out1 = np.array([p[1] for p in pairs], _U32).reshape(shape)
+    return out0, out1
+
+
 @impl(lax.threefry2x32_p)
 def threefry2x32(k1, k2, x1, x2):
     """Threefry-2x32 of counters ``(x1, x2)`` under key ``(k1, k2)``; operands broadcast."""
     k1, k2, x1, x2 = (np.asarray(a, _U32) for a in (k1, k2, x1, x2))
     shape = np.broadcast_shapes(k1.shape, k2.shape, x1.shape, x2.shape)
+    if int(np.prod(shape, dtype=np.int64)) <= SMALL:
+        return _hash_small(k1, k2, x1, x2, shape)
     with np.errstate(over="ignore"):
         if k1.ndim == 0 and k2.ndim == 0:
             return _hash_scalar_key(k1[()], k2[()], x1, x2, shape)

@@ -11,6 +11,21 @@ from plax.core.trace import Tracer, get_aval
 from plax.lax.base import canonicalize_shape
 
 
+def staged(*static_argnames: str):
+    """Compiles a sampler kernel with ``plax.jit`` (shape, dtype and other configuration
+    arguments static), as JAX does: an eager call then runs one cached executable instead of
+    dispatching dozens of primitives, and under other transforms the kernel is inlined.
+
+    Example:
+      >>> @staged("shape", "dtype")
+      ... def _kernel(data, shape, dtype): ...
+    """
+    def wrap(fn):
+        from plax.transforms.jit import jit
+        return jit(fn, static_argnames=static_argnames)
+    return wrap
+
+
 def canonical_shape(shape: Any, name: str) -> tuple[int, ...]:
     """``shape`` as a tuple of non-negative ints.
 

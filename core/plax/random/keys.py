@@ -28,6 +28,7 @@ from plax import dtypes, lax
 from plax.array import Array
 from plax.config import config
 from plax.core.trace import Tracer, get_aval
+from plax.random._util import staged
 
 KEY_SHAPE = (2,)
 UINT_DTYPES = {8: np.dtype(np.uint8), 16: np.dtype(np.uint16), 32: np.dtype(np.uint32),
@@ -452,6 +453,7 @@ def _seed_from_array(seed: Any, ctor: str):
     return lax.concatenate([lax.expand_dims(high, (0,)), lax.expand_dims(low, (0,))], 0)
 
 
+@staged("shape")
 def split_data(data, shape: tuple[int, ...]):
     """Splits one key (``uint32[2]``) into keys of ``shape``: ``uint32[*shape, 2]``."""
     if partitionable():
@@ -465,12 +467,14 @@ def split_data(data, shape: tuple[int, ...]):
     return lax.reshape(threefry_2x32(data, counts), tuple(shape) + KEY_SHAPE)
 
 
+@staged()
 def fold_in_data(data, message):
     """Folds the ``uint32`` scalar ``message`` into one key (the same in both layouts)."""
     counts = lax.concatenate([lax.full((1,), 0, _U32), lax.expand_dims(message, (0,))], 0)
     return threefry_2x32(data, counts)
 
 
+@staged("bit_width", "shape")
 def bits_data(data, bit_width: int, shape: tuple[int, ...]):
     """``bit_width``-bit unsigned random integers of ``shape`` from one key."""
     if bit_width not in UINT_DTYPES:

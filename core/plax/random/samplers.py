@@ -16,7 +16,7 @@ from plax import dtypes, lax
 from plax.core.trace import get_aval
 from plax import numpy as jnp
 from plax.random._util import (canonical_shape, check_shape, concrete_value, float_dtype,
-                               int_dtype, resolve_shape, shape_of)
+                               int_dtype, resolve_shape, shape_of, staged)
 from plax.random._fma import fma
 from plax.random._special import erf_inv, erf_inv_open
 from plax.random.keys import UINT_DTYPES, bits_data, check_key, split_data
@@ -76,6 +76,7 @@ def uniform(key: Any, shape: Any = (), dtype: Any = None, minval: Any = 0.0,
     return _uniform(data, shape, dt, minval, maxval)
 
 
+@staged("shape", "dtype")
 def _uniform(data, shape: tuple[int, ...], dtype: np.dtype, minval: Any = 0.0, maxval: Any = 1.0):
     exact_product = _span_is_power_of_two(minval, maxval, dtype)
     minval = _param(minval, dtype)
@@ -148,6 +149,7 @@ def normal(key: Any, shape: Any = (), dtype: Any = None):
     return _normal(data, shape, dt)
 
 
+@staged("shape", "dtype")
 def _normal(data, shape: tuple[int, ...], dtype: np.dtype):
     if dtypes.is_complex(dtype):
         real_dt = dtypes.real_dtype(dtype)
@@ -192,6 +194,7 @@ def truncated_normal(key: Any, lower: Any, upper: Any, shape: Any = None, dtype:
     return _truncated_normal(data, lower, upper, shape, dt)
 
 
+@staged("shape", "dtype")
 def _truncated_normal(data, lower, upper, shape, dtype):
     sqrt2 = lax.full((), np.sqrt(2), dtype)
     lower = _param(lower, dtype)
@@ -234,6 +237,7 @@ def bernoulli(key: Any, p: Any = 0.5, shape: Any = None, mode: str = "low"):
     return _bernoulli(data, jnp.asarray(p), shape, mode)
 
 
+@staged("shape", "mode")
 def _bernoulli(data, p, shape, mode: str = "low"):
     dtype = get_aval(p).dtype
     if mode == "high":
@@ -312,6 +316,7 @@ def _clip_to(val, dtype):
     return lax.convert_element_type(lax.clamp(low, val, high), dtype)
 
 
+@staged("shape", "dtype")
 def _randint(data, shape, minval, maxval, dtype):
     minval, maxval = jnp.asarray(minval), jnp.asarray(maxval)
     if not dtypes.is_integer(get_aval(minval).dtype):
@@ -357,6 +362,7 @@ def exponential(key: Any, shape: Any = (), dtype: Any = None):
     return _exponential(data, canonical_shape(shape, "exponential"), dt)
 
 
+@staged("shape", "dtype")
 def _exponential(data, shape, dtype):
     u = _uniform(data, shape, dtype)
     return lax.neg(lax.log1p(lax.neg(u)))
