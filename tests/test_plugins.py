@@ -7,6 +7,7 @@ PYTHONPATH, so discovery happens exactly as it would for a user.
 """
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -31,9 +32,13 @@ TOY_PACKAGE = REPO / "tests" / "plugin_packages" / "plax_toybackend"
 def toy_site(tmp_path_factory) -> Path:
     """A directory where pip installed plax-toybackend (built once per test session)."""
     target = tmp_path_factory.mktemp("toy_site")
+    # build from a private copy: setuptools writes build files next to the sources, and
+    # parallel test workers would otherwise race on them
+    source = tmp_path_factory.mktemp("toy_src") / "plax_toybackend"
+    shutil.copytree(TOY_PACKAGE, source, ignore=shutil.ignore_patterns("build", "*.egg-info"))
     proc = subprocess.run(
         [sys.executable, "-m", "pip", "install", "--no-deps", "--no-build-isolation", "--no-index",
-         "--disable-pip-version-check", "--quiet", "--target", str(target), str(TOY_PACKAGE)],
+         "--disable-pip-version-check", "--quiet", "--target", str(target), str(source)],
         capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, f"pip install failed:\n{proc.stdout}\n{proc.stderr}"
     assert (target / "plax_toybackend" / "backend.py").exists()
