@@ -274,7 +274,8 @@ def _host_numpy(x: Any, dtype: np.dtype | None) -> tuple[np.ndarray, bool]:
         return np.asarray(x, dtype=dt), weak
     if isinstance(x, (np.ndarray, np.generic)):
         arr = np.asarray(x)
-        if arr.dtype == object or arr.dtype.kind in "USMmV" and arr.dtype != dtypes.float0:
+        if arr.dtype == object or (arr.dtype.kind in "USMmV"
+                                   and arr.dtype not in (dtypes.float0, dtypes.bfloat16)):
             raise TypeError(f"NumPy array of dtype {arr.dtype} is not a valid plax array type.")
         target = dtype if dtype is not None else dtypes.canonicalize_dtype(arr.dtype)
         return arr.astype(target, copy=True), False

@@ -87,17 +87,27 @@ def _host_from_sequence(seq) -> np.ndarray:
             leaves.append(o)
 
     collect(seq)
-    host = np.array(seq)
+    for v in leaves:
+        if not isinstance(v, (bool, int, float, complex, np.generic, np.ndarray)):
+            raise TypeError(f"array(): unexpected element of type {type(v).__name__} ({v!r}) in "
+                            "a list; expected numbers or arrays.")
+    try:
+        host = np.array(seq)
+    except ValueError as err:  # ragged nesting
+        raise ValueError(f"array(): cannot build a rectangular array from {seq!r}: {err}") from None
     if host.dtype == object:
-        raise TypeError(f"array(): cannot build a rectangular array from {seq!r}")
-    if leaves and all(isinstance(v, (bool, int, float, complex)) for v in leaves):
-        dt = dtypes.result_type(*leaves)  # Python scalars only: JAX's default types
-        if any(isinstance(v, int) and not isinstance(v, bool) for v in leaves) and dtypes.is_integer(dt):
-            info = np.iinfo(dt)
-            if any(not info.min <= v <= info.max for v in leaves if isinstance(v, int)):
-                raise OverflowError(f"Python int too large to convert to {dt.name}")
-        return host.astype(dt)
-    return host
+        raise ValueError(f"array(): cannot build a rectangular array from {seq!r}")
+    if not leaves:
+        return host
+    # JAX types a list by promoting its elements: Python scalars are weak (they take the
+    # type of typed elements, else JAX's defaults), NumPy scalars and arrays are strong.
+    dt = dtypes.result_type(*leaves)
+    if dtypes.is_integer(dt):
+        info = np.iinfo(dt)
+        if any(not info.min <= v <= info.max for v in leaves
+               if isinstance(v, int) and not isinstance(v, bool)):
+            raise OverflowError(f"Python int too large to convert to {dt.name}")
+    return host.astype(dt)
 
 
 def asarray(a: Any, dtype: Any = None, order: str | None = None, *, copy: bool | None = None):
@@ -124,7 +134,8 @@ def full(shape: Any, fill_value: Any, dtype: Any = None, *, device=None):
     if np.ndim(fill_value) if not isinstance(fill_value, (Array, Tracer)) else get_aval(fill_value).ndim:
         from plax.numpy.util import broadcast_to
         return broadcast_to(to_dtype(asarray(fill_value), dt), shape)
-    return lax.full(shape, fill_value, dt)
+    weak = dtype is None and dtypes.is_weakly_typed(fill_value)
+    return lax.full(shape, fill_value, dt, weak_type=weak)
 
 
 def zeros(shape: Any, dtype: Any = None, *, device=None):
@@ -239,6 +250,9 @@ def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True, retste
     from plax.numpy.ufuncs import add, multiply, subtract, divide
     from plax.numpy.shape_ops import expand_dims, moveaxis
     start_a, stop_a = promote_args_inexact("linspace", start, stop)
+    from plax.numpy.util import broadcast_shapes, broadcast_to
+    bshape = broadcast_shapes(get_aval(start_a).shape, get_aval(stop_a).shape)
+    start_a, stop_a = broadcast_to(start_a, bshape), broadcast_to(stop_a, bshape)
     dt = get_aval(start_a).dtype if dtype is None else dtypes.check_user_dtype(dtype, "linspace")
     compute = dtypes.promote_types(get_aval(start_a).dtype, dtypes.default_float_dtype())
     compute = dtypes.canonicalize_dtype(compute)

@@ -348,15 +348,24 @@ class _IndexUpdateRef:
 
     mul = multiply
 
-    def divide(self, values, **kwargs):
-        """``x[idx] /= values``, as a new array."""
+    def divide(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None):
+        """``x[idx] /= values``, as a new array (true division: integers become floats;
+        repeated indices divide by each of their values)."""
+        from plax.numpy.creation import ones_like
         from plax.numpy.ufuncs import divide
-        return self.set(divide(self.get(), values), **kwargs)
+        divisor = scatter_update(ones_like(self.array), self.index, values, "multiply",
+                                 indices_are_sorted=indices_are_sorted,
+                                 unique_indices=unique_indices, mode=mode)
+        return divide(self.array, divisor)
 
-    def power(self, values, **kwargs):
-        """``x[idx] **= values``, as a new array."""
+    def power(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None):
+        """``x[idx] **= values``, as a new array (repeated indices multiply their exponents)."""
+        from plax.numpy.creation import ones_like
         from plax.numpy.ufuncs import power
-        return self.set(power(self.get(), values), **kwargs)
+        exponent = scatter_update(ones_like(self.array), self.index, values, "multiply",
+                                  indices_are_sorted=indices_are_sorted,
+                                  unique_indices=unique_indices, mode=mode)
+        return power(self.array, exponent)
 
     def min(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None):
         """``x[idx] = minimum(x[idx], values)``, as a new array."""

@@ -180,8 +180,9 @@ def var(a, axis=None, dtype=None, out=None, ddof: int = 0, keepdims: bool = Fals
     axes = canonicalize_axis_tuple(axis, aval.ndim)
     dt = dtypes.check_user_dtype(dtype, "var") if dtype is not None else _mean_dtype(aval.dtype)
     compute = np.dtype(np.float32) if dt in (dtypes.float16, dtypes.bfloat16) else dt
+    from plax.numpy.ufuncs import subtract
     x = lax.convert_element_type(a, compute)
-    centered = lax.sub(x, mean(x, axis=axes, keepdims=True, where=where))
+    centered = subtract(x, mean(x, axis=axes, keepdims=True, where=where))
     if dtypes.is_complex(compute):
         sq = lax.real(lax.mul(centered, lax.conj(centered)))
     else:
@@ -215,7 +216,11 @@ def _arg(name, fn, a, axis, out, keepdims):
             raise ValueError(f"attempt to get {name} of an empty sequence")
         res = fn(a, 0, np.int32)
         return lax.reshape(res, (1,) * aval.ndim) if keepdims else res
-    ax = canonicalize_axis_tuple(axis, aval.ndim)[0]
+    from plax.numpy.util import canonicalize_axis
+    ax = canonicalize_axis(axis, aval.ndim)
+    if aval.shape[ax] == 0:
+        raise ValueError(f"attempt to get {name} of an empty sequence along axis {ax} (shape "
+                         f"{aval.shape})")
     res = fn(a, ax, np.int32)
     return lax.expand_dims(res, (ax,)) if keepdims else res
 
@@ -237,8 +242,11 @@ def _cumulative(name, fn, a, axis, dtype, promote):
     if axis is None:
         a = lax.reshape(a, (aval.size,))
         axis = 0
+    from plax.numpy.util import canonicalize_axis
+    axis = canonicalize_axis(axis, get_aval(a).ndim)
+    # unlike sum, JAX's cumulative reductions keep small integer types (bool becomes int)
     dt = dtypes.check_user_dtype(dtype, name) if dtype is not None else (
-        _sum_dtype(aval.dtype) if promote else aval.dtype)
+        dtypes.default_int_dtype() if promote and aval.dtype == np.bool_ else aval.dtype)
     a = lax.convert_element_type(a, dt)
     return fn(a, axis)
 
@@ -333,9 +341,12 @@ def nanmean(a, axis=None, dtype=None, out=None, keepdims: bool = False, *, where
 def nanvar(a, axis=None, dtype=None, out=None, ddof: int = 0, keepdims: bool = False, *,
            where=None):
     """Variance ignoring NaNs."""
-    from plax.numpy.ufuncs import isnan, logical_not
+    from plax.numpy.ufuncs import isnan, logical_and, logical_not
     a = asarray_weak(a)
-    return var(_nan_to(a, 0), axis, dtype, out, ddof, keepdims, where=logical_not(isnan(a)))
+    mask = logical_not(isnan(a))
+    if where is not None:
+        mask = logical_and(mask, where)
+    return var(_nan_to(a, 0), axis, dtype, out, ddof, keepdims, where=mask)
 
 
 def nanstd(a, axis=None, dtype=None, out=None, ddof: int = 0, keepdims: bool = False, *,

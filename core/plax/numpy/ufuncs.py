@@ -22,6 +22,54 @@ def _dt(x) -> np.dtype:
     return get_aval(x).dtype
 
 
+def _const(x, value):
+    """A rank-0 constant of ``x``'s dtype, weakly typed when ``x`` is a weakly typed scalar.
+
+    This is how JAX makes the constants inside its jnp functions, so composites keep
+    Python-scalar results weak (``jnp.floor_divide(7, 2)``) but not weak arrays.
+    """
+    a = get_aval(x)
+    return lax.full((), value, a.dtype, weak_type=a.weak_type and not a.shape)
+
+
+def _strong_const(x, value):
+    """A strongly typed rank-0 constant of ``x``'s dtype (JAX's choice in some functions,
+    e.g. ``log2`` and ``isinf``, whose results are then never weak)."""
+    return lax.full((), value, _dt(x))
+
+
+def _full_like(x, value, dtype=None):
+    """``value`` in ``x``'s shape: of ``x``'s dtype and weak type, or strongly of ``dtype``."""
+    a = get_aval(x)
+    if dtype is None:
+        return lax.full(a.shape, value, a.dtype, weak_type=a.weak_type)
+    return lax.full(a.shape, value, dtype, weak_type=False)
+
+
+def _with_weak(x, weak: bool):
+    """``x`` with its weak type set to ``weak`` (composites built from strong constants lose it)."""
+    a = get_aval(x)
+    return x if a.weak_type == weak else lax.convert_element_type(x, a.dtype, weak)
+
+
+def promote_args_numeric(fun_name: str, *args):
+    """Like ``promote_args``, but booleans become the default integer type (as in JAX, for
+    arithmetic that has no boolean meaning: floor_divide, remainder, power, shifts, ...)."""
+    check_arraylike(fun_name, *args)
+    dt, weak = dtypes.result_type(*args, return_weak_type_flag=True)
+    if dt == np.bool_:
+        dt = dtypes.default_int_dtype()
+    from plax.numpy.util import promote_shapes
+    return promote_shapes(fun_name, *[to_dtype(a, dt, weak) for a in args])
+
+
+def _reject_complex(name: str, x) -> None:
+    if dtypes.is_complex(_dt(x)):
+        raise ValueError(f"jnp.{name} is not well defined for complex inputs (got "
+                         f"{_dt(x).name}); convert to real values first, e.g. with jnp.abs or "
+                         "jnp.real.")
+
+
 def _fast_pair(x, y):
     """Both operands arrays of one dtype, shape and weak type: skip promotion (the eager hot path)."""
     if type(x) is Array and type(y) is Array:
@@ -73,14 +121,36 @@ true_divide = _binary("true_divide", lax.div, inexact=True)
 divide = true_divide
 maximum = _binary("maximum", lax.max)
 minimum = _binary("minimum", lax.min)
-arctan2 = _binary("arctan2", lax.atan2, inexact=True)
+def _atan2(y, x):
+    if not dtypes.is_complex(_dt(y)):
+        return lax.atan2(y, x)
+    # the complex extension JAX (XLA) computes: -i log((x + i y) / sqrt(x^2 + y^2))
+    i = lax.full((), 1j, _dt(y))
+    r = lax.sqrt(lax.add(lax.mul(x, x), lax.mul(y, y)))
+    return lax.mul(lax.neg(i), lax.log(lax.div(lax.add(x, lax.mul(i, y)), r)))
+
+
+arctan2 = _binary("arctan2", _atan2, inexact=True)
 nextafter = _binary("nextafter", lax.nextafter, inexact=True)
+def _ordered(lax_cmp):
+    """An order comparison that also orders complex numbers, lexicographically (real part
+    first, as JAX and NumPy do)."""
+    def cmp(x, y):
+        if not dtypes.is_complex(_dt(x)):
+            return lax_cmp(x, y)
+        xr, yr = lax.real(x), lax.real(y)
+        strict = lax.lt if lax_cmp in (lax.lt, lax.le) else lax.gt
+        return lax.bitwise_or(strict(xr, yr),
+                              lax.bitwise_and(lax.eq(xr, yr), lax_cmp(lax.imag(x), lax.imag(y))))
+    return cmp
+
+
 equal = _binary("equal", lax.eq)
 not_equal = _binary("not_equal", lax.ne)
-less = _binary("less", lax.lt)
-less_equal = _binary("less_equal", lax.le)
-greater = _binary("greater", lax.gt)
-greater_equal = _binary("greater_equal", lax.ge)
+less = _binary("less", _ordered(lax.lt))
+less_equal = _binary("less_equal", _ordered(lax.le))
+greater = _binary("greater", _ordered(lax.gt))
+greater_equal = _binary("greater_equal", _ordered(lax.ge))
 bitwise_and = _binary("bitwise_and", lax.bitwise_and)
 bitwise_or = _binary("bitwise_or", lax.bitwise_or)
 bitwise_xor = _binary("bitwise_xor", lax.bitwise_xor)
@@ -91,7 +161,8 @@ def negative(x, /):
     check_arraylike("negative", x)
     (x,) = promote_args("negative", x)
     if _dt(x) == np.bool_:
-        raise TypeError("negative does not accept boolean arrays; use jnp.logical_not.")
+        raise TypeError("negative does not accept dtype bool; use jnp.logical_not, or cast to "
+                        "an integer type first.")
     return lax.neg(x)
 
 
@@ -103,44 +174,43 @@ def positive(x, /):
 
 def floor_divide(x, y, /):
     """Elementwise ``x // y``, rounding toward minus infinity (NumPy semantics)."""
-    x, y = promote_args("floor_divide", x, y)
+    x, y = promote_args_numeric("floor_divide", x, y)
     dt = _dt(x)
-    if dt == np.bool_:
-        return lax.bitwise_and(x, y)
     if dtypes.is_integer(dt):
         q = lax.div(x, y)
         if dt.kind == "u":
             return q
-        zero = lax.full((), 0, dt)
+        zero = _const(x, 0)
         fix = lax.bitwise_and(lax.ne(lax.lt(x, zero), lax.lt(y, zero)),
                               lax.ne(lax.rem(x, y), zero))
-        return lax.select(fix, lax.sub(q, lax.full((), 1, dt)), q)
+        return lax.select(fix, lax.sub(q, _const(q, 1)), q)
     if dtypes.is_complex(dt):
         raise TypeError("floor_divide does not support complex inputs")
     # NumPy's algorithm: divide the exact multiple x - fmod(x, y), then correct.
     mod = lax.rem(x, y)
     div = lax.div(lax.sub(x, mod), y)
-    zero = lax.full((), 0, dt)
+    zero = _const(x, 0)
     wrong_sign = lax.bitwise_and(lax.ne(mod, zero), lax.ne(lax.lt(y, zero), lax.lt(mod, zero)))
-    div = lax.select(wrong_sign, lax.sub(div, lax.full((), 1, dt)), div)
+    div = lax.select(wrong_sign, lax.sub(div, _const(div, 1)), div)
     floor_div = lax.floor(div)
-    floor_div = lax.select(lax.gt(lax.sub(div, floor_div), lax.full((), 0.5, dt)),
-                           lax.add(floor_div, lax.full((), 1, dt)), floor_div)
+    floor_div = lax.select(lax.gt(lax.sub(div, floor_div), _const(div, 0.5)),
+                           lax.add(floor_div, _const(div, 1)), floor_div)
     # where div is zero, keep its sign like NumPy; where y is zero fall back to x / y
     floor_div = lax.select(lax.eq(div, zero), lax.mul(zero, lax.div(x, y)), floor_div)
-    return lax.select(lax.eq(y, zero), lax.div(x, y), floor_div)
+    out = lax.select(lax.eq(y, zero), lax.div(x, y), floor_div)
+    return _with_weak(out, get_aval(x).weak_type)
 
 
 def remainder(x, y, /):
     """Elementwise remainder with the sign of the divisor (NumPy's ``%``)."""
-    x, y = promote_args("remainder", x, y)
+    x, y = promote_args_numeric("remainder", x, y)
     dt = _dt(x)
-    if dt == np.bool_:
-        raise TypeError("remainder does not accept boolean arguments")
+    if dtypes.is_complex(dt):
+        raise TypeError("remainder does not support complex inputs")
     r = lax.rem(x, y)
     if dt.kind == "u":
         return r
-    zero = lax.full((), 0, dt)
+    zero = _const(x, 0)
     fix = lax.bitwise_and(lax.ne(r, zero), lax.ne(lax.lt(r, zero), lax.lt(y, zero)))
     return lax.select(fix, lax.add(r, y), r)
 
@@ -150,7 +220,9 @@ mod = remainder
 
 def fmod(x, y, /):
     """Elementwise remainder with the sign of the dividend (C's fmod)."""
-    x, y = promote_args("fmod", x, y)
+    x, y = promote_args_numeric("fmod", x, y)
+    if dtypes.is_complex(_dt(x)):
+        raise TypeError("fmod does not support complex inputs")
     return lax.rem(x, y)
 
 
@@ -169,31 +241,28 @@ def power(x, y, /):
     """
     check_arraylike("power", x, y)
     if isinstance(y, (int, np.integer)) and not isinstance(y, (bool, np.bool_)):
-        (xa,) = promote_args("power", x) if isinstance(x, (Array, Tracer, np.ndarray)) else (None,)
-        if xa is not None:
-            if dtypes.is_integer(_dt(xa)) and y < 0:
-                raise TypeError(f"Integers cannot be raised to negative powers, got "
-                                f"integer_pow({get_aval(xa).str_short()}, {y})")
-            if _dt(xa) != np.bool_:
-                return lax.integer_pow(xa, int(y))
-    x, y = promote_args("power", x, y)
+        (xa,) = promote_args_numeric("power", x)
+        if dtypes.is_integer(_dt(xa)) and y < 0:
+            raise ValueError(f"Integers cannot be raised to negative powers, got "
+                             f"integer_pow({get_aval(xa).str_short()}, {y})")
+        return lax.integer_pow(xa, int(y))
+    x, y = promote_args_numeric("power", x, y)
     dt = _dt(x)
     if dtypes.is_inexact(dt):
         return lax.pow(x, y)
-    if dt == np.bool_:
-        return lax.bitwise_or(x, lax.bitwise_not(y))
     return _integer_power(x, y)
 
 
 def _integer_power(x, y):
     """``x ** y`` for integer arrays by binary exponentiation over the bits of y."""
     dt = _dt(x)
+    weak = get_aval(x).weak_type and get_aval(y).weak_type
     nbits = dt.itemsize * 8
     zero, one = lax.full((), 0, dt), lax.full((), 1, dt)
     from plax.numpy.util import promote_shapes
     x, y = promote_shapes("power", x, y)
     shape = get_aval(x).shape or get_aval(y).shape
-    acc = lax.full(shape, 1, dt)
+    acc = lax.full(shape, 1, dt, weak_type=weak)
     base = x
     e = y
     for _ in range(nbits if dt.kind == "u" else nbits - 1):
@@ -227,7 +296,8 @@ def sign(x, /):
     check_arraylike("sign", x)
     (x,) = promote_args("sign", x)
     if _dt(x) == np.bool_:
-        return x
+        raise TypeError("sign does not accept dtype bool; cast to an integer type first "
+                        "(x.astype(int)).")
     return lax.sign(x)
 
 
@@ -241,7 +311,9 @@ def trunc(x, /):
     if not dtypes.is_inexact(dtypes.dtype(x)):
         return asarray_weak(x)
     (x,) = promote_args("trunc", x)
-    return lax.select(lax.lt(x, lax.full((), 0, _dt(x))), lax.ceil(x), lax.floor(x))
+    if dtypes.is_complex(_dt(x)):
+        raise TypeError("trunc does not support complex inputs")
+    return lax.select(lax.lt(x, _const(x, 0)), lax.ceil(x), lax.floor(x))
 
 
 fix = trunc
@@ -250,6 +322,9 @@ fix = trunc
 def rint(x, /):
     """Rounds to the nearest integer, ties to even; integers become floats."""
     check_arraylike("rint", x)
+    if not dtypes.is_inexact(dtypes.dtype(x)):
+        # JAX converts integers with a plain (strongly typed) cast here
+        return lax.convert_element_type(asarray_weak(x), dtypes.default_float_dtype())
     (x,) = promote_args_inexact("rint", x)
     if dtypes.is_complex(_dt(x)):
         return lax.complex(rint(lax.real(x)), rint(lax.imag(x)))
@@ -263,16 +338,26 @@ def round(a, decimals: int = 0, out=None):
     check_arraylike("round", a)
     (a,) = promote_args("round", a)
     dt = _dt(a)
+    if dt == np.bool_:
+        raise ValueError("jnp.round does not accept dtype bool; cast to an integer or floating "
+                         "type first.")
     if not dtypes.is_inexact(dt):
         if decimals >= 0:
             return a
-        factor = lax.full((), 10 ** (-decimals), dt)
-        return lax.mul(floor_divide(lax.add(a, lax.div(factor, lax.full((), 2, dt))), factor), factor)
+        # round half to even on the integer grid of 10**-decimals
+        factor = _const(a, 10 ** (-decimals))
+        q = floor_divide(a, factor)
+        r = lax.sub(a, lax.mul(q, factor))
+        twice = lax.mul(r, _const(a, 2))
+        up = lax.bitwise_or(lax.gt(twice, factor),
+                            lax.bitwise_and(lax.eq(twice, factor),
+                                            lax.ne(lax.rem(q, _const(a, 2)), _const(a, 0))))
+        return lax.mul(lax.select(up, lax.add(q, _const(q, 1)), q), factor)
     if dtypes.is_complex(dt):
         return lax.complex(round(lax.real(a), decimals), round(lax.imag(a), decimals))
     if decimals == 0:
         return lax.round(a, lax.RoundingMethod.TO_NEAREST_EVEN)
-    factor = lax.full((), 10.0 ** decimals, dt)
+    factor = _const(a, 10.0 ** decimals)
     return lax.div(lax.round(lax.mul(a, factor), lax.RoundingMethod.TO_NEAREST_EVEN), factor)
 
 
@@ -308,19 +393,19 @@ asin, acos, atan, asinh, acosh, atanh, atan2 = (arcsin, arccos, arctan, arcsinh,
 def log2(x, /):
     """Base-2 logarithm."""
     (x,) = promote_args_inexact("log2", x)
-    return lax.div(lax.log(x), lax.full((), math.log(2), _dt(x)))
+    return lax.div(lax.log(x), _strong_const(x, math.log(2)))
 
 
 def log10(x, /):
     """Base-10 logarithm."""
     (x,) = promote_args_inexact("log10", x)
-    return lax.div(lax.log(x), lax.full((), math.log(10), _dt(x)))
+    return lax.div(lax.log(x), _strong_const(x, math.log(10)))
 
 
 def square(x, /):
     """Elementwise ``x * x``."""
     check_arraylike("square", x)
-    (x,) = promote_args("square", x)
+    (x,) = promote_args_numeric("square", x)
     return lax.integer_pow(x, 2)
 
 
@@ -333,6 +418,11 @@ def reciprocal(x, /):
 def logaddexp(x, y, /):
     """``log(exp(x) + exp(y))`` computed without overflow."""
     x, y = promote_args_inexact("logaddexp", x, y)
+    if dtypes.is_complex(_dt(x)):
+        # factor out the operand of larger real part: log(e^a + e^b) = a + log1p(e^(b - a))
+        x_big = lax.ge(lax.real(x), lax.real(y))
+        big, small = lax.select(x_big, x, y), lax.select(x_big, y, x)
+        return lax.add(big, lax.log1p(lax.exp(lax.sub(small, big))))
     amax = lax.max(x, y)
     delta = lax.sub(x, y)
     safe = lax.add(amax, lax.log1p(lax.exp(lax.neg(lax.abs(delta)))))
@@ -342,32 +432,33 @@ def logaddexp(x, y, /):
 def logaddexp2(x, y, /):
     """``log2(2**x + 2**y)`` computed without overflow."""
     x, y = promote_args_inexact("logaddexp2", x, y)
-    ln2 = lax.full((), math.log(2), _dt(x))
+    ln2 = _const(x, math.log(2))
     return lax.div(logaddexp(lax.mul(x, ln2), lax.mul(y, ln2)), ln2)
 
 
 def hypot(x, y, /):
     """``sqrt(x**2 + y**2)``, scaled to avoid overflow."""
     x, y = promote_args_inexact("hypot", x, y)
+    _reject_complex("hypot", x)
     x, y = lax.abs(x), lax.abs(y)
     big, small = lax.max(x, y), lax.min(x, y)
-    zero = lax.full((), 0, _dt(big))
-    safe_big = lax.select(lax.eq(big, zero), lax.full((), 1, _dt(big)), big)
+    is_zero = lax.eq(big, _const(big, 0))
+    safe_big = lax.select(is_zero, _full_like(big, 1), big)
     ratio = lax.div(small, safe_big)
-    out = lax.mul(big, lax.sqrt(lax.add(lax.full((), 1, _dt(big)), lax.mul(ratio, ratio))))
-    return lax.select(lax.eq(big, zero), zero, out)
+    out = lax.mul(big, lax.sqrt(lax.add(_const(big, 1), lax.mul(ratio, ratio))))
+    return lax.select(is_zero, _full_like(big, 0), out)
 
 
 def deg2rad(x, /):
     """Degrees to radians."""
     (x,) = promote_args_inexact("deg2rad", x)
-    return lax.mul(x, lax.full((), math.pi / 180, _dt(x)))
+    return lax.mul(x, _const(x, math.pi / 180))
 
 
 def rad2deg(x, /):
     """Radians to degrees."""
     (x,) = promote_args_inexact("rad2deg", x)
-    return lax.mul(x, lax.full((), 180 / math.pi, _dt(x)))
+    return lax.mul(x, _const(x, 180 / math.pi))
 
 
 radians, degrees = deg2rad, rad2deg
@@ -376,12 +467,11 @@ radians, degrees = deg2rad, rad2deg
 def sinc(x, /):
     """``sin(pi x) / (pi x)``, 1 at 0."""
     (x,) = promote_args_inexact("sinc", x)
-    dt = _dt(x)
-    zero = lax.full((), 0, dt)
-    is_zero = lax.eq(x, zero)
-    safe = lax.select(is_zero, lax.full((), 1, dt), x)
-    pix = lax.mul(safe, lax.full((), math.pi, dt))
-    return lax.select(is_zero, lax.full(get_aval(x).shape, 1, dt), lax.div(lax.sin(pix), pix))
+    is_zero = lax.eq(x, _const(x, 0))
+    one = _full_like(x, 1)
+    safe = lax.select(is_zero, one, x)
+    pix = lax.mul(safe, _const(x, math.pi))
+    return lax.select(is_zero, one, lax.div(lax.sin(pix), pix))
 
 
 # ------------------------------------------------------------------ predicates and logic
@@ -390,8 +480,6 @@ def isnan(x, /):
     """Elementwise NaN test (False for integers)."""
     check_arraylike("isnan", x)
     (x,) = promote_args("isnan", x)
-    if not dtypes.is_inexact(_dt(x)):
-        return lax.full(get_aval(x).shape, False, np.bool_)
     return lax.ne(x, x)
 
 
@@ -401,10 +489,10 @@ def isinf(x, /):
     (x,) = promote_args("isinf", x)
     dt = _dt(x)
     if not dtypes.is_inexact(dt):
-        return lax.full(get_aval(x).shape, False, np.bool_)
+        return _full_like(x, False, np.bool_)
     if dtypes.is_complex(dt):
         return logical_or(isinf(lax.real(x)), isinf(lax.imag(x)))
-    return lax.eq(lax.abs(x), lax.full((), np.inf, dt))
+    return lax.eq(lax.abs(x), _strong_const(x, np.inf))
 
 
 def isfinite(x, /):
@@ -413,38 +501,57 @@ def isfinite(x, /):
     (x,) = promote_args("isfinite", x)
     dt = _dt(x)
     if not dtypes.is_inexact(dt):
-        return lax.full(get_aval(x).shape, True, np.bool_)
+        return _full_like(x, True, np.bool_)
     if dtypes.is_complex(dt):
         return logical_and(lax.is_finite(lax.real(x)), lax.is_finite(lax.imag(x)))
     return lax.is_finite(x)
 
 
 def isposinf(x, /):
-    return logical_and(isinf(x), greater(x, 0))
+    """Elementwise test for positive infinity (not defined for complex inputs)."""
+    check_arraylike("isposinf", x)
+    (x,) = promote_args("isposinf", x)
+    return _is_signed_inf("isposinf", x, np.inf)
 
 
 def isneginf(x, /):
-    return logical_and(isinf(x), less(x, 0))
+    """Elementwise test for negative infinity (not defined for complex inputs)."""
+    check_arraylike("isneginf", x)
+    (x,) = promote_args("isneginf", x)
+    return _is_signed_inf("isneginf", x, -np.inf)
+
+
+def _is_signed_inf(name, x, inf):
+    dt = _dt(x)
+    if dtypes.is_complex(dt):
+        raise ValueError(f"jnp.{name} is not well defined for complex inputs (got {dt.name}).")
+    if not dtypes.is_inexact(dt):
+        return _full_like(x, False, np.bool_)
+    return lax.eq(x, _strong_const(x, inf))
 
 
 def signbit(x, /):
     """Whether the sign bit is set (True for -0.0)."""
     (x,) = promote_args("signbit", x)
     dt = _dt(x)
+    _reject_complex("signbit", x)
     if dt.kind == "i":
-        return lax.lt(x, lax.full((), 0, dt))
+        return lax.lt(x, _strong_const(x, 0))
     if dt.kind in "ub":
-        return lax.full(get_aval(x).shape, False, np.bool_)
+        return _full_like(x, False, np.bool_)
     if dt == dtypes.bfloat16 or dt == dtypes.float16:
         x = lax.convert_element_type(x, np.float32)
         dt = np.dtype(np.float32)
     int_dt = np.dtype(f"i{dt.itemsize}")
-    return lax.lt(lax.bitcast_convert_type(x, int_dt), lax.full((), 0, int_dt))
+    bits = lax.bitcast_convert_type(x, int_dt)
+    return lax.lt(bits, _strong_const(bits, 0))
 
 
 def copysign(x, y, /):
     """``|x|`` with the sign of ``y``."""
     x, y = promote_args_inexact("copysign", x, y)
+    if dtypes.is_complex(_dt(x)):
+        raise TypeError("copysign does not support complex inputs")
     return lax.select(signbit(y), lax.neg(lax.abs(x)), lax.abs(x))
 
 
@@ -452,7 +559,7 @@ def _as_bool(x):
     x = asarray_weak(x)
     if _dt(x) == np.bool_:
         return x
-    return lax.ne(x, lax.full((), 0, _dt(x)))
+    return lax.ne(x, _const(x, 0))
 
 
 def logical_and(x, y, /):
@@ -491,13 +598,13 @@ bitwise_not = bitwise_invert = invert
 
 def left_shift(x, y, /):
     """``x << y`` elementwise."""
-    x, y = promote_args("left_shift", x, y)
+    x, y = promote_args_numeric("left_shift", x, y)
     return lax.shift_left(x, y)
 
 
 def right_shift(x, y, /):
     """``x >> y`` elementwise (arithmetic for signed types, logical for unsigned)."""
-    x, y = promote_args("right_shift", x, y)
+    x, y = promote_args_numeric("right_shift", x, y)
     if _dt(x).kind == "u":
         return lax.shift_right_logical(x, y)
     return lax.shift_right_arithmetic(x, y)
@@ -521,16 +628,9 @@ def fmin(x, y, /):
 def heaviside(x1, x2, /):
     """0 where x1 < 0, x2 where x1 == 0, 1 where x1 > 0."""
     x1, x2 = promote_args_inexact("heaviside", x1, x2)
-    zero = lax.full((), 0, _dt(x1))
-    return where(lax.lt(x1, zero), zeros_of(x1), where(lax.gt(x1, zero), ones_of(x1), x2))
-
-
-def zeros_of(x):
-    return lax.full(get_aval(x).shape, 0, _dt(x))
-
-
-def ones_of(x):
-    return lax.full(get_aval(x).shape, 1, _dt(x))
+    zero = _const(x1, 0)
+    return where(lax.lt(x1, zero), zero,
+                 where(lax.gt(x1, zero), _const(x1, 1), where(lax.ne(x1, x1), x1, x2)))
 
 
 # ------------------------------------------------------------------ complex
@@ -546,7 +646,7 @@ def imag(x, /):
     """The imaginary part (zeros for real inputs)."""
     check_arraylike("imag", x)
     x = asarray_weak(x)
-    return lax.imag(x) if dtypes.is_complex(_dt(x)) else lax.full_like(x, 0)
+    return lax.imag(x) if dtypes.is_complex(_dt(x)) else _full_like(x, 0)
 
 
 def conjugate(x, /):
@@ -561,19 +661,27 @@ conj = conjugate
 
 def angle(z, deg: bool = False):
     """The argument of complex ``z`` (in degrees if ``deg``)."""
+    check_arraylike("angle", z)
     (z,) = promote_args_inexact("angle", z)
     re, im = real(z), imag(z)
+    # JAX computes the angle in a strongly typed float, even for Python scalars
+    re, im = _with_weak(re, False), _with_weak(im, False)
     out = lax.atan2(im, re)
     return rad2deg(out) if deg else out
 
 
 def isreal(x, /):
-    return lax.eq(imag(x), lax.full((), 0, _dt(imag(x)))) if dtypes.is_complex(dtypes.dtype(x)) else \
-        lax.full(get_aval(asarray_weak(x)).shape, True, np.bool_)
+    """Elementwise test for a zero imaginary part."""
+    check_arraylike("isreal", x)
+    im = imag(x)
+    return lax.eq(im, _const(im, 0))
 
 
 def iscomplex(x, /):
-    return logical_not(isreal(x))
+    """Elementwise test for a non-zero imaginary part."""
+    check_arraylike("iscomplex", x)
+    im = imag(x)
+    return lax.ne(im, _const(im, 0))
 
 
 # ------------------------------------------------------------------ selection
@@ -637,17 +745,16 @@ def nan_to_num(x, copy: bool = True, nan: float = 0.0, posinf=None, neginf=None)
 
 def isclose(a, b, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False):
     """Elementwise ``|a - b| <= atol + rtol * |b|`` (with NaN and infinity handling)."""
-    a, b = promote_args("isclose", a, b)
-    dt = _dt(a)
-    if not dtypes.is_inexact(dt):
-        return equal(a, b)
-    rdt = dtypes.real_dtype(dt)
-    close = less_equal(lax.abs(lax.sub(a, b)),
-                       lax.add(lax.full((), atol, rdt), lax.mul(lax.full((), rtol, rdt), lax.abs(b))))
-    both_inf = logical_and(logical_and(isinf(a), isinf(b)), equal(a, b))
-    out = logical_and(logical_or(close, both_inf), logical_not(logical_or(isnan(a), isnan(b))))
+    a, b = promote_args_inexact("isclose", a, b)
+    # the tolerances are strongly typed, so (as in JAX) the result is never weak
+    a, b = _with_weak(a, False), _with_weak(b, False)
+    rdt = dtypes.real_dtype(_dt(a))
+    in_range = lax.le(lax.abs(lax.sub(a, b)),
+                      lax.add(lax.full((), atol, rdt), lax.mul(lax.full((), rtol, rdt), lax.abs(b))))
+    # exact equality covers equal infinities; a NaN is never in range
+    out = lax.bitwise_or(lax.eq(a, b), lax.bitwise_and(isfinite(b), in_range))
     if equal_nan:
-        out = logical_or(out, logical_and(isnan(a), isnan(b)))
+        out = lax.bitwise_or(out, lax.bitwise_and(isnan(a), isnan(b)))
     return out
 
 

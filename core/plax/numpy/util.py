@@ -96,7 +96,7 @@ def broadcast_to(x, shape: Sequence[int]):
 def promote_dtypes(*args: Any) -> list:
     """Converts ``args`` to their common dtype under JAX's promotion rules (shapes untouched)."""
     dt, weak = dtypes.result_type(*args, return_weak_type_flag=True)
-    return [to_dtype(a, dt, weak and dtypes.is_weakly_typed(a)) for a in args]
+    return [to_dtype(a, dt, weak) for a in args]
 
 
 def promote_shapes(fun_name: str, *args: Any) -> list:
@@ -124,22 +124,42 @@ def promote_args_inexact(fun_name: str, *args: Any) -> list:
     dt, weak = dtypes.result_type(*args, return_weak_type_flag=True)
     if not dtypes.is_inexact(dt):
         dt = dtypes.default_float_dtype()
-    return promote_shapes(fun_name, *[to_dtype(a, dt, weak and dtypes.is_weakly_typed(a))
-                                      for a in args])
+    return promote_shapes(fun_name, *[to_dtype(a, dt, weak) for a in args])
+
+
+# NumPy's AxisError is both a ValueError and an IndexError, so code catching either (JAX
+# raises one or the other depending on the function) handles an out-of-range axis.
+AxisError = np.exceptions.AxisError
+
+
+def canonicalize_axis(axis, ndim: int) -> int:
+    """``axis`` in ``[0, ndim)``, accepting negative axes.
+
+    Raises:
+      TypeError: if ``axis`` is not an integer.
+      AxisError: (a ValueError and an IndexError) naming the axis and the rank if it is out
+        of range.
+    """
+    if isinstance(axis, (bool, np.bool_)) or not (isinstance(axis, (int, np.integer))
+                                                  or hasattr(axis, "__index__")):
+        raise TypeError(f"axis must be an integer, got {axis!r} of type {type(axis).__name__}")
+    axis = int(axis.__index__())
+    if not -ndim <= axis < ndim:
+        raise AxisError(axis, ndim)
+    return axis + ndim if axis < 0 else axis
 
 
 def canonicalize_axis_tuple(axis, ndim: int) -> tuple[int, ...]:
-    """Normalises ``axis`` (None, int or sequence) to a sorted tuple of non-negative axes."""
+    """Normalises ``axis`` (None, int or sequence) to a sorted tuple of non-negative axes.
+
+    Raises:
+      AxisError: for an axis out of range; ValueError for a repeated axis.
+    """
     if axis is None:
         return tuple(range(ndim))
-    if isinstance(axis, (int, np.integer)) or hasattr(axis, "__index__") and not isinstance(axis, (tuple, list)):
+    if not isinstance(axis, (tuple, list)):
         axis = (axis,)
-    out = []
-    for a in axis:
-        a = int(a)
-        if not -ndim <= a < ndim:
-            raise ValueError(f"axis {a} is out of bounds for array of dimension {ndim}")
-        out.append(a % ndim if ndim else a)
+    out = [canonicalize_axis(a, ndim) for a in axis]
     if len(set(out)) != len(out):
         raise ValueError(f"repeated axis: {tuple(axis)}")
     return tuple(sorted(out))
