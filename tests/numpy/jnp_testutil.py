@@ -144,7 +144,11 @@ def jax_out_avals(jax_fn, *args, concrete: bool = False, **kwargs):
                         full[i] = arr
                     return jax_fn(*full, **kwargs)
 
-                out = jax.eval_shape(call, *[_jax_arg(args[i]) for i in slots])
+                try:
+                    out = jax.eval_shape(call, *[_jax_arg(args[i]) for i in slots])
+                except jax.errors.ConcretizationTypeError:
+                    # the output shape depends on values: call JAX for real
+                    return jax_out_avals(jax_fn, *args, concrete=True, **kwargs)
         except Exception as err:  # noqa: BLE001 - the exception is the answer
             return err
     leaves = jax.tree_util.tree_leaves(out)
@@ -160,7 +164,9 @@ def plax_avals(out):
 def check_avals_like_jax(plax_out, jax_fn, *args, concrete: bool = False, check_weak=True,
                          **kwargs):
     """Asserts plax's outputs have JAX's dtypes (and weak types and shapes) for the same call.
-    Does nothing when JAX is not installed."""
+    Does nothing when JAX is not installed (or ``jax_fn`` is None: a name JAX lacks)."""
+    if jax_fn is None:
+        return
     ref = jax_out_avals(jax_fn, *args, concrete=concrete, **kwargs)
     if ref is None:
         return
@@ -182,7 +188,7 @@ def check_raises_like_jax(plax_call, jax_fn, *args, concrete: bool = True, **kwa
     err = info.value
     assert isinstance(err, (TypeError, ValueError, IndexError, NotImplementedError,
                             OverflowError)), f"unexpected exception type {type(err).__name__}"
-    if jax is not None:
+    if jax is not None and jax_fn is not None:
         ref = jax_out_avals(jax_fn, *args, concrete=concrete, **kwargs)
         assert isinstance(ref, Exception), f"JAX did not raise; plax raised {err!r}"
         assert isinstance(err, type(ref)), (f"plax raised {type(err).__name__} ({err}), JAX "
@@ -190,8 +196,16 @@ def check_raises_like_jax(plax_call, jax_fn, *args, concrete: bool = True, **kwa
     return err
 
 
+# NumPy names plax keeps that JAX 0.10 removed: checked against NumPy only
+REMOVED_FROM_JAX = {"fix", "round_", "row_stack", "trapz", "in1d"}
+
+
 def jax_fn(name: str):
-    """``jax.numpy.<name>`` resolved lazily (for building parametrised tables at import)."""
+    """``jax.numpy.<name>`` resolved lazily (for building parametrised tables at import), or
+    None for names JAX no longer has (their JAX checks are then skipped)."""
+    if name in REMOVED_FROM_JAX:
+        return None
+
     def call(*args, **kwargs):
         return getattr(jax_numpy, name)(*args, **kwargs)
     call.__name__ = name

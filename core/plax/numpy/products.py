@@ -61,9 +61,11 @@ def matmul(a, b, *, precision=None, preferred_element_type=None):
         b = lax.reshape(b, b_shape + (1,))
     a_shape, b_shape = get_aval(a).shape, get_aval(b).shape
     if a_shape[-1] != b_shape[-2]:
-        raise ValueError(f"matmul: Input operand 1 has a mismatch in its core dimension 0, with "
-                         f"gufunc signature (n?,k),(k,m?)->(n?,m?) (size {b_shape[-2]} is "
-                         f"different from {a_shape[-1]})")
+        # JAX raises a TypeError here (from dot_general), so plax does too
+        raise TypeError(f"matmul: the contracted dimensions differ: a has shape "
+                        f"{get_aval(a).shape} (last axis {a_shape[-1]}) and b has shape "
+                        f"{get_aval(b).shape} (axis -2 of size {b_shape[-2]}); they must be "
+                        "equal.")
     from plax.numpy.util import broadcast_shapes, broadcast_to
     batch = broadcast_shapes(a_shape[:-2], b_shape[:-2])
     a = broadcast_to(a, batch + a_shape[-2:])

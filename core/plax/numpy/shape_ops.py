@@ -520,12 +520,18 @@ def take(a, indices, axis: int | None = None, out=None, mode=None, unique_indice
     axis = canonicalize_axis(axis, get_aval(a).ndim)
     indices = asarray_weak(indices)
     if not dtypes.is_integer(get_aval(indices).dtype):
-        raise TypeError(f"take: indices must be integers, got dtype {get_aval(indices).dtype}")
+        raise ValueError(f"take: indices must have an integer type, got dtype "
+                         f"{get_aval(indices).dtype}")
     mode = _take_mode(mode)
+    n = _shape(a)[axis]
     if mode == "wrap":
         from plax.numpy.ufuncs import remainder
-        indices = remainder(indices, lax.full((), max(_shape(a)[axis], 1), get_aval(indices).dtype))
+        indices = remainder(indices, lax.full((), max(n, 1), get_aval(indices).dtype))
         mode = "clip"
+    elif mode == "clip":
+        # as NumPy's take (and JAX's): negative indices clip to 0, they do not count from the end
+        from plax.numpy.ufuncs import clip
+        indices = clip(indices, 0, max(n - 1, 0))
     from plax.numpy.indexing import getitem
     idx = (slice(None),) * axis + (indices,)
     return getitem(a, idx, mode=mode, fill_value=fill_value)
