@@ -11,140 +11,11 @@ from hypothesis import strategies as st
 
 import plax
 import plax.numpy as jnp
+from jnp_index_strategies import clamped, index_expressions, shapes, valid_for_numpy
 from jnp_testutil import assert_close, check_avals_like_jax, check_raises_like_jax, jax_fn
 
 SETTINGS = settings(max_examples=150, deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-
-
-# ---------------------------------------------------------------- index strategies
-
-@st.composite
-def shapes(draw, min_dims=0, max_dims=4):
-    return tuple(draw(st.lists(st.integers(0, 5), min_size=min_dims, max_size=max_dims)))
-
-
-def _draw_entries(draw, shape, dims, allow_oob, allow_bool, allow_arrays, array_shape):
-    """Index entries consuming the axes ``dims`` of ``shape`` in order, with Nones mixed in.
-    Returns (entries, uses_out_of_bounds_integers)."""
-    entries, oob = [], False
-    d, end = dims
-    while d < end:
-        if draw(st.integers(0, 5)) == 0:
-            entries.append(None)
-        kinds = ["int", "slice", "slice"] + (["array"] if allow_arrays else []) + (
-            ["mask"] if allow_bool else [])
-        kind = draw(st.sampled_from(kinds))
-        size = shape[d]
-        if kind in ("int", "array") and size == 0:
-            kind = "slice"  # no valid integer index into an empty axis
-        if kind == "int":
-            lo, hi = (-size, size - 1) if not allow_oob else (-size - 4, size + 4)
-            i = draw(st.integers(lo, hi))
-            oob |= not -size <= i < size
-            entries.append(i)
-            d += 1
-        elif kind == "slice":
-            lo = draw(st.one_of(st.none(), st.integers(-8, 8)))
-            hi = draw(st.one_of(st.none(), st.integers(-8, 8)))
-            step = draw(st.sampled_from([None, 1, 2, 3, -1, -2, -3]))
-            entries.append(slice(lo, hi, step))
-            d += 1
-        elif kind == "array":
-            lo, hi = (-size, size - 1) if not allow_oob else (-size - 3, size + 2)
-            n = int(np.prod(array_shape))
-            vals = draw(st.lists(st.integers(lo, hi), min_size=n, max_size=n))
-            dtype = draw(st.sampled_from([np.int32, np.int64, np.int8, np.uint8]))
-            arr = np.asarray(vals).reshape(array_shape)
-            if dtype == np.uint8:
-                arr = np.where(arr < 0, arr + size, arr).clip(0)  # unsigned: no negatives
-            arr = arr.astype(dtype)
-            oob |= bool(np.any((arr < -size) | (arr >= size)))
-            entries.append(arr)
-            d += 1
-        else:
-            k = draw(st.integers(1, min(2, end - d)))
-            mshape = shape[d:d + k]
-            n = int(np.prod(mshape))
-            bits = draw(st.lists(st.booleans(), min_size=n, max_size=n))
-            entries.append(np.asarray(bits, bool).reshape(mshape))
-            d += k
-    if draw(st.integers(0, 5)) == 0:
-        entries.append(None)
-    return entries, oob
-
-
-@st.composite
-def index_expressions(draw, shape, allow_oob=False, allow_bool=True, allow_arrays=True):
-    """A random index for an array of ``shape``: ints, slices (negative steps, out-of-range
-    bounds), None, at most one Ellipsis, integer arrays (negative, of several integer types,
-    broadcastable, adjacent or not) and boolean masks. Returns (index, uses_oob_integers)."""
-    ndim = len(shape)
-    # all advanced integer arrays share a broadcastable shape family
-    array_shape = draw(st.sampled_from([(), (2,), (3,), (2, 1), (1, 3), (2, 3)]))
-    n_before = draw(st.integers(0, ndim))
-    use_ellipsis = draw(st.booleans())
-    n_after = draw(st.integers(0, ndim - n_before)) if use_ellipsis else 0
-    kw = dict(allow_oob=allow_oob, allow_bool=allow_bool, allow_arrays=allow_arrays,
-              array_shape=array_shape)
-    before, oob1 = _draw_entries(draw, shape, (0, n_before), **kw)
-    after, oob2 = _draw_entries(draw, shape, (ndim - n_after, ndim), **kw)
-    entries = before + ([Ellipsis] if use_ellipsis else []) + after
-    if len(entries) == 1 and draw(st.booleans()):
-        return entries[0], oob1 or oob2
-    return tuple(entries), oob1 or oob2
-
-
-def _consumed(entries):
-    n = 0
-    for e in entries:
-        if e is None or e is Ellipsis:
-            continue
-        if isinstance(e, np.ndarray) and e.dtype == bool:
-            n += e.ndim
-        else:
-            n += 1
-    return n
-
-
-def _valid_for_numpy(x, idx):
-    try:
-        x[idx]
-    except IndexError:
-        return False
-    return True
-
-
-def _clamped(idx, shape):
-    """``idx`` with JAX's clamping: integer indices (and integer array entries) are wrapped if
-    negative and then clipped into the axis, as JAX does instead of raising."""
-    if not isinstance(idx, tuple):
-        idx = (idx,)
-    n_ell = sum(1 for e in idx if e is Ellipsis)
-    consumed = _consumed(idx)
-    out, dim = [], 0
-    for e in idx:
-        if e is None:
-            out.append(e)
-            continue
-        if e is Ellipsis:
-            out.append(e)
-            dim += len(shape) - consumed
-            continue
-        if isinstance(e, np.ndarray) and e.dtype == bool:
-            out.append(e)
-            dim += e.ndim
-            continue
-        if isinstance(e, (int, np.integer)) or isinstance(e, np.ndarray):
-            size = shape[dim]
-            a = np.asarray(e).astype(np.int64)
-            a = np.clip(np.where(a < 0, a + size, a), 0, size - 1)
-            out.append(a if isinstance(e, np.ndarray) else int(a))
-        else:
-            out.append(e)
-        dim += 1
-    del n_ell
-    return tuple(out)
 
 
 # ---------------------------------------------------------------- getitem against NumPy
@@ -155,7 +26,7 @@ def test_getitem_matches_numpy(data):
     shape = data.draw(shapes())
     x = np.arange(int(np.prod(shape)), dtype=np.float32).reshape(shape)
     idx, _ = data.draw(index_expressions(shape))
-    if not _valid_for_numpy(x, idx):
+    if not valid_for_numpy(x, idx):
         return
     expected = x[idx]
     out = jnp.asarray(x)[idx]
@@ -170,11 +41,11 @@ def test_getitem_out_of_bounds_integers_clamp_like_jax(data):
         return
     x = np.arange(int(np.prod(shape)), dtype=np.int32).reshape(shape)
     idx, oob = data.draw(index_expressions(shape, allow_oob=True, allow_bool=False))
-    clamped = _clamped(idx, shape)
-    if not _valid_for_numpy(x, clamped):
+    safe = clamped(idx, shape)
+    if not valid_for_numpy(x, safe):
         return
     out = jnp.asarray(x)[idx]
-    assert_close(out, x[clamped], err_msg=f"shape {shape} index {idx!r} (oob={oob})")
+    assert_close(out, x[safe], err_msg=f"shape {shape} index {idx!r} (oob={oob})")
 
 
 @settings(max_examples=40, deadline=None, derandomize=True,
@@ -184,7 +55,7 @@ def test_getitem_under_jit_matches_eager(data):
     shape = data.draw(shapes(min_dims=1, max_dims=3))
     x = np.arange(int(np.prod(shape)), dtype=np.float32).reshape(shape)
     idx, _ = data.draw(index_expressions(shape, allow_bool=False))
-    if not _valid_for_numpy(x, idx):
+    if not valid_for_numpy(x, idx):
         return
     arrays = [e for e in (idx if isinstance(idx, tuple) else (idx,)) if isinstance(e, np.ndarray)]
 

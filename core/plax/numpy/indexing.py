@@ -31,6 +31,11 @@ class NonConcreteBooleanIndexError(IndexError, TypeError):
                          "jit/vmap. Use jnp.where(mask, x, fill) or jnp.nonzero(mask, size=N).")
 
 
+# entries that index no axis of the operand: a new axis, and the separator an empty Ellipsis
+# leaves between advanced indices
+_NO_AXIS = ("none", "sep")
+
+
 def _is_int_scalar(i) -> bool:
     return isinstance(i, (int, np.integer)) and not isinstance(i, (bool, np.bool_))
 
@@ -114,8 +119,10 @@ def _normalize_entries(x_shape: tuple, idx: Any) -> list:
     dim = 0  # the axis of x the next entry indexes
     for e in entries:
         if e[0] == "ellipsis":
-            out.extend([("slice", slice(None))] * (len(x_shape) - consumed))
-            dim += len(x_shape) - consumed
+            n = len(x_shape) - consumed
+            # an Ellipsis of no axes still separates advanced indices (NumPy's placement rule)
+            out.extend([("slice", slice(None))] * n if n else [("sep",)])
+            dim += n
         elif e[0] == "mask":
             mask = e[1]
             if mask.ndim == 0:
@@ -163,6 +170,8 @@ def getitem(x, idx, *, mode=None, fill_value=None, ints_as_arrays: bool = False)
     entries = _normalize_entries(get_aval(x).shape, idx)
     if any(e[0] == "bool" for e in entries):
         x, entries = _bools_as_arrays(x, entries)
+    if mode is not None and GatherScatterMode.from_any(mode) == GatherScatterMode.FILL_OR_DROP:
+        ints_as_arrays = True  # out-of-bounds ints read fill_value, so they must be gathered
     if ints_as_arrays or any(e[0] == "array" for e in entries):
         entries = [("array", np.int32(e[1])) if e[0] == "int" else e for e in entries]
     out, _ = _index(x, entries, mode, fill_value)
@@ -178,7 +187,7 @@ def _bools_as_arrays(x, entries):
             insert_at.append(axis)
             new_entries.append(("array", np.zeros(1 if e[1] else 0, np.int32)))
             axis += 1
-        elif e[0] == "none":
+        elif e[0] in _NO_AXIS:
             new_entries.append(e)
         else:
             new_entries.append(e)
@@ -217,7 +226,7 @@ def _index(x, entries, mode, fill_value):
     axis = 0
     int_axes = []
     for e in entries:
-        if e[0] == "none":
+        if e[0] in _NO_AXIS:
             continue
         if e[0] == "slice":
             x = _static_slice(x, axis, e[1])
@@ -270,7 +279,7 @@ def _advanced(x, entries, adv, mode, fill_value):
     # operand axis of each entry (None and advanced entries consume/skip as usual)
     axes, axis = {}, 0
     for k, e in enumerate(entries):
-        if e[0] == "none":
+        if e[0] in _NO_AXIS:
             continue
         axes[k] = axis
         axis += 1
@@ -334,6 +343,9 @@ def scatter_update(x, idx, y, op: str, *, indices_are_sorted=False, unique_indic
     aval = get_aval(x)
     if op not in _SCATTERS:
         raise ValueError(f"unknown .at[] update {op!r}; expected one of {sorted(_SCATTERS)}")
+    if op in ("add", "multiply") and aval.dtype == np.bool_:
+        raise TypeError(f"x.at[idx].{op}() does not accept dtype bool (as in JAX); use set, "
+                        "min or max, or cast to an integer type first.")
     y = _as_update(y, aval)
     gmode = GatherScatterMode.FILL_OR_DROP if mode is None else GatherScatterMode.from_any(mode)
     if aval.size == 0:
