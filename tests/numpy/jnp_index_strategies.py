@@ -148,9 +148,11 @@ def _sentinel_index(idx, shape, mode):
             out.append(e)
             continue
         if e is Ellipsis:  # spelled out: the padded axes must keep their original extent
-            for d in shape[dim:dim + len(shape) - consumed]:
-                out.append(slice(0, d))
-            dim += len(shape) - consumed
+            n = len(shape) - consumed
+            out.extend(slice(0, d) for d in shape[dim:dim + n])
+            if not n:
+                out.append(Ellipsis)  # still separates advanced indices
+            dim += n
             continue
         if isinstance(e, np.ndarray) and e.dtype == bool:
             out.append(np.pad(e, [(0, 1)] * e.ndim, constant_values=False))
