@@ -6,6 +6,8 @@ dtype promotion and general broadcasting before reaching these.
 """
 from __future__ import annotations
 
+import builtins
+
 import numpy as np
 
 import plax.lax.unary as U
@@ -234,5 +236,11 @@ def zeros_like_shape(shape, dtype):
 
 
 def select_where(pred, on_true, on_false):
+    """``select`` that also accepts rank-0 cases (or predicate) next to full-shaped operands."""
     from plax.lax.select import select
+    from plax.lax.shape import broadcast_in_dim
+    shape = builtins.max((aval_of(v).shape for v in (pred, on_true, on_false)), key=len)
+    if shape:
+        on_true, on_false = (v if aval_of(v).shape == shape else broadcast_in_dim(v, shape, ())
+                             for v in (on_true, on_false))
     return select(pred, on_true, on_false)

@@ -216,14 +216,14 @@ def _arg(name, fn, a, axis, out, keepdims):
         a = lax.reshape(a, (aval.size,))
         if aval.size == 0:
             raise ValueError(f"attempt to get {name} of an empty sequence")
-        res = fn(a, 0, np.int32)
+        res = fn(a, 0, dtypes.default_int_dtype())
         return lax.reshape(res, (1,) * aval.ndim) if keepdims else res
     from plax.numpy.util import canonicalize_axis
     ax = canonicalize_axis(axis, aval.ndim)
     if aval.shape[ax] == 0:
         raise ValueError(f"attempt to get {name} of an empty sequence along axis {ax} (shape "
                          f"{aval.shape})")
-    res = fn(a, ax, np.int32)
+    res = fn(a, ax, dtypes.default_int_dtype())
     return lax.expand_dims(res, (ax,)) if keepdims else res
 
 

@@ -46,13 +46,18 @@ def to_dtype(x: Any, dtype: np.dtype, weak: bool = False):
             return x
         return lax.convert_element_type(x, dtype, weak)
     if isinstance(x, _scalar_types) or isinstance(x, (np.ndarray, np.generic)):
-        host = np.asarray(x)
+        if isinstance(x, int) and not isinstance(x, bool):
+            # As in JAX: a Python int must fit the default int type; it then wraps to ``dtype``
+            # (uint8 array + 300 is uint8 array + 44).
+            default = dtypes.default_int_dtype()
+            info = np.iinfo(default)
+            if not info.min <= x <= info.max:
+                raise OverflowError(f"Python int {x} too large to convert to {default.name}")
+            host = np.asarray(x, default)
+        else:
+            host = np.asarray(x)
         if host.dtype.kind == "c" and dtype.kind != "c":
             raise TypeError(f"Cannot convert complex value {x!r} to {dtype.name}")
-        if isinstance(x, int) and not isinstance(x, bool) and dtypes.is_integer(dtype):
-            info = np.iinfo(dtype)
-            if not info.min <= x <= info.max:
-                raise OverflowError(f"Python int {x} too large to convert to {dtype.name}")
         return from_host(host.astype(dtype) if host.dtype != dtype else host, weak_type=weak)
     raise TypeError(f"Cannot convert {x!r} of type {type(x).__name__} to an array")
 
@@ -102,7 +107,9 @@ def promote_dtypes(*args: Any) -> list:
 def promote_shapes(fun_name: str, *args: Any) -> list:
     """Broadcasts ``args`` (arrays) to a common shape; rank-0 ones are left for the primitive."""
     shapes = [get_aval(a).shape for a in args]
-    if all(s == shapes[0] for s in shapes):
+    # Equal shapes, or rank 0 beside one other shape: the primitives broadcast these.
+    nonscalar = {s for s in shapes if s}
+    if len(nonscalar) <= 1:
         return list(args)
     try:
         out_shape = broadcast_shapes(*shapes)
