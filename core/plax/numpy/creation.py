@@ -11,8 +11,16 @@ import numpy as np
 from plax import dtypes, lax
 from plax.array import Array, from_host
 from plax.core.trace import Tracer, get_aval
-from plax.lax.base import canonicalize_shape
+from plax.lax import base as _lax_base
 from plax.numpy.util import check_arraylike, to_dtype
+
+
+def canonicalize_shape(shape: Any) -> tuple[int, ...]:
+    """A shape as a tuple of non-negative ints; negative sizes raise TypeError, as in JAX."""
+    try:
+        return _lax_base.canonicalize_shape(shape)
+    except ValueError as err:
+        raise TypeError(f"{err}; array shapes must be non-negative, got {shape!r}") from None
 
 
 def _has_traced(obj) -> bool:
@@ -118,7 +126,15 @@ def asarray(a: Any, dtype: Any = None, order: str | None = None, *, copy: bool |
 
 
 def from_dlpack(x: Any, *, device=None, copy: bool | None = None):
-    """An Array from any object implementing the DLPack protocol (``__dlpack__``)."""
+    """An Array from any object implementing the DLPack protocol (``__dlpack__``).
+
+    Example:
+      >>> jnp.from_dlpack(np.arange(3))
+      Array([0, 1, 2], dtype=int32)
+    """
+    if not (hasattr(x, "__dlpack__") and hasattr(x, "__dlpack_device__")):
+        raise TypeError(f"The array passed to from_dlpack must have __dlpack__ and "
+                        f"__dlpack_device__ methods, got {type(x).__name__}.")
     host = np.from_dlpack(x)
     from plax.devices import resolve_device
     return from_host(np.array(host, copy=True), device=resolve_device(device) if device else None)
@@ -288,7 +304,13 @@ def logspace(start, stop, num: int = 50, endpoint: bool = True, base: float = 10
 
 
 def geomspace(start, stop, num: int = 50, endpoint: bool = True, dtype=None, axis: int = 0):
-    """Numbers spaced evenly on a log scale between ``start`` and ``stop`` (same sign)."""
+    """Numbers spaced evenly on a log scale between ``start`` and ``stop`` (same sign).
+
+    Example:
+      >>> jnp.geomspace(1, 100, 3)
+      Array([  1.,  10., 100.], dtype=float32)
+    """
+    check_arraylike("geomspace", start, stop)
     from plax.numpy.ufuncs import exp, log, multiply, sign, abs as jabs
     s = sign(asarray(start))
     lin = linspace(log(jabs(asarray(start))), log(jabs(asarray(stop))), num, endpoint=endpoint, axis=axis)

@@ -40,11 +40,11 @@ def reshape(a, shape=None, order: str = "C", *, newshape=None, copy=None):
     if -1 in shape:
         known = math.prod(s for s in shape if s != -1)
         if known == 0 or size % known:
-            raise TypeError(f"cannot reshape array of shape {_shape(a)} (size {size}) into shape "
+            raise ValueError(f"cannot reshape array of shape {_shape(a)} (size {size}) into shape "
                             f"{tuple(shape)}")
         shape[shape.index(-1)] = size // known
     if math.prod(shape) != size:
-        raise TypeError(f"cannot reshape array of shape {_shape(a)} (size {size}) into shape "
+        raise ValueError(f"cannot reshape array of shape {_shape(a)} (size {size}) into shape "
                         f"{tuple(shape)} (size {math.prod(shape)})")
     return lax.reshape(a, tuple(shape))
 
@@ -64,7 +64,9 @@ def transpose(a, axes: Sequence[int] | None = None):
         axes = tuple(range(nd))[::-1]
     axes = tuple(canonicalize_axis(i, nd) for i in axes)
     if sorted(axes) != list(range(nd)):
-        raise ValueError(f"axes {axes} don't match array of dimension {nd}")
+        # a TypeError, as JAX raises (from lax.transpose)
+        raise TypeError(f"transpose: axes {axes} are not a permutation of the dimensions of an "
+                        f"array of shape {_shape(a)}")
     return lax.transpose(a, axes)
 
 
@@ -177,8 +179,8 @@ def concatenate(arrays, axis: int | None = 0, dtype=None):
         raise ValueError("Zero-dimensional arrays cannot be concatenated.")
     for a in arrays:
         if get_aval(a).ndim != nd:
-            raise ValueError(f"All input arrays must have the same number of dimensions, but got "
-                             f"shapes {[_shape(x) for x in arrays]}")
+            raise TypeError(f"Cannot concatenate arrays with different numbers of dimensions: got "
+                            f"shapes {[_shape(x) for x in arrays]}")
     axis = canonicalize_axis(axis, nd)
     arrays = promote_dtypes(*arrays)
     if dtype is not None:
@@ -186,8 +188,8 @@ def concatenate(arrays, axis: int | None = 0, dtype=None):
     for a in arrays:
         s = _shape(a)
         if any(x != y for i, (x, y) in enumerate(zip(s, _shape(arrays[0]))) if i != axis):
-            raise ValueError(f"all the input array dimensions except for the concatenation axis "
-                             f"must match exactly, got shapes {[_shape(x) for x in arrays]}")
+            raise TypeError(f"all the input array dimensions except for the concatenation axis "
+                            f"must match exactly, got shapes {[_shape(x) for x in arrays]}")
     return lax.concatenate(arrays, axis)
 
 

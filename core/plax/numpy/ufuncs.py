@@ -243,8 +243,8 @@ def power(x, y, /):
     if isinstance(y, (int, np.integer)) and not isinstance(y, (bool, np.bool_)):
         (xa,) = promote_args_numeric("power", x)
         if dtypes.is_integer(_dt(xa)) and y < 0:
-            raise ValueError(f"Integers cannot be raised to negative powers, got "
-                             f"integer_pow({get_aval(xa).str_short()}, {y})")
+            raise TypeError(f"Integers cannot be raised to negative powers, got "
+                            f"integer_pow({get_aval(xa).str_short()}, {y})")
         return lax.integer_pow(xa, int(y))
     x, y = promote_args_numeric("power", x, y)
     dt = _dt(x)
@@ -698,8 +698,8 @@ def where(condition, x=None, y=None, /, *, size=None, fill_value=None):
         from plax.numpy.searching import nonzero
         return nonzero(condition, size=size, fill_value=fill_value)
     if x is None or y is None:
-        raise ValueError("Either both or neither of the x and y arguments should be provided to "
-                         "jnp.where, got only one.")
+        raise TypeError("Either both or neither of the x and y arguments should be provided to "
+                        "jnp.where, got only one.")
     check_arraylike("where", condition, x, y)
     cond = _as_bool(condition)
     x, y = promote_args("where", x, y)
@@ -766,8 +766,9 @@ def allclose(a, b, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = F
 
 def array_equal(a1, a2, equal_nan: bool = False) -> Any:
     """Whether two arrays have the same shape and elements."""
+    from plax.numpy.creation import asarray
     from plax.numpy.reductions import all as jall
-    a1, a2 = asarray_weak(a1), asarray_weak(a2)
+    a1, a2 = asarray(a1), asarray(a2)  # lists are accepted here, as in JAX and NumPy
     if get_aval(a1).shape != get_aval(a2).shape:
         return lax.full((), False, np.bool_)
     eq = equal(a1, a2)
@@ -778,8 +779,9 @@ def array_equal(a1, a2, equal_nan: bool = False) -> Any:
 
 def array_equiv(a1, a2) -> Any:
     """Whether two arrays are equal after broadcasting."""
+    from plax.numpy.creation import asarray
     from plax.numpy.reductions import all as jall
     try:
-        return jall(equal(a1, a2))
+        return jall(equal(asarray(a1), asarray(a2)))
     except ValueError:
         return lax.full((), False, np.bool_)
