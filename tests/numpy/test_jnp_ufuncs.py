@@ -338,7 +338,7 @@ def test_where_scalars_and_one_argument_form():
     cond = np.array([[0, 1], [2, 0]])
     for got, exp in zip(jnp.where(cond), np.nonzero(cond)):
         assert_close(got, exp)
-    with pytest.raises(ValueError, match="both or neither"):
+    with pytest.raises(TypeError, match="both or neither"):
         jnp.where(cond, 1.0)
 
 
@@ -490,7 +490,7 @@ def test_integer_power_exact_and_negative_exponent_rejected():
     exps = np.array([10, 3, 0, 7, 2], np.int32)
     assert_close(jnp.power(base, exps), np.power(base, exps))
     assert_close(jnp.power(base, 3), base ** 3)
-    with pytest.raises(ValueError, match="negative powers"):
+    with pytest.raises(TypeError, match="negative powers"):
         jnp.power(base, -1)
     assert_close(jnp.power(np.float32(2), -1), np.float32(0.5))
     check_avals_like_jax(jnp.power(2, 3), jax_fn("power"), 2, 3)
