@@ -14,7 +14,7 @@ import plax.numpy as jnp
 from jnp_index_strategies import index_expressions, numpy_update, shapes, target_positions
 from jnp_testutil import assert_close, check_avals_like_jax, check_raises_like_jax
 
-SETTINGS = settings(max_examples=120, deadline=None, derandomize=True,
+SETTINGS = settings(max_examples=200, deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 OPS = ["set", "add", "multiply", "min", "max", "divide", "power"]

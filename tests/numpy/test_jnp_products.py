@@ -194,6 +194,7 @@ def test_einsum(subscripts, shapes):
     check_avals_like_jax(out, jax_fn("einsum"), subscripts, *ops)
 
 
+@pytest.mark.filterwarnings("ignore::numpy.exceptions.ComplexWarning")  # complex -> float32 pet
 @pytest.mark.parametrize("dtypes_", [("int8", "float32"), ("int8", "int8"), ("bool", "int32"),
                                      ("float16", "bfloat16"), ("complex64", "float32")])
 def test_einsum_dtypes(dtypes_):
