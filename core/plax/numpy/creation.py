@@ -296,7 +296,23 @@ def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True, retste
 
 def logspace(start, stop, num: int = 50, endpoint: bool = True, base: float = 10.0, dtype=None,
              axis: int = 0):
-    """``base ** linspace(start, stop, num)``."""
+    """Numbers spaced evenly on a log scale: ``base ** linspace(start, stop, num)``.
+
+    Args:
+      start, stop: the exponents of the end points.
+      num: how many values.
+      endpoint: whether ``base ** stop`` is included.
+      base: the base of the logarithm.
+      dtype: the result dtype (default: floating).
+      axis: where the samples axis goes when ``start``/``stop`` are arrays.
+
+    Returns:
+      ``num`` values.
+
+    Example:
+      >>> jnp.logspace(0, 2, 3)
+      Array([  1.,  10., 100.], dtype=float32)
+    """
     from plax.numpy.ufuncs import power
     lin = linspace(start, stop, num, endpoint=endpoint, axis=axis)
     out = power(lax.full((), base, get_aval(lin).dtype), lin)
@@ -306,15 +322,31 @@ def logspace(start, stop, num: int = 50, endpoint: bool = True, base: float = 10
 def geomspace(start, stop, num: int = 50, endpoint: bool = True, dtype=None, axis: int = 0):
     """Numbers spaced evenly on a log scale between ``start`` and ``stop`` (same sign).
 
+    Args:
+      start, stop: the end points (non-zero, of one sign).
+      num: how many values.
+      endpoint: whether ``stop`` is included.
+      dtype: the result dtype (default: floating).
+      axis: where the samples axis goes when ``start``/``stop`` are arrays.
+
+    Returns:
+      ``num`` values forming a geometric progression.
+
     Example:
       >>> jnp.geomspace(1, 100, 3)
       Array([  1.,  10., 100.], dtype=float32)
     """
     check_arraylike("geomspace", start, stop)
-    from plax.numpy.ufuncs import exp, log, multiply, sign, abs as jabs
-    s = sign(asarray(start))
-    lin = linspace(log(jabs(asarray(start))), log(jabs(asarray(stop))), num, endpoint=endpoint, axis=axis)
-    out = multiply(s, exp(lin))
+    from plax.numpy.ufuncs import abs as jabs, log10, multiply, sign
+    start_a, stop_a = asarray(start), asarray(stop)
+    # as JAX: a base-10 logspace between the magnitudes, with the sign of start
+    lin = logspace(log10(jabs(start_a)), log10(jabs(stop_a)), num, endpoint=endpoint, axis=axis)
+    signs = sign(start_a)
+    if get_aval(signs).ndim:  # one sign per sequence: broadcast along the samples axis
+        from plax.numpy.shape_ops import expand_dims
+        from plax.numpy.util import canonicalize_axis
+        signs = expand_dims(signs, canonicalize_axis(axis, get_aval(lin).ndim))
+    out = multiply(signs, lin)
     return out if dtype is None else lax.convert_element_type(out, dtypes.check_user_dtype(dtype, "geomspace"))
 
 

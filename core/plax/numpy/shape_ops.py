@@ -286,14 +286,32 @@ def array_split(ary, indices_or_sections, axis: int = 0) -> list:
 
 
 def hsplit(ary, indices_or_sections):
+    """Splits horizontally: along axis 1 (axis 0 for 1-D arrays). See :func:`split`.
+
+    Example:
+      >>> [a.shape for a in jnp.hsplit(jnp.ones((2, 4)), 2)]
+      [(2, 2), (2, 2)]
+    """
     return split(ary, indices_or_sections, 1 if get_aval(asarray_weak(ary)).ndim > 1 else 0)
 
 
 def vsplit(ary, indices_or_sections):
+    """Splits vertically: along axis 0. See :func:`split`.
+
+    Example:
+      >>> [a.shape for a in jnp.vsplit(jnp.ones((4, 2)), [1])]
+      [(1, 2), (3, 2)]
+    """
     return split(ary, indices_or_sections, 0)
 
 
 def dsplit(ary, indices_or_sections):
+    """Splits along the third axis. See :func:`split`.
+
+    Example:
+      >>> [a.shape for a in jnp.dsplit(jnp.ones((1, 1, 4)), 2)]
+      [(1, 1, 2), (1, 1, 2)]
+    """
     return split(ary, indices_or_sections, 2)
 
 
@@ -396,10 +414,23 @@ def flip(m, axis=None):
 
 
 def fliplr(m):
+    """Reverses the order of the columns (axis 1).
+
+    Example:
+      >>> jnp.fliplr(jnp.array([[1, 2, 3]]))
+      Array([[3, 2, 1]], dtype=int32)
+    """
     return flip(m, 1)
 
 
 def flipud(m):
+    """Reverses the order of the rows (axis 0).
+
+    Example:
+      >>> jnp.flipud(jnp.array([[1], [2]]))
+      Array([[2],
+             [1]], dtype=int32)
+    """
     return flip(m, 0)
 
 

@@ -79,6 +79,105 @@ def _fast_pair(x, y):
     return False
 
 
+# One-line summaries and verified examples of the factory-made functions above and below
+# (their docstrings are assembled from these; tests/numpy/test_jnp_docs.py runs the examples).
+_SUMMARIES = {
+    'floor': 'The largest integer not greater than each element (integers are returned as is).',
+    'ceil': 'The smallest integer not less than each element (integers are returned as is).',
+    'exp': 'The exponential ``e ** x``, elementwise.',
+    'exp2': '``2 ** x``, elementwise.',
+    'expm1': '``exp(x) - 1``, accurate for small ``x``.',
+    'log': 'The natural logarithm, elementwise.',
+    'log1p': '``log(1 + x)``, accurate for small ``x``.',
+    'sqrt': 'The non-negative square root, elementwise.',
+    'cbrt': 'The real cube root, elementwise.',
+    'sin': 'The sine, elementwise (radians).',
+    'cos': 'The cosine, elementwise (radians).',
+    'tan': 'The tangent, elementwise (radians).',
+    'arcsin': 'The inverse sine, elementwise.',
+    'arccos': 'The inverse cosine, elementwise.',
+    'arctan': 'The inverse tangent, elementwise.',
+    'sinh': 'The hyperbolic sine, elementwise.',
+    'cosh': 'The hyperbolic cosine, elementwise.',
+    'tanh': 'The hyperbolic tangent, elementwise.',
+    'arcsinh': 'The inverse hyperbolic sine, elementwise.',
+    'arccosh': 'The inverse hyperbolic cosine, elementwise.',
+    'arctanh': 'The inverse hyperbolic tangent, elementwise.',
+    'add': '``x + y``, elementwise (logical or for booleans).',
+    'subtract': '``x - y``, elementwise.',
+    'multiply': '``x * y``, elementwise (logical and for booleans).',
+    'true_divide': '``x / y``, elementwise; integers are divided as floats.',
+    'maximum': 'The larger of ``x`` and ``y``, elementwise (NaN propagates).',
+    'minimum': 'The smaller of ``x`` and ``y``, elementwise (NaN propagates).',
+    'arctan2': 'The angle of the point ``(x, y)`` from the positive x axis, ``atan(x1 / x2)`` by quadrant.',
+    'nextafter': 'The next representable value after ``x`` towards ``y``.',
+    'equal': '``x == y``, elementwise.',
+    'not_equal': '``x != y``, elementwise.',
+    'less': '``x < y``, elementwise (complex numbers compare lexicographically).',
+    'less_equal': '``x <= y``, elementwise.',
+    'greater': '``x > y``, elementwise.',
+    'greater_equal': '``x >= y``, elementwise.',
+    'bitwise_and': 'Bitwise AND of integers or booleans.',
+    'bitwise_or': 'Bitwise OR of integers or booleans.',
+    'bitwise_xor': 'Bitwise XOR of integers or booleans.',
+    'float_power': '``x ** y`` computed in floating point (integers promote to floats).',
+}
+_EXAMPLES = {
+    'floor': ('jnp.floor(jnp.array([-1.5, 2.5]))', 'Array([-2.,  2.], dtype=float32)'),
+    'ceil': ('jnp.ceil(jnp.array([-1.5, 2.5]))', 'Array([-1.,  3.], dtype=float32)'),
+    'exp': ('jnp.exp(jnp.array([0.0, 1.0]))', 'Array([1.      , 2.718282], dtype=float32)'),
+    'exp2': ('jnp.exp2(jnp.array([0.0, 3.0]))', 'Array([1., 8.], dtype=float32)'),
+    'expm1': ('jnp.expm1(jnp.array([0.0, 1.0]))', 'Array([0.       , 1.7182819], dtype=float32)'),
+    'log': ('jnp.log(jnp.array([1.0, 4.0]))', 'Array([0.       , 1.3862944], dtype=float32)'),
+    'log1p': ('jnp.log1p(jnp.array([0.0, 1.0]))', 'Array([0.       , 0.6931472], dtype=float32)'),
+    'sqrt': ('jnp.sqrt(jnp.array([4.0, 9.0]))', 'Array([2., 3.], dtype=float32)'),
+    'cbrt': ('jnp.cbrt(jnp.array([-8.0, 1.0]))', 'Array([-2.,  1.], dtype=float32)'),
+    'sin': ('jnp.sin(jnp.array([0.0, 1.0]))', 'Array([0.      , 0.841471], dtype=float32)'),
+    'cos': ('jnp.cos(jnp.array([0.0, 1.0]))', 'Array([1.       , 0.5403023], dtype=float32)'),
+    'tan': ('jnp.tan(jnp.array([0.0, 1.0]))', 'Array([0.       , 1.5574077], dtype=float32)'),
+    'arcsin': ('jnp.arcsin(jnp.array([0.0, 1.0]))', 'Array([0.       , 1.5707964], dtype=float32)'),
+    'arccos': ('jnp.arccos(jnp.array([0.0, 1.0]))', 'Array([1.5707964, 0.       ], dtype=float32)'),
+    'arctan': ('jnp.arctan(jnp.array([0.0, 1.0]))', 'Array([0.       , 0.7853982], dtype=float32)'),
+    'sinh': ('jnp.sinh(jnp.array([0.0, 1.0]))', 'Array([0.       , 1.1752012], dtype=float32)'),
+    'cosh': ('jnp.cosh(jnp.array([0.0, 1.0]))', 'Array([1.       , 1.5430807], dtype=float32)'),
+    'tanh': ('jnp.tanh(jnp.array([0.0, 1.0]))', 'Array([0.       , 0.7615942], dtype=float32)'),
+    'arcsinh': ('jnp.arcsinh(jnp.array([0.0, 1.0]))', 'Array([0.       , 0.8813736], dtype=float32)'),
+    'arccosh': ('jnp.arccosh(jnp.array([1.0, 2.0]))', 'Array([0.      , 1.316958], dtype=float32)'),
+    'arctanh': ('jnp.arctanh(jnp.array([0.0, 0.5]))', 'Array([0.        , 0.54930615], dtype=float32)'),
+    'add': ('jnp.add(jnp.array([1, 2]), 3)', 'Array([4, 5], dtype=int32)'),
+    'subtract': ('jnp.subtract(jnp.array([1, 2]), 3)', 'Array([-2, -1], dtype=int32)'),
+    'multiply': ('jnp.multiply(jnp.array([1, 2]), 3)', 'Array([3, 6], dtype=int32)'),
+    'true_divide': ('jnp.true_divide(jnp.array([1, 2]), 4)', 'Array([0.25, 0.5 ], dtype=float32)'),
+    'maximum': ('jnp.maximum(jnp.array([1, 5]), 3)', 'Array([3, 5], dtype=int32)'),
+    'minimum': ('jnp.minimum(jnp.array([1, 5]), 3)', 'Array([1, 3], dtype=int32)'),
+    'arctan2': ('jnp.arctan2(jnp.array([1.0, -1.0]), 1.0)', 'Array([ 0.7853981, -0.7853981], dtype=float32)'),
+    'nextafter': ('jnp.nextafter(jnp.array([1.0, 2.0]), 3.0)', 'Array([1.0000001, 2.0000002], dtype=float32)'),
+    'equal': ('jnp.equal(jnp.array([1, 3]), 3)', 'Array([False,  True], dtype=bool)'),
+    'not_equal': ('jnp.not_equal(jnp.array([1, 3]), 3)', 'Array([ True, False], dtype=bool)'),
+    'less': ('jnp.less(jnp.array([1, 3]), 3)', 'Array([ True, False], dtype=bool)'),
+    'less_equal': ('jnp.less_equal(jnp.array([1, 3]), 3)', 'Array([ True,  True], dtype=bool)'),
+    'greater': ('jnp.greater(jnp.array([1, 3]), 3)', 'Array([False, False], dtype=bool)'),
+    'greater_equal': ('jnp.greater_equal(jnp.array([1, 3]), 3)', 'Array([False,  True], dtype=bool)'),
+    'bitwise_and': ('jnp.bitwise_and(jnp.array([12, 10]), 6)', 'Array([4, 2], dtype=int32)'),
+    'bitwise_or': ('jnp.bitwise_or(jnp.array([12, 10]), 6)', 'Array([14, 14], dtype=int32)'),
+    'bitwise_xor': ('jnp.bitwise_xor(jnp.array([12, 10]), 6)', 'Array([10, 12], dtype=int32)'),
+    'float_power': ('jnp.float_power(jnp.array([2, 3]), 2)', 'Array([4., 9.], dtype=float32)'),
+}
+
+
+def _factory_doc(name: str, nargs: int, inexact: bool) -> str:
+    """A JAX-style docstring for a factory-made ufunc."""
+    promo = (" Integer and boolean inputs are promoted to the default float type." if inexact
+             else "")
+    args = ("      x: an array or a scalar.\n" if nargs == 1 else
+            "      x, y: arrays or scalars, broadcast against each other and promoted with JAX's "
+            "rules\n        (Python scalars are weakly typed).\n")
+    expr, shown = _EXAMPLES[name]
+    return (f"{_SUMMARIES[name]}\n\n    JAX's ``jnp.{name}`` (NumPy's ``numpy.{name}``).{promo}\n\n"
+            f"    Args:\n{args}\n    Returns:\n      An array with the broadcast shape of the "
+            f"inputs.\n\n    Example:\n      >>> {expr}\n      {shown}\n    ")
+
+
 def _unary(name: str, lax_fn, inexact: bool = False, int_identity: bool = False):
     def fn(x):
         check_arraylike(name, x)
@@ -87,7 +186,7 @@ def _unary(name: str, lax_fn, inexact: bool = False, int_identity: bool = False)
         (x,) = promote_args_inexact(name, x) if inexact else promote_args(name, x)
         return lax_fn(x)
     fn.__name__ = name
-    fn.__doc__ = f"Elementwise ``{name}`` of an array (see numpy.{name})."
+    fn.__doc__ = _factory_doc(name, 1, inexact)
     return fn
 
 
@@ -101,7 +200,7 @@ def _binary(name: str, lax_fn, inexact: bool = False, bool_fn=None):
             return bool_fn(x, y)
         return lax_fn(x, y)
     fn.__name__ = name
-    fn.__doc__ = f"Elementwise ``{name}`` of two arrays, broadcast and promoted (see numpy.{name})."
+    fn.__doc__ = _factory_doc(name, 2, inexact)
     return fn
 
 
@@ -692,7 +791,7 @@ def where(condition, x=None, y=None, /, *, size=None, fill_value=None):
 
     Example:
       >>> jnp.where(jnp.array([True, False]), 1.0, 0.0)
-      Array([1., 0.], dtype=float32)
+      Array([1., 0.], dtype=float32, weak_type=True)
     """
     if x is None and y is None:
         from plax.numpy.searching import nonzero
