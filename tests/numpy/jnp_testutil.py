@@ -14,7 +14,6 @@ import numpy as np
 import pytest
 
 import plax
-import plax.numpy as jnp
 
 try:  # JAX is the reference for dtypes; the tests run without it, minus those checks
     import jax

@@ -9,7 +9,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import plax
 import plax.numpy as jnp
 from jnp_index_strategies import index_expressions, numpy_update, shapes, target_positions
 from jnp_testutil import assert_close, check_avals_like_jax, check_raises_like_jax

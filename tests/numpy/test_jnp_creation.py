@@ -11,7 +11,7 @@ import pytest
 import plax
 import plax.numpy as jnp
 from jnp_testutil import (assert_aval, assert_close, bfloat16, check_avals_like_jax,
-                          check_raises_like_jax, jax, jax_fn, rand)
+                          jax_fn)
 
 _ARRAY_CASES = [
     ([1, 2.0],), ([1, 2],), ([True, False],), (1.5,), (3,), (True,), ([],), (2j,), ([1, 2j],),

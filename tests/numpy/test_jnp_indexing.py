@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 import plax
 import plax.numpy as jnp
 from jnp_index_strategies import clamped, index_expressions, shapes, valid_for_numpy
-from jnp_testutil import assert_close, check_avals_like_jax, check_raises_like_jax, jax_fn
+from jnp_testutil import assert_close, check_avals_like_jax, check_raises_like_jax
 
 SETTINGS = settings(max_examples=300, deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])

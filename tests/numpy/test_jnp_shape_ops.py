@@ -8,7 +8,7 @@ import pytest
 
 import plax
 import plax.numpy as jnp
-from jnp_testutil import (DTYPES, assert_close, bfloat16, check_avals_like_jax,
+from jnp_testutil import (DTYPES, assert_close, check_avals_like_jax,
                           check_raises_like_jax, jax_fn, rand)
 
 _rng = np.random.default_rng(20)

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 import plax.numpy as jnp
-from jnp_testutil import (DTYPES, assert_aval, assert_close, bfloat16, check_avals_like_jax,
-                          check_raises_like_jax, is_inexact, jax, jax_fn, rand, requires_jax,
+from jnp_testutil import (DTYPES, assert_close, bfloat16, check_avals_like_jax,
+                          check_raises_like_jax, is_inexact, jax_fn, rand, requires_jax,
                           wide)
 
 

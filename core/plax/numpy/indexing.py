@@ -338,7 +338,6 @@ def scatter_update(x, idx, y, op: str, *, indices_are_sorted=False, unique_indic
     indices accumulate for add/multiply/min/max, and one of them wins for set.
     """
     from plax.numpy.creation import asarray
-    from plax.numpy.util import to_dtype
     x = asarray(x)
     aval = get_aval(x)
     if op not in _SCATTERS:

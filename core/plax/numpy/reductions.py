@@ -363,7 +363,7 @@ def average(a, axis=None, weights=None, returned: bool = False, keepdims: bool =
         n = _count(a_aval, canonicalize_axis_tuple(axis, a_aval.ndim), None)
         return (avg, lax.full(get_aval(avg).shape, n, get_aval(avg).dtype)) if returned else avg
     from plax.numpy.ufuncs import multiply
-    from plax.numpy.util import broadcast_to, check_arraylike as _check, to_dtype
+    from plax.numpy.util import check_arraylike as _check, to_dtype
     _check("average", weights)
     dt, weak = dtypes.result_type(a, weights, return_weak_type_flag=True)
     if not dtypes.is_inexact(dt):

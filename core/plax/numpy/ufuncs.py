@@ -13,7 +13,7 @@ import numpy as np
 
 from plax import dtypes, lax
 from plax.array import Array
-from plax.core.trace import Tracer, get_aval
+from plax.core.trace import get_aval
 from plax.numpy.util import (asarray_weak, check_arraylike, promote_args, promote_args_inexact,
                              to_dtype)
 
