@@ -194,7 +194,6 @@ def test_einsum(subscripts, shapes):
     check_avals_like_jax(out, jax_fn("einsum"), subscripts, *ops)
 
 
-@pytest.mark.filterwarnings("ignore::numpy.exceptions.ComplexWarning")  # complex -> float32 pet
 @pytest.mark.parametrize("dtypes_", [("int8", "float32"), ("int8", "int8"), ("bool", "int32"),
                                      ("float16", "bfloat16"), ("complex64", "float32")])
 def test_einsum_dtypes(dtypes_):
@@ -204,9 +203,10 @@ def test_einsum_dtypes(dtypes_):
     out = jnp.einsum("ij,jk->ik", a, b)
     check_avals_like_jax(out, jax_fn("einsum"), "ij,jk->ik", a, b)
     _check(out, _ref(np.einsum, "ij,jk->ik", a, b))
-    out = jnp.einsum("ij,jk->ik", a, b, preferred_element_type=np.float32)
-    check_avals_like_jax(out, jax_fn("einsum"), "ij,jk->ik", a, b,
-                         preferred_element_type=np.float32)
+    if "complex64" not in dtypes_:  # a float32 result type would drop imaginary parts
+        out = jnp.einsum("ij,jk->ik", a, b, preferred_element_type=np.float32)
+        check_avals_like_jax(out, jax_fn("einsum"), "ij,jk->ik", a, b,
+                             preferred_element_type=np.float32)
 
 
 def test_einsum_errors_name_the_problem():

@@ -405,7 +405,7 @@ def meshgrid(*xi, copy: bool = True, sparse: bool = False, indexing: str = "xy")
 def indices(dimensions: Sequence[int], dtype: Any = None, sparse: bool = False):
     """An array of grid indices: ``indices((2, 3))[0]`` holds the row of each position."""
     dimensions = canonicalize_shape(dimensions)
-    dt = dtypes.canonicalize_dtype(np.int32 if dtype is None else dtype)
+    dt = dtypes.default_int_dtype() if dtype is None else dtypes.check_user_dtype(dtype, "indices")
     grids = [lax.broadcasted_iota(dt, dimensions, i) for i in range(len(dimensions))]
     if sparse:
         out = []

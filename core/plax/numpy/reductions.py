@@ -139,7 +139,8 @@ def _count(aval, axes, where):
 
 
 def _mean_dtype(dt):
-    return dt if dtypes.is_inexact(dt) else dtypes.default_float_dtype()
+    from plax.numpy.util import to_inexact_dtype
+    return to_inexact_dtype(dt)
 
 
 def mean(a, axis=None, dtype=None, out=None, keepdims: bool = False, *, where=None):
@@ -366,8 +367,8 @@ def average(a, axis=None, weights=None, returned: bool = False, keepdims: bool =
     from plax.numpy.util import check_arraylike as _check, to_dtype
     _check("average", weights)
     dt, weak = dtypes.result_type(a, weights, return_weak_type_flag=True)
-    if not dtypes.is_inexact(dt):
-        dt = dtypes.default_float_dtype()
+    from plax.numpy.util import to_inexact_dtype
+    dt = to_inexact_dtype(dt)
     a, w = to_dtype(asarray_weak(a), dt, weak), to_dtype(asarray_weak(weights), dt, weak)
     a_shape, w_shape = get_aval(a).shape, get_aval(w).shape
     if w_shape != a_shape:

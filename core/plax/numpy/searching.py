@@ -36,12 +36,13 @@ def argsort(a, axis: int | None = -1, *, kind=None, order=None, stable: bool = T
         a, axis = ravel(a), 0
     axis = canonicalize_axis(axis, get_aval(a).ndim)
     shape = get_aval(a).shape
-    iota = lax.broadcasted_iota(np.int32, shape, axis)
+    index_dtype = dtypes.default_int_dtype()  # as JAX: int64 indices with x64
+    iota = lax.broadcasted_iota(index_dtype, shape, axis)
     if descending:
         n = shape[axis]
         rev_a = lax.rev(a, (axis,))
         _, perm = lax.sort([rev_a, iota], axis, is_stable=stable, num_keys=1)
-        return lax.rev(lax.sub(lax.full((), n - 1, np.int32), perm), (axis,))
+        return lax.rev(lax.sub(lax.full((), n - 1, index_dtype), perm), (axis,))
     _, perm = lax.sort([a, iota], axis, is_stable=stable, num_keys=1)
     return perm
 
@@ -80,7 +81,7 @@ def nonzero(a, *, size: int | None = None, fill_value=None):
                          "jnp.atleast_1d(scalar).nonzero() instead.")
     if size is None:
         host = _concrete(a, "nonzero")
-        return tuple(asarray_weak(i.astype(np.int32)) for i in np.nonzero(host))
+        return tuple(asarray_weak(i.astype(dtypes.default_int_dtype())) for i in np.nonzero(host))
     from plax.numpy.ufuncs import _as_bool
     from plax.numpy.shape_ops import ravel
     mask = ravel(_as_bool(a))
@@ -103,7 +104,8 @@ def nonzero(a, *, size: int | None = None, fill_value=None):
         idx = lax.rem(lax.div(flat, lax.full((), int(stride), np.int32)), lax.full((), max(dim, 1), np.int32))
         fill = lax.convert_element_type(asarray_weak(fill), np.int32)
         out.append(lax.select(valid, idx, lax.broadcast_in_dim(fill, (size,), ())))
-    return tuple(out)
+    index_dtype = dtypes.default_int_dtype()  # as JAX: int64 indices with x64
+    return tuple(lax.convert_element_type(o, index_dtype) for o in out)
 
 
 def _per_axis_fill(fill_value, ndim: int) -> list:
@@ -137,7 +139,7 @@ def argwhere(a, *, size: int | None = None, fill_value=None):
     if get_aval(a).ndim == 0:
         # a scalar has one (empty) index if it is non-zero
         found = nonzero(lax.reshape(a, (1,)), size=size, fill_value=fill_value)[0]
-        return lax.full((get_aval(found).shape[0], 0), 0, np.int32)
+        return lax.full((get_aval(found).shape[0], 0), 0, dtypes.default_int_dtype())
     nz = nonzero(a, size=size, fill_value=fill_value)
     return stack(nz, axis=1)
 
@@ -208,7 +210,7 @@ def unique(ar, return_index: bool = False, return_inverse: bool = False,
     res = np.unique(host, return_index=return_index, return_inverse=return_inverse,
                     return_counts=return_counts, axis=axis)
     res = list(res) if isinstance(res, tuple) else [res]
-    res = [res[0]] + [r.astype(np.int32) for r in res[1:]]
+    res = [res[0]] + [r.astype(dtypes.default_int_dtype()) for r in res[1:]]
     if return_inverse and axis is None:
         k = 1 + bool(return_index)
         res[k] = res[k].reshape(host.shape)  # as JAX: the inverse has the input's shape

@@ -761,6 +761,8 @@ conj = conjugate
 def angle(z, deg: bool = False):
     """The argument of complex ``z`` (in degrees if ``deg``)."""
     check_arraylike("angle", z)
+    if not dtypes.is_inexact(dtypes.dtype(z)):  # JAX computes integer angles in the default float
+        z = to_dtype(asarray_weak(z), dtypes.default_float_dtype())
     (z,) = promote_args_inexact("angle", z)
     re, im = real(z), imag(z)
     # JAX computes the angle in a strongly typed float, even for Python scalars

@@ -125,12 +125,30 @@ def promote_args(fun_name: str, *args: Any) -> list:
     return promote_shapes(fun_name, *promote_dtypes(*args))
 
 
+# The float type integer inputs of sin, /, mean, ... are computed in (JAX's rule): bool and
+# integers of up to 32 bits give float32 even with x64 enabled, 64-bit integers float64.
+_TO_INEXACT = {np.dtype(t): np.dtype(f) for t, f in [
+    (np.bool_, np.float32), (np.int8, np.float32), (np.int16, np.float32), (np.int32, np.float32),
+    (np.uint8, np.float32), (np.uint16, np.float32), (np.uint32, np.float32),
+    (np.int64, np.float64), (np.uint64, np.float64)]}
+
+
+def to_inexact_dtype(dtype: np.dtype) -> np.dtype:
+    """The inexact dtype functions like ``sin`` or ``/`` compute ``dtype`` values in.
+
+    Example:
+      >>> from plax.numpy.util import to_inexact_dtype
+      >>> to_inexact_dtype(np.dtype("int16"))
+      dtype('float32')
+    """
+    return dtypes.canonicalize_dtype(_TO_INEXACT.get(np.dtype(dtype), dtype))
+
+
 def promote_args_inexact(fun_name: str, *args: Any) -> list:
-    """Like :func:`promote_args`, then to the default float type if the result is not inexact."""
+    """Like :func:`promote_args`, then to an inexact type (:func:`to_inexact_dtype`)."""
     check_arraylike(fun_name, *args)
     dt, weak = dtypes.result_type(*args, return_weak_type_flag=True)
-    if not dtypes.is_inexact(dt):
-        dt = dtypes.default_float_dtype()
+    dt = to_inexact_dtype(dt)
     return promote_shapes(fun_name, *[to_dtype(a, dt, weak) for a in args])
 
 
