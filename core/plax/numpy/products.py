@@ -7,14 +7,17 @@ from typing import Sequence
 import numpy as np
 
 from plax import dtypes, lax
+from plax.array import Array
 from plax.core.trace import get_aval
 from plax.numpy.util import canonicalize_axis
 from plax.numpy.util import check_arraylike, promote_dtypes
 
 
 def _prep(name, a, b, preferred_element_type):
-    check_arraylike(name, a, b)
-    a, b = promote_dtypes(a, b)
+    if not (type(a) is Array and type(b) is Array and a.aval.dtype == b.aval.dtype
+            and a.aval.weak_type == b.aval.weak_type):  # else promotion changes nothing
+        check_arraylike(name, a, b)
+        a, b = promote_dtypes(a, b)
     pet = None
     if preferred_element_type is not None:
         pet = dtypes.canonicalize_dtype(preferred_element_type)

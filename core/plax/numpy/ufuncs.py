@@ -71,12 +71,51 @@ def _reject_complex(name: str, x) -> None:
 
 
 def _fast_pair(x, y):
-    """Both operands arrays of one dtype, shape and weak type: skip promotion (the eager hot path)."""
+    """Both operands arrays of one dtype and weak type, of one shape or one of them rank 0:
+    promotion would change nothing (the eager hot path)."""
     if type(x) is Array and type(y) is Array:
         ax, ay = x.aval, y.aval
-        return ax is ay or (ax.dtype == ay.dtype and ax.shape == ay.shape
-                            and ax.weak_type == ay.weak_type)
+        return ax is ay or (ax.dtype == ay.dtype and ax.weak_type == ay.weak_type
+                            and (ax.shape == ay.shape or not ax.shape or not ay.shape))
     return False
+
+
+_scalar_cache: dict = {}
+
+
+def _scalar_like(array: Array, value, inexact: bool):
+    """``value`` (a Python int or float) as the rank-0 operand of an op with ``array``, or None
+    when promotion would change ``array`` (then the general path runs).
+
+    The converted scalars are cached per (value, dtype, weak type, device): Arrays are
+    immutable, so ``x * 2.0`` in a loop costs no conversion.
+    """
+    aval = array.aval
+    py_dtype = dtypes.default_float_dtype() if type(value) is float else dtypes.default_int_dtype()
+    dt, weak = dtypes.result_type_of_avals(((aval.dtype, aval.weak_type), (py_dtype, True)))
+    if dt != aval.dtype or weak != aval.weak_type or (inexact and dt.kind not in "fc"):
+        return None
+    device = array._device
+    cacheable = value == value and (type(value) is int or value != 0.0)  # not nan, not +-0.0
+    key = (type(value), value, dt, weak, id(device))
+    if cacheable:
+        hit = _scalar_cache.get(key)
+        if hit is not None and hit._device is device:
+            return hit
+    if type(value) is int:
+        info = np.iinfo(py_dtype)
+        if not info.min <= value <= info.max:
+            return None  # the general path raises the OverflowError
+        host = np.array(value, py_dtype).astype(dt)  # wraps to dt, as JAX does
+    else:
+        host = np.array(value, dt)
+    from plax.array import from_host
+    out = from_host(host, device=device, weak_type=weak)
+    if cacheable:
+        if len(_scalar_cache) >= 512:
+            _scalar_cache.clear()
+        _scalar_cache[key] = out
+    return out
 
 
 # One-line summaries and verified examples of the factory-made functions above and below
@@ -180,6 +219,9 @@ def _factory_doc(name: str, nargs: int, inexact: bool) -> str:
 
 def _unary(name: str, lax_fn, inexact: bool = False, int_identity: bool = False):
     def fn(x):
+        # Eager fast path: an Array that promotion would leave unchanged.
+        if type(x) is Array and (not (inexact or int_identity) or x.aval.dtype.kind in "fc"):
+            return lax_fn(x)
         check_arraylike(name, x)
         if int_identity and not dtypes.is_inexact(dtypes.dtype(x)):
             return asarray_weak(x)
@@ -195,6 +237,15 @@ def _binary(name: str, lax_fn, inexact: bool = False, bool_fn=None):
         if _fast_pair(x, y) and (not inexact or dtypes.is_inexact(x.aval.dtype)) and (
                 bool_fn is None or x.aval.dtype != np.bool_):
             return lax_fn(x, y)
+        # Eager fast paths for an Array with a Python int or float that it absorbs.
+        if type(x) is Array and (type(y) is float or type(y) is int):
+            s = _scalar_like(x, y, inexact)
+            if s is not None:
+                return lax_fn(x, s)
+        elif type(y) is Array and (type(x) is float or type(x) is int):
+            s = _scalar_like(y, x, inexact)
+            if s is not None:
+                return lax_fn(s, y)
         x, y = promote_args_inexact(name, x, y) if inexact else promote_args(name, x, y)
         if bool_fn is not None and _dt(x) == np.bool_:
             return bool_fn(x, y)
