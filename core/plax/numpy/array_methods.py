@@ -16,10 +16,11 @@ def _reflected(fn):
 def _defer(fn):
     """Binary operator: return NotImplemented for operands plax does not know (lets Python try
     the other operand's reflected method)."""
+    from plax.array import Array
     from plax.numpy.util import is_arraylike
 
     def op(self, other):
-        if not is_arraylike(other):
+        if type(other) is not Array and not is_arraylike(other):
             return NotImplemented
         return fn(self, other)
     op.__name__ = fn.__name__
