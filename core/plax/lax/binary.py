@@ -29,7 +29,7 @@ def _naryop(name: str, allowed, out_dtype=None) -> Primitive:
         dt = same_dtypes(name, avals)
         shape = same_shapes_or_scalar(name, avals)
         weak = all(a.weak_type for a in avals)
-        return ShapedArray(shape, out_dtype or dt, weak and out_dtype is None)
+        return ShapedArray(shape, out_dtype or dt, weak)  # JAX keeps weak types for fixed-dtype outputs too
 
     prim.def_abstract_eval(abstract_eval)
     defbroadcasting(prim)

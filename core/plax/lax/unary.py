@@ -26,7 +26,7 @@ def _unop(name: str, allowed, out_dtype=None) -> Primitive:
     def abstract_eval(x, **params):
         check_dtype(name, x, allowed)
         dt = x.dtype if out_dtype is None else out_dtype(x.dtype)
-        return ShapedArray(x.shape, dt, x.weak_type and out_dtype is None)
+        return ShapedArray(x.shape, dt, x.weak_type)  # as JAX: weak in, weak out, whatever the dtype
 
     prim.def_abstract_eval(abstract_eval)
     defvectorized(prim)

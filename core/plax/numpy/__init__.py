@@ -44,9 +44,6 @@ from plax.numpy.shape_ops import (reshape, ravel, transpose, permute_dims, matri
                                   flipud, roll, rot90, diagonal, diag, trace, tril, triu, take,
                                   take_along_axis, append, pad, ndim, shape, size)
 from plax.numpy.util import broadcast_to, broadcast_shapes
-# Load the einsum module first: importing it later (products.einsum does so lazily) would
-# rebind the package attribute ``einsum`` from the function to the module.
-from plax.numpy import einsum as _einsum_module  # noqa: F401
 from plax.numpy.products import (dot, matmul, vdot, vecdot, inner, outer, tensordot, kron, cross,
                                  einsum)
 from plax.numpy.searching import (sort, argsort, nonzero, flatnonzero, argwhere, searchsorted,
@@ -67,36 +64,65 @@ character, flexible = _np.character, _np.flexible
 
 
 def dtype(obj, align=False, copy=False):
-    """``numpy.dtype`` that also understands plax scalar types and Python types."""
+    """``numpy.dtype`` that also understands plax scalar types and Python types.
+
+    Example:
+      >>> jnp.dtype(jnp.bfloat16)
+      dtype(bfloat16)
+    """
     from plax import dtypes as _dtypes
     return _dtypes.to_numpy_dtype(obj)
 
 
 def isscalar(element) -> bool:
-    """Whether ``element`` is a scalar (a Python/NumPy scalar or a rank-0 array)."""
+    """Whether ``element`` is a scalar (a Python/NumPy scalar or a rank-0 array).
+
+    Example:
+      >>> jnp.isscalar(jnp.float32(1.0)), jnp.isscalar([1.0])
+      (True, False)
+    """
     if hasattr(element, "aval"):
         return element.aval.ndim == 0
     return _np.isscalar(element)
 
 
 def can_cast(from_, to, casting: str = "safe") -> bool:
-    """NumPy's ``can_cast`` on plax dtypes."""
+    """NumPy's ``can_cast`` on plax dtypes and arrays.
+
+    Example:
+      >>> jnp.can_cast(jnp.int8, jnp.int32)
+      True
+    """
     return _np.can_cast(dtype(from_) if not hasattr(from_, "aval") else from_.dtype, dtype(to),
                         casting)
 
 
 def iscomplexobj(x) -> bool:
-    """Whether ``x`` has a complex dtype."""
+    """Whether ``x`` (an array, scalar or nested sequence) has a complex dtype.
+
+    Example:
+      >>> jnp.iscomplexobj(jnp.array([1 + 2j]))
+      True
+    """
     from plax import dtypes as _dtypes
+    if isinstance(x, (list, tuple)):
+        return _np.iscomplexobj(_np.asarray(x))
     return _dtypes.is_complex(_dtypes.dtype(x))
 
 
 def isrealobj(x) -> bool:
+    """Whether ``x`` does not have a complex dtype (see :func:`iscomplexobj`)."""
     return not iscomplexobj(x)
 
 
 def copy(a, order=None):
-    """A copy of ``a`` (arrays are immutable, so the array itself)."""
+    """A copy of ``a`` (arrays are immutable, so the array itself).
+
+    Raises:
+      TypeError: for lists and tuples, as JAX (use jnp.array).
+    """
+    from plax.numpy.util import check_arraylike
+    check_arraylike("copy", a)
     return asarray(a)
 
 

@@ -11,8 +11,16 @@ import numpy as np
 from plax import dtypes, lax
 from plax.array import Array, from_host
 from plax.core.trace import Tracer, get_aval
-from plax.lax.base import canonicalize_shape
+from plax.lax import base as _lax_base
 from plax.numpy.util import check_arraylike, to_dtype
+
+
+def canonicalize_shape(shape: Any) -> tuple[int, ...]:
+    """A shape as a tuple of non-negative ints; negative sizes raise TypeError, as in JAX."""
+    try:
+        return _lax_base.canonicalize_shape(shape)
+    except ValueError as err:
+        raise TypeError(f"{err}; array shapes must be non-negative, got {shape!r}") from None
 
 
 def _has_traced(obj) -> bool:
@@ -87,17 +95,27 @@ def _host_from_sequence(seq) -> np.ndarray:
             leaves.append(o)
 
     collect(seq)
-    host = np.array(seq)
+    for v in leaves:
+        if not isinstance(v, (bool, int, float, complex, np.generic, np.ndarray)):
+            raise TypeError(f"array(): unexpected element of type {type(v).__name__} ({v!r}) in "
+                            "a list; expected numbers or arrays.")
+    try:
+        host = np.array(seq)
+    except ValueError as err:  # ragged nesting
+        raise ValueError(f"array(): cannot build a rectangular array from {seq!r}: {err}") from None
     if host.dtype == object:
-        raise TypeError(f"array(): cannot build a rectangular array from {seq!r}")
-    if leaves and all(isinstance(v, (bool, int, float, complex)) for v in leaves):
-        dt = dtypes.result_type(*leaves)  # Python scalars only: JAX's default types
-        if any(isinstance(v, int) and not isinstance(v, bool) for v in leaves) and dtypes.is_integer(dt):
-            info = np.iinfo(dt)
-            if any(not info.min <= v <= info.max for v in leaves if isinstance(v, int)):
-                raise OverflowError(f"Python int too large to convert to {dt.name}")
-        return host.astype(dt)
-    return host
+        raise ValueError(f"array(): cannot build a rectangular array from {seq!r}")
+    if not leaves:
+        return host
+    # JAX types a list by promoting its elements: Python scalars are weak (they take the
+    # type of typed elements, else JAX's defaults), NumPy scalars and arrays are strong.
+    dt = dtypes.result_type(*leaves)
+    if dtypes.is_integer(dt):
+        info = np.iinfo(dt)
+        if any(not info.min <= v <= info.max for v in leaves
+               if isinstance(v, int) and not isinstance(v, bool)):
+            raise OverflowError(f"Python int too large to convert to {dt.name}")
+    return host.astype(dt)
 
 
 def asarray(a: Any, dtype: Any = None, order: str | None = None, *, copy: bool | None = None):
@@ -108,7 +126,15 @@ def asarray(a: Any, dtype: Any = None, order: str | None = None, *, copy: bool |
 
 
 def from_dlpack(x: Any, *, device=None, copy: bool | None = None):
-    """An Array from any object implementing the DLPack protocol (``__dlpack__``)."""
+    """An Array from any object implementing the DLPack protocol (``__dlpack__``).
+
+    Example:
+      >>> jnp.from_dlpack(np.arange(3))
+      Array([0, 1, 2], dtype=int32)
+    """
+    if not (hasattr(x, "__dlpack__") and hasattr(x, "__dlpack_device__")):
+        raise TypeError(f"The array passed to from_dlpack must have __dlpack__ and "
+                        f"__dlpack_device__ methods, got {type(x).__name__}.")
     host = np.from_dlpack(x)
     from plax.devices import resolve_device
     return from_host(np.array(host, copy=True), device=resolve_device(device) if device else None)
@@ -124,7 +150,8 @@ def full(shape: Any, fill_value: Any, dtype: Any = None, *, device=None):
     if np.ndim(fill_value) if not isinstance(fill_value, (Array, Tracer)) else get_aval(fill_value).ndim:
         from plax.numpy.util import broadcast_to
         return broadcast_to(to_dtype(asarray(fill_value), dt), shape)
-    return lax.full(shape, fill_value, dt)
+    weak = dtype is None and dtypes.is_weakly_typed(fill_value)
+    return lax.full(shape, fill_value, dt, weak_type=weak)
 
 
 def zeros(shape: Any, dtype: Any = None, *, device=None):
@@ -239,6 +266,9 @@ def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True, retste
     from plax.numpy.ufuncs import add, multiply, subtract, divide
     from plax.numpy.shape_ops import expand_dims, moveaxis
     start_a, stop_a = promote_args_inexact("linspace", start, stop)
+    from plax.numpy.util import broadcast_shapes, broadcast_to
+    bshape = broadcast_shapes(get_aval(start_a).shape, get_aval(stop_a).shape)
+    start_a, stop_a = broadcast_to(start_a, bshape), broadcast_to(stop_a, bshape)
     dt = get_aval(start_a).dtype if dtype is None else dtypes.check_user_dtype(dtype, "linspace")
     compute = dtypes.promote_types(get_aval(start_a).dtype, dtypes.default_float_dtype())
     compute = dtypes.canonicalize_dtype(compute)
@@ -266,7 +296,23 @@ def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True, retste
 
 def logspace(start, stop, num: int = 50, endpoint: bool = True, base: float = 10.0, dtype=None,
              axis: int = 0):
-    """``base ** linspace(start, stop, num)``."""
+    """Numbers spaced evenly on a log scale: ``base ** linspace(start, stop, num)``.
+
+    Args:
+      start, stop: the exponents of the end points.
+      num: how many values.
+      endpoint: whether ``base ** stop`` is included.
+      base: the base of the logarithm.
+      dtype: the result dtype (default: floating).
+      axis: where the samples axis goes when ``start``/``stop`` are arrays.
+
+    Returns:
+      ``num`` values.
+
+    Example:
+      >>> jnp.logspace(0, 2, 3)
+      Array([  1.,  10., 100.], dtype=float32)
+    """
     from plax.numpy.ufuncs import power
     lin = linspace(start, stop, num, endpoint=endpoint, axis=axis)
     out = power(lax.full((), base, get_aval(lin).dtype), lin)
@@ -274,11 +320,33 @@ def logspace(start, stop, num: int = 50, endpoint: bool = True, base: float = 10
 
 
 def geomspace(start, stop, num: int = 50, endpoint: bool = True, dtype=None, axis: int = 0):
-    """Numbers spaced evenly on a log scale between ``start`` and ``stop`` (same sign)."""
-    from plax.numpy.ufuncs import exp, log, multiply, sign, abs as jabs
-    s = sign(asarray(start))
-    lin = linspace(log(jabs(asarray(start))), log(jabs(asarray(stop))), num, endpoint=endpoint, axis=axis)
-    out = multiply(s, exp(lin))
+    """Numbers spaced evenly on a log scale between ``start`` and ``stop`` (same sign).
+
+    Args:
+      start, stop: the end points (non-zero, of one sign).
+      num: how many values.
+      endpoint: whether ``stop`` is included.
+      dtype: the result dtype (default: floating).
+      axis: where the samples axis goes when ``start``/``stop`` are arrays.
+
+    Returns:
+      ``num`` values forming a geometric progression.
+
+    Example:
+      >>> jnp.geomspace(1, 100, 3)
+      Array([  1.,  10., 100.], dtype=float32)
+    """
+    check_arraylike("geomspace", start, stop)
+    from plax.numpy.ufuncs import abs as jabs, log10, multiply, sign
+    start_a, stop_a = asarray(start), asarray(stop)
+    # as JAX: a base-10 logspace between the magnitudes, with the sign of start
+    lin = logspace(log10(jabs(start_a)), log10(jabs(stop_a)), num, endpoint=endpoint, axis=axis)
+    signs = sign(start_a)
+    if get_aval(signs).ndim:  # one sign per sequence: broadcast along the samples axis
+        from plax.numpy.shape_ops import expand_dims
+        from plax.numpy.util import canonicalize_axis
+        signs = expand_dims(signs, canonicalize_axis(axis, get_aval(lin).ndim))
+    out = multiply(signs, lin)
     return out if dtype is None else lax.convert_element_type(out, dtypes.check_user_dtype(dtype, "geomspace"))
 
 
@@ -337,7 +405,7 @@ def meshgrid(*xi, copy: bool = True, sparse: bool = False, indexing: str = "xy")
 def indices(dimensions: Sequence[int], dtype: Any = None, sparse: bool = False):
     """An array of grid indices: ``indices((2, 3))[0]`` holds the row of each position."""
     dimensions = canonicalize_shape(dimensions)
-    dt = dtypes.canonicalize_dtype(np.int32 if dtype is None else dtype)
+    dt = dtypes.default_int_dtype() if dtype is None else dtypes.check_user_dtype(dtype, "indices")
     grids = [lax.broadcasted_iota(dt, dimensions, i) for i in range(len(dimensions))]
     if sparse:
         out = []

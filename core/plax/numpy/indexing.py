@@ -11,6 +11,7 @@ index form that reads also writes, with out-of-bounds updates dropped.
 """
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -28,6 +29,11 @@ class NonConcreteBooleanIndexError(IndexError, TypeError):
         super().__init__(f"Array boolean indices must be concrete; got {aval.str_short()}. The "
                          "shape of x[mask] depends on the mask's values, which are unknown under "
                          "jit/vmap. Use jnp.where(mask, x, fill) or jnp.nonzero(mask, size=N).")
+
+
+# entries that index no axis of the operand: a new axis, and the separator an empty Ellipsis
+# leaves between advanced indices
+_NO_AXIS = ("none", "sep")
 
 
 def _is_int_scalar(i) -> bool:
@@ -48,6 +54,12 @@ def _normalize_entries(x_shape: tuple, idx: Any) -> list:
     """Expands the index into entries ('none',), ('slice', s), ('int', i), ('array', a)
     (a bool mask becomes one 'array' entry per masked axis)."""
     from plax.numpy.creation import array as jnp_array
+    if isinstance(idx, list):
+        # NumPy's old "a list may be a tuple" rule is ambiguous; JAX refuses it, and so do we
+        hint = "arr[tuple(seq)]" if any(isinstance(i, (slice, list, type(None), type(Ellipsis)))
+                                        or hasattr(i, "__len__") for i in idx) else "arr[array(seq)]"
+        raise TypeError(f"Using a non-tuple sequence for multidimensional indexing is not "
+                        f"allowed; use {hint} instead of arr[seq] (got index {idx!r}).")
     if not isinstance(idx, tuple):
         idx = (idx,)
     entries: list = []
@@ -73,8 +85,14 @@ def _normalize_entries(x_shape: tuple, idx: Any) -> list:
         elif _is_int_scalar(i):
             entries.append(("int", int(i)))
         elif isinstance(i, (list, tuple)):
+            # a sequence inside an index tuple is an array index (integer or boolean)
             arr = jnp_array(i) if len(i) else jnp_array(i, dtype=np.int32)
-            entries.append(("array", arr))
+            if get_aval(arr).dtype == np.bool_:
+                entries.append(("mask", np.asarray(arr)))
+            elif dtypes.is_integer(get_aval(arr).dtype):
+                entries.append(("array", arr))
+            else:
+                raise _index_error_for(arr)
         elif isinstance(i, (Array, Tracer, np.ndarray)):
             aval = get_aval(i) if not isinstance(i, np.ndarray) else None
             dt = aval.dtype if aval is not None else i.dtype
@@ -98,38 +116,83 @@ def _normalize_entries(x_shape: tuple, idx: Any) -> list:
         raise IndexError(f"Too many indices: array is {len(x_shape)}-dimensional, but "
                          f"{consumed} were indexed")
     out: list = []
+    dim = 0  # the axis of x the next entry indexes
     for e in entries:
         if e[0] == "ellipsis":
-            out.extend([("slice", slice(None))] * (len(x_shape) - consumed))
+            n = len(x_shape) - consumed
+            # an Ellipsis of no axes still separates advanced indices (NumPy's placement rule)
+            out.extend([("slice", slice(None))] * n if n else [("sep",)])
+            dim += n
         elif e[0] == "mask":
             mask = e[1]
             if mask.ndim == 0:
                 out.append(("bool", bool(mask)))
-            else:
-                out.extend(("array", jnp_array(nz.astype(np.int32))) for nz in np.nonzero(mask))
+                continue
+            covered = tuple(x_shape[dim:dim + mask.ndim])
+            if mask.shape != covered:
+                raise IndexError(f"boolean index did not match indexed array: the mask has "
+                                 f"shape {mask.shape} but indexes axes {dim}.."
+                                 f"{dim + mask.ndim - 1} of shape {covered} (array shape "
+                                 f"{tuple(x_shape)})")
+            out.extend(("array", jnp_array(nz.astype(np.int32))) for nz in np.nonzero(mask))
+            dim += mask.ndim
         else:
             out.append(e)
+            dim += e[0] != "none" and e[0] != "bool"
     if n_ell == 0:
         out.extend([("slice", slice(None))] * (len(x_shape) - consumed))
     return out
 
 
 def getitem(x, idx, *, mode=None, fill_value=None, ints_as_arrays: bool = False):
-    """``x[idx]`` with NumPy semantics (see the module docstring)."""
+    """``x[idx]`` with NumPy semantics (see the module docstring).
+
+    Args:
+      x: the array.
+      idx: the index: ints, slices, None, Ellipsis, integer arrays, boolean masks (concrete)
+        and tuples of them.
+      mode: how out-of-bounds integer array indices behave: None (clamp, JAX's default for
+        reads), "clip", "fill" (return ``fill_value``) or "promise_in_bounds".
+      fill_value: the value read out of bounds in "fill" mode (default NaN for inexact
+        types, the extreme value for integers).
+      ints_as_arrays: treat integer scalars as advanced indices (used by ``.at[]``).
+
+    Returns:
+      The indexed array.
+
+    Raises:
+      IndexError: too many indices, a mask of the wrong shape, or an index into an empty axis.
+      TypeError: an index of the wrong type (float, string, a top-level list).
+      NonConcreteBooleanIndexError: a boolean mask that is traced.
+    """
+    from plax.numpy.creation import asarray
+    x = asarray(x)
     entries = _normalize_entries(get_aval(x).shape, idx)
-    # A bool scalar index adds an axis: of size 1 for True, 0 for False.
-    empty = {k for k, e in enumerate(entries) if e[0] == "bool" and not e[1]}
-    entries = [("none",) if e[0] == "bool" else e for e in entries]
+    if any(e[0] == "bool" for e in entries):
+        x, entries = _bools_as_arrays(x, entries)
+    if mode is not None and GatherScatterMode.from_any(mode) == GatherScatterMode.FILL_OR_DROP:
+        ints_as_arrays = True  # out-of-bounds ints read fill_value, so they must be gathered
     if ints_as_arrays or any(e[0] == "array" for e in entries):
         entries = [("array", np.int32(e[1])) if e[0] == "int" else e for e in entries]
-    out, new_axes = _index(x, entries, mode, fill_value)
-    if empty:
-        limits = list(get_aval(out).shape)
-        for k, axis in new_axes:
-            if k in empty:
-                limits[axis] = 0
-        out = lax.slice(out, [0] * len(limits), limits)
+    out, _ = _index(x, entries, mode, fill_value)
     return out
+
+
+def _bools_as_arrays(x, entries):
+    """A scalar boolean index is NumPy's 0-d boolean array: an advanced index that adds an axis
+    of size 1 (True) or 0 (False). Insert that axis and index it with ``[0]`` or ``[]``."""
+    new_entries, insert_at, axis = [], [], 0
+    for e in entries:
+        if e[0] == "bool":
+            insert_at.append(axis)
+            new_entries.append(("array", np.zeros(1 if e[1] else 0, np.int32)))
+            axis += 1
+        elif e[0] in _NO_AXIS:
+            new_entries.append(e)
+        else:
+            new_entries.append(e)
+            axis += 1
+    return lax.expand_dims(x, insert_at), new_entries
 
 
 def _static_slice(x, axis: int, s: slice):
@@ -163,7 +226,7 @@ def _index(x, entries, mode, fill_value):
     axis = 0
     int_axes = []
     for e in entries:
-        if e[0] == "none":
+        if e[0] in _NO_AXIS:
             continue
         if e[0] == "slice":
             x = _static_slice(x, axis, e[1])
@@ -216,7 +279,7 @@ def _advanced(x, entries, adv, mode, fill_value):
     # operand axis of each entry (None and advanced entries consume/skip as usual)
     axes, axis = {}, 0
     for k, e in enumerate(entries):
-        if e[0] == "none":
+        if e[0] in _NO_AXIS:
             continue
         axes[k] = axis
         axis += 1
@@ -236,6 +299,15 @@ def _advanced(x, entries, adv, mode, fill_value):
         idx_arrays.append(i)
     idx_arrays = broadcast_arrays(*idx_arrays)
     batch_shape = get_aval(idx_arrays[0]).shape
+    empty_axes = [a for a in adv_axes if shape[a] == 0]
+    if empty_axes:
+        if math.prod(batch_shape):
+            raise IndexError(f"index is out of bounds for axis {empty_axes[0]} with size 0 (an "
+                             f"integer array index of shape {batch_shape} into an empty axis)")
+        # nothing is read: give the empty axes one (unused) element so the gather is well formed
+        x = lax.pad(x, lax.full((), 0, get_aval(x).dtype),
+                    [(0, 1 if a in empty_axes else 0, 0) for a in range(len(shape))])
+        shape = get_aval(x).shape
     indices = stack(idx_arrays, axis=-1)
     slice_axes = [a for a in range(len(shape)) if a not in adv_axes]
     n_before = sum(1 for k, e in enumerate(entries) if e[0] == "slice" and k < adv[0]) if contiguous else 0
@@ -253,54 +325,148 @@ def _advanced(x, entries, adv, mode, fill_value):
 
 # ------------------------------------------------------------------ .at[] updates
 
-def _is_basic_index(idx) -> bool:
-    """Whether ``idx`` has only static ints, static slices, None and Ellipsis."""
-    entries = idx if isinstance(idx, tuple) else (idx,)
-    for i in entries:
-        if isinstance(i, slice):
-            if not all(p is None or _is_int_scalar(p) for p in (i.start, i.stop, i.step)):
-                return False
-        elif not (i is None or i is Ellipsis or _is_int_scalar(i)):
-            return False
-    return True
+_SCATTERS = {"set": lax.scatter, "add": lax.scatter_add, "multiply": lax.scatter_mul,
+             "min": lax.scatter_min, "max": lax.scatter_max}
 
 
 def scatter_update(x, idx, y, op: str, *, indices_are_sorted=False, unique_indices=False,
                    mode=None):
-    """``x.at[idx].<op>(y)`` for op in set/add/multiply/min/max."""
+    """``x.at[idx].<op>(y)`` for op in set/add/multiply/min/max.
+
+    ``y`` is cast to ``x``'s dtype and broadcast to the shape of ``x[idx]``. Out-of-bounds
+    indices are dropped (the default, ``mode="drop"``) or clamped (``mode="clip"``); repeated
+    indices accumulate for add/multiply/min/max, and one of them wins for set.
+    """
     from plax.numpy.creation import asarray
-    from plax.numpy.util import broadcast_to, to_dtype
     x = asarray(x)
     aval = get_aval(x)
+    if op not in _SCATTERS:
+        raise ValueError(f"unknown .at[] update {op!r}; expected one of {sorted(_SCATTERS)}")
+    if op in ("add", "multiply") and aval.dtype == np.bool_:
+        raise TypeError(f"x.at[idx].{op}() does not accept dtype bool (as in JAX); use set, "
+                        "min or max, or cast to an integer type first.")
+    y = _as_update(y, aval)
+    gmode = GatherScatterMode.FILL_OR_DROP if mode is None else GatherScatterMode.from_any(mode)
+    if aval.size == 0:
+        return x  # nothing to update (every index is out of bounds, hence dropped)
+    region = _static_region(aval.shape, idx)
+    if region is not None:
+        return _update_region(x, region, y, op)
     n = aval.size
     if n >= np.iinfo(np.int32).max:
         raise ValueError("arrays with 2**31 or more elements cannot be updated with .at[]")
-    ids = lax.broadcasted_iota(np.int32, (n,), 0)
-    ids = lax.reshape(ids, aval.shape)
-    gmode = GatherScatterMode.FILL_OR_DROP if mode is None else GatherScatterMode.from_any(mode)
+    # The flat positions x[idx] reads: index an iota with the same machinery as getitem, so
+    # every index form that reads also writes. Out-of-bounds positions read as n (dropped).
+    ids = lax.reshape(lax.iota(np.int32, n), aval.shape)
     fill = n if gmode == GatherScatterMode.FILL_OR_DROP else None
     target = getitem(ids, idx, mode=gmode, fill_value=fill, ints_as_arrays=True)
     tshape = get_aval(target).shape
-    y = to_dtype(y, aval.dtype, False) if not isinstance(y, (Array, Tracer)) or get_aval(y).dtype != aval.dtype else y
-    y = broadcast_to(y, tshape)
+    y = _broadcast_update(y, tshape, idx)
+    size = math.prod(tshape)
     flat_x = lax.reshape(x, (n,))
-    flat_ids = lax.reshape(target, (int(np.prod(tshape)), 1))
-    flat_y = lax.reshape(y, (int(np.prod(tshape)),))
+    flat_ids = lax.reshape(target, (size, 1))
+    flat_y = lax.reshape(y, (size,))
     dnums = ScatterDimensionNumbers(update_window_dims=(), inserted_window_dims=(0,),
                                     scatter_dims_to_operand_dims=(0,))
-    if _is_basic_index(idx):
-        # Static ints and slices select distinct elements: tell the scatter so (as JAX does),
-        # which also makes scatter_mul differentiable with respect to its updates.
-        unique_indices = True
-    fn = {"set": lax.scatter, "add": lax.scatter_add, "multiply": lax.scatter_mul,
-          "min": lax.scatter_min, "max": lax.scatter_max}[op]
-    smode = GatherScatterMode.FILL_OR_DROP if gmode == GatherScatterMode.FILL_OR_DROP else gmode
-    out = fn(flat_x, flat_ids, flat_y, dnums, indices_are_sorted=indices_are_sorted,
-             unique_indices=unique_indices, mode=smode)
+    out = _SCATTERS[op](flat_x, flat_ids, flat_y, dnums, indices_are_sorted=indices_are_sorted,
+                        unique_indices=unique_indices, mode=gmode)
     out = lax.reshape(out, aval.shape)
     if aval.weak_type:
         out = lax.convert_element_type(out, aval.dtype, True)
     return out
+
+
+def _as_update(y, aval):
+    """The update values as an array of the operand's dtype (and weak type)."""
+    from plax.numpy.util import check_arraylike, to_dtype
+    if isinstance(y, (list, tuple)):
+        from plax.numpy.creation import array
+        y = array(y)
+    check_arraylike(".at[] update", y)
+    return to_dtype(y, aval.dtype, aval.weak_type)
+
+
+def _broadcast_update(y, shape, idx):
+    """``y`` broadcast to ``shape`` (the shape of ``x[idx]``), dropping leading size-1 axes of
+    ``y`` first, as NumPy's assignment does."""
+    from plax.numpy.util import broadcast_to
+    yshape = get_aval(y).shape
+    while len(yshape) > len(shape) and yshape[0] == 1:
+        yshape = yshape[1:]
+        y = lax.reshape(y, yshape)
+    try:
+        return broadcast_to(y, shape)
+    except ValueError:
+        raise ValueError(f"Incompatible shapes for .at[] update: values of shape "
+                         f"{get_aval(y).shape} cannot be broadcast to the indexed shape {shape} "
+                         f"(index {idx!r})") from None
+
+
+def _static_region(shape, idx):
+    """For an index of static in-bounds ints, unit-step slices, None and Ellipsis only: the
+    box it selects, as (starts, sizes, result shape); otherwise None. Such updates need no
+    scatter: a dynamic_update_slice writes the box."""
+    parts = idx if isinstance(idx, tuple) else (idx,)
+    if isinstance(idx, list):
+        return None
+    for p in parts:
+        if not (p is None or p is Ellipsis or _is_int_scalar(p) or
+                isinstance(p, slice) and all(v is None or _is_int_scalar(v)
+                                             for v in (p.start, p.stop, p.step))):
+            return None
+    if sum(p is Ellipsis for p in parts) > 1:
+        return None
+    consumed = sum(1 for p in parts if p is not None and p is not Ellipsis)
+    if consumed > len(shape):
+        return None  # let getitem raise its IndexError
+    starts, sizes, out_shape, dim = [], [], [], 0
+    for p in parts:
+        if p is None:
+            out_shape.append(1)
+            continue
+        if p is Ellipsis:
+            for _ in range(len(shape) - consumed):
+                starts.append(0)
+                sizes.append(shape[dim])
+                out_shape.append(shape[dim])
+                dim += 1
+            continue
+        d = shape[dim]
+        if isinstance(p, slice):
+            start, stop, step = p.indices(d)
+            if step != 1:
+                return None
+            n = max(stop - start, 0)
+            starts.append(start)
+            sizes.append(n)
+            out_shape.append(n)
+        else:
+            i = int(p) + d if int(p) < 0 else int(p)
+            if not 0 <= i < d:
+                return None  # out of bounds: the general path drops (or clips) it
+            starts.append(i)
+            sizes.append(1)
+        dim += 1
+    for d in shape[dim:]:
+        starts.append(0)
+        sizes.append(d)
+        out_shape.append(d)
+    return tuple(starts), tuple(sizes), tuple(out_shape)
+
+
+def _update_region(x, region, y, op):
+    """Applies ``op`` with ``y`` to the static box ``region`` of ``x``."""
+    starts, sizes, out_shape = region
+    y = _broadcast_update(y, out_shape, "static box")
+    y = lax.reshape(y, sizes)
+    if op != "set":
+        limits = [s + n for s, n in zip(starts, sizes)]
+        old = lax.slice(x, starts, limits)
+        combine = {"add": lax.add, "multiply": lax.mul, "min": lax.min, "max": lax.max}[op]
+        y = combine(old, y)
+    if sizes == get_aval(x).shape:
+        return y
+    return lax.dynamic_update_slice(x, y, [np.int32(s) for s in starts])
 
 
 class _IndexUpdateHelper:
@@ -364,21 +530,24 @@ class _IndexUpdateRef:
 
     mul = multiply
 
-    def _factors(self, values, kwargs):
-        # The product of the values scattered at each position (1 elsewhere), so a repeated
-        # index divides (or raises) repeatedly, as ``x[idx] /= y`` applied per index would.
+    def divide(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None):
+        """``x[idx] /= values``, as a new array (true division: integers become floats;
+        repeated indices divide by each of their values)."""
         from plax.numpy.creation import ones_like
-        return _IndexUpdateRef(ones_like(self.array), self.index).multiply(values, **kwargs)
-
-    def divide(self, values, **kwargs):
-        """``x[idx] /= values`` (repeated indices divide repeatedly), as a new array."""
         from plax.numpy.ufuncs import divide
-        return divide(self.array, self._factors(values, kwargs))
+        divisor = scatter_update(ones_like(self.array), self.index, values, "multiply",
+                                 indices_are_sorted=indices_are_sorted,
+                                 unique_indices=unique_indices, mode=mode)
+        return divide(self.array, divisor)
 
-    def power(self, values, **kwargs):
-        """``x[idx] **= values`` (repeated indices multiply the exponent), as a new array."""
+    def power(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None):
+        """``x[idx] **= values``, as a new array (repeated indices multiply their exponents)."""
+        from plax.numpy.creation import ones_like
         from plax.numpy.ufuncs import power
-        return power(self.array, self._factors(values, kwargs))
+        exponent = scatter_update(ones_like(self.array), self.index, values, "multiply",
+                                  indices_are_sorted=indices_are_sorted,
+                                  unique_indices=unique_indices, mode=mode)
+        return power(self.array, exponent)
 
     def min(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None):
         """``x[idx] = minimum(x[idx], values)``, as a new array."""

@@ -9,7 +9,7 @@ import numpy as np
 from plax import dtypes, lax
 from plax.array import Array
 from plax.core.trace import get_aval
-from plax.lax.base import canonicalize_axis
+from plax.numpy.util import canonicalize_axis
 from plax.numpy.util import check_arraylike, promote_dtypes
 
 
@@ -64,9 +64,11 @@ def matmul(a, b, *, precision=None, preferred_element_type=None):
         b = lax.reshape(b, b_shape + (1,))
     a_shape, b_shape = get_aval(a).shape, get_aval(b).shape
     if a_shape[-1] != b_shape[-2]:
-        raise ValueError(f"matmul: Input operand 1 has a mismatch in its core dimension 0, with "
-                         f"gufunc signature (n?,k),(k,m?)->(n?,m?) (size {b_shape[-2]} is "
-                         f"different from {a_shape[-1]})")
+        # JAX raises a TypeError here (from dot_general), so plax does too
+        raise TypeError(f"matmul: the contracted dimensions differ: a has shape "
+                        f"{get_aval(a).shape} (last axis {a_shape[-1]}) and b has shape "
+                        f"{get_aval(b).shape} (axis -2 of size {b_shape[-2]}); they must be "
+                        "equal.")
     from plax.numpy.util import broadcast_shapes, broadcast_to
     batch = broadcast_shapes(a_shape[:-2], b_shape[:-2])
     a = broadcast_to(a, batch + a_shape[-2:])
@@ -90,10 +92,36 @@ def vdot(a, b, *, precision=None, preferred_element_type=None):
 
 
 def vecdot(x1, x2, /, *, axis: int = -1, precision=None, preferred_element_type=None):
-    """Conjugated dot product of vectors along ``axis``, broadcasting the others."""
-    from plax.numpy.ufuncs import conjugate, multiply
-    from plax.numpy.reductions import sum as jsum
-    return jsum(multiply(conjugate(x1), x2), axis=axis)
+    """Conjugated dot product of vectors along ``axis``, broadcasting the other axes.
+
+    Args:
+      x1, x2: arrays whose ``axis`` has the same length (other axes broadcast).
+      axis: the axis holding the vectors.
+
+    Returns:
+      ``sum(conj(x1) * x2, axis)`` in the promoted dtype (not widened as ``sum`` would).
+
+    Example:
+      >>> jnp.vecdot(jnp.array([1., 2.]), jnp.array([3., 4.]))
+      Array(11., dtype=float32)
+    """
+    from plax.numpy.shape_ops import broadcast_arrays, moveaxis
+    from plax.numpy.ufuncs import conjugate
+    x1, x2, pet = _prep("vecdot", x1, x2, preferred_element_type)
+    n1, n2 = get_aval(x1).ndim, get_aval(x2).ndim
+    if n1 == 0 or n2 == 0:
+        raise ValueError(f"vecdot requires arrays with at least one dimension, got shapes "
+                         f"{get_aval(x1).shape} and {get_aval(x2).shape}")
+    x1 = moveaxis(x1, canonicalize_axis(axis, n1), -1)
+    x2 = moveaxis(x2, canonicalize_axis(axis, n2), -1)
+    if get_aval(x1).shape[-1] != get_aval(x2).shape[-1]:
+        raise ValueError(f"vecdot: the vector axes have different sizes: shapes "
+                         f"{get_aval(x1).shape} and {get_aval(x2).shape} (after moving axis "
+                         f"{axis} last)")
+    x1, x2 = broadcast_arrays(conjugate(x1), x2)
+    nd = get_aval(x1).ndim
+    batch = tuple(range(nd - 1))
+    return lax.dot_general(x1, x2, (((nd - 1,), (nd - 1,)), (batch, batch)), precision, pet)
 
 
 def inner(a, b, *, precision=None, preferred_element_type=None):
@@ -185,7 +213,7 @@ def einsum(subscripts: str, *operands, optimize=None, precision=None,
     Supports explicit and implicit output, ``...`` broadcasting, repeated indices within one
     operand (diagonals) and any number of operands.
     """
-    from plax.numpy.einsum import einsum as _einsum
+    from plax.numpy._einsum import einsum as _einsum
     return _einsum(subscripts, *operands, precision=precision,
                    preferred_element_type=preferred_element_type)
 

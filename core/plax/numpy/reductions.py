@@ -139,7 +139,8 @@ def _count(aval, axes, where):
 
 
 def _mean_dtype(dt):
-    return dt if dtypes.is_inexact(dt) else dtypes.default_float_dtype()
+    from plax.numpy.util import to_inexact_dtype
+    return to_inexact_dtype(dt)
 
 
 def mean(a, axis=None, dtype=None, out=None, keepdims: bool = False, *, where=None):
@@ -180,10 +181,9 @@ def var(a, axis=None, dtype=None, out=None, ddof: int = 0, keepdims: bool = Fals
     axes = canonicalize_axis_tuple(axis, aval.ndim)
     dt = dtypes.check_user_dtype(dtype, "var") if dtype is not None else _mean_dtype(aval.dtype)
     compute = np.dtype(np.float32) if dt in (dtypes.float16, dtypes.bfloat16) else dt
+    from plax.numpy.ufuncs import subtract
     x = lax.convert_element_type(a, compute)
-    from plax.numpy.util import broadcast_to
-    # lax.sub does not broadcast: spread the (keepdims) mean back over the reduced axes
-    centered = lax.sub(x, broadcast_to(mean(x, axis=axes, keepdims=True, where=where), aval.shape))
+    centered = subtract(x, mean(x, axis=axes, keepdims=True, where=where))
     if dtypes.is_complex(compute):
         sq = lax.real(lax.mul(centered, lax.conj(centered)))
     else:
@@ -193,6 +193,7 @@ def var(a, axis=None, dtype=None, out=None, ddof: int = 0, keepdims: bool = Fals
         n = _count(aval, axes, None)
         denom = lax.full((), builtins.max(n - ddof, 0), rdt)
     else:
+        from plax.numpy.util import broadcast_to
         denom = lax.sub(sum(broadcast_to(asarray_weak(where), aval.shape), axis=axes, dtype=rdt,
                             keepdims=keepdims), lax.full((), ddof, rdt))
     out = lax.div(sum(sq, axis=axes, keepdims=keepdims, where=where), denom)
@@ -210,15 +211,36 @@ def _arg(name, fn, a, axis, out, keepdims):
     check_arraylike(name, a)
     a = asarray_weak(a)
     aval = get_aval(a)
+    if dtypes.is_complex(aval.dtype):
+        fn = _complex_arg(fn)
     if axis is None:
         a = lax.reshape(a, (aval.size,))
         if aval.size == 0:
             raise ValueError(f"attempt to get {name} of an empty sequence")
         res = fn(a, 0, dtypes.default_int_dtype())
         return lax.reshape(res, (1,) * aval.ndim) if keepdims else res
-    ax = canonicalize_axis_tuple(axis, aval.ndim)[0]
+    from plax.numpy.util import canonicalize_axis
+    ax = canonicalize_axis(axis, aval.ndim)
+    if aval.shape[ax] == 0:
+        raise ValueError(f"attempt to get {name} of an empty sequence along axis {ax} (shape "
+                         f"{aval.shape})")
     res = fn(a, ax, dtypes.default_int_dtype())
     return lax.expand_dims(res, (ax,)) if keepdims else res
+
+
+def _complex_arg(lax_arg):
+    """argmax/argmin of complex numbers in lexicographic order (real part, then imaginary
+    part), as JAX and NumPy order them."""
+    def arg(x, axis, index_dtype):
+        from plax.numpy.ufuncs import where
+        re, im = lax.real(x), lax.imag(x)
+        best_re = (lax.reduce_max if lax_arg is lax.argmax else lax.reduce_min)(re, (axis,))
+        from plax.numpy.ufuncs import equal
+        ties = equal(re, lax.expand_dims(best_re, (axis,)))
+        worst = -np.inf if lax_arg is lax.argmax else np.inf
+        return lax_arg(where(ties, im, lax.full((), worst, get_aval(im).dtype)), axis,
+                       index_dtype)
+    return arg
 
 
 def argmax(a, axis=None, out=None, keepdims: bool = False):
@@ -238,8 +260,11 @@ def _cumulative(name, fn, a, axis, dtype, promote):
     if axis is None:
         a = lax.reshape(a, (aval.size,))
         axis = 0
+    from plax.numpy.util import canonicalize_axis
+    axis = canonicalize_axis(axis, get_aval(a).ndim)
+    # unlike sum, JAX's cumulative reductions keep small integer types (bool becomes int)
     dt = dtypes.check_user_dtype(dtype, name) if dtype is not None else (
-        _sum_dtype(aval.dtype) if promote else aval.dtype)
+        dtypes.default_int_dtype() if promote and aval.dtype == np.bool_ else aval.dtype)
     a = lax.convert_element_type(a, dt)
     return fn(a, axis)
 
@@ -256,8 +281,51 @@ def cumprod(a, axis=None, dtype=None, out=None):
     return _cumulative("cumprod", lax.cumprod, a, axis, dtype, True)
 
 
-cumulative_sum = cumsum
-cumulative_prod = cumprod
+def _cumulative_array_api(name, fn, x, axis, dtype, include_initial, identity):
+    check_arraylike(name, x)
+    x = asarray_weak(x)
+    aval = get_aval(x)
+    if aval.ndim == 0:
+        raise ValueError(f"{name}: the input must be non-scalar, got a rank-0 array; use "
+                         "jnp.atleast_1d(x) first.")
+    if axis is None:
+        if aval.ndim > 1:
+            raise ValueError(f"{name}: the input array has rank {aval.ndim}, however axis was "
+                             "not set to an explicit value. The axis argument is only optional "
+                             "for one-dimensional arrays.")
+        axis = 0
+    from plax.numpy.util import canonicalize_axis
+    axis = canonicalize_axis(axis, aval.ndim)
+    # as in JAX, cumulative_sum promotes small integers like sum; cumulative_prod does not
+    if dtype is not None:
+        dt = dtypes.check_user_dtype(dtype, name)
+    elif name == "cumulative_sum" or aval.dtype == np.bool_:
+        dt = _sum_dtype(aval.dtype)
+    else:
+        dt = aval.dtype
+    out = fn(lax.convert_element_type(x, dt), axis)
+    if include_initial:
+        shape = list(get_aval(out).shape)
+        shape[axis] = 1
+        out = lax.concatenate([lax.full(tuple(shape), identity, dt), out], axis)
+    return out
+
+
+def cumulative_sum(x, /, *, axis: int | None = None, dtype=None, include_initial: bool = False):
+    """Cumulative sum along ``axis`` (the array API's cumsum: ``axis`` is required for arrays
+    of rank > 1, small integers are promoted, ``include_initial`` prepends a zero).
+
+    Example:
+      >>> jnp.cumulative_sum(jnp.array([1, 2, 3]), include_initial=True)
+      Array([0, 1, 3, 6], dtype=int32)
+    """
+    return _cumulative_array_api("cumulative_sum", lax.cumsum, x, axis, dtype, include_initial, 0)
+
+
+def cumulative_prod(x, /, *, axis: int | None = None, dtype=None, include_initial: bool = False):
+    """Cumulative product along ``axis`` (the array API's cumprod; see cumulative_sum)."""
+    return _cumulative_array_api("cumulative_prod", lax.cumprod, x, axis, dtype, include_initial,
+                                 1)
 
 
 def ptp(a, axis=None, out=None, keepdims: bool = False):
@@ -272,21 +340,50 @@ def count_nonzero(a, axis=None, keepdims: bool = False):
 
 
 def average(a, axis=None, weights=None, returned: bool = False, keepdims: bool = False):
-    """Weighted average over ``axis`` (plain mean without weights)."""
+    """Weighted average over ``axis``.
+
+    Args:
+      a: the array.
+      axis: the axis or axes to average over (all by default).
+      weights: None (a plain mean), an array of ``a``'s shape, or a 1-D array with one weight
+        per element along a single ``axis``.
+      returned: also return the sum of the weights.
+      keepdims: keep the reduced axes with size one.
+
+    Returns:
+      The average (and the sum of weights if ``returned``).
+
+    Example:
+      >>> jnp.average(jnp.array([1., 2., 4.]), weights=jnp.array([1., 1., 2.]))
+      Array(2.75, dtype=float32)
+    """
+    check_arraylike("average", a)
     if weights is None:
         avg = mean(a, axis, keepdims=keepdims)
         a_aval = get_aval(asarray_weak(a))
         n = _count(a_aval, canonicalize_axis_tuple(axis, a_aval.ndim), None)
         return (avg, lax.full(get_aval(avg).shape, n, get_aval(avg).dtype)) if returned else avg
     from plax.numpy.ufuncs import multiply
-    from plax.numpy.util import promote_args_inexact, broadcast_to
-    a, w = promote_args_inexact("average", a, weights)
-    if get_aval(w).shape != get_aval(a).shape:
-        if axis is None or get_aval(w).ndim != 1:
-            raise ValueError("Length of weights not compatible with specified axis.")
-        ax = canonicalize_axis_tuple(axis, get_aval(a).ndim)[0]
-        w = lax.broadcast_in_dim(w, get_aval(a).shape, (ax,))
-    w = broadcast_to(w, get_aval(a).shape)
+    from plax.numpy.util import check_arraylike as _check, to_dtype
+    _check("average", weights)
+    dt, weak = dtypes.result_type(a, weights, return_weak_type_flag=True)
+    from plax.numpy.util import to_inexact_dtype
+    dt = to_inexact_dtype(dt)
+    a, w = to_dtype(asarray_weak(a), dt, weak), to_dtype(asarray_weak(weights), dt, weak)
+    a_shape, w_shape = get_aval(a).shape, get_aval(w).shape
+    if w_shape != a_shape:
+        if axis is None:
+            raise ValueError(f"average: axis must be specified when shapes of a {a_shape} and "
+                             f"weights {w_shape} differ.")
+        axes = canonicalize_axis_tuple(axis, len(a_shape))
+        if len(w_shape) != 1 or len(axes) != 1:
+            raise ValueError(f"average: 1D weights expected when shapes of a {a_shape} and "
+                             f"weights {w_shape} differ.")
+        if w_shape[0] != a_shape[axes[0]]:
+            raise ValueError(f"average: length of weights ({w_shape[0]}) not compatible with "
+                             f"specified axis {axis} of a, which has length "
+                             f"{a_shape[axes[0]]}.")
+        w = lax.broadcast_in_dim(w, a_shape, axes)
     wsum = sum(w, axis, keepdims=keepdims)
     avg = lax.div(sum(multiply(a, w), axis, keepdims=keepdims), wsum)
     return (avg, wsum) if returned else avg
@@ -310,14 +407,25 @@ def nanprod(a, axis=None, dtype=None, out=None, keepdims: bool = False, initial=
     return prod(_nan_to(a, 1), axis, dtype, out, keepdims, initial, where)
 
 
+def _nan_extremum(fn, a, fill, axis, out, keepdims, initial, where):
+    check_arraylike("nanmax", a)
+    a = asarray_weak(a)
+    res = fn(_nan_to(a, fill), axis, out, keepdims, initial, where)
+    if not dtypes.is_inexact(get_aval(a).dtype) or initial is not None:
+        return res
+    from plax.numpy.ufuncs import isnan, where as jwhere
+    all_nan = all(isnan(a), axis=axis, keepdims=keepdims, where=where)  # NumPy: NaN stays
+    return jwhere(all_nan, lax.full((), np.nan, get_aval(res).dtype), res)
+
+
 def nanmax(a, axis=None, out=None, keepdims: bool = False, initial=None, where=None):
-    """Maximum ignoring NaNs."""
-    return max(_nan_to(a, -np.inf), axis, out, keepdims, initial, where)
+    """Maximum ignoring NaNs (NaN where a slice holds only NaNs)."""
+    return _nan_extremum(max, a, -np.inf, axis, out, keepdims, initial, where)
 
 
 def nanmin(a, axis=None, out=None, keepdims: bool = False, initial=None, where=None):
-    """Minimum ignoring NaNs."""
-    return min(_nan_to(a, np.inf), axis, out, keepdims, initial, where)
+    """Minimum ignoring NaNs (NaN where a slice holds only NaNs)."""
+    return _nan_extremum(min, a, np.inf, axis, out, keepdims, initial, where)
 
 
 def nanmean(a, axis=None, dtype=None, out=None, keepdims: bool = False, *, where=None):
@@ -334,9 +442,12 @@ def nanmean(a, axis=None, dtype=None, out=None, keepdims: bool = False, *, where
 def nanvar(a, axis=None, dtype=None, out=None, ddof: int = 0, keepdims: bool = False, *,
            where=None):
     """Variance ignoring NaNs."""
-    from plax.numpy.ufuncs import isnan, logical_not
+    from plax.numpy.ufuncs import isnan, logical_and, logical_not
     a = asarray_weak(a)
-    return var(_nan_to(a, 0), axis, dtype, out, ddof, keepdims, where=logical_not(isnan(a)))
+    mask = logical_not(isnan(a))
+    if where is not None:
+        mask = logical_and(mask, where)
+    return var(_nan_to(a, 0), axis, dtype, out, ddof, keepdims, where=mask)
 
 
 def nanstd(a, axis=None, dtype=None, out=None, ddof: int = 0, keepdims: bool = False, *,

@@ -6,7 +6,7 @@ import numpy as np
 
 from plax import dtypes, errors, lax
 from plax.core.trace import Tracer, get_aval
-from plax.lax.base import canonicalize_axis
+from plax.numpy.util import canonicalize_axis
 from plax.numpy.util import asarray_weak, check_arraylike
 
 
@@ -36,12 +36,13 @@ def argsort(a, axis: int | None = -1, *, kind=None, order=None, stable: bool = T
         a, axis = ravel(a), 0
     axis = canonicalize_axis(axis, get_aval(a).ndim)
     shape = get_aval(a).shape
-    iota = lax.broadcasted_iota(np.int32, shape, axis)
+    index_dtype = dtypes.default_int_dtype()  # as JAX: int64 indices with x64
+    iota = lax.broadcasted_iota(index_dtype, shape, axis)
     if descending:
         n = shape[axis]
         rev_a = lax.rev(a, (axis,))
         _, perm = lax.sort([rev_a, iota], axis, is_stable=stable, num_keys=1)
-        return lax.rev(lax.sub(lax.full((), n - 1, np.int32), perm), (axis,))
+        return lax.rev(lax.sub(lax.full((), n - 1, index_dtype), perm), (axis,))
     _, perm = lax.sort([a, iota], axis, is_stable=stable, num_keys=1)
     return perm
 
@@ -58,12 +59,29 @@ def _concrete(x, name):
 
 
 def nonzero(a, *, size: int | None = None, fill_value=None):
-    """Indices of the non-zero elements, one array per axis. Under jit, pass ``size``."""
+    """Indices of the non-zero elements, one array per axis.
+
+    Args:
+      a: the array (at least 1-D).
+      size: the static length of the result, required under jit/vmap: extra indices are
+        dropped, missing ones are ``fill_value``.
+      fill_value: the index (or one per axis) for padding when ``size`` is given (default 0).
+
+    Returns:
+      A tuple of ``a.ndim`` int32 index arrays.
+
+    Example:
+      >>> jnp.nonzero(jnp.array([0, 3, 0, 5]))
+      (Array([1, 3], dtype=int32),)
+    """
     check_arraylike("nonzero", a)
     a = asarray_weak(a)
+    if get_aval(a).ndim == 0:
+        raise ValueError("Calling nonzero on 0d arrays is not allowed. Use "
+                         "jnp.atleast_1d(scalar).nonzero() instead.")
     if size is None:
         host = _concrete(a, "nonzero")
-        return tuple(asarray_weak(i.astype(np.int32)) for i in np.nonzero(host))
+        return tuple(asarray_weak(i.astype(dtypes.default_int_dtype())) for i in np.nonzero(host))
     from plax.numpy.ufuncs import _as_bool
     from plax.numpy.shape_ops import ravel
     mask = ravel(_as_bool(a))
@@ -78,14 +96,33 @@ def nonzero(a, *, size: int | None = None, fill_value=None):
     else:
         order = lax.slice(order, (0,), (size,))
     valid = lax.lt(lax.iota(np.int32, size), count)
+    fills = _per_axis_fill(fill_value, len(shape))
     out = []
     flat = order
     strides = np.cumprod((1,) + shape[::-1])[:-1][::-1] if shape else ()
-    for dim, stride in zip(shape, strides):
+    for dim, stride, fill in zip(shape, strides, fills):
         idx = lax.rem(lax.div(flat, lax.full((), int(stride), np.int32)), lax.full((), max(dim, 1), np.int32))
-        fill = 0 if fill_value is None else fill_value
-        out.append(lax.select(valid, idx, lax.full((size,), fill, np.int32)))
-    return tuple(out)
+        fill = lax.convert_element_type(asarray_weak(fill), np.int32)
+        out.append(lax.select(valid, idx, lax.broadcast_in_dim(fill, (size,), ())))
+    index_dtype = dtypes.default_int_dtype()  # as JAX: int64 indices with x64
+    return tuple(lax.convert_element_type(o, index_dtype) for o in out)
+
+
+def _per_axis_fill(fill_value, ndim: int) -> list:
+    """``fill_value`` of nonzero: None (zeros), a scalar, or one scalar per axis."""
+    if fill_value is None:
+        return [0] * ndim
+    if isinstance(fill_value, (tuple, list)):
+        if len(fill_value) != ndim:
+            raise ValueError(f"nonzero: fill_value must be a scalar or a tuple of length "
+                             f"{ndim} (one per axis), got {fill_value!r}")
+        return list(fill_value)
+    if hasattr(fill_value, "aval") and get_aval(fill_value).shape not in ((), (ndim,)):
+        raise ValueError(f"nonzero: fill_value must be a scalar or have shape ({ndim},), got "
+                         f"shape {get_aval(fill_value).shape}")
+    if hasattr(fill_value, "aval") and get_aval(fill_value).shape == (ndim,):
+        return [lax.index_in_dim(fill_value, i, 0, keepdims=False) for i in range(ndim)]
+    return [fill_value] * ndim
 
 
 def flatnonzero(a, *, size: int | None = None, fill_value=None):
@@ -97,10 +134,13 @@ def flatnonzero(a, *, size: int | None = None, fill_value=None):
 def argwhere(a, *, size: int | None = None, fill_value=None):
     """Indices of non-zero elements as a ``(N, ndim)`` array."""
     from plax.numpy.shape_ops import stack
+    check_arraylike("argwhere", a)
     a = asarray_weak(a)
+    if get_aval(a).ndim == 0:
+        # a scalar has one (empty) index if it is non-zero
+        found = nonzero(lax.reshape(a, (1,)), size=size, fill_value=fill_value)[0]
+        return lax.full((get_aval(found).shape[0], 0), 0, dtypes.default_int_dtype())
     nz = nonzero(a, size=size, fill_value=fill_value)
-    if not nz:
-        return lax.full((0, 0), 0, np.int32)
     return stack(nz, axis=1)
 
 
@@ -116,23 +156,119 @@ def searchsorted(a, v, side: str = "left", sorter=None, *, method: str = "scan")
         a = take(a, sorter)
     from plax.numpy.util import promote_dtypes
     a, v = promote_dtypes(a, v)
-    cmp = lax.le if side == "right" else lax.lt
     vv = lax.expand_dims(v, (get_aval(v).ndim,))
     aa = lax.broadcast_in_dim(a, get_aval(v).shape + get_aval(a).shape, (get_aval(v).ndim,))
-    hits = cmp(aa, lax.broadcast_in_dim(vv, get_aval(aa).shape, tuple(range(get_aval(vv).ndim))))
+    hits = _sort_order_before(aa, lax.broadcast_in_dim(vv, get_aval(aa).shape,
+                                                       tuple(range(get_aval(vv).ndim))),
+                              strict=side == "left")
     return lax.reduce_sum(lax.convert_element_type(hits, np.int32), (get_aval(aa).ndim - 1,))
+
+
+def _sort_order_before(x, y, strict: bool):
+    """``x < y`` (or ``<=``) in the order ``sort`` uses: NaNs after every number (and complex
+    numbers ordered lexicographically)."""
+    from plax.numpy.ufuncs import isnan, less, less_equal
+    out = (less if strict else less_equal)(x, y)
+    if dtypes.is_inexact(get_aval(x).dtype):
+        x_nan, y_nan = isnan(x), isnan(y)
+        if strict:  # a number is before NaN
+            out = lax.bitwise_or(out, lax.bitwise_and(y_nan, lax.bitwise_not(x_nan)))
+        else:  # everything is at or before NaN
+            out = lax.bitwise_or(out, y_nan)
+    return out
 
 
 def unique(ar, return_index: bool = False, return_inverse: bool = False,
            return_counts: bool = False, axis=None, *, size=None, fill_value=None):
-    """The sorted unique values (eager: the result shape depends on the values)."""
-    host = _concrete(asarray_weak(ar), "unique")
+    """The sorted unique values of ``ar`` (NaNs count as one value).
+
+    Args:
+      ar: the array (flattened unless ``axis`` is given).
+      return_index, return_inverse, return_counts: also return the first index of each
+        unique value, the index of each element's value, and the counts (as NumPy).
+      axis: unique slices along this axis instead of unique elements.
+      size: a static result length, required under jit: the values are padded with
+        ``fill_value`` (default: the smallest unique value) or truncated.
+      fill_value: see ``size``.
+
+    Returns:
+      The unique values, or a tuple with the requested extras.
+
+    Example:
+      >>> jnp.unique(jnp.array([3, 1, 3]))
+      Array([1, 3], dtype=int32)
+    """
+    check_arraylike("unique", ar)
+    a = asarray_weak(ar)
+    if size is not None and axis is None and isinstance(a, Tracer) and a.to_concrete_value() is None:
+        if return_index or return_inverse or return_counts:
+            raise NotImplementedError("jnp.unique with traced input and return_index, "
+                                      "return_inverse or return_counts is not supported; call "
+                                      "it outside jit.")
+        return _unique_traced(a, int(size), fill_value)
+    host = _concrete(a, "unique")
     res = np.unique(host, return_index=return_index, return_inverse=return_inverse,
                     return_counts=return_counts, axis=axis)
-    if isinstance(res, tuple):
-        return tuple(asarray_weak(r.astype(np.int32) if r.dtype.kind in "iu" and i else r)
-                     for i, r in enumerate(res))
-    return asarray_weak(res)
+    res = list(res) if isinstance(res, tuple) else [res]
+    res = [res[0]] + [r.astype(dtypes.default_int_dtype()) for r in res[1:]]
+    if return_inverse and axis is None:
+        k = 1 + bool(return_index)
+        res[k] = res[k].reshape(host.shape)  # as JAX: the inverse has the input's shape
+    if size is not None:
+        res = _pad_unique(res, int(size), fill_value, return_index, return_inverse, axis)
+    out = tuple(asarray_weak(r) for r in res)
+    return out if len(out) > 1 else out[0]
 
 
-del dtypes
+def _pad_unique(res, size, fill_value, return_index, return_inverse, axis):
+    """Truncates or pads the host results of unique to ``size`` (JAX's ``size`` semantics:
+    values padded with fill_value or the smallest value, indices and counts with 0)."""
+    values = res[0]
+    ax = 0 if axis is None else axis
+    n = values.shape[ax]
+    out = []
+    for k, r in enumerate(res):
+        is_inverse = return_inverse and k == 1 + bool(return_index)
+        if is_inverse:
+            out.append(r)
+            continue
+        r = np.take(r, np.arange(min(n, size)), axis=ax if k == 0 else 0)
+        missing = size - r.shape[ax if k == 0 else 0]
+        if missing > 0:
+            if k == 0:
+                fill = np.take(values, [0], axis=ax) if fill_value is None and n else \
+                    np.full_like(np.take(values, [0] if n else [], axis=ax)[:1] if n else
+                                 np.zeros([1 if i == ax else d for i, d in enumerate(values.shape)],
+                                          values.dtype), 0 if fill_value is None else fill_value)
+                r = np.concatenate([r] + [fill] * missing, axis=ax)
+            else:
+                r = np.concatenate([r, np.zeros(missing, r.dtype)])
+        out.append(r)
+    return out
+
+
+def _unique_traced(a, size: int, fill_value):
+    """Sorted unique values with a static ``size``, for traced input: sort, keep the first of
+    each run of equal values, compact them to the front."""
+    from plax.numpy.shape_ops import ravel
+    from plax.numpy.ufuncs import isnan, logical_and, not_equal
+    flat = lax.sort(ravel(a), 0)
+    n = get_aval(flat).shape[0]
+    if n == 0:
+        if fill_value is None:
+            raise ValueError("jnp.unique of an empty array with size > 0 needs a fill_value")
+        return lax.full((size,), fill_value, get_aval(flat).dtype)
+    differs = not_equal(lax.slice(flat, (1,), (n,)), lax.slice(flat, (0,), (n - 1,)))
+    if dtypes.is_inexact(get_aval(flat).dtype):  # NaNs sort together and count once
+        differs = lax.bitwise_and(differs, lax.bitwise_not(
+            logical_and(isnan(lax.slice(flat, (1,), (n,))), isnan(lax.slice(flat, (0,), (n - 1,))))))
+    first = lax.concatenate([lax.full((1,), True, np.bool_), differs], 0)
+    (pos,) = nonzero(first, size=size, fill_value=0)
+    count = lax.reduce_sum(lax.convert_element_type(first, np.int32), (0,))
+    from plax.numpy.shape_ops import take
+    values = take(flat, pos, mode="clip")
+    fill = lax.slice(flat, (0,), (1,)) if fill_value is None else \
+        lax.full((1,), fill_value, get_aval(flat).dtype)
+    keep = lax.lt(lax.iota(np.int32, size), count)
+    return lax.select(keep, values, lax.broadcast_in_dim(lax.reshape(fill, ()), (size,), ()))
+

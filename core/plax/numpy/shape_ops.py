@@ -9,7 +9,7 @@ import numpy as np
 
 from plax import dtypes, lax
 from plax.core.trace import Tracer, get_aval
-from plax.lax.base import canonicalize_axis
+from plax.numpy.util import canonicalize_axis
 from plax.numpy.util import (asarray_weak, broadcast_shapes, broadcast_to, canonicalize_axis_tuple,
                              check_arraylike, promote_dtypes)
 
@@ -40,11 +40,11 @@ def reshape(a, shape=None, order: str = "C", *, newshape=None, copy=None):
     if -1 in shape:
         known = math.prod(s for s in shape if s != -1)
         if known == 0 or size % known:
-            raise TypeError(f"cannot reshape array of shape {_shape(a)} (size {size}) into shape "
+            raise ValueError(f"cannot reshape array of shape {_shape(a)} (size {size}) into shape "
                             f"{tuple(shape)}")
         shape[shape.index(-1)] = size // known
     if math.prod(shape) != size:
-        raise TypeError(f"cannot reshape array of shape {_shape(a)} (size {size}) into shape "
+        raise ValueError(f"cannot reshape array of shape {_shape(a)} (size {size}) into shape "
                         f"{tuple(shape)} (size {math.prod(shape)})")
     return lax.reshape(a, tuple(shape))
 
@@ -64,7 +64,9 @@ def transpose(a, axes: Sequence[int] | None = None):
         axes = tuple(range(nd))[::-1]
     axes = tuple(canonicalize_axis(i, nd) for i in axes)
     if sorted(axes) != list(range(nd)):
-        raise ValueError(f"axes {axes} don't match array of dimension {nd}")
+        # a TypeError, as JAX raises (from lax.transpose)
+        raise TypeError(f"transpose: axes {axes} are not a permutation of the dimensions of an "
+                        f"array of shape {_shape(a)}")
     return lax.transpose(a, axes)
 
 
@@ -177,8 +179,8 @@ def concatenate(arrays, axis: int | None = 0, dtype=None):
         raise ValueError("Zero-dimensional arrays cannot be concatenated.")
     for a in arrays:
         if get_aval(a).ndim != nd:
-            raise ValueError(f"All input arrays must have the same number of dimensions, but got "
-                             f"shapes {[_shape(x) for x in arrays]}")
+            raise TypeError(f"Cannot concatenate arrays with different numbers of dimensions: got "
+                            f"shapes {[_shape(x) for x in arrays]}")
     axis = canonicalize_axis(axis, nd)
     arrays = promote_dtypes(*arrays)
     if dtype is not None:
@@ -186,8 +188,8 @@ def concatenate(arrays, axis: int | None = 0, dtype=None):
     for a in arrays:
         s = _shape(a)
         if any(x != y for i, (x, y) in enumerate(zip(s, _shape(arrays[0]))) if i != axis):
-            raise ValueError(f"all the input array dimensions except for the concatenation axis "
-                             f"must match exactly, got shapes {[_shape(x) for x in arrays]}")
+            raise TypeError(f"all the input array dimensions except for the concatenation axis "
+                            f"must match exactly, got shapes {[_shape(x) for x in arrays]}")
     return lax.concatenate(arrays, axis)
 
 
@@ -284,14 +286,32 @@ def array_split(ary, indices_or_sections, axis: int = 0) -> list:
 
 
 def hsplit(ary, indices_or_sections):
+    """Splits horizontally: along axis 1 (axis 0 for 1-D arrays). See :func:`split`.
+
+    Example:
+      >>> [a.shape for a in jnp.hsplit(jnp.ones((2, 4)), 2)]
+      [(2, 2), (2, 2)]
+    """
     return split(ary, indices_or_sections, 1 if get_aval(asarray_weak(ary)).ndim > 1 else 0)
 
 
 def vsplit(ary, indices_or_sections):
+    """Splits vertically: along axis 0. See :func:`split`.
+
+    Example:
+      >>> [a.shape for a in jnp.vsplit(jnp.ones((4, 2)), [1])]
+      [(1, 2), (3, 2)]
+    """
     return split(ary, indices_or_sections, 0)
 
 
 def dsplit(ary, indices_or_sections):
+    """Splits along the third axis. See :func:`split`.
+
+    Example:
+      >>> [a.shape for a in jnp.dsplit(jnp.ones((1, 1, 4)), 2)]
+      [(1, 1, 2), (1, 1, 2)]
+    """
     return split(ary, indices_or_sections, 2)
 
 
@@ -317,27 +337,73 @@ def tile(A, reps):
 
 
 def repeat(a, repeats, axis: int | None = None, *, total_repeat_length: int | None = None):
-    """Repeats each element ``repeats`` times (a scalar or one count per element, concrete)."""
+    """Repeats each element of ``a`` along ``axis``.
+
+    Args:
+      a: the array.
+      repeats: a count for all elements, or one count per element along ``axis``. It may be
+        traced only when ``total_repeat_length`` is given (the result's length).
+      axis: the axis to repeat along (default: the flattened array).
+      total_repeat_length: the length of the result: extra elements are dropped, missing ones
+        repeat the last element.
+
+    Returns:
+      The repeated array.
+
+    Example:
+      >>> jnp.repeat(jnp.array([1, 2]), 2)
+      Array([1, 1, 2, 2], dtype=int32)
+    """
+    check_arraylike("repeat", a)
     a = asarray_weak(a)
     if axis is None:
         a = ravel(a)
         axis = 0
     axis = canonicalize_axis(axis, get_aval(a).ndim)
-    if isinstance(repeats, Tracer) and repeats.to_concrete_value() is None:
-        raise NotImplementedError("jnp.repeat with traced repeats is not supported; pass concrete "
-                                  "counts.")
-    reps = np.asarray(repeats if not hasattr(repeats, "aval") else np.asarray(repeats))
     n = _shape(a)[axis]
-    if reps.ndim == 0:
+    concrete = repeats
+    if isinstance(repeats, Tracer):
+        concrete = repeats.to_concrete_value()
+        if concrete is None:
+            if total_repeat_length is None:
+                from plax import errors
+                raise errors.ConcretizationTypeError(
+                    repeats, "jnp.repeat with traced repeats needs a static total_repeat_length "
+                             "(the length of the result).")
+            return _repeat_traced(a, repeats, axis, n, int(total_repeat_length))
+    reps = np.asarray(concrete)
+    if not np.issubdtype(reps.dtype, np.integer):
+        raise TypeError(f"repeats must be integers, got dtype {reps.dtype}")
+    if np.any(reps < 0):
+        raise ValueError(f"repeats may not contain negative values, got {reps}")
+    if reps.ndim == 0 and total_repeat_length is None:
         r = int(reps)
         shape = _shape(a)
         big = lax.broadcast_in_dim(a, shape[:axis + 1] + (r,) + shape[axis + 1:],
                                    tuple(range(axis + 1)) + tuple(range(axis + 2, len(shape) + 1)))
         return lax.reshape(big, shape[:axis] + (n * r,) + shape[axis + 1:])
+    reps = np.broadcast_to(reps, (n,)) if reps.ndim == 0 else reps
     if reps.shape != (n,):
-        raise ValueError(f"repeats must be a scalar or have length {n}, got shape {reps.shape}")
-    idx = np.repeat(np.arange(n), reps).astype(np.int32)
-    return take(a, idx, axis=axis)
+        raise ValueError(f"repeats must be a scalar or have length {n} (the size of axis {axis}), "
+                         f"got shape {reps.shape}")
+    idx = np.repeat(np.arange(n), reps)
+    if total_repeat_length is not None:
+        total = int(total_repeat_length)
+        idx = idx[:total]
+        if idx.size < total:
+            idx = np.concatenate([idx, np.full(total - idx.size, idx[-1] if idx.size else 0)])
+    return take(a, idx.astype(np.int32), axis=axis, mode="clip")
+
+
+def _repeat_traced(a, repeats, axis, n, total):
+    """``repeat`` with traced counts: output position j takes the element whose cumulative
+    count first exceeds j."""
+    from plax.numpy.reductions import cumsum
+    from plax.numpy.searching import searchsorted
+    reps = broadcast_to(lax.convert_element_type(repeats, np.int32), (n,))
+    ends = cumsum(reps)
+    idx = searchsorted(ends, lax.iota(np.int32, total), side="right")
+    return take(a, idx, axis=axis, mode="clip")
 
 
 def flip(m, axis=None):
@@ -348,10 +414,23 @@ def flip(m, axis=None):
 
 
 def fliplr(m):
+    """Reverses the order of the columns (axis 1).
+
+    Example:
+      >>> jnp.fliplr(jnp.array([[1, 2, 3]]))
+      Array([[3, 2, 1]], dtype=int32)
+    """
     return flip(m, 1)
 
 
 def flipud(m):
+    """Reverses the order of the rows (axis 0).
+
+    Example:
+      >>> jnp.flipud(jnp.array([[1], [2]]))
+      Array([[2],
+             [1]], dtype=int32)
+    """
     return flip(m, 0)
 
 
@@ -406,27 +485,22 @@ def diagonal(a, offset: int = 0, axis1: int = 0, axis2: int = 1):
 
 def diag(v, k: int = 0):
     """The ``k``-th diagonal of a 2-D array, or a 2-D array with 1-D ``v`` on diagonal ``k``."""
+    check_arraylike("diag", v)
     v = asarray_weak(v)
     shape = _shape(v)
+    k = int(k)
     if len(shape) == 1:
-        n = shape[0] + builtins_abs(k)
+        n = shape[0] + abs(k)
         from plax.numpy.creation import eye
-        eyek = eye(n, k=k, dtype=np.bool_)
-        row = lax.broadcast_in_dim(v, (n, shape[0]), (1,) if k >= 0 else (1,))
-        padded = lax.pad(v, lax.full((), 0, get_aval(v).dtype), [(max(-k, 0), max(k, 0), 0)]) if k else v
-        if k >= 0:
-            vals = lax.broadcast_in_dim(padded, (n, n), (1,))
-        else:
-            vals = lax.broadcast_in_dim(padded, (n, n), (0,))
-        del row
-        return lax.select(eyek, vals, lax.full((n, n), 0, get_aval(v).dtype))
+        on_diagonal = eye(n, k=k, dtype=np.bool_)
+        dt = get_aval(v).dtype
+        padded = lax.pad(v, lax.full((), 0, dt), [(0, abs(k), 0)]) if k else v
+        # diagonal entry (r, r + k) holds v[r] for k >= 0; entry (c - k, c) holds v[c] for k < 0
+        vals = lax.broadcast_in_dim(padded, (n, n), (0,) if k >= 0 else (1,))
+        return lax.select(on_diagonal, vals, lax.full((n, n), 0, dt, weak_type=get_aval(v).weak_type))
     if len(shape) == 2:
         return diagonal(v, k)
     raise ValueError("diag input must be 1d or 2d")
-
-
-def builtins_abs(k):
-    return k if k >= 0 else -k
 
 
 def trace(a, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype=None):
@@ -471,14 +545,43 @@ def take(a, indices, axis: int | None = None, out=None, mode=None, unique_indice
     Out-of-bounds indices give ``fill_value`` (NaN for floats) unless ``mode="clip"``."""
     if out is not None:
         raise NotImplementedError("The 'out' argument to jnp.take is not supported.")
+    check_arraylike("take", a, indices)
     a = asarray_weak(a)
     if axis is None:
         a = ravel(a)
         axis = 0
     axis = canonicalize_axis(axis, get_aval(a).ndim)
+    indices = asarray_weak(indices)
+    if not dtypes.is_integer(get_aval(indices).dtype):
+        raise ValueError(f"take: indices must have an integer type, got dtype "
+                         f"{get_aval(indices).dtype}")
+    mode = _take_mode(mode)
+    n = _shape(a)[axis]
+    if mode == "wrap":
+        from plax.numpy.ufuncs import remainder
+        indices = remainder(indices, lax.full((), max(n, 1), get_aval(indices).dtype))
+        mode = "clip"
+    elif mode == "clip":
+        # as NumPy's take (and JAX's): negative indices clip to 0, they do not count from the end
+        from plax.numpy.ufuncs import clip
+        indices = clip(indices, 0, max(n - 1, 0))
     from plax.numpy.indexing import getitem
-    idx = (slice(None),) * axis + (asarray_weak(indices),)
-    return getitem(a, idx, mode="fill" if mode is None else mode, fill_value=fill_value)
+    idx = (slice(None),) * axis + (indices,)
+    return getitem(a, idx, mode=mode, fill_value=fill_value)
+
+
+def _take_mode(mode):
+    """JAX's modes of take: out-of-bounds indices 'fill' (the default: NaN for inexact types,
+    the most negative value for signed, the largest for unsigned), 'clip' or 'wrap'."""
+    if mode is None:
+        return "fill"
+    if mode == "raise":
+        raise NotImplementedError("The 'raise' mode to jnp.take is not supported: indices are "
+                                  "not checked at run time. Use mode='fill', 'clip' or 'wrap'.")
+    if mode not in ("fill", "clip", "wrap", "promise_in_bounds", "drop"):
+        raise ValueError(f"Invalid mode {mode!r} for jnp.take: expected 'fill', 'clip' or "
+                         "'wrap'.")
+    return mode
 
 
 def take_along_axis(arr, indices, axis: int | None, mode=None, fill_value=None):
@@ -508,7 +611,13 @@ def take_along_axis(arr, indices, axis: int | None, mode=None, fill_value=None):
             rng = lax.broadcast_in_dim(lax.iota(np.int32, _shape(arr)[i]), tuple(shape), (i,)) \
                 if _shape(arr)[i] == out_shape[i] else lax.full(tuple(shape), 0, np.int32)
             idx.append(broadcast_to(rng, out_shape))
-    return getitem(arr, tuple(idx), mode="fill" if mode is None else mode, fill_value=fill_value)
+    mode = _take_mode(mode)
+    if mode == "wrap":
+        from plax.numpy.ufuncs import remainder
+        idx[axis] = remainder(idx[axis], lax.full((), max(_shape(arr)[axis], 1),
+                                                  get_aval(idx[axis]).dtype))
+        mode = "clip"
+    return getitem(arr, tuple(idx), mode=mode, fill_value=fill_value)
 
 
 def builtins_max2(a, b):
@@ -522,20 +631,69 @@ def append(arr, values, axis: int | None = None):
     return concatenate([arr, values], axis)
 
 
-def pad(array, pad_width, mode: str = "constant", *, constant_values=0):
-    """Pads with ``constant_values`` (mode ``"constant"``); other modes come with the full numpy
-    API."""
-    if mode != "constant":
-        raise NotImplementedError(f"jnp.pad mode {mode!r} is not supported yet; use 'constant'.")
+_INDEX_PAD_MODES = ("edge", "reflect", "symmetric", "wrap")
+
+
+def pad(array, pad_width, mode: str = "constant", *, constant_values=0, **kwargs):
+    """Pads an array along each axis.
+
+    Args:
+      array: the array.
+      pad_width: ``n``, ``(before, after)`` or one ``(before, after)`` pair per axis.
+      mode: ``"constant"`` (the default, with ``constant_values``), ``"empty"`` (zeros),
+        ``"edge"``, ``"reflect"``, ``"symmetric"`` or ``"wrap"`` (as in NumPy).
+      constant_values: the value of the padding in ``"constant"`` mode (a scalar).
+
+    Returns:
+      The padded array.
+
+    Example:
+      >>> jnp.pad(jnp.array([1, 2]), (1, 2))
+      Array([0, 1, 2, 0, 0], dtype=int32)
+    """
+    check_arraylike("pad", array)
     array = asarray_weak(array)
     nd = get_aval(array).ndim
-    pw = np.broadcast_to(np.asarray(pad_width, dtype=np.int64).reshape(-1, 2)
-                         if np.ndim(pad_width) else np.asarray([[pad_width, pad_width]]), (nd, 2))
+    pw = _pad_widths(pad_width, nd)
+    if mode in ("constant", "empty"):
+        from plax.numpy.util import to_dtype
+        if np.ndim(constant_values) != 0 and mode == "constant":
+            raise NotImplementedError("jnp.pad: only scalar constant_values are supported, got "
+                                      f"{constant_values!r}")
+        value = 0 if mode == "empty" else constant_values
+        cv = to_dtype(value, get_aval(array).dtype, get_aval(array).weak_type)
+        return lax.pad(array, cv, [(lo, hi, 0) for lo, hi in pw])
+    if mode not in _INDEX_PAD_MODES:
+        raise NotImplementedError(f"jnp.pad mode {mode!r} is not supported; use one of "
+                                  f"{('constant', 'empty') + _INDEX_PAD_MODES}.")
+    if kwargs.get("reflect_type", "even") != "even":
+        raise NotImplementedError("jnp.pad: only reflect_type='even' is supported")
+    for axis, (lo, hi) in enumerate(pw):
+        if lo or hi:
+            n = _shape(array)[axis]
+            if n == 0:
+                raise ValueError(f"can't extend empty axis {axis} using modes other than "
+                                 "'constant' or 'empty'")
+            # the padded axis reads source positions that NumPy's own pad gives for an iota
+            src = np.pad(np.arange(n), (lo, hi), mode=mode).astype(np.int32)
+            array = take(array, src, axis=axis, mode="clip")
+    return array
+
+
+def _pad_widths(pad_width, nd: int) -> list[tuple[int, int]]:
+    """``pad_width`` as one non-negative ``(before, after)`` pair per axis."""
+    try:
+        pw = np.asarray(pad_width)
+        if not np.issubdtype(pw.dtype, np.integer):
+            raise TypeError(f"jnp.pad: pad_width must be integers, got {pad_width!r}")
+        pw = np.broadcast_to(pw.reshape(-1, 2) if pw.ndim else np.array([[pw, pw]]), (nd, 2))
+    except ValueError:
+        raise ValueError(f"jnp.pad: pad_width {pad_width!r} cannot be broadcast to one "
+                         f"(before, after) pair for each of the array's {nd} axes") from None
     if np.any(pw < 0):
-        raise ValueError(f"index can't contain negative values, got pad_width={pad_width}")
-    from plax.numpy.util import to_dtype
-    cv = to_dtype(constant_values, get_aval(array).dtype)
-    return lax.pad(array, cv, [(int(lo), int(hi), 0) for lo, hi in pw])
+        raise ValueError(f"jnp.pad: index can't contain negative values, got pad_width="
+                         f"{pad_width!r}")
+    return [(int(lo), int(hi)) for lo, hi in pw]
 
 
 def ndim(a) -> int:

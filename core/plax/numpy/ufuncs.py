@@ -13,13 +13,61 @@ import numpy as np
 
 from plax import dtypes, lax
 from plax.array import Array
-from plax.core.trace import Tracer, get_aval
+from plax.core.trace import get_aval
 from plax.numpy.util import (asarray_weak, check_arraylike, promote_args, promote_args_inexact,
                              to_dtype)
 
 
 def _dt(x) -> np.dtype:
     return get_aval(x).dtype
+
+
+def _const(x, value):
+    """A rank-0 constant of ``x``'s dtype, weakly typed when ``x`` is a weakly typed scalar.
+
+    This is how JAX makes the constants inside its jnp functions, so composites keep
+    Python-scalar results weak (``jnp.floor_divide(7, 2)``) but not weak arrays.
+    """
+    a = get_aval(x)
+    return lax.full((), value, a.dtype, weak_type=a.weak_type and not a.shape)
+
+
+def _strong_const(x, value):
+    """A strongly typed rank-0 constant of ``x``'s dtype (JAX's choice in some functions,
+    e.g. ``log2`` and ``isinf``, whose results are then never weak)."""
+    return lax.full((), value, _dt(x))
+
+
+def _full_like(x, value, dtype=None):
+    """``value`` in ``x``'s shape: of ``x``'s dtype and weak type, or strongly of ``dtype``."""
+    a = get_aval(x)
+    if dtype is None:
+        return lax.full(a.shape, value, a.dtype, weak_type=a.weak_type)
+    return lax.full(a.shape, value, dtype, weak_type=False)
+
+
+def _with_weak(x, weak: bool):
+    """``x`` with its weak type set to ``weak`` (composites built from strong constants lose it)."""
+    a = get_aval(x)
+    return x if a.weak_type == weak else lax.convert_element_type(x, a.dtype, weak)
+
+
+def promote_args_numeric(fun_name: str, *args):
+    """Like ``promote_args``, but booleans become the default integer type (as in JAX, for
+    arithmetic that has no boolean meaning: floor_divide, remainder, power, shifts, ...)."""
+    check_arraylike(fun_name, *args)
+    dt, weak = dtypes.result_type(*args, return_weak_type_flag=True)
+    if dt == np.bool_:
+        dt = dtypes.default_int_dtype()
+    from plax.numpy.util import promote_shapes
+    return promote_shapes(fun_name, *[to_dtype(a, dt, weak) for a in args])
+
+
+def _reject_complex(name: str, x) -> None:
+    if dtypes.is_complex(_dt(x)):
+        raise ValueError(f"jnp.{name} is not well defined for complex inputs (got "
+                         f"{_dt(x).name}); convert to real values first, e.g. with jnp.abs or "
+                         "jnp.real.")
 
 
 def _fast_pair(x, y):
@@ -40,13 +88,12 @@ def _scalar_like(array: Array, value, inexact: bool):
     when promotion would change ``array`` (then the general path runs).
 
     The converted scalars are cached per (value, dtype, weak type, device): Arrays are
-    immutable, and ``x * 2.0`` in a loop then costs no conversion.
+    immutable, so ``x * 2.0`` in a loop costs no conversion.
     """
     aval = array.aval
     py_dtype = dtypes.default_float_dtype() if type(value) is float else dtypes.default_int_dtype()
     dt, weak = dtypes.result_type_of_avals(((aval.dtype, aval.weak_type), (py_dtype, True)))
-    if dt is not aval.dtype and dt != aval.dtype or weak != aval.weak_type or (
-            inexact and dt.kind not in "fc"):
+    if dt != aval.dtype or weak != aval.weak_type or (inexact and dt.kind not in "fc"):
         return None
     device = array._device
     cacheable = value == value and (type(value) is int or value != 0.0)  # not nan, not +-0.0
@@ -62,13 +109,112 @@ def _scalar_like(array: Array, value, inexact: bool):
         host = np.array(value, py_dtype).astype(dt)  # wraps to dt, as JAX does
     else:
         host = np.array(value, dt)
-    from plax.array import from_owned_host
-    out = from_owned_host(host, weak, device)
+    from plax.array import from_host
+    out = from_host(host, device=device, weak_type=weak)
     if cacheable:
         if len(_scalar_cache) >= 512:
             _scalar_cache.clear()
         _scalar_cache[key] = out
     return out
+
+
+# One-line summaries and verified examples of the factory-made functions above and below
+# (their docstrings are assembled from these; tests/numpy/test_jnp_docs.py runs the examples).
+_SUMMARIES = {
+    'floor': 'The largest integer not greater than each element (integers are returned as is).',
+    'ceil': 'The smallest integer not less than each element (integers are returned as is).',
+    'exp': 'The exponential ``e ** x``, elementwise.',
+    'exp2': '``2 ** x``, elementwise.',
+    'expm1': '``exp(x) - 1``, accurate for small ``x``.',
+    'log': 'The natural logarithm, elementwise.',
+    'log1p': '``log(1 + x)``, accurate for small ``x``.',
+    'sqrt': 'The non-negative square root, elementwise.',
+    'cbrt': 'The real cube root, elementwise.',
+    'sin': 'The sine, elementwise (radians).',
+    'cos': 'The cosine, elementwise (radians).',
+    'tan': 'The tangent, elementwise (radians).',
+    'arcsin': 'The inverse sine, elementwise.',
+    'arccos': 'The inverse cosine, elementwise.',
+    'arctan': 'The inverse tangent, elementwise.',
+    'sinh': 'The hyperbolic sine, elementwise.',
+    'cosh': 'The hyperbolic cosine, elementwise.',
+    'tanh': 'The hyperbolic tangent, elementwise.',
+    'arcsinh': 'The inverse hyperbolic sine, elementwise.',
+    'arccosh': 'The inverse hyperbolic cosine, elementwise.',
+    'arctanh': 'The inverse hyperbolic tangent, elementwise.',
+    'add': '``x + y``, elementwise (logical or for booleans).',
+    'subtract': '``x - y``, elementwise.',
+    'multiply': '``x * y``, elementwise (logical and for booleans).',
+    'true_divide': '``x / y``, elementwise; integers are divided as floats.',
+    'maximum': 'The larger of ``x`` and ``y``, elementwise (NaN propagates).',
+    'minimum': 'The smaller of ``x`` and ``y``, elementwise (NaN propagates).',
+    'arctan2': 'The angle of the point ``(x, y)`` from the positive x axis, ``atan(x1 / x2)`` by quadrant.',
+    'nextafter': 'The next representable value after ``x`` towards ``y``.',
+    'equal': '``x == y``, elementwise.',
+    'not_equal': '``x != y``, elementwise.',
+    'less': '``x < y``, elementwise (complex numbers compare lexicographically).',
+    'less_equal': '``x <= y``, elementwise.',
+    'greater': '``x > y``, elementwise.',
+    'greater_equal': '``x >= y``, elementwise.',
+    'bitwise_and': 'Bitwise AND of integers or booleans.',
+    'bitwise_or': 'Bitwise OR of integers or booleans.',
+    'bitwise_xor': 'Bitwise XOR of integers or booleans.',
+    'float_power': '``x ** y`` computed in floating point (integers promote to floats).',
+}
+_EXAMPLES = {
+    'floor': ('jnp.floor(jnp.array([-1.5, 2.5]))', 'Array([-2.,  2.], dtype=float32)'),
+    'ceil': ('jnp.ceil(jnp.array([-1.5, 2.5]))', 'Array([-1.,  3.], dtype=float32)'),
+    'exp': ('jnp.exp(jnp.array([0.0, 1.0]))', 'Array([1.      , 2.718282], dtype=float32)'),
+    'exp2': ('jnp.exp2(jnp.array([0.0, 3.0]))', 'Array([1., 8.], dtype=float32)'),
+    'expm1': ('jnp.expm1(jnp.array([0.0, 1.0]))', 'Array([0.       , 1.7182819], dtype=float32)'),
+    'log': ('jnp.log(jnp.array([1.0, 4.0]))', 'Array([0.       , 1.3862944], dtype=float32)'),
+    'log1p': ('jnp.log1p(jnp.array([0.0, 1.0]))', 'Array([0.       , 0.6931472], dtype=float32)'),
+    'sqrt': ('jnp.sqrt(jnp.array([4.0, 9.0]))', 'Array([2., 3.], dtype=float32)'),
+    'cbrt': ('jnp.cbrt(jnp.array([-8.0, 1.0]))', 'Array([-2.,  1.], dtype=float32)'),
+    'sin': ('jnp.sin(jnp.array([0.0, 1.0]))', 'Array([0.      , 0.841471], dtype=float32)'),
+    'cos': ('jnp.cos(jnp.array([0.0, 1.0]))', 'Array([1.       , 0.5403023], dtype=float32)'),
+    'tan': ('jnp.tan(jnp.array([0.0, 1.0]))', 'Array([0.       , 1.5574077], dtype=float32)'),
+    'arcsin': ('jnp.arcsin(jnp.array([0.0, 1.0]))', 'Array([0.       , 1.5707964], dtype=float32)'),
+    'arccos': ('jnp.arccos(jnp.array([0.0, 1.0]))', 'Array([1.5707964, 0.       ], dtype=float32)'),
+    'arctan': ('jnp.arctan(jnp.array([0.0, 1.0]))', 'Array([0.       , 0.7853982], dtype=float32)'),
+    'sinh': ('jnp.sinh(jnp.array([0.0, 1.0]))', 'Array([0.       , 1.1752012], dtype=float32)'),
+    'cosh': ('jnp.cosh(jnp.array([0.0, 1.0]))', 'Array([1.       , 1.5430807], dtype=float32)'),
+    'tanh': ('jnp.tanh(jnp.array([0.0, 1.0]))', 'Array([0.       , 0.7615942], dtype=float32)'),
+    'arcsinh': ('jnp.arcsinh(jnp.array([0.0, 1.0]))', 'Array([0.       , 0.8813736], dtype=float32)'),
+    'arccosh': ('jnp.arccosh(jnp.array([1.0, 2.0]))', 'Array([0.      , 1.316958], dtype=float32)'),
+    'arctanh': ('jnp.arctanh(jnp.array([0.0, 0.5]))', 'Array([0.        , 0.54930615], dtype=float32)'),
+    'add': ('jnp.add(jnp.array([1, 2]), 3)', 'Array([4, 5], dtype=int32)'),
+    'subtract': ('jnp.subtract(jnp.array([1, 2]), 3)', 'Array([-2, -1], dtype=int32)'),
+    'multiply': ('jnp.multiply(jnp.array([1, 2]), 3)', 'Array([3, 6], dtype=int32)'),
+    'true_divide': ('jnp.true_divide(jnp.array([1, 2]), 4)', 'Array([0.25, 0.5 ], dtype=float32)'),
+    'maximum': ('jnp.maximum(jnp.array([1, 5]), 3)', 'Array([3, 5], dtype=int32)'),
+    'minimum': ('jnp.minimum(jnp.array([1, 5]), 3)', 'Array([1, 3], dtype=int32)'),
+    'arctan2': ('jnp.arctan2(jnp.array([1.0, -1.0]), 1.0)', 'Array([ 0.7853981, -0.7853981], dtype=float32)'),
+    'nextafter': ('jnp.nextafter(jnp.array([1.0, 2.0]), 3.0)', 'Array([1.0000001, 2.0000002], dtype=float32)'),
+    'equal': ('jnp.equal(jnp.array([1, 3]), 3)', 'Array([False,  True], dtype=bool)'),
+    'not_equal': ('jnp.not_equal(jnp.array([1, 3]), 3)', 'Array([ True, False], dtype=bool)'),
+    'less': ('jnp.less(jnp.array([1, 3]), 3)', 'Array([ True, False], dtype=bool)'),
+    'less_equal': ('jnp.less_equal(jnp.array([1, 3]), 3)', 'Array([ True,  True], dtype=bool)'),
+    'greater': ('jnp.greater(jnp.array([1, 3]), 3)', 'Array([False, False], dtype=bool)'),
+    'greater_equal': ('jnp.greater_equal(jnp.array([1, 3]), 3)', 'Array([False,  True], dtype=bool)'),
+    'bitwise_and': ('jnp.bitwise_and(jnp.array([12, 10]), 6)', 'Array([4, 2], dtype=int32)'),
+    'bitwise_or': ('jnp.bitwise_or(jnp.array([12, 10]), 6)', 'Array([14, 14], dtype=int32)'),
+    'bitwise_xor': ('jnp.bitwise_xor(jnp.array([12, 10]), 6)', 'Array([10, 12], dtype=int32)'),
+    'float_power': ('jnp.float_power(jnp.array([2, 3]), 2)', 'Array([4., 9.], dtype=float32)'),
+}
+
+
+def _factory_doc(name: str, nargs: int, inexact: bool) -> str:
+    """A JAX-style docstring for a factory-made ufunc."""
+    promo = (" Integer and boolean inputs are promoted to the default float type." if inexact
+             else "")
+    args = ("      x: an array or a scalar.\n" if nargs == 1 else
+            "      x, y: arrays or scalars, broadcast against each other and promoted with JAX's "
+            "rules\n        (Python scalars are weakly typed).\n")
+    expr, shown = _EXAMPLES[name]
+    return (f"{_SUMMARIES[name]}\n\n    JAX's ``jnp.{name}`` (NumPy's ``numpy.{name}``).{promo}\n\n"
+            f"    Args:\n{args}\n    Returns:\n      An array with the broadcast shape of the "
+            f"inputs.\n\n    Example:\n      >>> {expr}\n      {shown}\n    ")
 
 
 def _unary(name: str, lax_fn, inexact: bool = False, int_identity: bool = False):
@@ -82,7 +228,7 @@ def _unary(name: str, lax_fn, inexact: bool = False, int_identity: bool = False)
         (x,) = promote_args_inexact(name, x) if inexact else promote_args(name, x)
         return lax_fn(x)
     fn.__name__ = name
-    fn.__doc__ = f"Elementwise ``{name}`` of an array (see numpy.{name})."
+    fn.__doc__ = _factory_doc(name, 1, inexact)
     return fn
 
 
@@ -105,7 +251,7 @@ def _binary(name: str, lax_fn, inexact: bool = False, bool_fn=None):
             return bool_fn(x, y)
         return lax_fn(x, y)
     fn.__name__ = name
-    fn.__doc__ = f"Elementwise ``{name}`` of two arrays, broadcast and promoted (see numpy.{name})."
+    fn.__doc__ = _factory_doc(name, 2, inexact)
     return fn
 
 
@@ -125,14 +271,36 @@ true_divide = _binary("true_divide", lax.div, inexact=True)
 divide = true_divide
 maximum = _binary("maximum", lax.max)
 minimum = _binary("minimum", lax.min)
-arctan2 = _binary("arctan2", lax.atan2, inexact=True)
+def _atan2(y, x):
+    if not dtypes.is_complex(_dt(y)):
+        return lax.atan2(y, x)
+    # the complex extension JAX (XLA) computes: -i log((x + i y) / sqrt(x^2 + y^2))
+    i = lax.full((), 1j, _dt(y))
+    r = lax.sqrt(lax.add(lax.mul(x, x), lax.mul(y, y)))
+    return lax.mul(lax.neg(i), lax.log(lax.div(lax.add(x, lax.mul(i, y)), r)))
+
+
+arctan2 = _binary("arctan2", _atan2, inexact=True)
 nextafter = _binary("nextafter", lax.nextafter, inexact=True)
+def _ordered(lax_cmp):
+    """An order comparison that also orders complex numbers, lexicographically (real part
+    first, as JAX and NumPy do)."""
+    def cmp(x, y):
+        if not dtypes.is_complex(_dt(x)):
+            return lax_cmp(x, y)
+        xr, yr = lax.real(x), lax.real(y)
+        strict = lax.lt if lax_cmp in (lax.lt, lax.le) else lax.gt
+        return lax.bitwise_or(strict(xr, yr),
+                              lax.bitwise_and(lax.eq(xr, yr), lax_cmp(lax.imag(x), lax.imag(y))))
+    return cmp
+
+
 equal = _binary("equal", lax.eq)
 not_equal = _binary("not_equal", lax.ne)
-less = _binary("less", lax.lt)
-less_equal = _binary("less_equal", lax.le)
-greater = _binary("greater", lax.gt)
-greater_equal = _binary("greater_equal", lax.ge)
+less = _binary("less", _ordered(lax.lt))
+less_equal = _binary("less_equal", _ordered(lax.le))
+greater = _binary("greater", _ordered(lax.gt))
+greater_equal = _binary("greater_equal", _ordered(lax.ge))
 bitwise_and = _binary("bitwise_and", lax.bitwise_and)
 bitwise_or = _binary("bitwise_or", lax.bitwise_or)
 bitwise_xor = _binary("bitwise_xor", lax.bitwise_xor)
@@ -143,7 +311,8 @@ def negative(x, /):
     check_arraylike("negative", x)
     (x,) = promote_args("negative", x)
     if _dt(x) == np.bool_:
-        raise TypeError("negative does not accept boolean arrays; use jnp.logical_not.")
+        raise TypeError("negative does not accept dtype bool; use jnp.logical_not, or cast to "
+                        "an integer type first.")
     return lax.neg(x)
 
 
@@ -155,44 +324,43 @@ def positive(x, /):
 
 def floor_divide(x, y, /):
     """Elementwise ``x // y``, rounding toward minus infinity (NumPy semantics)."""
-    x, y = promote_args("floor_divide", x, y)
+    x, y = promote_args_numeric("floor_divide", x, y)
     dt = _dt(x)
-    if dt == np.bool_:
-        return lax.bitwise_and(x, y)
     if dtypes.is_integer(dt):
         q = lax.div(x, y)
         if dt.kind == "u":
             return q
-        zero = lax.full((), 0, dt)
+        zero = _const(x, 0)
         fix = lax.bitwise_and(lax.ne(lax.lt(x, zero), lax.lt(y, zero)),
                               lax.ne(lax.rem(x, y), zero))
-        return lax.select(fix, lax.sub(q, lax.full((), 1, dt)), q)
+        return lax.select(fix, lax.sub(q, _const(q, 1)), q)
     if dtypes.is_complex(dt):
         raise TypeError("floor_divide does not support complex inputs")
     # NumPy's algorithm: divide the exact multiple x - fmod(x, y), then correct.
     mod = lax.rem(x, y)
     div = lax.div(lax.sub(x, mod), y)
-    zero = lax.full((), 0, dt)
+    zero = _const(x, 0)
     wrong_sign = lax.bitwise_and(lax.ne(mod, zero), lax.ne(lax.lt(y, zero), lax.lt(mod, zero)))
-    div = lax.select(wrong_sign, lax.sub(div, lax.full((), 1, dt)), div)
+    div = lax.select(wrong_sign, lax.sub(div, _const(div, 1)), div)
     floor_div = lax.floor(div)
-    floor_div = lax.select(lax.gt(lax.sub(div, floor_div), lax.full((), 0.5, dt)),
-                           lax.add(floor_div, lax.full((), 1, dt)), floor_div)
+    floor_div = lax.select(lax.gt(lax.sub(div, floor_div), _const(div, 0.5)),
+                           lax.add(floor_div, _const(div, 1)), floor_div)
     # where div is zero, keep its sign like NumPy; where y is zero fall back to x / y
     floor_div = lax.select(lax.eq(div, zero), lax.mul(zero, lax.div(x, y)), floor_div)
-    return lax.select(lax.eq(y, zero), lax.div(x, y), floor_div)
+    out = lax.select(lax.eq(y, zero), lax.div(x, y), floor_div)
+    return _with_weak(out, get_aval(x).weak_type)
 
 
 def remainder(x, y, /):
     """Elementwise remainder with the sign of the divisor (NumPy's ``%``)."""
-    x, y = promote_args("remainder", x, y)
+    x, y = promote_args_numeric("remainder", x, y)
     dt = _dt(x)
-    if dt == np.bool_:
-        raise TypeError("remainder does not accept boolean arguments")
+    if dtypes.is_complex(dt):
+        raise TypeError("remainder does not support complex inputs")
     r = lax.rem(x, y)
     if dt.kind == "u":
         return r
-    zero = lax.full((), 0, dt)
+    zero = _const(x, 0)
     fix = lax.bitwise_and(lax.ne(r, zero), lax.ne(lax.lt(r, zero), lax.lt(y, zero)))
     return lax.select(fix, lax.add(r, y), r)
 
@@ -202,7 +370,9 @@ mod = remainder
 
 def fmod(x, y, /):
     """Elementwise remainder with the sign of the dividend (C's fmod)."""
-    x, y = promote_args("fmod", x, y)
+    x, y = promote_args_numeric("fmod", x, y)
+    if dtypes.is_complex(_dt(x)):
+        raise TypeError("fmod does not support complex inputs")
     return lax.rem(x, y)
 
 
@@ -221,31 +391,28 @@ def power(x, y, /):
     """
     check_arraylike("power", x, y)
     if isinstance(y, (int, np.integer)) and not isinstance(y, (bool, np.bool_)):
-        (xa,) = promote_args("power", x) if isinstance(x, (Array, Tracer, np.ndarray)) else (None,)
-        if xa is not None:
-            if dtypes.is_integer(_dt(xa)) and y < 0:
-                raise TypeError(f"Integers cannot be raised to negative powers, got "
-                                f"integer_pow({get_aval(xa).str_short()}, {y})")
-            if _dt(xa) != np.bool_:
-                return lax.integer_pow(xa, int(y))
-    x, y = promote_args("power", x, y)
+        (xa,) = promote_args_numeric("power", x)
+        if dtypes.is_integer(_dt(xa)) and y < 0:
+            raise TypeError(f"Integers cannot be raised to negative powers, got "
+                            f"integer_pow({get_aval(xa).str_short()}, {y})")
+        return lax.integer_pow(xa, int(y))
+    x, y = promote_args_numeric("power", x, y)
     dt = _dt(x)
     if dtypes.is_inexact(dt):
         return lax.pow(x, y)
-    if dt == np.bool_:
-        return lax.bitwise_or(x, lax.bitwise_not(y))
     return _integer_power(x, y)
 
 
 def _integer_power(x, y):
     """``x ** y`` for integer arrays by binary exponentiation over the bits of y."""
     dt = _dt(x)
+    weak = get_aval(x).weak_type and get_aval(y).weak_type
     nbits = dt.itemsize * 8
     zero, one = lax.full((), 0, dt), lax.full((), 1, dt)
     from plax.numpy.util import promote_shapes
     x, y = promote_shapes("power", x, y)
     shape = get_aval(x).shape or get_aval(y).shape
-    acc = lax.full(shape, 1, dt)
+    acc = lax.full(shape, 1, dt, weak_type=weak)
     base = x
     e = y
     for _ in range(nbits if dt.kind == "u" else nbits - 1):
@@ -279,7 +446,8 @@ def sign(x, /):
     check_arraylike("sign", x)
     (x,) = promote_args("sign", x)
     if _dt(x) == np.bool_:
-        return x
+        raise TypeError("sign does not accept dtype bool; cast to an integer type first "
+                        "(x.astype(int)).")
     return lax.sign(x)
 
 
@@ -293,7 +461,9 @@ def trunc(x, /):
     if not dtypes.is_inexact(dtypes.dtype(x)):
         return asarray_weak(x)
     (x,) = promote_args("trunc", x)
-    return lax.select(lax.lt(x, lax.full((), 0, _dt(x))), lax.ceil(x), lax.floor(x))
+    if dtypes.is_complex(_dt(x)):
+        raise TypeError("trunc does not support complex inputs")
+    return lax.select(lax.lt(x, _const(x, 0)), lax.ceil(x), lax.floor(x))
 
 
 fix = trunc
@@ -302,6 +472,9 @@ fix = trunc
 def rint(x, /):
     """Rounds to the nearest integer, ties to even; integers become floats."""
     check_arraylike("rint", x)
+    if not dtypes.is_inexact(dtypes.dtype(x)):
+        # JAX converts integers with a plain (strongly typed) cast here
+        return lax.convert_element_type(asarray_weak(x), dtypes.default_float_dtype())
     (x,) = promote_args_inexact("rint", x)
     if dtypes.is_complex(_dt(x)):
         return lax.complex(rint(lax.real(x)), rint(lax.imag(x)))
@@ -315,16 +488,26 @@ def round(a, decimals: int = 0, out=None):
     check_arraylike("round", a)
     (a,) = promote_args("round", a)
     dt = _dt(a)
+    if dt == np.bool_:
+        raise ValueError("jnp.round does not accept dtype bool; cast to an integer or floating "
+                         "type first.")
     if not dtypes.is_inexact(dt):
         if decimals >= 0:
             return a
-        factor = lax.full((), 10 ** (-decimals), dt)
-        return lax.mul(floor_divide(lax.add(a, lax.div(factor, lax.full((), 2, dt))), factor), factor)
+        # round half to even on the integer grid of 10**-decimals
+        factor = _const(a, 10 ** (-decimals))
+        q = floor_divide(a, factor)
+        r = lax.sub(a, lax.mul(q, factor))
+        twice = lax.mul(r, _const(a, 2))
+        up = lax.bitwise_or(lax.gt(twice, factor),
+                            lax.bitwise_and(lax.eq(twice, factor),
+                                            lax.ne(lax.rem(q, _const(a, 2)), _const(a, 0))))
+        return lax.mul(lax.select(up, lax.add(q, _const(q, 1)), q), factor)
     if dtypes.is_complex(dt):
         return lax.complex(round(lax.real(a), decimals), round(lax.imag(a), decimals))
     if decimals == 0:
         return lax.round(a, lax.RoundingMethod.TO_NEAREST_EVEN)
-    factor = lax.full((), 10.0 ** decimals, dt)
+    factor = _const(a, 10.0 ** decimals)
     return lax.div(lax.round(lax.mul(a, factor), lax.RoundingMethod.TO_NEAREST_EVEN), factor)
 
 
@@ -360,19 +543,19 @@ asin, acos, atan, asinh, acosh, atanh, atan2 = (arcsin, arccos, arctan, arcsinh,
 def log2(x, /):
     """Base-2 logarithm."""
     (x,) = promote_args_inexact("log2", x)
-    return lax.div(lax.log(x), lax.full((), math.log(2), _dt(x)))
+    return lax.div(lax.log(x), _strong_const(x, math.log(2)))
 
 
 def log10(x, /):
     """Base-10 logarithm."""
     (x,) = promote_args_inexact("log10", x)
-    return lax.div(lax.log(x), lax.full((), math.log(10), _dt(x)))
+    return lax.div(lax.log(x), _strong_const(x, math.log(10)))
 
 
 def square(x, /):
     """Elementwise ``x * x``."""
     check_arraylike("square", x)
-    (x,) = promote_args("square", x)
+    (x,) = promote_args_numeric("square", x)
     return lax.integer_pow(x, 2)
 
 
@@ -385,6 +568,11 @@ def reciprocal(x, /):
 def logaddexp(x, y, /):
     """``log(exp(x) + exp(y))`` computed without overflow."""
     x, y = promote_args_inexact("logaddexp", x, y)
+    if dtypes.is_complex(_dt(x)):
+        # factor out the operand of larger real part: log(e^a + e^b) = a + log1p(e^(b - a))
+        x_big = lax.ge(lax.real(x), lax.real(y))
+        big, small = lax.select(x_big, x, y), lax.select(x_big, y, x)
+        return lax.add(big, lax.log1p(lax.exp(lax.sub(small, big))))
     amax = lax.max(x, y)
     delta = lax.sub(x, y)
     safe = lax.add(amax, lax.log1p(lax.exp(lax.neg(lax.abs(delta)))))
@@ -394,32 +582,33 @@ def logaddexp(x, y, /):
 def logaddexp2(x, y, /):
     """``log2(2**x + 2**y)`` computed without overflow."""
     x, y = promote_args_inexact("logaddexp2", x, y)
-    ln2 = lax.full((), math.log(2), _dt(x))
+    ln2 = _const(x, math.log(2))
     return lax.div(logaddexp(lax.mul(x, ln2), lax.mul(y, ln2)), ln2)
 
 
 def hypot(x, y, /):
     """``sqrt(x**2 + y**2)``, scaled to avoid overflow."""
     x, y = promote_args_inexact("hypot", x, y)
+    _reject_complex("hypot", x)
     x, y = lax.abs(x), lax.abs(y)
     big, small = lax.max(x, y), lax.min(x, y)
-    zero = lax.full((), 0, _dt(big))
-    safe_big = lax.select(lax.eq(big, zero), lax.full((), 1, _dt(big)), big)
+    is_zero = lax.eq(big, _const(big, 0))
+    safe_big = lax.select(is_zero, _full_like(big, 1), big)
     ratio = lax.div(small, safe_big)
-    out = lax.mul(big, lax.sqrt(lax.add(lax.full((), 1, _dt(big)), lax.mul(ratio, ratio))))
-    return lax.select(lax.eq(big, zero), zero, out)
+    out = lax.mul(big, lax.sqrt(lax.add(_const(big, 1), lax.mul(ratio, ratio))))
+    return lax.select(is_zero, _full_like(big, 0), out)
 
 
 def deg2rad(x, /):
     """Degrees to radians."""
     (x,) = promote_args_inexact("deg2rad", x)
-    return lax.mul(x, lax.full((), math.pi / 180, _dt(x)))
+    return lax.mul(x, _const(x, math.pi / 180))
 
 
 def rad2deg(x, /):
     """Radians to degrees."""
     (x,) = promote_args_inexact("rad2deg", x)
-    return lax.mul(x, lax.full((), 180 / math.pi, _dt(x)))
+    return lax.mul(x, _const(x, 180 / math.pi))
 
 
 radians, degrees = deg2rad, rad2deg
@@ -428,12 +617,11 @@ radians, degrees = deg2rad, rad2deg
 def sinc(x, /):
     """``sin(pi x) / (pi x)``, 1 at 0."""
     (x,) = promote_args_inexact("sinc", x)
-    dt = _dt(x)
-    zero = lax.full((), 0, dt)
-    is_zero = lax.eq(x, zero)
-    safe = lax.select(is_zero, lax.full((), 1, dt), x)
-    pix = lax.mul(safe, lax.full((), math.pi, dt))
-    return lax.select(is_zero, lax.full(get_aval(x).shape, 1, dt), lax.div(lax.sin(pix), pix))
+    is_zero = lax.eq(x, _const(x, 0))
+    one = _full_like(x, 1)
+    safe = lax.select(is_zero, one, x)
+    pix = lax.mul(safe, _const(x, math.pi))
+    return lax.select(is_zero, one, lax.div(lax.sin(pix), pix))
 
 
 # ------------------------------------------------------------------ predicates and logic
@@ -442,8 +630,6 @@ def isnan(x, /):
     """Elementwise NaN test (False for integers)."""
     check_arraylike("isnan", x)
     (x,) = promote_args("isnan", x)
-    if not dtypes.is_inexact(_dt(x)):
-        return lax.full(get_aval(x).shape, False, np.bool_)
     return lax.ne(x, x)
 
 
@@ -453,10 +639,10 @@ def isinf(x, /):
     (x,) = promote_args("isinf", x)
     dt = _dt(x)
     if not dtypes.is_inexact(dt):
-        return lax.full(get_aval(x).shape, False, np.bool_)
+        return _full_like(x, False, np.bool_)
     if dtypes.is_complex(dt):
         return logical_or(isinf(lax.real(x)), isinf(lax.imag(x)))
-    return lax.eq(lax.abs(x), lax.full((), np.inf, dt))
+    return lax.eq(lax.abs(x), _strong_const(x, np.inf))
 
 
 def isfinite(x, /):
@@ -465,38 +651,57 @@ def isfinite(x, /):
     (x,) = promote_args("isfinite", x)
     dt = _dt(x)
     if not dtypes.is_inexact(dt):
-        return lax.full(get_aval(x).shape, True, np.bool_)
+        return _full_like(x, True, np.bool_)
     if dtypes.is_complex(dt):
         return logical_and(lax.is_finite(lax.real(x)), lax.is_finite(lax.imag(x)))
     return lax.is_finite(x)
 
 
 def isposinf(x, /):
-    return logical_and(isinf(x), greater(x, 0))
+    """Elementwise test for positive infinity (not defined for complex inputs)."""
+    check_arraylike("isposinf", x)
+    (x,) = promote_args("isposinf", x)
+    return _is_signed_inf("isposinf", x, np.inf)
 
 
 def isneginf(x, /):
-    return logical_and(isinf(x), less(x, 0))
+    """Elementwise test for negative infinity (not defined for complex inputs)."""
+    check_arraylike("isneginf", x)
+    (x,) = promote_args("isneginf", x)
+    return _is_signed_inf("isneginf", x, -np.inf)
+
+
+def _is_signed_inf(name, x, inf):
+    dt = _dt(x)
+    if dtypes.is_complex(dt):
+        raise ValueError(f"jnp.{name} is not well defined for complex inputs (got {dt.name}).")
+    if not dtypes.is_inexact(dt):
+        return _full_like(x, False, np.bool_)
+    return lax.eq(x, _strong_const(x, inf))
 
 
 def signbit(x, /):
     """Whether the sign bit is set (True for -0.0)."""
     (x,) = promote_args("signbit", x)
     dt = _dt(x)
+    _reject_complex("signbit", x)
     if dt.kind == "i":
-        return lax.lt(x, lax.full((), 0, dt))
+        return lax.lt(x, _strong_const(x, 0))
     if dt.kind in "ub":
-        return lax.full(get_aval(x).shape, False, np.bool_)
+        return _full_like(x, False, np.bool_)
     if dt == dtypes.bfloat16 or dt == dtypes.float16:
         x = lax.convert_element_type(x, np.float32)
         dt = np.dtype(np.float32)
     int_dt = np.dtype(f"i{dt.itemsize}")
-    return lax.lt(lax.bitcast_convert_type(x, int_dt), lax.full((), 0, int_dt))
+    bits = lax.bitcast_convert_type(x, int_dt)
+    return lax.lt(bits, _strong_const(bits, 0))
 
 
 def copysign(x, y, /):
     """``|x|`` with the sign of ``y``."""
     x, y = promote_args_inexact("copysign", x, y)
+    if dtypes.is_complex(_dt(x)):
+        raise TypeError("copysign does not support complex inputs")
     return lax.select(signbit(y), lax.neg(lax.abs(x)), lax.abs(x))
 
 
@@ -504,7 +709,7 @@ def _as_bool(x):
     x = asarray_weak(x)
     if _dt(x) == np.bool_:
         return x
-    return lax.ne(x, lax.full((), 0, _dt(x)))
+    return lax.ne(x, _const(x, 0))
 
 
 def logical_and(x, y, /):
@@ -543,13 +748,13 @@ bitwise_not = bitwise_invert = invert
 
 def left_shift(x, y, /):
     """``x << y`` elementwise."""
-    x, y = promote_args("left_shift", x, y)
+    x, y = promote_args_numeric("left_shift", x, y)
     return lax.shift_left(x, y)
 
 
 def right_shift(x, y, /):
     """``x >> y`` elementwise (arithmetic for signed types, logical for unsigned)."""
-    x, y = promote_args("right_shift", x, y)
+    x, y = promote_args_numeric("right_shift", x, y)
     if _dt(x).kind == "u":
         return lax.shift_right_logical(x, y)
     return lax.shift_right_arithmetic(x, y)
@@ -573,16 +778,9 @@ def fmin(x, y, /):
 def heaviside(x1, x2, /):
     """0 where x1 < 0, x2 where x1 == 0, 1 where x1 > 0."""
     x1, x2 = promote_args_inexact("heaviside", x1, x2)
-    zero = lax.full((), 0, _dt(x1))
-    return where(lax.lt(x1, zero), zeros_of(x1), where(lax.gt(x1, zero), ones_of(x1), x2))
-
-
-def zeros_of(x):
-    return lax.full(get_aval(x).shape, 0, _dt(x))
-
-
-def ones_of(x):
-    return lax.full(get_aval(x).shape, 1, _dt(x))
+    zero = _const(x1, 0)
+    return where(lax.lt(x1, zero), zero,
+                 where(lax.gt(x1, zero), _const(x1, 1), where(lax.ne(x1, x1), x1, x2)))
 
 
 # ------------------------------------------------------------------ complex
@@ -598,7 +796,7 @@ def imag(x, /):
     """The imaginary part (zeros for real inputs)."""
     check_arraylike("imag", x)
     x = asarray_weak(x)
-    return lax.imag(x) if dtypes.is_complex(_dt(x)) else lax.full_like(x, 0)
+    return lax.imag(x) if dtypes.is_complex(_dt(x)) else _full_like(x, 0)
 
 
 def conjugate(x, /):
@@ -613,19 +811,29 @@ conj = conjugate
 
 def angle(z, deg: bool = False):
     """The argument of complex ``z`` (in degrees if ``deg``)."""
+    check_arraylike("angle", z)
+    if not dtypes.is_inexact(dtypes.dtype(z)):  # JAX computes integer angles in the default float
+        z = to_dtype(asarray_weak(z), dtypes.default_float_dtype())
     (z,) = promote_args_inexact("angle", z)
     re, im = real(z), imag(z)
+    # JAX computes the angle in a strongly typed float, even for Python scalars
+    re, im = _with_weak(re, False), _with_weak(im, False)
     out = lax.atan2(im, re)
     return rad2deg(out) if deg else out
 
 
 def isreal(x, /):
-    return lax.eq(imag(x), lax.full((), 0, _dt(imag(x)))) if dtypes.is_complex(dtypes.dtype(x)) else \
-        lax.full(get_aval(asarray_weak(x)).shape, True, np.bool_)
+    """Elementwise test for a zero imaginary part."""
+    check_arraylike("isreal", x)
+    im = imag(x)
+    return lax.eq(im, _const(im, 0))
 
 
 def iscomplex(x, /):
-    return logical_not(isreal(x))
+    """Elementwise test for a non-zero imaginary part."""
+    check_arraylike("iscomplex", x)
+    im = imag(x)
+    return lax.ne(im, _const(im, 0))
 
 
 # ------------------------------------------------------------------ selection
@@ -636,14 +844,14 @@ def where(condition, x=None, y=None, /, *, size=None, fill_value=None):
 
     Example:
       >>> jnp.where(jnp.array([True, False]), 1.0, 0.0)
-      Array([1., 0.], dtype=float32)
+      Array([1., 0.], dtype=float32, weak_type=True)
     """
     if x is None and y is None:
         from plax.numpy.searching import nonzero
         return nonzero(condition, size=size, fill_value=fill_value)
     if x is None or y is None:
-        raise ValueError("Either both or neither of the x and y arguments should be provided to "
-                         "jnp.where, got only one.")
+        raise TypeError("Either both or neither of the x and y arguments should be provided to "
+                        "jnp.where, got only one.")
     check_arraylike("where", condition, x, y)
     cond = _as_bool(condition)
     x, y = promote_args("where", x, y)
@@ -689,17 +897,16 @@ def nan_to_num(x, copy: bool = True, nan: float = 0.0, posinf=None, neginf=None)
 
 def isclose(a, b, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False):
     """Elementwise ``|a - b| <= atol + rtol * |b|`` (with NaN and infinity handling)."""
-    a, b = promote_args("isclose", a, b)
-    dt = _dt(a)
-    if not dtypes.is_inexact(dt):
-        return equal(a, b)
-    rdt = dtypes.real_dtype(dt)
-    close = less_equal(lax.abs(lax.sub(a, b)),
-                       lax.add(lax.full((), atol, rdt), lax.mul(lax.full((), rtol, rdt), lax.abs(b))))
-    both_inf = logical_and(logical_and(isinf(a), isinf(b)), equal(a, b))
-    out = logical_and(logical_or(close, both_inf), logical_not(logical_or(isnan(a), isnan(b))))
+    a, b = promote_args_inexact("isclose", a, b)
+    # the tolerances are strongly typed, so (as in JAX) the result is never weak
+    a, b = _with_weak(a, False), _with_weak(b, False)
+    rdt = dtypes.real_dtype(_dt(a))
+    in_range = lax.le(lax.abs(lax.sub(a, b)),
+                      lax.add(lax.full((), atol, rdt), lax.mul(lax.full((), rtol, rdt), lax.abs(b))))
+    # exact equality covers equal infinities; a NaN is never in range
+    out = lax.bitwise_or(lax.eq(a, b), lax.bitwise_and(isfinite(b), in_range))
     if equal_nan:
-        out = logical_or(out, logical_and(isnan(a), isnan(b)))
+        out = lax.bitwise_or(out, lax.bitwise_and(isnan(a), isnan(b)))
     return out
 
 
@@ -711,8 +918,9 @@ def allclose(a, b, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = F
 
 def array_equal(a1, a2, equal_nan: bool = False) -> Any:
     """Whether two arrays have the same shape and elements."""
+    from plax.numpy.creation import asarray
     from plax.numpy.reductions import all as jall
-    a1, a2 = asarray_weak(a1), asarray_weak(a2)
+    a1, a2 = asarray(a1), asarray(a2)  # lists are accepted here, as in JAX and NumPy
     if get_aval(a1).shape != get_aval(a2).shape:
         return lax.full((), False, np.bool_)
     eq = equal(a1, a2)
@@ -723,8 +931,9 @@ def array_equal(a1, a2, equal_nan: bool = False) -> Any:
 
 def array_equiv(a1, a2) -> Any:
     """Whether two arrays are equal after broadcasting."""
+    from plax.numpy.creation import asarray
     from plax.numpy.reductions import all as jall
     try:
-        return jall(equal(a1, a2))
+        return jall(equal(asarray(a1), asarray(a2)))
     except ValueError:
         return lax.full((), False, np.bool_)

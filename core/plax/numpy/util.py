@@ -7,7 +7,7 @@ import numpy as np
 
 from plax import dtypes
 from plax import lax
-from plax.array import Array, from_host, from_owned_host
+from plax.array import Array, from_host
 from plax.core.trace import Tracer, get_aval
 
 _scalar_types = (bool, int, float, complex)
@@ -45,8 +45,6 @@ def to_dtype(x: Any, dtype: np.dtype, weak: bool = False):
         if a.dtype == dtype and a.weak_type == weak:
             return x
         return lax.convert_element_type(x, dtype, weak)
-    if type(x) is float and dtype.kind in "fc":  # the hot case: x * 2.0
-        return from_owned_host(np.array(x, dtype), weak)
     if isinstance(x, _scalar_types) or isinstance(x, (np.ndarray, np.generic)):
         if isinstance(x, int) and not isinstance(x, bool):
             # As in JAX: a Python int must fit the default int type; it then wraps to ``dtype``
@@ -60,9 +58,7 @@ def to_dtype(x: Any, dtype: np.dtype, weak: bool = False):
             host = np.asarray(x)
         if host.dtype.kind == "c" and dtype.kind != "c":
             raise TypeError(f"Cannot convert complex value {x!r} to {dtype.name}")
-        if host.dtype == dtype:
-            return from_host(host, weak_type=weak)  # copies: host may be the caller's array
-        return from_owned_host(host.astype(dtype), weak)
+        return from_host(host.astype(dtype) if host.dtype != dtype else host, weak_type=weak)
     raise TypeError(f"Cannot convert {x!r} of type {type(x).__name__} to an array")
 
 
@@ -105,7 +101,6 @@ def broadcast_to(x, shape: Sequence[int]):
 def promote_dtypes(*args: Any) -> list:
     """Converts ``args`` to their common dtype under JAX's promotion rules (shapes untouched)."""
     dt, weak = dtypes.result_type(*args, return_weak_type_flag=True)
-    # Every operand takes the result's weak type, as in JAX (int32 array + 1.5 is weak float32).
     return [to_dtype(a, dt, weak) for a in args]
 
 
@@ -130,26 +125,66 @@ def promote_args(fun_name: str, *args: Any) -> list:
     return promote_shapes(fun_name, *promote_dtypes(*args))
 
 
+# The float type integer inputs of sin, /, mean, ... are computed in (JAX's rule): bool and
+# integers of up to 32 bits give float32 even with x64 enabled, 64-bit integers float64.
+_TO_INEXACT = {np.dtype(t): np.dtype(f) for t, f in [
+    (np.bool_, np.float32), (np.int8, np.float32), (np.int16, np.float32), (np.int32, np.float32),
+    (np.uint8, np.float32), (np.uint16, np.float32), (np.uint32, np.float32),
+    (np.int64, np.float64), (np.uint64, np.float64)]}
+
+
+def to_inexact_dtype(dtype: np.dtype) -> np.dtype:
+    """The inexact dtype functions like ``sin`` or ``/`` compute ``dtype`` values in.
+
+    Example:
+      >>> from plax.numpy.util import to_inexact_dtype
+      >>> to_inexact_dtype(np.dtype("int16"))
+      dtype('float32')
+    """
+    return dtypes.canonicalize_dtype(_TO_INEXACT.get(np.dtype(dtype), dtype))
+
+
 def promote_args_inexact(fun_name: str, *args: Any) -> list:
-    """Like :func:`promote_args`, then to the default float type if the result is not inexact."""
+    """Like :func:`promote_args`, then to an inexact type (:func:`to_inexact_dtype`)."""
     check_arraylike(fun_name, *args)
     dt, weak = dtypes.result_type(*args, return_weak_type_flag=True)
-    dt = dtypes.to_inexact_dtype(dt)
+    dt = to_inexact_dtype(dt)
     return promote_shapes(fun_name, *[to_dtype(a, dt, weak) for a in args])
 
 
+# NumPy's AxisError is both a ValueError and an IndexError, so code catching either (JAX
+# raises one or the other depending on the function) handles an out-of-range axis.
+AxisError = np.exceptions.AxisError
+
+
+def canonicalize_axis(axis, ndim: int) -> int:
+    """``axis`` in ``[0, ndim)``, accepting negative axes.
+
+    Raises:
+      TypeError: if ``axis`` is not an integer.
+      AxisError: (a ValueError and an IndexError) naming the axis and the rank if it is out
+        of range.
+    """
+    if isinstance(axis, (bool, np.bool_)) or not (isinstance(axis, (int, np.integer))
+                                                  or hasattr(axis, "__index__")):
+        raise TypeError(f"axis must be an integer, got {axis!r} of type {type(axis).__name__}")
+    axis = int(axis.__index__())
+    if not -ndim <= axis < ndim:
+        raise AxisError(axis, ndim)
+    return axis + ndim if axis < 0 else axis
+
+
 def canonicalize_axis_tuple(axis, ndim: int) -> tuple[int, ...]:
-    """Normalises ``axis`` (None, int or sequence) to a sorted tuple of non-negative axes."""
+    """Normalises ``axis`` (None, int or sequence) to a sorted tuple of non-negative axes.
+
+    Raises:
+      AxisError: for an axis out of range; ValueError for a repeated axis.
+    """
     if axis is None:
         return tuple(range(ndim))
-    if isinstance(axis, (int, np.integer)) or hasattr(axis, "__index__") and not isinstance(axis, (tuple, list)):
+    if not isinstance(axis, (tuple, list)):
         axis = (axis,)
-    out = []
-    for a in axis:
-        a = int(a)
-        if not -ndim <= a < ndim:
-            raise ValueError(f"axis {a} is out of bounds for array of dimension {ndim}")
-        out.append(a % ndim if ndim else a)
+    out = [canonicalize_axis(a, ndim) for a in axis]
     if len(set(out)) != len(out):
         raise ValueError(f"repeated axis: {tuple(axis)}")
     return tuple(sorted(out))

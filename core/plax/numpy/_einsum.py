@@ -69,10 +69,11 @@ def einsum(subscripts: str, *operands, precision=None, preferred_element_type=No
     sizes = {}
     for t, o in zip(terms, ops):
         for c, d in zip(t, get_aval(o).shape):
-            if c in sizes and sizes[c] != d and d != 1 and sizes[c] != 1:
+            if c not in sizes or sizes[c] == 1:
+                sizes[c] = d
+            elif d != 1 and d != sizes[c]:
                 raise ValueError(f"einsum: size of label {c!r} differs between operands "
-                                 f"({sizes[c]} vs {d})")
-            sizes[c] = max(sizes.get(c, 1), d)
+                                 f"({sizes[c]} vs {d}) in {subscripts!r}")
     pairs = list(zip(ops, terms))
     # letters needed later: in the output or in any operand not yet combined
     x, tx = pairs[0]

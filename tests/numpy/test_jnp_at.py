@@ -1,0 +1,189 @@
+"""Functional updates ``x.at[idx].set/add/multiply/min/max/divide/power/get`` for random index
+expressions (hypothesis), against a NumPy reference (``np.add.at`` and friends) that applies
+JAX's rules: repeated indices accumulate, out-of-bounds updates are dropped by default and
+clamped with ``mode="clip"``, out-of-bounds reads give ``fill_value`` with ``mode="fill"``."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import plax.numpy as jnp
+from jnp_index_strategies import index_expressions, numpy_update, shapes, target_positions
+from jnp_testutil import assert_close, check_avals_like_jax, check_raises_like_jax
+
+SETTINGS = settings(max_examples=200, deadline=None, derandomize=True,
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+
+OPS = ["set", "add", "multiply", "min", "max", "divide", "power"]
+
+
+def _check_update(x, idx, y, op, mode, out):
+    expected, candidates = numpy_update(x, idx, y, op, "clip" if mode == "clip" else "drop")
+    got = np.asarray(out).astype(expected.dtype if op not in ("divide", "power") or
+                                 np.asarray(out).dtype.kind == "f" else np.float64)
+    flat_got, flat_exp = got.reshape(-1), expected.reshape(-1).copy()
+    for pos, vals in candidates.items():  # a repeated index in set: any of its values may win
+        assert flat_got[pos] in vals, (pos, flat_got[pos], vals)
+        flat_exp[pos] = flat_got[pos]
+    assert_close(flat_got.reshape(x.shape).astype(out.dtype),
+                 flat_exp.reshape(x.shape), dtype=out.dtype,
+                 err_msg=f"x.at[{idx!r}].{op}(y, mode={mode}) on shape {x.shape}")
+
+
+@SETTINGS
+@given(data=st.data(), op=st.sampled_from(OPS), mode=st.sampled_from([None, "drop", "clip"]))
+def test_at_update_matches_numpy_reference(data, op, mode):
+    shape = data.draw(shapes(min_dims=1, max_dims=3))
+    idx, _ = data.draw(index_expressions(shape, allow_oob=True))
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**16)))
+    dtype = np.int32 if op in ("add", "multiply", "min", "max", "set") and \
+        data.draw(st.booleans()) else np.float32
+    if op == "power":
+        x = rng.uniform(0.5, 2.0, shape).astype(np.float32)
+    else:
+        x = rng.integers(-5, 6, shape).astype(dtype)
+    try:
+        target = target_positions(idx, shape, "clip" if mode == "clip" else "drop")
+    except IndexError:
+        return  # NumPy rejects the index itself (e.g. masks of the wrong shape)
+    y_shape = data.draw(st.sampled_from([(), target.shape, target.shape[1:] or ()]))
+    y = (rng.integers(1, 4, y_shape) if op in ("multiply", "divide", "power")
+         else rng.integers(-5, 6, y_shape)).astype(dtype)
+    ref = getattr(jnp.asarray(x).at[idx], op)
+    if mode is not None and (0 in shape and mode == "clip"):
+        return
+    out = ref(y) if mode is None else ref(y, mode=mode)
+    _check_update(x, idx, y, op, mode, out)
+    if op != "divide":
+        assert out.dtype == x.dtype
+    assert out.shape == x.shape
+
+
+@SETTINGS
+@given(data=st.data(), fill=st.sampled_from([None, -1.0, 7.5]))
+def test_at_get_fill_and_clip(data, fill):
+    shape = data.draw(shapes(min_dims=1, max_dims=3))
+    if 0 in shape:
+        return
+    idx, _ = data.draw(index_expressions(shape, allow_oob=True, allow_bool=False))
+    x = np.arange(int(np.prod(shape)), dtype=np.float32).reshape(shape)
+    try:
+        pos = target_positions(idx, shape, "drop")
+    except IndexError:
+        return
+    flat = x.reshape(-1)
+    expected = np.where(pos >= 0, flat[np.maximum(pos, 0)], np.nan if fill is None else fill)
+    out = jnp.asarray(x).at[idx].get(mode="fill", fill_value=fill)
+    assert_close(out, expected.astype(np.float32), err_msg=f"{idx!r} on {shape}")
+    clipped = target_positions(idx, shape, "clip")
+    assert_close(jnp.asarray(x).at[idx].get(mode="clip"), flat[clipped])
+    assert_close(jnp.asarray(x).at[idx].get(), flat[clipped])  # reads clamp by default
+
+
+# ---------------------------------------------------------------- fixed cases
+
+def test_repeated_indices_accumulate():
+    x = np.zeros(5, np.float32)
+    idx = np.array([0, 1, 0, 0, 4, -1])
+    y = np.array([1.0, 2.0, 3.0, 4.0, 5.0, 6.0], np.float32)
+    ref = x.copy()
+    np.add.at(ref, idx, y)
+    assert_close(jnp.asarray(x).at[idx].add(y), ref)
+    ref = np.ones(5, np.float32)
+    np.multiply.at(ref, idx, y)
+    assert_close(jnp.ones(5).at[idx].multiply(y), ref)
+    ref = np.full(5, 10.0, np.float32)
+    np.minimum.at(ref, idx, y)
+    assert_close(jnp.full(5, 10.0).at[idx].min(y), ref)
+    ref = np.zeros(5, np.float32)
+    np.maximum.at(ref, idx, y)
+    assert_close(jnp.zeros(5).at[idx].max(y), ref)
+
+
+def test_out_of_bounds_updates_are_dropped_or_clipped():
+    x = jnp.arange(5.0)
+    assert_close(x.at[7].set(9.0), np.arange(5.0))
+    assert_close(x.at[-6].add(9.0), np.arange(5.0))
+    assert_close(x.at[np.array([1, 10, -10])].set(9.0), np.array([0, 9, 2, 3, 4.0]))
+    assert_close(x.at[7].set(9.0, mode="clip"), np.array([0, 1, 2, 3, 9.0]))
+    assert_close(x.at[np.array([-10, 10])].add(1.0, mode="clip"), np.array([1, 1, 2, 3, 5.0]))
+    assert_close(x.at[7].get(mode="fill", fill_value=-1.0), np.float32(-1.0))
+    assert_close(x.at[7].get(), np.float32(4.0))
+    with pytest.raises(ValueError, match="mode"):
+        x.at[0].set(1.0, mode="wrong")
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int32, np.float16, np.float32,
+                                   np.complex64, np.bool_])
+def test_at_keeps_dtype_and_casts_values(dtype):
+    x = np.zeros((2, 3), dtype)
+    out = jnp.asarray(x).at[0, 1].set(1)
+    assert out.dtype == dtype
+    ref = x.copy()
+    ref[0, 1] = 1
+    assert_close(out, ref)
+    if dtype == np.bool_:  # as in JAX, booleans cannot be added (set, min and max work)
+        check_raises_like_jax(lambda: jnp.asarray(x).at[0].add(True),
+                              lambda a: a.at[0].add(True), x)
+        out = jnp.asarray(x).at[:, np.array([0, 2])].max(True)
+        assert_close(out, np.array([[True, False, True]] * 2))
+        return
+    out = jnp.asarray(x).at[:, np.array([0, 2])].add(2)
+    assert out.dtype == dtype
+    check_avals_like_jax(out, lambda a: a.at[:, np.array([0, 2])].add(2), x)
+    i = np.arange(6, dtype=np.int32)
+    check_avals_like_jax(jnp.asarray(i).at[0].set(1.5), lambda a: a.at[0].set(1.5), i)
+    check_avals_like_jax(jnp.asarray(i).at[0].divide(2), lambda a: a.at[0].divide(2), i)
+    check_avals_like_jax(jnp.asarray(i).at[0].power(2), lambda a: a.at[0].power(2), i)
+
+
+def test_at_weak_type_follows_the_operand():
+    w = jnp.asarray(3.0)
+    assert w.weak_type
+    assert w.at[()].set(5.0).weak_type
+    s = jnp.zeros(3).at[1].set(5)
+    assert not s.weak_type
+
+
+def test_at_update_value_shapes():
+    x = np.zeros((3, 4), np.float32)
+    xp = jnp.asarray(x)
+    # broadcasting, and leading size-1 axes of the values are dropped as in NumPy
+    assert_close(xp.at[0].set(np.arange(4.0)), np.vstack([np.arange(4.0), x[1:]]))
+    assert_close(xp.at[0].set(np.arange(4.0)[None]), np.vstack([np.arange(4.0), x[1:]]))
+    assert_close(xp.at[:, 1].set([1.0, 2.0, 3.0]), _set(x, (slice(None), 1), [1.0, 2.0, 3.0]))
+    err = check_raises_like_jax(lambda: xp.at[0].set(np.ones(3)),
+                                lambda a: a.at[0].set(np.ones(3)), x)
+    assert "(3,)" in str(err) and "(4,)" in str(err)
+
+
+def _set(x, idx, y):
+    out = x.copy()
+    out[idx] = y
+    return out
+
+
+def test_at_subtract_apply_and_aliases():
+    x = jnp.arange(4.0)
+    assert_close(x.at[1:3].subtract(1.0), np.array([0, 0, 1, 3.0]))
+    assert_close(x.at[np.array([0, 0])].mul(3.0), np.array([0, 1, 2, 3.0]))
+    assert_close(x.at[2].apply(lambda v: v * 10), np.array([0, 1, 20, 3.0]))
+    assert "IndexUpdateRef" in repr(x.at[0]) and "IndexUpdateHelper" in repr(x.at)
+
+
+def test_at_on_empty_arrays():
+    e = jnp.zeros((0, 3))
+    assert e.at[np.array([0])].set(1.0).shape == (0, 3)
+    assert e.at[:, 1].add(1.0).shape == (0, 3)
+
+
+def test_at_seed_examples():
+    """The updates the seed tutorials use: x.at[0, 0].set and x.at[i].add in a loop."""
+    m = jnp.zeros((3, 3)).at[0, 0].set(1.0)
+    assert_close(m, np.diag([1.0, 0, 0]))
+    acc = jnp.zeros(4, dtype=jnp.int32)
+    for i in range(4):
+        acc = acc.at[i].add(i * i)
+    assert_close(acc, np.array([0, 1, 4, 9]))
