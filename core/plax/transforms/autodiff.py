@@ -293,6 +293,27 @@ def _check_argnums(argnums, nargs, fun_name="grad"):
     return single, tuple(a % nargs for a in nums)
 
 
+def _dynamic_args(fun, args, kwargs, argnums, fun_name, holomorphic, allow_int):
+    """Splits off the differentiated positional arguments.
+
+    Returns:
+      ``(single, dyn, partial_fun)``: whether ``argnums`` was an int, the tuple of
+      differentiated arguments (dtypes checked), and ``fun`` as a function of those alone.
+    """
+    single, nums = _check_argnums(argnums, len(args), fun_name)
+    dyn = tuple(args[i] for i in nums)
+    for leaf in tree_util.tree_leaves(dyn):
+        _check_input_dtype(_as_array(leaf), holomorphic, allow_int, fun_name)
+
+    def partial_fun(*dyn_args):
+        full = list(args)
+        for i, a in zip(nums, dyn_args):
+            full[i] = a
+        return fun(*full, **kwargs)
+
+    return single, dyn, partial_fun
+
+
 def _check_input_dtype(x, holomorphic, allow_int, fun_name):
     dt = get_aval(x).dtype
     if holomorphic:
@@ -359,16 +380,8 @@ def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: boo
 
     @functools.wraps(fun)
     def value_and_grad_f(*args, **kwargs):
-        single, nums = _check_argnums(argnums, len(args), "grad")
-        dyn = tuple(args[i] for i in nums)
-        for leaf in tree_util.tree_leaves(dyn):
-            _check_input_dtype(_as_array(leaf), holomorphic, allow_int, "grad")
-
-        def partial_fun(*dyn_args):
-            full = list(args)
-            for i, a in zip(nums, dyn_args):
-                full[i] = a
-            return fun(*full, **kwargs)
+        single, dyn, partial_fun = _dynamic_args(fun, args, kwargs, argnums, "grad",
+                                                 holomorphic, allow_int)
 
         if has_aux:
             ans, f_vjp, aux = vjp(partial_fun, *dyn, has_aux=True)
@@ -437,18 +450,13 @@ def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
     from plax.transforms.vmap_api import vmap
 
     def jacfun(*args, **kwargs):
-        single, nums = _check_argnums(argnums, len(args), "jacfwd")
-        dyn = tuple(args[i] for i in nums)
+        single, dyn, partial_fun = _dynamic_args(fun, args, kwargs, argnums, "jacfwd",
+                                                 holomorphic, False)
         d_leaves, d_tree = tree_util.tree_flatten(dyn)
         d_leaves = [_as_array(x) for x in d_leaves]
-        for x in d_leaves:
-            _check_input_dtype(x, holomorphic, False, "jacfwd")
 
         def f_flat(*leaves):
-            full = list(args)
-            for i, a in zip(nums, tree_util.tree_unflatten(d_tree, leaves)):
-                full[i] = a
-            return fun(*full, **kwargs)
+            return partial_fun(*tree_util.tree_unflatten(d_tree, leaves))
 
         basis, n = _std_basis(d_leaves)
 
@@ -491,16 +499,8 @@ def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
     from plax.transforms.vmap_api import vmap
 
     def jacfun(*args, **kwargs):
-        single, nums = _check_argnums(argnums, len(args), "jacrev")
-        dyn = tuple(args[i] for i in nums)
-        for leaf in tree_util.tree_leaves(dyn):
-            _check_input_dtype(_as_array(leaf), holomorphic, allow_int, "jacrev")
-
-        def partial_fun(*dyn_args):
-            full = list(args)
-            for i, a in zip(nums, dyn_args):
-                full[i] = a
-            return fun(*full, **kwargs)
+        single, dyn, partial_fun = _dynamic_args(fun, args, kwargs, argnums, "jacrev",
+                                                 holomorphic, allow_int)
 
         if has_aux:
             y, f_vjp, aux = vjp(partial_fun, *dyn, has_aux=True)
