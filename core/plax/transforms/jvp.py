@@ -171,32 +171,25 @@ def defjvp(primitive, *derivatives: Callable | None) -> None:
     Example:
       >>> defjvp(sin_p, lambda t, x: mul(t, cos(x)))
     """
-
-    def rule(primals, tangents, **params):
-        out = primitive.bind(*primals, **params)
-        aval = tangent_aval(get_aval(out))
-        total = Zero(aval)
-        for deriv, t in zip(derivatives, tangents):
-            if deriv is None or type(t) is Zero:
-                continue
-            total = add_tangents(total, _fit_to(deriv(t, *primals, **params), aval))
-        return out, total
-
-    registry.register_rule("jvp", primitive)(rule)
+    _register_summed_jvp(primitive, derivatives, pass_output=False)
 
 
 def defjvp2(primitive, *derivatives: Callable | None) -> None:
     """Like :func:`defjvp`, but each derivative also receives the output:
     ``derivative(t, out, *primals, **params)`` (e.g. ``exp``'s tangent is ``t * out``)."""
+    _register_summed_jvp(primitive, derivatives, pass_output=True)
 
+
+def _register_summed_jvp(primitive, derivatives, pass_output: bool) -> None:
     def rule(primals, tangents, **params):
         out = primitive.bind(*primals, **params)
         aval = tangent_aval(get_aval(out))
+        leading = (out,) if pass_output else ()
         total = Zero(aval)
         for deriv, t in zip(derivatives, tangents):
             if deriv is None or type(t) is Zero:
                 continue
-            total = add_tangents(total, _fit_to(deriv(t, out, *primals, **params), aval))
+            total = add_tangents(total, _fit_to(deriv(t, *leading, *primals, **params), aval))
         return out, total
 
     registry.register_rule("jvp", primitive)(rule)
