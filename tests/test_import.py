@@ -1,29 +1,15 @@
-"""``import plax`` is fast and loads no backend: plugins are discovered on first use."""
+"""``import plax`` loads no backend or heavy library: plugins are discovered on first use.
+
+Its speed is measured by benchmarks/import_time.py (beside JAX), not asserted here."""
 from __future__ import annotations
 
 import ast
 
 from subprocess_util import REPO, last_json, run_python
 
-_IMPORT_TIME = """
-    import json, sys, time
-    wall, cpu = time.perf_counter(), time.process_time()
-    import plax
-    print(json.dumps([time.perf_counter() - wall, time.process_time() - cpu]))
-"""
-
 # Heavy or optional libraries that ``import plax`` must not load.
 _FORBIDDEN = ["numba", "cupy", "scipy", "pluggy", "plax_numpy", "plax_numba", "plax_cupy",
               "jax", "importlib.metadata", "plax.random", "plax.plugins"]
-
-
-def test_import_plax_is_fast():
-    run_python(_IMPORT_TIME)  # fills the shared bytecode cache, as an installed package has
-    wall, cpu = zip(*[last_json(run_python(_IMPORT_TIME)) for _ in range(5)])
-    # The CPU time of the import (numpy and ml_dtypes included) is what plax costs; wall time
-    # also counts waiting for a core, which on a busy CI machine says nothing about plax.
-    # Best of five, for the same reason.
-    assert min(cpu) < 0.2, f"import plax took {sorted(cpu)} s of CPU ({sorted(wall)} s wall)"
 
 
 def test_import_plax_loads_no_backend_or_heavy_library():
