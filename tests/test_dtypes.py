@@ -1,9 +1,11 @@
 """dtype semantics: JAX's promotion lattice, weak types, canonicalisation under the x64 flag.
 
 Every pair of operands (all supported dtypes as arrays, weakly typed arrays, and Python
-scalars) is compared with real JAX in both x64 modes: ``promote_types``, ``result_type``,
-and the dtype *and* weak type of ``x + y`` and ``x / y``. JAX's side uses ``eval_shape``
-(tracing only, no compilation), so the whole table costs well under a second.
+scalars) is compared with JAX's results in both x64 modes: ``promote_types``,
+``result_type``, and the dtype *and* weak type of ``x + y``, ``x / y`` and operators with a
+scalar on either side. JAX's results are recorded in jax_promotion_table.json by
+record_jax_promotion.py, so the comparison runs without JAX; where JAX is installed the
+recording is also checked to be current.
 """
 from __future__ import annotations
 
@@ -16,121 +18,49 @@ import pytest
 import plax
 import plax.numpy as pnp
 from plax import dtypes
+from promotion_tables import load_recording, tables
 from subprocess_util import last_json, run_python
 
 ALL_DTYPES = [np.dtype(d) for d in dtypes.supported_dtypes]
-PY_SCALARS = [True, 3, 2.5, 1 + 2j]
 
 
-@pytest.fixture(params=[False, True], ids=["x32", "x64"])
+@pytest.fixture(scope="module")
+def plax_tables():
+    return tables(plax)
+
+
+@pytest.fixture(scope="module")
+def jax_tables():
+    return load_recording()["tables"]
+
+
+@pytest.fixture(params=["x32", "x64"])
 def x64(request):
-    """Runs the test with x64 off and on, in plax and (when importable) in JAX, then restores."""
+    """Runs the test with x64 off and on, then restores the flag."""
     old = plax.config.read("jax_enable_x64")
-    plax.config.update("jax_enable_x64", request.param)
-    jax = _maybe_jax()
-    jax_old = jax.config.read("jax_enable_x64") if jax else None
-    if jax:
-        jax.config.update("jax_enable_x64", request.param)
+    plax.config.update("jax_enable_x64", request.param == "x64")
     try:
-        yield request.param
+        yield request.param == "x64"
     finally:
         plax.config.update("jax_enable_x64", old)
-        if jax:
-            jax.config.update("jax_enable_x64", jax_old)
-
-
-def _maybe_jax():
-    try:
-        import jax
-    except ImportError:
-        return None
-    return jax
-
-
-def _operands():
-    """(label, spec) for every operand kind: strong arrays of each dtype, weak arrays, scalars."""
-    out = [(f"{dt.name}[]", ("strong", dt)) for dt in ALL_DTYPES]
-    out += [(f"weak {type(v).__name__}[]", ("weak", v)) for v in (3, 2.5, 1 + 2j)]
-    out += [(f"py {type(v).__name__}", ("py", v)) for v in PY_SCALARS]
-    return out
-
-
-def _make(spec, np_module):
-    kind, v = spec
-    if kind == "strong":
-        return np_module.asarray(np.ones(2, v))
-    if kind == "weak":
-        return np_module.asarray(v)  # an array made from a Python scalar is weakly typed
-    return v
-
-
-OPERANDS = _operands()
-PAIRS = [(a, b) for a, b in itertools.product(OPERANDS, OPERANDS)
-         if not (a[1][0] == "py" and b[1][0] == "py")]
 
 
 # ------------------------------------------------------------------ against JAX
 
-def test_promote_types_matches_jax(x64):
-    jnp = pytest.importorskip("jax.numpy")
-    mismatches = []
-    for a, b in itertools.product(ALL_DTYPES, ALL_DTYPES):
-        ours, theirs = dtypes.promote_types(a, b), jnp.promote_types(a, b)
-        if ours != theirs:
-            mismatches.append((a.name, b.name, ours, theirs))
-    assert not mismatches
-
-
-@pytest.mark.filterwarnings("ignore:Explicitly requested dtype")  # JAX warns for 64-bit dtypes
-def test_result_type_matches_jax(x64):
-    jnp = pytest.importorskip("jax.numpy")
-    mismatches = []
-    for (la, sa), (lb, sb) in itertools.product(OPERANDS, OPERANDS):
-        ours = dtypes.result_type(_make(sa, pnp), _make(sb, pnp))
-        theirs = jnp.result_type(_make(sa, jnp), _make(sb, jnp))
-        if ours != theirs:
-            mismatches.append((la, lb, ours, theirs))
-    # dtypes (not values) as arguments, and a single argument
-    for dt in ALL_DTYPES:
-        if dtypes.result_type(dt) != jnp.result_type(dt):
-            mismatches.append((dt.name, "-", dtypes.result_type(dt), jnp.result_type(dt)))
-    assert not mismatches
-
-
-@pytest.mark.parametrize("op", ["add", "true_divide"])
-def test_binary_op_dtype_and_weak_type_match_jax(x64, op):
-    jax = pytest.importorskip("jax")
-    jnp = jax.numpy
-    mismatches = []
-    for (la, sa), (lb, sb) in PAIRS:
-        ours = getattr(pnp, op)(_make(sa, pnp), _make(sb, pnp))
-        theirs = jax.eval_shape(getattr(jnp, op), _make(sa, jnp), _make(sb, jnp))
-        got, want = (ours.dtype, ours.weak_type), (theirs.dtype, theirs.weak_type)
-        if got != want:
-            mismatches.append((la, lb, got, want))
+@pytest.mark.parametrize("mode", ["x32", "x64"])
+@pytest.mark.parametrize("table", ["promote_types", "result_type", "add", "true_divide",
+                                   "scalar_ops", "canonicalize", "python_scalars"])
+def test_promotion_table_matches_jax(plax_tables, jax_tables, table, mode):
+    ours, theirs = plax_tables[mode][table], jax_tables[mode][table]
+    assert sorted(ours) == sorted(theirs)
+    mismatches = [(k, ours[k], theirs[k]) for k in sorted(ours) if ours[k] != theirs[k]]
     assert not mismatches, mismatches[:10]
 
 
-def test_operator_results_match_jax_for_scalars_on_either_side(x64):
+def test_recording_is_current():
     jax = pytest.importorskip("jax")
-    jnp = jax.numpy
-    mismatches = []
-    for dt in ALL_DTYPES:
-        for v in PY_SCALARS[1:]:
-            for fn in (lambda x, s: x * s, lambda x, s: s * x, lambda x, s: x - s):
-                ours = fn(pnp.asarray(np.ones(2, dt)), v)
-                theirs = jax.eval_shape(lambda x: fn(x, v), jnp.asarray(np.ones(2, dt)))
-                if (ours.dtype, ours.weak_type) != (theirs.dtype, theirs.weak_type):
-                    mismatches.append((dt.name, v, ours.dtype, theirs.dtype))
-    assert not mismatches
-
-
-def test_canonicalize_dtype_matches_jax(x64):
-    jax = pytest.importorskip("jax")
-    for dt in ALL_DTYPES:
-        assert dtypes.canonicalize_dtype(dt) == jax.dtypes.canonicalize_dtype(dt), dt
-    for py_type in (int, float, complex, bool):
-        assert pnp.asarray(py_type(1)).dtype == jax.numpy.asarray(py_type(1)).dtype
+    assert tables(jax) == load_recording()["tables"], (
+        "JAX's promotion differs from the recording: re-run tests/record_jax_promotion.py")
 
 
 # ------------------------------------------------------------------ without JAX

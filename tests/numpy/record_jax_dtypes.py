@@ -10,8 +10,6 @@ import json
 import pathlib
 import warnings
 
-import jax
-import jax.numpy as jax_numpy
 import ml_dtypes
 import numpy as np
 
@@ -29,12 +27,15 @@ def flat_values(x) -> list:
 
 
 def describe(out) -> list:
+    import jax
     return [{"dtype": str(np.dtype(o.dtype)), "weak_type": bool(o.weak_type),
              "shape": list(o.shape), "value": flat_values(o)}
             for o in jax.tree_util.tree_leaves(out)]
 
 
 def main() -> None:
+    import jax  # only the recording needs JAX; the test imports flat_values without it
+    import jax.numpy as jax_numpy
     assert not jax.config.jax_enable_x64, "record with x64 disabled (JAX's default)"
     table = {}
     env = {"jnp": jax_numpy, "np": np, "bf16": ml_dtypes.bfloat16}
