@@ -2,7 +2,6 @@
 logspace, geomspace, eye, identity, tri, meshgrid, indices, from_dlpack."""
 from __future__ import annotations
 
-import builtins
 import math
 from typing import Any, Sequence
 
@@ -417,5 +416,3 @@ def indices(dimensions: Sequence[int], dtype: Any = None, sparse: bool = False):
     from plax.numpy.shape_ops import stack
     return stack(grids) if grids else zeros((0,), dt)
 
-
-del builtins

@@ -2,15 +2,12 @@
 einsum. All are built on ``lax.dot_general``."""
 from __future__ import annotations
 
-from typing import Sequence
-
 import numpy as np
 
 from plax import dtypes, lax
 from plax.array import Array
 from plax.core.trace import get_aval
-from plax.numpy.util import canonicalize_axis
-from plax.numpy.util import check_arraylike, promote_dtypes
+from plax.numpy.util import canonicalize_axis, check_arraylike, promote_dtypes
 
 
 def _prep(name, a, b, preferred_element_type):
@@ -22,10 +19,6 @@ def _prep(name, a, b, preferred_element_type):
     if preferred_element_type is not None:
         pet = dtypes.canonicalize_dtype(preferred_element_type)
     return a, b, pet
-
-
-def _result(x, pet, weak_inputs):
-    return x
 
 
 def dot(a, b, *, precision=None, preferred_element_type=None):
@@ -217,5 +210,3 @@ def einsum(subscripts: str, *operands, optimize=None, precision=None,
     return _einsum(subscripts, *operands, precision=precision,
                    preferred_element_type=preferred_element_type)
 
-
-del Sequence, _result

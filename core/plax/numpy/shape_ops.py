@@ -3,7 +3,7 @@ broadcasting, diagonals and triangles, take and friends."""
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence
+from typing import Sequence
 
 import numpy as np
 
@@ -711,5 +711,3 @@ def size(a, axis: int | None = None) -> int:
     s = shape(a)
     return math.prod(s) if axis is None else s[axis]
 
-
-del Any

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 import inspect
-from typing import Any, Callable, Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -388,5 +388,3 @@ def closure_convert(fun: Callable, *example_args):
     """Returns ``(fun, [])``: plax's custom_vjp handles closed-over values directly."""
     return fun, []
 
-
-del Any
