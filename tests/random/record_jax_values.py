@@ -1,6 +1,6 @@
 """Records known answers from real JAX for plax.random's tests.
 
-Run it where ``jax`` is installed (it is never imported by the test suite):
+Run it where ``jax`` is installed (the test suite imports only ``call_case`` from here, never JAX):
 
     python tests/random/record_jax_values.py
 
@@ -163,13 +163,12 @@ def _encode(result) -> dict:
     return {"dtype": a.dtype.name, "shape": list(a.shape), "data": data}
 
 
-def evaluate(c: dict):
-    import jax
-    import jax.numpy as jnp
-    from jax import random
+def call_case(c: dict, random, grad, decode):
+    """Calls ``random.<fn>`` as case ``c`` says. Shared by this recorder (``jax.random``) and
+    the replaying test (``plax.random``), so both sides make exactly the same call."""
     fn = c["fn"]
-    args = [_decode(a, jnp) for a in c["args"]]
-    kwargs = {k: _decode(v, jnp) for k, v in c["kwargs"].items()}
+    args = [decode(a) for a in c["args"]]
+    kwargs = {k: decode(v) for k, v in c["kwargs"].items()}
     if fn == "PRNGKey":
         return random.PRNGKey(*args)
     if fn == "key_data_of_key":
@@ -184,11 +183,18 @@ def evaluate(c: dict):
             full[i] = x
             return f(*full, **kwargs).sum()
 
-        return jax.grad(scalar)(([key] + args)[i])
+        return grad(scalar)(([key] + args)[i])
     out = f(key, *args, **kwargs)
     if c["typed"] and fn in ("split", "fold_in"):
         out = random.key_data(out)
     return out
+
+
+def evaluate(c: dict):
+    import jax
+    import jax.numpy as jnp
+    from jax import random
+    return call_case(c, random, jax.grad, lambda a: _decode(a, jnp))
 
 
 def main() -> None:

@@ -20,6 +20,7 @@ import pytest
 import plax
 from plax import numpy as jnp
 from plax import random
+from record_jax_values import call_case
 
 _PATH = os.path.join(os.path.dirname(__file__), "jax_known_answers.json")
 with open(_PATH) as _f:
@@ -73,28 +74,7 @@ def expected_array(result) -> np.ndarray:
 
 def replay(c):
     """Calls plax.random the way the recorder called jax.random."""
-    fn = c["fn"]
-    args = [decode(a) for a in c["args"]]
-    kwargs = {k: decode(v) for k, v in c["kwargs"].items()}
-    if fn == "PRNGKey":
-        return random.PRNGKey(*args)
-    if fn == "key_data_of_key":
-        return random.key_data(random.key(*args))
-    key = random.key(c["key"]) if c["typed"] else random.PRNGKey(c["key"])
-    f = getattr(random, fn)
-    if c["grad"] is not None:
-        i = c["grad"]
-
-        def scalar(x):
-            full = [key] + args
-            full[i] = x
-            return f(*full, **kwargs).sum()
-
-        return plax.grad(scalar)(([key] + args)[i])
-    out = f(key, *args, **kwargs)
-    if c["typed"] and fn in ("split", "fold_in"):
-        out = random.key_data(out)
-    return out
+    return call_case(c, random, plax.grad, decode)
 
 
 def check(c, got) -> None:
