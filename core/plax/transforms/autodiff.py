@@ -10,6 +10,7 @@ primitive's transpose rule (:mod:`plax.transforms.transpose`).
 from __future__ import annotations
 
 import functools
+import math
 from typing import Callable, Sequence
 
 import numpy as np
@@ -436,6 +437,20 @@ def _std_basis(leaves):
     return out, n
 
 
+def _unstack_basis(x, axis: int, shapes: Sequence[tuple]) -> list:
+    """Splits axis ``axis`` of ``x`` (one entry per element of a standard basis) into one piece
+    per shape in ``shapes``, that axis replaced by the shape."""
+    from plax import lax
+    outer = get_aval(x).shape
+    pieces, start = [], 0
+    for shape in shapes:
+        size = math.prod(shape)
+        part = lax.slice_in_dim(x, start, start + size, 1, axis)
+        pieces.append(lax.reshape(part, outer[:axis] + tuple(shape) + outer[axis + 1:]))
+        start += size
+    return pieces
+
+
 def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
            holomorphic: bool = False) -> Callable:
     """The Jacobian of ``fun`` by forward mode (one JVP per input element, vectorised with vmap).
@@ -469,18 +484,11 @@ def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
         if has_aux:
             stacked, aux = stacked
         # stacked leaves: (*out_shape, N) -> split N into the input leaves' shapes
-        from plax import lax
         out_leaves, out_tree = tree_util.tree_flatten(stacked)
-        sizes = [get_aval(x).size for x in d_leaves]
-        per_out = []
-        for o in out_leaves:
-            oshape = get_aval(o).shape[:-1]
-            parts, start = [], 0
-            for x, s in zip(d_leaves, sizes):
-                part = lax.slice_in_dim(o, start, start + s, 1, len(oshape))
-                parts.append(lax.reshape(part, oshape + get_aval(x).shape))
-                start += s
-            per_out.append(tree_util.tree_unflatten(d_tree, parts))
+        in_shapes = [get_aval(x).shape for x in d_leaves]
+        per_out = [tree_util.tree_unflatten(d_tree, _unstack_basis(o, get_aval(o).ndim - 1,
+                                                                   in_shapes))
+                   for o in out_leaves]
         jac = tree_util.tree_unflatten(out_tree, [p if not single else p[0] for p in per_out])
         return (jac, aux) if has_aux else jac
 
@@ -510,19 +518,13 @@ def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
         basis, n = _std_basis(y_leaves)
         pulled = vmap(lambda *b: f_vjp(tree_util.tree_unflatten(y_tree, list(b))))(*basis)
         # pulled: tuple over dyn args, each leaf (N, *in_shape) -> per output leaf (*out, *in)
-        from plax import lax
         in_leaves, in_tree = tree_util.tree_flatten(pulled)
-        sizes = [get_aval(o).size for o in y_leaves]
+        out_shapes = [get_aval(o).shape for o in y_leaves]
+        pieces = [_unstack_basis(leaf, 0, out_shapes) for leaf in in_leaves]
         per_out = []
-        start = 0
-        for o, s in zip(y_leaves, sizes):
-            parts = []
-            for leaf in in_leaves:
-                part = lax.slice_in_dim(leaf, start, start + s, 1, 0)
-                parts.append(lax.reshape(part, get_aval(o).shape + get_aval(leaf).shape[1:]))
-            jac_o = tree_util.tree_unflatten(in_tree, parts)
+        for k in range(len(y_leaves)):
+            jac_o = tree_util.tree_unflatten(in_tree, [p[k] for p in pieces])
             per_out.append(jac_o[0] if single else jac_o)
-            start += s
         jac = tree_util.tree_unflatten(y_tree, per_out)
         return (jac, aux) if has_aux else jac
 
