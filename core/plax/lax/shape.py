@@ -239,11 +239,19 @@ deflinear(squeeze_p, lambda ct, x, *, dimensions:
           [None if type(ct) is Zero else reshape(ct, x.aval.shape)])
 
 
-@register_rule("batch", squeeze_p)
-def _squeeze_batch(vals, dims, *, dimensions):
-    (x,), (d,) = vals, dims
-    x = move_axis_to(x, d, 0, aval_of(x).shape[d])
-    return squeeze_p.bind(x, dimensions=tuple(k + 1 for k in dimensions)), 0
+def _leading_batch_rule(prim):
+    """The batching rule of a primitive whose ``dimensions`` parameter names axes: move the batch
+    axis to the front and shift those axes past it."""
+
+    def rule(vals, dims, *, dimensions):
+        (x,), (d,) = vals, dims
+        x = move_axis_to(x, d, 0, aval_of(x).shape[d])
+        return prim.bind(x, dimensions=tuple(k + 1 for k in dimensions)), 0
+
+    register_rule("batch", prim)(rule)
+
+
+_leading_batch_rule(squeeze_p)
 
 
 expand_dims_p = Primitive("expand_dims")
@@ -276,11 +284,7 @@ deflinear(expand_dims_p, lambda ct, x, *, dimensions:
           [None if type(ct) is Zero else squeeze(ct, dimensions)])
 
 
-@register_rule("batch", expand_dims_p)
-def _expand_dims_batch(vals, dims, *, dimensions):
-    (x,), (d,) = vals, dims
-    x = move_axis_to(x, d, 0, aval_of(x).shape[d])
-    return expand_dims_p.bind(x, dimensions=tuple(k + 1 for k in dimensions)), 0
+_leading_batch_rule(expand_dims_p)
 
 
 # ------------------------------------------------------------------ rev
