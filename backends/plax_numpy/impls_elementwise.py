@@ -162,35 +162,38 @@ for _prim, _uf in [(lax.add_p, np.add), (lax.add_any_p, np.add), (lax.sub_p, np.
     _ufunc(_prim, _uf, low_precision=False)
 
 
-@impl(lax.div_p)
-@_quiet
-def _div(x, y):
-    if x.dtype.kind not in "iu":
-        if x.dtype == bfloat16:
-            return np.divide(x.astype(np.float32), y.astype(np.float32)).astype(x.dtype)
-        return np.divide(x, y)
-    x, y = np.broadcast_arrays(x, y)
-    zero = y == 0
-    safe = np.where(zero, np.ones((), y.dtype), y)
+def _float_or(float_op, int_op):
+    """An XLA division-like op: ``float_op`` on inexact operands (bfloat16 computed in float32),
+    ``int_op(x, y, zero, safe)`` on integers, with the divisor made safe where it is zero."""
+
+    def fn(x, y):
+        if x.dtype.kind not in "iu":
+            if x.dtype == bfloat16:
+                return float_op(x.astype(np.float32), y.astype(np.float32)).astype(x.dtype)
+            return float_op(x, y)
+        x, y = np.broadcast_arrays(x, y)
+        zero = y == 0
+        safe = np.where(zero, np.ones((), y.dtype), y)
+        return int_op(x, y, zero, safe).astype(x.dtype)
+
+    return _quiet(fn)
+
+
+def _int_div(x, y, zero, safe):
     q = np.floor_divide(x, safe)
     # floor -> truncation toward zero where the signs differ and the division is inexact
     if x.dtype.kind == "i":
         fix = (np.remainder(x, safe) != 0) & ((x < 0) != (safe < 0))
         q = q + fix.astype(q.dtype)
-    return np.where(zero, np.array(-1).astype(x.dtype), q).astype(x.dtype)
+    return np.where(zero, np.array(-1).astype(x.dtype), q)
 
 
-@impl(lax.rem_p)
-@_quiet
-def _rem(x, y):
-    if x.dtype.kind not in "iu":
-        if x.dtype == bfloat16:
-            return np.fmod(x.astype(np.float32), y.astype(np.float32)).astype(x.dtype)
-        return np.fmod(x, y)
-    x, y = np.broadcast_arrays(x, y)
-    zero = y == 0
-    safe = np.where(zero, np.ones((), y.dtype), y)
-    return np.where(zero, x, np.fmod(x, safe)).astype(x.dtype)
+def _int_rem(x, y, zero, safe):
+    return np.where(zero, x, np.fmod(x, safe))
+
+
+impl(lax.div_p)(_float_or(np.divide, _int_div))
+impl(lax.rem_p)(_float_or(np.fmod, _int_rem))
 
 
 def _bits(dtype) -> int:
