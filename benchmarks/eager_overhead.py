@@ -4,10 +4,13 @@ Each operation works on tiny operands (3 elements, or 3x3 for ``dot``), so the t
 is the framework's dispatch overhead, not arithmetic. Both libraries run the same
 lambdas in the same process; the ratio column is plax / JAX (below 1: plax faster).
 
-Run from the repository root::
+Run it with plax installed (``pip install -e .``; ``pip install -e ".[bench]"`` adds JAX)::
 
-    PYTHONPATH=core:backends:plugins python benchmarks/eager_overhead.py [--number N] [--repeat R]
-        [--timer {wall,cpu}]
+    python benchmarks/eager_overhead.py [--number N] [--repeat R] [--timer {wall,cpu}]
+
+It first prints the backend and device each library ran on: plax's default device and
+the backend that drives it (``PLAX_BACKEND=name`` or ``PLAX_PLATFORMS=cpu`` choose
+another), JAX's default device.
 
 ``--timer cpu`` counts this process's CPU time instead of wall time: on a shared machine
 it is much less disturbed by other processes (the ratio column is what to compare).
@@ -39,6 +42,22 @@ def _cases(np_mod) -> dict[str, Callable[[], object]]:
 
 
 _TIMERS = {"wall": time.perf_counter, "cpu": time.process_time}
+
+
+def placement(name: str, np_mod) -> str:
+    """Which backend and device the cases of a library run on (read off an operand)."""
+    device = _cases_device(np_mod)
+    if name == "plax":
+        backend = device.backend.name  # the backend that runs eager work on that device
+    else:
+        import jax
+        backend = jax.default_backend()
+    return f"{name}: backend {backend!r} on {device!r} (platform {device.platform})"
+
+
+def _cases_device(np_mod):
+    x = np_mod.array([1.0, 2.0, 3.0], dtype=np_mod.float32)  # as the cases make their operands
+    return x.device
 
 
 def time_per_call(fn: Callable[[], object], number: int, repeat: int,
@@ -73,6 +92,9 @@ def main(argv: list[str] | None = None) -> None:
     if jax is not None:
         results["jax"] = measure(jnp, args.number, args.repeat, args.timer)
 
+    print(placement("plax", pnp))
+    if jax is not None:
+        print(placement(f"jax {jax.__version__}", jnp))
     header = f"{'operation':<20} {'plax (us)':>10}"
     if jax is not None:
         header += f" {'jax ' + jax.__version__ + ' (us)':>17} {'plax/jax':>9}"

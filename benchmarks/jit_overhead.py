@@ -2,13 +2,15 @@
 
 Each case is a tiny function whose work is negligible, so the time is the dispatch
 path: argument flattening, cache lookup, the executable call and wrapping the
-outputs. Run from the repository root:
+outputs. Run it with plax installed (``pip install -e .``; ``pip install -e ".[bench]"``
+adds JAX):
 
-    PYTHONPATH=core:backends:plugins python benchmarks/jit_overhead.py [--backend numpy]
+    python benchmarks/jit_overhead.py [--backend NAME]
 
-Prints the best of several timeit repeats in microseconds per call, and the
-ratio plax / JAX (below 1: plax is faster). JAX is optional: without it only plax
-is timed.
+``--backend`` takes a backend name such as ``numpy`` (default: the default device's
+backend). Prints which backend and device each library ran on, then the best of several
+timeit repeats in microseconds per call, and the ratio plax / JAX (below 1: plax is
+faster). JAX is optional: without it only plax is timed.
 """
 from __future__ import annotations
 
@@ -45,6 +47,25 @@ def _time_call(fn: Callable, args: tuple, kwargs: dict, number: int, repeat: int
     return min(runs) / number
 
 
+def placement(backend: str | None) -> list[str]:
+    """Which backend and device the plax cases (and JAX's) run on: read off a jitted call."""
+    import plax
+    from plax import numpy as pnp
+    from plax import plugins
+    f = plax.jit(lambda a: a + 1) if backend is None else plax.jit(lambda a: a + 1, backend=backend)
+    device = f(pnp.arange(3.0)).device
+    name = device.backend.name if backend is None else plugins.registry().get_backend(backend).name
+    lines = [f"plax: backend {name!r} on {device!r} (platform {device.platform})"]
+    try:
+        import jax
+        import jax.numpy as jjnp
+    except ImportError:
+        return lines
+    jdevice = jax.jit(lambda a: a + 1)(jjnp.arange(3.0)).device
+    lines.append(f"jax {jax.__version__}: backend {jax.default_backend()!r} on {jdevice!r}")
+    return lines
+
+
 def run(backend: str | None, number: int, repeat: int) -> list[tuple[str, float, float | None]]:
     """Times every case; returns (name, plax seconds, JAX seconds or None)."""
     import plax
@@ -76,10 +97,13 @@ def run(backend: str | None, number: int, repeat: int) -> list[tuple[str, float,
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--backend", default=None, help="plax backend for jit (default: default)")
+    parser.add_argument("--backend", default=None,
+                        help="plax backend name for jit, e.g. numpy (default: the default device's)")
     parser.add_argument("--number", type=int, default=20000, help="calls per timing run")
     parser.add_argument("--repeat", type=int, default=7, help="timing runs (best reported)")
     args = parser.parse_args()
+    for line in placement(args.backend):
+        print(line)
     rows = run(args.backend, args.number, args.repeat)
     print(f"{'case':38s} {'plax µs':>9s} {'JAX µs':>9s} {'plax/JAX':>9s}")
     for name, tp, tj in rows:

@@ -3,8 +3,10 @@ jitted, on each plax backend beside JAX, measured in one run.
 
     python benchmarks/tutorial_kernels.py
 
-Reuses the asv suite's set-ups (asv_benchmarks/bench_tutorials.py); prints the best time per
-call over several repeats and the ratio to JAX.
+Run it with plax installed (``pip install -e .``; ``pip install -e ".[bench]"`` adds JAX).
+Reuses the asv suite's set-ups (asv_benchmarks/bench_tutorials.py); prints the device each
+framework (``plax:<backend>``, ``jax``) ran on, then the best time per call over several
+repeats and the ratio to JAX.
 """
 from __future__ import annotations
 
@@ -31,8 +33,22 @@ def best_seconds(fn, repeat: int = 5) -> float:
     return min(timeit.repeat(fn, number=number, repeat=repeat)) / number
 
 
+def placement(name: str) -> str:
+    """Where a framework's jitted work runs: the device of a jitted call's output."""
+    from asv_benchmarks.common import load
+    try:
+        module, jnp, jit = load(name)
+    except NotImplementedError as err:
+        return f"{name}: not measured ({err})"
+    device = jit(lambda x: x + 1)(jnp.ones(3)).device
+    backend = name.split(":", 1)[1] if name.startswith("plax:") else module.default_backend()
+    return f"{name}: backend {backend!r} on {device!r}"
+
+
 def main() -> None:
     names = frameworks()
+    for name in names:
+        print(placement(name))
     print(f"{'kernel':<20}" + "".join(f"{n:>14}" for n in names) + "   (ms; ratio to jax)")
     for label, cls, method in CASES:
         times = {}

@@ -1,7 +1,9 @@
 """The plax quickstart: the tour of the seed tutorials with ``import plax as jax``.
 
-Runs on the best backend available (``plax.default_backend()``); set
-``PLAX_BACKEND=numpy`` to force the reference backend.
+Runs on the default device: an accelerator platform's when a backend for one is
+installed, else the CPU, with the highest-priority backend of that platform (it prints
+``plax.devices()`` and ``plax.default_backend()``). Set ``PLAX_BACKEND=numpy`` to force
+the NumPy reference backend (on the CPU), or ``PLAX_PLATFORMS=cpu`` to stay on the CPU.
 
     python examples/quickstart.py
 """

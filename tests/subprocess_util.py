@@ -1,8 +1,10 @@
 """Running plax in a fresh interpreter, for tests of import-time and environment behaviour.
 
 The child sees this checkout's ``core``, ``backends`` and ``plugins`` first on PYTHONPATH,
-none of the parent's ``PLAX_*`` variables unless given, and a shared bytecode cache (so
-each child does not recompile plax from source, which would dominate the tests' runtime).
+none of the parent's ``PLAX_*`` configuration variables unless given (the toy backend's own
+``PLAX_TOY_*`` settings pass through: they describe what is installed, not how plax is
+configured), and a shared bytecode cache (so each child does not recompile plax from
+source, which would dominate the tests' runtime).
 """
 from __future__ import annotations
 
@@ -21,12 +23,16 @@ PYCACHE = Path(tempfile.gettempdir()) / f"plax-test-pycache-{os.getuid() if hasa
 def child_env(*extra_path: Path, env: dict | None = None) -> dict:
     """The environment of a child interpreter (see the module docstring)."""
     path = [str(p) for p in extra_path] + [str(REPO / d) for d in ("core", "backends", "plugins")]
+    dropped = ("JAX_PLATFORMS", "JAX_ENABLE_X64", "PYTHONDONTWRITEBYTECODE")
     out = {k: v for k, v in os.environ.items()
-           if not k.startswith("PLAX_") and k not in ("JAX_PLATFORMS", "JAX_ENABLE_X64",
-                                                       "PYTHONDONTWRITEBYTECODE")}
+           if (not k.startswith("PLAX_") or k.startswith("PLAX_TOY_")) and k not in dropped}
     out["PYTHONPATH"] = os.pathsep.join(path + [os.environ.get("PYTHONPATH", "")])
     out["PYTHONPYCACHEPREFIX"] = str(PYCACHE)
-    out.update(env or {})
+    for k, v in (env or {}).items():  # a value of None removes the variable
+        if v is None:
+            out.pop(k, None)
+        else:
+            out[k] = v
     return out
 
 

@@ -15,6 +15,7 @@ import pytest
 import plax
 import plax.numpy as jnp
 from plax import dtypes
+from doctest_util import NumericOutputChecker
 
 
 def _jax():
@@ -429,7 +430,9 @@ def test_methods_dtypes_match_jax():
         if name == "item":
             assert got == want and type(got) is type(want)
         else:
-            assert repr(got) == repr(want), name
+            # reductions (std, var, mean) may differ from XLA's in the last digit: the
+            # summation order is not specified, so printed floats are compared to a few ulps
+            assert NumericOutputChecker().check_output(repr(want), repr(got), 0), name
 
 
 def test_dot_method_and_item():

@@ -2,6 +2,9 @@
 
 Multi-device behaviour runs in child interpreters started with ``PLAX_NUM_CPU_DEVICES=4``
 (the device count is fixed when plax first builds its CPU devices).
+
+These tests assert what holds whatever other backends are installed (a second CPU backend,
+or one of another platform): tests/test_installed_backend.py runs them with such a backend.
 """
 from __future__ import annotations
 
@@ -12,38 +15,62 @@ import pytest
 
 import plax
 import plax.numpy as jnp
+from plax import plugins
 from plax.devices import CpuDevice, Device
 from subprocess_util import last_json, run_python
 
 
+def cpu_default_backend() -> str:
+    """The name of the backend that runs CPU work when no variable chooses (highest priority)."""
+    cpu = [b for b in plugins.registry().backends.values() if b.platform == "cpu"]
+    return sorted(cpu, key=lambda b: (-b.priority, b.name))[0].name
+
+
+def only_numpy_installed() -> bool:
+    return sorted(plugins.registry().backends) == ["numpy"]
+
+
 # ------------------------------------------------------------------ listing
 
-def test_default_devices_are_one_cpu_device():
-    devs = plax.devices()
-    assert devs == [CpuDevice(0)]
-    [d] = devs
+def test_cpu_device_and_numpy_backend():
+    cpu = plax.devices("cpu")
+    assert cpu == [CpuDevice(0)]
+    [d] = cpu
     assert (d.platform, d.id, d.device_kind, d.process_index) == ("cpu", 0, "cpu", 0)
     assert repr(d) == "CpuDevice(id=0)" and str(d) == "cpu:0"
-    assert d.backend.name == "numpy" and d.backend.platform == "cpu"
-    assert plax.devices("cpu") == devs == plax.devices(backend="numpy")
-    assert plax.devices("numpy") == devs  # a backend name works where a platform is expected
-    assert plax.local_devices() == devs
-    assert plax.device_count() == plax.local_device_count() == 1
+    assert d.backend.platform == "cpu" and d.backend.name == cpu_default_backend()
+    assert "numpy" in plugins.registry().backends
+    assert plax.devices(backend="numpy") == cpu
+    assert plax.devices("numpy") == cpu  # a backend name works where a platform is expected
     assert plax.device_count("cpu") == 1
-    assert plax.default_backend() == "cpu"
     assert plax.process_index() == 0 and plax.process_count() == 1
+
+
+def test_default_devices_agree():
+    devs = plax.devices()
+    assert devs and plax.local_devices() == devs
+    assert plax.device_count() == plax.local_device_count() == len(devs)
+    assert plax.default_backend() == devs[0].platform
+    assert len({d.platform for d in devs}) == 1
+    # the default platform: an accelerator platform when one is installed, else the CPU
+    platforms = plugins.registry().platforms()
+    assert plax.default_backend() == platforms[0]
+    assert (platforms[0] == "cpu") == (platforms == ["cpu"])
+    if only_numpy_installed():
+        assert devs == [CpuDevice(0)] and devs[0].backend.name == "numpy"
 
 
 def test_device_matches_jax_naming():
     jax = pytest.importorskip("jax")
-    ours, theirs = plax.devices()[0], jax.devices("cpu")[0]
+    ours, theirs = plax.devices("cpu")[0], jax.devices("cpu")[0]
     assert (repr(ours), str(ours), ours.platform, ours.device_kind, ours.id) == (
         repr(theirs), str(theirs), theirs.platform, theirs.device_kind, theirs.id)
-    assert plax.default_backend() == jax.default_backend()
+    if plax.devices()[0].platform == "cpu":  # JAX here has only its CPU
+        assert plax.default_backend() == jax.default_backend()
 
 
 def test_device_equality_and_hash():
-    assert CpuDevice(0) == plax.devices()[0]
+    assert CpuDevice(0) == plax.devices("cpu")[0]
     assert CpuDevice(0) != CpuDevice(1)
     assert Device(0, platform="other") != CpuDevice(0)
     assert len({CpuDevice(0), CpuDevice(0), CpuDevice(1)}) == 2
@@ -51,13 +78,16 @@ def test_device_equality_and_hash():
 
 @pytest.mark.parametrize("name", ["gpu", "cuda", "tpu"])
 def test_unavailable_platform_lists_what_is_available(name):
-    with pytest.raises(RuntimeError, match=rf"'{name}'.*platforms: \['cpu'\].*backends: "
-                                           r"\['numpy'\]"):
+    if plugins._platform_alias(name) in plugins.registry().platforms():
+        pytest.skip(f"a backend for {name!r} is installed")
+    with pytest.raises(RuntimeError, match=rf"'{name}': no installed backend.*platforms: \[.*'cpu'.*"
+                                           r"backends: \[.*'numpy'"):
         plax.devices(name)
 
 
 def test_unknown_backend_lists_available_backends():
-    with pytest.raises(RuntimeError, match=r"Unknown backend 'nope'.*\['numpy'\].*\['cpu'\]"):
+    with pytest.raises(RuntimeError, match=r"Unknown backend 'nope'.*platforms: \[.*'cpu'.*\].*"
+                                           r"backends: \[.*'numpy'.*\]"):
         plax.devices(backend="nope")
     with pytest.raises(RuntimeError, match="'nope'"):
         plax.device_count("nope")
@@ -100,16 +130,36 @@ def test_device_put_committed_flag():
     assert y.committed and y.device == x.device
     assert plax.device_put(y) is y
     assert plax.device_put(y, plax.devices()[0]) is y
-    assert plax.device_put(x, "cpu").committed
+    z = plax.device_put(x, "cpu")
+    assert z.committed and z.device == CpuDevice(0)
 
 
 def test_device_put_bad_input():
     with pytest.raises(TypeError, match="object.*not a valid plax array type"):
         plax.device_put(object())
-    with pytest.raises(TypeError, match="Expected a plax Device or a platform name, got 3"):
-        plax.device_put(1.0, 3)
-    with pytest.raises(RuntimeError, match="'tpu'"):
-        plax.device_put(1.0, "tpu")
+
+
+_BAD_DEVICES = [7, 3.5, object(), "nonesuch", "tpu"]
+
+
+@pytest.mark.parametrize("bad", _BAD_DEVICES, ids=["int", "float", "object", "unknown", "tpu"])
+def test_device_put_bad_device_is_value_error_naming_it(bad):
+    if bad == "tpu" and "tpu" in plugins.registry().platforms():
+        pytest.skip("a TPU backend is installed")
+    with pytest.raises(ValueError, match=r"plax\.device_put got device=") as caught:
+        plax.device_put(1.0, bad)
+    assert repr(bad) in str(caught.value)
+    if isinstance(bad, str):  # says what is available
+        assert "'cpu'" in str(caught.value) and "'numpy'" in str(caught.value)
+
+
+def test_device_put_bad_device_matches_jax_error_class():
+    jax = pytest.importorskip("jax")
+    for bad in (7, object(), "nonesuch"):
+        with pytest.raises(ValueError):
+            jax.device_put(np.ones(2), bad)
+        with pytest.raises(ValueError):
+            plax.device_put(np.ones(2), bad)
 
 
 def test_device_get():
@@ -129,13 +179,14 @@ def test_default_device_context():
         x = jnp.zeros(2)
     assert x.device == d and not x.committed  # placed by default, not committed
     with plax.default_device("cpu"):
-        assert jnp.ones(1).device == d
+        assert jnp.ones(1).device == CpuDevice(0)
     with plax.default_device(None):  # no change
         assert jnp.ones(1).device == d
 
 
 def test_default_device_bad_argument():
-    with pytest.raises(TypeError, match="Device or a platform name, got 7"):
+    # JAX raises ValueError for a default_device that is neither a Device nor a name
+    with pytest.raises(ValueError, match="Device .*or a platform name, got 7"):
         with plax.default_device(7):
             pass
     with pytest.raises(RuntimeError, match="'tpu'"):
@@ -190,7 +241,8 @@ _MULTI = """
 
 
 def test_multiple_cpu_devices_and_committed_semantics():
-    out = last_json(run_python(_MULTI, env={"PLAX_NUM_CPU_DEVICES": "4"}))
+    # PLAX_PLATFORMS=cpu: the CPU is the default platform even if another one is installed
+    out = last_json(run_python(_MULTI, env={"PLAX_NUM_CPU_DEVICES": "4", "PLAX_PLATFORMS": "cpu"}))
     assert out["devices"] == [f"CpuDevice(id={i})" for i in range(4)]
     assert out["strs"] == [f"cpu:{i}" for i in range(4)]
     assert out["count"] == out["local"] == 4
@@ -211,7 +263,7 @@ def test_multiple_cpu_devices_and_committed_semantics():
                                "CpuDevice(id=0)", False]
     assert out["other_thread"] == "CpuDevice(id=0)"  # the context is per thread
     assert out["tree"] == ["CpuDevice(id=3)"]
-    assert out["backends"] == ["numpy"]
+    assert out["backends"] == [cpu_default_backend()]  # one backend drives every CPU device
 
 
 # ------------------------------------------------------------------ environment variables
@@ -228,29 +280,36 @@ _REPORT = """
 """
 
 
-@pytest.mark.parametrize("env,expected", [
-    ({"PLAX_PLATFORMS": "cpu"}, ["CpuDevice(id=0)"]),
-    ({"JAX_PLATFORMS": "cpu"}, ["CpuDevice(id=0)"]),
-    ({"PLAX_PLATFORMS": "gpu,cpu"}, "RuntimeError"),
-    ({"PLAX_BACKEND": "numpy"}, ["CpuDevice(id=0)"]),
-    ({"PLAX_NUM_CPU_DEVICES": "2", "PLAX_PLATFORMS": "cpu"}, ["CpuDevice(id=0)", "CpuDevice(id=1)"]),
+@pytest.mark.parametrize("env,expected,backend", [
+    ({"PLAX_PLATFORMS": "cpu"}, ["CpuDevice(id=0)"], None),
+    ({"JAX_PLATFORMS": "cpu"}, ["CpuDevice(id=0)"], None),
+    ({"PLAX_BACKEND": "numpy"}, ["CpuDevice(id=0)"], "numpy"),  # forces the reference backend
+    ({"PLAX_BACKEND": "numpy", "PLAX_NUM_CPU_DEVICES": "2"}, ["CpuDevice(id=0)", "CpuDevice(id=1)"],
+     "numpy"),
+    ({"PLAX_NUM_CPU_DEVICES": "2", "PLAX_PLATFORMS": "cpu"}, ["CpuDevice(id=0)", "CpuDevice(id=1)"],
+     None),
 ])
-def test_environment_selection(env, expected):
+def test_environment_selection(env, expected, backend):
     out = last_json(run_python(_REPORT, env=env))
-    if isinstance(expected, list):
-        assert out == {"devices": expected, "backend": "numpy", "platform": "cpu"}
-    else:
-        assert out["error"] == expected
+    assert out == {"devices": expected, "backend": backend or cpu_default_backend(),
+                   "platform": "cpu"}
 
 
 @pytest.mark.parametrize("env,error,fragments", [
     ({"PLAX_NUM_CPU_DEVICES": "0"}, "RuntimeError", ["PLAX_NUM_CPU_DEVICES", "got '0'"]),
     ({"PLAX_NUM_CPU_DEVICES": "four"}, "RuntimeError", ["PLAX_NUM_CPU_DEVICES", "got 'four'"]),
-    ({"PLAX_PLATFORMS": "tpu"}, "RuntimeError", ["PLAX_PLATFORMS='tpu'", "['tpu']", "['cpu']"]),
+    ({"PLAX_PLATFORMS": "tpu"}, "RuntimeError", ["PLAX_PLATFORMS='tpu'", "['tpu']", "'cpu'"]),
     ({"PLAX_PLATFORMS": "gpu,cpu"}, "RuntimeError", ["['gpu']"]),
-    ({"PLAX_BACKEND": "numba-typo"}, "RuntimeError", ["PLAX_BACKEND='numba-typo'", "['numpy']"]),
+    ({"JAX_PLATFORMS": "tpu"}, "RuntimeError", ["JAX_PLATFORMS='tpu'", "['tpu']"]),
+    ({"PLAX_BACKEND": "nmupy-typo"}, "RuntimeError", ["PLAX_BACKEND='nmupy-typo'",
+                                                      "names no installed backend", "'numpy'"]),
+    ({"PLAX_BACKEND": "cpu"}, "RuntimeError", ["PLAX_BACKEND='cpu' names a platform",
+                                               "PLAX_PLATFORMS=cpu", "'numpy'"]),
 ])
 def test_bad_environment_values_give_clear_errors(env, error, fragments):
+    for platform in ("gpu", "tpu"):
+        if platform in str(env) and platform in plugins.registry().platforms():
+            pytest.skip(f"a backend for {platform!r} is installed")
     out = last_json(run_python(_REPORT, env=env))
     assert out["error"] == error, out
     for fragment in fragments:

@@ -6,6 +6,9 @@ compared exactly. Normal samples differ from that older JAX release in the seven
 ``erf_inv`` approximation changed since; plax matches today's JAX), and the tutorial ran its
 matrix products at the accelerator's reduced default precision, so losses are compared with a
 tolerance and the final loss must land in the tutorial's range.
+
+The examples run on the default device, whatever backends are installed
+(tests/test_installed_backend.py runs these tests with another backend installed).
 """
 from __future__ import annotations
 
@@ -68,10 +71,12 @@ def test_seed_linear_regression_matches_the_tutorial(impatient_output):
 
 
 def test_quickstart_runs():
+    import plax  # the same environment as the example's: it prints the default device
     out = run_example("examples/quickstart.py")
     assert "grad: 14.0 12.0 6.0" in out
     assert "Loss step 100:" in out
-    assert "CpuDevice(id=0)" in out
+    assert f"devices: {plax.devices()!r}" in out
+    assert f"default backend: {plax.default_backend()}" in out
 
 
 def test_intro_seed_runs():

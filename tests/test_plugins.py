@@ -3,10 +3,16 @@
 The toy backend (tests/plugin_packages/plax_toybackend) is a complete package with its own
 pyproject.toml and ``plax.backends`` entry point. It is pip-installed once per session into
 a temporary directory, and each check runs in a fresh interpreter with that directory on
-PYTHONPATH, so discovery happens exactly as it would for a user.
+PYTHONPATH, so discovery happens exactly as it would for a user. The same package is
+registered in-process (``plugins.register_plugin``) under another name and platform for
+the checks of which backend and platform are the default.
+
+These tests assert what holds whatever other backends are installed:
+tests/test_installed_backend.py runs them with the toy backend installed as well.
 """
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -26,6 +32,14 @@ from plax.plugins import PlaxPluginWarning, hookimpl
 from subprocess_util import REPO, last_json, run_python
 
 TOY_PACKAGE = REPO / "tests" / "plugin_packages" / "plax_toybackend"
+# the toy backend as these tests expect it: its own platform "toy", whatever the environment says
+TOY_ENV = {"PLAX_TOY_PLATFORM": "toy", "PLAX_TOY_PRIORITY": None}
+
+
+def no_other_accelerator() -> bool:
+    """Whether, beside the toy backend, only CPU backends are installed (then "toy" is the only
+    accelerator-like platform a child with the toy backend sees)."""
+    return all(b.platform == "cpu" or b.name == "toy" for b in plugins.registry().backends.values())
 
 
 @pytest.fixture(scope="session")
@@ -92,12 +106,14 @@ _TOY_CHECKS = """
 
 
 def test_pip_installed_backend_is_discovered_and_computes(toy_site):
-    out = last_json(run_python(_TOY_CHECKS, toy_site))
+    out = last_json(run_python(_TOY_CHECKS, toy_site, env=TOY_ENV))
     assert out["lazy"], "import plax must not import any backend"
     assert out["toy"] == ["ToyDevice(id=0)"]
     # A non-CPU platform is preferred over the CPU, as JAX prefers an accelerator.
-    assert out["default"] == ["ToyDevice(id=0)"]
-    assert out["default_backend"] == "toy"
+    assert out["default_backend"] != "cpu"
+    if no_other_accelerator():
+        assert out["default"] == ["ToyDevice(id=0)"]
+        assert out["default_backend"] == "toy"
     assert out["cpu"] == ["CpuDevice(id=0)"]
     assert (out["platform"], out["id"], out["kind"], out["str"]) == ("toy", 0, "toy simulator",
                                                                      "toy:0")
@@ -117,31 +133,121 @@ def test_pip_installed_backend_is_discovered_and_computes(toy_site):
 
 
 def test_info_lists_installed_backend(toy_site):
-    proc = run_python("", toy_site, args=["-m", "plax", "info"])
+    proc = run_python("", toy_site, args=["-m", "plax", "info"], env=TOY_ENV)
     text = proc.stdout
     assert "[loaded] toy (plax.backends: plax_toybackend.plugin) backends=['toy']" in text
     assert "[loaded] numpy (plax.backends: plax_numpy.plugin)" in text
     assert "ToyDevice(id=0) platform=toy kind='toy simulator' backends=['toy']" in text
     assert "CpuDevice(id=0) platform=cpu" in text
-    assert "default backend: toy" in text
+    if no_other_accelerator():
+        assert ("default backend: toy (runs on ToyDevice(id=0) with 'toy'; accelerator platforms "
+                "come before cpu)") in text
+
+
+_EXCLUDED_CHECKS = """
+    import json, plax
+    out = {}
+    for name, fn in [("devices", lambda: plax.devices("toy")),
+                     ("backend", lambda: plax.devices(backend="toy")),
+                     ("jit", lambda: plax.jit(lambda x: x + 1, backend="toy")(1.0)),
+                     ("put", lambda: plax.device_put(1.0, "toy"))]:
+        try:
+            fn()
+            out[name] = "no error"
+        except Exception as e:
+            out[name] = f"{type(e).__name__}: {e}"
+    try:
+        out["default"] = [repr(d) for d in plax.devices()]
+    except RuntimeError as e:
+        out["default"] = f"RuntimeError: {e}"
+    print(json.dumps(out))
+"""
 
 
 def test_plax_platforms_excludes_installed_backend(toy_site):
-    code = """
-        import json, plax
-        try:
-            plax.devices("toy")
-            err = ""
-        except RuntimeError as e:
-            err = str(e)
-        print(json.dumps({"default": [repr(d) for d in plax.devices()], "err": err}))
-    """
-    out = last_json(run_python(code, toy_site, env={"PLAX_PLATFORMS": "cpu"}))
+    env = {**TOY_ENV, "PLAX_PLATFORMS": "cpu"}
+    out = last_json(run_python(_EXCLUDED_CHECKS, toy_site, env=env))
     assert out["default"] == ["CpuDevice(id=0)"]
-    assert "'toy'" in out["err"] and "['cpu']" in out["err"]
-    info = run_python("", toy_site, env={"PLAX_PLATFORMS": "cpu"},
-                      args=["-m", "plax", "info"]).stdout
+    # the errors say the backend is installed but excluded by the variable, not "not installed"
+    for key, kind in [("devices", "RuntimeError"), ("backend", "RuntimeError"),
+                      ("jit", "RuntimeError"), ("put", "ValueError")]:
+        message = out[key]
+        assert message.startswith(kind + ":"), (key, message)
+        assert "'toy'" in message and "installed but excluded by PLAX_PLATFORMS='cpu'" in message, \
+            (key, message)
+        assert "platforms: ['cpu']" in message, (key, message)
+    info = run_python("", toy_site, env=env, args=["-m", "plax", "info"]).stdout
     assert "toy (platform toy excluded by PLAX_PLATFORMS)" in info
+    assert "toy: platform=toy excluded by PLAX_PLATFORMS='cpu'" in info
+    assert "; set by PLAX_PLATFORMS='cpu')" in info
+
+
+_SELECTION_CHECKS = """
+    import json, plax, plax.numpy as jnp
+    out = {}
+    try:
+        devs = plax.devices()
+    except RuntimeError as e:
+        print(json.dumps({"error": str(e)}))
+        raise SystemExit
+    x = jnp.arange(3.0)
+    y = plax.jit(lambda a: a * 2)(x)
+    toy = plax.devices("toy")[0]  # another platform stays reachable by name
+    z = plax.jit(lambda a: a * 2, backend="toy")(x)
+    print(json.dumps({
+        "devices": [repr(d) for d in devs], "platform": plax.default_backend(),
+        "default_device": repr(plax.devices()[0]), "backend": devs[0].backend.name,
+        "x": repr(x.device), "y": repr(y.device), "z": repr(z.device),
+        "toy_ran": sorted(set(toy.backend.executed)),
+    }))
+"""
+
+
+@pytest.mark.parametrize("env,expected", [
+    ({}, None),  # an accelerator-like platform: the toy's, unless a real one is installed
+    ({"PLAX_BACKEND": "numpy"}, {"devices": ["CpuDevice(id=0)"], "platform": "cpu",
+                                 "backend": "numpy"}),
+    ({"PLAX_BACKEND": "numpy", "PLAX_PLATFORMS": "toy,cpu"},
+     {"devices": ["CpuDevice(id=0)"], "platform": "cpu", "backend": "numpy"}),
+    ({"PLAX_BACKEND": "toy", "PLAX_PLATFORMS": "cpu,toy"},
+     {"devices": ["ToyDevice(id=0)"], "platform": "toy", "backend": "toy"}),
+    ({"PLAX_PLATFORMS": "cpu,toy"}, {"devices": ["CpuDevice(id=0)"], "platform": "cpu",
+                                     "backend": "<highest-priority cpu backend>"}),
+])
+def test_plax_backend_picks_default_device_with_another_platform_installed(toy_site, env,
+                                                                           expected):
+    out = last_json(run_python(_SELECTION_CHECKS, toy_site, env={**TOY_ENV, **env}))
+    if expected is None:
+        assert out["platform"] != "cpu", out
+        expected = ({"devices": ["ToyDevice(id=0)"], "platform": "toy", "backend": "toy"}
+                    if no_other_accelerator() else {})
+    if expected.get("backend") == "<highest-priority cpu backend>":
+        # the child's CPU backends: this process's, less the toy (a platform of its own there)
+        cpu = [b for b in plugins.registry().backends.values()
+               if b.platform == "cpu" and b.name != "toy"]
+        expected = {**expected, "backend": sorted(cpu, key=lambda b: (-b.priority, b.name))[0].name}
+    assert {k: out[k] for k in expected} == expected, out
+    device = out["devices"][0]
+    assert out["default_device"] == out["x"] == out["y"] == device
+    assert out["z"] == "ToyDevice(id=0)"  # jit(backend="toy") runs on the toy device
+    if expected.get("platform") == "cpu":
+        assert out["toy_ran"] == []  # eager work on the CPU never touched the toy backend
+
+
+def test_plax_backend_excluded_by_plax_platforms_says_so(toy_site):
+    out = last_json(run_python(_REPORT_DEFAULT, toy_site,
+                               env={**TOY_ENV, "PLAX_BACKEND": "toy", "PLAX_PLATFORMS": "cpu"}))
+    assert out["error"].startswith("PLAX_BACKEND='toy' names a backend of platform 'toy', which "
+                                   "PLAX_PLATFORMS='cpu' excludes"), out
+
+
+_REPORT_DEFAULT = """
+    import json, plax
+    try:
+        print(json.dumps({"devices": [repr(d) for d in plax.devices()]}))
+    except RuntimeError as e:
+        print(json.dumps({"error": str(e)}))
+"""
 
 
 # ------------------------------------------------------------------ broken installed plugins
@@ -227,8 +333,9 @@ _BROKEN_CHECKS = """
     from plax.plugins import PlaxPluginWarning
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        devs = plax.devices()
+        devs = plax.devices("cpu")
     msgs = [str(w.message) for w in caught if issubclass(w.category, PlaxPluginWarning)]
+    files = sorted({w.filename for w in caught if issubclass(w.category, PlaxPluginWarning)})
     value = np.asarray(jnp.arange(3.0) * 2).tolist()
     triple = np.asarray(plax.triple(jnp.ones(2))).tolist()
     try:
@@ -237,7 +344,7 @@ _BROKEN_CHECKS = """
     except RuntimeError as e:
         err = str(e)
     print(json.dumps({"devices": [repr(d) for d in devs], "warnings": msgs, "value": value,
-                      "triple": triple, "err": err}))
+                      "triple": triple, "err": err, "files": files}))
 """
 
 _EXPECTED_FAILURES = {
@@ -259,6 +366,7 @@ def test_broken_plugins_only_warn(broken_site):
         assert len(matching) == 1, (name, out["warnings"])
         assert error in matching[0], (error, matching[0])
     assert len(out["warnings"]) == len(_EXPECTED_FAILURES)
+    assert out["files"] == ["<string>"]  # the warnings point at the user's code, not plax's
     # An unknown platform's error lists what failed to load, so the user sees why.
     assert "'dead'" in out["err"] and "devices_raise" in out["err"] and "OSError" in out["err"]
 
@@ -272,6 +380,32 @@ def test_info_reports_failed_plugins(broken_site):
     assert any(ln.strip().startswith("[loaded] exports_ok") and "exports=['triple']" in ln
                for ln in lines)
     assert any(ln.strip().startswith("[loaded] numpy") for ln in lines)
+    assert "Traceback" not in proc.stdout  # the short report: one line per plugin
+
+
+def test_info_verbose_shows_failed_plugins_tracebacks(broken_site):
+    proc = run_python("", broken_site, args=["-m", "plax", "info", "-v"])
+    text = proc.stdout
+    blocks = {}  # plugin name -> the traceback lines printed under it
+    current = None
+    for line in text.splitlines():
+        if line.startswith("  [") and "] " in line:
+            current = line.split("] ", 1)[1].split(" (", 1)[0]
+            blocks[current] = []
+        elif line.startswith("      | ") and current is not None:
+            blocks[current].append(line[len("      | "):])
+    tb = "\n".join(blocks["import_fails"])
+    assert tb.startswith("Traceback (most recent call last):")
+    assert "import_fails.py\", line 1" in tb
+    assert "raise ImportError('the toy driver library is missing')" in tb
+    assert tb.endswith("ImportError: the toy driver library is missing")
+    hook_tb = "\n".join(blocks["hook_raises"])
+    assert "hook_raises.py" in hook_tb and "in plax_backends" in hook_tb
+    assert "raise ValueError('no license for the accelerator')" in hook_tb
+    assert "device /dev/dead0 not found" in "\n".join(blocks["devices_raise"])
+    assert blocks["no_hooks"] == []  # found by a check, nothing raised: no traceback
+    assert blocks["numpy"] == [] and blocks["exports_ok"] == []
+    assert run_python("", broken_site, args=["-m", "plax", "info", "--verbose"]).stdout == text
 
 
 # ------------------------------------------------------------------ python -m plax info
@@ -281,20 +415,37 @@ def test_info_lists_numpy_backend_and_devices():
     text = proc.stdout
     assert text.startswith(f"plax {plax.__version__}\n")
     assert "[loaded] numpy (plax.backends: plax_numpy.plugin) backends=['numpy']" in text
-    assert "numpy: platform=cpu priority=0 (default)" in text
-    assert "CpuDevice(id=0) platform=cpu kind='cpu' backends=['numpy']" in text
-    assert "default backend: cpu (runs on CpuDevice(id=0) with 'numpy')" in text
+    assert "  numpy: platform=cpu priority=0" in text
+    [cpu_line] = [ln for ln in text.splitlines() if ln.startswith("  CpuDevice(id=0) ")]
+    assert cpu_line.startswith("  CpuDevice(id=0) platform=cpu kind='cpu' backends=[")
+    assert "'numpy'" in cpu_line
+    [default_line] = [ln for ln in text.splitlines() if ln.startswith("default backend: ")]
+    default = plax.devices()[0]
+    assert default_line.startswith(f"default backend: {default.platform} (runs on {default!r} "
+                                   f"with {default.backend.name!r}; ")
+    if sorted(plugins.registry().backends) == ["numpy"]:
+        assert "numpy: platform=cpu priority=0 (default)" in text
+        assert default_line == ("default backend: cpu (runs on CpuDevice(id=0) with 'numpy'; "
+                                "no accelerator platform is installed)")
+
+
+def test_info_with_plax_backend_says_what_chose_the_default():
+    proc = run_python("", args=["-m", "plax", "info"], env={"PLAX_BACKEND": "numpy"})
+    assert ("default backend: cpu (runs on CpuDevice(id=0) with 'numpy'; set by "
+            "PLAX_BACKEND='numpy')") in proc.stdout
+    assert "numpy: platform=cpu priority=0 (default)" in proc.stdout
 
 
 def test_info_usage_error():
-    proc = run_python("", args=["-m", "plax", "bogus"], check=False)
-    assert proc.returncode == 2 and "usage: python -m plax info" in proc.stderr
+    for args in (["bogus"], [], ["info", "-x"]):
+        proc = run_python("", args=["-m", "plax", *args], check=False)
+        assert proc.returncode == 2 and "usage: python -m plax info [-v|--verbose]" in proc.stderr
 
 
 def test_info_with_bad_environment_exits_nonzero():
     proc = run_python("", args=["-m", "plax", "info"], env={"PLAX_BACKEND": "nope"}, check=False)
     assert proc.returncode == 1
-    assert "PLAX_BACKEND='nope'" in proc.stdout and "['numpy']" in proc.stdout
+    assert "PLAX_BACKEND='nope'" in proc.stdout and "'numpy'" in proc.stdout
 
 
 # ------------------------------------------------------------------ plugins registered at run time
@@ -355,8 +506,8 @@ def test_registered_backend_drives_cpu_devices_and_jit(manual_plugins):
     manual_plugins(RecorderPlugin(), "recorder-plugin")
     reg = plugins.registry()
     assert reg.get_backend("recorder").priority == -1
-    assert plax.devices() == plax.devices(backend="recorder")  # one CPU device, two drivers
-    assert plax.devices()[0].backend.name == "numpy"  # the higher priority stays the default
+    assert plax.devices("cpu") == plax.devices(backend="recorder")  # one CPU device, two drivers
+    assert plax.devices("cpu")[0].backend.name != "recorder"  # a higher priority stays the default
     f = plax.jit(lambda x: x * 2 + 1, backend="recorder")
     np.testing.assert_allclose(np.asarray(f(jnp.arange(3.0))), [1.0, 3.0, 5.0])
     assert reg.get_backend("recorder").ran == ["compile"]
@@ -382,7 +533,90 @@ def test_plax_backend_env_selects_registered_backend(manual_plugins, monkeypatch
     finally:
         monkeypatch.delenv("PLAX_BACKEND")
         plugins.reset()
-    assert plax.devices()[0].backend.name == "numpy"
+    assert plax.devices("cpu")[0].backend.name != "recorder"
+
+
+@pytest.fixture
+def fake_accelerator(manual_plugins):
+    """The toy backend registered by hand as backend "fake" of a platform "fake" (as a GPU
+    backend would be: its own devices and buffers)."""
+    sys.path.insert(0, str(TOY_PACKAGE))
+    try:
+        from plax_toybackend.backend import ToyBackend
+    finally:
+        sys.path.remove(str(TOY_PACKAGE))
+
+    class FakePlugin:
+        @hookimpl
+        def plax_backends(self):
+            backend = ToyBackend(platform="fake", priority=0)
+            backend.name = "fake"
+            return [backend]
+
+    manual_plugins(FakePlugin(), "fake-plugin")
+    return plugins.registry().get_backend("fake")
+
+
+def _with_env(monkeypatch, **env):
+    for key in ("PLAX_BACKEND", "PLAX_PLATFORMS", "JAX_PLATFORMS"):
+        monkeypatch.delenv(key, raising=False)
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    plugins.reset()
+
+
+def test_accelerator_platform_is_the_default(fake_accelerator):
+    assert plax.default_backend() != "cpu"  # an accelerator platform is preferred to the CPU
+    assert "fake" in plugins.registry().platforms()
+    assert plugins.registry().platforms()[-1] == "cpu"
+    assert plax.devices("fake")[0].backend.name == "fake"
+
+
+def test_plax_backend_numpy_forces_the_cpu_with_another_platform_installed(fake_accelerator,
+                                                                          monkeypatch):
+    try:
+        _with_env(monkeypatch, PLAX_BACKEND="numpy")
+        cpu = plax.devices("cpu")[0]
+        assert plax.devices() == [cpu] and plax.default_backend() == "cpu"
+        assert cpu.backend.name == "numpy"
+        x = jnp.arange(3.0) * 2
+        y = plax.jit(lambda a: a + 1)(x)
+        assert x.device == y.device == cpu and type(y._buf) is np.ndarray
+        np.testing.assert_allclose(np.asarray(y), [1.0, 3.0, 5.0])
+        fake = plax.devices("fake")[0]  # the other platform is still there when asked for
+        z = plax.jit(lambda a: a + 1, backend="fake")(x)
+        assert z.device == fake and type(z._buf).__name__ == "ToyBuffer"
+        assert fake.backend.executed == []  # nothing ran eagerly on it
+
+        _with_env(monkeypatch, PLAX_BACKEND="fake", PLAX_PLATFORMS="cpu,fake")
+        assert plax.default_backend() == "fake" and plax.devices() == plax.devices("fake")
+        assert jnp.ones(2).device == plax.devices("fake")[0]
+    finally:
+        _with_env(monkeypatch)
+
+
+def test_excluded_backend_errors_say_excluded_by_configuration(fake_accelerator, monkeypatch):
+    try:
+        _with_env(monkeypatch, PLAX_PLATFORMS="cpu")
+        assert plax.default_backend() == "cpu"
+        excluded = r"installed but excluded by PLAX_PLATFORMS='cpu'"
+        with pytest.raises(RuntimeError, match=r"Platform 'fake' \(backends \['fake'\]\) is " + excluded):
+            plax.devices("fake")
+        with pytest.raises(RuntimeError, match=r"Backend 'fake' \(platform 'fake'\) is " + excluded):
+            plax.jit(lambda a: a, backend="fake")(1.0)
+        with pytest.raises(RuntimeError, match=r"Backend 'fake' \(platform 'fake'\) is " + excluded):
+            plax.devices(backend="fake")
+        with pytest.raises(ValueError, match=r"device='fake'.*" + excluded):
+            plax.device_put(1.0, "fake")
+        assert "  fake: platform=fake excluded by PLAX_PLATFORMS='cpu'" in plugins.info()
+
+        _with_env(monkeypatch, PLAX_PLATFORMS="cpu", PLAX_BACKEND="fake")
+        with pytest.raises(RuntimeError, match=r"PLAX_BACKEND='fake' names a backend of platform "
+                                               r"'fake', which PLAX_PLATFORMS='cpu' excludes"):
+            plax.devices()
+    finally:
+        _with_env(monkeypatch)
+    assert plax.devices("fake")  # back once the variables are gone
 
 
 @pytest.mark.parametrize("kind", ["hook", "devices", "not_a_backend", "duplicate", "plugins_hook"])
@@ -445,9 +679,9 @@ def test_unknown_attribute_of_plax_is_attribute_error():
 
 
 def test_unknown_backend_name_lists_available():
-    with pytest.raises(RuntimeError, match=r"Unknown backend 'nonesuch'.*\['numpy'\]"):
+    with pytest.raises(RuntimeError, match=r"Unknown backend 'nonesuch'.*backends: \[.*'numpy'"):
         plugins.registry().get_backend("nonesuch")
-    with pytest.raises(RuntimeError, match=r"'nonesuch'.*\['numpy'\]"):
+    with pytest.raises(RuntimeError, match=r"'nonesuch'.*backends: \[.*'numpy'"):
         plax.jit(lambda x: x, backend="nonesuch")(1.0)
 
 
@@ -482,3 +716,42 @@ def test_warnings_name_the_plugin_at_first_use_only(manual_plugins):
     with warnings.catch_warnings():
         warnings.simplefilter("error", PlaxPluginWarning)
         plax.devices()  # the registry is built once: no second warning
+
+
+@pytest.mark.parametrize("first_use", ["devices", "array", "jit"])
+def test_plugin_warning_points_at_the_users_line(manual_plugins, first_use):
+    class Raising:
+        @hookimpl
+        def plax_backends(self):
+            raise ValueError("broken on purpose")
+
+    manual_plugins(Raising(), "raising")
+    use = {"devices": plax.devices, "array": lambda: jnp.arange(3.0) + 1,
+           "jit": lambda: plax.jit(lambda x: x * 2)(np.ones(2))}[first_use]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        use()
+    [w] = [w for w in caught if issubclass(w.category, PlaxPluginWarning)]
+    assert w.filename == __file__, (w.filename, w.lineno)
+
+
+def test_failed_plugin_keeps_its_traceback(manual_plugins):
+    class Raising:
+        @hookimpl
+        def plax_backends(self):
+            raise ValueError("broken on purpose")
+
+    manual_plugins(Raising(), "raising")
+    with pytest.warns(PlaxPluginWarning):
+        plugins.registry()
+    [record] = [r for r in plugins.registry().records if r.name == "raising"]
+    assert record.error == "ValueError: broken on purpose"
+    assert record.traceback.startswith("Traceback (most recent call last):")
+    assert 'raise ValueError("broken on purpose")' in record.traceback
+    assert os.path.basename(__file__) in record.traceback
+    assert record.traceback.rstrip().endswith("ValueError: broken on purpose")
+    verbose = plugins.info(verbose=True).splitlines()
+    assert "      | Traceback (most recent call last):" in verbose
+    assert any(ln.startswith("      | ") and 'raise ValueError("broken on purpose")' in ln
+               for ln in verbose)
+    assert "Traceback" not in plugins.info()

@@ -41,6 +41,7 @@ from hypothesis import strategies as st
 
 import plax.tree as ptree
 import plax.tree_util as tu
+from plax.pytrees import engine, nodes
 from plax.tree_util import (
     DictKey,
     FlattenedIndexKey,
@@ -312,7 +313,7 @@ def test_repeated_unflatten_uses_generated_builder_correctly():
         leaves, treedef = tu.tree_flatten(tree)
         new_leaves = [f"leaf{i}" for i in range(len(leaves))]
         expected = tu.tree_unflatten(treedef, new_leaves)
-        for _ in range(3 * tu._COMPILE_AFTER):
+        for _ in range(3 * engine._COMPILE_AFTER):
             got = treedef.unflatten(new_leaves)
             assert same(got, expected), (tree, got)
         # The generated builder must also make fresh containers each time.
@@ -327,7 +328,7 @@ def test_deep_tree_roundtrip():
         tree = [tree, {"k": i}] if i % 2 else (tree,)
     leaves, treedef = tu.tree_flatten(tree)
     assert len(leaves) == 151  # the innermost 0 plus one per list level
-    for _ in range(tu._COMPILE_AFTER + 2):  # too deep to generate: keeps walking
+    for _ in range(engine._COMPILE_AFTER + 2):  # too deep to generate: keeps walking
         assert same(treedef.unflatten(leaves), tree)
 
 
@@ -338,7 +339,7 @@ def test_large_flat_list_roundtrip():
     assert treedef.unflatten(leaves) == tree
     mixed = list(range(3000)) + [(1, 2)]
     leaves, treedef = tu.tree_flatten(mixed)
-    for _ in range(tu._COMPILE_AFTER + 2):
+    for _ in range(engine._COMPILE_AFTER + 2):
         assert treedef.unflatten(leaves) == mixed
 
 
@@ -853,11 +854,11 @@ def test_registering_a_namedtuple_overrides_namedtuple_handling():
 
 
 def test_kind_cache_overflow_keeps_results_correct():
-    classes = [type(f"T{i}", (), {}) for i in range(tu._KIND_CACHE_LIMIT + 50)]
+    classes = [type(f"T{i}", (), {}) for i in range(nodes._KIND_CACHE_LIMIT + 50)]
     objs = [c() for c in classes]
     assert tu.tree_leaves(objs) == objs
     assert tu.tree_leaves([Box(1, 2), Point(3, 4), None, (5,)]) == [1, 2, 3, 4, 5]
-    assert len(tu._kinds) <= tu._KIND_CACHE_LIMIT
+    assert len(nodes._kinds) <= nodes._KIND_CACHE_LIMIT
 
 
 def test_register_pytree_with_keys_and_class_forms():
@@ -1092,7 +1093,7 @@ def test_public_api_is_exported_and_documented():
             assert "Example" in doc, f"{name} docstring has no example"
 
 
-@pytest.mark.parametrize("module", [tu, ptree])
+@pytest.mark.parametrize("module", [tu, ptree, engine], ids=["tree_util", "tree", "engine"])
 def test_docstring_examples(module):
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0
@@ -1112,27 +1113,38 @@ def test_docs_page_examples():
     assert result.failed == 0
 
 
-def test_module_imports_only_the_standard_library():
-    tree = ast.parse(TREE_UTIL_PATH.read_text())
+PYTREE_PATHS = [TREE_UTIL_PATH, *sorted((TREE_UTIL_PATH.parent / "pytrees").glob("*.py"))]
+
+
+@pytest.mark.parametrize("path", PYTREE_PATHS, ids=lambda p: p.name)
+def test_pytree_modules_import_only_the_standard_library(path):
+    tree = ast.parse(path.read_text())
     imported = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             imported.update(alias.name.split(".")[0] for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
-            assert node.level == 0, "tree_util must not import other plax modules"
-            imported.add(node.module.split(".")[0])
+            assert node.level == 0
+            if not node.module.startswith("plax.pytrees"):  # the engine is their only plax import
+                imported.add(node.module.split(".")[0])
     assert imported <= {"__future__", "collections", "functools", "dataclasses", "typing"}
 
 
 def test_import_is_light():
+    # A stand-in ``plax`` package (so plax/__init__ does not run) whose path is the real one:
+    # then only the pytree modules themselves are executed.
     code = (
-        "import importlib.util, sys\n"
-        f"spec = importlib.util.spec_from_file_location('tu', {str(TREE_UTIL_PATH)!r})\n"
+        "import importlib.util, sys, types\n"
+        f"pkg = types.ModuleType('plax'); pkg.__path__ = [{str(TREE_UTIL_PATH.parent)!r}]\n"
+        "sys.modules['plax'] = pkg\n"
         "before = set(sys.modules)\n"
-        "mod = importlib.util.module_from_spec(spec); spec.loader.exec_module(mod)\n"
+        "import plax.tree_util as mod\n"
         "new = set(sys.modules) - before\n"
         "print(sorted(new))\n"
+        "assert mod.tree_leaves([1, (2, None)]) == [1, 2]\n"
         "assert not new & {'typing', 'dataclasses', 'numpy', 'inspect'}, new\n"
+        "assert {m for m in new if m.startswith('plax')} == {'plax.tree_util', 'plax.pytrees',\n"
+        "    'plax.pytrees.engine', 'plax.pytrees.keys', 'plax.pytrees.nodes'}, new\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, capture_output=True)
 
@@ -1174,7 +1186,7 @@ def test_roundtrip_property(tree):
     assert treedef.num_leaves == len(leaves)
     assert same(tu.tree_unflatten(tu.tree_structure(tree), tu.tree_leaves(tree)), tree)
     # Past the threshold the generated builder takes over; it must agree.
-    for _ in range(tu._COMPILE_AFTER + 1):
+    for _ in range(engine._COMPILE_AFTER + 1):
         rebuilt = treedef.unflatten(leaves)
     assert same(rebuilt, tree)
     assert treedef.flatten_up_to(tree) == leaves

@@ -17,7 +17,7 @@ def _slice(x, *, start_indices, limit_indices, strides):
 
 
 def _clamped_starts(shape, sizes, starts):
-    return [int(np.clip(int(s), 0, d - n)) for s, d, n in zip(starts, shape, sizes)]
+    return [min(max(int(s), 0), d - n) for s, d, n in zip(starts, shape, sizes)]
 
 
 @impl(lax.dynamic_slice_p)
@@ -123,7 +123,9 @@ def _scatter(combine):
         starts = _full_starts(out.shape, indices, dn.scatter_dims_to_operand_dims,
                               dn.operand_batching_dims, dn.scatter_indices_batching_dims)
         shape, sizes = np.array(out.shape), np.array(window)
-        if mode == GatherScatterMode.FILL_OR_DROP:
+        if mode != GatherScatterMode.CLIP:
+            # FILL_OR_DROP skips out-of-bounds windows; so does PROMISE_IN_BOUNDS, as XLA's
+            # native scatter does (while its native gather clamps, as the gather kernel does)
             keep = np.all((starts >= 0) & (starts <= shape - sizes), axis=1)
             starts, u = starts[keep], u[keep]
         else:

@@ -28,14 +28,16 @@ from plax.api_util import block_until_ready, disable_jit, typeof
 from plax.tree_util import tree_map as _tree_map
 
 tree_map = _tree_map  # the alias older JAX code (and the seed tutorials) use
-ad_checkpoint = checkpoint
+
+# Submodules imported on first use. Only modules that exist are named here, so that
+# ``hasattr(plax, "scipy")`` is False until plax.scipy is written.
+_LAZY_SUBMODULES = frozenset({"random", "test_util", "plugins", "api_util", "ad_checkpoint"})
 
 
 def __getattr__(name: str):
     # Submodules loaded on first use, and names exported by transform plugins (pmap, ...).
-    import importlib
-    if name in ("random", "test_util", "plugins", "nn", "scipy", "experimental", "sharding",
-                "typing", "api_util"):
+    if name in _LAZY_SUBMODULES:
+        import importlib
         return importlib.import_module(f"plax.{name}")
     from plax import plugins
     exports = plugins.registry().exports

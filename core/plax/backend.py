@@ -3,8 +3,10 @@
 A backend is returned by a ``plax_backends`` hook (see :mod:`plax.plugins`). It
 owns buffers (the objects that hold array data on a device), runs single
 primitives eagerly, and compiles jaxprs for ``jit``. Several backends may drive
-one platform: the NumPy and Numba backends both run on CPU devices and share
-host buffers (NumPy arrays), so an array moves between them without a copy.
+one platform: the NumPy reference backend and any other CPU backend (a third-party
+compiling backend, say; a Numba one is planned, not shipped) all run on the same CPU
+devices and share host buffers (NumPy arrays), so an array moves between them without
+a copy.
 """
 from __future__ import annotations
 
@@ -19,12 +21,17 @@ class Backend:
     Attributes:
       name: unique name used by ``jit(f, backend=name)`` and ``PLAX_BACKEND`` (``"numpy"``).
       platform: the device platform it runs on (``"cpu"``, ``"gpu"``).
-      priority: among backends of one platform the highest priority is the default.
+      priority: among backends of one platform the highest priority is the default
+        (``PLAX_BACKEND=name`` overrides it, and makes that backend's platform the default).
+      reference: this backend has a kernel for every core primitive, handed out by
+        :meth:`eager_impl`; compiled code of other backends falls back to them per equation
+        (the NumPy backend sets it).
     """
 
     name: str = "?"
     platform: str = "cpu"
     priority: int = 0
+    reference: bool = False
 
     def devices(self) -> list:
         """The devices this backend can run on, each a :class:`plax.devices.Device`."""
@@ -52,6 +59,13 @@ class Backend:
     def compile(self, jaxpr, device) -> Callable[..., Sequence[Any]]:
         """Compiles a constvar-free jaxpr into ``executable(*buffers) -> list of buffers``."""
         raise NotImplementedError
+
+    def register_kernel(self, primitive, kernel: Callable[..., Any]) -> None:
+        """Adds the kernel ``kernel(*buffers, **params)`` of a primitive defined outside the
+        core (by a plugin), so :meth:`execute`, :meth:`eager_impl` and compiled code run it.
+        Backends without a kernel table raise NotImplementedError (the default)."""
+        raise NotImplementedError(f"Backend {self.name!r} does not accept kernels for new "
+                                  f"primitives (tried to register {primitive}).")
 
     def block_until_ready(self, buffer: Any) -> None:
         """Waits until the computation producing ``buffer`` has finished (no-op if synchronous)."""

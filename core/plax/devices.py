@@ -1,9 +1,11 @@
 """Devices: the places where buffers live, and how work is sent to them.
 
 ``plax.devices()`` lists each device once, whichever backends drive it; which
-backend executes is chosen per call (``jit(f, backend="numba")``), by the
-environment (``PLAX_BACKEND``, ``PLAX_PLATFORMS``), or by priority.
-``PLAX_NUM_CPU_DEVICES=N`` gives N CPU devices (for pmap).
+backend executes is chosen per call (``jit(f, backend="numpy")``, with any installed
+backend's name), by the environment (``PLAX_BACKEND``, ``PLAX_PLATFORMS``), or by
+priority. The default platform is an accelerator platform when one is present, else the
+CPU; ``PLAX_BACKEND=name`` makes that backend's platform the default and its first device
+the default device. ``PLAX_NUM_CPU_DEVICES=N`` gives N CPU devices (for pmap).
 """
 from __future__ import annotations
 
@@ -46,9 +48,10 @@ class Device:
         b = self._backend_cache
         if b is None:
             from plax import plugins
-            ranked = plugins.registry().backends_for_platform(self.platform)
+            reg = plugins.registry()
+            ranked = reg.backends_for_platform(self.platform)
             if not ranked:
-                raise RuntimeError(f"No backend drives {self!r}.")
+                raise RuntimeError(f"No backend drives {self!r}. {reg.unavailable(self.platform)}")
             b = self._backend_cache = ranked[0]
         return b
 
@@ -61,7 +64,11 @@ class Device:
         return f"{self._str_name or self.platform}:{self.id}"  # JAX prints "cpu:0", "cuda:1"
 
     def __eq__(self, other) -> bool:
-        return isinstance(other, Device) and (self.platform, self.id) == (other.platform, other.id)
+        # Identity first: eager dispatch compares an array's device with the target device,
+        # usually the very same object. Foreign objects are unequal (False, not NotImplemented:
+        # their own reflected __eq__ may raise or return a non-bool).
+        return self is other or (isinstance(other, Device) and self.id == other.id
+                                 and self.platform == other.platform)
 
     def __hash__(self) -> int:
         return hash((self.platform, self.id))
@@ -106,40 +113,34 @@ def devices(platform: str | None = None, backend: str | None = None) -> list[Dev
     """The devices of a platform (default: the default platform), or of one backend.
 
     Args:
-      platform: ``"cpu"``, ``"gpu"``, ... or a backend name; None for the default platform.
-      backend: a backend name (``"numpy"``, ``"numba"``): the devices it drives.
+      platform: ``"cpu"``, ``"gpu"``, ... or a backend name; None for the default platform
+        (with ``PLAX_BACKEND`` set: that backend's devices).
+      backend: a backend name (``"numpy"``, or any installed backend's): the devices it drives.
 
     Returns:
       A list of :class:`Device`, ordered by id.
 
     Raises:
-      RuntimeError: the platform or backend is not available; the message lists what is.
+      RuntimeError: the platform or backend is not available; the message says whether
+        configuration (``PLAX_PLATFORMS``) excluded it, and lists what is available.
 
     Example:
       >>> plax.devices()
       [CpuDevice(id=0)]
     """
     reg = _registry()
-    reg.check_environment()
     if backend is not None:
-        b = reg.get_backend(backend)
-        return sorted(b.devices(), key=lambda d: d.id)
+        return reg.devices_of(reg.get_backend(backend))
     if platform is None:
-        plats = reg.platforms()
-        if not plats:
-            raise RuntimeError(("No plax backend is available. " + reg._exclusion_summary()
-                                + reg._failure_summary()).strip())
-        return list(reg.platform_devices[plats[0]])
+        return reg.default_devices()
+    reg.check_environment()
     from plax.plugins import _platform_alias
     canonical = _platform_alias(platform)
     if canonical in reg.platforms():
         return list(reg.platform_devices[canonical])
     if platform in reg.backends:
-        return sorted(reg.backends[platform].devices(), key=lambda d: d.id)
-    raise RuntimeError((
-        f"Unknown backend or platform {platform!r}: no such device is available. Available "
-        f"platforms: {reg.platforms()}; available backends: {sorted(reg.backends)}. "
-        + reg._failure_summary()).strip())
+        return reg.devices_of(reg.backends[platform])
+    raise RuntimeError(reg.unavailable(platform))
 
 
 def local_devices(process_index: int | None = None, backend: str | None = None) -> list[Device]:
@@ -190,7 +191,8 @@ def _invalidate_caches(known_devices=()) -> None:
 
 def default_device() -> Device:
     """The device new arrays are placed on: the innermost ``with default_device(d)``, else the
-    first device of the default platform."""
+    first of :func:`devices` (the ``PLAX_BACKEND`` backend's first device when that is set,
+    else the default platform's first)."""
     stack = _default_state.stack
     if stack:
         return stack[-1]
@@ -206,6 +208,10 @@ def default_device_context(device: Device | str | None) -> Iterator[None]:
 
     Args:
       device: a Device, a platform name (its first device), or None (no change).
+
+    Raises:
+      ValueError: ``device`` is neither (as in JAX).
+      RuntimeError: the named platform is not available.
     """
     if device is None:
         yield
@@ -213,7 +219,8 @@ def default_device_context(device: Device | str | None) -> Iterator[None]:
     if isinstance(device, str):
         device = devices(device)[0]
     if not isinstance(device, Device):
-        raise TypeError(f"default_device expects a Device or a platform name, got {device!r}")
+        raise ValueError(f"plax.default_device expects a Device (e.g. plax.devices('cpu')[0]) or "
+                         f"a platform name, got {device!r} of type {type(device).__name__}.")
     _default_state.stack.append(device)
     try:
         yield
@@ -221,19 +228,38 @@ def default_device_context(device: Device | str | None) -> Iterator[None]:
         _default_state.stack.pop()
 
 
-def resolve_device(device: Any) -> Device:
-    """A Device from a Device, a platform/backend name, or None (the default device)."""
+def resolve_device(device: Any, caller: str = "") -> Device:
+    """A Device from a Device, a platform/backend name, a one-device sharding, or None (the
+    default device).
+
+    Args:
+      device: what the user passed.
+      caller: the function messages name (``"plax.device_put"``), if any.
+
+    Raises:
+      ValueError: ``device`` is not one of those, or names no available platform or backend
+        (JAX raises ValueError for a bad device argument); the message names the argument.
+      RuntimeError: the environment (``PLAX_BACKEND``, ``PLAX_PLATFORMS``) is invalid.
+    """
     if device is None:
         return default_device()
     if isinstance(device, Device):
         return device
+    got = f"{caller} got" if caller else "Got"
     if isinstance(device, str):
-        return devices(device)[0]
+        reg = _registry()
+        reg.check_environment()  # a bad configuration stays a RuntimeError
+        try:
+            return devices(device)[0]
+        except RuntimeError as err:
+            raise ValueError(f"{got} device={device!r}, which names no available device: "
+                             f"{err}") from None
     sharding_device = getattr(device, "_device", None)  # a SingleDeviceSharding-like object
     if isinstance(sharding_device, Device):
         return sharding_device
-    raise TypeError(f"Expected a plax Device or a platform name, got {device!r} of type "
-                    f"{type(device).__name__}. Use plax.devices() to list devices.")
+    raise ValueError(f"{got} device={device!r} of type {type(device).__name__}; expected "
+                     "None, a plax Device, a sharding with one device, or a platform or backend "
+                     "name. plax.devices() lists the devices.")
 
 
 # ------------------------------------------------------------------ transfers
@@ -253,7 +279,8 @@ def device_put(x: Any, device: Any = None, *, may_alias: bool | None = None, don
 
     Args:
       x: an array, NumPy array, scalar, or a pytree of them.
-      device: a Device, a platform name, or None. With a device, every leaf is placed on it
+      device: a Device, a platform or backend name (its first device; JAX itself takes only
+        devices and shardings), or None. With a device, every leaf is placed on it
         and *committed* to it (operations keep their result there, and mixing arrays committed
         to different devices is an error). With None, Arrays stay where they are and other
         leaves go to the default device, uncommitted.
@@ -263,6 +290,7 @@ def device_put(x: Any, device: Any = None, *, may_alias: bool | None = None, don
 
     Raises:
       TypeError: for a leaf that is not array-like, naming it.
+      ValueError: for a ``device`` that is not a device, or names none available (as JAX).
 
     Example:
       >>> x = plax.device_put(np.ones(3))
@@ -271,7 +299,7 @@ def device_put(x: Any, device: Any = None, *, may_alias: bool | None = None, don
     """
     from plax import tree_util
     committed = device is not None
-    dev = resolve_device(device)
+    dev = resolve_device(device, "plax.device_put")
     return tree_util.tree_map(lambda leaf: _put_leaf(leaf, dev, committed), x)
 
 

@@ -1,13 +1,17 @@
 """The exceptions plax raises where JAX raises a specific one, with the same names."""
 from __future__ import annotations
 
-_CONTROL_FLOW_TIP = (
-    "This happens when Python control flow or a conversion needs the concrete value of an "
-    "abstract tracer, typically inside jit or vmap. What to do: mark the argument static "
-    "(jit(f, static_argnums=...) or static_argnames=...), use structured control flow "
-    "(lax.cond, lax.fori_loop, lax.while_loop), or a branch-free expression such as "
-    "jnp.where(...)."
-)
+def _control_flow_tip() -> str:
+    """What to do instead of Python control flow on a tracer, naming only what plax has."""
+    import sys
+    lax = sys.modules.get("plax.lax")
+    loops = [f"lax.{name}" for name in ("cond", "switch", "fori_loop", "while_loop", "scan")
+             if hasattr(lax, name)]
+    structured = f"use structured control flow ({', '.join(loops)}), " if loops else ""
+    return ("This happens when Python control flow or a conversion needs the concrete value of "
+            "an abstract tracer, typically inside jit or vmap. What to do: mark the argument "
+            "static (jit(f, static_argnums=...) or static_argnames=...), " + structured +
+            "or write a branch-free expression such as jnp.where(...).")
 
 
 class JAXTypeError(TypeError):
@@ -19,7 +23,7 @@ class ConcretizationTypeError(JAXTypeError):
 
     def __init__(self, tracer, context: str = ""):
         what = f"Abstract tracer value encountered where concrete value is expected: {tracer}\n"
-        super().__init__(what + (context + "\n" if context else "") + _CONTROL_FLOW_TIP)
+        super().__init__(what + (context + "\n" if context else "") + _control_flow_tip())
 
 
 class TracerBoolConversionError(ConcretizationTypeError):
@@ -36,7 +40,7 @@ class TracerIntegerConversionError(JAXTypeError):
     def __init__(self, tracer):
         super().__init__(f"The __index__() method was called on traced array {tracer}.\n"
                          "A traced value cannot be used as a Python integer (for a shape, a "
-                         "range or a list index). " + _CONTROL_FLOW_TIP)
+                         "range or a list index). " + _control_flow_tip())
 
 
 class TracerArrayConversionError(JAXTypeError):

@@ -9,8 +9,15 @@ Two entry-point groups are read on first use (never at ``import plax``):
   arrives).
 
 A plugin that fails to import, or whose hook raises, is reported with a
-:class:`PlaxPluginWarning` naming it and its error; the others still load.
-``python -m plax info`` prints what was found.
+:class:`PlaxPluginWarning` naming it and its error (the warning points at the user's
+line that first needed the plugins); the others still load. ``python -m plax info``
+prints what was found, and ``python -m plax info -v`` each failed plugin's traceback.
+
+Which backend runs what (see docs/plugins_and_devices.md): the default platform is an
+accelerator platform when one is present, else the CPU; ``PLAX_PLATFORMS`` (or
+``JAX_PLATFORMS``) restricts and orders platforms; ``PLAX_BACKEND=name`` makes that
+backend the default executor and its platform the default platform; among backends of
+one platform the highest ``priority`` wins.
 
 Example of a third-party backend package (its ``pyproject.toml``)::
 
@@ -28,7 +35,9 @@ and ``plax_mybackend/plugin.py``::
 from __future__ import annotations
 
 import os
+import sys
 import threading
+import traceback
 import warnings
 from dataclasses import dataclass, field
 from typing import Any
@@ -67,43 +76,83 @@ class PluginRecord:
     group: str
     source: str
     status: str = "loaded"          # "loaded" or "failed"
-    error: str = ""
+    error: str = ""                 # "Type: message" of the failure, or a description
+    traceback: str = ""             # the failure's formatted traceback, where there was one
     backends: list = field(default_factory=list)
     exports: list = field(default_factory=list)
 
 
 class Registry:
-    """The loaded plugins, backends and devices. Build it with :func:`registry`."""
+    """The loaded plugins, backends and devices. Build it with :func:`registry`.
+
+    The configuration (``PLAX_BACKEND``, ``PLAX_PLATFORMS``) is read once, when the
+    registry is built; :func:`reset` rereads it.
+    """
 
     def __init__(self) -> None:
         self.records: list[PluginRecord] = []
         self.backends: dict[str, Any] = {}
         self.exports: dict[str, Any] = {}
         self.platform_devices: dict[str, list] = {}
+        self.backend_devices: dict[str, list] = {}  # backend name -> its devices, by id
         self.excluded: dict[str, str] = {}  # backend name -> platform, left out by PLAX_PLATFORMS
         self.environment_error: str = ""    # a bad PLAX_BACKEND / PLAX_PLATFORMS, or ""
+        self.forced_backend: str = os.environ.get("PLAX_BACKEND") or ""
+        self.platform_order: list[str] = _platform_order()
+        self.platforms_setting: str = _platforms_setting()  # "PLAX_PLATFORMS='cpu'" or ""
 
     # ---- queries
 
     def backends_for_platform(self, platform: str) -> list:
         """Backends of ``platform``, default (PLAX_BACKEND, else highest priority) first."""
         found = [b for b in self.backends.values() if b.platform == platform]
-        forced = os.environ.get("PLAX_BACKEND")
+        forced = self.forced_backend
         return sorted(found, key=lambda b: (b.name != forced, -b.priority, b.name))
 
     def platforms(self) -> list[str]:
-        """Platforms with devices, in priority order (PLAX_PLATFORMS order, else gpu before cpu)."""
+        """Platforms with devices, default first: the PLAX_BACKEND backend's platform, then
+        the PLAX_PLATFORMS order, else accelerator platforms before the CPU."""
         plats = [p for p, devs in self.platform_devices.items() if devs]
-        order = _platform_order()
-        if order:
-            return [p for p in order if p in plats]
-        return sorted(plats, key=lambda p: (p == "cpu", p))
+        if self.platform_order:
+            plats = [p for p in self.platform_order if p in plats]
+        else:
+            plats = sorted(plats, key=lambda p: (p == "cpu", p))
+        forced = self.backends.get(self.forced_backend)
+        if forced is not None and forced.platform in plats:
+            plats.remove(forced.platform)
+            plats.insert(0, forced.platform)
+        return plats
+
+    def default_devices(self) -> list:
+        """The devices ``plax.devices()`` lists: the PLAX_BACKEND backend's devices, else the
+        default platform's.
+
+        Raises:
+          RuntimeError: nothing is available, saying what configuration excluded or failed.
+        """
+        self.check_environment()
+        forced = self.backends.get(self.forced_backend)
+        if forced is not None and self.backend_devices.get(forced.name):
+            return list(self.backend_devices[forced.name])
+        plats = self.platforms()
+        if not plats:
+            raise RuntimeError(("No plax backend is available. " + self._exclusion_summary()
+                                + self._failure_summary()).strip())
+        return list(self.platform_devices[plats[0]])
+
+    def devices_of(self, backend) -> list:
+        """The devices ``backend`` drives (the registry's device objects), ordered by id."""
+        devs = self.backend_devices.get(backend.name)
+        if devs is None:
+            devs = sorted(backend.devices(), key=lambda d: d.id)
+        return list(devs)
 
     def get_backend(self, name: str):
         """A backend by name (``"numpy"``) or by platform (``"cpu"``: that platform's default).
 
         Raises:
-          RuntimeError: listing the available backends and platforms.
+          RuntimeError: saying whether configuration (PLAX_PLATFORMS) excluded it, and listing
+            the available backends and platforms.
         """
         self.check_environment()
         if name in self.backends:
@@ -112,22 +161,57 @@ class Registry:
         ranked = self.backends_for_platform(canonical)
         if ranked and canonical in self.platform_devices:
             return ranked[0]
-        raise RuntimeError((
-            f"Unknown backend {name!r}. Available backends: {sorted(self.backends) or 'none'}; "
-            f"available platforms: {self.platforms() or 'none'}. "
-            + self._failure_summary()).strip())
+        raise RuntimeError(self.unavailable(name, "backend"))
+
+    def unavailable(self, name: str, kind: str = "platform") -> str:
+        """Why ``name`` cannot be used: excluded by configuration (PLAX_PLATFORMS), or not
+        installed (with the plugins that failed to load).
+
+        Args:
+          name: what the user asked for.
+          kind: ``"platform"`` (a platform or backend name was asked for; platforms win) or
+            ``"backend"`` (a backend name, or a platform standing for its default backend).
+        """
+        canonical = _platform_alias(name)
+        available = (f"Available platforms: {self.platforms() or 'none'}; available backends: "
+                     f"{sorted(self.backends) or 'none'}.")
+        setting = self.platforms_setting
+        on_platform = sorted(b for b, p in self.excluded.items() if _platform_alias(p) == canonical)
+        excluded_platform = (f"Platform {name!r} (backends {on_platform}) is installed but "
+                             f"excluded by {setting}; add it to the variable or unset it. "
+                             f"{available}") if on_platform else ""
+        excluded_backend = (f"Backend {name!r} (platform {self.excluded[name]!r}) is installed "
+                            f"but excluded by {setting}; add its platform to the variable or "
+                            f"unset it. {available}") if name in self.excluded else ""
+        for message in ((excluded_platform, excluded_backend) if kind == "platform" else
+                        (excluded_backend, excluded_platform)):
+            if message:
+                return message
+        what = "Unknown backend or platform" if kind == "platform" else "Unknown backend"
+        return (f"{what} {name!r}: no installed backend has that name or platform. {available} "
+                + self._failure_summary()).strip()
 
     def check_environment(self) -> None:
         """Raises RuntimeError if PLAX_BACKEND or PLAX_PLATFORMS names something unavailable."""
         if self.environment_error:
             raise RuntimeError(self.environment_error)
 
+    def default_reason(self) -> str:
+        """What chose the default platform, for reports: a variable, or the default order."""
+        if self.forced_backend in self.backends:
+            return f"set by PLAX_BACKEND={self.forced_backend!r}"
+        if self.platform_order:
+            return f"set by {self.platforms_setting}"
+        plats = self.platforms()
+        if plats and plats[0] != "cpu":
+            return "accelerator platforms come before cpu"
+        return "no accelerator platform is installed"
+
     def _exclusion_summary(self) -> str:
         if not self.excluded:
             return ""
         left_out = ", ".join(f"{n} (platform {p})" for n, p in sorted(self.excluded.items()))
-        return (f"PLAX_PLATFORMS={os.environ.get('PLAX_PLATFORMS') or os.environ.get('JAX_PLATFORMS')!r} "
-                f"excludes the installed backends {left_out}. ")
+        return f"{self.platforms_setting} excludes the installed backends {left_out}. "
 
     def _failure_summary(self) -> str:
         failed = [f"{r.name} ({r.error})" for r in self.records if r.status != "loaded"]
@@ -149,9 +233,58 @@ def _platform_order() -> list[str]:
     return [_platform_alias(p.strip()) for p in raw.split(",") if p.strip()]
 
 
+def _platforms_setting() -> str:
+    """The variable that sets the platforms, as ``NAME='value'`` (for messages), or ""."""
+    for var in ("PLAX_PLATFORMS", "JAX_PLATFORMS"):
+        if os.environ.get(var):
+            return f"{var}={os.environ[var]!r}"
+    return ""
+
+
+# Warnings point at the first frame outside this package: the user's line that first needed
+# the plugins, not the plax internals that happened to load them.
+_PACKAGE_PREFIX = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def _external_stacklevel() -> int:
+    """The ``stacklevel`` that makes a warning issued by the caller of this function point at
+    the first frame outside the plax package (for Pythons without ``skip_file_prefixes``).
+
+    Counts as ``warnings.warn`` does: the caller is level 1, and frames of the import
+    machinery are passed over without being counted."""
+    frame = sys._getframe(1)  # the function that will call warnings.warn: level 1
+    level = 1
+    while True:
+        frame = frame.f_back
+        while frame is not None and "importlib" in frame.f_code.co_filename and \
+                "_bootstrap" in frame.f_code.co_filename:
+            frame = frame.f_back
+        if frame is None:
+            return level  # plax all the way up (python -m plax): the outermost plax frame
+        level += 1
+        if not os.path.abspath(frame.f_code.co_filename).startswith(_PACKAGE_PREFIX):
+            return level
+
+
+def _warn_user(message: str) -> None:
+    """Issues a PlaxPluginWarning attributed to the first frame outside plax."""
+    if sys.version_info >= (3, 12):
+        warnings.warn(message, PlaxPluginWarning, skip_file_prefixes=(_PACKAGE_PREFIX,))
+    else:
+        warnings.warn(message, PlaxPluginWarning, stacklevel=_external_stacklevel())
+
+
 def _warn(record: PluginRecord) -> None:
-    warnings.warn(f"plax: {record.group} plugin {record.name!r} ({record.source}) failed: "
-                  f"{record.error}. plax continues without it.", PlaxPluginWarning, stacklevel=4)
+    _warn_user(f"plax: {record.group} plugin {record.name!r} ({record.source}) failed: "
+               f"{record.error}. plax continues without it.")
+
+
+def _fail(record: PluginRecord, error: str, err: BaseException | None = None) -> None:
+    """Marks ``record`` failed with ``error`` (keeping ``err``'s traceback) and warns once."""
+    record.status, record.error = "failed", error
+    if err is not None:
+        record.traceback = "".join(traceback.format_exception(type(err), err, err.__traceback__))
+    _warn(record)
 
 
 def _entry_points(group: str):
@@ -253,7 +386,7 @@ def _load() -> None:
         try:
             eps = _entry_points(group)
         except Exception as err:  # a broken installation must not take plax down
-            warnings.warn(f"plax: could not read entry points of {group}: {err}", PlaxPluginWarning)
+            _warn_user(f"plax: could not read entry points of {group}: {err}")
             eps = []
         for ep in eps:
             candidates.append((ep.name, group, ep.value, ep.load))
@@ -268,15 +401,12 @@ def _load() -> None:
             plugin = load()
             pm.register(plugin, name=f"{group}:{name}")
         except Exception as err:
-            record.status, record.error = "failed", f"{type(err).__name__}: {err}"
-            _warn(record)
+            _fail(record, f"{type(err).__name__}: {err}", err)
             continue
         records[f"{group}:{name}"] = record
         if not pm.get_hookcallers(plugin):
-            record.status = "failed"
-            record.error = ("implements no plax hook (expected a function plax_backends or "
-                            "plax_plugins decorated with plax.plugins.hookimpl)")
-            _warn(record)
+            _fail(record, "implements no plax hook (expected a function plax_backends or "
+                          "plax_plugins decorated with plax.plugins.hookimpl)")
 
     # Each hook implementation is called on its own, so one that raises cannot stop the others.
     for impl in pm.hook.plax_backends.get_hookimpls():
@@ -285,8 +415,7 @@ def _load() -> None:
         try:
             backends = list(impl.function() or [])
         except Exception as err:
-            record.status, record.error = "failed", f"{type(err).__name__}: {err}"
-            _warn(record)
+            _fail(record, f"{type(err).__name__}: {err}", err)
             continue
         for backend in backends:
             step = "is not a Backend"
@@ -295,27 +424,29 @@ def _load() -> None:
                 step = "devices() raised"
                 devs = list(backend.devices())
             except Exception as err:
-                record.status = "failed"
-                record.error = (f"backend {getattr(backend, 'name', backend)!r}: {step}: "
-                                f"{type(err).__name__}: {err}")
-                _warn(record)
+                _fail(record, f"backend {getattr(backend, 'name', backend)!r}: {step}: "
+                              f"{type(err).__name__}: {err}", err)
                 continue
-            if backend.name in reg.backends:
-                record.status, record.error = "failed", f"duplicate backend name {backend.name!r}"
-                _warn(record)
+            if backend.name in reg.backends or backend.name in reg.excluded:
+                _fail(record, f"duplicate backend name {backend.name!r}")
                 continue
-            allowed = _platform_order()
+            allowed = reg.platform_order
             if allowed and _platform_alias(backend.platform) not in allowed:
                 record.backends.append(f"{backend.name} (platform {backend.platform} excluded by "
-                                       "PLAX_PLATFORMS)")
+                                       f"{reg.platforms_setting.split('=')[0]})")
                 reg.excluded[backend.name] = backend.platform
                 continue
             reg.backends[backend.name] = backend
             record.backends.append(backend.name)
             known = reg.platform_devices.setdefault(backend.platform, [])
+            mine = []
             for d in devs:
-                if d not in known:
+                if d in known:
+                    d = known[known.index(d)]  # one object per device, whoever listed it first
+                else:
                     known.append(d)
+                mine.append(d)
+            reg.backend_devices[backend.name] = sorted(mine, key=lambda d: d.id)
     for impl in pm.hook.plax_plugins.get_hookimpls():
         record = records[impl.plugin_name]
         _loading[-1] = f"{record.group} plugin {record.name!r}"
@@ -324,8 +455,7 @@ def _load() -> None:
             reg.exports.update(exported)
             record.exports.extend(exported)
         except Exception as err:
-            record.status, record.error = "failed", f"{type(err).__name__}: {err}"
-            _warn(record)
+            _fail(record, f"{type(err).__name__}: {err}", err)
     for devs in reg.platform_devices.values():
         devs.sort(key=lambda d: d.id)
     reg.environment_error = _environment_error(reg)
@@ -348,15 +478,23 @@ def _environment_error(reg: Registry) -> str:
         importlib.import_module("plax.devices").cpu_devices()
     except ValueError as err:  # a bad PLAX_NUM_CPU_DEVICES
         problems.append(str(err) + ".")
-    forced = os.environ.get("PLAX_BACKEND")
+    forced = reg.forced_backend
     if forced and forced not in reg.backends:
-        problems.append(f"PLAX_BACKEND={forced!r} names no available backend; available "
-                        f"backends: {sorted(reg.backends) or 'none'}.")
-    missing = [p for p in _platform_order() if not reg.platform_devices.get(p)]
+        available = f"available backends: {sorted(reg.backends) or 'none'}."
+        if forced in reg.excluded:
+            problems.append(f"PLAX_BACKEND={forced!r} names a backend of platform "
+                            f"{reg.excluded[forced]!r}, which {reg.platforms_setting} excludes; "
+                            + available)
+        elif _platform_alias(forced) in reg.platform_devices or \
+                _platform_alias(forced) in reg.excluded.values():
+            problems.append(f"PLAX_BACKEND={forced!r} names a platform, not a backend (choose "
+                            f"platforms with PLAX_PLATFORMS={forced}); " + available)
+        else:
+            problems.append(f"PLAX_BACKEND={forced!r} names no installed backend; " + available)
+    missing = [p for p in reg.platform_order if not reg.platform_devices.get(p)]
     if missing:
-        raw = os.environ.get("PLAX_PLATFORMS") or os.environ.get("JAX_PLATFORMS")
         found = sorted({b.platform for b in reg.backends.values()} | set(reg.excluded.values()))
-        problems.append(f"PLAX_PLATFORMS={raw!r} requests platform(s) {missing} for which no "
+        problems.append(f"{reg.platforms_setting} requests platform(s) {missing} for which no "
                         f"backend with devices is installed; installed platforms: {found or 'none'}.")
     if not problems:
         return ""
@@ -364,8 +502,12 @@ def _environment_error(reg: Registry) -> str:
             + reg._failure_summary()).strip()
 
 
-def info() -> str:
-    """A report of discovered plugins, their status, backends and devices (``python -m plax info``)."""
+def info(verbose: bool = False) -> str:
+    """A report of discovered plugins, their status, backends and devices (``python -m plax info``).
+
+    Args:
+      verbose: also print the traceback of each plugin that failed (``python -m plax info -v``).
+    """
     reg = registry()
     lines = ["plax plugins:"]
     for r in reg.records:
@@ -373,12 +515,16 @@ def info() -> str:
         extra += f" exports={r.exports}" if r.exports else ""
         err = f"  error: {r.error}" if r.error else ""
         lines.append(f"  [{r.status}] {r.name} ({r.group}: {r.source}){extra}{err}")
+        if verbose and r.traceback:
+            lines.extend("      | " + ln for ln in r.traceback.rstrip("\n").splitlines())
     if reg.environment_error:
         lines.append(f"environment error: {reg.environment_error}")
     lines.append("backends:")
     for b in sorted(reg.backends.values(), key=lambda b: (b.platform, -b.priority)):
         default = " (default)" if reg.backends_for_platform(b.platform)[0] is b else ""
         lines.append(f"  {b.name}: platform={b.platform} priority={b.priority}{default}")
+    for name, platform in sorted(reg.excluded.items()):
+        lines.append(f"  {name}: platform={platform} excluded by {reg.platforms_setting}")
     lines.append("devices:")
     for p in reg.platforms():
         drivers = [b.name for b in reg.backends_for_platform(p)]

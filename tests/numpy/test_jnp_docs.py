@@ -9,24 +9,23 @@ import pytest
 
 import plax
 import plax.numpy as jnp
+from doctest_util import run_doctests
 
 MODULES = ["plax.numpy", "plax.numpy.creation", "plax.numpy.ufuncs", "plax.numpy.reductions",
            "plax.numpy.shape_ops", "plax.numpy.products", "plax.numpy.searching",
-           "plax.numpy.indexing", "plax.numpy.util", "plax.numpy.array_methods",
-           "plax.numpy.scalar_types", "plax.numpy._einsum"]
+           "plax.numpy.indexing", "plax.numpy.util"]  # the modules whose docstrings have examples
 
 
 @pytest.mark.parametrize("name", MODULES)
 def test_docstring_examples(name):
     module = importlib.import_module(name)
-    finder = doctest.DocTestFinder()
-    runner = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE)
     globs = {"jnp": jnp, "np": np, "plax": plax, "lax": plax.lax}
-    tests = finder.find(module, name, globs=globs)
     # factory-made functions live in the module's namespace but are found through it too
-    for test in tests:
-        runner.run(test)
-    result = runner.summarize(verbose=False)
+    tests = doctest.DocTestFinder().find(module, name, globs=globs)
+    # printed float32 values may differ in the last digit with the NumPy build and the CPU's
+    # vector math, so floats are compared to a few ulps (see doctest_util)
+    result = run_doctests(tests)
+    assert result.attempted > 0
     assert result.failed == 0, f"{result.failed} docstring examples of {name} failed"
 
 

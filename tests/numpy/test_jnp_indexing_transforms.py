@@ -17,21 +17,34 @@ X = RNG.standard_normal((4, 5)).astype(np.float32)
 GET_INDICES = [
     (1, slice(None)), (slice(None, None, -2), 3), (Ellipsis, np.array([0, 2, 2])),
     (np.array([0, 0, 3]), np.array([1, 1, 4])), (X > 0.3,), (None, 2),
-    (np.array([[0], [3]]), slice(1, 4)), (-1, np.array([-1, 0])), (np.array([9, -9]),),
+    (np.array([[0], [3]]), slice(1, 4)), (-1, np.array([-1, 0])), (7, slice(None)),
 ]
 
 
 @pytest.mark.parametrize("idx", GET_INDICES, ids=[repr(i)[:30] for i in GET_INDICES])
 def test_grad_of_getitem(idx):
     check_grads(lambda x: x[idx], (jnp.asarray(X),), order=2)
-    # repeated and clamped indices accumulate their cotangents: the gradient of sum(x[idx])
-    # counts how often each element is read
+    # repeated and (static, clamped) indices accumulate their cotangents: the gradient of
+    # sum(x[idx]) counts how often each element is read
     g = plax.grad(lambda x: jnp.sum(x[idx]))(X)
     counts = np.zeros(X.size)
     ids = np.arange(X.size).reshape(X.shape)
     from jnp_index_strategies import clamped
     np.add.at(counts, ids[clamped(idx, X.shape)].reshape(-1), 1)
     assert_close(g, counts.reshape(X.shape).astype(np.float32))
+
+
+def test_grad_of_out_of_bounds_index_array_is_zero():
+    # As JAX: an out-of-bounds entry of an index array reads the clamped element, but the
+    # gather's transpose (a scatter-add) drops its cotangent (tests/test_gather_transpose.py
+    # covers every mode)
+    idx = (np.array([9, -9, 1]),)
+    out = jnp.asarray(X)[idx]
+    assert_close(out, X[[3, 0, 1]])
+    g = plax.grad(lambda x: jnp.sum(x[idx]))(X)
+    expected = np.zeros_like(X)
+    expected[1] = 1
+    assert_close(g, expected)
 
 
 UPDATE_INDICES = [

@@ -1,6 +1,8 @@
 """The random primitives: threefry2x32 and random_gamma_grad, on every installed backend."""
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pytest
 import scipy.special
@@ -164,10 +166,12 @@ def test_random_gamma_grad_vmap_and_jit_match_eager():
     a = np.array([[0.5, 1.5], [3.0, 30.0]], np.float32)
     x = np.array([[0.2, 2.0], [4.0, 25.0]], np.float32)
     eager = np.asarray(lax.random_gamma_grad(a, x))
-    np.testing.assert_array_equal(np.asarray(plax.vmap(lax.random_gamma_grad)(a, x)), eager)
-    np.testing.assert_array_equal(np.asarray(plax.jit(lax.random_gamma_grad)(a, x)), eager)
+    # a compiling backend may fuse or reorder the float math: equal to a few ulps, not bitwise
+    close = functools.partial(np.testing.assert_allclose, rtol=2e-6, atol=0)
+    close(np.asarray(plax.vmap(lax.random_gamma_grad)(a, x)), eager)
+    close(np.asarray(plax.jit(lax.random_gamma_grad)(a, x)), eager)
     rows = [np.asarray(lax.random_gamma_grad(np.float32(1.5), x[i])) for i in range(2)]
-    np.testing.assert_array_equal(
+    close(
         np.asarray(plax.vmap(lax.random_gamma_grad, in_axes=(None, 0))(np.float32(1.5), x)),
         np.stack(rows))
 

@@ -74,7 +74,8 @@ def test_jit_with_traced_parameters_matches_eager():
 
     args = (KEY, jnp.float32(-1.0), jnp.float32(2.0), jnp.float32(1.5), jnp.float32(12.0))
     for e, j in zip(f(*args), plax.jit(f)(*args)):
-        np.testing.assert_array_equal(np_(e), np_(j))
+        # a compiling backend may fuse or reorder the float math: equal to a few ulps
+        np.testing.assert_allclose(np_(e), np_(j), rtol=2e-6, atol=0)
 
 
 # ------------------------------------------------------------------ bad input

@@ -19,21 +19,25 @@ of this and calls the eager dispatcher directly.
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Callable, Iterator
+import functools
+from typing import Any, Callable, Iterator, Sequence
 
 from plax import errors
 
 
 class MainTrace:
-    """One active transform: its level on the stack, its Trace class, and its data."""
+    """One active transform: its level on the stack, its Trace class, its data, and what it
+    traces (a :class:`DebugInfo`, or None) for error messages."""
 
-    __slots__ = ("level", "trace_type", "payload", "active")
+    __slots__ = ("level", "trace_type", "payload", "active", "debug")
 
-    def __init__(self, level: int, trace_type: type, payload: Any = None):
+    def __init__(self, level: int, trace_type: type, payload: Any = None,
+                 debug: "DebugInfo | None" = None):
         self.level = level
         self.trace_type = trace_type
         self.payload = payload
         self.active = True
+        self.debug = debug
 
     def with_cur_trace(self) -> "Trace":
         return self.trace_type(self)
@@ -137,7 +141,9 @@ class Tracer:
 
     Subclasses define ``aval`` (a ShapedArray) and may define ``to_concrete_value``
     when the value is known (a JVP tracer of a concrete primal is), so Python
-    control flow keeps working under ``grad``.
+    control flow (``bool``, ``int``, indexing) keeps working under ``grad``. ``float``,
+    ``complex`` and NumPy conversions raise under every transform, naming the function
+    and argument (see :func:`tracer_origin`).
     """
 
     __slots__ = ("_trace", "__weakref__")
@@ -165,33 +171,77 @@ class Tracer:
             raise TypeError("len() of unsized object")
         return self.aval.shape[0]
 
-    def _concrete(self, error):
+    def _staged_inputs(self, in_tracers) -> list[int] | None:
+        """Indices of the ``in_tracers`` this value was computed from, when the trace records
+        it (reverse mode stages its tangents); None when it is not known."""
+        return None
+
+    def _conversion_error(self, error: type, context: str | None = None) -> Exception:
+        """``error`` for this tracer, saying which function and argument it comes from."""
+        origin = tracer_origin(self)
+        if context is not None:  # ConcretizationTypeError takes extra text; the others do not
+            return error(self, "\n".join(filter(None, [context, origin])))
+        err = error(self)
+        if origin:
+            err.args = (f"{err.args[0]}\n{origin}",)
+        return err
+
+    # Python conversions. JAX reads the value of a tracer only where the result cannot carry a
+    # derivative anyway (bool, int, index: piecewise constant) and the value is known (a JVP
+    # tracer of a concrete primal), so Python control flow keeps working under grad. A float,
+    # a complex or a NumPy array would silently drop the derivative: those always raise.
+    def __bool__(self) -> bool:
         val = self.to_concrete_value()
         if val is None:
-            raise error(self)
-        return val
-
-    def __bool__(self) -> bool:
-        return bool(self._concrete(errors.TracerBoolConversionError))
+            raise self._conversion_error(errors.TracerBoolConversionError)
+        return bool(val)
 
     def __int__(self) -> int:
-        return int(self._concrete(errors.ConcretizationTypeError))
-
-    def __float__(self) -> float:
-        return float(self._concrete(errors.ConcretizationTypeError))
-
-    def __complex__(self) -> complex:
-        return complex(self._concrete(errors.ConcretizationTypeError))
-
-    def __index__(self) -> int:
-        return self._concrete(errors.TracerIntegerConversionError).__index__()
-
-    def __array__(self, dtype=None, copy=None):
         val = self.to_concrete_value()
         if val is None:
-            raise errors.TracerArrayConversionError(self)
+            raise self._conversion_error(errors.ConcretizationTypeError, _cast_context("int"))
+        return int(val)
+
+    def __index__(self) -> int:
+        aval = self.aval
+        if aval.shape or aval.dtype.kind not in "iu":  # checked on the type, before the value
+            raise TypeError(f"Only integer scalar arrays can be converted to a scalar index; got "
+                            f"a traced array of type {aval.str_short()}.")
+        val = self.to_concrete_value()
+        if val is None:
+            raise self._conversion_error(errors.TracerIntegerConversionError)
+        return val.__index__()
+
+    def __float__(self) -> float:
+        raise self._conversion_error(errors.ConcretizationTypeError, _cast_context("float"))
+
+    def __complex__(self) -> complex:
+        raise self._conversion_error(errors.ConcretizationTypeError, _cast_context("complex"))
+
+    def __array__(self, dtype=None, copy=None):
+        raise self._conversion_error(errors.TracerArrayConversionError)
+
+    def tolist(self):
+        raise self._conversion_error(errors.ConcretizationTypeError, (
+            "The problem arose with the `tolist` method: a traced value has no Python list."))
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        # plax.numpy installs the array methods on Tracer, ``item`` among them (read through
+        # NumPy, so a tracer would report an array conversion); each tracer class keeps this
+        # one, which reads a known value and otherwise raises JAX's ConcretizationTypeError.
+        if "item" not in cls.__dict__:
+            cls.item = Tracer._concrete_item
+
+    def _concrete_item(self, *args):
+        """``item()`` of a tracer: the value when it is known (under grad), else an error."""
+        val = self.to_concrete_value()
+        if val is None:
+            raise self._conversion_error(errors.ConcretizationTypeError, (
+                "The problem arose with the `item` method: a traced value has no Python "
+                "scalar value."))
         import numpy as np
-        return np.asarray(val, dtype=dtype)
+        return np.asarray(val).item(*args)
 
     def __hash__(self):
         raise TypeError(f"unhashable type: {type(self).__name__} ({self}). Arrays and tracers are "
@@ -212,20 +262,150 @@ class Tracer:
                         "or another .at[] method.")
 
 
+def _cast_context(fn: str) -> str:
+    return (f"The problem arose with the `{fn}` function. To change the dtype of a traced value "
+            f"use `x.astype({fn})` or `jnp.asarray(x, {fn})`; a Python {fn} cannot be computed "
+            "from a traced value.")
+
+
+class DebugInfo:
+    """What a transform is tracing, for error messages: the API's name (``"grad"``), the
+    user's function, and how its arguments were flattened into the traced inputs.
+
+    Args:
+      transform: the name of the transform as the user called it.
+      fun: the user's function (argument names come from its signature).
+      in_tree: the treedef of the traced positional arguments (a tuple), or of
+        ``(args, kwargs)`` when ``kwargs`` is true; may be set after construction.
+      argnums: the position in ``fun``'s signature of each traced positional argument
+        (None: ``0, 1, ...``).
+
+    The transform stores its input tracers in ``in_tracers`` (one per flat input). Names are
+    worked out only when an error needs them, so a transform pays for one small object.
+    """
+
+    __slots__ = ("transform", "fun", "in_tree", "argnums", "kwargs", "in_tracers")
+
+    def __init__(self, transform: str, fun: Callable, in_tree: Any = None,
+                 argnums: Sequence[int] | None = None, kwargs: bool = False):
+        self.transform = transform
+        self.fun = fun
+        self.in_tree = in_tree
+        self.argnums = argnums
+        self.kwargs = kwargs
+        self.in_tracers: Sequence[Any] = ()
+
+    @property
+    def func_name(self) -> str:
+        return fun_name(self.fun)
+
+    def arg_names(self) -> list[str]:
+        """One name per flat input, written as in Python: ``x``, ``params['w']``, ``args[2]``."""
+        import inspect
+        from plax import tree_util
+        tree = tree_util.tree_unflatten(self.in_tree, list(range(self.in_tree.num_leaves)))
+        if not self.kwargs:
+            tree = (tree, {})
+        try:
+            params = list(inspect.signature(self.fun).parameters.values())
+        except (TypeError, ValueError):
+            params = []
+        positional = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY,
+                                                             p.POSITIONAL_OR_KEYWORD)]
+        star = next((p.name for p in params if p.kind == p.VAR_POSITIONAL), None)
+        names = [""] * self.in_tree.num_leaves
+        for path, i in tree_util.tree_flatten_with_path(tree)[0]:
+            group, key, rest = path[0].idx, path[1], tree_util.keystr(tuple(path[2:]))
+            if group == 1:  # a keyword argument
+                names[i] = f"{key.key}{rest}"
+                continue
+            pos = key.idx if self.argnums is None else self.argnums[key.idx]
+            if pos < len(positional):
+                names[i] = positional[pos] + rest
+            elif star is not None:
+                names[i] = f"{star}[{pos - len(positional)}]{rest}"
+            else:
+                names[i] = f"args[{pos}]{rest}"
+        return names
+
+
+def fun_name(fun: Any) -> str:
+    """A function's name for messages (that of the wrapped function for a partial)."""
+    while isinstance(fun, functools.partial):
+        fun = fun.func
+    return getattr(fun, "__name__", None) or type(fun).__name__
+
+
+def tracer_origin(tracer: Tracer) -> str:
+    """A sentence naming the function being transformed and the arguments ``tracer`` was
+    computed from, or '' when the transform recorded nothing (e.g. jit)."""
+    debug = tracer._trace.main.debug
+    if debug is None or debug.in_tree is None:
+        return ""
+    try:  # an error message must not fail itself
+        names = debug.arg_names()
+        ins = debug.in_tracers
+        deps = [i for i, t in enumerate(ins) if t is tracer] or tracer._staged_inputs(ins)
+        exact = bool(deps)
+        if not deps:  # some of the traced arguments: name them all
+            main = tracer._trace.main
+            deps = [i for i, t in enumerate(ins)
+                    if isinstance(t, Tracer) and t._trace.main is main]
+            exact = len(deps) == 1
+        which = [names[i] for i in deps]
+    except Exception:  # noqa: BLE001
+        return f"The error occurred while tracing the function {debug.func_name} for " \
+               f"{debug.transform}."
+    if not which:
+        why = ""
+    elif exact:
+        why = (f" This concrete value was not available in Python because it depends on the "
+               f"value of the argument{'s' if len(which) > 1 else ''} {_join(which)}.")
+    else:
+        why = (f" This concrete value was not available in Python because it is computed from "
+               f"the traced arguments {_join(which)}.")
+    return (f"The error occurred while tracing the function {debug.func_name} for "
+            f"{debug.transform}.{why}")
+
+
+def staged_inputs(var: Any, eqns: Sequence[Any], inputs: dict) -> list:
+    """The values of ``inputs`` (a dict from input variables) that variable ``var`` of a staged
+    computation depends on, walking ``eqns`` (objects with ``invars``/``outvars``) backwards."""
+    producer = {v: e for e in eqns for v in e.outvars}
+    found, seen, todo = set(), set(), [var]
+    while todo:
+        v = todo.pop()
+        if v in seen:
+            continue
+        seen.add(v)
+        if v in inputs:
+            found.add(inputs[v])
+        eqn = producer.get(v)
+        if eqn is not None:
+            todo.extend(eqn.invars)
+    return sorted(found)
+
+
+def _join(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
 @contextlib.contextmanager
-def new_main(trace_type: type, dynamic: bool = False, payload: Any = None) -> Iterator[MainTrace]:
+def new_main(trace_type: type, dynamic: bool = False, payload: Any = None,
+             debug: "DebugInfo | None" = None) -> Iterator[MainTrace]:
     """Pushes a new transform onto the trace stack for the duration of a ``with`` block.
 
     Args:
       trace_type: the Trace subclass that interprets primitives at the new level.
       dynamic: stage primitives on constants into this trace too (jit, make_jaxpr).
       payload: transform-specific data (e.g. vmap's axis size and name).
+      debug: what is being traced, for error messages (see :class:`DebugInfo`).
 
     Yields:
       The new MainTrace.
     """
     stack = state.stack
-    main = MainTrace(len(stack), trace_type, payload)
+    main = MainTrace(len(stack), trace_type, payload, debug)
     stack.append(main)
     state.depth += 1
     prev_dynamic = state.dynamic
@@ -238,6 +418,10 @@ def new_main(trace_type: type, dynamic: bool = False, payload: Any = None) -> It
         stack.pop()
         state.depth -= 1
         main.active = False
+        if debug is not None:
+            # the input tracers point back to this main: drop them so that the tracers (and
+            # the residuals a staged tangent holds) are freed by reference counting
+            debug.in_tracers = ()
 
 
 @contextlib.contextmanager

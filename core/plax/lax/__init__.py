@@ -29,8 +29,10 @@ from plax.lax.shape import (broadcast_in_dim, broadcast, full, full_like, reshap
                             broadcast_in_dim_p, reshape_p, transpose_p, squeeze_p, expand_dims_p,
                             rev_p, pad_p, concatenate_p, iota_p)
 from plax.lax.slicing import (slice, slice_in_dim, index_in_dim, dynamic_slice, dynamic_index_in_dim,
-                              dynamic_update_slice, gather, scatter, scatter_add, scatter_mul,
-                              scatter_min, scatter_max, GatherDimensionNumbers,
+                              dynamic_slice_in_dim, dynamic_update_slice,
+                              dynamic_update_slice_in_dim, dynamic_update_index_in_dim, gather,
+                              scatter, scatter_add, scatter_mul, scatter_min, scatter_max,
+                              GatherDimensionNumbers,
                               ScatterDimensionNumbers, GatherScatterMode, slice_p, dynamic_slice_p,
                               dynamic_update_slice_p, gather_p, scatter_p, scatter_add_p,
                               scatter_mul_p, scatter_min_p, scatter_max_p)
@@ -47,17 +49,6 @@ from plax.lax.random_bits import (threefry2x32, threefry2x32_p, random_gamma_gra
 
 bitwise_and_p = and_p
 bitwise_or_p = or_p
-
-
-def dynamic_update_index_in_dim(x, update, index, axis: int):
-    """Writes ``update`` (with or without the axis) at ``index`` along ``axis``."""
-    from plax.lax.base import aval_of, asarray
-    x, update = asarray(x), asarray(update)
-    if aval_of(update).ndim == aval_of(x).ndim - 1:
-        update = expand_dims(update, (axis,))
-    starts = [0] * aval_of(x).ndim
-    starts[axis] = index
-    return dynamic_update_slice(x, update, starts)
 
 
 def zeros_like_array(x):

@@ -65,13 +65,21 @@ def canonicalize_axis(axis: int, ndim: int, name: str = "axis") -> int:
 
 
 def canonicalize_shape(shape: Any, context: str = "") -> tuple[int, ...]:
-    """A shape as a tuple of non-negative Python ints.
+    """A shape as a tuple of non-negative Python ints (from an int, a sequence of ints, or a
+    concrete 1-D integer array).
 
     Raises:
-      TypeError: when an entry is not an integer (e.g. a traced value).
+      TypeError: when an entry is not an integer (e.g. a float or a traced value).
+      ValueError: for a negative dimension (see :func:`lax_shape` for lax's TypeError).
     """
-    if isinstance(shape, (int, np.integer)) or (hasattr(shape, "__index__") and not isinstance(shape, (tuple, list))):
-        shape = (shape,)
+    if not isinstance(shape, (tuple, list)):
+        if isinstance(shape, (np.ndarray, Array)) and np.ndim(shape) == 1:
+            if not np.issubdtype(shape.dtype, np.integer):
+                raise TypeError(f"Shapes must be 1D sequences of concrete values of integer "
+                                f"type, got {shape!r}{' ' + context if context else ''}.")
+            shape = np.asarray(shape).tolist()
+        elif isinstance(shape, (int, np.integer)) or hasattr(shape, "__index__"):
+            shape = (shape,)
     try:
         out = tuple(int(operator_index(d)) for d in shape)
     except TypeError as err:
@@ -80,6 +88,16 @@ def canonicalize_shape(shape: Any, context: str = "") -> tuple[int, ...]:
     if any(d < 0 for d in out):
         raise ValueError(f"Shape dimensions must be non-negative, got {out}")
     return out
+
+
+def lax_shape(shape: Any, name: str) -> tuple[int, ...]:
+    """:func:`canonicalize_shape` for the lax wrappers: a negative dimension raises TypeError
+    there, as in JAX's lax (``name`` says which argument was wrong)."""
+    try:
+        return canonicalize_shape(shape)
+    except ValueError:
+        raise TypeError(f"{name} must have every element be nonnegative, got "
+                        f"{tuple(shape) if isinstance(shape, (tuple, list)) else shape!r}.") from None
 
 
 def operator_index(d: Any) -> int:

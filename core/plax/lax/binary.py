@@ -12,6 +12,7 @@ import numpy as np
 import plax.lax.unary as U
 from plax import dtypes
 from plax.core.primitive import Primitive
+from plax.lowering.fusion import ELEMENTWISE, register_fusible
 from plax.core.registry import register_rule
 from plax.core.shaped_array import ShapedArray
 from plax.lax.base import (ANY, BOOL_OR_INT, INEXACT, INTEGRAL, NUMBER, ORDERED, FLOAT, asarray,
@@ -33,6 +34,7 @@ def _naryop(name: str, allowed, out_dtype=None) -> Primitive:
 
     prim.def_abstract_eval(abstract_eval)
     defbroadcasting(prim)
+    register_fusible(prim, ELEMENTWISE)
     return prim
 
 
@@ -165,6 +167,7 @@ defzero(nextafter_p)
 # ------------------------------------------------------------------ complex
 
 complex_p = Primitive("complex")
+register_fusible(complex_p, ELEMENTWISE)
 
 
 @complex_p.def_abstract_eval

@@ -6,14 +6,18 @@ import warnings
 import numpy as np
 
 from plax import dtypes
+from plax.array import Array
 from plax.core.primitive import Primitive
+from plax.lowering.fusion import ELEMENTWISE, register_fusible
 from plax.core.registry import register_rule
 from plax.core.shaped_array import ShapedArray
+from plax.core.trace import Tracer
 from plax.lax.base import asarray, aval_of
 from plax.transforms.batching import defvectorized, move_axis_to
 from plax.transforms.jvp import Zero, defzero
 
 convert_element_type_p = Primitive("convert_element_type")
+register_fusible(convert_element_type_p, ELEMENTWISE)
 
 
 @convert_element_type_p.def_abstract_eval
@@ -30,7 +34,11 @@ def convert_element_type(x, new_dtype, weak_type: bool = False):
       >>> convert_element_type(jnp.array([1.7]), jnp.int32)
       Array([1], dtype=int32)
     """
-    x = asarray(x)
+    if not isinstance(x, (Array, Tracer)):
+        if x is None:  # a ValueError, as JAX raises for None here
+            raise ValueError("convert_element_type: None is not a valid operand (it has no "
+                             "numeric value)")
+        x = asarray(x)
     new_dtype = dtypes.canonicalize_dtype(new_dtype)
     aval = aval_of(x)
     if aval.dtype == new_dtype and aval.weak_type == weak_type:

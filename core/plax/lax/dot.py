@@ -104,14 +104,26 @@ def _canonical_precision(precision):
     return str(precision)
 
 
-def dot(lhs, rhs, precision=None, preferred_element_type=None):
-    """Vector/matrix products: 1-D . 1-D, 2-D . 1-D, 1-D . 2-D and 2-D . 2-D (lax.dot)."""
-    lhs, rhs = asarray(lhs), asarray(rhs)
-    ln, rn = aval_of(lhs).ndim, aval_of(rhs).ndim
-    if ln not in (1, 2) or rn not in (1, 2):
-        raise TypeError(f"lax.dot requires 1-D or 2-D operands, got shapes {aval_of(lhs).shape} "
-                        f"and {aval_of(rhs).shape}")
-    return dot_general(lhs, rhs, (((ln - 1,), (0,)), ((), ())), precision, preferred_element_type)
+def dot(lhs, rhs, precision=None, preferred_element_type=None, *, dimension_numbers=None):
+    """Vector/matrix products: 1-D . 1-D, 2-D . 1-D, 1-D . 2-D and 2-D . 2-D (lax.dot); with
+    ``dimension_numbers``, :func:`dot_general`.
+
+    Raises:
+      ValueError: without ``dimension_numbers``, for operands that are not 1-D or 2-D or whose
+        contracted sizes (the last of ``lhs``, the first of ``rhs``) differ.
+    """
+    if dimension_numbers is None:
+        ls, rs = _shape_of(lhs), _shape_of(rhs)
+        if not (1 <= len(ls) <= 2 and 1 <= len(rs) <= 2 and ls[-1] == rs[0]):
+            raise ValueError(f"lax.dot needs 1-D or 2-D operands whose contracted sizes (the "
+                             f"last of lhs, the first of rhs) agree, got shapes {ls} and {rs}; "
+                             f"pass dimension_numbers for other contractions.")
+        dimension_numbers = (((len(ls) - 1,), (0,)), ((), ()))
+    return dot_general(lhs, rhs, dimension_numbers, precision, preferred_element_type)
+
+
+def _shape_of(x) -> tuple:
+    return aval_of(x).shape if hasattr(x, "aval") else np.shape(x)
 
 
 def _ranges_like(*xs):

@@ -8,6 +8,7 @@ import numpy as np
 import plax.lax.binary as B
 from plax import dtypes
 from plax.core.primitive import Primitive
+from plax.lowering.fusion import REDUCTION, register_fusible
 from plax.core.registry import register_rule
 from plax.core.shaped_array import ShapedArray
 from plax.lax.base import (BOOL_OR_INT, NUMBER, ORDERED, asarray, aval_of, canonicalize_axis,
@@ -39,6 +40,7 @@ def _reduce_prim(name: str, allowed) -> Primitive:
         return p.bind(x, axes=new_axes), out_dim
 
     register_rule("batch", p)(batch)
+    register_fusible(p, REDUCTION)
     return p
 
 

@@ -5,12 +5,14 @@ import numpy as np
 
 import plax.lax.binary as B
 from plax.core.primitive import Primitive
+from plax.lowering.fusion import ELEMENTWISE, register_fusible
 from plax.core.registry import register_rule
 from plax.core.shaped_array import ShapedArray
 from plax.lax.base import ORDERED, asarray, aval_of, check_dtype, same_dtypes
 from plax.transforms.jvp import Zero, defjvp, instantiate
 
 select_n_p = Primitive("select_n")
+register_fusible(select_n_p, ELEMENTWISE)
 
 
 @select_n_p.def_abstract_eval
@@ -99,6 +101,7 @@ def _select_n_transpose(ct, which, *cases):
 
 
 clamp_p = Primitive("clamp")
+register_fusible(clamp_p, ELEMENTWISE)
 
 
 @clamp_p.def_abstract_eval

@@ -10,9 +10,10 @@ import numpy as np
 import plax.lax.binary as B
 from plax import dtypes
 from plax.core.primitive import Primitive
+from plax.lowering.fusion import BROADCAST, register_fusible
 from plax.core.registry import register_rule
 from plax.core.shaped_array import ShapedArray
-from plax.lax.base import (asarray, aval_of, canonicalize_axis, canonicalize_shape, same_dtypes)
+from plax.lax.base import (asarray, aval_of, canonicalize_axis, lax_shape, same_dtypes)
 from plax.transforms.batching import move_axis_to
 from plax.transforms.jvp import Zero, deflinear, defzero
 
@@ -25,6 +26,7 @@ def _undefined(x) -> bool:
 # ------------------------------------------------------------------ broadcast_in_dim
 
 broadcast_in_dim_p = Primitive("broadcast_in_dim")
+register_fusible(broadcast_in_dim_p, BROADCAST)
 
 
 @broadcast_in_dim_p.def_abstract_eval
@@ -56,7 +58,7 @@ def broadcast_in_dim(x, shape: Sequence[int], broadcast_dimensions: Sequence[int
       (2, 3)
     """
     x = asarray(x)
-    shape = canonicalize_shape(shape)
+    shape = lax_shape(shape, "broadcast_in_dim shape")
     dims = tuple(int(d) for d in broadcast_dimensions)
     if aval_of(x).shape == shape and dims == tuple(range(len(shape))):
         return x
@@ -91,7 +93,7 @@ def broadcast(x, sizes: Sequence[int]):
     """Adds leading axes of ``sizes`` to ``x`` (JAX's lax.broadcast)."""
     x = asarray(x)
     a = aval_of(x)
-    sizes = canonicalize_shape(sizes)
+    sizes = lax_shape(sizes, "broadcast sizes")
     return broadcast_in_dim(x, sizes + a.shape, tuple(range(len(sizes), len(sizes) + a.ndim)))
 
 
@@ -107,11 +109,13 @@ def full(shape: Sequence[int], fill_value, dtype=None, *, weak_type: bool | None
 
     Example:
       >>> full((2,), 3.0)
-      Array([3., 3.], dtype=float32)
+      Array([3., 3.], dtype=float32, weak_type=True)
     """
     from plax.array import from_host
     from plax.lax.convert import convert_element_type
-    shape = canonicalize_shape(shape)
+    shape = lax_shape(shape, "full shape")
+    if fill_value is None:  # a ValueError, as JAX raises
+        raise ValueError("full: fill_value None is not a valid value (it has no numeric value)")
     weak = (dtype is None and dtypes.is_weakly_typed(fill_value)) if weak_type is None else weak_type
     dt = dtypes.canonicalize_dtype(dtype) if dtype is not None else dtypes.dtype(fill_value)
     if isinstance(fill_value, (bool, int, float, complex, np.generic, np.ndarray)):
@@ -154,7 +158,7 @@ def _reshape_abstract_eval(x, *, new_sizes):
 def reshape(x, new_sizes: Sequence[int], dimensions: Sequence[int] | None = None):
     """Reshapes ``x`` (after transposing by ``dimensions`` if given), in row-major order."""
     x = asarray(x)
-    new_sizes = canonicalize_shape(new_sizes)
+    new_sizes = lax_shape(new_sizes, "reshape new_sizes")
     if dimensions is not None and tuple(dimensions) != tuple(range(aval_of(x).ndim)):
         x = transpose(x, dimensions)
     if aval_of(x).shape == new_sizes:
@@ -304,7 +308,11 @@ def rev(x, dimensions: Sequence[int]):
     """Reverses ``x`` along ``dimensions``."""
     x = asarray(x)
     nd = aval_of(x).ndim
-    dims = tuple(canonicalize_axis(d, nd, "rev dimension") for d in dimensions)
+    dims = tuple(int(d) for d in dimensions)
+    if any(not -nd <= d < nd for d in dims):
+        raise TypeError(f"rev dimensions must all be axes of the operand, got dimensions {dims} "
+                        f"for operand ndim {nd}.")
+    dims = tuple(d + nd if d < 0 else d for d in dims)
     if not dims:
         return x
     return rev_p.bind(x, dimensions=dims)
@@ -329,7 +337,7 @@ pad_p = Primitive("pad")
 def _pad_abstract_eval(x, padding_value, *, padding_config):
     same_dtypes("pad", [x, padding_value])
     if padding_value.shape != ():
-        raise TypeError(f"pad padding_value must be a scalar, got shape {padding_value.shape}")
+        raise ValueError(f"pad padding_value must be a scalar, got shape {padding_value.shape}")
     if len(padding_config) != x.ndim:
         raise ValueError(f"length of padding_config must equal the number of axes of operand, "
                          f"got padding_config {padding_config} for operand shape {x.shape}")
@@ -429,6 +437,8 @@ def _concatenate_abstract_eval(*xs, dimension):
 def concatenate(operands: Sequence, dimension: int):
     """Joins ``operands`` (equal dtypes and shapes except along ``dimension``) along ``dimension``."""
     ops = [asarray(o) for o in operands]
+    if not ops:
+        raise ValueError("concatenate requires a non-empty sequence of operands")
     if len(ops) == 1:
         return ops[0]
     return concatenate_p.bind(*ops, dimension=int(dimension))
@@ -489,7 +499,7 @@ def iota(dtype, size: int):
 
 def broadcasted_iota(dtype, shape: Sequence[int], dimension: int):
     """An array of ``shape`` whose values count along axis ``dimension``."""
-    shape = canonicalize_shape(shape)
+    shape = lax_shape(shape, "broadcasted_iota shape")
     dimension = canonicalize_axis(dimension, len(shape), "iota dimension")
     return iota_p.bind(dtype=dtypes.canonicalize_dtype(dtype), shape=shape, dimension=dimension)
 

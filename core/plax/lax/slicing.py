@@ -2,21 +2,30 @@
 
 ``gather`` and the ``scatter`` family follow XLA's semantics, with the index
 vector in the last axis of ``indices`` and optional batching dimensions (which
-is how ``vmap`` batches them). Out-of-bounds starts are clamped (``CLIP``,
-``PROMISE_IN_BOUNDS``) or give ``fill_value`` / drop the update (``FILL_OR_DROP``).
+is how ``vmap`` batches them). Out-of-bounds windows are handled per mode, as XLA does:
+``CLIP`` clamps the start so the window fits; ``FILL_OR_DROP`` gathers ``fill_value`` and
+drops the scatter update; ``PROMISE_IN_BOUNDS`` clamps gathers and drops scatter updates (so
+the gradient of an out-of-bounds read, a scatter-add, is zero). ``lax.gather`` defaults to
+``PROMISE_IN_BOUNDS``, the scatters to ``FILL_OR_DROP``.
+
+``dynamic_slice`` and ``dynamic_update_slice`` first wrap negative start indices (``-1`` is
+the last position) unless ``allow_negative_indices=False``, then clamp so the window fits.
 """
 from __future__ import annotations
 
 import enum
+import operator
 from typing import NamedTuple, Sequence
 
 import numpy as np
 
 import plax.lax.binary as B
+from plax.array import Array
 from plax.core.primitive import Primitive
 from plax.core.registry import register_rule
+from plax.core.trace import Tracer
 from plax.core.shaped_array import ShapedArray
-from plax.lax.base import (ANY, INTEGRAL, NUMBER, asarray, aval_of, canonicalize_shape,
+from plax.lax.base import (ANY, INTEGRAL, NUMBER, asarray, aval_of, lax_shape,
                            check_dtype, same_dtypes)
 from plax.transforms.batching import move_axis_to
 from plax.transforms.jvp import Zero, deflinear, instantiate
@@ -61,31 +70,60 @@ def slice(x, start_indices: Sequence[int], limit_indices: Sequence[int],
       Array([1, 2, 3], dtype=int32)
     """
     x = asarray(x)
-    start = tuple(int(i) for i in start_indices)
-    limit = tuple(int(i) for i in limit_indices)
+    start = tuple(_static_int(i, "slice start_indices") for i in start_indices)
+    limit = tuple(_static_int(i, "slice limit_indices") for i in limit_indices)
+    if strides is not None and len(strides) != aval_of(x).ndim:
+        raise TypeError(f"slice strides must have length equal to the number of dimensions of "
+                        f"the operand, got strides {tuple(strides)} for operand shape "
+                        f"{aval_of(x).shape}.")
     strides = None if strides is None or all(s == 1 for s in strides) else tuple(int(s) for s in strides)
     if strides is None and start == (0,) * len(start) and limit == aval_of(x).shape:
         return x
     return slice_p.bind(x, start_indices=start, limit_indices=limit, strides=strides)
 
 
-def slice_in_dim(x, start: int | None, limit: int | None, stride: int = 1, axis: int = 0):
-    """``slice`` along one axis."""
+def slice_in_dim(x, start_index: int | None, limit_index: int | None, stride: int = 1,
+                 axis: int = 0):
+    """``slice`` along one axis; negative ``start_index`` / ``limit_index`` count from the end."""
     shape = aval_of(asarray(x)).shape
+    axis = int(axis)
+    d = shape[axis]
     lo = [0] * len(shape)
     hi = list(shape)
     st = [1] * len(shape)
-    lo[axis] = 0 if start is None else start
-    hi[axis] = shape[axis] if limit is None else limit
-    st[axis] = stride
+    start = 0 if start_index is None else _static_int(start_index, "slice_in_dim start_index")
+    limit = d if limit_index is None else _static_int(limit_index, "slice_in_dim limit_index")
+    lo[axis] = start + d if start < 0 else start
+    hi[axis] = limit + d if limit < 0 else limit
+    st[axis] = _static_int(stride, "slice_in_dim stride")
     return slice(x, lo, hi, st)
 
 
 def index_in_dim(x, index: int, axis: int = 0, keepdims: bool = True):
-    """Element ``index`` along ``axis`` (keeping the axis if ``keepdims``)."""
+    """Element ``index`` along ``axis`` (keeping the axis if ``keepdims``).
+
+    Raises:
+      IndexError: if ``index`` is outside ``[-size, size)`` for the axis.
+    """
     from plax.lax.shape import squeeze
-    out = slice_in_dim(x, index, index + 1, 1, axis)
+    x = asarray(x)
+    index, axis = _static_int(index, "index_in_dim index"), int(axis)
+    d = aval_of(x).shape[axis]
+    i = index + d if index < 0 else index
+    if not 0 <= i < d:
+        raise IndexError(f"index_in_dim: index {index} is out of bounds for axis {axis} with "
+                         f"size {d}")
+    out = slice_in_dim(x, i, i + 1, 1, axis)
     return out if keepdims else squeeze(out, (axis,))
+
+
+def _static_int(v, what: str) -> int:
+    if type(v) is int:
+        return v
+    try:
+        return operator.index(v)
+    except TypeError:
+        raise TypeError(f"{what} must be a static integer, got {v!r}") from None
 
 
 def _slice_transpose(ct, x, *, start_indices, limit_indices, strides):
@@ -128,6 +166,9 @@ def _check_start_indices(name, operand, indices):
         check_dtype(name, i, INTEGRAL, "start index")
         if i.shape != ():
             raise TypeError(f"{name} start indices must be scalars, got shape {i.shape}")
+    if any(i.dtype != indices[0].dtype for i in indices[1:]):
+        raise TypeError(f"{name} start indices must all have the same integer type, got "
+                        f"{', '.join(i.dtype.name for i in indices)}")
 
 
 @dynamic_slice_p.def_abstract_eval
@@ -139,28 +180,110 @@ def _dynamic_slice_abstract_eval(x, *indices, slice_sizes):
     return ShapedArray(tuple(slice_sizes), x.dtype, x.weak_type)
 
 
-def dynamic_slice(x, start_indices: Sequence, slice_sizes: Sequence[int]):
-    """The slice of ``slice_sizes`` starting at traced ``start_indices`` (clamped to fit).
+def _start_index_list(name, x, start_indices, allow_negative_indices):
+    """``start_indices`` as one scalar operand per axis of ``x``, negative ones wrapped.
+
+    Raises:
+      ValueError: for the wrong number of start indices (or a non-1-D array of them), for
+        ``None``, or for a static negative index with ``allow_negative_indices=False``.
+    """
+    shape = aval_of(x).shape
+    if type(start_indices) not in (tuple, list):
+        if isinstance(start_indices, (Array, Tracer, np.ndarray)):  # an array of start indices
+            ishape = np.shape(start_indices) if isinstance(start_indices, np.ndarray) \
+                else aval_of(start_indices).shape
+            if len(ishape) != 1:
+                raise ValueError(f"{name}: start_indices must be a 1-D sequence of scalars, got "
+                                 f"an array of shape {ishape}")
+            start_indices = [start_indices[k] for k in range(ishape[0])]
+        else:
+            start_indices = list(start_indices)
+    if len(start_indices) != len(shape):
+        raise ValueError(f"{name}: got {len(start_indices)} start indices for an operand of "
+                         f"shape {shape}; it needs one per axis ({len(shape)})")
+    per_axis = type(allow_negative_indices) in (tuple, list)
+    out = []
+    for k, i in enumerate(start_indices):
+        wrap = allow_negative_indices[k] if per_axis else allow_negative_indices
+        if isinstance(i, (int, np.integer)):  # static (bools are left to the primitive's check)
+            if i < 0:
+                if not wrap:
+                    raise ValueError(f"{name}: start index {int(i)} is out of bounds for axis "
+                                     f"{k} of size {shape[k]} with allow_negative_indices=False")
+                v = int(i) + shape[k]
+                i = v if type(i) is int else np.asarray(v).astype(np.asarray(i).dtype)[()]
+            out.append(asarray(i))
+            continue
+        if i is None:
+            raise ValueError(f"{name}: start index {k} is None; start indices must be integer "
+                             f"scalars")
+        i = asarray(i)
+        a = aval_of(i)
+        if wrap and a.shape == () and a.dtype.kind == "i":
+            # (unsigned indices cannot be negative; other dtypes and shapes are rejected by the
+            # primitive's checks)
+            from plax.lax.select import select
+            zero = asarray(np.zeros((), a.dtype))
+            i = select(B.lt(i, zero), B.add(i, asarray(np.asarray(shape[k]).astype(a.dtype))), i)
+        out.append(i)
+    return out
+
+
+def dynamic_slice(x, start_indices: Sequence, slice_sizes: Sequence[int], *,
+                  allow_negative_indices: bool | Sequence[bool] = True):
+    """The slice of ``slice_sizes`` starting at traced ``start_indices``.
+
+    Negative start indices count from the end of their axis (unless
+    ``allow_negative_indices=False``); the start is then clamped so the slice fits.
 
     Example:
       >>> dynamic_slice(jnp.arange(5), (jnp.int32(3),), (2,))
       Array([3, 4], dtype=int32)
+      >>> dynamic_slice(jnp.arange(5), (-2,), (2,))
+      Array([3, 4], dtype=int32)
+
+    Raises:
+      ValueError: if the number of start indices or of slice sizes is not the operand's rank.
+      TypeError: for non-integer or non-scalar start indices, or slice sizes that are
+        negative or exceed the operand's shape.
     """
     x = asarray(x)
-    idx = [asarray(i) for i in start_indices]
-    return dynamic_slice_p.bind(x, *idx, slice_sizes=canonicalize_shape(slice_sizes))
+    idx = _start_index_list("dynamic_slice", x, start_indices, allow_negative_indices)
+    sizes = lax_shape(slice_sizes, "dynamic_slice slice_sizes")
+    if len(sizes) != len(idx):
+        raise ValueError(f"dynamic_slice: slice_sizes {sizes} must have one entry per axis of "
+                         f"the operand, of shape {aval_of(x).shape}")
+    return dynamic_slice_p.bind(x, *idx, slice_sizes=sizes)
 
 
-def dynamic_index_in_dim(x, index, axis: int = 0, keepdims: bool = True):
-    """Element ``index`` (possibly traced) along ``axis``."""
-    from plax.lax.shape import squeeze
-    a = aval_of(asarray(x))
-    starts = [np.int32(0)] * a.ndim
-    starts[axis] = index
+def _zero_like_index(i):
+    """A zero start index of the type of ``i`` (the start indices must share one type)."""
+    from plax import dtypes
+    dt = aval_of(i).dtype if isinstance(i, (Array, Tracer)) else dtypes.dtype(i)
+    return np.zeros((), dt)[()]
+
+
+def dynamic_slice_in_dim(x, start_index, slice_size: int, axis: int = 0, *,
+                         allow_negative_indices: bool = True):
+    """``dynamic_slice`` of ``slice_size`` elements from ``start_index`` along ``axis``."""
+    x = asarray(x)
+    a = aval_of(x)
+    axis = int(axis)
+    starts = [_zero_like_index(start_index)] * a.ndim
+    starts[axis] = start_index
     sizes = list(a.shape)
-    sizes[axis] = 1
-    out = dynamic_slice(x, starts, sizes)
-    return out if keepdims else squeeze(out, (axis,))
+    sizes[axis] = slice_size
+    wrap = [False] * a.ndim
+    wrap[axis] = allow_negative_indices
+    return dynamic_slice(x, starts, sizes, allow_negative_indices=wrap)
+
+
+def dynamic_index_in_dim(x, index, axis: int = 0, keepdims: bool = True, *,
+                         allow_negative_indices: bool = True):
+    """Element ``index`` (possibly traced; negative counts from the end) along ``axis``."""
+    from plax.lax.shape import squeeze
+    out = dynamic_slice_in_dim(x, index, 1, axis, allow_negative_indices=allow_negative_indices)
+    return out if keepdims else squeeze(out, (int(axis),))
 
 
 @register_rule("jvp", dynamic_slice_p)
@@ -229,9 +352,43 @@ def _dus_abstract_eval(x, update, *indices):
     return ShapedArray(x.shape, x.dtype, x.weak_type)
 
 
-def dynamic_update_slice(x, update, start_indices: Sequence):
-    """``x`` with ``update`` written at traced ``start_indices`` (clamped so it fits)."""
-    return dynamic_update_slice_p.bind(asarray(x), asarray(update), *[asarray(i) for i in start_indices])
+def dynamic_update_slice(x, update, start_indices: Sequence, *,
+                         allow_negative_indices: bool | Sequence[bool] = True):
+    """``x`` with ``update`` written at traced ``start_indices`` (negative ones count from the
+    end unless ``allow_negative_indices=False``; the start is clamped so the update fits).
+
+    Raises:
+      ValueError: if the number of start indices is not the operand's rank.
+      TypeError: for an update of another dtype or rank, or larger than the operand.
+    """
+    x = asarray(x)
+    idx = _start_index_list("dynamic_update_slice", x, start_indices, allow_negative_indices)
+    return dynamic_update_slice_p.bind(x, asarray(update), *idx)
+
+
+def dynamic_update_slice_in_dim(x, update, start_index, axis: int, *,
+                                allow_negative_indices: bool = True):
+    """``dynamic_update_slice`` at ``start_index`` along ``axis`` (0 along the other axes)."""
+    x = asarray(x)
+    nd = aval_of(x).ndim
+    axis = int(axis)
+    starts = [_zero_like_index(start_index)] * nd
+    starts[axis] = start_index
+    wrap = [False] * nd
+    wrap[axis] = allow_negative_indices
+    return dynamic_update_slice(x, update, starts, allow_negative_indices=wrap)
+
+
+def dynamic_update_index_in_dim(x, update, index, axis: int, *,
+                                allow_negative_indices: bool = True):
+    """Writes ``update`` (with or without the axis) at ``index`` along ``axis``."""
+    from plax.lax.shape import expand_dims
+    x, update = asarray(x), asarray(update)
+    axis = int(axis)
+    if aval_of(update).ndim == aval_of(x).ndim - 1:
+        update = expand_dims(update, (axis,))
+    return dynamic_update_slice_in_dim(x, update, index, axis,
+                                       allow_negative_indices=allow_negative_indices)
 
 
 @register_rule("jvp", dynamic_update_slice_p)
@@ -280,7 +437,8 @@ class GatherScatterMode(enum.Enum):
 
     CLIP = 0                # clamp each start index so the slice is in bounds
     FILL_OR_DROP = 1        # gather returns fill_value; scatter skips the update
-    PROMISE_IN_BOUNDS = 2   # the caller promises in-bounds indices (implemented as CLIP)
+    PROMISE_IN_BOUNDS = 2   # the caller promises in-bounds indices; out of bounds, gathers
+                            # clamp and scatters skip the update (XLA's native behaviour)
 
     @staticmethod
     def from_any(mode) -> "GatherScatterMode":
@@ -334,6 +492,18 @@ class ScatterDimensionNumbers(NamedTuple):
 gather_p = Primitive("gather")
 
 
+def _check_index_dtype(name, indices):
+    # a ValueError, as JAX's gather and scatter raise for non-integer indices
+    if indices.dtype.kind not in "iu":
+        raise ValueError(f"{name} indices must have an integer type, got {indices.dtype.name}")
+
+
+def _check_index_map(name, what, dims, rank):
+    if len(set(dims)) != len(dims) or any(not 0 <= d < rank for d in dims):
+        raise TypeError(f"{name}: invalid {what} {tuple(dims)}: its entries must be distinct "
+                        f"operand axes, in [0, {rank})")
+
+
 def _sorted_unique(name, what, dims, bound):
     if list(dims) != sorted(set(dims)) or any(not 0 <= d < bound for d in dims):
         raise TypeError(f"{name} {what} must be sorted, unique and in [0, {bound}), got {dims}")
@@ -343,12 +513,13 @@ def _sorted_unique(name, what, dims, bound):
 def _gather_abstract_eval(operand, indices, *, dimension_numbers, slice_sizes, indices_are_sorted,
                           unique_indices, mode, fill_value):
     dn = dimension_numbers
-    check_dtype("gather", indices, INTEGRAL, "indices")
+    _check_index_dtype("gather", indices)
     if indices.ndim < 1:
         raise TypeError("gather indices must have at least one axis (the index vector axis, last)")
     if indices.shape[-1] != len(dn.start_index_map):
         raise TypeError(f"gather indices' last axis has size {indices.shape[-1]} but "
                         f"start_index_map {dn.start_index_map} has {len(dn.start_index_map)} entries")
+    _check_index_map("gather", "start_index_map", dn.start_index_map, operand.ndim)
     if len(slice_sizes) != operand.ndim:
         raise TypeError(f"gather slice_sizes {slice_sizes} must have one entry per operand axis "
                         f"(shape {operand.shape})")
@@ -394,16 +565,18 @@ def gather(operand, start_indices, dimension_numbers: GatherDimensionNumbers,
       start_indices: integer array; its last axis holds index vectors.
       dimension_numbers: a :class:`GatherDimensionNumbers`.
       slice_sizes: the size of the slice taken at each index.
-      mode: ``"clip"``, ``"fill"`` (default) or ``"promise_in_bounds"``.
+      mode: ``"promise_in_bounds"`` (the default: out-of-bounds slices are clamped on the
+        way forward, and their cotangents dropped on the way back), ``"clip"`` (clamped both
+        ways) or ``"fill"`` (out-of-bounds slices read ``fill_value``, with zero gradient).
       fill_value: the value of out-of-bounds slices in fill mode (default NaN / the type's extreme).
 
     Returns:
       The gathered array.
     """
-    mode = GatherScatterMode.from_any(mode)
+    mode = GatherScatterMode.PROMISE_IN_BOUNDS if mode is None else GatherScatterMode.from_any(mode)
     return gather_p.bind(asarray(operand), asarray(start_indices),
                          dimension_numbers=GatherDimensionNumbers(*map(tuple, dimension_numbers)),
-                         slice_sizes=canonicalize_shape(slice_sizes),
+                         slice_sizes=lax_shape(slice_sizes, "gather slice_sizes"),
                          indices_are_sorted=bool(indices_are_sorted),
                          unique_indices=bool(unique_indices), mode=mode, fill_value=fill_value)
 
@@ -483,16 +656,20 @@ def _scatter_abstract_eval_for(name, allowed):
                       unique_indices, mode):
         dn = dimension_numbers
         check_dtype(name, operand, allowed)
-        check_dtype(name, indices, INTEGRAL, "indices")
+        _check_index_dtype(name, indices)
         same_dtypes(name, [operand, updates])
         if indices.ndim < 1 or indices.shape[-1] != len(dn.scatter_dims_to_operand_dims):
             raise TypeError(f"{name} indices' last axis must have size "
                             f"{len(dn.scatter_dims_to_operand_dims)} (scatter_dims_to_operand_dims "
                             f"{dn.scatter_dims_to_operand_dims}), got indices shape {indices.shape}")
+        _check_index_map(name, "scatter_dims_to_operand_dims", dn.scatter_dims_to_operand_dims,
+                         operand.ndim)
+        _sorted_unique(name, "inserted_window_dims", dn.inserted_window_dims, operand.ndim)
         batch_shape = indices.shape[:-1]
         if updates.ndim != len(batch_shape) + len(dn.update_window_dims):
             raise TypeError(f"{name} updates must have rank {len(batch_shape)} (index batch) + "
                             f"{len(dn.update_window_dims)} (window) , got shape {updates.shape}")
+        _sorted_unique(name, "update_window_dims", dn.update_window_dims, max(updates.ndim, 1))
         dropped = set(dn.inserted_window_dims) | set(dn.operand_batching_dims)
         if len(dropped) + len(dn.update_window_dims) != operand.ndim:
             raise TypeError(f"{name}: update_window_dims {dn.update_window_dims}, "

@@ -8,6 +8,7 @@ import numpy as np
 import plax.lax.binary as B
 from plax import dtypes
 from plax.core.primitive import Primitive
+from plax.lowering.fusion import ELEMENTWISE, register_fusible
 from plax.core.registry import register_rule
 from plax.core.shaped_array import ShapedArray
 from plax.lax.base import (BOOL_OR_INT, COMPLEX, FLOAT, INEXACT, INT, INTEGRAL, NUMBER,
@@ -30,6 +31,7 @@ def _unop(name: str, allowed, out_dtype=None) -> Primitive:
 
     prim.def_abstract_eval(abstract_eval)
     defvectorized(prim)
+    register_fusible(prim, ELEMENTWISE)
     return prim
 
 
@@ -167,6 +169,7 @@ def _conj_transpose(ct, x):
 # ------------------------------------------------------------------ integer_pow
 
 integer_pow_p = Primitive("integer_pow")
+register_fusible(integer_pow_p, ELEMENTWISE)
 
 
 @integer_pow_p.def_abstract_eval

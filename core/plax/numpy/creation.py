@@ -52,22 +52,33 @@ def array(object: Any, dtype: Any = None, copy: bool = True, order: str | None =
         raise NotImplementedError(f"array(order={order!r}) is not supported; plax arrays are "
                                   "row-major")
     target = None if dtype is None else dtypes.check_user_dtype(dtype, "array")
+    if isinstance(object, range):
+        object = list(object)
     if isinstance(object, (Array, Tracer)):
         out = object if target is None else lax.convert_element_type(object, target)
     elif isinstance(object, (list, tuple)) and _has_traced(object):
-        from plax.numpy.shape_ops import stack
         items = [array(o) for o in object]
+        shapes = [get_aval(i).shape for i in items]
+        if len(set(shapes)) > 1:
+            # a TypeError, as JAX raises (it stacks the items with concatenate)
+            raise TypeError(f"array(): cannot build a rectangular array from items of shapes "
+                            f"{shapes}: the items of a list must all have the same shape")
+        from plax.numpy.shape_ops import stack
         dt = dtypes.result_type(*items)
         out = stack([to_dtype(i, dt) for i in items])
         if target is not None:
             out = lax.convert_element_type(out, target)
     elif isinstance(object, (bool, int, float, complex)):
         out = from_host(object, dtype=target)
+    elif object is None:
+        raise ValueError("None is not a valid value for jnp.array (it has no numeric value)")
     else:
         if isinstance(object, (list, tuple)):
             if not object and target is None:
                 target = dtypes.default_float_dtype()
-            host = _host_from_sequence(object)
+            host = _host_from_sequence(object, target)
+        elif isinstance(object, (bytearray, memoryview)):
+            host = np.asarray(object)  # a buffer of bytes: uint8, as NumPy reads it
         elif hasattr(object, "__array__") or isinstance(object, (np.ndarray, np.generic)):
             host = np.asarray(object)
         elif hasattr(object, "__dlpack__"):
@@ -82,39 +93,51 @@ def array(object: Any, dtype: Any = None, copy: bool = True, order: str | None =
     return out
 
 
-def _host_from_sequence(seq) -> np.ndarray:
-    """A NumPy array from nested Python lists, typed as JAX types list literals."""
+def _host_from_sequence(seq, target=None) -> np.ndarray:
+    """A NumPy array from nested Python lists, typed as JAX types list literals (or as
+    ``target``, the requested dtype, if given)."""
     leaves: list = []
 
     def collect(o):
-        if isinstance(o, (list, tuple)):
+        if isinstance(o, (list, tuple, range)):
             for i in o:
                 collect(i)
         else:
             leaves.append(o)
 
     collect(seq)
+    if any(v is None for v in leaves):
+        raise ValueError("None is not a valid value for jnp.array (found in a list; it has no "
+                         "numeric value)")
     for v in leaves:
         if not isinstance(v, (bool, int, float, complex, np.generic, np.ndarray)):
             raise TypeError(f"array(): unexpected element of type {type(v).__name__} ({v!r}) in "
                             "a list; expected numbers or arrays.")
+    # JAX types a list by promoting its elements: Python scalars are weak (they take the
+    # type of typed elements, else JAX's defaults), NumPy scalars and arrays are strong.
+    dt = (target if target is not None else dtypes.result_type(*leaves)) if leaves else None
+    if dt is not None and dtypes.is_integer(dt):
+        info = np.iinfo(dt)
+        for v in leaves:
+            if isinstance(v, int) and not isinstance(v, bool) and not info.min <= v <= info.max:
+                raise OverflowError(f"Python int {v} too large to convert to {dt.name}")
     try:
-        host = np.array(seq)
-    except ValueError as err:  # ragged nesting
+        # typed up front, so Python ints beyond int64 become floats when the type is inexact
+        host = np.array(_plain(seq), dtype=dt)
+    except ValueError as err:  # ragged nesting (an out-of-range value is an OverflowError)
         raise ValueError(f"array(): cannot build a rectangular array from {seq!r}: {err}") from None
     if host.dtype == object:
         raise ValueError(f"array(): cannot build a rectangular array from {seq!r}")
-    if not leaves:
-        return host
-    # JAX types a list by promoting its elements: Python scalars are weak (they take the
-    # type of typed elements, else JAX's defaults), NumPy scalars and arrays are strong.
-    dt = dtypes.result_type(*leaves)
-    if dtypes.is_integer(dt):
-        info = np.iinfo(dt)
-        if any(not info.min <= v <= info.max for v in leaves
-               if isinstance(v, int) and not isinstance(v, bool)):
-            raise OverflowError(f"Python int too large to convert to {dt.name}")
-    return host.astype(dt)
+    return host if dt is None else host.astype(dt, copy=False)
+
+
+def _plain(seq):
+    """``seq`` with its ranges as lists (NumPy reads nested ranges as objects)."""
+    if isinstance(seq, range):
+        return list(seq)
+    if isinstance(seq, (list, tuple)) and any(isinstance(o, (list, tuple, range)) for o in seq):
+        return [_plain(o) for o in seq]
+    return seq
 
 
 def asarray(a: Any, dtype: Any = None, order: str | None = None, *, copy: bool | None = None):
@@ -258,7 +281,11 @@ def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True, retste
       >>> jnp.linspace(0, 1, 5)
       Array([0.  , 0.25, 0.5 , 0.75, 1.  ], dtype=float32)
     """
-    num = int(num)
+    import operator
+    try:
+        num = operator.index(num)
+    except TypeError:
+        raise TypeError(f"linspace: num must be an integer, got {num!r}") from None
     if num < 0:
         raise ValueError(f"Number of samples, {num}, must be non-negative.")
     from plax.numpy.util import promote_args_inexact
@@ -351,8 +378,16 @@ def geomspace(start, stop, num: int = 50, endpoint: bool = True, dtype=None, axi
 
 def eye(N: int, M: int | None = None, k: int = 0, dtype: Any = None, *, device=None):
     """A 2-D array with ones on diagonal ``k`` and zeros elsewhere."""
+    import operator
     M = N if M is None else M
-    N, M, k = int(N), int(M), int(k)
+    try:
+        N, M = operator.index(N), operator.index(M)
+    except TypeError:
+        raise TypeError(f"eye: N and M must be integers, got N={N!r}, M={M!r}") from None
+    try:
+        k = operator.index(k)
+    except TypeError:  # (a ValueError for k, as JAX raises)
+        raise ValueError(f"eye: k must be a scalar integer, got {k!r}") from None
     if N < 0 or M < 0:
         raise ValueError(f"negative dimensions are not allowed, got N={N}, M={M}")
     dt = _default_or(dtype, "eye")

@@ -3,7 +3,10 @@
 ``x[idx]`` takes a static fast path (slice, rev, squeeze, expand_dims) when the
 index has only Python ints, slices, None and Ellipsis; otherwise integer array
 indices (and traced scalars) become one ``gather``, placed as NumPy places
-advanced-index dimensions. Out-of-bounds integer indices are clamped, as in JAX.
+advanced-index dimensions. Out-of-bounds integer array indices are clamped on the way
+forward and get a zero gradient, as in JAX (the gather's mode is "promise_in_bounds"). An
+index whose only arrays are scalars (0-d or traced) reads one window with ``dynamic_slice``
+instead, as JAX does: clamped both ways, the gradient going to the clamped element.
 
 ``x.at[idx].set(y)`` finds the flat positions of ``x[idx]`` by indexing an iota
 with the same machinery, then scatters into the flattened array, so every
@@ -151,8 +154,11 @@ def getitem(x, idx, *, mode=None, fill_value=None, ints_as_arrays: bool = False)
       x: the array.
       idx: the index: ints, slices, None, Ellipsis, integer arrays, boolean masks (concrete)
         and tuples of them.
-      mode: how out-of-bounds integer array indices behave: None (clamp, JAX's default for
-        reads), "clip", "fill" (return ``fill_value``) or "promise_in_bounds".
+      mode: how out-of-bounds integer array indices behave: None or "promise_in_bounds"
+        (JAX's default for reads: clamped on the way forward, while the gradient, a
+        scatter-add that drops out-of-bounds updates, is zero there), "clip" (clamped, the
+        gradient going to the clamped element) or "fill" (read ``fill_value``, zero gradient).
+        Scalar array indices (without "fill") are clamped both ways, like "clip".
       fill_value: the value read out of bounds in "fill" mode (default NaN for inexact
         types, the extreme value for integers).
       ints_as_arrays: treat integer scalars as advanced indices (used by ``.at[]``).
@@ -172,10 +178,65 @@ def getitem(x, idx, *, mode=None, fill_value=None, ints_as_arrays: bool = False)
         x, entries = _bools_as_arrays(x, entries)
     if mode is not None and GatherScatterMode.from_any(mode) == GatherScatterMode.FILL_OR_DROP:
         ints_as_arrays = True  # out-of-bounds ints read fill_value, so they must be gathered
+    if not ints_as_arrays and _scalar_indices_only(entries):
+        return _dynamic_index(x, entries)
     if ints_as_arrays or any(e[0] == "array" for e in entries):
         entries = [("array", np.int32(e[1])) if e[0] == "int" else e for e in entries]
     out, _ = _index(x, entries, mode, fill_value)
     return out
+
+
+def _scalar_indices_only(entries) -> bool:
+    """Whether the integer array indices are all scalars (0-d arrays, traced scalars) beside
+    static ints, unit-step slices, None and Ellipsis: such an index reads one window, with
+    ``dynamic_slice`` (as JAX does), so an out-of-bounds scalar is clamped both ways (its
+    gradient goes to the clamped element), unlike a gathered index array's."""
+    found = False
+    for e in entries:
+        if e[0] == "array":
+            i = e[1]
+            if (np.ndim(i) if isinstance(i, np.ndarray) else get_aval(i).ndim) != 0:
+                return False
+            found = True
+        elif e[0] == "slice":
+            if e[1].step not in (None, 1, -1):
+                return False
+        elif e[0] not in ("int", "none", "sep"):
+            return False
+    return found
+
+
+def _dynamic_index(x, entries):
+    """``x[idx]`` for an index of scalar integers (some traced), slices, None and Ellipsis:
+    static slices, then one ``dynamic_slice`` of size 1 along the integer-indexed axes (negative
+    indices count from the end; out-of-bounds ones are clamped), then a squeeze."""
+    from plax.numpy.creation import asarray
+    axis, scalar_axes = 0, []
+    for e in entries:
+        if e[0] in _NO_AXIS:
+            continue
+        if e[0] == "slice":
+            x = _static_slice(x, axis, e[1])
+        else:
+            scalar_axes.append((axis, e[1]))
+        axis += 1
+    shape = get_aval(x).shape
+    starts, sizes = [np.int32(0)] * len(shape), list(shape)
+    for a, i in scalar_axes:
+        d = shape[a]
+        if d == 0:
+            raise IndexError(f"index is out of bounds for axis {a} with size 0")
+        if isinstance(i, int):  # static: wrap and clamp here
+            i = np.int32(min(max(i + d if i < 0 else i, 0), d - 1))
+        else:  # int32, like the other starts (dynamic_slice wraps it if negative, then clamps)
+            i = asarray(i)
+            if get_aval(i).dtype != np.int32:
+                i = lax.convert_element_type(i, np.int32)
+        starts[a], sizes[a] = i, 1
+    x = lax.dynamic_slice(x, starts, sizes)
+    x = lax.squeeze(x, [a for a, _ in scalar_axes])
+    # the scalar indices removed their axes, as static ints do
+    return _insert_new_axes(x, [("int", 0) if e[0] == "array" else e for e in entries], None)[0]
 
 
 def _bools_as_arrays(x, entries):
@@ -334,7 +395,8 @@ def scatter_update(x, idx, y, op: str, *, indices_are_sorted=False, unique_indic
     """``x.at[idx].<op>(y)`` for op in set/add/multiply/min/max.
 
     ``y`` is cast to ``x``'s dtype and broadcast to the shape of ``x[idx]``. Out-of-bounds
-    indices are dropped (the default, ``mode="drop"``) or clamped (``mode="clip"``); repeated
+    indices are dropped (the default, ``mode="drop"``, and ``"promise_in_bounds"``) or
+    clamped (``mode="clip"``); repeated
     indices accumulate for add/multiply/min/max, and one of them wins for set.
     """
     from plax.numpy.creation import asarray
@@ -356,10 +418,15 @@ def scatter_update(x, idx, y, op: str, *, indices_are_sorted=False, unique_indic
     if n >= np.iinfo(np.int32).max:
         raise ValueError("arrays with 2**31 or more elements cannot be updated with .at[]")
     # The flat positions x[idx] reads: index an iota with the same machinery as getitem, so
-    # every index form that reads also writes. Out-of-bounds positions read as n (dropped).
+    # every index form that reads also writes. Out-of-bounds positions read as n, which the
+    # scatter drops (in "drop" mode, and in "promise_in_bounds" mode as XLA's scatter does);
+    # "clip" clamps them instead.
     ids = lax.reshape(lax.iota(np.int32, n), aval.shape)
-    fill = n if gmode == GatherScatterMode.FILL_OR_DROP else None
-    target = getitem(ids, idx, mode=gmode, fill_value=fill, ints_as_arrays=True)
+    if gmode == GatherScatterMode.CLIP:
+        target = getitem(ids, idx, mode=gmode, ints_as_arrays=True)
+    else:
+        target = getitem(ids, idx, mode=GatherScatterMode.FILL_OR_DROP, fill_value=n,
+                         ints_as_arrays=True)
     tshape = get_aval(target).shape
     y = _broadcast_update(y, tshape, idx)
     size = math.prod(tshape)

@@ -10,13 +10,25 @@ import numpy as np
 from plax import dtypes
 
 
+_DTYPE_SPECIFIERS = (np.dtype, type)
+
+
 class _ScalarMeta(type):
     def __eq__(cls, other):
+        if cls is other:
+            return True
         if isinstance(other, _ScalarMeta):
             return cls.dtype == other.dtype
+        # As in JAX (and NumPy's scalar types): a dtype or a type (np.float32, float, an
+        # ml_dtypes or JAX scalar type) may equal this type; a string ("float32"), an array
+        # (whose .dtype np.dtype() would pick up), a scalar or a list never does.
+        if not isinstance(other, _DTYPE_SPECIFIERS):
+            return False
+        # == must never raise (x in list_of_dtypes, dict keys): np.dtype() of an arbitrary
+        # type raises TypeError, and a few other errors for exotic ones.
         try:
             return cls.dtype == np.dtype(other)
-        except TypeError:
+        except Exception:
             return False
 
     def __hash__(cls):

@@ -8,6 +8,7 @@ from typing import Sequence
 import numpy as np
 
 from plax import dtypes, lax
+from plax.array import Array
 from plax.core.trace import Tracer, get_aval
 from plax.numpy.util import canonicalize_axis
 from plax.numpy.util import (asarray_weak, broadcast_shapes, broadcast_to, canonicalize_axis_tuple,
@@ -31,22 +32,53 @@ def reshape(a, shape=None, order: str = "C", *, newshape=None, copy=None):
         raise NotImplementedError(f"reshape(order={order!r}): plax supports only order='C'")
     check_arraylike("reshape", a)
     a = asarray_weak(a)
-    if isinstance(shape, (int, np.integer)) or (hasattr(shape, "__index__") and not isinstance(shape, (tuple, list))):
-        shape = (shape,)
-    shape = [int(s) for s in shape]
+    shape = _reshape_sizes(shape)
     size = get_aval(a).size
+    # TypeError throughout, as JAX's reshape of a JAX array raises
     if shape.count(-1) > 1:
-        raise ValueError("can only specify one unknown dimension (-1)")
+        raise TypeError(f"reshape: can only specify one unknown axis size with a `-1` value, "
+                        f"got {tuple(shape)}")
+    if any(s < -1 for s in shape):
+        raise TypeError(f"reshape: cannot reshape array of shape {_shape(a)} into shape "
+                        f"{tuple(shape)}: sizes must be non-negative (or -1 for one unknown size)")
     if -1 in shape:
         known = math.prod(s for s in shape if s != -1)
         if known == 0 or size % known:
-            raise ValueError(f"cannot reshape array of shape {_shape(a)} (size {size}) into shape "
-                            f"{tuple(shape)}")
+            raise TypeError(f"reshape: cannot reshape array of shape {_shape(a)} (size {size}) "
+                            f"into shape {tuple(shape)}: the product of the specified sizes "
+                            f"({known}) does not evenly divide {size}")
         shape[shape.index(-1)] = size // known
     if math.prod(shape) != size:
-        raise ValueError(f"cannot reshape array of shape {_shape(a)} (size {size}) into shape "
-                        f"{tuple(shape)} (size {math.prod(shape)})")
+        raise TypeError(f"reshape: cannot reshape array of shape {_shape(a)} (size {size}) into "
+                        f"shape {tuple(shape)} (size {math.prod(shape)})")
     return lax.reshape(a, tuple(shape))
+
+
+def _reshape_sizes(shape) -> list:
+    """The requested sizes of ``reshape`` as a list of Python ints (-1 allowed)."""
+    import operator
+    if (isinstance(shape, (tuple, list)) and len(shape) == 1
+            and isinstance(shape[0], (np.ndarray, Array)) and np.ndim(shape[0]) == 1):
+        shape = shape[0]  # x.reshape(array_of_sizes)
+    if isinstance(shape, (np.ndarray, Array)) and np.ndim(shape) == 1:
+        seq = np.asarray(shape)
+        if not np.issubdtype(seq.dtype, np.integer):
+            seq = None
+        else:
+            seq = seq.tolist()
+    elif isinstance(shape, (tuple, list)):
+        seq = shape
+    elif hasattr(shape, "__index__"):
+        seq = (shape,)
+    else:
+        seq = None
+    try:
+        if seq is None:
+            raise TypeError
+        return [operator.index(s) for s in seq]
+    except TypeError:
+        raise TypeError(f"reshape: Shapes must be 1D sequences of concrete values of integer "
+                        f"type, got {shape!r}.") from None
 
 
 def ravel(a, order: str = "C"):
@@ -256,8 +288,14 @@ def column_stack(tup):
 
 
 def _split_points(size, indices_or_sections, strict):
-    if isinstance(indices_or_sections, (int, np.integer)):
-        n = int(indices_or_sections)
+    import operator
+    if not (isinstance(indices_or_sections, (tuple, list)) or np.ndim(indices_or_sections) > 0):
+        # a number of sections (converted with int(), as NumPy and JAX do)
+        try:
+            n = int(indices_or_sections)
+        except TypeError:
+            raise TypeError(f"split: indices_or_sections must be an integer or a sequence of "
+                            f"integers, got {indices_or_sections!r}") from None
         if n <= 0:
             raise ValueError("number sections must be larger than 0.")
         if strict and size % n:
@@ -265,7 +303,13 @@ def _split_points(size, indices_or_sections, strict):
         q, r = divmod(size, n)
         sizes = [q + 1] * r + [q] * (n - r)
         return list(np.cumsum([0] + sizes))
-    pts = [int(i) for i in indices_or_sections]
+    try:
+        pts = [operator.index(i) for i in (np.asarray(indices_or_sections).tolist()
+                                            if not isinstance(indices_or_sections, (tuple, list))
+                                            else indices_or_sections)]
+    except TypeError:
+        raise TypeError(f"split: split indices must be integers, got "
+                        f"{indices_or_sections!r}") from None
     return [0] + [min(max(p, 0), size) if p >= 0 else max(size + p, 0) for p in pts] + [size]
 
 
@@ -324,8 +368,20 @@ def broadcast_arrays(*args) -> list:
 
 def tile(A, reps):
     """Repeats ``A`` ``reps`` times along each axis."""
+    import operator
+    check_arraylike("tile", A)
     A = asarray_weak(A)
-    reps = (int(reps),) if isinstance(reps, (int, np.integer)) else tuple(int(r) for r in reps)
+    try:
+        reps = tuple(iter(reps))
+    except TypeError:
+        reps = (reps,)
+    try:
+        reps = tuple(operator.index(r) for r in reps)
+    except TypeError:
+        raise TypeError(f"tile: reps must be integers (or a sequence of them), got "
+                        f"{reps!r}") from None
+    if any(r < 0 for r in reps):
+        raise ValueError(f"tile: reps must be non-negative, got {reps}")
     shape = _shape(A)
     nd = max(len(shape), len(reps))
     shape = (1,) * (nd - len(shape)) + shape
@@ -354,7 +410,10 @@ def repeat(a, repeats, axis: int | None = None, *, total_repeat_length: int | No
       >>> jnp.repeat(jnp.array([1, 2]), 2)
       Array([1, 1, 2, 2], dtype=int32)
     """
-    check_arraylike("repeat", a)
+    if isinstance(repeats, (int, np.integer)) and not isinstance(repeats, (bool, np.bool_)):
+        check_arraylike("repeat", a)
+    else:
+        check_arraylike("repeat", a, repeats)
     a = asarray_weak(a)
     if axis is None:
         a = ravel(a)
@@ -375,6 +434,8 @@ def repeat(a, repeats, axis: int | None = None, *, total_repeat_length: int | No
     if not np.issubdtype(reps.dtype, np.integer):
         raise TypeError(f"repeats must be integers, got dtype {reps.dtype}")
     if np.any(reps < 0):
+        if reps.ndim == 0:  # as JAX (the size of a broadcast)
+            raise TypeError(f"repeat: repeats must be non-negative, got {int(reps)}")
         raise ValueError(f"repeats may not contain negative values, got {reps}")
     if reps.ndim == 0 and total_repeat_length is None:
         r = int(reps)
@@ -382,7 +443,8 @@ def repeat(a, repeats, axis: int | None = None, *, total_repeat_length: int | No
         big = lax.broadcast_in_dim(a, shape[:axis + 1] + (r,) + shape[axis + 1:],
                                    tuple(range(axis + 1)) + tuple(range(axis + 2, len(shape) + 1)))
         return lax.reshape(big, shape[:axis] + (n * r,) + shape[axis + 1:])
-    reps = np.broadcast_to(reps, (n,)) if reps.ndim == 0 else reps
+    reps = np.ravel(reps)
+    reps = np.broadcast_to(reps, (n,)) if reps.size == 1 else reps
     if reps.shape != (n,):
         raise ValueError(f"repeats must be a scalar or have length {n} (the size of axis {axis}), "
                          f"got shape {reps.shape}")
@@ -457,9 +519,16 @@ def roll(a, shift, axis=None):
 
 def rot90(m, k: int = 1, axes: tuple = (0, 1)):
     """Rotates by 90 degrees ``k`` times in the plane of ``axes``."""
+    check_arraylike("rot90", m)
     m = asarray_weak(m)
+    nd = get_aval(m).ndim
+    if nd < 2:
+        raise ValueError(f"rot90 requires an array of at least two dimensions, got shape "
+                         f"{_shape(m)}")
+    a0, a1 = (canonicalize_axis(a, nd) for a in axes)
+    if a0 == a1:
+        raise ValueError(f"rot90: axes must be different, got axes={tuple(axes)}")
     k %= 4
-    a0, a1 = axes
     if k == 0:
         return m
     if k == 2:
@@ -578,50 +647,76 @@ def _take_mode(mode):
     if mode == "raise":
         raise NotImplementedError("The 'raise' mode to jnp.take is not supported: indices are "
                                   "not checked at run time. Use mode='fill', 'clip' or 'wrap'.")
-    if mode not in ("fill", "clip", "wrap", "promise_in_bounds", "drop"):
+    if mode not in ("fill", "clip", "wrap"):
         raise ValueError(f"Invalid mode {mode!r} for jnp.take: expected 'fill', 'clip' or "
                          "'wrap'.")
     return mode
 
 
-def take_along_axis(arr, indices, axis: int | None, mode=None, fill_value=None):
-    """``arr`` reindexed along ``axis`` by ``indices`` (broadcast against ``arr``'s other axes)."""
-    arr = asarray_weak(arr)
+def take_along_axis(arr, indices, axis: int | None = -1, mode=None, fill_value=None, *,
+                    wrap_negative_indices: bool | None = None):
+    """``arr`` reindexed along ``axis`` by ``indices`` (broadcast against ``arr``'s other axes).
+
+    Args:
+      arr: the array.
+      indices: integer array of ``arr``'s rank (1-D if ``axis`` is None, which flattens ``arr``).
+      axis: the axis the indices index.
+      mode: a gather mode: ``"fill"`` (the default: out-of-bounds indices read ``fill_value``,
+        NaN for inexact types), ``"clip"`` or ``"promise_in_bounds"``.
+      wrap_negative_indices: whether negative indices count from the end. By default they do,
+        except in ``"promise_in_bounds"`` mode (as JAX).
+
+    Raises:
+      TypeError: for non-integer indices.
+      ValueError: for indices of another rank, shapes that do not broadcast, or an unknown mode.
+    """
+    check_arraylike("take_along_axis", arr, indices)
+    a = asarray_weak(arr)
     indices = asarray_weak(indices)
+    idt = get_aval(indices).dtype
+    if not dtypes.is_integer(idt):
+        raise TypeError(f"take_along_axis indices must be of integer type, got {idt}")
     if axis is None:
-        arr = ravel(arr)
-        indices = ravel(indices)
+        if get_aval(indices).ndim != 1:
+            raise ValueError(f"take_along_axis indices must be 1D if axis=None, got shape "
+                             f"{_shape(indices)}")
+        a = ravel(a)
         axis = 0
-    nd = get_aval(arr).ndim
+    nd = get_aval(a).ndim
     if get_aval(indices).ndim != nd:
         raise ValueError(f"indices and arr must have the same number of dimensions; "
                          f"{get_aval(indices).ndim} vs. {nd}")
     axis = canonicalize_axis(axis, nd)
-    ishape = _shape(indices)
-    out_shape = tuple(ishape[i] if i == axis else builtins_max2(ishape[i], _shape(arr)[i])
-                      for i in range(nd))
-    from plax.numpy.indexing import getitem
-    idx = []
-    for i in range(nd):
-        if i == axis:
-            idx.append(broadcast_to(indices, out_shape))
-        else:
-            shape = [1] * nd
-            shape[i] = out_shape[i]
-            rng = lax.broadcast_in_dim(lax.iota(np.int32, _shape(arr)[i]), tuple(shape), (i,)) \
-                if _shape(arr)[i] == out_shape[i] else lax.full(tuple(shape), 0, np.int32)
-            idx.append(broadcast_to(rng, out_shape))
-    mode = _take_mode(mode)
-    if mode == "wrap":
-        from plax.numpy.ufuncs import remainder
-        idx[axis] = remainder(idx[axis], lax.full((), max(_shape(arr)[axis], 1),
-                                                  get_aval(idx[axis]).dtype))
-        mode = "clip"
-    return getitem(arr, tuple(idx), mode=mode, fill_value=fill_value)
-
-
-def builtins_max2(a, b):
-    return a if a > b else b
+    from plax.lax.slicing import GatherDimensionNumbers, GatherScatterMode
+    gmode = GatherScatterMode.from_any("fill" if mode is None else mode)
+    if wrap_negative_indices is None:
+        wrap_negative_indices = mode != "promise_in_bounds"
+    ashape, ishape = _shape(a), _shape(indices)
+    out_shape = broadcast_shapes(ishape, ashape[:axis] + (1,) + ashape[axis + 1:])
+    n = ashape[axis]
+    if n == 0:
+        return lax.full(out_shape, 0, get_aval(a).dtype)
+    if idt.itemsize < 4:
+        indices = lax.convert_element_type(indices, np.int32)
+    if wrap_negative_indices and idt.kind == "i":
+        it = get_aval(indices).dtype
+        indices = lax.select(lax.lt(indices, lax.full((), 0, it)),
+                             lax.add(indices, lax.full((), n, it)), indices)
+    indices = broadcast_to(indices, out_shape)
+    # arr's size-1 axes that the indices broadcast over are squeezed away; its other axes
+    # (besides ``axis``) pair one-to-one with the indices' axes as gather batching axes
+    squeezed = [i for i in range(nd) if i != axis and ashape[i] == 1 and out_shape[i] != 1]
+    kept = [i for i in range(nd) if i not in squeezed]
+    operand = lax.squeeze(a, squeezed) if squeezed else a
+    new_axis = kept.index(axis)
+    batch = [i for i in kept if i != axis]
+    dnums = GatherDimensionNumbers(
+        offset_dims=(), collapsed_slice_dims=(new_axis,), start_index_map=(new_axis,),
+        operand_batching_dims=tuple(kept.index(i) for i in batch),
+        start_indices_batching_dims=tuple(batch))
+    slice_sizes = tuple(1 if ashape[i] else 0 for i in kept)
+    return lax.gather(operand, lax.expand_dims(indices, (nd,)), dnums, slice_sizes, mode=gmode,
+                      fill_value=fill_value)
 
 
 def append(arr, values, axis: int | None = None):
@@ -642,7 +737,8 @@ def pad(array, pad_width, mode: str = "constant", *, constant_values=0, **kwargs
       pad_width: ``n``, ``(before, after)`` or one ``(before, after)`` pair per axis.
       mode: ``"constant"`` (the default, with ``constant_values``), ``"empty"`` (zeros),
         ``"edge"``, ``"reflect"``, ``"symmetric"`` or ``"wrap"`` (as in NumPy).
-      constant_values: the value of the padding in ``"constant"`` mode (a scalar).
+      constant_values: the value of the padding in ``"constant"`` mode: a scalar, or
+        ``(before, after)`` values (for every axis, or one pair per axis).
 
     Returns:
       The padded array.
@@ -657,11 +753,27 @@ def pad(array, pad_width, mode: str = "constant", *, constant_values=0, **kwargs
     pw = _pad_widths(pad_width, nd)
     if mode in ("constant", "empty"):
         from plax.numpy.util import to_dtype
-        if np.ndim(constant_values) != 0 and mode == "constant":
-            raise NotImplementedError("jnp.pad: only scalar constant_values are supported, got "
-                                      f"{constant_values!r}")
+        dt, weak = get_aval(array).dtype, get_aval(array).weak_type
+        if mode == "constant" and np.ndim(constant_values) != 0:
+            if isinstance(constant_values, Tracer):
+                raise NotImplementedError("jnp.pad: traced constant_values must be a scalar")
+            host = np.asarray(constant_values)
+            try:
+                per_axis = np.broadcast_to(host, (nd, 2))
+            except ValueError:
+                raise ValueError(f"jnp.pad: constant_values of shape {host.shape} cannot be "
+                                 f"broadcast to one (before, after) pair for each of the "
+                                 f"array's {nd} axes") from None
+            # axis by axis, as NumPy: later axes' values fill the corners
+            for axis, ((lo, hi), (before, after)) in enumerate(zip(pw, per_axis)):
+                for width, value, side in ((lo, before, 0), (hi, after, 1)):
+                    if width:
+                        cfg = [(0, 0, 0)] * nd
+                        cfg[axis] = (width, 0, 0) if side == 0 else (0, width, 0)
+                        array = lax.pad(array, to_dtype(value[()], dt, weak), cfg)
+            return array
         value = 0 if mode == "empty" else constant_values
-        cv = to_dtype(value, get_aval(array).dtype, get_aval(array).weak_type)
+        cv = to_dtype(value, dt, weak)
         return lax.pad(array, cv, [(lo, hi, 0) for lo, hi in pw])
     if mode not in _INDEX_PAD_MODES:
         raise NotImplementedError(f"jnp.pad mode {mode!r} is not supported; use one of "

@@ -699,10 +699,24 @@ def signbit(x, /):
 
 def copysign(x, y, /):
     """``|x|`` with the sign of ``y``."""
+    _check_broadcastable("copysign", x, y)
     x, y = promote_args_inexact("copysign", x, y)
     if dtypes.is_complex(_dt(x)):
         raise TypeError("copysign does not support complex inputs")
     return lax.select(signbit(y), lax.neg(lax.abs(x)), lax.abs(x))
+
+
+def _check_broadcastable(name, *args):
+    # functions JAX builds on jnp.where broadcast their operands first: a ValueError when the
+    # shapes do not broadcast (where a plain binary ufunc of equal ranks raises TypeError)
+    from plax.numpy.util import broadcast_shapes
+    shapes = [np.shape(a) if not isinstance(a, Array) and not hasattr(a, "aval") else
+              get_aval(a).shape for a in args]
+    if len(set(shapes)) > 1:
+        try:
+            broadcast_shapes(*shapes)
+        except ValueError as err:
+            raise ValueError(f"{name}: {err}") from None
 
 
 def _as_bool(x):
@@ -777,6 +791,7 @@ def fmin(x, y, /):
 
 def heaviside(x1, x2, /):
     """0 where x1 < 0, x2 where x1 == 0, 1 where x1 > 0."""
+    _check_broadcastable("heaviside", x1, x2)
     x1, x2 = promote_args_inexact("heaviside", x1, x2)
     zero = _const(x1, 0)
     return where(lax.lt(x1, zero), zero,
@@ -854,8 +869,8 @@ def where(condition, x=None, y=None, /, *, size=None, fill_value=None):
                         "jnp.where, got only one.")
     check_arraylike("where", condition, x, y)
     cond = _as_bool(condition)
-    x, y = promote_args("where", x, y)
-    from plax.numpy.util import broadcast_shapes, broadcast_to
+    from plax.numpy.util import broadcast_shapes, broadcast_to, promote_dtypes
+    x, y = promote_dtypes(x, y)  # shapes broadcast below (a ValueError if they cannot, as JAX)
     shape = broadcast_shapes(get_aval(cond).shape, get_aval(x).shape, get_aval(y).shape)
     cond, x, y = (broadcast_to(a, shape) if get_aval(a).shape != shape else a for a in (cond, x, y))
     return lax.select(cond, x, y)
@@ -935,5 +950,5 @@ def array_equiv(a1, a2) -> Any:
     from plax.numpy.reductions import all as jall
     try:
         return jall(equal(asarray(a1), asarray(a2)))
-    except ValueError:
+    except (ValueError, TypeError):  # shapes that do not broadcast (TypeError for equal ranks)
         return lax.full((), False, np.bool_)

@@ -67,12 +67,16 @@ def broadcast_shapes(*shapes: Sequence[int]) -> tuple[int, ...]:
 
     Raises:
       ValueError: naming the incompatible shapes.
+      TypeError: for a negative size.
     """
     rank = max((len(s) for s in shapes), default=0)
     out = [1] * rank
     for s in shapes:
         for i, d in enumerate(s):
             j = rank - len(s) + i
+            if d < 0:
+                raise TypeError(f"broadcast_shapes: shapes must have non-negative sizes, got "
+                                f"{tuple(s)}")
             if out[j] == 1:
                 out[j] = d
             elif d != 1 and d != out[j]:
@@ -114,8 +118,13 @@ def promote_shapes(fun_name: str, *args: Any) -> list:
     try:
         out_shape = broadcast_shapes(*shapes)
     except ValueError:
-        raise ValueError(f"{fun_name}: incompatible shapes for broadcasting: "
-                         f"{', '.join(str(s) for s in shapes)}") from None
+        listed = ", ".join(str(s) for s in shapes)
+        if len({len(s) for s in nonscalar}) == 1:
+            # As JAX: operands of one rank go to the primitive unbroadcast, whose shape check
+            # raises TypeError; only a rank promotion raises ValueError
+            raise TypeError(f"{fun_name} got incompatible shapes for broadcasting: "
+                            f"{listed}.") from None
+        raise ValueError(f"{fun_name}: incompatible shapes for broadcasting: {listed}") from None
     return [a if get_aval(a).shape in ((), out_shape) else broadcast_to(a, out_shape) for a in args]
 
 

@@ -109,7 +109,7 @@ class KeyDType:
 
     def __eq__(self, other) -> bool:
         if isinstance(other, str):
-            return other == self.name
+            return str.__eq__(self.name, other)  # not other's __eq__: a str subclass may raise
         return isinstance(other, KeyDType) and other.impl == self.impl
 
     def __hash__(self) -> int:

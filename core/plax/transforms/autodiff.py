@@ -11,16 +11,17 @@ from __future__ import annotations
 
 import functools
 import math
+import operator
 from typing import Callable, Sequence
 
 import numpy as np
 
 from plax import dtypes, tree_util
-from plax.core.jaxpr import ClosedJaxpr
-from plax.core.trace import get_aval, new_main
+from plax.core.jaxpr import ClosedJaxpr, eval_jaxpr
+from plax.core.trace import DebugInfo, get_aval, new_main
 from plax.transforms.jvp import (Zero, instantiate, jvp_flat, tangent_aval,
                                  tangent_dtype, zeros_like_aval)
-from plax.transforms.staging import JaxprBuilder, LinearizeTrace, check_output
+from plax.transforms.staging import JaxprBuilder, LinearizeTrace
 from plax.transforms.transpose import backward_pass
 
 
@@ -33,8 +34,19 @@ def _as_array(x):
     return from_host(x)
 
 
+def check_callable(fun, transform: str) -> None:
+    """The TypeError JAX raises when a transform is applied to something that is not callable."""
+    if not callable(fun):
+        raise TypeError(f"{transform} requires a callable as its first argument (the function to "
+                        f"transform), got {fun!r} of type {type(fun).__name__}. Pass the function "
+                        f"itself, e.g. {transform}(f), not its name or the result of calling it.")
+
+
 def _check_tangent(p, t, where="jvp"):
-    pa = get_aval(p)
+    _check_tangent_aval(get_aval(p), t, where)
+
+
+def _check_tangent_aval(pa, t, where):
     ta = get_aval(t)
     if pa.shape != ta.shape:
         raise ValueError(f"{where} called with different primal and tangent shapes;Got primal "
@@ -78,6 +90,13 @@ def jvp(fun: Callable, primals: Sequence, tangents: Sequence, has_aux: bool = Fa
       >>> jax.jvp(jnp.sin, (0.0,), (1.0,))
       (Array(0., dtype=float32, weak_type=True), Array(1., dtype=float32, weak_type=True))
     """
+    check_callable(fun, "jvp")
+    return _jvp(fun, primals, tangents, has_aux, None)
+
+
+def _jvp(fun, primals, tangents, has_aux, debug):
+    """:func:`jvp`; ``debug`` names the transform and the user's arguments in errors (None:
+    ``jvp`` of ``fun``'s positional arguments)."""
     if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
         raise TypeError(f"primal and tangent arguments to jax.jvp must be tuples or lists; found "
                         f"{type(primals).__name__} and {type(tangents).__name__}.")
@@ -91,16 +110,29 @@ def jvp(fun: Callable, primals: Sequence, tangents: Sequence, has_aux: bool = Fa
     t_leaves = [_as_array(t) for t in t_leaves]
     for p, t in zip(p_leaves, t_leaves):
         _check_tangent(p, t)
-    t_leaves = [Zero(tangent_aval(get_aval(p))) if get_aval(t).dtype == dtypes.float0 else t
-                for p, t in zip(p_leaves, t_leaves)]
+    t_leaves = [_tangent_like(get_aval(p), t) for p, t in zip(p_leaves, t_leaves)]
     flat, trees = _flatten_with_aux(fun, p_tree, has_aux)
-    out_p, out_t = jvp_flat(flat, p_leaves, t_leaves)
+    out_p, out_t = jvp_flat(flat, p_leaves, t_leaves, debug or DebugInfo("jvp", fun, p_tree))
     out_tree, aux_tree, n_out = trees
     primals_out = tree_util.tree_unflatten(out_tree, out_p[:n_out])
     tangents_out = tree_util.tree_unflatten(out_tree, [instantiate(t) for t in out_t[:n_out]])
     if has_aux:
         return primals_out, tangents_out, tree_util.tree_unflatten(aux_tree, out_p[n_out:])
     return primals_out, tangents_out
+
+
+def _tangent_like(pa, t):
+    """The input tangent ``t`` of a primal of abstract value ``pa``: a symbolic zero for a float0
+    tangent, else ``t`` with the primal's weak type. JAX's numpy functions give a tangent the
+    weak type of its primal, so a Python-scalar primal has weakly typed output tangents even
+    when the tangent given is a float32 array."""
+    ta = get_aval(t)
+    if ta.dtype == dtypes.float0:
+        return Zero(tangent_aval(pa))
+    if ta.weak_type != pa.weak_type:
+        from plax import lax
+        t = lax.convert_element_type(t, ta.dtype, pa.weak_type)
+    return t
 
 
 def _flatten_with_aux(fun, in_tree, has_aux):
@@ -128,13 +160,14 @@ def _flatten_with_aux(fun, in_tree, has_aux):
 
 # ------------------------------------------------------------------ linearize
 
-def linearize_flat(fun: Callable, primals: list, n_aux: Callable[[], int] = lambda: 0
-                   ) -> tuple[list, ClosedJaxpr]:
+def linearize_flat(fun: Callable, primals: list, n_aux: Callable[[], int] = lambda: 0,
+                   debug: DebugInfo | None = None) -> tuple[list, ClosedJaxpr]:
     """Runs ``fun`` forward and stages its linearisation.
 
     Args:
       fun: flat function; its last ``n_aux()`` outputs are auxiliary (not differentiated).
       primals: the flat inputs.
+      debug: names the transform and the user's arguments in errors.
 
     Returns:
       ``(primal_outputs, linear_jaxpr)``: ``linear_jaxpr`` maps input tangents to the
@@ -145,7 +178,7 @@ def linearize_flat(fun: Callable, primals: list, n_aux: Callable[[], int] = lamb
         stage = LinearizeTrace(stage_main)
         t_in = [stage.new_arg(a) for a in in_avals]
         tangents = [Zero(a) if a.dtype == dtypes.float0 else t for a, t in zip(in_avals, t_in)]
-        out_p, out_t = jvp_flat(fun, primals, tangents)
+        out_p, out_t = jvp_flat(fun, primals, tangents, debug)
         out_t = out_t[:len(out_t) - n_aux()]
         t_out = []
         for t in out_t:
@@ -160,54 +193,80 @@ def linearize(fun: Callable, *primals):
     """``(fun(*primals), f_jvp)`` where ``f_jvp(*tangents)`` evaluates the JVP at ``primals``
     from a staged linear function (no re-running of ``fun``).
 
+    ``f_jvp`` is a :class:`plax.tree_util.Partial` whose leaves are the residuals (the
+    primal values the linear function needs), so it can be returned from ``jit`` or passed
+    through ``vmap``.
+
     Example:
       >>> y, f_jvp = jax.linearize(jnp.sin, 1.0)
       >>> f_jvp(1.0)  # cos(1.0)
       Array(0.5403023, dtype=float32, weak_type=True)
     """
+    check_callable(fun, "linearize")
     p_leaves, p_tree = tree_util.tree_flatten(primals)
     p_leaves = [_as_array(p) for p in p_leaves]
     flat, box = _flatten_fun(fun, p_tree)
-    out_p, lin = linearize_flat(flat, p_leaves)
+    out_p, lin = linearize_flat(flat, p_leaves, debug=DebugInfo("linearize", fun, p_tree))
     out_tree = box[0]
+    f_jvp = _LinearizedJVP(lin.jaxpr, p_tree, out_tree, [get_aval(p) for p in p_leaves])
+    return tree_util.tree_unflatten(out_tree, out_p), tree_util.Partial(f_jvp, *lin.consts)
 
-    def f_jvp(*tangents):
+
+class _LinearizedJVP:
+    """The static part of ``linearize``'s function: the linear jaxpr and the structures.
+
+    Called as ``self(*residuals, *tangents)`` by the Partial holding the residuals. Compared
+    by identity, like the function of any Partial, so a treedef holding it is hashable.
+    """
+
+    def __init__(self, jaxpr, in_tree, out_tree, in_avals):
+        self.jaxpr = jaxpr
+        self.in_tree = in_tree
+        self.out_tree = out_tree
+        self.in_avals = in_avals
+        self.__name__ = "f_jvp"
+
+    def __call__(self, *residuals_and_tangents):
+        n = len(self.jaxpr.constvars)
+        residuals, tangents = residuals_and_tangents[:n], residuals_and_tangents[n:]
         t_leaves, t_tree = tree_util.tree_flatten(tangents)
-        if t_tree != p_tree:
+        if t_tree != self.in_tree:
             raise TypeError(f"linearized function called with tangents of structure {t_tree}, "
-                            f"expected {p_tree}")
+                            f"expected {self.in_tree}")
         t_leaves = [_as_array(t) for t in t_leaves]
-        for p, t in zip(p_leaves, t_leaves):
-            _check_tangent(p, t, "linearize")
-        from plax.core.jaxpr import eval_jaxpr
-        outs = eval_jaxpr(lin.jaxpr, lin.consts, *t_leaves)
-        return tree_util.tree_unflatten(out_tree, outs)
-
-    return tree_util.tree_unflatten(out_tree, out_p), f_jvp
+        for a, t in zip(self.in_avals, t_leaves):
+            _check_tangent_aval(a, t, "linearize")
+        outs = eval_jaxpr(self.jaxpr, list(residuals), *t_leaves)
+        return tree_util.tree_unflatten(self.out_tree, outs)
 
 
 # ------------------------------------------------------------------ vjp
 
 class _VJPFunction:
-    """The function ``vjp`` returns: maps output cotangents to input cotangents (a tuple)."""
+    """The function ``vjp`` returns: maps output cotangents to input cotangents (a tuple).
 
-    def __init__(self, lin: ClosedJaxpr, in_tree, out_tree, in_avals, out_avals):
-        self.lin = lin
-        self.in_tree = in_tree
-        self.out_tree = out_tree
-        self.in_avals = in_avals
-        self.out_avals = out_avals
+    It is a pytree, as in JAX: its leaves are the residuals (the primal values the backward
+    pass needs) and its static part is the linear jaxpr with the argument structures, so it
+    can be returned from ``jit``, passed through ``vmap`` and traced by ``make_jaxpr``.
+    """
+
+    __slots__ = ("static", "residuals")
+
+    def __init__(self, static: "_VJPStatic", residuals: list):
+        self.static = static
+        self.residuals = residuals
 
     def __call__(self, *cts):
         if len(cts) != 1:
             raise TypeError(f"The function returned by vjp takes one argument (a cotangent with "
                             f"the structure of the primal output), got {len(cts)}.")
+        st = self.static
         ct_leaves, ct_tree = tree_util.tree_flatten(cts[0])
-        if ct_tree != self.out_tree:
+        if ct_tree != st.out_tree:
             raise ValueError(f"unexpected tree structure of argument to vjp function: got "
-                             f"{ct_tree}, but expected to match {self.out_tree}")
+                             f"{ct_tree}, but expected to match {st.out_tree}")
         flat = []
-        for ct, aval in zip(ct_leaves, self.out_avals):
+        for ct, aval in zip(ct_leaves, st.out_avals):
             ct = _as_array(ct)
             ca = get_aval(ct)
             want = tangent_aval(aval)
@@ -226,10 +285,37 @@ class _VJPFunction:
                                      f"{want.str_short()} because the corresponding output of "
                                      f"the function had type {aval.str_short()}.")
             flat.append(Zero(want) if want.dtype == dtypes.float0 else ct)
-        cts_in = backward_pass(self.lin.jaxpr, self.lin.consts, flat)
+        cts_in = backward_pass(st.jaxpr, self.residuals, flat)
         out = [instantiate(c) if type(c) is Zero else c for c in cts_in]
-        out = [_match_dtype(c, a) for c, a in zip(out, self.in_avals)]
-        return tree_util.tree_unflatten(self.in_tree, out)
+        out = [_match_dtype(c, a) for c, a in zip(out, st.in_avals)]
+        return tree_util.tree_unflatten(st.in_tree, out)
+
+    def __repr__(self) -> str:
+        return f"<vjp function of {self.static.name}>"
+
+
+class _VJPStatic:
+    """The static part of a :class:`_VJPFunction` (its treedef's aux data), compared by
+    identity: two vjp functions have equal structures when they come from the same
+    linearisation (e.g. one traced ``jit`` called twice)."""
+
+    __slots__ = ("jaxpr", "in_tree", "out_tree", "in_avals", "out_avals", "name")
+
+    def __init__(self, jaxpr, in_tree, out_tree, in_avals, out_avals, name):
+        self.jaxpr = jaxpr
+        self.in_tree = in_tree
+        self.out_tree = out_tree
+        self.in_avals = in_avals
+        self.out_avals = out_avals
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"vjp({self.name})"
+
+
+tree_util.register_pytree_node(
+    _VJPFunction, lambda f: (f.residuals, f.static),
+    lambda static, residuals: _VJPFunction(static, list(residuals)))
 
 
 def _match_dtype(ct, aval):
@@ -248,23 +334,32 @@ def vjp(fun: Callable, *primals, has_aux: bool = False):
     """Reverse-mode derivative: ``(fun(*primals), vjp_fun)`` with ``vjp_fun(ct)`` returning the
     tuple of cotangents of ``primals``.
 
+    ``vjp_fun`` is a pytree whose leaves are the residuals, so it can be returned from ``jit``
+    or mapped over with ``vmap``.
+
     Example:
       >>> y, f_vjp = jax.vjp(jnp.sin, 0.0)
       >>> f_vjp(1.0)
       (Array(1., dtype=float32, weak_type=True),)
     """
-    p_leaves, p_tree = tree_util.tree_flatten(primals)
+    check_callable(fun, "vjp")
+    return _vjp(fun, primals, has_aux, DebugInfo("vjp", fun))
+
+
+def _vjp(fun, primals, has_aux, debug: DebugInfo):
+    """:func:`vjp`; ``debug`` (its ``in_tree`` filled in here) names the transform and the
+    user's arguments in errors."""
+    p_leaves, p_tree = tree_util.tree_flatten(tuple(primals))
     p_leaves = [_as_array(p) for p in p_leaves]
+    debug.in_tree = p_tree
     flat, trees = _flatten_with_aux(fun, p_tree, has_aux)
     outs, lin = linearize_flat(flat, p_leaves,
-                               lambda: trees[1].num_leaves if has_aux else 0)
+                               lambda: trees[1].num_leaves if has_aux else 0, debug)
     out_tree, aux_tree, n_out = trees
-    out_p = outs[:n_out]
-    for o in out_p:
-        check_output(o, "the function passed to vjp")
-    out_p = [_as_array(o) for o in out_p]
-    f_vjp = _VJPFunction(lin, p_tree, out_tree, [get_aval(p) for p in p_leaves],
-                         [get_aval(o) for o in out_p])
+    out_p = outs[:n_out]  # returned as the function returned them (a Python float stays one)
+    static = _VJPStatic(lin.jaxpr, p_tree, out_tree, [get_aval(p) for p in p_leaves],
+                        [get_aval(o) for o in out_p], debug.func_name)
+    f_vjp = _VJPFunction(static, list(lin.consts))
     out = tree_util.tree_unflatten(out_tree, out_p)
     if has_aux:
         return out, f_vjp, tree_util.tree_unflatten(aux_tree, outs[n_out:])
@@ -273,35 +368,51 @@ def vjp(fun: Callable, *primals, has_aux: bool = False):
 
 # ------------------------------------------------------------------ grad
 
-def _check_argnums(argnums, nargs, fun_name="grad"):
-    single = isinstance(argnums, (int, np.integer)) and not isinstance(argnums, bool)
+def _normalize_argnums(argnums, transform: str) -> tuple[bool, tuple[int, ...]]:
+    """``(single, nums)`` for an ``argnums`` given to a transform: checked when the transform
+    is applied, as JAX does (an int, or a non-empty sequence of ints)."""
     try:
-        nums = (argnums,) if single else tuple(argnums)
+        return True, (operator.index(argnums),)
     except TypeError:
-        raise TypeError(f"{fun_name}: argnums must be an int or a tuple of ints, got "
-                        f"{argnums!r} of type {type(argnums).__name__}.") from None
+        pass
+    try:
+        nums = tuple(operator.index(a) for a in argnums)
+    except TypeError:
+        raise TypeError(f"{transform}: argnums must be an int or a tuple of ints (the "
+                        f"positions of the arguments to differentiate), got {argnums!r} of type "
+                        f"{type(argnums).__name__}. For example argnums=0 or argnums=(0, 1)."
+                        ) from None
     if not nums:
-        raise ValueError(f"{fun_name} requires at least one argnum to differentiate with "
-                         f"respect to; got argnums={argnums!r}.")
+        raise ValueError(f"{transform} requires at least one argnum to differentiate with "
+                         f"respect to; got argnums={argnums!r}. Pass e.g. argnums=0.")
+    return False, nums
+
+
+def _resolve_argnums(nums, nargs, transform, argnums):
+    """``nums`` as non-negative positions among ``nargs`` positional arguments.
+
+    Out-of-range positions are only detectable at call time; ``grad`` reports them as a
+    TypeError, the Jacobian transforms as a ValueError, as in JAX."""
     for a in nums:
-        if not isinstance(a, (int, np.integer)) or isinstance(a, bool):
-            raise TypeError(f"{fun_name}: argnums must be an int or a tuple of ints, got "
-                            f"{argnums!r}.")
         if not -nargs <= a < nargs:
-            raise TypeError(f"differentiating with respect to argnums={argnums} requires at least "
-                            f"{max(a, -a - 1) + 1} positional arguments to be passed by the caller, "
-                            f"but got only {nargs} positional arguments.")
-    return single, tuple(a % nargs for a in nums)
+            if transform == "grad":
+                raise TypeError(f"differentiating with respect to argnums={argnums} requires at "
+                                f"least {max(a, -a - 1) + 1} positional arguments to be passed by "
+                                f"the caller, but got only {nargs} positional arguments.")
+            raise ValueError(f"{transform}: argnums={argnums} refers to positional argument {a}, "
+                             f"but the function was called with {nargs} positional arguments; "
+                             f"argnums must lie in [-{nargs}, {nargs}). Pass the argument "
+                             "positionally or change argnums.")
+    return tuple(a % nargs for a in nums)
 
 
-def _dynamic_args(fun, args, kwargs, argnums, fun_name, holomorphic, allow_int):
-    """Splits off the differentiated positional arguments.
+def _dynamic_args(fun, args, kwargs, nums, fun_name, holomorphic, allow_int):
+    """Splits off the differentiated positional arguments (at positions ``nums``).
 
     Returns:
-      ``(single, dyn, partial_fun)``: whether ``argnums`` was an int, the tuple of
-      differentiated arguments (dtypes checked), and ``fun`` as a function of those alone.
+      ``(dyn, partial_fun)``: the tuple of differentiated arguments (dtypes checked, errors
+      naming ``fun_name``) and ``fun`` as a function of those alone.
     """
-    single, nums = _check_argnums(argnums, len(args), fun_name)
     dyn = tuple(args[i] for i in nums)
     for leaf in tree_util.tree_leaves(dyn):
         _check_input_dtype(_as_array(leaf), holomorphic, allow_int, fun_name)
@@ -312,7 +423,7 @@ def _dynamic_args(fun, args, kwargs, argnums, fun_name, holomorphic, allow_int):
             full[i] = a
         return fun(*full, **kwargs)
 
-    return single, dyn, partial_fun
+    return dyn, partial_fun
 
 
 def _check_input_dtype(x, holomorphic, allow_int, fun_name):
@@ -378,16 +489,23 @@ def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: boo
       >>> jax.value_and_grad(lambda x: x ** 2)(3.0)
       (Array(9., dtype=float32, weak_type=True), Array(6., dtype=float32, weak_type=True))
     """
+    return _value_and_grad(fun, argnums, has_aux, holomorphic, allow_int, "value_and_grad")
+
+
+def _value_and_grad(fun, argnums, has_aux, holomorphic, allow_int, transform):
+    check_callable(fun, transform)
+    single, nums = _normalize_argnums(argnums, transform)
 
     @functools.wraps(fun)
     def value_and_grad_f(*args, **kwargs):
-        single, dyn, partial_fun = _dynamic_args(fun, args, kwargs, argnums, "grad",
-                                                 holomorphic, allow_int)
-
+        pos = _resolve_argnums(nums, len(args), "grad", argnums)
+        # JAX's input checks say "grad" for value_and_grad too
+        dyn, partial_fun = _dynamic_args(fun, args, kwargs, pos, "grad", holomorphic, allow_int)
+        debug = DebugInfo(transform, fun, argnums=pos)
         if has_aux:
-            ans, f_vjp, aux = vjp(partial_fun, *dyn, has_aux=True)
+            ans, f_vjp, aux = _vjp(partial_fun, dyn, True, debug)
         else:
-            ans, f_vjp = vjp(partial_fun, *dyn)
+            ans, f_vjp = _vjp(partial_fun, dyn, False, debug)
         _check_scalar_output(ans, holomorphic, "grad")
         from plax.numpy.creation import ones_like
         g = f_vjp(ones_like(ans))
@@ -406,7 +524,7 @@ def grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
       >>> jax.grad(f)(2.0), jax.grad(jax.grad(f))(2.0)
       (Array(14., dtype=float32, weak_type=True), Array(12., dtype=float32, weak_type=True))
     """
-    vg = value_and_grad(fun, argnums, has_aux, holomorphic, allow_int)
+    vg = _value_and_grad(fun, argnums, has_aux, holomorphic, allow_int, "grad")
 
     @functools.wraps(fun)
     def grad_f(*args, **kwargs):
@@ -451,6 +569,19 @@ def _unstack_basis(x, axis: int, shapes: Sequence[tuple]) -> list:
     return pieces
 
 
+def _cast_like(x, aval):
+    """A Jacobian block with the dtype and weak type of ``aval``: JAX gives ``jacfwd`` blocks
+    those of the output and ``jacrev`` blocks those of the input (a Python-scalar function
+    has a weakly typed Jacobian)."""
+    from plax import lax
+    xa = get_aval(x)
+    if xa.dtype == dtypes.float0:  # an integer output: its Jacobian is integer zeros
+        return lax.full(xa.shape, 0, aval.dtype, weak_type=aval.weak_type)
+    if dtypes.is_complex(xa.dtype) and not dtypes.is_complex(aval.dtype):
+        x = lax.real(x)
+    return lax.convert_element_type(x, aval.dtype, aval.weak_type)
+
+
 def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
            holomorphic: bool = False) -> Callable:
     """The Jacobian of ``fun`` by forward mode (one JVP per input element, vectorised with vmap).
@@ -462,11 +593,18 @@ def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
       Array([[2., 0.],
              [0., 4.]], dtype=float32)
     """
-    from plax.transforms.vmap_api import vmap
+    return _jacfwd(fun, argnums, has_aux, holomorphic, "jacfwd")
 
+
+def _jacfwd(fun, argnums, has_aux, holomorphic, transform):
+    from plax.transforms.vmap_api import vmap
+    check_callable(fun, transform)
+    single, nums = _normalize_argnums(argnums, transform)
+
+    @functools.wraps(fun)
     def jacfun(*args, **kwargs):
-        single, dyn, partial_fun = _dynamic_args(fun, args, kwargs, argnums, "jacfwd",
-                                                 holomorphic, False)
+        pos = _resolve_argnums(nums, len(args), transform, argnums)
+        dyn, partial_fun = _dynamic_args(fun, args, kwargs, pos, "jacfwd", holomorphic, False)
         d_leaves, d_tree = tree_util.tree_flatten(dyn)
         d_leaves = [_as_array(x) for x in d_leaves]
 
@@ -474,9 +612,12 @@ def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
             return partial_fun(*tree_util.tree_unflatten(d_tree, leaves))
 
         basis, n = _std_basis(d_leaves)
+        out_avals: list = []
 
         def push(*tangent_leaves):
-            res = jvp(f_flat, tuple(d_leaves), tuple(tangent_leaves), has_aux=has_aux)
+            res = _jvp(f_flat, tuple(d_leaves), tuple(tangent_leaves), has_aux,
+                       DebugInfo(transform, fun, d_tree, pos))
+            out_avals[:] = [get_aval(o) for o in tree_util.tree_leaves(res[0])]
             return (res[1], res[2]) if has_aux else res[1]
 
         stacked = vmap(push, out_axes=(-1, None) if has_aux else -1)(*basis)
@@ -486,9 +627,11 @@ def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
         # stacked leaves: (*out_shape, N) -> split N into the input leaves' shapes
         out_leaves, out_tree = tree_util.tree_flatten(stacked)
         in_shapes = [get_aval(x).shape for x in d_leaves]
-        per_out = [tree_util.tree_unflatten(d_tree, _unstack_basis(o, get_aval(o).ndim - 1,
-                                                                   in_shapes))
-                   for o in out_leaves]
+        per_out = []
+        for o, o_aval in zip(out_leaves, out_avals):
+            blocks = [_cast_like(b, o_aval)
+                      for b in _unstack_basis(o, get_aval(o).ndim - 1, in_shapes)]
+            per_out.append(tree_util.tree_unflatten(d_tree, blocks))
         jac = tree_util.tree_unflatten(out_tree, [p if not single else p[0] for p in per_out])
         return (jac, aux) if has_aux else jac
 
@@ -504,18 +647,27 @@ def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
       Array([[2., 0.],
              [0., 4.]], dtype=float32)
     """
+    return _jacrev(fun, argnums, has_aux, holomorphic, allow_int, "jacrev")
+
+
+def _jacrev(fun, argnums, has_aux, holomorphic, allow_int, transform):
     from plax.transforms.vmap_api import vmap
+    check_callable(fun, transform)
+    single, nums = _normalize_argnums(argnums, transform)
 
+    @functools.wraps(fun)
     def jacfun(*args, **kwargs):
-        single, dyn, partial_fun = _dynamic_args(fun, args, kwargs, argnums, "jacrev",
-                                                 holomorphic, allow_int)
-
+        pos = _resolve_argnums(nums, len(args), transform, argnums)
+        dyn, partial_fun = _dynamic_args(fun, args, kwargs, pos, "jacrev", holomorphic,
+                                         allow_int)
+        debug = DebugInfo(transform, fun, argnums=pos)
         if has_aux:
-            y, f_vjp, aux = vjp(partial_fun, *dyn, has_aux=True)
+            y, f_vjp, aux = _vjp(partial_fun, dyn, True, debug)
         else:
-            y, f_vjp = vjp(partial_fun, *dyn)
+            y, f_vjp = _vjp(partial_fun, dyn, False, debug)
         y_leaves, y_tree = tree_util.tree_flatten(y)
         basis, n = _std_basis(y_leaves)
+        # f_vjp casts each cotangent to its input's dtype and weak type, as JAX's jacrev does
         pulled = vmap(lambda *b: f_vjp(tree_util.tree_unflatten(y_tree, list(b))))(*basis)
         # pulled: tuple over dyn args, each leaf (N, *in_shape) -> per output leaf (*out, *in)
         in_leaves, in_tree = tree_util.tree_flatten(pulled)
@@ -536,7 +688,11 @@ jacobian = jacrev
 
 def hessian(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
             holomorphic: bool = False) -> Callable:
-    """The Hessian of scalar ``fun``: ``jacfwd(jacrev(fun))``."""
-    return jacfwd(jacrev(fun, argnums, has_aux=has_aux, holomorphic=holomorphic), argnums,
-                  has_aux=has_aux, holomorphic=holomorphic)
+    """The Hessian of scalar ``fun``: ``jacfwd(jacrev(fun))``.
 
+    Example:
+      >>> jax.hessian(lambda x: x ** 3)(2.0)
+      Array(12., dtype=float32, weak_type=True)
+    """
+    return _jacfwd(_jacrev(fun, argnums, has_aux, holomorphic, False, "hessian"), argnums,
+                   has_aux, holomorphic, "hessian")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import operator
 from typing import Callable, Sequence
 
 import numpy as np
@@ -18,7 +19,8 @@ from plax import dtypes, tree_util
 from plax.core.jaxpr import jaxpr_as_fun
 from plax.core.primitive import Primitive
 from plax.core.registry import register_rule
-from plax.core.trace import find_top_trace, full_lower, get_aval, state as trace_state
+from plax.core.trace import (Tracer, find_top_trace, full_lower, fun_name as tracing_fun_name,
+                             get_aval, state as trace_state)
 from plax.transforms.jvp import Zero, instantiate, tangent_aval, zeros_like_aval
 
 
@@ -163,6 +165,56 @@ def _as_operand(x):
     return _as_array(x)
 
 
+def _runs_eagerly(leaves) -> bool:
+    """Whether a call of a custom_jvp/custom_vjp function involves no transform: no tracer
+    among its arguments and no jit being staged. It then just calls the function."""
+    if trace_state.depth == 0:
+        return True
+    return trace_state.dynamic.level == 0 and not any(isinstance(x, Tracer) for x in leaves)
+
+
+def _call_eagerly(fun, args, kind: str):
+    """``fun(*args)`` with no transform involved: what it returns is returned as is (a Python
+    float stays a Python float, as in JAX). NumPy arguments get the canonical dtype first
+    (float64 becomes float32 unless x64 is enabled), as they would on entering plax."""
+    leaves, tree = tree_util.tree_flatten(args)
+    canon = [_canonical_host(x) for x in leaves]
+    if any(c is not x for c, x in zip(canon, leaves)):
+        args = tree_util.tree_unflatten(tree, canon)
+    out = fun(*args)
+    from plax.transforms.staging import check_output
+    for o in tree_util.tree_leaves(out):
+        check_output(o, f"the {kind} function {tracing_fun_name(fun)}")
+    return out
+
+
+def _canonical_host(x):
+    if isinstance(x, (np.ndarray, np.generic)) and x.dtype != dtypes.float0:
+        dt = dtypes.canonicalize_dtype(x.dtype)
+        if dt != x.dtype:
+            return x.astype(dt)
+    return x
+
+
+def _check_rule(rule, what: str, kind: str) -> None:
+    """Raises TypeError when a rule given to defjvp/defvjp cannot be called (None means "no
+    rule", reported when the function is called, as in JAX)."""
+    if callable(rule) or rule is None:
+        return
+    raise TypeError(f"{kind}: the {what} rule must be a function, got {rule!r} of type "
+                    f"{type(rule).__name__}. Pass the function itself (e.g. f.{kind.split('.')[-1]}"
+                    f"({'f_fwd, f_bwd' if 'vjp' in kind else 'f_jvp'})), not its name or result.")
+
+
+def _check_nondiff_argnums(nondiff_argnums, kind: str) -> tuple[int, ...]:
+    try:
+        return tuple(operator.index(i) for i in nondiff_argnums)
+    except TypeError:
+        raise TypeError(f"{kind}: nondiff_argnums must be a sequence of ints (the positions of "
+                        f"the arguments that are not differentiated), got {nondiff_argnums!r}."
+                        ) from None
+
+
 def _split_nondiff(args, nondiff_argnums):
     nondiff = {i % len(args) for i in nondiff_argnums}
     static = [(i, a) for i, a in enumerate(args) if i in nondiff]
@@ -194,21 +246,26 @@ class custom_jvp:
     """
 
     def __init__(self, fun: Callable, nondiff_argnums: Sequence[int] = ()):
+        from plax.transforms.autodiff import check_callable
+        check_callable(fun, "custom_jvp")
         functools.update_wrapper(self, fun, updated=())
         self.fun = fun
-        self.nondiff_argnums = tuple(nondiff_argnums)
+        self.nondiff_argnums = _check_nondiff_argnums(nondiff_argnums, "custom_jvp")
         self.jvp: Callable | None = None
         self.symbolic_zeros = False
 
     def defjvp(self, jvp: Callable, symbolic_zeros: bool = False) -> Callable:
         """Sets the rule ``jvp(primals, tangents) -> (primal_out, tangent_out)``
         (nondiff arguments come first: ``jvp(*nondiff, primals, tangents)``)."""
+        _check_rule(jvp, "JVP", "custom_jvp.defjvp")
         self.jvp = jvp
         self.symbolic_zeros = symbolic_zeros
         return jvp
 
     def defjvps(self, *jvps: Callable | None) -> None:
         """Sets the rule from one function per argument, ``jvp_i(t_i, primal_out, *primals)``."""
+        for rule in jvps:
+            _check_rule(rule, "JVP", "custom_jvp.defjvps")
 
         def jvp(primals, tangents):
             out = self(*primals)
@@ -237,6 +294,8 @@ class custom_jvp:
         args = _resolve_args(self.fun, args, kwargs)
         static, dyn = _split_nondiff(args, self.nondiff_argnums)
         leaves, in_tree = tree_util.tree_flatten(tuple(dyn))
+        if _runs_eagerly(leaves):
+            return _call_eagerly(self.fun, args, "custom_jvp")
         leaves = [_as_operand(x) for x in leaves]
         n = len(leaves)
         out_trees: list = []
@@ -298,15 +357,19 @@ class custom_vjp:
     """
 
     def __init__(self, fun: Callable, nondiff_argnums: Sequence[int] = ()):
+        from plax.transforms.autodiff import check_callable
+        check_callable(fun, "custom_vjp")
         functools.update_wrapper(self, fun, updated=())
         self.fun = fun
-        self.nondiff_argnums = tuple(nondiff_argnums)
+        self.nondiff_argnums = _check_nondiff_argnums(nondiff_argnums, "custom_vjp")
         self.fwd: Callable | None = None
         self.bwd: Callable | None = None
 
     def defvjp(self, fwd: Callable, bwd: Callable, symbolic_zeros: bool = False) -> None:
         """Sets ``fwd(*args) -> (out, residuals)`` and ``bwd(residuals, ct) -> tuple of cotangents``
         (nondiff arguments come first in ``bwd``: ``bwd(*nondiff, residuals, ct)``)."""
+        _check_rule(fwd, "fwd", "custom_vjp.defvjp")
+        _check_rule(bwd, "bwd", "custom_vjp.defvjp")
         self.fwd = fwd
         self.bwd = bwd
 
@@ -316,12 +379,14 @@ class custom_vjp:
         return functools.partial(self, obj)
 
     def __call__(self, *args, **kwargs):
-        if self.fwd is None:
+        if self.fwd is None or self.bwd is None:
             raise AttributeError(f"No VJP defined for custom_vjp function {self.__name__} using "
                                  "defvjp.")
         args = _resolve_args(self.fun, args, kwargs)
         static, dyn = _split_nondiff(args, self.nondiff_argnums)
         leaves, in_tree = tree_util.tree_flatten(tuple(dyn))
+        if _runs_eagerly(leaves):
+            return _call_eagerly(self.fun, args, "custom_vjp")
         leaves = [_as_operand(x) for x in leaves]
         in_avals = [get_aval(x) for x in leaves]
         out_trees: list = []

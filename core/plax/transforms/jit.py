@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import operator
 import threading
 from typing import Any, Callable, Iterable, Sequence
 
@@ -122,8 +123,23 @@ class _Static:
         self._hash = h
 
     def __eq__(self, other):
-        return isinstance(other, _Static) and type(self.value) is type(other.value) and \
-            bool(self.value == other.value)
+        if type(other) is not _Static:
+            return False
+        a, b = self.value, other.value
+        if a is b:  # the same object passed again: a hit even if its __eq__ misbehaves
+            return True
+        if type(a) is not type(b):
+            return False
+        try:
+            return bool(a == b)
+        except Exception as err:
+            # Two static arguments of one type whose == raises or returns an array: the
+            # cache cannot tell whether they are the same, so say what to fix (as JAX does)
+            # rather than pass on a bare error from inside the cache lookup.
+            raise ValueError(
+                f"Static arguments must compare with ==, but comparing two objects of type "
+                f"{type(a).__name__} raised {type(err).__name__}: {err}. Give the type an "
+                "__eq__ that returns a bool, or make the argument dynamic.") from err
 
     def __hash__(self):
         return self._hash
@@ -162,13 +178,49 @@ def _leaf_aval(x):
     return abstractify(x)
 
 
+def _check_jit_args(fun, static_argnums, static_argnames, donate_argnums,
+                    donate_argnames=None, fun_given: bool = True) -> None:
+    """The TypeErrors JAX raises when jit is applied: a non-callable, argnums that are not
+    ints, argnames that are not strings (range and name checks follow in _Signature).
+    ``fun_given=False``: ``jit(static_argnums=...)`` without the function yet."""
+    if fun_given and not callable(fun):
+        raise TypeError(f"jit requires a callable as its first argument (the function to "
+                        f"compile), got {fun!r} of type {type(fun).__name__}. Pass the function "
+                        "itself, e.g. jit(f), not its name or the result of calling it.")
+    for what, nums in (("static_argnums", static_argnums), ("donate_argnums", donate_argnums)):
+        if nums is None:
+            continue
+        try:
+            operator.index(nums)
+            continue
+        except TypeError:
+            pass
+        try:
+            [operator.index(i) for i in nums]
+        except TypeError:
+            raise TypeError(f"jit {what} must be an int or a sequence of ints (argument "
+                            f"positions), got {nums!r}. To refer to arguments by name, use "
+                            f"{what.replace('nums', 'names')}.") from None
+    for what, names in (("static_argnames", static_argnames),
+                        ("donate_argnames", donate_argnames)):
+        if names is None or isinstance(names, str):
+            continue
+        try:
+            bad = [n for n in names if not isinstance(n, str)]
+        except TypeError:
+            bad = [names]
+        if bad:
+            raise TypeError(f"jit {what} must be a string or a sequence of strings (parameter "
+                            f"names), got {names!r}. To refer to arguments by position, use "
+                            f"{what.replace('names', 'nums')}.")
+
+
 class JitFunction:
     """A jit-compiled function. Call it like the original; see :func:`jit`."""
 
     def __init__(self, fun, static_argnums, static_argnames, donate_argnums, device, backend,
                  inline, keep_unused):
-        if not callable(fun):
-            raise TypeError(f"jit requires a callable, got {fun!r} of type {type(fun).__name__}")
+        _check_jit_args(fun, static_argnums, static_argnames, donate_argnums)
         self.fun = fun
         self.sig = _Signature(fun, static_argnums, static_argnames)
         self.donate_argnums = _as_tuple(donate_argnums)
@@ -460,7 +512,18 @@ class Compiled:
         return self._lowered.as_text()
 
 
-def jit(fun: Callable | None = None, *, in_shardings=None, out_shardings=None,
+class _NotGiven:
+    """The default of jit's ``fun``: ``jit(static_argnums=...)`` returns a decorator, while an
+    explicit ``jit(None)`` is an error, as in JAX."""
+
+    def __repr__(self) -> str:
+        return "<not given>"
+
+
+_NOT_GIVEN = _NotGiven()
+
+
+def jit(fun: Callable = _NOT_GIVEN, *, in_shardings=None, out_shardings=None,
         static_argnums: int | Sequence[int] | None = None,
         static_argnames: str | Iterable[str] | None = None,
         donate_argnums: int | Sequence[int] | None = None,
@@ -487,7 +550,9 @@ def jit(fun: Callable | None = None, *, in_shardings=None, out_shardings=None,
       >>> selu(jnp.array([-1.0, 1.0]))
       Array([-1.1100335,  1.05     ], dtype=float32)
     """
-    if fun is None:
+    _check_jit_args(fun, static_argnums, static_argnames, donate_argnums, donate_argnames,
+                    fun_given=fun is not _NOT_GIVEN)
+    if fun is _NOT_GIVEN:
         return functools.partial(jit, in_shardings=in_shardings, out_shardings=out_shardings,
                                  static_argnums=static_argnums, static_argnames=static_argnames,
                                  donate_argnums=donate_argnums, donate_argnames=donate_argnames,

@@ -18,7 +18,7 @@ import numpy as np
 from plax import dtypes
 from plax.core import registry
 from plax.core.shaped_array import ShapedArray
-from plax.core.trace import Trace, Tracer, get_aval
+from plax.core.trace import Trace, Tracer, get_aval, staged_inputs
 
 _jvp_rules = registry.rule_table("jvp")
 
@@ -57,7 +57,7 @@ def zeros_like_aval(aval: ShapedArray):
     if aval.dtype == dtypes.float0:
         return np.zeros(aval.shape, dtypes.float0)
     from plax import lax
-    return lax.full(aval.shape, 0, aval.dtype)
+    return lax.full(aval.shape, 0, aval.dtype, weak_type=aval.weak_type)
 
 
 def instantiate(t: Any):
@@ -92,6 +92,17 @@ class JVPTracer(Tracer):
     def to_concrete_value(self):
         p = self.primal
         return p.to_concrete_value() if isinstance(p, Tracer) else p
+
+    def _staged_inputs(self, in_tracers):
+        # Reverse mode stages the tangents: the input tangents this tangent was computed from
+        # are the inputs this value depends on.
+        from plax.transforms.staging import JaxprTracer
+        t = self.tangent
+        if type(t) is not JaxprTracer:
+            return None
+        inputs = {x.tangent.var: i for i, x in enumerate(in_tracers)
+                  if type(x) is JVPTracer and type(x.tangent) is JaxprTracer}
+        return staged_inputs(t.var, t.builder.eqns, inputs) or None
 
 
 class JVPTrace(Trace):
@@ -226,12 +237,18 @@ def deflinear(primitive, transpose_rule: Callable) -> None:
 
 # ------------------------------------------------------------------ the jvp API
 
-def jvp_flat(fun: Callable, primals: list, tangents: list) -> tuple[list, list]:
-    """``(outputs, output tangents)`` of flat ``fun`` at ``primals`` along ``tangents``."""
+def jvp_flat(fun: Callable, primals: list, tangents: list, debug=None) -> tuple[list, list]:
+    """``(outputs, output tangents)`` of flat ``fun`` at ``primals`` along ``tangents``.
+
+    ``debug`` (a :class:`plax.core.trace.DebugInfo`) names the user's function and its
+    arguments in conversion errors.
+    """
     from plax.core.trace import new_main
-    with new_main(JVPTrace) as main:
+    with new_main(JVPTrace, debug=debug) as main:
         trace = JVPTrace(main)
         tracers = [JVPTracer(trace, p, t) for p, t in zip(primals, tangents)]
+        if debug is not None:
+            debug.in_tracers = tracers
         outs = fun(*tracers)
         from plax.transforms.staging import check_output
         for o in outs:

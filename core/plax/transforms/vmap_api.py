@@ -4,10 +4,8 @@ from __future__ import annotations
 import functools
 from typing import Any, Callable, Hashable
 
-import numpy as np
-
 from plax import tree_util
-from plax.core.trace import get_aval, new_main
+from plax.core.trace import DebugInfo, get_aval, new_main
 from plax.transforms.batching import AxisData, BatchTrace, BatchTracer, move_axis_to
 
 
@@ -25,10 +23,15 @@ def _broadcast_prefix(prefix, tree, what: str):
     return leaves_out
 
 
-def _check_axis_spec(ax, what):
-    if ax is not None and not isinstance(ax, (int, np.integer)):
-        raise TypeError(f"vmap {what} must be an int, None, or (nested) container with those "
-                        f"types as leaves, but got {ax!r}.")
+def _check_axes(axes, what: str) -> None:
+    """The TypeError JAX raises when vmap is applied with an ``in_axes``/``out_axes`` whose
+    leaves are not Python ints or None (NumPy integers and bools are refused too)."""
+    for ax in tree_util.tree_leaves(axes, is_leaf=lambda x: x is None):
+        if ax is not None and type(ax) is not int:
+            raise TypeError(f"vmap {what} must be an int, None, or (nested) container with those "
+                            f"types as leaves, but got {axes!r}: {ax!r} is a "
+                            f"{type(ax).__name__}. Give the axis to map as a Python int, or None "
+                            "for a value that is not mapped.")
 
 
 def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Hashable | None = None,
@@ -52,20 +55,28 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Hashable
       Array([3., 3.], dtype=float32)
     """
     if not callable(fun):
-        raise TypeError(f"vmap requires a callable, got {fun!r}")
+        raise TypeError(f"vmap requires a callable as its first argument (the function to "
+                        f"map), got {fun!r} of type {type(fun).__name__}. Pass the function "
+                        "itself, e.g. vmap(f), not its name or the result of calling it.")
     if isinstance(in_axes, list):
         in_axes = tuple(in_axes)  # JAX treats a list in_axes as a tuple prefix
-    for ax in tree_util.tree_leaves(in_axes, is_leaf=lambda x: x is None):
-        _check_axis_spec(ax, "in_axes")
-    for ax in tree_util.tree_leaves(out_axes, is_leaf=lambda x: x is None):
-        _check_axis_spec(ax, "out_axes")
+    if not (in_axes is None or type(in_axes) in (int, tuple)):
+        # a dict or another container cannot be matched against the positional arguments
+        raise TypeError(f"vmap in_axes must be an int, None, or a tuple of entries corresponding "
+                        f"to the positional arguments passed to the function, but got "
+                        f"{in_axes!r} of type {type(in_axes).__name__}. For a dict argument, "
+                        "wrap its axes in a tuple: in_axes=({'a': 0},).")
+    _check_axes(in_axes, "in_axes")
+    _check_axes(out_axes, "out_axes")
 
     @functools.wraps(fun)
     def batched(*args, **kwargs):
         if isinstance(in_axes, tuple) and len(in_axes) != len(args):
             raise ValueError(f"vmap in_axes must be an int, None, or a tuple of entries "
                              f"corresponding to the positional arguments passed to the function, "
-                             f"but got len(in_axes)={len(in_axes)}, len(args)={len(args)}")
+                             f"but got len(in_axes)={len(in_axes)}, len(args)={len(args)}. Give "
+                             f"one in_axes entry per positional argument (keyword arguments are "
+                             f"always mapped over axis 0).")
         args_tree_in = (args, kwargs)
         leaves, in_tree = tree_util.tree_flatten(args_tree_in)
         prefix = (in_axes if isinstance(in_axes, tuple) else (in_axes,) * len(args),
@@ -75,7 +86,8 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Hashable
         # only mapped leaves become arrays: unmapped ones pass through as they are (a Python
         # int can then still be a static argument of a jitted function inside)
         leaves = [x if ax is None else _as_array(x) for x, ax in zip(leaves, axes)]
-        size = _batch_size(leaves, axes, in_tree, axis_size, fun)
+        debug = DebugInfo("vmap", fun, in_tree, kwargs=True)
+        size = _batch_size(leaves, axes, debug, axis_size)
         canon = []
         for x, ax in zip(leaves, axes):
             if ax is None:
@@ -87,10 +99,12 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Hashable
                                  f"implies that its rank should be at least {ax + 1 if ax >= 0 else -ax}, "
                                  f"but is only {nd} (its shape is {get_aval(x).shape})")
             canon.append(ax % nd)
-        with new_main(BatchTrace, payload=AxisData(size, axis_name, spmd_axis_name)) as main:
+        with new_main(BatchTrace, payload=AxisData(size, axis_name, spmd_axis_name),
+                      debug=debug) as main:
             trace = BatchTrace(main)
             tracers = [BatchTracer(trace, x, ax) if ax is not None else x
                        for x, ax in zip(leaves, canon)]
+            debug.in_tracers = tracers
             a, kw = tree_util.tree_unflatten(in_tree, tracers)
             out = fun(*a, **kw)
             out_leaves, out_tree = tree_util.tree_flatten(out)
@@ -99,6 +113,9 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Hashable
             for i, (o, oax) in enumerate(zip(out_leaves, o_axes)):
                 from plax.transforms.staging import check_output
                 check_output(o, "the function passed to vmap")
+                if oax is None and not (isinstance(o, BatchTracer) and o._trace.main is main):
+                    results.append(o)  # not batched: returned as it is (a Python float stays one)
+                    continue
                 t = trace.full_raise(_as_array(o))
                 val, bdim = t.val, t.batch_dim
                 if oax is None:
@@ -121,7 +138,7 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Hashable
     return batched
 
 
-def _batch_size(leaves, axes, in_tree, axis_size, fun):
+def _batch_size(leaves, axes, debug, axis_size):
     sizes = {}
     for i, (x, ax) in enumerate(zip(leaves, axes)):
         if ax is None:
@@ -142,35 +159,15 @@ def _batch_size(leaves, axes, in_tree, axis_size, fun):
         raise ValueError("vmap must have at least one non-None value in in_axes (or be given "
                          "axis_size)")
     if len(sizes) > 1:
-        paths = [p for p, _ in tree_util.tree_flatten_with_path(
-            tree_util.tree_unflatten(in_tree, list(range(len(leaves)))))[0]]
+        names = debug.arg_names()
         lines = []
         for size, entries in sorted(sizes.items(), key=lambda kv: -len(kv[1])):
             i, ax, aval = entries[0]
             count = "one axis" if len(entries) == 1 else f"{len(entries)} axes"
             example = "" if len(entries) == 1 else "e.g. "
             lines.append(f"  * {count} had size {size}: {example}axis {ax} of argument "
-                         f"{_arg_name(paths[i], fun)} of type {aval.str_short()};")
+                         f"{names[i]} of type {aval.str_short()};")
         raise ValueError("vmap got inconsistent sizes for array axes to be mapped:\n"
                          + "\n".join(lines) + "\nAll mapped axes must have the same size: "
                          "check the shapes, or pass in_axes=None for arguments not to map.")
     return next(iter(sizes))
-
-
-def _arg_name(path: tuple, fun: Callable) -> str:
-    """``x['w']`` for leaf ``['w']`` of the parameter ``x`` (``args[1]`` without a signature).
-
-    ``path`` starts with the index into ``(args, kwargs)``, then the position or keyword.
-    """
-    import inspect
-    group, key, rest = path[0].idx, path[1], tree_util.keystr(tuple(path[2:]))
-    if group == 1:
-        return f"{key.key}{rest}"
-    try:
-        params = [p for p in inspect.signature(fun).parameters.values()
-                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    except (TypeError, ValueError):
-        params = []
-    if key.idx < len(params):
-        return f"{params[key.idx].name}{rest}"
-    return f"args[{key.idx}]{rest}"

@@ -1,17 +1,36 @@
-"""The toy backend: boxed NumPy buffers on a "toy" device, computed by plax_numpy's kernels."""
+"""The toy backend: boxed NumPy buffers on a "toy" device, computed by the reference kernels.
+
+It is the worked example of docs/plugin_guide.md: a backend built only on plax's public
+API (``plax.backend``, ``plax.devices``, ``plax.lowering`` and ``plax_numpy.impls()``).
+
+The environment (read when the plugin's hook runs) configures it, so plax's own tests can
+check that they pass whatever backend a user has installed:
+
+* ``PLAX_TOY_PLATFORM`` unset or ``toy``: a platform of its own (as a GPU backend would
+  be), one ``ToyDevice(id=0)``, buffers boxed in :class:`ToyBuffer`; ``cpu``: a second CPU
+  backend with a higher priority than the NumPy backend (so it becomes the CPU's default),
+  on the shared CPU devices with plain NumPy buffers; any other name: like ``toy``.
+* ``PLAX_TOY_PRIORITY`` overrides the priority (default: 0, or 10 on ``cpu``).
+* ``PLAX_TOY_COMPILES``: a comma-separated list of primitive names; ``jit`` then compiles
+  only those and leaves the rest to plax's fallback (the reference kernels on the host).
+"""
 from __future__ import annotations
+
+import os
 
 import numpy as np
 
+import plax_numpy
 from plax.backend import Backend, UnsupportedPrimitiveError
-from plax.devices import Device
+from plax.devices import Device, cpu_devices
+from plax.lowering import Emitter, lower
 
 
 class ToyDevice(Device):
     """The toy platform's device: ``ToyDevice(id=0)``."""
 
     platform = "toy"
-    _repr_name = "ToyDevice"
+    _repr_name = "ToyDevice"  # repr(device) == "ToyDevice(id=0)"
 
 
 class ToyBuffer:
@@ -26,50 +45,100 @@ class ToyBuffer:
         return f"ToyBuffer({self.data!r})"
 
 
-def _wrap(out):
-    if isinstance(out, (list, tuple)):
-        return [ToyBuffer(np.asarray(o)) for o in out]
-    return ToyBuffer(np.asarray(out))
-
-
 class ToyBackend(Backend):
-    """Runs plax primitives for the ``toy`` platform by unboxing buffers for NumPy kernels."""
+    """Runs plax primitives for the ``toy`` platform by unboxing buffers for NumPy kernels.
 
-    name = "toy"
-    platform = "toy"
-    priority = 0
+    Args:
+      platform: the platform to register (default: ``$PLAX_TOY_PLATFORM``, else ``"toy"``).
+      priority: its priority (default: ``$PLAX_TOY_PRIORITY``, else 10 on ``cpu``, 0 elsewhere).
+      compiles: names of the primitives ``compile`` handles itself (default:
+        ``$PLAX_TOY_COMPILES``, else every primitive with a kernel).
+    """
 
-    def __init__(self) -> None:
-        from plax_numpy.backend import _load_impls
-        self.impls = _load_impls()
-        self._devices = [ToyDevice(0, device_kind="toy simulator")]
+    name = "toy"        # jit(f, backend="toy"), PLAX_BACKEND=toy
+    platform = "toy"    # plax.devices("toy"), PLAX_PLATFORMS=toy
+    priority = 0        # the highest priority on a platform is its default
+
+    def __init__(self, platform: str | None = None, priority: int | None = None,
+                 compiles: set[str] | None = None) -> None:
+        self.impls = plax_numpy.impls()  # the reference kernels, over NumPy arrays
+        self.platform = platform or os.environ.get("PLAX_TOY_PLATFORM") or "toy"
+        self.on_host = self.platform == "cpu"
+        if priority is None:
+            raw = os.environ.get("PLAX_TOY_PRIORITY")
+            priority = int(raw) if raw else (10 if self.on_host else 0)
+        self.priority = priority
+        if compiles is None and os.environ.get("PLAX_TOY_COMPILES"):
+            compiles = set(os.environ["PLAX_TOY_COMPILES"].split(","))
+        self.compiles = compiles
+        if self.on_host:  # CPU backends share the CPU devices and host buffers
+            self._devices = list(cpu_devices())
+        else:
+            self._devices = [ToyDevice(0, device_kind="toy simulator", platform=self.platform)]
         self.executed: list[str] = []  # primitive names run eagerly, for tests to inspect
 
     def devices(self) -> list:
         return list(self._devices)
 
-    def put(self, host_array: np.ndarray, device) -> ToyBuffer:
+    def put(self, host_array: np.ndarray, device):
+        """A host NumPy array as a buffer of this backend (a copy: buffers are immutable)."""
+        if self.on_host:
+            return host_array
         return ToyBuffer(np.array(host_array, copy=True))
 
-    def to_host(self, buffer: ToyBuffer) -> np.ndarray:
-        return buffer.data
+    def to_host(self, buffer) -> np.ndarray:
+        return buffer if self.on_host else buffer.data
 
     def owns_buffer(self, buffer) -> bool:
+        """Whether ``buffer`` is one of ours (plax asks when it moves arrays)."""
+        if self.on_host:
+            return isinstance(buffer, (np.ndarray, np.generic))
         return isinstance(buffer, ToyBuffer)
 
     def execute(self, primitive, *buffers, **params):
+        """Runs one primitive now; returns a buffer (a list for multi-result primitives)."""
         fn = self.impls.get(primitive)
         if fn is None:
             raise UnsupportedPrimitiveError(self.name, primitive.name)
         self.executed.append(primitive.name)
-        return _wrap(fn(*[b.data for b in buffers], **params))
+        if self.on_host:
+            return fn(*buffers, **params)
+        return _box(fn(*[b.data for b in buffers], **params))
+
+    def register_kernel(self, primitive, kernel) -> None:
+        self.impls[primitive] = kernel
 
     def compile(self, jaxpr, device):
-        from plax_numpy.backend import compile_jaxpr
-        inner = compile_jaxpr(jaxpr, self.impls, self.name)
+        """``executable(*buffers) -> list of buffers`` for a jaxpr without constvars."""
+        return lower(jaxpr, ToyEmitter(self), self, device)
 
-        def executable(*buffers):
-            return _wrap(inner(*[b.data for b in buffers]))
 
-        executable.__plax_source__ = inner.__plax_source__
-        return executable
+class ToyEmitter(Emitter):
+    """One step per equation: the reference kernel between unboxing and boxing.
+
+    Declining an equation (returning None) leaves it to plax's fallback, which runs the
+    reference kernel on the host and warns once per primitive.
+    """
+
+    def __init__(self, backend: ToyBackend):
+        self.backend = backend
+
+    def emit_equation(self, eqn):
+        backend = self.backend
+        fn = backend.impls.get(eqn.primitive)
+        if fn is None or (backend.compiles is not None
+                          and eqn.primitive.name not in backend.compiles):
+            return None
+        params = eqn.params
+        if backend.on_host:
+            return lambda *bufs: fn(*bufs, **params)
+        return lambda *bufs: _box(fn(*[b.data for b in bufs], **params))
+
+    def constant(self, host_value):
+        return host_value if self.backend.on_host else ToyBuffer(host_value)
+
+
+def _box(out):
+    if isinstance(out, (list, tuple)):
+        return [ToyBuffer(np.asarray(o)) for o in out]
+    return ToyBuffer(np.asarray(out))

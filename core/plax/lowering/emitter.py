@@ -1,0 +1,58 @@
+"""The emitter interface: what a compiling backend implements for :func:`plax.lowering.lower`.
+
+The lowering driver walks the jaxpr's clusters and equations and asks the emitter for one
+*step* each: a callable over buffers. Whatever the emitter declines (returns None for) the
+driver handles itself: a declined cluster is split into its equations, a declined call
+equation (``jit``) is lowered recursively with the same emitter, and any other declined
+equation runs on the reference backend's kernel (see :mod:`plax.lowering.fallback`).
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+
+class Step:
+    """A callable the generated program calls, with what the driver may do around it.
+
+    Args:
+      fn: ``fn(*buffers) -> buffer`` (a list for multi-result equations and clusters).
+      accepts_out: ``fn`` also takes ``out=``, a dead temporary buffer of the result's shape
+        and dtype to write into (the driver passes one when liveness allows).
+      guarded: ``fn`` must run between the emitter's :meth:`Emitter.guard` pair.
+    """
+
+    __slots__ = ("fn", "accepts_out", "guarded")
+
+    def __init__(self, fn: Callable, accepts_out: bool = False, guarded: bool = False):
+        self.fn, self.accepts_out, self.guarded = fn, accepts_out, guarded
+
+
+class Emitter:
+    """Base class of a backend's code generator. Override what the backend compiles.
+
+    Every method may return None to decline; see the module docstring for what follows.
+    """
+
+    #: whether the driver should hand clusters to :meth:`emit_cluster` at all
+    fuses: bool = False
+
+    def emit_cluster(self, cluster) -> Callable | Step | None:
+        """A step computing ``cluster.outputs`` (a list) from ``cluster.inputs``' buffers."""
+        return None
+
+    def emit_equation(self, eqn) -> Callable | Step | None:
+        """A step computing ``eqn.outvars`` from ``eqn.invars``' buffers (a list if the
+        primitive has multiple results)."""
+        return None
+
+    def constant(self, host_value: np.ndarray) -> Any:
+        """The buffer of a literal or constant, made once at compile time (default: the host
+        value itself, which suits backends whose buffers are host arrays)."""
+        return host_value
+
+    def guard(self) -> tuple[Callable[[], Any], Callable[[Any], None]] | None:
+        """``(enter, leave)`` run around the program if any step is ``guarded`` (e.g. to switch
+        floating-point warnings off); ``leave`` receives what ``enter`` returned."""
+        return None

@@ -1,0 +1,144 @@
+"""Fusion clusters: which equations of a jaxpr a compiling backend may fuse into one kernel.
+
+**The legality rule.** Each primitive may declare a fusion kind with :func:`register_fusible`:
+
+* ``ELEMENTWISE``: the output has the iteration shape and each operand has it too or is a
+  scalar (rank 0), read by broadcasting;
+* ``BROADCAST`` (``broadcast_in_dim``): the output has the iteration shape; the operand is
+  read through the broadcast's index map;
+* ``REDUCTION``: the *operand* has the iteration shape; the output is smaller.
+
+A cluster is a maximal run of *consecutive* equations of one iteration shape, each of a
+fusible kind, in which no equation reads the output of a reduction of the same cluster
+(a reduction finishes only when the loop does). Keeping the run consecutive keeps the
+jaxpr's order a valid schedule, so fusing never creates a cycle. Multi-result primitives
+and equations with sub-jaxprs are never fused. A run of one equation is not a cluster.
+"""
+from __future__ import annotations
+
+from typing import Iterator, Union
+
+from plax.core.jaxpr import Jaxpr, JaxprEqn, Literal, Var
+
+ELEMENTWISE = "elementwise"
+BROADCAST = "broadcast"
+REDUCTION = "reduction"
+_KINDS = (ELEMENTWISE, BROADCAST, REDUCTION)
+
+_fusion_kinds: dict = {}
+
+
+def register_fusible(primitive, kind: str) -> None:
+    """Declares how ``primitive`` may join a fusion cluster (see the module docstring).
+
+    Args:
+      primitive: a :class:`~plax.core.Primitive` (a plugin's own primitives too).
+      kind: ``ELEMENTWISE``, ``BROADCAST`` or ``REDUCTION``.
+
+    Example:
+      >>> register_fusible(my_elementwise_p, ELEMENTWISE)
+    """
+    if kind not in _KINDS:
+        raise ValueError(f"fusion kind must be one of {_KINDS}, got {kind!r}")
+    _fusion_kinds[primitive] = kind
+
+
+def fusion_kind(primitive) -> str | None:
+    """The fusion kind declared for ``primitive``, or None (never fused)."""
+    return _fusion_kinds.get(primitive)
+
+
+class Cluster:
+    """Consecutive equations a backend may compute in one loop over ``shape``.
+
+    Attributes:
+      eqns: the equations, in program order.
+      shape: the iteration shape.
+      inputs: the atoms (Vars and Literals) read from outside the cluster, in first-use order.
+      outputs: the Vars defined in the cluster and read after it (or returned by the jaxpr).
+    """
+
+    __slots__ = ("eqns", "shape", "inputs", "outputs")
+
+    def __init__(self, eqns: list, shape: tuple, inputs: list, outputs: list):
+        self.eqns, self.shape, self.inputs, self.outputs = eqns, shape, inputs, outputs
+
+    def __repr__(self) -> str:
+        prims = " ".join(e.primitive.name for e in self.eqns)
+        return f"Cluster(shape={self.shape}, [{prims}], {len(self.inputs)} in, {len(self.outputs)} out)"
+
+
+def _iteration_shape(eqn: JaxprEqn) -> tuple | None:
+    """The shape ``eqn`` iterates over if it may be fused at all, else None."""
+    kind = _fusion_kinds.get(eqn.primitive)
+    if kind is None or eqn.primitive.multiple_results or len(eqn.outvars) != 1:
+        return None
+    if kind == REDUCTION:
+        return tuple(eqn.invars[0].aval.shape)
+    shape = tuple(eqn.outvars[0].aval.shape)
+    if kind == ELEMENTWISE and any(v.aval.shape not in (shape, ()) for v in eqn.invars):
+        return None
+    return shape
+
+
+def find_clusters(jaxpr: Jaxpr) -> Iterator[Union[Cluster, JaxprEqn]]:
+    """Splits ``jaxpr.eqns`` into fusion clusters and lone equations, in program order.
+
+    Yields:
+      :class:`Cluster` objects (two or more equations) and :class:`JaxprEqn` objects.
+
+    Example:
+      >>> jaxpr = make_jaxpr(lambda x: (jnp.sin(x) * 2).sum())(jnp.ones(3)).jaxpr
+      >>> list(find_clusters(jaxpr))
+      [Cluster(shape=(3,), [sin mul reduce_sum], 1 in, 1 out)]
+    """
+    readers_after: dict = {}  # var -> index of its last reader (the jaxpr's outputs: infinity)
+    for i, eqn in enumerate(jaxpr.eqns):
+        for v in eqn.invars:
+            if isinstance(v, Var):
+                readers_after[v] = i
+    for v in jaxpr.outvars:
+        if isinstance(v, Var):
+            readers_after[v] = len(jaxpr.eqns)
+
+    run: list = []
+    run_shape = None
+    reduced: set = set()
+
+    def close(end: int):
+        if len(run) == 1:
+            return run[0]
+        return _make_cluster(run, run_shape, end, readers_after)
+
+    for i, eqn in enumerate(jaxpr.eqns):
+        shape = _iteration_shape(eqn)
+        joins = (shape is not None and run and shape == run_shape
+                 and not any(v in reduced for v in eqn.invars if isinstance(v, Var)))
+        if not joins and run:
+            yield close(i)
+            run, reduced = [], set()
+        if shape is None:
+            yield eqn
+            continue
+        if not run:
+            run_shape = shape
+        run.append(eqn)
+        if _fusion_kinds[eqn.primitive] == REDUCTION:
+            reduced.add(eqn.outvars[0])
+    if run:
+        yield close(len(jaxpr.eqns))
+
+
+def _make_cluster(eqns: list, shape: tuple, end: int, readers_after: dict) -> Cluster:
+    defined: set = set()
+    inputs: list = []
+    seen: set = set()
+    for eqn in eqns:
+        for v in eqn.invars:
+            key = id(v)
+            if (isinstance(v, Literal) or v not in defined) and key not in seen:
+                seen.add(key)
+                inputs.append(v)
+        defined.update(eqn.outvars)
+    outputs = [e.outvars[0] for e in eqns if readers_after.get(e.outvars[0], -1) >= end]
+    return Cluster(list(eqns), shape, inputs, outputs)

@@ -1,0 +1,177 @@
+"""The lowering driver: a jaxpr becomes a straight-line Python function over a backend's steps.
+
+:func:`lower` asks the backend's :class:`~plax.lowering.emitter.Emitter` for one step per
+fusion cluster or equation, falls back where it declines (see :mod:`plax.lowering.emitter`),
+and generates one line of Python per step (``v3 = _f2(v1, v2)``), with literals bound once
+as globals, a ``del`` after each value's last use (so large temporaries are freed, and may
+be reused, as early as possible), and ``out=`` reuse of dead temporaries for steps that
+accept it. The generated source is kept on the result as ``__plax_source__``.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from plax.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var
+from plax.lowering.emitter import Emitter, Step
+from plax.lowering.fallback import fallback_step
+from plax.lowering.fusion import Cluster, find_clusters
+from plax.lowering.literals import literal_value
+
+_call_primitives: dict = {}
+
+
+def register_call_primitive(primitive, jaxpr_param: str = "jaxpr") -> None:
+    """Declares ``primitive`` a call: its ``params[jaxpr_param]`` (a ClosedJaxpr) is its body.
+
+    A call equation the emitter declines is lowered recursively with the same emitter.
+    """
+    _call_primitives[primitive] = jaxpr_param
+
+
+def call_body(eqn: JaxprEqn) -> ClosedJaxpr | None:
+    """The body of a call equation (``jit``), or None for other equations."""
+    param = _call_primitives.get(eqn.primitive)
+    if param is None:
+        return None
+    body = eqn.params[param]
+    return body if isinstance(body, ClosedJaxpr) else ClosedJaxpr(body, [])
+
+
+def lower(jaxpr: Jaxpr, emitter: Emitter, backend, device) -> Callable[..., list]:
+    """Compiles a constvar-free ``jaxpr`` into ``fn(*buffers) -> list of buffers``.
+
+    Args:
+      jaxpr: the jaxpr, as ``Backend.compile`` receives it (constants are leading inputs).
+      emitter: the backend's code generator.
+      backend: the backend (for the fallback's transfers and messages).
+      device: the device the function runs on.
+
+    Returns:
+      The executable, with its generated source as ``__plax_source__``.
+
+    Raises:
+      UnsupportedPrimitiveError: an equation neither the emitter nor the reference runs.
+    """
+    return _Program(jaxpr, emitter, backend, device).build()
+
+
+class _Program:
+    def __init__(self, jaxpr: Jaxpr, emitter: Emitter, backend, device):
+        self.jaxpr, self.emitter, self.backend, self.device = jaxpr, emitter, backend, device
+        self.env: dict[str, Any] = {}
+        self.names: dict = {}
+        self.guarded = False
+
+    def name_of(self, atom) -> str:
+        if isinstance(atom, Literal):
+            key = f"_c{len(self.env)}"
+            self.env[key] = self.emitter.constant(literal_value(atom))
+            return key
+        name = self.names.get(atom)
+        if name is None:
+            name = self.names[atom] = f"v{len(self.names)}"
+        return name
+
+    def units(self) -> list:
+        """(step, invars, outvars, multiple_results) per cluster or equation, in order."""
+        source = find_clusters(self.jaxpr) if self.emitter.fuses else self.jaxpr.eqns
+        units = []
+        for unit in source:
+            if isinstance(unit, Cluster):
+                step = self.emitter.emit_cluster(unit)
+                if step is not None:
+                    units.append((_as_step(step), unit.inputs, unit.outputs, True))
+                    continue
+                eqns = unit.eqns
+            else:
+                eqns = [unit]
+            units.extend(self.equation(e) for e in eqns)
+        return units
+
+    def equation(self, eqn: JaxprEqn):
+        step = self.emitter.emit_equation(eqn)
+        multiple = eqn.primitive.multiple_results
+        if step is None:
+            body = call_body(eqn)
+            if body is not None:
+                step, multiple = self.call(body), True
+            else:
+                step = fallback_step(eqn, self.backend, self.device)
+        return _as_step(step), eqn.invars, eqn.outvars, multiple
+
+    def call(self, body: ClosedJaxpr) -> Callable:
+        inner = body.jaxpr
+        flat = Jaxpr([], list(inner.constvars) + list(inner.invars), inner.outvars, inner.eqns)
+        fn = lower(flat, self.emitter, self.backend, self.device)
+        consts = [self.emitter.constant(literal_value(Literal(c, v.aval)))
+                  for c, v in zip(body.consts, inner.constvars)]
+        return (lambda *bufs: fn(*consts, *bufs)) if consts else fn
+
+    def build(self) -> Callable[..., list]:
+        jaxpr = self.jaxpr
+        params = [self.name_of(v) for v in jaxpr.invars]
+        units = self.units()
+        last: dict = {}
+        for i, (_, ins, _, _) in enumerate(units):
+            for v in ins:
+                if isinstance(v, Var):
+                    last[v] = i
+        for v in jaxpr.outvars:
+            if isinstance(v, Var):
+                last[v] = len(units)
+        caller_owned = set(jaxpr.invars)
+        fresh: set = set()  # values this function allocated (a dead one may take a result)
+        body = []
+        for i, (step, ins, outs, multiple) in enumerate(units):
+            key = f"_f{i}"
+            self.env[key] = step.fn
+            self.guarded |= step.guarded
+            args = ", ".join(self.name_of(v) for v in ins)
+            out_names = [self.name_of(v) for v in outs]
+            if step.accepts_out and not multiple:
+                reuse = _dead_operand(ins, outs[0], i, fresh, last)
+                if reuse is not None:
+                    args += f", out={self.name_of(reuse)}"
+                if outs[0].aval.shape:
+                    fresh.add(outs[0])
+            if not out_names:
+                lhs = "_"
+            else:
+                lhs = ", ".join(out_names) + "," if multiple else out_names[0]
+            body.append(f"{lhs} = {key}({args})")
+            dead = sorted({self.name_of(v) for v in ins if isinstance(v, Var)
+                           and last.get(v) == i and v not in caller_owned})
+            if dead:
+                body.append(f"del {', '.join(dead)}")
+        body.append(f"return [{', '.join(self.name_of(v) for v in jaxpr.outvars)}]")
+        lines = [f"def _compiled({', '.join(params)}):"]
+        guard = self.emitter.guard() if self.guarded else None
+        if guard is not None:
+            self.env["_enter"], self.env["_leave"] = guard
+            lines += ["    _token = _enter()", "    try:"]
+            lines += ["        " + b for b in body]
+            lines += ["    finally:", "        _leave(_token)"]
+        else:
+            lines += ["    " + b for b in body]
+        source = "\n".join(lines)
+        where = f"<plax jit {self.backend.name} {id(jaxpr):x}>"
+        exec(compile(source, where, "exec"), self.env)
+        fn = self.env["_compiled"]
+        fn.__plax_source__ = source
+        return fn
+
+
+def _as_step(step) -> Step:
+    return step if isinstance(step, Step) else Step(step)
+
+
+def _dead_operand(ins, out: Var, i: int, fresh: set, last: dict):
+    """An operand whose buffer can take the result: allocated here, dead after step ``i``,
+    and of the result's shape and dtype."""
+    if not out.aval.shape:
+        return None
+    for v in ins:
+        if (isinstance(v, Var) and v in fresh and last.get(v) == i
+                and v.aval.shape == out.aval.shape and v.aval.dtype == out.aval.dtype):
+            return v
+    return None

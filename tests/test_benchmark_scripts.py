@@ -1,0 +1,36 @@
+"""The benchmark scripts run, and say which backend and device they measured.
+
+Each runs with tiny counts in a fresh interpreter (the timings themselves are not checked).
+"""
+from __future__ import annotations
+
+import plax
+from subprocess_util import REPO, run_python
+
+
+def _run(script: str, *args: str, env: dict | None = None) -> list[str]:
+    proc = run_python(args=[str(REPO / "benchmarks" / script), *args], env=env, timeout=300)
+    return proc.stdout.splitlines()
+
+
+def test_eager_overhead_names_backend_and_device():
+    lines = _run("eager_overhead.py", "--number", "5", "--repeat", "1")
+    default = plax.devices()[0]
+    assert lines[0] == (f"plax: backend {default.backend.name!r} on {default!r} "
+                        f"(platform {default.platform})")
+    assert any(line.startswith("x + y ") for line in lines)
+    lines = _run("eager_overhead.py", "--number", "5", "--repeat", "1",
+                 env={"PLAX_BACKEND": "numpy"})
+    assert lines[0] == "plax: backend 'numpy' on CpuDevice(id=0) (platform cpu)"
+
+
+def test_jit_overhead_names_backend_and_device():
+    lines = _run("jit_overhead.py", "--number", "5", "--repeat", "1", "--backend", "numpy")
+    assert lines[0] == "plax: backend 'numpy' on CpuDevice(id=0) (platform cpu)"
+    assert any(line.startswith("add(x, y) on f32[3]") for line in lines)
+
+
+def test_random_normal_names_each_backends_device():
+    lines = _run("random_normal.py", "--size", "1000", "--repeat", "1")
+    [numpy_row] = [line for line in lines if line.startswith("numpy ")]
+    assert numpy_row.split()[1] == "CpuDevice(id=0)"

@@ -1,0 +1,288 @@
+"""plax.lowering: liveness, fusion clusters, the program driver and the per-equation fallback.
+
+Backends are registered by hand for each test: a CPU backend whose emitter compiles only a
+handful of primitives, one on a platform of its own whose buffers are boxed (so the
+fallback must transfer), and a fusing one that computes each cluster in one step.
+"""
+from __future__ import annotations
+
+import itertools
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import plax
+import plax.numpy as jnp
+from plax import plugins
+from plax.backend import Backend, UnsupportedPrimitiveError
+from plax.core import Primitive, ShapedArray
+from plax.core.jaxpr import Literal
+from plax.devices import Device, cpu_devices
+from plax.lowering import (Cluster, Emitter, PlaxFallbackWarning, dead_after, find_clusters,
+                           last_uses, literal_value, lower, reference_kernel)
+from plax.plugins import hookimpl
+
+_ids = itertools.count()
+
+
+class _PartialEmitter(Emitter):
+    """Compiles only ``allowed`` primitives (reference kernels); declines everything else."""
+
+    def __init__(self, allowed, box=None, unbox=None):
+        self.allowed, self.box, self.unbox = allowed, box, unbox
+        self.emitted: list[str] = []
+
+    def emit_equation(self, eqn):
+        if eqn.primitive.name not in self.allowed:
+            return None
+        self.emitted.append(eqn.primitive.name)
+        fn, params = reference_kernel(eqn.primitive), eqn.params
+        if self.box is None:
+            return lambda *bufs: fn(*bufs, **params)
+        return lambda *bufs: self.box(fn(*[self.unbox(b) for b in bufs], **params))
+
+    def constant(self, host_value):
+        return host_value if self.box is None else self.box(host_value)
+
+
+class _Box:
+    __slots__ = ("data",)
+
+    def __init__(self, data):
+        self.data = np.asarray(data)
+
+
+class _BoxDevice(Device):
+    platform = "boxland"
+    _repr_name = "BoxDevice"
+
+
+class _PartialBackend(Backend):
+    """A backend that compiles a few primitives through plax.lowering (see _PartialEmitter)."""
+
+    priority = -1  # never the default
+
+    def __init__(self, name, allowed, boxed=False):
+        self.name, self.allowed, self.boxed = name, allowed, boxed
+        self.platform = "boxland" if boxed else "cpu"
+        self._devices = [_BoxDevice(0, platform="boxland")] if boxed else list(cpu_devices())
+        self.emitters: list[_PartialEmitter] = []
+
+    def devices(self):
+        return list(self._devices)
+
+    def put(self, host_array, device):
+        return _Box(np.array(host_array)) if self.boxed else host_array
+
+    def to_host(self, buffer):
+        return buffer.data if self.boxed else buffer
+
+    def owns_buffer(self, buffer):
+        return isinstance(buffer, _Box) if self.boxed else super().owns_buffer(buffer)
+
+    def execute(self, primitive, *buffers, **params):
+        out = reference_kernel(primitive)(*[self.to_host(b) for b in buffers], **params)
+        if primitive.multiple_results:
+            return [self.put(o, None) for o in out]
+        return self.put(out, None)
+
+    def compile(self, jaxpr, device):
+        emitter = (_PartialEmitter(self.allowed, _Box, lambda b: b.data) if self.boxed
+                   else _PartialEmitter(self.allowed))
+        self.emitters.append(emitter)
+        return lower(jaxpr, emitter, self, device)
+
+
+@pytest.fixture
+def register_backend():
+    """Registers a backend for one test under a fresh name; yields the factory."""
+    names = []
+
+    def register(backend):
+        class Plugin:
+            @hookimpl
+            def plax_backends(self):
+                return [backend]
+
+        names.append(plugins.register_plugin(Plugin(), name=f"{backend.name}-plugin"))
+        return backend
+
+    yield register
+    for name in names:
+        plugins.unregister_plugin(name)
+
+
+def _fresh(prefix):
+    return f"{prefix}{next(_ids)}"
+
+
+def _f(x, y):
+    return jnp.exp(jnp.sin(x) * y + 1.0).sum() + jnp.tanh(y)[0]
+
+
+# ------------------------------------------------------------------ liveness and literals
+
+def test_last_uses_and_dead_after():
+    jaxpr = plax.make_jaxpr(lambda x: jnp.sin(x) * x + jnp.cos(x))(jnp.ones(3)).jaxpr
+    names = [e.primitive.name for e in jaxpr.eqns]
+    assert names == ["sin", "mul", "cos", "add"]
+    x = jaxpr.invars[0]
+    last = last_uses(jaxpr)
+    assert last[x] == 2  # read by sin, mul and cos
+    assert last[jaxpr.outvars[0]] == len(jaxpr.eqns)
+    dead = dead_after(jaxpr)
+    assert dead[0] == [] and dead[1] == [jaxpr.eqns[0].outvars[0]]   # sin's value dies at mul
+    assert x not in {v for vs in dead for v in vs}                   # the caller owns inputs
+    assert dead[3] == [jaxpr.eqns[1].outvars[0], jaxpr.eqns[2].outvars[0]]
+
+
+def test_literal_value_is_a_host_scalar_of_the_literal_dtype():
+    lit = Literal(2.5, ShapedArray((), np.dtype(np.float32), True))
+    v = literal_value(lit)
+    assert isinstance(v, np.ndarray) and v.dtype == np.float32 and v.shape == () and v == 2.5
+
+
+# ------------------------------------------------------------------ fusion clusters
+
+def _units(fn, *args):
+    return list(find_clusters(plax.make_jaxpr(fn)(*args).jaxpr))
+
+
+def test_elementwise_chain_and_its_reductions_form_one_cluster():
+    (c,) = _units(lambda x, y: (jnp.sin(x) * 2.0 + y).sum(), jnp.ones((2, 3)), jnp.ones((2, 3)))
+    assert isinstance(c, Cluster) and c.shape == (2, 3)
+    assert [e.primitive.name for e in c.eqns] == ["sin", "mul", "add", "reduce_sum"]
+    assert len(c.outputs) == 1 and c.outputs[0].aval.shape == ()
+    assert sum(isinstance(v, Literal) for v in c.inputs) == 1 and len(c.inputs) == 3
+
+
+def test_broadcast_joins_and_scalars_are_read_by_broadcasting():
+    units = _units(lambda x, s: x * jnp.broadcast_to(s, (4,)) + s, jnp.ones(4), jnp.float32(2))
+    (c,) = units
+    assert [e.primitive.name for e in c.eqns] == ["broadcast_in_dim", "mul", "add"]
+
+
+def test_clusters_split_where_fusion_is_illegal():
+    # a reduction's result read inside the same loop, a shape change, a non-fusible primitive
+    units = _units(lambda x: (x - x.sum()) * 2.0, jnp.ones(5))
+    assert not any(isinstance(u, Cluster) and any(e.primitive.name == "sub" for e in u.eqns)
+                   and any(e.primitive.name == "reduce_sum" for e in u.eqns) for u in units)
+    units = _units(lambda x: jnp.sin(x).reshape(2, 2) * 2.0, jnp.ones(4))
+    assert [type(u).__name__ for u in units] == ["JaxprEqn", "JaxprEqn", "JaxprEqn"]
+    units = _units(lambda x: jnp.cumsum(jnp.sin(x) * 2.0) + 1.0, jnp.ones(4))
+    assert isinstance(units[0], Cluster) and units[1].primitive.name == "cumsum"
+
+
+def test_cluster_outputs_are_the_values_read_after_it():
+    (c, rest) = _units(lambda x: (lambda s: (s, jnp.sin(s) + 1.0))(x * 2.0)[1].reshape(2, 2),
+                       jnp.ones(4))
+    assert [v.aval.shape for v in c.outputs] == [(4,)] and rest.primitive.name == "reshape"
+
+
+class _FusingEmitter(_PartialEmitter):
+    """Computes each cluster in one step, by interpreting its equations on reference kernels."""
+
+    fuses = True
+
+    def __init__(self):
+        super().__init__(allowed=())
+        self.clusters: list[Cluster] = []
+
+    def emit_cluster(self, cluster):
+        self.clusters.append(cluster)
+
+        def run(*bufs):
+            env = dict(zip(map(id, cluster.inputs), bufs))
+            for e in cluster.eqns:
+                args = [env[id(v)] for v in e.invars]
+                env[id(e.outvars[0])] = reference_kernel(e.primitive)(*args, **e.params)
+            return [env[id(v)] for v in cluster.outputs]
+        return run
+
+    def emit_equation(self, eqn):
+        fn, params = reference_kernel(eqn.primitive), eqn.params
+        return lambda *bufs: fn(*bufs, **params)
+
+
+class _FusingBackend(_PartialBackend):
+    def compile(self, jaxpr, device):
+        emitter = _FusingEmitter()
+        self.emitters.append(emitter)
+        return lower(jaxpr, emitter, self, device)
+
+
+_UNARY = [jnp.sin, jnp.exp, jnp.tanh, jnp.abs, lambda v: v * 2.0, lambda v: -v]
+_BINARY = [jnp.add, jnp.multiply, jnp.subtract, jnp.maximum]
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, len(_UNARY) - 1), st.integers(0, len(_BINARY) - 1),
+                          st.integers(0, 2)), min_size=1, max_size=8),
+       st.sampled_from([None, 0, 1]))
+def test_fused_chains_equal_eager(ops, reduce_axis):
+    """Random elementwise chains with broadcasting and a final reduction, jitted whole on a
+    backend that runs each cluster as one step, equal the eager result."""
+    backend = _FusingBackend(_fresh("fusing"), ())
+    names = [plugins.register_plugin(type("P", (), {"plax_backends": hookimpl(
+        lambda self: [backend])})(), name=backend.name)]
+    try:
+        def f(x, row, s):
+            vals = [x, row, s]
+            acc = x
+            for u, b, k in ops:
+                acc = _BINARY[b](_UNARY[u](acc), vals[k])
+            return acc.sum(axis=reduce_axis), acc
+        args = (jnp.linspace(-1.0, 1.0, 6).reshape(2, 3), jnp.array([0.5, -0.25, 1.0]),
+                jnp.float32(0.75))
+        want = f(*args)
+        got = plax.jit(f, backend=backend.name)(*args)
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-6, atol=1e-6)
+        assert backend.emitters[0].clusters, "a chain of elementwise ops makes a cluster"
+    finally:
+        for n in names:
+            plugins.unregister_plugin(n)
+
+
+# ------------------------------------------------------------------ fallback
+
+@pytest.mark.parametrize("boxed", [False, True], ids=["cpu", "other-platform"])
+def test_declined_equations_run_on_reference_kernels_with_one_warning_each(register_backend,
+                                                                             boxed):
+    backend = register_backend(_PartialBackend(_fresh("partial"), {"add", "mul", "sin"},
+                                               boxed=boxed))
+    x, y = jnp.linspace(0.0, 1.0, 4), jnp.arange(4.0)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        got = plax.jit(_f, backend=backend.name)(x, y)
+        again = plax.jit(lambda x, y: jnp.exp(x) + jnp.tanh(y), backend=backend.name)(x, y)
+    np.testing.assert_allclose(np.asarray(got), np.asarray(_f(x, y)), rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(again), np.asarray(jnp.exp(x) + jnp.tanh(y)), rtol=1e-6)
+    fallbacks = [str(w.message) for w in caught if issubclass(w.category, PlaxFallbackWarning)]
+    declined = {"exp", "reduce_sum", "tanh", "slice", "squeeze"}
+    for name in declined & {e.primitive.name for e in plax.make_jaxpr(_f)(x, y).jaxpr.eqns}:
+        assert sum(f"primitive {name!r}" in m for m in fallbacks) == 1, (name, fallbacks)
+    assert all(backend.name in m for m in fallbacks)
+    assert set(backend.emitters[0].emitted) == {"add", "mul", "sin"}
+    if boxed:
+        assert list(got.devices())[0].platform == "boxland"
+
+
+def test_a_primitive_no_backend_runs_is_a_clear_error():
+    nowhere_p = Primitive("nowhere")
+    nowhere_p.def_abstract_eval(lambda x: x)
+    with pytest.raises(UnsupportedPrimitiveError, match="'nowhere'"):
+        plax.jit(lambda x: nowhere_p.bind(x) + 1.0)(jnp.ones(2))
+
+
+# ------------------------------------------------------------------ the NumPy backend as a client
+
+def test_numpy_programs_free_temporaries_and_reuse_them():
+    f = plax.jit(lambda x: jnp.exp(jnp.sin(x) * 2.0) + x)
+    x = jnp.ones(1000)
+    np.testing.assert_allclose(np.asarray(f(x)), np.exp(np.sin(1.0) * 2.0) + 1.0, rtol=1e-6)
+    (entry,) = f._cache.values()
+    source = entry.executable.__plax_source__
+    assert "del " in source and "out=" in source, source

@@ -1,0 +1,70 @@
+"""plax's module surface matches JAX's shape, and promises nothing that does not exist."""
+from __future__ import annotations
+
+import re
+import types
+
+import pytest
+
+import plax
+import plax.numpy as jnp
+from plax import errors
+
+
+def test_ad_checkpoint_is_a_module_and_checkpoint_is_top_level():
+    import plax.ad_checkpoint as adc
+    assert isinstance(plax.ad_checkpoint, types.ModuleType) and plax.ad_checkpoint is adc
+    for name in ("checkpoint_name", "checkpoint_policies", "print_saved_residuals"):
+        assert callable(getattr(adc, name)) or isinstance(getattr(adc, name), type), name
+    assert adc.checkpoint_policies is plax.checkpoint_policies
+    assert not hasattr(adc, "checkpoint")  # removed from jax.ad_checkpoint in JAX 0.10
+    assert plax.remat is plax.checkpoint
+
+
+def test_checkpoint_name_is_the_identity_and_checks_its_name():
+    from plax.ad_checkpoint import checkpoint_name
+    x = jnp.arange(3.0)
+    assert checkpoint_name(x, "x") is x
+    assert plax.grad(lambda x: checkpoint_name(x * x, "sq"))(3.0) == 6.0
+    with pytest.raises(TypeError, match="string name"):
+        checkpoint_name(x, 3)
+
+
+def test_print_saved_residuals_lists_arrays(capsys):
+    from plax.ad_checkpoint import print_saved_residuals
+    print_saved_residuals(lambda x: jnp.cos(jnp.sin(x)).sum(), jnp.ones(3))
+    lines = capsys.readouterr().out.splitlines()
+    assert lines, "reverse mode of cos(sin(x)) saves at least one value"
+    assert all(re.fullmatch(r"f32\[3\] .+", line) for line in lines), lines
+
+
+@pytest.mark.parametrize("name", ["nn", "scipy", "experimental", "sharding", "typing",
+                                  "no_such_thing"])
+def test_hasattr_is_false_for_what_does_not_exist(name):
+    import importlib.util
+    if importlib.util.find_spec(f"plax.{name}") is not None:
+        assert hasattr(plax, name)  # it has been written since: then it must load
+    else:
+        assert not hasattr(plax, name)
+        with pytest.raises(AttributeError, match=name):
+            getattr(plax, name)
+
+
+def test_every_lazy_submodule_loads():
+    for name in plax._LAZY_SUBMODULES:
+        assert isinstance(getattr(plax, name), types.ModuleType), name
+
+
+@pytest.mark.parametrize("exc_type", [errors.ConcretizationTypeError,
+                                      errors.TracerBoolConversionError,
+                                      errors.TracerIntegerConversionError])
+def test_error_hints_name_only_lax_functions_that_exist(exc_type):
+    text = str(exc_type("tracer"))
+    assert "static_argnums" in text
+    for name in re.findall(r"lax\.(\w+)", text):
+        assert hasattr(plax.lax, name), f"the hint recommends lax.{name}, which plax lacks"
+
+
+def test_error_hints_follow_what_lax_has(monkeypatch):
+    monkeypatch.setattr(plax.lax, "while_loop", lambda *a: None, raising=False)
+    assert "lax.while_loop" in str(errors.ConcretizationTypeError("tracer"))
