@@ -1,33 +1,23 @@
 """Shared pytest configuration: ``--plax-backend`` selects the backends under test.
 
-Tests that take the ``backend_name`` fixture run once per selected backend
-(default: every installed backend), which is how a new backend package runs
-the conformance suite: ``pytest tests/conformance --plax-backend=NAME``.
+The option is defined once, by the conformance kit's pytest plugin
+(``plax.testing.conformance.plugin``), loaded here by name so that a checkout works whatever
+its installed metadata says (the plax distribution also declares it as a ``pytest11`` entry
+point of the same name, which pytest then loads only once). Tests here that take the
+``backend_name`` fixture run once per selected backend (default: every installed backend).
+The kit itself (``pytest --pyargs plax.testing.conformance --plax-backend=NAME``) is collected
+from ``core/plax/testing/conformance`` through ``testpaths``, with its own fixtures.
 """
 from __future__ import annotations
 
 import pytest
 
-
-def pytest_addoption(parser):
-    parser.addoption("--plax-backend", action="append", default=None, metavar="NAME",
-                     help="backend to test (repeatable); default: all installed backends")
-
-
-def selected_backends(config) -> list[str]:
-    from plax import plugins
-    names = config.getoption("plax_backend")
-    available = sorted(plugins.registry().backends)
-    if not names:
-        return available
-    unknown = [n for n in names if n not in available]
-    if unknown:
-        raise pytest.UsageError(f"--plax-backend {unknown} not installed; available: {available}")
-    return names
+pytest_plugins = ["plax.testing.conformance.plugin"]
 
 
 def pytest_generate_tests(metafunc):
     if "backend_name" in metafunc.fixturenames:
+        from plax.testing.conformance.plugin import selected_backends
         metafunc.parametrize("backend_name", selected_backends(metafunc.config))
 
 

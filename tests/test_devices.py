@@ -16,7 +16,7 @@ import pytest
 import plax
 import plax.numpy as jnp
 from plax import plugins
-from plax.devices import CpuDevice, Device
+from plax.device import CpuDevice, Device
 from subprocess_util import last_json, run_python
 
 

@@ -19,7 +19,7 @@ from plax import plugins
 from plax.backend import Backend, UnsupportedPrimitiveError
 from plax.core import Primitive, ShapedArray
 from plax.core.jaxpr import Literal
-from plax.devices import Device, cpu_devices
+from plax.device import Device, cpu_devices
 from plax.lowering import (Cluster, Emitter, PlaxFallbackWarning, dead_after, find_clusters,
                            last_uses, literal_value, lower, reference_kernel)
 from plax.plugins import hookimpl

@@ -465,7 +465,7 @@ class _Recorder(Backend):
         return plugins.registry().get_backend("numpy")
 
     def devices(self):
-        from plax.devices import cpu_devices
+        from plax.device import cpu_devices
         return list(cpu_devices())
 
     def put(self, host_array, device):

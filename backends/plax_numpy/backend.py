@@ -7,7 +7,7 @@ import numpy as np
 
 from plax.backend import Backend, UnsupportedPrimitiveError
 from plax.core.jaxpr import Jaxpr
-from plax.devices import cpu_devices
+from plax.device import cpu_devices
 from plax.lowering import Emitter, Step, lower
 from plax_numpy.registry import IMPLS, quiet_enter, quiet_leave
 

@@ -34,7 +34,7 @@ class Backend:
     reference: bool = False
 
     def devices(self) -> list:
-        """The devices this backend can run on, each a :class:`plax.devices.Device`."""
+        """The devices this backend can run on, each a :class:`plax.device.Device`."""
         raise NotImplementedError
 
     def put(self, host_array: np.ndarray, device) -> Any:
@@ -71,8 +71,20 @@ class Backend:
         """Waits until the computation producing ``buffer`` has finished (no-op if synchronous)."""
 
     def owns_buffer(self, buffer: Any) -> bool:
-        """Whether ``buffer`` is a buffer of this backend's kind (used when moving arrays)."""
+        """Whether ``buffer`` is a buffer of this backend's kind (used when moving arrays: on
+        one device, a buffer of its kind is used as is). The default recognizes NumPy arrays,
+        the buffers of CPU backends; backends with other buffers override it."""
         return isinstance(buffer, (np.ndarray, np.generic))
+
+    def transfer(self, buffer: Any, src_device, dst_device) -> Any | None:
+        """Optionally, a copy of ``buffer`` (a buffer of this backend's kind on ``src_device``)
+        on ``dst_device``, made device to device (peer copy, DLPack exchange...).
+
+        Called when an array moves to one of this backend's devices from another device and
+        :meth:`owns_buffer` accepts the buffer. Return None (the default) to have plax copy
+        through the host instead (``to_host`` of the buffer's owner, then :meth:`put`).
+        """
+        return None
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} name={self.name!r} platform={self.platform!r}>"

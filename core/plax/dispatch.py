@@ -6,9 +6,15 @@ eval does shapes and dtypes), pick the device and its backend, run the
 backend's implementation, wrap the buffer. Primitives with an ``impl`` rule in
 the registry (those defined in terms of other primitives) run that rule instead.
 
-The common case -- every operand a plax Array on one device, none committed
+The common case -- every operand a plain plax Array on one device, none committed
 elsewhere -- takes a fast path: one identity check per operand, one dictionary
 lookup for the output abstract value, one for the backend's kernel.
+
+Everything else takes the general path: host values are converted, operands committed to
+different devices are an error, the others move to the chosen device through the backend
+protocol (:func:`plax.device.move_buffer`). An operand held by several devices (a sharded
+Array) counts as committed to the first device of its sharding and is gathered there: plax
+runs each operation on one device until a multi-device plugin computes on the shards.
 """
 from __future__ import annotations
 
@@ -18,16 +24,19 @@ from plax import errors
 from plax.array import Array, from_host
 from plax.core import registry, trace
 from plax.core.trace import Tracer
-from plax.devices import default_device, move_buffer
+from plax.device import default_device
 
 _impl_rules = registry.rule_table("impl")
 _new_array = Array._new
 
 
-def _incompatible(prim, devices) -> ValueError:
+def _incompatible(prim, arrays) -> ValueError:
+    # An array on several devices is committed to its first one (where it is gathered).
+    places = sorted({repr(a._device) if len(a.devices()) == 1 else
+                     f"{a._device!r} (first of {sorted(map(repr, a.devices()))})" for a in arrays})
     return ValueError(f"Received incompatible devices for {prim.name}: arguments are committed to "
-                      f"{sorted(set(map(repr, devices)))}. Move them to one device with "
-                      "plax.device_put(x, device) first.")
+                      f"{places}. Move them to one device with plax.device_put(x, device) "
+                      "first.")
 
 
 def kernel(device, prim):
@@ -77,7 +86,8 @@ def apply_primitive(prim, args, params):
 
 
 def _apply_general(prim, args, params):
-    """Operands that are host values, committed, or on several devices."""
+    """Operands that are host values, committed, on different devices, pending (made while
+    tracing) or sharded."""
     device = None
     committed = False
     for a in args:
@@ -87,7 +97,7 @@ def _apply_general(prim, args, params):
     for a in args:
         if a._committed:
             if committed and a._device != device:
-                raise _incompatible(prim, [x._device for x in args if x._committed])
+                raise _incompatible(prim, [x for x in args if x._committed])
             device, committed = a._device, True
         elif device is None:
             device = a._device
@@ -95,7 +105,7 @@ def _apply_general(prim, args, params):
         device = default_device()
     avals = tuple([a.aval for a in args])
     out_aval = prim.abstract_eval_cached(avals, params)
-    bufs = [a._buf if a._device == device else move_buffer(a._buf, a._device, device) for a in args]
+    bufs = [a._buf if a._device == device else a._buffer_on(device) for a in args]
     out = kernel(device, prim)(*bufs, **params)
     if prim.multiple_results:
         return [_new_array(b, av, device, committed) for b, av in zip(out, out_aval)]

@@ -349,9 +349,8 @@ def reset() -> None:
     with _lock:
         old, _registry = _registry, None
         known = [d for devs in old.platform_devices.values() for d in devs] if old else []
-        # (``from plax import devices`` would give the function plax.devices, not the module)
-        import importlib
-        importlib.import_module("plax.devices")._invalidate_caches(known)
+        from plax.device import _invalidate_caches
+        _invalidate_caches(known)
 
 
 def registry() -> Registry:
@@ -474,8 +473,8 @@ def _environment_error(reg: Registry) -> str:
     """What is wrong with PLAX_BACKEND / PLAX_PLATFORMS given what was found ("" if nothing)."""
     problems = []
     try:
-        import importlib
-        importlib.import_module("plax.devices").cpu_devices()
+        from plax.device import cpu_devices
+        cpu_devices()
     except ValueError as err:  # a bad PLAX_NUM_CPU_DEVICES
         problems.append(str(err) + ".")
     forced = reg.forced_backend

@@ -3,7 +3,7 @@
 The lowering driver walks the jaxpr's clusters and equations and asks the emitter for one
 *step* each: a callable over buffers. Whatever the emitter declines (returns None for) the
 driver handles itself: a declined cluster is split into its equations, a declined call
-equation (``jit``) is lowered recursively with the same emitter, and any other declined
+equation (``jit``) has its body's equations lowered in its place, and any other declined
 equation runs on the reference backend's kernel (see :mod:`plax.lowering.fallback`).
 """
 from __future__ import annotations

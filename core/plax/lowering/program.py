@@ -23,7 +23,8 @@ _call_primitives: dict = {}
 def register_call_primitive(primitive, jaxpr_param: str = "jaxpr") -> None:
     """Declares ``primitive`` a call: its ``params[jaxpr_param]`` (a ClosedJaxpr) is its body.
 
-    A call equation the emitter declines is lowered recursively with the same emitter.
+    A call equation the emitter declines is spliced into its caller: its body's equations
+    are lowered in its place.
     """
     _call_primitives[primitive] = jaxpr_param
 
@@ -57,10 +58,52 @@ def lower(jaxpr: Jaxpr, emitter: Emitter, backend, device) -> Callable[..., list
 
 class _Program:
     def __init__(self, jaxpr: Jaxpr, emitter: Emitter, backend, device):
-        self.jaxpr, self.emitter, self.backend, self.device = jaxpr, emitter, backend, device
+        self.emitter, self.backend, self.device = emitter, backend, device
         self.env: dict[str, Any] = {}
         self.names: dict = {}
         self.guarded = False
+        self.accepted_calls: dict = {}  # id(call equation) -> the emitter's step for it
+        self.jaxpr = self.splice_declined_calls(jaxpr)
+
+    def splice_declined_calls(self, jaxpr: Jaxpr) -> Jaxpr:
+        """``jaxpr`` with every call equation the emitter declines replaced by its body's
+        equations (recursively), so a body shares its caller's program: one guard around
+        everything, temporaries freed and reused across the call, clusters fused across it."""
+        if not any(e.primitive in _call_primitives for e in jaxpr.eqns):
+            return jaxpr
+        eqns: list = []
+        rename: dict = {}
+        for e in jaxpr.eqns:
+            self._append(e, eqns, rename)
+        outvars = [rename.get(v, v) if isinstance(v, Var) else v for v in jaxpr.outvars]
+        return Jaxpr(jaxpr.constvars, jaxpr.invars, outvars, eqns)
+
+    def _append(self, eqn: JaxprEqn, eqns: list, rename: dict) -> None:
+        if rename:
+            eqn = JaxprEqn(eqn.primitive, [rename.get(v, v) if isinstance(v, Var) else v
+                                           for v in eqn.invars], eqn.outvars, eqn.params)
+        body = call_body(eqn)
+        if body is None:
+            eqns.append(eqn)
+            return
+        step = self.emitter.emit_equation(eqn)
+        if step is not None:
+            self.accepted_calls[id(eqn)] = step
+            eqns.append(eqn)
+            return
+        # Inline the body with fresh variables (one body may be called from several places).
+        inner = body.jaxpr
+        local: dict = {v: Literal(c, v.aval) for v, c in zip(inner.constvars, body.consts)}
+        local.update(zip(inner.invars, eqn.invars))
+        for ie in inner.eqns:
+            outs = [type(v)(v.aval) for v in ie.outvars]
+            ins = [local.get(v, v) if isinstance(v, Var) else v for v in ie.invars]
+            local.update(zip(ie.outvars, outs))
+            self._append(JaxprEqn(ie.primitive, ins, outs, ie.params), eqns, rename)
+        for outer, out in zip(eqn.outvars, inner.outvars):
+            out = local.get(out, out) if isinstance(out, Var) else out
+            # the body's own declined calls were spliced too: follow their renaming
+            rename[outer] = rename.get(out, out) if isinstance(out, Var) else out
 
     def name_of(self, atom) -> str:
         if isinstance(atom, Literal):
@@ -89,23 +132,13 @@ class _Program:
         return units
 
     def equation(self, eqn: JaxprEqn):
-        step = self.emitter.emit_equation(eqn)
+        step = self.accepted_calls.get(id(eqn))
+        if step is None:
+            step = self.emitter.emit_equation(eqn)
         multiple = eqn.primitive.multiple_results
         if step is None:
-            body = call_body(eqn)
-            if body is not None:
-                step, multiple = self.call(body), True
-            else:
-                step = fallback_step(eqn, self.backend, self.device)
+            step = fallback_step(eqn, self.backend, self.device)
         return _as_step(step), eqn.invars, eqn.outvars, multiple
-
-    def call(self, body: ClosedJaxpr) -> Callable:
-        inner = body.jaxpr
-        flat = Jaxpr([], list(inner.constvars) + list(inner.invars), inner.outvars, inner.eqns)
-        fn = lower(flat, self.emitter, self.backend, self.device)
-        consts = [self.emitter.constant(literal_value(Literal(c, v.aval)))
-                  for c, v in zip(body.consts, inner.constvars)]
-        return (lambda *bufs: fn(*consts, *bufs)) if consts else fn
 
     def build(self) -> Callable[..., list]:
         jaxpr = self.jaxpr

@@ -10,6 +10,7 @@ import numpy as np
 from plax import dtypes, lax
 from plax.array import Array, from_host
 from plax.core.trace import Tracer, get_aval
+from plax.transforms.jit import jit_when_traced
 from plax.lax import base as _lax_base
 from plax.numpy.util import check_arraylike, to_dtype
 
@@ -158,7 +159,7 @@ def from_dlpack(x: Any, *, device=None, copy: bool | None = None):
         raise TypeError(f"The array passed to from_dlpack must have __dlpack__ and "
                         f"__dlpack_device__ methods, got {type(x).__name__}.")
     host = np.from_dlpack(x)
-    from plax.devices import resolve_device
+    from plax.device import resolve_device
     return from_host(np.array(host, copy=True), device=resolve_device(device) if device else None)
 
 
@@ -273,6 +274,8 @@ def arange(start: Any, stop: Any = None, step: Any = None, dtype: Any = None, *,
     return from_host(host.astype(dt))
 
 
+@jit_when_traced(name="_linspace",
+                 static_argnames=("num", "endpoint", "retstep", "dtype", "axis", "device"))
 def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True, retstep: bool = False,
              dtype: Any = None, axis: int = 0, *, device=None):
     """``num`` evenly spaced samples from ``start`` to ``stop`` (traceable in start and stop).

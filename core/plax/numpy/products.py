@@ -7,6 +7,7 @@ import numpy as np
 from plax import dtypes, lax
 from plax.array import Array
 from plax.core.trace import get_aval
+from plax.transforms.jit import jit_when_traced
 from plax.numpy.util import canonicalize_axis, check_arraylike, promote_dtypes
 
 
@@ -158,6 +159,7 @@ def tensordot(a, b, axes=2, *, precision=None, preferred_element_type=None):
     return lax.dot_general(a, b, ((ca, cb), ((), ())), precision, pet)
 
 
+@jit_when_traced
 def kron(a, b):
     """Kronecker product."""
     from plax.numpy.ufuncs import multiply
@@ -173,6 +175,7 @@ def kron(a, b):
     return lax.reshape(out, tuple(x * y for x, y in zip(sa, sb)))
 
 
+@jit_when_traced(static_argnames=("axisa", "axisb", "axisc", "axis"))
 def cross(a, b, axisa: int = -1, axisb: int = -1, axisc: int = -1, axis: int | None = None):
     """Cross product of 3-vectors (or 2-vectors) along the given axes."""
     from plax.numpy.shape_ops import moveaxis, stack

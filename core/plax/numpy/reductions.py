@@ -9,6 +9,7 @@ import numpy as np
 
 from plax import dtypes, lax
 from plax.core.trace import get_aval
+from plax.transforms.jit import jit_when_traced
 from plax.numpy.util import asarray_weak, canonicalize_axis_tuple, check_arraylike
 
 
@@ -169,6 +170,7 @@ def mean(a, axis=None, dtype=None, out=None, keepdims: bool = False, *, where=No
     return lax.convert_element_type(out, dt) if compute != dt else out
 
 
+@jit_when_traced(name="_var", static_argnames=("axis", "dtype", "ddof", "keepdims", "correction"))
 def var(a, axis=None, dtype=None, out=None, ddof: int = 0, keepdims: bool = False, *,
         where=None, correction=None):
     """Variance over ``axis``, with ``ddof`` (or ``correction``) degrees of freedom removed."""
@@ -200,6 +202,7 @@ def var(a, axis=None, dtype=None, out=None, ddof: int = 0, keepdims: bool = Fals
     return lax.convert_element_type(out, dtypes.real_dtype(dt)) if rdt != dtypes.real_dtype(dt) else out
 
 
+@jit_when_traced(name="_std", static_argnames=("axis", "dtype", "ddof", "keepdims", "correction"))
 def std(a, axis=None, dtype=None, out=None, ddof: int = 0, keepdims: bool = False, *,
         where=None, correction=None):
     """Standard deviation over ``axis`` (the square root of :func:`var`)."""
@@ -328,11 +331,13 @@ def cumulative_prod(x, /, *, axis: int | None = None, dtype=None, include_initia
                                  1)
 
 
+@jit_when_traced(name="_ptp", static_argnames=("axis", "keepdims"))
 def ptp(a, axis=None, out=None, keepdims: bool = False):
     """Peak to peak: ``max - min`` over ``axis``."""
     return lax.sub(max(a, axis, out, keepdims), min(a, axis, out, keepdims))
 
 
+@jit_when_traced(static_argnames=("axis", "keepdims"))
 def count_nonzero(a, axis=None, keepdims: bool = False):
     """Number of non-zero elements over ``axis``."""
     from plax.numpy.ufuncs import _as_bool
@@ -397,6 +402,7 @@ def _nan_to(a, value):
     return where(isnan(a), lax.full((), value, get_aval(a).dtype), a)
 
 
+@jit_when_traced(static_argnames=("axis", "dtype", "keepdims"))
 def nansum(a, axis=None, dtype=None, out=None, keepdims: bool = False, initial=None, where=None):
     """Sum treating NaN as zero."""
     return sum(_nan_to(a, 0), axis, dtype, out, keepdims, initial, where)
@@ -428,6 +434,7 @@ def nanmin(a, axis=None, out=None, keepdims: bool = False, initial=None, where=N
     return _nan_extremum(min, a, np.inf, axis, out, keepdims, initial, where)
 
 
+@jit_when_traced(static_argnames=("axis", "dtype", "keepdims"))
 def nanmean(a, axis=None, dtype=None, out=None, keepdims: bool = False, *, where=None):
     """Mean ignoring NaNs."""
     from plax.numpy.ufuncs import isnan, logical_not

@@ -6,10 +6,12 @@ import numpy as np
 
 from plax import dtypes, errors, lax
 from plax.core.trace import Tracer, get_aval
+from plax.transforms.jit import jit_when_traced
 from plax.numpy.util import canonicalize_axis
 from plax.numpy.util import asarray_weak, check_arraylike
 
 
+@jit_when_traced(static_argnames=("axis", "kind", "order", "stable", "descending"))
 def sort(a, axis: int | None = -1, *, kind=None, order=None, stable: bool = True,
          descending: bool = False):
     """Sorted copy of ``a`` along ``axis`` (flattened if None). NaNs go last."""
@@ -26,6 +28,7 @@ def sort(a, axis: int | None = -1, *, kind=None, order=None, stable: bool = True
     return lax.sort(a, axis, is_stable=stable)
 
 
+@jit_when_traced(static_argnames=("axis", "kind", "order", "stable", "descending"))
 def argsort(a, axis: int | None = -1, *, kind=None, order=None, stable: bool = True,
             descending: bool = False):
     """Indices that sort ``a`` along ``axis`` (stable by default)."""

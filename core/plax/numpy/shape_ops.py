@@ -10,6 +10,7 @@ import numpy as np
 from plax import dtypes, lax
 from plax.array import Array
 from plax.core.trace import Tracer, get_aval
+from plax.transforms.jit import jit_when_traced
 from plax.numpy.util import canonicalize_axis
 from plax.numpy.util import (asarray_weak, broadcast_shapes, broadcast_to, canonicalize_axis_tuple,
                              check_arraylike, promote_dtypes)
@@ -166,6 +167,7 @@ def atleast_1d(*arys):
     return out[0] if len(out) == 1 else out
 
 
+@jit_when_traced
 def atleast_2d(*arys):
     """Views of the inputs with at least two dimensions."""
     out = []
@@ -468,6 +470,7 @@ def _repeat_traced(a, repeats, axis, n, total):
     return take(a, idx, axis=axis, mode="clip")
 
 
+@jit_when_traced(name="_flip", static_argnames=("axis",))
 def flip(m, axis=None):
     """Reverses the order of elements along ``axis`` (all axes by default)."""
     m = asarray_weak(m)
@@ -552,6 +555,7 @@ def diagonal(a, offset: int = 0, axis1: int = 0, axis2: int = 1):
     return getitem(a, (Ellipsis, rows.astype(np.int32), (rows + offset).astype(np.int32)))
 
 
+@jit_when_traced(name="_diag", static_argnames=("k",))
 def diag(v, k: int = 0):
     """The ``k``-th diagonal of a 2-D array, or a 2-D array with 1-D ``v`` on diagonal ``k``."""
     check_arraylike("diag", v)
@@ -572,6 +576,7 @@ def diag(v, k: int = 0):
     raise ValueError("diag input must be 1d or 2d")
 
 
+@jit_when_traced(static_argnames=("offset", "axis1", "axis2", "dtype"))
 def trace(a, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype=None):
     """Sum along a diagonal."""
     from plax.numpy.reductions import sum as jsum
@@ -587,6 +592,7 @@ def _tri_mask(shape, k, lower):
     return lax.le(lax.add(rows, kk), cols)
 
 
+@jit_when_traced(static_argnames=("k",))
 def tril(m, k: int = 0):
     """Zeros above diagonal ``k`` of the last two axes."""
     m = asarray_weak(m)
@@ -597,6 +603,7 @@ def tril(m, k: int = 0):
     return lax.select(mask, m, lax.full(shape, 0, get_aval(m).dtype))
 
 
+@jit_when_traced(static_argnames=("k",))
 def triu(m, k: int = 0):
     """Zeros below diagonal ``k`` of the last two axes."""
     m = asarray_weak(m)
@@ -608,6 +615,8 @@ def triu(m, k: int = 0):
     return lax.select(mask, lax.full(shape, 0, get_aval(m).dtype), m)
 
 
+@jit_when_traced(name="_take", static_argnames=("axis", "out", "mode", "unique_indices",
+                                                  "indices_are_sorted", "fill_value"))
 def take(a, indices, axis: int | None = None, out=None, mode=None, unique_indices: bool = False,
          indices_are_sorted: bool = False, fill_value=None):
     """Elements of ``a`` at ``indices`` along ``axis`` (of the flattened array if None).
@@ -653,6 +662,7 @@ def _take_mode(mode):
     return mode
 
 
+@jit_when_traced(static_argnames=("axis", "mode", "fill_value", "wrap_negative_indices"))
 def take_along_axis(arr, indices, axis: int | None = -1, mode=None, fill_value=None, *,
                     wrap_negative_indices: bool | None = None):
     """``arr`` reindexed along ``axis`` by ``indices`` (broadcast against ``arr``'s other axes).

@@ -14,6 +14,7 @@ import numpy as np
 from plax import dtypes, lax
 from plax.array import Array
 from plax.core.trace import get_aval
+from plax.transforms.jit import jit_when_traced
 from plax.numpy.util import (asarray_weak, check_arraylike, promote_args, promote_args_inexact,
                              to_dtype)
 
@@ -322,6 +323,7 @@ def positive(x, /):
     return asarray_weak(x)
 
 
+@jit_when_traced
 def floor_divide(x, y, /):
     """Elementwise ``x // y``, rounding toward minus infinity (NumPy semantics)."""
     x, y = promote_args_numeric("floor_divide", x, y)
@@ -351,6 +353,7 @@ def floor_divide(x, y, /):
     return _with_weak(out, get_aval(x).weak_type)
 
 
+@jit_when_traced
 def remainder(x, y, /):
     """Elementwise remainder with the sign of the divisor (NumPy's ``%``)."""
     x, y = promote_args_numeric("remainder", x, y)
@@ -368,6 +371,7 @@ def remainder(x, y, /):
 mod = remainder
 
 
+@jit_when_traced
 def fmod(x, y, /):
     """Elementwise remainder with the sign of the dividend (C's fmod)."""
     x, y = promote_args_numeric("fmod", x, y)
@@ -376,6 +380,7 @@ def fmod(x, y, /):
     return lax.rem(x, y)
 
 
+@jit_when_traced
 def divmod(x, y, /):
     """``(floor_divide(x, y), remainder(x, y))``."""
     return floor_divide(x, y), remainder(x, y)
@@ -455,6 +460,7 @@ floor = _unary("floor", lax.floor, int_identity=True)
 ceil = _unary("ceil", lax.ceil, int_identity=True)
 
 
+@jit_when_traced
 def trunc(x, /):
     """Rounds toward zero."""
     check_arraylike("trunc", x)
@@ -469,6 +475,7 @@ def trunc(x, /):
 fix = trunc
 
 
+@jit_when_traced
 def rint(x, /):
     """Rounds to the nearest integer, ties to even; integers become floats."""
     check_arraylike("rint", x)
@@ -481,6 +488,7 @@ def rint(x, /):
     return lax.round(x, lax.RoundingMethod.TO_NEAREST_EVEN)
 
 
+@jit_when_traced(static_argnames=("decimals",))
 def round(a, decimals: int = 0, out=None):
     """Rounds to ``decimals`` decimal places, ties to even (NumPy's ``round``)."""
     if out is not None:
@@ -586,6 +594,7 @@ def logaddexp2(x, y, /):
     return lax.div(logaddexp(lax.mul(x, ln2), lax.mul(y, ln2)), ln2)
 
 
+@jit_when_traced
 def hypot(x, y, /):
     """``sqrt(x**2 + y**2)``, scaled to avoid overflow."""
     x, y = promote_args_inexact("hypot", x, y)
@@ -614,6 +623,7 @@ def rad2deg(x, /):
 radians, degrees = deg2rad, rad2deg
 
 
+@jit_when_traced
 def sinc(x, /):
     """``sin(pi x) / (pi x)``, 1 at 0."""
     (x,) = promote_args_inexact("sinc", x)
@@ -633,6 +643,7 @@ def isnan(x, /):
     return lax.ne(x, x)
 
 
+@jit_when_traced
 def isinf(x, /):
     """Elementwise infinity test (False for integers)."""
     check_arraylike("isinf", x)
@@ -680,6 +691,7 @@ def _is_signed_inf(name, x, inf):
     return lax.eq(x, _strong_const(x, inf))
 
 
+@jit_when_traced
 def signbit(x, /):
     """Whether the sign bit is set (True for -0.0)."""
     (x,) = promote_args("signbit", x)
@@ -697,6 +709,7 @@ def signbit(x, /):
     return lax.lt(bits, _strong_const(bits, 0))
 
 
+@jit_when_traced
 def copysign(x, y, /):
     """``|x|`` with the sign of ``y``."""
     _check_broadcastable("copysign", x, y)
@@ -777,18 +790,21 @@ def right_shift(x, y, /):
 bitwise_left_shift, bitwise_right_shift = left_shift, right_shift
 
 
+@jit_when_traced
 def fmax(x, y, /):
     """Elementwise maximum that ignores NaNs."""
     x, y = promote_args("fmax", x, y)
     return where(isnan(x), y, where(isnan(y), x, lax.max(x, y)))
 
 
+@jit_when_traced
 def fmin(x, y, /):
     """Elementwise minimum that ignores NaNs."""
     x, y = promote_args("fmin", x, y)
     return where(isnan(x), y, where(isnan(y), x, lax.min(x, y)))
 
 
+@jit_when_traced
 def heaviside(x1, x2, /):
     """0 where x1 < 0, x2 where x1 == 0, 1 where x1 > 0."""
     _check_broadcastable("heaviside", x1, x2)
@@ -824,6 +840,7 @@ def conjugate(x, /):
 conj = conjugate
 
 
+@jit_when_traced(static_argnames=("deg",))
 def angle(z, deg: bool = False):
     """The argument of complex ``z`` (in degrees if ``deg``)."""
     check_arraylike("angle", z)
@@ -837,6 +854,7 @@ def angle(z, deg: bool = False):
     return rad2deg(out) if deg else out
 
 
+@jit_when_traced
 def isreal(x, /):
     """Elementwise test for a zero imaginary part."""
     check_arraylike("isreal", x)
@@ -844,6 +862,7 @@ def isreal(x, /):
     return lax.eq(im, _const(im, 0))
 
 
+@jit_when_traced
 def iscomplex(x, /):
     """Elementwise test for a non-zero imaginary part."""
     check_arraylike("iscomplex", x)
@@ -867,6 +886,11 @@ def where(condition, x=None, y=None, /, *, size=None, fill_value=None):
     if x is None or y is None:
         raise TypeError("Either both or neither of the x and y arguments should be provided to "
                         "jnp.where, got only one.")
+    return _where(condition, x, y)
+
+
+@jit_when_traced(name="_where")
+def _where(condition, x, y):
     check_arraylike("where", condition, x, y)
     cond = _as_bool(condition)
     from plax.numpy.util import broadcast_shapes, broadcast_to, promote_dtypes
@@ -876,6 +900,7 @@ def where(condition, x=None, y=None, /, *, size=None, fill_value=None):
     return lax.select(cond, x, y)
 
 
+@jit_when_traced
 def clip(arr=None, /, min=None, max=None, *, a=None, a_min=None, a_max=None):
     """Clamps values to ``[min, max]`` (either may be None)."""
     if arr is None:
@@ -891,6 +916,7 @@ def clip(arr=None, /, min=None, max=None, *, a=None, a_min=None, a_max=None):
     return out
 
 
+@jit_when_traced(static_argnames=("copy",))
 def nan_to_num(x, copy: bool = True, nan: float = 0.0, posinf=None, neginf=None):
     """Replaces NaN with ``nan`` and infinities with ``posinf``/``neginf`` (default: the dtype's
     extremes)."""
@@ -910,6 +936,7 @@ def nan_to_num(x, copy: bool = True, nan: float = 0.0, posinf=None, neginf=None)
     return where(isneginf(out), to_dtype(neginf, dt), out)
 
 
+@jit_when_traced(static_argnames=("equal_nan",))
 def isclose(a, b, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False):
     """Elementwise ``|a - b| <= atol + rtol * |b|`` (with NaN and infinity handling)."""
     a, b = promote_args_inexact("isclose", a, b)
@@ -925,6 +952,7 @@ def isclose(a, b, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = Fa
     return out
 
 
+@jit_when_traced(static_argnames=("equal_nan",))
 def allclose(a, b, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False):
     """Whether all elements are :func:`isclose`."""
     from plax.numpy.reductions import all as jall

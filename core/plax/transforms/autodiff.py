@@ -17,7 +17,9 @@ from typing import Callable, Sequence
 import numpy as np
 
 from plax import dtypes, tree_util
-from plax.core.jaxpr import ClosedJaxpr, eval_jaxpr
+from plax.core.interpret import eval_jaxpr
+from plax.core.jaxpr import ClosedJaxpr, Jaxpr
+from plax.core.passes import dce, has_unread_call_outputs
 from plax.core.trace import DebugInfo, get_aval, new_main
 from plax.transforms.jvp import (Zero, instantiate, jvp_flat, tangent_aval,
                                  tangent_dtype, zeros_like_aval)
@@ -186,6 +188,14 @@ def linearize_flat(fun: Callable, primals: list, n_aux: Callable[[], int] = lamb
                 t = zeros_like_aval(t.aval)
             t_out.append(stage.full_raise(_as_array(t)))
         jaxpr, consts = stage_main.payload.build(t_in, t_out)
+    if has_unread_call_outputs(jaxpr):
+        # A call (jit) whose tangent outputs are not all read keeps only those read, and drops
+        # the residuals it no longer needs, as in JAX: the backward pass then binds only that.
+        jaxpr = dce(jaxpr)
+        read = {v for e in jaxpr.eqns for v in e.invars} | set(jaxpr.outvars)
+        kept = [(v, c) for v, c in zip(jaxpr.constvars, consts) if v in read]
+        jaxpr = Jaxpr([v for v, _ in kept], jaxpr.invars, jaxpr.outvars, jaxpr.eqns)
+        consts = [c for _, c in kept]
     return out_p, ClosedJaxpr(jaxpr, consts)
 
 
@@ -507,8 +517,8 @@ def _value_and_grad(fun, argnums, has_aux, holomorphic, allow_int, transform):
         else:
             ans, f_vjp = _vjp(partial_fun, dyn, False, debug)
         _check_scalar_output(ans, holomorphic, "grad")
-        from plax.numpy.creation import ones_like
-        g = f_vjp(ones_like(ans))
+        from plax import lax
+        g = f_vjp(lax.full_like(ans, 1))
         g = g[0] if single else tuple(g)
         return ((ans, aux) if has_aux else ans), g
 
@@ -544,8 +554,9 @@ def _std_basis(leaves):
     sizes = [get_aval(x).size for x in leaves]
     n = sum(sizes)
     dt = dtypes.result_type(*[get_aval(x).dtype for x in leaves]) if leaves else np.float32
-    from plax.numpy.creation import eye
-    basis = eye(n, dtype=dt)
+    # the identity matrix, from lax alone (transforms do not import plax.numpy)
+    basis = lax.convert_element_type(lax.eq(lax.broadcasted_iota(np.int32, (n, n), 0),
+                                            lax.broadcasted_iota(np.int32, (n, n), 1)), dt)
     out, start = [], 0
     for x, s in zip(leaves, sizes):
         block = lax.slice_in_dim(basis, start, start + s, 1, 1)

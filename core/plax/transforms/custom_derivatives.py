@@ -16,7 +16,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from plax import dtypes, tree_util
-from plax.core.jaxpr import jaxpr_as_fun
+from plax.core.interpret import jaxpr_as_fun
 from plax.core.primitive import Primitive
 from plax.core.registry import register_rule
 from plax.core.trace import (Tracer, find_top_trace, full_lower, fun_name as tracing_fun_name,

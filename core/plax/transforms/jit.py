@@ -3,8 +3,11 @@ jaxpr to a backend's ``compile``, and call the cached executable on raw buffers.
 
 The cache key is the argument tree structure, each leaf's abstract value
 (shape, dtype, weak type), the static arguments, and the target device and
-backend. Inside another transform (or another jit) the cached jaxpr is evaluated
-on the tracers instead, which inlines it into the outer computation.
+backend. The caches belong to the Python function and the jit options (held weakly, so
+they go with the function), not to the wrapper: ``jit(f)(x)`` with a fresh wrapper each
+time traces and compiles once. Inside another transform (or another jit) a jitted
+function binds the call primitive ``jit`` (:mod:`plax.transforms.call`) with its cached
+jaxpr: one equation that the transforms rewrite and a backend compiles as a whole.
 """
 from __future__ import annotations
 
@@ -12,6 +15,7 @@ import functools
 import inspect
 import operator
 import threading
+import weakref
 from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
@@ -19,12 +23,12 @@ import numpy as np
 from plax import tree_util
 from plax.array import Array, from_host
 from plax.config import config
-from plax.core.jaxpr import ClosedJaxpr, eval_jaxpr
-from plax.core.passes import prepare_for_backend
+from plax.core.jaxpr import ClosedJaxpr
 from plax.core.shaped_array import ShapeDtypeStruct
-from plax.core.trace import Tracer, eager_region, state as trace_state
-from plax.devices import default_device as _default_device
-from plax.transforms.staging import abstractify, trace_to_jaxpr
+from plax.core.trace import DebugInfo, Tracer, fun_name, state as trace_state
+from plax.device import default_device as _default_device
+from plax.transforms.call import compile_closed, jit_p, to_buffer as _to_buffer
+from plax.transforms.staging import abstractify, convert_tracer_consts, trace_to_jaxpr
 
 _tree_flatten = tree_util.tree_flatten
 _tree_unflatten = tree_util.tree_unflatten
@@ -179,14 +183,18 @@ def _leaf_aval(x):
 
 
 def _check_jit_args(fun, static_argnums, static_argnames, donate_argnums,
-                    donate_argnames=None, fun_given: bool = True) -> None:
+                    donate_argnames=None, fun_given: bool = True,
+                    transform: str = "jit") -> None:
     """The TypeErrors JAX raises when jit is applied: a non-callable, argnums that are not
     ints, argnames that are not strings (range and name checks follow in _Signature).
-    ``fun_given=False``: ``jit(static_argnums=...)`` without the function yet."""
+    ``fun_given=False``: ``jit(static_argnums=...)`` without the function yet; ``transform``:
+    the API being applied (``make_jaxpr`` and ``eval_shape`` check their function here too)."""
     if fun_given and not callable(fun):
-        raise TypeError(f"jit requires a callable as its first argument (the function to "
-                        f"compile), got {fun!r} of type {type(fun).__name__}. Pass the function "
-                        "itself, e.g. jit(f), not its name or the result of calling it.")
+        what = "compile" if transform == "jit" else "trace"
+        raise TypeError(f"{transform} requires a callable as its first argument (the function "
+                        f"to {what}), got {fun!r} of type {type(fun).__name__}. Pass the "
+                        f"function itself, e.g. {transform}(f), not its name or the result of "
+                        "calling it.")
     for what, nums in (("static_argnums", static_argnums), ("donate_argnums", donate_argnums)):
         if nums is None:
             continue
@@ -215,15 +223,55 @@ def _check_jit_args(fun, static_argnums, static_argnames, donate_argnums,
                             f"{what.replace('names', 'nums')}.")
 
 
+class _Shared:
+    """What every wrapper of one function under one set of jit options shares: the resolved
+    signature, the traced jaxprs, the compiled executables (general and fast-path keys)."""
+
+    __slots__ = ("sig", "compiled", "fast", "jaxprs", "lock")
+
+    def __init__(self, sig: _Signature):
+        self.sig = sig
+        self.compiled: dict = {}
+        self.fast: dict = {}
+        self.jaxprs: dict = {}
+        self.lock = threading.Lock()
+
+
+# function -> {options: _Shared}. Weak: the caches of a function go when the function goes
+# (a lambda made afresh per call is a new function and traces again, as in JAX).
+_shared_caches: "weakref.WeakKeyDictionary[Callable, dict]" = weakref.WeakKeyDictionary()
+
+
+def _shared_for(fun, options: tuple, make_sig: Callable[[], _Signature]) -> _Shared:
+    """The caches of ``fun`` under ``options`` (made on first use); a callable that cannot be
+    a weak dictionary key gets caches of its own wrapper, as before."""
+    try:
+        per_fun = _shared_caches.get(fun)
+        if per_fun is None:
+            per_fun = _shared_caches.setdefault(fun, {})
+        shared = per_fun.get(options)
+    except Exception:  # noqa: BLE001 -- not weakly referenceable, unhashable, odd __eq__
+        return _Shared(make_sig())  # caches of this wrapper alone
+    if shared is None:
+        shared = per_fun.setdefault(options, _Shared(make_sig()))
+    return shared
+
+
 class JitFunction:
     """A jit-compiled function. Call it like the original; see :func:`jit`."""
 
     def __init__(self, fun, static_argnums, static_argnames, donate_argnums, device, backend,
-                 inline, keep_unused):
-        _check_jit_args(fun, static_argnums, static_argnames, donate_argnums)
+                 inline, keep_unused, transform: str = "jit"):
+        _check_jit_args(fun, static_argnums, static_argnames, donate_argnums,
+                        transform=transform)
         self.fun = fun
-        self.sig = _Signature(fun, static_argnums, static_argnames)
+        self._transform = transform
         self.donate_argnums = _as_tuple(donate_argnums)
+        options = (_as_tuple(static_argnums), _as_tuple(static_argnames), self.donate_argnums,
+                   device, backend, bool(inline), bool(keep_unused))
+        shared = _shared_for(fun, options,
+                             lambda: _Signature(fun, static_argnums, static_argnames))
+        self.sig = shared.sig
         self._device = device
         self._backend_name = backend
         self._inline = inline
@@ -232,10 +280,11 @@ class JitFunction:
         nums = self.sig.static_argnums
         self._static_nums = (tuple(sorted(i for i in nums if i >= 0)) if nums and all(
             i >= 0 for i in nums) else (() if self.sig.any_static else None))
-        self._cache: dict = {}
-        self._fast_cache: dict = {}
-        self._jaxpr_cache: dict = {}
-        self._lock = threading.Lock()
+        self._name = fun_name(fun)  # the ``name`` of its call equations
+        self._cache: dict = shared.compiled
+        self._fast_cache: dict = shared.fast
+        self._jaxpr_cache: dict = shared.jaxprs
+        self._lock = shared.lock
         functools.update_wrapper(self, fun, updated=())
 
     # ---- the call path
@@ -300,7 +349,9 @@ class JitFunction:
         avals = []
         all_arrays = True
         for i, x in enumerate(leaves):
-            if type(x) is Array:
+            if isinstance(x, Array):  # sharded and pending arrays too (not the fast path's)
+                if type(x) is not Array:
+                    all_arrays = False
                 avals.append(x.aval)
                 if x._committed:
                     if committed and x._device != device:
@@ -341,7 +392,12 @@ class JitFunction:
         return nums is None or (bool(nums) and nums[-1] < len(args))
 
     def _trace(self, nargs, static, treedef, avals):
-        """ClosedJaxpr and output tree of the function on abstract inputs (cached)."""
+        """``(closed, out_tree, captured)`` for the function on abstract inputs (cached).
+
+        ``closed`` takes the ``captured`` values first: the tracers of enclosing transforms
+        the function closed over (a jaxpr never holds a tracer as a constant). A trace that
+        captured some belongs to this call alone and is not cached.
+        """
         key = (treedef, tuple(avals), static, nargs, _trace_flags[0])
         hit = self._jaxpr_cache.get(key)
         if hit is not None:
@@ -356,11 +412,15 @@ class JitFunction:
             out_box.append(out_tree)
             return out_leaves
 
-        name = getattr(self.fun, "__name__", "the jitted function")
-        closed, _ = trace_to_jaxpr(flat_fun, avals, where=f"jitted function {name!r}")
-        result = (closed, out_box[0])
-        if not any(isinstance(c, Tracer) for c in closed.consts):
-            self._jaxpr_cache[key] = result  # a jaxpr closing over outer tracers is call-specific
+        static_pos = {k for k, _ in static if isinstance(k, int)}
+        debug = DebugInfo(self._transform, self.fun, treedef, kwargs=True,
+                          argnums=[i for i in range(nargs) if i not in static_pos])
+        where = f"jitted function {getattr(self.fun, '__name__', 'the jitted function')!r}"
+        traced, _ = trace_to_jaxpr(flat_fun, avals, where=where, debug=debug)
+        closed, captured = convert_tracer_consts(traced.jaxpr, traced.consts)
+        result = (closed, out_box[0], captured)
+        if not captured:
+            self._jaxpr_cache[key] = result
         return result
 
     def _select_backend(self, device):
@@ -376,34 +436,52 @@ class JitFunction:
         return backend
 
     def _compile(self, key, args, kwargs, leaves, treedef, avals, static, device):
-        closed, out_tree = self._trace(len(args), static, treedef, avals)
+        closed, out_tree, _ = self._trace(len(args), static, treedef, avals)
         if self._backend_name is not None and self._device is None:
             backend = self._select_backend(device)
             if backend.platform != device.platform:
                 device = backend.devices()[0]
         else:
             backend = self._select_backend(device)
-        jaxpr, consts = prepare_for_backend(closed)
-        with eager_region():
-            executable = backend.compile(jaxpr, device)
-            const_bufs = [_to_buffer(c, device) for c in consts]
-        entry = _CacheEntry(executable, const_bufs, out_tree, list(closed.out_avals), closed,
-                            device, backend)
+        compiled = compile_closed(closed, backend, device)
+        entry = _CacheEntry(compiled.executable, compiled.const_bufs, out_tree,
+                            compiled.out_avals, closed, device, backend)
         with self._lock:
             self._cache[key] = entry
         return entry
 
     def _call_traced(self, args, kwargs):
-        """Inside a transform (or with jit disabled): evaluate the jaxpr on the given values."""
-        if config._values["disable_jit"] and not trace_state.depth:
+        """Inside a transform: bind one ``jit`` equation calling the cached jaxpr (with jit
+        disabled: call the function itself)."""
+        if _flags["disable_jit"]:
             return self.fun(*args, **kwargs)
         dyn_args, dyn_kwargs, static = self.sig.split(args, kwargs)
         leaves, treedef = _tree_flatten((dyn_args, dyn_kwargs))
+        return self._bind_call(len(args), leaves, treedef, static)
+
+    def _bind_call(self, nargs, leaves, treedef, static):
         avals = [_leaf_aval(x) if not isinstance(x, Tracer) else x.aval for x in leaves]
-        closed, out_tree = self._trace(len(args), static, treedef, avals)
+        closed, out_tree, captured = self._trace(nargs, static, treedef, avals)
         leaves = [x if isinstance(x, (Array, Tracer)) else from_host(x) for x in leaves]
-        outs = eval_jaxpr(closed.jaxpr, closed.consts, *leaves)
+        outs = jit_p.bind(*captured, *leaves, jaxpr=closed, name=self._name)
         return _tree_unflatten(out_tree, outs)
+
+    def _call_or_inline(self, args, kwargs):
+        """Under a transform, a call equation if the arguments allow one (arrays and scalars
+        where they are traced, hashable values where they are static), else the function
+        itself: how a library function jitted for the jaxpr's sake stays as permissive as
+        its eager form."""
+        if _flags["disable_jit"]:
+            return self.fun(*args, **kwargs)
+        try:
+            dyn_args, dyn_kwargs, static = self.sig.split(args, kwargs)
+        except ValueError:  # an unhashable static argument
+            return self.fun(*args, **kwargs)
+        leaves, treedef = _tree_flatten((dyn_args, dyn_kwargs))
+        for x in leaves:
+            if not isinstance(x, _STAGEABLE):
+                return self.fun(*args, **kwargs)
+        return self._bind_call(len(args), leaves, treedef, static)
 
     # ---- introspection
     def lower(self, *args, **kwargs) -> "Lowered":
@@ -411,7 +489,7 @@ class JitFunction:
         dyn_args, dyn_kwargs, static = self.sig.split(args, kwargs)
         leaves, treedef = _tree_flatten((dyn_args, dyn_kwargs))
         avals = [abstractify(x) for x in leaves]
-        closed, out_tree = self._trace(len(args), static, treedef, avals)
+        closed, out_tree, _ = self._trace(len(args), static, treedef, avals)
         return Lowered(self, closed, out_tree, treedef, static, len(args))
 
     def trace(self, *args, **kwargs) -> "Lowered":
@@ -423,11 +501,12 @@ class JitFunction:
         return self.lower(*args, **kwargs).out_info
 
     def _cache_size(self) -> int:
-        """The number of compiled signatures."""
+        """The number of compiled signatures (of this function with these options)."""
         return len(self._cache)
 
     def clear_cache(self) -> None:
-        """Forgets all traces and compiled executables of this function."""
+        """Forgets all traces and compiled executables of this function (with these options,
+        for every wrapper of it)."""
         self._cache.clear()
         self._fast_cache.clear()
         self._jaxpr_cache.clear()
@@ -441,20 +520,42 @@ class JitFunction:
         return functools.partial(self, obj)
 
 
+_STAGEABLE = (Array, Tracer, np.ndarray, np.generic, bool, int, float, complex)
+
+
+def jit_when_traced(fun: Callable | None = None, *, name: str | None = None,
+                    static_argnames: str | Iterable[str] | None = None) -> Callable:
+    """Makes a library function show in jaxprs as one ``jit`` call, as JAX's jitted
+    ``jax.numpy`` functions do, at no eager cost.
+
+    With no transform active the wrapper calls ``fun`` directly (one integer test more).
+    Under a transform it binds a ``jit`` equation named ``name`` (default: the function's
+    name), arguments in ``static_argnames`` static; calls whose arguments cannot be traced
+    or hashed run ``fun`` inline instead.
+
+    Example:
+      >>> @jit_when_traced(name="_where")
+      ... def _where(condition, x, y): ...
+    """
+    if fun is None:
+        return functools.partial(jit_when_traced, name=name, static_argnames=static_argnames)
+    jitted = JitFunction(fun, None, static_argnames, None, None, None, False, False)
+    if name is not None:
+        jitted._name = name
+    state = trace_state
+
+    @functools.wraps(fun)
+    def traced_as_jit(*args, **kwargs):
+        if state.depth == 0:  # eager: exactly the function, no jit machinery
+            return fun(*args, **kwargs)
+        return jitted._call_or_inline(args, kwargs)
+
+    traced_as_jit._jitted = jitted
+    return traced_as_jit
+
+
 def _moved(x: Array, device) -> Array:
-    from plax.devices import move_buffer
-    return Array._new(move_buffer(x._buf, x._device, device), x.aval, device, True)
-
-
-def _to_buffer(x, device):
-    if isinstance(x, Array):
-        if x._device == device:
-            return x._buf
-        from plax.devices import move_buffer
-        return move_buffer(x._buf, x._device, device)
-    if isinstance(x, Tracer):
-        raise TypeError(f"Unexpected tracer {x} as a jit argument outside its transform")
-    return from_host(x, device=device)._buf
+    return Array._new(x._buffer_on(device), x.aval, device, True)
 
 
 class Lowered:
@@ -540,7 +641,11 @@ def jit(fun: Callable = _NOT_GIVEN, *, in_shardings=None, out_shardings=None,
       donate_argnums: accepted for compatibility (buffers are not reused).
       device: the device to run on (default: where committed arguments live, else the
         default device).
-      backend: a backend name (``"numpy"``, ``"numba"``) or a platform (``"cpu"``, ``"gpu"``).
+      backend: a backend name such as ``"numpy"`` (see ``plax.plugins.info()`` for those
+        installed) or a platform (``"cpu"``, ``"gpu"``).
+
+    Inside another transform the function is not compiled on its own: it becomes one
+    ``jit`` equation of the enclosing computation (see :mod:`plax.transforms.call`).
 
     Returns:
       A :class:`JitFunction` with ``lower``, ``trace``, ``eval_shape`` and ``clear_cache``.
@@ -559,7 +664,7 @@ def jit(fun: Callable = _NOT_GIVEN, *, in_shardings=None, out_shardings=None,
                                  keep_unused=keep_unused, device=device, backend=backend,
                                  inline=inline, abstracted_axes=abstracted_axes)
     if device is not None:
-        from plax.devices import resolve_device
+        from plax.device import resolve_device
         device = resolve_device(device)
     return JitFunction(fun, static_argnums, static_argnames, donate_argnums, device, backend,
                        inline, keep_unused)
@@ -573,7 +678,8 @@ def make_jaxpr(fun: Callable, static_argnums: int | Sequence[int] = (), axis_env
       >>> print(jax.make_jaxpr(lambda x: jnp.sin(x) * 2.0)(1.0))
       { lambda ; a:f32[]. let b:f32[] = sin a; c:f32[] = mul b 2.0:f32[] in (c,) }
     """
-    jitted = JitFunction(fun, static_argnums, None, None, None, None, False, False)
+    jitted = JitFunction(fun, static_argnums, None, None, None, None, False, False,
+                         transform="make_jaxpr")
 
     @functools.wraps(fun)
     def make(*args, **kwargs):
@@ -595,4 +701,5 @@ def eval_shape(fun: Callable, *args, **kwargs):
       ...                jax.ShapeDtypeStruct((3,), jnp.float32))
       ShapeDtypeStruct(shape=(2,), dtype=float32)
     """
-    return JitFunction(fun, None, None, None, None, None, False, False).eval_shape(*args, **kwargs)
+    return JitFunction(fun, None, None, None, None, None, False, False,
+                       transform="eval_shape").eval_shape(*args, **kwargs)

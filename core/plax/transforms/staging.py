@@ -2,7 +2,8 @@
 
 ``jit`` and ``make_jaxpr`` install it as the *dynamic* trace, so even operations
 on constants (``jnp.ones(3)``) are recorded; reverse mode installs it without
-that flag to collect only the tangent (linear) part of a JVP. Values from
+that flag to collect only the tangent (linear) part of a JVP (and, as the
+dynamic trace, to stage the JVP of a ``jit`` call's body). Values from
 outside the trace (arrays, or tracers of lower transforms) become constants:
 rank-0 ones are written inline as literals, the rest become constvars.
 """
@@ -15,7 +16,7 @@ import numpy as np
 from plax import dtypes
 from plax.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var
 from plax.core.shaped_array import ShapedArray
-from plax.core.trace import Trace, Tracer, get_aval, new_main
+from plax.core.trace import DebugInfo, Trace, Tracer, get_aval, new_main, staged_inputs
 
 
 class JaxprTracer(Tracer):
@@ -33,6 +34,13 @@ class JaxprTracer(Tracer):
     @property
     def aval(self):
         return self._aval
+
+    def _staged_inputs(self, in_tracers):
+        # The inputs of the jaxpr being built that this value was computed from: walk the
+        # recorded equations back from its variable (names the argument in conversion errors).
+        inputs = {t.var: i for i, t in enumerate(in_tracers)
+                  if isinstance(t, JaxprTracer) and t.builder is self.builder}
+        return staged_inputs(self.var, self.builder.eqns, inputs) or None
 
 
 class JaxprBuilder:
@@ -78,13 +86,18 @@ class JaxprBuilder:
 
 
 def _as_literal(val: Any, aval: ShapedArray) -> Literal | None:
-    """A Literal for a concrete rank-0 constant, or None (arrays and tracers stay constvars)."""
+    """A Literal for a rank-0 constant whose value is on the host, or None (arrays, tracers,
+    and scalars that only a device holds stay constvars: reading them would be a round
+    trip to the device)."""
     from plax.array import Array
     if aval.shape != () or aval.dtype == dtypes.float0:
         return None
     if isinstance(val, Array):
-        return Literal(val._host_value().reshape(()).copy()[()], aval)
-    if isinstance(val, (bool, int, float, complex, np.generic)):
+        host = val._host_if_local()
+        if host is None:
+            return None
+        return Literal(np.asarray(host, aval.dtype).reshape(()).copy()[()], aval)
+    if isinstance(val, (bool, int, float, complex, np.generic, np.ndarray)):
         return Literal(np.asarray(val, aval.dtype)[()], aval)
     return None
 
@@ -109,9 +122,11 @@ class JaxprTrace(Trace):
         return JaxprTracer(self, aval, Var(aval), self.main.payload)
 
     def pure(self, val: Any) -> JaxprTracer:
-        from plax.array import Array, from_host
-        if not isinstance(val, (Array, Tracer)):
-            val = from_host(val)
+        # Host values stay on the host: scalars become literals, arrays constants that a
+        # compiled function puts on its device once.
+        from plax.array import trace_constant
+        if not isinstance(val, Tracer):
+            val = trace_constant(val)
         return self.builder.add_const(self, val)
 
     lift = pure
@@ -211,6 +226,7 @@ def check_output(x: Any, where: str) -> None:
 
 
 def trace_to_jaxpr(fun: Callable, in_avals: Sequence[ShapedArray], where: str = "the function",
+                   debug: DebugInfo | None = None, trace_type: type = None,
                    ) -> tuple[ClosedJaxpr, Any]:
     """Traces ``fun(*flat_args) -> flat outputs`` on abstract inputs into a ClosedJaxpr.
 
@@ -218,13 +234,22 @@ def trace_to_jaxpr(fun: Callable, in_avals: Sequence[ShapedArray], where: str = 
       fun: takes one tracer per aval and returns a list/tuple of outputs.
       in_avals: the abstract values of the inputs.
       where: how to name the function in error messages.
+      debug: names the transform, the user's function and its arguments in conversion
+        errors (its ``in_tracers`` are set to the input tracers).
+      trace_type: the staging trace class (default :class:`JaxprTrace`; reverse mode stages
+        a call's JVP with :class:`LinearizeTrace`).
 
     Returns:
-      ``(closed_jaxpr, raw_outputs)``, the second being whatever ``fun`` returned.
+      ``(closed_jaxpr, raw_outputs)``, the second being whatever ``fun`` returned. Values
+      of enclosing transforms that ``fun`` closed over are constants of the result (see
+      :func:`convert_tracer_consts`).
     """
-    with new_main(JaxprTrace, dynamic=True, payload=JaxprBuilder()) as main:
-        trace = JaxprTrace(main)
+    trace_type = trace_type or JaxprTrace
+    with new_main(trace_type, dynamic=True, payload=JaxprBuilder(), debug=debug) as main:
+        trace = trace_type(main)
         in_tracers = [trace.new_arg(a) for a in in_avals]
+        if debug is not None:
+            debug.in_tracers = in_tracers
         outs = fun(*in_tracers)
         for o in outs:
             check_output(o, where)

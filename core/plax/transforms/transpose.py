@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from plax.core import registry
+from plax.core.interpret import literal_array
 from plax.core.jaxpr import Jaxpr, Literal
 from plax.core.shaped_array import ShapedArray
 from plax.transforms.jvp import Zero, add_tangents
@@ -54,7 +55,7 @@ def backward_pass(jaxpr: Jaxpr, consts: Sequence[Any], cts_out: Sequence[Any]) -
 
     def read_primal(v):
         if isinstance(v, Literal):
-            return v.as_array()
+            return literal_array(v)
         val = primal_env.get(v, _missing)
         return UndefinedPrimal(v.aval) if val is _missing else val
 

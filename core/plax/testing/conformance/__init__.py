@@ -1,2 +1,8 @@
-"""The primitive conformance suite: ``pytest tests/conformance --plax-backend=NAME`` is a
-backend's acceptance test (see harness.py for what each check does)."""
+"""The conformance kit: a backend's acceptance test, shipped with plax.
+
+    pytest --pyargs plax.testing.conformance --plax-backend=NAME
+
+runs every check on backend ``NAME`` (repeat the option for several; without it, every
+installed backend), on each of its devices. See README.md beside this file for what is
+checked, ``plugin.py`` for the options, and ``harness.py`` for the checks.
+"""

@@ -3,10 +3,14 @@
 A :class:`Spec` describes one primitive: the dtypes it accepts, how to build its
 operands and parameters (a list of :class:`Case` per dtype), a NumPy reference
 computed in float64/complex128 (or exact Python integers), and how it is
-differentiated. The test modules parametrise the checks below over the specs:
+differentiated. The test modules parametrise the checks below over the specs; each runs on
+every device of the backend under test (which the kit's conftest pins as the executor of eager
+work, see ``conftest.pinned_backend``):
 
-* :func:`check_values`: eager ``backend.execute`` and ``jit(..., backend=...)`` against the
-  reference, with the output dtype and shape equal to the primitive's abstract eval;
+* :func:`check_values`: ``backend.execute`` on the backend's own buffers, eager dispatch on
+  operands ``plax.device_put`` to the device, and ``jit(..., backend=...)``, each against the
+  reference, with the output dtype and shape equal to the primitive's abstract eval and the
+  results fetched back with ``plax.device_get``;
 * :func:`check_grads_of`: ``check_grads`` (order 2, fwd and rev) against finite differences,
   or a zero tangent for primitives declared non-differentiable;
 * :func:`check_vmap`: ``vmap`` over batch axes 0, 1 and -1 (some operands unbatched)
@@ -15,6 +19,8 @@ differentiated. The test modules parametrise the checks below over the specs:
 from __future__ import annotations
 
 import dataclasses
+import functools
+import json
 import math
 from typing import Any, Callable, Sequence
 
@@ -58,11 +64,27 @@ def is_inexact(d) -> bool:
     return dtypes.is_inexact(dt(d))
 
 
+# Set by the kit's conftest under --plax-conformance-quick: fewer random examples.
+QUICK = False
+
+
+def examples(n: int) -> int:
+    """How many random examples a hypothesis test draws: ``n``, or a few in quick mode."""
+    return max(4, n // 6) if QUICK else n
+
+
 # Relative (and, scaled by the reference's magnitude, absolute) tolerance per output dtype.
 TOL = {
     "float16": 4e-3, "bfloat16": 3e-2, "float32": 1e-5, "float64": 1e-11,
     "complex64": 1e-5, "complex128": 1e-11,
 }
+
+
+@functools.lru_cache(maxsize=None)
+def jax_answers() -> dict:
+    """Real JAX's recorded answers (``jax_answers.json``, written by ``record_jax_answers.py``)."""
+    from importlib import resources
+    return json.loads(resources.files(__package__).joinpath("jax_answers.json").read_text())
 
 
 # ------------------------------------------------------------------ random operands
@@ -313,42 +335,102 @@ def check_result(prim, case: Case, operands, outs, avals, how: str) -> None:
                     what=what)
 
 
-def to_arrays(operands) -> list:
-    """plax Arrays (not weakly typed) holding ``operands``."""
+def to_arrays(operands, device=None) -> list:
+    """plax Arrays (not weakly typed) holding ``operands``, uncommitted, on ``device`` (default:
+    the default device)."""
     from plax.array import from_host
-    return [from_host(np.asarray(a), dtype=np.asarray(a).dtype) for a in operands]
+    return [from_host(np.asarray(a), dtype=np.asarray(a).dtype, device=device) for a in operands]
+
+
+def devices_of(backend_name: str) -> list:
+    """Every device the backend reports (the registry's device objects, by id)."""
+    devices = plax.devices(backend=backend_name)
+    assert devices, f"backend {backend_name!r} reports no devices"
+    return devices
+
+
+def put_committed(operands, device) -> list:
+    """``plax.device_put`` of each operand to ``device`` (a transfer from the host), checked:
+    committed to that device, with the operand's shape and (canonical: 32-bit unless x64)
+    dtype."""
+    arrays = [plax.device_put(np.asarray(a), device) for a in operands]
+    for a, x in zip(arrays, operands):
+        x = np.asarray(x)
+        assert a.devices() == {device}, f"device_put to {device!r} gave an array on {a.devices()}"
+        assert (a.shape, a.dtype) == (x.shape, dtypes.canonicalize_dtype(x.dtype)), (
+            f"device_put of {x.dtype}{list(x.shape)} gave {a.dtype}{list(a.shape)}")
+    return arrays
+
+
+def fetch(arrays, device, what: str) -> list:
+    """The host values of ``arrays`` (``plax.device_get``, a transfer to the host), after
+    checking that each was computed on ``device``."""
+    for a in arrays:
+        assert isinstance(a, plax.Array), f"{what}: returned {type(a).__name__}, not an Array"
+        assert a.devices() == {device}, f"{what}: result on {a.devices()}, operands on {device!r}"
+    return [np.asarray(h) for h in plax.device_get(list(arrays))]
+
+
+def on_each_device(backend_name: str, check: Callable[[], None]) -> None:
+    """Runs ``check()`` once per device of the backend, with that device as the default device
+    (so the operands it builds, and the eager work on them, live there)."""
+    devices = devices_of(backend_name)
+    for device in devices:
+        with plax.default_device(device):
+            try:
+                check()
+            except AssertionError as err:
+                if len(devices) == 1:
+                    raise
+                raise AssertionError(f"on {device!r}: {err}") from None
 
 
 def check_values(spec: Spec, dtype: str, backend, backend_name: str) -> None:
-    """Every case of ``spec`` for ``dtype``, eagerly through ``backend.execute`` and through
-    ``jit(..., backend=backend_name)``, against the reference and the abstract eval."""
+    """Every case of ``spec`` for ``dtype``, on every device of the backend, against the
+    reference and the abstract eval, three ways: straight through ``backend.execute`` on
+    buffers from ``backend.put``; by eager dispatch on operands ``plax.device_put`` to the
+    device (results fetched with ``plax.device_get``); and through ``jit(...,
+    backend=backend_name)`` on those operands."""
     prim = spec.prim
-    device = backend.devices()[0]
     cases = spec.cases(dt(dtype))
     assert cases, f"{prim.name}: no cases for {dtype}"
-    for case in cases:
-        operands = case.operands()
-        avals = expected_avals(prim, operands, case.params)
-        # eager, straight through the backend
-        bufs = [backend.put(np.asarray(a), device) for a in operands]
-        out = backend.execute(prim, *bufs, **case.params)
-        outs = [backend.to_host(b) for b in _out_list(prim, out)]
-        check_result(prim, case, operands, outs, avals, "eager")
-        # jit through the backend
-        jitted = plax.jit(bind(prim, case.params), backend=backend_name)
-        out = jitted(*to_arrays(operands))
-        arrays = _out_list(prim, out)
-        raw = [a._device.backend.to_host(a._buf) for a in arrays]
-        check_result(prim, case, operands, raw, avals, "jit")
-        for a, aval in zip(arrays, avals):
-            assert (a.shape, a.dtype) == (aval.shape, aval.dtype), (
-                f"{prim.name} jit [{case.label}]: Array {a.aval} != abstract eval {aval}")
+    for device in devices_of(backend_name):
+        on = f" on {device!r}"
+        for case in cases:
+            operands = case.operands()
+            avals = expected_avals(prim, operands, case.params)
+            # eager, straight through the backend
+            bufs = [backend.put(np.asarray(a), device) for a in operands]
+            out = backend.execute(prim, *bufs, **case.params)
+            outs = [np.asarray(backend.to_host(b)) for b in _out_list(prim, out)]
+            check_result(prim, case, operands, outs, avals, "backend.execute" + on)
+            # eager dispatch, operands transferred to the device and results back (the device
+            # is also the default device, where primitives without operands run)
+            f = bind(prim, case.params)
+            arrays = put_committed(operands, device)
+            with plax.default_device(device):
+                out = _out_list(prim, f(*arrays))
+            outs = fetch(out, device, f"{prim.name} eager{on}")
+            check_result(prim, case, operands, outs, avals, "eager" + on)
+            # jit through the backend
+            with plax.default_device(device):
+                out = _out_list(prim, plax.jit(f, backend=backend_name)(*arrays))
+            for a, aval in zip(out, avals):
+                assert (a.shape, a.dtype) == (aval.shape, aval.dtype), (
+                    f"{prim.name} jit{on} [{case.label}]: Array {a.aval} != abstract eval {aval}")
+            outs = fetch(out, device, f"{prim.name} jit{on}")
+            check_result(prim, case, operands, outs, avals, "jit" + on)
 
 
 # ------------------------------------------------------------------ gradients
 
-def check_grads_of(spec: Spec) -> None:
-    """``check_grads`` of every grad case of ``spec`` (order 2, forward and reverse)."""
+def check_grads_of(spec: Spec, backend_name: str) -> None:
+    """``check_grads`` of every grad case of ``spec`` (order 2, forward and reverse), on every
+    device of the backend."""
+    on_each_device(backend_name, lambda: _check_grads_here(spec))
+
+
+def _check_grads_here(spec: Spec) -> None:
     from plax.test_util import check_grads
     cases = spec.grads()
     assert cases, f"{spec.name}: differentiable but no grad cases"
@@ -369,9 +451,13 @@ def tangent_for(rng, x):
     return np.zeros(x.shape, dtypes.float0)
 
 
-def check_zero_tangent(spec: Spec) -> None:
+def check_zero_tangent(spec: Spec, backend_name: str) -> None:
     """A non-differentiable primitive's JVP is zero: float zeros for inexact outputs, float0
-    zeros for integer and boolean outputs, whatever the input tangents."""
+    zeros for integer and boolean outputs, whatever the input tangents (on every device)."""
+    on_each_device(backend_name, lambda: _check_zero_tangent_here(spec))
+
+
+def _check_zero_tangent_here(spec: Spec) -> None:
     prim = spec.prim
     rng = np.random.default_rng(0)
     for case in spec.cases(dt(spec.vmap_dtype)):
@@ -438,7 +524,12 @@ def loop_reference(f, examples) -> list:
 
 
 def check_vmap(spec: Spec, backend_name: str, *, with_jit: bool = True) -> None:
-    """``vmap`` of every case of the vmap dtype over every in_axes configuration, against a loop."""
+    """``vmap`` of every case of the vmap dtype over every in_axes configuration, against a
+    loop, eagerly and under ``jit(..., backend=backend_name)``, on every device."""
+    on_each_device(backend_name, lambda: _check_vmap_here(spec, backend_name, with_jit))
+
+
+def _check_vmap_here(spec: Spec, backend_name: str, with_jit: bool) -> None:
     prim = spec.prim
     for case in spec.cases(dt(spec.vmap_dtype)):
         if not case.vmap:
@@ -477,7 +568,12 @@ def _real_inner(a, b) -> float:
     return float(np.sum(a.astype(np.complex128) * np.conj(b.astype(np.complex128))).real)
 
 
-def check_linearization(spec: Spec, dtype: str = "float32") -> None:
+def check_linearization(spec: Spec, dtype: str, backend_name: str) -> None:
+    """:func:`_check_linearization_here` on every device of the backend."""
+    on_each_device(backend_name, lambda: _check_linearization_here(spec, dtype))
+
+
+def _check_linearization_here(spec: Spec, dtype: str = "float32") -> None:
     """For every case of ``spec`` (every shape and parameter set, 0-d and empty included), the
     JVP and the VJP are transposes of each other: ``Re sum(jvp(t) * conj(ct)) ==
     Re sum(t * vjp(conj(ct)))`` (JAX's convention), with tangent and cotangent shapes and

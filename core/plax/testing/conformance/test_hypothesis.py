@@ -14,11 +14,11 @@ from plax import lax
 from plax.lax import GatherDimensionNumbers as GDN
 from plax.lax import GatherScatterMode as Mode
 
-from .harness import Case, Spec, check_values, rand
+from .harness import Case, Spec, check_values, examples, rand
 from .spec_indexing import gather_ref
 from .spec_shape import pad_ref
 
-SETTINGS = settings(max_examples=25, deadline=None, derandomize=True,
+SETTINGS = settings(max_examples=examples(25), deadline=None, derandomize=True, database=None,
                     suppress_health_check=[HealthCheck.function_scoped_fixture,
                                            HealthCheck.too_slow])
 

@@ -15,15 +15,15 @@ def test_values(spec, dtype, backend, backend_name):
 
 
 @pytest.mark.parametrize("spec", spec_params(ALL_SPECS, "grad"))
-def test_grads(spec, eager_backend):
-    check_grads_of(spec)
+def test_grads(spec, backend_name):
+    check_grads_of(spec, backend_name)
 
 
 @pytest.mark.parametrize("spec,dtype", linearization_params(ALL_SPECS))
-def test_jvp_vjp_consistent(spec, dtype, eager_backend):
-    check_linearization(spec, dtype)
+def test_jvp_vjp_consistent(spec, dtype, backend_name):
+    check_linearization(spec, dtype, backend_name)
 
 
 @pytest.mark.parametrize("spec", spec_params(ALL_SPECS, "vmap"))
-def test_vmap(spec, eager_backend):
-    check_vmap(spec, eager_backend)
+def test_vmap(spec, backend_name):
+    check_vmap(spec, backend_name)

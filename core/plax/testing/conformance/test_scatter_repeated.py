@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 
-def test_scatter_jvp_with_repeated_indices(eager_backend):
+def test_scatter_jvp_with_repeated_indices(backend_name):
     """With repeated indices one update wins each position (which one is the backend's choice);
     the JVP must carry the tangent of the update whose value landed there, and the operand's
     tangent where nothing was written."""

@@ -1,7 +1,7 @@
 """The toy backend: boxed NumPy buffers on a "toy" device, computed by the reference kernels.
 
 It is the worked example of docs/plugin_guide.md: a backend built only on plax's public
-API (``plax.backend``, ``plax.devices``, ``plax.lowering`` and ``plax_numpy.impls()``).
+API (``plax.backend``, ``plax.device``, ``plax.lowering`` and ``plax_numpy.impls()``).
 
 The environment (read when the plugin's hook runs) configures it, so plax's own tests can
 check that they pass whatever backend a user has installed:
@@ -22,7 +22,7 @@ import numpy as np
 
 import plax_numpy
 from plax.backend import Backend, UnsupportedPrimitiveError
-from plax.devices import Device, cpu_devices
+from plax.device import Device, cpu_devices
 from plax.lowering import Emitter, lower
 
 

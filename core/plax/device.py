@@ -6,6 +6,11 @@ backend's name), by the environment (``PLAX_BACKEND``, ``PLAX_PLATFORMS``), or b
 priority. The default platform is an accelerator platform when one is present, else the
 CPU; ``PLAX_BACKEND=name`` makes that backend's platform the default and its first device
 the default device. ``PLAX_NUM_CPU_DEVICES=N`` gives N CPU devices (for pmap).
+
+Arrays move between devices, and between backends of one device, through the backend
+protocol in both directions (:func:`move_buffer`): no copy where the buffer can be used as
+it is, a backend's own device-to-device ``transfer`` where it has one, else through the
+host. ``device_put(x, sharding)`` splits arrays over several devices (:mod:`plax.sharding`).
 """
 from __future__ import annotations
 
@@ -254,9 +259,12 @@ def resolve_device(device: Any, caller: str = "") -> Device:
         except RuntimeError as err:
             raise ValueError(f"{got} device={device!r}, which names no available device: "
                              f"{err}") from None
-    sharding_device = getattr(device, "_device", None)  # a SingleDeviceSharding-like object
-    if isinstance(sharding_device, Device):
-        return sharding_device
+    from plax.sharding import Sharding
+    if isinstance(device, Sharding) and device.num_devices == 1:
+        return device._device_assignment[0]
+    if isinstance(device, Sharding):
+        raise ValueError(f"{got} a sharding over {device.num_devices} devices ({device!r}) where "
+                         "one device is expected.")
     raise ValueError(f"{got} device={device!r} of type {type(device).__name__}; expected "
                      "None, a plax Device, a sharding with one device, or a platform or backend "
                      "name. plax.devices() lists the devices.")
@@ -264,14 +272,49 @@ def resolve_device(device: Any, caller: str = "") -> Device:
 
 # ------------------------------------------------------------------ transfers
 
-def move_buffer(buf: Any, src: Device, dst: Device) -> Any:
-    """The buffer of ``buf`` (on ``src``) as a buffer on ``dst``; no copy within the host."""
-    if src == dst or (src.platform == dst.platform == "cpu"):
+def _on_host(backend) -> bool:
+    # The protocol's rule: CPU backends keep their buffers in host memory as NumPy arrays,
+    # which every CPU device and every CPU backend can use as they are.
+    return backend.platform == "cpu"
+
+
+def move_buffer(buf: Any, src: Device, dst: Device, *, src_backend=None, dst_backend=None) -> Any:
+    """``buf`` (on ``src``, owned by ``src_backend``) as a buffer of ``dst_backend`` on ``dst``.
+
+    In order: the same device and a buffer the destination backend can use (its own, or one
+    of its kind: ``dst_backend.owns_buffer``) is returned as is; between CPU backends and
+    devices (host memory) nothing is copied; a backend that owns buffers of this kind may
+    copy device to device (:meth:`plax.backend.Backend.transfer`); otherwise the data goes
+    through the host: ``src_backend.to_host`` then ``dst_backend.put``.
+
+    Args:
+      buf: the buffer.
+      src, dst: the devices it is on and must go to.
+      src_backend: the backend that made ``buf`` (default: ``src``'s default backend).
+      dst_backend: the backend that will use the result (default: ``dst``'s).
+
+    Example:
+      >>> cpu = plax.devices("cpu")[0]
+      >>> move_buffer(np.ones(2), cpu, cpu)
+      array([1., 1.])
+    """
+    if src_backend is None:
+        src_backend = src.backend
+    if dst_backend is None:
+        dst_backend = dst.backend
+    # (getattr: a backend need not subclass Backend, and these two methods are optional)
+    owns = getattr(dst_backend, "owns_buffer", None)
+    mine = src_backend is dst_backend or (owns is not None and owns(buf))
+    if mine and src == dst:
         return buf
-    if src.platform == dst.platform and dst.backend.owns_buffer(buf):
-        return dst.backend.put(np.asarray(src.backend.to_host(buf)), dst)
-    host = src.backend.to_host(buf)
-    return dst.backend.put(np.asarray(host), dst)
+    if _on_host(src_backend) and _on_host(dst_backend):
+        return buf
+    transfer = getattr(dst_backend, "transfer", None) if mine else None
+    if transfer is not None:
+        moved = transfer(buf, src, dst)
+        if moved is not None:
+            return moved
+    return dst_backend.put(np.asarray(src_backend.to_host(buf)), dst)
 
 
 def device_put(x: Any, device: Any = None, *, may_alias: bool | None = None, donate: bool = False):
@@ -280,10 +323,12 @@ def device_put(x: Any, device: Any = None, *, may_alias: bool | None = None, don
     Args:
       x: an array, NumPy array, scalar, or a pytree of them.
       device: a Device, a platform or backend name (its first device; JAX itself takes only
-        devices and shardings), or None. With a device, every leaf is placed on it
-        and *committed* to it (operations keep their result there, and mixing arrays committed
-        to different devices is an error). With None, Arrays stay where they are and other
-        leaves go to the default device, uncommitted.
+        devices and shardings), a :class:`plax.sharding.Sharding`, or None. With a device,
+        every leaf is placed on it and *committed* to it (operations keep their result
+        there, and mixing arrays committed to different devices is an error). With a
+        sharding of several devices, every leaf is split as it says, one buffer per device.
+        With None, Arrays stay where they are and other leaves go to the default device,
+        uncommitted.
 
     Returns:
       The same structure with every leaf a :class:`plax.Array` on the device.
@@ -298,23 +343,46 @@ def device_put(x: Any, device: Any = None, *, may_alias: bool | None = None, don
       {CpuDevice(id=0)}
     """
     from plax import tree_util
+    from plax.sharding import Sharding
+    if isinstance(device, Sharding) and device.num_devices > 1:
+        return tree_util.tree_map(lambda leaf: _shard_leaf(leaf, device), x)
     committed = device is not None
     dev = resolve_device(device, "plax.device_put")
     return tree_util.tree_map(lambda leaf: _put_leaf(leaf, dev, committed), x)
 
 
 def _put_leaf(leaf: Any, device: Device, committed: bool):
-    from plax.array import Array, from_host
+    from plax.array import Array, _PendingArray, _place, from_host
     from plax.core.trace import Tracer
     if isinstance(leaf, Array):
-        if not committed or leaf._device == device:
-            if committed and not leaf._committed:
-                return Array._new(leaf._buf, leaf.aval, device, True)
+        if not committed:
             return leaf
-        return Array._new(move_buffer(leaf._buf, leaf._device, device), leaf.aval, device, committed)
+        if type(leaf) is Array and leaf._device == device:
+            return leaf if leaf._committed else Array._new(leaf._buf, leaf.aval, device, True)
+        if type(leaf) is _PendingArray:
+            host = leaf._pending_host()
+            if host is not None and type(host) is np.ndarray:  # still on the host: place it
+                return _place(host, leaf.aval, device, True)
+        return Array._new(leaf._buffer_on(device), leaf.aval, device, True)
     if isinstance(leaf, Tracer):
         return leaf
     return from_host(leaf, device=device, committed=committed)
+
+
+def _shard_leaf(leaf: Any, sharding):
+    """``leaf`` split over the devices of ``sharding`` (its parts copied from the host)."""
+    from plax.array import Array, _host_numpy, make_array_from_callback
+    from plax.core.trace import Tracer
+    if isinstance(leaf, Tracer):
+        return leaf
+    if isinstance(leaf, Array):
+        if leaf.sharding == sharding:
+            return leaf
+        host = leaf._host_value()
+    else:
+        host, _ = _host_numpy(leaf, None)
+    return make_array_from_callback(host.shape, sharding, lambda index: host[index],
+                                    dtype=host.dtype)
 
 
 def device_get(x: Any):

@@ -1,0 +1,82 @@
+"""Type checking jaxprs: ``check_jaxpr``."""
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+
+from plax.core.jaxpr import ClosedJaxpr, DropVar, Jaxpr, Literal
+from plax.core.pretty_print import _Namer, _pp_literal, _sub_jaxprs, pp_eqn
+
+
+class JaxprTypeError(TypeError):
+    """A jaxpr is not well typed."""
+
+
+def _avals_text(avals) -> str:
+    return ", ".join(a.str_short() + (" (weak)" if a.weak_type else "") for a in avals)
+
+
+def check_jaxpr(jaxpr: Jaxpr | ClosedJaxpr) -> None:
+    """Type-checks ``jaxpr``: every variable defined once before use, every equation's
+    operand count and output types (shape, dtype, weak type) equal to what its primitive's
+    abstract evaluation gives, literals consistent with their types, and every sub-jaxpr
+    in the parameters (the body of a custom_jvp/custom_vjp call, ...) checked in turn.
+
+    Raises:
+      JaxprTypeError: naming the offending equation.
+
+    Example:
+      >>> check_jaxpr(jax.make_jaxpr(jnp.sin)(1.0))  # returns None when well typed
+    """
+    if isinstance(jaxpr, ClosedJaxpr):
+        if len(jaxpr.consts) != len(jaxpr.jaxpr.constvars):
+            raise JaxprTypeError(f"ClosedJaxpr has {len(jaxpr.consts)} constants for "
+                                 f"{len(jaxpr.jaxpr.constvars)} constvars")
+        jaxpr = jaxpr.jaxpr
+    defined: set = set()
+    namer = _Namer()
+
+    def use(v, where):
+        if isinstance(v, Literal):
+            if np.shape(v.val) != v.aval.shape or np.asarray(v.val).dtype != v.aval.dtype:
+                raise JaxprTypeError(f"Literal {_pp_literal(v)} in {where} holds a value of "
+                                     f"type {np.asarray(v.val).dtype}{list(np.shape(v.val))}")
+            return
+        if v not in defined:
+            raise JaxprTypeError(f"Variable {namer(v)}:{v.aval.str_short()} is used before it "
+                                 f"is defined, in {where}")
+
+    def bind(v, where):
+        if isinstance(v, DropVar):
+            return
+        if v in defined:
+            raise JaxprTypeError(f"Variable {namer(v)} is defined twice (at {where})")
+        defined.add(v)
+
+    for v in itertools.chain(jaxpr.constvars, jaxpr.invars):
+        bind(v, "the binders")
+    for eqn in jaxpr.eqns:
+        where = f"equation `{pp_eqn(eqn, namer)}`"
+        for v in eqn.invars:
+            use(v, where)
+        try:
+            out = eqn.primitive.abstract_eval(*[v.aval for v in eqn.invars], **eqn.params)
+        except (TypeError, ValueError) as err:
+            raise JaxprTypeError(f"{where}: the primitive rejects its operands: {err}") from None
+        for sub in _sub_jaxprs(eqn.params):
+            try:
+                check_jaxpr(sub)
+            except JaxprTypeError as err:
+                raise JaxprTypeError(f"in a sub-jaxpr of {where}: {err}") from None
+        out = list(out) if eqn.primitive.multiple_results else [out]
+        got = [v.aval for v in eqn.outvars]
+        if len(out) != len(got) or any(
+                (a.shape, a.dtype, a.weak_type) != (b.shape, b.dtype, b.weak_type)
+                for a, b in zip(out, got)):
+            raise JaxprTypeError(f"{where}: the primitive produces {_avals_text(out)} but the "
+                                 f"binders say {_avals_text(got)}")
+        for v in eqn.outvars:
+            bind(v, where)
+    for v in jaxpr.outvars:
+        use(v, "the outputs")

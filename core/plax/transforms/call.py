@@ -1,0 +1,384 @@
+"""The ``jit`` call primitive: one equation that holds a whole jitted function.
+
+Under a transform (``grad``, ``vmap``, ``jvp``, ``make_jaxpr``, an outer ``jit``) a jitted
+function binds ``jit_p`` once, with its traced body as the ``jaxpr`` parameter (a
+ClosedJaxpr whose constants are concrete) and its ``name``. Each rule transforms the body
+and binds ``jit_p`` again, so the structure survives every transform and a backend compiles
+each body once:
+
+* eager (``impl``): the body is compiled by the device's backend, cached per body and
+  device, and run on the buffers;
+* ``jvp``: the JVP of the body is one call; in reverse mode (tangents staged by
+  :class:`~plax.transforms.staging.LinearizeTrace`) the JVP body is split into a *known*
+  call (primal outputs and residuals) and an *unknown* call (residuals and tangents in,
+  tangents out, linear in the tangents), so the linear part can be transposed;
+* ``transpose``: the transposed body is one call;
+* ``batch``: the batched body is one call, batch axes kept where they are.
+
+Derived bodies are cached weakly on the body they come from, so repeated calls under a
+transform retrace nothing and recompile nothing. When a derived body cannot be made a
+self-contained jaxpr (a custom rule closing over a tracer of an enclosing transform), the
+rule falls back to evaluating the body inline under the transform.
+"""
+from __future__ import annotations
+
+import weakref
+from typing import Any, Callable, Sequence
+
+from plax import dtypes
+from plax.array import Array, from_host
+from plax.core import registry
+from plax.core.interpret import jaxpr_as_fun
+from plax.core.jaxpr import ClosedJaxpr, Jaxpr
+from plax.core.passes import prepare_for_backend, split_known
+from plax.core.primitive import Primitive
+from plax.core.shaped_array import ShapedArray
+from plax.core.trace import Tracer, eager_region, get_aval, new_main
+from plax.transforms.jvp import Zero, jvp_flat, tangent_aval
+from plax.transforms.staging import JaxprTrace, LinearizeTrace, is_linearize_tracer, trace_to_jaxpr
+
+
+class CallPrimitive(Primitive):
+    """A primitive whose equation calls a sub-jaxpr held in ``params[call_param]``.
+
+    The printer lays such an equation out as JAX lays out ``jit`` (``name`` first, the
+    body's binders named after the operands), and the backend passes keep it (see
+    :mod:`plax.core.passes`).
+    """
+
+    __slots__ = ()
+    call_param = "jaxpr"
+
+
+jit_p = CallPrimitive("jit", multiple_results=True)
+
+
+@jit_p.def_abstract_eval
+def _jit_abstract_eval(*avals, jaxpr: ClosedJaxpr, name: str):
+    # The operands must fit the body (check_jaxpr relies on this to type-check calls); weak
+    # types may differ, as they do between a value and the argument it is passed to.
+    want = jaxpr.in_avals
+    if len(avals) != len(want) or any((a.shape, a.dtype) != (w.shape, w.dtype)
+                                      for a, w in zip(avals, want)):
+        raise TypeError(f"jit call {name!r} takes operands of types "
+                        f"{[w.str_short() for w in want]}, got {[a.str_short() for a in avals]}")
+    return list(jaxpr.out_avals)
+
+
+# ------------------------------------------------------------------ compiling
+
+class Executable:
+    """A body compiled for one device: the executable, its constant buffers, output types."""
+
+    __slots__ = ("executable", "const_bufs", "out_avals")
+
+    def __init__(self, executable, const_bufs, out_avals):
+        self.executable = executable
+        self.const_bufs = const_bufs
+        self.out_avals = out_avals
+
+
+def compile_closed(closed: ClosedJaxpr, backend, device) -> Executable:
+    """Compiles ``closed`` with ``backend`` for ``device`` (outside every transform)."""
+    jaxpr, consts = prepare_for_backend(closed)
+    with eager_region():
+        executable = backend.compile(jaxpr, device)
+        const_bufs = [to_buffer(c, device) for c in consts]
+    return Executable(executable, const_bufs, list(closed.out_avals))
+
+
+def to_buffer(x, device):
+    """The buffer of ``x`` (an Array, a host value) on ``device``, moved or uploaded."""
+    if isinstance(x, Array):
+        return x._buffer_on(device)
+    if isinstance(x, Tracer):
+        raise TypeError(f"Unexpected tracer {x} as a jit argument outside its transform")
+    return from_host(x, device=device)._buf
+
+
+# body -> {(device, backend): Executable}; weak, so a body nobody holds frees its executables
+_executables: "weakref.WeakKeyDictionary[ClosedJaxpr, dict]" = weakref.WeakKeyDictionary()
+
+
+def _placement(args) -> tuple[Any, bool]:
+    """Where a call on ``args`` runs: the committed arguments' device, else the first
+    array's, else the default device; and whether the results are committed."""
+    device, committed = None, False
+    for a in args:
+        if type(a) is not Array:
+            continue
+        if a._committed:
+            if committed and a._device != device:
+                raise ValueError(f"Received incompatible devices for jitted computation: "
+                                 f"{device!r} and {a._device!r}. Move arguments with "
+                                 "plax.device_put first.")
+            device, committed = a._device, True
+        elif device is None:
+            device = a._device
+    if device is None:
+        from plax.device import default_device
+        device = default_device()
+    return device, committed
+
+
+def _jit_impl(*args, jaxpr: ClosedJaxpr, name: str):
+    # A call evaluated eagerly (an outer jaxpr run by eval_jaxpr, the known half of a
+    # linearized call, a transposed call in a backward pass): compile the body once per
+    # device and run it on raw buffers.
+    device, committed = _placement(args)
+    per_device = _executables.get(jaxpr)
+    if per_device is None:
+        per_device = _executables.setdefault(jaxpr, {})
+    backend = device.backend  # the platform's default: it may change when plugins do
+    entry = per_device.get((device, backend))
+    if entry is None:
+        entry = per_device[device, backend] = compile_closed(jaxpr, backend, device)
+    bufs = [a._buf if type(a) is Array and a._device is device else to_buffer(a, device)
+            for a in args]
+    outs = entry.executable(*entry.const_bufs, *bufs)
+    new = Array._new
+    return [new(b, a, device, committed) for b, a in zip(outs, entry.out_avals)]
+
+
+registry.register_rule("impl", jit_p)(_jit_impl)
+
+
+# ------------------------------------------------------------------ derived bodies
+
+# body -> {key: derived}; weak so that the derived bodies live as long as their source
+_derived: "weakref.WeakKeyDictionary[ClosedJaxpr, dict]" = weakref.WeakKeyDictionary()
+_NOT_STAGED = object()  # a cached "could not be staged" (the rule then evaluates inline)
+
+
+def _memo(closed: ClosedJaxpr, key: tuple, make: Callable[[], Any]):
+    table = _derived.get(closed)
+    if table is None:
+        table = _derived.setdefault(closed, {})
+    try:
+        hit = table[key]
+    except KeyError:
+        hit = table[key] = make()
+    except TypeError:  # an unhashable key part (an exotic axis name): no caching
+        return make()
+    return None if hit is _NOT_STAGED else hit
+
+
+def _stage(fun: Callable, in_avals: Sequence[ShapedArray], trace_type=JaxprTrace):
+    """``fun`` traced to a ClosedJaxpr, or ``_NOT_STAGED`` if it closed over a tracer of an
+    enclosing transform (such a body is only valid inside that transform)."""
+    closed, _ = trace_to_jaxpr(fun, in_avals, trace_type=trace_type)
+    if any(isinstance(c, Tracer) for c in closed.consts):
+        return _NOT_STAGED
+    return closed
+
+
+def _is_zero_tangent(t) -> bool:
+    if type(t) is Zero:
+        return True
+    return get_aval(t).dtype == dtypes.float0
+
+
+def jvp_jaxpr(closed: ClosedJaxpr, nonzeros: tuple, t_avals: tuple, linear: bool):
+    """The JVP of ``closed`` as a ClosedJaxpr, with which output tangents are nonzero.
+
+    The result takes the primals, then the tangents of the inputs marked in ``nonzeros``
+    (of types ``t_avals``), and returns the primal outputs, then the nonzero output
+    tangents. ``linear`` stages the tangents as reverse mode does (a custom_vjp function
+    then records its ``custom_lin`` instead of refusing forward mode). Cached; None when
+    the JVP cannot be staged on its own.
+    """
+    def make():
+        in_avals = closed.in_avals
+        n = len(in_avals)
+        out_nz: list = []
+
+        def fun(*args):
+            it = iter(args[n:])
+            tangents = [next(it) if nz else Zero(tangent_aval(a))
+                        for a, nz in zip(in_avals, nonzeros)]
+            outs_p, outs_t = jvp_flat(jaxpr_as_fun(closed), list(args[:n]), tangents)
+            out_nz[:] = [not _is_zero_tangent(t) for t in outs_t]
+            return list(outs_p) + [t for t, nz in zip(outs_t, out_nz) if nz]
+
+        staged = _stage(fun, list(in_avals) + list(t_avals),
+                        LinearizeTrace if linear else JaxprTrace)
+        return _NOT_STAGED if staged is _NOT_STAGED else (staged, tuple(out_nz))
+
+    return _memo(closed, ("jvp", nonzeros, t_avals, linear), make)
+
+
+def _jvp_inline(closed, primals, tangents):
+    """The JVP of the body evaluated inline under the caller's transforms (the fallback)."""
+    return jvp_flat(jaxpr_as_fun(closed), list(primals), list(tangents))
+
+
+def _jit_jvp(primals, tangents, *, jaxpr: ClosedJaxpr, name: str):
+    # float0 tangents (of integer inputs) are zeros, whether symbolic or not
+    nonzeros = tuple(not _is_zero_tangent(t) for t in tangents)
+    nz_tangents = [t for t, nz in zip(tangents, nonzeros) if nz]
+    t_avals = tuple(get_aval(t) for t in nz_tangents)
+    if any(is_linearize_tracer(t) for t in nz_tangents):
+        return _jit_linearize(primals, nz_tangents, nonzeros, t_avals, jaxpr, name)
+    made = jvp_jaxpr(jaxpr, nonzeros, t_avals, linear=False)
+    if made is None:
+        return _jvp_inline(jaxpr, primals, tangents)
+    jvp_closed, out_nz = made
+    outs = jit_p.bind(*primals, *nz_tangents, jaxpr=jvp_closed, name=name)
+    n = len(jaxpr.out_avals)
+    return outs[:n], _with_zeros(outs[n:], out_nz, jaxpr.out_avals)
+
+
+def _with_zeros(nz_values, nonzeros, primal_avals) -> list:
+    it = iter(nz_values)
+    return [next(it) if nz else Zero(tangent_aval(a)) for nz, a in zip(nonzeros, primal_avals)]
+
+
+def _jit_linearize(primals, nz_tangents, nonzeros, t_avals, closed, name):
+    """Reverse mode: a known call computes the primal outputs and the residuals now (or in
+    whatever trace lies below); an unknown call, linear in the tangents, is staged into the
+    linearize trace for transposition."""
+    def make():
+        made = jvp_jaxpr(closed, nonzeros, t_avals, linear=True)
+        if made is None:
+            return _NOT_STAGED
+        jvp_closed, out_nz = made
+        split = split_known(jvp_closed, len(closed.in_avals), len(closed.out_avals))
+        return _NOT_STAGED if split is None else (split, out_nz)
+
+    made = _memo(closed, ("linearize", nonzeros, t_avals), make)
+    if made is None:
+        tangents = _with_zeros(nz_tangents, nonzeros, closed.in_avals)
+        return _jvp_inline(closed, primals, tangents)
+    split, out_nz = made
+    known_outs = jit_p.bind(*primals, jaxpr=split.known, name=name)
+    primal_outs = [primals[i] if where == "in" else known_outs[i]
+                   for where, i in split.primal_outs]
+    residuals = []
+    for where, i in split.residuals:
+        if where == "const":  # a constant of the body, passed by value
+            residuals.append(i)
+        elif where == "in":
+            residuals.append(primals[i])
+        elif where == "primal_out":
+            residuals.append(primal_outs[i])
+        else:
+            residuals.append(known_outs[i])
+    tangent_outs = (jit_p.bind(*residuals, *nz_tangents, jaxpr=split.unknown, name=name)
+                    if split.unknown.jaxpr.outvars else [])
+    return primal_outs, _with_zeros(tangent_outs, out_nz, closed.out_avals)
+
+
+registry.register_rule("jvp", jit_p)(_jit_jvp)
+
+
+# ------------------------------------------------------------------ transpose
+
+def transpose_jaxpr(closed: ClosedJaxpr, undefined: tuple, ct_avals: tuple):
+    """The transpose of ``closed``, linear in its inputs marked ``undefined``.
+
+    The result takes the other inputs (residuals), then the nonzero output cotangents (of
+    types ``ct_avals``, None for a zero one) and returns the nonzero input cotangents of
+    the linear inputs; also returned is which of those are nonzero. Cached.
+    """
+    def make():
+        from plax.transforms.transpose import backward_pass
+        j = closed.jaxpr
+        known = [v for v, u in zip(j.invars, undefined) if not u]
+        linear = [v for v, u in zip(j.invars, undefined) if u]
+        as_linear = Jaxpr(list(j.constvars) + known, linear, j.outvars, j.eqns)
+        out_nz: list = []
+        n_known = len(known)
+
+        def fun(*args):
+            it = iter(args[n_known:])
+            cts = [Zero(tangent_aval(v.aval)) if a is None else next(it)
+                   for v, a in zip(j.outvars, ct_avals)]
+            cts_in = backward_pass(as_linear, list(closed.consts) + list(args[:n_known]), cts)
+            out_nz[:] = [not _is_zero_tangent(c) for c in cts_in]
+            return [c for c, nz in zip(cts_in, out_nz) if nz]
+
+        in_avals = [v.aval for v in known] + [a for a in ct_avals if a is not None]
+        staged = _stage(fun, in_avals)
+        return _NOT_STAGED if staged is _NOT_STAGED else (staged, tuple(out_nz))
+
+    return _memo(closed, ("transpose", undefined, ct_avals), make)
+
+
+def _jit_transpose(cts, *args, jaxpr: ClosedJaxpr, name: str):
+    from plax.transforms.transpose import backward_pass, is_undefined_primal
+    undefined = tuple(is_undefined_primal(x) for x in args)
+    ct_avals = tuple(None if _is_zero_tangent(c) else get_aval(c) for c in cts)
+    made = transpose_jaxpr(jaxpr, undefined, ct_avals)
+    if made is None:  # transpose inline
+        j = jaxpr.jaxpr
+        known = [v for v, u in zip(j.invars, undefined) if not u]
+        as_linear = Jaxpr(list(j.constvars) + known,
+                          [v for v, u in zip(j.invars, undefined) if u], j.outvars, j.eqns)
+        cts_in = iter(backward_pass(as_linear, list(jaxpr.consts) +
+                                    [x for x, u in zip(args, undefined) if not u], list(cts)))
+        return [next(cts_in) if u else None for u in undefined]
+    t_closed, out_nz = made
+    operands = [x for x, u in zip(args, undefined) if not u]
+    operands += [c for c, a in zip(cts, ct_avals) if a is not None]
+    outs = iter(jit_p.bind(*operands, jaxpr=t_closed, name=name) if t_closed.jaxpr.outvars
+                else [])
+    nz = iter(out_nz)
+    return [(next(outs) if next(nz) else None) if u else None for u in undefined]
+
+
+registry.register_rule("transpose", jit_p)(_jit_transpose)
+
+
+# ------------------------------------------------------------------ batching
+
+def batch_jaxpr(closed: ClosedJaxpr, dims: tuple, axis_data):
+    """``closed`` vectorised: inputs batched along ``dims`` (None: not batched), outputs
+    batched wherever the batching rules put them. Returns the ClosedJaxpr and the output
+    batch dimensions (None for outputs that do not depend on a batched input). Cached."""
+    from plax.transforms.batching import BatchTrace, BatchTracer
+
+    def make():
+        out_dims: list = []
+
+        def fun(*vals):
+            with new_main(BatchTrace, payload=axis_data) as main:
+                trace = BatchTrace(main)
+                tracers = [v if d is None else BatchTracer(trace, v, d)
+                           for v, d in zip(vals, dims)]
+                outs = [trace.full_raise(o) for o in jaxpr_as_fun(closed)(*tracers)]
+            out_dims[:] = [o.batch_dim for o in outs]
+            return [o.val for o in outs]
+
+        in_avals = [a if d is None else _batched_aval(a, d, axis_data.size)
+                    for a, d in zip(closed.in_avals, dims)]
+        staged = _stage(fun, in_avals)
+        return _NOT_STAGED if staged is _NOT_STAGED else (staged, tuple(out_dims))
+
+    return _memo(closed, ("batch", dims, axis_data), make)
+
+
+def _batched_aval(aval: ShapedArray, dim: int, size: int) -> ShapedArray:
+    shape = list(aval.shape)
+    shape.insert(dim, size)
+    return ShapedArray(tuple(shape), aval.dtype, aval.weak_type)
+
+
+def _jit_batch(vals, dims, *, jaxpr: ClosedJaxpr, name: str, axis_data):
+    made = batch_jaxpr(jaxpr, tuple(dims), axis_data)
+    if made is None:
+        from plax.transforms.batching import batch_flat_fun
+        return batch_flat_fun(jaxpr_as_fun(jaxpr), dims, axis_data)(*vals), 0
+    b_closed, out_dims = made
+    return jit_p.bind(*vals, jaxpr=b_closed, name=name), list(out_dims)
+
+
+_jit_batch.needs_axis_data = True
+registry.register_rule("batch", jit_p)(_jit_batch)
+
+
+def _register_lowering() -> None:
+    from plax.lowering import register_call_primitive
+    register_call_primitive(jit_p, "jaxpr")
+
+
+_register_lowering()
