@@ -2,17 +2,35 @@
 interface, and the driver that turns a jaxpr into a program with per-equation fallback.
 
 A backend implements an :class:`Emitter` and calls :func:`lower` from its ``compile``; see
-docs/plugin_guide.md.
+docs/plugin_guide.md. The submodules load on first use of a name (``import plax`` only needs
+:mod:`plax.lowering.fusion`, where primitives declare their fusion kinds).
 """
-from plax.lowering.emitter import Emitter, Step
-from plax.lowering.fallback import PlaxFallbackWarning, reference_backend, reference_kernel
-from plax.lowering.fusion import (BROADCAST, ELEMENTWISE, REDUCTION, Cluster, find_clusters,
-                                  fusion_kind, register_fusible)
-from plax.lowering.liveness import dead_after, last_uses
-from plax.lowering.literals import literal_value
-from plax.lowering.program import call_body, lower, register_call_primitive
+from __future__ import annotations
 
-__all__ = ["Emitter", "Step", "PlaxFallbackWarning", "reference_backend", "reference_kernel",
-           "BROADCAST", "ELEMENTWISE", "REDUCTION", "Cluster", "find_clusters", "fusion_kind",
-           "register_fusible", "dead_after", "last_uses", "literal_value", "call_body", "lower",
-           "register_call_primitive"]
+import importlib
+
+_WHERE = {
+    "Emitter": "emitter", "Step": "emitter",
+    "PlaxFallbackWarning": "fallback", "reference_backend": "fallback",
+    "reference_kernel": "fallback",
+    "BROADCAST": "fusion", "ELEMENTWISE": "fusion", "REDUCTION": "fusion", "Cluster": "fusion",
+    "find_clusters": "fusion", "fusion_kind": "fusion", "register_fusible": "fusion",
+    "dead_after": "liveness", "last_uses": "liveness",
+    "literal_value": "literals",
+    "call_body": "calls", "lower": "program", "register_call_primitive": "calls",
+}
+
+__all__ = sorted(_WHERE)
+
+
+def __getattr__(name: str):
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module 'plax.lowering' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"plax.lowering.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return __all__

@@ -11,32 +11,12 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from plax.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var
+from plax.core.jaxpr import Jaxpr, JaxprEqn, Literal, Var
 from plax.lowering.emitter import Emitter, Step
 from plax.lowering.fallback import fallback_step
+from plax.lowering.calls import _call_primitives, call_body
 from plax.lowering.fusion import Cluster, find_clusters
 from plax.lowering.literals import literal_value
-
-_call_primitives: dict = {}
-
-
-def register_call_primitive(primitive, jaxpr_param: str = "jaxpr") -> None:
-    """Declares ``primitive`` a call: its ``params[jaxpr_param]`` (a ClosedJaxpr) is its body.
-
-    A call equation the emitter declines is spliced into its caller: its body's equations
-    are lowered in its place.
-    """
-    _call_primitives[primitive] = jaxpr_param
-
-
-def call_body(eqn: JaxprEqn) -> ClosedJaxpr | None:
-    """The body of a call equation (``jit``), or None for other equations."""
-    param = _call_primitives.get(eqn.primitive)
-    if param is None:
-        return None
-    body = eqn.params[param]
-    return body if isinstance(body, ClosedJaxpr) else ClosedJaxpr(body, [])
-
 
 def lower(jaxpr: Jaxpr, emitter: Emitter, backend, device) -> Callable[..., list]:
     """Compiles a constvar-free ``jaxpr`` into ``fn(*buffers) -> list of buffers``.

@@ -377,7 +377,7 @@ registry.register_rule("batch", jit_p)(_jit_batch)
 
 
 def _register_lowering() -> None:
-    from plax.lowering import register_call_primitive
+    from plax.lowering.calls import register_call_primitive
     register_call_primitive(jit_p, "jaxpr")
 
 
