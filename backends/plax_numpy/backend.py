@@ -17,6 +17,13 @@ def load_impls() -> dict:
     # Importing the modules fills IMPLS; done once.
     from plax_numpy import (impls_dot, impls_elementwise, impls_indexing, impls_random,  # noqa: F401
                             impls_reduction, impls_shape)
+    from plax_numpy import impls_control_flow  # noqa: F401
+    from plax_numpy import impls_fft  # noqa: F401
+    from plax_numpy import impls_callbacks  # noqa: F401
+    from plax_numpy import impls_checkpoint  # noqa: F401
+    from plax_numpy import impls_convolution, impls_top_k, impls_windows  # noqa: F401
+    from plax_numpy import impls_precision  # noqa: F401
+    from plax_numpy import impls_linalg  # noqa: F401
     return IMPLS
 
 

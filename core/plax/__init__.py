@@ -26,14 +26,16 @@ from plax.transforms.autodiff import (jvp, vjp, linearize, grad, value_and_grad,
 from plax.transforms.vmap_api import vmap
 from plax.transforms.custom_derivatives import custom_jvp, custom_vjp, closure_convert
 from plax.transforms.checkpoint import checkpoint, remat, checkpoint_policies
+from plax.lax.callbacks import pure_callback
 from plax.api_util import block_until_ready, disable_jit, typeof
 from plax.tree_util import tree_map as _tree_map
 
 tree_map = _tree_map  # the alias older JAX code (and the seed tutorials) use
 
 # Submodules imported on first use. Only modules that exist are named here, so that
-# ``hasattr(plax, "scipy")`` is False until plax.scipy is written.
-_LAZY_SUBMODULES = frozenset({"random", "test_util", "plugins", "api_util", "ad_checkpoint"})
+# ``hasattr(plax, "nn")`` is False until plax.nn is written.
+_LAZY_SUBMODULES = frozenset({"random", "test_util", "plugins", "api_util", "ad_checkpoint",
+                               "debug", "experimental", "scipy"})
 
 
 def __getattr__(name: str):

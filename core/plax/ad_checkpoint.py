@@ -1,9 +1,9 @@
 """``plax.ad_checkpoint``: names and policies for rematerialisation, as ``jax.ad_checkpoint``.
 
-``plax.checkpoint`` (alias ``remat``) itself lives at the top level, as in JAX. plax's
-reverse mode keeps every residual today, so a policy does not change what is saved yet;
-the names are accepted so JAX programs run unchanged, and :func:`print_saved_residuals`
-shows what plax does save.
+``plax.checkpoint`` (alias ``remat``) itself lives at the top level, as in JAX
+(:mod:`plax.transforms.checkpoint`). :func:`checkpoint_name` tags a value with the ``name``
+primitive, which the ``save_only_these_names`` family of policies looks for, and
+:func:`print_saved_residuals` shows what reverse mode saves.
 """
 from __future__ import annotations
 
@@ -47,17 +47,20 @@ def checkpoint_name(x: Any, name: str) -> Any:
       name: the name a policy refers to.
 
     Returns:
-      ``x`` itself: the value is unchanged (plax saves every residual today).
+      ``x`` with each leaf passed through the ``name`` primitive (its value unchanged).
 
     Example:
       >>> from plax.ad_checkpoint import checkpoint_name
-      >>> checkpoint_name(2.0, "z")
-      2.0
+      >>> checkpoint_name(jnp.float32(2.0), "z")
+      Array(2., dtype=float32)
     """
     if not isinstance(name, str):
         raise TypeError(f"checkpoint_name expects a string name, got {name!r} of type "
                         f"{type(name).__name__}.")
-    return x
+    from plax import tree_util
+    from plax.lax.base import asarray
+    from plax.transforms.checkpoint import name_p
+    return tree_util.tree_map(lambda leaf: name_p.bind(asarray(leaf), name=name), x)
 
 
 def print_saved_residuals(f: Callable, *args: Any, **kwargs: Any) -> None:
@@ -77,10 +80,23 @@ def print_saved_residuals(f: Callable, *args: Any, **kwargs: Any) -> None:
     from plax import tree_util
     from plax.core.trace import get_aval
     from plax.transforms.autodiff import vjp
-    _, f_vjp = vjp(functools.partial(f, **kwargs) if kwargs else f, *args)
+    from plax.lax.base import asarray
+    from plax.transforms.checkpoint import describe_saved
+    args = tree_util.tree_map(asarray, args)  # host values become the Arrays vjp is given
+    described: dict = {}
+    token = describe_saved.set(described)  # checkpoint says where the values it saves come from
+    try:
+        _, f_vjp = vjp(functools.partial(f, **kwargs) if kwargs else f, *args)
+    finally:
+        describe_saved.reset(token)
     arg_ids = {id(leaf): i for i, leaf in enumerate(tree_util.tree_leaves(args))}
     for leaf in tree_util.tree_leaves(f_vjp):
         if callable(leaf):
             continue
-        where = f" from argument {arg_ids[id(leaf)]}" if id(leaf) in arg_ids else " residual"
+        if id(leaf) in arg_ids:
+            where = f" from argument {arg_ids[id(leaf)]}"
+        elif id(leaf) in described:
+            where = " " + described[id(leaf)]
+        else:
+            where = " residual"
         print(get_aval(leaf).str_short() + where)

@@ -225,3 +225,25 @@ def test_generalized_normal_and_ball():
     assert ks(radii ** 3, st.uniform()) > P_MIN
     l1 = np_(random.ball(key(2), 2, p=1, shape=(1000,)))
     assert np.abs(l1).sum(-1).max() <= 1.0
+
+
+@pytest.mark.parametrize("method", ["svd", "eigh"])
+def test_multivariate_normal_by_decomposition(method):
+    """``method="svd"``/``"eigh"`` factor ``cov`` as ``U sqrt(S)``: the same distribution (with
+    "svd", also for a singular covariance, which Cholesky cannot factor)."""
+    mean = np.array([1.0, -2.0, 0.5])
+    cov = np.array([[2.0, 0.3, 0.1], [0.3, 1.0, -0.2], [0.1, -0.2, 0.5]])
+    x = np_(random.multivariate_normal(key(), jnp.asarray(mean), jnp.asarray(cov), (N,),
+                                       method=method))
+    assert x.shape == (N, 3)
+    np.testing.assert_allclose(x.mean(0), mean, atol=5 * np.sqrt(2.0 / N))
+    np.testing.assert_allclose(np.cov(x.T), cov, atol=0.06)
+    v = np.array([0.3, -0.5, 0.8])
+    assert ks((x - mean) @ v / np.sqrt(v @ cov @ v), st.norm()) > P_MIN
+    if method == "eigh":  # a zero eigenvalue may come out slightly negative (NaN, as in JAX)
+        return
+    rank_one = np.outer([1.0, 2.0], [1.0, 2.0])
+    y = np_(random.multivariate_normal(key(1), jnp.zeros(2), jnp.asarray(rank_one), (1000,),
+                                       method=method))
+    assert np.all(np.isfinite(y))
+    np.testing.assert_allclose(y[:, 1], 2 * y[:, 0], atol=1e-3)

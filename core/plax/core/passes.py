@@ -10,6 +10,7 @@ from __future__ import annotations
 import weakref
 from typing import Any
 
+from plax.core.effects import eqn_has_effects
 from plax.core.jaxpr import ClosedJaxpr, DropVar, Jaxpr, JaxprEqn, Var
 
 
@@ -68,13 +69,14 @@ def inline_calls(closed: ClosedJaxpr) -> ClosedJaxpr:
 
 
 def dce(jaxpr: Jaxpr) -> Jaxpr:
-    """Drops equations none of whose outputs are used (primitives are pure); a call keeps
-    only the outputs that are used, its body pruned to them (and its unread inputs dropped)."""
+    """Drops equations none of whose outputs are used (primitives are pure, except the
+    effectful ones of :mod:`plax.core.effects`, which are kept); a call keeps only the
+    outputs that are used, its body pruned to them (and its unread inputs dropped)."""
     live = {v for v in jaxpr.outvars if isinstance(v, Var)}
     kept = []
     for e in reversed(jaxpr.eqns):
         used = [not isinstance(v, DropVar) and v in live for v in e.outvars]
-        if not any(used):
+        if not any(used) and not eqn_has_effects(e):
             continue
         param = call_param(e)
         if param is not None:

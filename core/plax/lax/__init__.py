@@ -46,6 +46,21 @@ from plax.lax.sort import sort, sort_key_val, sort_p
 from plax.lax.dot import dot_general, dot, dot_general_p
 from plax.lax.random_bits import (threefry2x32, threefry2x32_p, random_gamma_grad,
                                   random_gamma_grad_p)
+from plax.lax.control_flow import (cond, switch, cond_p, while_loop, fori_loop,
+                                   while_p, scan, map, scan_p)
+from plax.lax.callbacks import debug_callback_p, pure_callback_p, io_callback_p
+from plax.lax.fft import fft, FftType, fft_p
+from plax.lax.convolution import (conv_general_dilated, conv, conv_with_general_padding,
+                                  conv_transpose, conv_dimension_numbers, padtype_to_pads,
+                                  ConvDimensionNumbers, conv_general_dilated_p)
+from plax.lax.windows import (reduce_window, reduce_window_sum_p, reduce_window_max_p,
+                              reduce_window_min_p)
+from plax.lax.top_k import top_k, top_k_p
+from plax.lax.precision import reduce_precision, reduce_precision_p
+from plax.lax.cumlogsumexp import cumlogsumexp, cumlogsumexp_p
+from plax.lax import linalg  # noqa: F401  (lax.linalg.cholesky, ...)
+from plax.lax.linalg import (cholesky_p, triangular_solve_p, lu_p, qr_p, eigh_p,  # noqa: F401
+                             svd_p, eig_p)
 
 bitwise_and_p = and_p
 bitwise_or_p = or_p

@@ -45,10 +45,12 @@ from plax.numpy.shape_ops import (reshape, ravel, transpose, permute_dims, matri
                                   take_along_axis, append, pad, ndim, shape, size)
 from plax.numpy.util import broadcast_to, broadcast_shapes
 from plax.numpy.products import (dot, matmul, vdot, vecdot, inner, outer, tensordot, kron, cross,
-                                 einsum)
+                                 einsum, convolve, correlate)
 from plax.numpy.searching import (sort, argsort, nonzero, flatnonzero, argwhere, searchsorted,
                                   unique)
 from plax.numpy.indexing import NonConcreteBooleanIndexError
+from plax.numpy import fft  # the jnp.fft submodule
+from plax.numpy import linalg  # the jnp.linalg submodule
 
 pi = _np.pi
 e = _np.e

@@ -213,3 +213,83 @@ def einsum(subscripts: str, *operands, optimize=None, precision=None,
     return _einsum(subscripts, *operands, precision=precision,
                    preferred_element_type=preferred_element_type)
 
+
+
+def _shape(x) -> tuple:
+    return get_aval(x).shape if hasattr(x, "aval") else np.shape(x)
+
+
+def _correlate_1d(name: str, a, v, mode: str, convolve: bool, precision, preferred_element_type):
+    """1-D correlation (or, with ``convolve``, convolution) of ``a`` and ``v`` as a
+    conv_general_dilated: the full result, then NumPy's slice for ``mode``."""
+    from plax.numpy.util import to_dtype, to_inexact_dtype
+    check_arraylike(name, a, v)
+    sa, sv = _shape(a), _shape(v)
+    if len(sa) != 1 or len(sv) != 1:
+        raise ValueError(f"{name}() only support 1-dimensional inputs.")
+    if sa[0] == 0 or sv[0] == 0:
+        raise ValueError(f"{name}: inputs cannot be empty, got shapes {sa} and {sv}.")
+    if mode not in ("full", "same", "valid"):
+        raise ValueError(f"{name}: mode must be one of 'full', 'same' or 'valid', got {mode!r}.")
+    dt, weak = dtypes.result_type(a, v, return_weak_type_flag=True)
+    dt = to_inexact_dtype(dt)
+    a, v = to_dtype(a, dt, weak), to_dtype(v, dt, weak)
+    n, m = sa[0], sv[0]
+    if convolve:
+        v = lax.rev(v, (0,))
+    elif dtypes.is_complex(get_aval(v).dtype):
+        v = lax.conj(v)
+    pet = None if preferred_element_type is None else dtypes.canonicalize_dtype(preferred_element_type)
+    full = lax.conv_general_dilated(lax.reshape(a, (1, 1, n)), lax.reshape(v, (1, 1, m)), (1,),
+                                    [(m - 1, m - 1)], precision=precision,
+                                    preferred_element_type=pet)
+    full = lax.reshape(full, (n + m - 1,))
+    k = min(n, m)
+    if mode == "full":
+        return full
+    if mode == "valid":
+        start, size = k - 1, abs(n - m) + 1
+    elif convolve or n >= m:
+        start, size = (k - 1) // 2, max(n, m)
+    else:  # NumPy correlates the longer operand with the shorter and reverses
+        start, size = n - 1 - (n - 1) // 2, m
+    return lax.slice(full, (start,), (start + size,))
+
+
+@jit_when_traced(static_argnames=("mode", "precision", "preferred_element_type"))
+def convolve(a, v, mode: str = "full", *, precision=None, preferred_element_type=None) -> Array:
+    """Discrete linear convolution of two 1-D arrays (NumPy's ``convolve``).
+
+    Args:
+      a, v: 1-D, non-empty arrays (promoted to a common inexact dtype, as in JAX).
+      mode: ``"full"`` (``n + m - 1`` values), ``"same"`` (``max(n, m)``, centred) or
+        ``"valid"`` (``|n - m| + 1``, full overlap only).
+      precision, preferred_element_type: passed to :func:`plax.lax.conv_general_dilated`.
+
+    Returns:
+      The convolution.
+
+    Example:
+      >>> jnp.convolve(jnp.array([1., 2., 3.]), jnp.array([0., 1., 0.5]))
+      Array([0. , 1. , 2.5, 4. , 1.5], dtype=float32)
+    """
+    return _correlate_1d("convolve", a, v, mode, True, precision, preferred_element_type)
+
+
+@jit_when_traced(static_argnames=("mode", "precision", "preferred_element_type"))
+def correlate(a, v, mode: str = "valid", *, precision=None, preferred_element_type=None) -> Array:
+    """Cross-correlation of two 1-D arrays (NumPy's ``correlate``: ``v`` is conjugated).
+
+    Args:
+      a, v: 1-D, non-empty arrays (promoted to a common inexact dtype, as in JAX).
+      mode: ``"valid"`` (default), ``"same"`` or ``"full"``, as in :func:`convolve`.
+      precision, preferred_element_type: passed to :func:`plax.lax.conv_general_dilated`.
+
+    Returns:
+      The correlation.
+
+    Example:
+      >>> jnp.correlate(jnp.array([1., 2., 3.]), jnp.array([0., 1., 0.5]), "full")
+      Array([0.5, 2. , 3.5, 3. , 0. ], dtype=float32)
+    """
+    return _correlate_1d("correlate", a, v, mode, False, precision, preferred_element_type)

@@ -1,18 +1,14 @@
-"""A ``while_loop`` for the rejection samplers, without a loop primitive.
+"""The rejection samplers' loop: per-element predicates over a ``lax.while_loop``.
 
 JAX's gamma, poisson and gamma-gradient code runs ``lax.while_loop``s whose
-bodies keep finished elements frozen (``select(pred, new, old)``). plax has
-no while primitive yet, so :func:`while_loop` runs the same iterations from
-Python:
+bodies keep finished elements frozen (``select(pred, new, old)``).
+:func:`while_loop` runs the same iterations:
 
-* When the predicate is concrete (eager execution), it loops exactly until
-  the predicate is false, so results equal JAX's for every input.
+* When the predicate is concrete (eager execution), it loops from Python
+  exactly until the predicate is false (no tracing or compiling per call).
 * When the predicate is traced (under ``jit``, ``vmap`` or another
-  transform), the number of iterations cannot depend on data, so the body
-  is unrolled ``max_traced_iters`` times with the same freezing selects.
-  Results equal JAX's whenever JAX's loop would have finished within that
-  many iterations; each caller picks a bound whose chance of being
-  exceeded is negligible (see the callers' notes).
+  transform), it is one ``lax.while_loop`` running while any element's
+  predicate holds, so results equal JAX's for every input.
 
 The predicate may be a scalar (the loop stops for everything at once) or
 have the shape of the leading axes of the state (each element stops on its
@@ -38,15 +34,23 @@ def _select_leaf(pred, new, old):
     return lax.select(pred, new, old)
 
 
+def _step(cond_fun, body_fun, state, pred):
+    """One round: the body's new state where ``pred`` holds, the old state elsewhere."""
+    new_state = body_fun(state)
+    return tree_util.tree_map(lambda n, o: _select_leaf(pred, n, o), new_state, state)
+
+
 def while_loop(cond_fun: Callable[[Any], Any], body_fun: Callable[[Any], Any], init: Any,
-               max_traced_iters: int, max_eager_iters: int | None = None) -> Any:
-    """``lax.while_loop(cond_fun, body_fun, init)``, run from Python (see module docstring).
+               max_traced_iters: int | None = None, max_eager_iters: int | None = None) -> Any:
+    """``lax.while_loop(cond_fun, body_fun, init)`` with a per-element predicate (see the
+    module docstring).
 
     Args:
       cond_fun: state -> bool array (rank 0, or the state's leading batch shape).
       body_fun: state -> new state (same structure, shapes and dtypes).
       init: the initial state, a pytree of arrays.
-      max_traced_iters: the number of unrolled iterations when the predicate is traced.
+      max_traced_iters: unused (traced loops are a ``while`` primitive and run until every
+        element is done); accepted so callers written for a bounded unrolling still work.
       max_eager_iters: an optional bound on eager iterations (as JAX's own loop caps).
 
     Returns:
@@ -57,16 +61,23 @@ def while_loop(cond_fun: Callable[[Any], Any], body_fun: Callable[[Any], Any], i
     while True:
         pred = cond_fun(state)
         value = concrete_value(pred)
-        if value is not None:
-            if not np.any(value):
-                return state
-            if max_eager_iters is not None and iteration >= max_eager_iters:
-                return state
-        elif iteration >= max_traced_iters:
+        if value is None:
+            return _traced_loop(cond_fun, body_fun, state)
+        if not np.any(value):
             return state
-        new_state = body_fun(state)
-        if value is not None and np.all(value):
-            state = new_state  # every element still running: no need to freeze any
+        if max_eager_iters is not None and iteration >= max_eager_iters:
+            return state
+        if np.all(value):
+            state = body_fun(state)  # every element still running: no need to freeze any
         else:
-            state = tree_util.tree_map(lambda n, o: _select_leaf(pred, n, o), new_state, state)
+            state = _step(cond_fun, body_fun, state, pred)
         iteration += 1
+
+
+def _traced_loop(cond_fun, body_fun, state):
+    def any_running(s):
+        pred = cond_fun(s)
+        return lax.reduce_or(pred, tuple(range(get_aval(pred).ndim)))
+
+    return lax.while_loop(any_running, lambda s: _step(cond_fun, body_fun, s, cond_fun(s)),
+                          state)

@@ -4,8 +4,8 @@ Gamma variates use Marsaglia and Tsang's rejection method ("A simple method
 for generating gamma variables", ACM TOMS 26(3), 2000), element by element
 with one key per element, exactly as JAX does: for ``a < 1`` a sample for
 ``a + 1`` is boosted by ``U**(1/a)``. The rejection loops run through
-:func:`plax.random._loops.while_loop` (exact when eager; a fixed number of
-rounds when traced, see the bounds below).
+:func:`plax.random._loops.while_loop` (a Python loop when eager, a
+``lax.while_loop`` when traced: exact for every input either way).
 
 Gradients with respect to ``a`` are implicit (JAX's): ``dx/da = -(dF/da) /
 (dF/dx)`` for the gamma CDF ``F``, the primitive ``lax.random_gamma_grad``.
@@ -23,14 +23,6 @@ from plax.random._loops import while_loop
 from plax.random._util import float_dtype, resolve_shape, shape_of
 from plax.random.keys import check_key, split_data
 from plax.random.samplers import _normal_real, _subkeys, _uniform
-
-# Rejection rounds unrolled when traced. Marsaglia-Tsang accepts a proposal with
-# probability > 0.95 for every shape parameter, and the inner "v > 0" loop repeats with
-# probability < 0.008 (x < -3 sqrt(a - 1/3)), so an element needs more than 8 rounds (or
-# 5 inner tries) with probability < 1e-10.
-GAMMA_TRACED_ROUNDS = 8
-GAMMA_TRACED_INNER_ROUNDS = 5
-
 
 def _vmap(fn):
     from plax.transforms.vmap_api import vmap
@@ -78,14 +70,14 @@ def _gamma_one(keys, alpha, log_space: bool):
             return inner_pairs[:, 0], x, lax.add(one, lax.mul(x, c))
 
         init_inner = (x_key, lax.full_like(alpha, 0), lax.full_like(alpha, -1))
-        _, x, v = while_loop(v_not_positive, draw_v, init_inner, GAMMA_TRACED_INNER_ROUNDS)
+        _, x, v = while_loop(v_not_positive, draw_v, init_inner)
         x_sq = lax.mul(x, x)
         v_cubed = lax.mul(lax.mul(v, v), v)
         return next_key, x_sq, v_cubed, uniform_one(u_key)
 
     # The initial state fails the acceptance test, so at least one proposal is made.
     init = (key, lax.full_like(alpha, 0), lax.full_like(alpha, 1), lax.full_like(alpha, 2))
-    _, _, v_cubed, _ = while_loop(not_accepted, propose, init, GAMMA_TRACED_ROUNDS)
+    _, _, v_cubed, _ = while_loop(not_accepted, propose, init)
 
     if log_space:
         u = uniform_one(subkey)

@@ -1,11 +1,12 @@
 """Vector- and matrix-valued samplers: multivariate_normal, orthogonal, ball, generalized_normal.
 
-plax has no ``numpy.linalg`` yet, so the Cholesky factor and the QR
-decomposition these need are computed here, column by column, with
-``plax.numpy`` operations (static loops over the matrix size, so they work
-under ``jit``, ``vmap`` and ``grad``). They agree with LAPACK's results to
+The Cholesky factor and the QR decomposition these need are computed here,
+column by column, with ``plax.numpy`` operations (static loops over the matrix
+size, so they work under ``jit``, ``vmap`` and ``grad``); they were written
+before ``plax.numpy.linalg`` existed. They agree with LAPACK's results to
 rounding: a Cholesky factor is unique, and ``orthogonal`` normalises the QR
-factor's signs, which makes it unique too.
+factor's signs, which makes it unique too. ``multivariate_normal``'s ``"svd"``
+and ``"eigh"`` methods use ``plax.numpy.linalg``.
 """
 from __future__ import annotations
 
@@ -93,8 +94,9 @@ def multivariate_normal(key: Any, mean: Any, cov: Any, shape: Any = None, dtype:
       shape: the batch shape of the result (default: the broadcast batch shape of
         ``mean`` and ``cov``); the result has shape ``shape + (n,)``.
       dtype: a float dtype (default: that of ``mean``).
-      method: ``"cholesky"``. (``"svd"`` and ``"eigh"`` need an eigen-decomposition, which
-        plax does not have yet, and raise NotImplementedError.)
+      method: how ``cov`` is factored: ``"cholesky"`` (the default), ``"svd"`` or
+        ``"eigh"`` (``U sqrt(S)`` of the decomposition; these accept semi-definite
+        covariances, and the vectors drawn depend on the decomposition's sign conventions).
 
     Raises:
       ValueError: for inconsistent shapes or an unknown method.
@@ -129,12 +131,14 @@ def multivariate_normal(key: Any, mean: Any, cov: Any, shape: Any = None, dtype:
     else:
         shape = canonical_shape(shape, "multivariate_normal")
         check_shape("normal", shape, mean.shape[:-1], cov.shape[:-2])
-    if method != "cholesky":
-        raise NotImplementedError(f"multivariate_normal(method={method!r}) needs an "
-                                  "eigen-decomposition, which plax does not provide yet; use "
-                                  "method='cholesky' (the default) for positive definite "
-                                  "covariances.")
-    factor = cholesky(cov)
+    if method == "svd":  # cov = U S U^T: factor U sqrt(S) (positive semi-definite cov works)
+        u, s, _ = jnp.linalg.svd(cov)
+        factor = jnp.multiply(u, jnp.sqrt(s)[..., None, :])
+    elif method == "eigh":  # cov = V W V^T: factor V sqrt(W)
+        w, v = jnp.linalg.eigh(cov)
+        factor = jnp.multiply(v, jnp.sqrt(w)[..., None, :])
+    else:
+        factor = cholesky(cov)
     samples = _normal(data, tuple(shape) + (n,), dt)
     return jnp.add(mean, jnp.einsum("...ij,...j->...i", factor, samples))
 

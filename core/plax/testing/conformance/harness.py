@@ -211,7 +211,8 @@ class Case:
 class GradCase:
     """A differentiable function of float arguments that binds the primitive.
 
-    ``fun(*args)`` is checked with ``check_grads(order=2, modes=("fwd", "rev"))``.
+    ``fun(*args)`` is checked with ``check_grads(order=2, modes=modes)`` (forward and
+    reverse unless ``modes`` says otherwise).
     """
 
     fun: Callable
@@ -221,6 +222,7 @@ class GradCase:
     atol: float | None = None
     label: str = ""
     order: int = 2
+    modes: tuple = ("fwd", "rev")  # ("fwd",) for forward-only primitives (while)
 
 
 @dataclasses.dataclass
@@ -438,7 +440,7 @@ def _check_grads_here(spec: Spec) -> None:
         with plax.config.override("enable_x64", g.x64 or plax.config.read("enable_x64")):
             args = tuple(to_arrays(g.args))
             try:
-                check_grads(g.fun, args, order=g.order, modes=("fwd", "rev"), atol=g.atol,
+                check_grads(g.fun, args, order=g.order, modes=g.modes, atol=g.atol,
                             eps=g.eps)
             except AssertionError as err:
                 raise AssertionError(f"{spec.name} [{g.label}]: {err}") from None

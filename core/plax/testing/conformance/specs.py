@@ -4,6 +4,13 @@ from __future__ import annotations
 import pytest
 
 from . import spec_dot, spec_elementwise, spec_indexing, spec_random, spec_reductions, spec_shape
+from . import spec_callbacks
+from . import spec_fft
+from . import spec_convolution
+from . import spec_top_k
+from . import spec_precision
+from . import spec_control_flow
+from . import spec_linalg
 from .harness import Spec, needs_x64
 
 FAMILIES: dict[str, list[Spec]] = {
@@ -13,6 +20,14 @@ FAMILIES: dict[str, list[Spec]] = {
     "reductions": spec_reductions.SPECS,
     "dot": spec_dot.SPECS,
     "random": spec_random.SPECS,
+    "callbacks": spec_callbacks.SPECS,
+    "fft": spec_fft.SPECS,
+    "convolution": spec_convolution.SPECS,
+    "windows": spec_convolution.WINDOW_SPECS,
+    "top_k": spec_top_k.SPECS,
+    "precision": spec_precision.SPECS,
+    "control_flow": spec_control_flow.SPECS,
+    "linalg": spec_linalg.SPECS,
 }
 
 ALL_SPECS: list[Spec] = [s for family in FAMILIES.values() for s in family]

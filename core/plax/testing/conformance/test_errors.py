@@ -176,12 +176,60 @@ BAD = [
     (lax.dot_general_p, [A((2, 3), I32), A((3, 4), I32)],
      dict(DOT, dimension_numbers=MATMUL, preferred_element_type=dt("int8")), TypeError,
      ["int8", "int32"]),
+    # callbacks
+    (lax.pure_callback_p, [A((3,))], dict(callback=print, result_avals=(A((3,)),),
+                                          vmap_method="bogus"), ValueError,
+     ["vmap_method", "bogus"]),
     # random
     (lax.threefry2x32_p, [A((2,), "uint32"), A((2,), "uint32"), A((2,), "int32"), A((2,), "uint32")],
      {}, TypeError, ["uint32", "int32"]),
     (lax.threefry2x32_p, [A((), "uint32"), A((), "uint32"), A((2,), "uint32"), A((3,), "uint32")],
      {}, TypeError, ["(2,)", "(3,)"]),
     (lax.random_gamma_grad_p, [A((2,)), A((2,), "float16")], {}, TypeError, ["float32", "float16"]),
+    # control flow
+    (lax.cond_p, [A(()), A((3,))], dict(branches=()), TypeError, ["int32", "f32[]"]),
+    # fft
+    (lax.fft_p, [A((3,), "complex64")], dict(fft_type=lax.FftType.FFT, fft_lengths=(4,)),
+     ValueError, ["(3,)", "(4,)"]),
+    (lax.fft_p, [A((4,))], dict(fft_type=lax.FftType.RFFT, fft_lengths=(2, 4)), ValueError,
+     ["(4,)", "(2, 4)"]),
+    (lax.fft_p, [A((4,), "complex64")], dict(fft_type=lax.FftType.IRFFT, fft_lengths=(4,)),
+     ValueError, ["(4,)", "(3,)"]),
+    (lax.fft_p, [A((4,), "float16")], dict(fft_type=lax.FftType.RFFT, fft_lengths=(4,)),
+     TypeError, ["float16"]),
+    # linalg
+    (lax.cholesky_p, [A((2, 3))], {}, ValueError, ["(2, 3)"]),
+    (lax.cholesky_p, [A((3,))], {}, TypeError, ["(3,)"]),
+    (lax.triangular_solve_p, [A((3, 3)), A((2, 3))],
+     dict(left_side=True, lower=True, transpose_a=False, conjugate_a=False, unit_diagonal=False),
+     ValueError, ["(3, 3)", "(2, 3)"]),
+    (lax.triangular_solve_p, [A((2, 3, 3)), A((4, 3, 3))],
+     dict(left_side=True, lower=True, transpose_a=False, conjugate_a=False, unit_diagonal=False),
+     ValueError, ["(2, 3, 3)", "(4, 3, 3)"]),
+    (lax.eigh_p, [A((3, 4))], dict(lower=True), ValueError, ["(3, 4)"]),
+    (lax.lu_p, [A((3,), "float16")], {}, TypeError, ["float16"]),
+    # convolution
+    (lax.conv_general_dilated_p, [A((2, 4, 5)), A((6, 2, 3))],
+     dict(window_strides=(1,), padding=((0, 0),), lhs_dilation=(1,), rhs_dilation=(1,),
+          dimension_numbers=lax.ConvDimensionNumbers((0, 1, 2), (0, 1, 2), (0, 1, 2)),
+          feature_group_count=1, batch_group_count=1, precision=None,
+          preferred_element_type=None), ValueError, ["(2, 4, 5)", "(6, 2, 3)"]),
+    (lax.conv_general_dilated_p, [A((2, 4, 5)), A((6, 4, 3, 1))],
+     dict(window_strides=(1,), padding=((0, 0),), lhs_dilation=(1,), rhs_dilation=(1,),
+          dimension_numbers=lax.ConvDimensionNumbers((0, 1, 2), (0, 1, 2), (0, 1, 2)),
+          feature_group_count=1, batch_group_count=1, precision=None,
+          preferred_element_type=None), TypeError, ["3", "4"]),
+    # windows
+    (lax.reduce_window_sum_p, [A((2, 4, 5))],
+     dict(window_dimensions=(1, 2), window_strides=(1, 1, 1), padding=((0, 0),) * 3,
+          base_dilation=(1, 1, 1), window_dilation=(1, 1, 1)), TypeError,
+     ["(2, 4, 5)", "(1, 2)"]),
+    # top_k
+    (lax.top_k_p, [A((3,))], dict(k=4, axis=0), ValueError, ["k=4", "[3]"]),
+    # precision
+    (lax.reduce_precision_p, [A((3,))], dict(exponent_bits=0, mantissa_bits=3), ValueError,
+     ["exponent_bits", "0"]),
+    (lax.cumlogsumexp_p, [A((3,))], dict(axis=1, reverse=False), ValueError, ["1", "(3,)"]),
 ]
 
 

@@ -43,8 +43,10 @@ def _float_args(args):
     return tuple(i for i, a in enumerate(args) if np.issubdtype(a.dtype, np.floating))
 
 
-# every primitive whose first grad case has a real float argument to differentiate
+# every primitive whose first grad case has a real float argument to differentiate in
+# reverse mode (``while`` is differentiable in forward mode only)
 DIFFERENTIABLE = [s.prim for s in ALL_SPECS if s.grads is not None
+                  and "rev" in s.grads()[0].modes
                   and _float_args(first_grad_case(s.prim)[1])]
 
 

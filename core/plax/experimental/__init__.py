@@ -1,0 +1,36 @@
+"""``plax.experimental``: APIs JAX keeps under ``jax.experimental`` (``io_callback``)."""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from plax.lax import callbacks as _callbacks
+
+__all__ = ["io_callback"]
+
+
+def io_callback(callback: Callable, result_shape_dtypes: Any, *args: Any, sharding: Any = None,
+                ordered: bool = False, **kwargs: Any) -> Any:
+    """Calls an impure Python function on the host each time the program runs.
+
+    Unlike :func:`plax.pure_callback`, the call is effectful: it is never dropped when its
+    results are unused. ``ordered=True`` keeps it in program order with the other ordered
+    effects, and then it cannot be ``vmap``-ed (``ValueError``); unordered, ``vmap`` calls it
+    once per batch member. It has no derivative (``ValueError`` under ``jvp``/``grad``).
+
+    Args:
+      callback: the host function; it receives plax Arrays.
+      result_shape_dtypes: a pytree of :class:`plax.ShapeDtypeStruct` (None: no results).
+      *args, **kwargs: its arguments (pytrees of arrays).
+      sharding: accepted for compatibility; plax runs the callback on the host.
+      ordered: whether the call is ordered.
+
+    Returns:
+      The callback's results, as a pytree of Arrays shaped like ``result_shape_dtypes``.
+
+    Example:
+      >>> log = []
+      >>> plax.jit(lambda x: io_callback(lambda v: log.append(v) or v, x, x))(1.0)
+      Array(1., dtype=float32)
+    """
+    return _callbacks.io_callback(callback, result_shape_dtypes, *args, sharding=sharding,
+                                  ordered=ordered, **kwargs)

@@ -1,0 +1,182 @@
+"""What the control-flow primitives share: tracing user functions into closed sub-jaxprs,
+staging derived bodies (JVP, transpose, batched), and type checks with JAX's messages."""
+from __future__ import annotations
+
+import weakref
+from typing import Any, Callable, Sequence
+
+from plax import dtypes
+from plax.core.interpret import jaxpr_as_fun
+from plax.core.jaxpr import ClosedJaxpr, Jaxpr, Var
+from plax.core.shaped_array import ShapedArray
+from plax.core.trace import new_main
+from plax.transforms.staging import JaxprTrace, convert_tracer_consts, trace_to_jaxpr
+
+
+# body -> {key: derived body}; weak, so derived bodies live as long as the body they come from
+_derived: "weakref.WeakKeyDictionary[ClosedJaxpr, dict]" = weakref.WeakKeyDictionary()
+
+
+def memo(closed: ClosedJaxpr, key: tuple, make: Callable[[], Any]) -> Any:
+    """``make()``, cached on ``closed`` under ``key`` (a repeated transform of the same body
+    retraces nothing); uncached when the key is unhashable."""
+    table = _derived.get(closed)
+    if table is None:
+        table = _derived.setdefault(closed, {})
+    try:
+        return table[key]
+    except KeyError:
+        hit = table[key] = make()
+        return hit
+    except TypeError:
+        return make()
+
+
+def trace_flat(fun: Callable, in_avals: Sequence[ShapedArray], where: str,
+               trace_type=JaxprTrace, hoist: bool = False) -> tuple[ClosedJaxpr, list]:
+    """Traces ``fun(*flat) -> flat outputs`` into a ClosedJaxpr over concrete constants.
+
+    Args:
+      hoist: also pass the concrete array constants as operands (as JAX does with a user's
+        branch or loop body, so the body prints without constants of its own).
+
+    Returns:
+      ``(closed, captured)``: ``closed`` takes the captured values first (tracers of
+      enclosing transforms that ``fun`` closed over, and hoisted constants), then the inputs.
+    """
+    closed, _ = trace_to_jaxpr(lambda *a: list(fun(*a)), list(in_avals), where=where,
+                               trace_type=trace_type)
+    if hoist:
+        j = closed.jaxpr
+        return (ClosedJaxpr(Jaxpr([], list(j.constvars) + list(j.invars), j.outvars, j.eqns), []),
+                list(closed.consts))
+    return convert_tracer_consts(closed.jaxpr, closed.consts)
+
+
+def stage_derived(fun: Callable, in_avals: Sequence[ShapedArray], what: str,
+                  trace_type=JaxprTrace) -> ClosedJaxpr:
+    """A body derived from another by a transform rule, staged on its own."""
+    closed, captured = trace_flat(fun, in_avals, what, trace_type)
+    if captured:
+        raise NotImplementedError(
+            f"The {what} closes over a value of an enclosing transform (a custom derivative "
+            "rule capturing a tracer); plax cannot stage it as a control-flow body.")
+    return closed
+
+
+def with_leading_inputs(closed: ClosedJaxpr, mine: Sequence[int], avals: Sequence[ShapedArray]
+                        ) -> ClosedJaxpr:
+    """``closed`` (whose first ``len(mine)`` inputs are captured values) made to take all of
+    ``avals`` first: its own captured value ``k`` sits at position ``mine[k]``, the other
+    positions are inputs it ignores."""
+    j = closed.jaxpr
+    n = len(mine)
+    lead = [Var(a) for a in avals]
+    for k, pos in enumerate(mine):
+        lead[pos] = j.invars[k]
+    return ClosedJaxpr(Jaxpr(j.constvars, lead + list(j.invars[n:]), j.outvars, j.eqns),
+                       closed.consts)
+
+
+def merge_captured(captured_lists: Sequence[list]) -> tuple[list, list]:
+    """One list of captured values for several bodies (shared ones once), and per body the
+    positions of its own captured values in it."""
+    merged: list = []
+    where: dict = {}
+    positions = []
+    for captured in captured_lists:
+        pos = []
+        for c in captured:
+            if id(c) not in where:
+                where[id(c)] = len(merged)
+                merged.append(c)
+            pos.append(where[id(c)])
+        positions.append(pos)
+    return merged, positions
+
+
+def is_inexact_aval(aval: ShapedArray) -> bool:
+    return dtypes.is_inexact(aval.dtype)
+
+
+def same_type(a: ShapedArray, b: ShapedArray) -> bool:
+    """Equal shape and dtype (weak types may differ: they are joined)."""
+    return a.shape == b.shape and a.dtype == b.dtype
+
+
+def long_str(a: ShapedArray) -> str:
+    """A type as JAX's messages write it: ``float32[3,2]``."""
+    return f"{a.dtype.name}[{','.join(map(str, a.shape))}]"
+
+
+def type_mismatch(a: ShapedArray, b: ShapedArray) -> str:
+    """Which part of two types differs, in JAX's words."""
+    if a.shape != b.shape and a.dtype != b.dtype:
+        return "so the shapes and dtypes do not match"
+    if a.shape != b.shape:
+        return "so the shapes do not match"
+    if a.dtype != b.dtype:
+        return "so the dtypes do not match"
+    return "so the weak types do not match"
+
+
+def join_weak(avals: Sequence[ShapedArray]) -> ShapedArray:
+    """The common type of equal-shaped, equal-dtype values: weak only if all are weak."""
+    a = avals[0]
+    return ShapedArray(a.shape, a.dtype, all(x.weak_type for x in avals))
+
+
+def batched_fun(closed: ClosedJaxpr, dims: Sequence, axis_data) -> Callable:
+    """``closed`` as a function vectorised over ``dims`` (None: unbatched input), every
+    output batched on axis 0 (unbatched ones broadcast)."""
+    from plax.transforms.batching import BatchTrace, BatchTracer, move_axis_to
+    size = axis_data.size
+
+    def fun(*vals):
+        with new_main(BatchTrace, payload=axis_data) as main:
+            trace = BatchTrace(main)
+            tracers = [v if d is None else BatchTracer(trace, v, d) for v, d in zip(vals, dims)]
+            outs = [trace.full_raise(o) for o in jaxpr_as_fun(closed)(*tracers)]
+            return [move_axis_to(o.val, o.batch_dim, 0, size) for o in outs]
+
+    return fun
+
+
+def _carry_name(path: str) -> str:
+    return f"c{path}" if path else "c"
+
+
+def check_carry(in_tree, out_tree, in_avals, out_avals, what: str) -> None:
+    """JAX's TypeErrors for a body whose carry output differs from its input."""
+    from plax.pytrees.engine import tree_unflatten
+    from plax.tree_util import keystr, tree_flatten_with_path
+    if in_tree != out_tree:
+        raise TypeError(
+            f"{what} body function carry input and carry output must have the same pytree "
+            f"structure, but they differ:\n\nThe input carry has structure {in_tree} but the "
+            f"carry output has structure {out_tree}.\n\nRevise the function so that the carry "
+            "output has the same pytree structure as the carry input.")
+    paths = [keystr(p) for p, _ in tree_flatten_with_path(
+        tree_unflatten(in_tree, list(range(len(in_avals)))))[0]]
+    for path, a, b in zip(paths, in_avals, out_avals):
+        if not same_type(a, b) or a.weak_type != b.weak_type:
+            raise TypeError(
+                f"{what} body function carry input and carry output must have equal types, "
+                f"but they differ:\n\nThe input carry {_carry_name(path)} has type "
+                f"{long_str(a)} but the corresponding output carry component has type "
+                f"{long_str(b)}, {type_mismatch(a, b)}.\n\nRevise the function so that all "
+                "output types match the corresponding input types.")
+
+
+def promote_weak(leaves: list, in_avals: list, out_avals: list) -> tuple[list, bool]:
+    """A weakly typed carry input whose body output has another dtype or is strongly typed
+    takes the output's type (as in JAX); returns the new leaves and whether any changed."""
+    from plax.lax.convert import convert_element_type
+    changed = False
+    new = []
+    for x, a, b in zip(leaves, in_avals, out_avals):
+        if a.weak_type and a.shape == b.shape and (a.dtype != b.dtype or not b.weak_type):
+            x = convert_element_type(x, b.dtype, weak_type=b.weak_type)
+            changed = True
+        new.append(x)
+    return new, changed
