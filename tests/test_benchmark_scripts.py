@@ -34,3 +34,15 @@ def test_random_normal_names_each_backends_device():
     lines = _run("random_normal.py", "--size", "1000", "--repeat", "1")
     [numpy_row] = [line for line in lines if line.startswith("numpy ")]
     assert numpy_row.split()[1] == "CpuDevice(id=0)"
+
+
+def test_control_flow_names_backend_and_device_and_every_workload():
+    lines = _run("control_flow.py", "--number", "1", "--repeat", "1")
+    default = plax.devices()[0]
+    assert lines[0] == (f"plax: backend {default.backend.name!r} on {default!r} "
+                        f"(platform {default.platform})")
+    for workload in ("scan tanh RNN 1000x64", "fori_loop 10k scalar", "cholesky 1000x64x64",
+                     "conv 3x3 32x32x64 b32"):
+        assert any(line.startswith(workload + " ") for line in lines), workload
+    lines = _run("control_flow.py", "--number", "1", "--repeat", "1", "--backend", "numpy")
+    assert lines[0] == "plax: backend 'numpy' on CpuDevice(id=0) (platform cpu)"

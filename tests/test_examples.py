@@ -89,3 +89,33 @@ def test_intro_seed_runs():
 def test_quickstart_seed_runs():
     out = run_example("examples/seeds/jax_quickstart.py")
     assert "[0.25       0.19661194 0.10499357]" in out
+
+
+def _losses(out: str) -> tuple[dict[int, float], float, float]:
+    """The ``step N  loss X`` lines, and the ``first loss A  last loss B`` summary."""
+    steps = {int(s): float(v) for s, v in re.findall(r"^step\s+(\d+)\s+loss\s+(\S+)$", out, re.M)}
+    [(first, last)] = re.findall(r"^first loss (\S+)\s+last loss (\S+)$", out, re.M)
+    return steps, float(first), float(last)
+
+
+def _assert_trained(out: str, factor: float) -> None:
+    import math
+    steps, first, last = _losses(out)
+    assert steps and 0 in steps, out
+    assert all(math.isfinite(v) for v in (*steps.values(), first, last)), out
+    assert first == steps[0]
+    assert last < factor * first, f"loss fell from {first} only to {last}"
+
+
+def test_cnn_example_trains():
+    """Conv + max/average pooling (reduce_window) + dense + softmax cross-entropy, jitted grad."""
+    out = run_example("examples/cnn.py")
+    _assert_trained(out, factor=0.25)  # about 1.26 -> 0.06
+    [accuracy] = _floats_after("test accuracy ", out)
+    assert accuracy > 0.8  # three classes: chance is 1/3
+
+
+def test_rnn_scan_example_trains():
+    """A tanh RNN through lax.scan, differentiated in reverse and jitted."""
+    out = run_example("examples/rnn_scan.py")
+    _assert_trained(out, factor=0.6)  # about 0.23 -> 0.08

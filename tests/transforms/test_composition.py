@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 
 import plax
+from plax import lax
 from plax import numpy as jnp
 from plax import tree_util
 
@@ -143,6 +144,51 @@ def _custom_vjp(x):                       # (3,): a custom_vjp function inside (
     return _scaled_sin(x, x[::-1] + 1.0) + x ** 2
 
 
+def _cond(x):                             # (3,): lax.cond on a data-dependent predicate
+    return lax.cond(x[0] > 0, lambda v: jnp.sin(v) * v[::-1], lambda v: jnp.cos(v) + v ** 2, x) * x
+
+
+def _switch(x):                           # (3,): lax.switch with a clamped index from the data
+    i = (x[1] > 0).astype(jnp.int32) + 1
+    return lax.switch(i, [jnp.sin, lambda v: v * jnp.exp(v), lambda v: jnp.tanh(v) ** 2], x)
+
+
+def _scan(x):                             # (4,): a tanh cell over the elements, carry and ys
+    def cell(h, xt):
+        h = jnp.tanh(h * 0.8 + xt)
+        return h, h * xt
+    h, ys = lax.scan(cell, x[0] * 0.5, x)
+    return ys + h
+
+
+def _fori_loop(x):                        # (3,): static trip count (reverse-differentiable)
+    return lax.fori_loop(0, 3, lambda i, c: jnp.sin(c) * x + c * 0.5, x)
+
+
+def _while_loop(x):                       # (3,): trip count from a counter (forward modes only)
+    def body(c):
+        i, v = c
+        return i + 1, jnp.sin(v) * x + v * 0.5
+    return lax.while_loop(lambda c: c[0] < 3, body, (0, x))[1]
+
+
+def _cholesky(x):                         # (3, 3): the factor of an SPD matrix built from x
+    a = x @ x.T + 3.0 * jnp.eye(3)
+    return jnp.linalg.cholesky(a)
+
+
+def _conv(x):                             # (1, 4, 4, 1): a 3x3 SAME conv with two filters
+    w = jnp.asarray(np.linspace(-1.0, 1.0, 18, dtype=np.float32).reshape(3, 3, 1, 2))
+    y = lax.conv_general_dilated(x, w.astype(x.dtype), (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"))
+    return jnp.tanh(y)
+
+
+def _reduce_window(x):                    # (4, 4): max- and average-pooling, 2x2 windows
+    mx = lax.reduce_window(x, -jnp.inf, lax.max, (2, 2), (2, 2), "VALID")
+    avg = lax.reduce_window(x, 0.0, lax.add, (2, 2), (1, 1), "SAME") / 4.0
+    return mx.sum() * avg
+
+
 CASES = {
     "elementwise": (_elementwise, ()),
     "reductions": (_reductions, (2, 3)),
@@ -159,9 +205,20 @@ CASES = {
     "shape_ops": (_shape_ops, (2, 3)),
     "custom_jvp": (_custom_jvp, (3,)),
     "custom_vjp": (_custom_vjp, (3,)),
+    "cond": (_cond, (3,)),
+    "switch": (_switch, (3,)),
+    "scan": (_scan, (4,)),
+    "fori_loop": (_fori_loop, (3,)),
+    "while_loop": (_while_loop, (3,)),
+    "cholesky": (_cholesky, (3, 3)),
+    "conv": (_conv, (1, 4, 4, 1)),
+    "reduce_window": (_reduce_window, (4, 4)),
 }
-# custom_vjp functions support reverse mode only (jvp of them raises TypeError, as in JAX).
+# custom_vjp functions support reverse mode only (jvp of them raises TypeError, as in JAX);
+# while_loop supports forward mode only (reverse mode raises, as in JAX).
 FORWARD_MODE = {"jvp", "jacfwd", "hessian"}
+REVERSE_MODE = {"grad", "jacrev", "hessian"}
+EXCLUDED = {"custom_vjp": FORWARD_MODE, "while_loop": REVERSE_MODE}
 
 
 def _make_input(case: str, batch: tuple) -> object:
@@ -357,7 +414,7 @@ def _tolerance(composition) -> float:
 
 MATRIX = [pytest.param(case, comp, id=f"{case}-{'-'.join(comp)}")
           for case in CASES for comp in COMPOSITIONS
-          if not (case == "custom_vjp" and FORWARD_MODE.intersection(comp))]
+          if not EXCLUDED.get(case, set()).intersection(comp)]
 
 
 @pytest.mark.parametrize("case,composition", MATRIX)
