@@ -1,0 +1,20 @@
+"""plax_numba: the Numba CPU backend.
+
+``jit`` on a CPU device compiles the jaxpr through :mod:`plax.lowering`: fusion clusters
+(elementwise chains with broadcasting and the reductions that consume them) become one loop
+each, written as Python source (:mod:`plax_numba.codegen`) and compiled by ``numba.njit``
+(:mod:`plax_numba.cache` keeps the kernels in memory and on disk). Everything else runs on
+per-equation kernels: NumPy ufuncs for lone elementwise equations, BLAS for ``dot_general``,
+the reference kernels of ``plax_numpy.impls()`` for the rest; control flow re-enters this
+backend for its bodies.
+
+Compilation is tiered (:mod:`plax_numba.tiered`): a cluster runs on the reference kernels
+until its kernel is compiled in a background thread; ``PLAX_NUMBA_SYNC=1`` compiles at
+``jit`` time instead (tests and benchmarks).
+
+The package imports numba only from the modules the plugin hook loads, so a missing numba is
+reported as a failed plugin, not as an import error elsewhere.
+"""
+from __future__ import annotations
+
+__all__: list[str] = []

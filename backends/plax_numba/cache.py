@@ -1,0 +1,126 @@
+"""Compiled kernels, keyed by their generated source: in memory, and on disk through numba.
+
+A kernel's source is written to ``<cache dir>/k_<hash>.py`` (the hash covers the source,
+the scalar helpers' source and the numba version) and imported from there, so numba's own
+on-disk cache (``cache=True``, which needs a real source file) keeps its machine code: a
+second process loads it instead of compiling. Within a process, one dispatcher per source;
+numba keys its compiled versions by argument types.
+
+The cache directory is ``$PLAX_NUMBA_CACHE_DIR``, else ``$XDG_CACHE_HOME/plax_numba`` (or
+``~/.cache/plax_numba``), else a temporary directory when those are not writable.
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import sys
+import tempfile
+import threading
+
+import numba
+import numpy as np
+
+from plax_numba import scalar
+
+_HEADER = '''"""A plax_numba kernel, generated from a fusion cluster ({primitives})."""
+import numpy as np
+from numba import njit
+from plax_numba.scalar import fmax, fmin, idiv, irem, fsign, logistic, round_away, exp_f32
+
+_OPTIONS = dict(cache=True, nogil=True, error_model="numpy", boundscheck=False)
+
+'''
+
+_lock = threading.Lock()
+_kernels: dict[str, object] = {}   # file key -> dispatcher
+_dir: str | None = None
+
+
+def _salt() -> str:
+    with open(scalar.__file__, "rb") as f:
+        helpers = f.read()
+    return hashlib.sha256(helpers + numba.__version__.encode() + np.__version__.encode()
+                          + sys.version.encode()).hexdigest()
+
+
+_SALT = _salt()
+
+
+def cache_dir() -> str:
+    """The directory holding generated kernel sources and numba's cache files."""
+    global _dir
+    if _dir is not None:
+        return _dir
+    candidates = []
+    if os.environ.get("PLAX_NUMBA_CACHE_DIR"):
+        candidates.append(os.environ["PLAX_NUMBA_CACHE_DIR"])
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    candidates.append(os.path.join(base, "plax_numba"))
+    candidates.append(os.path.join(tempfile.gettempdir(), f"plax_numba_{os.getuid()}"))
+    for path in candidates:
+        try:
+            os.makedirs(path, exist_ok=True)
+            probe = os.path.join(path, f".probe{os.getpid()}")
+            with open(probe, "w"):
+                pass
+            os.remove(probe)
+        except OSError:
+            continue
+        _dir = path
+        return path
+    raise OSError(f"plax_numba: no writable cache directory among {candidates}")
+
+
+def module_source(kernel_source: str, primitives: list[str]) -> str:
+    """The complete module text of a kernel (header, helpers' imports, the kernel)."""
+    return _HEADER.format(primitives=" ".join(primitives)) + kernel_source
+
+
+def source_path(text: str) -> str:
+    """Where the module ``text`` lives on disk (written on first use)."""
+    key = hashlib.sha256((_SALT + text).encode()).hexdigest()[:24]
+    return os.path.join(cache_dir(), f"k_{key}.py")
+
+
+def load_kernel(text: str):
+    """The numba dispatcher defined by the module ``text`` (imported once per process)."""
+    path = source_path(text)
+    with _lock:
+        kernel = _kernels.get(path)
+        if kernel is not None:
+            return kernel
+        if not os.path.exists(path):
+            tmp = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
+            with open(tmp, "w") as f:
+                f.write(text)
+            os.replace(tmp, path)  # atomic: concurrent processes write the same text
+        name = "plax_numba_kernels." + os.path.basename(path)[:-3]
+        spec = importlib.util.spec_from_file_location(name, path)
+        module = importlib.util.module_from_spec(spec)
+        # numba pickles the module's name into its cache and imports it when loading
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+        kernel = _kernels[path] = module.kernel
+        return kernel
+
+
+def numba_signature(arg_types: list):
+    """The numba signature for a plan's ``arg_types`` (C-contiguous arrays, scalars, intp)."""
+    from numba import types
+    sig = []
+    for t in arg_types:
+        if t[0] == "array":
+            sig.append(types.Array(numba.from_dtype(t[1]), t[2], "C"))
+        elif t[0] == "scalar":
+            sig.append(numba.from_dtype(t[1]))
+        else:
+            sig.append(types.intp)
+    return tuple(sig)
+
+
+def compile_kernel(text: str, arg_types: list):
+    """Loads (or compiles) the kernel for exactly ``arg_types``; returns the dispatcher."""
+    kernel = load_kernel(text)
+    kernel.compile(numba_signature(arg_types))
+    return kernel

@@ -1,0 +1,490 @@
+"""Fusion clusters as Python source for ``numba.njit``: one loop over the iteration shape.
+
+:func:`plan_cluster` turns a :class:`plax.lowering.Cluster` into a :class:`KernelPlan`:
+
+* ``source``: a module defining ``kernel(...)``, the loop nest, compiled by numba. Every
+  value of the cluster is a scalar local inside the loop; elementwise equations become one
+  line each, cast to the output dtype (numba widens int32 arithmetic to int64, so the casts
+  give the wrap-around XLA specifies); reductions accumulate in locals (whole-array
+  reductions) or arrays (reductions over some axes) in a wide type (float64 for floats,
+  int64/uint64 for integers) and are cast at the end.
+* ``wrapper``: Python source of ``step(*cluster_inputs)``, the function the lowered program
+  calls: it passes array operands as they are, rank-0 operands (literals included, so that
+  kernels differing only in their constants share one compilation) as scalars and the
+  iteration extents as integers, and wraps scalar results as NumPy scalars of the right
+  dtype.
+
+Two loop forms: *flat* (one loop over ``prod(shape)`` elements of C-contiguous operands) when
+every operand has the iteration shape or is a scalar and every reduction reduces all axes;
+*nested* (one loop per dimension, operands indexed per dimension) otherwise, for
+``broadcast_in_dim`` and partial reductions. The source depends on the shape's rank and on
+which broadcast dimensions have size 1, not on the sizes, so kernels are shared across
+shapes.
+
+Whatever the plan cannot express (a primitive or dtype not in the tables below) makes
+:func:`plan_cluster` return None with a reason: the lowering driver then runs the cluster's
+equations one by one.
+"""
+from __future__ import annotations
+
+import math
+from typing import Callable
+
+import numpy as np
+
+from plax import lax
+from plax.core.jaxpr import Literal, Var
+from plax.lowering import REDUCTION, fusion_kind
+
+#: dtypes the generated loops handle (no complex, float16, bfloat16)
+DTYPES = frozenset(np.dtype(t) for t in (np.bool_, np.int8, np.int16, np.int32, np.int64,
+                                         np.uint8, np.uint16, np.uint32, np.uint64,
+                                         np.float32, np.float64))
+
+
+class Unsupported(Exception):
+    """The cluster uses something the code generator does not express (the message says what)."""
+
+
+class KernelPlan:
+    """What :func:`plan_cluster` produces: the kernel's source, its Python wrapper, and the
+    argument types to compile it for.
+
+    Attributes:
+      source: the module source defining ``kernel`` (without the decorator line's options).
+      wrapper: Python source defining ``step(*cluster inputs)``; it reads the globals
+        ``_kernel`` (the compiled kernel), ``_ready`` (whether to use it) and ``_interp``
+        (the reference path).
+      arg_types: per kernel argument, ``("array", dtype, ndim)``, ``("scalar", dtype)`` or
+        ``("int",)``.
+      wrapper_globals: constants the wrapper reads (output dtypes).
+      primitives: the names of the fused primitives, for messages.
+    """
+
+    def __init__(self, source, wrapper, arg_types, wrapper_globals, primitives):
+        self.source, self.wrapper, self.arg_types = source, wrapper, arg_types
+        self.wrapper_globals, self.primitives = wrapper_globals, primitives
+
+
+def _t(dtype) -> str:
+    """The NumPy scalar constructor of ``dtype`` in generated code (``np.float32``)."""
+    return f"np.{np.dtype(dtype).name}" if np.dtype(dtype) != np.bool_ else "np.bool_"
+
+
+def constant(value, dtype) -> str:
+    """A scalar constant of ``dtype`` as source text, exact (``np.float32(1.6699999570846558)``)."""
+    dtype = np.dtype(dtype)
+    value = np.asarray(value, dtype)[()]
+    if dtype == np.bool_:
+        return "True" if value else "False"
+    if dtype.kind == "f":
+        v = float(value)
+        if math.isnan(v):
+            text = "np.nan"
+        elif math.isinf(v):
+            text = "np.inf" if v > 0 else "-np.inf"
+        else:
+            text = repr(v)
+        return f"{_t(dtype)}({text})"
+    return f"{_t(dtype)}({int(value)})"
+
+
+# ---------------------------------------------------------------- elementwise expressions
+
+def _cast(expr: str, dtype) -> str:
+    return expr if np.dtype(dtype) == np.bool_ else f"{_t(dtype)}({expr})"
+
+
+_FLOAT_UNARY = {
+    lax.exp_p: "np.exp({0})", lax.exp2_p: "np.exp2({0})", lax.log_p: "np.log({0})",
+    lax.log1p_p: "np.log1p({0})", lax.expm1_p: "np.expm1({0})", lax.tanh_p: "np.tanh({0})",
+    lax.sin_p: "np.sin({0})", lax.cos_p: "np.cos({0})", lax.tan_p: "np.tan({0})",
+    lax.asin_p: "np.arcsin({0})", lax.acos_p: "np.arccos({0})", lax.atan_p: "np.arctan({0})",
+    lax.sinh_p: "np.sinh({0})", lax.cosh_p: "np.cosh({0})", lax.asinh_p: "np.arcsinh({0})",
+    lax.acosh_p: "np.arccosh({0})", lax.atanh_p: "np.arctanh({0})", lax.sqrt_p: "np.sqrt({0})",
+    lax.cbrt_p: "np.cbrt({0})", lax.floor_p: "np.floor({0})", lax.ceil_p: "np.ceil({0})",
+    lax.logistic_p: "logistic({0})", lax.sign_p: "fsign({0})", lax.abs_p: "abs({0})",
+    lax.neg_p: "-{0}",
+}
+_ARITH = {lax.add_p: "+", lax.add_any_p: "+", lax.sub_p: "-", lax.mul_p: "*"}
+_COMPARE = {lax.eq_p: "==", lax.ne_p: "!=", lax.lt_p: "<", lax.le_p: "<=", lax.gt_p: ">",
+            lax.ge_p: ">="}
+_BITWISE = {lax.and_p: "&", lax.or_p: "|", lax.xor_p: "^"}
+
+
+def elementwise(eqn, a: list[str]) -> str:
+    """The expression computing ``eqn``'s output from the operand expressions ``a``."""
+    prim = eqn.primitive
+    din = [np.dtype(v.aval.dtype) for v in eqn.invars]
+    dout = np.dtype(eqn.outvars[0].aval.dtype)
+    k = din[0].kind if din else dout.kind
+    bits = din[0].itemsize * 8 if din else 0
+    if prim in _COMPARE:
+        return f"({a[0]} {_COMPARE[prim]} {a[1]})"
+    if prim in _ARITH:
+        if k == "b":
+            raise Unsupported(f"{prim.name} on bool")
+        return _cast(f"{a[0]} {_ARITH[prim]} {a[1]}", dout)
+    if prim in _BITWISE:
+        return _cast(f"{a[0]} {_BITWISE[prim]} {a[1]}", dout)
+    if prim is lax.not_p:
+        return f"(not {a[0]})" if k == "b" else _cast(f"~{a[0]}", dout)
+    if prim is lax.neg_p and k == "u":
+        return _cast(f"{_t(dout)}(0) - {a[0]}", dout)
+    if prim is lax.abs_p and k == "u":
+        return a[0]
+    if prim is lax.sign_p and k in "iu":
+        if k == "u":
+            return _cast(f"{a[0]} != 0", dout)
+        return _cast(f"(1 if {a[0]} > 0 else (-1 if {a[0]} < 0 else 0))", dout)
+    if prim is lax.exp_p and din[0] == np.float32:
+        return f"exp_f32({a[0]})"  # vectorisable, <= 1 ulp (plax_numba.scalar)
+    if prim in _FLOAT_UNARY and (k == "f" or prim in (lax.neg_p, lax.abs_p)):
+        return _cast(_FLOAT_UNARY[prim].format(a[0]), dout)
+    if prim is lax.rsqrt_p and k == "f":
+        return _cast(f"{_t(dout)}(1) / np.sqrt({a[0]})", dout)
+    if prim is lax.is_finite_p:
+        return f"np.isfinite({a[0]})"
+    if prim is lax.round_p and k == "f":
+        fn = "np.rint" if eqn.params["rounding_method"] == 1 else "round_away"
+        return _cast(f"{fn}({a[0]})", dout)
+    if prim in (lax.max_p, lax.min_p):
+        if k == "f":
+            return _cast(f"{'fmax' if prim is lax.max_p else 'fmin'}({a[0]}, {a[1]})", dout)
+        op = ">" if prim is lax.max_p else "<"
+        return f"({a[0]} if {a[0]} {op} {a[1]} else {a[1]})"
+    if prim is lax.clamp_p:  # clamp(lo, x, hi) = min(max(x, lo), hi)
+        lo, x, hi = a
+        if k == "f":
+            return _cast(f"fmin(fmax({x}, {lo}), {hi})", dout)
+        if k == "b":
+            raise Unsupported("clamp on bool")
+        return _cast(f"min(max({x}, {lo}), {hi})", dout)
+    if prim is lax.div_p:
+        if k == "f":
+            return _cast(f"{a[0]} / {a[1]}", dout)
+        if k == "i":
+            return _cast(f"idiv(np.int64({a[0]}), np.int64({a[1]}))", dout)
+        if k == "u":
+            return f"({_t(dout)}(-1) if {a[1]} == 0 else {_cast(f'{a[0]} // {a[1]}', dout)})"
+    if prim is lax.rem_p:
+        if k == "f":
+            return _cast(f"np.fmod({a[0]}, {a[1]})", dout)
+        if k == "i":
+            return _cast(f"irem(np.int64({a[0]}), np.int64({a[1]}))", dout)
+        if k == "u":
+            return f"({a[0]} if {a[1]} == 0 else {_cast(f'{a[0]} % {a[1]}', dout)})"
+    if prim is lax.pow_p and k == "f":
+        return _cast(f"np.power({a[0]}, {a[1]})", dout)
+    if prim is lax.atan2_p and k == "f":
+        return _cast(f"np.arctan2({a[0]}, {a[1]})", dout)
+    if prim in (lax.shift_left_p, lax.shift_right_logical_p, lax.shift_right_arithmetic_p):
+        return _shift(prim, a, din[0], bits)
+    if prim is lax.select_n_p:
+        which, cases = a[0], a[1:]
+        if len(cases) == 1:
+            return cases[0]
+        if din[0] == np.bool_:
+            return f"({cases[1]} if {which} else {cases[0]})"
+        expr = cases[-1]
+        for i in range(len(cases) - 2, -1, -1):
+            expr = f"({cases[i]} if {which} == {i} else {expr})"
+        return expr
+    if prim is lax.convert_element_type_p:
+        return _convert(a[0], din[0], dout)
+    if prim is lax.integer_pow_p:
+        return _integer_pow(a[0], eqn.params["y"], dout)
+    raise Unsupported(f"{prim.name} on {din[0] if din else dout}")
+
+
+def _shift(prim, a, dtype, bits: int) -> str:
+    x, y = a
+    in_range = f"({y} >= 0 and {y} < {bits})" if dtype.kind == "i" else f"({y} < {bits})"
+    t = _t(dtype)
+    if prim is lax.shift_left_p:
+        return f"({t}({x} << {y}) if {in_range} else {t}(0))"
+    unsigned = f"np.uint{bits}"
+    signed = f"np.int{bits}"
+    if prim is lax.shift_right_logical_p:
+        return f"({t}({unsigned}({x}) >> {unsigned}({y})) if {in_range} else {t}(0))"
+    # arithmetic: shifting by the width or more gives the sign
+    amount = f"({y} if {in_range} else {bits - 1})"
+    return f"{t}({signed}({x}) >> {signed}({amount}))"
+
+
+def _convert(x: str, src, dst) -> str:
+    if dst == np.bool_:
+        return x if src == np.bool_ else f"({x} != 0)"
+    if dst.kind in "iu" and src.kind == "f":
+        # XLA: truncate, saturate, NaN -> 0 (compared in float64, where the bounds are exact)
+        info = np.iinfo(dst)
+        t = _t(dst)
+        upper, lower = float(info.max) + 1.0, float(info.min)
+        return (f"({t}(0) if {x} != {x} else ({t}({info.max}) if {x} >= {upper!r} else "
+                f"({t}({info.min}) if {x} < {lower!r} else {t}({x}))))")
+    return _cast(x, dst)
+
+
+def _integer_pow(x: str, y: int, dtype) -> str:
+    t = _t(dtype)
+    if y == 0:
+        return f"{t}(1)"
+    if y < 0 and dtype.kind != "f":
+        raise Unsupported("integer_pow with a negative exponent on integers")
+    # square-and-multiply, each product rounded to the dtype, as the reference does
+    n, acc, base = abs(y), None, x
+    while n:
+        if n & 1:
+            acc = base if acc is None else f"{t}({acc} * {base})"
+        n >>= 1
+        if n:
+            base = f"{t}({base} * {base})"
+    if y < 0:
+        acc = f"{t}(1) / {acc}"
+    return _cast(acc, dtype)
+
+
+# ---------------------------------------------------------------- reductions
+
+def _acc_dtype(dtype) -> np.dtype:
+    if dtype.kind == "f":
+        return np.dtype(np.float64)
+    if dtype.kind == "i":
+        return np.dtype(np.int64)
+    if dtype.kind == "u":
+        return np.dtype(np.uint64)
+    return dtype
+
+
+def reduction(prim, dtype) -> tuple[np.dtype, str, Callable[[str, str], str]]:
+    """``(accumulator dtype, initial value source, update(acc, value) -> source)``."""
+    k = dtype.kind
+    if prim is lax.reduce_sum_p and k != "b":
+        acc = _acc_dtype(dtype)
+        return acc, constant(0, acc), lambda s, v: f"{s} + {_t(acc)}({v})"
+    if prim is lax.reduce_prod_p and k != "b":
+        acc = _acc_dtype(dtype)
+        return acc, constant(1, acc), lambda s, v: f"{s} * {_t(acc)}({v})"
+    if prim in (lax.reduce_max_p, lax.reduce_min_p) and k in "fiub":
+        is_max = prim is lax.reduce_max_p
+        if k == "f":
+            init = constant(-np.inf if is_max else np.inf, dtype)
+            fn = "fmax" if is_max else "fmin"
+            return dtype, init, lambda s, v: f"{fn}({s}, {v})"
+        if k == "b":
+            return dtype, "False" if is_max else "True", \
+                (lambda s, v: f"({s} or {v})") if is_max else (lambda s, v: f"({s} and {v})")
+        info = np.iinfo(dtype)
+        init = constant(info.min if is_max else info.max, dtype)
+        op = ">" if is_max else "<"
+        return dtype, init, lambda s, v: f"({v} if {v} {op} {s} else {s})"
+    if prim in (lax.reduce_and_p, lax.reduce_or_p, lax.reduce_xor_p):
+        op = {lax.reduce_and_p: "&", lax.reduce_or_p: "|", lax.reduce_xor_p: "^"}[prim]
+        if k == "b":
+            init = "True" if prim is lax.reduce_and_p else "False"
+            return dtype, init, lambda s, v: f"({s} {op} {v})"
+        init = constant(-1 if prim is lax.reduce_and_p else 0, dtype)
+        return dtype, init, lambda s, v: f"{_t(dtype)}({s} {op} {v})"
+    raise Unsupported(f"{prim.name} on {dtype}")
+
+
+# ---------------------------------------------------------------- the kernel
+
+class _Input:
+    """How one cluster input reaches the kernel."""
+
+    def __init__(self, atom, name: str, kind: str, dtype, ndim: int = 0):
+        self.atom, self.name, self.kind, self.dtype, self.ndim = atom, name, kind, dtype, ndim
+
+
+def plan_cluster(cluster) -> KernelPlan:
+    """The kernel plan of ``cluster``.
+
+    Raises:
+      Unsupported: a primitive, dtype or pattern the generator does not express.
+    """
+    shape = tuple(cluster.shape)
+    rank = len(shape)
+    for eqn in cluster.eqns:
+        for v in list(eqn.invars) + list(eqn.outvars):
+            if np.dtype(v.aval.dtype) not in DTYPES:
+                raise Unsupported(f"{eqn.primitive.name} on {np.dtype(v.aval.dtype)}")
+
+    broadcast_operands = set()
+    flat = True
+    for eqn in cluster.eqns:
+        if eqn.primitive is lax.broadcast_in_dim_p:
+            op = eqn.invars[0]
+            broadcast_operands.add(id(op))
+            dims = tuple(eqn.params["broadcast_dimensions"])
+            if op.aval.shape and not (math.prod(op.aval.shape) == math.prod(shape)
+                                      and list(dims) == sorted(dims)):
+                flat = False
+            if eqn.params.get("sharding") is not None:
+                raise Unsupported("broadcast_in_dim with a sharding")
+        elif fusion_kind(eqn.primitive) == REDUCTION:
+            if sorted(eqn.params["axes"]) != list(range(rank)):
+                flat = False
+
+    # inputs: rank-0 operands as scalars, the others as arrays
+    inputs: list[_Input] = []
+    for i, atom in enumerate(cluster.inputs):
+        dtype = np.dtype(atom.aval.dtype)
+        nd = len(atom.aval.shape)
+        if nd == 0:  # literals too: passed at run time, so kernels differing only in
+            # their constants share one compiled kernel
+            inputs.append(_Input(atom, f"a{i}", "scalar", dtype))
+        else:
+            if not isinstance(atom, (Var, Literal)):
+                raise Unsupported("an operand that is neither a variable nor a literal")
+            inputs.append(_Input(atom, f"a{i}", "array", dtype, nd))
+
+    # a scalar-shaped cluster: every value is a scalar, no loop
+    if rank == 0:
+        flat = True
+    dims = [f"n{d}" for d in range(rank)]
+    idx = [f"i{d}" for d in range(rank)]
+    names: dict = {}   # id(atom) -> scalar expression inside the loop
+    pre: list[str] = []    # before the loop
+    body: list[str] = []   # inside the loop
+    post: list[str] = []   # after the loop
+    for inp in inputs:
+        if inp.kind == "scalar":
+            names[id(inp.atom)] = inp.name
+        elif id(inp.atom) in broadcast_operands and tuple(inp.atom.aval.shape) != shape:
+            pass  # read through its broadcast's index map only
+        elif flat:
+            pre.append(f"{inp.name}_f = {inp.name}.ravel()")
+            body.append(f"{inp.name}_v = {inp.name}_f[i]")
+            names[id(inp.atom)] = f"{inp.name}_v"
+        else:
+            body.append(f"{inp.name}_v = {inp.name}[{', '.join(idx)}]")
+            names[id(inp.atom)] = f"{inp.name}_v"
+
+    in_names = {id(inp.atom): inp.name for inp in inputs}
+    outputs = {id(v): j for j, v in enumerate(cluster.outputs)}
+    out_exprs: list[str | None] = [None] * len(cluster.outputs)
+    scalar_out: list[bool] = [False] * len(cluster.outputs)
+    out_dtypes = [np.dtype(v.aval.dtype) for v in cluster.outputs]
+    for j, v in enumerate(cluster.outputs):
+        if fusion_kind(_defining(cluster, v).primitive) != REDUCTION and rank:
+            t = _t(out_dtypes[j]) if out_dtypes[j] != np.bool_ else "np.bool_"
+            pre.append(f"o{j} = np.empty(({', '.join(dims)},), {t})")
+            if flat:
+                pre.append(f"o{j}_f = o{j}.reshape({' * '.join(dims)})")
+
+    for k, eqn in enumerate(cluster.eqns):
+        out = eqn.outvars[0]
+        local = f"t{k}"
+        prim = eqn.primitive
+        if prim is lax.broadcast_in_dim_p:
+            op = eqn.invars[0]
+            if id(op) in names and not op.aval.shape:
+                expr = names[id(op)]
+            elif tuple(op.aval.shape) == shape and id(op) in names:
+                expr = names[id(op)]
+            else:
+                if isinstance(op, Literal) and id(op) not in in_names:
+                    raise Unsupported("a broadcast literal")
+                bdims = eqn.params["broadcast_dimensions"]
+                if flat:
+                    expr = f"{in_names[id(op)]}_f[i]"
+                    if f"{in_names[id(op)]}_f = {in_names[id(op)]}.ravel()" not in pre:
+                        pre.append(f"{in_names[id(op)]}_f = {in_names[id(op)]}.ravel()")
+                else:
+                    sub = [("0" if op.aval.shape[j] == 1 and shape[d] != 1 else idx[d])
+                           for j, d in enumerate(bdims)]
+                    expr = f"{in_names[id(op)]}[{', '.join(sub)}]"
+            body.append(f"{local} = {expr}")
+        elif fusion_kind(prim) == REDUCTION:
+            operand = names[id(eqn.invars[0])]
+            acc_dtype, init, update = reduction(prim, np.dtype(out.aval.dtype))
+            axes = sorted(eqn.params["axes"])
+            j = outputs.get(id(out))
+            if j is None:  # a reduction nobody reads after the cluster: still computed
+                j = len(out_exprs)
+                out_exprs.append(None)
+                scalar_out.append(False)
+                out_dtypes.append(np.dtype(out.aval.dtype))
+            odt = np.dtype(out.aval.dtype)
+            if len(axes) == rank:  # to a scalar: accumulate in a local
+                pre.append(f"s{k} = {init}")
+                body.append(f"s{k} = {update(f's{k}', operand)}")
+                post.append(f"r{j} = {_cast(f's{k}', odt)}")
+                scalar_out[j] = True
+            else:
+                kept = [d for d in range(rank) if d not in axes]
+                out_dims = ", ".join(dims[d] for d in kept)
+                pre.append(f"s{k} = np.full(({out_dims},), {init})")
+                at = f"s{k}[{', '.join(idx[d] for d in kept)}]" if kept else f"s{k}[()]"
+                body.append(f"{at} = {update(at, operand)}")
+                post.append(f"r{j} = s{k}.astype({_t(odt)})")
+            out_exprs[j] = f"r{j}"
+            continue
+        else:
+            args = [names[id(v)] if id(v) in names else _missing(v) for v in eqn.invars]
+            body.append(f"{local} = {elementwise(eqn, args)}")
+        names[id(out)] = local
+        j = outputs.get(id(out))
+        if j is not None:
+            if rank == 0:
+                out_exprs[j] = local
+                scalar_out[j] = True
+            elif flat:
+                body.append(f"o{j}_f[i] = {local}")
+                out_exprs[j] = f"o{j}"
+            else:
+                body.append(f"o{j}[{', '.join(idx)}] = {local}")
+                out_exprs[j] = f"o{j}"
+
+    params = [inp.name for inp in inputs] + dims
+    lines = ["@njit(**_OPTIONS)", f"def kernel({', '.join(params)}):"]
+    lines += ["    " + s for s in pre]
+    if rank == 0:
+        lines += ["    " + s for s in body]
+    elif flat:
+        lines.append(f"    for i in range({' * '.join(dims)}):")
+        lines += ["        " + s for s in body]
+    else:
+        for d in range(rank):
+            lines.append("    " + "    " * d + f"for {idx[d]} in range({dims[d]}):")
+        lines += ["    " + "    " * rank + s for s in body]
+    lines += ["    " + s for s in post]
+    lines.append(f"    return ({', '.join(out_exprs)},)")
+    source = "\n".join(lines) + "\n"
+
+    # the wrapper the lowered program calls
+    arg_types: list = []
+    call: list[str] = []
+    for inp in inputs:
+        if inp.kind == "scalar":
+            call.append(f"{inp.name}[()]")
+            arg_types.append(("scalar", inp.dtype))
+        else:
+            call.append(inp.name)
+            arg_types.append(("array", inp.dtype, inp.ndim))
+    call += [str(n) for n in shape]
+    arg_types += [("int",)] * rank
+    n_out = len(cluster.outputs)
+    wrapper_globals = {f"_T{j}": out_dtypes[j].type for j in range(n_out)}
+    results = [f"_T{j}(r[{j}])" if scalar_out[j] else f"r[{j}]" for j in range(n_out)]
+    wrapper = "\n".join([
+        f"def step({', '.join(inp.name for inp in inputs)}):",
+        "    if _ready:",
+        f"        r = _kernel({', '.join(call)})",
+        f"        return [{', '.join(results)}]",
+        f"    return _interp({', '.join(inp.name for inp in inputs)})",
+    ]) + "\n"
+    return KernelPlan(source, wrapper, arg_types, wrapper_globals,
+                      [e.primitive.name for e in cluster.eqns])
+
+
+def _defining(cluster, var):
+    for eqn in cluster.eqns:
+        if eqn.outvars[0] is var:
+            return eqn
+    raise AssertionError(f"{var} is not defined in {cluster}")
+
+
+def _missing(v):
+    raise Unsupported(f"operand {v} of shape {v.aval.shape} is not readable in the loop")

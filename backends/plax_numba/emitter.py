@@ -1,0 +1,118 @@
+"""The Numba backend's :class:`plax.lowering.Emitter`: clusters become compiled kernels,
+lone equations per-equation kernels (see :mod:`plax_numba.kernels`).
+
+What it declines (returns None for) the lowering driver handles: a declined cluster is split
+into its equations, a declined ``jit`` call is spliced into its caller, and an equation of a
+primitive this backend does not know (one a plugin registered only with the NumPy backend)
+runs on the reference kernel with one ``PlaxFallbackWarning``.
+"""
+from __future__ import annotations
+
+import functools
+
+from plax.lowering import Emitter, Step, call_body
+
+from plax_numba import cache, codegen, kernels, tiered
+
+
+class NumbaEmitter(Emitter):
+    """Generates one program for :func:`plax.lowering.lower`.
+
+    Args:
+      backend: the :class:`~plax_numba.backend.NumbaBackend`.
+      device: the device the program runs on.
+
+    Attributes:
+      kernel_sources: ``(module path, module text)`` of each cluster kernel, in program order
+        (``as_text`` shows them).
+    """
+
+    fuses = True
+
+    def __init__(self, backend, device):
+        self.backend, self.device = backend, device
+        self.sync = tiered.sync_mode()
+        self.kernel_sources: list[tuple[str, str]] = []
+        self._run_body = None
+
+    # ------------------------------------------------------------ clusters
+    def emit_cluster(self, cluster):
+        try:
+            plan = codegen.plan_cluster(cluster)
+        except codegen.Unsupported:
+            return None  # the driver runs the equations one by one
+        text = cache.module_source(plan.source, plan.primitives)
+        path = cache.source_path(text)
+        interp = self._interpreter(cluster)
+        ns = dict(plan.wrapper_globals, _ready=False, _kernel=None, _interp=interp)
+        exec(compile(plan.wrapper, f"<plax_numba step {path}>", "exec"), ns)
+        step = ns["step"]
+
+        def build():
+            ns["_kernel"] = cache.compile_kernel(text, plan.arg_types)
+            ns["_ready"] = True
+
+        if self.sync:
+            try:
+                build()
+            except Exception as err:  # noqa: BLE001 - reported, and the equations still run
+                tiered.compile_failed(plan.primitives, path, err)
+                return None
+        else:
+            def job():
+                try:
+                    build()
+                except Exception as err:  # noqa: BLE001
+                    tiered.compile_failed(plan.primitives, path, err)
+            tiered.submit(job)
+        self.kernel_sources.append((path, text))
+        return Step(step)
+
+    def _interpreter(self, cluster):
+        """The cluster on the reference kernels: what runs until its kernel is compiled."""
+        plan = []
+        for eqn in cluster.eqns:
+            fn = self.backend.eager_impl(eqn.primitive)
+            if eqn.params:
+                fn = functools.partial(fn, **eqn.params)
+            plan.append((fn, [id(v) for v in eqn.invars], id(eqn.outvars[0])))
+        in_keys = [id(v) for v in cluster.inputs]
+        out_keys = [id(v) for v in cluster.outputs]
+
+        def interp(*args):
+            env = dict(zip(in_keys, args))
+            for fn, ins, out in plan:
+                env[out] = fn(*[env[k] for k in ins])
+            return [env[k] for k in out_keys]
+
+        return interp
+
+    # ------------------------------------------------------------ lone equations
+    def emit_equation(self, eqn):
+        prim = eqn.primitive
+        if call_body(eqn) is not None:
+            return None  # a jit call: spliced into this program
+        backend = self.backend
+        own = backend.kernels.get(prim)
+        if own is not None:
+            return _bind(own, eqn.params)
+        ufunc = kernels.direct_ufunc(eqn)
+        if ufunc is not None:
+            return Step(ufunc, accepts_out=True, guarded=True)
+        if self._run_body is None:
+            self._run_body = kernels.BodyRunner(backend, self.device)
+        step = kernels.control_flow_kernel(eqn, self._run_body)
+        if step is not None:
+            return step
+        if prim in backend.core_primitives():
+            fn = backend.eager_impl(prim)
+            if fn is not None:
+                return _bind(fn, eqn.params)
+        return None  # the lowering layer's fallback: the reference kernel, with a warning
+
+    def guard(self):
+        return kernels.quiet_enter, kernels.quiet_leave
+
+
+def _bind(fn, params):
+    return functools.partial(fn, **params) if params else fn

@@ -1,0 +1,133 @@
+"""Per-equation kernels of the Numba backend: what runs an equation that is not fused.
+
+* Lone elementwise equations call their NumPy ufunc directly (one native call, ``out=``
+  reuse of dead temporaries, floating-point warnings switched off once around the program):
+  compiling one operation buys nothing over the ufunc.
+* ``cond``, ``while`` and ``scan`` run their bodies compiled by this backend (so the bodies'
+  clusters are fused kernels too), cached weakly per body.
+* ``dot_general`` and every other core primitive use the reference kernel
+  (``plax_numpy.impls()``), which is one vectorised NumPy call (BLAS for ``dot_general``).
+"""
+from __future__ import annotations
+
+import weakref
+
+import numpy as np
+
+from plax import lax
+
+from plax_numba.codegen import DTYPES
+
+UFUNCS = {
+    lax.add_p: np.add, lax.add_any_p: np.add, lax.sub_p: np.subtract, lax.mul_p: np.multiply,
+    lax.max_p: np.maximum, lax.min_p: np.minimum,
+    lax.eq_p: np.equal, lax.ne_p: np.not_equal, lax.lt_p: np.less, lax.le_p: np.less_equal,
+    lax.gt_p: np.greater, lax.ge_p: np.greater_equal,
+    lax.and_p: np.bitwise_and, lax.or_p: np.bitwise_or, lax.xor_p: np.bitwise_xor,
+    lax.neg_p: np.negative, lax.is_finite_p: np.isfinite,
+}
+FLOAT_UFUNCS = {
+    lax.exp_p: np.exp, lax.exp2_p: np.exp2, lax.log_p: np.log, lax.log1p_p: np.log1p,
+    lax.expm1_p: np.expm1, lax.tanh_p: np.tanh, lax.sin_p: np.sin, lax.cos_p: np.cos,
+    lax.tan_p: np.tan, lax.sqrt_p: np.sqrt, lax.floor_p: np.floor, lax.ceil_p: np.ceil,
+    lax.pow_p: np.power, lax.atan2_p: np.arctan2,
+}
+
+
+def direct_ufunc(eqn):
+    """The NumPy ufunc computing ``eqn`` exactly as the reference kernel does, or None."""
+    if eqn.params:
+        return None
+    dtypes = {np.dtype(v.aval.dtype) for v in eqn.invars}
+    if not dtypes or not dtypes <= DTYPES:
+        return None
+    fn = UFUNCS.get(eqn.primitive)
+    if fn is None and all(d.kind == "f" for d in dtypes):
+        fn = FLOAT_UFUNCS.get(eqn.primitive)
+    if fn is None or (eqn.primitive is lax.neg_p and dtypes == {np.dtype(bool)}):
+        return None
+    return fn
+
+
+def _make_quiet_state():
+    """``(enter, leave)``: NumPy's floating-point warnings off and back on (IEEE results).
+
+    On NumPy >= 2 the error state is one context variable, and setting it to a prebuilt value
+    is far cheaper than ``np.errstate``; elsewhere, ``np.seterr``.
+    """
+    try:
+        from numpy._core.umath import _extobj_contextvar, _make_extobj
+        ignore_all = _make_extobj(all="ignore")
+    except (ImportError, AttributeError, TypeError):
+        def enter():
+            return np.seterr(all="ignore")
+
+        def leave(old):
+            np.seterr(**old)
+
+        return enter, leave
+    set_state, reset_state = _extobj_contextvar.set, _extobj_contextvar.reset
+    return (lambda: set_state(ignore_all)), reset_state
+
+
+quiet_enter, quiet_leave = _make_quiet_state()
+
+
+# ---------------------------------------------------------------- control flow
+
+class BodyRunner:
+    """Runs sub-jaxprs (ClosedJaxprs) compiled by one backend on one device, cached weakly."""
+
+    def __init__(self, backend, device):
+        self.backend, self.device = backend, device
+        self.compiled: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+    def __call__(self, closed, *bufs) -> list:
+        entry = self.compiled.get(closed)
+        if entry is None:
+            from plax.transforms.call import compile_closed
+            entry = self.compiled[closed] = compile_closed(closed, self.backend, self.device)
+        outs = entry.executable(*entry.const_bufs, *bufs)
+        return [np.asarray(o, a.dtype) for o, a in zip(outs, entry.out_avals)]
+
+
+def control_flow_kernel(eqn, run):
+    """A step for a ``cond``, ``while`` or ``scan`` equation whose bodies run through ``run``
+    (a :class:`BodyRunner`), or None for other primitives."""
+    prim, params = eqn.primitive, eqn.params
+    if prim is lax.cond_p:
+        branches = params["branches"]
+
+        def cond(index, *ops):
+            i = min(max(int(index), 0), len(branches) - 1)  # out of range clamps (XLA)
+            return run(branches[i], *ops)
+        return cond
+    if prim is lax.while_p:
+        cj, bj = params["cond_jaxpr"], params["body_jaxpr"]
+        nc, nb = params["cond_nconsts"], params["body_nconsts"]
+
+        def while_(*args):
+            cconsts, bconsts = args[:nc], args[nc:nc + nb]
+            carry = list(args[nc + nb:])
+            while bool(run(cj, *cconsts, *carry)[0]):
+                carry = run(bj, *bconsts, *carry)
+            return carry
+        return while_
+    if prim is lax.scan_p:
+        body, length, reverse = params["jaxpr"], params["length"], params["reverse"]
+        n_consts, n_carry = params["num_consts"], params["num_carry"]
+        y_avals = body.out_avals[n_carry:]
+
+        def scan(*args):
+            consts = args[:n_consts]
+            carry = list(args[n_consts:n_consts + n_carry])
+            xs = args[n_consts + n_carry:]
+            ys = [np.empty((length,) + tuple(a.shape), a.dtype) for a in y_avals]
+            for i in (range(length - 1, -1, -1) if reverse else range(length)):
+                outs = run(body, *consts, *carry, *[x[i] for x in xs])
+                carry = outs[:n_carry]
+                for y, o in zip(ys, outs[n_carry:]):
+                    y[i] = o
+            return carry + ys
+        return scan
+    return None

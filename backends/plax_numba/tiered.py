@@ -1,0 +1,80 @@
+"""Tiered compilation: kernels compile in a background thread while calls run the reference
+path; ``PLAX_NUMBA_SYNC=1`` compiles before the first call instead.
+
+A cluster's step (the wrapper made by :mod:`plax_numba.codegen`) reads two globals of its
+own namespace: ``_ready`` and ``_kernel``. The compile job sets them when numba is done, so
+the next call switches to the kernel (one dictionary lookup per call is the whole cost). A
+failed compilation warns once, with the primitives and the generated source's path, and the
+step keeps running the reference path: never a wrong or missing result.
+"""
+from __future__ import annotations
+
+import atexit
+import os
+import queue
+import threading
+import traceback
+import warnings
+
+from plax.lowering import PlaxFallbackWarning
+
+_jobs: "queue.Queue" = queue.Queue()
+_worker: threading.Thread | None = None
+_worker_lock = threading.Lock()
+_closing = threading.Event()
+_idle = threading.Condition()
+_pending = 0
+
+
+def sync_mode() -> bool:
+    """Whether kernels compile before the first call (``PLAX_NUMBA_SYNC=1``)."""
+    return os.environ.get("PLAX_NUMBA_SYNC", "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def compile_failed(primitives: list[str], path: str, err: BaseException) -> None:
+    """Warns that a kernel failed to compile (the reference kernels compute it instead)."""
+    detail = "".join(traceback.format_exception_only(type(err), err)).strip()
+    warnings.warn(f"plax_numba: compiling the fused kernel of [{' '.join(primitives)}] "
+                  f"(generated source: {path}) failed; its equations run on the reference "
+                  f"(NumPy) kernels instead. {detail}", PlaxFallbackWarning, stacklevel=2)
+
+
+def submit(job) -> None:
+    """Runs ``job()`` in the background compile thread."""
+    global _worker, _pending
+    with _idle:
+        _pending += 1
+    with _worker_lock:
+        if _worker is None or not _worker.is_alive():
+            _worker = threading.Thread(target=_run, name="plax-numba-compile", daemon=True)
+            _worker.start()
+    _jobs.put(job)
+
+
+def wait_idle(timeout: float | None = None) -> bool:
+    """Waits until every submitted compile job has finished; False on timeout."""
+    with _idle:
+        return _idle.wait_for(lambda: _pending == 0, timeout)
+
+
+def _run() -> None:
+    global _pending
+    while True:
+        job = _jobs.get()
+        try:
+            if not _closing.is_set():
+                job()
+        except BaseException:  # a job reports its own errors; never kill the worker
+            pass
+        finally:
+            with _idle:
+                _pending -= 1
+                _idle.notify_all()
+
+
+@atexit.register
+def _shutdown() -> None:
+    # Skip queued jobs and let the one in progress finish, so the interpreter does not exit
+    # in the middle of an LLVM compilation.
+    _closing.set()
+    wait_idle(timeout=30)
