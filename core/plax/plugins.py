@@ -6,7 +6,9 @@ Two entry-point groups are read on first use (never at ``import plax``):
 * ``plax.plugins`` -- modules implementing ``plax_plugins() -> dict | None``: they
   register primitives, rules or whole transforms, and may return
   ``{public_name: object}`` to expose as ``plax.<public_name>`` (how ``pmap``
-  arrives).
+  arrives). A dotted name exposes an attribute of a plax subpackage:
+  ``{"experimental.jet": module}`` makes ``plax.experimental.jet`` (an attribute, and an
+  importable module when the value is a module; see :func:`lookup`).
 
 A plugin that fails to import, or whose hook raises, is reported with a
 :class:`PlaxPluginWarning` naming it and its error (the warning points at the user's
@@ -34,10 +36,13 @@ and ``plax_mybackend/plugin.py``::
 """
 from __future__ import annotations
 
+import importlib.abc
+import importlib.util
 import os
 import sys
 import threading
 import traceback
+import types
 import warnings
 from dataclasses import dataclass, field
 from typing import Any
@@ -287,6 +292,124 @@ def _fail(record: PluginRecord, error: str, err: BaseException | None = None) ->
     _warn(record)
 
 
+# Names under ``plax`` that first-party plugin packages provide, with the distribution to
+# install and its entry-point name. Only messages use this table: when a name is missing,
+# the error says which package brings it (a third party's names resolve the same way, but
+# plax cannot know what to suggest for them).
+KNOWN_PROVIDERS: dict[str, tuple[str, str]] = {
+    "experimental.checkify": ("plax-checkify", "checkify"),
+    "experimental.jet": ("plax-jet", "jet"),
+}
+
+
+def lookup(qualname: str) -> Any:
+    """The object a plugin exports as ``plax.<qualname>`` (e.g. ``"experimental.jet"``).
+
+    Loads the plugins if they are not loaded yet.
+
+    Raises:
+      AttributeError: no installed plugin exports the name; for a name of a first-party
+        plugin (:data:`KNOWN_PROVIDERS`) the message says which package to install, or why
+        the installed plugin failed to load.
+
+    Example:
+      >>> plax.plugins.lookup("experimental.jet").jet
+      <function jet at ...>
+    """
+    exports = registry().exports
+    if qualname in exports:
+        return exports[qualname]
+    raise AttributeError(missing_message(qualname))
+
+
+def missing_message(qualname: str) -> str:
+    """Why ``plax.<qualname>`` is not available: which package to install, or why it failed."""
+    namespace, _, attr = qualname.rpartition(".")
+    owner = f"plax.{namespace}" if namespace else "plax"
+    known = KNOWN_PROVIDERS.get(qualname)
+    if known is None:
+        return f"module {owner!r} has no attribute {attr!r}"
+    dist, ep_name = known
+    failed = [r for r in registry().records if r.name == ep_name and r.status != "loaded"]
+    if failed:
+        return (f"plax.{qualname} is provided by the plugin package {dist!r}, which is installed "
+                f"but failed to load: {failed[0].error}. Run `python -m plax info -v` for the "
+                "traceback.")
+    folder = dist.replace("-", "_")
+    return (f"plax.{qualname} is provided by the plugin package {dist!r}, which is not "
+            f"installed. Install it with `pip install {dist}` (from a plax checkout: "
+            f"`pip install -e plugins/{folder}`).")
+
+
+def module_getattr(namespace: str):
+    """A module ``__getattr__`` for the plax subpackage ``plax.<namespace>`` that resolves
+    names through the plugins' exports (``"<namespace>.<name>"``), with :func:`lookup`'s
+    messages.
+
+    Example (in ``plax/experimental/__init__.py``)::
+
+        __getattr__ = plugins.module_getattr("experimental")
+    """
+    def __getattr__(name: str) -> Any:
+        if name.startswith("__"):  # dunder probes (copy, pickle, doctest) never load plugins
+            raise AttributeError(f"module 'plax.{namespace}' has no attribute {name!r}")
+        return lookup(f"{namespace}.{name}")
+
+    return __getattr__
+
+
+def exported_names(namespace: str) -> list[str]:
+    """The names plugins export under ``plax.<namespace>`` (for ``__dir__``), without loading
+    plugins that are not loaded yet."""
+    reg = _registry
+    prefix = namespace + "."
+    names = {k[len(prefix):] for k in (reg.exports if reg else ()) if k.startswith(prefix)}
+    return sorted(n for n in names if "." not in n)
+
+
+class _AliasLoader(importlib.abc.Loader):
+    """Makes ``import plax.<qualname>`` return the module a plugin exported under that name
+    (the plugin's own module object: its ``__name__`` and ``__spec__`` stay its own)."""
+
+    def __init__(self, target: types.ModuleType) -> None:
+        self.target = target
+
+    def create_module(self, spec):
+        return None
+
+    def exec_module(self, module) -> None:
+        # the import system returns whatever sys.modules holds under the name afterwards
+        sys.modules[module.__name__] = self.target
+
+
+class _PluginModuleFinder(importlib.abc.MetaPathFinder):
+    """Resolves ``import plax.a.b`` to a module a plugin exports as ``"a.b"``; for a missing
+    first-party plugin module it raises ModuleNotFoundError saying what to install.
+
+    It sits at the end of ``sys.meta_path``: plax's own modules are always found first."""
+
+    def find_spec(self, fullname: str, path=None, target=None):
+        if not fullname.startswith("plax.") or _loading:
+            return None
+        qualname = fullname[len("plax."):]
+        obj = registry().exports.get(qualname)
+        if isinstance(obj, types.ModuleType):
+            return importlib.util.spec_from_loader(fullname, _AliasLoader(obj))
+        if obj is None and qualname in KNOWN_PROVIDERS:
+            # ``name`` is the plugin's distribution (not ``fullname``), so that a
+            # ``from plax.experimental import jet`` shows this message instead of Python's
+            # generic "cannot import name".
+            raise ModuleNotFoundError(missing_message(qualname),
+                                      name=KNOWN_PROVIDERS[qualname][0])
+        return None
+
+
+def install_module_finder() -> None:
+    """Makes modules that plugins export importable as ``plax.<dotted name>`` (idempotent)."""
+    if not any(isinstance(f, _PluginModuleFinder) for f in sys.meta_path):
+        sys.meta_path.append(_PluginModuleFinder())
+
+
 def _entry_points(group: str):
     from importlib.metadata import entry_points
     return list(entry_points(group=group))
@@ -530,3 +653,6 @@ def info(verbose: bool = False) -> str:
         for d in reg.platform_devices[p]:
             lines.append(f"  {d!r} platform={p} kind={d.device_kind!r} backends={drivers}")
     return "\n".join(lines)
+
+
+install_module_finder()

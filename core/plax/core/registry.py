@@ -21,8 +21,23 @@ _hints = {
 }
 
 
-def new_transform(name: str) -> dict:
-    """Creates (or returns) the rule table of transform ``name``, for plugins adding a transform."""
+def new_transform(name: str, hint: str | None = None) -> dict:
+    """Creates (or returns) the rule table of transform ``name``, for plugins adding a transform.
+
+    Args:
+      name: the table's name, used by :func:`register_rule` and :func:`get_rule`.
+      hint: what a missing rule means, for :func:`get_rule`'s error (completing "so ...");
+        default: "transform {name!r} cannot process it".
+
+    Returns:
+      The table (primitive -> rule); interpreters may read it directly for speed.
+
+    Example:
+      >>> jet_rules = new_transform("jet", hint="jet cannot pass through it")
+      >>> register_rule("jet", sin_p)(my_sin_jet_rule)
+    """
+    if hint is not None:
+        _hints[name] = hint
     return _tables.setdefault(name, {})
 
 

@@ -1,11 +1,27 @@
-"""``plax.experimental``: APIs JAX keeps under ``jax.experimental`` (``io_callback``)."""
+"""``plax.experimental``: APIs JAX keeps under ``jax.experimental``.
+
+``io_callback`` is part of the core. Other names arrive from plugin packages, resolved
+through the plugin registry on first use (see docs/plugin_guide.md, "Writing a transform
+plugin"): ``plax.experimental.checkify`` (package ``plax-checkify``) and
+``plax.experimental.jet`` (package ``plax-jet``). Both ``from plax.experimental import jet``
+and ``import plax.experimental.jet`` work once the package is installed; without it they
+raise an error naming the package to install.
+"""
 from __future__ import annotations
 
 from typing import Any, Callable
 
+from plax import plugins as _plugins
 from plax.lax import callbacks as _callbacks
 
 __all__ = ["io_callback"]
+
+# names that plugins export as "experimental.<name>" (plax.plugins.lookup)
+__getattr__ = _plugins.module_getattr("experimental")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_plugins.exported_names("experimental")))
 
 
 def io_callback(callback: Callable, result_shape_dtypes: Any, *args: Any, sharding: Any = None,
