@@ -44,7 +44,10 @@ def register_impl(primitive, fn: Callable) -> None:
     """
     if not callable(fn):
         raise TypeError(f"register_impl expects a callable kernel for {primitive}, got {fn!r}")
-    impls()[primitive] = fn
+    from plax_numpy.backend import load_core_impls
+    table = load_core_impls()
+    table.load_pending()  # a family's kernels loaded later must not replace fn
+    table[primitive] = fn
 
 
 __all__ = ["impls", "register_impl"]

@@ -12,18 +12,21 @@ from plax.lowering import Emitter, Step, lower
 from plax_numpy.registry import IMPLS, quiet_enter, quiet_leave
 
 
-def load_impls() -> dict:
-    """The kernel table, filled on first call (public as :func:`plax_numpy.impls`)."""
+def load_core_impls() -> dict:
+    """The kernel table with the kernels of plax.lax's always-loaded primitives; those of the
+    families loaded on first use (control flow, linalg, FFT, ...) load on first lookup."""
     # Importing the modules fills IMPLS; done once.
     from plax_numpy import (impls_dot, impls_elementwise, impls_indexing, impls_random,  # noqa: F401
                             impls_reduction, impls_shape)
-    from plax_numpy import impls_control_flow  # noqa: F401
-    from plax_numpy import impls_fft  # noqa: F401
-    from plax_numpy import impls_callbacks  # noqa: F401
     from plax_numpy import impls_checkpoint  # noqa: F401
-    from plax_numpy import impls_convolution, impls_top_k, impls_windows  # noqa: F401
-    from plax_numpy import impls_precision  # noqa: F401
-    from plax_numpy import impls_linalg  # noqa: F401
+    return IMPLS
+
+
+def load_impls() -> dict:
+    """The complete kernel table (public as :func:`plax_numpy.impls`): every family's kernels
+    loaded (and so every plax.lax family)."""
+    load_core_impls()
+    IMPLS.load_pending(everything=True)
     return IMPLS
 
 
@@ -42,7 +45,7 @@ class NumpyBackend(Backend):
     reference = True
 
     def __init__(self) -> None:
-        self.impls = load_impls()
+        self.impls = load_core_impls()
 
     def devices(self) -> list:
         return list(cpu_devices())
@@ -64,10 +67,14 @@ class NumpyBackend(Backend):
         return self.impls.get(primitive)  # None: execute raises UnsupportedPrimitiveError
 
     def register_kernel(self, primitive, kernel: Callable) -> None:
+        self.impls.load_pending()  # a kernel loaded later must not replace this one
         self.impls[primitive] = kernel
 
     def compile(self, jaxpr: Jaxpr, device) -> Callable[..., Sequence[Any]]:
-        return lower(jaxpr, NumpyEmitter(self.impls), self, device)
+        fn = lower(jaxpr, NumpyEmitter(self.impls), self, device)
+        source = fn.__plax_source__
+        fn.as_text = lambda: source  # the generated program (Compiled.as_text shows it)
+        return fn
 
 
 class NumpyEmitter(Emitter):

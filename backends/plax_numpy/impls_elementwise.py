@@ -386,3 +386,5 @@ from plax_numpy.registry import IMPLS as _IMPLS  # noqa: E402
 for _p in (lax.erf_p, lax.erfc_p, lax.erf_inv_p, lax.lgamma_p, lax.digamma_p, lax.logistic_p,
            lax.polygamma_p):
     _IMPLS[_p] = _cast_result(_IMPLS[_p])
+
+from plax_numpy import impls_special  # noqa: E402,F401  (igamma, betainc, zeta, bessel_i0e, ...)

@@ -3,7 +3,61 @@ from __future__ import annotations
 
 from typing import Callable
 
-IMPLS: dict = {}
+# The kernels of plax.lax's primitive families that load on first use: the family's module ->
+# the module of its kernels. Those kernels load when a lookup misses while their family is
+# loaded (a primitive of a family that is not loaded cannot be looked up), so neither the
+# backend's first eager op nor ``import plax_numpy`` pays for linalg, convolution, FFT, ...
+LAZY_KERNELS = {
+    "plax.lax.control_flow": "plax_numpy.impls_control_flow",
+    "plax.lax.callbacks": "plax_numpy.impls_callbacks",
+    "plax.lax.fft": "plax_numpy.impls_fft",
+    "plax.lax.convolution": "plax_numpy.impls_convolution",
+    "plax.lax.windows": "plax_numpy.impls_windows",
+    "plax.lax.top_k": "plax_numpy.impls_top_k",
+    "plax.lax.precision": "plax_numpy.impls_precision",
+    "plax.lax.cumlogsumexp": "plax_numpy.impls_precision",
+    "plax.lax.linalg": "plax_numpy.impls_linalg",
+}
+
+
+class KernelTable(dict):
+    """primitive -> kernel, loading the kernels of the lazily loaded lax families (see
+    :data:`LAZY_KERNELS`) when a lookup (``[]``, ``get``, ``in``) misses."""
+
+    def __init__(self, lazy: dict):
+        super().__init__()
+        self._pending = dict(lazy)
+
+    def load_pending(self, everything: bool = False) -> bool:
+        """Imports the kernels of the pending families that are loaded (of all of them with
+        ``everything``, loading those families); True if any were imported."""
+        import importlib
+        import sys
+        loaded = False
+        for family, kernels in list(self._pending.items()):
+            if everything or family in sys.modules:
+                importlib.import_module(kernels)
+                self._pending.pop(family, None)
+                loaded = True
+        return loaded
+
+    def __missing__(self, primitive):
+        if self._pending and self.load_pending():
+            return self[primitive]
+        raise KeyError(primitive)
+
+    def get(self, primitive, default=None):
+        try:
+            return self[primitive]
+        except KeyError:
+            return default
+
+    def __contains__(self, primitive) -> bool:
+        return (super().__contains__(primitive)
+                or (bool(self._pending) and self.load_pending() and super().__contains__(primitive)))
+
+
+IMPLS: KernelTable = KernelTable(LAZY_KERNELS)
 
 
 def impl(*primitives) -> Callable:

@@ -26,7 +26,6 @@ from plax.transforms.autodiff import (jvp, vjp, linearize, grad, value_and_grad,
 from plax.transforms.vmap_api import vmap
 from plax.transforms.custom_derivatives import custom_jvp, custom_vjp, closure_convert
 from plax.transforms.checkpoint import checkpoint, remat, checkpoint_policies
-from plax.lax.callbacks import pure_callback
 from plax.api_util import block_until_ready, disable_jit, typeof
 from plax.tree_util import tree_map as _tree_map
 
@@ -35,7 +34,9 @@ tree_map = _tree_map  # the alias older JAX code (and the seed tutorials) use
 # Submodules imported on first use. Only modules that exist are named here, so that
 # ``hasattr(plax, "nn")`` is False until plax.nn is written.
 _LAZY_SUBMODULES = frozenset({"random", "test_util", "plugins", "api_util", "ad_checkpoint",
-                               "debug", "experimental", "scipy"})
+                               "debug", "experimental", "scipy", "nn"})
+# Names loaded on first use, with the module that defines them.
+_LAZY_NAMES = {"pure_callback": "plax.lax.callbacks"}
 
 
 def __getattr__(name: str):
@@ -43,8 +44,16 @@ def __getattr__(name: str):
     if name in _LAZY_SUBMODULES:
         import importlib
         return importlib.import_module(f"plax.{name}")
+    if name in _LAZY_NAMES:
+        import importlib
+        value = globals()[name] = getattr(importlib.import_module(_LAZY_NAMES[name]), name)
+        return value
     from plax import plugins
     exports = plugins.registry().exports
     if name in exports:
         return exports[name]
     raise AttributeError(f"module 'plax' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY_NAMES))

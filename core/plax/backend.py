@@ -4,7 +4,7 @@ A backend is returned by a ``plax_backends`` hook (see :mod:`plax.plugins`). It
 owns buffers (the objects that hold array data on a device), runs single
 primitives eagerly, and compiles jaxprs for ``jit``. Several backends may drive
 one platform: the NumPy reference backend and any other CPU backend (a third-party
-compiling backend, say; a Numba one is planned, not shipped) all run on the same CPU
+compiling backend, or the first-party Numba backend) all run on the same CPU
 devices and share host buffers (NumPy arrays), so an array moves between them without
 a copy.
 """
@@ -57,8 +57,17 @@ class Backend:
         return None
 
     def compile(self, jaxpr, device) -> Callable[..., Sequence[Any]]:
-        """Compiles a constvar-free jaxpr into ``executable(*buffers) -> list of buffers``."""
+        """Compiles a constvar-free jaxpr into ``executable(*buffers) -> list of buffers``.
+
+        The executable may also have an ``as_text()`` method returning the code it runs
+        (generated source, assembly...) for people to read: ``jit(f).lower(x).compile()
+        .as_text()`` shows it (see :func:`executable_text`)."""
         raise NotImplementedError
+
+    def info(self) -> dict[str, Any]:
+        """Optionally, facts about this backend for ``python -m plax info`` (library versions,
+        threads...), as ``{label: value}``; the default has none."""
+        return {}
 
     def register_kernel(self, primitive, kernel: Callable[..., Any]) -> None:
         """Adds the kernel ``kernel(*buffers, **params)`` of a primitive defined outside the
@@ -88,6 +97,22 @@ class Backend:
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} name={self.name!r} platform={self.platform!r}>"
+
+
+def executable_text(executable) -> str | None:
+    """The readable code of a compiled executable, or None where its backend offers none.
+
+    The protocol: an executable returned by :meth:`Backend.compile` may have an ``as_text()``
+    method returning a string (the NumPy backend returns its generated Python program, the
+    Numba backend that program followed by the source of each fused kernel). Executables
+    made by :func:`plax.lowering.lower` without one still carry their program as
+    ``__plax_source__``, which is returned instead.
+    """
+    as_text = getattr(executable, "as_text", None)
+    if callable(as_text):
+        return as_text()
+    source = getattr(executable, "__plax_source__", None)
+    return source if isinstance(source, str) else None
 
 
 class UnsupportedPrimitiveError(NotImplementedError):

@@ -2,7 +2,13 @@
 
 Each function here binds one primitive (or composes a few). Unlike
 ``plax.numpy`` these do not promote dtypes: operands must already agree.
+
+The control-flow, callback, convolution, window, precision and linear-algebra families
+load on first use of one of their names (``lax.cond``, ``lax.linalg.cholesky``,
+``from plax.lax import scan``); ``import plax`` does not load them.
 """
+import importlib as _importlib
+
 from plax.lax.binary import (add, sub, mul, div, rem, pow, max, min, atan2, nextafter, complex,
                              eq, ne, lt, le, gt, ge, bitwise_and, bitwise_or, bitwise_xor,
                              shift_left, shift_right_logical, shift_right_arithmetic,
@@ -21,6 +27,10 @@ from plax.lax.unary import (neg, sign, floor, ceil, round, is_finite, exp, exp2,
                             imag_p, conj_p, integer_pow_p)
 from plax.lax.special import (erf, erfc, erf_inv, lgamma, digamma, polygamma, erf_p, erfc_p,
                               erf_inv_p, lgamma_p, digamma_p, polygamma_p)
+from plax.lax.special_functions import (igamma, igammac, igamma_grad_a, betainc, zeta, bessel_i0e,
+                                        bessel_i1e, igamma_p, igammac_p, igamma_grad_a_p,
+                                        regularized_incomplete_beta_p, zeta_p, bessel_i0e_p,
+                                        bessel_i1e_p)
 from plax.lax.select import select_n, select, clamp, select_n_p, clamp_p
 from plax.lax.convert import (convert_element_type, bitcast_convert_type, stop_gradient,
                               convert_element_type_p, bitcast_convert_type_p, stop_gradient_p)
@@ -46,21 +56,46 @@ from plax.lax.sort import sort, sort_key_val, sort_p
 from plax.lax.dot import dot_general, dot, dot_general_p
 from plax.lax.random_bits import (threefry2x32, threefry2x32_p, random_gamma_grad,
                                   random_gamma_grad_p)
-from plax.lax.control_flow import (cond, switch, cond_p, while_loop, fori_loop,
-                                   while_p, scan, map, scan_p)
-from plax.lax.callbacks import debug_callback_p, pure_callback_p, io_callback_p
+
 from plax.lax.fft import fft, FftType, fft_p
-from plax.lax.convolution import (conv_general_dilated, conv, conv_with_general_padding,
-                                  conv_transpose, conv_dimension_numbers, padtype_to_pads,
-                                  ConvDimensionNumbers, conv_general_dilated_p)
-from plax.lax.windows import (reduce_window, reduce_window_sum_p, reduce_window_max_p,
-                              reduce_window_min_p)
 from plax.lax.top_k import top_k, top_k_p
-from plax.lax.precision import reduce_precision, reduce_precision_p
 from plax.lax.cumlogsumexp import cumlogsumexp, cumlogsumexp_p
-from plax.lax import linalg  # noqa: F401  (lax.linalg.cholesky, ...)
-from plax.lax.linalg import (cholesky_p, triangular_solve_p, lu_p, qr_p, eigh_p,  # noqa: F401
-                             svd_p, eig_p)
+
+# The heavier primitive families load on first use of one of their names (PEP 562), so that
+# ``import plax`` does not pay for them: family module -> the names plax.lax takes from it.
+# A family's module is an attribute too (``lax.linalg``, ``lax.control_flow``). The three small
+# families above stay eager because each exports a function named like its module (``lax.fft``
+# is the function, as in JAX); importing such a module late would rebind the name to it.
+_FAMILIES = {
+    "control_flow": ("cond", "switch", "cond_p", "while_loop", "fori_loop", "while_p", "scan",
+                     "map", "scan_p"),
+    "callbacks": ("debug_callback_p", "pure_callback_p", "io_callback_p"),
+    "convolution": ("conv_general_dilated", "conv", "conv_with_general_padding",
+                    "conv_transpose", "conv_dimension_numbers", "padtype_to_pads",
+                    "ConvDimensionNumbers", "conv_general_dilated_p"),
+    "windows": ("reduce_window", "reduce_window_sum_p", "reduce_window_max_p",
+                "reduce_window_min_p"),
+    "precision": ("reduce_precision", "reduce_precision_p"),
+    "linalg": ("cholesky_p", "triangular_solve_p", "lu_p", "qr_p", "eigh_p", "svd_p", "eig_p"),
+}
+_WHERE = {name: family for family, names in _FAMILIES.items() for name in (family, *names)}
+
+
+def __getattr__(name: str):
+    family = _WHERE.get(name)
+    if family is None:
+        raise AttributeError(f"module 'plax.lax' has no attribute {name!r}")
+    module = _importlib.import_module(f"plax.lax.{family}")
+    namespace = globals()
+    namespace[family] = module
+    for n in _FAMILIES[family]:
+        namespace[n] = getattr(module, n)
+    return namespace[name]
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_WHERE))
+
 
 bitwise_and_p = and_p
 bitwise_or_p = or_p

@@ -49,8 +49,6 @@ from plax.numpy.products import (dot, matmul, vdot, vecdot, inner, outer, tensor
 from plax.numpy.searching import (sort, argsort, nonzero, flatnonzero, argwhere, searchsorted,
                                   unique)
 from plax.numpy.indexing import NonConcreteBooleanIndexError
-from plax.numpy import fft  # the jnp.fft submodule
-from plax.numpy import linalg  # the jnp.linalg submodule
 
 pi = _np.pi
 e = _np.e
@@ -126,6 +124,22 @@ def copy(a, order=None):
     from plax.numpy.util import check_arraylike
     check_arraylike("copy", a)
     return asarray(a)
+
+
+# Submodules loaded on first use (``jnp.fft``, ``jnp.linalg``): ``import plax`` does not load
+# them or the lax families they bind.
+_LAZY_SUBMODULES = ("fft", "linalg")
+
+
+def __getattr__(name: str):
+    if name in _LAZY_SUBMODULES:
+        import importlib
+        return importlib.import_module(f"plax.numpy.{name}")
+    raise AttributeError(f"module 'plax.numpy' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY_SUBMODULES))
 
 
 def _register():

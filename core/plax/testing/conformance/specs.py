@@ -11,6 +11,7 @@ from . import spec_top_k
 from . import spec_precision
 from . import spec_control_flow
 from . import spec_linalg
+from . import spec_special
 from .harness import Spec, needs_x64
 
 FAMILIES: dict[str, list[Spec]] = {
@@ -28,6 +29,7 @@ FAMILIES: dict[str, list[Spec]] = {
     "precision": spec_precision.SPECS,
     "control_flow": spec_control_flow.SPECS,
     "linalg": spec_linalg.SPECS,
+    "special": spec_special.SPECS,
 }
 
 ALL_SPECS: list[Spec] = [s for family in FAMILIES.values() for s in family]

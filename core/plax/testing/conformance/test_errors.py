@@ -186,6 +186,10 @@ BAD = [
     (lax.threefry2x32_p, [A((), "uint32"), A((), "uint32"), A((2,), "uint32"), A((3,), "uint32")],
      {}, TypeError, ["(2,)", "(3,)"]),
     (lax.random_gamma_grad_p, [A((2,)), A((2,), "float16")], {}, TypeError, ["float32", "float16"]),
+    (lax.igamma_p, [A((2,)), A((2,), "float16")], {}, TypeError, ["float32", "float16"]),
+    (lax.regularized_incomplete_beta_p, [A((2,)), A((3,)), A((2,))], {}, TypeError,
+     ["(2,)", "(3,)"]),
+    (lax.bessel_i0e_p, [A((2,), "int32")], {}, TypeError, ["int32"]),
     # control flow
     (lax.cond_p, [A(()), A((3,))], dict(branches=()), TypeError, ["int32", "f32[]"]),
     # fft
