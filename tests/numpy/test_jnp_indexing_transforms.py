@@ -3,6 +3,8 @@
 loop."""
 from __future__ import annotations
 
+import zlib
+
 import numpy as np
 import pytest
 
@@ -55,7 +57,19 @@ UPDATE_INDICES = [
 
 
 def _values_for(idx):
-    return RNG.standard_normal(X[_safe(idx)].shape).astype(np.float32)
+    # A generator per index, so a test's values do not depend on which tests ran before it
+    # in the same worker.
+    rng = np.random.default_rng(zlib.crc32(repr(idx).encode()))
+    return rng.standard_normal(X[_safe(idx)].shape).astype(np.float32)
+
+
+def _away_from_ties(idx, y):
+    """Update values at least 0.1 from the values they meet and from each other (repeated
+    indices apply several updates to one element), so that finite differences of min/max
+    never cross a kink: ``x`` plus distinct offsets of the signs ``y`` drew."""
+    x_sel = X[_safe(idx)]
+    offsets = (0.2 + 0.1 * np.arange(y.size, dtype=np.float32)).reshape(y.shape)
+    return (x_sel + np.where(y >= x_sel, offsets, -offsets)).astype(np.float32)
 
 
 def _safe(idx):
@@ -82,7 +96,7 @@ def test_grad_of_at_update_through_both_operands(idx, op):
         return
     if op in ("min", "max"):
         # keep values away from ties, where min/max are not differentiable
-        y = y + np.where(y > 0, 0.1, -0.1).astype(np.float32)
+        y = _away_from_ties(idx, y)
     if op == "set" and repeated:
         # which repeated update wins is unspecified: differentiate through x only
         check_grads(lambda a: a.at[idx].set(y), (x,), order=1)
