@@ -1,6 +1,7 @@
 """Running plax in a fresh interpreter, for tests of import-time and environment behaviour.
 
-The child sees this checkout's ``core``, ``backends`` and ``plugins`` first on PYTHONPATH,
+The child sees this checkout's ``core`` and ``backends`` first on PYTHONPATH (the transform
+plugins under ``plugins/`` are separate distributions, reached through their installs),
 none of the parent's ``PLAX_*`` configuration variables unless given (the toy backend's own
 ``PLAX_TOY_*`` settings pass through: they describe what is installed, not how plax is
 configured), and a shared bytecode cache (so each child does not recompile plax from
@@ -22,7 +23,7 @@ PYCACHE = Path(tempfile.gettempdir()) / f"plax-test-pycache-{os.getuid() if hasa
 
 def child_env(*extra_path: Path, env: dict | None = None) -> dict:
     """The environment of a child interpreter (see the module docstring)."""
-    path = [str(p) for p in extra_path] + [str(REPO / d) for d in ("core", "backends", "plugins")]
+    path = [str(p) for p in extra_path] + [str(REPO / d) for d in ("core", "backends")]
     dropped = ("JAX_PLATFORMS", "JAX_ENABLE_X64", "PYTHONDONTWRITEBYTECODE")
     out = {k: v for k, v in os.environ.items()
            if (not k.startswith("PLAX_") or k.startswith("PLAX_TOY_")) and k not in dropped}

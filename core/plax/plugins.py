@@ -298,6 +298,8 @@ def _fail(record: PluginRecord, error: str, err: BaseException | None = None) ->
 # plax cannot know what to suggest for them).
 KNOWN_PROVIDERS: dict[str, tuple[str, str]] = {
     "experimental.checkify": ("plax-checkify", "checkify"),
+    "experimental.cost_analysis": ("plax-cost-analysis", "cost_analysis"),
+    "cli.cost": ("plax-cost-analysis", "cost_analysis"),
     "experimental.jet": ("plax-jet", "jet"),
 }
 

@@ -22,6 +22,7 @@ import numpy as np
 
 from plax import tree_util
 from plax.array import Array, from_host
+from plax.backend import executable_text
 from plax.config import config
 from plax.core.jaxpr import ClosedJaxpr
 from plax.core.shaped_array import ShapeDtypeStruct
@@ -586,7 +587,18 @@ class Lowered:
         return self
 
     def cost_analysis(self) -> dict:
-        return {"equations": len(self.jaxpr.eqns)}
+        """XLA-style costs of this program: ``"flops"``, ``"transcendentals"``, ``"bytes
+        accessed"`` and per-operand bytes, summed over the jaxpr's equations.
+
+        Provided by the plugin package ``plax-cost-analysis`` (``plax.experimental.
+        cost_analysis``); without it, an AttributeError says how to install it.
+
+        Example:
+          >>> jax.jit(jnp.sin).lower(jnp.ones(3)).cost_analysis()["transcendentals"]
+          3.0
+        """
+        from plax import plugins
+        return plugins.lookup("experimental.cost_analysis").cost_of(self.jaxpr)
 
 
 class Compiled:
@@ -594,6 +606,7 @@ class Compiled:
 
     def __init__(self, lowered: Lowered):
         self._lowered = lowered
+        self._executable = None
 
     def __call__(self, *args, **kwargs):
         dyn_args, dyn_kwargs, static = self._lowered._jitted.sig.split(args, kwargs)
@@ -610,7 +623,28 @@ class Compiled:
         return self._lowered._jitted(*args, **kwargs)
 
     def as_text(self) -> str:
-        return self._lowered.as_text()
+        """The executable's generated code, as its backend wrote it for the target device
+        (see :func:`plax.backend.executable_text`: the NumPy backend's straight-line Python,
+        the Numba backend's program and fused kernels); the jaxpr where the backend's
+        executable has no text."""
+        text = executable_text(self._compiled_executable())
+        return text if text is not None else self._lowered.as_text()
+
+    def cost_analysis(self) -> dict:
+        """The costs of :meth:`Lowered.cost_analysis` (plax counts the program as traced, not
+        after a backend's optimisations)."""
+        return self._lowered.cost_analysis()
+
+    def _compiled_executable(self):
+        """The backend executable for the jit's device and backend (compiled once)."""
+        if self._executable is None:
+            jitted = self._lowered._jitted
+            device = jitted._device if jitted._device is not None else _default_device()
+            backend = jitted._select_backend(device)
+            if backend.platform != device.platform:
+                device = backend.devices()[0]
+            self._executable = compile_closed(self._lowered.jaxpr, backend, device).executable
+        return self._executable
 
 
 class _NotGiven:
