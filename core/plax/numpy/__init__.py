@@ -49,6 +49,39 @@ from plax.numpy.products import (dot, matmul, vdot, vecdot, inner, outer, tensor
 from plax.numpy.searching import (sort, argsort, nonzero, flatnonzero, argwhere, searchsorted,
                                   unique)
 from plax.numpy.indexing import NonConcreteBooleanIndexError
+from plax.numpy.statistics import (median, nanmedian, quantile, nanquantile, percentile,
+                                   nanpercentile, nanargmax, nanargmin, nancumsum, nancumprod,
+                                   cov, corrcoef)
+from plax.numpy.histograms import (bincount, digitize, histogram, histogram2d, histogramdd,
+                                   histogram_bin_edges)
+from plax.numpy.polynomial import (poly, polyadd, polysub, polymul, polydiv, polyder, polyint,
+                                   polyval, polyfit, roots)
+from plax.numpy.calculus import diff, ediff1d, gradient, trapezoid, unwrap, interp
+from plax.numpy.math_extras import (frexp, ldexp, gcd, lcm, modf, spacing, fabs, pow,
+                                    bitwise_count, i0, sort_complex, matvec, vecmat)
+from plax.numpy.window_functions import bartlett, blackman, hamming, hanning, kaiser
+from plax.numpy.sets import (isin, union1d, intersect1d, setdiff1d, setxor1d, unique_all,
+                             unique_counts, unique_inverse, unique_values)
+from plax.numpy.index_tricks import (r_, c_, s_, index_exp, mgrid, ogrid, ix_, diag_indices,
+                                     diag_indices_from, tril_indices, tril_indices_from,
+                                     triu_indices, triu_indices_from, mask_indices,
+                                     ravel_multi_index, unravel_index)
+from plax.numpy.manipulation import (delete, insert, resize, rollaxis, block, trim_zeros, choose,
+                                     compress, extract, select, piecewise, place, put,
+                                     put_along_axis, fill_diagonal, partition, argpartition,
+                                     lexsort, diagflat, vander, astype, apply_along_axis,
+                                     apply_over_axes)
+from plax.numpy.bits import packbits, unpackbits
+from plax.numpy.vectorize import vectorize, frompyfunc, ufunc
+from plax.numpy.host_io import (frombuffer, fromstring, fromfunction, fromiter, fromfile, load,
+                                save, savez)
+from plax.numpy.printing import (array_repr, array_str, printoptions, get_printoptions,
+                                 set_printoptions)
+# ``bool`` is JAX's name for the boolean scalar type (it shadows the builtin in this module).
+from plax.numpy.dtype_info import bool, object_, ComplexWarning, isdtype, iterable, einsum_path
+from plax.numpy import scalar_types as _scalar_types  # the ml_dtypes low-precision types
+globals().update({_n: getattr(_scalar_types, _n) for _n in _scalar_types._LOW_PRECISION
+                  if hasattr(_scalar_types, _n)})
 
 pi = _np.pi
 e = _np.e

@@ -76,3 +76,16 @@ double = float64
 csingle = complex64
 cdouble = complex128
 half = float16
+
+# The low-precision types JAX exports (from ml_dtypes, where the installed version has them).
+# They are dtypes only: plax arrays do not hold them (calling one raises TypeError).
+import ml_dtypes as _ml_dtypes  # noqa: E402
+
+_LOW_PRECISION = ("float8_e3m4", "float8_e4m3", "float8_e4m3b11fnuz", "float8_e4m3fn",
+                  "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu",
+                  "float4_e2m1fn", "float6_e2m3fn", "float6_e3m2fn", "int1", "int2", "int4",
+                  "uint1", "uint2", "uint4")
+for _name in _LOW_PRECISION:
+    if hasattr(_ml_dtypes, _name):
+        globals()[_name] = _make(_name, np.dtype(getattr(_ml_dtypes, _name)))
+del _name

@@ -1,0 +1,97 @@
+"""Set operations and the Array API unique_* functions: values against NumPy, ``size=``
+padding as JAX, jit/vmap, and the concretization error that points to ``size=``."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import plax
+import plax.numpy as jnp
+from plax.errors import ConcretizationTypeError
+
+SET_FNS = {"union1d": np.union1d, "intersect1d": np.intersect1d, "setdiff1d": np.setdiff1d,
+           "setxor1d": np.setxor1d}
+
+
+@pytest.mark.parametrize("name", sorted(SET_FNS))
+@pytest.mark.parametrize("dtype", [np.int32, np.float32, np.uint8])
+@pytest.mark.parametrize("shapes", [((7,), (5,)), ((2, 3), (4,)), ((0,), (3,))])
+def test_set_ops_match_numpy(name, dtype, shapes):
+    rng = np.random.default_rng(hash((name, shapes)) % 2**32)
+    a = rng.integers(0, 6, shapes[0]).astype(dtype)
+    b = rng.integers(0, 6, shapes[1]).astype(dtype)
+    np.testing.assert_array_equal(getattr(jnp, name)(a, b), SET_FNS[name](a, b))
+
+
+@pytest.mark.parametrize("name", sorted(SET_FNS))
+def test_set_ops_size_under_jit(name):
+    a, b = np.array([5, 1, 3, 3, 7]), np.array([3, 4, 5])
+    ref = SET_FNS[name](a, b)
+    fn = plax.jit(lambda x, y: getattr(jnp, name)(x, y, size=6, fill_value=-1))
+    out = np.asarray(fn(a, b))
+    np.testing.assert_array_equal(out[:len(ref)], ref)
+    assert (out[len(ref):] == -1).all()
+    with pytest.raises(ConcretizationTypeError, match="size"):
+        plax.jit(getattr(jnp, name))(a, b)
+
+
+def test_size_default_fill_values_as_jax():
+    a, b = jnp.array([5, 1, 3, 3, 7]), jnp.array([3, 4, 5])
+    np.testing.assert_array_equal(jnp.setdiff1d(a, b, size=4), [1, 7, 0, 0])
+    np.testing.assert_array_equal(jnp.union1d(a, b, size=6), [1, 3, 4, 5, 7, 1])
+    np.testing.assert_array_equal(jnp.intersect1d(a, b, size=3), [3, 5, 3])
+    np.testing.assert_array_equal(jnp.setxor1d(a, b, size=4), [1, 4, 7, 1])
+
+
+def test_intersect1d_return_indices():
+    a, b = np.array([5, 1, 3, 3, 7]), np.array([3, 4, 5])
+    v, i1, i2 = jnp.intersect1d(a, b, return_indices=True)
+    rv, ri1, ri2 = np.intersect1d(a, b, return_indices=True)
+    for x, y in [(v, rv), (i1, ri1), (i2, ri2)]:
+        np.testing.assert_array_equal(x, y)
+    v, i1, i2 = jnp.intersect1d(a, b, return_indices=True, size=4)
+    np.testing.assert_array_equal(i1, [2, 0, 5, 5])  # padded with len(ar1), as JAX
+    np.testing.assert_array_equal(i2, [0, 2, 3, 3])
+
+
+@pytest.mark.parametrize("shape", [(6,), (2, 5), (3, 1, 2)])
+@pytest.mark.parametrize("dtype", [np.int8, np.float32])
+def test_isin(shape, dtype):
+    rng = np.random.default_rng(3)
+    x = rng.integers(0, 5, shape).astype(dtype)
+    t = rng.integers(0, 5, (2, 2)).astype(dtype)
+    np.testing.assert_array_equal(jnp.isin(x, t), np.isin(x, t))
+    np.testing.assert_array_equal(jnp.isin(x, t, invert=True), np.isin(x, t, invert=True))
+    np.testing.assert_array_equal(plax.jit(jnp.isin)(x, t), np.isin(x, t))
+    out = plax.vmap(jnp.isin, in_axes=(0, None))(x.reshape(shape[0], -1), t)
+    np.testing.assert_array_equal(out, np.isin(x.reshape(shape[0], -1), t))
+    assert not bool(jnp.isin(jnp.array(np.nan), jnp.array([np.nan])))
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.float32])
+@pytest.mark.parametrize("shape", [(9,), (3, 4)])
+def test_unique_functions(dtype, shape):
+    x = np.random.default_rng(4).integers(0, 5, shape).astype(dtype)
+    values, index, inverse, counts = np.unique(x, return_index=True, return_inverse=True,
+                                               return_counts=True)
+    res = jnp.unique_all(x)
+    np.testing.assert_array_equal(res.values, values)
+    np.testing.assert_array_equal(res.indices, index)
+    np.testing.assert_array_equal(res.inverse_indices, inverse.reshape(shape))
+    np.testing.assert_array_equal(res.counts, counts)
+    np.testing.assert_array_equal(jnp.unique_values(x), values)
+    np.testing.assert_array_equal(jnp.unique_counts(x).counts, counts)
+    np.testing.assert_array_equal(jnp.unique_inverse(x).inverse_indices, inverse.reshape(shape))
+
+
+def test_unique_nans_are_distinct_and_size_pads():
+    x = jnp.array([3., np.nan, 1., 3., np.nan, 2.])
+    np.testing.assert_array_equal(jnp.unique_values(x), [1., 2., 3., np.nan, np.nan])
+    res = plax.jit(lambda v: jnp.unique_all(v, size=6, fill_value=-1))(x)
+    np.testing.assert_array_equal(res.values, [1., 2., 3., np.nan, np.nan, -1.])
+    np.testing.assert_array_equal(res.indices, [2, 5, 0, 1, 4, 2])
+    np.testing.assert_array_equal(res.counts, [1, 1, 2, 1, 1, 0])
+    out = plax.vmap(lambda v: jnp.unique_values(v, size=3))(jnp.array([[1, 1, 2], [3, 3, 3]]))
+    np.testing.assert_array_equal(out, [[1, 2, 1], [3, 3, 3]])
+    with pytest.raises(ConcretizationTypeError, match="size"):
+        plax.jit(jnp.unique_counts)(x)
