@@ -1,6 +1,7 @@
-"""plax.scipy: SciPy's API on plax (``plax.scipy.linalg``, ``special``, ``stats``, each loaded
-on first use)."""
-_LAZY_SUBMODULES = ("linalg", "special", "stats")
+"""plax.scipy: SciPy's API on plax (``plax.scipy.linalg``, ``special``, ``stats``, ``optimize``,
+``signal``, ``integrate``, ``ndimage``, each loaded on first use)."""
+_LAZY_SUBMODULES = ("linalg", "special", "stats", "optimize", "signal", "integrate",
+                    "ndimage")
 
 
 def __getattr__(name: str):

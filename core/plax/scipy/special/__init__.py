@@ -10,9 +10,18 @@ from ._gamma import (beta, betainc, betaln, digamma, factorial, gamma, gammainc,
                      gammaln, gammasgn, multigammaln, polygamma)
 from ._logexp import (entr, expit, kl_div, log_softmax, logit, logsumexp, rel_entr, softmax,
                       xlog1py, xlogy)
+from ._bessel_jn import bessel_jn
+from ._combinatorics import bernoulli, boxcox, boxcox1p, comb, loggamma, poch
+from ._dawsn import dawsn
+from ._erfcx import erfcx
+from ._expint import exp1, expi, expn
+from ._hypergeometric import hyp1f1
+from ._spence import spence
 
 __all__ = ["beta", "betainc", "betaln", "digamma", "entr", "erf", "erfc", "erfinv", "expit",
            "factorial", "gamma", "gammainc", "gammaincc", "gammaln", "gammasgn", "i0", "i0e",
            "i1", "i1e", "kl_div", "log_ndtr", "log_softmax", "logit", "logsumexp",
            "multigammaln", "ndtr", "ndtri", "polygamma", "rel_entr", "softmax", "xlog1py",
-           "xlogy", "zeta"]
+           "xlogy", "zeta",
+           "bernoulli", "bessel_jn", "boxcox", "boxcox1p", "comb", "dawsn", "erfcx", "exp1", "expi",
+           "expn", "hyp1f1", "loggamma", "poch", "spence"]
