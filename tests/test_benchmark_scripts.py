@@ -46,3 +46,18 @@ def test_control_flow_names_backend_and_device_and_every_workload():
         assert any(line.startswith(workload + " ") for line in lines), workload
     lines = _run("control_flow.py", "--number", "1", "--repeat", "1", "--backend", "numpy")
     assert lines[0] == "plax: backend 'numpy' on CpuDevice(id=0) (platform cpu)"
+
+
+def test_compare_prints_one_table_with_every_workload():
+    lines = _run("compare.py", "--quick", "--repeat", "1")
+    rows = [line for line in lines if line.startswith("| ")]
+    assert rows[0] == "| workload | plax-numba | plax-numpy | JAX | NumPy eager | numba / JAX |"
+    labels = [row.split(" | ")[0][2:] for row in rows[1:]]
+    for prefix in ("selu f32[", "tiny jit call f32[3]", "linreg step", "MLP step 784-512-512-10",
+                   "random.normal", "MLP step first call", "jit(vmap(apply_matrix))",
+                   "scan tanh RNN"):
+        assert any(label.startswith(prefix) for label in labels), prefix
+    for row in rows[1:]:
+        assert len(row.strip("|").split(" | ")) == 6, row
+    if "numpy" in plax.plugins.registry().backends:
+        assert all(row.split(" | ")[2] != "-" for row in rows[1:])  # plax-numpy measured

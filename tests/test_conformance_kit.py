@@ -17,6 +17,7 @@ available backends; a backend whose plugin fails to import is reported with its 
 """
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import shutil
@@ -77,7 +78,7 @@ def kit_site(tmp_path_factory) -> Path:
     """A target directory holding plax (installed from a freshly built wheel) and the toy backend."""
     root = tmp_path_factory.mktemp("conformance_kit")
     src = root / "plax_src"
-    for name in ("core", "backends", "plugins"):
+    for name in ("core", "backends"):
         shutil.copytree(REPO / name, src / name, ignore=_IGNORE)
     for name in ("pyproject.toml", "README.md"):
         shutil.copy2(REPO / name, src / name)
@@ -103,17 +104,39 @@ def kit_site(tmp_path_factory) -> Path:
     return site
 
 
+# The backends the child finds: NumPy, the toy backend, and the Numba backend of the wheel where
+# numba is installed (the kit must not assume NumPy is the only CPU backend).
+_AVAILABLE = str(sorted(["numpy", "toy"] + (["numba"] if importlib.util.find_spec("numba") else [])))
+
+
 def _site_packages() -> list[str]:
     paths = sysconfig.get_paths()
     return list(dict.fromkeys([paths["purelib"], paths["platlib"]]))
 
 
+def _transform_plugin_roots() -> list[str]:
+    """Where the environment's transform plugins (``plax.plugins`` entry points) import from.
+
+    An editable install is reached through a ``.pth`` hook, which ``-S`` skips: the child would
+    see such a plugin's entry point but not its module (and warn that it failed). Backends are
+    left out: the child must see the wheel's own backends only."""
+    import importlib.metadata as md
+    roots = []
+    for ep in md.entry_points(group="plax.plugins"):
+        spec = importlib.util.find_spec(ep.module.split(".")[0])
+        if spec is not None and spec.origin is not None:
+            roots.append(str(Path(spec.origin).resolve().parent.parent))
+    return list(dict.fromkeys(roots))
+
+
 def _run(site: Path, cwd: Path, args: list[str], extra_path=(), **env_vars):
     """``python -S -m pytest ARGS`` in ``cwd`` with ``site`` (then ``extra_path``, then the
-    environment's site-packages) as the only import path beside the standard library."""
+    environment's site-packages and the roots of its transform plugins) as the only import path
+    beside the standard library."""
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("PLAX_", "PYTEST_", "JAX_")) and k != "PYTHONPATH"}
-    env["PYTHONPATH"] = os.pathsep.join([str(site), *map(str, extra_path), *_site_packages()])
+    env["PYTHONPATH"] = os.pathsep.join([str(site), *map(str, extra_path), *_site_packages(),
+                                         *_transform_plugin_roots()])
     env["PYTHONNOUSERSITE"] = "1"
     env.update(env_vars)
     return subprocess.run([sys.executable, "-S", *args], capture_output=True, text=True,
@@ -169,7 +192,7 @@ def test_unknown_backend_is_a_usage_error_listing_the_available_ones(kit_site, t
     proc = _kit(kit_site, tmp_path, "--plax-backend=nonexistent")
     out = proc.stdout + proc.stderr
     assert proc.returncode == pytest.ExitCode.USAGE_ERROR, out[-3000:]
-    assert "nonexistent" in out and "['numpy', 'toy']" in out, out[-3000:]
+    assert "nonexistent" in out and _AVAILABLE in out, out[-3000:]
 
 
 def test_broken_backend_plugin_is_reported_with_its_traceback(kit_site, tmp_path):
@@ -188,7 +211,7 @@ def test_broken_backend_plugin_is_reported_with_its_traceback(kit_site, tmp_path
     assert "failed to load" in out and "RuntimeError: the broken test plugin cannot find its " \
         "driver" in out, out[-3000:]
     assert "Traceback" in out and "plax_broken.py" in out and "_load_driver" in out, out[-3000:]
-    assert "['numpy', 'toy']" in out, out[-3000:]
+    assert _AVAILABLE in out, out[-3000:]
 
 
 def test_kit_never_imports_jax():

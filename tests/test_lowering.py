@@ -280,9 +280,33 @@ def test_a_primitive_no_backend_runs_is_a_clear_error():
 # ------------------------------------------------------------------ the NumPy backend as a client
 
 def test_numpy_programs_free_temporaries_and_reuse_them():
-    f = plax.jit(lambda x: jnp.exp(jnp.sin(x) * 2.0) + x)
+    # pinned to the NumPy backend: another CPU backend (Numba) may be the default
+    f = plax.jit(lambda x: jnp.exp(jnp.sin(x) * 2.0) + x, backend="numpy")
     x = jnp.ones(1000)
     np.testing.assert_allclose(np.asarray(f(x)), np.exp(np.sin(1.0) * 2.0) + 1.0, rtol=1e-6)
     (entry,) = f._cache.values()
     source = entry.executable.__plax_source__
     assert "del " in source and "out=" in source, source
+
+
+def test_compiled_as_text_shows_the_numpy_program():
+    f = plax.jit(lambda x: jnp.exp(jnp.sin(x) * 2.0) + x, backend="numpy")
+    x = jnp.ones(10)
+    text = f.lower(x).compile().as_text()
+    assert text.startswith("def _compiled(") and "return [" in text, text
+    assert text != f.lower(x).as_text()  # the executable's program, not the jaxpr
+    f(x)
+    (entry,) = f._cache.values()
+    assert text == entry.executable.as_text() == entry.executable.__plax_source__
+
+
+def test_executable_text_protocol():
+    from plax.backend import executable_text
+
+    def plain(*bufs):
+        return list(bufs)
+    assert executable_text(plain) is None
+    plain.__plax_source__ = "def _compiled(): ..."
+    assert executable_text(plain) == "def _compiled(): ..."
+    plain.as_text = lambda: "custom"
+    assert executable_text(plain) == "custom"

@@ -9,8 +9,9 @@ the reference kernels of ``plax_numpy.impls()`` for the rest; control flow re-en
 backend for its bodies.
 
 Compilation is tiered (:mod:`plax_numba.tiered`): a cluster runs on the reference kernels
-until its kernel is compiled in a background thread; ``PLAX_NUMBA_SYNC=1`` compiles at
-``jit`` time instead (tests and benchmarks).
+until it is hot (its second run, ``PLAX_NUMBA_COMPILE_AFTER``), then until its kernel is
+compiled in a background thread; ``PLAX_NUMBA_SYNC=1`` compiles at ``jit`` time instead
+(benchmarks, and the conformance kit through :mod:`plax_numba.pytest_plugin`).
 
 The package imports numba only from the modules the plugin hook loads, so a missing numba is
 reported as a failed plugin, not as an import error elsewhere.

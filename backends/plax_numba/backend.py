@@ -4,14 +4,13 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
+import sys
+
 import numpy as np
 
-import plax_numpy
 from plax.backend import Backend, UnsupportedPrimitiveError
 from plax.device import cpu_devices
-from plax.lowering import lower
-
-from plax_numba.emitter import NumbaEmitter
+from plax_numpy.backend import NumpyBackend
 
 
 class NumbaBackend(Backend):
@@ -32,9 +31,12 @@ class NumbaBackend(Backend):
     priority = 5
 
     def __init__(self) -> None:
-        self.reference_impls = plax_numpy.impls()  # the public reference kernel table
+        # The reference kernels, through the NumPy backend's public protocol: its table loads
+        # a lax family's kernels on first lookup. numba itself is imported by the first
+        # compile, so discovering this backend (plax.devices()) costs no numba import.
+        self.numpy_reference = NumpyBackend()
         self.kernels: dict = {}                      # this backend's own kernels (plugins')
-        self._core: frozenset | None = None
+        self._core: frozenset = frozenset()
 
     def devices(self) -> list:
         return list(cpu_devices())
@@ -47,7 +49,7 @@ class NumbaBackend(Backend):
 
     def eager_impl(self, primitive):
         fn = self.kernels.get(primitive)
-        return fn if fn is not None else self.reference_impls.get(primitive)
+        return fn if fn is not None else self.numpy_reference.eager_impl(primitive)
 
     def execute(self, primitive, *buffers: Any, **params: Any) -> Any:
         fn = self.eager_impl(primitive)
@@ -62,17 +64,53 @@ class NumbaBackend(Backend):
         """The primitives of plax itself, which compiled code runs on their reference kernels
         without a warning when it does not compile them (a plugin's primitive without a kernel
         of this backend gets the lowering layer's fallback warning instead)."""
-        core = self._core
-        if core is None:
-            from plax import lax
-            from plax.core import Primitive
-            from plax.transforms import checkpoint
-            core = {v for v in vars(lax).values() if isinstance(v, Primitive)}
-            core |= {v for v in vars(checkpoint).values() if isinstance(v, Primitive)}
-            core = self._core = frozenset(core)
-        return core
+        if not self._core:
+            self._scan_core()
+        return self._core
+
+    def is_core(self, primitive) -> bool:
+        """Whether ``primitive`` is one of plax's own (rescanning plax.lax's modules on a
+        miss: its families load on first use)."""
+        if primitive in self._core:
+            return True
+        self._scan_core()
+        return primitive in self._core
+
+    def _scan_core(self) -> None:
+        from plax.core import Primitive
+        core = set(self._core)
+        for name, module in list(sys.modules.items()):
+            if module is not None and (name == "plax.lax" or name.startswith("plax.lax.")
+                                       or name == "plax.transforms.checkpoint"):
+                core |= {v for v in vars(module).values() if isinstance(v, Primitive)}
+        self._core = frozenset(core)
+
+    def info(self) -> dict:
+        """Numba's version, threading layer and thread count, the tiering mode and the kernel
+        cache directory (``python -m plax info`` prints them)."""
+        import numba
+        from plax_numba import cache, tiered
+        try:
+            layer = numba.threading_layer()
+        except ValueError:  # no parallel kernel has run yet: start the pool numba would use
+            try:
+                from numba.np.ufunc.parallel import _launch_threads
+                _launch_threads()
+                layer = numba.threading_layer()
+            except Exception as err:  # noqa: BLE001 - info only
+                layer = f"unavailable ({err})"
+        return {
+            "numba": numba.__version__,
+            "threading layer": layer,
+            "threads": numba.get_num_threads(),
+            "compilation": ("synchronous (PLAX_NUMBA_SYNC)" if tiered.sync_mode() else
+                            f"tiered, after {tiered.compile_after()} runs"),
+            "kernel cache": cache.cache_dir(),
+        }
 
     def compile(self, jaxpr, device) -> Callable[..., Sequence[Any]]:
+        from plax.lowering import lower
+        from plax_numba.emitter import NumbaEmitter  # imports numba (once)
         emitter = NumbaEmitter(self, device)
         fn = lower(jaxpr, emitter, self, device)
         if emitter.kernel_sources:
@@ -80,4 +118,6 @@ class NumbaBackend(Backend):
             for path, text in emitter.kernel_sources:
                 parts.append(f"\n# ---- fused kernel ({path})\n{text}")
             fn.__plax_source__ = "\n".join(parts)
+        source = fn.__plax_source__
+        fn.as_text = lambda: source  # the program and its kernels (Compiled.as_text)
         return fn

@@ -119,8 +119,22 @@ def numba_signature(arg_types: list):
     return tuple(sig)
 
 
+_compiled: dict = {}  # (file key, argument types) -> dispatcher compiled for them
+
+
+def _key(text: str, arg_types: list) -> tuple:
+    return (source_path(text), tuple(tuple(t) for t in arg_types))
+
+
+def compiled_kernel(text: str, arg_types: list):
+    """The dispatcher of ``text`` if it was compiled for ``arg_types`` in this process, else
+    None (a dictionary lookup: programs sharing a kernel skip tiering)."""
+    return _compiled.get(_key(text, arg_types))
+
+
 def compile_kernel(text: str, arg_types: list):
     """Loads (or compiles) the kernel for exactly ``arg_types``; returns the dispatcher."""
     kernel = load_kernel(text)
     kernel.compile(numba_signature(arg_types))
+    _compiled[_key(text, arg_types)] = kernel
     return kernel

@@ -52,7 +52,10 @@ class NumbaEmitter(Emitter):
             ns["_kernel"] = cache.compile_kernel(text, plan.arg_types)
             ns["_ready"] = True
 
-        if self.sync:
+        ready = cache.compiled_kernel(text, plan.arg_types)
+        if ready is not None:  # compiled earlier in this process: no tiering needed
+            ns["_kernel"], ns["_ready"] = ready, True
+        elif self.sync:
             try:
                 build()
             except Exception as err:  # noqa: BLE001 - reported, and the equations still run
@@ -64,7 +67,7 @@ class NumbaEmitter(Emitter):
                     build()
                 except Exception as err:  # noqa: BLE001
                     tiered.compile_failed(plan.primitives, path, err)
-            tiered.submit(job)
+            ns["_interp"] = tiered.counting(interp, job, tiered.compile_after())
         self.kernel_sources.append((path, text))
         return Step(step)
 
@@ -104,7 +107,7 @@ class NumbaEmitter(Emitter):
         step = kernels.control_flow_kernel(eqn, self._run_body)
         if step is not None:
             return step
-        if prim in backend.core_primitives():
+        if backend.is_core(prim):
             fn = backend.eager_impl(prim)
             if fn is not None:
                 return _bind(fn, eqn.params)

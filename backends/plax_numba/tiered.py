@@ -1,5 +1,13 @@
-"""Tiered compilation: kernels compile in a background thread while calls run the reference
-path; ``PLAX_NUMBA_SYNC=1`` compiles before the first call instead.
+"""Tiered compilation: a cluster runs on the reference kernels until it is *hot*, then its
+kernel compiles in a background thread while calls keep running the reference path;
+``PLAX_NUMBA_SYNC=1`` compiles every kernel before the first call instead.
+
+*Hot* means run ``PLAX_NUMBA_COMPILE_AFTER`` times (default 2): a cluster of a function
+called once (interactive exploration, tests, a program's set-up) never pays for numba, and a
+cluster of a training step or a loop body, run many times, compiles after its second run.
+A kernel already compiled in this process for the same argument types (another program
+with the same cluster) is used at once, without tiering; one in the disk cache loads in the
+background like a compilation, only faster.
 
 A cluster's step (the wrapper made by :mod:`plax_numba.codegen`) reads two globals of its
 own namespace: ``_ready`` and ``_kernel``. The compile job sets them when numba is done, so
@@ -29,6 +37,27 @@ _pending = 0
 def sync_mode() -> bool:
     """Whether kernels compile before the first call (``PLAX_NUMBA_SYNC=1``)."""
     return os.environ.get("PLAX_NUMBA_SYNC", "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def compile_after() -> int:
+    """How many runs make a cluster hot (``PLAX_NUMBA_COMPILE_AFTER``, default 2; 1 starts
+    compiling at the first call)."""
+    try:
+        return max(1, int(os.environ.get("PLAX_NUMBA_COMPILE_AFTER", "2")))
+    except ValueError:
+        return 2
+
+
+def counting(interp, job, after: int):
+    """``interp`` that submits ``job`` (the compilation) once it has run ``after`` times."""
+    count = [0]
+
+    def run(*args):
+        n = count[0] = count[0] + 1
+        if n == after:
+            submit(job)
+        return interp(*args)
+    return run
 
 
 def compile_failed(primitives: list[str], path: str, err: BaseException) -> None:

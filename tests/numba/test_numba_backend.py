@@ -167,16 +167,36 @@ def test_failed_compilation_warns_and_stays_correct(monkeypatch):
     np.testing.assert_allclose(np.asarray(out), np.cos(x) * 3 - x, rtol=1e-6)
 
 
+def _cluster_step_state(f):
+    """``[(ready, kernel)]`` of the cluster steps of jitted ``f``'s one compiled program."""
+    (entry,) = f._cache.values()
+    glob = entry.executable.__globals__
+    steps = [v for k, v in glob.items() if k.startswith("_f") and hasattr(v, "__globals__")
+             and "_ready" in v.__globals__]
+    return [(s.__globals__["_ready"], s.__globals__["_kernel"]) for s in steps]
+
+
 def test_tiered_compilation_switches_to_the_kernel(monkeypatch):
     from plax_numba import tiered
     monkeypatch.delenv("PLAX_NUMBA_SYNC")
-    f = plax.jit(lambda x: jnp.sqrt(x * x + 2.5) - x * 0.25, backend="numba")
+    monkeypatch.setenv("PLAX_NUMBA_COMPILE_AFTER", "2")
+    f = plax.jit(lambda x: jnp.sqrt(x * x + 2.75) - x * 0.125 + jnp.cos(x) ** 3, backend="numba")
     x = np.arange(100, dtype=np.float32)
-    first = np.asarray(f(x))  # may run on the reference kernels while numba compiles
+    first = np.asarray(f(x))  # the reference kernels: the cluster is not hot yet
     assert tiered.wait_idle(timeout=120)
+    assert [ready for ready, _ in _cluster_step_state(f)] == [False]
+    second = np.asarray(f(x))  # hot: compiles in the background, this call interprets
+    assert tiered.wait_idle(timeout=120)
+    assert [ready for ready, _ in _cluster_step_state(f)] == [True]
     later = np.asarray(f(x))
-    np.testing.assert_allclose(first, later, rtol=1e-6)
-    np.testing.assert_allclose(later, np.sqrt(x * x + 2.5) - x * 0.25, rtol=1e-6)
+    for y in (second, later):
+        np.testing.assert_allclose(first, y, rtol=1e-6)
+    np.testing.assert_allclose(later, np.sqrt(x * x + 2.75) - x * 0.125 + np.cos(x) ** 3,
+                               rtol=1e-5)
+    # a new program with the same cluster uses the compiled kernel at once
+    g = plax.jit(lambda y: jnp.sqrt(y * y + 2.75) - y * 0.125 + jnp.cos(y) ** 3, backend="numba")
+    g(x)
+    assert [ready for ready, _ in _cluster_step_state(g)] == [True]
 
 
 def test_generated_source_shows_the_kernels():
@@ -185,9 +205,45 @@ def test_generated_source_shows_the_kernels():
     assert "@njit" in source and "def kernel" in source and "def _compiled" in source
 
 
-@pytest.mark.xfail(reason="Compiled.as_text shows the jaxpr until core/plax/transforms/jit.py "
-                          "returns the backend executable's __plax_source__", strict=False)
 def test_compiled_as_text_shows_the_kernels():
     x = np.ones((2, 3), np.float32)
     text = plax.jit(lambda x: jnp.exp(x) * 2.0 + 1.0, backend="numba").lower(x).compile().as_text()
-    assert "def kernel" in text
+    assert "def _compiled(" in text and "def kernel" in text and "@njit" in text, text
+
+
+def test_backend_info(numba_backend):
+    import numba
+    info = numba_backend.info()
+    assert info["numba"] == numba.__version__
+    assert info["threads"] == numba.get_num_threads() >= 1
+    assert isinstance(info["threading layer"], str) and info["threading layer"]
+
+
+def test_plax_info_prints_backend_info():
+    import subprocess
+    import sys
+    from importlib.metadata import entry_points
+    if "numba" not in {ep.name for ep in entry_points(group="plax.backends")}:
+        pytest.skip("the numba entry point is not installed (pip install -e .)")
+    import numba
+    proc = subprocess.run([sys.executable, "-m", "plax", "info"], capture_output=True,
+                          text=True, check=True, timeout=120)
+    [line] = [ln for ln in proc.stdout.splitlines() if ln.startswith("backend numba: ")]
+    assert f"numba {numba.__version__}, threading layer " in line and ", threads " in line
+
+
+def test_info_lines_survive_a_failing_backend():
+    from plax.__main__ import backend_info_lines
+
+    class Broken:
+        def info(self):
+            raise RuntimeError("no luck")
+
+    class Quiet:
+        pass
+
+    class Reg:
+        backends = {"b": Broken(), "q": Quiet(), "numba": plax.plugins.registry().get_backend("numba")}
+    lines = backend_info_lines(Reg())
+    assert lines[0] == "backend b: info() failed: RuntimeError: no luck"
+    assert lines[1].startswith("backend numba: numba ") and len(lines) == 2

@@ -437,3 +437,32 @@ def test_composition_matches_reference(case, composition, backend_name):
         scale = max(1.0, float(np.max(np.abs(w), initial=0.0)))
         np.testing.assert_allclose(g, w, rtol=tol, atol=tol * scale,
                                    err_msg=f"{case}: {'('.join(composition)}(f)")
+
+
+# ---------------------------------------------------------------------------- compiled kernels
+#
+# The matrix above runs on every installed backend. A backend that compiles in the background
+# runs a function called once on its reference path (plax_numba compiles a cluster once it is
+# hot, see plax_numba.tiered), so the matrix alone would not check its kernels. This subset
+# runs with compilation forced before the first call (PLAX_NUMBA_SYNC=1, read by the Numba
+# backend only): every function under jit alone and under jit composed with one other
+# transform on either side, (jit, t) and (t, jit) for t in grad, vmap and jvp, which puts
+# forward, reverse and batched programs through the compiler. Deeper compositions produce
+# the same primitives in larger programs; compiling all of them (about 1,900 kernels) would
+# cost CI ten minutes, and the conformance kit already compiles every primitive on every
+# dtype on this backend. The reference (NumPy) backend compiles nothing: it skips the subset,
+# which the matrix already ran on it.
+COMPILED_COMPOSITIONS = [("jit",)] + [c for t in ("grad", "vmap", "jvp")
+                                      for c in (("jit", t), (t, "jit"))]
+COMPILED_MATRIX = [pytest.param(case, comp, id=f"{case}-{'-'.join(comp)}")
+                   for case in CASES for comp in COMPILED_COMPOSITIONS
+                   if not EXCLUDED.get(case, set()).intersection(comp)]
+
+
+@pytest.mark.parametrize("case,composition", COMPILED_MATRIX)
+def test_composition_compiled_matches_reference(case, composition, backend_name, monkeypatch):
+    from plax import plugins
+    if getattr(plugins.registry().get_backend(backend_name), "reference", False):
+        pytest.skip("the reference backend interprets: the matrix above covers it")
+    monkeypatch.setenv("PLAX_NUMBA_SYNC", "1")
+    test_composition_matches_reference(case, composition, backend_name)

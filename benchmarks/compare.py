@@ -1,0 +1,344 @@
+"""plax on Numba beside plax on NumPy, JAX and plain NumPy: the Numba backend's workloads in one
+table, measured in one run.
+
+    python benchmarks/compare.py [--quick] [--repeat R]
+
+Columns: plax jitted with ``backend="numba"`` (kernels compiled before timing,
+``PLAX_NUMBA_SYNC=1``), plax jitted with ``backend="numpy"`` (the reference interpreter), JAX's
+``jax.jit`` (skipped, with a note, where JAX is not installed: ``pip install -e ".[bench]"``),
+NumPy eager (the same computation written directly in NumPy, gradients by hand; the NumPy
+generator's normal sampler for ``random.normal``) and the ratio plax-numba / JAX (below 1:
+plax is faster). Each cell is the median over ``--repeat`` runs of the time per call (each
+run makes enough calls to last about 50 ms, after a warm-up call); "first call" rows time one
+call of a freshly defined function (trace, compile, run), median over a few fresh functions,
+with the Numba backend in its default tiered mode (the first calls interpret while kernels
+compile in the background: what a user sees). ``--quick`` shrinks the large workloads and the
+repetitions (a smoke test; the sizes are in the row labels). See docs/performance.md.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import time
+from typing import Callable
+
+os.environ.setdefault("PLAX_NUMBA_SYNC", "1")  # compile before timing (read at compile time)
+
+import numpy as np  # noqa: E402
+
+COLUMNS = ["plax-numba", "plax-numpy", "jax", "numpy"]
+
+
+# ---------------------------------------------------------------- the workloads, once per library
+
+def _mlp_params(rng, sizes=(784, 512, 512, 10)):
+    params = []
+    for m, n in zip(sizes[:-1], sizes[1:]):
+        params.append(((rng.standard_normal((m, n)) / np.sqrt(m)).astype(np.float32),
+                       np.zeros(n, np.float32)))
+    return params
+
+
+def make_workloads(quick: bool):
+    """``[(label, inputs, {library: factory})]``; a factory takes the library's namespace and
+    returns ``(fn, args)`` where ``fn(*args)`` computes one call and returns its outputs."""
+    rng = np.random.default_rng(0)
+    n_selu = 100_000 if quick else 1_000_000
+    n_normal = 100_000 if quick else 10_000_000
+    steps = 100 if quick else 1000
+    batch = 128
+    x_selu = rng.standard_normal(n_selu).astype(np.float32)
+    tiny = (np.ones(3, np.float32), np.arange(3, dtype=np.float32))
+    linreg = [a.astype(np.float32) for a in (np.zeros((10, 5)), np.zeros(5),
+                                            rng.standard_normal((20, 10)),
+                                            rng.standard_normal((20, 5)))]
+    mlp = _mlp_params(rng)
+    images = rng.standard_normal((batch, 784)).astype(np.float32)
+    labels = np.eye(10, dtype=np.float32)[rng.integers(0, 10, batch)]
+    mat = rng.standard_normal((150, 100)).astype(np.float32)
+    vecs = rng.standard_normal((10, 100)).astype(np.float32)
+    rnn_w = (rng.standard_normal((64, 64)) / 8).astype(np.float32)
+    rnn_u = (rng.standard_normal((64, 16)) / 4).astype(np.float32)
+    rnn_b = (rng.standard_normal(64) * 0.1).astype(np.float32)
+    rnn_xs = rng.standard_normal((steps, 16)).astype(np.float32)
+    rnn_h0 = np.zeros(64, np.float32)
+
+    # -- written once against a jax-like library L (L.jit, L.jnp, L.lax, L.random, L.grad, L.vmap)
+    def selu(L):
+        jnp = L.jnp
+        return L.jit(lambda x: 1.05 * jnp.where(x > 0, x, 1.67 * jnp.exp(x) - 1.67)), \
+            (L.put(x_selu),)
+
+    def tiny_add(L):
+        return L.jit(lambda a, b: a + b), tuple(L.put(a) for a in tiny)
+
+    def linreg_step(L):
+        jnp = L.jnp
+
+        def mse(W, b, x, y):
+            def sq(x, y):
+                d = y - (jnp.dot(x, W) + b)
+                return jnp.inner(d, d) / 2.0
+            return jnp.mean(L.vmap(sq)(x, y), axis=0)
+
+        def update(W, b, x, y):
+            return W - 0.3 * L.grad(mse, 0)(W, b, x, y), b - 0.3 * L.grad(mse, 1)(W, b, x, y)
+        return L.jit(update), tuple(L.put(a) for a in linreg)
+
+    def mlp_update(L):
+        jnp = L.jnp
+
+        def loss(params, x, y):
+            h = x
+            for w, b in params[:-1]:
+                h = jnp.tanh(h @ w + b)
+            w, b = params[-1]
+            logits = h @ w + b
+            logits = logits - jnp.max(logits, axis=1, keepdims=True)
+            logp = logits - jnp.log(jnp.sum(jnp.exp(logits), axis=1, keepdims=True))
+            return -jnp.mean(jnp.sum(logp * y, axis=1))
+
+        def step(params, x, y):
+            grads = L.grad(loss)(params, x, y)
+            return [(w - 0.01 * gw, b - 0.01 * gb) for (w, b), (gw, gb) in zip(params, grads)]
+        return step
+
+    def mlp_step(L):
+        return L.jit(mlp_update(L)), ([(L.put(w), L.put(b)) for w, b in mlp], L.put(images),
+                                      L.put(labels))
+
+    def normal(L):
+        return L.jit(lambda k: L.random.normal(k, (n_normal,))), (L.random.PRNGKey(0),)
+
+    def vmap_matvec(L):
+        m = L.put(mat)
+        return L.jit(L.vmap(lambda v: L.jnp.dot(m, v))), (L.put(vecs),)
+
+    def rnn_scan(L):
+        jnp = L.jnp
+
+        def rnn(w, u, b, h0, xs):
+            def cell(h, x):
+                h = jnp.tanh(w @ h + u @ x + b)
+                return h, h
+            return L.lax.scan(cell, h0, xs)
+        return L.jit(rnn), tuple(L.put(a) for a in (rnn_w, rnn_u, rnn_b, rnn_h0, rnn_xs))
+
+    # -- the same computations in NumPy, eagerly
+    def np_selu(_):
+        return (lambda x: np.float32(1.05) * np.where(x > 0, x, np.float32(1.67) * np.exp(x)
+                                                      - np.float32(1.67))), (x_selu,)
+
+    def np_tiny(_):
+        return (lambda a, b: a + b), tiny
+
+    def np_linreg(_):
+        def update(W, b, x, y):
+            d = y - (x @ W + b)
+            n = np.float32(x.shape[0])
+            return W - np.float32(0.3) * (-(x.T @ d) / n), b - np.float32(0.3) * (-d.sum(0) / n)
+        return update, tuple(linreg)
+
+    def np_mlp(_):
+        def step(params, x, y):
+            hs, h = [x], x
+            for w, b in params[:-1]:
+                h = np.tanh(h @ w + b)
+                hs.append(h)
+            w, b = params[-1]
+            logits = h @ w + b
+            logits = logits - logits.max(1, keepdims=True)
+            p = np.exp(logits)
+            p /= p.sum(1, keepdims=True)
+            g = (p - y) / np.float32(x.shape[0])
+            new = []
+            for i in range(len(params) - 1, -1, -1):
+                w, b = params[i]
+                gw, gb = hs[i].T @ g, g.sum(0)
+                if i:
+                    g = (g @ w.T) * (1 - hs[i] * hs[i])
+                new.append((w - np.float32(0.01) * gw, b - np.float32(0.01) * gb))
+            return new[::-1]
+        return step, (mlp, images, labels)
+
+    def np_normal(_):
+        gen = np.random.default_rng(0)
+        return (lambda: gen.standard_normal(n_normal, dtype=np.float32)), ()
+
+    def np_vmap(_):
+        return (lambda v: v @ mat.T), (vecs,)
+
+    def np_rnn(_):
+        def rnn(w, u, b, h0, xs):
+            h, ys = h0, np.empty((xs.shape[0], h0.shape[0]), np.float32)
+            for t in range(xs.shape[0]):
+                h = np.tanh(w @ h + u @ xs[t] + b)
+                ys[t] = h
+            return h, ys
+        return rnn, (rnn_w, rnn_u, rnn_b, rnn_h0, rnn_xs)
+
+    def first_call(L):
+        # a fresh function object each time: trace, compile and run
+        return (lambda *args: L.jit(mlp_update(L))(*args)), mlp_step(L)[1]
+
+    k = "k" if n_normal < 1_000_000 else "M"
+    nn = n_normal // 1000 if k == "k" else n_normal // 1_000_000
+    ks = "k" if n_selu < 1_000_000 else "M"
+    ns = n_selu // 1000 if ks == "k" else n_selu // 1_000_000
+    return [
+        (f"selu f32[{ns}{ks}] jit", {"plax": selu, "numpy": np_selu}),
+        ("tiny jit call f32[3] add", {"plax": tiny_add, "numpy": np_tiny}),
+        ("linreg step (grad, vmap)", {"plax": linreg_step, "numpy": np_linreg}),
+        (f"MLP step 784-512-512-10 b{batch}", {"plax": mlp_step, "numpy": np_mlp}),
+        (f"random.normal {nn}{k} jit", {"plax": normal, "numpy": np_normal}),
+        ("MLP step first call", {"plax": first_call, "first": True}),
+        ("jit(vmap(apply_matrix))", {"plax": vmap_matvec, "numpy": np_vmap}),
+        (f"scan tanh RNN {steps}x64", {"plax": rnn_scan, "numpy": np_rnn}),
+    ]
+
+
+# ---------------------------------------------------------------- the libraries
+
+class _Lib:
+    """A jax-like namespace: jit (bound to a backend for plax), jnp, lax, random, grad, vmap,
+    put (host array -> the library's array) and block (wait for outputs)."""
+
+    def __init__(self, module, jit, put, block):
+        self.jnp, self.lax, self.random = module.numpy, module.lax, module.random
+        self.grad, self.vmap = module.grad, module.vmap
+        self.jit, self.put, self.block = jit, put, block
+
+
+def libraries() -> tuple[dict, list[str]]:
+    import plax
+    libs, notes = {}, []
+    backends = plax.plugins.registry().backends
+
+    def plax_lib(name):
+        return _Lib(plax, lambda f: plax.jit(f, backend=name), plax.numpy.asarray,
+                    plax.block_until_ready)
+    for column, name in (("plax-numba", "numba"), ("plax-numpy", "numpy")):
+        if name in backends:
+            libs[column] = plax_lib(name)
+        else:
+            notes.append(f"{column}: backend {name!r} not installed")
+    try:
+        import jax
+        libs["jax"] = _Lib(jax, jax.jit, jax.numpy.asarray, jax.block_until_ready)
+        notes.append(f"jax {jax.__version__} on {jax.devices()[0]}")
+    except ImportError:
+        notes.append("jax: not installed, its column is skipped (pip install -e \".[bench]\")")
+    return libs, notes
+
+
+# ---------------------------------------------------------------- timing
+
+def median_seconds(fn: Callable[[], object], repeat: int, target: float) -> float:
+    """Median over ``repeat`` runs of the seconds per call, each run lasting about ``target``."""
+    fn()  # warm-up
+    number, elapsed = 1, 0.0
+    while True:
+        t0 = time.perf_counter()
+        for _ in range(number):
+            fn()
+        elapsed = time.perf_counter() - t0
+        if elapsed >= target / 4 or number >= 1 << 20:
+            break
+        number *= 2
+    number = max(1, int(number * target / max(elapsed, 1e-9)))
+    runs = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        for _ in range(number):
+            fn()
+        runs.append((time.perf_counter() - t0) / number)
+    return statistics.median(runs)
+
+
+def median_first_call(make: Callable[[], Callable[[], object]], repeat: int) -> float:
+    runs = []
+    for _ in range(repeat):
+        fn = make()
+        t0 = time.perf_counter()
+        fn()
+        runs.append(time.perf_counter() - t0)
+    return statistics.median(runs)
+
+
+def fmt(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    if seconds < 1e-3:
+        return f"{seconds * 1e6:.1f} µs"
+    if seconds < 1:
+        return f"{seconds * 1e3:.2f} ms"
+    return f"{seconds:.2f} s"
+
+
+def measure(quick: bool, repeat: int) -> tuple[list[list[str]], list[str]]:
+    libs, notes = libraries()
+    target = 0.01 if quick else 0.05
+    rows = []
+    for label, impls in make_workloads(quick):
+        times: dict[str, float | None] = {}
+        for column in COLUMNS:
+            if column == "numpy":
+                factory = impls.get("numpy")
+                if factory is None:
+                    times[column] = None
+                    continue
+                fn, args = factory(None)
+                times[column] = median_seconds(lambda: fn(*args), repeat, target)
+                continue
+            lib = libs.get(column)
+            if lib is None:
+                times[column] = None
+                continue
+            fn, args = impls["plax"](lib)
+            if impls.get("first"):
+                old = os.environ.pop("PLAX_NUMBA_SYNC", None)  # the default: tiered
+                try:
+                    times[column] = median_first_call(
+                        lambda: (lambda: lib.block(fn(*args))), max(1, min(repeat, 3)))
+                finally:
+                    if old is not None:
+                        os.environ["PLAX_NUMBA_SYNC"] = old
+            else:
+                times[column] = median_seconds(lambda: lib.block(fn(*args)), repeat, target)
+        numba_t, jax_t = times.get("plax-numba"), times.get("jax")
+        ratio = f"{numba_t / jax_t:.2f}" if numba_t and jax_t else "-"
+        rows.append([label] + [fmt(times[c]) for c in COLUMNS] + [ratio])
+    return rows, notes
+
+
+def table(rows: list[list[str]]) -> str:
+    header = ["workload", "plax-numba", "plax-numpy", "JAX", "NumPy eager", "numba / JAX"]
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join(["---"] + ["---:"] * 5) + "|"]
+    lines += ["| " + " | ".join(r) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true",
+                        help="small sizes and few repetitions (a smoke test)")
+    parser.add_argument("--repeat", type=int, default=None,
+                        help="timing runs per cell (default 15, 3 with --quick)")
+    args = parser.parse_args(argv)
+    repeat = args.repeat or (3 if args.quick else 15)
+    rows, notes = measure(args.quick, repeat)
+    import plax
+    for name, backend in sorted(plax.plugins.registry().backends.items()):
+        info = getattr(backend, "info", lambda: {})() or {}
+        print(f"plax backend {name!r}" + "".join(f", {k} {v}" for k, v in info.items()
+                                                  if k != "kernel cache"))
+    print(f"{os.cpu_count()} CPU cores")
+    for note in notes:
+        print(note)
+    print(f"medians of {repeat} runs per cell{' (--quick sizes)' if args.quick else ''}")
+    print(table(rows))
+
+
+if __name__ == "__main__":
+    main()
