@@ -1,46 +1,29 @@
 """The Bernoulli distribution (``scipy.stats.bernoulli``)."""
 from __future__ import annotations
 
-import numpy as np
-
-from plax import lax
 from plax import numpy as jnp
 from plax.scipy import special
 
+from ._family import shifted
 from ._util import NAN, NEG_INF, Array, ArrayLike, const, inexact
 
 __all__ = ['logpmf', 'pmf', 'cdf', 'ppf']
 
 
-def logpmf(k: ArrayLike, p: ArrayLike, loc: ArrayLike = 0) -> Array:
-    """Log probability ``k log p + (1 - k) log(1 - p)`` for ``0 <= k - loc <= 1`` (as JAX, not only at integers).
-
-    Args:
-      k: outcomes; integers promote to floats.
-      p: probability of 1.
-      loc: shift.
-
-    Returns:
-      The log pmf; ``-inf`` outside ``[0, 1]``.
-    """
-    k, p, loc = inexact("bernoulli.logpmf", k, p, loc)
-    k = k - loc
+def _logpmf(k: Array, p: Array) -> Array:
     out = special.xlogy(k, p) + special.xlog1py(const(k, 1.0) - k, -p)
     return jnp.where((k < 0) | (k > 1), const(k, NEG_INF), out)
 
 
-def pmf(k: ArrayLike, p: ArrayLike, loc: ArrayLike = 0) -> Array:
-    """Probability (see :func:`logpmf`).
-
-    Args:
-      k: outcomes; integers promote to floats.
-      p: probability of 1.
-      loc: shift.
-
-    Returns:
-      The pmf.
-    """
-    return lax.exp(logpmf(k, p, loc))
+logpmf, pmf = shifted(
+    __name__, __all__[:2], dict(logpmf=_logpmf),
+    {
+        "logpmf": ("Log probability ``k log p + (1 - k) log(1 - p)`` for ``0 <= k - loc <= 1`` "
+                   "(as JAX, not only at integers); ``-inf`` outside ``[0, 1]``.", "-1.203973"),
+        "pmf": ("Probability ``p^k (1 - p)^(1 - k)`` of ``k - loc`` (see :func:`logpmf`).",
+                "0.3"),
+    },
+    shapes={"p": "probability of 1."}, example=(1, 0.3))
 
 
 def cdf(k: ArrayLike, p: ArrayLike) -> Array:

@@ -1,119 +1,38 @@
 """The beta distribution on ``[loc, loc + scale]`` (``scipy.stats.beta``)."""
 from __future__ import annotations
 
-import numpy as np
-
-from plax import lax
 from plax import numpy as jnp
 from plax.scipy import special
 
-from ._util import NEG_INF, Array, ArrayLike, const, inexact
+from ._family import loc_scale
+from ._util import Array, const
 
 __all__ = ['logpdf', 'pdf', 'cdf', 'logcdf', 'sf', 'logsf']
 
 
-def logpdf(x: ArrayLike, a: ArrayLike, b: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
-    """Log density ``(a-1) log z + (b-1) log(1-z) - betaln(a, b) - log(scale)``.
-
-    Args:
-      x: points; integers promote to floats.
-      a: first shape (positive).
-      b: second shape (positive).
-      loc: location.
-      scale: scale (positive).
-
-    Returns:
-      The log density; ``-inf`` outside the support.
-    """
-    x, a, b, loc, scale = inexact("beta.logpdf", x, a, b, loc, scale)
-    z = (x - loc) / scale
-    one = const(x, 1.0)
-    zs = jnp.clip(z, const(z, 0.0), one)
-    out = (special.xlogy(a - one, zs) + special.xlog1py(b - one, -zs) - special.betaln(a, b)
-           - lax.log(scale))
-    return jnp.where((z < 0) | (z > 1), const(x, NEG_INF), out)
+def _clip(z: Array) -> Array:
+    return jnp.clip(z, const(z, 0.0), const(z, 1.0))
 
 
-def pdf(x: ArrayLike, a: ArrayLike, b: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
-    """Density (see :func:`logpdf`).
-
-    Args:
-      x: points; integers promote to floats.
-      a: first shape (positive).
-      b: second shape (positive).
-      loc: location.
-      scale: scale (positive).
-
-    Returns:
-      The density.
-    """
-    return lax.exp(logpdf(x, a, b, loc, scale))
+def _logpdf(z: Array, a: Array, b: Array) -> Array:
+    one, zs = const(z, 1.0), _clip(z)
+    return special.xlogy(a - one, zs) + special.xlog1py(b - one, -zs) - special.betaln(a, b)
 
 
-def cdf(x: ArrayLike, a: ArrayLike, b: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
-    """CDF ``I_z(a, b)``.
-
-    Args:
-      x: points; integers promote to floats.
-      a: first shape (positive).
-      b: second shape (positive).
-      loc: location.
-      scale: scale (positive).
-
-    Returns:
-      ``P(X <= x)``.
-    """
-    x, a, b, loc, scale = inexact("beta.cdf", x, a, b, loc, scale)
-    z = jnp.clip((x - loc) / scale, const(x, 0.0), const(x, 1.0))
-    return special.betainc(a, b, z)
-
-
-def logcdf(x: ArrayLike, a: ArrayLike, b: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
-    """Log CDF.
-
-    Args:
-      x: points; integers promote to floats.
-      a: first shape (positive).
-      b: second shape (positive).
-      loc: location.
-      scale: scale (positive).
-
-    Returns:
-      ``log P(X <= x)``.
-    """
-    return lax.log(cdf(x, a, b, loc, scale))
-
-
-def sf(x: ArrayLike, a: ArrayLike, b: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
-    """Survival function ``I_{1-z}(b, a)``.
-
-    Args:
-      x: points; integers promote to floats.
-      a: first shape (positive).
-      b: second shape (positive).
-      loc: location.
-      scale: scale (positive).
-
-    Returns:
-      ``P(X > x)``.
-    """
-    x, a, b, loc, scale = inexact("beta.sf", x, a, b, loc, scale)
-    z = jnp.clip((x - loc) / scale, const(x, 0.0), const(x, 1.0))
-    return special.betainc(b, a, const(x, 1.0) - z)
-
-
-def logsf(x: ArrayLike, a: ArrayLike, b: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
-    """Log survival function.
-
-    Args:
-      x: points; integers promote to floats.
-      a: first shape (positive).
-      b: second shape (positive).
-      loc: location.
-      scale: scale (positive).
-
-    Returns:
-      ``log P(X > x)``.
-    """
-    return lax.log(sf(x, a, b, loc, scale))
-
+logpdf, pdf, cdf, logcdf, sf, logsf = loc_scale(
+    __name__, __all__,
+    dict(logpdf=_logpdf,
+         cdf=lambda z, a, b: special.betainc(a, b, _clip(z)),
+         sf=lambda z, a, b: special.betainc(b, a, const(z, 1.0) - _clip(z))),
+    {
+        "logpdf": ("Log density ``(a-1) log z + (b-1) log(1-z) - betaln(a, b) - log(scale)``; "
+                   "``-inf`` outside the support.", "-0.595424"),
+        "pdf": ("Density ``z^(a-1) (1-z)^(b-1) / (B(a, b) scale)`` (see :func:`logpdf`).",
+                "0.551329"),
+        "cdf": ("CDF ``I_z(a, b)``, the regularized incomplete beta function.", "0.057669"),
+        "logcdf": ("Log CDF ``log I_z(a, b)``.", "-2.853037"),
+        "sf": ("Survival function ``I_{1-z}(b, a)``.", "0.942331"),
+        "logsf": ("Log survival function ``log I_{1-z}(b, a)``.", "-0.059399"),
+    },
+    shapes={"a": "first shape (positive).", "b": "second shape (positive)."},
+    support=(0.0, 1.0), example=(0.25, 2.5, 1.5))

@@ -8,131 +8,36 @@ import numpy as np
 from plax import lax
 from plax import numpy as jnp
 
-from ._util import NAN, NEG_INF, Array, ArrayLike, const, inexact
+from ._family import loc_scale
+from ._util import NAN, NEG_INF, Array, const
 
 __all__ = ['logpdf', 'pdf', 'cdf', 'logcdf', 'sf', 'logsf', 'ppf', 'isf']
 
 
-def logpdf(x: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
-    """Log density ``-log(pi scale (1 + z^2))``.
-
-    Args:
-      x: points; integers promote to floats.
-      loc: location.
-      scale: scale (positive).
-
-    Returns:
-      The log density.
-    """
-    x, loc, scale = inexact("cauchy.logpdf", x, loc, scale)
-    z = (x - loc) / scale
-    return -lax.log1p(z * z) - lax.log(scale) - const(x, math.log(math.pi))
+def _tan_quantile(centred: Array, at_0: float, at_1: float):
+    """The quantile ``loc + scale tan(pi centred(q))``; ``at_0``, ``at_1`` at the ends."""
+    def quantile(q: Array, loc: Array, scale: Array) -> Array:
+        x = loc + scale * lax.tan(const(q, math.pi) * centred(q))
+        x = jnp.where(q == 0, const(q, at_0), jnp.where(q == 1, const(q, at_1), x))
+        return jnp.where((q < 0) | (q > 1), const(q, NAN), x)
+    return quantile
 
 
-def pdf(x: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
-    """Density (see :func:`logpdf`).
-
-    Args:
-      x: points; integers promote to floats.
-      loc: location.
-      scale: scale (positive).
-
-    Returns:
-      The density.
-    """
-    return lax.exp(logpdf(x, loc, scale))
-
-
-def cdf(x: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
-    """CDF ``atan2(1, -z) / pi``.
-
-    Args:
-      x: points; integers promote to floats.
-      loc: location.
-      scale: scale (positive).
-
-    Returns:
-      ``P(X <= x)``.
-    """
-    x, loc, scale = inexact("cauchy.cdf", x, loc, scale)
-    z = (x - loc) / scale
-    return lax.atan2(jnp.ones_like(z), -z) / const(x, math.pi)
-
-
-def logcdf(x: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
-    """Log CDF.
-
-    Args:
-      x: points; integers promote to floats.
-      loc: location.
-      scale: scale (positive).
-
-    Returns:
-      ``log P(X <= x)``.
-    """
-    return lax.log(cdf(x, loc, scale))
-
-
-def sf(x: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
-    """Survival function ``atan2(1, z) / pi``.
-
-    Args:
-      x: points; integers promote to floats.
-      loc: location.
-      scale: scale (positive).
-
-    Returns:
-      ``P(X > x)``.
-    """
-    x, loc, scale = inexact("cauchy.sf", x, loc, scale)
-    z = (x - loc) / scale
-    return lax.atan2(jnp.ones_like(z), z) / const(x, math.pi)
-
-
-def logsf(x: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
-    """Log survival function.
-
-    Args:
-      x: points; integers promote to floats.
-      loc: location.
-      scale: scale (positive).
-
-    Returns:
-      ``log P(X > x)``.
-    """
-    return lax.log(sf(x, loc, scale))
-
-
-def ppf(q: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
-    """Quantile function ``loc + scale tan(pi (q - 1/2))``.
-
-    Args:
-      q: probabilities in ``[0, 1]``.
-      loc: location.
-      scale: scale (positive).
-
-    Returns:
-      The quantile; NaN outside ``[0, 1]``.
-    """
-    q, loc, scale = inexact("cauchy.ppf", q, loc, scale)
-    x = loc + scale * lax.tan(const(q, math.pi) * (q - const(q, 0.5)))
-    x = jnp.where(q == 0, const(q, NEG_INF), jnp.where(q == 1, const(q, np.inf), x))
-    return jnp.where((q < 0) | (q > 1), const(q, NAN), x)
-
-
-def isf(q: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
-    """Inverse survival function ``loc + scale tan(pi (1/2 - q))``.
-
-    Args:
-      q: probabilities in ``[0, 1]``.
-      loc: location.
-      scale: scale (positive).
-
-    Returns:
-      ``x`` with ``sf(x) == q``.
-    """
-    q, loc, scale = inexact("cauchy.isf", q, loc, scale)
-    x = loc + scale * lax.tan(const(q, math.pi) * (const(q, 0.5) - q))
-    x = jnp.where(q == 0, const(q, np.inf), jnp.where(q == 1, const(q, NEG_INF), x))
-    return jnp.where((q < 0) | (q > 1), const(q, NAN), x)
-
+logpdf, pdf, cdf, logcdf, sf, logsf, ppf, isf = loc_scale(
+    __name__, __all__,
+    dict(logpdf=lambda z: -lax.log1p(z * z) - const(z, math.log(math.pi)),
+         cdf=lambda z: lax.atan2(jnp.ones_like(z), -z) / const(z, math.pi),
+         sf=lambda z: lax.atan2(jnp.ones_like(z), z) / const(z, math.pi)),
+    {
+        "logpdf": ("Log density ``-log(pi scale (1 + z^2))``.", "-1.837877"),
+        "pdf": ("Density ``1 / (pi scale (1 + z^2))`` (see :func:`logpdf`).", "0.159155"),
+        "cdf": ("CDF ``atan2(1, -z) / pi``.", "0.75"),
+        "logcdf": ("Log CDF ``log(atan2(1, -z) / pi)``.", "-0.287682"),
+        "sf": ("Survival function ``atan2(1, z) / pi``.", "0.25"),
+        "logsf": ("Log survival function ``log(atan2(1, z) / pi)``.", "-1.386294"),
+        "ppf": ("Quantile function ``loc + scale tan(pi (q - 1/2))``.", "1.0"),
+        "isf": ("Inverse survival function ``loc + scale tan(pi (1/2 - q))``.", "-1.0"),
+    },
+    raw=dict(ppf=_tan_quantile(lambda q: q - const(q, 0.5), NEG_INF, np.inf),
+             isf=_tan_quantile(lambda q: const(q, 0.5) - q, np.inf, NEG_INF)),
+    example_q=(0.75,))

@@ -5,111 +5,34 @@ import math
 
 import numpy as np
 
-from plax import lax
-from plax import numpy as jnp
-from plax.scipy import special
+from plax.scipy.stats import gamma
 
-from ._util import NEG_INF, Array, ArrayLike, const, inexact
+from ._family import loc_scale
+from ._util import Array, const
 
 __all__ = ['logpdf', 'pdf', 'cdf', 'logcdf', 'sf', 'logsf']
 
 
-def logpdf(x: ArrayLike, df: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
-    """Log density; ``-inf`` below ``loc`` (finite at ``x == loc`` for ``df == 2``, as SciPy).
-
-    Args:
-      x: points; integers promote to floats.
-      df: degrees of freedom (positive).
-      loc: location.
-      scale: scale (positive).
-
-    Returns:
-      The log density.
-    """
-    x, df, loc, scale = inexact("chi2.logpdf", x, df, loc, scale)
-    z = (x - loc) / scale
-    k = df / const(x, 2.0)
-    zs = jnp.maximum(z, const(z, 0.0))
-    out = (special.xlogy(k - const(x, 1.0), zs) - zs / const(x, 2.0) - k * const(x, math.log(2.0))
-           - lax.lgamma(k) - lax.log(scale))
-    return jnp.where(z < 0, const(x, NEG_INF), out)
+def _halved(standard):
+    """``standard`` of the gamma distribution at ``z / 2`` with shape ``df / 2``."""
+    return lambda z, df: standard(z / const(z, 2.0), df / const(z, 2.0))
 
 
-def pdf(x: ArrayLike, df: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
-    """Density (see :func:`logpdf`).
-
-    Args:
-      x: points; integers promote to floats.
-      df: degrees of freedom (positive).
-      loc: location.
-      scale: scale (positive).
-
-    Returns:
-      The density.
-    """
-    return lax.exp(logpdf(x, df, loc, scale))
+def _logpdf(z: Array, df: Array) -> Array:
+    return _halved(gamma.standard_logpdf)(z, df) - const(z, math.log(2.0))
 
 
-def cdf(x: ArrayLike, df: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
-    """CDF ``P(df / 2, z / 2)``.
-
-    Args:
-      x: points; integers promote to floats.
-      df: degrees of freedom (positive).
-      loc: location.
-      scale: scale (positive).
-
-    Returns:
-      ``P(X <= x)``.
-    """
-    x, df, loc, scale = inexact("chi2.cdf", x, df, loc, scale)
-    z = jnp.maximum((x - loc) / scale, const(x, 0.0))
-    return special.gammainc(df / const(x, 2.0), z / const(x, 2.0))
-
-
-def logcdf(x: ArrayLike, df: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
-    """Log CDF.
-
-    Args:
-      x: points; integers promote to floats.
-      df: degrees of freedom (positive).
-      loc: location.
-      scale: scale (positive).
-
-    Returns:
-      ``log P(X <= x)``.
-    """
-    return lax.log(cdf(x, df, loc, scale))
-
-
-def sf(x: ArrayLike, df: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
-    """Survival function ``Q(df / 2, z / 2)``.
-
-    Args:
-      x: points; integers promote to floats.
-      df: degrees of freedom (positive).
-      loc: location.
-      scale: scale (positive).
-
-    Returns:
-      ``P(X > x)``.
-    """
-    x, df, loc, scale = inexact("chi2.sf", x, df, loc, scale)
-    z = jnp.maximum((x - loc) / scale, const(x, 0.0))
-    return special.gammaincc(df / const(x, 2.0), z / const(x, 2.0))
-
-
-def logsf(x: ArrayLike, df: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
-    """Log survival function.
-
-    Args:
-      x: points; integers promote to floats.
-      df: degrees of freedom (positive).
-      loc: location.
-      scale: scale (positive).
-
-    Returns:
-      ``log P(X > x)``.
-    """
-    return lax.log(sf(x, df, loc, scale))
-
+logpdf, pdf, cdf, logcdf, sf, logsf = loc_scale(
+    __name__, __all__,
+    dict(logpdf=_logpdf, cdf=_halved(gamma.standard_cdf), sf=_halved(gamma.standard_sf)),
+    {
+        "logpdf": ("Log density ``(k - 1) log(z / 2) - z / 2 - gammaln(k) - log(2 scale)`` "
+                   "with ``k = df / 2``; ``-inf`` below ``loc`` (finite at ``x == loc`` for "
+                   "``df == 2``, as SciPy).", "-1.572365"),
+        "pdf": ("Density (see :func:`logpdf`).", "0.207554"),
+        "cdf": ("CDF ``P(df / 2, z / 2)``.", "0.427593"),
+        "logcdf": ("Log CDF ``log P(df / 2, z / 2)``.", "-0.849583"),
+        "sf": ("Survival function ``Q(df / 2, z / 2)``.", "0.572407"),
+        "logsf": ("Log survival function ``log Q(df / 2, z / 2)``.", "-0.557905"),
+    },
+    shapes={"df": "degrees of freedom (positive)."}, support=(0.0, np.inf), example=(2.0, 3.0))

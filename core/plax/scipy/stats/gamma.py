@@ -7,103 +7,40 @@ from plax import lax
 from plax import numpy as jnp
 from plax.scipy import special
 
-from ._util import NEG_INF, Array, ArrayLike, const, inexact
+from ._family import loc_scale
+from ._util import Array, const
 
 __all__ = ['logpdf', 'pdf', 'cdf', 'logcdf', 'sf', 'logsf']
 
 
-def logpdf(x: ArrayLike, a: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
-    """Log density ``(a - 1) log z - z - gammaln(a) - log(scale)``.
-
-    Args:
-      x: points; integers promote to floats.
-      a: shape (positive).
-      loc: location.
-      scale: scale (positive).
-
-    Returns:
-      The log density; ``-inf`` below ``loc``.
-    """
-    x, a, loc, scale = inexact("gamma.logpdf", x, a, loc, scale)
-    z = (x - loc) / scale
+def standard_logpdf(z: Array, a: Array) -> Array:
+    """``(a - 1) log z - z - gammaln(a)`` for ``z >= 0``."""
     zs = jnp.maximum(z, const(z, 0.0))
-    out = special.xlogy(a - const(x, 1.0), zs) - zs - lax.lgamma(a) - lax.log(scale)
-    return jnp.where(z < 0, const(x, NEG_INF), out)
+    return special.xlogy(a - const(z, 1.0), zs) - zs - lax.lgamma(a)
 
 
-def pdf(x: ArrayLike, a: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
-    """Density (see :func:`logpdf`).
-
-    Args:
-      x: points; integers promote to floats.
-      a: shape (positive).
-      loc: location.
-      scale: scale (positive).
-
-    Returns:
-      The density.
-    """
-    return lax.exp(logpdf(x, a, loc, scale))
+def standard_cdf(z: Array, a: Array) -> Array:
+    """``P(a, z)``, 0 below the support."""
+    return special.gammainc(a, jnp.maximum(z, const(z, 0.0)))
 
 
-def cdf(x: ArrayLike, a: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
-    """CDF ``P(a, z)``.
-
-    Args:
-      x: points; integers promote to floats.
-      a: shape (positive).
-      loc: location.
-      scale: scale (positive).
-
-    Returns:
-      ``P(X <= x)``.
-    """
-    x, a, loc, scale = inexact("gamma.cdf", x, a, loc, scale)
-    return special.gammainc(a, jnp.maximum((x - loc) / scale, const(x, 0.0)))
+def standard_sf(z: Array, a: Array) -> Array:
+    """``Q(a, z)``, 1 below the support."""
+    return special.gammaincc(a, jnp.maximum(z, const(z, 0.0)))
 
 
-def logcdf(x: ArrayLike, a: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
-    """Log CDF.
-
-    Args:
-      x: points; integers promote to floats.
-      a: shape (positive).
-      loc: location.
-      scale: scale (positive).
-
-    Returns:
-      ``log P(X <= x)``.
-    """
-    return lax.log(cdf(x, a, loc, scale))
-
-
-def sf(x: ArrayLike, a: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
-    """Survival function ``Q(a, z)``.
-
-    Args:
-      x: points; integers promote to floats.
-      a: shape (positive).
-      loc: location.
-      scale: scale (positive).
-
-    Returns:
-      ``P(X > x)``.
-    """
-    x, a, loc, scale = inexact("gamma.sf", x, a, loc, scale)
-    return special.gammaincc(a, jnp.maximum((x - loc) / scale, const(x, 0.0)))
-
-
-def logsf(x: ArrayLike, a: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
-    """Log survival function.
-
-    Args:
-      x: points; integers promote to floats.
-      a: shape (positive).
-      loc: location.
-      scale: scale (positive).
-
-    Returns:
-      ``log P(X > x)``.
-    """
-    return lax.log(sf(x, a, loc, scale))
-
+logpdf, pdf, cdf, logcdf, sf, logsf = loc_scale(
+    __name__, __all__,
+    dict(logpdf=standard_logpdf, cdf=standard_cdf, sf=standard_sf),
+    {
+        "logpdf": ("Log density ``(a - 1) log z - z - gammaln(a) - log(scale)``; ``-inf`` "
+                   "below ``loc``.", "-1.284683"),
+        "pdf": ("Density ``z^(a - 1) exp(-z) / (Gamma(a) scale)`` (see :func:`logpdf`).",
+                "0.276738"),
+        "cdf": ("CDF ``P(a, z)``, the regularized lower incomplete gamma function.", "0.150855"),
+        "logcdf": ("Log CDF ``log P(a, z)``.", "-1.891436"),
+        "sf": ("Survival function ``Q(a, z)``, the regularized upper incomplete gamma "
+               "function.", "0.849145"),
+        "logsf": ("Log survival function ``log Q(a, z)``.", "-0.163525"),
+    },
+    shapes={"a": "shape (positive)."}, support=(0.0, np.inf), example=(1.0, 2.5))

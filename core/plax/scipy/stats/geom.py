@@ -1,43 +1,27 @@
 """The geometric distribution on ``1, 2, ...`` (``scipy.stats.geom``)."""
 from __future__ import annotations
 
-import numpy as np
-
 from plax import lax
 from plax import numpy as jnp
 from plax.scipy import special
 
-from ._util import NEG_INF, Array, ArrayLike, const, inexact
+from ._family import shifted
+from ._util import NEG_INF, Array, const
 
 __all__ = ['logpmf', 'pmf']
 
 
-def logpmf(k: ArrayLike, p: ArrayLike, loc: ArrayLike = 0) -> Array:
-    """Log probability ``(x - 1) log(1 - p) + log p`` of ``x = k - loc >= 1`` (not only at integers, as JAX).
-
-    Args:
-      k: outcomes; integers promote to floats.
-      p: success probability.
-      loc: shift.
-
-    Returns:
-      The log pmf; ``-inf`` below 1.
-    """
-    k, p, loc = inexact("geom.logpmf", k, p, loc)
-    x = k - loc
-    out = special.xlog1py(x - const(k, 1.0), -p) + lax.log(p)
-    return jnp.where(x < 1, const(k, NEG_INF), out)
+def _logpmf(x: Array, p: Array) -> Array:
+    out = special.xlog1py(x - const(x, 1.0), -p) + lax.log(p)
+    return jnp.where(x < 1, const(x, NEG_INF), out)
 
 
-def pmf(k: ArrayLike, p: ArrayLike, loc: ArrayLike = 0) -> Array:
-    """Probability (see :func:`logpmf`).
-
-    Args:
-      k: outcomes; integers promote to floats.
-      p: success probability.
-      loc: shift.
-
-    Returns:
-      The pmf.
-    """
-    return lax.exp(logpmf(k, p, loc))
+logpmf, pmf = shifted(
+    __name__, __all__, dict(logpmf=_logpmf),
+    {
+        "logpmf": ("Log probability ``(x - 1) log(1 - p) + log p`` of ``x = k - loc >= 1`` "
+                   "(not only at integers, as JAX); ``-inf`` below 1.", "-1.560648"),
+        "pmf": ("Probability ``(1 - p)^(x - 1) p`` of ``x = k - loc`` (see :func:`logpmf`).",
+                "0.21"),
+    },
+    shapes={"p": "success probability."}, example=(2, 0.3))

@@ -1,60 +1,28 @@
 """The Laplace distribution (``scipy.stats.laplace``)."""
 from __future__ import annotations
 
-import numpy as np
+import math
 
 from plax import lax
 from plax import numpy as jnp
 
-from ._util import Array, ArrayLike, const, inexact
+from ._family import loc_scale
+from ._util import Array, const
 
 __all__ = ['logpdf', 'pdf', 'cdf']
 
 
-def logpdf(x: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
-    """Log density ``-|z| - log(2 scale)``.
-
-    Args:
-      x: points; integers promote to floats.
-      loc: location.
-      scale: scale (positive).
-
-    Returns:
-      The log density.
-    """
-    x, loc, scale = inexact("laplace.logpdf", x, loc, scale)
-    z = (x - loc) / scale
-    return -lax.abs(z) - lax.log(const(x, 2.0) * scale)
-
-
-def pdf(x: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
-    """Density (see :func:`logpdf`).
-
-    Args:
-      x: points; integers promote to floats.
-      loc: location.
-      scale: scale (positive).
-
-    Returns:
-      The density.
-    """
-    return lax.exp(logpdf(x, loc, scale))
-
-
-def cdf(x: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
-    """CDF: ``exp(z) / 2`` below ``loc``, ``1 - exp(-z) / 2`` above.
-
-    Args:
-      x: points; integers promote to floats.
-      loc: location.
-      scale: scale (positive).
-
-    Returns:
-      ``P(X <= x)``.
-    """
-    x, loc, scale = inexact("laplace.cdf", x, loc, scale)
-    z = (x - loc) / scale
-    half = const(x, 0.5)
+def _cdf(z: Array) -> Array:
+    half = const(z, 0.5)
     return jnp.where(z < 0, half * lax.exp(jnp.minimum(z, const(z, 0.0))),
-                     const(x, 1.0) - half * lax.exp(-jnp.maximum(z, const(z, 0.0))))
+                     const(z, 1.0) - half * lax.exp(-jnp.maximum(z, const(z, 0.0))))
 
+
+logpdf, pdf, cdf = loc_scale(
+    __name__, __all__,
+    dict(logpdf=lambda z: -lax.abs(z) - const(z, math.log(2.0)), cdf=_cdf),
+    {
+        "logpdf": ("Log density ``-|z| - log(2 scale)``.", "-1.693147"),
+        "pdf": ("Density ``exp(-|z|) / (2 scale)`` (see :func:`logpdf`).", "0.18394"),
+        "cdf": ("CDF: ``exp(z) / 2`` below ``loc``, ``1 - exp(-z) / 2`` above.", "0.81606"),
+    })

@@ -1,103 +1,31 @@
 """The logistic distribution (``scipy.stats.logistic``)."""
 from __future__ import annotations
 
-import numpy as np
-
 from plax import lax
-from plax import numpy as jnp
 from plax.scipy import special
 
-from ._util import Array, ArrayLike, const, inexact
+from ._family import loc_scale
+from ._util import Array, const
 
 __all__ = ['logpdf', 'pdf', 'cdf', 'sf', 'ppf', 'isf']
 
 
-def logpdf(x: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
-    """Log density ``-z - 2 log(1 + exp(-z)) - log(scale)``, stable for large ``|z|``.
-
-    Args:
-      x: points; integers promote to floats.
-      loc: location.
-      scale: scale (positive).
-
-    Returns:
-      The log density.
-    """
-    x, loc, scale = inexact("logistic.logpdf", x, loc, scale)
-    z = lax.abs((x - loc) / scale)
-    return -z - const(x, 2.0) * lax.log1p(lax.exp(-z)) - lax.log(scale)
+def _logpdf(z: Array) -> Array:
+    z = lax.abs(z)  # the density is symmetric; this form is stable for large |z|
+    return -z - const(z, 2.0) * lax.log1p(lax.exp(-z))
 
 
-def pdf(x: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
-    """Density (see :func:`logpdf`).
-
-    Args:
-      x: points; integers promote to floats.
-      loc: location.
-      scale: scale (positive).
-
-    Returns:
-      The density.
-    """
-    return lax.exp(logpdf(x, loc, scale))
-
-
-def cdf(x: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
-    """CDF ``expit(z)``.
-
-    Args:
-      x: points; integers promote to floats.
-      loc: location.
-      scale: scale (positive).
-
-    Returns:
-      ``P(X <= x)``.
-    """
-    x, loc, scale = inexact("logistic.cdf", x, loc, scale)
-    return special.expit((x - loc) / scale)
-
-
-def sf(x: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
-    """Survival function ``expit(-z)``.
-
-    Args:
-      x: points; integers promote to floats.
-      loc: location.
-      scale: scale (positive).
-
-    Returns:
-      ``P(X > x)``.
-    """
-    x, loc, scale = inexact("logistic.sf", x, loc, scale)
-    return special.expit((loc - x) / scale)
-
-
-def ppf(q: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
-    """Quantile function ``loc + scale * logit(q)``.
-
-    Args:
-      q: probabilities in ``[0, 1]``.
-      loc: location.
-      scale: scale (positive).
-
-    Returns:
-      The quantile.
-    """
-    q, loc, scale = inexact("logistic.ppf", q, loc, scale)
-    return loc + scale * special.logit(q)
-
-
-def isf(q: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
-    """Inverse survival function ``loc - scale * logit(q)``.
-
-    Args:
-      q: probabilities in ``[0, 1]``.
-      loc: location.
-      scale: scale (positive).
-
-    Returns:
-      ``x`` with ``sf(x) == q``.
-    """
-    q, loc, scale = inexact("logistic.isf", q, loc, scale)
-    return loc - scale * special.logit(q)
-
+logpdf, pdf, cdf, sf, ppf, isf = loc_scale(
+    __name__, __all__,
+    dict(logpdf=_logpdf, cdf=special.expit, sf=lambda z: special.expit(-z),
+         ppf=special.logit, isf=lambda q: -special.logit(q)),
+    {
+        "logpdf": ("Log density ``-z - 2 log(1 + exp(-z)) - log(scale)``, stable for large "
+                   "``|z|``.", "-1.626523"),
+        "pdf": ("Density ``exp(-z) / (scale (1 + exp(-z))^2)`` (see :func:`logpdf`).", "0.196612"),
+        "cdf": ("CDF ``expit(z)``.", "0.731059"),
+        "sf": ("Survival function ``expit(-z)``.", "0.268941"),
+        "ppf": ("Quantile function ``loc + scale * logit(q)``.", "1.098612"),
+        "isf": ("Inverse survival function ``loc - scale * logit(q)``.", "-1.098612"),
+    },
+    nan_outside_unit=False)

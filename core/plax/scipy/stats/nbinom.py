@@ -5,54 +5,27 @@ from plax import lax
 from plax import numpy as jnp
 from plax.scipy import special
 
-from ._util import NEG_INF, Array, ArrayLike, const, inexact
+from ._family import shifted
+from ._util import NEG_INF, Array, const
 
 __all__ = ['logpmf', 'pmf']
 
 
-def logpmf(k: ArrayLike, n: ArrayLike, p: ArrayLike, loc: ArrayLike = 0) -> Array:
-    """Log probability of ``y = k - loc`` failures before the ``n``-th success.
-
-    ``log Gamma(y + n) - log Gamma(n) - log Gamma(y + 1) + n log p + y log(1 - p)``, the
-    gamma-function extension between integers (as JAX).
-
-    Args:
-      k: outcomes; integers promote to floats.
-      n: number of successes.
-      p: success probability.
-      loc: shift.
-
-    Returns:
-      The log pmf; ``-inf`` for ``k < loc``.
-
-    Example:
-      >>> from plax.scipy.stats import nbinom
-      >>> round(float(nbinom.pmf(2, 3, 0.5)), 6)
-      0.1875
-    """
-    k, n, p, loc = inexact("nbinom.logpmf", k, n, p, loc)
-    one = const(k, 1.0)
-    y = k - loc
+def _logpmf(y: Array, n: Array, p: Array) -> Array:
+    one = const(y, 1.0)
     log_comb = lax.lgamma(y + n) - lax.lgamma(n) - lax.lgamma(y + one)
     out = log_comb + special.xlogy(n, p) + special.xlog1py(y, -p)
-    return jnp.where(k < loc, const(k, NEG_INF), out)
+    return jnp.where(y < 0, const(y, NEG_INF), out)
 
 
-def pmf(k: ArrayLike, n: ArrayLike, p: ArrayLike, loc: ArrayLike = 0) -> Array:
-    """Probability (see :func:`logpmf`).
-
-    Args:
-      k: outcomes.
-      n: number of successes.
-      p: success probability.
-      loc: shift.
-
-    Returns:
-      The pmf.
-
-    Example:
-      >>> from plax.scipy.stats import nbinom
-      >>> round(float(nbinom.pmf(0, 1, 0.25)), 6)
-      0.25
-    """
-    return lax.exp(logpmf(k, n, p, loc))
+logpmf, pmf = shifted(
+    __name__, __all__, dict(logpmf=_logpmf),
+    {
+        "logpmf": ("Log probability ``log Gamma(y + n) - log Gamma(n) - log Gamma(y + 1) + "
+                   "n log p + y log(1 - p)`` of ``y = k - loc`` failures before the ``n``-th "
+                   "success (the gamma-function extension between integers, as JAX); ``-inf`` "
+                   "for ``k < loc``.", "-1.673976"),
+        "pmf": ("Probability of ``k - loc`` failures before the ``n``-th success (see "
+                ":func:`logpmf`).", "0.1875"),
+    },
+    shapes={"n": "number of successes.", "p": "success probability."}, example=(2, 3, 0.5))

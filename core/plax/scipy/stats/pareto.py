@@ -6,120 +6,31 @@ import numpy as np
 from plax import lax
 from plax import numpy as jnp
 
-from ._util import NAN, NEG_INF, Array, ArrayLike, const, inexact, log_diff_exp
+from ._family import loc_scale
+from ._util import Array, const
 
 __all__ = ['logpdf', 'pdf', 'logsf', 'sf', 'cdf', 'logcdf', 'ppf']
 
 
-def logpdf(x: ArrayLike, b: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
-    """Log density ``log b - (b + 1) log z - log(scale)``.
-
-    Args:
-      x: points; integers promote to floats.
-      b: shape (positive).
-      loc: location.
-      scale: scale (positive).
-
-    Returns:
-      The log density; ``-inf`` for ``z < 1``.
-    """
-    x, b, loc, scale = inexact("pareto.logpdf", x, b, loc, scale)
-    z = (x - loc) / scale
-    out = lax.log(b) - (b + const(x, 1.0)) * lax.log(jnp.maximum(z, const(z, 1.0))) - lax.log(scale)
-    return jnp.where(z < 1, const(x, NEG_INF), out)
+def _log_z(z: Array) -> Array:
+    """``log z`` on the support ``z >= 1`` (0 below it)."""
+    return lax.log(jnp.maximum(z, const(z, 1.0)))
 
 
-def pdf(x: ArrayLike, b: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
-    """Density (see :func:`logpdf`).
-
-    Args:
-      x: points; integers promote to floats.
-      b: shape (positive).
-      loc: location.
-      scale: scale (positive).
-
-    Returns:
-      The density.
-    """
-    return lax.exp(logpdf(x, b, loc, scale))
-
-
-def logsf(x: ArrayLike, b: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
-    """Log survival function ``-b log z``.
-
-    Args:
-      x: points; integers promote to floats.
-      b: shape (positive).
-      loc: location.
-      scale: scale (positive).
-
-    Returns:
-      ``log P(X > x)``.
-    """
-    x, b, loc, scale = inexact("pareto.logsf", x, b, loc, scale)
-    z = (x - loc) / scale
-    return jnp.where(z < 1, const(x, 0.0), -b * lax.log(jnp.maximum(z, const(z, 1.0))))
-
-
-def sf(x: ArrayLike, b: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
-    """Survival function ``z^-b``.
-
-    Args:
-      x: points; integers promote to floats.
-      b: shape (positive).
-      loc: location.
-      scale: scale (positive).
-
-    Returns:
-      ``P(X > x)``.
-    """
-    return lax.exp(logsf(x, b, loc, scale))
-
-
-def cdf(x: ArrayLike, b: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
-    """CDF ``1 - z^-b``.
-
-    Args:
-      x: points; integers promote to floats.
-      b: shape (positive).
-      loc: location.
-      scale: scale (positive).
-
-    Returns:
-      ``P(X <= x)``.
-    """
-    return -lax.expm1(logsf(x, b, loc, scale))
-
-
-def logcdf(x: ArrayLike, b: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
-    """Log CDF ``log(1 - z^-b)``.
-
-    Args:
-      x: points; integers promote to floats.
-      b: shape (positive).
-      loc: location.
-      scale: scale (positive).
-
-    Returns:
-      ``log P(X <= x)``.
-    """
-    lsf = logsf(x, b, loc, scale)
-    return log_diff_exp(jnp.zeros_like(lsf), lsf)
-
-
-def ppf(q: ArrayLike, b: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
-    """Quantile function ``loc + scale (1 - q)^(-1/b)``.
-
-    Args:
-      q: probabilities in ``[0, 1]``.
-      b: shape (positive).
-      loc: location.
-      scale: scale (positive).
-
-    Returns:
-      The quantile; NaN outside ``[0, 1]``.
-    """
-    q, b, loc, scale = inexact("pareto.ppf", q, b, loc, scale)
-    x = loc + scale * lax.exp(-lax.log1p(-q) / b)
-    return jnp.where((q < 0) | (q > 1), const(q, NAN), x)
-
+logpdf, pdf, logsf, sf, cdf, logcdf, ppf = loc_scale(
+    __name__, __all__,
+    dict(logpdf=lambda z, b: lax.log(b) - (b + const(z, 1.0)) * _log_z(z),
+         logsf=lambda z, b: jnp.where(z < 1, const(z, 0.0), -b * _log_z(z)),
+         ppf=lambda q, b: lax.exp(-lax.log1p(-q) / b)),
+    {
+        "logpdf": ("Log density ``log b - (b + 1) log z - log(scale)``; ``-inf`` for "
+                   "``z < 1``.", "-1.509724"),
+        "pdf": ("Density ``b / (scale z^(b + 1))`` (see :func:`logpdf`).", "0.220971"),
+        "logsf": ("Log survival function ``-b log z``.", "-1.732868"),
+        "sf": ("Survival function ``z^-b``.", "0.176777"),
+        "cdf": ("CDF ``1 - z^-b``.", "0.823223"),
+        "logcdf": ("Log CDF ``log(1 - z^-b)``.", "-0.194528"),
+        "ppf": ("Quantile function ``loc + scale (1 - q)^(-1/b)``.", "1.741101"),
+    },
+    shapes={"b": "shape (positive)."}, support=(1.0, np.inf), example=(2.0, 2.5),
+    example_q=(0.75, 2.5))

@@ -7,57 +7,34 @@ from plax import lax
 from plax import numpy as jnp
 from plax.scipy import special
 
+from ._family import shifted
 from ._util import NEG_INF, Array, ArrayLike, const, inexact
 
 __all__ = ['logpmf', 'pmf', 'cdf', 'entropy']
 
 
-def logpmf(k: ArrayLike, mu: ArrayLike, loc: ArrayLike = 0) -> Array:
-    """Log probability ``x log mu - mu - gammaln(x + 1)`` of ``x = k - loc`` (0 between integers, as SciPy and JAX).
-
-    Args:
-      k: outcomes; integers promote to floats.
-      mu: the mean (non-negative).
-      loc: shift.
-
-    Returns:
-      The log pmf; ``-inf`` for ``x < 0`` or non-integer ``x``.
-    """
-    k, mu, loc = inexact("poisson.logpmf", k, mu, loc)
-    x = k - loc
-    out = special.xlogy(x, mu) - lax.lgamma(x + const(k, 1.0)) - mu
-    return jnp.where((x < 0) | (x != jnp.round(x)), const(k, NEG_INF), out)
+def _logpmf(x: Array, mu: Array) -> Array:
+    out = special.xlogy(x, mu) - lax.lgamma(x + const(x, 1.0)) - mu
+    return jnp.where((x < 0) | (x != jnp.round(x)), const(x, NEG_INF), out)
 
 
-def pmf(k: ArrayLike, mu: ArrayLike, loc: ArrayLike = 0) -> Array:
-    """Probability (see :func:`logpmf`).
-
-    Args:
-      k: outcomes; integers promote to floats.
-      mu: the mean.
-      loc: shift.
-
-    Returns:
-      The pmf.
-    """
-    return lax.exp(logpmf(k, mu, loc))
+def _cdf(x: Array, mu: Array) -> Array:
+    x = jnp.floor(x)
+    out = special.gammaincc(jnp.maximum(x, const(x, 0.0)) + const(x, 1.0), mu)
+    return jnp.where(x < 0, const(x, 0.0), out)
 
 
-def cdf(k: ArrayLike, mu: ArrayLike, loc: ArrayLike = 0) -> Array:
-    """CDF ``Q(floor(k - loc) + 1, mu)``.
-
-    Args:
-      k: outcomes; integers promote to floats.
-      mu: the mean.
-      loc: shift.
-
-    Returns:
-      ``P(X <= k)``.
-    """
-    k, mu, loc = inexact("poisson.cdf", k, mu, loc)
-    x = jnp.floor(k - loc)
-    out = special.gammaincc(jnp.maximum(x, const(k, 0.0)) + const(k, 1.0), mu)
-    return jnp.where(x < 0, const(k, 0.0), out)
+logpmf, pmf, cdf = shifted(
+    __name__, __all__[:3], dict(logpmf=_logpmf, cdf=_cdf),
+    {
+        "logpmf": ("Log probability ``x log mu - mu - gammaln(x + 1)`` of ``x = k - loc``; "
+                   "``-inf`` for ``x < 0`` or non-integer ``x`` (0 between integers, as SciPy "
+                   "and JAX).", "-1.382217"),
+        "pmf": ("Probability ``mu^x exp(-mu) / x!`` of ``x = k - loc`` (see :func:`logpmf`).",
+                "0.251021"),
+        "cdf": ("CDF ``Q(floor(k - loc) + 1, mu)``.", "0.808847"),
+    },
+    shapes={"mu": "the mean (non-negative)."}, example=(2, 1.5))
 
 
 _ENTROPY_SUM_BELOW = 250.0  # sum -p log p over a window of k; an asymptotic series above

@@ -3,47 +3,26 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
 from plax import lax
-from plax import numpy as jnp
 
-from ._util import Array, ArrayLike, const, inexact
+from ._family import loc_scale
+from ._util import Array, const
 
 __all__ = ['logpdf', 'pdf']
 
 
-def logpdf(x: ArrayLike, df: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
-    """Log density of Student's t with ``df`` degrees of freedom.
-
-    Args:
-      x: points; integers promote to floats.
-      df: degrees of freedom (positive).
-      loc: location.
-      scale: scale (positive).
-
-    Returns:
-      The log density.
-    """
-    x, df, loc, scale = inexact("t.logpdf", x, df, loc, scale)
-    z = (x - loc) / scale
-    half = const(x, 0.5)
-    norm = (lax.lgamma(half * (df + const(x, 1.0))) - lax.lgamma(half * df)
-            - half * lax.log(df * const(x, math.pi)) - lax.log(scale))
-    return norm - half * (df + const(x, 1.0)) * lax.log1p(z * z / df)
+def _logpdf(z: Array, df: Array) -> Array:
+    half, one = const(z, 0.5), const(z, 1.0)
+    norm = (lax.lgamma(half * (df + one)) - lax.lgamma(half * df)
+            - half * lax.log(df * const(z, math.pi)))
+    return norm - half * (df + one) * lax.log1p(z * z / df)
 
 
-def pdf(x: ArrayLike, df: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
-    """Density (see :func:`logpdf`).
-
-    Args:
-      x: points; integers promote to floats.
-      df: degrees of freedom (positive).
-      loc: location.
-      scale: scale (positive).
-
-    Returns:
-      The density.
-    """
-    return lax.exp(logpdf(x, df, loc, scale))
-
+logpdf, pdf = loc_scale(
+    __name__, __all__, dict(logpdf=_logpdf),
+    {
+        "logpdf": ("Log density of Student's t with ``df`` degrees of freedom.", "-1.576253"),
+        "pdf": ("Density of Student's t with ``df`` degrees of freedom (see :func:`logpdf`).",
+                "0.206748"),
+    },
+    shapes={"df": "degrees of freedom (positive)."}, example=(1.0, 3.0))

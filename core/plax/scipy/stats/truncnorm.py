@@ -2,17 +2,14 @@
 deviation ``scale`` restricted to standardized bounds ``[a, b]``."""
 from __future__ import annotations
 
-from plax import lax
 from plax import numpy as jnp
 from plax.scipy import special
 from plax.scipy.stats import norm
 
-from ._util import NEG_INF, Array, ArrayLike, const, inexact, log_diff_exp
+from ._family import loc_scale
+from ._util import NEG_INF, Array, const, log_diff_exp
 
 __all__ = ["logpdf", "pdf", "cdf", "logcdf", "sf", "logsf"]
-
-_ARGS = ["x: points; integers promote to floats.", "a: standardized lower bound.",
-         "b: standardized upper bound.", "loc: location of the normal.", "scale: its deviation."]
 
 
 def _log_mass(lo: Array, hi: Array) -> Array:
@@ -23,92 +20,32 @@ def _log_mass(lo: Array, hi: Array) -> Array:
     return log_diff_exp(upper, lower)
 
 
-def logpdf(x: ArrayLike, a: ArrayLike, b: ArrayLike, loc: ArrayLike = 0,
-           scale: ArrayLike = 1) -> Array:
-    """Log density of the truncated normal.
-
-    Args:
-      x: points; integers promote to floats.
-      a: standardized lower bound.
-      b: standardized upper bound.
-      loc: location of the normal.
-      scale: its deviation.
-
-    Returns:
-      The log density; ``-inf`` outside ``[a, b]``.
-    """
-    x, a, b, loc, scale = inexact("truncnorm.logpdf", x, a, b, loc, scale)
-    z = (x - loc) / scale
-    out = norm.logpdf(z) - lax.log(scale) - _log_mass(a, b)
-    return jnp.where((z < a) | (z > b), const(x, NEG_INF), out)
-
-
-def pdf(x: ArrayLike, a: ArrayLike, b: ArrayLike, loc: ArrayLike = 0,
-        scale: ArrayLike = 1) -> Array:
-    """Density of the truncated normal (see :func:`logpdf`).
-
-    Args:
-      x: points. a, b: standardized bounds. loc: location. scale: deviation.
-
-    Returns:
-      The density.
-    """
-    return lax.exp(logpdf(x, a, b, loc, scale))
-
-
-def logcdf(x: ArrayLike, a: ArrayLike, b: ArrayLike, loc: ArrayLike = 0,
-           scale: ArrayLike = 1) -> Array:
-    """Log CDF of the truncated normal.
-
-    Args:
-      x: points. a, b: standardized bounds. loc: location. scale: deviation.
-
-    Returns:
-      ``log P(X <= x)``: ``-inf`` below ``a``, 0 above ``b``.
-    """
-    x, a, b, loc, scale = inexact("truncnorm.logcdf", x, a, b, loc, scale)
-    z = jnp.clip((x - loc) / scale, a, b)
+def _logcdf(z: Array, a: Array, b: Array) -> Array:
+    z = jnp.clip(z, a, b)
     out = _log_mass(a, z) - _log_mass(a, b)
-    return jnp.where(z <= a, const(x, NEG_INF), jnp.where(z >= b, const(x, 0.0), out))
+    return jnp.where(z <= a, const(z, NEG_INF), jnp.where(z >= b, const(z, 0.0), out))
 
 
-def cdf(x: ArrayLike, a: ArrayLike, b: ArrayLike, loc: ArrayLike = 0,
-        scale: ArrayLike = 1) -> Array:
-    """CDF of the truncated normal.
-
-    Args:
-      x: points. a, b: standardized bounds. loc: location. scale: deviation.
-
-    Returns:
-      ``P(X <= x)``.
-    """
-    return lax.exp(logcdf(x, a, b, loc, scale))
-
-
-def logsf(x: ArrayLike, a: ArrayLike, b: ArrayLike, loc: ArrayLike = 0,
-          scale: ArrayLike = 1) -> Array:
-    """Log survival function of the truncated normal.
-
-    Args:
-      x: points. a, b: standardized bounds. loc: location. scale: deviation.
-
-    Returns:
-      ``log P(X > x)``: 0 below ``a``, ``-inf`` above ``b``.
-    """
-    x, a, b, loc, scale = inexact("truncnorm.logsf", x, a, b, loc, scale)
-    z = jnp.clip((x - loc) / scale, a, b)
+def _logsf(z: Array, a: Array, b: Array) -> Array:
+    z = jnp.clip(z, a, b)
     out = _log_mass(z, b) - _log_mass(a, b)
-    return jnp.where(z <= a, const(x, 0.0), jnp.where(z >= b, const(x, NEG_INF), out))
+    return jnp.where(z <= a, const(z, 0.0), jnp.where(z >= b, const(z, NEG_INF), out))
 
 
-def sf(x: ArrayLike, a: ArrayLike, b: ArrayLike, loc: ArrayLike = 0,
-       scale: ArrayLike = 1) -> Array:
-    """Survival function of the truncated normal.
-
-    Args:
-      x: points. a, b: standardized bounds. loc: location. scale: deviation.
-
-    Returns:
-      ``P(X > x)``.
-    """
-    return lax.exp(logsf(x, a, b, loc, scale))
+logpdf, pdf, cdf, logcdf, sf, logsf = loc_scale(
+    __name__, __all__,
+    dict(logpdf=lambda z, a, b: norm.logpdf(z) - _log_mass(a, b), logcdf=_logcdf,
+         logsf=_logsf),
+    {
+        "logpdf": ("Log density of the truncated normal; ``-inf`` outside ``[a, b]``.",
+                   "-0.843772"),
+        "pdf": ("Density of the truncated normal (see :func:`logpdf`).", "0.430085"),
+        "cdf": ("CDF of the truncated normal.", "0.65088"),
+        "logcdf": ("Log CDF of the truncated normal: ``-inf`` below ``a``, 0 above ``b``.",
+                   "-0.429429"),
+        "sf": ("Survival function of the truncated normal.", "0.34912"),
+        "logsf": ("Log survival function of the truncated normal: 0 below ``a``, ``-inf`` "
+                  "above ``b``.", "-1.052341"),
+    },
+    shapes={"a": "standardized lower bound.", "b": "standardized upper bound."},
+    support=lambda a, b: (a, b), example=(0.5, -1.0, 2.0))
