@@ -594,31 +594,3 @@ def test_named_sharding_matches_jax_on_four_cpu_devices():
 
 
 # ------------------------------------------------------------------ documented examples
-
-def test_docstring_examples(monkeypatch):
-    import doctest
-
-    import plax.array
-    import plax.sharding
-    from doctest_util import NumericOutputChecker
-    monkeypatch.setenv("PLAX_PLATFORMS", "cpu")  # the examples print CPU devices
-    plugins.reset()
-    try:
-        objects = [plax.sharding, plax.array.from_buffer, plax.array.Array.addressable_shards,
-                   plax.array.make_array_from_single_device_arrays,
-                   plax.array.make_array_from_callback, move_buffer]
-        finder, runner = doctest.DocTestFinder(), doctest.DocTestRunner(
-            checker=NumericOutputChecker(), optionflags=doctest.NORMALIZE_WHITESPACE)
-        globs = {"plax": plax, "jnp": jnp, "np": np, "ShapedArray": ShapedArray,
-                 **{k: getattr(plax.sharding, k) for k in plax.sharding.__all__},
-                 "from_buffer": from_buffer, "move_buffer": move_buffer}
-        ran = 0
-        for obj in objects:
-            name = getattr(obj, "__name__", None) or obj.fget.__name__
-            for test in finder.find(obj, name, globs=dict(globs)):
-                ran += len(test.examples)
-                runner.run(test)
-        assert ran >= 10 and runner.failures == 0, runner.summarize()
-    finally:
-        monkeypatch.delenv("PLAX_PLATFORMS")
-        plugins.reset()

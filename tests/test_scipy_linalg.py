@@ -173,15 +173,6 @@ def test_bad_input(call, exc):
         call()
 
 
-def test_docstring_examples():
-    import doctest
-
-    from doctest_util import run_doctests
-    globs = {"jnp": jnp, "np": np, "plax": plax}
-    result = run_doctests(doctest.DocTestFinder().find(psla, "plax.scipy.linalg", globs=globs))
-    assert result.attempted > 0 and result.failed == 0
-
-
 def test_plax_scipy_is_a_lazy_submodule():
     assert plax.scipy.linalg is psla
 

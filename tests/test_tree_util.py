@@ -1093,13 +1093,6 @@ def test_public_api_is_exported_and_documented():
             assert "Example" in doc, f"{name} docstring has no example"
 
 
-@pytest.mark.parametrize("module", [tu, ptree, engine], ids=["tree_util", "tree", "engine"])
-def test_docstring_examples(module):
-    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
-    assert result.attempted > 0
-    assert result.failed == 0
-
-
 def test_docs_page_examples():
     text = (REPO / "docs" / "pytrees.md").read_text()
     blocks = re.findall(r"```python\n(.*?)```", text, flags=re.S)

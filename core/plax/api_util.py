@@ -27,7 +27,8 @@ def disable_jit(disable: bool = True) -> Iterator[None]:
 
     Example:
       >>> with jax.disable_jit():
-      ...     jax.jit(lambda x: x + 1)(1.0)
+      ...     jax.jit(lambda x: x + 1)(1.0)   # runs as plain Python: a float comes back
+      2.0
     """
     with config.override("disable_jit", disable):
         yield

@@ -33,7 +33,7 @@ def callback(callback: Callable[..., Any], *args: Any, ordered: bool = False,
         anyway).
 
     Example:
-      >>> plax.jit(lambda x: plax.debug.callback(lambda v: print(v * 2), x) or x)(1.0)
+      >>> _ = plax.jit(lambda x: plax.debug.callback(lambda v: print(v * 2), x) or x)(1.0)
       2.0
     """
     _debug_callback(callback, *args, ordered=ordered, **kwargs)
@@ -52,7 +52,7 @@ def print(fmt: str, *args: Any, ordered: bool = False, **kwargs: Any) -> None:
       ordered: keep the prints in program order.
 
     Example:
-      >>> plax.jit(lambda x: plax.debug.print("x = {x}", x=x) or x)(1.0)
+      >>> _ = plax.jit(lambda x: plax.debug.print("x = {x}", x=x) or x)(1.0)
       x = 1.0
     """
     if not isinstance(fmt, str):

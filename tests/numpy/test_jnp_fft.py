@@ -357,17 +357,6 @@ def test_irfft_input_length_must_fit_the_last_length():
 
 # ---------------------------------------------------------------- docs
 
-@pytest.mark.parametrize("name", ["plax.numpy.fft", "plax.lax.fft"])
-def test_docstring_examples(name):
-    import doctest
-    import importlib
-    from doctest_util import run_doctests
-    module = importlib.import_module(name)
-    globs = {"jnp": jnp, "np": np, "plax": plax, "lax": lax}
-    result = run_doctests(doctest.DocTestFinder().find(module, name, globs=globs))
-    assert result.attempted > 0 and result.failed == 0
-
-
 def test_traced_length_needs_static_argnums():
     from plax.errors import TracerIntegerConversionError
     with pytest.raises(TracerIntegerConversionError):

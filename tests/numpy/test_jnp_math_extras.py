@@ -210,14 +210,3 @@ def test_jit_and_vmap():
         np.testing.assert_allclose(A(plax.vmap(fn)(data)), eager, rtol=1e-6, err_msg=name)
         np.testing.assert_allclose(A(plax.jit(fn)(data[0])), eager[0], rtol=1e-6,
                                    err_msg=name)
-
-
-def test_docstring_examples():
-    import doctest
-    import importlib
-    from doctest_util import run_doctests
-    module = importlib.import_module("plax.numpy.math_extras")
-    tests = doctest.DocTestFinder().find(module, module.__name__,
-                                         globs={"jnp": jnp, "np": np, "plax": plax})
-    result = run_doctests(tests)
-    assert result.attempted > 0 and result.failed == 0, result

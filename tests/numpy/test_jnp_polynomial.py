@@ -151,14 +151,3 @@ def test_jit_and_vmap():
                                    err_msg=name)
         np.testing.assert_allclose(A(plax.jit(fn)(ps[0])), eager[0], rtol=2e-4, atol=2e-5,
                                    err_msg=name)
-
-
-def test_docstring_examples():
-    import doctest
-    import importlib
-    from doctest_util import run_doctests
-    module = importlib.import_module("plax.numpy.polynomial")
-    tests = doctest.DocTestFinder().find(module, module.__name__,
-                                         globs={"jnp": jnp, "np": np, "plax": plax})
-    result = run_doctests(tests)
-    assert result.attempted > 0 and result.failed == 0, result

@@ -230,14 +230,3 @@ def test_jit_and_vmap():
                                    err_msg=name)
         np.testing.assert_allclose(np.asarray(plax.jit(fn)(x[0])), eager[0], rtol=1e-5,
                                    err_msg=name)
-
-
-def test_docstring_examples():
-    import doctest
-    import importlib
-    from doctest_util import run_doctests
-    module = importlib.import_module("plax.numpy.statistics")
-    tests = doctest.DocTestFinder().find(module, module.__name__,
-                                         globs={"jnp": jnp, "np": np, "plax": plax})
-    result = run_doctests(tests)
-    assert result.attempted > 0 and result.failed == 0, result

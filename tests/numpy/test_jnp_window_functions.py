@@ -60,14 +60,3 @@ def test_jit_vmap_and_traced_length():
                                rtol=1e-5)
     np.testing.assert_allclose(np.asarray(plax.jit(lambda b: jnp.kaiser(8, b))(2.0)),
                                np.kaiser(8, 2.0), rtol=1e-5)
-
-
-def test_docstring_examples():
-    import doctest
-    import importlib
-    from doctest_util import run_doctests
-    module = importlib.import_module("plax.numpy.window_functions")
-    tests = doctest.DocTestFinder().find(module, module.__name__,
-                                         globs={"jnp": jnp, "np": np, "plax": plax})
-    result = run_doctests(tests)
-    assert result.attempted > 0 and result.failed == 0, result

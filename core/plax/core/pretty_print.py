@@ -306,7 +306,7 @@ def pp_jaxpr(jaxpr: Jaxpr, indent: int = 0, width: int = WIDTH) -> str:
     """Formats a jaxpr the way JAX prints one (80 columns; ``_`` for unused results).
 
     Example:
-      >>> print(pp_jaxpr(make_jaxpr(lambda x: jnp.sin(x) * 2.0)(1.0).jaxpr))
+      >>> print(pp_jaxpr(plax.make_jaxpr(lambda x: jnp.sin(x) * 2.0)(1.0).jaxpr))
       { lambda ; a:f32[]. let b:f32[] = sin a; c:f32[] = mul b 2.0:f32[] in (c,) }
     """
     shared = _shared_bodies(jaxpr)

@@ -14,9 +14,10 @@ class Primitive:
     the registry (:mod:`plax.core.registry`), its implementations in backends.
 
     Example:
-      >>> sin_p = Primitive("sin")
-      >>> sin_p.def_abstract_eval(lambda x: x)
-      >>> sin_p.bind(x)
+      >>> my_sin_p = Primitive("my_sin")
+      >>> _ = my_sin_p.def_abstract_eval(lambda x: x)   # same shape and dtype out
+      >>> plax.make_jaxpr(my_sin_p.bind)(1.0)
+      { lambda ; a:f32[]. let b:f32[] = my_sin a in (b,) }
     """
 
     __slots__ = ("name", "multiple_results", "_abstract_eval", "_aval_cache", "__weakref__")

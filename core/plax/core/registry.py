@@ -33,8 +33,11 @@ def new_transform(name: str, hint: str | None = None) -> dict:
       The table (primitive -> rule); interpreters may read it directly for speed.
 
     Example:
-      >>> jet_rules = new_transform("jet", hint="jet cannot pass through it")
-      >>> register_rule("jet", sin_p)(my_sin_jet_rule)
+      >>> my_rules = new_transform("my_transform", hint="my_transform cannot pass through it")
+      >>> my_p = plax.core.Primitive("my_op")
+      >>> rule = register_rule("my_transform", my_p)(lambda x: x)
+      >>> my_rules[my_p] is rule
+      True
     """
     if hint is not None:
         _hints[name] = hint
@@ -66,9 +69,12 @@ def register_rule(transform: str, primitive) -> Callable[[F], F]:
       A decorator that stores the rule and returns it unchanged.
 
     Example:
+      >>> my_p = plax.core.Primitive("my_op")
       >>> @register_rule("batch", my_p)
       ... def _my_batch(args, dims, **params):
       ...     return my_p.bind(*args, **params), dims[0]
+      >>> get_rule("batch", my_p) is _my_batch
+      True
     """
     table = rule_table(transform)
 

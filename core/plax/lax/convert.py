@@ -31,7 +31,7 @@ def convert_element_type(x, new_dtype, weak_type: bool = False):
     """Casts ``x`` to ``new_dtype`` elementwise (complex to real keeps the real part, with a warning).
 
     Example:
-      >>> convert_element_type(jnp.array([1.7]), jnp.int32)
+      >>> lax.convert_element_type(jnp.array([1.7]), jnp.int32)
       Array([1], dtype=int32)
     """
     if not isinstance(x, (Array, Tracer)):

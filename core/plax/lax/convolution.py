@@ -52,7 +52,7 @@ def conv_dimension_numbers(lhs_shape: Sequence[int], rhs_shape: Sequence[int],
       The layouts as integer axis tuples.
 
     Example:
-      >>> conv_dimension_numbers((1, 5, 5, 3), (3, 3, 3, 8), ("NHWC", "HWIO", "NHWC"))
+      >>> lax.conv_dimension_numbers((1, 5, 5, 3), (3, 3, 3, 8), ("NHWC", "HWIO", "NHWC"))
       ConvDimensionNumbers(lhs_spec=(0, 3, 1, 2), rhs_spec=(3, 2, 0, 1), out_spec=(0, 3, 1, 2))
     """
     lhs_shape, rhs_shape = tuple(lhs_shape), tuple(rhs_shape)
@@ -108,7 +108,7 @@ def padtype_to_pads(in_shape: Sequence[int], window_shape: Sequence[int],
     elements, with the odd element of padding at the end (``"SAME_LOWER"``: at the start).
 
     Example:
-      >>> padtype_to_pads((5,), (3,), (2,), "SAME")
+      >>> lax.padtype_to_pads((5,), (3,), (2,), "SAME")
       [(1, 1)]
     """
     name = padding.upper() if isinstance(padding, str) else padding
@@ -252,7 +252,7 @@ def conv_general_dilated(lhs, rhs, window_strides: Sequence[int], padding,
       The convolution, in the ``out_spec`` layout.
 
     Example:
-      >>> conv_general_dilated(jnp.ones((1, 1, 5)), jnp.ones((1, 1, 3)), (1,), "VALID")
+      >>> lax.conv_general_dilated(jnp.ones((1, 1, 5)), jnp.ones((1, 1, 3)), (1,), "VALID")
       Array([[[3., 3., 3.]]], dtype=float32)
     """
     lhs, rhs = asarray(lhs), asarray(rhs)
@@ -288,7 +288,7 @@ def conv(lhs, rhs, window_strides: Sequence[int], padding, precision=None,
     """Convolution in the ``NC...`` / ``OI...`` layout without dilation.
 
     Example:
-      >>> conv(jnp.ones((1, 1, 4, 4)), jnp.ones((1, 1, 2, 2)), (2, 2), "VALID").shape
+      >>> lax.conv(jnp.ones((1, 1, 4, 4)), jnp.ones((1, 1, 2, 2)), (2, 2), "VALID").shape
       (1, 1, 2, 2)
     """
     return conv_general_dilated(lhs, rhs, window_strides, padding, precision=precision,
@@ -302,7 +302,7 @@ def conv_with_general_padding(lhs, rhs, window_strides: Sequence[int], padding,
     """Convolution in the ``NC...`` / ``OI...`` layout with dilations and any padding.
 
     Example:
-      >>> conv_with_general_padding(jnp.ones((1, 1, 3)), jnp.ones((1, 1, 2)), (1,), [(1, 1)],
+      >>> lax.conv_with_general_padding(jnp.ones((1, 1, 3)), jnp.ones((1, 1, 2)), (1,), [(1, 1)],
       ...                           (2,), None).shape
       (1, 1, 6)
     """
@@ -349,7 +349,7 @@ def conv_transpose(lhs, rhs, strides: Sequence[int], padding,
       The transposed convolution.
 
     Example:
-      >>> conv_transpose(jnp.ones((1, 3, 1)), jnp.ones((2, 1, 1)), (2,), "SAME").shape
+      >>> lax.conv_transpose(jnp.ones((1, 3, 1)), jnp.ones((2, 1, 1)), (2,), "SAME").shape
       (1, 6, 1)
     """
     lhs, rhs = asarray(lhs), asarray(rhs)

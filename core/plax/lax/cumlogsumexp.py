@@ -36,7 +36,7 @@ def cumlogsumexp(operand, axis: int = 0, reverse: bool = False):
       An array like ``operand``.
 
     Example:
-      >>> cumlogsumexp(jnp.array([0., 0., 0.]))
+      >>> lax.cumlogsumexp(jnp.array([0., 0., 0.]))
       Array([0.       , 0.6931472, 1.0986123], dtype=float32)
     """
     x = asarray(operand)

@@ -58,7 +58,7 @@ def associative_scan(fn: Callable, elems, reverse: bool = False, axis: int = 0):
     """Inclusive prefix scan of ``elems`` with an associative binary ``fn``, in O(log n) steps.
 
     Example:
-      >>> associative_scan(lax.add, jnp.arange(4))
+      >>> lax.associative_scan(lax.add, jnp.arange(4))
       Array([0, 1, 3, 6], dtype=int32)
     """
     from plax.lax.shape import concatenate, rev

@@ -68,7 +68,7 @@ def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_t
     (lhs_batch, rhs_batch))``. The output holds batch axes, then lhs free axes, then rhs free axes.
 
     Example:
-      >>> dot_general(jnp.ones((2, 3)), jnp.ones((3, 4)), (((1,), (0,)), ((), ()))).shape
+      >>> lax.dot_general(jnp.ones((2, 3)), jnp.ones((3, 4)), (((1,), (0,)), ((), ()))).shape
       (2, 4)
     """
     try:

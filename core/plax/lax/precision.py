@@ -39,7 +39,7 @@ def reduce_precision(operand, exponent_bits: int, mantissa_bits: int):
       The rounded values.
 
     Example:
-      >>> reduce_precision(jnp.array([1.3, 70000.]), 5, 10)
+      >>> lax.reduce_precision(jnp.array([1.3, 70000.]), 5, 10)
       Array([1.2998047,       inf], dtype=float32)
     """
     return reduce_precision_p.bind(asarray(operand), exponent_bits=int(exponent_bits),

@@ -60,7 +60,7 @@ def threefry2x32(k1, k2, x1, x2):
 
     Example:
       >>> k = jnp.uint32(0)
-      >>> threefry2x32(k, k, jnp.zeros(2, jnp.uint32), jnp.arange(2, dtype=jnp.uint32))
+      >>> lax.threefry2x32(k, k, jnp.zeros(2, jnp.uint32), jnp.arange(2, dtype=jnp.uint32))
       [Array([1797259609,  928981903], dtype=uint32), Array([2579123966, 3453687069], dtype=uint32)]
     """
     return threefry2x32_p.bind(asarray(k1), asarray(k2), asarray(x1), asarray(x2))
@@ -103,7 +103,7 @@ def random_gamma_grad(a, x):
       ``dx/da``, elementwise; NaN where ``a <= 0`` or ``x < 0``, 0 where ``x == 0``.
 
     Example:
-      >>> random_gamma_grad(jnp.float32(1.0), jnp.float32(0.5))
+      >>> lax.random_gamma_grad(jnp.float32(1.0), jnp.float32(0.5))
       Array(0.8069791, dtype=float32)
     """
     return random_gamma_grad_p.bind(asarray(a), asarray(x))

@@ -39,7 +39,7 @@ def select_n(which, *cases):
     """Elementwise ``cases[which]``: ``which`` is bool (two cases) or int32, scalar or case-shaped.
 
     Example:
-      >>> select_n(jnp.array([True, False]), jnp.zeros(2), jnp.ones(2))
+      >>> lax.select_n(jnp.array([True, False]), jnp.zeros(2), jnp.ones(2))
       Array([1., 0.], dtype=float32)
     """
     return select_n_p.bind(asarray(which), *map(asarray, cases))

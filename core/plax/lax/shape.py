@@ -54,7 +54,7 @@ def broadcast_in_dim(x, shape: Sequence[int], broadcast_dimensions: Sequence[int
     """Broadcasts ``x`` to ``shape``; operand axis i becomes output axis ``broadcast_dimensions[i]``.
 
     Example:
-      >>> broadcast_in_dim(jnp.ones(3), (2, 3), (1,)).shape
+      >>> lax.broadcast_in_dim(jnp.ones(3), (2, 3), (1,)).shape
       (2, 3)
     """
     x = asarray(x)
@@ -108,7 +108,7 @@ def full(shape: Sequence[int], fill_value, dtype=None, *, weak_type: bool | None
     """An array of ``shape`` filled with ``fill_value`` (of ``dtype``, default the value's).
 
     Example:
-      >>> full((2,), 3.0)
+      >>> lax.full((2,), 3.0)
       Array([3., 3.], dtype=float32, weak_type=True)
     """
     from plax.array import from_host
@@ -359,7 +359,7 @@ def pad(x, padding_value, padding_config: Sequence[tuple[int, int, int]]):
     """Pads ``x`` with ``padding_value``: ``(low, high, interior)`` per axis; negative low/high crop.
 
     Example:
-      >>> pad(jnp.array([1., 2.]), 0., [(1, 0, 1)])
+      >>> lax.pad(jnp.array([1., 2.]), 0., [(1, 0, 1)])
       Array([0., 1., 0., 2.], dtype=float32)
     """
     cfg = tuple((int(lo), int(hi), int(i)) for lo, hi, i in padding_config)

@@ -66,7 +66,7 @@ def slice(x, start_indices: Sequence[int], limit_indices: Sequence[int],
     """The static slice ``x[start:limit:stride]`` along every axis.
 
     Example:
-      >>> slice(jnp.arange(5), (1,), (4,))
+      >>> lax.slice(jnp.arange(5), (1,), (4,))
       Array([1, 2, 3], dtype=int32)
     """
     x = asarray(x)
@@ -237,9 +237,9 @@ def dynamic_slice(x, start_indices: Sequence, slice_sizes: Sequence[int], *,
     ``allow_negative_indices=False``); the start is then clamped so the slice fits.
 
     Example:
-      >>> dynamic_slice(jnp.arange(5), (jnp.int32(3),), (2,))
+      >>> lax.dynamic_slice(jnp.arange(5), (jnp.int32(3),), (2,))
       Array([3, 4], dtype=int32)
-      >>> dynamic_slice(jnp.arange(5), (-2,), (2,))
+      >>> lax.dynamic_slice(jnp.arange(5), (-2,), (2,))
       Array([3, 4], dtype=int32)
 
     Raises:

@@ -36,7 +36,7 @@ def sort(operand, dimension: int = -1, is_stable: bool = True, num_keys: int = 1
     along ``dimension``. NaNs sort to the end.
 
     Example:
-      >>> sort(jnp.array([3, 1, 2]))
+      >>> lax.sort(jnp.array([3, 1, 2]))
       Array([1, 2, 3], dtype=int32)
     """
     if isinstance(operand, (list, tuple)):

@@ -39,7 +39,7 @@ def top_k(operand, k: int, *, axis: int = -1) -> tuple:
       ``(values, indices)``, each with ``axis`` of length ``k``.
 
     Example:
-      >>> top_k(jnp.array([1., 3., 2.]), 2)
+      >>> lax.top_k(jnp.array([1., 3., 2.]), 2)
       (Array([3., 2.], dtype=float32), Array([1, 2], dtype=int32))
     """
     x = asarray(operand)

@@ -235,7 +235,7 @@ def reduce_window(operand, init_value, computation: Callable,
         an arbitrary traced computation is not provided).
 
     Example:
-      >>> reduce_window(jnp.arange(5.), 0., lax.add, (2,), (1,), "VALID")
+      >>> lax.reduce_window(jnp.arange(5.), 0., lax.add, (2,), (1,), "VALID")
       Array([1., 3., 5., 7.], dtype=float32)
     """
     x = asarray(operand)

@@ -36,6 +36,7 @@ def register_fusible(primitive, kind: str) -> None:
       kind: ``ELEMENTWISE``, ``BROADCAST`` or ``REDUCTION``.
 
     Example:
+      >>> my_elementwise_p = plax.core.Primitive("my_elementwise")
       >>> register_fusible(my_elementwise_p, ELEMENTWISE)
     """
     if kind not in _KINDS:
@@ -88,9 +89,9 @@ def find_clusters(jaxpr: Jaxpr) -> Iterator[Union[Cluster, JaxprEqn]]:
       :class:`Cluster` objects (two or more equations) and :class:`JaxprEqn` objects.
 
     Example:
-      >>> jaxpr = make_jaxpr(lambda x: (jnp.sin(x) * 2).sum())(jnp.ones(3)).jaxpr
-      >>> list(find_clusters(jaxpr))
-      [Cluster(shape=(3,), [sin mul reduce_sum], 1 in, 1 out)]
+      >>> jaxpr = plax.make_jaxpr(lambda x: (jnp.sin(x) * 2).sum())(jnp.ones(3)).jaxpr
+      >>> list(find_clusters(jaxpr))   # reads x and the literal 2.0
+      [Cluster(shape=(3,), [sin mul reduce_sum], 2 in, 1 out)]
     """
     readers_after: dict = {}  # var -> index of its last reader (the jaxpr's outputs: infinity)
     for i, eqn in enumerate(jaxpr.eqns):

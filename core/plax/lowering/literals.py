@@ -15,6 +15,7 @@ def literal_value(lit: Literal) -> np.ndarray:
     """The host value of a literal: a rank-0 NumPy array of the literal's dtype.
 
     Example:
+      >>> from plax.core import ShapedArray
       >>> literal_value(Literal(2.0, ShapedArray((), np.float32, True)))
       array(2., dtype=float32)
     """

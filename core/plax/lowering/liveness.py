@@ -14,7 +14,13 @@ def last_uses(jaxpr: Jaxpr) -> dict[Var, int]:
     Variables that are outputs of the jaxpr get ``len(jaxpr.eqns)``: they never die inside.
 
     Example:
-      >>> last_uses(make_jaxpr(lambda x: jnp.sin(x) * x)(1.0).jaxpr)   # x is read by eqn 1
+      >>> jaxpr = plax.make_jaxpr(lambda x: jnp.sin(x) * x)(1.0).jaxpr
+      >>> jaxpr
+      { lambda ; a:f32[]. let b:f32[] = sin a; c:f32[] = mul b a in (c,) }
+      >>> uses = last_uses(jaxpr)
+      >>> a, b, c = jaxpr.invars[0], jaxpr.eqns[0].outvars[0], jaxpr.eqns[1].outvars[0]
+      >>> uses[a], uses[b], uses[c]   # a and b are last read by eqn 1; c is the output
+      (1, 1, 2)
     """
     last: dict[Var, int] = {}
     for i, eqn in enumerate(jaxpr.eqns):

@@ -128,6 +128,7 @@ def choice(key: Any, a: Any, shape: Sequence[int] = (), replace: bool = True, p:
 
     Example:
       >>> random.choice(random.PRNGKey(0), 10, (3,), replace=False)
+      Array([0, 1, 8], dtype=int32)
     """
     data, _ = check_key("choice", key)
     if not isinstance(shape, (tuple, list)):
@@ -202,6 +203,7 @@ def categorical(key: Any, logits: Any, axis: int = -1, shape: Any = None, replac
 
     Example:
       >>> random.categorical(random.PRNGKey(0), jnp.log(jnp.array([0.2, 0.8])), shape=(5,))
+      Array([1, 1, 1, 1, 0], dtype=int32)
     """
     data, _ = check_key("categorical", key)
     logits = jnp.asarray(logits)

@@ -175,6 +175,7 @@ def loggamma(key: Any, a: Any, shape: Any = None, dtype: Any = None):
 
     Example:
       >>> random.loggamma(random.PRNGKey(0), 0.01, (3,))
+      Array([ -11.478928,   -9.828522, -137.9457  ], dtype=float32)
     """
     data, _ = check_key("loggamma", key)
     dt = float_dtype(dtype, "loggamma")
@@ -189,6 +190,7 @@ def beta(key: Any, a: Any, b: Any, shape: Any = None, dtype: Any = None):
 
     Example:
       >>> random.beta(random.PRNGKey(0), 2.0, 3.0, (4,))
+      Array([0.23627362, 0.49045956, 0.6837948 , 0.5423442 ], dtype=float32)
     """
     data, _ = check_key("beta", key)
     dt = float_dtype(dtype, "beta")
@@ -223,6 +225,7 @@ def dirichlet(key: Any, alpha: Any, shape: Any = None, dtype: Any = None):
 
     Example:
       >>> random.dirichlet(random.PRNGKey(0), jnp.array([1.0, 2.0, 3.0]))
+      Array([0.1422856 , 0.4048826 , 0.45283177], dtype=float32)
     """
     data, _ = check_key("dirichlet", key)
     dt = float_dtype(dtype, "dirichlet")

@@ -103,6 +103,9 @@ def multivariate_normal(key: Any, mean: Any, cov: Any, shape: Any = None, dtype:
 
     Example:
       >>> random.multivariate_normal(random.PRNGKey(0), jnp.zeros(2), jnp.eye(2), (3,))
+      Array([[ 1.6226422 ,  2.0252647 ],
+             [-0.43359444, -0.07861735],
+             [ 0.1760909 , -0.97208923]], dtype=float32)
     """
     data, _ = check_key("multivariate_normal", key)
     if method not in ("svd", "eigh", "cholesky"):
@@ -179,6 +182,7 @@ def generalized_normal(key: Any, p: float, shape: Any = (), dtype: Any = None):
 
     Example:
       >>> random.generalized_normal(random.PRNGKey(0), 1.5, (3,))
+      Array([ 1.0603918 ,  0.08920828, -1.3751338 ], dtype=float32)
     """
     data, _ = check_key("generalized_normal", key)
     dt = float_dtype(dtype, "generalized_normal")
@@ -211,6 +215,8 @@ def ball(key: Any, d: int, p: float = 2, shape: Any = (), dtype: Any = None):
 
     Example:
       >>> random.ball(random.PRNGKey(0), 3, shape=(2,))
+      Array([[ 0.91715974,  0.39274216,  0.0116535 ],
+             [-0.8613651 ,  0.31684825, -0.06285544]], dtype=float32)
     """
     data, _ = check_key("ball", key)
     dt = float_dtype(dtype, "ball")

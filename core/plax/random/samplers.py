@@ -186,6 +186,7 @@ def truncated_normal(key: Any, lower: Any, upper: Any, shape: Any = None, dtype:
 
     Example:
       >>> random.truncated_normal(random.PRNGKey(0), -1.0, 2.0, (3,))
+      Array([ 1.5094677 ,  1.747393  , -0.17467561], dtype=float32)
     """
     data, _ = check_key("truncated_normal", key)
     dt = float_dtype(dtype, "truncated_normal")
@@ -225,6 +226,7 @@ def bernoulli(key: Any, p: Any = 0.5, shape: Any = None, mode: str = "low"):
 
     Example:
       >>> random.bernoulli(random.PRNGKey(0), 0.3, (5,))
+      Array([False, False, False, False, False], dtype=bool)
     """
     if mode not in ("high", "low"):
         raise ValueError(f"got mode={mode!r}, expected 'high' or 'low'")
@@ -356,6 +358,7 @@ def exponential(key: Any, shape: Any = (), dtype: Any = None):
 
     Example:
       >>> random.exponential(random.PRNGKey(0), (3,))
+      Array([2.950128  , 3.8434246 , 0.40390354], dtype=float32)
     """
     data, _ = check_key("exponential", key)
     dt = float_dtype(dtype, "exponential")
@@ -373,6 +376,7 @@ def laplace(key: Any, shape: Any = (), dtype: Any = None):
 
     Example:
       >>> random.laplace(random.PRNGKey(0), (3,))
+      Array([-2.2569816 , -3.1502788 ,  0.40859544], dtype=float32)
     """
     data, _ = check_key("laplace", key)
     dt = float_dtype(dtype, "laplace")
@@ -390,6 +394,7 @@ def logistic(key: Any, shape: Any = (), dtype: Any = None):
 
     Example:
       >>> random.logistic(random.PRNGKey(0), (3,))
+      Array([ 2.896376 ,  3.8217716, -0.6978392], dtype=float32)
     """
     data, _ = check_key("logistic", key)
     dt = float_dtype(dtype, "logistic")
@@ -406,6 +411,7 @@ def cauchy(key: Any, shape: Any = (), dtype: Any = None):
 
     Example:
       >>> random.cauchy(random.PRNGKey(0), (3,))
+      Array([ 6.0274944 , 14.837895  , -0.58172226], dtype=float32)
     """
     data, _ = check_key("cauchy", key)
     dt = float_dtype(dtype, "cauchy")
@@ -432,6 +438,7 @@ def gumbel(key: Any, shape: Any = (), dtype: Any = None, mode: str | None = None
 
     Example:
       >>> random.gumbel(random.PRNGKey(0), (3,))
+      Array([ 2.9233725 ,  3.8326178 , -0.09689324], dtype=float32)
     """
     data, _ = check_key("gumbel", key)
     dt = float_dtype(dtype, "gumbel")

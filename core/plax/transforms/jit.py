@@ -687,7 +687,7 @@ def jit(fun: Callable = _NOT_GIVEN, *, in_shardings=None, out_shardings=None,
     Example:
       >>> selu = jax.jit(lambda x: 1.05 * jnp.where(x > 0, x, 1.67 * jnp.exp(x) - 1.67))
       >>> selu(jnp.array([-1.0, 1.0]))
-      Array([-1.1100335,  1.05     ], dtype=float32)
+      Array([-1.1084235,  1.05     ], dtype=float32)
     """
     _check_jit_args(fun, static_argnums, static_argnames, donate_argnums, donate_argnames,
                     fun_given=fun is not _NOT_GIVEN)

@@ -180,7 +180,15 @@ def defjvp(primitive, *derivatives: Callable | None) -> None:
     not differentiable). Contributions are summed; zero tangents are skipped.
 
     Example:
-      >>> defjvp(sin_p, lambda t, x: mul(t, cos(x)))
+      >>> my_sin_p = plax.core.Primitive("my_sin")
+      >>> _ = my_sin_p.def_abstract_eval(lambda x: x)
+      >>> defjvp(my_sin_p, lambda t, x: lax.mul(t, lax.cos(x)))
+      >>> plax.make_jaxpr(lambda x: plax.jvp(my_sin_p.bind, (x,), (1.0,)))(0.5)
+      { lambda ; a:f32[]. let
+          b:f32[] = my_sin a
+          c:f32[] = cos a
+          d:f32[] = mul 1.0:f32[] c
+        in (b, d) }
     """
     _register_summed_jvp(primitive, derivatives, pass_output=False)
 

@@ -97,10 +97,11 @@ def check(pred: Any, msg: str, *fmt_args: Any, **fmt_kwargs: Any) -> None:
       TypeError: a formatting argument is not a pytree of arrays.
 
     Example:
+      >>> from plax.experimental import checkify
       >>> def f(x):
-      ...     check(x > 0, "x must be positive, got {}", x)
+      ...     checkify.check(x > 0, "x must be positive, got {}", x)
       ...     return jnp.log(x)
-      >>> err, out = checkify(f)(jnp.float32(-1.))
+      >>> err, out = checkify.checkify(f)(jnp.float32(-1.))
       >>> err.get()
       'x must be positive, got -1.0 (`check` failed)'
     """

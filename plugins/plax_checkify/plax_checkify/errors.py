@@ -20,9 +20,10 @@ class JaxRuntimeError(ValueError):
     ``checkify``.
 
     Example:
+      >>> from plax.experimental import checkify
       >>> try:
-      ...     check(jnp.array(False), "bad")
-      ... except JaxRuntimeError as e:
+      ...     checkify.check(jnp.array(False), "bad")
+      ... except checkify.JaxRuntimeError as e:
       ...     print(e)
       bad (`check` failed)
     """
@@ -115,7 +116,8 @@ class Error:
     member has its own error.
 
     Example:
-      >>> err, out = checkify(lambda x: x / x, errors=div_checks)(jnp.float32(0.))
+      >>> from plax.experimental import checkify
+      >>> err, out = checkify.checkify(lambda x: x / x, errors=checkify.div_checks)(jnp.float32(0.))
       >>> err.get()
       'division by zero'
     """

@@ -34,6 +34,7 @@ def nbytes(aval) -> float:
     """The size in bytes of a value of abstract value ``aval`` (0 for non-array values).
 
     Example:
+      >>> from plax.core import ShapedArray
       >>> nbytes(ShapedArray((3, 4), np.float32))
       48.0
     """
@@ -64,6 +65,8 @@ def memory(in_avals: Sequence, out_avals: Sequence, operand_bytes: Sequence[floa
       out_bytes: overrides the bytes written.
 
     Example:
+      >>> from plax.core import ShapedArray
+      >>> f32_3x4 = ShapedArray((3, 4), np.float32)
       >>> memory([f32_3x4, f32_3x4], [f32_3x4])
       {'bytes accessed': 144.0, 'bytes accessed0{}': 48.0, 'bytes accessed1{}': 48.0,
        'bytes accessedout{}': 48.0}

@@ -140,7 +140,9 @@ def cond(pred, true_fun: Callable, false_fun: Callable, *operands: Any) -> Any:
       The chosen branch's output.
 
     Example:
+      >>> x = jnp.float32(3.0)
       >>> lax.cond(x > 0, lambda x: x * 2, lambda x: -x, x)
+      Array(6., dtype=float32)
     """
     if not (callable(true_fun) and callable(false_fun)):
         raise TypeError("lax.cond: true_fun and false_fun arguments should be callable.")

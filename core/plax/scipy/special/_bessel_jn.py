@@ -28,8 +28,8 @@ def bessel_jn(z: ArrayLike, *, v: int, n_iter: int = 50) -> Array:
 
     Example:
       >>> from plax.scipy.special import bessel_jn
-      >>> [round(float(j), 6) for j in bessel_jn(1.0, v=2)]
-      [0.765198, 0.440051, 0.114903]
+      >>> bessel_jn(1.0, v=2)   # J0(1), J1(1), J2(1)
+      Array([0.7651977 , 0.44005057, 0.11490348], dtype=float32)
     """
     z, = inexact("bessel_jn", z)
     if jnp.issubdtype(z.dtype, jnp.complexfloating):

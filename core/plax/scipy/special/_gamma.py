@@ -131,8 +131,8 @@ def multigammaln(a: ArrayLike, d: int) -> Array:
 
     Example:
       >>> from plax.scipy.special import multigammaln
-      >>> round(float(multigammaln(3.0, 2)), 6)
-      1.550195
+      >>> multigammaln(3.0, 2)
+      Array(1.550195, dtype=float32)
     """
     d = int(d)
     a, = inexact("multigammaln", a)
@@ -176,8 +176,8 @@ def betaln(a: ArrayLike, b: ArrayLike) -> Array:
 
     Example:
       >>> from plax.scipy.special import betaln
-      >>> round(float(betaln(2.0, 3.0)), 6)  # log(1/12)
-      -2.484907
+      >>> betaln(2.0, 3.0)  # log(1/12)
+      Array(-2.4849067, dtype=float32, weak_type=True)
     """
     a, b = inexact("betaln", a, b)
     return lax.lgamma(a) + lax.lgamma(b) - lax.lgamma(a + b)
