@@ -698,9 +698,14 @@ def test_all_leaves():
 
 
 def test_flatten_one_level_and_is_tree_node():
-    assert tu.flatten_one_level({"b": {"c": 3}, "a": [1, 2]}) == ([[1, 2], {"c": 3}], ("a", "b"))
-    assert tu.flatten_one_level((1, 2)) == ([1, 2], None)
-    assert tu.flatten_one_level(Box(1, 2, "q")) == ([1, 2], "q")
+    # children as the node's flatten gives them, as in JAX
+    assert tu.flatten_one_level({"b": {"c": 3}, "a": [1, 2]}) == (([1, 2], {"c": 3}), ("a", "b"))
+    assert tu.flatten_one_level((1, 2)) == ((1, 2), None)
+    assert tu.flatten_one_level([1, 2]) == ([1, 2], None)
+    assert tu.flatten_one_level(None) == ((), None)
+    assert tu.flatten_one_level(Point(1, 2)) == ([1, 2], Point)
+    children, aux = tu.flatten_one_level(Box(1, 2, "q"))
+    assert list(children) == [1, 2] and aux == "q"
     with pytest.raises(ValueError, match="leaf"):
         tu.flatten_one_level(1)
     assert tu.is_tree_node(tuple) and tu.is_tree_node(type(None)) and tu.is_tree_node(Point)

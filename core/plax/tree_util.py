@@ -217,30 +217,36 @@ def flatten_one_level(tree: Any) -> tuple[Iterable[Any], Any]:
       tree: a pytree node (not a leaf).
 
     Returns:
-      ``(children, metadata)``; metadata as in :meth:`PyTreeDef.node_data`
-      except that dict keys come as a tuple.
+      ``(children, metadata)`` as the node's flatten gives them (as in JAX): a tuple of
+      children for tuples, dicts and None, a list for lists and namedtuples; the metadata of a
+      dict is its sorted keys, of a namedtuple its class.
 
     Raises:
       ValueError: if ``tree`` is a leaf.
 
     Example:
       >>> flatten_one_level({'a': [1, 2], 'b': {'c': 3}})
-      ([[1, 2], {'c': 3}], ('a', 'b'))
+      (([1, 2], {'c': 3}), ('a', 'b'))
     """
     t = type(tree)
     k = _kind_get(t, _UNSEEN)
     if k == _UNSEEN:
         k = _classify(t)
-    if k == _TUPLE or k == _LIST or k == _NAMEDTUPLE:
+    # As in JAX, the children come as the node's flatten produces them: a tuple for tuples,
+    # dicts and None, a list for lists and namedtuples (whose metadata is their class).
+    if k == _TUPLE:
+        return tuple(tree), None
+    if k == _LIST:
         return list(tree), None
+    if k == _NAMEDTUPLE:
+        return list(tree), t
     if k == _DICT:
         keys = _sorted_keys(tree)
-        return [tree[key] for key in keys], keys
+        return tuple(tree[key] for key in keys), keys
     if k == _NONE:
-        return [], None
+        return (), None
     if k == _CUSTOM:
-        children, aux = _registry[t].flatten(tree)
-        return list(children), aux
+        return _registry[t].flatten(tree)
     raise ValueError(f"can't tree-flatten type: {t!r} (it is a pytree leaf)")
 
 

@@ -26,7 +26,7 @@ def _top_k_abstract_eval(x, *, k, axis):
     return ShapedArray(shape, x.dtype, x.weak_type), ShapedArray(shape, np.dtype(np.int32))
 
 
-def top_k(operand, k: int, *, axis: int = -1) -> tuple:
+def top_k(operand, k: int, *, axis: int = -1) -> list:
     """The ``k`` largest entries of ``operand`` along ``axis``, in descending order, and
     their indices (int32). Ties keep the lower index first; NaN counts as largest.
 
@@ -36,11 +36,11 @@ def top_k(operand, k: int, *, axis: int = -1) -> tuple:
       axis: the axis to search (default: the last).
 
     Returns:
-      ``(values, indices)``, each with ``axis`` of length ``k``.
+      ``[values, indices]`` (a list, as in JAX), each with ``axis`` of length ``k``.
 
     Example:
       >>> lax.top_k(jnp.array([1., 3., 2.]), 2)
-      (Array([3., 2.], dtype=float32), Array([1, 2], dtype=int32))
+      [Array([3., 2.], dtype=float32), Array([1, 2], dtype=int32)]
     """
     x = asarray(operand)
     a = aval_of(x)
@@ -49,7 +49,7 @@ def top_k(operand, k: int, *, axis: int = -1) -> tuple:
     axis = canonicalize_axis(axis, a.ndim)
     if int(k) != k:
         raise TypeError(f"k argument to top_k must be an integer, got {k!r}")
-    return tuple(top_k_p.bind(x, k=int(k), axis=axis))
+    return list(top_k_p.bind(x, k=int(k), axis=axis))  # a list, as JAX returns
 
 
 @register_rule("jvp", top_k_p)
