@@ -1,5 +1,6 @@
 """The Numba backend's :class:`plax.lowering.Emitter`: clusters become compiled kernels,
-lone equations per-equation kernels (see :mod:`plax_numba.kernels`).
+lone equations per-equation kernels (see :mod:`plax_numba.kernels`; ``threefry2x32`` runs
+its native kernel, :mod:`plax_numba.threefry`).
 
 What it declines (returns None for) the lowering driver handles: a declined cluster is split
 into its equations, a declined ``jit`` call is spliced into its caller, and an equation of a
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import functools
 
+from plax import lax
 from plax.lowering import Emitter, Step, call_body
 
 from plax_numba import cache, codegen, kernels, tiered
@@ -99,6 +101,9 @@ class NumbaEmitter(Emitter):
         own = backend.kernels.get(prim)
         if own is not None:
             return _bind(own, eqn.params)
+        if prim is lax.threefry2x32_p:  # native (plax_numba.threefry), bit-identical
+            from plax_numba import threefry
+            return threefry.step_for(eqn, backend, self.sync)
         ufunc = kernels.direct_ufunc(eqn)
         if ufunc is not None:
             return Step(ufunc, accepts_out=True, guarded=True)

@@ -1,0 +1,212 @@
+"""Native ``threefry2x32``: the Threefry-2x32 hash (20 rounds) as ``numba.njit`` loops.
+
+One pass over the counters computes all twenty rounds in registers (uint32 arithmetic wraps
+in the generated code exactly as NumPy's in-place ufuncs do), so the hash is bit-identical
+to the reference kernel (``plax_numpy.impls_random``) and to JAX, and moves each element
+once instead of a hundred times.
+
+Each of the four operands is a ``uint32`` scalar (a rank-0 operand, broadcast) or a flat
+C-contiguous ``uint32`` array of the output's size (the primitive allows equal shapes or
+rank 0); numba compiles one specialisation per combination (``_at`` reads an array element
+or returns the scalar). Above :data:`PARALLEL_MIN` elements the work is split over numba's
+threads in chunks. The kernels are ``nogil`` and cached on disk (``cache=True``).
+"""
+from __future__ import annotations
+
+import numba
+import numpy as np
+from numba import njit, prange, types
+from numba.extending import overload
+
+from plax.lax.random_bits import KS_PARITY, ROTATIONS
+
+_U32 = np.uint32
+
+#: Below this many elements one thread hashes everything (thread start-up costs more).
+PARALLEL_MIN = 1 << 16
+#: Elements per parallel work item.
+CHUNK = 1 << 14
+
+_PARITY = _U32(KS_PARITY)
+
+
+def _at(a, i):  # pragma: no cover - replaced by the overload inside numba
+    raise NotImplementedError
+
+
+@overload(_at, inline="always")
+def _at_impl(a, i):
+    if isinstance(a, types.Array):
+        return lambda a, i: a[i]
+    return lambda a, i: a
+
+
+_opts = dict(cache=True, nogil=True, error_model="numpy", boundscheck=False)
+
+
+@njit(inline="always", nogil=True)
+def _rotl(x, r):
+    return np.uint32((x << np.uint32(r)) | (x >> np.uint32(32 - r)))
+
+
+@njit(inline="always", nogil=True)
+def _round(x0, x1, r):
+    x0 = np.uint32(x0 + x1)
+    x1 = np.uint32(_rotl(x1, r) ^ x0)
+    return x0, x1
+
+
+@njit(inline="always", nogil=True)
+def _hash(k0, k1, x0, x1):
+    """Threefry-2x32 (20 rounds) of one counter pair under one key, in uint32."""
+    k2 = np.uint32(k0 ^ k1 ^ _PARITY)
+    x0 = np.uint32(x0 + k0)
+    x1 = np.uint32(x1 + k1)
+    # five groups of four rounds; key injection after each (ks[(i+1)%3], ks[(i+2)%3] + i+1)
+    x0, x1 = _round(x0, x1, 13)
+    x0, x1 = _round(x0, x1, 15)
+    x0, x1 = _round(x0, x1, 26)
+    x0, x1 = _round(x0, x1, 6)
+    x0 = np.uint32(x0 + k1)
+    x1 = np.uint32(x1 + k2 + np.uint32(1))
+    x0, x1 = _round(x0, x1, 17)
+    x0, x1 = _round(x0, x1, 29)
+    x0, x1 = _round(x0, x1, 16)
+    x0, x1 = _round(x0, x1, 24)
+    x0 = np.uint32(x0 + k2)
+    x1 = np.uint32(x1 + k0 + np.uint32(2))
+    x0, x1 = _round(x0, x1, 13)
+    x0, x1 = _round(x0, x1, 15)
+    x0, x1 = _round(x0, x1, 26)
+    x0, x1 = _round(x0, x1, 6)
+    x0 = np.uint32(x0 + k0)
+    x1 = np.uint32(x1 + k1 + np.uint32(3))
+    x0, x1 = _round(x0, x1, 17)
+    x0, x1 = _round(x0, x1, 29)
+    x0, x1 = _round(x0, x1, 16)
+    x0, x1 = _round(x0, x1, 24)
+    x0 = np.uint32(x0 + k1)
+    x1 = np.uint32(x1 + k2 + np.uint32(4))
+    x0, x1 = _round(x0, x1, 13)
+    x0, x1 = _round(x0, x1, 15)
+    x0, x1 = _round(x0, x1, 26)
+    x0, x1 = _round(x0, x1, 6)
+    x0 = np.uint32(x0 + k2)
+    x1 = np.uint32(x1 + k0 + np.uint32(5))
+    return x0, x1
+
+
+# The schedule above is written out by hand (numba unrolls nothing by itself); check it
+# against the primitive's constants so the two cannot drift apart.
+assert ROTATIONS == ((13, 15, 26, 6), (17, 29, 16, 24)), ROTATIONS
+
+
+@njit(**_opts)
+def hash_serial(k0, k1, x0, x1, out0, out1):
+    """Hashes ``out0.size`` counter pairs into ``out0``, ``out1`` on the calling thread."""
+    for i in range(out0.size):
+        y0, y1 = _hash(_at(k0, i), _at(k1, i), _at(x0, i), _at(x1, i))
+        out0[i] = y0
+        out1[i] = y1
+
+
+@njit(parallel=True, **_opts)
+def hash_parallel(k0, k1, x0, x1, out0, out1):
+    """:func:`hash_serial` split into :data:`CHUNK`-element work items over numba's threads."""
+    n = out0.size
+    for c in prange((n + CHUNK - 1) // CHUNK):
+        start = c * CHUNK
+        stop = min(start + CHUNK, n)
+        for i in range(start, stop):
+            y0, y1 = _hash(_at(k0, i), _at(k1, i), _at(x0, i), _at(x1, i))
+            out0[i] = y0
+            out1[i] = y1
+
+
+def _operand(a, shape, n):
+    """A uint32 scalar for a rank-0 operand, else a flat C-contiguous uint32 array of n."""
+    a = np.asarray(a)
+    if a.dtype != _U32:
+        a = a.astype(_U32)
+    if a.ndim == 0 or a.size == 1 and n != 1 and a.shape != shape:
+        return _U32(a.reshape(())[()]) if a.ndim == 0 else _U32(a.reshape(-1)[0])
+    if a.size and not any(a.strides):  # a broadcast scalar (broadcast_in_dim's view): no copy
+        return _U32(a.flat[0])
+    if a.shape != shape:
+        a = np.broadcast_to(a, shape)
+    return np.ascontiguousarray(a).reshape(n)
+
+
+def signature(ranks, parallel=False):
+    """The numba signature of the kernel for operands of these ranks (0: scalar)."""
+    u32 = numba.uint32
+    arr = types.Array(u32, 1, "C")
+    return tuple(u32 if r == 0 else arr for r in ranks) + (arr, arr)
+
+
+def precompile(ranks) -> None:
+    """Compiles (or loads from numba's disk cache) both kernels for operands of ``ranks``."""
+    sig = signature(ranks)
+    hash_serial.compile(sig)
+    hash_parallel.compile(sig)
+
+
+def threefry2x32(k1, k2, x1, x2):
+    """The ``threefry2x32`` kernel: ``(y1, y2)`` of the broadcast shape, bit-identical to the
+    reference kernel."""
+    arrays = [np.asarray(a) for a in (k1, k2, x1, x2)]
+    shape = np.broadcast_shapes(*(a.shape for a in arrays))
+    n = 1
+    for d in shape:
+        n *= d
+    ops = [_operand(a, shape, n) for a in arrays]
+    out0 = np.empty(n, _U32)
+    out1 = np.empty(n, _U32)
+    if n:
+        (hash_parallel if n >= PARALLEL_MIN else hash_serial)(*ops, out0, out1)
+    return out0.reshape(shape), out1.reshape(shape)
+
+
+# ---------------------------------------------------------------- the compiled-code step
+
+def step_for(eqn, backend, sync: bool):
+    """The step running a ``threefry2x32`` equation in a compiled program.
+
+    With synchronous compilation (or a kernel already compiled in this process) it is the
+    native kernel itself. Otherwise it is tiered like a fusion cluster: the reference kernel
+    runs until the equation is hot, the native kernel compiles (or loads from the disk
+    cache) in the background thread, and later calls use it. A failed compilation warns
+    once and the reference kernel keeps running.
+    """
+    from plax_numba import tiered
+    ranks = tuple(len(v.aval.shape) for v in eqn.invars)
+    if sync or ranks in _ready_ranks:
+        try:
+            precompile(ranks)
+        except Exception as err:  # noqa: BLE001 - reported; the reference kernel runs it
+            tiered.compile_failed(["threefry2x32"], __file__, err)
+            return backend.eager_impl(eqn.primitive)
+        _ready_ranks.add(ranks)
+        return threefry2x32
+    reference = backend.eager_impl(eqn.primitive)
+    state = {"ready": False}
+
+    def job():
+        try:
+            precompile(ranks)
+        except Exception as err:  # noqa: BLE001
+            tiered.compile_failed(["threefry2x32"], __file__, err)
+            return
+        _ready_ranks.add(ranks)
+        state["ready"] = True
+
+    counted = tiered.counting(reference, job, tiered.compile_after())
+
+    def step(k1, k2, x1, x2):
+        if state["ready"]:
+            return threefry2x32(k1, k2, x1, x2)
+        return counted(k1, k2, x1, x2)
+    return step
+
+
+_ready_ranks: set = set()  # operand ranks the kernels are compiled for in this process
