@@ -16,8 +16,10 @@ HERE = pathlib.Path(__file__).parent
 
 def exported_callables() -> list[str]:
     """The public callables of plax.numpy: functions, scalar types, classes (not submodules)."""
-    return sorted(name for name, obj in vars(jnp).items()
-                  if not name.startswith("_") and callable(obj) and not inspect.ismodule(obj))
+    # dir() and getattr(), not vars(): some names load on first use
+    objs = {name: getattr(jnp, name) for name in dir(jnp) if not name.startswith("_")}
+    return sorted(name for name, obj in objs.items()
+                  if callable(obj) and not inspect.ismodule(obj))
 
 
 def _test_sources() -> str:

@@ -49,34 +49,36 @@ from plax.numpy.products import (dot, matmul, vdot, vecdot, inner, outer, tensor
 from plax.numpy.searching import (sort, argsort, nonzero, flatnonzero, argwhere, searchsorted,
                                   unique)
 from plax.numpy.indexing import NonConcreteBooleanIndexError
-from plax.numpy.statistics import (median, nanmedian, quantile, nanquantile, percentile,
-                                   nanpercentile, nanargmax, nanargmin, nancumsum, nancumprod,
-                                   cov, corrcoef)
-from plax.numpy.histograms import (bincount, digitize, histogram, histogram2d, histogramdd,
-                                   histogram_bin_edges)
-from plax.numpy.polynomial import (poly, polyadd, polysub, polymul, polydiv, polyder, polyint,
-                                   polyval, polyfit, roots)
-from plax.numpy.calculus import diff, ediff1d, gradient, trapezoid, unwrap, interp
-from plax.numpy.math_extras import (frexp, ldexp, gcd, lcm, modf, spacing, fabs, pow,
-                                    bitwise_count, i0, sort_complex, matvec, vecmat)
-from plax.numpy.window_functions import bartlett, blackman, hamming, hanning, kaiser
-from plax.numpy.sets import (isin, union1d, intersect1d, setdiff1d, setxor1d, unique_all,
-                             unique_counts, unique_inverse, unique_values)
-from plax.numpy.index_tricks import (r_, c_, s_, index_exp, mgrid, ogrid, ix_, diag_indices,
-                                     diag_indices_from, tril_indices, tril_indices_from,
-                                     triu_indices, triu_indices_from, mask_indices,
-                                     ravel_multi_index, unravel_index)
-from plax.numpy.manipulation import (delete, insert, resize, rollaxis, block, trim_zeros, choose,
-                                     compress, extract, select, piecewise, place, put,
-                                     put_along_axis, fill_diagonal, partition, argpartition,
-                                     lexsort, diagflat, vander, astype, apply_along_axis,
-                                     apply_over_axes)
-from plax.numpy.bits import packbits, unpackbits
-from plax.numpy.vectorize import vectorize, frompyfunc, ufunc
-from plax.numpy.host_io import (frombuffer, fromstring, fromfunction, fromiter, fromfile, load,
-                                save, savez)
-from plax.numpy.printing import (array_repr, array_str, printoptions, get_printoptions,
-                                 set_printoptions)
+# Less common functions load on first use of one of their names (PEP 562), so that
+# ``import plax`` does not pay for them: module -> the names plax.numpy takes from it.
+_LAZY_FUNCTIONS = {
+    "statistics": ("median", "nanmedian", "quantile", "nanquantile", "percentile", "nanpercentile",
+        "nanargmax", "nanargmin", "nancumsum", "nancumprod", "cov", "corrcoef"),
+    "histograms": ("bincount", "digitize", "histogram", "histogram2d", "histogramdd",
+        "histogram_bin_edges"),
+    "polynomial": ("poly", "polyadd", "polysub", "polymul", "polydiv", "polyder", "polyint",
+        "polyval", "polyfit", "roots"),
+    "calculus": ("diff", "ediff1d", "gradient", "trapezoid", "unwrap", "interp"),
+    "math_extras": ("frexp", "ldexp", "gcd", "lcm", "modf", "spacing", "fabs", "pow",
+        "bitwise_count", "i0", "sort_complex", "matvec", "vecmat"),
+    "window_functions": ("bartlett", "blackman", "hamming", "hanning", "kaiser"),
+    "sets": ("isin", "union1d", "intersect1d", "setdiff1d", "setxor1d", "unique_all",
+        "unique_counts", "unique_inverse", "unique_values"),
+    "index_tricks": ("r_", "c_", "s_", "index_exp", "mgrid", "ogrid", "ix_", "diag_indices",
+        "diag_indices_from", "tril_indices", "tril_indices_from", "triu_indices",
+        "triu_indices_from", "mask_indices", "ravel_multi_index", "unravel_index"),
+    "manipulation": ("delete", "insert", "resize", "rollaxis", "block", "trim_zeros", "choose",
+        "compress", "extract", "select", "piecewise", "place", "put", "put_along_axis",
+        "fill_diagonal", "partition", "argpartition", "lexsort", "diagflat", "vander", "astype",
+        "apply_along_axis", "apply_over_axes"),
+    "bits": ("packbits", "unpackbits"),
+    "vectorization": ("vectorize", "frompyfunc", "ufunc"),
+    "host_io": ("frombuffer", "fromstring", "fromfunction", "fromiter", "fromfile", "load", "save",
+        "savez"),
+    "printing": ("array_repr", "array_str", "printoptions", "get_printoptions", "set_printoptions"),
+}
+_LAZY_WHERE = {name: module for module, names in _LAZY_FUNCTIONS.items() for name in names}
+
 # ``bool`` is JAX's name for the boolean scalar type (it shadows the builtin in this module).
 from plax.numpy.dtype_info import bool, object_, ComplexWarning, isdtype, iterable, einsum_path
 from plax.numpy import scalar_types as _scalar_types  # the ml_dtypes low-precision types
@@ -165,14 +167,21 @@ _LAZY_SUBMODULES = ("fft", "linalg")
 
 
 def __getattr__(name: str):
+    import importlib
     if name in _LAZY_SUBMODULES:
-        import importlib
         return importlib.import_module(f"plax.numpy.{name}")
-    raise AttributeError(f"module 'plax.numpy' has no attribute {name!r}")
+    module_name = _LAZY_WHERE.get(name)
+    if module_name is None:
+        raise AttributeError(f"module 'plax.numpy' has no attribute {name!r}")
+    module = importlib.import_module(f"plax.numpy.{module_name}")
+    namespace = globals()
+    for n in _LAZY_FUNCTIONS[module_name]:
+        namespace[n] = getattr(module, n)
+    return namespace[name]
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY_SUBMODULES))
+    return sorted(set(globals()) | set(_LAZY_SUBMODULES) | set(_LAZY_WHERE))
 
 
 def _register():
