@@ -19,6 +19,10 @@ is timed, and a note says so.
 """
 from __future__ import annotations
 
+import os
+
+os.environ.setdefault("PLAX_NUMBA_SYNC", "1")  # steady state: the Numba backend compiles before timing
+
 import argparse
 import pathlib
 import statistics

@@ -14,6 +14,10 @@ faster). JAX is optional: without it only plax is timed.
 """
 from __future__ import annotations
 
+import os
+
+os.environ.setdefault("PLAX_NUMBA_SYNC", "1")  # steady state: the Numba backend compiles before timing
+
 import argparse
 import timeit
 from typing import Callable

@@ -12,6 +12,10 @@ one).
 """
 from __future__ import annotations
 
+import os
+
+os.environ.setdefault("PLAX_NUMBA_SYNC", "1")  # steady state: the Numba backend compiles before timing
+
 import argparse
 import time
 

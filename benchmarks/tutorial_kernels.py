@@ -10,6 +10,10 @@ repeats and the ratio to JAX.
 """
 from __future__ import annotations
 
+import os
+
+os.environ.setdefault("PLAX_NUMBA_SYNC", "1")  # steady state: the Numba backend compiles before timing
+
 import pathlib
 import sys
 import timeit
