@@ -31,9 +31,7 @@ DELIBERATE: dict[str, dict[str, str]] = {
 # ---- not yet implemented — tracked by issue 12 (shrink as names land) --------------------
 NOT_YET_IMPLEMENTED: dict[str, list[str]] = {
     "numpy": [],
-    "numpy.linalg": """
-        tensordot
-    """.split(),
+    "numpy.linalg": [],
     "numpy.fft": [],
     "nn": """
         get_scaled_dot_general_config scaled_dot_general scaled_matmul

@@ -32,6 +32,14 @@ def _astype(self, dtype, copy: bool = False, device=None):
     return lax.convert_element_type(self, dtypes.check_user_dtype(dtype, "astype"))
 
 
+def _to_device(self, device, *, stream=None):
+    """A copy of the array placed on ``device`` (a Device or Sharding), as JAX."""
+    if stream is not None:
+        raise NotImplementedError("stream argument of array.to_device()")
+    from plax.device import device_put
+    return device_put(self, device)
+
+
 def _reshape(self, *shape, order: str = "C"):
     """The array with a new shape (``x.reshape(2, 3)`` or ``x.reshape((2, 3))``)."""
     if len(shape) == 1 and not isinstance(shape[0], (int, np.integer)) and not hasattr(shape[0], "__index__"):
@@ -181,6 +189,7 @@ _methods = {
     "dot": _dot, "swapaxes": _swapaxes, "conj": _conj, "conjugate": _conj, "take": _take,
     "repeat": _repeat, "argsort": _argsort, "sort": _sort, "nonzero": _nonzero,
     "diagonal": _diagonal, "trace": _trace, "view": _view, "copy": _copy,
+    "to_device": _to_device,
 }
 
 _properties = {"at": _at, "T": _T, "mT": _mT, "real": _real, "imag": _imag}

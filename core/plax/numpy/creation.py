@@ -141,8 +141,15 @@ def _plain(seq):
     return seq
 
 
-def asarray(a: Any, dtype: Any = None, order: str | None = None, *, copy: bool | None = None):
-    """Converts ``a`` to an array, without copying when it already is one of the right dtype."""
+def asarray(a: Any, dtype: Any = None, order: str | None = None, *, copy: bool | None = None,
+            device=None):
+    """Converts ``a`` to an array, without copying when it already is one of the right dtype.
+
+    With ``device`` (a Device or Sharding), the result is placed on it, as ``device_put``.
+    """
+    if device is not None:
+        from plax.device import device_put
+        return device_put(asarray(a, dtype, order, copy=copy), device)
     if isinstance(a, (Array, Tracer)) and (dtype is None or get_aval(a).dtype == dtypes.canonicalize_dtype(dtype)):
         return a
     return array(a, dtype=dtype, copy=False, order=order or "K")

@@ -19,7 +19,7 @@ from plax.numpy.util import check_arraylike, to_dtype, to_inexact_dtype
 __all__ = ["cholesky", "solve", "inv", "det", "slogdet", "norm", "eigh", "eigvalsh", "eig",
            "eigvals", "lstsq", "svd",
            "svdvals", "qr", "matrix_power", "pinv", "matrix_rank", "multi_dot", "cond",
-           "outer", "cross", "matmul", "vecdot", "diagonal", "trace", "matrix_norm",
+           "outer", "cross", "matmul", "tensordot", "vecdot", "diagonal", "trace", "matrix_norm",
            "vector_norm", "matrix_transpose", "tensorsolve", "tensorinv",
            "EighResult", "EigResult", "SVDResult", "QRResult", "SlogdetResult"]
 
@@ -696,6 +696,17 @@ def matmul(x1, x2, /, *, precision=None, preferred_element_type=None):
     """
     return _jnp().matmul(x1, x2, precision=precision,
                          preferred_element_type=preferred_element_type)
+
+
+def tensordot(x1, x2, /, *, axes=2, precision=None, preferred_element_type=None):
+    """Tensor contraction (``jnp.tensordot``) with the Array API's signature.
+
+    Example:
+      >>> jnp.linalg.tensordot(jnp.ones((2, 3)), jnp.ones((3, 4)), axes=1).shape
+      (2, 4)
+    """
+    return _jnp().tensordot(x1, x2, axes=axes, precision=precision,
+                            preferred_element_type=preferred_element_type)
 
 
 def vecdot(x1, x2, /, *, axis: int = -1, precision=None, preferred_element_type=None):
