@@ -164,7 +164,16 @@ class Array:
         return (1, 0)  # kDLCPU
 
     def __array_namespace__(self, *, api_version=None):
+        """The Array API namespace of this array, ``plax.numpy`` (standard version 2023.12).
+
+        Raises:
+          ValueError: for an ``api_version`` other than None or ``"2023.12"`` (as JAX does
+            for the versions it does not implement).
+        """
         import plax.numpy
+        if api_version is not None and api_version != plax.numpy.__array_api_version__:
+            raise ValueError(f"api_version={api_version!r} is not available; available versions "
+                             f"are: [{plax.numpy.__array_api_version__!r}]")
         return plax.numpy
 
     def item(self, *args):

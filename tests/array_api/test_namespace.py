@@ -217,3 +217,12 @@ def test_dlpack_round_trip(dtype):
     jnp.from_dlpack(host, device=plax.devices()[0], copy=True)
     with pytest.raises(TypeError):
         jnp.from_dlpack([1, 2])
+
+
+@pytest.mark.parametrize("version", ["2021.12", "2022.12", "2024.12", "1999.1"])
+def test_array_namespace_rejects_other_versions(version):
+    x = jnp.ones(2)
+    assert x.__array_namespace__(api_version="2023.12") is jnp
+    assert x.__array_namespace__() is jnp
+    with pytest.raises(ValueError, match=f"api_version='{version}' is not available"):
+        x.__array_namespace__(api_version=version)
