@@ -25,10 +25,13 @@ from plax_numba import scalar
 
 _HEADER = '''"""A plax_numba kernel, generated from a fusion cluster ({primitives})."""
 import numpy as np
-from numba import njit
+from numba import njit, prange
 from plax_numba.scalar import fmax, fmin, idiv, irem, fsign, logistic, round_away, exp_f32
+from plax_numba.scalar import tanh_f32, logistic_f32
+from plax_numba.scalar import bitcast, nextafter_f32, nextafter_f64
 
 _OPTIONS = dict(cache=True, nogil=True, error_model="numpy", boundscheck=False)
+_PARALLEL = dict(_OPTIONS, parallel=True)
 
 '''
 

@@ -28,6 +28,7 @@ equations one by one.
 from __future__ import annotations
 
 import math
+import os
 from typing import Callable
 
 import numpy as np
@@ -40,6 +41,14 @@ from plax.lowering import REDUCTION, fusion_kind
 DTYPES = frozenset(np.dtype(t) for t in (np.bool_, np.int8, np.int16, np.int32, np.int64,
                                          np.uint8, np.uint16, np.uint32, np.uint64,
                                          np.float32, np.float64))
+
+
+#: flat loops over at least this many elements, with no reduction, run on numba's threads
+#: (``prange``, ``parallel=True``); smaller ones get the serial kernel (no threading
+#: overhead). Reductions stay serial: their order, hence their rounding, is fixed. Measured on
+#: the 2-core host (selu / tanh, float32): parallel breaks even near 2**12, wins 1.5x at 2**15
+#: and ~2x from 2**16 (see GOMP_SPINCOUNT in plax_numba/__init__.py).
+PARALLEL_MIN = int(os.environ.get("PLAX_NUMBA_PARALLEL_MIN", 1 << 15))
 
 
 class Unsupported(Exception):
@@ -112,6 +121,14 @@ _COMPARE = {lax.eq_p: "==", lax.ne_p: "!=", lax.lt_p: "<", lax.le_p: "<=", lax.g
 _BITWISE = {lax.and_p: "&", lax.or_p: "|", lax.xor_p: "^"}
 
 
+def reference_only(eqn) -> bool:
+    """Whether a cluster's equation should run on the reference kernel (the emitter splits the
+    cluster around it) to stay bit-identical with the NumPy backend: NumPy's ``log1p`` loops
+    (SIMD on AVX-512 machines) have no reproducible scalar equivalent in numba, and the
+    samplers of :mod:`plax.random` (``normal``'s ``erf_inv``) must match NumPy bit for bit."""
+    return eqn.primitive is lax.log1p_p
+
+
 def elementwise(eqn, a: list[str]) -> str:
     """The expression computing ``eqn``'s output from the operand expressions ``a``."""
     prim = eqn.primitive
@@ -139,6 +156,10 @@ def elementwise(eqn, a: list[str]) -> str:
         return _cast(f"(1 if {a[0]} > 0 else (-1 if {a[0]} < 0 else 0))", dout)
     if prim is lax.exp_p and din[0] == np.float32:
         return f"exp_f32({a[0]})"  # vectorisable, <= 1 ulp (plax_numba.scalar)
+    if prim is lax.tanh_p and din[0] == np.float32:
+        return f"tanh_f32({a[0]})"  # vectorisable, <= 1.32 ulp (plax_numba.scalar)
+    if prim is lax.logistic_p and din[0] == np.float32:
+        return f"logistic_f32({a[0]})"  # vectorisable, <= 2.33 ulp (plax_numba.scalar)
     if prim in _FLOAT_UNARY and (k == "f" or prim in (lax.neg_p, lax.abs_p)):
         return _cast(_FLOAT_UNARY[prim].format(a[0]), dout)
     if prim is lax.rsqrt_p and k == "f":
@@ -178,6 +199,14 @@ def elementwise(eqn, a: list[str]) -> str:
         return _cast(f"np.power({a[0]}, {a[1]})", dout)
     if prim is lax.atan2_p and k == "f":
         return _cast(f"np.arctan2({a[0]}, {a[1]})", dout)
+    if prim is lax.nextafter_p and k == "f":  # exact, on the bits (plax_numba.scalar)
+        return f"nextafter_f{bits}({a[0]}, {a[1]})"
+    if prim is lax.bitcast_convert_type_p:
+        if din[0] == dout:
+            return a[0]
+        if din[0].itemsize != dout.itemsize or np.bool_ in (din[0], dout):
+            raise Unsupported(f"bitcast_convert_type from {din[0]} to {dout}")
+        return f"bitcast({a[0]}, {_t(dout)}(0))"  # a register bit-cast (plax_numba.scalar)
     if prim in (lax.shift_left_p, lax.shift_right_logical_p, lax.shift_right_arithmetic_p):
         return _shift(prim, a, din[0], bits)
     if prim is lax.select_n_p:
@@ -438,12 +467,17 @@ def plan_cluster(cluster) -> KernelPlan:
                 out_exprs[j] = f"o{j}"
 
     params = [inp.name for inp in inputs] + dims
-    lines = ["@njit(**_OPTIONS)", f"def kernel({', '.join(params)}):"]
+    # shapes are static per compiled program, so the variant is chosen here
+    parallel = (flat and rank > 0 and math.prod(shape) >= PARALLEL_MIN
+                and not any(fusion_kind(e.primitive) == REDUCTION for e in cluster.eqns))
+    lines = [f"@njit(**{'_PARALLEL' if parallel else '_OPTIONS'})",
+             f"def kernel({', '.join(params)}):"]
     lines += ["    " + s for s in pre]
     if rank == 0:
         lines += ["    " + s for s in body]
     elif flat:
-        lines.append(f"    for i in range({' * '.join(dims)}):")
+        loop = "prange" if parallel else "range"
+        lines.append(f"    for i in {loop}({' * '.join(dims)}):")
         lines += ["        " + s for s in body]
     else:
         for d in range(rank):

@@ -39,6 +39,51 @@ class NumbaEmitter(Emitter):
 
     # ------------------------------------------------------------ clusters
     def emit_cluster(self, cluster):
+        cuts = [i for i, e in enumerate(cluster.eqns) if codegen.reference_only(e)]
+        if cuts:
+            return self._emit_split(cluster, cuts)
+        return self._emit_kernel(cluster)
+
+    def _emit_split(self, cluster, cuts):
+        """The cluster as kernels of the runs between its reference-only equations
+        (:func:`codegen.reference_only`), which run on their reference kernels in between."""
+        from plax.lowering import Cluster
+        eqns, segments, start = cluster.eqns, [], 0
+        for c in cuts:
+            if c > start:
+                segments.append(eqns[start:c])
+            segments.append([eqns[c]])
+            start = c + 1
+        if start < len(eqns):
+            segments.append(eqns[start:])
+        final = {id(v) for v in cluster.outputs}
+        parts = []
+        for si, seg in enumerate(segments):
+            later = {id(v) for s in segments[si + 1:] for e in s for v in e.invars} | final
+            defined, seen, inputs = set(), set(), []
+            for e in seg:
+                for v in e.invars:
+                    if id(v) not in defined and id(v) not in seen:
+                        seen.add(id(v))
+                        inputs.append(v)
+                defined.update(id(o) for o in e.outvars)
+            outputs = [e.outvars[0] for e in seg if id(e.outvars[0]) in later]
+            sub = Cluster(list(seg), cluster.shape, inputs, outputs)
+            step = self._emit_kernel(sub) if len(seg) > 1 else None
+            fn = step.fn if step is not None else self._interpreter(sub)
+            parts.append((fn, [id(v) for v in inputs], [id(v) for v in outputs]))
+        in_keys = [id(v) for v in cluster.inputs]
+        out_keys = [id(v) for v in cluster.outputs]
+
+        def run(*args):
+            env = dict(zip(in_keys, args))
+            for fn, ins, outs in parts:
+                env.update(zip(outs, fn(*[env[k] for k in ins])))
+            return [env[k] for k in out_keys]
+
+        return Step(run, guarded=True)
+
+    def _emit_kernel(self, cluster):
         try:
             plan = codegen.plan_cluster(cluster)
         except codegen.Unsupported:

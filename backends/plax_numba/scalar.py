@@ -136,3 +136,89 @@ def exp_f32(x):
     s2 = _int32_bits_as_float32(np.int32((ni - h + np.int32(127)) << np.int32(23)))
     out = p * s1 * s2
     return x if x != x else out
+
+
+# Cephes tanhf's odd polynomial for |x| < 0.625: tanh(x) = x + x z P(z), z = x*x
+_T0, _T1, _T2 = np.float32(-5.70498872745e-3), np.float32(2.06390887954e-2), np.float32(-5.37397155531e-2)
+_T3, _T4 = np.float32(1.33314422036e-1), np.float32(-3.33332819422e-1)
+_TSMALL, _TBIG, _TWO = np.float32(0.625), np.float32(9.5), np.float32(2.0)
+
+
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def tanh_f32(x):
+    """``tanh`` of a float32 without a libm call, branch-free (loops calling it vectorise).
+
+    ``|x| < 0.625``: Cephes' odd polynomial ``x + x z P(z)``; otherwise
+    ``1 - 2 / (exp_f32(2|x|) + 1)`` with the sign of ``x`` (``|x|`` clamped to 9.5, where the
+    result is 1 in float32). Measured error: at most 1.32 ulps against a float64 tanh over a
+    dense sweep of [-12, 12] and powers of two down to 2**-139 (tests/numba/test_exp_f32.py); +-0, +-inf and NaN as IEEE.
+    """
+    ax = abs(x)
+    z = x * x
+    p = ((((_T0 * z + _T1) * z + _T2) * z + _T3) * z + _T4) * z * x + x
+    e = exp_f32(_TWO * min(ax, _TBIG))
+    q = _ONE - _TWO / (e + _ONE)
+    q = q if x >= 0 else -q
+    r = p if ax < _TSMALL else q
+    return r if ax > 0 else x  # NaN and +-0 unchanged
+
+
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def logistic_f32(x):
+    """``1 / (1 + exp(-x))`` of a float32 without a libm call, branch-free.
+
+    With ``e = exp_f32(-|x|)`` (never overflows): ``1 / (1 + e)`` for ``x >= 0`` and
+    ``e / (1 + e)`` below. Measured error: at most 2.33 ulps against float64 over a dense
+    sweep of [-104, 20] (tests/numba/test_exp_f32.py); subnormal results within 2**-149.
+    """
+    e = exp_f32(-abs(x))
+    d = _ONE + e
+    r = (_ONE if x >= 0 else e) / d
+    return x if x != x else r
+
+
+# ---------------------------------------------------------------- bit reinterpretation, nextafter
+
+@_intrinsic
+def bitcast(typingctx, x, like):
+    """The value of ``like``'s type whose bit pattern is ``x``'s (``lax.bitcast_convert_type``
+    between same-width numbers: a register bit-cast, no memory round trip, so loops calling it
+    vectorise). ``like`` gives only the type (``bitcast(bits, np.float32(0))``)."""
+    if not (isinstance(x, (_types.Integer, _types.Float))
+            and isinstance(like, (_types.Integer, _types.Float))
+            and x.bitwidth == like.bitwidth):
+        return None
+
+    def codegen(context, builder, signature, args):
+        to = context.get_value_type(signature.return_type)
+        return args[0] if args[0].type == to else builder.bitcast(args[0], to)
+
+    return like(x, like), codegen
+
+
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def nextafter_f32(x, y):
+    """``np.nextafter`` of float32 values, exactly, on the bit pattern (branch-free).
+
+    NaN in either: ``x + y``; ``x == y``: ``y``; ``x`` zero: the smallest subnormal with
+    ``y``'s sign; otherwise the pattern moves by one, up when moving away from zero.
+    """
+    b = bitcast(x, np.int32(0))
+    away = (y > x) == (x > 0)
+    moved = np.int32(b + (np.int32(1) if away else np.int32(-1)))
+    tiny = np.int32(-2147483647) if y < 0 else np.int32(1)   # 0x80000001 / 0x00000001
+    r = bitcast(tiny if x == 0 else moved, x)
+    r = y if x == y else r
+    return x + y if (x != x or y != y) else r
+
+
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def nextafter_f64(x, y):
+    """``np.nextafter`` of float64 values, exactly (as :func:`nextafter_f32`)."""
+    b = bitcast(x, np.int64(0))
+    away = (y > x) == (x > 0)
+    moved = np.int64(b + (np.int64(1) if away else np.int64(-1)))
+    tiny = np.int64(-9223372036854775807) if y < 0 else np.int64(1)
+    r = bitcast(tiny if x == 0 else moved, x)
+    r = y if x == y else r
+    return x + y if (x != x or y != y) else r

@@ -247,3 +247,28 @@ def test_info_lines_survive_a_failing_backend():
     lines = backend_info_lines(Reg())
     assert lines[0] == "backend b: info() failed: RuntimeError: no luck"
     assert lines[1].startswith("backend numba: numba ") and len(lines) == 2
+
+
+def test_large_flat_clusters_run_in_parallel():
+    """Flat loops of at least ``codegen.PARALLEL_MIN`` elements use ``prange``; smaller ones,
+    and clusters with a reduction (whose order must not change), the serial loop."""
+    from plax_numba import codegen
+    big = np.linspace(-4, 4, codegen.PARALLEL_MIN, dtype=np.float32)
+    small = big[:1000]
+    assert "prange(" in compiled_source(selu, big) and "prange(" not in compiled_source(selu, small)
+    for x in (big, small):
+        (got,), (want,) = both(selu, x)
+        np.testing.assert_allclose(got, want, rtol=2e-6, atol=4e-7)
+
+    def f(x):
+        y = jnp.tanh(x) * 2.0
+        return y, jnp.sum(y * x), lax.logistic(x)
+    kernels = compiled_source(f, big).split("# ---- fused kernel")[1:]
+    assert any("reduce_sum" in k for k in kernels)
+    assert all("prange(" not in k for k in kernels if "reduce_sum" in k)
+    serial = plax.jit(f, backend="numba")(small)
+    (y, s, lg), (wy, ws, wlg) = both(f, big)
+    np.testing.assert_allclose(y, wy, rtol=4e-7, atol=1e-7)
+    np.testing.assert_allclose(lg, wlg, rtol=4e-7, atol=1e-7)
+    np.testing.assert_allclose(s, ws, rtol=1e-6)
+    assert np.asarray(serial[0]).shape == small.shape

@@ -112,6 +112,10 @@ def bitcast_convert_type(x, new_dtype):
 
 
 defzero(bitcast_convert_type_p)
+# Same-width bitcasts are elementwise; a width change adds or removes the last axis, so its
+# operand and output shapes differ and the fusion rule keeps it out of clusters
+# (plax.lowering.fusion: an elementwise equation reads operands of its shape or scalars).
+register_fusible(bitcast_convert_type_p, ELEMENTWISE)
 
 
 @register_rule("batch", bitcast_convert_type_p)

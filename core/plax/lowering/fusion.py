@@ -3,7 +3,7 @@
 **The legality rule.** Each primitive may declare a fusion kind with :func:`register_fusible`:
 
 * ``ELEMENTWISE``: the output has the iteration shape and each operand has it too or is a
-  scalar (rank 0), read by broadcasting;
+  scalar (rank 0), read by broadcasting (at least one operand has it unless it is a scalar);
 * ``BROADCAST`` (``broadcast_in_dim``): the output has the iteration shape; the operand is
   read through the broadcast's index map;
 * ``REDUCTION``: the *operand* has the iteration shape; the output is smaller.
@@ -77,8 +77,10 @@ def _iteration_shape(eqn: JaxprEqn) -> tuple | None:
     if kind == REDUCTION:
         return tuple(eqn.invars[0].aval.shape)
     shape = tuple(eqn.outvars[0].aval.shape)
-    if kind == ELEMENTWISE and any(v.aval.shape not in (shape, ()) for v in eqn.invars):
-        return None
+    if kind == ELEMENTWISE and (any(v.aval.shape not in (shape, ()) for v in eqn.invars)
+                                or (shape and not any(v.aval.shape == shape for v in eqn.invars))):
+        return None  # (scalar operands only with a larger output: not elementwise, e.g. a
+        # narrowing bitcast_convert_type of a scalar, f32[] -> u16[2])
     return shape
 
 
