@@ -171,7 +171,8 @@ def test_jit_and_vmap(name):
     fn, _ = REFERENCES[name]
     x = jnp.asarray(_x((4, 5), 7).astype(np.float32))
     eager = np.asarray(fn(x))
-    np.testing.assert_allclose(np.asarray(plax.jit(fn)(x)), eager, rtol=1e-6, atol=1e-7)
+    # a compiling backend may use its own float32 exp/tanh/logistic (a few ulps)
+    np.testing.assert_allclose(np.asarray(plax.jit(fn)(x)), eager, rtol=2e-6, atol=1e-6)
     batched = np.asarray(plax.vmap(fn)(x))
     loop = np.stack([np.asarray(fn(x[i])) for i in range(4)])
     np.testing.assert_allclose(batched, loop, rtol=1e-6, atol=1e-7)

@@ -85,7 +85,8 @@ def test_seed_001_jit():
     x = np.asarray(ns["x"], np.float64)
     want = 1.05 * np.where(x > 0, x, 1.67 * np.exp(x) - 1.67)
     np.testing.assert_allclose(ns["s_jit"], want, rtol=1e-5, atol=1e-6)
-    np.testing.assert_allclose(ns["s_jit"], ns["s_eager"], rtol=1e-6, atol=1e-7)
+    # a compiling backend may use its own exp (a few ulps): 1.67 * exp(x) - 1.67 keeps them absolute
+    np.testing.assert_allclose(ns["s_jit"], ns["s_eager"], rtol=1e-6, atol=1e-6)
 
 
 SEED_001_VMAP = '''
