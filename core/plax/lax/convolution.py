@@ -19,7 +19,7 @@ from plax.core.primitive import Primitive
 from plax.core.registry import register_rule
 from plax.core.shaped_array import ShapedArray
 from plax.lax.base import NUMBER, asarray, aval_of, check_dtype
-from plax.transforms.jvp import Zero, add_tangents
+from plax.transforms.jvp import Zero, bilinear_jvp
 
 
 class ConvDimensionNumbers(NamedTuple):
@@ -411,17 +411,7 @@ def _params_with(params: dict, **changes) -> dict:
 
 # ------------------------------------------------------------------ transforms
 
-@register_rule("jvp", conv_general_dilated_p)
-def _conv_jvp(primals, tangents, **params):
-    lhs, rhs = primals
-    tl, tr = tangents
-    out = conv_general_dilated_p.bind(lhs, rhs, **params)
-    t_out = Zero.from_primal(out)
-    if type(tl) is not Zero:
-        t_out = add_tangents(t_out, conv_general_dilated_p.bind(tl, rhs, **params))
-    if type(tr) is not Zero:
-        t_out = add_tangents(t_out, conv_general_dilated_p.bind(lhs, tr, **params))
-    return out, t_out
+register_rule("jvp", conv_general_dilated_p)(bilinear_jvp(conv_general_dilated_p))
 
 
 def _cast(x, dtype):

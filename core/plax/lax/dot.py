@@ -9,7 +9,7 @@ from plax.core.registry import register_rule
 from plax.core.shaped_array import ShapedArray
 from plax.lax.base import NUMBER, asarray, aval_of, check_dtype
 from plax.transforms.batching import move_axis_to
-from plax.transforms.jvp import Zero, add_tangents
+from plax.transforms.jvp import Zero, bilinear_jvp
 
 dot_general_p = Primitive("dot_general")
 
@@ -177,17 +177,7 @@ def _dot_general_transpose(ct, lhs, rhs, *, dimension_numbers, precision, prefer
     return [None, _transpose_lhs(ct, rhs.aval, lhs, swapped, preferred_element_type, True)]
 
 
-@register_rule("jvp", dot_general_p)
-def _dot_general_jvp(primals, tangents, **params):
-    lhs, rhs = primals
-    tl, tr = tangents
-    out = dot_general_p.bind(lhs, rhs, **params)
-    t_out = Zero.from_primal(out)
-    if type(tl) is not Zero:
-        t_out = add_tangents(t_out, dot_general_p.bind(tl, rhs, **params))
-    if type(tr) is not Zero:
-        t_out = add_tangents(t_out, dot_general_p.bind(lhs, tr, **params))
-    return out, t_out
+register_rule("jvp", dot_general_p)(bilinear_jvp(dot_general_p))
 
 
 @register_rule("batch", dot_general_p)

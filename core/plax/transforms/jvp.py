@@ -75,6 +75,24 @@ def add_tangents(a: Any, b: Any):
     return add_any_p.bind(a, b)
 
 
+def bilinear_jvp(prim) -> Callable:
+    """The JVP rule of a primitive linear in each of its two operands (``dot_general``,
+    ``conv_general_dilated``): ``d(f(l, r)) = f(dl, r) + f(l, dr)``, skipping zero tangents."""
+
+    def rule(primals, tangents, **params):
+        lhs, rhs = primals
+        tl, tr = tangents
+        out = prim.bind(lhs, rhs, **params)
+        t_out = Zero.from_primal(out)
+        if type(tl) is not Zero:
+            t_out = add_tangents(t_out, prim.bind(tl, rhs, **params))
+        if type(tr) is not Zero:
+            t_out = add_tangents(t_out, prim.bind(lhs, tr, **params))
+        return out, t_out
+
+    return rule
+
+
 class JVPTracer(Tracer):
     """A primal value with its tangent."""
 
