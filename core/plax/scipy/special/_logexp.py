@@ -8,6 +8,9 @@ import numpy as np
 
 from plax import lax
 from plax import numpy as jnp
+from plax.nn import log_softmax as _nn_log_softmax, softmax as _nn_softmax
+# One log-sum-exp for plax.nn and plax.scipy.special, as in JAX (the same function object).
+from plax.nn.softmax import logsumexp
 from plax.transforms.custom_derivatives import custom_jvp
 
 from ._util import Array, ArrayLike, const, inexact
@@ -16,50 +19,6 @@ __all__ = ["logsumexp", "softmax", "log_softmax", "expit", "logit", "xlogy", "xl
            "rel_entr", "kl_div"]
 
 Axis = int | Sequence[int] | None
-
-
-def logsumexp(a: ArrayLike, axis: Axis = None, b: ArrayLike | None = None,
-              keepdims: bool = False, return_sign: bool = False,
-              where: ArrayLike | None = None) -> Array | tuple[Array, Array]:
-    """``log(sum(b * exp(a)))`` over ``axis``, computed without overflow.
-
-    Args:
-      a: the exponents; integers promote to floats.
-      axis: axis or axes to reduce (all by default).
-      b: optional weights, broadcast with ``a``; may be negative.
-      keepdims: keep the reduced axes with length 1.
-      return_sign: also return the sign of the sum, and the log of its absolute value.
-      where: optional mask of the elements to include.
-
-    Returns:
-      The log of the sum; NaN where a weighted sum is negative (unless ``return_sign``), in
-      which case ``(log|sum|, sign(sum))``.
-
-    Example:
-      >>> import plax.numpy as jnp
-      >>> from plax.scipy.special import logsumexp
-      >>> round(float(logsumexp(jnp.array([1.0, 2.0, 3.0]))), 6)
-      3.407606
-    """
-    if b is not None:
-        a, b = inexact("logsumexp", a, b)
-        a = jnp.where(b != 0, a, const(a, -np.inf))
-    else:
-        a, = inexact("logsumexp", a)
-    amax = jnp.max(a, axis=axis, keepdims=True, where=where, initial=-np.inf)
-    amax = lax.stop_gradient(jnp.where(jnp.isfinite(amax), amax, jnp.zeros_like(amax)))
-    exp_a = jnp.exp(a - amax)
-    if b is not None:
-        exp_a = exp_a * b
-    total = jnp.sum(exp_a, axis=axis, keepdims=keepdims, where=where)
-    sign = jnp.sign(total)
-    shift = amax if keepdims else jnp.squeeze(amax, axis=axis)
-    out = jnp.log(jnp.abs(total)) + shift
-    if return_sign:
-        return out, sign
-    if b is not None:
-        out = jnp.where(sign < 0, const(out, np.nan), out)
-    return out
 
 
 def softmax(x: ArrayLike, /, *, axis: Axis = None) -> Array:
@@ -79,9 +38,7 @@ def softmax(x: ArrayLike, /, *, axis: Axis = None) -> Array:
       Array([0.5, 0.5], dtype=float32)
     """
     x, = inexact("softmax", x)
-    shifted = x - lax.stop_gradient(jnp.max(x, axis=axis, keepdims=True))
-    unnormalized = jnp.exp(shifted)
-    return unnormalized / jnp.sum(unnormalized, axis=axis, keepdims=True)
+    return _nn_softmax(x, axis=axis)
 
 
 def log_softmax(x: ArrayLike, /, *, axis: Axis = None) -> Array:
@@ -101,8 +58,7 @@ def log_softmax(x: ArrayLike, /, *, axis: Axis = None) -> Array:
       Array([-0.6931472, -0.6931472], dtype=float32)
     """
     x, = inexact("log_softmax", x)
-    shifted = x - lax.stop_gradient(jnp.max(x, axis=axis, keepdims=True))
-    return shifted - jnp.log(jnp.sum(jnp.exp(shifted), axis=axis, keepdims=True))
+    return _nn_log_softmax(x, axis=axis)
 
 
 def expit(x: ArrayLike) -> Array:
