@@ -15,6 +15,7 @@ import weakref
 import numpy as np
 
 from plax import lax
+from plax.lowering.host import numpy_errors_off
 
 from plax_numba.codegen import DTYPES
 
@@ -49,28 +50,7 @@ def direct_ufunc(eqn):
     return fn
 
 
-def _make_quiet_state():
-    """``(enter, leave)``: NumPy's floating-point warnings off and back on (IEEE results).
-
-    On NumPy >= 2 the error state is one context variable, and setting it to a prebuilt value
-    is far cheaper than ``np.errstate``; elsewhere, ``np.seterr``.
-    """
-    try:
-        from numpy._core.umath import _extobj_contextvar, _make_extobj
-        ignore_all = _make_extobj(all="ignore")
-    except (ImportError, AttributeError, TypeError):
-        def enter():
-            return np.seterr(all="ignore")
-
-        def leave(old):
-            np.seterr(**old)
-
-        return enter, leave
-    set_state, reset_state = _extobj_contextvar.set, _extobj_contextvar.reset
-    return (lambda: set_state(ignore_all)), reset_state
-
-
-quiet_enter, quiet_leave = _make_quiet_state()
+quiet_enter, quiet_leave = numpy_errors_off()  # the same switch as the NumPy backend's
 
 
 # ---------------------------------------------------------------- control flow

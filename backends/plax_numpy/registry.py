@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from typing import Callable
 
+from plax.lowering.host import numpy_errors_off
+
 # The kernels of plax.lax's primitive families that load on first use: the family's module ->
 # the module of its kernels. Those kernels load when a lookup misses while their family is
 # loaded (a primitive of a family that is not loaded cannot be looked up), so neither the
@@ -87,30 +89,7 @@ def lowp(fn: Callable) -> Callable:
     return wrapped
 
 
-def _make_quiet_state():
-    """``(enter, leave)``: switch NumPy's floating-point warnings off and back on.
-
-    On NumPy >= 2 the error state is one context variable: setting it to a prebuilt
-    value costs a fraction of ``np.errstate`` (about a microsecond), which a jitted tiny
-    function would otherwise pay per primitive.
-    """
-    import numpy as np
-    try:
-        from numpy._core.umath import _extobj_contextvar, _make_extobj
-        ignore_all = _make_extobj(all="ignore")
-    except (ImportError, AttributeError, TypeError):
-        def enter():
-            return np.seterr(all="ignore")
-
-        def leave(old):
-            np.seterr(**old)
-
-        return enter, leave
-    set_state, reset_state = _extobj_contextvar.set, _extobj_contextvar.reset
-    return (lambda: set_state(ignore_all)), reset_state
-
-
-quiet_enter, quiet_leave = _make_quiet_state()
+quiet_enter, quiet_leave = numpy_errors_off()  # shared with every host-kernel backend
 
 
 def quiet(fn: Callable) -> Callable:

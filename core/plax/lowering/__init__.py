@@ -17,6 +17,7 @@ _WHERE = {
     "find_clusters": "fusion", "fusion_kind": "fusion", "register_fusible": "fusion",
     "dead_after": "liveness", "last_uses": "liveness",
     "literal_value": "literals",
+    "numpy_errors_off": "host",
     "call_body": "calls", "lower": "program", "register_call_primitive": "calls",
 }
 
