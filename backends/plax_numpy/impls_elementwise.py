@@ -233,7 +233,12 @@ def _shift_right_arithmetic(x, y):
 @impl(lax.complex_p)
 def _complex(x, y):
     out_dtype = np.complex128 if x.dtype == np.float64 else np.complex64
-    return (x + np.asarray(1j, out_dtype) * y).astype(out_dtype)
+    # parts written directly: x + 1j * y would turn an infinite y into NaN + inf j
+    x, y = np.broadcast_arrays(x, y)
+    out = np.empty(x.shape, out_dtype)
+    out.real = x
+    out.imag = y
+    return out
 
 
 # ------------------------------------------------------------------ select and clamp

@@ -25,3 +25,18 @@ __all__ = ["beta", "betainc", "betaln", "digamma", "entr", "erf", "erfc", "erfin
            "xlogy", "zeta",
            "bernoulli", "bessel_jn", "boxcox", "boxcox1p", "comb", "dawsn", "erfcx", "exp1", "expi",
            "expn", "hyp1f1", "loggamma", "poch", "spence"]
+from ._faddeeva import fresnel, wofz
+
+__all__ += ["fresnel", "wofz"]
+from ._sici import sici
+
+__all__ += ["sici"]
+from ._owens_t import owens_t
+
+__all__ += ["owens_t"]
+from ._hyp2f1 import hyp2f1
+
+__all__ += ["hyp2f1"]
+from ._sph_harm import sph_harm_y
+
+__all__ += ["sph_harm_y"]
