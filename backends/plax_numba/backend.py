@@ -111,6 +111,9 @@ class NumbaBackend(Backend):
     def compile(self, jaxpr, device) -> Callable[..., Sequence[Any]]:
         from plax.lowering import lower
         from plax_numba.emitter import NumbaEmitter  # imports numba (once)
+        whole = self._compile_whole(jaxpr, device)
+        if whole is not None:
+            return whole
         emitter = NumbaEmitter(self, device)
         fn = lower(jaxpr, emitter, self, device)
         if emitter.kernel_sources:
@@ -121,3 +124,73 @@ class NumbaBackend(Backend):
         source = fn.__plax_source__
         fn.as_text = lambda: source  # the program and its kernels (Compiled.as_text)
         return fn
+
+    def _compile_whole(self, jaxpr, device):
+        """The program as one whole-program kernel (:mod:`plax_numba.wholegen`) when it is
+        small (:func:`whole_program_worthwhile`) and fully expressible, else None. Until the
+        kernel is compiled (tiering) the program runs on the reference kernels; if its
+        compilation fails, on the per-cluster program instead."""
+        from plax.lowering import lower
+        from plax_numba import codegen, tiered, wholegen
+        from plax_numba.emitter import NumbaEmitter, native_step
+        if not whole_program_worthwhile(jaxpr):
+            return None
+        try:
+            plan = wholegen.plan_program(jaxpr)
+        except codegen.Unsupported:
+            return None
+        sync = tiered.sync_mode()
+        interp = None if sync else lower(jaxpr, NumbaEmitter(self, device, False), self, device)
+        sources: list = []
+        step = native_step(plan, interp, sync, sources)
+        if step is None:
+            return None  # a synchronous compilation failed (warned): the per-cluster program
+        if not sync:
+            state = step.__plax_native__
+            plain = state["_interp"]
+
+            def fall_back(*args):  # compilation failed in the background: compile clusters
+                if not state.get("_failed"):
+                    return plain(*args)
+                state["_interp"] = lower(jaxpr, NumbaEmitter(self, device), self, device)
+                return state["_interp"](*args)
+            state["_interp"] = fall_back
+        path, text = sources[0]
+        source = (f"# whole-program kernel (values of at most {whole_max()} elements): "
+                  f"step -> kernel\n{plan.wrapper}\n# ---- fused kernel ({path}): the whole "
+                  f"program\n{text}")
+        step.__plax_source__ = source
+        step.as_text = lambda: source
+        return step
+
+
+#: whole-program kernels replace per-cluster dispatch for programs whose every value has at
+#: most this many elements (``PLAX_NUMBA_WHOLE_MAX``; 0 disables them): there, Python
+#: dispatch (~1 us per step) dominates the arithmetic. Larger programs keep per-cluster
+#: kernels (parallel loops, BLAS on large operands, NumPy's pairwise sums).
+WHOLE_MAX = 1 << 14
+#: ... and at least this many equations (a lone equation is dispatched as fast)
+WHOLE_MIN_EQNS = 2
+
+
+def whole_program_worthwhile(jaxpr) -> bool:
+    """Whether ``jaxpr`` is compiled as one whole-program kernel (if it can be): at least
+    :data:`WHOLE_MIN_EQNS` equations (sub-jaxprs counted; a control-flow equation counts as
+    many) and no value above :data:`WHOLE_MAX` elements."""
+    from plax_numba.wholegen import CONTROL_FLOW, program_size
+    limit = whole_max()
+    if limit <= 0:
+        return False
+    count, largest = program_size(jaxpr)
+    if any(e.primitive in CONTROL_FLOW for e in jaxpr.eqns):
+        count = max(count, WHOLE_MIN_EQNS)
+    return count >= WHOLE_MIN_EQNS and largest <= limit
+
+
+def whole_max() -> int:
+    """:data:`WHOLE_MAX`, or ``$PLAX_NUMBA_WHOLE_MAX`` where set (read at each compile)."""
+    value = __import__("os").environ.get("PLAX_NUMBA_WHOLE_MAX")
+    try:
+        return WHOLE_MAX if value is None else int(value)
+    except ValueError:
+        return WHOLE_MAX

@@ -21,14 +21,15 @@ import threading
 import numba
 import numpy as np
 
-from plax_numba import scalar
+from plax_numba import arrays, scalar
 
-_HEADER = '''"""A plax_numba kernel, generated from a fusion cluster ({primitives})."""
+_HEADER = '''"""A plax_numba kernel, generated from {primitives}."""
 import numpy as np
 from numba import njit, prange
 from plax_numba.scalar import fmax, fmin, idiv, irem, fsign, logistic, round_away, exp_f32
 from plax_numba.scalar import tanh_f32, logistic_f32
 from plax_numba.scalar import bitcast, nextafter_f32, nextafter_f64
+from plax_numba.arrays import dot_rows, dot_loops, dot_blas, dot_blas_mv, dot_bool
 
 _OPTIONS = dict(cache=True, nogil=True, error_model="numpy", boundscheck=False)
 _PARALLEL = dict(_OPTIONS, parallel=True)
@@ -41,8 +42,10 @@ _dir: str | None = None
 
 
 def _salt() -> str:
-    with open(scalar.__file__, "rb") as f:
-        helpers = f.read()
+    helpers = b""
+    for module in (scalar, arrays):  # the helpers the generated kernels call
+        with open(module.__file__, "rb") as f:
+            helpers += f.read()
     return hashlib.sha256(helpers + numba.__version__.encode() + np.__version__.encode()
                           + sys.version.encode()).hexdigest()
 
@@ -77,7 +80,13 @@ def cache_dir() -> str:
 
 def module_source(kernel_source: str, primitives: list[str]) -> str:
     """The complete module text of a kernel (header, helpers' imports, the kernel)."""
-    return _HEADER.format(primitives=" ".join(primitives)) + kernel_source
+    return _HEADER.format(primitives=_describe(primitives)) + kernel_source
+
+
+def _describe(primitives: list[str]) -> str:
+    names = list(dict.fromkeys(primitives))  # first-use order, once each
+    text = " ".join(names[:40]) + (" ..." if len(names) > 40 else "")
+    return f"the equations ({text})"
 
 
 def source_path(text: str) -> str:
@@ -109,12 +118,15 @@ def load_kernel(text: str):
 
 
 def numba_signature(arg_types: list):
-    """The numba signature for a plan's ``arg_types`` (C-contiguous arrays, scalars, intp)."""
+    """The numba signature for a plan's ``arg_types`` (C-contiguous arrays, read-only ones for
+    ``"rarray"``, scalars, intp)."""
     from numba import types
     sig = []
     for t in arg_types:
         if t[0] == "array":
             sig.append(types.Array(numba.from_dtype(t[1]), t[2], "C"))
+        elif t[0] == "rarray":
+            sig.append(types.Array(numba.from_dtype(t[1]), t[2], "C", readonly=True))
         elif t[0] == "scalar":
             sig.append(numba.from_dtype(t[1]))
         else:
@@ -141,3 +153,10 @@ def compile_kernel(text: str, arg_types: list):
     kernel.compile(numba_signature(arg_types))
     _compiled[_key(text, arg_types)] = kernel
     return kernel
+
+
+def entry_point(kernel, arg_types: list):
+    """The compiled entry point of ``kernel`` for ``arg_types``: callable without the
+    dispatcher's type lookup (the caller passes exactly those types: C-contiguous arrays of
+    the right dtypes and ranks, scalars)."""
+    return kernel.overloads[numba_signature(arg_types)].entry_point

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import functools
 
+import numpy as np
+
 from plax import lax
 from plax.lowering import Emitter, Step, call_body
 
@@ -31,10 +33,14 @@ class NumbaEmitter(Emitter):
 
     fuses = True
 
-    def __init__(self, backend, device):
+    def __init__(self, backend, device, compile_kernels: bool = True):
         self.backend, self.device = backend, device
         self.sync = tiered.sync_mode()
+        #: False: every step runs the reference path (the tier below a whole-program kernel,
+        #: which is compiled instead of the program's clusters)
+        self.compile_kernels = compile_kernels
         self.kernel_sources: list[tuple[str, str]] = []
+        self.native: list[str] = []   # the control-flow primitives compiled as native loops
         self._run_body = None
 
     # ------------------------------------------------------------ clusters
@@ -84,6 +90,8 @@ class NumbaEmitter(Emitter):
         return Step(run, guarded=True)
 
     def _emit_kernel(self, cluster):
+        if not self.compile_kernels:
+            return Step(self._interpreter(cluster))
         try:
             plan = codegen.plan_cluster(cluster)
         except codegen.Unsupported:
@@ -156,12 +164,28 @@ class NumbaEmitter(Emitter):
             self._run_body = kernels.BodyRunner(backend, self.device)
         step = kernels.control_flow_kernel(eqn, self._run_body)
         if step is not None:
-            return step
+            native = self._native_loop(eqn, step) if self.compile_kernels else None
+            return native if native is not None else step
         if backend.is_core(prim):
             fn = backend.eager_impl(prim)
             if fn is not None:
                 return _bind(fn, eqn.params)
         return None  # the lowering layer's fallback: the reference kernel, with a warning
+
+    def _native_loop(self, eqn, interp):
+        """``cond``/``while``/``scan`` as one njit function (:mod:`plax_numba.wholegen`), the
+        Python loop ``interp`` running until it is compiled; None (with one warning naming
+        what is missing) where the generator cannot express the bodies."""
+        from plax_numba import wholegen
+        try:
+            plan = wholegen.plan_program(wholegen.equation_jaxpr(eqn))
+        except codegen.Unsupported as err:
+            tiered.not_native(eqn.primitive.name, str(err))
+            return None
+        step = native_step(plan, interp, self.sync, self.kernel_sources)
+        if step is not None:
+            self.native.append(eqn.primitive.name)
+        return step
 
     def guard(self):
         return kernels.quiet_enter, kernels.quiet_leave
@@ -169,3 +193,43 @@ class NumbaEmitter(Emitter):
 
 def _bind(fn, params):
     return functools.partial(fn, **params) if params else fn
+
+
+def native_step(plan, interp, sync: bool, sources: list | None = None):
+    """The step of a :class:`plax_numba.wholegen.WholePlan`: its compiled entry point once
+    ready, ``interp`` until then (tiered like a cluster's kernel; at once when ``sync``).
+    None if a synchronous compilation failed (warned about). Appends ``(path, module text)``
+    to ``sources``."""
+    text = cache.module_source(plan.source, plan.primitives)
+    path = cache.source_path(text)
+    ns = dict(plan.wrapper_globals, _ready=False, _entry=None, _interp=interp,
+              _asc=np.ascontiguousarray)
+    exec(compile(plan.wrapper, f"<plax_numba step {path}>", "exec"), ns)
+
+    def build():
+        kernel = cache.compile_kernel(text, plan.arg_types)
+        ns["_entry"] = cache.entry_point(kernel, plan.arg_types)
+        ns["_ready"] = True
+
+    ready = cache.compiled_kernel(text, plan.arg_types)
+    if ready is not None:
+        ns["_entry"], ns["_ready"] = cache.entry_point(ready, plan.arg_types), True
+    elif sync:
+        try:
+            build()
+        except Exception as err:  # noqa: BLE001 - reported; the reference path still runs
+            tiered.compile_failed(plan.primitives, path, err)
+            return None
+    else:
+        def job():
+            try:
+                build()
+            except Exception as err:  # noqa: BLE001
+                ns["_failed"] = True
+                tiered.compile_failed(plan.primitives, path, err)
+        ns["_interp"] = tiered.counting(interp, job, tiered.compile_after())
+    if sources is not None:
+        sources.append((path, text))
+    step = ns["step"]
+    step.__plax_native__ = ns  # tests and as_text: whether the native kernel is in use
+    return step

@@ -68,6 +68,25 @@ def compile_failed(primitives: list[str], path: str, err: BaseException) -> None
                   f"(NumPy) kernels instead. {detail}", PlaxFallbackWarning, stacklevel=2)
 
 
+_not_native: set = set()
+
+
+class PlaxNativeLoopWarning(PlaxFallbackWarning):
+    """A loop or branch runs in Python around its compiled body instead of natively."""
+
+
+def not_native(primitive: str, reason: str) -> None:
+    """Warns once per (primitive, reason) that a control-flow equation keeps the Python loop
+    (its body uses something :mod:`plax_numba.wholegen` does not compile)."""
+    key = (primitive, reason)
+    if key in _not_native:
+        return
+    _not_native.add(key)
+    warnings.warn(f"plax_numba: {primitive} runs as a Python loop around its compiled body, "
+                  f"not as one native kernel, because its body uses {reason} (see "
+                  "plax_numba.wholegen.NOT_NATIVE).", PlaxNativeLoopWarning, stacklevel=3)
+
+
 def submit(job) -> None:
     """Runs ``job()`` in the background compile thread."""
     global _worker, _pending

@@ -13,6 +13,13 @@ from plax import numpy as jnp
 from plax.lowering import PlaxFallbackWarning
 
 
+@pytest.fixture(autouse=True)
+def per_cluster_kernels(monkeypatch):
+    """This module tests the per-cluster kernels: no whole-program kernels (those are tested
+    in test_whole_program.py)."""
+    monkeypatch.setenv("PLAX_NUMBA_WHOLE_MAX", "0")
+
+
 def both(f, *args):
     """``f`` jitted on the Numba and on the NumPy backend, results as host arrays."""
     got = plax.jit(f, backend="numba")(*args)

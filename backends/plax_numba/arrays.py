@@ -1,0 +1,99 @@
+"""Array helpers the whole-program kernels call (:mod:`plax_numba.wholegen`), compiled by
+numba into the caller.
+
+``dot_general`` inside a whole-program kernel is a batched product of C-contiguous
+``(batch, m, k)`` and ``(batch, k, n)`` operands. Large float products go to BLAS
+(``np.dot``, scipy's BLAS inside numba); small ones and integer ones run the loops below,
+which sum each output element in ``k`` order (one multiply and one add per term, no fused
+multiply-add, no reassociation) except :func:`dot_rows`, which keeps eight partial sums
+(``k`` mod 8) so that LLVM can vectorise a matrix-vector product without fastmath. Either
+order differs from BLAS's in the last bits: results are within ``k`` ulps of the exact
+product's rounding, not bit-identical to the NumPy backend (documented in
+docs/performance.md).
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+_opts = dict(cache=True, nogil=True, error_model="numpy")
+
+#: float products with at least this many multiply-adds per batch element go to BLAS (a BLAS
+#: call costs ~0.1-0.3 us from numba; the loops below are not vectorised: numba's index
+#: wrap-around checks keep LLVM from combining the loads, ~1.2 us for a 64x64 matrix-vector)
+BLAS_MIN = 256
+
+
+@njit(**_opts)
+def dot_rows(a, b, out, zero):
+    """``out[p, i] = sum_k a[p, i, k] * b[p, k, 0]`` (matrix-vector: ``n == 1``), with eight
+    partial sums over ``k`` (lane ``k % 8``) combined pairwise at the end."""
+    nb, m, k = a.shape
+    k8 = k - k % 8
+    for p in range(nb):
+        for i in range(m):
+            s0 = s1 = s2 = s3 = s4 = s5 = s6 = s7 = zero
+            for j in range(0, k8, 8):
+                s0 += a[p, i, j] * b[p, j, 0]
+                s1 += a[p, i, j + 1] * b[p, j + 1, 0]
+                s2 += a[p, i, j + 2] * b[p, j + 2, 0]
+                s3 += a[p, i, j + 3] * b[p, j + 3, 0]
+                s4 += a[p, i, j + 4] * b[p, j + 4, 0]
+                s5 += a[p, i, j + 5] * b[p, j + 5, 0]
+                s6 += a[p, i, j + 6] * b[p, j + 6, 0]
+                s7 += a[p, i, j + 7] * b[p, j + 7, 0]
+            for j in range(k8, k):
+                s0 += a[p, i, j] * b[p, j, 0]
+            out[p, i, 0] = ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7))
+    return out
+
+
+@njit(**_opts)
+def dot_loops(a, b, out, zero):
+    """``out[p] = a[p] @ b[p]`` summing in ``k`` order, vectorised over ``n`` (each output
+    element is its own chain of adds, so no reassociation is needed)."""
+    nb, m, k = a.shape
+    n = b.shape[2]
+    for p in range(nb):
+        for i in range(m):
+            for c in range(n):
+                out[p, i, c] = zero
+            for j in range(k):
+                x = a[p, i, j]
+                for c in range(n):
+                    out[p, i, c] += x * b[p, j, c]
+    return out
+
+
+@njit(**_opts)
+def dot_blas(a, b, out):
+    """``out[p] = a[p] @ b[p]`` through BLAS (float and complex dtypes)."""
+    for p in range(a.shape[0]):
+        out[p] = np.dot(a[p], b[p])
+    return out
+
+
+@njit(**_opts)
+def dot_blas_mv(a, b, out):
+    """``out[p, :, 0] = a[p] @ b[p, :, 0]`` through BLAS's matrix-vector product."""
+    m, k = a.shape[1], a.shape[2]
+    for p in range(a.shape[0]):
+        out[p].reshape(m)[:] = np.dot(a[p], b[p].reshape(k))
+    return out
+
+
+@njit(**_opts)
+def dot_bool(a, b, out):
+    """Boolean product: ``out[p, i, c] = any(a[p, i, :] & b[p, :, c])``."""
+    nb, m, k = a.shape
+    n = b.shape[2]
+    for p in range(nb):
+        for i in range(m):
+            for c in range(n):
+                acc = False
+                for j in range(k):
+                    if a[p, i, j] and b[p, j, c]:
+                        acc = True
+                        break
+                out[p, i, c] = acc
+    return out

@@ -1,0 +1,578 @@
+"""Whole jaxprs as one ``numba.njit`` function: native control flow and whole-program kernels.
+
+:func:`plan_program` writes a module whose ``kernel`` computes a complete jaxpr without
+returning to Python: fusion clusters become loop kernels of :mod:`plax_numba.codegen`
+(nested njit functions of the same module), and every other equation becomes a few lines of
+array code inside ``kernel``:
+
+* ``reshape``/``squeeze``/``expand_dims`` as views, ``transpose``/``rev``/``slice`` as
+  contiguous copies, ``dynamic_slice``/``dynamic_update_slice`` with XLA's clamped starts,
+  ``concatenate``, ``pad`` (no interior padding), ``iota``;
+* ``dot_general`` as a batched product of ``(batch, m, k)`` by ``(batch, k, n)``: BLAS
+  (``np.dot``) for float products of at least :data:`plax_numba.arrays.BLAS_MIN`
+  multiply-adds, the loops of :mod:`plax_numba.arrays` below that and for integers;
+* ``cond``/``switch`` as ``if``/``elif`` on the clamped index, ``while`` as a ``while``
+  loop, ``scan`` (``fori_loop`` lowers to it) as a ``for`` loop slicing ``xs`` and filling
+  preallocated ``ys`` (``reverse`` honoured; ``unroll`` accepted and ignored: LLVM unrolls),
+  their bodies inlined, nested to any depth; ``jit`` and ``checkpoint`` calls inlined.
+
+Values are C-contiguous arrays or, for rank 0, numba scalars of the exact dtype (loop
+carries are cast on every assignment, so numba's types never widen).
+
+What it cannot express raises :class:`Unsupported` naming the primitive (see
+:data:`NOT_NATIVE` for the documented list); the caller then keeps the per-equation path.
+The results equal the NumPy backend's except for the documented last-bit differences of the
+fused kernels (float32 ``exp``/``tanh``/``logistic`` polynomials, float64 accumulation of
+reductions) and of small ``dot_general`` products (summation order, see
+:mod:`plax_numba.arrays`).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from plax import lax
+from plax.core.jaxpr import Jaxpr, JaxprEqn, Literal, Var
+from plax.lowering import (BROADCAST, ELEMENTWISE, REDUCTION, Cluster, call_body,
+                           find_clusters, fusion_kind)
+from plax.lowering.literals import literal_value
+
+from plax_numba import arrays, codegen
+from plax_numba.codegen import Unsupported, _cast, _t, constant
+
+#: what a native loop or whole-program kernel does not compile: a body using one of these
+#: keeps the per-equation path (a Python loop calling the compiled body), with one warning
+NOT_NATIVE = ("gather", "scatter*", "sort", "cumsum/cumprod/cummax/cumlogsumexp", "argmax",
+              "argmin", "threefry2x32", "random_bits", "log1p (kept on NumPy's loop for "
+              "bit-identity)", "fft", "linalg", "conv_general_dilated", "reduce_precision",
+              "complex, float16 and bfloat16 dtypes", "callbacks")
+
+
+class WholePlan:
+    """What :func:`plan_program` produces.
+
+    Attributes:
+      source: the kernels and ``kernel(...)`` (module text without the header).
+      wrapper: Python source of ``step(*inputs)``; it reads ``_ready``, ``_entry`` (the
+        compiled entry point), ``_interp`` (the path to take until then) and the constants.
+      arg_types: per kernel argument (constants first), ``("rarray", dtype, ndim)`` or
+        ``("scalar", dtype)``.
+      wrapper_globals: the constants and output dtypes the wrapper reads.
+      primitives: the names of the primitives, for messages.
+    """
+
+    def __init__(self, source, wrapper, arg_types, wrapper_globals, primitives):
+        self.source, self.wrapper, self.arg_types = source, wrapper, arg_types
+        self.wrapper_globals, self.primitives = wrapper_globals, primitives
+
+
+def _shape(shape) -> str:
+    shape = tuple(int(d) for d in shape)
+    return "(" + ", ".join(map(str, shape)) + ("," if len(shape) == 1 else "") + ")"
+
+
+def _rank(atom) -> int:
+    return len(atom.aval.shape)
+
+
+class _Gen:
+    def __init__(self):
+        self.count = 0
+        self.kernels: dict[str, str] = {}     # cluster kernel source -> its name
+        self.consts: list[np.ndarray] = []
+        self.primitives: list[str] = []
+
+    def fresh(self, prefix: str = "v") -> str:
+        self.count += 1
+        return f"{prefix}{self.count}"
+
+    # ------------------------------------------------------------ atoms and constants
+    def const(self, value, aval=None) -> str:
+        value = value._host_value() if hasattr(value, "_host_value") else value
+        value = np.asarray(value, None if aval is None else aval.dtype)
+        if value.dtype not in codegen.DTYPES:
+            raise Unsupported(f"a constant of dtype {value.dtype}")
+        if value.ndim == 0:
+            return constant(value, value.dtype)
+        name = f"kc{len(self.consts)}"
+        self.consts.append(np.ascontiguousarray(value))
+        return name
+
+    def atom(self, env: dict, a) -> str:
+        if isinstance(a, Literal):
+            return self.const(literal_value(a))
+        return env[a]
+
+    @staticmethod
+    def cast(expr: str, aval) -> str:
+        if aval.shape:
+            return expr
+        dtype = np.dtype(aval.dtype)
+        return f"bool({expr})" if dtype == np.bool_ else _cast(expr, dtype)
+
+    # ------------------------------------------------------------ jaxprs
+    def jaxpr(self, jaxpr: Jaxpr, ins: list, lines: list, ind: str, consts=()) -> list:
+        """Emits ``jaxpr`` with its inputs bound to the expressions ``ins`` (and its constvars
+        to ``consts``); returns its outputs' expressions."""
+        for v in list(jaxpr.invars) + list(jaxpr.constvars):
+            if np.dtype(v.aval.dtype) not in codegen.DTYPES:
+                raise Unsupported(f"a value of dtype {np.dtype(v.aval.dtype)}")
+        env = dict(zip(jaxpr.constvars, consts))
+        env.update(zip(jaxpr.invars, ins))
+        for unit in find_clusters(jaxpr):
+            if isinstance(unit, Cluster):
+                self.cluster(unit, env, lines, ind)
+            else:
+                self.equation(unit, env, lines, ind)
+        return [self.atom(env, v) for v in jaxpr.outvars]
+
+    def cluster(self, cluster: Cluster, env: dict, lines: list, ind: str) -> None:
+        for e in cluster.eqns:
+            if codegen.reference_only(e):
+                raise Unsupported(f"{e.primitive.name} (kept on NumPy's kernel for "
+                                  "bit-identity)")
+        plan = codegen.plan_cluster(cluster)
+        self.primitives += plan.primitives
+        name = self.kernels.get(plan.source)
+        if name is None:
+            name = self.kernels[plan.source] = f"k{len(self.kernels)}"
+        args = [self.atom(env, a) for a in cluster.inputs] + [str(int(n)) for n in cluster.shape]
+        res = self.fresh("r")
+        lines.append(f"{ind}{res} = {name}({', '.join(args)})")
+        for j, v in enumerate(cluster.outputs):
+            out = env[v] = self.fresh()
+            lines.append(f"{ind}{out} = {res}[{j}]")
+
+    def equation(self, eqn: JaxprEqn, env: dict, lines: list, ind: str) -> None:
+        prim = eqn.primitive
+        for v in list(eqn.invars) + list(eqn.outvars):
+            if np.dtype(v.aval.dtype) not in codegen.DTYPES:
+                raise Unsupported(f"{prim.name} on {np.dtype(v.aval.dtype)}")
+        body = call_body(eqn)
+        if body is not None:
+            ins = [self.atom(env, v) for v in eqn.invars]
+            consts = [self.const(c, v.aval) for c, v in zip(body.consts, body.jaxpr.constvars)]
+            outs = self.jaxpr(body.jaxpr, ins, lines, ind, consts)
+            env.update(zip(eqn.outvars, outs))
+            return
+        kind = fusion_kind(prim)
+        if kind is not None and not prim.multiple_results and len(eqn.outvars) == 1:
+            self.lone_fusible(eqn, kind, env, lines, ind)
+            return
+        handler = _HANDLERS.get(prim)
+        if handler is None:
+            raise Unsupported(prim.name)
+        self.primitives.append(prim.name)
+        ins = [self.atom(env, v) for v in eqn.invars]
+        outs = handler(self, eqn, ins, lines, ind)
+        env.update(zip(eqn.outvars, outs))
+
+    def lone_fusible(self, eqn, kind, env, lines, ind) -> None:
+        if codegen.reference_only(eqn):
+            raise Unsupported(f"{eqn.primitive.name} (kept on NumPy's kernel for bit-identity)")
+        out = eqn.outvars[0]
+        if kind == REDUCTION:
+            shape = tuple(eqn.invars[0].aval.shape)
+        else:
+            shape = tuple(out.aval.shape)
+            if kind == ELEMENTWISE and (
+                    any(tuple(v.aval.shape) not in (shape, ()) for v in eqn.invars)
+                    or (shape and not any(tuple(v.aval.shape) == shape for v in eqn.invars))):
+                raise Unsupported(f"{eqn.primitive.name} of a scalar to shape {shape}")
+        if not shape and kind != BROADCAST:  # a scalar operation: one line
+            self.primitives.append(eqn.primitive.name)
+            args = [self.atom(env, v) for v in eqn.invars]
+            name = env[out] = self.fresh()
+            lines.append(f"{ind}{name} = {self.cast(codegen.elementwise(eqn, args), out.aval)}")
+            return
+        inputs, seen = [], set()
+        for v in eqn.invars:
+            if id(v) not in seen:
+                seen.add(id(v))
+                inputs.append(v)
+        self.cluster(Cluster([eqn], shape, inputs, [out]), env, lines, ind)
+
+
+# ---------------------------------------------------------------- per-primitive handlers
+
+def _reshape(gen, eqn, ins, lines, ind):
+    if eqn.primitive is lax.reshape_p and eqn.params.get("dimensions") is not None:
+        raise Unsupported("reshape with dimensions")
+    x, out = ins[0], eqn.outvars[0]
+    oshape, ishape = tuple(out.aval.shape), tuple(eqn.invars[0].aval.shape)
+    if oshape == ishape:
+        return [x]
+    name = gen.fresh()
+    if not oshape:
+        expr = f"{x}.ravel()[0]"
+    elif not ishape:
+        expr = f"np.full({_shape(oshape)}, {x}, {_t(out.aval.dtype)})"
+    else:
+        expr = f"{x}.reshape({_shape(oshape)})"
+    lines.append(f"{ind}{name} = {expr}")
+    return [name]
+
+
+def _transpose(gen, eqn, ins, lines, ind):
+    perm = tuple(eqn.params["permutation"])
+    if perm == tuple(range(len(perm))):
+        return [ins[0]]
+    name = gen.fresh()
+    lines.append(f"{ind}{name} = np.ascontiguousarray({ins[0]}.transpose({_shape(perm)}))")
+    return [name]
+
+
+def _index(parts) -> str:
+    return ", ".join(parts) if len(parts) != 1 else parts[0] + ","
+
+
+def _rev(gen, eqn, ins, lines, ind):
+    dims = set(eqn.params["dimensions"])
+    rank = _rank(eqn.invars[0])
+    if not dims or not rank:
+        return [ins[0]]
+    parts = ["::-1" if d in dims else ":" for d in range(rank)]
+    name = gen.fresh()
+    lines.append(f"{ind}{name} = np.ascontiguousarray({ins[0]}[{_index(parts)}])")
+    return [name]
+
+
+def _slice(gen, eqn, ins, lines, ind):
+    p = eqn.params
+    strides = p.get("strides") or (1,) * len(p["start_indices"])
+    parts = [f"{int(a)}:{int(b)}:{int(s)}" for a, b, s in
+             zip(p["start_indices"], p["limit_indices"], strides)]
+    name = gen.fresh()
+    lines.append(f"{ind}{name} = np.ascontiguousarray({ins[0]}[{_index(parts)}])")
+    return [name]
+
+
+def _starts(gen, shape, sizes, idx, lines, ind) -> list:
+    """Clamped start indices (XLA: the slice is moved inside the operand)."""
+    starts = []
+    for dim, size, i in zip(shape, sizes, idx):
+        s = gen.fresh("s")
+        lines.append(f"{ind}{s} = min(max(np.int64({i}), 0), {int(dim) - int(size)})")
+        starts.append((s, int(size)))
+    return starts
+
+
+def _dynamic_slice(gen, eqn, ins, lines, ind):
+    shape = eqn.invars[0].aval.shape
+    if not shape:
+        return [ins[0]]
+    starts = _starts(gen, shape, eqn.params["slice_sizes"], ins[1:], lines, ind)
+    parts = [f"{s}:{s} + {n}" for s, n in starts]
+    name = gen.fresh()
+    lines.append(f"{ind}{name} = np.ascontiguousarray({ins[0]}[{_index(parts)}])")
+    return [name]
+
+
+def _dynamic_update_slice(gen, eqn, ins, lines, ind):
+    shape = eqn.invars[0].aval.shape
+    if not shape:
+        return [ins[1]]
+    starts = _starts(gen, shape, eqn.invars[1].aval.shape, ins[2:], lines, ind)
+    parts = [f"{s}:{s} + {n}" for s, n in starts]
+    name = gen.fresh()
+    lines.append(f"{ind}{name} = {ins[0]}.copy()")
+    lines.append(f"{ind}{name}[{_index(parts)}] = {ins[1]}")
+    return [name]
+
+
+def _concatenate(gen, eqn, ins, lines, ind):
+    if len(ins) == 1:
+        return [ins[0]]
+    name = gen.fresh()
+    lines.append(f"{ind}{name} = np.concatenate(({', '.join(ins)},), "
+                 f"axis={int(eqn.params['dimension'])})")
+    return [name]
+
+
+def _pad(gen, eqn, ins, lines, ind):
+    config = eqn.params["padding_config"]
+    if any(int(i) != 0 or int(lo) < 0 or int(hi) < 0 for lo, hi, i in config):
+        raise Unsupported("pad with interior or negative padding")
+    out = eqn.outvars[0]
+    name = gen.fresh()
+    lines.append(f"{ind}{name} = np.full({_shape(out.aval.shape)}, {ins[1]}, "
+                 f"{_t(out.aval.dtype)})")
+    if not out.aval.shape:
+        return [ins[0]]
+    parts = [f"{int(lo)}:{int(lo) + int(n)}" for (lo, _, _), n in
+             zip(config, eqn.invars[0].aval.shape)]
+    lines.append(f"{ind}{name}[{_index(parts)}] = {ins[0]}")
+    return [name]
+
+
+def _iota(gen, eqn, ins, lines, ind):
+    out = eqn.outvars[0]
+    shape, dim = tuple(out.aval.shape), int(eqn.params["dimension"])
+    dtype = np.dtype(out.aval.dtype)
+    name = gen.fresh()
+    lines.append(f"{ind}{name} = np.empty({_shape(shape)}, {_t(dtype)})")
+    idx = [gen.fresh("j") for _ in shape]
+    for d, (n, i) in enumerate(zip(shape, idx)):
+        lines.append(f"{ind}{'    ' * d}for {i} in range({int(n)}):")
+    value = f"({idx[dim]} != 0)" if dtype == np.bool_ else f"{_t(dtype)}({idx[dim]})"
+    lines.append(f"{ind}{'    ' * len(shape)}{name}[{_index(idx)}] = {value}")
+    return [name]
+
+
+def _as3(gen, x: str, aval, perm: list, shape3: tuple, lines, ind) -> str:
+    """``x`` transposed by ``perm`` and reshaped to ``shape3``, C-contiguous."""
+    name = gen.fresh()
+    if not aval.shape:
+        lines.append(f"{ind}{name} = np.full((1, 1, 1), {x}, {_t(aval.dtype)})")
+    elif perm == list(range(len(perm))):
+        lines.append(f"{ind}{name} = {x}.reshape({_shape(shape3)})")
+    else:
+        lines.append(f"{ind}{name} = np.ascontiguousarray({x}.transpose({_shape(perm)}))"
+                     f".reshape({_shape(shape3)})")
+    return name
+
+
+def _dot_general(gen, eqn, ins, lines, ind):
+    (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
+    lhs, rhs = eqn.invars
+    out = eqn.outvars[0]
+    dtype = np.dtype(out.aval.dtype)
+    if np.dtype(lhs.aval.dtype) != dtype or np.dtype(rhs.aval.dtype) != dtype:
+        raise Unsupported("dot_general with mixed dtypes")
+    ls, rs = tuple(lhs.aval.shape), tuple(rhs.aval.shape)
+    lf = [d for d in range(len(ls)) if d not in lc and d not in lb]
+    rf = [d for d in range(len(rs)) if d not in rc and d not in rb]
+    nb = math.prod(ls[d] for d in lb)
+    m = math.prod(ls[d] for d in lf)
+    k = math.prod(ls[d] for d in lc)
+    n = math.prod(rs[d] for d in rf)
+    oshape = tuple(out.aval.shape)
+    name = gen.fresh()
+    if dtype.kind == "f" and m * n * k >= arrays.BLAS_MIN and not lb and len(ls) <= 2 \
+            and len(rs) == 2 and ls:
+        # one BLAS call on (possibly transposed) views: numba passes the transpose flags
+        a = ins[0] if len(ls) == 1 or list(lf) + list(lc) == [0, 1] else f"{ins[0]}.T"
+        b = ins[1] if len(rs) == 1 or list(rc) + list(rf) == [0, 1] else f"{ins[1]}.T"
+        if len(ls) == 1 and len(rs) == 1:
+            lines.append(f"{ind}{name} = {_t(dtype)}(np.dot({a}, {b}))")
+            return [name]
+        expr = f"np.dot({a}, {b})"
+        lines.append(f"{ind}{name} = {expr}.reshape({_shape(oshape)})" if oshape
+                     else f"{ind}{name} = {expr}.ravel()[0]")
+        return [name]
+    a3 = _as3(gen, ins[0], lhs.aval, list(lb) + lf + list(lc), (nb, m, k), lines, ind)
+    b3 = _as3(gen, ins[1], rhs.aval, list(rb) + list(rc) + rf, (nb, k, n), lines, ind)
+    o3 = gen.fresh()
+    lines.append(f"{ind}{o3} = np.empty({_shape((nb, m, n))}, {_t(dtype)})")
+    if dtype == np.bool_:
+        lines.append(f"{ind}dot_bool({a3}, {b3}, {o3})")
+    elif dtype.kind == "f" and m * n * k >= arrays.BLAS_MIN:
+        fn = "dot_blas_mv" if n == 1 else "dot_blas"
+        lines.append(f"{ind}{fn}({a3}, {b3}, {o3})")
+    else:
+        lines.append(f"{ind}dot_loops({a3}, {b3}, {o3}, {constant(0, dtype)})")
+    if oshape:
+        lines.append(f"{ind}{name} = {o3}.reshape({_shape(oshape)})")
+    else:
+        lines.append(f"{ind}{name} = {o3}[0, 0, 0]")
+    return [name]
+
+
+def _copy(gen, eqn, ins, lines, ind):
+    return [ins[0]]
+
+
+def _assign(gen, names: list, exprs: list, avals: list, lines: list, ind: str) -> None:
+    """``names = exprs`` at once (a carry may be another's previous value), cast."""
+    if not names:
+        return
+    rhs = ", ".join(gen.cast(e, a) for e, a in zip(exprs, avals))
+    lines.append(f"{ind}{', '.join(names)}, = ({rhs},)")
+
+
+def _closed_consts(gen, closed) -> list:
+    return [gen.const(c, v.aval) for c, v in zip(closed.consts, closed.jaxpr.constvars)]
+
+
+def _cond(gen, eqn, ins, lines, ind):
+    branches = eqn.params["branches"]
+    avals = [v.aval for v in eqn.outvars]
+    outs = [gen.fresh() for _ in eqn.outvars]
+    ops = ins[1:]
+    if len(branches) == 1:
+        res = gen.jaxpr(branches[0].jaxpr, ops, lines, ind, _closed_consts(gen, branches[0]))
+        _assign(gen, outs, res, avals, lines, ind)
+        return outs
+    idx = gen.fresh("b")
+    lines.append(f"{ind}{idx} = min(max(np.int64({ins[0]}), 0), {len(branches) - 1})")
+    for b, branch in enumerate(branches):
+        if b == 0:
+            lines.append(f"{ind}if {idx} == 0:")
+        elif b < len(branches) - 1:
+            lines.append(f"{ind}elif {idx} == {b}:")
+        else:
+            lines.append(f"{ind}else:")
+        inner = ind + "    "
+        res = gen.jaxpr(branch.jaxpr, ops, lines, inner, _closed_consts(gen, branch))
+        _assign(gen, outs, res, avals, lines, inner)
+        lines.append(f"{inner}pass")
+    return outs
+
+
+def _while(gen, eqn, ins, lines, ind):
+    p = eqn.params
+    nc, nb = p["cond_nconsts"], p["body_nconsts"]
+    cj, bj = p["cond_jaxpr"], p["body_jaxpr"]
+    avals = [v.aval for v in eqn.outvars]
+    carry = [gen.fresh("c") for _ in eqn.outvars]
+    _assign(gen, carry, ins[nc + nb:], avals, lines, ind)
+    lines.append(f"{ind}while True:")
+    inner = ind + "    "
+    pred = gen.jaxpr(cj.jaxpr, ins[:nc] + carry, lines, inner, _closed_consts(gen, cj))[0]
+    lines.append(f"{inner}if not {pred}:")
+    lines.append(f"{inner}    break")
+    new = gen.jaxpr(bj.jaxpr, ins[nc:nc + nb] + carry, lines, inner, _closed_consts(gen, bj))
+    _assign(gen, carry, new, avals, lines, inner)
+    return carry
+
+
+def _scan(gen, eqn, ins, lines, ind):
+    p = eqn.params
+    body, length, reverse = p["jaxpr"], int(p["length"]), p["reverse"]
+    nc, ncarry = p["num_consts"], p["num_carry"]
+    avals = [v.aval for v in eqn.outvars]
+    carry = [gen.fresh("c") for _ in range(ncarry)]
+    _assign(gen, carry, ins[nc:nc + ncarry], avals[:ncarry], lines, ind)
+    ys = []
+    for a in body.out_avals[ncarry:]:
+        y = gen.fresh("ys")
+        lines.append(f"{ind}{y} = np.empty({_shape((length,) + tuple(a.shape))}, "
+                     f"{_t(a.dtype)})")
+        ys.append(y)
+    it, i = gen.fresh("it"), gen.fresh("i")
+    lines.append(f"{ind}for {it} in range({length}):")
+    inner = ind + "    "
+    lines.append(f"{inner}{i} = {length - 1} - {it}" if reverse else f"{inner}{i} = {it}")
+    xs = []
+    for x in ins[nc + ncarry:]:
+        name = gen.fresh("x")
+        lines.append(f"{inner}{name} = {x}[{i}]")
+        xs.append(name)
+    res = gen.jaxpr(body.jaxpr, ins[:nc] + carry + xs, lines, inner, _closed_consts(gen, body))
+    for y, r in zip(ys, res[ncarry:]):
+        lines.append(f"{inner}{y}[{i}] = {r}")
+    _assign(gen, carry, res[:ncarry], avals[:ncarry], lines, inner)
+    return carry + ys
+
+
+_HANDLERS = {
+    lax.reshape_p: _reshape, lax.squeeze_p: _reshape, lax.expand_dims_p: _reshape,
+    lax.transpose_p: _transpose, lax.rev_p: _rev, lax.slice_p: _slice,
+    lax.dynamic_slice_p: _dynamic_slice, lax.dynamic_update_slice_p: _dynamic_update_slice,
+    lax.concatenate_p: _concatenate, lax.pad_p: _pad, lax.iota_p: _iota,
+    lax.dot_general_p: _dot_general, lax.cond_p: _cond, lax.while_p: _while,
+    lax.scan_p: _scan,
+}
+for _name in ("copy_p", "copy_p_"):
+    if hasattr(lax, _name):
+        _HANDLERS[getattr(lax, _name)] = _copy
+
+
+CONTROL_FLOW = (lax.cond_p, lax.while_p, lax.scan_p)
+
+
+# ---------------------------------------------------------------- the program
+
+def plan_program(jaxpr: Jaxpr) -> WholePlan:
+    """The whole-program kernel of a constvar-free ``jaxpr`` (inputs in order).
+
+    Raises:
+      Unsupported: something the generator does not express (the message names it).
+    """
+    gen = _Gen()
+    params = [f"a{i}" for i in range(len(jaxpr.invars))]
+    lines: list[str] = []
+    outs = gen.jaxpr(jaxpr, params, lines, "    ")
+    out_avals = [v.aval for v in jaxpr.outvars]
+    # every output is its own value (a scalar cast to its dtype)
+    rets = [gen.cast(o, a) for o, a in zip(outs, out_avals)]
+    const_names = [f"kc{i}" for i in range(len(gen.consts))]
+    head = [f"@njit(**_OPTIONS)", f"def kernel({', '.join(const_names + params)}):"]
+    lines.append(f"    return ({''.join(r + ', ' for r in rets)})")
+    kernels = [src.replace("def kernel(", f"def {name}(", 1)
+               for src, name in gen.kernels.items()]
+    source = "\n".join(kernels + ["\n".join(head + lines)]) + "\n"
+
+    arg_types: list = []
+    call: list[str] = []
+    wrapper_globals: dict = {}
+    for i, c in enumerate(gen.consts):
+        c.setflags(write=False)
+        wrapper_globals[f"_K{i}"] = c
+        call.append(f"_K{i}")
+        arg_types.append(("rarray", c.dtype, c.ndim))
+    for p, v in zip(params, jaxpr.invars):
+        dtype = np.dtype(v.aval.dtype)
+        if v.aval.shape:
+            call.append(f"_asc({p})")
+            arg_types.append(("rarray", dtype, len(v.aval.shape)))
+        else:
+            call.append(f"{p}[()]")
+            arg_types.append(("scalar", dtype))
+    results = []
+    for j, a in enumerate(out_avals):
+        if a.shape:
+            results.append(f"r[{j}]")
+        else:
+            wrapper_globals[f"_T{j}"] = np.dtype(a.dtype).type
+            results.append(f"_T{j}(r[{j}])")
+    wrapper = "\n".join([
+        f"def step({', '.join(params)}):",
+        "    if _ready:",
+        f"        r = _entry({', '.join(call)})",
+        f"        return [{', '.join(results)}]",
+        f"    return _interp({', '.join(params)})",
+    ]) + "\n"
+    return WholePlan(source, wrapper, arg_types, wrapper_globals, gen.primitives)
+
+
+def equation_jaxpr(eqn: JaxprEqn) -> Jaxpr:
+    """A jaxpr computing ``eqn`` alone, one input per operand position (literals included:
+    they are passed at run time, so equal loops differing in constants share a kernel)."""
+    invars = [Var(v.aval) for v in eqn.invars]
+    return Jaxpr([], invars, list(eqn.outvars),
+                 [JaxprEqn(eqn.primitive, invars, list(eqn.outvars), eqn.params)])
+
+
+def program_size(jaxpr: Jaxpr) -> tuple[int, int]:
+    """``(equations, largest value's element count)`` of ``jaxpr``, sub-jaxprs included."""
+    count, largest = 0, 0
+
+    def walk(j):
+        nonlocal count, largest
+        for v in list(j.invars) + list(j.outvars):
+            if not isinstance(v, Literal):
+                largest = max(largest, math.prod(v.aval.shape))
+        for e in j.eqns:
+            count += 1
+            for v in e.outvars:
+                largest = max(largest, math.prod(v.aval.shape))
+            for sub in _subjaxprs(e):
+                walk(sub)
+    walk(jaxpr)
+    return count, largest
+
+
+def _subjaxprs(eqn):
+    body = call_body(eqn)
+    if body is not None:
+        return [body.jaxpr]
+    p = eqn.params
+    if eqn.primitive is lax.cond_p:
+        return [b.jaxpr for b in p["branches"]]
+    if eqn.primitive is lax.while_p:
+        return [p["cond_jaxpr"].jaxpr, p["body_jaxpr"].jaxpr]
+    if eqn.primitive is lax.scan_p:
+        return [p["jaxpr"].jaxpr]
+    return []
