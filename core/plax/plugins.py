@@ -301,6 +301,11 @@ KNOWN_PROVIDERS: dict[str, tuple[str, str]] = {
     "experimental.cost_analysis": ("plax-cost-analysis", "cost_analysis"),
     "cli.cost": ("plax-cost-analysis", "cost_analysis"),
     "experimental.jet": ("plax-jet", "jet"),
+    **{name: ("plax-pmap", "pmap") for name in (
+        "pmap", "shard_map", "experimental.shard_map",
+        *(f"lax.{n}" for n in ("psum", "pmean", "pmax", "pmin", "all_gather", "all_to_all",
+                               "ppermute", "pshuffle", "psum_scatter", "axis_index",
+                               "axis_size", "pbroadcast", "pvary")))},
 }
 
 

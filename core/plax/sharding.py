@@ -444,5 +444,146 @@ def make_mesh(axis_shapes: Sequence[int], axis_names: Sequence[str], *,
     return Mesh(grid.reshape(tuple(axis_shapes)), tuple(axis_names))
 
 
+class PositionalSharding(IndexMapSharding):
+    """Devices laid out in an array whose shape says how many blocks each array dimension is
+    cut into (JAX's deprecated ``PositionalSharding``): device ``devices[i, j]`` holds block
+    ``(i, j)``. ``.reshape(...)`` and ``.replicate(axis)`` give the other layouts.
+
+    Example:
+      >>> PositionalSharding(plax.devices()[:1]).shape
+      (1,)
+    """
+
+    def __init__(self, devices: Any):
+        grid = np.empty(np.shape(np.asarray(devices, dtype=object)), dtype=object)
+        flat = list(np.asarray(devices, dtype=object).flat)
+        grid.reshape(-1)[:] = flat
+        if not all(_is_device(d) for d in flat):
+            raise TypeError("PositionalSharding expects an array of plax Devices")
+        self._grid = grid
+        self._device_assignment = tuple(flat)
+        self._indices = None
+
+    shape = property(lambda self: self._grid.shape)
+    ndim = property(lambda self: self._grid.ndim)
+
+    def reshape(self, *shape) -> "PositionalSharding":
+        shape = shape[0] if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
+        return PositionalSharding(self._grid.reshape(shape))
+
+    def replicate(self, axis: int | None = None, keepdims: bool = True) -> "PositionalSharding":
+        """The same devices with ``axis`` (all axes for None) holding copies, not blocks."""
+        grid = self._grid
+        axes = range(grid.ndim) if axis is None else [axis % grid.ndim]
+        out = PositionalSharding(grid)
+        out._replicated = set(axes) | set(getattr(self, "_replicated", ()))
+        return out
+
+    def devices_indices_map(self, global_shape: Sequence[int]) -> dict:
+        shape = tuple(global_shape)
+        grid = self._grid
+        if grid.ndim != len(shape) and grid.size > 1:
+            raise ValueError(f"PositionalSharding of shape {grid.shape} does not fit an array of "
+                             f"rank {len(shape)}; reshape it to one entry per dimension")
+        rep = getattr(self, "_replicated", set())
+        out = {}
+        for coords in np.ndindex(*grid.shape):
+            index = []
+            for d, n in enumerate(shape):
+                k = grid.shape[d] if d < grid.ndim and d not in rep else 1
+                if n % k:
+                    raise ValueError(f"PositionalSharding {grid.shape} does not divide dimension "
+                                     f"{d} of shape {shape}")
+                step = n // k
+                b = coords[d] if k > 1 else 0
+                index.append(slice(None) if k == 1 else slice(b * step, (b + 1) * step))
+            out[grid[coords]] = tuple(index)
+        return out
+
+    @property
+    def is_fully_replicated(self) -> bool:
+        rep = getattr(self, "_replicated", set())
+        return all(s == 1 or d in rep for d, s in enumerate(self._grid.shape))
+
+    def __repr__(self) -> str:
+        return f"PositionalSharding({self._grid.tolist()!r})"
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, PositionalSharding) and self._grid.shape == other._grid.shape \
+            and self._device_assignment == other._device_assignment \
+            and getattr(self, "_replicated", set()) == getattr(other, "_replicated", set())
+
+    def __hash__(self) -> int:
+        return hash((self._grid.shape, self._device_assignment))
+
+
+# ------------------------------------------------------------------ the current mesh
+
+import contextlib as _contextlib
+import threading as _threading
+
+
+class _MeshState(_threading.local):
+    def __init__(self):
+        self.stack: list = []
+
+
+_mesh_state = _MeshState()
+_global_mesh: list = [None]
+
+
+def get_mesh() -> Mesh | None:
+    """The mesh set with :func:`use_mesh` (innermost) or :func:`set_mesh`, or None."""
+    stack = _mesh_state.stack
+    return stack[-1] if stack else _global_mesh[0]
+
+
+get_abstract_mesh = get_mesh
+
+
+@_contextlib.contextmanager
+def use_mesh(mesh: Mesh):
+    """Makes ``mesh`` the current mesh inside a ``with`` block (``shard_map`` without
+    ``mesh=`` uses it).
+
+    Example:
+      >>> with use_mesh(make_mesh((1,), ("x",))):
+      ...     get_mesh()
+      Mesh('x': 1)
+    """
+    if not isinstance(mesh, Mesh):
+        raise TypeError(f"use_mesh expects a plax.sharding.Mesh, got {mesh!r}")
+    _mesh_state.stack.append(mesh)
+    try:
+        yield mesh
+    finally:
+        _mesh_state.stack.pop()
+
+
+class _SetMesh:
+    """What :func:`set_mesh` returns: also a context manager restoring the previous mesh."""
+
+    def __init__(self, previous):
+        self.previous = previous
+
+    def __enter__(self):
+        return get_mesh()
+
+    def __exit__(self, *exc):
+        _global_mesh[0] = self.previous
+        return False
+
+
+def set_mesh(mesh: Mesh | None) -> _SetMesh:
+    """Sets the current mesh for the whole program (None clears it); usable as a ``with``
+    block that restores the previous one."""
+    if mesh is not None and not isinstance(mesh, Mesh):
+        raise TypeError(f"set_mesh expects a plax.sharding.Mesh or None, got {mesh!r}")
+    previous = _global_mesh[0]
+    _global_mesh[0] = mesh
+    return _SetMesh(previous)
+
+
 __all__ = ["Sharding", "SingleDeviceSharding", "NamedSharding", "IndexMapSharding", "Mesh",
-           "PartitionSpec", "P", "Shard", "make_mesh", "index_shape"]
+           "PartitionSpec", "P", "Shard", "make_mesh", "index_shape", "PositionalSharding",
+           "get_mesh", "get_abstract_mesh", "use_mesh", "set_mesh"]

@@ -84,7 +84,11 @@ _WHERE = {name: family for family, names in _FAMILIES.items() for name in (famil
 def __getattr__(name: str):
     family = _WHERE.get(name)
     if family is None:
-        raise AttributeError(f"module 'plax.lax' has no attribute {name!r}")
+        if name.startswith("__"):  # dunder probes (copy, pickle, doctest) never load plugins
+            raise AttributeError(f"module 'plax.lax' has no attribute {name!r}")
+        # names contributed by transform plugins (``{"lax.psum": psum}`` from plax-pmap)
+        from plax import plugins
+        return plugins.lookup(f"lax.{name}")
     module = _importlib.import_module(f"plax.lax.{family}")
     namespace = globals()
     namespace[family] = module

@@ -18,6 +18,24 @@ from plax.transforms.jvp import Zero
 
 not_mapped = None
 _batch_rules = registry.rule_table("batch")
+# primitive -> params -> the axis names it refers to (collectives: psum, axis_index, ...)
+_axis_primitives: dict = {}
+
+
+def register_axis_primitive(primitive, axis_names: Callable[[dict], tuple]) -> None:
+    """Declares that ``primitive`` refers to named axes (a collective such as ``psum``).
+
+    A vmap level whose ``axis_name`` is among ``axis_names(params)`` then runs the
+    primitive's batching rule even when no operand is batched at that level (``psum`` of an
+    unbatched value multiplies it by the axis size; ``axis_index`` has no operand at all).
+    The rule must be marked ``needs_axis_data`` to learn the level's name and size. Other
+    primitives keep the fast path: an all-unbatched application just runs.
+
+    Args:
+      primitive: the Primitive.
+      axis_names: maps the equation's params to the tuple of axis names it uses.
+    """
+    _axis_primitives[primitive] = axis_names
 
 
 @dataclass(frozen=True)
@@ -71,7 +89,9 @@ class BatchTrace(Trace):
     def process_primitive(self, primitive, tracers, params):
         vals = [t.val for t in tracers]
         dims = [t.batch_dim for t in tracers]
-        if all(d is None for d in dims):
+        if all(d is None for d in dims) and (
+                primitive not in _axis_primitives
+                or self.axis_data.name not in _axis_primitives[primitive](params)):
             out = primitive.bind(*vals, **params)
             if primitive.multiple_results:
                 return [BatchTracer(self, o, None) for o in out]

@@ -1,0 +1,621 @@
+"""``pmap`` and ``shard_map``: one program, run once per device.
+
+Both have two ways to run, with the same results:
+
+* **On the devices** (the call is made with concrete arrays, outside every transform): the
+  per-device function is traced once per signature with its axis names bound, its
+  collectives brought to the top level (``jit`` calls holding collectives are inlined), and
+  :mod:`plax_pmap.runtime` runs it on one thread per device. The results stay sharded:
+  output ``i`` of pmap lives on device ``i`` (an :class:`~plax.sharding.IndexMapSharding`),
+  shard_map's outputs carry a :class:`~plax.sharding.NamedSharding` of ``out_specs``.
+* **As a vmap** (the call is made under ``grad``, ``jit``, ``vmap`` or inside another pmap,
+  or a collective sits inside ``lax.cond``/``scan``/``while_loop``): the function is
+  vectorised with ``vmap(axis_name=...)`` -- the collectives' batching rules give them
+  their meaning -- on one device, so every transform composes with it. Eager results are
+  then placed on the devices as above.
+"""
+from __future__ import annotations
+
+import functools
+import math
+import weakref
+from typing import Any, Callable, Hashable, Sequence
+
+import numpy as np
+
+import plax
+from plax import tree_util
+from plax.array import Array, from_device_buffers
+from plax.core import trace as _trace
+from plax.core.shaped_array import ShapedArray
+from plax.core.trace import Tracer, get_aval
+from plax.sharding import IndexMapSharding, Mesh, NamedSharding, PartitionSpec
+from plax.transforms.call import to_buffer
+from plax.transforms.staging import trace_to_jaxpr
+from plax_pmap import axes as _axes
+from plax_pmap.runtime import SpmdProgram, flatten_calls
+
+
+def _contig(a) -> np.ndarray:
+    # (np.ascontiguousarray turns a 0-d array into a 1-d one)
+    return np.array(a, copy=True, order="C")
+
+
+__all__ = ["pmap", "shard_map"]
+
+
+def _int_tuple(x, what) -> tuple:
+    if x is None:
+        return ()
+    if isinstance(x, int):
+        return (x,)
+    try:
+        return tuple(int(i) for i in x)
+    except TypeError:
+        raise TypeError(f"pmap {what} must be an int or a sequence of ints, got {x!r}") from None
+
+
+def _leaf_axes(prefix, tree, what: str) -> list:
+    out: list = []
+    try:
+        tree_util.tree_map(lambda ax, sub: out.extend(
+            [ax] * len(tree_util.tree_leaves(sub))), prefix, tree,
+            is_leaf=lambda x: x is None or isinstance(x, PartitionSpec))
+    except ValueError as err:
+        raise ValueError(f"{what} must be a tree prefix of the arguments: got {prefix!r} for "
+                         f"{tree_util.tree_structure(tree)}. {err}") from None
+    return out
+
+
+def _backend_for(backend: str | None):
+    if backend is None:
+        return lambda d: d.backend
+    b = plax.plugins.registry().get_backend(backend)
+    return lambda d: b
+
+
+def _eager(leaves) -> bool:
+    return _trace.state.depth == 0 and not any(isinstance(x, Tracer) for x in leaves)
+
+
+class _Cache:
+    """Per-signature traced programs of one pmap/shard_map wrapper."""
+
+    def __init__(self):
+        self.table: dict = {}
+
+
+# ------------------------------------------------------------------ pmap
+
+def pmap(fun: Callable | None = None, axis_name: Hashable | None = None, *, in_axes: Any = 0,
+         out_axes: Any = 0, static_broadcasted_argnums: int | Sequence[int] = (),
+         devices: Sequence | None = None, backend: str | None = None,
+         axis_size: int | None = None, donate_argnums: int | Sequence[int] = (),
+         global_arg_shapes=None) -> Callable:
+    """Runs ``fun`` once per device, on slices of its arguments along ``in_axes``.
+
+    Args:
+      fun: the per-device function (``pmap(axis_name="i")`` without it returns a decorator).
+      axis_name: a name for the mapped axis, for collectives (``lax.psum(x, "i")``).
+      in_axes: an int, None, or a tuple prefix of the positional arguments: the mapped axis
+        of each (None: the same value on every device).
+      out_axes: where the mapped axis goes in each output (an int, None or a prefix tree;
+        None: the output must be equal on every device, device 0's is returned).
+      static_broadcasted_argnums: positional arguments passed as they are (hashable Python
+        values, part of the cache key).
+      devices: the devices to run on (default: the default platform's, in order).
+      backend: the backend that compiles and runs the per-device program.
+      axis_size: the mapped size when no argument is mapped.
+      donate_argnums: accepted; plax does not reuse argument buffers.
+      global_arg_shapes: accepted and ignored (as in recent JAX).
+
+    Returns:
+      The mapped function. Its outputs have the mapped axis at ``out_axes`` and, when called
+      with arrays outside any transform, stay sharded (output slice ``i`` on device ``i``).
+
+    Raises:
+      ValueError: the mapped axes of the arguments have different sizes, or there are more
+        of them than devices.
+      NameError: a collective names an axis that is not bound.
+
+    Example:
+      >>> f = plax.pmap(lambda x: plax.lax.psum(x, "i"), axis_name="i")
+      >>> f(jnp.ones(plax.device_count()))        # doctest: +SKIP
+      Array([4., 4., 4., 4.], dtype=float32)
+    """
+    if fun is None:
+        return functools.partial(pmap, axis_name=axis_name, in_axes=in_axes, out_axes=out_axes,
+                                 static_broadcasted_argnums=static_broadcasted_argnums,
+                                 devices=devices, backend=backend, axis_size=axis_size,
+                                 donate_argnums=donate_argnums)
+    if not callable(fun):
+        raise TypeError(f"pmap requires a callable as its first argument, got {fun!r}")
+    if isinstance(in_axes, list):
+        in_axes = tuple(in_axes)
+    static = _int_tuple(static_broadcasted_argnums, "static_broadcasted_argnums")
+    _int_tuple(donate_argnums, "donate_argnums")
+    name = axis_name if axis_name is not None else object()  # anonymous axes never match
+    cache = _Cache()
+
+    @functools.wraps(fun)
+    def mapped(*args, **kwargs):
+        nargs = len(args)
+        static_idx = sorted(i % nargs for i in static if -nargs <= i < nargs)
+        dyn = [a for i, a in enumerate(args) if i not in static_idx]
+        static_vals = tuple((i, args[i]) for i in static_idx)
+        if isinstance(in_axes, tuple):
+            if len(in_axes) != nargs:
+                raise ValueError(f"pmap in_axes must be an int, None, or a tuple with one entry "
+                                 f"per positional argument, got len(in_axes)={len(in_axes)}, "
+                                 f"len(args)={nargs}")
+            dyn_axes = tuple(ax for i, ax in enumerate(in_axes) if i not in static_idx)
+        else:
+            dyn_axes = (in_axes,) * len(dyn)
+
+        def call(*dyn_args, **kw):
+            full, it = [], iter(dyn_args)
+            for i in range(nargs):
+                full.append(args[i] if i in static_idx else next(it))
+            return fun(*full, **kw)
+
+        tree = (tuple(dyn), kwargs)
+        leaves, treedef = tree_util.tree_flatten(tree)
+        axes = _leaf_axes((dyn_axes, {k: 0 for k in kwargs}), tree, "pmap in_axes")
+        leaves = [x if ax is None else plax.numpy.asarray(x) if not isinstance(x, (Array, Tracer))
+                  else x for x, ax in zip(leaves, axes)]
+        size = _mapped_size(leaves, axes, axis_size, treedef)
+        devs = _devices(devices, backend, size)
+
+        def flat_fun(*flat):
+            a, kw = tree_util.tree_unflatten(treedef, flat)
+            return call(*a, **kw)
+
+        if not _eager(leaves):
+            return _as_vmap(flat_fun, leaves, axes, out_axes, name, size)
+        key = (treedef, static_vals, tuple(axes),
+               tuple((get_aval(x).shape, get_aval(x).dtype, get_aval(x).weak_type)
+                     if ax is not None else _static_key(x) for x, ax in zip(leaves, axes)),
+               tuple(devs), backend)
+        try:
+            entry = cache.table.get(key)
+        except TypeError:
+            entry, key = None, None
+        if entry is None:
+            entry = _prepare_pmap(flat_fun, leaves, axes, name, size, devs, backend)
+            if key is not None:
+                cache.table[key] = entry
+        if entry == "vmap":
+            out = _as_vmap(flat_fun, leaves, axes, out_axes, name, size)
+            return _place_pmap_outputs(out, out_axes, devs)
+        program, out_tree = entry
+        return _run_pmap(program, out_tree, leaves, axes, out_axes, devs, backend)
+
+    return mapped
+
+
+def _static_key(x):
+    # an unmapped leaf is traced abstractly too (it is an input of the program)
+    aval = get_aval(plax.numpy.asarray(x)) if not isinstance(x, (Array, Tracer)) else get_aval(x)
+    return ("unmapped", aval.shape, aval.dtype, aval.weak_type)
+
+
+def _mapped_size(leaves, axes, axis_size, treedef) -> int:
+    sizes: dict = {}
+    for i, (x, ax) in enumerate(zip(leaves, axes)):
+        if ax is None:
+            continue
+        shape = get_aval(x).shape
+        if not -len(shape) <= ax < len(shape):
+            raise ValueError(f"pmap in_axes={ax} is out of bounds for argument leaf {i} of "
+                             f"shape {shape}")
+        sizes.setdefault(shape[ax], []).append((i, ax, shape))
+    if axis_size is not None:
+        sizes.setdefault(int(axis_size), [])
+    if not sizes:
+        raise ValueError("pmap needs at least one argument with a mapped axis (an in_axes "
+                         "entry that is not None), or axis_size")
+    if len(sizes) > 1:
+        names = _leaf_names(treedef)
+        lines = [f"  * {len(e) or 'axis_size'} {'axis' if len(e) == 1 else 'axes'} had size "
+                 f"{s}" + (f": e.g. axis {e[0][1]} of argument {names[e[0][0]]} of shape "
+                           f"{e[0][2]}" if e else "") for s, e in sorted(sizes.items())]
+        raise ValueError("pmap got inconsistent sizes for array axes to be mapped:\n"
+                         + "\n".join(lines) + "\nAll mapped axes must have the same size "
+                         "(one slice per device).")
+    return next(iter(sizes))
+
+
+def _leaf_names(treedef) -> list[str]:
+    tree = tree_util.tree_unflatten(treedef, list(range(treedef.num_leaves)))
+    names = [""] * treedef.num_leaves
+    for path, i in tree_util.tree_flatten_with_path(tree)[0]:
+        group, rest = path[0].idx, tree_util.keystr(tuple(path[1:]))
+        names[i] = f"args{rest}" if group == 0 else f"kwargs{rest}"
+    return names
+
+
+def _devices(devices, backend, size: int) -> list:
+    nested = bool(_axes._env.frames)
+    if devices is not None:
+        devs = list(devices)
+    elif backend is not None:
+        devs = plax.devices(backend=backend)
+    else:
+        devs = plax.devices()
+    if size > len(devs) and not nested:
+        raise ValueError(f"pmap: the mapped axis has size {size}, which requires {size} devices, "
+                         f"but only {len(devs)} are available: {devs}. Map over at most "
+                         f"{len(devs)} slices (reshape the batch), or start Python with "
+                         f"PLAX_NUM_CPU_DEVICES={size} for {size} CPU devices.")
+    return devs[:size]
+
+
+def _as_vmap(flat_fun, leaves, axes, out_axes, name, size):
+    """The pmap computed as ``vmap(axis_name=name)`` (under transforms; as a fallback)."""
+    def body(*flat):
+        return flat_fun(*flat)
+    return plax.vmap(body, in_axes=tuple(axes), out_axes=out_axes, axis_name=name,
+                     axis_size=size)(*leaves)
+
+
+def _prepare_pmap(flat_fun, leaves, axes, name, size, devs, backend):
+    in_avals = []
+    for x, ax in zip(leaves, axes):
+        aval = get_aval(x if isinstance(x, (Array, Tracer)) else plax.numpy.asarray(x))
+        if ax is not None:
+            shape = list(aval.shape)
+            del shape[ax % len(shape)]
+            aval = ShapedArray(tuple(shape), aval.dtype, aval.weak_type)
+        in_avals.append(aval)
+    out_store: list = []
+
+    def traced(*flat):
+        out = flat_fun(*flat)
+        out_leaves, out_tree = tree_util.tree_flatten(out)
+        out_store.append(out_tree)
+        return out_leaves
+
+    with _axes.axis_env({name: size}):
+        closed, _ = trace_to_jaxpr(traced, in_avals, "the function passed to pmap")
+    flat = flatten_calls(closed)
+    if flat is None:
+        return "vmap"
+    program = SpmdProgram(flat, (name,), (size,))
+    program.compile(devs, _backend_for(backend))
+    return program, out_store[0]
+
+
+def _const_inputs(program: SpmdProgram, devs) -> list[list]:
+    return [[to_buffer(c, d) for c in program.closed.consts] for d in devs]
+
+
+def _per_device_leaf(x, ax, devs, sharding_ok) -> list:
+    """The buffers of leaf ``x`` for each device: slice ``i`` along ``ax`` for device ``i``
+    (taken as they are from an array already laid out so), or ``x`` itself if unmapped."""
+    if ax is None:
+        return [to_buffer(x, d) for d in devs]
+    if isinstance(x, Array) and ax == 0 and sharding_ok(x):
+        shards = {s.device: s.data for s in x.addressable_shards}
+        return [to_buffer(shards[d], d) for d in devs]
+    host = np.asarray(x)
+    return [to_buffer(_contig(np.take(host, i, axis=ax)), d)
+            for i, d in enumerate(devs)]
+
+
+def _pmap_sharding(devs) -> IndexMapSharding:
+    return IndexMapSharding({d: (i,) for i, d in enumerate(devs)})
+
+
+def _run_pmap(program, out_tree, leaves, axes, out_axes, devs, backend):
+    sharding = _pmap_sharding(devs)
+    ok = lambda x: x.sharding == sharding  # noqa: E731
+    per_leaf = [_per_device_leaf(x, ax, devs, ok) for x, ax in zip(leaves, axes)]
+    consts = _const_inputs(program, devs)
+    inputs = [consts[r] + [pl[r] for pl in per_leaf] for r in range(len(devs))]
+    results = program.run(devs, _backend_for(backend), inputs)
+    out_avals = program.closed.out_avals
+    outs = []
+    n = len(devs)
+    for k, aval in enumerate(out_avals):
+        bufs = [results[r][k] for r in range(n)]
+        outs.append(from_device_buffers((n,) + tuple(aval.shape), aval.dtype, sharding, bufs,
+                                        weak_type=aval.weak_type))
+    out = tree_util.tree_unflatten(out_tree, outs)
+    return _apply_out_axes(out, out_axes)
+
+
+def _apply_out_axes(out, out_axes):
+    o_axes = _leaf_axes(out_axes, out, "pmap out_axes")
+    leaves, tree = tree_util.tree_flatten(out)
+    fixed = []
+    for x, ax in zip(leaves, o_axes):
+        if ax is None:
+            fixed.append(x.addressable_shards[0].data)
+        elif ax % x.ndim == 0:
+            fixed.append(x)
+        else:
+            fixed.append(plax.numpy.moveaxis(x, 0, ax))
+    return tree_util.tree_unflatten(tree, fixed)
+
+
+def _place_pmap_outputs(out, out_axes, devs):
+    """Eager results of the vmap fallback, placed as the device runtime places them."""
+    o_axes = _leaf_axes(out_axes, out, "pmap out_axes")
+    leaves, tree = tree_util.tree_flatten(out)
+    sharding = _pmap_sharding(devs)
+    placed = [plax.device_put(x, sharding) if ax == 0 and isinstance(x, Array) and
+              x.ndim and x.shape[0] == len(devs) else x for x, ax in zip(leaves, o_axes)]
+    return tree_util.tree_unflatten(tree, placed)
+
+
+# ------------------------------------------------------------------ shard_map
+
+def _current_mesh():
+    from plax.sharding import get_mesh
+    return get_mesh()
+
+
+def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = None,
+              mesh: Mesh | None = None, axis_names: Any = None, check_vma: bool = True,
+              check_rep: bool | None = None, auto: Any = None) -> Callable:
+    """Runs ``f`` once per device of ``mesh`` on the blocks of its arguments that
+    ``in_specs`` assigns to that device, and assembles the outputs as ``out_specs`` say.
+
+    Args:
+      f: the per-device function (omit it to use ``shard_map(...)`` as a decorator).
+      out_specs: a PartitionSpec per output (a prefix tree): mesh axes named in it
+        concatenate the devices' blocks along that dimension; mesh axes not named must hold
+        equal values on every device along them (plax does not check: device 0's is used).
+      in_specs: a PartitionSpec per positional argument (a prefix tree; one spec applies to
+        all): which mesh axes split each dimension.
+      mesh: the :class:`~plax.sharding.Mesh` (default: the one set with
+        ``plax.sharding.use_mesh``/``set_mesh``).
+      axis_names, check_vma, check_rep, auto: accepted (plax does not track replication).
+
+    Returns:
+      The mapped function.
+
+    Raises:
+      ValueError: a spec names an axis the mesh does not have, or splits a dimension that
+        the mesh axes do not divide; no mesh is given or set.
+      NameError: a collective names an axis that is not bound.
+
+    Example:
+      >>> mesh = plax.make_mesh((1,), ("x",))
+      >>> f = plax.shard_map(lambda b: plax.lax.psum(b.sum(), "x"), mesh=mesh,
+      ...                    in_specs=P("x"), out_specs=P())
+      >>> f(jnp.arange(4.0))
+      Array(6., dtype=float32)
+    """
+    if f is None:
+        return functools.partial(shard_map, out_specs=out_specs, in_specs=in_specs, mesh=mesh,
+                                 axis_names=axis_names, check_vma=check_vma,
+                                 check_rep=check_rep, auto=auto)
+    if not callable(f):
+        raise TypeError(f"shard_map requires a callable as its first argument, got {f!r}")
+    cache = _Cache()
+
+    @functools.wraps(f)
+    def mapped(*args):
+        m = mesh if mesh is not None else _current_mesh()
+        if m is None:
+            raise ValueError("shard_map needs a mesh: pass mesh=..., or set one with "
+                             "plax.sharding.use_mesh(mesh) / set_mesh(mesh)")
+        if not isinstance(m, Mesh):
+            raise TypeError(f"shard_map mesh must be a plax.sharding.Mesh, got {m!r}")
+        specs_in = in_specs if in_specs is not None else PartitionSpec()
+        if isinstance(specs_in, list):
+            specs_in = tuple(specs_in)
+        if isinstance(specs_in, tuple) and not isinstance(specs_in, PartitionSpec):
+            if len(specs_in) != len(args):
+                raise ValueError(f"shard_map in_specs has {len(specs_in)} entries but the "
+                                 f"function got {len(args)} positional arguments")
+        leaves, treedef = tree_util.tree_flatten(tuple(args))
+        prefix = specs_in if (isinstance(specs_in, tuple) and
+                              not isinstance(specs_in, PartitionSpec)) else (specs_in,) * len(args)
+        specs = [_spec(s) for s in _leaf_axes(prefix, tuple(args), "shard_map in_specs")]
+        leaves = [x if isinstance(x, (Array, Tracer)) else plax.numpy.asarray(x) for x in leaves]
+        names = _leaf_names_plain(treedef)
+        blocks = []
+        for x, s, nm in zip(leaves, specs, names):
+            blocks.append(_block_aval(get_aval(x), s, m, f"shard_map in_specs for argument {nm}"))
+
+        def flat_fun(*flat):
+            return f(*tree_util.tree_unflatten(treedef, flat))
+
+        if not _eager(leaves):
+            return _shard_map_vmap(flat_fun, leaves, specs, m, out_specs)
+        key = (treedef, tuple(specs), m, tuple(blocks))
+        entry = cache.table.get(key)
+        if entry is None:
+            entry = _prepare_shard_map(flat_fun, blocks, m)
+            cache.table[key] = entry
+        if entry == "vmap":
+            out = _shard_map_vmap(flat_fun, leaves, specs, m, out_specs)
+            return _place_shard_map_outputs(out, m, out_specs)
+        program, out_tree = entry
+        return _run_shard_map(program, out_tree, leaves, specs, m, out_specs)
+
+    return mapped
+
+
+def _leaf_names_plain(treedef) -> list[str]:
+    tree = tree_util.tree_unflatten(treedef, list(range(treedef.num_leaves)))
+    names = [""] * treedef.num_leaves
+    for path, i in tree_util.tree_flatten_with_path(tree)[0]:
+        names[i] = f"args{tree_util.keystr(tuple(path))}"
+    return names
+
+
+def _spec(s) -> PartitionSpec:
+    if s is None:
+        return PartitionSpec()
+    if not isinstance(s, PartitionSpec):
+        raise TypeError(f"shard_map specs must be PartitionSpecs (plax.sharding.P), got {s!r}")
+    return s
+
+
+def _spec_axes(spec: PartitionSpec, dim: int) -> tuple:
+    e = spec[dim] if dim < len(spec) else None
+    return () if e is None else e if isinstance(e, tuple) else (e,)
+
+
+def _block_aval(aval: ShapedArray, spec: PartitionSpec, mesh: Mesh, what: str) -> ShapedArray:
+    if len(spec) > aval.ndim:
+        raise ValueError(f"{what}: {spec!r} has {len(spec)} entries but the argument has rank "
+                         f"{aval.ndim} (shape {aval.shape})")
+    sizes = mesh.shape
+    used = []
+    shape = list(aval.shape)
+    for d in range(aval.ndim):
+        k = 1
+        for a in _spec_axes(spec, d):
+            if a not in sizes:
+                raise ValueError(f"{what}: {spec!r} names axis {a!r}, which the mesh {mesh!r} "
+                                 f"does not have (its axes: {mesh.axis_names})")
+            if a in used:
+                raise ValueError(f"{what}: {spec!r} uses mesh axis {a!r} twice")
+            used.append(a)
+            k *= sizes[a]
+        if shape[d] % k:
+            raise ValueError(f"{what}: {spec!r} splits dimension {d} (size {shape[d]}, shape "
+                             f"{aval.shape}) into {k} blocks, but {shape[d]} is not divisible "
+                             f"by {k}")
+        shape[d] //= k
+    return ShapedArray(tuple(shape), aval.dtype, aval.weak_type)
+
+
+def _prepare_shard_map(flat_fun, blocks, mesh: Mesh):
+    out_store: list = []
+
+    def traced(*flat):
+        out = flat_fun(*flat)
+        out_leaves, out_tree = tree_util.tree_flatten(out)
+        out_store.append(out_tree)
+        return out_leaves
+
+    with _axes.axis_env(mesh.shape):
+        closed, _ = trace_to_jaxpr(traced, blocks, "the function passed to shard_map")
+    flat = flatten_calls(closed)
+    if flat is None:
+        return "vmap"
+    program = SpmdProgram(flat, mesh.axis_names, mesh.axis_sizes)
+    program.compile(list(mesh.devices.flat), _backend_for(None))
+    return program, out_store[0]
+
+
+def _out_specs_leaves(out_specs, out) -> list:
+    return [_spec(s) for s in _leaf_axes(out_specs, out, "shard_map out_specs")]
+
+
+def _run_shard_map(program, out_tree, leaves, specs, mesh, out_specs):
+    devs = list(mesh.devices.flat)
+    per_leaf = []
+    for x, s in zip(leaves, specs):
+        sh = NamedSharding(mesh, s)
+        if isinstance(x, Array) and x.sharding == sh:
+            shards = {q.device: q.data for q in x.addressable_shards}
+            per_leaf.append([to_buffer(shards[d], d) for d in devs])
+            continue
+        host = np.asarray(x)
+        idx = sh.devices_indices_map(host.shape)
+        per_leaf.append([to_buffer(_contig(host[idx[d]]), d) for d in devs])
+    consts = _const_inputs(program, devs)
+    inputs = [consts[r] + [pl[r] for pl in per_leaf] for r in range(len(devs))]
+    results = program.run(devs, _backend_for(None), inputs)
+    out_placeholder = tree_util.tree_unflatten(out_tree, list(program.closed.out_avals))
+    o_specs = _out_specs_leaves(out_specs, out_placeholder)
+    outs = []
+    for k, (aval, spec) in enumerate(zip(program.closed.out_avals, o_specs)):
+        shape = list(aval.shape)
+        for d in range(len(shape)):
+            for a in _spec_axes(spec, d):
+                if a not in mesh.shape:
+                    raise ValueError(f"shard_map out_specs: {spec!r} names axis {a!r}, which "
+                                     f"the mesh {mesh!r} does not have")
+                shape[d] *= mesh.shape[a]
+        sh = NamedSharding(mesh, spec)
+        outs.append(from_device_buffers(tuple(shape), aval.dtype, sh,
+                                        [results[r][k] for r in range(len(devs))],
+                                        weak_type=aval.weak_type))
+    return tree_util.tree_unflatten(out_tree, outs)
+
+
+def _to_grid(x, spec: PartitionSpec, mesh: Mesh):
+    """``x`` reshaped to (blocks along each mesh axis the spec uses, in mesh order) + block
+    shape; returns it and the mesh axes it has a leading dimension for."""
+    jnp = plax.numpy
+    sizes = mesh.shape
+    shape = list(x.shape)
+    new_shape, axis_dims = [], {}
+    for d, n in enumerate(shape):
+        names = _spec_axes(spec, d)
+        k = math.prod(sizes[a] for a in names)
+        for a in names:
+            axis_dims[a] = len(new_shape)
+            new_shape.append(sizes[a])
+        new_shape.append(n // k)
+    y = jnp.reshape(x, tuple(new_shape))
+    used = [a for a in mesh.axis_names if a in axis_dims]
+    front = [axis_dims[a] for a in used]
+    rest = [i for i in range(len(new_shape)) if i not in front]
+    return jnp.transpose(y, front + rest), used
+
+
+def _shard_map_vmap(flat_fun, leaves, specs, mesh: Mesh, out_specs):
+    """shard_map as nested ``vmap``s, one per mesh axis (outermost: the mesh's first)."""
+    jnp = plax.numpy
+    grids, useds = zip(*[_to_grid(x, s, mesh) for x, s in zip(leaves, specs)]) if leaves else ((), ())
+    names = mesh.axis_names
+    out_tree_box: list = []
+
+    def innermost(*blocks):
+        out = flat_fun(*blocks)
+        o, t = tree_util.tree_flatten(out)
+        out_tree_box.append(t)
+        return [jnp.asarray(v) for v in o]
+
+    fn = innermost
+    for level in range(len(names) - 1, -1, -1):
+        a = names[level]
+        axes = tuple(0 if a in u else None for u in useds)
+        fn = _vmapped(fn, axes, a, mesh.shape[a])
+    outs = fn(*grids)  # each: (mesh shape...) + block shape
+    out_tree = out_tree_box[-1]
+    placeholder = tree_util.tree_unflatten(out_tree, list(outs))
+    o_specs = _out_specs_leaves(out_specs, placeholder)
+    k = len(names)
+    results = []
+    for y, spec in zip(outs, o_specs):
+        block_nd = y.ndim - k
+        # drop the mesh axes the spec does not name (their values are equal: take the first)
+        named = [a for d in range(block_nd) for a in _spec_axes(spec, d)]
+        for a in named:
+            if a not in mesh.shape:
+                raise ValueError(f"shard_map out_specs: {spec!r} names axis {a!r}, which the "
+                                 f"mesh {mesh!r} does not have")
+        idx = tuple(slice(None) if a in named else 0 for a in names)
+        y = y[idx]
+        kept = [a for a in names if a in named]
+        perm, out_shape = [], []
+        for d in range(block_nd):
+            group = _spec_axes(spec, d)
+            perm.extend(kept.index(a) for a in group)
+            perm.append(len(kept) + d)
+            out_shape.append(math.prod(mesh.shape[a] for a in group) * y.shape[len(kept) + d])
+        y = jnp.transpose(y, perm)
+        results.append(jnp.reshape(y, tuple(out_shape)))
+    return tree_util.tree_unflatten(out_tree, results)
+
+
+def _vmapped(fn, in_axes, name, size):
+    def call(*xs):
+        return fn(*xs)
+    return plax.vmap(call, in_axes=in_axes, out_axes=0, axis_name=name, axis_size=size)
+
+
+def _place_shard_map_outputs(out, mesh, out_specs):
+    o_specs = _out_specs_leaves(out_specs, out)
+    leaves, tree = tree_util.tree_flatten(out)
+    placed = [plax.device_put(x, NamedSharding(mesh, s)) for x, s in zip(leaves, o_specs)]
+    return tree_util.tree_unflatten(tree, placed)

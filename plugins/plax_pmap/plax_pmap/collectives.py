@@ -1,0 +1,518 @@
+"""Collectives as primitives: ``psum``, ``pmax``, ``pmin``, ``all_gather``, ``all_to_all``,
+``psum_scatter``, ``ppermute`` and ``axis_index`` (``pmean``, ``pshuffle`` and
+``axis_size`` are built on them).
+
+Every primitive names its axes in the ``axes`` parameter (a tuple). Each has
+
+* an abstract-eval rule (shapes only; ``axis_size`` is a parameter where the shape needs it),
+* JVP and transpose rules (all but ``pmax``/``pmin``/``axis_index`` are linear; ``psum``
+  transposes to ``psum`` as in JAX's ``pmap``),
+* a batching rule for ``vmap(axis_name=...)``: at the vmap level that binds one of its axes
+  the rule computes the collective over the batch (``psum`` sums the batch), at other
+  levels it carries the batch dimension through.
+
+Inside ``pmap``/``shard_map`` the primitives are staged into the per-device program and run
+by :mod:`plax_pmap.runtime` on the devices' threads, exchanging through shared memory.
+Applied where none of their axes is bound they raise JAX's ``NameError``.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Hashable, Sequence
+
+import numpy as np
+
+from plax import lax, tree_util
+from plax import numpy as jnp
+from plax.core import Primitive, registry
+from plax.core.shaped_array import ShapedArray
+from plax.core.trace import full_lower, get_aval
+from plax.transforms.batching import move_axis_to, register_axis_primitive
+from plax.transforms.jvp import Zero, instantiate
+from plax_pmap.axes import as_axes, axis_size as _axis_size, batch_main_for
+
+__all__ = ["psum", "pmean", "pmax", "pmin", "all_gather", "all_to_all", "psum_scatter",
+           "ppermute", "pshuffle", "axis_index", "axis_size", "pbroadcast", "pvary",
+           "COLLECTIVES"]
+
+
+class CollectivePrimitive(Primitive):
+    """A primitive over named axes. Binding it finds the vmap level that binds one of its
+    axes when that level is above the operands (a value that vmap does not batch still
+    takes part: ``psum(1.0, "i")`` is the axis size), and checks that every name is bound."""
+
+    __slots__ = ()
+
+    def bind(self, *args, **params):
+        axes = params["axes"]
+        main = batch_main_for(axes, args)
+        if main is not None:
+            trace = main.with_cur_trace()
+            out = trace.process_primitive(self, [trace.full_raise(a) for a in args], params)
+            return [full_lower(o) for o in out] if self.multiple_results else full_lower(out)
+        for name in axes:
+            _axis_size(name)  # NameError for an unbound name
+        return super().bind(*args, **params)
+
+
+def _prim(name: str) -> CollectivePrimitive:
+    p = CollectivePrimitive(name)
+    register_axis_primitive(p, lambda params: params["axes"])
+    registry.register_rule("impl", p)(_eager_impl(p))
+    return p
+
+
+def _eager_impl(p):
+    def impl(*args, axes, **params):
+        # reached only when the names are bound by a pmap/shard_map trace but the value is
+        # concrete (a program evaluated outside the runtime): say so
+        raise NameError(f"unbound axis name: {axes[0]}. {p.name} ran outside the pmap/shard_map "
+                        "program that binds it (collectives inside lax control flow or "
+                        "an eagerly evaluated sub-program are not run by the device runtime)")
+    return impl
+
+
+psum_p = _prim("psum")
+pmax_p = _prim("pmax")
+pmin_p = _prim("pmin")
+all_gather_p = _prim("all_gather")
+all_to_all_p = _prim("all_to_all")
+psum_scatter_p = _prim("reduce_scatter")
+ppermute_p = _prim("ppermute")
+axis_index_p = _prim("axis_index")
+COLLECTIVES = (psum_p, pmax_p, pmin_p, all_gather_p, all_to_all_p, psum_scatter_p, ppermute_p,
+               axis_index_p)
+
+
+def _axis(aval: ShapedArray, ax: int, what: str) -> int:
+    if not -aval.ndim <= ax < max(aval.ndim, 1):
+        raise ValueError(f"{what}={ax} is out of bounds for an operand of shape {aval.shape}")
+    return ax % max(aval.ndim, 1)
+
+
+# ------------------------------------------------------------------ abstract evaluation
+
+for _p in (psum_p, pmax_p, pmin_p, ppermute_p):
+    _p.def_abstract_eval(lambda x, **params: ShapedArray(x.shape, x.dtype, x.weak_type))
+
+
+@all_gather_p.def_abstract_eval
+def _all_gather_aval(x, *, axes, axis, axis_size):
+    s = list(x.shape)
+    s.insert(axis, axis_size)
+    return ShapedArray(tuple(s), x.dtype, x.weak_type)
+
+
+@all_to_all_p.def_abstract_eval
+def _all_to_all_aval(x, *, axes, split_axis, concat_axis, axis_size):
+    if x.shape[split_axis] != axis_size:
+        raise ValueError(f"all_to_all: split_axis {split_axis} of the operand (shape {x.shape}) "
+                         f"must have the size of axis {axes[0]!r}, {axis_size}")
+    s = list(x.shape)
+    del s[split_axis]
+    s.insert(concat_axis, axis_size)
+    return ShapedArray(tuple(s), x.dtype, x.weak_type)
+
+
+@psum_scatter_p.def_abstract_eval
+def _psum_scatter_aval(x, *, axes, scatter_dimension, axis_size):
+    if x.shape[scatter_dimension] != axis_size:
+        raise ValueError(f"psum_scatter: dimension {scatter_dimension} of the operand (shape "
+                         f"{x.shape}) must have the size of axis {axes[0]!r}, {axis_size} "
+                         "(pass tiled=True to split it into equal blocks)")
+    s = list(x.shape)
+    del s[scatter_dimension]
+    return ShapedArray(tuple(s), x.dtype, x.weak_type)
+
+
+@axis_index_p.def_abstract_eval
+def _axis_index_aval(*, axes, axis_size):
+    return ShapedArray((), np.dtype(np.int32), False)
+
+
+# ------------------------------------------------------------------ user functions
+
+def _leafwise(fn, x):
+    return tree_util.tree_map(lambda leaf: fn(jnp.asarray(leaf)), x)
+
+
+def _check_groups(axis_index_groups, what):
+    if axis_index_groups is not None:
+        raise NotImplementedError(f"{what}: axis_index_groups is not supported by plax-pmap")
+
+
+def psum(x: Any, axis_name: Hashable | Sequence[Hashable], *, axis_index_groups=None) -> Any:
+    """The sum of ``x`` over the devices (or batch members) along the named axes.
+
+    Args:
+      x: a pytree of arrays.
+      axis_name: a name bound by pmap, shard_map or vmap, or a tuple of names (summed over
+        all of them).
+      axis_index_groups: not supported (must be None).
+
+    Returns:
+      ``x``'s structure, each leaf the sum over the axes (equal on every member).
+
+    Raises:
+      NameError: an axis name is not bound (``unbound axis name: i``).
+
+    Example:
+      >>> plax.vmap(lambda x: plax.lax.psum(x, "i"), axis_name="i")(jnp.arange(3.0))
+      Array([3., 3., 3.], dtype=float32)
+    """
+    _check_groups(axis_index_groups, "psum")
+    axes = as_axes(axis_name)
+    return _leafwise(lambda v: psum_p.bind(v, axes=axes), x)
+
+
+def pmax(x: Any, axis_name, *, axis_index_groups=None) -> Any:
+    """The maximum of ``x`` over the named axes (see :func:`psum`)."""
+    _check_groups(axis_index_groups, "pmax")
+    axes = as_axes(axis_name)
+    return _leafwise(lambda v: pmax_p.bind(v, axes=axes), x)
+
+
+def pmin(x: Any, axis_name, *, axis_index_groups=None) -> Any:
+    """The minimum of ``x`` over the named axes (see :func:`psum`)."""
+    _check_groups(axis_index_groups, "pmin")
+    axes = as_axes(axis_name)
+    return _leafwise(lambda v: pmin_p.bind(v, axes=axes), x)
+
+
+def axis_size(axis_name) -> int:
+    """The size of the named axis (the product for a tuple of names), a Python int.
+
+    Raises:
+      NameError: a name is not bound.
+    """
+    return math.prod(_axis_size(n) for n in as_axes(axis_name))
+
+
+def pmean(x: Any, axis_name, *, axis_index_groups=None) -> Any:
+    """The mean of ``x`` over the named axes: ``psum(x) / axis_size``."""
+    _check_groups(axis_index_groups, "pmean")
+    n = axis_size(axis_name)
+    return tree_util.tree_map(lambda s: s / n, psum(x, axis_name))
+
+
+def axis_index(axis_name) -> Any:
+    """This member's position along the named axis (int32); for a tuple of names the
+    position in their product, the first name major.
+
+    Example:
+      >>> plax.vmap(lambda x: plax.lax.axis_index("i"), axis_name="i")(jnp.zeros(3))
+      Array([0, 1, 2], dtype=int32)
+    """
+    axes = as_axes(axis_name)
+    out = None
+    for name in axes:
+        i = axis_index_p.bind(axes=(name,), axis_size=_axis_size(name))
+        out = i if out is None else out * np.int32(_axis_size(name)) + i
+    return out
+
+
+def _gather_one(v, name, axis):
+    return all_gather_p.bind(v, axes=(name,), axis=axis, axis_size=_axis_size(name))
+
+
+def all_gather(x: Any, axis_name, *, axis_index_groups=None, axis: int = 0,
+               tiled: bool = False) -> Any:
+    """Every member's ``x``, stacked along a new axis ``axis`` in axis-index order (with
+    ``tiled=True``: concatenated along the existing axis ``axis``).
+
+    Example:
+      >>> plax.vmap(lambda x: plax.lax.all_gather(x, "i"), axis_name="i")(jnp.arange(2.0))
+      Array([[0., 1.],
+             [0., 1.]], dtype=float32)
+    """
+    _check_groups(axis_index_groups, "all_gather")
+    axes = as_axes(axis_name)
+
+    def one(v):
+        nd = v.ndim
+        ax = axis % (nd if tiled else nd + 1) if (nd or not tiled) else 0
+        if tiled and nd == 0:
+            raise ValueError("all_gather(tiled=True) needs an operand of rank >= 1")
+        g = v
+        for name in reversed(axes):  # the first name ends up major
+            g = _gather_one(g, name, 0)
+        n = math.prod(_axis_size(a) for a in axes)
+        g = lax.reshape(g, (n,) + tuple(v.shape))
+        g = jnp.moveaxis(g, 0, ax)
+        if tiled:
+            s = list(v.shape)
+            s[ax] *= n
+            g = lax.reshape(g, tuple(s))
+        return g
+
+    return _leafwise(one, x)
+
+
+def _single(axis_name, what) -> Hashable:
+    axes = as_axes(axis_name)
+    if len(axes) != 1:
+        raise NotImplementedError(f"{what} over several axes {axes} is not supported by "
+                                  "plax-pmap; apply it to one axis at a time")
+    return axes[0]
+
+
+def all_to_all(x: Any, axis_name, split_axis: int, concat_axis: int, *,
+               axis_index_groups=None, tiled: bool = False) -> Any:
+    """Member ``i`` sends block ``j`` of its ``split_axis`` to member ``j``, which stacks the
+    blocks it receives along ``concat_axis`` in sender order (``tiled=False``: the split axis
+    must have the axis' size and is removed, a new axis is inserted; ``tiled=True``: it is
+    divided into equal blocks and they are concatenated along ``concat_axis``)."""
+    _check_groups(axis_index_groups, "all_to_all")
+    name = _single(axis_name, "all_to_all")
+    n = _axis_size(name)
+
+    def one(v):
+        nd = v.ndim
+        sa, ca = split_axis % nd, concat_axis % nd if tiled else concat_axis % nd
+        if not tiled:
+            _all_to_all_aval(v.aval, axes=(name,), split_axis=sa, concat_axis=ca, axis_size=n)
+            return all_to_all_p.bind(v, axes=(name,), split_axis=sa, concat_axis=ca,
+                                     axis_size=n)
+        if v.shape[sa] % n:
+            raise ValueError(f"all_to_all(tiled=True): split_axis {sa} of size {v.shape[sa]} "
+                             f"is not divisible by the size of axis {name!r}, {n}")
+        s = list(v.shape)
+        blocks = s[:sa] + [n, s[sa] // n] + s[sa + 1:]
+        y = all_to_all_p.bind(lax.reshape(v, tuple(blocks)), axes=(name,), split_axis=sa,
+                              concat_axis=0, axis_size=n)
+        # y: (n senders, ... block at sa ...); put the senders just before concat_axis
+        y = jnp.moveaxis(y, 0, ca)
+        out = list(y.shape)
+        merged = out[:ca] + [out[ca] * out[ca + 1]] + out[ca + 2:]
+        return lax.reshape(y, tuple(merged))
+
+    return _leafwise(one, x)
+
+
+def psum_scatter(x: Any, axis_name, *, scatter_dimension: int = 0, axis_index_groups=None,
+                 tiled: bool = False) -> Any:
+    """The sum over the named axis, of which member ``i`` keeps block ``i`` along
+    ``scatter_dimension`` (``tiled=False``: that dimension must have the axis' size and is
+    removed; ``tiled=True``: it is divided into equal blocks)."""
+    _check_groups(axis_index_groups, "psum_scatter")
+    name = _single(axis_name, "psum_scatter")
+    n = _axis_size(name)
+
+    def one(v):
+        sd = scatter_dimension % v.ndim
+        if not tiled:
+            _psum_scatter_aval(v.aval, axes=(name,), scatter_dimension=sd, axis_size=n)
+            return psum_scatter_p.bind(v, axes=(name,), scatter_dimension=sd, axis_size=n)
+        if v.shape[sd] % n:
+            raise ValueError(f"psum_scatter(tiled=True): dimension {sd} of size {v.shape[sd]} "
+                             f"is not divisible by the size of axis {name!r}, {n}")
+        s = list(v.shape)
+        blocks = s[:sd] + [n, s[sd] // n] + s[sd + 1:]
+        return psum_scatter_p.bind(lax.reshape(v, tuple(blocks)), axes=(name,),
+                                   scatter_dimension=sd, axis_size=n)
+
+    return _leafwise(one, x)
+
+
+def ppermute(x: Any, axis_name, perm: Sequence[tuple[int, int]]) -> Any:
+    """Sends ``x`` from member ``src`` to member ``dst`` for each pair of ``perm``; members
+    that receive nothing get zeros.
+
+    Raises:
+      ValueError: ``perm`` names a member twice as source or as destination, or one out of
+        range.
+    """
+    name = _single(axis_name, "ppermute")
+    n = _axis_size(name)
+    pairs = tuple((int(s), int(d)) for s, d in perm)
+    srcs, dsts = [s for s, _ in pairs], [d for _, d in pairs]
+    if len(set(srcs)) != len(srcs) or len(set(dsts)) != len(dsts):
+        raise ValueError(f"ppermute sources and destinations must be unique, got perm={perm}")
+    if any(not 0 <= i < n for i in srcs + dsts):
+        raise ValueError(f"ppermute perm={perm} names a member outside axis {name!r} of size {n}")
+    return _leafwise(lambda v: ppermute_p.bind(v, axes=(name,), perm=pairs), x)
+
+
+def pshuffle(x: Any, axis_name, perm: Sequence[int]) -> Any:
+    """Member ``i`` receives the ``x`` of member ``perm[i]`` (``perm`` a permutation)."""
+    if sorted(perm) != list(range(len(perm))):
+        raise ValueError(f"pshuffle perm must be a permutation of range(n), got {perm}")
+    return ppermute(x, axis_name, [(s, d) for d, s in enumerate(perm)])
+
+
+def pbroadcast(x: Any, axis_name, source: int) -> Any:
+    """Every member receives the ``x`` of member ``source``."""
+    name = _single(axis_name, "pbroadcast")
+    g = all_gather(x, name)
+    return tree_util.tree_map(lambda v: v[source], g)
+
+
+def pvary(x: Any, axis_name) -> Any:
+    """``x`` unchanged (plax does not track which values vary across devices)."""
+    return x
+
+
+# ------------------------------------------------------------------ JVP and transpose
+
+def _linear(p, transpose):
+    def jvp(primals, tangents, **params):
+        out = p.bind(*primals, **params)
+        t = tangents[0]
+        if type(t) is Zero:
+            return out, Zero(get_aval(out))
+        return out, p.bind(t, **params)
+
+    registry.register_rule("jvp", p)(jvp)
+
+    def tr(ct, x, **params):
+        if type(ct) is Zero:
+            return [Zero(x.aval)]
+        return [transpose(ct, **params)]
+
+    registry.register_rule("transpose", p)(tr)
+
+
+_linear(psum_p, lambda ct, axes: psum_p.bind(ct, axes=axes))
+_linear(ppermute_p, lambda ct, axes, perm: ppermute_p.bind(
+    ct, axes=axes, perm=tuple((d, s) for s, d in perm)))
+_linear(all_gather_p, lambda ct, axes, axis, axis_size: psum_scatter_p.bind(
+    ct, axes=axes, scatter_dimension=axis, axis_size=axis_size))
+_linear(psum_scatter_p, lambda ct, axes, scatter_dimension, axis_size: all_gather_p.bind(
+    ct, axes=axes, axis=scatter_dimension, axis_size=axis_size))
+_linear(all_to_all_p, lambda ct, axes, split_axis, concat_axis, axis_size: all_to_all_p.bind(
+    ct, axes=axes, split_axis=concat_axis, concat_axis=split_axis, axis_size=axis_size))
+
+
+def _minmax_jvp(p):
+    def jvp(primals, tangents, **params):
+        x, = primals
+        out = p.bind(x, **params)
+        t = tangents[0]
+        if type(t) is Zero:
+            return out, Zero(get_aval(out))
+        # the tangent of the members holding the extremum, averaged over ties
+        hit = lax.convert_element_type(lax.eq(x, out), get_aval(t).dtype)
+        num = psum_p.bind(lax.mul(t, hit), axes=params["axes"])
+        den = psum_p.bind(hit, axes=params["axes"])
+        return out, lax.div(num, den)
+
+    registry.register_rule("jvp", p)(jvp)
+
+
+_minmax_jvp(pmax_p)
+_minmax_jvp(pmin_p)
+
+
+def _axis_index_jvp(primals, tangents, **params):
+    out = axis_index_p.bind(**params)
+    return out, Zero.from_primal(out)
+
+
+registry.register_rule("jvp", axis_index_p)(_axis_index_jvp)
+
+
+# ------------------------------------------------------------------ batching (vmap axis_name)
+
+def _own(axis_data, axes) -> bool:
+    return axis_data.name is not None and axis_data.name in axes
+
+
+def _rest(axis_data, axes) -> tuple:
+    return tuple(a for a in axes if a != axis_data.name)
+
+
+def _batch_rule(p):
+    def deco(fn):
+        fn.needs_axis_data = True
+        registry.register_rule("batch", p)(fn)
+        return fn
+    return deco
+
+
+def _reducer(p, reduce, on_unbatched):
+    @_batch_rule(p)
+    def rule(vals, dims, *, axes, axis_data):
+        x, = vals
+        d, = dims
+        if not _own(axis_data, axes):
+            return p.bind(x, axes=axes), d
+        y = on_unbatched(x, axis_data.size) if d is None else reduce(x, d)
+        rest = _rest(axis_data, axes)
+        if rest:
+            y = p.bind(y, axes=rest)
+        return y, None
+    return rule
+
+
+def _scale(x, n):
+    return lax.mul(x, lax.convert_element_type(np.asarray(n), get_aval(x).dtype))
+
+
+_reducer(psum_p, lambda x, d: lax.reduce_sum(x, (d,)), _scale)
+_reducer(pmax_p, lambda x, d: lax.reduce_max(x, (d,)), lambda x, n: x)
+_reducer(pmin_p, lambda x, d: lax.reduce_min(x, (d,)), lambda x, n: x)
+
+
+@_batch_rule(axis_index_p)
+def _axis_index_batch(vals, dims, *, axes, axis_size, axis_data):
+    if not _own(axis_data, axes):
+        return axis_index_p.bind(axes=axes, axis_size=axis_size), None
+    return lax.iota(np.int32, axis_data.size), 0
+
+
+@_batch_rule(all_gather_p)
+def _all_gather_batch(vals, dims, *, axes, axis, axis_size, axis_data):
+    x, = vals
+    d, = dims
+    if not _own(axis_data, axes):
+        x = move_axis_to(x, d, 0, axis_data.size)
+        return all_gather_p.bind(x, axes=axes, axis=axis + 1, axis_size=axis_size), 0
+    x = move_axis_to(x, d, 0, axis_data.size)  # (n, ...): every member's value
+    return jnp.moveaxis(x, 0, axis), None
+
+
+@_batch_rule(psum_scatter_p)
+def _psum_scatter_batch(vals, dims, *, axes, scatter_dimension, axis_size, axis_data):
+    x, = vals
+    d, = dims
+    sd = scatter_dimension
+    if not _own(axis_data, axes):
+        x = move_axis_to(x, d, 0, axis_data.size)
+        return psum_scatter_p.bind(x, axes=axes, scatter_dimension=sd + 1,
+                                   axis_size=axis_size), 0
+    if d is None:
+        total = _scale(x, axis_data.size)
+        return jnp.moveaxis(total, sd, 0), 0
+    x = move_axis_to(x, d, 0, axis_data.size)
+    total = lax.reduce_sum(x, (0,))
+    return jnp.moveaxis(total, sd, 0), 0
+
+
+@_batch_rule(all_to_all_p)
+def _all_to_all_batch(vals, dims, *, axes, split_axis, concat_axis, axis_size, axis_data):
+    x, = vals
+    d, = dims
+    x = move_axis_to(x, d, 0, axis_data.size)
+    if not _own(axis_data, axes):
+        return all_to_all_p.bind(x, axes=axes, split_axis=split_axis + 1,
+                                 concat_axis=concat_axis + 1, axis_size=axis_size), 0
+    # x: (senders i, ...split j...) -> receiver j gets x[i, ..j..] stacked over i at concat_axis
+    y = jnp.moveaxis(x, split_axis + 1, 0)          # (j, i, rest)
+    return jnp.moveaxis(y, 1, concat_axis + 1), 0
+
+
+@_batch_rule(ppermute_p)
+def _ppermute_batch(vals, dims, *, axes, perm, axis_data):
+    x, = vals
+    d, = dims
+    if not _own(axis_data, axes):
+        return ppermute_p.bind(x, axes=axes, perm=perm), d
+    n = axis_data.size
+    x = move_axis_to(x, d, 0, n)
+    src = np.zeros(n, np.int32)
+    got = np.zeros(n, bool)
+    for s, t in perm:
+        src[t], got[t] = s, True
+    taken = jnp.take(x, jnp.asarray(src), axis=0)
+    mask = jnp.asarray(got).reshape((n,) + (1,) * (x.ndim - 1))
+    return jnp.where(mask, taken, jnp.zeros_like(taken)), 0

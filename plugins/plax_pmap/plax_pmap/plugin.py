@@ -1,0 +1,45 @@
+"""The entry point (``plax.plugins: pmap = plax_pmap.plugin``).
+
+Discovery imports only this module: it exports small functions that import the
+implementation (:mod:`plax_pmap.api`, :mod:`plax_pmap.collectives`) on their first call, so
+``plax.devices()`` and ``import plax`` do not pay for pmap.
+"""
+from __future__ import annotations
+
+import functools
+import importlib
+
+from plax.plugins import hookimpl
+
+_API = ("pmap", "shard_map")
+_LAX = ("psum", "pmean", "pmax", "pmin", "all_gather", "all_to_all", "ppermute", "pshuffle",
+        "psum_scatter", "axis_index", "axis_size", "pbroadcast", "pvary")
+
+
+def _lazy(module: str, name: str):
+    def call(*args, **kwargs):
+        target = getattr(importlib.import_module(module), name)
+        return target(*args, **kwargs)
+
+    call.__name__ = call.__qualname__ = name
+    call.__module__ = module
+    call.__doc__ = f"See :func:`{module}.{name}` (loaded on first call)."
+    call.__wrapped_lazily__ = (module, name)
+    return call
+
+
+@hookimpl
+def plax_plugins():
+    exports = {n: _lazy("plax_pmap.api", n) for n in _API}
+    exports["experimental.shard_map"] = _ShardMapModule()
+    exports.update({f"lax.{n}": _lazy("plax_pmap.collectives", n) for n in _LAX})
+    return exports
+
+
+class _ShardMapModule:
+    """``plax.experimental.shard_map``: the older home of ``shard_map`` (an attribute
+    holder, like JAX's ``jax.experimental.shard_map`` module)."""
+
+    @property
+    def shard_map(self):
+        return importlib.import_module("plax_pmap.api").shard_map

@@ -1,0 +1,380 @@
+"""Running a per-device program on several devices, one thread per device.
+
+The program (a ClosedJaxpr traced once, in the caller's thread) is cut at its collectives:
+each run of ordinary equations between two collectives is compiled by the devices' backend
+(Numba kernels release the GIL, so the threads run in parallel), and each collective is
+carried out here on the host buffers, every device writing its operand into a shared slot,
+meeting the others at a barrier, reading the slots of its group and meeting them again
+before the slots are reused.
+
+Failure: a device that raises aborts the barrier, so the others, waiting in a collective or
+arriving at one later, stop there; the call raises the first device's exception once, with a
+note naming the device. Every barrier wait has a timeout (``PLAX_COLLECTIVE_TIMEOUT``
+seconds, default 300): a device that never arrives makes the others raise ``TimeoutError``
+instead of hanging.
+"""
+from __future__ import annotations
+
+import os
+import threading
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from typing import Any, Sequence
+
+import numpy as np
+
+from plax.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var
+from plax.transforms.call import compile_closed, jit_p
+from plax_pmap.collectives import (COLLECTIVES, all_gather_p, all_to_all_p, axis_index_p,
+                                   pmax_p, pmin_p, ppermute_p, psum_p, psum_scatter_p)
+
+def _contig(a) -> np.ndarray:
+    # (np.ascontiguousarray turns a 0-d array into a 1-d one)
+    return np.array(a, copy=True, order="C")
+
+
+_COLLECTIVE_SET = frozenset(COLLECTIVES)
+_pool: ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
+
+
+def collective_timeout() -> float:
+    """Seconds a device waits for the others at a collective (``PLAX_COLLECTIVE_TIMEOUT``)."""
+    raw = os.environ.get("PLAX_COLLECTIVE_TIMEOUT", "300")
+    try:
+        value = float(raw)
+        if value <= 0:
+            raise ValueError
+    except ValueError:
+        raise ValueError(f"PLAX_COLLECTIVE_TIMEOUT must be a positive number of seconds, got "
+                         f"{raw!r}") from None
+    return value
+
+
+def _executor(n: int) -> ThreadPoolExecutor:
+    global _pool
+    with _pool_lock:
+        if _pool is None or _pool._max_workers < n:
+            _pool = ThreadPoolExecutor(max_workers=max(2 * n, 16), thread_name_prefix="plax-device")
+        return _pool
+
+
+# ------------------------------------------------------------------ program analysis
+
+def _sub_jaxprs(params: dict):
+    for v in params.values():
+        for x in (v if isinstance(v, (list, tuple)) else (v,)):
+            if isinstance(x, ClosedJaxpr):
+                yield x.jaxpr
+            elif isinstance(x, Jaxpr):
+                yield x
+
+
+def has_collective(jaxpr: Jaxpr) -> bool:
+    """Whether ``jaxpr`` or any sub-jaxpr of it contains a collective."""
+    for eqn in jaxpr.eqns:
+        if eqn.primitive in _COLLECTIVE_SET:
+            return True
+        if any(has_collective(j) for j in _sub_jaxprs(eqn.params)):
+            return True
+    return False
+
+
+def flatten_calls(closed: ClosedJaxpr) -> ClosedJaxpr | None:
+    """``closed`` with every ``jit`` call that contains a collective inlined, so that all
+    collectives are top-level equations; None when a collective sits inside another
+    sub-program (control flow), which the thread runtime does not run."""
+    consts_vars = list(closed.jaxpr.constvars)
+    consts = list(closed.consts)
+    eqns: list = []
+
+    def inline(jaxpr: Jaxpr, sub_consts, env: dict) -> bool:
+        for v, c in zip(jaxpr.constvars, sub_consts):
+            nv = Var(v.aval)
+            consts_vars.append(nv)
+            consts.append(c)
+            env[v] = nv
+        for eqn in jaxpr.eqns:
+            ins = [x if isinstance(x, Literal) else env[x] for x in eqn.invars]
+            if eqn.primitive is jit_p and has_collective(eqn.params["jaxpr"].jaxpr):
+                sub = eqn.params["jaxpr"]
+                sub_env = dict(zip(sub.jaxpr.invars, ins))
+                if not inline(sub.jaxpr, sub.consts, sub_env):
+                    return False
+                for o, so in zip(eqn.outvars, sub.jaxpr.outvars):
+                    env[o] = so if isinstance(so, Literal) else sub_env[so]
+                continue
+            if eqn.primitive not in _COLLECTIVE_SET and any(
+                    has_collective(j) for j in _sub_jaxprs(eqn.params)):
+                return False
+            outs = []
+            for o in eqn.outvars:
+                nv = Var(o.aval)
+                env[o] = nv
+                outs.append(nv)
+            eqns.append(JaxprEqn(eqn.primitive, ins, outs, eqn.params))
+        return True
+
+    top = closed.jaxpr
+    env = {v: v for v in top.constvars}
+    new_in = [Var(v.aval) for v in top.invars]
+    env.update(zip(top.invars, new_in))
+    if not inline(Jaxpr([], top.invars, [], top.eqns), [], env):
+        return None
+    outs = [v if isinstance(v, Literal) else env[v] for v in top.outvars]
+    return ClosedJaxpr(Jaxpr(consts_vars, new_in, outs, eqns), consts)
+
+
+class _Segment:
+    __slots__ = ("invars", "outvars", "closed", "executables")
+
+    def __init__(self, invars, outvars, closed):
+        self.invars = invars
+        self.outvars = outvars
+        self.closed = closed
+        self.executables: dict = {}
+
+
+class SpmdProgram:
+    """A flattened per-device program cut into compiled segments and collectives.
+
+    Args:
+      closed: the per-device program with every collective at top level (see
+        :func:`flatten_calls`).
+      axis_names: the names of the device grid's axes (pmap: one; shard_map: the mesh's).
+      grid_shape: the sizes of those axes; device ``r`` sits at ``np.unravel_index(r, grid)``.
+    """
+
+    def __init__(self, closed: ClosedJaxpr, axis_names: Sequence, grid_shape: Sequence[int]):
+        self.closed = closed
+        self.axis_names = tuple(axis_names)
+        self.grid_shape = tuple(grid_shape)
+        self.n = int(np.prod(grid_shape)) if grid_shape else 1
+        self.coords = [np.unravel_index(r, self.grid_shape) for r in range(self.n)]
+        self._groups: dict = {}
+        jaxpr = closed.jaxpr
+        # which variables are read after each position, to give segments their outputs
+        later_reads: list[set] = [set() for _ in range(len(jaxpr.eqns) + 1)]
+        live = {v for v in jaxpr.outvars if isinstance(v, Var)}
+        later_reads[len(jaxpr.eqns)] = set(live)
+        for i in range(len(jaxpr.eqns) - 1, -1, -1):
+            live = live | {v for v in jaxpr.eqns[i].invars if isinstance(v, Var)}
+            later_reads[i] = set(live)
+        self.steps: list = []
+        run: list = []
+        start = 0
+        for i, eqn in enumerate(jaxpr.eqns):
+            if eqn.primitive in _COLLECTIVE_SET:
+                if run:
+                    self.steps.append(self._segment(run, later_reads[i]))
+                    run = []
+                self.steps.append(eqn)
+            else:
+                run.append(eqn)
+        if run:
+            self.steps.append(self._segment(run, later_reads[len(jaxpr.eqns)]))
+
+    @staticmethod
+    def _segment(eqns, needed_after: set) -> _Segment:
+        defined, used = set(), []
+        for e in eqns:
+            for v in e.invars:
+                if isinstance(v, Var) and v not in defined and v not in used:
+                    used.append(v)
+            defined.update(e.outvars)
+        outs = [v for e in eqns for v in e.outvars if v in needed_after]
+        ins = [Var(v.aval) for v in used]
+        ren = dict(zip(used, ins))
+        body = [JaxprEqn(e.primitive, [ren.get(v, v) if isinstance(v, Var) else v
+                                       for v in e.invars], e.outvars, e.params) for e in eqns]
+        seg = Jaxpr([], ins, outs, body)
+        s = _Segment(used, outs, ClosedJaxpr(seg, []))
+        return s
+
+    def compile(self, devices, backend_for) -> None:
+        """Compiles every segment for ``devices`` (in the caller's thread: tracing and
+        compiling are not thread-safe; running is). CPU devices share host memory and so
+        share one executable per segment and backend."""
+        for step in self.steps:
+            if not isinstance(step, _Segment):
+                continue
+            for d in devices:
+                backend = backend_for(d)
+                key = (backend.name, "host" if d.platform == "cpu" else d)
+                if key not in step.executables:
+                    step.executables[key] = compile_closed(step.closed, backend, d)
+
+    def group(self, axes: tuple, rank: int) -> tuple[list[int], int]:
+        """The ranks that share ``rank``'s coordinates off ``axes`` (ordered by their
+        coordinates on ``axes``, the first name major), and ``rank``'s position among them."""
+        key = (axes, rank)
+        hit = self._groups.get(key)
+        if hit is None:
+            idx = [self.axis_names.index(a) for a in axes]
+            mine = self.coords[rank]
+            members = [r for r in range(self.n)
+                       if all(self.coords[r][k] == mine[k] for k in range(len(mine))
+                              if k not in idx)]
+            members.sort(key=lambda r: tuple(self.coords[r][k] for k in idx))
+            hit = self._groups[key] = (members, members.index(rank))
+        return hit
+
+    # ------------------------------------------------------------------ running
+
+    def run(self, devices, backend_for, inputs: list[list[Any]]) -> list[list[Any]]:
+        """Runs the program, device ``r`` on ``inputs[r]`` (its buffers: the constants
+        first, then the arguments); returns each device's output buffers."""
+        n = self.n
+        comm = _Comm(n, collective_timeout())
+        results: list = [None] * n
+        errors: list = [None] * n
+
+        def work(r):
+            try:
+                results[r] = self._run_one(r, devices[r], backend_for(devices[r]), inputs[r],
+                                           comm)
+            except _Cancelled:
+                pass
+            except BaseException as err:  # noqa: BLE001 -- surfaced below, once
+                errors[r] = err
+                comm.fail(r)
+
+        if n == 1:
+            work(0)
+        else:
+            # Every device runs on a pool thread, so that the caller can stop waiting for a
+            # device stuck in a long kernel once the others have failed or timed out.
+            pool = _executor(n)
+            futures = [pool.submit(work, r) for r in range(n)]
+            pending = futures
+            while pending:
+                _, pending = wait(pending, timeout=0.5 if comm.broken else None,
+                                  return_when=FIRST_COMPLETED)
+                if pending and comm.broken:
+                    break  # the healthy devices are out; a stuck one is left to finish
+        failed = [r for r in range(n) if errors[r] is not None]
+        if failed:
+            r = failed[0]
+            err = errors[r]
+            note = (f"plax pmap/shard_map: raised on device {devices[r]!r} (position {r} of "
+                    f"{n}); the other devices were cancelled")
+            if hasattr(err, "add_note"):
+                err.add_note(note)
+            raise err
+        if comm.timed_out:
+            raise TimeoutError(comm.timeout_message(devices))
+        return results
+
+    def _run_one(self, rank, device, backend, inputs, comm) -> list:
+        jaxpr = self.closed.jaxpr
+        env: dict = {}
+        env.update(zip(jaxpr.constvars, inputs[:len(jaxpr.constvars)]))
+        env.update(zip(jaxpr.invars, inputs[len(jaxpr.constvars):]))
+
+        def read(v):
+            if isinstance(v, Literal):
+                return np.asarray(v.val, v.aval.dtype)
+            return env[v]
+
+        host = device.platform == "cpu"
+        for step in self.steps:
+            if isinstance(step, _Segment):
+                exe = step.executables[(backend.name, "host" if host else device)]
+                outs = exe.executable(*exe.const_bufs, *[read(v) for v in step.invars])
+                env.update(zip(step.outvars, outs))
+            else:
+                x = [np.asarray(backend.to_host(read(v))) for v in step.invars]
+                out = self._collective(step, rank, x, comm)
+                env[step.outvars[0]] = out if host else backend.put(out, device)
+        return [read(v) for v in jaxpr.outvars]
+
+    def _collective(self, eqn: JaxprEqn, rank: int, x: list, comm: "_Comm"):
+        p, params = eqn.primitive, eqn.params
+        axes = params["axes"]
+        members, pos = self.group(axes, rank)
+        dtype = eqn.outvars[0].aval.dtype
+        if p is axis_index_p:
+            comm.check(eqn.primitive.name)
+            return np.asarray(pos, np.int32)
+        slots = comm.exchange(rank, x[0], p.name)
+        try:
+            vals = [slots[m] for m in members]
+            if p is psum_p:
+                out = np.array(vals[0], dtype=dtype, copy=True)
+                for v in vals[1:]:
+                    out += v  # in member order on every device: identical results everywhere
+            elif p is pmax_p:
+                out = np.maximum.reduce(vals) if len(vals) > 1 else np.array(vals[0])
+            elif p is pmin_p:
+                out = np.minimum.reduce(vals) if len(vals) > 1 else np.array(vals[0])
+            elif p is all_gather_p:
+                out = np.stack(vals, axis=params["axis"])
+            elif p is psum_scatter_p:
+                sd = params["scatter_dimension"]
+                out = np.array(np.take(vals[0], pos, axis=sd), dtype=dtype, copy=True)
+                for v in vals[1:]:
+                    out += np.take(v, pos, axis=sd)
+            elif p is all_to_all_p:
+                parts = [np.take(v, pos, axis=params["split_axis"]) for v in vals]
+                out = np.stack(parts, axis=params["concat_axis"])
+            elif p is ppermute_p:
+                src = next((s for s, d in params["perm"] if d == pos), None)
+                out = np.zeros_like(x[0]) if src is None else np.array(vals[src], copy=True)
+            else:  # pragma: no cover -- every collective is listed above
+                raise NotImplementedError(p.name)
+        finally:
+            comm.done(rank, p.name)
+        out = np.asarray(out, dtype=dtype)
+        return out if out.flags.c_contiguous else _contig(out)
+
+
+class _Cancelled(Exception):
+    """Raised in a device thread when another device failed or timed out."""
+
+
+class _Comm:
+    """The shared memory of one run: a slot per device and a barrier with a timeout."""
+
+    def __init__(self, n: int, timeout: float):
+        self.n = n
+        self.timeout = timeout
+        self.slots: list = [None] * n
+        self.barrier = threading.Barrier(n, timeout=timeout)
+        self.failed: set = set()
+        self.timed_out = False
+        self.where = ""
+
+    @property
+    def broken(self) -> bool:
+        return bool(self.failed) or self.timed_out
+
+    def fail(self, rank: int) -> None:
+        self.failed.add(rank)
+        self.barrier.abort()
+
+    def _wait(self, what: str) -> None:
+        try:
+            self.barrier.wait()
+        except threading.BrokenBarrierError:
+            if not self.failed:
+                self.timed_out = True
+                self.where = what
+            raise _Cancelled() from None
+
+    def check(self, what: str) -> None:
+        if self.failed or self.timed_out:
+            raise _Cancelled()
+
+    def exchange(self, rank: int, value, what: str) -> list:
+        self.slots[rank] = value
+        self._wait(what)
+        return self.slots
+
+    def done(self, rank: int, what: str) -> None:
+        self._wait(what)  # nobody overwrites a slot before every member has read it
+
+    def timeout_message(self, devices) -> str:
+        return (f"plax pmap/shard_map: collective {self.where!r} timed out after "
+                f"{self.timeout:g} s waiting for the other devices of {list(devices)} (a "
+                "device did not arrive: it may be stuck in a long computation). Raise "
+                "PLAX_COLLECTIVE_TIMEOUT (seconds) if the work between collectives is "
+                "expected to take longer.")

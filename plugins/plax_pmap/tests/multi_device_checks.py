@@ -1,0 +1,385 @@
+"""Checks run in a child interpreter with ``PLAX_NUM_CPU_DEVICES=N`` (devices are fixed when
+plax starts): ``python multi_device_checks.py`` prints one JSON object, check name -> "ok" or
+the failure. test_multi_device.py runs it for N = 2 and 4 and asserts each check."""
+from __future__ import annotations
+
+import json
+import os
+import sys
+import threading
+import traceback
+
+import numpy as np
+
+import plax
+import plax.numpy as jnp
+from plax import lax
+from plax.sharding import Mesh, NamedSharding, PartitionSpec as P
+
+N = plax.device_count()
+CHECKS: dict = {}
+# discovery imported only the plugin's entry module; the implementation loads on first use
+_LAZY = "plax_pmap.api" not in sys.modules and "plax_pmap.collectives" not in sys.modules
+
+
+def check(fn):
+    CHECKS[fn.__name__] = fn
+    return fn
+
+
+def close(a, b, rtol=1e-5, atol=1e-5):
+    np.testing.assert_allclose(np.asarray(a, np.float64), np.asarray(b, np.float64), rtol=rtol,
+                               atol=atol)
+
+
+def raises(exc, fn, *match):
+    try:
+        fn()
+    except exc as err:
+        text = str(err) + " ".join(getattr(err, "__notes__", []))
+        for m in match:
+            assert m in text, f"{m!r} not in {text!r}"
+        return err
+    raise AssertionError(f"{exc.__name__} not raised")
+
+
+rng = np.random.default_rng(0)
+X = rng.standard_normal((N, 3)).astype(np.float32)
+
+
+def both(f, *args, **kw):
+    """pmap(f) on the devices, and the same as vmap(axis_name='i') (the reference path)."""
+    got = plax.pmap(f, axis_name="i", **kw)(*args)
+    ref = plax.vmap(f, axis_name="i", **{k: v for k, v in kw.items() if k in ("in_axes",)})(*args)
+    return got, ref
+
+
+@check
+def devices_count():
+    assert N == int(os.environ.get("PLAX_NUM_CPU_DEVICES", "1")) and len(plax.devices()) == N
+
+
+@check
+def plugin_loads_lazily():
+    assert _LAZY or "pytest" in sys.modules  # (in-process, other tests may have used it)
+    assert callable(plax.pmap) and callable(plax.lax.psum) and callable(plax.shard_map)
+
+
+@check
+def psum_pmean_pmax_pmin():
+    for f, want in [(lambda x: lax.psum(x, "i"), X.sum(0)), (lambda x: lax.pmean(x, "i"), X.mean(0)),
+                    (lambda x: lax.pmax(x, "i"), X.max(0)), (lambda x: lax.pmin(x, "i"), X.min(0))]:
+        got, ref = both(f, X)
+        close(got, np.broadcast_to(want, X.shape))
+        close(ref, got)
+
+
+@check
+def psum_of_python_scalar_is_axis_size():
+    got = plax.pmap(lambda x: lax.psum(1, "i"), axis_name="i")(X)
+    assert np.asarray(got).tolist() == [N] * N
+
+
+@check
+def axis_index_and_size():
+    got = plax.pmap(lambda x: lax.axis_index("i") + 0 * lax.axis_size("i"), axis_name="i")(X)
+    assert np.asarray(got).tolist() == list(range(N))
+    assert plax.pmap(lambda x: x * 0 + lax.axis_size("i"), axis_name="i")(X)[0, 0] == N
+
+
+@check
+def all_gather_variants():
+    got, ref = both(lambda x: lax.all_gather(x, "i"), X)
+    close(got, np.broadcast_to(X, (N,) + X.shape))
+    close(ref, got)
+    got, ref = both(lambda x: lax.all_gather(x, "i", axis=1), X)
+    close(got, np.broadcast_to(X.T, (N, 3, N)))
+    got, ref = both(lambda x: lax.all_gather(x, "i", tiled=True), X)
+    close(got, np.broadcast_to(X.reshape(-1), (N, 3 * N)))
+    close(ref, got)
+
+
+@check
+def all_to_all_variants():
+    A = np.arange(N * N * 2, dtype=np.float32).reshape(N, N, 2)
+    got, ref = both(lambda x: lax.all_to_all(x, "i", 0, 0), A)
+    close(got, np.swapaxes(A, 0, 1))
+    close(ref, got)
+    T = np.arange(N * 2 * N, dtype=np.float32).reshape(N, 2 * N)
+    got, ref = both(lambda x: lax.all_to_all(x, "i", 0, 0, tiled=True), T)
+    want = np.stack([np.concatenate([T[i, 2 * j:2 * j + 2] for i in range(N)]) for j in range(N)])
+    close(got, want)
+    close(ref, got)
+
+
+@check
+def psum_scatter_variants():
+    A = rng.standard_normal((N, N, 2)).astype(np.float32)
+    got, ref = both(lambda x: lax.psum_scatter(x, "i"), A)
+    close(got, A.sum(0))
+    close(ref, got)
+    B = rng.standard_normal((N, 2 * N)).astype(np.float32)
+    got, ref = both(lambda x: lax.psum_scatter(x, "i", tiled=True), B)
+    close(got, B.sum(0).reshape(N, 2))
+    close(ref, got)
+
+
+@check
+def ppermute_and_pshuffle():
+    ring = [(i, (i + 1) % N) for i in range(N)]
+    got, ref = both(lambda x: lax.ppermute(x, "i", ring), X)
+    close(got, np.roll(X, 1, axis=0))
+    close(ref, got)
+    got, ref = both(lambda x: lax.ppermute(x, "i", [(0, N - 1)]), X)
+    want = np.zeros_like(X)
+    want[N - 1] = X[0]
+    close(got, want)
+    perm = [(i + 1) % N for i in range(N)]
+    got, ref = both(lambda x: lax.pshuffle(x, "i", perm), X)
+    close(got, X[perm])
+
+
+@check
+def outputs_stay_sharded():
+    y = plax.pmap(lambda x: x * 2.0)(X)
+    assert len(y.devices()) == N and not (N > 1 and y.is_fully_replicated)
+    shards = y.addressable_shards
+    assert [s.device for s in shards] == plax.devices()
+    for i, s in enumerate(shards):
+        close(s.data, 2 * X[i])
+    # a sharded result feeds the next pmap without gathering, and ordinary ops still work
+    z = plax.pmap(lambda x: lax.psum(x, "i"), axis_name="i")(y)
+    close(z, np.broadcast_to(2 * X.sum(0), X.shape))
+    close(y + 1.0, 2 * X + 1.0)
+
+
+@check
+def seed_pmap_add_ints():
+    x = jnp.arange(N)
+    out = plax.pmap(jnp.add)(x, x)
+    assert out.dtype == np.int32 and np.asarray(out).tolist() == [2 * i for i in range(N)]
+
+
+@check
+def in_axes_out_axes_static_kwargs_pytrees():
+    W = rng.standard_normal((3,)).astype(np.float32)
+    f = plax.pmap(lambda x, w: x * w, in_axes=(0, None))
+    close(f(X, W), X * W)
+    close(plax.pmap(lambda x: x + 1, in_axes=1)(X.T), X + 1)
+    close(plax.pmap(lambda x: lax.psum(x, "i"), axis_name="i", out_axes=None)(X), X.sum(0))
+    close(plax.pmap(lambda x: x * 3, out_axes=1)(X), (X * 3).T)
+    g = plax.pmap(lambda x, n: x * n, static_broadcasted_argnums=1)
+    close(g(X, 3), X * 3)
+    close(plax.pmap(lambda d: d["a"] - d["b"][0])({"a": X, "b": (X,)}), 0 * X)
+    close(plax.pmap(lambda x, *, s: x * s)(X, s=jnp.full((N,), 2.0))[:, 0], 2 * X[:, 0])
+    out = plax.pmap(lambda x: (x, {"s": x.sum()}))(X)
+    close(out[1]["s"], X.sum(1))
+    close(plax.pmap(lambda x: x, devices=plax.devices()[::-1])(X), X)
+    close(plax.pmap(lambda x: x, backend="numpy", donate_argnums=0)(X), X)
+
+
+@check
+def nested_names_and_tuple_axes():
+    if N % 2:
+        return
+    A = rng.standard_normal((2, N // 2, 3)).astype(np.float32)
+    f = plax.pmap(plax.pmap(lambda x: lax.psum(x, ("i", "j")), axis_name="j"), axis_name="i")
+    close(f(A), np.broadcast_to(A.sum((0, 1)), A.shape))
+    g = plax.pmap(lambda x: plax.vmap(lambda y: lax.psum(y, "i") + lax.axis_index("j"),
+                                      axis_name="j")(x), axis_name="i")
+    close(g(A), np.broadcast_to(A.sum(0)[None] + np.arange(N // 2)[None, :, None], A.shape))
+    h = plax.pmap(lambda x: plax.vmap(lambda y: lax.all_gather(y, ("i", "j")), axis_name="j")(x),
+                  axis_name="i")
+    close(h(A)[1, 0], A.reshape(N, 3))
+    k = plax.pmap(lambda x: plax.vmap(lambda y: lax.axis_index(("i", "j")), axis_name="j")(x),
+                  axis_name="i")
+    assert np.asarray(k(A)).reshape(-1).tolist() == list(range(N))
+
+
+def loss(w, x):
+    return jnp.sum(jnp.tanh(x @ w) ** 2)
+
+
+@check
+def pmap_of_grad_is_data_parallel_training():
+    W = rng.standard_normal((3, 2)).astype(np.float32)
+    B = rng.standard_normal((N, 4, 3)).astype(np.float32)
+
+    def step(w, x):
+        g = plax.grad(loss)(w, x)
+        return w - 0.1 * lax.pmean(g, "i")
+
+    got = plax.pmap(step, axis_name="i", in_axes=(None, 0))(W, B)
+    want = W - 0.1 * plax.grad(loss)(W, B.reshape(-1, 3)) / N
+    for i in range(N):
+        close(got[i], want, rtol=1e-4, atol=1e-5)
+
+
+@check
+def grad_of_pmap_matches_finite_differences():
+    def f(x):
+        y = plax.pmap(lambda v: lax.psum(jnp.sin(v) * v, "i") * lax.all_gather(v, "i")[0],
+                      axis_name="i")(x)
+        return jnp.sum(y)
+
+    x = X.astype(np.float32)
+    g = np.asarray(plax.grad(f)(x), np.float64)
+    eps = 1e-3
+    fd = np.zeros_like(g)
+    for idx in np.ndindex(x.shape):
+        e = np.zeros_like(x)
+        e[idx] = eps
+        fd[idx] = (float(f(x + e)) - float(f(x - e))) / (2 * eps)
+    np.testing.assert_allclose(g, fd, rtol=2e-2, atol=2e-2)
+
+
+@check
+def jit_and_vmap_inside_pmap_and_pmap_inside_jit():
+    f = plax.pmap(plax.jit(lambda x: lax.psum(x * 2, "i")), axis_name="i")
+    close(f(X), np.broadcast_to(2 * X.sum(0), X.shape))
+    g = plax.pmap(lambda x: plax.vmap(lambda r: r * lax.axis_index("i"))(x), axis_name="i")
+    close(g(X), X * np.arange(N)[:, None])
+    h = plax.jit(plax.pmap(lambda x: lax.pmax(x, "i"), axis_name="i"))
+    close(h(X), np.broadcast_to(X.max(0), X.shape))
+
+
+@check
+def shard_map_one_axis():
+    mesh = plax.make_mesh((N,), ("x",))
+    A = rng.standard_normal((2 * N, 3)).astype(np.float32)
+    f = plax.shard_map(lambda b: lax.psum(b.sum(0), "x"), mesh=mesh, in_specs=P("x"),
+                       out_specs=P())
+    close(f(A), A.sum(0), rtol=1e-4)
+    g = plax.shard_map(lambda b: b * (lax.axis_index("x") + 1), mesh=mesh, in_specs=(P("x"),),
+                       out_specs=P("x"))
+    out = g(A)
+    close(out, A * np.repeat(np.arange(1, N + 1), 2)[:, None])
+    assert out.sharding == NamedSharding(mesh, P("x"))
+    with plax.sharding.use_mesh(mesh):
+        close(plax.shard_map(lambda b: b + 1, in_specs=P("x"), out_specs=P("x"))(A), A + 1)
+
+
+@check
+def shard_map_two_axes():
+    if N % 2:
+        return
+    mesh = plax.make_mesh((2, N // 2), ("data", "model"))
+    A = rng.standard_normal((4, 2 * N)).astype(np.float32)
+    f = plax.shard_map(lambda b: lax.psum(b, "data"), mesh=mesh, in_specs=P("data", "model"),
+                       out_specs=P(None, "model"))
+    close(f(A), A[:2] + A[2:])
+    g = plax.shard_map(lambda b: lax.all_gather(b, ("data", "model"), tiled=True), mesh=mesh,
+                       in_specs=P(("data", "model")), out_specs=P())
+    v = rng.standard_normal((2 * N,)).astype(np.float32)
+    close(g(v), v)
+    x = plax.device_put(A, NamedSharding(mesh, P("data", "model")))
+    assert len(x.addressable_shards) == N
+    close(f(x), A[:2] + A[2:])
+    ref = plax.jit(f)(A)  # under jit: the vmap formulation
+    close(ref, A[:2] + A[2:])
+
+
+@check
+def shard_map_under_grad_and_jit():
+    mesh = plax.make_mesh((N,), ("x",))
+    W = rng.standard_normal((3,)).astype(np.float32)
+    A = rng.standard_normal((2 * N, 3)).astype(np.float32)
+
+    def total(w, a):
+        per = plax.shard_map(lambda w_, b: lax.psum(jnp.sum(jnp.tanh(b @ w_)), "x"), mesh=mesh,
+                             in_specs=(P(), P("x")), out_specs=P())
+        return per(w, a)
+
+    want = plax.grad(lambda w: jnp.sum(jnp.tanh(A @ w)))(W)
+    close(plax.grad(total)(W, A), want, rtol=1e-4)
+    close(plax.jit(plax.grad(total))(W, A), want, rtol=1e-4)
+    close(plax.jit(total)(W, A), np.tanh(A @ W).sum(), rtol=1e-4)
+
+
+@check
+def bad_input_errors():
+    raises(ValueError, lambda: plax.pmap(lambda x, y: x + y)(jnp.ones((N, 2)), jnp.ones((N + 1, 2))),
+           "inconsistent sizes", "args[1]")
+    raises(ValueError, lambda: plax.pmap(lambda x: x)(jnp.ones((N + 1, 2))),
+           f"requires {N + 1} devices", f"only {N}")
+    raises(NameError, lambda: plax.pmap(lambda x: lax.psum(x, "j"), axis_name="i")(X),
+           "unbound axis name: j")
+    raises(NameError, lambda: lax.psum(1.0, "i"), "unbound axis name: i")
+    raises(NameError, lambda: lax.axis_index("i"), "unbound axis name: i")
+    mesh = plax.make_mesh((N,), ("x",))
+    raises(ValueError, lambda: plax.shard_map(lambda b: b, mesh=mesh, in_specs=P("y"),
+                                              out_specs=P("y"))(X), "'y'", "args[0]")
+    if N > 1:  # (every size divides into one block)
+        raises(ValueError, lambda: plax.shard_map(lambda b: b, mesh=mesh, in_specs=P("x"),
+                                                  out_specs=P("x"))(jnp.ones((N + 1,))),
+               "not divisible")
+        raises(ValueError, lambda: plax.device_put(jnp.ones(N + 1),
+                                                   NamedSharding(mesh, P("x"))), "not divisible")
+    raises(ValueError, lambda: NamedSharding(mesh, P("y")), "'y'")
+    raises(ValueError, lambda: plax.make_mesh((N + 1,), ("x",)), "PLAX_NUM_CPU_DEVICES")
+
+
+@check
+def device_failure_cancels_the_others_without_deadlock():
+    def f(x):
+        def boom(i):
+            if int(i) == N - 1:
+                raise ZeroDivisionError("the last device fails")
+            return np.float32(0)
+        z = plax.pure_callback(boom, plax.ShapeDtypeStruct((), np.float32), lax.axis_index("i"))
+        return lax.psum(x + z, "i")  # the other devices wait here
+
+    err = raises(ZeroDivisionError, lambda: plax.pmap(f, axis_name="i")(X),
+                 "the last device fails", f"CpuDevice(id={N - 1})")
+    assert len(err.__notes__) == 1
+    # the runtime is still usable
+    close(plax.pmap(lambda x: lax.psum(x, "i"), axis_name="i")(X), np.broadcast_to(X.sum(0), X.shape))
+
+
+@check
+def collective_timeout():
+    if N < 2:
+        return
+    release = threading.Event()
+
+    def stuck(i):
+        if int(i) == N - 1:
+            release.wait(60)  # the last device does not reach the psum in time
+        return np.float32(0)
+
+    def f(x):
+        z = plax.pure_callback(stuck, plax.ShapeDtypeStruct((), np.float32), lax.axis_index("i"))
+        return lax.psum(x + z, "i")
+
+    os.environ["PLAX_COLLECTIVE_TIMEOUT"] = "0.3"
+    try:
+        raises(TimeoutError, lambda: plax.pmap(f, axis_name="i")(X), "timed out",
+               "PLAX_COLLECTIVE_TIMEOUT")
+    finally:
+        release.set()
+        os.environ.pop("PLAX_COLLECTIVE_TIMEOUT")
+
+
+@check
+def visualize_sharding_table():
+    import contextlib
+    import io
+    mesh = plax.make_mesh((N,), ("x",))
+    x = plax.device_put(jnp.zeros((N, 2)), NamedSharding(mesh, P("x")))
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        plax.debug.visualize_array_sharding(x)
+    text = buf.getvalue()
+    for i in range(N):
+        assert f"CPU {i}" in text, text
+
+
+if __name__ == "__main__":
+    results = {}
+    for name, fn in CHECKS.items():
+        try:
+            fn()
+            results[name] = "ok"
+        except BaseException:  # noqa: BLE001 -- reported to the parent
+            results[name] = traceback.format_exc()
+    print(json.dumps(results))

@@ -1,0 +1,223 @@
+"""In one process (one device): the collectives under ``vmap(axis_name=...)`` against NumPy,
+their JVP/transpose rules against finite differences, the sharding API of the core, and
+plax without the plugin."""
+from __future__ import annotations
+
+import contextlib
+import importlib
+import io
+import sys
+
+import numpy as np
+import pytest
+
+import plax
+import plax.numpy as jnp
+from plax import lax
+from plax.sharding import (Mesh, NamedSharding, PartitionSpec as P, PositionalSharding,
+                           SingleDeviceSharding)
+
+rng = np.random.default_rng(1)
+X = rng.standard_normal((4, 3)).astype(np.float32)
+
+
+def vm(f, *args, **kw):
+    return np.asarray(plax.vmap(f, axis_name="i", **kw)(*args))
+
+
+# ------------------------------------------------------------------ vmap collectives
+
+def test_vmap_reductions_match_numpy():
+    np.testing.assert_allclose(vm(lambda x: lax.psum(x, "i"), X), np.broadcast_to(X.sum(0), X.shape),
+                               rtol=1e-6)
+    np.testing.assert_allclose(vm(lambda x: lax.pmean(x, "i"), X), np.broadcast_to(X.mean(0), X.shape),
+                               rtol=1e-6)
+    np.testing.assert_array_equal(vm(lambda x: lax.pmax(x, "i"), X), np.broadcast_to(X.max(0), X.shape))
+    np.testing.assert_array_equal(vm(lambda x: lax.pmin(x, "i"), X), np.broadcast_to(X.min(0), X.shape))
+
+
+def test_vmap_unbatched_operand_and_axis_index():
+    np.testing.assert_array_equal(vm(lambda x: lax.psum(2.0, "i"), X), np.full(4, 8.0))
+    np.testing.assert_array_equal(vm(lambda x: lax.axis_index("i"), X), np.arange(4))
+    assert plax.vmap(lambda x: x * 0 + lax.axis_size("i"), axis_name="i")(X)[0, 0] == 4
+
+
+def test_vmap_collective_over_an_outer_axis_passes_the_inner_batch_through():
+    A = rng.standard_normal((2, 3, 5)).astype(np.float32)
+    f = plax.vmap(plax.vmap(lambda x: lax.psum(x, "i"), axis_name="j"), axis_name="i")
+    np.testing.assert_allclose(f(A), np.broadcast_to(A.sum(0), A.shape), rtol=1e-6)
+    g = plax.vmap(plax.vmap(lambda x: lax.all_gather(x, "i"), axis_name="j"), axis_name="i")
+    np.testing.assert_array_equal(np.asarray(g(A))[1, 2], A[:, 2])
+    h = plax.vmap(plax.vmap(lambda x: lax.psum(x, ("i", "j")), axis_name="j"), axis_name="i")
+    np.testing.assert_allclose(h(A), np.broadcast_to(A.sum((0, 1)), A.shape), rtol=1e-5)
+
+
+def test_vmap_data_movement_collectives():
+    n = 4
+    np.testing.assert_array_equal(vm(lambda x: lax.ppermute(x, "i", [(i, (i + 1) % n) for i in range(n)]), X),
+                                  np.roll(X, 1, axis=0))
+    np.testing.assert_array_equal(vm(lambda x: lax.pshuffle(x, "i", [3, 0, 1, 2]), X), X[[3, 0, 1, 2]])
+    A = rng.standard_normal((n, n, 2)).astype(np.float32)
+    np.testing.assert_array_equal(vm(lambda x: lax.all_to_all(x, "i", 0, 0), A), np.swapaxes(A, 0, 1))
+    np.testing.assert_allclose(vm(lambda x: lax.psum_scatter(x, "i"), A), A.sum(0), rtol=1e-6)
+    np.testing.assert_array_equal(vm(lambda x: lax.all_gather(x, "i", axis=1), X),
+                                  np.broadcast_to(X.T, (n, 3, n)))
+    np.testing.assert_array_equal(vm(lambda x: lax.all_gather(x, "i", tiled=True), X),
+                                  np.broadcast_to(X.reshape(-1), (n, 12)))
+
+
+def test_jit_inside_vmap_stages_the_collective():
+    f = plax.vmap(plax.jit(lambda x: lax.psum(x, "i") * lax.axis_index("i")), axis_name="i")
+    np.testing.assert_allclose(f(X), X.sum(0)[None] * np.arange(4)[:, None], rtol=1e-6)
+    text = str(plax.make_jaxpr(plax.vmap(lambda x: lax.psum(x, "i"), axis_name="i"))(X))
+    assert "reduce_sum" in text
+
+
+def _fd_check(f, x, rtol=2e-2, atol=2e-2):
+    g = np.asarray(plax.grad(f)(x), np.float64)
+    eps = 1e-3
+    fd = np.zeros_like(g)
+    for idx in np.ndindex(x.shape):
+        e = np.zeros_like(x)
+        e[idx] = eps
+        fd[idx] = (float(f(x + e)) - float(f(x - e))) / (2 * eps)
+    np.testing.assert_allclose(g, fd, rtol=rtol, atol=atol)
+
+
+@pytest.mark.parametrize("body", [
+    lambda x: lax.psum(jnp.sin(x), "i") * x,
+    lambda x: lax.pmean(x * x, "i"),
+    lambda x: lax.pmax(x, "i") * x,
+    lambda x: lax.pmin(x, "i") + x,
+    lambda x: lax.all_gather(x, "i")[1] * x,
+    lambda x: lax.all_gather(x, "i", tiled=True)[2:5].sum() * x,
+    lambda x: lax.ppermute(x, "i", [(0, 1), (1, 2), (2, 3), (3, 0)]) * x,
+    lambda x: jnp.tanh(lax.all_to_all(x.reshape(4, 1)[:, 0] if x.shape == (4,) else x, "i", 0, 0)),
+    lambda x: lax.psum_scatter(x[:4] if x.shape[0] >= 4 else x, "i") * 2.0,
+], ids=["psum", "pmean", "pmax", "pmin", "all_gather", "all_gather_tiled", "ppermute",
+        "all_to_all", "psum_scatter"])
+def test_collective_gradients_match_finite_differences(body):
+    x = rng.standard_normal((4, 4)).astype(np.float32)
+
+    def f(v):
+        return jnp.sum(plax.vmap(body, axis_name="i")(v) ** 2)
+
+    _fd_check(f, x)
+
+
+def test_jvp_of_a_collective_under_vmap():
+    t = np.ones_like(X)
+    _, tan = plax.jvp(lambda x: plax.vmap(lambda r: lax.psum(r * r, "i"), axis_name="i")(x),
+                      (X,), (t,))
+    np.testing.assert_allclose(tan, np.broadcast_to((2 * X).sum(0), X.shape), rtol=1e-5)
+
+
+# ------------------------------------------------------------------ errors
+
+def test_unbound_axis_names_raise_name_error():
+    with pytest.raises(NameError, match="unbound axis name: i"):
+        lax.psum(1.0, "i")
+    with pytest.raises(NameError, match="unbound axis name: k"):
+        plax.vmap(lambda x: lax.psum(x, "k"), axis_name="i")(X)
+    with pytest.raises(NameError, match="unbound axis name: k"):
+        plax.jit(lambda x: lax.all_gather(x, "k"))(X)
+
+
+def test_collective_argument_errors():
+    with pytest.raises(ValueError, match="sources and destinations must be unique"):
+        vm(lambda x: lax.ppermute(x, "i", [(0, 1), (2, 1)]), X)
+    with pytest.raises(ValueError, match="permutation"):
+        vm(lambda x: lax.pshuffle(x, "i", [0, 0, 1, 2]), X)
+    with pytest.raises(ValueError, match="must have the size of axis"):
+        vm(lambda x: lax.psum_scatter(x, "i"), X)
+    with pytest.raises(NotImplementedError, match="axis_index_groups"):
+        vm(lambda x: lax.psum(x, "i", axis_index_groups=[[0, 1], [2, 3]]), X)
+
+
+# ------------------------------------------------------------------ the core's sharding API
+
+def test_plain_array_sharding_attributes():
+    x = jnp.ones((2, 3))
+    d = plax.devices()[0]
+    assert x.sharding == SingleDeviceSharding(d)
+    assert x.is_fully_replicated and x.devices() == {d}
+    (s,) = x.addressable_shards
+    assert s.device == d and s.replica_id == 0
+
+
+def test_mesh_specs_and_shardings():
+    mesh = plax.make_mesh((1,), ("x",))
+    assert mesh.shape == {"x": 1} and mesh.axis_names == ("x",)
+    assert P("x", None) == P("x") and P("x") != ("x",)
+    s = NamedSharding(mesh, P("x"))
+    x = plax.device_put(np.arange(4.0), s)
+    assert x.sharding.is_equivalent_to(s, 1) and x.is_fully_replicated
+    with pytest.raises(ValueError, match="names axis 'y'"):
+        NamedSharding(mesh, P("y"))
+    with pytest.raises(ValueError, match="distinct"):
+        Mesh(np.array(plax.devices() * 2).reshape(2, 1)[:, 0].reshape(2), ("a",)) \
+            if len(plax.devices()) == 1 else Mesh(np.array(plax.devices()[:1]), ("a", "a"))
+
+
+def test_positional_sharding():
+    ps = PositionalSharding(plax.devices()[:1])
+    assert ps.shape == (1,) and ps.is_fully_replicated
+    assert ps.reshape(1, 1).shape == (1, 1)
+    x = plax.device_put(np.ones((2, 2)), ps.reshape(1, 1))
+    np.testing.assert_array_equal(x, np.ones((2, 2)))
+
+
+def test_use_mesh_and_set_mesh():
+    from plax.sharding import get_mesh, set_mesh, use_mesh
+    mesh = plax.make_mesh((1,), ("x",))
+    assert get_mesh() is None
+    with use_mesh(mesh):
+        assert get_mesh() is mesh
+        out = plax.shard_map(lambda b: b * 2, in_specs=P("x"), out_specs=P("x"))(jnp.ones(2))
+        np.testing.assert_array_equal(out, [2.0, 2.0])
+    assert get_mesh() is None
+    with plax.set_mesh(mesh):
+        assert get_mesh() is mesh
+    assert get_mesh() is None
+    set_mesh(mesh)
+    try:
+        assert get_mesh() is mesh
+    finally:
+        set_mesh(None)
+    with pytest.raises(ValueError, match="needs a mesh"):
+        plax.shard_map(lambda b: b, in_specs=P("x"), out_specs=P("x"))(jnp.ones(2))
+
+
+def test_visualize_array_sharding_prints_a_table():
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        plax.debug.visualize_array_sharding(jnp.ones((2, 2)))
+    assert "CPU 0" in buf.getvalue() and buf.getvalue().startswith("+")
+
+
+# ------------------------------------------------------------------ without the plugin
+
+def test_absent_plugin_gives_a_clear_error_and_nothing_else_breaks(monkeypatch):
+    from plax import plugins
+
+    real = plugins._entry_points
+    monkeypatch.setattr(plugins, "_entry_points",
+                        lambda group: [ep for ep in real(group) if ep.name != "pmap"])
+    plugins.reset()
+    try:
+        for get in (lambda: plax.pmap, lambda: plax.shard_map, lambda: plax.lax.psum,
+                    lambda: plax.lax.axis_index):
+            with pytest.raises(AttributeError, match="'plax-pmap', which is not installed"):
+                get()
+        with pytest.raises(AttributeError, match="pip install -e plugins/plax_pmap"):
+            plax.pmap
+        with pytest.raises(AttributeError, match="has no attribute 'not_a_collective'"):
+            plax.lax.not_a_collective
+        assert float(plax.jit(lambda x: jnp.cos(x))(0.0)) == 1.0
+        assert plax.vmap(lambda x: x * 2, axis_name="i")(jnp.ones(2)).tolist() == [2.0, 2.0]
+        assert plax.grad(lambda x: x ** 2)(3.0) == 6.0
+        assert plax.make_mesh((1,), ("x",)).size == 1
+    finally:
+        monkeypatch.undo()
+        plugins.reset()
+    assert callable(plax.pmap)
