@@ -33,9 +33,7 @@ NOT_YET_IMPLEMENTED: dict[str, list[str]] = {
     "numpy": [],
     "numpy.linalg": [],
     "numpy.fft": [],
-    "nn": """
-        get_scaled_dot_general_config scaled_dot_general scaled_matmul
-    """.split(),
+    "nn": [],
     "nn.initializers": [],
     "scipy.special": [],
     "scipy.stats": [],
