@@ -15,6 +15,8 @@ __all__ = [
     "randint", "exponential", "laplace", "logistic", "cauchy", "gumbel", "gamma", "loggamma",
     "beta", "dirichlet", "permutation", "choice", "categorical", "poisson",
     "multivariate_normal", "orthogonal", "ball", "generalized_normal",
+    "chisquare", "f", "t", "rayleigh", "wald", "pareto", "lognormal", "maxwell",
+    "double_sided_maxwell", "weibull_min", "triangular", "geometric",
 ]
 
 from plax.random.keys import (PRNGKey, PRNGKeyArray, PRNGImpl, KeyDType, key, split, fold_in, bits,
@@ -25,3 +27,5 @@ from plax.random.samplers import (uniform, normal, truncated_normal, bernoulli, 
 from plax.random.gamma_family import gamma, loggamma, beta, dirichlet
 from plax.random.discrete import permutation, choice, categorical, poisson
 from plax.random.multivariate import multivariate_normal, orthogonal, ball, generalized_normal
+from plax.random.more_samplers import (chisquare, f, t, rayleigh, wald, pareto, lognormal, maxwell,
+                                      double_sided_maxwell, weibull_min, triangular, geometric)
