@@ -19,6 +19,7 @@ LAZY_KERNELS = {
     "plax.lax.precision": "plax_numpy.impls_precision",
     "plax.lax.cumlogsumexp": "plax_numpy.impls_precision",
     "plax.lax.linalg": "plax_numpy.impls_linalg",
+    "plax.lax.extra_elementwise": "plax_numpy.impls_extra_elementwise",
 }
 
 

@@ -803,3 +803,37 @@ def _identity_cases(d):
 
 
 add(Spec(lax.stop_gradient_p, ALL, _identity_cases, nondiff=True))
+
+
+# ------------------------------------------------------------------ square, clz, mulhi
+
+def _square_int(x, d):
+    return np.vectorize(lambda v: v * v, otypes=[object])(x) if x.size else x
+
+
+_int_or_float_unary(lax.square_p, _square_int, _quiet_call(np.square), NUM)
+
+
+def _clz_ref(x, d):
+    bits = 8 * d.itemsize
+    return (np.vectorize(lambda v: bits - (v % (1 << bits)).bit_length(), otypes=[object])(x)
+            if x.size else x)
+
+
+_int_or_float_unary(lax.clz_p, _clz_ref, None, INT, nondiff=True)
+
+
+def _mulhi_cases(d):
+    bits = 8 * d.itemsize
+    cs = _binary_cases(d, _objmap(lambda a, b: (a * b) >> bits), None)
+    # the extremes: products of the most negative and largest values
+    info = np.iinfo(d)
+    edge = np.array([info.min, info.max, 0, 1, -1 if info.min < 0 else 2], dtype=d)
+    xs, ys = np.repeat(edge, edge.size), np.tile(edge, edge.size)
+    cs.append(Case({}, lambda rng: [xs, ys],
+                   lambda x, y: wrap(_objmap(lambda a, b: (a * b) >> bits)(pyints(x), pyints(y)),
+                                     d), "extremes", vmap=False))
+    return cs
+
+
+add(Spec(lax.mulhi_p, INT, _mulhi_cases, nondiff=True, vmap_dtype="int32"))
