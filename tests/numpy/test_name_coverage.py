@@ -25,6 +25,28 @@ DELIBERATE: dict[str, dict[str, str]] = {
         "after_all_p": "XLA ordering tokens: plax orders side effects without tokens",
         "create_token": "XLA ordering tokens: plax orders side effects without tokens",
         "create_token_p": "XLA ordering tokens: plax orders side effects without tokens",
+        # JAX-internal primitives behind functions plax composes from other primitives
+        "approx_top_k_p": "approx_max_k/approx_min_k return the exact top k (lax.top_k)",
+        "copy_p": "an XLA copy; plax arrays are immutable and copies are never needed",
+        "dce_sink_p": "lax.dce_sink is a no-op: plax has no MLIR dead-code elimination",
+        "device_put_p": "device_put moves buffers through the backend protocol, not a primitive",
+        "eq_to_p": "shape-polymorphism internals: plax shapes are static",
+        "le_to_p": "shape-polymorphism internals: plax shapes are static",
+        "lt_to_p": "shape-polymorphism internals: plax shapes are static",
+        "optimization_barrier_p": "lax.optimization_barrier is the identity: nothing to fence",
+        "reduce_p": "lax.reduce binds reduce_* for monoids, else combines halves pairwise",
+        "reduce_window_p": "reduce_window binds reduce_window_{sum,max,min}_p (or composes)",
+        "scatter_sub_p": "lax.scatter_sub is scatter_add of the negated updates",
+        "select_and_gather_add_p": "max-pool gradients come from reduce_window_max's JVP rule",
+        "select_and_scatter_add_p": "max-pool gradients come from reduce_window_max's JVP rule",
+        "select_and_scatter_p": "max-pool gradients come from reduce_window_max's JVP rule",
+        "split_p": "lax.split composes slice",
+        "stack_p": "lax.stack composes expand_dims and concatenate",
+        "stage_p": "lax.stage is asarray: plax traces every array operand already",
+        "tile_p": "lax.tile composes broadcast_in_dim and reshape",
+        "unstack_p": "lax.unstack composes index_in_dim",
+        "rng_uniform": "XLA's stateful RNG (discouraged by JAX): use plax.random",
+        "rng_uniform_p": "XLA's stateful RNG (discouraged by JAX): use plax.random",
     },
 }
 
@@ -38,19 +60,10 @@ NOT_YET_IMPLEMENTED: dict[str, list[str]] = {
     "scipy.special": [],
     "scipy.stats": [],
     "lax": """
-        AccuracyMode ConvGeneralDilatedDimensionNumbers DotAlgorithm DotAlgorithmPreset DotDimensionNumbers Precision PrecisionLike RaggedDotDimensionNumbers
-        RandomAlgorithm Tolerance all_gather all_gather_p all_to_all all_to_all_p approx_max_k approx_min_k
-        approx_top_k_p axis_index axis_index_p axis_size batch_matmul broadcast_like broadcast_shapes broadcast_to_rank
-        clz clz_p composite conv_general_dilated_local conv_general_dilated_patches conv_general_permutations conv_general_shape_tuple conv_shape_tuple
-        conv_transpose_shape_tuple copy_p custom_linear_solve custom_root dce_sink dce_sink_p device_put_p dtype
-        empty eq_to_p index_take le_to_p linear_solve_p lt_to_p mulhi mulhi_p
-        optimization_barrier optimization_barrier_p pbroadcast pcast platform_dependent pmax pmax_p pmean
-        pmin pmin_p ppermute ppermute_p precv psend pshuffle psum
-        psum_p psum_scatter pswapaxes ragged_all_to_all ragged_all_to_all_p ragged_dot ragged_dot_general reciprocal
-        reduce reduce_p reduce_window_p reduce_window_shape_tuple rng_bit_generator rng_bit_generator_p rng_uniform rng_uniform_p
-        scaled_dot scatter_apply scatter_sub scatter_sub_p select_and_gather_add_p select_and_scatter_add_p select_and_scatter_p shape_as_value
-        sharding_constraint_p split split_p square square_p stack stack_p stage
-        stage_p tile tile_p unstack unstack_p with_sharding_constraint
+        custom_linear_solve custom_root linear_solve_p ragged_dot_general rng_bit_generator
+        rng_bit_generator_p scaled_dot with_sharding_constraint sharding_constraint_p
+        pcast precv psend pswapaxes ragged_all_to_all ragged_all_to_all_p
+        all_gather_p all_to_all_p axis_index_p pmax_p pmin_p ppermute_p psum_p
     """.split(),
 }
 # ---- end of the tracked section ----------------------------------------------------------

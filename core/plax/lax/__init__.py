@@ -78,6 +78,18 @@ _FAMILIES = {
                 "reduce_window_min_p"),
     "precision": ("reduce_precision", "reduce_precision_p"),
     "linalg": ("cholesky_p", "triangular_solve_p", "lu_p", "qr_p", "eigh_p", "svd_p", "eig_p"),
+    # composites, shape helpers and JAX's enums/types (no primitives of their own)
+    "extras": ("AccuracyMode", "ConvGeneralDilatedDimensionNumbers", "DotAlgorithm",
+               "DotAlgorithmPreset", "DotDimensionNumbers", "Precision", "PrecisionLike",
+               "RaggedDotDimensionNumbers", "RandomAlgorithm", "Tolerance", "approx_max_k",
+               "approx_min_k", "batch_matmul", "broadcast_like", "broadcast_shapes",
+               "broadcast_to_rank", "composite", "conv_general_dilated_local",
+               "conv_general_dilated_patches", "conv_general_permutations",
+               "conv_general_shape_tuple", "conv_shape_tuple", "conv_transpose_shape_tuple",
+               "dce_sink", "dtype", "empty", "index_take", "optimization_barrier",
+               "platform_dependent", "ragged_dot", "reciprocal", "reduce",
+               "reduce_window_shape_tuple", "scatter_apply", "scatter_sub", "shape_as_value",
+               "split", "stack", "stage", "tile", "unstack"),
 }
 _WHERE = {name: family for family, names in _FAMILIES.items() for name in (family, *names)}
 
