@@ -36,7 +36,8 @@ def io_callback(callback: Callable, result_shape_dtypes: Any, *args: Any, shardi
     Args:
       callback: the host function; it receives plax Arrays.
       result_shape_dtypes: a pytree of :class:`plax.ShapeDtypeStruct` (None: no results).
-      *args, **kwargs: its arguments (pytrees of arrays).
+      *args: its positional arguments (pytrees of arrays).
+      **kwargs: its keyword arguments (pytrees of arrays).
       sharding: accepted for compatibility; plax runs the callback on the host.
       ordered: whether the call is ordered.
 

@@ -155,7 +155,8 @@ def pure_callback(callback: Callable, result_shape_dtypes: Any, *args: Any,
     Args:
       callback: the host function.
       result_shape_dtypes: a pytree of :class:`plax.ShapeDtypeStruct` (or arrays).
-      *args, **kwargs: its arguments (pytrees of arrays).
+      *args: its positional arguments (pytrees of arrays).
+      **kwargs: its keyword arguments (pytrees of arrays).
       sharding: accepted for compatibility; plax runs the callback on the host.
       vmap_method: one of ``"sequential"``, ``"sequential_unrolled"``, ``"expand_dims"``,
         ``"broadcast_all"``, ``"legacy_vectorized"``, or None (vmap raises).

@@ -98,7 +98,7 @@ def _length_of(xs_leaves: list, length) -> int:
 def scan(f: Callable, init: Any, xs: Any = None, length: int | None = None,
          reverse: bool = False, unroll: int | bool = 1) -> tuple[Any, Any]:
     """Loops ``carry, y = f(carry, x)`` over the leading axis of ``xs``, as one ``scan``
-    primitive; returns the final carry and the ``y``s stacked.
+    primitive; returns the final carry and the ``y`` values stacked.
 
     Differentiable in forward and reverse mode.
 
