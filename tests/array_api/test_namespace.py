@@ -2,8 +2,8 @@
 array object protocol). The standard is recorded in ``array_api_2023_12.json`` by
 ``record_array_api_namespace.py``; CI needs neither array-api-strict nor JAX.
 
-Not covered here (issue 12, later): the standard's special-case tables for elementwise
-functions and its type-promotion table, value by value.
+The standard's special-case tables for elementwise functions and its type-promotion table are
+checked value by value in ``test_special_cases.py`` and ``test_type_promotion.py``.
 """
 from __future__ import annotations
 
@@ -30,11 +30,6 @@ EXCLUSIONS = {
     "info.default_device": "JAX returns None: arrays are uncommitted until placed",
     "info.devices": "JAX lists None (uncommitted) before the devices",
     "info.capabilities": "JAX reports no boolean indexing / data-dependent shapes (not under jit)",
-    # --- not yet — issue 12
-    "special_cases": "not yet — issue 12: the special-case tables of elementwise functions",
-    "type_promotion": "not yet — issue 12: the standard's type-promotion table, value by value",
-    "array.__array_namespace__.api_version": "not yet — issue 12: api_version is not validated "
-                                            "(JAX raises ValueError for other versions)",
 }
 
 # Defaults that differ in spelling only: None means the standard's default, as in JAX.

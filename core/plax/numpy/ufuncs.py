@@ -636,7 +636,11 @@ def hypot(x, y, /):
     safe_big = lax.select(is_zero, _full_like(big, 1), big)
     ratio = lax.div(small, safe_big)
     out = lax.mul(big, lax.sqrt(lax.add(_const(big, 1), lax.mul(ratio, ratio))))
-    return lax.select(is_zero, _full_like(big, 0), out)
+    out = lax.select(is_zero, _full_like(big, 0), out)
+    # an infinite operand gives +inf even beside NaN (IEEE hypot, the Array API, JAX); the
+    # ratio above would be inf/inf or NaN there
+    any_inf = lax.bitwise_or(lax.eq(x, _const(x, math.inf)), lax.eq(y, _const(y, math.inf)))
+    return lax.select(any_inf, _full_like(big, math.inf), out)
 
 
 def deg2rad(x, /):
