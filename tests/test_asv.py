@@ -3,7 +3,7 @@ results for plax's backends that ``asv publish`` turns into the dashboard's data
 
 Runs against the plax installed in this interpreter (``-E existing:``, nothing built or
 downloaded), with results, HTML and asv's machine file in a temporary folder. Needs asv (the
-``bench`` extra); skipped without it, except in CI (``CI`` set), where it fails instead.
+``bench`` extra); skipped without it, saying so.
 """
 from __future__ import annotations
 
@@ -25,10 +25,7 @@ SUBSET = r"^(bench_overhead\.EagerDispatch\.time_add|bench_table\.TinyCall|bench
 @pytest.fixture(scope="module")
 def asv_env(tmp_path_factory):
     if importlib.util.find_spec("asv") is None:
-        message = 'asv is not installed (pip install -e ".[bench]")'
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
+        pytest.skip('asv is not installed (pip install -e ".[bench]", or pip install asv)')
     tmp = tmp_path_factory.mktemp("asv")
     with open(REPO / "asv.conf.json") as f:
         text = "\n".join(line for line in f if not line.lstrip().startswith("//"))
