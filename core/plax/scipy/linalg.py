@@ -420,3 +420,15 @@ def expm(A, *, upper_triangular: bool = False, max_squarings: int = 16):
         r = jnp.where((i < s)[..., None, None], jnp.matmul(r, r), r)
     too_big = (s > max_squarings)[..., None, None]
     return jnp.where(too_big, jnp.asarray(np.nan, dt), r)
+
+
+from plax.scipy._linalg_extra import (cholesky, circulant, companion,  # noqa: E402
+                                      convolution_matrix, dft, eigh_tridiagonal, expm_frechet,
+                                      fiedler, fiedler_companion, hadamard, hankel, helmert,
+                                      hilbert, invhilbert, invpascal, leslie, pascal, polar,
+                                      qr_multiply, toeplitz)
+
+__all__ += ["cholesky", "circulant", "companion", "convolution_matrix", "dft",
+            "eigh_tridiagonal", "expm_frechet", "fiedler", "fiedler_companion", "hadamard",
+            "hankel", "helmert", "hilbert", "invhilbert", "invpascal", "leslie", "pascal",
+            "polar", "qr_multiply", "toeplitz"]
