@@ -104,7 +104,16 @@ def cpu_devices() -> tuple[CpuDevice, ...]:
             raise ValueError
     except ValueError:
         raise ValueError(f"PLAX_NUM_CPU_DEVICES must be a positive integer, got {raw!r}") from None
-    return tuple(CpuDevice(i, device_kind="cpu") for i in range(n))
+    # In a multi-process run (plax.distributed.initialize) ids are global: process p's
+    # devices are p*N ... p*N + N-1, as JAX numbers them.
+    from plax import distributed
+    rank = distributed._state["process_index"]
+    out = []
+    for i in range(n):
+        d = CpuDevice(rank * n + i, device_kind="cpu")
+        d.process_index = d.host_id = rank
+        out.append(d)
+    return tuple(out)
 
 
 # ------------------------------------------------------------------ queries
@@ -133,6 +142,15 @@ def devices(platform: str | None = None, backend: str | None = None) -> list[Dev
       >>> plax.devices()
       [CpuDevice(id=0)]
     """
+    local = _local_devices(platform, backend)
+    from plax import distributed
+    remote = distributed._state["remote_devices"]
+    if remote and local and local[0].platform == "cpu":
+        return sorted(local + list(remote), key=lambda d: d.id)
+    return local
+
+
+def _local_devices(platform: str | None = None, backend: str | None = None) -> list[Device]:
     reg = _registry()
     if backend is not None:
         return reg.devices_of(reg.get_backend(backend))
@@ -149,26 +167,41 @@ def devices(platform: str | None = None, backend: str | None = None) -> list[Dev
 
 
 def local_devices(process_index: int | None = None, backend: str | None = None) -> list[Device]:
-    """Like :func:`devices` (plax runs in one process)."""
-    return devices(backend)
+    """The devices of this process (of the default platform, or of ``backend``): all of
+    :func:`devices` except in a multi-process run (:mod:`plax.distributed`).
+
+    Args:
+      process_index: must be None or this process's index.
+      backend: a backend or platform name, as for :func:`devices`.
+    """
+    if process_index is not None and process_index != globals()["process_index"]():
+        raise ValueError(f"local_devices: process_index={process_index} is not this process "
+                         f"({globals()['process_index']()}); only this process's devices are "
+                         "addressable")
+    return _local_devices(backend)
 
 
 def device_count(backend: str | None = None) -> int:
-    """The number of devices of the default (or given) platform."""
+    """The number of devices of the default (or given) platform, over all processes."""
     return len(devices(backend))
 
 
 def local_device_count(backend: str | None = None) -> int:
-    """Like :func:`device_count` (plax runs in one process)."""
-    return device_count(backend)
+    """The number of devices of this process."""
+    return len(local_devices(backend=backend))
 
 
 def process_index() -> int:
-    return 0
+    """This process's index in a multi-process run (0 otherwise)."""
+    from plax import distributed
+    return distributed._state["process_index"]
 
 
 def process_count() -> int:
-    return 1
+    """The number of processes of the run (1 unless :func:`plax.distributed.initialize`
+    joined several)."""
+    from plax import distributed
+    return distributed._state["process_count"]
 
 
 def default_backend() -> str:
@@ -203,7 +236,7 @@ def default_device() -> Device:
         return stack[-1]
     d = _default_cache[0]
     if d is None:
-        d = _default_cache[0] = devices()[0]
+        d = _default_cache[0] = _local_devices()[0]  # never another process's device
     return d
 
 

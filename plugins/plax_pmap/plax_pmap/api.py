@@ -78,6 +78,21 @@ def _eager(leaves) -> bool:
     return _trace.state.depth == 0 and not any(isinstance(x, Tracer) for x in leaves)
 
 
+def _processes() -> tuple[int, int, Any]:
+    """(process index, process count, transport) of the run; raises if the program was
+    started by a launcher with several processes but did not join them."""
+    from plax import distributed
+    st = distributed._state
+    if not st["initialized"]:
+        size, var = distributed.launched_process_count()
+        if size > 1:
+            raise RuntimeError(f"{var}={size}: this program was started as {size} processes "
+                               "(mpiexec), but plax.distributed.initialize() was not called; "
+                               "call it at the start of the program so that the processes "
+                               "compute together")
+    return st["process_index"], st["process_count"], st["transport"]
+
+
 class _Cache:
     """Per-signature traced programs of one pmap/shard_map wrapper."""
 
@@ -164,6 +179,7 @@ def pmap(fun: Callable | None = None, axis_name: Hashable | None = None, *, in_a
         leaves = [x if ax is None else plax.numpy.asarray(x) if not isinstance(x, (Array, Tracer))
                   else x for x, ax in zip(leaves, axes)]
         size = _mapped_size(leaves, axes, axis_size, treedef)
+        pindex, pcount, transport = _processes()
         devs = _devices(devices, backend, size)
 
         def flat_fun(*flat):
@@ -171,6 +187,11 @@ def pmap(fun: Callable | None = None, axis_name: Hashable | None = None, *, in_a
             return call(*a, **kw)
 
         if not _eager(leaves):
+            if pcount > 1 and not _axes._env.frames:
+                raise NotImplementedError(
+                    "pmap under a transform (grad, jit, vmap of a pmap) in a multi-process run "
+                    "is not supported by plax-pmap; apply the transform inside the pmap "
+                    "(pmap(grad(f)))")
             return _as_vmap(flat_fun, leaves, axes, out_axes, name, size)
         key = (treedef, static_vals, tuple(axes),
                tuple((get_aval(x).shape, get_aval(x).dtype, get_aval(x).weak_type)
@@ -181,14 +202,19 @@ def pmap(fun: Callable | None = None, axis_name: Hashable | None = None, *, in_a
         except TypeError:
             entry, key = None, None
         if entry is None:
-            entry = _prepare_pmap(flat_fun, leaves, axes, name, size, devs, backend)
+            entry = _prepare_pmap(flat_fun, leaves, axes, name, size, devs, backend, pcount)
             if key is not None:
                 cache.table[key] = entry
         if entry == "vmap":
+            if pcount > 1:
+                raise NotImplementedError(
+                    "in a multi-process run, plax-pmap runs collectives only at the top level "
+                    "of the pmapped function (not inside lax.cond/scan/while_loop)")
             out = _as_vmap(flat_fun, leaves, axes, out_axes, name, size)
             return _place_pmap_outputs(out, out_axes, devs)
         program, out_tree = entry
-        return _run_pmap(program, out_tree, leaves, axes, out_axes, devs, backend)
+        return _run_pmap(program, out_tree, leaves, axes, out_axes, devs, backend,
+                         offset=pindex * size, transport=transport)
 
     return mapped
 
@@ -241,7 +267,7 @@ def _devices(devices, backend, size: int) -> list:
     elif backend is not None:
         devs = plax.devices(backend=backend)
     else:
-        devs = plax.devices()
+        devs = plax.local_devices()  # (in a multi-process run each process maps its own)
     if size > len(devs) and not nested:
         raise ValueError(f"pmap: the mapped axis has size {size}, which requires {size} devices, "
                          f"but only {len(devs)} are available: {devs}. Map over at most "
@@ -258,7 +284,7 @@ def _as_vmap(flat_fun, leaves, axes, out_axes, name, size):
                      axis_size=size)(*leaves)
 
 
-def _prepare_pmap(flat_fun, leaves, axes, name, size, devs, backend):
+def _prepare_pmap(flat_fun, leaves, axes, name, size, devs, backend, pcount=1):
     in_avals = []
     for x, ax in zip(leaves, axes):
         aval = get_aval(x if isinstance(x, (Array, Tracer)) else plax.numpy.asarray(x))
@@ -275,12 +301,13 @@ def _prepare_pmap(flat_fun, leaves, axes, name, size, devs, backend):
         out_store.append(out_tree)
         return out_leaves
 
-    with _axes.axis_env({name: size}):
+    total = size * pcount  # every process maps the same number of slices
+    with _axes.axis_env({name: total}):
         closed, _ = trace_to_jaxpr(traced, in_avals, "the function passed to pmap")
     flat = flatten_calls(closed)
     if flat is None:
         return "vmap"
-    program = SpmdProgram(flat, (name,), (size,))
+    program = SpmdProgram(flat, (name,), (total,))
     program.compile(devs, _backend_for(backend))
     return program, out_store[0]
 
@@ -306,13 +333,15 @@ def _pmap_sharding(devs) -> IndexMapSharding:
     return IndexMapSharding({d: (i,) for i, d in enumerate(devs)})
 
 
-def _run_pmap(program, out_tree, leaves, axes, out_axes, devs, backend):
+def _run_pmap(program, out_tree, leaves, axes, out_axes, devs, backend, offset=0,
+              transport=None):
     sharding = _pmap_sharding(devs)
     ok = lambda x: x.sharding == sharding  # noqa: E731
     per_leaf = [_per_device_leaf(x, ax, devs, ok) for x, ax in zip(leaves, axes)]
     consts = _const_inputs(program, devs)
     inputs = [consts[r] + [pl[r] for pl in per_leaf] for r in range(len(devs))]
-    results = program.run(devs, _backend_for(backend), inputs)
+    results = program.run(devs, _backend_for(backend), inputs, offset=offset,
+                          transport=transport)
     out_avals = program.closed.out_avals
     outs = []
     n = len(devs)
@@ -397,6 +426,9 @@ def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = N
 
     @functools.wraps(f)
     def mapped(*args):
+        if _processes()[1] > 1:
+            raise NotImplementedError("shard_map in a multi-process run is not supported by "
+                                      "plax-pmap yet; use pmap")
         m = mesh if mesh is not None else _current_mesh()
         if m is None:
             raise ValueError("shard_map needs a mesh: pass mesh=..., or set one with "

@@ -31,15 +31,7 @@ def _lazy(module: str, name: str):
 @hookimpl
 def plax_plugins():
     exports = {n: _lazy("plax_pmap.api", n) for n in _API}
-    exports["experimental.shard_map"] = _ShardMapModule()
+    exports["experimental.shard_map"] = importlib.import_module("plax_pmap.shard_map_module")
     exports.update({f"lax.{n}": _lazy("plax_pmap.collectives", n) for n in _LAX})
+    exports["distributed.backend_initialize"] = _lazy("plax_pmap.mpi", "backend_initialize")
     return exports
-
-
-class _ShardMapModule:
-    """``plax.experimental.shard_map``: the older home of ``shard_map`` (an attribute
-    holder, like JAX's ``jax.experimental.shard_map`` module)."""
-
-    @property
-    def shard_map(self):
-        return importlib.import_module("plax_pmap.api").shard_map

@@ -220,18 +220,26 @@ class SpmdProgram:
 
     # ------------------------------------------------------------------ running
 
-    def run(self, devices, backend_for, inputs: list[list[Any]]) -> list[list[Any]]:
-        """Runs the program, device ``r`` on ``inputs[r]`` (its buffers: the constants
-        first, then the arguments); returns each device's output buffers."""
-        n = self.n
-        comm = _Comm(n, collective_timeout())
+    def run(self, devices, backend_for, inputs: list[list[Any]], *, offset: int = 0,
+            transport=None) -> list[list[Any]]:
+        """Runs the program, local device ``r`` on ``inputs[r]`` (its buffers: the
+        constants first, then the arguments); returns each device's output buffers.
+
+        Args:
+          devices: this process's devices taking part, in grid order.
+          offset: the grid position of ``devices[0]`` (in a multi-process run, the devices of
+            the processes before this one come first).
+          transport: the multi-process transport (:mod:`plax_pmap.mpi`), or None.
+        """
+        n = len(devices)
+        comm = _Comm(n, collective_timeout(), transport)
         results: list = [None] * n
         errors: list = [None] * n
 
         def work(r):
             try:
-                results[r] = self._run_one(r, devices[r], backend_for(devices[r]), inputs[r],
-                                           comm)
+                results[r] = self._run_one(offset + r, devices[r], backend_for(devices[r]),
+                                           inputs[r], comm)
             except _Cancelled:
                 pass
             except BaseException as err:  # noqa: BLE001 -- surfaced below, once
@@ -259,9 +267,23 @@ class SpmdProgram:
                     f"{n}); the other devices were cancelled")
             if hasattr(err, "add_note"):
                 err.add_note(note)
+            if transport is not None:
+                # the other processes wait in a collective that this one will never reach
+                import sys
+                import traceback
+                traceback.print_exception(err, file=sys.stderr)
+                print(f"plax: process {offset // max(n, 1)} failed ({note}); aborting every "
+                      "process of the MPI run", file=sys.stderr, flush=True)
+                transport.abort(1)
             raise err
         if comm.timed_out:
-            raise TimeoutError(comm.timeout_message(devices))
+            err = TimeoutError(comm.timeout_message(devices))
+            if transport is not None:
+                import sys
+                print(f"plax: {err}; aborting every process of the MPI run", file=sys.stderr,
+                      flush=True)
+                transport.abort(1)
+            raise err
         return results
 
     def _run_one(self, rank, device, backend, inputs, comm) -> list:
@@ -295,13 +317,17 @@ class SpmdProgram:
         if p is axis_index_p:
             comm.check(eqn.primitive.name)
             return np.asarray(pos, np.int32)
-        slots = comm.exchange(rank, x[0], p.name)
+        slots = comm.exchange(rank - comm.offset_of(rank), x[0], p.name)
         try:
             vals = [slots[m] for m in members]
             if p is psum_p:
-                out = np.array(vals[0], dtype=dtype, copy=True)
-                for v in vals[1:]:
-                    out += v  # in member order on every device: identical results everywhere
+                # in member order on every device: bit-identical results everywhere
+                if len(vals) == 1:
+                    out = np.array(vals[0], dtype=dtype, copy=True)
+                else:
+                    out = np.add(vals[0], vals[1], dtype=dtype)
+                    for v in vals[2:]:
+                        out += v
             elif p is pmax_p:
                 out = np.maximum.reduce(vals) if len(vals) > 1 else np.array(vals[0])
             elif p is pmin_p:
@@ -322,7 +348,7 @@ class SpmdProgram:
             else:  # pragma: no cover -- every collective is listed above
                 raise NotImplementedError(p.name)
         finally:
-            comm.done(rank, p.name)
+            comm.done(p.name)
         out = np.asarray(out, dtype=dtype)
         return out if out.flags.c_contiguous else _contig(out)
 
@@ -334,14 +360,21 @@ class _Cancelled(Exception):
 class _Comm:
     """The shared memory of one run: a slot per device and a barrier with a timeout."""
 
-    def __init__(self, n: int, timeout: float):
+    def __init__(self, n: int, timeout: float, transport=None):
         self.n = n
         self.timeout = timeout
+        self.transport = transport
         self.slots: list = [None] * n
+        self.shared: list = self.slots  # every device's operand (all processes')
         self.barrier = threading.Barrier(n, timeout=timeout)
         self.failed: set = set()
         self.timed_out = False
         self.where = ""
+
+    def offset_of(self, rank: int) -> int:
+        """The grid position of this process's first device (fixed by the first call:
+        ranks of one process are contiguous)."""
+        return 0 if self.transport is None else rank - rank % self.n
 
     @property
     def broken(self) -> bool:
@@ -364,12 +397,25 @@ class _Comm:
         if self.failed or self.timed_out:
             raise _Cancelled()
 
-    def exchange(self, rank: int, value, what: str) -> list:
-        self.slots[rank] = value
+    def exchange(self, local: int, value, what: str) -> list:
+        """Every device's ``value`` (this process's, then, in a multi-process run, the
+        others' through the transport), indexed by grid position."""
+        self.slots[local] = value
         self._wait(what)
-        return self.slots
+        if self.transport is None:
+            return self.slots
+        if local == 0:
+            try:
+                stacked = self.transport.allgather(np.stack(self.slots), self.timeout)
+                self.shared = list(stacked)
+            except TimeoutError:
+                self.timed_out, self.where = True, what
+                self.barrier.abort()
+                raise _Cancelled() from None
+        self._wait(what)
+        return self.shared
 
-    def done(self, rank: int, what: str) -> None:
+    def done(self, what: str) -> None:
         self._wait(what)  # nobody overwrites a slot before every member has read it
 
     def timeout_message(self, devices) -> str:

@@ -221,3 +221,45 @@ def test_absent_plugin_gives_a_clear_error_and_nothing_else_breaks(monkeypatch):
         monkeypatch.undo()
         plugins.reset()
     assert callable(plax.pmap)
+
+
+# ------------------------------------------------------------------ plax.distributed
+
+def test_distributed_initialize_single_process(monkeypatch):
+    for var in ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "PMIX_SIZE", "SLURM_NTASKS"):
+        monkeypatch.delenv(var, raising=False)
+    plax.distributed.initialize()
+    try:
+        assert plax.distributed.is_initialized() and plax.process_count() == 1
+        assert plax.local_devices() == plax.devices() and plax.process_index() == 0
+        with pytest.raises(RuntimeError, match="only be called once"):
+            plax.distributed.initialize()
+    finally:
+        plax.distributed.shutdown()
+    with pytest.raises(RuntimeError, match="num_processes=2.*mpiexec -n 2"):
+        plax.distributed.initialize(num_processes=2)
+    assert not plax.distributed.is_initialized()
+
+
+def test_mpiexec_without_initialize_or_without_the_transport(monkeypatch):
+    monkeypatch.setenv("PMI_SIZE", "2")
+    with pytest.raises(RuntimeError, match="initialize\\(\\) was not called"):
+        plax.pmap(lambda x: x)(jnp.ones(1))
+    from plax import plugins
+    real = plugins._entry_points
+    monkeypatch.setattr(plugins, "_entry_points",
+                        lambda group: [ep for ep in real(group) if ep.name != "pmap"])
+    plugins.reset()
+    try:
+        with pytest.raises(RuntimeError, match="plax_pmap\\[mpi\\]"):
+            plax.distributed.initialize()
+        assert not plax.distributed.is_initialized()
+    finally:
+        monkeypatch.undo()
+        plugins.reset()
+
+
+def test_experimental_shard_map_module_is_the_same_function():
+    from plax.experimental.shard_map import shard_map
+    assert shard_map(lambda b: b, mesh=plax.make_mesh((1,), ("x",)), in_specs=P("x"),
+                     out_specs=P("x"))(jnp.ones(2)).tolist() == [1.0, 1.0]

@@ -1,0 +1,49 @@
+"""Run under ``mpiexec -n 2`` with ``PLAX_NUM_CPU_DEVICES=2`` by test_mpi.py: each process
+checks the global view and the collectives across processes, then prints ``OK <rank>``.
+With ``--fail`` the last device of the last process raises before a psum: every process must
+end (MPI_Abort), none may hang."""
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+
+import plax
+import plax.numpy as jnp
+from plax import lax
+
+plax.distributed.initialize()
+pi, pc = plax.process_index(), plax.process_count()
+nl = plax.local_device_count()
+n = plax.device_count()
+
+if "--fail" in sys.argv:
+    def f(x):
+        def boom(i):
+            if int(i) == n - 1:
+                raise ZeroDivisionError("the last device fails")
+            return np.float32(0)
+        z = plax.pure_callback(boom, plax.ShapeDtypeStruct((), np.float32), lax.axis_index("i"))
+        return lax.psum(x + z, "i")
+    plax.pmap(f, axis_name="i")(jnp.ones(nl))
+    print(f"NOT REACHED {pi}", flush=True)
+    sys.exit(0)
+
+assert pc == 2 and n == 2 * nl, (pc, n, nl)
+assert [d.id for d in plax.devices()] == list(range(n))
+assert [d.id for d in plax.local_devices()] == [pi * nl + i for i in range(nl)]
+assert all(d.process_index == pi for d in plax.local_devices())
+mine = np.arange(pi * nl, (pi + 1) * nl, dtype=np.float32)  # global slot values 0..n-1
+
+out = plax.pmap(lambda x: lax.psum(x, "i"), axis_name="i")(mine)
+assert np.asarray(out).tolist() == [n * (n - 1) / 2] * nl, out
+out = plax.pmap(lambda x: lax.all_gather(x, "i"), axis_name="i")(mine)
+assert np.asarray(out).tolist() == [list(range(n))] * nl, out
+out = plax.pmap(lambda x: lax.axis_index("i"), axis_name="i")(mine)
+assert np.asarray(out).tolist() == mine.astype(int).tolist()
+out = plax.pmap(lambda x: lax.ppermute(x, "i", [(i, (i + 1) % n) for i in range(n)]),
+                axis_name="i")(mine)
+assert np.asarray(out).tolist() == [(v - 1) % n for v in mine.tolist()], out
+out = plax.pmap(plax.grad(lambda x: lax.pmean(x * x, "i")), axis_name="i")(mine)
+np.testing.assert_allclose(out, 2 * mine, rtol=1e-6)
+print(f"OK {pi}", flush=True)
