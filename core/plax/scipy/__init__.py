@@ -1,7 +1,7 @@
 """plax.scipy: SciPy's API on plax (``plax.scipy.linalg``, ``special``, ``stats``, ``optimize``,
-``signal``, ``integrate``, ``ndimage``, each loaded on first use)."""
+``signal``, ``integrate``, ``ndimage``, ``fft``, ``cluster``, each loaded on first use)."""
 _LAZY_SUBMODULES = ("linalg", "special", "stats", "optimize", "signal", "integrate",
-                    "ndimage")
+                    "ndimage", "fft", "cluster")
 
 
 def __getattr__(name: str):

@@ -15,7 +15,7 @@ from plax.numpy.util import canonicalize_axis, check_arraylike
 Array = Any
 ArrayLike = Any
 
-__all__ = ["convolve", "correlate", "fftconvolve", "convolve2d", "correlate2d"]
+__all__ = ["convolve", "correlate", "fftconvolve", "convolve2d", "correlate2d", "detrend"]
 
 _MODES = ("full", "same", "valid")
 
@@ -251,3 +251,51 @@ def correlate2d(in1: ArrayLike, in2: ArrayLike, mode: str = "full", boundary: st
     if mode == "valid" and swapped and in1.shape != in2.shape:
         return _direct("correlate2d", jnp.flip(in2), jnp.conj(in1), mode, precision)
     return _direct("correlate2d", in1, jnp.flip(jnp.conj(in2)), mode, precision)
+
+
+def detrend(data: ArrayLike, axis: int = -1, type: str = "linear", bp: Any = 0,
+            overwrite_data: None = None) -> Array:
+    """Removes the mean (``type="constant"``) or the least-squares line (``"linear"``) from
+    ``data`` along ``axis``, as :obj:`scipy.signal.detrend`.
+
+    Args:
+      data: the signal(s).
+      axis: the axis along which to detrend.
+      type: ``"linear"`` (default) or ``"constant"``.
+      bp: ``"linear"`` only: static breakpoints; each segment between them gets its own line.
+      overwrite_data: ignored (as in JAX).
+
+    Returns:
+      The detrended data (a float array).
+
+    Raises:
+      ValueError: for an unknown ``type`` or breakpoints outside the axis.
+
+    Example:
+      >>> from plax.scipy.signal import detrend
+      >>> jnp.round(detrend(jnp.array([1.0, 2.0, 3.0, 5.0])), 4)
+      Array([ 0.2, -0.1, -0.4,  0.3], dtype=float32)
+    """
+    import numpy as np
+    from plax.numpy.util import promote_args_inexact
+    if type not in ("linear", "l", "constant", "c"):
+        raise ValueError(f"detrend: trend type must be 'linear' or 'constant', got {type!r}")
+    data, = promote_args_inexact("detrend", data)
+    x = jnp.moveaxis(data, axis, -1)
+    n = x.shape[-1]
+    if type in ("constant", "c"):
+        return jnp.moveaxis(x - jnp.mean(x, axis=-1, keepdims=True), -1, axis)
+    points = np.unique(np.concatenate([[0], np.atleast_1d(np.asarray(bp, dtype=np.int64)),
+                                       [n]]))
+    if points[0] < 0 or points[-1] > n:
+        raise ValueError(f"detrend: breakpoints must lie within [0, {n}], got {bp!r}")
+    pieces = []
+    for lo, hi in zip(points[:-1], points[1:]):
+        seg = x[..., lo:hi]
+        m = hi - lo
+        t = jnp.arange(m, dtype=seg.dtype) - (m - 1) / 2   # centred: slope and mean decouple
+        denom = float(np.sum((np.arange(m) - (m - 1) / 2) ** 2)) or 1.0
+        slope = jnp.sum(seg * t, axis=-1, keepdims=True) / denom
+        pieces.append(seg - jnp.mean(seg, axis=-1, keepdims=True) - slope * t)
+    out = jnp.concatenate(pieces, axis=-1) if len(pieces) > 1 else pieces[0]
+    return jnp.moveaxis(out, -1, axis)
