@@ -1,7 +1,7 @@
 """plax.scipy: SciPy's API on plax (``plax.scipy.linalg``, ``special``, ``stats``, ``optimize``,
-``signal``, ``integrate``, ``ndimage``, ``fft``, ``cluster``, each loaded on first use)."""
+``signal``, ``integrate``, ``ndimage``, ``fft``, ``cluster``, ``sparse``, each loaded on first use)."""
 _LAZY_SUBMODULES = ("linalg", "special", "stats", "optimize", "signal", "integrate",
-                    "ndimage", "fft", "cluster")
+                    "ndimage", "fft", "cluster", "sparse")
 
 
 def __getattr__(name: str):
