@@ -24,6 +24,7 @@ import numpy as np
 
 from plax.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var
 from plax.transforms.call import compile_closed, jit_p
+from plax_pmap import blas
 from plax_pmap.collectives import (COLLECTIVES, all_gather_p, all_to_all_p, axis_index_p,
                                    pmax_p, pmin_p, ppermute_p, psum_p, psum_scatter_p)
 
@@ -249,16 +250,19 @@ class SpmdProgram:
         if n == 1:
             work(0)
         else:
-            # Every device runs on a pool thread, so that the caller can stop waiting for a
-            # device stuck in a long kernel once the others have failed or timed out.
-            pool = _executor(n)
-            futures = [pool.submit(work, r) for r in range(n)]
-            pending = futures
-            while pending:
-                _, pending = wait(pending, timeout=0.5 if comm.broken else None,
-                                  return_when=FIRST_COMPLETED)
-                if pending and comm.broken:
-                    break  # the healthy devices are out; a stuck one is left to finish
+            with blas.limited(n if devices[0].platform == "cpu" else 1):
+                # Device 0 runs on the calling thread (one thread hand-off less per call), the
+                # others on pool threads; the caller stops waiting for a device stuck in a long
+                # kernel once the others have failed or timed out.
+                pool = _executor(n)
+                futures = [pool.submit(work, r) for r in range(1, n)]
+                work(0)
+                pending = futures
+                while pending:
+                    _, pending = wait(pending, timeout=0.5 if comm.broken else None,
+                                      return_when=FIRST_COMPLETED)
+                    if pending and comm.broken:
+                        break  # the healthy devices are out; a stuck one is left to finish
         failed = [r for r in range(n) if errors[r] is not None]
         if failed:
             r = failed[0]
