@@ -412,7 +412,7 @@ def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = N
     Example:
       >>> mesh = plax.make_mesh((1,), ("x",))
       >>> f = plax.shard_map(lambda b: plax.lax.psum(b.sum(), "x"), mesh=mesh,
-      ...                    in_specs=P("x"), out_specs=P())
+      ...                    in_specs=PartitionSpec("x"), out_specs=PartitionSpec())
       >>> f(jnp.arange(4.0))
       Array(6., dtype=float32)
     """

@@ -516,3 +516,4 @@ def _ppermute_batch(vals, dims, *, axes, perm, axis_data):
     taken = jnp.take(x, jnp.asarray(src), axis=0)
     mask = jnp.asarray(got).reshape((n,) + (1,) * (x.ndim - 1))
     return jnp.where(mask, taken, jnp.zeros_like(taken)), 0
+
