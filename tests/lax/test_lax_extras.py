@@ -231,3 +231,66 @@ def test_against_jax():
         jlax.scatter_apply(jjnp.ones(4), idx, lambda v: v * 2 + 1, jdn, update_shape=(3,)))
     assert [p.name for p in lax.Precision] == [p.name for p in jlax.Precision]
     assert {p.name for p in lax.DotAlgorithmPreset} <= {p.name for p in jlax.DotAlgorithmPreset}
+
+
+def _richardson(mv, r):
+    # a fixed-step iteration a reverse-mode pass could not differentiate through cheaply
+    return lax.fori_loop(0, 80, lambda i, x: x + 0.2 * (r - mv(x)), jnp.zeros_like(r))
+
+
+def test_custom_linear_solve():
+    m = np.array([[2.0, 0.5], [0.3, 3.0]])
+    b = np.array([1.0, 2.0])
+    x = np.linalg.solve(m, b)
+
+    def f(mat, rhs):
+        return lax.custom_linear_solve(lambda v: mat @ v, rhs, _richardson, _richardson)
+
+    np.testing.assert_allclose(f(m, b), x, rtol=1e-5)
+    lam = np.linalg.solve(m.T, np.ones(2))
+    np.testing.assert_allclose(plax.grad(lambda r: f(m, r).sum())(b), lam, rtol=1e-5)
+    np.testing.assert_allclose(plax.grad(lambda a: f(a, b).sum())(m), -np.outer(lam, x),
+                               rtol=1e-5)
+    np.testing.assert_allclose(plax.jit(plax.grad(lambda r: f(m, r).sum()))(b), lam, rtol=1e-5)
+    spd = m @ m.T
+    sym = lambda r: lax.custom_linear_solve(lambda v: spd @ v, r,  # noqa: E731
+                                            lambda mv, q: jnp.linalg.solve(spd, q),
+                                            symmetric=True)
+    np.testing.assert_allclose(plax.grad(lambda r: sym(r)[0])(b),
+                               np.linalg.solve(spd, [1.0, 0.0]), rtol=1e-6)
+    with pytest.raises(TypeError, match="transpose_solve"):
+        plax.grad(lambda r: lax.custom_linear_solve(lambda v: m @ v, r, _richardson).sum())(b)
+    x_aux, aux = lax.custom_linear_solve(lambda v: m @ v, b,
+                                         lambda mv, r: (jnp.linalg.solve(m, r), 7), has_aux=True)
+    np.testing.assert_allclose(x_aux, x, rtol=1e-6)
+    assert aux == 7
+
+
+def test_custom_root():
+    def newton(f, x0):
+        return lax.fori_loop(0, 30, lambda i, x: x - f(x) / plax.grad(f)(x), x0)
+
+    def cube_root(a):
+        return lax.custom_root(lambda x: x ** 3 - a, 1.0, newton, lambda g, y: y / g(1.0))
+
+    np.testing.assert_allclose(cube_root(8.0), 2.0, rtol=1e-6)
+    # d a^(1/3) / da = a^(-2/3) / 3
+    np.testing.assert_allclose(plax.grad(cube_root)(8.0), 8.0 ** (-2 / 3) / 3, rtol=1e-6)
+    np.testing.assert_allclose(plax.jit(plax.grad(cube_root))(27.0), 27.0 ** (-2 / 3) / 3,
+                               rtol=1e-6)
+    vals = plax.vmap(cube_root)(jnp.array([1.0, 8.0, 27.0]))
+    np.testing.assert_allclose(vals, [1.0, 2.0, 3.0], rtol=1e-6)
+
+
+@needs_jax
+def test_implicit_solves_against_jax():
+    m = np.array([[2.0, 0.5], [0.3, 3.0]], np.float32)
+    b = np.array([1.0, 2.0], np.float32)
+
+    def jrich(mv, r):
+        return jax.lax.fori_loop(0, 80, lambda i, x: x + 0.2 * (r - mv(x)), jjnp.zeros_like(r))
+
+    want = jax.grad(lambda a: jlax.custom_linear_solve(lambda v: a @ v, b, jrich, jrich).sum())(m)
+    got = plax.grad(lambda a: lax.custom_linear_solve(lambda v: a @ v, b, _richardson,
+                                                      _richardson).sum())(m)
+    np.testing.assert_allclose(got, want, rtol=1e-5)

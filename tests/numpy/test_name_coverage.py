@@ -45,6 +45,7 @@ DELIBERATE: dict[str, dict[str, str]] = {
         "stage_p": "lax.stage is asarray: plax traces every array operand already",
         "tile_p": "lax.tile composes broadcast_in_dim and reshape",
         "unstack_p": "lax.unstack composes index_in_dim",
+        "linear_solve_p": "lax.custom_linear_solve is a custom VJP around the user's solve",
         "rng_uniform": "XLA's stateful RNG (discouraged by JAX): use plax.random",
         "rng_uniform_p": "XLA's stateful RNG (discouraged by JAX): use plax.random",
     },
@@ -60,7 +61,7 @@ NOT_YET_IMPLEMENTED: dict[str, list[str]] = {
     "scipy.special": [],
     "scipy.stats": [],
     "lax": """
-        custom_linear_solve custom_root linear_solve_p ragged_dot_general rng_bit_generator
+        ragged_dot_general rng_bit_generator
         rng_bit_generator_p scaled_dot with_sharding_constraint sharding_constraint_p
         pcast precv psend pswapaxes ragged_all_to_all ragged_all_to_all_p
         all_gather_p all_to_all_p axis_index_p pmax_p pmin_p ppermute_p psum_p

@@ -89,7 +89,8 @@ _FAMILIES = {
                "dce_sink", "dtype", "empty", "index_take", "optimization_barrier",
                "platform_dependent", "ragged_dot", "reciprocal", "reduce",
                "reduce_window_shape_tuple", "scatter_apply", "scatter_sub", "shape_as_value",
-               "split", "stack", "stage", "tile", "unstack"),
+               "split", "stack", "stage", "tile", "unstack", "custom_linear_solve",
+               "custom_root"),
 }
 _WHERE = {name: family for family, names in _FAMILIES.items() for name in (family, *names)}
 

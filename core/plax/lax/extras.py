@@ -27,6 +27,7 @@ __all__ = [
     "dtype", "empty", "index_take", "optimization_barrier", "platform_dependent",
     "ragged_dot", "reciprocal", "reduce", "reduce_window_shape_tuple", "scatter_apply",
     "scatter_sub", "shape_as_value", "split", "stack", "stage", "tile", "unstack",
+    "custom_linear_solve", "custom_root",
 ]
 
 Array = Any
@@ -876,3 +877,197 @@ def conv_general_dilated_local(lhs: ArrayLike, rhs: ArrayLike, window_strides: S
     out = lax.dot_general(patches, w, dnums, precision=precision)
     # out: spatial (in sorted order), batch, output feature -> the output layout
     return jnp.moveaxis(out, (-2, -1), (dn.out_spec[0], dn.out_spec[1]))
+
+
+# ------------------------------------------------------------------ implicit solves
+
+def _closure_convert(fun: Callable, example: Any):
+    """``fun`` (a function of one pytree like ``example``) as ``(g, consts)`` with
+    ``g(consts, x) == fun(x)``: the values ``fun`` closes over (tracers of enclosing transforms
+    included) become the explicit ``consts``, so a custom VJP can differentiate them."""
+    from plax.core.interpret import eval_jaxpr
+    from plax.core.trace import get_aval
+    from plax.transforms.staging import trace_to_jaxpr
+    leaves, tree = tree_util.tree_flatten(example)
+    avals = [get_aval(_jnp().asarray(v)) for v in leaves]
+    out_tree = []
+
+    def flat_fun(*flat):
+        out = fun(tree_util.tree_unflatten(tree, list(flat)))
+        out_leaves, ot = tree_util.tree_flatten(out)
+        out_tree.append(ot)
+        return out_leaves
+
+    closed, _ = trace_to_jaxpr(flat_fun, avals, where="the function")
+
+    def converted(consts, x):
+        out = eval_jaxpr(closed.jaxpr, list(consts), *tree_util.tree_leaves(x))
+        return tree_util.tree_unflatten(out_tree[-1], out)
+
+    return converted, list(closed.consts)
+
+
+def _float_consts(consts):
+    """The positions of the differentiable (inexact) consts."""
+    jnp = _jnp()
+    return [i for i, c in enumerate(consts) if jnp.issubdtype(jnp.asarray(c).dtype, jnp.inexact)]
+
+
+def custom_linear_solve(matvec: Callable, b: Any, solve: Callable,
+                        transpose_solve: Optional[Callable] = None, symmetric: bool = False,
+                        has_aux: bool = False) -> Any:
+    """Solves ``matvec(x) = b`` with ``solve(matvec, b)``, differentiated implicitly: the
+    iterations of ``solve`` are never differentiated. The cotangent of ``b`` is
+    ``transpose_solve(vecmat, g)`` (``solve(matvec, g)`` when ``symmetric``), and values
+    ``matvec`` closes over receive ``-(d matvec/d value)^T`` of it at the solution.
+
+    Args:
+      matvec: the linear map (a function of a pytree like ``b``).
+      b: the right-hand side (a pytree of arrays).
+      solve: ``solve(matvec, b) -> x`` (with ``has_aux``: ``(x, aux)``).
+      transpose_solve: ``transpose_solve(vecmat, b) -> x`` for the transposed map; needed for
+        reverse-mode derivatives unless ``symmetric``.
+      symmetric: ``matvec`` is symmetric (self-adjoint), so ``solve`` serves for both.
+      has_aux: ``solve`` returns ``(x, aux)``; ``aux`` is returned undifferentiated.
+
+    Returns:
+      ``x`` (and ``aux`` with ``has_aux``).
+
+    Example:
+      >>> a = jnp.array([[2.0, 1.0], [1.0, 3.0]])
+      >>> def f(b):
+      ...     return lax.custom_linear_solve(lambda x: a @ x, b,
+      ...                                    lambda mv, r: jnp.linalg.solve(a, r),
+      ...                                    symmetric=True)
+      >>> plax.grad(lambda b: f(b).sum())(jnp.array([1.0, 1.0]))
+      Array([0.4, 0.2], dtype=float32)
+    """
+    import plax
+    jnp = _jnp()
+    b = tree_util.tree_map(jnp.asarray, b)
+    mv, consts = _closure_convert(matvec, b)
+    diff = _float_consts(consts)
+    fixed = {i: c for i, c in enumerate(consts) if i not in diff}
+
+    def assemble(dconsts):
+        out, it = [], iter(dconsts)
+        for i in range(len(consts)):
+            out.append(fixed[i] if i in fixed else next(it))
+        return out
+
+    def run_solve(cs, rhs):
+        res = solve(lambda x: mv(cs, x), rhs)
+        return res if has_aux else (res, None)
+
+    aux_box = []
+
+    @plax.custom_vjp
+    def solved(dconsts, rhs):
+        x, aux = run_solve(assemble(dconsts), rhs)
+        aux_box.append(aux)
+        return x
+
+    def fwd(dconsts, rhs):
+        x = solved(dconsts, rhs)
+        return x, (dconsts, x)
+
+    def bwd(res, g):
+        dconsts, x = res
+        cs = assemble(dconsts)
+        if symmetric:
+            b_bar, _ = run_solve(cs, g)
+        else:
+            if transpose_solve is None:
+                raise TypeError("custom_linear_solve: reverse-mode differentiation needs "
+                                "transpose_solve (or symmetric=True)")
+            vjp_x = plax.vjp(lambda v: mv(cs, v), x)[1]
+            vecmat = lambda v: vjp_x(v)[0]  # noqa: E731
+            b_bar = transpose_solve(vecmat, g)
+            if has_aux:
+                b_bar = b_bar[0]
+        # matvec's differentiable consts: -(d/dc matvec(c, x))^T b_bar
+        _, vjp_c = plax.vjp(lambda *dc: mv(assemble(list(dc)), x), *dconsts)
+        c_bar = [tree_util.tree_map(lambda t: -t, v) for v in vjp_c(b_bar)]
+        return c_bar, b_bar
+
+    solved.defvjp(fwd, bwd)
+    x = solved([consts[i] for i in diff], b)
+    if has_aux:
+        return x, (aux_box[-1] if aux_box else None)
+    return x
+
+
+def custom_root(f: Callable, initial_guess: Any, solve: Callable, tangent_solve: Callable,
+                has_aux: bool = False) -> Any:
+    """Finds a root of ``f`` with ``solve(f, initial_guess)``, differentiated implicitly
+    (implicit function theorem): the iterations of ``solve`` are never differentiated. For a
+    cotangent ``g`` of the root ``x``, ``lam = tangent_solve(J_x^T, g)`` solves the transposed
+    linearised system and the values ``f`` closes over receive ``-(df/dvalue)^T lam``.
+
+    Args:
+      f: the function whose root is sought (pytree to pytree of the same structure).
+      initial_guess: the starting point.
+      solve: ``solve(f, initial_guess) -> root`` (with ``has_aux``: ``(root, aux)``).
+      tangent_solve: ``tangent_solve(g, y) -> x`` solving the linear ``g(x) = y`` (e.g.
+        ``lambda g, y: y / g(1.0)`` for scalars); here it receives the transposed map.
+      has_aux: ``solve`` returns ``(root, aux)``.
+
+    Returns:
+      The root (and ``aux`` with ``has_aux``).
+
+    Example:
+      >>> def sqrt(a):
+      ...     newton = lambda f, x0: lax.fori_loop(
+      ...         0, 30, lambda i, x: x - f(x) / plax.grad(f)(x), x0)
+      ...     return lax.custom_root(lambda x: x ** 2 - a, 1.0, newton,
+      ...                            lambda g, y: y / g(1.0))
+      >>> plax.grad(sqrt)(4.0)
+      Array(0.25, dtype=float32, weak_type=True)
+    """
+    import plax
+    jnp = _jnp()
+    x0 = tree_util.tree_map(jnp.asarray, initial_guess)
+    fc, consts = _closure_convert(f, x0)
+    diff = _float_consts(consts)
+    fixed = {i: c for i, c in enumerate(consts) if i not in diff}
+
+    def assemble(dconsts):
+        out, it = [], iter(dconsts)
+        for i in range(len(consts)):
+            out.append(fixed[i] if i in fixed else next(it))
+        return out
+
+    aux_box = []
+
+    def run(cs, guess):
+        res = solve(lambda x: fc(cs, x), guess)
+        return res if has_aux else (res, None)
+
+    @plax.custom_vjp
+    def root(dconsts, guess):
+        x, aux = run(assemble(dconsts), lax_stop(guess))
+        aux_box.append(aux)
+        return x
+
+    def lax_stop(v):
+        return tree_util.tree_map(_lax().stop_gradient, v)
+
+    def fwd(dconsts, guess):
+        x = root(dconsts, guess)
+        return x, (dconsts, x, guess)
+
+    def bwd(res, g):
+        dconsts, x, guess = res
+        cs = assemble(dconsts)
+        _, vjp_x = plax.vjp(lambda v: fc(cs, v), x)
+        lam = tangent_solve(lambda v: vjp_x(v)[0], g)
+        _, vjp_c = plax.vjp(lambda *dc: fc(assemble(list(dc)), x), *dconsts)
+        c_bar = [tree_util.tree_map(lambda t: -t, v) for v in vjp_c(lam)]
+        # the root does not depend on the initial guess
+        return c_bar, tree_util.tree_map(jnp.zeros_like, guess)
+
+    root.defvjp(fwd, bwd)
+    x = root([consts[i] for i in diff], x0)
+    if has_aux:
+        return x, (aux_box[-1] if aux_box else None)
+    return x
