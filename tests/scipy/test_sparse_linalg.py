@@ -64,3 +64,11 @@ def test_errors():
         sp.cg(SPD, B, x0=np.zeros(3))
     with pytest.raises(ValueError, match="solve_method"):
         sp.gmres(GEN, B, solve_method="other")
+
+
+@pytest.mark.parametrize("name,solve,A", SOLVERS, ids=[s[0] for s in SOLVERS])
+def test_gradient_through_matvec_closure(name, solve, A):
+    x = np.linalg.solve(A, B)
+    lam = np.linalg.solve(A.T, 2 * x)
+    ga = plax.grad(lambda m: jnp.sum(solve(lambda v: m @ v, B, tol=1e-12)[0] ** 2))(A)
+    np.testing.assert_allclose(ga, -np.outer(lam, x), rtol=1e-7, atol=1e-11)

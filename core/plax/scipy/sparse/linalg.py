@@ -5,9 +5,8 @@ restarted GMRES (``gmres``), as in ``jax.scipy.sparse.linalg``.
 approximation of ``A^-1``). The iteration is a ``while_loop`` that stops when
 ``||b - A x|| <= max(tol ||b||, atol)`` or after ``maxiter`` steps. Derivatives are implicit
 (a custom VJP solving the transposed system), so they do not differentiate the iterations:
-with respect to ``b`` always, and with respect to ``A`` when it is given as an array. (Values
-a matvec *function* closes over are differentiated through the iterations, which reverse mode
-cannot do; pass the matrix, or differentiate only in ``b``.)
+with respect to ``b``, to ``A`` given as an array, and to the values a matvec *function* closes
+over (through :func:`plax.lax.custom_linear_solve`).
 """
 from __future__ import annotations
 
@@ -165,25 +164,12 @@ def _solve(name, iterate, A, b, x0, tol, atol, maxiter, M, **extra):
                        maxiter, precond, **extra)
 
     if callable(A):
-        matvec = A
-
-        @plax.custom_vjp
-        def solve_b(rhs):
-            return run(matvec, rhs)
-
-        def fwd(rhs):
-            x = solve_b(rhs)
-            return x, None
-
-        def bwd(_, g):
-            # d/db of A^-1 b is A^-H applied to the cotangent: the transposed operator comes
-            # from the VJP of the (linear) matvec
-            vjp_fn = plax.vjp(matvec, jnp.zeros_like(b))[1]
-            transposed = lambda v: vjp_fn(v)[0]  # noqa: E731
-            return (run(transposed, g, transposed=True),)
-
-        solve_b.defvjp(fwd, bwd)
-        return solve_b(b)
+        # values the matvec closes over get implicit gradients too (custom_linear_solve)
+        x0 = lax.stop_gradient(x0)
+        return lax.custom_linear_solve(
+            A, b, lambda mv, rhs: run(mv, rhs),
+            transpose_solve=lambda vm, rhs: run(vm, rhs, transposed=True),
+            symmetric=(name == "cg"))
 
     A = jnp.asarray(A)
 
