@@ -1,0 +1,492 @@
+"""The CuPy backend object: CUDA devices, CuPy-array buffers, eager kernels and ``compile``.
+
+Work is queued on one CuPy stream per device (non-blocking with respect to the legacy default
+stream); nothing synchronises except :meth:`CupyBackend.block_until_ready`, reads to the host
+(``to_host``: ``np.asarray``, ``repr``) and host-side decisions of control flow
+(:mod:`plax_cupy.control_flow`).
+
+Eager execution, per primitive (:meth:`CupyBackend.eager_impl`):
+
+* fusible primitives on the dtypes of :mod:`plax_cupy.dtypes`: the generated CUDA kernel of
+  the one equation (:func:`plax_cupy.codegen.plan_equation`), the same code ``jit`` fuses, so
+  eager and compiled results agree bit for bit;
+* ``dot_general``: cuBLAS through ``cupy.matmul`` (TF32 off unless ``precision`` asks for
+  less than ``HIGHEST``... see :func:`dot_general`);
+* ``threefry2x32``: the generated CUDA hash kernel (bit-identical to the CPU backends);
+* ``cond``/``while``/``scan``: host loops over bodies compiled by this backend;
+* every other primitive: the reference kernel (``plax_numpy.impls()``) called on CuPy arrays.
+  The reference kernels are NumPy code; NumPy dispatches ``np.*`` calls on CuPy arrays to
+  CuPy (``__array_ufunc__``/``__array_function__``: ``np.linalg`` to cuSOLVER, ``np.fft`` to
+  cuFFT, ``scipy.special`` functions through ``cupyx.scipy.special`` ufuncs), so they run on
+  the GPU. A kernel that needs the host (it converts to NumPy, which CuPy refuses) runs on the
+  host with its operands copied there and its results back, with one warning per primitive.
+"""
+from __future__ import annotations
+
+import functools
+import os
+import threading
+import warnings
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+import cupy
+
+from plax.backend import Backend, UnsupportedPrimitiveError
+from plax.device import CudaDevice
+
+from plax_cupy import codegen, nvrtc
+from plax_cupy.runtime import GpuInfo, GpuOutOfMemoryError, memory_fraction, oom_bytes
+
+
+class PlaxCupyFallbackWarning(UserWarning):
+    """An operation the GPU path lacks runs another way (a CuPy operation instead of a fused
+    kernel, or the reference kernel on the host)."""
+
+
+_warned: set = set()
+_warn_lock = threading.Lock()
+
+
+def warn_once(key, message: str) -> None:
+    """Warns ``message`` once per ``key`` (a primitive and dtype) for the process."""
+    with _warn_lock:
+        if key in _warned:
+            return
+        _warned.add(key)
+    warnings.warn(message, PlaxCupyFallbackWarning, stacklevel=3)
+
+
+class CupyBackend(Backend):
+    """Runs plax on NVIDIA GPUs through CuPy: one :class:`plax.device.CudaDevice` per GPU.
+
+    Args:
+      gpus: the GPUs :func:`plax_cupy.runtime.probe` found (at least one).
+    """
+
+    name = "cupy"
+    platform = "gpu"
+    priority = 10
+
+    def __init__(self, gpus: list[GpuInfo]):
+        self.gpus = list(gpus)
+        self._devices = [CudaDevice(g.id, device_kind=g.name, platform="gpu") for g in self.gpus]
+        self._streams: dict = {}
+        self._kernels: dict = {}          # plugin kernels (register_kernel)
+        self._eager: dict = {}            # primitive -> eager kernel
+        self._launchers: dict = {}        # (signature) -> Launcher
+        self._limits_set = False
+        self.reference = None             # the NumPy backend's table, on first use
+
+    # ------------------------------------------------------------ devices and buffers
+
+    def devices(self) -> list:
+        return list(self._devices)
+
+    def info(self) -> dict:
+        fraction = os.environ.get("PLAX_GPU_MEMORY_FRACTION") or "unset"
+        return {"cupy": cupy.__version__,
+                "gpus": "; ".join(f"cuda:{g.id} {g.name} sm_{g.compute_capability[0]}"
+                                  f"{g.compute_capability[1]} {g.total_memory >> 20} MiB"
+                                  for g in self.gpus),
+                "PLAX_GPU_MEMORY_FRACTION": fraction}
+
+    def stream(self, device) -> "cupy.cuda.Stream":
+        """The device's stream (created on first use)."""
+        s = self._streams.get(device.id)
+        if s is None:
+            with cupy.cuda.Device(device.id):
+                self._set_limits()
+                s = self._streams[device.id] = cupy.cuda.Stream(non_blocking=True)
+        return s
+
+    def _set_limits(self) -> None:
+        if self._limits_set:
+            return
+        self._limits_set = True
+        nvrtc.preload_nvrtc()
+        fraction = memory_fraction()
+        if fraction is not None:
+            # CuPy's pool limit applies per device (the fraction of each device's memory)
+            cupy.get_default_memory_pool().set_limit(fraction=fraction)
+
+    def on(self, device):
+        """Context manager: CuPy's current device and stream set to ``device``'s."""
+        return _On(device.id, self.stream(device))
+
+    def device_of(self, buffer):
+        return self._devices[buffer.device.id]
+
+    def owns_buffer(self, buffer: Any) -> bool:
+        return isinstance(buffer, cupy.ndarray)
+
+    def put(self, host_array: np.ndarray, device) -> Any:
+        host = np.asarray(host_array)
+        if host.dtype.kind == "V" or host.dtype.name == "bfloat16":
+            # CuPy has no bfloat16/extended dtypes: keep the bits, typed by size
+            raise UnsupportedPrimitiveError(self.name, "device_put",
+                                            f"dtype {host.dtype} has no CuPy equivalent")
+        with self.on(device):
+            return self._alloc(device, lambda: cupy.asarray(host), host.nbytes)
+
+    def to_host(self, buffer: Any) -> np.ndarray:
+        if not isinstance(buffer, cupy.ndarray):
+            return np.asarray(buffer)
+        device = self.device_of(buffer)
+        s = self.stream(device)
+        with cupy.cuda.Device(device.id):
+            out = buffer.get(stream=s)
+            s.synchronize()
+        return out
+
+    def transfer(self, buffer: Any, src_device, dst_device) -> Any | None:
+        """A device-to-device copy (a peer copy where the GPUs allow it, else CuPy stages it)."""
+        if not isinstance(buffer, cupy.ndarray) or dst_device.platform != "gpu":
+            return None
+        self.stream(src_device).synchronize()  # the source's producer may still be running
+        with self.on(dst_device):
+            return self._alloc(dst_device, lambda: cupy.array(buffer, copy=True), buffer.nbytes)
+
+    def block_until_ready(self, buffer: Any) -> None:
+        if isinstance(buffer, cupy.ndarray):
+            self.stream(self.device_of(buffer)).synchronize()
+
+    def _alloc(self, device, make: Callable, nbytes: int | None):
+        """``make()`` with CuPy's out-of-memory error turned into :class:`GpuOutOfMemoryError`
+        (after freeing the pool's cached blocks and trying once more)."""
+        try:
+            return make()
+        except cupy.cuda.memory.OutOfMemoryError:
+            cupy.get_default_memory_pool().free_all_blocks()
+            try:
+                return make()
+            except cupy.cuda.memory.OutOfMemoryError as err:
+                raise GpuOutOfMemoryError(device, oom_bytes(err) or nbytes, str(err)) from None
+
+    # ------------------------------------------------------------ DLPack and CUDA array interface
+
+    def dlpack(self, buffer, **kwargs):
+        """The buffer's DLPack capsule (zero copy; ``kwargs`` as ``__dlpack__``'s)."""
+        return buffer.__dlpack__(**kwargs)
+
+    def from_dlpack(self, obj, device=None):
+        """A buffer viewing a DLPack- or ``__cuda_array_interface__``-exporting GPU array (a
+        CuPy, PyTorch or JAX array) without a copy."""
+        with self.on(device or self._devices[0]):
+            return cupy.from_dlpack(obj) if hasattr(obj, "__dlpack__") else cupy.asarray(obj)
+
+    # ------------------------------------------------------------ eager execution
+
+    def _reference(self) -> dict:
+        if self.reference is None:
+            import plax_numpy
+            self.reference = plax_numpy.impls()
+        return self.reference
+
+    def register_kernel(self, primitive, kernel: Callable) -> None:
+        self._kernels[primitive] = kernel
+        self._eager.pop(primitive, None)
+
+    def eager_impl(self, primitive):
+        fn = self._eager.get(primitive)
+        if fn is None:
+            fn = self._eager[primitive] = self._make_eager(primitive)
+        return fn
+
+    def execute(self, primitive, *buffers: Any, **params: Any) -> Any:
+        return self.eager_impl(primitive)(*buffers, **params)
+
+    def _make_eager(self, primitive) -> Callable:
+        from plax import lax
+        from plax.lowering import fusion_kind
+        if primitive in self._kernels:
+            return self._kernels[primitive]
+        name = primitive.name
+        if name == "dot_general":
+            return self._wrap(dot_general)
+        if name == "threefry2x32":
+            return self._wrap(self._threefry)
+        if name in ("cond", "while", "scan"):
+            return self._control_flow(name)
+        ref = self._reference().get(primitive)
+        if fusion_kind(primitive) is not None and not primitive.multiple_results:
+            return self._wrap(functools.partial(self._eager_fused, primitive, ref))
+        if ref is None:
+            def missing(*buffers, **params):
+                raise UnsupportedPrimitiveError(self.name, name)
+            return missing
+        return self._wrap(functools.partial(self._on_reference, primitive, ref))
+        del lax  # noqa
+
+    def _wrap(self, fn: Callable) -> Callable:
+        """``fn`` run on the operands' device and stream, with out-of-memory errors named."""
+        def run(*buffers, **params):
+            device = self._device_for(buffers)
+            with self.on(device):
+                return self._alloc(device, lambda: fn(*buffers, **params), None)
+        return run
+
+    def _device_for(self, buffers):
+        for b in buffers:
+            if isinstance(b, cupy.ndarray):
+                return self._devices[b.device.id]
+        return self._devices[0]
+
+    def _eager_fused(self, primitive, ref, *buffers, **params):
+        """One fusible primitive as its generated kernel (cached per signature)."""
+        from plax.core.jaxpr import JaxprEqn, Var
+        from plax.core.shaped_array import ShapedArray
+        avals = [ShapedArray(tuple(b.shape), np.dtype(b.dtype)) for b in buffers]
+        key = (primitive, _freeze(params), tuple((a.shape, a.dtype) for a in avals))
+        launcher = self._launchers.get(key)
+        if launcher is None:
+            out_aval = primitive.abstract_eval(*avals, **params)
+            if isinstance(out_aval, (list, tuple)):
+                out_aval = out_aval[0]
+            eqn = JaxprEqn(primitive, [Var(a) for a in avals], [Var(out_aval)], params)
+            try:
+                plan = codegen.plan_equation(eqn, literal_values=False)
+                launcher = Launcher(plan, self)
+            except codegen.Unsupported as why:
+                launcher = None
+                warn_once(("eager", primitive.name, tuple(str(a.dtype) for a in avals)),
+                          f"plax_cupy: {why}; {primitive.name} runs as a CuPy operation instead.")
+            self._launchers[key] = launcher or False
+        if not launcher:
+            return self._on_reference(primitive, ref, *buffers, **params)
+        return launcher(*buffers)[0]
+
+    def _on_reference(self, primitive, ref, *buffers, **params):
+        """The reference kernel on CuPy arrays (NumPy dispatches to CuPy); on the host when it
+        needs NumPy arrays, with one warning."""
+        if ref is None:
+            raise UnsupportedPrimitiveError(self.name, primitive.name)
+        host_key = ("host", primitive.name)
+        if host_key not in _warned:
+            try:
+                with np.errstate(all="ignore"):
+                    out = ref(*buffers, **params)
+                return self._as_device(out, buffers)
+            except (TypeError, ValueError, NotImplementedError, AttributeError):
+                warn_once(host_key, f"plax_cupy: primitive {primitive.name!r} has no GPU path; it "
+                                    "runs on the reference kernels on the host (operands copied "
+                                    "there and back).")
+        host = [self.to_host(b) if isinstance(b, cupy.ndarray) else b for b in buffers]
+        with np.errstate(all="ignore"):
+            out = ref(*host, **params)
+        return self._as_device(out, buffers)
+
+    def _as_device(self, out, buffers):
+        device = self._device_for(buffers)
+        if isinstance(out, (list, tuple)):
+            return [o if isinstance(o, cupy.ndarray) else self.put(np.asarray(o), device) for o in out]
+        return out if isinstance(out, cupy.ndarray) else self.put(np.asarray(out), device)
+
+    def _threefry(self, k0, k1, x0, x1):
+        launcher = self._launchers.get("threefry")
+        if launcher is None:
+            launcher = self._launchers["threefry"] = ThreefryLauncher(self)
+        return launcher(k0, k1, x0, x1)
+
+    def _control_flow(self, name: str) -> Callable:
+        from plax_cupy import control_flow
+        runners: dict = {}
+
+        def runner_for(device):
+            r = runners.get(device.id)
+            if r is None:
+                r = runners[device.id] = control_flow.BodyRunner(
+                    self, device, read_scalar=lambda b: self.to_host(b)[()],
+                    stack=lambda bufs: cupy.stack(bufs))
+            return r
+
+        fn = {"cond": control_flow.run_cond, "while": control_flow.run_while,
+              "scan": control_flow.run_scan}[name]
+
+        def run(*buffers, **params):
+            return fn(runner_for(self._device_for(buffers)), *buffers, **params)
+        return run
+
+    def sm_count(self, device_id: int) -> int:
+        return self.gpus[device_id].multiprocessors
+
+    # ------------------------------------------------------------ compile
+
+    def compile(self, jaxpr, device) -> Callable[..., Sequence[Any]]:
+        from plax.lowering import lower
+        from plax_cupy.emitter import CupyEmitter
+        emitter = CupyEmitter(self, device)
+        with self.on(device):
+            fn = lower(jaxpr, emitter, self, device)
+        source = fn.__plax_source__
+        if emitter.kernel_sources:
+            source = "\n".join([source] + [codegen.describe(k) for k in emitter.kernel_sources])
+        on = self.on
+
+        def run(*buffers):
+            with on(device):
+                try:
+                    return fn(*buffers)
+                except cupy.cuda.memory.OutOfMemoryError as err:
+                    cupy.get_default_memory_pool().free_all_blocks()
+                    raise GpuOutOfMemoryError(device, oom_bytes(err), str(err)) from None
+
+        run.__plax_source__ = source
+        run.as_text = lambda: source
+        return run
+
+
+class _On:
+    """``with cupy.cuda.Device(i), stream:`` in one object (entered on every operation)."""
+
+    __slots__ = ("dev", "stream")
+
+    def __init__(self, device_id: int, stream):
+        self.dev, self.stream = cupy.cuda.Device(device_id), stream
+
+    def __enter__(self):
+        self.dev.__enter__()
+        self.stream.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        self.stream.__exit__(*exc)
+        self.dev.__exit__(*exc)
+        return False
+
+
+def _freeze(params: dict):
+    try:
+        key = tuple(sorted(params.items()))
+        hash(key)
+        return key
+    except TypeError:
+        return repr(sorted(params.items()))
+
+
+# ---------------------------------------------------------------- launchers
+
+class Launcher:
+    """Launches a :class:`plax_cupy.codegen.ClusterKernel` on CuPy arrays.
+
+    The module is compiled by CuPy (NVRTC, ``-arch`` of the device; cached in memory and in
+    ``~/.cupy/kernel_cache``) on first use. Calling it with the cluster's input buffers returns
+    the cluster's output buffers.
+    """
+
+    def __init__(self, plan: codegen.ClusterKernel, backend: CupyBackend):
+        self.plan, self.backend = plan, backend
+        self._module = None
+
+    def _functions(self):
+        if self._module is None:
+            nvrtc.preload_nvrtc()
+            self._module = cupy.RawModule(code=self.plan.source, options=("--std=c++17",),
+                                          name_expressions=None)
+        return [self._module.get_function(n) for n in self.plan.entry]
+
+    def __call__(self, *buffers):
+        plan = self.plan
+        device = cupy.cuda.Device()
+        sm = self.backend.sm_count(device.id) if self.backend.gpus else codegen.DEFAULT_SM_COUNT
+        args: list = []
+        for inp, buf in zip(plan.inputs, buffers):
+            if inp.kind == "literal":
+                args.append(np.asarray(inp.value, inp.dtype)[()])
+            else:
+                args.append(cupy.ascontiguousarray(buf))
+        outs: list = [None] * len(plan.out_dtypes)
+        for j in plan.elem_outputs:
+            outs[j] = cupy.empty(plan.out_shapes[j], plan.out_dtypes[j])
+        fns = self._functions()
+        elem_args = [outs[j] for j in plan.elem_outputs]
+        if not plan.reductions:
+            if plan.n:
+                grid, block = codegen.elementwise_launch(plan.n, sm)
+                fns[0]((grid,), (block,), tuple(args + elem_args + [np.int64(plan.n)]))
+            return outs
+        grid, block, bpo = codegen.reduction_launch(plan.n_out, plan.n_red, sm)
+        partials = [cupy.empty(max(plan.n_out, 1) * bpo, red.acc) for _, red in plan.reductions]
+        for j, _ in plan.reductions:
+            outs[j] = cupy.empty(plan.out_shapes[j], plan.out_dtypes[j])
+        if plan.n_out:
+            fns[0]((grid,), (block,), tuple(args + elem_args + partials
+                                           + [np.int64(plan.n_out), np.int64(plan.n_red), np.int32(bpo)]))
+            fgrid, fblock = codegen.elementwise_launch(plan.n_out, sm)
+            final = []
+            for (j, _), p in zip(plan.reductions, partials):
+                final += [p, outs[j]]
+            fns[1]((fgrid,), (fblock,), tuple(final + [np.int64(plan.n_out), np.int32(bpo)]))
+        return outs
+
+
+class ThreefryLauncher:
+    """``threefry2x32`` on CuPy arrays with the generated hash kernel."""
+
+    def __init__(self, backend: CupyBackend):
+        self.backend = backend
+        self._fn = None
+
+    def __call__(self, k0, k1, x0, x1):
+        if self._fn is None:
+            nvrtc.preload_nvrtc()
+            self._fn = cupy.RawModule(code=codegen.threefry_source(),
+                                      options=("--std=c++17",)).get_function("plax_threefry2x32")
+        ops = [cupy.ascontiguousarray(cupy.asarray(o, dtype=np.uint32)) for o in (k0, k1, x0, x1)]
+        shape = ()
+        for o in ops:
+            if o.ndim:
+                shape = o.shape
+        n = int(np.prod(shape)) if shape else 1
+        y0 = cupy.empty(shape, np.uint32)
+        y1 = cupy.empty(shape, np.uint32)
+        if n:
+            strides = [np.int64(1 if o.ndim else 0) for o in ops]
+            grid, block = codegen.elementwise_launch(n, self.backend.sm_count(cupy.cuda.Device().id))
+            self._fn((grid,), (block,), tuple(ops + [y0, y1, np.int64(n)] + strides))
+        return [y0, y1]
+
+
+# ---------------------------------------------------------------- dot_general (cuBLAS)
+
+def dot_general(lhs, rhs, *, dimension_numbers, precision=None, preferred_element_type=None):
+    """``dot_general`` on CuPy arrays: a batched matmul after moving axes into place, run by
+    cuBLAS (``cupy.matmul``).
+
+    TF32 is off by default, as plax's CPU backends compute float32 products in float32:
+    CuPy uses TF32 tensor cores only when ``CUPY_TF32=1``; ``precision`` of ``DEFAULT`` or
+    ``HIGH`` with ``PLAX_GPU_ALLOW_TF32=1`` opts in (:func:`tf32_allowed`). bfloat16 and
+    float16 inputs are multiplied in float32 (CuPy has no bfloat16) and rounded to the output
+    type.
+    """
+    import math
+    (lc, rc), (lb, rb) = dimension_numbers
+    out_dtype = np.dtype(preferred_element_type or lhs.dtype)
+    compute = out_dtype
+    if compute.kind == "b":
+        compute = np.dtype(np.int32)
+    lf = [i for i in range(lhs.ndim) if i not in lc and i not in lb]
+    rf = [i for i in range(rhs.ndim) if i not in rc and i not in rb]
+    a = cupy.transpose(lhs, list(lb) + lf + list(lc)).astype(compute, copy=False)
+    b = cupy.transpose(rhs, list(rb) + list(rc) + rf).astype(compute, copy=False)
+    bshape = [lhs.shape[d] for d in lb]
+    m = math.prod(lhs.shape[d] for d in lf)
+    k = math.prod(lhs.shape[d] for d in lc)
+    n = math.prod(rhs.shape[d] for d in rf)
+    nb = math.prod(bshape)
+    out = cupy.matmul(a.reshape(nb, m, k), b.reshape(nb, k, n))
+    shape = bshape + [lhs.shape[d] for d in lf] + [rhs.shape[d] for d in rf]
+    out = out.reshape(shape)
+    if out_dtype.kind == "b":
+        out = out != 0
+    return out.astype(out_dtype, copy=False)
+
+
+def tf32_allowed(precision) -> bool:
+    """Whether a float32 ``dot_general`` may use TF32 tensor cores: only with
+    ``PLAX_GPU_ALLOW_TF32=1`` and a ``precision`` below ``HIGHEST`` (None counts as DEFAULT)."""
+    if os.environ.get("PLAX_GPU_ALLOW_TF32") != "1":
+        return False
+    names = [str(p).upper() for p in (precision if isinstance(precision, (tuple, list)) else (precision,))]
+    return not any("HIGHEST" in n for n in names)

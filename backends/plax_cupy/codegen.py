@@ -1,0 +1,927 @@
+"""Fusion clusters as CUDA C: one kernel per cluster, generated as source text.
+
+:func:`plan_cluster` turns a :class:`plax.lowering.Cluster` (the shared fusion pass's
+grouping, the same the Numba backend compiles) into a :class:`ClusterKernel`: a complete
+CUDA C++ translation unit plus what the runtime needs to launch it. This module never imports
+CuPy: the source is plain text, so CI without a GPU compiles it with NVRTC
+(:mod:`plax_cupy.nvrtc`) and, with ``-DPLAX_HOST``, with the host C++ compiler to check its
+values (``tests/cupy``).
+
+The translation unit has three parts:
+
+* the **preamble** (:data:`PREAMBLE`): ``__device__`` helpers with XLA's semantics where C's
+  differ -- NaN-propagating max/min, truncating integer division with division by zero giving
+  -1, ``rem`` by zero giving the dividend, wrapping signed arithmetic (done in the unsigned type
+  of the width: C's signed overflow is undefined), saturating float-to-integer conversion,
+  shifts by the width or more giving 0 or the sign, bit casts;
+* ``plax_elem(i, ...)``: everything the cluster computes at element ``i`` of the iteration
+  shape (C order): it loads the operands (through ``broadcast_in_dim``'s index map where
+  needed), evaluates the chain in registers, stores the elementwise outputs and hands each
+  reduction its operand;
+* the kernels: ``plax_elementwise`` (a grid-stride loop over the elements), or for a cluster
+  with reductions ``plax_reduce_partial`` (blocks own (output element, chunk) pairs: each
+  thread accumulates a strided part of the chunk, the block combines in shared memory, and
+  writes one partial per block) and ``plax_reduce_final`` (one thread per output element
+  combines its partials in a fixed order and casts). No atomics: results are deterministic
+  for a given launch configuration. Under ``#ifdef PLAX_HOST`` the same ``plax_elem`` is
+  driven instead by a serial host function ``plax_host``.
+
+Shapes are baked into the source (index maps, extents): a kernel is compiled once per
+cluster shape and dtype signature and cached by CuPy (in memory and on disk). Scalar literals
+are kernel arguments, so programs differing only in their constants share a kernel.
+
+Whatever the generator does not express (complex, float16 and bfloat16 values, ``digamma``,
+a cluster whose reductions reduce different axes) raises :class:`Unsupported`: the lowering
+driver then runs the cluster's equations one at a time (and an equation the generator
+declines on its own runs as a CuPy operation, see :mod:`plax_cupy.emitter`).
+"""
+from __future__ import annotations
+
+import math
+import re
+import numpy as np
+
+from plax import lax
+from plax.core.jaxpr import Literal
+from plax.lowering import BROADCAST, REDUCTION, fusion_kind
+
+from plax_cupy.dtypes import UnsupportedDtype, accumulator, ctype, unsigned_ctype
+
+#: threads per block of every generated kernel (a power of two: the block reduction halves it)
+BLOCK = 256
+#: blocks per multiprocessor a launch aims for (enough resident warps to hide memory latency)
+WAVES = 8
+#: the multiprocessor count assumed where no device is there to ask (an A100 has 108,
+#: an H100 132): only the launch configuration depends on it, never the results' bits... of
+#: elementwise kernels; reductions combine in an order fixed by the configuration
+DEFAULT_SM_COUNT = 108
+#: elements a reduction thread accumulates before partials are worth another block
+ITEMS_PER_THREAD = 8
+
+
+class Unsupported(Exception):
+    """The cluster uses something the CUDA generator does not express (the message says what)."""
+
+
+# ---------------------------------------------------------------- launch configuration
+
+def elementwise_launch(n: int, sm_count: int = DEFAULT_SM_COUNT, block: int = BLOCK) -> tuple[int, int]:
+    """``(grid, block)`` of an elementwise kernel over ``n`` elements.
+
+    A grid-stride loop covers any ``n``, so the grid is capped at ``sm_count * WAVES * 4``
+    blocks (more blocks than that only add scheduling work); at least one block.
+
+    Example:
+      >>> elementwise_launch(1000)
+      (4, 256)
+      >>> elementwise_launch(10**9, sm_count=100)
+      (3200, 256)
+    """
+    if n < 0 or block <= 0 or sm_count <= 0:
+        raise ValueError(f"bad launch request n={n} block={block} sm_count={sm_count}")
+    grid = max(1, min(-(-n // block), sm_count * WAVES * 4))
+    return grid, block
+
+
+def reduction_launch(n_out: int, n_red: int, sm_count: int = DEFAULT_SM_COUNT,
+                     block: int = BLOCK) -> tuple[int, int, int]:
+    """``(grid, block, blocks_per_output)`` of a reduction kernel.
+
+    Each of the ``n_out`` output elements reduces ``n_red`` elements. Its reduction is split
+    over ``blocks_per_output`` blocks (each thread accumulating about
+    :data:`ITEMS_PER_THREAD` elements or more), enough to occupy the device when there are
+    few outputs; outputs beyond the grid are covered by a grid-stride loop.
+
+    Example:
+      >>> reduction_launch(1, 10**8, sm_count=100)   # one sum of 1e8 elements
+      (800, 256, 800)
+      >>> reduction_launch(4096, 512)                 # row sums: a block per row
+      (4096, 256, 1)
+    """
+    if n_out < 0 or n_red < 0 or block <= 0 or sm_count <= 0:
+        raise ValueError(f"bad launch request n_out={n_out} n_red={n_red}")
+    target = sm_count * WAVES
+    want = -(-n_red // (block * ITEMS_PER_THREAD))           # blocks the work fills
+    share = -(-target // max(n_out, 1))                       # blocks the device has per output
+    bpo = max(1, min(want, share))
+    out_blocks = max(1, min(n_out, max(1, (target * 4) // bpo), 1 << 20))
+    return bpo * out_blocks, block, bpo
+
+
+# ---------------------------------------------------------------- literals and helpers
+
+def c_literal(value, dtype) -> str:
+    """``value`` as an exact C++ constant of ``dtype``: hexadecimal floats (exact in every
+    compiler), bit patterns for NaN and infinities, integer limits without overflow.
+
+    Example:
+      >>> c_literal(0.1, np.float32)
+      '0x1.99999ap-4f'
+      >>> c_literal(-2**63, np.int64)
+      '(-9223372036854775807LL - 1)'
+    """
+    dtype = np.dtype(dtype)
+    v = np.asarray(value, dtype)[()]
+    if dtype == np.bool_:
+        return "true" if v else "false"
+    if dtype.kind == "f":
+        f = float(v)
+        if math.isnan(f) or math.isinf(f):
+            bits = int(np.asarray(v, dtype).view(np.uint32 if dtype.itemsize == 4 else np.uint64))
+            suffix = "u" if dtype.itemsize == 4 else "ull"
+            return f"plax_bitcast<{ctype(dtype)}>({bits:#x}{suffix})"
+        if dtype == np.float32:
+            # the float32 value's exact hex form (float.hex of the widened value, trimmed)
+            return f"{_hex_float(f)}f"
+        return _hex_float(f)
+    i = int(v)
+    t = ctype(dtype)
+    if dtype.kind == "i":
+        if dtype.itemsize == 8:
+            if i == -2**63:
+                return "(-9223372036854775807LL - 1)"
+            return f"{i}LL"
+        if i == int(np.iinfo(dtype).min):
+            return f"(({t})({i + 1} - 1))"
+        return f"(({t}){i})" if dtype.itemsize < 4 else str(i)
+    suffix = "ull" if dtype.itemsize == 8 else "u"
+    return f"(({t}){i}{suffix})" if dtype.itemsize < 4 else f"{i}{suffix}"
+
+
+def _hex_float(f: float) -> str:
+    text = f.hex()  # '0x1.999999a000000p-4'
+    if "." in text:
+        mant, exp = text.split("p")
+        mant = mant.rstrip("0").rstrip(".")
+        text = f"{mant}p{exp}"
+    return text
+
+
+def _fn(name: str, dtype) -> str:
+    """The C math function for ``dtype``: ``expf`` for float32, ``exp`` for float64."""
+    return name + "f" if np.dtype(dtype) == np.float32 else name
+
+
+def signed_ctype(dtype) -> str:
+    return {1: "signed char", 2: "short", 4: "int", 8: "long long"}[np.dtype(dtype).itemsize]
+
+
+def _wide_unsigned(dtype) -> str:
+    """The unsigned type integer arithmetic of ``dtype`` is carried out in (never narrower than
+    ``unsigned int``, so that C's promotion to ``int`` cannot overflow)."""
+    return "unsigned long long" if np.dtype(dtype).itemsize == 8 else "unsigned int"
+
+
+PREAMBLE = r"""// ---- plax_cupy preamble: XLA semantics on top of C++ (see plax_cupy/codegen.py)
+#ifdef PLAX_HOST
+#include <cmath>
+#include <cstring>
+#include <cstdlib>
+#define __device__
+#define __forceinline__ inline
+#define __restrict__ __restrict
+using std::isfinite;
+static inline float rsqrtf(float x) { return 1.0f / std::sqrt(x); }
+static inline double rsqrt(double x) { return 1.0 / std::sqrt(x); }
+static inline int __popc(unsigned int x) { return __builtin_popcount(x); }
+static inline int __popcll(unsigned long long x) { return __builtin_popcountll(x); }
+// CUDA's erfinv has no C library counterpart: M. Giles' approximation, then Newton steps on
+// erf in double (accurate to rounding; only the host check uses it)
+static inline double erfinv(double y) {
+  if (y != y || y < -1.0 || y > 1.0) return NAN;
+  if (y == 1.0 || y == -1.0) return y * INFINITY;
+  double w = -std::log((1.0 - y) * (1.0 + y)), x;
+  if (w < 5.0) {
+    w -= 2.5;
+    x = 2.81022636e-08; x = 3.43273939e-07 + x * w; x = -3.5233877e-06 + x * w;
+    x = -4.39150654e-06 + x * w; x = 0.00021858087 + x * w; x = -0.00125372503 + x * w;
+    x = -0.00417768164 + x * w; x = 0.246640727 + x * w; x = 1.50140941 + x * w;
+  } else {
+    w = std::sqrt(w) - 3.0;
+    x = -0.000200214257; x = 0.000100950558 + x * w; x = 0.00134934322 + x * w;
+    x = -0.00367342844 + x * w; x = 0.00573950773 + x * w; x = -0.0076224613 + x * w;
+    x = 0.00943887047 + x * w; x = 1.00167406 + x * w; x = 2.83297682 + x * w;
+  }
+  x *= y;
+  for (int k = 0; k < 3; ++k) x -= (std::erf(x) - y) / (1.1283791670955126 * std::exp(-x * x));
+  return x;
+}
+static inline float erfinvf(float y) { return (float)erfinv((double)y); }
+#endif
+template <typename To, typename From>
+__device__ __forceinline__ To plax_bitcast(From x) {
+  static_assert(sizeof(To) == sizeof(From), "bitcast between different widths");
+  union { From f; To t; } u;
+  u.f = x;
+  return u.t;
+}
+// max/min: NaN wins (XLA), otherwise the larger/smaller
+__device__ __forceinline__ float plax_max(float a, float b) { return a != a ? a : (b != b ? b : (a > b ? a : b)); }
+__device__ __forceinline__ double plax_max(double a, double b) { return a != a ? a : (b != b ? b : (a > b ? a : b)); }
+__device__ __forceinline__ float plax_min(float a, float b) { return a != a ? a : (b != b ? b : (a < b ? a : b)); }
+__device__ __forceinline__ double plax_min(double a, double b) { return a != a ? a : (b != b ? b : (a < b ? a : b)); }
+template <typename T> __device__ __forceinline__ T plax_max(T a, T b) { return a > b ? a : b; }
+template <typename T> __device__ __forceinline__ T plax_min(T a, T b) { return a < b ? a : b; }
+// truncating division; by zero: -1 (all ones); MIN / -1 wraps to MIN
+template <typename T, typename U> __device__ __forceinline__ T plax_sdiv(T x, T y) {
+  if (y == 0) return (T)-1;
+  if (y == (T)-1) return (T)((U)0 - (U)x);
+  return (T)(x / y);
+}
+template <typename T> __device__ __forceinline__ T plax_udiv(T x, T y) { return y == 0 ? (T)~(T)0 : (T)(x / y); }
+// remainder with the dividend's sign; by zero: the dividend
+template <typename T> __device__ __forceinline__ T plax_srem(T x, T y) {
+  if (y == 0) return x;
+  if (y == (T)-1) return (T)0;
+  return (T)(x % y);
+}
+template <typename T> __device__ __forceinline__ T plax_urem(T x, T y) { return y == 0 ? x : (T)(x % y); }
+// float -> integer: truncate, saturate, NaN -> 0 (compared in double, where the bounds are exact)
+template <typename T> __device__ __forceinline__ T plax_f2i(double x, double lo, double hi_excl, T tmin, T tmax) {
+  return x != x ? (T)0 : (x >= hi_excl ? tmax : (x < lo ? tmin : (T)x));
+}
+__device__ __forceinline__ float plax_sign(float x) { return x > 0.0f ? 1.0f : (x < 0.0f ? -1.0f : (x != x ? x : 0.0f)); }
+__device__ __forceinline__ double plax_sign(double x) { return x > 0.0 ? 1.0 : (x < 0.0 ? -1.0 : (x != x ? x : 0.0)); }
+// 1 / (1 + exp(-x)) without overflow for large negative x
+__device__ __forceinline__ float plax_logistic(float x) {
+  if (x >= 0.0f) return 1.0f / (1.0f + expf(-x));
+  float e = expf(x);
+  return e / (1.0f + e);
+}
+__device__ __forceinline__ double plax_logistic(double x) {
+  if (x >= 0.0) return 1.0 / (1.0 + exp(-x));
+  double e = exp(x);
+  return e / (1.0 + e);
+}
+"""
+
+
+# ---------------------------------------------------------------- elementwise expressions
+
+_ARITH = {lax.add_p: "+", lax.add_any_p: "+", lax.sub_p: "-", lax.mul_p: "*"}
+_COMPARE = {lax.eq_p: "==", lax.ne_p: "!=", lax.lt_p: "<", lax.le_p: "<=", lax.gt_p: ">",
+            lax.ge_p: ">="}
+_BITWISE = {lax.and_p: "&", lax.or_p: "|", lax.xor_p: "^"}
+_FLOAT_UNARY = {
+    lax.exp_p: "exp", lax.exp2_p: "exp2", lax.log_p: "log", lax.log1p_p: "log1p",
+    lax.expm1_p: "expm1", lax.tanh_p: "tanh", lax.sin_p: "sin", lax.cos_p: "cos",
+    lax.tan_p: "tan", lax.asin_p: "asin", lax.acos_p: "acos", lax.atan_p: "atan",
+    lax.sinh_p: "sinh", lax.cosh_p: "cosh", lax.asinh_p: "asinh", lax.acosh_p: "acosh",
+    lax.atanh_p: "atanh", lax.sqrt_p: "sqrt", lax.rsqrt_p: "rsqrt", lax.cbrt_p: "cbrt",
+    lax.floor_p: "floor", lax.ceil_p: "ceil", lax.abs_p: "fabs",
+}
+
+
+def _special_unary() -> dict:
+    """erf, erfc, erf_inv, lgamma live in a family that may not be loaded; looked up lazily."""
+    out = {}
+    for name, fn in (("erf", "erf"), ("erfc", "erfc"), ("erf_inv", "erfinv"), ("lgamma", "lgamma")):
+        prim = getattr(lax, f"{name}_p", None)
+        if prim is not None:
+            out[prim] = fn
+    return out
+
+
+def elementwise_expr(eqn, a: list[str]) -> str:
+    """The C++ expression computing ``eqn``'s (one) output from operand expressions ``a``.
+
+    Each operand expression already has its operand's C type; the result has the output's.
+
+    Raises:
+      Unsupported: a primitive or dtype the generator does not express.
+    """
+    prim = eqn.primitive
+    din = [np.dtype(v.aval.dtype) for v in eqn.invars]
+    dout = np.dtype(eqn.outvars[0].aval.dtype)
+    try:
+        for d in din + [dout]:
+            ctype(d)
+    except UnsupportedDtype as err:
+        raise Unsupported(f"{prim.name}: {err}") from None
+    k = din[0].kind if din else dout.kind
+    t = ctype(dout)
+    bits = din[0].itemsize * 8 if din else 0
+    if prim in _COMPARE:
+        return f"({a[0]} {_COMPARE[prim]} {a[1]})"
+    if prim in _ARITH:
+        if k == "b":
+            raise Unsupported(f"{prim.name} on bool")
+        if k == "f":
+            return f"({a[0]} {_ARITH[prim]} {a[1]})"
+        w, u = _wide_unsigned(dout), unsigned_ctype(dout)
+        return f"(({t})(({w})({u}){a[0]} {_ARITH[prim]} ({w})({u}){a[1]}))"
+    if prim in _BITWISE:
+        return f"(({t})({a[0]} {_BITWISE[prim]} {a[1]}))"
+    if prim is lax.not_p:
+        return f"(!{a[0]})" if k == "b" else f"(({t})~{a[0]})"
+    if prim is lax.neg_p:
+        if k == "f":
+            return f"(-{a[0]})"
+        w, u = _wide_unsigned(dout), unsigned_ctype(dout)
+        return f"(({t})(({w})0 - ({w})({u}){a[0]}))"
+    if prim is lax.abs_p and k in "iu":
+        if k == "u":
+            return a[0]
+        w, u = _wide_unsigned(dout), unsigned_ctype(dout)
+        return f"({a[0]} < 0 ? ({t})(({w})0 - ({w})({u}){a[0]}) : {a[0]})"
+    if prim is lax.sign_p:
+        if k == "f":
+            return f"plax_sign({a[0]})"
+        if k == "u":
+            return f"(({t})({a[0]} != 0))"
+        return f"(({t})({a[0]} > 0 ? 1 : ({a[0]} < 0 ? -1 : 0)))"
+    if prim is lax.population_count_p and k in "iu":
+        u = unsigned_ctype(din[0])
+        fn = "__popcll" if din[0].itemsize == 8 else "__popc"
+        cast = "unsigned long long" if din[0].itemsize == 8 else "unsigned int"
+        return f"(({t}){fn}(({cast})({u}){a[0]}))"
+    special = _special_unary()
+    if k == "f" and (prim in _FLOAT_UNARY or prim in special):
+        name = _FLOAT_UNARY.get(prim) or special[prim]
+        return f"{_fn(name, dout)}({a[0]})"
+    if prim is lax.logistic_p and k == "f":
+        return f"plax_logistic({a[0]})"
+    if prim is lax.is_finite_p and k == "f":
+        return f"((bool)isfinite({a[0]}))"
+    if prim is lax.round_p and k == "f":
+        # rounding_method 1: to nearest even (rint); 0: half away from zero (C's round)
+        fn = "rint" if eqn.params.get("rounding_method", 0) == 1 else "round"
+        return f"{_fn(fn, dout)}({a[0]})"
+    if prim in (lax.max_p, lax.min_p):
+        if k == "b":
+            return f"({a[0]} {'||' if prim is lax.max_p else '&&'} {a[1]})"
+        return f"{'plax_max' if prim is lax.max_p else 'plax_min'}({a[0]}, {a[1]})"
+    if prim is lax.clamp_p:  # clamp(lo, x, hi) = min(max(x, lo), hi)
+        lo, x, hi = a
+        if k == "b":  # max is "or", min is "and" on booleans
+            return f"(({x} || {lo}) && {hi})"
+        return f"plax_min(plax_max({x}, {lo}), {hi})"
+    if prim is lax.div_p:
+        if k == "f":
+            return f"({a[0]} / {a[1]})"
+        if k == "i":
+            return f"plax_sdiv<{t}, {unsigned_ctype(dout)}>({a[0]}, {a[1]})"
+        if k == "u":
+            return f"plax_udiv<{t}>({a[0]}, {a[1]})"
+    if prim is lax.rem_p:
+        if k == "f":
+            return f"{_fn('fmod', dout)}({a[0]}, {a[1]})"
+        if k == "i":
+            return f"plax_srem<{t}>({a[0]}, {a[1]})"
+        if k == "u":
+            return f"plax_urem<{t}>({a[0]}, {a[1]})"
+    if prim is lax.pow_p and k == "f":
+        return f"{_fn('pow', dout)}({a[0]}, {a[1]})"
+    if prim is lax.atan2_p and k == "f":
+        return f"{_fn('atan2', dout)}({a[0]}, {a[1]})"
+    if prim is lax.nextafter_p and k == "f":
+        return f"{_fn('nextafter', dout)}({a[0]}, {a[1]})"
+    if prim is lax.bitcast_convert_type_p:
+        if din[0] == dout:
+            return a[0]
+        if din[0].itemsize != dout.itemsize or np.bool_ in (din[0], dout):
+            raise Unsupported(f"bitcast_convert_type from {din[0]} to {dout}")
+        return f"plax_bitcast<{t}>({a[0]})"
+    if prim in (lax.shift_left_p, lax.shift_right_logical_p, lax.shift_right_arithmetic_p):
+        return _shift(prim, a, din[0], bits)
+    if prim is lax.select_n_p:
+        which, cases = a[0], a[1:]
+        if len(cases) == 1:
+            return cases[0]
+        if din[0] == np.bool_:
+            return f"({which} ? {cases[1]} : {cases[0]})"
+        expr = cases[-1]
+        for i in range(len(cases) - 2, -1, -1):
+            expr = f"({which} == {i} ? {cases[i]} : {expr})"
+        return expr
+    if prim is lax.convert_element_type_p:
+        return convert_expr(a[0], din[0], dout)
+    if prim is lax.integer_pow_p:
+        return _integer_pow(a[0], eqn.params["y"], dout)
+    raise Unsupported(f"{prim.name} on {din[0] if din else dout}")
+
+
+def _shift(prim, a, dtype, bits: int) -> str:
+    x, y = a
+    t, u = ctype(dtype), unsigned_ctype(dtype)
+    w = _wide_unsigned(dtype)
+    in_range = f"({y} >= 0 && {y} < {bits})" if dtype.kind == "i" else f"({y} < {bits}u)"
+    if prim is lax.shift_left_p:
+        return f"({in_range} ? ({t})(({w})({u}){x} << ({w}){y}) : ({t})0)"
+    if prim is lax.shift_right_logical_p:
+        return f"({in_range} ? ({t})(({w})({u}){x} >> ({w}){y}) : ({t})0)"
+    # arithmetic: shifting by the width or more gives the sign (shift of the signed view)
+    s = signed_ctype(dtype)
+    return f"(({t})(({s}){x} >> ({in_range} ? (int){y} : {bits - 1})))"
+
+
+def convert_expr(x: str, src, dst) -> str:
+    """The C++ expression converting ``x`` (of ``src``) to ``dst`` with XLA's rules."""
+    src, dst = np.dtype(src), np.dtype(dst)
+    t = ctype(dst)
+    if dst == src:
+        return x
+    if dst == np.bool_:
+        return f"({x} != 0)"
+    if dst.kind in "iu" and src.kind == "f":
+        info = np.iinfo(dst)
+        upper, lower = float(info.max) + 1.0, float(info.min)
+        return (f"plax_f2i<{t}>((double){x}, {_hex_float(lower)}, {_hex_float(upper)}, "
+                f"{c_literal(info.min, dst)}, {c_literal(info.max, dst)})")
+    if dst.kind in "iu" and src.kind in "iu":  # wrap: through the destination's unsigned type
+        return f"(({t})({unsigned_ctype(dst)}){x})"
+    return f"(({t}){x})"
+
+
+def _integer_pow(x: str, y: int, dtype) -> str:
+    t = ctype(dtype)
+    if y == 0:
+        return f"(({t})1)"
+    if y < 0 and dtype.kind != "f":
+        raise Unsupported("integer_pow with a negative exponent on integers")
+
+    def mul(p: str, q: str) -> str:
+        if dtype.kind == "f":
+            return f"({p} * {q})"
+        w, u = _wide_unsigned(dtype), unsigned_ctype(dtype)
+        return f"(({t})(({w})({u}){p} * ({w})({u}){q}))"
+
+    # square-and-multiply, each product rounded to the dtype, as the reference does
+    n, acc, base = abs(y), None, x
+    while n:
+        if n & 1:
+            acc = base if acc is None else mul(acc, base)
+        n >>= 1
+        if n:
+            base = mul(base, base)
+    if y < 0:
+        acc = f"(({t})1 / {acc})"
+    return acc
+
+
+# ---------------------------------------------------------------- reductions
+
+class Reduction:
+    """How one reduction of a cluster accumulates.
+
+    Attributes:
+      kind: ``"sum"``, ``"prod"``, ``"max"``, ``"min"``, ``"and"``, ``"or"`` or ``"xor"``.
+      dtype: the operand's (and output's) dtype.
+      acc: the accumulator dtype (:func:`plax_cupy.dtypes.accumulator`).
+      init: the identity, as C++ source of the accumulator's type.
+    """
+
+    def __init__(self, kind: str, dtype):
+        self.kind, self.dtype = kind, np.dtype(dtype)
+        self.acc = accumulator(self.dtype, kind)
+        self.init = self._identity()
+
+    def _identity(self) -> str:
+        kind, d, acc = self.kind, self.dtype, self.acc
+        if kind == "sum" or kind in ("or", "xor"):
+            return c_literal(0, acc)
+        if kind == "prod":
+            return c_literal(1, acc)
+        if kind == "and":
+            return c_literal(True if d == np.bool_ else -1 if d.kind == "i" else np.iinfo(d).max, d)
+        if d == np.bool_:
+            return "false" if kind == "max" else "true"
+        if d.kind == "f":
+            return c_literal(-np.inf if kind == "max" else np.inf, d)
+        info = np.iinfo(d)
+        return c_literal(info.min if kind == "max" else info.max, d)
+
+    def combine(self, s: str, v: str) -> str:
+        """C++ source combining accumulator ``s`` with value ``v`` (both the accumulator type)."""
+        kind, acc = self.kind, ctype(self.acc)
+        if kind == "sum":
+            return f"({s} + {v})"
+        if kind == "prod":
+            return f"({s} * {v})"
+        if kind in ("max", "min"):
+            if self.dtype == np.bool_:
+                return f"({s} {'||' if kind == 'max' else '&&'} {v})"
+            return f"plax_{kind}({s}, {v})"
+        op = {"and": "&", "or": "|", "xor": "^"}[kind]
+        return f"(({acc})({s} {op} {v}))"
+
+
+_REDUCTIONS = {lax.reduce_sum_p: "sum", lax.reduce_prod_p: "prod", lax.reduce_max_p: "max",
+               lax.reduce_min_p: "min", lax.reduce_and_p: "and", lax.reduce_or_p: "or",
+               lax.reduce_xor_p: "xor"}
+
+
+def reduction_of(eqn) -> Reduction:
+    """The :class:`Reduction` of a reduction equation.
+
+    Raises:
+      Unsupported: an unknown reduction, a dtype outside the map, or a sum/product of bools.
+    """
+    kind = _REDUCTIONS.get(eqn.primitive)
+    dtype = np.dtype(eqn.invars[0].aval.dtype)
+    if kind is None:
+        raise Unsupported(f"reduction {eqn.primitive.name}")
+    try:
+        ctype(dtype)
+    except UnsupportedDtype as err:
+        raise Unsupported(f"{eqn.primitive.name}: {err}") from None
+    if dtype == np.bool_ and kind in ("sum", "prod"):
+        raise Unsupported(f"{eqn.primitive.name} on bool")
+    return Reduction(kind, dtype)
+
+
+# ---------------------------------------------------------------- the cluster kernel
+
+class KernelInput:
+    """How one cluster input reaches the kernel.
+
+    Attributes:
+      atom: the jaxpr Var or Literal.
+      name: its parameter name (``a0``...).
+      kind: ``"array"`` (a device pointer; rank-0 values read element 0) or ``"literal"`` (a
+        rank-0 literal passed by value from the host, so no device read is needed and kernels
+        differing in constants share one compilation).
+      dtype: its dtype.
+      value: a literal's host value (None for arrays).
+    """
+
+    def __init__(self, atom, name: str, kind: str, dtype, value=None):
+        self.atom, self.name, self.kind, self.dtype, self.value = atom, name, kind, dtype, value
+
+    def param(self) -> str:
+        t = ctype(self.dtype)
+        return f"const {t}* __restrict__ {self.name}" if self.kind == "array" else f"{t} {self.name}"
+
+
+class ClusterKernel:
+    """A generated cluster kernel: its source and how to launch it.
+
+    Attributes:
+      source: the complete CUDA C++ translation unit (:data:`PREAMBLE` included).
+      inputs: a :class:`KernelInput` per cluster input, in the cluster's order.
+      out_dtypes, out_shapes: per cluster output.
+      elem_outputs: indices of the outputs ``plax_elem`` stores (iteration-shaped).
+      reductions: ``(output index, Reduction)`` per reduction output.
+      n: elements of the iteration shape; ``n_out``/``n_red``: a reduction's output and
+        reduced element counts (all reductions of a cluster reduce the same axes).
+      entry: the kernel names (``("plax_elementwise",)`` or
+        ``("plax_reduce_partial", "plax_reduce_final")``).
+      primitives: the fused primitives' names, for messages.
+    """
+
+    def __init__(self, **fields):
+        self.__dict__.update(fields)
+
+    def __repr__(self) -> str:
+        return f"ClusterKernel({' '.join(self.primitives)}; n={self.n}, {self.entry})"
+
+
+def _strides(shape) -> list[int]:
+    out, acc = [], 1
+    for d in reversed(shape):
+        out.append(acc)
+        acc *= d
+    return out[::-1]
+
+
+def _index_lines(var: str, total: str, extents, out_names) -> list[str]:
+    """C++ lines decomposing the flat C-order index ``total`` over ``extents`` into the
+    ``long long`` variables ``out_names``."""
+    if not extents:
+        return []
+    lines = [f"long long {var} = {total};"]
+    for ext, name in reversed(list(zip(extents, out_names))):
+        lines.append(f"const long long {name} = {var} % {ext}LL; {var} /= {ext}LL;")
+    return lines
+
+
+def plan_cluster(cluster, *, literal_values: bool = True) -> ClusterKernel:
+    """The CUDA kernel of ``cluster``.
+
+    Args:
+      cluster: a :class:`plax.lowering.Cluster` (or an object with its attributes).
+      literal_values: pass rank-0 literals by value (True, as compiled programs do); False
+        reads them from device memory like other operands.
+
+    Raises:
+      Unsupported: a primitive, dtype or pattern the generator does not express.
+    """
+    shape = tuple(int(d) for d in cluster.shape)
+    rank = len(shape)
+    n = math.prod(shape)
+    strides = _strides(shape)
+    for eqn in cluster.eqns:
+        for v in list(eqn.invars) + list(eqn.outvars):
+            try:
+                ctype(v.aval.dtype)
+            except UnsupportedDtype as err:
+                raise Unsupported(f"{eqn.primitive.name}: {err}") from None
+        if eqn.primitive is lax.broadcast_in_dim_p and eqn.params.get("sharding") is not None:
+            raise Unsupported("broadcast_in_dim with a sharding")
+
+    inputs: list[KernelInput] = []
+    for j, atom in enumerate(cluster.inputs):
+        dtype = np.dtype(atom.aval.dtype)
+        if isinstance(atom, Literal) and not atom.aval.shape and literal_values:
+            inputs.append(KernelInput(atom, f"a{j}", "literal", dtype, np.asarray(atom.val, dtype)[()]))
+        else:
+            inputs.append(KernelInput(atom, f"a{j}", "array", dtype))
+    by_atom = {id(inp.atom): inp for inp in inputs}
+
+    # reductions: all must reduce the same axes (one (output, reduced) decomposition)
+    red_axes = None
+    for eqn in cluster.eqns:
+        if fusion_kind(eqn.primitive) == REDUCTION:
+            axes = tuple(sorted(int(a) for a in eqn.params["axes"]))
+            if red_axes is not None and axes != red_axes:
+                raise Unsupported("reductions over different axes in one cluster")
+            red_axes = axes
+    outputs = {id(v): j for j, v in enumerate(cluster.outputs)}
+    out_dtypes = [np.dtype(v.aval.dtype) for v in cluster.outputs]
+    out_shapes = [tuple(v.aval.shape) for v in cluster.outputs]
+
+    body: list[str] = []
+    loaded: dict = {}   # id(atom) -> local holding its element i
+    locals_: dict = {}  # id(var) -> expression
+
+    def load(atom) -> str:
+        key = id(atom)
+        if key in locals_:
+            return locals_[key]
+        if key in loaded:
+            return loaded[key]
+        inp = by_atom.get(key)
+        if inp is None:
+            raise Unsupported(f"operand {atom} is not readable in the loop")
+        if inp.kind == "literal":
+            return inp.name
+        t = ctype(inp.dtype)
+        if not atom.aval.shape:
+            expr = f"{inp.name}[0]"
+        elif tuple(atom.aval.shape) == shape:
+            expr = f"{inp.name}[i]"
+        else:
+            raise Unsupported(f"operand {atom} of shape {atom.aval.shape} is not readable in the loop")
+        local = f"{inp.name}_v"
+        body.append(f"const {t} {local} = {expr};")
+        loaded[key] = local
+        return local
+
+    # equations whose values nothing reads (dead code left in the jaxpr) are not generated: an
+    # unused local would be an NVRTC warning, and their work wasted
+    live = {id(v) for v in cluster.outputs}
+    for eqn in reversed(cluster.eqns):
+        if id(eqn.outvars[0]) in live:
+            live.update(id(v) for v in eqn.invars)
+
+    elem_outputs: list[int] = []
+    reductions: list[tuple[int, Reduction]] = []
+    red_operands: list[str] = []
+    need_index: set = set()   # iteration dimensions a broadcast operand's index map reads
+    for k, eqn in enumerate(cluster.eqns):
+        out = eqn.outvars[0]
+        prim = eqn.primitive
+        dout = np.dtype(out.aval.dtype)
+        if id(out) not in live:
+            continue
+        if fusion_kind(prim) == REDUCTION:
+            red = reduction_of(eqn)
+            j = outputs.get(id(out))
+            if j is None:
+                continue  # read by nobody after the cluster: nothing to compute
+            value = load(eqn.invars[0])
+            r = len(reductions)
+            reductions.append((j, red))
+            red_operands.append(f"{ctype(red.acc)}* __restrict__ rv{r}")
+            body.append(f"*rv{r} = ({ctype(red.acc)}){value};")
+            continue
+        if fusion_kind(prim) == BROADCAST:
+            op = eqn.invars[0]
+            if not op.aval.shape or tuple(op.aval.shape) == shape:
+                expr = load(op)
+            else:
+                inp = by_atom.get(id(op))
+                if inp is None or inp.kind != "array":
+                    raise Unsupported("a broadcast operand that is not an input array")
+                bdims = [int(d) for d in eqn.params["broadcast_dimensions"]]
+                op_strides = _strides(op.aval.shape)
+                terms = []
+                for jdim, d in enumerate(bdims):
+                    if op.aval.shape[jdim] == 1 and shape[d] != 1:
+                        continue
+                    need_index.add(d)
+                    terms.append(f"idx{d} * {op_strides[jdim]}LL")
+                expr = f"{inp.name}[{' + '.join(terms) or '0'}]"
+            local = f"t{k}"
+            body.append(f"const {ctype(dout)} {local} = {expr};")
+        else:
+            args = [load(v) for v in eqn.invars]
+            local = f"t{k}"
+            body.append(f"const {ctype(dout)} {local} = {elementwise_expr(eqn, args)};")
+        locals_[id(out)] = local
+        j = outputs.get(id(out))
+        if j is not None:
+            elem_outputs.append(j)
+            body.append(f"o{j}[i] = {local};")
+
+    # loads nothing reads (an operand integer_pow with y=0 ignores) would be NVRTC warnings
+    for key, local in loaded.items():
+        uses = sum(len(re.findall(rf"\b{local}\b", line)) for line in body)
+        if uses == 1:
+            body = [line for line in body if not line.startswith(f"const {ctype(by_atom[key].dtype)} {local} =")]
+    # plax_elem(i, inputs..., elementwise outputs..., reduction operand slots...)
+    params = [inp.param() for inp in inputs]
+    params += [f"{ctype(out_dtypes[j])}* __restrict__ o{j}" for j in elem_outputs]
+    params += red_operands
+    head = [f"const long long idx{d} = (i / {strides[d]}LL) % {shape[d]}LL;" for d in sorted(need_index)]
+    elem = [f"__device__ __forceinline__ void plax_elem(long long i{''.join(', ' + p for p in params)}) {{"]
+    elem += ["  " + s for s in head + body]
+    elem.append("}")
+    in_args = [inp.name for inp in inputs]
+    elem_out_args = [f"o{j}" for j in elem_outputs]
+
+    src: list[str] = [PREAMBLE, f"// cluster: {' '.join(e.primitive.name for e in cluster.eqns)} "
+                                f"over {shape}", *elem, ""]
+    kernel_params = [inp.param() for inp in inputs]
+    kernel_params += [f"{ctype(out_dtypes[j])}* __restrict__ o{j}" for j in elem_outputs]
+    if not reductions:
+        call = ", ".join(["i"] + in_args + elem_out_args)
+        src += ["#ifndef PLAX_HOST",
+                f"extern \"C\" __global__ void plax_elementwise({', '.join(kernel_params + ['long long n'])}) {{",
+                "  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;",
+                "       i += (long long)blockDim.x * gridDim.x) {",
+                f"    plax_elem({call});",
+                "  }",
+                "}",
+                "#else",
+                f"extern \"C\" void plax_host({', '.join(kernel_params + ['long long n'])}) {{",
+                f"  for (long long i = 0; i < n; ++i) plax_elem({call});",
+                "}",
+                "#endif", ""]
+        entry = ("plax_elementwise",)
+        n_out = n_red = 0
+    else:
+        kept = [d for d in range(rank) if d not in red_axes]
+        red = list(red_axes)
+        n_out = math.prod(shape[d] for d in kept)
+        n_red = math.prod(shape[d] for d in red)
+        full = [f"k{d}" for d in kept], [f"k{d}" for d in red]
+        flat_terms = " + ".join(f"k{d} * {strides[d]}LL" for d in range(rank)) or "0LL"
+        decompose = (_index_lines("ro", "o", [shape[d] for d in kept], full[0])
+                     + _index_lines("rr", "r", [shape[d] for d in red], full[1])
+                     + [f"const long long i = {flat_terms};"])
+        nr = len(reductions)
+        slots = [f"&v{r}" for r in range(nr)]
+        call = ", ".join(["i"] + in_args + elem_out_args + slots)
+        partial_params = kernel_params + [f"{ctype(red_.acc)}* __restrict__ p{r}"
+                                          for r, (_, red_) in enumerate(reductions)]
+        partial_params += ["long long n_out", "long long n_red", "int bpo"]
+        src += ["#ifndef PLAX_HOST",
+                f"extern \"C\" __global__ void plax_reduce_partial({', '.join(partial_params)}) {{"]
+        for r, (_, red_) in enumerate(reductions):
+            src.append(f"  __shared__ {ctype(red_.acc)} s{r}[{BLOCK}];")
+        src += ["  const int tid = threadIdx.x;",
+                "  const long long chunk = blockIdx.x % bpo;",
+                "  const long long out_stride = gridDim.x / bpo;",
+                "  for (long long o = blockIdx.x / bpo; o < n_out; o += out_stride) {"]
+        for r, (_, red_) in enumerate(reductions):
+            src.append(f"    {ctype(red_.acc)} acc{r} = {red_.init};")
+        src += ["    for (long long r = chunk * blockDim.x + tid; r < n_red; r += (long long)bpo * blockDim.x) {"]
+        src += ["      " + s for s in decompose]
+        for r, (_, red_) in enumerate(reductions):
+            src.append(f"      {ctype(red_.acc)} v{r};")
+        src.append(f"      plax_elem({call});")
+        for r, (_, red_) in enumerate(reductions):
+            src.append(f"      acc{r} = {red_.combine(f'acc{r}', f'v{r}')};")
+        src.append("    }")
+        for r in range(nr):
+            src.append(f"    s{r}[tid] = acc{r};")
+        src += ["    __syncthreads();",
+                "    for (int s = blockDim.x / 2; s > 0; s >>= 1) {",
+                "      if (tid < s) {"]
+        for r, (_, red_) in enumerate(reductions):
+            src.append(f"        s{r}[tid] = {red_.combine(f's{r}[tid]', f's{r}[tid + s]')};")
+        src += ["      }", "      __syncthreads();", "    }",
+                "    if (tid == 0) {"]
+        for r in range(nr):
+            src.append(f"      p{r}[o * bpo + chunk] = s{r}[0];")
+        src += ["    }", "    __syncthreads();  // s* are rewritten by the next output", "  }", "}"]
+        final_params = []
+        for r, (j, red_) in enumerate(reductions):
+            final_params += [f"const {ctype(red_.acc)}* __restrict__ p{r}",
+                             f"{ctype(out_dtypes[j])}* __restrict__ r{j}"]
+        src += [f"extern \"C\" __global__ void plax_reduce_final({', '.join(final_params + ['long long n_out', 'int bpo'])}) {{",
+                "  for (long long o = (long long)blockIdx.x * blockDim.x + threadIdx.x; o < n_out;",
+                "       o += (long long)blockDim.x * gridDim.x) {"]
+        for r, (j, red_) in enumerate(reductions):
+            src += [f"    {ctype(red_.acc)} acc{r} = p{r}[o * bpo];",
+                    f"    for (int c = 1; c < bpo; ++c) acc{r} = {red_.combine(f'acc{r}', f'p{r}[o * bpo + c]')};",
+                    f"    r{j}[o] = ({ctype(out_dtypes[j])})acc{r};"]
+        src += ["  }", "}", "#else"]
+        # the host driver: every element once, in C order, accumulated serially
+        host_params = kernel_params + [f"{ctype(out_dtypes[j])}* __restrict__ r{j}" for j, _ in reductions]
+        src += [f"extern \"C\" void plax_host({', '.join(host_params + ['long long n_out', 'long long n_red'])}) {{"]
+        for r, (_, red_) in enumerate(reductions):
+            src += [f"  {ctype(red_.acc)}* acc{r} = ({ctype(red_.acc)}*)malloc(sizeof({ctype(red_.acc)}) * (n_out ? n_out : 1));",
+                    f"  for (long long o = 0; o < n_out; ++o) acc{r}[o] = {red_.init};"]
+        src += ["  for (long long o = 0; o < n_out; ++o) {",
+                "    for (long long r = 0; r < n_red; ++r) {"]
+        src += ["      " + s for s in decompose]
+        for r in range(nr):
+            src.append(f"      {ctype(reductions[r][1].acc)} v{r};")
+        src.append(f"      plax_elem({call});")
+        for r, (_, red_) in enumerate(reductions):
+            src.append(f"      acc{r}[o] = {red_.combine(f'acc{r}[o]', f'v{r}')};")
+        src += ["    }", "  }"]
+        for r, (j, red_) in enumerate(reductions):
+            src += [f"  for (long long o = 0; o < n_out; ++o) r{j}[o] = ({ctype(out_dtypes[j])})acc{r}[o];",
+                    f"  free(acc{r});"]
+        src += ["}", "#endif", ""]
+        entry = ("plax_reduce_partial", "plax_reduce_final")
+
+    return ClusterKernel(
+        source="\n".join(src), inputs=inputs, out_dtypes=out_dtypes, out_shapes=out_shapes,
+        elem_outputs=elem_outputs, reductions=reductions, n=n, n_out=n_out, n_red=n_red,
+        entry=entry, primitives=[e.primitive.name for e in cluster.eqns], shape=shape)
+
+
+class _OneEquation:
+    """A one-equation 'cluster' (lone elementwise equations and eager operations use the same
+    generator as clusters)."""
+
+    def __init__(self, eqn):
+        self.eqns = [eqn]
+        kind = fusion_kind(eqn.primitive)
+        self.shape = tuple(eqn.invars[0].aval.shape) if kind == REDUCTION else tuple(eqn.outvars[0].aval.shape)
+        seen, inputs = set(), []
+        for v in eqn.invars:
+            if id(v) not in seen:
+                seen.add(id(v))
+                inputs.append(v)
+        self.inputs = inputs
+        self.outputs = [eqn.outvars[0]]
+
+
+def plan_equation(eqn, *, literal_values: bool = True) -> ClusterKernel:
+    """The kernel of one fusible equation (elementwise, broadcast or reduction).
+
+    Raises:
+      Unsupported: as :func:`plan_cluster`, or a primitive with no fusion kind.
+    """
+    if fusion_kind(eqn.primitive) is None or len(eqn.outvars) != 1:
+        raise Unsupported(f"{eqn.primitive.name} is not fusible")
+    return plan_cluster(_OneEquation(eqn), literal_values=literal_values)
+
+
+# ---------------------------------------------------------------- threefry2x32
+
+def threefry_source() -> str:
+    """The CUDA C++ source of ``plax_threefry2x32``: Threefry-2x32 (20 rounds, JAX's key
+    schedule and rotations, from :mod:`plax.lax.random_bits`) over ``n`` counter pairs.
+
+    Each of the four operands is read at ``i * stride`` (stride 0: a rank-0 operand,
+    broadcast), so one kernel serves every combination. uint32 arithmetic wraps in C++ as in
+    NumPy, so the bits equal the reference kernel's. ``PLAX_HOST`` gives ``plax_threefry_host``.
+    """
+    from plax.lax.random_bits import KS_PARITY, ROTATIONS
+    rounds = []
+    for i in range(5):
+        for r in ROTATIONS[i % 2]:
+            rounds.append(f"  x0 += x1; x1 = ((x1 << {r}) | (x1 >> {32 - r})) ^ x0;")
+        rounds.append(f"  x0 += ks{(i + 1) % 3}; x1 += ks{(i + 2) % 3} + {i + 1}u;")
+    params = ("const unsigned int* __restrict__ k0, const unsigned int* __restrict__ k1, "
+              "const unsigned int* __restrict__ c0, const unsigned int* __restrict__ c1, "
+              "unsigned int* __restrict__ y0, unsigned int* __restrict__ y1, long long n, "
+              "long long s0, long long s1, long long s2, long long s3")
+    return "\n".join([
+        PREAMBLE,
+        "__device__ __forceinline__ void plax_threefry_elem(unsigned int ks0, unsigned int ks1,",
+        "    unsigned int x0, unsigned int x1, unsigned int* out0, unsigned int* out1) {",
+        f"  const unsigned int ks2 = ks0 ^ ks1 ^ {KS_PARITY:#x}u;",
+        "  x0 += ks0; x1 += ks1;",
+        *rounds,
+        "  *out0 = x0; *out1 = x1;",
+        "}",
+        "#ifndef PLAX_HOST",
+        f"extern \"C\" __global__ void plax_threefry2x32({params}) {{",
+        "  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;",
+        "       i += (long long)blockDim.x * gridDim.x) {",
+        "    plax_threefry_elem(k0[i * s0], k1[i * s1], c0[i * s2], c1[i * s3], &y0[i], &y1[i]);",
+        "  }",
+        "}",
+        "#else",
+        f"extern \"C\" void plax_threefry_host({params}) {{",
+        "  for (long long i = 0; i < n; ++i)",
+        "    plax_threefry_elem(k0[i * s0], k1[i * s1], c0[i * s2], c1[i * s3], &y0[i], &y1[i]);",
+        "}",
+        "#endif", ""])
+
+
+def describe(kernel: ClusterKernel) -> str:
+    """The kernel's source with a header line, as ``Compiled.as_text()`` shows it."""
+    return f"// ---- CUDA kernel: {' '.join(kernel.primitives)} over {kernel.shape}\n{kernel.source}"
+
+
+__all__ = ["BLOCK", "ClusterKernel", "KernelInput", "Reduction", "Unsupported", "c_literal",
+           "convert_expr", "describe", "elementwise_expr", "elementwise_launch", "plan_cluster",
+           "plan_equation", "reduction_launch", "reduction_of", "threefry_source"]

@@ -1,0 +1,80 @@
+"""The CuPy backend's :class:`plax.lowering.Emitter`: clusters become generated CUDA kernels,
+lone equations one kernel or CuPy/cuBLAS call each.
+
+* a cluster (the shared fusion pass's grouping) -> one :class:`plax_cupy.backend.Launcher`
+  (one kernel, or a partial and a final reduction kernel); a cluster the generator declines
+  (:class:`plax_cupy.codegen.Unsupported`: complex or half-precision values, reductions over
+  different axes) is split by the driver into its equations;
+* a lone fusible equation -> its own generated kernel, or, where the generator declines it, the
+  CuPy operation (one :class:`~plax_cupy.backend.PlaxCupyFallbackWarning` per primitive and
+  dtype);
+* ``dot_general`` -> cuBLAS, ``threefry2x32`` -> the hash kernel, control flow -> host loops
+  over compiled bodies, everything else -> the backend's eager kernel (see
+  :mod:`plax_cupy.backend`);
+* a ``jit`` call equation is declined, so the driver splices its body into the caller (one
+  program, clusters fused across the call).
+
+This module imports CuPy only through :mod:`plax_cupy.backend`; the kernel sources come from
+:mod:`plax_cupy.codegen`, which CI checks without a GPU.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from plax.lowering import Emitter, call_body, fusion_kind
+
+from plax_cupy import codegen
+
+
+class CupyEmitter(Emitter):
+    """Generates one program for :func:`plax.lowering.lower`.
+
+    Args:
+      backend: the :class:`~plax_cupy.backend.CupyBackend`.
+      device: the device the program runs on.
+
+    Attributes:
+      kernel_sources: the :class:`~plax_cupy.codegen.ClusterKernel` of each generated kernel,
+        in program order (``as_text`` shows their source).
+    """
+
+    fuses = True
+
+    def __init__(self, backend, device):
+        self.backend, self.device = backend, device
+        self.kernel_sources: list = []
+
+    def emit_cluster(self, cluster):
+        try:
+            plan = codegen.plan_cluster(cluster)
+        except codegen.Unsupported:
+            return None
+        return self._launch(plan)
+
+    def _launch(self, plan):
+        from plax_cupy.backend import Launcher
+        self.kernel_sources.append(plan)
+        return Launcher(plan, self.backend)
+
+    def emit_equation(self, eqn):
+        if call_body(eqn) is not None:
+            return None  # spliced into this program by the driver
+        prim = eqn.primitive
+        if fusion_kind(prim) is not None and not prim.multiple_results:
+            try:
+                launcher = self._launch(codegen.plan_equation(eqn))
+            except codegen.Unsupported as why:
+                from plax_cupy.backend import warn_once
+                warn_once(("jit", prim.name, tuple(str(v.aval.dtype) for v in eqn.invars)),
+                          f"plax_cupy: {why}; {prim.name} runs as a CuPy operation instead of a "
+                          "generated kernel.")
+            else:
+                return lambda *bufs: launcher(*bufs)[0]
+        kernel = self.backend.eager_impl(prim)
+        params = eqn.params
+        if not params:
+            return kernel
+        return lambda *bufs: kernel(*bufs, **params)
+
+    def constant(self, host_value):
+        return self.backend.put(np.asarray(host_value), self.device)

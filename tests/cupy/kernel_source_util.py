@@ -1,0 +1,294 @@
+"""Shared helpers of the CuPy backend's CPU-side tests: equations and programs to generate
+kernels for, NVRTC batches, and running the generated per-element code on the host.
+
+Nothing here needs a GPU. NVRTC needs CuPy and the ``nvidia-cuda-nvrtc-cu12`` wheel; the host
+check needs a C++ compiler (g++).
+"""
+from __future__ import annotations
+
+import ctypes
+import re
+import shutil
+
+import numpy as np
+
+from plax import lax
+from plax.core.jaxpr import Jaxpr, JaxprEqn, Literal, Var
+from plax.core.shaped_array import ShapedArray
+from plax.lowering import Cluster, call_body, find_clusters
+
+from plax_cupy import codegen
+
+DTYPES = [np.dtype(t) for t in (np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8,
+                                np.uint16, np.uint32, np.uint64, np.float32, np.float64)]
+SHAPE = (7, 9)
+
+HAVE_CXX = shutil.which("g++") is not None
+
+
+def aval(shape, dtype) -> ShapedArray:
+    return ShapedArray(tuple(shape), np.dtype(dtype))
+
+
+def make_eqn(prim, invars, **params) -> JaxprEqn:
+    """An equation of ``prim`` on ``invars`` (Vars or Literals), its output typed by the
+    primitive's abstract evaluation (which raises for dtypes the primitive does not take)."""
+    out = prim.abstract_eval(*[v.aval for v in invars], **params)
+    if isinstance(out, (list, tuple)):
+        out = out[0]
+    return JaxprEqn(prim, list(invars), [Var(out)], params)
+
+
+# ---------------------------------------------------------------- the equations to cover
+
+def _fusible():
+    from plax.lowering import fusion
+    return sorted(fusion._fusion_kinds.items(), key=lambda kv: kv[0].name)
+
+
+UNARY_PARAMS = {"round": [dict(rounding_method=0), dict(rounding_method=1)],
+                "integer_pow": [dict(y=y) for y in (0, 1, 2, 3, 5, -1, -2)]}
+
+
+def primitive_cases():
+    """``(case id, equation, expect_supported)`` for every fusible primitive, dtype and
+    parameter variant the primitive accepts."""
+    from plax.lowering import BROADCAST, REDUCTION
+    cases = []
+    for prim, kind in _fusible():
+        name = prim.name
+        for d in DTYPES:
+            variants = []
+            if kind == REDUCTION:
+                variants = [([Var(aval(SHAPE, d))], dict(axes=axes)) for axes in ((0, 1), (0,), (1,))]
+            elif kind == BROADCAST:
+                variants = [([Var(aval((9,), d))], dict(shape=SHAPE, broadcast_dimensions=(1,))),
+                            ([Var(aval((7, 1), d))], dict(shape=SHAPE, broadcast_dimensions=(0, 1))),
+                            ([Var(aval((), d))], dict(shape=SHAPE, broadcast_dimensions=()))]
+            elif name == "convert_element_type":
+                variants = [([Var(aval(SHAPE, d))], dict(new_dtype=t, weak_type=False))
+                            for t in DTYPES]
+            elif name == "bitcast_convert_type":
+                variants = [([Var(aval(SHAPE, d))], dict(new_dtype=t)) for t in DTYPES
+                            if t.itemsize == d.itemsize]
+            elif name == "select_n":
+                variants = [([Var(aval(SHAPE, np.bool_)), Var(aval(SHAPE, d)), Var(aval(SHAPE, d))], {}),
+                            ([Var(aval(SHAPE, np.int32))] + [Var(aval(SHAPE, d)) for _ in range(3)], {})]
+            elif name == "clamp":
+                variants = [([Var(aval(SHAPE, d)) for _ in range(3)], {})]
+            elif name == "complex":
+                variants = [([Var(aval(SHAPE, d)), Var(aval(SHAPE, d))], {})]
+            else:
+                arity = _arity(prim)
+                for params in UNARY_PARAMS.get(name, [{}]):
+                    variants.append(([Var(aval(SHAPE, d)) for _ in range(arity)], params))
+                if arity == 2 and d in (np.float32, np.int32):  # a literal operand, by value
+                    lit = Literal(np.asarray(2, d)[()], aval((), d))
+                    variants.append(([Var(aval(SHAPE, d)), lit], {}))
+            for k, (invars, params) in enumerate(variants):
+                try:
+                    eqn = make_eqn(prim, invars, **params)
+                except (TypeError, ValueError):
+                    continue  # the primitive does not take this dtype
+                supported = _expect_supported(eqn)
+                cases.append((f"{name}-{d}-{k}", eqn, supported))
+    return cases
+
+
+BINARY = {"add", "add_any", "sub", "mul", "div", "rem", "pow", "max", "min", "atan2", "nextafter",
+          "eq", "ne", "lt", "le", "gt", "ge", "and", "or", "xor", "shift_left",
+          "shift_right_logical", "shift_right_arithmetic", "complex"}
+
+
+def _arity(prim) -> int:
+    return 2 if prim.name in BINARY else 1
+
+
+def _expect_supported(eqn) -> bool:
+    """Whether the generator must handle ``eqn`` (the documented exclusions: complex values,
+    digamma, sums/products of bools)."""
+    dts = [np.dtype(v.aval.dtype) for v in list(eqn.invars) + list(eqn.outvars)]
+    if any(d.kind == "c" for d in dts):
+        return False
+    if eqn.primitive.name in ("digamma", "complex", "conj", "real", "imag"):
+        return False
+    return True
+
+
+# ---------------------------------------------------------------- programs
+
+def inline_calls(jaxpr: Jaxpr) -> Jaxpr:
+    """``jaxpr`` with every call equation (``jit``) replaced by its body, as the lowering
+    driver does for calls the emitter declines (the CuPy emitter declines them all)."""
+    eqns: list = []
+    env: dict = {}
+
+    def sub(v):
+        return env.get(v, v) if isinstance(v, Var) else v
+
+    def add(eqn):
+        body = call_body(eqn)
+        if body is None:
+            eqns.append(JaxprEqn(eqn.primitive, [sub(v) for v in eqn.invars], eqn.outvars, eqn.params))
+            return
+        inner = body.jaxpr
+        local = {v: Literal(c, v.aval) for v, c in zip(inner.constvars, body.consts)}
+        local.update(zip(inner.invars, [sub(v) for v in eqn.invars]))
+        for ie in inner.eqns:
+            outs = [Var(v.aval) for v in ie.outvars]
+            ins = [local.get(v, v) if isinstance(v, Var) else v for v in ie.invars]
+            local.update(zip(ie.outvars, outs))
+            add(JaxprEqn(ie.primitive, ins, outs, ie.params))
+        for outer, out in zip(eqn.outvars, inner.outvars):
+            env[outer] = sub(local.get(out, out)) if isinstance(out, Var) else out
+
+    for e in jaxpr.eqns:
+        add(e)
+    return Jaxpr(jaxpr.constvars, jaxpr.invars, [sub(v) for v in jaxpr.outvars], eqns)
+
+
+def clusters_of(jaxpr: Jaxpr) -> list:
+    return [u for u in find_clusters(inline_calls(jaxpr)) if isinstance(u, Cluster)]
+
+
+# ---------------------------------------------------------------- batching for NVRTC / g++
+
+_ENTRY = re.compile(r"\b(plax_elem|plax_elementwise|plax_reduce_partial|plax_reduce_final|plax_host)\b")
+
+
+def batch_source(sources: list[str]) -> tuple[str, list[str]]:
+    """One translation unit holding many generated kernels: the shared preamble once, each
+    kernel's own names suffixed ``_k<i>``. Returns the source and each kernel's suffix."""
+    parts, suffixes = [codegen.PREAMBLE], []
+    for i, src in enumerate(sources):
+        assert src.startswith(codegen.PREAMBLE)
+        body = src[len(codegen.PREAMBLE):]
+        parts.append(_ENTRY.sub(lambda m: f"{m.group(1)}_k{i}", body))
+        suffixes.append(f"_k{i}")
+    return "\n".join(parts), suffixes
+
+
+# ---------------------------------------------------------------- running plax_host
+
+_CTYPES = {np.dtype(np.bool_): ctypes.c_bool, np.dtype(np.int8): ctypes.c_int8,
+           np.dtype(np.int16): ctypes.c_int16, np.dtype(np.int32): ctypes.c_int32,
+           np.dtype(np.int64): ctypes.c_int64, np.dtype(np.uint8): ctypes.c_uint8,
+           np.dtype(np.uint16): ctypes.c_uint16, np.dtype(np.uint32): ctypes.c_uint32,
+           np.dtype(np.uint64): ctypes.c_uint64, np.dtype(np.float32): ctypes.c_float,
+           np.dtype(np.float64): ctypes.c_double}
+
+
+def run_host(plan: codegen.ClusterKernel, fn, operands: list) -> list:
+    """Runs ``plax_host`` (``fn``, from the g++-built library) of ``plan`` on NumPy operands
+    (one per cluster input); returns the cluster's outputs as NumPy arrays."""
+    args, argtypes, keep = [], [], []
+    for inp, x in zip(plan.inputs, operands):
+        x = np.asarray(x, inp.dtype)
+        if inp.kind == "literal":
+            args.append(_CTYPES[inp.dtype](np.asarray(inp.value, inp.dtype)[()].item()))
+            argtypes.append(_CTYPES[inp.dtype])
+        else:
+            a = np.ascontiguousarray(x).reshape(-1) if x.size else np.zeros(1, inp.dtype)
+            keep.append(a)
+            args.append(a.ctypes.data)
+            argtypes.append(ctypes.c_void_p)
+    outs = [None] * len(plan.out_dtypes)
+    for j in plan.elem_outputs:
+        outs[j] = np.empty(plan.out_shapes[j], plan.out_dtypes[j])
+        args.append(outs[j].ctypes.data)
+        argtypes.append(ctypes.c_void_p)
+    if not plan.reductions:
+        args.append(plan.n)
+        argtypes.append(ctypes.c_longlong)
+    else:
+        for j, _ in plan.reductions:
+            outs[j] = np.empty(plan.out_shapes[j], plan.out_dtypes[j])
+            args.append(outs[j].ctypes.data)
+            argtypes.append(ctypes.c_void_p)
+        args += [plan.n_out, plan.n_red]
+        argtypes += [ctypes.c_longlong, ctypes.c_longlong]
+    fn.argtypes = argtypes
+    fn.restype = None
+    fn(*args)
+    return outs
+
+
+# ---------------------------------------------------------------- operands and comparison
+
+def operand(rng, shape, dtype, role: str = "x") -> np.ndarray:
+    """Random values of ``dtype`` with the special values mixed in (zeros, -1, extremes;
+    NaN, infinities, signed zeros and ties for floats). ``role="shift"`` gives shift amounts
+    around the bit width, ``"which"`` valid select indices."""
+    dtype = np.dtype(dtype)
+    size = int(np.prod(shape))
+    if role == "which":
+        return rng.integers(0, 3 if dtype != np.bool_ else 2, size=shape).astype(dtype)
+    if dtype == np.bool_:
+        return rng.random(shape) < 0.5
+    if role == "shift" and dtype.kind in "iu":
+        bits = dtype.itemsize * 8
+        lo = -2 if dtype.kind == "i" else 0
+        return rng.integers(lo, bits + 3, size=shape).astype(dtype)
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        vals = rng.integers(info.min, info.max, size=size, dtype=dtype, endpoint=True)
+        small = rng.integers(max(info.min, -6), 7, size=size).astype(dtype)
+        vals = np.where(rng.random(size) < 0.5, small, vals)
+        specials = np.array([0, 1, info.max, info.min] + ([-1] if dtype.kind == "i" else []), dtype)
+        return _scatter(rng, vals, specials).reshape(shape)
+    vals = rng.uniform(-4, 4, size).astype(dtype)
+    vals = np.where(rng.random(size) < 0.2, (rng.integers(-8, 9, size) / 2).astype(dtype), vals)
+    specials = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 0.5, -2.5, 1.0, -1.0, 1e30, -1e-30],
+                        dtype)
+    return _scatter(rng, vals, specials).reshape(shape)
+
+
+def _scatter(rng, vals, specials):
+    """``vals`` with the ``specials`` written at random places (so two operands pair different
+    special values)."""
+    n = min(len(specials), vals.size)
+    if n:
+        vals[rng.choice(vals.size, size=n, replace=False)] = specials[:n]
+    return vals
+
+
+def operands_for(eqn, rng) -> list:
+    name = eqn.primitive.name
+    out = []
+    for k, v in enumerate(eqn.invars):
+        if isinstance(v, Literal):
+            out.append(np.asarray(v.val, v.aval.dtype))
+            continue
+        role = "x"
+        if name.startswith("shift") and k == 1:
+            role = "shift"
+        if name == "select_n" and k == 0:
+            role = "which"
+        out.append(operand(rng, v.aval.shape, v.aval.dtype, role))
+    return out
+
+
+def reference(eqn, operands):
+    """The NumPy backend's kernel of ``eqn`` on ``operands``."""
+    import plax_numpy
+    fn = plax_numpy.impls()[eqn.primitive]
+    with np.errstate(all="ignore"):
+        return np.asarray(fn(*operands, **eqn.params))
+
+
+#: float32 tolerance per primitive where libm implementations legitimately differ by more
+#: than a few ulps (near poles and zeros)
+LOOSE = {"lgamma": 1e-4, "tan": 1e-5, "pow": 1e-5, "erfc": 1e-5, "acosh": 1e-5, "atanh": 1e-5,
+         "expm1": 1e-5, "cbrt": 1e-6, "erf_inv": 1e-5}
+
+
+def assert_matches(got, want, name: str, dtype) -> None:
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.shape == want.shape and got.dtype == want.dtype, (got.shape, got.dtype, want.shape, want.dtype)
+    if got.dtype.kind != "f":
+        np.testing.assert_array_equal(got, want, err_msg=name)
+        return
+    rtol = 3e-6 if got.dtype == np.float32 else 1e-13
+    rtol = max(rtol, LOOSE.get(name, 0.0) if got.dtype == np.float32 else LOOSE.get(name, 0.0) * 1e-7)
+    tiny = np.finfo(got.dtype).tiny * 16
+    np.testing.assert_allclose(got, want, rtol=rtol, atol=tiny, equal_nan=True, err_msg=name)
