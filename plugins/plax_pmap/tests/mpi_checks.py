@@ -17,6 +17,14 @@ pi, pc = plax.process_index(), plax.process_count()
 nl = plax.local_device_count()
 n = plax.device_count()
 
+if "--die" in sys.argv:  # the last process dies before a collective the others wait in
+    if pi == pc - 1:
+        import os
+        os._exit(3)
+    plax.pmap(lambda x: lax.psum(x, "i"), axis_name="i")(jnp.ones(nl))
+    print(f"NOT REACHED {pi}", flush=True)
+    sys.exit(0)
+
 if "--fail" in sys.argv:
     def f(x):
         def boom(i):

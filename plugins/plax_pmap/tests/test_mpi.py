@@ -51,3 +51,8 @@ def test_a_failing_device_ends_every_process():
     assert proc.returncode != 0
     assert "NOT REACHED" not in proc.stdout
     assert "the last device fails" in proc.stderr and "CpuDevice(id=3)" in proc.stderr
+
+
+def test_a_dying_process_ends_the_run():
+    proc = _mpiexec(HERE / "mpi_checks.py", "--die", timeout=120)
+    assert proc.returncode != 0 and "NOT REACHED" not in proc.stdout
