@@ -549,6 +549,9 @@ def _run_shard_map(program, out_tree, leaves, specs, mesh, out_specs):
             shards = {q.device: q.data for q in x.addressable_shards}
             per_leaf.append([to_buffer(shards[d], d) for d in devs])
             continue
+        if s == PartitionSpec() or sh.is_fully_replicated:
+            per_leaf.append([to_buffer(x, d) for d in devs])  # whole on every device: no copy
+            continue
         host = np.asarray(x)
         idx = sh.devices_indices_map(host.shape)
         per_leaf.append([to_buffer(_contig(host[idx[d]]), d) for d in devs])
