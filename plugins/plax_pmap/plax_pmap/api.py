@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import functools
 import math
-import weakref
 from typing import Any, Callable, Hashable, Sequence
 
 import numpy as np

@@ -28,7 +28,7 @@ from plax.core import Primitive, registry
 from plax.core.shaped_array import ShapedArray
 from plax.core.trace import full_lower, get_aval
 from plax.transforms.batching import move_axis_to, register_axis_primitive
-from plax.transforms.jvp import Zero, instantiate
+from plax.transforms.jvp import Zero
 from plax_pmap.axes import as_axes, axis_size as _axis_size, batch_main_for
 
 __all__ = ["psum", "pmean", "pmax", "pmin", "all_gather", "all_to_all", "psum_scatter",

@@ -6,7 +6,6 @@ implementation (:mod:`plax_pmap.api`, :mod:`plax_pmap.collectives`) on their fir
 """
 from __future__ import annotations
 
-import functools
 import importlib
 
 from plax.plugins import hookimpl

@@ -162,7 +162,6 @@ class SpmdProgram:
             later_reads[i] = set(live)
         self.steps: list = []
         run: list = []
-        start = 0
         for i, eqn in enumerate(jaxpr.eqns):
             if eqn.primitive in _COLLECTIVE_SET:
                 if run:

@@ -14,7 +14,7 @@ import numpy as np
 import plax
 import plax.numpy as jnp
 from plax import lax
-from plax.sharding import Mesh, NamedSharding, PartitionSpec as P
+from plax.sharding import NamedSharding, PartitionSpec as P
 
 N = plax.device_count()
 CHECKS: dict = {}

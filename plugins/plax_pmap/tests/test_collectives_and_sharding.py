@@ -4,9 +4,7 @@ plax without the plugin."""
 from __future__ import annotations
 
 import contextlib
-import importlib
 import io
-import sys
 
 import numpy as np
 import pytest
