@@ -244,6 +244,34 @@ def jit_and_vmap_inside_pmap_and_pmap_inside_jit():
 
 
 @check
+def composition_matrix():
+    """Each of jit, grad, vmap around and inside pmap and shard_map, against the same
+    function written without devices."""
+    A = rng.standard_normal((N, 3)).astype(np.float32)
+    ref_f = lambda a: jnp.sum(jnp.sin(a) * jnp.sum(a, axis=0))          # noqa: E731
+    per = lambda r: jnp.sum(jnp.sin(r) * lax.psum(r, "i"))              # noqa: E731
+    pm = lambda a: jnp.sum(plax.pmap(per, axis_name="i")(a))            # noqa: E731
+    mesh = plax.make_mesh((N,), ("i",))
+    sm = lambda a: plax.shard_map(lambda b: lax.psum(jnp.sum(jnp.sin(b) * lax.psum(b, "i")), "i"),
+                                  mesh=mesh, in_specs=P("i"), out_specs=P())(a)  # noqa: E731
+    want, want_g = ref_f(A), plax.grad(ref_f)(A)
+    for f in (pm, sm):
+        close(f(A), want, rtol=1e-4)
+        close(plax.jit(f)(A), want, rtol=1e-4)
+        close(plax.grad(f)(A), want_g, rtol=1e-4, atol=1e-4)
+        close(plax.jit(plax.grad(f))(A), want_g, rtol=1e-4, atol=1e-4)
+        close(plax.vmap(f)(np.stack([A, 2 * A])), [want, ref_f(2 * A)], rtol=1e-4)
+    # transforms inside: grad and vmap and jit per device
+    g = plax.pmap(plax.grad(per), axis_name="i")(A)
+    close(g, plax.vmap(plax.grad(per), axis_name="i")(A), rtol=1e-5)
+    g2 = plax.shard_map(plax.grad(lambda b: jnp.sum(jnp.sin(b) * lax.psum(b, "i"))), mesh=mesh,
+                        in_specs=P("i"), out_specs=P("i"))(A)
+    close(g2, g, rtol=1e-5)
+    v = plax.pmap(plax.vmap(lambda r: r * lax.axis_index("i")), axis_name="i")(A[:, :, None])
+    close(v, A[:, :, None] * np.arange(N)[:, None, None])
+
+
+@check
 def shard_map_one_axis():
     mesh = plax.make_mesh((N,), ("x",))
     A = rng.standard_normal((2 * N, 3)).astype(np.float32)
