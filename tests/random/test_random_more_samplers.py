@@ -110,7 +110,9 @@ JAX_CASES = [("chisquare", (3.0, (6,))), ("f", (2.0, 5.0, (6,))), ("t", (4.0, (6
              ("rayleigh", (1.5, (6,))), ("wald", (1.2, (6,))), ("pareto", (3.0, (6,))),
              ("lognormal", (0.5, (6,))), ("maxwell", ((6,),)),
              ("double_sided_maxwell", (0.5, 2.0, (6,))), ("weibull_min", (1.0, 2.0, (6,))),
-             ("triangular", (0.0, 0.3, 1.0, (6,))), ("geometric", (0.3, (6,)))]
+             ("triangular", (0.0, 0.3, 1.0, (6,))), ("geometric", (0.3, (6,))),
+             ("binomial", (np.array([5.0, 50, 500, np.nan, -1, np.inf]),
+                           np.array([0.5, 0.9, 0.2, 0.5, 0.5, 0.5])))]
 
 
 @pytest.mark.parametrize("x64", [False, True])
@@ -121,9 +123,56 @@ def test_same_numbers_as_jax(x64):
     jax.config.update("jax_enable_x64", x64)
     try:
         with plax.config.override("jax_enable_x64", x64):
-            for name, args in JAX_CASES:
+            # with x64 a sample (JAX compiles each sampler for a second or two)
+            cases = JAX_CASES if not x64 else [c for c in JAX_CASES
+                                               if c[0] in ("f", "wald", "binomial")]
+            for name, args in cases:
                 want = np.asarray(getattr(jr, name)(jr.PRNGKey(7), *args))
                 got = np.asarray(getattr(random, name)(random.PRNGKey(7), *args))
-                _ulps_close(got, want, ulps=16)
+                if name == "binomial":   # integer-valued: exactly JAX's
+                    np.testing.assert_array_equal(got, want)
+                else:
+                    _ulps_close(got, want, ulps=16)
+            if x64:
+                return   # multinomial once (JAX compiles its loops slowly)
+            want = np.asarray(jr.multinomial(jr.PRNGKey(4), 20.0, np.array([0.2, 0.3, 0.5])))
+            got = np.asarray(random.multinomial(random.PRNGKey(4), 20.0,
+                                                np.array([0.2, 0.3, 0.5])))
+            np.testing.assert_array_equal(got, want)
     finally:
         jax.config.update("jax_enable_x64", old)
+
+
+def test_binomial_and_multinomial():
+    for n, p in [(12, 0.3), (400, 0.25), (400, 0.8)]:
+        x = np.asarray(random.binomial(KEY, n, p, (3000,)))
+        assert x.dtype == np.float32 and (x == np.floor(x)).all() and x.min() >= 0 and x.max() <= n
+        # mean and variance within 5 standard errors of the binomial's
+        mean, var = n * p, n * p * (1 - p)
+        assert abs(x.mean() - mean) < 5 * np.sqrt(var / x.size)
+        assert abs(x.var() - var) < 5 * var * np.sqrt(2 / x.size) + 0.5
+        # chi-square over the values with at least 20 expected draws, the tails pooled
+        pmf = st.binom(n, p).pmf(np.arange(n + 1)) * x.size
+        keep = np.flatnonzero(pmf >= 20)
+        lo, hi = keep[0], keep[-1]
+        observed = [(x < lo).sum()] + [(x == v).sum() for v in range(lo, hi + 1)] + \
+            [(x > hi).sum()]
+        expected = [pmf[:lo].sum()] + list(pmf[lo:hi + 1]) + [pmf[hi + 1:].sum()]
+        observed, expected = np.array(observed), np.array(expected)
+        used = expected > 0
+        assert st.chisquare(observed[used], expected[used] * observed[used].sum()
+                            / expected[used].sum()).pvalue > 1e-4
+    special = random.binomial(KEY, np.array([np.nan, -1.0, np.inf, 5.0]),
+                              np.array([0.5, 0.5, 0.5, np.nan]))
+    np.testing.assert_array_equal(np.isnan(special), [True, True, False, True])
+    assert np.isinf(special[2])
+    probs = np.array([0.1, 0.6, 0.3])
+    counts = np.asarray(random.multinomial(KEY, 50.0, probs, shape=(400, 3)))
+    assert counts.shape == (400, 3) and (counts.sum(-1) == 50).all()
+    np.testing.assert_allclose(counts.mean(0), 50 * probs, atol=0.6)
+    keys = random.split(KEY, 3)
+    batched = plax.vmap(lambda k: random.binomial(k, 30.0, 0.4, (5,)))(keys)
+    for i in range(3):
+        np.testing.assert_array_equal(batched[i], random.binomial(keys[i], 30.0, 0.4, (5,)))
+    np.testing.assert_array_equal(plax.jit(lambda k: random.binomial(k, 300.0, 0.4, (5,)))(KEY),
+                                  random.binomial(KEY, 300.0, 0.4, (5,)))

@@ -16,7 +16,7 @@ __all__ = [
     "beta", "dirichlet", "permutation", "choice", "categorical", "poisson",
     "multivariate_normal", "orthogonal", "ball", "generalized_normal",
     "chisquare", "f", "t", "rayleigh", "wald", "pareto", "lognormal", "maxwell",
-    "double_sided_maxwell", "weibull_min", "triangular", "geometric",
+    "double_sided_maxwell", "weibull_min", "triangular", "geometric", "binomial", "multinomial",
 ]
 
 from plax.random.keys import (PRNGKey, PRNGKeyArray, PRNGImpl, KeyDType, key, split, fold_in, bits,
@@ -28,4 +28,5 @@ from plax.random.gamma_family import gamma, loggamma, beta, dirichlet
 from plax.random.discrete import permutation, choice, categorical, poisson
 from plax.random.multivariate import multivariate_normal, orthogonal, ball, generalized_normal
 from plax.random.more_samplers import (chisquare, f, t, rayleigh, wald, pareto, lognormal, maxwell,
-                                      double_sided_maxwell, weibull_min, triangular, geometric)
+                                      double_sided_maxwell, weibull_min, triangular, geometric,
+                                      binomial, multinomial)

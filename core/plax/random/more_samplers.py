@@ -1,6 +1,7 @@
 """Samplers built from the basic ones, each with JAX's recipe (same subkeys, same operations in
 the same order), so the same key gives JAX's numbers: chisquare, f, t, rayleigh, wald, pareto,
-lognormal, maxwell, double_sided_maxwell, weibull_min, triangular, geometric."""
+lognormal, maxwell, double_sided_maxwell, weibull_min, triangular, geometric, binomial,
+multinomial."""
 from __future__ import annotations
 
 from typing import Any
@@ -16,7 +17,8 @@ from plax.random.samplers import (_exponential, _normal, _param, _rademacher, _s
                                   _uniform)
 
 __all__ = ["chisquare", "f", "t", "rayleigh", "wald", "pareto", "lognormal", "maxwell",
-           "double_sided_maxwell", "weibull_min", "triangular", "geometric"]
+           "double_sided_maxwell", "weibull_min", "triangular", "geometric", "binomial",
+           "multinomial"]
 
 
 def _chisquare(data, df, shape, dtype):
@@ -339,3 +341,184 @@ def geometric(key: Any, p: Any, shape: Any = None, dtype: Any = None):
     log_one_minus_p = jnp.broadcast_to(lax.log1p(-p), shape)
     g = lax.floor(lax.div(lax.log(u), log_one_minus_p)) + 1
     return g.astype(dt)
+
+
+# ------------------------------------------------------------------ binomial and multinomial
+
+def _stirling_tail_table() -> list:
+    """``log k! - ((k + 1/2) log(k + 1) - (k + 1) + log(2 pi) / 2)`` for ``k = 0..9``: the
+    error of Stirling's formula at ``k + 1``, tabulated where the series below is poor."""
+    import math
+    return [math.lgamma(k + 1) - ((k + 0.5) * math.log(k + 1) - (k + 1)
+                                  + 0.5 * math.log(2 * math.pi)) for k in range(10)]
+
+
+_STIRLING_TAIL = _stirling_tail_table()
+
+
+def _stirling_tail(k):
+    """The tail above: tabulated for ``k <= 9``, its asymptotic series beyond."""
+    table = jnp.asarray(_STIRLING_TAIL, dtype=k.dtype)
+    small = k <= 9
+    kc = lax.clamp(lax.full_like(k, 0.0), k, lax.full_like(k, 9.0))
+    kp1sq = (kc + 1) * (kc + 1)
+    series = (1.0 / 12 - (1.0 / 360 - 1.0 / 1260 / kp1sq) / kp1sq) / (kc + 1)
+    return lax.select(small, table[jnp.floor(kc).astype(np.int32)], series)
+
+
+def _binomial_inversion(data, count, prob, shape, dtype):
+    """Counts geometric waiting times until their sum exceeds ``count`` (small ``n p``)."""
+    from plax.random._loops import while_loop
+    log1mp = jnp.log1p(-prob)
+
+    def running(state):
+        return jnp.any(state[2] <= count)
+
+    def step(state):
+        key, num_geom, geom_sum = state
+        subkey, key = _subkeys(key, 2)
+        num_geom = lax.select(geom_sum <= count, num_geom + 1, num_geom)
+        u = _uniform(subkey, shape, prob.dtype)
+        geom = jnp.ceil(jnp.log(u) / log1mp)
+        return key, num_geom, geom_sum + geom
+
+    zeros = lax.full(shape, 0, prob.dtype)
+    _, k, _ = while_loop(running, step, (data, zeros, zeros))
+    return (k - 1).astype(dtype)
+
+
+def _binomial_btrs(data, count, prob, shape, dtype):
+    """Hörmann's transformed rejection with squeeze (BTRS, J. Stat. Comput. Simul. 46, 1993),
+    with the constants of TensorFlow's and JAX's implementations."""
+    from plax.random._loops import while_loop
+    stddev = jnp.sqrt(count * prob * (1 - prob))
+    b = 1.15 + 2.53 * stddev
+    a = -0.0873 + 0.0248 * b + 0.01 * prob
+    c = count * prob + 0.5
+    v_r = 0.92 - 4.2 / b
+    r = prob / (1 - prob)
+    alpha = (2.83 + 5.1 / b) * stddev
+    m = jnp.floor((count + 1) * prob)
+
+    def running(state):
+        return jnp.any(~state[2])
+
+    def step(state):
+        key, k_out, accepted = state
+        key, sub0, sub1 = _subkeys(key, 3)
+        u = _uniform(sub0, shape, prob.dtype)
+        v = _uniform(sub1, shape, prob.dtype)
+        u = u - 0.5
+        us = 0.5 - jnp.abs(u)
+        accept1 = (us >= 0.07) & (v <= v_r)
+        k = jnp.floor((2 * a / us + b) * u + c)
+        reject = (k < 0) | (k > count)
+        v = jnp.log(v * alpha / (a / (us * us) + b))
+        bound = ((m + 0.5) * jnp.log((m + 1) / (r * (count - m + 1)))
+                 + (count + 1) * jnp.log((count - m + 1) / (count - k + 1))
+                 + (k + 0.5) * jnp.log(r * (count - k + 1) / (k + 1))
+                 + _stirling_tail(m) + _stirling_tail(count - m)
+                 - _stirling_tail(k) - _stirling_tail(count - k))
+        accept = accept1 | (~reject & (v <= bound))
+        # as JAX: every round may overwrite an earlier acceptance, so the loop runs (and
+        # samples) until all elements have accepted once
+        return key, lax.select(accept, k, k_out), accepted | accept
+
+    init = (data, lax.full(shape, -1, prob.dtype), lax.full(shape, False, np.dtype(bool)))
+    _, k, _ = while_loop(running, step, init)
+    return k.astype(dtype)
+
+
+def _binomial(data, n, p, shape, dtype):
+    p = jnp.asarray(p)
+    if not jnp.issubdtype(p.dtype, jnp.inexact):
+        p = p.astype(jnp.result_type(float))
+    count = jnp.broadcast_to(lax.convert_element_type(jnp.asarray(n), p.dtype), shape)
+    prob = jnp.broadcast_to(p, shape)
+    q = lax.select(prob < 0.5, prob, 1.0 - prob)
+    bad_count = jnp.isnan(count) | (count < 0.0)
+    inf_count = jnp.isinf(count)
+    q_nan, q_neg = jnp.isnan(q), q < 0.0
+    q = lax.select(q_nan | q_neg, lax.full_like(q, 0.01), q)
+    use_inversion = bad_count | (count * q <= 10.0)
+    count = jnp.floor(count)
+    count_inv = lax.select(use_inversion, count, lax.full_like(count, 0.0))
+    count_btrs = lax.select(use_inversion, lax.full_like(count, 1e4), count)
+    q_btrs = lax.select(use_inversion, lax.full_like(q, 0.5), q)
+    samples = lax.select(use_inversion, _binomial_inversion(data, count_inv, q, shape, dtype),
+                         _binomial_btrs(data, count_btrs, q_btrs, shape, dtype))
+    invalid = q_neg | q_nan | bad_count
+    samples = lax.select(invalid, jnp.full_like(samples, np.nan), samples)
+    samples = lax.select(inf_count & ~invalid, jnp.full_like(samples, np.inf), samples)
+    # q was the smaller of p and 1 - p: count failures instead of successes where p >= 1/2
+    return lax.select((prob >= 0.5) & ~invalid & ~inf_count, count.astype(dtype) - samples,
+                      samples)
+
+
+def binomial(key: Any, n: Any, p: Any, shape: Any = None, dtype: Any = None):
+    """Binomial random values: successes in ``n`` trials of probability ``p`` (as floats).
+
+    Small ``n min(p, 1-p)`` (at most 10) count geometric waiting times; larger ones use
+    Hörmann's transformed rejection (BTRS). NaN for NaN/negative ``n`` or NaN/out-of-range
+    ``p``; ``inf`` for infinite ``n``; non-integer ``n`` is floored (as NumPy).
+
+    Args:
+      key: a single PRNG key.
+      n: trial counts.
+      p: success probabilities (both broadcast-compatible with ``shape``).
+      shape: the result's shape (default: the broadcast shape of ``n`` and ``p``).
+      dtype: a float dtype (default float32, float64 with x64).
+
+    Returns:
+      An array of ``shape`` and ``dtype``.
+
+    Example:
+      >>> random.binomial(random.PRNGKey(0), 10, 0.5, (3,)).shape
+      (3,)
+    """
+    data, _ = check_key("binomial", key)
+    dt = float_dtype(dtype, "binomial")
+    shape = resolve_shape("binomial", shape, n, p)
+    return _binomial(data, n, p, shape, dt)
+
+
+def multinomial(key: Any, n: Any, p: Any, *, shape: Any = None, dtype: Any = None,
+                unroll: Any = 1):
+    """Multinomial counts: ``n`` trials spread over the categories of the last axis of ``p``,
+    drawn as a chain of binomials (each category takes a binomial share of what remains).
+
+    Args:
+      key: a single PRNG key.
+      n: trial counts (broadcast to ``shape[:-1]``).
+      p: category probabilities along the last axis (summing to 1).
+      shape: the result's shape (default ``p.shape``); its last axis is the categories'.
+      dtype: a float dtype.
+      unroll: accepted for JAX compatibility.
+
+    Returns:
+      Counts of ``shape`` summing to ``n`` along the last axis.
+
+    Example:
+      >>> counts = random.multinomial(random.PRNGKey(0), 10.0, jnp.array([0.2, 0.3, 0.5]))
+      >>> float(counts.sum())
+      10.0
+    """
+    data, _ = check_key("multinomial", key)
+    dt = float_dtype(dtype, "multinomial")
+    n, p = jnp.asarray(n), jnp.asarray(p)
+    inexact = jnp.result_type(n, p, float) if not jnp.issubdtype(
+        jnp.result_type(n, p), jnp.inexact) else jnp.result_type(n, p)
+    n, p = n.astype(inexact), p.astype(inexact)
+    shape = tuple(p.shape) if shape is None else canonical_shape(shape, "multinomial")
+    n = jnp.broadcast_to(n, shape[:-1])
+    p = jnp.moveaxis(jnp.broadcast_to(p, shape), -1, 0)
+    remaining = jnp.flip(jnp.cumsum(jnp.flip(p, 0), axis=0), 0)
+    ratios = p / jnp.where(remaining == 0, jnp.ones_like(remaining), remaining)
+    keys = _subkeys(data, ratios.shape[0])
+    counts = []
+    rest = n
+    for i in range(ratios.shape[0]):
+        c = _binomial(keys[i], rest, jnp.clip(ratios[i], 0, 1), rest.shape, rest.dtype)
+        counts.append(c)
+        rest = rest - c
+    return jnp.moveaxis(jnp.stack(counts), 0, -1).astype(dt)
