@@ -433,16 +433,18 @@ class ThreefryLauncher:
             nvrtc.preload_nvrtc()
             self._fn = cupy.RawModule(code=codegen.threefry_source(),
                                       options=("--std=c++17",)).get_function("plax_threefry2x32")
-        ops = [cupy.ascontiguousarray(cupy.asarray(o, dtype=np.uint32)) for o in (k0, k1, x0, x1)]
+        raw = [cupy.asarray(o, dtype=np.uint32) for o in (k0, k1, x0, x1)]
         shape = ()
-        for o in ops:
+        for o in raw:
             if o.ndim:
                 shape = o.shape
+        # strides from the operands' own ranks: ascontiguousarray makes rank-0 arrays rank 1
+        strides = [np.int64(1 if o.ndim else 0) for o in raw]
+        ops = [cupy.ascontiguousarray(o) for o in raw]
         n = int(np.prod(shape)) if shape else 1
         y0 = cupy.empty(shape, np.uint32)
         y1 = cupy.empty(shape, np.uint32)
         if n:
-            strides = [np.int64(1 if o.ndim else 0) for o in ops]
             grid, block = codegen.elementwise_launch(n, self.backend.sm_count(cupy.cuda.Device().id))
             self._fn((grid,), (block,), tuple(ops + [y0, y1, np.int64(n)] + strides))
         return [y0, y1]

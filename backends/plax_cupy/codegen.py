@@ -173,7 +173,19 @@ def _wide_unsigned(dtype) -> str:
 
 
 PREAMBLE = r"""// ---- plax_cupy preamble: XLA semantics on top of C++ (see plax_cupy/codegen.py)
-#ifdef PLAX_HOST
+#ifdef PLAX_SIM
+// the kernels compiled for the host, one thread per block (tests/cupy's simulated device):
+// with blockDim 1 the block reduction is a no-op and __syncthreads has nothing to wait for
+struct plax_dim3 { unsigned int x, y, z; };
+static plax_dim3 blockIdx = {0, 0, 0}, threadIdx = {0, 0, 0}, blockDim = {1, 1, 1}, gridDim = {1, 1, 1};
+extern "C" void plax_sim_block(unsigned int block, unsigned int grid) {
+  blockIdx.x = block; gridDim.x = grid; blockDim.x = 1; threadIdx.x = 0;
+}
+#define __global__
+#define __shared__ static
+static inline void __syncthreads() {}
+#endif
+#if defined(PLAX_HOST) || defined(PLAX_SIM)
 #include <cmath>
 #include <cstring>
 #include <cstdlib>

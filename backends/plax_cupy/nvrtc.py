@@ -105,23 +105,25 @@ def compile_ptx(source: str, name: str = "plax_kernel.cu", options=NVRTC_OPTIONS
         nvrtc.destroyProgram(prog)
 
 
-def compile_host(source: str, workdir: str | None = None) -> ctypes.CDLL:
+def compile_host(source: str, workdir: str | None = None, define: str = "PLAX_HOST") -> ctypes.CDLL:
     """Builds ``source`` with ``-DPLAX_HOST`` as a host shared library (g++, ``-O0``, no
-    fast-math) and loads it; cached by the source's hash in ``workdir``.
+    fast-math) and loads it; cached by the source's hash in ``workdir``. ``define="PLAX_SIM"``
+    builds the CUDA kernels themselves for the host instead (one thread per block; see
+    ``tests/cupy/fake_cupy.py``).
 
     Raises:
       CompileError: the compiler failed, with its output and the numbered source.
     """
     workdir = workdir or os.path.join(tempfile.gettempdir(), "plax_cupy_host")
     os.makedirs(workdir, exist_ok=True)
-    digest = hashlib.sha1(source.encode()).hexdigest()[:16]
+    digest = hashlib.sha1((define + source).encode()).hexdigest()[:16]
     lib = os.path.join(workdir, f"k{digest}.so")
     if not os.path.exists(lib):
         src = os.path.join(workdir, f"k{digest}.cpp")
         with open(src, "w") as f:
             f.write(source)
         tmp = lib + f".{os.getpid()}.tmp"
-        cmd = [os.environ.get("CXX", "g++"), "-DPLAX_HOST", "-std=c++17", "-O0", "-fPIC", "-shared",
+        cmd = [os.environ.get("CXX", "g++"), f"-D{define}", "-std=c++17", "-O0", "-fPIC", "-shared",
                "-fno-fast-math", "-ffp-contract=off", "-o", tmp, src]
         done = subprocess.run(cmd, capture_output=True, text=True)
         if done.returncode != 0:

@@ -1,0 +1,201 @@
+"""plax on CuPy beside JAX on the same GPU, in one run: the GPU table of issue 14.
+
+    python benchmarks/gpu.py [--quick] [--repeat R] [--peak-gbs GBS]
+
+Rows (plax jitted with ``backend="cupy"`` against ``jax.jit`` on JAX's GPU, both synchronised
+with ``block_until_ready`` after each timed batch of calls):
+
+* selu on 1e8 float32 -- bandwidth-bound: time and GB/s (8 bytes moved per element), and the
+  share of the card's peak bandwidth (``--peak-gbs``; default: computed from the memory clock
+  and bus width the driver reports);
+* matmul 8192 x 8192, float32 (TF32 off in both: ``jax_default_matmul_precision="highest"``)
+  and bfloat16;
+* one SGD step of an MLP 784-2048-2048-10, batch 4096 (value and grad, parameters updated);
+* ``random.normal`` of 1e8 float32 (threefry2x32 and the inverse-erf transform);
+* a tiny jitted call (3 elements): the per-call latency.
+
+The last column is plax-cupy / JAX (the issue's goal: <= 1.1 on the bandwidth- and BLAS-bound
+rows, <= 1.5 on latency). Each cell is the median over ``--repeat`` runs of enough calls to
+last about 100 ms, after warm-up calls (compilation excluded). Without a GPU (no CuPy, no
+driver, no device) the script prints why and exits 0; without JAX's GPU build the JAX column
+says so. ``--quick`` shrinks the sizes tenfold (a smoke test).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "backends"))  # a checkout without the entry point
+
+
+def _gpu_or_none():
+    from plax_cupy.runtime import probe
+    gpus, reason = probe()
+    return (gpus[0] if gpus else None), reason
+
+
+def _time(fn, repeat: int, budget: float = 0.1) -> float:
+    """Median seconds per call of ``fn`` (which blocks until its result is ready)."""
+    fn()
+    fn()
+    t0 = time.perf_counter()
+    fn()
+    one = max(time.perf_counter() - t0, 1e-7)
+    calls = max(1, int(budget / one))
+    samples = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        samples.append((time.perf_counter() - t0) / calls)
+    return statistics.median(samples)
+
+
+def _peak_gbs() -> float | None:
+    try:
+        import cupy
+        p = cupy.cuda.runtime.getDeviceProperties(0)
+        # DDR: two transfers per clock; memoryClockRate in kHz, bus width in bits
+        return 2 * p["memoryClockRate"] * 1e3 * (p["memoryBusWidth"] / 8) / 1e9
+    except Exception:  # noqa: BLE001 - informational only
+        return None
+
+
+def workloads(quick: bool):
+    """``[(label, bytes moved or None, {library: (fn, args)})]`` built per library."""
+    scale = 10 if quick else 1
+    n_big = 100_000_000 // scale
+    m = 8192 // (2 if quick else 1)
+    batch = 4096
+    rng = np.random.default_rng(0)
+    x_selu = rng.standard_normal(n_big).astype(np.float32)
+    a32 = rng.standard_normal((m, m)).astype(np.float32)
+    b32 = rng.standard_normal((m, m)).astype(np.float32)
+    sizes = (784, 2048, 2048, 10)
+    params = [((rng.standard_normal((i, o)) / np.sqrt(i)).astype(np.float32), np.zeros(o, np.float32))
+              for i, o in zip(sizes[:-1], sizes[1:])]
+    images = rng.standard_normal((batch, 784)).astype(np.float32)
+    labels = np.eye(10, dtype=np.float32)[rng.integers(0, 10, batch)]
+    tiny = np.arange(3, dtype=np.float32)
+
+    def build(lib, jnp, jit, grad, random, put):
+        def selu(x):
+            return 1.05 * jnp.where(x > 0, x, 1.67 * jnp.exp(x) - 1.67)
+
+        def loss(p, x, y):
+            for w, b in p[:-1]:
+                x = jnp.tanh(x @ w + b)
+            w, b = p[-1]
+            logits = x @ w + b
+            logz = jnp.log(jnp.sum(jnp.exp(logits - logits.max(axis=1, keepdims=True)), axis=1,
+                                   keepdims=True)) + logits.max(axis=1, keepdims=True)
+            return -jnp.mean(jnp.sum(y * (logits - logz), axis=1))
+
+        def step(p, x, y):
+            g = grad(loss)(p, x, y)
+            return [(w - 0.01 * gw, b - 0.01 * gb) for (w, b), (gw, gb) in zip(p, g)]
+
+        key = random.PRNGKey(0)
+        bf16 = jnp.bfloat16
+        return {
+            "selu": (jit(selu), [put(x_selu)]),
+            "matmul f32": (jit(lambda a, b: a @ b), [put(a32), put(b32)]),
+            "matmul bf16": (jit(lambda a, b: a @ b), [put(a32).astype(bf16), put(b32).astype(bf16)]),
+            "mlp step": (jit(step), [[(put(w), put(b)) for w, b in params], put(images), put(labels)]),
+            "random.normal": (jit(lambda k: random.normal(k, (n_big,))), [key]),
+            "tiny call": (jit(lambda x: x * 2.0 + 1.0), [put(tiny)]),
+        }
+
+    rows = [(f"selu {n_big:.0e} f32", 8 * n_big, "selu"),
+            (f"matmul {m}^2 f32", None, "matmul f32"),
+            (f"matmul {m}^2 bf16", None, "matmul bf16"),
+            (f"MLP step batch {batch}", None, "mlp step"),
+            (f"random.normal {n_big:.0e}", 4 * n_big, "random.normal"),
+            ("tiny jit call", None, "tiny call")]
+    return rows, build
+
+
+def _plax_builder(build, gpu_device):
+    import plax
+    import plax.numpy as pjnp
+    from plax import random as prandom
+
+    def jit(f):
+        return plax.jit(f, backend="cupy")
+
+    def put(x):
+        return plax.device_put(x, gpu_device)
+
+    return build("plax", pjnp, jit, plax.grad, prandom, put)
+
+
+def _jax_builder(build):
+    try:
+        import jax
+        import jax.numpy as jjnp
+        gpus = jax.devices("gpu")
+    except Exception as err:  # noqa: BLE001 - reported in the table
+        return None, f"JAX GPU unavailable ({type(err).__name__}: {str(err).splitlines()[0][:80]})"
+    jax.config.update("jax_default_matmul_precision", "highest")  # no TF32, as plax
+    return build("jax", jjnp, jax.jit, jax.grad, jax.random,
+                 lambda x: jax.device_put(x, gpus[0])), ""
+
+
+def _blocking(fn, args):
+    def call():
+        out = fn(*args)
+        leaves = out if isinstance(out, (list, tuple)) else [out]
+        for leaf in leaves:
+            for x in (leaf if isinstance(leaf, (list, tuple)) else [leaf]):
+                if hasattr(x, "block_until_ready"):
+                    x.block_until_ready()
+        return out
+    return call
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--peak-gbs", type=float, default=None)
+    opts = ap.parse_args(argv)
+    gpu, reason = _gpu_or_none()
+    if gpu is None:
+        print(f"benchmarks/gpu.py: no GPU to measure on ({reason}); nothing to do.")
+        return 0
+    import plax
+    from plax import plugins
+    if "cupy" not in plugins.registry().backends:  # a checkout without the entry point
+        import plax_cupy.plugin
+        plugins.register_plugin(plax_cupy.plugin, name="plax_cupy_bench")
+    device = plugins.registry().get_backend("cupy").devices()[0]
+    rows, build = workloads(opts.quick)
+    plax_fns = _plax_builder(build, device)
+    jax_fns, jax_note = _jax_builder(build)
+    peak = opts.peak_gbs or _peak_gbs()
+    print(f"GPU: {gpu.name} (cuda:{gpu.id}, sm_{gpu.compute_capability[0]}{gpu.compute_capability[1]}, "
+          f"{gpu.total_memory >> 30} GiB){f', peak {peak:.0f} GB/s' if peak else ''}; plax {plax.__version__}")
+    if jax_note:
+        print(f"note: {jax_note}")
+    print(f"{'workload':28s} {'plax-cupy':>12s} {'jax':>12s} {'plax/jax':>9s}  bandwidth")
+    for label, nbytes, key in rows:
+        t_plax = _time(_blocking(*plax_fns[key]), opts.repeat)
+        t_jax = _time(_blocking(*jax_fns[key]), opts.repeat) if jax_fns else None
+        ratio = f"{t_plax / t_jax:9.2f}" if t_jax else f"{'-':>9s}"
+        bw = ""
+        if nbytes:
+            gbs = nbytes / t_plax / 1e9
+            bw = f"{gbs:7.0f} GB/s" + (f" ({100 * gbs / peak:.0f}% of peak)" if peak else "")
+        jt = f"{t_jax * 1e3:10.3f}ms" if t_jax else f"{'-':>12s}"
+        print(f"{label:28s} {t_plax * 1e3:10.3f}ms {jt} {ratio}  {bw}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
