@@ -34,6 +34,7 @@ def _contig(a) -> np.ndarray:
 
 
 _COLLECTIVE_SET = frozenset(COLLECTIVES)
+_SPLIT_PSUM = 1 << 16  # elements from which a psum is computed block-wise by the members
 _pool: ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
 
@@ -232,7 +233,8 @@ class SpmdProgram:
           transport: the multi-process transport (:mod:`plax_pmap.mpi`), or None.
         """
         n = len(devices)
-        comm = _Comm(n, collective_timeout(), transport)
+        comm = _Comm(n, collective_timeout(), transport,
+                     host=all(d.platform == "cpu" for d in devices))
         results: list = [None] * n
         errors: list = [None] * n
 
@@ -320,10 +322,31 @@ class SpmdProgram:
         if p is axis_index_p:
             comm.check(eqn.primitive.name)
             return np.asarray(pos, np.int32)
-        slots = comm.exchange(rank - comm.offset_of(rank), x[0], p.name)
+        shared_out = None
+        if (p is psum_p and len(members) > 1 and comm.transport is None and comm.host
+                and x[0].size >= _SPLIT_PSUM):
+            # A large psum is split: each member sums its block of the elements into one
+            # output buffer that the whole group then shares (read-only, like every buffer
+            # here), so the group reads its operands once instead of once per member.
+            key = (axes, members[0])
+            if pos == 0:
+                comm.outputs[key] = np.empty(x[0].shape, dtype)
+            slots = comm.exchange(rank - comm.offset_of(rank), x[0], p.name)
+            shared_out = comm.outputs[key]
+        else:
+            slots = comm.exchange(rank - comm.offset_of(rank), x[0], p.name)
         try:
             vals = [slots[m] for m in members]
-            if p is psum_p:
+            if shared_out is not None:
+                flat_out = shared_out.reshape(-1)
+                size = flat_out.size
+                lo, hi = size * pos // len(vals), size * (pos + 1) // len(vals)
+                flats = [v.reshape(-1)[lo:hi] for v in vals]
+                np.add(flats[0], flats[1], out=flat_out[lo:hi], dtype=dtype)
+                for v in flats[2:]:
+                    flat_out[lo:hi] += v
+                out = shared_out
+            elif p is psum_p:
                 # in member order on every device: bit-identical results everywhere
                 if len(vals) == 1:
                     out = np.array(vals[0], dtype=dtype, copy=True)
@@ -363,8 +386,10 @@ class _Cancelled(Exception):
 class _Comm:
     """The shared memory of one run: a slot per device and a barrier with a timeout."""
 
-    def __init__(self, n: int, timeout: float, transport=None):
+    def __init__(self, n: int, timeout: float, transport=None, host: bool = True):
         self.n = n
+        self.host = host  # the devices keep their buffers in host memory (CPU devices)
+        self.outputs: dict = {}  # (axes, first member) -> a group's shared psum result
         self.timeout = timeout
         self.transport = transport
         self.slots: list = [None] * n

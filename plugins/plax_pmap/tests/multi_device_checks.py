@@ -75,6 +75,23 @@ def psum_pmean_pmax_pmin():
 
 
 @check
+def large_psum_is_split_between_devices():
+    # above 2**16 elements each device sums a block into one shared result
+    B = rng.standard_normal((N, 3, 1 << 15)).astype(np.float32)
+    got, ref = both(lambda x: lax.psum(x, "i") * 2.0, B)
+    close(got, np.broadcast_to(2 * B.sum(0), B.shape), rtol=1e-5, atol=1e-5)
+    close(ref, got)
+    assert all(np.array_equal(np.asarray(s.data), np.asarray(got.addressable_shards[0].data))
+               for s in got.addressable_shards)
+    if N % 2 == 0:
+        mesh = plax.make_mesh((2, N // 2), ("a", "b"))
+        C = rng.standard_normal((4, N * (1 << 15))).astype(np.float32)
+        f = plax.shard_map(lambda c: lax.psum(c, "a"), mesh=mesh, in_specs=P("a", "b"),
+                           out_specs=P(None, "b"))
+        close(f(C), C[:2] + C[2:], rtol=1e-5, atol=1e-5)
+
+
+@check
 def psum_of_python_scalar_is_axis_size():
     got = plax.pmap(lambda x: lax.psum(1, "i"), axis_name="i")(X)
     assert np.asarray(got).tolist() == [N] * N
