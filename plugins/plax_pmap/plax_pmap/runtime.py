@@ -257,13 +257,17 @@ class SpmdProgram:
                 # kernel once the others have failed or timed out.
                 pool = _executor(n)
                 futures = [pool.submit(work, r) for r in range(1, n)]
-                work(0)
-                pending = futures
-                while pending:
-                    _, pending = wait(pending, timeout=0.5 if comm.broken else None,
-                                      return_when=FIRST_COMPLETED)
-                    if pending and comm.broken:
-                        break  # the healthy devices are out; a stuck one is left to finish
+                try:
+                    work(0)
+                    pending = futures
+                    while pending:
+                        _, pending = wait(pending, timeout=0.5 if comm.broken else None,
+                                          return_when=FIRST_COMPLETED)
+                        if pending and comm.broken:
+                            break  # the healthy devices are out; a stuck one finishes alone
+                except BaseException:  # KeyboardInterrupt in the caller: release the others
+                    comm.fail(0)
+                    raise
         failed = [r for r in range(n) if errors[r] is not None]
         if failed:
             r = failed[0]
