@@ -169,22 +169,29 @@ class NumbaBackend(Backend):
 #: dispatch (~1 us per step) dominates the arithmetic. Larger programs keep per-cluster
 #: kernels (parallel loops, BLAS on large operands, NumPy's pairwise sums).
 WHOLE_MAX = 1 << 14
-#: ... and at least this many equations (a lone equation is dispatched as fast)
-WHOLE_MIN_EQNS = 2
+#: ... and at least this many dispatch steps (fusion clusters and lone equations, bodies of
+#: calls counted in place, control flow always counting enough). Each program's kernel is
+#: its own compilation (its shapes are constants of the source), which a few saved
+#: dispatches (~1 us each) do not repay in a test suite compiling everything
+#: (``PLAX_NUMBA_SYNC``); tiering only compiles hot programs anyway. Two steps suffice
+#: when one is a ``dot_general``: numba calls BLAS on transposed views directly, where
+#: NumPy's ``dot`` of a transposed operand costs a few microseconds more.
+WHOLE_MIN_STEPS = 4
 
 
 def whole_program_worthwhile(jaxpr) -> bool:
-    """Whether ``jaxpr`` is compiled as one whole-program kernel (if it can be): at least
-    :data:`WHOLE_MIN_EQNS` equations (sub-jaxprs counted; a control-flow equation counts as
-    many) and no value above :data:`WHOLE_MAX` elements."""
-    from plax_numba.wholegen import CONTROL_FLOW, program_size
+    """Whether ``jaxpr`` is compiled as one whole-program kernel (if it can be): no value
+    above :func:`whole_max` elements and at least :data:`WHOLE_MIN_STEPS` dispatch steps
+    (two with a ``dot_general``)."""
+    from plax_numba.wholegen import dispatch_steps, program_size
     limit = whole_max()
     if limit <= 0:
         return False
-    count, largest = program_size(jaxpr)
-    if any(e.primitive in CONTROL_FLOW for e in jaxpr.eqns):
-        count = max(count, WHOLE_MIN_EQNS)
-    return count >= WHOLE_MIN_EQNS and largest <= limit
+    _, largest = program_size(jaxpr)
+    if largest > limit:
+        return False
+    steps, has_dot = dispatch_steps(jaxpr)
+    return steps >= (2 if has_dot else WHOLE_MIN_STEPS)
 
 
 def whole_max() -> int:

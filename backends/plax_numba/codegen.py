@@ -62,8 +62,9 @@ class KernelPlan:
     Attributes:
       source: the module source defining ``kernel`` (without the decorator line's options).
       wrapper: Python source defining ``step(*cluster inputs)``; it reads the globals
-        ``_kernel`` (the compiled kernel), ``_ready`` (whether to use it) and ``_interp``
-        (the reference path).
+        ``_kernel`` (the compiled kernel's entry point for ``arg_types``), ``_ready``
+        (whether to use it), ``_interp`` (the reference path) and ``_asc``
+        (``np.ascontiguousarray``).
       arg_types: per kernel argument, ``("array", dtype, ndim)``, ``("scalar", dtype)`` or
         ``("int",)``.
       wrapper_globals: constants the wrapper reads (output dtypes).
@@ -494,8 +495,8 @@ def plan_cluster(cluster) -> KernelPlan:
         if inp.kind == "scalar":
             call.append(f"{inp.name}[()]")
             arg_types.append(("scalar", inp.dtype))
-        else:
-            call.append(inp.name)
+        else:  # the entry point reads C-contiguous memory: a strided view is copied first
+            call.append(f"_asc({inp.name})")
             arg_types.append(("array", inp.dtype, inp.ndim))
     call += [str(n) for n in shape]
     arg_types += [("int",)] * rank

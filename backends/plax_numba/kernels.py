@@ -5,8 +5,10 @@
   compiling one operation buys nothing over the ufunc.
 * ``cond``, ``while`` and ``scan`` run their bodies compiled by this backend (so the bodies'
   clusters are fused kernels too), cached weakly per body.
-* ``dot_general`` and every other core primitive use the reference kernel
-  (``plax_numpy.impls()``), which is one vectorised NumPy call (BLAS for ``dot_general``).
+* ``dot_general`` of matrices and vectors without batch dimensions is one ``np.dot`` on
+  (possibly transposed) views, BLAS reading the transposition from the strides
+  (:func:`plain_dot`); other ``dot_general`` and every other core primitive use the
+  reference kernel (``plax_numpy.impls()``), one vectorised NumPy call each.
 """
 from __future__ import annotations
 
@@ -48,6 +50,32 @@ def direct_ufunc(eqn):
     if fn is None or (eqn.primitive is lax.neg_p and dtypes == {np.dtype(bool)}):
         return None
     return fn
+
+
+def plain_dot(eqn):
+    """A step computing a ``dot_general`` of rank <= 2 operands without batch dimensions as
+    one ``np.dot`` of views (the reference kernel transposes, reshapes and calls a batched
+    ``matmul``), or None. Float and complex operands of one dtype only (NumPy's integer
+    ``dot`` and the reference agree, but the gain is BLAS's)."""
+    (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
+    lhs, rhs = eqn.invars
+    ls, rs = lhs.aval.shape, rhs.aval.shape
+    dtype = np.dtype(eqn.outvars[0].aval.dtype)
+    if (lb or rb or not 1 <= len(ls) <= 2 or not 1 <= len(rs) <= 2 or len(lc) != 1
+            or dtype.kind not in "fc" or dtype.itemsize < 4
+            or np.dtype(lhs.aval.dtype) != dtype or np.dtype(rhs.aval.dtype) != dtype):
+        return None
+    lt = len(ls) == 2 and lc[0] == 0   # contracting the lhs's rows: use its transpose
+    rt = len(rs) == 2 and rc[0] == 1   # contracting the rhs's columns: likewise
+    dot = np.dot
+
+    if lt and rt:
+        return lambda a, b: dot(a.T, b.T)
+    if lt:
+        return lambda a, b: dot(a.T, b)
+    if rt:
+        return lambda a, b: dot(a, b.T)
+    return dot
 
 
 quiet_enter, quiet_leave = numpy_errors_off()  # the same switch as the NumPy backend's

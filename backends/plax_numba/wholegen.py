@@ -357,6 +357,10 @@ def _dot_general(gen, eqn, ins, lines, ind):
         if len(ls) == 1 and len(rs) == 1:
             lines.append(f"{ind}{name} = {_t(dtype)}(np.dot({a}, {b}))")
             return [name]
+        if n == 1 and b == ins[1]:  # a matrix-vector product: BLAS's gemv, not gemm
+            b = f"{ins[1]}.reshape(({k},))"
+        elif m == 1 and a == ins[0] and len(ls) == 2:
+            a = f"{ins[0]}.reshape(({k},))"
         expr = f"np.dot({a}, {b})"
         lines.append(f"{ind}{name} = {expr}.reshape({_shape(oshape)})" if oshape
                      else f"{ind}{name} = {expr}.ravel()[0]")
@@ -562,6 +566,24 @@ def program_size(jaxpr: Jaxpr) -> tuple[int, int]:
                 walk(sub)
     walk(jaxpr)
     return count, largest
+
+
+def dispatch_steps(jaxpr: Jaxpr) -> tuple[int, bool]:
+    """``(steps, has_dot)``: how many steps the per-cluster program of ``jaxpr`` dispatches
+    (clusters and lone equations, a call's body counted in place, control flow as its
+    bodies' steps plus two: it runs them many times), and whether one is a ``dot_general``."""
+    steps, has_dot = 0, False
+    for unit in find_clusters(jaxpr):
+        if isinstance(unit, Cluster):
+            steps += 1
+            continue
+        has_dot |= unit.primitive is lax.dot_general_p
+        subs = _subjaxprs(unit)
+        for sub in subs:
+            n, d = dispatch_steps(sub)
+            steps, has_dot = steps + n, has_dot or d
+        steps += 2 if unit.primitive in CONTROL_FLOW else (0 if subs else 1)
+    return steps, has_dot
 
 
 def _subjaxprs(eqn):

@@ -1,0 +1,147 @@
+"""Whole-program kernels on the Numba backend: a small jitted program (every value at most
+``plax_numba.backend.WHOLE_MAX`` elements) compiles into one njit call
+(:mod:`plax_numba.wholegen`), checked against the NumPy backend; tiering, the fallbacks and
+the disk-cache key.
+
+Each test compiles one program (numba is slow to compile on the CI machine); the structural
+primitives share one program.
+"""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import plax
+from plax import lax
+from plax import numpy as jnp
+from plax.lowering import PlaxFallbackWarning
+
+
+def run_both(f, *args):
+    jf = plax.jit(f, backend="numba")
+    got = [np.asarray(x) for x in plax.tree_util.tree_leaves(jf(*args))]
+    want = [np.asarray(x) for x in plax.tree_util.tree_leaves(plax.jit(f, backend="numpy")(*args))]
+    return got, want, jf.lower(*args).compile().as_text()
+
+
+def assert_close(got, want, rtol=1e-5, atol=1e-6):
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        assert g.dtype == w.dtype and g.shape == w.shape, (g, w)
+        if g.dtype.kind == "f":
+            np.testing.assert_allclose(g, w, rtol=rtol, atol=atol)
+        else:
+            np.testing.assert_array_equal(g, w)
+
+
+def structural(a, b, m, k, i):
+    """Every structural primitive the generator handles, on small arrays."""
+    outs = []
+    outs.append(a @ b)                                     # loops (m*n*k < BLAS_MIN)
+    outs.append(a.T @ a)                                   # transposed operand
+    outs.append(jnp.einsum("bij,bjk->bik", m, m))          # batched
+    outs.append(k @ k.T)                                   # int32 dot (wraps like XLA)
+    big = jnp.tile(a, (4, 4))                              # 24 x 16
+    outs.append(big @ big.T)                               # BLAS, a transposed view
+    outs.append(big @ a[0].repeat(4))                      # BLAS matrix-vector
+    outs.append(jnp.dot(a[0], a[1]))                       # rank-0 result
+    outs.append(a[1:5:2, ::-1])                            # slice, rev
+    outs.append(lax.dynamic_slice(a, (i, i + 7), (2, 3)))  # clamped starts
+    outs.append(lax.dynamic_update_slice(a, b[:2, :3], (i - 9, i)))
+    outs.append(jnp.concatenate([a, b.T], axis=0))
+    outs.append(jnp.pad(k, ((1, 2), (0, 1)), constant_values=7))
+    outs.append(lax.broadcasted_iota(jnp.int32, (3, 4), 1) + i)
+    outs.append(jnp.transpose(m, (2, 0, 1)).reshape(3, -1)[..., None].squeeze(-1))
+    outs.append((a > 0).sum(axis=1))                       # bool -> int reduction
+    outs.append(jnp.where(a > b.T, a, -b.T).max(axis=0))
+    outs.append(a.astype(jnp.int32) ^ 5)
+    return outs
+
+
+def test_structural_primitives_in_one_kernel():
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((6, 4)).astype(np.float32)
+    b = rng.standard_normal((4, 6)).astype(np.float32)
+    m = rng.standard_normal((2, 3, 3)).astype(np.float32)
+    k = rng.integers(-2**20, 2**20, (3, 5)).astype(np.int32)
+    got, want, text = run_both(structural, a, b, m, k, np.int32(2))
+    body = text.split("def kernel(")[-1]
+    assert "whole-program kernel" in text
+    assert "np.dot(" in body and "dot_loops(" in body
+    assert_close(got, want)
+
+
+def test_linear_regression_step_is_one_kernel():
+    rng = np.random.default_rng(1)
+    W, b = np.zeros((10, 5), np.float32), np.zeros(5, np.float32)
+    x = rng.standard_normal((20, 10)).astype(np.float32)
+    y = rng.standard_normal((20, 5)).astype(np.float32)
+
+    def mse(W, b, x, y):
+        def sq(x, y):
+            d = y - (jnp.dot(x, W) + b)
+            return jnp.inner(d, d) / 2.0
+        return jnp.mean(plax.vmap(sq)(x, y), axis=0)
+
+    def update(W, b, x, y):
+        return W - 0.3 * plax.grad(mse, 0)(W, b, x, y), b - 0.3 * plax.grad(mse, 1)(W, b, x, y)
+
+    got, want, text = run_both(update, W, b, x, y)
+    assert "whole-program kernel" in text
+    assert_close(got, want)
+
+
+def _small(x, y):
+    return jnp.tanh(x @ y) * 2.0 + 1.0, (x * y.T).sum()
+
+
+def test_tiered_whole_program_switches_to_the_kernel(monkeypatch):
+    from plax_numba import tiered
+    monkeypatch.delenv("PLAX_NUMBA_SYNC")
+    monkeypatch.setenv("PLAX_NUMBA_COMPILE_AFTER", "2")
+    x = np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4)
+    y = x.T.copy() * 0.5
+    jf = plax.jit(_small, backend="numba")
+    want = [np.asarray(v) for v in plax.jit(_small, backend="numpy")(x, y)]
+    first = [np.asarray(v) for v in jf(x, y)]     # the reference path
+    jf(x, y)                                       # hot: compiles in the background
+    assert tiered.wait_idle(timeout=300)
+    later = [np.asarray(v) for v in jf(x, y)]      # the kernel
+    assert_close(first, want, rtol=1e-6)
+    assert_close(later, want, rtol=1e-6)
+
+
+def test_unexpressible_program_keeps_the_per_cluster_path():
+    def f(x):
+        return jnp.sort(x * 2.0) + 1.0, jnp.exp(x).sum()
+    x = np.array([3.0, -1.0, 2.0, 0.5], np.float32)
+    got, want, text = run_both(f, x)
+    assert "whole-program kernel" not in text
+    assert_close(got, want, rtol=2e-6)
+
+
+def test_failed_whole_program_compilation_stays_correct(monkeypatch):
+    from plax_numba import cache
+
+    def broken(text, arg_types):
+        raise RuntimeError("simulated numba failure")
+    monkeypatch.setattr(cache, "compile_kernel", broken)
+    x = np.linspace(-2, 2, 6, dtype=np.float32).reshape(2, 3) + 0.125
+    y = np.ones((3, 2), np.float32)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        got, want, _ = run_both(_small, x, y)
+    assert any(issubclass(w.category, PlaxFallbackWarning) and "simulated" in str(w.message)
+               for w in caught)
+    assert_close(got, want, rtol=1e-6)
+
+
+def test_disk_cache_key_covers_the_generated_source():
+    from plax_numba import cache, wholegen
+    j1 = plax.make_jaxpr(lambda x: jnp.sin(x) @ x.T)(np.ones((2, 3), np.float32)).jaxpr
+    j2 = plax.make_jaxpr(lambda x: jnp.cos(x) @ x.T)(np.ones((2, 3), np.float32)).jaxpr
+    t1 = cache.module_source(wholegen.plan_program(j1).source, ["x"])
+    t2 = cache.module_source(wholegen.plan_program(j2).source, ["x"])
+    assert t1 != t2 and cache.source_path(t1) != cache.source_path(t2)
