@@ -15,7 +15,8 @@ from plax.numpy.util import canonicalize_axis, check_arraylike
 Array = Any
 ArrayLike = Any
 
-__all__ = ["convolve", "correlate", "fftconvolve", "convolve2d", "correlate2d", "detrend"]
+__all__ = ["convolve", "correlate", "fftconvolve", "convolve2d", "correlate2d", "detrend", "csd",
+           "welch", "stft", "istft"]
 
 _MODES = ("full", "same", "valid")
 
@@ -299,3 +300,328 @@ def detrend(data: ArrayLike, axis: int = -1, type: str = "linear", bp: Any = 0,
         pieces.append(seg - jnp.mean(seg, axis=-1, keepdims=True) - slope * t)
     out = jnp.concatenate(pieces, axis=-1) if len(pieces) > 1 else pieces[0]
     return jnp.moveaxis(out, -1, axis)
+
+
+# ------------------------------------------------------------------ spectral analysis
+
+def _window(window: Any, nperseg: int, dtype) -> Array:
+    """A periodic ("DFT-even") window of length ``nperseg``, as scipy.signal.get_window gives
+    for spectral analysis; an array is used as given."""
+    import numpy as np
+    if not isinstance(window, (str, tuple)):
+        win = jnp.asarray(window)
+        if win.ndim != 1 or win.shape[0] != nperseg:
+            raise ValueError(f"window must be 1-D of length nperseg={nperseg}, got shape "
+                             f"{win.shape}")
+        return win.astype(dtype)
+    name = window if isinstance(window, str) else window[0]
+    n = np.arange(nperseg)
+    m = nperseg  # periodic: the symmetric window of length nperseg + 1, last point dropped
+    cosines = {"hann": (0.5, 0.5), "hanning": (0.5, 0.5), "hamming": (0.54, 0.46)}
+    if isinstance(window, str) and name in cosines:
+        a0, a1 = cosines[name]
+        w = a0 - a1 * np.cos(2 * np.pi * n / m)
+    elif isinstance(window, str) and name == "blackman":
+        w = 0.42 - 0.5 * np.cos(2 * np.pi * n / m) + 0.08 * np.cos(4 * np.pi * n / m)
+    elif isinstance(window, str) and name in ("boxcar", "box", "ones", "rect", "rectangular"):
+        w = np.ones(nperseg)
+    elif isinstance(window, str) and name in ("bartlett", "triangle", "barthann") and \
+            name == "bartlett":
+        w = 1 - np.abs(2 * n / m - 1)
+    else:
+        try:
+            from scipy.signal import get_window  # other windows: SciPy's table, if installed
+        except ImportError:
+            raise ValueError(f"window {window!r} needs SciPy (plax knows hann, hamming, "
+                             "blackman, boxcar and bartlett itself)") from None
+        w = get_window(window, nperseg)
+    if nperseg == 1:
+        w = np.ones(1)
+    return jnp.asarray(w, dtype=dtype)
+
+
+def _segments(x: Array, nperseg: int, noverlap: int) -> Array:
+    """``x`` (signal on the last axis) cut into overlapping segments: ``(..., nseg, nperseg)``."""
+    import numpy as np
+    step = nperseg - noverlap
+    nseg = (x.shape[-1] - noverlap) // step
+    idx = np.arange(nseg)[:, None] * step + np.arange(nperseg)[None, :]
+    return x[..., idx]
+
+
+def _detrend_segments(seg: Array, detrend: Any) -> Array:
+    if detrend is False or detrend is None:
+        return seg
+    if callable(detrend):
+        return detrend(seg)
+    return globals()["detrend"](seg, axis=-1, type=detrend)
+
+
+def _spectral(x: Array, y: Array, fs, window, nperseg, noverlap, nfft, detrend_type,
+              return_onesided, scaling, mode, name):
+    """The windowed, detrended segment spectra shared by csd, welch and stft: returns
+    ``(freqs, spectra (..., freqs, segments), nperseg, noverlap)``."""
+    import numpy as np
+    if scaling not in ("density", "spectrum"):
+        raise ValueError(f"{name}: unknown scaling {scaling!r}")
+    n = x.shape[-1]
+    win = _window(window, nperseg, jnp.finfo(x.dtype).dtype
+                  if jnp.issubdtype(x.dtype, jnp.complexfloating) else x.dtype)
+    nfft = nperseg if nfft is None else int(nfft)
+    if nfft < nperseg:
+        raise ValueError(f"{name}: nfft must be at least nperseg")
+    if scaling == "density":
+        scale = 1.0 / (fs * jnp.sum(win * win))
+    else:
+        scale = 1.0 / jnp.sum(win) ** 2
+    if mode == "stft":
+        scale = jnp.sqrt(scale)
+    complex_in = jnp.issubdtype(x.dtype, jnp.complexfloating) or (
+        y is not None and jnp.issubdtype(y.dtype, jnp.complexfloating))
+    onesided = return_onesided and not complex_in
+
+    def transform(sig):
+        seg = _detrend_segments(_segments(sig, nperseg, noverlap), detrend_type) * win
+        if onesided:
+            return jnp.fft.rfft(seg, n=nfft, axis=-1)
+        return jnp.fft.fft(seg, n=nfft, axis=-1)
+
+    fx = transform(x)
+    if mode == "stft":
+        spec = fx * scale
+    else:
+        spec = jnp.conj(fx) * transform(y) * scale
+        if onesided:
+            # fold the negative frequencies in: double all but DC (and Nyquist for even nfft)
+            last = -1 if nfft % 2 == 0 else None
+            inner = spec[..., 1:last] * 2
+            spec = jnp.concatenate([spec[..., :1], inner] + ([spec[..., -1:]] if last else []),
+                                   axis=-1)
+    freqs = (np.fft.rfftfreq(nfft, 1 / fs) if onesided else np.fft.fftfreq(nfft, 1 / fs))
+    return jnp.asarray(freqs, dtype=jnp.finfo(spec.dtype).dtype), jnp.swapaxes(spec, -1, -2)
+
+
+def _nperseg(n: int, nperseg, noverlap, default: int) -> tuple:
+    nperseg = min(default, n) if nperseg is None else int(nperseg)
+    if nperseg > n:
+        nperseg = n
+    if nperseg < 1:
+        raise ValueError("nperseg must be a positive integer")
+    noverlap = nperseg // 2 if noverlap is None else int(noverlap)
+    if noverlap >= nperseg:
+        raise ValueError("noverlap must be less than nperseg.")
+    return nperseg, noverlap
+
+
+def csd(x: ArrayLike, y: ArrayLike, fs: ArrayLike = 1.0, window: Any = "hann",
+        nperseg: int | None = None, noverlap: int | None = None, nfft: int | None = None,
+        detrend: Any = "constant", return_onesided: bool = True, scaling: str = "density",
+        axis: int = -1, average: str = "mean") -> tuple:
+    """The cross power spectral density of ``x`` and ``y`` by Welch's method: averaged
+    ``conj(X) Y`` over windowed, detrended, overlapping segments (as
+    :obj:`scipy.signal.csd`).
+
+    Args:
+      x, y: signals along ``axis`` (broadcast together; ``y=None`` means ``x``).
+      fs: the sampling frequency.
+      window: ``"hann"`` (default), ``"hamming"``, ``"blackman"``, ``"boxcar"``,
+        ``"bartlett"``, another SciPy window name (needs SciPy) or an array.
+      nperseg: segment length (default 256, at most the signal's length).
+      noverlap: overlap (default ``nperseg // 2``).
+      nfft: FFT length (default ``nperseg``).
+      detrend: ``"constant"``, ``"linear"``, False or a function of a segment.
+      return_onesided: one-sided spectrum for real data.
+      scaling: ``"density"`` (V**2/Hz) or ``"spectrum"`` (V**2).
+      axis: the time axis.
+      average: ``"mean"`` or ``"median"`` (bias-corrected, as SciPy).
+
+    Returns:
+      ``(freqs, Pxy)``.
+
+    Example:
+      >>> from plax.scipy.signal import csd
+      >>> f, p = csd(jnp.ones(16), jnp.ones(16), nperseg=8)
+      >>> f.shape, p.shape
+      ((5,), (5,))
+    """
+    import numpy as np
+    x = jnp.asarray(x)
+    same = y is None
+    y = x if same else jnp.asarray(y)
+    dt = jnp.result_type(x, y, float) if not jnp.issubdtype(jnp.result_type(x, y), jnp.inexact) \
+        else jnp.result_type(x, y)
+    x, y = x.astype(dt), y.astype(dt)
+    x, y = jnp.moveaxis(x, axis, -1), jnp.moveaxis(y, axis, -1)
+    if not same:
+        batch = np.broadcast_shapes(x.shape[:-1], y.shape[:-1])
+        n = max(x.shape[-1], y.shape[-1])
+        # the shorter signal is zero-padded to the longer one's length (as SciPy)
+        x = jnp.broadcast_to(jnp.pad(x, [(0, 0)] * (x.ndim - 1) + [(0, n - x.shape[-1])]),
+                             batch + (n,))
+        y = jnp.broadcast_to(jnp.pad(y, [(0, 0)] * (y.ndim - 1) + [(0, n - y.shape[-1])]),
+                             batch + (n,))
+    nperseg, noverlap = _nperseg(x.shape[-1], nperseg, noverlap, 256)
+    freqs, spec = _spectral(x, y, fs, window, nperseg, noverlap, nfft, detrend, return_onesided,
+                            scaling, "psd", "csd")
+    if spec.shape[-1] > 1:
+        if average == "median":
+            # the median of k chi-square(2) values underestimates their mean by this factor
+            k = spec.shape[-1]
+            evens = 2 * np.arange(1.0, (k - 1) // 2 + 1)
+            bias = float(1 + np.sum(1.0 / (evens + 1) - 1.0 / evens))
+            if jnp.issubdtype(spec.dtype, jnp.complexfloating):
+                spec = (jnp.median(jnp.real(spec), axis=-1)
+                        + 1j * jnp.median(jnp.imag(spec), axis=-1)) / bias
+            else:
+                spec = jnp.median(spec, axis=-1) / bias
+        elif average == "mean":
+            spec = jnp.mean(spec, axis=-1)
+        else:
+            raise ValueError(f"average must be 'median' or 'mean', got {average!r}")
+    else:
+        spec = spec[..., 0]
+    return freqs, jnp.moveaxis(spec, -1, axis) if spec.ndim > 1 else spec
+
+
+def welch(x: ArrayLike, fs: ArrayLike = 1.0, window: Any = "hann", nperseg: int | None = None,
+          noverlap: int | None = None, nfft: int | None = None, detrend: Any = "constant",
+          return_onesided: bool = True, scaling: str = "density", axis: int = -1,
+          average: str = "mean") -> tuple:
+    """The power spectral density of ``x`` by Welch's method (as :obj:`scipy.signal.welch`):
+    :func:`csd` of ``x`` with itself, real.
+
+    Example:
+      >>> from plax.scipy.signal import welch
+      >>> f, p = welch(jnp.sin(jnp.arange(64.0)), nperseg=16)
+      >>> int(jnp.argmax(p))   # 1 rad/sample is 16/(2 pi) ~ 2.5 bins of 1/16
+      3
+    """
+    freqs, pxx = csd(x, None, fs, window, nperseg, noverlap, nfft, detrend, return_onesided,
+                     scaling, axis, average)
+    return freqs, jnp.real(pxx)
+
+
+def stft(x: ArrayLike, fs: ArrayLike = 1.0, window: Any = "hann", nperseg: int = 256,
+         noverlap: int | None = None, nfft: int | None = None, detrend: Any = False,
+         return_onesided: bool = True, boundary: str | None = "zeros", padded: bool = True,
+         axis: int = -1) -> tuple:
+    """The short-time Fourier transform (as :obj:`scipy.signal.stft`).
+
+    Args:
+      x: the signal along ``axis``.
+      fs, window, nperseg, noverlap, nfft, detrend, return_onesided: as in :func:`csd`
+        (``nperseg`` defaults to 256; spectra are scaled by ``1 / sum(window)``).
+      boundary: extend the signal by ``nperseg // 2`` samples at both ends: ``"zeros"``,
+        ``"even"``, ``"odd"``, ``"constant"`` or None.
+      padded: zero-pad the end so the last segment is whole.
+      axis: the time axis.
+
+    Returns:
+      ``(freqs, times, Zxx)``: ``Zxx`` has the frequency and segment axes last.
+
+    Example:
+      >>> from plax.scipy.signal import stft
+      >>> f, t, z = stft(jnp.ones(32), nperseg=8)
+      >>> z.shape
+      (5, 9)
+    """
+    import numpy as np
+    x = jnp.asarray(x)
+    if not jnp.issubdtype(x.dtype, jnp.inexact):
+        x = x.astype(jnp.result_type(float))
+    x = jnp.moveaxis(x, axis, -1)
+    nperseg, noverlap = _nperseg(x.shape[-1], nperseg, noverlap, nperseg)
+    if boundary is not None:
+        half = nperseg // 2
+        pad = [(0, 0)] * (x.ndim - 1) + [(half, half)]
+        if boundary == "zeros":
+            x = jnp.pad(x, pad)
+        elif boundary == "constant":
+            x = jnp.pad(x, pad, mode="edge")
+        elif boundary == "even":
+            x = jnp.pad(x, pad, mode="reflect")
+        elif boundary == "odd":
+            # odd extension: points reflected through the end values
+            left = 2 * x[..., :1] - jnp.flip(x[..., 1:half + 1], -1)
+            right = 2 * x[..., -1:] - jnp.flip(x[..., -half - 1:-1], -1)
+            x = jnp.concatenate([left, x, right], axis=-1)
+        else:
+            raise ValueError(f"stft: unknown boundary option {boundary!r}")
+    if padded:
+        step = nperseg - noverlap
+        extra = (-(x.shape[-1] - nperseg) % step) % nperseg
+        x = jnp.pad(x, [(0, 0)] * (x.ndim - 1) + [(0, extra)])
+    freqs, spec = _spectral(x, None, fs, window, nperseg, noverlap, nfft, detrend,
+                            return_onesided, "spectrum", "stft", "stft")
+    step = nperseg - noverlap
+    times = np.arange(nperseg / 2, x.shape[-1] - nperseg / 2 + 1, step) / fs
+    if boundary is not None:
+        times = times - (nperseg / 2) / fs
+    times = jnp.asarray(times[:spec.shape[-1]], dtype=jnp.finfo(spec.dtype).dtype)
+    # frequency and segment axes last, the time axis's position given to them (as SciPy)
+    if axis not in (-1, x.ndim - 1):
+        spec = jnp.moveaxis(spec, (-2, -1), (axis if axis >= 0 else axis - 1, -1))
+    return freqs, times, spec
+
+
+def istft(Zxx: ArrayLike, fs: ArrayLike = 1.0, window: Any = "hann", nperseg: int | None = None,
+          noverlap: int | None = None, nfft: int | None = None, input_onesided: bool = True,
+          boundary: bool = True, time_axis: int = -1, freq_axis: int = -2) -> tuple:
+    """The inverse short-time Fourier transform (as :obj:`scipy.signal.istft`): inverse FFT of
+    each segment, windowed overlap-add, normalised by the summed squared window.
+
+    Args:
+      Zxx: the STFT, with frequency axis ``freq_axis`` and segment axis ``time_axis``.
+      fs, window, nperseg, noverlap, nfft: as given to :func:`stft` (``nperseg`` defaults to
+        the length implied by the frequency axis).
+      input_onesided: ``Zxx`` holds a one-sided spectrum.
+      boundary: remove the ``nperseg // 2`` samples :func:`stft` added at each end.
+
+    Returns:
+      ``(times, x)``.
+
+    Example:
+      >>> from plax.scipy.signal import istft, stft
+      >>> x = jnp.arange(16.0)
+      >>> _, _, z = stft(x, nperseg=8)
+      >>> _, y = istft(z, nperseg=8)
+      >>> bool(jnp.allclose(y[:16], x, atol=1e-4))
+      True
+    """
+    import numpy as np
+    z = jnp.asarray(Zxx)
+    if not jnp.issubdtype(z.dtype, jnp.complexfloating):
+        z = z.astype(jnp.result_type(z.dtype, jnp.complex64))
+    nd = z.ndim
+    z = jnp.moveaxis(z, (freq_axis % nd, time_axis % nd), (nd - 2, nd - 1))
+    nfreq, nseg = z.shape[-2], z.shape[-1]
+    if nperseg is None:
+        nperseg = 2 * (nfreq - 1) if input_onesided else nfreq
+    nperseg = int(nperseg)
+    nfft = nperseg if nfft is None else int(nfft)
+    noverlap = nperseg // 2 if noverlap is None else int(noverlap)
+    if noverlap >= nperseg:
+        raise ValueError("noverlap must be less than nperseg.")
+    step = nperseg - noverlap
+    real_dtype = jnp.finfo(z.dtype).dtype
+    win = _window(window, nperseg, real_dtype)
+    spec = jnp.swapaxes(z, -1, -2)                      # (..., segments, freqs)
+    if input_onesided:
+        segs = jnp.fft.irfft(spec, n=nfft, axis=-1)[..., :nperseg]
+    else:
+        segs = jnp.fft.ifft(spec, n=nfft, axis=-1)[..., :nperseg]
+    segs = segs * jnp.sum(win) * win                    # undo stft's 1/sum(win), window again
+    length = nperseg + (nseg - 1) * step
+    # overlap-add as one scatter-add of every segment sample to its output position
+    pos = (np.arange(nseg)[:, None] * step + np.arange(nperseg)[None, :]).ravel()
+    flat = segs.reshape(segs.shape[:-2] + (nseg * nperseg,))
+    out = jnp.zeros(segs.shape[:-2] + (length,), segs.dtype).at[..., pos].add(flat)
+    norm = np.zeros(length)
+    np.add.at(norm, pos, np.tile(np.asarray(win, dtype=np.float64) ** 2, nseg))
+    if boundary:
+        half = nperseg // 2
+        out, norm = out[..., half:length - half], norm[half:length - half]
+    norm_safe = np.where(norm > 1e-10, norm, 1.0)
+    out = out / jnp.asarray(norm_safe, dtype=real_dtype)
+    times = jnp.asarray(np.arange(out.shape[-1]) / fs, dtype=real_dtype)
+    return times, out
