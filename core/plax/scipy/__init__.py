@@ -1,7 +1,7 @@
 """plax.scipy: SciPy's API on plax (``plax.scipy.linalg``, ``special``, ``stats``, ``optimize``,
-``signal``, ``integrate``, ``ndimage``, ``fft``, ``cluster``, ``sparse``, ``interpolate``, each loaded on first use)."""
+``signal``, ``integrate``, ``ndimage``, ``fft``, ``cluster``, ``sparse``, ``interpolate``, ``spatial``, each loaded on first use)."""
 _LAZY_SUBMODULES = ("linalg", "special", "stats", "optimize", "signal", "integrate",
-                    "ndimage", "fft", "cluster", "sparse", "interpolate")
+                    "ndimage", "fft", "cluster", "sparse", "interpolate", "spatial")
 
 
 def __getattr__(name: str):
