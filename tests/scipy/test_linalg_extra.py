@@ -115,3 +115,33 @@ def test_expm_frechet_and_eigh_tridiagonal():
            rtol=1e-10, atol=1e-12)
     with pytest.raises(NotImplementedError):
         pl.eigh_tridiagonal(d, off, select="v", select_range=(0.0, 1.0))
+
+
+def test_hessenberg():
+    a = R.standard_normal((6, 6))
+    h, q = pl.hessenberg(a, calc_q=True)
+    h, q = np.asarray(h), np.asarray(q)
+    assert (np.tril(h, -2) == 0).all()
+    _close(q @ h @ q.T, a, rtol=1e-12, atol=1e-12)
+    _close(q.T @ q, np.eye(6), atol=1e-13)
+    # unique up to the signs of the reflections
+    _close(np.abs(h), np.abs(sl.hessenberg(a)), rtol=1e-10, atol=1e-12)
+    c = a + 1j * R.standard_normal((6, 6))
+    h, q = pl.hessenberg(c, calc_q=True)
+    assert (np.tril(np.asarray(h), -2) == 0).all()
+    _close(np.asarray(q) @ np.asarray(h) @ np.asarray(q).conj().T, c, atol=1e-12)
+
+
+def test_matrix_functions_and_sylvester():
+    a = R.standard_normal((5, 5))
+    spd = a @ a.T + np.eye(5)
+    _close(pl.sqrtm(spd), sl.sqrtm(spd), rtol=1e-10, atol=1e-12)
+    _close(pl.sqrtm(a), sl.sqrtm(a), rtol=1e-9, atol=1e-11)
+    _close(pl.funm(a, jnp.exp), sl.expm(a), rtol=1e-10, atol=1e-11)
+    _close(pl.funm(spd, jnp.sin), sl.funm(spd, np.sin), rtol=1e-9, atol=1e-11)
+    b, c = R.standard_normal((3, 3)), R.standard_normal((5, 3))
+    x = pl.solve_sylvester(a, b, c)
+    assert x.dtype == np.float64
+    _close(x, sl.solve_sylvester(a, b, c), rtol=1e-9, atol=1e-11)
+    with pytest.raises(ValueError):
+        pl.solve_sylvester(a, b, c.T)

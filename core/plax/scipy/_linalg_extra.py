@@ -17,7 +17,8 @@ ArrayLike = Any
 __all__ = ["cholesky", "circulant", "companion", "convolution_matrix", "dft",
            "eigh_tridiagonal", "expm_frechet", "fiedler", "fiedler_companion", "hadamard",
            "hankel", "helmert", "hilbert", "invhilbert", "invpascal", "leslie", "pascal",
-           "polar", "qr_multiply", "toeplitz"]
+           "polar", "qr_multiply", "toeplitz", "hessenberg", "sqrtm", "funm",
+           "solve_sylvester"]
 
 
 def _jnp():
@@ -585,3 +586,140 @@ def qr_multiply(a: ArrayLike, c: ArrayLike, mode: str = "right", pivoting: bool 
     else:
         out = (c[None, :] if vector else c) @ q
     return (out.ravel() if vector else out), r
+
+
+# ------------------------------------------------------------------ matrix functions
+
+def hessenberg(a: ArrayLike, *, calc_q: bool = False, overwrite_a: bool = False,
+               check_finite: bool = True):
+    """The upper Hessenberg form ``H = Q^H a Q`` of a square matrix, by Householder
+    reflections (column by column, ``n - 2`` of them).
+
+    Args:
+      a: ``(n, n)``.
+      calc_q: also return the unitary ``Q``.
+      overwrite_a, check_finite: ignored (as in JAX).
+
+    Returns:
+      ``H`` (zeros below the first subdiagonal), or ``(H, Q)``.
+
+    Example:
+      >>> from plax.scipy.linalg import hessenberg
+      >>> h = hessenberg(jnp.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0], [7.0, 8.0, 10.0]]))
+      >>> float(h[2, 0])
+      0.0
+    """
+    jnp = _jnp()
+    a = jnp.asarray(a)
+    if a.ndim != 2 or a.shape[0] != a.shape[1]:
+        raise ValueError(f"hessenberg: expected a square matrix, got shape {a.shape}")
+    if not jnp.issubdtype(a.dtype, jnp.inexact):
+        a = a.astype(_float())
+    n = a.shape[0]
+    h = a
+    q = jnp.eye(n, dtype=a.dtype)
+    rows = np.arange(n)
+    for k in range(n - 2):
+        x = jnp.where(rows > k, h[:, k], jnp.zeros_like(h[:, k]))
+        alpha = jnp.linalg.norm(x)
+        x1 = x[k + 1]
+        # the reflection sends x to -phase(x1) |x| e_{k+1} (no cancellation)
+        phase = jnp.where(jnp.abs(x1) == 0, jnp.ones_like(x1), x1 / jnp.abs(x1).astype(x1.dtype))
+        v = x.at[k + 1].add(phase * alpha)
+        vnorm2 = jnp.real(jnp.vdot(v, v))
+        safe = jnp.where(vnorm2 == 0, jnp.ones_like(vnorm2), vnorm2)
+        beta = jnp.where(vnorm2 == 0, jnp.zeros_like(vnorm2), 2 / safe).astype(a.dtype)
+        # H <- P H P with P = I - beta v v^H (Hermitian and unitary)
+        h = h - beta * jnp.outer(v, jnp.conj(v) @ h)
+        h = h - beta * jnp.outer(h @ v, jnp.conj(v))
+        q = q - beta * jnp.outer(q @ v, jnp.conj(v))
+        # exact zeros below the subdiagonal of column k
+        h = h.at[:, k].set(jnp.where(rows > k + 1, jnp.zeros_like(h[:, k]), h[:, k]))
+    return (h, q) if calc_q else h
+
+
+def _eig_function(a: Array, f, name: str) -> Array:
+    """``f(a) = V f(diag(w)) V^-1`` from the eigendecomposition ``a = V diag(w) V^-1``."""
+    jnp = _jnp()
+    a = jnp.asarray(a)
+    if a.ndim != 2 or a.shape[0] != a.shape[1]:
+        raise ValueError(f"{name}: expected a square matrix, got shape {a.shape}")
+    if not jnp.issubdtype(a.dtype, jnp.inexact):
+        a = a.astype(_float())
+    w, v = jnp.linalg.eig(a)
+    return jnp.linalg.solve(v.T, (v * f(w)).T).T
+
+
+def sqrtm(A: ArrayLike, blocksize: int = 1) -> Array:
+    """The principal matrix square root ``X`` with ``X @ X == A``, as a complex array (as
+    JAX's).
+
+    Computed from the eigendecomposition (``V sqrt(w) V^-1``): exact for diagonalizable
+    matrices, with accuracy decreasing as the eigenvector matrix's condition number grows
+    (JAX and SciPy use the Schur form, which plax does not have yet).
+
+    Example:
+      >>> from plax.scipy.linalg import sqrtm
+      >>> jnp.round(sqrtm(jnp.array([[4.0, 0.0], [0.0, 9.0]])).real, 4)
+      Array([[2., 0.],
+             [0., 3.]], dtype=float32)
+    """
+    return _eig_function(A, _jnp().sqrt, "sqrtm")
+
+
+def funm(A: ArrayLike, func, disp: bool = True):
+    """The matrix function ``func(A)`` for an elementwise (scalar) ``func``, as a complex array
+    (as JAX's), from the eigendecomposition ``V func(w) V^-1`` (diagonalizable ``A``; see
+    :func:`sqrtm` on accuracy).
+
+    Returns:
+      ``F`` with ``disp``, else ``(F, None)`` (no error estimate).
+
+    Example:
+      >>> from plax.scipy.linalg import funm
+      >>> jnp.round(funm(jnp.array([[1.0, 0.0], [0.0, 2.0]]), jnp.exp).real, 4)
+      Array([[2.7183, 0.    ],
+             [0.    , 7.3891]], dtype=float32)
+    """
+    out = _eig_function(A, func, "funm")
+    return out if disp else (out, None)
+
+
+def solve_sylvester(A: ArrayLike, B: ArrayLike, C: ArrayLike, *, method: str = "eigen",
+                    tol: float = 1e-8) -> Array:
+    """Solves the Sylvester equation ``A X + X B = C``.
+
+    With ``A = U diag(a) U^-1`` and ``B = W diag(b) W^-1``, ``X = U Y W^-1`` where
+    ``Y_ij = (U^-1 C W)_ij / (a_i + b_j)`` (diagonalizable ``A`` and ``B``; JAX's default
+    ``method="schur"`` gives the same solution there and is accepted).
+
+    Args:
+      A: ``(m, m)``; B: ``(n, n)``; C: ``(m, n)``.
+      method: ``"eigen"`` or ``"schur"`` (both computed as above).
+      tol: ignored.
+
+    Returns:
+      ``X`` (real when all inputs are real).
+
+    Example:
+      >>> from plax.scipy.linalg import solve_sylvester
+      >>> solve_sylvester(jnp.eye(2), 2 * jnp.eye(2), 3 * jnp.ones((2, 2)))
+      Array([[1., 1.],
+             [1., 1.]], dtype=float32)
+    """
+    jnp = _jnp()
+    if method not in ("eigen", "schur"):
+        raise ValueError(f"solve_sylvester: unknown method {method!r}")
+    A, B, C = (jnp.asarray(v) for v in (A, B, C))
+    if A.shape[0] != A.shape[-1] or B.shape[0] != B.shape[-1] or \
+            C.shape != (A.shape[0], B.shape[0]):
+        raise ValueError(f"solve_sylvester: shapes {A.shape}, {B.shape}, {C.shape} do not fit "
+                         "A X + X B = C")
+    real = not any(jnp.issubdtype(v.dtype, jnp.complexfloating) for v in (A, B, C))
+    dt = jnp.result_type(A, B, C, float)
+    wa, ua = jnp.linalg.eig(A.astype(dt))
+    wb, ub = jnp.linalg.eig(B.astype(dt))
+    y = jnp.linalg.solve(ua, C.astype(ua.dtype) @ ub)
+    y = y / (wa[:, None] + wb[None, :])
+    x = ua @ jnp.linalg.solve(ub.T, y.T).T
+    return jnp.real(x).astype(dt) if real else x

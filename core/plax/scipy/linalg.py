@@ -426,9 +426,11 @@ from plax.scipy._linalg_extra import (cholesky, circulant, companion,  # noqa: E
                                       convolution_matrix, dft, eigh_tridiagonal, expm_frechet,
                                       fiedler, fiedler_companion, hadamard, hankel, helmert,
                                       hilbert, invhilbert, invpascal, leslie, pascal, polar,
-                                      qr_multiply, toeplitz)
+                                      qr_multiply, toeplitz, hessenberg, sqrtm, funm,
+                                      solve_sylvester)
 
 __all__ += ["cholesky", "circulant", "companion", "convolution_matrix", "dft",
             "eigh_tridiagonal", "expm_frechet", "fiedler", "fiedler_companion", "hadamard",
             "hankel", "helmert", "hilbert", "invhilbert", "invpascal", "leslie", "pascal",
-            "polar", "qr_multiply", "toeplitz"]
+            "polar", "qr_multiply", "toeplitz", "hessenberg", "sqrtm", "funm",
+            "solve_sylvester"]
