@@ -145,3 +145,26 @@ def test_matrix_functions_and_sylvester():
     _close(x, sl.solve_sylvester(a, b, c), rtol=1e-9, atol=1e-11)
     with pytest.raises(ValueError):
         pl.solve_sylvester(a, b, c.T)
+
+
+def test_schur_and_rsf2csf():
+    a = R.standard_normal((6, 6))
+    t, z = pl.schur(a)
+    t, z = np.asarray(t), np.asarray(z)
+    assert t.dtype == np.float64 and (np.tril(t, -2) == 0).all()
+    _close(z @ t @ z.T, a, rtol=1e-10, atol=1e-12)
+    _close(z.T @ z, np.eye(6), atol=1e-12)
+    # the diagonal blocks carry the eigenvalues
+    _close(np.sort_complex(np.linalg.eigvals(t)), np.sort_complex(np.linalg.eigvals(a)),
+           rtol=1e-9, atol=1e-10)
+    t, z = pl.schur(a, output="complex")
+    t, z = np.asarray(t), np.asarray(z)
+    assert (np.tril(t, -1) == 0).all()
+    _close(z @ t @ z.conj().T, a, rtol=1e-10, atol=1e-12)
+    ts, zs = sl.schur(a)
+    t2, z2 = pl.rsf2csf(ts, zs)
+    t2, z2 = np.asarray(t2), np.asarray(z2)
+    assert (np.tril(t2, -1) == 0).all()
+    _close(z2 @ t2 @ z2.conj().T, a, rtol=1e-10, atol=1e-11)
+    with pytest.raises(ValueError):
+        pl.schur(a, output="other")

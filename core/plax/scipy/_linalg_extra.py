@@ -18,7 +18,7 @@ __all__ = ["cholesky", "circulant", "companion", "convolution_matrix", "dft",
            "eigh_tridiagonal", "expm_frechet", "fiedler", "fiedler_companion", "hadamard",
            "hankel", "helmert", "hilbert", "invhilbert", "invpascal", "leslie", "pascal",
            "polar", "qr_multiply", "toeplitz", "hessenberg", "sqrtm", "funm",
-           "solve_sylvester"]
+           "solve_sylvester", "schur", "rsf2csf"]
 
 
 def _jnp():
@@ -723,3 +723,77 @@ def solve_sylvester(A: ArrayLike, B: ArrayLike, C: ArrayLike, *, method: str = "
     y = y / (wa[:, None] + wb[None, :])
     x = ua @ jnp.linalg.solve(ub.T, y.T).T
     return jnp.real(x).astype(dt) if real else x
+
+
+def _upper_from_basis(a: Array, basis: Array) -> tuple:
+    """``(T, Z)`` with ``Z`` the unitary factor of ``basis = Z R`` and ``T = Z^H a Z``: when the
+    leading columns of ``basis`` span invariant subspaces of ``a``, ``T`` is (block) upper
+    triangular."""
+    jnp = _jnp()
+    z, _ = jnp.linalg.qr(basis)
+    t = jnp.conj(z).T @ a @ z
+    return t, z
+
+
+def schur(a: ArrayLike, output: str = "real") -> tuple:
+    """The Schur decomposition ``a = Z T Z^H``: ``Z`` unitary, ``T`` upper triangular
+    (``output="complex"``) or, for real ``a`` with ``output="real"``, quasi upper triangular
+    with 2x2 blocks for complex conjugate eigenvalue pairs.
+
+    Computed from the eigendecomposition: the eigenvectors (for ``"real"``, the real and
+    imaginary parts of each conjugate pair's vector), ordered by eigenvalue, are
+    orthonormalised by QR, so each leading block of ``Z`` spans an invariant subspace. This
+    assumes ``a`` diagonalizable, loses accuracy as its eigenvector matrix becomes
+    ill-conditioned, orders eigenvalues by real then imaginary part (LAPACK's order differs;
+    Schur forms are not unique) and leaves 2x2 blocks unstandardised.
+
+    Example:
+      >>> from plax.scipy.linalg import schur
+      >>> t, z = schur(jnp.array([[1.0, 2.0], [0.0, 3.0]]))
+      >>> bool(jnp.allclose(z @ t @ z.T, jnp.array([[1.0, 2.0], [0.0, 3.0]]), atol=1e-5))
+      True
+    """
+    jnp = _jnp()
+    if output not in ("real", "complex"):
+        raise ValueError(f"schur: output must be 'real' or 'complex', got {output!r}")
+    a = jnp.asarray(a)
+    if a.ndim != 2 or a.shape[0] != a.shape[1]:
+        raise ValueError(f"schur: expected a square matrix, got shape {a.shape}")
+    if not jnp.issubdtype(a.dtype, jnp.inexact):
+        a = a.astype(_float())
+    w, v = jnp.linalg.eig(a)
+    order = jnp.lexsort((jnp.imag(w), jnp.real(w)))
+    w, v = w[order], v[:, order]
+    if output == "complex" or jnp.issubdtype(a.dtype, jnp.complexfloating):
+        t, z = _upper_from_basis(a.astype(v.dtype), v)
+        return jnp.triu(t), z
+    # real output: each conjugate pair (adjacent after the sort, negative imaginary part first)
+    # contributes the real and imaginary parts of its positive-imaginary eigenvector
+    im = jnp.imag(w)
+    v_next = jnp.roll(v, -1, axis=1)
+    cols = jnp.where(im[None, :] < 0, jnp.real(v_next),
+                     jnp.where(im[None, :] > 0, jnp.imag(v), jnp.real(v)))
+    t, z = _upper_from_basis(a, cols.astype(a.dtype))
+    # exact zeros below the diagonal, except inside the 2x2 blocks of conjugate pairs
+    sub = jnp.diagonal(t, -1) * (im[:-1] < 0).astype(t.dtype)
+    return jnp.triu(t) + jnp.diag(sub, -1), z
+
+
+def rsf2csf(T: ArrayLike, Z: ArrayLike, check_finite: bool = True) -> tuple:
+    """Converts a real Schur form ``(T, Z)`` (``A = Z T Z^T``) to a complex one
+    ``(T2, Z2)`` with ``T2`` upper triangular and ``A = Z2 T2 Z2^H``, by a complex Schur
+    decomposition of ``T`` (see :func:`schur` on its method).
+
+    Example:
+      >>> from plax.scipy.linalg import rsf2csf
+      >>> t2, z2 = rsf2csf(jnp.array([[0.0, -1.0], [1.0, 0.0]]), jnp.eye(2))
+      >>> jnp.round(jnp.abs(jnp.diag(t2)), 4)
+      Array([1., 1.], dtype=float32)
+    """
+    jnp = _jnp()
+    T, Z = jnp.asarray(T), jnp.asarray(Z)
+    if T.ndim != 2 or T.shape[0] != T.shape[1] or Z.shape != T.shape:
+        raise ValueError(f"rsf2csf: T and Z must be square matrices of one shape, got "
+                         f"{T.shape} and {Z.shape}")
+    t2, u = schur(T, output="complex")
+    return t2, Z.astype(u.dtype) @ u

@@ -427,10 +427,10 @@ from plax.scipy._linalg_extra import (cholesky, circulant, companion,  # noqa: E
                                       fiedler, fiedler_companion, hadamard, hankel, helmert,
                                       hilbert, invhilbert, invpascal, leslie, pascal, polar,
                                       qr_multiply, toeplitz, hessenberg, sqrtm, funm,
-                                      solve_sylvester)
+                                      solve_sylvester, schur, rsf2csf)
 
 __all__ += ["cholesky", "circulant", "companion", "convolution_matrix", "dft",
             "eigh_tridiagonal", "expm_frechet", "fiedler", "fiedler_companion", "hadamard",
             "hankel", "helmert", "hilbert", "invhilbert", "invpascal", "leslie", "pascal",
             "polar", "qr_multiply", "toeplitz", "hessenberg", "sqrtm", "funm",
-            "solve_sylvester"]
+            "solve_sylvester", "schur", "rsf2csf"]
