@@ -25,7 +25,7 @@ ONE_FLOP = (
     "round", "max", "min", "and", "or", "not", "xor", "eq", "ne", "lt", "le", "gt", "ge",
     "select_n", "clamp", "convert_element_type", "bitcast_convert_type", "shift_left",
     "shift_right_arithmetic", "shift_right_logical", "population_count", "clz", "is_finite",
-    "real", "imag", "conj", "complex", "reduce_precision", "copy",
+    "real", "imag", "conj", "complex", "reduce_precision", "copy", "square", "mulhi",
 )
 # One transcendental per output element, no flops.
 ONE_TRANSCENDENTAL = (
