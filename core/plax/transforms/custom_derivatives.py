@@ -449,7 +449,66 @@ class custom_vjp:
         return tree_util.tree_unflatten(out_trees[-1], outs)
 
 
-def closure_convert(fun: Callable, *example_args):
-    """Returns ``(fun, [])``: plax's custom_vjp handles closed-over values directly."""
-    return fun, []
+def closure_convert(fun: Callable, *example_args) -> tuple[Callable, list]:
+    """Makes the traced values a function closes over into explicit arguments.
 
+    ``custom_vjp`` functions must not close over values that enclosing transforms trace
+    (their cotangents would be lost); ``closure_convert`` traces ``fun`` on the shapes of
+    ``example_args`` and hoists every closed-over floating-point value that is a tracer of an
+    enclosing transform out as an extra trailing argument. Constants that no transform
+    traces stay closed over.
+
+    Args:
+      fun: the function to convert.
+      *example_args: arrays (or pytrees of arrays) with the shapes and dtypes ``fun`` will be
+        called with; only their abstract values are used.
+
+    Returns:
+      ``(converted, hoisted)``: ``converted(*args, *hoisted)`` equals ``fun(*args)``, and
+      ``hoisted`` is the list of hoisted values (empty when nothing traced is closed over).
+
+    Raises:
+      TypeError: ``converted`` called with arguments whose structure differs from
+        ``example_args``'s.
+
+    Example:
+      >>> def outer(w):
+      ...     f = lambda x: jnp.sin(w * x)
+      ...     g, consts = plax.closure_convert(f, 1.0)
+      ...     return g(2.0, *consts)
+      >>> plax.grad(outer)(0.5)   # d/dw sin(2w) = 2 cos(1)
+      Array(1.0806046, dtype=float32, weak_type=True)
+    """
+    from plax.core.interpret import eval_jaxpr
+    from plax.transforms.staging import trace_to_jaxpr
+    flat, in_tree = tree_util.tree_flatten(example_args)
+    avals = [get_aval(_as_operand(v)) for v in flat]
+    out_trees = []
+
+    def flat_fun(*leaves):
+        out = fun(*tree_util.tree_unflatten(in_tree, list(leaves)))
+        out_leaves, out_tree = tree_util.tree_flatten(out)
+        out_trees.append(out_tree)
+        return out_leaves
+
+    closed, _ = trace_to_jaxpr(flat_fun, avals, where="the function given to closure_convert")
+    consts = list(closed.consts)
+    hoist = [isinstance(c, Tracer) and dtypes.issubdtype(get_aval(c).dtype, np.inexact)
+             for c in consts]
+    hoisted = [c for c, h in zip(consts, hoist) if h]
+    n_args = len(flat)
+
+    def converted(*args_and_hoisted):
+        args = args_and_hoisted[:len(args_and_hoisted) - len(hoisted)]
+        given = iter(args_and_hoisted[len(args):])
+        leaves, tree = tree_util.tree_flatten(tuple(args))
+        if tree != in_tree or len(leaves) != n_args:
+            raise TypeError(f"closure_convert: the converted function was called with arguments "
+                            f"structured as {tree}, but converted for {in_tree}; call it with "
+                            f"arguments like example_args, then the {len(hoisted)} hoisted values.")
+        all_consts = [next(given) if h else c for c, h in zip(consts, hoist)]
+        out = eval_jaxpr(closed.jaxpr, all_consts, *leaves)
+        return tree_util.tree_unflatten(out_trees[-1], out)
+
+    converted.__name__ = getattr(fun, "__name__", "converted")
+    return converted, hoisted
