@@ -1,6 +1,6 @@
 """plax on CuPy beside JAX on the same GPU, in one run: the GPU table of issue 14.
 
-    python benchmarks/gpu.py [--quick] [--repeat R] [--peak-gbs GBS]
+    python benchmarks/gpu.py [--quick | --tiny] [--repeat R] [--peak-gbs GBS]
 
 Rows (plax jitted with ``backend="cupy"`` against ``jax.jit`` on JAX's GPU, both synchronised
 with ``block_until_ready`` after each timed batch of calls):
@@ -67,12 +67,13 @@ def _peak_gbs() -> float | None:
         return None
 
 
-def workloads(quick: bool):
-    """``[(label, bytes moved or None, {library: (fn, args)})]`` built per library."""
-    scale = 10 if quick else 1
+def workloads(quick: bool, tiny: bool = False):
+    """``(rows, build)``: the table's rows ``(label, bytes moved or None, key)`` and
+    ``build(...)``, which makes ``{key: (fn, args)}`` for one library."""
+    scale = 10_000 if tiny else (10 if quick else 1)
     n_big = 100_000_000 // scale
-    m = 8192 // (2 if quick else 1)
-    batch = 4096
+    m = 256 if tiny else 8192 // (2 if quick else 1)
+    batch = 64 if tiny else 4096
     rng = np.random.default_rng(0)
     x_selu = rng.standard_normal(n_big).astype(np.float32)
     a32 = rng.standard_normal((m, m)).astype(np.float32)
@@ -164,7 +165,11 @@ def main(argv=None) -> int:
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--peak-gbs", type=float, default=None)
+    ap.add_argument("--tiny", action="store_true",
+                    help="minute sizes, one repetition (checks the script runs, e.g. on tests/cupy's simulated GPU)")
     opts = ap.parse_args(argv)
+    if opts.tiny:
+        opts.repeat = 1
     gpu, reason = _gpu_or_none()
     if gpu is None:
         print(f"benchmarks/gpu.py: no GPU to measure on ({reason}); nothing to do.")
@@ -175,7 +180,7 @@ def main(argv=None) -> int:
         import plax_cupy.plugin
         plugins.register_plugin(plax_cupy.plugin, name="plax_cupy_bench")
     device = plugins.registry().get_backend("cupy").devices()[0]
-    rows, build = workloads(opts.quick)
+    rows, build = workloads(opts.quick, opts.tiny)
     plax_fns = _plax_builder(build, device)
     jax_fns, jax_note = _jax_builder(build)
     peak = opts.peak_gbs or _peak_gbs()
@@ -185,8 +190,16 @@ def main(argv=None) -> int:
         print(f"note: {jax_note}")
     print(f"{'workload':28s} {'plax-cupy':>12s} {'jax':>12s} {'plax/jax':>9s}  bandwidth")
     for label, nbytes, key in rows:
-        t_plax = _time(_blocking(*plax_fns[key]), opts.repeat)
-        t_jax = _time(_blocking(*jax_fns[key]), opts.repeat) if jax_fns else None
+        try:
+            t_plax = _time(_blocking(*plax_fns[key]), opts.repeat)
+        except Exception as err:  # noqa: BLE001 - one failing row must not hide the others
+            print(f"{label:28s} plax-cupy failed: {type(err).__name__}: {str(err)[:120]}")
+            continue
+        try:
+            t_jax = _time(_blocking(*jax_fns[key]), opts.repeat) if jax_fns else None
+        except Exception as err:  # noqa: BLE001
+            print(f"{'':28s} (jax failed: {type(err).__name__}: {str(err)[:100]})")
+            t_jax = None
         ratio = f"{t_plax / t_jax:9.2f}" if t_jax else f"{'-':>9s}"
         bw = ""
         if nbytes:

@@ -58,6 +58,61 @@ def warn_once(key, message: str) -> None:
     warnings.warn(message, PlaxCupyFallbackWarning, stacklevel=3)
 
 
+# ---------------------------------------------------------------- bfloat16 buffers
+
+import ml_dtypes as _ml_dtypes  # noqa: E402
+
+BF16 = np.dtype(_ml_dtypes.bfloat16)
+
+
+class Bf16Buffer:
+    """bfloat16 values on a GPU, kept as their uint16 bit patterns (CuPy has no bfloat16).
+
+    Operations widen them to float32 (exactly: a shift of the bits), compute in float32 and
+    round results whose type is bfloat16 back to nearest-even, which is what NumPy's bfloat16
+    (ml_dtypes) does per operation on the CPU.
+    """
+
+    __slots__ = ("bits",)
+
+    def __init__(self, bits):
+        self.bits = bits
+
+    shape = property(lambda self: self.bits.shape)
+    ndim = property(lambda self: self.bits.ndim)
+    size = property(lambda self: self.bits.size)
+    device = property(lambda self: self.bits.device)
+    dtype = BF16
+
+    def __getitem__(self, index):
+        return Bf16Buffer(self.bits[index])
+
+    def __repr__(self) -> str:
+        return f"Bf16Buffer(shape={self.shape})"
+
+
+def widen_bf16(buf) -> "cupy.ndarray":
+    """The float32 values of a :class:`Bf16Buffer` (exact)."""
+    return (buf.bits.astype(np.uint32) << np.uint32(16)).view(np.float32)
+
+
+def narrow_bf16(x) -> Bf16Buffer:
+    """float32 values rounded to the nearest bfloat16 (ties to even; NaN stays NaN)."""
+    shape = x.shape
+    x = cupy.ascontiguousarray(x.astype(np.float32, copy=False)).reshape(shape)
+    bits = x.view(np.uint32)
+    rounded = (bits + np.uint32(0x7FFF) + ((bits >> np.uint32(16)) & np.uint32(1))) >> np.uint32(16)
+    nan = (bits & np.uint32(0x7FFFFFFF)) > np.uint32(0x7F800000)
+    out = cupy.where(nan, (bits >> np.uint32(16)) | np.uint32(0x40), rounded)
+    return Bf16Buffer(out.astype(np.uint16).reshape(shape))
+
+
+def _stack(buffers: list):
+    if buffers and isinstance(buffers[0], Bf16Buffer):
+        return Bf16Buffer(cupy.stack([b.bits for b in buffers]))
+    return cupy.stack(buffers)
+
+
 class CupyBackend(Backend):
     """Runs plax on NVIDIA GPUs through CuPy: one :class:`plax.device.CudaDevice` per GPU.
 
@@ -119,18 +174,23 @@ class CupyBackend(Backend):
         return self._devices[buffer.device.id]
 
     def owns_buffer(self, buffer: Any) -> bool:
-        return isinstance(buffer, cupy.ndarray)
+        return isinstance(buffer, (cupy.ndarray, Bf16Buffer))
 
     def put(self, host_array: np.ndarray, device) -> Any:
         host = np.asarray(host_array)
-        if host.dtype.kind == "V" or host.dtype.name == "bfloat16":
-            # CuPy has no bfloat16/extended dtypes: keep the bits, typed by size
+        if host.dtype == BF16:  # CuPy has no bfloat16: its bits
+            bits = np.array(host, copy=True).view(np.uint16)  # (ascontiguousarray makes 0-d 1-d)
+            with self.on(device):
+                return Bf16Buffer(self._alloc(device, lambda: cupy.asarray(bits), bits.nbytes))
+        if host.dtype.kind == "V" or host.dtype.name.startswith("float8"):
             raise UnsupportedPrimitiveError(self.name, "device_put",
                                             f"dtype {host.dtype} has no CuPy equivalent")
         with self.on(device):
             return self._alloc(device, lambda: cupy.asarray(host), host.nbytes)
 
     def to_host(self, buffer: Any) -> np.ndarray:
+        if isinstance(buffer, Bf16Buffer):
+            return self.to_host(buffer.bits).view(BF16)
         if not isinstance(buffer, cupy.ndarray):
             return np.asarray(buffer)
         device = self.device_of(buffer)
@@ -142,13 +202,20 @@ class CupyBackend(Backend):
 
     def transfer(self, buffer: Any, src_device, dst_device) -> Any | None:
         """A device-to-device copy (a peer copy where the GPUs allow it, else CuPy stages it)."""
-        if not isinstance(buffer, cupy.ndarray) or dst_device.platform != "gpu":
+        if dst_device.platform != "gpu":
+            return None
+        if isinstance(buffer, Bf16Buffer):
+            bits = self.transfer(buffer.bits, src_device, dst_device)
+            return None if bits is None else Bf16Buffer(bits)
+        if not isinstance(buffer, cupy.ndarray):
             return None
         self.stream(src_device).synchronize()  # the source's producer may still be running
         with self.on(dst_device):
             return self._alloc(dst_device, lambda: cupy.array(buffer, copy=True), buffer.nbytes)
 
     def block_until_ready(self, buffer: Any) -> None:
+        if isinstance(buffer, Bf16Buffer):
+            buffer = buffer.bits
         if isinstance(buffer, cupy.ndarray):
             self.stream(self.device_of(buffer)).synchronize()
 
@@ -204,32 +271,57 @@ class CupyBackend(Backend):
             return self._kernels[primitive]
         name = primitive.name
         if name == "dot_general":
-            return self._wrap(dot_general)
+            return self._wrap(dot_general, primitive)
         if name == "threefry2x32":
-            return self._wrap(self._threefry)
+            return self._wrap(self._threefry, primitive)
         if name in ("cond", "while", "scan"):
             return self._control_flow(name)
         ref = self._reference().get(primitive)
         if fusion_kind(primitive) is not None and not primitive.multiple_results:
-            return self._wrap(functools.partial(self._eager_fused, primitive, ref))
+            return self._wrap(functools.partial(self._eager_fused, primitive, ref), primitive)
         if ref is None:
             def missing(*buffers, **params):
                 raise UnsupportedPrimitiveError(self.name, name)
             return missing
-        return self._wrap(functools.partial(self._on_reference, primitive, ref))
+        return self._wrap(functools.partial(self._on_reference, primitive, ref), primitive)
         del lax  # noqa
 
-    def _wrap(self, fn: Callable) -> Callable:
-        """``fn`` run on the operands' device and stream, with out-of-memory errors named."""
+    def _wrap(self, fn: Callable, primitive) -> Callable:
+        """``fn`` run on the operands' device and stream, with out-of-memory errors named and
+        bfloat16 operands widened to float32 (results of bfloat16 type rounded back)."""
         def run(*buffers, **params):
             device = self._device_for(buffers)
             with self.on(device):
+                if any(isinstance(b, Bf16Buffer) for b in buffers) or _mentions_bf16(params):
+                    return self._alloc(device, lambda: self._bf16_call(primitive, fn, buffers, params), None)
                 return self._alloc(device, lambda: fn(*buffers, **params), None)
         return run
 
+    def _bf16_call(self, primitive, fn, buffers, params):
+        """``fn`` on float32 views of bfloat16 operands, with bfloat16 in ``params`` read as
+        float32; outputs whose abstract type is bfloat16 are rounded to it."""
+        from plax.core.shaped_array import ShapedArray
+        avals = [ShapedArray(tuple(b.shape), BF16 if isinstance(b, Bf16Buffer) else np.dtype(b.dtype))
+                 for b in buffers]
+        out_avals = primitive.abstract_eval(*avals, **params)
+        if primitive.name == "bitcast_convert_type":  # on the bits, never the values
+            (src,) = buffers
+            aval = out_avals[0] if isinstance(out_avals, (list, tuple)) else out_avals
+            bits = cupy.ascontiguousarray(src.bits if isinstance(src, Bf16Buffer) else src)
+            target = np.uint16 if aval.dtype == BF16 else aval.dtype
+            out = bits.view(target).reshape(aval.shape)
+            return Bf16Buffer(out) if aval.dtype == BF16 else out
+        wide = [widen_bf16(b) if isinstance(b, Bf16Buffer) else b for b in buffers]
+        p32 = {k: (np.dtype(np.float32) if _is_bf16(v) else v) for k, v in params.items()}
+        out = fn(*wide, **p32)
+        if primitive.multiple_results:
+            return [narrow_bf16(o) if a.dtype == BF16 else o for o, a in zip(out, out_avals)]
+        aval = out_avals[0] if isinstance(out_avals, (list, tuple)) else out_avals
+        return narrow_bf16(out) if aval.dtype == BF16 else out
+
     def _device_for(self, buffers):
         for b in buffers:
-            if isinstance(b, cupy.ndarray):
+            if isinstance(b, (cupy.ndarray, Bf16Buffer)):
                 return self._devices[b.device.id]
         return self._devices[0]
 
@@ -298,7 +390,7 @@ class CupyBackend(Backend):
             if r is None:
                 r = runners[device.id] = control_flow.BodyRunner(
                     self, device, read_scalar=lambda b: self.to_host(b)[()],
-                    stack=lambda bufs: cupy.stack(bufs))
+                    stack=_stack)
             return r
 
         fn = {"cond": control_flow.run_cond, "while": control_flow.run_while,
@@ -354,6 +446,18 @@ class _On:
         self.stream.__exit__(*exc)
         self.dev.__exit__(*exc)
         return False
+
+
+def _is_bf16(value) -> bool:
+    try:
+        return value is not None and not isinstance(value, (bool, int, float, str, tuple)) \
+            and np.dtype(value) == BF16
+    except TypeError:
+        return False
+
+
+def _mentions_bf16(params: dict) -> bool:
+    return any(_is_bf16(v) for v in params.values())
 
 
 def _freeze(params: dict):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import sys
 from dataclasses import dataclass
 
 
@@ -43,6 +44,9 @@ def _probe() -> tuple[list[GpuInfo], str]:
         return [], "disabled by PLAX_CUPY_DISABLE"
     if importlib.util.find_spec("cupy") is None:
         return [], "CuPy is not installed (pip install 'plax[cuda12]')"
+    if "cupy" not in sys.modules and not _driver_loadable():
+        # importing CuPy costs ~0.15 s; without a driver it could only say the same
+        return [], "no CUDA GPU present (no CUDA driver: libcuda cannot be loaded)"
     try:
         import cupy
         count = cupy.cuda.runtime.getDeviceCount()
@@ -58,6 +62,18 @@ def _probe() -> tuple[list[GpuInfo], str]:
         gpus.append(GpuInfo(i, name, (int(p["major"]), int(p["minor"])),
                             int(p["multiProcessorCount"]), int(p["totalGlobalMem"])))
     return gpus, ""
+
+
+def _driver_loadable() -> bool:
+    """Whether the CUDA driver library loads (cheap: no CuPy import, no device query)."""
+    import ctypes
+    for name in ("libcuda.so.1", "libcuda.so", "nvcuda.dll", "libcuda.dylib"):
+        try:
+            ctypes.CDLL(name)
+            return True
+        except OSError:
+            continue
+    return False
 
 
 def memory_fraction() -> float | None:

@@ -101,6 +101,10 @@ def zeros(shape, dtype=np.float32):
     return _dev(np.zeros(shape, dtype))
 
 
+def where(c, a, b):
+    return _dev(np.where(_host(c), _host(a), _host(b)))
+
+
 def arange(*args, dtype=None):
     return _dev(np.arange(*args, dtype=dtype))
 

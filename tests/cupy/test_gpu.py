@@ -75,6 +75,24 @@ def test_prng_bits_equal_the_cpu_backends(gpu):
     np.testing.assert_allclose(normal_gpu, normal_cpu, rtol=1e-6, atol=1e-6)
 
 
+def test_bfloat16(gpu):
+    """bfloat16 buffers hold their bits; operations compute in float32 and round, as NumPy's
+    bfloat16 does on the CPU."""
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((64, 32)).astype(jnp.bfloat16)
+    b = rng.standard_normal((32, 16)).astype(jnp.bfloat16)
+    ga, gb = plax.device_put(a, gpu), plax.device_put(b, gpu)
+    assert ga.dtype == jnp.bfloat16 and np.asarray(ga).tobytes() == a.tobytes()
+    cpu = plax.devices("cpu")[0]
+    ca, cb = plax.device_put(a, cpu), plax.device_put(b, cpu)
+    for f in (lambda x, y: x @ y, lambda x, y: jnp.tanh(x[:, :16] * 2) + (y[:16] * 3).sum()):
+        got, want = np.asarray(plax.jit(f)(ga, gb)), np.asarray(plax.jit(f)(ca, cb))
+        assert got.dtype == want.dtype == jnp.bfloat16
+        np.testing.assert_allclose(got.astype(np.float32), want.astype(np.float32), rtol=2e-2, atol=2e-2)
+    bits = lax.bitcast_convert_type(ga, np.uint16)
+    np.testing.assert_array_equal(np.asarray(bits), a.view(np.uint16))
+
+
 def test_control_flow(gpu):
     f = plax.jit(lambda x: lax.fori_loop(0, 10, lambda i, c: c * 1.5 + i, x))
     g = plax.jit(lambda xs: lax.scan(lambda c, x: (c + x, c * x), 0.0, xs))

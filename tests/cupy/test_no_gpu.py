@@ -36,22 +36,35 @@ def test_the_hook_reports_no_backend_quietly():
 
 
 def test_defaults_are_unchanged_with_the_plugin_registered():
+    """The ``cupy`` entry point (or, in a checkout without it, the plugin registered by hand)
+    loads, contributes no backend, warns nothing, and leaves devices and defaults as they are
+    with the plugin disabled (``PLAX_CUPY_DISABLE=1``, in a child process)."""
     import plax
     from plax import plugins
-    before = (plax.devices(), plax.default_backend(), sorted(plugins.registry().backends))
-    name = plugins.register_plugin(__import__("plax_cupy.plugin").plugin, name="plax_cupy_no_gpu")
+    import plax_cupy.plugin
+    show = ("import plax; from plax import plugins; "
+            "print(repr((plax.devices(), plax.default_backend(), sorted(plugins.registry().backends))))")
+    env = dict(os.environ, PLAX_CUPY_DISABLE="1")
+    env.pop("PLAX_BACKEND", None)
+    child = subprocess.run([sys.executable, "-c", show], capture_output=True, text=True, env=env)
+    assert child.returncode == 0, child.stderr
+    name = None
+    if not any(r.group == "plax.backends" and r.name == "cupy" for r in plugins.registry().records):
+        name = plugins.register_plugin(plax_cupy.plugin, name="cupy")
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error")
             after = (plax.devices(), plax.default_backend(), sorted(plugins.registry().backends))
-        assert after == before
+        if "PLAX_BACKEND" not in os.environ:
+            assert repr(after) == child.stdout.strip()
         assert "cupy" not in plugins.registry().backends
-        record = [r for r in plugins.registry().records if r.name == "plax_cupy_no_gpu"]
+        record = [r for r in plugins.registry().records if r.name == "cupy"]
         assert record and record[0].status == "loaded" and not record[0].backends
         with pytest.raises(RuntimeError, match="gpu"):
             plax.devices("gpu")
     finally:
-        plugins.unregister_plugin(name)
+        if name:
+            plugins.unregister_plugin(name)
 
 
 def test_status_command_and_lazy_imports():
@@ -66,3 +79,10 @@ def test_status_command_and_lazy_imports():
             "plax.devices()\nprint('ok')")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
+
+
+def test_gpu_benchmark_exits_quietly_without_a_gpu():
+    script = os.path.join(os.path.dirname(__file__), "..", "..", "benchmarks", "gpu.py")
+    done = subprocess.run([sys.executable, script], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("benchmarks/gpu.py: no GPU to measure on"), done.stdout
