@@ -357,7 +357,7 @@ def _dot_general(gen, eqn, ins, lines, ind):
         if len(ls) == 1 and len(rs) == 1:
             lines.append(f"{ind}{name} = {_t(dtype)}(np.dot({a}, {b}))")
             return [name]
-        if n == 1 and b == ins[1]:  # a matrix-vector product: BLAS's gemv, not gemm
+        if n == 1 and b == ins[1] and len(ls) == 2:  # matrix-vector: BLAS's gemv, not gemm
             b = f"{ins[1]}.reshape(({k},))"
         elif m == 1 and a == ins[0] and len(ls) == 2:
             a = f"{ins[0]}.reshape(({k},))"
