@@ -28,7 +28,7 @@ import plax.numpy as jnp
 from plax import plugins
 from doctest_util import run_doctests
 
-PACKAGES = ["plax", "plax_checkify", "plax_jet", "plax_cost_analysis"]
+PACKAGES = ["plax", "plax_checkify", "plax_jet", "plax_cost_analysis", "plax_pmap"]
 # test modules, not library code: pytest collects them (``pytest --pyargs plax.testing.conformance``)
 EXCLUDED = ("plax.testing.conformance",)
 OPTIONFLAGS = doctest.NORMALIZE_WHITESPACE | doctest.ELLIPSIS
