@@ -9,6 +9,8 @@ rows, against JAX's (and, where JAX is installed, that JAX indeed gives it).
 
 Expected results are numbers (zeros compared with their sign, NaN as NaN), the tokens below,
 or the ``approx(...)`` of an irrational constant.
+
+The rows for complex operands are in ``special_cases_complex.py``.
 """
 from __future__ import annotations
 
@@ -280,6 +282,12 @@ binary("atan2", EITHER_NAN,
        ("If x1_i is -infinity and x2_i is -infinity, the result is an implementation-dependent "
         "approximation to -3π/4.", [-INF], [-INF], approx(-3 * math.pi / 4)))
 
+# nonzero finite operand pairs of the same sign and of different signs (a negative dividend
+# over a larger negative divisor floors to +0)
+_SAME_SIGN = (NONZERO_FINITE, [2.5, 0.5, 1e30, 1.0, -2.5, -0.5, -1e30, -1.0])
+_DIFFERENT_SIGNS = (NONZERO_FINITE, [-2.5, -0.5, -1e30, -1.0, 2.5, 0.5, 1e30, 1.0])
+_PAIRED = {"kwargs": {"paired": True}}
+
 _DIVIDE_COMMON = [
     EITHER_NAN,
     ("If x1_i is either +infinity or -infinity and x2_i is either +infinity or -infinity, the "
@@ -314,10 +322,10 @@ binary("divide", *_DIVIDE_COMMON,
        ("If x1_i is a negative (i.e., less than 0) finite number and x2_i is -infinity, the "
         "result is +0.", NEG_FINITE, [-INF], PZ),
        ("If x1_i and x2_i have the same mathematical sign and are both nonzero finite numbers, "
-        "the result has a positive mathematical sign.", POS_FINITE, POS_FINITE, POSITIVE),
+        "the result has a positive mathematical sign.", *_SAME_SIGN, POSITIVE, _PAIRED),
        ("If x1_i and x2_i have different mathematical signs and are both nonzero finite "
-        "numbers, the result has a negative mathematical sign.", POS_FINITE, NEG_FINITE,
-        NEGATIVE))
+        "numbers, the result has a negative mathematical sign.", *_DIFFERENT_SIGNS, NEGATIVE,
+        _PAIRED))
 
 _JAX_FLOOR = ("jnp.floor_divide on floats is floor(x1 / x2) after fmod-based correction (as "
               "NumPy's), so infinite quotients become NaN and signed zeros follow the product")
@@ -339,10 +347,10 @@ binary("floor_divide", *_DIVIDE_COMMON,
        ("If x1_i is a negative (i.e., less than 0) finite number and x2_i is -infinity, the "
         "result is +0.", NEG_FINITE, [-INF], PZ),  # JAX 0.10 gives -0 here; plax the standard's +0
        ("If x1_i and x2_i have the same mathematical sign and are both nonzero finite numbers, "
-        "the result has a positive mathematical sign.", POS_FINITE, POS_FINITE, POSITIVE),
+        "the result has a positive mathematical sign.", *_SAME_SIGN, POSITIVE, _PAIRED),
        ("If x1_i and x2_i have different mathematical signs and are both nonzero finite "
-        "numbers, the result has a negative mathematical sign.", POS_FINITE, NEG_FINITE,
-        NEGATIVE))
+        "numbers, the result has a negative mathematical sign.", *_DIFFERENT_SIGNS, NEGATIVE,
+        _PAIRED))
 
 _JAX_REM = ("jnp.remainder follows NumPy: x1 - floor_divide(x1, x2) * x2 with the sign of x2, "
             "so a zero dividend keeps its own sign")

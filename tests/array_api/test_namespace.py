@@ -2,8 +2,9 @@
 array object protocol). The standard is recorded in ``array_api_2023_12.json`` by
 ``record_array_api_namespace.py``; CI needs neither array-api-strict nor JAX.
 
-The standard's special-case tables for elementwise functions and its type-promotion table are
-checked value by value in ``test_special_cases.py`` and ``test_type_promotion.py``.
+The standard's special-case tables for elementwise functions (real and complex operands) and
+its type-promotion table are checked value by value in ``test_special_cases.py``,
+``test_special_cases_complex.py`` and ``test_type_promotion.py``.
 """
 from __future__ import annotations
 
