@@ -70,8 +70,9 @@ class ScanRNN(_Row):
 
 class MLPFirstCall:
     """Trace, compile and run a freshly defined MLP step: what a user waits for on the first
-    call (the Numba backend in its default tiered mode: it interprets while kernels compile in
-    the background, from its on-disk cache after the first run)."""
+    call (the Numba backend in its default tiered mode: a program runs on the reference
+    kernels until it is hot, so a first call neither compiles nor imports numba; the first
+    sample of each process also pays the libraries' lazy imports)."""
     params = [frameworks()]
     param_names = ["framework"]
     number = 1            # every sample a new function: nothing cached in memory

@@ -13,8 +13,11 @@ until it is hot (its second run, ``PLAX_NUMBA_COMPILE_AFTER``), then until its k
 compiled in a background thread; ``PLAX_NUMBA_SYNC=1`` compiles at ``jit`` time instead
 (benchmarks, and the conformance kit through :mod:`plax_numba.pytest_plugin`).
 
-The package imports numba only from the modules the plugin hook loads, so a missing numba is
-reported as a failed plugin, not as an import error elsewhere.
+The plugin hook only checks that numba is installed (a missing numba is reported as a failed
+plugin, not as an import error elsewhere). numba itself is imported by the first kernel
+compilation or disk-cache load: building a program and running it on the reference kernels
+(every call until a cluster is hot) never imports it, so a first call costs what it costs on
+the NumPy backend.
 """
 from __future__ import annotations
 

@@ -18,10 +18,8 @@ from numba import njit
 
 _opts = dict(cache=True, nogil=True, error_model="numpy")
 
-#: float products with at least this many multiply-adds per batch element go to BLAS (a BLAS
-#: call costs ~0.1-0.3 us from numba; the loops below are not vectorised: numba's index
-#: wrap-around checks keep LLVM from combining the loads, ~1.2 us for a 64x64 matrix-vector)
-BLAS_MIN = 256
+# Which products go to BLAS and which to the loops below: plax_numba.wholegen.BLAS_MIN (kept
+# there: the planner must not import numba, which this module needs).
 
 
 @njit(**_opts)

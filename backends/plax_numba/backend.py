@@ -110,7 +110,7 @@ class NumbaBackend(Backend):
 
     def compile(self, jaxpr, device) -> Callable[..., Sequence[Any]]:
         from plax.lowering import lower
-        from plax_numba.emitter import NumbaEmitter  # imports numba (once)
+        from plax_numba.emitter import NumbaEmitter  # not numba: the first compile job does
         whole = self._compile_whole(jaxpr, device)
         if whole is not None:
             return whole

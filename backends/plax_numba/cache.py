@@ -8,6 +8,11 @@ numba keys its compiled versions by argument types.
 
 The cache directory is ``$PLAX_NUMBA_CACHE_DIR``, else ``$XDG_CACHE_HOME/plax_numba`` (or
 ``~/.cache/plax_numba``), else a temporary directory when those are not writable.
+
+numba itself is imported by the first load or compilation (:func:`load_kernel`), not by this
+module: with tiering, a program's first call only names its kernels (their source and
+path), so a process whose jitted functions never get hot never pays numba's import
+(~0.15-0.25 s on a 2-core host, the bulk of a first call).
 """
 from __future__ import annotations
 
@@ -18,10 +23,7 @@ import sys
 import tempfile
 import threading
 
-import numba
 import numpy as np
-
-from plax_numba import arrays, scalar
 
 _HEADER = '''"""A plax_numba kernel, generated from {primitives}."""
 import numpy as np
@@ -41,12 +43,26 @@ _kernels: dict[str, object] = {}   # file key -> dispatcher
 _dir: str | None = None
 
 
+def _numba_version() -> str:
+    """numba's version, from its distribution's metadata (importing numba costs ~0.2 s)."""
+    numba = sys.modules.get("numba")
+    if numba is not None:
+        return numba.__version__
+    try:
+        from importlib.metadata import version
+        return version("numba")
+    except Exception:  # noqa: BLE001 - not installed as a distribution: import it
+        import numba
+        return numba.__version__
+
+
 def _salt() -> str:
     helpers = b""
-    for module in (scalar, arrays):  # the helpers the generated kernels call
-        with open(module.__file__, "rb") as f:
+    here = os.path.dirname(os.path.abspath(__file__))
+    for name in ("scalar.py", "arrays.py"):  # the helpers the generated kernels call
+        with open(os.path.join(here, name), "rb") as f:  # read, not imported: no numba
             helpers += f.read()
-    return hashlib.sha256(helpers + numba.__version__.encode() + np.__version__.encode()
+    return hashlib.sha256(helpers + _numba_version().encode() + np.__version__.encode()
                           + sys.version.encode()).hexdigest()
 
 
@@ -120,6 +136,7 @@ def load_kernel(text: str):
 def numba_signature(arg_types: list):
     """The numba signature for a plan's ``arg_types`` (C-contiguous arrays, read-only ones for
     ``"rarray"``, scalars, intp)."""
+    import numba
     from numba import types
     sig = []
     for t in arg_types:

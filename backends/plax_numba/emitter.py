@@ -80,11 +80,14 @@ class NumbaEmitter(Emitter):
             parts.append((fn, [id(v) for v in inputs], [id(v) for v in outputs]))
         in_keys = [id(v) for v in cluster.inputs]
         out_keys = [id(v) for v in cluster.outputs]
+        parts = _with_dead(parts, out_keys)
 
         def run(*args):
             env = dict(zip(in_keys, args))
-            for fn, ins, outs in parts:
+            for fn, ins, outs, dead in parts:
                 env.update(zip(outs, fn(*[env[k] for k in ins])))
+                for k in dead:  # a value is freed after its last use, as in the program
+                    del env[k]
             return [env[k] for k in out_keys]
 
         return Step(run, guarded=True)
@@ -139,14 +142,17 @@ class NumbaEmitter(Emitter):
             fn = self.backend.eager_impl(eqn.primitive)
             if eqn.params:
                 fn = functools.partial(fn, **eqn.params)
-            plan.append((fn, [id(v) for v in eqn.invars], id(eqn.outvars[0])))
+            plan.append((fn, [id(v) for v in eqn.invars], [id(eqn.outvars[0])]))
         in_keys = [id(v) for v in cluster.inputs]
         out_keys = [id(v) for v in cluster.outputs]
+        plan = [(fn, ins, outs[0], dead) for fn, ins, outs, dead in _with_dead(plan, out_keys)]
 
         def interp(*args):
             env = dict(zip(in_keys, args))
-            for fn, ins, out in plan:
+            for fn, ins, out, dead in plan:
                 env[out] = fn(*[env[k] for k in ins])
+                for k in dead:  # freed after its last use: a cluster of a long elementwise
+                    del env[k]  # chain would otherwise hold every intermediate at once
             return [env[k] for k in out_keys]
 
         return interp
@@ -161,8 +167,7 @@ class NumbaEmitter(Emitter):
         if own is not None:
             return _bind(own, eqn.params)
         if prim is lax.threefry2x32_p:  # native (plax_numba.threefry), bit-identical
-            from plax_numba import threefry
-            return threefry.step_for(eqn, backend, self.sync)
+            return threefry_step(eqn, backend, self.sync)
         if prim is lax.dot_general_p:
             dot = kernels.plain_dot(eqn)
             if dot is not None:
@@ -201,8 +206,72 @@ class NumbaEmitter(Emitter):
         return kernels.quiet_enter, kernels.quiet_leave
 
 
+def _with_dead(plan, out_keys):
+    """``(fn, ins, outs, dead)`` for each ``(fn, ins, outs)`` of ``plan``: ``dead`` the keys
+    whose last use is that step (operands, and outputs nothing reads) and that are not
+    among ``out_keys``, so a step-by-step interpreter drops them there."""
+    keep, last = set(out_keys), {}
+    for i, (_, ins, outs) in enumerate(plan):
+        for k in outs:
+            last[k] = i
+        for k in ins:
+            last[k] = i
+    return [(fn, ins, outs, tuple(k for k in dict.fromkeys(list(ins) + list(outs))
+                                  if last[k] == i and k not in keep))
+            for i, (fn, ins, outs) in enumerate(plan)]
+
+
 def _bind(fn, params):
     return functools.partial(fn, **params) if params else fn
+
+
+def threefry_step(eqn, backend, sync: bool):
+    """The step running a ``threefry2x32`` equation in a compiled program: the native kernel
+    of :mod:`plax_numba.threefry`.
+
+    With synchronous compilation (or a kernel already compiled in this process) it is the
+    native kernel itself. Otherwise it is tiered like a fusion cluster: the reference kernel
+    runs until the equation is hot, the native kernel compiles (or loads from the disk
+    cache) in the background thread, and later calls use it. :mod:`plax_numba.threefry`
+    (and numba with it) is imported by the compilation, not when the program is built. A
+    failed compilation warns once and the reference kernel keeps running.
+    """
+    ranks = tuple(len(v.aval.shape) for v in eqn.invars)
+    if sync or ranks in _threefry_ready:
+        kernel = _threefry_compile(ranks)
+        return kernel if kernel is not None else backend.eager_impl(eqn.primitive)
+    reference = backend.eager_impl(eqn.primitive)
+    state = {"kernel": None}
+
+    def job():
+        state["kernel"] = _threefry_compile(ranks)
+
+    counted = tiered.counting(reference, job, tiered.compile_after())
+
+    def step(k1, k2, x1, x2):
+        kernel = state["kernel"]
+        if kernel is not None:
+            return kernel(k1, k2, x1, x2)
+        return counted(k1, k2, x1, x2)
+    return step
+
+
+_threefry_ready: set = set()  # operand ranks the threefry kernels are compiled for
+
+
+def _threefry_compile(ranks):
+    """:func:`plax_numba.threefry.threefry2x32` once both its kernels are compiled (or loaded
+    from numba's disk cache) for operands of ``ranks``; None (warned about) on failure."""
+    try:
+        from plax_numba import threefry
+        threefry.precompile(ranks)
+    except Exception as err:  # noqa: BLE001 - reported; the reference kernel runs it
+        import os
+        tiered.compile_failed(["threefry2x32"],
+                              os.path.join(os.path.dirname(__file__), "threefry.py"), err)
+        return None
+    _threefry_ready.add(ranks)
+    return threefry.threefry2x32
 
 
 def native_step(plan, interp, sync: bool, sources: list | None = None):

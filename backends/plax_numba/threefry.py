@@ -167,46 +167,5 @@ def threefry2x32(k1, k2, x1, x2):
     return out0.reshape(shape), out1.reshape(shape)
 
 
-# ---------------------------------------------------------------- the compiled-code step
-
-def step_for(eqn, backend, sync: bool):
-    """The step running a ``threefry2x32`` equation in a compiled program.
-
-    With synchronous compilation (or a kernel already compiled in this process) it is the
-    native kernel itself. Otherwise it is tiered like a fusion cluster: the reference kernel
-    runs until the equation is hot, the native kernel compiles (or loads from the disk
-    cache) in the background thread, and later calls use it. A failed compilation warns
-    once and the reference kernel keeps running.
-    """
-    from plax_numba import tiered
-    ranks = tuple(len(v.aval.shape) for v in eqn.invars)
-    if sync or ranks in _ready_ranks:
-        try:
-            precompile(ranks)
-        except Exception as err:  # noqa: BLE001 - reported; the reference kernel runs it
-            tiered.compile_failed(["threefry2x32"], __file__, err)
-            return backend.eager_impl(eqn.primitive)
-        _ready_ranks.add(ranks)
-        return threefry2x32
-    reference = backend.eager_impl(eqn.primitive)
-    state = {"ready": False}
-
-    def job():
-        try:
-            precompile(ranks)
-        except Exception as err:  # noqa: BLE001
-            tiered.compile_failed(["threefry2x32"], __file__, err)
-            return
-        _ready_ranks.add(ranks)
-        state["ready"] = True
-
-    counted = tiered.counting(reference, job, tiered.compile_after())
-
-    def step(k1, k2, x1, x2):
-        if state["ready"]:
-            return threefry2x32(k1, k2, x1, x2)
-        return counted(k1, k2, x1, x2)
-    return step
-
-
-_ready_ranks: set = set()  # operand ranks the kernels are compiled for in this process
+# The step of a compiled program (tiered, like a cluster's kernel) is
+# plax_numba.emitter.threefry_step: it imports this module (and numba) only to compile.

@@ -9,7 +9,7 @@ array code inside ``kernel``:
   contiguous copies, ``dynamic_slice``/``dynamic_update_slice`` with XLA's clamped starts,
   ``concatenate``, ``pad`` (no interior padding), ``iota``;
 * ``dot_general`` as a batched product of ``(batch, m, k)`` by ``(batch, k, n)``: BLAS
-  (``np.dot``) for float products of at least :data:`plax_numba.arrays.BLAS_MIN`
+  (``np.dot``) for float products of at least :data:`BLAS_MIN`
   multiply-adds, the loops of :mod:`plax_numba.arrays` below that and for integers;
 * ``cond``/``switch`` as ``if``/``elif`` on the clamped index, ``while`` as a ``while``
   loop, ``scan`` (``fori_loop`` lowers to it) as a ``for`` loop slicing ``xs`` and filling
@@ -38,8 +38,17 @@ from plax.lowering import (BROADCAST, ELEMENTWISE, REDUCTION, Cluster, call_body
                            find_clusters, fusion_kind)
 from plax.lowering.literals import literal_value
 
-from plax_numba import arrays, codegen
+from plax_numba import codegen
 from plax_numba.codegen import Unsupported, _cast, _t, constant
+
+# (plax_numba.arrays, the helpers the generated code calls, is not imported here: it imports
+# numba, which planning a program at its first call must not pay for)
+
+#: float products with at least this many multiply-adds per batch element go to BLAS (a BLAS
+#: call costs ~0.1-0.3 us from numba; the loops of :mod:`plax_numba.arrays` are not
+#: vectorised: numba's index wrap-around checks keep LLVM from combining the loads, ~1.2 us
+#: for a 64x64 matrix-vector)
+BLAS_MIN = 256
 
 #: what a native loop or whole-program kernel does not compile: a body using one of these
 #: keeps the per-equation path (a Python loop calling the compiled body), with one warning
@@ -349,7 +358,7 @@ def _dot_general(gen, eqn, ins, lines, ind):
     n = math.prod(rs[d] for d in rf)
     oshape = tuple(out.aval.shape)
     name = gen.fresh()
-    if dtype.kind == "f" and m * n * k >= arrays.BLAS_MIN and not lb and len(ls) <= 2 \
+    if dtype.kind == "f" and m * n * k >= BLAS_MIN and not lb and len(ls) <= 2 \
             and len(rs) == 2 and ls:
         # one BLAS call on (possibly transposed) views: numba passes the transpose flags
         a = ins[0] if len(ls) == 1 or list(lf) + list(lc) == [0, 1] else f"{ins[0]}.T"
@@ -371,7 +380,7 @@ def _dot_general(gen, eqn, ins, lines, ind):
     lines.append(f"{ind}{o3} = np.empty({_shape((nb, m, n))}, {_t(dtype)})")
     if dtype == np.bool_:
         lines.append(f"{ind}dot_bool({a3}, {b3}, {o3})")
-    elif dtype.kind == "f" and m * n * k >= arrays.BLAS_MIN:
+    elif dtype.kind == "f" and m * n * k >= BLAS_MIN:
         fn = "dot_blas_mv" if n == 1 else "dot_blas"
         lines.append(f"{ind}{fn}({a3}, {b3}, {o3})")
     else:
