@@ -1,5 +1,5 @@
 """What every compiling backend shares: liveness, host literals, fusion clusters, the emitter
-interface, and the driver that turns a jaxpr into a program with per-equation fallback.
+interface, jaxpr rewrites before lowering, and the driver that turns a jaxpr into a program with per-equation fallback.
 
 A backend implements an :class:`Emitter` and calls :func:`lower` from its ``compile``; see
 docs/plugin_guide.md. The submodules load on first use of a name (``import plax`` only needs
@@ -18,6 +18,7 @@ _WHERE = {
     "dead_after": "liveness", "last_uses": "liveness",
     "literal_value": "literals",
     "numpy_errors_off": "host",
+    "fold_transposed_products": "simplify",
     "call_body": "calls", "lower": "program", "register_call_primitive": "calls",
 }
 
