@@ -5,7 +5,8 @@ numba into the caller.
 ``(batch, m, k)`` and ``(batch, k, n)`` operands. Large float products go to BLAS
 (``np.dot``, scipy's BLAS inside numba); small ones and integer ones run the loops below,
 which sum each output element in ``k`` order (one multiply and one add per term, no fused
-multiply-add, no reassociation) except :func:`dot_rows`, which keeps eight partial sums
+multiply-add, no reassociation; :func:`matvec_t` for matrix-vector products) except
+:func:`dot_rows`, which keeps eight partial sums
 (``k`` mod 8) so that LLVM can vectorise a matrix-vector product without fastmath. Either
 order differs from BLAS's in the last bits: results are within ``k`` ulps of the exact
 product's rounding, not bit-identical to the NumPy backend (documented in
@@ -60,6 +61,36 @@ def dot_loops(a, b, out, zero):
                 x = a[p, i, j]
                 for c in range(n):
                     out[p, i, c] += x * b[p, j, c]
+    return out
+
+
+@njit(**_opts, inline="always")
+def matvec_t(wt, v, out, k, m):
+    """``out[i] = sum_kk wt[kk, i] * v[kk]`` for ``i < m``, ``kk < k`` (``wt`` is the
+    ``(k, m)`` transpose of the matrix; ``v`` any 1-D array; ``out`` 1-D C-contiguous).
+
+    Each ``out[i]`` is summed in ``kk`` order from zero, one rounding per multiply and per
+    add, as :func:`dot_loops` does, but the loops run "axpy" form: the inner loop runs over
+    the output index ``i`` on contiguous rows of ``wt`` and carries no reduction, so LLVM
+    vectorises it without fastmath; eight ``kk`` per pass keep each partial sum in a
+    register across eight adds. Inlined into the caller (``k`` and ``m`` are literals there:
+    the loops unroll)."""
+    k8 = k - k % 8
+    for i in range(m):
+        out[i] = 0
+    for kk in range(0, k8, 8):
+        x0, x1, x2, x3 = v[kk], v[kk + 1], v[kk + 2], v[kk + 3]
+        x4, x5, x6, x7 = v[kk + 4], v[kk + 5], v[kk + 6], v[kk + 7]
+        w0, w1, w2, w3 = wt[kk], wt[kk + 1], wt[kk + 2], wt[kk + 3]
+        w4, w5, w6, w7 = wt[kk + 4], wt[kk + 5], wt[kk + 6], wt[kk + 7]
+        for i in range(m):
+            out[i] = (((((((out[i] + w0[i] * x0) + w1[i] * x1) + w2[i] * x2) + w3[i] * x3)
+                        + w4[i] * x4) + w5[i] * x5) + w6[i] * x6) + w7[i] * x7
+    for kk in range(k8, k):
+        x = v[kk]
+        w = wt[kk]
+        for i in range(m):
+            out[i] = out[i] + w[i] * x
     return out
 
 

@@ -31,7 +31,7 @@ from numba import njit, prange
 from plax_numba.scalar import fmax, fmin, idiv, irem, fsign, logistic, round_away, exp_f32
 from plax_numba.scalar import tanh_f32, logistic_f32
 from plax_numba.scalar import bitcast, nextafter_f32, nextafter_f64
-from plax_numba.arrays import dot_rows, dot_loops, dot_blas, dot_blas_mv, dot_bool
+from plax_numba.arrays import dot_rows, dot_loops, dot_blas, dot_blas_mv, dot_bool, matvec_t
 
 _OPTIONS = dict(cache=True, nogil=True, error_model="numpy", boundscheck=False)
 _PARALLEL = dict(_OPTIONS, parallel=True)

@@ -10,7 +10,12 @@ array code inside ``kernel``:
   ``concatenate``, ``pad`` (no interior padding), ``iota``;
 * ``dot_general`` as a batched product of ``(batch, m, k)`` by ``(batch, k, n)``: BLAS
   (``np.dot``) for float products of at least :data:`BLAS_MIN`
-  multiply-adds, the loops of :mod:`plax_numba.arrays` below that and for integers;
+  multiply-adds, the loops of :mod:`plax_numba.arrays` below that and for integers; float
+  matrix-vector products up to :data:`MATVEC_MAX` whose matrix is at hand in ``(k, m)``
+  layout (contracted on its first axis, or a loop invariant whose transpose is hoisted
+  before the loop) run the inlined ``matvec_t`` (``k``-order sums, vectorised over the
+  outputs), into a buffer allocated once per loop when the product does not outlive an
+  iteration;
 * ``cond``/``switch`` as ``if``/``elif`` on the clamped index, ``while`` as a ``while``
   loop, ``scan`` (``fori_loop`` lowers to it) as a ``for`` loop slicing ``xs`` and filling
   preallocated ``ys`` (``reverse`` honoured; ``unroll`` accepted and ignored: LLVM unrolls),
@@ -49,6 +54,12 @@ from plax_numba.codegen import Unsupported, _cast, _t, constant
 #: vectorised: numba's index wrap-around checks keep LLVM from combining the loads, ~1.2 us
 #: for a 64x64 matrix-vector)
 BLAS_MIN = 256
+
+#: float matrix-vector products of at most this many multiply-adds whose matrix is available
+#: in ``(k, m)`` layout (contracted along its first axis, or a loop invariant whose transpose
+#: is hoisted before the loop) run :func:`plax_numba.arrays.matvec_t` inline instead of BLAS:
+#: a gemv call from numba costs ~0.2 us, the inlined loop ~0.15 us for 64x64 (znver4)
+MATVEC_MAX = 64 * 64
 
 #: what a native loop or whole-program kernel does not compile: a body using one of these
 #: keeps the per-equation path (a Python loop calling the compiled body), with one warning
@@ -91,6 +102,10 @@ class _Gen:
         self.kernels: dict[str, str] = {}     # cluster kernel source -> its name
         self.consts: list[np.ndarray] = []
         self.primitives: list[str] = []
+        self.flat: dict[str, str] = {}      # value -> a rank-1 view of it already bound
+        self.hoisted: dict[str, str] = {}   # loop-invariant matrix -> its (k, m) transpose
+        self.pure: set[str] = set()         # names whose line goes if they are unused
+        self.buffers: list | None = None    # in a loop body: matrix-vector outputs
 
     def fresh(self, prefix: str = "v") -> str:
         self.count += 1
@@ -212,7 +227,14 @@ def _reshape(gen, eqn, ins, lines, ind):
     oshape, ishape = tuple(out.aval.shape), tuple(eqn.invars[0].aval.shape)
     if oshape == ishape:
         return [x]
+    alias = x if len(ishape) == 1 else gen.flat.get(x)
+    if len(oshape) == 1 and alias is not None:
+        return [alias]  # (numba's reshape is a C call: ~12 ns a step in a loop)
     name = gen.fresh()
+    if oshape and ishape:
+        gen.pure.add(name)
+        if alias is not None:
+            gen.flat[name] = alias
     if not oshape:
         expr = f"{x}.ravel()[0]"
     elif not ishape:
@@ -357,6 +379,10 @@ def _dot_general(gen, eqn, ins, lines, ind):
     k = math.prod(ls[d] for d in lc)
     n = math.prod(rs[d] for d in rf)
     oshape = tuple(out.aval.shape)
+    if dtype.kind == "f" and not lb and 0 < m * k * n <= MATVEC_MAX:
+        res = _matvec(gen, eqn, ins, lines, ind)
+        if res is not None:
+            return res
     name = gen.fresh()
     if dtype.kind == "f" and m * n * k >= BLAS_MIN and not lb and len(ls) <= 2 \
             and len(rs) == 2 and ls:
@@ -390,6 +416,136 @@ def _dot_general(gen, eqn, ins, lines, ind):
     else:
         lines.append(f"{ind}{name} = {o3}[0, 0, 0]")
     return [name]
+
+
+def _vector(gen, x: str, shape: tuple) -> str:
+    """A rank-1 view of the vector ``x`` of ``shape`` (``(k,)``, ``(k, 1)`` or ``(1, k)``)."""
+    if len(shape) == 1:
+        return x
+    if x in gen.flat:
+        return gen.flat[x]
+    return f"{x}[0]" if shape[0] == 1 else f"{x}[:, 0]"
+
+
+def _matvec(gen, eqn, ins, lines, ind):
+    """A float matrix-vector product through the inlined :func:`plax_numba.arrays.matvec_t`
+    when its matrix is at hand in ``(k, m)`` layout; ``None`` otherwise."""
+    (lc, rc), _ = eqn.params["dimension_numbers"]
+    ls, rs = tuple(eqn.invars[0].aval.shape), tuple(eqn.invars[1].aval.shape)
+    if len(lc) != 1:
+        return None
+    if len(ls) == 2 and len(rs) in (1, 2) and math.prod(rs) == rs[rc[0]]:
+        mat, mshape, cdim, vec, vshape = ins[0], ls, lc[0], ins[1], rs    # matrix @ vector
+    elif len(rs) == 2 and len(ls) in (1, 2) and math.prod(ls) == ls[lc[0]]:
+        mat, mshape, cdim, vec, vshape = ins[1], rs, rc[0], ins[0], ls    # vector @ matrix
+    else:
+        return None
+    k, mm = mshape[cdim], mshape[1 - cdim]
+    if cdim == 0:
+        wt = mat
+    elif mat in gen.hoisted:
+        wt = gen.hoisted[mat]
+    else:
+        return None  # a transposed copy at every call costs more than the BLAS call saves
+    out = eqn.outvars[0]
+    oshape = tuple(out.aval.shape)
+    o = gen.fresh()
+    lines.append(f"{ind}{o} = np.empty(({mm},), {_t(out.aval.dtype)})")
+    if gen.buffers is not None:
+        gen.buffers.append(o)
+    lines.append(f"{ind}matvec_t({wt}, {_vector(gen, vec, vshape)}, {o}, {k}, {mm})")
+    if len(oshape) == 1:
+        return [o]
+    name = gen.fresh()
+    lines.append(f"{ind}{name} = {o}.reshape({_shape(oshape)})")
+    gen.pure.add(name)
+    gen.flat[name] = o
+    return [name]
+
+
+def _hoist(gen, consts: list, avals: list, lines: list, ind: str) -> dict:
+    """Binds the ``(k, m)`` transpose of each loop-invariant float matrix small enough for
+    :func:`_matvec` before the loop (dropped by :func:`_drop_unused` where no product uses
+    it); returns the previous ``gen.hoisted`` to restore after the loop's body."""
+    saved = dict(gen.hoisted)
+    for x, aval in zip(consts, avals):
+        if len(aval.shape) == 2 and np.dtype(aval.dtype).kind == "f" \
+                and 0 < math.prod(aval.shape) <= MATVEC_MAX and x not in gen.hoisted:
+            t = gen.fresh("wt")
+            lines.append(f"{ind}{t} = np.ascontiguousarray({x}.T)")
+            gen.pure.add(t)
+            gen.hoisted[x] = t
+    return saved
+
+
+_CONSUMES = None
+
+
+def _consumed_only(name: str, body: list, depth: int = 0) -> bool:
+    """Whether every read of ``name`` in ``body`` consumes it within the iteration (a cluster
+    kernel's or a product's operand, a store into ``ys``, a view read the same way): then
+    its buffer may be reused by the next iteration."""
+    import re
+    global _CONSUMES
+    if _CONSUMES is None:
+        _CONSUMES = re.compile(r"^\s*(r\d+ = k\d+\(|matvec_t\(|dot_\w+\(|ys\d+\[i\d+\] = )")
+    word = re.compile(rf"\b{name}\b")
+    for line in body:
+        if not word.search(line):
+            continue
+        text = line.strip()
+        head = text.split(" = ", 1)[0] if " = " in text else ""
+        if head == name:  # its binding (the allocation, or the view of the buffer)
+            continue
+        if _CONSUMES.match(line) and not word.search(head):
+            continue
+        view = re.fullmatch(rf"(v\d+) = {name}\.reshape\(\([\d, ]*\)\)", text)
+        if view and depth < 4 and _consumed_only(view.group(1), body, depth + 1):
+            continue
+        return False
+    return True
+
+
+def _enter_loop(gen) -> tuple:
+    saved, gen.buffers = gen.buffers, []
+    return saved
+
+
+def _leave_loop(gen, saved, lines: list, start: int, ind: str) -> None:
+    """Moves the allocations of the loop body's matrix-vector outputs that do not outlive
+    an iteration (:func:`_consumed_only`) before the loop (``lines[start]``): one buffer
+    for all iterations instead of an allocation (~14 ns) per step."""
+    buffers, gen.buffers = gen.buffers, saved
+    body = lines[start + 1:]
+    for o in buffers:
+        if not _consumed_only(o, body):
+            continue
+        for j in range(start + 1, len(lines)):
+            if lines[j].strip().startswith(f"{o} = np.empty("):
+                line = lines.pop(j)
+                lines.insert(start, ind + line.strip())
+                start += 1
+                body = lines[start + 1:]
+                break
+
+
+def _drop_unused(lines: list, pure: set) -> list:
+    """``lines`` without the bindings of names in ``pure`` that nothing reads."""
+    import re
+    while True:
+        text = "\n".join(lines)
+        counts: dict = {}
+        for tok in re.findall(r"\b[a-z]+\d+\b", text):
+            counts[tok] = counts.get(tok, 0) + 1
+        keep = []
+        for line in lines:
+            head = line.lstrip().split(" = ", 1)[0]
+            if head in pure and counts.get(head, 0) == 1:
+                continue
+            keep.append(line)
+        if len(keep) == len(lines):
+            return lines
+        lines = keep
 
 
 def _copy(gen, eqn, ins, lines, ind):
@@ -440,6 +596,8 @@ def _while(gen, eqn, ins, lines, ind):
     avals = [v.aval for v in eqn.outvars]
     carry = [gen.fresh("c") for _ in eqn.outvars]
     _assign(gen, carry, ins[nc + nb:], avals, lines, ind)
+    saved = _hoist(gen, ins[:nc + nb], [v.aval for v in eqn.invars[:nc + nb]], lines, ind)
+    start, outer = len(lines), _enter_loop(gen)
     lines.append(f"{ind}while True:")
     inner = ind + "    "
     pred = gen.jaxpr(cj.jaxpr, ins[:nc] + carry, lines, inner, _closed_consts(gen, cj))[0]
@@ -447,6 +605,8 @@ def _while(gen, eqn, ins, lines, ind):
     lines.append(f"{inner}    break")
     new = gen.jaxpr(bj.jaxpr, ins[nc:nc + nb] + carry, lines, inner, _closed_consts(gen, bj))
     _assign(gen, carry, new, avals, lines, inner)
+    gen.hoisted = saved
+    _leave_loop(gen, outer, lines, start, ind)
     return carry
 
 
@@ -464,6 +624,8 @@ def _scan(gen, eqn, ins, lines, ind):
                      f"{_t(a.dtype)})")
         ys.append(y)
     it, i = gen.fresh("it"), gen.fresh("i")
+    saved = _hoist(gen, ins[:nc], [v.aval for v in eqn.invars[:nc]], lines, ind)
+    start, outer = len(lines), _enter_loop(gen)
     lines.append(f"{ind}for {it} in range({length}):")
     inner = ind + "    "
     lines.append(f"{inner}{i} = {length - 1} - {it}" if reverse else f"{inner}{i} = {it}")
@@ -476,6 +638,8 @@ def _scan(gen, eqn, ins, lines, ind):
     for y, r in zip(ys, res[ncarry:]):
         lines.append(f"{inner}{y}[{i}] = {r}")
     _assign(gen, carry, res[:ncarry], avals[:ncarry], lines, inner)
+    gen.hoisted = saved
+    _leave_loop(gen, outer, lines, start, ind)
     return carry + ys
 
 
@@ -513,6 +677,7 @@ def plan_program(jaxpr: Jaxpr) -> WholePlan:
     const_names = [f"kc{i}" for i in range(len(gen.consts))]
     head = [f"@njit(**_OPTIONS)", f"def kernel({', '.join(const_names + params)}):"]
     lines.append(f"    return ({''.join(r + ', ' for r in rets)})")
+    lines = _drop_unused(lines, gen.pure)
     kernels = [src.replace("def kernel(", f"def {name}(", 1)
                for src, name in gen.kernels.items()]
     source = "\n".join(kernels + ["\n".join(head + lines)]) + "\n"
