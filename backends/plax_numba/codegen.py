@@ -71,9 +71,14 @@ class KernelPlan:
       primitives: the names of the fused primitives, for messages.
     """
 
-    def __init__(self, source, wrapper, arg_types, wrapper_globals, primitives):
+    def __init__(self, source, wrapper, arg_types, wrapper_globals, primitives,
+                 out_params: bool = False):
         self.source, self.wrapper, self.arg_types = source, wrapper, arg_types
         self.wrapper_globals, self.primitives = wrapper_globals, primitives
+        #: whether ``kernel`` is ``kernel(*inputs, *outputs, n)`` over flat (1-D) arrays,
+        #: writing into outputs allocated by its caller (see :func:`plan_cluster`), so it
+        #: can also run on contiguous chunks of its operands
+        self.out_params = out_params
 
 
 def _t(dtype) -> str:
@@ -333,8 +338,19 @@ def _flat_view(name: str, ndim: int) -> str:
     return f"{name}_f = {name}" if ndim == 1 else f"{name}_f = {name}.ravel()"
 
 
-def plan_cluster(cluster) -> KernelPlan:
+def plan_cluster(cluster, preallocate: bool = False, parallel: bool | None = None) -> KernelPlan:
     """The kernel plan of ``cluster``.
+
+    Args:
+      cluster: the fusion cluster.
+      preallocate: for a large flat cluster without reductions (at least
+        :data:`PARALLEL_MIN` elements), the caller allocates the outputs: the kernel is
+        ``kernel(*inputs, *outputs, n)`` over 1-D arrays (``KernelPlan.out_params``) and the
+        wrapper allocates them with NumPy, whose large buffers are backed by huge pages
+        (numba's allocator faults in 4 KiB pages: first touching a fresh 40 MB output cost
+        15 ms against 7 ms, and 1.2 ms for the loop itself). Such a kernel also runs on
+        chunks of its operands (:meth:`NumbaEmitter._emit_split`).
+      parallel: force the serial (False) or parallel (True) loop; None: by size.
 
     Raises:
       Unsupported: a primitive, dtype or pattern the generator does not express.
@@ -362,6 +378,10 @@ def plan_cluster(cluster) -> KernelPlan:
             if sorted(eqn.params["axes"]) != list(range(rank)):
                 flat = False
 
+    out_params = (preallocate and flat and rank > 0 and math.prod(shape) >= PARALLEL_MIN
+                  and not broadcast_operands_partial(cluster, shape)
+                  and not any(fusion_kind(e.primitive) == REDUCTION for e in cluster.eqns))
+
     # inputs: rank-0 operands as scalars, the others as arrays
     inputs: list[_Input] = []
     for i, atom in enumerate(cluster.inputs):
@@ -373,7 +393,7 @@ def plan_cluster(cluster) -> KernelPlan:
         else:
             if not isinstance(atom, (Var, Literal)):
                 raise Unsupported("an operand that is neither a variable nor a literal")
-            inputs.append(_Input(atom, f"a{i}", "array", dtype, nd))
+            inputs.append(_Input(atom, f"a{i}", "array", dtype, 1 if out_params else nd))
 
     # a scalar-shaped cluster: every value is a scalar, no loop
     if rank == 0:
@@ -405,6 +425,9 @@ def plan_cluster(cluster) -> KernelPlan:
     for j, v in enumerate(cluster.outputs):
         if fusion_kind(_defining(cluster, v).primitive) != REDUCTION and rank:
             t = _t(out_dtypes[j]) if out_dtypes[j] != np.bool_ else "np.bool_"
+            if out_params:
+                pre.append(f"o{j}_f = o{j}")
+                continue
             pre.append(f"o{j} = np.empty(({', '.join(dims)},), {t})")
             if flat:  # (a rank-1 array is its own flat view: numba's reshape is a C call)
                 pre.append(f"o{j}_f = o{j}" if rank == 1 else
@@ -476,9 +499,17 @@ def plan_cluster(cluster) -> KernelPlan:
                 out_exprs[j] = f"o{j}"
 
     params = [inp.name for inp in inputs] + dims
+    if out_params:
+        dims = ["n"]
+        params = ([inp.name for inp in inputs] + [f"o{j}" for j in range(len(cluster.outputs))]
+                  + dims)
     # shapes are static per compiled program, so the variant is chosen here
-    parallel = (flat and rank > 0 and math.prod(shape) >= PARALLEL_MIN
-                and not any(fusion_kind(e.primitive) == REDUCTION for e in cluster.eqns))
+    if parallel is None:
+        parallel = (flat and rank > 0 and math.prod(shape) >= PARALLEL_MIN
+                    and not any(fusion_kind(e.primitive) == REDUCTION for e in cluster.eqns))
+    else:
+        parallel = (parallel and flat and rank > 0
+                    and not any(fusion_kind(e.primitive) == REDUCTION for e in cluster.eqns))
     lines = [f"@njit(**{'_PARALLEL' if parallel else '_OPTIONS'})",
              f"def kernel({', '.join(params)}):"]
     lines += ["    " + s for s in pre]
@@ -493,8 +524,10 @@ def plan_cluster(cluster) -> KernelPlan:
             lines.append("    " + "    " * d + f"for {idx[d]} in range({dims[d]}):")
         lines += ["    " + "    " * rank + s for s in body]
     lines += ["    " + s for s in post]
-    lines.append(f"    return ({', '.join(out_exprs)},)")
+    lines.append("    return 0" if out_params else f"    return ({', '.join(out_exprs)},)")
     source = "\n".join(lines) + "\n"
+    if out_params:
+        return _preallocated_plan(source, inputs, cluster, shape, out_dtypes)
 
     # the wrapper the lowered program calls
     arg_types: list = []
@@ -520,6 +553,42 @@ def plan_cluster(cluster) -> KernelPlan:
     ]) + "\n"
     return KernelPlan(source, wrapper, arg_types, wrapper_globals,
                       [e.primitive.name for e in cluster.eqns])
+
+
+def broadcast_operands_partial(cluster, shape) -> bool:
+    """Whether a ``broadcast_in_dim`` of ``cluster`` reads a non-scalar operand of another
+    shape than ``shape`` (a flat loop reads it raveled, which chunking cannot slice)."""
+    return any(e.primitive is lax.broadcast_in_dim_p and e.invars[0].aval.shape
+               and tuple(e.invars[0].aval.shape) != tuple(shape) for e in cluster.eqns)
+
+
+def _preallocated_plan(source, inputs, cluster, shape, out_dtypes) -> KernelPlan:
+    """The plan of a kernel writing into outputs its wrapper allocates (``out_params``)."""
+    n = math.prod(shape)
+    arg_types, call = [], []
+    for inp in inputs:
+        if inp.kind == "scalar":
+            call.append(f"{inp.name}[()]")
+            arg_types.append(("scalar", inp.dtype))
+        else:
+            call.append(f"_asc({inp.name}).reshape({n})")
+            arg_types.append(("array", inp.dtype, 1))
+    n_out = len(cluster.outputs)
+    alloc = [f"        _o{j} = _empty({tuple(shape)!r}, _T{j})" for j in range(n_out)]
+    call += [f"_o{j}.reshape({n})" for j in range(n_out)] + [str(n)]
+    arg_types += [("array", out_dtypes[j], 1) for j in range(n_out)] + [("int",)]
+    wrapper_globals = {f"_T{j}": out_dtypes[j] for j in range(n_out)}
+    wrapper_globals["_empty"] = np.empty
+    wrapper = "\n".join([
+        f"def step({', '.join(inp.name for inp in inputs)}):",
+        "    if _ready:",
+        *alloc,
+        f"        _kernel({', '.join(call)})",
+        f"        return [{', '.join(f'_o{j}' for j in range(n_out))}]",
+        f"    return _interp({', '.join(inp.name for inp in inputs)})",
+    ]) + "\n"
+    return KernelPlan(source, wrapper, arg_types, wrapper_globals,
+                      [e.primitive.name for e in cluster.eqns], out_params=True)
 
 
 def _defining(cluster, var):

@@ -1,0 +1,78 @@
+"""The large-array paths of the Numba backend's fused kernels stay bit-identical to the NumPy
+backend: kernels writing into outputs their wrapper allocates (``KernelPlan.out_params``) and
+split clusters run chunk by chunk on worker threads (``NumbaEmitter._emit_split``, e.g.
+``random.normal``'s ``erf_inv`` around NumPy's ``log1p``). Correctness only, no timing."""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import plax
+from plax import lax, random
+from plax.lowering import PlaxFallbackWarning
+
+from plax_numba import codegen, emitter
+
+
+def _both(f, *args):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PlaxFallbackWarning)
+        got = plax.jit(f, backend="numba")(*args)
+    want = plax.jit(f, backend="numpy")(*args)
+    flat = lambda t: [np.asarray(x) for x in plax.tree_util.tree_leaves(t)]  # noqa: E731
+    return flat(got), flat(want)
+
+
+def _bits_equal(got, want):
+    assert got.dtype == want.dtype and got.shape == want.shape
+    if got.dtype.kind == "f":
+        ui = np.dtype(f"u{got.dtype.itemsize}")
+        nan = np.isnan(want)
+        np.testing.assert_array_equal(np.isnan(got), nan)
+        np.testing.assert_array_equal(got[~nan].view(ui), want[~nan].view(ui))
+    else:
+        np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("shape", [(emitter.CHUNK_MIN + 12_345,), (600, 500)])
+def test_large_samplers_bit_identical(shape):
+    def sample(key):
+        k1, k2 = random.split(key)
+        return (random.normal(k1, shape), random.uniform(k2, shape, minval=-3.0, maxval=2.5),
+                random.bits(k2, shape))
+    got, want = _both(sample, random.PRNGKey(7))
+    for g, w in zip(got, want):
+        _bits_equal(g, w)
+
+
+def test_chunked_split_cluster_with_several_outputs():
+    n = emitter.CHUNK_MIN + emitter.CHUNK // 2 + 3   # a partial last chunk
+    rng = np.random.default_rng(1)
+    x = rng.uniform(-0.999, 3.0, n).astype(np.float32)
+    x[:6] = [0.0, -0.0, np.inf, np.nan, -1.0, -0.5]
+
+    def f(x, s):
+        y = x * s - 0.25
+        z = lax.log1p(y)
+        w = z * x + s
+        return y, w, lax.log1p(w * w)
+
+    got, want = _both(f, x, np.float32(1.5))
+    for g, w in zip(got, want):
+        _bits_equal(g, w)
+
+
+def test_large_kernels_take_preallocated_outputs():
+    from plax.lowering import find_clusters, Cluster
+    n = codegen.PARALLEL_MIN
+    jaxpr = plax.make_jaxpr(lambda x: (x * 2.0 + 1.0, x - 3.0))(np.ones(n, np.float32)).jaxpr
+    cluster = next(u for u in find_clusters(jaxpr) if isinstance(u, Cluster))
+    plan = codegen.plan_cluster(cluster, preallocate=True)
+    assert plan.out_params and "def kernel(a0, a1, a2, a3, o0, o1, n)" in plan.source, plan.source
+    assert not codegen.plan_cluster(cluster).out_params   # the default: wholegen's form
+    x = np.random.default_rng(0).standard_normal(n).astype(np.float32)
+    got, want = _both(lambda x: (x * 2.0 + 1.0, x - 3.0), x)
+    for g, w in zip(got, want):
+        _bits_equal(g, w)
