@@ -524,7 +524,7 @@ def plan_cluster(cluster, preallocate: bool = False, parallel: bool | None = Non
             lines.append("    " + "    " * d + f"for {idx[d]} in range({dims[d]}):")
         lines += ["    " + "    " * rank + s for s in body]
     lines += ["    " + s for s in post]
-    lines.append("    return 0" if out_params else f"    return ({', '.join(out_exprs)},)")
+    lines.append("    return 0" if out_params else f"    return ({''.join(e + ', ' for e in out_exprs)})")
     source = "\n".join(lines) + "\n"
     if out_params:
         return _preallocated_plan(source, inputs, cluster, shape, out_dtypes)

@@ -152,6 +152,8 @@ class _Gen:
         return [self.atom(env, v) for v in jaxpr.outvars]
 
     def cluster(self, cluster: Cluster, env: dict, lines: list, ind: str) -> None:
+        if not cluster.outputs:
+            return  # dead code (e.g. broadcasts a loop body no longer reads): nothing to run
         for e in cluster.eqns:
             if codegen.reference_only(e):
                 raise Unsupported(f"{e.primitive.name} (kept on NumPy's kernel for "

@@ -145,3 +145,19 @@ def test_disk_cache_key_covers_the_generated_source():
     t1 = cache.module_source(wholegen.plan_program(j1).source, ["x"])
     t2 = cache.module_source(wholegen.plan_program(j2).source, ["x"])
     assert t1 != t2 and cache.source_path(t1) != cache.source_path(t2)
+
+
+def test_dead_cluster_in_a_loop_body_compiles():
+    """A loop body with equations nothing reads (a cluster without outputs) compiles natively,
+    without a fallback warning (it once generated ``return (,)``)."""
+    def body(c, x):
+        dead = jnp.broadcast_to(c, (3,)) * 2.0  # noqa: F841 - traced, never read
+        return c * 2 + x, None
+
+    def f(c, xs):
+        return lax.scan(body, c, xs)[0]
+    xs = np.arange(4, dtype=np.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PlaxFallbackWarning)
+        got, want, _ = run_both(f, np.float32(1.0), xs)
+    assert_close(got, want, rtol=0)
