@@ -85,40 +85,44 @@ class NumbaEmitter(Emitter):
             subs.append(sub if len(seg) > 1 else None)
         in_keys = [id(v) for v in cluster.inputs]
         out_keys = [id(v) for v in cluster.outputs]
-        chunked = self._chunked_split(cluster, parts, subs, in_keys, out_keys)
-        if chunked is not None:
-            return Step(chunked, guarded=True)
-        parts = _with_dead(parts, out_keys)
+        dead = _with_dead(parts, out_keys)
 
         def run(*args):
             env = dict(zip(in_keys, args))
-            for fn, ins, outs, dead in parts:
+            for fn, ins, outs, gone in dead:
                 env.update(zip(outs, fn(*[env[k] for k in ins])))
-                for k in dead:  # a value is freed after its last use, as in the program
+                for k in gone:  # a value is freed after its last use, as in the program
                     del env[k]
             return [env[k] for k in out_keys]
 
-        return Step(run, guarded=True)
+        chunked = self._chunked_split(cluster, parts, subs, in_keys, out_keys, run)
+        return Step(chunked if chunked is not None else run, guarded=True)
 
-    def _chunked_split(self, cluster, parts, subs, in_keys, out_keys):
+    def _chunked_split(self, cluster, parts, subs, in_keys, out_keys, unchunked):
         """A split cluster of at least :data:`CHUNK_MIN` elements run chunk by chunk: each
         chunk of :data:`CHUNK` elements goes through all the segments (serial kernels and
         the reference kernels in between) while it is in cache, on :func:`_workers` threads
         (the kernels are ``nogil``, NumPy's loops release the GIL), so no intermediate of
         the cluster's size is allocated or written to memory, and the reference kernels run
         on every core. Elementwise work on chunks gives the same bits as on whole arrays.
-        None where it does not apply (small, not flat, a segment's kernel not compiled
-        synchronously): the segments then run one after the other on whole arrays."""
+
+        Tiered like a cluster's kernel (:func:`tiered.switching`): with synchronous
+        compilation, or its kernels already compiled in this process, the chunked runner at
+        once; otherwise ``unchunked`` (the segments one after the other on whole arrays)
+        until the step is hot, while the segments' serial kernels compile in the background
+        thread, then the chunked runner. A failed compilation warns and keeps ``unchunked``.
+        None where chunking does not apply (small, not flat, a segment the kernels cannot
+        express, a synchronous compilation failed)."""
         n = math.prod(cluster.shape)
-        if not self.compile_kernels or not self.sync or n < CHUNK_MIN:
+        if not self.compile_kernels or n < CHUNK_MIN:
             return None
         if any(a.aval.shape and tuple(a.aval.shape) != tuple(cluster.shape)
                for a in cluster.inputs):
             return None
-        steps = []
-        for (fn, ins, outs), sub in zip(parts, subs):
+        plans = []
+        for sub in subs:
             if sub is None:
-                steps.append((False, fn, ins, outs, None))
+                plans.append(None)
                 continue
             try:
                 plan = codegen.plan_cluster(sub, preallocate=True, parallel=False)
@@ -126,60 +130,32 @@ class NumbaEmitter(Emitter):
                 return None
             if not plan.out_params:
                 return None
-            text = cache.module_source(plan.source, plan.primitives)
-            try:
-                kernel = cache.compiled_kernel(text, plan.arg_types)
-                if kernel is None:
-                    kernel = cache.compile_kernel(text, plan.arg_types)
-            except Exception:  # noqa: BLE001 - the unchunked path runs (and reports)
-                return None
-            entry = cache.entry_point(kernel, plan.arg_types)
-            scalar = tuple(t[0] == "scalar" for t in plan.arg_types[:len(ins)])
-            dtypes = tuple(np.dtype(v.aval.dtype) for v in sub.outputs)
-            steps.append((True, entry, ins, outs, (scalar, dtypes)))
-        out_dtypes = [np.dtype(v.aval.dtype) for v in cluster.outputs]
-        shape = tuple(cluster.shape)
-        final_pos = {k: j for j, k in enumerate(out_keys)}
-        chunks = (n + CHUNK - 1) // CHUNK
+            plans.append((plan, cache.module_source(plan.source, plan.primitives)))
 
-        def run(*args):
-            results = [np.empty(shape, d) for d in out_dtypes]
-            flat_out = [r.reshape(n) for r in results]
-            flat_in = [(np.ascontiguousarray(a).reshape(n), True) if np.ndim(a) else (a, False)
-                       for a in args]
-            counter = itertools.count()
-
-            def work():
-                token = kernels.quiet_enter()
+        def build():
+            steps = []
+            for (fn, ins, outs), sub, p in zip(parts, subs, plans):
+                if p is None:
+                    steps.append((False, fn, ins, outs, None))
+                    continue
+                plan, text = p
                 try:
-                    while True:
-                        c = next(counter)
-                        if c >= chunks:
-                            return
-                        lo, hi = c * CHUNK, min(n, (c + 1) * CHUNK)
-                        env = {k: (a[lo:hi] if full else a)
-                               for k, (a, full) in zip(in_keys, flat_in)}
-                        for native, fn, ins, outs, info in steps:
-                            if native:
-                                scalar, dtypes = info
-                                bufs = [flat_out[final_pos[k]][lo:hi] if k in final_pos
-                                        else np.empty(hi - lo, d) for k, d in zip(outs, dtypes)]
-                                fn(*[env[k][()] if s else env[k] for k, s in zip(ins, scalar)],
-                                   *bufs, hi - lo)
-                                env.update(zip(outs, bufs))
-                            else:
-                                res = fn(*[env[k] for k in ins])
-                                for k, r in zip(outs, res):
-                                    if k in final_pos:
-                                        flat_out[final_pos[k]][lo:hi] = r
-                                    env[k] = r
-                finally:
-                    kernels.quiet_leave(token)
+                    kernel = cache.compile_kernel(text, plan.arg_types)
+                except Exception as err:  # noqa: BLE001 - reported; the unchunked path runs
+                    tiered.compile_failed(plan.primitives, cache.source_path(text), err)
+                    return None
+                scalar = tuple(t[0] == "scalar" for t in plan.arg_types[:len(ins)])
+                dtypes = tuple(np.dtype(v.aval.dtype) for v in sub.outputs)
+                steps.append((True, cache.entry_point(kernel, plan.arg_types), ins, outs,
+                              (scalar, dtypes)))
+            return _chunk_runner(steps, in_keys, out_keys,
+                                 [np.dtype(v.aval.dtype) for v in cluster.outputs],
+                                 tuple(cluster.shape))
 
-            _run_on_workers(work, chunks)
-            return results
-
-        return run
+        if self.sync or all(p is None or cache.compiled_kernel(p[1], p[0].arg_types) is not None
+                            for p in plans):
+            return build()
+        return tiered.switching(unchunked, build, tiered.compile_after())
 
     def _emit_kernel(self, cluster):
         if not self.compile_kernels:
@@ -335,6 +311,56 @@ def _run_on_workers(work, chunks: int) -> None:
             f.result()
 
 
+def _chunk_runner(steps, in_keys, out_keys, out_dtypes, shape):
+    """Runs a split cluster chunk by chunk (:meth:`NumbaEmitter._chunked_split`): ``steps``
+    are ``(native, fn, ins, outs, info)``, a serial kernel's entry point writing into the
+    buffers it is given (``info``: which inputs are scalars, the outputs' dtypes) or a
+    reference segment returning its outputs."""
+    n = math.prod(shape)
+    final_pos = {k: j for j, k in enumerate(out_keys)}
+    chunks = (n + CHUNK - 1) // CHUNK
+
+    def run(*args):
+        results = [np.empty(shape, d) for d in out_dtypes]
+        flat_out = [r.reshape(n) for r in results]
+        flat_in = [(np.ascontiguousarray(a).reshape(n), True) if np.ndim(a) else (a, False)
+                   for a in args]
+        counter = itertools.count()
+
+        def work():
+            token = kernels.quiet_enter()
+            try:
+                while True:
+                    c = next(counter)
+                    if c >= chunks:
+                        return
+                    lo, hi = c * CHUNK, min(n, (c + 1) * CHUNK)
+                    env = {k: (a[lo:hi] if full else a)
+                           for k, (a, full) in zip(in_keys, flat_in)}
+                    for native, fn, ins, outs, info in steps:
+                        if native:
+                            scalar, dtypes = info
+                            bufs = [flat_out[final_pos[k]][lo:hi] if k in final_pos
+                                    else np.empty(hi - lo, d) for k, d in zip(outs, dtypes)]
+                            fn(*[env[k][()] if s else env[k] for k, s in zip(ins, scalar)],
+                               *bufs, hi - lo)
+                            env.update(zip(outs, bufs))
+                        else:
+                            res = fn(*[env[k] for k in ins])
+                            for k, r in zip(outs, res):
+                                if k in final_pos:
+                                    flat_out[final_pos[k]][lo:hi] = r
+                                env[k] = r
+            finally:
+                kernels.quiet_leave(token)
+
+        _run_on_workers(work, chunks)
+        return results
+
+    run.__plax_chunked__ = True  # tests: whether a split cluster's step runs in chunks
+    return run
+
+
 def _with_dead(plan, out_keys):
     """``(fn, ins, outs, dead)`` for each ``(fn, ins, outs)`` of ``plan``: ``dead`` the keys
     whose last use is that step (operands, and outputs nothing reads) and that are not
@@ -369,20 +395,8 @@ def threefry_step(eqn, backend, sync: bool):
     if sync or ranks in _threefry_ready:
         kernel = _threefry_compile(ranks)
         return kernel if kernel is not None else backend.eager_impl(eqn.primitive)
-    reference = backend.eager_impl(eqn.primitive)
-    state = {"kernel": None}
-
-    def job():
-        state["kernel"] = _threefry_compile(ranks)
-
-    counted = tiered.counting(reference, job, tiered.compile_after())
-
-    def step(k1, k2, x1, x2):
-        kernel = state["kernel"]
-        if kernel is not None:
-            return kernel(k1, k2, x1, x2)
-        return counted(k1, k2, x1, x2)
-    return step
+    return tiered.switching(backend.eager_impl(eqn.primitive),
+                            lambda: _threefry_compile(ranks), tiered.compile_after())
 
 
 _threefry_ready: set = set()  # operand ranks the threefry kernels are compiled for

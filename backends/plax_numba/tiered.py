@@ -60,6 +60,24 @@ def counting(interp, job, after: int):
     return run
 
 
+def switching(interp, build, after: int):
+    """A step that runs ``interp`` until it is hot (:func:`counting`), when ``build()`` runs
+    in the background thread; once it has returned a function, later calls run that instead
+    (None: ``build`` failed and reported it; ``interp`` keeps running). For steps that are
+    a closure rather than a generated wrapper reading ``_ready``/``_kernel``."""
+    ready = [None]
+
+    def job():
+        ready[0] = build()
+    counted = counting(interp, job, after)
+
+    def step(*args):
+        fast = ready[0]
+        return fast(*args) if fast is not None else counted(*args)
+    step.__plax_tiered__ = ready  # tests: what the step switched to (None: not yet)
+    return step
+
+
 def compile_failed(primitives: list[str], path: str, err: BaseException) -> None:
     """Warns that a kernel failed to compile (the reference kernels compute it instead)."""
     detail = "".join(traceback.format_exception_only(type(err), err)).strip()

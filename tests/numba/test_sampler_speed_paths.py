@@ -76,3 +76,74 @@ def test_large_kernels_take_preallocated_outputs():
     got, want = _both(lambda x: (x * 2.0 + 1.0, x - 3.0), x)
     for g, w in zip(got, want):
         _bits_equal(g, w)
+
+
+# ---- tiered mode (the default): the unchunked path until the chunk kernels are compiled
+
+def _tiered_calls(monkeypatch, f, *args, calls=3):
+    """Jitted ``f`` run ``calls`` times in tiered mode (hot after 2 runs), waiting for the
+    background compilations after each call; returns each call's outputs and how many chunked
+    runs (:func:`emitter._run_on_workers`) it made. No kernel counts as compiled in this
+    process, so the split cluster's step is tiered whatever ran before."""
+    from plax_numba import cache, tiered
+    monkeypatch.delenv("PLAX_NUMBA_SYNC", raising=False)
+    monkeypatch.setenv("PLAX_NUMBA_COMPILE_AFTER", "2")
+    monkeypatch.setattr(cache, "_compiled", {})
+    chunked = []
+    real = emitter._run_on_workers
+
+    def spy(work, chunks):
+        chunked.append(chunks)
+        return real(work, chunks)
+    monkeypatch.setattr(emitter, "_run_on_workers", spy)
+    jf = plax.jit(f, backend="numba")
+    outs, runs = [], []
+    for _ in range(calls):
+        before = len(chunked)
+        outs.append([np.asarray(x) for x in plax.tree_util.tree_leaves(jf(*args))])
+        assert tiered.wait_idle(timeout=300)
+        runs.append(len(chunked) - before)
+    want = [np.asarray(x) for x in plax.tree_util.tree_leaves(plax.jit(f, backend="numpy")(*args))]
+    return outs, runs, want
+
+
+def _several_outputs(x, s):
+    y = x * s - 0.25
+    z = lax.log1p(y)
+    w = z * x + s
+    return y, w, lax.log1p(w * w)
+
+
+@pytest.mark.parametrize("case", ["normal", "several_outputs"])
+def test_tiered_split_cluster_switches_to_chunks(monkeypatch, case):
+    if case == "normal":
+        shape = (emitter.CHUNK_MIN + 12_345,)
+        f, args = (lambda key: random.normal(key, shape)), (random.PRNGKey(11),)
+    else:
+        n = emitter.CHUNK_MIN + emitter.CHUNK // 2 + 3
+        x = np.random.default_rng(2).uniform(-0.999, 3.0, n).astype(np.float32)
+        f, args = _several_outputs, (x, np.float32(1.5))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PlaxFallbackWarning)
+        outs, runs, want = _tiered_calls(monkeypatch, f, *args)
+    # calls 1 and 2 (hot: the kernels compile in the background) unchunked, then chunked
+    assert runs == [0, 0, 1], runs
+    for got in outs:
+        for g, w in zip(got, want):
+            _bits_equal(g, w)
+
+
+def test_tiered_chunk_compile_failure_keeps_unchunked_path(monkeypatch):
+    from plax_numba import cache
+
+    def broken(text, arg_types):
+        raise RuntimeError("simulated numba failure")
+    monkeypatch.setattr(cache, "compile_kernel", broken)
+    n = emitter.CHUNK_MIN + 5
+    x = np.random.default_rng(3).uniform(-0.5, 2.0, n).astype(np.float32)
+    with pytest.warns(PlaxFallbackWarning, match="simulated numba failure"):
+        outs, runs, want = _tiered_calls(monkeypatch, _several_outputs, x, np.float32(0.5))
+    assert runs == [0, 0, 0], runs
+    for got in outs:
+        for g, w in zip(got, want):
+            _bits_equal(g, w)
