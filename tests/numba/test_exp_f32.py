@@ -26,7 +26,7 @@ def test_exp_f32_within_one_ulp():
         ref32 = ref.astype(np.float32)
     normal = np.isfinite(ref32) & (ref32 >= np.finfo(np.float32).tiny)
     ulps = np.abs(got[normal].astype(np.float64) - ref[normal]) / np.spacing(ref32[normal])
-    assert ulps.max() <= 1.0, ulps.max()
+    assert ulps.max() <= 0.99, ulps.max()
     tiny = ~normal & np.isfinite(ref32)          # subnormal or zero results: within 2**-149
     assert np.all(np.abs(got[tiny].astype(np.float64) - ref[tiny]) <= 2.0 ** -149)
     assert np.all(np.isinf(got[np.isinf(ref32)]))
