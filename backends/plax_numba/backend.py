@@ -116,7 +116,8 @@ class NumbaBackend(Backend):
         whole = self._compile_whole(jaxpr, device)
         if whole is not None:
             return whole
-        emitter = NumbaEmitter(self, device)
+        emitter = NumbaEmitter(self, device, parallel=None if numba_threads_useful(jaxpr)
+                               else False)
         fn = lower(jaxpr, emitter, self, device)
         if emitter.kernel_sources:
             parts = [fn.__plax_source__]
@@ -186,6 +187,23 @@ WHOLE_MIN_STEPS = 4
 #: operands than the transpose costs (10x150 from 150x100 by 100x10: 11.7 us swapped against
 #: 8.4 us for the product and its transposed copy).
 FOLD_MIN_ELEMENTS = 1 << 14
+
+#: matrix products of more multiply-adds than this run on BLAS's threads (OpenBLAS: above
+#: 65536 * GEMM_MULTITHREAD_THRESHOLD (4)); a program with one keeps its loops serial
+#: (:func:`numba_threads_useful`)
+BLAS_THREADED_MIN = 1 << 18
+
+
+def numba_threads_useful(jaxpr) -> bool:
+    """Whether the program's clusters may run on numba's threads (``prange``): not when it
+    has a matrix product big enough for BLAS to run on its own threads
+    (:data:`BLAS_THREADED_MIN`). OpenBLAS's threads spin for a while after each product
+    (2**28 cycles unless ``OPENBLAS_THREAD_TIMEOUT`` was set before NumPy was imported), so
+    a ``prange`` loop after one waits for cores they hold: on the 2-core host a 401,408-element
+    update kernel took 260 us after a product against 30 us alone and 55 us serial, and the
+    MLP step went 3.67 -> 2.79 ms with serial clusters."""
+    from plax_numba.wholegen import largest_product
+    return largest_product(jaxpr) <= BLAS_THREADED_MIN
 
 
 def whole_program_worthwhile(jaxpr) -> bool:

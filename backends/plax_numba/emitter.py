@@ -37,8 +37,12 @@ class NumbaEmitter(Emitter):
 
     fuses = True
 
-    def __init__(self, backend, device, compile_kernels: bool = True):
+    def __init__(self, backend, device, compile_kernels: bool = True,
+                 parallel: bool | None = None):
         self.backend, self.device = backend, device
+        #: None: clusters' loops run on numba's threads by size (codegen.PARALLEL_MIN);
+        #: False: always serial (the program's BLAS threads would hold the cores)
+        self.parallel = parallel
         self.sync = tiered.sync_mode()
         #: False: every step runs the reference path (the tier below a whole-program kernel,
         #: which is compiled instead of the program's clusters)
@@ -161,7 +165,7 @@ class NumbaEmitter(Emitter):
         if not self.compile_kernels:
             return Step(self._interpreter(cluster))
         try:
-            plan = codegen.plan_cluster(cluster, preallocate=True)
+            plan = codegen.plan_cluster(cluster, preallocate=True, parallel=self.parallel)
         except codegen.Unsupported:
             return None  # the driver runs the equations one by one
         text = cache.module_source(plan.source, plan.primitives)

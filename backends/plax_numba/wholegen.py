@@ -744,6 +744,19 @@ def program_size(jaxpr: Jaxpr) -> tuple[int, int]:
     return count, largest
 
 
+def largest_product(jaxpr: Jaxpr) -> int:
+    """The most multiply-adds of one ``dot_general`` in ``jaxpr``, sub-jaxprs included."""
+    largest = 0
+    for e in jaxpr.eqns:
+        if e.primitive is lax.dot_general_p:
+            (lc, _), _ = e.params["dimension_numbers"]
+            k = math.prod(e.invars[0].aval.shape[d] for d in lc)
+            largest = max(largest, k * math.prod(e.outvars[0].aval.shape))
+        for sub in _subjaxprs(e):
+            largest = max(largest, largest_product(sub))
+    return largest
+
+
 def dispatch_steps(jaxpr: Jaxpr) -> tuple[int, bool]:
     """``(steps, has_dot)``: how many steps the per-cluster program of ``jaxpr`` dispatches
     (clusters and lone equations, a call's body counted in place, control flow as its

@@ -279,3 +279,24 @@ def test_large_flat_clusters_run_in_parallel():
     np.testing.assert_allclose(lg, wlg, rtol=4e-7, atol=1e-7)
     np.testing.assert_allclose(s, ws, rtol=1e-6)
     assert np.asarray(serial[0]).shape == small.shape
+
+
+def test_programs_with_threaded_blas_products_keep_their_loops_serial():
+    """A program with a matrix product above ``backend.BLAS_THREADED_MIN`` multiply-adds
+    compiles even its large clusters without ``prange`` (BLAS's spinning threads hold the
+    cores); with a product of exactly that size, the clusters keep ``prange``. Results match
+    the reference either way."""
+    from plax_numba import backend, codegen
+    big = np.linspace(-4, 4, codegen.PARALLEL_MIN, dtype=np.float32)
+    rng = np.random.default_rng(0)
+
+    def f(a, m, x):
+        return selu(a), jnp.tanh(m @ x)
+    for k, threaded in ((backend.BLAS_THREADED_MIN // 64 + 1, True),
+                        (backend.BLAS_THREADED_MIN // 64, False)):
+        m = rng.standard_normal((8, k)).astype(np.float32)      # 8 x k @ k x 8: 64 k
+        x = rng.standard_normal((k, 8)).astype(np.float32)
+        assert ("prange(" in compiled_source(f, big, m, x)) is not threaded
+        (g1, g2), (w1, w2) = both(f, big, m, x)
+        np.testing.assert_allclose(g1, w1, rtol=2e-6, atol=4e-7)
+        np.testing.assert_allclose(g2, w2, rtol=1e-4, atol=1e-5)
