@@ -25,6 +25,8 @@ from __future__ import annotations
 import weakref
 from typing import Any, Callable, Sequence
 
+import numpy as np
+
 from plax import dtypes
 from plax.array import Array, from_host
 from plax.core import registry
@@ -94,6 +96,46 @@ def to_buffer(x, device):
     if isinstance(x, Tracer):
         raise TypeError(f"Unexpected tracer {x} as a jit argument outside its transform")
     return from_host(x, device=device)._buf
+
+
+#: NumPy arguments of at least this many bytes are lent to a jitted call instead of copied
+#: (:func:`lend_buffers`); below it a copy costs less than the alias check
+LEND_MIN_BYTES = 1 << 16
+
+
+def lend_buffers(leaves, device, avals) -> tuple[list, list]:
+    """``(buffers, lent)``: each leaf's buffer on ``device`` for one call of a compiled
+    program. A C-contiguous NumPy array of at least :data:`LEND_MIN_BYTES` whose dtype is
+    already its aval's is handed to the backend's ``put`` as it is, not copied (a copy of a
+    large argument costs a pass over it and, worse, fresh pages for every call: an MLP step
+    called with NumPy weights faulted ~2000 pages per call); ``lent`` lists those the backend
+    kept as its buffer. The call must pass its outputs through :func:`unlent_outputs`: a
+    program may return a lent array or a view of one, and an Array must not change when the
+    caller later writes to their NumPy array. Other leaves go through :func:`to_buffer`."""
+    bufs, lent = [], []
+    backend = None
+    for x, aval in zip(leaves, avals):
+        if type(x) is Array and x._device == device:
+            bufs.append(x._buf)
+        elif (type(x) is np.ndarray and x.nbytes >= LEND_MIN_BYTES and x.dtype == aval.dtype
+              and x.flags.c_contiguous and x.dtype.kind in "biufc"):
+            backend = backend or device.backend
+            buf = backend.put(x, device)
+            if buf is x:
+                lent.append(x)
+            bufs.append(buf)
+        else:
+            bufs.append(to_buffer(x, device))
+    return bufs, lent
+
+
+def unlent_outputs(outs, lent) -> list:
+    """``outs`` with every output that may share memory with a lent argument
+    (:func:`lend_buffers`) replaced by a copy."""
+    if not lent:
+        return outs
+    return [o.copy() if type(o) is np.ndarray and any(np.may_share_memory(o, x) for x in lent)
+            else o for o in outs]
 
 
 # body -> {(device, backend): Executable}; weak, so a body nobody holds frees its executables

@@ -28,7 +28,8 @@ from plax.core.jaxpr import ClosedJaxpr
 from plax.core.shaped_array import ShapeDtypeStruct
 from plax.core.trace import DebugInfo, Tracer, fun_name, state as trace_state
 from plax.device import default_device as _default_device
-from plax.transforms.call import compile_closed, jit_p, to_buffer as _to_buffer
+from plax.transforms.call import compile_closed, jit_p
+from plax.transforms.call import lend_buffers as _lend_buffers, unlent_outputs as _unlent_outputs
 from plax.transforms.staging import abstractify, convert_tracer_consts, trace_to_jaxpr
 
 _tree_flatten = tree_util.tree_flatten
@@ -380,9 +381,8 @@ class JitFunction:
             static_key = tuple([(type(args[i]), args[i]) for i in nums])
             fast_tree = _tree_flatten(tuple([a for i, a in enumerate(args) if i not in nums]))[1]
             self._fast_cache[(fast_tree, tuple(avals), static_key, id(device), flags)] = entry
-        bufs = [x._buf if type(x) is Array and x._device == device else _to_buffer(x, device)
-                for x in leaves]
-        outs = entry.executable(*entry.const_bufs, *bufs)
+        bufs, lent = _lend_buffers(leaves, device, avals)
+        outs = _unlent_outputs(entry.executable(*entry.const_bufs, *bufs), lent)
         new = Array._new
         return _tree_unflatten(entry.out_tree, [new(b, a, device, committed)
                                                 for b, a in zip(outs, entry.out_avals)])
