@@ -164,6 +164,28 @@ def test_broadcast_joins_and_scalars_are_read_by_broadcasting():
     assert [e.primitive.name for e in c.eqns] == ["broadcast_in_dim", "mul", "add"]
 
 
+def test_scalar_equations_the_run_does_not_feed_run_before_it():
+    """``clip``'s converted bounds (scalar equations between its ``max`` and ``min``) no
+    longer cut the loop in two: they are yielded first, the loop stays one cluster; a scalar
+    computed from the run's own values still ends it."""
+    outer = plax.make_jaxpr(lambda x: jnp.clip(x, -1.0, 0.5))(jnp.ones(8)).jaxpr
+    (call,) = outer.eqns
+    body = call.params["jaxpr"].jaxpr   # convert, max, convert, min
+    units = list(find_clusters(body))
+    assert [type(u).__name__ for u in units] == ["JaxprEqn", "JaxprEqn", "Cluster"]
+    assert all(u.outvars[0].aval.shape == () for u in units[:2])
+    assert [e.primitive.name for e in units[2].eqns] == ["max", "min"]
+    x = np.linspace(-3, 3, 8, dtype=np.float32)
+    np.testing.assert_allclose(np.asarray(plax.jit(lambda x: jnp.clip(jnp.sin(x), -1.0, 0.5)
+                                                   * 2.0)(x)),
+                               np.clip(np.sin(x.astype(np.float64)), -1, 0.5) * 2, rtol=1e-6)
+    units = _units(lambda x: jnp.sin(x) * (jnp.sin(x).sum() * 2.0), jnp.ones(8))
+    eqns = lambda u: u.eqns if isinstance(u, Cluster) else [u]  # noqa: E731
+    where = {e.primitive.name + str(e.outvars[0].aval.shape): i
+             for i, u in enumerate(units) for e in eqns(u)}
+    assert where["reduce_sum()"] < where["mul()"] < where["mul(8,)"]  # fed by the run: after it
+
+
 def test_clusters_split_where_fusion_is_illegal():
     # a reduction's result read inside the same loop, a shape change, a non-fusible primitive
     units = _units(lambda x: (x - x.sum()) * 2.0, jnp.ones(5))

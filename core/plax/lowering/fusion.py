@@ -113,19 +113,27 @@ def find_clusters(jaxpr: Jaxpr) -> Iterator[Union[Cluster, JaxprEqn]]:
             return run[0]
         return _make_cluster(run, run_shape, end, readers_after)
 
+    in_run: set = set()  # the outputs of the run's equations
     for i, eqn in enumerate(jaxpr.eqns):
         shape = _iteration_shape(eqn)
+        if (shape == () and run and run_shape != ()
+                and not any(v in in_run for v in eqn.invars if isinstance(v, Var))):
+            # A scalar computation the run does not feed (a weakly typed bound converted for
+            # clip, a scale factor) runs before the run instead of cutting it in two.
+            yield eqn
+            continue
         joins = (shape is not None and run and shape == run_shape
                  and not any(v in reduced for v in eqn.invars if isinstance(v, Var)))
         if not joins and run:
             yield close(i)
-            run, reduced = [], set()
+            run, reduced, in_run = [], set(), set()
         if shape is None:
             yield eqn
             continue
         if not run:
             run_shape = shape
         run.append(eqn)
+        in_run.update(eqn.outvars)
         if _fusion_kinds[eqn.primitive] == REDUCTION:
             reduced.add(eqn.outvars[0])
     if run:
