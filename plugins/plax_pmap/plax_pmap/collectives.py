@@ -136,9 +136,47 @@ def _leafwise(fn, x):
     return tree_util.tree_map(lambda leaf: fn(jnp.asarray(leaf)), x)
 
 
-def _check_groups(axis_index_groups, what):
-    if axis_index_groups is not None:
-        raise NotImplementedError(f"{what}: axis_index_groups is not supported by plax-pmap")
+def _groups(axis_index_groups, axes, what):
+    """``None``, or ``(members, rank)`` for ``axis_index_groups`` over ``axes``: constant
+    tables indexed by a member's position on the axes (first name major), ``members[p]`` the
+    positions of ``p``'s group in group order and ``rank[p]`` ``p``'s place in it.
+
+    Raises:
+      ValueError: the groups are not lists of equal size that together hold every position
+        of the axes exactly once.
+    """
+    if axis_index_groups is None:
+        return None
+    n = math.prod(_axis_size(a) for a in axes)
+    try:
+        groups = [[int(i) for i in g] for g in axis_index_groups]
+    except TypeError:
+        raise ValueError(f"{what}: axis_index_groups must be a list of lists of axis "
+                         f"indices, got {axis_index_groups!r}") from None
+    flat = sorted(i for g in groups for i in g)
+    if not groups or len({len(g) for g in groups}) != 1 or flat != list(range(n)):
+        raise ValueError(f"{what}: axis_index_groups {axis_index_groups!r} must split the "
+                         f"{n} positions of axis {axes if len(axes) > 1 else axes[0]!r} into "
+                         "groups of equal size, each position in exactly one group")
+    members = np.zeros((n, len(groups[0])), np.int32)
+    rank = np.zeros(n, np.int32)
+    for g in groups:
+        for r, i in enumerate(g):
+            members[i], rank[i] = g, r
+    return members, rank
+
+
+def _gathered(v, axes, groups):
+    """``(values, my rank)``: the values of the members of this member's group (all the
+    axes' members without groups), stacked along a new leading axis in group order, and
+    this member's place among them (an int32 value)."""
+    allv = all_gather(v, axes)
+    pos = axis_index(axes)
+    if groups is None:
+        return allv, pos
+    members, rank = groups
+    mine = jnp.take(jnp.asarray(members), pos, axis=0)
+    return jnp.take(allv, mine, axis=0), jnp.take(jnp.asarray(rank), pos, axis=0)
 
 
 def psum(x: Any, axis_name: Hashable | Sequence[Hashable], *, axis_index_groups=None) -> Any:
@@ -148,7 +186,8 @@ def psum(x: Any, axis_name: Hashable | Sequence[Hashable], *, axis_index_groups=
       x: a pytree of arrays.
       axis_name: a name bound by pmap, shard_map or vmap, or a tuple of names (summed over
         all of them).
-      axis_index_groups: not supported (must be None).
+      axis_index_groups: None, or a list of groups of axis positions (lists of equal
+        size that together hold every position once): each member sums over its group.
 
     Returns:
       ``x``'s structure, each leaf the sum over the axes (equal on every member).
@@ -160,22 +199,28 @@ def psum(x: Any, axis_name: Hashable | Sequence[Hashable], *, axis_index_groups=
       >>> plax.vmap(lambda x: plax.lax.psum(x, "i"), axis_name="i")(jnp.arange(3.0))
       Array([3., 3., 3.], dtype=float32)
     """
-    _check_groups(axis_index_groups, "psum")
     axes = as_axes(axis_name)
+    groups = _groups(axis_index_groups, axes, "psum")
+    if groups is not None:
+        return _leafwise(lambda v: jnp.sum(_gathered(v, axes, groups)[0], axis=0), x)
     return _leafwise(lambda v: psum_p.bind(v, axes=axes), x)
 
 
 def pmax(x: Any, axis_name, *, axis_index_groups=None) -> Any:
     """The maximum of ``x`` over the named axes (see :func:`psum`)."""
-    _check_groups(axis_index_groups, "pmax")
     axes = as_axes(axis_name)
+    groups = _groups(axis_index_groups, axes, "pmax")
+    if groups is not None:
+        return _leafwise(lambda v: jnp.max(_gathered(v, axes, groups)[0], axis=0), x)
     return _leafwise(lambda v: pmax_p.bind(v, axes=axes), x)
 
 
 def pmin(x: Any, axis_name, *, axis_index_groups=None) -> Any:
     """The minimum of ``x`` over the named axes (see :func:`psum`)."""
-    _check_groups(axis_index_groups, "pmin")
     axes = as_axes(axis_name)
+    groups = _groups(axis_index_groups, axes, "pmin")
+    if groups is not None:
+        return _leafwise(lambda v: jnp.min(_gathered(v, axes, groups)[0], axis=0), x)
     return _leafwise(lambda v: pmin_p.bind(v, axes=axes), x)
 
 
@@ -190,9 +235,11 @@ def axis_size(axis_name) -> int:
 
 def pmean(x: Any, axis_name, *, axis_index_groups=None) -> Any:
     """The mean of ``x`` over the named axes: ``psum(x) / axis_size``."""
-    _check_groups(axis_index_groups, "pmean")
-    n = axis_size(axis_name)
-    return tree_util.tree_map(lambda s: s / n, psum(x, axis_name))
+    axes = as_axes(axis_name)
+    groups = _groups(axis_index_groups, axes, "pmean")
+    n = axis_size(axes) if groups is None else groups[0].shape[1]
+    return tree_util.tree_map(lambda s: s / n,
+                              psum(x, axes, axis_index_groups=axis_index_groups))
 
 
 def axis_index(axis_name) -> Any:
@@ -225,19 +272,23 @@ def all_gather(x: Any, axis_name, *, axis_index_groups=None, axis: int = 0,
       Array([[0., 1.],
              [0., 1.]], dtype=float32)
     """
-    _check_groups(axis_index_groups, "all_gather")
     axes = as_axes(axis_name)
+    groups = _groups(axis_index_groups, axes, "all_gather")
 
     def one(v):
         nd = v.ndim
         ax = axis % (nd if tiled else nd + 1) if (nd or not tiled) else 0
         if tiled and nd == 0:
             raise ValueError("all_gather(tiled=True) needs an operand of rank >= 1")
-        g = v
-        for name in reversed(axes):  # the first name ends up major
-            g = _gather_one(g, name, 0)
-        n = math.prod(_axis_size(a) for a in axes)
-        g = lax.reshape(g, (n,) + tuple(v.shape))
+        if groups is not None:
+            g = _gathered(v, axes, groups)[0]
+            n = groups[0].shape[1]
+        else:
+            g = v
+            for name in reversed(axes):  # the first name ends up major
+                g = _gather_one(g, name, 0)
+            n = math.prod(_axis_size(a) for a in axes)
+            g = lax.reshape(g, (n,) + tuple(v.shape))
         g = jnp.moveaxis(g, 0, ax)
         if tiled:
             s = list(v.shape)
@@ -248,22 +299,20 @@ def all_gather(x: Any, axis_name, *, axis_index_groups=None, axis: int = 0,
     return _leafwise(one, x)
 
 
-def _single(axis_name, what) -> Hashable:
-    axes = as_axes(axis_name)
-    if len(axes) != 1:
-        raise NotImplementedError(f"{what} over several axes {axes} is not supported by "
-                                  "plax-pmap; apply it to one axis at a time")
-    return axes[0]
-
-
 def all_to_all(x: Any, axis_name, split_axis: int, concat_axis: int, *,
                axis_index_groups=None, tiled: bool = False) -> Any:
     """Member ``i`` sends block ``j`` of its ``split_axis`` to member ``j``, which stacks the
     blocks it receives along ``concat_axis`` in sender order (``tiled=False``: the split axis
     must have the axis' size and is removed, a new axis is inserted; ``tiled=True``: it is
-    divided into equal blocks and they are concatenated along ``concat_axis``)."""
-    _check_groups(axis_index_groups, "all_to_all")
-    name = _single(axis_name, "all_to_all")
+    divided into equal blocks and they are concatenated along ``concat_axis``). A tuple of
+    axis names acts on their product (the first name major), ``axis_index_groups`` within
+    each group (members numbered by their place in it)."""
+    axes = as_axes(axis_name)
+    groups = _groups(axis_index_groups, axes, "all_to_all")
+    if groups is not None or len(axes) > 1:
+        return _leafwise(lambda v: _all_to_all_gathered(v, axes, groups, split_axis,
+                                                        concat_axis, tiled), x)
+    name = axes[0]
     n = _axis_size(name)
 
     def one(v):
@@ -289,13 +338,43 @@ def all_to_all(x: Any, axis_name, split_axis: int, concat_axis: int, *,
     return _leafwise(one, x)
 
 
+def _all_to_all_gathered(v, axes, groups, split_axis, concat_axis, tiled):
+    """``all_to_all`` over several axes or within groups, from the gathered values: this
+    member keeps block ``rank`` of every sender's ``split_axis``."""
+    nd = v.ndim
+    sa, ca = split_axis % nd, concat_axis % nd
+    n = math.prod(_axis_size(a) for a in axes) if groups is None else groups[0].shape[1]
+    what = axes if len(axes) > 1 else axes[0]
+    if tiled:
+        if v.shape[sa] % n:
+            raise ValueError(f"all_to_all(tiled=True): split_axis {sa} of size {v.shape[sa]} "
+                             f"is not divisible by the size of axis {what!r}, {n}")
+        s = list(v.shape)
+        v = lax.reshape(v, tuple(s[:sa] + [n, s[sa] // n] + s[sa + 1:]))
+    elif v.shape[sa] != n:
+        raise ValueError(f"all_to_all: split_axis {sa} of the operand (shape {v.shape}) must "
+                         f"have the size of axis {what!r}, {n}")
+    senders, rank = _gathered(v, axes, groups)        # (n senders, *v.shape)
+    mine = jnp.take(senders, rank, axis=sa + 1)       # (n senders, rest): block ``rank``
+    if not tiled:
+        return jnp.moveaxis(mine, 0, ca)
+    y = jnp.moveaxis(mine, 0, ca)                     # senders just before concat_axis
+    out = list(y.shape)
+    return lax.reshape(y, tuple(out[:ca] + [out[ca] * out[ca + 1]] + out[ca + 2:]))
+
+
 def psum_scatter(x: Any, axis_name, *, scatter_dimension: int = 0, axis_index_groups=None,
                  tiled: bool = False) -> Any:
     """The sum over the named axis, of which member ``i`` keeps block ``i`` along
     ``scatter_dimension`` (``tiled=False``: that dimension must have the axis' size and is
-    removed; ``tiled=True``: it is divided into equal blocks)."""
-    _check_groups(axis_index_groups, "psum_scatter")
-    name = _single(axis_name, "psum_scatter")
+    removed; ``tiled=True``: it is divided into equal blocks). A tuple of axis names acts on
+    their product (the first name major), ``axis_index_groups`` within each group."""
+    axes = as_axes(axis_name)
+    groups = _groups(axis_index_groups, axes, "psum_scatter")
+    if groups is not None or len(axes) > 1:
+        return _leafwise(lambda v: _psum_scatter_gathered(v, axes, groups, scatter_dimension,
+                                                          tiled), x)
+    name = axes[0]
     n = _axis_size(name)
 
     def one(v):
@@ -314,23 +393,58 @@ def psum_scatter(x: Any, axis_name, *, scatter_dimension: int = 0, axis_index_gr
     return _leafwise(one, x)
 
 
+def _psum_scatter_gathered(v, axes, groups, scatter_dimension, tiled):
+    """``psum_scatter`` over several axes or within groups: the group's sum, of which this
+    member keeps block ``rank``."""
+    sd = scatter_dimension % v.ndim
+    n = math.prod(_axis_size(a) for a in axes) if groups is None else groups[0].shape[1]
+    what = axes if len(axes) > 1 else axes[0]
+    if tiled and v.shape[sd] % n:
+        raise ValueError(f"psum_scatter(tiled=True): dimension {sd} of size {v.shape[sd]} "
+                         f"is not divisible by the size of axis {what!r}, {n}")
+    if not tiled and v.shape[sd] != n:
+        raise ValueError(f"psum_scatter: dimension {sd} of the operand (shape {v.shape}) must "
+                         f"have the size of axis {what!r}, {n} (pass tiled=True to split it "
+                         "into equal blocks)")
+    values, rank = _gathered(v, axes, groups)
+    total = jnp.sum(values, axis=0)
+    if not tiled:
+        return jnp.take(total, rank, axis=sd)
+    size = v.shape[sd] // n
+    return lax.dynamic_slice_in_dim(total, rank * size, size, axis=sd)
+
+
 def ppermute(x: Any, axis_name, perm: Sequence[tuple[int, int]]) -> Any:
     """Sends ``x`` from member ``src`` to member ``dst`` for each pair of ``perm``; members
-    that receive nothing get zeros.
+    that receive nothing get zeros. A tuple of axis names numbers the members on their
+    product (the first name major).
 
     Raises:
       ValueError: ``perm`` names a member twice as source or as destination, or one out of
         range.
     """
-    name = _single(axis_name, "ppermute")
-    n = _axis_size(name)
+    axes = as_axes(axis_name)
+    name = axes if len(axes) > 1 else axes[0]
+    n = axis_size(axes)
     pairs = tuple((int(s), int(d)) for s, d in perm)
     srcs, dsts = [s for s, _ in pairs], [d for _, d in pairs]
     if len(set(srcs)) != len(srcs) or len(set(dsts)) != len(dsts):
         raise ValueError(f"ppermute sources and destinations must be unique, got perm={perm}")
     if any(not 0 <= i < n for i in srcs + dsts):
         raise ValueError(f"ppermute perm={perm} names a member outside axis {name!r} of size {n}")
-    return _leafwise(lambda v: ppermute_p.bind(v, axes=(name,), perm=pairs), x)
+    if len(axes) > 1:  # the positions on the axes' product, from the gathered values
+        src = np.zeros(n, np.int32)
+        got = np.zeros(n, bool)
+        for s_, d_ in pairs:
+            src[d_], got[d_] = s_, True
+
+        def one(v):
+            values, pos = _gathered(v, axes, None)
+            mine = jnp.take(values, jnp.take(jnp.asarray(src), pos, axis=0), axis=0)
+            return jnp.where(jnp.take(jnp.asarray(got), pos, axis=0), mine,
+                             jnp.zeros_like(mine))
+        return _leafwise(one, x)
+    return _leafwise(lambda v: ppermute_p.bind(v, axes=axes, perm=pairs), x)
 
 
 def pshuffle(x: Any, axis_name, perm: Sequence[int]) -> Any:
@@ -342,8 +456,7 @@ def pshuffle(x: Any, axis_name, perm: Sequence[int]) -> Any:
 
 def pbroadcast(x: Any, axis_name, source: int) -> Any:
     """Every member receives the ``x`` of member ``source``."""
-    name = _single(axis_name, "pbroadcast")
-    g = all_gather(x, name)
+    g = all_gather(x, axis_name)
     return tree_util.tree_map(lambda v: v[source], g)
 
 

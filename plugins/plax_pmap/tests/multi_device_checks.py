@@ -325,6 +325,70 @@ def shard_map_two_axes():
 
 
 @check
+def axis_index_groups_on_devices():
+    """psum/pmean/pmax/pmin/all_gather/psum_scatter/all_to_all within groups, on the devices
+    and under vmap, against NumPy (groups of two: pairs (0, N-1), (1, N-2), ...)."""
+    if N % 2:
+        return
+    groups = [[k, N - 1 - k] for k in range(N // 2)]
+    partner = {a: b for a, b in groups} | {b: a for a, b in groups}
+    pair = np.array([X[i] + X[partner[i]] for i in range(N)])
+    for f, want in [
+            (lambda x: lax.psum(x, "i", axis_index_groups=groups), pair),
+            (lambda x: lax.pmean(x, "i", axis_index_groups=groups), pair / 2),
+            (lambda x: lax.pmax(x, "i", axis_index_groups=groups),
+             np.array([np.maximum(X[i], X[partner[i]]) for i in range(N)])),
+            (lambda x: lax.pmin(x, "i", axis_index_groups=groups),
+             np.array([np.minimum(X[i], X[partner[i]]) for i in range(N)]))]:
+        got, ref = both(f, X)
+        close(got, want)
+        close(ref, want)
+    members = {i: g for g in groups for i in g}
+    got, ref = both(lambda x: lax.all_gather(x, "i", axis_index_groups=groups), X)
+    want = np.array([X[members[i]] for i in range(N)])
+    close(got, want)
+    close(ref, want)
+    Y = rng.standard_normal((N, 2, 3)).astype(np.float32)   # a dimension of the group's size
+    rank = {i: members[i].index(i) for i in range(N)}
+    got, ref = both(lambda x: lax.psum_scatter(x, "i", axis_index_groups=groups), Y)
+    want = np.array([Y[members[i]].sum(0)[rank[i]] for i in range(N)])
+    close(got, want)
+    close(ref, want)
+    got, ref = both(lambda x: lax.all_to_all(x, "i", 0, 0, axis_index_groups=groups), Y)
+    want = np.array([Y[members[i]][:, rank[i]] for i in range(N)])
+    close(got, want)
+    close(ref, want)
+    g = plax.grad(lambda w: plax.pmap(lambda x: lax.psum(x * w, "i", axis_index_groups=groups),
+                                      axis_name="i")(X).sum())(np.float32(2.0))
+    close(g, 2 * X.sum(), rtol=1e-4)
+    raises(ValueError, lambda: both(lambda x: lax.psum(x, "i", axis_index_groups=[[0]]), X),
+           "axis_index_groups")
+
+
+@check
+def collectives_over_two_mesh_axes():
+    """all_to_all, psum_scatter and ppermute over ("data", "model") act on the axes' product,
+    the first name major (as JAX's), under shard_map on a 2 x N/2 mesh and under jit."""
+    if N % 2:
+        return
+    mesh = plax.make_mesh((2, N // 2), ("data", "model"))
+    axes = ("data", "model")
+    A = rng.standard_normal((N, N)).astype(np.float32)   # row p: member p's block
+
+    def sm(f):
+        return plax.shard_map(f, mesh=mesh, in_specs=P(axes), out_specs=P(axes))
+    ring = [(k, (k + 1) % N) for k in range(N)]
+    want = np.roll(A, 1, axis=0)
+    close(sm(lambda b: lax.ppermute(b, axes, ring))(A), want)
+    close(plax.jit(sm(lambda b: lax.ppermute(b, axes, ring)))(A), want)
+    close(sm(lambda b: lax.all_to_all(b, axes, 1, 1, tiled=True))(A), A.T)
+    close(sm(lambda b: lax.psum_scatter(b, axes, scatter_dimension=1, tiled=True))(A),
+          A.sum(0)[:, None])
+    g = plax.grad(lambda a: (sm(lambda b: lax.ppermute(b, axes, ring))(a) * A).sum())(A)
+    close(g, np.roll(A, -1, axis=0))
+
+
+@check
 def shard_map_under_grad_and_jit():
     mesh = plax.make_mesh((N,), ("x",))
     W = rng.standard_normal((3,)).astype(np.float32)

@@ -128,8 +128,27 @@ def test_collective_argument_errors():
         vm(lambda x: lax.pshuffle(x, "i", [0, 0, 1, 2]), X)
     with pytest.raises(ValueError, match="must have the size of axis"):
         vm(lambda x: lax.psum_scatter(x, "i"), X)
-    with pytest.raises(NotImplementedError, match="axis_index_groups"):
-        vm(lambda x: lax.psum(x, "i", axis_index_groups=[[0, 1], [2, 3]]), X)
+    with pytest.raises(ValueError, match="axis_index_groups"):
+        vm(lambda x: lax.psum(x, "i", axis_index_groups=[[0, 1], [2]]), X)  # 3 is missing
+    with pytest.raises(ValueError, match="axis_index_groups"):
+        vm(lambda x: lax.psum(x, "i", axis_index_groups=[[0, 1, 2], [3]]), X)  # unequal sizes
+
+
+def test_vmap_groups_and_tuple_axes():
+    got = vm(lambda x: lax.psum(x, "i", axis_index_groups=[[0, 2], [1, 3]]), X)
+    np.testing.assert_allclose(got, X[[0, 1, 0, 1]] + X[[2, 3, 2, 3]], rtol=1e-6)
+    got = vm(lambda x: lax.all_gather(x, "i", axis_index_groups=[[3, 0], [1, 2]]), X)
+    np.testing.assert_array_equal(got, X[[[3, 0], [1, 2], [1, 2], [3, 0]]])
+    Y = rng.standard_normal((2, 2, 4)).astype(np.float32)   # positions a * 2 + b
+    nest = lambda f: np.asarray(plax.vmap(plax.vmap(f, axis_name="b"), axis_name="a")(Y))  # noqa: E731
+    flat = Y.reshape(4, 4)
+    ring = [(k, (k + 1) % 4) for k in range(4)]
+    np.testing.assert_array_equal(nest(lambda x: lax.ppermute(x, ("a", "b"), ring)),
+                                  np.roll(flat, 1, axis=0).reshape(2, 2, 4))
+    np.testing.assert_array_equal(nest(lambda x: lax.all_to_all(x, ("a", "b"), 0, 0)),
+                                  flat.T.reshape(2, 2, 4))
+    np.testing.assert_allclose(nest(lambda x: lax.psum_scatter(x, ("a", "b"))),
+                               flat.sum(0).reshape(2, 2), rtol=1e-6)
 
 
 # ------------------------------------------------------------------ the core's sharding API
