@@ -108,6 +108,25 @@ class NumbaBackend(Backend):
             "kernel cache": cache.cache_dir(),
         }
 
+    def threads_limited(self, n: int):
+        """Numba's thread count for the current thread (``numba.set_num_threads``, which is
+        per thread) lowered to ``n`` inside the context, then restored."""
+        import contextlib
+
+        @contextlib.contextmanager
+        def limited():
+            if "numba" not in sys.modules:  # no kernel has been compiled: nothing to limit
+                yield
+                return
+            import numba
+            before = numba.get_num_threads()
+            numba.set_num_threads(max(1, min(n, before)))
+            try:
+                yield
+            finally:
+                numba.set_num_threads(before)
+        return limited()
+
     def compile(self, jaxpr, device) -> Callable[..., Sequence[Any]]:
         from plax.lowering import fold_transposed_products, lower
         from plax_numba.emitter import NumbaEmitter  # not numba: the first compile job does
@@ -188,20 +207,17 @@ WHOLE_MIN_STEPS = 4
 #: 8.4 us for the product and its transposed copy).
 FOLD_MIN_ELEMENTS = 1 << 14
 
-#: matrix products of more multiply-adds than this run on BLAS's threads (OpenBLAS: above
-#: 65536 * GEMM_MULTITHREAD_THRESHOLD (4)); a program with one keeps its loops serial
-#: (:func:`numba_threads_useful`)
-BLAS_THREADED_MIN = 1 << 18
 
 
 def numba_threads_useful(jaxpr) -> bool:
     """Whether the program's clusters may run on numba's threads (``prange``): not when it
     has a matrix product big enough for BLAS to run on its own threads
-    (:data:`BLAS_THREADED_MIN`). OpenBLAS's threads spin for a while after each product
-    (2**28 cycles unless ``OPENBLAS_THREAD_TIMEOUT`` was set before NumPy was imported), so
-    a ``prange`` loop after one waits for cores they hold: on the 2-core host a 401,408-element
-    update kernel took 260 us after a product against 30 us alone and 55 us serial, and the
-    MLP step went 3.67 -> 2.79 ms with serial clusters."""
+    (``kernels.BLAS_THREADED_MIN``). OpenBLAS's threads spin for a while after each product,
+    and a ``prange`` loop after one waits for the cores they hold: on the 2-core host the MLP
+    step went 3.67 -> 2.79 ms with serial clusters. Across programs (pmap's segments, one
+    jitted call after another) :func:`plax_numba.kernels.yielding_to_blas` does the same at
+    run time."""
+    from plax_numba.kernels import BLAS_THREADED_MIN
     from plax_numba.wholegen import largest_product
     return largest_product(jaxpr) <= BLAS_THREADED_MIN
 

@@ -180,14 +180,20 @@ class NumbaEmitter(Emitter):
         # not the dispatcher: the dispatcher would compile a second, read-only/any-layout
         # version synchronously at the first call (plax's buffers are read-only), and its
         # type lookup costs ~0.3 us per call. The wrapper passes C-contiguous arrays.
+        parallel = "prange(" in plan.source
+
+        def entry(kernel):
+            fn = cache.entry_point(kernel, plan.arg_types)
+            return kernels.yielding_to_blas(fn) if parallel else fn
+
         def build():
             kernel = cache.compile_kernel(text, plan.arg_types)
-            ns["_kernel"] = cache.entry_point(kernel, plan.arg_types)
+            ns["_kernel"] = entry(kernel)
             ns["_ready"] = True
 
         ready = cache.compiled_kernel(text, plan.arg_types)
         if ready is not None:  # compiled earlier in this process: no tiering needed
-            ns["_kernel"], ns["_ready"] = cache.entry_point(ready, plan.arg_types), True
+            ns["_kernel"], ns["_ready"] = entry(ready), True
         elif self.sync:
             try:
                 build()
@@ -238,9 +244,14 @@ class NumbaEmitter(Emitter):
         if prim is lax.threefry2x32_p:  # native (plax_numba.threefry), bit-identical
             return threefry_step(eqn, backend, self.sync)
         if prim is lax.dot_general_p:
+            big = kernels.product_madds(eqn) > kernels.BLAS_THREADED_MIN
             dot = kernels.plain_dot(eqn)
+            if dot is None:
+                dot = backend.eager_impl(prim)
+                dot = dot and _bind(dot, eqn.params)
             if dot is not None:
-                return Step(dot, guarded=True)
+                return Step(kernels.noting_threaded_product(dot) if big else dot,
+                            guarded=True)
         ufunc = kernels.direct_ufunc(eqn)
         if ufunc is not None:
             return Step(ufunc, accepts_out=True, guarded=True)

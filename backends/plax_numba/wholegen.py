@@ -45,6 +45,7 @@ from plax.lowering.literals import literal_value
 
 from plax_numba import codegen
 from plax_numba.codegen import Unsupported, _cast, _t, constant
+from plax_numba.kernels import product_madds
 
 # (plax_numba.arrays, the helpers the generated code calls, is not imported here: it imports
 # numba, which planning a program at its first call must not pay for)
@@ -749,9 +750,7 @@ def largest_product(jaxpr: Jaxpr) -> int:
     largest = 0
     for e in jaxpr.eqns:
         if e.primitive is lax.dot_general_p:
-            (lc, _), _ = e.params["dimension_numbers"]
-            k = math.prod(e.invars[0].aval.shape[d] for d in lc)
-            largest = max(largest, k * math.prod(e.outvars[0].aval.shape))
+            largest = max(largest, product_madds(e))
         for sub in _subjaxprs(e):
             largest = max(largest, largest_product(sub))
     return largest

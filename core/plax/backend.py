@@ -10,7 +10,8 @@ a copy.
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+import contextlib
+from typing import Any, Callable, ContextManager, Sequence
 
 import numpy as np
 
@@ -94,6 +95,18 @@ class Backend:
         through the host instead (``to_host`` of the buffer's owner, then :meth:`put`).
         """
         return None
+
+    def threads_limited(self, n: int) -> ContextManager[None]:
+        """Optionally, a context in which the backend's kernels called from the current
+        thread use at most ``n`` threads of their own (a multi-device runtime running one
+        device per thread gives each a share of the cores). The default changes nothing.
+
+        Example:
+          >>> backend = plax.devices()[0].backend
+          >>> with backend.threads_limited(1):
+          ...     _ = plax.jit(lambda x: x * 2)(plax.numpy.ones(3))
+        """
+        return contextlib.nullcontext()
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} name={self.name!r} platform={self.platform!r}>"

@@ -282,21 +282,65 @@ def test_large_flat_clusters_run_in_parallel():
 
 
 def test_programs_with_threaded_blas_products_keep_their_loops_serial():
-    """A program with a matrix product above ``backend.BLAS_THREADED_MIN`` multiply-adds
+    """A program with a matrix product above ``kernels.BLAS_THREADED_MIN`` multiply-adds
     compiles even its large clusters without ``prange`` (BLAS's spinning threads hold the
     cores); with a product of exactly that size, the clusters keep ``prange``. Results match
     the reference either way."""
-    from plax_numba import backend, codegen
+    from plax_numba import codegen, kernels
     big = np.linspace(-4, 4, codegen.PARALLEL_MIN, dtype=np.float32)
     rng = np.random.default_rng(0)
 
     def f(a, m, x):
         return selu(a), jnp.tanh(m @ x)
-    for k, threaded in ((backend.BLAS_THREADED_MIN // 64 + 1, True),
-                        (backend.BLAS_THREADED_MIN // 64, False)):
+    for k, threaded in ((kernels.BLAS_THREADED_MIN // 64 + 1, True),
+                        (kernels.BLAS_THREADED_MIN // 64, False)):
         m = rng.standard_normal((8, k)).astype(np.float32)      # 8 x k @ k x 8: 64 k
         x = rng.standard_normal((k, 8)).astype(np.float32)
         assert ("prange(" in compiled_source(f, big, m, x)) is not threaded
         (g1, g2), (w1, w2) = both(f, big, m, x)
         np.testing.assert_allclose(g1, w1, rtol=2e-6, atol=4e-7)
         np.testing.assert_allclose(g2, w2, rtol=1e-4, atol=1e-5)
+
+
+def test_parallel_kernels_yield_to_spinning_blas_threads():
+    """After a product on BLAS's threads (recorded by the program's product step), a
+    ``prange`` kernel runs on one numba thread until ``kernels.BLAS_SPIN_SECONDS`` have
+    passed; otherwise on all of them. The thread count is restored either way."""
+    import numba
+    from plax_numba import kernels
+    seen = []
+
+    def kernel(*args):
+        seen.append(numba.get_num_threads())
+        return args
+    run = kernels.yielding_to_blas(kernel)
+    before = numba.get_num_threads()
+    clock = kernels._last_threaded_product  # the clock the steps share
+    saved = clock[0]
+    try:
+        clock[0] = -np.inf
+        run(1)
+        kernels.noting_threaded_product(lambda a, b: a @ b)(np.ones((2, 2)), np.ones((2, 2)))
+        assert clock[0] > 0 and kernels.blas_threads_spinning()
+        run(2)
+        assert seen == [before, 1] and numba.get_num_threads() == before
+        # a jitted product big enough for BLAS's threads records it
+        clock[0] = 0.0
+        k = kernels.BLAS_THREADED_MIN // 64 + 1
+        m = np.ones((8, k), np.float32)
+        plax.jit(lambda a, b: a @ b, backend="numba")(m, m.T)
+        assert clock[0] > 0
+    finally:
+        clock[0] = saved
+
+
+def test_numba_backend_limits_its_threads_per_calling_thread():
+    import numba
+    backend = plax.plugins.registry().get_backend("numba")
+    before = numba.get_num_threads()
+    with backend.threads_limited(1):
+        assert numba.get_num_threads() == 1
+    assert numba.get_num_threads() == before
+    numpy_backend = plax.plugins.registry().get_backend("numpy")
+    with numpy_backend.threads_limited(1):  # the default: nothing to limit
+        pass

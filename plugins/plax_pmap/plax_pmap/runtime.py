@@ -15,6 +15,7 @@ instead of hanging.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
@@ -238,10 +239,18 @@ class SpmdProgram:
         results: list = [None] * n
         errors: list = [None] * n
 
+        # each CPU device's kernels get its share of the cores (their own threads would
+        # otherwise oversubscribe them, as BLAS's do: see plax_pmap.blas)
+        share = max(1, (os.cpu_count() or 1) // n) if devices[0].platform == "cpu" else None
+
         def work(r):
             try:
-                results[r] = self._run_one(offset + r, devices[r], backend_for(devices[r]),
-                                           inputs[r], comm)
+                backend = backend_for(devices[r])
+                limit = (backend.threads_limited(share) if share is not None and n > 1
+                         else contextlib.nullcontext())
+                with limit:
+                    results[r] = self._run_one(offset + r, devices[r], backend, inputs[r],
+                                               comm)
             except _Cancelled:
                 pass
             except BaseException as err:  # noqa: BLE001 -- surfaced below, once

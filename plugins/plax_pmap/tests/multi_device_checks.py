@@ -389,6 +389,30 @@ def collectives_over_two_mesh_axes():
 
 
 @check
+def each_device_gets_its_share_of_the_cores():
+    """On N > 1 CPU devices every device thread runs inside its backend's
+    ``threads_limited(cores // N)`` (at least 1)."""
+    if N == 1:
+        return
+    backend = plax.devices()[0].backend
+    cls = type(backend)
+    seen = []
+    original = cls.threads_limited
+
+    def recording(self, n):
+        seen.append((threading.get_ident(), n))
+        return original(self, n)
+    cls.threads_limited = recording
+    try:
+        close(plax.pmap(lambda x: lax.psum(x, "i"), axis_name="i")(X),
+              np.broadcast_to(X.sum(0), X.shape))
+    finally:
+        cls.threads_limited = original
+    assert len(seen) == N and len({t for t, _ in seen}) == N, seen
+    assert {n for _, n in seen} == {max(1, (os.cpu_count() or 1) // N)}, seen
+
+
+@check
 def shard_map_under_grad_and_jit():
     mesh = plax.make_mesh((N,), ("x",))
     W = rng.standard_normal((3,)).astype(np.float32)
