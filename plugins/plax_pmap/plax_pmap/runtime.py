@@ -241,7 +241,7 @@ class SpmdProgram:
 
         # each CPU device's kernels get its share of the cores (their own threads would
         # otherwise oversubscribe them, as BLAS's do: see plax_pmap.blas)
-        share = max(1, (os.cpu_count() or 1) // n) if devices[0].platform == "cpu" else None
+        share = max(1, blas.cores() // n) if devices[0].platform == "cpu" else None
 
         def work(r):
             try:
