@@ -344,3 +344,35 @@ def test_numba_backend_limits_its_threads_per_calling_thread():
     numpy_backend = plax.plugins.registry().get_backend("numpy")
     with numpy_backend.threads_limited(1):  # the default: nothing to limit
         pass
+
+
+def test_large_lone_equations_without_a_ufunc_compile_to_a_kernel():
+    """A lone ``logistic`` (no NumPy ufunc: its reference kernel makes several passes) of at
+    least ``emitter.LONE_KERNEL_MIN`` elements becomes a one-equation kernel; a small one,
+    and a lone equation with a ufunc (``exp``), keep their NumPy kernels."""
+    from plax_numba import emitter
+    n = emitter.LONE_KERNEL_MIN
+    big = np.linspace(-30, 30, n, dtype=np.float32)
+    src = compiled_source(lax.logistic, big)
+    assert "fused kernel" in src and "logistic" in src.split("fused kernel")[1]
+    assert "fused kernel" not in compiled_source(lax.logistic, big[: n // 2])
+    assert "fused kernel" not in compiled_source(jnp.exp, big)
+    (got,), (want,) = both(lax.logistic, big)
+    np.testing.assert_allclose(got, want, rtol=3e-7, atol=1e-30)
+
+
+@pytest.mark.parametrize("fn", [
+    lax.logistic, lax.rsqrt, jnp.sign, jnp.round, lambda x: lax.integer_pow(x, 3),
+    lambda x: x.astype(jnp.int32), lambda x: lax.clamp(-1.0, x, 2.0),
+    lambda x: lax.select_n(x > 0, x, -x), lambda x: lax.select_n(x > 0, x, x),
+    lambda x: lax.nextafter(x, jnp.float32(0)), lambda x: lax.rem(x.astype(jnp.int32), 7),
+    lambda x: lax.div(x.astype(jnp.int32), 3),
+], ids=["logistic", "rsqrt", "sign", "round", "integer_pow", "convert", "clamp", "select",
+        "select_same", "nextafter", "rem_int", "div_int"])
+def test_large_lone_equations_match_the_reference(fn):
+    from plax_numba import emitter
+    x = np.linspace(-50, 50, emitter.LONE_KERNEL_MIN + 3, dtype=np.float32)
+    got, want = both(fn, x)
+    for g, w in zip(got, want):
+        assert g.shape == w.shape and g.dtype == w.dtype
+        np.testing.assert_allclose(g, w, rtol=3e-7, atol=1e-30)
