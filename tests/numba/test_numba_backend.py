@@ -12,20 +12,14 @@ from plax import lax, random
 from plax import numpy as jnp
 from plax.lowering import PlaxFallbackWarning
 
+from numba_vs_numpy import jit_both as both
+
 
 @pytest.fixture(autouse=True)
 def per_cluster_kernels(monkeypatch):
     """This module tests the per-cluster kernels: no whole-program kernels (those are tested
     in test_whole_program.py)."""
     monkeypatch.setenv("PLAX_NUMBA_WHOLE_MAX", "0")
-
-
-def both(f, *args):
-    """``f`` jitted on the Numba and on the NumPy backend, results as host arrays."""
-    got = plax.jit(f, backend="numba")(*args)
-    want = plax.jit(f, backend="numpy")(*args)
-    flat = lambda t: [np.asarray(x) for x in plax.tree_util.tree_leaves(t)]  # noqa: E731
-    return flat(got), flat(want)
 
 
 def compiled_source(f, *args) -> str:

@@ -15,24 +15,7 @@ from plax import lax, random
 from plax.lowering import PlaxFallbackWarning
 
 from plax_numba import scalar
-
-
-def _jit_both(f, *args):
-    got = plax.jit(f, backend="numba")(*args)
-    want = plax.jit(f, backend="numpy")(*args)
-    flat = lambda t: [np.asarray(x) for x in plax.tree_util.tree_leaves(t)]  # noqa: E731
-    return flat(got), flat(want)
-
-
-def _assert_bits_equal(got, want):
-    assert got.dtype == want.dtype and got.shape == want.shape
-    if got.dtype.kind == "f":
-        ui = np.dtype(f"u{got.dtype.itemsize}")
-        nan = np.isnan(want)
-        np.testing.assert_array_equal(np.isnan(got), nan)
-        np.testing.assert_array_equal(got[~nan].view(ui), want[~nan].view(ui))
-    else:
-        np.testing.assert_array_equal(got, want)
+from numba_vs_numpy import assert_bits_equal, jit_both
 
 
 # ---------------------------------------------------------------- samplers, end to end
@@ -51,9 +34,9 @@ def test_samplers_bit_identical_to_numpy_backend(partitionable, shape, seed):
         key = random.PRNGKey(seed)
         with warnings.catch_warnings():
             warnings.simplefilter("error", PlaxFallbackWarning)
-            got, want = _jit_both(sample, key)
+            got, want = jit_both(sample, key)
     for g, w in zip(got, want):
-        _assert_bits_equal(g, w)
+        assert_bits_equal(g, w)
 
 
 def test_normal_post_hash_arithmetic_is_one_kernel():
@@ -83,17 +66,17 @@ def test_fused_bitcast_and_nextafter_match_numpy_backend():
                 lax.nextafter(x.astype(np.float64) * 3.0, y.astype(np.float64)))
 
     with plax.config.override("jax_enable_x64", True):
-        got, want = _jit_both(f, x, y)
+        got, want = jit_both(f, x, y)
     for g, w in zip(got, want):
-        _assert_bits_equal(g, w)
+        assert_bits_equal(g, w)
 
 
 def test_narrowing_bitcast_of_a_scalar_is_not_fused():
     # f32[] -> u16[2]: the output is not a broadcast of the scalar operand
     def f(x):
         return lax.bitcast_convert_type(x * 3.0, np.uint16) + np.uint16(1)
-    got, want = _jit_both(f, np.float32(1.75))
-    _assert_bits_equal(got[0], want[0])
+    got, want = jit_both(f, np.float32(1.75))
+    assert_bits_equal(got[0], want[0])
 
 
 # ---------------------------------------------------------------- the scalar helpers
@@ -129,7 +112,7 @@ def test_nextafter_matches_numpy_on_edge_values(dtype, fn):
     x, y = x.ravel(), y.ravel()
     with np.errstate(all="ignore"):
         want = np.nextafter(x, y)
-    _assert_bits_equal(fn(x, y), want)
+    assert_bits_equal(fn(x, y), want)
 
 
 @pytest.mark.parametrize("dtype,fn", [(np.float32, _nextafter32), (np.float64, _nextafter64)])
@@ -141,7 +124,7 @@ def test_nextafter_matches_numpy_on_random_bits(dtype, fn):
     y[::3] = x[::3]
     with np.errstate(all="ignore"):
         want = np.nextafter(x, y)
-    _assert_bits_equal(fn(x, y), want)
+    assert_bits_equal(fn(x, y), want)
 
 
 _PAIRS = [(np.uint32, np.float32), (np.float32, np.uint32), (np.int32, np.float32),

@@ -14,26 +14,7 @@ from plax import lax, random
 from plax.lowering import PlaxFallbackWarning
 
 from plax_numba import codegen, emitter
-
-
-def _both(f, *args):
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", PlaxFallbackWarning)
-        got = plax.jit(f, backend="numba")(*args)
-    want = plax.jit(f, backend="numpy")(*args)
-    flat = lambda t: [np.asarray(x) for x in plax.tree_util.tree_leaves(t)]  # noqa: E731
-    return flat(got), flat(want)
-
-
-def _bits_equal(got, want):
-    assert got.dtype == want.dtype and got.shape == want.shape
-    if got.dtype.kind == "f":
-        ui = np.dtype(f"u{got.dtype.itemsize}")
-        nan = np.isnan(want)
-        np.testing.assert_array_equal(np.isnan(got), nan)
-        np.testing.assert_array_equal(got[~nan].view(ui), want[~nan].view(ui))
-    else:
-        np.testing.assert_array_equal(got, want)
+from numba_vs_numpy import assert_bits_equal, jit_both
 
 
 @pytest.mark.parametrize("shape", [(emitter.CHUNK_MIN + 12_345,), (600, 500)])
@@ -42,9 +23,9 @@ def test_large_samplers_bit_identical(shape):
         k1, k2 = random.split(key)
         return (random.normal(k1, shape), random.uniform(k2, shape, minval=-3.0, maxval=2.5),
                 random.bits(k2, shape))
-    got, want = _both(sample, random.PRNGKey(7))
+    got, want = jit_both(sample, random.PRNGKey(7), fallback_is_error=True)
     for g, w in zip(got, want):
-        _bits_equal(g, w)
+        assert_bits_equal(g, w)
 
 
 def test_chunked_split_cluster_with_several_outputs():
@@ -59,9 +40,9 @@ def test_chunked_split_cluster_with_several_outputs():
         w = z * x + s
         return y, w, lax.log1p(w * w)
 
-    got, want = _both(f, x, np.float32(1.5))
+    got, want = jit_both(f, x, np.float32(1.5), fallback_is_error=True)
     for g, w in zip(got, want):
-        _bits_equal(g, w)
+        assert_bits_equal(g, w)
 
 
 def test_large_kernels_take_preallocated_outputs():
@@ -73,9 +54,9 @@ def test_large_kernels_take_preallocated_outputs():
     assert plan.out_params and "def kernel(a0, a1, a2, a3, o0, o1, n)" in plan.source, plan.source
     assert not codegen.plan_cluster(cluster).out_params   # the default: wholegen's form
     x = np.random.default_rng(0).standard_normal(n).astype(np.float32)
-    got, want = _both(lambda x: (x * 2.0 + 1.0, x - 3.0), x)
+    got, want = jit_both(lambda x: (x * 2.0 + 1.0, x - 3.0), x, fallback_is_error=True)
     for g, w in zip(got, want):
-        _bits_equal(g, w)
+        assert_bits_equal(g, w)
 
 
 # ---- tiered mode (the default): the unchunked path until the chunk kernels are compiled
@@ -130,7 +111,7 @@ def test_tiered_split_cluster_switches_to_chunks(monkeypatch, case):
     assert runs == [0, 0, 1], runs
     for got in outs:
         for g, w in zip(got, want):
-            _bits_equal(g, w)
+            assert_bits_equal(g, w)
 
 
 def test_tiered_chunk_compile_failure_keeps_unchunked_path(monkeypatch):
@@ -146,4 +127,4 @@ def test_tiered_chunk_compile_failure_keeps_unchunked_path(monkeypatch):
     assert runs == [0, 0, 0], runs
     for got in outs:
         for g, w in zip(got, want):
-            _bits_equal(g, w)
+            assert_bits_equal(g, w)

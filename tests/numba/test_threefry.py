@@ -16,6 +16,7 @@ from plax import lax, random
 from plax.lowering import PlaxFallbackWarning
 
 from plax_numba import threefry
+from numba_vs_numpy import jit_both
 from plax_numpy import impls_random
 
 U32 = np.uint32
@@ -80,21 +81,14 @@ def test_known_answer():
     assert y2.tolist() == [2579123966, 3453687069]
 
 
-def _jit_both(f, *args):
-    got = plax.jit(f, backend="numba")(*args)
-    want = plax.jit(f, backend="numpy")(*args)
-    leaves = plax.tree_util.tree_leaves
-    return [np.asarray(x) for x in leaves(got)], [np.asarray(x) for x in leaves(want)]
-
-
 @pytest.mark.parametrize("shape", [(0,), (1,), (5,), (3, 4), (1000,), (70_001,)])
 def test_jitted_primitive(shape):
     x1 = np.arange(int(np.prod(shape)), dtype=U32).reshape(shape)
     x2 = (x1 * U32(2654435761)).astype(U32)
     k1, k2 = U32(123456789), U32(987654321)
-    got, want = _jit_both(lax.threefry2x32, k1, k2, x1, x2)
+    got, want = jit_both(lax.threefry2x32, k1, k2, x1, x2)
     assert_same(got, want)
-    got, want = _jit_both(lambda k1, k2, a: lax.threefry2x32(k1, k2, U32(7), a), k1, k2, x2)
+    got, want = jit_both(lambda k1, k2, a: lax.threefry2x32(k1, k2, U32(7), a), k1, k2, x2)
     assert_same(got, want)
 
 
@@ -120,7 +114,7 @@ def test_random_matches_numpy_backend(partitionable, shape):
         key = random.PRNGKey(20240601)
         with warnings.catch_warnings():
             warnings.simplefilter("error", PlaxFallbackWarning)
-            got, want = _jit_both(sample, key)
+            got, want = jit_both(sample, key)
     for g, w in zip(got, want):
         assert g.dtype == w.dtype and g.shape == w.shape
         np.testing.assert_array_equal(g, w)  # bit-identical, floats included
@@ -130,7 +124,7 @@ def test_vmapped_keys_match_numpy_backend():
     # a batch of keys: the key words are arrays (the array-key layout of the kernel)
     keys = random.split(random.PRNGKey(3), 6)
     f = plax.vmap(lambda k: random.bits(k, (33,)))
-    got, want = _jit_both(f, keys)
+    got, want = jit_both(f, keys)
     np.testing.assert_array_equal(got[0], want[0])
 
 

@@ -1,0 +1,36 @@
+"""Helpers of the Numba backend's tests: a function jitted on the Numba and on the NumPy
+backend, and the bit-for-bit comparison of their results."""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+import plax
+from plax.lowering import PlaxFallbackWarning
+
+
+def jit_both(f, *args, fallback_is_error: bool = False):
+    """``f(*args)`` jitted on the Numba and on the NumPy backend, each as a list of host
+    arrays (the leaves of its result). ``fallback_is_error``: a ``PlaxFallbackWarning`` of
+    the Numba compilation raises (the path under test must not fall back)."""
+    with warnings.catch_warnings():
+        if fallback_is_error:
+            warnings.simplefilter("error", PlaxFallbackWarning)
+        got = plax.jit(f, backend="numba")(*args)
+    want = plax.jit(f, backend="numpy")(*args)
+    leaves = plax.tree_util.tree_leaves
+    return [np.asarray(x) for x in leaves(got)], [np.asarray(x) for x in leaves(want)]
+
+
+def assert_bits_equal(got, want):
+    """Same dtype, shape and bits (floats compared as unsigned integers; NaNs in the same
+    places, any payload)."""
+    assert got.dtype == want.dtype and got.shape == want.shape
+    if got.dtype.kind == "f":
+        ui = np.dtype(f"u{got.dtype.itemsize}")
+        nan = np.isnan(want)
+        np.testing.assert_array_equal(np.isnan(got), nan)
+        np.testing.assert_array_equal(got[~nan].view(ui), want[~nan].view(ui))
+    else:
+        np.testing.assert_array_equal(got, want)
