@@ -208,7 +208,6 @@ WHOLE_MIN_STEPS = 4
 FOLD_MIN_ELEMENTS = 1 << 14
 
 
-
 def numba_threads_useful(jaxpr) -> bool:
     """Whether the program's clusters may run on numba's threads (``prange``): not when it
     has a matrix product big enough for BLAS to run on its own threads

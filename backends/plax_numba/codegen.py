@@ -378,9 +378,12 @@ def plan_cluster(cluster, preallocate: bool = False, parallel: bool | None = Non
             if sorted(eqn.params["axes"]) != list(range(rank)):
                 flat = False
 
-    out_params = (preallocate and flat and rank > 0 and math.prod(shape) >= PARALLEL_MIN
-                  and not broadcast_operands_partial(cluster, shape)
+    # a flat loop without reductions may run on threads and in chunks (order-free)
+    order_free = (flat and rank > 0
                   and not any(fusion_kind(e.primitive) == REDUCTION for e in cluster.eqns))
+    large = math.prod(shape) >= PARALLEL_MIN
+    out_params = (preallocate and order_free and large
+                  and not broadcast_operands_partial(cluster, shape))
 
     # inputs: rank-0 operands as scalars, the others as arrays
     inputs: list[_Input] = []
@@ -504,12 +507,7 @@ def plan_cluster(cluster, preallocate: bool = False, parallel: bool | None = Non
         params = ([inp.name for inp in inputs] + [f"o{j}" for j in range(len(cluster.outputs))]
                   + dims)
     # shapes are static per compiled program, so the variant is chosen here
-    if parallel is None:
-        parallel = (flat and rank > 0 and math.prod(shape) >= PARALLEL_MIN
-                    and not any(fusion_kind(e.primitive) == REDUCTION for e in cluster.eqns))
-    else:
-        parallel = (parallel and flat and rank > 0
-                    and not any(fusion_kind(e.primitive) == REDUCTION for e in cluster.eqns))
+    parallel = order_free and (large if parallel is None else parallel)
     lines = [f"@njit(**{'_PARALLEL' if parallel else '_OPTIONS'})",
              f"def kernel({', '.join(params)}):"]
     lines += ["    " + s for s in pre]

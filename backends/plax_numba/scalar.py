@@ -92,7 +92,6 @@ def round_away(x):
 
 # ---------------------------------------------------------------- bit casts, float32 exp without libm
 
-from llvmlite import ir as _ir  # noqa: E402
 from numba import types as _types  # noqa: E402
 from numba.extending import intrinsic as _intrinsic  # noqa: E402
 
