@@ -80,15 +80,10 @@ class Executable:
         self.out_avals = out_avals
 
 
-_host_memory_kept = [False]
-
-
 def compile_closed(closed: ClosedJaxpr, backend, device) -> Executable:
     """Compiles ``closed`` with ``backend`` for ``device`` (outside every transform)."""
-    if not _host_memory_kept[0]:  # the programs' buffers are reused, not re-faulted
-        from plax.host_memory import keep_freed_memory
-        keep_freed_memory()
-        _host_memory_kept[0] = True
+    from plax.host_memory import keep_freed_memory
+    keep_freed_memory()  # once per process: the programs' buffers are reused, not re-faulted
     jaxpr, consts = prepare_for_backend(closed)
     with eager_region():
         executable = backend.compile(jaxpr, device)

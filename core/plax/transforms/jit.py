@@ -28,8 +28,8 @@ from plax.core.jaxpr import ClosedJaxpr
 from plax.core.shaped_array import ShapeDtypeStruct
 from plax.core.trace import DebugInfo, Tracer, fun_name, state as trace_state
 from plax.device import default_device as _default_device
-from plax.transforms.call import compile_closed, jit_p
-from plax.transforms.call import lend_buffers as _lend_buffers, unlent_outputs as _unlent_outputs
+from plax.transforms.call import (compile_closed, jit_p, lend_buffers as _lend_buffers,
+                                  unlent_outputs as _unlent_outputs)
 from plax.transforms.staging import abstractify, convert_tracer_consts, trace_to_jaxpr
 
 _tree_flatten = tree_util.tree_flatten
