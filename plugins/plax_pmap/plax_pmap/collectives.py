@@ -147,7 +147,7 @@ def _groups(axis_index_groups, axes, what):
     """
     if axis_index_groups is None:
         return None
-    n = math.prod(_axis_size(a) for a in axes)
+    n = axis_size(axes)
     try:
         groups = [[int(i) for i in g] for g in axis_index_groups]
     except TypeError:
@@ -156,7 +156,7 @@ def _groups(axis_index_groups, axes, what):
     flat = sorted(i for g in groups for i in g)
     if not groups or len({len(g) for g in groups}) != 1 or flat != list(range(n)):
         raise ValueError(f"{what}: axis_index_groups {axis_index_groups!r} must split the "
-                         f"{n} positions of axis {axes if len(axes) > 1 else axes[0]!r} into "
+                         f"{n} positions of axis {_axes_label(axes)!r} into "
                          "groups of equal size, each position in exactly one group")
     members = np.zeros((n, len(groups[0])), np.int32)
     rank = np.zeros(n, np.int32)
@@ -164,6 +164,15 @@ def _groups(axis_index_groups, axes, what):
         for r, i in enumerate(g):
             members[i], rank[i] = g, r
     return members, rank
+
+
+def _group_size(axes, groups) -> int:
+    """How many members take part: the axes' size, or a group's with ``axis_index_groups``."""
+    return axis_size(axes) if groups is None else groups[0].shape[1]
+
+
+def _axes_label(axes):
+    return axes if len(axes) > 1 else axes[0]
 
 
 def _gathered(v, axes, groups):
@@ -237,7 +246,7 @@ def pmean(x: Any, axis_name, *, axis_index_groups=None) -> Any:
     """The mean of ``x`` over the named axes: ``psum(x) / axis_size``."""
     axes = as_axes(axis_name)
     groups = _groups(axis_index_groups, axes, "pmean")
-    n = axis_size(axes) if groups is None else groups[0].shape[1]
+    n = _group_size(axes, groups)
     return tree_util.tree_map(lambda s: s / n,
                               psum(x, axes, axis_index_groups=axis_index_groups))
 
@@ -280,14 +289,13 @@ def all_gather(x: Any, axis_name, *, axis_index_groups=None, axis: int = 0,
         ax = axis % (nd if tiled else nd + 1) if (nd or not tiled) else 0
         if tiled and nd == 0:
             raise ValueError("all_gather(tiled=True) needs an operand of rank >= 1")
+        n = _group_size(axes, groups)
         if groups is not None:
             g = _gathered(v, axes, groups)[0]
-            n = groups[0].shape[1]
         else:
             g = v
             for name in reversed(axes):  # the first name ends up major
                 g = _gather_one(g, name, 0)
-            n = math.prod(_axis_size(a) for a in axes)
             g = lax.reshape(g, (n,) + tuple(v.shape))
         g = jnp.moveaxis(g, 0, ax)
         if tiled:
@@ -343,8 +351,7 @@ def _all_to_all_gathered(v, axes, groups, split_axis, concat_axis, tiled):
     member keeps block ``rank`` of every sender's ``split_axis``."""
     nd = v.ndim
     sa, ca = split_axis % nd, concat_axis % nd
-    n = math.prod(_axis_size(a) for a in axes) if groups is None else groups[0].shape[1]
-    what = axes if len(axes) > 1 else axes[0]
+    n, what = _group_size(axes, groups), _axes_label(axes)
     if tiled:
         if v.shape[sa] % n:
             raise ValueError(f"all_to_all(tiled=True): split_axis {sa} of size {v.shape[sa]} "
@@ -356,10 +363,10 @@ def _all_to_all_gathered(v, axes, groups, split_axis, concat_axis, tiled):
                          f"have the size of axis {what!r}, {n}")
     senders, rank = _gathered(v, axes, groups)        # (n senders, *v.shape)
     mine = jnp.take(senders, rank, axis=sa + 1)       # (n senders, rest): block ``rank``
+    y = jnp.moveaxis(mine, 0, ca)                     # senders at concat_axis
     if not tiled:
-        return jnp.moveaxis(mine, 0, ca)
-    y = jnp.moveaxis(mine, 0, ca)                     # senders just before concat_axis
-    out = list(y.shape)
+        return y
+    out = list(y.shape)                               # tiled: merged with the block after
     return lax.reshape(y, tuple(out[:ca] + [out[ca] * out[ca + 1]] + out[ca + 2:]))
 
 
@@ -397,8 +404,7 @@ def _psum_scatter_gathered(v, axes, groups, scatter_dimension, tiled):
     """``psum_scatter`` over several axes or within groups: the group's sum, of which this
     member keeps block ``rank``."""
     sd = scatter_dimension % v.ndim
-    n = math.prod(_axis_size(a) for a in axes) if groups is None else groups[0].shape[1]
-    what = axes if len(axes) > 1 else axes[0]
+    n, what = _group_size(axes, groups), _axes_label(axes)
     if tiled and v.shape[sd] % n:
         raise ValueError(f"psum_scatter(tiled=True): dimension {sd} of size {v.shape[sd]} "
                          f"is not divisible by the size of axis {what!r}, {n}")
@@ -424,7 +430,7 @@ def ppermute(x: Any, axis_name, perm: Sequence[tuple[int, int]]) -> Any:
         range.
     """
     axes = as_axes(axis_name)
-    name = axes if len(axes) > 1 else axes[0]
+    name = _axes_label(axes)
     n = axis_size(axes)
     pairs = tuple((int(s), int(d)) for s, d in perm)
     srcs, dsts = [s for s, _ in pairs], [d for _, d in pairs]

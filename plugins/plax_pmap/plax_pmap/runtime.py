@@ -241,12 +241,12 @@ class SpmdProgram:
 
         # each CPU device's kernels get its share of the cores (their own threads would
         # otherwise oversubscribe them, as BLAS's do: see plax_pmap.blas)
-        share = max(1, blas.cores() // n) if devices[0].platform == "cpu" else None
+        share = max(1, blas.cores() // n) if devices[0].platform == "cpu" and n > 1 else None
 
         def work(r):
             try:
                 backend = backend_for(devices[r])
-                limit = (backend.threads_limited(share) if share is not None and n > 1
+                limit = (backend.threads_limited(share) if share is not None
                          else contextlib.nullcontext())
                 with limit:
                     results[r] = self._run_one(offset + r, devices[r], backend, inputs[r],
