@@ -26,10 +26,12 @@ import threading
 import numpy as np
 
 _HEADER = '''"""A plax_numba kernel, generated from {primitives}."""
+import math
 import numpy as np
 from numba import njit, prange
 from plax_numba.scalar import fmax, fmin, idiv, irem, fsign, logistic, round_away, exp_f32
 from plax_numba.scalar import tanh_f32, logistic_f32
+from plax_numba.libm_free import log_f32, expm1_f32, erf_f32, erfc_f32
 from plax_numba.scalar import bitcast, nextafter_f32, nextafter_f64
 from plax_numba.arrays import dot_rows, dot_loops, dot_blas, dot_blas_mv, dot_bool, matvec_t
 
@@ -59,7 +61,7 @@ def _numba_version() -> str:
 def _salt() -> str:
     helpers = b""
     here = os.path.dirname(os.path.abspath(__file__))
-    for name in ("scalar.py", "arrays.py"):  # the helpers the generated kernels call
+    for name in ("scalar.py", "libm_free.py", "arrays.py"):  # the helpers the generated kernels call
         with open(os.path.join(here, name), "rb") as f:  # read, not imported: no numba
             helpers += f.read()
     return hashlib.sha256(helpers + _numba_version().encode() + np.__version__.encode()

@@ -121,6 +121,12 @@ _FLOAT_UNARY = {
     lax.logistic_p: "logistic({0})", lax.sign_p: "fsign({0})", lax.abs_p: "abs({0})",
     lax.neg_p: "-{0}",
 }
+#: float32 functions with a libm-free kernel (each within 1.05 ulp; plax_numba.libm_free)
+_LIBM_FREE_F32 = {lax.log_p: "log_f32", lax.expm1_p: "expm1_f32", lax.erf_p: "erf_f32",
+                  lax.erfc_p: "erfc_f32"}
+#: special functions of other float dtypes: libm's float64 ones, one scalar call per element
+#: (still one pass, where the reference kernel makes several through SciPy)
+_SPECIAL_F64 = {lax.erf_p: "math.erf", lax.erfc_p: "math.erfc", lax.lgamma_p: "math.lgamma"}
 _ARITH = {lax.add_p: "+", lax.add_any_p: "+", lax.sub_p: "-", lax.mul_p: "*"}
 _COMPARE = {lax.eq_p: "==", lax.ne_p: "!=", lax.lt_p: "<", lax.le_p: "<=", lax.gt_p: ">",
             lax.ge_p: ">="}
@@ -166,6 +172,13 @@ def elementwise(eqn, a: list[str]) -> str:
         return f"tanh_f32({a[0]})"  # vectorisable, <= 1.31 ulp (plax_numba.scalar)
     if prim is lax.logistic_p and din[0] == np.float32:
         return f"logistic_f32({a[0]})"  # vectorisable, <= 2.26 ulp (plax_numba.scalar)
+    if (prim in _SPECIAL_F64 and k == "f" and din[0].itemsize >= 4
+            and (prim not in _LIBM_FREE_F32 or din[0] != np.float32 or not eqn.outvars[0].aval.shape)):
+        # float32 scalars too: their rounding of libm's float64 erf matches SciPy's (the NumPy
+        # backend's), which truncated_normal's bounds need to stay bit-identical
+        return _cast(f"{_SPECIAL_F64[prim]}(np.float64({a[0]}))", dout)
+    if prim in _LIBM_FREE_F32 and din[0] == np.float32:
+        return f"{_LIBM_FREE_F32[prim]}({a[0]})"  # vectorisable (plax_numba.libm_free)
     if prim in _FLOAT_UNARY and (k == "f" or prim in (lax.neg_p, lax.abs_p)):
         return _cast(_FLOAT_UNARY[prim].format(a[0]), dout)
     if prim is lax.rsqrt_p and k == "f":

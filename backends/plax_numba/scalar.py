@@ -113,23 +113,29 @@ def bitcast(typingctx, x, like):
     return like(x, like), codegen
 
 
-@_intrinsic
-def fma_f32(typingctx, a, b, c):
-    """``a * b + c`` of float32 values rounded once (LLVM's ``llvm.fma``).
+def _fma_for(kind):
+    def typer(typingctx, a, b, c):
+        if not (a == b == c == kind):
+            return None
+
+        def codegen(context, builder, signature, args):
+            return builder.fma(*args)
+
+        return kind(kind, kind, kind), codegen
+    return typer
+
+
+fma_f32 = _intrinsic(_fma_for(_types.float32))
+fma_f32.__doc__ = """``a * b + c`` of float32 values rounded once (LLVM's ``llvm.fma``).
 
     Exactly rounded, so the result is the same on every CPU; where the CPU has FMA units the
     vectorised loop uses them, elsewhere LLVM calls libm's ``fmaf`` (slower, same bits). Only
-    the polynomial kernels below use it: their error bounds are measured with it. The
-    generated kernels never contract ``a * b + c`` on their own (results must match the
-    reference backend's rounding).
+    the polynomial kernels use it (here and in :mod:`plax_numba.libm_free`): their error
+    bounds are measured with it. The generated kernels never contract ``a * b + c`` on their
+    own (results must match the reference backend's rounding).
     """
-    if not (a == b == c == _types.float32):
-        return None
-
-    def codegen(context, builder, signature, args):
-        return builder.fma(*args)
-
-    return _types.float32(_types.float32, _types.float32, _types.float32), codegen
+fma_f64 = _intrinsic(_fma_for(_types.float64))
+fma_f64.__doc__ = """``a * b + c`` of float64 values rounded once: :func:`fma_f32` for float64."""
 
 
 _LOG2E = np.float32(1.44269504088896341)

@@ -678,7 +678,7 @@ def plan_program(jaxpr: Jaxpr) -> WholePlan:
     # every output is its own value (a scalar cast to its dtype)
     rets = [gen.cast(o, a) for o, a in zip(outs, out_avals)]
     const_names = [f"kc{i}" for i in range(len(gen.consts))]
-    head = [f"@njit(**_OPTIONS)", f"def kernel({', '.join(const_names + params)}):"]
+    head = ["@njit(**_OPTIONS)", f"def kernel({', '.join(const_names + params)}):"]
     lines.append(f"    return ({''.join(r + ', ' for r in rets)})")
     lines = _drop_unused(lines, gen.pure)
     kernels = [src.replace("def kernel(", f"def {name}(", 1)

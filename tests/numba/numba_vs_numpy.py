@@ -34,3 +34,17 @@ def assert_bits_equal(got, want):
         np.testing.assert_array_equal(got[~nan].view(ui), want[~nan].view(ui))
     else:
         np.testing.assert_array_equal(got, want)
+
+
+def elementwise_loop(fn):
+    """A compiled loop applying the scalar kernel ``fn`` (e.g. ``plax_numba.scalar.exp_f32``)
+    to every element of a 1-d array, as the generated kernels call it."""
+    from numba import njit
+
+    @njit(error_model="numpy")
+    def run(a):
+        out = np.empty_like(a)
+        for i in range(a.size):
+            out[i] = fn(a[i])
+        return out
+    return run

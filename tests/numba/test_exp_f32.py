@@ -4,18 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from numba_vs_numpy import elementwise_loop
+
 
 def _vexp():
-    from numba import njit
     from plax_numba.scalar import exp_f32
-
-    @njit(error_model="numpy")
-    def vexp(a):
-        out = np.empty_like(a)
-        for i in range(a.size):
-            out[i] = exp_f32(a[i])
-        return out
-    return vexp
+    return elementwise_loop(exp_f32)
 
 
 def test_exp_f32_within_one_ulp():

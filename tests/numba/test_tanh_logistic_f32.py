@@ -4,19 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from numba_vs_numpy import elementwise_loop
+
 
 def _vectorised(name):
-    from numba import njit
     from plax_numba import scalar
-    fn = getattr(scalar, name)
-
-    @njit(error_model="numpy")
-    def run(a):
-        out = np.empty_like(a)
-        for i in range(a.size):
-            out[i] = fn(a[i])
-        return out
-    return run
+    return elementwise_loop(getattr(scalar, name))
 
 
 def _max_ulps(got, ref):
