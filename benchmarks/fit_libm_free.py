@@ -9,6 +9,8 @@ below the fits'). Run it to reproduce or change the constants:
 """
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import scipy.special as sp
 from numpy.polynomial import polynomial as P
@@ -42,15 +44,30 @@ def erf_over_x(x):
     return np.where(x == 0, 2 / np.sqrt(np.pi), sp.erf(safe) / safe)
 
 
+def erfinv_over_y(w):
+    """``erfinv(y) / y`` as a function of ``w = -log(1 - y**2)``; ``1 - y`` is formed without
+    cancellation, so the reference keeps its precision as ``y`` nears 1."""
+    y = np.sqrt(-np.expm1(-w))
+    return sp.erfcinv(np.exp(-w) / (1 + y)) / y
+
+
 def main() -> None:
+    warnings.simplefilter("ignore", np.exceptions.RankWarning)  # the fits are checked below
     square = lambda x: x * x  # noqa: E731
+    sqrt_w = lambda s: erfinv_over_y(s * s)  # noqa: E731
     jobs = [
         # name, function, interval, degree, variable, relative, dtype of the constants
-        # (the kernel evaluates x + x Q: the constant term is printed less one)
+        # (the erf_f32 kernel evaluates x + x Q: the constant term is printed less one)
         ("erf_f32: erf(x)/x in x**2", erf_over_x, (0, 1), 6, square, True, np.float32),
-        ("erf_f32: erfc(x) in x - 2.375", sp.erfc, (1, 3.92), 14, lambda x: x - 2.375, False, np.float32),
+        ("erf_f32: erfc(x) in x - 2.375", sp.erfc, (1, 3.92), 14, lambda x: x - 2.375, False,
+         np.float32),
         ("erfc_f32: erf(x)/x in x**2", erf_over_x, (0, 1), 6, square, True, np.float64),
-        ("erfc_f32: erfcx(x) in 1/(2+x)", sp.erfcx, (1, 10.5), 10, lambda x: 1 / (2 + x), True, np.float64),
+        ("erfc_f32: erfcx(x) in 1/(2+x)", sp.erfcx, (1, 10.5), 10, lambda x: 1 / (2 + x), True,
+         np.float64),
+        ("erf_inv_f32: erfinv(y)/y in w - 2.5", erfinv_over_y, (1e-12, 5), 12,
+         lambda w: w - 2.5, True, np.float64),
+        ("erf_inv_f32: erfinv(y)/y in sqrt(w) - 3.2", sqrt_w, (np.sqrt(5), 4.2), 10,
+         lambda s: s - 3.2, True, np.float64),
     ]
     for name, f, (lo, hi), degree, var, relative, dtype in jobs:
         c, err = fit(f, lo, hi, degree, var, relative)

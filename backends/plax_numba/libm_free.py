@@ -1,14 +1,16 @@
-"""float32 ``log``, ``expm1``, ``erf`` and ``erfc`` without libm calls, for the generated kernels.
+"""float32 transcendental functions without libm calls, for the generated kernels: ``log``,
+``expm1``, ``erf``, ``erfc``, ``erf_inv``, ``sin`` and ``cos``.
 
-``log``, ``expm1`` and ``erfc`` widen their float32 argument to float64, evaluate a polynomial
-there (with fused multiply-adds, :func:`plax_numba.scalar.fma_f64`) and round once to float32:
-float64 carries ~29 bits more than the result needs, so what shows is the final rounding
-(0.50, 0.50 and 0.57 ulp). ``erf`` runs in float32 arithmetic (twice the lanes; 1.05 ulp). The
-bounds are measured against NumPy/SciPy in float64 over dense sweeps and powers of two
-(tests/numba/test_libm_free.py); JAX's own float32 ``expm1``/``erf``/``erfc`` are 5.4/5.4/66
-ulps off on the same inputs. The code is branch-free (every case is computed and one selected),
-so loops calling these vectorise instead of making one scalar libm call per element (1M float32
-``erf`` in a fused loop: 13.4 ms before, through SciPy; see docs/performance.md).
+All but ``erf`` widen their float32 argument to float64, evaluate a polynomial there (with
+fused multiply-adds, :func:`plax_numba.scalar.fma_f64`) and round once to float32: float64
+carries ~29 bits more than the result needs, so what shows is the final rounding (0.50 to 0.57
+ulp). ``erf`` runs in float32 arithmetic (twice the lanes; 1.05 ulp). ``sin``/``cos`` reduce
+their argument exactly for every float32 (Payne and Hanek's method, tables of 2/pi computed
+here). The bounds are measured against NumPy/SciPy in float64 over dense sweeps, powers of two
+and random bit patterns (tests/numba/test_libm_free.py); JAX's own float32 ``expm1``, ``erf``,
+``erfc`` and ``erf_inv`` are 5.4, 5.4, 66 and 65 ulps off on the same inputs. The code is
+branch-free (every case is computed and one selected), so loops calling these vectorise
+instead of making one scalar libm call per element (docs/performance.md has the timings).
 
 The float32 ``exp``, ``tanh`` and ``logistic`` live in :mod:`plax_numba.scalar` (float32
 arithmetic, tuned for the selu and MLP benchmarks). ``log1p`` has no kernel here: the random
@@ -17,14 +19,14 @@ samplers call it and must match the NumPy backend bit for bit, so clusters run N
 
 The coefficients are fitted by ``benchmarks/fit_libm_free.py`` (weighted least squares at
 Chebyshev nodes, reweighted towards the least maximum error); the series for ``log`` (of
-``atanh``) and ``exp`` are Taylor's.
+``atanh``), ``exp``, ``sin`` and ``cos`` are Taylor's.
 """
 from __future__ import annotations
 
 import numpy as np
 from numba import njit
 
-from plax_numba.scalar import bitcast, fma_f32 as fma32, fma_f64 as fma
+from plax_numba.scalar import bitcast, constant_table, fma_f32 as fma32, fma_f64 as fma
 
 _inline = dict(cache=True, nogil=True, error_model="numpy", inline="always")
 _F = np.float32
@@ -62,16 +64,12 @@ def exp_f64(d):
 
 
 @njit(**_inline)
-def log_f32(x):
-    """``log`` of a float32 (0.5 ulp after the final rounding).
+def _log_f64(d):
+    """``log(d)`` in float64 for a positive, finite, normal ``d``, relative error below 1e-10.
 
-    ``x = m 2**e`` with ``m`` in ``[sqrt(1/2), sqrt(2))`` (read from float64 bits, where
-    float32 subnormals are normal), ``log m = 2 atanh(s)`` with ``s = (m-1)/(m+1)``, |s| <=
-    0.172, by its odd series to ``s**11`` (truncation below 5e-11 relative), plus ``e ln 2``.
-    For ``x`` near 1, ``e`` is 0 and nothing cancels. 0 -> -inf, negative -> NaN, inf and NaN
-    unchanged.
-    """
-    d = np.float64(x)
+    ``d = m 2**e`` with ``m`` in ``[sqrt(1/2), sqrt(2))`` (from the bits), ``log m = 2 atanh(s)``
+    with ``s = (m-1)/(m+1)``, |s| <= 0.172, by its odd series to ``s**11`` (truncation below
+    5e-11 relative), plus ``e ln 2``. Near 1, ``e`` is 0 and nothing cancels."""
     b = bitcast(d, np.int64(0))
     e = (b >> np.int64(52)) - np.int64(1023)
     m = bitcast((b & _MANTISSA) | _ONE_BITS, 0.0)          # in [1, 2)
@@ -82,7 +80,14 @@ def log_f32(x):
     s = f / (2.0 + f)
     z = s * s
     p = s * fma(fma(fma(fma(fma(2 / 11, z, 2 / 9), z, 2 / 7), z, 2 / 5), z, 2 / 3), z, 2.0)
-    r = _F(fma(np.float64(e), _LN2, p))
+    return fma(np.float64(e), _LN2, p)
+
+
+@njit(**_inline)
+def log_f32(x):
+    """``log`` of a float32 (0.5 ulp after the final rounding; float32 subnormals are normal in
+    float64). 0 -> -inf, negative -> NaN, inf and NaN unchanged."""
+    r = _F(_log_f64(np.float64(x)))
     r = r if x < _INF32 else x                             # inf and NaN unchanged
     r = -_INF32 if x == 0 else r
     return _NAN32 if x < 0 else r
@@ -181,3 +186,132 @@ def erf_f32(x):
     big = big if x > 0 else -big
     r = small if a < _ONE32 else big
     return x if x != x else r
+
+
+# ---------------------------------------------------------------- sin, cos
+
+def _two_over_pi(bits: int) -> int:
+    """``floor(2/pi * 2**bits)``: pi by Machin's formula in integer arithmetic, 64 guard bits."""
+    guard = bits + 64
+    one = 1 << guard
+
+    def arctan_inverse(n: int) -> int:  # arctan(1/n) * 2**guard
+        total, power, k = 0, one // n, 1
+        while power:
+            total += power // k if k % 4 == 1 else -(power // k)
+            power //= n * n
+            k += 2
+        return total
+    pi = 16 * arctan_inverse(5) - 4 * arctan_inverse(239)
+    return (2 * one << bits) // pi
+
+
+def _reduction_tables():
+    """For each float32 exponent field ``e8``, ``V = 2**E * 2/pi mod 4`` (``x = M 2**E`` with an
+    integer 24-bit ``M``) as four chunks of 24 bits each, the first starting at ``V``'s leading
+    bit or at 2**1, whichever is lower: ``M * chunk`` is exact in float64."""
+    scale = 460                            # bits of 2/pi below the point (E reaches -149 and 104)
+    two_over_pi = _two_over_pi(scale)
+    tables = np.zeros((4, 256))
+    for e8 in range(256):
+        e = max(e8, 1) - 150
+        v = (two_over_pi << e if e >= 0 else two_over_pi >> -e) % (4 << scale)
+        top = min(1, v.bit_length() - 1 - scale)
+        for i in range(4):
+            low = top - 24 * (i + 1) + 1   # the weight of the chunk's lowest bit
+            shift = scale + low
+            tables[i, e8] = float((v >> shift) & 0xFFFFFF) * 2.0 ** low
+    return [constant_table(t, f"plax_numba_two_over_pi_{i}") for i, t in enumerate(tables)]
+
+
+_V0, _V1, _V2, _V3 = _reduction_tables()
+_PIO2 = 1.5707963267948966
+
+
+@njit(**_inline)
+def _quadrant(x):
+    """``(q, r)`` with ``|x| = (4j + q) pi/2 + r``, ``|r| <= pi/4`` in float64 (absolute error
+    below 2**-70: Payne and Hanek's reduction, exact for every float32 whatever its size).
+
+    ``|x| 2/pi mod 4`` is ``M * V`` (see :func:`_reduction_tables`): the first chunk's product,
+    reduced mod 4, and the second's are exact and sum exactly; the remaining two are added
+    after the nearest integer is taken away, so a result near a multiple of pi/2 keeps its
+    relative precision."""
+    b = bitcast(x, np.int32(0))
+    e8 = (b >> np.int32(23)) & np.int32(0xFF)
+    m = b & np.int32(0x7FFFFF)
+    mant = np.float64(m | np.int32(0x800000) if e8 > 0 else m)
+    t0 = mant * _V0(e8)
+    t0 = t0 - 4.0 * ((t0 * 0.25 + _ROUNDER) - _ROUNDER)     # mod 4, exact
+    s = t0 + mant * _V1(e8)
+    t = s + _ROUNDER
+    k = t - _ROUNDER                                          # the nearest integer
+    f = (s - k) + (mant * _V2(e8) + mant * _V3(e8))
+    return bitcast(t, np.int64(0)) & np.int64(3), f * _PIO2
+
+
+@njit(**_inline)
+def _sin_cos(r):
+    """``(sin r, cos r)`` for ``|r| <= pi/4`` in float64, Taylor's series to ``r**11`` and
+    ``r**12`` (truncation below 7e-12 relative)."""
+    z = r * r
+    s = fma(fma(fma(fma(-1 / 39916800, z, 1 / 362880), z, -1 / 5040), z, 1 / 120), z, -1 / 6)
+    c = fma(fma(fma(fma(1 / 479001600, z, -1 / 3628800), z, 1 / 40320), z, -1 / 720), z, 1 / 24)
+    return fma(r * z, s, r), fma(z * z, c, 1.0 - 0.5 * z)
+
+
+@njit(**_inline)
+def sin_f32(x):
+    """``sin`` of a float32, 0.5 ulp after the final rounding for every float32 (exact
+    argument reduction, :func:`_quadrant`). ±0 unchanged, inf and NaN give NaN."""
+    q, r = _quadrant(x)
+    s, c = _sin_cos(r)
+    v = c if q & 1 else s
+    v = -v if (q & 2) != (x < 0) * 2 else v                  # the quadrant's sign, x's sign
+    return (_F(v) if x != 0 else x) if abs(x) < _INF32 else x - x
+
+
+@njit(**_inline)
+def cos_f32(x):
+    """``cos`` of a float32, 0.5 ulp after the final rounding for every float32 (see
+    :func:`sin_f32`). inf and NaN give NaN."""
+    q, r = _quadrant(x)
+    s, c = _sin_cos(r)
+    v = s if q & 1 else c
+    v = -v if (q + 1) & 2 else v
+    return _F(v) if abs(x) < _INF32 else x - x
+
+
+# ---------------------------------------------------------------- erf_inv
+
+# erfinv(y) / y as polynomials of w = -log(1 - y**2): in w - 2.5 for w < 5 (relative error
+# 5.8e-11), in sqrt(w) - 3.2 above (1.6e-9; w <= 16.7 for float32's |y| < 1)
+_W0, _W1, _W2 = 1.501409351146361, 0.24664027674057734, -0.004177318237412233
+_W3, _W4, _W5 = -0.001252707928650134, 0.00021825147408426372, -4.996028980080139e-06
+_W6, _W7, _W8 = -3.417693714194962e-06, 4.787013879493238e-07, 1.3874044068219095e-08
+_W9, _W10 = -1.0863795439581835e-08, 8.062461999086544e-10
+_W11, _W12 = 1.2359281013708835e-10, -1.9770089483850536e-11
+_S0, _S1, _S2 = 3.0336365694568137, 1.004692438972827, 0.005973505084482116
+_S3, _S4, _S5 = -0.004294073925329091, 0.0029471219495243854, -0.0019933560776980697
+_S6, _S7, _S8 = 0.0010934435831852745, -0.0003588290456005414, -3.976325635198607e-05
+_S9, _S10 = 0.00010008920252765502, -3.077033257984504e-05
+
+
+@njit(**_inline)
+def erf_inv_f32(y):
+    """The inverse of ``erf`` for a float32 (0.53 ulp; JAX's float32
+    ``erf_inv`` is 65 ulps off near ±1): ``y g(w)`` with ``w = -log((1 - y)(1 + y))`` (exact
+    product in float64, so no cancellation near ±1) and ``g`` a polynomial in ``w`` or
+    ``sqrt(w)``. ±1 -> ±inf, |y| > 1 and NaN -> NaN, ±0 unchanged."""
+    d = np.float64(y)
+    a = abs(d)
+    w = -_log_f64(max((1.0 - a) * (1.0 + a), 1e-300))
+    v = w - 2.5
+    g1 = fma(fma(fma(fma(fma(fma(_W12, v, _W11), v, _W10), v, _W9), v, _W8), v, _W7), v, _W6)
+    g1 = fma(fma(fma(fma(fma(fma(g1, v, _W5), v, _W4), v, _W3), v, _W2), v, _W1), v, _W0)
+    t = np.sqrt(w) - 3.2
+    g2 = fma(fma(fma(fma(fma(fma(_S10, t, _S9), t, _S8), t, _S7), t, _S6), t, _S5), t, _S4)
+    g2 = fma(fma(fma(fma(g2, t, _S3), t, _S2), t, _S1), t, _S0)
+    r = _F(d * (g1 if w < 5.0 else g2))
+    r = (_INF32 if y > 0 else -_INF32) if a == 1.0 else r
+    return r if a <= 1.0 else _NAN32                       # NaN fails the test too

@@ -138,6 +138,38 @@ fma_f64 = _intrinsic(_fma_for(_types.float64))
 fma_f64.__doc__ = """``a * b + c`` of float64 values rounded once: :func:`fma_f32` for float64."""
 
 
+def constant_table(values, name: str):
+    """An intrinsic ``load(i)`` giving ``values[i]`` (as float64) from a constant LLVM global.
+
+    A global NumPy array would do the same, but numba reference-counts it on every access,
+    and those calls stop the caller's loop from vectorising; this compiles to one (gathered)
+    load. ``name`` must be unique per table (it names the global); ``i`` is not bounds-checked.
+    """
+    from llvmlite import ir
+    data = tuple(float(v) for v in values)
+
+    def typer(typingctx, index):
+        if not isinstance(index, _types.Integer):
+            return None
+
+        def codegen(context, builder, signature, args):
+            kind = ir.ArrayType(ir.DoubleType(), len(data))
+            table = builder.module.globals.get(name)
+            if table is None:
+                table = ir.GlobalVariable(builder.module, kind, name=name)
+                table.global_constant = True
+                table.linkage = "internal"
+                table.initializer = ir.Constant(kind, data)
+            i = args[0]
+            if i.type.width < 64:
+                i = builder.sext(i, ir.IntType(64))
+            zero = ir.Constant(ir.IntType(64), 0)
+            return builder.load(builder.gep(table, [zero, i], inbounds=True))
+
+        return _types.float64(index), codegen
+    return _intrinsic(typer)
+
+
 _LOG2E = np.float32(1.44269504088896341)
 _LN2_HI = np.float32(0.693359375)        # Cody-Waite split of ln 2 (Cephes expf)
 _LN2_LO = np.float32(-2.12194440e-4)

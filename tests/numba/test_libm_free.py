@@ -1,7 +1,7 @@
-"""The float32 ``log``, ``expm1``, ``erf`` and ``erfc`` of the generated kernels
-(:mod:`plax_numba.libm_free`): error bounds against NumPy/SciPy in float64 over dense sweeps and
-powers of two, the IEEE special cases, and the kernels end to end in jitted programs against
-the NumPy backend."""
+"""The float32 ``log``, ``expm1``, ``erf``, ``erfc``, ``erf_inv``, ``sin`` and ``cos`` of the
+generated kernels (:mod:`plax_numba.libm_free`): error bounds against NumPy/SciPy in float64
+over dense sweeps, powers of two and random bit patterns, the IEEE special cases, and the
+kernels end to end in jitted programs against the NumPy backend."""
 from __future__ import annotations
 
 import numpy as np
@@ -40,6 +40,21 @@ def _sweep(lo, hi, n=1_000_001):
     return np.linspace(lo, hi, n, dtype=F32)
 
 
+def _every_size(n=200_000):
+    """Random float32 bit patterns of both signs over every finite exponent (huge arguments
+    test sin/cos's reduction)."""
+    bits = np.random.default_rng(3).integers(0, 0x7F800000, n, dtype=np.int64)
+    x = bits.astype(np.uint32).view(F32)
+    return np.concatenate([x, -x])
+
+
+def _erf_inv(y):
+    """float64 erfinv keeping its precision near ±1 (``1 - |y|`` is exact for float32 ``y``)."""
+    a = np.abs(y)
+    with np.errstate(invalid="ignore"):
+        return np.copysign(np.where(a < 0.5, sp.erfinv(a), sp.erfcinv(1 - a)), y)
+
+
 CASES = {
     # name: (float64 reference, inputs, bound in ulps)
     "log_f32": (np.log, lambda: np.concatenate(
@@ -53,6 +68,13 @@ CASES = {
     "erfc_f32": (sp.erfc, lambda: np.concatenate(
         [_sweep(-5, 10.1), _sweep(0.9, 1.1), _sweep(-1e-3, 1e-3), _powers_of_two(),
          -_powers_of_two()]), 0.57),
+    "erf_inv_f32": (_erf_inv, lambda: np.concatenate(
+        [_sweep(-1, 1, 2_000_001), _sweep(0.999, 1), F32(1) - _powers_of_two(-1)[:-2],
+         _powers_of_two(0), -_powers_of_two(0)]), 0.53),
+    "sin_f32": (np.sin, lambda: np.concatenate(
+        [_sweep(-100, 100, 2_000_001), _every_size(), _powers_of_two(), -_powers_of_two()]), 0.501),
+    "cos_f32": (np.cos, lambda: np.concatenate(
+        [_sweep(-100, 100, 2_000_001), _every_size(), _powers_of_two(), -_powers_of_two()]), 0.501),
 }
 
 
@@ -79,7 +101,9 @@ def test_special_values(name):
 
 
 @pytest.mark.parametrize("fn, reference", [(lax.log, np.log), (lax.expm1, np.expm1),
-                                           (lax.erf, sp.erf), (lax.erfc, sp.erfc)])
+                                           (lax.erf, sp.erf), (lax.erfc, sp.erfc),
+                                           (lax.sin, np.sin), (lax.cos, np.cos),
+                                           (lax.erf_inv, _erf_inv)])
 def test_fused_in_jitted_programs(fn, reference):
     # a cluster (the function between two multiplies) on float32: the libm-free kernel, close to
     # the NumPy backend's SciPy/NumPy result; float64 stays on libm's functions
@@ -87,6 +111,8 @@ def test_fused_in_jitted_programs(fn, reference):
     x = (rng.standard_normal(5000) * 3).astype(F32)
     if reference is np.log:
         x = np.abs(x) + F32(1e-3)
+    if reference is _erf_inv:
+        x = np.tanh(x).astype(F32)
 
     def f(v):
         return fn(v * 0.5) * 2.0
