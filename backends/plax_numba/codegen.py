@@ -124,7 +124,8 @@ _FLOAT_UNARY = {
 #: float32 functions with a libm-free kernel (each within 1.05 ulp; plax_numba.libm_free)
 _LIBM_FREE_F32 = {lax.log_p: "log_f32", lax.expm1_p: "expm1_f32", lax.erf_p: "erf_f32",
                   lax.erfc_p: "erfc_f32", lax.sin_p: "sin_f32", lax.cos_p: "cos_f32",
-                  lax.erf_inv_p: "erf_inv_f32"}
+                  lax.erf_inv_p: "erf_inv_f32", lax.lgamma_p: "lgamma_f32",
+                  lax.digamma_p: "digamma_f32"}
 #: special functions of other float dtypes: libm's float64 ones, one scalar call per element
 #: (still one pass, where the reference kernel makes several through SciPy)
 _SPECIAL_F64 = {lax.erf_p: "math.erf", lax.erfc_p: "math.erfc", lax.lgamma_p: "math.lgamma"}

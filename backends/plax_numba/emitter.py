@@ -275,8 +275,8 @@ class NumbaEmitter(Emitter):
         ``integer_pow``, ``clamp``, ``sign``, integer ``div``...) as a one-equation kernel:
         its reference kernel makes several NumPy passes over the array (10M float32
         ``logistic``: 37.6 ms, 4.6 ms as a kernel). None where the equation is small
-        (:data:`LONE_KERNEL_MIN` elements), not elementwise, or not expressible (``digamma``
-        and float64 ``erf_inv`` keep their reference kernels)."""
+        (:data:`LONE_KERNEL_MIN` elements), not elementwise, or not expressible (float64 ``digamma``
+        and ``erf_inv`` keep their reference kernels)."""
         from plax.lowering import ELEMENTWISE, Cluster, fusion_kind
         if (not self.compile_kernels or fusion_kind(eqn.primitive) != ELEMENTWISE
                 or eqn.primitive.multiple_results or len(eqn.outvars) != 1):
