@@ -64,12 +64,10 @@ def exp_f64(d):
 
 
 @njit(**_inline)
-def _log_f64(d):
-    """``log(d)`` in float64 for a positive, finite, normal ``d``, relative error below 1e-10.
-
-    ``d = m 2**e`` with ``m`` in ``[sqrt(1/2), sqrt(2))`` (from the bits), ``log m = 2 atanh(s)``
-    with ``s = (m-1)/(m+1)``, |s| <= 0.172, by its odd series to ``s**11`` (truncation below
-    5e-11 relative), plus ``e ln 2``. Near 1, ``e`` is 0 and nothing cancels."""
+def _log_parts(d):
+    """``(e, s, z)`` for a positive, finite, normal float64 ``d = m 2**e`` with ``m`` in
+    ``[sqrt(1/2), sqrt(2))`` (from the bits): ``log d = e ln 2 + 2 atanh(s)``, ``s = (m-1)/(m+1)``
+    (|s| <= 0.172) and ``z = s**2``. Near 1, ``e`` is 0 and nothing cancels."""
     b = bitcast(d, np.int64(0))
     e = (b >> np.int64(52)) - np.int64(1023)
     m = bitcast((b & _MANTISSA) | _ONE_BITS, 0.0)          # in [1, 2)
@@ -78,9 +76,16 @@ def _log_f64(d):
     e = e + np.int64(1) if high else e
     f = m - 1.0
     s = f / (2.0 + f)
-    z = s * s
+    return np.float64(e), s, s * s
+
+
+@njit(**_inline)
+def _log_f64(d):
+    """``log(d)`` in float64 (see :func:`_log_parts`), relative error below 1e-10: the odd
+    series of ``2 atanh(s)`` to ``s**11`` (truncation below 5e-11 relative)."""
+    e, s, z = _log_parts(d)
     p = s * fma(fma(fma(fma(fma(2 / 11, z, 2 / 9), z, 2 / 7), z, 2 / 5), z, 2 / 3), z, 2.0)
-    return fma(np.float64(e), _LN2, p)
+    return fma(e, _LN2, p)
 
 
 @njit(**_inline)
@@ -321,17 +326,9 @@ def erf_inv_f32(y):
 
 @njit(**_inline)
 def _log_full(d):
-    """``log(d)`` to float64's precision (a few ulps) for a positive, finite, normal ``d``: the
-    series of :func:`_log_f64` to ``s**21`` and ``e ln 2`` in two parts."""
-    b = bitcast(d, np.int64(0))
-    e = (b >> np.int64(52)) - np.int64(1023)
-    m = bitcast((b & _MANTISSA) | _ONE_BITS, 0.0)
-    high = m > _SQRT2
-    m = m * 0.5 if high else m
-    e = np.float64(e + np.int64(1) if high else e)
-    f = m - 1.0
-    s = f / (2.0 + f)
-    z = s * s
+    """``log(d)`` to float64's precision (a few ulps; see :func:`_log_parts`): the series to
+    ``s**21`` and ``e ln 2`` in two parts."""
+    e, s, z = _log_parts(d)
     p = fma(fma(fma(fma(fma(2 / 21, z, 2 / 19), z, 2 / 17), z, 2 / 15), z, 2 / 13), z, 2 / 11)
     p = fma(fma(fma(fma(fma(p, z, 2 / 9), z, 2 / 7), z, 2 / 5), z, 2 / 3), z, 2.0)
     return fma(e, _LN2_HI, fma(s, p, e * _LN2_LO))
