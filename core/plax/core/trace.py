@@ -435,6 +435,36 @@ def eager_region() -> Iterator[None]:
         state.stack, state.dynamic, state.depth = saved
 
 
+# What, besides a function's arguments, changes the jaxpr that tracing it produces: each
+# source returns a hashable value describing its part of the current context (the sizes of
+# the named axes bound around the trace, for one). Caches of traced jaxprs (jit's) put
+# ``trace_context()`` in their keys, so one function traced in two contexts gets two jaxprs.
+_context_sources: list[Callable[[], Any]] = []
+
+
+def register_trace_context(source: Callable[[], Any]) -> None:
+    """Adds ``source`` to the trace context that keys caches of traced jaxprs.
+
+    ``source()`` is called whenever a cached trace is looked up (never on jit's fast path,
+    which runs with no transform active) and must return a hashable value, equal between two
+    contexts exactly when tracing the same function in them gives the same jaxpr. Return
+    ``()`` when nothing is bound: the common case stays one short tuple.
+
+    Args:
+      source: a callable taking no arguments.
+
+    Example:
+      >>> register_trace_context(lambda: tuple(my_axis_env.items()))  # doctest: +SKIP
+    """
+    _context_sources.append(source)
+
+
+def trace_context() -> tuple:
+    """The current trace context: one value per registered source (see
+    :func:`register_trace_context`)."""
+    return tuple([source() for source in _context_sources])
+
+
 def find_top_trace(args) -> Trace:
     """The trace that must process a primitive applied to ``args``: the highest level present."""
     top = state.dynamic

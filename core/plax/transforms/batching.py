@@ -13,7 +13,7 @@ from typing import Any, Callable, Hashable
 
 from plax.core import registry
 from plax.core.shaped_array import ShapedArray
-from plax.core.trace import Trace, Tracer, get_aval
+from plax.core.trace import Trace, Tracer, get_aval, register_trace_context, state as _state
 from plax.transforms.jvp import Zero
 
 not_mapped = None
@@ -45,6 +45,18 @@ class AxisData:
     size: int
     name: Hashable | None = None
     spmd_name: Any = None
+
+
+def named_axes() -> tuple:
+    """``((name, size), ...)`` of the active ``vmap(axis_name=...)`` levels, outermost first.
+
+    Part of the trace context (:func:`plax.core.trace.register_trace_context`): a jitted
+    function that uses a collective over one of these names is traced again under another
+    size or name (the size is in its jaxpr: ``all_gather`` has it in its output's shape).
+    Unnamed vmaps leave no mark, so their jits share one trace.
+    """
+    return tuple([(m.payload.name, m.payload.size) for m in _state.stack
+                  if m.trace_type is BatchTrace and m.payload.name is not None])
 
 
 class BatchTracer(Tracer):
@@ -268,3 +280,6 @@ def defvectorized(primitive) -> None:
 def defbroadcasting(primitive) -> None:
     """Registers :func:`broadcast_batcher` for an elementwise primitive."""
     registry.register_rule("batch", primitive)(broadcast_batcher(primitive))
+
+
+register_trace_context(named_axes)

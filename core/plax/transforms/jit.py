@@ -26,7 +26,7 @@ from plax.backend import executable_text
 from plax.config import config
 from plax.core.jaxpr import ClosedJaxpr
 from plax.core.shaped_array import ShapeDtypeStruct
-from plax.core.trace import DebugInfo, Tracer, fun_name, state as trace_state
+from plax.core.trace import DebugInfo, Tracer, fun_name, state as trace_state, trace_context
 from plax.device import default_device as _default_device
 from plax.transforms.call import (compile_closed, jit_p, lend_buffers as _lend_buffers,
                                   unlent_outputs as _unlent_outputs)
@@ -399,7 +399,10 @@ class JitFunction:
         the function closed over (a jaxpr never holds a tracer as a constant). A trace that
         captured some belongs to this call alone and is not cached.
         """
-        key = (treedef, tuple(avals), static, nargs, _trace_flags[0])
+        # trace_context(): e.g. the sizes of the axis names bound around this trace, which a
+        # collective in the function bakes into its jaxpr (not needed on the compiled paths:
+        # with no transform active nothing is bound)
+        key = (treedef, tuple(avals), static, nargs, _trace_flags[0], trace_context())
         hit = self._jaxpr_cache.get(key)
         if hit is not None:
             return hit

@@ -12,6 +12,7 @@ import threading
 from typing import Any, Hashable, Iterator, Sequence
 
 from plax.core import trace as _trace
+from plax.core.trace import register_trace_context
 from plax.transforms.batching import BatchTrace
 
 
@@ -32,6 +33,16 @@ def axis_env(sizes: dict) -> Iterator[None]:
         yield
     finally:
         _env.frames.pop()
+
+
+def _env_key() -> tuple:
+    """The names pmap/shard_map bind while they trace, with their sizes: part of the trace
+    context, so that a jitted function using ``all_gather`` under pmaps of two sizes is traced
+    once per size (vmap's names are the core's contribution)."""
+    return tuple([tuple(frame.items()) for frame in _env.frames])
+
+
+register_trace_context(_env_key)
 
 
 def _batch_mains():
