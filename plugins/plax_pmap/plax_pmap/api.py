@@ -32,6 +32,7 @@ from plax.sharding import IndexMapSharding, Mesh, NamedSharding, PartitionSpec
 from plax.transforms.call import to_buffer
 from plax.transforms.staging import trace_to_jaxpr
 from plax_pmap import axes as _axes
+from plax_pmap import vma as _vma
 from plax_pmap.runtime import SpmdProgram, flatten_calls
 
 
@@ -393,19 +394,25 @@ def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = N
       f: the per-device function (omit it to use ``shard_map(...)`` as a decorator).
       out_specs: a PartitionSpec per output (a prefix tree): mesh axes named in it
         concatenate the devices' blocks along that dimension; mesh axes not named must hold
-        equal values on every device along them (plax does not check: device 0's is used).
+        equal values on every device along them (device 0's block is returned).
       in_specs: a PartitionSpec per positional argument (a prefix tree; one spec applies to
         all): which mesh axes split each dimension.
       mesh: the :class:`~plax.sharding.Mesh` (default: the one set with
         ``plax.sharding.use_mesh``/``set_mesh``).
-      axis_names, check_vma, check_rep, auto: accepted (plax does not track replication).
+      axis_names: the mesh axes whose replication is checked (default: all of them).
+      check_vma: check, when the function is traced, that every output may vary only over
+        the mesh axes its out_spec names (see :mod:`plax_pmap.vma`); False skips the check.
+      check_rep: the older name of ``check_vma`` (False also skips the check).
+      auto: accepted and ignored.
 
     Returns:
       The mapped function.
 
     Raises:
       ValueError: a spec names an axis the mesh does not have, or splits a dimension that
-        the mesh axes do not divide; no mesh is given or set.
+        the mesh axes do not divide; no mesh is given or set; with ``check_vma``, an output
+        may vary over a mesh axis its out_spec leaves out (``lax.psum`` it over the axis,
+        or name the axis in its out_spec).
       NameError: a collective names an axis that is not bound.
 
     Example:
@@ -421,6 +428,7 @@ def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = N
                                  check_rep=check_rep, auto=auto)
     if not callable(f):
         raise TypeError(f"shard_map requires a callable as its first argument, got {f!r}")
+    checking = bool(check_vma) and (check_rep is None or bool(check_rep))
     cache = _Cache()
 
     @functools.wraps(f)
@@ -454,12 +462,18 @@ def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = N
         def flat_fun(*flat):
             return f(*tree_util.tree_unflatten(treedef, flat))
 
-        if not _eager(leaves):
-            return _shard_map_vmap(flat_fun, leaves, specs, m, out_specs)
         key = (treedef, tuple(specs), m, tuple(blocks))
+        if not _eager(leaves):
+            if checking and ("checked",) + key not in cache.table:
+                # at trace time, as JAX does (the vmap formulation builds no jaxpr to check)
+                _ReplicationCheck(specs, out_specs, m, axis_names).trace_and_check(
+                    flat_fun, blocks)
+                cache.table[("checked",) + key] = True
+            return _shard_map_vmap(flat_fun, leaves, specs, m, out_specs)
         entry = cache.table.get(key)
         if entry is None:
-            entry = _prepare_shard_map(flat_fun, blocks, m)
+            check = _ReplicationCheck(specs, out_specs, m, axis_names) if checking else None
+            entry = _prepare_shard_map(flat_fun, blocks, m, check)
             cache.table[key] = entry
         if entry == "vmap":
             out = _shard_map_vmap(flat_fun, leaves, specs, m, out_specs)
@@ -516,7 +530,9 @@ def _block_aval(aval: ShapedArray, spec: PartitionSpec, mesh: Mesh, what: str) -
     return ShapedArray(tuple(shape), aval.dtype, aval.weak_type)
 
 
-def _prepare_shard_map(flat_fun, blocks, mesh: Mesh):
+def _trace_body(flat_fun, blocks, mesh: Mesh):
+    """``(closed, out_tree)``: the per-device function traced on its blocks, the mesh's
+    axis names bound."""
     out_store: list = []
 
     def traced(*flat):
@@ -527,12 +543,46 @@ def _prepare_shard_map(flat_fun, blocks, mesh: Mesh):
 
     with _axes.axis_env(mesh.shape):
         closed, _ = trace_to_jaxpr(traced, blocks, "the function passed to shard_map")
+    return closed, out_store[0]
+
+
+class _ReplicationCheck:
+    """``check_vma``: the outputs of the traced body may vary only over the mesh axes their
+    out_specs name (see :mod:`plax_pmap.vma`)."""
+
+    def __init__(self, in_specs, out_specs, mesh: Mesh, axis_names):
+        self.in_specs = in_specs
+        self.out_specs = out_specs
+        self.mesh = mesh
+        names = set(axis_names) if axis_names is not None else None
+        self.mesh_axes = [a for a in mesh.axis_names if names is None or a in names]
+
+    def __call__(self, closed, out_tree) -> None:
+        placeholder = tree_util.tree_unflatten(out_tree, list(closed.out_avals))
+        o_specs = _out_specs_leaves(self.out_specs, placeholder)
+        paths = [tree_util.keystr(tuple(p))
+                 for p, _ in tree_util.tree_flatten_with_path(placeholder)[0]]
+        n = len(paths)
+        names = [f"out{p}" + (f" (output {i} of {n})" if n > 1 else "")
+                 for i, p in enumerate(paths)]
+        _vma.check_out_specs(closed, self.in_specs, o_specs, names, self.mesh_axes)
+
+    def trace_and_check(self, flat_fun, blocks) -> None:
+        """Traces the body on its blocks and checks it (for the vmap path, which builds
+        no jaxpr; values the body closes over from outer transforms are constants to it)."""
+        self(*_trace_body(flat_fun, blocks, self.mesh))
+
+
+def _prepare_shard_map(flat_fun, blocks, mesh: Mesh, check: _ReplicationCheck | None = None):
+    closed, out_tree = _trace_body(flat_fun, blocks, mesh)
+    if check is not None:
+        check(closed, out_tree)
     flat = flatten_calls(closed)
     if flat is None:
         return "vmap"
     program = SpmdProgram(flat, mesh.axis_names, mesh.axis_sizes)
     program.compile(list(mesh.devices.flat), _backend_for(None))
-    return program, out_store[0]
+    return program, out_tree
 
 
 def _out_specs_leaves(out_specs, out) -> list:

@@ -1,6 +1,7 @@
 """Collectives as primitives: ``psum``, ``pmax``, ``pmin``, ``all_gather``, ``all_to_all``,
 ``psum_scatter``, ``ppermute`` and ``axis_index`` (``pmean``, ``pshuffle`` and
-``axis_size`` are built on them).
+``axis_size`` are built on them). The primitive objects are defined in
+:mod:`plax_pmap.primitives` (exported as ``plax.lax.psum_p`` ...); their rules are here.
 
 Every primitive names its axes in the ``axes`` parameter (a tuple). Each has
 
@@ -24,64 +25,19 @@ import numpy as np
 
 from plax import lax, tree_util
 from plax import numpy as jnp
-from plax.core import Primitive, registry
+from plax.core import registry
 from plax.core.shaped_array import ShapedArray
-from plax.core.trace import full_lower, get_aval
-from plax.transforms.batching import move_axis_to, register_axis_primitive
+from plax.core.trace import get_aval
+from plax.transforms.batching import move_axis_to
 from plax.transforms.jvp import Zero
-from plax_pmap.axes import as_axes, axis_size as _axis_size, batch_main_for
+from plax_pmap.axes import as_axes, axis_size as _axis_size
+from plax_pmap.primitives import (COLLECTIVES, all_gather_p, all_to_all_p, axis_index_p,
+                                  pmax_p, pmin_p, ppermute_p, psum_p, psum_scatter_p)
 
 __all__ = ["psum", "pmean", "pmax", "pmin", "all_gather", "all_to_all", "psum_scatter",
            "ppermute", "pshuffle", "axis_index", "axis_size", "pbroadcast", "pvary",
-           "COLLECTIVES"]
-
-
-class CollectivePrimitive(Primitive):
-    """A primitive over named axes. Binding it finds the vmap level that binds one of its
-    axes when that level is above the operands (a value that vmap does not batch still
-    takes part: ``psum(1.0, "i")`` is the axis size), and checks that every name is bound."""
-
-    __slots__ = ()
-
-    def bind(self, *args, **params):
-        axes = params["axes"]
-        main = batch_main_for(axes, args)
-        if main is not None:
-            trace = main.with_cur_trace()
-            out = trace.process_primitive(self, [trace.full_raise(a) for a in args], params)
-            return [full_lower(o) for o in out] if self.multiple_results else full_lower(out)
-        for name in axes:
-            _axis_size(name)  # NameError for an unbound name
-        return super().bind(*args, **params)
-
-
-def _prim(name: str) -> CollectivePrimitive:
-    p = CollectivePrimitive(name)
-    register_axis_primitive(p, lambda params: params["axes"])
-    registry.register_rule("impl", p)(_eager_impl(p))
-    return p
-
-
-def _eager_impl(p):
-    def impl(*args, axes, **params):
-        # reached only when the names are bound by a pmap/shard_map trace but the value is
-        # concrete (a program evaluated outside the runtime): say so
-        raise NameError(f"unbound axis name: {axes[0]}. {p.name} ran outside the pmap/shard_map "
-                        "program that binds it (collectives inside lax control flow or "
-                        "an eagerly evaluated sub-program are not run by the device runtime)")
-    return impl
-
-
-psum_p = _prim("psum")
-pmax_p = _prim("pmax")
-pmin_p = _prim("pmin")
-all_gather_p = _prim("all_gather")
-all_to_all_p = _prim("all_to_all")
-psum_scatter_p = _prim("reduce_scatter")
-ppermute_p = _prim("ppermute")
-axis_index_p = _prim("axis_index")
-COLLECTIVES = (psum_p, pmax_p, pmin_p, all_gather_p, all_to_all_p, psum_scatter_p, ppermute_p,
-               axis_index_p)
+           "COLLECTIVES", "psum_p", "pmax_p", "pmin_p", "all_gather_p", "all_to_all_p",
+           "psum_scatter_p", "ppermute_p", "axis_index_p"]
 
 
 def _axis(aval: ShapedArray, ax: int, what: str) -> int:
@@ -461,13 +417,30 @@ def pshuffle(x: Any, axis_name, perm: Sequence[int]) -> Any:
 
 
 def pbroadcast(x: Any, axis_name, source: int) -> Any:
-    """Every member receives the ``x`` of member ``source``."""
-    g = all_gather(x, axis_name)
-    return tree_util.tree_map(lambda v: v[source], g)
+    """Every member receives the ``x`` of member ``source`` (its position on the axes).
+
+    Computed as a ``psum`` in which every other member contributes zeros, so the result is
+    replicated over the axes (``shard_map``'s replication check sees a ``psum``) and each
+    member sends one operand rather than receiving all of them."""
+    axes = as_axes(axis_name)
+    n = axis_size(axes)
+    if not 0 <= int(source) < n:
+        raise ValueError(f"pbroadcast source={source} is outside axis {_axes_label(axes)!r} "
+                         f"of size {n}")
+    mine = lax.eq(axis_index(axes), np.int32(source))
+
+    def one(v):
+        if v.dtype == np.bool_:  # (a sum of booleans is their "or": count, then compare)
+            return lax.ne(one(lax.convert_element_type(v, np.int32)), np.int32(0))
+        return psum(jnp.where(mine, v, jnp.zeros_like(v)), axes)
+
+    return _leafwise(one, x)
 
 
 def pvary(x: Any, axis_name) -> Any:
-    """``x`` unchanged (plax does not track which values vary across devices)."""
+    """``x`` unchanged. plax's replication check (``shard_map(check_vma=True)``) analyses
+    the traced program and needs no casts, so ``pvary`` marks nothing: a value passed
+    through it stays replicated."""
     return x
 
 

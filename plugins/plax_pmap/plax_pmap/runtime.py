@@ -28,6 +28,7 @@ from plax.transforms.call import compile_closed, jit_p
 from plax_pmap import blas
 from plax_pmap.collectives import (COLLECTIVES, all_gather_p, all_to_all_p, axis_index_p,
                                    pmax_p, pmin_p, ppermute_p, psum_p, psum_scatter_p)
+from plax_pmap.vma import sub_jaxprs
 
 def _contig(a) -> np.ndarray:
     # (np.ascontiguousarray turns a 0-d array into a 1-d one)
@@ -63,21 +64,12 @@ def _executor(n: int) -> ThreadPoolExecutor:
 
 # ------------------------------------------------------------------ program analysis
 
-def _sub_jaxprs(params: dict):
-    for v in params.values():
-        for x in (v if isinstance(v, (list, tuple)) else (v,)):
-            if isinstance(x, ClosedJaxpr):
-                yield x.jaxpr
-            elif isinstance(x, Jaxpr):
-                yield x
-
-
 def has_collective(jaxpr: Jaxpr) -> bool:
     """Whether ``jaxpr`` or any sub-jaxpr of it contains a collective."""
     for eqn in jaxpr.eqns:
         if eqn.primitive in _COLLECTIVE_SET:
             return True
-        if any(has_collective(j) for j in _sub_jaxprs(eqn.params)):
+        if any(has_collective(j) for j in sub_jaxprs(eqn.params)):
             return True
     return False
 
@@ -107,7 +99,7 @@ def flatten_calls(closed: ClosedJaxpr) -> ClosedJaxpr | None:
                     env[o] = so if isinstance(so, Literal) else sub_env[so]
                 continue
             if eqn.primitive not in _COLLECTIVE_SET and any(
-                    has_collective(j) for j in _sub_jaxprs(eqn.params)):
+                    has_collective(j) for j in sub_jaxprs(eqn.params)):
                 return False
             outs = []
             for o in eqn.outvars:

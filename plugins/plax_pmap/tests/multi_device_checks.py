@@ -313,8 +313,9 @@ def shard_map_two_axes():
     f = plax.shard_map(lambda b: lax.psum(b, "data"), mesh=mesh, in_specs=P("data", "model"),
                        out_specs=P(None, "model"))
     close(f(A), A[:2] + A[2:])
+    # (all_gather's result counts as varying, as in JAX: out_specs=P() needs check_vma=False)
     g = plax.shard_map(lambda b: lax.all_gather(b, ("data", "model"), tiled=True), mesh=mesh,
-                       in_specs=P(("data", "model")), out_specs=P())
+                       in_specs=P(("data", "model")), out_specs=P(), check_vma=False)
     v = rng.standard_normal((2 * N,)).astype(np.float32)
     close(g(v), v)
     x = plax.device_put(A, NamedSharding(mesh, P("data", "model")))
@@ -505,6 +506,162 @@ def visualize_sharding_table():
     text = buf.getvalue()
     for i in range(N):
         assert f"CPU {i}" in text, text
+
+
+def _smap(f, in_specs, out_specs, mesh, **kw):
+    return plax.shard_map(f, mesh=mesh, in_specs=in_specs, out_specs=out_specs, **kw)
+
+
+@check
+def replication_check_accepts_what_jax_accepts():
+    """check_vma (the default): programs JAX 0.10.2 accepts run, with the right values."""
+    mesh = plax.make_mesh((N,), ("x",))
+    A = rng.standard_normal((2 * N, 3)).astype(np.float32)
+    S = A.reshape(N, 2, 3).sum(0)  # the psum over "x" of the blocks
+    relu = plax.nn.relu
+    accepted = [  # (function, in_specs, out_specs, expected)
+        (lambda b: lax.psum(b, "x"), P("x"), P(), S),                         # psum replicates
+        (lambda b: lax.pmean(b, "x"), P("x"), P(), S / N),
+        (lambda b: b * 2, P(), P(), A * 2),                        # replicated in, unchanged
+        (lambda b: b + lax.axis_index("x"), P("x"), P("x"),        # axis_index varies: P("x")
+         A + np.repeat(np.arange(N), 2)[:, None]),
+        (lambda b: b + lax.pmax(lax.axis_index("x"), "x"), P(), P(), A + N - 1),
+        (lambda b: b * lax.axis_size("x"), P(), P(), A * N),
+        (lambda b: lax.psum(plax.grad(lambda c: jnp.sum(c ** 2))(b), "x"), P("x"), P(), 2 * S),
+        (lambda b: plax.grad(lambda c: jnp.sum(c ** 2))(b), P(), P(), 2 * A),  # grad, replicated
+        (lambda b: plax.jit(lambda c: lax.psum(c, "x"))(b), P("x"), P(), S),
+        (lambda b: plax.jit(lambda c: c * 2)(b), P(), P(), 2 * A),
+        (lambda b: lax.cond(True, lambda c: lax.psum(c, "x"), lambda c: lax.psum(-c, "x"), b),
+         P("x"), P(), S),
+        (lambda b: lax.scan(lambda c, r: (c + lax.psum(r, "x"), None), jnp.zeros(3), b)[0],
+         P("x"), P(), A.sum(0)),
+        (lambda b: lax.scan(lambda c, r: (lax.cond(True, lambda: c + lax.psum(r, "x"),  # nested
+                                                   lambda: c), None), jnp.zeros(3), b)[0],
+         P("x"), P(), A.sum(0)),
+        (lambda b: lax.while_loop(lambda c: c[0] < 2, lambda c: (c[0] + 1, c[1] + lax.psum(b, "x")),
+                                  (0, jnp.zeros((2, 3))))[1], P("x"), P(), 2 * S),
+        (lambda b: relu(b), P(), P(), np.maximum(A, 0)),                         # custom_jvp
+        (lambda b: plax.checkpoint(lambda c: lax.psum(jnp.sin(c), "x"))(b), P("x"), P(),
+         np.sin(A).reshape(N, 2, 3).sum(0)),
+        (lambda b: plax.vmap(lambda r: lax.psum(r, "x"))(b), P("x"), P(), S),
+        (lambda b: lax.psum(lax.ppermute(b, "x", [(i, (i + 1) % N) for i in range(N)]), "x"),
+         P("x"), P(), S),
+        (lambda b: lax.pbroadcast(b, "x", N - 1), P("x"), P(), A[-2:]),
+        (lambda b: jnp.ones(b.shape), P("x"), P(), np.ones((2, 3))),   # depends on shapes only
+    ]
+    for f, si, so, want in accepted:
+        close(_smap(f, si, so, mesh)(A), want, rtol=1e-4, atol=1e-4)
+    # under jit and grad (the vmap formulation) the check runs at trace time too
+    f = _smap(lambda b: lax.psum(b, "x"), P("x"), P(), mesh)
+    close(plax.jit(f)(A), S, rtol=1e-5)
+    close(plax.grad(lambda a: jnp.sum(f(a)))(A), np.ones_like(A))
+    if N % 2 == 0:
+        mesh2 = plax.make_mesh((2, N // 2), ("data", "model"))
+        B = rng.standard_normal((4, 2 * N)).astype(np.float32)
+        g = _smap(lambda b: lax.psum(b, "data"), P("data", "model"), P(None, "model"), mesh2)
+        close(g(B), B[:2] + B[2:])
+        g2 = _smap(lambda b: lax.psum(b, ("data", "model")), P("data", "model"), P(), mesh2)
+        close(g2(B), sum(np.split(B[:2] + B[2:], N // 2, axis=1)), rtol=1e-5)
+        g3 = _smap(lambda b: b, P("data", "model"), P("model", "data"), mesh2)
+        assert g3(B).shape == (2 * (N // 2), 8)  # blocks laid out the other way: accepted
+
+
+@check
+def replication_check_rejects_what_jax_rejects():
+    """Outputs whose out_specs leave out an axis they may vary over raise a ValueError at
+    trace time, naming the output and the axis; check_vma=False (or check_rep=False) skips."""
+    mesh = plax.make_mesh((N,), ("x",))
+    A = rng.standard_normal((2 * N, 3)).astype(np.float32)
+    rejected = [
+        (lambda b: b, P("x"), P()),                                   # a block of a split arg
+        (lambda b: b + lax.axis_index("x"), P(), P()),                # axis_index varies
+        (lambda b: lax.all_gather(b, "x", tiled=True), P("x"), P()),  # all_gather: varying
+        (lambda b: lax.ppermute(b, "x", [(i, (i + 1) % N) for i in range(N)]), P(), P()),
+        (lambda b: lax.psum_scatter(b, "x", tiled=True), P(), P()),
+        (lambda b: lax.all_to_all(b, "x", 0, 0, tiled=True), P(), P()),
+        (lambda b: plax.grad(lambda c: jnp.sum(c ** 2))(b), P("x"), P()),
+        (lambda b: plax.grad(lambda c: lax.psum(jnp.sum(c ** 2), "x"))(b), P("x"), P()),
+        (lambda b: plax.jit(lambda c: c + 1)(b), P("x"), P()),
+        (lambda b: lax.cond(b.sum() > 0, lambda c: c, lambda c: -c, b), P("x"), P()),
+        (lambda b: lax.cond(True, lambda c: lax.psum(c, "x"), lambda c: c, b), P("x"), P()),
+        (lambda b: lax.scan(lambda c, r: (c + r, None), jnp.zeros(3), b)[0], P("x"), P()),
+        (lambda b: lax.while_loop(lambda c: c[0] < 3, lambda c: (c[0] + 1, c[1] + b),
+                                  (0, jnp.zeros_like(b)))[1], P("x"), P()),
+        (lambda b: plax.nn.relu(b), P("x"), P()),
+        (lambda b: plax.checkpoint(jnp.sin)(b), P("x"), P()),
+        (lambda b: lax.psum(b, "x", axis_index_groups=[[i] for i in range(N)]), P("x"), P()),
+    ]
+    for f, si, so in rejected:
+        raises(ValueError, lambda: _smap(f, si, so, mesh)(A), "'x'", "check_vma=False",
+               "out_specs")
+        # the same programs run with the check off (the first device's block is returned)
+        _smap(f, si, so, mesh, check_vma=False)(A)
+    err = raises(ValueError, lambda: _smap(lambda b: (lax.psum(b, "x"), {"v": b}), P("x"),
+                                           (P(), {"v": P()}), mesh)(A),
+                 "out[1]['v']", "output 1 of 2", "mesh axis 'x'", "lax.psum", "PartitionSpec('x')")
+    assert "out[0]" not in str(err)
+    close(_smap(lambda b: b, P("x"), P(), mesh, check_rep=False)(A), A[:2])
+    close(plax.experimental.shard_map.shard_map(lambda b: b, mesh=mesh, in_specs=P("x"),
+                                                out_specs=P(), check_rep=False)(A), A[:2])
+    # under jit, grad and vmap: the check runs when the function is traced
+    f = _smap(lambda b: b * 2, P("x"), P(), mesh)
+    raises(ValueError, lambda: plax.jit(f)(A), "mesh axis 'x'")
+    raises(ValueError, lambda: plax.grad(lambda a: jnp.sum(f(a)))(A), "mesh axis 'x'")
+    raises(ValueError, lambda: plax.eval_shape(f, A), "mesh axis 'x'")
+    w = jnp.float32(2.0)
+    raises(ValueError, lambda: plax.grad(lambda w: jnp.sum(_smap(
+        lambda b: b * w, P("x"), P(), mesh)(A)))(w), "mesh axis 'x'")
+    if N % 2 == 0:
+        mesh2 = plax.make_mesh((2, N // 2), ("data", "model"))
+        B = rng.standard_normal((4, 2 * N)).astype(np.float32)
+        raises(ValueError, lambda: _smap(lambda b: lax.psum(b, "data"), P("data", "model"), P(),
+                                         mesh2)(B), "mesh axis 'model'")
+        raises(ValueError, lambda: _smap(lambda b: lax.psum(b, "model"), P("data", "model"),
+                                         P(None, "model"), mesh2)(B), "mesh axis 'data'")
+        raises(ValueError, lambda: _smap(lambda b: b + lax.axis_index("data"), P(),
+                                         P("model"), mesh2)(B), "mesh axis 'data'")
+        # axis_names: only those axes are checked
+        _smap(lambda b: lax.psum(b, "data"), P("data", "model"), P(), mesh2,
+              axis_names={"data"})(B)
+
+
+@check
+def jit_traces_again_under_other_axis_sizes_and_names():
+    """One jitted function with a collective, under pmaps and vmaps of several sizes and
+    names: each context gets its own trace (all_gather's shape depends on the size)."""
+    gather = plax.jit(lambda x: lax.all_gather(x, "i"))
+    for n in ([N, N // 2, N] if N > 1 else [1]):  # the first size again: a cache hit
+        v = np.arange(n, dtype=np.float32)
+        close(plax.pmap(gather, axis_name="i")(v), np.broadcast_to(v, (n, n)))
+    for n in (2, 3, 2):
+        v = np.arange(n, dtype=np.float32)
+        close(plax.vmap(gather, axis_name="i")(v), np.broadcast_to(v, (n, n)))
+    total = plax.jit(lambda x: lax.psum(x, "k"))
+    close(plax.vmap(plax.vmap(total, axis_name="k"), axis_name="i")(np.ones((2, 3))),
+          np.full((2, 3), 3.0))
+    close(plax.vmap(plax.vmap(total, axis_name="i"), axis_name="k")(np.ones((2, 3))),
+          np.full((2, 3), 2.0))
+    # a name bound in one context but not the other: traced again, so the error is raised
+    raises(NameError, lambda: plax.vmap(total, axis_name="j")(np.ones(3)), "unbound axis name: k")
+    mesh = plax.make_mesh((N,), ("i",))
+    got = _smap(gather, P("i"), P("i"), mesh)(np.arange(N, dtype=np.float32))  # (N*N, 1)
+    close(np.asarray(got).ravel(), np.tile(np.arange(N, dtype=np.float32), N))
+
+
+@check
+def collective_primitives_bind_under_pmap():
+    assert lax.psum_p.name == "psum" and lax.axis_index_p.name == "axis_index"
+    assert lax.reduce_scatter_p is lax.psum_scatter_p
+    f = plax.pmap(lambda x: lax.psum_p.bind(x, axes=("i",)), axis_name="i")
+    close(f(X), np.broadcast_to(X.sum(0), X.shape))
+    g = plax.pmap(lambda x: x + lax.axis_index_p.bind(axes=("i",), axis_size=N), axis_name="i")
+    close(g(X), X + np.arange(N)[:, None])
+    h = plax.pmap(lambda x: lax.all_gather_p.bind(x, axes=("i",), axis=0, axis_size=N),
+                  axis_name="i")
+    close(h(X), np.broadcast_to(X, (N,) + X.shape))
+    # JAX's binds pass axis_index_groups=None
+    close(plax.pmap(lambda x: lax.pmax_p.bind(x, axes=("i",), axis_index_groups=None),
+                    axis_name="i")(X), np.broadcast_to(X.max(0), X.shape))
 
 
 if __name__ == "__main__":

@@ -71,6 +71,73 @@ def test_jit_inside_vmap_stages_the_collective():
     assert "reduce_sum" in text
 
 
+
+def test_jit_traces_once_per_vmap_axis_size_and_name():
+    """jit's trace cache is keyed by the named axes bound around it (the trace context)."""
+    calls = []
+
+    def body(x):
+        calls.append(1)
+        return lax.all_gather(x, "i")
+
+    gather = plax.jit(body)
+    for n in (2, 3, 2, 3):
+        v = np.arange(n, dtype=np.float32)
+        np.testing.assert_array_equal(plax.vmap(gather, axis_name="i")(v),
+                                      np.broadcast_to(v, (n, n)))
+    assert len(calls) == 2  # one trace per size; the repeats hit the cache
+    plain = []
+    double = plax.jit(lambda x: plain.append(1) or x * 2)
+    for n in (2, 3):
+        plax.vmap(double)(jnp.ones(n))  # unnamed vmaps leave the context as it is
+    assert len(plain) == 1
+    with pytest.raises(NameError, match="unbound axis name: i"):
+        plax.vmap(gather, axis_name="j")(jnp.ones(2))
+
+
+def test_trace_context_holds_the_bound_axis_sizes():
+    from plax.core import trace_context
+    outside = trace_context()
+    seen = []
+    plax.vmap(lambda x: seen.append(trace_context()) or x, axis_name="i")(jnp.ones(3))
+    assert seen[0] != outside and ("i", 3) in sum(seen[0], ())
+    mesh = plax.make_mesh((1,), ("m",))
+    plax.shard_map(lambda x: seen.append(trace_context()) or x, mesh=mesh, in_specs=P(),
+                   out_specs=P())(jnp.ones(2))
+    assert any((("m", 1),) in part for part in seen[-1])  # one frame: {"m": 1}
+    assert trace_context() == outside
+
+
+def test_collective_primitives_are_exported_under_jax_names():
+    from plax_pmap import primitives
+    names = ["psum_p", "pmax_p", "pmin_p", "all_gather_p", "all_to_all_p", "ppermute_p",
+             "psum_scatter_p", "reduce_scatter_p", "axis_index_p"]
+    for name in names:
+        assert getattr(lax, name) is getattr(primitives, name), name
+        assert isinstance(getattr(lax, name), plax.core.Primitive)
+    assert lax.psum_p.name == "psum" and lax.reduce_scatter_p.name == "reduce_scatter"
+    np.testing.assert_allclose(vm(lambda x: lax.psum_p.bind(x, axes=("i",)), X),
+                               np.broadcast_to(X.sum(0), X.shape), rtol=1e-6)
+    np.testing.assert_array_equal(
+        vm(lambda x: lax.axis_index_p.bind(axes=("i",), axis_size=4) + 0 * x[0], X),
+        np.arange(4))
+    text = str(plax.make_jaxpr(plax.pmap(lambda x: lax.pmin_p.bind(x, axes=("i",)),
+                                         axis_name="i"))(X[:1]))
+    assert "reduce_min" in text
+
+
+def test_discovery_exports_the_primitives_without_loading_the_rules():
+    import subprocess
+    import sys
+    code = ("import sys, plax; p = plax.lax.psum_p; "
+            "assert 'plax_pmap.collectives' not in sys.modules, 'rules loaded'; "
+            "print(plax.vmap(lambda x: p.bind(x, axes=('i',)), axis_name='i')"
+            "(plax.numpy.ones(3)).tolist())")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[3.0, 3.0, 3.0]"
+
 def _fd_check(f, x, rtol=2e-2, atol=2e-2):
     g = np.asarray(plax.grad(f)(x), np.float64)
     eps = 1e-3
