@@ -305,7 +305,9 @@ KNOWN_PROVIDERS: dict[str, tuple[str, str]] = {
         "pmap", "shard_map", "experimental.shard_map",
         *(f"lax.{n}" for n in ("psum", "pmean", "pmax", "pmin", "all_gather", "all_to_all",
                                "ppermute", "pshuffle", "psum_scatter", "axis_index",
-                               "axis_size", "pbroadcast", "pvary")))},
+                               "axis_size", "pbroadcast", "pvary")),
+        *(f"lax.{n}_p" for n in ("psum", "pmax", "pmin", "all_gather", "all_to_all",
+                                 "ppermute", "psum_scatter", "reduce_scatter", "axis_index")))},
 }
 
 
