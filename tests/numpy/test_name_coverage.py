@@ -64,7 +64,6 @@ NOT_YET_IMPLEMENTED: dict[str, list[str]] = {
         ragged_dot_general rng_bit_generator
         rng_bit_generator_p scaled_dot with_sharding_constraint sharding_constraint_p
         pcast precv psend pswapaxes ragged_all_to_all ragged_all_to_all_p
-        all_gather_p all_to_all_p axis_index_p pmax_p pmin_p ppermute_p psum_p
     """.split(),
 }
 # ---- end of the tracked section ----------------------------------------------------------
