@@ -135,6 +135,8 @@ class NumbaEmitter(Emitter):
             if not plan.out_params:
                 return None
             plans.append((plan, cache.module_source(plan.source, plan.primitives)))
+        # as_text shows the chunk kernels too (serial, writing into the chunk's outputs)
+        self.kernel_sources.extend((cache.source_path(t), t) for _, t in filter(None, plans))
 
         def build():
             steps = []

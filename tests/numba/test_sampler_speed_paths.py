@@ -128,3 +128,14 @@ def test_tiered_chunk_compile_failure_keeps_unchunked_path(monkeypatch):
     for got in outs:
         for g, w in zip(got, want):
             assert_bits_equal(g, w)
+
+
+def test_as_text_shows_the_chunk_kernels():
+    # random.normal's large erf_inv cluster runs in chunks around NumPy's log1p: the chunk
+    # kernels (serial, out= parameters) are listed beside the whole-array ones
+    text = plax.jit(lambda k: random.normal(k, (emitter.CHUNK_MIN,)), backend="numba").lower(
+        random.PRNGKey(0)).compile().as_text()
+    kernels = text.split("# ---- fused kernel")[1:]
+    serial = [k for k in kernels if "prange(" not in k]
+    parallel = [k for k in kernels if "prange(" in k]
+    assert parallel and len(serial) >= 2, text
