@@ -414,6 +414,8 @@ def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = N
         may vary over a mesh axis its out_spec leaves out (``lax.psum`` it over the axis,
         or name the axis in its out_spec).
       NameError: a collective names an axis that is not bound.
+      NotImplementedError: in a multi-process run, the mesh holds another process's devices
+        (a mesh of this process's devices works).
 
     Example:
       >>> mesh = plax.make_mesh((1,), ("x",))
@@ -433,15 +435,17 @@ def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = N
 
     @functools.wraps(f)
     def mapped(*args):
-        if _processes()[1] > 1:
-            raise NotImplementedError("shard_map in a multi-process run is not supported by "
-                                      "plax-pmap yet; use pmap")
         m = mesh if mesh is not None else _current_mesh()
         if m is None:
             raise ValueError("shard_map needs a mesh: pass mesh=..., or set one with "
                              "plax.sharding.use_mesh(mesh) / set_mesh(mesh)")
         if not isinstance(m, Mesh):
             raise TypeError(f"shard_map mesh must be a plax.sharding.Mesh, got {m!r}")
+        if _processes()[1] > 1 and not set(m.devices.flat) <= set(plax.local_devices()):
+            raise NotImplementedError(
+                "shard_map over a mesh with other processes' devices is not supported by "
+                "plax-pmap yet: use pmap across processes, or a mesh of this process's "
+                "devices (plax.sharding.Mesh(np.array(plax.local_devices()), names))")
         specs_in = in_specs if in_specs is not None else PartitionSpec()
         if isinstance(specs_in, list):
             specs_in = tuple(specs_in)

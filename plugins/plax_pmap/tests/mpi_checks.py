@@ -54,4 +54,18 @@ out = plax.pmap(lambda x: lax.ppermute(x, "i", [(i, (i + 1) % n) for i in range(
 assert np.asarray(out).tolist() == [(v - 1) % n for v in mine.tolist()], out
 out = plax.pmap(plax.grad(lambda x: lax.pmean(x * x, "i")), axis_name="i")(mine)
 np.testing.assert_allclose(out, 2 * mine, rtol=1e-6)
+
+# shard_map over this process's devices runs locally; over every process's it is refused
+P = plax.sharding.PartitionSpec
+local_mesh = plax.sharding.Mesh(np.array(plax.local_devices()), ("d",))
+out = plax.shard_map(lambda b: lax.psum(b, "d"), mesh=local_mesh, in_specs=P("d"),
+                     out_specs=P())(mine)
+assert np.asarray(out).tolist() == [float(mine.sum())], out
+try:
+    plax.shard_map(lambda b: b, mesh=plax.make_mesh((n,), ("d",)), in_specs=P("d"),
+                   out_specs=P("d"))(np.arange(n, dtype=np.float32))
+except NotImplementedError as err:
+    assert "this process's devices" in str(err), err
+else:
+    raise AssertionError("a shard_map over both processes' devices ran")
 print(f"OK {pi}", flush=True)
