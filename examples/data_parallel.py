@@ -20,8 +20,9 @@ Several processes (``pip install -e "plugins/plax_pmap[mpi]"``)::
 
 Each process joins the run with ``plax.distributed.initialize()``, maps its own slices of the
 batch over its local devices, and the gradients are averaged over every process's devices;
-each process prints its parameters' checksum, which must be identical (shard_map runs in
-single-process mode only).
+each process prints its parameters' checksum, which must be identical. The shard_map
+version runs over a mesh of every process's devices: each process passes the global batch,
+its devices compute their blocks, and the collectives cross processes.
 """
 from __future__ import annotations
 
@@ -117,9 +118,9 @@ def main(argv=None) -> int:
     for _ in range(args.steps):
         p_pmap, l_pmap = pstep(p_pmap, xs, ys)
 
-    # 3. shard_map over a one-axis mesh: the batch split along "data", parameters replicated
-    if pc > 1:
-        return _report(args, sizes, n, pi, pc, p_single, l_single, p_pmap, l_pmap, nl)
+    # 3. shard_map over a one-axis mesh of every process's devices: the batch split along
+    # "data", parameters replicated (each process passes the global batch and receives the
+    # whole result)
     mesh = plax.make_mesh((n,), ("data",))
 
     def local_step(params, x, y):
@@ -138,24 +139,21 @@ def main(argv=None) -> int:
                    p_shard, l_shard)
 
 
-def _report(args, sizes, n, pi, pc, p_single, l_single, p_pmap, l_pmap, nl, p_shard=None,
-            l_shard=None) -> int:
+def _report(args, sizes, n, pi, pc, p_single, l_single, p_pmap, l_pmap, nl, p_shard,
+            l_shard) -> int:
     worst = 0.0
-    shard_leaves = plax.tree.leaves(p_shard) if p_shard is not None else [None] * len(
-        plax.tree.leaves(p_single))
-    for a, b, c in zip(plax.tree.leaves(p_single), plax.tree.leaves(p_pmap), shard_leaves):
+    for a, b, c in zip(plax.tree.leaves(p_single), plax.tree.leaves(p_pmap),
+                       plax.tree.leaves(p_shard)):
         a = np.asarray(a, np.float64)
         scale = np.abs(a).max() + 1e-6
         for i in range(nl):
             worst = max(worst, np.abs(np.asarray(b[i], np.float64) - a).max() / scale)
-        if c is not None:
-            worst = max(worst, np.abs(np.asarray(c, np.float64) - a).max() / scale)
+        worst = max(worst, np.abs(np.asarray(c, np.float64) - a).max() / scale)
     tag = f"[process {pi} of {pc}] " if pc > 1 else ""
     print(f"{tag}devices: {n}  network: {'-'.join(map(str, sizes))}  global batch: "
           f"{args.batch}  steps: {args.steps}")
     print(f"{tag}loss  single device: {float(l_single):.6f}  pmap: {float(l_pmap[0]):.6f}  "
-          + (f"shard_map: {float(l_shard):.6f}" if l_shard is not None else
-             "shard_map: (single-process only)"))
+          f"shard_map: {float(l_shard):.6f}")
     print(f"{tag}largest parameter difference from single-device training (relative): "
           f"{worst:.2e}")
     checksum = sum(float(np.abs(np.asarray(b[0], np.float64)).sum())

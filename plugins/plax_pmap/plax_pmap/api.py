@@ -414,8 +414,9 @@ def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = N
         may vary over a mesh axis its out_spec leaves out (``lax.psum`` it over the axis,
         or name the axis in its out_spec).
       NameError: a collective names an axis that is not bound.
-      NotImplementedError: in a multi-process run, the mesh holds another process's devices
-        (a mesh of this process's devices works).
+      NotImplementedError: in a multi-process run over a mesh that spans processes: the
+        processes' devices are not contiguous blocks of the mesh, or the shard_map is under
+        a transform, or its collectives are inside control flow.
 
     Example:
       >>> mesh = plax.make_mesh((1,), ("x",))
@@ -441,11 +442,7 @@ def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = N
                              "plax.sharding.use_mesh(mesh) / set_mesh(mesh)")
         if not isinstance(m, Mesh):
             raise TypeError(f"shard_map mesh must be a plax.sharding.Mesh, got {m!r}")
-        if _processes()[1] > 1 and not set(m.devices.flat) <= set(plax.local_devices()):
-            raise NotImplementedError(
-                "shard_map over a mesh with other processes' devices is not supported by "
-                "plax-pmap yet: use pmap across processes, or a mesh of this process's "
-                "devices (plax.sharding.Mesh(np.array(plax.local_devices()), names))")
+        spread = _process_block(m)
         specs_in = in_specs if in_specs is not None else PartitionSpec()
         if isinstance(specs_in, list):
             specs_in = tuple(specs_in)
@@ -468,6 +465,11 @@ def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = N
 
         key = (treedef, tuple(specs), m, tuple(blocks))
         if not _eager(leaves):
+            if spread is not None:
+                raise NotImplementedError(
+                    "shard_map under a transform (grad, jit, vmap of a shard_map) over a mesh "
+                    "that spans processes is not supported by plax-pmap; apply the transform "
+                    "inside the shard_map")
             if checking and ("checked",) + key not in cache.table:
                 # at trace time, as JAX does (the vmap formulation builds no jaxpr to check)
                 _ReplicationCheck(specs, out_specs, m, axis_names).trace_and_check(
@@ -480,12 +482,45 @@ def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = N
             entry = _prepare_shard_map(flat_fun, blocks, m, check)
             cache.table[key] = entry
         if entry == "vmap":
+            if spread is not None:
+                raise NotImplementedError(
+                    "over a mesh that spans processes, plax-pmap runs collectives only at the "
+                    "top level of the shard_mapped function (not inside lax.cond/scan/"
+                    "while_loop)")
             out = _shard_map_vmap(flat_fun, leaves, specs, m, out_specs)
             return _place_shard_map_outputs(out, m, out_specs)
         program, out_tree = entry
-        return _run_shard_map(program, out_tree, leaves, specs, m, out_specs)
+        return _run_shard_map(program, out_tree, leaves, specs, m, out_specs, spread)
 
     return mapped
+
+
+def _process_block(mesh: Mesh):
+    """None when the mesh's devices are all this process's (or the run has one process);
+    else ``(offset, count, transport)``: the flat mesh position of this process's first
+    device, its number of devices and the multi-process transport.
+
+    Raises:
+      NotImplementedError: the processes' devices do not each form one contiguous block of
+        the mesh's flat order, of equal size (as ``make_mesh`` over ``plax.devices()`` gives).
+    """
+    pindex, pcount, transport = _processes()
+    if pcount == 1:
+        return None
+    flat = list(mesh.devices.flat)
+    local = set(plax.local_devices())
+    mine = [i for i, d in enumerate(flat) if d in local]
+    if len(mine) == len(flat):
+        return None
+    n = len(mine)
+    if not mine or mine != list(range(mine[0], mine[0] + n)) or mine[0] % n or \
+            len(flat) != n * pcount:
+        raise NotImplementedError(
+            f"shard_map over a mesh that spans processes needs each process's devices to form "
+            f"one contiguous block of the mesh's devices, in process order (as "
+            f"plax.make_mesh over plax.devices() gives); this process ({pindex}) holds mesh "
+            f"positions {mine} of {len(flat)}")
+    return mine[0], n, transport
 
 
 def _leaf_names_plain(treedef) -> list[str]:
@@ -593,8 +628,14 @@ def _out_specs_leaves(out_specs, out) -> list:
     return [_spec(s) for s in _leaf_axes(out_specs, out, "shard_map out_specs")]
 
 
-def _run_shard_map(program, out_tree, leaves, specs, mesh, out_specs):
-    devs = list(mesh.devices.flat)
+def _run_shard_map(program, out_tree, leaves, specs, mesh, out_specs, spread=None):
+    """Runs the program on this process's devices of ``mesh`` and assembles the outputs.
+    ``spread``: ``(offset, count, transport)`` when the mesh spans processes (see
+    :func:`_process_block`); every process then receives every device's output blocks, so
+    each holds the whole result (JAX keeps only the addressable shards)."""
+    all_devs = list(mesh.devices.flat)
+    offset, count, transport = spread if spread is not None else (0, len(all_devs), None)
+    devs = all_devs[offset:offset + count]
     per_leaf = []
     for x, s in zip(leaves, specs):
         sh = NamedSharding(mesh, s)
@@ -610,7 +651,10 @@ def _run_shard_map(program, out_tree, leaves, specs, mesh, out_specs):
         per_leaf.append([to_buffer(_contig(host[idx[d]]), d) for d in devs])
     consts = _const_inputs(program, devs)
     inputs = [consts[r] + [pl[r] for pl in per_leaf] for r in range(len(devs))]
-    results = program.run(devs, _backend_for(None), inputs)
+    results = program.run(devs, _backend_for(None), inputs, offset=offset, transport=transport)
+    if spread is not None:
+        results = _gather_processes(results, all_devs, transport)
+        devs = all_devs
     out_placeholder = tree_util.tree_unflatten(out_tree, list(program.closed.out_avals))
     o_specs = _out_specs_leaves(out_specs, out_placeholder)
     outs = []
@@ -627,6 +671,20 @@ def _run_shard_map(program, out_tree, leaves, specs, mesh, out_specs):
                                         [results[r][k] for r in range(len(devs))],
                                         weak_type=aval.weak_type))
     return tree_util.tree_unflatten(out_tree, outs)
+
+
+def _gather_processes(results, all_devs, transport) -> list[list]:
+    """Every mesh device's output buffers (``results`` holds this process's), exchanged
+    output by output through the transport: the processes call it in the same order."""
+    from plax_pmap.runtime import collective_timeout
+    n_out = len(results[0]) if results else 0
+    gathered = [[None] * n_out for _ in all_devs]
+    for k in range(n_out):
+        stacked = transport.allgather(np.stack([np.asarray(r[k]) for r in results]),
+                                      collective_timeout())
+        for i, d in enumerate(all_devs):
+            gathered[i][k] = to_buffer(_contig(stacked[i]), d)
+    return gathered
 
 
 def _to_grid(x, spec: PartitionSpec, mesh: Mesh):

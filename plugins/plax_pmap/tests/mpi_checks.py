@@ -55,17 +55,33 @@ assert np.asarray(out).tolist() == [(v - 1) % n for v in mine.tolist()], out
 out = plax.pmap(plax.grad(lambda x: lax.pmean(x * x, "i")), axis_name="i")(mine)
 np.testing.assert_allclose(out, 2 * mine, rtol=1e-6)
 
-# shard_map over this process's devices runs locally; over every process's it is refused
+# shard_map over this process's devices runs locally
 P = plax.sharding.PartitionSpec
 local_mesh = plax.sharding.Mesh(np.array(plax.local_devices()), ("d",))
 out = plax.shard_map(lambda b: lax.psum(b, "d"), mesh=local_mesh, in_specs=P("d"),
                      out_specs=P())(mine)
 assert np.asarray(out).tolist() == [float(mine.sum())], out
-try:
-    plax.shard_map(lambda b: b, mesh=plax.make_mesh((n,), ("d",)), in_specs=P("d"),
-                   out_specs=P("d"))(np.arange(n, dtype=np.float32))
-except NotImplementedError as err:
-    assert "this process's devices" in str(err), err
-else:
-    raise AssertionError("a shard_map over both processes' devices ran")
+
+# over every process's devices: inputs are global values (the same in each process), the
+# collectives cross processes, and each process receives the whole result
+g = np.arange(n, dtype=np.float32)
+mesh = plax.make_mesh((n,), ("d",))
+out = plax.shard_map(lambda b: lax.psum(b, "d"), mesh=mesh, in_specs=P("d"), out_specs=P())(g)
+assert np.asarray(out).tolist() == [float(g.sum())], out
+out = plax.shard_map(lambda b: b * 2 + lax.axis_index("d"), mesh=mesh, in_specs=P("d"),
+                     out_specs=P("d"))(g)
+assert np.asarray(out).tolist() == (3 * g).tolist(), out
+again = plax.shard_map(lambda b: lax.all_gather(b, "d", tiled=True), mesh=mesh,
+                       in_specs=P("d"), out_specs=P(), check_vma=False)(out)  # sharded input
+assert np.asarray(again).tolist() == (3 * g).tolist(), again
+mesh2 = plax.make_mesh((pc, nl), ("p", "l"))
+x = np.arange(4 * pc * nl, dtype=np.float32).reshape(2 * pc, 2 * nl)
+out = plax.shard_map(lambda b: lax.psum(b, "p"), mesh=mesh2, in_specs=P("p", "l"),
+                     out_specs=P(None, "l"))(x)
+np.testing.assert_array_equal(np.asarray(out), x.reshape(pc, 2, 2 * nl).sum(0))
+# psum's transpose sums the cotangents over the devices (JAX's check_vma=False semantics)
+grads = plax.shard_map(lambda b: plax.grad(lambda v: lax.psum((v * v).sum(), ("p", "l")))(b),
+                       mesh=mesh2, in_specs=P("p", "l"), out_specs=P("p", "l"),
+                       check_vma=False)(x)
+np.testing.assert_allclose(np.asarray(grads), 2 * n * x, rtol=1e-6)
 print(f"OK {pi}", flush=True)

@@ -46,6 +46,9 @@ def test_data_parallel_example_two_processes_agree():
     assert sorted(r for r, _ in sums) == ["0", "1"]
     assert len({c for _, c in sums}) == 1, sums
     assert proc.stdout.count("parameters agree to float32 rounding") == 2
+    # the shard_map version ran across the two processes too (its parameters are among those
+    # compared with single-device training)
+    assert len(re.findall(r"shard_map: \d+\.\d+", proc.stdout)) == 2, proc.stdout
 
 
 def test_a_failing_device_ends_every_process():
