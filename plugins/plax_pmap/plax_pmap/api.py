@@ -659,6 +659,9 @@ def _run_shard_map(program, out_tree, leaves, specs, mesh, out_specs, spread=Non
     o_specs = _out_specs_leaves(out_specs, out_placeholder)
     outs = []
     for k, (aval, spec) in enumerate(zip(program.closed.out_avals, o_specs)):
+        if len(spec) > aval.ndim:
+            raise ValueError(f"shard_map out_specs: {spec!r} has {len(spec)} entries but output "
+                             f"{k} has rank {aval.ndim} (shape {aval.shape})")
         shape = list(aval.shape)
         for d in range(len(shape)):
             for a in _spec_axes(spec, d):

@@ -443,6 +443,9 @@ def bad_input_errors():
     mesh = plax.make_mesh((N,), ("x",))
     raises(ValueError, lambda: plax.shard_map(lambda b: b, mesh=mesh, in_specs=P("y"),
                                               out_specs=P("y"))(X), "'y'", "args[0]")
+    raises(ValueError, lambda: plax.shard_map(lambda b: b.sum(), mesh=mesh, in_specs=P("x"),
+                                              out_specs=P("x"), check_vma=False)(X),
+           "out_specs", "rank 0")
     if N > 1:  # (every size divides into one block)
         raises(ValueError, lambda: plax.shard_map(lambda b: b, mesh=mesh, in_specs=P("x"),
                                                   out_specs=P("x"))(jnp.ones((N + 1,))),
