@@ -1,14 +1,16 @@
 """float32 transcendental functions without libm calls, for the generated kernels: ``log``,
 ``expm1``, ``erf``, ``erfc``, ``erf_inv``, ``sin``, ``cos``, ``lgamma`` and ``digamma``.
 
-All but ``erf`` widen their float32 argument to float64, evaluate a polynomial there (with
-fused multiply-adds, :func:`plax_numba.scalar.fma_f64`) and round once to float32: float64
-carries ~29 bits more than the result needs, so what shows is the final rounding (0.50 to 0.57
-ulp; ``lgamma``/``digamma`` lose relative precision only next to their zeros). ``erf`` runs in
-float32 arithmetic (twice the lanes; 1.05 ulp). ``sin``/``cos`` reduce their argument exactly
-for every float32 (Payne and Hanek's method, tables of 2/pi computed here). The bounds are measured against NumPy/SciPy in float64 over dense sweeps, powers of two
-and random bit patterns (tests/numba/test_libm_free.py); JAX's own float32 ``expm1``, ``erf``,
-``erfc`` and ``erf_inv`` are 5.4, 5.4, 66 and 65 ulps off on the same inputs. The code is
+All but ``log`` and ``erf`` widen their float32 argument to float64, evaluate a
+polynomial there (with fused multiply-adds, :func:`plax_numba.scalar.fma_f64`) and round
+once to float32: float64 carries ~29 bits more than the result needs, so what shows is the
+final rounding (0.50 to 0.57 ulp; ``lgamma``/``digamma`` lose relative precision only next
+to their zeros). ``log`` and ``erf`` run in float32 arithmetic (twice the lanes; 0.83 and
+1.05 ulp). ``sin``/``cos`` reduce their argument exactly for every float32 (Payne and
+Hanek's method, tables of 2/pi computed here). The bounds are measured against NumPy/SciPy in
+float64 over dense sweeps, powers of two and random bit patterns (tests/numba/
+test_libm_free.py); JAX's own float32 ``log``, ``expm1``, ``erf``, ``erfc`` and ``erf_inv`` are
+0.96, 5.4, 5.4, 66 and 65 ulps off on the same inputs. The code is
 branch-free (every case is computed and one selected), so loops calling these vectorise
 instead of making one scalar libm call per element (docs/performance.md has the timings).
 
@@ -88,14 +90,40 @@ def _log_f64(d):
     return fma(e, _LN2, p)
 
 
+# log in float32 arithmetic (16 lanes): log(1 + f) = f - f**2/2 + s (f**2/2 + R(s**2)) with
+# s = f / (2 + f) and R Taylor's series of 2 atanh(s)/s - 2 (to s**10: truncation below 4e-9
+# relative), so the leading term f is exact and the corrections are small; k ln 2 in two parts
+_R1, _R2, _R3, _R4, _R5 = _F(2 / 3), _F(2 / 5), _F(2 / 7), _F(2 / 9), _F(2 / 11)
+_LN2_HI32, _LN2_LO32 = _F(0.693359375), _F(-2.12194440e-4)   # the high part has 9 bits
+_SQRT2_32, _TWO23, _TINY32 = _F(1.4142135), _F(8388608.0), _F(1.17549435e-38)
+
+
 @njit(**_inline)
 def log_f32(x):
-    """``log`` of a float32 (0.5 ulp after the final rounding; float32 subnormals are normal in
-    float64). 0 -> -inf, negative -> NaN, inf and NaN unchanged."""
-    r = _F(_log_f64(np.float64(x)))
-    r = r if x < _INF32 else x                             # inf and NaN unchanged
-    r = -_INF32 if x == 0 else r
-    return _NAN32 if x < 0 else r
+    """``log`` of a float32 in float32 arithmetic, within 0.83 ulp (JAX's: 0.96).
+
+    ``x = m 2**k`` with ``m`` in ``[sqrt(1/2), sqrt(2))`` (subnormals scaled by 2**23 first),
+    ``f = m - 1`` exact, then ``k ln2 + f - h + s (h + R)`` with ``h = f**2 / 2``. 0 -> -inf,
+    negative -> NaN, inf and NaN unchanged.
+    """
+    sub = x < _TINY32
+    ix = bitcast(x * _TWO23 if sub else x, np.int32(0))
+    k = (ix >> np.int32(23)) - np.int32(127)
+    k = k - np.int32(23) if sub else k
+    m = bitcast(np.int32((ix & np.int32(0x7FFFFF)) | np.int32(0x3F800000)), _F(0))
+    high = m > _SQRT2_32
+    m = m * _F(0.5) if high else m
+    k = k + np.int32(1) if high else k
+    f = m - _F(1)
+    s = f / (_F(2) + f)
+    z = s * s
+    r = z * fma32(fma32(fma32(fma32(_R5, z, _R4), z, _R3), z, _R2), z, _R1)
+    h = _F(0.5) * f * f
+    fk = _F(k)
+    v = fk * _LN2_HI32 - ((h - fma32(s, h + r, fk * _LN2_LO32)) - f)
+    v = v if x < _INF32 else x                             # inf and NaN unchanged
+    v = -_INF32 if x == 0 else v
+    return _NAN32 if x < 0 else v
 
 
 @njit(**_inline)
