@@ -62,7 +62,8 @@ def _numba_version() -> str:
 def _salt() -> str:
     helpers = b""
     here = os.path.dirname(os.path.abspath(__file__))
-    for name in ("scalar.py", "libm_free.py", "arrays.py"):  # the helpers the generated kernels call
+    # the helpers the generated kernels call
+    for name in ("scalar.py", "libm_free.py", "arrays.py"):
         with open(os.path.join(here, name), "rb") as f:  # read, not imported: no numba
             helpers += f.read()
     return hashlib.sha256(helpers + _numba_version().encode() + np.__version__.encode()

@@ -121,11 +121,14 @@ _FLOAT_UNARY = {
     lax.logistic_p: "logistic({0})", lax.sign_p: "fsign({0})", lax.abs_p: "abs({0})",
     lax.neg_p: "-{0}",
 }
-#: float32 functions with a libm-free kernel (each within 1.05 ulp; plax_numba.libm_free)
-_LIBM_FREE_F32 = {lax.log_p: "log_f32", lax.expm1_p: "expm1_f32", lax.erf_p: "erf_f32",
-                  lax.erfc_p: "erfc_f32", lax.sin_p: "sin_f32", lax.cos_p: "cos_f32",
-                  lax.erf_inv_p: "erf_inv_f32", lax.lgamma_p: "lgamma_f32",
-                  lax.digamma_p: "digamma_f32"}
+#: float32 functions with a vectorisable kernel, no libm call: plax_numba.scalar's exp (0.99
+#: ulp), tanh (1.31) and logistic (2.26), plax_numba.libm_free's others (at most 1.05 ulp,
+#: lgamma/digamma away from their zeros)
+_F32_KERNELS = {lax.exp_p: "exp_f32", lax.tanh_p: "tanh_f32", lax.logistic_p: "logistic_f32",
+                lax.log_p: "log_f32", lax.expm1_p: "expm1_f32", lax.erf_p: "erf_f32",
+                lax.erfc_p: "erfc_f32", lax.sin_p: "sin_f32", lax.cos_p: "cos_f32",
+                lax.erf_inv_p: "erf_inv_f32", lax.lgamma_p: "lgamma_f32",
+                lax.digamma_p: "digamma_f32"}
 #: special functions of other float dtypes: libm's float64 ones, one scalar call per element
 #: (still one pass, where the reference kernel makes several through SciPy)
 _SPECIAL_F64 = {lax.erf_p: "math.erf", lax.erfc_p: "math.erfc", lax.lgamma_p: "math.lgamma"}
@@ -168,19 +171,13 @@ def elementwise(eqn, a: list[str]) -> str:
         if k == "u":
             return _cast(f"{a[0]} != 0", dout)
         return _cast(f"(1 if {a[0]} > 0 else (-1 if {a[0]} < 0 else 0))", dout)
-    if prim is lax.exp_p and din[0] == np.float32:
-        return f"exp_f32({a[0]})"  # vectorisable, <= 0.99 ulp (plax_numba.scalar)
-    if prim is lax.tanh_p and din[0] == np.float32:
-        return f"tanh_f32({a[0]})"  # vectorisable, <= 1.31 ulp (plax_numba.scalar)
-    if prim is lax.logistic_p and din[0] == np.float32:
-        return f"logistic_f32({a[0]})"  # vectorisable, <= 2.26 ulp (plax_numba.scalar)
-    if (prim in _SPECIAL_F64 and k == "f" and din[0].itemsize >= 4
-            and (prim not in _LIBM_FREE_F32 or din[0] != np.float32 or not eqn.outvars[0].aval.shape)):
+    scalar = not eqn.outvars[0].aval.shape
+    if prim in _F32_KERNELS and din[0] == np.float32 and not (scalar and prim in _SPECIAL_F64):
+        return f"{_F32_KERNELS[prim]}({a[0]})"
+    if prim in _SPECIAL_F64 and k == "f" and din[0].itemsize >= 4:
         # float32 scalars too: their rounding of libm's float64 erf matches SciPy's (the NumPy
         # backend's), which truncated_normal's bounds need to stay bit-identical
         return _cast(f"{_SPECIAL_F64[prim]}(np.float64({a[0]}))", dout)
-    if prim in _LIBM_FREE_F32 and din[0] == np.float32:
-        return f"{_LIBM_FREE_F32[prim]}({a[0]})"  # vectorisable (plax_numba.libm_free)
     if prim in _FLOAT_UNARY and (k == "f" or prim in (lax.neg_p, lax.abs_p)):
         return _cast(_FLOAT_UNARY[prim].format(a[0]), dout)
     if prim is lax.rsqrt_p and k == "f":

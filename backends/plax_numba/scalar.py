@@ -226,7 +226,8 @@ def tanh_f32(x):
     ``|x| < 0.625``: Cephes' odd polynomial ``x + x z P(z)`` (``P`` by fused multiply-adds); otherwise
     ``1 - 2 / (exp_f32(2|x|) + 1)`` with the sign of ``x`` (``|x|`` clamped to 9.5, where the
     result is 1 in float32). Measured error: at most 1.31 ulps against a float64 tanh over a
-    dense sweep of [-12, 12] and powers of two down to 2**-139 (tests/numba/test_exp_f32.py); +-0, +-inf and NaN as IEEE.
+    dense sweep of [-12, 12] and powers of two down to 2**-139
+    (tests/numba/test_tanh_logistic_f32.py); +-0, +-inf and NaN as IEEE.
     """
     ax = abs(x)
     z = x * x
@@ -244,7 +245,8 @@ def logistic_f32(x):
 
     With ``e = exp_f32(-|x|)`` (never overflows): ``1 / (1 + e)`` for ``x >= 0`` and
     ``e / (1 + e)`` below. Measured error: at most 2.26 ulps against float64 over a dense
-    sweep of [-104, 20] (tests/numba/test_exp_f32.py); subnormal results within 2**-149.
+    sweep of [-104, 20] (tests/numba/test_tanh_logistic_f32.py); subnormal results within
+    2**-149.
     """
     e = exp_f32(-abs(x))
     d = _ONE + e

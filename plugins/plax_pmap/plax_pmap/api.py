@@ -33,12 +33,7 @@ from plax.transforms.call import to_buffer
 from plax.transforms.staging import trace_to_jaxpr
 from plax_pmap import axes as _axes
 from plax_pmap import vma as _vma
-from plax_pmap.runtime import SpmdProgram, flatten_calls
-
-
-def _contig(a) -> np.ndarray:
-    # (np.ascontiguousarray turns a 0-d array into a 1-d one)
-    return np.array(a, copy=True, order="C")
+from plax_pmap.runtime import SpmdProgram, _contig, collective_timeout, flatten_calls
 
 
 __all__ = ["pmap", "shard_map"]
@@ -679,7 +674,6 @@ def _run_shard_map(program, out_tree, leaves, specs, mesh, out_specs, spread=Non
 def _gather_processes(results, all_devs, transport) -> list[list]:
     """Every mesh device's output buffers (``results`` holds this process's), exchanged
     output by output through the transport: the processes call it in the same order."""
-    from plax_pmap.runtime import collective_timeout
     n_out = len(results[0]) if results else 0
     gathered = [[None] * n_out for _ in all_devs]
     for k in range(n_out):
