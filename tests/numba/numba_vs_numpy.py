@@ -1,5 +1,6 @@
 """Helpers of the Numba backend's tests: a function jitted on the Numba and on the NumPy
-backend, and the bit-for-bit comparison of their results."""
+backend, the bit-for-bit comparison of their results, the generated source of a function, and
+a compiled loop over a scalar kernel."""
 from __future__ import annotations
 
 import warnings
@@ -21,6 +22,15 @@ def jit_both(f, *args, fallback_is_error: bool = False):
     want = plax.jit(f, backend="numpy")(*args)
     leaves = plax.tree_util.tree_leaves
     return [np.asarray(x) for x in leaves(got)], [np.asarray(x) for x in leaves(want)]
+
+
+def compiled_source(f, *args) -> str:
+    """The generated source of ``f`` compiled by the Numba backend for ``args``."""
+    from plax import plugins
+    from plax.transforms.call import compile_closed
+    closed = plax.jit(f).lower(*args).jaxpr
+    backend = plugins.registry().get_backend("numba")
+    return compile_closed(closed, backend, plax.devices()[0]).executable.__plax_source__
 
 
 def assert_bits_equal(got, want):

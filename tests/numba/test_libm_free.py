@@ -11,7 +11,7 @@ import scipy.special as sp
 import plax
 from plax import lax
 
-from numba_vs_numpy import elementwise_loop, jit_both
+from numba_vs_numpy import compiled_source, elementwise_loop, jit_both
 
 F32 = np.float32
 
@@ -122,11 +122,7 @@ def test_fused_in_jitted_programs(fn, reference):
     def f(v):
         return fn(v * 0.5) * 2.0
 
-    from plax import plugins
-    from plax.transforms.call import compile_closed
-    closed = plax.jit(f).lower(x).jaxpr
-    source = compile_closed(closed, plugins.registry().get_backend("numba"),
-                            plax.devices()[0]).executable.__plax_source__
+    source = compiled_source(f, x)
     assert f"{fn.__name__}_f32(" in source, source
     got, want = jit_both(f, x)
     ref = reference((x * F32(0.5)).astype(np.float64)) * 2.0

@@ -12,7 +12,7 @@ from plax import lax, random
 from plax import numpy as jnp
 from plax.lowering import PlaxFallbackWarning
 
-from numba_vs_numpy import jit_both as both
+from numba_vs_numpy import compiled_source, jit_both as both
 
 
 @pytest.fixture(autouse=True)
@@ -20,15 +20,6 @@ def per_cluster_kernels(monkeypatch):
     """This module tests the per-cluster kernels: no whole-program kernels (those are tested
     in test_whole_program.py)."""
     monkeypatch.setenv("PLAX_NUMBA_WHOLE_MAX", "0")
-
-
-def compiled_source(f, *args) -> str:
-    """The generated source of ``f`` compiled by the Numba backend for ``args``."""
-    from plax import plugins
-    from plax.transforms.call import compile_closed
-    closed = plax.jit(f).lower(*args).jaxpr
-    backend = plugins.registry().get_backend("numba")
-    return compile_closed(closed, backend, plax.devices()[0]).executable.__plax_source__
 
 
 def selu(x):

@@ -15,7 +15,7 @@ from plax import lax, random
 from plax.lowering import PlaxFallbackWarning
 
 from plax_numba import scalar
-from numba_vs_numpy import assert_bits_equal, jit_both
+from numba_vs_numpy import assert_bits_equal, compiled_source, jit_both
 
 
 # ---------------------------------------------------------------- samplers, end to end
@@ -40,12 +40,7 @@ def test_samplers_bit_identical_to_numpy_backend(partitionable, shape, seed):
 
 
 def test_normal_post_hash_arithmetic_is_one_kernel():
-    from plax.transforms.call import compile_closed
-    from plax import plugins
-    key = random.PRNGKey(0)
-    closed = plax.jit(lambda k: random.normal(k, (1000,))).lower(key).jaxpr
-    backend = plugins.registry().get_backend("numba")
-    source = compile_closed(closed, backend, plax.devices()[0]).executable.__plax_source__
+    source = compiled_source(lambda k: random.normal(k, (1000,)), random.PRNGKey(0))
     # the bits -> float conversion and the sampler's arithmetic: in generated loops
     assert "bitcast(" in source and "nextafter_f32(" in source, source
     program = source.split("# ---- fused kernel")[0]
