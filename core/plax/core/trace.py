@@ -49,12 +49,15 @@ class MainTrace:
 class TraceState:
     """The trace stack. ``depth`` is the number of active transforms (0: pure eager)."""
 
-    __slots__ = ("stack", "dynamic", "depth", "eval_primitive")
+    __slots__ = ("stack", "dynamic", "depth", "eval_primitive", "naming_levels")
 
     def __init__(self):
         self.stack: list[MainTrace] = []
         self.dynamic: MainTrace | None = None
         self.depth = 0
+        # active levels that bind names primitives refer to (see Trace.binds_names): only
+        # then may an application belong above its operands (see bind_with_trace)
+        self.naming_levels = 0
         # Set by plax.dispatch: the eager path of Primitive.bind.
         self.eval_primitive: Callable = _no_dispatcher
 
@@ -73,6 +76,14 @@ class Trace:
 
     def __init__(self, main: MainTrace):
         self.main = main
+
+    @staticmethod
+    def binds_names(payload: Any) -> bool:
+        """Whether a level of this transform with ``payload`` binds names that primitives
+        refer to (``vmap(axis_name="i")`` binds ``"i"`` for ``psum``): such a level may
+        have to process an application none of whose operands belongs to it (see
+        :func:`register_level_rule`)."""
+        return False
 
     def pure(self, val: Any) -> "Tracer":
         """Wraps a value that is not a tracer of this transform (a constant to it)."""
@@ -408,6 +419,8 @@ def new_main(trace_type: type, dynamic: bool = False, payload: Any = None,
     main = MainTrace(len(stack), trace_type, payload, debug)
     stack.append(main)
     state.depth += 1
+    naming = trace_type.binds_names(payload)
+    state.naming_levels += naming
     prev_dynamic = state.dynamic
     if dynamic:
         state.dynamic = main
@@ -417,6 +430,7 @@ def new_main(trace_type: type, dynamic: bool = False, payload: Any = None,
         state.dynamic = prev_dynamic
         stack.pop()
         state.depth -= 1
+        state.naming_levels -= naming
         main.active = False
         if debug is not None:
             # the input tracers point back to this main: drop them so that the tracers (and
@@ -427,12 +441,12 @@ def new_main(trace_type: type, dynamic: bool = False, payload: Any = None,
 @contextlib.contextmanager
 def eager_region() -> Iterator[None]:
     """Runs the body with no active transform (for work that must happen eagerly, e.g. compiling)."""
-    saved = (state.stack, state.dynamic, state.depth)
-    state.stack, state.dynamic, state.depth = [_base_main], _base_main, 0
+    saved = (state.stack, state.dynamic, state.depth, state.naming_levels)
+    state.stack, state.dynamic, state.depth, state.naming_levels = [_base_main], _base_main, 0, 0
     try:
         yield
     finally:
-        state.stack, state.dynamic, state.depth = saved
+        state.stack, state.dynamic, state.depth, state.naming_levels = saved
 
 
 # What, besides a function's arguments, changes the jaxpr that tracing it produces: each
@@ -484,9 +498,38 @@ def full_lower(val):
     return val.full_lower() if isinstance(val, Tracer) else val
 
 
+# A rule that may move a primitive's application above its operands' top trace: a
+# transform whose level binds something the primitive refers to (vmap's axis names, which a
+# collective or a call whose body holds one refers to) must process it even when no operand
+# belongs to it. See register_level_rule.
+_level_rule: list = [lambda primitive, params, top: top]
+
+
+def register_level_rule(rule: Callable[[Any, dict, "MainTrace"], "MainTrace"]) -> None:
+    """Sets the rule that picks the level processing a primitive when transforms above its
+    operands' top level are active.
+
+    ``rule(primitive, params, top)`` gets the main of the operands' top trace and returns it,
+    or a main above it that must process the application. It is consulted only when a level
+    that binds names (:meth:`Trace.binds_names`) is active and the stack holds levels above
+    ``top`` (never on the common path, where the operands belong to the innermost
+    transform). The batching module sets it: a ``vmap(axis_name=...)`` level runs a
+    collective over its name, or a ``jit``/``cond``/``scan``/``while`` whose body holds one,
+    even when no operand is batched.
+
+    Args:
+      rule: the callable described above.
+    """
+    _level_rule[0] = rule
+
+
 def bind_with_trace(primitive, args, params):
     """Binds ``primitive`` on the top trace among ``args`` (the slow path of ``bind``)."""
     trace = find_top_trace(args)
+    if state.naming_levels and len(state.stack) > trace.main.level + 1:
+        main = _level_rule[0](primitive, params, trace.main)
+        if main is not trace.main:
+            trace = main.with_cur_trace()
     tracers = [trace.full_raise(a) for a in args]
     out = trace.process_primitive(primitive, tracers, params)
     if primitive.multiple_results:

@@ -8,12 +8,15 @@ rule is called.
 """
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass
 from typing import Any, Callable, Hashable
 
 from plax.core import registry
+from plax.core.jaxpr import ClosedJaxpr, Jaxpr
 from plax.core.shaped_array import ShapedArray
-from plax.core.trace import Trace, Tracer, get_aval, register_trace_context, state as _state
+from plax.core.trace import (Trace, Tracer, get_aval, register_level_rule,
+                             register_trace_context, state as _state)
 from plax.transforms.jvp import Zero
 
 not_mapped = None
@@ -36,6 +39,63 @@ def register_axis_primitive(primitive, axis_names: Callable[[dict], tuple]) -> N
       axis_names: maps the equation's params to the tuple of axis names it uses.
     """
     _axis_primitives[primitive] = axis_names
+
+
+_NO_NAMES: frozenset = frozenset()
+# Jaxpr -> the axis names its equations refer to (weakly keyed: a jaxpr is scanned once)
+_jaxpr_names: "weakref.WeakKeyDictionary[Jaxpr, frozenset]" = weakref.WeakKeyDictionary()
+
+
+def axis_names_of(primitive, params: dict) -> frozenset:
+    """The axis names an application of ``primitive`` refers to: a collective's own (see
+    :func:`register_axis_primitive`), and for a primitive holding programs (``jit``,
+    ``cond``, ``scan``, ``while``, ...) those of the collectives anywhere inside them.
+
+    Example:
+      >>> axis_names_of(psum_p, {"axes": ("i",)})  # doctest: +SKIP
+      frozenset({'i'})
+    """
+    names = _axis_primitives.get(primitive)
+    if names is not None:
+        return frozenset(names(params))
+    out = _NO_NAMES
+    for v in params.values():
+        for x in (v if isinstance(v, (list, tuple)) else (v,)):
+            if isinstance(x, ClosedJaxpr):
+                x = x.jaxpr
+            if isinstance(x, Jaxpr):
+                out = out | _names_in(x)
+    return out
+
+
+def _names_in(jaxpr: Jaxpr) -> frozenset:
+    try:
+        return _jaxpr_names[jaxpr]
+    except KeyError:
+        pass
+    out = _NO_NAMES
+    for eqn in jaxpr.eqns:
+        out = out | axis_names_of(eqn.primitive, eqn.params)
+    _jaxpr_names[jaxpr] = out
+    return out
+
+
+def _named_level(primitive, params: dict, top):
+    """The innermost ``vmap(axis_name=...)`` level above ``top`` whose name the application
+    refers to (it must process it: ``psum(1.0, "i")`` is the axis size even though the
+    operand is not batched), else ``top``. The level rule of :func:`bind_with_trace`."""
+    names = None
+    stack = _state.stack
+    for level in range(len(stack) - 1, top.level, -1):
+        m = stack[level]
+        if m.trace_type is BatchTrace and m.payload.name is not None:
+            if names is None:
+                names = axis_names_of(primitive, params)
+                if not names:
+                    return top
+            if m.payload.name in names:
+                return m
+    return top
 
 
 @dataclass(frozen=True)
@@ -93,6 +153,10 @@ class BatchTrace(Trace):
     def axis_data(self) -> AxisData:
         return self.main.payload
 
+    @staticmethod
+    def binds_names(payload: AxisData) -> bool:
+        return payload.name is not None
+
     def pure(self, val: Any) -> BatchTracer:
         return BatchTracer(self, val, not_mapped)
 
@@ -102,8 +166,8 @@ class BatchTrace(Trace):
         vals = [t.val for t in tracers]
         dims = [t.batch_dim for t in tracers]
         if all(d is None for d in dims) and (
-                primitive not in _axis_primitives
-                or self.axis_data.name not in _axis_primitives[primitive](params)):
+                self.axis_data.name is None
+                or self.axis_data.name not in axis_names_of(primitive, params)):
             out = primitive.bind(*vals, **params)
             if primitive.multiple_results:
                 return [BatchTracer(self, o, None) for o in out]
@@ -283,3 +347,6 @@ def defbroadcasting(primitive) -> None:
 
 
 register_trace_context(named_axes)
+
+
+register_level_rule(_named_level)

@@ -711,16 +711,33 @@ def make_jaxpr(fun: Callable, static_argnums: int | Sequence[int] = (), axis_env
                return_shape: bool = False, abstracted_axes=None) -> Callable:
     """A function that returns the jaxpr of ``fun`` for given example arguments.
 
+    Args:
+      fun: the function to trace.
+      static_argnums: positional arguments that are Python values baked into the jaxpr.
+      axis_env: ``[(name, size), ...]``: axis names to bind while tracing, so that ``fun``
+        may use collectives over them (``lax.psum(x, "i")``) outside pmap/shard_map.
+      return_shape: also return the outputs' ``ShapeDtypeStruct`` tree.
+      abstracted_axes: accepted and ignored (plax has no dynamic shapes).
+
+    Returns:
+      A function taking ``fun``'s arguments and returning a ClosedJaxpr (and the shapes).
+
     Example:
       >>> print(jax.make_jaxpr(lambda x: jnp.sin(x) * 2.0)(1.0))
       { lambda ; a:f32[]. let b:f32[] = sin a; c:f32[] = mul b 2.0:f32[] in (c,) }
     """
     jitted = JitFunction(fun, static_argnums, None, None, None, None, False, False,
                          transform="make_jaxpr")
+    bound = dict(axis_env) if axis_env else None
 
     @functools.wraps(fun)
     def make(*args, **kwargs):
-        lowered = jitted.lower(*args, **kwargs)
+        if bound is not None:
+            from plax.core.axis_env import axis_env as binding
+            with binding(bound):
+                lowered = jitted.lower(*args, **kwargs)
+        else:
+            lowered = jitted.lower(*args, **kwargs)
         if return_shape:
             return lowered.jaxpr, lowered.out_info
         return lowered.jaxpr

@@ -26,6 +26,7 @@ import plax
 from plax import tree_util
 from plax.array import Array, from_device_buffers
 from plax.core import trace as _trace
+from plax.core.axis_env import axis_env
 from plax.core.shaped_array import ShapedArray
 from plax.core.trace import Tracer, get_aval
 from plax.sharding import IndexMapSharding, Mesh, NamedSharding, PartitionSpec
@@ -182,7 +183,7 @@ def pmap(fun: Callable | None = None, axis_name: Hashable | None = None, *, in_a
             return call(*a, **kw)
 
         if not _eager(leaves):
-            if pcount > 1 and not _axes._env.frames:
+            if pcount > 1 and not _axes.bound_frames():
                 raise NotImplementedError(
                     "pmap under a transform (grad, jit, vmap of a pmap) in a multi-process run "
                     "is not supported by plax-pmap; apply the transform inside the pmap "
@@ -256,7 +257,7 @@ def _leaf_names(treedef) -> list[str]:
 
 
 def _devices(devices, backend, size: int) -> list:
-    nested = bool(_axes._env.frames)
+    nested = bool(_axes.bound_frames())
     if devices is not None:
         devs = list(devices)
     elif backend is not None:
@@ -297,7 +298,7 @@ def _prepare_pmap(flat_fun, leaves, axes, name, size, devs, backend, pcount=1):
         return out_leaves
 
     total = size * pcount  # every process maps the same number of slices
-    with _axes.axis_env({name: total}):
+    with axis_env({name: total}):
         closed, _ = trace_to_jaxpr(traced, in_avals, "the function passed to pmap")
     flat = flatten_calls(closed)
     if flat is None:
@@ -575,7 +576,7 @@ def _trace_body(flat_fun, blocks, mesh: Mesh):
         out_store.append(out_tree)
         return out_leaves
 
-    with _axes.axis_env(mesh.shape):
+    with axis_env(mesh.shape):
         closed, _ = trace_to_jaxpr(traced, blocks, "the function passed to shard_map")
     return closed, out_store[0]
 

@@ -18,9 +18,8 @@ from __future__ import annotations
 import importlib
 
 from plax.core import Primitive, registry
-from plax.core.trace import full_lower
 from plax.transforms.batching import register_axis_primitive
-from plax_pmap.axes import axis_size as _axis_size, batch_main_for
+from plax_pmap.axes import axis_size as _axis_size
 
 __all__ = ["CollectivePrimitive", "psum_p", "pmax_p", "pmin_p", "all_gather_p", "all_to_all_p",
            "psum_scatter_p", "reduce_scatter_p", "ppermute_p", "axis_index_p", "COLLECTIVES"]
@@ -29,9 +28,11 @@ _rules_loaded = [False]
 
 
 class CollectivePrimitive(Primitive):
-    """A primitive over named axes. Binding it finds the vmap level that binds one of its
-    axes when that level is above the operands (a value that vmap does not batch still
-    takes part: ``psum(1.0, "i")`` is the axis size), and checks that every name is bound."""
+    """A primitive over named axes. Binding it loads the rules on first use and checks that
+    every name is bound. A vmap level binding one of its axes processes it even when that
+    level is above the operands (``psum(1.0, "i")`` is the axis size): the core's level rule
+    does that for every primitive that refers to axis names (see
+    ``plax.transforms.batching.axis_names_of``)."""
 
     __slots__ = ()
 
@@ -43,13 +44,7 @@ class CollectivePrimitive(Primitive):
             # JAX's binds pass axis_index_groups=None; plax's primitives have no groups
             # (the grouped functions are built from all_gather)
             del params["axis_index_groups"]
-        axes = params["axes"]
-        main = batch_main_for(axes, args)
-        if main is not None:
-            trace = main.with_cur_trace()
-            out = trace.process_primitive(self, [trace.full_raise(a) for a in args], params)
-            return [full_lower(o) for o in out] if self.multiple_results else full_lower(out)
-        for name in axes:
+        for name in params["axes"]:
             _axis_size(name)  # NameError for an unbound name
         return super().bind(*args, **params)
 

@@ -72,6 +72,85 @@ def test_jit_inside_vmap_stages_the_collective():
 
 
 
+def _unbatched_programs():
+    """Functions of a batched x whose collectives act on values vmap does not batch, inside
+    programs (jit, cond, scan, while, checkpoint, grad): each with the same function
+    written without the program around the collective, as the reference."""
+    two = np.float32(2.0)
+    return {
+        "jit": (lambda x: x + plax.jit(lambda y: lax.psum(y, "i"))(two),
+                lambda x: x + lax.psum(two, "i")),
+        "jit_no_args": (lambda x: x + plax.jit(lambda: lax.axis_index("i"))(),
+                        lambda x: x + lax.axis_index("i")),
+        "nested_jit": (lambda x: x + plax.jit(lambda: plax.jit(
+            lambda: lax.psum(1.0, "i"))())(), lambda x: x + lax.psum(1.0, "i")),
+        "cond": (lambda x: x + lax.cond(True, lambda y: lax.psum(y, "i"), lambda y: y, two),
+                 lambda x: x + lax.psum(two, "i")),
+        "scan": (lambda x: x + lax.scan(lambda c, _: (c + lax.axis_index("i"), None), 0, None,
+                                        length=3)[0],
+                 lambda x: x + 3 * lax.axis_index("i")),
+        "fori_loop": (lambda x: x + lax.fori_loop(0, 2, lambda k, c: c + lax.psum(1.0, "i"),
+                                                  0.0),
+                      lambda x: x + 2 * lax.psum(1.0, "i")),
+        "checkpoint": (lambda x: x + plax.checkpoint(lambda y: lax.psum(y, "i"))(two),
+                       lambda x: x + lax.psum(two, "i")),
+        "grad_of_jit": (lambda x: x * plax.grad(plax.jit(lambda y: lax.psum(y * y, "i")))(two),
+                        lambda x: x * plax.grad(lambda y: lax.psum(y * y, "i"))(two)),
+        "jit_of_vmap": None,
+    }
+
+
+@pytest.mark.parametrize("name", [k for k in _unbatched_programs() if k != "jit_of_vmap"])
+def test_program_around_a_collective_on_unbatched_values_runs_at_the_vmap_level(name):
+    """The vmap level binding "i" processes a jit/cond/scan/while whose body uses "i" even
+    when none of its operands is batched (JAX: psum of an unbatched 2.0 over 3 members is
+    6.0): before, the call ran below the vmap and the collective had no kernel."""
+    f, reference = _unbatched_programs()[name]
+    v = np.arange(3, dtype=np.float32)
+    expected = plax.vmap(reference, axis_name="i")(v)
+    np.testing.assert_allclose(plax.vmap(f, axis_name="i")(v), expected, rtol=1e-6)
+    np.testing.assert_allclose(plax.jit(plax.vmap(f, axis_name="i"))(v), expected, rtol=1e-6)
+    # the reference itself against a Python loop over the members
+    if name in ("jit", "cond", "checkpoint"):
+        np.testing.assert_allclose(expected, v + 3 * 2.0)
+    if name == "jit_no_args":
+        np.testing.assert_array_equal(expected, v + np.arange(3))
+
+
+def test_program_around_a_collective_over_an_outer_axis_only():
+    """A jit using only the outer name runs at the outer level, under an inner vmap that
+    leaves it alone; a jit using both names runs at the inner one."""
+    a = np.ones((2, 3), np.float32)
+    f = plax.vmap(plax.vmap(lambda z: z + plax.jit(lambda: lax.axis_index("i"))(),
+                            axis_name="j"), axis_name="i")
+    np.testing.assert_array_equal(f(a), a + np.arange(2)[:, None])
+    g = plax.vmap(plax.vmap(lambda z: z + plax.jit(lambda: lax.axis_index(("i", "j")))(),
+                            axis_name="j"), axis_name="i")
+    np.testing.assert_array_equal(g(a), a + np.arange(6).reshape(2, 3))
+    h = plax.vmap(plax.vmap(lambda z: z + plax.jit(lambda: lax.psum(1.0, "j"))(),
+                            axis_name="j"), axis_name="i")
+    np.testing.assert_array_equal(h(a), a + 3)
+
+
+def test_axis_names_of_looks_inside_programs():
+    from plax.transforms.batching import axis_names_of
+    closed = plax.make_jaxpr(lambda x: lax.cond(x > 0, lambda: lax.psum(x, "k"), lambda: x),
+                             axis_env=[("k", 2)])(1.0)
+    eqn = closed.jaxpr.eqns[-1]
+    assert axis_names_of(eqn.primitive, eqn.params) == {"k"}
+    plain = plax.make_jaxpr(lambda x: plax.jit(jnp.sin)(x))(1.0).jaxpr.eqns[-1]
+    assert axis_names_of(plain.primitive, plain.params) == frozenset()
+
+
+def test_make_jaxpr_axis_env_binds_names_for_collectives():
+    text = str(plax.make_jaxpr(lambda x: lax.all_gather(x, "i"), axis_env=[("i", 4)])(1.0))
+    assert "f32[4] = all_gather" in text
+    with pytest.raises(NameError, match="unbound axis name: i"):
+        plax.make_jaxpr(lambda x: lax.psum(x, "i"))(1.0)
+    with pytest.raises(NameError, match="unbound axis name: j"):
+        plax.make_jaxpr(lambda x: lax.psum(x, "j"), axis_env=[("i", 2)])(1.0)
+
+
 def test_jit_traces_once_per_vmap_axis_size_and_name():
     """jit's trace cache is keyed by the named axes bound around it (the trace context)."""
     calls = []
