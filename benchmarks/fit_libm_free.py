@@ -3,7 +3,9 @@
 Each polynomial is a weighted least-squares fit at Chebyshev nodes of its variable, reweighted
 a few dozen times towards the least maximum error (Lawson's iteration), then checked on a dense
 grid. SciPy's float64 ``erf``/``erfc``/``erfcx`` are the reference (their error, ~1e-16, is far
-below the fits'). Run it to reproduce or change the constants:
+below the fits'). The float32 kernels that carry a low part (``erfc_f32``, ``erf_inv_f32``) get
+their two leading coefficients as float32 pairs ``(hi, lo)``, printed as ``c0, c0_lo, c1, c1_lo,
+c2, ...``. Run it to reproduce or change the constants:
 
     python benchmarks/fit_libm_free.py
 """
@@ -51,23 +53,47 @@ def erfinv_over_y(w):
     return sp.erfcinv(np.exp(-w) / (1 + y)) / y
 
 
+def erfinv_of_s(s):
+    """``erfinv(y)`` as a function of ``s = sqrt(w)``, ``w = -log(1 - y**2)``."""
+    w = s * s
+    return sp.erfcinv(np.exp(-w) / (1 + np.sqrt(-np.expm1(-w))))
+
+
+def erfcx_times(k: float):
+    """``erfcx(x) (x + k)``: ``erfc_f32``'s polynomial, in ``(x - k) / (x + k)``."""
+    return lambda x: sp.erfcx(x) * (x + k)
+
+
+def split(c) -> tuple:
+    """float32 ``c0, c0_lo, c1, c1_lo, c2, ...`` (``c0 ~ c0 + c0_lo``, likewise ``c1``)."""
+    out = []
+    for i, v in enumerate(c):
+        hi = np.float32(v)
+        out.append(float(hi))
+        if i < 2:
+            out.append(float(np.float32(v - float(hi))))
+    return tuple(out)
+
+
 def main() -> None:
     warnings.simplefilter("ignore", np.exceptions.RankWarning)  # the fits are checked below
     square = lambda x: x * x  # noqa: E731
-    sqrt_w = lambda s: erfinv_over_y(s * s)  # noqa: E731
     jobs = [
         # name, function, interval, degree, variable, relative, dtype of the constants
         # (the erf_f32 kernel evaluates x + x Q: the constant term is printed less one)
         ("erf_f32: erf(x)/x in x**2", erf_over_x, (0, 1), 6, square, True, np.float32),
         ("erf_f32: erfc(x) in x - 2.375", sp.erfc, (1, 3.92), 14, lambda x: x - 2.375, False,
          np.float32),
-        ("erfc_f32: erf(x)/x in x**2", erf_over_x, (0, 1), 6, square, True, np.float64),
-        ("erfc_f32: erfcx(x) in 1/(2+x)", sp.erfcx, (1, 10.5), 10, lambda x: 1 / (2 + x), True,
-         np.float64),
-        ("erf_inv_f32: erfinv(y)/y in w - 2.5", erfinv_over_y, (1e-12, 5), 12,
-         lambda w: w - 2.5, True, np.float64),
-        ("erf_inv_f32: erfinv(y)/y in sqrt(w) - 3.2", sqrt_w, (np.sqrt(5), 4.2), 10,
-         lambda s: s - 3.2, True, np.float64),
+        ("erfc_f32: erfcx(x) (x+2) in (x-2)/(x+2)", erfcx_times(2.0), (0, 10.1), 10,
+         lambda x: (x - 2) / (x + 2), True, split),
+        ("erf_inv_f32: erfinv(y)/y in w - 2.5", erfinv_over_y, (1e-12, 5), 9,
+         lambda w: w - 2.5, True, split),
+        ("erf_inv_f32: erfinv(y) in sqrt(w) - 3.25", erfinv_of_s, (np.sqrt(5), 4.0), 8,
+         lambda s: s - 3.25, True, split),
+        # not a fit for precision: the slope and intercept of 1/(2s) for erf_inv_f32's sqrt
+        # correction (only a few per cent are needed)
+        ("erf_inv_f32: 1/(2s) in s", lambda s: 0.5 / s, (np.sqrt(5), 4.0), 1, lambda s: s, True,
+         np.float32),
     ]
     for name, f, (lo, hi), degree, var, relative, dtype in jobs:
         c, err = fit(f, lo, hi, degree, var, relative)
@@ -75,7 +101,7 @@ def main() -> None:
         print(f"{name} on [{lo}, {hi}], degree {degree}: {kind} error {err:.2e}")
         if name.startswith("erf_f32: erf(x)/x"):
             c[0] -= 1.0
-        print("   ", tuple(float(dtype(v)) for v in c))
+        print("   ", dtype(c) if dtype is split else tuple(float(dtype(v)) for v in c))
 
 
 if __name__ == "__main__":

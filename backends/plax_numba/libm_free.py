@@ -1,18 +1,22 @@
 """float32 transcendental functions without libm calls, for the generated kernels: ``log``,
 ``expm1``, ``erf``, ``erfc``, ``erf_inv``, ``sin``, ``cos``, ``lgamma`` and ``digamma``.
 
-All but ``log`` and ``erf`` widen their float32 argument to float64, evaluate a
-polynomial there (with fused multiply-adds, :func:`plax_numba.scalar.fma_f64`) and round
-once to float32: float64 carries ~29 bits more than the result needs, so what shows is the
-final rounding (0.50 to 0.57 ulp; ``lgamma``/``digamma`` lose relative precision only next
-to their zeros). ``log`` and ``erf`` run in float32 arithmetic (twice the lanes; 0.83 and
-1.05 ulp). ``sin``/``cos`` reduce their argument exactly for every float32 (Payne and
-Hanek's method, tables of 2/pi computed here). The bounds are measured against NumPy/SciPy in
-float64 over dense sweeps, powers of two and random bit patterns (tests/numba/
-test_libm_free.py); JAX's own float32 ``log``, ``expm1``, ``erf``, ``erfc`` and ``erf_inv`` are
-0.96, 5.4, 5.4, 66 and 65 ulps off on the same inputs. The code is
-branch-free (every case is computed and one selected), so loops calling these vectorise
-instead of making one scalar libm call per element (docs/performance.md has the timings).
+``expm1``, ``sin``, ``cos``, ``lgamma`` and ``digamma`` widen their float32 argument to
+float64, evaluate a polynomial there (with fused multiply-adds,
+:func:`plax_numba.scalar.fma_f64`) and round once to float32: float64 carries ~29 bits more
+than the result needs, so what shows is the final rounding (0.50 to 0.54 ulp;
+``lgamma``/``digamma`` lose relative precision only next to their zeros). ``log``, ``erf``,
+``erfc`` and ``erf_inv`` run in float32 arithmetic (twice the lanes; 0.83, 1.05, 1.06 and 0.79
+ulp); ``erfc`` and ``erf_inv`` keep each rounding that would show as a float32 low part (exact
+products and sums by fma and Fast2Sum), so that their result rounds once at full size.
+``sin``/``cos`` reduce their argument exactly for every float32 (Payne and Hanek's method,
+tables of 2/pi computed here). The bounds are measured against NumPy/SciPy in float64 over
+dense sweeps, powers of two and random bit patterns (tests/numba/test_libm_free.py); JAX's own
+float32 ``log``, ``expm1``, ``erf``, ``erfc`` and ``erf_inv`` are 0.96, 5.4, 5.4, 66 and 65
+ulps off on the same inputs (``erfc``: millions where its float32 result underflows early).
+The code is branch-free (every case is computed and one selected), so loops calling these
+vectorise instead of making one scalar libm call per element (docs/performance.md has the
+timings).
 
 The float32 ``exp``, ``tanh`` and ``logistic`` live in :mod:`plax_numba.scalar` (float32
 arithmetic, tuned for the selu and MLP benchmarks). ``log1p`` has no kernel here: the random
@@ -29,6 +33,10 @@ import numpy as np
 from numba import njit
 
 from plax_numba.scalar import bitcast, constant_table, fma_f32 as fma32, fma_f64 as fma
+# exp_f32's constants: 1/ln2, the 1.5 * 2**23 rounder and exp(r) = 1 + r + r**2 Q(r) (erfc_f32)
+from plax_numba.scalar import (_LOG2E as _LOG2E32, _ROUNDER as _ROUNDER32,
+                               _ROUNDER_BITS as _ROUNDER32_BITS, _Q0 as _EQ0, _Q1 as _EQ1,
+                               _Q2 as _EQ2, _Q3 as _EQ3, _Q4 as _EQ4)
 
 _inline = dict(cache=True, nogil=True, error_model="numpy", inline="always")
 _F = np.float32
@@ -79,15 +87,6 @@ def _log_parts(d):
     f = m - 1.0
     s = f / (2.0 + f)
     return np.float64(e), s, s * s
-
-
-@njit(**_inline)
-def _log_f64(d):
-    """``log(d)`` in float64 (see :func:`_log_parts`), relative error below 1e-10: the odd
-    series of ``2 atanh(s)`` to ``s**11`` (truncation below 5e-11 relative)."""
-    e, s, z = _log_parts(d)
-    p = s * fma(fma(fma(fma(fma(2 / 11, z, 2 / 9), z, 2 / 7), z, 2 / 5), z, 2 / 3), z, 2.0)
-    return fma(e, _LN2, p)
 
 
 # log in float32 arithmetic (16 lanes): log(1 + f) = f - f**2/2 + s (f**2/2 + R(s**2)) with
@@ -144,46 +143,73 @@ def expm1_f32(x):
     return x if x != x or x == 0 else r                    # NaN and -0 unchanged
 
 
-# erfc in float64: erf(x) / x as a polynomial in x**2 on [0, 1] (relative error 1.2e-9), and
-# erfcx(x) = exp(x**2) erfc(x) as a polynomial in t = 1 / (2 + x) on [1, 10.5] (relative 1.1e-10)
-_E0, _E1, _E2 = 1.1283791657264177, -0.37612625822183016, 0.11283585125328684
-_E3, _E4, _E5 = -0.026853810961188437, 0.005188325835278494, -0.0008010177372378344
-_E6 = 7.853807701072893e-05
-_C0, _C1, _C2 = 6.615562943086345e-07, 0.5641456949902247, 1.1296483980426628
-_C3, _C4, _C5 = 1.9537092348607612, 3.037387218977655, 1.2506450481531266
-_C6, _C7, _C8 = 5.486743880931889, -18.559912535275767, -20.94498120858542
-_C9, _C10 = 81.10070837787408, -56.38936888302372
-_TAIL_MAX = 10.5    # erfc(10.5) < 2**-160: float32's erfc is 0 from 10.06 on
-
-
-@njit(**_inline)
-def _erf_small(d):
-    """``erf(d)`` in float64 for |d| <= 1."""
-    z = d * d
-    return d * fma(fma(fma(fma(fma(fma(_E6, z, _E5), z, _E4), z, _E3), z, _E2), z, _E1), z, _E0)
-
-
-@njit(**_inline)
-def _erfc_tail(a):
-    """``erfc(a)`` in float64 for ``1 <= a`` (clamped to 10.5, where it underflows float32):
-    ``exp(-a**2) erfcx(a)``; ``a**2`` of a float32 is exact in float64."""
-    a = min(a, _TAIL_MAX)
-    t = 1.0 / (2.0 + a)
-    g = fma(fma(fma(fma(fma(fma(_C10, t, _C9), t, _C8), t, _C7), t, _C6), t, _C5), t, _C4)
-    g = fma(fma(fma(fma(g, t, _C3), t, _C2), t, _C1), t, _C0)
-    return exp_f64(-(a * a)) * g
+# erfc in float32 arithmetic (16 lanes), for a = |x|: erfc(a) = exp(-a**2) v H(u) with v = 1/(a+2),
+# u = (a-2)/(a+2) = 1 - 4v and H(u) = erfcx(a) (a+2) in [0.67, 2], fitted on [0, 10.1] (relative
+# 3.4e-9; the two leading coefficients in two float32 parts); erfc(-a) = 2 - erfc(a). Each
+# rounding that would show is carried on as a low part (below), so the result rounds once.
+_H0, _H0_LO, _H1, _H1_LO = (_F(1.0215827226638794), _F(-1.3981986235478416e-08),
+                            _F(-0.6871606707572937), _F(-2.6285949417115262e-08))
+_H2, _H3, _H4 = _F(0.2794717848300934), _F(-0.03644178435206413), _F(-0.021505720913410187)
+_H5, _H6, _H7 = _F(0.006475882139056921), _F(0.003062603995203972), _F(-0.0008320712950080633)
+_H8, _H9, _H10 = _F(-0.000592562835663557), _F(4.6947418013587594e-05), _F(6.94847185513936e-05)
+_ERFC_K, _ERFC_4K = _F(2.0), _F(4.0)
+_ERFC_MAX = _F(10.1)    # erfc(10.1) < 2**-150: float32's erfc is 0 from 10.06 on
+_TWO32, _HALF32 = _F(2.0), _F(0.5)
 
 
 @njit(**_inline)
 def erfc_f32(x):
-    """``1 - erf(x)`` of a float32 (0.57 ulp, relative also where the result is tiny):
-    ``1 - x P(x**2)`` for |x| < 1, ``exp(-x**2) erfcx(x)`` for ``x >= 1`` and
-    ``2 - erfc(-x)`` for ``x <= -1``, in float64. NaN unchanged."""
-    d = np.float64(x)
-    a = abs(d)
-    tail = _erfc_tail(max(a, 1.0))
-    r = _F(1.0 - _erf_small(d) if a < 1.0 else (tail if d > 0 else 2.0 - tail))
-    return x if x != x else r
+    """``1 - erf(x)`` of a float32 in float32 arithmetic, within 1.06 ulp (relative also where the
+    result is tiny; subnormal results within 2**-149; JAX's float32 ``erfc`` underflows early,
+    millions of ulps off). NaN unchanged, ±inf -> 0 and 2.
+
+    ``a = |x|`` (clamped to 10.1), ``erfc(a) = 2**n exp(r) v H(u)`` and ``2 - erfc(a)`` for
+    ``x < 0``. The pieces keep low parts: ``a**2 = hi + lo`` exactly (fma), ``r = -hi - n ln2 -
+    lo`` as ``r + r_lo``; ``1/(a+2) = v (1 + eps)`` (``a + 2``'s rounding error and the
+    division's residual, both exact); ``u``'s rounding; the last two Horner steps of ``H`` (their
+    residuals are exact: each sum stays within a factor 2 of its constant) and ``H``'s error
+    from ``u``'s (by ``H'`` ~ ``p1 + u p2``); ``v H`` (fma). The small parts are summed first,
+    ``v H`` (times ``exp(r)``, expanded) last, so that rounding is the only one of full size.
+    """
+    a = min(abs(x), _ERFC_MAX)
+    hi = a * a
+    lo = fma32(a, a, -hi)
+    # exp(-hi - lo) = 2**n exp(r + r_lo), |r| <= ln2/2: as exp_f32, n ln2 in two parts
+    t = fma32(-hi, _LOG2E32, _ROUNDER32)
+    n = t - _ROUNDER32
+    ni = bitcast(t, np.int32(0)) - _ROUNDER32_BITS
+    r1 = fma32(-n, _LN2_HI32, -hi)                            # exact (n has 8 bits, ln2_hi 9)
+    s = fma32(n, _LN2_LO32, lo)
+    r = r1 - s
+    r_lo = (r1 - r) - s
+    z = r * r
+    q = fma32(fma32(fma32(fma32(_EQ4, r, _EQ3), r, _EQ2), r, _EQ1), r, _EQ0)
+    em1 = fma32(z, q, r)                                      # exp(r) - 1
+    # 1/(a+2) = v (1 + eps): d + dd = a + 2 exactly (Fast2Sum), 1 - v d exactly (fma)
+    d = a + _ERFC_K
+    dd = min(a, _ERFC_K) - (d - max(a, _ERFC_K))
+    v = _ONE32 / d
+    eps = fma32(-dd, v, fma32(-v, d, _ONE32))
+    w = _ERFC_4K * v                                          # exact
+    u = _ONE32 - w
+    u_lo = fma32(-w, eps, (_ONE32 - u) - w)
+    p2 = fma32(fma32(fma32(fma32(_H10, u, _H9), u, _H8), u, _H7), u, _H6)
+    p2 = fma32(fma32(fma32(fma32(p2, u, _H5), u, _H4), u, _H3), u, _H2)
+    p1 = fma32(u, p2, _H1)
+    p1_lo = fma32(u, p2, _H1 - p1) + _H1_LO
+    h = fma32(u, p1, _H0)
+    h_lo = fma32(u, p1, _H0 - h) + fma32(u, p1_lo, fma32(fma32(u, p2, p1), u_lo, _H0_LO))
+    # v (h + h_lo) (1 + eps) (1 + em1) = prod + [prod r + prod (z q + r_lo) + small (1 + em1)]
+    prod = v * h
+    small = fma32(prod, eps, fma32(v, h_lo, fma32(v, h, -prod)))
+    m = prod + fma32(prod, r, fma32(prod, fma32(z, q, r_lo), fma32(small, em1, small)))
+    # 2**n: m * 2**e1 by the exponent field (stays normal), then one multiply that rounds once
+    # where the result is subnormal
+    e1 = max(ni, np.int32(-100))
+    scaled = bitcast(np.int32(bitcast(m, np.int32(0)) + (e1 << np.int32(23))), m)
+    pos = scaled * bitcast(np.int32((ni - e1 + np.int32(127)) << np.int32(23)), m)
+    res = pos if x >= 0 else _TWO32 - pos
+    return x if x != x else res
 
 
 # erf in float32 arithmetic (16 lanes): x + x Q(x**2) on |x| < 1 (Q fitted to erf(x)/x - 1,
@@ -317,37 +343,86 @@ def cos_f32(x):
 
 # ---------------------------------------------------------------- erf_inv
 
-# erfinv(y) / y as polynomials of w = -log(1 - y**2): in w - 2.5 for w < 5 (relative error
-# 5.8e-11), in sqrt(w) - 3.2 above (1.6e-9; w <= 16.7 for float32's |y| < 1)
-_W0, _W1, _W2 = 1.501409351146361, 0.24664027674057734, -0.004177318237412233
-_W3, _W4, _W5 = -0.001252707928650134, 0.00021825147408426372, -4.996028980080139e-06
-_W6, _W7, _W8 = -3.417693714194962e-06, 4.787013879493238e-07, 1.3874044068219095e-08
-_W9, _W10 = -1.0863795439581835e-08, 8.062461999086544e-10
-_W11, _W12 = 1.2359281013708835e-10, -1.9770089483850536e-11
-_S0, _S1, _S2 = 3.0336365694568137, 1.004692438972827, 0.005973505084482116
-_S3, _S4, _S5 = -0.004294073925329091, 0.0029471219495243854, -0.0019933560776980697
-_S6, _S7, _S8 = 0.0010934435831852745, -0.0003588290456005414, -3.976325635198607e-05
-_S9, _S10 = 0.00010008920252765502, -3.077033257984504e-05
+# erfinv in float32 arithmetic (16 lanes), with w = -log(1 - y**2) (Giles' variable):
+# erfinv(y) / y as a polynomial in w - 2.5 for w < 5 (relative 5.6e-9), erfinv(y) itself in
+# sqrt(w) - 3.25 above (9.5e-10; w <= 15.95 for float32's |y| < 1); the two leading coefficients
+# of each in two float32 parts. 3.25 and 2.5 are exact in float32, so the shifts are exact.
+_G0, _G0_LO, _G1, _G1_LO = (_F(1.5014094114303589), _F(-5.2144596196512794e-08),
+                            _F(0.24664027988910675), _F(6.235558736022995e-09))
+_G2, _G3, _G4 = _F(-0.004177386872470379), _F(-0.0012527417857199907), _F(0.0002183444594265893)
+_G5, _G6, _G7 = _F(-4.963386345480103e-06), _F(-3.4627087188709993e-06), _F(4.661791024318518e-07)
+_G8, _G9 = _F(2.3232969326159036e-08), _F(-8.791668726360058e-09)
+_T0, _T0_LO, _T1, _T1_LO = (_F(3.083845615386963), _F(1.0509062775554412e-07),
+                            _F(1.0055052042007446), _F(1.622429124381597e-08))
+_T2, _T3, _T4 = _F(0.004652758128941059), _F(-0.002445555292069912), _F(0.000854738347698003)
+_T5, _T6, _T7 = _F(-0.00022421528410632163), _F(2.772263906081207e-05), _F(2.2624626581091434e-05)
+_T8 = _F(-1.7051757822628133e-05)
+_IA, _IB = _F(0.3340492844581604), _F(-0.053562816232442856)   # 1/(2s) within 4.2%
+_W_MID, _W_SPLIT, _S_MID = _F(2.5), _F(5.0), _F(3.25)
 
 
 @njit(**_inline)
 def erf_inv_f32(y):
-    """The inverse of ``erf`` for a float32 (0.53 ulp; JAX's float32
-    ``erf_inv`` is 65 ulps off near ±1): ``y g(w)`` with ``w = -log((1 - y)(1 + y))`` (exact
-    product in float64, so no cancellation near ±1) and ``g`` a polynomial in ``w`` or
-    ``sqrt(w)``. ±1 -> ±inf, |y| > 1 and NaN -> NaN, ±0 unchanged."""
-    d = np.float64(y)
-    a = abs(d)
-    w = -_log_f64(max((1.0 - a) * (1.0 + a), 1e-300))
-    v = w - 2.5
-    g1 = fma(fma(fma(fma(fma(fma(_W12, v, _W11), v, _W10), v, _W9), v, _W8), v, _W7), v, _W6)
-    g1 = fma(fma(fma(fma(fma(fma(g1, v, _W5), v, _W4), v, _W3), v, _W2), v, _W1), v, _W0)
-    t = np.sqrt(w) - 3.2
-    g2 = fma(fma(fma(fma(fma(fma(_S10, t, _S9), t, _S8), t, _S7), t, _S6), t, _S5), t, _S4)
-    g2 = fma(fma(fma(fma(g2, t, _S3), t, _S2), t, _S1), t, _S0)
-    r = _F(d * (g1 if w < 5.0 else g2))
-    r = (_INF32 if y > 0 else -_INF32) if a == 1.0 else r
-    return r if a <= 1.0 else _NAN32                       # NaN fails the test too
+    """The inverse of ``erf`` for a float32 in float32 arithmetic, within 0.79 ulp (0.87 in
+    units of 2**-149 for subnormal results; JAX's float32 ``erf_inv`` is 64 ulps off near ±1).
+    ±1 -> ±inf, |y| > 1 and NaN -> NaN, ±0 unchanged.
+
+    ``u = 1 - y**2`` by one fma, ``w = -log(u)`` as ``w + w_lo`` (the steps of :func:`log_f32`
+    summed largest last, Fast2Sum's exact errors kept), then ``y g(w)`` for ``w < 5`` and
+    ``±G(sqrt(w))`` above. The polynomial's argument keeps its low part too (``w_lo``, and the
+    square root's exact residual by fma over ``2 sqrt(w)``), applied through the derivative
+    (~ ``p1 + t p2``); the last two Horner steps carry their exact residuals, and ``y g`` its
+    fma residual, so the result rounds once at full size. ``u``'s own rounding costs 0.1 ulp at
+    most (``erfinv``'s relative change with ``w`` is below 0.26): not corrected.
+    """
+    a = abs(y)
+    u = fma32(-a, a, _ONE32)
+    # log(u) = k ln2 + log(1 + f) = k ln2_hi + (f - h) + (s (h + R) + k ln2_lo), as log_f32
+    ix = bitcast(u, np.int32(0))
+    k = (ix >> np.int32(23)) - np.int32(127)
+    m = bitcast(np.int32((ix & np.int32(0x7FFFFF)) | np.int32(0x3F800000)), _F(0))
+    high = m > _SQRT2_32
+    m = m * _HALF32 if high else m
+    k = k + np.int32(1) if high else k
+    f = m - _ONE32
+    s = f / (_TWO32 + f)
+    z = s * s
+    rr = z * fma32(fma32(fma32(fma32(_R5, z, _R4), z, _R3), z, _R2), z, _R1)
+    h = _HALF32 * f * f
+    fk = _F(k)
+    ah = fk * _LN2_HI32                                       # exact
+    b = f - h
+    sm = ah + b                                               # |ah| >= |b| unless ah = 0
+    c = ((ah - sm) + b) + fma32(s, h + rr, fk * _LN2_LO32)
+    lw = sm + c                                               # |sm| >= |c|
+    w = -lw
+    w_lo = (lw - sm) - c                                      # w + w_lo = -log(u)
+    # w < 5: y g(w) in v = w - 2.5, v_lo its rounding (below 1.25) and w_lo
+    v = w - _W_MID
+    v_lo = (w - (v + _W_MID)) + w_lo
+    p2 = fma32(fma32(fma32(fma32(fma32(fma32(fma32(_G9, v, _G8), v, _G7), v, _G6), v, _G5), v,
+                             _G4), v, _G3), v, _G2)
+    p1 = fma32(v, p2, _G1)
+    p1_lo = fma32(v, p2, _G1 - p1) + _G1_LO
+    g = fma32(v, p1, _G0)
+    g_lo = fma32(v, p1, _G0 - g) + fma32(v, p1_lo, fma32(fma32(v, p2, p1), v_lo, _G0_LO))
+    prod = y * g
+    near = prod + fma32(y, g_lo, fma32(y, g, -prod))
+    near = prod if y == 0 else near                           # -0 (the sum would give +0)
+    # w >= 5: G(sq) in t = sq - 3.25 (exact), sq + sq_lo = sqrt(w + w_lo)
+    sq = np.sqrt(max(w, _W_SPLIT))
+    sq_lo = (fma32(-sq, sq, w) + w_lo) * fma32(_IB, sq, _IA)
+    t = sq - _S_MID
+    q2 = fma32(fma32(fma32(fma32(fma32(fma32(_T8, t, _T7), t, _T6), t, _T5), t, _T4), t, _T3), t,
+               _T2)
+    q1 = fma32(t, q2, _T1)
+    q1_lo = fma32(t, q2, _T1 - q1) + _T1_LO
+    gg = fma32(t, q1, _T0)
+    far = gg + (fma32(t, q1, _T0 - gg) + fma32(t, q1_lo, fma32(fma32(t, q2, q1), sq_lo, _T0_LO)))
+    far = far if y > 0 else -far
+    r = near if w < _W_SPLIT else far
+    r = (_INF32 if y > 0 else -_INF32) if a == _ONE32 else r
+    return r if a <= _ONE32 else _NAN32                    # NaN fails the test too
 
 
 # ---------------------------------------------------------------- lgamma, digamma

@@ -69,10 +69,10 @@ CASES = {
          -_powers_of_two()]), 1.05),
     "erfc_f32": (sp.erfc, lambda: np.concatenate(
         [_sweep(-5, 10.1), _sweep(0.9, 1.1), _sweep(-1e-3, 1e-3), _powers_of_two(),
-         -_powers_of_two()]), 0.57),
+         -_powers_of_two()]), 1.06),
     "erf_inv_f32": (_erf_inv, lambda: np.concatenate(
         [_sweep(-1, 1, 2_000_001), _sweep(0.999, 1), F32(1) - _powers_of_two(-1)[:-2],
-         _powers_of_two(0), -_powers_of_two(0)]), 0.53),
+         _powers_of_two(0), -_powers_of_two(0)]), 0.87),
     "sin_f32": (np.sin, lambda: np.concatenate(
         [_sweep(-100, 100, 2_000_001), _every_size(), _powers_of_two(), -_powers_of_two()]), 0.501),
     "cos_f32": (np.cos, lambda: np.concatenate(
