@@ -1,8 +1,11 @@
 """Data-parallel training of an MLP with ``pmap`` and with ``shard_map``.
 
 Each device computes the gradient of the loss on its slice of the global batch; the
-gradients are averaged across devices (``lax.pmean``) and every device applies the same
-update, so the parameters stay identical on all devices. Both versions are checked against
+gradients are averaged across devices and every device applies the same update, so the
+parameters stay identical on all devices. The pmap version averages the gradients with
+``lax.pmean``; the shard_map version differentiates the mean of the devices' losses, whose
+gradient with respect to the replicated parameters is the average already (shard_map types
+values by the mesh axes they vary over, as JAX does). Both versions are checked against
 ordinary single-device training on the whole batch: they agree to float32 rounding.
 
 Run with several CPU devices (the plax-pmap plugin must be installed)::
@@ -124,8 +127,12 @@ def main(argv=None) -> int:
     mesh = plax.make_mesh((n,), ("data",))
 
     def local_step(params, x, y):
-        l, g = plax.value_and_grad(loss)(params, x, y)
-        return sgd(params, lax.pmean(g, "data"), lr), lax.pmean(l, "data")
+        # differentiate the global loss, the mean of the devices' losses: shard_map types
+        # each value by the mesh axes it varies over (as JAX does), so the gradient with
+        # respect to the replicated parameters is summed over the devices already: the
+        # mean gradient, equal on every device
+        l, g = plax.value_and_grad(lambda p: lax.pmean(loss(p, x, y), "data"))(params)
+        return sgd(params, g, lr), l
 
     sstep = plax.shard_map(local_step, mesh=mesh, in_specs=(P(), P("data"), P("data")),
                            out_specs=(P(), P()))

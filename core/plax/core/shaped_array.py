@@ -1,4 +1,4 @@
-"""ShapedArray: the abstract value of an array (shape, dtype, weak_type)."""
+"""ShapedArray: the abstract value of an array (shape, dtype, weak_type, varying axes)."""
 from __future__ import annotations
 
 import math
@@ -20,23 +20,33 @@ def short_dtype_name(dtype: np.dtype) -> str:
     return _short_names.get(dtype.name, dtype.name)
 
 
+_NO_AXES: frozenset = frozenset()
+
+
 class ShapedArray:
     """What a transform knows of an array without its values: shape, dtype and weak type.
 
     Instances are immutable and hashable (the jit cache keys on them), and equal
     when all three fields are equal.
 
+    Inside ``shard_map(check_vma=True)`` a value also records ``vma``, the mesh axes along
+    which it may differ between devices (see :mod:`plax.core.varying`). It is a typing
+    annotation for autodiff, not part of equality: two avals that differ only in it are
+    equal (control flow compares carries and branches by shape and dtype, as before).
+
     Example:
       >>> ShapedArray((2, 3), np.dtype("float32")).str_short()
       'f32[2,3]'
     """
 
-    __slots__ = ("shape", "dtype", "weak_type", "_hash")
+    __slots__ = ("shape", "dtype", "weak_type", "vma", "_hash")
 
-    def __init__(self, shape: tuple[int, ...], dtype: np.dtype, weak_type: bool = False):
+    def __init__(self, shape: tuple[int, ...], dtype: np.dtype, weak_type: bool = False,
+                 vma: frozenset = _NO_AXES):
         self.shape = tuple(shape)
         self.dtype = dtype
         self.weak_type = bool(weak_type)
+        self.vma = vma
         self._hash = hash((self.shape, dtype, self.weak_type))
 
     ndim = property(lambda self: len(self.shape))
@@ -49,17 +59,22 @@ class ShapedArray:
     def __hash__(self) -> int:
         return self._hash
 
-    def update(self, shape=None, dtype=None, weak_type=None) -> "ShapedArray":
+    def update(self, shape=None, dtype=None, weak_type=None, vma=None) -> "ShapedArray":
         """A copy with the given fields replaced."""
         return ShapedArray(self.shape if shape is None else shape,
                            self.dtype if dtype is None else dtype,
-                           self.weak_type if weak_type is None else weak_type)
+                           self.weak_type if weak_type is None else weak_type,
+                           self.vma if vma is None else vma)
 
     def strip_weak_type(self) -> "ShapedArray":
-        return self if not self.weak_type else ShapedArray(self.shape, self.dtype, False)
+        return self if not self.weak_type else ShapedArray(self.shape, self.dtype, False,
+                                                           self.vma)
 
     def str_short(self) -> str:
-        return f"{short_dtype_name(self.dtype)}[{','.join(map(str, self.shape))}]"
+        s = f"{short_dtype_name(self.dtype)}[{','.join(map(str, self.shape))}]"
+        if self.vma:
+            s += "{V:" + ",".join(sorted(map(str, self.vma))) + "}"
+        return s
 
     def __repr__(self) -> str:
         weak = ", weak_type=True" if self.weak_type else ""

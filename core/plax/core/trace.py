@@ -503,9 +503,11 @@ def full_lower(val):
 # collective or a call whose body holds one refers to) must process it even when no operand
 # belongs to it. See register_level_rule.
 _level_rule: list = [lambda primitive, params, top: top]
+_level_primitives: list = [frozenset()]
 
 
-def register_level_rule(rule: Callable[[Any, dict, "MainTrace"], "MainTrace"]) -> None:
+def register_level_rule(rule: Callable[[Any, dict, "MainTrace"], "MainTrace"],
+                        primitives) -> None:
     """Sets the rule that picks the level processing a primitive when transforms above its
     operands' top level are active.
 
@@ -519,14 +521,18 @@ def register_level_rule(rule: Callable[[Any, dict, "MainTrace"], "MainTrace"]) -
 
     Args:
       rule: the callable described above.
+      primitives: the (live) set of the primitives the rule may move; others are never
+        passed to it.
     """
     _level_rule[0] = rule
+    _level_primitives[0] = primitives
 
 
 def bind_with_trace(primitive, args, params):
     """Binds ``primitive`` on the top trace among ``args`` (the slow path of ``bind``)."""
     trace = find_top_trace(args)
-    if state.naming_levels and len(state.stack) > trace.main.level + 1:
+    if state.naming_levels and primitive in _level_primitives[0] and \
+            len(state.stack) > trace.main.level + 1:
         main = _level_rule[0](primitive, params, trace.main)
         if main is not trace.main:
             trace = main.with_cur_trace()

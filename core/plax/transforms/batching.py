@@ -12,7 +12,7 @@ import weakref
 from dataclasses import dataclass
 from typing import Any, Callable, Hashable
 
-from plax.core import registry
+from plax.core import registry, varying as _varying
 from plax.core.jaxpr import ClosedJaxpr, Jaxpr
 from plax.core.shaped_array import ShapedArray
 from plax.core.trace import (Trace, Tracer, get_aval, register_level_rule,
@@ -39,6 +39,7 @@ def register_axis_primitive(primitive, axis_names: Callable[[dict], tuple]) -> N
       axis_names: maps the equation's params to the tuple of axis names it uses.
     """
     _axis_primitives[primitive] = axis_names
+    _naming_primitives.add(primitive)
 
 
 _NO_NAMES: frozenset = frozenset()
@@ -46,10 +47,25 @@ _NO_NAMES: frozenset = frozenset()
 _jaxpr_names: "weakref.WeakKeyDictionary[Jaxpr, frozenset]" = weakref.WeakKeyDictionary()
 
 
+_program_primitives: set = set()
+# both kinds: the only primitives the level rule (_named_level) can move
+_naming_primitives: set = set()
+
+
+def register_program_primitive(primitive) -> None:
+    """Declares that ``primitive`` holds programs (jaxprs) among its parameters (``jit``,
+    ``cond``, ``scan``, ``while``, ``checkpoint``): it refers to the axis names its bodies'
+    collectives refer to, so a ``vmap(axis_name=...)`` level binding one of them processes
+    it even when no operand is batched there (see :func:`axis_names_of`)."""
+    _program_primitives.add(primitive)
+    _naming_primitives.add(primitive)
+
+
 def axis_names_of(primitive, params: dict) -> frozenset:
     """The axis names an application of ``primitive`` refers to: a collective's own (see
     :func:`register_axis_primitive`), and for a primitive holding programs (``jit``,
-    ``cond``, ``scan``, ``while``, ...) those of the collectives anywhere inside them.
+    ``cond``, ``scan``, ``while``, ...; see :func:`register_program_primitive`) those of the
+    collectives anywhere inside them.
 
     Example:
       >>> axis_names_of(psum_p, {"axes": ("i",)})  # doctest: +SKIP
@@ -58,6 +74,8 @@ def axis_names_of(primitive, params: dict) -> frozenset:
     names = _axis_primitives.get(primitive)
     if names is not None:
         return frozenset(names(params))
+    if primitive not in _program_primitives:
+        return _NO_NAMES
     out = _NO_NAMES
     for v in params.values():
         for x in (v if isinstance(v, (list, tuple)) else (v,)):
@@ -135,7 +153,12 @@ class BatchTracer(Tracer):
         if self.batch_dim is None:
             return aval
         shape = aval.shape[:self.batch_dim] + aval.shape[self.batch_dim + 1:]
-        return ShapedArray(shape, aval.dtype, aval.weak_type)
+        vma = getattr(aval, "vma", _NO_NAMES)
+        typed = _varying.stack[-1]
+        if typed and self._trace.main.payload.name in typed:
+            # shard_map's vmap formulation: a value batched along a mesh axis varies over it
+            vma = vma | {self._trace.main.payload.name}
+        return ShapedArray(shape, aval.dtype, aval.weak_type, vma)
 
     def full_lower(self):
         if self.batch_dim is None:
@@ -180,8 +203,29 @@ class BatchTrace(Trace):
         if primitive.multiple_results:
             if not isinstance(out_dim, (list, tuple)):
                 out_dim = [out_dim] * len(out)
+            if _varying.active() and self.axis_data.name in _varying.typed_axes():
+                out, out_dim = self._unbatch_invariant(primitive, tracers, params, out, out_dim)
             return [BatchTracer(self, o, d) for o, d in zip(out, out_dim)]
         return BatchTracer(self, out, out_dim)
+
+    def _unbatch_invariant(self, primitive, tracers, params, out, out_dim):
+        """shard_map's vmap formulation types a value batched along a mesh axis as varying
+        over it. The rules of ``cond``/``scan``/``while``/``jit`` batch every output, also
+        those equal along the batch; where the primitive's per-device type says an output
+        does not vary over this axis, it is taken from the first member, unbatched, so the
+        type stays what it is on one device."""
+        if not any(isinstance(x, (ClosedJaxpr, Jaxpr)) for v in params.values()
+                   for x in (v if isinstance(v, tuple) else (v,))):
+            return out, out_dim
+        name = self.axis_data.name
+        typed = primitive.abstract_eval(*[t.aval for t in tracers], **params)
+        from plax import lax
+        out, out_dim = list(out), list(out_dim)
+        for i, (a, d) in enumerate(zip(typed, out_dim)):
+            if d is not None and name not in getattr(a, "vma", _NO_NAMES):
+                out[i] = lax.index_in_dim(out[i], 0, d, keepdims=False)
+                out_dim[i] = None
+        return out, out_dim
 
     def process_custom_jvp_call(self, primitive, fun, jvp, tracers, **params):
         vals = [t.val for t in tracers]
@@ -349,4 +393,4 @@ def defbroadcasting(primitive) -> None:
 register_trace_context(named_axes)
 
 
-register_level_rule(_named_level)
+register_level_rule(_named_level, _naming_primitives)

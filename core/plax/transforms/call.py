@@ -29,13 +29,14 @@ import numpy as np
 
 from plax import dtypes
 from plax.array import Array, from_host
-from plax.core import registry
+from plax.core import registry, varying
 from plax.core.interpret import jaxpr_as_fun
 from plax.core.jaxpr import ClosedJaxpr, Jaxpr
 from plax.core.passes import prepare_for_backend, split_known
 from plax.core.primitive import Primitive
 from plax.core.shaped_array import ShapedArray
 from plax.core.trace import Tracer, eager_region, get_aval, new_main
+from plax.transforms.batching import register_program_primitive
 from plax.transforms.jvp import Zero, jvp_flat, tangent_aval
 from plax.transforms.staging import JaxprTrace, LinearizeTrace, is_linearize_tracer, trace_to_jaxpr
 
@@ -53,6 +54,8 @@ class CallPrimitive(Primitive):
 
 
 jit_p = CallPrimitive("jit", multiple_results=True)
+varying.register_self_typed(jit_p)  # its results are typed by its traced body
+register_program_primitive(jit_p)
 
 
 @jit_p.def_abstract_eval
@@ -393,8 +396,8 @@ def batch_jaxpr(closed: ClosedJaxpr, dims: tuple, axis_data):
             out_dims[:] = [o.batch_dim for o in outs]
             return [o.val for o in outs]
 
-        in_avals = [a if d is None else _batched_aval(a, d, axis_data.size)
-                    for a, d in zip(closed.in_avals, dims)]
+        in_avals = [varying.outside(a if d is None else _batched_aval(a, d, axis_data.size),
+                                    axis_data.name) for a, d in zip(closed.in_avals, dims)]
         staged = _stage(fun, in_avals)
         return _NOT_STAGED if staged is _NOT_STAGED else (staged, tuple(out_dims))
 
@@ -404,7 +407,7 @@ def batch_jaxpr(closed: ClosedJaxpr, dims: tuple, axis_data):
 def _batched_aval(aval: ShapedArray, dim: int, size: int) -> ShapedArray:
     shape = list(aval.shape)
     shape.insert(dim, size)
-    return ShapedArray(tuple(shape), aval.dtype, aval.weak_type)
+    return ShapedArray(tuple(shape), aval.dtype, aval.weak_type, aval.vma)
 
 
 def _jit_batch(vals, dims, *, jaxpr: ClosedJaxpr, name: str, axis_data):

@@ -25,12 +25,13 @@ import functools
 import weakref
 from typing import Callable, Sequence
 
-from plax.core import registry
+from plax.core import registry, varying
 from plax.core.effects import eqn_has_effects
 from plax.core.interpret import eval_jaxpr, jaxpr_as_fun, literal_array
 from plax.core.jaxpr import ClosedJaxpr, Jaxpr, Literal, Var
 from plax.core.primitive import Primitive
 from plax.core.trace import get_aval
+from plax.transforms.batching import register_program_primitive
 
 
 class _CheckpointPrimitive(Primitive):
@@ -42,6 +43,8 @@ class _CheckpointPrimitive(Primitive):
 
 
 checkpoint_p = _CheckpointPrimitive("checkpoint", multiple_results=True)
+varying.register_self_typed(checkpoint_p)  # its results are typed by its traced body
+register_program_primitive(checkpoint_p)
 name_p = Primitive("name")
 
 

@@ -24,6 +24,7 @@ from plax import tree_util
 from plax.array import Array, from_host
 from plax.backend import executable_text
 from plax.config import config
+from plax.core import varying
 from plax.core.jaxpr import ClosedJaxpr
 from plax.core.shaped_array import ShapeDtypeStruct
 from plax.core.trace import DebugInfo, Tracer, fun_name, state as trace_state, trace_context
@@ -403,6 +404,8 @@ class JitFunction:
         # collective in the function bakes into its jaxpr (not needed on the compiled paths:
         # with no transform active nothing is bound)
         key = (treedef, tuple(avals), static, nargs, _trace_flags[0], trace_context())
+        if varying.active():  # inside shard_map(check_vma=True): the body's types too
+            key += (tuple([getattr(a, "vma", None) for a in avals]),)
         hit = self._jaxpr_cache.get(key)
         if hit is not None:
             return hit

@@ -33,7 +33,7 @@ def tangent_aval(aval: ShapedArray) -> ShapedArray:
     td = tangent_dtype(aval.dtype)
     if td is aval.dtype:
         return aval
-    return ShapedArray(aval.shape, td, False)
+    return ShapedArray(aval.shape, td, False, aval.vma)
 
 
 class Zero:

@@ -14,6 +14,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from plax import dtypes
+from plax.core import varying as _varying
 from plax.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var
 from plax.core.shaped_array import ShapedArray
 from plax.core.trace import DebugInfo, Trace, Tracer, get_aval, new_main, staged_inputs
@@ -138,7 +139,13 @@ class JaxprTrace(Trace):
         return super().full_raise(val)
 
     def process_primitive(self, primitive, tracers, params):
-        avals_out = primitive.abstract_eval(*[t.aval for t in tracers], **params)
+        in_avals = [t.aval for t in tracers]
+        avals_out = primitive.abstract_eval(*in_avals, **params)
+        if _varying.stack[-1] is not None:  # in shard_map(check_vma=True): varying axes
+            vma = _varying.result_vma(primitive, in_avals)
+            if vma is not None:
+                avals_out = ([a.update(vma=vma) for a in avals_out]
+                             if primitive.multiple_results else avals_out.update(vma=vma))
         if primitive.multiple_results:
             outs = [self.new_arg(a) for a in avals_out]
         else:

@@ -14,10 +14,11 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from plax.core import registry
+from plax.core import registry, varying as _varying
 from plax.core.interpret import literal_array
 from plax.core.jaxpr import Jaxpr, Literal
 from plax.core.shaped_array import ShapedArray
+from plax.core.trace import get_aval
 from plax.transforms.jvp import Zero, add_tangents
 
 _transpose_rules = registry.rule_table("transpose")
@@ -59,9 +60,14 @@ def backward_pass(jaxpr: Jaxpr, consts: Sequence[Any], cts_out: Sequence[Any]) -
         val = primal_env.get(v, _missing)
         return UndefinedPrimal(v.aval) if val is _missing else val
 
+    typed = _varying.active()
+
     def write_ct(v, ct):
         if isinstance(v, Literal) or v in primal_env or type(ct) is Zero or ct is None:
             return
+        if typed:  # the transpose of an implicit broadcast of an invariant value: a sum
+            ct = _varying.reduce_cotangent(ct, getattr(get_aval(ct), "vma", _NO_AXES),
+                                           getattr(v.aval, "vma", _NO_AXES))
         ct_env[v] = add_tangents(ct_env[v], ct) if v in ct_env else ct
 
     for v, ct in zip(jaxpr.outvars, cts_out):
@@ -86,3 +92,4 @@ def backward_pass(jaxpr: Jaxpr, consts: Sequence[Any], cts_out: Sequence[Any]) -
 
 
 _missing = object()
+_NO_AXES: frozenset = frozenset()

@@ -26,6 +26,7 @@ import plax
 from plax import tree_util
 from plax.array import Array, from_device_buffers
 from plax.core import trace as _trace
+from plax.core import varying as _varying
 from plax.core.axis_env import axis_env
 from plax.core.shaped_array import ShapedArray
 from plax.core.trace import Tracer, get_aval
@@ -298,7 +299,7 @@ def _prepare_pmap(flat_fun, leaves, axes, name, size, devs, backend, pcount=1):
         return out_leaves
 
     total = size * pcount  # every process maps the same number of slices
-    with axis_env({name: total}):
+    with axis_env({name: total}), _varying.typing(None):  # pmap's values are untyped
         closed, _ = trace_to_jaxpr(traced, in_avals, "the function passed to pmap")
     flat = flatten_calls(closed)
     if flat is None:
@@ -396,9 +397,11 @@ def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = N
       mesh: the :class:`~plax.sharding.Mesh` (default: the one set with
         ``plax.sharding.use_mesh``/``set_mesh``).
       axis_names: the mesh axes whose replication is checked (default: all of them).
-      check_vma: check, when the function is traced, that every output may vary only over
-        the mesh axes its out_spec names (see :mod:`plax_pmap.vma`); False skips the check.
-      check_rep: the older name of ``check_vma`` (False also skips the check).
+      check_vma: type the body's values by the mesh axes they vary over, so that autodiff
+        inside it follows JAX's typed rules (:mod:`plax.core.varying`), and check, when the
+        function is traced, that every output may vary only over the mesh axes its out_spec
+        names (see :mod:`plax_pmap.vma`). False: untyped (pmap's autodiff rules), unchecked.
+      check_rep: the older name of ``check_vma`` (False also turns it off).
       auto: accepted and ignored.
 
     Returns:
@@ -471,7 +474,7 @@ def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = N
                 _ReplicationCheck(specs, out_specs, m, axis_names).trace_and_check(
                     flat_fun, blocks)
                 cache.table[("checked",) + key] = True
-            return _shard_map_vmap(flat_fun, leaves, specs, m, out_specs)
+            return _shard_map_vmap(flat_fun, leaves, specs, m, out_specs, checking)
         entry = cache.table.get(key)
         if entry is None:
             check = _ReplicationCheck(specs, out_specs, m, axis_names) if checking else None
@@ -483,7 +486,7 @@ def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = N
                     "over a mesh that spans processes, plax-pmap runs collectives only at the "
                     "top level of the shard_mapped function (not inside lax.cond/scan/"
                     "while_loop)")
-            out = _shard_map_vmap(flat_fun, leaves, specs, m, out_specs)
+            out = _shard_map_vmap(flat_fun, leaves, specs, m, out_specs, checking)
             return _place_shard_map_outputs(out, m, out_specs)
         program, out_tree = entry
         return _run_shard_map(program, out_tree, leaves, specs, m, out_specs, spread)
@@ -565,10 +568,15 @@ def _block_aval(aval: ShapedArray, spec: PartitionSpec, mesh: Mesh, what: str) -
     return ShapedArray(tuple(shape), aval.dtype, aval.weak_type)
 
 
-def _trace_body(flat_fun, blocks, mesh: Mesh):
+def _trace_body(flat_fun, blocks, mesh: Mesh, specs=None):
     """``(closed, out_tree)``: the per-device function traced on its blocks, the mesh's
-    axis names bound."""
+    axis names bound. With ``specs`` (``check_vma=True``) the values are typed by the mesh
+    axes they vary over (:mod:`plax.core.varying`), each argument by those its spec names,
+    and autodiff inside the body follows those types, as in JAX."""
     out_store: list = []
+    if specs is not None:
+        blocks = [b.update(vma=_vma.spec_axes(s) & frozenset(mesh.axis_names))
+                  for b, s in zip(blocks, specs)]
 
     def traced(*flat):
         out = flat_fun(*flat)
@@ -576,7 +584,7 @@ def _trace_body(flat_fun, blocks, mesh: Mesh):
         out_store.append(out_tree)
         return out_leaves
 
-    with axis_env(mesh.shape):
+    with axis_env(mesh.shape), _varying.typing(mesh.axis_names if specs is not None else None):
         closed, _ = trace_to_jaxpr(traced, blocks, "the function passed to shard_map")
     return closed, out_store[0]
 
@@ -605,11 +613,12 @@ class _ReplicationCheck:
     def trace_and_check(self, flat_fun, blocks) -> None:
         """Traces the body on its blocks and checks it (for the vmap path, which builds
         no jaxpr; values the body closes over from outer transforms are constants to it)."""
-        self(*_trace_body(flat_fun, blocks, self.mesh))
+        self(*_trace_body(flat_fun, blocks, self.mesh, self.in_specs))
 
 
 def _prepare_shard_map(flat_fun, blocks, mesh: Mesh, check: _ReplicationCheck | None = None):
-    closed, out_tree = _trace_body(flat_fun, blocks, mesh)
+    closed, out_tree = _trace_body(flat_fun, blocks, mesh,
+                                   check.in_specs if check is not None else None)
     if check is not None:
         check(closed, out_tree)
     flat = flatten_calls(closed)
@@ -706,8 +715,10 @@ def _to_grid(x, spec: PartitionSpec, mesh: Mesh):
     return jnp.transpose(y, front + rest), used
 
 
-def _shard_map_vmap(flat_fun, leaves, specs, mesh: Mesh, out_specs):
-    """shard_map as nested ``vmap``s, one per mesh axis (outermost: the mesh's first)."""
+def _shard_map_vmap(flat_fun, leaves, specs, mesh: Mesh, out_specs, typed: bool = False):
+    """shard_map as nested ``vmap``s, one per mesh axis (outermost: the mesh's first).
+    ``typed`` (``check_vma``): a value batched along a mesh axis is typed as varying over it
+    (:mod:`plax.core.varying`), so autodiff inside the body follows JAX's typed rules."""
     jnp = plax.numpy
     grids, useds = zip(*[_to_grid(x, s, mesh) for x, s in zip(leaves, specs)]) if leaves else ((), ())
     names = mesh.axis_names
@@ -724,7 +735,8 @@ def _shard_map_vmap(flat_fun, leaves, specs, mesh: Mesh, out_specs):
         a = names[level]
         axes = tuple(0 if a in u else None for u in useds)
         fn = _vmapped(fn, axes, a, mesh.shape[a])
-    outs = fn(*grids)  # each: (mesh shape...) + block shape
+    with _varying.typing(names if typed else None):
+        outs = fn(*grids)  # each: (mesh shape...) + block shape
     out_tree = out_tree_box[-1]
     placeholder = tree_util.tree_unflatten(out_tree, list(outs))
     o_specs = _out_specs_leaves(out_specs, placeholder)

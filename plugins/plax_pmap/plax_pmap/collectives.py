@@ -25,7 +25,7 @@ import numpy as np
 
 from plax import lax, tree_util
 from plax import numpy as jnp
-from plax.core import registry
+from plax.core import registry, varying as _varying
 from plax.core.shaped_array import ShapedArray
 from plax.core.trace import get_aval
 from plax.transforms.batching import move_axis_to
@@ -48,15 +48,29 @@ def _axis(aval: ShapedArray, ax: int, what: str) -> int:
 
 # ------------------------------------------------------------------ abstract evaluation
 
-for _p in (psum_p, pmax_p, pmin_p, ppermute_p):
-    _p.def_abstract_eval(lambda x, **params: ShapedArray(x.shape, x.dtype, x.weak_type))
+_NO_AXES: frozenset = frozenset()
+
+def _typed(x, axes, shape, reduces: bool = False) -> ShapedArray:
+    """The result's aval; inside ``shard_map(check_vma=True)`` typed by its varying axes
+    (:mod:`plax.core.varying`): a reduction over ``axes`` is equal along them, every other
+    collective's result differs along them."""
+    if not _varying.active():
+        return ShapedArray(shape, x.dtype, x.weak_type)
+    vma = getattr(x, "vma", _NO_AXES)
+    vma = vma - frozenset(axes) if reduces else vma | frozenset(axes)
+    return ShapedArray(shape, x.dtype, x.weak_type, vma)
+
+
+for _p in (psum_p, pmax_p, pmin_p):
+    _p.def_abstract_eval(lambda x, *, axes: _typed(x, axes, x.shape, reduces=True))
+ppermute_p.def_abstract_eval(lambda x, *, axes, perm: _typed(x, axes, x.shape))
 
 
 @all_gather_p.def_abstract_eval
 def _all_gather_aval(x, *, axes, axis, axis_size):
     s = list(x.shape)
     s.insert(axis, axis_size)
-    return ShapedArray(tuple(s), x.dtype, x.weak_type)
+    return _typed(x, axes, tuple(s))
 
 
 @all_to_all_p.def_abstract_eval
@@ -67,7 +81,7 @@ def _all_to_all_aval(x, *, axes, split_axis, concat_axis, axis_size):
     s = list(x.shape)
     del s[split_axis]
     s.insert(concat_axis, axis_size)
-    return ShapedArray(tuple(s), x.dtype, x.weak_type)
+    return _typed(x, axes, tuple(s))
 
 
 @psum_scatter_p.def_abstract_eval
@@ -78,12 +92,17 @@ def _psum_scatter_aval(x, *, axes, scatter_dimension, axis_size):
                          "(pass tiled=True to split it into equal blocks)")
     s = list(x.shape)
     del s[scatter_dimension]
-    return ShapedArray(tuple(s), x.dtype, x.weak_type)
+    return _typed(x, axes, tuple(s))
 
 
 @axis_index_p.def_abstract_eval
 def _axis_index_aval(*, axes, axis_size):
-    return ShapedArray((), np.dtype(np.int32), False)
+    return ShapedArray((), np.dtype(np.int32), False,
+                       frozenset(axes) if _varying.active() else _NO_AXES)
+
+
+for _p in COLLECTIVES:
+    _varying.register_self_typed(_p)
 
 
 # ------------------------------------------------------------------ user functions
@@ -459,19 +478,32 @@ def _linear(p, transpose):
     def tr(ct, x, **params):
         if type(ct) is Zero:
             return [Zero(x.aval)]
-        return [transpose(ct, **params)]
+        return [transpose(ct, x, **params)]
 
     registry.register_rule("transpose", p)(tr)
 
 
-_linear(psum_p, lambda ct, axes: psum_p.bind(ct, axes=axes))
-_linear(ppermute_p, lambda ct, axes, perm: ppermute_p.bind(
+def _psum_transpose(ct, x, axes):
+    # untyped (pmap, vmap, shard_map(check_vma=False)): psum transposes to psum. Typed: the
+    # cotangent is already equal along the axes the operand varied over (identity there),
+    # and summed along those it was implicitly broadcast over (JAX's pvary)
+    if _varying.active():
+        axes = tuple(a for a in axes if a not in getattr(x.aval, "vma", _NO_AXES))
+        if not axes:
+            return ct
+    return psum_p.bind(ct, axes=axes)
+
+
+_linear(psum_p, _psum_transpose)
+# a cotangent reaching a value that varies over fewer axes is summed over the others
+_varying.register_reducer(lambda ct, axes: psum_p.bind(ct, axes=axes))
+_linear(ppermute_p, lambda ct, x, axes, perm: ppermute_p.bind(
     ct, axes=axes, perm=tuple((d, s) for s, d in perm)))
-_linear(all_gather_p, lambda ct, axes, axis, axis_size: psum_scatter_p.bind(
+_linear(all_gather_p, lambda ct, x, axes, axis, axis_size: psum_scatter_p.bind(
     ct, axes=axes, scatter_dimension=axis, axis_size=axis_size))
-_linear(psum_scatter_p, lambda ct, axes, scatter_dimension, axis_size: all_gather_p.bind(
+_linear(psum_scatter_p, lambda ct, x, axes, scatter_dimension, axis_size: all_gather_p.bind(
     ct, axes=axes, axis=scatter_dimension, axis_size=axis_size))
-_linear(all_to_all_p, lambda ct, axes, split_axis, concat_axis, axis_size: all_to_all_p.bind(
+_linear(all_to_all_p, lambda ct, x, axes, split_axis, concat_axis, axis_size: all_to_all_p.bind(
     ct, axes=axes, split_axis=concat_axis, concat_axis=split_axis, axis_size=axis_size))
 
 

@@ -430,6 +430,90 @@ def shard_map_under_grad_and_jit():
     close(plax.jit(total)(W, A), np.tanh(A @ W).sum(), rtol=1e-4)
 
 
+
+def _typed_variants(body, in_specs, out_specs, *args):
+    """``body`` under shard_map, eager (the per-device program) and under jit (the nested
+    vmaps), with check_vma on: the two formulations must type alike."""
+    mesh = plax.make_mesh((N,), ("x",))
+    f = plax.shard_map(body, mesh=mesh, in_specs=in_specs, out_specs=out_specs)
+    return f(*args), plax.jit(f)(*args)
+
+
+@check
+def shard_map_typed_grad_through_psum():
+    """check_vma types values by the mesh axes they vary over (JAX's rules): psum of a value
+    that varies over the axis transposes to the identity; untyped, psum transposes to psum."""
+    A = rng.standard_normal((2 * N, 3)).astype(np.float32)
+    body = plax.grad(lambda b: lax.psum(jnp.sum(b * b), "x"))
+    for got in _typed_variants(body, P("x"), P("x"), A):
+        close(got, 2 * A)
+    mesh = plax.make_mesh((N,), ("x",))
+    untyped = plax.shard_map(body, mesh=mesh, in_specs=P("x"), out_specs=P("x"),
+                             check_vma=False)
+    close(untyped(A), 2 * N * A)
+    # a replicated value is implicitly broadcast: the gradient sums over the devices
+    v = rng.standard_normal((3,)).astype(np.float32)
+    for got in _typed_variants(plax.grad(lambda w: lax.psum(jnp.sum(w * w), "x")), P(), P(),
+                               v):
+        close(got, 2 * N * v)
+
+
+def _mlp_loss(w, b):
+    return jnp.mean(jnp.tanh(b @ w) ** 2)
+
+
+@check
+def shard_map_typed_grad_wrt_replicated_parameters():
+    """The gradient of a pmean-ed loss with respect to replicated parameters is the mean of
+    the devices' gradients (replicated: out_specs=P() accepts it); of a local loss, their
+    sum; also through jit, cond and scan inside the differentiated function."""
+    W = rng.standard_normal((3, 2)).astype(np.float32)
+    B = rng.standard_normal((4 * N, 3)).astype(np.float32)
+    blocks = B.reshape(N, 4, 3)
+    per_device = [np.asarray(plax.grad(_mlp_loss)(W, blocks[d])) for d in range(N)]
+    mean = np.mean(per_device, axis=0)
+    losses = {
+        "plain": _mlp_loss,
+        "jit": plax.jit(_mlp_loss),
+        "cond": lambda w, b: lax.cond(True, _mlp_loss, lambda w, b: 0.0, w, b),
+        "scan": lambda w, b: lax.scan(lambda c, r: (c + _mlp_loss(w, r[None]) / 4, None),
+                                      0.0, b)[0],
+    }
+    for name, loss in losses.items():
+        body = lambda w, b, loss=loss: plax.grad(lambda w: lax.pmean(loss(w, b), "x"))(w)
+        for got in _typed_variants(body, (P(), P("x")), P(), W, B):
+            close(got, mean, rtol=1e-4, atol=1e-6)
+    local = lambda w, b: plax.grad(_mlp_loss)(w, b)
+    for got in _typed_variants(local, (P(), P("x")), P(), W, B):
+        close(got, N * mean, rtol=1e-4, atol=1e-6)
+    # untyped: each device's own gradient (pmean transposes to a mean of equal cotangents)
+    mesh = plax.make_mesh((N,), ("x",))
+    untyped = plax.shard_map(
+        lambda w, b: plax.grad(lambda w: lax.pmean(_mlp_loss(w, b), "x"))(w)[None],
+        mesh=mesh, in_specs=(P(), P("x")), out_specs=P("x"), check_vma=False)
+    close(untyped(W, B), np.stack(per_device), rtol=1e-4, atol=1e-6)
+
+
+@check
+def shard_map_typed_grad_through_data_movement():
+    """all_gather and ppermute of a replicated value: the cotangent reaching it varies and
+    is summed over the devices (the transpose of JAX's implicit pvary)."""
+    p = rng.standard_normal((2,)).astype(np.float32)
+    A = rng.standard_normal((N, 3)).astype(np.float32)
+    s = A.sum(1)  # each device's block sum
+    body = lambda w, b: plax.grad(
+        lambda w: jnp.sum(lax.all_gather(w * 2.0, "x", tiled=True) * jnp.sum(b)))(w)
+    for got in _typed_variants(body, (P(), P("x")), P(), p, A):
+        close(got, np.full(2, 2.0 * N * s.sum()), rtol=1e-4)
+    perm = [(i, (i + 1) % N) for i in range(N)]
+    body = lambda w, b: plax.grad(lambda w: jnp.sum(lax.ppermute(w * jnp.sum(b), "x", perm)
+                                                    ** 2))(w)[None]
+    # device d receives w * s[d - 1]: d/dw of its square summed, then summed over devices
+    want = np.stack([2 * p * s[(d - 1) % N] ** 2 for d in range(N)]).sum(0)
+    for got in _typed_variants(body, (P(), P("x")), P("x"), p, A):
+        close(np.asarray(got)[0], want, rtol=1e-4)
+
+
 @check
 def bad_input_errors():
     raises(ValueError, lambda: plax.pmap(lambda x, y: x + y)(jnp.ones((N, 2)), jnp.ones((N + 1, 2))),

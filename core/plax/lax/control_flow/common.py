@@ -5,7 +5,10 @@ from __future__ import annotations
 import weakref
 from typing import Any, Callable, Sequence
 
+_NO_AXES: frozenset = frozenset()
+
 from plax import dtypes
+from plax.core import varying
 from plax.core.interpret import jaxpr_as_fun
 from plax.core.jaxpr import ClosedJaxpr, Jaxpr, Var
 from plax.core.shaped_array import ShapedArray
@@ -123,7 +126,8 @@ def type_mismatch(a: ShapedArray, b: ShapedArray) -> str:
 def join_weak(avals: Sequence[ShapedArray]) -> ShapedArray:
     """The common type of equal-shaped, equal-dtype values: weak only if all are weak."""
     a = avals[0]
-    return ShapedArray(a.shape, a.dtype, all(x.weak_type for x in avals))
+    vma = frozenset().union(*[x.vma for x in avals])  # shard_map typing: varying in any
+    return ShapedArray(a.shape, a.dtype, all(x.weak_type for x in avals), vma)
 
 
 def batched_fun(closed: ClosedJaxpr, dims: Sequence, axis_data) -> Callable:
@@ -166,6 +170,23 @@ def check_carry(in_tree, out_tree, in_avals, out_avals, what: str) -> None:
                 f"{long_str(a)} but the corresponding output carry component has type "
                 f"{long_str(b)}, {type_mismatch(a, b)}.\n\nRevise the function so that all "
                 "output types match the corresponding input types.")
+
+
+def widen_varying(widen: list, in_avals: list, out_avals: list) -> tuple[list, bool]:
+    """Inside ``shard_map(check_vma=True)``: the mesh axes each loop carry must be typed as
+    varying over (``widen``, one frozenset per carry) grown by those its body's output varies
+    over and its input does not (the body is then traced again, until they settle); returns
+    them and whether any grew. JAX asks for an explicit ``pvary`` on the initial carry here."""
+    if not varying.active():
+        return widen, False
+    grown = [w | (getattr(b, "vma", _NO_AXES) - getattr(a, "vma", _NO_AXES))
+             for w, a, b in zip(widen, in_avals, out_avals)]
+    return grown, grown != list(widen)
+
+
+def with_varying(avals: list, widen: list) -> list:
+    """``avals`` with the carries' extra varying axes (see :func:`widen_varying`)."""
+    return [a.update(vma=a.vma | w) if w else a for a, w in zip(avals, widen)]
 
 
 def promote_weak(leaves: list, in_avals: list, out_avals: list) -> tuple[list, bool]:

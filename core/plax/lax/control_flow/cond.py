@@ -20,6 +20,7 @@ import numpy as np
 from plax import dtypes
 from plax.core.interpret import jaxpr_as_fun
 from plax.core.jaxpr import ClosedJaxpr, Jaxpr
+from plax.core import varying
 from plax.core.primitive import Primitive
 from plax.core.registry import register_rule
 from plax.core.trace import get_aval
@@ -28,6 +29,7 @@ from plax.lax.control_flow.common import (batched_fun, is_inexact_aval, join_wea
                                           memo, merge_captured, same_type, stage_derived,
                                           trace_flat, type_mismatch, with_leading_inputs)
 from plax.pytrees.engine import tree_flatten, tree_unflatten
+from plax.transforms.batching import register_program_primitive
 from plax.transforms.jvp import Zero, instantiate, jvp_flat, tangent_aval, zeros_like_aval
 from plax.transforms.staging import LinearizeTrace, is_linearize_tracer
 
@@ -51,10 +53,15 @@ def _cond_abstract_eval(index, *ops, branches):
             raise TypeError(f"cond branches 0 and {i} have different output types: "
                             f"{[a.str_short() for a in outs[0]]} and "
                             f"{[a.str_short() for a in o]}")
-    return [join_weak(col) for col in zip(*outs)]
+    joined = [join_weak(col) for col in zip(*outs)]
+    if index.vma:  # shard_map typing: which branch runs differs between devices
+        joined = [a.update(vma=a.vma | index.vma) for a in joined]
+    return joined
 
 
 cond_p.def_abstract_eval(_cond_abstract_eval)
+varying.register_self_typed(cond_p)  # results typed by the traced branches
+register_program_primitive(cond_p)
 
 
 # ------------------------------------------------------------------ user functions
@@ -341,7 +348,7 @@ def _cond_batch(vals, dims, *, branches, axis_data):
     size = axis_data.size
     if idim is None:
         def make():
-            in_avals = [a if d is None else get_aval(v)
+            in_avals = [varying.outside(a, axis_data.name) if d is None else get_aval(v)
                         for a, v, d in zip(branches[0].in_avals, ops, op_dims)]
             return tuple(stage_derived(batched_fun(b, op_dims, axis_data), in_avals,
                                        "batched cond branch") for b in branches)

@@ -18,13 +18,16 @@ import numpy as np
 from plax import dtypes
 from plax.core.interpret import jaxpr_as_fun
 from plax.core.jaxpr import ClosedJaxpr
+from plax.core import varying
 from plax.core.primitive import Primitive
 from plax.core.registry import register_rule
 from plax.core.trace import get_aval
 from plax.lax.base import asarray
 from plax.lax.control_flow.common import (batched_fun, check_carry, is_inexact_aval, long_str,
+                                          widen_varying, with_varying,
                                           promote_weak, same_type, stage_derived, trace_flat)
 from plax.pytrees.engine import tree_flatten, tree_unflatten
+from plax.transforms.batching import register_program_primitive
 from plax.transforms.jvp import Zero, instantiate, jvp_flat, tangent_aval
 from plax.transforms.staging import is_linearize_tracer
 
@@ -42,10 +45,16 @@ def _while_abstract_eval(*avals, cond_jaxpr: ClosedJaxpr, body_jaxpr: ClosedJaxp
     if len(pred) != 1 or pred[0].shape != () or pred[0].dtype != np.dtype(bool):
         raise TypeError("while cond_jaxpr must return a boolean scalar, got "
                         f"{[a.str_short() for a in pred]}")
-    return list(outs)
+    # shard_map typing: a carry may be its input or any body output, and the trip count
+    # differs between devices where the predicate does
+    extra = pred[0].vma
+    return [b.update(vma=a.vma | b.vma | extra) if (a.vma | extra) - b.vma else b
+            for a, b in zip(carry, outs)]
 
 
 while_p.def_abstract_eval(_while_abstract_eval)
+varying.register_self_typed(while_p)  # results typed by the traced bodies
+register_program_primitive(while_p)
 
 
 # ------------------------------------------------------------------ user functions
@@ -99,16 +108,18 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val: Any) -> Any:
         raise TypeError("lax.while_loop: cond_fun and body_fun arguments should be callable.")
     leaves, in_tree = tree_flatten(init_val)
     leaves = [asarray(x) for x in leaves]
-    for _ in range(2):
-        avals = [get_aval(x) for x in leaves]
+    widen = [frozenset()] * len(leaves)  # carries typed as varying over more mesh axes
+    for _ in range(8):
+        avals = with_varying([get_aval(x) for x in leaves], widen)
         body, body_consts, out_tree = _trace_body(body_fun, in_tree, avals,
                                                   "the while_loop body_fun")
         if in_tree != out_tree:
             break
         leaves, changed = promote_weak(leaves, avals, list(body.out_avals))
-        if not changed:
+        widen, grown = widen_varying(widen, avals, list(body.out_avals))
+        if not (changed or grown):
             break
-    avals = [get_aval(x) for x in leaves]
+    avals = with_varying([get_aval(x) for x in leaves], widen)
     check_carry(in_tree, out_tree, avals, list(body.out_avals), "while_loop")
     cond, cond_consts = _trace_cond(cond_fun, in_tree, avals)
     outs = while_p.bind(*cond_consts, *body_consts, *leaves, cond_jaxpr=cond, body_jaxpr=body,

@@ -22,22 +22,29 @@ import numpy as np
 from plax import dtypes
 from plax.core.interpret import jaxpr_as_fun
 from plax.core.jaxpr import ClosedJaxpr, Jaxpr
+from plax.core import varying
 from plax.core.primitive import Primitive
 from plax.core.registry import register_rule
 from plax.core.shaped_array import ShapedArray
 from plax.core.trace import get_aval
 from plax.lax.base import asarray
 from plax.lax.control_flow.common import (batched_fun, check_carry, is_inexact_aval, memo,
+                                          widen_varying, with_varying,
                                           promote_weak, same_type, stage_derived, trace_flat)
 from plax.pytrees.engine import tree_flatten, tree_unflatten
+from plax.transforms.batching import register_program_primitive
 from plax.transforms.jvp import Zero, instantiate, jvp_flat, tangent_aval, zeros_like_aval
 from plax.transforms.staging import LinearizeTrace, is_linearize_tracer
 
 scan_p = Primitive("scan", multiple_results=True)
 
 
+def _unstacked(aval: ShapedArray) -> ShapedArray:
+    return aval.update(shape=aval.shape[1:])
+
+
 def _stacked(aval: ShapedArray, length: int) -> ShapedArray:
-    return ShapedArray((length,) + tuple(aval.shape), aval.dtype, aval.weak_type)
+    return ShapedArray((length,) + tuple(aval.shape), aval.dtype, aval.weak_type, aval.vma)
 
 
 def _scan_abstract_eval(*avals, jaxpr: ClosedJaxpr, length: int, reverse: bool, unroll,
@@ -59,10 +66,15 @@ def _scan_abstract_eval(*avals, jaxpr: ClosedJaxpr, length: int, reverse: bool, 
     if any(not same_type(a, b) for a, b in zip(carry_in, carry_out)):
         raise TypeError(f"scan carry of types {[a.str_short() for a in carry_in]} does not "
                         f"match the body's outputs {[a.str_short() for a in carry_out]}")
-    return list(carry_out) + [_stacked(a, length) for a in outs[num_carry:]]
+    # a carry is typed by the body's input: it may be either (shard_map typing)
+    carry = [b.update(vma=a.vma | b.vma) if a.vma - b.vma else b
+             for a, b in zip(carry_in, carry_out)]
+    return carry + [_stacked(a, length) for a in outs[num_carry:]]
 
 
 scan_p.def_abstract_eval(_scan_abstract_eval)
+varying.register_self_typed(scan_p)  # results typed by the traced body
+register_program_primitive(scan_p)
 
 
 # ------------------------------------------------------------------ user functions
@@ -125,8 +137,7 @@ def scan(f: Callable, init: Any, xs: Any = None, length: int | None = None,
     n = _length_of(x_leaves, length)
     init_leaves, init_tree = tree_flatten(init)
     init_leaves = [asarray(x) for x in init_leaves]
-    x_avals = [ShapedArray(get_aval(x).shape[1:], get_aval(x).dtype, get_aval(x).weak_type)
-               for x in x_leaves]
+    x_avals = [_unstacked(get_aval(x)) for x in x_leaves]
     n_carry = len(init_leaves)
     ys_box: list = []
 
@@ -142,11 +153,13 @@ def scan(f: Callable, init: Any, xs: Any = None, length: int | None = None,
         ys_box[:] = [y_tree, c_tree]
         return c_leaves + y_leaves
 
+    widen = [frozenset()] * n_carry  # carries typed as varying over more mesh axes
+
     def traced(leaves):
-        avals = [get_aval(x) for x in leaves] + x_avals
+        avals = with_varying([get_aval(x) for x in leaves], widen) + x_avals
         return trace_flat(flat, avals, "the scan body f", hoist=True)
 
-    for _ in range(2):
+    for _ in range(8):
         closed, consts = traced(init_leaves)
         y_tree, c_tree = ys_box
         out_avals = list(closed.out_avals)
@@ -154,7 +167,9 @@ def scan(f: Callable, init: Any, xs: Any = None, length: int | None = None,
             break
         init_leaves, changed = promote_weak(init_leaves, [get_aval(x) for x in init_leaves],
                                              out_avals[:n_carry])
-        if not changed:
+        widen, grown = widen_varying(widen, closed.in_avals[len(consts):][:n_carry],
+                                     out_avals[:n_carry])
+        if not (changed or grown):
             break
     check_carry(init_tree, c_tree, [get_aval(x) for x in init_leaves], out_avals[:n_carry],
                  "scan")
@@ -436,8 +451,7 @@ def _scan_batch(vals, dims, *, jaxpr, length, reverse, unroll, num_consts, num_c
             x_dims.append(0)
     body_dims = tuple(c_dims + [0] * ncar + x_dims)
     in_avals = ([get_aval(v) for v in consts] + [get_aval(v) for v in carry]
-                + [ShapedArray(get_aval(v).shape[1:], get_aval(v).dtype, get_aval(v).weak_type)
-                   for v in xs])
+                + [_unstacked(get_aval(v)) for v in xs])
     key = (body_dims, tuple(in_avals), axis_data)
     b_body = _memo(jaxpr, ("batch",) + key, lambda: stage_derived(
         batched_fun(jaxpr, body_dims, axis_data), in_avals, "batched scan body"))
