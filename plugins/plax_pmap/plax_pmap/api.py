@@ -608,7 +608,7 @@ class _ReplicationCheck:
         n = len(paths)
         names = [f"out{p}" + (f" (output {i} of {n})" if n > 1 else "")
                  for i, p in enumerate(paths)]
-        _vma.check_out_specs(closed, self.in_specs, o_specs, names, self.mesh_axes)
+        _vma.check_out_specs(closed, o_specs, names, self.mesh_axes)
 
     def trace_and_check(self, flat_fun, blocks) -> None:
         """Traces the body on its blocks and checks it (for the vmap path, which builds
