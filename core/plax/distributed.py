@@ -18,7 +18,8 @@ from __future__ import annotations
 import os
 from typing import Any, Sequence
 
-__all__ = ["initialize", "shutdown", "is_initialized", "launched_process_count"]
+__all__ = ["initialize", "shutdown", "is_initialized", "launched_process_count",
+           "collective_timeout"]
 
 # The run's processes. ``remote_devices`` are the other processes' devices (placeholders
 # that hold no buffers); ``transport`` is what the plugin's initializer returned.
@@ -122,3 +123,29 @@ def shutdown() -> None:
 def is_initialized() -> bool:
     """Whether :func:`initialize` has been called (and not :func:`shutdown`)."""
     return _state["initialized"]
+
+
+def collective_timeout() -> float:
+    """Seconds a device or process waits for the others at a collective
+    (``PLAX_COLLECTIVE_TIMEOUT``, default 300): past it the collective raises ``TimeoutError``
+    instead of hanging.
+
+    Raises:
+      ValueError: the variable is not a positive number.
+    """
+    raw = os.environ.get("PLAX_COLLECTIVE_TIMEOUT", "300")
+    try:
+        value = float(raw)
+        if value <= 0:
+            raise ValueError
+    except ValueError:
+        raise ValueError(f"PLAX_COLLECTIVE_TIMEOUT must be a positive number of seconds, got "
+                         f"{raw!r}") from None
+    return value
+
+
+def transport() -> Any:
+    """The multi-process transport of the run (None with one process): an object with
+    ``rank``, ``size`` and ``allgather(local, timeout)``, from the plugin that provides
+    ``distributed.backend_initialize``."""
+    return _state["transport"]

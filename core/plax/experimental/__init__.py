@@ -3,7 +3,8 @@
 ``io_callback`` is part of the core. Other names arrive from plugin packages, resolved
 through the plugin registry on first use (see docs/plugin_guide.md, "Writing a transform
 plugin"): ``plax.experimental.checkify`` (package ``plax-checkify``) and
-``plax.experimental.jet`` (package ``plax-jet``). Both ``from plax.experimental import jet``
+``plax.experimental.jet`` (package ``plax-jet``). ``plax.experimental.multihost_utils`` is the
+core's (host-side helpers for runs over several processes). Both ``from plax.experimental import jet``
 and ``import plax.experimental.jet`` work once the package is installed; without it they
 raise an error naming the package to install.
 """
@@ -17,11 +18,20 @@ from plax.lax import callbacks as _callbacks
 __all__ = ["io_callback"]
 
 # names that plugins export as "experimental.<name>" (plax.plugins.lookup)
-__getattr__ = _plugins.module_getattr("experimental")
+_plugin_getattr = _plugins.module_getattr("experimental")
+_SUBMODULES = ("multihost_utils",)  # the core's own, imported on first use
+
+
+def __getattr__(name: str) -> Any:
+    if name in _SUBMODULES:
+        import importlib
+        return importlib.import_module(f"{__name__}.{name}")
+    return _plugin_getattr(name)
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_plugins.exported_names("experimental")))
+    return sorted(set(globals()) | set(_SUBMODULES)
+                  | set(_plugins.exported_names("experimental")))
 
 
 def io_callback(callback: Callable, result_shape_dtypes: Any, *args: Any, sharding: Any = None,

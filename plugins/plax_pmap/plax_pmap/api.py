@@ -35,7 +35,8 @@ from plax.transforms.call import to_buffer
 from plax.transforms.staging import trace_to_jaxpr
 from plax_pmap import axes as _axes
 from plax_pmap import vma as _vma
-from plax_pmap.runtime import SpmdProgram, _contig, collective_timeout, flatten_calls
+from plax.distributed import collective_timeout
+from plax_pmap.runtime import SpmdProgram, _contig, flatten_calls
 
 
 __all__ = ["pmap", "shard_map"]

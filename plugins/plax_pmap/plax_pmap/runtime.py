@@ -16,7 +16,6 @@ instead of hanging.
 from __future__ import annotations
 
 import contextlib
-import os
 import threading
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from typing import Any, Sequence
@@ -24,6 +23,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from plax.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var
+from plax.distributed import collective_timeout
 from plax.transforms.call import compile_closed, jit_p
 from plax_pmap import blas
 from plax_pmap.collectives import (COLLECTIVES, all_gather_p, all_to_all_p, axis_index_p,
@@ -39,19 +39,6 @@ _COLLECTIVE_SET = frozenset(COLLECTIVES)
 _SPLIT_PSUM = 1 << 16  # elements from which a psum is computed block-wise by the members
 _pool: ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
-
-
-def collective_timeout() -> float:
-    """Seconds a device waits for the others at a collective (``PLAX_COLLECTIVE_TIMEOUT``)."""
-    raw = os.environ.get("PLAX_COLLECTIVE_TIMEOUT", "300")
-    try:
-        value = float(raw)
-        if value <= 0:
-            raise ValueError
-    except ValueError:
-        raise ValueError(f"PLAX_COLLECTIVE_TIMEOUT must be a positive number of seconds, got "
-                         f"{raw!r}") from None
-    return value
 
 
 def _executor(n: int) -> ThreadPoolExecutor:

@@ -84,4 +84,40 @@ grads = plax.shard_map(lambda b: plax.grad(lambda v: lax.psum((v * v).sum(), ("p
                        mesh=mesh2, in_specs=P("p", "l"), out_specs=P("p", "l"),
                        check_vma=False)(x)
 np.testing.assert_allclose(np.asarray(grads), 2 * n * x, rtol=1e-6)
+# typed (check_vma=True, the default): psum of a varying value transposes to the identity,
+# and the implicit sums of a replicated value's cotangent cross the processes
+grads = plax.shard_map(lambda b: plax.grad(lambda v: lax.psum((v * v).sum(), ("p", "l")))(b),
+                       mesh=mesh2, in_specs=P("p", "l"), out_specs=P("p", "l"))(x)
+np.testing.assert_allclose(np.asarray(grads), 2 * x, rtol=1e-6)
+w = np.float32([1.0, 2.0])
+gw = plax.shard_map(lambda v, b: plax.grad(lambda v: lax.pmean(jnp.sum(b[:, :2] * v), ("p", "l")))(v),
+                    mesh=mesh2, in_specs=(P(), P("p", "l")), out_specs=P())(w, x)
+blocks = x.reshape(pc, 2, nl, 2).transpose(0, 2, 1, 3).reshape(n, 2, 2)
+np.testing.assert_allclose(np.asarray(gw), blocks.sum(1).mean(0), rtol=1e-6)
+
+# multihost_utils: host values exchanged between the processes
+mu = plax.experimental.multihost_utils
+mine2 = np.float32([pi, pi + 1])
+assert mu.process_allgather(mine2).tolist() == [[p, p + 1] for p in range(pc)]
+assert mu.process_allgather({"a": mine2}, tiled=True)["a"].tolist() == \
+    [v for p in range(pc) for v in (p, p + 1)]
+assert mu.broadcast_one_to_all(mine2).tolist() == [0, 1]               # process 0's
+assert mu.broadcast_one_to_all(mine2, is_source=pi == pc - 1).tolist() == [pc - 1, pc]
+mu.sync_global_devices("checkpoint")
+mu.assert_equal({"g": g}, "global values")
+try:
+    mu.assert_equal(mine2, "per-process values")
+    raise SystemExit("assert_equal accepted different values")
+except AssertionError as err:
+    assert "per-process values" in str(err) and "differs between processes" in str(err)
+try:
+    mu.process_allgather(np.zeros(pi + 1))  # a different shape on each process
+    raise SystemExit("process_allgather accepted different shapes")
+except ValueError as err:
+    assert "different shapes" in str(err) and "[(1,), (2,)]" in str(err), err
+try:
+    mu.broadcast_one_to_all(mine2, is_source=True)  # every process claims to be the source
+    raise SystemExit("broadcast_one_to_all accepted two sources")
+except ValueError as err:
+    assert "exactly one process" in str(err)
 print(f"OK {pi}", flush=True)
