@@ -207,7 +207,8 @@ def pmap(fun: Callable | None = None, axis_name: Hashable | None = None, *, in_a
             if pcount > 1:
                 raise NotImplementedError(
                     "in a multi-process run, plax-pmap runs collectives only at the top level "
-                    "of the pmapped function (not inside lax.cond/scan/while_loop)")
+                    "of the pmapped function, inside jit/checkpoint calls and inside "
+                    "lax.cond/scan/while_loop (not inside other sub-programs)")
             out = _as_vmap(flat_fun, leaves, axes, out_axes, name, size)
             return _place_pmap_outputs(out, out_axes, devs)
         program, out_tree = entry
@@ -416,7 +417,8 @@ def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = N
       NameError: a collective names an axis that is not bound.
       NotImplementedError: in a multi-process run over a mesh that spans processes: the
         processes' devices are not contiguous blocks of the mesh, or the shard_map is under
-        a transform, or its collectives are inside control flow.
+        a transform, or its collectives are inside sub-programs other than calls and
+        control flow.
 
     Example:
       >>> mesh = plax.make_mesh((1,), ("x",))
@@ -485,8 +487,8 @@ def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = N
             if spread is not None:
                 raise NotImplementedError(
                     "over a mesh that spans processes, plax-pmap runs collectives only at the "
-                    "top level of the shard_mapped function (not inside lax.cond/scan/"
-                    "while_loop)")
+                    "top level of the shard_mapped function, inside jit/checkpoint calls and "
+                    "inside lax.cond/scan/while_loop (not inside other sub-programs)")
             out = _shard_map_vmap(flat_fun, leaves, specs, m, out_specs, checking)
             return _place_shard_map_outputs(out, m, out_specs)
         program, out_tree = entry

@@ -24,7 +24,11 @@ import numpy as np
 
 from plax.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var
 from plax.distributed import collective_timeout
-from plax.transforms.call import compile_closed, jit_p
+from plax.lax.control_flow.cond import cond_p
+from plax.lax.control_flow.loops import while_p
+from plax.lax.control_flow.scan import scan_p
+from plax.transforms.call import compile_closed, jit_p, to_buffer
+from plax.transforms.checkpoint import checkpoint_p
 from plax_pmap import blas
 from plax_pmap.collectives import (COLLECTIVES, all_gather_p, all_to_all_p, axis_index_p,
                                    pmax_p, pmin_p, ppermute_p, psum_p, psum_scatter_p)
@@ -36,6 +40,11 @@ def _contig(a) -> np.ndarray:
 
 
 _COLLECTIVE_SET = frozenset(COLLECTIVES)
+# calls inlined into the per-device program when they hold a collective (their "jaxpr"
+# takes the equation's operands as they are)
+_CALLS = (jit_p, checkpoint_p)
+# control flow whose bodies hold collectives: run by the device threads, body by body
+_CONTROL = (cond_p, scan_p, while_p)
 _SPLIT_PSUM = 1 << 16  # elements from which a psum is computed block-wise by the members
 _pool: ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
@@ -62,9 +71,10 @@ def has_collective(jaxpr: Jaxpr) -> bool:
 
 
 def flatten_calls(closed: ClosedJaxpr) -> ClosedJaxpr | None:
-    """``closed`` with every ``jit`` call that contains a collective inlined, so that all
-    collectives are top-level equations; None when a collective sits inside another
-    sub-program (control flow), which the thread runtime does not run."""
+    """``closed`` with every ``jit``/``checkpoint`` call that contains a collective inlined,
+    so that all collectives are top-level equations or inside the bodies of ``cond``,
+    ``scan`` and ``while`` equations (which the device threads run body by body, see
+    :class:`_Control`); None when a collective sits inside another kind of sub-program."""
     consts_vars = list(closed.jaxpr.constvars)
     consts = list(closed.consts)
     eqns: list = []
@@ -77,7 +87,7 @@ def flatten_calls(closed: ClosedJaxpr) -> ClosedJaxpr | None:
             env[v] = nv
         for eqn in jaxpr.eqns:
             ins = [x if isinstance(x, Literal) else env[x] for x in eqn.invars]
-            if eqn.primitive is jit_p and has_collective(eqn.params["jaxpr"].jaxpr):
+            if eqn.primitive in _CALLS and has_collective(eqn.params["jaxpr"].jaxpr):
                 sub = eqn.params["jaxpr"]
                 sub_env = dict(zip(sub.jaxpr.invars, ins))
                 if not inline(sub.jaxpr, sub.consts, sub_env):
@@ -87,7 +97,9 @@ def flatten_calls(closed: ClosedJaxpr) -> ClosedJaxpr | None:
                 continue
             if eqn.primitive not in _COLLECTIVE_SET and any(
                     has_collective(j) for j in sub_jaxprs(eqn.params)):
-                return False
+                if eqn.primitive not in _CONTROL or any(
+                        flatten_calls(b) is None for b in _bodies(eqn)):
+                    return False
             outs = []
             for o in eqn.outvars:
                 nv = Var(o.aval)
@@ -104,6 +116,69 @@ def flatten_calls(closed: ClosedJaxpr) -> ClosedJaxpr | None:
         return None
     outs = [v if isinstance(v, Literal) else env[v] for v in top.outvars]
     return ClosedJaxpr(Jaxpr(consts_vars, new_in, outs, eqns), consts)
+
+
+def _bodies(eqn: JaxprEqn) -> list[ClosedJaxpr]:
+    """The programs of a control-flow equation: cond's branches, scan's body, while's cond
+    and body."""
+    p, params = eqn.primitive, eqn.params
+    if p is cond_p:
+        return list(params["branches"])
+    if p is scan_p:
+        return [params["jaxpr"]]
+    return [params["cond_jaxpr"], params["body_jaxpr"]]
+
+
+class _Control:
+    """A ``cond``/``scan``/``while`` equation whose bodies hold collectives: each device
+    thread evaluates the control flow itself and runs the bodies as programs of their own
+    (segments and collectives, sharing the run's exchange), so that every device passes the
+    same collectives in the same order. A ``cond`` whose index differs between devices, or a
+    ``while`` whose trip count does, leaves some devices waiting at a collective the others
+    never reach: the run then ends with ``TimeoutError`` after ``PLAX_COLLECTIVE_TIMEOUT``."""
+
+    __slots__ = ("eqn", "programs")
+
+    def __init__(self, eqn: JaxprEqn, axis_names, grid_shape):
+        self.eqn = eqn
+        self.programs = [SpmdProgram(flatten_calls(b), axis_names, grid_shape)
+                         for b in _bodies(eqn)]
+
+    def run(self, rank, device, backend, ins: list, comm) -> list:
+        p, params = self.eqn.primitive, self.eqn.params
+        host = device.platform == "cpu"
+        to_host = (lambda v: np.asarray(v)) if host else (lambda v: np.asarray(backend.to_host(v)))
+        put = (lambda v: v) if host else (lambda v: backend.put(v, device))
+
+        def call(prog: "SpmdProgram", args: list) -> list:
+            return prog._run_one(rank, device, backend, prog.device_consts(device) + args, comm)
+
+        if p is cond_p:
+            idx = int(to_host(ins[0]))
+            branch = self.programs[min(max(idx, 0), len(self.programs) - 1)]
+            return call(branch, list(ins[1:]))
+        if p is while_p:
+            cond, body = self.programs
+            cn, bn = params["cond_nconsts"], params["body_nconsts"]
+            cconsts, bconsts, carry = list(ins[:cn]), list(ins[cn:cn + bn]), list(ins[cn + bn:])
+            while bool(to_host(call(cond, cconsts + carry)[0])):
+                carry = call(body, bconsts + carry)
+            return carry
+        body, = self.programs
+        nc, nk, length = params["num_consts"], params["num_carry"], params["length"]
+        consts, carry = list(ins[:nc]), list(ins[nc:nc + nk])
+        xs = [to_host(x) for x in ins[nc + nk:]]
+        y_avals = [v.aval for v in self.eqn.outvars[nk:]]
+        ys: list = [[None] * length for _ in y_avals]
+        order = range(length - 1, -1, -1) if params["reverse"] else range(length)
+        for i in order:
+            outs = call(body, consts + carry + [put(_contig(x[i])) for x in xs])
+            carry = list(outs[:nk])
+            for k, y in enumerate(outs[nk:]):
+                ys[k][i] = to_host(y)
+        stacked = [put(np.stack(col) if length else np.zeros((0,) + a.shape, a.dtype))
+                   for col, a in zip(ys, y_avals)]
+        return carry + stacked
 
 
 class _Segment:
@@ -142,13 +217,16 @@ class SpmdProgram:
             live = live | {v for v in jaxpr.eqns[i].invars if isinstance(v, Var)}
             later_reads[i] = set(live)
         self.steps: list = []
+        self._consts: dict = {}
         run: list = []
         for i, eqn in enumerate(jaxpr.eqns):
-            if eqn.primitive in _COLLECTIVE_SET:
+            control = eqn.primitive in _CONTROL and any(
+                has_collective(b.jaxpr) for b in _bodies(eqn))
+            if eqn.primitive in _COLLECTIVE_SET or control:
                 if run:
                     self.steps.append(self._segment(run, later_reads[i]))
                     run = []
-                self.steps.append(eqn)
+                self.steps.append(_Control(eqn, axis_names, grid_shape) if control else eqn)
             else:
                 run.append(eqn)
         if run:
@@ -176,6 +254,12 @@ class SpmdProgram:
         compiling are not thread-safe; running is). CPU devices share host memory and so
         share one executable per segment and backend."""
         for step in self.steps:
+            if isinstance(step, _Control):
+                for prog in step.programs:
+                    prog.compile(devices, backend_for)
+                    for d in devices:
+                        prog.device_consts(d)
+                continue
             if not isinstance(step, _Segment):
                 continue
             for d in devices:
@@ -183,6 +267,15 @@ class SpmdProgram:
                 key = (backend.name, "host" if d.platform == "cpu" else d)
                 if key not in step.executables:
                     step.executables[key] = compile_closed(step.closed, backend, d)
+
+    def device_consts(self, device) -> list:
+        """The program's constants as buffers on ``device`` (for a body run by
+        :class:`_Control`; the top-level program gets them from its caller)."""
+        key = "host" if device.platform == "cpu" else device
+        hit = self._consts.get(key)
+        if hit is None:
+            hit = self._consts[key] = [to_buffer(c, device) for c in self.closed.consts]
+        return hit  # (filled by compile, in the caller's thread)
 
     def group(self, axes: tuple, rank: int) -> tuple[list[int], int]:
         """The ranks that share ``rank``'s coordinates off ``axes`` (ordered by their
@@ -300,6 +393,9 @@ class SpmdProgram:
                 exe = step.executables[(backend.name, "host" if host else device)]
                 outs = exe.executable(*exe.const_bufs, *[read(v) for v in step.invars])
                 env.update(zip(step.outvars, outs))
+            elif isinstance(step, _Control):
+                outs = step.run(rank, device, backend, [read(v) for v in step.eqn.invars], comm)
+                env.update(zip(step.eqn.outvars, outs))
             else:
                 x = [np.asarray(backend.to_host(read(v))) for v in step.invars]
                 out = self._collective(step, rank, x, comm)

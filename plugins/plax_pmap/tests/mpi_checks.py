@@ -95,6 +95,14 @@ gw = plax.shard_map(lambda v, b: plax.grad(lambda v: lax.pmean(jnp.sum(b[:, :2] 
 blocks = x.reshape(pc, 2, nl, 2).transpose(0, 2, 1, 3).reshape(n, 2, 2)
 np.testing.assert_allclose(np.asarray(gw), blocks.sum(1).mean(0), rtol=1e-6)
 
+# collectives inside control flow cross the processes too (each device thread runs the loop)
+out = plax.pmap(lambda x: lax.fori_loop(0, 3, lambda i, c: c + lax.psum(x, "i"), x),
+                axis_name="i")(mine)
+np.testing.assert_allclose(np.asarray(out), mine + 3 * n * (n - 1) / 2)
+out = plax.shard_map(lambda b: lax.scan(lambda c, r: (c + lax.psum(r, "d"), None), 0.0, b)[0],
+                     mesh=mesh, in_specs=P("d"), out_specs=P())(g)
+assert float(np.asarray(out)) == float(g.sum()), out
+
 # multihost_utils: host values exchanged between the processes
 mu = plax.experimental.multihost_utils
 mine2 = np.float32([pi, pi + 1])

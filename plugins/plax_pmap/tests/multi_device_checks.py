@@ -514,6 +514,63 @@ def shard_map_typed_grad_through_data_movement():
         close(np.asarray(got)[0], want, rtol=1e-4)
 
 
+
+@check
+def collectives_inside_control_flow_run_on_the_device_threads():
+    """cond/switch, scan (forward and reverse, with ys), fori_loop, while_loop, nesting, grad
+    and jit around them, with collectives in the bodies: under pmap and shard_map each device
+    thread runs the control flow itself; values against vmap(axis_name=...)."""
+    cases = {
+        "fori": lambda x: lax.fori_loop(0, 3, lambda i, c: c + lax.psum(x * i, "i"),
+                                        jnp.zeros_like(x)),
+        "scan": lambda x: lax.scan(lambda c, r: (c + lax.psum(r, "i"),
+                                                 c * lax.axis_index("i")), 0.0, x)[0],
+        "scan_ys_reverse": lambda x: lax.scan(lambda c, r: (c + lax.psum(r, "i"),
+                                                            c * lax.axis_index("i")),
+                                              0.0, x, reverse=True)[1],
+        "cond": lambda x: lax.cond(x.sum() > -1e9, lambda: lax.psum(x, "i"), lambda: x),
+        "switch": lambda x: lax.switch(1, [lambda: x, lambda: lax.pmax(x, "i"), lambda: -x]),
+        "while": lambda x: lax.while_loop(lambda c: c[0] < 3, lambda c: (
+            c[0] + 1, lax.pmean(c[1] * 2, "i")), (0, x))[1],
+        "nested": lambda x: lax.fori_loop(0, 2, lambda i, c: lax.cond(
+            i > 0, lambda: c + lax.psum(c, "i"), lambda: c * 2), x),
+        "grad": lambda x: plax.grad(lambda x: lax.scan(lambda c, r: (
+            c + lax.psum(jnp.sin(r * x), "i"), None), jnp.zeros(3), jnp.arange(3.0))[0].sum())(x),
+        "jit": lambda x: plax.jit(lambda x: lax.fori_loop(
+            0, 2, lambda i, c: c + lax.psum(x, "i"), x))(x),
+    }
+    mesh = plax.make_mesh((N,), ("i",))
+    for name, f in cases.items():
+        want = plax.vmap(f, axis_name="i")(X)
+        close(plax.pmap(f, axis_name="i")(X), want)
+        sm = plax.shard_map(lambda b: f(b[0])[None], mesh=mesh, in_specs=P("i"),
+                            out_specs=P("i"), check_vma=False)
+        close(sm(X), want)
+    threads = set()
+
+    def seen(v):
+        threads.add(threading.get_ident())
+        return v
+
+    def body(i, c):
+        c = plax.pure_callback(seen, plax.ShapeDtypeStruct(c.shape, c.dtype), c)
+        return c + lax.psum(c, "i")
+
+    got = plax.pmap(lambda x: lax.fori_loop(0, 2, body, x), axis_name="i")(X)
+    close(got, plax.vmap(lambda x: lax.fori_loop(0, 2, lambda i, c: c + lax.psum(c, "i"), x),
+                         axis_name="i")(X))
+    assert len(threads) == N, threads  # one thread per device, none of them vmap's
+    if N > 1:
+        # an index that differs between devices: only some reach the psum
+        os.environ["PLAX_COLLECTIVE_TIMEOUT"] = "0.5"
+        try:
+            raises(TimeoutError, lambda: plax.pmap(lambda x: lax.cond(
+                lax.axis_index("i") == 0, lambda: lax.psum(x, "i"), lambda: x),
+                axis_name="i")(X), "timed out")
+        finally:
+            os.environ.pop("PLAX_COLLECTIVE_TIMEOUT")
+
+
 @check
 def bad_input_errors():
     raises(ValueError, lambda: plax.pmap(lambda x, y: x + y)(jnp.ones((N, 2)), jnp.ones((N + 1, 2))),
