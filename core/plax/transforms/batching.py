@@ -68,8 +68,9 @@ def axis_names_of(primitive, params: dict) -> frozenset:
     collectives anywhere inside them.
 
     Example:
-      >>> axis_names_of(psum_p, {"axes": ("i",)})  # doctest: +SKIP
-      frozenset({'i'})
+      >>> eqn = plax.make_jaxpr(lambda x: plax.jit(jnp.sin)(x))(1.0).jaxpr.eqns[0]
+      >>> axis_names_of(eqn.primitive, eqn.params)  # a call without collectives
+      frozenset()
     """
     names = _axis_primitives.get(primitive)
     if names is not None:
@@ -214,8 +215,7 @@ class BatchTrace(Trace):
         those equal along the batch; where the primitive's per-device type says an output
         does not vary over this axis, it is taken from the first member, unbatched, so the
         type stays what it is on one device."""
-        if not any(isinstance(x, (ClosedJaxpr, Jaxpr)) for v in params.values()
-                   for x in (v if isinstance(v, tuple) else (v,))):
+        if primitive not in _program_primitives:
             return out, out_dim
         name = self.axis_data.name
         typed = primitive.abstract_eval(*[t.aval for t in tracers], **params)
