@@ -6,9 +6,11 @@ over 2 devices; plax (the plax-pmap plugin, ``PLAX_NUM_CPU_DEVICES=2``) beside J
 
 Each library runs in its own child interpreter (device counts are fixed at start-up). The
 MLP step is ``pmap(value_and_grad + pmean + SGD)`` over the global batch split in 2 slices,
-against the same pmap over 1 device with the whole batch. Times are the best of several
-repeats (milliseconds per call, outputs waited for); the ratio plax/JAX below 1 means plax
-is faster. The inputs already live on the devices (transfers are not timed).
+against the same pmap over 1 device with the whole batch. The loop row is a ``fori_loop``
+whose body holds a ``pmean``: plax runs it as one-thread vmap within a process (and, on the
+row below it, on the device threads, as it must across processes). Times are the best of
+several repeats (milliseconds per call, outputs waited for); the ratio plax/JAX below 1
+means plax is faster. The inputs already live on the devices (transfers are not timed).
 """
 from __future__ import annotations
 
@@ -77,6 +79,19 @@ def _measure(lib: str, sizes: list[int], batch: int, repeat: int) -> dict:
         xs = put(x.reshape(k, batch // k, -1))
         ys = put(y.reshape(k, batch // k, -1))
         result[f"mlp_{k}"] = timed(f, ps, xs, ys)
+    # a loop whose body holds a collective: 50 steps of a product, tanh and pmean
+    w = rng.standard_normal((256, 256)).astype(np.float32) * np.float32(0.05)
+
+    def loop(c):
+        return lax.fori_loop(0, 50, lambda i, c: c - 0.01 * lax.pmean(jnp.tanh(c @ w), "i"), c)
+
+    cs = jax.pmap(lambda a: a, devices=devs[:2])(
+        rng.standard_normal((2, 64, 256)).astype(np.float32))
+    result["loop"] = timed(jax.pmap(loop, axis_name="i", devices=devs[:2]), cs)
+    if lib == "plax":  # the same run by the device threads instead of one-thread vmap
+        os.environ["PLAX_PMAP_THREADED_CONTROL_FLOW"] = "1"
+        result["loop_threads"] = timed(jax.pmap(loop, axis_name="i", devices=devs[:2]), cs)
+        del os.environ["PLAX_PMAP_THREADED_CONTROL_FLOW"]
     big = jax.pmap(lambda a: a, devices=devs[:2])(
         rng.standard_normal((2, 1 << 20)).astype(np.float32))
     psum = jax.pmap(lambda a: lax.psum(a, "i"), axis_name="i", devices=devs[:2])
@@ -120,12 +135,15 @@ def main() -> None:
     net = "-".join(map(str, sizes))
     rows = [(f"MLP {net} step, batch {args.batch}, 1 device", "mlp_1"),
             (f"MLP {net} step, batch {args.batch}, 2 devices", "mlp_2"),
-            ("psum of 1M float32 over 2 devices", "psum")]
+            ("psum of 1M float32 over 2 devices", "psum"),
+            ("50-step fori_loop with pmean, 2 devices", "loop")]
     print(f"{'case':48s} {'plax ms':>9s} {'JAX ms':>9s} {'plax/JAX':>9s}")
     for label, key in rows:
         tj = j[key] if j else None
         print(f"{label:48s} {p[key] * 1e3:9.3f} "
               + (f"{tj * 1e3:9.3f} {p[key] / tj:9.2f}" if tj else f"{'-':>9s} {'-':>9s}"))
+    print(f"{'  (the same, on the device threads)':48s} {p['loop_threads'] * 1e3:9.3f} "
+          + (f"{j['loop'] * 1e3:9.3f} {p['loop_threads'] / j['loop']:9.2f}" if j else ""))
     sp = p["mlp_1"] / p["mlp_2"]
     line = f"2-device speed-up of the MLP step: plax {sp:.2f}x"
     if j:

@@ -36,7 +36,7 @@ from plax.transforms.staging import trace_to_jaxpr
 from plax_pmap import axes as _axes
 from plax_pmap import vma as _vma
 from plax.distributed import collective_timeout
-from plax_pmap.runtime import SpmdProgram, _contig, flatten_calls
+from plax_pmap.runtime import SpmdProgram, _contig, flatten_calls, threaded_control_flow
 
 
 __all__ = ["pmap", "shard_map"]
@@ -303,7 +303,7 @@ def _prepare_pmap(flat_fun, leaves, axes, name, size, devs, backend, pcount=1):
     total = size * pcount  # every process maps the same number of slices
     with axis_env({name: total}), _varying.typing(None):  # pmap's values are untyped
         closed, _ = trace_to_jaxpr(traced, in_avals, "the function passed to pmap")
-    flat = flatten_calls(closed)
+    flat = flatten_calls(closed, threaded_control_flow(pcount > 1))
     if flat is None:
         return "vmap"
     program = SpmdProgram(flat, (name,), (total,))
@@ -481,7 +481,7 @@ def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = N
         entry = cache.table.get(key)
         if entry is None:
             check = _ReplicationCheck(specs, out_specs, m, axis_names) if checking else None
-            entry = _prepare_shard_map(flat_fun, blocks, m, check)
+            entry = _prepare_shard_map(flat_fun, blocks, m, check, spread is not None)
             cache.table[key] = entry
         if entry == "vmap":
             if spread is not None:
@@ -619,12 +619,13 @@ class _ReplicationCheck:
         self(*_trace_body(flat_fun, blocks, self.mesh, self.in_specs))
 
 
-def _prepare_shard_map(flat_fun, blocks, mesh: Mesh, check: _ReplicationCheck | None = None):
+def _prepare_shard_map(flat_fun, blocks, mesh: Mesh, check: _ReplicationCheck | None = None,
+                       across_processes: bool = False):
     closed, out_tree = _trace_body(flat_fun, blocks, mesh,
                                    check.in_specs if check is not None else None)
     if check is not None:
         check(closed, out_tree)
-    flat = flatten_calls(closed)
+    flat = flatten_calls(closed, threaded_control_flow(across_processes))
     if flat is None:
         return "vmap"
     program = SpmdProgram(flat, mesh.axis_names, mesh.axis_sizes)

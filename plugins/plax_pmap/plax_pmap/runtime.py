@@ -16,6 +16,7 @@ instead of hanging.
 from __future__ import annotations
 
 import contextlib
+import os
 import threading
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from typing import Any, Sequence
@@ -70,11 +71,22 @@ def has_collective(jaxpr: Jaxpr) -> bool:
     return False
 
 
-def flatten_calls(closed: ClosedJaxpr) -> ClosedJaxpr | None:
+def threaded_control_flow(across_processes: bool) -> bool:
+    """Whether the device threads run control flow whose bodies hold collectives
+    (:class:`_Control`). Across processes they must (nothing else can run it); within one
+    process the one-thread ``vmap`` formulation compiles the whole loop into one kernel and
+    was as fast or faster on a 2-core host (a 50-step ``fori_loop`` with a ``pmean``: 9.3 ms
+    against 12.0 ms, the threads' barriers costing ~50 us a step), so the threads run it
+    only with ``PLAX_PMAP_THREADED_CONTROL_FLOW=1``."""
+    return across_processes or os.environ.get("PLAX_PMAP_THREADED_CONTROL_FLOW", "0") == "1"
+
+
+def flatten_calls(closed: ClosedJaxpr, control_flow: bool = True) -> ClosedJaxpr | None:
     """``closed`` with every ``jit``/``checkpoint`` call that contains a collective inlined,
-    so that all collectives are top-level equations or inside the bodies of ``cond``,
-    ``scan`` and ``while`` equations (which the device threads run body by body, see
-    :class:`_Control`); None when a collective sits inside another kind of sub-program."""
+    so that all collectives are top-level equations or (with ``control_flow``) inside the
+    bodies of ``cond``, ``scan`` and ``while`` equations, which the device threads run body
+    by body (see :class:`_Control`); None when a collective sits inside another kind of
+    sub-program (or inside control flow, without ``control_flow``)."""
     consts_vars = list(closed.jaxpr.constvars)
     consts = list(closed.consts)
     eqns: list = []
@@ -97,7 +109,7 @@ def flatten_calls(closed: ClosedJaxpr) -> ClosedJaxpr | None:
                 continue
             if eqn.primitive not in _COLLECTIVE_SET and any(
                     has_collective(j) for j in sub_jaxprs(eqn.params)):
-                if eqn.primitive not in _CONTROL or any(
+                if not control_flow or eqn.primitive not in _CONTROL or any(
                         flatten_calls(b) is None for b in _bodies(eqn)):
                     return False
             outs = []

@@ -3,6 +3,7 @@ plax starts): ``python multi_device_checks.py`` prints one JSON object, check na
 the failure. test_multi_device.py runs it for N = 2 and 4 and asserts each check."""
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -515,11 +516,21 @@ def shard_map_typed_grad_through_data_movement():
 
 
 
+@contextlib.contextmanager
+def _threaded_control_flow():
+    os.environ["PLAX_PMAP_THREADED_CONTROL_FLOW"] = "1"
+    try:
+        yield
+    finally:
+        os.environ.pop("PLAX_PMAP_THREADED_CONTROL_FLOW")
+
+
 @check
-def collectives_inside_control_flow_run_on_the_device_threads():
+def collectives_inside_control_flow():
     """cond/switch, scan (forward and reverse, with ys), fori_loop, while_loop, nesting, grad
-    and jit around them, with collectives in the bodies: under pmap and shard_map each device
-    thread runs the control flow itself; values against vmap(axis_name=...)."""
+    and jit around them, with collectives in the bodies, under pmap and shard_map: in one
+    process as one-thread vmap (the default), and run by the device threads (as across
+    processes); values against vmap(axis_name=...)."""
     cases = {
         "fori": lambda x: lax.fori_loop(0, 3, lambda i, c: c + lax.psum(x * i, "i"),
                                         jnp.zeros_like(x)),
@@ -540,12 +551,14 @@ def collectives_inside_control_flow_run_on_the_device_threads():
             0, 2, lambda i, c: c + lax.psum(x, "i"), x))(x),
     }
     mesh = plax.make_mesh((N,), ("i",))
-    for name, f in cases.items():
-        want = plax.vmap(f, axis_name="i")(X)
-        close(plax.pmap(f, axis_name="i")(X), want)
-        sm = plax.shard_map(lambda b: f(b[0])[None], mesh=mesh, in_specs=P("i"),
-                            out_specs=P("i"), check_vma=False)
-        close(sm(X), want)
+    for threaded in (False, True):
+        with _threaded_control_flow() if threaded else contextlib.nullcontext():
+            for name, f in cases.items():
+                want = plax.vmap(f, axis_name="i")(X)
+                close(plax.pmap(f, axis_name="i")(X), want)
+                sm = plax.shard_map(lambda b: f(b[0])[None], mesh=mesh, in_specs=P("i"),
+                                    out_specs=P("i"), check_vma=False)
+                close(sm(X), want)
     threads = set()
 
     def seen(v):
@@ -556,7 +569,8 @@ def collectives_inside_control_flow_run_on_the_device_threads():
         c = plax.pure_callback(seen, plax.ShapeDtypeStruct(c.shape, c.dtype), c)
         return c + lax.psum(c, "i")
 
-    got = plax.pmap(lambda x: lax.fori_loop(0, 2, body, x), axis_name="i")(X)
+    with _threaded_control_flow():
+        got = plax.pmap(lambda x: lax.fori_loop(0, 2, body, x), axis_name="i")(X)
     close(got, plax.vmap(lambda x: lax.fori_loop(0, 2, lambda i, c: c + lax.psum(c, "i"), x),
                          axis_name="i")(X))
     assert len(threads) == N, threads  # one thread per device, none of them vmap's
@@ -564,9 +578,10 @@ def collectives_inside_control_flow_run_on_the_device_threads():
         # an index that differs between devices: only some reach the psum
         os.environ["PLAX_COLLECTIVE_TIMEOUT"] = "0.5"
         try:
-            raises(TimeoutError, lambda: plax.pmap(lambda x: lax.cond(
-                lax.axis_index("i") == 0, lambda: lax.psum(x, "i"), lambda: x),
-                axis_name="i")(X), "timed out")
+            with _threaded_control_flow():
+                raises(TimeoutError, lambda: plax.pmap(lambda x: lax.cond(
+                    lax.axis_index("i") == 0, lambda: lax.psum(x, "i"), lambda: x),
+                    axis_name="i")(X), "timed out")
         finally:
             os.environ.pop("PLAX_COLLECTIVE_TIMEOUT")
 
