@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import functools
 import math
+import warnings
 from typing import Any, Callable, Hashable, Sequence
 
 import numpy as np
@@ -36,6 +37,7 @@ from plax.transforms.staging import trace_to_jaxpr
 from plax_pmap import axes as _axes
 from plax_pmap import vma as _vma
 from plax.distributed import collective_timeout
+from plax.lowering.fallback import PlaxFallbackWarning
 from plax_pmap.runtime import SpmdProgram, _contig, flatten_calls, threaded_control_flow
 
 
@@ -416,9 +418,12 @@ def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = N
         or name the axis in its out_spec).
       NameError: a collective names an axis that is not bound.
       NotImplementedError: in a multi-process run over a mesh that spans processes: the
-        processes' devices are not contiguous blocks of the mesh, or the shard_map is under
-        a transform, or its collectives are inside sub-programs other than calls and
-        control flow.
+        processes' devices are not contiguous blocks of the mesh, or its collectives are
+        inside sub-programs other than calls and control flow.
+
+    Warns:
+      PlaxFallbackWarning: under a transform over a mesh that spans processes (each process
+        then computes every block itself).
 
     Example:
       >>> mesh = plax.make_mesh((1,), ("x",))
@@ -467,11 +472,18 @@ def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = N
 
         key = (treedef, tuple(specs), m, tuple(blocks))
         if not _eager(leaves):
-            if spread is not None:
-                raise NotImplementedError(
-                    "shard_map under a transform (grad, jit, vmap of a shard_map) over a mesh "
-                    "that spans processes is not supported by plax-pmap; apply the transform "
-                    "inside the shard_map")
+            if spread is not None and ("warned",) not in cache.table:
+                # every process passes the global arguments, so computing all the blocks
+                # here is right -- only not spread over the processes
+                cache.table[("warned",)] = True
+                warnings.warn(
+                    "shard_map under a transform (jit, grad or vmap of a shard_map) over a mesh "
+                    "that spans processes: each process computes every device's block itself "
+                    "(as nested vmaps, with no communication), which gives the right result "
+                    "from the global arguments but does not spread the work over the "
+                    "processes. Call the shard_map outside the transform and apply jit/grad "
+                    "inside it to run each block on its own device.", PlaxFallbackWarning,
+                    stacklevel=2)
             if checking and ("checked",) + key not in cache.table:
                 # at trace time, as JAX does (the vmap formulation builds no jaxpr to check)
                 _ReplicationCheck(specs, out_specs, m, axis_names).trace_and_check(

@@ -103,6 +103,18 @@ out = plax.shard_map(lambda b: lax.scan(lambda c, r: (c + lax.psum(r, "d"), None
                      mesh=mesh, in_specs=P("d"), out_specs=P())(g)
 assert float(np.asarray(out)) == float(g.sum()), out
 
+# under jit and grad (the vmap formulation) each process computes every block, with a warning
+import warnings  # noqa: E402
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    sm = plax.shard_map(lambda b: lax.psum(jnp.sin(b), "d"), mesh=mesh, in_specs=P("d"),
+                        out_specs=P())
+    out = plax.jit(sm)(g)
+    np.testing.assert_allclose(np.asarray(out), np.sin(g).sum(), rtol=1e-6)
+    dg = plax.grad(lambda a: sm(a).sum())(g)
+    np.testing.assert_allclose(np.asarray(dg), np.cos(g), rtol=1e-6)
+assert any("does not spread the work" in str(w.message) for w in caught), caught
+
 # multihost_utils: host values exchanged between the processes
 mu = plax.experimental.multihost_utils
 mine2 = np.float32([pi, pi + 1])
