@@ -61,3 +61,11 @@ def test_compare_prints_one_table_with_every_workload():
         assert len(row.strip("|").split(" | ")) == 6, row
     if "numpy" in plax.plugins.registry().backends:
         assert all(row.split(" | ")[2] != "-" for row in rows[1:])  # plax-numpy measured
+
+
+def test_trace_overhead_names_backend_and_every_case():
+    lines = _run("trace_overhead.py", "--layers", "2", "--number", "1", "--repeat", "1")
+    assert lines[0].startswith("plax: backend ")
+    for case in ("make_jaxpr(grad(f))", "make_jaxpr(vmap(f))", "eager vmap(f) ",
+                 "eager vmap(f, axis_name)"):
+        assert any(line.startswith(case) for line in lines), (case, lines)

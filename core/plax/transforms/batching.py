@@ -154,12 +154,12 @@ class BatchTracer(Tracer):
         if self.batch_dim is None:
             return aval
         shape = aval.shape[:self.batch_dim] + aval.shape[self.batch_dim + 1:]
-        vma = getattr(aval, "vma", _NO_NAMES)
         typed = _varying.stack[-1]
-        if typed and self._trace.main.payload.name in typed:
+        if typed is not None and self._trace.main.payload.name in typed:
             # shard_map's vmap formulation: a value batched along a mesh axis varies over it
-            vma = vma | {self._trace.main.payload.name}
-        return ShapedArray(shape, aval.dtype, aval.weak_type, vma)
+            return ShapedArray(shape, aval.dtype, aval.weak_type,
+                               aval.vma | {self._trace.main.payload.name})
+        return ShapedArray(shape, aval.dtype, aval.weak_type, aval.vma)
 
     def full_lower(self):
         if self.batch_dim is None:
@@ -204,7 +204,8 @@ class BatchTrace(Trace):
         if primitive.multiple_results:
             if not isinstance(out_dim, (list, tuple)):
                 out_dim = [out_dim] * len(out)
-            if _varying.active() and self.axis_data.name in _varying.typed_axes():
+            typed = _varying.stack[-1]
+            if typed is not None and self.axis_data.name in typed:
                 out, out_dim = self._unbatch_invariant(primitive, tracers, params, out, out_dim)
             return [BatchTracer(self, o, d) for o, d in zip(out, out_dim)]
         return BatchTracer(self, out, out_dim)
