@@ -55,15 +55,29 @@ def test_jit_traces_again_under_other_varying_axes():
     assert plain == [frozenset()] and typed == [X] and len(traces) == 2
 
 
+class _TypedArray(np.ndarray):
+    """A cotangent whose aval carries varying axes (as a tracer's does in a typed body)."""
+
+
+def _typed_ones(vma: frozenset) -> np.ndarray:
+    ct = np.ones(2, np.float32).view(_TypedArray)
+    ct.aval = ShapedArray((2,), F32, vma=vma)
+    return ct
+
+
 def test_reduce_cotangent_sums_only_the_extra_axes():
     calls = []
     saved = varying._reducer[0]
     varying.register_reducer(lambda ct, axes: calls.append(axes) or ct * 10)
     try:
-        ct = np.ones(2, np.float32)
-        assert varying.reduce_cotangent(ct, X, X) is ct
-        assert varying.reduce_cotangent(ct, frozenset(), X) is ct
-        np.testing.assert_array_equal(varying.reduce_cotangent(ct, X | {"y"}, {"y"}), ct * 10)
+        ct = _typed_ones(X)
+        assert varying.reduce_cotangent(ct, ShapedArray((2,), F32, vma=X)) is ct
+        plain = np.ones(2, np.float32)  # an untyped cotangent: nothing to sum
+        assert varying.reduce_cotangent(plain, ShapedArray((2,), F32, vma=X)) is plain
+        wide = _typed_ones(X | {"y"})
+        np.testing.assert_array_equal(
+            varying.reduce_cotangent(wide, ShapedArray((2,), F32, vma=frozenset({"y"}))),
+            np.full(2, 10.0))
         assert calls == [("x",)]
     finally:
         varying.register_reducer(saved)

@@ -16,5 +16,6 @@ __all__ = [
     "rule_table", "new_transform", "transforms", "MainTrace", "Trace", "Tracer", "EvalTrace",
     "new_main", "find_top_trace", "full_lower", "bind_with_trace", "get_aval", "is_tracer",
     "eager_region", "register_trace_context", "trace_context", "trace_state", "Primitive",
-    "Var", "Literal", "DropVar", "JaxprEqn", "Jaxpr", "ClosedJaxpr", "eval_jaxpr", "jaxpr_as_fun", "check_jaxpr", "pp_jaxpr", "JaxprTypeError",
+    "Var", "Literal", "DropVar", "JaxprEqn", "Jaxpr", "ClosedJaxpr", "eval_jaxpr",
+    "jaxpr_as_fun", "check_jaxpr", "pp_jaxpr", "JaxprTypeError",
 ]

@@ -115,3 +115,22 @@ class ClosedJaxpr:
 
     def _repr_pretty_(self, p, cycle):
         p.text(str(self))
+
+
+def sub_jaxprs(params: dict) -> list[Jaxpr]:
+    """The jaxprs among an equation's parameters (a ``jit``'s body, a ``cond``'s branches,
+    ...), ClosedJaxprs unwrapped, in parameter order.
+
+    Example:
+      >>> eqn = plax.make_jaxpr(lambda x: plax.jit(jnp.sin)(x))(1.0).jaxpr.eqns[0]
+      >>> [str(j) for j in sub_jaxprs(eqn.params)]
+      ['{ lambda ; a:f32[]. let b:f32[] = sin a in (b,) }']
+    """
+    subs = []
+    for v in params.values():
+        for x in (v if isinstance(v, (tuple, list)) else (v,)):
+            if isinstance(x, ClosedJaxpr):
+                subs.append(x.jaxpr)
+            elif isinstance(x, Jaxpr):
+                subs.append(x)
+    return subs

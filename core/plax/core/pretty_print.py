@@ -5,7 +5,8 @@ from typing import Any
 
 import numpy as np
 
-from plax.core.jaxpr import ClosedJaxpr, DropVar, Jaxpr, JaxprEqn, Literal, Var
+from plax.core.jaxpr import (ClosedJaxpr, DropVar, Jaxpr, JaxprEqn, Literal, Var,
+                             sub_jaxprs)
 
 #
 # A small layout engine in the style of Wadler's "prettier printer": a document is
@@ -168,7 +169,7 @@ def _unused_outvars(jaxpr: "Jaxpr", acc: set) -> set:
     for e in jaxpr.eqns:
         acc.update(v for v in e.outvars if v not in used)
         if _call_body(e) is None:
-            for sub in _sub_jaxprs(e.params):
+            for sub in sub_jaxprs(e.params):
                 _unused_outvars(sub, acc)
     return acc
 
@@ -195,7 +196,7 @@ def _shared_bodies(top: "Jaxpr") -> dict:
             for e in jaxpr.eqns:
                 body = _call_body(e)
                 if body is None:
-                    todo.extend(_sub_jaxprs(e.params))
+                    todo.extend(sub_jaxprs(e.params))
                     continue
                 counts[body] = counts.get(body, 0) + (2 if len(body.eqns) > 10 else 1)
                 names.setdefault(body, str(e.params.get("name", "jaxpr")).strip("<>"))
@@ -213,17 +214,6 @@ def _shared_bodies(top: "Jaxpr") -> dict:
             used[name] = used.get(name, 0) + 1
         shared[body] = name
     return shared
-
-
-def _sub_jaxprs(params: dict) -> list:
-    subs = []
-    for v in params.values():
-        for x in (v if isinstance(v, (tuple, list)) else (v,)):
-            if isinstance(x, ClosedJaxpr):
-                subs.append(x.jaxpr)
-            elif isinstance(x, Jaxpr):
-                subs.append(x)
-    return subs
 
 
 def _pp_literal(lit: Literal) -> str:

@@ -5,8 +5,8 @@ import itertools
 
 import numpy as np
 
-from plax.core.jaxpr import ClosedJaxpr, DropVar, Jaxpr, Literal
-from plax.core.pretty_print import _Namer, _pp_literal, _sub_jaxprs, pp_eqn
+from plax.core.jaxpr import ClosedJaxpr, DropVar, Jaxpr, Literal, sub_jaxprs
+from plax.core.pretty_print import _Namer, _pp_literal, pp_eqn
 
 
 class JaxprTypeError(TypeError):
@@ -64,7 +64,7 @@ def check_jaxpr(jaxpr: Jaxpr | ClosedJaxpr) -> None:
             out = eqn.primitive.abstract_eval(*[v.aval for v in eqn.invars], **eqn.params)
         except (TypeError, ValueError) as err:
             raise JaxprTypeError(f"{where}: the primitive rejects its operands: {err}") from None
-        for sub in _sub_jaxprs(eqn.params):
+        for sub in sub_jaxprs(eqn.params):
             try:
                 check_jaxpr(sub)
             except JaxprTypeError as err:

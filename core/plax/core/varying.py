@@ -37,6 +37,11 @@ _self_typed: set = set()
 _reducer: list = [None]
 
 
+def axes_of(aval: Any) -> frozenset:
+    """The mesh axes ``aval`` is typed as varying over (none for an aval without the field)."""
+    return getattr(aval, "vma", _NO_AXES)
+
+
 def active() -> bool:
     """Whether values traced now are typed by their varying axes."""
     return stack[-1] is not None
@@ -83,7 +88,7 @@ def result_vma(primitive, in_avals) -> frozenset | None:
         return None
     out = _NO_AXES
     for a in in_avals:
-        v = getattr(a, "vma", _NO_AXES)
+        v = axes_of(a)
         if v:
             out = out | v
     return out or None
@@ -92,14 +97,16 @@ def result_vma(primitive, in_avals) -> frozenset | None:
 def outside(aval, name):
     """``aval`` of a per-device value as seen from outside the vmap level that binds mesh
     axis ``name`` (shard_map's vmap formulation batches along it): no longer varying over it."""
-    vma = getattr(aval, "vma", _NO_AXES)
+    vma = axes_of(aval)
     return aval.update(vma=vma - {name}) if name in vma else aval
 
 
-def reduce_cotangent(ct: Any, ct_vma: frozenset, target_vma: frozenset) -> Any:
-    """``ct`` summed over the axes it varies over and its target value does not (the
-    transpose of the implicit broadcast of an invariant value)."""
-    extra = ct_vma - target_vma
+def reduce_cotangent(ct: Any, target_aval: Any) -> Any:
+    """``ct`` summed over the axes it varies over and its target value (of type
+    ``target_aval``) does not: the transpose of the implicit broadcast of an invariant
+    value."""
+    from plax.core.trace import get_aval
+    extra = axes_of(get_aval(ct)) - axes_of(target_aval)
     if not extra or _reducer[0] is None:
         return ct
     return _reducer[0](ct, tuple(sorted(extra, key=str)))

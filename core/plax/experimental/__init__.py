@@ -3,10 +3,10 @@
 ``io_callback`` is part of the core. Other names arrive from plugin packages, resolved
 through the plugin registry on first use (see docs/plugin_guide.md, "Writing a transform
 plugin"): ``plax.experimental.checkify`` (package ``plax-checkify``) and
-``plax.experimental.jet`` (package ``plax-jet``). ``plax.experimental.multihost_utils`` is the
-core's (host-side helpers for runs over several processes). Both ``from plax.experimental import jet``
+``plax.experimental.jet`` (package ``plax-jet``). Both ``from plax.experimental import jet``
 and ``import plax.experimental.jet`` work once the package is installed; without it they
-raise an error naming the package to install.
+raise an error naming the package to install. ``plax.experimental.multihost_utils`` is the
+core's own (host-side helpers for runs over several processes).
 """
 from __future__ import annotations
 

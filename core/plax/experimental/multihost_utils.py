@@ -49,10 +49,6 @@ def _gather(x: np.ndarray) -> np.ndarray:
     return transport.allgather(np.ascontiguousarray(x)[None], timeout)
 
 
-def _host(leaf: Any) -> np.ndarray:
-    return np.asarray(leaf)
-
-
 def process_allgather(in_tree: Any, tiled: bool = False) -> Any:
     """Gathers each leaf of ``in_tree`` from every process.
 
@@ -74,7 +70,7 @@ def process_allgather(in_tree: Any, tiled: bool = False) -> Any:
       (1, 3)
     """
     def one(leaf):
-        x = _host(leaf)
+        x = np.asarray(leaf)
         if tiled and x.ndim == 0:
             raise ValueError("process_allgather(tiled=True) needs arrays of rank >= 1 (the "
                              "processes' values are concatenated along axis 0); got a scalar")
@@ -111,7 +107,7 @@ def broadcast_one_to_all(in_tree: Any, is_source: bool | None = None) -> Any:
         raise ValueError(f"broadcast_one_to_all: exactly one process must be the source, got "
                          f"is_source=True on processes {sources.tolist()}")
     src = int(sources[0])
-    return tree_util.tree_map(lambda leaf: np.asarray(_gather(_host(leaf))[src]), in_tree)
+    return tree_util.tree_map(lambda leaf: np.asarray(_gather(np.asarray(leaf))[src]), in_tree)
 
 
 def sync_global_devices(name: str) -> None:
@@ -137,7 +133,7 @@ def assert_equal(in_tree: Any, fail_message: str = "") -> None:
     """
     paths = tree_util.tree_flatten_with_path(in_tree)[0]
     for path, leaf in paths:
-        values = _gather(_host(leaf))
+        values = _gather(np.asarray(leaf))
         if not all(np.array_equal(values[0], v, equal_nan=values.dtype.kind in "fc")
                    for v in values[1:]):
             where = tree_util.keystr(path) or "the value"

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Hashable
 
 from plax.core import registry, varying as _varying
-from plax.core.jaxpr import ClosedJaxpr, Jaxpr
+from plax.core.jaxpr import Jaxpr, sub_jaxprs
 from plax.core.shaped_array import ShapedArray
 from plax.core.trace import (Trace, Tracer, get_aval, register_level_rule,
                              register_trace_context, state as _state)
@@ -78,12 +78,8 @@ def axis_names_of(primitive, params: dict) -> frozenset:
     if primitive not in _program_primitives:
         return _NO_NAMES
     out = _NO_NAMES
-    for v in params.values():
-        for x in (v if isinstance(v, (list, tuple)) else (v,)):
-            if isinstance(x, ClosedJaxpr):
-                x = x.jaxpr
-            if isinstance(x, Jaxpr):
-                out = out | _names_in(x)
+    for sub in sub_jaxprs(params):
+        out = out | _names_in(sub)
     return out
 
 
@@ -223,7 +219,7 @@ class BatchTrace(Trace):
         from plax import lax
         out, out_dim = list(out), list(out_dim)
         for i, (a, d) in enumerate(zip(typed, out_dim)):
-            if d is not None and name not in getattr(a, "vma", _NO_NAMES):
+            if d is not None and name not in _varying.axes_of(a):
                 out[i] = lax.index_in_dim(out[i], 0, d, keepdims=False)
                 out_dim[i] = None
         return out, out_dim

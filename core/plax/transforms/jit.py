@@ -11,6 +11,7 @@ jaxpr: one equation that the transforms rewrite and a backend compiles as a whol
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import operator
@@ -405,7 +406,7 @@ class JitFunction:
         # with no transform active nothing is bound)
         key = (treedef, tuple(avals), static, nargs, _trace_flags[0], trace_context())
         if varying.active():  # inside shard_map(check_vma=True): the body's types too
-            key += (tuple([getattr(a, "vma", None) for a in avals]),)
+            key += (tuple([varying.axes_of(a) for a in avals]),)
         hit = self._jaxpr_cache.get(key)
         if hit is not None:
             return hit
@@ -735,11 +736,8 @@ def make_jaxpr(fun: Callable, static_argnums: int | Sequence[int] = (), axis_env
 
     @functools.wraps(fun)
     def make(*args, **kwargs):
-        if bound is not None:
-            from plax.core.axis_env import axis_env as binding
-            with binding(bound):
-                lowered = jitted.lower(*args, **kwargs)
-        else:
+        from plax.core.axis_env import axis_env as binding
+        with binding(bound) if bound else contextlib.nullcontext():
             lowered = jitted.lower(*args, **kwargs)
         if return_shape:
             return lowered.jaxpr, lowered.out_info

@@ -18,7 +18,6 @@ from plax.core import registry, varying as _varying
 from plax.core.interpret import literal_array
 from plax.core.jaxpr import Jaxpr, Literal
 from plax.core.shaped_array import ShapedArray
-from plax.core.trace import get_aval
 from plax.transforms.jvp import Zero, add_tangents
 
 _transpose_rules = registry.rule_table("transpose")
@@ -66,8 +65,7 @@ def backward_pass(jaxpr: Jaxpr, consts: Sequence[Any], cts_out: Sequence[Any]) -
         if isinstance(v, Literal) or v in primal_env or type(ct) is Zero or ct is None:
             return
         if typed:  # the transpose of an implicit broadcast of an invariant value: a sum
-            ct = _varying.reduce_cotangent(ct, getattr(get_aval(ct), "vma", _NO_AXES),
-                                           getattr(v.aval, "vma", _NO_AXES))
+            ct = _varying.reduce_cotangent(ct, v.aval)
         ct_env[v] = add_tangents(ct_env[v], ct) if v in ct_env else ct
 
     for v, ct in zip(jaxpr.outvars, cts_out):
@@ -92,4 +90,3 @@ def backward_pass(jaxpr: Jaxpr, consts: Sequence[Any], cts_out: Sequence[Any]) -
 
 
 _missing = object()
-_NO_AXES: frozenset = frozenset()

@@ -31,13 +31,13 @@ from plax.core import varying as _varying
 from plax.core.axis_env import axis_env
 from plax.core.shaped_array import ShapedArray
 from plax.core.trace import Tracer, get_aval
+from plax.distributed import collective_timeout
+from plax.lowering.fallback import PlaxFallbackWarning
 from plax.sharding import IndexMapSharding, Mesh, NamedSharding, PartitionSpec
 from plax.transforms.call import to_buffer
 from plax.transforms.staging import trace_to_jaxpr
 from plax_pmap import axes as _axes
 from plax_pmap import vma as _vma
-from plax.distributed import collective_timeout
-from plax.lowering.fallback import PlaxFallbackWarning
 from plax_pmap.runtime import SpmdProgram, _contig, flatten_calls, threaded_control_flow
 
 

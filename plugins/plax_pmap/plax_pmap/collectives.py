@@ -48,15 +48,13 @@ def _axis(aval: ShapedArray, ax: int, what: str) -> int:
 
 # ------------------------------------------------------------------ abstract evaluation
 
-_NO_AXES: frozenset = frozenset()
-
 def _typed(x, axes, shape, reduces: bool = False) -> ShapedArray:
     """The result's aval; inside ``shard_map(check_vma=True)`` typed by its varying axes
     (:mod:`plax.core.varying`): a reduction over ``axes`` is equal along them, every other
     collective's result differs along them."""
     if not _varying.active():
         return ShapedArray(shape, x.dtype, x.weak_type)
-    vma = getattr(x, "vma", _NO_AXES)
+    vma = _varying.axes_of(x)
     vma = vma - frozenset(axes) if reduces else vma | frozenset(axes)
     return ShapedArray(shape, x.dtype, x.weak_type, vma)
 
@@ -98,7 +96,7 @@ def _psum_scatter_aval(x, *, axes, scatter_dimension, axis_size):
 @axis_index_p.def_abstract_eval
 def _axis_index_aval(*, axes, axis_size):
     return ShapedArray((), np.dtype(np.int32), False,
-                       frozenset(axes) if _varying.active() else _NO_AXES)
+                       frozenset(axes) if _varying.active() else frozenset())
 
 
 for _p in COLLECTIVES:
@@ -457,9 +455,9 @@ def pbroadcast(x: Any, axis_name, source: int) -> Any:
 
 
 def pvary(x: Any, axis_name) -> Any:
-    """``x`` unchanged. plax's replication check (``shard_map(check_vma=True)``) analyses
-    the traced program and needs no casts, so ``pvary`` marks nothing: a value passed
-    through it stays replicated."""
+    """``x`` unchanged. Inside ``shard_map(check_vma=True)`` an invariant value used with
+    varying ones is broadcast implicitly (and its cotangent summed over the devices), so no
+    cast is needed: ``pvary`` marks nothing, and a value passed through it keeps its type."""
     return x
 
 
@@ -488,7 +486,7 @@ def _psum_transpose(ct, x, axes):
     # cotangent is already equal along the axes the operand varied over (identity there),
     # and summed along those it was implicitly broadcast over (JAX's pvary)
     if _varying.active():
-        axes = tuple(a for a in axes if a not in getattr(x.aval, "vma", _NO_AXES))
+        axes = tuple(a for a in axes if a not in _varying.axes_of(x.aval))
         if not axes:
             return ct
     return psum_p.bind(ct, axes=axes)

@@ -61,8 +61,8 @@ def _eager_impl(p):
         # reached only when the names are bound by a pmap/shard_map trace but the value is
         # concrete (a program evaluated outside the runtime): say so
         raise NameError(f"unbound axis name: {axes[0]}. {p.name} ran outside the pmap/shard_map "
-                        "program that binds it (collectives inside lax control flow or "
-                        "an eagerly evaluated sub-program are not run by the device runtime)")
+                        "program that binds it (an eagerly evaluated sub-program is not run "
+                        "by the device runtime)")
     return impl
 
 

@@ -23,7 +23,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from plax.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var
+from plax.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var, sub_jaxprs
 from plax.distributed import collective_timeout
 from plax.lax.control_flow.cond import cond_p
 from plax.lax.control_flow.loops import while_p
@@ -33,7 +33,6 @@ from plax.transforms.checkpoint import checkpoint_p
 from plax_pmap import blas
 from plax_pmap.collectives import (COLLECTIVES, all_gather_p, all_to_all_p, axis_index_p,
                                    pmax_p, pmin_p, ppermute_p, psum_p, psum_scatter_p)
-from plax_pmap.vma import sub_jaxprs
 
 def _contig(a) -> np.ndarray:
     # (np.ascontiguousarray turns a 0-d array into a 1-d one)

@@ -20,22 +20,9 @@ from __future__ import annotations
 
 from typing import Hashable, Sequence
 
-from plax.core.jaxpr import ClosedJaxpr, Jaxpr
+from plax.core import varying
+from plax.core.jaxpr import ClosedJaxpr
 
-_NONE: frozenset = frozenset()
-
-
-def sub_jaxprs(params: dict):
-    """The jaxprs among an equation's parameters (ClosedJaxprs unwrapped), in order."""
-    for v in params.values():
-        for x in (v if isinstance(v, (list, tuple)) else (v,)):
-            if isinstance(x, ClosedJaxpr):
-                yield x.jaxpr
-            elif isinstance(x, Jaxpr):
-                yield x
-
-
-# ------------------------------------------------------------------ the check
 
 def spec_axes(spec) -> frozenset:
     """The mesh axes a PartitionSpec names (in any dimension, tuples flattened)."""
@@ -60,7 +47,7 @@ def check_out_specs(closed: ClosedJaxpr, out_specs: Sequence, out_names: Sequenc
     Raises:
       ValueError: naming the first such output and axis, and what to do about it.
     """
-    outs = [getattr(v.aval, "vma", _NONE) for v in closed.jaxpr.outvars]
+    outs = [varying.axes_of(v.aval) for v in closed.jaxpr.outvars]
     for vma, spec, name in zip(outs, out_specs, out_names):
         claimed = spec_axes(spec)
         bad = [a for a in mesh_axes if a in vma and a not in claimed]

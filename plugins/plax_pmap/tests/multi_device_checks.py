@@ -515,14 +515,19 @@ def shard_map_typed_grad_through_data_movement():
         close(np.asarray(got)[0], want, rtol=1e-4)
 
 
-
 @contextlib.contextmanager
-def _threaded_control_flow():
-    os.environ["PLAX_PMAP_THREADED_CONTROL_FLOW"] = "1"
+def _env(**variables: str):
+    """The environment variables set for the block (read when a call is prepared or run)."""
+    os.environ.update(variables)
     try:
         yield
     finally:
-        os.environ.pop("PLAX_PMAP_THREADED_CONTROL_FLOW")
+        for name in variables:
+            os.environ.pop(name)
+
+
+def _threaded_control_flow():
+    return _env(PLAX_PMAP_THREADED_CONTROL_FLOW="1")
 
 
 @check
@@ -576,14 +581,10 @@ def collectives_inside_control_flow():
     assert len(threads) == N, threads  # one thread per device, none of them vmap's
     if N > 1:
         # an index that differs between devices: only some reach the psum
-        os.environ["PLAX_COLLECTIVE_TIMEOUT"] = "0.5"
-        try:
-            with _threaded_control_flow():
-                raises(TimeoutError, lambda: plax.pmap(lambda x: lax.cond(
-                    lax.axis_index("i") == 0, lambda: lax.psum(x, "i"), lambda: x),
-                    axis_name="i")(X), "timed out")
-        finally:
-            os.environ.pop("PLAX_COLLECTIVE_TIMEOUT")
+        with _env(PLAX_COLLECTIVE_TIMEOUT="0.5", PLAX_PMAP_THREADED_CONTROL_FLOW="1"):
+            raises(TimeoutError, lambda: plax.pmap(lambda x: lax.cond(
+                lax.axis_index("i") == 0, lambda: lax.psum(x, "i"), lambda: x),
+                axis_name="i")(X), "timed out")
 
 
 @check
@@ -644,13 +645,12 @@ def collective_timeout():
         z = plax.pure_callback(stuck, plax.ShapeDtypeStruct((), np.float32), lax.axis_index("i"))
         return lax.psum(x + z, "i")
 
-    os.environ["PLAX_COLLECTIVE_TIMEOUT"] = "0.3"
     try:
-        raises(TimeoutError, lambda: plax.pmap(f, axis_name="i")(X), "timed out",
-               "PLAX_COLLECTIVE_TIMEOUT")
+        with _env(PLAX_COLLECTIVE_TIMEOUT="0.3"):
+            raises(TimeoutError, lambda: plax.pmap(f, axis_name="i")(X), "timed out",
+                   "PLAX_COLLECTIVE_TIMEOUT")
     finally:
         release.set()
-        os.environ.pop("PLAX_COLLECTIVE_TIMEOUT")
 
 
 @check

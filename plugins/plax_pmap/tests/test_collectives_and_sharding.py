@@ -96,11 +96,10 @@ def _unbatched_programs():
                        lambda x: x + lax.psum(two, "i")),
         "grad_of_jit": (lambda x: x * plax.grad(plax.jit(lambda y: lax.psum(y * y, "i")))(two),
                         lambda x: x * plax.grad(lambda y: lax.psum(y * y, "i"))(two)),
-        "jit_of_vmap": None,
     }
 
 
-@pytest.mark.parametrize("name", [k for k in _unbatched_programs() if k != "jit_of_vmap"])
+@pytest.mark.parametrize("name", list(_unbatched_programs()))
 def test_program_around_a_collective_on_unbatched_values_runs_at_the_vmap_level(name):
     """The vmap level binding "i" processes a jit/cond/scan/while whose body uses "i" even
     when none of its operands is batched (JAX: psum of an unbatched 2.0 over 3 members is

@@ -5,8 +5,6 @@ from __future__ import annotations
 import weakref
 from typing import Any, Callable, Sequence
 
-_NO_AXES: frozenset = frozenset()
-
 from plax import dtypes
 from plax.core import varying
 from plax.core.interpret import jaxpr_as_fun
@@ -179,9 +177,18 @@ def widen_varying(widen: list, in_avals: list, out_avals: list) -> tuple[list, b
     them and whether any grew. JAX asks for an explicit ``pvary`` on the initial carry here."""
     if not varying.active():
         return widen, False
-    grown = [w | (getattr(b, "vma", _NO_AXES) - getattr(a, "vma", _NO_AXES))
+    grown = [w | (varying.axes_of(b) - varying.axes_of(a))
              for w, a, b in zip(widen, in_avals, out_avals)]
     return grown, grown != list(widen)
+
+
+def carry_types(carry_in: Sequence[ShapedArray], carry_out: Sequence[ShapedArray],
+                extra: frozenset = frozenset()) -> list[ShapedArray]:
+    """The types of a loop's final carries: the body's outputs, varying (shard_map typing)
+    also over the axes the body's input varies over -- after no iteration the carry is the
+    input -- and over ``extra`` (a while predicate's: the trip count differs there)."""
+    return [b if (a.vma | extra) <= b.vma else b.update(vma=a.vma | b.vma | extra)
+            for a, b in zip(carry_in, carry_out)]
 
 
 def with_varying(avals: list, widen: list) -> list:

@@ -19,8 +19,8 @@ import numpy as np
 
 from plax import dtypes
 from plax.core.interpret import jaxpr_as_fun
-from plax.core.jaxpr import ClosedJaxpr, Jaxpr
 from plax.core import varying
+from plax.core.jaxpr import ClosedJaxpr, Jaxpr
 from plax.core.primitive import Primitive
 from plax.core.registry import register_rule
 from plax.core.trace import get_aval

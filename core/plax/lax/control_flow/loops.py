@@ -17,15 +17,16 @@ import numpy as np
 
 from plax import dtypes
 from plax.core.interpret import jaxpr_as_fun
-from plax.core.jaxpr import ClosedJaxpr
 from plax.core import varying
+from plax.core.jaxpr import ClosedJaxpr
 from plax.core.primitive import Primitive
 from plax.core.registry import register_rule
 from plax.core.trace import get_aval
 from plax.lax.base import asarray
-from plax.lax.control_flow.common import (batched_fun, check_carry, is_inexact_aval, long_str,
-                                          widen_varying, with_varying,
-                                          promote_weak, same_type, stage_derived, trace_flat)
+from plax.lax.control_flow.common import (batched_fun, carry_types, check_carry,
+                                          is_inexact_aval, long_str, promote_weak, same_type,
+                                          stage_derived, trace_flat, widen_varying,
+                                          with_varying)
 from plax.pytrees.engine import tree_flatten, tree_unflatten
 from plax.transforms.batching import register_program_primitive
 from plax.transforms.jvp import Zero, instantiate, jvp_flat, tangent_aval
@@ -45,11 +46,7 @@ def _while_abstract_eval(*avals, cond_jaxpr: ClosedJaxpr, body_jaxpr: ClosedJaxp
     if len(pred) != 1 or pred[0].shape != () or pred[0].dtype != np.dtype(bool):
         raise TypeError("while cond_jaxpr must return a boolean scalar, got "
                         f"{[a.str_short() for a in pred]}")
-    # shard_map typing: a carry may be its input or any body output, and the trip count
-    # differs between devices where the predicate does
-    extra = pred[0].vma
-    return [b.update(vma=a.vma | b.vma | extra) if (a.vma | extra) - b.vma else b
-            for a, b in zip(carry, outs)]
+    return carry_types(carry, outs, pred[0].vma)
 
 
 while_p.def_abstract_eval(_while_abstract_eval)

@@ -21,16 +21,17 @@ import numpy as np
 
 from plax import dtypes
 from plax.core.interpret import jaxpr_as_fun
-from plax.core.jaxpr import ClosedJaxpr, Jaxpr
 from plax.core import varying
+from plax.core.jaxpr import ClosedJaxpr, Jaxpr
 from plax.core.primitive import Primitive
 from plax.core.registry import register_rule
 from plax.core.shaped_array import ShapedArray
 from plax.core.trace import get_aval
 from plax.lax.base import asarray
-from plax.lax.control_flow.common import (batched_fun, check_carry, is_inexact_aval, memo,
-                                          widen_varying, with_varying,
-                                          promote_weak, same_type, stage_derived, trace_flat)
+from plax.lax.control_flow.common import (batched_fun, carry_types, check_carry,
+                                          is_inexact_aval, memo, promote_weak, same_type,
+                                          stage_derived, trace_flat, widen_varying,
+                                          with_varying)
 from plax.pytrees.engine import tree_flatten, tree_unflatten
 from plax.transforms.batching import register_program_primitive
 from plax.transforms.jvp import Zero, instantiate, jvp_flat, tangent_aval, zeros_like_aval
@@ -66,10 +67,7 @@ def _scan_abstract_eval(*avals, jaxpr: ClosedJaxpr, length: int, reverse: bool, 
     if any(not same_type(a, b) for a, b in zip(carry_in, carry_out)):
         raise TypeError(f"scan carry of types {[a.str_short() for a in carry_in]} does not "
                         f"match the body's outputs {[a.str_short() for a in carry_out]}")
-    # a carry is typed by the body's input: it may be either (shard_map typing)
-    carry = [b.update(vma=a.vma | b.vma) if a.vma - b.vma else b
-             for a, b in zip(carry_in, carry_out)]
-    return carry + [_stacked(a, length) for a in outs[num_carry:]]
+    return carry_types(carry_in, carry_out) + [_stacked(a, length) for a in outs[num_carry:]]
 
 
 scan_p.def_abstract_eval(_scan_abstract_eval)
