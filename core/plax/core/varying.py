@@ -25,6 +25,8 @@ from __future__ import annotations
 import contextlib
 from typing import Any, Callable, Hashable, Iterable, Iterator
 
+from plax.core.trace import get_aval
+
 _NO_AXES: frozenset = frozenset()
 
 #: The typing stack: ``stack[-1]`` holds the mesh axes of the typed body being traced, None
@@ -105,7 +107,6 @@ def reduce_cotangent(ct: Any, target_aval: Any) -> Any:
     """``ct`` summed over the axes it varies over and its target value (of type
     ``target_aval``) does not: the transpose of the implicit broadcast of an invariant
     value."""
-    from plax.core.trace import get_aval
     extra = axes_of(get_aval(ct)) - axes_of(target_aval)
     if not extra or _reducer[0] is None:
         return ct
