@@ -1,5 +1,5 @@
-"""Multi-device speed: a data-parallel MLP step on 2 CPU devices vs 1, and psum of 1M float32
-over 2 devices; plax (the plax-pmap plugin, ``PLAX_NUM_CPU_DEVICES=2``) beside JAX
+"""Multi-device speed: a data-parallel MLP step on 2 CPU devices vs 1, psum of 1M float32
+over 2 devices, and the per-call cost of a small pmap (a pmean of a 6-leaf pytree); plax (the plax-pmap plugin, ``PLAX_NUM_CPU_DEVICES=2``) beside JAX
 (``XLA_FLAGS=--xla_force_host_platform_device_count=2``), in one run.
 
     python benchmarks/multi_device.py [--sizes 784,512,512,10] [--batch 256]
@@ -96,6 +96,11 @@ def _measure(lib: str, sizes: list[int], batch: int, repeat: int) -> dict:
         rng.standard_normal((2, 1 << 20)).astype(np.float32))
     psum = jax.pmap(lambda a: lax.psum(a, "i"), axis_name="i", devices=devs[:2])
     result["psum"] = timed(psum, big, number=10)
+    # per-call cost of a small pmap: a pmean of a 6-leaf pytree (a small model's gradients)
+    small = jax.pmap(lambda a: a, devices=devs[:2])(
+        [rng.standard_normal((2, 8, 8)).astype(np.float32) for _ in range(6)])
+    tree_mean = jax.pmap(lambda t: lax.pmean(t, "i"), axis_name="i", devices=devs[:2])
+    result["tree_pmean"] = timed(tree_mean, small, number=20)
     return result
 
 
@@ -136,6 +141,7 @@ def main() -> None:
     rows = [(f"MLP {net} step, batch {args.batch}, 1 device", "mlp_1"),
             (f"MLP {net} step, batch {args.batch}, 2 devices", "mlp_2"),
             ("psum of 1M float32 over 2 devices", "psum"),
+            ("pmean of 6 leaves of 8x8 float32, 2 devices", "tree_pmean"),
             ("50-step fori_loop with pmean, 2 devices", "loop")]
     print(f"{'case':48s} {'plax ms':>9s} {'JAX ms':>9s} {'plax/JAX':>9s}")
     for label, key in rows:

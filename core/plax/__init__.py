@@ -14,7 +14,7 @@ from plax.core import ShapeDtypeStruct
 from plax import dispatch as _dispatch  # installs the eager path of Primitive.bind
 from plax.array import Array, make_array_from_callback, make_array_from_single_device_arrays
 from plax import sharding
-from plax.sharding import NamedSharding, PartitionSpec as P, Shard, make_mesh, set_mesh
+from plax.sharding import NamedSharding, PartitionSpec as P, Shard, make_mesh, reshard, set_mesh
 from plax.device import (Device, devices, local_devices, device_count, local_device_count,
                           default_backend, device_put, device_get, process_index, process_count)
 from plax.device import default_device_context as default_device

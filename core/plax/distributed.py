@@ -145,7 +145,26 @@ def collective_timeout() -> float:
 
 
 def transport() -> Any:
-    """The multi-process transport of the run (None with one process): an object with
-    ``rank``, ``size`` and ``allgather(local, timeout)``, from the plugin that provides
-    ``distributed.backend_initialize``."""
+    """The multi-process transport of the run (None with one process), from the plugin that
+    provides ``distributed.backend_initialize``.
+
+    It is an object with:
+
+    * ``rank``, ``size``: this process's index and the number of processes;
+    * ``local_counts``: each process's number of devices, in process order;
+    * ``allgather(local, timeout)``: every process passes a NumPy array of the same shape
+      ``(n, ...)`` and dtype; returns all of them concatenated in process order, shape
+      ``(size * n, ...)``; raises ``TimeoutError`` if a process does not arrive within
+      ``timeout`` seconds;
+    * optionally ``bcast(x, root, timeout)``: every process passes a NumPy array of the same
+      shape and dtype; returns process ``root``'s (a new array; ``x`` is left unchanged),
+      with the same timeout. ``multihost_utils.broadcast_one_to_all`` uses it when present,
+      else ``allgather`` (which moves ``size`` times as much data);
+    * ``abort(code)``: ends every process of the run (plax-pmap calls it when a device fails
+      or a collective times out, so that the others do not wait in a collective).
+
+    Example:
+      >>> plax.distributed.transport() is None   # one process
+      True
+    """
     return _state["transport"]

@@ -19,6 +19,11 @@ shard_map) is installed, an operation on an array held by several devices first 
 onto its first device (see docs/plugins_and_devices.md). These classes describe placement;
 the plugin gives meshes their behaviour (``with mesh:``, sharded jit).
 
+JAX 0.10's sharding-in-types names are here too: :class:`AxisType` (each mesh axis is
+``Auto``, ``Explicit`` or ``Manual``), :func:`reshard`, :func:`auto_axes` and
+:func:`explicit_axes` (and ``plax.lax.with_sharding_constraint``). plax does not partition
+``jit``: eagerly these place arrays as JAX does; under a transformation they change nothing.
+
 Example:
   >>> mesh = Mesh(np.array(plax.devices()[:1]), ("x",))
   >>> NamedSharding(mesh, PartitionSpec("x")).devices_indices_map((4,))
@@ -26,8 +31,10 @@ Example:
 """
 from __future__ import annotations
 
+import enum
+import functools
 import math
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -204,19 +211,87 @@ def _strip(spec: tuple) -> tuple:
     return out
 
 
+class AxisType(enum.Enum):
+    """How a mesh axis is used (JAX 0.10's sharding in types).
+
+    * ``Auto`` -- the compiler decides how values are split over the axis (``jit``'s
+      automatic partitioning). The default of a :class:`Mesh` built directly.
+    * ``Explicit`` -- the split is part of each value's type and changes only through
+      :func:`reshard`. The default of :func:`make_mesh`.
+    * ``Manual`` -- the program handles each device's block itself (inside ``shard_map``).
+
+    plax records the type of every axis (``mesh.axis_types``, the mesh's repr) so that JAX
+    programs run unchanged, but it does not partition ``jit``: the type changes where arrays
+    are placed only as described for :func:`reshard`, :func:`auto_axes` and
+    :func:`explicit_axes`.
+
+    Example:
+      >>> AxisType.Explicit
+      Explicit
+      >>> make_mesh((1,), ("x",), axis_types=(AxisType.Auto,)).axis_types
+      (Auto,)
+    """
+
+    Auto = 1
+    Explicit = 2
+    Manual = 3
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+def _axis_types(axis_types: Any, axis_names: tuple, default: AxisType,
+                caller: str) -> tuple:
+    """``axis_types`` as a tuple with one :class:`AxisType` per axis name (validated)."""
+    if axis_types is None:
+        return (default,) * len(axis_names)
+    if isinstance(axis_types, AxisType):  # one type for every axis
+        return (axis_types,) * len(axis_names)
+    if not isinstance(axis_types, (tuple, list)):
+        raise TypeError(f"{caller}: axis_types must be a plax.sharding.AxisType or a tuple of "
+                        f"them (one per axis), got {axis_types!r} of type "
+                        f"{type(axis_types).__name__}")
+    bad = [t for t in axis_types if not isinstance(t, AxisType)]
+    if bad:
+        raise TypeError(f"{caller}: axis_types entries must be plax.sharding.AxisType members "
+                        f"(AxisType.Auto, AxisType.Explicit, AxisType.Manual), got {bad[0]!r} "
+                        f"of type {type(bad[0]).__name__} in axis_types={tuple(axis_types)!r}")
+    if len(axis_types) != len(axis_names):
+        raise ValueError(f"{caller}: axis_types has {len(axis_types)} entries "
+                         f"{tuple(axis_types)!r} but there are {len(axis_names)} axis names "
+                         f"{axis_names}; give one AxisType per axis")
+    return tuple(axis_types)
+
+
 class Mesh:
     """Devices laid out in an n-dimensional grid with named axes.
 
     Args:
       devices: an array (or nested sequence) of distinct plax Devices.
       axis_names: one name per dimension of ``devices``.
+      axis_types: how each axis is used: a tuple with one :class:`AxisType` per axis, or a
+        single one for every axis. Default: ``AxisType.Auto`` for every axis (as JAX's
+        ``Mesh``; :func:`make_mesh` defaults to ``Explicit``).
+
+    Raises:
+      ValueError: the axis names do not match the dimensions of ``devices``, are not
+        distinct, or ``axis_types`` has the wrong length; the devices are not distinct.
+      TypeError: an entry of ``devices`` is not a Device, or of ``axis_types`` not an
+        AxisType.
+
+    Meshes are equal when their devices (in layout), axis names and axis types are (as in
+    JAX, meshes differing only in axis types are not equal).
 
     Example:
-      >>> Mesh(np.array(plax.devices()[:1]), ("x",))
-      Mesh('x': 1)
+      >>> mesh = Mesh(np.array(plax.devices()[:1]), ("x",))
+      >>> mesh
+      Mesh('x': 1, axis_types=(Auto,))
+      >>> mesh.axis_names, mesh.axis_sizes, mesh.size
+      (('x',), (1,), 1)
     """
 
-    def __init__(self, devices: Any, axis_names: str | Sequence[str]):
+    def __init__(self, devices: Any, axis_names: str | Sequence[str],
+                 axis_types: AxisType | Sequence[AxisType] | None = None):
         if isinstance(axis_names, str):
             axis_names = (axis_names,)
         devices = np.asarray(devices, dtype=object)  # Devices are not sequences: kept whole
@@ -233,6 +308,7 @@ class Mesh:
             raise ValueError(f"Mesh devices must be distinct, got {flat}")
         self.devices = devices
         self.axis_names = axis_names
+        self.axis_types = _axis_types(axis_types, axis_names, AxisType.Auto, "Mesh")
 
     @property
     def shape(self) -> dict:
@@ -241,20 +317,47 @@ class Mesh:
 
     axis_sizes = property(lambda self: tuple(self.devices.shape))
     size = property(lambda self: int(self.devices.size))
+    empty = property(lambda self: self.devices.size == 0)
+    shape_tuple = property(lambda self: tuple(zip(self.axis_names, self.devices.shape)))
     device_ids = property(lambda self: np.vectorize(lambda d: d.id, otypes=[int])(self.devices))
     devices_flat = property(lambda self: tuple(self.devices.flat))
 
+    def _axes_of_type(self, t: AxisType) -> tuple:
+        return tuple(n for n, a in zip(self.axis_names, self.axis_types) if a is t)
+
+    auto_axes = property(lambda self: self._axes_of_type(AxisType.Auto))
+    explicit_axes = property(lambda self: self._axes_of_type(AxisType.Explicit))
+    manual_axes = property(lambda self: self._axes_of_type(AxisType.Manual))
+    are_all_axes_auto = property(lambda self: all(t is AxisType.Auto for t in self.axis_types))
+    are_all_axes_explicit = property(
+        lambda self: all(t is AxisType.Explicit for t in self.axis_types))
+    are_all_axes_manual = property(
+        lambda self: all(t is AxisType.Manual for t in self.axis_types))
+
+    def update(self, devices: Any = None, axis_names: Sequence[str] | None = None,
+               axis_types: AxisType | Sequence[AxisType] | None = None) -> "Mesh":
+        """A mesh like this one with the given parts replaced.
+
+        Example:
+          >>> make_mesh((1,), ("x",)).update(axis_types=(AxisType.Auto,))
+          Mesh('x': 1, axis_types=(Auto,))
+        """
+        return Mesh(self.devices if devices is None else devices,
+                    self.axis_names if axis_names is None else axis_names,
+                    self.axis_types if axis_types is None else axis_types)
+
     def __repr__(self) -> str:
-        axes = ", ".join(f"{n!r}: {s}" for n, s in self.shape.items())
-        return f"Mesh({axes})"
+        parts = [f"{n!r}: {s}" for n, s in self.shape.items()]
+        return f"Mesh({', '.join(parts + [f'axis_types={self.axis_types!r}'])})"
 
     def __eq__(self, other) -> bool:
         return (isinstance(other, Mesh) and self.axis_names == other.axis_names
                 and self.devices.shape == other.devices.shape
-                and self.devices_flat == other.devices_flat)
+                and self.devices_flat == other.devices_flat
+                and self.axis_types == other.axis_types)
 
     def __hash__(self) -> int:
-        return hash((self.axis_names, self.devices.shape, self.devices_flat))
+        return hash((self.axis_names, self.devices.shape, self.devices_flat, self.axis_types))
 
 
 class NamedSharding(Sharding):
@@ -422,15 +525,33 @@ class Shard:
                 f"replica_id={self.replica_id}, data={self.data!r})")
 
 
-def make_mesh(axis_shapes: Sequence[int], axis_names: Sequence[str], *,
+def make_mesh(axis_shapes: Sequence[int], axis_names: Sequence[str],
+              axis_types: AxisType | Sequence[AxisType] | None = None, *,
               devices: Sequence | None = None) -> Mesh:
     """A :class:`Mesh` of the given shape over the first devices of the default platform
     (or over ``devices``).
 
+    Args:
+      axis_shapes: the size of each mesh axis.
+      axis_names: the name of each mesh axis.
+      axis_types: a tuple with one :class:`AxisType` per axis, or one for all. Default:
+        ``AxisType.Explicit`` for every axis (as JAX 0.10's ``make_mesh``).
+      devices: the devices to lay out (default: ``plax.devices()``); the first
+        ``prod(axis_shapes)`` are used.
+
+    Returns:
+      The mesh.
+
+    Raises:
+      ValueError: there are too few devices (the message says how to get more), or
+        ``axis_types`` has the wrong length.
+      TypeError: an entry of ``axis_types`` is not an AxisType.
+
     Example:
       >>> make_mesh((1,), ("x",))
-      Mesh('x': 1)
+      Mesh('x': 1, axis_types=(Explicit,))
     """
+    types = _axis_types(axis_types, tuple(axis_names), AxisType.Explicit, "make_mesh")
     if devices is None:
         from plax.device import devices as _devices
         devices = _devices()
@@ -441,7 +562,7 @@ def make_mesh(axis_shapes: Sequence[int], axis_names: Sequence[str], *,
                          "PLAX_NUM_CPU_DEVICES=N gives N CPU devices.")
     grid = np.empty(n, dtype=object)
     grid[:] = list(devices)[:n]
-    return Mesh(grid.reshape(tuple(axis_shapes)), tuple(axis_names))
+    return Mesh(grid.reshape(tuple(axis_shapes)), tuple(axis_names), types)
 
 
 class PositionalSharding(IndexMapSharding):
@@ -549,7 +670,7 @@ def use_mesh(mesh: Mesh):
     Example:
       >>> with use_mesh(make_mesh((1,), ("x",))):
       ...     get_mesh()
-      Mesh('x': 1)
+      Mesh('x': 1, axis_types=(Explicit,))
     """
     if not isinstance(mesh, Mesh):
         raise TypeError(f"use_mesh expects a plax.sharding.Mesh, got {mesh!r}")
@@ -584,6 +705,256 @@ def set_mesh(mesh: Mesh | None) -> _SetMesh:
     return _SetMesh(previous)
 
 
+# ------------------------------------------------------------------ resharding
+
+def _is_sharding_leaf(s: Any) -> bool:
+    return s is None or isinstance(s, (Sharding, PartitionSpec))
+
+
+def _resolve(s: Any, what: str) -> Sharding:
+    """``s`` as a Sharding: a PartitionSpec becomes a NamedSharding on the current mesh."""
+    if isinstance(s, Sharding):
+        return s
+    if isinstance(s, PartitionSpec):
+        mesh = get_mesh()
+        if mesh is None:
+            raise ValueError(
+                f"{what} got PartitionSpec {s!r}, but there is no current mesh to resolve it "
+                "against. Enter one with `with plax.sharding.use_mesh(mesh):` or "
+                "`plax.sharding.set_mesh(mesh)`, or pass NamedSharding(mesh, spec).")
+        return NamedSharding(mesh, s)
+    if s is None:
+        raise ValueError(f"{what} got None, which is not allowed: pass a plax.sharding.Sharding "
+                         "(e.g. NamedSharding(mesh, spec)) or a PartitionSpec")
+    raise TypeError(f"{what} must be plax.sharding.Sharding or PartitionSpec instances, got "
+                    f"{s!r} of type {type(s).__name__}")
+
+
+def _padded(s: Sharding, ndim: int) -> Sharding:
+    """A NamedSharding with its spec padded with ``None`` to ``ndim`` entries (as JAX's
+    ``reshard`` normalizes it: ``P('x')`` of a matrix reads ``P('x', None)``)."""
+    if isinstance(s, NamedSharding) and len(s.spec) < ndim:
+        return NamedSharding(s.mesh, PartitionSpec(*s.spec, *(None,) * (ndim - len(s.spec))))
+    return s
+
+
+def _place_tree(xs: Any, shardings: Any, what: str, pad_spec: bool = False) -> Any:
+    """The one implementation of :func:`reshard` and ``lax.with_sharding_constraint``.
+
+    ``shardings`` is a pytree prefix of ``xs`` whose leaves are Shardings or PartitionSpecs.
+    Concrete leaves of ``xs`` are placed as their sharding says (a NamedSharding over one
+    device included: the result carries it); traced leaves are returned unchanged (plax's
+    ``jit`` does not partition).
+    """
+    from plax import tree_util
+    from plax.core.trace import Tracer
+    from plax.device import _shard_leaf, device_put
+
+    leaves, treedef = tree_util.tree_flatten(xs)
+    prefix, prefix_def = tree_util.tree_flatten(shardings, is_leaf=_is_sharding_leaf)
+    try:
+        subtrees = prefix_def.flatten_up_to(xs)
+    except ValueError as err:
+        raise ValueError(f"{what} must be a single Sharding or PartitionSpec, or a pytree "
+                         f"prefix of the values' structure {treedef!r}; got {shardings!r}:\n"
+                         f"{err}") from None
+    targets = []  # one per leaf of xs (a sharding over an empty subtree applies to nothing)
+    for s, sub in zip(prefix, subtrees):
+        targets.extend([s] * tree_util.tree_structure(sub).num_leaves)
+    out = []
+    for leaf, target in zip(leaves, targets):
+        s = _resolve(target, what)
+        ndim = len(np.shape(leaf)) if not isinstance(leaf, Tracer) else leaf.ndim
+        if isinstance(s, NamedSharding) and len(s.spec) > ndim:
+            raise ValueError(f"{what}: {s!r} has {len(s.spec)} entries, but the value it applies "
+                             f"to has rank {ndim} (shape {tuple(np.shape(leaf))})")
+        if pad_spec:
+            s = _padded(s, ndim)
+        if isinstance(leaf, Tracer):
+            out.append(leaf)  # under jit/grad/vmap: plax does not partition, nothing to do
+        elif isinstance(s, SingleDeviceSharding):
+            out.append(device_put(leaf, s))
+        else:
+            out.append(_shard_leaf(leaf, s))
+    return tree_util.tree_unflatten(treedef, out)
+
+
+def reshard(xs: Any, out_shardings: Any) -> Any:
+    """Places arrays as ``out_shardings`` say (JAX 0.10's ``jax.sharding.reshard``).
+
+    Eagerly this is ``plax.device_put(x, NamedSharding(mesh, spec))`` for each leaf: the
+    result is split over the sharding's devices and its ``.sharding`` is the given one (its
+    spec padded with ``None`` to the array's rank, as JAX does). Under a transformation
+    (``jit``, ``grad``, ``vmap``, ...) it returns the traced values unchanged: plax's ``jit``
+    does not partition computations, so there is no sharding to change (operations on
+    sharded arrays are computed correctly on one device).
+
+    Args:
+      xs: an array, or a pytree of arrays (NumPy arrays and scalars are accepted).
+      out_shardings: a :class:`Sharding` or :class:`PartitionSpec` for every leaf, or a
+        pytree prefix of ``xs`` of them. A PartitionSpec is resolved against the current
+        mesh (:func:`get_mesh`, set with :func:`use_mesh` or :func:`set_mesh`).
+
+    Returns:
+      ``xs`` with every leaf a :class:`plax.Array` placed as its sharding says.
+
+    Raises:
+      ValueError: a PartitionSpec is given with no current mesh, a sharding is None, a spec
+        is longer than its array's rank, or ``out_shardings`` is not a prefix of ``xs``.
+      TypeError: a leaf of ``out_shardings`` is neither a Sharding nor a PartitionSpec.
+
+    Example:
+      >>> mesh = make_mesh((1,), ("x",))
+      >>> y = reshard(jnp.arange(4.0), NamedSharding(mesh, PartitionSpec("x")))
+      >>> y.sharding
+      NamedSharding(mesh=Mesh('x': 1, axis_types=(Explicit,)), spec=PartitionSpec('x'))
+      >>> with use_mesh(mesh):
+      ...     reshard({"w": jnp.ones((2, 2))}, PartitionSpec("x"))["w"].sharding.spec
+      PartitionSpec('x', None)
+    """
+    return _place_tree(xs, out_shardings, "reshard out_shardings", pad_spec=True)
+
+
+def _decorator_mesh(axes: str | tuple | None, shardings: Any, caller: str) -> Mesh | None:
+    """The mesh ``auto_axes``/``explicit_axes`` work on: the current one, or that of the
+    NamedShardings among ``shardings`` (which must agree), or None. Checks ``axes``."""
+    from plax import tree_util
+    found = None
+    for s in tree_util.tree_leaves(shardings, is_leaf=_is_sharding_leaf):
+        if isinstance(s, NamedSharding):
+            if found is not None and _abstract(found) != _abstract(s.mesh):
+                raise ValueError(f"Shardings passed to {caller} should have the same mesh; got "
+                                 f"{found!r} and {s.mesh!r}")
+            found = s.mesh
+    current = get_mesh()
+    if current is not None and found is not None and _abstract(current) != _abstract(found):
+        raise ValueError(f"{caller}: the current mesh {current!r} must match the mesh of the "
+                         f"shardings {found!r}")
+    mesh = current if current is not None else found
+    if mesh is None:
+        return None
+    for a in _axes_tuple(axes, mesh):
+        if a not in mesh.axis_names:
+            raise ValueError(f"{caller}: axes names {a!r}, which mesh {mesh!r} does not have")
+        if mesh.axis_types[mesh.axis_names.index(a)] is AxisType.Manual:
+            raise NotImplementedError(f"{caller}: going from a Manual axis ({a!r}) to an Auto "
+                                      "or Explicit one is not supported (as in JAX)")
+    return mesh
+
+
+def _abstract(mesh: Mesh) -> tuple:
+    return mesh.axis_names, mesh.axis_sizes, mesh.axis_types
+
+
+def _axes_tuple(axes: str | tuple | None, mesh: Mesh) -> tuple:
+    if axes is None:
+        return mesh.axis_names
+    return axes if isinstance(axes, tuple) else (axes,)
+
+
+def _pop_required(kwargs: dict, given: Any, name: str) -> Any:
+    if given is not None:
+        return given
+    if name in kwargs:
+        return kwargs.pop(name)
+    raise TypeError(f"Missing required keyword argument: {name!r}")
+
+
+def auto_axes(f: Callable | None = None, /, *, axes: str | tuple[str, ...] | None = None,
+              out_sharding: Any = None) -> Callable:
+    """Runs ``f`` with mesh ``axes`` (default: all) of type ``Auto``, then reshards its
+    outputs to ``out_sharding`` (JAX 0.10's ``jax.sharding.auto_axes``).
+
+    plax does not partition computations, so ``f`` is called unchanged; as in JAX, its
+    outputs are then resharded with :func:`reshard` (eagerly placed; unchanged under
+    ``jit``) -- unless there is neither a current mesh nor a NamedSharding in
+    ``out_sharding``, or the axes are all ``Auto`` already, in which cases JAX returns ``f``'s
+    outputs as they are and so does plax.
+
+    Args:
+      f: the function; without it, ``auto_axes(axes=..., out_sharding=...)`` is a decorator.
+      axes: the mesh axis name, or tuple of names, made ``Auto`` (default: every axis).
+      out_sharding: the outputs' sharding (a pytree prefix of them, as for :func:`reshard`).
+        If None, each call must pass ``out_sharding=`` as a keyword argument (it is not
+        passed on to ``f``).
+
+    Returns:
+      The wrapped function.
+
+    Raises:
+      TypeError: (at the call) no ``out_sharding`` was given.
+      ValueError: ``axes`` names an axis the mesh lacks, or the shardings' meshes differ
+        from each other or from the current mesh.
+
+    Example:
+      >>> mesh = make_mesh((1,), ("x",))
+      >>> double = auto_axes(lambda a: a * 2, out_sharding=NamedSharding(mesh, P("x")))
+      >>> y = double(jnp.arange(3.0))
+      >>> y, y.sharding.spec
+      (Array([0., 2., 4.], dtype=float32), PartitionSpec('x'))
+    """
+    if f is None:
+        return lambda g: auto_axes(g, axes=axes, out_sharding=out_sharding)
+
+    @functools.wraps(f)
+    def wrapped(*args, **kwargs):
+        sharding = _pop_required(kwargs, out_sharding, "out_sharding")
+        mesh = _decorator_mesh(axes, sharding, "auto_axes")
+        if mesh is None or set(mesh.auto_axes) == set(_axes_tuple(axes, mesh)):
+            return f(*args, **kwargs)
+        return reshard(f(*args, **kwargs), sharding)
+
+    return wrapped
+
+
+def explicit_axes(f: Callable | None = None, /, *, axes: str | tuple[str, ...] | None = None,
+                  in_sharding: Any = None) -> Callable:
+    """Reshards the positional arguments to ``in_sharding``, then runs ``f`` with mesh
+    ``axes`` (default: all) of type ``Explicit`` (JAX 0.10's ``jax.sharding.explicit_axes``).
+
+    plax does not partition computations, so ``f`` is called unchanged on the arguments
+    :func:`reshard` gives (eagerly placed; unchanged under ``jit``), and its outputs are
+    returned as they are. As in JAX a current mesh is required.
+
+    Args:
+      f: the function; without it, ``explicit_axes(axes=..., in_sharding=...)`` is a
+        decorator.
+      axes: the mesh axis name, or tuple of names, made ``Explicit`` (default: every axis).
+      in_sharding: the sharding of the positional arguments (a pytree prefix of the tuple of
+        them, as for :func:`reshard`). If None, each call must pass ``in_sharding=`` as a
+        keyword argument (it is not passed on to ``f``).
+
+    Returns:
+      The wrapped function.
+
+    Raises:
+      TypeError: (at the call) no ``in_sharding`` was given.
+      ValueError: (at the call) there is no current mesh, or ``axes`` names an axis it
+        lacks.
+
+    Example:
+      >>> with use_mesh(make_mesh((1,), ("x",))):
+      ...     explicit_axes(lambda a: a + 1, in_sharding=P("x"))(jnp.zeros(2))
+      Array([1., 1.], dtype=float32)
+    """
+    if f is None:
+        return lambda g: explicit_axes(g, axes=axes, in_sharding=in_sharding)
+
+    @functools.wraps(f)
+    def wrapped(*args, **kwargs):
+        sharding = _pop_required(kwargs, in_sharding, "in_sharding")
+        if get_mesh() is None:
+            raise ValueError("explicit_axes needs a current mesh: enter one with "
+                             "`with plax.sharding.use_mesh(mesh):` or "
+                             "`plax.sharding.set_mesh(mesh)`")
+        _decorator_mesh(axes, None, "explicit_axes")
+        args = reshard(args, sharding)
+        return f(*args, **kwargs)
+
+    return wrapped
+
+
 __all__ = ["Sharding", "SingleDeviceSharding", "NamedSharding", "IndexMapSharding", "Mesh",
            "PartitionSpec", "P", "Shard", "make_mesh", "index_shape", "PositionalSharding",
-           "get_mesh", "get_abstract_mesh", "use_mesh", "set_mesh"]
+           "get_mesh", "get_abstract_mesh", "use_mesh", "set_mesh", "AxisType", "reshard",
+           "auto_axes", "explicit_axes"]

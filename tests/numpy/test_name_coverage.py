@@ -62,8 +62,8 @@ NOT_YET_IMPLEMENTED: dict[str, list[str]] = {
     "scipy.stats": [],
     "lax": """
         ragged_dot_general rng_bit_generator
-        rng_bit_generator_p scaled_dot with_sharding_constraint sharding_constraint_p
-        pcast precv psend pswapaxes ragged_all_to_all ragged_all_to_all_p
+        rng_bit_generator_p scaled_dot sharding_constraint_p
+        precv psend ragged_all_to_all ragged_all_to_all_p
     """.split(),
 }
 # ---- end of the tracked section ----------------------------------------------------------

@@ -61,6 +61,7 @@ from plax.lax.fft import fft, FftType, fft_p
 from plax.lax.top_k import top_k, top_k_p
 from plax.lax.cumlogsumexp import cumlogsumexp, cumlogsumexp_p
 from plax.lax.extra_elementwise import square, clz, mulhi, square_p, clz_p, mulhi_p
+from plax.lax.sharding_constraint import with_sharding_constraint
 
 # The heavier primitive families load on first use of one of their names (PEP 562), so that
 # ``import plax`` does not pay for them: family module -> the names plax.lax takes from it.

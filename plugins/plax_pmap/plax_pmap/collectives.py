@@ -35,7 +35,8 @@ from plax_pmap.primitives import (COLLECTIVES, all_gather_p, all_to_all_p, axis_
                                   pmax_p, pmin_p, ppermute_p, psum_p, psum_scatter_p)
 
 __all__ = ["psum", "pmean", "pmax", "pmin", "all_gather", "all_to_all", "psum_scatter",
-           "ppermute", "pshuffle", "axis_index", "axis_size", "pbroadcast", "pvary",
+           "ppermute", "pshuffle", "axis_index", "axis_size", "pbroadcast", "pvary", "pcast",
+           "pswapaxes",
            "COLLECTIVES", "psum_p", "pmax_p", "pmin_p", "all_gather_p", "all_to_all_p",
            "psum_scatter_p", "ppermute_p", "axis_index_p"]
 
@@ -457,8 +458,82 @@ def pbroadcast(x: Any, axis_name, source: int) -> Any:
 def pvary(x: Any, axis_name) -> Any:
     """``x`` unchanged. Inside ``shard_map(check_vma=True)`` an invariant value used with
     varying ones is broadcast implicitly (and its cotangent summed over the devices), so no
-    cast is needed: ``pvary`` marks nothing, and a value passed through it keeps its type."""
+    cast is needed: ``pvary`` marks nothing, and a value passed through it keeps its type.
+    Values and gradients are JAX's; what differs is that the result still reads as
+    invariant (``shard_map`` accepts it for an ``out_specs`` entry that does not name the
+    axes, where JAX raises). JAX 0.10 spells it ``pcast(x, axis_name, to="varying")``."""
+    for name in as_axes(axis_name):
+        _axis_size(name)  # NameError for an unbound name, as every collective
     return x
+
+
+def pswapaxes(x: Any, axis_name, axis: int, *, axis_index_groups=None) -> Any:
+    """Swaps the named (mapped) axis with the operand's axis ``axis``: member ``i``'s block
+    ``j`` along ``axis`` goes to member ``j``, which keeps the blocks it receives along
+    ``axis`` in sender order. That dimension must have the size of the named axis (of a
+    group, with ``axis_index_groups``). The same as ``all_to_all(x, axis_name, axis, axis)``.
+
+    Example:
+      >>> x = jnp.arange(4.0).reshape(2, 2)   # member i holds row i
+      >>> plax.vmap(lambda r: plax.lax.pswapaxes(r, "i", 0), axis_name="i")(x)
+      Array([[0., 2.],
+             [1., 3.]], dtype=float32)
+    """
+    return all_to_all(x, axis_name, axis, axis, axis_index_groups=axis_index_groups)
+
+
+_PCAST_TARGETS = ("varying", "reduced", "unreduced")
+
+
+def pcast(x: Any, axis_name, *, to: str) -> Any:
+    """Casts the type of ``x`` along the named axes: ``to="varying"`` marks an invariant
+    value as varying over them (JAX 0.10's replacement for ``pvary``; see :func:`pvary`
+    for what plax's typing records).
+
+    Args:
+      x: a pytree of arrays.
+      axis_name: a name or a tuple of names, bound by ``shard_map``, ``pmap`` or ``vmap``.
+      to: ``"varying"``. JAX's ``"reduced"`` and ``"unreduced"`` belong to its explicit
+        sharding types, which plax does not model (``NotImplementedError``).
+
+    Returns:
+      ``x``'s values, unchanged.
+
+    Raises:
+      ValueError: ``to`` is not one of JAX's targets, or (inside a typed ``shard_map``)
+        ``x`` already varies over some of the axes.
+      TypeError: ``axis_name`` is a set.
+      NameError: an axis name is not bound.
+
+    Example:
+      >>> plax.vmap(lambda v: plax.lax.pcast(v, "i", to="varying"), axis_name="i")(
+      ...     jnp.arange(2.0))
+      Array([0., 1.], dtype=float32)
+    """
+    if isinstance(axis_name, (set, frozenset)):
+        raise TypeError(f"pcast: axis_name must be a name or a tuple of names, got the set "
+                        f"{axis_name!r} (a set has no order)")
+    if to not in _PCAST_TARGETS:
+        raise ValueError(f"pcast: to={to!r} is not one of {_PCAST_TARGETS}")
+    if to != "varying":
+        raise NotImplementedError(
+            f"pcast(to={to!r}): plax does not model JAX's reduced/unreduced sharding types "
+            "(explicit-sharding meshes are computed on one device); use psum/psum_scatter "
+            "to reduce over the axes")
+    axes = as_axes(axis_name)
+    if not axes:
+        return x
+
+    def check(leaf):
+        aval = get_aval(leaf)
+        already = _varying.axes_of(aval) & frozenset(axes) if _varying.active() else ()
+        if already:
+            raise ValueError(f"pcast(to='varying'): the value ({aval}) already varies over "
+                             f"{sorted(already, key=str)}; only an invariant value can be "
+                             "cast to varying")
+        return leaf
+
+    return pvary(tree_util.tree_map(check, x), axes)
 
 
 # ------------------------------------------------------------------ JVP and transpose

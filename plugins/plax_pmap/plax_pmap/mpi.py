@@ -5,7 +5,8 @@ started by ``mpiexec`` with several processes. Within a process the devices' thr
 exchange through shared memory; at each collective one thread per process then exchanges the
 process's operands with the other processes (``MPI_Iallgather``, polled so that the
 collective timeout applies), after which every device computes its result from all the
-devices' operands, as in one process.
+devices' operands, as in one process. ``plax.experimental.multihost_utils`` uses the same
+``allgather``, and ``bcast`` (``MPI_Ibcast``, polled likewise) for ``broadcast_one_to_all``.
 """
 from __future__ import annotations
 
@@ -44,7 +45,32 @@ class MpiTransport:
         """
         local = np.ascontiguousarray(local)
         out = np.empty((self.size,) + local.shape, local.dtype)
-        req = self.comm.Iallgather(local, out)
+        self._wait(self.comm.Iallgather(local, out), timeout)
+        return out.reshape((self.size * local.shape[0],) + local.shape[1:])  # not -1: empty
+
+    def bcast(self, x: np.ndarray, root: int, timeout: float) -> np.ndarray:
+        """Process ``root``'s ``x`` on every process (``MPI_Ibcast``, polled as
+        :meth:`allgather` is). Every process passes an array of the same shape and dtype; the
+        others' values are not sent (``x`` itself is left unchanged: the result is a new
+        array).
+
+        Raises:
+          TimeoutError: another process did not arrive within ``timeout`` seconds.
+        """
+        out = np.array(x, order="C", copy=True)  # root's values are received into it
+        if out.nbytes:
+            # as bytes: any dtype (bool, bfloat16, structured) travels unchanged
+            self._wait(self.comm.Ibcast(out.reshape(-1).view(np.uint8), root=int(root)),
+                       timeout)
+        return out
+
+    def _wait(self, req, timeout: float) -> None:
+        """Polls the non-blocking request ``req`` until it completes (a blocking MPI call
+        could not be given up on).
+
+        Raises:
+          TimeoutError: it did not complete within ``timeout`` seconds.
+        """
         deadline = time.monotonic() + timeout
         pause = 0.0
         while not req.Test():
@@ -53,7 +79,6 @@ class MpiTransport:
                                    "did not arrive")
             time.sleep(pause)
             pause = min(1e-3, pause + 1e-5)
-        return out.reshape((-1,) + local.shape[1:])
 
     def abort(self, code: int = 1) -> None:
         """Ends every process of the run (a process that failed cannot leave the others

@@ -13,7 +13,7 @@ from plax.plugins import hookimpl
 
 _API = ("pmap", "shard_map")
 _LAX = ("psum", "pmean", "pmax", "pmin", "all_gather", "all_to_all", "ppermute", "pshuffle",
-        "psum_scatter", "axis_index", "axis_size", "pbroadcast", "pvary")
+        "psum_scatter", "axis_index", "axis_size", "pbroadcast", "pvary", "pcast", "pswapaxes")
 # The primitive objects, under JAX's names (``reduce_scatter_p`` is JAX's name for
 # psum_scatter's; plax also offers it as ``psum_scatter_p``). They come from the small
 # plax_pmap.primitives module, which loads the rules on the first bind.

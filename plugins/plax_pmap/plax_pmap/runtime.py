@@ -16,6 +16,7 @@ instead of hanging.
 from __future__ import annotations
 
 import contextlib
+import heapq
 import os
 import threading
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
@@ -23,6 +24,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from plax.core.effects import eqn_has_effects
 from plax.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var, sub_jaxprs
 from plax.distributed import collective_timeout
 from plax.lax.control_flow.cond import cond_p
@@ -192,6 +194,87 @@ class _Control:
         return carry + stacked
 
 
+def _pack(ops: list) -> np.ndarray:
+    """The operands' bytes end to end (None, ``axis_index``'s missing operand: nothing)."""
+    parts = [np.ascontiguousarray(x).reshape(-1).view(np.uint8) for x in ops if x is not None]
+    return np.concatenate(parts) if parts else np.zeros(0, np.uint8)
+
+
+def _unpack(buf: np.ndarray, like: list) -> tuple:
+    """Another device's operands from its :func:`_pack` bytes (every device's operands have
+    this device's shapes and dtypes: one program)."""
+    out, at = [], 0
+    for x in like:
+        if x is None:
+            out.append(None)
+            continue
+        n = x.nbytes
+        out.append(buf[at:at + n].view(x.dtype).reshape(x.shape))
+        at += n
+    return tuple(out)
+
+
+def _schedule(eqns: list, control: set) -> list:
+    """The equations in an order that puts collectives that do not depend on each other side
+    by side: each unit is an equation, or a list of collectives run with one exchange.
+
+    List scheduling: ordinary equations run as soon as their operands exist (in program
+    order among themselves); when only collectives are ready, every ready one forms the next
+    group. A control-flow equation holding collectives (``control``: their ids) runs alone,
+    and effectful equations keep their order. Every device runs the same program, so every
+    device's schedule is the same.
+    """
+    producer = {v: i for i, e in enumerate(eqns) for v in e.outvars}
+    deps: list[set] = []
+    last_effect = None
+    for i, e in enumerate(eqns):
+        d = {producer[v] for v in e.invars if isinstance(v, Var) and v in producer}
+        if eqn_has_effects(e):
+            if last_effect is not None:
+                d.add(last_effect)
+            last_effect = i
+        deps.append(d)
+    readers: list[list] = [[] for _ in eqns]
+    for i, d in enumerate(deps):
+        for j in d:
+            readers[j].append(i)
+    waiting = [len(d) for d in deps]
+    special = [e.primitive in _COLLECTIVE_SET or id(e) in control for e in eqns]
+    ready_plain = [i for i in range(len(eqns)) if not waiting[i] and not special[i]]
+    ready_special = [i for i in range(len(eqns)) if not waiting[i] and special[i]]
+    heapq.heapify(ready_plain)
+    units: list = []
+
+    def done(i):
+        for r in readers[i]:
+            waiting[r] -= 1
+            if not waiting[r]:
+                if special[r]:
+                    ready_special.append(r)
+                else:
+                    heapq.heappush(ready_plain, r)
+
+    while ready_plain or ready_special:
+        if ready_plain:
+            i = heapq.heappop(ready_plain)
+            units.append(eqns[i])
+            done(i)
+            continue
+        ready_special.sort()
+        first = ready_special[0]
+        if id(eqns[first]) in control:
+            ready_special.pop(0)
+            units.append(eqns[first])
+            done(first)
+            continue
+        group = [i for i in ready_special if id(eqns[i]) not in control]
+        ready_special[:] = [i for i in ready_special if id(eqns[i]) in control]
+        units.append([eqns[i] for i in group])
+        for i in group:
+            done(i)
+    return units
+
+
 class _Segment:
     __slots__ = ("invars", "outvars", "closed", "executables")
 
@@ -220,28 +303,31 @@ class SpmdProgram:
         self.coords = [np.unravel_index(r, self.grid_shape) for r in range(self.n)]
         self._groups: dict = {}
         jaxpr = closed.jaxpr
-        # which variables are read after each position, to give segments their outputs
-        later_reads: list[set] = [set() for _ in range(len(jaxpr.eqns) + 1)]
+        control = {id(e) for e in jaxpr.eqns if e.primitive in _CONTROL
+                   and any(has_collective(b.jaxpr) for b in _bodies(e))}
+        units = _schedule(jaxpr.eqns, control)
+        # which variables are read after each unit, to give segments their outputs
+        later_reads: list[set] = [set() for _ in range(len(units) + 1)]
         live = {v for v in jaxpr.outvars if isinstance(v, Var)}
-        later_reads[len(jaxpr.eqns)] = set(live)
-        for i in range(len(jaxpr.eqns) - 1, -1, -1):
-            live = live | {v for v in jaxpr.eqns[i].invars if isinstance(v, Var)}
+        later_reads[len(units)] = set(live)
+        for i in range(len(units) - 1, -1, -1):
+            unit = units[i] if isinstance(units[i], list) else [units[i]]
+            live = live | {v for e in unit for v in e.invars if isinstance(v, Var)}
             later_reads[i] = set(live)
         self.steps: list = []
         self._consts: dict = {}
         run: list = []
-        for i, eqn in enumerate(jaxpr.eqns):
-            control = eqn.primitive in _CONTROL and any(
-                has_collective(b.jaxpr) for b in _bodies(eqn))
-            if eqn.primitive in _COLLECTIVE_SET or control:
+        for i, unit in enumerate(units):
+            if isinstance(unit, list) or id(unit) in control:
                 if run:
                     self.steps.append(self._segment(run, later_reads[i]))
                     run = []
-                self.steps.append(_Control(eqn, axis_names, grid_shape) if control else eqn)
+                self.steps.append(unit if isinstance(unit, list)
+                                  else _Control(unit, axis_names, grid_shape))
             else:
-                run.append(eqn)
+                run.append(unit)
         if run:
-            self.steps.append(self._segment(run, later_reads[len(jaxpr.eqns)]))
+            self.steps.append(self._segment(run, later_reads[len(units)]))
 
     @staticmethod
     def _segment(eqns, needed_after: set) -> _Segment:
@@ -407,73 +493,114 @@ class SpmdProgram:
             elif isinstance(step, _Control):
                 outs = step.run(rank, device, backend, [read(v) for v in step.eqn.invars], comm)
                 env.update(zip(step.eqn.outvars, outs))
-            else:
-                x = [np.asarray(backend.to_host(read(v))) for v in step.invars]
-                out = self._collective(step, rank, x, comm)
-                env[step.outvars[0]] = out if host else backend.put(out, device)
+            else:  # collectives exchanged together
+                ops = [np.asarray(backend.to_host(read(e.invars[0]))) if e.invars else None
+                       for e in step]
+                outs = self._collectives(step, rank, ops, comm)
+                for e, out in zip(step, outs):
+                    env[e.outvars[0]] = out if host else backend.put(out, device)
         return [read(v) for v in jaxpr.outvars]
 
-    def _collective(self, eqn: JaxprEqn, rank: int, x: list, comm: "_Comm"):
-        p, params = eqn.primitive, eqn.params
-        axes = params["axes"]
-        members, pos = self.group(axes, rank)
-        dtype = eqn.outvars[0].aval.dtype
-        if p is axis_index_p:
+    def _collectives(self, eqns: list, rank: int, ops: list, comm: "_Comm") -> list:
+        """The results of collectives that do not depend on each other, for this device,
+        with one exchange of every operand and one barrier after it (two thread hand-offs
+        per group instead of two per collective, and across processes one message: a
+        data-parallel step's ``pmean`` of the gradients is one group)."""
+        if len(eqns) == 1:
+            return [self._collective(eqns[0], rank, ops[0], comm)]
+        what = ", ".join(dict.fromkeys(e.primitive.name for e in eqns))
+        plans = [self.group(e.params["axes"], rank) for e in eqns]
+        split = [self._split(e, members, x, comm) for e, x, (members, _) in zip(eqns, ops, plans)]
+        for j, (e, x, (members, pos)) in enumerate(zip(eqns, ops, plans)):
+            if split[j] and pos == 0:
+                comm.outputs[(j, e.params["axes"], members[0])] = np.empty(
+                    x.shape, e.outvars[0].aval.dtype)
+        if comm.transport is None:
+            slots = comm.exchange(rank, tuple(ops), what)
+        else:  # one message per group: the operands' bytes, end to end
+            packed = comm.exchange(rank - comm.offset_of(rank), _pack(ops), what)
+            slots = [_unpack(b, ops) for b in packed]
+        try:
+            outs = []
+            for j, (e, x, (members, pos)) in enumerate(zip(eqns, ops, plans)):
+                if e.primitive is axis_index_p:
+                    outs.append(np.asarray(pos, np.int32))
+                    continue
+                shared = comm.outputs[(j, e.params["axes"], members[0])] if split[j] else None
+                outs.append(self._combine(e, pos, [slots[m][j] for m in members], x, shared))
+        finally:
+            comm.done(what)
+        return outs
+
+    @staticmethod
+    def _split(eqn: JaxprEqn, members: list, x, comm: "_Comm") -> bool:
+        """Whether this psum is computed block-wise into one shared output (large, several
+        members, one process, host memory)."""
+        return (eqn.primitive is psum_p and len(members) > 1 and comm.transport is None
+                and comm.host and x.size >= _SPLIT_PSUM)
+
+    def _collective(self, eqn: JaxprEqn, rank: int, x, comm: "_Comm"):
+        """One collective's result for this device (its operand ``x``, None for
+        ``axis_index``), with its own exchange."""
+        members, pos = self.group(eqn.params["axes"], rank)
+        if eqn.primitive is axis_index_p:
             comm.check(eqn.primitive.name)
             return np.asarray(pos, np.int32)
-        shared_out = None
-        if (p is psum_p and len(members) > 1 and comm.transport is None and comm.host
-                and x[0].size >= _SPLIT_PSUM):
-            # A large psum is split: each member sums its block of the elements into one
-            # output buffer that the whole group then shares (read-only, like every buffer
-            # here), so the group reads its operands once instead of once per member.
-            key = (axes, members[0])
-            if pos == 0:
-                comm.outputs[key] = np.empty(x[0].shape, dtype)
-            slots = comm.exchange(rank - comm.offset_of(rank), x[0], p.name)
-            shared_out = comm.outputs[key]
-        else:
-            slots = comm.exchange(rank - comm.offset_of(rank), x[0], p.name)
+        key = (0, eqn.params["axes"], members[0])
+        split = self._split(eqn, members, x, comm)
+        if split and pos == 0:
+            comm.outputs[key] = np.empty(x.shape, eqn.outvars[0].aval.dtype)
+        slots = comm.exchange(rank - comm.offset_of(rank), x, eqn.primitive.name)
         try:
-            vals = [slots[m] for m in members]
-            if shared_out is not None:
-                flat_out = shared_out.reshape(-1)
-                size = flat_out.size
-                lo, hi = size * pos // len(vals), size * (pos + 1) // len(vals)
-                flats = [v.reshape(-1)[lo:hi] for v in vals]
-                np.add(flats[0], flats[1], out=flat_out[lo:hi], dtype=dtype)
-                for v in flats[2:]:
-                    flat_out[lo:hi] += v
-                out = shared_out
-            elif p is psum_p:
-                # in member order on every device: bit-identical results everywhere
-                if len(vals) == 1:
-                    out = np.array(vals[0], dtype=dtype, copy=True)
-                else:
-                    out = np.add(vals[0], vals[1], dtype=dtype)
-                    for v in vals[2:]:
-                        out += v
-            elif p is pmax_p:
-                out = np.maximum.reduce(vals) if len(vals) > 1 else np.array(vals[0])
-            elif p is pmin_p:
-                out = np.minimum.reduce(vals) if len(vals) > 1 else np.array(vals[0])
-            elif p is all_gather_p:
-                out = np.stack(vals, axis=params["axis"])
-            elif p is psum_scatter_p:
-                sd = params["scatter_dimension"]
-                out = np.array(np.take(vals[0], pos, axis=sd), dtype=dtype, copy=True)
-                for v in vals[1:]:
-                    out += np.take(v, pos, axis=sd)
-            elif p is all_to_all_p:
-                parts = [np.take(v, pos, axis=params["split_axis"]) for v in vals]
-                out = np.stack(parts, axis=params["concat_axis"])
-            elif p is ppermute_p:
-                src = next((s for s, d in params["perm"] if d == pos), None)
-                out = np.zeros_like(x[0]) if src is None else np.array(vals[src], copy=True)
-            else:  # pragma: no cover -- every collective is listed above
-                raise NotImplementedError(p.name)
+            return self._combine(eqn, pos, [slots[m] for m in members], x,
+                                 comm.outputs[key] if split else None)
         finally:
-            comm.done(p.name)
+            comm.done(eqn.primitive.name)
+
+    @staticmethod
+    def _combine(eqn: JaxprEqn, pos: int, vals: list, x, shared_out) -> np.ndarray:
+        """The collective's result at position ``pos`` of its group, from the group's
+        operands ``vals`` (in group order). ``shared_out``: a large psum's output buffer, shared
+        by the group, of which this member sums its block (the group reads its operands once
+        instead of once per member; read-only afterwards, like every buffer here)."""
+        p, params = eqn.primitive, eqn.params
+        dtype = eqn.outvars[0].aval.dtype
+        if shared_out is not None:
+            flat_out = shared_out.reshape(-1)
+            size = flat_out.size
+            lo, hi = size * pos // len(vals), size * (pos + 1) // len(vals)
+            flats = [v.reshape(-1)[lo:hi] for v in vals]
+            np.add(flats[0], flats[1], out=flat_out[lo:hi], dtype=dtype)
+            for v in flats[2:]:
+                flat_out[lo:hi] += v
+            out = shared_out
+        elif p is psum_p:
+            # in member order on every device: bit-identical results everywhere
+            if len(vals) == 1:
+                out = np.array(vals[0], dtype=dtype, copy=True)
+            else:
+                out = np.add(vals[0], vals[1], dtype=dtype)
+                for v in vals[2:]:
+                    out += v
+        elif p is pmax_p:
+            out = np.maximum.reduce(vals) if len(vals) > 1 else np.array(vals[0])
+        elif p is pmin_p:
+            out = np.minimum.reduce(vals) if len(vals) > 1 else np.array(vals[0])
+        elif p is all_gather_p:
+            out = np.stack(vals, axis=params["axis"])
+        elif p is psum_scatter_p:
+            sd = params["scatter_dimension"]
+            out = np.array(np.take(vals[0], pos, axis=sd), dtype=dtype, copy=True)
+            for v in vals[1:]:
+                out += np.take(v, pos, axis=sd)
+        elif p is all_to_all_p:
+            parts = [np.take(v, pos, axis=params["split_axis"]) for v in vals]
+            out = np.stack(parts, axis=params["concat_axis"])
+        elif p is ppermute_p:
+            src = next((s for s, d in params["perm"] if d == pos), None)
+            out = np.zeros_like(x) if src is None else np.array(vals[src], copy=True)
+        else:  # pragma: no cover -- every collective is listed above
+            raise NotImplementedError(p.name)
         out = np.asarray(out, dtype=dtype)
         return out if out.flags.c_contiguous else _contig(out)
 
@@ -488,7 +615,7 @@ class _Comm:
     def __init__(self, n: int, timeout: float, transport=None, host: bool = True):
         self.n = n
         self.host = host  # the devices keep their buffers in host memory (CPU devices)
-        self.outputs: dict = {}  # (axes, first member) -> a group's shared psum result
+        self.outputs: dict = {}  # (place in its group, axes, first member) -> shared psum
         self.timeout = timeout
         self.transport = transport
         self.slots: list = [None] * n

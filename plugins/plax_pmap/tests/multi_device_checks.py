@@ -131,6 +131,87 @@ def all_to_all_variants():
 
 
 @check
+def pswapaxes_is_all_to_all_on_one_axis():
+    """pswapaxes(x, name, axis): member i's block j along ``axis`` goes to member j, in
+    sender order (JAX's all_to_all(x, name, axis, axis)); under pmap, vmap and shard_map,
+    and its gradient (the inverse swap)."""
+    A = np.arange(N * 3 * N, dtype=np.float32).reshape(N, 3, N)
+    got, ref = both(lambda x: lax.pswapaxes(x, "i", 1), A)
+    close(got, np.transpose(A, (2, 1, 0)))  # out[j, k, i] = A[i, k, j]
+    close(ref, got)
+    mesh = plax.make_mesh((N,), ("x",))
+    B = np.arange(N * N, dtype=np.float32).reshape(N, N)
+    f = plax.shard_map(lambda b: lax.pswapaxes(b, "x", 1), mesh=mesh, in_specs=P("x"),
+                       out_specs=P("x"))
+    close(f(B), B.T)
+    W = rng.standard_normal((N, N)).astype(np.float32)
+    close(plax.grad(lambda b: jnp.sum(f(b) * W))(B), W.T)
+    raises(ValueError, lambda: both(lambda x: lax.pswapaxes(x, "i", 0), A), "split_axis")
+
+
+@check
+def pcast_to_varying_matches_jax():
+    """pcast(x, name, to="varying") (JAX 0.10's pvary): values and gradients as JAX gives
+    them (checked against JAX 0.10.2: 2*N*c, and grad 2*N), a cast of a value that already
+    varies raises ValueError as in JAX, and JAX's reduced/unreduced targets raise
+    NotImplementedError."""
+    mesh = plax.make_mesh((N,), ("x",))
+    c = np.full(2, 1.5, np.float32)
+    pv = lambda v: lax.pcast(v, "x", to="varying")
+    f = plax.shard_map(lambda c: lax.psum(pv(c) * 2.0, "x"), mesh=mesh, in_specs=P(),
+                       out_specs=P())
+    close(f(c), 2.0 * N * c)
+    for g in (plax.grad(lambda c: f(c).sum()), plax.jit(plax.grad(lambda c: f(c).sum()))):
+        close(g(c), np.full(2, 2.0 * N))
+    xs = np.arange(2.0 * N, dtype=np.float32)
+    h = plax.shard_map(lambda c, x: lax.psum((pv(c) * x).sum(), "x"), mesh=mesh,
+                       in_specs=(P(), P("x")), out_specs=P())
+    close(plax.grad(h)(c, xs), xs.reshape(N, 2).sum(0))
+    again = plax.shard_map(pv, mesh=mesh, in_specs=P("x"), out_specs=P("x"))
+    raises(ValueError, lambda: again(xs), "already varies")
+    for to in ("reduced", "unreduced"):
+        raises(NotImplementedError, lambda: plax.shard_map(
+            lambda v: lax.pcast(v, "x", to=to), mesh=mesh, in_specs=P(), out_specs=P())(c),
+            "reduced/unreduced")
+    raises(ValueError, lambda: plax.vmap(lambda v: lax.pcast(v, "i", to="vary"),
+                                         axis_name="i")(xs), "not one of")
+    raises(TypeError, lambda: plax.vmap(lambda v: lax.pcast(v, {"i"}, to="varying"),
+                                        axis_name="i")(xs), "set")
+    raises(NameError, lambda: lax.pcast(c, "nope", to="varying"), "nope")
+
+
+@check
+def independent_collectives_share_one_exchange():
+    """Collectives that do not depend on each other run as one group (one exchange, one
+    barrier): a pmean of a pytree, and a mix of kinds with a large (block-wise) psum, an
+    axis_index and one collective that reads another's result (the next group). Values
+    against vmap(axis_name=...)."""
+    from plax_pmap import runtime
+    big = rng.standard_normal((N, 1 << 16)).astype(np.float32)
+
+    def f(x, b):
+        s = lax.psum(x, "i")
+        m, g = lax.pmax(x * 2.0, "i"), lax.all_gather(x[0], "i")
+        i = lax.axis_index("i")
+        total = lax.psum(b, "i")        # >= 2**16 elements: summed block-wise
+        again = lax.psum(s * i, "i")    # reads s: must wait for the first group
+        return s, m, g, total, again
+
+    jaxpr = plax.make_jaxpr(f, axis_env=[("i", N)])(X[0], big[0]).jaxpr
+    groups = [u for u in runtime._schedule(jaxpr.eqns, set()) if isinstance(u, list)]
+    names = [sorted(e.primitive.name for e in g) for g in groups]
+    assert names == [["all_gather", "axis_index", "pmax", "psum", "psum"], ["psum"]], names
+    got, ref = both(f, X, big)
+    for a, b in zip(got, ref):
+        close(a, b, rtol=1e-5, atol=1e-4)
+    tree = {"w": X, "b": X[:, :1], "c": big}
+    got, ref = both(lambda t: lax.pmean(t, "i"), tree)
+    for k in tree:
+        close(got[k], ref[k], rtol=1e-5, atol=1e-5)
+        close(got[k], np.broadcast_to(tree[k].mean(0), tree[k].shape), rtol=1e-5, atol=1e-5)
+
+
+@check
 def psum_scatter_variants():
     A = rng.standard_normal((N, N, 2)).astype(np.float32)
     got, ref = both(lambda x: lax.psum_scatter(x, "i"), A)

@@ -1,7 +1,8 @@
 """Two processes over MPI (``mpiexec -n 2``; skipped where mpiexec or mpi4py is missing, i.e.
 without ``pip install -e "plugins/plax_pmap[mpi]"``): the global device view, collectives
-across processes, the data-parallel example (both ranks end with identical parameters), and
-a failing device that ends every process instead of leaving them waiting."""
+across processes, ``plax.experimental.multihost_utils``, the data-parallel example (both
+ranks end with identical parameters), and a failing device that ends every process instead
+of leaving them waiting."""
 from __future__ import annotations
 
 import importlib.util
@@ -32,6 +33,14 @@ def _mpiexec(*args, devices="2", timeout=300):
 
 def test_collectives_across_two_processes():
     proc = _mpiexec(HERE / "mpi_checks.py")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert sorted(re.findall(r"OK \d", proc.stdout)) == ["OK 0", "OK 1"]
+
+
+def test_multihost_utils_across_two_processes():
+    # process_allgather, broadcast_one_to_all (by MPI_Ibcast, and by allgather for a transport
+    # without bcast), host_local_array_to_global_array and back, each process with its own data
+    proc = _mpiexec(HERE / "mpi_checks.py", "--multihost")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert sorted(re.findall(r"OK \d", proc.stdout)) == ["OK 0", "OK 1"]
 
