@@ -529,7 +529,7 @@ class SpmdProgram:
                 shared = comm.outputs[(j, e.params["axes"], members[0])] if split[j] else None
                 outs.append(self._combine(e, pos, [slots[m][j] for m in members], x, shared))
         finally:
-            comm.done(what)
+            comm.done(what, shared_output=any(split))
         return outs
 
     @staticmethod
@@ -555,7 +555,7 @@ class SpmdProgram:
             return self._combine(eqn, pos, [slots[m] for m in members], x,
                                  comm.outputs[key] if split else None)
         finally:
-            comm.done(eqn.primitive.name)
+            comm.done(eqn.primitive.name, shared_output=split)
 
     @staticmethod
     def _combine(eqn: JaxprEqn, pos: int, vals: list, x, shared_out) -> np.ndarray:
@@ -574,18 +574,17 @@ class SpmdProgram:
             for v in flats[2:]:
                 flat_out[lo:hi] += v
             out = shared_out
+        elif len(vals) == 1 and p in (psum_p, pmax_p, pmin_p):
+            out = vals[0]  # buffers are immutable: a group of one shares its operand's
         elif p is psum_p:
             # in member order on every device: bit-identical results everywhere
-            if len(vals) == 1:
-                out = np.array(vals[0], dtype=dtype, copy=True)
-            else:
-                out = np.add(vals[0], vals[1], dtype=dtype)
-                for v in vals[2:]:
-                    out += v
+            out = np.add(vals[0], vals[1], dtype=dtype)
+            for v in vals[2:]:
+                out += v
         elif p is pmax_p:
-            out = np.maximum.reduce(vals) if len(vals) > 1 else np.array(vals[0])
+            out = np.maximum.reduce(vals)
         elif p is pmin_p:
-            out = np.minimum.reduce(vals) if len(vals) > 1 else np.array(vals[0])
+            out = np.minimum.reduce(vals)
         elif p is all_gather_p:
             out = np.stack(vals, axis=params["axis"])
         elif p is psum_scatter_p:
@@ -598,7 +597,7 @@ class SpmdProgram:
             out = np.stack(parts, axis=params["concat_axis"])
         elif p is ppermute_p:
             src = next((s for s, d in params["perm"] if d == pos), None)
-            out = np.zeros_like(x) if src is None else np.array(vals[src], copy=True)
+            out = np.zeros_like(x) if src is None else vals[src]
         else:  # pragma: no cover -- every collective is listed above
             raise NotImplementedError(p.name)
         out = np.asarray(out, dtype=dtype)
@@ -620,6 +619,12 @@ class _Comm:
         self.transport = transport
         self.slots: list = [None] * n
         self.shared: list = self.slots  # every device's operand (all processes')
+        # within a process, exchanges alternate between two slot lists, so a device may
+        # write its next operand before the others have read this one: by the time it
+        # writes into a list again, every device has met it at the exchange in between
+        # (and so has finished reading). That saves the barrier after each exchange.
+        self.buffers: tuple = ([None] * n, [None] * n)
+        self.turn: list = [0] * n
         self.barrier = threading.Barrier(n, timeout=timeout)
         self.failed: set = set()
         self.timed_out = False
@@ -654,10 +659,14 @@ class _Comm:
     def exchange(self, local: int, value, what: str) -> list:
         """Every device's ``value`` (this process's, then, in a multi-process run, the
         others' through the transport), indexed by grid position."""
+        if self.transport is None:
+            slots = self.buffers[self.turn[local]]
+            self.turn[local] ^= 1
+            slots[local] = value
+            self._wait(what)
+            return slots
         self.slots[local] = value
         self._wait(what)
-        if self.transport is None:
-            return self.slots
         if local == 0:
             try:
                 stacked = self.transport.allgather(np.stack(self.slots), self.timeout)
@@ -669,8 +678,14 @@ class _Comm:
         self._wait(what)
         return self.shared
 
-    def done(self, what: str) -> None:
-        self._wait(what)  # nobody overwrites a slot before every member has read it
+    def done(self, what: str, shared_output: bool = False) -> None:
+        """The end of an exchange. Across processes (one slot list) and after a psum whose
+        members wrote blocks of one shared output, the devices meet again; otherwise the
+        alternating slot lists make that unnecessary (see ``buffers``)."""
+        if self.transport is not None or shared_output:
+            self._wait(what)  # nobody reads the output or overwrites a slot too early
+        else:
+            self.check(what)
 
     def timeout_message(self, devices) -> str:
         return (f"plax pmap/shard_map: collective {self.where!r} timed out after "
