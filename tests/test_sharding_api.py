@@ -410,6 +410,17 @@ try:
     reshard(jnp.ones(3), NamedSharding(mesh, P("x")))
 except ValueError as err:
     out["uneven"] = str(err)
+# JAX 0.10's idiom: device_put with a PartitionSpec under the current mesh
+with plax.set_mesh(mesh):
+    d = plax.device_put(np.arange(16.0, dtype=np.float32).reshape(4, 4), P("y"))
+    out["device_put_spec"] = [repr(d.sharding), shards(d)[1]]
+pair = plax.device_put((np.ones(2), {"k": np.zeros(4)}), (devs[1], NamedSharding(mesh, P("x"))))
+out["device_put_prefix"] = [sorted(dev.id for dev in pair[0].devices()),
+                            repr(pair[1]["k"].sharding.spec), len(pair[1]["k"].addressable_shards)]
+try:
+    plax.device_put((np.ones(2), np.ones(2)), (devs[0], devs[1], devs[2]))
+except ValueError as err:
+    out["device_put_bad_prefix"] = str(err)
 print(json.dumps(out))
 """
 
@@ -442,3 +453,25 @@ def test_several_devices():
     assert out["explicit"][0].endswith("spec=PartitionSpec('x', None))")
     assert out["explicit"][1] == 120.0
     assert "not divisible by 2" in out["uneven"]
+    # device_put(x, P("y")) under set_mesh: split over "y" (devices 0,2 hold rows 0:2 and
+    # devices 1,3 rows 2:4, as JAX 0.10.2 places them), replicated over "x"
+    sharding, shards = out["device_put_spec"]
+    assert sharding.endswith("spec=PartitionSpec('y'))")
+    assert [s[:2] for s in shards] == [[0, [[0, 2], [None, None]]], [1, [[2, 4], [None, None]]],
+                                       [2, [[0, 2], [None, None]]], [3, [[2, 4], [None, None]]]]
+    assert shards[1][2] == [[8.0, 9.0, 10.0, 11.0], [12.0, 13.0, 14.0, 15.0]]
+    # a pytree prefix of targets: a device for the first leaf, a sharding for the subtree
+    assert out["device_put_prefix"][0] == [1]
+    assert out["device_put_prefix"][1:] == ["PartitionSpec('x')", 4]
+    assert "prefix" in out["device_put_bad_prefix"]
+
+
+def test_device_put_partition_spec_needs_a_mesh_and_fits_the_rank(mesh):
+    with pytest.raises(ValueError, match="no current mesh"):
+        plax.device_put(np.ones(2), P("x"))
+    with use_mesh(mesh):
+        a = plax.device_put(np.arange(4.0), P("x"))
+        assert a.sharding == NamedSharding(mesh, P("x"))
+        np.testing.assert_array_equal(np.asarray(a), np.arange(4.0))
+        with pytest.raises(ValueError, match="rank"):
+            plax.device_put(np.ones(2), P("x", None))

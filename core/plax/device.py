@@ -356,10 +356,13 @@ def device_put(x: Any, device: Any = None, *, may_alias: bool | None = None, don
     Args:
       x: an array, NumPy array, scalar, or a pytree of them.
       device: a Device, a platform or backend name (its first device; JAX itself takes only
-        devices and shardings), a :class:`plax.sharding.Sharding`, or None. With a device,
-        every leaf is placed on it and *committed* to it (operations keep their result
-        there, and mixing arrays committed to different devices is an error). With a
-        sharding of several devices, every leaf is split as it says, one buffer per device.
+        devices and shardings), a :class:`plax.sharding.Sharding`, a
+        :class:`~plax.sharding.PartitionSpec` (a NamedSharding on the current mesh, set with
+        ``plax.set_mesh``/``plax.sharding.use_mesh``), None, or a pytree prefix of ``x``
+        holding these. With a device, every leaf is placed on it and *committed* to it
+        (operations keep their result there, and mixing arrays committed to different
+        devices is an error). With a NamedSharding (or another sharding of several
+        devices), every leaf is split as it says, one buffer per device, and carries it.
         With None, Arrays stay where they are and other leaves go to the default device,
         uncommitted.
 
@@ -368,7 +371,9 @@ def device_put(x: Any, device: Any = None, *, may_alias: bool | None = None, don
 
     Raises:
       TypeError: for a leaf that is not array-like, naming it.
-      ValueError: for a ``device`` that is not a device, or names none available (as JAX).
+      ValueError: for a ``device`` that is not a device, or names none available (as JAX);
+        a PartitionSpec without a current mesh, or one longer than a leaf's rank; a pytree
+        of targets that is not a prefix of ``x``.
 
     Example:
       >>> x = plax.device_put(np.ones(3))
@@ -376,9 +381,22 @@ def device_put(x: Any, device: Any = None, *, may_alias: bool | None = None, don
       {CpuDevice(id=0)}
     """
     from plax import tree_util
-    from plax.sharding import Sharding
-    if isinstance(device, Sharding) and device.num_devices > 1:
-        return tree_util.tree_map(lambda leaf: _shard_leaf(leaf, device), x)
+    from plax.sharding import NamedSharding, PartitionSpec, Sharding, _place_tree
+    if isinstance(device, (PartitionSpec, NamedSharding)) or (
+            isinstance(device, Sharding) and device.num_devices > 1):
+        return _place_tree(x, device, "plax.device_put device")
+    if isinstance(device, (tuple, list, dict)):  # a pytree prefix of x: a target per subtree
+        targets, prefix = tree_util.tree_flatten(
+            device, is_leaf=lambda d: not isinstance(d, (tuple, list, dict))
+            or isinstance(d, PartitionSpec))
+        try:
+            parts = prefix.flatten_up_to(x)
+        except ValueError as err:
+            raise ValueError(f"plax.device_put: device must be a device, a sharding or a pytree "
+                             f"prefix of x's structure; got {device!r}:\n{err}") from None
+        return tree_util.tree_unflatten(prefix, [
+            device_put(part, target, may_alias=may_alias, donate=donate)
+            for part, target in zip(parts, targets)])
     committed = device is not None
     dev = resolve_device(device, "plax.device_put")
     return tree_util.tree_map(lambda leaf: _put_leaf(leaf, dev, committed), x)
