@@ -188,10 +188,16 @@ def pmap(fun: Callable | None = None, axis_name: Hashable | None = None, *, in_a
 
         if not _eager(leaves):
             if pcount > 1 and not _axes.bound_frames():
-                raise NotImplementedError(
-                    "pmap under a transform (grad, jit, vmap of a pmap) in a multi-process run "
-                    "is not supported by plax-pmap; apply the transform inside the pmap "
-                    "(pmap(grad(f)))")
+                if ("warned",) not in cache.table:
+                    cache.table[("warned",)] = True
+                    warnings.warn(
+                        "pmap under a transform (jit, grad or vmap of a pmap) in a "
+                        "multi-process run: each process gathers every process's slices and "
+                        "computes every device's share itself (one vmap), which gives the right "
+                        "result but does not spread the work over the devices. Apply the "
+                        "transform inside the pmap (pmap(grad(f))) to run each slice on its own "
+                        "device.", PlaxFallbackWarning, stacklevel=2)
+                return _as_vmap_across_processes(flat_fun, leaves, axes, out_axes, name, size)
             return _as_vmap(flat_fun, leaves, axes, out_axes, name, size)
         key = (treedef, static_vals, tuple(axes),
                tuple((get_aval(x).shape, get_aval(x).dtype, get_aval(x).weak_type)
@@ -207,11 +213,9 @@ def pmap(fun: Callable | None = None, axis_name: Hashable | None = None, *, in_a
                 cache.table[key] = entry
         if entry == "vmap":
             if pcount > 1:
-                raise NotImplementedError(
-                    "in a multi-process run, plax-pmap runs collectives only at the top level "
-                    "of the pmapped function, inside jit/checkpoint calls and inside "
-                    "lax.cond/scan/while_loop (not inside other sub-programs)")
-            out = _as_vmap(flat_fun, leaves, axes, out_axes, name, size)
+                out = _as_vmap_across_processes(flat_fun, leaves, axes, out_axes, name, size)
+            else:
+                out = _as_vmap(flat_fun, leaves, axes, out_axes, name, size)
             return _place_pmap_outputs(out, out_axes, devs)
         program, out_tree = entry
         return _run_pmap(program, out_tree, leaves, axes, out_axes, devs, backend,
@@ -283,6 +287,21 @@ def _as_vmap(flat_fun, leaves, axes, out_axes, name, size):
         return flat_fun(*flat)
     return plax.vmap(body, in_axes=tuple(axes), out_axes=out_axes, axis_name=name,
                      axis_size=size)(*leaves)
+
+
+def _as_vmap_across_processes(flat_fun, leaves, axes, out_axes, name, size):
+    """The pmap of a multi-process run computed as one vmap over every process's slices
+    (gathered from the processes: :mod:`plax_pmap.processes`), of whose results this process
+    keeps its own part: under transforms, and for sub-programs the device runtime does not
+    run. Every process repeats the whole computation."""
+    from plax_pmap.processes import gather_processes, own_block
+    pcount = plax.process_count()
+    every = [x if ax is None else gather_processes(x, ax) for x, ax in zip(leaves, axes)]
+    out = _as_vmap(flat_fun, every, axes, out_axes, name, size * pcount)
+    flat, tree = tree_util.tree_flatten(out)
+    oaxes = _leaf_axes(out_axes, out, "pmap out_axes")
+    return tree_util.tree_unflatten(tree, [o if ax is None else own_block(o, ax % o.ndim, size)
+                                           for o, ax in zip(flat, oaxes)])
 
 
 def _prepare_pmap(flat_fun, leaves, axes, name, size, devs, backend, pcount=1):

@@ -225,6 +225,32 @@ np.testing.assert_array_equal(np.asarray(out[2]),
                               np.tile((np.arange(n) % 2 == 0)[:, None], (nl, 1, 3)))
 assert np.asarray(out[3]).tolist() == mine.astype(int).tolist(), out[3]
 
+# pmap under grad, jit and vmap across processes: one vmap over every process's slices
+# (gathered), each process keeping its own devices' results. The gradient is that of the sum
+# of every process's function (JAX's pmap semantics): with S = sum(g**2) over all devices,
+# d/dg_j of sum_j S * g_j is 2 g_j sum(g) + S
+g_all = np.arange(n, dtype=np.float32)
+coupled = plax.pmap(lambda x: lax.psum(x * x, "i") * x, axis_name="i")
+want_val = (g_all ** 2).sum() * mine
+want_grad = 2 * mine * g_all.sum() + (g_all ** 2).sum()
+import warnings  # noqa: E402
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    np.testing.assert_allclose(np.asarray(plax.jit(coupled)(mine)), want_val, rtol=1e-6)
+assert any("does not spread the work" in str(w.message) for w in caught), caught
+for g in (plax.grad(lambda x: coupled(x).sum()), plax.jit(plax.grad(lambda x: coupled(x).sum()))):
+    np.testing.assert_allclose(np.asarray(g(mine)), want_grad, rtol=1e-6)
+_, tangent = plax.jvp(coupled, (mine,), (np.ones_like(mine),))
+np.testing.assert_allclose(np.asarray(tangent), 2 * g_all.sum() * mine + (g_all ** 2).sum(),
+                           rtol=1e-6)
+batch = np.stack([mine, 2 * mine])  # vmap over a leading axis of two problems
+np.testing.assert_allclose(np.asarray(plax.vmap(coupled)(batch)),
+                           np.stack([want_val, 8 * want_val]), rtol=1e-6)
+# unmapped operands and outputs (out_axes=None: the replicated psum)
+tot = plax.jit(plax.pmap(lambda x, w: lax.psum(x * w, "i"), axis_name="i", in_axes=(0, None),
+                         out_axes=None))(mine, np.float32(3))
+assert float(np.asarray(tot)) == 3 * float(g_all.sum()), tot
+
 # shard_map over this process's devices runs locally
 P = plax.sharding.PartitionSpec
 local_mesh = plax.sharding.Mesh(np.array(plax.local_devices()), ("d",))
@@ -274,7 +300,6 @@ out = plax.shard_map(lambda b: lax.scan(lambda c, r: (c + lax.psum(r, "d"), None
 assert float(np.asarray(out)) == float(g.sum()), out
 
 # under jit and grad (the vmap formulation) each process computes every block, with a warning
-import warnings  # noqa: E402
 with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter("always")
     sm = plax.shard_map(lambda b: lax.psum(jnp.sin(b), "d"), mesh=mesh, in_specs=P("d"),

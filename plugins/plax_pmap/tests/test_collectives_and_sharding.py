@@ -425,3 +425,49 @@ def test_experimental_shard_map_module_is_the_same_function():
     from plax.experimental.shard_map import shard_map
     assert shard_map(lambda b: b, mesh=plax.make_mesh((1,), ("x",)), in_specs=P("x"),
                      out_specs=P("x"))(jnp.ones(2)).tolist() == [1.0, 1.0]
+
+
+class _MirrorTransport:
+    """Two processes in one: the other process passes 10 times what this one does."""
+
+    def allgather(self, local, timeout):
+        return np.concatenate([local, 10 * local])
+
+
+@pytest.fixture
+def two_processes(monkeypatch):
+    """This process as process 0 of a run of two, over :class:`_MirrorTransport`."""
+    state = plax.distributed._state
+    monkeypatch.setitem(state, "process_count", 2)
+    monkeypatch.setitem(state, "process_index", 0)
+    monkeypatch.setitem(state, "transport", _MirrorTransport())
+
+
+@pytest.mark.parametrize("backend", ["numpy", None])
+def test_gather_processes_and_its_transpose(two_processes, backend):
+    """gather_processes concatenates the processes' values in process order; its transpose
+    sums every process's cotangent and keeps this process's block; eagerly, under jit on
+    either backend, under grad, and under vmap."""
+    from plax_pmap.processes import gather_processes, own_block
+    x = np.arange(6.0, dtype=np.float32).reshape(2, 3)
+    jit = (lambda f: plax.jit(f, backend=backend))
+    for run in (lambda f: f, jit):
+        np.testing.assert_array_equal(run(lambda v: gather_processes(v, 1))(x),
+                                      np.concatenate([x, 10 * x], 1))
+    w = np.arange(12.0, dtype=np.float32).reshape(4, 3)
+    loss = lambda v: jnp.sum(gather_processes(v, 0) * w)
+    # every process's cotangent (w, and 10 w from the other) summed, this process's rows kept
+    for g in (plax.grad(loss), jit(plax.grad(loss))):
+        np.testing.assert_allclose(g(x), 11 * w[:2])
+    _, t = plax.jvp(lambda v: gather_processes(v, 0), (x,), (np.ones_like(x),))
+    np.testing.assert_array_equal(t, np.concatenate([np.ones_like(x), 10 * np.ones_like(x)]))
+    xs = np.stack([x, x + 1])
+    np.testing.assert_array_equal(plax.vmap(lambda v: gather_processes(v, 1))(xs),
+                                  np.stack([np.concatenate([v, 10 * v], 1) for v in xs]))
+    np.testing.assert_array_equal(own_block(np.arange(8.0), 0, 4), np.arange(4.0))
+
+
+def test_gather_processes_is_the_identity_in_one_process():
+    from plax_pmap.processes import gather_processes, own_block
+    x = jnp.ones((2, 3))
+    assert gather_processes(x, 0) is x and own_block(x, 0, 2) is x
