@@ -21,7 +21,7 @@ from plax.core import Primitive, ShapedArray
 from plax.core.jaxpr import Literal
 from plax.device import Device, cpu_devices
 from plax.lowering import (Cluster, Emitter, PlaxFallbackWarning, dead_after, find_clusters,
-                           last_uses, literal_value, lower, reference_kernel)
+                           last_uses, literal_value, lower, order_for_fusion, reference_kernel)
 from plax.plugins import hookimpl
 
 _ids = itertools.count()
@@ -195,6 +195,57 @@ def test_clusters_split_where_fusion_is_illegal():
     assert [type(u).__name__ for u in units] == ["JaxprEqn", "JaxprEqn", "JaxprEqn"]
     units = _units(lambda x: jnp.cumsum(jnp.sin(x) * 2.0) + 1.0, jnp.ones(4))
     assert isinstance(units[0], Cluster) and units[1].primitive.name == "cumsum"
+
+
+def _valid_order(jaxpr, order_eqns) -> bool:
+    seen = set(jaxpr.invars) | set(jaxpr.constvars)
+    for e in order_eqns:
+        if not all(v in seen for v in e.invars if not isinstance(v, Literal)):
+            return False
+        seen.update(e.outvars)
+    return sorted(map(id, order_eqns)) == sorted(map(id, jaxpr.eqns))
+
+
+def test_order_for_fusion_makes_interleaved_chains_consecutive():
+    """A pmean of a pytree followed by an SGD update writes every division first, then the
+    updates: as written each division is cut off from its update."""
+    shapes = [(6, 4), (4,), (4, 3), (3,)]
+    params = [jnp.ones(s) for s in shapes]
+
+    def update(ps, gs):
+        gs = [g / 2.0 for g in gs]
+        return [p - 0.01 * g for p, g in zip(ps, gs)]
+
+    jaxpr = plax.make_jaxpr(update)(params, params).jaxpr
+    assert not any(isinstance(u, Cluster) and u.eqns[0].primitive.name == "div"
+                   for u in find_clusters(jaxpr))
+    ordered = order_for_fusion(jaxpr)
+    assert _valid_order(jaxpr, ordered.eqns) and ordered.outvars == jaxpr.outvars
+    clusters = [u for u in find_clusters(ordered) if isinstance(u, Cluster)]
+    assert sorted(c.shape for c in clusters) == sorted(shapes)
+    assert all([e.primitive.name for e in c.eqns] == ["div", "mul", "sub"] for c in clusters)
+    # already consecutive: the same object back
+    chain = plax.make_jaxpr(lambda x: jnp.sin(x) * 2.0 + 1.0)(jnp.ones(3)).jaxpr
+    assert order_for_fusion(chain) is chain
+
+
+def test_order_for_fusion_keeps_effects_in_order_and_values_equal():
+    def f(a, b):
+        plax.debug.callback(lambda: None)
+        a2 = a / 2
+        plax.debug.callback(lambda: None)
+        b2 = b / 2
+        return a - a2, b - b2
+
+    args = (jnp.arange(3.0), jnp.arange(4.0))
+    jaxpr = plax.make_jaxpr(f)(*args).jaxpr
+    ordered = order_for_fusion(jaxpr)
+    assert _valid_order(jaxpr, ordered.eqns)
+    effects = [i for i, e in enumerate(ordered.eqns) if e.primitive.name == "debug_callback"]
+    original = [e for e in jaxpr.eqns if e.primitive.name == "debug_callback"]
+    assert [ordered.eqns[i] for i in effects] == original
+    for got, want in zip(plax.jit(f)(*args), f(*args)):
+        np.testing.assert_array_equal(got, want)
 
 
 def test_cluster_outputs_are_the_values_read_after_it():

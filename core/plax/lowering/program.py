@@ -15,7 +15,7 @@ from plax.core.jaxpr import Jaxpr, JaxprEqn, Literal, Var
 from plax.lowering.emitter import Emitter, Step
 from plax.lowering.fallback import fallback_step
 from plax.lowering.calls import _call_primitives, call_body
-from plax.lowering.fusion import Cluster, find_clusters
+from plax.lowering.fusion import Cluster, find_clusters, order_for_fusion
 from plax.lowering.literals import literal_value
 
 def lower(jaxpr: Jaxpr, emitter: Emitter, backend, device) -> Callable[..., list]:
@@ -97,7 +97,8 @@ class _Program:
 
     def units(self) -> list:
         """(step, invars, outvars, multiple_results) per cluster or equation, in order."""
-        source = find_clusters(self.jaxpr) if self.emitter.fuses else self.jaxpr.eqns
+        source = (find_clusters(order_for_fusion(self.jaxpr)) if self.emitter.fuses
+                  else self.jaxpr.eqns)
         units = []
         for unit in source:
             if isinstance(unit, Cluster):
