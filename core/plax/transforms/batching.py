@@ -244,6 +244,7 @@ class BatchTrace(Trace):
             return [BatchTracer(self, o, None) for o in outs]
         axis_data = self.axis_data
         size = axis_data.size
+        invariant = self._invariant_outputs(fun, tracers)
         fun_b = batch_flat_fun(fun, dims, axis_data)
         n_res: list = []
 
@@ -261,24 +262,59 @@ class BatchTrace(Trace):
 
         def bwd_b(res, cts):
             from plax import lax
-            from plax.transforms.vmap_api import vmap
-            # symbolic zeros (and Nones) are not arrays: vmap returns them as empty leaves
-            cts_in = vmap(lambda r, c: [None if c_ is None or type(c_) is Zero else c_
-                                        for c_ in bwd(r, c)],
-                          in_axes=(0, 0), out_axes=0,
-                          axis_size=size, axis_name=axis_data.name)(list(res), list(cts))
+            res, cts = list(res), list(cts)
+            k = len(res)
+
+            def per_member(*flat):  # (symbolic zeros are not arrays: returned as None)
+                return [None if c is None or type(c) is Zero else c
+                        for c in bwd(list(flat[:k]), list(flat[k:]))]
+
+            c_dims = [0] * len(cts)
+            if invariant is not None:
+                # shard_map's vmap formulation (a typed mesh axis): an output equal on every
+                # device holds its cotangent summed over the members (the transpose of taking
+                # member 0); the rule gets it as JAX gives it, the same value on each device
+                cts = [lax.reduce_sum(c, (0,)) if inv else c for c, inv in zip(cts, invariant)]
+                c_dims = [None if inv else 0 for inv in invariant]
+            cts_in = batch_flat_fun_dims(per_member, [0] * k + c_dims, axis_data)(*res, *cts)
             out = []
-            for ct, d in zip(cts_in, dims):
+            for (ct, varies), d in zip(cts_in, dims):
                 if ct is None:
                     out.append(None)
-                elif d is None:
-                    out.append(lax.reduce_sum(ct, (0,)))
+                elif d is not None:
+                    out.append(move_axis_to(ct, 0 if varies else None, d, size))
+                elif invariant is None:  # vmap: the members' cotangents add up
+                    out.append(lax.reduce_sum(ct, (0,)) if varies
+                               else lax.mul(ct, lax.convert_element_type(size, ct.dtype)))
+                elif varies:
+                    raise ValueError(
+                        "Custom VJP bwd rule must produce an output with the same type as the "
+                        "args tuple of the primal function: inside shard_map (check_vma=True) "
+                        f"it produced a cotangent that varies over mesh axis "
+                        f"{axis_data.name!r} for an argument that does not; reduce it "
+                        f"(lax.psum over {axis_data.name!r}) in the bwd rule")
                 else:
-                    out.append(move_axis_to(ct, 0, d, size))
+                    out.append(ct)  # equal on every device, as the argument is
             return out
 
         outs = primitive.bind_custom(fun_b, fwd_b, bwd_b, *vals, **params)
-        return [BatchTracer(self, o, 0) for o in outs]
+        if invariant is None:
+            return [BatchTracer(self, o, 0) for o in outs]
+        from plax import lax
+        return [BatchTracer(self, lax.index_in_dim(o, 0, 0, keepdims=False), None) if inv
+                else BatchTracer(self, o, 0) for o, inv in zip(outs, invariant)]
+
+    def _invariant_outputs(self, fun, tracers) -> list | None:
+        """In shard_map's vmap formulation (this level's axis a typed mesh axis): per output
+        of ``fun``, whether its per-device type says it is equal on every device along the
+        axis (a ``psum`` inside makes it so). None on an ordinary vmap level."""
+        typed = _varying.stack[-1]
+        name = self.axis_data.name
+        if typed is None or name not in typed:
+            return None
+        from plax.transforms.staging import trace_to_jaxpr
+        closed, _ = trace_to_jaxpr(fun, [t.aval for t in tracers], "a custom_vjp function")
+        return [name not in _varying.axes_of(a) for a in closed.out_avals]
 
 
 def batch_flat_fun(fun: Callable, in_dims, axis_data: AxisData) -> Callable:
@@ -299,6 +335,33 @@ def batch_flat_fun(fun: Callable, in_dims, axis_data: AxisData) -> Callable:
             for o in outs:
                 o = trace.full_raise(o)
                 result.append(move_axis_to(o.val, o.batch_dim, 0, size))
+        return result
+
+    return batched
+
+
+def batch_flat_fun_dims(fun: Callable, in_dims, axis_data: AxisData) -> Callable:
+    """Like :func:`batch_flat_fun` (``in_dims`` may hold None for an unbatched input), but
+    each output comes as ``(value, batched)``: the value batched on axis 0 if ``batched``
+    (it differs between the members), else as every member has it; a None output as
+    ``(None, False)``."""
+    from plax.core.trace import new_main
+
+    def batched(*vals):
+        with new_main(BatchTrace, payload=axis_data) as main:
+            trace = BatchTrace(main)
+            outs = fun(*[v if v is None else BatchTracer(trace, v, d)
+                         for v, d in zip(vals, in_dims)])
+            result = []
+            for o in outs:
+                if o is None:
+                    result.append((None, False))
+                    continue
+                o = trace.full_raise(o)
+                if o.batch_dim is None:
+                    result.append((o.val, False))
+                else:
+                    result.append((move_axis_to(o.val, o.batch_dim, 0, axis_data.size), True))
         return result
 
     return batched

@@ -17,6 +17,7 @@ import numpy as np
 
 from plax import dtypes, tree_util
 from plax.core.interpret import jaxpr_as_fun
+from plax.core import varying
 from plax.core.primitive import Primitive
 from plax.core.registry import register_rule
 from plax.core.trace import (Tracer, find_top_trace, full_lower, fun_name as tracing_fun_name,
@@ -103,6 +104,10 @@ custom_jvp_call_p = _CustomJVPCallPrimitive("custom_jvp_call", "process_custom_j
 custom_vjp_call_p = _CustomVJPCallPrimitive("custom_vjp_call", "process_custom_vjp_call")
 custom_jvp_call_p.def_abstract_eval(lambda *avals, call_jaxpr, **_: list(call_jaxpr.out_avals))
 custom_vjp_call_p.def_abstract_eval(lambda *avals, call_jaxpr, **_: list(call_jaxpr.out_avals))
+# inside shard_map(check_vma=True) their results are typed by the traced function (a psum in
+# it makes its result invariant), not by their operands
+varying.register_self_typed(custom_jvp_call_p)
+varying.register_self_typed(custom_vjp_call_p)
 
 
 def _eval_custom_call(*args, call_jaxpr, **params):

@@ -212,6 +212,52 @@ def independent_collectives_share_one_exchange():
 
 
 @check
+def custom_derivatives_with_collectives_inside_shard_map():
+    """custom_jvp/custom_vjp functions holding a psum: typed by their body (the result is
+    replicated, so out_specs=P() accepts it), and differentiated from outside the shard_map
+    the bwd rule gets the cotangent of a replicated output as JAX gives it (the same on each
+    device). Values and gradients as JAX 0.10.2 gives them; a bwd rule returning a varying
+    cotangent for a replicated argument is JAX's ValueError."""
+    mesh = plax.make_mesh((N,), ("x",))
+
+    @plax.custom_vjp
+    def total(v):
+        return lax.psum(v, "x")
+    total.defvjp(lambda v: (total(v), None), lambda _, g: (lax.pcast(g, "x", to="varying"),))
+
+    @plax.custom_jvp
+    def total2(v):
+        return lax.psum(v, "x")
+    total2.defjvp(lambda p, t: (total2(p[0]), lax.psum(t[0], "x")))
+    xs = np.arange(2.0 * N, dtype=np.float32)
+    want = xs.reshape(N, 2).sum(0)
+    for fn in (total, total2):
+        sm = plax.shard_map(fn, mesh=mesh, in_specs=P("x"), out_specs=P())
+        close(sm(xs), want)
+        close(plax.jit(sm)(xs), want)
+        for g in (plax.grad(lambda v: sm(v).sum()), plax.jit(plax.grad(lambda v: sm(v).sum()))):
+            close(g(xs), np.ones_like(xs))
+
+    @plax.custom_vjp
+    def scaled(w, b):
+        return w * b
+    scaled.defvjp(lambda w, b: (scaled(w, b), (w, b)), lambda r, g: (g * r[1], g * r[0]))
+    w = np.float32([1.5, 2.0])
+    bad = plax.shard_map(lambda w, b: lax.psum(scaled(w, b), "x"), mesh=mesh,
+                         in_specs=(P(), P("x")), out_specs=P())
+    raises(ValueError, lambda: plax.grad(lambda w: bad(w, xs).sum())(w), "bwd rule")
+
+    @plax.custom_vjp
+    def scaled_ok(w, b):
+        return w * b
+    scaled_ok.defvjp(lambda w, b: (scaled_ok(w, b), (w, b)),
+                     lambda r, g: (lax.psum(g * r[1], "x"), g * r[0]))
+    good = plax.shard_map(lambda w, b: lax.psum(scaled_ok(w, b), "x"), mesh=mesh,
+                          in_specs=(P(), P("x")), out_specs=P())
+    close(plax.grad(lambda w: good(w, xs).sum())(w), want)
+
+
+@check
 def psum_scatter_variants():
     A = rng.standard_normal((N, N, 2)).astype(np.float32)
     got, ref = both(lambda x: lax.psum_scatter(x, "i"), A)
