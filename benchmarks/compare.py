@@ -277,7 +277,9 @@ def fmt(seconds: float | None) -> str:
     return f"{seconds:.2f} s"
 
 
-def measure(quick: bool, repeat: int) -> tuple[list[list[str]], list[str]]:
+def measure(quick: bool, repeat: int) -> tuple[list[list[str]], list[str], dict]:
+    """The table's rows, the notes on missing libraries, and each row's times in seconds
+    (label -> column -> seconds or None)."""
     libs, notes = libraries()
     target = 0.01 if quick else 0.05
     workloads = make_workloads(quick)
@@ -287,6 +289,7 @@ def measure(quick: bool, repeat: int) -> tuple[list[list[str]], list[str]]:
     # kernels while nothing is compiled yet)
     order = sorted(range(len(workloads)), key=lambda i: not workloads[i][1].get("first"))
     rows: list = [None] * len(workloads)
+    raw: dict = {}
     for index in order:
         label, impls = workloads[index]
         times: dict[str, float | None] = {}
@@ -317,7 +320,31 @@ def measure(quick: bool, repeat: int) -> tuple[list[list[str]], list[str]]:
         numba_t, jax_t = times.get("plax-numba"), times.get("jax")
         ratio = f"{numba_t / jax_t:.2f}" if numba_t and jax_t else "-"
         rows[index] = [label] + [fmt(times[c]) for c in COLUMNS] + [ratio]
-    return rows, notes
+        raw[label] = times
+    return rows, notes, raw
+
+
+def mlp_products_floor(repeat: int, quick: bool, batch: int = 128) -> float:
+    """Seconds per MLP step spent in its matrix products alone, in NumPy (the BLAS plax calls):
+    the three of the forward pass, and the five of the backward pass (two per layer but the
+    first, whose input needs no gradient). No implementation of the step can take less with
+    this BLAS; the MLP row's ratio is bounded below by this time over JAX's."""
+    rng = np.random.default_rng(1)
+    sizes = (784, 512, 512, 10)
+    x = rng.standard_normal((batch, sizes[0])).astype(np.float32)
+    ws = [rng.standard_normal((m, n)).astype(np.float32) for m, n in zip(sizes[:-1], sizes[1:])]
+    hs = [x] + [rng.standard_normal((batch, n)).astype(np.float32) for n in sizes[1:-1]]
+    gs = [rng.standard_normal((batch, n)).astype(np.float32) for n in sizes[1:]]
+
+    def products():
+        for h, w in zip(hs, ws):
+            h @ w
+        for i, (h, w, g) in enumerate(zip(hs, ws, gs)):
+            h.T @ g
+            if i:
+                g @ w.T
+
+    return median_seconds(products, repeat, 0.01 if quick else 0.05)
 
 
 def table(rows: list[list[str]]) -> str:
@@ -335,7 +362,7 @@ def main(argv=None) -> None:
                         help="timing runs per cell (default 15, 3 with --quick)")
     args = parser.parse_args(argv)
     repeat = args.repeat or (3 if args.quick else 15)
-    rows, notes = measure(args.quick, repeat)
+    rows, notes, raw = measure(args.quick, repeat)
     import plax
     for name, backend in sorted(plax.plugins.registry().backends.items()):
         info = getattr(backend, "info", lambda: {})() or {}
@@ -346,6 +373,10 @@ def main(argv=None) -> None:
         print(note)
     print(f"medians of {repeat} runs per cell{' (--quick sizes)' if args.quick else ''}")
     print(table(rows))
+    floor = mlp_products_floor(repeat, args.quick)
+    jax_step = next(t["jax"] for label, t in raw.items() if label.startswith("MLP step 784"))
+    print(f"the MLP step's 8 matrix products alone, in NumPy: {fmt(floor)}"
+          + (f" ({floor / jax_step:.2f} of JAX's whole step)" if jax_step else ""))
 
 
 if __name__ == "__main__":

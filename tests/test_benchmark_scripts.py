@@ -61,6 +61,8 @@ def test_compare_prints_one_table_with_every_workload():
         assert len(row.strip("|").split(" | ")) == 6, row
     if "numpy" in plax.plugins.registry().backends:
         assert all(row.split(" | ")[2] != "-" for row in rows[1:])  # plax-numpy measured
+    floor = [line for line in lines if line.startswith("the MLP step's 8 matrix products")]
+    assert len(floor) == 1 and floor[0].split(": ")[1].split()[1] in ("µs", "ms", "s"), floor
 
 
 def test_trace_overhead_names_backend_and_every_case():
