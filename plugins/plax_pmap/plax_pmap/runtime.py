@@ -502,24 +502,28 @@ class SpmdProgram:
         return [read(v) for v in jaxpr.outvars]
 
     def _collectives(self, eqns: list, rank: int, ops: list, comm: "_Comm") -> list:
-        """The results of collectives that do not depend on each other, for this device,
-        with one exchange of every operand and one barrier after it (two thread hand-offs
-        per group instead of two per collective, and across processes one message: a
-        data-parallel step's ``pmean`` of the gradients is one group)."""
-        if len(eqns) == 1:
-            return [self._collective(eqns[0], rank, ops[0], comm)]
+        """The results of collectives that do not depend on each other, for this device
+        (``ops``: their operands, None for ``axis_index``), with one exchange of every
+        operand and one barrier after it (two thread hand-offs per group instead of two per
+        collective, and across processes one message: a data-parallel step's ``pmean`` of
+        the gradients is one group)."""
         what = ", ".join(dict.fromkeys(e.primitive.name for e in eqns))
         plans = [self.group(e.params["axes"], rank) for e in eqns]
+        if all(e.primitive is axis_index_p for e in eqns):  # nothing to exchange
+            comm.check(what)
+            return [np.asarray(pos, np.int32) for _, pos in plans]
         split = [self._split(e, members, x, comm) for e, x, (members, _) in zip(eqns, ops, plans)]
         for j, (e, x, (members, pos)) in enumerate(zip(eqns, ops, plans)):
             if split[j] and pos == 0:
                 comm.outputs[(j, e.params["axes"], members[0])] = np.empty(
                     x.shape, e.outvars[0].aval.dtype)
+        local = rank - comm.offset_of(rank)
         if comm.transport is None:
-            slots = comm.exchange(rank, tuple(ops), what)
+            slots = comm.exchange(local, tuple(ops), what)
+        elif len(ops) == 1:
+            slots = [(v,) for v in comm.exchange(local, ops[0], what)]
         else:  # one message per group: the operands' bytes, end to end
-            packed = comm.exchange(rank - comm.offset_of(rank), _pack(ops), what)
-            slots = [_unpack(b, ops) for b in packed]
+            slots = [_unpack(b, ops) for b in comm.exchange(local, _pack(ops), what)]
         try:
             outs = []
             for j, (e, x, (members, pos)) in enumerate(zip(eqns, ops, plans)):
@@ -538,24 +542,6 @@ class SpmdProgram:
         members, one process, host memory)."""
         return (eqn.primitive is psum_p and len(members) > 1 and comm.transport is None
                 and comm.host and x.size >= _SPLIT_PSUM)
-
-    def _collective(self, eqn: JaxprEqn, rank: int, x, comm: "_Comm"):
-        """One collective's result for this device (its operand ``x``, None for
-        ``axis_index``), with its own exchange."""
-        members, pos = self.group(eqn.params["axes"], rank)
-        if eqn.primitive is axis_index_p:
-            comm.check(eqn.primitive.name)
-            return np.asarray(pos, np.int32)
-        key = (0, eqn.params["axes"], members[0])
-        split = self._split(eqn, members, x, comm)
-        if split and pos == 0:
-            comm.outputs[key] = np.empty(x.shape, eqn.outvars[0].aval.dtype)
-        slots = comm.exchange(rank - comm.offset_of(rank), x, eqn.primitive.name)
-        try:
-            return self._combine(eqn, pos, [slots[m] for m in members], x,
-                                 comm.outputs[key] if split else None)
-        finally:
-            comm.done(eqn.primitive.name, shared_output=split)
 
     @staticmethod
     def _combine(eqn: JaxprEqn, pos: int, vals: list, x, shared_out) -> np.ndarray:
