@@ -18,7 +18,7 @@ import plax.numpy as jnp
 from plax import plugins
 from plax.backend import Backend, UnsupportedPrimitiveError
 from plax.core import Primitive, ShapedArray
-from plax.core.jaxpr import Literal
+from plax.core.jaxpr import Literal, sub_jaxprs
 from plax.device import Device, cpu_devices
 from plax.lowering import (Cluster, Emitter, PlaxFallbackWarning, dead_after, find_clusters,
                            last_uses, literal_value, lower, order_for_fusion, reference_kernel)
@@ -383,3 +383,35 @@ def test_executable_text_protocol():
     assert executable_text(plain) == "def _compiled(): ..."
     plain.as_text = lambda: "custom"
     assert executable_text(plain) == "custom"
+
+
+def test_value_identities_are_erased_before_any_backend_compiles():
+    """A primitive declared the identity on values (plax-pmap's pvary) is removed from the
+    jaxpr every backend receives, inside loop bodies and jit calls too: no backend needs a
+    kernel for it and no fallback runs."""
+    from plax.core import passes
+    ident_p = Primitive("test_value_identity")
+    ident_p.def_abstract_eval(lambda x: x)
+    passes.register_value_identity(ident_p)
+
+    def f(xs):
+        inner = plax.jit(lambda v: ident_p.bind(v) * 2.0)
+        total, ys = plax.lax.scan(lambda c, r: (c + ident_p.bind(r), inner(r)), 0.0, xs)
+        return ident_p.bind(total), ys
+
+    closed = plax.make_jaxpr(f)(jnp.arange(4.0))
+    erased = passes.erase_value_identities(closed)
+
+    def names(j):
+        return [e.primitive.name for e in j.eqns] + [n for e in j.eqns for s in
+                                                     sub_jaxprs(e.params) for n in names(s)]
+    assert "test_value_identity" in names(closed.jaxpr)
+    assert "test_value_identity" not in names(erased.jaxpr)
+    plain = plax.make_jaxpr(lambda x: x * 2.0)(1.0)
+    assert passes.erase_value_identities(plain) is plain
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for backend in sorted(plugins.registry().backends):
+            total, ys = plax.jit(f, backend=backend)(jnp.arange(4.0))
+            assert float(total) == 6.0
+            np.testing.assert_array_equal(ys, 2.0 * np.arange(4.0))

@@ -11,7 +11,7 @@ import weakref
 from typing import Any
 
 from plax.core.effects import eqn_has_effects
-from plax.core.jaxpr import ClosedJaxpr, DropVar, Jaxpr, JaxprEqn, Var
+from plax.core.jaxpr import ClosedJaxpr, DropVar, Jaxpr, JaxprEqn, Var, sub_jaxprs
 
 
 def call_param(eqn: JaxprEqn) -> str | None:
@@ -138,12 +138,65 @@ def has_unread_call_outputs(jaxpr: Jaxpr) -> bool:
     return any(v not in read for e in calls for v in e.outvars)
 
 
+_value_identities: set = set()
+
+
+def register_value_identity(primitive) -> None:
+    """Declares ``primitive`` the identity on values: one operand, one result equal to it,
+    there for its type only (plax-pmap's ``pvary``, which marks a value as varying over mesh
+    axes). :func:`prepare_for_backend` removes its equations, also inside sub-jaxprs, so no
+    backend needs a kernel for it."""
+    _value_identities.add(primitive)
+
+
+def _holds_value_identity(jaxpr: Jaxpr) -> bool:
+    return any(e.primitive in _value_identities
+               or any(_holds_value_identity(j) for j in sub_jaxprs(e.params))
+               for e in jaxpr.eqns)
+
+
+def erase_value_identities(closed: ClosedJaxpr) -> ClosedJaxpr:
+    """``closed`` without the equations of primitives declared with
+    :func:`register_value_identity` (their results replaced by their operands), in every
+    sub-jaxpr too; ``closed`` itself when it holds none."""
+    if not _value_identities or not _holds_value_identity(closed.jaxpr):
+        return closed
+    jaxpr = closed.jaxpr
+    rename: dict = {}
+
+    def sub(v):
+        return rename.get(v, v) if isinstance(v, Var) else v
+
+    eqns = []
+    for e in jaxpr.eqns:
+        if e.primitive in _value_identities:
+            rename[e.outvars[0]] = sub(e.invars[0])
+            continue
+        params = e.params
+        if any(_holds_value_identity(j) for j in sub_jaxprs(params)):
+            params = {k: _erased_param(v) for k, v in params.items()}
+        eqns.append(JaxprEqn(e.primitive, [sub(v) for v in e.invars], e.outvars, params))
+    new = Jaxpr(jaxpr.constvars, jaxpr.invars, [sub(v) for v in jaxpr.outvars], eqns)
+    return ClosedJaxpr(new, list(closed.consts))
+
+
+def _erased_param(value):
+    if isinstance(value, ClosedJaxpr):
+        return erase_value_identities(value)
+    if isinstance(value, Jaxpr):
+        return erase_value_identities(ClosedJaxpr(value, [])).jaxpr
+    if isinstance(value, (tuple, list)) and any(isinstance(x, (Jaxpr, ClosedJaxpr))
+                                                for x in value):
+        return type(value)(_erased_param(x) for x in value)
+    return value
+
+
 def prepare_for_backend(closed: ClosedJaxpr) -> tuple[Jaxpr, list]:
-    """inline_calls + dce, with constvars turned into leading invars: the form
-    ``Backend.compile`` receives (``jit`` calls stay, with their bodies prepared the same
-    way but keeping their constants). Returns the jaxpr and the constant values to pass
-    first."""
-    inlined = inline_calls(closed)
+    """erase_value_identities + inline_calls + dce, with constvars turned into leading
+    invars: the form ``Backend.compile`` receives (``jit`` calls stay, with their bodies
+    prepared the same way but keeping their constants). Returns the jaxpr and the constant
+    values to pass first."""
+    inlined = inline_calls(erase_value_identities(closed))
     j = dce(inlined.jaxpr)
     return Jaxpr([], list(j.constvars) + list(j.invars), j.outvars, j.eqns), list(inlined.consts)
 

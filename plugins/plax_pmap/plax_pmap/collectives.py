@@ -25,10 +25,11 @@ import numpy as np
 
 from plax import lax, tree_util
 from plax import numpy as jnp
-from plax.core import registry, varying as _varying
+from plax.core import Primitive, registry, varying as _varying
+from plax.core.passes import register_value_identity
 from plax.core.shaped_array import ShapedArray
 from plax.core.trace import get_aval
-from plax.transforms.batching import move_axis_to
+from plax.transforms.batching import move_axis_to, register_axis_primitive
 from plax.transforms.jvp import Zero
 from plax_pmap.axes import as_axes, axis_size as _axis_size
 from plax_pmap.primitives import (COLLECTIVES, all_gather_p, all_to_all_p, axis_index_p,
@@ -455,16 +456,60 @@ def pbroadcast(x: Any, axis_name, source: int) -> Any:
     return _leafwise(one, x)
 
 
+# The type cast itself: the identity on values, typed as varying over ``axes`` (shown as
+# ``pvary[axes=('x',)]`` in a jaxpr, as JAX shows it). Bound only while a shard_map body is
+# typed; backends never see it (``plax.core.passes`` erases it before compiling).
+pvary_p = Primitive("pvary")
+registry.register_rule("impl", pvary_p)(lambda x, *, axes: x)
+_varying.register_self_typed(pvary_p)
+register_value_identity(pvary_p)
+
+
+@pvary_p.def_abstract_eval
+def _pvary_aval(x, *, axes):
+    return ShapedArray(x.shape, x.dtype, x.weak_type, _varying.axes_of(x) | frozenset(axes))
+
+
+def _pvary_jvp(primals, tangents, *, axes):
+    t, = tangents
+    out = pvary_p.bind(primals[0], axes=axes)
+    return out, (Zero(get_aval(out)) if type(t) is Zero else pvary_p.bind(t, axes=axes))
+
+
+def _pvary_transpose(ct, x, *, axes):
+    # the cotangent of a value broadcast to the devices: summed over them
+    if type(ct) is Zero:
+        return [Zero(x.aval)]
+    return [psum_p.bind(ct, axes=axes)]
+
+
+registry.register_rule("jvp", pvary_p)(_pvary_jvp)
+registry.register_rule("transpose", pvary_p)(_pvary_transpose)
+# vmap formulation: a value's type there is whether it is batched, so the cast is nothing
+registry.register_rule("batch", pvary_p)(lambda vals, dims, *, axes: (vals[0], dims[0]))
+# (the vmap level binding the axes handles it even for a value from below that level, as it
+# does every collective, so the cast never reaches the transforms outside the shard_map)
+register_axis_primitive(pvary_p, lambda params: params["axes"])
+
+
 def pvary(x: Any, axis_name) -> Any:
-    """``x`` unchanged. Inside ``shard_map(check_vma=True)`` an invariant value used with
-    varying ones is broadcast implicitly (and its cotangent summed over the devices), so no
-    cast is needed: ``pvary`` marks nothing, and a value passed through it keeps its type.
-    Values and gradients are JAX's; what differs is that the result still reads as
-    invariant (``shard_map`` accepts it for an ``out_specs`` entry that does not name the
-    axes, where JAX raises). JAX 0.10 spells it ``pcast(x, axis_name, to="varying")``."""
-    for name in as_axes(axis_name):
+    """``x``, typed as varying over the named axes inside ``shard_map(check_vma=True)``
+    (JAX's ``pvary``; JAX 0.10 spells it ``pcast(x, axis_name, to="varying")``). Values
+    are unchanged; the type matters for ``out_specs`` (a varying value cannot go to an entry
+    that leaves the axes out) and reverse mode (the cotangent is summed over the devices).
+    An invariant value used with varying ones is cast implicitly, so it is rarely needed.
+    Outside a typed shard_map body it is the identity."""
+    axes = as_axes(axis_name)
+    for name in axes:
         _axis_size(name)  # NameError for an unbound name, as every collective
-    return x
+    if not _varying.active():
+        return x
+
+    def one(leaf):
+        missing = tuple(a for a in axes if a not in _varying.axes_of(get_aval(leaf)))
+        return pvary_p.bind(leaf, axes=missing) if missing else leaf
+
+    return tree_util.tree_map(one, x)
 
 
 def pswapaxes(x: Any, axis_name, axis: int, *, axis_index_groups=None) -> Any:

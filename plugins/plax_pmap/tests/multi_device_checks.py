@@ -152,9 +152,9 @@ def pswapaxes_is_all_to_all_on_one_axis():
 @check
 def pcast_to_varying_matches_jax():
     """pcast(x, name, to="varying") (JAX 0.10's pvary): values and gradients as JAX gives
-    them (checked against JAX 0.10.2: 2*N*c, and grad 2*N), a cast of a value that already
-    varies raises ValueError as in JAX, and JAX's reduced/unreduced targets raise
-    NotImplementedError."""
+    them (checked against JAX 0.10.2: 2*N*c, and grad 2*N), the result typed as varying, a
+    cast of a value that already varies raises ValueError as in JAX, and JAX's
+    reduced/unreduced targets raise NotImplementedError."""
     mesh = plax.make_mesh((N,), ("x",))
     c = np.full(2, 1.5, np.float32)
     pv = lambda v: lax.pcast(v, "x", to="varying")
@@ -169,6 +169,24 @@ def pcast_to_varying_matches_jax():
     close(plax.grad(h)(c, xs), xs.reshape(N, 2).sum(0))
     again = plax.shard_map(pv, mesh=mesh, in_specs=P("x"), out_specs=P("x"))
     raises(ValueError, lambda: again(xs), "already varies")
+    # the cast is typed: a varying value cannot go to an entry that leaves the axis out
+    # (JAX raises too), and in the body its type says it varies
+    leaky = plax.shard_map(pv, mesh=mesh, in_specs=P(), out_specs=P())
+    raises(ValueError, lambda: leaky(c), "leaves out mesh axis 'x'")
+    raises(ValueError, lambda: plax.jit(leaky)(c), "leaves out mesh axis 'x'")
+    seen = []
+    plax.shard_map(lambda v: seen.append(plax.typeof(pv(v)).vma) or pv(v), mesh=mesh,
+                   in_specs=P(), out_specs=P("x"))(c)
+    assert seen == [frozenset({"x"})], seen
+    # inside the body, grad through the cast sums over the devices (its transpose is psum)
+    inner = plax.shard_map(lambda v, b: plax.grad(lambda v: (pv(v) * b).sum())(v),
+                           mesh=mesh, in_specs=(P(), P("x")), out_specs=P())
+    close(inner(c, xs), xs.reshape(N, 2).sum(0))
+    scan_cast = plax.shard_map(
+        lambda v, b: lax.psum(lax.scan(lambda h, r: (h + r * b, None), pv(v),
+                                       jnp.arange(3.0))[0], "x"),
+        mesh=mesh, in_specs=(P(), P("x")), out_specs=P())
+    close(scan_cast(c, xs), N * c + 3 * xs.reshape(N, 2).sum(0))
     for to in ("reduced", "unreduced"):
         raises(NotImplementedError, lambda: plax.shard_map(
             lambda v: lax.pcast(v, "x", to=to), mesh=mesh, in_specs=P(), out_specs=P())(c),
