@@ -67,10 +67,17 @@ registry.register_rule("impl", gather_processes_p)(_gather_kernel)
 registry.register_rule("impl", sum_own_block_p)(_sum_own_block_kernel)
 
 
+_registered_with: list = [None]  # the plugin registry whose backends have the kernels
+
+
 def _register_kernels() -> None:
-    """The kernels in every loaded CPU backend's table, so compiled programs run them (a
-    backend without a kernel table falls back to the reference backend's)."""
-    for backend in list(plugins.registry().backends.values()):
+    """The kernels in every CPU backend's table, so compiled programs run them (a backend
+    without a kernel table falls back to the reference backend's). Done again for a new
+    registry (``plax.plugins.reset()`` builds new backend objects)."""
+    reg = plugins.registry()
+    if _registered_with[0] is reg:
+        return
+    for backend in list(reg.backends.values()):
         if getattr(backend, "platform", None) != "cpu":
             continue
         for p, fn in ((gather_processes_p, _gather_kernel),
@@ -79,9 +86,7 @@ def _register_kernels() -> None:
                 backend.register_kernel(p, fn)
             except NotImplementedError:
                 pass
-
-
-_register_kernels()
+    _registered_with[0] = reg
 
 
 # ------------------------------------------------------------------ rules
@@ -135,6 +140,7 @@ def gather_processes(x: Any, axis: int) -> Any:
     _, pc, _, _ = _run()
     if pc == 1:
         return x
+    _register_kernels()
     return gather_processes_p.bind(x, axis=axis % max(np.ndim(x), 1), count=pc)
 
 

@@ -443,6 +443,7 @@ def two_processes(monkeypatch):
     monkeypatch.setitem(state, "transport", _MirrorTransport())
 
 
+@pytest.mark.filterwarnings("error::plax.lowering.PlaxFallbackWarning")
 @pytest.mark.parametrize("backend", ["numpy", None])
 def test_gather_processes_and_its_transpose(two_processes, backend):
     """gather_processes concatenates the processes' values in process order; its transpose
