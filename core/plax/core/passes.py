@@ -138,6 +138,28 @@ def has_unread_call_outputs(jaxpr: Jaxpr) -> bool:
     return any(v not in read for e in calls for v in e.outvars)
 
 
+def dependency_graph(eqns: list) -> tuple[list[list[int]], list[int]]:
+    """``(readers, waiting)`` for reordering ``eqns``: ``readers[i]`` the equations that must
+    come after equation ``i`` (those reading its outputs, and the next effectful equation
+    after an effectful one, so effects keep their order), ``waiting[i]`` how many equations
+    must come before ``i``. A list schedule emits an equation once its count is zero and
+    decrements its readers' counts."""
+    producer = {v: i for i, e in enumerate(eqns) for v in e.outvars}
+    readers: list[list[int]] = [[] for _ in eqns]
+    waiting = [0] * len(eqns)
+    last_effect = None
+    for i, e in enumerate(eqns):
+        deps = {producer[v] for v in e.invars if isinstance(v, Var) and v in producer}
+        if eqn_has_effects(e):
+            if last_effect is not None:
+                deps.add(last_effect)
+            last_effect = i
+        waiting[i] = len(deps)
+        for d in deps:
+            readers[d].append(i)
+    return readers, waiting
+
+
 _value_identities: set = set()
 
 

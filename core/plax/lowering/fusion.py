@@ -108,24 +108,12 @@ def order_for_fusion(jaxpr: Jaxpr) -> Jaxpr:
       ['div', 'sub', 'div', 'sub']
     """
     import heapq
-    from plax.core.effects import eqn_has_effects
+    from plax.core.passes import dependency_graph
     eqns = jaxpr.eqns
     n = len(eqns)
     if n < 3:
         return jaxpr
-    producer = {v: i for i, e in enumerate(eqns) for v in e.outvars}
-    readers: list[list] = [[] for _ in range(n)]
-    waiting = [0] * n
-    last_effect = None
-    for i, e in enumerate(eqns):
-        deps = {producer[v] for v in e.invars if isinstance(v, Var) and v in producer}
-        if eqn_has_effects(e):
-            if last_effect is not None:
-                deps.add(last_effect)
-            last_effect = i
-        waiting[i] = len(deps)
-        for d in deps:
-            readers[d].append(i)
+    readers, waiting = dependency_graph(eqns)
     shapes = [_iteration_shape(e) for e in eqns]
     ready = [i for i in range(n) if not waiting[i]]
     heapq.heapify(ready)

@@ -24,8 +24,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from plax.core.effects import eqn_has_effects
 from plax.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var, sub_jaxprs
+from plax.core.passes import dependency_graph
 from plax.distributed import collective_timeout
 from plax.lax.control_flow.cond import cond_p
 from plax.lax.control_flow.loops import while_p
@@ -224,21 +224,7 @@ def _schedule(eqns: list, control: set) -> list:
     and effectful equations keep their order. Every device runs the same program, so every
     device's schedule is the same.
     """
-    producer = {v: i for i, e in enumerate(eqns) for v in e.outvars}
-    deps: list[set] = []
-    last_effect = None
-    for i, e in enumerate(eqns):
-        d = {producer[v] for v in e.invars if isinstance(v, Var) and v in producer}
-        if eqn_has_effects(e):
-            if last_effect is not None:
-                d.add(last_effect)
-            last_effect = i
-        deps.append(d)
-    readers: list[list] = [[] for _ in eqns]
-    for i, d in enumerate(deps):
-        for j in d:
-            readers[j].append(i)
-    waiting = [len(d) for d in deps]
+    readers, waiting = dependency_graph(eqns)
     special = [e.primitive in _COLLECTIVE_SET or id(e) in control for e in eqns]
     ready_plain = [i for i in range(len(eqns)) if not waiting[i] and not special[i]]
     ready_special = [i for i in range(len(eqns)) if not waiting[i] and special[i]]
