@@ -385,18 +385,17 @@ def device_put(x: Any, device: Any = None, *, may_alias: bool | None = None, don
     if isinstance(device, (PartitionSpec, NamedSharding)) or (
             isinstance(device, Sharding) and device.num_devices > 1):
         return _place_tree(x, device, "plax.device_put device")
-    if isinstance(device, (tuple, list, dict)):  # a pytree prefix of x: a target per subtree
-        targets, prefix = tree_util.tree_flatten(
-            device, is_leaf=lambda d: not isinstance(d, (tuple, list, dict))
-            or isinstance(d, PartitionSpec))
+    if isinstance(device, (tuple, list, dict)):  # a pytree prefix of x: a target per leaf
+        leaves, treedef = tree_util.tree_flatten(x)
         try:
-            parts = prefix.flatten_up_to(x)
+            targets = treedef.flatten_up_to(tree_util.tree_broadcast(
+                device, x, is_leaf=lambda d: not isinstance(d, (tuple, list, dict))
+                or isinstance(d, PartitionSpec)))
         except ValueError as err:
             raise ValueError(f"plax.device_put: device must be a device, a sharding or a pytree "
                              f"prefix of x's structure; got {device!r}:\n{err}") from None
-        return tree_util.tree_unflatten(prefix, [
-            device_put(part, target, may_alias=may_alias, donate=donate)
-            for part, target in zip(parts, targets)])
+        return treedef.unflatten([device_put(leaf, target, may_alias=may_alias, donate=donate)
+                                  for leaf, target in zip(leaves, targets)])
     committed = device is not None
     dev = resolve_device(device, "plax.device_put")
     return tree_util.tree_map(lambda leaf: _put_leaf(leaf, dev, committed), x)

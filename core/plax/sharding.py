@@ -751,16 +751,13 @@ def _place_tree(xs: Any, shardings: Any, what: str, pad_spec: bool = False) -> A
     from plax.device import _shard_leaf, device_put
 
     leaves, treedef = tree_util.tree_flatten(xs)
-    prefix, prefix_def = tree_util.tree_flatten(shardings, is_leaf=_is_sharding_leaf)
-    try:
-        subtrees = prefix_def.flatten_up_to(xs)
+    try:  # one target per leaf of xs (a sharding over an empty subtree applies to nothing)
+        targets = treedef.flatten_up_to(
+            tree_util.tree_broadcast(shardings, xs, is_leaf=_is_sharding_leaf))
     except ValueError as err:
         raise ValueError(f"{what} must be a single Sharding or PartitionSpec, or a pytree "
                          f"prefix of the values' structure {treedef!r}; got {shardings!r}:\n"
                          f"{err}") from None
-    targets = []  # one per leaf of xs (a sharding over an empty subtree applies to nothing)
-    for s, sub in zip(prefix, subtrees):
-        targets.extend([s] * tree_util.tree_structure(sub).num_leaves)
     out = []
     for leaf, target in zip(leaves, targets):
         s = _resolve(target, what)

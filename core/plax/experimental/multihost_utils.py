@@ -374,9 +374,9 @@ def _specs_per_leaf(fname: str, pspecs: Any, inputs: Any) -> list:
     def is_spec(x):
         return isinstance(x, PartitionSpec)
 
-    specs, spec_def = tree_util.tree_flatten(pspecs, is_leaf=is_spec)
     try:
-        subtrees = spec_def.flatten_up_to(inputs)
+        specs = tree_util.tree_structure(inputs).flatten_up_to(
+            tree_util.tree_broadcast(pspecs, inputs, is_leaf=is_spec))
     except ValueError as exc:
         # JAX's message for a None where a spec belongs
         specs_n, def_n = tree_util.tree_flatten(pspecs, is_leaf=lambda x: x is None or is_spec(x))
@@ -389,13 +389,10 @@ def _specs_per_leaf(fname: str, pspecs: Any, inputs: Any) -> list:
                              "PartitionSpec() to replicate an input") from None
         raise ValueError(f"{fname}: pspecs must be a PartitionSpec or a pytree prefix of the "
                          f"inputs (one PartitionSpec per leaf or per subtree).\n{exc}") from None
-    out = []
-    for spec, sub in zip(specs, subtrees):
-        n = len(tree_util.tree_leaves(sub))
-        if n and not is_spec(spec):
-            raise TypeError(f"{fname}: pspecs must hold PartitionSpecs, got {spec!r}")
-        out.extend([spec] * n)
-    return out
+    bad = next((spec for spec in specs if not is_spec(spec)), None)
+    if bad is not None:
+        raise TypeError(f"{fname}: pspecs must hold PartitionSpecs, got {bad!r}")
+    return specs
 
 
 def _host(leaf: Any, where: str, fname: str) -> np.ndarray:
