@@ -457,8 +457,9 @@ def pbroadcast(x: Any, axis_name, source: int) -> Any:
 
 
 # The type cast itself: the identity on values, typed as varying over ``axes`` (shown as
-# ``pvary[axes=('x',)]`` in a jaxpr, as JAX shows it). Bound only while a shard_map body is
-# typed; backends never see it (``plax.core.passes`` erases it before compiling).
+# ``pvary[axes=('x',)]`` in a per-device jaxpr, as JAX shows it). Bound only while a
+# shard_map body is typed; backends never see it (``plax.core.passes`` erases it before
+# compiling). Linear, its transpose a psum over its axes (with the other collectives' below).
 pvary_p = Primitive("pvary")
 registry.register_rule("impl", pvary_p)(lambda x, *, axes: x)
 _varying.register_self_typed(pvary_p)
@@ -470,21 +471,6 @@ def _pvary_aval(x, *, axes):
     return ShapedArray(x.shape, x.dtype, x.weak_type, _varying.axes_of(x) | frozenset(axes))
 
 
-def _pvary_jvp(primals, tangents, *, axes):
-    t, = tangents
-    out = pvary_p.bind(primals[0], axes=axes)
-    return out, (Zero(get_aval(out)) if type(t) is Zero else pvary_p.bind(t, axes=axes))
-
-
-def _pvary_transpose(ct, x, *, axes):
-    # the cotangent of a value broadcast to the devices: summed over them
-    if type(ct) is Zero:
-        return [Zero(x.aval)]
-    return [psum_p.bind(ct, axes=axes)]
-
-
-registry.register_rule("jvp", pvary_p)(_pvary_jvp)
-registry.register_rule("transpose", pvary_p)(_pvary_transpose)
 # vmap formulation: a value's type there is whether it is batched, so the cast is nothing
 registry.register_rule("batch", pvary_p)(lambda vals, dims, *, axes: (vals[0], dims[0]))
 # (the vmap level binding the axes handles it even for a value from below that level, as it
@@ -584,6 +570,8 @@ def pcast(x: Any, axis_name, *, to: str) -> Any:
 # ------------------------------------------------------------------ JVP and transpose
 
 def _linear(p, transpose):
+    """JVP and transpose rules of a linear one-operand primitive ``p``: its tangent is ``p`` of
+    the tangent, its transpose ``transpose(ct, x, **params)`` (symbolic zeros pass)."""
     def jvp(primals, tangents, **params):
         out = p.bind(*primals, **params)
         t = tangents[0]
@@ -613,6 +601,8 @@ def _psum_transpose(ct, x, axes):
 
 
 _linear(psum_p, _psum_transpose)
+# the cotangent of a value broadcast to the devices: summed over them
+_linear(pvary_p, lambda ct, x, axes: psum_p.bind(ct, axes=axes))
 # a cotangent reaching a value that varies over fewer axes is summed over the others
 _varying.register_reducer(lambda ct, axes: psum_p.bind(ct, axes=axes))
 _linear(ppermute_p, lambda ct, x, axes, perm: ppermute_p.bind(

@@ -26,8 +26,7 @@ import numpy as np
 from plax import distributed, plugins
 from plax.core import Primitive, registry
 from plax.core.shaped_array import ShapedArray
-from plax.core.trace import get_aval
-from plax.transforms.jvp import Zero
+from plax_pmap.collectives import _linear  # the collectives' rules for linear primitives
 
 __all__ = ["gather_processes_p", "sum_own_block_p", "gather_processes", "own_block"]
 
@@ -105,30 +104,19 @@ def _sum_own_block_aval(x, *, axis, count):
     return ShapedArray(tuple(shape), x.dtype, x.weak_type)
 
 
-def _linear(p, transpose_p):
-    def jvp(primals, tangents, **params):
-        out = p.bind(*primals, **params)
-        t, = tangents
-        return out, (Zero(get_aval(out)) if type(t) is Zero else p.bind(t, **params))
-
-    def transpose(ct, x, **params):
-        if type(ct) is Zero:
-            return [Zero(x.aval)]
-        return [transpose_p.bind(ct, **params)]
-
+def _batch_rule(p):
     def batch(vals, dims, *, axis, count):
         x, = vals
         d, = dims
         # the operand's own axis ``axis`` sits one further right when the batch axis is left of it
         return p.bind(x, axis=axis + (d <= axis), count=count), d
-
-    registry.register_rule("jvp", p)(jvp)
-    registry.register_rule("transpose", p)(transpose)
-    registry.register_rule("batch", p)(batch)
+    return batch
 
 
-_linear(gather_processes_p, sum_own_block_p)
-_linear(sum_own_block_p, gather_processes_p)
+for _p, _transpose_p in ((gather_processes_p, sum_own_block_p),
+                         (sum_own_block_p, gather_processes_p)):
+    _linear(_p, lambda ct, x, _tp=_transpose_p, **params: _tp.bind(ct, **params))
+    registry.register_rule("batch", _p)(_batch_rule(_p))
 
 
 # ------------------------------------------------------------------ user-level
