@@ -308,9 +308,8 @@ class BatchTrace(Trace):
         """In shard_map's vmap formulation (this level's axis a typed mesh axis): per output
         of ``fun``, whether its per-device type says it is equal on every device along the
         axis (a ``psum`` inside makes it so). None on an ordinary vmap level."""
-        typed = _varying.stack[-1]
         name = self.axis_data.name
-        if typed is None or name not in typed:
+        if name not in _varying.typed_axes():
             return None
         from plax.transforms.staging import trace_to_jaxpr
         closed, _ = trace_to_jaxpr(fun, [t.aval for t in tracers], "a custom_vjp function")
@@ -323,21 +322,12 @@ def batch_flat_fun(fun: Callable, in_dims, axis_data: AxisData) -> Callable:
     Each call opens a fresh batching level, so the result can be stored (in a staged
     custom_jvp/custom_vjp equation) and called after the current vmap has finished.
     """
-    from plax.core.trace import new_main
-    size = axis_data.size
+    batched = batch_flat_fun_dims(fun, in_dims, axis_data)
 
-    def batched(*vals):
-        with new_main(BatchTrace, payload=axis_data) as main:
-            trace = BatchTrace(main)
-            tracers = [BatchTracer(trace, v, d) for v, d in zip(vals, in_dims)]
-            outs = fun(*tracers)
-            result = []
-            for o in outs:
-                o = trace.full_raise(o)
-                result.append(move_axis_to(o.val, o.batch_dim, 0, size))
-        return result
+    def on_axis_0(*vals):  # (an output equal for every member is broadcast)
+        return [move_axis_to(v, 0 if b else None, 0, axis_data.size) for v, b in batched(*vals)]
 
-    return batched
+    return on_axis_0
 
 
 def batch_flat_fun_dims(fun: Callable, in_dims, axis_data: AxisData) -> Callable:
