@@ -99,6 +99,12 @@ class _Cache:
     def __init__(self):
         self.table: dict = {}
 
+    def warn_once(self, message: str) -> None:
+        """A :class:`PlaxFallbackWarning`, the first time only for this wrapper."""
+        if ("warned",) not in self.table:
+            self.table[("warned",)] = True
+            warnings.warn(message, PlaxFallbackWarning, stacklevel=3)
+
 
 # ------------------------------------------------------------------ pmap
 
@@ -188,15 +194,12 @@ def pmap(fun: Callable | None = None, axis_name: Hashable | None = None, *, in_a
 
         if not _eager(leaves):
             if pcount > 1 and not _axes.bound_frames():
-                if ("warned",) not in cache.table:
-                    cache.table[("warned",)] = True
-                    warnings.warn(
-                        "pmap under a transform (jit, grad or vmap of a pmap) in a "
-                        "multi-process run: each process gathers every process's slices and "
-                        "computes every device's share itself (one vmap), which gives the right "
-                        "result but does not spread the work over the devices. Apply the "
-                        "transform inside the pmap (pmap(grad(f))) to run each slice on its own "
-                        "device.", PlaxFallbackWarning, stacklevel=2)
+                cache.warn_once(
+                    "pmap under a transform (jit, grad or vmap of a pmap) in a multi-process "
+                    "run: each process gathers every process's slices and computes every "
+                    "device's share itself (one vmap), which gives the right result but does "
+                    "not spread the work over the devices. Apply the transform inside the pmap "
+                    "(pmap(grad(f))) to run each slice on its own device.")
                 return _as_vmap_across_processes(flat_fun, leaves, axes, out_axes, name, size)
             return _as_vmap(flat_fun, leaves, axes, out_axes, name, size)
         key = (treedef, static_vals, tuple(axes),
@@ -491,18 +494,16 @@ def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = N
 
         key = (treedef, tuple(specs), m, tuple(blocks))
         if not _eager(leaves):
-            if spread is not None and ("warned",) not in cache.table:
+            if spread is not None:
                 # every process passes the global arguments, so computing all the blocks
                 # here is right -- only not spread over the processes
-                cache.table[("warned",)] = True
-                warnings.warn(
+                cache.warn_once(
                     "shard_map under a transform (jit, grad or vmap of a shard_map) over a mesh "
                     "that spans processes: each process computes every device's block itself "
                     "(as nested vmaps, with no communication), which gives the right result "
                     "from the global arguments but does not spread the work over the "
                     "processes. Call the shard_map outside the transform and apply jit/grad "
-                    "inside it to run each block on its own device.", PlaxFallbackWarning,
-                    stacklevel=2)
+                    "inside it to run each block on its own device.")
             if checking and ("checked",) + key not in cache.table:
                 # at trace time, as JAX does (the vmap formulation builds no jaxpr to check)
                 _ReplicationCheck(specs, out_specs, m, axis_names).trace_and_check(
