@@ -42,8 +42,10 @@ def _incompatible(prim, arrays) -> ValueError:
 def kernel(device, prim):
     """The callable ``(*buffers, **params)`` that runs ``prim`` on ``device`` (cached per device).
 
-    A backend may hand out its kernel directly (``Backend.eager_impl``); otherwise the kernel
-    goes through ``Backend.execute``.
+    A backend may hand out its kernel directly (``Backend.eager_impl``); a primitive holding
+    sub-jaxprs (``cond``, ``while``, ``scan``) that it does not run itself runs its bodies
+    with this backend on ``device`` (:mod:`plax.lowering.bodies`); otherwise the kernel goes
+    through ``Backend.execute``.
     """
     table = device.__dict__.get("_kernels")
     if table is None:  # a Device subclass whose __init__ did not call Device.__init__
@@ -51,9 +53,15 @@ def kernel(device, prim):
     fn = table.get(prim)
     if fn is None:
         backend = device.backend
-        fn = backend.eager_impl(prim) or functools.partial(backend.execute, prim)
+        fn = (backend.eager_impl(prim) or _eager_body_kernel(backend, device, prim)
+              or functools.partial(backend.execute, prim))
         table[prim] = fn
     return fn
+
+
+def _eager_body_kernel(backend, device, prim):
+    from plax.lowering.bodies import eager_body_kernel
+    return eager_body_kernel(backend, device, prim)
 
 
 def apply_primitive(prim, args, params):
