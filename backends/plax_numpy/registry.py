@@ -10,6 +10,7 @@ from plax.lowering.host import numpy_errors_off
 # loaded (a primitive of a family that is not loaded cannot be looked up), so neither the
 # backend's first eager op nor ``import plax_numpy`` pays for linalg, convolution, FFT, ...
 LAZY_KERNELS = {
+    "plax.lax.control_flow": "plax_numpy.impls_control_flow",
     "plax.lax.callbacks": "plax_numpy.impls_callbacks",
     "plax.lax.fft": "plax_numpy.impls_fft",
     "plax.lax.convolution": "plax_numpy.impls_convolution",

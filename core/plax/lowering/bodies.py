@@ -165,6 +165,27 @@ def eager_body_kernel(backend, device, primitive) -> Callable[..., Any] | None:
     return functools.partial(kernel, runner_for(backend, device))
 
 
+def host_kernel(primitive) -> Callable[..., Any]:
+    """``primitive``'s kernel over host NumPy buffers, for kernel tables (``plax_numpy.impls()``):
+    its bodies run on the reference backend on the first CPU device.
+
+    Such a kernel serves ``Backend.execute`` and backends that reuse the table on host arrays.
+    Eager dispatch replaces it with the runner of the device's backend (it is marked
+    ``host_body_kernel``); an emitter that wants its program's bodies compiled by its own
+    backend declines the primitive, and the lowering driver binds that backend's runner.
+    """
+    kernel = _body_kernels[primitive]
+
+    def run(*buffers, **params):
+        from plax.device import cpu_devices
+        from plax.lowering.fallback import reference_backend
+        return kernel(runner_for(reference_backend(), cpu_devices()[0]), *buffers, **params)
+
+    run.host_body_kernel = True
+    run.__name__ = f"{primitive.name}_on_host"
+    return run
+
+
 # ------------------------------------------------------------------ cond, while, scan
 
 def run_cond(runner: BodyRunner, index, *operands, branches) -> list:
