@@ -18,7 +18,7 @@ import threading
 import numpy as np
 
 from plax import lax
-from plax.lowering import Emitter, Step, call_body
+from plax.lowering import Emitter, Step, body_step, call_body
 
 from plax_numba import cache, codegen, kernels, tiered
 
@@ -49,7 +49,6 @@ class NumbaEmitter(Emitter):
         self.compile_kernels = compile_kernels
         self.kernel_sources: list[tuple[str, str]] = []
         self.native: list[str] = []   # the control-flow primitives compiled as native loops
-        self._run_body = None
 
     # ------------------------------------------------------------ clusters
     def emit_cluster(self, cluster):
@@ -260,11 +259,13 @@ class NumbaEmitter(Emitter):
         lone = self._lone_kernel(eqn)
         if lone is not None:
             return lone
-        if self._run_body is None:
-            self._run_body = kernels.BodyRunner(backend, self.device)
-        step = kernels.control_flow_kernel(eqn, self._run_body)
+        # cond/while/scan: the core's host loop over bodies compiled by this backend for this
+        # device, as a native loop once that is compiled
+        step = body_step(eqn, backend, self.device)
         if step is not None:
-            native = self._native_loop(eqn, step) if self.compile_kernels else None
+            from plax_numba.wholegen import CONTROL_FLOW
+            native = (self._native_loop(eqn, step)
+                      if self.compile_kernels and eqn.primitive in CONTROL_FLOW else None)
             return native if native is not None else step
         if backend.is_core(prim):
             fn = backend.eager_impl(prim)

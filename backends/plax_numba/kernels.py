@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import math
 import time
-import weakref
 
 import numpy as np
 
@@ -138,63 +137,3 @@ def plain_dot(eqn):
 
 
 quiet_enter, quiet_leave = numpy_errors_off()  # the same switch as the NumPy backend's
-
-
-# ---------------------------------------------------------------- control flow
-
-class BodyRunner:
-    """Runs sub-jaxprs (ClosedJaxprs) compiled by one backend on one device, cached weakly."""
-
-    def __init__(self, backend, device):
-        self.backend, self.device = backend, device
-        self.compiled: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
-
-    def __call__(self, closed, *bufs) -> list:
-        entry = self.compiled.get(closed)
-        if entry is None:
-            from plax.transforms.call import compile_closed
-            entry = self.compiled[closed] = compile_closed(closed, self.backend, self.device)
-        outs = entry.executable(*entry.const_bufs, *bufs)
-        return [np.asarray(o, a.dtype) for o, a in zip(outs, entry.out_avals)]
-
-
-def control_flow_kernel(eqn, run):
-    """A step for a ``cond``, ``while`` or ``scan`` equation whose bodies run through ``run``
-    (a :class:`BodyRunner`), or None for other primitives."""
-    prim, params = eqn.primitive, eqn.params
-    if prim is lax.cond_p:
-        branches = params["branches"]
-
-        def cond(index, *ops):
-            i = min(max(int(index), 0), len(branches) - 1)  # out of range clamps (XLA)
-            return run(branches[i], *ops)
-        return cond
-    if prim is lax.while_p:
-        cj, bj = params["cond_jaxpr"], params["body_jaxpr"]
-        nc, nb = params["cond_nconsts"], params["body_nconsts"]
-
-        def while_(*args):
-            cconsts, bconsts = args[:nc], args[nc:nc + nb]
-            carry = list(args[nc + nb:])
-            while bool(run(cj, *cconsts, *carry)[0]):
-                carry = run(bj, *bconsts, *carry)
-            return carry
-        return while_
-    if prim is lax.scan_p:
-        body, length, reverse = params["jaxpr"], params["length"], params["reverse"]
-        n_consts, n_carry = params["num_consts"], params["num_carry"]
-        y_avals = body.out_avals[n_carry:]
-
-        def scan(*args):
-            consts = args[:n_consts]
-            carry = list(args[n_consts:n_consts + n_carry])
-            xs = args[n_consts + n_carry:]
-            ys = [np.empty((length,) + tuple(a.shape), a.dtype) for a in y_avals]
-            for i in (range(length - 1, -1, -1) if reverse else range(length)):
-                outs = run(body, *consts, *carry, *[x[i] for x in xs])
-                carry = outs[:n_carry]
-                for y, o in zip(ys, outs[n_carry:]):
-                    y[i] = o
-            return carry + ys
-        return scan
-    return None

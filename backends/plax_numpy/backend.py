@@ -8,7 +8,7 @@ import numpy as np
 from plax.backend import Backend, UnsupportedPrimitiveError
 from plax.core.jaxpr import Jaxpr
 from plax.device import cpu_devices
-from plax.lowering import Emitter, Step, lower
+from plax.lowering import Emitter, Step, body_kernel, lower
 from plax_numpy.registry import IMPLS, quiet_enter, quiet_leave
 
 
@@ -92,6 +92,8 @@ class NumpyEmitter(Emitter):
         self.impls = impls
 
     def emit_equation(self, eqn) -> Step | Callable | None:
+        if body_kernel(eqn.primitive) is not None:
+            return None  # cond/while/scan: the core's loop, bodies compiled for this program
         fn = self.impls.get(eqn.primitive)
         if fn is None:
             return None

@@ -151,17 +151,32 @@ class Array:
         return host
 
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
-        host = self._host_value(copy=True)  # dlpack consumers may write; give them their own copy
-        if max_version is None:
-            return host.__dlpack__(stream=stream)
-        return host.__dlpack__(stream=stream, max_version=max_version, dl_device=dl_device,
-                               copy=copy)
+        """A DLPack capsule of the array's buffer, from the backend that owns it
+        (:meth:`plax.backend.Backend.dlpack`): zero copy where the consumer can be told the
+        memory is read-only (DLPack 1.0) or where the buffer is on a GPU, which honours the
+        consumer's ``stream``; a copy of its own otherwise (or with ``copy=True``).
 
-    def __dlpack_device__(self):
-        buf = self._buf
-        if hasattr(buf, "__dlpack_device__") and not isinstance(buf, np.generic):
-            return buf.__dlpack_device__()
-        return (1, 0)  # kDLCPU
+        Example:
+          >>> np.from_dlpack(jnp.arange(3))
+          array([0, 1, 2], dtype=int32)
+        """
+        buf, backend = self._owned_buffer()
+        return backend.dlpack(buf, stream=stream, max_version=max_version, dl_device=dl_device,
+                              copy=copy)
+
+    def __dlpack_device__(self) -> tuple:
+        """``(DLPack device type, device id)`` of the buffer: ``(1, 0)`` (kDLCPU) on the CPU,
+        ``(2, id)`` (kDLCUDA) on a CUDA GPU."""
+        buf, backend = self._owned_buffer()
+        return backend.dlpack_device(buf, self._device)
+
+    @property
+    def __cuda_array_interface__(self) -> dict:
+        """The CUDA array interface of a GPU array's buffer (zero copy, for Numba, CuPy,
+        PyTorch). AttributeError on other devices, as in JAX."""
+        if self._device.platform != "gpu":
+            raise AttributeError("__cuda_array_interface__ is only defined for GPU buffers.")
+        return self._owned_buffer()[0].__cuda_array_interface__
 
     def __array_namespace__(self, *, api_version=None):
         """The Array API namespace of this array, ``plax.numpy`` (standard version 2023.12).
@@ -477,8 +492,23 @@ class _ShardedArray(Array):
     def _host_if_local(self) -> np.ndarray | None:
         return None  # sharded constants stay constvars
 
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        # the pieces may be on several devices: a host copy of the whole, the consumer's own
+        if stream is not None:
+            raise ValueError("A sharded plax Array is exported through the host: stream must "
+                             "be None")
+        host = self._host_value(copy=True)
+        if max_version is None:
+            return host.__dlpack__()
+        return host.__dlpack__(max_version=max_version, dl_device=dl_device, copy=copy)
+
     def __dlpack_device__(self):
         return (1, 0)  # __dlpack__ hands out a host copy
+
+    @property
+    def __cuda_array_interface__(self) -> dict:
+        raise AttributeError("__cuda_array_interface__ is only defined for GPU buffers "
+                             "(a sharded Array is not one buffer).")
 
 
 _scalar_avals: dict = {}
@@ -540,6 +570,9 @@ def _py_scalar(x):
 def _place(host: np.ndarray, aval: ShapedArray, device, committed: bool) -> Array:
     """An Array of ``host`` on ``device``: put there now, or, while a transform traces, kept
     on the host until something computes with it there (tracing only reads it)."""
+    if host.dtype.kind == "V" and host.dtype == dtypes.float0:
+        # float0 carries no data: its buffer is the NumPy array on every device, never put
+        return Array._new(host, aval, device, committed)
     if _trace_state.depth:
         a = object.__new__(_PendingArray)
         _BUF.__set__(a, host)

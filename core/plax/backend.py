@@ -96,6 +96,62 @@ class Backend:
         """
         return None
 
+    def dlpack(self, buffer: Any, *, stream: Any = None, max_version: tuple | None = None,
+               dl_device: tuple | None = None, copy: bool | None = None) -> Any:
+        """A DLPack capsule of ``buffer`` (what ``Array.__dlpack__`` returns), following the
+        DLPack protocol's keyword arguments.
+
+        The default serves host buffers: zero copy, marked read-only (plax arrays are
+        immutable), for consumers of DLPack 1.0 or later (``max_version >= (1, 0)``, as
+        ``np.from_dlpack`` asks); older consumers, which cannot be told, and ``copy=True``
+        get a copy of their own. A device backend overrides it to export its buffers in
+        place and to order the consumer's ``stream`` after the work producing them.
+
+        Raises:
+          ValueError: ``stream`` is not None (host memory has no streams), as NumPy says.
+          BufferError: ``copy=False`` and the consumer cannot take read-only memory.
+        """
+        if stream is not None:
+            raise ValueError(f"Backend {self.name!r} exports host memory: the DLPack stream "
+                             f"must be None (got {stream!r}).")
+        host = np.asarray(self.to_host(buffer))
+        new_protocol = max_version is not None and tuple(max_version) >= (1, 0)
+        kwargs = {"max_version": max_version, "dl_device": dl_device} if new_protocol else {}
+        if copy:
+            return np.array(host, copy=True).__dlpack__(**kwargs)
+        if not new_protocol:
+            if copy is False:
+                raise BufferError("A plax Array is read-only and this DLPack consumer cannot "
+                                  "be told so (it asked for DLPack < 1.0); export with "
+                                  "copy=None or copy=True.")
+            return np.array(host, copy=True).__dlpack__()
+        view = host.view()
+        view.flags.writeable = False
+        return view.__dlpack__(**kwargs)
+
+    def dlpack_device(self, buffer: Any, device) -> tuple[int, int]:
+        """``(DLPack device type, device id)`` of ``buffer`` on ``device``: ``(1, 0)``
+        (kDLCPU) for the CPU, ``(2, id)`` (kDLCUDA) for a GPU, else what the buffer's own
+        ``__dlpack_device__`` says."""
+        kind = DLPACK_DEVICE_TYPES.get(device.platform)
+        if kind == 1:
+            return (1, 0)
+        if kind is not None:
+            return (kind, device.id)
+        own = getattr(buffer, "__dlpack_device__", None)
+        if own is None:
+            raise BufferError(f"Backend {self.name!r} cannot say where its buffers on "
+                              f"{device!r} are for DLPack.")
+        return tuple(own())
+
+    def from_dlpack(self, obj: Any, device) -> Any:
+        """A buffer on ``device`` viewing the memory of ``obj``, an object exporting
+        ``__dlpack__`` from that device, without a copy where the backend can.
+
+        The default serves host memory: ``np.from_dlpack`` (a view), then :meth:`put` (which
+        keeps it, for CPU backends)."""
+        return self.put(np.from_dlpack(obj), device)
+
     def threads_limited(self, n: int) -> ContextManager[None]:
         """Optionally, a context in which the backend's kernels called from the current
         thread use at most ``n`` threads of their own (a multi-device runtime running one
@@ -110,6 +166,10 @@ class Backend:
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} name={self.name!r} platform={self.platform!r}>"
+
+
+#: plax platform -> DLPack device type (``DLDeviceType``: kDLCPU = 1, kDLCUDA = 2)
+DLPACK_DEVICE_TYPES = {"cpu": 1, "gpu": 2}
 
 
 def executable_text(executable) -> str | None:

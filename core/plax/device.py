@@ -416,6 +416,9 @@ def _put_leaf(leaf: Any, device: Device, committed: bool):
         return Array._new(leaf._buffer_on(device), leaf.aval, device, True)
     if isinstance(leaf, Tracer):
         return leaf
+    from plax.float0 import is_float0_value
+    if is_float0_value(leaf):
+        return np.asarray(leaf)  # no data to place: a NumPy array on every device, as in JAX
     return from_host(leaf, device=device, committed=committed)
 
 

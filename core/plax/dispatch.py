@@ -25,6 +25,7 @@ from plax.array import Array, from_host
 from plax.core import registry, trace
 from plax.core.trace import Tracer
 from plax.device import default_device
+from plax.float0 import apply_eagerly as float0_eagerly, is_float0_value
 
 _impl_rules = registry.rule_table("impl")
 _new_array = Array._new
@@ -42,8 +43,11 @@ def _incompatible(prim, arrays) -> ValueError:
 def kernel(device, prim):
     """The callable ``(*buffers, **params)`` that runs ``prim`` on ``device`` (cached per device).
 
-    A backend may hand out its kernel directly (``Backend.eager_impl``); otherwise the kernel
-    goes through ``Backend.execute``.
+    A backend may hand out its kernel directly (``Backend.eager_impl``); a primitive holding
+    sub-jaxprs (``cond``, ``while``, ``scan``) that it does not run itself (no kernel, or the
+    reference table's host kernel) runs its bodies with this backend on ``device``
+    (:mod:`plax.lowering.bodies`); otherwise the kernel goes
+    through ``Backend.execute``.
     """
     table = device.__dict__.get("_kernels")
     if table is None:  # a Device subclass whose __init__ did not call Device.__init__
@@ -51,9 +55,18 @@ def kernel(device, prim):
     fn = table.get(prim)
     if fn is None:
         backend = device.backend
-        fn = backend.eager_impl(prim) or functools.partial(backend.execute, prim)
+        fn = backend.eager_impl(prim)
+        if fn is None or getattr(fn, "host_body_kernel", False):
+            fn = _eager_body_kernel(backend, device, prim) or fn
+        if fn is None:
+            fn = functools.partial(backend.execute, prim)
         table[prim] = fn
     return fn
+
+
+def _eager_body_kernel(backend, device, prim):
+    from plax.lowering.bodies import eager_body_kernel
+    return eager_body_kernel(backend, device, prim)
 
 
 def apply_primitive(prim, args, params):
@@ -92,6 +105,8 @@ def _apply_general(prim, args, params):
     committed = False
     for a in args:
         if type(a) is not Array:
+            if any(is_float0_value(x) for x in args):  # no backend holds float0 values
+                return float0_eagerly(prim, args, params)
             args = _to_arrays(prim, args)
             break
     for a in args:

@@ -7,6 +7,7 @@ import numpy as np
 
 from plax import dtypes
 from plax.array import Array, from_host
+from plax.float0 import is_float0_value
 from plax.core.shaped_array import ShapedArray
 from plax.core.trace import Tracer, get_aval
 
@@ -43,8 +44,9 @@ def check_dtype(name: str, aval: ShapedArray, allowed: Sequence[str], what: str 
 
 def asarray(x: Any):
     """A primitive operand from ``x``: arrays and tracers pass through, host values become
-    Arrays (Python scalars weakly typed, with JAX's default dtypes)."""
-    if isinstance(x, (Array, Tracer)):
+    Arrays (Python scalars weakly typed, with JAX's default dtypes); float0 values stay the
+    NumPy arrays they are (they carry no data: :mod:`plax.float0`)."""
+    if isinstance(x, (Array, Tracer)) or is_float0_value(x):
         return x
     return from_host(x)
 

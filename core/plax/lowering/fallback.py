@@ -30,7 +30,8 @@ def reference_backend():
     """The backend that declares itself the reference (``reference = True``), or None."""
     from plax import plugins
     for backend in plugins.registry().backends.values():
-        if getattr(backend, "reference", False):
+        # ``is True``: the flag, not any truthy attribute of that name a backend may hold
+        if getattr(backend, "reference", False) is True:
             return backend
     return None
 
@@ -49,7 +50,7 @@ def fallback_step(eqn, backend, device) -> Callable:
       UnsupportedPrimitiveError: neither ``backend`` nor the reference backend runs it.
     """
     prim = eqn.primitive
-    kernel = None if getattr(backend, "reference", False) else reference_kernel(prim)
+    kernel = None if getattr(backend, "reference", False) is True else reference_kernel(prim)
     if kernel is None:
         raise UnsupportedPrimitiveError(backend.name, prim.name,
                                         "and the reference backend has no kernel for it either")

@@ -1,7 +1,9 @@
 """The lowering driver: a jaxpr becomes a straight-line Python function over a backend's steps.
 
 :func:`lower` asks the backend's :class:`~plax.lowering.emitter.Emitter` for one step per
-fusion cluster or equation, falls back where it declines (see :mod:`plax.lowering.emitter`),
+fusion cluster or equation, runs the equations holding sub-jaxprs that it declines with the
+program's own backend and device (see :mod:`plax.lowering.bodies`), falls back where it
+declines anything else (see :mod:`plax.lowering.emitter`),
 and generates one line of Python per step (``v3 = _f2(v1, v2)``), with literals bound once
 as globals, a ``del`` after each value's last use (so large temporaries are freed, and may
 be reused, as early as possible), and ``out=`` reuse of dead temporaries for steps that
@@ -13,6 +15,7 @@ from typing import Any, Callable
 
 from plax.core.jaxpr import Jaxpr, JaxprEqn, Literal, Var
 from plax.lowering.emitter import Emitter, Step
+from plax.lowering.bodies import body_step
 from plax.lowering.fallback import fallback_step
 from plax.lowering.calls import _call_primitives, call_body
 from plax.lowering.fusion import Cluster, find_clusters, order_for_fusion
@@ -117,6 +120,8 @@ class _Program:
         if step is None:
             step = self.emitter.emit_equation(eqn)
         multiple = eqn.primitive.multiple_results
+        if step is None:  # sub-jaxprs (cond, while, scan) compile with this program's backend
+            step = body_step(eqn, self.backend, self.device)
         if step is None:
             step = fallback_step(eqn, self.backend, self.device)
         return _as_step(step), eqn.invars, eqn.outvars, multiple

@@ -10,6 +10,7 @@ import numpy as np
 from plax import dtypes, lax
 from plax.array import Array, from_host
 from plax.core.trace import Tracer, get_aval
+from plax.float0 import is_float0_value
 from plax.transforms.jit import jit_when_traced
 from plax.lax import base as _lax_base
 from plax.numpy.util import check_arraylike, to_dtype
@@ -80,6 +81,11 @@ def array(object: Any, dtype: Any = None, copy: bool = True, order: str | None =
             host = _host_from_sequence(object, target)
         elif isinstance(object, (bytearray, memoryview)):
             host = np.asarray(object)  # a buffer of bytes: uint8, as NumPy reads it
+        elif not isinstance(object, (np.ndarray, np.generic)) and _on_a_device(object):
+            # a CuPy/PyTorch GPU array: viewed (or copied) on its GPU, never through the host
+            from plax.dlpack import exporter_platform, import_array
+            out = import_array(object, exporter_platform(object), copy=True if copy else None)
+            return out if target is None else lax.convert_element_type(out, target)
         elif hasattr(object, "__array__") or isinstance(object, (np.ndarray, np.generic)):
             host = np.asarray(object)
         elif hasattr(object, "__dlpack__"):
@@ -87,11 +93,24 @@ def array(object: Any, dtype: Any = None, copy: bool = True, order: str | None =
         else:
             raise TypeError(f"Unexpected input type for array: {type(object).__name__} "
                             f"({object!r}); expected an array, a scalar, or nested sequences.")
+        if target is None and is_float0_value(host):
+            return host  # float0 values are NumPy arrays, as in JAX (plax.float0)
         out = from_host(host, dtype=target)
     if ndmin > out.ndim:
         out = lax.broadcast_in_dim(out, (1,) * (ndmin - out.ndim) + out.shape,
                                    tuple(range(ndmin - out.ndim, ndmin)))
     return out
+
+
+def _on_a_device(obj) -> bool:
+    """Whether ``obj`` exports device (not host) memory by DLPack or the CUDA array interface."""
+    where = getattr(obj, "__dlpack_device__", None)
+    if where is not None and hasattr(obj, "__dlpack__"):
+        try:
+            return int(where()[0]) != 1  # kDLCPU
+        except Exception:  # noqa: BLE001 - an exporter that cannot say: read it as before
+            return False
+    return hasattr(obj, "__cuda_array_interface__")
 
 
 def _host_from_sequence(seq, target=None) -> np.ndarray:
@@ -156,7 +175,23 @@ def asarray(a: Any, dtype: Any = None, order: str | None = None, *, copy: bool |
 
 
 def from_dlpack(x: Any, *, device=None, copy: bool | None = None):
-    """An Array from any object implementing the DLPack protocol (``__dlpack__``).
+    """An Array from any object implementing the DLPack protocol (``__dlpack__`` and
+    ``__dlpack_device__``), on the device that holds its memory.
+
+    The memory is shared, as in JAX: a NumPy array becomes a CPU Array viewing it, a CuPy or
+    PyTorch GPU tensor a GPU Array viewing it (through the GPU backend, no host copy).
+
+    Args:
+      x: the exporter.
+      device: where to put the result (default: where ``x``'s memory is).
+      copy: True copies (on that device); False refuses any copy; None shares when it can.
+
+    Returns:
+      An Array (64-bit values become 32-bit unless x64 is enabled, which copies).
+
+    Raises:
+      TypeError: ``x`` does not implement DLPack.
+      RuntimeError: no installed backend drives the device ``x`` is on.
 
     Example:
       >>> jnp.from_dlpack(np.arange(3))
@@ -165,9 +200,12 @@ def from_dlpack(x: Any, *, device=None, copy: bool | None = None):
     if not (hasattr(x, "__dlpack__") and hasattr(x, "__dlpack_device__")):
         raise TypeError(f"The array passed to from_dlpack must have __dlpack__ and "
                         f"__dlpack_device__ methods, got {type(x).__name__}.")
-    host = np.from_dlpack(x)
-    from plax.device import resolve_device
-    return from_host(np.array(host, copy=True), device=resolve_device(device) if device else None)
+    from plax.dlpack import exporter_platform, import_array
+    out = import_array(x, exporter_platform(x), copy)
+    if device is not None:
+        from plax.device import device_put
+        out = device_put(out, device)
+    return out
 
 
 def full(shape: Any, fill_value: Any, dtype: Any = None, *, device=None):

@@ -36,6 +36,7 @@ from plax.core.passes import prepare_for_backend, split_known
 from plax.core.primitive import Primitive
 from plax.core.shaped_array import ShapedArray
 from plax.core.trace import Tracer, eager_region, get_aval, new_main
+from plax.float0 import is_float0_value, program_has_float0, strip_program, with_float0_outputs
 from plax.transforms.batching import register_program_primitive
 from plax.transforms.jvp import Zero, jvp_flat, tangent_aval
 from plax.transforms.staging import JaxprTrace, LinearizeTrace, is_linearize_tracer, trace_to_jaxpr
@@ -88,14 +89,22 @@ def compile_closed(closed: ClosedJaxpr, backend, device) -> Executable:
     from plax.host_memory import keep_freed_memory
     keep_freed_memory()  # once per process: the programs' buffers are reused, not re-faulted
     jaxpr, consts = prepare_for_backend(closed)
+    float0_outputs = None
+    if program_has_float0(jaxpr):  # float0 values carry no data: the backend never sees one
+        jaxpr, float0_outputs = strip_program(jaxpr)
     with eager_region():
         executable = backend.compile(jaxpr, device)
         const_bufs = [to_buffer(c, device) for c in consts]
+    if float0_outputs is not None and any(float0_outputs):
+        executable = with_float0_outputs(executable, float0_outputs, list(closed.out_avals))
     return Executable(executable, const_bufs, list(closed.out_avals))
 
 
 def to_buffer(x, device):
-    """The buffer of ``x`` (an Array, a host value) on ``device``, moved or uploaded."""
+    """The buffer of ``x`` (an Array, a host value) on ``device``, moved or uploaded (a float0
+    value is its NumPy array, on every device: it carries no data)."""
+    if is_float0_value(x):
+        return np.zeros(np.shape(x), dtypes.float0)
     if isinstance(x, Array):
         return x._buffer_on(device)
     if isinstance(x, Tracer):
@@ -183,8 +192,15 @@ def _jit_impl(*args, jaxpr: ClosedJaxpr, name: str):
     bufs = [a._buf if type(a) is Array and a._device is device else to_buffer(a, device)
             for a in args]
     outs = entry.executable(*entry.const_bufs, *bufs)
+    return wrap_outputs(outs, entry.out_avals, device, committed)
+
+
+def wrap_outputs(buffers, avals, device, committed: bool) -> list:
+    """The results of a compiled call: an Array per output buffer, a NumPy array per float0
+    output (as JAX returns them)."""
     new = Array._new
-    return [new(b, a, device, committed) for b, a in zip(outs, entry.out_avals)]
+    return [b if a.dtype == dtypes.float0 else new(b, a, device, committed)
+            for b, a in zip(buffers, avals)]
 
 
 registry.register_rule("impl", jit_p)(_jit_impl)

@@ -21,7 +21,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
-from plax import tree_util
+from plax import dtypes, tree_util
 from plax.array import Array, from_host
 from plax.backend import executable_text
 from plax.config import config
@@ -31,6 +31,7 @@ from plax.core.shaped_array import ShapeDtypeStruct
 from plax.core.trace import DebugInfo, Tracer, fun_name, state as trace_state, trace_context
 from plax.device import default_device as _default_device
 from plax.transforms.call import (compile_closed, jit_p, lend_buffers as _lend_buffers,
+                                  wrap_outputs as _wrap_outputs,
                                   unlent_outputs as _unlent_outputs)
 from plax.transforms.staging import abstractify, convert_tracer_consts, trace_to_jaxpr
 
@@ -166,7 +167,7 @@ def _hashable(value, where):
 
 class _CacheEntry:
     __slots__ = ("executable", "const_bufs", "out_tree", "out_avals", "closed", "device",
-                 "backend", "single_output")
+                 "backend", "single_output", "float0_outputs")
 
     def __init__(self, executable, const_bufs, out_tree, out_avals, closed, device, backend):
         self.executable = executable
@@ -178,6 +179,8 @@ class _CacheEntry:
         self.backend = backend
         # the function returns one array (not a container): skip unflattening
         self.single_output = tree_util.treedef_is_leaf(out_tree) and out_tree.num_leaves == 1
+        # float0 results are NumPy arrays, not Arrays (the fast path does not handle them)
+        self.float0_outputs = any(a.dtype == dtypes.float0 for a in out_avals)
 
 
 def _leaf_aval(x):
@@ -378,6 +381,7 @@ class JitFunction:
             entry = self._compile(key, args, kwargs, leaves, treedef, avals, static, device)
         device = entry.device  # backend= may have picked a device of another platform
         if all_arrays and not kwargs and entry.device is device and \
+                not entry.float0_outputs and \
                 all(x._device is device for x in leaves) and self._fast_eligible(args):
             nums = self._static_nums or ()
             static_key = tuple([(type(args[i]), args[i]) for i in nums])
@@ -385,6 +389,9 @@ class JitFunction:
             self._fast_cache[(fast_tree, tuple(avals), static_key, id(device), flags)] = entry
         bufs, lent = _lend_buffers(leaves, device, avals)
         outs = _unlent_outputs(entry.executable(*entry.const_bufs, *bufs), lent)
+        if entry.float0_outputs:
+            return _tree_unflatten(entry.out_tree,
+                                   _wrap_outputs(outs, entry.out_avals, device, committed))
         new = Array._new
         return _tree_unflatten(entry.out_tree, [new(b, a, device, committed)
                                                 for b, a in zip(outs, entry.out_avals)])

@@ -29,6 +29,7 @@ from plax.lax.control_flow.common import (batched_fun, is_inexact_aval, join_wea
                                           memo, merge_captured, same_type, stage_derived,
                                           trace_flat, type_mismatch, with_leading_inputs)
 from plax.pytrees.engine import tree_flatten, tree_unflatten
+from plax.lowering.bodies import register_body_kernel, run_cond
 from plax.transforms.batching import register_program_primitive
 from plax.transforms.jvp import Zero, instantiate, jvp_flat, tangent_aval, zeros_like_aval
 from plax.transforms.staging import LinearizeTrace, is_linearize_tracer
@@ -62,6 +63,8 @@ def _cond_abstract_eval(index, *ops, branches):
 cond_p.def_abstract_eval(_cond_abstract_eval)
 varying.register_self_typed(cond_p)  # results typed by the traced branches
 register_program_primitive(cond_p)
+# its bodies run with the backend and on the device of the program holding it
+register_body_kernel(cond_p, run_cond)
 
 
 # ------------------------------------------------------------------ user functions

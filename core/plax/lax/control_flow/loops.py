@@ -28,6 +28,7 @@ from plax.lax.control_flow.common import (batched_fun, carry_types, check_carry,
                                           stage_derived, trace_flat, widen_varying,
                                           with_varying)
 from plax.pytrees.engine import tree_flatten, tree_unflatten
+from plax.lowering.bodies import register_body_kernel, run_while
 from plax.transforms.batching import register_program_primitive
 from plax.transforms.jvp import Zero, instantiate, jvp_flat, tangent_aval
 from plax.transforms.staging import is_linearize_tracer
@@ -52,6 +53,8 @@ def _while_abstract_eval(*avals, cond_jaxpr: ClosedJaxpr, body_jaxpr: ClosedJaxp
 while_p.def_abstract_eval(_while_abstract_eval)
 varying.register_self_typed(while_p)  # results typed by the traced bodies
 register_program_primitive(while_p)
+# its bodies run with the backend and on the device of the program holding it
+register_body_kernel(while_p, run_while)
 
 
 # ------------------------------------------------------------------ user functions

@@ -33,6 +33,7 @@ from plax.lax.control_flow.common import (batched_fun, carry_types, check_carry,
                                           stage_derived, trace_flat, widen_varying,
                                           with_varying)
 from plax.pytrees.engine import tree_flatten, tree_unflatten
+from plax.lowering.bodies import register_body_kernel, run_scan
 from plax.transforms.batching import register_program_primitive
 from plax.transforms.jvp import Zero, instantiate, jvp_flat, tangent_aval, zeros_like_aval
 from plax.transforms.staging import LinearizeTrace, is_linearize_tracer
@@ -73,6 +74,8 @@ def _scan_abstract_eval(*avals, jaxpr: ClosedJaxpr, length: int, reverse: bool, 
 scan_p.def_abstract_eval(_scan_abstract_eval)
 varying.register_self_typed(scan_p)  # results typed by the traced body
 register_program_primitive(scan_p)
+# its bodies run with the backend and on the device of the program holding it
+register_body_kernel(scan_p, run_scan)
 
 
 # ------------------------------------------------------------------ user functions

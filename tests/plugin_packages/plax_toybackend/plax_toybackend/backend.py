@@ -23,7 +23,7 @@ import numpy as np
 import plax_numpy
 from plax.backend import Backend, UnsupportedPrimitiveError
 from plax.device import Device, cpu_devices
-from plax.lowering import Emitter, lower
+from plax.lowering import Emitter, body_kernel, lower
 
 
 class ToyDevice(Device):
@@ -117,13 +117,16 @@ class ToyEmitter(Emitter):
     """One step per equation: the reference kernel between unboxing and boxing.
 
     Declining an equation (returning None) leaves it to plax's fallback, which runs the
-    reference kernel on the host and warns once per primitive.
+    reference kernel on the host and warns once per primitive; a declined ``cond``,
+    ``while`` or ``scan`` runs as plax's loop over bodies this backend compiles.
     """
 
     def __init__(self, backend: ToyBackend):
         self.backend = backend
 
     def emit_equation(self, eqn):
+        if body_kernel(eqn.primitive) is not None:
+            return None  # cond/while/scan: plax runs the loop, compiling the bodies with us
         backend = self.backend
         fn = backend.impls.get(eqn.primitive)
         if fn is None or (backend.compiles is not None
