@@ -39,7 +39,7 @@ tree_map = _tree_map  # the alias older JAX code (and the seed tutorials) use
 # Submodules imported on first use. Only modules that exist are named here, so that
 # ``hasattr(plax, "nn")`` is False until plax.nn is written.
 _LAZY_SUBMODULES = frozenset({"random", "test_util", "plugins", "api_util", "ad_checkpoint",
-                               "debug", "experimental", "scipy", "nn", "distributed"})
+                               "debug", "debugger", "experimental", "scipy", "nn", "distributed"})
 # Names loaded on first use, with the module that defines them.
 _LAZY_NAMES = {"pure_callback": "plax.lax.callbacks", "float0": "plax.dtypes"}
 _config_contexts = frozenset(_MORE_CONTEXTS)

@@ -218,16 +218,16 @@ def with_varying(avals: list, widen: list) -> list:
 
 
 def promote_weak(leaves: list, in_avals: list, out_avals: list) -> tuple[list, bool]:
-    """A weakly typed carry input whose body output has another dtype or is strongly typed
-    is promoted with that output's type (as in JAX: a weak float carry stays a float when the
-    body returns an int32, so the carry check then names it); returns the new leaves and
-    whether any changed."""
+    """A weakly typed carry input whose body output has another dtype is promoted with that
+    output's type (as in JAX: a weak float carry stays a float when the body returns an int32,
+    so the carry check then names it; a weak type alone is no mismatch); returns the new
+    leaves and whether any changed."""
     from plax.dtypes import result_type_of_avals
     from plax.lax.convert import convert_element_type
     changed = False
     new = []
     for x, a, b in zip(leaves, in_avals, out_avals):
-        if a.weak_type and a.shape == b.shape and (a.dtype != b.dtype or not b.weak_type):
+        if a.weak_type and a.shape == b.shape and a.dtype != b.dtype:
             dtype, _ = result_type_of_avals(((a.dtype, True), (b.dtype, b.weak_type)))
             x = convert_element_type(x, dtype, weak_type=False)
             changed = True
