@@ -253,3 +253,11 @@ def test_explain_cache_misses(caplog):
 def test_enable_checks_typechecks_traced_jaxprs():
     with plax.enable_checks(True):
         assert float(plax.jit(lambda x: jnp.sin(x) + 1)(0.0)) == 1.0
+
+
+def test_default_prng_impl_other_than_threefry_is_refused_not_ignored():
+    with plax.default_prng_impl("rbg"):
+        with pytest.raises(ValueError, match='unrecognized PRNG implementation "rbg"'):
+            plax.random.key(0)
+    with plax.default_prng_impl("threefry2x32"):
+        assert str(plax.typeof(plax.random.key(0))) == "key<fry>[]"
