@@ -458,6 +458,15 @@ def scatter_update(x, idx, y, op: str, *, indices_are_sorted=False, unique_indic
 def _scatter_dtype(x, y, aval) -> np.dtype:
     """The dtype an ``.at[]`` update runs in: ``x``'s own when ``y`` casts to it safely, else
     the promotion of both, with JAX's FutureWarning about the unsafe cast."""
+    kind = aval.dtype.kind
+    t = type(y)
+    # the common safe cases without a promotion: a Python scalar of a lower or equal kind, or
+    # an array of the operand's dtype
+    if (t is float and kind in "fcV") or (t is int and kind in "iufcV") or t is bool or \
+            (t is complex and kind == "c"):
+        return aval.dtype
+    if isinstance(y, (Array, Tracer)) and y.aval.dtype == aval.dtype:
+        return aval.dtype
     from plax.numpy.util import check_arraylike
     check_arraylike(".at[] update", y)
     if dtypes.result_type(y, aval.dtype) == aval.dtype:
