@@ -261,3 +261,16 @@ def test_default_prng_impl_other_than_threefry_is_refused_not_ignored():
             plax.random.key(0)
     with plax.default_prng_impl("threefry2x32"):
         assert str(plax.typeof(plax.random.key(0))) == "key<fry>[]"
+
+
+def test_promotion_options_are_part_of_jit_s_cache_key():
+    f = plax.jit(lambda x, y: x + y)
+    f(jnp.ones(3), jnp.ones((2, 3)))  # traced and cached under "allow"
+    with plax.numpy_rank_promotion("raise"):
+        with pytest.raises(ValueError, match="jax_numpy_rank_promotion='raise'"):
+            f(jnp.ones(3), jnp.ones((2, 3)))
+    g = plax.jit(lambda x, y: x + y)
+    g(jnp.ones(3, jnp.float16), jnp.ones(3))
+    with plax.numpy_dtype_promotion("strict"):
+        with pytest.raises(dtypes.TypePromotionError):
+            g(jnp.ones(3, jnp.float16), jnp.ones(3))

@@ -38,8 +38,9 @@ from plax.transforms.staging import abstractify, convert_tracer_consts, trace_to
 _tree_flatten = tree_util.tree_flatten
 _tree_unflatten = tree_util.tree_unflatten
 _flags = config._values
-# Flags that change what tracing produces (dtypes, PRNG layout) are part of every cache key.
-_trace_flags = [(False, True)]
+# Flags that change what tracing produces (dtypes, PRNG layout, promotion checks) are part of
+# every cache key.
+_trace_flags = [(False, True, "allow", "standard", "threefry2x32")]
 
 
 # Options that send every call down the general path: disable_jit, and the NaN/Inf checks of
@@ -49,7 +50,9 @@ _checks = [False]
 
 
 def _refresh_trace_flags(name=None, value=None) -> None:
-    _trace_flags[0] = (_flags["enable_x64"], _flags["threefry_partitionable"])
+    _trace_flags[0] = (_flags["enable_x64"], _flags["threefry_partitionable"],
+                       _flags["numpy_rank_promotion"], _flags["numpy_dtype_promotion"],
+                       _flags["default_prng_impl"])
     _checks[0] = bool(_flags["debug_nans"] or _flags["debug_infs"])
     _general_only[0] = bool(_flags["disable_jit"]) or _checks[0]
 
