@@ -93,6 +93,7 @@ class Config:
                 _from_env(short, default)
         self._listeners: list[Callable[[str, Any], None]] = []
         self._guards: dict[str, Callable[[str], None]] = {}
+        self._updated: set[str] = set()  # options set with update(), not from the environment
 
     @staticmethod
     def _canonical(name: str) -> str:
@@ -125,6 +126,7 @@ class Config:
         if guard is not None:
             guard(key)
         self._values[key] = value
+        self._updated.add(key)
         for listener in self._listeners:
             listener(key, value)
 
@@ -159,6 +161,16 @@ class Config:
           'allow'
         """
         return self._values[self._key(name)]
+
+    def was_updated(self, name: str) -> bool:
+        """Whether option ``name`` was set with :meth:`update` (rather than only read from the
+        environment): such a setting wins over the environment, read again later.
+
+        Example:
+          >>> plax.config.was_updated("jax_xla_backend")
+          False
+        """
+        return self._key(name) in self._updated
 
     @property
     def values(self) -> dict[str, Any]:

@@ -239,11 +239,13 @@ def _platforms_configured() -> tuple[str, str]:
     ``jax.config.update("jax_platforms", ...)`` made before the plugins loaded), or
     ``("", "")``."""
     from plax.config import config
-    value = config.read("platforms") or ""
+    if config.was_updated("platforms"):  # jax.config.update wins over the environment
+        value = config.read("platforms") or ""
+        return (f"jax_platforms={value!r}", value) if value else ("", "")
     for var in ("PLAX_PLATFORMS", "JAX_PLATFORMS"):
-        if os.environ.get(var) and os.environ[var] == value:
-            return f"{var}={value!r}", value
-    return (f"jax_platforms={value!r}", value) if value else ("", "")
+        if os.environ.get(var):
+            return f"{var}={os.environ[var]!r}", os.environ[var]
+    return "", ""
 
 
 def _platform_order() -> list[str]:
