@@ -7,6 +7,7 @@ import numpy as np
 
 from plax import lax
 from plax.dtypes import bfloat16
+from plax.lax.cumulative import blocked_scan
 from plax_numpy.registry import impl
 
 
@@ -112,8 +113,22 @@ def _cumulative(accumulate):
     return fn
 
 
-impl(lax.cumsum_p)(_cumulative(lambda y, a: np.cumsum(y, axis=a, dtype=y.dtype)))
-impl(lax.cumprod_p)(_cumulative(lambda y, a: np.cumprod(y, axis=a, dtype=y.dtype)))
+def _xla_ordered(combine, identity, exact):
+    """cumsum/cumprod: integers and bools (exact in any order) with NumPy's scan, floating
+    types in XLA's order (:func:`plax.lax.cumulative.blocked_scan`), so the last digits agree with JAX."""
+    def fn(x, *, axis, reverse):
+        x = np.asarray(x)
+        if x.dtype.kind in "biu":
+            return exact(x, axis=axis, reverse=reverse)
+        with np.errstate(all="ignore"):
+            return blocked_scan(x, axis, reverse, combine, identity)
+    return fn
+
+
+impl(lax.cumsum_p)(_xla_ordered(np.add, 0, _cumulative(
+    lambda y, a: np.cumsum(y, axis=a, dtype=y.dtype))))
+impl(lax.cumprod_p)(_xla_ordered(np.multiply, 1, _cumulative(
+    lambda y, a: np.cumprod(y, axis=a, dtype=y.dtype))))
 impl(lax.cummax_p)(_cumulative(lambda y, a: np.maximum.accumulate(y, axis=a)))
 impl(lax.cummin_p)(_cumulative(lambda y, a: np.minimum.accumulate(y, axis=a)))
 

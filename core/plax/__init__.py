@@ -9,6 +9,11 @@ itself loads none of them.
 """
 from plax.version import __version__
 from plax.config import config
+from plax.config import (debug_nans, debug_infs, enable_checks, log_compiles,
+                         explain_cache_misses, numpy_rank_promotion, numpy_dtype_promotion,
+                         default_matmul_precision, default_prng_impl, threefry_partitionable)
+from plax.config import enable_x64, _MORE_CONTEXTS, context_manager as _config_context
+from plax import float_checks as _float_checks  # registers the jax_debug_nans listener
 from plax import dtypes, errors, tree_util, tree, core
 from plax.core import ShapeDtypeStruct
 from plax import dispatch as _dispatch  # installs the eager path of Primitive.bind
@@ -34,13 +39,17 @@ tree_map = _tree_map  # the alias older JAX code (and the seed tutorials) use
 # Submodules imported on first use. Only modules that exist are named here, so that
 # ``hasattr(plax, "nn")`` is False until plax.nn is written.
 _LAZY_SUBMODULES = frozenset({"random", "test_util", "plugins", "api_util", "ad_checkpoint",
-                               "debug", "experimental", "scipy", "nn", "distributed"})
+                               "debug", "debugger", "experimental", "scipy", "nn", "distributed"})
 # Names loaded on first use, with the module that defines them.
-_LAZY_NAMES = {"pure_callback": "plax.lax.callbacks"}
+_LAZY_NAMES = {"pure_callback": "plax.lax.callbacks", "float0": "plax.dtypes"}
+_config_contexts = frozenset(_MORE_CONTEXTS)
 
 
 def __getattr__(name: str):
     # Submodules loaded on first use, and names exported by transform plugins (pmap, ...).
+    if name in _config_contexts:  # jax.transfer_guard(...) and JAX's other option contexts
+        value = globals()[name] = _config_context(name)
+        return value
     if name in _LAZY_SUBMODULES:
         import importlib
         return importlib.import_module(f"plax.{name}")
@@ -56,4 +65,4 @@ def __getattr__(name: str):
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY_NAMES))
+    return sorted(set(globals()) | set(_LAZY_NAMES) | set(_config_contexts))

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import contextlib
+import sys
 from typing import Any, Iterator
 
 from plax import tree_util
@@ -35,6 +36,24 @@ def disable_jit(disable: bool = True) -> Iterator[None]:
 
 
 def typeof(x: Any):
-    """The abstract value (ShapedArray) of an array, tracer or scalar."""
+    """The abstract value (type) of an array, tracer, typed key array or scalar.
+
+    It prints as JAX prints types: ``float32[8,4]``, ``~float32[]`` for a weakly typed value,
+    ``key<fry>[3]`` for typed PRNG keys.
+
+    Args:
+      x: an array, tracer, Python or NumPy scalar, or typed key array.
+
+    Returns:
+      A :class:`plax.core.ShapedArray` (whose ``dtype`` is a key dtype for typed keys).
+
+    Example:
+      >>> print(jax.typeof(jnp.ones((8, 4))))
+      float32[8,4]
+    """
+    from plax.core.shaped_array import ShapedArray
     from plax.core.trace import get_aval
+    keys = sys.modules.get("plax.random.keys")  # loaded whenever a typed key exists
+    if keys is not None and isinstance(x, keys.PRNGKeyArray):
+        return ShapedArray(tuple(x.shape), x.dtype)
     return get_aval(x)

@@ -1,8 +1,12 @@
-"""Run-time flags: ``plax.config.update("jax_enable_x64", True)`` and friends.
+"""Run-time options: ``plax.config.update("jax_enable_x64", True)`` and friends, as in JAX.
 
-Every flag can be set with or without the ``jax_`` prefix, and starts from an
-environment variable (``JAX_ENABLE_X64=1`` or ``PLAX_ENABLE_X64=1``), so code
-written for JAX configures plax unchanged.
+Every option of JAX 0.10.2 is accepted under its JAX name (and, for plax's own code, without
+the ``jax_`` prefix); an unknown name raises ``AttributeError`` as JAX does. Each option starts
+from an environment variable (``JAX_ENABLE_X64=1`` or ``PLAX_ENABLE_X64=1``), can be read as an
+attribute (``plax.config.jax_enable_x64``), through :meth:`Config.read` or in
+:attr:`Config.values`, and can be set inside a ``with`` block (:meth:`Config.override`, and the
+context managers ``plax.debug_nans(True)``, ``plax.numpy_rank_promotion("raise")``, ...).
+``docs/config.md`` says which options plax honours; the others are stored and do nothing.
 """
 from __future__ import annotations
 
@@ -10,66 +14,183 @@ import contextlib
 import os
 from typing import Any, Callable, Iterator
 
+from plax.config_jax_options import JAX_OPTIONS
 
-def _env_bool(name: str, default: bool) -> bool:
+# Matmul precisions JAX accepts for jax_default_matmul_precision (None: the default).
+_MATMUL_PRECISIONS = (
+    "default", "high", "highest", "bfloat16", "tensorfloat32", "float32", "ANY_F8_ANY_F8_F32",
+    "ANY_F8_ANY_F8_F32_FAST_ACCUM", "ANY_F8_ANY_F8_ANY", "ANY_F8_ANY_F8_ANY_FAST_ACCUM",
+    "F16_F16_F16", "F16_F16_F32", "BF16_BF16_BF16", "BF16_BF16_F32", "BF16_BF16_F32_X3",
+    "BF16_BF16_F32_X6", "BF16_BF16_F32_X9", "TF32_TF32_F32", "TF32_TF32_F32_X3", "F32_F32_F32",
+    "F64_F64_F64")
+
+# Options whose values plax checks as JAX does: name -> (allowed values, None allowed).
+_ENUMS: dict[str, tuple[tuple, bool]] = {
+    "numpy_rank_promotion": (("allow", "warn", "raise"), False),
+    "numpy_dtype_promotion": (("standard", "strict"), False),
+    "default_matmul_precision": (_MATMUL_PRECISIONS, True),
+    "default_prng_impl": (("threefry2x32", "threefry4x32", "rbg", "unsafe_rbg", "philox2x32",
+                           "philox4x32"), False),
+    "traceback_filtering": (("off", "tracebackhide", "remove_frames", "quiet_remove_frames",
+                             "auto"), False),
+}
+
+# Options plax reads as booleans (and, from the environment, as "1"/"true"/"yes"/"on").
+_BOOLS = frozenset(name[4:] for name, v in JAX_OPTIONS.items()
+                   if name.startswith("jax_") and isinstance(v, bool))
+
+# Options read once, when the devices are first listed: changing them later raises.
+_BEFORE_DEVICES = frozenset({"num_cpu_devices"})
+
+
+def _short(name: str) -> str:
+    return name[4:] if name.startswith("jax_") else name
+
+
+# short name -> the name JAX spells it with (``check_vma`` has no prefix)
+_JAX_NAME = {_short(n): n for n in JAX_OPTIONS}
+
+
+def _from_env(name: str, default: Any) -> Any:
+    """The option's starting value: ``PLAX_<NAME>`` or ``JAX_<NAME>`` when set."""
     for key in ("PLAX_" + name.upper(), "JAX_" + name.upper()):
         raw = os.environ.get(key)
-        if raw is not None:
+        if not raw:  # unset or empty: the next variable, else the default
+            continue
+        if name in _BOOLS:
             return raw.strip().lower() in ("1", "true", "yes", "on")
+        if isinstance(default, int) and not isinstance(default, bool):
+            try:
+                return int(raw)
+            except ValueError:
+                return default  # checked where the option is used (num_cpu_devices)
+        if isinstance(default, float):
+            try:
+                return float(raw)
+            except ValueError:
+                return default
+        return raw
     return default
 
 
 class Config:
-    """The flag table. Read a flag as an attribute, set it with :meth:`update`.
+    """The option table. Read an option as an attribute, set it with :meth:`update`.
 
     Example:
       >>> import plax
-      >>> plax.config.update("jax_enable_x64", True)
-      >>> plax.config.x64_enabled
-      True
+      >>> plax.config.update("jax_numpy_rank_promotion", "warn")
+      >>> plax.config.jax_numpy_rank_promotion, plax.config.read("numpy_rank_promotion")
+      ('warn', 'warn')
+      >>> plax.config.update("jax_numpy_rank_promotion", "allow")
     """
 
-    _defaults: dict[str, bool] = {
-        "enable_x64": False,
-        "threefry_partitionable": True,
-        "disable_jit": False,
-        "debug_nans": False,
-        "debug_infs": False,
-    }
-
     def __init__(self) -> None:
-        self._values = {k: _env_bool(k, v) for k, v in self._defaults.items()}
+        # Keyed by the short name: plax's hot paths read ``config._values["enable_x64"]``.
+        self._values: dict[str, Any] = {}
+        for name, default in JAX_OPTIONS.items():
+            short = _short(name)
+            self._values[short] = default if short in _BEFORE_DEVICES else \
+                _from_env(short, default)
         self._listeners: list[Callable[[str, Any], None]] = []
+        self._guards: dict[str, Callable[[str], None]] = {}
+        self._updated: set[str] = set()  # options set with update(), not from the environment
 
     @staticmethod
     def _canonical(name: str) -> str:
-        return name[4:] if name.startswith("jax_") else name
+        return _short(name)
+
+    def _key(self, name: str) -> str:
+        key = _short(name) if isinstance(name, str) else name
+        if key not in self._values:
+            raise AttributeError(f"Unrecognized config option: {name}")
+        return key
 
     def update(self, name: str, value: Any) -> None:
-        """Sets flag ``name`` (``"jax_enable_x64"`` or ``"enable_x64"``) to ``value``.
+        """Sets option ``name`` (``"jax_enable_x64"``, or ``"enable_x64"``) to ``value``.
+
+        Args:
+          name: a JAX 0.10.2 option name.
+          value: its new value (booleans are converted with ``bool``).
 
         Raises:
-          AttributeError: for a flag plax does not know.
-        """
-        key = self._canonical(name)
-        if key not in self._values:
-            known = ", ".join(sorted("jax_" + k for k in self._values))
-            raise AttributeError(f"Unrecognized config option: {name!r}. Known options: {known}.")
-        self._values[key] = bool(value)
-        for listener in self._listeners:
-            listener(key, bool(value))
+          AttributeError: for a name JAX does not know.
+          ValueError: for a value outside an enumerated option's choices.
+          RuntimeError: for ``jax_num_cpu_devices`` once the devices have been listed.
 
-    def read(self, name: str) -> bool:
-        """Returns the value of flag ``name`` (with or without the ``jax_`` prefix)."""
-        return self._values[self._canonical(name)]
+        Example:
+          >>> plax.config.update("jax_log_compiles", False)
+        """
+        key = self._key(name)
+        value = self._checked(key, value)
+        guard = self._guards.get(key)
+        if guard is not None:
+            guard(key)
+        self._values[key] = value
+        self._updated.add(key)
+        for listener in self._listeners:
+            listener(key, value)
+
+    @staticmethod
+    def _checked(key: str, value: Any) -> Any:
+        if key in _BOOLS:
+            return bool(value)
+        if key in _ENUMS:
+            choices, none_ok = _ENUMS[key]
+            if value is None and none_ok:
+                return value
+            if isinstance(value, str) and key != "default_matmul_precision":
+                value = value.lower() if value.lower() in choices else value
+            if value not in choices:
+                none = "None or " if none_ok else ""
+                raise ValueError(f"new enum value must be {none}in {list(choices)}, got "
+                                 f"{value} of type {type(value)}.")
+            return value
+        if key == "num_cpu_devices":
+            try:
+                return int(value)
+            except (TypeError, ValueError):
+                raise ValueError(f"jax_num_cpu_devices must be an integer, got {value!r}"
+                                 ) from None
+        return value
+
+    def read(self, name: str) -> Any:
+        """The value of option ``name`` (with or without the ``jax_`` prefix).
+
+        Example:
+          >>> plax.config.read("jax_numpy_rank_promotion")
+          'allow'
+        """
+        return self._values[self._key(name)]
+
+    def was_updated(self, name: str) -> bool:
+        """Whether option ``name`` was set with :meth:`update` (rather than only read from the
+        environment): such a setting wins over the environment, read again later.
+
+        Example:
+          >>> plax.config.was_updated("jax_xla_backend")
+          False
+        """
+        return self._key(name) in self._updated
+
+    @property
+    def values(self) -> dict[str, Any]:
+        """Every option's current value, keyed by its JAX name (a new dict)."""
+        return {_JAX_NAME[k]: v for k, v in self._values.items()}
 
     def on_change(self, listener: Callable[[str, Any], None]) -> None:
-        """Registers ``listener(name, value)`` to run whenever a flag changes."""
+        """Registers ``listener(name, value)`` to run whenever an option changes (``name``
+        without the ``jax_`` prefix)."""
         self._listeners.append(listener)
+
+    def guard(self, name: str, check: Callable[[str], None]) -> None:
+        """Registers ``check(name)``, run before option ``name`` changes; it raises to refuse
+        the change (the devices module refuses ``jax_num_cpu_devices`` once devices exist)."""
+        self._guards[self._key(name)] = check
 
     @contextlib.contextmanager
     def override(self, name: str, value: Any) -> Iterator[None]:
-        """Sets a flag inside a ``with`` block and restores it afterwards."""
+        """Sets an option inside a ``with`` block and restores it afterwards (for the whole
+        process: plax's options are not thread-local, as JAX's context managers are)."""
         old = self.read(name)
         self.update(name, value)
         try:
@@ -79,19 +200,150 @@ class Config:
 
     def __getattr__(self, name: str) -> Any:
         values = self.__dict__.get("_values")
-        if values is None:
+        if values is None or name.startswith("__"):
             raise AttributeError(name)
         if name == "x64_enabled":
             return values["enable_x64"]
-        key = self._canonical(name)
+        key = _short(name)
         if key in values:
             return values[key]
-        raise AttributeError(f"Unrecognized config option: {name!r}")
+        raise AttributeError(f"'Config' object has no attribute {name!r}")
+
+    def __dir__(self) -> list[str]:
+        return sorted(set(super().__dir__()) | set(_JAX_NAME.values()))
 
 
 config = Config()
 
 
-def enable_x64(new_val: bool = True) -> contextlib.AbstractContextManager:
-    """Context manager that turns 64-bit types on (or off) inside its block."""
-    return config.override("enable_x64", new_val)
+def _context(name: str, doc: str, default_arg: bool = True):
+    """A JAX-style context manager for one option: ``with plax.debug_nans(True): ...``."""
+    if default_arg:
+        def manager(new_val: Any = True) -> contextlib.AbstractContextManager:
+            return config.override(name, new_val)
+    else:
+        def manager(new_val: Any) -> contextlib.AbstractContextManager:
+            return config.override(name, new_val)
+    manager.__name__ = manager.__qualname__ = name
+    manager.__doc__ = doc
+    return manager
+
+
+enable_x64 = _context("enable_x64", """Context manager that turns 64-bit types on (or off)
+    inside its block.
+
+    Example:
+      >>> with plax.enable_x64():
+      ...     plax.numpy.ones(1).dtype
+      dtype('float64')
+    """)
+debug_nans = _context("debug_nans", """Inside the block, an operation (eager, or a ``jit``
+    call run again op by op to find it) that produces a NaN raises ``FloatingPointError``.
+
+    Example:
+      >>> with plax.debug_nans(True):
+      ...     plax.numpy.log(-1.0)  # doctest: +SKIP
+      FloatingPointError: invalid value (nan) encountered in log
+    """)
+debug_infs = _context("debug_infs", """As :func:`debug_nans`, for infinities.
+
+    Example:
+      >>> with plax.debug_infs(True):
+      ...     plax.numpy.ones(2) / 0  # doctest: +SKIP
+      FloatingPointError: invalid value (inf) encountered in div
+    """)
+enable_checks = _context("enable_checks", """Inside the block, ``jit`` type-checks every jaxpr
+    it traces (slower; for debugging plax itself).
+
+    Example:
+      >>> with plax.enable_checks(True):
+      ...     plax.jit(lambda x: x + 1)(1.0)
+      Array(2., dtype=float32, weak_type=True)
+    """)
+log_compiles = _context("log_compiles", """Inside the block, ``jit`` logs (``logging``,
+    level WARNING) each function it traces and compiles, with its argument types.
+
+    Example:
+      >>> with plax.log_compiles():
+      ...     _ = plax.jit(lambda x: x + 1)(1.0)  # doctest: +SKIP
+    """)
+explain_cache_misses = _context("explain_cache_misses", """Inside the block, ``jit`` logs
+    (``logging``, level WARNING) why it traces a function again: which argument's shape,
+    dtype, weak type, static value or tree structure changed.
+
+    Example:
+      >>> with plax.explain_cache_misses():
+      ...     _ = plax.jit(lambda x: x + 1)(1.0)  # doctest: +SKIP
+    """)
+numpy_rank_promotion = _context("numpy_rank_promotion", """Inside the block, NumPy-style
+    rank promotion of ``plax.numpy`` operands is ``"allow"``-ed, ``"warn"``-ed about or
+    ``"raise"``-s ``ValueError``.
+
+    Example:
+      >>> with plax.numpy_rank_promotion("raise"):
+      ...     plax.numpy.ones(3) + plax.numpy.ones((2, 3))  # doctest: +SKIP
+      ValueError: Operands could not be broadcast together for add on shapes (3,) (2, 3) ...
+    """, default_arg=False)
+numpy_dtype_promotion = _context("numpy_dtype_promotion", """Inside the block, implicit dtype
+    promotion is JAX's ``"standard"`` lattice or ``"strict"`` (only Python scalars of a lower
+    kind promote; anything else raises ``TypePromotionError``).
+
+    Example:
+      >>> with plax.numpy_dtype_promotion("strict"):
+      ...     (plax.numpy.ones(2) + 1).dtype
+      dtype('float32')
+    """, default_arg=False)
+default_matmul_precision = _context("default_matmul_precision", """Inside the block, the
+    precision of matrix products and convolutions that pass no ``precision=`` (plax's CPU
+    kernels compute float32 products in float32 whatever is asked; see docs/config.md).
+
+    Example:
+      >>> with plax.default_matmul_precision("float32"):
+      ...     plax.numpy.dot(plax.numpy.ones(2), plax.numpy.ones(2))
+      Array(2., dtype=float32)
+    """, default_arg=False)
+default_prng_impl = _context("default_prng_impl", """Inside the block, the PRNG
+    implementation new keys use (plax implements ``"threefry2x32"``).""", default_arg=False)
+threefry_partitionable = _context("threefry_partitionable", """Inside the block, threefry
+    random bits are generated in JAX's partitionable layout (True, the default) or the older
+    one (False).
+
+    Example:
+      >>> with plax.threefry_partitionable(False):
+      ...     int(plax.random.bits(plax.random.key(0), ()))  # doctest: +SKIP
+    """)
+
+
+# JAX's other top-level context managers, one per option (``with jax.transfer_guard("log"):``):
+# plax stores the value for the block (docs/config.md says which options do something).
+_MORE_CONTEXTS = {
+    "enable_custom_prng": "enable_custom_prng", "softmax_custom_jvp": "softmax_custom_jvp",
+    "legacy_prng_key": "legacy_prng_key", "debug_key_reuse": "debug_key_reuse",
+    "check_tracer_leaks": "check_tracer_leaks", "checking_leaks": "check_tracer_leaks",
+    "transfer_guard": "transfer_guard", "transfer_guard_host_to_device":
+    "transfer_guard_host_to_device", "transfer_guard_device_to_device":
+    "transfer_guard_device_to_device", "transfer_guard_device_to_host":
+    "transfer_guard_device_to_host", "no_tracing": "no_tracing", "no_execution": "no_execution",
+    "thread_guard": "thread_guard", "allow_f16_reductions": "allow_f16_reductions",
+    "array_garbage_collection_guard": "array_garbage_collection_guard",
+    "auto_pcast": "auto_pcast", "remove_size_one_mesh_axis_from_type":
+    "remove_size_one_mesh_axis_from_type",
+    "jax2tf_associative_scan_reductions": "jax2tf_associative_scan_reductions",
+}
+
+
+def context_manager(name: str):
+    """The context manager JAX names ``name`` (``"transfer_guard"``), for ``plax.<name>``.
+
+    Example:
+      >>> with plax.transfer_guard("log"):
+      ...     plax.config.jax_transfer_guard
+      'log'
+    """
+    option = _MORE_CONTEXTS[name]
+    return _context(option, f"""Sets the option ``jax_{option}`` inside a ``with`` block
+    (stored for JAX compatibility; see docs/config.md for what plax does with it).""",
+                    default_arg=option not in ("transfer_guard", "transfer_guard_host_to_device",
+                                               "transfer_guard_device_to_device",
+                                               "transfer_guard_device_to_host",
+                                               "array_garbage_collection_guard"))

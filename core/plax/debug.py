@@ -11,9 +11,10 @@ from typing import Any, Callable
 
 import numpy as np
 
+from plax.debugger import breakpoint  # noqa: A004 (JAX's name)
 from plax.lax.callbacks import debug_callback as _debug_callback
 
-__all__ = ["callback", "print", "visualize_array_sharding", "visualize_sharding"]
+__all__ = ["breakpoint", "callback", "print", "visualize_array_sharding", "visualize_sharding"]
 
 
 def callback(callback: Callable[..., Any], *args: Any, ordered: bool = False,

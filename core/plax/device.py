@@ -5,7 +5,10 @@ backend executes is chosen per call (``jit(f, backend="numpy")``, with any insta
 backend's name), by the environment (``PLAX_BACKEND``, ``PLAX_PLATFORMS``), or by
 priority. The default platform is an accelerator platform when one is present, else the
 CPU; ``PLAX_BACKEND=name`` makes that backend's platform the default and its first device
-the default device. ``PLAX_NUM_CPU_DEVICES=N`` gives N CPU devices (for pmap).
+the default device (``jax.config.update("jax_default_device", d)`` sets it too).
+``jax.config.update("jax_num_cpu_devices", N)`` before the devices are first listed, or
+``PLAX_NUM_CPU_DEVICES=N`` (or ``XLA_FLAGS=--xla_force_host_platform_device_count=N``) in the
+environment, gives N CPU devices (for pmap and meshes).
 
 Arrays move between devices, and between backends of one device, through the backend
 protocol in both directions (:func:`move_buffer`): no copy where the buffer can be used as
@@ -17,10 +20,13 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
+import re
 import threading
 from typing import Any, Iterator
 
 import numpy as np
+
+from plax.config import config
 
 
 class Device:
@@ -94,16 +100,51 @@ class CudaDevice(Device):
     _str_name = "cuda"
 
 
-@functools.lru_cache(maxsize=None)
-def cpu_devices() -> tuple[CpuDevice, ...]:
-    """The process's CPU devices, shared by every CPU backend (count from PLAX_NUM_CPU_DEVICES)."""
-    raw = os.environ.get("PLAX_NUM_CPU_DEVICES", "1")
+_XLA_DEVICE_COUNT = re.compile(r"--xla_force_host_platform_device_count=(\S*)")
+
+
+def _cpu_device_count() -> int:
+    """The number of CPU devices asked for: ``jax.config.update("jax_num_cpu_devices", N)``,
+    else ``PLAX_NUM_CPU_DEVICES`` / ``JAX_NUM_CPU_DEVICES``, else the
+    ``--xla_force_host_platform_device_count=N`` of ``XLA_FLAGS`` (older notebooks), else 1."""
+    n = config.read("num_cpu_devices")
+    if n != -1:
+        source, raw = "jax_num_cpu_devices", str(n)
+    else:
+        for source in ("PLAX_NUM_CPU_DEVICES", "JAX_NUM_CPU_DEVICES"):
+            raw = os.environ.get(source)
+            if raw is not None:
+                break
+        else:
+            found = _XLA_DEVICE_COUNT.findall(os.environ.get("XLA_FLAGS", ""))
+            source, raw = "XLA_FLAGS --xla_force_host_platform_device_count", \
+                (found[-1] if found else "1")
     try:
         n = int(raw)
         if n < 1:
             raise ValueError
     except ValueError:
-        raise ValueError(f"PLAX_NUM_CPU_DEVICES must be a positive integer, got {raw!r}") from None
+        raise ValueError(f"{source} must be a positive integer, got {raw!r}") from None
+    return n
+
+
+def _refuse_after_devices(name: str) -> None:
+    # JAX's error: the device count is fixed once the devices exist
+    if cpu_devices.cache_info().currsize:
+        raise RuntimeError(
+            "jax_num_cpu_devices config should be updated before backends are initialized i.e. "
+            "before any JAX operation is executed. You should initialize this config "
+            "immediately after `import jax`.")
+
+
+config.guard("num_cpu_devices", _refuse_after_devices)
+
+
+@functools.lru_cache(maxsize=None)
+def cpu_devices() -> tuple[CpuDevice, ...]:
+    """The process's CPU devices, shared by every CPU backend (their number from
+    :func:`_cpu_device_count`)."""
+    n = _cpu_device_count()
     # In a multi-process run (plax.distributed.initialize) ids are global: process p's
     # devices are p*N ... p*N + N-1, as JAX numbers them.
     from plax import distributed
@@ -236,8 +277,28 @@ def default_device() -> Device:
         return stack[-1]
     d = _default_cache[0]
     if d is None:
-        d = _default_cache[0] = _local_devices()[0]  # never another process's device
+        d = _default_cache[0] = _configured_default() or _local_devices()[0]  # never remote
     return d
+
+
+def _configured_default() -> Device | None:
+    """The device ``jax.config.update("jax_default_device", d)`` set (a Device or a platform
+    name: its first device), or None."""
+    d = config.read("default_device")
+    if d is None or isinstance(d, Device):
+        return d
+    if isinstance(d, str):
+        return devices(d)[0]
+    raise ValueError(f"jax_default_device must be a Device (e.g. plax.devices('cpu')[0]), a "
+                     f"platform name or None, got {d!r} of type {type(d).__name__}")
+
+
+def _on_config_change(name: str, value: Any) -> None:
+    if name == "default_device":
+        _default_cache[0] = None  # resolved again on next use
+
+
+config.on_change(_on_config_change)
 
 
 @contextlib.contextmanager

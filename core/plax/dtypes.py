@@ -345,7 +345,10 @@ def result_type(*args: Any, return_weak_type_flag: bool = False):
     """
     if not args:
         raise ValueError("at least one array or dtype is required")
-    dt, weak = _result_type_of(tuple([dtype_and_weak_type(a) for a in args]), _x64())
+    pairs = tuple([dtype_and_weak_type(a) for a in args])
+    if _strict:
+        _check_strict(pairs)
+    dt, weak = _result_type_of(pairs, _x64())
     return (dt, weak) if return_weak_type_flag else dt
 
 
@@ -361,4 +364,38 @@ def _result_type_of(pairs: tuple, x64: bool) -> tuple[np.dtype, bool]:
 
 def result_type_of_avals(pairs: tuple) -> tuple[np.dtype, bool]:
     """Cached promotion of ``((dtype, weak_type), ...)`` pairs: the fast path of every binary op."""
+    if _strict:
+        _check_strict(pairs)
     return _result_type_of(pairs, _x64())
+
+
+# jax_numpy_dtype_promotion="strict": set by the config listener below, read on every promotion
+_strict = False
+_WEAK_NAMES = {_I: "<class 'int'>", _F: "<class 'float'>", _C: "<class 'complex'>"}
+_WEAK_FITS = {_I: "iufcV", _F: "fcV", _C: "c"}  # the kinds a Python scalar may join strictly
+
+
+def _check_strict(pairs: tuple) -> None:
+    """JAX's strict promotion: operands of one dtype, beside Python scalars of a lower or equal
+    kind; anything else raises :class:`TypePromotionError`."""
+    strong = {dt for dt, weak in pairs if not weak or _node(dt, weak) == dt}
+    weak = {_node(dt, True) for dt, w in pairs if w and _node(dt, True) != dt}
+    if len(strong) <= 1:
+        target = next(iter(strong), None)
+        if target is None or all(target.kind in _WEAK_FITS[w] for w in weak):
+            return
+    names = sorted({str(np.dtype(dt).name) for dt in strong} | {_WEAK_NAMES[w] for w in weak})
+    raise TypePromotionError(
+        f"Input dtypes {tuple(names)} have no available implicit dtype promotion path when "
+        "jax_numpy_dtype_promotion=strict. Try explicitly casting inputs to the desired output "
+        "type, or set jax_numpy_dtype_promotion=standard.")
+
+
+def _on_config_change(name: str, value: Any) -> None:
+    global _strict
+    if name == "numpy_dtype_promotion":
+        _strict = value == "strict"
+
+
+config.on_change(_on_config_change)
+_on_config_change("numpy_dtype_promotion", config.read("numpy_dtype_promotion"))

@@ -233,17 +233,29 @@ def _platform_alias(name: str) -> str:
     return {"cuda": "gpu", "rocm": "gpu", "host": "cpu"}.get(name.lower(), name.lower())
 
 
+def _platforms_configured() -> tuple[str, str]:
+    """``(setting, value)``: what restricts the platforms, as ``NAME='value'`` for messages
+    (``PLAX_PLATFORMS``/``JAX_PLATFORMS`` in the environment, or
+    ``jax.config.update("jax_platforms", ...)`` made before the plugins loaded), or
+    ``("", "")``."""
+    from plax.config import config
+    if config.was_updated("platforms"):  # jax.config.update wins over the environment
+        value = config.read("platforms") or ""
+        return (f"jax_platforms={value!r}", value) if value else ("", "")
+    for var in ("PLAX_PLATFORMS", "JAX_PLATFORMS"):
+        if os.environ.get(var):
+            return f"{var}={os.environ[var]!r}", os.environ[var]
+    return "", ""
+
+
 def _platform_order() -> list[str]:
-    raw = os.environ.get("PLAX_PLATFORMS") or os.environ.get("JAX_PLATFORMS") or ""
+    raw = _platforms_configured()[1]
     return [_platform_alias(p.strip()) for p in raw.split(",") if p.strip()]
 
 
 def _platforms_setting() -> str:
-    """The variable that sets the platforms, as ``NAME='value'`` (for messages), or ""."""
-    for var in ("PLAX_PLATFORMS", "JAX_PLATFORMS"):
-        if os.environ.get(var):
-            return f"{var}={os.environ[var]!r}"
-    return ""
+    """The setting that restricts the platforms, as ``NAME='value'`` (for messages), or ""."""
+    return _platforms_configured()[0]
 
 
 # Warnings point at the first frame outside this package: the user's line that first needed

@@ -186,7 +186,7 @@ def check_raises_like_jax(plax_call, jax_fn, *args, concrete: bool = True, **kwa
         plax_call()
     err = info.value
     assert isinstance(err, (TypeError, ValueError, IndexError, NotImplementedError,
-                            OverflowError)), f"unexpected exception type {type(err).__name__}"
+                            OverflowError, ZeroDivisionError)), f"unexpected exception type {type(err).__name__}"
     if jax is not None and jax_fn is not None:
         ref = jax_out_avals(jax_fn, *args, concrete=concrete, **kwargs)
         assert isinstance(ref, Exception), f"JAX did not raise; plax raised {err!r}"

@@ -22,8 +22,8 @@ CASES = [
     ("broadcast_to_mismatch", lambda m: m.broadcast_to(A23, (2, 4)), ValueError,
      ["(2, 3)", "(2, 4)"]),
     ("axis_sum", lambda m: m.sum(A23, axis=2), ValueError, ["axis 2", "dimension 2"]),
-    ("axis_neg", lambda m: m.mean(A23, axis=-3), (ValueError, IndexError), ["-3"]),
-    ("axis_argmax", lambda m: m.argmax(A23, axis=5), (ValueError, IndexError), ["5"]),
+    ("axis_neg", lambda m: m.mean(A23, axis=-3), ValueError, ["axis -3", "dimension 2"]),
+    ("axis_argmax", lambda m: m.argmax(A23, axis=5), ValueError, ["axis 5", "dimension 2"]),
     ("axis_concat", lambda m: m.concatenate([A23, A23], axis=2), ValueError, ["2"]),
     ("axis_stack", lambda m: m.stack([A23, A23], axis=4), ValueError, ["4"]),
     ("axis_expand_dims", lambda m: m.expand_dims(A23, 5), ValueError, ["5"]),
@@ -121,7 +121,7 @@ CASES = [
     ("zeros_bad_dtype", lambda m: m.zeros(3, dtype="not-a-dtype"), TypeError, ["not-a-dtype"]),
     ("zeros_negative", lambda m: m.zeros((-1, 2)), TypeError, ["-1"]),
     ("zeros_float_shape", lambda m: m.zeros((2.5,)), TypeError, ["2.5"]),
-    ("arange_step_zero", lambda m: m.arange(0, 3, 0), ValueError, ["step"]),
+    ("arange_step_zero", lambda m: m.arange(0, 3, 0), ZeroDivisionError, ["step"]),
     ("linspace_negative", lambda m: m.linspace(0, 1, -2), ValueError, ["-2"]),
     ("eye_negative", lambda m: m.eye(-1), ValueError, ["-1"]),
     ("meshgrid_indexing", lambda m: m.meshgrid(A4, A4, indexing="yx"), ValueError, ["yx"]),
@@ -150,8 +150,9 @@ CASES = [
 ]
 
 
-# JAX raises these by accident (an internal division by zero); plax raises a ValueError
-JAX_ARTEFACTS = {"arange_step_zero"}
+# JAX raises an IndexError ("tuple index out of range") from inside mean and argmax for an
+# axis out of range; plax raises the ValueError JAX raises everywhere else.
+JAX_ARTEFACTS = {"axis_neg", "axis_argmax"}
 
 
 @pytest.mark.parametrize("name,call,exc,fragments", CASES, ids=[c[0] for c in CASES])

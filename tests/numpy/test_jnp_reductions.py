@@ -254,9 +254,13 @@ def test_empty_reductions(name):
 def test_reduction_axis_errors_name_the_axis():
     x = np.zeros((2, 3), np.float32)
     for name in ("sum", "mean", "argmax", "cumsum", "var"):
-        err = check_raises_like_jax(lambda: getattr(jnp, name)(x, axis=2), jax_fn(name), x,
-                                    axis=2)
-        assert "2" in str(err)
+        # JAX raises ValueError, except an IndexError from inside mean, var and argmax (an
+        # accident of its implementation); plax raises ValueError for all of them.
+        with pytest.raises(ValueError, match="axis 2 is out of bounds for array of dimension 2"):
+            getattr(jnp, name)(x, axis=2)
+        if name in ("sum", "cumsum"):
+            check_raises_like_jax(lambda: getattr(jnp, name)(x, axis=2), jax_fn(name), x,
+                                  axis=2)
     with pytest.raises(ValueError, match="repeated axis"):
         jnp.sum(x, axis=(0, 0))
     with pytest.raises(TypeError, match="axis"):

@@ -257,7 +257,8 @@ def _eqn_doc(eqn: JaxprEqn, namer: _Namer):
     if body is not None:
         # A call reads as JAX prints jit: name first, and the body's binders named after the
         # operands and results they stand for (unless the body is printed at the top).
-        if body not in namer.shared:
+        if body not in namer.shared and getattr(eqn.primitive, "pp_body_named_after_operands",
+                                                True):
             namer.suggest(body.invars, eqn.invars)
             namer.suggest(body.outvars, eqn.outvars)
         if "name" in eqn.params:
@@ -268,7 +269,7 @@ def _eqn_doc(eqn: JaxprEqn, namer: _Namer):
         pairs = [[_Text(f"{k}="), _param_doc(eqn.params[k], namer)] for k in keys]
         params = _Group([_Nest(2, [_Text("["), _Break(""), _join(_Break(), pairs)]),
                          _Break(""), _Text("]")])
-    rhs = _cat(_Text(eqn.primitive.name), params)
+    rhs = _cat(_Text(getattr(eqn.primitive, "pp_name", eqn.primitive.name)), params)
     if eqn.invars:
         rhs += [_Text(" "), _vars_doc(eqn.invars, namer, binders=False)]
     if not eqn.outvars:

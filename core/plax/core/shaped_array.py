@@ -15,7 +15,7 @@ _short_names = {
 
 def short_dtype_name(dtype: np.dtype) -> str:
     """``float32`` -> ``f32``: the dtype spelling used in jaxprs."""
-    if dtype.names == ("float0",):
+    if getattr(dtype, "names", None) == ("float0",):
         return "float0"
     return _short_names.get(dtype.name, dtype.name)
 
@@ -80,6 +80,19 @@ class ShapedArray:
         weak = ", weak_type=True" if self.weak_type else ""
         return f"ShapedArray({self.str_short()}{weak})"
 
+    def __str__(self) -> str:
+        """The type as ``jax.typeof(x)`` prints it: ``float32[8,4]``, ``~float32[]`` for a weak
+        type, ``key<fry>[3]`` for typed keys."""
+        suffixes = self._dim_suffixes()
+        dims = ",".join(f"{d}{s}" for d, s in zip(self.shape, suffixes))
+        return f"{'~' if self.weak_type else ''}{self.dtype.name}[{dims}]"
+
+    def _dim_suffixes(self) -> tuple[str, ...]:
+        """What follows each dimension in :meth:`__str__` (nothing here). The hook for types
+        that carry a sharding (``float32[8@X,4]``): a subclass returns ``"@X"`` for a
+        dimension sharded over mesh axis ``X``."""
+        return ("",) * len(self.shape)
+
     def __len__(self) -> int:
         if not self.shape:
             raise TypeError("len() of unsized object")
@@ -116,3 +129,19 @@ class ShapeDtypeStruct:
     def __repr__(self) -> str:
         weak = ", weak_type=True" if self.weak_type else ""
         return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name}{weak})"
+
+    @classmethod
+    def like(cls, x) -> "ShapeDtypeStruct":
+        """The shape, dtype, weak type and sharding of ``x`` (an array, a tracer, a scalar
+        or another ShapeDtypeStruct).
+
+        Example:
+          >>> ShapeDtypeStruct.like(1.0)
+          ShapeDtypeStruct(shape=(), dtype=float32, weak_type=True)
+        """
+        if isinstance(x, ShapeDtypeStruct):
+            return cls(x.shape, x.dtype, x.weak_type, x.sharding)
+        from plax.core.trace import get_aval
+        aval = get_aval(x)
+        sharding = getattr(x, "sharding", None) if hasattr(x, "_device") else None
+        return cls(aval.shape, aval.dtype, aval.weak_type, sharding)

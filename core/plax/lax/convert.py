@@ -59,7 +59,7 @@ def _convert_jvp(primals, tangents, *, new_dtype, weak_type):
     if type(t) is Zero or not (dtypes.is_inexact(new_dtype) and dtypes.is_inexact(aval_of(x).dtype)):
         return out, Zero.from_primal(out)
     t_out = t
-    if aval_of(t).dtype != new_dtype:
+    if aval_of(t).dtype != new_dtype or aval_of(t).weak_type != weak_type:
         if dtypes.is_complex(aval_of(t).dtype) and not dtypes.is_complex(new_dtype):
             from plax.lax.unary import real
             t = real(t)
@@ -75,8 +75,10 @@ def _convert_transpose(ct, x, *, new_dtype, weak_type):
     if dtypes.is_complex(aval_of(ct).dtype) and not dtypes.is_complex(old):
         from plax.lax.unary import real
         ct = real(ct)
-    if aval_of(ct).dtype == old:
+    if aval_of(ct).dtype == old and aval_of(ct).weak_type == x.aval.weak_type:
         return [ct]
+    # The operand's weak type comes back too (as in JAX): a Python float promoted to float32
+    # gets a weakly typed cotangent.
     return [convert_element_type_p.bind(ct, new_dtype=old, weak_type=x.aval.weak_type)]
 
 

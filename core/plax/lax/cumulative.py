@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Callable
 
+import numpy as np
+
 import plax.lax.binary as B
 from plax.core.primitive import Primitive
 from plax.core.registry import register_rule
@@ -52,6 +54,84 @@ cumsum, cumprod, cummax, cummin = map(_cumulative, (cumsum_p, cumprod_p, cummax_
 
 deflinear(cumsum_p, lambda ct, x, *, axis, reverse:
           [None if type(ct) is Zero else cumsum(ct, axis, not reverse)])
+
+
+# XLA's CPU compiler evaluates a cumulative sum or product of length n > 16 as blocks of 16
+# (each scanned in order), a scan of the block totals (blocked the same way) and one combine
+# of each block with the totals before it. Rounding depends on that order, so a backend
+# reproduces JAX's numbers to the last bit by following it: :func:`blocked_scan`.
+SCAN_BLOCK = 16
+
+
+def blocked_scan(x, axis: int, reverse: bool, combine: Callable, identity, xp=None):
+    """The inclusive cumulative ``combine`` (an add or multiply ufunc) of a host or device
+    array ``x`` along ``axis``, in the order XLA's CPU compiler uses, every step rounded to
+    ``x``'s dtype.
+
+    This is the accumulation order of :data:`cumsum_p` and :data:`cumprod_p` (for floating
+    types it decides the last digits, in float16 most of all); backend kernels call it with
+    their array module instead of writing their own order.
+
+    Args:
+      x: an array of the NumPy API (``numpy.ndarray``, or a device array with ``xp``).
+      axis: the axis to scan.
+      reverse: scan from the end (each suffix is still combined left to right, as XLA does).
+      combine: the binary ufunc, e.g. ``numpy.add``.
+      identity: its identity (0 or 1).
+      xp: the array module of ``x`` (default NumPy).
+
+    Returns:
+      An array of ``x``'s shape and dtype.
+
+    Example:
+      >>> import numpy as np
+      >>> float(blocked_scan(np.ones(20, np.float16), 0, False, np.add, 0)[-1])
+      20.0
+    """
+    xp = np if xp is None else xp
+    moved = xp.moveaxis(x, axis, -1)
+    out = _blocked_last_axis(moved, reverse, combine, identity, xp)
+    return xp.moveaxis(out, -1, axis)
+
+
+def _in_order(x, reverse: bool, combine, xp):
+    """Inclusive scan along the last axis, one rounded step at a time; for ``reverse``, each
+    suffix ``x[i] + x[i+1] + ...`` is combined from its left end, as XLA's reduce_window
+    does."""
+    n = x.shape[-1]
+    out = xp.empty_like(x)
+    if not reverse:
+        acc = x[..., 0]
+        out[..., 0] = acc
+        for k in range(1, n):
+            acc = combine(acc, x[..., k])
+            out[..., k] = acc
+        return out
+    out[...] = x
+    for k in range(1, n):  # out[..., i] for i < k takes x[..., k] next
+        out[..., :k] = combine(out[..., :k], x[..., k:k + 1])
+    return out
+
+
+def _blocked_last_axis(x, reverse: bool, combine, identity, xp):
+    n = x.shape[-1]
+    if n <= SCAN_BLOCK:
+        return _in_order(x, reverse, combine, xp) if n else x
+    pad = -n % SCAN_BLOCK
+    if pad:
+        fill = xp.full(x.shape[:-1] + (pad,), identity, dtype=x.dtype)
+        x = xp.concatenate([x, fill], axis=-1)
+    blocks = x.reshape(x.shape[:-1] + (-1, SCAN_BLOCK))
+    inner = _in_order(blocks, reverse, combine, xp)
+    totals = inner[..., 0] if reverse else inner[..., -1]
+    scanned = _blocked_last_axis(xp.ascontiguousarray(totals), reverse, combine, identity, xp)
+    ident = xp.full(scanned.shape[:-1] + (1,), identity, dtype=x.dtype)
+    if reverse:  # what the blocks after each one contribute
+        before = xp.concatenate([scanned[..., 1:], ident], axis=-1)
+    else:  # what the blocks before each one contribute
+        before = xp.concatenate([ident, scanned[..., :-1]], axis=-1)
+    out = combine(inner, before[..., None]).reshape(x.shape)
+    return out[..., :n]
 
 
 def associative_scan(fn: Callable, elems, reverse: bool = False, axis: int = 0):

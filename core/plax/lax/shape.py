@@ -276,7 +276,7 @@ def expand_dims(x, dimensions: Sequence[int]):
     """Inserts size-1 axes at positions ``dimensions`` of the result."""
     x = asarray(x)
     out_rank = aval_of(x).ndim + len(dimensions)
-    dims = tuple(sorted(canonicalize_axis(d, out_rank, "expand_dims dimension") for d in dimensions))
+    dims = tuple(sorted(canonicalize_axis(d, out_rank) for d in dimensions))
     if len(set(dims)) != len(dims):
         raise ValueError(f"repeated axis in expand_dims: {tuple(dimensions)}")
     if not dims:

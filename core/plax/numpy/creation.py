@@ -302,8 +302,8 @@ def arange(start: Any, stop: Any = None, step: Any = None, dtype: Any = None, *,
     if stop is None and step is None:
         start, stop = 0, start
     step = 1 if step is None else step
-    if step == 0:
-        raise ValueError("arange: step must not be zero")
+    if step == 0:  # JAX's exception type: its length computation divides by the step
+        raise ZeroDivisionError("arange: step must not be zero")
     if dtype is None:
         dt = dtypes.result_type(*(v for v in (start, stop, step) if v is not None))
         dt = dtypes.canonicalize_dtype(dt)

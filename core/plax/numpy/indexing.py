@@ -15,6 +15,7 @@ index form that reads also writes, with out-of-bounds updates dropped.
 from __future__ import annotations
 
 import math
+import warnings
 from typing import Any
 
 import numpy as np
@@ -404,9 +405,20 @@ def scatter_update(x, idx, y, op: str, *, indices_are_sorted=False, unique_indic
     aval = get_aval(x)
     if op not in _SCATTERS:
         raise ValueError(f"unknown .at[] update {op!r}; expected one of {sorted(_SCATTERS)}")
+    if isinstance(y, (list, tuple)):
+        from plax.numpy.creation import array
+        y = array(y)
+    work_dtype = _scatter_dtype(x, y, aval)
+    if work_dtype != aval.dtype:
+        # As JAX does: scatter in the promoted type, then cast back (so bool.at[i].add(-2)
+        # is a logical or, and int.at[i].multiply(0.5) halves before truncating).
+        out = scatter_update(lax.convert_element_type(x, work_dtype), idx, y, op,
+                             indices_are_sorted=indices_are_sorted,
+                             unique_indices=unique_indices, mode=mode)
+        return lax.convert_element_type(out, aval.dtype, aval.weak_type)
     if op in ("add", "multiply") and aval.dtype == np.bool_:
-        raise TypeError(f"x.at[idx].{op}() does not accept dtype bool (as in JAX); use set, "
-                        "min or max, or cast to an integer type first.")
+        raise TypeError(f"x.at[idx].{op}() does not accept a bool array with a bool update (as "
+                        "in JAX); use set, min or max, or cast to an integer type first.")
     y = _as_update(y, aval)
     gmode = GatherScatterMode.FILL_OR_DROP if mode is None else GatherScatterMode.from_any(mode)
     if aval.size == 0:
@@ -441,6 +453,30 @@ def scatter_update(x, idx, y, op: str, *, indices_are_sorted=False, unique_indic
     if aval.weak_type:
         out = lax.convert_element_type(out, aval.dtype, True)
     return out
+
+
+def _scatter_dtype(x, y, aval) -> np.dtype:
+    """The dtype an ``.at[]`` update runs in: ``x``'s own when ``y`` casts to it safely, else
+    the promotion of both, with JAX's FutureWarning about the unsafe cast."""
+    kind = aval.dtype.kind
+    t = type(y)
+    # the common safe cases without a promotion: a Python scalar of a lower or equal kind, or
+    # an array of the operand's dtype
+    if (t is float and kind in "fcV") or (t is int and kind in "iufcV") or t is bool or \
+            (t is complex and kind == "c"):
+        return aval.dtype
+    if isinstance(y, (Array, Tracer)) and y.aval.dtype == aval.dtype:
+        return aval.dtype
+    from plax.numpy.util import check_arraylike
+    check_arraylike(".at[] update", y)
+    if dtypes.result_type(y, aval.dtype) == aval.dtype:
+        return aval.dtype
+    y_dtype = dtypes.dtype(y)
+    warnings.warn("scatter inputs have incompatible types: cannot safely cast value from "
+                  f"dtype={y_dtype} to dtype={aval.dtype} with "
+                  "jax_numpy_dtype_promotion=standard. In future JAX releases this will "
+                  "result in an error.", FutureWarning, stacklevel=4)
+    return dtypes.result_type(x, y)
 
 
 def _as_update(y, aval):

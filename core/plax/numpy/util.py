@@ -1,6 +1,7 @@
 """Shared helpers of plax.numpy: argument checks, dtype promotion and shape broadcasting."""
 from __future__ import annotations
 
+import warnings
 from typing import Any, Sequence
 
 import numpy as np
@@ -8,6 +9,7 @@ import numpy as np
 from plax import dtypes
 from plax import lax
 from plax.array import Array, from_host
+from plax.config import config as _config
 from plax.core.trace import Tracer, get_aval
 
 _scalar_types = (bool, int, float, complex)
@@ -115,6 +117,9 @@ def promote_shapes(fun_name: str, *args: Any) -> list:
     nonscalar = {s for s in shapes if s}
     if len(nonscalar) <= 1:
         return list(args)
+    if _config_values["numpy_rank_promotion"] != "allow" and \
+            len({len(s) for s in nonscalar}) > 1:
+        _rank_promotion(fun_name, shapes)
     try:
         out_shape = broadcast_shapes(*shapes)
     except ValueError:
@@ -126,6 +131,23 @@ def promote_shapes(fun_name: str, *args: Any) -> list:
                             f"{listed}.") from None
         raise ValueError(f"{fun_name}: incompatible shapes for broadcasting: {listed}") from None
     return [a if get_aval(a).shape in ((), out_shape) else broadcast_to(a, out_shape) for a in args]
+
+
+_config_values = _config._values
+
+
+def _rank_promotion(fun_name: str, shapes) -> None:
+    """JAX's warning or error for operands of different ranks, as
+    ``jax_numpy_rank_promotion`` ("warn" or "raise") asks."""
+    listed = " ".join(map(str, shapes))
+    more = "see https://docs.jax.dev/en/latest/rank_promotion_warning.html."
+    if _config_values["numpy_rank_promotion"] == "raise":
+        raise ValueError(f"Operands could not be broadcast together for {fun_name} on shapes "
+                         f"{listed} and with the config option "
+                         f"jax_numpy_rank_promotion='raise'. For more information, {more}")
+    warnings.warn(f"Following NumPy automatic rank promotion for {fun_name} on shapes {listed}. "
+                  "Set the jax_numpy_rank_promotion config option to 'allow' to disable this "
+                  f"warning; for more information, {more}", stacklevel=4)
 
 
 def promote_args(fun_name: str, *args: Any) -> list:
@@ -161,25 +183,20 @@ def promote_args_inexact(fun_name: str, *args: Any) -> list:
     return promote_shapes(fun_name, *[to_dtype(a, dt, weak) for a in args])
 
 
-# NumPy's AxisError is both a ValueError and an IndexError, so code catching either (JAX
-# raises one or the other depending on the function) handles an out-of-range axis.
-AxisError = np.exceptions.AxisError
-
-
 def canonicalize_axis(axis, ndim: int) -> int:
     """``axis`` in ``[0, ndim)``, accepting negative axes.
 
     Raises:
       TypeError: if ``axis`` is not an integer.
-      AxisError: (a ValueError and an IndexError) naming the axis and the rank if it is out
-        of range.
+      ValueError: naming the axis and the rank if it is out of range (JAX's exception and
+        message; NumPy's own ``AxisError`` never escapes).
     """
     if isinstance(axis, (bool, np.bool_)) or not (isinstance(axis, (int, np.integer))
                                                   or hasattr(axis, "__index__")):
         raise TypeError(f"axis must be an integer, got {axis!r} of type {type(axis).__name__}")
     axis = int(axis.__index__())
     if not -ndim <= axis < ndim:
-        raise AxisError(axis, ndim)
+        raise ValueError(f"axis {axis} is out of bounds for array of dimension {ndim}")
     return axis + ndim if axis < 0 else axis
 
 
@@ -187,7 +204,7 @@ def canonicalize_axis_tuple(axis, ndim: int) -> tuple[int, ...]:
     """Normalises ``axis`` (None, int or sequence) to a sorted tuple of non-negative axes.
 
     Raises:
-      AxisError: for an axis out of range; ValueError for a repeated axis.
+      ValueError: for an axis out of range or a repeated axis.
     """
     if axis is None:
         return tuple(range(ndim))

@@ -72,7 +72,10 @@ def resolve_impl(impl: Any, ctor: str = "key") -> PRNGImpl:
       ValueError: for an implementation plax does not provide.
     """
     if impl is None:
-        return threefry_prng_impl
+        default = config.read("default_prng_impl")  # jax_default_prng_impl
+        if default == "threefry2x32":
+            return threefry_prng_impl
+        impl = default  # another of JAX's names: refused below, not silently replaced
     if isinstance(impl, PRNGImpl):
         return impl
     if isinstance(impl, KeyDType):

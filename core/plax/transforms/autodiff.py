@@ -297,7 +297,10 @@ class _VJPFunction:
             flat.append(Zero(want) if want.dtype == dtypes.float0 else ct)
         cts_in = backward_pass(st.jaxpr, self.residuals, flat)
         out = [instantiate(c) if type(c) is Zero else c for c in cts_in]
-        out = [_match_dtype(c, a) for c, a in zip(out, st.in_avals)]
+        # weakly typed output cotangents (grad's seed on a Python-scalar function) give a
+        # weakly typed primal weakly typed cotangents, as JAX's tangent types do
+        weak_in = all(get_aval(c).weak_type for c in flat if type(c) is not Zero)
+        out = [_match_dtype(c, a, weak_in) for c, a in zip(out, st.in_avals)]
         return tree_util.tree_unflatten(st.in_tree, out)
 
     def __repr__(self) -> str:
@@ -328,15 +331,19 @@ tree_util.register_pytree_node(
     lambda static, residuals: _VJPFunction(static, list(residuals)))
 
 
-def _match_dtype(ct, aval):
-    """The cotangent with the input's tangent dtype and weak type (as JAX returns it)."""
+def _match_dtype(ct, aval, weak_in: bool):
+    """The cotangent with the input's tangent dtype. Its weak type is what the backward pass
+    gave it, as in JAX: a Python-float primal's cotangent is strongly typed when a strongly
+    typed cotangent flowed into it (``vjp(jnp.sin, 2.0)[1](jnp.float32(1))``), and weakly
+    typed when only weakly typed ones did (``weak_in``)."""
     want = tangent_aval(aval)
     if isinstance(ct, np.ndarray) and ct.dtype == dtypes.float0:
         return ct
     ca = get_aval(ct)
-    if want.dtype != dtypes.float0 and (ca.dtype != want.dtype or ca.weak_type != want.weak_type):
+    weak = ca.weak_type or (want.weak_type and weak_in)
+    if want.dtype != dtypes.float0 and (ca.dtype != want.dtype or ca.weak_type != weak):
         from plax import lax
-        ct = lax.convert_element_type(ct, want.dtype, want.weak_type)
+        ct = lax.convert_element_type(ct, want.dtype, weak)
     return ct
 
 
@@ -678,12 +685,14 @@ def _jacrev(fun, argnums, has_aux, holomorphic, allow_int, transform):
             y, f_vjp = _vjp(partial_fun, dyn, False, debug)
         y_leaves, y_tree = tree_util.tree_flatten(y)
         basis, n = _std_basis(y_leaves)
-        # f_vjp casts each cotangent to its input's dtype and weak type, as JAX's jacrev does
         pulled = vmap(lambda *b: f_vjp(tree_util.tree_unflatten(y_tree, list(b))))(*basis)
         # pulled: tuple over dyn args, each leaf (N, *in_shape) -> per output leaf (*out, *in)
         in_leaves, in_tree = tree_util.tree_flatten(pulled)
         out_shapes = [get_aval(o).shape for o in y_leaves]
-        pieces = [_unstack_basis(leaf, 0, out_shapes) for leaf in in_leaves]
+        # each block takes its input's dtype and weak type, as JAX's jacrev casts them
+        in_avals = [get_aval(a) for a in tree_util.tree_leaves(dyn)]
+        pieces = [[_cast_like(p, a) for p in _unstack_basis(leaf, 0, out_shapes)]
+                  for leaf, a in zip(in_leaves, in_avals)]
         per_out = []
         for k in range(len(y_leaves)):
             jac_o = tree_util.tree_unflatten(in_tree, [p[k] for p in pieces])

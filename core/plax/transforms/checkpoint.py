@@ -40,6 +40,9 @@ class _CheckpointPrimitive(Primitive):
 
     __slots__ = ()
     call_param = "jaxpr"
+    # printed as JAX 0.10 prints it: ``remat2[...]``, its body's variables named afresh
+    pp_name = "remat2"
+    pp_body_named_after_operands = False
 
 
 checkpoint_p = _CheckpointPrimitive("checkpoint", multiple_results=True)
@@ -180,6 +183,39 @@ class checkpoint_policies:
         def policy(prim, *_, **params):
             return not (prim is name_p and params["name"] in excluded)
         return policy
+
+    @staticmethod
+    def save_and_offload_only_these_names(*, names_which_can_be_saved,
+                                          names_which_can_be_offloaded, offload_src: str,
+                                          offload_dst: str) -> Callable:
+        """Saves the values named (``checkpoint_name``) in either list, recomputes the rest.
+
+        JAX moves the offloaded ones to ``offload_dst`` memory (e.g. ``"pinned_host"``);
+        plax's devices keep residuals where they are (CPU buffers are host memory already),
+        so an offloaded value is simply saved.
+
+        Raises:
+          ValueError: if a name is in both lists (as in JAX).
+        """
+        saved, offloaded = set(names_which_can_be_saved), set(names_which_can_be_offloaded)
+        both = saved & offloaded
+        if both:
+            raise ValueError(
+                "The names should be exclusive and should not intersect in "
+                "`names_which_can_be_saved` and `names_which_can_be_offloaded`. Got "
+                f"names_which_can_be_saved={saved}, names_which_can_be_offloaded={offloaded} "
+                f"and the intersection={both}")
+        chosen = frozenset(saved | offloaded)
+
+        def policy(prim, *_, **params):
+            return prim is name_p and params["name"] in chosen
+        return policy
+
+    @staticmethod
+    def offload_dot_with_no_batch_dims(offload_src: str, offload_dst: str) -> Callable:
+        """:attr:`dots_with_no_batch_dims_saveable`, offloaded in JAX (saved where they are in
+        plax: see :meth:`save_and_offload_only_these_names`)."""
+        return checkpoint_policies.dots_with_no_batch_dims_saveable
 
     @staticmethod
     def save_from_both_policies(first: Callable, second: Callable) -> Callable:

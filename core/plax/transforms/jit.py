@@ -16,6 +16,7 @@ import functools
 import inspect
 import operator
 import threading
+import time
 import weakref
 from typing import Any, Callable, Iterable, Sequence
 
@@ -38,12 +39,23 @@ from plax.transforms.staging import abstractify, convert_tracer_consts, trace_to
 _tree_flatten = tree_util.tree_flatten
 _tree_unflatten = tree_util.tree_unflatten
 _flags = config._values
-# Flags that change what tracing produces (dtypes, PRNG layout) are part of every cache key.
-_trace_flags = [(False, True)]
+# Flags that change what tracing produces (dtypes, PRNG layout, promotion checks) are part of
+# every cache key.
+_trace_flags = [(False, True, "allow", "standard", "threefry2x32")]
+
+
+# Options that send every call down the general path: disable_jit, and the NaN/Inf checks of
+# outputs (one read on the fast path, as before)
+_general_only = [False]
+_checks = [False]
 
 
 def _refresh_trace_flags(name=None, value=None) -> None:
-    _trace_flags[0] = (_flags["enable_x64"], _flags["threefry_partitionable"])
+    _trace_flags[0] = (_flags["enable_x64"], _flags["threefry_partitionable"],
+                       _flags["numpy_rank_promotion"], _flags["numpy_dtype_promotion"],
+                       _flags["default_prng_impl"])
+    _checks[0] = bool(_flags["debug_nans"] or _flags["debug_infs"])
+    _general_only[0] = bool(_flags["disable_jit"]) or _checks[0]
 
 
 config.on_change(_refresh_trace_flags)
@@ -300,7 +312,7 @@ class JitFunction:
         # signature seen before. Everything else (first call, kwargs, static arguments,
         # scalars, device moves, tracing) goes through _call_general, which fills the
         # fast cache when the call qualifies.
-        if trace_state.depth or _flags["disable_jit"] or kwargs:
+        if trace_state.depth or _general_only[0] or kwargs:
             return self._call_general(args, kwargs)
         static_nums = self._static_nums
         if static_nums is None:
@@ -393,8 +405,16 @@ class JitFunction:
             return _tree_unflatten(entry.out_tree,
                                    _wrap_outputs(outs, entry.out_avals, device, committed))
         new = Array._new
-        return _tree_unflatten(entry.out_tree, [new(b, a, device, committed)
-                                                for b, a in zip(outs, entry.out_avals)])
+        out_arrays = [new(b, a, device, committed) for b, a in zip(outs, entry.out_avals)]
+        if _checks[0]:  # jax_debug_nans / jax_debug_infs
+            from plax.float_checks import check_jit_outputs
+            check_jit_outputs(out_arrays, self._name, lambda: self._deoptimized(args, kwargs))
+        return _tree_unflatten(entry.out_tree, out_arrays)
+
+    def _deoptimized(self, args, kwargs):
+        """The function run op by op, as if ``jit`` were removed (to find a NaN's source)."""
+        with config.override("disable_jit", True):
+            return self.fun(*args, **kwargs)
 
     def _fast_eligible(self, args) -> bool:
         """Whether calls like this one (positional, no kwargs) can take the fast path."""
@@ -417,6 +437,11 @@ class JitFunction:
         hit = self._jaxpr_cache.get(key)
         if hit is not None:
             return hit
+        if _flags["explain_cache_misses"]:
+            from plax.transforms.jit_logging import explain_miss
+            explain_miss(self.fun, DebugInfo(self._transform, self.fun, treedef, kwargs=True),
+                         key, list(self._jaxpr_cache))
+        start = time.perf_counter()
         out_box = []
 
         def flat_fun(*leaves):
@@ -433,6 +458,12 @@ class JitFunction:
         where = f"jitted function {getattr(self.fun, '__name__', 'the jitted function')!r}"
         traced, _ = trace_to_jaxpr(flat_fun, avals, where=where, debug=debug)
         closed, captured = convert_tracer_consts(traced.jaxpr, traced.consts)
+        if _flags["enable_checks"]:
+            from plax.core.typecheck import check_jaxpr
+            check_jaxpr(closed.jaxpr)
+        if _flags["log_compiles"]:
+            from plax.transforms.jit_logging import log_trace
+            log_trace(self._name, time.perf_counter() - start)
         result = (closed, out_box[0], captured)
         if not captured:
             self._jaxpr_cache[key] = result
@@ -458,7 +489,11 @@ class JitFunction:
                 device = backend.devices()[0]
         else:
             backend = self._select_backend(device)
+        start = time.perf_counter()
         compiled = compile_closed(closed, backend, device)
+        if _flags["log_compiles"]:
+            from plax.transforms.jit_logging import log_compile
+            log_compile(self._name, avals, backend.name, time.perf_counter() - start)
         entry = _CacheEntry(compiled.executable, compiled.const_bufs, out_tree,
                             compiled.out_avals, closed, device, backend)
         with self._lock:

@@ -2,6 +2,7 @@
 staging derived bodies (JVP, transpose, batched), and type checks with JAX's messages."""
 from __future__ import annotations
 
+import inspect
 import weakref
 from typing import Any, Callable, Sequence
 
@@ -144,12 +145,11 @@ def batched_fun(closed: ClosedJaxpr, dims: Sequence, axis_data) -> Callable:
     return fun
 
 
-def _carry_name(path: str) -> str:
-    return f"c{path}" if path else "c"
-
-
-def check_carry(in_tree, out_tree, in_avals, out_avals, what: str) -> None:
-    """JAX's TypeErrors for a body whose carry output differs from its input."""
+def check_carry(in_tree, out_tree, in_avals, out_avals, what: str,
+                body_fun: Callable | None = None) -> None:
+    """JAX's TypeErrors for a body whose carry output differs from its input in structure,
+    shape or dtype (weak types may differ, as in JAX). The carry is named by ``body_fun``'s
+    first parameter, as JAX's messages name it."""
     from plax.pytrees.engine import tree_unflatten
     from plax.tree_util import keystr, tree_flatten_with_path
     if in_tree != out_tree:
@@ -158,16 +158,37 @@ def check_carry(in_tree, out_tree, in_avals, out_avals, what: str) -> None:
             f"structure, but they differ:\n\nThe input carry has structure {in_tree} but the "
             f"carry output has structure {out_tree}.\n\nRevise the function so that the carry "
             "output has the same pytree structure as the carry input.")
+    carry_name = _first_parameter(body_fun)
+
+    def component(path: str) -> str:
+        if carry_name:
+            return (f"the input carry component {carry_name}{path}" if path
+                    else f"the input carry {carry_name}")
+        return f"the input carry at path {path}" if path else "the input carry"
+
     paths = [keystr(p) for p, _ in tree_flatten_with_path(
         tree_unflatten(in_tree, list(range(len(in_avals)))))[0]]
-    for path, a, b in zip(paths, in_avals, out_avals):
-        if not same_type(a, b) or a.weak_type != b.weak_type:
-            raise TypeError(
-                f"{what} body function carry input and carry output must have equal types, "
-                f"but they differ:\n\nThe input carry {_carry_name(path)} has type "
-                f"{long_str(a)} but the corresponding output carry component has type "
-                f"{long_str(b)}, {type_mismatch(a, b)}.\n\nRevise the function so that all "
-                "output types match the corresponding input types.")
+    diffs = [f"{component(path)} has type {long_str(a)} but the corresponding output carry "
+             f"component has type {long_str(b)}, {type_mismatch(a, b)}"
+             for path, a, b in zip(paths, in_avals, out_avals) if not same_type(a, b)]
+    if not diffs:
+        return
+    if len(diffs) == 1:
+        differences = diffs[0][0].upper() + diffs[0][1:] + ".\n"
+    else:
+        differences = "\n".join(f"  * {d};\n" for d in diffs[:-1]) + f"  * {diffs[-1]}.\n"
+    raise TypeError(
+        f"{what} body function carry input and carry output must have equal types, but they "
+        f"differ:\n\n{differences}\nRevise the function so that all output types match the "
+        "corresponding input types.")
+
+
+def _first_parameter(fun: Callable | None) -> str | None:
+    try:
+        params = list(inspect.signature(fun).parameters) if fun is not None else []
+    except (TypeError, ValueError):
+        params = []
+    return params[0] if params else None
 
 
 def widen_varying(widen: list, in_avals: list, out_avals: list) -> tuple[list, bool]:
@@ -197,14 +218,18 @@ def with_varying(avals: list, widen: list) -> list:
 
 
 def promote_weak(leaves: list, in_avals: list, out_avals: list) -> tuple[list, bool]:
-    """A weakly typed carry input whose body output has another dtype or is strongly typed
-    takes the output's type (as in JAX); returns the new leaves and whether any changed."""
+    """A weakly typed carry input whose body output has another dtype is promoted with that
+    output's type (as in JAX: a weak float carry stays a float when the body returns an int32,
+    so the carry check then names it; a weak type alone is no mismatch); returns the new
+    leaves and whether any changed."""
+    from plax.dtypes import result_type_of_avals
     from plax.lax.convert import convert_element_type
     changed = False
     new = []
     for x, a, b in zip(leaves, in_avals, out_avals):
-        if a.weak_type and a.shape == b.shape and (a.dtype != b.dtype or not b.weak_type):
-            x = convert_element_type(x, b.dtype, weak_type=b.weak_type)
+        if a.weak_type and a.shape == b.shape and a.dtype != b.dtype:
+            dtype, _ = result_type_of_avals(((a.dtype, True), (b.dtype, b.weak_type)))
+            x = convert_element_type(x, dtype, weak_type=False)
             changed = True
         new.append(x)
     return new, changed

@@ -120,7 +120,7 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val: Any) -> Any:
         if not (changed or grown):
             break
     avals = with_varying([get_aval(x) for x in leaves], widen)
-    check_carry(in_tree, out_tree, avals, list(body.out_avals), "while_loop")
+    check_carry(in_tree, out_tree, avals, list(body.out_avals), "while_loop", body_fun)
     cond, cond_consts = _trace_cond(cond_fun, in_tree, avals)
     outs = while_p.bind(*cond_consts, *body_consts, *leaves, cond_jaxpr=cond, body_jaxpr=body,
                         cond_nconsts=len(cond_consts), body_nconsts=len(body_consts))
@@ -158,8 +158,8 @@ def fori_loop(lower, upper, body_fun: Callable, init_val: Any) -> Any:
     if lo is not None and hi is not None:
         from plax.lax.control_flow.scan import scan
 
-        def step(carry, _):
-            i, x = carry
+        def step(loop_carry, _):  # the name JAX's carry-type errors use
+            i, x = loop_carry
             return (i + np.int32(1), body_fun(i, x)), None
 
         (_, out), _ = scan(step, (np.int32(lo), init_val), None, length=max(hi - lo, 0))
@@ -177,8 +177,8 @@ def fori_loop(lower, upper, body_fun: Callable, init_val: Any) -> Any:
     def cond(c):
         return c[0] < c[1]
 
-    def body(c):
-        i, u, x = c
+    def body(loop_carry):  # the name JAX's carry-type errors use
+        i, u, x = loop_carry
         return i + np.asarray(1, dt), u, body_fun(i, x)
 
     return while_loop(cond, body, (lower, upper, init_val))[2]

@@ -173,7 +173,7 @@ def scan(f: Callable, init: Any, xs: Any = None, length: int | None = None,
         if not (changed or grown):
             break
     check_carry(init_tree, c_tree, [get_aval(x) for x in init_leaves], out_avals[:n_carry],
-                 "scan")
+                "scan", f)
     outs = scan_p.bind(*consts, *init_leaves, *x_leaves, jaxpr=closed, length=n,
                        reverse=bool(reverse), unroll=unroll, num_consts=len(consts),
                        num_carry=n_carry)
