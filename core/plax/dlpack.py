@@ -88,3 +88,36 @@ def import_array(x: Any, platform: str, copy: bool | None = None):
         from plax import lax
         return lax.convert_element_type(out, target)  # a copy, on the device
     return out
+
+
+# ---------------------------------------------------------------- the jax.dlpack module's API
+
+#: the dtypes DLPack can describe and plax exchanges (JAX's list: no float8 or int4 types)
+_SUPPORTED = frozenset(np.dtype(t) for t in (
+    np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64,
+    np.float16, dtypes.bfloat16, np.float32, np.float64, np.complex64, np.complex128))
+
+
+def is_supported_dtype(dtype: Any) -> bool:
+    """Whether arrays of ``dtype`` can be exchanged through DLPack (as ``jax.dlpack``'s).
+
+    Example:
+      >>> plax.dlpack.is_supported_dtype(np.float32), plax.dlpack.is_supported_dtype("float8_e4m3fn")
+      (True, False)
+    """
+    try:
+        return np.dtype(dtype) in _SUPPORTED
+    except TypeError:
+        return False
+
+
+def from_dlpack(external_array: Any, device: Any = None, copy: bool | None = None):
+    """An Array from a DLPack exporter (``jax.dlpack.from_dlpack``): the same as
+    :func:`plax.numpy.from_dlpack`.
+
+    Example:
+      >>> plax.dlpack.from_dlpack(np.arange(3.0))
+      Array([0., 1., 2.], dtype=float32)
+    """
+    from plax.numpy import from_dlpack as _from_dlpack
+    return _from_dlpack(external_array, device=device, copy=copy)
