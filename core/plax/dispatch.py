@@ -25,6 +25,7 @@ from plax.array import Array, from_host
 from plax.core import registry, trace
 from plax.core.trace import Tracer
 from plax.device import default_device
+from plax.state.types import Ref
 
 _impl_rules = registry.rule_table("impl")
 _new_array = Array._new
@@ -92,6 +93,9 @@ def _apply_general(prim, args, params):
     committed = False
     for a in args:
         if type(a) is not Array:
+            if any(type(x) is Ref for x in args):
+                from plax.state.discharge import apply_with_refs
+                return apply_with_refs(prim, args, params)
             args = _to_arrays(prim, args)
             break
     for a in args:

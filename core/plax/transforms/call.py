@@ -36,6 +36,7 @@ from plax.core.passes import prepare_for_backend, split_known
 from plax.core.primitive import Primitive
 from plax.core.shaped_array import ShapedArray
 from plax.core.trace import Tracer, eager_region, get_aval, new_main
+from plax.state.types import Ref
 from plax.transforms.batching import register_program_primitive
 from plax.transforms.jvp import Zero, jvp_flat, tangent_aval
 from plax.transforms.staging import JaxprTrace, LinearizeTrace, is_linearize_tracer, trace_to_jaxpr
@@ -86,6 +87,11 @@ class Executable:
 def compile_closed(closed: ClosedJaxpr, backend, device) -> Executable:
     """Compiles ``closed`` with ``backend`` for ``device`` (outside every transform)."""
     from plax.host_memory import keep_freed_memory
+    from plax.state.discharge import compile_stateful, jaxpr_has_refs
+    if jaxpr_has_refs(closed):  # refs never reach a backend: run their discharged program
+        run, const_bufs = compile_stateful(
+            closed, lambda pure: compile_closed(pure, backend, device), device)
+        return Executable(run, const_bufs, list(closed.out_avals))
     keep_freed_memory()  # once per process: the programs' buffers are reused, not re-faulted
     jaxpr, consts = prepare_for_backend(closed)
     with eager_region():
@@ -100,6 +106,8 @@ def to_buffer(x, device):
         return x._buffer_on(device)
     if isinstance(x, Tracer):
         raise TypeError(f"Unexpected tracer {x} as a jit argument outside its transform")
+    if type(x) is Ref:  # read (and written back) by the program's stateful wrapper
+        return x
     return from_host(x, device=device)._buf
 
 

@@ -425,7 +425,11 @@ class JitFunction:
                           argnums=[i for i in range(nargs) if i not in static_pos])
         where = f"jitted function {getattr(self.fun, '__name__', 'the jitted function')!r}"
         traced, _ = trace_to_jaxpr(flat_fun, avals, where=where, debug=debug)
-        closed, captured = convert_tracer_consts(traced.jaxpr, traced.consts)
+        if self._transform == "jit":
+            _check_no_ref_outputs(traced, debug)
+        # Refs the function closed over stay constants here (a compiled program reads and
+        # writes them); a call equation takes them as operands (see _bind_call).
+        closed, captured = convert_tracer_consts(traced.jaxpr, traced.consts, move_refs=False)
         result = (closed, out_box[0], captured)
         if not captured:
             self._jaxpr_cache[key] = result
@@ -471,6 +475,10 @@ class JitFunction:
         avals = [_leaf_aval(x) if not isinstance(x, Tracer) else x.aval for x in leaves]
         closed, out_tree, captured = self._trace(nargs, static, treedef, avals)
         leaves = [x if isinstance(x, (Array, Tracer)) else from_host(x) for x in leaves]
+        if closed.consts:  # refs it closed over: trailing operands of the call, as in JAX
+            from plax.state.discharge import hoist_ref_consts
+            closed, refs = hoist_ref_consts(closed, trailing=True)
+            leaves += refs
         outs = jit_p.bind(*captured, *leaves, jaxpr=closed, name=self._name)
         return _tree_unflatten(out_tree, outs)
 
@@ -560,6 +568,30 @@ def jit_when_traced(fun: Callable | None = None, *, name: str | None = None,
 
     traced_as_jit._jitted = jitted
     return traced_as_jit
+
+
+def _check_no_ref_outputs(closed: ClosedJaxpr, debug: DebugInfo) -> None:
+    """JAX's ValueError for a jitted function that returns a mutable array reference."""
+    from plax.state.types import is_ref_aval
+    jaxpr = closed.jaxpr
+    for v in jaxpr.outvars:
+        if not is_ref_aval(v.aval):
+            continue
+        code = getattr(debug.fun, "__code__", None)
+        where = f" at {code.co_filename}:{code.co_firstlineno}" if code is not None else ""
+        msg = (f"function {debug.func_name}{where} traced for jit returned a mutable array reference "
+               f"of type {v.aval}, but mutable array references cannot be returned.")
+        if v in jaxpr.invars:
+            try:
+                name = debug.arg_names()[jaxpr.invars.index(v)]
+                msg += f"\n\nThe returned mutable array was passed in as the argument {name}."
+            except Exception:  # noqa: BLE001 -- the message must not fail itself
+                pass
+        elif v in jaxpr.constvars:
+            msg += "\n\nThe returned mutable array was closed over by the function."
+        else:
+            msg += "\n\nThe returned mutable array was created inside the function."
+        raise ValueError(msg)
 
 
 def _moved(x: Array, device) -> Array:
