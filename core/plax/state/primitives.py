@@ -265,7 +265,7 @@ def new_ref(init_val: Any, *, memory_space: Any = None, kind: str | None = None)
         if not isinstance(init_val, (bool, int, float, complex, np.ndarray, np.generic)):
             raise TypeError(f"Error interpreting argument to new_ref as a JAX value. The "
                             f"problematic value is of type {type(init_val)} and was passed to "
-                            "new_ref at position 0.")
+                            "new_ref at position 0.\n")
         from plax.array import from_host
         init_val = from_host(init_val)
     if trace_state.depth == 0:
