@@ -452,3 +452,16 @@ def test_grad_reads_an_outer_ref():
     ref = plax.new_ref(jnp.arange(3.0))
     got = plax.grad(lambda x: (ref[...] * x).sum())(jnp.ones(3))
     np.testing.assert_array_equal(np.asarray(got), [0.0, 1.0, 2.0])
+
+
+def test_addupdate_method_of_a_traced_ref():
+    r = plax.new_ref(jnp.zeros(2))
+
+    @plax.jit
+    def f(r, x):
+        r.addupdate(x, 1)
+
+    f(r, 3.0)
+    np.testing.assert_array_equal(np.asarray(plax.freeze(r)), [0.0, 3.0])
+    with pytest.raises(AttributeError, match="addupdate"):
+        plax.jit(lambda x: x.addupdate(1.0))(jnp.zeros(2))

@@ -74,6 +74,15 @@ def _getitem(self, idx):
     return indexing.getitem(self, idx)
 
 
+def _tracer_addupdate(self, x, idx=()):
+    """``ref.addupdate(x, idx)`` of a traced ref (plax.state); arrays have no such method."""
+    if type(self.aval) is not AbstractRef:
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute 'addupdate' (it "
+                             "is a method of refs made by plax.new_ref)")
+    from plax.state.primitives import ref_addupdate
+    ref_addupdate(self, idx, x)
+
+
 def _tracer_getitem(self, idx):
     # a traced ref (plax.state) is read by the ``get`` primitive, an array indexed
     if type(self.aval) is AbstractRef:
@@ -216,5 +225,6 @@ def register_array_methods(*classes) -> None:
             setattr(cls, name, property(fn))
         if issubclass(cls, Tracer):
             cls.__getitem__ = _tracer_getitem
+            cls.addupdate = _tracer_addupdate
         # __eq__ without __hash__ would make instances unhashable implicitly; keep the explicit
         # TypeError-raising __hash__ of each class.

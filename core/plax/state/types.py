@@ -80,7 +80,7 @@ class RefIndexer:
 
     Example:
       >>> RefIndexer.parse((3, 4), (1, slice(1, None)))[0]
-      RefIndexer([1,1:])
+      RefIndexer[1,1:]
     """
 
     __slots__ = ("entries", "ref_shape", "_hash")
