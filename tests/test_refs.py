@@ -465,3 +465,64 @@ def test_addupdate_method_of_a_traced_ref():
     np.testing.assert_array_equal(np.asarray(plax.freeze(r)), [0.0, 3.0])
     with pytest.raises(AttributeError, match="addupdate"):
         plax.jit(lambda x: x.addupdate(1.0))(jnp.zeros(2))
+
+
+@pytest.mark.parametrize("case", ["twice", "closed_and_passed"])
+def test_jit_refuses_aliased_refs_like_jax(case):
+    def run(jx, np_, _):
+        r = jx.new_ref(np_.zeros(3))
+
+        def f(a, b):
+            a[0] = 1.0
+            b[1] = 2.0
+
+        def g(a):
+            a[0] = 1.0
+            r[1] = 3.0
+        call = (lambda: jx.jit(f)(r, r)) if case == "twice" else (lambda: jx.jit(g)(r))
+        kind, msg = _error(call)
+        return kind, msg.split(" at ")[0], msg.split(" for jit")[1]
+
+    kind, _, tail = same_text(run)
+    assert kind == "ValueError"
+    assert tail.endswith("appeared at both a and b." if case == "twice"
+                         else "was both closed over and passed as the argument a")
+
+
+def test_jit_call_inside_grad_and_vmap_with_refs():
+    def g(x):
+        r = plax.new_ref(x)
+
+        @plax.jit
+        def inner():
+            r[...] = r[...] * 2
+        inner()
+        return r[...]
+
+    assert float(plax.grad(g)(3.0)) == 2.0
+    r = plax.new_ref(jnp.zeros((2, 3)))
+
+    def h(r, x):
+        r[...] += x
+    plax.vmap(plax.jit(h))(r, jnp.ones((2, 3)))
+    np.testing.assert_array_equal(np.asarray(plax.freeze(r)), np.ones((2, 3)))
+
+
+def test_grad_through_fori_loop_indexing_a_ref():
+    def read(x):
+        r = plax.new_ref(x)
+        return lax.fori_loop(0, 3, lambda i, c: c + r[i] * r[i], 0.0)
+
+    def write(x):
+        r = plax.new_ref(jnp.zeros(3))
+
+        def body(i, c):
+            r[i] = x[i] * x[i]
+            return c
+        lax.fori_loop(0, 3, body, 0.0)
+        return r[...].sum()
+
+    x = jnp.arange(3.0)
+    for f in (read, write):
+        np.testing.assert_allclose(np.asarray(plax.grad(f)(x)), _fd_grad(f, x), rtol=1e-2)
+        np.testing.assert_allclose(np.asarray(plax.jit(plax.grad(f))(x)), [0.0, 2.0, 4.0])

@@ -386,13 +386,23 @@ def apply_with_refs(prim, args, params):
     from plax.transforms.call import _jit_impl
     from plax.transforms.staging import trace_to_jaxpr
 
+    # one input per distinct ref: a ref passed twice (to a while's cond and body) is one ref
+    unique: list = []
+    where = []
+    for a in args:
+        k = next((i for i, u in enumerate(unique) if u is a), None) if type(a) is Ref else None
+        if k is None:
+            unique.append(a)
+            k = len(unique) - 1
+        where.append(k)
+
     def one(*xs):
-        out = prim.bind(*xs, **params)
+        out = prim.bind(*[xs[k] for k in where], **params)
         return list(out) if prim.multiple_results else [out]
 
     with eager_region():
-        closed, _ = trace_to_jaxpr(one, [get_aval(a) for a in args], where=prim.name)
-    outs = _jit_impl(*args, jaxpr=closed, name=prim.name)
+        closed, _ = trace_to_jaxpr(one, [get_aval(a) for a in unique], where=prim.name)
+    outs = _jit_impl(*unique, jaxpr=closed, name=prim.name)
     return outs if prim.multiple_results else outs[0]
 
 

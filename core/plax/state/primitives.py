@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from plax.core import effects, registry
 from plax.core.primitive import Primitive
 from plax.core.shaped_array import ShapedArray
@@ -92,19 +94,57 @@ def _addupdate_abstract_eval(ref, val, *dyn, indexer):
 # A Ref holds an immutable Array; a write replaces it with the updated array, computed by
 # the ordinary array operations (so every backend runs them with the kernels it has).
 
+def _window(indexer: RefIndexer, dyn):
+    """``(starts, sizes, squeezed)`` when the index is a rectangular window (ints, traced
+    scalars and unit-stride slices), else None. A window is read and written by
+    ``dynamic_slice``/``dynamic_update_slice`` on the indices as they are, with no index
+    arithmetic: so a discharged tangent program stays linear in all but its residuals,
+    which reverse mode needs. Traced indices are clamped into range, not wrapped."""
+    from plax.core.trace import get_aval
+    if any(get_aval(d).shape for d in dyn) or any(e[0] == "slice" and e[3] != 1
+                                                  for e in indexer.entries):
+        return None
+    it = iter(dyn)
+    dt = get_aval(dyn[0]).dtype if dyn else np.dtype(np.int32)
+    starts, sizes, squeezed = [], [], []
+    for axis, (e, dim) in enumerate(zip(indexer.entries, indexer.ref_shape)):
+        if e[0] == "slice":
+            starts.append(np.asarray(e[1], dt)[()])
+            sizes.append(e[2])
+            continue
+        starts.append(np.asarray(e[1] % dim, dt)[()] if e[0] == "int" else next(it))
+        sizes.append(1)
+        squeezed.append(axis)
+    return starts, sizes, squeezed
+
+
 def read_value(value, indexer: RefIndexer, dyn):
     """``value[idx]`` for an array ``value`` (also used by discharge)."""
     if indexer.is_full:
         return value
-    return value[indexer.to_index(dyn)]
+    window = _window(indexer, dyn)
+    if window is None:
+        return value[indexer.to_index(dyn)]
+    from plax import lax
+    starts, sizes, squeezed = window
+    out = lax.dynamic_slice(value, starts, sizes, allow_negative_indices=False)
+    return lax.squeeze(out, squeezed) if squeezed else out
 
 
 def written_value(value, indexer: RefIndexer, dyn, val, accumulate: bool = False):
     """``value`` with ``val`` written (or added) at the index (also used by discharge)."""
     if indexer.is_full:
         return value + val if accumulate else val
-    at = value.at[indexer.to_index(dyn)]
-    return at.add(val) if accumulate else at.set(val)
+    window = _window(indexer, dyn)
+    if window is None:
+        at = value.at[indexer.to_index(dyn)]
+        return at.add(val) if accumulate else at.set(val)
+    from plax import lax
+    starts, sizes, _ = window
+    if accumulate:
+        val = read_value(value, indexer, dyn) + val
+    update = lax.reshape(val, tuple(sizes))
+    return lax.dynamic_update_slice(value, update, starts, allow_negative_indices=False)
 
 
 def _new_ref_impl(x, *, memory_space=None, kind=None):

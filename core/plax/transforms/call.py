@@ -268,6 +268,11 @@ def _jvp_inline(closed, primals, tangents):
 
 
 def _jit_jvp(primals, tangents, *, jaxpr: ClosedJaxpr, name: str):
+    from plax.state.discharge import jaxpr_has_refs
+    if jaxpr_has_refs(jaxpr):
+        # a body reading or writing refs is differentiated inline: its tangent refs are
+        # written by the body's own equations (a known/unknown split would lose them)
+        return _jvp_inline(jaxpr, primals, tangents)
     # float0 tangents (of integer inputs) are zeros, whether symbolic or not
     nonzeros = tuple(not _is_zero_tangent(t) for t in tangents)
     nz_tangents = [t for t, nz in zip(tangents, nonzeros) if nz]
@@ -415,6 +420,8 @@ def batch_jaxpr(closed: ClosedJaxpr, dims: tuple, axis_data):
 def _batched_aval(aval: ShapedArray, dim: int, size: int) -> ShapedArray:
     shape = list(aval.shape)
     shape.insert(dim, size)
+    if type(aval) is not ShapedArray:  # a batched ref (plax.state) stays a ref
+        return aval.update(shape=tuple(shape))
     return ShapedArray(tuple(shape), aval.dtype, aval.weak_type, aval.vma)
 
 

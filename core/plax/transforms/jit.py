@@ -28,6 +28,7 @@ from plax.config import config
 from plax.core import varying
 from plax.core.jaxpr import ClosedJaxpr
 from plax.core.shaped_array import ShapeDtypeStruct
+from plax.state.types import Ref
 from plax.core.trace import DebugInfo, Tracer, fun_name, state as trace_state, trace_context
 from plax.device import default_device as _default_device
 from plax.transforms.call import (compile_closed, jit_p, lend_buffers as _lend_buffers,
@@ -352,6 +353,7 @@ class JitFunction:
         committed = device is not None
         avals = []
         all_arrays = True
+        has_refs = False
         for i, x in enumerate(leaves):
             if isinstance(x, Array):  # sharded and pending arrays too (not the fast path's)
                 if type(x) is not Array:
@@ -369,6 +371,7 @@ class JitFunction:
             else:
                 all_arrays = False
                 avals.append(abstractify(x))
+                has_refs = has_refs or type(x) is Ref
         if device is None:
             device = _default_device()
         flags = _trace_flags[0]
@@ -376,6 +379,8 @@ class JitFunction:
         entry = self._cache.get(key)
         if entry is None:
             entry = self._compile(key, args, kwargs, leaves, treedef, avals, static, device)
+        if has_refs:
+            self._check_ref_aliasing(leaves, treedef, static, len(args), entry.closed)
         device = entry.device  # backend= may have picked a device of another platform
         if all_arrays and not kwargs and entry.device is device and \
                 all(x._device is device for x in leaves) and self._fast_eligible(args):
@@ -388,6 +393,32 @@ class JitFunction:
         new = Array._new
         return _tree_unflatten(entry.out_tree, [new(b, a, device, committed)
                                                 for b, a in zip(outs, entry.out_avals)])
+
+    def _check_ref_aliasing(self, leaves, treedef, static, nargs, closed) -> None:
+        """JAX's ValueErrors for one ref passed twice, or passed and also closed over: the
+        program would read and write two copies of one ref."""
+        static_pos = {k for k, _ in static if isinstance(k, int)}
+        debug = DebugInfo(self._transform, self.fun, treedef, kwargs=True,
+                          argnums=[i for i in range(nargs) if i not in static_pos])
+        code = getattr(self.fun, "__code__", None)
+        where = (f"{debug.func_name} at {code.co_filename}:{code.co_firstlineno}"
+                 if code is not None else debug.func_name)
+        first: dict = {}
+        closed_over = {id(c) for c in closed.consts if type(c) is Ref}
+        for i, x in enumerate(leaves):
+            if type(x) is not Ref:
+                continue
+            if id(x) in closed_over:
+                raise ValueError(f"when tracing {where} for jit, a mutable array reference of "
+                                 f"type {x.aval} was both closed over and passed as the "
+                                 f"argument {debug.arg_names()[i]}")
+            if id(x) in first:
+                names = debug.arg_names()
+                raise ValueError(f"only one reference to a mutable array may be passed as an "
+                                 f"argument to a function, but when tracing {where} for jit "
+                                 f"the mutable array reference of type {x.aval} appeared at "
+                                 f"both {names[first[id(x)]]} and {names[i]}.")
+            first[id(x)] = i
 
     def _fast_eligible(self, args) -> bool:
         """Whether calls like this one (positional, no kwargs) can take the fast path."""
