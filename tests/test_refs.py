@@ -526,3 +526,20 @@ def test_grad_through_fori_loop_indexing_a_ref():
     for f in (read, write):
         np.testing.assert_allclose(np.asarray(plax.grad(f)(x)), _fd_grad(f, x), rtol=1e-2)
         np.testing.assert_allclose(np.asarray(plax.jit(plax.grad(f))(x)), [0.0, 2.0, 4.0])
+
+
+def test_refs_made_under_nested_transforms():
+    # every active transform makes the ref: batched under vmap, with a tangent under grad
+    def f(x):
+        return _uses_internal_ref(plax, jnp, x).sum()
+
+    xs = jnp.asarray(np.arange(6.0, dtype=np.float32).reshape(2, 3))
+    loop = np.stack([np.asarray(plax.grad(f)(x)) for x in xs])
+    np.testing.assert_array_equal(np.asarray(plax.vmap(plax.grad(f))(xs)), loop)
+    np.testing.assert_array_equal(np.asarray(plax.jit(plax.vmap(plax.grad(f)))(xs)), loop)
+    np.testing.assert_array_equal(np.asarray(plax.grad(lambda x: plax.vmap(f)(x).sum())(xs)),
+                                  loop)
+    # the only second-order term is d2/dx1dx2 of x1 * x2
+    want = np.zeros((3, 3), np.float32)
+    want[1, 2] = want[2, 1] = 1.0
+    np.testing.assert_array_equal(np.asarray(plax.hessian(f)(jnp.arange(3.0))), want)

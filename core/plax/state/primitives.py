@@ -310,11 +310,37 @@ def new_ref(init_val: Any, *, memory_space: Any = None, kind: str | None = None)
         init_val = from_host(init_val)
     if trace_state.depth == 0:
         return Ref(init_val)
-    # made by the innermost transform, as JAX does: a ref made inside a vmapped function is
-    # batched, one made inside a differentiated function has a tangent ref
-    top = trace_state.stack[-1]
-    init_val = top.with_cur_trace().full_raise(init_val)
-    return new_ref_p.bind(init_val, memory_space=memory_space, kind=kind)
+    return bind_new_ref(init_val, len(trace_state.stack) - 1,
+                        dict(memory_space=memory_space, kind=kind))
+
+
+# The stack level whose rule is processing a new_ref now (see bind_new_ref).
+_making_level: list[int] = []
+
+
+def bind_new_ref(x, level: int, params: dict, skip_linearize: bool = True):
+    """Binds ``new_ref`` so that the transform at stack ``level`` processes it, and (through
+    its rule, which calls this with the level below) every transform under it: a ref is
+    made by every active transform, as in JAX, so one made inside ``vmap(grad(f))`` is
+    batched and has a tangent ref. ``skip_linearize``: reverse mode's staging levels hold
+    tangents only, so a primal ref passes them by."""
+    from plax.transforms.staging import LinearizeTrace
+    stack = trace_state.stack
+    while skip_linearize and level > 0 and issubclass(stack[level].trace_type, LinearizeTrace):
+        level -= 1
+    if level <= trace_state.dynamic.level:  # the staging (or eager) level takes it as it is
+        return new_ref_p.bind(x, **params)
+    x = stack[level].with_cur_trace().full_raise(x)
+    _making_level.append(level)
+    try:
+        return new_ref_p.bind(x, **params)
+    finally:
+        _making_level.pop()
+
+
+def making_level() -> int:
+    """The level processing the ``new_ref`` being bound (for its rules)."""
+    return _making_level[-1] if _making_level else len(trace_state.stack) - 1
 
 
 def freeze(ref) -> Any:

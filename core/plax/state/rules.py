@@ -12,7 +12,8 @@ from __future__ import annotations
 from plax.core import registry
 from plax.core.jaxpr import DropVar, Literal
 from plax.core.pretty_print import pp_rules
-from plax.state.primitives import (addupdate_p, freeze_p, get_p, new_ref_p, swap_p)
+from plax.state.primitives import (addupdate_p, bind_new_ref, freeze_p, get_p, making_level,
+                                   new_ref_p, swap_p)
 from plax.state.types import RefIndexer
 from plax.transforms.batching import batch_of_unbatched
 from plax.transforms.jvp import Zero, instantiate, jvp_of_zeros
@@ -64,16 +65,19 @@ pp_rules[addupdate_p] = _pp_addupdate
 
 def _new_ref_jvp(primals, tangents, **params):
     (x,), (t,) = primals, tangents
-    # always a tangent ref: a later write of a differentiated value must have one to go to
+    level = making_level()
+    # always a tangent ref: a later write of a differentiated value must have one to go to.
+    # In reverse mode the tangent program is staged (the level below this JVP level): the
+    # tangent ref must be made there, or its reads would run now, on zeros.
     t = instantiate(t)
-    if not is_linearize_tracer(t):
-        # In reverse mode the tangent program is staged (the trace below this JVP level):
-        # the tangent ref must be made there, or its reads would run now, on zeros.
-        from plax.core.trace import state
-        below = state.stack[-2] if len(state.stack) > 1 else None
-        if below is not None and issubclass(below.trace_type, LinearizeTrace):
-            t = below.with_cur_trace().full_raise(t)
-    return new_ref_p.bind(x, **params), new_ref_p.bind(t, **params)
+    return (bind_new_ref(x, level - 1, params),
+            bind_new_ref(t, level - 1, params, skip_linearize=is_linearize_tracer(t)
+                         or not _linearizing_below(level)))
+
+
+def _linearizing_below(level: int) -> bool:
+    from plax.core.trace import state
+    return level > 0 and issubclass(state.stack[level - 1].trace_type, LinearizeTrace)
 
 
 def _freeze_jvp(primals, tangents):
@@ -163,7 +167,7 @@ def _new_ref_batch(vals, dims, *, axis_data, **params):
     # always batched (along axis 0): batched values may be written into it later
     from plax.transforms.batching import move_axis_to
     (x,), (d,) = vals, dims
-    return new_ref_p.bind(move_axis_to(x, d, 0, axis_data.size), **params), 0
+    return bind_new_ref(move_axis_to(x, d, 0, axis_data.size), making_level() - 1, params), 0
 
 
 _new_ref_batch.needs_axis_data = True
