@@ -26,6 +26,7 @@ from plax.core import registry, trace
 from plax.core.trace import Tracer
 from plax.device import default_device
 from plax.float0 import apply_eagerly as float0_eagerly, is_float0_value
+from plax.state.types import Ref
 
 _impl_rules = registry.rule_table("impl")
 _new_array = Array._new
@@ -107,6 +108,9 @@ def _apply_general(prim, args, params):
         if type(a) is not Array:
             if any(is_float0_value(x) for x in args):  # no backend holds float0 values
                 return float0_eagerly(prim, args, params)
+            if any(type(x) is Ref for x in args):
+                from plax.state.discharge import apply_with_refs
+                return apply_with_refs(prim, args, params)
             args = _to_arrays(prim, args)
             break
     for a in args:

@@ -122,6 +122,7 @@ class _Namer:
         self.shared = shared or {}
         self._taken = set(self.shared.values())
         self._next = 0
+        self.top_unused: set = set()
 
     def __call__(self, v) -> str:
         if isinstance(v, Literal):
@@ -251,7 +252,15 @@ def _vars_doc(vs, namer: _Namer, binders: bool, sep: str = ""):
     return _Nest(2, _Group(_join([_Text(sep), _Group(_Break())], items)))
 
 
+#: Equations JAX prints in a form of their own (a ref's ``y <- x[i]``): primitive ->
+#: ``rule(eqn, namer) -> str``; registered beside the primitive (see plax.state).
+pp_rules: dict = {}
+
+
 def _eqn_doc(eqn: JaxprEqn, namer: _Namer):
+    rule = pp_rules.get(eqn.primitive)
+    if rule is not None:
+        return _Text(rule(eqn, namer))
     keys = sorted(eqn.params)
     body = _call_body(eqn)
     if body is not None:
@@ -302,6 +311,10 @@ def pp_jaxpr(jaxpr: Jaxpr, indent: int = 0, width: int = WIDTH) -> str:
     """
     shared = _shared_bodies(jaxpr)
     namer = _Namer(_unused_outvars(jaxpr, set()), shared)
+    # results unused in the top jaxpr itself (a write whose old value nobody reads prints
+    # as ``x[i] <- v`` there, and in full inside bodies, as JAX prints it)
+    read = {v for e in jaxpr.eqns for v in e.invars} | set(jaxpr.outvars)
+    namer.top_unused = {v for e in jaxpr.eqns for v in e.outvars if v not in read}
     docs = []
     for body, name in shared.items():
         # printed with the same namer, so the names run on into the jaxpr that follows

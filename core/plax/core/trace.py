@@ -268,6 +268,9 @@ class Tracer:
         return f"Traced<{self.aval.str_short()}>with<{type(self._trace).__name__}>"
 
     def __setitem__(self, idx, value):
+        if type(self.aval).__name__ == "AbstractRef":  # a traced ref (plax.state): a write
+            from plax.state.primitives import ref_set
+            return ref_set(self, idx, value)
         raise TypeError(f"{type(self).__name__!r} object does not support item assignment. JAX "
                         "arrays are immutable. Instead of ``x[idx] = y``, use ``x = x.at[idx].set(y)`` "
                         "or another .at[] method.")

@@ -7,6 +7,9 @@ import numpy as np
 
 from plax import dtypes, lax
 from plax.numpy import indexing, products, reductions, shape_ops, ufuncs
+from plax.core.trace import Tracer
+from plax.state.primitives import ref_get
+from plax.state.types import AbstractRef
 
 
 def _reflected(fn):
@@ -68,6 +71,22 @@ def _matmul(a, b):
 
 
 def _getitem(self, idx):
+    return indexing.getitem(self, idx)
+
+
+def _tracer_addupdate(self, x, idx=()):
+    """``ref.addupdate(x, idx)`` of a traced ref (plax.state); arrays have no such method."""
+    if type(self.aval) is not AbstractRef:
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute 'addupdate' (it "
+                             "is a method of refs made by plax.new_ref)")
+    from plax.state.primitives import ref_addupdate
+    ref_addupdate(self, idx, x)
+
+
+def _tracer_getitem(self, idx):
+    # a traced ref (plax.state) is read by the ``get`` primitive, an array indexed
+    if type(self.aval) is AbstractRef:
+        return ref_get(self, idx)
     return indexing.getitem(self, idx)
 
 
@@ -204,5 +223,8 @@ def register_array_methods(*classes) -> None:
             setattr(cls, name, fn)
         for name, fn in _properties.items():
             setattr(cls, name, property(fn))
+        if issubclass(cls, Tracer):
+            cls.__getitem__ = _tracer_getitem
+            cls.addupdate = _tracer_addupdate
         # __eq__ without __hash__ would make instances unhashable implicitly; keep the explicit
         # TypeError-raising __hash__ of each class.

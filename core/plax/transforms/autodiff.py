@@ -32,6 +32,8 @@ def _as_array(x):
     from plax.core.trace import Tracer
     if isinstance(x, (Array, Tracer)) or (isinstance(x, np.ndarray) and x.dtype == dtypes.float0):
         return x
+    if type(getattr(x, "aval", None)).__name__ == "AbstractRef":  # a plax.new_ref ref
+        return x
     from plax.array import from_host
     return from_host(x)
 
@@ -188,6 +190,7 @@ def linearize_flat(fun: Callable, primals: list, n_aux: Callable[[], int] = lamb
                 t = zeros_like_aval(t.aval)
             t_out.append(stage.full_raise(_as_array(t)))
         jaxpr, consts = stage_main.payload.build(t_in, t_out)
+    jaxpr, consts = _discharged(jaxpr, consts)
     if has_unread_call_outputs(jaxpr):
         # A call (jit) whose tangent outputs are not all read keeps only those read, and drops
         # the residuals it no longer needs, as in JAX: the backward pass then binds only that.
@@ -197,6 +200,16 @@ def linearize_flat(fun: Callable, primals: list, n_aux: Callable[[], int] = lamb
         jaxpr = Jaxpr([v for v, _ in kept], jaxpr.invars, jaxpr.outvars, jaxpr.eqns)
         consts = [c for _, c in kept]
     return out_p, ClosedJaxpr(jaxpr, consts)
+
+
+def _discharged(jaxpr: Jaxpr, consts: list) -> tuple[Jaxpr, list]:
+    """The linear jaxpr with its tangent refs discharged (reads and writes turned into
+    indexing and scatters, which transpose), as JAX transposes a program with refs."""
+    from plax.state.discharge import discharge_closed, jaxpr_has_refs
+    if not jaxpr_has_refs(jaxpr):
+        return jaxpr, consts
+    pure, _ = discharge_closed(ClosedJaxpr(jaxpr, consts), ref_consts_as_values=True)
+    return pure.jaxpr, list(pure.consts)
 
 
 def linearize(fun: Callable, *primals):

@@ -113,6 +113,11 @@ def _named_level(primitive, params: dict, top):
     return top
 
 
+#: primitives whose batching rule runs even when no operand is batched (``new_ref``: a ref
+#: made inside a vmapped function is batched, so batched values can be written into it)
+batch_of_unbatched: set = set()
+
+
 @dataclass(frozen=True)
 class AxisData:
     """What a vmap level knows about its axis: its size and its name (for collectives)."""
@@ -150,6 +155,8 @@ class BatchTracer(Tracer):
         if self.batch_dim is None:
             return aval
         shape = aval.shape[:self.batch_dim] + aval.shape[self.batch_dim + 1:]
+        if type(aval) is not ShapedArray:  # a batched ref (plax.state) stays a ref
+            return aval.update(shape=shape)
         typed = _varying.stack[-1]
         if typed is not None and self._trace.main.payload.name in typed:
             # shard_map's vmap formulation: a value batched along a mesh axis varies over it
@@ -185,7 +192,7 @@ class BatchTrace(Trace):
     def process_primitive(self, primitive, tracers, params):
         vals = [t.val for t in tracers]
         dims = [t.batch_dim for t in tracers]
-        if all(d is None for d in dims) and (
+        if all(d is None for d in dims) and primitive not in batch_of_unbatched and (
                 self.axis_data.name is None
                 or self.axis_data.name not in axis_names_of(primitive, params)):
             out = primitive.bind(*vals, **params)

@@ -37,6 +37,7 @@ from plax.core.primitive import Primitive
 from plax.core.shaped_array import ShapedArray
 from plax.core.trace import Tracer, eager_region, get_aval, new_main
 from plax.float0 import is_float0_value, program_has_float0, strip_program, with_float0_outputs
+from plax.state.types import Ref
 from plax.transforms.batching import register_program_primitive
 from plax.transforms.jvp import Zero, jvp_flat, tangent_aval
 from plax.transforms.staging import JaxprTrace, LinearizeTrace, is_linearize_tracer, trace_to_jaxpr
@@ -87,6 +88,11 @@ class Executable:
 def compile_closed(closed: ClosedJaxpr, backend, device) -> Executable:
     """Compiles ``closed`` with ``backend`` for ``device`` (outside every transform)."""
     from plax.host_memory import keep_freed_memory
+    from plax.state.discharge import compile_stateful, jaxpr_has_refs
+    if jaxpr_has_refs(closed):  # refs never reach a backend: run their discharged program
+        run, const_bufs = compile_stateful(
+            closed, lambda pure: compile_closed(pure, backend, device), device)
+        return Executable(run, const_bufs, list(closed.out_avals))
     keep_freed_memory()  # once per process: the programs' buffers are reused, not re-faulted
     jaxpr, consts = prepare_for_backend(closed)
     float0_outputs = None
@@ -109,6 +115,8 @@ def to_buffer(x, device):
         return x._buffer_on(device)
     if isinstance(x, Tracer):
         raise TypeError(f"Unexpected tracer {x} as a jit argument outside its transform")
+    if type(x) is Ref:  # read (and written back) by the program's stateful wrapper
+        return x
     return from_host(x, device=device)._buf
 
 
@@ -276,6 +284,11 @@ def _jvp_inline(closed, primals, tangents):
 
 
 def _jit_jvp(primals, tangents, *, jaxpr: ClosedJaxpr, name: str):
+    from plax.state.discharge import jaxpr_has_refs
+    if jaxpr_has_refs(jaxpr):
+        # a body reading or writing refs is differentiated inline: its tangent refs are
+        # written by the body's own equations (a known/unknown split would lose them)
+        return _jvp_inline(jaxpr, primals, tangents)
     # float0 tangents (of integer inputs) are zeros, whether symbolic or not
     nonzeros = tuple(not _is_zero_tangent(t) for t in tangents)
     nz_tangents = [t for t, nz in zip(tangents, nonzeros) if nz]
@@ -423,6 +436,8 @@ def batch_jaxpr(closed: ClosedJaxpr, dims: tuple, axis_data):
 def _batched_aval(aval: ShapedArray, dim: int, size: int) -> ShapedArray:
     shape = list(aval.shape)
     shape.insert(dim, size)
+    if type(aval) is not ShapedArray:  # a batched ref (plax.state) stays a ref
+        return aval.update(shape=tuple(shape))
     return ShapedArray(tuple(shape), aval.dtype, aval.weak_type, aval.vma)
 
 

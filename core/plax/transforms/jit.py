@@ -29,6 +29,7 @@ from plax.config import config
 from plax.core import varying
 from plax.core.jaxpr import ClosedJaxpr
 from plax.core.shaped_array import ShapeDtypeStruct
+from plax.state.types import Ref
 from plax.core.trace import DebugInfo, Tracer, fun_name, state as trace_state, trace_context
 from plax.device import default_device as _default_device
 from plax.transforms.call import (compile_closed, jit_p, lend_buffers as _lend_buffers,
@@ -367,6 +368,7 @@ class JitFunction:
         committed = device is not None
         avals = []
         all_arrays = True
+        has_refs = False
         for i, x in enumerate(leaves):
             if isinstance(x, Array):  # sharded and pending arrays too (not the fast path's)
                 if type(x) is not Array:
@@ -384,6 +386,7 @@ class JitFunction:
             else:
                 all_arrays = False
                 avals.append(abstractify(x))
+                has_refs = has_refs or type(x) is Ref
         if device is None:
             device = _default_device()
         flags = _trace_flags[0]
@@ -391,6 +394,8 @@ class JitFunction:
         entry = self._cache.get(key)
         if entry is None:
             entry = self._compile(key, args, kwargs, leaves, treedef, avals, static, device)
+        if has_refs:
+            self._check_ref_aliasing(leaves, treedef, static, len(args), entry.closed)
         device = entry.device  # backend= may have picked a device of another platform
         if all_arrays and not kwargs and entry.device is device and \
                 not entry.float0_outputs and \
@@ -415,6 +420,32 @@ class JitFunction:
         """The function run op by op, as if ``jit`` were removed (to find a NaN's source)."""
         with config.override("disable_jit", True):
             return self.fun(*args, **kwargs)
+
+    def _check_ref_aliasing(self, leaves, treedef, static, nargs, closed) -> None:
+        """JAX's ValueErrors for one ref passed twice, or passed and also closed over: the
+        program would read and write two copies of one ref."""
+        static_pos = {k for k, _ in static if isinstance(k, int)}
+        debug = DebugInfo(self._transform, self.fun, treedef, kwargs=True,
+                          argnums=[i for i in range(nargs) if i not in static_pos])
+        code = getattr(self.fun, "__code__", None)
+        where = (f"{debug.func_name} at {code.co_filename}:{code.co_firstlineno}"
+                 if code is not None else debug.func_name)
+        first: dict = {}
+        closed_over = {id(c) for c in closed.consts if type(c) is Ref}
+        for i, x in enumerate(leaves):
+            if type(x) is not Ref:
+                continue
+            if id(x) in closed_over:
+                raise ValueError(f"when tracing {where} for jit, a mutable array reference of "
+                                 f"type {x.aval} was both closed over and passed as the "
+                                 f"argument {debug.arg_names()[i]}")
+            if id(x) in first:
+                names = debug.arg_names()
+                raise ValueError(f"only one reference to a mutable array may be passed as an "
+                                 f"argument to a function, but when tracing {where} for jit "
+                                 f"the mutable array reference of type {x.aval} appeared at "
+                                 f"both {names[first[id(x)]]} and {names[i]}.")
+            first[id(x)] = i
 
     def _fast_eligible(self, args) -> bool:
         """Whether calls like this one (positional, no kwargs) can take the fast path."""
@@ -457,7 +488,11 @@ class JitFunction:
                           argnums=[i for i in range(nargs) if i not in static_pos])
         where = f"jitted function {getattr(self.fun, '__name__', 'the jitted function')!r}"
         traced, _ = trace_to_jaxpr(flat_fun, avals, where=where, debug=debug)
-        closed, captured = convert_tracer_consts(traced.jaxpr, traced.consts)
+        if self._transform == "jit":
+            _check_no_ref_outputs(traced, debug)
+        # Refs the function closed over stay constants here (a compiled program reads and
+        # writes them); a call equation takes them as operands (see _bind_call).
+        closed, captured = convert_tracer_consts(traced.jaxpr, traced.consts, move_refs=False)
         if _flags["enable_checks"]:
             from plax.core.typecheck import check_jaxpr
             check_jaxpr(closed.jaxpr)
@@ -513,6 +548,10 @@ class JitFunction:
         avals = [_leaf_aval(x) if not isinstance(x, Tracer) else x.aval for x in leaves]
         closed, out_tree, captured = self._trace(nargs, static, treedef, avals)
         leaves = [x if isinstance(x, (Array, Tracer)) else from_host(x) for x in leaves]
+        if closed.consts:  # refs it closed over: trailing operands of the call, as in JAX
+            from plax.state.discharge import hoist_ref_consts
+            closed, refs = hoist_ref_consts(closed, trailing=True)
+            leaves += refs
         outs = jit_p.bind(*captured, *leaves, jaxpr=closed, name=self._name)
         return _tree_unflatten(out_tree, outs)
 
@@ -602,6 +641,30 @@ def jit_when_traced(fun: Callable | None = None, *, name: str | None = None,
 
     traced_as_jit._jitted = jitted
     return traced_as_jit
+
+
+def _check_no_ref_outputs(closed: ClosedJaxpr, debug: DebugInfo) -> None:
+    """JAX's ValueError for a jitted function that returns a mutable array reference."""
+    from plax.state.types import is_ref_aval
+    jaxpr = closed.jaxpr
+    for v in jaxpr.outvars:
+        if not is_ref_aval(v.aval):
+            continue
+        code = getattr(debug.fun, "__code__", None)
+        where = f" at {code.co_filename}:{code.co_firstlineno}" if code is not None else ""
+        msg = (f"function {debug.func_name}{where} traced for jit returned a mutable array reference "
+               f"of type {v.aval}, but mutable array references cannot be returned.")
+        if v in jaxpr.invars:
+            try:
+                name = debug.arg_names()[jaxpr.invars.index(v)]
+                msg += f"\n\nThe returned mutable array was passed in as the argument {name}."
+            except Exception:  # noqa: BLE001 -- the message must not fail itself
+                pass
+        elif v in jaxpr.constvars:
+            msg += "\n\nThe returned mutable array was closed over by the function."
+        else:
+            msg += "\n\nThe returned mutable array was created inside the function."
+        raise ValueError(msg)
 
 
 def _moved(x: Array, device) -> Array:

@@ -21,6 +21,9 @@ from plax.core.shaped_array import ShapedArray
 from plax.core.trace import Trace, Tracer, get_aval, staged_inputs
 
 _jvp_rules = registry.rule_table("jvp")
+#: primitives whose JVP rule runs even when every tangent is zero (``new_ref``: a ref made
+#: under differentiation carries a tangent ref, for the differentiated values written later)
+jvp_of_zeros: set = set()
 
 
 def tangent_dtype(dtype: np.dtype) -> np.dtype:
@@ -136,7 +139,7 @@ class JVPTrace(Trace):
     def process_primitive(self, primitive, tracers, params):
         primals = [t.primal for t in tracers]
         tangents = [t.tangent for t in tracers]
-        if all(type(t) is Zero for t in tangents):
+        if all(type(t) is Zero for t in tangents) and primitive not in jvp_of_zeros:
             out = primitive.bind(*primals, **params)
             if primitive.multiple_results:
                 return [JVPTracer(self, o, Zero.from_primal(o)) for o in out]

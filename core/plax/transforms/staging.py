@@ -18,6 +18,7 @@ from plax.core import varying as _varying
 from plax.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var
 from plax.core.shaped_array import ShapedArray
 from plax.core.trace import DebugInfo, Trace, Tracer, get_aval, new_main, staged_inputs
+from plax.state.types import Ref
 
 
 class JaxprTracer(Tracer):
@@ -126,7 +127,7 @@ class JaxprTrace(Trace):
         # Host values stay on the host: scalars become literals, arrays constants that a
         # compiled function puts on its device once.
         from plax.array import trace_constant
-        if not isinstance(val, Tracer):
+        if not isinstance(val, (Tracer, Ref)):
             val = trace_constant(val)
         return self.builder.add_const(self, val)
 
@@ -204,16 +205,18 @@ def is_linearize_tracer(x: Any) -> bool:
     return type(x) is JaxprTracer and x._trace.main.trace_type is LinearizeTrace
 
 
-def convert_tracer_consts(jaxpr: Jaxpr, consts: Sequence[Any]) -> tuple[ClosedJaxpr, list]:
+def convert_tracer_consts(jaxpr: Jaxpr, consts: Sequence[Any], move_refs: bool = True
+                          ) -> tuple[ClosedJaxpr, list]:
     """Turns the constvars of ``jaxpr`` whose values are tracers into leading invars.
 
     A sub-jaxpr must not hold tracers as constants: they belong to a trace that may be
-    gone when the jaxpr is evaluated. Returns the ClosedJaxpr over the concrete constants
-    and the tracer values to pass as leading arguments.
+    gone when the jaxpr is evaluated. Nor, with ``move_refs``, mutable array references: a
+    body that closes over a ref takes it as an operand, as in JAX. Returns the ClosedJaxpr
+    over the concrete constants and the values to pass as leading arguments.
     """
     keep_vars, keep_vals, moved_vars, moved_vals = [], [], [], []
     for v, c in zip(jaxpr.constvars, consts):
-        if isinstance(c, Tracer):
+        if isinstance(c, Tracer) or (move_refs and type(c) is Ref):
             moved_vars.append(v)
             moved_vals.append(c)
         else:

@@ -1,0 +1,360 @@
+"""The primitives of mutable array references, with their abstract eval and rules.
+
+* ``new_ref`` (``x -> Ref``), ``freeze`` (``Ref -> x``);
+* ``get`` (``ref, *idx -> ref[idx]``), printed ``y <- x[i]``;
+* ``swap`` (``ref, v, *idx -> old ref[idx]``, writing ``v``), printed ``x[i] <- v`` when the
+  old value is unused at the top level, else ``y, x[i] <- x[i], v``;
+* ``addupdate`` (``ref, v, *idx -> ()``, adding ``v``), printed ``x[i] += v``.
+
+The static part of the index is the ``indexer`` parameter (:class:`RefIndexer`); dynamic
+integer indices are trailing operands. All are effectful: dead-code elimination keeps
+them. Eagerly they act on :class:`~plax.state.types.Ref` objects (``impl`` rules); a
+compiled program never sees them: ``jit`` discharges them first
+(:mod:`plax.state.discharge`), so backends need no kernels of their own.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from plax.core import effects, registry
+from plax.core.primitive import Primitive
+from plax.core.shaped_array import ShapedArray
+from plax.core.trace import Tracer, state as trace_state
+from plax.state.types import AbstractRef, Ref, RefIndexer, is_ref_aval
+
+new_ref_p = Primitive("new_ref")
+freeze_p = Primitive("freeze")
+get_p = Primitive("get")
+swap_p = Primitive("swap")
+addupdate_p = Primitive("addupdate", multiple_results=True)
+ref_primitives = (new_ref_p, freeze_p, get_p, swap_p, addupdate_p)
+for _p in ref_primitives:
+    effects.register_effectful(_p)
+
+
+# ------------------------------------------------------------------ abstract eval
+
+def _expect_ref(aval, what: str) -> None:
+    if not is_ref_aval(aval):
+        raise TypeError(f"{what} expects a mutable array reference (made by plax.new_ref), got "
+                        f"a value of type {aval.str_short()}.")
+
+
+@new_ref_p.def_abstract_eval
+def _new_ref_abstract_eval(x, *, memory_space=None, kind=None):
+    if is_ref_aval(x):
+        raise TypeError(f"new_ref expects an array, got a mutable array reference of type "
+                        f"{x}. Read it with ref[...] first.")
+    return AbstractRef(ShapedArray(x.shape, x.dtype, x.weak_type, x.vma))
+
+
+@freeze_p.def_abstract_eval
+def _freeze_abstract_eval(ref):
+    _expect_ref(ref, "freeze")
+    return ref.inner_aval
+
+
+def _read_aval(ref, dyn, indexer: RefIndexer) -> ShapedArray:
+    _expect_ref(ref, "get")
+    shape = indexer.result_shape([d.shape for d in dyn])
+    return ShapedArray(shape, ref.dtype, ref.weak_type)
+
+
+@get_p.def_abstract_eval
+def _get_abstract_eval(ref, *dyn, indexer):
+    return _read_aval(ref, dyn, indexer)
+
+
+def _check_write(ref, val, dyn, indexer, name: str) -> ShapedArray:
+    expected = _read_aval(ref, dyn, indexer)
+    if val.shape != expected.shape:
+        where = "()" if indexer.is_full else f"({indexer!r},)"
+        raise ValueError(f"Invalid shape for `{name}`. Ref shape: {ref.shape}. Expected shape: "
+                         f"{expected.shape}. Value shape: {val.shape}. Transforms: {where}. ")
+    if val.dtype != ref.dtype:
+        raise ValueError(f"Invalid dtype for `{name}`. Ref dtype: {ref.dtype}. Value dtype: "
+                         f"{val.dtype}. ")
+    return expected
+
+
+@swap_p.def_abstract_eval
+def _swap_abstract_eval(ref, val, *dyn, indexer):
+    return _check_write(ref, val, dyn, indexer, "swap")
+
+
+@addupdate_p.def_abstract_eval
+def _addupdate_abstract_eval(ref, val, *dyn, indexer):
+    _check_write(ref, val, dyn, indexer, "addupdate")
+    return []
+
+
+# ------------------------------------------------------------------ eager (impl) rules
+# A Ref holds an immutable Array; a write replaces it with the updated array, computed by
+# the ordinary array operations (so every backend runs them with the kernels it has).
+
+def _window(indexer: RefIndexer, dyn):
+    """``(starts, sizes, squeezed)`` when the index is a rectangular window (ints, traced
+    scalars and unit-stride slices), else None. A window is read and written by
+    ``dynamic_slice``/``dynamic_update_slice`` on the indices as they are, with no index
+    arithmetic: so a discharged tangent program stays linear in all but its residuals,
+    which reverse mode needs. Traced indices are clamped into range, not wrapped."""
+    from plax.core.trace import get_aval
+    if any(get_aval(d).shape for d in dyn) or any(e[0] == "slice" and e[3] != 1
+                                                  for e in indexer.entries):
+        return None
+    it = iter(dyn)
+    dt = get_aval(dyn[0]).dtype if dyn else np.dtype(np.int32)
+    starts, sizes, squeezed = [], [], []
+    for axis, (e, dim) in enumerate(zip(indexer.entries, indexer.ref_shape)):
+        if e[0] == "slice":
+            starts.append(np.asarray(e[1], dt)[()])
+            sizes.append(e[2])
+            continue
+        starts.append(np.asarray(e[1] % dim, dt)[()] if e[0] == "int" else next(it))
+        sizes.append(1)
+        squeezed.append(axis)
+    return starts, sizes, squeezed
+
+
+def read_value(value, indexer: RefIndexer, dyn):
+    """``value[idx]`` for an array ``value`` (also used by discharge)."""
+    if indexer.is_full:
+        return value
+    window = _window(indexer, dyn)
+    if window is None:
+        return value[indexer.to_index(dyn)]
+    from plax import lax
+    starts, sizes, squeezed = window
+    out = lax.dynamic_slice(value, starts, sizes, allow_negative_indices=False)
+    return lax.squeeze(out, squeezed) if squeezed else out
+
+
+def written_value(value, indexer: RefIndexer, dyn, val, accumulate: bool = False):
+    """``value`` with ``val`` written (or added) at the index (also used by discharge)."""
+    if indexer.is_full:
+        return value + val if accumulate else val
+    window = _window(indexer, dyn)
+    if window is None:
+        at = value.at[indexer.to_index(dyn)]
+        return at.add(val) if accumulate else at.set(val)
+    from plax import lax
+    starts, sizes, _ = window
+    if accumulate:
+        val = read_value(value, indexer, dyn) + val
+    update = lax.reshape(val, tuple(sizes))
+    return lax.dynamic_update_slice(value, update, starts, allow_negative_indices=False)
+
+
+def _new_ref_impl(x, *, memory_space=None, kind=None):
+    return Ref(x)
+
+
+def _freeze_impl(ref):
+    return ref._value
+
+
+def _get_impl(ref, *dyn, indexer):
+    return read_value(ref._value, indexer, dyn)
+
+
+def _swap_impl(ref, val, *dyn, indexer):
+    old = ref._value
+    ref._value = written_value(old, indexer, dyn, val)
+    return read_value(old, indexer, dyn)
+
+
+def _addupdate_impl(ref, val, *dyn, indexer):
+    ref._value = written_value(ref._value, indexer, dyn, val, accumulate=True)
+    return []
+
+
+for _p, _impl in ((new_ref_p, _new_ref_impl), (freeze_p, _freeze_impl), (get_p, _get_impl),
+                  (swap_p, _swap_impl), (addupdate_p, _addupdate_impl)):
+    registry.register_rule("impl", _p)(_impl)
+
+
+# ------------------------------------------------------------------ the user-facing operations
+
+def _is_eager(ref) -> bool:
+    return type(ref) is Ref and trace_state.depth == 0
+
+
+def _as_value(x, ref_aval):
+    """``x`` as an array of the ref's dtype: weakly typed values (Python scalars) are
+    converted, as JAX does; a strongly typed value of another dtype is left for the
+    abstract eval's error."""
+    from plax import numpy as jnp
+    from plax.core.trace import get_aval
+    aval = get_aval(x)
+    if is_ref_aval(aval):
+        raise TypeError("Cannot write a mutable array reference into another; read it with "
+                        "ref[...] first.")
+    if not isinstance(x, Tracer):
+        weak = aval.weak_type and aval.dtype.kind in "biufc"
+        return jnp.asarray(x, ref_aval.dtype if weak else None)
+    if aval.dtype != ref_aval.dtype and aval.weak_type or (
+            aval.dtype == ref_aval.dtype and aval.weak_type != ref_aval.weak_type):
+        from plax.lax.convert import convert_element_type
+        x = convert_element_type(x, ref_aval.dtype)
+    return x
+
+
+def ref_get(ref, idx=None):
+    """``ref[idx]``: reads the indexed part of a mutable array reference.
+
+    Args:
+      ref: a Ref (or a traced one).
+      idx: ints, slices, Ellipsis and integer arrays, as in NumPy (None: the whole ref).
+
+    Returns:
+      The array read.
+
+    Example:
+      >>> r = jax.new_ref(jnp.arange(3.0))
+      >>> jax.ref.get(r, 1)
+      Array(1., dtype=float32)
+    """
+    aval = _ref_aval(ref, "get")
+    indexer, dyn = RefIndexer.parse(aval.shape, idx)
+    if _is_eager(ref):
+        return read_value(ref._value, indexer, dyn)
+    return get_p.bind(ref, *dyn, indexer=indexer)
+
+
+def ref_swap(ref, idx, value, _function_name: str = "ref_swap"):
+    """Writes ``value`` into ``ref[idx]`` and returns what was there.
+
+    Example:
+      >>> r = jax.new_ref(jnp.zeros(2))
+      >>> jax.ref.swap(r, 0, 5.0)
+      Array(0., dtype=float32)
+    """
+    aval = _ref_aval(ref, "swap")
+    indexer, dyn = RefIndexer.parse(aval.shape, idx)
+    value = _as_value(value, aval)
+    if _is_eager(ref) and not isinstance(value, Tracer):
+        _check_write(aval, value.aval, [getattr(d, "aval", d) for d in dyn], indexer, "swap")
+        return _swap_impl(ref, value, *dyn, indexer=indexer)
+    return swap_p.bind(ref, value, *dyn, indexer=indexer)
+
+
+def ref_set(ref, idx, value) -> None:
+    """``ref[idx] = value``.
+
+    Example:
+      >>> r = jax.new_ref(jnp.zeros(2))
+      >>> jax.ref.set(r, 1, 3.0); r
+      Ref([0., 3.], dtype=float32)
+    """
+    ref_swap(ref, idx, value, "ref_set")
+
+
+def ref_addupdate(ref, idx, x) -> None:
+    """Adds ``x`` into ``ref[idx]`` (one ``addupdate``; ``ref[idx] += x`` is a get and a
+    swap instead, as in JAX).
+
+    Example:
+      >>> r = jax.new_ref(jnp.zeros(2))
+      >>> jax.ref.addupdate(r, 0, 1.0); r
+      Ref([1., 0.], dtype=float32)
+    """
+    aval = _ref_aval(ref, "addupdate")
+    indexer, dyn = RefIndexer.parse(aval.shape, idx)
+    x = _as_value(x, aval)
+    if _is_eager(ref) and not isinstance(x, Tracer):
+        _check_write(aval, x.aval, [getattr(d, "aval", d) for d in dyn], indexer, "addupdate")
+        _addupdate_impl(ref, x, *dyn, indexer=indexer)
+        return
+    addupdate_p.bind(ref, x, *dyn, indexer=indexer)
+
+
+def _ref_aval(ref, what: str) -> AbstractRef:
+    aval = getattr(ref, "aval", None)
+    if not is_ref_aval(aval):
+        raise TypeError(f"{what} expects a mutable array reference (made by plax.new_ref), got "
+                        f"{type(ref).__name__}"
+                        + (f" of type {aval.str_short()}" if aval is not None else "") + ".")
+    return aval
+
+
+def new_ref(init_val: Any, *, memory_space: Any = None, kind: str | None = None) -> Ref:
+    """A mutable array reference holding ``init_val``.
+
+    Args:
+      init_val: an array or scalar (the ref's shape and dtype are its own).
+      memory_space: accepted for JAX compatibility (plax has one memory space per device).
+      kind: accepted for JAX compatibility.
+
+    Returns:
+      A :class:`Ref` (a traced one under ``jit`` or another transform).
+
+    Example:
+      >>> r = jax.new_ref(jnp.zeros(3))
+      >>> r[1] = 2.0
+      >>> r
+      Ref([0., 2., 0.], dtype=float32)
+    """
+    from plax.array import Array
+    if isinstance(init_val, Ref) or is_ref_aval(getattr(init_val, "aval", None)):
+        raise TypeError("new_ref expects an array, got a mutable array reference. Read it "
+                        "with ref[...] (or plax.freeze) first.")
+    if not isinstance(init_val, (Array, Tracer)):
+        import numpy as np
+        if not isinstance(init_val, (bool, int, float, complex, np.ndarray, np.generic)):
+            raise TypeError(f"Error interpreting argument to new_ref as a JAX value. The "
+                            f"problematic value is of type {type(init_val)} and was passed to "
+                            "new_ref at position 0.\n")
+        from plax.array import from_host
+        init_val = from_host(init_val)
+    if trace_state.depth == 0:
+        return Ref(init_val)
+    return bind_new_ref(init_val, len(trace_state.stack) - 1,
+                        dict(memory_space=memory_space, kind=kind))
+
+
+# The stack level whose rule is processing a new_ref now (see bind_new_ref).
+_making_level: list[int] = []
+
+
+def bind_new_ref(x, level: int, params: dict, skip_linearize: bool = True):
+    """Binds ``new_ref`` so that the transform at stack ``level`` processes it, and (through
+    its rule, which calls this with the level below) every transform under it: a ref is
+    made by every active transform, as in JAX, so one made inside ``vmap(grad(f))`` is
+    batched and has a tangent ref. ``skip_linearize``: reverse mode's staging levels hold
+    tangents only, so a primal ref passes them by."""
+    from plax.transforms.staging import LinearizeTrace
+    stack = trace_state.stack
+    while skip_linearize and level > 0 and issubclass(stack[level].trace_type, LinearizeTrace):
+        level -= 1
+    if level <= trace_state.dynamic.level:  # the staging (or eager) level takes it as it is
+        return new_ref_p.bind(x, **params)
+    x = stack[level].with_cur_trace().full_raise(x)
+    _making_level.append(level)
+    try:
+        return new_ref_p.bind(x, **params)
+    finally:
+        _making_level.pop()
+
+
+def making_level() -> int:
+    """The level processing the ``new_ref`` being bound (for its rules)."""
+    return _making_level[-1] if _making_level else len(trace_state.stack) - 1
+
+
+def freeze(ref) -> Any:
+    """The value of ``ref`` as an immutable Array (the ref should not be used afterwards).
+
+    Example:
+      >>> r = jax.new_ref(jnp.zeros(2)); r[0] = 1.0
+      >>> jax.freeze(r)
+      Array([1., 0.], dtype=float32)
+    """
+    from plax.array import Array
+    if isinstance(ref, Array):  # JAX accepts an array and returns it
+        return ref
+    _ref_aval(ref, "freeze")
+    if _is_eager(ref):
+        return ref._value
+    return freeze_p.bind(ref)
