@@ -351,7 +351,8 @@ def _flat_view(name: str, ndim: int) -> str:
     return f"{name}_f = {name}" if ndim == 1 else f"{name}_f = {name}.ravel()"
 
 
-def plan_cluster(cluster, preallocate: bool = False, parallel: bool | None = None) -> KernelPlan:
+def plan_cluster(cluster, preallocate: bool = False, parallel: bool | None = None,
+                 into: bool = False) -> KernelPlan:
     """The kernel plan of ``cluster``.
 
     Args:
@@ -364,6 +365,12 @@ def plan_cluster(cluster, preallocate: bool = False, parallel: bool | None = Non
         15 ms against 7 ms, and 1.2 ms for the loop itself). Such a kernel also runs on
         chunks of its operands (:meth:`NumbaEmitter._emit_split`).
       parallel: force the serial (False) or parallel (True) loop; None: by size.
+      into: the caller passes the buffers of the array outputs that are not reductions
+        (C-contiguous, the iteration shape), after the inputs and before the extents; the
+        kernel returns only the other outputs (reductions, rank 0), or ``0`` if there are
+        none. A native loop (:mod:`plax_numba.wholegen`) allocates those buffers once
+        before the loop instead of once per step. Only the kernel's ``source`` is used
+        (no wrapper).
 
     Raises:
       Unsupported: a primitive, dtype or pattern the generator does not express.
@@ -396,7 +403,7 @@ def plan_cluster(cluster, preallocate: bool = False, parallel: bool | None = Non
                   and not any(fusion_kind(e.primitive) == REDUCTION for e in cluster.eqns))
     large = math.prod(shape) >= PARALLEL_MIN
     out_params = (preallocate and order_free and large
-                  and not broadcast_operands_partial(cluster, shape))
+                  and not broadcast_operands_partial(cluster, shape) and not into)
 
     # inputs: rank-0 operands as scalars, the others as arrays
     inputs: list[_Input] = []
@@ -438,11 +445,18 @@ def plan_cluster(cluster, preallocate: bool = False, parallel: bool | None = Non
     out_exprs: list[str | None] = [None] * len(cluster.outputs)
     scalar_out: list[bool] = [False] * len(cluster.outputs)
     out_dtypes = [np.dtype(v.aval.dtype) for v in cluster.outputs]
+    given: list[int] = []  # outputs whose buffers the caller passes (``into``)
     for j, v in enumerate(cluster.outputs):
         if fusion_kind(_defining(cluster, v).primitive) != REDUCTION and rank:
             t = _t(out_dtypes[j]) if out_dtypes[j] != np.bool_ else "np.bool_"
             if out_params:
                 pre.append(f"o{j}_f = o{j}")
+                continue
+            if into:
+                given.append(j)
+                if flat:  # (a view: the kernel writes through it)
+                    pre.append(f"o{j}_f = o{j}" if rank == 1 else
+                               f"o{j}_f = o{j}.reshape({' * '.join(dims)})")
                 continue
             pre.append(f"o{j} = np.empty(({', '.join(dims)},), {t})")
             if flat:  # (a rank-1 array is its own flat view: numba's reshape is a C call)
@@ -519,6 +533,8 @@ def plan_cluster(cluster, preallocate: bool = False, parallel: bool | None = Non
         dims = ["n"]
         params = ([inp.name for inp in inputs] + [f"o{j}" for j in range(len(cluster.outputs))]
                   + dims)
+    if into:
+        params = [inp.name for inp in inputs] + [f"o{j}" for j in given] + dims
     # shapes are static per compiled program, so the variant is chosen here
     parallel = order_free and (large if parallel is None else parallel)
     lines = [f"@njit(**{'_PARALLEL' if parallel else '_OPTIONS'})",
@@ -535,8 +551,17 @@ def plan_cluster(cluster, preallocate: bool = False, parallel: bool | None = Non
             lines.append("    " + "    " * d + f"for {idx[d]} in range({dims[d]}):")
         lines += ["    " + "    " * rank + s for s in body]
     lines += ["    " + s for s in post]
-    lines.append("    return 0" if out_params else f"    return ({''.join(e + ', ' for e in out_exprs)})")
+    if into:
+        rest = [e for j, e in enumerate(out_exprs) if j not in given]
+        lines.append(f"    return ({''.join(e + ', ' for e in rest)})" if rest else "    return 0")
+    else:
+        lines.append("    return 0" if out_params
+                     else f"    return ({''.join(e + ', ' for e in out_exprs)})")
     source = "\n".join(lines) + "\n"
+    if into:
+        plan = KernelPlan(source, None, None, {}, [e.primitive.name for e in cluster.eqns])
+        plan.given = given
+        return plan
     if out_params:
         return _preallocated_plan(source, inputs, cluster, shape, out_dtypes)
 

@@ -40,7 +40,7 @@ import numpy as np
 from plax import lax
 from plax.core.jaxpr import Jaxpr, JaxprEqn, Literal, Var
 from plax.lowering import (BROADCAST, ELEMENTWISE, REDUCTION, Cluster, call_body,
-                           find_clusters, fusion_kind)
+                           find_clusters, fusion_kind, order_for_fusion)
 from plax.lowering.literals import literal_value
 
 from plax_numba import codegen
@@ -145,7 +145,7 @@ class _Gen:
                 raise Unsupported(f"a value of dtype {np.dtype(v.aval.dtype)}")
         env = dict(zip(jaxpr.constvars, consts))
         env.update(zip(jaxpr.invars, ins))
-        for unit in find_clusters(jaxpr):
+        for unit in find_clusters(order_for_fusion(outer_products_as_multiplies(jaxpr))):
             if isinstance(unit, Cluster):
                 self.cluster(unit, env, lines, ind)
             else:
@@ -159,17 +159,33 @@ class _Gen:
             if codegen.reference_only(e):
                 raise Unsupported(f"{e.primitive.name} (kept on NumPy's kernel for "
                                   "bit-identity)")
-        plan = codegen.plan_cluster(cluster)
+        # in a loop body the kernel writes its array outputs into buffers allocated here,
+        # which :func:`_leave_loop` moves before the loop when no value outlives a step
+        into = self.buffers is not None
+        plan = codegen.plan_cluster(cluster, into=into)
         self.primitives += plan.primitives
         name = self.kernels.get(plan.source)
         if name is None:
             name = self.kernels[plan.source] = f"k{len(self.kernels)}"
-        args = [self.atom(env, a) for a in cluster.inputs] + [str(int(n)) for n in cluster.shape]
+        given = plan.given if into else []
+        bufs = []
+        for j in given:
+            v = cluster.outputs[j]
+            buf = env[v] = self.fresh()
+            lines.append(f"{ind}{buf} = np.empty({_shape(v.aval.shape)}, {_t(v.aval.dtype)})")
+            self.buffers.append(buf)
+            bufs.append(buf)
+        args = ([self.atom(env, a) for a in cluster.inputs] + bufs
+                + [str(int(n)) for n in cluster.shape])
         res = self.fresh("r")
         lines.append(f"{ind}{res} = {name}({', '.join(args)})")
+        k = 0
         for j, v in enumerate(cluster.outputs):
+            if j in given:
+                continue
             out = env[v] = self.fresh()
-            lines.append(f"{ind}{out} = {res}[{j}]")
+            lines.append(f"{ind}{out} = {res}[{k}]")
+            k += 1
 
     def equation(self, eqn: JaxprEqn, env: dict, lines: list, ind: str) -> None:
         prim = eqn.primitive
@@ -221,6 +237,56 @@ class _Gen:
         self.cluster(Cluster([eqn], shape, inputs, [out]), env, lines, ind)
 
 
+# ---------------------------------------------------------------- rewrites
+
+def outer_products_as_multiplies(jaxpr: Jaxpr) -> Jaxpr:
+    """``jaxpr`` with each ``dot_general`` that contracts only axes of size 1 (an outer
+    product, as reverse mode writes the gradient of a matrix-vector product) and has no
+    batch axes written as ``reshape`` + ``broadcast_in_dim`` + ``mul``: the same values (one
+    rounded product per element, as BLAS's), but fusible with their neighbours (a weight
+    gradient's accumulation ``g + outer(u, v)`` becomes one loop writing ``g``'s new
+    buffer, without the product's temporary or a BLAS call per step). Sub-jaxprs are
+    rewritten when they are generated."""
+    if not any(_is_outer_product(e) for e in jaxpr.eqns):
+        return jaxpr
+    from plax.core.shaped_array import ShapedArray
+    eqns: list = []
+    for e in jaxpr.eqns:
+        if not _is_outer_product(e):
+            eqns.append(e)
+            continue
+        (lc, rc), _ = e.params["dimension_numbers"]
+        out = e.outvars[0]
+        dtype = out.aval.dtype
+        operands, parts, offset = [], [], 0
+        for x, contracted in zip(e.invars, (lc, rc)):
+            free = tuple(n for d, n in enumerate(x.aval.shape) if d not in contracted)
+            if free != tuple(x.aval.shape):  # (the reshapes first: the rest is one chain)
+                y = Var(ShapedArray(free, dtype))
+                eqns.append(JaxprEqn(lax.reshape_p, [x], [y], {"new_sizes": free}))
+                x = y
+            operands.append((x, tuple(range(offset, offset + len(free)))))
+            offset += len(free)
+        for x, dims in operands:
+            b = Var(ShapedArray(out.aval.shape, dtype))
+            eqns.append(JaxprEqn(lax.broadcast_in_dim_p, [x], [b],
+                                 {"shape": tuple(out.aval.shape), "broadcast_dimensions": dims}))
+            parts.append(b)
+        eqns.append(JaxprEqn(lax.mul_p, parts, [out], {}))
+    return Jaxpr(jaxpr.constvars, jaxpr.invars, jaxpr.outvars, eqns)
+
+
+def _is_outer_product(eqn) -> bool:
+    if eqn.primitive is not lax.dot_general_p:
+        return False
+    (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
+    lhs, rhs = eqn.invars
+    dtypes = {np.dtype(v.aval.dtype) for v in (lhs, rhs, eqn.outvars[0])}
+    return (not lb and not rb and len(dtypes) == 1 and dtypes.pop().kind in "fiu"
+            and all(lhs.aval.shape[d] == 1 for d in lc)
+            and all(rhs.aval.shape[d] == 1 for d in rc))
+
+
 # ---------------------------------------------------------------- per-primitive handlers
 
 def _reshape(gen, eqn, ins, lines, ind):
@@ -252,6 +318,10 @@ def _transpose(gen, eqn, ins, lines, ind):
     perm = tuple(eqn.params["permutation"])
     if perm == tuple(range(len(perm))):
         return [ins[0]]
+    shape = eqn.invars[0].aval.shape
+    moved = [d for d in perm if shape[d] != 1]
+    if moved == sorted(moved):  # only axes of size 1 move: the same memory order, a view
+        return _reshape(gen, eqn, ins, lines, ind)
     name = gen.fresh()
     lines.append(f"{ind}{name} = np.ascontiguousarray({ins[0]}.transpose({_shape(perm)}))")
     return [name]
@@ -500,6 +570,8 @@ def _consumed_only(name: str, body: list, depth: int = 0) -> bool:
         head = text.split(" = ", 1)[0] if " = " in text else ""
         if head == name:  # its binding (the allocation, or the view of the buffer)
             continue
+        if text.endswith("# swap"):  # a buffer trade at the end of a step (_update_carry)
+            continue
         if _CONSUMES.match(line) and not word.search(head):
             continue
         view = re.fullmatch(rf"(v\d+) = {name}\.reshape\(\([\d, ]*\)\)", text)
@@ -507,6 +579,49 @@ def _consumed_only(name: str, body: list, depth: int = 0) -> bool:
             continue
         return False
     return True
+
+
+def _init_carry(gen, names: list, exprs: list, avals: list, lines: list, ind: str) -> list:
+    """Binds each carry to its initial value, one line each (the sources are outer values,
+    never another carry); returns the lines' indices, for :func:`_update_carry`."""
+    at = []
+    for n, e, a in zip(names, exprs, avals):
+        at.append(len(lines))
+        lines.append(f"{ind}{n} = {gen.cast(e, a)}")
+    return at
+
+
+def _update_carry(gen, names: list, exprs: list, avals: list, lines: list, start: int,
+                  init_at: list, ind: str) -> int:
+    """The carries' update at the end of a loop body (the loop header at ``lines[start]``).
+
+    An array carry whose new value is a buffer of this loop (:func:`_GEN.cluster`'s or a
+    product's output) trades buffers with it (``c, b = b, c``) when neither the buffer nor
+    the carry's previous value is read by reference elsewhere (:func:`_consumed_only`): the
+    two buffers, allocated once, alternate and nothing is allocated per step. Such a carry
+    starts as a copy of its initial value (it will be written). The other carries are
+    assigned by reference, all at once. Returns ``start`` moved by the lines inserted."""
+    body = lines[start + 1:]
+    swap = {k for k, (n, e, a) in enumerate(zip(names, exprs, avals))
+            if a.shape and e in (gen.buffers or ()) and e != n
+            and sum(x == e for x in exprs) == 1}
+    while True:
+        rest = [k for k in range(len(names)) if k not in swap]
+        ref = (f"{ind}{', '.join(names[k] for k in rest)}, = "
+               f"({''.join(gen.cast(exprs[k], avals[k]) + ', ' for k in rest)})") if rest else ""
+        drop = {k for k in swap
+                if not _consumed_only(exprs[k], body + [ref])
+                or not _consumed_only(names[k], body + [ref])}
+        if not drop:
+            break
+        swap -= drop
+    if ref:
+        lines.append(ref)
+    for k in sorted(swap):
+        lines.append(f"{ind}{names[k]}, {exprs[k]} = {exprs[k]}, {names[k]}  # swap")
+        line = lines[init_at[k]]
+        lines[init_at[k]] = line + ".copy()"
+    return start
 
 
 def _enter_loop(gen) -> tuple:
@@ -598,7 +713,7 @@ def _while(gen, eqn, ins, lines, ind):
     cj, bj = p["cond_jaxpr"], p["body_jaxpr"]
     avals = [v.aval for v in eqn.outvars]
     carry = [gen.fresh("c") for _ in eqn.outvars]
-    _assign(gen, carry, ins[nc + nb:], avals, lines, ind)
+    init_at = _init_carry(gen, carry, ins[nc + nb:], avals, lines, ind)
     saved = _hoist(gen, ins[:nc + nb], [v.aval for v in eqn.invars[:nc + nb]], lines, ind)
     start, outer = len(lines), _enter_loop(gen)
     lines.append(f"{ind}while True:")
@@ -607,7 +722,7 @@ def _while(gen, eqn, ins, lines, ind):
     lines.append(f"{inner}if not {pred}:")
     lines.append(f"{inner}    break")
     new = gen.jaxpr(bj.jaxpr, ins[nc:nc + nb] + carry, lines, inner, _closed_consts(gen, bj))
-    _assign(gen, carry, new, avals, lines, inner)
+    start = _update_carry(gen, carry, new, avals, lines, start, init_at, inner)
     gen.hoisted = saved
     _leave_loop(gen, outer, lines, start, ind)
     return carry
@@ -619,7 +734,7 @@ def _scan(gen, eqn, ins, lines, ind):
     nc, ncarry = p["num_consts"], p["num_carry"]
     avals = [v.aval for v in eqn.outvars]
     carry = [gen.fresh("c") for _ in range(ncarry)]
-    _assign(gen, carry, ins[nc:nc + ncarry], avals[:ncarry], lines, ind)
+    init_at = _init_carry(gen, carry, ins[nc:nc + ncarry], avals[:ncarry], lines, ind)
     ys = []
     for a in body.out_avals[ncarry:]:
         y = gen.fresh("ys")
@@ -640,7 +755,8 @@ def _scan(gen, eqn, ins, lines, ind):
     res = gen.jaxpr(body.jaxpr, ins[:nc] + carry + xs, lines, inner, _closed_consts(gen, body))
     for y, r in zip(ys, res[ncarry:]):
         lines.append(f"{inner}{y}[{i}] = {r}")
-    _assign(gen, carry, res[:ncarry], avals[:ncarry], lines, inner)
+    start = _update_carry(gen, carry, res[:ncarry], avals[:ncarry], lines, start, init_at,
+                          inner)
     gen.hoisted = saved
     _leave_loop(gen, outer, lines, start, ind)
     return carry + ys
