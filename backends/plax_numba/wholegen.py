@@ -17,9 +17,20 @@ array code inside ``kernel``:
   outputs), into a buffer allocated once per loop when the product does not outlive an
   iteration;
 * ``cond``/``switch`` as ``if``/``elif`` on the clamped index, ``while`` as a ``while``
-  loop, ``scan`` (``fori_loop`` lowers to it) as a ``for`` loop slicing ``xs`` and filling
-  preallocated ``ys`` (``reverse`` honoured; ``unroll`` accepted and ignored: LLVM unrolls),
-  their bodies inlined, nested to any depth; ``jit`` and ``checkpoint`` calls inlined.
+  loop, ``scan`` (``fori_loop`` lowers to it) as a ``for`` loop reading ``xs[i]`` in place
+  and storing into preallocated ``ys`` (``reverse`` honoured; ``unroll`` accepted, the loop
+  runs step by step with the same values), their bodies inlined, nested to any depth;
+  ``jit`` and ``checkpoint`` calls inlined.
+
+Inside a loop nothing is allocated per step where it can be avoided: a fusion cluster's
+kernel writes its array outputs into buffers passed to it (``codegen.plan_cluster(...,
+into=True)``), and those buffers, like products' outputs, are allocated once before the loop
+when no value of the step outlives it (:func:`_leave_loop`); an array carry whose new value
+is such a buffer trades buffers with it at the end of the step (``c, b = b, c``, see
+:func:`_update_carry`), so a carry costs two buffers for the whole loop. Outer products
+(``dot_general`` contracting only axes of size 1, as reverse mode writes the gradient of a
+matrix-vector product) become multiplies that fuse with the accumulation around them
+(:func:`outer_products_as_multiplies`), and bodies are ordered for fusion.
 
 Values are C-contiguous arrays or, for rank 0, numba scalars of the exact dtype (loop
 carries are cast on every assignment, so numba's types never widen).
@@ -477,6 +488,8 @@ def _dot_general(gen, eqn, ins, lines, ind):
     b3 = _as3(gen, ins[1], rhs.aval, list(rb) + list(rc) + rf, (nb, k, n), lines, ind)
     o3 = gen.fresh()
     lines.append(f"{ind}{o3} = np.empty({_shape((nb, m, n))}, {_t(dtype)})")
+    if gen.buffers is not None:
+        gen.buffers.append(o3)
     if dtype == np.bool_:
         lines.append(f"{ind}dot_bool({a3}, {b3}, {o3})")
     elif dtype.kind == "f" and m * n * k >= BLAS_MIN:
@@ -561,7 +574,9 @@ def _consumed_only(name: str, body: list, depth: int = 0) -> bool:
     import re
     global _CONSUMES
     if _CONSUMES is None:
-        _CONSUMES = re.compile(r"^\s*(r\d+ = k\d+\(|matvec_t\(|dot_\w+\(|ys\d+\[i\d+\] = )")
+        # (a transpose that reaches np.ascontiguousarray changes the memory order: a copy)
+        _CONSUMES = re.compile(r"^\s*(r\d+ = k\d+\(|matvec_t\(|dot_\w+\(|ys\d+\[i\d+(, j\d+)?\] = "
+                               r"|v\d+ = np\.ascontiguousarray\(v\d+\.transpose\()")
     word = re.compile(rf"\b{name}\b")
     for line in body:
         if not word.search(line):
@@ -595,7 +610,7 @@ def _update_carry(gen, names: list, exprs: list, avals: list, lines: list, start
                   init_at: list, ind: str) -> int:
     """The carries' update at the end of a loop body (the loop header at ``lines[start]``).
 
-    An array carry whose new value is a buffer of this loop (:func:`_GEN.cluster`'s or a
+    An array carry whose new value is a buffer of this loop (a cluster kernel's or a
     product's output) trades buffers with it (``c, b = b, c``) when neither the buffer nor
     the carry's previous value is read by reference elsewhere (:func:`_consumed_only`): the
     two buffers, allocated once, alternate and nothing is allocated per step. Such a carry
@@ -753,8 +768,13 @@ def _scan(gen, eqn, ins, lines, ind):
         lines.append(f"{inner}{name} = {x}[{i}]")
         xs.append(name)
     res = gen.jaxpr(body.jaxpr, ins[:nc] + carry + xs, lines, inner, _closed_consts(gen, body))
-    for y, r in zip(ys, res[ncarry:]):
-        lines.append(f"{inner}{y}[{i}] = {r}")
+    for y, r, a in zip(ys, res[ncarry:], body.out_avals[ncarry:]):
+        if len(a.shape) == 1:  # a row copied by a loop (numba's slice assignment costs more)
+            j = gen.fresh("j")
+            lines.append(f"{inner}for {j} in range({int(a.shape[0])}):")
+            lines.append(f"{inner}    {y}[{i}, {j}] = {r}[{j}]")
+        else:
+            lines.append(f"{inner}{y}[{i}] = {r}")
     start = _update_carry(gen, carry, res[:ncarry], avals[:ncarry], lines, start, init_at,
                           inner)
     gen.hoisted = saved
