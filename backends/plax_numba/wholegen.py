@@ -456,6 +456,9 @@ def _dot_general(gen, eqn, ins, lines, ind):
     if np.dtype(lhs.aval.dtype) != dtype or np.dtype(rhs.aval.dtype) != dtype:
         raise Unsupported("dot_general with mixed dtypes")
     ls, rs = tuple(lhs.aval.shape), tuple(rhs.aval.shape)
+    squeezed = _squeezed_product(gen, eqn, ins, lines, ind)
+    if squeezed is not None:
+        return squeezed
     lf = [d for d in range(len(ls)) if d not in lc and d not in lb]
     rf = [d for d in range(len(rs)) if d not in rc and d not in rb]
     nb = math.prod(ls[d] for d in lb)
@@ -502,6 +505,48 @@ def _dot_general(gen, eqn, ins, lines, ind):
     else:
         lines.append(f"{ind}{name} = {o3}[0, 0, 0]")
     return [name]
+
+
+def _squeezed_product(gen, eqn, ins, lines, ind):
+    """A product without batch axes whose operands become matrices (or vectors) once their
+    free axes of size 1 are dropped (``vmap`` writes ``w @ h`` over a batch of vectors as
+    ``(m, k)`` by ``(b, k, 1)``): the same product on views without those axes, then a view
+    of the result in the written shape; so it reaches BLAS (or the matrix-vector loop) on
+    views instead of transposed copies. None for other products."""
+    (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
+    lhs, rhs = eqn.invars
+    if lb or rb or max(len(lhs.aval.shape), len(rhs.aval.shape)) <= 2:
+        return None
+    views, numbers = [], []
+    for x, aval, contract in ((ins[0], lhs.aval, lc), (ins[1], rhs.aval, rc)):
+        shape = tuple(aval.shape)
+        keep = [d for d, n in enumerate(shape) if n != 1 or d in contract]
+        if len(keep) > 2:
+            return None
+        new_shape = tuple(shape[d] for d in keep)
+        numbers.append(tuple(keep.index(d) for d in contract))
+        if new_shape == shape:
+            views.append((x, aval))
+            continue
+        from plax.core.shaped_array import ShapedArray
+        name = gen.fresh()
+        lines.append(f"{ind}{name} = {x}.reshape({_shape(new_shape)})")
+        gen.pure.add(name)
+        views.append((name, ShapedArray(new_shape, aval.dtype)))
+    if all(v[0] in ins for v in views):
+        return None  # nothing dropped
+    from plax.core.shaped_array import ShapedArray
+    out = eqn.outvars[0]
+    free = [n for x, c in ((lhs, lc), (rhs, rc)) for d, n in enumerate(x.aval.shape)
+            if d not in c and n != 1]
+    inner_out = Var(ShapedArray(tuple(free), out.aval.dtype))
+    inner = JaxprEqn(lax.dot_general_p, [Var(a) for _, a in views], [inner_out],
+                     dict(eqn.params, dimension_numbers=((numbers[0], numbers[1]), ((), ()))))
+    [res] = _dot_general(gen, inner, [v for v, _ in views], lines, ind)
+    if tuple(free) == tuple(out.aval.shape):
+        return [res]
+    return _reshape(gen, JaxprEqn(lax.reshape_p, [inner_out], [out],
+                                  {"new_sizes": tuple(out.aval.shape)}), [res], lines, ind)
 
 
 def _vector(gen, x: str, shape: tuple) -> str:
@@ -576,7 +621,8 @@ def _consumed_only(name: str, body: list, depth: int = 0) -> bool:
     if _CONSUMES is None:
         # (a transpose that reaches np.ascontiguousarray changes the memory order: a copy)
         _CONSUMES = re.compile(r"^\s*(r\d+ = k\d+\(|matvec_t\(|dot_\w+\(|ys\d+\[i\d+(, j\d+)?\] = "
-                               r"|v\d+ = np\.ascontiguousarray\(v\d+\.transpose\()")
+                               r"|v\d+ = np\.ascontiguousarray\(v\d+\.transpose\("
+                               r"|v\d+ = (np\.\w+\()?np\.dot\()")  # (np.dot: a new array)
     word = re.compile(rf"\b{name}\b")
     for line in body:
         if not word.search(line):
