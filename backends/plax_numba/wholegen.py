@@ -50,6 +50,7 @@ import numpy as np
 
 from plax import lax
 from plax.core.jaxpr import Jaxpr, JaxprEqn, Literal, Var
+from plax.core.shaped_array import ShapedArray
 from plax.lowering import (BROADCAST, ELEMENTWISE, REDUCTION, Cluster, call_body,
                            find_clusters, fusion_kind, order_for_fusion)
 from plax.lowering.literals import literal_value
@@ -260,7 +261,6 @@ def outer_products_as_multiplies(jaxpr: Jaxpr) -> Jaxpr:
     rewritten when they are generated."""
     if not any(_is_outer_product(e) for e in jaxpr.eqns):
         return jaxpr
-    from plax.core.shaped_array import ShapedArray
     eqns: list = []
     for e in jaxpr.eqns:
         if not _is_outer_product(e):
@@ -528,14 +528,12 @@ def _squeezed_product(gen, eqn, ins, lines, ind):
         if new_shape == shape:
             views.append((x, aval))
             continue
-        from plax.core.shaped_array import ShapedArray
         name = gen.fresh()
         lines.append(f"{ind}{name} = {x}.reshape({_shape(new_shape)})")
         gen.pure.add(name)
         views.append((name, ShapedArray(new_shape, aval.dtype)))
     if all(v[0] in ins for v in views):
         return None  # nothing dropped
-    from plax.core.shaped_array import ShapedArray
     out = eqn.outvars[0]
     free = [n for x, c in ((lhs, lc), (rhs, rc)) for d, n in enumerate(x.aval.shape)
             if d not in c and n != 1]
@@ -653,15 +651,15 @@ def _init_carry(gen, names: list, exprs: list, avals: list, lines: list, ind: st
 
 
 def _update_carry(gen, names: list, exprs: list, avals: list, lines: list, start: int,
-                  init_at: list, ind: str) -> int:
+                  init_at: list, ind: str) -> None:
     """The carries' update at the end of a loop body (the loop header at ``lines[start]``).
 
     An array carry whose new value is a buffer of this loop (a cluster kernel's or a
     product's output) trades buffers with it (``c, b = b, c``) when neither the buffer nor
     the carry's previous value is read by reference elsewhere (:func:`_consumed_only`): the
     two buffers, allocated once, alternate and nothing is allocated per step. Such a carry
-    starts as a copy of its initial value (it will be written). The other carries are
-    assigned by reference, all at once. Returns ``start`` moved by the lines inserted."""
+    starts as a copy of its initial value (``lines[init_at[k]]``, it will be written). The
+    other carries are assigned by reference, all at once."""
     body = lines[start + 1:]
     swap = {k for k, (n, e, a) in enumerate(zip(names, exprs, avals))
             if a.shape and e in (gen.buffers or ()) and e != n
@@ -680,9 +678,7 @@ def _update_carry(gen, names: list, exprs: list, avals: list, lines: list, start
         lines.append(ref)
     for k in sorted(swap):
         lines.append(f"{ind}{names[k]}, {exprs[k]} = {exprs[k]}, {names[k]}  # swap")
-        line = lines[init_at[k]]
-        lines[init_at[k]] = line + ".copy()"
-    return start
+        lines[init_at[k]] += ".copy()"
 
 
 def _enter_loop(gen) -> tuple:
@@ -783,7 +779,7 @@ def _while(gen, eqn, ins, lines, ind):
     lines.append(f"{inner}if not {pred}:")
     lines.append(f"{inner}    break")
     new = gen.jaxpr(bj.jaxpr, ins[nc:nc + nb] + carry, lines, inner, _closed_consts(gen, bj))
-    start = _update_carry(gen, carry, new, avals, lines, start, init_at, inner)
+    _update_carry(gen, carry, new, avals, lines, start, init_at, inner)
     gen.hoisted = saved
     _leave_loop(gen, outer, lines, start, ind)
     return carry
@@ -821,8 +817,7 @@ def _scan(gen, eqn, ins, lines, ind):
             lines.append(f"{inner}    {y}[{i}, {j}] = {r}[{j}]")
         else:
             lines.append(f"{inner}{y}[{i}] = {r}")
-    start = _update_carry(gen, carry, res[:ncarry], avals[:ncarry], lines, start, init_at,
-                          inner)
+    _update_carry(gen, carry, res[:ncarry], avals[:ncarry], lines, start, init_at, inner)
     gen.hoisted = saved
     _leave_loop(gen, outer, lines, start, ind)
     return carry + ys
