@@ -423,6 +423,7 @@ def plan_cluster(cluster, preallocate: bool = False, parallel: bool | None = Non
         flat = True
     dims = [f"n{d}" for d in range(rank)]
     idx = [f"i{d}" for d in range(rank)]
+    rows: list = []    # nested loops: arrays of the iteration shape, read by rows
     names: dict = {}   # id(atom) -> scalar expression inside the loop
     pre: list[str] = []    # before the loop
     body: list[str] = []   # inside the loop
@@ -437,7 +438,7 @@ def plan_cluster(cluster, preallocate: bool = False, parallel: bool | None = Non
             body.append(f"{inp.name}_v = {inp.name}_f[i]")
             names[id(inp.atom)] = f"{inp.name}_v"
         else:
-            body.append(f"{inp.name}_v = {inp.name}[{', '.join(idx)}]")
+            body.append(f"{inp.name}_v = {_nested_at(inp.name, idx, rows)}")
             names[id(inp.atom)] = f"{inp.name}_v"
 
     in_names = {id(inp.atom): inp.name for inp in inputs}
@@ -525,7 +526,7 @@ def plan_cluster(cluster, preallocate: bool = False, parallel: bool | None = Non
                 body.append(f"o{j}_f[i] = {local}")
                 out_exprs[j] = f"o{j}"
             else:
-                body.append(f"o{j}[{', '.join(idx)}] = {local}")
+                body.append(f"{_nested_at(f'o{j}', idx, rows)} = {local}")
                 out_exprs[j] = f"o{j}"
 
     params = [inp.name for inp in inputs] + dims
@@ -549,6 +550,9 @@ def plan_cluster(cluster, preallocate: bool = False, parallel: bool | None = Non
     else:
         for d in range(rank):
             lines.append("    " + "    " * d + f"for {idx[d]} in range({dims[d]}):")
+            if d == rank - 2:  # the rows the innermost loop walks, bound once per row
+                lines += ["    " + "    " * (d + 1) + f"{r}_r = {r}[{', '.join(idx[:-1])}]"
+                          for r in rows]
         lines += ["    " + "    " * rank + s for s in body]
     lines += ["    " + s for s in post]
     if into:
@@ -625,6 +629,18 @@ def _preallocated_plan(source, inputs, cluster, shape, out_dtypes) -> KernelPlan
     ]) + "\n"
     return KernelPlan(source, wrapper, arg_types, wrapper_globals,
                       [e.primitive.name for e in cluster.eqns], out_params=True)
+
+
+def _nested_at(name: str, idx: list, rows: list) -> str:
+    """Element ``idx`` of the array ``name`` (of the iteration shape) in a nested loop: of
+    rank 2 and more, through the row the innermost loop walks (``{name}_r``, bound once per
+    row: a contiguous 1-D view, which LLVM vectorises with one alias check per row instead
+    of recomputing 2-D addresses), else by its indices."""
+    if len(idx) < 2:
+        return f"{name}[{', '.join(idx)}]"
+    if name not in rows:
+        rows.append(name)
+    return f"{name}_r[{idx[-1]}]"
 
 
 def _defining(cluster, var):
