@@ -90,7 +90,8 @@ class WholePlan:
       wrapper: Python source of ``step(*inputs)``; it reads ``_ready``, ``_entry`` (the
         compiled entry point), ``_interp`` (the path to take until then) and the constants.
       arg_types: per kernel argument (constants first), ``("rarray", dtype, ndim)`` or
-        ``("scalar", dtype)``.
+        ``("scalar", dtype)``, and last ``("int",)`` for ``unit`` (always 1: loops multiply
+        their kernels' extents by it, see :meth:`_Gen.cluster`).
       wrapper_globals: the constants and output dtypes the wrapper reads.
       primitives: the names of the primitives, for messages.
     """
@@ -187,8 +188,14 @@ class _Gen:
             lines.append(f"{ind}{buf} = np.empty({_shape(v.aval.shape)}, {_t(v.aval.dtype)})")
             self.buffers.append(buf)
             bufs.append(buf)
-        args = ([self.atom(env, a) for a in cluster.inputs] + bufs
-                + [str(int(n)) for n in cluster.shape])
+        # in a loop, the extents of a loop nest are run-time values (the kernel's argument
+        # ``unit``, 1): extents LLVM knows let it unroll a short inner loop fully into
+        # scalar code it cannot vectorise (the operands may alias); a 64x16 outer-product
+        # accumulation took 3x longer per step that way. A single loop keeps its constant
+        # extent (16 elements: one vector, no remainder loop)
+        opaque = into and len(cluster.shape) >= 2
+        extents = [f"{int(n)} * unit" if opaque else str(int(n)) for n in cluster.shape]
+        args = [self.atom(env, a) for a in cluster.inputs] + bufs + extents
         res = self.fresh("r")
         lines.append(f"{ind}{res} = {name}({', '.join(args)})")
         k = 0
@@ -855,7 +862,7 @@ def plan_program(jaxpr: Jaxpr) -> WholePlan:
     # every output is its own value (a scalar cast to its dtype)
     rets = [gen.cast(o, a) for o, a in zip(outs, out_avals)]
     const_names = [f"kc{i}" for i in range(len(gen.consts))]
-    head = ["@njit(**_OPTIONS)", f"def kernel({', '.join(const_names + params)}):"]
+    head = ["@njit(**_OPTIONS)", f"def kernel({', '.join(const_names + params + ['unit'])}):"]
     lines.append(f"    return ({''.join(r + ', ' for r in rets)})")
     lines = _drop_unused(lines, gen.pure)
     kernels = [src.replace("def kernel(", f"def {name}(", 1)
@@ -878,6 +885,8 @@ def plan_program(jaxpr: Jaxpr) -> WholePlan:
         else:
             call.append(f"{p}[()]")
             arg_types.append(("scalar", dtype))
+    call.append("1")  # unit
+    arg_types.append(("int",))
     results = []
     for j, a in enumerate(out_avals):
         if a.shape:
