@@ -265,7 +265,21 @@ def outer_products_as_multiplies(jaxpr: Jaxpr) -> Jaxpr:
     rounded product per element, as BLAS's), but fusible with their neighbours (a weight
     gradient's accumulation ``g + outer(u, v)`` becomes one loop writing ``g``'s new
     buffer, without the product's temporary or a BLAS call per step). Sub-jaxprs are
-    rewritten when they are generated."""
+    rewritten when they are generated.
+
+    Args:
+      jaxpr: the jaxpr (not modified).
+
+    Returns:
+      ``jaxpr`` itself when it has no such product, else a new jaxpr with the same inputs
+      and outputs.
+
+    Example:
+      >>> j = plax.make_jaxpr(lambda u, v: u[:, None] @ v[None, :])(jnp.ones(3),
+      ...                                                           jnp.ones(2)).jaxpr
+      >>> [e.primitive.name for e in outer_products_as_multiplies(j).eqns][2:]
+      ['reshape', 'reshape', 'broadcast_in_dim', 'broadcast_in_dim', 'mul']
+    """
     if not any(_is_outer_product(e) for e in jaxpr.eqns):
         return jaxpr
     eqns: list = []

@@ -136,9 +136,23 @@ def _pruned_body(body: ClosedJaxpr, used: tuple) -> tuple[ClosedJaxpr, list]:
 
 
 def pruned_outputs(body: ClosedJaxpr, keep: tuple) -> ClosedJaxpr:
-    """``body`` computing only the outputs flagged in ``keep`` (its equations pruned by
-    :func:`dce`, its inputs unchanged), for ``dce`` rules of primitives whose sub-jaxpr has a
-    fixed signature (``scan``). The same pruning of the same body gives the same object."""
+    """``body`` computing only the outputs flagged in ``keep``, for the ``dce`` rules of
+    primitives whose sub-jaxpr keeps its inputs (``scan``).
+
+    Args:
+      body: the sub-jaxpr.
+      keep: one flag per output of ``body``.
+
+    Returns:
+      A jaxpr with the same inputs and constants, the kept outputs, and its equations pruned
+      by :func:`dce`; the same object for the same ``body`` and ``keep`` (so what is cached
+      per body is found again).
+
+    Example:
+      >>> body = plax.make_jaxpr(lambda c, x: (c + x, jnp.sin(x)))(1.0, 2.0)
+      >>> [e.primitive.name for e in pruned_outputs(body, (True, False)).jaxpr.eqns]
+      ['add']
+    """
     table = _pruned.get(body)
     if table is None:
         table = _pruned.setdefault(body, {})
