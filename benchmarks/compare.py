@@ -64,6 +64,9 @@ def make_workloads(quick: bool):
     rnn_b = (rng.standard_normal(64) * 0.1).astype(np.float32)
     rnn_xs = rng.standard_normal((steps, 16)).astype(np.float32)
     rnn_h0 = np.zeros(64, np.float32)
+    ema_steps = 1000 if quick else 10_000
+    ema_xs = rng.standard_normal((ema_steps, 16)).astype(np.float32)
+    tanh_xs = rng.standard_normal((steps, 64)).astype(np.float32)
 
     # -- written once against a jax-like library L (L.jit, L.jnp, L.lax, L.random, L.grad, L.vmap)
     def selu(L):
@@ -126,6 +129,32 @@ def make_workloads(quick: bool):
             return L.lax.scan(cell, h0, xs)
         return L.jit(rnn), tuple(L.put(a) for a in (rnn_w, rnn_u, rnn_b, rnn_h0, rnn_xs))
 
+    def ema_scan(L):
+        jnp = L.jnp
+        return L.jit(lambda xs: L.lax.scan(lambda c, x: (0.9 * c + 0.1 * x, c),
+                                           jnp.zeros(16, jnp.float32), xs)), (L.put(ema_xs),)
+
+    def tanh_scan(L):
+        jnp = L.jnp
+        return L.jit(lambda xs: L.lax.scan(lambda c, x: (jnp.tanh(c * 0.9 + x), c),
+                                           jnp.zeros(64, jnp.float32), xs)[0]), \
+            (L.put(tanh_xs),)
+
+    def rnn_loss(L):
+        jnp = L.jnp
+
+        def loss(w, u, b, h0, xs):
+            def cell(h, x):
+                h = jnp.tanh(w @ h + u @ x + b)
+                return h, h
+            _, hs = L.lax.scan(cell, h0, xs)
+            return jnp.sum(hs * hs)
+        return loss
+
+    def rnn_grad(L):
+        return L.jit(L.grad(rnn_loss(L), argnums=(0, 1, 2))), \
+            tuple(L.put(a) for a in (rnn_w, rnn_u, rnn_b, rnn_h0, rnn_xs))
+
     # -- the same computations in NumPy, eagerly
     def np_selu(_):
         return (lambda x: np.float32(1.05) * np.where(x > 0, x, np.float32(1.67) * np.exp(x)
@@ -179,6 +208,40 @@ def make_workloads(quick: bool):
             return h, ys
         return rnn, (rnn_w, rnn_u, rnn_b, rnn_h0, rnn_xs)
 
+    def np_ema(_):
+        def ema(xs):
+            c, ys = np.zeros(16, np.float32), np.empty_like(xs)
+            for t in range(xs.shape[0]):
+                ys[t] = c
+                c = np.float32(0.9) * c + np.float32(0.1) * xs[t]
+            return c, ys
+        return ema, (ema_xs,)
+
+    def np_tanh(_):
+        def run(xs):
+            c = np.zeros(64, np.float32)
+            for t in range(xs.shape[0]):
+                c = np.tanh(c * np.float32(0.9) + xs[t])
+            return c
+        return run, (tanh_xs,)
+
+    def np_rnn_grad(_):
+        def grad(w, u, b, h0, xs):  # backpropagation through time, by hand
+            hs, h = [], h0
+            for t in range(xs.shape[0]):
+                h = np.tanh(w @ h + u @ xs[t] + b)
+                hs.append(h)
+            gw, gu, gb = np.zeros_like(w), np.zeros_like(u), np.zeros_like(b)
+            dh = np.zeros_like(h0)
+            for t in range(xs.shape[0] - 1, -1, -1):
+                dz = (dh + 2 * hs[t]) * (1 - hs[t] * hs[t])
+                gw += np.outer(dz, hs[t - 1] if t else h0)
+                gu += np.outer(dz, xs[t])
+                gb += dz
+                dh = w.T @ dz
+            return gw, gu, gb
+        return grad, (rnn_w, rnn_u, rnn_b, rnn_h0, rnn_xs)
+
     def first_call(L):
         # a fresh function object each time: trace, compile and run
         return (lambda *args: L.jit(mlp_update(L))(*args)), mlp_step(L)[1]
@@ -196,6 +259,9 @@ def make_workloads(quick: bool):
         ("MLP step first call", {"plax": first_call, "first": True}),
         ("jit(vmap(apply_matrix))", {"plax": vmap_matvec, "numpy": np_vmap}),
         (f"scan tanh RNN {steps}x64", {"plax": rnn_scan, "numpy": np_rnn}),
+        (f"scan 0.9c+0.1x {ema_steps}x16", {"plax": ema_scan, "numpy": np_ema}),
+        (f"scan tanh(0.9c+x) {steps}x64 [0]", {"plax": tanh_scan, "numpy": np_tanh}),
+        (f"grad of scan tanh RNN {steps}x64", {"plax": rnn_grad, "numpy": np_rnn_grad}),
     ]
 
 

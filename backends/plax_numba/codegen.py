@@ -351,7 +351,8 @@ def _flat_view(name: str, ndim: int) -> str:
     return f"{name}_f = {name}" if ndim == 1 else f"{name}_f = {name}.ravel()"
 
 
-def plan_cluster(cluster, preallocate: bool = False, parallel: bool | None = None) -> KernelPlan:
+def plan_cluster(cluster, preallocate: bool = False, parallel: bool | None = None,
+                 into: bool = False) -> KernelPlan:
     """The kernel plan of ``cluster``.
 
     Args:
@@ -364,6 +365,12 @@ def plan_cluster(cluster, preallocate: bool = False, parallel: bool | None = Non
         15 ms against 7 ms, and 1.2 ms for the loop itself). Such a kernel also runs on
         chunks of its operands (:meth:`NumbaEmitter._emit_split`).
       parallel: force the serial (False) or parallel (True) loop; None: by size.
+      into: the caller passes the buffers of the array outputs that are not reductions
+        (C-contiguous, the iteration shape), after the inputs and before the extents; the
+        kernel returns only the other outputs (reductions, rank 0), or ``0`` if there are
+        none. A native loop (:mod:`plax_numba.wholegen`) allocates those buffers once
+        before the loop instead of once per step. Only the kernel's ``source`` is used
+        (no wrapper).
 
     Raises:
       Unsupported: a primitive, dtype or pattern the generator does not express.
@@ -396,7 +403,7 @@ def plan_cluster(cluster, preallocate: bool = False, parallel: bool | None = Non
                   and not any(fusion_kind(e.primitive) == REDUCTION for e in cluster.eqns))
     large = math.prod(shape) >= PARALLEL_MIN
     out_params = (preallocate and order_free and large
-                  and not broadcast_operands_partial(cluster, shape))
+                  and not broadcast_operands_partial(cluster, shape) and not into)
 
     # inputs: rank-0 operands as scalars, the others as arrays
     inputs: list[_Input] = []
@@ -416,6 +423,7 @@ def plan_cluster(cluster, preallocate: bool = False, parallel: bool | None = Non
         flat = True
     dims = [f"n{d}" for d in range(rank)]
     idx = [f"i{d}" for d in range(rank)]
+    rows: list = []    # nested loops: arrays of the iteration shape, read by rows
     names: dict = {}   # id(atom) -> scalar expression inside the loop
     pre: list[str] = []    # before the loop
     body: list[str] = []   # inside the loop
@@ -430,7 +438,7 @@ def plan_cluster(cluster, preallocate: bool = False, parallel: bool | None = Non
             body.append(f"{inp.name}_v = {inp.name}_f[i]")
             names[id(inp.atom)] = f"{inp.name}_v"
         else:
-            body.append(f"{inp.name}_v = {inp.name}[{', '.join(idx)}]")
+            body.append(f"{inp.name}_v = {_nested_at(inp.name, idx, rows)}")
             names[id(inp.atom)] = f"{inp.name}_v"
 
     in_names = {id(inp.atom): inp.name for inp in inputs}
@@ -438,11 +446,18 @@ def plan_cluster(cluster, preallocate: bool = False, parallel: bool | None = Non
     out_exprs: list[str | None] = [None] * len(cluster.outputs)
     scalar_out: list[bool] = [False] * len(cluster.outputs)
     out_dtypes = [np.dtype(v.aval.dtype) for v in cluster.outputs]
+    given: list[int] = []  # outputs whose buffers the caller passes (``into``)
     for j, v in enumerate(cluster.outputs):
         if fusion_kind(_defining(cluster, v).primitive) != REDUCTION and rank:
             t = _t(out_dtypes[j]) if out_dtypes[j] != np.bool_ else "np.bool_"
             if out_params:
                 pre.append(f"o{j}_f = o{j}")
+                continue
+            if into:
+                given.append(j)
+                if flat:  # (a view: the kernel writes through it)
+                    pre.append(f"o{j}_f = o{j}" if rank == 1 else
+                               f"o{j}_f = o{j}.reshape({' * '.join(dims)})")
                 continue
             pre.append(f"o{j} = np.empty(({', '.join(dims)},), {t})")
             if flat:  # (a rank-1 array is its own flat view: numba's reshape is a C call)
@@ -511,7 +526,7 @@ def plan_cluster(cluster, preallocate: bool = False, parallel: bool | None = Non
                 body.append(f"o{j}_f[i] = {local}")
                 out_exprs[j] = f"o{j}"
             else:
-                body.append(f"o{j}[{', '.join(idx)}] = {local}")
+                body.append(f"{_nested_at(f'o{j}', idx, rows)} = {local}")
                 out_exprs[j] = f"o{j}"
 
     params = [inp.name for inp in inputs] + dims
@@ -519,6 +534,8 @@ def plan_cluster(cluster, preallocate: bool = False, parallel: bool | None = Non
         dims = ["n"]
         params = ([inp.name for inp in inputs] + [f"o{j}" for j in range(len(cluster.outputs))]
                   + dims)
+    if into:
+        params = [inp.name for inp in inputs] + [f"o{j}" for j in given] + dims
     # shapes are static per compiled program, so the variant is chosen here
     parallel = order_free and (large if parallel is None else parallel)
     lines = [f"@njit(**{'_PARALLEL' if parallel else '_OPTIONS'})",
@@ -533,10 +550,22 @@ def plan_cluster(cluster, preallocate: bool = False, parallel: bool | None = Non
     else:
         for d in range(rank):
             lines.append("    " + "    " * d + f"for {idx[d]} in range({dims[d]}):")
+            if d == rank - 2:  # the rows the innermost loop walks, bound once per row
+                lines += ["    " + "    " * (d + 1) + f"{r}_r = {r}[{', '.join(idx[:-1])}]"
+                          for r in rows]
         lines += ["    " + "    " * rank + s for s in body]
     lines += ["    " + s for s in post]
-    lines.append("    return 0" if out_params else f"    return ({''.join(e + ', ' for e in out_exprs)})")
+    if into:
+        rest = [e for j, e in enumerate(out_exprs) if j not in given]
+        lines.append(f"    return ({''.join(e + ', ' for e in rest)})" if rest else "    return 0")
+    else:
+        lines.append("    return 0" if out_params
+                     else f"    return ({''.join(e + ', ' for e in out_exprs)})")
     source = "\n".join(lines) + "\n"
+    if into:
+        plan = KernelPlan(source, None, None, {}, [e.primitive.name for e in cluster.eqns])
+        plan.given = given
+        return plan
     if out_params:
         return _preallocated_plan(source, inputs, cluster, shape, out_dtypes)
 
@@ -600,6 +629,18 @@ def _preallocated_plan(source, inputs, cluster, shape, out_dtypes) -> KernelPlan
     ]) + "\n"
     return KernelPlan(source, wrapper, arg_types, wrapper_globals,
                       [e.primitive.name for e in cluster.eqns], out_params=True)
+
+
+def _nested_at(name: str, idx: list, rows: list) -> str:
+    """Element ``idx`` of the array ``name`` (of the iteration shape) in a nested loop: of
+    rank 2 and more, through the row the innermost loop walks (``{name}_r``, bound once per
+    row: a contiguous 1-D view, which LLVM vectorises with one alias check per row instead
+    of recomputing 2-D addresses), else by its indices."""
+    if len(idx) < 2:
+        return f"{name}[{', '.join(idx)}]"
+    if name not in rows:
+        rows.append(name)
+    return f"{name}_r[{idx[-1]}]"
 
 
 def _defining(cluster, var):

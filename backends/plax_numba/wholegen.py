@@ -17,9 +17,20 @@ array code inside ``kernel``:
   outputs), into a buffer allocated once per loop when the product does not outlive an
   iteration;
 * ``cond``/``switch`` as ``if``/``elif`` on the clamped index, ``while`` as a ``while``
-  loop, ``scan`` (``fori_loop`` lowers to it) as a ``for`` loop slicing ``xs`` and filling
-  preallocated ``ys`` (``reverse`` honoured; ``unroll`` accepted and ignored: LLVM unrolls),
-  their bodies inlined, nested to any depth; ``jit`` and ``checkpoint`` calls inlined.
+  loop, ``scan`` (``fori_loop`` lowers to it) as a ``for`` loop reading ``xs[i]`` in place
+  and storing into preallocated ``ys`` (``reverse`` honoured; ``unroll`` accepted, the loop
+  runs step by step with the same values), their bodies inlined, nested to any depth;
+  ``jit`` and ``checkpoint`` calls inlined.
+
+Inside a loop nothing is allocated per step where it can be avoided: a fusion cluster's
+kernel writes its array outputs into buffers passed to it (``codegen.plan_cluster(...,
+into=True)``), and those buffers, like products' outputs, are allocated once before the loop
+when no value of the step outlives it (:func:`_leave_loop`); an array carry whose new value
+is such a buffer trades buffers with it at the end of the step (``c, b = b, c``, see
+:func:`_update_carry`), so a carry costs two buffers for the whole loop. Outer products
+(``dot_general`` contracting only axes of size 1, as reverse mode writes the gradient of a
+matrix-vector product) become multiplies that fuse with the accumulation around them
+(:func:`outer_products_as_multiplies`), and bodies are ordered for fusion.
 
 Values are C-contiguous arrays or, for rank 0, numba scalars of the exact dtype (loop
 carries are cast on every assignment, so numba's types never widen).
@@ -39,8 +50,9 @@ import numpy as np
 
 from plax import lax
 from plax.core.jaxpr import Jaxpr, JaxprEqn, Literal, Var
+from plax.core.shaped_array import ShapedArray
 from plax.lowering import (BROADCAST, ELEMENTWISE, REDUCTION, Cluster, call_body,
-                           find_clusters, fusion_kind)
+                           find_clusters, fusion_kind, order_for_fusion)
 from plax.lowering.literals import literal_value
 
 from plax_numba import codegen
@@ -78,7 +90,8 @@ class WholePlan:
       wrapper: Python source of ``step(*inputs)``; it reads ``_ready``, ``_entry`` (the
         compiled entry point), ``_interp`` (the path to take until then) and the constants.
       arg_types: per kernel argument (constants first), ``("rarray", dtype, ndim)`` or
-        ``("scalar", dtype)``.
+        ``("scalar", dtype)``, and last ``("int",)`` for ``unit`` (always 1: loops multiply
+        their kernels' extents by it, see :meth:`_Gen.cluster`).
       wrapper_globals: the constants and output dtypes the wrapper reads.
       primitives: the names of the primitives, for messages.
     """
@@ -145,7 +158,7 @@ class _Gen:
                 raise Unsupported(f"a value of dtype {np.dtype(v.aval.dtype)}")
         env = dict(zip(jaxpr.constvars, consts))
         env.update(zip(jaxpr.invars, ins))
-        for unit in find_clusters(jaxpr):
+        for unit in find_clusters(order_for_fusion(outer_products_as_multiplies(jaxpr))):
             if isinstance(unit, Cluster):
                 self.cluster(unit, env, lines, ind)
             else:
@@ -159,17 +172,39 @@ class _Gen:
             if codegen.reference_only(e):
                 raise Unsupported(f"{e.primitive.name} (kept on NumPy's kernel for "
                                   "bit-identity)")
-        plan = codegen.plan_cluster(cluster)
+        # in a loop body the kernel writes its array outputs into buffers allocated here,
+        # which :func:`_leave_loop` moves before the loop when no value outlives a step
+        into = self.buffers is not None
+        plan = codegen.plan_cluster(cluster, into=into)
         self.primitives += plan.primitives
         name = self.kernels.get(plan.source)
         if name is None:
             name = self.kernels[plan.source] = f"k{len(self.kernels)}"
-        args = [self.atom(env, a) for a in cluster.inputs] + [str(int(n)) for n in cluster.shape]
+        given = plan.given if into else []
+        bufs = []
+        for j in given:
+            v = cluster.outputs[j]
+            buf = env[v] = self.fresh()
+            lines.append(f"{ind}{buf} = np.empty({_shape(v.aval.shape)}, {_t(v.aval.dtype)})")
+            self.buffers.append(buf)
+            bufs.append(buf)
+        # in a loop, the extents of a loop nest are run-time values (the kernel's argument
+        # ``unit``, 1): extents LLVM knows let it unroll a short inner loop fully into
+        # scalar code it cannot vectorise (the operands may alias); a 64x16 outer-product
+        # accumulation took 3x longer per step that way. A single loop keeps its constant
+        # extent (16 elements: one vector, no remainder loop)
+        opaque = into and len(cluster.shape) >= 2
+        extents = [f"{int(n)} * unit" if opaque else str(int(n)) for n in cluster.shape]
+        args = [self.atom(env, a) for a in cluster.inputs] + bufs + extents
         res = self.fresh("r")
         lines.append(f"{ind}{res} = {name}({', '.join(args)})")
+        k = 0
         for j, v in enumerate(cluster.outputs):
+            if j in given:
+                continue
             out = env[v] = self.fresh()
-            lines.append(f"{ind}{out} = {res}[{j}]")
+            lines.append(f"{ind}{out} = {res}[{k}]")
+            k += 1
 
     def equation(self, eqn: JaxprEqn, env: dict, lines: list, ind: str) -> None:
         prim = eqn.primitive
@@ -221,6 +256,69 @@ class _Gen:
         self.cluster(Cluster([eqn], shape, inputs, [out]), env, lines, ind)
 
 
+# ---------------------------------------------------------------- rewrites
+
+def outer_products_as_multiplies(jaxpr: Jaxpr) -> Jaxpr:
+    """``jaxpr`` with each ``dot_general`` that contracts only axes of size 1 (an outer
+    product, as reverse mode writes the gradient of a matrix-vector product) and has no
+    batch axes written as ``reshape`` + ``broadcast_in_dim`` + ``mul``: the same values (one
+    rounded product per element, as BLAS's), but fusible with their neighbours (a weight
+    gradient's accumulation ``g + outer(u, v)`` becomes one loop writing ``g``'s new
+    buffer, without the product's temporary or a BLAS call per step). Sub-jaxprs are
+    rewritten when they are generated.
+
+    Args:
+      jaxpr: the jaxpr (not modified).
+
+    Returns:
+      ``jaxpr`` itself when it has no such product, else a new jaxpr with the same inputs
+      and outputs.
+
+    Example:
+      >>> j = plax.make_jaxpr(lambda u, v: u[:, None] @ v[None, :])(jnp.ones(3),
+      ...                                                           jnp.ones(2)).jaxpr
+      >>> [e.primitive.name for e in outer_products_as_multiplies(j).eqns][2:]
+      ['reshape', 'reshape', 'broadcast_in_dim', 'broadcast_in_dim', 'mul']
+    """
+    if not any(_is_outer_product(e) for e in jaxpr.eqns):
+        return jaxpr
+    eqns: list = []
+    for e in jaxpr.eqns:
+        if not _is_outer_product(e):
+            eqns.append(e)
+            continue
+        (lc, rc), _ = e.params["dimension_numbers"]
+        out = e.outvars[0]
+        dtype = out.aval.dtype
+        operands, parts, offset = [], [], 0
+        for x, contracted in zip(e.invars, (lc, rc)):
+            free = tuple(n for d, n in enumerate(x.aval.shape) if d not in contracted)
+            if free != tuple(x.aval.shape):  # (the reshapes first: the rest is one chain)
+                y = Var(ShapedArray(free, dtype))
+                eqns.append(JaxprEqn(lax.reshape_p, [x], [y], {"new_sizes": free}))
+                x = y
+            operands.append((x, tuple(range(offset, offset + len(free)))))
+            offset += len(free)
+        for x, dims in operands:
+            b = Var(ShapedArray(out.aval.shape, dtype))
+            eqns.append(JaxprEqn(lax.broadcast_in_dim_p, [x], [b],
+                                 {"shape": tuple(out.aval.shape), "broadcast_dimensions": dims}))
+            parts.append(b)
+        eqns.append(JaxprEqn(lax.mul_p, parts, [out], {}))
+    return Jaxpr(jaxpr.constvars, jaxpr.invars, jaxpr.outvars, eqns)
+
+
+def _is_outer_product(eqn) -> bool:
+    if eqn.primitive is not lax.dot_general_p:
+        return False
+    (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
+    lhs, rhs = eqn.invars
+    dtypes = {np.dtype(v.aval.dtype) for v in (lhs, rhs, eqn.outvars[0])}
+    return (not lb and not rb and len(dtypes) == 1 and dtypes.pop().kind in "fiu"
+            and all(lhs.aval.shape[d] == 1 for d in lc)
+            and all(rhs.aval.shape[d] == 1 for d in rc))
+
+
 # ---------------------------------------------------------------- per-primitive handlers
 
 def _reshape(gen, eqn, ins, lines, ind):
@@ -252,6 +350,10 @@ def _transpose(gen, eqn, ins, lines, ind):
     perm = tuple(eqn.params["permutation"])
     if perm == tuple(range(len(perm))):
         return [ins[0]]
+    shape = eqn.invars[0].aval.shape
+    moved = [d for d in perm if shape[d] != 1]
+    if moved == sorted(moved):  # only axes of size 1 move: the same memory order, a view
+        return _reshape(gen, eqn, ins, lines, ind)
     name = gen.fresh()
     lines.append(f"{ind}{name} = np.ascontiguousarray({ins[0]}.transpose({_shape(perm)}))")
     return [name]
@@ -375,6 +477,9 @@ def _dot_general(gen, eqn, ins, lines, ind):
     if np.dtype(lhs.aval.dtype) != dtype or np.dtype(rhs.aval.dtype) != dtype:
         raise Unsupported("dot_general with mixed dtypes")
     ls, rs = tuple(lhs.aval.shape), tuple(rhs.aval.shape)
+    squeezed = _squeezed_product(gen, eqn, ins, lines, ind)
+    if squeezed is not None:
+        return squeezed
     lf = [d for d in range(len(ls)) if d not in lc and d not in lb]
     rf = [d for d in range(len(rs)) if d not in rc and d not in rb]
     nb = math.prod(ls[d] for d in lb)
@@ -407,6 +512,8 @@ def _dot_general(gen, eqn, ins, lines, ind):
     b3 = _as3(gen, ins[1], rhs.aval, list(rb) + list(rc) + rf, (nb, k, n), lines, ind)
     o3 = gen.fresh()
     lines.append(f"{ind}{o3} = np.empty({_shape((nb, m, n))}, {_t(dtype)})")
+    if gen.buffers is not None:
+        gen.buffers.append(o3)
     if dtype == np.bool_:
         lines.append(f"{ind}dot_bool({a3}, {b3}, {o3})")
     elif dtype.kind == "f" and m * n * k >= BLAS_MIN:
@@ -419,6 +526,46 @@ def _dot_general(gen, eqn, ins, lines, ind):
     else:
         lines.append(f"{ind}{name} = {o3}[0, 0, 0]")
     return [name]
+
+
+def _squeezed_product(gen, eqn, ins, lines, ind):
+    """A product without batch axes whose operands become matrices (or vectors) once their
+    free axes of size 1 are dropped (``vmap`` writes ``w @ h`` over a batch of vectors as
+    ``(m, k)`` by ``(b, k, 1)``): the same product on views without those axes, then a view
+    of the result in the written shape; so it reaches BLAS (or the matrix-vector loop) on
+    views instead of transposed copies. None for other products."""
+    (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
+    lhs, rhs = eqn.invars
+    if lb or rb or max(len(lhs.aval.shape), len(rhs.aval.shape)) <= 2:
+        return None
+    views, numbers = [], []
+    for x, aval, contract in ((ins[0], lhs.aval, lc), (ins[1], rhs.aval, rc)):
+        shape = tuple(aval.shape)
+        keep = [d for d, n in enumerate(shape) if n != 1 or d in contract]
+        if len(keep) > 2:
+            return None
+        new_shape = tuple(shape[d] for d in keep)
+        numbers.append(tuple(keep.index(d) for d in contract))
+        if new_shape == shape:
+            views.append((x, aval))
+            continue
+        name = gen.fresh()
+        lines.append(f"{ind}{name} = {x}.reshape({_shape(new_shape)})")
+        gen.pure.add(name)
+        views.append((name, ShapedArray(new_shape, aval.dtype)))
+    if all(v[0] in ins for v in views):
+        return None  # nothing dropped
+    out = eqn.outvars[0]
+    free = [n for x, c in ((lhs, lc), (rhs, rc)) for d, n in enumerate(x.aval.shape)
+            if d not in c and n != 1]
+    inner_out = Var(ShapedArray(tuple(free), out.aval.dtype))
+    inner = JaxprEqn(lax.dot_general_p, [Var(a) for _, a in views], [inner_out],
+                     dict(eqn.params, dimension_numbers=((numbers[0], numbers[1]), ((), ()))))
+    [res] = _dot_general(gen, inner, [v for v, _ in views], lines, ind)
+    if tuple(free) == tuple(out.aval.shape):
+        return [res]
+    return _reshape(gen, JaxprEqn(lax.reshape_p, [inner_out], [out],
+                                  {"new_sizes": tuple(out.aval.shape)}), [res], lines, ind)
 
 
 def _vector(gen, x: str, shape: tuple) -> str:
@@ -491,7 +638,10 @@ def _consumed_only(name: str, body: list, depth: int = 0) -> bool:
     import re
     global _CONSUMES
     if _CONSUMES is None:
-        _CONSUMES = re.compile(r"^\s*(r\d+ = k\d+\(|matvec_t\(|dot_\w+\(|ys\d+\[i\d+\] = )")
+        # (a transpose that reaches np.ascontiguousarray changes the memory order: a copy)
+        _CONSUMES = re.compile(r"^\s*(r\d+ = k\d+\(|matvec_t\(|dot_\w+\(|ys\d+\[i\d+(, j\d+)?\] = "
+                               r"|v\d+ = np\.ascontiguousarray\(v\d+\.transpose\("
+                               r"|v\d+ = (np\.\w+\()?np\.dot\()")  # (np.dot: a new array)
     word = re.compile(rf"\b{name}\b")
     for line in body:
         if not word.search(line):
@@ -500,6 +650,8 @@ def _consumed_only(name: str, body: list, depth: int = 0) -> bool:
         head = text.split(" = ", 1)[0] if " = " in text else ""
         if head == name:  # its binding (the allocation, or the view of the buffer)
             continue
+        if text.endswith("# swap"):  # a buffer trade at the end of a step (_update_carry)
+            continue
         if _CONSUMES.match(line) and not word.search(head):
             continue
         view = re.fullmatch(rf"(v\d+) = {name}\.reshape\(\([\d, ]*\)\)", text)
@@ -507,6 +659,47 @@ def _consumed_only(name: str, body: list, depth: int = 0) -> bool:
             continue
         return False
     return True
+
+
+def _init_carry(gen, names: list, exprs: list, avals: list, lines: list, ind: str) -> list:
+    """Binds each carry to its initial value, one line each (the sources are outer values,
+    never another carry); returns the lines' indices, for :func:`_update_carry`."""
+    at = []
+    for n, e, a in zip(names, exprs, avals):
+        at.append(len(lines))
+        lines.append(f"{ind}{n} = {gen.cast(e, a)}")
+    return at
+
+
+def _update_carry(gen, names: list, exprs: list, avals: list, lines: list, start: int,
+                  init_at: list, ind: str) -> None:
+    """The carries' update at the end of a loop body (the loop header at ``lines[start]``).
+
+    An array carry whose new value is a buffer of this loop (a cluster kernel's or a
+    product's output) trades buffers with it (``c, b = b, c``) when neither the buffer nor
+    the carry's previous value is read by reference elsewhere (:func:`_consumed_only`): the
+    two buffers, allocated once, alternate and nothing is allocated per step. Such a carry
+    starts as a copy of its initial value (``lines[init_at[k]]``, it will be written). The
+    other carries are assigned by reference, all at once."""
+    body = lines[start + 1:]
+    swap = {k for k, (n, e, a) in enumerate(zip(names, exprs, avals))
+            if a.shape and e in (gen.buffers or ()) and e != n
+            and sum(x == e for x in exprs) == 1}
+    while True:
+        rest = [k for k in range(len(names)) if k not in swap]
+        ref = (f"{ind}{', '.join(names[k] for k in rest)}, = "
+               f"({''.join(gen.cast(exprs[k], avals[k]) + ', ' for k in rest)})") if rest else ""
+        drop = {k for k in swap
+                if not _consumed_only(exprs[k], body + [ref])
+                or not _consumed_only(names[k], body + [ref])}
+        if not drop:
+            break
+        swap -= drop
+    if ref:
+        lines.append(ref)
+    for k in sorted(swap):
+        lines.append(f"{ind}{names[k]}, {exprs[k]} = {exprs[k]}, {names[k]}  # swap")
+        lines[init_at[k]] += ".copy()"
 
 
 def _enter_loop(gen) -> tuple:
@@ -598,7 +791,7 @@ def _while(gen, eqn, ins, lines, ind):
     cj, bj = p["cond_jaxpr"], p["body_jaxpr"]
     avals = [v.aval for v in eqn.outvars]
     carry = [gen.fresh("c") for _ in eqn.outvars]
-    _assign(gen, carry, ins[nc + nb:], avals, lines, ind)
+    init_at = _init_carry(gen, carry, ins[nc + nb:], avals, lines, ind)
     saved = _hoist(gen, ins[:nc + nb], [v.aval for v in eqn.invars[:nc + nb]], lines, ind)
     start, outer = len(lines), _enter_loop(gen)
     lines.append(f"{ind}while True:")
@@ -607,7 +800,7 @@ def _while(gen, eqn, ins, lines, ind):
     lines.append(f"{inner}if not {pred}:")
     lines.append(f"{inner}    break")
     new = gen.jaxpr(bj.jaxpr, ins[nc:nc + nb] + carry, lines, inner, _closed_consts(gen, bj))
-    _assign(gen, carry, new, avals, lines, inner)
+    _update_carry(gen, carry, new, avals, lines, start, init_at, inner)
     gen.hoisted = saved
     _leave_loop(gen, outer, lines, start, ind)
     return carry
@@ -619,7 +812,7 @@ def _scan(gen, eqn, ins, lines, ind):
     nc, ncarry = p["num_consts"], p["num_carry"]
     avals = [v.aval for v in eqn.outvars]
     carry = [gen.fresh("c") for _ in range(ncarry)]
-    _assign(gen, carry, ins[nc:nc + ncarry], avals[:ncarry], lines, ind)
+    init_at = _init_carry(gen, carry, ins[nc:nc + ncarry], avals[:ncarry], lines, ind)
     ys = []
     for a in body.out_avals[ncarry:]:
         y = gen.fresh("ys")
@@ -638,9 +831,14 @@ def _scan(gen, eqn, ins, lines, ind):
         lines.append(f"{inner}{name} = {x}[{i}]")
         xs.append(name)
     res = gen.jaxpr(body.jaxpr, ins[:nc] + carry + xs, lines, inner, _closed_consts(gen, body))
-    for y, r in zip(ys, res[ncarry:]):
-        lines.append(f"{inner}{y}[{i}] = {r}")
-    _assign(gen, carry, res[:ncarry], avals[:ncarry], lines, inner)
+    for y, r, a in zip(ys, res[ncarry:], body.out_avals[ncarry:]):
+        if len(a.shape) == 1:  # a row copied by a loop (numba's slice assignment costs more)
+            j = gen.fresh("j")
+            lines.append(f"{inner}for {j} in range({int(a.shape[0])}):")
+            lines.append(f"{inner}    {y}[{i}, {j}] = {r}[{j}]")
+        else:
+            lines.append(f"{inner}{y}[{i}] = {r}")
+    _update_carry(gen, carry, res[:ncarry], avals[:ncarry], lines, start, init_at, inner)
     gen.hoisted = saved
     _leave_loop(gen, outer, lines, start, ind)
     return carry + ys
@@ -678,7 +876,7 @@ def plan_program(jaxpr: Jaxpr) -> WholePlan:
     # every output is its own value (a scalar cast to its dtype)
     rets = [gen.cast(o, a) for o, a in zip(outs, out_avals)]
     const_names = [f"kc{i}" for i in range(len(gen.consts))]
-    head = ["@njit(**_OPTIONS)", f"def kernel({', '.join(const_names + params)}):"]
+    head = ["@njit(**_OPTIONS)", f"def kernel({', '.join(const_names + params + ['unit'])}):"]
     lines.append(f"    return ({''.join(r + ', ' for r in rets)})")
     lines = _drop_unused(lines, gen.pure)
     kernels = [src.replace("def kernel(", f"def {name}(", 1)
@@ -701,6 +899,8 @@ def plan_program(jaxpr: Jaxpr) -> WholePlan:
         else:
             call.append(f"{p}[()]")
             arg_types.append(("scalar", dtype))
+    call.append("1")  # unit
+    arg_types.append(("int",))
     results = []
     for j, a in enumerate(out_avals):
         if a.shape:

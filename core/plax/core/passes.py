@@ -12,6 +12,7 @@ from typing import Any
 
 from plax.core.effects import eqn_has_effects
 from plax.core.jaxpr import ClosedJaxpr, DropVar, Jaxpr, JaxprEqn, Var, sub_jaxprs
+from plax.core.registry import rule_table
 
 
 def call_param(eqn: JaxprEqn) -> str | None:
@@ -71,7 +72,9 @@ def inline_calls(closed: ClosedJaxpr) -> ClosedJaxpr:
 def dce(jaxpr: Jaxpr) -> Jaxpr:
     """Drops equations none of whose outputs are used (primitives are pure, except the
     effectful ones of :mod:`plax.core.effects`, which are kept); a call keeps only the
-    outputs that are used, its body pruned to them (and its unread inputs dropped)."""
+    outputs that are used, its body pruned to them (and its unread inputs dropped); an
+    equation with a ``dce`` rule (:mod:`plax.core.registry`; ``scan`` drops its unused
+    stacked outputs) is replaced by what its rule returns."""
     live = {v for v in jaxpr.outvars if isinstance(v, Var)}
     kept = []
     for e in reversed(jaxpr.eqns):
@@ -81,10 +84,15 @@ def dce(jaxpr: Jaxpr) -> Jaxpr:
         param = call_param(e)
         if param is not None:
             e = _dce_call(e, param, used)
+        elif not all(used) and e.primitive in _dce_rules:
+            e = _dce_rules[e.primitive](e, used)
         kept.append(e)
         live.update(v for v in e.invars if isinstance(v, Var))
     kept.reverse()
     return Jaxpr(jaxpr.constvars, jaxpr.invars, jaxpr.outvars, kept)
+
+
+_dce_rules = rule_table("dce")
 
 
 def _dce_call(eqn: JaxprEqn, param: str, used: list) -> JaxprEqn:
@@ -125,6 +133,37 @@ def _pruned_body(body: ClosedJaxpr, used: tuple) -> tuple[ClosedJaxpr, list]:
               pruned.outvars, pruned.eqns), [c for _, c in consts])
     table[used] = (new, keep_in)  # None: the body itself (a value must not hold its key)
     return (body if new is None else new), keep_in
+
+
+def pruned_outputs(body: ClosedJaxpr, keep: tuple) -> ClosedJaxpr:
+    """``body`` computing only the outputs flagged in ``keep``, for the ``dce`` rules of
+    primitives whose sub-jaxpr keeps its inputs (``scan``).
+
+    Args:
+      body: the sub-jaxpr.
+      keep: one flag per output of ``body``.
+
+    Returns:
+      A jaxpr with the same inputs and constants, the kept outputs, and its equations pruned
+      by :func:`dce`; the same object for the same ``body`` and ``keep`` (so what is cached
+      per body is found again).
+
+    Example:
+      >>> body = plax.make_jaxpr(lambda c, x: (c + x, jnp.sin(x)))(1.0, 2.0)
+      >>> [e.primitive.name for e in pruned_outputs(body, (True, False)).jaxpr.eqns]
+      ['add']
+    """
+    table = _pruned.get(body)
+    if table is None:
+        table = _pruned.setdefault(body, {})
+    key = ("outputs", keep)
+    hit = table.get(key)
+    if hit is None:
+        j = body.jaxpr
+        pruned = dce(Jaxpr(j.constvars, j.invars,
+                           [v for v, k in zip(j.outvars, keep) if k], j.eqns))
+        hit = table[key] = ClosedJaxpr(pruned, list(body.consts))
+    return hit
 
 
 def has_unread_call_outputs(jaxpr: Jaxpr) -> bool:

@@ -1,9 +1,11 @@
 """The transform registry: one rule table per transform, keyed by primitive.
 
 ``register_rule("batch", add_p)(rule)`` is the only way a rule gets in. The
-core defines the tables ``jvp``, ``transpose``, ``batch`` and ``impl`` (an
+core defines the tables ``jvp``, ``transpose``, ``batch``, ``impl`` (an
 eager rule that replaces backend dispatch, used by primitives defined in terms
-of other primitives); a plugin may add its own with :func:`new_transform`.
+of other primitives) and ``dce`` (``rule(eqn, used) -> eqn``: the equation
+without the outputs :func:`plax.core.passes.dce` found unused, for primitives
+holding sub-jaxprs); a plugin may add its own with :func:`new_transform`.
 """
 from __future__ import annotations
 
@@ -11,13 +13,14 @@ from typing import Callable, TypeVar
 
 F = TypeVar("F", bound=Callable)
 
-_tables: dict[str, dict] = {"jvp": {}, "transpose": {}, "batch": {}, "impl": {}}
+_tables: dict[str, dict] = {"jvp": {}, "transpose": {}, "batch": {}, "impl": {}, "dce": {}}
 
 _hints = {
     "jvp": "it cannot be differentiated (jvp/grad)",
     "transpose": "it cannot be transposed, so reverse mode (grad/vjp) cannot pass through it",
     "batch": "it cannot be batched with vmap",
     "impl": "it has no eager implementation",
+    "dce": "dead-code elimination keeps all of its outputs",
 }
 
 

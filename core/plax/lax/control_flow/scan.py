@@ -464,4 +464,22 @@ def _scan_batch(vals, dims, *, jaxpr, length, reverse, unroll, num_consts, num_c
 _scan_batch.needs_axis_data = True
 register_rule("batch", scan_p)(_scan_batch)
 
+
+def _scan_dce(eqn, used: list):
+    """Dead-code elimination (:func:`plax.core.passes.dce`): the stacked outputs nobody
+    reads are not computed (the body pruned to the carries and the used ``ys``); the
+    carries stay, since the next step may read them."""
+    from plax.core.jaxpr import JaxprEqn
+    from plax.core.passes import pruned_outputs
+    n_carry = eqn.params["num_carry"]
+    keep = tuple([True] * n_carry + [bool(u) for u in used[n_carry:]])
+    if all(keep):
+        return eqn
+    body = pruned_outputs(eqn.params["jaxpr"], keep)
+    return JaxprEqn(eqn.primitive, list(eqn.invars),
+                    [v for v, k in zip(eqn.outvars, keep) if k], dict(eqn.params, jaxpr=body))
+
+
+register_rule("dce", scan_p)(_scan_dce)
+
 __all__ = ["scan", "map", "scan_p"]
