@@ -8,10 +8,13 @@ gradient with respect to the replicated parameters is the average already (shard
 values by the mesh axes they vary over, as JAX does). Both versions are checked against
 ordinary single-device training on the whole batch: they agree to float32 rounding.
 
-Run with several CPU devices (the plax-pmap plugin must be installed)::
+Run with several CPU devices (the plax-pmap plugin must be installed). As JAX's docs do, the
+script asks for them with ``jax.config.update("jax_num_cpu_devices", 8)`` before any device is
+used (``--devices N`` changes the count; ``PLAX_NUM_CPU_DEVICES`` or ``XLA_FLAGS=
+--xla_force_host_platform_device_count=N`` in the environment take precedence)::
 
-    PLAX_NUM_CPU_DEVICES=2 python examples/data_parallel.py
-    PLAX_NUM_CPU_DEVICES=4 python examples/data_parallel.py --steps 5 --sizes 784,512,512,10
+    python examples/data_parallel.py
+    python examples/data_parallel.py --devices 4 --steps 5 --sizes 784,512,512,10
 
 The default network is 784-128-128-10 with a global batch of 256 (the full 784-512-512-10
 network of the issue is ``--sizes 784,512,512,10``; it takes longer to compile and run).
@@ -30,6 +33,7 @@ its devices compute their blocks, and the collectives cross processes.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 import numpy as np
@@ -84,7 +88,11 @@ def main(argv=None) -> int:
     ap.add_argument("--batch", type=int, default=256, help="global batch size")
     ap.add_argument("--sizes", default="784,128,128,10")
     ap.add_argument("--lr", type=float, default=0.1)
+    ap.add_argument("--devices", type=int, default=8, help="CPU devices (jax_num_cpu_devices)")
     args = ap.parse_args(argv)
+    if not os.environ.get("PLAX_NUM_CPU_DEVICES") and \
+            "xla_force_host_platform_device_count" not in os.environ.get("XLA_FLAGS", ""):
+        plax.config.update("jax_num_cpu_devices", args.devices)  # before any device is used
     plax.distributed.initialize()  # joins the processes under mpiexec; else a no-op
     pi, pc = plax.process_index(), plax.process_count()
     sizes = [int(s) for s in args.sizes.split(",")]
