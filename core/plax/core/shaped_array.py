@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
@@ -34,19 +35,25 @@ class ShapedArray:
     annotation for autodiff, not part of equality: two avals that differ only in it are
     equal (control flow compares carries and branches by shape and dtype, as before).
 
+    A value of an explicitly sharded array also records ``sharding``, its
+    :class:`plax.sharding.NamedSharding` (JAX 0.10's sharding in types, printed as
+    ``f32[8@X,4]``; see :mod:`plax.sharding_types`). Like ``vma`` it is an annotation, not
+    part of equality or of the hash, so the eager and jit caches are as before.
+
     Example:
       >>> ShapedArray((2, 3), np.dtype("float32")).str_short()
       'f32[2,3]'
     """
 
-    __slots__ = ("shape", "dtype", "weak_type", "vma", "_hash")
+    __slots__ = ("shape", "dtype", "weak_type", "vma", "sharding", "_hash")
 
     def __init__(self, shape: tuple[int, ...], dtype: np.dtype, weak_type: bool = False,
-                 vma: frozenset = _NO_AXES):
+                 vma: frozenset = _NO_AXES, sharding: Any = None):
         self.shape = tuple(shape)
         self.dtype = dtype
         self.weak_type = bool(weak_type)
         self.vma = vma
+        self.sharding = sharding
         self._hash = hash((self.shape, dtype, self.weak_type))
 
     ndim = property(lambda self: len(self.shape))
@@ -74,6 +81,10 @@ class ShapedArray:
         s = f"{short_dtype_name(self.dtype)}[{','.join(map(str, self.shape))}]"
         if self.vma:
             s += "{V:" + ",".join(sorted(map(str, self.vma))) + "}"
+        if self.sharding is not None:
+            from plax.sharding_types import sharded_dims_str
+            s = s[:s.index("[")] + "[" + sharded_dims_str(self.shape, self.sharding) + \
+                s[s.index("]"):]
         return s
 
     def __repr__(self) -> str:

@@ -373,6 +373,8 @@ class JitFunction:
             device = _default_device()
         flags = _trace_flags[0]
         key = (treedef, tuple(avals), static, device, len(args), flags)
+        if not all_arrays:  # sharding in types: avals equal but for it trace apart
+            key += (tuple([getattr(a, "sharding", None) for a in avals]),)
         entry = self._cache.get(key)
         if entry is None:
             entry = self._compile(key, args, kwargs, leaves, treedef, avals, static, device)
@@ -386,8 +388,10 @@ class JitFunction:
         bufs, lent = _lend_buffers(leaves, device, avals)
         outs = _unlent_outputs(entry.executable(*entry.const_bufs, *bufs), lent)
         new = Array._new
-        return _tree_unflatten(entry.out_tree, [new(b, a, device, committed)
-                                                for b, a in zip(outs, entry.out_avals)])
+        results = [new(b, a, device, committed) for b, a in zip(outs, entry.out_avals)]
+        if not all_arrays:
+            results = _placed_as_typed(results)
+        return _tree_unflatten(entry.out_tree, results)
 
     def _fast_eligible(self, args) -> bool:
         """Whether calls like this one (positional, no kwargs) can take the fast path."""
@@ -758,3 +762,12 @@ def eval_shape(fun: Callable, *args, **kwargs):
     """
     return JitFunction(fun, None, None, None, None, None, False, False,
                        transform="eval_shape").eval_shape(*args, **kwargs)
+
+
+def _placed_as_typed(results: list) -> list:
+    """Outputs whose type carries an explicit sharding (computed on one device) placed as
+    that sharding says, so ``jit(f)(x).sharding`` is what JAX gives."""
+    if not any(r.aval.sharding is not None for r in results):
+        return results
+    from plax.device import _shard_leaf
+    return [r if r.aval.sharding is None else _shard_leaf(r, r.aval.sharding) for r in results]
