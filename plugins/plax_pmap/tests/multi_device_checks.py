@@ -902,7 +902,7 @@ def replication_check_rejects_what_jax_rejects():
         _smap(f, si, so, mesh, check_vma=False)(A)
     err = raises(ValueError, lambda: _smap(lambda b: (lax.psum(b, "x"), {"v": b}), P("x"),
                                            (P(), {"v": P()}), mesh)(A),
-                 "out[1]['v']", "output 1 of 2", "mesh axis 'x'", "lax.psum", "P('x',)")
+                 "out[1]['v']", "output 1 of 2", "mesh axis 'x'", "lax.psum", "PartitionSpec('x')")
     assert "out[0]" not in str(err)
     close(_smap(lambda b: b, P("x"), P(), mesh, check_rep=False)(A), A[:2])
     close(plax.experimental.shard_map.shard_map(lambda b: b, mesh=mesh, in_specs=P("x"),
