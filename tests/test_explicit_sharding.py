@@ -90,6 +90,13 @@ case("random_values", lambda: bool(np.array_equal(
     np.asarray(random.normal(key, (8, 4), out_sharding=P("X", "Y"))),
     np.asarray(random.normal(key, (8, 4))))))
 case("reshard", lambda: [ty(reshard(x, P("Y", "X"))), ty(reshard(x, P()))])
+case("more_elementwise", lambda: [ty(jnp.where(x > 3, x, 0.0)), ty(jax.nn.relu(x)), ty(x ** 2),
+                                  ty(x.astype(jnp.int32)), ty(jax.nn.softmax(x, axis=0)),
+                                  ty(jnp.maximum(x, 1.0)), ty(x + jnp.ones(4))])
+case("more_structural", lambda: [ty(x[None]), ty(jnp.argmax(x, axis=1)), ty(jnp.mean(x, axis=1)),
+                                 ty(jnp.squeeze(x.reshape(8, 1, 4), 1)), ty(jnp.moveaxis(x, 0, 1))])
+case("cumsum_split_axis", lambda: ty(jnp.cumsum(x, axis=0)))
+case("cumsum_unsplit_axis", lambda: ty(jnp.cumsum(y, axis=1)))
 case("not_divisible", lambda: type(jnp.zeros((3,), out_sharding=P("X"))).__name__)
 
 
@@ -155,7 +162,12 @@ JAX_ANSWERS = {'specs': ["P('x',)", "P('x', None)", 'P()', "P(('x', 'y'),)", "P(
  'jit_traced': '[8@X,4@Y]',
  'jit': ['[8@X,4@Y]', "P('X', 'Y')"],
  'jit_values': True,
- 'values': [True, True, True]}
+ 'values': [True, True, True],
+ "more_elementwise": ["[8@X,4@Y]"] * 7,
+ "more_structural": ["[1,8@X,4@Y]", "[8@X]", "[8@X]", "[8@X,4@Y]", "[4@Y,8@X]"],
+ "cumsum_split_axis": ["error", "ShardingTypeError", "Input should be unsharded over the axis "
+                       "being reduced. Got input type=float32[8@X,4@Y] and axis=0"],
+ "cumsum_unsplit_axis": "[8@X,4]"}
 
 
 def _run(which: str) -> dict:

@@ -221,7 +221,9 @@ def _reshape(prim, in_dims, in_avals, params) -> Dims:
                 f"reshape from {in_avals[0].str_short()} to shape {new} regroups sharded "
                 "dimensions, which is ambiguous: reshard the operand to P() first, or pass "
                 "out_sharding= to jnp.reshape")
-        out.extend([names] + [()] * (len(gj) - 1))
+        # a split dimension's axes go to the first new dimension that is not of size 1
+        major = next((k for k, j2 in enumerate(gj) if j2 < len(new) and new[j2] != 1), 0)
+        out.extend([names if k == major else () for k in range(len(gj))])
     return tuple(out[:len(new)])
 
 
@@ -258,8 +260,32 @@ def _dot_general(prim, in_dims, in_avals, params) -> Dims:
     return out
 
 
+def _expand_dims(prim, in_dims, in_avals, params) -> Dims:
+    out = list(in_dims[0])
+    ndim = len(out) + len(params["dimensions"])
+    for d in sorted(d % ndim for d in params["dimensions"]):
+        out.insert(d, ())
+    return tuple(out)
+
+
+def _cumulative(prim, in_dims, in_avals, params) -> Dims:
+    axis = params["axis"]
+    if in_dims[0][axis]:
+        aval = in_avals[0]
+        typ = f"{aval.dtype.name}[{sharded_dims_str(aval.shape, aval.sharding)}]" \
+            if getattr(aval, "sharding", None) is not None else aval.str_short()
+        raise ShardingTypeError("Input should be unsharded over the axis being reduced. Got "
+                                f"input type={typ} and axis={axis}")
+    return in_dims[0]
+
+
 for _name in ("transpose",):
     _rules[_name] = _transpose
+for _name in ("argmax", "argmin"):
+    _rules[_name] = _reduction
+for _name in ("cumsum", "cumprod", "cummax", "cummin", "cumlogsumexp"):
+    _rules[_name] = _cumulative
+_rules["expand_dims"] = _expand_dims
 _rules["broadcast_in_dim"] = _broadcast_in_dim
 _rules["squeeze"] = _squeeze
 _rules["reshape"] = _reshape
@@ -346,8 +372,8 @@ def _local_operands(prim, rule, args, in_dims, out_dims, indices, params) -> dic
     from its own blocks of the operands, else None."""
     if rule is _elementwise:
         pass
-    elif rule is _transpose or rule is _squeeze:
-        pass  # the operand's block, permuted or squeezed, is the result's block
+    elif rule is _transpose or rule is _squeeze or rule is _expand_dims:
+        pass  # the operand's block, permuted or reshaped, is the result's block
     elif rule is _reduction:
         if any(in_dims[0][k] for k in params["axes"]):
             return None  # a split reduced dimension needs the other devices' partial results
