@@ -97,6 +97,9 @@ case("more_structural", lambda: [ty(x[None]), ty(jnp.argmax(x, axis=1)), ty(jnp.
                                  ty(jnp.squeeze(x.reshape(8, 1, 4), 1)), ty(jnp.moveaxis(x, 0, 1))])
 case("cumsum_split_axis", lambda: ty(jnp.cumsum(x, axis=0)))
 case("cumsum_unsplit_axis", lambda: ty(jnp.cumsum(y, axis=1)))
+case("slices", lambda: [ty(jax.lax.slice(x, (0, 0), (4, 4))), ty(jax.lax.slice(y, (0, 0), (8, 2))),
+                        ty(y[:, 1]), ty(y[:, :2])])
+case("concatenate", lambda: [ty(jnp.concatenate([x, x], 0)), ty(jnp.concatenate([y, y], 1))])
 case("not_divisible", lambda: type(jnp.zeros((3,), out_sharding=P("X"))).__name__)
 
 
@@ -167,7 +170,9 @@ JAX_ANSWERS = {'specs': ["P('x',)", "P('x', None)", 'P()', "P(('x', 'y'),)", "P(
  "more_structural": ["[1,8@X,4@Y]", "[8@X]", "[8@X]", "[8@X,4@Y]", "[4@Y,8@X]"],
  "cumsum_split_axis": ["error", "ShardingTypeError", "Input should be unsharded over the axis "
                        "being reduced. Got input type=float32[8@X,4@Y] and axis=0"],
- "cumsum_unsplit_axis": "[8@X,4]"}
+ "cumsum_unsplit_axis": "[8@X,4]",
+ "slices": ["[4@X,4@Y]", "[8@X,2]", "[8@X]", "[8@X,2]"],
+ "concatenate": ["[16@X,4@Y]", "[8@X,8]"]}
 
 
 def _run(which: str) -> dict:

@@ -279,6 +279,27 @@ def _cumulative(prim, in_dims, in_avals, params) -> Dims:
     return in_dims[0]
 
 
+def _slice(prim, in_dims, in_avals, params) -> Dims:
+    """A static slice keeps each dimension's axes where the sliced size still divides
+    evenly over them (``lax.slice`` of ``8@X`` to 4 rows is ``4@X``, as JAX); otherwise the
+    dimension becomes unsplit (plax's choice where JAX's indexing asks for out_sharding=)."""
+    mesh_sizes = in_avals[0].sharding.mesh.shape if getattr(in_avals[0], "sharding", None) \
+        is not None else {}
+    out = []
+    for k, names in enumerate(in_dims[0]):
+        n = len(range(params["start_indices"][k], params["limit_indices"][k],
+                      (params.get("strides") or (1,) * len(in_dims[0]))[k]))
+        parts = 1
+        for a in names:
+            parts *= mesh_sizes.get(a, 1)
+        out.append(names if n % parts == 0 else ())
+    return tuple(out)
+
+
+def _concatenate(prim, in_dims, in_avals, params) -> Dims:
+    return _elementwise(prim, in_dims, in_avals, params)  # every dimension merged alike
+
+
 for _name in ("transpose",):
     _rules[_name] = _transpose
 for _name in ("argmax", "argmin"):
@@ -286,6 +307,8 @@ for _name in ("argmax", "argmin"):
 for _name in ("cumsum", "cumprod", "cummax", "cummin", "cumlogsumexp"):
     _rules[_name] = _cumulative
 _rules["expand_dims"] = _expand_dims
+_rules["slice"] = _slice
+_rules["concatenate"] = _concatenate
 _rules["broadcast_in_dim"] = _broadcast_in_dim
 _rules["squeeze"] = _squeeze
 _rules["reshape"] = _reshape
