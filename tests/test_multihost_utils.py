@@ -217,11 +217,11 @@ def test_one_process_four_devices():
     # one process holds every device of the mesh: local == global, split over the devices
     out = last_json(run_python(_FOUR_DEVICES, env={"PLAX_NUM_CPU_DEVICES": "4",
                                                    "PLAX_PLATFORMS": "cpu"}))
-    for spec in ["PartitionSpec('x', 'y')", "PartitionSpec(('x', 'y'))", "PartitionSpec('y')",
-                 "PartitionSpec()"]:
+    for spec in ["P('x', 'y')", "P(('x', 'y'),)", "P('y',)",
+                 "P()"]:
         assert out[spec] == [True, True, True, True], (spec, out[spec])
-    assert "dimension 1" in out["PartitionSpec(None, ('y', 'x'))"]  # 6 is not divisible by 4
-    assert "not divisible by 4" in out["PartitionSpec(None, ('y', 'x'))"]
+    assert "dimension 1" in out["P(None, ('y', 'x'))"]  # 6 is not divisible by 4
+    assert "not divisible by 4" in out["P(None, ('y', 'x'))"]
 
 
 # ------------------------------------------------------------------ several processes, simulated

@@ -534,7 +534,7 @@ def test_sharding_equality_and_validation():
         hash(obj)
     assert P("x") == P("x", None) and hash(P("x")) == hash(P("x", None))
     assert P("x") != ("x",)
-    assert repr(P("x", None)) == "PartitionSpec('x', None)"
+    assert repr(P("x", None)) == "P('x', None)"
     assert NamedSharding(mesh, P("x")) == NamedSharding(Mesh(np.array([dev]), ("x",)), P("x"))
     assert NamedSharding(mesh, P("x")).is_equivalent_to(SingleDeviceSharding(dev), 1)
     with pytest.raises(ValueError, match="names axis 'y'"):

@@ -26,7 +26,8 @@ import numpy as np
 from plax import dtypes
 from plax.core.shaped_array import ShapedArray
 from plax.core.trace import state as _trace_state
-from plax.sharding import Shard, Sharding, SingleDeviceSharding, index_key, index_shape
+from plax.sharding import (AxisType, NamedSharding, Shard, Sharding, SingleDeviceSharding,
+                           index_key, index_shape)
 
 
 class Array:
@@ -426,6 +427,10 @@ class _ShardedArray(Array):
     def is_fully_replicated(self) -> bool:
         return self._sharding.is_fully_replicated
 
+    def _sharding_is_named(self) -> bool:
+        from plax.sharding import NamedSharding
+        return isinstance(self._sharding, NamedSharding)
+
     def block_until_ready(self) -> "Array":
         self._check_alive()
         for p in self._pieces:
@@ -674,6 +679,9 @@ def from_buffer(buffer: Any, aval: ShapedArray, device, committed: bool = False,
 def _sharded(aval: ShapedArray, sharding: Sharding, pieces: list, committed: bool) -> Array:
     a = object.__new__(_ShardedArray)
     _BUF.__set__(a, _NOT_GATHERED)
+    if isinstance(sharding, NamedSharding) and AxisType.Explicit in sharding.mesh.axis_types:
+        # Sharding in types: the aval records it (plax.typeof prints f32[8@X,4]).
+        aval = ShapedArray(aval.shape, aval.dtype, aval.weak_type, aval.vma, sharding)
     a.aval = aval
     a._device = pieces[0].device
     a._committed = committed

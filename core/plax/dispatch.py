@@ -21,7 +21,7 @@ from __future__ import annotations
 import functools
 
 from plax import errors
-from plax.array import Array, from_host
+from plax.array import Array, _ShardedArray, from_host
 from plax.core import registry, trace
 from plax.core.trace import Tracer
 from plax.device import default_device
@@ -112,6 +112,14 @@ def _apply_general(prim, args, params):
                 from plax.state.discharge import apply_with_refs
                 return apply_with_refs(prim, args, params)
             args = _to_arrays(prim, args)
+            break
+    for a in args:
+        if type(a) is _ShardedArray and a._sharding_is_named():
+            # Explicit sharding (sharding in types): computed where the shards are.
+            from plax.sharding_types import apply_sharded
+            out = apply_sharded(prim, args, params)
+            if out is not NotImplemented:
+                return out
             break
     for a in args:
         if a._committed:

@@ -171,9 +171,13 @@ class PartitionSpec(tuple):
     name, or a tuple of names (split over their product, the first name major). Dimensions
     beyond the spec are not split.
 
+    Printed as JAX 0.10 prints it, as ``P`` and the tuple of entries.
+
     Example:
       >>> PartitionSpec("x", None)
-      PartitionSpec('x', None)
+      P('x', None)
+      >>> PartitionSpec("x")
+      P('x',)
     """
 
     def __new__(cls, *partitions: Any):
@@ -185,7 +189,7 @@ class PartitionSpec(tuple):
         return super().__new__(cls, partitions)
 
     def __repr__(self) -> str:
-        return f"PartitionSpec({', '.join(map(repr, self))})"
+        return f"P{tuple.__repr__(self)}"
 
     def __eq__(self, other) -> bool:
         # Unlike a tuple, equal only to another spec; trailing Nones change nothing.
@@ -659,7 +663,99 @@ def get_mesh() -> Mesh | None:
     return stack[-1] if stack else _global_mesh[0]
 
 
-get_abstract_mesh = get_mesh
+class AbstractMesh:
+    """A mesh's shape without its devices: axis sizes, names and types (JAX 0.10's
+    ``jax.sharding.AbstractMesh``), what :func:`get_abstract_mesh` returns and what
+    sharding types are checked against.
+
+    Args:
+      axis_sizes: the size of each axis.
+      axis_names: the name of each axis.
+      axis_types: one :class:`AxisType` per axis, or one for all (default ``Auto``).
+
+    Example:
+      >>> AbstractMesh((2, 4), ("X", "Y"))
+      AbstractMesh('X': 2, 'Y': 4, axis_types=(Auto, Auto))
+      >>> get_abstract_mesh()  # no mesh set
+      AbstractMesh((), axis_types=())
+    """
+
+    def __init__(self, axis_sizes: Sequence[int], axis_names: Sequence[str],
+                 axis_types: AxisType | Sequence[AxisType] | None = None, *,
+                 abstract_device: Any = None):
+        self.axis_sizes = tuple(int(n) for n in axis_sizes)
+        self.axis_names = tuple(axis_names)
+        if len(self.axis_sizes) != len(self.axis_names):
+            raise ValueError(f"AbstractMesh: {len(self.axis_sizes)} axis sizes "
+                             f"{self.axis_sizes} but {len(self.axis_names)} axis names "
+                             f"{self.axis_names}; give one size per name")
+        self.axis_types = _axis_types(axis_types, self.axis_names, AxisType.Auto,
+                                      "AbstractMesh")
+        self.abstract_device = abstract_device  # the platform's name, or None
+
+    shape = property(lambda self: dict(zip(self.axis_names, self.axis_sizes)))
+    shape_tuple = property(lambda self: tuple(zip(self.axis_names, self.axis_sizes)))
+    size = property(lambda self: math.prod(self.axis_sizes))
+    empty = property(lambda self: not self.axis_names)
+    _axes_of_type = Mesh._axes_of_type
+    auto_axes = Mesh.auto_axes
+    explicit_axes = Mesh.explicit_axes
+    manual_axes = Mesh.manual_axes
+    are_all_axes_auto = Mesh.are_all_axes_auto
+    are_all_axes_explicit = Mesh.are_all_axes_explicit
+    are_all_axes_manual = Mesh.are_all_axes_manual
+    abstract_mesh = property(lambda self: self)
+
+    def update(self, axis_sizes=None, axis_names=None, axis_types=None) -> "AbstractMesh":
+        """An abstract mesh like this one with the given parts replaced."""
+        return AbstractMesh(self.axis_sizes if axis_sizes is None else axis_sizes,
+                            self.axis_names if axis_names is None else axis_names,
+                            self.axis_types if axis_types is None else axis_types,
+                            abstract_device=self.abstract_device)
+
+    def _key(self) -> tuple:
+        return self.axis_sizes, self.axis_names, self.axis_types, self.abstract_device
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, AbstractMesh) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        if self.empty:
+            return "AbstractMesh((), axis_types=())"
+        parts = [f"{n!r}: {s}" for n, s in zip(self.axis_names, self.axis_sizes)]
+        parts.append(f"axis_types={self.axis_types!r}")
+        if self.abstract_device is not None:  # as JAX prints a concrete mesh's abstract one
+            parts += [f"device_kind={self.abstract_device}", "num_cores=None",
+                      f"platform={self.abstract_device}"]
+        return f"AbstractMesh({', '.join(parts)})"
+
+
+def _mesh_abstract_mesh(mesh: Mesh) -> AbstractMesh:
+    flat = mesh.devices_flat
+    return AbstractMesh(mesh.axis_sizes, mesh.axis_names, mesh.axis_types,
+                        abstract_device=flat[0].platform if flat else None)
+
+
+Mesh.abstract_mesh = property(_mesh_abstract_mesh,
+                              doc="This mesh's :class:`AbstractMesh` (sizes, names, types).")
+
+_EMPTY_ABSTRACT_MESH = AbstractMesh((), ())
+
+
+def get_abstract_mesh() -> AbstractMesh:
+    """The :class:`AbstractMesh` of the current mesh (set with :func:`set_mesh` or
+    :func:`use_mesh`); an empty one (``.empty`` is True) when none is set, as in JAX.
+
+    Example:
+      >>> with set_mesh(make_mesh((1,), ("x",))):
+      ...     get_abstract_mesh()
+      AbstractMesh('x': 1, axis_types=(Explicit,), device_kind=cpu, num_cores=None, platform=cpu)
+    """
+    mesh = get_mesh()
+    return _EMPTY_ABSTRACT_MESH if mesh is None else mesh.abstract_mesh
 
 
 @_contextlib.contextmanager
@@ -688,7 +784,7 @@ class _SetMesh:
         self.previous = previous
 
     def __enter__(self):
-        return get_mesh()
+        return None  # as JAX's ``with jax.set_mesh(mesh):`` (the mesh is not bound)
 
     def __exit__(self, *exc):
         _global_mesh[0] = self.previous
@@ -696,10 +792,28 @@ class _SetMesh:
 
 
 def set_mesh(mesh: Mesh | None) -> _SetMesh:
-    """Sets the current mesh for the whole program (None clears it); usable as a ``with``
-    block that restores the previous one."""
+    """Sets the current mesh for the whole program (None clears it), as ``jax.set_mesh``.
+
+    Used as ``with set_mesh(mesh):`` it restores the previous mesh at the end of the block
+    (and binds nothing, as in JAX). PartitionSpecs given to ``reshard``, ``device_put`` and
+    the ``out_sharding=`` parameters resolve against the current mesh.
+
+    Args:
+      mesh: a :class:`Mesh`, or None.
+
+    Returns:
+      An object usable as a context manager.
+
+    Raises:
+      ValueError: ``mesh`` is not a Mesh (JAX's error).
+
+    Example:
+      >>> with set_mesh(make_mesh((1,), ("x",))):
+      ...     get_abstract_mesh().axis_names
+      ('x',)
+    """
     if mesh is not None and not isinstance(mesh, Mesh):
-        raise TypeError(f"set_mesh expects a plax.sharding.Mesh or None, got {mesh!r}")
+        raise ValueError(f"Expected mesh of type `plax.sharding.Mesh`. Got {type(mesh)}")
     previous = _global_mesh[0]
     _global_mesh[0] = mesh
     return _SetMesh(previous)
@@ -804,10 +918,10 @@ def reshard(xs: Any, out_shardings: Any) -> Any:
       >>> mesh = make_mesh((1,), ("x",))
       >>> y = reshard(jnp.arange(4.0), NamedSharding(mesh, PartitionSpec("x")))
       >>> y.sharding
-      NamedSharding(mesh=Mesh('x': 1, axis_types=(Explicit,)), spec=PartitionSpec('x'))
+      NamedSharding(mesh=Mesh('x': 1, axis_types=(Explicit,)), spec=P('x',))
       >>> with use_mesh(mesh):
       ...     reshard({"w": jnp.ones((2, 2))}, PartitionSpec("x"))["w"].sharding.spec
-      PartitionSpec('x', None)
+      P('x', None)
     """
     return _place_tree(xs, out_shardings, "reshard out_shardings", pad_spec=True)
 
@@ -888,7 +1002,7 @@ def auto_axes(f: Callable | None = None, /, *, axes: str | tuple[str, ...] | Non
       >>> double = auto_axes(lambda a: a * 2, out_sharding=NamedSharding(mesh, P("x")))
       >>> y = double(jnp.arange(3.0))
       >>> y, y.sharding.spec
-      (Array([0., 2., 4.], dtype=float32), PartitionSpec('x'))
+      (Array([0., 2., 4.], dtype=float32), P('x',))
     """
     if f is None:
         return lambda g: auto_axes(g, axes=axes, out_sharding=out_sharding)
@@ -953,5 +1067,6 @@ def explicit_axes(f: Callable | None = None, /, *, axes: str | tuple[str, ...] |
 
 __all__ = ["Sharding", "SingleDeviceSharding", "NamedSharding", "IndexMapSharding", "Mesh",
            "PartitionSpec", "P", "Shard", "make_mesh", "index_shape", "PositionalSharding",
-           "get_mesh", "get_abstract_mesh", "use_mesh", "set_mesh", "AxisType", "reshard",
+           "get_mesh", "get_abstract_mesh", "AbstractMesh", "use_mesh", "set_mesh", "AxisType",
+           "reshard",
            "auto_axes", "explicit_axes"]

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
@@ -34,19 +35,25 @@ class ShapedArray:
     annotation for autodiff, not part of equality: two avals that differ only in it are
     equal (control flow compares carries and branches by shape and dtype, as before).
 
+    A value of an explicitly sharded array also records ``sharding``, its
+    :class:`plax.sharding.NamedSharding` (JAX 0.10's sharding in types, printed as
+    ``f32[8@X,4]``; see :mod:`plax.sharding_types`). Like ``vma`` it is an annotation, not
+    part of equality or of the hash, so the eager and jit caches are as before.
+
     Example:
       >>> ShapedArray((2, 3), np.dtype("float32")).str_short()
       'f32[2,3]'
     """
 
-    __slots__ = ("shape", "dtype", "weak_type", "vma", "_hash")
+    __slots__ = ("shape", "dtype", "weak_type", "vma", "sharding", "_hash")
 
     def __init__(self, shape: tuple[int, ...], dtype: np.dtype, weak_type: bool = False,
-                 vma: frozenset = _NO_AXES):
+                 vma: frozenset = _NO_AXES, sharding: Any = None):
         self.shape = tuple(shape)
         self.dtype = dtype
         self.weak_type = bool(weak_type)
         self.vma = vma
+        self.sharding = sharding
         self._hash = hash((self.shape, dtype, self.weak_type))
 
     ndim = property(lambda self: len(self.shape))
@@ -71,7 +78,7 @@ class ShapedArray:
                                                            self.vma)
 
     def str_short(self) -> str:
-        s = f"{short_dtype_name(self.dtype)}[{','.join(map(str, self.shape))}]"
+        s = f"{short_dtype_name(self.dtype)}[{self._dims_str()}]"
         if self.vma:
             s += "{V:" + ",".join(sorted(map(str, self.vma))) + "}"
         return s
@@ -82,16 +89,15 @@ class ShapedArray:
 
     def __str__(self) -> str:
         """The type as ``jax.typeof(x)`` prints it: ``float32[8,4]``, ``~float32[]`` for a weak
-        type, ``key<fry>[3]`` for typed keys."""
-        suffixes = self._dim_suffixes()
-        dims = ",".join(f"{d}{s}" for d, s in zip(self.shape, suffixes))
-        return f"{'~' if self.weak_type else ''}{self.dtype.name}[{dims}]"
+        type, ``key<fry>[3]`` for typed keys, ``float32[8@X,4]`` for an explicitly sharded
+        value (dimension 0 split over mesh axis ``X``)."""
+        return f"{'~' if self.weak_type else ''}{self.dtype.name}[{self._dims_str()}]"
 
-    def _dim_suffixes(self) -> tuple[str, ...]:
-        """What follows each dimension in :meth:`__str__` (nothing here). The hook for types
-        that carry a sharding (``float32[8@X,4]``): a subclass returns ``"@X"`` for a
-        dimension sharded over mesh axis ``X``."""
-        return ("",) * len(self.shape)
+    def _dims_str(self) -> str:
+        if self.sharding is not None:
+            from plax.sharding_types import sharded_dims_str
+            return sharded_dims_str(self.shape, self.sharding)
+        return ",".join(map(str, self.shape))
 
     def __len__(self) -> int:
         if not self.shape:

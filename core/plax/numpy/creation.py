@@ -14,6 +14,7 @@ from plax.float0 import is_float0_value
 from plax.transforms.jit import jit_when_traced
 from plax.lax import base as _lax_base
 from plax.numpy.util import check_arraylike, to_dtype
+from plax.sharding_types import with_out_sharding
 
 
 def canonicalize_shape(shape: Any) -> tuple[int, ...]:
@@ -33,7 +34,7 @@ def _has_traced(obj) -> bool:
 
 
 def array(object: Any, dtype: Any = None, copy: bool = True, order: str | None = "K",
-          ndmin: int = 0):
+          ndmin: int = 0, *, out_sharding=None):
     """Creates an array from an array, a NumPy array, a scalar or nested lists/tuples of them.
 
     Args:
@@ -50,6 +51,8 @@ def array(object: Any, dtype: Any = None, copy: bool = True, order: str | None =
       Array([[1., 2.],
              [3., 4.]], dtype=float32)
     """
+    if out_sharding is not None:
+        return with_out_sharding(lambda: array(object, dtype, copy, order, ndmin), out_sharding)
     if order not in (None, "K", "C", "A"):
         raise NotImplementedError(f"array(order={order!r}) is not supported; plax arrays are "
                                   "row-major")
@@ -161,11 +164,14 @@ def _plain(seq):
 
 
 def asarray(a: Any, dtype: Any = None, order: str | None = None, *, copy: bool | None = None,
-            device=None):
+            device=None, out_sharding=None):
     """Converts ``a`` to an array, without copying when it already is one of the right dtype.
 
     With ``device`` (a Device or Sharding), the result is placed on it, as ``device_put``.
     """
+    if out_sharding is not None:
+        return with_out_sharding(lambda: asarray(a, dtype, order, copy=copy, device=device),
+                                 out_sharding)
     if device is not None:
         from plax.device import device_put
         return device_put(asarray(a, dtype, order, copy=copy), device)
@@ -208,8 +214,11 @@ def from_dlpack(x: Any, *, device=None, copy: bool | None = None):
     return out
 
 
-def full(shape: Any, fill_value: Any, dtype: Any = None, *, device=None):
+def full(shape: Any, fill_value: Any, dtype: Any = None, *, device=None, out_sharding=None):
     """An array of ``shape`` filled with ``fill_value`` (a scalar, or an array to broadcast)."""
+    if out_sharding is not None:
+        return with_out_sharding(lambda: full(shape, fill_value, dtype, device=device),
+                                 out_sharding)
     shape = canonicalize_shape(shape)
     if dtype is None:
         dt = dtypes.dtype(fill_value)
@@ -222,12 +231,14 @@ def full(shape: Any, fill_value: Any, dtype: Any = None, *, device=None):
     return lax.full(shape, fill_value, dt, weak_type=weak)
 
 
-def zeros(shape: Any, dtype: Any = None, *, device=None):
+def zeros(shape: Any, dtype: Any = None, *, device=None, out_sharding=None):
     """An array of zeros (float32 by default)."""
+    if out_sharding is not None:
+        return with_out_sharding(lambda: zeros(shape, dtype, device=device), out_sharding)
     return lax.full(canonicalize_shape(shape), 0, _default_or(dtype, "zeros"))
 
 
-def ones(shape: Any, dtype: Any = None, *, device=None):
+def ones(shape: Any, dtype: Any = None, *, device=None, out_sharding=None):
     """An array of ones (float32 by default).
 
     Example:
@@ -235,11 +246,15 @@ def ones(shape: Any, dtype: Any = None, *, device=None):
       Array([[1., 1.],
              [1., 1.]], dtype=float32)
     """
+    if out_sharding is not None:
+        return with_out_sharding(lambda: ones(shape, dtype, device=device), out_sharding)
     return lax.full(canonicalize_shape(shape), 1, _default_or(dtype, "ones"))
 
 
-def empty(shape: Any, dtype: Any = None, *, device=None):
+def empty(shape: Any, dtype: Any = None, *, device=None, out_sharding=None):
     """Like :func:`zeros` (plax arrays are never uninitialised)."""
+    if out_sharding is not None:
+        return with_out_sharding(lambda: empty(shape, dtype, device=device), out_sharding)
     return zeros(shape, dtype)
 
 
@@ -255,23 +270,33 @@ def _like(a, dtype, shape, value):
                     weak_type=dtype is None and aval.weak_type)
 
 
-def zeros_like(a: Any, dtype: Any = None, shape: Any = None, *, device=None):
+def zeros_like(a: Any, dtype: Any = None, shape: Any = None, *, device=None, out_sharding=None):
     """Zeros with the shape and dtype of ``a``."""
+    if out_sharding is not None:
+        return with_out_sharding(lambda: zeros_like(a, dtype, shape, device=device), out_sharding)
     return _like(a, dtype, shape, 0)
 
 
-def ones_like(a: Any, dtype: Any = None, shape: Any = None, *, device=None):
+def ones_like(a: Any, dtype: Any = None, shape: Any = None, *, device=None, out_sharding=None):
     """Ones with the shape and dtype of ``a``."""
+    if out_sharding is not None:
+        return with_out_sharding(lambda: ones_like(a, dtype, shape, device=device), out_sharding)
     return _like(a, dtype, shape, 1)
 
 
-def empty_like(a: Any, dtype: Any = None, shape: Any = None, *, device=None):
+def empty_like(a: Any, dtype: Any = None, shape: Any = None, *, device=None, out_sharding=None):
     """Like :func:`zeros_like`."""
+    if out_sharding is not None:
+        return with_out_sharding(lambda: empty_like(a, dtype, shape, device=device), out_sharding)
     return _like(a, dtype, shape, 0)
 
 
-def full_like(a: Any, fill_value: Any, dtype: Any = None, shape: Any = None, *, device=None):
+def full_like(a: Any, fill_value: Any, dtype: Any = None, shape: Any = None, *, device=None,
+              out_sharding=None):
     """``fill_value`` with the shape and dtype of ``a``."""
+    if out_sharding is not None:
+        return with_out_sharding(lambda: full_like(a, fill_value, dtype, shape, device=device),
+                                 out_sharding)
     return _like(a, dtype, shape, fill_value)
 
 
@@ -289,13 +314,17 @@ def _concrete_scalar(x, name):
     return x
 
 
-def arange(start: Any, stop: Any = None, step: Any = None, dtype: Any = None, *, device=None):
+def arange(start: Any, stop: Any = None, step: Any = None, dtype: Any = None, *, device=None,
+           out_sharding=None):
     """Evenly spaced values in ``[start, stop)`` (arguments must be concrete).
 
     Example:
       >>> jnp.arange(3)
       Array([0, 1, 2], dtype=int32)
     """
+    if out_sharding is not None:
+        return with_out_sharding(lambda: arange(start, stop, step, dtype, device=device),
+                                 out_sharding)
     start = _concrete_scalar(start, "start")
     stop = _concrete_scalar(stop, "stop") if stop is not None else None
     step = _concrete_scalar(step, "step") if step is not None else None

@@ -9,6 +9,7 @@ from plax.array import Array
 from plax.core.trace import get_aval
 from plax.transforms.jit import jit_when_traced
 from plax.numpy.util import canonicalize_axis, check_arraylike, promote_dtypes
+from plax.sharding_types import with_out_sharding
 
 
 def _prep(name, a, b, preferred_element_type):
@@ -22,7 +23,7 @@ def _prep(name, a, b, preferred_element_type):
     return a, b, pet
 
 
-def dot(a, b, *, precision=None, preferred_element_type=None):
+def dot(a, b, *, precision=None, preferred_element_type=None, out_sharding=None):
     """NumPy's ``dot``: scalars multiply; 1-D . 1-D is the inner product; otherwise the last
     axis of ``a`` is contracted with the second-to-last of ``b`` (the last if ``b`` is 1-D).
 
@@ -30,6 +31,10 @@ def dot(a, b, *, precision=None, preferred_element_type=None):
       >>> jnp.dot(jnp.array([[1., 2.], [3., 4.]]), jnp.array([1., 1.]))
       Array([3., 7.], dtype=float32)
     """
+    if out_sharding is not None:
+        return with_out_sharding(lambda: dot(a, b, precision=precision,
+                                             preferred_element_type=preferred_element_type),
+                                 out_sharding)
     a, b, pet = _prep("dot", a, b, preferred_element_type)
     an, bn = get_aval(a).ndim, get_aval(b).ndim
     if an == 0 or bn == 0:
@@ -39,13 +44,17 @@ def dot(a, b, *, precision=None, preferred_element_type=None):
     return lax.dot_general(a, b, (((an - 1,), (contract_b,)), ((), ())), precision, pet)
 
 
-def matmul(a, b, *, precision=None, preferred_element_type=None):
+def matmul(a, b, *, precision=None, preferred_element_type=None, out_sharding=None):
     """Matrix product with NumPy's broadcasting of leading (batch) axes.
 
     Example:
       >>> jnp.matmul(jnp.ones((5, 2, 3)), jnp.ones((3, 4))).shape
       (5, 2, 4)
     """
+    if out_sharding is not None:
+        return with_out_sharding(lambda: matmul(a, b, precision=precision,
+                                                preferred_element_type=preferred_element_type),
+                                 out_sharding)
     a, b, pet = _prep("matmul", a, b, preferred_element_type)
     a_shape, b_shape = get_aval(a).shape, get_aval(b).shape
     if not a_shape or not b_shape:
@@ -203,12 +212,17 @@ def cross(a, b, axisa: int = -1, axisb: int = -1, axisc: int = -1, axis: int | N
 
 
 def einsum(subscripts: str, *operands, optimize=None, precision=None,
-           preferred_element_type=None, _dot_general=None):
+           preferred_element_type=None, _dot_general=None, out_sharding=None):
     """Einstein summation, e.g. ``einsum("ij,jk->ik", a, b)``, contracted pairwise left to right.
 
     Supports explicit and implicit output, ``...`` broadcasting, repeated indices within one
     operand (diagonals) and any number of operands.
     """
+    if out_sharding is not None:
+        return with_out_sharding(
+            lambda: einsum(subscripts, *operands, optimize=optimize, precision=precision,
+                           preferred_element_type=preferred_element_type,
+                           _dot_general=_dot_general), out_sharding)
     from plax.numpy._einsum import einsum as _einsum
     return _einsum(subscripts, *operands, precision=precision,
                    preferred_element_type=preferred_element_type)

@@ -14,19 +14,23 @@ from plax.transforms.jit import jit_when_traced
 from plax.numpy.util import canonicalize_axis
 from plax.numpy.util import (asarray_weak, broadcast_shapes, broadcast_to, canonicalize_axis_tuple,
                              check_arraylike, promote_dtypes)
+from plax.sharding_types import with_out_sharding
 
 
 def _shape(x) -> tuple:
     return get_aval(x).shape
 
 
-def reshape(a, shape=None, order: str = "C", *, newshape=None, copy=None):
+def reshape(a, shape=None, order: str = "C", *, newshape=None, copy=None, out_sharding=None):
     """Gives ``a`` a new shape with the same number of elements (one entry may be -1).
 
     Example:
       >>> jnp.arange(6).reshape(2, 3).shape
       (2, 3)
     """
+    if out_sharding is not None:
+        return with_out_sharding(lambda: reshape(a, shape, order, newshape=newshape, copy=copy),
+                                 out_sharding)
     if shape is None:
         shape = newshape
     if order != "C":
@@ -394,7 +398,8 @@ def tile(A, reps):
     return lax.reshape(big, tuple(r * d for r, d in zip(reps, shape)))
 
 
-def repeat(a, repeats, axis: int | None = None, *, total_repeat_length: int | None = None):
+def repeat(a, repeats, axis: int | None = None, *, total_repeat_length: int | None = None,
+           out_sharding=None):
     """Repeats each element of ``a`` along ``axis``.
 
     Args:
@@ -412,6 +417,10 @@ def repeat(a, repeats, axis: int | None = None, *, total_repeat_length: int | No
       >>> jnp.repeat(jnp.array([1, 2]), 2)
       Array([1, 1, 2, 2], dtype=int32)
     """
+    if out_sharding is not None:
+        return with_out_sharding(
+            lambda: repeat(a, repeats, axis, total_repeat_length=total_repeat_length),
+            out_sharding)
     if isinstance(repeats, (int, np.integer)) and not isinstance(repeats, (bool, np.bool_)):
         check_arraylike("repeat", a)
     else:

@@ -21,6 +21,7 @@ from plax.random._special import lgamma
 from plax.random._util import canonical_shape, check_shape, int_dtype, shape_of
 from plax.random.keys import bits_data, check_key
 from plax.random.samplers import _gumbel, _subkeys, _uniform
+from plax.sharding_types import with_out_sharding
 
 # Rounds unrolled when traced (see plax.random._loops). Knuth's loop runs one round more than
 # the largest sample and only serves rates below 10: P(Poisson(10) >= 47) < 2e-17 per element.
@@ -182,7 +183,7 @@ def choice(key: Any, a: Any, shape: Sequence[int] = (), replace: bool = True, p:
 # ------------------------------------------------------------------ categorical
 
 def categorical(key: Any, logits: Any, axis: int = -1, shape: Any = None, replace: bool = True,
-                mode: str | None = None):
+                mode: str | None = None, *, out_sharding=None):
     """Samples category indices from unnormalised log-probabilities (the Gumbel-max trick).
 
     Args:
@@ -205,6 +206,9 @@ def categorical(key: Any, logits: Any, axis: int = -1, shape: Any = None, replac
       >>> random.categorical(random.PRNGKey(0), jnp.log(jnp.array([0.2, 0.8])), shape=(5,))
       Array([1, 1, 1, 1, 0], dtype=int32)
     """
+    if out_sharding is not None:
+        return with_out_sharding(lambda: categorical(key, logits, axis, shape, replace, mode),
+                                 out_sharding)
     data, _ = check_key("categorical", key)
     logits = jnp.asarray(logits)
     ndim = logits.ndim

@@ -29,6 +29,7 @@ from plax.array import Array
 from plax.config import config
 from plax.core.trace import Tracer, get_aval
 from plax.random._util import staged
+from plax.sharding_types import with_out_sharding
 
 KEY_SHAPE = (2,)
 UINT_DTYPES = {8: np.dtype(np.uint8), 16: np.dtype(np.uint16), 32: np.dtype(np.uint32),
@@ -650,7 +651,7 @@ def _as_uint32_message(data: Any):
     return lax.full((), int(arr) & 0xFFFFFFFF, _U32)
 
 
-def bits(key: Any, shape: Sequence[int] = (), dtype: Any = None):
+def bits(key: Any, shape: Sequence[int] = (), dtype: Any = None, *, out_sharding=None):
     """Uniformly random unsigned integers (every bit independent and fair).
 
     Args:
@@ -668,6 +669,8 @@ def bits(key: Any, shape: Sequence[int] = (), dtype: Any = None):
       >>> random.bits(random.PRNGKey(0), (2,))
       Array([4070199207, 4202968722], dtype=uint32)
     """
+    if out_sharding is not None:
+        return with_out_sharding(lambda: bits(key, shape, dtype), out_sharding)
     data, _ = check_key("bits", key)
     if dtype is None:
         dtype = np.uint64 if config.x64_enabled else np.uint32

@@ -20,6 +20,7 @@ from plax.random._util import (canonical_shape, check_shape, concrete_value, flo
 from plax.random._fma import fma
 from plax.random._special import erf_inv, erf_inv_open
 from plax.random.keys import UINT_DTYPES, bits_data, check_key, split_data
+from plax.sharding_types import with_out_sharding
 
 
 def _param(x: Any, dtype: np.dtype):
@@ -46,7 +47,7 @@ def _check_ordered(name: str, low: Any, high: Any, low_name: str, high_name: str
 # ------------------------------------------------------------------ uniform
 
 def uniform(key: Any, shape: Any = (), dtype: Any = None, minval: Any = 0.0,
-            maxval: Any = 1.0):
+            maxval: Any = 1.0, *, out_sharding=None):
     """Uniform random floats in ``[minval, maxval)``.
 
     Random bits fill the mantissa of a float in ``[1, 2)``; subtracting 1 and
@@ -68,6 +69,8 @@ def uniform(key: Any, shape: Any = (), dtype: Any = None, minval: Any = 0.0,
       >>> random.uniform(random.PRNGKey(0), (2,), minval=-1, maxval=1)
       Array([0.895334  , 0.95715976], dtype=float32)
     """
+    if out_sharding is not None:
+        return with_out_sharding(lambda: uniform(key, shape, dtype, minval, maxval), out_sharding)
     data, _ = check_key("uniform", key)
     dt = float_dtype(dtype, "uniform")
     shape = canonical_shape(shape, "uniform")
@@ -122,7 +125,7 @@ def _unit_floats(data, shape: tuple[int, ...], dtype: np.dtype):
 
 # ------------------------------------------------------------------ normal
 
-def normal(key: Any, shape: Any = (), dtype: Any = None):
+def normal(key: Any, shape: Any = (), dtype: Any = None, *, out_sharding=None):
     """Standard normal random values (mean 0, variance 1).
 
     Computed as ``sqrt(2) * erf_inv(u)`` with ``u`` uniform in ``(-1, 1)``; complex
@@ -140,6 +143,8 @@ def normal(key: Any, shape: Any = (), dtype: Any = None):
       >>> random.normal(random.PRNGKey(0), (3,))
       Array([ 1.6226422 ,  2.0252647 , -0.43359444], dtype=float32)
     """
+    if out_sharding is not None:
+        return with_out_sharding(lambda: normal(key, shape, dtype), out_sharding)
     data, _ = check_key("normal", key)
     dt = dtypes.check_user_dtype(float if dtype is None else dtype, "normal")
     if not dtypes.is_inexact(dt):
@@ -169,7 +174,8 @@ def _normal_real(data, shape: tuple[int, ...], dtype: np.dtype):
 
 # ------------------------------------------------------------------ truncated normal
 
-def truncated_normal(key: Any, lower: Any, upper: Any, shape: Any = None, dtype: Any = None):
+def truncated_normal(key: Any, lower: Any, upper: Any, shape: Any = None, dtype: Any = None, *,
+                     out_sharding=None):
     """Standard normal values truncated to the open interval ``(lower, upper)``.
 
     Inverts the normal CDF on a uniform draw between ``erf(lower/√2)`` and
@@ -188,6 +194,9 @@ def truncated_normal(key: Any, lower: Any, upper: Any, shape: Any = None, dtype:
       >>> random.truncated_normal(random.PRNGKey(0), -1.0, 2.0, (3,))
       Array([ 1.5094677 ,  1.747393  , -0.17467561], dtype=float32)
     """
+    if out_sharding is not None:
+        return with_out_sharding(lambda: truncated_normal(key, lower, upper, shape, dtype),
+                                 out_sharding)
     data, _ = check_key("truncated_normal", key)
     dt = float_dtype(dtype, "truncated_normal")
     shape = resolve_shape("truncated_normal", shape, lower, upper)
@@ -211,7 +220,7 @@ def _truncated_normal(data, lower, upper, shape, dtype):
 
 # ------------------------------------------------------------------ bernoulli / rademacher
 
-def bernoulli(key: Any, p: Any = 0.5, shape: Any = None, mode: str = "low"):
+def bernoulli(key: Any, p: Any = 0.5, shape: Any = None, mode: str = "low", *, out_sharding=None):
     """Booleans that are True with probability ``p``.
 
     Args:
@@ -228,6 +237,8 @@ def bernoulli(key: Any, p: Any = 0.5, shape: Any = None, mode: str = "low"):
       >>> random.bernoulli(random.PRNGKey(0), 0.3, (5,))
       Array([False, False, False, False, False], dtype=bool)
     """
+    if out_sharding is not None:
+        return with_out_sharding(lambda: bernoulli(key, p, shape, mode), out_sharding)
     if mode not in ("high", "low"):
         raise ValueError(f"got mode={mode!r}, expected 'high' or 'low'")
     data, _ = check_key("bernoulli", key)
@@ -271,7 +282,8 @@ def _rademacher(data, shape, dtype):
 
 # ------------------------------------------------------------------ randint
 
-def randint(key: Any, shape: Any, minval: Any, maxval: Any, dtype: Any = None):
+def randint(key: Any, shape: Any, minval: Any, maxval: Any, dtype: Any = None, *,
+            out_sharding=None):
     """Uniform random integers in ``[minval, maxval)``.
 
     Like JAX, twice the needed random bits are reduced modulo the range, so the
@@ -291,6 +303,8 @@ def randint(key: Any, shape: Any, minval: Any, maxval: Any, dtype: Any = None):
       >>> random.randint(random.PRNGKey(0), (3,), 0, 10)
       Array([9, 0, 2], dtype=int32)
     """
+    if out_sharding is not None:
+        return with_out_sharding(lambda: randint(key, shape, minval, maxval, dtype), out_sharding)
     data, _ = check_key("randint", key)
     dt = int_dtype(dtype, "randint")
     shape = canonical_shape(shape, "randint")

@@ -391,6 +391,8 @@ class JitFunction:
             device = _default_device()
         flags = _trace_flags[0]
         key = (treedef, tuple(avals), static, device, len(args), flags)
+        if not all_arrays:  # sharding in types: avals equal but for it trace apart
+            key += (tuple([getattr(a, "sharding", None) for a in avals]),)
         entry = self._cache.get(key)
         if entry is None:
             entry = self._compile(key, args, kwargs, leaves, treedef, avals, static, device)
@@ -411,6 +413,8 @@ class JitFunction:
                                    _wrap_outputs(outs, entry.out_avals, device, committed))
         new = Array._new
         out_arrays = [new(b, a, device, committed) for b, a in zip(outs, entry.out_avals)]
+        if not all_arrays:
+            out_arrays = _placed_as_typed(out_arrays)
         if _checks[0]:  # jax_debug_nans / jax_debug_infs
             from plax.float_checks import check_jit_outputs
             check_jit_outputs(out_arrays, self._name, lambda: self._deoptimized(args, kwargs))
@@ -863,3 +867,12 @@ def eval_shape(fun: Callable, *args, **kwargs):
     """
     return JitFunction(fun, None, None, None, None, None, False, False,
                        transform="eval_shape").eval_shape(*args, **kwargs)
+
+
+def _placed_as_typed(results: list) -> list:
+    """Outputs whose type carries an explicit sharding (computed on one device) placed as
+    that sharding says, so ``jit(f)(x).sharding`` is what JAX gives."""
+    if not any(r.aval.sharding is not None for r in results):
+        return results
+    from plax.device import _shard_leaf
+    return [r if r.aval.sharding is None else _shard_leaf(r, r.aval.sharding) for r in results]

@@ -147,6 +147,10 @@ class JaxprTrace(Trace):
             if vma is not None:
                 avals_out = ([a.update(vma=vma) for a in avals_out]
                              if primitive.multiple_results else avals_out.update(vma=vma))
+        if not primitive.multiple_results and \
+                any(getattr(a, "sharding", None) is not None for a in in_avals):
+            from plax.sharding_types import typed_result  # explicit sharding in types
+            avals_out = typed_result(primitive, in_avals, params, avals_out)
         if primitive.multiple_results:
             outs = [self.new_arg(a) for a in avals_out]
         else:

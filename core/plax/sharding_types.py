@@ -1,0 +1,478 @@
+"""Sharding in types (JAX 0.10's explicit sharding): how operations propagate shardings.
+
+On a mesh whose axes are ``AxisType.Explicit`` (the default of :func:`plax.make_mesh`), an
+array's :class:`~plax.sharding.NamedSharding` is part of its type: ``plax.typeof(x)`` prints
+``f32[8@X,4@Y]`` and every operation gives its result a sharding computed from its operands'
+by a *sharding rule* (this module), as JAX does:
+
+* elementwise operations keep the operands' common spec (a dimension split over an axis in
+  one operand and unsplit in another is split in the result; two different splits are a
+  :class:`ShardingTypeError`);
+* reductions drop the reduced dimensions' entries; ``transpose`` permutes them;
+  ``broadcast_in_dim`` maps them to the new positions; ``reshape`` merges or splits them;
+* ``dot_general`` keeps the batch and free dimensions' entries, and refuses contracting
+  dimensions that are split unless ``out_sharding=`` says what the result is.
+
+Eagerly, an operation whose rule keeps every device's block local (elementwise operations,
+transposes, reductions over unsplit dimensions) runs on each device on that device's
+buffers: nothing is gathered. Other operations gather their operands on the first device,
+compute there, and place the result as its sharding says (values are exact either way).
+Under ``jit`` the input types carry their shardings; the traced body is computed unsplit.
+
+The eager hook (:func:`apply_sharded`) is reached only when an operand is held by several
+devices under a NamedSharding, so programs that never build a mesh pay nothing; the
+``out_sharding=`` parameters (:func:`with_out_sharding`) cost one ``is None`` test.
+"""
+from __future__ import annotations
+
+import contextlib
+import threading
+from typing import Any, Callable, Sequence
+
+from plax.sharding import AxisType, NamedSharding, PartitionSpec
+
+
+class ShardingTypeError(Exception):
+    """An explicitly sharded program whose result sharding is ambiguous or inconsistent
+    (JAX 0.10's ``ShardingTypeError``): the message says which operands disagree and how
+    to resolve it (``out_sharding=``, :func:`plax.sharding.reshard`)."""
+
+
+Dims = tuple  # one tuple of mesh axis names per array dimension (() when unsplit)
+
+
+def _names(entry) -> tuple:
+    return () if entry is None else entry if isinstance(entry, tuple) else (entry,)
+
+
+def _entry(names: tuple):
+    return None if not names else names[0] if len(names) == 1 else tuple(names)
+
+
+def spec_dims(spec: PartitionSpec, ndim: int) -> Dims:
+    """``spec`` as one tuple of axis names per dimension, padded to ``ndim``."""
+    out = [_names(e) for e in spec][:ndim]
+    return tuple(out + [()] * (ndim - len(out)))
+
+
+def dims_spec(dims: Dims) -> PartitionSpec:
+    """The PartitionSpec of ``dims`` (the inverse of :func:`spec_dims`)."""
+    return PartitionSpec(*map(_entry, dims))
+
+
+def _spec_tuple(dims: Dims) -> tuple:
+    return tuple(map(_entry, dims))
+
+
+def sharded_dims_str(shape: Sequence[int], sharding: NamedSharding) -> str:
+    """The dimensions of a type as JAX prints them: ``8@X,4``, ``32@(X,Y)`` (only the
+    mesh's Explicit axes are part of the type).
+
+    Example:
+      >>> mesh = plax.make_mesh((1,), ("X",))
+      >>> sharded_dims_str((8, 4), NamedSharding(mesh, PartitionSpec("X")))
+      '8@X,4'
+    """
+    explicit = set(sharding.mesh.explicit_axes)
+    parts = []
+    for n, names in zip(shape, spec_dims(sharding.spec, len(shape))):
+        names = tuple(a for a in names if a in explicit)
+        parts.append(f"{n}@{names[0]}" if len(names) == 1 else
+                     f"{n}@({','.join(names)})" if names else str(n))
+    return ",".join(parts)
+
+
+def explicit_sharding(x: Any) -> NamedSharding | None:
+    """``x``'s NamedSharding when its mesh has an Explicit axis (the sharding is then part
+    of its type), else None."""
+    s = getattr(x, "sharding", None)
+    if isinstance(s, NamedSharding) and AxisType.Explicit in s.mesh.axis_types:
+        return s
+    return None
+
+
+# ------------------------------------------------------------------ out_sharding= of dot
+
+_override = threading.local()
+
+
+@contextlib.contextmanager
+def dot_out_sharding(spec: PartitionSpec | None):
+    """While active, ``dot_general``'s rule gives ``spec`` instead of deriving (and perhaps
+    refusing) one: what ``out_sharding=`` of ``jnp.dot``/``matmul``/``einsum`` means."""
+    previous = getattr(_override, "spec", None)
+    _override.spec = spec
+    try:
+        yield
+    finally:
+        _override.spec = previous
+
+
+def with_out_sharding(compute: Callable[[], Any], out_sharding: Any) -> Any:
+    """``compute()`` placed as ``out_sharding`` says: what JAX 0.10's ``out_sharding=``
+    parameter of ``jnp.zeros``, ``jnp.dot``, ``random.normal``, ... means. A
+    ``dot_general`` or ``reshape`` computed inside takes that sharding instead of deriving one
+    (so contracting split dimensions is allowed); the result is then placed with
+    :func:`plax.sharding.reshard` (a Sharding, or a PartitionSpec resolved on the current
+    mesh; under a transformation the traced value is returned as it is).
+
+    Args:
+      compute: computes the unsharded result.
+      out_sharding: a :class:`~plax.sharding.Sharding` or PartitionSpec.
+
+    Returns:
+      The result of ``compute`` with that sharding.
+
+    Example:
+      >>> with plax.set_mesh(plax.make_mesh((1,), ("x",))):
+      ...     with_out_sharding(lambda: jnp.zeros(4), PartitionSpec("x")).sharding.spec
+      P('x',)
+    """
+    from plax.sharding import reshard
+    spec = out_sharding.spec if isinstance(out_sharding, NamedSharding) else out_sharding
+    with dot_out_sharding(spec if isinstance(spec, PartitionSpec) else None):
+        out = compute()
+    return reshard(out, out_sharding)
+
+
+# ------------------------------------------------------------------ the rules
+
+_rules: dict[str, Callable] = {}
+
+
+def register_sharding_rule(name: str):
+    """Registers ``rule(prim, in_dims, in_avals, params) -> out dims`` for the primitive
+    called ``name`` (``in_dims`` has one :data:`Dims` per operand)."""
+    def deco(rule):
+        _rules[name] = rule
+        return rule
+    return deco
+
+
+def _incompatible(prim, in_dims) -> ShardingTypeError:
+    specs = ", ".join(repr(_spec_tuple(d)) for d in in_dims)
+    return ShardingTypeError(f"{prim.name} got incompatible shardings for broadcasting: {specs}.")
+
+
+def _elementwise(prim, in_dims, in_avals, params) -> Dims:
+    ndim = max(len(a.shape) for a in in_avals)
+    ranked = [d for d, a in zip(in_dims, in_avals) if len(a.shape) == ndim]
+    out = []
+    for k in range(ndim):
+        found = {d[k] for d in ranked if d[k]}
+        if len(found) > 1:
+            raise _incompatible(prim, ranked)
+        out.append(found.pop() if found else ())
+    used = [a for names in out for a in names]
+    if len(used) != len(set(used)):
+        raise _incompatible(prim, ranked)
+    return tuple(out)
+
+
+def _reduction(prim, in_dims, in_avals, params) -> Dims:
+    axes = set(params["axes"])
+    return tuple(d for k, d in enumerate(in_dims[0]) if k not in axes)
+
+
+def _transpose(prim, in_dims, in_avals, params) -> Dims:
+    return tuple(in_dims[0][p] for p in params["permutation"])
+
+
+def _broadcast_in_dim(prim, in_dims, in_avals, params) -> Dims:
+    out = [()] * len(params["shape"])
+    for k, d in enumerate(params["broadcast_dimensions"]):
+        if in_avals[0].shape[k] == params["shape"][d]:
+            out[d] = in_dims[0][k]
+    return tuple(out)
+
+
+def _squeeze(prim, in_dims, in_avals, params) -> Dims:
+    drop = {d % len(in_dims[0]) for d in params["dimensions"]}
+    return tuple(d for k, d in enumerate(in_dims[0]) if k not in drop)
+
+
+def _reshape(prim, in_dims, in_avals, params) -> Dims:
+    """Groups of input and output dimensions with equal products: a group of several input
+    dimensions merged into one takes all their axes (``(8@X,4@Y) -> 32@(X,Y)``); one input
+    dimension split into several puts its axes on the first of them."""
+    shape, new = in_avals[0].shape, tuple(params["new_sizes"])
+    override = getattr(_override, "spec", None)
+    if override is not None:
+        return spec_dims(override, len(new))
+    dims, out = in_dims[0], []
+    i = j = 0
+    while i < len(shape) or j < len(new):
+        gi, gj = [i], [j]
+        pi = shape[i] if i < len(shape) else 1
+        pj = new[j] if j < len(new) else 1
+        i, j = i + 1, j + 1
+        while pi != pj:
+            if pi < pj:
+                gi.append(i)
+                pi *= shape[i]
+                i += 1
+            else:
+                gj.append(j)
+                pj *= new[j]
+                j += 1
+        names = tuple(a for k in gi if k < len(shape) for a in dims[k])
+        if len(gj) > 1 and len(gi) > 1 and names:
+            raise ShardingTypeError(
+                f"reshape from {in_avals[0].str_short()} to shape {new} regroups sharded "
+                "dimensions, which is ambiguous: reshard the operand to P() first, or pass "
+                "out_sharding= to jnp.reshape")
+        # a split dimension's axes go to the first new dimension that is not of size 1
+        major = next((k for k, j2 in enumerate(gj) if j2 < len(new) and new[j2] != 1), 0)
+        out.extend([names if k == major else () for k in range(len(gj))])
+    return tuple(out[:len(new)])
+
+
+def _dot_general(prim, in_dims, in_avals, params) -> Dims:
+    (lc, rc), (lb, rb) = params["dimension_numbers"]
+    lhs, rhs = in_dims
+    override = getattr(_override, "spec", None)
+    if override is not None:
+        ndim = len(lb) + len(lhs) - len(lb) - len(lc) + len(rhs) - len(rb) - len(rc)
+        return spec_dims(override, ndim)
+    l_spec = tuple(_entry(lhs[k]) for k in lc)
+    r_spec = tuple(_entry(rhs[k]) for k in rc)
+    if any(lhs[k] for k in lc) or any(rhs[k] for k in rc):
+        raise ShardingTypeError(
+            "Contracting dimensions are sharded and it is ambiguous how the output should be "
+            "sharded. Please specify the output sharding via the `out_sharding` parameter. "
+            f"Got lhs_contracting_spec={l_spec} and rhs_contracting_spec={r_spec}")
+    batch = []
+    for a, b in zip(lb, rb):
+        if lhs[a] and rhs[b] and lhs[a] != rhs[b]:
+            raise ShardingTypeError(
+                f"dot_general requires lhs batch dimensions and rhs batch dimensions to have "
+                f"the consistent sharding, got {tuple(_entry(lhs[k]) for k in lb)} and "
+                f"{tuple(_entry(rhs[k]) for k in rb)}")
+        batch.append(lhs[a] or rhs[b])
+    free_l = [lhs[k] for k in range(len(lhs)) if k not in lc and k not in lb]
+    free_r = [rhs[k] for k in range(len(rhs)) if k not in rc and k not in rb]
+    out = tuple(batch + free_l + free_r)
+    used = [a for names in out for a in names]
+    if len(used) != len(set(used)):
+        raise ShardingTypeError(
+            f"dot_general: the result would be split twice over one mesh axis "
+            f"({_spec_tuple(out)}); pass out_sharding= to say how it is split")
+    return out
+
+
+def _expand_dims(prim, in_dims, in_avals, params) -> Dims:
+    out = list(in_dims[0])
+    ndim = len(out) + len(params["dimensions"])
+    for d in sorted(d % ndim for d in params["dimensions"]):
+        out.insert(d, ())
+    return tuple(out)
+
+
+def _cumulative(prim, in_dims, in_avals, params) -> Dims:
+    axis = params["axis"]
+    if in_dims[0][axis]:
+        aval = in_avals[0]
+        typ = f"{aval.dtype.name}[{sharded_dims_str(aval.shape, aval.sharding)}]" \
+            if getattr(aval, "sharding", None) is not None else aval.str_short()
+        raise ShardingTypeError("Input should be unsharded over the axis being reduced. Got "
+                                f"input type={typ} and axis={axis}")
+    return in_dims[0]
+
+
+def _slice(prim, in_dims, in_avals, params) -> Dims:
+    """A static slice keeps each dimension's axes where the sliced size still divides
+    evenly over them (``lax.slice`` of ``8@X`` to 4 rows is ``4@X``, as JAX); otherwise the
+    dimension becomes unsplit (plax's choice where JAX's indexing asks for out_sharding=)."""
+    mesh_sizes = in_avals[0].sharding.mesh.shape if getattr(in_avals[0], "sharding", None) \
+        is not None else {}
+    out = []
+    for k, names in enumerate(in_dims[0]):
+        n = len(range(params["start_indices"][k], params["limit_indices"][k],
+                      (params.get("strides") or (1,) * len(in_dims[0]))[k]))
+        parts = 1
+        for a in names:
+            parts *= mesh_sizes.get(a, 1)
+        out.append(names if n % parts == 0 else ())
+    return tuple(out)
+
+
+def _concatenate(prim, in_dims, in_avals, params) -> Dims:
+    return _elementwise(prim, in_dims, in_avals, params)  # every dimension merged alike
+
+
+for _name in ("transpose",):
+    _rules[_name] = _transpose
+for _name in ("argmax", "argmin"):
+    _rules[_name] = _reduction
+for _name in ("cumsum", "cumprod", "cummax", "cummin", "cumlogsumexp"):
+    _rules[_name] = _cumulative
+_rules["expand_dims"] = _expand_dims
+_rules["slice"] = _slice
+_rules["concatenate"] = _concatenate
+_rules["broadcast_in_dim"] = _broadcast_in_dim
+_rules["squeeze"] = _squeeze
+_rules["reshape"] = _reshape
+_rules["dot_general"] = _dot_general
+
+
+def _rule_for(prim) -> Callable | None:
+    rule = _rules.get(prim.name)
+    if rule is not None:
+        return rule
+    from plax.lowering.fusion import ELEMENTWISE, REDUCTION, fusion_kind
+    kind = fusion_kind(prim)
+    if kind == ELEMENTWISE and not prim.multiple_results:
+        return _elementwise
+    if kind == REDUCTION:
+        return _reduction
+    return None
+
+
+# ------------------------------------------------------------------ traced types
+
+def typed_result(prim, in_avals: Sequence, params: dict, out_aval):
+    """``out_aval`` annotated with the sharding ``prim``'s rule gives it, for a traced
+    equation some of whose operands have sharded types (what ``make_jaxpr`` prints as
+    ``f32[8@X,4]``). Raises :class:`ShardingTypeError` where JAX does, at trace time."""
+    shardings = [getattr(a, "sharding", None) for a in in_avals]
+    mesh = next(s.mesh for s in shardings if s is not None)
+    if any(s is not None and s.mesh != mesh for s in shardings):
+        raise ValueError(f"{prim.name}: operands are sharded over different meshes; reshard "
+                         "them onto one mesh first")
+    rule = _rule_for(prim)
+    if rule is None or (rule is _reduction and "axes" not in params):
+        return out_aval  # no rule: the result's type has no sharding
+    in_dims = [spec_dims(s.spec, len(a.shape)) if s is not None else ((),) * len(a.shape)
+               for s, a in zip(shardings, in_avals)]
+    sharding = NamedSharding(mesh, dims_spec(rule(prim, in_dims, in_avals, params)))
+    from plax.core.shaped_array import ShapedArray
+    return ShapedArray(out_aval.shape, out_aval.dtype, out_aval.weak_type, out_aval.vma,
+                       sharding)
+
+
+# ------------------------------------------------------------------ eager execution
+
+def apply_sharded(prim, args: list, params: dict):
+    """Runs ``prim`` eagerly on operands of which some are explicitly sharded; returns the
+    result with its propagated sharding, or NotImplemented when no rule covers ``prim``
+    (the caller then computes it on one device, as for any array on several devices)."""
+    shardings = [explicit_sharding(a) for a in args]
+    mesh = None
+    for s in shardings:
+        if s is None:
+            continue
+        if mesh is not None and s.mesh != mesh:
+            raise ValueError(f"{prim.name}: operands are sharded over different meshes "
+                             f"{mesh!r} and {s.mesh!r}; reshard them onto one mesh first")
+        mesh = s.mesh
+    rule = _rule_for(prim) if mesh is not None else None
+    if rule is None or prim.multiple_results or (rule is _reduction and "axes" not in params):
+        return NotImplemented
+    avals = [a.aval for a in args]
+    in_dims = [spec_dims(s.spec, len(a.shape)) if s is not None else ((),) * len(a.shape)
+               for s, a in zip(shardings, avals)]
+    out_aval = prim.abstract_eval_cached(tuple(avals), params)
+    out_dims = rule(prim, in_dims, avals, params)
+    sharding = NamedSharding(mesh, dims_spec(out_dims))
+    try:
+        indices = sharding.devices_indices_map(out_aval.shape)
+    except ValueError as err:
+        raise ShardingTypeError(f"{prim.name}: the result {out_aval.str_short()} cannot be "
+                                f"sharded as {sharding.spec!r}: {err}") from None
+    local = _local_operands(prim, rule, args, in_dims, out_dims, indices, params)
+    if local is not None:
+        from plax.dispatch import kernel
+        bufs = {d: kernel(d, prim)(*ops, **params) for d, ops in local.items()}
+    else:
+        bufs = _computed_then_split(prim, args, params, out_aval, indices)
+    from plax.array import from_device_buffers
+    return from_device_buffers(out_aval.shape, out_aval.dtype, sharding, bufs,
+                               weak_type=out_aval.weak_type)
+
+
+def _local_operands(prim, rule, args, in_dims, out_dims, indices, params) -> dict | None:
+    """``{device: operand buffers}`` when every device can compute its block of the result
+    from its own blocks of the operands, else None."""
+    if rule is _elementwise:
+        pass
+    elif rule is _transpose or rule is _squeeze or rule is _expand_dims:
+        pass  # the operand's block, permuted or reshaped, is the result's block
+    elif rule is _reduction:
+        if any(in_dims[0][k] for k in params["axes"]):
+            return None  # a split reduced dimension needs the other devices' partial results
+    else:
+        return None
+    out = {}
+    ndim = len(out_dims)
+    for device, index in indices.items():
+        ops = []
+        for a, dims in zip(args, in_dims):
+            if rule is _elementwise and a.ndim == ndim:
+                buf = _block(a, device, index)
+            elif rule is _elementwise and a.ndim == 0:
+                buf = a._buffer_on(device) if len(a.devices()) == 1 else _block(a, device, ())
+            elif rule is not _elementwise:
+                buf = _own_block(a, device)
+            else:
+                return None
+            if buf is None:
+                return None
+            ops.append(buf)
+        out[device] = ops
+    return out
+
+
+def _own_block(a, device):
+    """The buffer ``a`` keeps on ``device`` (None when it has none there)."""
+    for p in getattr(a, "_pieces", ()):
+        if p.device == device:
+            from plax.device import move_buffer
+            return move_buffer(p.buffer, device, device, src_backend=p.backend)
+    return None
+
+
+def _block(a, device, index: tuple):
+    """``a[index]`` as a buffer on ``device``, cut from the block ``a`` keeps there (which
+    holds it when ``a`` is split at most as finely as the result); None when it cannot be
+    had without another device's data."""
+    from plax.device import move_buffer
+    pieces = getattr(a, "_pieces", None)
+    if pieces is None:  # a one-device array: cut the block and move it (no gather)
+        return _cut(move_buffer(a._buf, a._device, device), device, a.shape,
+                    (slice(None),) * a.ndim, index)
+    for p in pieces:
+        if p.device == device:
+            buf = move_buffer(p.buffer, device, device, src_backend=p.backend)
+            return _cut(buf, device, a.shape, p.index, index)
+    return None
+
+
+def _cut(buf, device, shape, have: tuple, want: tuple):
+    """The part ``want`` of the global array from ``buf``, which holds its part ``have``."""
+    starts, limits, same = [], [], True
+    for h, w, n in zip(have, want, shape):
+        h0, h1, _ = h.indices(n)
+        w0, w1, _ = w.indices(n)
+        if w0 < h0 or w1 > h1:
+            return None
+        starts.append(w0 - h0)
+        limits.append(w1 - h0)
+        same = same and (w0, w1) == (h0, h1)
+    if same:
+        return buf
+    from plax.dispatch import kernel
+    from plax.lax.slicing import slice_p
+    return kernel(device, slice_p)(buf, start_indices=tuple(starts),
+                                   limit_indices=tuple(limits), strides=None)
+
+
+def _computed_then_split(prim, args, params, out_aval, indices) -> dict:
+    """The result computed on the first device from the gathered operands, then each
+    device's block of it moved there."""
+    from plax.device import move_buffer
+    from plax.dispatch import kernel
+    first = next(iter(indices))
+    whole = kernel(first, prim)(*[a._buffer_on(first) for a in args], **params)
+    full = (slice(None),) * len(out_aval.shape)
+    return {d: move_buffer(_cut(whole, first, out_aval.shape, full, idx), first, d)
+            for d, idx in indices.items()}
