@@ -212,10 +212,14 @@ load_stats = {"loaded": 0, "compiled here": 0}
 load_times: list = []
 
 
-def compile_for_cache(text: str, arg_types: list) -> None:
+def compile_for_cache(text: str, arg_types: list, directory: str | None = None) -> None:
     """Compiles the kernel of module ``text`` for ``arg_types`` into numba's disk cache (or
     finds it there), and marks it as there (:func:`on_disk`). Runs in a compile worker
-    (:func:`load_compiled`) and for synchronous compilations."""
+    (:func:`load_compiled`, which passes its cache ``directory``) and for synchronous
+    compilations."""
+    global _dir
+    if directory is not None:
+        _dir = directory  # a worker serves one process: its cache directory
     kernel = load_kernel(text)
     kernel.compile(numba_signature(arg_types))
     marker = _marker(text, arg_types)
@@ -264,7 +268,7 @@ def load_compiled(text: str, arg_types: list):
     from plax_numba import compile_worker, tiered
     write_source(text)
     job = None if on_disk(text, arg_types) else compile_worker.submit(compile_for_cache, text,
-                                                                      arg_types)
+                                                                      arg_types, cache_dir())
     clock = time.perf_counter
     start = clock()
     with tiered.yielding_gil():
