@@ -11,15 +11,18 @@ Workers are separate interpreters started with :mod:`subprocess` (``python -m
 plax_numba.compile_worker``): never ``fork`` from a threaded process, and not
 ``multiprocessing``'s ``spawn``/``forkserver`` either, which re-run the user's ``__main__``
 script in the child (a script without an ``if __name__ == "__main__"`` guard would run its
-training loop in the compiler). They start lazily (the first job), import numba and the
+training loop in the compiler). They start lazily, import numba and the
 kernels' helpers once, and stay warm. ``PLAX_NUMBA_WORKERS`` sets how many (default 1; 0
 compiles in the user's process, in the background thread, as before).
 
 A job is a module-level function and its arguments (pickled by reference), run in the
 worker; :func:`submit` returns a :class:`concurrent.futures.Future` of its result. A job
-that raises fails its future with :class:`WorkerCompileError` (the worker's traceback in the
-message). A worker that dies (killed, crashed) is replaced: its jobs run again on a fresh
-worker once, then fail with :class:`WorkerDiedError`. At interpreter exit the workers are
+that raises fails its future with :class:`WorkerCompileError` (the error in its message,
+the worker's traceback in ``worker_traceback``). A worker that dies (killed, crashed) is
+replaced: its jobs run again on a fresh worker once, then fail with
+:class:`WorkerDiedError`. It is started by the first tiered program lowered
+(:func:`prestart`), so its own numba import overlaps the calls before a step is hot. At
+interpreter exit the workers are
 stopped without waiting for their jobs (nothing a job leaves half-written is read: numba
 writes its cache files to a temporary name and renames them).
 """
@@ -39,7 +42,12 @@ _HEADER = struct.Struct("<Q")  # each message: its pickle's length, then the pic
 
 
 class WorkerCompileError(RuntimeError):
-    """A job raised in the compile worker; the message carries the worker's traceback."""
+    """A job raised in the compile worker: the message names the error, ``worker_traceback``
+    holds the worker's traceback."""
+
+    def __init__(self, message: str, worker_traceback: str = ""):
+        super().__init__(message)
+        self.worker_traceback = worker_traceback
 
 
 class WorkerDiedError(WorkerCompileError):
@@ -122,7 +130,7 @@ class _Worker:
                 if ok:
                     entry[0].set_result(value)
                 else:
-                    entry[0].set_exception(WorkerCompileError(value))
+                    entry[0].set_exception(WorkerCompileError(*value))
         except (OSError, EOFError, pickle.UnpicklingError):
             pass
         self._died()
@@ -300,8 +308,8 @@ def _serve(in_fd: int, out_fd: int) -> None:
             reply = (job_id, True, fn(*args))
         except BaseException as err:  # noqa: BLE001 - reported to the user's process
             text = "".join(traceback.format_exception(type(err), err, err.__traceback__))
-            reply = (job_id, False, f"{type(err).__name__}: {err}\n(in the compile worker, "
-                                    f"pid {os.getpid()})\n{text}")
+            reply = (job_id, False, (f"{type(err).__name__}: {err} (in the compile worker, "
+                                     f"pid {os.getpid()})", text))
         data = pickle.dumps(reply, protocol=pickle.HIGHEST_PROTOCOL)
         writer.write(_HEADER.pack(len(data)) + data)
         writer.flush()

@@ -100,7 +100,10 @@ def counting(interp, job, after: int):
     count = [0]
     from plax_numba import compile_worker
     if compile_worker.workers_wanted() > 0 and not sync_mode():
-        compile_worker.prestart()
+        try:
+            compile_worker.prestart()
+        except OSError:  # no worker can start here: the job reports it (one warning)
+            pass
 
     def run(*args):
         n = count[0] = count[0] + 1
