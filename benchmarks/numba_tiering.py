@@ -16,8 +16,9 @@ Columns: the first call's time; the time from the first call until the fast path
 (and the calls made meanwhile); the longest pause (and the 99th percentile) of a thread that
 wakes every 0.5 ms, while compilation runs (how long the program's other threads can wait
 for the GIL; with ``sync`` the first call, tracing included, on the main thread), beside the
-same figures measured afterwards for 1 s of fast calls, nothing compiling (the host's own
-scheduling noise); and,
+longest collection of Python's cyclic garbage collector meanwhile (it holds the GIL
+throughout; numba's import in this process allocates ~100k objects), the pauses measured
+afterwards for 1 s of fast calls, nothing compiling (the host's own scheduling noise); and,
 for the worker, the seconds this process spent preparing numba (import, contexts: once per
 process, overlapped with the worker's compilation) and loading the machine code.
 
@@ -27,6 +28,7 @@ Times depend on the host's load: compare rows of one run.
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import subprocess
@@ -64,6 +66,8 @@ class Ticker:
         return gaps[-1], gaps[int(0.99 * (len(gaps) - 1))]
 
     def __enter__(self):
+        gc.callbacks.append(self._gc)
+        self.gc_longest, self._gc_start = 0.0, 0.0
         self._thread.start()
         time.sleep(0.01)
         return self
@@ -71,6 +75,14 @@ class Ticker:
     def __exit__(self, *exc):
         self._stop.set()
         self._thread.join()
+        gc.callbacks.remove(self._gc)
+
+    def _gc(self, phase, info):
+        # the cyclic garbage collector holds the GIL for a whole collection
+        if phase == "start":
+            self._gc_start = time.perf_counter()
+        elif self.recording.is_set():
+            self.gc_longest = max(self.gc_longest, time.perf_counter() - self._gc_start)
 
 
 def child(workload: str, mode: str) -> dict:
@@ -106,6 +118,7 @@ def child(workload: str, mode: str) -> dict:
                 break
         to_fast = time.perf_counter() - start
     pause, pause99 = ticker.summary()
+    gc_pause = ticker.gc_longest
     times = []
     for _ in range(5):
         t = time.perf_counter()
@@ -119,7 +132,7 @@ def child(workload: str, mode: str) -> dict:
     loads = cache.load_times
     quiet_pause, quiet99 = quiet.summary()
     return {"first": first, "to_fast": to_fast, "calls": calls, "pause": pause,
-            "pause99": pause99, "quiet_pause": quiet_pause, "quiet99": quiet99, "fast_call": sorted(times)[2],
+            "pause99": pause99, "gc": gc_pause, "quiet_pause": quiet_pause, "quiet99": quiet99, "fast_call": sorted(times)[2],
             "prepare": sum(t["import numba"] for t in loads),
             "load": sum(t["load"] for t in loads), "loaded": cache.load_stats["loaded"],
             "compiled_here": cache.load_stats["compiled here"]}
@@ -160,7 +173,8 @@ def main(argv=None) -> None:
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(f"{os.cpu_count()} CPU cores, load average {load:.1f}; a tick every {TICK * 1e3} ms")
     head = ["workload", "compiling in", "first call", "first call -> fast (calls)",
-            "pause while compiling: longest / p99", "same, nothing compiling", "fast call",
+            "pause while compiling: longest / p99", "longest GC collection then",
+            "same pauses, nothing compiling", "fast call",
             "numba set-up + load here"]
     print("| " + " | ".join(head) + " |")
     print("|" + "---|" * len(head))
@@ -170,6 +184,7 @@ def main(argv=None) -> None:
             here += f" ({r['compiled_here']} compiled here)"
         print(f"| {workload} | {mode} | {fmt_s(r['first'])} | {fmt_s(r['to_fast'])} "
               f"({r['calls']}) | {r['pause'] * 1e3:.2f} / {r['pause99'] * 1e3:.2f} ms | "
+              f"{r['gc'] * 1e3:.1f} ms | "
               f"{r['quiet_pause'] * 1e3:.2f} / {r['quiet99'] * 1e3:.2f} ms | "
               f"{fmt_s(r['fast_call'])} | {here} |")
 
