@@ -9,6 +9,8 @@ cache calls the jitted function in a loop until every compile job has finished:
   and load here from numba's disk cache;
 * ``thread``: ``PLAX_NUMBA_WORKERS=0``, numba compiles in this process's background thread
   (before issue 26);
+* ``worker, numba set up``: the same, in a process that set numba up before (what every
+  compilation after a process's first one sees);
 * ``sync``: ``PLAX_NUMBA_SYNC=1``, the first call compiles everything;
 * ``... warm``: a second process on the cache the first one filled.
 
@@ -39,7 +41,8 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 WORKLOADS = {"selu": "selu f32", "mlp": "MLP step 784", "scan": "scan tanh RNN"}
-MODES = {"thread": {"PLAX_NUMBA_WORKERS": "0"}, "worker": {}, "sync": {"PLAX_NUMBA_SYNC": "1"}}
+MODES = {"thread": {"PLAX_NUMBA_WORKERS": "0"}, "worker": {},
+         "worker, numba set up": {}, "sync": {"PLAX_NUMBA_SYNC": "1"}}
 TICK = 0.0005
 
 
@@ -91,8 +94,13 @@ def child(workload: str, mode: str) -> dict:
     if mode != "sync":
         os.environ.pop("PLAX_NUMBA_SYNC", None)
     from plax_numba import cache, tiered
-    libs, _ = compare.libraries()
-    lib = libs["plax-numba"]
+    if mode == "worker, numba set up":  # a later compilation: numba was set up earlier
+        cache._prepare_numba()
+    import plax
+    # plax alone (compare.libraries() would import JAX too: its objects would make every
+    # garbage collection in this process longer than a plax program's)
+    lib = compare._Lib(plax, lambda f: plax.jit(f, backend="numba"), plax.numpy.asarray,
+                       plax.block_until_ready)
     factory = next(impls["plax"] for label, impls in compare.make_workloads(False)
                    if label.startswith(WORKLOADS[workload]))
     fn, args = factory(lib)
@@ -156,6 +164,7 @@ def fmt_s(seconds: float) -> str:
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workloads", nargs="*", default=list(WORKLOADS), choices=WORKLOADS)
+    parser.add_argument("--modes", nargs="*", default=list(MODES), choices=MODES)
     parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
@@ -163,7 +172,7 @@ def main(argv=None) -> None:
         return
     rows = []
     for workload in args.workloads:
-        for mode in MODES:
+        for mode in args.modes:
             with tempfile.TemporaryDirectory(prefix="plax_tiering_") as cache_dir:
                 cold = run_child(workload, mode, cache_dir)
                 warm = run_child(workload, mode, cache_dir) if mode != "sync" else None
