@@ -426,6 +426,9 @@ def main(argv=None) -> None:
                         help="small sizes and few repetitions (a smoke test)")
     parser.add_argument("--repeat", type=int, default=None,
                         help="timing runs per cell (default 15, 3 with --quick)")
+    parser.add_argument("--tiering", action="store_true",
+                        help="also print the tiered-compilation table (benchmarks/"
+                             "numba_tiering.py: pauses, time to the fast path, warm starts)")
     args = parser.parse_args(argv)
     repeat = args.repeat or (3 if args.quick else 15)
     rows, notes, raw = measure(args.quick, repeat)
@@ -443,6 +446,10 @@ def main(argv=None) -> None:
     jax_step = next(t["jax"] for label, t in raw.items() if label.startswith("MLP step 784"))
     print(f"the MLP step's 8 matrix products alone, in NumPy: {fmt(floor)}"
           + (f" ({floor / jax_step:.2f} of JAX's whole step)" if jax_step else ""))
+    if args.tiering:  # each of its measurements runs in fresh processes of its own
+        import numba_tiering
+        print("\ntiered compilation (benchmarks/numba_tiering.py):")
+        numba_tiering.main(["--workloads", "selu"] if args.quick else [])
 
 
 if __name__ == "__main__":

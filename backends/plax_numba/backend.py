@@ -89,7 +89,7 @@ class NumbaBackend(Backend):
         """Numba's version, threading layer and thread count, the tiering mode and the kernel
         cache directory (``python -m plax info`` prints them)."""
         import numba
-        from plax_numba import cache, tiered
+        from plax_numba import cache, compile_worker, tiered
         try:
             layer = numba.threading_layer()
         except ValueError:  # no parallel kernel has run yet: start the pool numba would use
@@ -104,7 +104,10 @@ class NumbaBackend(Backend):
             "threading layer": layer,
             "threads": numba.get_num_threads(),
             "compilation": ("synchronous (PLAX_NUMBA_SYNC)" if tiered.sync_mode() else
-                            f"tiered, after {tiered.compile_after()} runs"),
+                            f"tiered, after {tiered.compile_after()} runs, "
+                            + (f"in {compile_worker.workers_wanted()} worker process(es)"
+                               if compile_worker.workers_wanted() else
+                               "in a background thread (PLAX_NUMBA_WORKERS=0)")),
             "kernel cache": cache.cache_dir(),
         }
 

@@ -22,6 +22,7 @@ import os
 import sys
 import tempfile
 import threading
+import time
 
 import numpy as np
 
@@ -115,6 +116,27 @@ def source_path(text: str) -> str:
     return os.path.join(cache_dir(), f"k_{key}.py")
 
 
+def write_source(text: str) -> str:
+    """Writes the module ``text`` to its :func:`source_path` unless it is there; returns the
+    path. The file is never rewritten: numba's cache index is keyed by its modification
+    time, so a rewrite would invalidate the machine code of every process."""
+    path = source_path(text)
+    if not os.path.exists(path):
+        tmp = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
+        with open(tmp, "w") as f:
+            f.write(text)
+        try:
+            os.link(tmp, path)  # atomic and never replaces: a concurrent writer's file stays
+        except FileExistsError:
+            pass
+        except OSError:  # no hard links here: an atomic rename (same text, newer time)
+            os.replace(tmp, path)
+        finally:
+            if os.path.exists(tmp):
+                os.remove(tmp)
+    return path
+
+
 def load_kernel(text: str):
     """The numba dispatcher defined by the module ``text`` (imported once per process)."""
     path = source_path(text)
@@ -122,11 +144,7 @@ def load_kernel(text: str):
         kernel = _kernels.get(path)
         if kernel is not None:
             return kernel
-        if not os.path.exists(path):
-            tmp = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
-            with open(tmp, "w") as f:
-                f.write(text)
-            os.replace(tmp, path)  # atomic: concurrent processes write the same text
+        write_source(text)
         name = "plax_numba_kernels." + os.path.basename(path)[:-3]
         spec = importlib.util.spec_from_file_location(name, path)
         module = importlib.util.module_from_spec(spec)
@@ -169,9 +187,105 @@ def compiled_kernel(text: str, arg_types: list):
 
 
 def compile_kernel(text: str, arg_types: list):
-    """Loads (or compiles) the kernel for exactly ``arg_types``; returns the dispatcher."""
+    """Loads (or compiles) the kernel for exactly ``arg_types``; returns the dispatcher.
+
+    On tiering's background thread (:func:`plax_numba.tiered.compiles_in_worker`) the
+    compilation runs in a worker process (:mod:`plax_numba.compile_worker`), which writes
+    numba's disk cache, and this process only loads the machine code from there
+    (:func:`load_compiled`); elsewhere (``PLAX_NUMBA_SYNC=1``, ``PLAX_NUMBA_WORKERS=0``)
+    numba compiles here."""
+    from plax_numba import tiered
+    if tiered.compiles_in_worker():
+        return load_compiled(text, arg_types)
+    compile_for_cache(text, arg_types)
+    kernel = _kernels[source_path(text)]
+    _compiled[_key(text, arg_types)] = kernel
+    return kernel
+
+
+#: what happened to kernels tiering asked for: compiled in a worker and loaded here from the
+#: disk cache ("loaded"), or compiled here after all because the cache missed them
+#: ("compiled here": another process's index write may drop an entry)
+load_stats = {"loaded": 0, "compiled here": 0}
+#: seconds spent by each :func:`load_compiled`: importing numba (the first), waiting for the
+#: worker beyond that, loading the machine code here (benchmarks print them)
+load_times: list = []
+
+
+def compile_for_cache(text: str, arg_types: list, directory: str | None = None) -> None:
+    """Compiles the kernel of module ``text`` for ``arg_types`` into numba's disk cache (or
+    finds it there), and marks it as there (:func:`on_disk`). Runs in a compile worker
+    (:func:`load_compiled`, which passes its cache ``directory``) and for synchronous
+    compilations."""
+    global _dir
+    if directory is not None:
+        _dir = directory  # a worker serves one process: its cache directory
     kernel = load_kernel(text)
     kernel.compile(numba_signature(arg_types))
+    marker = _marker(text, arg_types)
+    if not os.path.exists(marker):
+        with open(marker, "w"):
+            pass
+
+
+def _marker(text: str, arg_types: list) -> str:
+    sig = hashlib.sha256(repr(_key(text, arg_types)[1]).encode()).hexdigest()[:12]
+    return f"{source_path(text)[:-3]}.{sig}.ok"
+
+
+def on_disk(text: str, arg_types: list) -> bool:
+    """Whether the kernel of ``text`` for ``arg_types`` was compiled into numba's disk cache
+    (by any process): a file test, no numba import. A hint, not a promise (another process's
+    index write can drop an entry; :func:`load_compiled` then compiles in place)."""
+    return os.path.exists(_marker(text, arg_types))
+
+
+_prepared = []
+
+
+def _prepare_numba() -> None:
+    """Imports numba and builds its CPU typing and target contexts (their registries import
+    numba's NumPy support and SciPy's BLAS: most of a first load's cost), once."""
+    if _prepared:
+        return
+    import numba  # noqa: F401
+    try:  # numba's own lazy set-up, done here ahead of the first load
+        from numba.core.registry import cpu_target
+        cpu_target.typing_context.refresh()
+        cpu_target.target_context.refresh()
+    except Exception:  # noqa: BLE001 - an internal of numba moved: the load does it later
+        pass
+    import plax_numba.arrays, plax_numba.libm_free, plax_numba.scalar  # noqa: F401,E401
+    _prepared.append(True)
+
+
+def load_compiled(text: str, arg_types: list):
+    """The kernel of ``text`` for ``arg_types``, compiled in a worker process and loaded here
+    from numba's disk cache: this thread waits on the worker with the GIL released, and only
+    the load (unpickling and linking machine code: milliseconds, plus numba's import the first
+    time, overlapped with the worker's compilation) runs here, at a short GIL switch interval
+    (:func:`plax_numba.tiered.yielding_gil`) so the program's threads wait little for it."""
+    from plax_numba import compile_worker, tiered
+    write_source(text)
+    job = None if on_disk(text, arg_types) else compile_worker.submit(compile_for_cache, text,
+                                                                      arg_types, cache_dir())
+    clock = time.perf_counter
+    start = clock()
+    with tiered.yielding_gil():
+        _prepare_numba()  # the first time, while the worker compiles
+    imported = clock()
+    if job is not None:
+        job.result()  # raises WorkerCompileError (the worker's traceback) if it failed
+    compiled = clock()
+    with tiered.yielding_gil():
+        kernel = load_kernel(text)
+        sig = numba_signature(arg_types)
+        misses = sum(kernel.stats.cache_misses.values())
+        kernel.compile(sig)
+        missed = sum(kernel.stats.cache_misses.values()) > misses
+    load_stats["compiled here" if missed else "loaded"] += 1
+    load_times.append({"import numba": imported - start, "worker": compiled - imported,
+                       "load": clock() - compiled})
     _compiled[_key(text, arg_types)] = kernel
     return kernel
 

@@ -9,6 +9,13 @@ A kernel already compiled in this process for the same argument types (another p
 with the same cluster) is used at once, without tiering; one in the disk cache loads in the
 background like a compilation, only faster.
 
+The compilation itself runs in a worker process (:mod:`plax_numba.compile_worker`,
+``PLAX_NUMBA_WORKERS``, default 1), which writes numba's disk cache; the background thread
+waits for it with the GIL released and then loads the machine code (:func:`compiles_in_worker`,
+:func:`plax_numba.cache.load_compiled`), so the program's threads never wait on the
+compiler. ``PLAX_NUMBA_WORKERS=0`` compiles in the background thread instead (numba holds the
+GIL for milliseconds at a time there).
+
 A cluster's step (the wrapper made by :mod:`plax_numba.codegen`) reads two globals of its
 own namespace: ``_ready`` and ``_kernel``. The compile job sets them when numba is done, so
 the next call switches to the kernel (one dictionary lookup per call is the whole cost). A
@@ -18,7 +25,9 @@ step keeps running the reference path: never a wrong or missing result.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
+import sys
 import queue
 import threading
 import traceback
@@ -27,6 +36,7 @@ import warnings
 from plax.lowering import PlaxFallbackWarning
 
 _jobs: "queue.Queue" = queue.Queue()
+_here = threading.local()  # .background: this thread is the compile thread
 _worker: threading.Thread | None = None
 _worker_lock = threading.Lock()
 _closing = threading.Event()
@@ -48,9 +58,52 @@ def compile_after() -> int:
         return 2
 
 
+def compiles_in_worker() -> bool:
+    """Whether a kernel compiled now goes to a worker process: on the background compile
+    thread, when workers are enabled (``PLAX_NUMBA_WORKERS`` is not 0). Synchronous
+    compilation (``PLAX_NUMBA_SYNC=1``) never starts a worker."""
+    from plax_numba.compile_worker import workers_wanted
+    return (getattr(_here, "background", False) and not sync_mode()
+            and workers_wanted() > 0)
+
+
+#: the GIL switch interval while the background thread loads a kernel: the longest the
+#: program's threads wait for it (Python's default, 5 ms, is what they waited for numba)
+LOAD_SWITCH_INTERVAL = 0.0002
+_yielding = [0, None]  # nesting count, the interval to restore
+_yielding_lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def yielding_gil():
+    """Lowers the interpreter's GIL switch interval (``sys.setswitchinterval``) to
+    :data:`LOAD_SWITCH_INTERVAL` inside the context, so a thread waiting for the GIL gets it
+    within that time while this one runs Python code (numba's import, a kernel's load)."""
+    with _yielding_lock:
+        if _yielding[0] == 0:
+            _yielding[1] = sys.getswitchinterval()
+            sys.setswitchinterval(min(LOAD_SWITCH_INTERVAL, _yielding[1]))
+        _yielding[0] += 1
+    try:
+        yield
+    finally:
+        with _yielding_lock:
+            _yielding[0] -= 1
+            if _yielding[0] == 0:
+                sys.setswitchinterval(_yielding[1])
+
+
 def counting(interp, job, after: int):
-    """``interp`` that submits ``job`` (the compilation) once it has run ``after`` times."""
+    """``interp`` that submits ``job`` (the compilation) once it has run ``after`` times.
+    A compile worker starts now (:func:`plax_numba.compile_worker.prestart`): its start-up
+    (numba's import) overlaps the calls before the step is hot."""
     count = [0]
+    from plax_numba import compile_worker
+    if compile_worker.workers_wanted() > 0 and not sync_mode():
+        try:
+            compile_worker.prestart()
+        except OSError:  # no worker can start here: the job reports it (one warning)
+            pass
 
     def run(*args):
         n = count[0] = count[0] + 1
@@ -79,7 +132,10 @@ def switching(interp, build, after: int):
 
 
 def compile_failed(primitives: list[str], path: str, err: BaseException) -> None:
-    """Warns that a kernel failed to compile (the reference kernels compute it instead)."""
+    """Warns that a kernel failed to compile (the reference kernels compute it instead);
+    silent at interpreter exit, where jobs fail because the workers were stopped."""
+    if _closing.is_set():
+        return
     detail = "".join(traceback.format_exception_only(type(err), err)).strip()
     warnings.warn(f"plax_numba: compiling the fused kernel of [{' '.join(primitives)}] "
                   f"(generated source: {path}) failed; its equations run on the reference "
@@ -125,6 +181,7 @@ def wait_idle(timeout: float | None = None) -> bool:
 
 def _run() -> None:
     global _pending
+    _here.background = True
     while True:
         job = _jobs.get()
         try:
@@ -142,5 +199,9 @@ def _run() -> None:
 def _shutdown() -> None:
     # Skip queued jobs and let the one in progress finish, so the interpreter does not exit
     # in the middle of an LLVM compilation.
+    # A job waiting on a compile worker fails at once when the workers stop.
     _closing.set()
+    worker = sys.modules.get("plax_numba.compile_worker")
+    if worker is not None:
+        worker.shutdown()
     wait_idle(timeout=30)

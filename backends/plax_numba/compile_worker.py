@@ -1,0 +1,319 @@
+"""Kernel compilation in worker processes, so the compiler never holds the program's GIL.
+
+numba's compiler is mostly Python: compiling in a thread of the user's process took the GIL
+for milliseconds at a time, and the program's own threads (pmap's device threads among them)
+waited. Tiered compilation (:mod:`plax_numba.tiered`) therefore sends each job to a worker
+process, which compiles the kernel with ``cache=True`` into the shared kernel cache
+directory (:func:`plax_numba.cache.cache_dir`); the user's process then loads the machine
+code from that cache (no compilation) and switches to it.
+
+Workers are separate interpreters started with :mod:`subprocess` (``python -m
+plax_numba.compile_worker``): never ``fork`` from a threaded process, and not
+``multiprocessing``'s ``spawn``/``forkserver`` either, which re-run the user's ``__main__``
+script in the child (a script without an ``if __name__ == "__main__"`` guard would run its
+training loop in the compiler). They start lazily, import numba and the
+kernels' helpers once, and stay warm. ``PLAX_NUMBA_WORKERS`` sets how many (default 1; 0
+compiles in the user's process, in the background thread, as before).
+
+A job is a module-level function and its arguments (pickled by reference), run in the
+worker; :func:`submit` returns a :class:`concurrent.futures.Future` of its result. A job
+that raises fails its future with :class:`WorkerCompileError` (the error in its message,
+the worker's traceback in ``worker_traceback``). A worker that dies (killed, crashed) is
+replaced: its jobs run again on a fresh worker once, then fail with
+:class:`WorkerDiedError`. It is started by the first tiered program lowered
+(:func:`prestart`), so its own numba import overlaps the calls before a step is hot. At
+interpreter exit the workers are
+stopped without waiting for their jobs (nothing a job leaves half-written is read: numba
+writes its cache files to a temporary name and renames them).
+"""
+from __future__ import annotations
+
+import atexit
+import os
+import pickle
+import struct
+import subprocess
+import sys
+import threading
+import traceback
+from concurrent.futures import Future
+
+_HEADER = struct.Struct("<Q")  # each message: its pickle's length, then the pickle
+
+
+class WorkerCompileError(RuntimeError):
+    """A job raised in the compile worker: the message names the error, ``worker_traceback``
+    holds the worker's traceback."""
+
+    def __init__(self, message: str, worker_traceback: str = ""):
+        super().__init__(message)
+        self.worker_traceback = worker_traceback
+
+
+class WorkerDiedError(WorkerCompileError):
+    """The compile worker died while running a job (twice), or was stopped at exit."""
+
+
+def workers_wanted() -> int:
+    """How many worker processes compile kernels (``PLAX_NUMBA_WORKERS``, default 1; 0: none,
+    kernels compile in the user's process)."""
+    try:
+        return max(0, int(os.environ.get("PLAX_NUMBA_WORKERS", "1")))
+    except ValueError:
+        return 1
+
+
+# ---------------------------------------------------------------- the user's side
+
+class _Worker:
+    """One worker process, the pipes to it and the thread reading its replies."""
+
+    def __init__(self, pool: "_Pool", index: int):
+        self.pool = pool
+        to_child_r, to_child_w = os.pipe()
+        from_child_r, from_child_w = os.pipe()
+        env = dict(os.environ)
+        # the child finds the same modules (a test or notebook may have extended sys.path)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if isinstance(p, str) and p)
+        from plax_numba import cache
+        env["PLAX_NUMBA_CACHE_DIR"] = cache.cache_dir()  # one cache for both processes
+        env["PLAX_NUMBA_SYNC"] = "1"  # inside the worker, compile in place
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "plax_numba.compile_worker", str(to_child_r),
+             str(from_child_w)],
+            pass_fds=(to_child_r, from_child_w), env=env, stdin=subprocess.DEVNULL,
+            close_fds=True)
+        os.close(to_child_r)
+        os.close(from_child_w)
+        self.writer = os.fdopen(to_child_w, "wb")
+        self.reader = os.fdopen(from_child_r, "rb")
+        self.write_lock = threading.Lock()
+        self.pending: dict[int, tuple] = {}   # job id -> (future, fn, args, attempts)
+        self.alive = True
+        self.thread = threading.Thread(target=self._read, name=f"plax-numba-worker-{index}",
+                                       daemon=True)
+        self.thread.start()
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def send(self, job_id: int, entry: tuple) -> bool:
+        """Queues the job ``entry`` here; False if the worker is gone."""
+        _, fn, args, _ = entry
+        data = pickle.dumps((job_id, fn, args), protocol=pickle.HIGHEST_PROTOCOL)
+        with self.write_lock:
+            if not self.alive:
+                return False
+            self.pending[job_id] = entry
+            try:
+                self.writer.write(_HEADER.pack(len(data)) + data)
+                self.writer.flush()
+            except OSError:
+                self.pending.pop(job_id, None)
+                return False
+        return True
+
+    def _read(self) -> None:
+        # Blocking reads release the GIL: this thread costs the program nothing while the
+        # worker compiles.
+        try:
+            while True:
+                message = _read_message(self.reader)
+                if message is None:
+                    break
+                job_id, ok, value = message
+                with self.write_lock:
+                    entry = self.pending.pop(job_id, None)
+                if entry is None:
+                    continue
+                if ok:
+                    entry[0].set_result(value)
+                else:
+                    entry[0].set_exception(WorkerCompileError(*value))
+        except (OSError, EOFError, pickle.UnpicklingError):
+            pass
+        self._died()
+
+    def _died(self) -> None:
+        with self.write_lock:
+            self.alive = False
+            orphans, self.pending = list(self.pending.values()), {}
+        try:
+            self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            pass
+        self.pool.worker_died(self, orphans)
+
+    def stop(self) -> None:
+        with self.write_lock:
+            self.alive = False
+        for f in (self.writer,):
+            try:
+                f.close()
+            except OSError:
+                pass
+        if self.proc.poll() is None:
+            self.proc.kill()  # a compilation in progress is of no use any more
+        try:
+            self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            pass
+
+
+class _Pool:
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.workers: list[_Worker] = []
+        self.next_id = 0
+        self.started = 0      # processes started (restarts included)
+        self.closed = False
+
+    def prestart(self) -> None:
+        with self.lock:
+            self.workers = [w for w in self.workers if w.alive]
+            if not self.closed and not self.workers:
+                self._start()
+
+    def _start(self) -> "_Worker":
+        worker = _Worker(self, self.started)
+        self.started += 1
+        self.workers.append(worker)
+        if self.started == 1:
+            atexit.register(shutdown)
+        return worker
+
+    def submit(self, fn, args: tuple, attempts: int = 0, future: Future | None = None):
+        future = future if future is not None else Future()
+        entry = (future, fn, args, attempts)
+        while True:
+            with self.lock:
+                if self.closed:
+                    future.set_exception(WorkerDiedError("plax_numba: the compile workers "
+                                                         "were stopped (interpreter exit)"))
+                    return future
+                self.workers = [w for w in self.workers if w.alive]
+                busy = all(w.pending for w in self.workers)
+                if not self.workers or (busy and len(self.workers) < workers_wanted()):
+                    worker = self._start()
+                else:
+                    worker = min(self.workers, key=lambda w: len(w.pending))
+                self.next_id += 1
+                job_id = self.next_id
+            if worker.send(job_id, entry):
+                return future
+
+    def worker_died(self, worker: _Worker, orphans: list) -> None:
+        with self.lock:
+            if worker in self.workers:
+                self.workers.remove(worker)
+            closed = self.closed
+        for future, fn, args, attempts in orphans:
+            if closed or attempts >= 1:
+                code = worker.proc.returncode
+                future.set_exception(WorkerDiedError(
+                    f"plax_numba: the compile worker (pid {worker.pid}) died running this job "
+                    f"(exit status {code})" + ("" if closed else ", on a restarted worker too")))
+            else:
+                self.submit(fn, args, attempts + 1, future)  # once more, on a fresh worker
+
+    def shutdown(self) -> None:
+        with self.lock:
+            self.closed = True
+            workers, self.workers = self.workers, []
+        for w in workers:
+            w.stop()
+
+
+_pool = _Pool()
+
+
+def submit(fn, *args) -> Future:
+    """Runs ``fn(*args)`` in a compile worker (started if none is running).
+
+    Args:
+      fn: a module-level function (pickled by reference: the worker imports its module).
+      *args: its arguments, picklable.
+
+    Returns:
+      A :class:`~concurrent.futures.Future` of ``fn``'s result; it fails with
+      :class:`WorkerCompileError` if ``fn`` raised, :class:`WorkerDiedError` if the worker
+      died running it twice (or was stopped at exit).
+
+    Example::
+
+      from plax_numba import cache, compile_worker
+      compile_worker.submit(cache.compile_for_cache, text, arg_types).result()
+    """
+    return _pool.submit(fn, args)
+
+
+def prestart() -> None:
+    """Starts a worker now if none is running (it imports numba while the program's first
+    calls run), so the first compilation does not wait for its start-up."""
+    _pool.prestart()
+
+
+def worker_pids() -> list[int]:
+    """The process ids of the running compile workers (tests kill one to see it replaced)."""
+    with _pool.lock:
+        return [w.pid for w in _pool.workers if w.alive]
+
+
+def started() -> int:
+    """How many worker processes this process has started (restarts included)."""
+    return _pool.started
+
+
+def shutdown() -> None:
+    """Stops the workers (at interpreter exit; jobs in progress fail with
+    :class:`WorkerDiedError`). Later :func:`submit` calls fail at once."""
+    _pool.shutdown()
+
+
+def restart_allowed() -> None:
+    """Undoes :func:`shutdown` (tests that stop the workers and go on)."""
+    with _pool.lock:
+        _pool.closed = False
+
+
+# ---------------------------------------------------------------- the worker's side
+
+def _read_message(stream):
+    head = stream.read(_HEADER.size)
+    if len(head) < _HEADER.size:
+        return None
+    (size,) = _HEADER.unpack(head)
+    data = stream.read(size)
+    if len(data) < size:
+        return None
+    return pickle.loads(data)
+
+
+def _serve(in_fd: int, out_fd: int) -> None:
+    reader, writer = os.fdopen(in_fd, "rb"), os.fdopen(out_fd, "wb")
+    import warnings
+    warnings.simplefilter("ignore")  # numba's performance hints: the user's process decides
+    try:  # warm up: what every job needs, while the first one is being prepared
+        import numba  # noqa: F401
+        import plax_numba.arrays, plax_numba.libm_free, plax_numba.scalar  # noqa: F401,E401
+    except Exception:  # noqa: BLE001 - a job will report the same error with its context
+        pass
+    while True:
+        message = _read_message(reader)
+        if message is None:
+            return  # the user's process closed the pipe (exit): stop
+        job_id, fn, args = message
+        try:
+            reply = (job_id, True, fn(*args))
+        except BaseException as err:  # noqa: BLE001 - reported to the user's process
+            text = "".join(traceback.format_exception(type(err), err, err.__traceback__))
+            reply = (job_id, False, (f"{type(err).__name__}: {err} (in the compile worker, "
+                                     f"pid {os.getpid()})", text))
+        data = pickle.dumps(reply, protocol=pickle.HIGHEST_PROTOCOL)
+        writer.write(_HEADER.pack(len(data)) + data)
+        writer.flush()
+
+
+if __name__ == "__main__":
+    _serve(int(sys.argv[1]), int(sys.argv[2]))

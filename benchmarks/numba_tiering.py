@@ -1,0 +1,202 @@
+"""Tiered compilation on the Numba backend: how long the program's threads wait while kernels
+compile, and how soon a jitted function runs its compiled kernels (issue 26, item 2).
+
+For each workload (selu on 1M float32, the MLP step, the scan RNN: the rows of
+``benchmarks/compare.py``) and each way of compiling, a fresh process with an empty kernel
+cache calls the jitted function in a loop until every compile job has finished:
+
+* ``worker``: the default, kernels compile in a worker process (``plax_numba.compile_worker``)
+  and load here from numba's disk cache;
+* ``thread``: ``PLAX_NUMBA_WORKERS=0``, numba compiles in this process's background thread
+  (before issue 26);
+* ``worker, numba set up``: the same, in a process that set numba up before (what every
+  compilation after a process's first one sees);
+* ``sync``: ``PLAX_NUMBA_SYNC=1``, the first call compiles everything;
+* ``... warm``: a second process on the cache the first one filled.
+
+Columns: the first call's time; the time from the first call until the fast path is in use
+(and the calls made meanwhile); the longest pause (and the 99th percentile) of a thread that
+wakes every 0.5 ms, while compilation runs (how long the program's other threads can wait
+for the GIL; with ``sync`` the first call, tracing included, on the main thread), beside the
+longest collection of Python's cyclic garbage collector meanwhile (it holds the GIL
+throughout; numba's import in this process allocates ~100k objects), the pauses measured
+afterwards for 1 s of fast calls, nothing compiling (the host's own scheduling noise); and,
+for the worker, the seconds this process spent preparing numba (import, contexts: once per
+process, overlapped with the worker's compilation) and loading the machine code.
+
+Run ``python benchmarks/numba_tiering.py`` (``--workloads selu`` for one); it prints the table.
+Times depend on the host's load: compare rows of one run.
+"""
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+WORKLOADS = {"selu": "selu f32", "mlp": "MLP step 784", "scan": "scan tanh RNN"}
+MODES = {"thread": {"PLAX_NUMBA_WORKERS": "0"}, "worker": {},
+         "worker, numba set up": {}, "sync": {"PLAX_NUMBA_SYNC": "1"}}
+TICK = 0.0005
+
+
+class Ticker:
+    """A thread waking every :data:`TICK` seconds, recording the longest gap between wakeups
+    beyond the tick itself (a pause: it waited for the GIL or for a core)."""
+
+    def __init__(self):
+        self.gaps, self.recording, self._stop = [], threading.Event(), threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self):
+        last = time.perf_counter()
+        while not self._stop.is_set():
+            time.sleep(TICK)
+            now = time.perf_counter()
+            if self.recording.is_set():
+                self.gaps.append(now - last - TICK)
+            last = now
+
+    def summary(self) -> tuple[float, float]:
+        """The longest pause and the 99th percentile of the pauses."""
+        gaps = sorted(self.gaps) or [0.0]
+        return gaps[-1], gaps[int(0.99 * (len(gaps) - 1))]
+
+    def __enter__(self):
+        gc.callbacks.append(self._gc)
+        self.gc_longest, self._gc_start = 0.0, 0.0
+        self._thread.start()
+        time.sleep(0.01)
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+        gc.callbacks.remove(self._gc)
+
+    def _gc(self, phase, info):
+        # the cyclic garbage collector holds the GIL for a whole collection
+        if phase == "start":
+            self._gc_start = time.perf_counter()
+        elif self.recording.is_set():
+            self.gc_longest = max(self.gc_longest, time.perf_counter() - self._gc_start)
+
+
+def child(workload: str, mode: str) -> dict:
+    sys.path.insert(0, HERE)
+    import compare  # sets PLAX_NUMBA_SYNC=1 by default: undone below unless measuring sync
+    if mode != "sync":
+        os.environ.pop("PLAX_NUMBA_SYNC", None)
+    from plax_numba import cache, tiered
+    if mode == "worker, numba set up":  # a later compilation: numba was set up earlier
+        cache._prepare_numba()
+    import plax
+    # plax alone (compare.libraries() would import JAX too: its objects would make every
+    # garbage collection in this process longer than a plax program's)
+    lib = compare._Lib(plax, lambda f: plax.jit(f, backend="numba"), plax.numpy.asarray,
+                       plax.block_until_ready)
+    factory = next(impls["plax"] for label, impls in compare.make_workloads(False)
+                   if label.startswith(WORKLOADS[workload]))
+    fn, args = factory(lib)
+
+    def call():
+        lib.block(fn(*args))
+
+    # The pauses are recorded while compilation runs: from the call that makes the steps hot
+    # (the second by default) until the fast path is in use; with PLAX_NUMBA_SYNC, during the
+    # first call (which also traces and lowers the program on this thread).
+    with Ticker() as ticker:
+        if mode == "sync":
+            ticker.recording.set()
+        start = time.perf_counter()
+        call()
+        first = time.perf_counter() - start
+        calls = 1
+        ticker.recording.set()
+        while mode != "sync" and (calls < tiered.compile_after() or not tiered.wait_idle(0)):
+            call()
+            calls += 1
+            if time.perf_counter() - start > 600:
+                break
+        to_fast = time.perf_counter() - start
+    pause, pause99 = ticker.summary()
+    gc_pause = ticker.gc_longest
+    times = []
+    for _ in range(5):
+        t = time.perf_counter()
+        call()
+        times.append(time.perf_counter() - t)
+    with Ticker() as quiet:
+        quiet.recording.set()
+        end = time.perf_counter() + 1.0
+        while time.perf_counter() < end:
+            call()
+    loads = cache.load_times
+    quiet_pause, quiet99 = quiet.summary()
+    return {"first": first, "to_fast": to_fast, "calls": calls, "pause": pause,
+            "pause99": pause99, "gc": gc_pause, "quiet_pause": quiet_pause, "quiet99": quiet99, "fast_call": sorted(times)[2],
+            "prepare": sum(t["import numba"] for t in loads),
+            "load": sum(t["load"] for t in loads), "loaded": cache.load_stats["loaded"],
+            "compiled_here": cache.load_stats["compiled here"]}
+
+
+def run_child(workload: str, mode: str, cache_dir: str) -> dict:
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("PLAX_NUMBA_SYNC", "PLAX_NUMBA_WORKERS", "PLAX_NUMBA_COMPILE_AFTER")}
+    env.update(MODES[mode], PLAX_NUMBA_CACHE_DIR=cache_dir)
+    proc = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", workload, mode],
+                          capture_output=True, text=True, env=env, timeout=900)
+    if proc.returncode:
+        raise RuntimeError(f"{workload}/{mode} failed:\n{proc.stderr[-3000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def fmt_s(seconds: float) -> str:
+    return f"{seconds * 1e3:.1f} ms" if seconds < 1 else f"{seconds:.2f} s"
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--workloads", nargs="*", default=list(WORKLOADS), choices=WORKLOADS)
+    parser.add_argument("--modes", nargs="*", default=list(MODES), choices=MODES)
+    parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.child:
+        print(json.dumps(child(*args.child)))
+        return
+    rows = []
+    for workload in args.workloads:
+        for mode in args.modes:
+            with tempfile.TemporaryDirectory(prefix="plax_tiering_") as cache_dir:
+                cold = run_child(workload, mode, cache_dir)
+                warm = run_child(workload, mode, cache_dir) if mode != "sync" else None
+            rows.append((workload, mode, cold))
+            if warm is not None:
+                rows.append((workload, f"{mode} warm", warm))
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    print(f"{os.cpu_count()} CPU cores, load average {load:.1f}; a tick every {TICK * 1e3} ms")
+    head = ["workload", "compiling in", "first call", "first call -> fast (calls)",
+            "pause while compiling: longest / p99", "longest GC collection then",
+            "same pauses, nothing compiling", "fast call",
+            "numba set-up + load here"]
+    print("| " + " | ".join(head) + " |")
+    print("|" + "---|" * len(head))
+    for workload, mode, r in rows:
+        here = (f"{fmt_s(r['prepare'])} + {fmt_s(r['load'])}" if r["loaded"] else "-")
+        if r["compiled_here"]:
+            here += f" ({r['compiled_here']} compiled here)"
+        print(f"| {workload} | {mode} | {fmt_s(r['first'])} | {fmt_s(r['to_fast'])} "
+              f"({r['calls']}) | {r['pause'] * 1e3:.2f} / {r['pause99'] * 1e3:.2f} ms | "
+              f"{r['gc'] * 1e3:.1f} ms | "
+              f"{r['quiet_pause'] * 1e3:.2f} / {r['quiet99'] * 1e3:.2f} ms | "
+              f"{fmt_s(r['fast_call'])} | {here} |")
+
+
+if __name__ == "__main__":
+    main()

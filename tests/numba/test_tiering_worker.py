@@ -1,0 +1,186 @@
+"""Tiered compilation in a worker process (issue 26, item 2): kernels compile in
+:mod:`plax_numba.compile_worker` and load here from numba's disk cache. No timing is
+asserted: the tests poll (with generous timeouts) for the fast path, and check values, the
+warnings, which process compiled, and that workers are restarted and stopped."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+import warnings
+
+import numpy as np
+import pytest
+
+import plax
+from plax import numpy as jnp
+from plax.lowering import PlaxFallbackWarning
+
+
+@pytest.fixture
+def tiered_fresh(monkeypatch, tmp_path):
+    """Tiered compilation after one run, with an empty kernel cache (so the worker really
+    compiles) and no kernel remembered by this process."""
+    from plax_numba import cache
+    monkeypatch.delenv("PLAX_NUMBA_SYNC", raising=False)
+    monkeypatch.delenv("PLAX_NUMBA_WORKERS", raising=False)
+    monkeypatch.setenv("PLAX_NUMBA_COMPILE_AFTER", "1")
+    monkeypatch.setattr(cache, "_dir", str(tmp_path))
+    monkeypatch.setattr(cache, "_compiled", {})
+    monkeypatch.setattr(cache, "_kernels", {})
+    return tmp_path
+
+
+def _ready(f) -> list:
+    """Whether each cluster step of jitted ``f``'s one program switched to its kernel."""
+    (entry,) = f._cache.values()
+    glob = entry.executable.__globals__
+    steps = [v for k, v in glob.items() if k.startswith("_f") and hasattr(v, "__globals__")
+             and "_ready" in v.__globals__]
+    return [s.__globals__["_ready"] for s in steps]
+
+
+def _poll_ready(f, x, timeout=300.0) -> None:
+    """Calls ``f(x)`` until its kernel is in use (at most ``timeout`` seconds: no timing is
+    asserted, a stuck compilation fails)."""
+    from plax_numba import tiered
+    deadline = time.monotonic() + timeout
+    while not all(_ready(f)):
+        assert time.monotonic() < deadline, "the kernel never became ready"
+        f(x)
+        tiered.wait_idle(timeout=1.0)
+
+
+def _cluster(x):
+    return jnp.sqrt(x * x + 1.625) * 0.75 - jnp.cos(x) ** 2
+
+
+def test_worker_compiles_and_values_match_sync(tiered_fresh, monkeypatch):
+    from plax_numba import cache, compile_worker
+    x = np.linspace(-3, 3, 1001, dtype=np.float32)
+    loaded = cache.load_stats["loaded"]
+    f = plax.jit(_cluster, backend="numba")
+    first = np.asarray(f(x))  # the reference kernels; the worker starts compiling
+    _poll_ready(f, x)
+    fast = np.asarray(f(x))
+    assert compile_worker.worker_pids(), "no compile worker ran"
+    assert cache.load_stats["loaded"] == loaded + 1  # loaded from the disk cache, here
+    assert cache.load_stats["compiled here"] == 0
+    assert any(n.endswith(".nbi") for n in os.listdir(tiered_fresh / "__pycache__"))
+    # compiled again, in this process, into another cache: the same bits
+    monkeypatch.setenv("PLAX_NUMBA_SYNC", "1")
+    monkeypatch.setattr(cache, "_dir", str(tiered_fresh / "sync"))
+    os.makedirs(cache._dir)
+    monkeypatch.setattr(cache, "_compiled", {})
+    monkeypatch.setattr(cache, "_kernels", {})
+    sync = np.asarray(plax.jit(_cluster, backend="numba")(x))
+    np.testing.assert_array_equal(fast, sync)
+    want = np.sqrt(x.astype(np.float64) ** 2 + 1.625) * 0.75 - np.cos(x.astype(np.float64)) ** 2
+    np.testing.assert_allclose(fast, want, rtol=2e-6, atol=2e-6)
+    np.testing.assert_allclose(first, want, rtol=2e-6, atol=2e-6)
+
+
+def test_worker_failure_falls_back_with_one_warning(tiered_fresh, monkeypatch):
+    from plax_numba import cache, tiered
+    real = cache.module_source
+
+    def failing(kernel_source, primitives):  # the module raises when the worker imports it
+        return real(kernel_source, primitives) + "\nraise RuntimeError('simulated failure')\n"
+    monkeypatch.setattr(cache, "module_source", failing)
+    x = np.linspace(0, 1, 7, dtype=np.float32)
+    f = plax.jit(lambda x: jnp.sin(x) * 2.5 + x * x, backend="numba")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        outs = [np.asarray(f(x))]
+        assert tiered.wait_idle(timeout=300)
+        outs += [np.asarray(f(x)) for _ in range(3)]
+        assert tiered.wait_idle(timeout=300)
+    msgs = [str(w.message) for w in caught if issubclass(w.category, PlaxFallbackWarning)]
+    assert len(msgs) == 1, msgs
+    assert "simulated failure" in msgs[0] and "compile worker" in msgs[0], msgs[0]
+    assert _ready(f) == [False]  # the reference path keeps running
+    for out in outs:
+        np.testing.assert_allclose(out, np.sin(x) * 2.5 + x * x, rtol=1e-6)
+
+
+def test_killed_worker_is_restarted_and_the_job_retried(tiered_fresh):
+    from plax_numba import compile_worker
+    started = compile_worker.started()
+    job = compile_worker.submit(time.sleep, 1.0)
+    (pid,) = compile_worker.worker_pids()
+    os.kill(pid, signal.SIGKILL)  # mid-run (or while it starts): its job runs again
+    assert job.result(timeout=300) is None
+    assert compile_worker.started() == started + 1
+    assert pid not in compile_worker.worker_pids()
+    assert compile_worker.submit(os.getpid).result(timeout=300) in compile_worker.worker_pids()
+
+    # a kernel whose compilation is under way when the worker dies still becomes ready
+    x = np.linspace(-1, 1, 513, dtype=np.float32)
+    f = plax.jit(lambda x: jnp.exp(x * 0.5) - x * 0.375, backend="numba")
+    f(x)
+    for pid in compile_worker.worker_pids():
+        os.kill(pid, signal.SIGKILL)
+    _poll_ready(f, x)
+    np.testing.assert_allclose(np.asarray(f(x)), np.exp(x * 0.5) - x * 0.375, rtol=2e-6)
+
+
+def test_a_job_that_kills_its_worker_twice_fails_its_future(tiered_fresh):
+    from plax_numba import compile_worker
+    job = compile_worker.submit(os._exit, 3)  # dies on the first worker and on the retry
+    with pytest.raises(compile_worker.WorkerDiedError, match="exit status 3"):
+        job.result(timeout=300)
+    assert compile_worker.submit(os.getpid).result(timeout=300) > 0  # a fresh worker serves
+
+
+def test_no_worker_under_sync(tiered_fresh, monkeypatch):
+    from plax_numba import compile_worker
+    monkeypatch.setenv("PLAX_NUMBA_SYNC", "1")
+    started = compile_worker.started()
+    x = np.linspace(0, 2, 9, dtype=np.float32)
+    out = plax.jit(lambda x: jnp.tanh(x) * 1.25 + x, backend="numba")(x)
+    np.testing.assert_allclose(np.asarray(out), np.tanh(x) * 1.25 + x, rtol=2e-6)
+    assert compile_worker.started() == started
+
+
+_EXIT_WITH_WORKER = textwrap.dedent("""
+    import numpy as np
+    import plax
+    from plax import numpy as jnp
+    from plax_numba import compile_worker
+    f = plax.jit(lambda x: jnp.log(x * x + 3.0) * 0.5 + x, backend="numba")
+    f(np.linspace(0, 1, 4097, dtype=np.float32))  # hot: a compilation starts in the worker
+    print("worker", *compile_worker.worker_pids(), flush=True)
+""")
+
+
+def test_interpreter_exit_does_not_hang_with_a_worker_alive(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k not in ("PLAX_NUMBA_SYNC", "PLAX_BACKEND")}
+    env.update(PLAX_NUMBA_CACHE_DIR=str(tmp_path), PLAX_NUMBA_COMPILE_AFTER="1")
+    proc = subprocess.run([sys.executable, "-c", _EXIT_WITH_WORKER], capture_output=True,
+                          text=True, env=env, timeout=240)
+    if proc.returncode and "Unknown backend" in proc.stderr:
+        pytest.skip("no numba entry point in this install")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "Warning" not in proc.stderr, proc.stderr[-3000:]
+    pids = [int(p) for p in proc.stdout.split("worker", 1)[1].split()]
+    assert pids, proc.stdout
+    deadline = time.monotonic() + 60
+    for pid in pids:  # stopped with its parent (not left compiling on its own)
+        while _alive(pid):
+            assert time.monotonic() < deadline, f"compile worker {pid} outlived its parent"
+            time.sleep(0.1)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(")")[-1].split()[0] != "Z"  # a zombie has exited
+    except OSError:
+        return False
