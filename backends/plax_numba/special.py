@@ -1,5 +1,6 @@
 """Scalar forms of the exponentially scaled modified Bessel functions ``bessel_i0e`` and
-``bessel_i1e`` for the generated kernels, so that they fuse with their neighbours instead of
+``bessel_i1e`` (float32 and float64) and of float64 ``digamma`` (:func:`digamma_f64`; the
+float32 one is :func:`plax_numba.libm_free.digamma_f32`) for the generated kernels, so that they fuse with their neighbours instead of
 running SciPy's reference kernel in a pass of their own.
 
 Both evaluate in float64 (a float32 argument is widened and the result rounded once) from two
@@ -134,3 +135,42 @@ def bessel_i1e_f32(x):
     r = np.float32(small if ax < _SPLIT32 else big)
     r = -r if x < 0 else r
     return x if (x != x or x == 0) else r
+
+
+# ---------------------------------------------------------------- float64 digamma
+
+#: psi(z) ~ log z - 1/(2z) - sum_k B_2k / (2k z**2k): the -B_2k/(2k) for k = 1..7, in w = z**-2
+_PSI_SERIES = _polynomial([-1 / 12, 1 / 120, -1 / 252, 1 / 240, -1 / 132, 691 / 32760, -1 / 12],
+                          "plax_psi_series64")
+#: the argument the recurrence lifts to before the series: its first omitted term is below
+#: 5e-17 of the result from here on
+_PSI_SHIFT = 10.0
+
+
+@njit(**_inline)
+def digamma_f64(x):
+    """``psi(x) = gamma'(x) / gamma(x)`` of a float64 (``lax.digamma``).
+
+    Below 0 the reflection ``psi(x) = psi(1 - x) - pi / tan(pi x)``, with ``tan`` taken of
+    ``pi (x - round(x))`` (exact reduction, so huge negative arguments keep their accuracy);
+    then ``psi(y) = psi(y + n) - sum_{k<n} 1/(y + k)`` lifting ``y`` to at least 10 in a loop
+    of fixed length (one trip count for every element), and Bernoulli's asymptotic series
+    there. Relative error within a few ulps except next to the zeros (the positive one at
+    1.4616... and one per negative unit interval), where the error is absolute (~1e-15).
+    NaN at the poles (0, -1, -2, ...; XLA's convention), at -inf and for NaN; inf -> inf.
+    """
+    neg = x < 0.0
+    y = 1.0 - x if neg else x
+    lifted = 0.0
+    for _ in range(10):
+        low = y < _PSI_SHIFT
+        lifted += (1.0 / y) if low else 0.0
+        y = y + 1.0 if low else y
+    w = 1.0 / (y * y)
+    psi = (np.log(y) - 0.5 / y + _PSI_SERIES(w) * w) - lifted
+    frac = x - np.rint(x)
+    r = psi - np.pi / np.tan(np.pi * frac) if neg else psi
+    pole = x <= 0.0 and x == np.floor(x)
+    r = np.nan if pole else r
+    r = x if x == np.inf else r
+    return x if x != x else r

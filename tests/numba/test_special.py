@@ -106,3 +106,43 @@ def test_gradient_through_fused_kernel(name):
     finally:
         jax_config.update("jax_enable_x64", False)
     np.testing.assert_allclose(np.asarray(g), np.asarray(want), rtol=1e-12, atol=1e-15)
+
+
+def _psi(x):
+    """SciPy's float64 digamma with XLA's NaN at the poles (0, -1, -2, ...)."""
+    return np.where((x <= 0) & (x == np.floor(x)), np.nan, sp.psi(x))
+
+
+def test_digamma_f64_error_bound():
+    """Relative error in ulps away from the zeros, absolute next to them; negative arguments
+    relative to max(|psi|, 1) where |psi| < 1e3 (near the poles SciPy's own reduction of
+    ``pi x`` is the larger error)."""
+    from plax_numba import special
+    p = 2.0 ** np.arange(-1000, 1000)
+    edges = [0.0, -0.0, -1.0, -2.0, -1e15, np.inf, -np.inf, np.nan, 1e-300, -1e-300, 1e300]
+    x = np.concatenate([np.linspace(-30, 30, 300_001), np.linspace(1e-3, 1e4, 50_001), p,
+                        -p - 0.25, edges])
+    got = elementwise_loop(special.digamma_f64)(x)
+    ref = _psi(x)
+    special_ = ~np.isfinite(ref)
+    assert np.array_equal(got[special_], ref[special_], equal_nan=True)
+    x, got, ref = x[~special_], got[~special_], ref[~special_]
+    err = np.abs(got - ref)
+    ulps = err / np.spacing(np.abs(ref))
+    away = (x >= 2) | ((x > 0) & (x < 1))
+    assert ulps[away].max() <= 16
+    near_zero = (x > 0) & ~away
+    assert err[near_zero].max() <= 4e-15
+    neg = (x < 0) & (np.abs(ref) < 1e3)
+    assert (err[neg] / np.maximum(np.abs(ref[neg]), 1)).max() <= 1e-13
+
+
+def test_digamma_f64_fused():
+    with plax.config.override("jax_enable_x64", True):
+        x = np.concatenate([np.linspace(0.05, 40, 20_001), [0.0, -1.0, np.inf, np.nan, -2.5]])
+        f = lambda v: lax.digamma(v * 2.0) + 1.0  # noqa: E731
+        source = compiled_source(f, x)
+        assert "digamma_f64(" in source
+        assert "generated from the equations (mul digamma add)" in source
+        got, want = jit_both(f, x, fallback_is_error=True)
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-13, atol=4e-15, equal_nan=True)
