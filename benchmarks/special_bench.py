@@ -84,6 +84,27 @@ def main() -> None:
         err64 = max_ulps64(got64, ref(xs64))
         rows[name] = (t_plax, t_jax, err_plax, err_jax, err64)
 
+    # float64 digamma (plax_numba.special.digamma_f64), on a tenth of the elements
+    n64 = max(opts.size // 10, 1)
+    x64 = rng.uniform(0.1, 20, n64)
+    xs64 = np.concatenate([np.linspace(1e-3, 1e4, 1_000_001), 2.0 ** np.arange(-1000, 1000)])
+    want64 = sp.psi(xs64)
+    with plax.config.override("jax_enable_x64", True):
+        fn = plax.jit(lambda v: plax_lax.digamma(v * 0.5) * 2.0 + 1.0, backend="numba")
+        t64 = _median_time(fn, (plax.numpy.asarray(x64),), opts.repeat)
+        got = np.asarray(plax.jit(lambda v: plax_lax.digamma(v) * 1.0, backend="numba")(xs64))
+    away = (xs64 >= 2) | (xs64 < 1)   # relative error is meaningless next to the zero 1.46...
+    err_psi = max_ulps64(got[away], want64[away])
+    tj64 = ej64 = None
+    if jax is not None:
+        jax.config.update("jax_enable_x64", True)
+        try:
+            tj64 = _median_time(jax.jit(lambda v: jax_lax.digamma(v * 0.5) * 2.0 + 1.0),
+                                (jax.numpy.asarray(x64),), opts.repeat)
+            ej64 = max_ulps64(np.asarray(jax.jit(jax_lax.digamma)(xs64))[away], want64[away])
+        finally:
+            jax.config.update("jax_enable_x64", False)
+
     print(f"{opts.size:,} float32 elements; f(x * 0.5) * 2 + 1 jitted; median of {opts.repeat}")
     print("| function | plax-numba | JAX | numba / JAX | plax f32 error (ulp) "
           "| JAX f32 error (ulp) | plax f64 error (f64 ulp) |")
@@ -93,6 +114,13 @@ def main() -> None:
         ratio = "-" if tj is None else f"{tp / tj:.2f}"
         print(f"| {name} | {ms(tp)} | {ms(tj)} | {ratio} | {ep:.2f} "
               f"| {'-' if ej is None else f'{ej:.2f}'} | {e64:.1f} |")
+    print(f"\nfloat64 digamma, {n64:,} elements of [0.1, 20] (error in float64 ulps over [1e-3, 1e4]"
+          " and powers of two, away from the zero at 1.46)")
+    print("| function | plax-numba | JAX | numba / JAX | plax f64 error (ulp) | JAX f64 error (ulp) |")
+    print("|---|---:|---:|---:|---:|---:|")
+    ratio = "-" if tj64 is None else f"{t64 / tj64:.2f}"
+    print(f"| digamma (f64) | {ms(t64)} | {ms(tj64)} | {ratio} | {err_psi:.1f} "
+          f"| {'-' if ej64 is None else f'{ej64:.1f}'} |")
 
 
 if __name__ == "__main__":
