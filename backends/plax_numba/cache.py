@@ -35,6 +35,8 @@ from plax_numba.scalar import tanh_f32, logistic_f32
 from plax_numba.libm_free import log_f32, expm1_f32, erf_f32, erfc_f32, sin_f32, cos_f32
 from plax_numba.libm_free import erf_inv_f32, lgamma_f32, digamma_f32
 from plax_numba.scalar import bitcast, nextafter_f32, nextafter_f64
+from plax_numba.special import bessel_i0e_f32, bessel_i0e_f64, bessel_i1e_f32, bessel_i1e_f64
+from plax_numba.special import digamma_f64
 from plax_numba.arrays import dot_rows, dot_loops, dot_blas, dot_blas_mv, dot_bool, matvec_t
 
 _OPTIONS = dict(cache=True, nogil=True, error_model="numpy", boundscheck=False)
@@ -64,7 +66,7 @@ def _salt() -> str:
     helpers = b""
     here = os.path.dirname(os.path.abspath(__file__))
     # the helpers the generated kernels call
-    for name in ("scalar.py", "libm_free.py", "arrays.py"):
+    for name in ("scalar.py", "libm_free.py", "special.py", "arrays.py"):
         with open(os.path.join(here, name), "rb") as f:  # read, not imported: no numba
             helpers += f.read()
     return hashlib.sha256(helpers + _numba_version().encode() + np.__version__.encode()

@@ -17,6 +17,7 @@ from plax.lax.base import FLOAT, asarray, check_dtype, same_dtypes, same_shapes_
 from plax.lax.select import select
 from plax.lax.shape import full_like
 from plax.lax.special import lgamma
+from plax.lowering.fusion import ELEMENTWISE, register_fusible
 from plax.transforms.batching import defbroadcasting
 from plax.transforms.jvp import defjvp, defjvp2
 
@@ -48,6 +49,9 @@ regularized_incomplete_beta_p = _float_op("regularized_incomplete_beta")
 zeta_p = _float_op("zeta")
 bessel_i0e_p = _float_op("bessel_i0e")
 bessel_i1e_p = _float_op("bessel_i1e")
+# one operand, elementwise: backends may fuse them (the Numba backend has scalar forms)
+register_fusible(bessel_i0e_p, ELEMENTWISE)
+register_fusible(bessel_i1e_p, ELEMENTWISE)
 
 
 def igamma(a, x):
