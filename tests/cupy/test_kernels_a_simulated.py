@@ -1,0 +1,169 @@
+"""The GPU kernels of the shape, indexing, reduction, sort, precision and random families
+(``plax_cupy.kernels_{shape,indexing,reduction,sort,precision,random}``) run on the simulated
+GPU of ``fake_cupy`` and compared with the NumPy backend's kernels.
+
+The family files (``test_kernels_a_<family>.py``) run only where ``cupy`` is the simulated
+one; this file runs them in one child process with ``-p fake_cupy_plugin`` (the simulation
+takes the name ``cupy``, so it never meets a real CuPy of this session), and holds the helper
+they share, :func:`check`.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
+FAMILIES = ("shape", "indexing", "reduction", "sort", "precision", "random")
+
+
+def simulated() -> bool:
+    """Whether ``cupy`` is the simulated CuPy of ``fake_cupy`` in this process."""
+    mod = sys.modules.get("cupy")
+    return mod is not None and getattr(mod, "__version__", "").endswith("simulated")
+
+
+#: marks a family file's tests: they need the simulated GPU in place of CuPy
+on_simulated_gpu = pytest.mark.skipif(
+    not simulated(), reason="runs on the simulated GPU (test_kernels_a_simulated.py starts it)")
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="no C++ compiler (g++) for the simulated GPU")
+def test_kernel_families_on_the_simulated_gpu():
+    path = os.pathsep.join([HERE, os.path.join(REPO, "backends"), os.environ.get("PYTHONPATH", "")])
+    env = dict(os.environ, PYTHONPATH=path)
+    env.pop("PYTEST_ADDOPTS", None)
+    files = [os.path.join(HERE, f"test_kernels_a_{f}.py") for f in FAMILIES]
+    done = subprocess.run([sys.executable, "-m", "pytest", "-p", "fake_cupy_plugin", "-q",
+                           "-p", "no:cacheprovider", "-p", "no:randomly", *files],
+                          capture_output=True, text=True, env=env, cwd=REPO, timeout=600)
+    tail = done.stdout[-4000:] + done.stderr[-2000:]
+    assert done.returncode == 0, tail
+    assert " passed" in done.stdout and "skipped" not in done.stdout, tail
+
+
+# ---------------------------------------------------------------- helpers of the family files
+
+def backend():
+    """The ``cupy`` backend object (the simulated GPU's)."""
+    from plax import plugins
+    return plugins.registry().get_backend("cupy")
+
+
+def run_kernel(primitive, *host_args, **params):
+    """``primitive``'s GPU kernel on device copies of ``host_args``, called as the backend
+    calls kernels (on the device's stream, bfloat16 operands widened unless the kernel moves
+    bits); the result(s) read back to the host."""
+    from plax_cupy import kernels
+    be = backend()
+    fn = kernels.impls()[primitive]
+    device = be.devices()[0]
+    bufs = [be.put(np.asarray(a), device) for a in host_args]
+    out = be._wrap(fn, primitive)(*bufs, **params)
+    if isinstance(out, (list, tuple)):
+        return [be.to_host(o) for o in out]
+    return be.to_host(out)
+
+
+def reference(primitive, *host_args, **params):
+    import plax_numpy
+    return plax_numpy.impls()[primitive](*[np.asarray(a) for a in host_args], **params)
+
+
+def check(primitive, *host_args, rtol=None, **params):
+    """Asserts the GPU kernel's results equal the NumPy backend's: shape and dtype always,
+    values exactly (NaN equal to NaN) or, with ``rtol``, to that relative tolerance."""
+    got = run_kernel(primitive, *host_args, **params)
+    want = reference(primitive, *host_args, **params)
+    gots = got if isinstance(got, list) else [got]
+    wants = list(want) if isinstance(want, (list, tuple)) else [want]
+    assert len(gots) == len(wants)
+    for g, w in zip(gots, wants):
+        w = np.asarray(w)
+        assert g.shape == w.shape, (primitive.name, g.shape, w.shape)
+        assert g.dtype == w.dtype, (primitive.name, g.dtype, w.dtype)
+        if rtol is None or w.dtype.kind not in "fcV":
+            np.testing.assert_array_equal(_comparable(g), _comparable(w), err_msg=primitive.name)
+        else:
+            np.testing.assert_allclose(g.astype(np.complex128 if w.dtype.kind == "c" else np.float64),
+                                       w.astype(np.complex128 if w.dtype.kind == "c" else np.float64),
+                                       rtol=rtol, atol=rtol, err_msg=primitive.name)
+    return got
+
+
+def _comparable(a):
+    # exact comparison of the bits of floats (NaN payloads aside: any NaN equals any NaN),
+    # values otherwise
+    a = np.asarray(a)
+    if a.dtype.kind in "fcV" or a.dtype.name == "bfloat16":
+        wide = a.astype(np.complex128 if a.dtype.kind == "c" else np.float64)
+        return wide
+    return a
+
+
+BF16 = np.dtype("bfloat16") if "bfloat16" in np.sctypeDict else None
+
+
+def dtypes_all():
+    """Every dtype a structural primitive takes: bool, the integers, the floats (bfloat16
+    included) and the complex types."""
+    import ml_dtypes
+    return [np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32,
+            np.uint64, np.float16, ml_dtypes.bfloat16, np.float32, np.float64, np.complex64,
+            np.complex128]
+
+
+def sample(shape, dtype, seed=0):
+    """Values of ``dtype`` and ``shape`` with signs, zeros and (for floats) NaN and inf."""
+    rng = np.random.default_rng(seed)
+    dtype = np.dtype(dtype)
+    if dtype.kind == "b":
+        return rng.random(shape) > 0.5
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        return rng.integers(max(info.min, -100), min(info.max, 100), size=shape, endpoint=True).astype(dtype)
+    x = rng.standard_normal(shape) * 4
+    if dtype.kind == "c":
+        x = x + 1j * rng.standard_normal(shape)
+    return x.astype(dtype)
+
+
+def provide_cupy_names() -> None:
+    """Until the simulated CuPy provides CuPy's API generically (``fake_cupy_api.py``), adds
+    the functions these kernels call to the older simulation, as NumPy functions on its
+    device arrays (which subclass NumPy's there)."""
+    import importlib.util
+    import cupy
+    if not hasattr(cupy, "_dev"):
+        return
+
+    def device(fn):
+        def call(*args, **kwargs):
+            out = fn(*[cupy._host(a) for a in args],
+                     **{k: cupy._host(v) for k, v in kwargs.items()})
+            if isinstance(out, tuple):
+                return tuple(cupy._dev(o) for o in out)
+            return cupy._dev(out) if isinstance(out, np.ndarray) or np.isscalar(out) else out
+        return call
+
+    names = ("broadcast_to", "reshape", "squeeze", "expand_dims", "flip", "concatenate",
+                 "full", "take_along_axis", "take", "argsort", "sort", "cumsum", "cumprod",
+                 "maximum", "minimum", "logaddexp", "add", "multiply", "logical_or",
+                 "logical_and", "bitwise_and", "bitwise_or", "bitwise_xor", "logical_xor",
+                 "sum", "prod", "max", "min", "all", "any", "argmax", "argmin", "isnan",
+                 "clip", "moveaxis", "ones", "zeros_like", "real", "imag", "conj",
+                 "nextafter", "invert", "right_shift", "left_shift", "equal", "not_equal",
+                 "less", "greater", "copy", "indices", "broadcast_arrays", "ix_",
+                 "empty_like", "trunc", "isinf", "signbit", "abs", "choose", "lexsort",
+                 "logical_not", "count_nonzero", "cumulative_sum")
+    if importlib.util.find_spec("fake_cupy_api") is not None:
+        import fake_cupy_api
+        names = fake_cupy_api.NUMPY
+    for name in names:
+        if not hasattr(cupy, name) and hasattr(np, name):
+            setattr(cupy, name, device(getattr(np, name)))
