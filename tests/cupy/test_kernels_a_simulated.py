@@ -167,3 +167,39 @@ def provide_cupy_names() -> None:
     for name in names:
         if not hasattr(cupy, name) and hasattr(np, name):
             setattr(cupy, name, device(getattr(np, name)))
+
+
+def check_program(fn, *host_args, primitives, rtol=None):
+    """Traces ``fn`` and evaluates its equations with the NumPy backend's kernels; each equation
+    of ``primitives`` (names) is also run with its GPU kernel on the same operands and
+    compared (:func:`check`). Returns how many equations were compared, so a test can assert
+    that its program reached the primitives it is about."""
+    import plax
+    from plax.core.jaxpr import Literal
+    closed = plax.make_jaxpr(fn)(*host_args)
+    compared = [0]
+
+    def evaluate(jaxpr, consts, args):
+        env = {}
+        for v, val in zip(jaxpr.constvars, consts):
+            env[v] = val
+        for v, val in zip(jaxpr.invars, args):
+            env[v] = np.asarray(val)
+        read = lambda v: np.asarray(v.val, v.aval.dtype) if isinstance(v, Literal) else env[v]  # noqa: E731
+        for eqn in jaxpr.eqns:
+            ins = [read(v) for v in eqn.invars]
+            inner = eqn.params.get("jaxpr")
+            if eqn.primitive.name == "jit" and inner is not None:
+                outs = evaluate(inner.jaxpr, inner.consts, ins)
+            else:
+                if eqn.primitive.name in primitives:
+                    check(eqn.primitive, *ins, rtol=rtol, **eqn.params)
+                    compared[0] += 1
+                out = reference(eqn.primitive, *ins, **eqn.params)
+                outs = list(out) if eqn.primitive.multiple_results else [out]
+            for v, o in zip(eqn.outvars, outs):
+                env[v] = np.asarray(o)
+        return [read(v) for v in jaxpr.outvars]
+
+    evaluate(closed.jaxpr, closed.consts, host_args)
+    return compared[0]
