@@ -497,14 +497,15 @@ class Launcher:
         args: list = []
         for inp, buf in zip(plan.inputs, buffers):
             if inp.kind == "literal":
-                args.append(np.asarray(inp.value, inp.dtype)[()])
-            else:
-                args.append(cupy.ascontiguousarray(buf))
+                value = np.asarray(inp.value, inp.dtype)
+                args.append((value.view(np.uint16) if value.dtype == BF16 else value)[()])
+            else:  # bfloat16 travels as its bits (the kernel reads 16-bit patterns)
+                args.append(cupy.ascontiguousarray(buf.bits if isinstance(buf, Bf16Buffer) else buf))
         outs: list = [None] * len(plan.out_dtypes)
         for j in plan.elem_outputs:
-            outs[j] = cupy.empty(plan.out_shapes[j], plan.out_dtypes[j])
+            outs[j] = _device_empty(plan.out_shapes[j], plan.out_dtypes[j])
         fns = self._functions()
-        elem_args = [outs[j] for j in plan.elem_outputs]
+        elem_args = [_bits(outs[j]) for j in plan.elem_outputs]
         if not plan.reductions:
             if plan.n:
                 grid, block = codegen.elementwise_launch(plan.n, sm)
@@ -513,16 +514,27 @@ class Launcher:
         grid, block, bpo = codegen.reduction_launch(plan.n_out, plan.n_red, sm)
         partials = [cupy.empty(max(plan.n_out, 1) * bpo, red.acc) for _, red in plan.reductions]
         for j, _ in plan.reductions:
-            outs[j] = cupy.empty(plan.out_shapes[j], plan.out_dtypes[j])
+            outs[j] = _device_empty(plan.out_shapes[j], plan.out_dtypes[j])
         if plan.n_out:
             fns[0]((grid,), (block,), tuple(args + elem_args + partials
                                            + [np.int64(plan.n_out), np.int64(plan.n_red), np.int32(bpo)]))
             fgrid, fblock = codegen.elementwise_launch(plan.n_out, sm)
             final = []
             for (j, _), p in zip(plan.reductions, partials):
-                final += [p, outs[j]]
+                final += [p, _bits(outs[j])]
             fns[1]((fgrid,), (fblock,), tuple(final + [np.int64(plan.n_out), np.int32(bpo)]))
         return outs
+
+
+def _device_empty(shape, dtype):
+    """An uninitialised device buffer (a :class:`Bf16Buffer` of bits for bfloat16)."""
+    if np.dtype(dtype) == BF16:
+        return Bf16Buffer(cupy.empty(shape, np.uint16))
+    return cupy.empty(shape, dtype)
+
+
+def _bits(buf):
+    return buf.bits if isinstance(buf, Bf16Buffer) else buf
 
 
 class ThreefryLauncher:
