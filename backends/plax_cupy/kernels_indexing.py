@@ -24,6 +24,7 @@ from plax.lax.slicing import GatherScatterMode
 from plax_cupy.backend import BF16, Bf16Buffer
 from plax_cupy.kernels import kernel
 from plax_cupy.kernels_shape import on_bits
+from plax_cupy.kernels_sort import maximum, minimum
 
 _I64 = np.int64
 
@@ -164,26 +165,6 @@ gather.bf16 = "bits"
 
 # ---------------------------------------------------------------- scatter
 
-def _greater(a, b):
-    """``a > b`` for the combine of scatter_max/min: complex numbers in lexicographic (real,
-    imaginary) order, as NumPy's maximum compares them."""
-    if a.dtype.kind == "c":
-        return (a.real > b.real) | ((a.real == b.real) & (a.imag > b.imag))
-    return a > b
-
-
-def _max(a, b):
-    if a.dtype.kind == "c":
-        return cupy.where(_greater(b, a), b, a)
-    return cupy.maximum(a, b)  # NaN wins, as NumPy's maximum
-
-
-def _min(a, b):
-    if a.dtype.kind == "c":
-        return cupy.where(_greater(a, b), b, a)
-    return cupy.minimum(a, b)
-
-
 def _add(a, b):
     return cupy.logical_or(a, b) if a.dtype.kind == "b" else a + b
 
@@ -250,5 +231,5 @@ def _scatter(combine):
 kernel(lax.scatter_p)(_scatter(None))
 kernel(lax.scatter_add_p)(_scatter(_add))
 kernel(lax.scatter_mul_p)(_scatter(_mul))
-kernel(lax.scatter_min_p)(_scatter(_min))
-kernel(lax.scatter_max_p)(_scatter(_max))
+kernel(lax.scatter_min_p)(_scatter(minimum))
+kernel(lax.scatter_max_p)(_scatter(maximum))
