@@ -101,8 +101,8 @@ def _comparable(a):
     # values otherwise
     a = np.asarray(a)
     if a.dtype.kind in "fcV" or a.dtype.name == "bfloat16":
-        wide = a.astype(np.complex128 if a.dtype.kind == "c" else np.float64)
-        return wide
+        with np.errstate(invalid="ignore"):
+            return a.astype(np.complex128 if a.dtype.kind == "c" else np.float64)
     return a
 
 
