@@ -1,7 +1,7 @@
 """GPU kernels of the precision and bit-level primitives, and of the elementwise ones on the
 dtypes fused kernels may decline (float16, bfloat16, complex): convert_element_type,
-bitcast_convert_type, reduce_precision, nextafter, clz, mulhi, select_n, clamp, complex, real,
-imag, conj.
+bitcast_convert_type, reduce_precision, nextafter, square, clz, mulhi, select_n, clamp,
+complex, real, imag, conj.
 
 Integer arithmetic on the bits (reduce_precision's rounding, clz's binary search, mulhi's
 32-bit halves, nextafter's step of one unit) is CuPy array arithmetic on unsigned views, so it
@@ -16,7 +16,7 @@ import numpy as np
 import cupy
 
 from plax import lax
-from plax.lax.extra_elementwise import clz_p, mulhi_p
+from plax.lax.extra_elementwise import clz_p, mulhi_p, square_p
 from plax.lax.precision import reduce_precision_p
 from plax_cupy.backend import Bf16Buffer, widen_bf16
 from plax_cupy.kernels import kernel
@@ -125,7 +125,13 @@ def nextafter(x, y):
 nextafter.bf16 = "bits"
 
 
-# ---------------------------------------------------------------- integer bit tricks
+# ---------------------------------------------------------------- extra elementwise
+
+@kernel(square_p)
+def square(x):
+    """``x * x`` in ``x``'s dtype (integers wrap)."""
+    return x * x
+
 
 @kernel(clz_p)
 def clz(x):

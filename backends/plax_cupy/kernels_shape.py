@@ -1,5 +1,6 @@
 """GPU kernels of the shape primitives: broadcast_in_dim, reshape, transpose, squeeze,
-expand_dims, rev, pad, concatenate, iota.
+expand_dims, rev, pad, concatenate, iota, and the identities stop_gradient and (checkpoint)
+name.
 
 Each is one or two CuPy calls (views where CuPy gives views, else one copy kernel); none reads
 a value on the host. They move elements without computing on them, so they run on a bfloat16
@@ -21,6 +22,7 @@ import numpy as np
 import cupy
 
 from plax import lax
+from plax.transforms.checkpoint import name_p
 from plax_cupy.backend import Bf16Buffer
 from plax_cupy.kernels import kernel
 
@@ -136,3 +138,10 @@ def iota(*, dtype, shape, dimension):
     expanded = [1] * len(shape)
     expanded[dimension] = count
     return cupy.broadcast_to(line.reshape(expanded), tuple(shape))
+
+
+@kernel(lax.stop_gradient_p, name_p)
+@on_bits
+def identity(x, **params):
+    """The operand itself (buffers are immutable, so no copy)."""
+    return x

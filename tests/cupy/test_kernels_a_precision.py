@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from plax import lax
-from plax.lax.extra_elementwise import clz_p, mulhi_p
+from plax.lax.extra_elementwise import clz_p, mulhi_p, square_p
 from plax.lax.precision import reduce_precision_p
 from test_kernels_a_simulated import (check, dtypes_all, on_simulated_gpu, provide_cupy_names,
                                       run_kernel, sample)
@@ -130,3 +130,11 @@ def test_select_n_bfloat16():
     values = run_kernel(lax.select_n_p, np.array([True, False]),
                         np.array([1, 2], ml_dtypes.bfloat16), np.array([3, 4], ml_dtypes.bfloat16))
     np.testing.assert_array_equal(values.astype(np.float32), [3, 2])
+
+
+@pytest.mark.parametrize("dtype", [d for d in dtypes_all() if np.dtype(d).kind != "b"], ids=IDS)
+def test_square(dtype):
+    x = sample((3, 7), dtype)
+    if np.dtype(dtype).kind in "iu":
+        x = x * np.asarray(np.iinfo(dtype).max // 50, dtype)  # wraps
+    check(square_p, x, rtol=None if np.dtype(dtype).kind in "iu" else 1e-6)

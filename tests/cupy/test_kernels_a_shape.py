@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from plax import lax
+from plax.transforms.checkpoint import name_p
 from test_kernels_a_simulated import check, dtypes_all, on_simulated_gpu, provide_cupy_names, sample
 
 pytestmark = on_simulated_gpu
@@ -26,6 +27,8 @@ def test_moves_of_every_dtype(dtype):
     check(lax.rev_p, x, dimensions=(0, 2))
     check(lax.rev_p, x, dimensions=())
     check(lax.concatenate_p, x, x[:, :2], sample((2, 1, 4), dtype, 1), dimension=1)
+    check(lax.stop_gradient_p, x)
+    check(name_p, x, name="tagged")
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
