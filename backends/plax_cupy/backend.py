@@ -36,7 +36,7 @@ import cupy
 from plax.backend import Backend, UnsupportedPrimitiveError
 from plax.device import CudaDevice
 
-from plax_cupy import codegen, nvrtc
+from plax_cupy import codegen, nvrtc, runtime
 from plax_cupy.runtime import GpuInfo, GpuOutOfMemoryError, memory_fraction, oom_bytes
 
 
@@ -178,6 +178,7 @@ class CupyBackend(Backend):
 
     def put(self, host_array: np.ndarray, device) -> Any:
         host = np.asarray(host_array)
+        runtime.TOTALS[runtime.H2D] += 1
         if host.dtype == BF16:  # CuPy has no bfloat16: its bits
             bits = np.array(host, copy=True).view(np.uint16)  # (ascontiguousarray makes 0-d 1-d)
             with self.on(device):
@@ -193,6 +194,7 @@ class CupyBackend(Backend):
             return self.to_host(buffer.bits).view(BF16)
         if not isinstance(buffer, cupy.ndarray):
             return np.asarray(buffer)
+        runtime.TOTALS[runtime.D2H] += 1
         device = self.device_of(buffer)
         s = self.stream(device)
         with cupy.cuda.Device(device.id):
@@ -265,34 +267,38 @@ class CupyBackend(Backend):
         return self.eager_impl(primitive)(*buffers, **params)
 
     def _make_eager(self, primitive) -> Callable:
-        from plax import lax
+        """The eager kernel of ``primitive``: a plugin's (:meth:`register_kernel`), control flow,
+        the generated kernel of a fusible primitive, the GPU kernel table
+        (:func:`plax_cupy.kernels.impls`), cuBLAS ``dot_general`` and the threefry kernel; the
+        host reference kernel only as a counted, warned last resort."""
         from plax.lowering import fusion_kind
+        from plax_cupy import kernels
         if primitive in self._kernels:
             return self._kernels[primitive]
         name = primitive.name
+        if name in ("cond", "while", "scan"):
+            return self._control_flow(name)
+        gpu = kernels.impls().get(primitive)
+        if fusion_kind(primitive) is not None and not primitive.multiple_results:
+            return self._wrap(functools.partial(self._eager_fused, primitive, gpu), primitive)
+        if gpu is not None:
+            return self._wrap(gpu, primitive)
         if name == "dot_general":
             return self._wrap(dot_general, primitive)
         if name == "threefry2x32":
             return self._wrap(self._threefry, primitive)
-        if name in ("cond", "while", "scan"):
-            return self._control_flow(name)
-        ref = self._reference().get(primitive)
-        if fusion_kind(primitive) is not None and not primitive.multiple_results:
-            return self._wrap(functools.partial(self._eager_fused, primitive, ref), primitive)
-        if ref is None:
-            def missing(*buffers, **params):
-                raise UnsupportedPrimitiveError(self.name, name)
-            return missing
-        return self._wrap(functools.partial(self._on_reference, primitive, ref), primitive)
-        del lax  # noqa
+        return self._wrap(functools.partial(self._on_host, primitive), primitive)
 
     def _wrap(self, fn: Callable, primitive) -> Callable:
         """``fn`` run on the operands' device and stream, with out-of-memory errors named and
         bfloat16 operands widened to float32 (results of bfloat16 type rounded back)."""
+        on_bits = getattr(fn, "bf16", None) == "bits"  # the kernel takes Bf16Buffers itself
+
         def run(*buffers, **params):
             device = self._device_for(buffers)
             with self.on(device):
-                if any(isinstance(b, Bf16Buffer) for b in buffers) or _mentions_bf16(params):
+                if not on_bits and (any(isinstance(b, Bf16Buffer) for b in buffers)
+                                    or _mentions_bf16(params)):
                     return self._alloc(device, lambda: self._bf16_call(primitive, fn, buffers, params), None)
                 return self._alloc(device, lambda: fn(*buffers, **params), None)
         return run
@@ -325,8 +331,9 @@ class CupyBackend(Backend):
                 return self._devices[b.device.id]
         return self._devices[0]
 
-    def _eager_fused(self, primitive, ref, *buffers, **params):
-        """One fusible primitive as its generated kernel (cached per signature)."""
+    def _eager_fused(self, primitive, gpu, *buffers, **params):
+        """One fusible primitive as its generated kernel (cached per signature); where the
+        generator declines it, the kernel table's kernel, else the host fallback."""
         from plax.core.jaxpr import JaxprEqn, Var
         from plax.core.shaped_array import ShapedArray
         avals = [ShapedArray(tuple(b.shape), np.dtype(b.dtype)) for b in buffers]
@@ -342,29 +349,28 @@ class CupyBackend(Backend):
                 launcher = Launcher(plan, self)
             except codegen.Unsupported as why:
                 launcher = None
-                warn_once(("eager", primitive.name, tuple(str(a.dtype) for a in avals)),
-                          f"plax_cupy: {why}; {primitive.name} runs as a CuPy operation instead.")
+                if gpu is None:
+                    warn_once(("eager", primitive.name, tuple(str(a.dtype) for a in avals)),
+                              f"plax_cupy: {why}; {primitive.name} has no other GPU path.")
             self._launchers[key] = launcher or False
         if not launcher:
-            return self._on_reference(primitive, ref, *buffers, **params)
+            if gpu is not None:
+                return gpu(*buffers, **params)
+            return self._on_host(primitive, *buffers, **params)
         return launcher(*buffers)[0]
 
-    def _on_reference(self, primitive, ref, *buffers, **params):
-        """The reference kernel on CuPy arrays (NumPy dispatches to CuPy); on the host when it
-        needs NumPy arrays, with one warning."""
+    def _on_host(self, primitive, *buffers, **params):
+        """The last resort of a primitive with no GPU path: its reference (NumPy) kernel on the
+        host, operands copied there and results back; counted
+        (:func:`plax_cupy.counters` ``host_fallbacks``) and warned once per primitive."""
+        ref = self._reference().get(primitive)
         if ref is None:
             raise UnsupportedPrimitiveError(self.name, primitive.name)
-        host_key = ("host", primitive.name)
-        if host_key not in _warned:
-            try:
-                with np.errstate(all="ignore"):
-                    out = ref(*buffers, **params)
-                return self._as_device(out, buffers)
-            except (TypeError, ValueError, NotImplementedError, AttributeError):
-                warn_once(host_key, f"plax_cupy: primitive {primitive.name!r} has no GPU path; it "
-                                    "runs on the reference kernels on the host (operands copied "
-                                    "there and back).")
-        host = [self.to_host(b) if isinstance(b, cupy.ndarray) else b for b in buffers]
+        runtime.note_fallback(primitive.name)
+        warn_once(("host", primitive.name),
+                  f"plax_cupy: primitive {primitive.name!r} has no GPU path; it runs on the "
+                  "reference kernels on the host (operands copied there and back).")
+        host = [self.to_host(b) if isinstance(b, (cupy.ndarray, Bf16Buffer)) else b for b in buffers]
         with np.errstate(all="ignore"):
             out = ref(*host, **params)
         return self._as_device(out, buffers)
@@ -372,8 +378,8 @@ class CupyBackend(Backend):
     def _as_device(self, out, buffers):
         device = self._device_for(buffers)
         if isinstance(out, (list, tuple)):
-            return [o if isinstance(o, cupy.ndarray) else self.put(np.asarray(o), device) for o in out]
-        return out if isinstance(out, cupy.ndarray) else self.put(np.asarray(out), device)
+            return [self.put(np.asarray(o), device) for o in out]
+        return self.put(np.asarray(out), device)
 
     def _threefry(self, k0, k1, x0, x1):
         launcher = self._launchers.get("threefry")
@@ -397,7 +403,12 @@ class CupyBackend(Backend):
               "scan": control_flow.run_scan}[name]
 
         def run(*buffers, **params):
-            return fn(runner_for(self._device_for(buffers)), *buffers, **params)
+            # on the device's stream, as every other operation (_wrap): the loop's own CuPy work
+            # (slicing xs, stacking ys) must queue behind the bodies' kernels, not run on the
+            # legacy default stream, which does not wait for the backend's non-blocking stream
+            device = self._device_for(buffers)
+            with self.on(device):
+                return fn(runner_for(device), *buffers, **params)
         return run
 
     def sm_count(self, device_id: int) -> int:
@@ -510,6 +521,7 @@ class Launcher:
             if plan.n:
                 grid, block = codegen.elementwise_launch(plan.n, sm)
                 fns[0]((grid,), (block,), tuple(args + elem_args + [np.int64(plan.n)]))
+                runtime.TOTALS[runtime.LAUNCHES] += 1
             return outs
         grid, block, bpo = codegen.reduction_launch(plan.n_out, plan.n_red, sm)
         partials = [cupy.empty(max(plan.n_out, 1) * bpo, red.acc) for _, red in plan.reductions]
@@ -523,6 +535,7 @@ class Launcher:
             for (j, _), p in zip(plan.reductions, partials):
                 final += [p, _bits(outs[j])]
             fns[1]((fgrid,), (fblock,), tuple(final + [np.int64(plan.n_out), np.int32(bpo)]))
+            runtime.TOTALS[runtime.LAUNCHES] += 2
         return outs
 
 
@@ -563,6 +576,7 @@ class ThreefryLauncher:
         if n:
             grid, block = codegen.elementwise_launch(n, self.backend.sm_count(cupy.cuda.Device().id))
             self._fn((grid,), (block,), tuple(ops + [y0, y1, np.int64(n)] + strides))
+            runtime.TOTALS[runtime.LAUNCHES] += 1
         return [y0, y1]
 
 

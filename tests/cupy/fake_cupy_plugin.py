@@ -5,7 +5,8 @@
         --pyargs plax.testing.conformance --plax-backend=cupy --plax-conformance-quick
 
 Loaded with ``-p`` (before any conftest), it puts the simulated CuPy in place of the real one
-and registers the CuPy backend's plugin, which then finds one "GPU".
+and registers the CuPy backend's plugin, which then finds one "GPU"; every simulated CuPy
+operation counts as a launch in ``plax_cupy.counters()``.
 """
 import fake_cupy
 
@@ -16,8 +17,10 @@ def _register():
     # at import (``-p`` loads this before the conformance kit chooses its backends)
     from plax import plugins
     import plax_cupy.plugin
+    from plax_cupy import runtime
     if "cupy" not in plugins.registry().backends:
         plugins.register_plugin(plax_cupy.plugin, name="plax_cupy_simulated")
+    fake_cupy.LAUNCH_HOOK = runtime.note_launch
 
 
 _register()
