@@ -361,6 +361,19 @@ __device__ __forceinline__ unsigned short plax_f16_bits(double x) {
   const unsigned long long r = a - (1008ull << 52);  // rebias 1023 -> 15
   return (unsigned short)(sign | (unsigned short)((r + 0x1ffffffffffull + ((r >> 42) & 1ull)) >> 42));
 }
+// the same from float, in 32-bit integers (the common case: results computed in float)
+__device__ __forceinline__ unsigned short plax_f16_bits(float x) {
+  const unsigned int b = plax_bitcast<unsigned int>(x);
+  const unsigned short sign = (unsigned short)((b >> 16) & 0x8000u);
+  const unsigned int a = b & 0x7fffffffu;
+  if (a > 0x7f800000u) return (unsigned short)(sign | 0x7e00u | ((a >> 13) & 0x3ffu));
+  if (a >= 0x477ff000u) return (unsigned short)(sign | 0x7c00u);  // >= 65520: inf
+  if (a < 0x38800000u) {  // below 2**-14: a subnormal (or zero), in units of 2**-24
+    return (unsigned short)(sign | (unsigned short)rintf(plax_bitcast<float>(a) * 0x1p24f));
+  }
+  const unsigned int r = a - (112u << 23);  // rebias 127 -> 15
+  return (unsigned short)(sign | (unsigned short)((r + 0xfffu + ((r >> 13) & 1u)) >> 13));
+}
 __device__ __forceinline__ float plax_bf16_value(unsigned short h) {
   return plax_bitcast<float>((unsigned int)h << 16);
 }
@@ -372,8 +385,10 @@ __device__ __forceinline__ unsigned short plax_bf16_bits(float x) {  // from flo
 __device__ __forceinline__ float plax_val(plax_f16 h) { return plax_f16_value(h.bits); }
 __device__ __forceinline__ float plax_val(plax_bf16 h) { return plax_bf16_value(h.bits); }
 __device__ __forceinline__ plax_f16 plax_to_f16(double x) { plax_f16 h; h.bits = plax_f16_bits(x); return h; }
+__device__ __forceinline__ plax_f16 plax_to_f16(float x) { plax_f16 h; h.bits = plax_f16_bits(x); return h; }
 __device__ __forceinline__ plax_bf16 plax_to_bf16(float x) { plax_bf16 h; h.bits = plax_bf16_bits(x); return h; }
 __device__ __forceinline__ float plax_round_f16(double x) { return plax_f16_value(plax_f16_bits(x)); }
+__device__ __forceinline__ float plax_round_f16(float x) { return plax_f16_value(plax_f16_bits(x)); }
 __device__ __forceinline__ float plax_round_bf16(float x) { return plax_bf16_value(plax_bf16_bits(x)); }
 __device__ __forceinline__ float plax_nextafter_f16(float x, float y) {
   if (x != x || y != y) return x + y;
@@ -697,7 +712,7 @@ def _real_expr(eqn, a: list[str], din: list, dout) -> str:
 def _bitcast_16(x: str, src, dst) -> str:
     """A bit cast between 16-bit types where one is float16 or bfloat16 (value: float)."""
     if src == np.float16:
-        bits = f"plax_f16_bits((double){x})"
+        bits = f"plax_f16_bits({x})"
     elif is_half(src):
         bits = f"plax_bf16_bits({x})"
     else:
@@ -794,8 +809,9 @@ def convert_expr(x: str, src, dst) -> str:
         return f"plax_cplx<{p}>(({p}){x}, ({p})0)"
     if dst == np.bool_:
         return f"({x} != 0)"
-    if dst == np.float16:
-        return f"plax_round_f16((double){x})"
+    if dst == np.float16:  # float32 and narrower values round from float, the rest from double
+        wide = src.itemsize > 4 or src.kind in "iu" and src.itemsize > 2
+        return f"plax_round_f16(({'double' if wide else 'float'}){x})"
     if is_half(dst):
         return f"plax_round_bf16((float){x})"
     if dst.kind in "iu" and _kind(src) == "f":
