@@ -19,7 +19,7 @@ import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
-FAMILIES = ("shape", "indexing", "reduction", "sort", "precision", "random")
+FAMILIES = ("shape", "indexing", "reduction", "sort", "precision", "programs")
 
 
 def simulated() -> bool:
