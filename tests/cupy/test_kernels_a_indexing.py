@@ -8,12 +8,10 @@ import pytest
 
 import plax.numpy as jnp
 from plax import lax
-from test_kernels_a_simulated import (check, check_program, dtypes_all, on_simulated_gpu,
-                                      provide_cupy_names, sample)
+from test_kernels_a_simulated import (check, check_program, dtypes_all, on_a_gpu,
+                                      sample)
 
-pytestmark = on_simulated_gpu
-if not on_simulated_gpu.args[0]:
-    provide_cupy_names()
+pytestmark = on_a_gpu
 
 DTYPES = dtypes_all()
 IDS = lambda d: np.dtype(d).name  # noqa: E731

@@ -10,12 +10,10 @@ import pytest
 from plax import lax
 from plax.lax.extra_elementwise import clz_p, mulhi_p, square_p
 from plax.lax.precision import reduce_precision_p
-from test_kernels_a_simulated import (check, dtypes_all, on_simulated_gpu, provide_cupy_names,
+from test_kernels_a_simulated import (check, dtypes_all, on_a_gpu,
                                       run_kernel, sample)
 
-pytestmark = on_simulated_gpu
-if not on_simulated_gpu.args[0]:
-    provide_cupy_names()
+pytestmark = on_a_gpu
 
 IDS = lambda d: np.dtype(d).name  # noqa: E731
 INTS = [np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64]

@@ -11,11 +11,9 @@ import pytest
 import plax
 import plax.numpy as jnp
 from plax import lax
-from test_kernels_a_simulated import on_simulated_gpu, provide_cupy_names
+from test_kernels_a_simulated import on_a_gpu
 
-pytestmark = on_simulated_gpu
-if not on_simulated_gpu.args[0]:
-    provide_cupy_names()
+pytestmark = on_a_gpu
 
 
 def _program(x, i, u):

@@ -9,11 +9,9 @@ import pytest
 
 from plax import lax
 from plax.lax.cumlogsumexp import cumlogsumexp_p
-from test_kernels_a_simulated import check, on_simulated_gpu, provide_cupy_names, sample
+from test_kernels_a_simulated import check, on_a_gpu, sample
 
-pytestmark = on_simulated_gpu
-if not on_simulated_gpu.args[0]:
-    provide_cupy_names()
+pytestmark = on_a_gpu
 
 INTS = [np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64]
 FLOATS = [np.float16, ml_dtypes.bfloat16, np.float32, np.float64]

@@ -7,11 +7,9 @@ import pytest
 
 from plax import lax
 from plax.transforms.checkpoint import name_p
-from test_kernels_a_simulated import check, dtypes_all, on_simulated_gpu, provide_cupy_names, sample
+from test_kernels_a_simulated import check, dtypes_all, on_a_gpu, sample
 
-pytestmark = on_simulated_gpu
-if on_simulated_gpu.args and not on_simulated_gpu.args[0]:
-    provide_cupy_names()
+pytestmark = on_a_gpu
 
 DTYPES = dtypes_all()
 

@@ -2,8 +2,8 @@
 (``plax_cupy.kernels_{shape,indexing,reduction,sort,precision,random}``) run on the simulated
 GPU of ``fake_cupy`` and compared with the NumPy backend's kernels.
 
-The family files (``test_kernels_a_<family>.py``) run only where ``cupy`` is the simulated
-one; this file runs them in one child process with ``-p fake_cupy_plugin`` (the simulation
+The family files (``test_kernels_a_<family>.py``) run where ``cupy`` is the simulated one or
+a GPU is present; this file runs them in one child process with ``-p fake_cupy_plugin`` (the simulation
 takes the name ``cupy``, so it never meets a real CuPy of this session), and holds the helper
 they share, :func:`check`.
 """
@@ -28,9 +28,17 @@ def simulated() -> bool:
     return mod is not None and getattr(mod, "__version__", "").endswith("simulated")
 
 
-#: marks a family file's tests: they need the simulated GPU in place of CuPy
-on_simulated_gpu = pytest.mark.skipif(
-    not simulated(), reason="runs on the simulated GPU (test_kernels_a_simulated.py starts it)")
+def _real_gpu() -> bool:
+    if simulated():
+        return False
+    from conftest import GPU_PROBLEM
+    return not GPU_PROBLEM
+
+
+#: marks a family file's tests: they run on the simulated GPU (in place of CuPy) or a real one
+on_a_gpu = pytest.mark.skipif(
+    not (simulated() or _real_gpu()),
+    reason="no CUDA GPU present; runs on the simulated GPU (test_kernels_a_simulated.py starts it)")
 
 
 @pytest.mark.skipif(shutil.which("g++") is None, reason="no C++ compiler (g++) for the simulated GPU")
@@ -106,9 +114,6 @@ def _comparable(a):
     return a
 
 
-BF16 = np.dtype("bfloat16") if "bfloat16" in np.sctypeDict else None
-
-
 def dtypes_all():
     """Every dtype a structural primitive takes: bool, the integers, the floats (bfloat16
     included) and the complex types."""
@@ -131,42 +136,6 @@ def sample(shape, dtype, seed=0):
     if dtype.kind == "c":
         x = x + 1j * rng.standard_normal(shape)
     return x.astype(dtype)
-
-
-def provide_cupy_names() -> None:
-    """Until the simulated CuPy provides CuPy's API generically (``fake_cupy_api.py``), adds
-    the functions these kernels call to the older simulation, as NumPy functions on its
-    device arrays (which subclass NumPy's there)."""
-    import importlib.util
-    import cupy
-    if not hasattr(cupy, "_dev"):
-        return
-
-    def device(fn):
-        def call(*args, **kwargs):
-            out = fn(*[cupy._host(a) for a in args],
-                     **{k: cupy._host(v) for k, v in kwargs.items()})
-            if isinstance(out, tuple):
-                return tuple(cupy._dev(o) for o in out)
-            return cupy._dev(out) if isinstance(out, np.ndarray) or np.isscalar(out) else out
-        return call
-
-    names = ("broadcast_to", "reshape", "squeeze", "expand_dims", "flip", "concatenate",
-                 "full", "take_along_axis", "take", "argsort", "sort", "cumsum", "cumprod",
-                 "maximum", "minimum", "logaddexp", "add", "multiply", "logical_or",
-                 "logical_and", "bitwise_and", "bitwise_or", "bitwise_xor", "logical_xor",
-                 "sum", "prod", "max", "min", "all", "any", "argmax", "argmin", "isnan",
-                 "clip", "moveaxis", "ones", "zeros_like", "real", "imag", "conj",
-                 "nextafter", "invert", "right_shift", "left_shift", "equal", "not_equal",
-                 "less", "greater", "copy", "indices", "broadcast_arrays", "ix_",
-                 "empty_like", "trunc", "isinf", "signbit", "abs", "choose", "lexsort",
-                 "logical_not", "count_nonzero", "cumulative_sum")
-    if importlib.util.find_spec("fake_cupy_api") is not None:
-        import fake_cupy_api
-        names = fake_cupy_api.NUMPY
-    for name in names:
-        if not hasattr(cupy, name) and hasattr(np, name):
-            setattr(cupy, name, device(getattr(np, name)))
 
 
 def check_program(fn, *host_args, primitives, rtol=None):

@@ -9,11 +9,9 @@ import pytest
 
 from plax import lax
 from plax.lax.top_k import top_k_p
-from test_kernels_a_simulated import check, dtypes_all, on_simulated_gpu, provide_cupy_names, sample
+from test_kernels_a_simulated import check, dtypes_all, on_a_gpu, sample
 
-pytestmark = on_simulated_gpu
-if not on_simulated_gpu.args[0]:
-    provide_cupy_names()
+pytestmark = on_a_gpu
 
 IDS = lambda d: np.dtype(d).name  # noqa: E731
 
