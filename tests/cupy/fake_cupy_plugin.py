@@ -24,3 +24,48 @@ def _register():
 
 
 _register()
+
+
+# ---------------------------------------------------------------- host traffic per test
+
+#: with ``PLAX_SIM_TRAFFIC=path``, each test's host traffic is written there (JSON) at the end
+#: of the session: ``{nodeid: {"fallbacks": {primitive: n}, "unaccounted_reads": n,
+#: "launches": n, "device_to_host": n, "host_to_device": n}}`` (tests with traffic only).
+#: ``unaccounted_reads`` are device-to-host reads the backend did not make through ``to_host``
+#: (a kernel reading a value on the host: never allowed).
+_TRAFFIC: dict = {}
+
+
+def _traffic_path():
+    import os
+    return os.environ.get("PLAX_SIM_TRAFFIC")
+
+
+def _install_traffic_hooks():
+    import pytest
+
+    class _TrafficRecorder:
+        @pytest.hookimpl(hookwrapper=True)
+        def pytest_runtest_call(self, item):
+            import plax_cupy
+            reads = fake_cupy.COUNTS["device_to_host"]
+            with plax_cupy.count() as c:
+                yield
+            raw = fake_cupy.COUNTS["device_to_host"] - reads
+            if c.host_fallbacks or raw != c.device_to_host:
+                _TRAFFIC[item.nodeid] = {"fallbacks": c.fallbacks,
+                                         "unaccounted_reads": raw - c.device_to_host,
+                                         "launches": c.launches, "device_to_host": c.device_to_host,
+                                         "host_to_device": c.host_to_device}
+
+        def pytest_sessionfinish(self, session):
+            import json
+            with open(_traffic_path(), "w") as f:
+                json.dump(_TRAFFIC, f, indent=1, sort_keys=True)
+
+    return _TrafficRecorder()
+
+
+def pytest_configure(config):
+    if _traffic_path():
+        config.pluginmanager.register(_install_traffic_hooks(), "plax_sim_traffic")

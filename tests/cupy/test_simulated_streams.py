@@ -55,7 +55,8 @@ def test_on_the_simulated_gpu():
                           capture_output=True, text=True, env=child_env(), cwd=REPO, timeout=600)
     tail = done.stdout[-4000:] + done.stderr[-2000:]
     assert done.returncode == 0, tail
-    assert " passed" in done.stdout and "skipped" not in done.stdout, tail
+    # only the launcher itself skips in the child
+    assert " passed" in done.stdout and " 1 skipped" in done.stdout, tail
 
 
 # ---------------------------------------------------------------- what CuPy refuses
