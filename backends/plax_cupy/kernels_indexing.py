@@ -21,6 +21,7 @@ import cupy
 
 from plax import lax
 from plax.lax.slicing import GatherScatterMode
+from plax_cupy import dtypes
 from plax_cupy.backend import BF16, Bf16Buffer
 from plax_cupy.kernels import kernel
 from plax_cupy.kernels_shape import on_bits
@@ -36,39 +37,92 @@ def slice_(x, *, start_indices, limit_indices, strides):
     return x[tuple(slice(a, b, s) for a, b, s in zip(start_indices, limit_indices, strides))]
 
 
-def _clamped(start, dim: int, size: int):
-    """A 0-d device start index clamped to ``[0, dim - size]``, as int64."""
-    start = cupy.asarray(start)
-    if start.dtype.kind == "u":  # clamp before the cast, which would wrap large values
-        start = cupy.minimum(start, start.dtype.type(dim - size))
-    return cupy.clip(start.astype(_I64), 0, dim - size)
+# ---------------------------------------------------------------- dynamic_slice, dynamic_update_slice
+
+#: the C type that moves an element of each width (complex128: two 8-byte words)
+_MOVERS = {1: "unsigned char", 2: "unsigned short", 4: "unsigned int", 8: "unsigned long long",
+           16: "plax_pair64"}
 
 
-def _open_mesh(starts, sizes):
-    """Advanced-index tuple addressing the box ``start + [0, size)`` on every axis."""
-    rank = len(sizes)
-    return tuple((s + cupy.arange(n, dtype=_I64)).reshape([n if i == d else 1 for i in range(rank)])
-                 for d, (s, n) in enumerate(zip(starts, sizes)))
+def box_source(rank: int, itemsize: int, index_dtype) -> str:
+    """CUDA C++ source of ``plax_box_read`` and ``plax_box_write``: copy a box of an array of
+    ``rank`` axes out of it (dynamic_slice) or into it (dynamic_update_slice), one launch each.
+
+    The box's start indices are device scalars of ``index_dtype``, read and clamped to
+    ``[0, dim - size]`` by the kernel itself (XLA's rule), so the host never reads them;
+    elements are moved as ``itemsize``-byte words. The parameters are
+    ``(array, box, start_0.., dim_0.., size_0.., n)`` with ``n`` the box's element count.
+
+    Example:
+      >>> "plax_box_read" in box_source(2, 4, np.int32)
+      True
+    """
+    index = np.dtype(index_dtype)
+    ictype = dtypes.ctype(index)
+    params = ", ".join([f"const {ictype}* __restrict__ s{d}" for d in range(rank)]
+                       + [f"long long dim{d}" for d in range(rank)]
+                       + [f"long long size{d}" for d in range(rank)] + ["long long n"])
+    clamp = []
+    for d in range(rank):
+        clamp.append(f"  const long long hi{d} = dim{d} - size{d};")
+        if index.kind == "u":  # compare before converting: large values must not wrap
+            clamp.append(f"  const long long lo{d} = (unsigned long long)*s{d} > (unsigned long long)hi{d}"
+                         f" ? hi{d} : (long long)*s{d};")
+        else:
+            clamp.append(f"  const long long v{d} = (long long)*s{d};")
+            clamp.append(f"  const long long lo{d} = v{d} < 0 ? 0 : (v{d} > hi{d} ? hi{d} : v{d});")
+    offset = ["    long long rem = i, off = 0, stride = 1, k;"]
+    for d in reversed(range(rank)):
+        offset.append(f"    k = rem % size{d}; rem /= size{d}; off += (k + lo{d}) * stride; stride *= dim{d};")
+    loop = ("  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;"
+            " i += (long long)blockDim.x * gridDim.x) {")
+    mover = _MOVERS[itemsize]
+    lines = ["struct plax_pair64 { unsigned long long lo, hi; };"]
+    for name, qual_a, qual_b, body in (("plax_box_read", "const ", "", "box[i] = a[off];"),
+                                       ("plax_box_write", "", "const ", "a[off] = box[i];")):
+        lines += [f'extern "C" __global__ void {name}({qual_a}{mover}* __restrict__ a, '
+                  f"{qual_b}{mover}* __restrict__ box, {params}) {{",
+                  *clamp, loop, *offset, f"    {body}", "  }", "}"]
+    return "\n".join(lines) + "\n"
+
+
+def _box_launch(name: str, array, box, starts) -> None:
+    from plax_cupy.kernels_special import launch_raw
+    n = box.size
+    if not n:
+        return
+    index_dtype = np.dtype(starts[0].dtype)
+    source = box_source(array.ndim, array.dtype.itemsize, index_dtype)
+    launch_raw(source, name, n, array, box,
+               *[s if s.flags.c_contiguous else s.copy() for s in starts],
+               *[np.int64(d) for d in array.shape], *[np.int64(d) for d in box.shape],
+               np.int64(n))
 
 
 @kernel(lax.dynamic_slice_p)
 @on_bits
 def dynamic_slice(x, *starts, slice_sizes):
+    """The box of ``slice_sizes`` at ``starts`` (device scalars, clamped so the box fits):
+    one generated kernel, the starts read on the device."""
     if not x.ndim:
         return x.copy()
-    lo = [_clamped(s, d, n) for s, d, n in zip(starts, x.shape, slice_sizes)]
-    return x[_open_mesh(lo, slice_sizes)]
+    x = x if x.flags.c_contiguous else cupy.ascontiguousarray(x)
+    out = cupy.empty(tuple(slice_sizes), x.dtype)
+    _box_launch("plax_box_read", x, out, starts)
+    return out
 
 
 @kernel(lax.dynamic_update_slice_p)
 @on_bits
 def dynamic_update_slice(x, update, *starts):
+    """``x`` with ``update`` written at ``starts`` (clamped so it fits): a copy and one
+    generated kernel."""
     out = x.copy()
     if not x.ndim:
         out[...] = update
         return out
-    lo = [_clamped(s, d, n) for s, d, n in zip(starts, x.shape, update.shape)]
-    out[_open_mesh(lo, update.shape)] = update
+    update = update if update.flags.c_contiguous else cupy.ascontiguousarray(update)
+    _box_launch("plax_box_write", out, update.astype(x.dtype, copy=False), starts)
     return out
 
 

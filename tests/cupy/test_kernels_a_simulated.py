@@ -55,6 +55,20 @@ def test_kernel_families_on_the_simulated_gpu():
     assert " passed" in done.stdout and "skipped" not in done.stdout, tail
 
 
+def test_box_kernels_compile_with_nvrtc():
+    # dynamic_slice's and dynamic_update_slice's generated kernels compile for the device
+    # without a warning: every element width, signed and unsigned start indices, ranks 1 to 4
+    from conftest import NVRTC_PROBLEM
+    if NVRTC_PROBLEM:
+        pytest.skip(NVRTC_PROBLEM)
+    from plax_cupy import codegen, nvrtc
+    from plax_cupy.kernels_indexing import box_source
+    for rank, width, index in [(1, 1, np.int8), (2, 2, np.uint8), (3, 4, np.int32),
+                               (4, 8, np.uint64), (2, 16, np.int64)]:
+        ptx = nvrtc.compile_ptx(codegen.PREAMBLE + box_source(rank, width, index))
+        assert ".entry plax_box_read" in ptx and ".entry plax_box_write" in ptx
+
+
 # ---------------------------------------------------------------- helpers of the family files
 
 def backend():
