@@ -5,21 +5,25 @@ stream); nothing synchronises except :meth:`CupyBackend.block_until_ready`, read
 (``to_host``: ``np.asarray``, ``repr``) and host-side decisions of control flow
 (:mod:`plax_cupy.control_flow`).
 
-Eager execution, per primitive (:meth:`CupyBackend.eager_impl`):
+Eager execution, per primitive (:meth:`CupyBackend.eager_impl`, in this order):
 
-* fusible primitives on the dtypes of :mod:`plax_cupy.dtypes`: the generated CUDA kernel of
-  the one equation (:func:`plax_cupy.codegen.plan_equation`), the same code ``jit`` fuses, so
-  eager and compiled results agree bit for bit;
-* ``dot_general``: cuBLAS through ``cupy.matmul`` (TF32 off unless ``precision`` asks for
-  less than ``HIGHEST``... see :func:`dot_general`);
-* ``threefry2x32``: the generated CUDA hash kernel (bit-identical to the CPU backends);
-* ``cond``/``while``/``scan``: host loops over bodies compiled by this backend;
-* every other primitive: the reference kernel (``plax_numpy.impls()``) called on CuPy arrays.
-  The reference kernels are NumPy code; NumPy dispatches ``np.*`` calls on CuPy arrays to
-  CuPy (``__array_ufunc__``/``__array_function__``: ``np.linalg`` to cuSOLVER, ``np.fft`` to
-  cuFFT, ``scipy.special`` functions through ``cupyx.scipy.special`` ufuncs), so they run on
-  the GPU. A kernel that needs the host (it converts to NumPy, which CuPy refuses) runs on the
-  host with its operands copied there and its results back, with one warning per primitive.
+* a plugin's kernel (:meth:`CupyBackend.register_kernel`);
+* ``cond``/``while``/``scan``: host loops over bodies compiled by this backend, on the
+  device's stream like every other operation;
+* fusible primitives: the generated CUDA kernel of the one equation
+  (:func:`plax_cupy.codegen.plan_equation`), the same code ``jit`` fuses, so eager and compiled
+  results agree bit for bit; where the generator declines a dtype, the kernel table's kernel;
+* the GPU kernel table (:func:`plax_cupy.kernels.impls`, one module per family: CuPy, cuBLAS,
+  cuSOLVER, cuFFT and generated kernels); a kernel marked ``bf16 = "bits"`` takes
+  :class:`Bf16Buffer` operands as they are, others see bfloat16 widened to float32;
+* ``dot_general`` (cuBLAS) and ``threefry2x32`` (the generated hash kernel) where the table
+  has none;
+* last resort, for a primitive with no GPU path: the reference kernel on the host, operands
+  copied there and results back, counted (``plax_cupy.counters().host_fallbacks``) and warned
+  once per primitive. NumPy functions are never called on device arrays.
+
+Host copies and kernel launches are counted in :mod:`plax_cupy.runtime` (``put``, ``to_host``,
+each generated-kernel launch): :func:`plax_cupy.counters`, :class:`plax_cupy.count`.
 """
 from __future__ import annotations
 
