@@ -534,9 +534,12 @@ def _unwrap(x, arrays: list, allow_host: bool):
 
 def _wrap(r, by_owner: dict, stream: Stream):
     if isinstance(r, np.ndarray):
-        mem = by_owner.get(id(_owner(r)))
-        if mem is not None:
-            return ndarray._of(r, mem)   # a view of an operand's memory: no kernel
+        base = r
+        while base is not None:      # a view of an operand's memory (as_strided's go through
+            mem = by_owner.get(id(base))  # a helper object's .base): no kernel, no copy
+            if mem is not None:
+                return ndarray._of(r, mem)
+            base = getattr(base, "base", None)
         out = _allocate(r.shape, r.dtype, stream)
         np.copyto(out._a, r)
         return out

@@ -108,9 +108,13 @@ SCIPY_SIGNAL = frozenset("""
 #: ``cupy.lib.stride_tricks.<name>`` for ``numpy.lib.stride_tricks.<name>`` (strided views)
 NUMPY_STRIDE_TRICKS = frozenset("as_strided sliding_window_view".split())
 
+#: ``cupy.lib.stride_tricks.<name>`` for ``numpy.lib.stride_tricks.<name>`` (views, no copy)
+NUMPY_STRIDE_TRICKS = frozenset("as_strided sliding_window_view".split())
+
 #: module path in the simulated CuPy -> (the NumPy/SciPy module it runs, its table)
 NAMESPACES = {"cupy": ("numpy", NUMPY), "cupy.linalg": ("numpy.linalg", NUMPY_LINALG),
               "cupy.fft": ("numpy.fft", NUMPY_FFT),
+              "cupy.lib.stride_tricks": ("numpy.lib.stride_tricks", NUMPY_STRIDE_TRICKS),
               "cupy.lib.stride_tricks": ("numpy.lib.stride_tricks", NUMPY_STRIDE_TRICKS),
               "cupyx.scipy.special": ("scipy.special", SCIPY_SPECIAL),
               "cupyx.scipy.ndimage": ("scipy.ndimage", SCIPY_NDIMAGE),
