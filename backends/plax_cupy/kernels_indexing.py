@@ -3,9 +3,10 @@ backend's ``impls_indexing``): dynamic starts clamped so the window fits, gather
 ``FILL_OR_DROP`` and ``PROMISE_IN_BOUNDS`` modes, scatters that drop out-of-bounds windows
 unless the mode is ``CLIP``.
 
-Everything runs on the device: start indices are device arrays and are never read on the host
-(clamping and bounds tests are array operations), windows are addressed with CuPy's advanced
-indexing. A scatter that combines (add, mul, min, max) sorts its targets (a stable sort, so
+Everything runs on the device: start indices are device arrays and are never read on the host.
+dynamic_slice, dynamic_update_slice and gather are one generated CUDA kernel each (the
+start indices read and clamped by the kernel; elements moved as words of their width, so one
+source serves every dtype of a width, bfloat16's bits included). A scatter that combines (add, mul, min, max) sorts its targets (a stable sort, so
 updates of one element keep their order) and combines the updates of each element with a
 segmented scan of ``log2(n)`` steps, then writes each element once: deterministic, no atomics,
 every dtype including float16, complex and booleans. A plain scatter writes, of several updates
@@ -162,55 +163,128 @@ def _window_index(cols, window):
                  for d, (c, w) in enumerate(zip(cols, window)))
 
 
-def _fill_value(dtype, fill_value, bf16: bool):
-    """The scalar a ``FILL_OR_DROP`` gather gives out of bounds, as a 0-d device array (of the
-    bfloat16 bits when ``bf16``)."""
-    if bf16:
-        value = np.asarray(np.nan if fill_value is None else fill_value).astype(BF16)
-        return cupy.full((), int(value.view(np.uint16)), np.uint16)
+def _fill_bits(dtype, fill_value, bf16: bool) -> list:
+    """The bits of the scalar a ``FILL_OR_DROP`` gather gives out of bounds, as the unsigned
+    words its mover type holds (two for 16-byte elements): ``fill_value`` in the operand's
+    dtype, by default NaN, the lowest signed or highest unsigned integer, or True."""
+    dtype = BF16 if bf16 else np.dtype(dtype)
     if fill_value is not None:
-        return cupy.full((), np.asarray(fill_value).astype(dtype)[()], dtype)
-    if dtype.kind in "fc":
-        return cupy.full((), np.nan, dtype)
-    if dtype.kind == "i":
-        return cupy.full((), np.iinfo(dtype).min, dtype)
-    if dtype.kind == "u":
-        return cupy.full((), np.iinfo(dtype).max, dtype)
-    return cupy.full((), True, dtype)
+        value = np.asarray(fill_value)
+        with np.errstate(all="ignore"):
+            value = value.astype(dtype)
+    elif dtype.kind in "fc" or bf16:
+        value = np.asarray(np.nan).astype(dtype)
+    elif dtype.kind == "i":
+        value = np.asarray(np.iinfo(dtype).min, dtype)
+    elif dtype.kind == "u":
+        value = np.asarray(np.iinfo(dtype).max, dtype)
+    else:
+        value = np.asarray(True)
+    words = np.ascontiguousarray(value.reshape(1)).view(np.dtype(f"u{min(dtype.itemsize, 8)}"))
+    return [int(w) for w in words]
+
+
+def gather_source(operand_shape, indices_shape, index_dtype, itemsize: int, *, dimension_numbers,
+                  slice_sizes, mode, fill_bits) -> str:
+    """CUDA C++ source of ``plax_gather``: XLA's gather of one signature in one kernel.
+
+    Each thread computes output elements: it splits the element's position into batch and
+    window coordinates, reads the batch's index vector (of ``index_dtype``, on the device),
+    clamps the window's start so it fits (``CLIP``, ``PROMISE_IN_BOUNDS``) or writes the fill
+    value where it does not (``FILL_OR_DROP``), and copies one ``itemsize``-byte word.
+    Parameters: ``(operand, indices, out, n)``.
+
+    Example:
+      >>> from plax.lax.slicing import GatherDimensionNumbers
+      >>> dn = GatherDimensionNumbers(offset_dims=(1,), collapsed_slice_dims=(0,),
+      ...                             start_index_map=(0,))
+      >>> "plax_gather" in gather_source((5, 3), (2, 1), np.int32, 4, dimension_numbers=dn,
+      ...                                slice_sizes=(1, 3), mode=GatherScatterMode.CLIP,
+      ...                                fill_bits=[0])
+      True
+    """
+    dn = dimension_numbers
+    rank = len(operand_shape)
+    batch_shape = tuple(indices_shape[:-1])
+    k_len = indices_shape[-1]
+    dropped = set(dn.collapsed_slice_dims) | set(dn.operand_batching_dims)
+    kept = [d for d in range(rank) if d not in dropped]
+    out_rank = len(batch_shape) + len(kept)
+    batch_pos = [p for p in range(out_rank) if p not in dn.offset_dims]
+    out_shape = [0] * out_rank
+    for j, p in enumerate(batch_pos):
+        out_shape[p] = batch_shape[j]
+    for k, p in enumerate(dn.offset_dims):
+        out_shape[p] = slice_sizes[kept[k]]
+    mover = _MOVERS[itemsize]
+    ictype = dtypes.ctype(index_dtype)
+    unsigned = np.dtype(index_dtype).kind == "u"
+    lines = ["struct plax_pair64 { unsigned long long lo, hi; };",
+             f'extern "C" __global__ void plax_gather(const {mover}* __restrict__ a, '
+             f"const {ictype}* __restrict__ idx, {mover}* __restrict__ out, long long n) {{",
+             "  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;"
+             " i += (long long)blockDim.x * gridDim.x) {",
+             "    long long rem = i;"]
+    for p in reversed(range(out_rank)):
+        lines.append(f"    const long long c{p} = rem % {out_shape[p]}LL; rem /= {out_shape[p]}LL;")
+    batch = " + ".join(f"c{p} * {math.prod(batch_shape[j + 1:])}LL" for j, p in enumerate(batch_pos)) or "0"
+    lines.append(f"    const long long base = ({batch}) * {k_len}LL;")
+    lines.append("    bool inside = true; long long off = 0;")
+    batching = dict(zip(dn.operand_batching_dims, dn.start_indices_batching_dims))
+    for d in range(rank):
+        hi = operand_shape[d] - slice_sizes[d]
+        if d in dn.start_index_map:
+            k = dn.start_index_map.index(d)
+            if unsigned:  # huge unsigned values stay out of bounds instead of wrapping
+                start = (f"(idx[base + {k}] > 0x3fffffffffffffffULL ? 0x3fffffffffffffffLL : "
+                         f"(long long)idx[base + {k}])")
+            else:
+                start = f"(long long)idx[base + {k}]"
+        elif d in batching:
+            start = f"c{batch_pos[batching[d]]}"
+        else:
+            start = "0LL"
+        window = f"c{dn.offset_dims[kept.index(d)]}" if d in kept else "0LL"
+        lines += [f"    long long s{d} = {start};",
+                  f"    inside = inside && s{d} >= 0 && s{d} <= {hi}LL;",
+                  f"    s{d} = s{d} < 0 ? 0 : (s{d} > {hi}LL ? {hi}LL : s{d});",
+                  f"    off += (s{d} + {window}) * {math.prod(operand_shape[d + 1:])}LL;"]
+    if mode == GatherScatterMode.FILL_OR_DROP:
+        if itemsize == 16:
+            fill = f"plax_pair64{{{fill_bits[0]}ULL, {fill_bits[1]}ULL}}"
+        else:
+            fill = f"({mover}){fill_bits[0]}ULL"
+        lines.append(f"    if (inside) out[i] = a[off]; else {{ const {mover} f = {fill}; out[i] = f; }}")
+    else:
+        lines.append("    (void)inside; out[i] = a[off];")
+    lines += ["  }", "}"]
+    return "\n".join(lines) + "\n"
 
 
 @kernel(lax.gather_p)
 def gather(operand, indices, *, dimension_numbers, slice_sizes, indices_are_sorted,
            unique_indices, mode, fill_value):
     """XLA's gather: one window of ``slice_sizes`` per index vector, its start clamped (``CLIP``,
-    ``PROMISE_IN_BOUNDS``) or, out of bounds, filled with ``fill_value`` (``FILL_OR_DROP``)."""
+    ``PROMISE_IN_BOUNDS``) or, out of bounds, filled with ``fill_value`` (``FILL_OR_DROP``);
+    one generated kernel (:func:`gather_source`), bfloat16 moved as its bits."""
+    from plax_cupy.kernels_special import launch_raw
     bf16 = isinstance(operand, Bf16Buffer)
     data = operand.bits if bf16 else operand
+    data = data if data.flags.c_contiguous else cupy.ascontiguousarray(data)
+    indices = indices if indices.flags.c_contiguous else cupy.ascontiguousarray(indices)
+    source = gather_source(data.shape, indices.shape, indices.dtype, data.dtype.itemsize,
+                           dimension_numbers=dimension_numbers, slice_sizes=tuple(slice_sizes),
+                           mode=mode, fill_bits=_fill_bits(data.dtype, fill_value, bf16))
     dn = dimension_numbers
-    cols = _start_columns(data.shape, indices, dn.start_index_map, dn.operand_batching_dims,
-                          dn.start_indices_batching_dims)
-    in_bounds = _in_bounds(cols, data.shape, slice_sizes)
-    cols = [cupy.clip(c, 0, d - w) for c, d, w in zip(cols, data.shape, slice_sizes)]
-    if data.ndim:
-        window = data[_window_index(cols, slice_sizes)]
-    else:  # a scalar operand: every index vector (of length 0) reads it
-        window = cupy.broadcast_to(data.reshape(1), (math.prod(indices.shape[:-1]),))
-    if mode == GatherScatterMode.FILL_OR_DROP and in_bounds is not None:
-        fill = _fill_value(data.dtype, fill_value, bf16)
-        window = cupy.where(in_bounds.reshape((-1,) + (1,) * len(slice_sizes)), window, fill)
     dropped = set(dn.collapsed_slice_dims) | set(dn.operand_batching_dims)
-    kept = [i for i in range(data.ndim) if i not in dropped]
-    batch_shape = indices.shape[:-1]
-    window = window.reshape(tuple(batch_shape) + tuple(slice_sizes[i] for i in kept))
-    # offset axes go to offset_dims, batch axes to the remaining output positions
-    out_rank = len(batch_shape) + len(kept)
-    nb = len(batch_shape)
-    perm = [0] * out_rank
-    for src, dst in enumerate(i for i in range(out_rank) if i not in dn.offset_dims):
-        perm[dst] = src
-    for k, dst in enumerate(dn.offset_dims):
-        perm[dst] = nb + k
-    out = cupy.transpose(window, perm)
+    kept = [d for d in range(data.ndim) if d not in dropped]
+    batch = iter(indices.shape[:-1])
+    window = iter(slice_sizes[d] for d in kept)
+    shape = tuple(next(window) if p in dn.offset_dims else next(batch)
+                  for p in range(len(indices.shape) - 1 + len(kept)))
+    out = cupy.empty(shape, data.dtype)
+    if out.size:
+        launch_raw(source, "plax_gather", out.size, data, indices, out, np.int64(out.size))
     return Bf16Buffer(out) if bf16 else out
 
 

@@ -69,6 +69,35 @@ def test_box_kernels_compile_with_nvrtc():
         assert ".entry plax_box_read" in ptx and ".entry plax_box_write" in ptx
 
 
+def test_gather_kernels_compile_with_nvrtc():
+    # gather's generated kernel for the gathers of a few programs (batching dimensions, fill
+    # values of every width, unsigned indices) compiles for the device without a warning
+    from conftest import NVRTC_PROBLEM
+    if NVRTC_PROBLEM:
+        pytest.skip(NVRTC_PROBLEM)
+    import plax
+    import plax.numpy as jnp
+    from plax import lax
+    from plax_cupy import codegen, nvrtc
+    from plax_cupy.kernels_indexing import _fill_bits, gather_source
+    x = np.zeros((4, 5, 6), np.complex128)
+    i = np.array([[1, 2], [3, 9]], np.uint32)
+    programs = [lambda x, i: x[i[:, 0], :, i[:, 1]],
+                lambda x, i: x.real.astype(jnp.float16).at[i].get(mode="fill", fill_value=2),
+                lambda x, i: plax.vmap(lambda r, s: lax.dynamic_slice(r, (s, 0), (2, 6)))(x[:2], i[:, 0])]
+    for prog in programs:
+        eqns = [e for e in plax.make_jaxpr(prog)(x, i).jaxpr.eqns if e.primitive.name == "gather"]
+        assert eqns
+        for e in eqns:
+            op, ix = (v.aval for v in e.invars)
+            p = e.params
+            source = gather_source(op.shape, ix.shape, ix.dtype, op.dtype.itemsize,
+                                   dimension_numbers=p["dimension_numbers"],
+                                   slice_sizes=p["slice_sizes"], mode=p["mode"],
+                                   fill_bits=_fill_bits(op.dtype, p["fill_value"], False))
+            assert ".entry plax_gather" in nvrtc.compile_ptx(codegen.PREAMBLE + source)
+
+
 # ---------------------------------------------------------------- helpers of the family files
 
 def backend():
