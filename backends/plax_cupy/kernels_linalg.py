@@ -70,7 +70,7 @@ def _guarded(fn, operands: list, out_specs: list) -> list:
 def _nan_where(bad, x, extra_axes: int):
     """``x`` with NaN in the batch entries where ``bad`` (shape ``x.shape[:-extra_axes]``)."""
     bad = bad.reshape(bad.shape + (1,) * extra_axes)
-    return cupy.where(bad, cupy.asarray(np.nan, x.dtype), x)
+    return cupy.where(bad, cupy.full((), np.nan, x.dtype), x)
 
 
 @kernel(cholesky_p)

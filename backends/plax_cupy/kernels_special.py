@@ -80,7 +80,7 @@ def _special():
 
 
 def _nan_like(x):
-    return cupy.asarray(np.nan, x.dtype)
+    return cupy.full((), np.nan, x.dtype)  # (filled on the device: no host copy)
 
 
 def _poles(x):
@@ -132,7 +132,7 @@ def lgamma(x):
       >>> lgamma(cupy.asarray([3.0], np.float32))  # [log 2]
     """
     out = _special().gammaln(x)
-    return cupy.where(cupy.isneginf(x), cupy.asarray(np.inf, x.dtype), out)
+    return cupy.where(cupy.isneginf(x), cupy.full((), np.inf, x.dtype), out)
 
 
 @kernel(digamma_p)
