@@ -410,10 +410,14 @@ class ndarray:
         # CuPy looks the ufunc's name up in its own namespace only: scipy.special's ufuncs do
         # not dispatch (call cupyx.scipy.special explicitly)
         name = ufunc.__name__
-        if getattr(ufunc, "__module__", None) != "numpy" or name not in _api.NUMPY or method not in ("__call__", "reduce", "accumulate", "outer", "at"):
+        if (getattr(ufunc, "__module__", None) != "numpy" or name not in _api.NUMPY
+                or method not in ("__call__", "reduce", "accumulate", "outer", "at")):
             return NotImplemented
         fn = ufunc if method == "__call__" else getattr(ufunc, method)
-        writes = [kwargs["out"]] if "out" in kwargs else ([inputs[0]] if method == "at" else [])
+        out = kwargs.get("out")
+        writes = list(out) if isinstance(out, tuple) else [out] if out is not None else []
+        if method == "at":
+            writes.append(inputs[0])
         return _call(fn, inputs, kwargs, writes=writes)
 
     def __array_function__(self, func, types_, args, kwargs):
