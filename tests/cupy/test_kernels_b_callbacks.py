@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 
 import plax
-from test_kernels_a_simulated import on_simulated_gpu
+from test_kernels_a_simulated import on_a_gpu
 from test_kernels_b_simulated import _bf16
 
-pytestmark = on_simulated_gpu
+pytestmark = on_a_gpu
 
 DTYPES = [np.float32, np.float16, "bfloat16", np.int32, np.uint8, np.bool_,
           np.complex64]

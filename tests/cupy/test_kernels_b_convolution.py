@@ -10,10 +10,10 @@ import pytest
 
 from plax import lax
 from plax.lax.convolution import ConvDimensionNumbers
-from test_kernels_a_simulated import on_simulated_gpu
+from test_kernels_a_simulated import on_a_gpu
 from test_kernels_b_simulated import _bf16, close
 
-pytestmark = on_simulated_gpu
+pytestmark = on_a_gpu
 
 
 def data(shape, dtype, seed=0):

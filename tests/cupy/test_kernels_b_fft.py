@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 
 from plax.lax.fft import FftType, fft_p
-from test_kernels_a_simulated import on_simulated_gpu
+from test_kernels_a_simulated import on_a_gpu
 from test_kernels_b_simulated import close
 
-pytestmark = on_simulated_gpu
+pytestmark = on_a_gpu
 
 COMPLEX = [np.complex64, np.complex128]
 REAL = [np.float32, np.float64]

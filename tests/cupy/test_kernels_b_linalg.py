@@ -8,10 +8,10 @@ import pytest
 
 from plax.backend import UnsupportedPrimitiveError
 from plax.lax import linalg as L
-from test_kernels_a_simulated import on_simulated_gpu, reference, run_kernel
+from test_kernels_a_simulated import on_a_gpu, reference, run_kernel
 from test_kernels_b_simulated import TOLERANCE, as_wide, assert_close, close
 
-pytestmark = on_simulated_gpu
+pytestmark = on_a_gpu
 
 DTYPES = [np.float32, np.float64, np.complex64, np.complex128]
 ids = lambda d: np.dtype(d).name  # noqa: E731
@@ -83,14 +83,51 @@ def test_lu_of_singular_and_empty_matrices():
     close(L.lu_p, np.zeros((2, 0, 3), np.float64))
 
 
+def same_avals(got, want):
+    for g, w in zip(got, want):
+        assert g.shape == w.shape and g.dtype == w.dtype, (g.shape, g.dtype, w.shape, w.dtype)
+
+
+def assert_orthonormal_columns(q, dtype):
+    qw = as_wide(q)
+    eye = np.eye(q.shape[-1])
+    np.testing.assert_allclose(np.conj(np.swapaxes(qw, -1, -2)) @ qw, np.broadcast_to(eye, qw.shape[:-2] + eye.shape),
+                               rtol=tol(dtype), atol=tol(dtype))
+
+
 @pytest.mark.parametrize("dtype", DTYPES, ids=ids)
 @pytest.mark.parametrize("shape", [(2, 5, 3), (3, 5), (2, 3, 3)], ids=str)
 @pytest.mark.parametrize("full_matrices", [True, False])
 def test_qr(dtype, shape, full_matrices):
+    # the factors are unique up to the signs (phases) of r's rows: compare |r| and q r = a
     a = matrices(shape, dtype)
-    q, r = close(L.qr_p, a, full_matrices=full_matrices, scale=30)
+    q, r = run_kernel(L.qr_p, a, full_matrices=full_matrices)
+    q_ref, r_ref = reference(L.qr_p, a, full_matrices=full_matrices)
+    same_avals([q, r], [q_ref, r_ref])
+    np.testing.assert_allclose(np.abs(as_wide(r)), np.abs(as_wide(r_ref)), rtol=tol(dtype), atol=tol(dtype))
+    assert (np.tril(r, -1) == 0).all()
+    assert_orthonormal_columns(q, dtype)
     np.testing.assert_allclose(as_wide(q @ r), as_wide(a), rtol=tol(dtype), atol=tol(dtype))
     close(L.qr_p, np.zeros((0, 4, 2), dtype), full_matrices=full_matrices)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=ids)
+@pytest.mark.parametrize("shape", [(2, 5, 3), (3, 4)], ids=str)
+@pytest.mark.parametrize("full_matrices", [True, False])
+def test_svd(dtype, shape, full_matrices):
+    # singular vectors are unique up to phases: compare s, and check u, vh and u s vh = a
+    a = matrices(shape, dtype)
+    s, u, vh = run_kernel(L.svd_p, a, full_matrices=full_matrices, compute_uv=True)
+    s_ref, u_ref, vh_ref = reference(L.svd_p, a, full_matrices=full_matrices, compute_uv=True)
+    same_avals([s, u, vh], [s_ref, u_ref, vh_ref])
+    assert_close(s, s_ref, scale=30)
+    assert_orthonormal_columns(u, dtype)
+    assert_orthonormal_columns(np.conj(np.swapaxes(vh, -1, -2)), dtype)
+    k = min(shape[-2:])
+    np.testing.assert_allclose(as_wide(u[..., :, :k] * s[..., None, :]) @ as_wide(vh[..., :k, :]),
+                               as_wide(a), rtol=tol(dtype, 100), atol=tol(dtype, 100))
+    close(L.svd_p, a, full_matrices=full_matrices, compute_uv=False, scale=30)
+    close(L.svd_p, np.zeros((2, 0, 3), dtype), full_matrices=full_matrices, compute_uv=True)
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=ids)
@@ -107,19 +144,6 @@ def test_eigh_with_a_non_finite_matrix(dtype, lower):
         np.testing.assert_allclose(as_wide(a[i]) @ as_wide(v[i]), as_wide(v[i]) * as_wide(w[i]),
                                    rtol=tol(dtype, 300), atol=tol(dtype, 300))
     close(L.eigh_p, np.zeros((2, 0, 0), dtype), lower=lower)
-
-
-@pytest.mark.parametrize("dtype", DTYPES, ids=ids)
-@pytest.mark.parametrize("shape", [(2, 5, 3), (3, 4)], ids=str)
-@pytest.mark.parametrize("full_matrices", [True, False])
-def test_svd(dtype, shape, full_matrices):
-    a = matrices(shape, dtype)
-    s, u, vh = close(L.svd_p, a, full_matrices=full_matrices, compute_uv=True, scale=30)
-    k = min(shape[-2:])
-    np.testing.assert_allclose(as_wide(u[..., :, :k] * s[..., None, :]) @ as_wide(vh[..., :k, :]),
-                               as_wide(a), rtol=tol(dtype, 100), atol=tol(dtype, 100))
-    close(L.svd_p, a, full_matrices=full_matrices, compute_uv=False, scale=30)
-    close(L.svd_p, np.zeros((2, 0, 3), dtype), full_matrices=full_matrices, compute_uv=True)
 
 
 def test_svd_of_a_non_finite_matrix_is_nan():

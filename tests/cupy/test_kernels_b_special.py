@@ -9,10 +9,10 @@ import pytest
 from plax import lax
 from plax.lax import special_functions as S
 from plax.lax.random_bits import random_gamma_grad_p
-from test_kernels_a_simulated import on_simulated_gpu
+from test_kernels_a_simulated import on_a_gpu
 from test_kernels_b_simulated import _bf16, close
 
-pytestmark = on_simulated_gpu
+pytestmark = on_a_gpu
 
 DTYPES = [np.float16, "bfloat16", np.float32, np.float64]
 

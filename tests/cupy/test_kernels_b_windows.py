@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 
 from plax import lax
-from test_kernels_a_simulated import dtypes_all, on_simulated_gpu, sample
+from test_kernels_a_simulated import dtypes_all, on_a_gpu, sample
 from test_kernels_b_simulated import close
 
-pytestmark = on_simulated_gpu
+pytestmark = on_a_gpu
 
 PRIMITIVES = [lax.reduce_window_sum_p, lax.reduce_window_max_p, lax.reduce_window_min_p]
 
