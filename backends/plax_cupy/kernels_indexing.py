@@ -3,14 +3,16 @@ backend's ``impls_indexing``): dynamic starts clamped so the window fits, gather
 ``FILL_OR_DROP`` and ``PROMISE_IN_BOUNDS`` modes, scatters that drop out-of-bounds windows
 unless the mode is ``CLIP``.
 
-Everything runs on the device: start indices are device arrays and are never read on the host.
-dynamic_slice, dynamic_update_slice and gather are one generated CUDA kernel each (the
-start indices read and clamped by the kernel; elements moved as words of their width, so one
-source serves every dtype of a width, bfloat16's bits included). A scatter that combines (add, mul, min, max) sorts its targets (a stable sort, so
-updates of one element keep their order) and combines the updates of each element with a
-segmented scan of ``log2(n)`` steps, then writes each element once: deterministic, no atomics,
-every dtype including float16, complex and booleans. A plain scatter writes, of several updates
-to one element, the last one, as the reference kernel does.
+Everything runs on the device, in generated CUDA kernels: start and index vectors are read
+(and clamped or bounds-checked) by the kernels, never on the host.
+
+* dynamic_slice, dynamic_update_slice, gather: one kernel each, moving elements as words of
+  their width (one source serves every dtype of a width, bfloat16's bits included);
+* the scatters: a kernel computes each update element's target (-1 where dropped), a stable
+  sort orders the targets (updates of one element keep their order), and a kernel combines
+  each run of equal targets at its head, in order, writing every element once: deterministic,
+  no atomics, the reference's ``ufunc.at`` order and per-step rounding (float16 and bfloat16
+  included); a plain scatter keeps the last update, as the reference kernel does.
 """
 from __future__ import annotations
 
@@ -22,11 +24,11 @@ import cupy
 
 from plax import lax
 from plax.lax.slicing import GatherScatterMode
-from plax_cupy import dtypes
+from plax_cupy import codegen, dtypes
 from plax_cupy.backend import BF16, Bf16Buffer
 from plax_cupy.kernels import kernel
 from plax_cupy.kernels_shape import on_bits
-from plax_cupy.kernels_sort import maximum, minimum
+from plax_cupy.kernels_special import launch_raw
 
 _I64 = np.int64
 
@@ -88,7 +90,6 @@ def box_source(rank: int, itemsize: int, index_dtype) -> str:
 
 
 def _box_launch(name: str, array, box, starts) -> None:
-    from plax_cupy.kernels_special import launch_raw
     n = box.size
     if not n:
         return
@@ -125,42 +126,6 @@ def dynamic_update_slice(x, update, *starts):
     update = update if update.flags.c_contiguous else cupy.ascontiguousarray(update)
     _box_launch("plax_box_write", out, update.astype(x.dtype, copy=False), starts)
     return out
-
-
-def _start_columns(operand_shape, indices, index_map, operand_batching_dims,
-                   indices_batching_dims):
-    """Per operand axis, the (n,) int64 start positions of every index vector (batching axes
-    filled in from the position in the batch)."""
-    batch_shape = indices.shape[:-1]
-    n = math.prod(batch_shape)
-    flat = indices.reshape(n, indices.shape[-1])
-    cols = [cupy.zeros(n, _I64) for _ in operand_shape]
-    for k, d in enumerate(index_map):
-        col = flat[:, k]
-        if col.dtype.kind == "u":  # large unsigned values are out of bounds, not negative
-            col = cupy.minimum(col, col.dtype.type(min(np.iinfo(col.dtype).max, 1 << 62)))
-        cols[d] = col.astype(_I64)
-    for od, idim in zip(operand_batching_dims, indices_batching_dims):
-        line = cupy.arange(batch_shape[idim], dtype=_I64)
-        shape = [batch_shape[idim] if i == idim else 1 for i in range(len(batch_shape))]
-        cols[od] = cupy.broadcast_to(line.reshape(shape), batch_shape).reshape(n)
-    return cols
-
-
-def _in_bounds(cols, shape, sizes):
-    ok = None
-    for c, d, w in zip(cols, shape, sizes):
-        inside = (c >= 0) & (c <= d - w)
-        ok = inside if ok is None else ok & inside
-    return ok
-
-
-def _window_index(cols, window):
-    """Advanced-index tuple addressing ``window`` (full rank) at each of the n starts."""
-    rank = len(window)
-    return tuple(c.reshape([-1] + [1] * rank)
-                 + cupy.arange(w, dtype=_I64).reshape([1] + [w if i == d else 1 for i in range(rank)])
-                 for d, (c, w) in enumerate(zip(cols, window)))
 
 
 def _fill_bits(dtype, fill_value, bf16: bool) -> list:
@@ -267,7 +232,6 @@ def gather(operand, indices, *, dimension_numbers, slice_sizes, indices_are_sort
     """XLA's gather: one window of ``slice_sizes`` per index vector, its start clamped (``CLIP``,
     ``PROMISE_IN_BOUNDS``) or, out of bounds, filled with ``fill_value`` (``FILL_OR_DROP``);
     one generated kernel (:func:`gather_source`), bfloat16 moved as its bits."""
-    from plax_cupy.kernels_special import launch_raw
     bf16 = isinstance(operand, Bf16Buffer)
     data = operand.bits if bf16 else operand
     data = data if data.flags.c_contiguous else cupy.ascontiguousarray(data)
@@ -293,71 +257,151 @@ gather.bf16 = "bits"
 
 # ---------------------------------------------------------------- scatter
 
-def _add(a, b):
-    return cupy.logical_or(a, b) if a.dtype.kind == "b" else a + b
+def scatter_targets_source(operand_shape, indices_shape, index_dtype, window, *,
+                           dimension_numbers, mode) -> str:
+    """CUDA C++ source of ``plax_scatter_targets``: the flat operand position each update
+    element goes to, or -1 where its window is out of bounds and dropped (every mode but
+    ``CLIP``, which clamps the start instead).
+
+    Update elements are numbered as the reference kernel orders them: index vector major, then
+    the window (``window``: the full-rank window shape, 1 on inserted and batching axes), the
+    updates having been transposed so. Parameters: ``(indices, targets, m)``.
+
+    Example:
+      >>> from plax.lax.slicing import ScatterDimensionNumbers
+      >>> dn = ScatterDimensionNumbers(update_window_dims=(), inserted_window_dims=(0,),
+      ...                              scatter_dims_to_operand_dims=(0,))
+      >>> "plax_scatter_targets" in scatter_targets_source((5,), (3, 1), np.int32, (1,),
+      ...                                                 dimension_numbers=dn, mode=None)
+      True
+    """
+    dn = dimension_numbers
+    rank = len(operand_shape)
+    batch_shape = tuple(indices_shape[:-1])
+    k_len = indices_shape[-1]
+    ictype = dtypes.ctype(index_dtype)
+    unsigned = np.dtype(index_dtype).kind == "u"
+    lines = [f'extern "C" __global__ void plax_scatter_targets(const {ictype}* __restrict__ idx, '
+             "long long* __restrict__ targets, long long m) {",
+             "  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < m;"
+             " i += (long long)blockDim.x * gridDim.x) {",
+             "    long long rem = i;"]
+    for d in reversed(range(rank)):
+        lines.append(f"    const long long w{d} = rem % {window[d]}LL; rem /= {window[d]}LL;")
+    lines += ["    const long long b = rem;", f"    const long long base = b * {k_len}LL;",
+              "    bool inside = true; long long off = 0;"]
+    batching = dict(zip(dn.operand_batching_dims, dn.scatter_indices_batching_dims))
+    for d in range(rank):
+        hi = operand_shape[d] - window[d]
+        if d in dn.scatter_dims_to_operand_dims:
+            k = dn.scatter_dims_to_operand_dims.index(d)
+            if unsigned:  # huge unsigned values stay out of bounds instead of wrapping
+                start = (f"(idx[base + {k}] > 0x3fffffffffffffffULL ? 0x3fffffffffffffffLL : "
+                         f"(long long)idx[base + {k}])")
+            else:
+                start = f"(long long)idx[base + {k}]"
+        elif d in batching:
+            j = batching[d]
+            start = f"((b / {math.prod(batch_shape[j + 1:])}LL) % {batch_shape[j]}LL)"
+        else:
+            start = "0LL"
+        lines.append(f"    long long s{d} = {start};")
+        if mode == GatherScatterMode.CLIP:
+            lines.append(f"    s{d} = s{d} < 0 ? 0 : (s{d} > {hi}LL ? {hi}LL : s{d});")
+        else:
+            lines.append(f"    inside = inside && s{d} >= 0 && s{d} <= {hi}LL;")
+        lines.append(f"    off += (s{d} + w{d}) * {math.prod(operand_shape[d + 1:])}LL;")
+    lines += ["    targets[i] = inside ? off : -1LL;", "  }", "}"]
+    return "\n".join(lines) + "\n"
 
 
-def _mul(a, b):
-    return cupy.logical_and(a, b) if a.dtype.kind == "b" else a * b
+def _combine_expr(kind: str, dtype, acc: str, v: str) -> str:
+    """The C expression combining stored elements ``acc`` and ``v`` of ``dtype`` into a stored
+    element, as NumPy's ``ufunc.at`` does one step: float16/bfloat16 computed in float and
+    rounded, integers wrapping, NaN winning min/max, booleans as logic."""
+    dtype = np.dtype(dtype)
+    if kind == "set":
+        return v
+    if kind in ("min", "max"):
+        if dtypes.is_half(dtype):  # the chosen element keeps its bits
+            a, b = codegen.load_expr(acc, dtype), codegen.load_expr(v, dtype)
+            pick = "<" if kind == "min" else ">"
+            return f"(({a}) != ({a}) ? {acc} : (({b}) != ({b}) ? {v} : (({a}) {pick} ({b}) ? {acc} : {v})))"
+        return f"plax_{kind}({acc}, {v})"
+    if dtype.kind == "b":
+        return f"({acc} {'||' if kind == 'add' else '&&'} {v})"
+    if dtype.kind in "iu":
+        wide = codegen._wide_unsigned(dtype)
+        op = "+" if kind == "add" else "*"
+        return f"({dtypes.ctype(dtype)})(({wide})({acc}) {op} ({wide})({v}))"
+    op = "+" if kind == "add" else "*"
+    return codegen.store_expr(f"({codegen.load_expr(acc, dtype)} {op} {codegen.load_expr(v, dtype)})",
+                              dtype)
 
 
-def _segmented_scan(keys, values, combine):
-    """Inclusive scan of ``values`` within runs of equal ``keys`` (sorted, so each run is
-    contiguous), ``log2(n)`` steps of whole-array operations: the last element of each run
-    holds the combination of its run, in order."""
-    n = values.shape[0]
-    step = 1
-    while step < n:
-        same = keys[step:] == keys[:-step]
-        head = values[:-step]
-        if values.ndim > 1:
-            same = same.reshape((-1,) + (1,) * (values.ndim - 1))
-        tail = cupy.where(same, combine(head, values[step:]), values[step:])
-        values = cupy.concatenate([values[:step], tail])
-        step *= 2
-    return values
+def scatter_combine_source(kind: str, dtype) -> str:
+    """CUDA C++ source of ``plax_scatter_combine``: each run of equal targets (sorted, stable,
+    so in update order) is combined by the thread at its head, in order, into the operand's
+    element, which is written once: deterministic, no atomics, NumPy's ``ufunc.at`` order.
+    Parameters: ``(out, sorted_targets, order, updates, m)``; a target of -1 is dropped.
+
+    Example:
+      >>> "plax_scatter_combine" in scatter_combine_source("add", np.float16)
+      True
+    """
+    st = dtypes.ctype(dtype)
+    return "\n".join([
+        f'extern "C" __global__ void plax_scatter_combine({st}* __restrict__ out, '
+        "const long long* __restrict__ keys, const long long* __restrict__ order, "
+        f"const {st}* __restrict__ u, long long m) {{",
+        "  for (long long j = (long long)blockIdx.x * blockDim.x + threadIdx.x; j < m;"
+        " j += (long long)blockDim.x * gridDim.x) {",
+        "    const long long key = keys[j];",
+        "    if (key < 0 || (j > 0 && keys[j - 1] == key)) continue;",
+        f"    {st} acc = out[key];",
+        "    for (long long k = j; k < m && keys[k] == key; ++k) {",
+        f"      const {st} v = u[order[k]];",
+        f"      acc = {_combine_expr(kind, dtype, 'acc', 'v')};",
+        "    }",
+        "    out[key] = acc;",
+        "  }",
+        "}", ""])
 
 
-def _scatter(combine):
+def _scatter(kind: str):
     def scatter(operand, indices, updates, *, dimension_numbers, indices_are_sorted,
                 unique_indices, mode):
+        bf16 = isinstance(operand, Bf16Buffer)
+        dtype = BF16 if bf16 else np.dtype(operand.dtype)
+        data = operand.bits if bf16 else operand
+        updates = updates.bits if isinstance(updates, Bf16Buffer) else updates
         dn = dimension_numbers
-        rank = operand.ndim
+        rank = data.ndim
         dropped = set(dn.inserted_window_dims) | set(dn.operand_batching_dims)
         scatter_axes = [i for i in range(updates.ndim) if i not in dn.update_window_dims]
         win = iter(updates.shape[d] for d in dn.update_window_dims)
         window = tuple(1 if i in dropped else next(win) for i in range(rank))
-        n = math.prod(updates.shape[a] for a in scatter_axes)
-        u = cupy.transpose(updates, scatter_axes + list(dn.update_window_dims)).reshape(-1)
-        size = operand.size
-        # one slot past the end takes the updates of dropped windows (never read back)
-        flat = cupy.empty(size + 1, operand.dtype)
-        flat[:size] = operand.reshape(-1)
-        if u.size:
-            cols = _start_columns(operand.shape, indices, dn.scatter_dims_to_operand_dims,
-                                  dn.operand_batching_dims, dn.scatter_indices_batching_dims)
-            keep = _in_bounds(cols, operand.shape, window)
-            cols = [cupy.clip(c, 0, d - w) for c, d, w in zip(cols, operand.shape, window)]
-            strides = [math.prod(operand.shape[d + 1:]) for d in range(rank)]
-            target = cupy.zeros((n,) + window, _I64)
-            for idx, stride in zip(_window_index(cols, window), strides):
-                target = target + idx * stride
-            if mode != GatherScatterMode.CLIP and keep is not None:
-                target = cupy.where(keep.reshape((-1,) + (1,) * rank), target, size)
-            target = target.reshape(-1)
-            order = cupy.argsort(target, kind="stable")
-            keys = target[order]
-            values = u[order]
-            last = cupy.concatenate([keys[1:] != keys[:-1], cupy.ones(1, bool)])
-            if combine is not None:
-                values = combine(flat[keys], _segmented_scan(keys, values, combine))
-            flat[cupy.where(last, keys, size)] = values
-        return flat[:size].reshape(operand.shape)
+        out = cupy.ascontiguousarray(data).copy() if not data.flags.c_contiguous else data.copy()
+        m = updates.size
+        if m:
+            # update elements in the reference's order: index vector major, then the window
+            u = cupy.ascontiguousarray(cupy.transpose(updates, scatter_axes + list(dn.update_window_dims)))
+            indices = indices if indices.flags.c_contiguous else cupy.ascontiguousarray(indices)
+            targets = cupy.empty(m, np.int64)
+            launch_raw(scatter_targets_source(data.shape, indices.shape, indices.dtype, window,
+                                              dimension_numbers=dn, mode=mode),
+                       "plax_scatter_targets", m, indices, targets, np.int64(m))
+            order = cupy.argsort(targets, kind="stable")
+            keys = cupy.ascontiguousarray(targets[order])
+            launch_raw(scatter_combine_source(kind, dtype), "plax_scatter_combine", m,
+                       out, keys, order, u, np.int64(m))
+        return Bf16Buffer(out) if bf16 else out
+    scatter.bf16 = "bits"  # combined in float and rounded to bfloat16 per step, as NumPy does
     return scatter
 
 
-kernel(lax.scatter_p)(_scatter(None))
-kernel(lax.scatter_add_p)(_scatter(_add))
-kernel(lax.scatter_mul_p)(_scatter(_mul))
-kernel(lax.scatter_min_p)(_scatter(minimum))
-kernel(lax.scatter_max_p)(_scatter(maximum))
+kernel(lax.scatter_p)(_scatter("set"))
+kernel(lax.scatter_add_p)(_scatter("add"))
+kernel(lax.scatter_mul_p)(_scatter("mul"))
+kernel(lax.scatter_min_p)(_scatter("min"))
+kernel(lax.scatter_max_p)(_scatter("max"))

@@ -98,6 +98,38 @@ def test_gather_kernels_compile_with_nvrtc():
             assert ".entry plax_gather" in nvrtc.compile_ptx(codegen.PREAMBLE + source)
 
 
+def test_scatter_kernels_compile_with_nvrtc():
+    # the scatters' generated kernels (targets for a batched and an unbatched scatter, the
+    # combining step of every kind on the dtypes with their own arithmetic) compile for the
+    # device without a warning
+    from conftest import NVRTC_PROBLEM
+    if NVRTC_PROBLEM:
+        pytest.skip(NVRTC_PROBLEM)
+    import ml_dtypes
+    import plax
+    from plax_cupy import codegen, nvrtc
+    from plax_cupy.kernels_indexing import scatter_combine_source, scatter_targets_source
+    x = np.zeros((4, 5), np.float32)
+    i = np.array([1, 3], np.uint16)
+    for prog in (lambda x, i: x.at[i].add(1.0, mode="clip"),
+                 lambda x, i: plax.vmap(lambda r, j: r.at[j].max(2.0))(x[:2], i)):
+        for e in plax.make_jaxpr(prog)(x, i).jaxpr.eqns:
+            if e.primitive.name.startswith("scatter"):
+                op, ix, up = (v.aval for v in e.invars)
+                dn = e.params["dimension_numbers"]
+                dropped = set(dn.inserted_window_dims) | set(dn.operand_batching_dims)
+                win = iter(up.shape[d] for d in dn.update_window_dims)
+                window = tuple(1 if d in dropped else next(win) for d in range(len(op.shape)))
+                source = scatter_targets_source(op.shape, ix.shape, ix.dtype, window,
+                                                dimension_numbers=dn, mode=e.params["mode"])
+                assert ".entry plax_scatter_targets" in nvrtc.compile_ptx(codegen.PREAMBLE + source)
+    for dtype in (np.bool_, np.int8, np.uint64, np.float16, ml_dtypes.bfloat16, np.float64,
+                  np.complex64):
+        for kind in ("set", "add", "mul", "min", "max"):
+            ptx = nvrtc.compile_ptx(codegen.PREAMBLE + scatter_combine_source(kind, dtype))
+            assert ".entry plax_scatter_combine" in ptx
+
+
 # ---------------------------------------------------------------- helpers of the family files
 
 def backend():
