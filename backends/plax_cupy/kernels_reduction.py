@@ -49,13 +49,14 @@ def reduce_prod(x, *, axes):
 
 
 def _identity(dtype, largest: bool):
-    """The identity of max (``largest=False``: the lowest value) or min."""
+    """The identity of max (``largest=False``: the lowest value) or min, as a scalar of
+    ``dtype`` (a Python int would not fit uint64's maximum in every conversion)."""
     if dtype.kind == "b":
-        return not largest
+        return np.bool_(not largest)
     if dtype.kind in "iu":
         info = np.iinfo(dtype)
-        return info.max if largest else info.min
-    return np.inf if largest else -np.inf
+        return dtype.type(info.max if largest else info.min)
+    return dtype.type(np.inf if largest else -np.inf)
 
 
 def _extreme(is_max: bool):
