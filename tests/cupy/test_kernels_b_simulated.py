@@ -20,7 +20,7 @@ import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
-FAMILIES = ("linalg", "fft", "convolution", "windows", "special", "callbacks")
+FAMILIES = ("linalg", "fft", "convolution", "windows", "special", "callbacks", "programs")
 
 
 @pytest.mark.skipif(shutil.which("g++") is None, reason="no C++ compiler (g++) for the simulated GPU")
