@@ -12,8 +12,12 @@ primitive              GPU path
 =====================  ================================================================
 ``cholesky``           ``cupy.linalg.cholesky`` (batched ``potrf``)
 ``triangular_solve``   ``cupyx.scipy.linalg.solve_triangular`` (batched ``trsm``)
-``lu``                 ``cupyx.scipy.linalg.lu_factor`` (``getrf``) per matrix; the
-                       permutation built from the pivots by a generated kernel
+``lu``                 matrices up to 32 x 32: a generated kernel, one thread per
+                       matrix (LAPACK's ``getf2``), the whole batch in one launch;
+                       larger: ``cupyx.scipy.linalg.lu_factor`` (``getrf``) per
+                       matrix, which reads ``getrf``'s flag on the host (one
+                       synchronisation per matrix); the permutation built from the
+                       pivots by a generated kernel
 ``qr``                 ``cupy.linalg.qr`` (``geqrf``/``orgqr``)
 ``svd``                ``cupy.linalg.svd`` (``gesvd``/batched ``gesvdj``)
 ``eigh``               ``cupy.linalg.eigh`` (``syevd``/batched ``syevj``)
@@ -146,7 +150,8 @@ def _solve_triangular(a, b, trans, lower, unit_diagonal):
     return x
 
 
-_PERMUTATION_SOURCE = r"""
+#: CUDA source: the row permutations of a batch of LAPACK pivot vectors (one thread each)
+LU_PERMUTATION_SOURCE = r"""
 extern "C" __global__ void plax_lu_permutation(const int* __restrict__ pivots,
                                                int* __restrict__ perm,
                                                long long batch, int k, int m) {
@@ -174,10 +179,121 @@ def _permutation_from_pivots(pivots, m: int):
     n = int(np.prod(batch, dtype=np.int64))
     perm = cupy.empty(batch + (m,), np.int32)
     if n and m:
-        launch_raw(_PERMUTATION_SOURCE, "plax_lu_permutation", n,
+        launch_raw(LU_PERMUTATION_SOURCE, "plax_lu_permutation", n,
                    cupy.ascontiguousarray(pivots.astype(np.int32, copy=False)), perm,
                    np.int64(n), np.int32(k), np.int32(m))
     return perm
+
+
+#: matrices at most this large (both sides) are factored by the generated batched kernel
+SMALL_LU = 32
+
+#: CUDA source: LU with partial pivoting of a batch of small matrices (one thread each)
+SMALL_LU_SOURCE = r"""
+struct plax_lu_c64 { float re, im; };
+struct plax_lu_c128 { double re, im; };
+// LAPACK's pivot measure: |x| for reals, |re| + |im| for complex values (i?amax's cabs1)
+__device__ __forceinline__ float plax_lu_abs1(float x) { return fabsf(x); }
+__device__ __forceinline__ double plax_lu_abs1(double x) { return fabs(x); }
+__device__ __forceinline__ float plax_lu_abs1(plax_lu_c64 x) { return fabsf(x.re) + fabsf(x.im); }
+__device__ __forceinline__ double plax_lu_abs1(plax_lu_c128 x) { return fabs(x.re) + fabs(x.im); }
+template <typename T> __device__ __forceinline__ bool plax_lu_nonzero(T x) { return x != 0; }
+template <typename C> __device__ __forceinline__ bool plax_lu_nonzero_c(C x) {
+  return x.re != 0 || x.im != 0;
+}
+__device__ __forceinline__ bool plax_lu_nonzero(plax_lu_c64 x) { return plax_lu_nonzero_c(x); }
+__device__ __forceinline__ bool plax_lu_nonzero(plax_lu_c128 x) { return plax_lu_nonzero_c(x); }
+template <typename T> __device__ __forceinline__ T plax_lu_div(T a, T b) { return a / b; }
+template <typename C> __device__ __forceinline__ C plax_lu_div_c(C a, C b) {
+  // Smith's division (no overflow for large |b|)
+  C q;
+  if (fabs((double)b.re) >= fabs((double)b.im)) {
+    auto r = b.im / b.re, d = b.re + b.im * r;
+    q.re = (a.re + a.im * r) / d; q.im = (a.im - a.re * r) / d;
+  } else {
+    auto r = b.re / b.im, d = b.re * r + b.im;
+    q.re = (a.re * r + a.im) / d; q.im = (a.im * r - a.re) / d;
+  }
+  return q;
+}
+__device__ __forceinline__ plax_lu_c64 plax_lu_div(plax_lu_c64 a, plax_lu_c64 b) { return plax_lu_div_c(a, b); }
+__device__ __forceinline__ plax_lu_c128 plax_lu_div(plax_lu_c128 a, plax_lu_c128 b) { return plax_lu_div_c(a, b); }
+// c - a * b
+template <typename T> __device__ __forceinline__ T plax_lu_fms(T c, T a, T b) { return c - a * b; }
+template <typename C> __device__ __forceinline__ C plax_lu_fms_c(C c, C a, C b) {
+  C r;
+  r.re = c.re - (a.re * b.re - a.im * b.im);
+  r.im = c.im - (a.re * b.im + a.im * b.re);
+  return r;
+}
+__device__ __forceinline__ plax_lu_c64 plax_lu_fms(plax_lu_c64 c, plax_lu_c64 a, plax_lu_c64 b) { return plax_lu_fms_c(c, a, b); }
+__device__ __forceinline__ plax_lu_c128 plax_lu_fms(plax_lu_c128 c, plax_lu_c128 a, plax_lu_c128 b) { return plax_lu_fms_c(c, a, b); }
+
+// One thread per matrix: right-looking LU with partial pivoting (LAPACK's getf2), in place on
+// a row-major (m, n) matrix; 0-based pivots and the row permutation they make.
+template <typename T>
+__device__ void plax_lu_small(T* __restrict__ a, int* __restrict__ pivots, int* __restrict__ perm,
+                              long long batch, int m, int n) {
+  int k = m < n ? m : n;
+  for (long long b = (long long)blockIdx.x * blockDim.x + threadIdx.x; b < batch;
+       b += (long long)blockDim.x * gridDim.x) {
+    T* x = a + b * m * n;
+    int* piv = pivots + b * k;
+    int* p = perm + b * m;
+    for (int i = 0; i < m; ++i) p[i] = i;
+    for (int j = 0; j < k; ++j) {
+      int best_row = j;
+      auto best = plax_lu_abs1(x[j * n + j]);
+      for (int i = j + 1; i < m; ++i) {
+        auto v = plax_lu_abs1(x[i * n + j]);
+        if (v > best) { best = v; best_row = i; }
+      }
+      piv[j] = best_row;
+      if (plax_lu_nonzero(x[best_row * n + j])) {
+        if (best_row != j) {
+          for (int c = 0; c < n; ++c) {
+            T t = x[j * n + c]; x[j * n + c] = x[best_row * n + c]; x[best_row * n + c] = t;
+          }
+          int t = p[j]; p[j] = p[best_row]; p[best_row] = t;
+        }
+        for (int i = j + 1; i < m; ++i) x[i * n + j] = plax_lu_div(x[i * n + j], x[j * n + j]);
+      }
+      for (int i = j + 1; i < m; ++i)
+        for (int c = j + 1; c < n; ++c) x[i * n + c] = plax_lu_fms(x[i * n + c], x[i * n + j], x[j * n + c]);
+    }
+  }
+}
+
+extern "C" __global__ void plax_lu_small_f32(float* a, int* piv, int* perm, long long batch, int m, int n) {
+  plax_lu_small<float>(a, piv, perm, batch, m, n);
+}
+extern "C" __global__ void plax_lu_small_f64(double* a, int* piv, int* perm, long long batch, int m, int n) {
+  plax_lu_small<double>(a, piv, perm, batch, m, n);
+}
+extern "C" __global__ void plax_lu_small_c64(plax_lu_c64* a, int* piv, int* perm, long long batch, int m, int n) {
+  plax_lu_small<plax_lu_c64>(a, piv, perm, batch, m, n);
+}
+extern "C" __global__ void plax_lu_small_c128(plax_lu_c128* a, int* piv, int* perm, long long batch, int m, int n) {
+  plax_lu_small<plax_lu_c128>(a, piv, perm, batch, m, n);
+}
+"""
+
+#: dtype name -> the kernel of :data:`SMALL_LU_SOURCE` for it
+SMALL_LU_ENTRY = {"float32": "plax_lu_small_f32", "float64": "plax_lu_small_f64",
+                   "complex64": "plax_lu_small_c64", "complex128": "plax_lu_small_c128"}
+
+
+def _small_lu(mats):
+    """Every ``(m, n)`` matrix of ``mats`` (``(batch, m, n)``) factored by one launch of the
+    generated kernel (one thread per matrix): ``(lu, pivots, permutation)``."""
+    from plax_cupy.kernels_special import launch_raw
+    count, m, n = mats.shape
+    lu_ = mats.astype(mats.dtype, order="C", copy=True)  # factored in place
+    pivots = cupy.empty((count, min(m, n)), np.int32)
+    perm = cupy.empty((count, m), np.int32)
+    launch_raw(SMALL_LU_SOURCE, SMALL_LU_ENTRY[mats.dtype.name], count, lu_, pivots, perm,
+               np.int64(count), np.int32(m), np.int32(n))
+    return lu_, pivots, perm
 
 
 @kernel(lu_p)
@@ -204,6 +320,9 @@ def lu(a):
         perm = cupy.broadcast_to(cupy.arange(m, dtype=np.int32), batch + (m,)).copy()
         return [cupy.zeros(a.shape, a.dtype), pivots, perm]
     mats = a.reshape((-1, m, n))
+    if max(m, n) <= SMALL_LU:
+        lu_, piv, perm = _small_lu(mats)
+        return [lu_.reshape(a.shape), piv.reshape(batch + (k,)), perm.reshape(batch + (m,))]
     factors, pivots = [], []
     with warnings.catch_warnings():
         # CuPy warns on an exactly singular U (reading getrf's flag); JAX returns it as is

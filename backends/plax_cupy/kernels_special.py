@@ -240,7 +240,8 @@ def bessel_i1e(x):
 # digamma come in as operands (CuPy's ufuncs compute them), so the kernel needs no special
 # function of its own. Elements whose a * log(x) - x - lgamma(a) underflows keep the formula's
 # value before any iteration, as in JAX.
-_GAMMA_GRAD_SOURCE = r"""
+#: CUDA source: random_gamma_grad elementwise, float32 and float64 entries
+RANDOM_GAMMA_GRAD_SOURCE = r"""
 __device__ __forceinline__ float plax_gg_log(float v) { return logf(v); }
 __device__ __forceinline__ double plax_gg_log(double v) { return log(v); }
 __device__ __forceinline__ float plax_gg_abs(float v) { return fabsf(v); }
@@ -357,7 +358,7 @@ def _random_gamma_grad(a, x):
     if n:
         info = np.finfo(dtype)
         name = "plax_random_gamma_grad_f32" if dtype == np.float32 else "plax_random_gamma_grad_f64"
-        launch_raw(_GAMMA_GRAD_SOURCE, name, n, a_c, x_c, lgamma_a, digamma_a, digamma_a1, out,
+        launch_raw(RANDOM_GAMMA_GRAD_SOURCE, name, n, a_c, x_c, lgamma_a, digamma_a, digamma_a1, out,
                    np.int64(n), dtype.type(info.eps), dtype.type(np.log(info.max)))
     return out
 

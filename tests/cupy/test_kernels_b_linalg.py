@@ -77,9 +77,20 @@ def test_lu_pivots_permutation_and_factors(dtype, shape):
     np.testing.assert_allclose(as_wide(lower @ upper), as_wide(rows), rtol=tol(dtype), atol=tol(dtype))
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.complex128], ids=ids)
+def test_lu_of_matrices_larger_than_the_batched_kernel_takes(dtype):
+    from plax_cupy.kernels_linalg import SMALL_LU
+    for shape in [(SMALL_LU + 8, SMALL_LU + 8), (2, SMALL_LU + 1, SMALL_LU - 3)]:
+        a = matrices(shape, dtype)
+        lu, piv, perm = close(L.lu_p, a, scale=300)
+        assert (np.sort(perm, axis=-1) == np.arange(shape[-2])).all()
+
+
 def test_lu_of_singular_and_empty_matrices():
-    singular = np.array([[[0., 1.], [0., 0.]], [[1., 2.], [2., 4.]]], np.float32)
+    singular = np.array([[[0., 1.], [0., 0.]], [[1., 2.], [2., 4.]], [[0., 0.], [0., 0.]]],
+                        np.float32)
     close(L.lu_p, singular)
+    close(L.lu_p, np.array([[1., 2., 3.], [2., 4., 6.], [3., 1., 9.]]))  # a zero pivot midway
     close(L.lu_p, np.zeros((2, 0, 3), np.float64))
 
 
@@ -91,8 +102,8 @@ def same_avals(got, want):
 def assert_orthonormal_columns(q, dtype):
     qw = as_wide(q)
     eye = np.eye(q.shape[-1])
-    np.testing.assert_allclose(np.conj(np.swapaxes(qw, -1, -2)) @ qw, np.broadcast_to(eye, qw.shape[:-2] + eye.shape),
-                               rtol=tol(dtype), atol=tol(dtype))
+    gram = np.conj(np.swapaxes(qw, -1, -2)) @ qw
+    np.testing.assert_allclose(gram, np.broadcast_to(eye, gram.shape), rtol=tol(dtype), atol=tol(dtype))
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=ids)

@@ -37,6 +37,21 @@ def test_kernel_families_b_on_the_simulated_gpu():
     assert " passed" in done.stdout and "skipped" not in done.stdout, tail
 
 
+def test_generated_kernels_compile_with_nvrtc():
+    # the hand-written CUDA kernels of these families compile for the device without a warning
+    from conftest import NVRTC_PROBLEM
+    if NVRTC_PROBLEM:
+        pytest.skip(NVRTC_PROBLEM)
+    from plax_cupy import codegen, nvrtc
+    from plax_cupy.kernels_linalg import LU_PERMUTATION_SOURCE, SMALL_LU_ENTRY, SMALL_LU_SOURCE
+    from plax_cupy.kernels_special import RANDOM_GAMMA_GRAD_SOURCE
+    ptx = nvrtc.compile_ptx(codegen.PREAMBLE + SMALL_LU_SOURCE)
+    assert all(f".entry {name}" in ptx for name in SMALL_LU_ENTRY.values())
+    assert ".entry plax_lu_permutation" in nvrtc.compile_ptx(codegen.PREAMBLE + LU_PERMUTATION_SOURCE)
+    ptx = nvrtc.compile_ptx(codegen.PREAMBLE + RANDOM_GAMMA_GRAD_SOURCE)
+    assert ".entry plax_random_gamma_grad_f32" in ptx and ".entry plax_random_gamma_grad_f64" in ptx
+
+
 # ---------------------------------------------------------------- helpers of the family files
 
 def _bf16():
