@@ -52,3 +52,24 @@ def test_program_stays_on_the_device(dtype, jitted):
         assert o.dtype == w.dtype and o.shape == w.shape
         np.testing.assert_allclose(np.asarray(o).astype(np.float64), np.asarray(w).astype(np.float64),
                                    rtol=1e-2 if np.dtype(dtype).itemsize == 2 else 1e-6)
+
+
+@pytest.mark.parametrize("name, fn, most", [
+    ("dynamic_slice", lambda x, i: lax.dynamic_slice(x, (i[0], 1), (2, 3)), 2),
+    ("gather", lambda x, i: x[i], 2),
+    ("scatter-add", lambda x, i: x.at[i].add(1.0), 8),
+    ("dynamic_update_slice", lambda x, i: lax.dynamic_update_slice(x, x[:1], (i[1], 0)), 4),
+])
+def test_launches_of_the_generated_indexing_kernels(name, fn, most):
+    # dynamic_slice and gather are one generated kernel each (plus whatever index arithmetic
+    # the program has); a scatter a handful of launches: targets, sort, combine
+    import plax_cupy
+    gpu = plax.devices("gpu")[0]
+    x = plax.device_put(np.arange(20, dtype=np.float32).reshape(4, 5), gpu)
+    i = plax.device_put(np.array([0, 3, 7], np.int32), gpu)
+    f = plax.jit(fn)
+    f(x, i).block_until_ready()
+    with plax_cupy.count() as c:
+        f(x, i).block_until_ready()
+    assert c.launches <= most, (name, c.launches)
+    assert c.host_to_device == c.device_to_host == c.host_fallbacks == 0
