@@ -85,3 +85,29 @@ def test_scatter_combines_duplicates_in_order():
     for prog in (lambda x, i, u: x.at[i].min(u), lambda x, i, u: x.at[i].max(u)):
         assert check_program(prog, np.zeros(3, np.float32), j, f,
                              primitives={"scatter-min", "scatter-max"}) == 1
+
+
+@pytest.mark.parametrize("index_dtype", [np.uint8, np.int16, np.int64, np.uint64], ids=IDS)
+def test_index_dtypes_and_window_scatters(index_dtype):
+    # unsigned indices far out of bounds are dropped or clamped, never wrapped to negatives
+    x = sample((4, 6, 3), np.float32)
+    info = np.iinfo(index_dtype)
+    i = np.array([1, 3, info.max, 0, 2], index_dtype)
+    names = {"gather", "scatter", "scatter-add", "scatter-max"}
+    for mode in ("clip", "fill", "promise_in_bounds"):
+        assert check_program(lambda x, i: x.at[:, i].get(mode=mode), x, i, primitives=names) == 1
+        assert check_program(lambda x, i, u: x.at[:, i].add(u, mode=mode), x, i,
+                             sample((4, 5, 3), np.float32, 1), primitives=names, rtol=1e-6) >= 1
+        assert check_program(lambda x, i, u: x.at[i % 4, :, 1].max(u, mode=mode), x, i,
+                             sample((5, 6), np.float32, 2), primitives=names) >= 1
+
+
+def test_bfloat16_scatter_rounds_per_step_as_the_reference():
+    # scatters take bfloat16 as bits and round after every combination, as ml_dtypes does:
+    # equal to the reference bit for bit, not just close
+    import ml_dtypes
+    x = np.array([1.0, 256.0, -3.0], ml_dtypes.bfloat16)
+    i = np.array([1, 1, 1, 1, 0, 2, 2], np.int32)
+    u = np.array([0.5, 0.5, 0.5, 0.5, 1e-3, 7.0, -0.1], ml_dtypes.bfloat16)
+    for prog in (lambda x, i, u: x.at[i].add(u), lambda x, i, u: x.at[i].multiply(u + 1)):
+        assert check_program(prog, x, i, u, primitives={"scatter-add", "scatter-mul"}) == 1
