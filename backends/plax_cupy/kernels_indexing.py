@@ -35,7 +35,7 @@ _I64 = np.int64
 
 @kernel(lax.slice_p)
 @on_bits
-def slice_(x, *, start_indices, limit_indices, strides):
+def _slice(x, *, start_indices, limit_indices, strides):
     strides = strides or (1,) * len(start_indices)
     return x[tuple(slice(a, b, s) for a, b, s in zip(start_indices, limit_indices, strides))]
 
@@ -103,7 +103,7 @@ def _box_launch(name: str, array, box, starts) -> None:
 
 @kernel(lax.dynamic_slice_p)
 @on_bits
-def dynamic_slice(x, *starts, slice_sizes):
+def _dynamic_slice(x, *starts, slice_sizes):
     """The box of ``slice_sizes`` at ``starts`` (device scalars, clamped so the box fits):
     one generated kernel, the starts read on the device."""
     if not x.ndim:
@@ -116,7 +116,7 @@ def dynamic_slice(x, *starts, slice_sizes):
 
 @kernel(lax.dynamic_update_slice_p)
 @on_bits
-def dynamic_update_slice(x, update, *starts):
+def _dynamic_update_slice(x, update, *starts):
     """``x`` with ``update`` written at ``starts`` (clamped so it fits): a copy and one
     generated kernel."""
     out = x.copy()
@@ -227,7 +227,7 @@ def gather_source(operand_shape, indices_shape, index_dtype, itemsize: int, *, d
 
 
 @kernel(lax.gather_p)
-def gather(operand, indices, *, dimension_numbers, slice_sizes, indices_are_sorted,
+def _gather(operand, indices, *, dimension_numbers, slice_sizes, indices_are_sorted,
            unique_indices, mode, fill_value):
     """XLA's gather: one window of ``slice_sizes`` per index vector, its start clamped (``CLIP``,
     ``PROMISE_IN_BOUNDS``) or, out of bounds, filled with ``fill_value`` (``FILL_OR_DROP``);
@@ -252,7 +252,7 @@ def gather(operand, indices, *, dimension_numbers, slice_sizes, indices_are_sort
     return Bf16Buffer(out) if bf16 else out
 
 
-gather.bf16 = "bits"
+_gather.bf16 = "bits"
 
 
 # ---------------------------------------------------------------- scatter

@@ -34,7 +34,7 @@ def _contiguous(x):
 # ---------------------------------------------------------------- conversions
 
 @kernel(lax.convert_element_type_p)
-def convert_element_type(x, *, new_dtype, weak_type):
+def _convert_element_type(x, *, new_dtype, weak_type):
     new_dtype = np.dtype(new_dtype)
     if new_dtype.kind == "b":
         return x != 0
@@ -54,7 +54,7 @@ def convert_element_type(x, *, new_dtype, weak_type):
 
 
 @kernel(lax.bitcast_convert_type_p)
-def bitcast_convert_type(x, *, new_dtype):
+def _bitcast_convert_type(x, *, new_dtype):
     """The same bits as another type; between widths the last axis splits or joins, as XLA's.
     (bfloat16 operands and results are handled by the backend on the bits.)"""
     new_dtype = np.dtype(new_dtype)
@@ -72,7 +72,7 @@ _FORMATS = {2: (5, 10), 4: (8, 23), 8: (11, 52)}
 
 
 @kernel(reduce_precision_p)
-def reduce_precision(x, *, exponent_bits, mantissa_bits):
+def _reduce_precision(x, *, exponent_bits, mantissa_bits):
     """Rounds to the nearest value with ``exponent_bits`` and ``mantissa_bits`` (ties to even,
     overflow to infinity, underflow to zero, NaN kept), on the bits.
 
@@ -101,7 +101,7 @@ def reduce_precision(x, *, exponent_bits, mantissa_bits):
 
 
 @kernel(lax.nextafter_p)
-def nextafter(x, y):
+def _nextafter(x, y):
     """The next representable value after ``x`` towards ``y`` (``y`` where equal, NaN if either
     is NaN); float16 and bfloat16 step their bit pattern by one."""
     if isinstance(x, Bf16Buffer) or x.dtype.itemsize == 2:
@@ -122,19 +122,19 @@ def nextafter(x, y):
     return cupy.nextafter(x, y)
 
 
-nextafter.bf16 = "bits"
+_nextafter.bf16 = "bits"
 
 
 # ---------------------------------------------------------------- extra elementwise
 
 @kernel(square_p)
-def square(x):
+def _square(x):
     """``x * x`` in ``x``'s dtype (integers wrap)."""
     return x * x
 
 
 @kernel(clz_p)
-def clz(x):
+def _clz(x):
     """Leading zero bits, by a binary search for the highest set bit."""
     bits = 8 * x.dtype.itemsize
     u = _contiguous(x).view(_unsigned(x.dtype)).astype(np.uint64)
@@ -161,7 +161,7 @@ def _mulhi_u64(a, b):
 
 
 @kernel(mulhi_p)
-def mulhi(x, y):
+def _mulhi(x, y):
     """The high half of the double-width product."""
     dtype = x.dtype
     bits = 8 * dtype.itemsize
@@ -182,7 +182,7 @@ def mulhi(x, y):
 
 @kernel(lax.select_n_p)
 @on_bits
-def select_n(which, *cases):
+def _select_n(which, *cases):
     """``cases[which]`` elementwise (``which`` boolean or int32, in range)."""
     if len(cases) == 1:
         shape = np.broadcast_shapes(which.shape, cases[0].shape)  # (of the shapes only)
@@ -196,12 +196,12 @@ def select_n(which, *cases):
 
 
 @kernel(lax.clamp_p)
-def clamp(lo, x, hi):
+def _clamp(lo, x, hi):
     return cupy.minimum(cupy.maximum(x, lo), hi).astype(x.dtype)
 
 
 @kernel(lax.complex_p)
-def complex_(x, y):
+def _complex(x, y):
     """``x + i y`` with the parts written directly (``x + 1j * y`` would turn an infinite ``y``
     into a NaN real part)."""
     out_dtype = np.dtype(np.complex128 if x.dtype == np.float64 else np.complex64)
@@ -213,17 +213,17 @@ def complex_(x, y):
 
 
 @kernel(lax.real_p)
-def real(x):
+def _real(x):
     return x.real.copy() if x.dtype.kind == "c" else x
 
 
 @kernel(lax.imag_p)
-def imag(x):
+def _imag(x):
     return x.imag.copy() if x.dtype.kind == "c" else cupy.zeros(x.shape, x.dtype)
 
 
 @kernel(lax.conj_p)
-def conj(x):
+def _conj(x):
     if x.dtype.kind == "c":
         return cupy.conj(x)
     return x.astype(np.complex128 if x.dtype == np.float64 else np.complex64)

@@ -35,14 +35,14 @@ def _rows(x, axes):
 
 
 @kernel(lax.reduce_sum_p)
-def reduce_sum(x, *, axes):
+def _reduce_sum(x, *, axes):
     if _half(x.dtype):
         return x.astype(np.float32).sum(axis=tuple(axes)).astype(x.dtype)
     return x.sum(axis=tuple(axes), dtype=x.dtype)
 
 
 @kernel(lax.reduce_prod_p)
-def reduce_prod(x, *, axes):
+def _reduce_prod(x, *, axes):
     if _half(x.dtype):
         return x.astype(np.float32).prod(axis=tuple(axes)).astype(x.dtype)
     return x.prod(axis=tuple(axes), dtype=x.dtype)

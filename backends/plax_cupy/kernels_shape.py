@@ -62,7 +62,7 @@ def on_bits(fn: Callable) -> Callable:
 
 @kernel(lax.broadcast_in_dim_p)
 @on_bits
-def broadcast_in_dim(x, *, shape, broadcast_dimensions):
+def _broadcast_in_dim(x, *, shape, broadcast_dimensions):
     expanded = [1] * len(shape)
     for i, d in enumerate(broadcast_dimensions):
         expanded[d] = x.shape[i]
@@ -71,37 +71,37 @@ def broadcast_in_dim(x, *, shape, broadcast_dimensions):
 
 @kernel(lax.reshape_p)
 @on_bits
-def reshape(x, *, new_sizes):
+def _reshape(x, *, new_sizes):
     return cupy.reshape(x, tuple(new_sizes))
 
 
 @kernel(lax.transpose_p)
 @on_bits
-def transpose(x, *, permutation):
+def _transpose(x, *, permutation):
     return cupy.transpose(x, tuple(permutation))
 
 
 @kernel(lax.squeeze_p)
 @on_bits
-def squeeze(x, *, dimensions):
+def _squeeze(x, *, dimensions):
     return cupy.squeeze(x, axis=tuple(dimensions))
 
 
 @kernel(lax.expand_dims_p)
 @on_bits
-def expand_dims(x, *, dimensions):
+def _expand_dims(x, *, dimensions):
     return cupy.expand_dims(x, tuple(dimensions))
 
 
 @kernel(lax.rev_p)
 @on_bits
-def rev(x, *, dimensions):
+def _rev(x, *, dimensions):
     return cupy.flip(x, tuple(dimensions)) if dimensions else x
 
 
 @kernel(lax.pad_p)
 @on_bits
-def pad(x, padding_value, *, padding_config):
+def _pad(x, padding_value, *, padding_config):
     """Low, high and interior padding (negative low/high amounts crop), as XLA's pad.
 
     The result is filled with ``padding_value`` (a 0-d device array, never read on the host)
@@ -121,12 +121,12 @@ def pad(x, padding_value, *, padding_config):
 
 @kernel(lax.concatenate_p)
 @on_bits
-def concatenate(*xs, dimension):
+def _concatenate(*xs, dimension):
     return cupy.concatenate(xs, axis=dimension)
 
 
 @kernel(lax.iota_p)
-def iota(*, dtype, shape, dimension):
+def _iota(*, dtype, shape, dimension):
     """Counts along ``dimension``; float values are the exactly rounded integers (counted in
     float64 and converted once, as NumPy's arange gives them)."""
     dtype = np.dtype(dtype)
@@ -142,6 +142,6 @@ def iota(*, dtype, shape, dimension):
 
 @kernel(lax.stop_gradient_p, name_p)
 @on_bits
-def identity(x, **params):
+def _identity(x, **params):
     """The operand itself (buffers are immutable, so no copy)."""
     return x

@@ -28,9 +28,15 @@ def _nan_first(a, b, chosen):
     return cupy.where(cupy.isnan(a), a, cupy.where(cupy.isnan(b), b, chosen))
 
 
-def maximum(a, b):
+def maximum(a: "cupy.ndarray", b: "cupy.ndarray") -> "cupy.ndarray":
     """Elementwise maximum, NaN winning (as NumPy's), complex numbers compared
     lexicographically (real part, then imaginary part).
+
+    Args:
+      a, b: device arrays of one dtype (broadcasting).
+
+    Returns:
+      The larger of each pair (the NaN where one is NaN, the first if both are).
 
     Example:
       >>> maximum(cupy.asarray([1 + 5j]), cupy.asarray([1 + 2j]))
@@ -41,8 +47,13 @@ def maximum(a, b):
     return cupy.maximum(a, b)
 
 
-def minimum(a, b):
-    """Elementwise minimum, as :func:`maximum` orders values."""
+def minimum(a: "cupy.ndarray", b: "cupy.ndarray") -> "cupy.ndarray":
+    """Elementwise minimum, as :func:`maximum` orders values (NaN winning).
+
+    Example:
+      >>> minimum(cupy.asarray([1 + 5j, 2j]), cupy.asarray([1 + 2j, 1j]))
+      array([1.+2.j, 0.+1.j])
+    """
     if a.dtype.kind == "c":
         return _nan_first(a, b, cupy.where(_greater(a, b), b, a))
     return cupy.minimum(a, b)
@@ -55,7 +66,7 @@ def _parts(key):
     return [key]
 
 
-def lexicographic_order(keys):
+def lexicographic_order(keys: list) -> "cupy.ndarray":
     """The stable permutation along the last axis that sorts by ``keys[0]``, ties by
     ``keys[1]``, and so on (each key real, NaN last).
 
@@ -79,14 +90,19 @@ def lexicographic_order(keys):
     return perm
 
 
-def sort_keys(key):
-    """``key`` as :func:`lexicographic_order` keys, most significant first (a complex key is its
-    real then imaginary part)."""
+def sort_keys(key: "cupy.ndarray") -> list:
+    """``key`` as :func:`lexicographic_order` keys, most significant first: a complex key is
+    its real then imaginary part, any other key itself.
+
+    Example:
+      >>> [k.dtype.name for k in sort_keys(cupy.zeros(3, cupy.complex64))]
+      ['float32', 'float32']
+    """
     return list(reversed(_parts(key)))
 
 
 @kernel(lax.sort_p)
-def sort(*operands, dimension, is_stable, num_keys):
+def _sort(*operands, dimension, is_stable, num_keys):
     ops = [cupy.moveaxis(o, dimension, -1) for o in operands]
     keys = []
     for k in ops[:num_keys]:
@@ -96,7 +112,7 @@ def sort(*operands, dimension, is_stable, num_keys):
 
 
 @kernel(top_k_p)
-def top_k(x, *, k, axis):
+def _top_k(x, *, k, axis):
     """The ``k`` largest along ``axis``, descending, ties (and NaN, which come first) in index
     order, as the reference kernel: a stable ascending sort of the reversed axis read
     backwards."""
