@@ -6,11 +6,17 @@ Each is one or two CuPy calls (views where CuPy gives views, else one copy kerne
 a value on the host. They move elements without computing on them, so they run on a bfloat16
 operand's bits (:func:`on_bits`).
 
-Note for ``CupyBackend._wrap`` (plax_cupy/backend.py): a kernel marked ``fn.bf16 == "bits"``
-takes :class:`~plax_cupy.backend.Bf16Buffer` operands as they are and returns Bf16Buffers;
-``_wrap`` should pass them through instead of widening to float32 (widening is exact and the
-kernels accept float32 as well, so an unchanged ``_wrap`` still gives right values, at the cost
-of two conversions and a signalling NaN's payload bit).
+``CupyBackend._wrap`` hands a kernel marked ``fn.bf16 == "bits"`` its
+:class:`~plax_cupy.backend.Bf16Buffer` operands as they are (it returns Bf16Buffers); other
+kernels get float32 widenings and their bfloat16 results are rounded back. Widening is exact,
+so an unmarked structural kernel still gives the right values, at the cost of two conversions
+and a signalling NaN's quiet bit.
+
+Needed from ``backend.py``: a fusible primitive's eager path (``_eager_fused``) is wrapped
+without the mark, so bfloat16 operands are widened before the generated kernel is planned and
+before a table kernel marked ``"bits"`` is reached; eager ``nextafter`` on bfloat16 then
+returns ``x`` (one bfloat16 step is lost in the rounding back), while the same call under
+``jit`` is right.
 """
 from __future__ import annotations
 
