@@ -36,6 +36,8 @@ def _rows(x, axes):
 
 @kernel(lax.reduce_sum_p)
 def _reduce_sum(x, *, axes):
+    if not axes:  # nothing reduced (CuPy's reductions need not take an empty axis tuple)
+        return x
     if _half(x.dtype):
         return x.astype(np.float32).sum(axis=tuple(axes)).astype(x.dtype)
     return x.sum(axis=tuple(axes), dtype=x.dtype)
@@ -43,6 +45,8 @@ def _reduce_sum(x, *, axes):
 
 @kernel(lax.reduce_prod_p)
 def _reduce_prod(x, *, axes):
+    if not axes:
+        return x
     if _half(x.dtype):
         return x.astype(np.float32).prod(axis=tuple(axes)).astype(x.dtype)
     return x.prod(axis=tuple(axes), dtype=x.dtype)
