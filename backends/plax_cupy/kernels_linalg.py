@@ -443,6 +443,34 @@ def _unit_columns(v):
     return v * phase
 
 
+def _geev(a):
+    """CuPy's general eigensolver, or :class:`plax.backend.UnsupportedPrimitiveError` naming
+    the primitive, ``a``'s dtype and device where this CuPy/CUDA has none."""
+    from plax.backend import UnsupportedPrimitiveError
+
+    def unsupported(why):
+        return UnsupportedPrimitiveError(
+            "cupy", "eig",
+            f"dtype {a.dtype} on cuda:{a.device.id}: this CuPy/CUDA has no general eigensolver "
+            f"(cupy.linalg.eig needs CuPy >= 14 and CUDA >= 12.6: {why}); compute eig on the "
+            "CPU (plax.device_put(x, plax.devices('cpu')[0]))")
+
+    geev = getattr(cupy.linalg, "eig", None)
+    if geev is None:
+        raise unsupported("cupy.linalg has no eig")
+
+    def run(x):
+        try:
+            return geev(x)
+        except NotImplementedError as err:  # (ROCm)
+            raise unsupported(err) from None
+        except RuntimeError as err:
+            if "not available" not in str(err):  # a cuSOLVER failure, not a missing routine
+                raise
+            raise unsupported(err) from None
+    return run
+
+
 @kernel(eig_p)
 def eig(a, *, compute_left_eigenvectors, compute_right_eigenvectors):
     """Eigendecomposition of a batch of general square matrices (complex results).
@@ -472,16 +500,8 @@ def eig(a, *, compute_left_eigenvectors, compute_right_eigenvectors):
     else:
         finite = _finite_matrices(a)
         safe = cupy.where(finite[..., None, None], a, cupy.zeros((), a.dtype))
-        try:
-            n = a.shape[-1]
-            w, v = _guarded(cupy.linalg.eig, [safe], [((n,), ct), ((n, n), ct)])
-        except (AttributeError, RuntimeError, NotImplementedError) as err:
-            from plax.backend import UnsupportedPrimitiveError
-            raise UnsupportedPrimitiveError(
-                "cupy", "eig",
-                f"dtype {a.dtype} on cuda:{a.device.id}: this CuPy/CUDA has no general "
-                f"eigensolver (cupy.linalg.eig needs CuPy >= 14 and CUDA >= 12.6: {err}); "
-                f"compute eig on the CPU (plax.device_put(x, plax.devices('cpu')[0]))") from None
+        n = a.shape[-1]
+        w, v = _guarded(_geev(a), [safe], [((n,), ct), ((n, n), ct)])
         bad = ~finite
         w = _nan_where(bad, w.astype(ct, copy=False), 1)
         v = _nan_where(bad, _unit_columns(v.astype(ct, copy=False)), 2)

@@ -209,3 +209,14 @@ def test_eig_without_a_gpu_eigensolver_names_primitive_dtype_and_device(monkeypa
     with pytest.raises(UnsupportedPrimitiveError, match=r"'eig'.*float32 on cuda:0.*CPU"):
         run_kernel(L.eig_p, matrices((3, 3), np.float32), compute_left_eigenvectors=False,
                    compute_right_eigenvectors=True)
+    monkeypatch.setattr(cupy.linalg, "eig", None)  # a CuPy older than 14
+    with pytest.raises(UnsupportedPrimitiveError, match=r"'eig'.*complex128 on cuda:0"):
+        run_kernel(L.eig_p, matrices((2, 3, 3), np.complex128), compute_left_eigenvectors=True,
+                   compute_right_eigenvectors=False)
+
+    def failing(a):
+        raise RuntimeError("CUSOLVER_STATUS_INTERNAL_ERROR")
+    monkeypatch.setattr(cupy.linalg, "eig", failing)  # a real failure is not "unsupported"
+    with pytest.raises(RuntimeError, match="INTERNAL_ERROR"):
+        run_kernel(L.eig_p, matrices((3, 3), np.float32), compute_left_eigenvectors=False,
+                   compute_right_eigenvectors=True)
