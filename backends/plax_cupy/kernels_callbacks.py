@@ -14,7 +14,7 @@ them Bf16Buffers as they are.
 """
 from __future__ import annotations
 
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 
@@ -26,7 +26,7 @@ from plax_cupy.backend import BF16, Bf16Buffer
 from plax_cupy.kernels import kernel
 
 
-def to_host(buffer) -> np.ndarray:
+def to_host(buffer: Any) -> np.ndarray:
     """A device buffer's values as a NumPy array (bfloat16 as ``bfloat16``), waiting for the
     current stream; counted as a device-to-host copy (:func:`plax_cupy.counters`). Anything
     else (a host value) as ``np.asarray`` gives it.
@@ -42,7 +42,7 @@ def to_host(buffer) -> np.ndarray:
     return np.asarray(buffer)
 
 
-def to_device(value):
+def to_device(value: Any) -> Any:
     """A host value as a device buffer on the current device (bfloat16 as a Bf16Buffer);
     counted as a host-to-device copy.
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from typing import Sequence
 
 import numpy as np
 
@@ -26,7 +27,8 @@ from plax_cupy.kernels import kernel
 MAX_SHIFTS = 32
 
 
-def dilate_and_pad(x, axes, dilation, padding, fill):
+def dilate_and_pad(x: "cupy.ndarray", axes: Sequence[int], dilation: Sequence[int],
+                   padding: Sequence[tuple], fill) -> "cupy.ndarray":
     """``x`` with ``dilation - 1`` holes between elements and ``(low, high)`` padding
     (negative crops) along ``axes``, holes and padding holding ``fill``: one allocation and one
     strided copy on the device.
@@ -59,7 +61,9 @@ def dilate_and_pad(x, axes, dilation, padding, fill):
     return out
 
 
-def window_view(x, axes, window, strides, window_dilation, out_sizes):
+def window_view(x: "cupy.ndarray", axes: Sequence[int], window: Sequence[int],
+                strides: Sequence[int], window_dilation: Sequence[int],
+                out_sizes: Sequence[int]) -> "cupy.ndarray":
     """A strided view of ``x`` (no copy) of shape ``x.shape`` with ``axes`` replaced by
     ``out_sizes``, followed by ``window``: element ``[..., i, ..., k]`` is
     ``x[..., i * stride + k * dilation, ...]``.
@@ -103,9 +107,10 @@ def _grouped_conv(xg, wg, nsp, strides, rhs_dilation, out_sp):
 
 
 @kernel(conv_general_dilated_p)
-def conv_general_dilated(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation,
-                         dimension_numbers, feature_group_count, batch_group_count, precision,
-                         preferred_element_type):
+def conv_general_dilated(lhs: "cupy.ndarray", rhs: "cupy.ndarray", *, window_strides,
+                         padding, lhs_dilation, rhs_dilation, dimension_numbers,
+                         feature_group_count: int, batch_group_count: int, precision,
+                         preferred_element_type) -> "cupy.ndarray":
     """A general dilated convolution on the device (any dimension numbers, strides, padding,
     lhs and rhs dilation, feature and batch groups), by matrix products on cuBLAS.
 

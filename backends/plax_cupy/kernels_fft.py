@@ -27,7 +27,8 @@ def _out_shape_dtype(shape: tuple, dtype: np.dtype, fft_type: FftType, fft_lengt
 
 
 @kernel(fft_p)
-def fft(x, *, fft_type, fft_lengths):
+def fft(x: "cupy.ndarray", *, fft_type: FftType | int,
+        fft_lengths: tuple[int, ...]) -> "cupy.ndarray":
     """A discrete Fourier transform over the trailing axes of a device array (cuFFT).
 
     Args:

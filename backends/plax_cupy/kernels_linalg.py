@@ -78,7 +78,7 @@ def _nan_where(bad, x, extra_axes: int):
 
 
 @kernel(cholesky_p)
-def cholesky(a):
+def cholesky(a: "cupy.ndarray") -> "cupy.ndarray":
     """Lower Cholesky factors of a batch of Hermitian positive-definite matrices.
 
     Args:
@@ -105,7 +105,8 @@ def cholesky(a):
 
 
 @kernel(triangular_solve_p)
-def triangular_solve(a, b, *, left_side, lower, transpose_a, conjugate_a, unit_diagonal):
+def triangular_solve(a: "cupy.ndarray", b: "cupy.ndarray", *, left_side: bool, lower: bool,
+                     transpose_a: bool, conjugate_a: bool, unit_diagonal: bool) -> "cupy.ndarray":
     """Solves ``op(a) x = b`` (``left_side``) or ``x op(a) = b`` for a batch of triangular
     ``a``, where ``op`` transposes and/or conjugates as asked.
 
@@ -195,8 +196,12 @@ struct plax_lu_c128 { double re, im; };
 // LAPACK's pivot measure: |x| for reals, |re| + |im| for complex values (i?amax's cabs1)
 __device__ __forceinline__ float plax_lu_abs1(float x) { return fabsf(x); }
 __device__ __forceinline__ double plax_lu_abs1(double x) { return fabs(x); }
-__device__ __forceinline__ float plax_lu_abs1(plax_lu_c64 x) { return fabsf(x.re) + fabsf(x.im); }
-__device__ __forceinline__ double plax_lu_abs1(plax_lu_c128 x) { return fabs(x.re) + fabs(x.im); }
+__device__ __forceinline__ float plax_lu_abs1(plax_lu_c64 x) {
+  return fabsf(x.re) + fabsf(x.im);
+}
+__device__ __forceinline__ double plax_lu_abs1(plax_lu_c128 x) {
+  return fabs(x.re) + fabs(x.im);
+}
 template <typename T> __device__ __forceinline__ bool plax_lu_nonzero(T x) { return x != 0; }
 template <typename C> __device__ __forceinline__ bool plax_lu_nonzero_c(C x) {
   return x.re != 0 || x.im != 0;
@@ -216,8 +221,12 @@ template <typename C> __device__ __forceinline__ C plax_lu_div_c(C a, C b) {
   }
   return q;
 }
-__device__ __forceinline__ plax_lu_c64 plax_lu_div(plax_lu_c64 a, plax_lu_c64 b) { return plax_lu_div_c(a, b); }
-__device__ __forceinline__ plax_lu_c128 plax_lu_div(plax_lu_c128 a, plax_lu_c128 b) { return plax_lu_div_c(a, b); }
+__device__ __forceinline__ plax_lu_c64 plax_lu_div(plax_lu_c64 a, plax_lu_c64 b) {
+  return plax_lu_div_c(a, b);
+}
+__device__ __forceinline__ plax_lu_c128 plax_lu_div(plax_lu_c128 a, plax_lu_c128 b) {
+  return plax_lu_div_c(a, b);
+}
 // c - a * b
 template <typename T> __device__ __forceinline__ T plax_lu_fms(T c, T a, T b) { return c - a * b; }
 template <typename C> __device__ __forceinline__ C plax_lu_fms_c(C c, C a, C b) {
@@ -226,14 +235,19 @@ template <typename C> __device__ __forceinline__ C plax_lu_fms_c(C c, C a, C b) 
   r.im = c.im - (a.re * b.im + a.im * b.re);
   return r;
 }
-__device__ __forceinline__ plax_lu_c64 plax_lu_fms(plax_lu_c64 c, plax_lu_c64 a, plax_lu_c64 b) { return plax_lu_fms_c(c, a, b); }
-__device__ __forceinline__ plax_lu_c128 plax_lu_fms(plax_lu_c128 c, plax_lu_c128 a, plax_lu_c128 b) { return plax_lu_fms_c(c, a, b); }
+__device__ __forceinline__ plax_lu_c64 plax_lu_fms(plax_lu_c64 c, plax_lu_c64 a, plax_lu_c64 b) {
+  return plax_lu_fms_c(c, a, b);
+}
+__device__ __forceinline__ plax_lu_c128 plax_lu_fms(plax_lu_c128 c, plax_lu_c128 a,
+                                                     plax_lu_c128 b) {
+  return plax_lu_fms_c(c, a, b);
+}
 
 // One thread per matrix: right-looking LU with partial pivoting (LAPACK's getf2), in place on
 // a row-major (m, n) matrix; 0-based pivots and the row permutation they make.
 template <typename T>
-__device__ void plax_lu_small(T* __restrict__ a, int* __restrict__ pivots, int* __restrict__ perm,
-                              long long batch, int m, int n) {
+__device__ void plax_lu_small(T* __restrict__ a, int* __restrict__ pivots,
+                              int* __restrict__ perm, long long batch, int m, int n) {
   int k = m < n ? m : n;
   for (long long b = (long long)blockIdx.x * blockDim.x + threadIdx.x; b < batch;
        b += (long long)blockDim.x * gridDim.x) {
@@ -259,21 +273,26 @@ __device__ void plax_lu_small(T* __restrict__ a, int* __restrict__ pivots, int* 
         for (int i = j + 1; i < m; ++i) x[i * n + j] = plax_lu_div(x[i * n + j], x[j * n + j]);
       }
       for (int i = j + 1; i < m; ++i)
-        for (int c = j + 1; c < n; ++c) x[i * n + c] = plax_lu_fms(x[i * n + c], x[i * n + j], x[j * n + c]);
+        for (int c = j + 1; c < n; ++c)
+          x[i * n + c] = plax_lu_fms(x[i * n + c], x[i * n + j], x[j * n + c]);
     }
   }
 }
 
-extern "C" __global__ void plax_lu_small_f32(float* a, int* piv, int* perm, long long batch, int m, int n) {
+extern "C" __global__ void plax_lu_small_f32(float* a, int* piv, int* perm,
+                                         long long batch, int m, int n) {
   plax_lu_small<float>(a, piv, perm, batch, m, n);
 }
-extern "C" __global__ void plax_lu_small_f64(double* a, int* piv, int* perm, long long batch, int m, int n) {
+extern "C" __global__ void plax_lu_small_f64(double* a, int* piv, int* perm,
+                                         long long batch, int m, int n) {
   plax_lu_small<double>(a, piv, perm, batch, m, n);
 }
-extern "C" __global__ void plax_lu_small_c64(plax_lu_c64* a, int* piv, int* perm, long long batch, int m, int n) {
+extern "C" __global__ void plax_lu_small_c64(plax_lu_c64* a, int* piv, int* perm,
+                                         long long batch, int m, int n) {
   plax_lu_small<plax_lu_c64>(a, piv, perm, batch, m, n);
 }
-extern "C" __global__ void plax_lu_small_c128(plax_lu_c128* a, int* piv, int* perm, long long batch, int m, int n) {
+extern "C" __global__ void plax_lu_small_c128(plax_lu_c128* a, int* piv, int* perm,
+                                         long long batch, int m, int n) {
   plax_lu_small<plax_lu_c128>(a, piv, perm, batch, m, n);
 }
 """
@@ -297,7 +316,7 @@ def _small_lu(mats):
 
 
 @kernel(lu_p)
-def lu(a):
+def lu(a: "cupy.ndarray") -> list:
     """LU factorisation with partial pivoting of a batch of ``(m, n)`` matrices.
 
     Args:
@@ -338,7 +357,7 @@ def lu(a):
 
 
 @kernel(qr_p)
-def qr(a, *, full_matrices):
+def qr(a: "cupy.ndarray", *, full_matrices: bool) -> list:
     """QR factorisation of a batch of matrices.
 
     Args:
@@ -363,7 +382,7 @@ def qr(a, *, full_matrices):
 
 
 @kernel(eigh_p)
-def eigh(a, *, lower):
+def eigh(a: "cupy.ndarray", *, lower: bool) -> list:
     """Eigendecomposition of a batch of Hermitian matrices.
 
     Args:
@@ -390,7 +409,7 @@ def eigh(a, *, lower):
 
 
 @kernel(svd_p)
-def svd(a, *, full_matrices, compute_uv):
+def svd(a: "cupy.ndarray", *, full_matrices: bool, compute_uv: bool) -> list:
     """Singular value decomposition of a batch of matrices.
 
     Args:
@@ -472,7 +491,8 @@ def _geev(a):
 
 
 @kernel(eig_p)
-def eig(a, *, compute_left_eigenvectors, compute_right_eigenvectors):
+def eig(a: "cupy.ndarray", *, compute_left_eigenvectors: bool,
+        compute_right_eigenvectors: bool) -> list:
     """Eigendecomposition of a batch of general square matrices (complex results).
 
     cuSOLVER's general eigensolver (``geev``) arrived in CUDA 12.6 and CuPy 14
