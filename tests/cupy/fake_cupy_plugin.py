@@ -49,12 +49,15 @@ def _install_traffic_hooks():
         def pytest_runtest_call(self, item):
             import plax_cupy
             reads = fake_cupy.COUNTS["device_to_host"]
+            writes = fake_cupy.COUNTS["host_to_device"]
             with plax_cupy.count() as c:
                 yield
-            raw = fake_cupy.COUNTS["device_to_host"] - reads
-            if c.host_fallbacks or raw != c.device_to_host:
+            raw_reads = fake_cupy.COUNTS["device_to_host"] - reads
+            raw_writes = fake_cupy.COUNTS["host_to_device"] - writes
+            if c.host_fallbacks or raw_reads != c.device_to_host or raw_writes != c.host_to_device:
                 _TRAFFIC[item.nodeid] = {"fallbacks": c.fallbacks,
-                                         "unaccounted_reads": raw - c.device_to_host,
+                                         "unaccounted_reads": raw_reads - c.device_to_host,
+                                         "unaccounted_writes": raw_writes - c.host_to_device,
                                          "launches": c.launches, "device_to_host": c.device_to_host,
                                          "host_to_device": c.host_to_device}
 
