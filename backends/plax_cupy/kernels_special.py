@@ -39,12 +39,12 @@ def launch_raw(source: str, name: str, n: int, *args) -> None:
 
     The source is compiled after :data:`plax_cupy.codegen.PREAMBLE` (so it also builds for the
     simulated GPU of ``tests/cupy``); ``args`` are contiguous device arrays and NumPy scalars,
-    in the kernel's parameter order.
+    in the kernel's parameter order. Each call counts one launch in :func:`plax_cupy.counters`.
 
     Example:
       >>> launch_raw(src, "plax_lu_permutation", batch, pivots, perm, np.int64(batch), ...)
     """
-    from plax_cupy import codegen, nvrtc
+    from plax_cupy import codegen, nvrtc, runtime
     with _modules_lock:
         module = _modules.get(source)
         if module is None:
@@ -53,6 +53,7 @@ def launch_raw(source: str, name: str, n: int, *args) -> None:
                                                        options=("--std=c++17",))
     grid, block = codegen.elementwise_launch(max(int(n), 1))
     module.get_function(name)((grid,), (block,), tuple(args))
+    runtime.note_launch()  # (plax_cupy.counters: CuPy does not count RawModule launches)
 
 
 # ---------------------------------------------------------------- dtype handling

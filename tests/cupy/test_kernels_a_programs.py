@@ -57,7 +57,7 @@ def test_program_stays_on_the_device(dtype, jitted):
 @pytest.mark.parametrize("name, fn, most", [
     ("dynamic_slice", lambda x, i: lax.dynamic_slice(x, (i[0], 1), (2, 3)), 2),
     ("gather", lambda x, i: x[i], 2),
-    ("scatter-add", lambda x, i: x.at[i].add(1.0), 8),
+    ("scatter-add", lambda x, i: x.at[i].add(1.0), 10),  # (its two generated kernels counted)
     ("dynamic_update_slice", lambda x, i: lax.dynamic_update_slice(x, x[:1], (i[1], 0)), 4),
 ])
 def test_launches_of_the_generated_indexing_kernels(name, fn, most):

@@ -77,6 +77,15 @@ def test_lu_pivots_permutation_and_factors(dtype, shape):
     np.testing.assert_allclose(as_wide(lower @ upper), as_wide(rows), rtol=tol(dtype), atol=tol(dtype))
 
 
+def test_lu_of_a_batch_of_small_matrices_is_one_generated_kernel():
+    import plax_cupy
+    a = matrices((64, 6, 6), np.float32)
+    with plax_cupy.count() as c:
+        close(L.lu_p, a, scale=30)
+    # the generated kernel (counted by plax) and, on the simulated GPU, the operand's copy
+    assert 1 <= c.launches <= 2 and c.host_fallbacks == 0
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.complex128], ids=ids)
 def test_lu_of_matrices_larger_than_the_batched_kernel_takes(dtype):
     from plax_cupy.kernels_linalg import SMALL_LU
