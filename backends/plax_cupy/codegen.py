@@ -37,7 +37,8 @@ operation, so fused chains round exactly where the reference does. Complex value
 ``plax_c64``/``plax_c128`` (two floats or doubles, NumPy's layout) with NumPy's arithmetic
 (Smith's division, integer powers by multiplication) and the functions computed from real ones
 (finite operands match NumPy to a few ulps of the value's magnitude; infinite and NaN parts
-follow the formulas, not C99 Annex G). All four are read from device memory, never passed by
+give C99 Annex G's values, as NumPy's, for exp, exp2, log, log1p, expm1, sqrt, sin, cos, tan,
+sinh, cosh, tanh, sign, abs and logistic; other operations follow their formulas). All four are read from device memory, never passed by
 value, so launchers need no scalar conversion for them.
 
 Whatever the generator does not express (``digamma``, complex inverse trigonometric and
@@ -251,7 +252,7 @@ using std::isfinite;
 // the float and double overloads CUDA declares globally (the complex templates call them)
 using std::fabs; using std::hypot; using std::exp; using std::expm1; using std::log; using std::sin;
 using std::cos; using std::tan; using std::sinh; using std::cosh; using std::sqrt; using std::atan2;
-using std::copysign; using std::rint;
+using std::copysign; using std::rint; using std::tanh; using std::isinf;
 static inline float rsqrtf(float x) { return 1.0f / std::sqrt(x); }
 static inline double rsqrt(double x) { return 1.0 / std::sqrt(x); }
 static inline int __popc(unsigned int x) { return __builtin_popcount(x); }
@@ -446,13 +447,26 @@ template <typename T> __device__ __forceinline__ bool plax_cle(plax_complex<T> a
 template <typename T> __device__ __forceinline__ plax_complex<T> plax_max(plax_complex<T> a, plax_complex<T> b) { return (plax_isnan(a) || plax_cge(a, b)) ? a : b; }
 template <typename T> __device__ __forceinline__ plax_complex<T> plax_min(plax_complex<T> a, plax_complex<T> b) { return (plax_isnan(a) || plax_cle(a, b)) ? a : b; }
 template <typename T> __device__ __forceinline__ T plax_cabs(plax_complex<T> z) { return hypot(z.re, z.im); }
+// z / |z| as NumPy: 0 at 0, NaN where a part is NaN (and |z| is not infinite), the direction
+// of the infinite part where one part is infinite, NaN where both are
 template <typename T> __device__ __forceinline__ plax_complex<T> plax_csign(plax_complex<T> z) {
-  if (z.re == (T)0 && z.im == (T)0) return plax_cplx<T>((T)0, (T)0);
   const T r = hypot(z.re, z.im);
+  if (r != r) return plax_cplx<T>(r, r);
+  if (isinf(r)) {
+    if (isinf(z.re)) {
+      if (isinf(z.im)) return plax_cplx<T>(plax_qnan(r), plax_qnan(r));
+      return plax_cplx<T>(z.re > (T)0 ? (T)1 : (T)-1, (T)0);
+    }
+    return plax_cplx<T>((T)0, z.im > (T)0 ? (T)1 : (T)-1);
+  }
+  if (r == (T)0) return plax_cplx<T>((T)0, (T)0);
   return plax_cplx<T>(z.re / r, z.im / r);
 }
 template <typename T> __device__ __forceinline__ plax_complex<T> plax_cexp(plax_complex<T> z) {
   if (z.im == (T)0) return plax_cplx<T>(exp(z.re), z.im);
+  if (isinf(z.re) && !isfinite(z.im)) {  // C99: +inf + i NaN, or 0 from -inf
+    return z.re > (T)0 ? plax_cplx<T>(z.re, plax_qnan(z.re)) : plax_cplx<T>((T)0, (T)0);
+  }
   const T e = exp(z.re);
   return plax_cplx<T>(e * cos(z.im), e * sin(z.im));
 }
@@ -469,18 +483,32 @@ template <typename T> __device__ __forceinline__ plax_complex<T> plax_clog1p(pla
 }
 template <typename T> __device__ __forceinline__ plax_complex<T> plax_csqrt(plax_complex<T> z) {
   if (z.re == (T)0 && z.im == (T)0) return plax_cplx<T>((T)0, z.im);
+  if (isinf(z.im)) return plax_cplx<T>(fabs(z.im), z.im);  // C99: +inf +- i inf, even for NaN
   const T t = sqrt((fabs(z.re) + hypot(z.re, z.im)) * (T)0.5);
   if (z.re >= (T)0) return plax_cplx<T>(t, z.im / ((T)2 * t));
   return plax_cplx<T>(fabs(z.im) / ((T)2 * t), copysign(t, z.im));
 }
+// on the real axis the imaginary part is the signed zero C99 gives (not inf * 0 = NaN)
 template <typename T> __device__ __forceinline__ plax_complex<T> plax_csinh(plax_complex<T> z) {
+  if (z.im == (T)0) return plax_cplx<T>(sinh(z.re), z.im);
+  if (z.re == (T)0 && !isfinite(z.im)) return plax_cplx<T>(z.re, plax_qnan(z.re));
+  if (isinf(z.re) && !isfinite(z.im)) return plax_cplx<T>(z.re, plax_qnan(z.re));
   return plax_cplx<T>(sinh(z.re) * cos(z.im), cosh(z.re) * sin(z.im));
 }
 template <typename T> __device__ __forceinline__ plax_complex<T> plax_ccosh(plax_complex<T> z) {
+  if (z.im == (T)0) return plax_cplx<T>(cosh(z.re), copysign((T)0, z.re) * z.im);
+  if (z.re == (T)0 && !isfinite(z.im)) return plax_cplx<T>(plax_qnan(z.re), z.re * (T)0);
+  if (isinf(z.re) && !isfinite(z.im)) return plax_cplx<T>(fabs(z.re), plax_qnan(z.re));
   return plax_cplx<T>(cosh(z.re) * cos(z.im), sinh(z.re) * sin(z.im));
 }
 template <typename T> __device__ __forceinline__ plax_complex<T> plax_ctanh(plax_complex<T> z) {
   // Kahan's formula; for |re| > 22, tanh(re) is +-1 to working precision
+  if (z.im == (T)0) return plax_cplx<T>(tanh(z.re), z.im);
+  if (z.re == (T)0 && !isfinite(z.im)) return plax_cplx<T>(z.re, plax_qnan(z.re));
+  if (!isfinite(z.im)) {  // C99: 1 +- i0 from an infinite real part, else NaN
+    if (isinf(z.re)) return plax_cplx<T>(copysign((T)1, z.re), copysign((T)0, z.im));
+    return plax_cplx<T>(plax_qnan(z.re), plax_qnan(z.re));
+  }
   if (fabs(z.re) > (T)22) {
     const T e = exp((T)-2 * fabs(z.re));
     return plax_cplx<T>(copysign((T)1, z.re), (T)4 * sin(z.im) * cos(z.im) * e);
@@ -489,11 +517,13 @@ template <typename T> __device__ __forceinline__ plax_complex<T> plax_ctanh(plax
   const T den = (T)1 + beta * s * s;
   return plax_cplx<T>(beta * rho * s / den, t / den);
 }
+// sin z = -i sinh(i z), cos z = cosh(i z) (C99's definitions: the special values follow)
 template <typename T> __device__ __forceinline__ plax_complex<T> plax_csin(plax_complex<T> z) {
-  return plax_cplx<T>(sin(z.re) * cosh(z.im), cos(z.re) * sinh(z.im));
+  const plax_complex<T> t = plax_csinh(plax_cplx<T>(-z.im, z.re));
+  return plax_cplx<T>(t.im, -t.re);
 }
 template <typename T> __device__ __forceinline__ plax_complex<T> plax_ccos(plax_complex<T> z) {
-  return plax_cplx<T>(cos(z.re) * cosh(z.im), -(sin(z.re) * sinh(z.im)));
+  return plax_ccosh(plax_cplx<T>(-z.im, z.re));
 }
 template <typename T> __device__ __forceinline__ plax_complex<T> plax_ctan(plax_complex<T> z) {
   const plax_complex<T> t = plax_ctanh(plax_cplx<T>(-z.im, z.re));  // tan z = -i tanh(i z)

@@ -237,8 +237,9 @@ def operand(rng, shape, dtype, role: str = "x") -> np.ndarray:
         lo = -2 if dtype.kind == "i" else 0
         return rng.integers(lo, bits + 3, size=shape).astype(dtype)
     if dtype.kind == "c":
-        # parts from the real generator, made finite: the generated complex functions follow
-        # their formulas, not C99 Annex G, for infinite and NaN parts (codegen's module doc)
+        # parts from the real generator, made finite: pow, division and products follow their
+        # formulas, not C99 Annex G, for infinite and NaN parts (codegen's module doc; the
+        # functions' special values are checked in test_codegen_types.py)
         part = np.dtype(np.float32 if dtype == np.complex64 else np.float64)
         re, im = (np.nan_to_num(operand(rng, shape, part, role), nan=0.5, posinf=3.0, neginf=-2.0)
                   for _ in range(2))
