@@ -258,6 +258,13 @@ class CupyBackend(Backend):
         return self.reference
 
     def register_kernel(self, primitive, kernel: Callable) -> None:
+        """Makes ``kernel(*device_buffers, **params)`` the GPU kernel of ``primitive`` (a
+        plugin's primitive, or a replacement of the table's). It runs on the device's stream;
+        bfloat16 operands arrive widened to float32 unless ``kernel.bf16 == "bits"``.
+
+        Example:
+          >>> backend.register_kernel(my_p, lambda x, *, k: x * k)   # doctest: +SKIP
+        """
         self._kernels[primitive] = kernel
         self._eager.pop(primitive, None)
 
@@ -277,8 +284,8 @@ class CupyBackend(Backend):
         host reference kernel only as a counted, warned last resort."""
         from plax.lowering import fusion_kind
         from plax_cupy import kernels
-        if primitive in self._kernels:
-            return self._kernels[primitive]
+        if primitive in self._kernels:  # on the device's stream too, bfloat16 as the table's
+            return self._wrap(self._kernels[primitive], primitive)
         name = primitive.name
         if name in ("cond", "while", "scan"):
             return self._control_flow(name)

@@ -194,3 +194,24 @@ def test_counters_count_copies_launches_and_fallbacks():
     assert isinstance(total, plax_cupy.Counters) and total.device_to_host >= 1
     with pytest.raises(RuntimeError, match="with plax_cupy.count"):
         plax_cupy.count().launches
+
+
+@on_simulated_gpu
+def test_plugin_kernel_runs_on_the_device_stream():
+    import cupy
+    from plax import plugins
+    from plax.core.primitive import Primitive
+    be = plugins.registry().get_backend("cupy")
+    twice = Primitive("simulated_twice")
+    twice.def_abstract_eval(lambda x: x)
+    streams = []
+
+    def kernel(x):
+        streams.append(cupy.cuda.get_current_stream())
+        return x * 2
+
+    be.register_kernel(twice, kernel)
+    gpu = be.devices()[0]
+    out = be.execute(twice, be.put(np.arange(3, dtype=np.float32), gpu))
+    assert streams == [be.stream(gpu)]
+    np.testing.assert_array_equal(be.to_host(out), [0.0, 2.0, 4.0])
