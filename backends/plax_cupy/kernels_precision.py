@@ -7,7 +7,8 @@ Integer arithmetic on the bits (reduce_precision's rounding, clz's binary search
 32-bit halves, nextafter's step of one unit) is CuPy array arithmetic on unsigned views, so it
 wraps as XLA specifies; conversions follow XLA (float to integer saturates and maps NaN to 0,
 complex to real keeps the real part). nextafter and select_n take bfloat16 operands as their
-bits (``bf16 = "bits"``): nextafter's step of one unit only exists on the bits.
+bits (``bf16 = "bits"``): nextafter's step of one unit only exists on the bits; so do
+bitcast_convert_type's.
 """
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ import cupy
 from plax import lax
 from plax.lax.extra_elementwise import clz_p, mulhi_p, square_p
 from plax.lax.precision import reduce_precision_p
-from plax_cupy.backend import Bf16Buffer, widen_bf16
+from plax_cupy.backend import BF16, Bf16Buffer, widen_bf16
 from plax_cupy.kernels import kernel
 from plax_cupy.kernels_shape import on_bits
 
@@ -56,15 +57,22 @@ def _convert_element_type(x, *, new_dtype, weak_type):
 @kernel(lax.bitcast_convert_type_p)
 def _bitcast_convert_type(x, *, new_dtype):
     """The same bits as another type; between widths the last axis splits or joins, as XLA's.
-    (bfloat16 operands and results are handled by the backend on the bits.)"""
+    bfloat16 is taken and given as its uint16 bits (``bf16 = "bits"``)."""
     new_dtype = np.dtype(new_dtype)
-    x = _contiguous(x)
-    old, new = x.dtype.itemsize, new_dtype.itemsize
+    to_bf16 = new_dtype == BF16
+    target = np.dtype(np.uint16) if to_bf16 else new_dtype
+    x = _contiguous(x.bits if isinstance(x, Bf16Buffer) else x)
+    old, new = x.dtype.itemsize, target.itemsize
     if old == new:
-        return x.view(new_dtype)
-    if old > new:
-        return x.reshape(x.shape + (1,)).view(new_dtype).reshape(x.shape + (old // new,))
-    return x.view(new_dtype).reshape(x.shape[:-1])
+        out = x.view(target)
+    elif old > new:
+        out = x.reshape(x.shape + (1,)).view(target).reshape(x.shape + (old // new,))
+    else:
+        out = x.view(target).reshape(x.shape[:-1])
+    return Bf16Buffer(out) if to_bf16 else out
+
+
+_bitcast_convert_type.bf16 = "bits"
 
 
 # (exponent bits, mantissa bits) by float width

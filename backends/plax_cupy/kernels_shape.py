@@ -14,9 +14,13 @@ and a signalling NaN's quiet bit.
 
 Needed from ``backend.py``: a fusible primitive's eager path (``_eager_fused``) is wrapped
 without the mark, so bfloat16 operands are widened before the generated kernel is planned and
-before a table kernel marked ``"bits"`` is reached; eager ``nextafter`` on bfloat16 then
-returns ``x`` (one bfloat16 step is lost in the rounding back), while the same call under
-``jit`` is right.
+before a table kernel marked ``"bits"`` is reached. Two conformance failures follow (the same
+calls under ``jit`` are right): eager ``nextafter`` on bfloat16 returns ``x`` (one bfloat16
+step is lost in the rounding back; ``test_values[cupy-nextafter-bfloat16]``), and an eager
+``bitcast_convert_type`` from a 0-d float32 to bfloat16 reaches ``_bf16_call``'s bit cast,
+which views a 0-d array as a narrower type (``test_zero_tangent[cupy-bitcast_convert_type]``).
+Passing the mark on (``partial(self._eager_fused, ...)`` marked ``bf16 = "bits"`` when the
+table kernel is, its avals read as bfloat16 for Bf16Buffers) would fix both.
 """
 from __future__ import annotations
 

@@ -61,6 +61,18 @@ def test_bitcast_convert_type(src):
         check(lax.bitcast_convert_type_p, y, new_dtype=np.dtype(dst))
 
 
+def test_bitcast_bfloat16_bits_every_width():
+    b = _edges(ml_dtypes.bfloat16)[:8].reshape(4, 2)
+    for dst in (np.int16, np.uint16, np.float16):
+        check(lax.bitcast_convert_type_p, b, new_dtype=np.dtype(dst))
+    check(lax.bitcast_convert_type_p, b, new_dtype=np.dtype(np.float32))      # pairs join
+    check(lax.bitcast_convert_type_p, b[0], new_dtype=np.dtype(np.int32))     # to a scalar
+    bf16 = np.dtype(ml_dtypes.bfloat16)
+    check(lax.bitcast_convert_type_p, np.float32(-2.5), new_dtype=bf16)       # a scalar splits
+    check(lax.bitcast_convert_type_p, sample((3,), np.uint16), new_dtype=bf16)
+    check(lax.bitcast_convert_type_p, sample((3,), np.float64), new_dtype=bf16)
+
+
 @pytest.mark.parametrize("dtype", HALF_AND_UP, ids=IDS)
 def test_reduce_precision(dtype):
     x = _edges(dtype)
