@@ -60,11 +60,15 @@ def _install_traffic_hooks():
                                          "unaccounted_writes": raw_writes - c.host_to_device,
                                          "launches": c.launches, "device_to_host": c.device_to_host,
                                          "host_to_device": c.host_to_device}
+                _write()  # as it happens: a long run cut short still reports
 
         def pytest_sessionfinish(self, session):
-            import json
-            with open(_traffic_path(), "w") as f:
-                json.dump(_TRAFFIC, f, indent=1, sort_keys=True)
+            _write()
+
+    def _write():
+        import json
+        with open(_traffic_path(), "w") as f:
+            json.dump(_TRAFFIC, f, indent=1, sort_keys=True)
 
     return _TrafficRecorder()
 
