@@ -446,6 +446,22 @@ template <typename T> __device__ __forceinline__ bool plax_cle(plax_complex<T> a
 }
 template <typename T> __device__ __forceinline__ plax_complex<T> plax_max(plax_complex<T> a, plax_complex<T> b) { return (plax_isnan(a) || plax_cge(a, b)) ? a : b; }
 template <typename T> __device__ __forceinline__ plax_complex<T> plax_min(plax_complex<T> a, plax_complex<T> b) { return (plax_isnan(a) || plax_cle(a, b)) ? a : b; }
+// reductions order complex values as the reference does (np.lexsort by real part, then
+// imaginary part; NaN after every number in each key); max is the last in that order (the
+// later of equals), min the first
+template <typename T> __device__ __forceinline__ bool plax_nan_last_less(T a, T b, bool* tie) {
+  const bool an = a != a, bn = b != b;
+  *tie = (an && bn) || (!an && !bn && a == b);
+  return an != bn ? bn : (!an && a < b);
+}
+template <typename T> __device__ __forceinline__ bool plax_csort_less(plax_complex<T> a, plax_complex<T> b) {
+  bool tie;
+  const bool re = plax_nan_last_less(a.re, b.re, &tie);
+  if (!tie) return re;
+  return plax_nan_last_less(a.im, b.im, &tie);
+}
+template <typename T> __device__ __forceinline__ plax_complex<T> plax_csort_max(plax_complex<T> s, plax_complex<T> v) { return plax_csort_less(v, s) ? s : v; }
+template <typename T> __device__ __forceinline__ plax_complex<T> plax_csort_min(plax_complex<T> s, plax_complex<T> v) { return plax_csort_less(v, s) ? v : s; }
 template <typename T> __device__ __forceinline__ T plax_cabs(plax_complex<T> z) { return hypot(z.re, z.im); }
 // z / |z| as NumPy: 0 at 0, NaN where a part is NaN (and |z| is not infinite), the direction
 // of the infinite part where one part is infinite, NaN where both are
@@ -915,11 +931,18 @@ class Reduction:
             return "false" if kind == "max" else "true"
         if is_floating(d):
             return c_literal(-np.inf if kind == "max" else np.inf, acc)
-        if d.kind == "c":  # the lexicographic extremes
-            inf = -np.inf if kind == "max" else np.inf
-            return c_literal(complex(inf, inf), d)
+        if d.kind == "c":  # the extremes of plax_csort_less's order (see empty_identity)
+            return c_literal(complex(-np.inf, -np.inf) if kind == "max" else complex(np.nan, np.nan), d)
         info = np.iinfo(d)
         return c_literal(info.min if kind == "max" else info.max, d)
+
+    def empty_identity(self) -> str:
+        """What an *empty* reduction gives: :attr:`init`, except complex max/min, where XLA
+        gives ``-+inf + 0j`` -- which is not the identity of the order (``-inf - 1j`` is below
+        it, NaN values above), so it is only used where the reduced extent is zero."""
+        if self.dtype.kind == "c" and self.kind in ("max", "min"):
+            return c_literal(complex(-np.inf if self.kind == "max" else np.inf, 0.0), self.dtype)
+        return self.init
 
     def combine(self, s: str, v: str) -> str:
         """C++ source combining accumulator ``s`` with value ``v`` (both the accumulator type)."""
@@ -931,6 +954,8 @@ class Reduction:
         if kind in ("max", "min"):
             if self.dtype == np.bool_:
                 return f"({s} {'||' if kind == 'max' else '&&'} {v})"
+            if self.dtype.kind == "c":  # NumPy's sort order, as the reference reduces
+                return f"plax_csort_{kind}({s}, {v})"
             return f"plax_{kind}({s}, {v})"
         op = {"and": "&", "or": "|", "xor": "^"}[kind]
         return f"(({acc})({s} {op} {v}))"
@@ -1197,6 +1222,9 @@ def plan_cluster(cluster, *, literal_values: bool = True) -> ClusterKernel:
         red = list(red_axes)
         n_out = math.prod(shape[d] for d in kept)
         n_red = math.prod(shape[d] for d in red)
+        if n_red == 0:  # shapes are baked: an empty reduction starts from (and gives) its value
+            for _, red_ in reductions:
+                red_.init = red_.empty_identity()
         full = [f"k{d}" for d in kept], [f"k{d}" for d in red]
         flat_terms = " + ".join(f"k{d} * {strides[d]}LL" for d in range(rank)) or "0LL"
         decompose = (_index_lines("ro", "o", [shape[d] for d in kept], full[0])

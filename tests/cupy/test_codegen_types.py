@@ -187,6 +187,23 @@ def test_complex_division_by_zero_and_max_with_nan_follow_numpy():
             np.testing.assert_array_equal(_run(eqn, a, b), reference(eqn, [a, b]), err_msg=prim.name)
 
 
+@needs_cxx
+def test_complex_max_and_min_reductions_including_empty_ones():
+    """Lexicographic extremes with NaN values ordered last, as the reference (which sorts);
+    an empty reduction gives XLA's -+inf + 0j."""
+    nan = np.nan
+    x = np.array([[1 + 2j, 1 - 5j, -np.inf - 1j], [3 + 0j, 3 + 1j, complex(nan, 0)],
+                  [-2j, -1j, -3j], [complex(nan, 1), complex(2, nan), complex(nan, nan)]],
+                 np.complex64)
+    for prim in (lax.reduce_max_p, lax.reduce_min_p):
+        for shape, axes in (((4, 3), (1,)), ((4, 3), (0,)), ((3, 3), (0,)), ((4, 0), (1,)),
+                            ((0, 3), (0,))):
+            data = x[:shape[0], :shape[1]]
+            eqn = make_eqn(prim, [Var(aval(shape, np.complex64))], axes=axes)
+            np.testing.assert_array_equal(_run(eqn, data), reference(eqn, [data]),
+                                          err_msg=f"{prim.name} {shape} {axes}")
+
+
 def test_half_and_complex_literals_are_read_from_memory():
     """float16, bfloat16 and complex rank-0 literals are kernel inputs in device memory (no
     kernel-scalar conversion of types CuPy or ctypes cannot pass by value)."""
