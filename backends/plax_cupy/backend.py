@@ -437,17 +437,21 @@ class CupyBackend(Backend):
         if emitter.kernel_sources:
             source = "\n".join([source] + [codegen.describe(k) for k in emitter.kernel_sources])
         on = self.on
+        # CUDA graphs: captured on the second call, one launch from the third (plax_cupy.graphs)
+        from plax_cupy.graphs import GraphedProgram
+        program = GraphedProgram(fn, jaxpr, self, device)
 
         def run(*buffers):
             with on(device):
                 try:
-                    return fn(*buffers)
+                    return program(*buffers)
                 except cupy.cuda.memory.OutOfMemoryError as err:
                     cupy.get_default_memory_pool().free_all_blocks()
                     raise GpuOutOfMemoryError(device, oom_bytes(err), str(err)) from None
 
         run.__plax_source__ = source
-        run.as_text = lambda: source
+        run.as_text = lambda: source + "\n" + program.describe()  # (the graph's state now)
+        run.graphed = program
         return run
 
 

@@ -116,8 +116,30 @@ class Stream:
         return self
 
     def synchronize(self):
+        _refuse_in_capture(self, "Stream.synchronize")
         self.done = self.launched
         self.synchronized += 1
+
+    # ---- CUDA graphs (stream capture; see the "CUDA graphs" section)
+    capture = None
+
+    def begin_capture(self, mode=None):
+        if self.is_null:
+            raise StreamCaptureError("the legacy default stream cannot be captured")
+        if self.capture is not None:
+            raise StreamCaptureError(f"{self!r} is already capturing")
+        self.capture = Graph()
+
+    def end_capture(self) -> "Graph":
+        graph, self.capture = self.capture, None
+        if graph is None:
+            raise StreamCaptureError(f"{self!r} is not capturing")
+        for block in graph.allocated:  # nothing ran while capturing: its outputs hold garbage
+            block.buf.fill(0xFF)
+        return graph
+
+    def is_capturing(self) -> bool:
+        return self.capture is not None
 
     def record(self, event=None):
         event = event or Event()
@@ -174,6 +196,8 @@ def _pending(stream: Stream, ticket: int, reader: Stream) -> bool:
 
 def _device_synchronize():
     for s in list(_STREAMS):
+        _refuse_in_capture(s, "a device synchronisation")
+    for s in list(_STREAMS):
         s.done = s.launched
 
 
@@ -191,10 +215,12 @@ class _Block:
     """What the pool tracks of an allocation: its host bytes, the arena (stream) it came from,
     who wrote it last and which streams read it (stream -> ticket)."""
 
-    __slots__ = ("buf", "arena", "writer", "ticket", "readers", "pinned", "__weakref__")
+    __slots__ = ("buf", "arena", "writer", "ticket", "readers", "pinned", "generation", "live",
+                 "__weakref__")
 
     def __init__(self, buf, arena):
         self.buf, self.arena = buf, arena
+        self.generation, self.live = 0, True  # (CUDA graphs: a captured pointer must stay live)
         self.writer, self.ticket = arena, 0
         self.readers: dict = {}
         self.pinned = False  # exported (DLPack) or foreign memory: never returned to the pool
@@ -232,10 +258,12 @@ class MemoryPool:
     def _release(self, block):
         if block.pinned:
             return
+        block.live = False
         self.used -= block.buf.nbytes
         self.free.setdefault((id(block.arena), block.buf.nbytes), []).append(block)
 
-    def malloc(self, nbytes: int, stream: Stream) -> _Memory:
+    def malloc(self, nbytes: int, stream: Stream | None = None) -> _Memory:
+        stream = stream or get_current_stream()
         size = max(_ROUND, -(-nbytes // _ROUND) * _ROUND)
         if nbytes > MEMORY:
             raise OutOfMemoryError(nbytes, self.used, MEMORY)
@@ -252,6 +280,10 @@ class MemoryPool:
         else:
             block = _Block(np.full(size, 0xFF, np.uint8), stream)
         block.writer, block.ticket = stream, stream.launched
+        block.generation += 1
+        block.live = True
+        if stream.capture is not None:
+            stream.capture.allocated.append(block)
         self.used += size
         self.allocations += 1
         return _Memory(block)
@@ -354,6 +386,7 @@ class ndarray:
     # ---- host reads (each counted: a device-to-host copy and a synchronisation)
     def get(self, stream=None, order="C", out=None, blocking=True):
         stream = stream or get_current_stream()
+        _refuse_in_capture(stream, "a device-to-host copy")
         _check_read(self, stream)
         stream.done = max(stream.done, stream.launched)  # the copy waited for the stream
         COUNTS["device_to_host"] += 1
@@ -368,6 +401,7 @@ class ndarray:
             raise TypeError(f"Only numpy.ndarray can be set to cupy.ndarray, got {type(arr)}")
         COUNTS["host_to_device"] += 1
         stream = stream or get_current_stream()
+        _refuse_in_capture(stream, "a host-to-device copy from pageable memory")
         self._a[...] = arr
         self._mem.block.writer, self._mem.block.ticket = stream, stream._next()
 
@@ -580,6 +614,10 @@ def _call(fn, args, kwargs, writes=(), allow_host=False):
         a._mem.block.readers[stream] = ticket
     for a in _flat(out) + [w for w in writes if isinstance(w, ndarray)]:
         a._mem.block.writer, a._mem.block.ticket = stream, ticket
+    if stream.capture is not None:
+        operands = {id(m) for m in by_owner.values()}
+        stream.capture.record_operation(fn, host_args, host_kwargs, out, operands,
+                                        arrays + _flat(out) + _flat(list(writes)))
     COUNTS["operations"] += 1
     if LAUNCH_HOOK is not None:
         LAUNCH_HOOK()
@@ -598,7 +636,12 @@ def _allocate(shape, dtype, stream=None) -> ndarray:
     shape = (int(shape),) if np.ndim(shape) == 0 else tuple(int(s) for s in shape)
     dt = np.dtype(dtype)
     nbytes = int(np.prod(shape, dtype=object)) * dt.itemsize
-    mem = _POOL.malloc(nbytes, stream or get_current_stream())
+    allocator = getattr(_tls, "allocator", None)
+    if allocator is not None:
+        mem = allocator(nbytes)            # cupy.cuda.using_allocator's (a MemoryPointer or ours)
+        mem = mem.mem if isinstance(mem, _MemoryPointer) else mem
+    else:
+        mem = _POOL.malloc(nbytes, stream or get_current_stream())
     host = mem.block.buf[:nbytes].view(dt).reshape(shape)
     return ndarray._of(host, mem)
 
@@ -628,6 +671,7 @@ def _to_device(x, dtype=None, copy=True):
     if host.dtype.kind in "OVSUMm":
         raise ValueError(f"Unsupported dtype {host.dtype} (of a {type(x).__name__})")
     stream = get_current_stream()
+    _refuse_in_capture(stream, "a host-to-device copy from pageable memory")
     out = _allocate(host.shape, host.dtype, stream)
     np.copyto(out._a, host)
     out._mem.block.writer, out._mem.block.ticket = stream, stream._next()
@@ -814,9 +858,17 @@ class _Function:
             block_.writer, block_.ticket = stream, ticket
         LAUNCHES.append((self.name, tuple(grid), tuple(block)))
         COUNTS["kernel_launches"] += 1
-        for b in range(int(grid[0])):  # one thread per block, blocks in sequence
-            self.lib.plax_sim_block(b, int(grid[0]))
-            self.fn(*cargs)
+        run = self._runner(cargs, int(grid[0]))
+        if stream.capture is not None:
+            stream.capture.record(run, arrays)
+        run()
+
+    def _runner(self, cargs, blocks):
+        def run():  # one thread per block, blocks in sequence
+            for b in range(blocks):
+                self.lib.plax_sim_block(b, blocks)
+                self.fn(*cargs)
+        return run
 
 
 class RawModule:
@@ -839,6 +891,8 @@ def install(sm_count: int = 2):
     cuda.Event = Event
     cuda.get_current_stream = get_current_stream
     cuda.MemoryPool = MemoryPool
+    cuda.Graph = Graph
+    cuda.using_allocator = using_allocator
     memory = types.ModuleType("cupy.cuda.memory")
     memory.OutOfMemoryError = OutOfMemoryError
     cuda.memory = memory
@@ -868,3 +922,88 @@ def install(sm_count: int = 2):
                     sys.modules[grand] = types.ModuleType(grand)
                 setattr(sys.modules[grand], pleaf, sys.modules[parent])
         setattr(sys.modules[parent], leaf, module)
+
+
+# ---------------------------------------------------------------- CUDA graphs (stream capture)
+
+class StreamCaptureError(RuntimeError):
+    """What CUDA refuses while a stream captures (``cudaErrorStreamCaptureUnsupported``): a
+    synchronisation or a device-to-host copy, or a misuse of begin/end_capture."""
+
+
+def _refuse_in_capture(stream, what: str) -> None:
+    if stream.capture is not None:
+        raise StreamCaptureError(f"{what} while {stream!r} is capturing a CUDA graph: CUDA "
+                                 "refuses it (cudaErrorStreamCaptureUnsupported)")
+
+
+class Graph:
+    """A captured CUDA graph: the kernel launches and CuPy operations issued on the stream
+    between ``begin_capture`` and ``end_capture``, replayed in order on :meth:`launch` over the
+    same device memory (the captured pointers). Nothing runs at capture on a GPU, so the
+    capture's own allocations are poisoned (0xFF) when it ends. A replay that would touch a
+    block freed (or freed and reused) since the capture raises :class:`UseAfterFreeError`."""
+
+    def __init__(self):
+        self.steps: list = []      # (run, [(block, generation)])
+        self.allocated: list = []  # blocks allocated while capturing
+        self.launches = 0
+
+    def record(self, run, arrays) -> None:
+        blocks = {id(a._mem.block): a._mem.block for a in arrays}
+        self.steps.append((run, [(b, b.generation) for b in blocks.values()]))
+
+    def record_operation(self, fn, host_args, host_kwargs, out, operands: set, arrays) -> None:
+        def run():
+            with np.errstate(all="ignore"):
+                _refill(fn(*host_args, **host_kwargs), out, operands)
+        self.record(run, arrays)
+
+    def launch(self, stream=None):
+        stream = stream or get_current_stream()
+        _refuse_in_capture(stream, "a graph launch")
+        for _, blocks in self.steps:
+            for block, generation in blocks:
+                if not block.live or block.generation != generation:
+                    raise UseAfterFreeError(
+                        f"a CUDA graph replay uses a {block.buf.nbytes}-byte block that was "
+                        "freed after the capture (the captured pointer is stale): the graph's "
+                        "buffers must live as long as the graph")
+                if _pending(block.writer, block.ticket, stream):
+                    raise StreamOrderError(f"a CUDA graph launched on {stream!r} reads memory "
+                                           f"whose producer on {block.writer!r} is pending")
+        ticket = stream._next()
+        for run, blocks in self.steps:
+            run()
+            for block, _ in blocks:
+                block.readers[stream] = ticket
+                block.writer, block.ticket = stream, ticket
+        self.launches += 1
+        COUNTS["graph_launches"] = COUNTS.get("graph_launches", 0) + 1
+
+
+def _refill(result, out, operands: set) -> None:
+    """Writes a replayed operation's ``result`` into the arrays its capture allocated."""
+    if isinstance(out, ndarray):
+        if id(out._mem) not in operands:
+            np.copyto(out._a, np.asarray(result), casting="unsafe")
+    elif isinstance(out, (list, tuple)):
+        for r, o in zip(result, out):
+            _refill(r, o, operands)
+
+
+class using_allocator:
+    """``cupy.cuda.using_allocator(fn)``: this thread's allocations call ``fn(nbytes)`` (which
+    returns memory of the pool) inside the block."""
+
+    def __init__(self, allocator=None):
+        self.allocator = allocator
+
+    def __enter__(self):
+        self.saved = getattr(_tls, "allocator", None)
+        _tls.allocator = self.allocator
+        return self
+
+    def __exit__(self, *exc):
+        _tls.allocator = self.saved
+        return False
