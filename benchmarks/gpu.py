@@ -17,7 +17,9 @@ with ``block_until_ready`` after each timed batch of calls):
 Each row also says what one plax call costs beside the time (``plax_cupy.count()`` around one
 call after the timing): kernel launches, host-to-device and device-to-host copies, and host
 fallbacks (primitives without a GPU path); a jitted program should show no copies and no
-fallbacks.
+fallbacks. ``no-graph`` is the launches of the same call with CUDA graphs off
+(``PLAX_CUDA_GRAPHS=0``): a program replayed as a graph (``plax_cupy.graphs``) makes one launch
+for the graph plus a copy per output and per new input.
 
 The ratio column is plax-cupy / JAX (the issue's goal: <= 1.1 on the bandwidth- and BLAS-bound
 rows, <= 1.5 on latency). Each cell is the median over ``--repeat`` runs of enough calls to
@@ -83,6 +85,26 @@ def _per_call(call) -> str:
     if c.fallbacks:
         text += f" ({', '.join(sorted(c.fallbacks))} on the host)"
     return text
+
+
+def _launches_without_graphs(build_fns, key) -> int:
+    """Launches of one call of row ``key`` compiled with CUDA graphs off (PLAX_CUDA_GRAPHS=0 is
+    read when a program compiles, so the first call runs with it set)."""
+    import plax_cupy
+    saved = os.environ.get("PLAX_CUDA_GRAPHS")
+    os.environ["PLAX_CUDA_GRAPHS"] = "0"
+    try:
+        call = _blocking(*build_fns()[key])
+        call()
+    finally:
+        if saved is None:
+            del os.environ["PLAX_CUDA_GRAPHS"]
+        else:
+            os.environ["PLAX_CUDA_GRAPHS"] = saved
+    call()
+    with plax_cupy.count() as c:
+        call()
+    return c.launches
 
 
 def _peak_gbs() -> float | None:
@@ -222,7 +244,7 @@ def main(argv=None) -> int:
     if jax_note:
         print(f"note: {jax_note}")
     print(f"{'workload':28s} {'plax-cupy':>12s} {'jax':>12s} {'plax/jax':>9s} "
-          f"{'launches':>8s} {'h2d':>4s} {'d2h':>4s} {'fallbk':>6s}  bandwidth")
+          f"{'launches':>8s} {'h2d':>4s} {'d2h':>4s} {'fallbk':>6s} {'no-graph':>8s}  bandwidth")
     for label, nbytes, key in rows:
         try:
             t_plax = _time(_blocking(*plax_fns[key]), opts.repeat)
@@ -230,6 +252,7 @@ def main(argv=None) -> int:
             print(f"{label:28s} plax-cupy failed: {type(err).__name__}: {str(err)[:120]}")
             continue
         cost = _per_call(_blocking(*plax_fns[key]))
+        cost += f" {_launches_without_graphs(lambda: _plax_builder(build, device), key):8d}"
         try:
             t_jax = _time(_blocking(*jax_fns[key]), opts.repeat) if jax_fns else None
         except Exception as err:  # noqa: BLE001

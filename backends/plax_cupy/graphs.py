@@ -8,9 +8,10 @@ wraps a compiled program (``fn(*buffers) -> list``) so that, where the program a
   ``end_capture`` -> ``cupy.cuda.Graph``) on a **static buffer plan**: inputs copied into fixed
   buffers allocated for the plan, and every buffer allocated while capturing (intermediates and
   outputs) held by the plan, so the pointers the graph recorded stay valid for its lifetime;
-* every later call copies the inputs into the plan's input buffers, launches the graph (one
-  launch, whatever the number of kernels, loops with a static trip count included: no Python
-  runs per iteration) and copies the outputs out into fresh arrays: ``1 + inputs + outputs``
+* every later call copies the inputs into the plan's input buffers (only those that are not the
+  very buffers of the previous call: Arrays are immutable), launches the graph (one launch,
+  whatever the number of kernels, loops with a static trip count included: no Python runs per
+  iteration) and copies the outputs out into fresh arrays: ``1 + changed inputs + outputs``
   launches per call. Outputs are copied rather than handed out because Arrays are immutable and
   may outlive the next call, which rewrites the plan's buffers. A program whose plain call
   launches no more than that (one fused kernel) keeps running plainly.
@@ -104,8 +105,11 @@ def _rewrap(like, raw):
 class _Plan:
     """One captured graph and the buffers it owns (inputs, intermediates, outputs)."""
 
-    def __init__(self, graph, inputs: list, outputs: list, held: list):
+    def __init__(self, graph, inputs: list, outputs: list, held: list, last: list):
         self.graph, self.inputs, self.outputs, self.held = graph, inputs, outputs, held
+        # the caller's buffers the input buffers now hold: an Array is immutable, so the same
+        # buffer object passed again needs no copy (held here, so its identity is not reused)
+        self.last = last
 
     @classmethod
     def capture(cls, fn: Callable, buffers: Sequence[Any], stream) -> "_Plan":
@@ -128,15 +132,18 @@ class _Plan:
                 graph = stream.end_capture()  # ends (or abandons) the capture either way
                 # a captured kernel is recorded, not launched: the graph's launch counts it
                 runtime.TOTALS[runtime.LAUNCHES] = launched
-        return cls(graph, inputs, outputs, held)
+        return cls(graph, inputs, outputs, held, [_raw(b) for b in buffers])
 
     def graph_steps(self) -> list:
         """The captured operations, where the graph says (the simulated GPU's does)."""
         return list(getattr(self.graph, "steps", ()))
 
     def replay(self, buffers: Sequence[Any], stream) -> list:
-        for static, b in zip(self.inputs, buffers):
-            cupy.copyto(_raw(static), _raw(b))
+        for i, (static, b) in enumerate(zip(self.inputs, buffers)):
+            raw = _raw(b)
+            if raw is not self.last[i]:
+                cupy.copyto(_raw(static), raw)
+                self.last[i] = raw
         self.graph.launch(stream)
         runtime.note_launch()
         out = []
