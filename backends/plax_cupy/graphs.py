@@ -193,6 +193,8 @@ class GraphedProgram:
                 self.reason = "an input is not a device array"
                 return self.fn(*buffers)
             stream = self.backend.stream(self.device)
+            if stream.is_capturing():  # a body of a program being captured: its kernels join
+                return self.fn(*buffers)  # that graph (no graph launched inside a capture)
             if self.calls == 0:
                 self.calls = 1
                 before = runtime.counters()

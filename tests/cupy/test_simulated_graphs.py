@@ -69,6 +69,13 @@ def _scan(xs):
     return lax.scan(lambda c, v: (c * 0.9 + jnp.sin(v), c * v), jnp.zeros(4, jnp.float32), xs)
 
 
+def _scan_mlp(w, xs):
+    """A scan whose body is several launches (a product, then a fused cluster)."""
+    import plax.numpy as jnp
+    from plax import lax
+    return lax.scan(lambda c, v: (jnp.tanh(c @ w + v), jnp.sum(c)), jnp.zeros(4, jnp.float32), xs)
+
+
 def _calls(f, args, n):
     """``n`` calls of ``f``; returns each call's outputs (host) and counts."""
     import plax
@@ -106,7 +113,7 @@ def _text(executables, first: int = 0) -> str:
 
 
 @on_simulated_gpu
-@pytest.mark.parametrize("program", ["mlp", "scan"])
+@pytest.mark.parametrize("program", ["mlp", "scan", "scan-of-several-kernels"])
 def test_replays_as_a_graph_from_the_third_call(program, executables):
     import plax
     import fake_cupy
@@ -114,8 +121,12 @@ def test_replays_as_a_graph_from_the_third_call(program, executables):
     if program == "mlp":
         p, x, y = _mlp_args()
         fn, host_args = _step, (p, x, y)
-    else:
+    elif program == "scan":
         fn, host_args = _scan, (np.random.default_rng(1).normal(size=(12, 4)).astype(np.float32),)
+    else:
+        r = np.random.default_rng(4)
+        fn, host_args = _scan_mlp, (r.normal(size=(4, 4)).astype(np.float32) * 0.5,
+                                    r.normal(size=(9, 4)).astype(np.float32))
     args = plax.device_put(host_args, gpu)
     f = plax.jit(fn)
     graphs = fake_cupy.COUNTS.get("graph_launches", 0)
