@@ -197,16 +197,17 @@ class GraphedProgram:
                 return self.fn(*buffers)  # that graph (no graph launched inside a capture)
             if self.calls == 0:
                 self.calls = 1
-                before = runtime.counters()
+                before, host_before = runtime.counters(), runtime.fallback_primitives()
                 out = self.fn(*buffers)
                 after = runtime.counters()
                 # (uploads of the first call may be constants of lazily compiled bodies; an
                 # upload every call is refused by the capture itself)
-                if after.device_to_host != before.device_to_host:
+                if after.host_fallbacks != before.host_fallbacks:
+                    on_host = runtime.fallback_primitives()
+                    self.reason = "a primitive runs on the host: " + ", ".join(
+                        sorted(p for p, n in on_host.items() if n != host_before.get(p, 0)))
+                elif after.device_to_host != before.device_to_host:
                     self.reason = "it reads device memory on the host"
-                elif after.host_fallbacks != before.host_fallbacks:
-                    self.reason = ("a primitive runs on the host: "
-                                   + ", ".join(sorted(runtime.fallback_primitives())))
                 # a replay is a copy per input and output and the graph: fewer kernels than
                 # that gain nothing (a single fused kernel stays one plain launch)
                 replay = 1 + len(buffers) + len(out)
