@@ -1,6 +1,6 @@
 """plax on CuPy beside JAX on the same GPU, in one run: the GPU table of issue 14.
 
-    python benchmarks/gpu.py [--quick | --tiny] [--repeat R] [--peak-gbs GBS]
+    python benchmarks/gpu.py [--quick | --tiny | --simulated] [--repeat R] [--peak-gbs GBS]
 
 Rows (plax jitted with ``backend="cupy"`` against ``jax.jit`` on JAX's GPU, both synchronised
 with ``block_until_ready`` after each timed batch of calls):
@@ -14,11 +14,20 @@ with ``block_until_ready`` after each timed batch of calls):
 * ``random.normal`` of 1e8 float32 (threefry2x32 and the inverse-erf transform);
 * a tiny jitted call (3 elements): the per-call latency.
 
-The last column is plax-cupy / JAX (the issue's goal: <= 1.1 on the bandwidth- and BLAS-bound
+Each row also says what one plax call costs beside the time (``plax_cupy.count()`` around one
+call after the timing): kernel launches, host-to-device and device-to-host copies, and host
+fallbacks (primitives without a GPU path); a jitted program should show no copies and no
+fallbacks. ``no-graph`` is the launches of the same call with CUDA graphs off
+(``PLAX_CUDA_GRAPHS=0``): a program replayed as a graph (``plax_cupy.graphs``) makes one launch
+for the graph plus a copy per output and per new input.
+
+The ratio column is plax-cupy / JAX (the issue's goal: <= 1.1 on the bandwidth- and BLAS-bound
 rows, <= 1.5 on latency). Each cell is the median over ``--repeat`` runs of enough calls to
 last about 100 ms, after warm-up calls (compilation excluded). Without a GPU (no CuPy, no
 driver, no device) the script prints why and exits 0; without JAX's GPU build the JAX column
-says so. ``--quick`` shrinks the sizes tenfold (a smoke test).
+says so. ``--quick`` shrinks the sizes tenfold (a smoke test); ``--simulated`` runs the
+``--tiny`` sizes on tests/cupy's simulated GPU (CI without a GPU: the counters are the point,
+the times mean nothing; every simulated CuPy operation counts as a launch).
 """
 from __future__ import annotations
 
@@ -55,6 +64,47 @@ def _time(fn, repeat: int, budget: float = 0.1) -> float:
             fn()
         samples.append((time.perf_counter() - t0) / calls)
     return statistics.median(samples)
+
+
+def _install_simulated_gpu() -> None:
+    """tests/cupy's simulated CuPy in place of CuPy (before plax_cupy imports it), each of its
+    operations counted as a launch."""
+    sys.path.insert(0, os.path.join(HERE, "..", "tests", "cupy"))
+    import fake_cupy
+    fake_cupy.install()
+    from plax_cupy import runtime
+    fake_cupy.LAUNCH_HOOK = runtime.note_launch
+
+
+def _per_call(call) -> str:
+    """Launches, host copies each way and host fallbacks of one call of ``call``."""
+    import plax_cupy
+    with plax_cupy.count() as c:
+        call()
+    text = f"{c.launches:8d} {c.host_to_device:4d} {c.device_to_host:4d} {c.host_fallbacks:6d}"
+    if c.fallbacks:
+        text += f" ({', '.join(sorted(c.fallbacks))} on the host)"
+    return text
+
+
+def _launches_without_graphs(build_fns, key) -> int:
+    """Launches of one call of row ``key`` compiled with CUDA graphs off (PLAX_CUDA_GRAPHS=0 is
+    read when a program compiles, so the first call runs with it set)."""
+    import plax_cupy
+    saved = os.environ.get("PLAX_CUDA_GRAPHS")
+    os.environ["PLAX_CUDA_GRAPHS"] = "0"
+    try:
+        call = _blocking(*build_fns()[key])
+        call()
+    finally:
+        if saved is None:
+            del os.environ["PLAX_CUDA_GRAPHS"]
+        else:
+            os.environ["PLAX_CUDA_GRAPHS"] = saved
+    call()
+    with plax_cupy.count() as c:
+        call()
+    return c.launches
 
 
 def _peak_gbs() -> float | None:
@@ -167,7 +217,12 @@ def main(argv=None) -> int:
     ap.add_argument("--peak-gbs", type=float, default=None)
     ap.add_argument("--tiny", action="store_true",
                     help="minute sizes, one repetition (checks the script runs, e.g. on tests/cupy's simulated GPU)")
+    ap.add_argument("--simulated", action="store_true",
+                    help="--tiny on tests/cupy's simulated GPU (fake_cupy), for CI without a GPU")
     opts = ap.parse_args(argv)
+    if opts.simulated:
+        _install_simulated_gpu()
+        opts.tiny = True
     if opts.tiny:
         opts.repeat = 1
     gpu, reason = _gpu_or_none()
@@ -188,13 +243,16 @@ def main(argv=None) -> int:
           f"{gpu.total_memory >> 30} GiB){f', peak {peak:.0f} GB/s' if peak else ''}; plax {plax.__version__}")
     if jax_note:
         print(f"note: {jax_note}")
-    print(f"{'workload':28s} {'plax-cupy':>12s} {'jax':>12s} {'plax/jax':>9s}  bandwidth")
+    print(f"{'workload':28s} {'plax-cupy':>12s} {'jax':>12s} {'plax/jax':>9s} "
+          f"{'launches':>8s} {'h2d':>4s} {'d2h':>4s} {'fallbk':>6s} {'no-graph':>8s}  bandwidth")
     for label, nbytes, key in rows:
         try:
             t_plax = _time(_blocking(*plax_fns[key]), opts.repeat)
         except Exception as err:  # noqa: BLE001 - one failing row must not hide the others
             print(f"{label:28s} plax-cupy failed: {type(err).__name__}: {str(err)[:120]}")
             continue
+        cost = _per_call(_blocking(*plax_fns[key]))
+        cost += f" {_launches_without_graphs(lambda: _plax_builder(build, device), key):8d}"
         try:
             t_jax = _time(_blocking(*jax_fns[key]), opts.repeat) if jax_fns else None
         except Exception as err:  # noqa: BLE001
@@ -206,7 +264,7 @@ def main(argv=None) -> int:
             gbs = nbytes / t_plax / 1e9
             bw = f"{gbs:7.0f} GB/s" + (f" ({100 * gbs / peak:.0f}% of peak)" if peak else "")
         jt = f"{t_jax * 1e3:10.3f}ms" if t_jax else f"{'-':>12s}"
-        print(f"{label:28s} {t_plax * 1e3:10.3f}ms {jt} {ratio}  {bw}")
+        print(f"{label:28s} {t_plax * 1e3:10.3f}ms {jt} {ratio} {cost}  {bw}")
     return 0
 
 

@@ -10,7 +10,53 @@ from ``core/plax/testing/conformance`` through ``testpaths``, with its own fixtu
 """
 from __future__ import annotations
 
+import importlib.util
+import os
+import sys
+
 import pytest
+
+#: JAX plugins that put JAX on a GPU (their presence means an unconfigured JAX would take one)
+JAX_GPU_PLUGINS = ("jax_cuda12_plugin", "jax_cuda13_plugin", "jax_rocm_plugin", "jax_rocm60_plugin")
+
+
+def share_the_gpu_between_workers(environ=os.environ) -> None:
+    """Keeps parallel test processes on one GPU machine from starving each other.
+
+    Runs when this file is loaded (pytest loads it before collecting any test module, so
+    before anything imports JAX, and before plax's CuPy backend first touches a device):
+
+    * ``XLA_PYTHON_CLIENT_PREALLOCATE=false``: a JAX on the GPU allocates on demand instead of
+      taking 75% of the card in every process that imports it (subprocesses inherit this);
+    * JAX is only the tests' reference, so where a GPU build of JAX is installed it is imported
+      here with ``JAX_PLATFORMS=cpu`` (which JAX reads at import) and the variable is removed
+      again: plax reads ``JAX_PLATFORMS`` too, and its GPU must stay visible to the tests;
+    * ``PLAX_GPU_MEMORY_FRACTION``: plax's memory pool gets about 0.8 / (xdist workers) of each
+      GPU (CuPy's pool has no limit otherwise, so one worker could hold the whole card).
+
+    Whatever the user set is left alone (``JAX_PLATFORMS=cuda pytest ...`` still compares with
+    JAX on the GPU).
+    """
+    environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+    try:
+        workers = max(1, int(environ.get("PYTEST_XDIST_WORKER_COUNT", "1")))
+    except ValueError:
+        workers = 1
+    environ.setdefault("PLAX_GPU_MEMORY_FRACTION", f"{0.8 / workers:.4f}")
+    if "JAX_PLATFORMS" in environ or "jax" in sys.modules:
+        return
+    if not any(importlib.util.find_spec(name) for name in JAX_GPU_PLUGINS):
+        return  # a CPU-only JAX stays on the CPU by itself (and is not imported here: ~1 s)
+    environ["JAX_PLATFORMS"] = "cpu"
+    try:
+        import jax  # noqa: F401  (reads JAX_PLATFORMS now; later backend creation obeys it)
+    except ImportError:
+        pass
+    finally:
+        del environ["JAX_PLATFORMS"]
+
+
+share_the_gpu_between_workers()
 
 pytest_plugins = ["plax.testing.conformance.plugin"]
 

@@ -10,11 +10,14 @@ cuSOLVER and cuFFT (through CuPy), control flow as host loops over compiled bodi
 
 Importing this package imports nothing heavy: CuPy is imported by the plugin hook only where it
 is installed (:mod:`plax_cupy.runtime`), and :mod:`plax_cupy.codegen` (kernel sources) never
-imports it. See docs/gpu.md.
+imports it. Host copies and kernel launches are counted: :func:`counters` (totals) and
+:class:`count` (a block's deltas). See docs/gpu.md.
 """
 from __future__ import annotations
 
-__all__ = ["status"]
+from plax_cupy.runtime import Counters, count, counters, fallback_primitives
+
+__all__ = ["Counters", "count", "counters", "fallback_primitives", "status"]
 
 
 def status() -> str:

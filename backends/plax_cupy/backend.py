@@ -5,21 +5,25 @@ stream); nothing synchronises except :meth:`CupyBackend.block_until_ready`, read
 (``to_host``: ``np.asarray``, ``repr``) and host-side decisions of control flow
 (:mod:`plax_cupy.control_flow`).
 
-Eager execution, per primitive (:meth:`CupyBackend.eager_impl`):
+Eager execution, per primitive (:meth:`CupyBackend.eager_impl`, in this order):
 
-* fusible primitives on the dtypes of :mod:`plax_cupy.dtypes`: the generated CUDA kernel of
-  the one equation (:func:`plax_cupy.codegen.plan_equation`), the same code ``jit`` fuses, so
-  eager and compiled results agree bit for bit;
-* ``dot_general``: cuBLAS through ``cupy.matmul`` (TF32 off unless ``precision`` asks for
-  less than ``HIGHEST``... see :func:`dot_general`);
-* ``threefry2x32``: the generated CUDA hash kernel (bit-identical to the CPU backends);
-* ``cond``/``while``/``scan``: host loops over bodies compiled by this backend;
-* every other primitive: the reference kernel (``plax_numpy.impls()``) called on CuPy arrays.
-  The reference kernels are NumPy code; NumPy dispatches ``np.*`` calls on CuPy arrays to
-  CuPy (``__array_ufunc__``/``__array_function__``: ``np.linalg`` to cuSOLVER, ``np.fft`` to
-  cuFFT, ``scipy.special`` functions through ``cupyx.scipy.special`` ufuncs), so they run on
-  the GPU. A kernel that needs the host (it converts to NumPy, which CuPy refuses) runs on the
-  host with its operands copied there and its results back, with one warning per primitive.
+* a plugin's kernel (:meth:`CupyBackend.register_kernel`);
+* ``cond``/``while``/``scan``: host loops over bodies compiled by this backend, on the
+  device's stream like every other operation;
+* fusible primitives: the generated CUDA kernel of the one equation
+  (:func:`plax_cupy.codegen.plan_equation`), the same code ``jit`` fuses, so eager and compiled
+  results agree bit for bit; where the generator declines a dtype, the kernel table's kernel;
+* the GPU kernel table (:func:`plax_cupy.kernels.impls`, one module per family: CuPy, cuBLAS,
+  cuSOLVER, cuFFT and generated kernels); a kernel marked ``bf16 = "bits"`` takes
+  :class:`Bf16Buffer` operands as they are, others see bfloat16 widened to float32;
+* ``dot_general`` (cuBLAS) and ``threefry2x32`` (the generated hash kernel) where the table
+  has none;
+* last resort, for a primitive with no GPU path: the reference kernel on the host, operands
+  copied there and results back, counted (``plax_cupy.counters().host_fallbacks``) and warned
+  once per primitive. NumPy functions are never called on device arrays.
+
+Host copies and kernel launches are counted in :mod:`plax_cupy.runtime` (``put``, ``to_host``,
+each generated-kernel launch): :func:`plax_cupy.counters`, :class:`plax_cupy.count`.
 """
 from __future__ import annotations
 
@@ -36,7 +40,7 @@ import cupy
 from plax.backend import Backend, UnsupportedPrimitiveError
 from plax.device import CudaDevice
 
-from plax_cupy import codegen, nvrtc
+from plax_cupy import codegen, nvrtc, runtime
 from plax_cupy.runtime import GpuInfo, GpuOutOfMemoryError, memory_fraction, oom_bytes
 
 
@@ -178,6 +182,7 @@ class CupyBackend(Backend):
 
     def put(self, host_array: np.ndarray, device) -> Any:
         host = np.asarray(host_array)
+        runtime.TOTALS[runtime.H2D] += 1
         if host.dtype == BF16:  # CuPy has no bfloat16: its bits
             bits = np.array(host, copy=True).view(np.uint16)  # (ascontiguousarray makes 0-d 1-d)
             with self.on(device):
@@ -193,6 +198,7 @@ class CupyBackend(Backend):
             return self.to_host(buffer.bits).view(BF16)
         if not isinstance(buffer, cupy.ndarray):
             return np.asarray(buffer)
+        runtime.TOTALS[runtime.D2H] += 1
         device = self.device_of(buffer)
         s = self.stream(device)
         with cupy.cuda.Device(device.id):
@@ -252,6 +258,13 @@ class CupyBackend(Backend):
         return self.reference
 
     def register_kernel(self, primitive, kernel: Callable) -> None:
+        """Makes ``kernel(*device_buffers, **params)`` the GPU kernel of ``primitive`` (a
+        plugin's primitive, or a replacement of the table's). It runs on the device's stream;
+        bfloat16 operands arrive widened to float32 unless ``kernel.bf16 == "bits"``.
+
+        Example:
+          >>> backend.register_kernel(my_p, lambda x, *, k: x * k)   # doctest: +SKIP
+        """
         self._kernels[primitive] = kernel
         self._eager.pop(primitive, None)
 
@@ -265,34 +278,38 @@ class CupyBackend(Backend):
         return self.eager_impl(primitive)(*buffers, **params)
 
     def _make_eager(self, primitive) -> Callable:
-        from plax import lax
+        """The eager kernel of ``primitive``: a plugin's (:meth:`register_kernel`), control flow,
+        the generated kernel of a fusible primitive, the GPU kernel table
+        (:func:`plax_cupy.kernels.impls`), cuBLAS ``dot_general`` and the threefry kernel; the
+        host reference kernel only as a counted, warned last resort."""
         from plax.lowering import fusion_kind
-        if primitive in self._kernels:
-            return self._kernels[primitive]
+        from plax_cupy import kernels
+        if primitive in self._kernels:  # on the device's stream too, bfloat16 as the table's
+            return self._wrap(self._kernels[primitive], primitive)
         name = primitive.name
+        if name in ("cond", "while", "scan"):
+            return self._control_flow(name)
+        gpu = kernels.impls().get(primitive)
+        if fusion_kind(primitive) is not None and not primitive.multiple_results:
+            return self._wrap(functools.partial(self._eager_fused, primitive, gpu), primitive)
+        if gpu is not None:
+            return self._wrap(gpu, primitive)
         if name == "dot_general":
             return self._wrap(dot_general, primitive)
         if name == "threefry2x32":
             return self._wrap(self._threefry, primitive)
-        if name in ("cond", "while", "scan"):
-            return self._control_flow(name)
-        ref = self._reference().get(primitive)
-        if fusion_kind(primitive) is not None and not primitive.multiple_results:
-            return self._wrap(functools.partial(self._eager_fused, primitive, ref), primitive)
-        if ref is None:
-            def missing(*buffers, **params):
-                raise UnsupportedPrimitiveError(self.name, name)
-            return missing
-        return self._wrap(functools.partial(self._on_reference, primitive, ref), primitive)
-        del lax  # noqa
+        return self._wrap(functools.partial(self._on_host, primitive), primitive)
 
     def _wrap(self, fn: Callable, primitive) -> Callable:
         """``fn`` run on the operands' device and stream, with out-of-memory errors named and
         bfloat16 operands widened to float32 (results of bfloat16 type rounded back)."""
+        on_bits = getattr(fn, "bf16", None) == "bits"  # the kernel takes Bf16Buffers itself
+
         def run(*buffers, **params):
             device = self._device_for(buffers)
             with self.on(device):
-                if any(isinstance(b, Bf16Buffer) for b in buffers) or _mentions_bf16(params):
+                if not on_bits and (any(isinstance(b, Bf16Buffer) for b in buffers)
+                                    or _mentions_bf16(params)):
                     return self._alloc(device, lambda: self._bf16_call(primitive, fn, buffers, params), None)
                 return self._alloc(device, lambda: fn(*buffers, **params), None)
         return run
@@ -325,8 +342,9 @@ class CupyBackend(Backend):
                 return self._devices[b.device.id]
         return self._devices[0]
 
-    def _eager_fused(self, primitive, ref, *buffers, **params):
-        """One fusible primitive as its generated kernel (cached per signature)."""
+    def _eager_fused(self, primitive, gpu, *buffers, **params):
+        """One fusible primitive as its generated kernel (cached per signature); where the
+        generator declines it, the kernel table's kernel, else the host fallback."""
         from plax.core.jaxpr import JaxprEqn, Var
         from plax.core.shaped_array import ShapedArray
         avals = [ShapedArray(tuple(b.shape), np.dtype(b.dtype)) for b in buffers]
@@ -342,29 +360,28 @@ class CupyBackend(Backend):
                 launcher = Launcher(plan, self)
             except codegen.Unsupported as why:
                 launcher = None
-                warn_once(("eager", primitive.name, tuple(str(a.dtype) for a in avals)),
-                          f"plax_cupy: {why}; {primitive.name} runs as a CuPy operation instead.")
+                if gpu is None:
+                    warn_once(("eager", primitive.name, tuple(str(a.dtype) for a in avals)),
+                              f"plax_cupy: {why}; {primitive.name} has no other GPU path.")
             self._launchers[key] = launcher or False
         if not launcher:
-            return self._on_reference(primitive, ref, *buffers, **params)
+            if gpu is not None:
+                return gpu(*buffers, **params)
+            return self._on_host(primitive, *buffers, **params)
         return launcher(*buffers)[0]
 
-    def _on_reference(self, primitive, ref, *buffers, **params):
-        """The reference kernel on CuPy arrays (NumPy dispatches to CuPy); on the host when it
-        needs NumPy arrays, with one warning."""
+    def _on_host(self, primitive, *buffers, **params):
+        """The last resort of a primitive with no GPU path: its reference (NumPy) kernel on the
+        host, operands copied there and results back; counted
+        (:func:`plax_cupy.counters` ``host_fallbacks``) and warned once per primitive."""
+        ref = self._reference().get(primitive)
         if ref is None:
             raise UnsupportedPrimitiveError(self.name, primitive.name)
-        host_key = ("host", primitive.name)
-        if host_key not in _warned:
-            try:
-                with np.errstate(all="ignore"):
-                    out = ref(*buffers, **params)
-                return self._as_device(out, buffers)
-            except (TypeError, ValueError, NotImplementedError, AttributeError):
-                warn_once(host_key, f"plax_cupy: primitive {primitive.name!r} has no GPU path; it "
-                                    "runs on the reference kernels on the host (operands copied "
-                                    "there and back).")
-        host = [self.to_host(b) if isinstance(b, cupy.ndarray) else b for b in buffers]
+        runtime.note_fallback(primitive.name)
+        warn_once(("host", primitive.name),
+                  f"plax_cupy: primitive {primitive.name!r} has no GPU path; it runs on the "
+                  "reference kernels on the host (operands copied there and back).")
+        host = [self.to_host(b) if isinstance(b, (cupy.ndarray, Bf16Buffer)) else b for b in buffers]
         with np.errstate(all="ignore"):
             out = ref(*host, **params)
         return self._as_device(out, buffers)
@@ -372,8 +389,8 @@ class CupyBackend(Backend):
     def _as_device(self, out, buffers):
         device = self._device_for(buffers)
         if isinstance(out, (list, tuple)):
-            return [o if isinstance(o, cupy.ndarray) else self.put(np.asarray(o), device) for o in out]
-        return out if isinstance(out, cupy.ndarray) else self.put(np.asarray(out), device)
+            return [self.put(np.asarray(o), device) for o in out]
+        return self.put(np.asarray(out), device)
 
     def _threefry(self, k0, k1, x0, x1):
         launcher = self._launchers.get("threefry")
@@ -397,7 +414,12 @@ class CupyBackend(Backend):
               "scan": control_flow.run_scan}[name]
 
         def run(*buffers, **params):
-            return fn(runner_for(self._device_for(buffers)), *buffers, **params)
+            # on the device's stream, as every other operation (_wrap): the loop's own CuPy work
+            # (slicing xs, stacking ys) must queue behind the bodies' kernels, not run on the
+            # legacy default stream, which does not wait for the backend's non-blocking stream
+            device = self._device_for(buffers)
+            with self.on(device):
+                return fn(runner_for(device), *buffers, **params)
         return run
 
     def sm_count(self, device_id: int) -> int:
@@ -415,17 +437,21 @@ class CupyBackend(Backend):
         if emitter.kernel_sources:
             source = "\n".join([source] + [codegen.describe(k) for k in emitter.kernel_sources])
         on = self.on
+        # CUDA graphs: captured on the second call, one launch from the third (plax_cupy.graphs)
+        from plax_cupy.graphs import GraphedProgram
+        program = GraphedProgram(fn, jaxpr, self, device)
 
         def run(*buffers):
             with on(device):
                 try:
-                    return fn(*buffers)
+                    return program(*buffers)
                 except cupy.cuda.memory.OutOfMemoryError as err:
                     cupy.get_default_memory_pool().free_all_blocks()
                     raise GpuOutOfMemoryError(device, oom_bytes(err), str(err)) from None
 
         run.__plax_source__ = source
-        run.as_text = lambda: source
+        run.as_text = lambda: source + "\n" + program.describe()  # (the graph's state now)
+        run.graphed = program
         return run
 
 
@@ -497,32 +523,46 @@ class Launcher:
         args: list = []
         for inp, buf in zip(plan.inputs, buffers):
             if inp.kind == "literal":
-                args.append(np.asarray(inp.value, inp.dtype)[()])
-            else:
-                args.append(cupy.ascontiguousarray(buf))
+                value = np.asarray(inp.value, inp.dtype)
+                args.append((value.view(np.uint16) if value.dtype == BF16 else value)[()])
+            else:  # bfloat16 travels as its bits (the kernel reads 16-bit patterns)
+                args.append(cupy.ascontiguousarray(buf.bits if isinstance(buf, Bf16Buffer) else buf))
         outs: list = [None] * len(plan.out_dtypes)
         for j in plan.elem_outputs:
-            outs[j] = cupy.empty(plan.out_shapes[j], plan.out_dtypes[j])
+            outs[j] = _device_empty(plan.out_shapes[j], plan.out_dtypes[j])
         fns = self._functions()
-        elem_args = [outs[j] for j in plan.elem_outputs]
+        elem_args = [_bits(outs[j]) for j in plan.elem_outputs]
         if not plan.reductions:
             if plan.n:
                 grid, block = codegen.elementwise_launch(plan.n, sm)
                 fns[0]((grid,), (block,), tuple(args + elem_args + [np.int64(plan.n)]))
+                runtime.TOTALS[runtime.LAUNCHES] += 1
             return outs
         grid, block, bpo = codegen.reduction_launch(plan.n_out, plan.n_red, sm)
         partials = [cupy.empty(max(plan.n_out, 1) * bpo, red.acc) for _, red in plan.reductions]
         for j, _ in plan.reductions:
-            outs[j] = cupy.empty(plan.out_shapes[j], plan.out_dtypes[j])
+            outs[j] = _device_empty(plan.out_shapes[j], plan.out_dtypes[j])
         if plan.n_out:
             fns[0]((grid,), (block,), tuple(args + elem_args + partials
                                            + [np.int64(plan.n_out), np.int64(plan.n_red), np.int32(bpo)]))
             fgrid, fblock = codegen.elementwise_launch(plan.n_out, sm)
             final = []
             for (j, _), p in zip(plan.reductions, partials):
-                final += [p, outs[j]]
+                final += [p, _bits(outs[j])]
             fns[1]((fgrid,), (fblock,), tuple(final + [np.int64(plan.n_out), np.int32(bpo)]))
+            runtime.TOTALS[runtime.LAUNCHES] += 2
         return outs
+
+
+def _device_empty(shape, dtype):
+    """An uninitialised device buffer (a :class:`Bf16Buffer` of bits for bfloat16)."""
+    if np.dtype(dtype) == BF16:
+        return Bf16Buffer(cupy.empty(shape, np.uint16))
+    return cupy.empty(shape, dtype)
+
+
+def _bits(buf):
+    return buf.bits if isinstance(buf, Bf16Buffer) else buf
 
 
 class ThreefryLauncher:
@@ -551,6 +591,7 @@ class ThreefryLauncher:
         if n:
             grid, block = codegen.elementwise_launch(n, self.backend.sm_count(cupy.cuda.Device().id))
             self._fn((grid,), (block,), tuple(ops + [y0, y1, np.int64(n)] + strides))
+            runtime.TOTALS[runtime.LAUNCHES] += 1
         return [y0, y1]
 
 

@@ -30,8 +30,20 @@ Shapes are baked into the source (index maps, extents): a kernel is compiled onc
 cluster shape and dtype signature and cached by CuPy (in memory and on disk). Scalar literals
 are kernel arguments, so programs differing only in their constants share a kernel.
 
-Whatever the generator does not express (complex, float16 and bfloat16 values, ``digamma``,
-a cluster whose reductions reduce different axes) raises :class:`Unsupported`: the lowering
+**Types.** float16 and bfloat16 live in memory as their 16-bit patterns (``plax_f16``,
+``plax_bf16``) and in registers as ``float``: each equation computes in float32 and rounds its
+result to the type (nearest even), which is what NumPy's float16 and ml_dtypes' bfloat16 do per
+operation, so fused chains round exactly where the reference does. Complex values are
+``plax_c64``/``plax_c128`` (two floats or doubles, NumPy's layout) with NumPy's arithmetic
+(Smith's division, integer powers by multiplication) and the functions computed from real ones
+(finite operands match NumPy to a few ulps of the value's magnitude; infinite and NaN parts
+give C99 Annex G's values, as NumPy's, for exp, exp2, log, log1p, expm1, sqrt, sin, cos, tan,
+sinh, cosh, tanh, sign, abs and logistic; other operations follow their formulas). All four are read from device memory, never passed by
+value, so launchers need no scalar conversion for them.
+
+Whatever the generator does not express (``digamma``, complex inverse trigonometric and
+hyperbolic functions, bit casts of complex values, a cluster whose reductions reduce different
+axes) raises :class:`Unsupported`: the lowering
 driver then runs the cluster's equations one at a time (and an equation the generator
 declines on its own runs as a CuPy operation, see :mod:`plax_cupy.emitter`).
 """
@@ -45,7 +57,8 @@ from plax import lax
 from plax.core.jaxpr import Literal
 from plax.lowering import BROADCAST, REDUCTION, fusion_kind
 
-from plax_cupy.dtypes import UnsupportedDtype, accumulator, ctype, unsigned_ctype
+from plax_cupy.dtypes import (UnsupportedDtype, accumulator, ctype, is_floating, is_half,
+                              unsigned_ctype, value_ctype)
 
 #: threads per block of every generated kernel (a power of two: the block reduction halves it)
 BLOCK = 256
@@ -124,6 +137,12 @@ def c_literal(value, dtype) -> str:
     v = np.asarray(value, dtype)[()]
     if dtype == np.bool_:
         return "true" if v else "false"
+    if dtype.kind == "c":  # a complex constant from its parts
+        part = np.float32 if dtype == np.complex64 else np.float64
+        return (f"plax_cplx<{value_ctype(part)}>({c_literal(v.real, part)}, "
+                f"{c_literal(v.imag, part)})")
+    if is_half(dtype):  # its value type's constant (float16/bfloat16 values are exact floats)
+        return c_literal(np.float32(v), np.float32)
     if dtype.kind == "f":
         f = float(v)
         if math.isnan(f) or math.isinf(f):
@@ -158,8 +177,45 @@ def _hex_float(f: float) -> str:
 
 
 def _fn(name: str, dtype) -> str:
-    """The C math function for ``dtype``: ``expf`` for float32, ``exp`` for float64."""
-    return name + "f" if np.dtype(dtype) == np.float32 else name
+    """The C math function for ``dtype``: ``expf`` for float32 (and float16/bfloat16, computed
+    in float32), ``exp`` for float64."""
+    return name + "f" if np.dtype(dtype) == np.float32 or is_half(dtype) else name
+
+
+def _kind(dtype) -> str:
+    """NumPy's kind letter, with bfloat16 (kind ``"V"``) counted as a float."""
+    return "f" if is_floating(dtype) else np.dtype(dtype).kind
+
+
+def load_expr(expr: str, dtype) -> str:
+    """``expr`` (an element as stored) as its value type: float16/bfloat16 bits to float."""
+    return f"plax_val({expr})" if is_half(dtype) else expr
+
+
+def store_expr(expr: str, dtype, src=None) -> str:
+    """``expr`` (a value of ``src``'s value type, default ``dtype``'s) as ``dtype`` is stored:
+    float16 rounds from double or float, bfloat16 from float (as ml_dtypes converts), complex
+    values convert part by part, everything else by a C cast."""
+    dtype = np.dtype(dtype)
+    src = dtype if src is None else np.dtype(src)
+    if dtype == np.float16:
+        return f"plax_to_f16({expr})"
+    if is_half(dtype):
+        return f"plax_to_bf16((float){expr})"
+    if dtype.kind == "c":
+        return expr if src == dtype else f"plax_ccast<{_part_ctype(dtype)}>({expr})"
+    return expr if src == dtype else f"(({ctype(dtype)}){expr})"
+
+
+def _part_ctype(dtype) -> str:
+    """The C type of a complex dtype's real and imaginary parts."""
+    return "float" if np.dtype(dtype) == np.complex64 else "double"
+
+
+def _round_half(expr: str, dtype) -> str:
+    """A float expression rounded to float16's or bfloat16's values (nearest even)."""
+    fn = "plax_round_f16" if np.dtype(dtype) == np.float16 else "plax_round_bf16"
+    return f"{fn}({expr})"
 
 
 def signed_ctype(dtype) -> str:
@@ -193,6 +249,10 @@ static inline void __syncthreads() {}
 #define __forceinline__ inline
 #define __restrict__ __restrict
 using std::isfinite;
+// the float and double overloads CUDA declares globally (the complex templates call them)
+using std::fabs; using std::hypot; using std::exp; using std::expm1; using std::log; using std::sin;
+using std::cos; using std::tan; using std::sinh; using std::cosh; using std::sqrt; using std::atan2;
+using std::copysign; using std::rint; using std::tanh; using std::isinf;
 static inline float rsqrtf(float x) { return 1.0f / std::sqrt(x); }
 static inline double rsqrt(double x) { return 1.0 / std::sqrt(x); }
 static inline int __popc(unsigned int x) { return __builtin_popcount(x); }
@@ -264,6 +324,262 @@ __device__ __forceinline__ double plax_logistic(double x) {
   if (x >= 0.0) return 1.0 / (1.0 + exp(-x));
   double e = exp(x);
   return e / (1.0 + e);
+}// nextafter bit by bit, as NumPy (C99): NaN in, NaN out; x == y gives y (so nextafter(0, -0)
+// is -0); from zero the smallest subnormal with y's sign (CUDA's nextafterf may flush it)
+template <typename F, typename U> __device__ __forceinline__ F plax_nextafter_bits(F x, F y) {
+  if (x != x || y != y) return x + y;
+  if (x == y) return y;
+  const U sign = (U)1 << (sizeof(U) * 8 - 1);
+  if (x == (F)0) return plax_bitcast<F>((U)((y < (F)0 ? sign : (U)0) | (U)1));
+  const U b = plax_bitcast<U>(x);
+  return plax_bitcast<F>((U)(((y > x) == (x > (F)0)) ? b + 1 : b - 1));
+}
+__device__ __forceinline__ float plax_nextafter(float x, float y) { return plax_nextafter_bits<float, unsigned int>(x, y); }
+__device__ __forceinline__ double plax_nextafter(double x, double y) { return plax_nextafter_bits<double, unsigned long long>(x, y); }
+// ---- float16 and bfloat16: 16-bit patterns in memory, float values in registers; every result
+// rounded to the type (nearest even), as NumPy's float16 and ml_dtypes' bfloat16 round per op
+struct plax_f16 { unsigned short bits; };
+struct plax_bf16 { unsigned short bits; };
+__device__ __forceinline__ float plax_f16_value(unsigned short h) {
+  const unsigned int sign = (unsigned int)(h & 0x8000u) << 16;
+  const unsigned int e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
+  if (e == 0x1fu) return plax_bitcast<float>(sign | 0x7f800000u | (m << 13));
+  if (e == 0u) {  // zero or subnormal: m * 2**-24, exact in float
+    const float v = (float)m * 0x1p-24f;
+    return sign ? -v : v;
+  }
+  return plax_bitcast<float>(sign | ((e + 112u) << 23) | (m << 13));
+}
+__device__ __forceinline__ unsigned short plax_f16_bits(double x) {
+  const unsigned long long b = plax_bitcast<unsigned long long>(x);
+  const unsigned short sign = (unsigned short)((b >> 48) & 0x8000u);
+  const unsigned long long a = b & 0x7fffffffffffffffull;
+  if (a > 0x7ff0000000000000ull) return (unsigned short)(sign | 0x7e00u | ((a >> 42) & 0x3ffu));
+  if (a >= 0x40effe0000000000ull) return (unsigned short)(sign | 0x7c00u);  // >= 65520: inf
+  if (a < 0x3f10000000000000ull) {  // below 2**-14: a subnormal (or zero), in units of 2**-24
+    return (unsigned short)(sign | (unsigned short)rint(plax_bitcast<double>(a) * 0x1p24));
+  }
+  const unsigned long long r = a - (1008ull << 52);  // rebias 1023 -> 15
+  return (unsigned short)(sign | (unsigned short)((r + 0x1ffffffffffull + ((r >> 42) & 1ull)) >> 42));
+}
+// the same from float, in 32-bit integers (the common case: results computed in float)
+__device__ __forceinline__ unsigned short plax_f16_bits(float x) {
+  const unsigned int b = plax_bitcast<unsigned int>(x);
+  const unsigned short sign = (unsigned short)((b >> 16) & 0x8000u);
+  const unsigned int a = b & 0x7fffffffu;
+  if (a > 0x7f800000u) return (unsigned short)(sign | 0x7e00u | ((a >> 13) & 0x3ffu));
+  if (a >= 0x477ff000u) return (unsigned short)(sign | 0x7c00u);  // >= 65520: inf
+  if (a < 0x38800000u) {  // below 2**-14: a subnormal (or zero), in units of 2**-24
+    return (unsigned short)(sign | (unsigned short)rintf(plax_bitcast<float>(a) * 0x1p24f));
+  }
+  const unsigned int r = a - (112u << 23);  // rebias 127 -> 15
+  return (unsigned short)(sign | (unsigned short)((r + 0xfffu + ((r >> 13) & 1u)) >> 13));
+}
+__device__ __forceinline__ float plax_bf16_value(unsigned short h) {
+  return plax_bitcast<float>((unsigned int)h << 16);
+}
+__device__ __forceinline__ unsigned short plax_bf16_bits(float x) {  // from float, as ml_dtypes
+  const unsigned int b = plax_bitcast<unsigned int>(x);
+  if ((b & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((b >> 16) | 0x40u);
+  return (unsigned short)((b + 0x7fffu + ((b >> 16) & 1u)) >> 16);
+}
+__device__ __forceinline__ float plax_val(plax_f16 h) { return plax_f16_value(h.bits); }
+__device__ __forceinline__ float plax_val(plax_bf16 h) { return plax_bf16_value(h.bits); }
+__device__ __forceinline__ plax_f16 plax_to_f16(double x) { plax_f16 h; h.bits = plax_f16_bits(x); return h; }
+__device__ __forceinline__ plax_f16 plax_to_f16(float x) { plax_f16 h; h.bits = plax_f16_bits(x); return h; }
+__device__ __forceinline__ plax_bf16 plax_to_bf16(float x) { plax_bf16 h; h.bits = plax_bf16_bits(x); return h; }
+__device__ __forceinline__ float plax_round_f16(double x) { return plax_f16_value(plax_f16_bits(x)); }
+__device__ __forceinline__ float plax_round_f16(float x) { return plax_f16_value(plax_f16_bits(x)); }
+__device__ __forceinline__ float plax_round_bf16(float x) { return plax_bf16_value(plax_bf16_bits(x)); }
+__device__ __forceinline__ float plax_nextafter_f16(float x, float y) {
+  if (x != x || y != y) return x + y;
+  if (x == y) return y;
+  const unsigned short b = plax_f16_bits(x);
+  if (x == 0.0f) return plax_f16_value(y < 0.0f ? 0x8001u : 0x0001u);
+  return plax_f16_value((unsigned short)(((y > x) == (x > 0.0f)) ? b + 1 : b - 1));
+}
+__device__ __forceinline__ float plax_nextafter_bf16(float x, float y) {
+  if (x != x || y != y) return x + y;
+  if (x == y) return y;
+  const unsigned short b = plax_bf16_bits(x);
+  if (x == 0.0f) return plax_bf16_value(y < 0.0f ? 0x8001u : 0x0001u);
+  return plax_bf16_value((unsigned short)(((y > x) == (x > 0.0f)) ? b + 1 : b - 1));
+}
+__device__ __forceinline__ float plax_qnan(float) { return plax_bitcast<float>(0x7fc00000u); }
+__device__ __forceinline__ double plax_qnan(double) { return plax_bitcast<double>(0x7ff8000000000000ull); }
+// ---- complex64 / complex128: NumPy's layout; arithmetic and functions as NumPy computes them
+// (division by Smith's method, as NumPy). Trivial aggregates, so they may live in __shared__.
+template <typename T> struct alignas(2 * sizeof(T)) plax_complex { T re, im; };
+typedef plax_complex<float> plax_c64;
+typedef plax_complex<double> plax_c128;
+template <typename T> __device__ __forceinline__ plax_complex<T> plax_cplx(T re, T im) {
+  plax_complex<T> z; z.re = re; z.im = im; return z;
+}
+template <typename T, typename S> __device__ __forceinline__ plax_complex<T> plax_ccast(plax_complex<S> z) {
+  return plax_cplx<T>((T)z.re, (T)z.im);
+}
+template <typename T> __device__ __forceinline__ plax_complex<T> operator+(plax_complex<T> a, plax_complex<T> b) { return plax_cplx<T>(a.re + b.re, a.im + b.im); }
+template <typename T> __device__ __forceinline__ plax_complex<T> operator-(plax_complex<T> a, plax_complex<T> b) { return plax_cplx<T>(a.re - b.re, a.im - b.im); }
+template <typename T> __device__ __forceinline__ plax_complex<T> operator-(plax_complex<T> a) { return plax_cplx<T>(-a.re, -a.im); }
+template <typename T> __device__ __forceinline__ plax_complex<T> operator*(plax_complex<T> a, plax_complex<T> b) {
+  return plax_cplx<T>(a.re * b.re - a.im * b.im, a.re * b.im + a.im * b.re);
+}
+template <typename T> __device__ __forceinline__ plax_complex<T> operator/(plax_complex<T> a, plax_complex<T> b) {
+  const T br = fabs(b.re), bi = fabs(b.im);
+  if (br >= bi) {
+    if (br == (T)0 && bi == (T)0) return plax_cplx<T>(a.re / br, a.im / bi);
+    const T rat = b.im / b.re, scl = (T)1 / (b.re + b.im * rat);
+    return plax_cplx<T>((a.re + a.im * rat) * scl, (a.im - a.re * rat) * scl);
+  }
+  const T rat = b.re / b.im, scl = (T)1 / (b.im + b.re * rat);
+  return plax_cplx<T>((a.re * rat + a.im) * scl, (a.im * rat - a.re) * scl);
+}
+template <typename T> __device__ __forceinline__ bool operator==(plax_complex<T> a, plax_complex<T> b) { return a.re == b.re && a.im == b.im; }
+template <typename T> __device__ __forceinline__ bool operator!=(plax_complex<T> a, plax_complex<T> b) { return !(a == b); }
+template <typename T> __device__ __forceinline__ bool plax_isnan(plax_complex<T> a) { return a.re != a.re || a.im != a.im; }
+// lexicographic order (XLA); NaN wins, as NumPy's maximum/minimum of complex values
+template <typename T> __device__ __forceinline__ bool plax_cge(plax_complex<T> a, plax_complex<T> b) {
+  return (a.re > b.re && a.im == a.im && b.im == b.im) || (a.re == b.re && a.im >= b.im);
+}
+template <typename T> __device__ __forceinline__ bool plax_cle(plax_complex<T> a, plax_complex<T> b) {
+  return (a.re < b.re && a.im == a.im && b.im == b.im) || (a.re == b.re && a.im <= b.im);
+}
+template <typename T> __device__ __forceinline__ plax_complex<T> plax_max(plax_complex<T> a, plax_complex<T> b) { return (plax_isnan(a) || plax_cge(a, b)) ? a : b; }
+template <typename T> __device__ __forceinline__ plax_complex<T> plax_min(plax_complex<T> a, plax_complex<T> b) { return (plax_isnan(a) || plax_cle(a, b)) ? a : b; }
+// reductions order complex values as the reference does (np.lexsort by real part, then
+// imaginary part; NaN after every number in each key); max is the last in that order (the
+// later of equals), min the first
+template <typename T> __device__ __forceinline__ bool plax_nan_last_less(T a, T b, bool* tie) {
+  const bool an = a != a, bn = b != b;
+  *tie = (an && bn) || (!an && !bn && a == b);
+  return an != bn ? bn : (!an && a < b);
+}
+template <typename T> __device__ __forceinline__ bool plax_csort_less(plax_complex<T> a, plax_complex<T> b) {
+  bool tie;
+  const bool re = plax_nan_last_less(a.re, b.re, &tie);
+  if (!tie) return re;
+  return plax_nan_last_less(a.im, b.im, &tie);
+}
+template <typename T> __device__ __forceinline__ plax_complex<T> plax_csort_max(plax_complex<T> s, plax_complex<T> v) { return plax_csort_less(v, s) ? s : v; }
+template <typename T> __device__ __forceinline__ plax_complex<T> plax_csort_min(plax_complex<T> s, plax_complex<T> v) { return plax_csort_less(v, s) ? v : s; }
+template <typename T> __device__ __forceinline__ T plax_cabs(plax_complex<T> z) { return hypot(z.re, z.im); }
+// z / |z| as NumPy: 0 at 0, NaN where a part is NaN (and |z| is not infinite), the direction
+// of the infinite part where one part is infinite, NaN where both are
+template <typename T> __device__ __forceinline__ plax_complex<T> plax_csign(plax_complex<T> z) {
+  const T r = hypot(z.re, z.im);
+  if (r != r) return plax_cplx<T>(r, r);
+  if (isinf(r)) {
+    if (isinf(z.re)) {
+      if (isinf(z.im)) return plax_cplx<T>(plax_qnan(r), plax_qnan(r));
+      return plax_cplx<T>(z.re > (T)0 ? (T)1 : (T)-1, (T)0);
+    }
+    return plax_cplx<T>((T)0, z.im > (T)0 ? (T)1 : (T)-1);
+  }
+  if (r == (T)0) return plax_cplx<T>((T)0, (T)0);
+  return plax_cplx<T>(z.re / r, z.im / r);
+}
+template <typename T> __device__ __forceinline__ plax_complex<T> plax_cexp(plax_complex<T> z) {
+  if (z.im == (T)0) return plax_cplx<T>(exp(z.re), z.im);
+  if (isinf(z.re) && !isfinite(z.im)) {  // C99: +inf + i NaN, or 0 from -inf
+    return z.re > (T)0 ? plax_cplx<T>(z.re, plax_qnan(z.re)) : plax_cplx<T>((T)0, (T)0);
+  }
+  const T e = exp(z.re);
+  return plax_cplx<T>(e * cos(z.im), e * sin(z.im));
+}
+template <typename T> __device__ __forceinline__ plax_complex<T> plax_clog(plax_complex<T> z) {
+  return plax_cplx<T>(log(hypot(z.re, z.im)), atan2(z.im, z.re));
+}
+template <typename T> __device__ __forceinline__ plax_complex<T> plax_cexpm1(plax_complex<T> z) {
+  const T s = sin(z.im / (T)2);  // NumPy: expm1(re) cos(im) - 2 sin^2(im / 2), exp(re) sin(im)
+  return plax_cplx<T>(expm1(z.re) * cos(z.im) - (T)2 * s * s, exp(z.re) * sin(z.im));
+}
+template <typename T> __device__ __forceinline__ plax_complex<T> plax_clog1p(plax_complex<T> z) {
+  const T re = z.re + (T)1;  // NumPy: log(|1 + z|), arg(1 + z)
+  return plax_cplx<T>(log(hypot(re, z.im)), atan2(z.im, re));
+}
+template <typename T> __device__ __forceinline__ plax_complex<T> plax_csqrt(plax_complex<T> z) {
+  if (z.re == (T)0 && z.im == (T)0) return plax_cplx<T>((T)0, z.im);
+  if (isinf(z.im)) return plax_cplx<T>(fabs(z.im), z.im);  // C99: +inf +- i inf, even for NaN
+  const T t = sqrt((fabs(z.re) + hypot(z.re, z.im)) * (T)0.5);
+  if (z.re >= (T)0) return plax_cplx<T>(t, z.im / ((T)2 * t));
+  return plax_cplx<T>(fabs(z.im) / ((T)2 * t), copysign(t, z.im));
+}
+// on the real axis the imaginary part is the signed zero C99 gives (not inf * 0 = NaN)
+template <typename T> __device__ __forceinline__ plax_complex<T> plax_csinh(plax_complex<T> z) {
+  if (z.im == (T)0) return plax_cplx<T>(sinh(z.re), z.im);
+  if (z.re == (T)0 && !isfinite(z.im)) return plax_cplx<T>(z.re, plax_qnan(z.re));
+  if (isinf(z.re) && !isfinite(z.im)) return plax_cplx<T>(z.re, plax_qnan(z.re));
+  return plax_cplx<T>(sinh(z.re) * cos(z.im), cosh(z.re) * sin(z.im));
+}
+template <typename T> __device__ __forceinline__ plax_complex<T> plax_ccosh(plax_complex<T> z) {
+  if (z.im == (T)0) return plax_cplx<T>(cosh(z.re), copysign((T)0, z.re) * z.im);
+  if (z.re == (T)0 && !isfinite(z.im)) return plax_cplx<T>(plax_qnan(z.re), z.re * (T)0);
+  if (isinf(z.re) && !isfinite(z.im)) return plax_cplx<T>(fabs(z.re), plax_qnan(z.re));
+  return plax_cplx<T>(cosh(z.re) * cos(z.im), sinh(z.re) * sin(z.im));
+}
+template <typename T> __device__ __forceinline__ plax_complex<T> plax_ctanh(plax_complex<T> z) {
+  // Kahan's formula; for |re| > 22, tanh(re) is +-1 to working precision
+  if (z.im == (T)0) return plax_cplx<T>(tanh(z.re), z.im);
+  if (z.re == (T)0 && !isfinite(z.im)) return plax_cplx<T>(z.re, plax_qnan(z.re));
+  if (!isfinite(z.im)) {  // C99: 1 +- i0 from an infinite real part, else NaN
+    if (isinf(z.re)) return plax_cplx<T>(copysign((T)1, z.re), copysign((T)0, z.im));
+    return plax_cplx<T>(plax_qnan(z.re), plax_qnan(z.re));
+  }
+  if (fabs(z.re) > (T)22) {
+    const T e = exp((T)-2 * fabs(z.re));
+    return plax_cplx<T>(copysign((T)1, z.re), (T)4 * sin(z.im) * cos(z.im) * e);
+  }
+  const T t = tan(z.im), beta = (T)1 + t * t, s = sinh(z.re), rho = sqrt((T)1 + s * s);
+  const T den = (T)1 + beta * s * s;
+  return plax_cplx<T>(beta * rho * s / den, t / den);
+}
+// sin z = -i sinh(i z), cos z = cosh(i z) (C99's definitions: the special values follow)
+template <typename T> __device__ __forceinline__ plax_complex<T> plax_csin(plax_complex<T> z) {
+  const plax_complex<T> t = plax_csinh(plax_cplx<T>(-z.im, z.re));
+  return plax_cplx<T>(t.im, -t.re);
+}
+template <typename T> __device__ __forceinline__ plax_complex<T> plax_ccos(plax_complex<T> z) {
+  return plax_ccosh(plax_cplx<T>(-z.im, z.re));
+}
+template <typename T> __device__ __forceinline__ plax_complex<T> plax_ctan(plax_complex<T> z) {
+  const plax_complex<T> t = plax_ctanh(plax_cplx<T>(-z.im, z.re));  // tan z = -i tanh(i z)
+  return plax_cplx<T>(t.im, -t.re);
+}
+template <typename T> __device__ __forceinline__ plax_complex<T> plax_cexp2(plax_complex<T> z) {
+  const T ln2 = (T)0.693147180559945309417232121458176568;
+  return plax_cexp(plax_cplx<T>(z.re * ln2, z.im * ln2));
+}
+template <typename T> __device__ __forceinline__ plax_complex<T> plax_crsqrt(plax_complex<T> z) {
+  return plax_cplx<T>((T)1, (T)0) / plax_csqrt(z);
+}
+template <typename T> __device__ __forceinline__ plax_complex<T> plax_clogistic(plax_complex<T> z) {
+  const plax_complex<T> one = plax_cplx<T>((T)1, (T)0);
+  return one / (one + plax_cexp(-z));
+}
+// z ** w as NumPy: exact small integer powers by multiplication, else exp(w log z)
+template <typename T> __device__ __forceinline__ plax_complex<T> plax_cpow(plax_complex<T> a, plax_complex<T> b) {
+  const plax_complex<T> one = plax_cplx<T>((T)1, (T)0);
+  if (b.re == (T)0 && b.im == (T)0) return one;
+  if (a.re == (T)0 && a.im == (T)0) {
+    if (b.re > (T)0 && b.im == (T)0) return plax_cplx<T>((T)0, (T)0);
+    return plax_cplx<T>(plax_qnan((T)0), plax_qnan((T)0));
+  }
+  if (b.im == (T)0 && fabs(b.re) < (T)100 && b.re == (T)(long long)b.re) {
+    long long n = (long long)b.re;
+    if (n == 1) return a;
+    if (n == 2) return a * a;
+    if (n == 3) return (a * a) * a;
+    long long m = n < 0 ? -n : n, mask = 1;
+    plax_complex<T> aa = one, p = a;
+    while (1) {
+      if (m & mask) aa = aa * p;
+      mask <<= 1;
+      if (m < mask || mask <= 0) break;
+      p = p * p;
+    }
+    return n < 0 ? one / aa : aa;
+  }
+  return plax_cexp(b * plax_clog(a));
 }
 """
 
@@ -294,10 +610,20 @@ def _special_unary() -> dict:
     return out
 
 
+#: primitives whose float16/bfloat16 results are already values of the type (one of the
+#: operands, or rounded by their own expression): not rounded again
+_EXACT_ON_HALF = {lax.select_n_p, lax.max_p, lax.min_p, lax.clamp_p, lax.neg_p, lax.abs_p,
+                  lax.convert_element_type_p, lax.bitcast_convert_type_p, lax.nextafter_p,
+                  lax.floor_p, lax.ceil_p, lax.sign_p}
+
+
 def elementwise_expr(eqn, a: list[str]) -> str:
     """The C++ expression computing ``eqn``'s (one) output from operand expressions ``a``.
 
-    Each operand expression already has its operand's C type; the result has the output's.
+    Each operand expression already has its operand's value type
+    (:func:`plax_cupy.dtypes.value_ctype`); the result has the output's. float16 and bfloat16
+    results are computed in float and rounded to the type, as the reference rounds each
+    operation.
 
     Raises:
       Unsupported: a primitive or dtype the generator does not express.
@@ -310,8 +636,18 @@ def elementwise_expr(eqn, a: list[str]) -> str:
             ctype(d)
     except UnsupportedDtype as err:
         raise Unsupported(f"{prim.name}: {err}") from None
-    k = din[0].kind if din else dout.kind
-    t = ctype(dout)
+    if any(d.kind == "c" for d in din + [dout]):
+        return _complex_expr(eqn, a, din, dout)
+    expr = _real_expr(eqn, a, din, dout)
+    if is_half(dout) and prim not in _EXACT_ON_HALF:
+        expr = _round_half(expr, dout)
+    return expr
+
+
+def _real_expr(eqn, a: list[str], din: list, dout) -> str:
+    prim = eqn.primitive
+    k = _kind(din[0]) if din else _kind(dout)
+    t = value_ctype(dout)
     bits = din[0].itemsize * 8 if din else 0
     if prim in _COMPARE:
         return f"({a[0]} {_COMPARE[prim]} {a[1]})"
@@ -387,10 +723,16 @@ def elementwise_expr(eqn, a: list[str]) -> str:
     if prim is lax.atan2_p and k == "f":
         return f"{_fn('atan2', dout)}({a[0]}, {a[1]})"
     if prim is lax.nextafter_p and k == "f":
-        return f"{_fn('nextafter', dout)}({a[0]}, {a[1]})"
+        # bit by bit (CUDA's nextafterf may flush subnormals): NumPy's results exactly
+        if is_half(dout):
+            fn = "plax_nextafter_f16" if dout == np.float16 else "plax_nextafter_bf16"
+            return f"{fn}({a[0]}, {a[1]})"
+        return f"plax_nextafter({a[0]}, {a[1]})"
     if prim is lax.bitcast_convert_type_p:
         if din[0] == dout:
             return a[0]
+        if (is_half(din[0]) or is_half(dout)) and din[0].itemsize == dout.itemsize == 2:
+            return _bitcast_16(a[0], din[0], dout)
         if din[0].itemsize != dout.itemsize or np.bool_ in (din[0], dout):
             raise Unsupported(f"bitcast_convert_type from {din[0]} to {dout}")
         return f"plax_bitcast<{t}>({a[0]})"
@@ -413,6 +755,69 @@ def elementwise_expr(eqn, a: list[str]) -> str:
     raise Unsupported(f"{prim.name} on {din[0] if din else dout}")
 
 
+def _bitcast_16(x: str, src, dst) -> str:
+    """A bit cast between 16-bit types where one is float16 or bfloat16 (value: float)."""
+    if src == np.float16:
+        bits = f"plax_f16_bits({x})"
+    elif is_half(src):
+        bits = f"plax_bf16_bits({x})"
+    else:
+        bits = f"((unsigned short){x})"
+    if dst == np.float16:
+        return f"plax_f16_value({bits})"
+    if is_half(dst):
+        return f"plax_bf16_value({bits})"
+    return f"(({ctype(dst)}){bits})"
+
+
+_COMPLEX_UNARY = {lax.exp_p: "plax_cexp", lax.exp2_p: "plax_cexp2", lax.expm1_p: "plax_cexpm1",
+                  lax.log_p: "plax_clog", lax.log1p_p: "plax_clog1p", lax.sqrt_p: "plax_csqrt",
+                  lax.rsqrt_p: "plax_crsqrt", lax.sin_p: "plax_csin", lax.cos_p: "plax_ccos",
+                  lax.tan_p: "plax_ctan", lax.sinh_p: "plax_csinh", lax.cosh_p: "plax_ccosh",
+                  lax.tanh_p: "plax_ctanh", lax.logistic_p: "plax_clogistic",
+                  lax.sign_p: "plax_csign"}
+
+
+def _complex_expr(eqn, a: list[str], din: list, dout) -> str:
+    """The expression of an equation with a complex operand or result."""
+    prim = eqn.primitive
+    if prim is lax.complex_p:  # real parts -> one complex value
+        p = _part_ctype(dout)
+        return f"plax_cplx<{p}>(({p}){a[0]}, ({p}){a[1]})"
+    if prim is lax.conj_p:
+        p = _part_ctype(dout)
+        if din[0].kind != "c":
+            return f"plax_cplx<{p}>(({p}){a[0]}, ({p})0)"
+        return f"plax_cplx<{p}>({a[0]}.re, -{a[0]}.im)"
+    if prim is lax.real_p:
+        return f"{a[0]}.re"
+    if prim is lax.imag_p:
+        return f"{a[0]}.im"
+    if prim is lax.convert_element_type_p:
+        return convert_expr(a[0], din[0], dout)
+    if prim is lax.abs_p:
+        return f"plax_cabs({a[0]})"
+    if prim in _COMPLEX_UNARY:
+        return f"{_COMPLEX_UNARY[prim]}({a[0]})"
+    if prim in _ARITH:
+        return f"({a[0]} {_ARITH[prim]} {a[1]})"
+    if prim is lax.div_p:
+        return f"({a[0]} / {a[1]})"
+    if prim is lax.neg_p:
+        return f"(-{a[0]})"
+    if prim in (lax.eq_p, lax.ne_p):
+        return f"({a[0]} {_COMPARE[prim]} {a[1]})"
+    if prim in (lax.max_p, lax.min_p):
+        return f"{'plax_max' if prim is lax.max_p else 'plax_min'}({a[0]}, {a[1]})"
+    if prim is lax.pow_p:
+        return f"plax_cpow({a[0]}, {a[1]})"
+    if prim is lax.integer_pow_p:
+        return _integer_pow(a[0], eqn.params["y"], dout)
+    if prim is lax.select_n_p:
+        return _real_expr(eqn, a, din, dout)
+    raise Unsupported(f"{prim.name} on {din[0] if din else dout}")
+
+
 def _shift(prim, a, dtype, bits: int) -> str:
     x, y = a
     t, u = ctype(dtype), unsigned_ctype(dtype)
@@ -428,14 +833,34 @@ def _shift(prim, a, dtype, bits: int) -> str:
 
 
 def convert_expr(x: str, src, dst) -> str:
-    """The C++ expression converting ``x`` (of ``src``) to ``dst`` with XLA's rules."""
+    """The C++ expression converting ``x`` (a value of ``src``) to ``dst`` with XLA's rules.
+
+    Complex to real keeps the real part; float16 rounds from the value in double (as NumPy),
+    bfloat16 from float (as ml_dtypes), both to nearest even.
+    """
     src, dst = np.dtype(src), np.dtype(dst)
-    t = ctype(dst)
+    t = value_ctype(dst)
     if dst == src:
         return x
+    if src.kind == "c":
+        if dst.kind == "c":
+            return f"plax_ccast<{_part_ctype(dst)}>({x})"
+        if dst == np.bool_:
+            return f"({x}.re != 0 || {x}.im != 0)"
+        x, src = f"{x}.re", np.dtype(np.float32 if src == np.complex64 else np.float64)
+        if dst == src:
+            return x
+    if dst.kind == "c":
+        p = _part_ctype(dst)
+        return f"plax_cplx<{p}>(({p}){x}, ({p})0)"
     if dst == np.bool_:
         return f"({x} != 0)"
-    if dst.kind in "iu" and src.kind == "f":
+    if dst == np.float16:  # float32 and narrower values round from float, the rest from double
+        wide = src.itemsize > 4 or src.kind in "iu" and src.itemsize > 2
+        return f"plax_round_f16(({'double' if wide else 'float'}){x})"
+    if is_half(dst):
+        return f"plax_round_bf16((float){x})"
+    if dst.kind in "iu" and _kind(src) == "f":
         info = np.iinfo(dst)
         upper, lower = float(info.max) + 1.0, float(info.min)
         return (f"plax_f2i<{t}>((double){x}, {_hex_float(lower)}, {_hex_float(upper)}, "
@@ -446,14 +871,20 @@ def convert_expr(x: str, src, dst) -> str:
 
 
 def _integer_pow(x: str, y: int, dtype) -> str:
-    t = ctype(dtype)
-    if y == 0:
+    t = value_ctype(dtype)
+    if dtype.kind == "c":
+        one = c_literal(1, dtype)
+        if y == 0:
+            return one
+    elif y == 0:
         return f"(({t})1)"
-    if y < 0 and dtype.kind != "f":
+    if y < 0 and _kind(dtype) not in "fc":
         raise Unsupported("integer_pow with a negative exponent on integers")
 
     def mul(p: str, q: str) -> str:
-        if dtype.kind == "f":
+        if dtype == np.float16:  # NumPy multiplies float16 values, rounding each product
+            return f"plax_round_f16({p} * {q})"
+        if _kind(dtype) in "fc":  # (bfloat16: in float32, rounded once at the end, as the reference)
             return f"({p} * {q})"
         w, u = _wide_unsigned(dtype), unsigned_ctype(dtype)
         return f"(({t})(({w})({u}){p} * ({w})({u}){q}))"
@@ -467,7 +898,7 @@ def _integer_pow(x: str, y: int, dtype) -> str:
         if n:
             base = mul(base, base)
     if y < 0:
-        acc = f"(({t})1 / {acc})"
+        acc = f"({one} / {acc})" if dtype.kind == "c" else f"(({t})1 / {acc})"
     return acc
 
 
@@ -498,10 +929,20 @@ class Reduction:
             return c_literal(True if d == np.bool_ else -1 if d.kind == "i" else np.iinfo(d).max, d)
         if d == np.bool_:
             return "false" if kind == "max" else "true"
-        if d.kind == "f":
-            return c_literal(-np.inf if kind == "max" else np.inf, d)
+        if is_floating(d):
+            return c_literal(-np.inf if kind == "max" else np.inf, acc)
+        if d.kind == "c":  # the extremes of plax_csort_less's order (see empty_identity)
+            return c_literal(complex(-np.inf, -np.inf) if kind == "max" else complex(np.nan, np.nan), d)
         info = np.iinfo(d)
         return c_literal(info.min if kind == "max" else info.max, d)
+
+    def empty_identity(self) -> str:
+        """What an *empty* reduction gives: :attr:`init`, except complex max/min, where XLA
+        gives ``-+inf + 0j`` -- which is not the identity of the order (``-inf - 1j`` is below
+        it, NaN values above), so it is only used where the reduced extent is zero."""
+        if self.dtype.kind == "c" and self.kind in ("max", "min"):
+            return c_literal(complex(-np.inf if self.kind == "max" else np.inf, 0.0), self.dtype)
+        return self.init
 
     def combine(self, s: str, v: str) -> str:
         """C++ source combining accumulator ``s`` with value ``v`` (both the accumulator type)."""
@@ -513,6 +954,8 @@ class Reduction:
         if kind in ("max", "min"):
             if self.dtype == np.bool_:
                 return f"({s} {'||' if kind == 'max' else '&&'} {v})"
+            if self.dtype.kind == "c":  # NumPy's sort order, as the reference reduces
+                return f"plax_csort_{kind}({s}, {v})"
             return f"plax_{kind}({s}, {v})"
         op = {"and": "&", "or": "|", "xor": "^"}[kind]
         return f"(({acc})({s} {op} {v}))"
@@ -552,7 +995,9 @@ class KernelInput:
       name: its parameter name (``a0``...).
       kind: ``"array"`` (a device pointer; rank-0 values read element 0) or ``"literal"`` (a
         rank-0 literal passed by value from the host, so no device read is needed and kernels
-        differing in constants share one compilation).
+        differing in constants share one compilation; booleans, integers, float32 and float64
+        only: float16, bfloat16 and complex literals are read from device memory, so the
+        launcher never converts them to a kernel scalar).
       dtype: its dtype.
       value: a literal's host value (None for arrays).
     """
@@ -561,7 +1006,7 @@ class KernelInput:
         self.atom, self.name, self.kind, self.dtype, self.value = atom, name, kind, dtype, value
 
     def param(self) -> str:
-        t = ctype(self.dtype)
+        t = ctype(self.dtype)  # as stored: float16/bfloat16 bits, complex pairs
         return f"const {t}* __restrict__ {self.name}" if self.kind == "array" else f"{t} {self.name}"
 
 
@@ -634,7 +1079,8 @@ def plan_cluster(cluster, *, literal_values: bool = True) -> ClusterKernel:
     inputs: list[KernelInput] = []
     for j, atom in enumerate(cluster.inputs):
         dtype = np.dtype(atom.aval.dtype)
-        if isinstance(atom, Literal) and not atom.aval.shape and literal_values:
+        if isinstance(atom, Literal) and not atom.aval.shape and literal_values and \
+                not is_half(dtype) and dtype.kind != "c":
             inputs.append(KernelInput(atom, f"a{j}", "literal", dtype, np.asarray(atom.val, dtype)[()]))
         else:
             inputs.append(KernelInput(atom, f"a{j}", "array", dtype))
@@ -667,7 +1113,6 @@ def plan_cluster(cluster, *, literal_values: bool = True) -> ClusterKernel:
             raise Unsupported(f"operand {atom} is not readable in the loop")
         if inp.kind == "literal":
             return inp.name
-        t = ctype(inp.dtype)
         if not atom.aval.shape:
             expr = f"{inp.name}[0]"
         elif tuple(atom.aval.shape) == shape:
@@ -675,7 +1120,7 @@ def plan_cluster(cluster, *, literal_values: bool = True) -> ClusterKernel:
         else:
             raise Unsupported(f"operand {atom} of shape {atom.aval.shape} is not readable in the loop")
         local = f"{inp.name}_v"
-        body.append(f"const {t} {local} = {expr};")
+        body.append(f"const {value_ctype(inp.dtype)} {local} = {load_expr(expr, inp.dtype)};")
         loaded[key] = local
         return local
 
@@ -705,7 +1150,7 @@ def plan_cluster(cluster, *, literal_values: bool = True) -> ClusterKernel:
             r = len(reductions)
             reductions.append((j, red))
             red_operands.append(f"{ctype(red.acc)}* __restrict__ rv{r}")
-            body.append(f"*rv{r} = ({ctype(red.acc)}){value};")
+            body.append(f"*rv{r} = {_to_acc(value, red)};")
             continue
         if fusion_kind(prim) == BROADCAST:
             op = eqn.invars[0]
@@ -723,24 +1168,24 @@ def plan_cluster(cluster, *, literal_values: bool = True) -> ClusterKernel:
                         continue
                     need_index.add(d)
                     terms.append(f"idx{d} * {op_strides[jdim]}LL")
-                expr = f"{inp.name}[{' + '.join(terms) or '0'}]"
+                expr = load_expr(f"{inp.name}[{' + '.join(terms) or '0'}]", dout)
             local = f"t{k}"
-            body.append(f"const {ctype(dout)} {local} = {expr};")
+            body.append(f"const {value_ctype(dout)} {local} = {expr};")
         else:
             args = [load(v) for v in eqn.invars]
             local = f"t{k}"
-            body.append(f"const {ctype(dout)} {local} = {elementwise_expr(eqn, args)};")
+            body.append(f"const {value_ctype(dout)} {local} = {elementwise_expr(eqn, args)};")
         locals_[id(out)] = local
         j = outputs.get(id(out))
         if j is not None:
             elem_outputs.append(j)
-            body.append(f"o{j}[i] = {local};")
+            body.append(f"o{j}[i] = {store_expr(local, dout)};")
 
     # loads nothing reads (an operand integer_pow with y=0 ignores) would be NVRTC warnings
     for key, local in loaded.items():
         uses = sum(len(re.findall(rf"\b{local}\b", line)) for line in body)
         if uses == 1:
-            body = [line for line in body if not line.startswith(f"const {ctype(by_atom[key].dtype)} {local} =")]
+            body = [line for line in body if not line.startswith(f"const {value_ctype(by_atom[key].dtype)} {local} =")]
     # plax_elem(i, inputs..., elementwise outputs..., reduction operand slots...)
     params = [inp.param() for inp in inputs]
     params += [f"{ctype(out_dtypes[j])}* __restrict__ o{j}" for j in elem_outputs]
@@ -777,6 +1222,9 @@ def plan_cluster(cluster, *, literal_values: bool = True) -> ClusterKernel:
         red = list(red_axes)
         n_out = math.prod(shape[d] for d in kept)
         n_red = math.prod(shape[d] for d in red)
+        if n_red == 0:  # shapes are baked: an empty reduction starts from (and gives) its value
+            for _, red_ in reductions:
+                red_.init = red_.empty_identity()
         full = [f"k{d}" for d in kept], [f"k{d}" for d in red]
         flat_terms = " + ".join(f"k{d} * {strides[d]}LL" for d in range(rank)) or "0LL"
         decompose = (_index_lines("ro", "o", [shape[d] for d in kept], full[0])
@@ -828,7 +1276,7 @@ def plan_cluster(cluster, *, literal_values: bool = True) -> ClusterKernel:
         for r, (j, red_) in enumerate(reductions):
             src += [f"    {ctype(red_.acc)} acc{r} = p{r}[o * bpo];",
                     f"    for (int c = 1; c < bpo; ++c) acc{r} = {red_.combine(f'acc{r}', f'p{r}[o * bpo + c]')};",
-                    f"    r{j}[o] = ({ctype(out_dtypes[j])})acc{r};"]
+                    f"    r{j}[o] = {store_expr(f'acc{r}', out_dtypes[j], red_.acc)};"]
         src += ["  }", "}", "#else"]
         # the host driver: every element once, in C order, accumulated serially
         host_params = kernel_params + [f"{ctype(out_dtypes[j])}* __restrict__ r{j}" for j, _ in reductions]
@@ -846,7 +1294,7 @@ def plan_cluster(cluster, *, literal_values: bool = True) -> ClusterKernel:
             src.append(f"      acc{r}[o] = {red_.combine(f'acc{r}[o]', f'v{r}')};")
         src += ["    }", "  }"]
         for r, (j, red_) in enumerate(reductions):
-            src += [f"  for (long long o = 0; o < n_out; ++o) r{j}[o] = ({ctype(out_dtypes[j])})acc{r}[o];",
+            src += [f"  for (long long o = 0; o < n_out; ++o) r{j}[o] = {store_expr(f'acc{r}[o]', out_dtypes[j], red_.acc)};",
                     f"  free(acc{r});"]
         src += ["}", "#endif", ""]
         entry = ("plax_reduce_partial", "plax_reduce_final")
@@ -855,6 +1303,13 @@ def plan_cluster(cluster, *, literal_values: bool = True) -> ClusterKernel:
         source="\n".join(src), inputs=inputs, out_dtypes=out_dtypes, out_shapes=out_shapes,
         elem_outputs=elem_outputs, reductions=reductions, n=n, n_out=n_out, n_red=n_red,
         entry=entry, primitives=[e.primitive.name for e in cluster.eqns], shape=shape)
+
+
+def _to_acc(value: str, red: Reduction) -> str:
+    """A reduction operand's value as its accumulator type."""
+    if red.acc.kind == "c":
+        return value if red.acc == red.dtype else f"plax_ccast<double>({value})"
+    return f"(({ctype(red.acc)}){value})"
 
 
 class _OneEquation:

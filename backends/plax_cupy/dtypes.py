@@ -1,15 +1,22 @@
 """The dtype map of the CUDA code generator: which NumPy dtypes fused kernels handle, as which
 CUDA C types, and how reductions accumulate them.
 
-Fused kernels handle booleans, the signed and unsigned integers of 8 to 64 bits, float32 and
-float64. float16, bfloat16 and the complex types are *not* in the map: NVRTC from the
-``nvidia-cuda-nvrtc-cu12`` wheel has no ``cuda_fp16.h``/``cuda_bf16.h``/``cuComplex.h`` to
-include, so an equation on them is declined by the code generator and runs as one CuPy
-operation instead (CuPy's own kernels handle float16 and complex; bfloat16 goes to the host),
-with one warning per primitive and dtype.
+Fused kernels handle booleans, the signed and unsigned integers of 8 to 64 bits, float16,
+bfloat16, float32, float64, complex64 and complex128. The low-precision and complex types are
+the generator's own minimal C++ types, defined in its preamble (no ``cuda_fp16.h``,
+``cuda_bf16.h`` or ``cuComplex.h`` needed, which NVRTC from the ``nvidia-cuda-nvrtc-cu12``
+wheel lacks, and the same source builds with g++ for the host checks):
+
+* ``plax_f16`` / ``plax_bf16``: the 16-bit pattern (a float16 CuPy array's memory; a
+  :class:`~plax_cupy.backend.Bf16Buffer`'s ``bits``). Kernels compute on them in ``float``
+  (their *value type*) and round every result to the type, to nearest even, as NumPy's
+  float16 and ml_dtypes' bfloat16 do per operation;
+* ``plax_c64`` / ``plax_c128``: a pair of ``float``/``double`` laid out as NumPy's and CuPy's
+  complex values, with the arithmetic and functions NumPy computes.
 """
 from __future__ import annotations
 
+import ml_dtypes as _ml_dtypes
 import numpy as np
 
 #: NumPy dtype -> CUDA C type name (also valid C++ for the host check, see codegen)
@@ -25,7 +32,14 @@ CTYPES: dict = {
     np.dtype(np.uint64): "unsigned long long",
     np.dtype(np.float32): "float",
     np.dtype(np.float64): "double",
+    np.dtype(np.float16): "plax_f16",
+    np.dtype(_ml_dtypes.bfloat16): "plax_bf16",
+    np.dtype(np.complex64): "plax_c64",
+    np.dtype(np.complex128): "plax_c128",
 }
+
+#: the 16-bit floating types: stored as their bits, computed in float32 (see the module doc)
+HALF_TYPES = (np.dtype(np.float16), np.dtype(_ml_dtypes.bfloat16))
 
 #: the unsigned type of each integer width, for arithmetic that must wrap (C's signed overflow
 #: is undefined; unsigned arithmetic wraps modulo 2**bits, which is what XLA specifies)
@@ -47,7 +61,7 @@ def ctype(dtype) -> str:
       The C type name, e.g. ``"unsigned int"`` for uint32.
 
     Raises:
-      UnsupportedDtype: float16, bfloat16, complex and other dtypes outside :data:`CTYPES`.
+      UnsupportedDtype: a dtype outside :data:`CTYPES` (strings, structured, float8 ...).
 
     Example:
       >>> ctype(np.float32)
@@ -67,6 +81,40 @@ def supported(dtype) -> bool:
         return False
 
 
+def is_half(dtype) -> bool:
+    """Whether ``dtype`` is float16 or bfloat16 (stored as 16 bits, computed in float32)."""
+    return np.dtype(dtype) in HALF_TYPES
+
+
+def is_floating(dtype) -> bool:
+    """Whether ``dtype`` is a real floating type (float16, bfloat16, float32, float64);
+    bfloat16's NumPy kind is ``"V"``, so ``dtype.kind == "f"`` alone misses it."""
+    return np.dtype(dtype).kind == "f" or is_half(dtype)
+
+
+def value_ctype(dtype) -> str:
+    """The C type kernels compute ``dtype``'s values in: ``float`` for float16 and bfloat16,
+    otherwise :func:`ctype`.
+
+    Example:
+      >>> value_ctype(np.float16), value_ctype(np.complex64)
+      ('float', 'plax_c64')
+    """
+    return "float" if is_half(dtype) else ctype(dtype)
+
+
+def storage_dtype(dtype) -> np.dtype:
+    """The dtype of the device array holding ``dtype``'s values: ``uint16`` for bfloat16 (its
+    bits: CuPy has no bfloat16), otherwise ``dtype``. The launcher allocates outputs with it.
+
+    Example:
+      >>> storage_dtype(np.float16)
+      dtype('float16')
+    """
+    dtype = np.dtype(dtype)
+    return np.dtype(np.uint16) if dtype == HALF_TYPES[1] else dtype
+
+
 def unsigned_ctype(dtype) -> str:
     """The unsigned C type of ``dtype``'s width (for wrapping integer arithmetic)."""
     return UNSIGNED_OF_WIDTH[np.dtype(dtype).itemsize]
@@ -77,9 +125,11 @@ def accumulator(dtype, kind: str) -> np.dtype:
     ``dtype`` in.
 
     Sums and products of floats accumulate in float64 (fewer rounding steps than float32; the
-    reduction is memory-bound, so the wider arithmetic is free on every current GPU); sums and
-    products of integers in the unsigned 64-bit type, whose wrap-around gives the exact result
-    modulo ``2**bits`` once cast back; every other reduction in the dtype itself.
+    reduction is memory-bound, so the wider arithmetic is free on every current GPU), of
+    complex values in complex128; sums and products of integers in the unsigned 64-bit type,
+    whose wrap-around gives the exact result modulo ``2**bits`` once cast back; max and min of
+    float16/bfloat16 in float32 (their value type: exact); every other reduction in the dtype
+    itself.
 
     Example:
       >>> accumulator(np.float32, "sum")
@@ -89,8 +139,12 @@ def accumulator(dtype, kind: str) -> np.dtype:
     """
     dtype = np.dtype(dtype)
     if kind in ("sum", "prod"):
-        if dtype.kind == "f":
+        if is_floating(dtype):
             return np.dtype(np.float64)
+        if dtype.kind == "c":
+            return np.dtype(np.complex128)
         if dtype.kind in "iu":
             return np.dtype(np.uint64)
+    if is_half(dtype):
+        return np.dtype(np.float32)
     return dtype

@@ -6,11 +6,11 @@ lone equations one kernel or CuPy/cuBLAS call each.
   (:class:`plax_cupy.codegen.Unsupported`: complex or half-precision values, reductions over
   different axes) is split by the driver into its equations;
 * a lone fusible equation -> its own generated kernel, or, where the generator declines it, the
-  CuPy operation (one :class:`~plax_cupy.backend.PlaxCupyFallbackWarning` per primitive and
-  dtype);
-* ``dot_general`` -> cuBLAS, ``threefry2x32`` -> the hash kernel, control flow -> host loops
-  over compiled bodies, everything else -> the backend's eager kernel (see
-  :mod:`plax_cupy.backend`);
+  backend's eager kernel (the kernel table's; one
+  :class:`~plax_cupy.backend.PlaxCupyFallbackWarning` per primitive and dtype);
+* everything else -> the backend's eager kernel (see :mod:`plax_cupy.backend`): the kernel
+  table (cuBLAS, cuSOLVER, cuFFT, CuPy), control flow as host loops over compiled bodies, and
+  the host reference kernels only for a primitive with no GPU path (counted and warned);
 * a ``jit`` call equation is declined, so the driver splices its body into the caller (one
   program, clusters fused across the call).
 
@@ -66,8 +66,8 @@ class CupyEmitter(Emitter):
             except codegen.Unsupported as why:
                 from plax_cupy.backend import warn_once
                 warn_once(("jit", prim.name, tuple(str(v.aval.dtype) for v in eqn.invars)),
-                          f"plax_cupy: {why}; {prim.name} runs as a CuPy operation instead of a "
-                          "generated kernel.")
+                          f"plax_cupy: {why}; {prim.name} runs as its kernel-table kernel instead "
+                          "of a generated kernel.")
             else:
                 return lambda *bufs: launcher(*bufs)[0]
         kernel = self.backend.eager_impl(prim)

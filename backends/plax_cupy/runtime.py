@@ -1,5 +1,6 @@
 """What the CuPy backend asks of the machine: is there CuPy, a driver and a GPU; memory limits;
-out-of-memory errors that name the device.
+out-of-memory errors that name the device; the counters of host traffic and kernel launches
+(:func:`counters`, :class:`count`).
 
 :func:`probe` never raises: it returns the GPUs it found (possibly none) and, when none, one
 line saying why (CuPy missing, no driver, no device). The plugin hook reports the backend only
@@ -11,6 +12,7 @@ import importlib.util
 import os
 import sys
 from dataclasses import dataclass
+from typing import NamedTuple
 
 
 @dataclass(frozen=True)
@@ -117,3 +119,116 @@ def oom_bytes(err) -> int | None:
     import re
     m = re.search(r"allocating ([0-9,]+) bytes", str(err))
     return int(m.group(1).replace(",", "")) if m else None
+
+
+# ---------------------------------------------------------------- host traffic counters
+
+class Counters(NamedTuple):
+    """Host traffic and kernel launches of the CuPy backend (a snapshot, or a block's deltas).
+
+    Attributes:
+      host_to_device: host-to-device copies (``device_put``, constants of compiled programs,
+        results of a host fallback).
+      device_to_host: device-to-host copies (reading results, host callbacks' operands,
+        ``cond``/``while`` decisions, operands of a host fallback).
+      launches: generated CUDA kernels launched (on the simulated GPU also every CuPy
+        operation; on a real GPU CuPy's own kernels are not counted).
+      host_fallbacks: primitives run on the host reference kernels for want of a GPU path
+        (each also counts its copies above); zero on a complete backend.
+    """
+
+    host_to_device: int
+    device_to_host: int
+    launches: int
+    host_fallbacks: int
+
+
+H2D, D2H, LAUNCHES, FALLBACKS = range(4)
+
+#: the process's running totals, indexed by H2D, D2H, LAUNCHES, FALLBACKS (plain ints: an
+#: increment is the whole cost)
+TOTALS = [0, 0, 0, 0]
+
+#: primitive name -> host fallbacks so far
+FALLBACK_PRIMITIVES: dict = {}
+
+
+def note_launch(n: int = 1) -> None:
+    """Counts ``n`` kernel launches."""
+    TOTALS[LAUNCHES] += n
+
+
+def note_fallback(primitive_name: str) -> None:
+    """Counts one host fallback of ``primitive_name``."""
+    TOTALS[FALLBACKS] += 1
+    FALLBACK_PRIMITIVES[primitive_name] = FALLBACK_PRIMITIVES.get(primitive_name, 0) + 1
+
+
+def counters() -> Counters:
+    """The CuPy backend's host copies and kernel launches so far in this process.
+
+    Returns:
+      a :class:`Counters` snapshot (all threads and devices together).
+
+    Example:
+      >>> import plax_cupy
+      >>> plax_cupy.counters()   # doctest: +SKIP
+      Counters(host_to_device=2, device_to_host=1, launches=5, host_fallbacks=0)
+    """
+    return Counters(*TOTALS)
+
+
+def fallback_primitives() -> dict:
+    """``{primitive name: count}`` of the host fallbacks so far (primitives without a GPU
+    path), for tests and benchmarks that say which ones left the device."""
+    return dict(FALLBACK_PRIMITIVES)
+
+
+class count:
+    """Context manager: the host copies and launches made inside the block.
+
+    The object's attributes (those of :class:`Counters`) are the deltas since the block began,
+    frozen when it ends; ``fallbacks`` is ``{primitive: count}`` of its host fallbacks.
+
+    Example:
+      >>> with plax_cupy.count() as c:   # doctest: +SKIP
+      ...     y = f(x).block_until_ready()
+      >>> c.launches, c.device_to_host, c.host_fallbacks
+      (1, 0, 0)
+    """
+
+    def __init__(self):
+        self._start = self._end = None
+        self._fb_start: dict = {}
+        self._fb_end: dict | None = None
+
+    def __enter__(self) -> "count":
+        self._start, self._end = list(TOTALS), None
+        self._fb_start, self._fb_end = dict(FALLBACK_PRIMITIVES), None
+        return self
+
+    def __exit__(self, *exc) -> bool:
+        self._end, self._fb_end = list(TOTALS), dict(FALLBACK_PRIMITIVES)
+        return False
+
+    def _delta(self, i: int) -> int:
+        if self._start is None:
+            raise RuntimeError("plax_cupy.count(): use it as `with plax_cupy.count() as c:`")
+        return (self._end or TOTALS)[i] - self._start[i]
+
+    host_to_device = property(lambda self: self._delta(H2D))
+    device_to_host = property(lambda self: self._delta(D2H))
+    launches = property(lambda self: self._delta(LAUNCHES))
+    host_fallbacks = property(lambda self: self._delta(FALLBACKS))
+
+    @property
+    def fallbacks(self) -> dict:
+        end = self._fb_end if self._fb_end is not None else FALLBACK_PRIMITIVES
+        return {k: v - self._fb_start.get(k, 0) for k, v in end.items() if v != self._fb_start.get(k, 0)}
+
+    def snapshot(self) -> Counters:
+        """The deltas as a :class:`Counters`."""
+        return Counters(*(self._delta(i) for i in range(4)))
+
+    def __repr__(self) -> str:
+        return f"count({', '.join(f'{k}={v}' for k, v in self.snapshot()._asdict().items())})"

@@ -1,128 +1,702 @@
-"""A simulated CUDA device for the CPU: just enough of CuPy's API, over NumPy, for
-``plax_cupy.backend`` to run unchanged -- with the *generated CUDA kernels themselves* built for
-the host (``-DPLAX_SIM``: g++, one thread per block, blocks run in sequence).
+"""A simulated CUDA device for the CPU: CuPy's API over NumPy, honest about what CuPy refuses,
+for ``plax_cupy.backend`` to run unchanged -- with the *generated CUDA kernels themselves* built
+for the host (``-DPLAX_SIM``: g++, one thread per block, blocks run in sequence).
 
-It is test scaffolding, not a backend: it lets CI without a GPU execute the CuPy backend's
-Python side (transfers, eager dispatch, the emitter and the lowered programs, the launchers'
-argument marshalling and launch configurations, the partial/final reduction kernels,
-threefry, host-loop control flow) and compare everything with the NumPy backend. What it
-cannot show is anything about the real device: CuPy's own kernels, cuBLAS, streams,
-concurrency between threads of a block, memory.
+It is test scaffolding, not a backend. It behaves as CuPy does where a CPU-only CI would
+otherwise hide a GPU bug:
 
-Install it with :func:`install` *before* ``plax_cupy.backend`` is imported (in a fresh
-process: it takes the name ``cupy`` in ``sys.modules``).
+* **Device arrays are not NumPy arrays.** :class:`ndarray` wraps a private host array;
+  ``np.asarray`` of it raises ``TypeError`` (``__array__``), and NumPy functions and ufuncs
+  dispatch to it (NEP 13/18) only where CuPy implements them (the table of
+  :mod:`fake_cupy_api`), else fail with NumPy's ``TypeError``, as with CuPy. A NumPy array given
+  to a CuPy function raises ``TypeError`` ("Unsupported type"), as CuPy does.
+* **CuPy's namespaces** (``cupy.<name>``, ``cupy.linalg``, ``cupy.fft``,
+  ``cupyx.scipy.special``, ``cupyx.scipy.ndimage``, ``cupyx.scipy.linalg``,
+  ``cupyx.scipy.signal``) run the NumPy/SciPy function of a listed name on the wrapped host
+  arrays and return device arrays (reductions return 0-d arrays, as CuPy's).
+* **Host traffic is counted** (:data:`COUNTS`): device-to-host reads (``get``, ``item``,
+  ``tolist``, ``float()``, ``repr``...), host-to-device copies, and simulated operations (each
+  CuPy call; :data:`LAUNCH_HOOK` is told of each, so the backend's launch counter sees them).
+* **Streams are checked.** Each allocation remembers the stream whose work last wrote it and
+  that work's ticket. An operation on another stream that reads it while that work is still
+  pending -- not synchronised (``Stream.synchronize``, a blocking ``get``, a device
+  synchronisation) nor ordered by an event or by the legacy default stream's implicit
+  ordering with blocking streams -- raises :class:`StreamOrderError`: on a GPU it would read
+  the allocation's stale contents.
+* **Memory is a pool.** Freed allocations return to the arena of the stream that allocated
+  them and are reused by the next allocation of that size on that stream (CuPy's pool), with
+  their stale contents; fresh memory is filled with ``0xFF`` bytes (NaN, -1), so reading
+  ``empty`` memory shows. Reusing a block that an unsynchronised operation on another stream
+  still reads raises :class:`UseAfterFreeError`.
+
+What it cannot show: CuPy's own kernels, cuBLAS, timing, concurrency between the threads of a
+block, real memory. Install it with :func:`install` *before* ``plax_cupy.backend`` is imported
+(in a fresh process: it takes the name ``cupy`` in ``sys.modules``).
 """
 from __future__ import annotations
 
 import ctypes
+import importlib
+import operator
 import sys
+import threading
 import types
+import weakref
 
 import numpy as np
 
-float32, float64, int32, uint32, bool_ = np.float32, np.float64, np.int32, np.uint32, np.bool_
+import fake_cupy_api as _api
 
-__version__ = "0.0-simulated"
+float16, float32, float64 = np.float16, np.float32, np.float64
+int8, int16, int32, int64 = np.int8, np.int16, np.int32, np.int64
+uint8, uint16, uint32, uint64 = np.uint8, np.uint16, np.uint32, np.uint64
+complex64, complex128, bool_ = np.complex64, np.complex128, np.bool_
+dtype, newaxis, inf, nan, pi, e = np.dtype, np.newaxis, np.inf, np.nan, np.pi, np.e
+finfo, iinfo, result_type, promote_types = np.finfo, np.iinfo, np.result_type, np.promote_types
+
+__version__ = "14.0-simulated"
+
+#: host traffic and simulated operations so far (never reset by the simulation)
+COUNTS = {"device_to_host": 0, "host_to_device": 0, "operations": 0, "kernel_launches": 0}
+
+#: ``fn()`` called once per simulated CuPy operation (not for RawModule kernels, which the
+#: backend counts itself); the backend's launch counter where a test sets it
+LAUNCH_HOOK = None
+
+
+class StreamOrderError(RuntimeError):
+    """An operation read an array whose producing work, on another stream, was still pending:
+    on a GPU it would have read stale memory."""
+
+
+class UseAfterFreeError(RuntimeError):
+    """The pool reused a block that pending work on another stream still reads."""
+
+
+# ---------------------------------------------------------------- streams
+
+_tls = threading.local()
+_STREAMS: "weakref.WeakSet" = weakref.WeakSet()  # every stream, for device synchronisation
+
+
+class Stream:
+    """A CUDA stream: a queue of work, here a ticket counter (``launched``) and the ticket known
+    complete (``done``)."""
+
+    null: "Stream"
+
+    def __init__(self, null=False, non_blocking=False, ptr=None):
+        self.is_null = bool(null)
+        self.non_blocking = bool(non_blocking)
+        self.launched = 0
+        self.done = 0
+        self.waited: dict = {}   # other stream -> its ticket this stream waits for (events)
+        self.synchronized = 0    # how many times synchronize() was called
+        self.ptr = 0 if null else id(self)
+        _STREAMS.add(self)
+
+    def __repr__(self):
+        return "<simulated Stream null>" if self.is_null else f"<simulated Stream {self.ptr:#x}>"
+
+    def __enter__(self):
+        stack = _stream_stack()
+        stack.append(self)
+        return self
+
+    def __exit__(self, *exc):
+        _stream_stack().pop()
+        return False
+
+    def use(self):
+        stack = _stream_stack()
+        if stack:
+            stack[-1] = self
+        else:
+            stack.append(self)
+        return self
+
+    def synchronize(self):
+        _refuse_in_capture(self, "Stream.synchronize")
+        self.done = self.launched
+        self.synchronized += 1
+
+    # ---- CUDA graphs (stream capture; see the "CUDA graphs" section)
+    capture = None
+
+    def begin_capture(self, mode=None):
+        if self.is_null:
+            raise StreamCaptureError("the legacy default stream cannot be captured")
+        if self.capture is not None:
+            raise StreamCaptureError(f"{self!r} is already capturing")
+        self.capture = Graph()
+
+    def end_capture(self) -> "Graph":
+        graph, self.capture = self.capture, None
+        if graph is None:
+            raise StreamCaptureError(f"{self!r} is not capturing")
+        for block in graph.allocated:  # nothing ran while capturing: its outputs hold garbage
+            block.buf.fill(0xFF)
+        return graph
+
+    def is_capturing(self) -> bool:
+        return self.capture is not None
+
+    def record(self, event=None):
+        event = event or Event()
+        event.stream, event.ticket = self, self.launched
+        return event
+
+    def wait_event(self, event):
+        if event.stream is not None:
+            self.waited[event.stream] = max(self.waited.get(event.stream, 0), event.ticket)
+
+    def _next(self) -> int:
+        self.launched += 1
+        return self.launched
+
+
+Stream.null = Stream(null=True)
+
+
+class Event:
+    def __init__(self, block=False, disable_timing=False, interprocess=False):
+        self.stream, self.ticket = None, 0
+
+    def synchronize(self):
+        if self.stream is not None:
+            self.stream.done = max(self.stream.done, self.ticket)
+
+    def record(self, stream=None):
+        (stream or get_current_stream()).record(self)
+
+
+def _stream_stack() -> list:
+    stack = getattr(_tls, "streams", None)
+    if stack is None:
+        stack = _tls.streams = []
+    return stack
+
+
+def get_current_stream():
+    stack = _stream_stack()
+    return stack[-1] if stack else Stream.null
+
+
+def _ordered(reader: Stream, writer: Stream) -> bool:
+    """Whether work on ``reader`` runs after earlier work on ``writer`` without a sync: the same
+    stream, or the legacy default stream and a blocking stream (implicit synchronisation)."""
+    if reader is writer:
+        return True
+    return (reader.is_null and not writer.non_blocking) or (writer.is_null and not reader.non_blocking)
+
+
+def _pending(stream: Stream, ticket: int, reader: Stream) -> bool:
+    return ticket > stream.done and ticket > reader.waited.get(stream, 0) and not _ordered(reader, stream)
+
+
+def _device_synchronize():
+    for s in list(_STREAMS):
+        _refuse_in_capture(s, "a device synchronisation")
+    for s in list(_STREAMS):
+        s.done = s.launched
+
+
+
+
+# ---------------------------------------------------------------- memory
+
+#: the simulated device's memory: larger allocations raise OutOfMemoryError, as CuPy's pool
+MEMORY = 1 << 30
+
+_ROUND = 512  # CuPy's pool rounds allocations to 512 bytes
+
+
+class _Block:
+    """What the pool tracks of an allocation: its host bytes, the arena (stream) it came from,
+    who wrote it last and which streams read it (stream -> ticket)."""
+
+    __slots__ = ("buf", "arena", "writer", "ticket", "readers", "pinned", "generation", "live",
+                 "__weakref__")
+
+    def __init__(self, buf, arena):
+        self.buf, self.arena = buf, arena
+        self.generation, self.live = 0, True  # (CUDA graphs: a captured pointer must stay live)
+        self.writer, self.ticket = arena, 0
+        self.readers: dict = {}
+        self.pinned = False  # exported (DLPack) or foreign memory: never returned to the pool
+
+
+class _Memory:
+    """Held by every device array viewing a block; when the last one dies the block returns to
+    the pool (a finalizer, as CuPy's MemoryPointer frees on deallocation)."""
+
+    __slots__ = ("block", "__weakref__")
+
+    def __init__(self, block):
+        self.block = block
+        weakref.finalize(self, _POOL._release, block)
+
+
+class MemoryPool:
+    """CuPy's default pool: per-stream arenas of freed blocks, reused by size."""
+
+    def __init__(self):
+        self.free: dict = {}   # (arena stream id, rounded size) -> [blocks]
+        self.allocations = 0
+        self.limit = (None, None)
+        self.used = 0
+
+    def set_limit(self, size=None, fraction=None):
+        self.limit = (size, fraction)
+
+    def free_all_blocks(self, stream=None):
+        self.free.clear()
+
+    def used_bytes(self):
+        return self.used
+
+    def _release(self, block):
+        if block.pinned:
+            return
+        block.live = False
+        self.used -= block.buf.nbytes
+        self.free.setdefault((id(block.arena), block.buf.nbytes), []).append(block)
+
+    def malloc(self, nbytes: int, stream: Stream | None = None) -> _Memory:
+        stream = stream or get_current_stream()
+        size = max(_ROUND, -(-nbytes // _ROUND) * _ROUND)
+        if nbytes > MEMORY:
+            raise OutOfMemoryError(nbytes, self.used, MEMORY)
+        free = self.free.get((id(stream), size))
+        if free:
+            block = free.pop()
+            for reader, ticket in list(block.readers.items()) + [(block.writer, block.ticket)]:
+                if _pending(reader, ticket, stream):
+                    raise UseAfterFreeError(
+                        f"the memory pool reused a {size}-byte block on {stream!r} while work "
+                        f"on {reader!r} (ticket {ticket}, done {reader.done}) may still use it: "
+                        "an array was freed before the stream that reads it synchronised")
+            block.readers = {}
+        else:
+            block = _Block(np.full(size, 0xFF, np.uint8), stream)
+        block.writer, block.ticket = stream, stream.launched
+        block.generation += 1
+        block.live = True
+        if stream.capture is not None:
+            stream.capture.allocated.append(block)
+        self.used += size
+        self.allocations += 1
+        return _Memory(block)
+
+
+_POOL = MemoryPool()
+
+
+def get_default_memory_pool():
+    return _POOL
+
+
+class _PinnedPool:
+    def free_all_blocks(self):
+        pass
+
+
+def get_default_pinned_memory_pool():
+    return _PinnedPool()
 
 
 class _DeviceRef:
     id = 0
 
     def __repr__(self):
-        return "<simulated CUDA device 0>"
+        return "<CUDA Device 0>"
+
+    def synchronize(self):
+        _device_synchronize()
 
 
 _DEVICE = _DeviceRef()
 
 
-class ndarray(np.ndarray):
-    """A 'device' array: a NumPy array that refuses implicit conversion to NumPy, as CuPy's
-    arrays do (so host fallbacks are exercised the way they are on a GPU)."""
+class _MemoryPointer:
+    __slots__ = ("ptr", "mem")
+
+    def __init__(self, ptr, mem):
+        self.ptr, self.mem = ptr, mem
+
+
+def _owner(host: np.ndarray):
+    return host if host.base is None else host.base
+
+
+# ---------------------------------------------------------------- device arrays
+
+class ndarray:
+    """A device array: a host array kept private, with CuPy's ``ndarray`` interface.
+
+    Args:
+      shape, dtype: as ``cupy.ndarray(shape, dtype)`` (uninitialised memory from the pool).
+    """
+
+    __slots__ = ("_a", "_mem", "__weakref__")
+    __array_priority__ = 100
+
+    def __init__(self, shape, dtype=float, memptr=None, strides=None, order="C"):
+        other = _allocate(shape, dtype)
+        self._a, self._mem = other._a, other._mem
+
+    @classmethod
+    def _of(cls, host: np.ndarray, mem: _Memory) -> "ndarray":
+        out = object.__new__(cls)
+        out._a, out._mem = host, mem
+        return out
+
+    # ---- attributes
+    shape = property(lambda self: self._a.shape)
+    dtype = property(lambda self: self._a.dtype)
+    ndim = property(lambda self: self._a.ndim)
+    size = property(lambda self: self._a.size)
+    nbytes = property(lambda self: self._a.nbytes)
+    itemsize = property(lambda self: self._a.itemsize)
+    strides = property(lambda self: self._a.strides)
+    flags = property(lambda self: self._a.flags)
+    device = property(lambda self: _DEVICE)
+    T = property(lambda self: self.transpose())
+    mT = property(lambda self: self.swapaxes(-1, -2))
+    real = property(lambda self: _call(operator.attrgetter("real"), (self,), {}))
+    imag = property(lambda self: _call(operator.attrgetter("imag"), (self,), {}))
 
     @property
-    def device(self):
-        return _DEVICE
-
-    @property
-    def data(self):  # noqa: D401 - CuPy's MemoryPointer has .ptr
-        return types.SimpleNamespace(ptr=self.__array_interface__["data"][0])
-
-    def get(self, stream=None):
-        return np.array(self.view(np.ndarray), copy=True)
-
-    def __array__(self, dtype=None, copy=None):
-        # CuPy refuses implicit conversion; NumPy's own functions still work on the subclass
-        raise TypeError("Implicit conversion to a NumPy array is not allowed (simulated CuPy). "
-                        "Please use `.get()` to construct a NumPy array explicitly.")
-
-    def __dlpack__(self, **kwargs):
-        return self.view(np.ndarray).__dlpack__(**kwargs)
-
-    def __dlpack_device__(self):
-        return (1, 0)
+    def data(self):
+        return _MemoryPointer(self._a.__array_interface__["data"][0], self._mem)
 
     @property
     def __cuda_array_interface__(self):
-        return dict(self.__array_interface__, version=3)
+        iface = self._a.__array_interface__
+        return {"shape": iface["shape"], "typestr": iface["typestr"], "descr": iface["descr"],
+                "data": iface["data"], "strides": iface["strides"], "version": 3,
+                "stream": get_current_stream().ptr or 1}
+
+    def __len__(self):
+        return len(self._a)
+
+    def __iter__(self):
+        return (self[i] for i in range(len(self)))
+
+    # ---- host reads (each counted: a device-to-host copy and a synchronisation)
+    def get(self, stream=None, order="C", out=None, blocking=True):
+        stream = stream or get_current_stream()
+        _refuse_in_capture(stream, "a device-to-host copy")
+        _check_read(self, stream)
+        stream.done = max(stream.done, stream.launched)  # the copy waited for the stream
+        COUNTS["device_to_host"] += 1
+        host = np.array(self._a, copy=True, order=order)
+        if out is not None:
+            out[...] = host
+            return out
+        return host
+
+    def set(self, arr, stream=None):
+        if not isinstance(arr, np.ndarray):
+            raise TypeError(f"Only numpy.ndarray can be set to cupy.ndarray, got {type(arr)}")
+        COUNTS["host_to_device"] += 1
+        stream = stream or get_current_stream()
+        _refuse_in_capture(stream, "a host-to-device copy from pageable memory")
+        self._a[...] = arr
+        self._mem.block.writer, self._mem.block.ticket = stream, stream._next()
+
+    def item(self):
+        return self.get().item()
+
+    def tolist(self):
+        return self.get().tolist()
+
+    def __bool__(self):
+        return bool(self.get())
+
+    def __int__(self):
+        return int(self.get())
+
+    def __float__(self):
+        return float(self.get())
+
+    def __complex__(self):
+        return complex(self.get())
+
+    def __index__(self):
+        return operator.index(self.get()[()])
+
+    def __repr__(self):
+        return repr(self.get())
+
+    def __str__(self):
+        return str(self.get())
+
+    def __format__(self, spec):
+        return format(self.get()[()] if self.ndim == 0 else self.get(), spec)
+
+    # ---- NumPy interop: refused where CuPy refuses
+    def __array__(self, dtype=None, copy=None):
+        raise TypeError("Implicit conversion to a NumPy array is not allowed. "
+                        "Please use `.get()` to construct a NumPy array explicitly.")
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        # CuPy looks the ufunc's name up in its own namespace only: scipy.special's ufuncs do
+        # not dispatch (call cupyx.scipy.special explicitly)
+        name = ufunc.__name__
+        if (getattr(ufunc, "__module__", None) != "numpy" or name not in _api.NUMPY
+                or method not in ("__call__", "reduce", "accumulate", "outer", "at")):
+            return NotImplemented
+        fn = ufunc if method == "__call__" else getattr(ufunc, method)
+        out = kwargs.get("out")
+        writes = list(out) if isinstance(out, tuple) else [out] if out is not None else []
+        if method == "at":
+            writes.append(inputs[0])
+        return _call(fn, inputs, kwargs, writes=writes)
+
+    def __array_function__(self, func, types_, args, kwargs):
+        module = getattr(func, "__module__", "") or ""
+        table = {"numpy": _api.NUMPY, "numpy.linalg": _api.NUMPY_LINALG,
+                 "numpy.fft": _api.NUMPY_FFT}.get(module)
+        if table is None or func.__name__ not in table:
+            return NotImplemented
+        return _call(func, args, kwargs, writes=_written(func.__name__, args, kwargs))
+
+    # ---- DLPack
+    def __dlpack__(self, stream=None, max_version=None, dl_device=None, copy=None):
+        self._mem.block.pinned = True  # the consumer may keep the memory beyond this array
+        return self._a.__dlpack__()
+
+    def __dlpack_device__(self):
+        return (2, 0)  # kDLCUDA, device 0
+
+    # ---- indexing
+    def __getitem__(self, key):
+        return _call(operator.getitem, (self, key), {})
+
+    def __setitem__(self, key, value):
+        _call(operator.setitem, (self, key, value), {}, writes=[self], allow_host=True)
+
+    def fill(self, value):
+        _call(np.ndarray.fill, (self, value), {}, writes=[self])
+
+    def sort(self, axis=-1):
+        _call(np.ndarray.sort, (self,), {"axis": axis}, writes=[self])
+
+    def astype(self, dtype, order="K", casting=None, subok=None, copy=True):
+        if not copy and np.dtype(dtype) == self.dtype:
+            return self
+        return _call(np.ndarray.astype, (self, dtype), {"copy": True})
+
+    def __hash__(self):
+        raise TypeError("unhashable type: 'cupy.ndarray'")
 
 
-def _dev(x) -> ndarray:
-    return np.asarray(x).view(ndarray)
+def _method(name):
+    fn = getattr(np.ndarray, name)
+
+    def method(self, *args, **kwargs):
+        return _call(fn, (self,) + args, kwargs)
+    method.__name__ = name
+    return method
 
 
-def _host(x):
+for _name in ("reshape view ravel flatten copy transpose swapaxes squeeze sum prod max min "
+              "mean var std argmax argmin all any cumsum cumprod clip round conj conjugate dot "
+              "nonzero repeat take diagonal trace argsort partition argpartition choose "
+              "compress searchsorted").split():
+    setattr(ndarray, _name, _method(_name))
+
+
+def _operator(ufunc, reflected=False, inplace=False):
+    def op(self, other):
+        if isinstance(other, np.ndarray) and not isinstance(other, ndarray):
+            raise TypeError(f"Unsupported type {type(other)}")
+        if inplace:
+            _call(ufunc, (self, other), {"out": self}, writes=[self])
+            return self
+        return _call(ufunc, (other, self) if reflected else (self, other), {})
+    return op
+
+
+for _name, _uf in dict(add=np.add, sub=np.subtract, mul=np.multiply, truediv=np.true_divide,
+                       floordiv=np.floor_divide, mod=np.remainder, pow=np.power,
+                       matmul=np.matmul, and_=np.bitwise_and, or_=np.bitwise_or,
+                       xor=np.bitwise_xor, lshift=np.left_shift, rshift=np.right_shift).items():
+    _n = _name.rstrip("_")
+    setattr(ndarray, f"__{_n}__", _operator(_uf))
+    setattr(ndarray, f"__r{_n}__", _operator(_uf, reflected=True))
+    setattr(ndarray, f"__i{_n}__", _operator(_uf, inplace=True))
+for _name, _uf in dict(lt=np.less, le=np.less_equal, gt=np.greater, ge=np.greater_equal,
+                       eq=np.equal, ne=np.not_equal).items():
+    setattr(ndarray, f"__{_name}__", _operator(_uf))
+for _name, _uf in dict(neg=np.negative, pos=np.positive, abs=np.absolute, invert=np.invert).items():
+    setattr(ndarray, f"__{_name}__", (lambda uf: lambda self: _call(uf, (self,), {}))(_uf))
+
+
+# ---------------------------------------------------------------- operations
+
+def _check_read(arr: ndarray, stream: Stream) -> None:
+    block = arr._mem.block
+    if _pending(block.writer, block.ticket, stream):
+        raise StreamOrderError(
+            f"an operation on {stream!r} reads an array of shape {arr.shape} and dtype "
+            f"{arr.dtype} whose producing work on {block.writer!r} (ticket {block.ticket}, done "
+            f"{block.writer.done}) was not synchronised: on a GPU it would read stale memory. "
+            "Run it on the producer's stream, or synchronise / wait for an event first.")
+
+
+def _written(name: str, args, kwargs) -> list:
+    out = [kwargs["out"]] if kwargs.get("out") is not None else []
+    if name in ("copyto", "put", "place", "putmask", "fill_diagonal", "put_along_axis") and args:
+        out.append(args[0])
+    return out
+
+
+def _unwrap(x, arrays: list, allow_host: bool):
     if isinstance(x, ndarray):
-        return x.view(np.ndarray)
-    if isinstance(x, (list, tuple)):
-        return type(x)(_host(v) for v in x)
+        arrays.append(x)
+        return x._a
+    if isinstance(x, np.ndarray):
+        if allow_host:
+            COUNTS["host_to_device"] += 1
+            return x
+        raise TypeError(f"Unsupported type {type(x)}")
+    if isinstance(x, (list, tuple)) and x:
+        items = [_unwrap(v, arrays, allow_host) for v in x]
+        return type(x)(items) if type(x) in (list, tuple) else x
+    if isinstance(x, dict):
+        return {k: _unwrap(v, arrays, allow_host) for k, v in x.items()}
     return x
 
 
-def asarray(x, dtype=None):
-    return _dev(np.array(_host(x), dtype=dtype, copy=True))
+def _wrap(r, by_owner: dict, stream: Stream):
+    if isinstance(r, np.ndarray):
+        base = r
+        while base is not None:      # a view of an operand's memory (as_strided's go through
+            mem = by_owner.get(id(base))  # a helper object's .base): no kernel, no copy
+            if mem is not None:
+                return ndarray._of(r, mem)
+            base = getattr(base, "base", None)
+        out = _allocate(r.shape, r.dtype, stream)
+        np.copyto(out._a, r)
+        return out
+    if isinstance(r, np.generic):       # CuPy's reductions return 0-d arrays, not scalars
+        return _wrap(np.asarray(r), by_owner, stream)
+    if isinstance(r, tuple):
+        items = [_wrap(v, by_owner, stream) for v in r]
+        return type(r)(*items) if hasattr(r, "_fields") else tuple(items)
+    if isinstance(r, list):
+        return [_wrap(v, by_owner, stream) for v in r]
+    return r
 
 
-def array(x, dtype=None, copy=True):
-    return _dev(np.array(_host(x), dtype=dtype, copy=True))
+def _call(fn, args, kwargs, writes=(), allow_host=False):
+    """One simulated CuPy operation on the current stream: runs ``fn`` on the host arrays and
+    returns device arrays (views of operands stay views, and cost nothing). An operation that
+    allocates or writes is a kernel: its operands' producers are checked, it takes a ticket on
+    the stream and is counted."""
+    stream = get_current_stream()
+    arrays: list = []
+    host_args = _unwrap(tuple(args), arrays, allow_host)
+    host_kwargs = _unwrap(kwargs, arrays, allow_host) if kwargs else {}
+    by_owner = {id(_owner(a._a)): a._mem for a in arrays}
+    allocations = _POOL.allocations
+    with np.errstate(all="ignore"):
+        result = fn(*host_args, **host_kwargs)
+    out = _wrap(result, by_owner, stream)
+    if _POOL.allocations == allocations and not writes:
+        return out
+    for a in arrays:
+        _check_read(a, stream)
+    ticket = stream._next()
+    for a in arrays:
+        a._mem.block.readers[stream] = ticket
+    for a in _flat(out) + [w for w in writes if isinstance(w, ndarray)]:
+        a._mem.block.writer, a._mem.block.ticket = stream, ticket
+    if stream.capture is not None:
+        operands = {id(m) for m in by_owner.values()}
+        stream.capture.record_operation(fn, host_args, host_kwargs, out, operands,
+                                        arrays + _flat(out) + _flat(list(writes)))
+    COUNTS["operations"] += 1
+    if LAUNCH_HOOK is not None:
+        LAUNCH_HOOK()
+    return out
 
 
-#: the simulated device's memory: larger allocations raise OutOfMemoryError, as CuPy's pool
-MEMORY = 1 << 30
+def _flat(r) -> list:
+    if isinstance(r, ndarray):
+        return [r]
+    if isinstance(r, (list, tuple)):
+        return [a for v in r for a in _flat(v)]
+    return []
 
 
-def empty(shape, dtype=np.float32):
-    nbytes = int(np.prod(shape, dtype=object)) * np.dtype(dtype).itemsize
-    if nbytes > MEMORY:
-        raise OutOfMemoryError(nbytes, 0, 0)
-    return _dev(np.empty(shape, dtype))
+def _allocate(shape, dtype, stream=None) -> ndarray:
+    shape = (int(shape),) if np.ndim(shape) == 0 else tuple(int(s) for s in shape)
+    dt = np.dtype(dtype)
+    nbytes = int(np.prod(shape, dtype=object)) * dt.itemsize
+    allocator = getattr(_tls, "allocator", None)
+    if allocator is not None:
+        mem = allocator(nbytes)            # cupy.cuda.using_allocator's (a MemoryPointer or ours)
+        mem = mem.mem if isinstance(mem, _MemoryPointer) else mem
+    else:
+        mem = _POOL.malloc(nbytes, stream or get_current_stream())
+    host = mem.block.buf[:nbytes].view(dt).reshape(shape)
+    return ndarray._of(host, mem)
 
 
-def zeros(shape, dtype=np.float32):
-    return _dev(np.zeros(shape, dtype))
+# ---------------------------------------------------------------- creation and transfers
+
+def empty(shape, dtype=float, order="C"):
+    return _allocate(shape, dtype)
 
 
-def where(c, a, b):
-    return _dev(np.where(_host(c), _host(a), _host(b)))
+def empty_like(a, dtype=None, shape=None):
+    return _allocate(a.shape if shape is None else shape, a.dtype if dtype is None else dtype)
 
 
-def arange(*args, dtype=None):
-    return _dev(np.arange(*args, dtype=dtype))
+def _to_device(x, dtype=None, copy=True):
+    """``cupy.asarray``/``cupy.array``: a device array of ``x`` (a host-to-device copy when
+    ``x`` lives on the host)."""
+    if isinstance(x, ndarray):
+        if dtype is None or np.dtype(dtype) == x.dtype:
+            return x.copy() if copy else x
+        return x.astype(dtype)
+    if not isinstance(x, np.ndarray) and hasattr(x, "__dlpack_device__") and x.__dlpack_device__()[0] == 2:
+        return from_dlpack(x)
+    if isinstance(x, (list, tuple)) and any(isinstance(v, ndarray) for v in x):
+        return stack(list(x)) if dtype is None else stack(list(x)).astype(dtype)
+    host = np.array(x, dtype=dtype)
+    if host.dtype.kind in "OVSUMm":
+        raise ValueError(f"Unsupported dtype {host.dtype} (of a {type(x).__name__})")
+    stream = get_current_stream()
+    _refuse_in_capture(stream, "a host-to-device copy from pageable memory")
+    out = _allocate(host.shape, host.dtype, stream)
+    np.copyto(out._a, host)
+    out._mem.block.writer, out._mem.block.ticket = stream, stream._next()
+    COUNTS["host_to_device"] += 1
+    return out
 
 
-def ascontiguousarray(x):
-    return _dev(np.ascontiguousarray(_host(x)))
+def asarray(a, dtype=None, order=None, blocking=False):
+    return _to_device(a, dtype, copy=False)
 
 
-def transpose(x, axes=None):
-    return _dev(np.transpose(_host(x), axes))
+def array(obj, dtype=None, copy=True, order="K", subok=False, ndmin=0, blocking=False):
+    return _to_device(obj, dtype, copy=copy)
 
 
-def matmul(a, b):
-    return _dev(np.matmul(_host(a), _host(b)))
+def asnumpy(a, stream=None, order="C", out=None, blocking=True):
+    return a.get(stream=stream, order=order, out=out) if isinstance(a, ndarray) else np.asarray(a)
 
 
-def stack(xs, axis=0):
-    return _dev(np.stack([_host(x) for x in xs], axis))
+def ascontiguousarray(a, dtype=None):
+    if isinstance(a, ndarray) and a._a.flags.c_contiguous and (dtype is None or np.dtype(dtype) == a.dtype):
+        return a
+    if not isinstance(a, ndarray):
+        return _to_device(np.ascontiguousarray(a, dtype=dtype), copy=False)
+    return _call(np.ascontiguousarray, (a,), {"dtype": dtype})
 
 
 class _Capsule:
@@ -136,32 +710,83 @@ class _Capsule:
         return (1, 0)
 
 
-def from_dlpack(x):
-    if not hasattr(x, "__dlpack__"):  # a legacy capsule, which CuPy accepts too
-        x = _Capsule(x)
-    return _dev(np.from_dlpack(x))  # zero copy, as CuPy's
+def from_dlpack(x, device=None):
+    """A zero-copy view of a DLPack exporter on the device: a simulated device array, or a
+    capsule of one (a host array's DLPack is refused: CuPy imports device memory only)."""
+    if isinstance(x, ndarray):
+        x._mem.block.pinned = True
+        return ndarray._of(x._a, x._mem)
+    if hasattr(x, "__dlpack__"):
+        kind = x.__dlpack_device__()[0] if hasattr(x, "__dlpack_device__") else 1
+        if kind != 2:
+            raise TypeError(f"from_dlpack: {type(x).__name__} lives on the host (DLPack device "
+                            f"type {kind}); CuPy imports CUDA memory only (use cupy.asarray)")
+        x = x.__dlpack__()
+    host = np.from_dlpack(_Capsule(x))  # the capsule of a simulated array holds host memory
+    block = _Block(_owner(host), Stream.null)
+    block.pinned = True
+    return ndarray._of(host, _Memory(block))
 
 
-class _Pool:
-    def set_limit(self, size=None, fraction=None):
-        self.limit = (size, fraction)
-
-    def free_all_blocks(self):
-        pass
+fromDlpack = from_dlpack
 
 
-_POOL = _Pool()
+def _namespace_function(module_name: str, name: str):
+    """``cupy.<module>.<name>``: the NumPy/SciPy function of that name as a device operation."""
+    fn = getattr(importlib.import_module(module_name), name)
+    writes_first = name in ("copyto", "put", "place", "putmask", "fill_diagonal", "put_along_axis")
+
+    def device_function(*args, **kwargs):
+        writes = _written(name, args, kwargs) if writes_first or "out" in kwargs else ()
+        return _call(fn, args, kwargs, writes=writes)
+
+    device_function.__name__ = device_function.__qualname__ = name
+    device_function.__doc__ = f"Simulated ``{name}``: {module_name}.{name} as a device operation."
+    return device_function
 
 
-def get_default_memory_pool():
-    return _POOL
+_OWN = {"asarray", "array", "ascontiguousarray", "empty", "empty_like", "ndarray",
+        "from_dlpack", "asnumpy"}
+
+
+def _make_namespace(path: str, module: types.ModuleType | None = None):
+    host_module, table = _api.NAMESPACES[path]
+    module = module or types.ModuleType(path)
+
+    def __getattr__(name):
+        if name in table and name not in _OWN:
+            fn = _namespace_function(host_module, name)
+            setattr(module, name, fn)
+            return fn
+        raise AttributeError(f"simulated module {path!r} has no attribute {name!r} "
+                             "(not in tests/cupy/fake_cupy_api.py)")
+
+    module.__getattr__ = __getattr__
+    return module
+
+
+def __getattr__(name):  # cupy.<name>: the numpy namespace table
+    if name in _api.NUMPY and name not in _OWN:
+        fn = _namespace_function("numpy", name)
+        globals()[name] = fn
+        return fn
+    raise AttributeError(f"simulated module 'cupy' has no attribute {name!r} "
+                         "(not in tests/cupy/fake_cupy_api.py)")
+
+
+def stack(arrays, axis=0, out=None, dtype=None, casting="same_kind"):
+    return _call(np.stack, (list(arrays),), {"axis": axis})
+
+
+def get_array_module(*args):
+    return sys.modules[__name__] if any(isinstance(a, ndarray) for a in args) else np
 
 
 # ---------------------------------------------------------------- cupy.cuda
 
 class _Device:
-    def __init__(self, id=0):
-        self.id = id
+    def __init__(self, id=None):
+        self.id = 0 if id is None else int(id)
 
     def __enter__(self):
         return self
@@ -169,26 +794,22 @@ class _Device:
     def __exit__(self, *exc):
         return False
 
-
-class _Stream:
-    def __init__(self, non_blocking=False):
-        self.synchronized = 0
-
-    def __enter__(self):
+    def use(self):
         return self
-
-    def __exit__(self, *exc):
-        return False
 
     def synchronize(self):
-        self.synchronized += 1
+        _device_synchronize()
+
+    @property
+    def compute_capability(self):
+        return "80"
 
 
 class OutOfMemoryError(MemoryError):
     """CuPy's: ``(size, total, limit)``."""
 
     def __str__(self):
-        return f"Out of memory allocating {self.args[0]:,} bytes (allocated so far: 0 bytes)."
+        return f"Out of memory allocating {self.args[0]:,} bytes (allocated so far: {self.args[1]:,} bytes)."
 
 
 _CT = {np.dtype(np.bool_): ctypes.c_bool, np.dtype(np.int8): ctypes.c_int8,
@@ -203,18 +824,26 @@ LAUNCHES: list = []
 
 
 class _Function:
+    """A kernel of a :class:`RawModule`, run on the host (one thread per block, blocks in
+    sequence) when launched; its array arguments are checked and marked as the stream's reads
+    and writes."""
+
     def __init__(self, lib, name):
         self.lib, self.name = lib, name
         self.fn = getattr(lib, name)
 
-    def __call__(self, grid, block, args):
-        cargs, types_, keep = [], [], []
+    def __call__(self, grid, block, args, shared_mem=0, stream=None):
+        stream = stream or get_current_stream()
+        cargs, types_, arrays = [], [], []
         for a in args:
-            if isinstance(a, np.ndarray):
-                assert a.flags.c_contiguous, f"{self.name}: a non-contiguous operand"
-                keep.append(a)
-                cargs.append(a.__array_interface__["data"][0] if a.size else 0)
+            if isinstance(a, ndarray):
+                assert a._a.flags.c_contiguous, f"{self.name}: a non-contiguous operand"
+                _check_read(a, stream)
+                arrays.append(a)
+                cargs.append(a._a.__array_interface__["data"][0] if a.size else 0)
                 types_.append(ctypes.c_void_p)
+            elif isinstance(a, np.ndarray) and a.ndim:
+                raise TypeError(f"{self.name}: a host (NumPy) array passed to a CUDA kernel")
             else:
                 a = np.asarray(a)
                 ct = _CT[a.dtype]
@@ -222,10 +851,24 @@ class _Function:
                 types_.append(ct)
         self.fn.argtypes = types_
         self.fn.restype = None
+        ticket = stream._next()
+        for a in arrays:  # a kernel may write any pointer it gets: each is read and written
+            block_ = a._mem.block
+            block_.readers[stream] = ticket
+            block_.writer, block_.ticket = stream, ticket
         LAUNCHES.append((self.name, tuple(grid), tuple(block)))
-        for b in range(int(grid[0])):  # one thread per block, blocks in sequence
-            self.lib.plax_sim_block(b, int(grid[0]))
-            self.fn(*cargs)
+        COUNTS["kernel_launches"] += 1
+        run = self._runner(cargs, int(grid[0]))
+        if stream.capture is not None:
+            stream.capture.record(run, arrays)
+        run()
+
+    def _runner(self, cargs, blocks):
+        def run():  # one thread per block, blocks in sequence
+            for b in range(blocks):
+                self.lib.plax_sim_block(b, blocks)
+                self.fn(*cargs)
+        return run
 
 
 class RawModule:
@@ -239,11 +882,17 @@ class RawModule:
 
 
 def install(sm_count: int = 2):
-    """Makes ``import cupy`` give this module (and ``cupy.cuda...`` its pieces)."""
+    """Makes ``import cupy`` give this module (and ``cupy.cuda...``, ``cupy.linalg``,
+    ``cupy.fft``, ``cupyx.scipy.*`` its pieces)."""
     me = sys.modules[__name__]
     cuda = types.ModuleType("cupy.cuda")
     cuda.Device = _Device
-    cuda.Stream = _Stream
+    cuda.Stream = Stream
+    cuda.Event = Event
+    cuda.get_current_stream = get_current_stream
+    cuda.MemoryPool = MemoryPool
+    cuda.Graph = Graph
+    cuda.using_allocator = using_allocator
     memory = types.ModuleType("cupy.cuda.memory")
     memory.OutOfMemoryError = OutOfMemoryError
     cuda.memory = memory
@@ -251,10 +900,110 @@ def install(sm_count: int = 2):
     runtime.getDeviceCount = lambda: 1
     runtime.getDeviceProperties = lambda i: {"name": b"Simulated GPU (host threads)", "major": 8,
                                              "minor": 0, "multiProcessorCount": sm_count,
-                                             "totalGlobalMem": 1 << 30}
+                                             "totalGlobalMem": MEMORY}
+    runtime.deviceSynchronize = _device_synchronize
     cuda.runtime = runtime
     me.cuda = cuda
     sys.modules["cupy"] = me
     sys.modules["cupy.cuda"] = cuda
     sys.modules["cupy.cuda.memory"] = memory
     sys.modules["cupy.cuda.runtime"] = runtime
+    for path in _api.NAMESPACES:
+        if path == "cupy":
+            continue
+        module = _make_namespace(path)
+        sys.modules[path] = module
+        parent, _, leaf = path.rpartition(".")
+        if parent not in sys.modules:
+            sys.modules[parent] = types.ModuleType(parent)
+            if "." in parent:
+                grand, _, pleaf = parent.rpartition(".")
+                if grand not in sys.modules:
+                    sys.modules[grand] = types.ModuleType(grand)
+                setattr(sys.modules[grand], pleaf, sys.modules[parent])
+        setattr(sys.modules[parent], leaf, module)
+
+
+# ---------------------------------------------------------------- CUDA graphs (stream capture)
+
+class StreamCaptureError(RuntimeError):
+    """What CUDA refuses while a stream captures (``cudaErrorStreamCaptureUnsupported``): a
+    synchronisation or a device-to-host copy, or a misuse of begin/end_capture."""
+
+
+def _refuse_in_capture(stream, what: str) -> None:
+    if stream.capture is not None:
+        raise StreamCaptureError(f"{what} while {stream!r} is capturing a CUDA graph: CUDA "
+                                 "refuses it (cudaErrorStreamCaptureUnsupported)")
+
+
+class Graph:
+    """A captured CUDA graph: the kernel launches and CuPy operations issued on the stream
+    between ``begin_capture`` and ``end_capture``, replayed in order on :meth:`launch` over the
+    same device memory (the captured pointers). Nothing runs at capture on a GPU, so the
+    capture's own allocations are poisoned (0xFF) when it ends. A replay that would touch a
+    block freed (or freed and reused) since the capture raises :class:`UseAfterFreeError`."""
+
+    def __init__(self):
+        self.steps: list = []      # (run, [(block, generation)])
+        self.allocated: list = []  # blocks allocated while capturing
+        self.launches = 0
+
+    def record(self, run, arrays) -> None:
+        blocks = {id(a._mem.block): a._mem.block for a in arrays}
+        self.steps.append((run, [(b, b.generation) for b in blocks.values()]))
+
+    def record_operation(self, fn, host_args, host_kwargs, out, operands: set, arrays) -> None:
+        def run():
+            with np.errstate(all="ignore"):
+                _refill(fn(*host_args, **host_kwargs), out, operands)
+        self.record(run, arrays)
+
+    def launch(self, stream=None):
+        stream = stream or get_current_stream()
+        _refuse_in_capture(stream, "a graph launch")
+        for _, blocks in self.steps:
+            for block, generation in blocks:
+                if not block.live or block.generation != generation:
+                    raise UseAfterFreeError(
+                        f"a CUDA graph replay uses a {block.buf.nbytes}-byte block that was "
+                        "freed after the capture (the captured pointer is stale): the graph's "
+                        "buffers must live as long as the graph")
+                if _pending(block.writer, block.ticket, stream):
+                    raise StreamOrderError(f"a CUDA graph launched on {stream!r} reads memory "
+                                           f"whose producer on {block.writer!r} is pending")
+        ticket = stream._next()
+        for run, blocks in self.steps:
+            run()
+            for block, _ in blocks:
+                block.readers[stream] = ticket
+                block.writer, block.ticket = stream, ticket
+        self.launches += 1
+        COUNTS["graph_launches"] = COUNTS.get("graph_launches", 0) + 1
+
+
+def _refill(result, out, operands: set) -> None:
+    """Writes a replayed operation's ``result`` into the arrays its capture allocated."""
+    if isinstance(out, ndarray):
+        if id(out._mem) not in operands:
+            np.copyto(out._a, np.asarray(result), casting="unsafe")
+    elif isinstance(out, (list, tuple)):
+        for r, o in zip(result, out):
+            _refill(r, o, operands)
+
+
+class using_allocator:
+    """``cupy.cuda.using_allocator(fn)``: this thread's allocations call ``fn(nbytes)`` (which
+    returns memory of the pool) inside the block."""
+
+    def __init__(self, allocator=None):
+        self.allocator = allocator
+
+    def __enter__(self):
+        self.saved = getattr(_tls, "allocator", None)
+        _tls.allocator = self.allocator
+        return self
+
+    def __exit__(self, *exc):
+        _tls.allocator = self.saved
+        return False

@@ -10,6 +10,7 @@ import ctypes
 import re
 import shutil
 
+import ml_dtypes
 import numpy as np
 
 from plax import lax
@@ -19,8 +20,10 @@ from plax.lowering import Cluster, call_body, find_clusters
 
 from plax_cupy import codegen
 
+BF16 = np.dtype(ml_dtypes.bfloat16)
 DTYPES = [np.dtype(t) for t in (np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8,
-                                np.uint16, np.uint32, np.uint64, np.float32, np.float64)]
+                                np.uint16, np.uint32, np.uint64, np.float16, ml_dtypes.bfloat16,
+                                np.float32, np.float64, np.complex64, np.complex128)]
 SHAPE = (7, 9)
 
 HAVE_CXX = shutil.which("g++") is not None
@@ -104,15 +107,19 @@ def _arity(prim) -> int:
     return 2 if prim.name in BINARY else 1
 
 
+#: complex primitives the generator declines (documented in plax_cupy.codegen)
+COMPLEX_DECLINED = {"asin", "acos", "atan", "asinh", "acosh", "atanh", "bitcast_convert_type"}
+
+
 def _expect_supported(eqn) -> bool:
-    """Whether the generator must handle ``eqn`` (the documented exclusions: complex values,
-    digamma, sums/products of bools)."""
+    """Whether the generator must handle ``eqn`` (the documented exclusions: digamma; on
+    complex values the inverse trigonometric and hyperbolic functions and bit casts)."""
     dts = [np.dtype(v.aval.dtype) for v in list(eqn.invars) + list(eqn.outvars)]
-    if any(d.kind == "c" for d in dts):
+    if eqn.primitive.name == "digamma":
         return False
-    # bessel_i0e/i1e: fusible for the Numba backend's scalar forms, no CUDA form yet
-    if eqn.primitive.name in ("digamma", "bessel_i0e", "bessel_i1e", "complex", "conj", "real",
-                              "imag"):
+    if eqn.primitive.name in ("bessel_i0e", "bessel_i1e"):  # fusible for Numba; no CUDA form yet
+        return False
+    if any(d.kind == "c" for d in dts) and eqn.primitive.name in COMPLEX_DECLINED:
         return False
     return True
 
@@ -231,6 +238,17 @@ def operand(rng, shape, dtype, role: str = "x") -> np.ndarray:
         bits = dtype.itemsize * 8
         lo = -2 if dtype.kind == "i" else 0
         return rng.integers(lo, bits + 3, size=shape).astype(dtype)
+    if dtype.kind == "c":
+        # parts from the real generator, made finite: pow, division and products follow their
+        # formulas, not C99 Annex G, for infinite and NaN parts (codegen's module doc; the
+        # functions' special values are checked in test_codegen_types.py)
+        part = np.dtype(np.float32 if dtype == np.complex64 else np.float64)
+        re, im = (np.nan_to_num(operand(rng, shape, part, role), nan=0.5, posinf=3.0, neginf=-2.0)
+                  for _ in range(2))
+        re, im = (np.where(np.abs(p) > 1e20, p * 1e-28, p).astype(part) for p in (re, im))
+        out = np.empty(shape, dtype)
+        out.real, out.imag = re, im
+        return out
     if dtype.kind in "iu":
         info = np.iinfo(dtype)
         vals = rng.integers(info.min, info.max, size=size, dtype=dtype, endpoint=True)
@@ -240,8 +258,12 @@ def operand(rng, shape, dtype, role: str = "x") -> np.ndarray:
         return _scatter(rng, vals, specials).reshape(shape)
     vals = rng.uniform(-4, 4, size).astype(dtype)
     vals = np.where(rng.random(size) < 0.2, (rng.integers(-8, 9, size) / 2).astype(dtype), vals)
-    specials = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 0.5, -2.5, 1.0, -1.0, 1e30, -1e-30],
-                        dtype)
+    specials = [0.0, -0.0, np.inf, -np.inf, np.nan, 0.5, -2.5, 1.0, -1.0, 1e30, -1e-30]
+    if dtype.itemsize == 2:  # float16/bfloat16: their own extremes and subnormals
+        fi = ml_dtypes.finfo(dtype)
+        specials += [float(fi.max), -float(fi.smallest_subnormal), float(fi.smallest_normal)]
+    with np.errstate(over="ignore"):  # 1e30 is infinite in float16
+        specials = np.array(specials, np.float64).astype(dtype)
     return _scatter(rng, vals, specials).reshape(shape)
 
 
@@ -284,13 +306,44 @@ LOOSE = {"lgamma": 1e-4, "tan": 1e-5, "pow": 1e-5, "erfc": 1e-5, "acosh": 1e-5, 
          "expm1": 1e-5, "cbrt": 1e-6, "erf_inv": 1e-5}
 
 
+#: relative tolerance per dtype: a few ulps (float16 and bfloat16 results are float32 results
+#: rounded to the type, so a float32 ulp of difference may become one of theirs)
+RTOL = {np.dtype(np.float16): 2e-3, BF16: 1.6e-2, np.dtype(np.float32): 3e-6,
+        np.dtype(np.float64): 1e-13, np.dtype(np.complex64): 1e-5, np.dtype(np.complex128): 1e-12}
+
+
 def assert_matches(got, want, name: str, dtype) -> None:
     got, want = np.asarray(got), np.asarray(want)
     assert got.shape == want.shape and got.dtype == want.dtype, (got.shape, got.dtype, want.shape, want.dtype)
-    if got.dtype.kind != "f":
+    if got.dtype.kind == "c":
+        _assert_complex_close(got, want, name)
+        return
+    if got.dtype.kind != "f" and got.dtype != BF16:
         np.testing.assert_array_equal(got, want, err_msg=name)
+        return
+    if got.dtype.itemsize == 2:
+        rtol = max(RTOL[got.dtype], LOOSE.get(name, 0.0))
+        tiny = float(ml_dtypes.finfo(got.dtype).smallest_normal) * 2
+        np.testing.assert_allclose(got.astype(np.float32), want.astype(np.float32), rtol=rtol,
+                                   atol=tiny, equal_nan=True, err_msg=name)
         return
     rtol = 3e-6 if got.dtype == np.float32 else 1e-13
     rtol = max(rtol, LOOSE.get(name, 0.0) if got.dtype == np.float32 else LOOSE.get(name, 0.0) * 1e-7)
     tiny = np.finfo(got.dtype).tiny * 16
     np.testing.assert_allclose(got, want, rtol=rtol, atol=tiny, equal_nan=True, err_msg=name)
+
+
+def _assert_complex_close(got, want, name: str) -> None:
+    """Complex results: finite ones within a few ulps of the value's magnitude (a part much
+    smaller than the other may differ relatively more, as between C libraries), non-finite
+    ones part by part (equal infinities, NaN where NaN)."""
+    rtol = max(RTOL[got.dtype], LOOSE.get(name, 0.0) if got.dtype == np.complex64 else 0.0)
+    atol = np.finfo(got.real.dtype).tiny * 16
+    finite = np.isfinite(want)
+    err = np.abs(got[finite].astype(np.complex128) - want[finite])
+    bound = rtol * np.abs(want[finite].astype(np.complex128)) + atol
+    bad = ~(err <= bound)
+    assert not bad.any(), (f"{name}: {bad.sum()} of {bad.size} differ: got {got[finite][bad][:5]}, "
+                           f"want {want[finite][bad][:5]}")
+    for part in (np.real, np.imag):
+        np.testing.assert_array_equal(part(got[~finite]), part(want[~finite]), err_msg=name)

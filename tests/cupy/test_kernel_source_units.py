@@ -18,19 +18,28 @@ from plax_cupy import codegen, dtypes
 # ---------------------------------------------------------------- the dtype map
 
 def test_dtype_map():
+    import ml_dtypes
     assert dtypes.ctype(np.float32) == "float"
     assert dtypes.ctype(np.float64) == "double"
     assert dtypes.ctype(np.int64) == "long long"
     assert dtypes.ctype(np.uint8) == "unsigned char"
     assert dtypes.ctype(np.bool_) == "bool"
-    for t in (np.float16, np.complex64, np.complex128, "bfloat16"):
+    # float16/bfloat16 stored as bits and computed in float; complex as the preamble's pairs
+    assert dtypes.ctype(np.float16) == "plax_f16" and dtypes.value_ctype(np.float16) == "float"
+    assert dtypes.ctype(ml_dtypes.bfloat16) == "plax_bf16"
+    assert dtypes.value_ctype(ml_dtypes.bfloat16) == "float"
+    assert dtypes.ctype(np.complex64) == "plax_c64" == dtypes.value_ctype(np.complex64)
+    assert dtypes.storage_dtype(ml_dtypes.bfloat16) == np.uint16
+    assert dtypes.storage_dtype(np.float16) == np.float16
+    for t in ("U3", "V4", ml_dtypes.float8_e4m3fn, object):
         with pytest.raises(dtypes.UnsupportedDtype, match="do not handle"):
-            dtypes.ctype(np.dtype(t) if t != "bfloat16" else __import__("ml_dtypes").bfloat16)
-        assert not dtypes.supported(t if t != "bfloat16" else __import__("ml_dtypes").bfloat16)
+            dtypes.ctype(t)
+        assert not dtypes.supported(t)
     # the C type has the dtype's width on the platforms CUDA supports (LP64)
     import ctypes
     widths = {"bool": 1, "signed char": 1, "short": 2, "int": 4, "long long": 8, "unsigned char": 1,
-              "unsigned short": 2, "unsigned int": 4, "unsigned long long": 8, "float": 4, "double": 8}
+              "unsigned short": 2, "unsigned int": 4, "unsigned long long": 8, "float": 4, "double": 8,
+              "plax_f16": 2, "plax_bf16": 2, "plax_c64": 8, "plax_c128": 16}
     for d, t in dtypes.CTYPES.items():
         assert widths[t] == d.itemsize, (d, t)
     assert ctypes.sizeof(ctypes.c_longlong) == 8
@@ -116,12 +125,18 @@ def test_reductions_over_different_axes_are_declined():
         codegen.plan_cluster(cluster)
 
 
-def test_complex_and_half_precision_are_declined():
-    for dtype in (np.complex64, np.float16):
+def test_complex_and_half_precision_clusters_are_generated():
+    import ml_dtypes
+    for dtype in (np.complex64, np.float16, ml_dtypes.bfloat16):
         x = np.ones(8, dtype)
         (cluster,) = clusters_of(plax.make_jaxpr(lambda x: x * x + x)(x).jaxpr)
-        with pytest.raises(codegen.Unsupported, match="do not handle"):
-            codegen.plan_cluster(cluster)
+        plan = codegen.plan_cluster(cluster)
+        assert plan.out_dtypes == [np.dtype(dtype)]
+    # what stays declined says what it is
+    z = np.ones(8, np.complex64)
+    (cluster,) = clusters_of(plax.make_jaxpr(lambda x: jnp.arcsin(x) + x)(z).jaxpr)
+    with pytest.raises(codegen.Unsupported, match="asin on complex64"):
+        codegen.plan_cluster(cluster)
 
 
 def test_shapes_are_baked_and_broadcasts_index_maps():

@@ -30,7 +30,7 @@ def compiled_source(f, *args) -> str:
     from plax.transforms.call import compile_closed
     closed = plax.jit(f).lower(*args).jaxpr
     backend = plugins.registry().get_backend("numba")
-    return compile_closed(closed, backend, plax.devices()[0]).executable.__plax_source__
+    return compile_closed(closed, backend, plax.devices("cpu")[0]).executable.__plax_source__
 
 
 def assert_bits_equal(got, want):

@@ -1,0 +1,537 @@
+"""GPU kernels of :mod:`plax.lax.linalg`: cuSOLVER and cuBLAS through CuPy.
+
+Every kernel is batched over the leading axes, as the reference kernels
+(``plax_numpy.impls_linalg``) are, and takes float32, float64, complex64 and complex128.
+Failures follow JAX, decided on the device without a synchronisation: CuPy leaves cuSOLVER's
+error flags unread (its default ``linalg`` error state is ``ignore``), so each kernel checks
+its results itself and writes NaNs where JAX has them (a matrix that is not positive definite,
+non-finite input to an iterative solver).
+
+=====================  ================================================================
+primitive              GPU path
+=====================  ================================================================
+``cholesky``           ``cupy.linalg.cholesky`` (batched ``potrf``)
+``triangular_solve``   ``cupyx.scipy.linalg.solve_triangular`` (batched ``trsm``)
+``lu``                 matrices up to 32 x 32: a generated kernel, one thread per
+                       matrix (LAPACK's ``getf2``), the whole batch in one launch;
+                       larger: ``cupyx.scipy.linalg.lu_factor`` (``getrf``) per
+                       matrix, which reads ``getrf``'s flag on the host (one
+                       synchronisation per matrix); the permutation built from the
+                       pivots by a generated kernel
+``qr``                 ``cupy.linalg.qr`` (``geqrf``/``orgqr``)
+``svd``                ``cupy.linalg.svd`` (``gesvd``/batched ``gesvdj``)
+``eigh``               ``cupy.linalg.eigh`` (``syevd``/batched ``syevj``)
+``eig``                ``cupy.linalg.eig`` (``geev``, CuPy >= 14 with CUDA >= 12.6); left
+                       eigenvectors from the right ones
+=====================  ================================================================
+"""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+import cupy
+
+from plax.lax.linalg import cholesky_p, eig_p, eigh_p, lu_p, qr_p, svd_p, triangular_solve_p
+from plax_cupy.kernels import kernel
+
+
+def _real_dtype(dtype) -> np.dtype:
+    return np.dtype(dtype.char.lower()) if np.dtype(dtype).kind == "c" else np.dtype(dtype)
+
+
+def _finite_matrices(a):
+    """Per matrix of ``a`` (``(..., m, n)``): whether all its entries are finite."""
+    return cupy.isfinite(a).all(axis=(-2, -1))
+
+
+def _guarded(fn, operands: list, out_specs: list) -> list:
+    """``fn(*operands)`` (a batched CuPy routine returning a list of arrays); if CuPy raises
+    ``LinAlgError`` -- only when the user asked it to, with ``cupyx.seterr(linalg="raise")`` --
+    matrix by matrix instead, with NaN results for the failing ones only (JAX's values).
+
+    The operands are ``(..., r, c)`` with the same leading axes; ``out_specs`` lists each
+    output's per-matrix shape and dtype."""
+    try:
+        return list(fn(*operands))
+    except np.linalg.LinAlgError:
+        pass
+    lead = operands[0].shape[:-2]
+    mats = [x.reshape((-1,) + x.shape[-2:]) for x in operands]
+    count = mats[0].shape[0]
+    outs = [cupy.empty((count,) + tuple(shape), dtype) for shape, dtype in out_specs]
+    for i in range(count):
+        try:
+            results = list(fn(*[m[i] for m in mats]))
+        except np.linalg.LinAlgError:
+            results = [cupy.full(o.shape[1:], np.nan, o.dtype) for o in outs]
+        for o, r in zip(outs, results):
+            o[i] = r
+    return [o.reshape(lead + o.shape[1:]) for o in outs]
+
+
+def _nan_where(bad, x, extra_axes: int):
+    """``x`` with NaN in the batch entries where ``bad`` (shape ``x.shape[:-extra_axes]``)."""
+    bad = bad.reshape(bad.shape + (1,) * extra_axes)
+    return cupy.where(bad, cupy.full((), np.nan, x.dtype), x)
+
+
+@kernel(cholesky_p)
+def cholesky(a: "cupy.ndarray") -> "cupy.ndarray":
+    """Lower Cholesky factors of a batch of Hermitian positive-definite matrices.
+
+    Args:
+      a: device array ``(..., n, n)``.
+
+    Returns:
+      ``L`` with ``a = L L^H``; JAX's NaNs on and below the diagonal (zeros above) for a
+      matrix that is not positive definite.
+
+    Example:
+      >>> cholesky(cupy.asarray([[4., 2.], [2., 2.]]))  # [[2, 0], [1, 1]]
+    """
+    if a.size == 0:
+        return cupy.zeros(a.shape, a.dtype)
+    n = a.shape[-1]
+    (factor,) = _guarded(lambda m: [cupy.linalg.cholesky(m).astype(a.dtype, copy=False)], [a],
+                         [((n, n), a.dtype)])
+    # potrf stops at the first non-positive pivot and leaves it on the diagonal: a factor is
+    # good exactly when its diagonal is positive and finite
+    diag = cupy.diagonal(factor, axis1=-2, axis2=-1)
+    good = ((diag.real > 0) & cupy.isfinite(diag)).all(axis=-1) & _finite_matrices(a)
+    nan_tril = cupy.tril(cupy.full(a.shape[-2:], np.nan, a.dtype))
+    return cupy.where(good[..., None, None], factor, nan_tril)
+
+
+@kernel(triangular_solve_p)
+def triangular_solve(a: "cupy.ndarray", b: "cupy.ndarray", *, left_side: bool, lower: bool,
+                     transpose_a: bool, conjugate_a: bool, unit_diagonal: bool) -> "cupy.ndarray":
+    """Solves ``op(a) x = b`` (``left_side``) or ``x op(a) = b`` for a batch of triangular
+    ``a``, where ``op`` transposes and/or conjugates as asked.
+
+    Args:
+      a: device array ``(..., k, k)``, read from its ``lower`` (else upper) triangle.
+      b: device array ``(..., k, n)`` (``left_side``) or ``(..., n, k)``.
+
+    Returns:
+      ``x`` shaped as ``b``; a singular ``a`` gives infs/NaNs, as in JAX.
+
+    Example:
+      >>> triangular_solve(L, b, left_side=True, lower=True, transpose_a=False,
+      ...                  conjugate_a=False, unit_diagonal=False)
+    """
+    if b.size == 0:
+        return cupy.zeros(b.shape, b.dtype)
+    if left_side:
+        # op(a) x = b: trsm's own transpose modes; "conjugate only" conjugates a first
+        trans = ("C" if conjugate_a else "T") if transpose_a else "N"
+        if conjugate_a and not transpose_a:
+            a = cupy.conj(a)
+        return _solve_triangular(a, b, trans, lower, unit_diagonal)
+    # x op(a) = b  <=>  op(a)^T x^T = b^T
+    if transpose_a:
+        trans = "N"
+        if conjugate_a:
+            a = cupy.conj(a)
+    else:
+        trans = "C" if conjugate_a else "T"
+    bt = cupy.ascontiguousarray(cupy.swapaxes(b, -1, -2))
+    x = _solve_triangular(a, bt, trans, lower, unit_diagonal)
+    return cupy.ascontiguousarray(cupy.swapaxes(x, -1, -2))
+
+
+def _solve_triangular(a, b, trans, lower, unit_diagonal):
+    from cupyx.scipy.linalg import solve_triangular
+
+    def solve(a_, b_):
+        return [solve_triangular(a_, b_, trans=trans, lower=lower,
+                                 unit_diagonal=unit_diagonal).astype(b.dtype, copy=False)]
+    (x,) = _guarded(solve, [a, b], [(b.shape[-2:], b.dtype)])
+    return x
+
+
+#: CUDA source: the row permutations of a batch of LAPACK pivot vectors (one thread each)
+LU_PERMUTATION_SOURCE = r"""
+extern "C" __global__ void plax_lu_permutation(const int* __restrict__ pivots,
+                                               int* __restrict__ perm,
+                                               long long batch, int k, int m) {
+  // one thread per matrix: apply the row swaps of LAPACK's pivots, in order, to 0..m-1
+  for (long long b = (long long)blockIdx.x * blockDim.x + threadIdx.x; b < batch;
+       b += (long long)blockDim.x * gridDim.x) {
+    int* p = perm + b * m;
+    const int* piv = pivots + b * k;
+    for (int i = 0; i < m; ++i) p[i] = i;
+    for (int i = 0; i < k; ++i) {
+      int j = piv[i], t = p[i];
+      p[i] = p[j];
+      p[j] = t;
+    }
+  }
+}
+"""
+
+
+def _permutation_from_pivots(pivots, m: int):
+    """``(batch..., m)`` int32 row permutations from 0-based ``(batch..., k)`` pivots."""
+    from plax_cupy.kernels_special import launch_raw
+    batch = pivots.shape[:-1]
+    k = pivots.shape[-1]
+    n = int(np.prod(batch, dtype=np.int64))
+    perm = cupy.empty(batch + (m,), np.int32)
+    if n and m:
+        launch_raw(LU_PERMUTATION_SOURCE, "plax_lu_permutation", n,
+                   cupy.ascontiguousarray(pivots.astype(np.int32, copy=False)), perm,
+                   np.int64(n), np.int32(k), np.int32(m))
+    return perm
+
+
+#: matrices at most this large (both sides) are factored by the generated batched kernel
+SMALL_LU = 32
+
+#: CUDA source: LU with partial pivoting of a batch of small matrices (one thread each)
+SMALL_LU_SOURCE = r"""
+struct plax_lu_c64 { float re, im; };
+struct plax_lu_c128 { double re, im; };
+// LAPACK's pivot measure: |x| for reals, |re| + |im| for complex values (i?amax's cabs1)
+__device__ __forceinline__ float plax_lu_abs1(float x) { return fabsf(x); }
+__device__ __forceinline__ double plax_lu_abs1(double x) { return fabs(x); }
+__device__ __forceinline__ float plax_lu_abs1(plax_lu_c64 x) {
+  return fabsf(x.re) + fabsf(x.im);
+}
+__device__ __forceinline__ double plax_lu_abs1(plax_lu_c128 x) {
+  return fabs(x.re) + fabs(x.im);
+}
+template <typename T> __device__ __forceinline__ bool plax_lu_nonzero(T x) { return x != 0; }
+template <typename C> __device__ __forceinline__ bool plax_lu_nonzero_c(C x) {
+  return x.re != 0 || x.im != 0;
+}
+__device__ __forceinline__ bool plax_lu_nonzero(plax_lu_c64 x) { return plax_lu_nonzero_c(x); }
+__device__ __forceinline__ bool plax_lu_nonzero(plax_lu_c128 x) { return plax_lu_nonzero_c(x); }
+template <typename T> __device__ __forceinline__ T plax_lu_div(T a, T b) { return a / b; }
+template <typename C> __device__ __forceinline__ C plax_lu_div_c(C a, C b) {
+  // Smith's division (no overflow for large |b|)
+  C q;
+  if (fabs((double)b.re) >= fabs((double)b.im)) {
+    auto r = b.im / b.re, d = b.re + b.im * r;
+    q.re = (a.re + a.im * r) / d; q.im = (a.im - a.re * r) / d;
+  } else {
+    auto r = b.re / b.im, d = b.re * r + b.im;
+    q.re = (a.re * r + a.im) / d; q.im = (a.im * r - a.re) / d;
+  }
+  return q;
+}
+__device__ __forceinline__ plax_lu_c64 plax_lu_div(plax_lu_c64 a, plax_lu_c64 b) {
+  return plax_lu_div_c(a, b);
+}
+__device__ __forceinline__ plax_lu_c128 plax_lu_div(plax_lu_c128 a, plax_lu_c128 b) {
+  return plax_lu_div_c(a, b);
+}
+// c - a * b
+template <typename T> __device__ __forceinline__ T plax_lu_fms(T c, T a, T b) { return c - a * b; }
+template <typename C> __device__ __forceinline__ C plax_lu_fms_c(C c, C a, C b) {
+  C r;
+  r.re = c.re - (a.re * b.re - a.im * b.im);
+  r.im = c.im - (a.re * b.im + a.im * b.re);
+  return r;
+}
+__device__ __forceinline__ plax_lu_c64 plax_lu_fms(plax_lu_c64 c, plax_lu_c64 a, plax_lu_c64 b) {
+  return plax_lu_fms_c(c, a, b);
+}
+__device__ __forceinline__ plax_lu_c128 plax_lu_fms(plax_lu_c128 c, plax_lu_c128 a,
+                                                     plax_lu_c128 b) {
+  return plax_lu_fms_c(c, a, b);
+}
+
+// One thread per matrix: right-looking LU with partial pivoting (LAPACK's getf2), in place on
+// a row-major (m, n) matrix; 0-based pivots and the row permutation they make.
+template <typename T>
+__device__ void plax_lu_small(T* __restrict__ a, int* __restrict__ pivots,
+                              int* __restrict__ perm, long long batch, int m, int n) {
+  int k = m < n ? m : n;
+  for (long long b = (long long)blockIdx.x * blockDim.x + threadIdx.x; b < batch;
+       b += (long long)blockDim.x * gridDim.x) {
+    T* x = a + b * m * n;
+    int* piv = pivots + b * k;
+    int* p = perm + b * m;
+    for (int i = 0; i < m; ++i) p[i] = i;
+    for (int j = 0; j < k; ++j) {
+      int best_row = j;
+      auto best = plax_lu_abs1(x[j * n + j]);
+      for (int i = j + 1; i < m; ++i) {
+        auto v = plax_lu_abs1(x[i * n + j]);
+        if (v > best) { best = v; best_row = i; }
+      }
+      piv[j] = best_row;
+      if (plax_lu_nonzero(x[best_row * n + j])) {
+        if (best_row != j) {
+          for (int c = 0; c < n; ++c) {
+            T t = x[j * n + c]; x[j * n + c] = x[best_row * n + c]; x[best_row * n + c] = t;
+          }
+          int t = p[j]; p[j] = p[best_row]; p[best_row] = t;
+        }
+        for (int i = j + 1; i < m; ++i) x[i * n + j] = plax_lu_div(x[i * n + j], x[j * n + j]);
+      }
+      for (int i = j + 1; i < m; ++i)
+        for (int c = j + 1; c < n; ++c)
+          x[i * n + c] = plax_lu_fms(x[i * n + c], x[i * n + j], x[j * n + c]);
+    }
+  }
+}
+
+extern "C" __global__ void plax_lu_small_f32(float* a, int* piv, int* perm,
+                                         long long batch, int m, int n) {
+  plax_lu_small<float>(a, piv, perm, batch, m, n);
+}
+extern "C" __global__ void plax_lu_small_f64(double* a, int* piv, int* perm,
+                                         long long batch, int m, int n) {
+  plax_lu_small<double>(a, piv, perm, batch, m, n);
+}
+extern "C" __global__ void plax_lu_small_c64(plax_lu_c64* a, int* piv, int* perm,
+                                         long long batch, int m, int n) {
+  plax_lu_small<plax_lu_c64>(a, piv, perm, batch, m, n);
+}
+extern "C" __global__ void plax_lu_small_c128(plax_lu_c128* a, int* piv, int* perm,
+                                         long long batch, int m, int n) {
+  plax_lu_small<plax_lu_c128>(a, piv, perm, batch, m, n);
+}
+"""
+
+#: dtype name -> the kernel of :data:`SMALL_LU_SOURCE` for it
+SMALL_LU_ENTRY = {"float32": "plax_lu_small_f32", "float64": "plax_lu_small_f64",
+                   "complex64": "plax_lu_small_c64", "complex128": "plax_lu_small_c128"}
+
+
+def _small_lu(mats):
+    """Every ``(m, n)`` matrix of ``mats`` (``(batch, m, n)``) factored by one launch of the
+    generated kernel (one thread per matrix): ``(lu, pivots, permutation)``."""
+    from plax_cupy.kernels_special import launch_raw
+    count, m, n = mats.shape
+    lu_ = mats.astype(mats.dtype, order="C", copy=True)  # factored in place
+    pivots = cupy.empty((count, min(m, n)), np.int32)
+    perm = cupy.empty((count, m), np.int32)
+    launch_raw(SMALL_LU_SOURCE, SMALL_LU_ENTRY[mats.dtype.name], count, lu_, pivots, perm,
+               np.int64(count), np.int32(m), np.int32(n))
+    return lu_, pivots, perm
+
+
+@kernel(lu_p)
+def lu(a: "cupy.ndarray") -> list:
+    """LU factorisation with partial pivoting of a batch of ``(m, n)`` matrices.
+
+    Args:
+      a: device array ``(..., m, n)``.
+
+    Returns:
+      ``[lu, pivots, permutation]``: ``L`` (unit diagonal, not stored) and ``U`` packed in
+      one array, the 0-based int32 row swaps (``min(m, n)``) and the resulting permutation of
+      the ``m`` rows. A singular matrix still gets its factors, as in JAX.
+
+    Example:
+      >>> lu_, piv, perm = lu(cupy.asarray([[1., 2.], [3., 4.]]))  # piv [1, 1], perm [1, 0]
+    """
+    from cupyx.scipy.linalg import lu_factor
+    m, n = a.shape[-2:]
+    k = min(m, n)
+    batch = a.shape[:-2]
+    if a.size == 0:
+        pivots = cupy.broadcast_to(cupy.arange(k, dtype=np.int32), batch + (k,)).copy()
+        perm = cupy.broadcast_to(cupy.arange(m, dtype=np.int32), batch + (m,)).copy()
+        return [cupy.zeros(a.shape, a.dtype), pivots, perm]
+    mats = a.reshape((-1, m, n))
+    if max(m, n) <= SMALL_LU:
+        lu_, piv, perm = _small_lu(mats)
+        return [lu_.reshape(a.shape), piv.reshape(batch + (k,)), perm.reshape(batch + (m,))]
+    factors, pivots = [], []
+    with warnings.catch_warnings():
+        # CuPy warns on an exactly singular U (reading getrf's flag); JAX returns it as is
+        warnings.simplefilter("ignore", RuntimeWarning)
+        for x in mats:  # cuSOLVER's getrf takes one matrix per call
+            f, p = lu_factor(x, check_finite=False)
+            factors.append(f)
+            pivots.append(p)
+    lu_ = cupy.ascontiguousarray(cupy.stack(factors)).astype(a.dtype, copy=False)
+    piv = cupy.stack(pivots).astype(np.int32, copy=False)
+    perm = _permutation_from_pivots(piv, m)
+    return [lu_.reshape(a.shape), piv.reshape(batch + (k,)), perm.reshape(batch + (m,))]
+
+
+@kernel(qr_p)
+def qr(a: "cupy.ndarray", *, full_matrices: bool) -> list:
+    """QR factorisation of a batch of matrices.
+
+    Args:
+      a: device array ``(..., m, n)``.
+      full_matrices: ``q`` is ``(m, m)`` if True, else ``(m, min(m, n))``.
+
+    Returns:
+      ``[q, r]``.
+
+    Example:
+      >>> q, r = qr(cupy.eye(3), full_matrices=True)
+    """
+    m, n = a.shape[-2:]
+    k = m if full_matrices else min(m, n)
+    if a.size == 0:
+        q = cupy.zeros(a.shape[:-2] + (m, k), a.dtype)
+        if m:
+            q[...] = cupy.eye(m, k, dtype=a.dtype)
+        return [q, cupy.zeros(a.shape[:-2] + (k, n), a.dtype)]
+    q, r = cupy.linalg.qr(a, mode="complete" if full_matrices else "reduced")
+    return [q.astype(a.dtype, copy=False), r.astype(a.dtype, copy=False)]
+
+
+@kernel(eigh_p)
+def eigh(a: "cupy.ndarray", *, lower: bool) -> list:
+    """Eigendecomposition of a batch of Hermitian matrices.
+
+    Args:
+      a: device array ``(..., n, n)``, read from its ``lower`` (else upper) triangle.
+
+    Returns:
+      ``[v, w]``: eigenvectors (columns) and ascending real eigenvalues; NaNs for a matrix
+      with non-finite entries, as in JAX.
+
+    Example:
+      >>> v, w = eigh(cupy.asarray([[2., 1.], [1., 2.]]), lower=True)  # w [1, 3]
+    """
+    rdt = _real_dtype(a.dtype)
+    if a.size == 0:
+        return [cupy.zeros(a.shape, a.dtype), cupy.zeros(a.shape[:-1], rdt)]
+    finite = _finite_matrices(a)
+    safe = cupy.where(finite[..., None, None], a, cupy.zeros((), a.dtype))
+    n = a.shape[-1]
+    w, v = _guarded(lambda m: cupy.linalg.eigh(m, UPLO="L" if lower else "U"), [safe],
+                    [((n,), rdt), ((n, n), a.dtype)])
+    bad = ~finite
+    return [_nan_where(bad, v.astype(a.dtype, copy=False), 2),
+            _nan_where(bad, w.astype(rdt, copy=False), 1)]
+
+
+@kernel(svd_p)
+def svd(a: "cupy.ndarray", *, full_matrices: bool, compute_uv: bool) -> list:
+    """Singular value decomposition of a batch of matrices.
+
+    Args:
+      a: device array ``(..., m, n)``.
+      full_matrices: ``u``/``vh`` square (True) or reduced to ``min(m, n)``.
+      compute_uv: whether to return ``u`` and ``vh``.
+
+    Returns:
+      ``[s]`` or ``[s, u, vh]`` (descending real ``s``); NaNs for a matrix with non-finite
+      entries, as in JAX.
+
+    Example:
+      >>> (s,) = svd(cupy.eye(2), full_matrices=False, compute_uv=False)  # [1, 1]
+    """
+    m, n = a.shape[-2:]
+    k = min(m, n)
+    batch = a.shape[:-2]
+    rdt = _real_dtype(a.dtype)
+    mu, nv = (m, n) if full_matrices else (k, k)
+    if a.size == 0:
+        s = cupy.zeros(batch + (k,), rdt)
+        u = cupy.broadcast_to(cupy.eye(m, mu, dtype=a.dtype), batch + (m, mu)).copy()
+        vh = cupy.broadcast_to(cupy.eye(nv, n, dtype=a.dtype), batch + (nv, n)).copy()
+        return [s, u, vh] if compute_uv else [s]
+    finite = _finite_matrices(a)
+    safe = cupy.where(finite[..., None, None], a, cupy.zeros((), a.dtype))
+    bad = ~finite
+    if not compute_uv:
+        (s,) = _guarded(lambda x: [cupy.linalg.svd(x, compute_uv=False)], [safe], [((k,), rdt)])
+        return [_nan_where(bad, s.astype(rdt, copy=False), 1)]
+    u, s, vh = _guarded(lambda x: cupy.linalg.svd(x, full_matrices=full_matrices), [safe],
+                        [((m, mu), a.dtype), ((k,), rdt), ((nv, n), a.dtype)])
+    return [_nan_where(bad, s.astype(rdt, copy=False), 1),
+            _nan_where(bad, u.astype(a.dtype, copy=False), 2),
+            _nan_where(bad, vh.astype(a.dtype, copy=False), 2)]
+
+
+def _unit_columns(v):
+    """Each column of ``v`` scaled to unit 2-norm and, where its largest-magnitude entry is not
+    real, turned so that entry is real and positive: LAPACK's normalisation of ``geev``'s
+    eigenvectors (a real eigenvector of a real matrix keeps its sign)."""
+    norms = cupy.sqrt((v.real ** 2 + v.imag ** 2).sum(axis=-2, keepdims=True))
+    v = v / cupy.where(norms == 0, cupy.ones((), norms.dtype), norms)
+    big = cupy.argmax(cupy.abs(v), axis=-2)[..., None, :]
+    pivot = cupy.take_along_axis(v, big, axis=-2)
+    size = cupy.abs(pivot)
+    turn = (pivot.imag != 0) & (size != 0)
+    phase = cupy.where(turn, cupy.conj(pivot) / cupy.where(turn, size, cupy.ones((), size.dtype)),
+                       cupy.ones((), v.dtype))
+    return v * phase
+
+
+def _geev(a):
+    """CuPy's general eigensolver, or :class:`plax.backend.UnsupportedPrimitiveError` naming
+    the primitive, ``a``'s dtype and device where this CuPy/CUDA has none."""
+    from plax.backend import UnsupportedPrimitiveError
+
+    def unsupported(why):
+        return UnsupportedPrimitiveError(
+            "cupy", "eig",
+            f"dtype {a.dtype} on cuda:{a.device.id}: this CuPy/CUDA has no general eigensolver "
+            f"(cupy.linalg.eig needs CuPy >= 14 and CUDA >= 12.6: {why}); compute eig on the "
+            "CPU (plax.device_put(x, plax.devices('cpu')[0]))")
+
+    geev = getattr(cupy.linalg, "eig", None)
+    if geev is None:
+        raise unsupported("cupy.linalg has no eig")
+
+    def run(x):
+        try:
+            return geev(x)
+        except NotImplementedError as err:  # (ROCm)
+            raise unsupported(err) from None
+        except RuntimeError as err:
+            if "not available" not in str(err):  # a cuSOLVER failure, not a missing routine
+                raise
+            raise unsupported(err) from None
+    return run
+
+
+@kernel(eig_p)
+def eig(a: "cupy.ndarray", *, compute_left_eigenvectors: bool,
+        compute_right_eigenvectors: bool) -> list:
+    """Eigendecomposition of a batch of general square matrices (complex results).
+
+    cuSOLVER's general eigensolver (``geev``) arrived in CUDA 12.6 and CuPy 14
+    (``cupy.linalg.eig``); it computes right eigenvectors only, so the left ones are the
+    columns of ``vr^-H`` (``vr^-1 a = diag(w) vr^-1``), normalised as LAPACK normalises them
+    (unit norm, largest component real). Where ``geev`` is missing (older CuPy or CUDA) the
+    kernel raises :class:`plax.backend.UnsupportedPrimitiveError` naming the primitive, the
+    dtype and the device, rather than computing on the host.
+
+    Args:
+      a: device array ``(..., n, n)``.
+      compute_left_eigenvectors: also return ``vl`` (``vl^H a = diag(w) vl^H``).
+      compute_right_eigenvectors: also return ``vr`` (``a vr = vr diag(w)``).
+
+    Returns:
+      ``[w]`` then ``vl`` and/or ``vr`` as asked; NaNs for a matrix with non-finite entries.
+
+    Example:
+      >>> w, vr = eig(cupy.asarray([[2., 0.], [0., 1.]]), compute_left_eigenvectors=False,
+      ...             compute_right_eigenvectors=True)
+    """
+    ct = np.result_type(a.dtype, np.complex64)
+    if a.size == 0:
+        w, v = cupy.zeros(a.shape[:-1], ct), cupy.zeros(a.shape, ct)
+    else:
+        finite = _finite_matrices(a)
+        safe = cupy.where(finite[..., None, None], a, cupy.zeros((), a.dtype))
+        n = a.shape[-1]
+        w, v = _guarded(_geev(a), [safe], [((n,), ct), ((n, n), ct)])
+        bad = ~finite
+        w = _nan_where(bad, w.astype(ct, copy=False), 1)
+        v = _nan_where(bad, _unit_columns(v.astype(ct, copy=False)), 2)
+    out = [w]
+    if compute_left_eigenvectors:
+        if a.size == 0:
+            out.append(cupy.zeros(a.shape, ct))
+        else:
+            vl = cupy.conj(cupy.swapaxes(cupy.linalg.inv(v), -1, -2))
+            out.append(_unit_columns(cupy.ascontiguousarray(vl)).astype(ct, copy=False))
+    if compute_right_eigenvectors:
+        out.append(v)
+    return out

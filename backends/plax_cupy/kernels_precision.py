@@ -1,0 +1,237 @@
+"""GPU kernels of the precision and bit-level primitives, and of the elementwise ones on the
+dtypes fused kernels may decline (float16, bfloat16, complex): convert_element_type,
+bitcast_convert_type, reduce_precision, nextafter, square, clz, mulhi, select_n, clamp,
+complex, real, imag, conj.
+
+Integer arithmetic on the bits (reduce_precision's rounding, clz's binary search, mulhi's
+32-bit halves, nextafter's step of one unit) is CuPy array arithmetic on unsigned views, so it
+wraps as XLA specifies; conversions follow XLA (float to integer saturates and maps NaN to 0,
+complex to real keeps the real part). nextafter and select_n take bfloat16 operands as their
+bits (``bf16 = "bits"``): nextafter's step of one unit only exists on the bits; so do
+bitcast_convert_type's.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+import cupy
+
+from plax import lax
+from plax.lax.extra_elementwise import clz_p, mulhi_p, square_p
+from plax.lax.precision import reduce_precision_p
+from plax_cupy.backend import BF16, Bf16Buffer, widen_bf16
+from plax_cupy.kernels import kernel
+from plax_cupy.kernels_shape import on_bits
+
+
+def _unsigned(dtype) -> np.dtype:
+    return np.dtype(f"u{np.dtype(dtype).itemsize}")
+
+
+def _contiguous(x):
+    return x if x.flags.c_contiguous else x.copy()
+
+
+# ---------------------------------------------------------------- conversions
+
+@kernel(lax.convert_element_type_p)
+def _convert_element_type(x, *, new_dtype, weak_type):
+    new_dtype = np.dtype(new_dtype)
+    if new_dtype.kind == "b":
+        return x != 0
+    if x.dtype.kind == "c" and new_dtype.kind != "c":
+        x = x.real
+    if new_dtype.kind in "iu" and x.dtype.kind == "f":
+        # XLA: truncate, saturate out-of-range values, NaN -> 0. The bounds 2**(bits-1) and
+        # 2**bits are exact in float64; values are clipped below the upper one before the
+        # cast (which is undefined out of range) and the saturated ones set afterwards.
+        info = np.iinfo(new_dtype)
+        upper, lower = float(info.max) + 1.0, float(info.min)
+        t = cupy.trunc(x.astype(np.float64))
+        t = cupy.where(cupy.isnan(t), 0.0, t)
+        out = cupy.clip(t, lower, np.nextafter(upper, 0.0)).astype(new_dtype)
+        return cupy.where(t >= upper, new_dtype.type(info.max), out)
+    return x.astype(new_dtype)
+
+
+@kernel(lax.bitcast_convert_type_p)
+def _bitcast_convert_type(x, *, new_dtype):
+    """The same bits as another type; between widths the last axis splits or joins, as XLA's.
+    bfloat16 is taken and given as its uint16 bits (``bf16 = "bits"``)."""
+    new_dtype = np.dtype(new_dtype)
+    to_bf16 = new_dtype == BF16
+    target = np.dtype(np.uint16) if to_bf16 else new_dtype
+    x = _contiguous(x.bits if isinstance(x, Bf16Buffer) else x)
+    old, new = x.dtype.itemsize, target.itemsize
+    if old == new:
+        out = x.view(target)
+    elif old > new:
+        out = x.reshape(x.shape + (1,)).view(target).reshape(x.shape + (old // new,))
+    else:
+        out = x.view(target).reshape(x.shape[:-1])
+    return Bf16Buffer(out) if to_bf16 else out
+
+
+_bitcast_convert_type.bf16 = "bits"
+
+
+# (exponent bits, mantissa bits) by float width
+_FORMATS = {2: (5, 10), 4: (8, 23), 8: (11, 52)}
+
+
+@kernel(reduce_precision_p)
+def _reduce_precision(x, *, exponent_bits, mantissa_bits):
+    """Rounds to the nearest value with ``exponent_bits`` and ``mantissa_bits`` (ties to even,
+    overflow to infinity, underflow to zero, NaN kept), on the bits.
+
+    bfloat16 operands arrive widened to float32, which holds every bfloat16 value exactly and
+    gives the same rounding (bfloat16 and float32 share their exponent range)."""
+    src_exp, src_mant = _FORMATS[x.dtype.itemsize]
+    uint = _unsigned(x.dtype)
+    nbits = 8 * x.dtype.itemsize
+    u = lambda v: uint.type(v & ((1 << nbits) - 1))  # noqa: E731
+    bits = _contiguous(x).view(uint)
+    if mantissa_bits < src_mant:
+        drop = src_mant - mantissa_bits
+        last = (bits >> u(drop)) & u(1)  # the last kept bit: ties round to even
+        bits = (bits + u((1 << (drop - 1)) - 1) + last) & u(~((1 << drop) - 1))
+    if exponent_bits < src_exp:
+        exp_mask = ((1 << src_exp) - 1) << src_mant
+        src_bias = (1 << (src_exp - 1)) - 1
+        new_bias = (1 << (exponent_bits - 1)) - 1
+        exponent = bits & u(exp_mask)
+        sign = bits & u(1 << (nbits - 1))
+        over = exponent > u((src_bias + new_bias) << src_mant)
+        under = exponent <= u((src_bias - new_bias) << src_mant)
+        bits = cupy.where(over, sign | u(exp_mask), cupy.where(under, sign, bits))
+    out = bits.astype(uint).view(x.dtype).reshape(x.shape)
+    return cupy.where(cupy.isnan(x), x, out)  # rounding may carry a NaN's payload to infinity
+
+
+@kernel(lax.nextafter_p)
+def _nextafter(x, y):
+    """The next representable value after ``x`` towards ``y`` (``y`` where equal, NaN if either
+    is NaN); float16 and bfloat16 step their bit pattern by one."""
+    if isinstance(x, Bf16Buffer) or x.dtype.itemsize == 2:
+        bf16 = isinstance(x, Bf16Buffer)
+        xb, yb = (x.bits, y.bits) if bf16 else (_contiguous(x).view(np.uint16),
+                                                _contiguous(y).view(np.uint16))
+        xf = widen_bf16(x) if bf16 else x.astype(np.float32)
+        yf = widen_bf16(y) if bf16 else y.astype(np.float32)
+        xb, yb, xf, yf = cupy.broadcast_arrays(xb, yb, xf, yf)
+        away = (yf > xf) == (xf > 0)  # moving away from zero makes the magnitude bits grow
+        moved = xb.astype(np.int32) + cupy.where(away, 1, -1).astype(np.int32)
+        from_zero = cupy.where(yf < 0, 0x8001, 0x0001).astype(np.int32)  # smallest subnormal
+        out = cupy.where(xf == 0, from_zero, moved).astype(np.uint16)
+        out = cupy.where(xf == yf, yb, out)
+        nan = np.uint16(0x7FC0 if bf16 else 0x7E00)
+        out = cupy.where(cupy.isnan(xf) | cupy.isnan(yf), nan, out).astype(np.uint16)
+        return Bf16Buffer(out) if bf16 else out.view(np.float16)
+    return cupy.nextafter(x, y)
+
+
+_nextafter.bf16 = "bits"
+
+
+# ---------------------------------------------------------------- extra elementwise
+
+@kernel(square_p)
+def _square(x):
+    """``x * x`` in ``x``'s dtype (integers wrap)."""
+    return x * x
+
+
+@kernel(clz_p)
+def _clz(x):
+    """Leading zero bits, by a binary search for the highest set bit."""
+    bits = 8 * x.dtype.itemsize
+    u = _contiguous(x).view(_unsigned(x.dtype)).astype(np.uint64)
+    mask = np.uint64((1 << bits) - 1)
+    count = cupy.zeros(u.shape, np.uint64)
+    width = bits // 2
+    while width:
+        empty = (u >> np.uint64(bits - width)) == 0
+        count = cupy.where(empty, count + np.uint64(width), count)
+        u = cupy.where(empty, u << np.uint64(width), u) & mask
+        width //= 2
+    count = cupy.where((u >> np.uint64(bits - 1)) == 0, count + np.uint64(1), count)
+    return count.astype(x.dtype)
+
+
+def _mulhi_u64(a, b):
+    """High 64 bits of the 128-bit products of uint64 arrays, from 32-bit halves."""
+    mask, s32 = np.uint64(0xFFFFFFFF), np.uint64(32)
+    a_lo, a_hi = a & mask, a >> s32
+    b_lo, b_hi = b & mask, b >> s32
+    lo_lo, hi_lo, lo_hi, hi_hi = a_lo * b_lo, a_hi * b_lo, a_lo * b_hi, a_hi * b_hi
+    cross = (lo_lo >> s32) + (hi_lo & mask) + lo_hi
+    return hi_hi + (hi_lo >> s32) + (cross >> s32)
+
+
+@kernel(mulhi_p)
+def _mulhi(x, y):
+    """The high half of the double-width product."""
+    dtype = x.dtype
+    bits = 8 * dtype.itemsize
+    x, y = cupy.broadcast_arrays(x, y)
+    if bits < 64:
+        wide = np.dtype(np.int64 if dtype.kind == "i" else np.uint64)
+        return ((x.astype(wide) * y.astype(wide)) >> wide.type(bits)).astype(dtype)
+    ux, uy = _contiguous(x).view(np.uint64), _contiguous(y).view(np.uint64)
+    hi = _mulhi_u64(ux, uy)
+    if dtype.kind == "i":
+        # signed high half = unsigned high half - (x < 0 ? y : 0) - (y < 0 ? x : 0), mod 2**64
+        zero = np.uint64(0)
+        hi = hi - cupy.where(x < 0, uy, zero) - cupy.where(y < 0, ux, zero)
+    return _contiguous(hi).view(dtype)
+
+
+# ---------------------------------------------------------------- select, clamp, complex
+
+@kernel(lax.select_n_p)
+@on_bits
+def _select_n(which, *cases):
+    """``cases[which]`` elementwise (``which`` boolean or int32, in range)."""
+    if len(cases) == 1:
+        shape = np.broadcast_shapes(which.shape, cases[0].shape)  # (of the shapes only)
+        return cupy.broadcast_to(cases[0], shape).copy()
+    if which.dtype.kind == "b":
+        return cupy.where(which, cases[1], cases[0])
+    out = cases[-1]
+    for i in range(len(cases) - 2, -1, -1):
+        out = cupy.where(which == i, cases[i], out)
+    return out
+
+
+@kernel(lax.clamp_p)
+def _clamp(lo, x, hi):
+    return cupy.minimum(cupy.maximum(x, lo), hi).astype(x.dtype)
+
+
+@kernel(lax.complex_p)
+def _complex(x, y):
+    """``x + i y`` with the parts written directly (``x + 1j * y`` would turn an infinite ``y``
+    into a NaN real part)."""
+    out_dtype = np.dtype(np.complex128 if x.dtype == np.float64 else np.complex64)
+    x, y = cupy.broadcast_arrays(x, y)
+    pairs = cupy.empty(x.shape + (2,), x.dtype)
+    pairs[..., 0] = x
+    pairs[..., 1] = y
+    return pairs.view(out_dtype).reshape(x.shape)
+
+
+@kernel(lax.real_p)
+def _real(x):
+    return x.real.copy() if x.dtype.kind == "c" else x
+
+
+@kernel(lax.imag_p)
+def _imag(x):
+    return x.imag.copy() if x.dtype.kind == "c" else cupy.zeros(x.shape, x.dtype)
+
+
+@kernel(lax.conj_p)
+def _conj(x):
+    if x.dtype.kind == "c":
+        return cupy.conj(x)
+    return x.astype(np.complex128 if x.dtype == np.float64 else np.complex64)

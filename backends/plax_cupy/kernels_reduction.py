@@ -1,0 +1,155 @@
+"""GPU kernels of the reductions (sum, prod, max, min, and, or, xor, argmax, argmin) and the
+cumulative ops (cumsum, cumprod, cummax, cummin, cumlogsumexp), for the dtypes and forms the
+fused reduction kernels decline (float16, bfloat16, complex, several axes, ...).
+
+Sums and products are CuPy's (CUB) reductions and scans; float16 accumulates in float32, as the
+reference kernels do. max/min propagate NaN; complex max/min compare (real, imaginary)
+lexicographically, as XLA does, by a stable sort. Bitwise reductions fold the reduced axis in
+halves (``log2(n)`` steps); cummax, cummin and cumlogsumexp are log-step (Hillis-Steele) scans
+of whole-array operations. ``reverse`` flips the axis before and after.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+import cupy
+
+from plax import lax
+from plax.lax.cumlogsumexp import cumlogsumexp_p
+from plax_cupy.kernels import kernel
+from plax_cupy.kernels_sort import lexicographic_order, maximum, minimum, sort_keys
+
+
+def _half(dtype) -> bool:
+    return dtype.itemsize == 2 and dtype.kind == "f"
+
+
+def _rows(x, axes):
+    """``x`` with the reduced ``axes`` moved last and flattened: shape (*kept, n)."""
+    axes = tuple(axes)
+    kept = [i for i in range(x.ndim) if i not in axes]
+    moved = cupy.transpose(x, kept + list(axes))
+    return moved.reshape(tuple(x.shape[i] for i in kept) + (math.prod(x.shape[i] for i in axes),))
+
+
+@kernel(lax.reduce_sum_p)
+def _reduce_sum(x, *, axes):
+    if not axes:  # nothing reduced (CuPy's reductions need not take an empty axis tuple)
+        return x
+    if _half(x.dtype):
+        return x.astype(np.float32).sum(axis=tuple(axes)).astype(x.dtype)
+    return x.sum(axis=tuple(axes), dtype=x.dtype)
+
+
+@kernel(lax.reduce_prod_p)
+def _reduce_prod(x, *, axes):
+    if not axes:
+        return x
+    if _half(x.dtype):
+        return x.astype(np.float32).prod(axis=tuple(axes)).astype(x.dtype)
+    return x.prod(axis=tuple(axes), dtype=x.dtype)
+
+
+def _identity(dtype, largest: bool):
+    """The identity of max (``largest=False``: the lowest value) or min, as a scalar of
+    ``dtype`` (a Python int would not fit uint64's maximum in every conversion)."""
+    if dtype.kind == "b":
+        return np.bool_(not largest)
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        return dtype.type(info.max if largest else info.min)
+    return dtype.type(np.inf if largest else -np.inf)
+
+
+def _extreme(is_max: bool):
+    def reduce(x, *, axes):
+        rows = _rows(x, axes)
+        if rows.shape[-1] == 0:  # nothing reduced: the identity
+            return cupy.full(rows.shape[:-1], _identity(x.dtype, not is_max), x.dtype)
+        if x.dtype.kind == "c":
+            # lexicographic order; the reference takes the last (max) or first (min) of a
+            # stable sort, so ties resolve the same way
+            order = lexicographic_order(sort_keys(rows))
+            pick = order[..., -1:] if is_max else order[..., :1]
+            return cupy.take_along_axis(rows, pick, axis=-1)[..., 0]
+        return rows.max(axis=-1) if is_max else rows.min(axis=-1)
+    return reduce
+
+
+kernel(lax.reduce_max_p)(_extreme(True))
+kernel(lax.reduce_min_p)(_extreme(False))
+
+
+def _fold(rows, op, identity):
+    """Reduces the last axis of ``rows`` by halving it with ``op`` (associative, commutative)."""
+    n = rows.shape[-1]
+    if n == 0:
+        return cupy.full(rows.shape[:-1], identity, rows.dtype)
+    while n > 1:
+        half = n // 2
+        folded = op(rows[..., :half], rows[..., half:2 * half])
+        rows = cupy.concatenate([folded, rows[..., 2 * half:]], axis=-1) if n % 2 else folded
+        n = rows.shape[-1]
+    return rows[..., 0]
+
+
+def _bitwise(bool_op, int_op, identity_bits):
+    def reduce(x, *, axes):
+        rows = _rows(x, axes)
+        if x.dtype.kind == "b":
+            return _fold(rows, bool_op, identity_bits != 0)
+        identity = np.array(identity_bits).astype(np.uint64).astype(x.dtype)[()]
+        return _fold(rows, int_op, identity)
+    return reduce
+
+
+kernel(lax.reduce_and_p)(_bitwise(cupy.logical_and, cupy.bitwise_and, -1))
+kernel(lax.reduce_or_p)(_bitwise(cupy.logical_or, cupy.bitwise_or, 0))
+kernel(lax.reduce_xor_p)(_bitwise(cupy.logical_xor, cupy.bitwise_xor, 0))
+
+
+def _arg(fn):
+    def arg(x, *, axes, index_dtype):
+        y = x.astype(np.float32) if _half(x.dtype) else x
+        return fn(y, axis=axes[0]).astype(index_dtype)
+    return arg
+
+
+kernel(lax.argmax_p)(_arg(cupy.argmax))
+kernel(lax.argmin_p)(_arg(cupy.argmin))
+
+
+# ---------------------------------------------------------------- cumulative
+
+def _scan_last(y, op):
+    """Inclusive scan of the last axis of ``y`` with ``op``, in ``log2(n)`` whole-array steps."""
+    n = y.shape[-1]
+    step = 1
+    while step < n:
+        y = cupy.concatenate([y[..., :step], op(y[..., :-step], y[..., step:])], axis=-1)
+        step *= 2
+    return y
+
+
+def _cumulative(scan):
+    def fn(x, *, axis, reverse):
+        y = cupy.flip(x, axis) if reverse else x
+        work = y.astype(np.float32) if _half(x.dtype) else y
+        out = scan(work, axis).astype(x.dtype)
+        return cupy.flip(out, axis) if reverse else out
+    return fn
+
+
+def _along(op):
+    def scan(y, axis):
+        return cupy.moveaxis(_scan_last(cupy.moveaxis(y, axis, -1), op), -1, axis)
+    return scan
+
+
+kernel(lax.cumsum_p)(_cumulative(lambda y, a: cupy.cumsum(y, axis=a, dtype=y.dtype)))
+kernel(lax.cumprod_p)(_cumulative(lambda y, a: cupy.cumprod(y, axis=a, dtype=y.dtype)))
+kernel(lax.cummax_p)(_cumulative(_along(maximum)))
+kernel(lax.cummin_p)(_cumulative(_along(minimum)))
+kernel(cumlogsumexp_p)(_cumulative(_along(cupy.logaddexp)))

@@ -1,0 +1,126 @@
+"""GPU kernels of ``sort`` (several operands, ``num_keys`` keys) and ``top_k``.
+
+Both are stable sorts on the device (CuPy's ``argsort``, a radix/merge sort that keeps the
+order of equal keys), with the reference kernels' order: NaN after every number, complex
+numbers by real part then imaginary part, ties in index order. Several keys sort as a
+least-significant-first sequence of stable sorts, so keys of different dtypes need no common
+type.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+import cupy
+
+from plax import lax
+from plax.lax.top_k import top_k_p
+from plax_cupy.kernels import kernel
+
+
+def _greater(a, b):
+    if a.dtype.kind == "c":  # lexicographic (real, imaginary), as NumPy and XLA compare them
+        return (a.real > b.real) | ((a.real == b.real) & (a.imag > b.imag))
+    return a > b
+
+
+def _nan_first(a, b, chosen):
+    # a NaN operand (either part) is the result, the first one if both are (as NumPy's)
+    return cupy.where(cupy.isnan(a), a, cupy.where(cupy.isnan(b), b, chosen))
+
+
+def maximum(a: "cupy.ndarray", b: "cupy.ndarray") -> "cupy.ndarray":
+    """Elementwise maximum, NaN winning (as NumPy's), complex numbers compared
+    lexicographically (real part, then imaginary part).
+
+    Args:
+      a, b: device arrays of one dtype (broadcasting).
+
+    Returns:
+      The larger of each pair (the NaN where one is NaN, the first if both are).
+
+    Example:
+      >>> maximum(cupy.asarray([1 + 5j]), cupy.asarray([1 + 2j]))
+      array([1.+5.j])
+    """
+    if a.dtype.kind == "c":
+        return _nan_first(a, b, cupy.where(_greater(b, a), b, a))
+    return cupy.maximum(a, b)
+
+
+def minimum(a: "cupy.ndarray", b: "cupy.ndarray") -> "cupy.ndarray":
+    """Elementwise minimum, as :func:`maximum` orders values (NaN winning).
+
+    Example:
+      >>> minimum(cupy.asarray([1 + 5j, 2j]), cupy.asarray([1 + 2j, 1j]))
+      array([1.+2.j, 0.+1.j])
+    """
+    if a.dtype.kind == "c":
+        return _nan_first(a, b, cupy.where(_greater(a, b), b, a))
+    return cupy.minimum(a, b)
+
+
+def _parts(key):
+    """The arrays a key sorts by, least significant first (complex: imaginary, then real)."""
+    if key.dtype.kind == "c":
+        return [key.imag, key.real]
+    return [key]
+
+
+def lexicographic_order(keys: list) -> "cupy.ndarray":
+    """The stable permutation along the last axis that sorts by ``keys[0]``, ties by
+    ``keys[1]``, and so on (each key real, NaN last).
+
+    Args:
+      keys: device arrays of one shape (any real dtypes).
+
+    Returns:
+      An int64 device array of that shape: indices along the last axis.
+
+    Example:
+      >>> lexicographic_order([cupy.asarray([1, 0, 1]), cupy.asarray([5., 7., 2.])])
+      array([1, 2, 0])
+    """
+    perm = None
+    for key in reversed(keys):
+        if perm is None:
+            perm = cupy.argsort(key, axis=-1, kind="stable")
+        else:
+            step = cupy.argsort(cupy.take_along_axis(key, perm, axis=-1), axis=-1, kind="stable")
+            perm = cupy.take_along_axis(perm, step, axis=-1)
+    return perm
+
+
+def sort_keys(key: "cupy.ndarray") -> list:
+    """``key`` as :func:`lexicographic_order` keys, most significant first: a complex key is
+    its real then imaginary part, any other key itself.
+
+    Example:
+      >>> [k.dtype.name for k in sort_keys(cupy.zeros(3, cupy.complex64))]
+      ['float32', 'float32']
+    """
+    return list(reversed(_parts(key)))
+
+
+@kernel(lax.sort_p)
+def _sort(*operands, dimension, is_stable, num_keys):
+    ops = [cupy.moveaxis(o, dimension, -1) for o in operands]
+    keys = []
+    for k in ops[:num_keys]:
+        keys += sort_keys(k)
+    perm = lexicographic_order(keys)
+    return [cupy.moveaxis(cupy.take_along_axis(o, perm, axis=-1), -1, dimension) for o in ops]
+
+
+@kernel(top_k_p)
+def _top_k(x, *, k, axis):
+    """The ``k`` largest along ``axis``, descending, ties (and NaN, which come first) in index
+    order, as the reference kernel: a stable ascending sort of the reversed axis read
+    backwards."""
+    x = cupy.moveaxis(x, axis, -1)
+    n = x.shape[-1]
+    reversed_x = x[..., ::-1]
+    order = lexicographic_order(sort_keys(reversed_x))[..., ::-1][..., :k]
+    idx = (n - 1 - order).astype(np.int32)
+    values = cupy.take_along_axis(x, idx.astype(np.int64), axis=-1)
+    return [cupy.ascontiguousarray(cupy.moveaxis(values, -1, axis)),
+            cupy.ascontiguousarray(cupy.moveaxis(idx, -1, axis))]

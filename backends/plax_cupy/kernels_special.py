@@ -1,0 +1,403 @@
+"""GPU kernels of the special functions (``plax.lax.special``, ``plax.lax.special_functions``
+and ``random_gamma_grad``), with the reference kernels' values (``plax_numpy``: SciPy, with
+XLA's conventions where SciPy's differ).
+
+Most are ``cupyx.scipy.special`` ufuncs (CUDA ports of the Cephes code SciPy runs on the
+host): ``erf``, ``erfc``, ``erf_inv``, ``lgamma``, ``digamma``, ``polygamma``, ``igamma``,
+``igammac``, ``regularized_incomplete_beta``, ``zeta``, ``bessel_i0e``, ``bessel_i1e``.
+``random_gamma_grad`` (and ``igamma_grad_a``, built on it) has no CuPy counterpart: it is a
+generated CUDA kernel running JAX's series / continued fraction per element, the algorithm of
+the reference kernel. float16 is computed in float32 and rounded (bfloat16 arrives widened to
+float32 by the backend and is rounded by it).
+
+:func:`launch_raw` is this package's helper for the hand-written CUDA kernels of these
+families (also the LU permutation of :mod:`plax_cupy.kernels_linalg`).
+"""
+from __future__ import annotations
+
+import functools
+import threading
+
+import numpy as np
+
+import cupy
+
+from plax.lax import special_functions as S
+from plax.lax.random_bits import random_gamma_grad_p
+from plax.lax.special import digamma_p, erf_inv_p, erf_p, erfc_p, lgamma_p, polygamma_p
+from plax_cupy.kernels import kernel
+
+# ---------------------------------------------------------------- hand-written CUDA kernels
+
+_modules: dict = {}
+_modules_lock = threading.Lock()
+
+
+def launch_raw(source: str, name: str, n: int, *args) -> None:
+    """Launches ``name`` of the CUDA C++ ``source`` over ``n`` work items (a grid-stride loop
+    in the kernel covers them), compiling the source once per process.
+
+    The source is compiled after :data:`plax_cupy.codegen.PREAMBLE` (so it also builds for the
+    simulated GPU of ``tests/cupy``); ``args`` are contiguous device arrays and NumPy scalars,
+    in the kernel's parameter order. Each call counts one launch in :func:`plax_cupy.counters`.
+
+    Example:
+      >>> launch_raw(src, "plax_lu_permutation", batch, pivots, perm, np.int64(batch), ...)
+    """
+    from plax_cupy import codegen, nvrtc, runtime
+    with _modules_lock:
+        module = _modules.get(source)
+        if module is None:
+            nvrtc.preload_nvrtc()
+            module = _modules[source] = cupy.RawModule(code=codegen.PREAMBLE + source,
+                                                       options=("--std=c++17",))
+    grid, block = codegen.elementwise_launch(max(int(n), 1))
+    module.get_function(name)((grid,), (block,), tuple(args))
+    runtime.note_launch()  # (plax_cupy.counters: CuPy does not count RawModule launches)
+
+
+# ---------------------------------------------------------------- dtype handling
+
+def _compute_dtype(dtype) -> np.dtype:
+    """float16 computes in float32 (CuPy's special ufuncs have no half-precision loops)."""
+    dtype = np.dtype(dtype)
+    return np.dtype(np.float32) if dtype.itemsize < 4 else dtype
+
+
+def _elementwise(fn):
+    """``fn`` on operands cast to the compute dtype of the first, result cast back to it."""
+    @functools.wraps(fn)
+    def wrapped(x, *rest):
+        dtype = np.dtype(x.dtype)
+        compute = _compute_dtype(dtype)
+        args = [v.astype(compute, copy=False) for v in (x, *rest)]
+        return cupy.asarray(fn(*args)).astype(dtype, copy=False)
+    return wrapped
+
+
+def _special():
+    import cupyx.scipy.special
+    return cupyx.scipy.special
+
+
+def _nan_like(x):
+    return cupy.full((), np.nan, x.dtype)  # (filled on the device: no host copy)
+
+
+def _poles(x):
+    """The non-positive integers, where digamma and polygamma are NaN (XLA's convention)."""
+    return (x <= 0) & (x == cupy.floor(x))
+
+
+# ---------------------------------------------------------------- plax.lax.special
+
+@kernel(erf_p)
+@_elementwise
+def erf(x):
+    """The error function, elementwise (``cupyx.scipy.special.erf``).
+
+    Example:
+      >>> erf(cupy.asarray([0.0, 1.0], np.float32))  # [0, 0.8427]
+    """
+    return _special().erf(x)
+
+
+@kernel(erfc_p)
+@_elementwise
+def erfc(x):
+    """The complementary error function ``1 - erf(x)``, elementwise.
+
+    Example:
+      >>> erfc(cupy.asarray([0.0], np.float32))  # [1]
+    """
+    return _special().erfc(x)
+
+
+@kernel(erf_inv_p)
+@_elementwise
+def erf_inv(x):
+    """The inverse error function on ``[-1, 1]`` (±inf at ±1, NaN outside), elementwise.
+
+    Example:
+      >>> erf_inv(cupy.asarray([0.5], np.float32))  # [0.4769]
+    """
+    return _special().erfinv(x)
+
+
+@kernel(lgamma_p)
+@_elementwise
+def lgamma(x):
+    """``log|Gamma(x)|`` elementwise; +inf at the poles and at ±inf (as C's ``lgamma``).
+
+    Example:
+      >>> lgamma(cupy.asarray([3.0], np.float32))  # [log 2]
+    """
+    out = _special().gammaln(x)
+    return cupy.where(cupy.isneginf(x), cupy.full((), np.inf, x.dtype), out)
+
+
+@kernel(digamma_p)
+@_elementwise
+def digamma(x):
+    """The digamma function ``Gamma'(x) / Gamma(x)``; NaN at the non-positive integers (XLA).
+
+    Example:
+      >>> digamma(cupy.asarray([1.0], np.float32))  # [-0.5772]
+    """
+    return cupy.where(_poles(x), _nan_like(x), _special().digamma(x))
+
+
+@kernel(polygamma_p)
+@_elementwise
+def polygamma(m, x):
+    """The ``m``-th derivative of digamma at ``x``; NaN unless ``m`` is a non-negative
+    integer, and at the poles of digamma (XLA's convention).
+
+    Example:
+      >>> polygamma(cupy.asarray([1.0]), cupy.asarray([1.0]))  # [pi^2 / 6]
+    """
+    integral = (m >= 0) & (m == cupy.floor(m))
+    safe_m = cupy.where(integral, m, cupy.zeros((), m.dtype))
+    out = _special().polygamma(safe_m, x).astype(x.dtype, copy=False)
+    return cupy.where(integral & ~_poles(x), out, _nan_like(x))
+
+
+# ---------------------------------------------------------------- plax.lax.special_functions
+
+@kernel(S.igamma_p)
+@_elementwise
+def igamma(a, x):
+    """The regularised lower incomplete gamma function ``P(a, x)``; NaN for infinite ``a``.
+
+    Example:
+      >>> igamma(cupy.asarray([1.0]), cupy.asarray([1.0]))  # [1 - 1/e]
+    """
+    out = _special().gammainc(a, x).astype(a.dtype, copy=False)
+    return cupy.where(cupy.isinf(a), _nan_like(a), out)
+
+
+@kernel(S.igammac_p)
+@_elementwise
+def igammac(a, x):
+    """The regularised upper incomplete gamma function ``Q(a, x) = 1 - P(a, x)``; NaN for
+    infinite ``a``.
+
+    Example:
+      >>> igammac(cupy.asarray([1.0]), cupy.asarray([1.0]))  # [1/e]
+    """
+    out = _special().gammaincc(a, x).astype(a.dtype, copy=False)
+    return cupy.where(cupy.isinf(a), _nan_like(a), out)
+
+
+@kernel(S.regularized_incomplete_beta_p)
+@_elementwise
+def regularized_incomplete_beta(a, b, x):
+    """The regularised incomplete beta function ``I_x(a, b)``, elementwise.
+
+    Example:
+      >>> regularized_incomplete_beta(*(cupy.asarray([v]) for v in (1.0, 1.0, 0.25)))  # [0.25]
+    """
+    return _special().betainc(a, b, x)
+
+
+@kernel(S.zeta_p)
+@_elementwise
+def zeta(x, q):
+    """Hurwitz's zeta function ``sum_k (k + q)^-x``; NaN where ``x`` or ``q`` is infinite.
+
+    Example:
+      >>> zeta(cupy.asarray([2.0]), cupy.asarray([1.0]))  # [pi^2 / 6]
+    """
+    out = _special().zeta(x, q).astype(x.dtype, copy=False)
+    return cupy.where(cupy.isinf(x) | cupy.isinf(q), _nan_like(x), out)
+
+
+@kernel(S.bessel_i0e_p)
+@_elementwise
+def bessel_i0e(x):
+    """The exponentially scaled modified Bessel function of order 0, ``exp(-|x|) I0(x)``.
+
+    Example:
+      >>> bessel_i0e(cupy.asarray([0.0]))  # [1]
+    """
+    return _special().i0e(x)
+
+
+@kernel(S.bessel_i1e_p)
+@_elementwise
+def bessel_i1e(x):
+    """The exponentially scaled modified Bessel function of order 1, ``exp(-|x|) I1(x)``.
+
+    Example:
+      >>> bessel_i1e(cupy.asarray([0.0]))  # [0]
+    """
+    return _special().i1e(x)
+
+
+# ---------------------------------------------------------------- random_gamma_grad
+
+# d(sample)/d(a) of a gamma sample: JAX's power series (x <= max(1, a)) iterated while a term
+# matters, or continued fraction (at most 2000 terms); one thread per element. lgamma and
+# digamma come in as operands (CuPy's ufuncs compute them), so the kernel needs no special
+# function of its own. Elements whose a * log(x) - x - lgamma(a) underflows keep the formula's
+# value before any iteration, as in JAX.
+#: CUDA source: random_gamma_grad elementwise, float32 and float64 entries
+RANDOM_GAMMA_GRAD_SOURCE = r"""
+__device__ __forceinline__ float plax_gg_log(float v) { return logf(v); }
+__device__ __forceinline__ double plax_gg_log(double v) { return log(v); }
+__device__ __forceinline__ float plax_gg_abs(float v) { return fabsf(v); }
+__device__ __forceinline__ double plax_gg_abs(double v) { return fabs(v); }
+__device__ __forceinline__ float plax_gg_nan(float) { return plax_bitcast<float>(0x7fc00000u); }
+__device__ __forceinline__ double plax_gg_nan(double) {
+  return plax_bitcast<double>(0x7ff8000000000000ull);
+}
+
+template <typename T>
+__device__ T plax_gg_series(T a, T x, T digamma_a1, T eps, bool iterate) {
+  T r = a, c = 1, ans = 1, dc_da = 0, dans_da = 0;
+  bool live = iterate;
+  while (live) {
+    T r1 = r + 1;
+    T x_over_r = x / r1;
+    T dc = dc_da * x_over_r - (c * x) / (r1 * r1);
+    T dans = dans_da + dc;
+    c = c * x_over_r;
+    r = r1; dc_da = dc; dans_da = dans; ans = ans + c;
+    live = plax_gg_abs(dc / dans) > eps;
+  }
+  T dlogax_da = plax_gg_log(x) - digamma_a1;
+  return -(dans_da + ans * dlogax_da) * x / a;
+}
+
+template <typename T>
+__device__ T plax_gg_cf(T a, T x, T digamma_a, T eps, bool iterate) {
+  T y = 1 - a, z = x + y + 1;
+  T pkm2 = 1, qkm2 = x, pkm1 = x + 1, qkm1 = z * x;
+  T ans = pkm1 / qkm1;
+  T dpkm2 = 0, dqkm2 = 0, dpkm1 = 0, dqkm1 = -x;
+  T dans = (dpkm1 - ans * dqkm1) / qkm1;
+  bool live = iterate;
+  for (int count = 1; live && count <= 2000; ++count) {
+    y += 1;
+    z += 2;
+    T yc = y * (T)count;
+    T pk = pkm1 * z - pkm2 * yc;
+    T qk = qkm1 * z - qkm2 * yc;
+    bool nonzero = qk != 0;
+    T safe_qk = nonzero ? qk : (T)1;
+    T ans_i = nonzero ? pk / safe_qk : ans;
+    T dpk = dpkm1 * z - pkm1 - dpkm2 * yc + pkm2 * (T)count;
+    T dqk = dqkm1 * z - qkm1 - dqkm2 * yc + qkm2 * (T)count;
+    T dans_i = nonzero ? (dpk - ans_i * dqk) / safe_qk : dans;
+    T change = nonzero ? plax_gg_abs(dans_i - dans) : (T)1;
+    pkm2 = pkm1; pkm1 = pk; qkm2 = qkm1; qkm1 = qk;
+    dpkm2 = dpkm1; dqkm2 = dqkm1; dpkm1 = dpk; dqkm1 = dqk;
+    if (plax_gg_abs(pk) > 1 / eps) {
+      pkm2 *= eps; pkm1 *= eps; qkm2 *= eps; qkm1 *= eps;
+      dpkm2 *= eps; dqkm2 *= eps; dpkm1 *= eps; dqkm1 *= eps;
+    }
+    ans = ans_i;
+    dans = dans_i;
+    live = change > eps;
+  }
+  T dlogax_da = plax_gg_log(x) - digamma_a;
+  return (dans + ans * dlogax_da) * x;
+}
+
+template <typename T>
+__device__ void plax_gg(const T* __restrict__ a_, const T* __restrict__ x_,
+                        const T* __restrict__ lgamma_a_, const T* __restrict__ digamma_a_,
+                        const T* __restrict__ digamma_a1_, T* __restrict__ out,
+                        long long n, T eps, T log_max) {
+  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+       i += (long long)blockDim.x * gridDim.x) {
+    T a = a_[i], x = x_[i];
+    bool is_nan = a != a || x != x;
+    bool x_is_zero = x == 0;
+    bool domain_error = x < 0 || a <= 0;
+    bool use_cf = x > 1 && x > a;
+    T result;
+    if (domain_error || is_nan) {
+      result = plax_gg_nan(a);
+    } else if (x_is_zero) {
+      result = 0;
+    } else {
+      T ax = a * plax_gg_log(x) - x - lgamma_a_[i];
+      bool enabled = !(ax < -log_max);  // an underflowing element is not iterated
+      result = use_cf ? plax_gg_cf(a, x, digamma_a_[i], eps, enabled)
+                      : plax_gg_series(a, x, digamma_a1_[i], eps, enabled);
+    }
+    out[i] = result;
+  }
+}
+
+extern "C" __global__ void plax_random_gamma_grad_f32(
+    const float* a, const float* x, const float* lg, const float* dg, const float* dg1,
+    float* out, long long n, float eps, float log_max) {
+  plax_gg<float>(a, x, lg, dg, dg1, out, n, eps, log_max);
+}
+
+extern "C" __global__ void plax_random_gamma_grad_f64(
+    const double* a, const double* x, const double* lg, const double* dg, const double* dg1,
+    double* out, long long n, double eps, double log_max) {
+  plax_gg<double>(a, x, lg, dg, dg1, out, n, eps, log_max);
+}
+"""
+
+
+def _random_gamma_grad(a, x):
+    """The sample derivative in the compute dtype (float32 or float64), same-shaped ``a``, ``x``."""
+    dtype = a.dtype
+    special = _special()
+    a_c = cupy.ascontiguousarray(a)
+    x_c = cupy.ascontiguousarray(x)
+    lgamma_a = cupy.ascontiguousarray(special.gammaln(a_c).astype(dtype, copy=False))
+    digamma_a = cupy.ascontiguousarray(special.digamma(a_c).astype(dtype, copy=False))
+    digamma_a1 = cupy.ascontiguousarray(special.digamma(a_c + 1).astype(dtype, copy=False))
+    out = cupy.empty(a.shape, dtype)
+    n = int(a.size)
+    if n:
+        info = np.finfo(dtype)
+        name = "plax_random_gamma_grad_f32" if dtype == np.float32 else "plax_random_gamma_grad_f64"
+        launch_raw(RANDOM_GAMMA_GRAD_SOURCE, name, n, a_c, x_c, lgamma_a, digamma_a, digamma_a1, out,
+                   np.int64(n), dtype.type(info.eps), dtype.type(np.log(info.max)))
+    return out
+
+
+@kernel(random_gamma_grad_p)
+@_elementwise
+def random_gamma_grad(a, x):
+    """The derivative of a gamma sample ``x`` with respect to its shape ``a`` (what
+    ``random.gamma``'s gradient uses), by JAX's series / continued fraction on the device.
+
+    Args:
+      a: shape parameters; x: the samples (same shape, or one a scalar).
+
+    Returns:
+      ``d x / d a`` elementwise; NaN where ``a <= 0``, ``x < 0`` or either is NaN; 0 at
+      ``x == 0``.
+
+    Example:
+      >>> random_gamma_grad(cupy.asarray([1.0]), cupy.asarray([0.5]))
+    """
+    a, x = cupy.broadcast_arrays(a, x)
+    return _random_gamma_grad(a, x)
+
+
+@kernel(S.igamma_grad_a_p)
+@_elementwise
+def igamma_grad_a(a, x):
+    """``d P(a, x) / d a``: minus the sample derivative times the gamma density (the
+    reference kernel's formula); NaN outside ``a > 0, x > 0`` (0 at ``x == 0``).
+
+    Example:
+      >>> igamma_grad_a(cupy.asarray([1.0]), cupy.asarray([1.0]))
+    """
+    a, x = cupy.broadcast_arrays(a, x)
+    inside = (a > 0) & (x > 0) & cupy.isfinite(a) & cupy.isfinite(x)
+    one = cupy.ones((), a.dtype)
+    sa, sx = cupy.where(inside, a, one), cupy.where(inside, x, one)
+    density = cupy.exp((sa - 1) * cupy.log(sx) - sx - _special().gammaln(sa).astype(a.dtype))
+    out = -_random_gamma_grad(sa, sx) * density
+    out = cupy.where(inside, out, _nan_like(a))
+    return cupy.where((x == 0) & (a > 0) & cupy.isfinite(a), cupy.zeros((), a.dtype), out)

@@ -1,0 +1,75 @@
+"""Programs made of the shape, indexing, reduction, sort and precision primitives run on the
+simulated GPU, eagerly and under ``jit``, without leaving the device: no host fallback and no
+host copy but reading the results (``plax_cupy.count``), values equal to the CPU's (run by
+test_kernels_a_simulated.py)."""
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import plax
+import plax.numpy as jnp
+from plax import lax
+from test_kernels_a_simulated import on_a_gpu
+
+pytestmark = on_a_gpu
+
+
+def _program(x, i, u):
+    y = jnp.pad(x[1:, ::2], ((1, 2), (0, 1)))
+    z = x.at[i].add(u).at[i].max(u)
+    s = lax.sort((x[0], x[1]), num_keys=1)
+    t = lax.top_k(x, 3)
+    c = (lax.cumsum(x, axis=1, reverse=True), lax.cummax(x, axis=0))
+    r = (jnp.max(x, axis=0), jnp.argmax(x, axis=1), jnp.sum(x, axis=(0, 1)))
+    d = lax.dynamic_update_slice(x, u[:1], (i[0], i[1]))
+    g = jnp.take(jnp.concatenate([x, x[::-1]], axis=0), i, axis=0, mode="clip")
+    return y, z, s, t, c, r, d, g, jnp.transpose(x).reshape(-1)[::3]
+
+
+@pytest.mark.parametrize("dtype", [np.float16, ml_dtypes.bfloat16, np.float32, np.int8],
+                         ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("jitted", [False, True], ids=["eager", "jit"])
+def test_program_stays_on_the_device(dtype, jitted):
+    import plax_cupy
+    rng = np.random.default_rng(0)
+    x = (rng.standard_normal((5, 6)) * 8).astype(dtype)
+    i = np.array([4, 0, 2, 9], np.int32)
+    u = (rng.standard_normal((4, 6)) * 8).astype(dtype)
+    gpu, cpu = plax.devices("gpu")[0], plax.devices("cpu")[0]
+    f = plax.jit(_program) if jitted else _program
+    args = [plax.device_put(a, gpu) for a in (x, i, u)]
+    f(*args)  # compiles once (constants go to the device once)
+    with plax_cupy.count() as c:
+        out = plax.tree_util.tree_leaves(f(*args))
+        for o in out:
+            o.block_until_ready()
+    assert c.host_fallbacks == 0, c.fallbacks
+    assert c.device_to_host == 0
+    want = plax.tree_util.tree_leaves(f(*[plax.device_put(a, cpu) for a in (x, i, u)]))
+    for o, w in zip(out, want):
+        assert o.dtype == w.dtype and o.shape == w.shape
+        np.testing.assert_allclose(np.asarray(o).astype(np.float64), np.asarray(w).astype(np.float64),
+                                   rtol=1e-2 if np.dtype(dtype).itemsize == 2 else 1e-6)
+
+
+@pytest.mark.parametrize("name, fn, most", [
+    ("dynamic_slice", lambda x, i: lax.dynamic_slice(x, (i[0], 1), (2, 3)), 2),
+    ("gather", lambda x, i: x[i], 2),
+    ("scatter-add", lambda x, i: x.at[i].add(1.0), 10),  # (its two generated kernels counted)
+    ("dynamic_update_slice", lambda x, i: lax.dynamic_update_slice(x, x[:1], (i[1], 0)), 4),
+])
+def test_launches_of_the_generated_indexing_kernels(name, fn, most):
+    # dynamic_slice and gather are one generated kernel each (plus whatever index arithmetic
+    # the program has); a scatter a handful of launches: targets, sort, combine
+    import plax_cupy
+    gpu = plax.devices("gpu")[0]
+    x = plax.device_put(np.arange(20, dtype=np.float32).reshape(4, 5), gpu)
+    i = plax.device_put(np.array([0, 3, 7], np.int32), gpu)
+    f = plax.jit(fn)
+    f(x, i).block_until_ready()
+    with plax_cupy.count() as c:
+        f(x, i).block_until_ready()
+    assert c.launches <= most, (name, c.launches)
+    assert c.host_to_device == c.device_to_host == c.host_fallbacks == 0

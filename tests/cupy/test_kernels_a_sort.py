@@ -1,0 +1,72 @@
+"""The sort family's GPU kernels (``plax_cupy.kernels_sort``: sort with several operands and
+keys, top_k) on the simulated GPU against the NumPy backend's: stable ties, NaN last, complex
+keys (run by test_kernels_a_simulated.py)."""
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from plax import lax
+from plax.lax.top_k import top_k_p
+from test_kernels_a_simulated import check, dtypes_all, on_a_gpu, sample
+
+pytestmark = on_a_gpu
+
+IDS = lambda d: np.dtype(d).name  # noqa: E731
+
+
+def _keys(dtype, shape, seed=0):
+    """Values with many ties (and NaN, -0.0 and inf for floats)."""
+    x = sample(shape, dtype, seed)
+    if np.dtype(dtype).kind in "iu":
+        return (x % 3).astype(dtype)
+    if np.dtype(dtype).kind in "fcV":
+        x = np.round(x.astype(np.complex128 if np.dtype(dtype).kind == "c" else np.float64) / 4)
+        flat = x.reshape(-1)
+        flat[1], flat[4], flat[6] = np.nan, -0.0, np.inf
+        return x.astype(dtype)
+    return x
+
+
+@pytest.mark.parametrize("dtype", dtypes_all(), ids=IDS)
+def test_sort_one_key_stable_with_payload(dtype):
+    keys = _keys(dtype, (3, 11))
+    payload = np.arange(33, dtype=np.int32).reshape(3, 11)
+    for dimension in (0, 1):
+        check(lax.sort_p, keys, dimension=dimension, is_stable=True, num_keys=1)
+        check(lax.sort_p, keys, payload, dimension=dimension, is_stable=True, num_keys=1)
+
+
+def test_sort_several_keys_of_different_dtypes():
+    a = _keys(np.int8, (2, 13), 1)
+    b = _keys(np.float32, (2, 13), 2)
+    c = _keys(np.complex64, (2, 13), 3)
+    payload = sample((2, 13), ml_dtypes.bfloat16, 4)
+    check(lax.sort_p, a, b, payload, dimension=1, is_stable=True, num_keys=2)
+    check(lax.sort_p, c, a, b, dimension=1, is_stable=False, num_keys=3)
+    check(lax.sort_p, b, c, dimension=0, is_stable=True, num_keys=2)
+
+
+@pytest.mark.parametrize("dtype", [d for d in dtypes_all() if np.dtype(d).kind not in "bc"], ids=IDS)
+def test_top_k(dtype):
+    x = _keys(dtype, (4, 9))
+    if np.dtype(dtype) == ml_dtypes.bfloat16:
+        # the NumPy backend's top_k sorts bfloat16 with ml_dtypes' comparisons, which do not
+        # order NaN (it is found first with JAX; test_top_k_nan_first_as_jax checks that)
+        wide = x.astype(np.float32)
+        x = np.where(np.isnan(wide), np.float32(2.0), wide).astype(dtype)
+    for k in (0, 1, 4, 9):
+        check(top_k_p, x, k=k, axis=1)
+    check(top_k_p, x, k=2, axis=0)
+
+
+def test_top_k_nan_first_as_jax():
+    jax = pytest.importorskip("jax", reason="compares with JAX's top_k")
+    from test_kernels_a_simulated import run_kernel
+    for dtype in (np.float16, ml_dtypes.bfloat16, np.float32):
+        x = np.array([[0.0, np.nan, 1.0, -0.0, np.inf, 1.0, np.nan]], dtype)
+        values, idx = run_kernel(top_k_p, x, k=5, axis=1)
+        want_values, want_idx = jax.lax.top_k(x, 5)
+        np.testing.assert_array_equal(idx, np.asarray(want_idx))
+        np.testing.assert_array_equal(values.astype(np.float64), np.asarray(want_values).astype(np.float64))

@@ -1,0 +1,98 @@
+"""``conv_general_dilated``'s GPU kernel (``plax_cupy.kernels_convolution``) on the simulated
+GPU against the NumPy backend's: 1 to 3 spatial dimensions, dimension numbers other than
+NCHW, strides, negative and positive padding, lhs and rhs dilation, feature and batch groups,
+both product strategies (per offset and im2col), every dtype and ``preferred_element_type``
+(run by test_kernels_b_simulated.py)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from plax import lax
+from plax.lax.convolution import ConvDimensionNumbers
+from test_kernels_a_simulated import on_a_gpu
+from test_kernels_b_simulated import _bf16, close
+
+pytestmark = on_a_gpu
+
+
+def data(shape, dtype, seed=0):
+    rng = np.random.default_rng(seed)
+    dtype = np.dtype(dtype)
+    if dtype.kind == "b":
+        return rng.random(shape) > 0.5
+    if dtype.kind in "iu":
+        return rng.integers(-3, 4, shape).astype(dtype)
+    x = rng.standard_normal(shape)
+    if dtype.kind == "c":
+        x = x + 1j * rng.standard_normal(shape)
+    return x.astype(dtype)
+
+
+def conv(lhs, rhs, *, strides=None, padding=None, lhs_dilation=None, rhs_dilation=None,
+         dimension_numbers=None, feature_group_count=1, batch_group_count=1,
+         preferred_element_type=None, scale=10):
+    nsp = lhs.ndim - 2
+    ident = tuple(range(nsp + 2))
+    return close(lax.conv_general_dilated_p, lhs, rhs,
+                 window_strides=strides or (1,) * nsp, padding=padding or ((0, 0),) * nsp,
+                 lhs_dilation=lhs_dilation or (1,) * nsp, rhs_dilation=rhs_dilation or (1,) * nsp,
+                 dimension_numbers=ConvDimensionNumbers(*(dimension_numbers or (ident, ident, ident))),
+                 feature_group_count=feature_group_count, batch_group_count=batch_group_count,
+                 precision=None, preferred_element_type=preferred_element_type, scale=scale)
+
+
+CASES = {
+    "1d": dict(lhs=(2, 3, 9), rhs=(4, 3, 3)),
+    "2d strided padded": dict(lhs=(2, 4, 7, 6), rhs=(6, 4, 3, 2), strides=(2, 1),
+                              padding=((1, 2), (0, 1))),
+    "2d negative padding": dict(lhs=(1, 2, 8, 8), rhs=(3, 2, 3, 3), padding=((-1, 2), (1, -2))),
+    "2d lhs and rhs dilation": dict(lhs=(2, 2, 5, 6), rhs=(2, 2, 2, 3), lhs_dilation=(2, 1),
+                                    rhs_dilation=(1, 2), padding=((1, 1), (2, 0))),
+    "3d": dict(lhs=(1, 2, 4, 5, 3), rhs=(2, 2, 2, 2, 2), strides=(1, 2, 1)),
+    "feature groups": dict(lhs=(2, 6, 5, 5), rhs=(9, 2, 3, 3), feature_group_count=3),
+    "depthwise": dict(lhs=(1, 4, 6, 6), rhs=(4, 1, 3, 3), feature_group_count=4),
+    "batch groups": dict(lhs=(4, 3, 6, 5), rhs=(6, 3, 2, 2), batch_group_count=2),
+    "im2col (36 offsets)": dict(lhs=(2, 3, 8, 8), rhs=(2, 3, 6, 6), strides=(1, 2)),
+    "im2col with groups and dilation": dict(lhs=(2, 4, 14, 14), rhs=(4, 2, 6, 6),
+                                            feature_group_count=2, rhs_dilation=(2, 1)),
+    "window wider than the input": dict(lhs=(1, 1, 3, 3), rhs=(1, 1, 4, 2)),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES), ids=str)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=lambda d: np.dtype(d).name)
+def test_conv_configurations(case, dtype):
+    spec = dict(CASES[case])
+    lhs, rhs = data(spec.pop("lhs"), dtype), data(spec.pop("rhs"), dtype, 1)
+    conv(lhs, rhs, **spec)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, "bfloat16", np.complex64, np.complex128,
+                                   np.int32, np.int8, np.bool_], ids=str)
+def test_conv_dtypes(dtype):
+    dtype = _bf16() if dtype == "bfloat16" else np.dtype(dtype)
+    lhs, rhs = data((2, 4, 6, 5), dtype), data((4, 2, 3, 2), dtype, 1)
+    conv(lhs, rhs, strides=(1, 2), padding=((1, 0), (1, 1)), feature_group_count=2)
+
+
+def test_conv_preferred_element_type():
+    lhs, rhs = data((2, 3, 5, 5), np.int8), data((2, 3, 2, 2), np.int8, 1)
+    conv(lhs, rhs, preferred_element_type=np.dtype(np.int32))
+    lhs, rhs = data((2, 3, 5, 5), np.float16), data((2, 3, 2, 2), np.float16, 1)
+    conv(lhs, rhs, preferred_element_type=np.dtype(np.float32))
+    lhs, rhs = data((2, 3, 5, 5), _bf16()), data((2, 3, 2, 2), _bf16(), 1)
+    conv(lhs, rhs, preferred_element_type=np.dtype(np.float32))
+
+
+def test_conv_other_dimension_numbers():
+    # NHWC lhs, HWIO rhs, NHWC out; and a channels-first out of a channels-last input
+    lhs, rhs = data((2, 6, 5, 4), np.float32), data((3, 2, 4, 5), np.float32, 1)
+    conv(lhs, rhs, strides=(2, 1), padding=((1, 1), (0, 1)),
+         dimension_numbers=((0, 3, 1, 2), (3, 2, 0, 1), (0, 3, 1, 2)))
+    conv(lhs, rhs, dimension_numbers=((0, 3, 1, 2), (3, 2, 0, 1), (1, 0, 3, 2)))
+
+
+def test_conv_empty_operands():
+    conv(data((0, 3, 5, 5), np.float32), data((2, 3, 2, 2), np.float32))
+    conv(data((2, 3, 5, 5), np.float32), data((0, 3, 2, 2), np.float32))

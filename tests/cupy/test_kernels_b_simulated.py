@@ -1,0 +1,100 @@
+"""The GPU kernels of the linalg, FFT, convolution, window, special-function and callback
+families (``plax_cupy.kernels_{linalg,fft,convolution,windows,special,callbacks}``) run on the
+simulated GPU of ``fake_cupy`` and compared with the NumPy backend's kernels.
+
+The family files (``test_kernels_b_<family>.py``) run only where ``cupy`` is the simulated one;
+this file runs them in one child process with ``-p fake_cupy_plugin`` (the simulation takes the
+name ``cupy``, so it never meets a real CuPy of this session), and holds the helpers they
+share (:func:`close`, :data:`TOLERANCE`). It reuses the kernel runner of the other kernel
+families (``test_kernels_a_simulated``).
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
+FAMILIES = ("linalg", "fft", "convolution", "windows", "special", "callbacks", "programs")
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="no C++ compiler (g++) for the simulated GPU")
+def test_kernel_families_b_on_the_simulated_gpu():
+    path = os.pathsep.join([HERE, os.path.join(REPO, "backends"), os.environ.get("PYTHONPATH", "")])
+    env = dict(os.environ, PYTHONPATH=path)
+    env.pop("PYTEST_ADDOPTS", None)
+    files = [os.path.join(HERE, f"test_kernels_b_{f}.py") for f in FAMILIES]
+    done = subprocess.run([sys.executable, "-m", "pytest", "-p", "fake_cupy_plugin", "-q",
+                           "-p", "no:cacheprovider", "-p", "no:randomly", *files],
+                          capture_output=True, text=True, env=env, cwd=REPO, timeout=600)
+    tail = done.stdout[-4000:] + done.stderr[-2000:]
+    assert done.returncode == 0, tail
+    assert " passed" in done.stdout and "skipped" not in done.stdout, tail
+
+
+def test_generated_kernels_compile_with_nvrtc():
+    # the hand-written CUDA kernels of these families compile for the device without a warning
+    from conftest import NVRTC_PROBLEM
+    if NVRTC_PROBLEM:
+        pytest.skip(NVRTC_PROBLEM)
+    from plax_cupy import codegen, nvrtc
+    from plax_cupy.kernels_linalg import LU_PERMUTATION_SOURCE, SMALL_LU_ENTRY, SMALL_LU_SOURCE
+    from plax_cupy.kernels_special import RANDOM_GAMMA_GRAD_SOURCE
+    ptx = nvrtc.compile_ptx(codegen.PREAMBLE + SMALL_LU_SOURCE)
+    assert all(f".entry {name}" in ptx for name in SMALL_LU_ENTRY.values())
+    assert ".entry plax_lu_permutation" in nvrtc.compile_ptx(codegen.PREAMBLE + LU_PERMUTATION_SOURCE)
+    ptx = nvrtc.compile_ptx(codegen.PREAMBLE + RANDOM_GAMMA_GRAD_SOURCE)
+    assert ".entry plax_random_gamma_grad_f32" in ptx and ".entry plax_random_gamma_grad_f64" in ptx
+
+
+# ---------------------------------------------------------------- helpers of the family files
+
+def _bf16():
+    import ml_dtypes
+    return np.dtype(ml_dtypes.bfloat16)
+
+
+#: relative (and absolute) tolerance per result dtype: a few units in the last place of the
+#: type, as a different order of floating-point operations gives
+TOLERANCE = {"float16": 4e-3, "bfloat16": 3e-2, "float32": 3e-5, "float64": 1e-12,
+             "complex64": 3e-5, "complex128": 1e-12}
+
+
+def as_wide(a) -> np.ndarray:
+    """``a`` in float64 (complex128 for complex values), for comparisons."""
+    a = np.asarray(a)
+    return a.astype(np.complex128 if a.dtype.kind == "c" else np.float64)
+
+
+def assert_close(got, want, dtype=None, scale: float = 1.0, what: str = ""):
+    """``got`` equals ``want`` in shape and dtype, and in value to ``dtype``'s tolerance
+    (``TOLERANCE``, times ``scale``) -- exactly for integers and booleans; NaN matches NaN."""
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.shape == want.shape, (what, got.shape, want.shape)
+    assert got.dtype == want.dtype, (what, got.dtype, want.dtype)
+    name = np.dtype(dtype or want.dtype).name
+    if want.dtype.kind in "biu":
+        np.testing.assert_array_equal(got, want, err_msg=what)
+        return
+    tol = TOLERANCE[name] * scale
+    np.testing.assert_allclose(as_wide(got), as_wide(want), rtol=tol, atol=tol, err_msg=what)
+
+
+def close(primitive, *host_args, scale: float = 1.0, **params):
+    """Runs ``primitive``'s GPU kernel (as the backend calls it) and the NumPy backend's kernel
+    on ``host_args`` and asserts each result equal within its dtype's tolerance; returns the
+    GPU results (a list for multi-result primitives)."""
+    from test_kernels_a_simulated import reference, run_kernel
+    got = run_kernel(primitive, *host_args, **params)
+    want = reference(primitive, *host_args, **params)
+    gots = got if isinstance(got, list) else [got]
+    wants = list(want) if isinstance(want, (list, tuple)) else [want]
+    assert len(gots) == len(wants), primitive.name
+    for i, (g, w) in enumerate(zip(gots, wants)):
+        assert_close(g, w, scale=scale, what=f"{primitive.name} result {i}")
+    return got

@@ -1,0 +1,36 @@
+"""``python benchmarks/gpu.py --simulated`` runs every row on the simulated GPU and prints what
+one call costs: kernel launches, host copies each way and host fallbacks. A jitted program's
+call makes no host copy and runs nothing on the host, so those columns must read 0 (the times
+mean nothing on the simulation)."""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from test_simulated_streams import REPO, SIMULATED, child_env
+
+ROWS = ("selu", "matmul 256^2 f32", "matmul 256^2 bf16", "MLP step", "random.normal", "tiny jit call")
+
+
+@pytest.mark.skipif(SIMULATED or shutil.which("g++") is None,
+                    reason="already on the simulated GPU, or no C++ compiler (g++) for it")
+def test_benchmark_prints_launches_and_no_host_copies_per_call():
+    done = subprocess.run([sys.executable, os.path.join(REPO, "benchmarks", "gpu.py"), "--simulated"],
+                          capture_output=True, text=True, env=child_env(), cwd=REPO, timeout=600)
+    out = done.stdout
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "launches" in out and "h2d" in out and "d2h" in out, out
+    for row in ROWS:
+        line = next((ln for ln in out.splitlines() if ln.startswith(row)), None)
+        assert line is not None and "failed" not in line, out
+        # time, jax, ratio, then: launches h2d d2h fallbacks
+        m = re.search(r"ms\s+\S+\s+\S+\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)", line)
+        assert m, line
+        launches, h2d, d2h, fallbacks = map(int, m.groups())
+        assert launches >= 1, line
+        assert (h2d, d2h, fallbacks) == (0, 0, 0), line

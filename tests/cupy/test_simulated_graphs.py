@@ -1,0 +1,336 @@
+"""Compiled CuPy programs replay as one CUDA graph on a static buffer plan (issue 24, "Speed").
+
+On the simulated GPU (:mod:`fake_cupy`: a capture records the kernels and CuPy operations
+issued on the stream and replays them over the same device memory on ``Graph.launch``):
+
+* a compiled MLP step and a ``scan`` run plainly on the first call, are captured on the second
+  and replay from the third as ``1 + inputs + outputs`` launches (the copies into the plan's
+  input buffers -- none when the same input Arrays come again -- and out of its outputs, and
+  the graph), with no host copy and no Python per kernel or per loop iteration; values equal
+  to the plain path and to the NumPy backend;
+* a program of one fused kernel (selu), and programs with ``cond``/``while``/host callbacks,
+  run plainly, with the reason in ``as_text()``; ``PLAX_CUDA_GRAPHS=0`` disables graphs;
+* a stale captured pointer (a buffer freed after capture) is caught on replay;
+* four threads calling one compiled program get their own results;
+* out of memory while capturing raises ``GpuOutOfMemoryError``.
+
+:func:`test_on_the_simulated_gpu` runs this file again in a child process with
+``-p fake_cupy_plugin``; the other tests skip here.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import threading
+
+import numpy as np
+import pytest
+
+from test_simulated_streams import SIMULATED, child_env, on_simulated_gpu, REPO
+
+
+@pytest.mark.skipif(SIMULATED or shutil.which("g++") is None,
+                    reason="already on the simulated GPU, or no C++ compiler (g++) for it")
+def test_on_the_simulated_gpu():
+    done = subprocess.run([sys.executable, "-m", "pytest", "-p", "fake_cupy_plugin", "-q",
+                           "-p", "no:cacheprovider", "-p", "no:randomly", __file__],
+                          capture_output=True, text=True, env=child_env(), cwd=REPO, timeout=600)
+    tail = done.stdout[-4000:] + done.stderr[-2000:]
+    assert done.returncode == 0, tail
+    assert " passed" in done.stdout and " 1 skipped" in done.stdout, tail
+
+
+def _gpu():
+    import plax
+    return plax.devices("gpu")[0]
+
+
+def _loss(p, x, y):
+    import plax.numpy as jnp
+    h = jnp.tanh(x @ p[0] + p[1])
+    return jnp.mean((h @ p[2] - y) ** 2)
+
+
+def _step(p, x, y):
+    import plax
+    return [w - 0.1 * g for w, g in zip(p, plax.grad(_loss)(p, x, y))]
+
+
+def _mlp_args(seed=0):
+    r = np.random.default_rng(seed)
+    p = [r.normal(size=s).astype(np.float32) for s in [(8, 16), (16,), (16, 4)]]
+    return p, r.normal(size=(32, 8)).astype(np.float32), r.normal(size=(32, 4)).astype(np.float32)
+
+
+def _scan(xs):
+    import plax.numpy as jnp
+    from plax import lax
+    return lax.scan(lambda c, v: (c * 0.9 + jnp.sin(v), c * v), jnp.zeros(4, jnp.float32), xs)
+
+
+def _scan_mlp(w, xs):
+    """A scan whose body is several launches (a product, then a fused cluster)."""
+    import plax.numpy as jnp
+    from plax import lax
+    return lax.scan(lambda c, v: (jnp.tanh(c @ w + v), jnp.sum(c)), jnp.zeros(4, jnp.float32), xs)
+
+
+def _calls(f, args, n):
+    """``n`` calls of ``f``; returns each call's outputs (host) and counts."""
+    import plax
+    import plax_cupy
+    import fake_cupy
+    results = []
+    for _ in range(n):
+        kernels = fake_cupy.COUNTS["kernel_launches"]
+        with plax_cupy.count() as c:
+            out = plax.tree_util.tree_leaves(f(*args))
+        host = [np.asarray(o) for o in out]   # the reads, after the counted call
+        results.append((host, c, fake_cupy.COUNTS["kernel_launches"] - kernels, len(out)))
+    return results
+
+
+@pytest.fixture(autouse=True)
+def executables(monkeypatch):
+    """The executables CupyBackend.compile returns in the test, latest last."""
+    if not SIMULATED:
+        yield []
+        return
+    from plax_cupy.backend import CupyBackend
+    made, compile_ = [], CupyBackend.compile
+
+    def recording(self, jaxpr, device):
+        made.append(compile_(self, jaxpr, device))
+        return made[-1]
+    monkeypatch.setattr(CupyBackend, "compile", recording)
+    yield made
+
+
+def _text(executables, first: int = 0) -> str:
+    """The text of the first program compiled since ``first`` (a jit's own, before its bodies)."""
+    return executables[first].as_text()
+
+
+@on_simulated_gpu
+@pytest.mark.parametrize("program", ["mlp", "scan", "scan-of-several-kernels"])
+def test_replays_as_a_graph_from_the_third_call(program, executables):
+    import plax
+    import fake_cupy
+    gpu = _gpu()
+    if program == "mlp":
+        p, x, y = _mlp_args()
+        fn, host_args = _step, (p, x, y)
+    elif program == "scan":
+        fn, host_args = _scan, (np.random.default_rng(1).normal(size=(12, 4)).astype(np.float32),)
+    else:
+        r = np.random.default_rng(4)
+        fn, host_args = _scan_mlp, (r.normal(size=(4, 4)).astype(np.float32) * 0.5,
+                                    r.normal(size=(9, 4)).astype(np.float32))
+    args = plax.device_put(host_args, gpu)
+    f = plax.jit(fn)
+    graphs = fake_cupy.COUNTS.get("graph_launches", 0)
+    runs = _calls(f, args, 4)
+    assert fake_cupy.COUNTS.get("graph_launches", 0) - graphs == 3   # calls 2, 3, 4
+    n_in = len(plax.tree_util.tree_leaves(args))
+    for host, c, kernels, n_out in runs[2:]:
+        assert (c.host_to_device, c.device_to_host, c.host_fallbacks) == (0, 0, 0)
+        assert c.launches == 1 + n_out   # the graph and the copies out (same inputs: no copy)
+        assert kernels == 0                          # no kernel launched from Python
+    assert runs[0][1].launches > runs[2][1].launches
+    assert "CUDA graph: captured" in _text(executables)
+    # values: plain path (graphs off), and the NumPy backend
+    os.environ["PLAX_CUDA_GRAPHS"] = "0"
+    first = len(executables)
+    try:
+        plain = plax.jit(lambda *a: fn(*a))
+        want = [np.asarray(o) for o in plax.tree_util.tree_leaves(plain(*args))]
+        assert "PLAX_CUDA_GRAPHS=0" in _text(executables, first)
+    finally:
+        del os.environ["PLAX_CUDA_GRAPHS"]
+    ref = plax.jit(fn, backend="numpy")(*plax.device_put(host_args, plax.devices("cpu")[0]))
+    ref = [np.asarray(o) for o in plax.tree_util.tree_leaves(ref)]
+    for host, *_ in runs:
+        for got, w, r in zip(host, want, ref):
+            np.testing.assert_array_equal(got, w)
+            np.testing.assert_allclose(got, r, rtol=2e-5, atol=1e-6)
+
+
+@on_simulated_gpu
+def test_new_inputs_are_copied_into_the_plan():
+    import plax
+    import plax_cupy
+    gpu = _gpu()
+    f = plax.jit(_scan)
+    r = np.random.default_rng(5)
+    hosts = [r.normal(size=(7, 4)).astype(np.float32) for _ in range(4)]
+    want = [[np.asarray(o) for o in plax.tree_util.tree_leaves(
+        plax.jit(_scan, backend="numpy")(plax.device_put(h, plax.devices("cpu")[0])))]
+        for h in hosts]
+    for h, w in zip(hosts, want):
+        x = plax.device_put(h, gpu)
+        with plax_cupy.count() as c:
+            out = plax.tree_util.tree_leaves(f(x))
+        for o, wo in zip(out, w):
+            np.testing.assert_allclose(np.asarray(o), wo, rtol=2e-5, atol=1e-6)
+    assert c.launches == 1 + 1 + len(out)   # the new input copied in, the graph, copies out
+
+
+@on_simulated_gpu
+def test_a_training_loop_feeds_outputs_back():
+    import plax
+    gpu = _gpu()
+    p, x, y = _mlp_args(2)
+    f = plax.jit(_step)
+    params = plax.device_put(p, gpu)
+    xd, yd = plax.device_put((x, y), gpu)
+    ref = plax.device_put(p, plax.devices("cpu")[0])
+    g = plax.jit(_step, backend="numpy")
+    xc, yc = plax.device_put((x, y), plax.devices("cpu")[0])
+    for _ in range(5):
+        params = f(params, xd, yd)
+        ref = g(ref, xc, yc)
+    for a, b in zip(params, ref):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-4, atol=1e-6)
+
+
+@on_simulated_gpu
+@pytest.mark.parametrize("program, reason", [
+    ("selu", "no more than a replay"),
+    ("cond", "cond decides its branch on the host"),
+    ("while", "while decides each iteration on the host"),
+    ("callback", "host callback"),
+    ("host", "a primitive runs on the host: asin"),
+])
+def test_programs_that_need_the_host_run_plainly(program, reason, executables):
+    import plax
+    import plax.numpy as jnp
+    from plax import lax
+    import fake_cupy
+    fns = {
+        "selu": lambda x: 1.05 * jnp.where(x > 0, x, 1.67 * jnp.exp(x) - 1.67),
+        "cond": lambda x: lax.cond(x.sum() > 0, lambda v: v * 2, lambda v: v - 1, x) * 3 + 1,
+        "while": lambda x: lax.while_loop(lambda v: v.sum() < 100, lambda v: v * 2 + 1, x),
+        "callback": lambda x: plax.pure_callback(
+            lambda v: np.asarray(v) * 2, plax.ShapeDtypeStruct(x.shape, x.dtype), jnp.sin(x)) + 1,
+    }
+    x = np.linspace(0.5, 2, 8).astype(np.float32)
+    if program == "host":  # complex asin has no GPU path yet (docs/gpu.md, Limits)
+        fns["host"] = lambda z: jnp.arcsin(z * 0.3) * 2 + jnp.exp(z) - z
+        x = x.astype(np.complex64)
+    x = plax.device_put(x, _gpu())
+    f = plax.jit(fns[program])
+    graphs = fake_cupy.COUNTS.get("graph_launches", 0)
+    first = np.asarray(f(x))
+    for _ in range(3):
+        np.testing.assert_array_equal(np.asarray(f(x)), first)
+    assert fake_cupy.COUNTS.get("graph_launches", 0) == graphs
+    text = _text(executables)
+    assert "CUDA graph: no, runs plainly" in text and reason in text, text[-300:]
+
+
+@on_simulated_gpu
+def test_a_stale_captured_pointer_is_caught():
+    import cupy
+    import fake_cupy
+    s = cupy.cuda.Stream(non_blocking=True)
+    with s:
+        a = cupy.arange(256, dtype=cupy.float32)
+        s.begin_capture()
+        b = a * 2
+        graph = s.end_capture()
+        graph.launch(s)
+        np.testing.assert_array_equal(b.get(), np.arange(256) * 2)
+        del a                                   # the captured input is freed...
+        c = cupy.zeros(256, dtype=cupy.float32)  # ...and its block reused
+        with pytest.raises(fake_cupy.UseAfterFreeError, match="stale"):
+            graph.launch(s)
+        del c
+
+
+@on_simulated_gpu
+def test_capture_refuses_host_traffic_and_poisons_its_outputs():
+    import cupy
+    import fake_cupy
+    s = cupy.cuda.Stream(non_blocking=True)
+    with s:
+        a = cupy.arange(4, dtype=cupy.float32)
+        s.begin_capture()
+        b = a + 1
+        with pytest.raises(fake_cupy.StreamCaptureError):
+            b.get()
+        with pytest.raises(fake_cupy.StreamCaptureError):
+            cupy.asarray(np.ones(3))
+        graph = s.end_capture()
+        s.synchronize()
+        assert np.isnan(b.get()).all()          # nothing ran at capture
+        graph.launch(s)
+        np.testing.assert_array_equal(b.get(), [1, 2, 3, 4])
+
+
+@on_simulated_gpu
+def test_the_plan_owns_its_buffers(executables):
+    """The graph's pointers stay valid however the caller's arrays come and go: freeing the
+    plan's buffers is what a stale pointer would be, and the fake catches it."""
+    import plax
+    import fake_cupy
+    xs = np.random.default_rng(3).normal(size=(6, 4)).astype(np.float32)
+    f = plax.jit(_scan)
+    for _ in range(3):  # fresh input arrays each call, dropped after it
+        out = f(plax.device_put(xs, _gpu()))
+    program = executables[0].graphed
+    assert program.plan is not None
+    program.plan.held.clear()
+    program.plan.inputs.clear()
+    program.plan.outputs.clear()
+    import cupy
+    junk = [cupy.zeros(n, dtype=cupy.uint8) for n in (64, 512, 1024, 4096)]  # reuse blocks
+    with pytest.raises(fake_cupy.UseAfterFreeError):
+        program.plan.graph.launch(program.backend.stream(program.device))
+    del junk, out
+
+
+@on_simulated_gpu
+def test_four_threads_share_one_compiled_program():
+    import plax
+    gpu = _gpu()
+    f = plax.jit(_step)
+    inputs = [plax.device_put(_mlp_args(seed), gpu) for seed in range(4)]
+    want = [[np.asarray(o) for o in plax.jit(_step, backend="numpy")(
+        *plax.device_put(_mlp_args(seed), plax.devices("cpu")[0]))] for seed in range(4)]
+    errors, got = [], {}
+
+    def worker(i):
+        try:
+            for _ in range(4):
+                got[i] = [np.asarray(o) for o in f(*inputs[i])]
+        except BaseException as err:  # pragma: no cover - reported below
+            errors.append(err)
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    for i in range(4):
+        for a, b in zip(got[i], want[i]):
+            np.testing.assert_allclose(a, b, rtol=2e-5, atol=1e-6)
+
+
+@on_simulated_gpu
+def test_out_of_memory_while_capturing():
+    import plax
+    import fake_cupy
+    from plax_cupy.runtime import GpuOutOfMemoryError
+    xs = plax.device_put(np.ones((64, 4), np.float32), _gpu())
+    f = plax.jit(lambda v: _scan(v * 2))
+    f(xs)                                   # plain
+    saved = fake_cupy.MEMORY
+    fake_cupy.MEMORY = 256                  # the capture's first allocation is larger
+    try:
+        with pytest.raises(GpuOutOfMemoryError):
+            f(xs)
+    finally:
+        fake_cupy.MEMORY = saved
