@@ -299,7 +299,7 @@ def arange(start: Any, stop: Any = None, step: Any = None, dtype: Any = None, *,
     start = _concrete_scalar(start, "start")
     stop = _concrete_scalar(stop, "stop") if stop is not None else None
     step = _concrete_scalar(step, "step") if step is not None else None
-    if stop is None and step is None:
+    if stop is None:  # arange(n) and arange(n, step=s) both count from 0 to n, as JAX
         start, stop = 0, start
     step = 1 if step is None else step
     if step == 0:  # JAX's exception type: its length computation divides by the step

@@ -155,9 +155,30 @@ def squeeze(a, axis=None):
 
 
 def expand_dims(a, axis):
-    """Inserts axes of size one at positions ``axis`` of the result."""
+    """Inserts axes of size one at positions ``axis`` of the result.
+
+    Args:
+      a: the array.
+      axis: an int or a tuple of ints, positions in the result (negative from its end).
+
+    Returns:
+      ``a`` reshaped with a size-one axis at each position of ``axis``.
+
+    Raises:
+      numpy.exceptions.AxisError: for an axis outside the result's rank. It is both a
+        ``ValueError`` (what JAX raises) and an ``IndexError`` (what the Array API asks).
+
+    Example:
+      >>> jnp.expand_dims(jnp.ones((2, 3)), -1).shape
+      (2, 3, 1)
+    """
     a = asarray_weak(a)
     axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+    out_ndim = get_aval(a).ndim + len(axes)
+    for ax in axes:
+        if not -out_ndim <= ax < out_ndim:
+            raise np.exceptions.AxisError(
+                f"axis {ax} is out of bounds for array of dimension {out_ndim}")
     return lax.expand_dims(a, axes)
 
 
