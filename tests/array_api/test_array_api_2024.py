@@ -163,3 +163,18 @@ def test_setitem_raises_type_error_as_jax():
         x[0] = 1.0
     with pytest.raises(TypeError, match="immutable"):
         x[jnp.asarray([True, False, True])] = 1.0
+
+
+# ---------------------------------------------------------------- copysign broadcasting
+
+@pytest.mark.parametrize("x_shape, y_shape", [((), (3,)), ((), (0,)), ((2, 1), (3,)),
+                                              ((3,), ())])
+def test_copysign_broadcasts_both_ways(x_shape, y_shape):
+    # the suite found copysign(0-d, 1-d) failing: the sign was not broadcast to |x|'s shape
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal(x_shape).astype(np.float32)
+    y = rng.standard_normal(y_shape).astype(np.float32)
+    out = jnp.copysign(jnp.asarray(x), jnp.asarray(y))
+    expected = np.copysign(x, y)
+    assert out.shape == expected.shape
+    np.testing.assert_array_equal(np.asarray(out), expected)
