@@ -178,3 +178,27 @@ def test_copysign_broadcasts_both_ways(x_shape, y_shape):
     expected = np.copysign(x, y)
     assert out.shape == expected.shape
     np.testing.assert_array_equal(np.asarray(out), expected)
+
+
+# ---------------------------------------------------------------- empty boolean masks
+
+@pytest.mark.parametrize("x_shape, mask_shape", [((3,), (0,)), ((1,), (0,)), ((1, 2), (0, 2)),
+                                                 ((1, 2), (0, 0)), ((2, 3, 4), (0, 3))])
+def test_empty_mask_selects_nothing(x_shape, mask_shape):
+    # a mask with no elements matches any axis sizes, as NumPy (the suite found x[(0,)-mask]
+    # on a (1,) array raising)
+    x = np.arange(math.prod(x_shape), dtype=np.float32).reshape(x_shape)
+    mask = np.zeros(mask_shape, bool)
+    out = jnp.asarray(x)[jnp.asarray(mask)]
+    assert out.shape == x[mask].shape
+
+
+def test_empty_mask_matches_jax():
+    jnp_jax = _jax_numpy()
+    x, mask = np.ones((1, 2), np.float32), np.zeros((0, 2), bool)
+    assert jnp.asarray(x)[jnp.asarray(mask)].shape == jnp_jax.asarray(x)[mask].shape
+
+
+def test_mismatched_nonempty_mask_still_raises():
+    with pytest.raises(IndexError, match="boolean index did not match"):
+        jnp.ones(1)[jnp.asarray([True, False])]
