@@ -202,3 +202,19 @@ def test_empty_mask_matches_jax():
 def test_mismatched_nonempty_mask_still_raises():
     with pytest.raises(IndexError, match="boolean index did not match"):
         jnp.ones(1)[jnp.asarray([True, False])]
+
+
+# ---------------------------------------------------------------- eye with a far diagonal
+
+@pytest.mark.parametrize("n, m, k", [(0, None, -2**63 - 1), (3, None, -2**63 - 1),
+                                     (3, 4, 2**70), (3, 4, 4), (3, 4, -3), (3, 4, -2)])
+def test_eye_diagonal_beyond_the_matrix(n, m, k):
+    # the suite found eye(0, k=-2**63-1) overflowing int32; JAX gives zeros
+    out = jnp.eye(n, m, k=k)
+    np.testing.assert_array_equal(np.asarray(out), np.eye(n, m, k=k))
+
+
+def test_eye_far_diagonal_matches_jax():
+    jnp_jax = _jax_numpy()
+    np.testing.assert_array_equal(np.asarray(jnp.eye(3, k=2**40)),
+                                  np.asarray(jnp_jax.eye(3, k=2**40)))

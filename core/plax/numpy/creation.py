@@ -439,6 +439,8 @@ def eye(N: int, M: int | None = None, k: int = 0, dtype: Any = None, *, device=N
     if N < 0 or M < 0:
         raise ValueError(f"negative dimensions are not allowed, got N={N}, M={M}")
     dt = _default_or(dtype, "eye")
+    # a diagonal beyond the matrix is all zeros; clamping keeps a huge k within int32
+    k = max(-N, min(M, k))
     rows = lax.broadcasted_iota(np.int32, (N, M), 0)
     cols = lax.broadcasted_iota(np.int32, (N, M), 1)
     on = lax.eq(lax.add(rows, lax.full((), k, np.int32)), cols)
