@@ -1,6 +1,6 @@
 """The Array API standard 2024.12 as plax declares it, and regression tests for what the
 standard's own test suite (data-apis/array-api-tests, run by tools/run_array_api_tests.sh)
-found: ``pow`` at -0 and -infinity, ``arange(n, step=s)``, ``expand_dims``'s axis error.
+found: ``pow`` at -0 and -infinity, ``arange(n, step=s)``, ``copysign``, empty masks, ``eye``.
 Each is checked against a NumPy / ``math`` reference and, where JAX is installed, against
 JAX, which behaves the same."""
 from __future__ import annotations
@@ -133,25 +133,17 @@ def test_arange_stop_only_with_step_matches_jax(args, kwargs):
 # ---------------------------------------------------------------- expand_dims
 
 @pytest.mark.parametrize("axis", [3, -4, 7, (0, 4)])
-def test_expand_dims_axis_out_of_bounds(axis):
-    # The standard asks for IndexError, JAX raises ValueError: AxisError is both.
-    x = jnp.ones((2, 3))
-    with pytest.raises(IndexError, match="out of bounds"):
-        jnp.expand_dims(x, axis)
-    with pytest.raises(ValueError, match="out of bounds"):
-        jnp.expand_dims(x, axis)
+def test_expand_dims_axis_out_of_bounds_is_a_plain_value_error(axis):
+    # JAX's exception (the standard asks for IndexError: a suite failure plax keeps, as JAX)
+    with pytest.raises(ValueError, match="out of bounds") as info:
+        jnp.expand_dims(jnp.ones((2, 3)), axis)
+    assert type(info.value) is ValueError
 
 
 @pytest.mark.parametrize("axis", [0, 2, -1, -3, (0, 3)])
 def test_expand_dims_in_bounds(axis):
     x = np.arange(6.0).reshape(2, 3)
     assert jnp.expand_dims(jnp.asarray(x), axis).shape == np.expand_dims(x, axis).shape
-
-
-def test_expand_dims_error_is_a_value_error_as_in_jax():
-    jnp_jax = _jax_numpy()
-    with pytest.raises(ValueError):
-        jnp_jax.expand_dims(jnp_jax.ones((2, 3)), 3)
 
 
 # ---------------------------------------------------------------- the immutable array
