@@ -131,9 +131,28 @@ def _integer_pow(x, *, y):
 
 # ------------------------------------------------------------------ binary
 
-for _prim, _uf in [(lax.pow_p, np.power), (lax.atan2_p, np.arctan2), (lax.max_p, np.maximum),
-                   (lax.min_p, np.minimum)]:
+for _prim, _uf in [(lax.atan2_p, np.arctan2), (lax.max_p, np.maximum), (lax.min_p, np.minimum)]:
     _ufunc(_prim, _uf)
+
+
+@impl(lax.pow_p)
+@lowp
+@_quiet
+def _pow(x, y):
+    out = np.power(x, y)
+    if out.dtype.kind != "f":
+        return out
+    # NumPy computes x ** 0.5 as sqrt(x), which gives -0 and nan at x = -0 and -inf; IEEE pow
+    # (and XLA, the Array API) gives |x| ** y there whenever y is not an odd integer. Only an
+    # exponent of +-0.5 can take that path, so other exponents cost one look at y.
+    x, y = np.asarray(x), np.asarray(y)
+    if not (np.abs(y) == 0.5).any():
+        return out
+    negative_edge = np.signbit(x) & ((x == 0) | np.isinf(x))
+    if negative_edge.any():
+        odd_integer = (np.floor(y) == y) & (np.abs(np.fmod(y, 2)) == 1)
+        out = np.where(negative_edge & ~odd_integer, np.power(np.abs(x), y), out)
+    return out
 
 
 @impl(lax.nextafter_p)

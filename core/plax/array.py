@@ -180,10 +180,10 @@ class Array:
         return self._owned_buffer()[0].__cuda_array_interface__
 
     def __array_namespace__(self, *, api_version=None):
-        """The Array API namespace of this array, ``plax.numpy`` (standard version 2023.12).
+        """The Array API namespace of this array, ``plax.numpy`` (standard version 2024.12).
 
         Raises:
-          ValueError: for an ``api_version`` other than None or ``"2023.12"`` (as JAX does
+          ValueError: for an ``api_version`` other than None or ``"2024.12"`` (as JAX does
             for the versions it does not implement).
         """
         import plax.numpy

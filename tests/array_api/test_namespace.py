@@ -147,7 +147,11 @@ def test_dtype(name):
 
 
 def test_array_api_version():
-    assert jnp.__array_api_version__ == "2023.12"
+    # 2024.12, as JAX 0.10 declares; the 2023.12 namespace recorded in SPEC is a subset of it.
+    assert jnp.__array_api_version__ == "2024.12"
+    assert jnp.ones(2).__array_namespace__(api_version="2024.12") is jnp
+    with pytest.raises(ValueError, match="2023.12"):
+        jnp.ones(2).__array_namespace__(api_version="2023.12")
 
 
 def test_namespace_info():
@@ -215,10 +219,11 @@ def test_dlpack_round_trip(dtype):
         jnp.from_dlpack([1, 2])
 
 
-@pytest.mark.parametrize("version", ["2021.12", "2022.12", "2024.12", "1999.1"])
+@pytest.mark.parametrize("version", ["2021.12", "2022.12", "2023.12", "2025.12", "1999.1"])
 def test_array_namespace_rejects_other_versions(version):
+    # Only the declared version, as JAX (which accepts "2024.12" alone).
     x = jnp.ones(2)
-    assert x.__array_namespace__(api_version="2023.12") is jnp
+    assert x.__array_namespace__(api_version="2024.12") is jnp
     assert x.__array_namespace__() is jnp
     with pytest.raises(ValueError, match=f"api_version='{version}' is not available"):
         x.__array_namespace__(api_version=version)

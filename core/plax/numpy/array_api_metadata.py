@@ -1,6 +1,6 @@
 """Array API standard metadata: ``__array_api_version__`` and ``__array_namespace_info__``.
 
-Mirrors ``jax._src.numpy.array_api_metadata``; plax declares the 2023.12 standard.
+Mirrors ``jax._src.numpy.array_api_metadata``; plax declares the 2024.12 standard, as JAX 0.10 does.
 """
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import numpy as np
 
 from plax import dtypes
 
-__array_api_version__ = "2023.12"
+__array_api_version__ = "2024.12"
 
 _KINDS = {
     "bool": ("bool",),

@@ -328,7 +328,7 @@ def arange(start: Any, stop: Any = None, step: Any = None, dtype: Any = None, *,
     start = _concrete_scalar(start, "start")
     stop = _concrete_scalar(stop, "stop") if stop is not None else None
     step = _concrete_scalar(step, "step") if step is not None else None
-    if stop is None and step is None:
+    if stop is None:  # arange(n) and arange(n, step=s) both count from 0 to n, as JAX
         start, stop = 0, start
     step = 1 if step is None else step
     if step == 0:  # JAX's exception type: its length computation divides by the step
@@ -468,6 +468,8 @@ def eye(N: int, M: int | None = None, k: int = 0, dtype: Any = None, *, device=N
     if N < 0 or M < 0:
         raise ValueError(f"negative dimensions are not allowed, got N={N}, M={M}")
     dt = _default_or(dtype, "eye")
+    # a diagonal beyond the matrix is all zeros; clamping keeps a huge k within int32
+    k = max(-N, min(M, k))
     rows = lax.broadcasted_iota(np.int32, (N, M), 0)
     cols = lax.broadcasted_iota(np.int32, (N, M), 1)
     on = lax.eq(lax.add(rows, lax.full((), k, np.int32)), cols)

@@ -133,7 +133,8 @@ def _normalize_entries(x_shape: tuple, idx: Any) -> list:
                 out.append(("bool", bool(mask)))
                 continue
             covered = tuple(x_shape[dim:dim + mask.ndim])
-            if mask.shape != covered:
+            # a mask with no elements selects nothing whatever the axes' sizes, as NumPy and JAX
+            if mask.shape != covered and mask.size != 0:
                 raise IndexError(f"boolean index did not match indexed array: the mask has "
                                  f"shape {mask.shape} but indexes axes {dim}.."
                                  f"{dim + mask.ndim - 1} of shape {covered} (array shape "

@@ -159,7 +159,23 @@ def squeeze(a, axis=None):
 
 
 def expand_dims(a, axis):
-    """Inserts axes of size one at positions ``axis`` of the result."""
+    """Inserts axes of size one at positions ``axis`` of the result.
+
+    Args:
+      a: the array.
+      axis: an int or a tuple of ints, positions in the result (negative from its end).
+
+    Returns:
+      ``a`` reshaped with a size-one axis at each position of ``axis``.
+
+    Raises:
+      ValueError: for an axis outside the result's rank, as JAX (the Array API asks for an
+        ``IndexError``; see docs/design_decisions.md).
+
+    Example:
+      >>> jnp.expand_dims(jnp.ones((2, 3)), -1).shape
+      (2, 3, 1)
+    """
     a = asarray_weak(a)
     axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
     return lax.expand_dims(a, axes)

@@ -797,7 +797,8 @@ def copysign(x, y, /):
     x, y = promote_args_inexact("copysign", x, y)
     if dtypes.is_complex(_dt(x)):
         raise TypeError("copysign does not support complex inputs")
-    return lax.select(signbit(y), lax.neg(lax.abs(x)), lax.abs(x))
+    # _where broadcasts the sign to |x|'s shape and back (a 0-d x with a 1-d y, as NumPy)
+    return _where(signbit(y), lax.neg(lax.abs(x)), lax.abs(x))
 
 
 def _check_broadcastable(name, *args):
