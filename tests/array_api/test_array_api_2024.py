@@ -1,5 +1,5 @@
 """The Array API standard 2024.12 as plax declares it, and regression tests for what the
-standard's own test suite (data-apis/array-api-tests, run by tools/run_array_api_tests.sh)
+standard's own test suite (data-apis/array-api-tests, run by tests/array_api/run_array_api_tests.sh)
 found: ``pow`` at -0 and -infinity, ``arange(n, step=s)``, ``copysign``, empty masks, ``eye``.
 Each is checked against a NumPy / ``math`` reference and, where JAX is installed, against
 JAX, which behaves the same."""

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs the Array API standard's own test suite (data-apis/array-api-tests) on plax.numpy.
 #
-# Usage: tools/run_array_api_tests.sh [ARRAY_API_TESTS_DIR [ARRAY_API_DIR]] [-- PYTEST_ARGS...]
+# Usage: tests/array_api/run_array_api_tests.sh [ARRAY_API_TESTS_DIR [ARRAY_API_DIR]] [-- PYTEST_ARGS...]
 #
 #   ARRAY_API_TESTS_DIR  a tree of data-apis/array-api-tests at commit 55fcc60 (default:
 #                        $ARRAY_API_TESTS_DIR, else /tmp/array-api-tests, cloned with git when
@@ -9,8 +9,8 @@
 #   ARRAY_API_DIR        a tree of data-apis/array-api at 5f847a38, the suite's `array-api`
 #                        submodule (default: ARRAY_API_TESTS_DIR/array-api, cloned when missing).
 #
-# The Python that runs it ($PYTHON, default `python`) must import plax (e.g. after
-# `. /work/wt/env.sh`) and have the suite's requirements: pytest, hypothesis>=6.151, ndindex>=1.8
+# The Python that runs it ($PYTHON, default `python`) must import plax (the README's install
+# does that) and have the suite's requirements: pytest, hypothesis>=6.151, ndindex>=1.8
 # and pytest-json-report (the suite's conftest asks for its `json_metadata` fixture).
 # x64 is on, as the standard's users run it (JAX_ENABLE_X64=1; plax reads the same variable);
 # --max-examples=20 unless PYTEST_ARGS say otherwise, and no Hypothesis deadline (a loaded machine
