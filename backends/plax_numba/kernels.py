@@ -34,8 +34,11 @@ FLOAT_UFUNCS = {
     lax.exp_p: np.exp, lax.exp2_p: np.exp2, lax.log_p: np.log, lax.log1p_p: np.log1p,
     lax.expm1_p: np.expm1, lax.tanh_p: np.tanh, lax.sin_p: np.sin, lax.cos_p: np.cos,
     lax.tan_p: np.tan, lax.sqrt_p: np.sqrt, lax.floor_p: np.floor, lax.ceil_p: np.ceil,
-    lax.pow_p: np.power, lax.atan2_p: np.arctan2,
+    lax.atan2_p: np.arctan2,
 }
+# not pow: NumPy's array power takes x ** 0.5 as sqrt(x) (-0 and nan at x = -0 and -inf, where
+# IEEE pow and XLA give +0 and +inf); the generated scalar loop calls C's pow
+
 
 
 def direct_ufunc(eqn):

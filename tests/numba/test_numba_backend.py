@@ -363,3 +363,19 @@ def test_large_lone_equations_match_the_reference(fn):
     for g, w in zip(got, want):
         assert g.shape == w.shape and g.dtype == w.dtype
         np.testing.assert_allclose(g, w, rtol=3e-7, atol=1e-30)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_pow_at_negative_zero_and_infinity_is_ieee(dtype):
+    # NumPy's array power takes x ** 0.5 as sqrt(x): -0 and nan at -0 and -inf; IEEE pow (XLA,
+    # the Array API, the NumPy backend) gives +0 and +inf wherever y is not an odd integer
+    if not plax.config.read("enable_x64") and dtype == np.float64:
+        dtype = np.float32
+    x = jnp.array([-0.0, -np.inf, 4.0, -np.inf, -0.0, -8.0], dtype)
+    y = jnp.array([0.5, -0.5, 0.5, 3.0, 3.0, 2.0], dtype)
+    for f, args in ((lambda a: a ** 0.5, (x,)), (jnp.power, (x, y))):
+        got, want = both(f, *args, fallback_is_error=True)
+        np.testing.assert_array_equal(got[0], want[0])
+        np.testing.assert_array_equal(np.signbit(got[0]), np.signbit(want[0]))
+    np.testing.assert_array_equal(np.asarray(plax.jit(lambda a: a ** 0.5, backend="numba")(x))[:2],
+                                  np.array([0.0, np.inf], dtype))
