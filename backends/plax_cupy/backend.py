@@ -291,7 +291,11 @@ class CupyBackend(Backend):
             return self._control_flow(name)
         gpu = kernels.impls().get(primitive)
         if fusion_kind(primitive) is not None and not primitive.multiple_results:
-            return self._wrap(functools.partial(self._eager_fused, primitive, gpu), primitive)
+            # handed bfloat16 as bits: the generated kernel plans bfloat16 itself, and
+            # _eager_fused widens only for the fallbacks that need it
+            fused = functools.partial(self._eager_fused, primitive, gpu)
+            fused.bf16 = "bits"
+            return self._wrap(fused, primitive)
         if gpu is not None:
             return self._wrap(gpu, primitive)
         if name == "dot_general":
@@ -322,12 +326,8 @@ class CupyBackend(Backend):
                  for b in buffers]
         out_avals = primitive.abstract_eval(*avals, **params)
         if primitive.name == "bitcast_convert_type":  # on the bits, never the values
-            (src,) = buffers
-            aval = out_avals[0] if isinstance(out_avals, (list, tuple)) else out_avals
-            bits = cupy.ascontiguousarray(src.bits if isinstance(src, Bf16Buffer) else src)
-            target = np.uint16 if aval.dtype == BF16 else aval.dtype
-            out = bits.view(target).reshape(aval.shape)
-            return Bf16Buffer(out) if aval.dtype == BF16 else out
+            from plax_cupy import kernels
+            return kernels.impls()[primitive](*buffers, **params)
         wide = [widen_bf16(b) if isinstance(b, Bf16Buffer) else b for b in buffers]
         p32 = {k: (np.dtype(np.float32) if _is_bf16(v) else v) for k, v in params.items()}
         out = fn(*wide, **p32)
@@ -344,7 +344,12 @@ class CupyBackend(Backend):
 
     def _eager_fused(self, primitive, gpu, *buffers, **params):
         """One fusible primitive as its generated kernel (cached per signature); where the
-        generator declines it, the kernel table's kernel, else the host fallback."""
+        generator declines it, the kernel table's kernel, else the host fallback.
+
+        bfloat16 operands arrive as :class:`Bf16Buffer` bits (this kernel is marked
+        ``bf16 = "bits"``): the generated kernel reads them as they are, as under ``jit``. Only
+        a fallback that does not take bits (a table kernel without the mark, the host kernel)
+        gets float32 widenings through :meth:`_bf16_call`."""
         from plax.core.jaxpr import JaxprEqn, Var
         from plax.core.shaped_array import ShapedArray
         avals = [ShapedArray(tuple(b.shape), np.dtype(b.dtype)) for b in buffers]
@@ -365,9 +370,11 @@ class CupyBackend(Backend):
                               f"plax_cupy: {why}; {primitive.name} has no other GPU path.")
             self._launchers[key] = launcher or False
         if not launcher:
-            if gpu is not None:
-                return gpu(*buffers, **params)
-            return self._on_host(primitive, *buffers, **params)
+            fallback = gpu if gpu is not None else functools.partial(self._on_host, primitive)
+            if getattr(fallback, "bf16", None) != "bits" and (
+                    any(isinstance(b, Bf16Buffer) for b in buffers) or _mentions_bf16(params)):
+                return self._bf16_call(primitive, fallback, buffers, params)
+            return fallback(*buffers, **params)
         return launcher(*buffers)[0]
 
     def _on_host(self, primitive, *buffers, **params):
