@@ -155,8 +155,8 @@ _FAKE_GPU = """
     original_get = fake_cupy.ndarray.get
     fake_cupy.ndarray.get = lambda self, stream=None: (gets.append(1), original_get(self))[1]
 
-    def host_memory(a):
-        return a.view(np.ndarray)
+    def host_memory(a):  # the host array behind a simulated device array (its private storage)
+        return a._a if isinstance(a, fake_cupy.ndarray) else np.asarray(a)
 
     class CudaTensor:  # a PyTorch CUDA tensor, as DLPack sees it: memory on kDLCUDA device 0
         def __init__(self, a):

@@ -16,7 +16,7 @@ rounded once) from two expansions, chosen by ``|x|`` (12 for float32, 22 for flo
 Both are fixed-length Horner polynomials over constant tables (coefficients exact rationals
 computed here), every case computed and one selected, so loops calling them vectorise.
 Measured error against SciPy's float64 ``i0e``/``i1e`` over a dense sweep of [-200, 200],
-powers of two and the edge cases (tests/numba/test_special.py,
+powers of two and the edge cases (tests/numba/test_special_scalar_forms.py,
 ``benchmarks/special_bench.py``): float32 0.50 ulp (the final rounding), float64 at most 11
 ulps (SciPy's own result is a few ulps off). ``i0e`` is even, ``i1e`` odd; +-inf give 0
 (with the sign for ``i1e``), NaN gives NaN, as SciPy and JAX.

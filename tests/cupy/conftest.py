@@ -11,7 +11,6 @@ backend by hand.
 """
 from __future__ import annotations
 
-import importlib.util
 import os
 import sys
 
@@ -24,32 +23,9 @@ except ImportError:
     import plax_cupy  # noqa: F401
 sys.path.insert(0, os.path.dirname(__file__))  # kernel_source_util
 
-HAVE_CUPY = importlib.util.find_spec("cupy") is not None
-
-
-def _nvrtc_problem() -> str:
-    if not HAVE_CUPY:
-        return "CuPy is not installed (pip install 'plax[cuda12]')"
-    try:
-        from plax_cupy import nvrtc
-        nvrtc.nvrtc_version()
-    except Exception as err:  # noqa: BLE001 - any failure to load NVRTC is a skip reason
-        return f"NVRTC cannot be loaded ({type(err).__name__}: {err}); pip install nvidia-cuda-nvrtc-cu12"
-    return ""
-
-
-NVRTC_PROBLEM = _nvrtc_problem()
-requires_nvrtc = pytest.mark.skipif(bool(NVRTC_PROBLEM), reason=NVRTC_PROBLEM or "nvrtc")
-
-
-def _gpu_problem() -> str:
-    from plax_cupy.runtime import probe
-    gpus, reason = probe()
-    return "" if gpus else "no CUDA GPU present"
-
-
-GPU_PROBLEM = _gpu_problem()
-requires_gpu = pytest.mark.skipif(bool(GPU_PROBLEM), reason=GPU_PROBLEM or "gpu")
+# what the machine has, in a module of its own so that test modules import it by a name no
+# other conftest.py shadows (``from conftest import ...`` may find another directory's)
+from gpu_env import GPU_PROBLEM, HAVE_CUPY, NVRTC_PROBLEM, requires_gpu, requires_nvrtc  # noqa: E402,F401
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,7 @@ import pytest
 from plax import lax
 from plax.core.jaxpr import Var
 
-from conftest import requires_nvrtc
+from gpu_env import requires_nvrtc
 from kernel_source_util import HAVE_CXX, aval, make_eqn, reference, run_host
 from plax_cupy import codegen, dtypes, nvrtc
 

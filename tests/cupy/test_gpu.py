@@ -13,7 +13,7 @@ import plax
 import plax.numpy as jnp
 from plax import lax, random
 
-from conftest import requires_gpu
+from gpu_env import requires_gpu
 
 pytestmark = requires_gpu
 

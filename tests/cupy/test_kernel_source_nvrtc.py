@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 import plax
 from plax import lax
 
-from conftest import requires_nvrtc
+from gpu_env import requires_nvrtc
 from kernel_source_util import (COMPLEX_DECLINED, HAVE_CXX, batch_source, clusters_of,
                                 inline_calls, operands_for, primitive_cases, reference, run_host,
                                 assert_matches)

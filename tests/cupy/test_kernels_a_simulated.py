@@ -16,6 +16,7 @@ import sys
 
 import numpy as np
 import pytest
+from gpu_env import GPU_PROBLEM, NVRTC_PROBLEM
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
@@ -31,7 +32,6 @@ def simulated() -> bool:
 def _real_gpu() -> bool:
     if simulated():
         return False
-    from conftest import GPU_PROBLEM
     return not GPU_PROBLEM
 
 
@@ -58,7 +58,6 @@ def test_kernel_families_on_the_simulated_gpu():
 def test_box_kernels_compile_with_nvrtc():
     # dynamic_slice's and dynamic_update_slice's generated kernels compile for the device
     # without a warning: every element width, signed and unsigned start indices, ranks 1 to 4
-    from conftest import NVRTC_PROBLEM
     if NVRTC_PROBLEM:
         pytest.skip(NVRTC_PROBLEM)
     from plax_cupy import codegen, nvrtc
@@ -72,7 +71,6 @@ def test_box_kernels_compile_with_nvrtc():
 def test_gather_kernels_compile_with_nvrtc():
     # gather's generated kernel for the gathers of a few programs (batching dimensions, fill
     # values of every width, unsigned indices) compiles for the device without a warning
-    from conftest import NVRTC_PROBLEM
     if NVRTC_PROBLEM:
         pytest.skip(NVRTC_PROBLEM)
     import plax
@@ -102,7 +100,6 @@ def test_scatter_kernels_compile_with_nvrtc():
     # the scatters' generated kernels (targets for a batched and an unbatched scatter, the
     # combining step of every kind on the dtypes with their own arithmetic) compile for the
     # device without a warning
-    from conftest import NVRTC_PROBLEM
     if NVRTC_PROBLEM:
         pytest.skip(NVRTC_PROBLEM)
     import ml_dtypes

@@ -17,6 +17,7 @@ import sys
 
 import numpy as np
 import pytest
+from gpu_env import NVRTC_PROBLEM
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
@@ -39,7 +40,6 @@ def test_kernel_families_b_on_the_simulated_gpu():
 
 def test_generated_kernels_compile_with_nvrtc():
     # the hand-written CUDA kernels of these families compile for the device without a warning
-    from conftest import NVRTC_PROBLEM
     if NVRTC_PROBLEM:
         pytest.skip(NVRTC_PROBLEM)
     from plax_cupy import codegen, nvrtc

@@ -9,7 +9,7 @@ import warnings
 
 import pytest
 
-from conftest import GPU_PROBLEM, HAVE_CUPY
+from gpu_env import GPU_PROBLEM, HAVE_CUPY
 
 pytestmark = pytest.mark.skipif(not GPU_PROBLEM, reason="a CUDA GPU is present")
 

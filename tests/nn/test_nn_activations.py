@@ -191,9 +191,16 @@ def test_parameters_broadcast_and_are_differentiable():
     np.testing.assert_allclose(g, 0.25 / np.sqrt(8.0), rtol=1e-6)
 
 
+# JAX raises an IndexError ("tuple index out of range") from inside mean for an axis out of
+# range (standardize of a 0-d input normalises over axis -1); plax raises the ValueError JAX
+# raises everywhere else (tests/numpy/test_jnp_errors.py, JAX_ARTEFACTS)
+JAX_ARTEFACTS = {"standardize/pyfloat": ["error", "ValueError"],
+                 "standardize/pyint": ["error", "ValueError"]}
+
+
 @pytest.mark.parametrize("key", sorted(nn_cases.answers()["dtypes"]))
 def test_result_dtype_and_weak_type_match_jax(key):
-    want = nn_cases.answers()["dtypes"][key]
+    want = JAX_ARTEFACTS.get(key) or nn_cases.answers()["dtypes"][key]
     fname, iname = key.split("/")
     x = nn_cases.dtype_inputs(np, jnp)[iname]
     try:
