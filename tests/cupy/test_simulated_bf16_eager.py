@@ -13,14 +13,12 @@ child process with ``-p fake_cupy_plugin``; the other tests skip here.
 from __future__ import annotations
 
 import shutil
-import subprocess
-import sys
 
 import ml_dtypes
 import numpy as np
 import pytest
 
-from test_simulated_streams import REPO, SIMULATED, child_env, on_simulated_gpu
+from test_simulated_streams import SIMULATED, on_simulated_gpu, run_file_on_simulated_gpu
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 
@@ -28,13 +26,7 @@ BF16 = np.dtype(ml_dtypes.bfloat16)
 @pytest.mark.skipif(SIMULATED or shutil.which("g++") is None,
                     reason="already on the simulated GPU, or no C++ compiler (g++) for it")
 def test_on_the_simulated_gpu():
-    done = subprocess.run([sys.executable, "-m", "pytest", "-p", "fake_cupy_plugin", "-q",
-                           "-p", "no:cacheprovider", "-p", "no:randomly", __file__],
-                          capture_output=True, text=True, env=child_env(), cwd=REPO, timeout=600)
-    tail = done.stdout[-4000:] + done.stderr[-2000:]
-    assert done.returncode == 0, tail
-    # only the launcher itself skips in the child
-    assert " passed" in done.stdout and " 1 skipped" in done.stdout, tail
+    run_file_on_simulated_gpu(__file__)
 
 
 def _bits(x) -> np.ndarray:

@@ -21,25 +21,18 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
-import sys
 import threading
 
 import numpy as np
 import pytest
 
-from test_simulated_streams import SIMULATED, child_env, on_simulated_gpu, REPO
+from test_simulated_streams import SIMULATED, on_simulated_gpu, run_file_on_simulated_gpu
 
 
 @pytest.mark.skipif(SIMULATED or shutil.which("g++") is None,
                     reason="already on the simulated GPU, or no C++ compiler (g++) for it")
 def test_on_the_simulated_gpu():
-    done = subprocess.run([sys.executable, "-m", "pytest", "-p", "fake_cupy_plugin", "-q",
-                           "-p", "no:cacheprovider", "-p", "no:randomly", __file__],
-                          capture_output=True, text=True, env=child_env(), cwd=REPO, timeout=600)
-    tail = done.stdout[-4000:] + done.stderr[-2000:]
-    assert done.returncode == 0, tail
-    assert " passed" in done.stdout and " 1 skipped" in done.stdout, tail
+    run_file_on_simulated_gpu(__file__)
 
 
 def _gpu():

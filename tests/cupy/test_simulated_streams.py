@@ -47,16 +47,21 @@ def child_env() -> dict:
     return env
 
 
-@pytest.mark.skipif(SIMULATED or shutil.which("g++") is None,
-                    reason="already on the simulated GPU, or no C++ compiler (g++) for it")
-def test_on_the_simulated_gpu():
+def run_file_on_simulated_gpu(path: str) -> None:
+    """Runs the test file ``path`` in a child pytest on the simulated GPU; fails with its
+    output unless every test passed and only the launcher itself skipped."""
     done = subprocess.run([sys.executable, "-m", "pytest", "-p", "fake_cupy_plugin", "-q",
-                           "-p", "no:cacheprovider", "-p", "no:randomly", __file__],
+                           "-p", "no:cacheprovider", "-p", "no:randomly", path],
                           capture_output=True, text=True, env=child_env(), cwd=REPO, timeout=600)
     tail = done.stdout[-4000:] + done.stderr[-2000:]
     assert done.returncode == 0, tail
-    # only the launcher itself skips in the child
     assert " passed" in done.stdout and " 1 skipped" in done.stdout, tail
+
+
+@pytest.mark.skipif(SIMULATED or shutil.which("g++") is None,
+                    reason="already on the simulated GPU, or no C++ compiler (g++) for it")
+def test_on_the_simulated_gpu():
+    run_file_on_simulated_gpu(__file__)
 
 
 # ---------------------------------------------------------------- what CuPy refuses
