@@ -38,14 +38,20 @@ operation, so fused chains round exactly where the reference does. Complex value
 (Smith's division, integer powers by multiplication) and the functions computed from real ones
 (finite operands match NumPy to a few ulps of the value's magnitude; infinite and NaN parts
 give C99 Annex G's values, as NumPy's, for exp, exp2, log, log1p, expm1, sqrt, sin, cos, tan,
-sinh, cosh, tanh, sign, abs and logistic; other operations follow their formulas). All four are read from device memory, never passed by
-value, so launchers need no scalar conversion for them.
+sinh, cosh, tanh, sign, abs, logistic and the inverse trigonometric and hyperbolic functions;
+other operations follow their formulas; exp, sinh and cosh of a real part beyond exp's range
+scale by halves, so a finite product stays finite). All four are read from device memory,
+never passed by value, so launchers need no scalar conversion for them.
 
-Whatever the generator does not express (``digamma``, complex inverse trigonometric and
-hyperbolic functions, bit casts of complex values, a cluster whose reductions reduce different
-axes) raises :class:`Unsupported`: the lowering
-driver then runs the cluster's equations one at a time (and an equation the generator
-declines on its own runs as a CuPy operation, see :mod:`plax_cupy.emitter`).
+**Functions CUDA lacks.** Complex ``asin``/``acos``/``atan``/``asinh``/``acosh``/``atanh``,
+``digamma`` and ``bessel_i0e``/``bessel_i1e`` are the generator's own device functions
+(:mod:`plax_cupy.special_source`), added after the preamble to the kernels that call them;
+``erf``, ``erfc``, ``erf_inv`` and ``lgamma`` are CUDA's.
+
+Whatever the generator does not express (a cluster whose reductions reduce different axes, a
+dtype outside the map) raises :class:`Unsupported`: the lowering driver then runs the
+cluster's equations one at a time (and an equation the generator declines on its own runs as
+its kernel-table kernel, see :mod:`plax_cupy.emitter`).
 """
 from __future__ import annotations
 
@@ -57,6 +63,7 @@ from plax import lax
 from plax.core.jaxpr import Literal
 from plax.lowering import BROADCAST, REDUCTION, fusion_kind
 
+from plax_cupy import special_source
 from plax_cupy.dtypes import (UnsupportedDtype, accumulator, ctype, is_floating, is_half,
                               unsigned_ctype, value_ctype)
 
@@ -478,10 +485,17 @@ template <typename T> __device__ __forceinline__ plax_complex<T> plax_csign(plax
   if (r == (T)0) return plax_cplx<T>((T)0, (T)0);
   return plax_cplx<T>(z.re / r, z.im / r);
 }
+// the largest argument whose exp is finite (a little below it)
+__device__ __forceinline__ float plax_exp_limit(float) { return 88.0f; }
+__device__ __forceinline__ double plax_exp_limit(double) { return 709.0; }
 template <typename T> __device__ __forceinline__ plax_complex<T> plax_cexp(plax_complex<T> z) {
   if (z.im == (T)0) return plax_cplx<T>(exp(z.re), z.im);
   if (isinf(z.re) && !isfinite(z.im)) {  // C99: +inf + i NaN, or 0 from -inf
     return z.re > (T)0 ? plax_cplx<T>(z.re, plax_qnan(z.re)) : plax_cplx<T>((T)0, (T)0);
+  }
+  if (z.re > plax_exp_limit(z.re)) {  // exp(re) overflows where the product may not
+    const T h = exp(z.re * (T)0.5);
+    return plax_cplx<T>((h * cos(z.im)) * h, (h * sin(z.im)) * h);
   }
   const T e = exp(z.re);
   return plax_cplx<T>(e * cos(z.im), e * sin(z.im));
@@ -509,12 +523,20 @@ template <typename T> __device__ __forceinline__ plax_complex<T> plax_csinh(plax
   if (z.im == (T)0) return plax_cplx<T>(sinh(z.re), z.im);
   if (z.re == (T)0 && !isfinite(z.im)) return plax_cplx<T>(z.re, plax_qnan(z.re));
   if (isinf(z.re) && !isfinite(z.im)) return plax_cplx<T>(z.re, plax_qnan(z.re));
+  if (fabs(z.re) > plax_exp_limit(z.re)) {  // sinh, cosh overflow where the products may not
+    const T h = exp(fabs(z.re) * (T)0.5), c = (h * (T)0.5 * cos(z.im)) * h;
+    return plax_cplx<T>(z.re < (T)0 ? -c : c, (h * (T)0.5 * sin(z.im)) * h);
+  }
   return plax_cplx<T>(sinh(z.re) * cos(z.im), cosh(z.re) * sin(z.im));
 }
 template <typename T> __device__ __forceinline__ plax_complex<T> plax_ccosh(plax_complex<T> z) {
   if (z.im == (T)0) return plax_cplx<T>(cosh(z.re), copysign((T)0, z.re) * z.im);
   if (z.re == (T)0 && !isfinite(z.im)) return plax_cplx<T>(plax_qnan(z.re), z.re * (T)0);
   if (isinf(z.re) && !isfinite(z.im)) return plax_cplx<T>(fabs(z.re), plax_qnan(z.re));
+  if (fabs(z.re) > plax_exp_limit(z.re)) {
+    const T h = exp(fabs(z.re) * (T)0.5), c = (h * (T)0.5 * sin(z.im)) * h;
+    return plax_cplx<T>((h * (T)0.5 * cos(z.im)) * h, z.re < (T)0 ? -c : c);
+  }
   return plax_cplx<T>(cosh(z.re) * cos(z.im), sinh(z.re) * sin(z.im));
 }
 template <typename T> __device__ __forceinline__ plax_complex<T> plax_ctanh(plax_complex<T> z) {
@@ -610,6 +632,18 @@ def _special_unary() -> dict:
     return out
 
 
+def _special_helpers() -> dict:
+    """digamma and the scaled Bessel functions: no CUDA library function, so the generator's
+    own forms (:mod:`plax_cupy.special_source`, included in the kernels that call them);
+    overloaded for float (half types and float32, computed in double) and double."""
+    out = {}
+    for name in ("digamma", "bessel_i0e", "bessel_i1e"):
+        prim = getattr(lax, f"{name}_p", None)
+        if prim is not None:
+            out[prim] = f"plax_{name}"
+    return out
+
+
 #: primitives whose float16/bfloat16 results are already values of the type (one of the
 #: operands, or rounded by their own expression): not rounded again
 _EXACT_ON_HALF = {lax.select_n_p, lax.max_p, lax.min_p, lax.clamp_p, lax.neg_p, lax.abs_p,
@@ -687,6 +721,9 @@ def _real_expr(eqn, a: list[str], din: list, dout) -> str:
     if k == "f" and (prim in _FLOAT_UNARY or prim in special):
         name = _FLOAT_UNARY.get(prim) or special[prim]
         return f"{_fn(name, dout)}({a[0]})"
+    helper = _special_helpers().get(prim)
+    if k == "f" and helper is not None:
+        return f"{helper}({a[0]})"
     if prim is lax.logistic_p and k == "f":
         return f"plax_logistic({a[0]})"
     if prim is lax.is_finite_p and k == "f":
@@ -775,7 +812,9 @@ _COMPLEX_UNARY = {lax.exp_p: "plax_cexp", lax.exp2_p: "plax_cexp2", lax.expm1_p:
                   lax.rsqrt_p: "plax_crsqrt", lax.sin_p: "plax_csin", lax.cos_p: "plax_ccos",
                   lax.tan_p: "plax_ctan", lax.sinh_p: "plax_csinh", lax.cosh_p: "plax_ccosh",
                   lax.tanh_p: "plax_ctanh", lax.logistic_p: "plax_clogistic",
-                  lax.sign_p: "plax_csign"}
+                  lax.sign_p: "plax_csign", lax.asin_p: "plax_casin", lax.acos_p: "plax_cacos",
+                  lax.atan_p: "plax_catan", lax.asinh_p: "plax_casinh",
+                  lax.acosh_p: "plax_cacosh", lax.atanh_p: "plax_catanh"}
 
 
 def _complex_expr(eqn, a: list[str], din: list, dout) -> str:
@@ -815,6 +854,8 @@ def _complex_expr(eqn, a: list[str], din: list, dout) -> str:
         return _integer_pow(a[0], eqn.params["y"], dout)
     if prim is lax.select_n_p:
         return _real_expr(eqn, a, din, dout)
+    if prim is lax.bitcast_convert_type_p and din[0] == dout:  # (complex casts only to itself)
+        return a[0]
     raise Unsupported(f"{prim.name} on {din[0] if din else dout}")
 
 
@@ -1197,8 +1238,11 @@ def plan_cluster(cluster, *, literal_values: bool = True) -> ClusterKernel:
     in_args = [inp.name for inp in inputs]
     elem_out_args = [f"o{j}" for j in elem_outputs]
 
-    src: list[str] = [PREAMBLE, f"// cluster: {' '.join(e.primitive.name for e in cluster.eqns)} "
-                                f"over {shape}", *elem, ""]
+    # the helpers CUDA's library lacks, only in the kernels that call them
+    helpers = special_source.helpers_for("\n".join(elem))
+    src: list[str] = [PREAMBLE + helpers,
+                      f"// cluster: {' '.join(e.primitive.name for e in cluster.eqns)} over {shape}",
+                      *elem, ""]
     kernel_params = [inp.param() for inp in inputs]
     kernel_params += [f"{ctype(out_dtypes[j])}* __restrict__ o{j}" for j in elem_outputs]
     if not reductions:

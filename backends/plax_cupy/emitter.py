@@ -3,8 +3,8 @@ lone equations one kernel or CuPy/cuBLAS call each.
 
 * a cluster (the shared fusion pass's grouping) -> one :class:`plax_cupy.backend.Launcher`
   (one kernel, or a partial and a final reduction kernel); a cluster the generator declines
-  (:class:`plax_cupy.codegen.Unsupported`: complex or half-precision values, reductions over
-  different axes) is split by the driver into its equations;
+  (:class:`plax_cupy.codegen.Unsupported`: reductions over different axes, a dtype outside
+  the generator's map) is split by the driver into its equations;
 * a lone fusible equation -> its own generated kernel, or, where the generator declines it, the
   backend's eager kernel (the kernel table's; one
   :class:`~plax_cupy.backend.PlaxCupyFallbackWarning` per primitive and dtype);

@@ -188,13 +188,24 @@ def test_a_training_loop_feeds_outputs_back():
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-4, atol=1e-6)
 
 
+def _host_only_primitive():
+    """A plugin's elementwise primitive with a NumPy kernel and no GPU kernel: on the GPU it
+    runs as the counted host fallback (every lax primitive has a GPU path)."""
+    import plax_numpy
+    from plax.core.primitive import Primitive
+    prim = Primitive("simulated_host_only")
+    prim.def_abstract_eval(lambda x: x)
+    plax_numpy.register_impl(prim, lambda x: np.arcsin(x))
+    return prim
+
+
 @on_simulated_gpu
 @pytest.mark.parametrize("program, reason", [
     ("selu", "no more than a replay"),
     ("cond", "cond decides its branch on the host"),
     ("while", "while decides each iteration on the host"),
     ("callback", "host callback"),
-    ("host", "a primitive runs on the host: asin"),
+    ("host", "a primitive runs on the host: simulated_host_only"),
 ])
 def test_programs_that_need_the_host_run_plainly(program, reason, executables):
     import plax
@@ -209,9 +220,9 @@ def test_programs_that_need_the_host_run_plainly(program, reason, executables):
             lambda v: np.asarray(v) * 2, plax.ShapeDtypeStruct(x.shape, x.dtype), jnp.sin(x)) + 1,
     }
     x = np.linspace(0.5, 2, 8).astype(np.float32)
-    if program == "host":  # complex asin has no GPU path yet (docs/gpu.md, Limits)
-        fns["host"] = lambda z: jnp.arcsin(z * 0.3) * 2 + jnp.exp(z) - z
-        x = x.astype(np.complex64)
+    if program == "host":  # a plugin's primitive with a reference (NumPy) kernel only
+        host_only = _host_only_primitive()
+        fns["host"] = lambda z: host_only.bind(z * 0.3) * 2 + jnp.exp(z) - z
     x = plax.device_put(x, _gpu())
     f = plax.jit(fns[program])
     graphs = fake_cupy.COUNTS.get("graph_launches", 0)
