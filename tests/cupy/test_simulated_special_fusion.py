@@ -1,0 +1,136 @@
+"""Special functions fuse on the GPU: a jitted chain of complex inverse trigonometric and
+hyperbolic functions, of ``bessel_i0e``/``bessel_i1e``, or of ``digamma``, ``lgamma``, ``erf``,
+``erfc`` and ``erf_inv`` is one generated kernel -- one launch, no host fallback, no host copy
+-- and its values are NumPy/SciPy float64's; eagerly each is one launch too.
+
+Runs on the simulated GPU (:func:`test_on_the_simulated_gpu` starts this file in a child
+pytest with ``-p fake_cupy_plugin``) or on a real one.
+"""
+from __future__ import annotations
+
+import shutil
+
+import ml_dtypes
+import numpy as np
+import pytest
+import scipy.special
+
+from test_kernels_a_simulated import on_a_gpu
+from test_simulated_streams import SIMULATED, run_file_on_simulated_gpu
+
+BF16 = np.dtype(ml_dtypes.bfloat16)
+
+
+@pytest.mark.skipif(SIMULATED or shutil.which("g++") is None,
+                    reason="already on the simulated GPU, or no C++ compiler (g++) for it")
+def test_on_the_simulated_gpu():
+    run_file_on_simulated_gpu(__file__)
+
+
+def _on_gpu(fn, *args):
+    """``fn(*args)`` on the GPU after a first (compiling) call: its outputs as NumPy arrays and
+    what the second call cost."""
+    import plax
+    import plax_cupy
+    gpu = plax.devices("gpu")[0]
+    with plax.config.override("jax_enable_x64", True):  # float64, complex128 kept as they are
+        args = [plax.device_put(a, gpu) for a in args]
+        fn(*args)
+        with plax_cupy.count() as c:
+            out = fn(*args)
+            for o in plax.tree_util.tree_leaves(out):
+                o.block_until_ready()
+        return [np.asarray(o) for o in plax.tree_util.tree_leaves(out)], c
+
+
+def _assert_one_fused_kernel(c):
+    assert c.launches == 1 and c.host_fallbacks == 0, (c.launches, c.fallbacks)
+    assert c.host_to_device == 0 and c.device_to_host == 0
+
+
+def _complex_chain(z):
+    import plax.numpy as jnp
+    return (jnp.arcsin(z) * jnp.arccos(z) + jnp.arctan(z) - jnp.arcsinh(z) * jnp.arccosh(z)
+            + jnp.arctanh(z * 0.5))
+
+
+@on_a_gpu
+@pytest.mark.parametrize("dtype", [np.complex64, np.complex128], ids=lambda d: np.dtype(d).name)
+def test_complex_inverse_functions_fuse_into_one_kernel(dtype):
+    import plax
+    rng = np.random.default_rng(0)
+    z = (rng.uniform(-3, 3, 257) + 1j * rng.uniform(-3, 3, 257)).astype(dtype)
+    z[:6] = [0, 1, -1, 2, 1j, -2j]  # branch points and cuts
+    (got,), c = _on_gpu(plax.jit(_complex_chain), z)
+    _assert_one_fused_kernel(c)
+    w = z.astype(np.complex128)
+    with np.errstate(all="ignore"):
+        want = (np.arcsin(w) * np.arccos(w) + np.arctan(w) - np.arcsinh(w) * np.arccosh(w)
+                + np.arctanh(w * 0.5))
+    rtol = 2e-5 if dtype == np.complex64 else 1e-13
+    assert got.dtype == dtype
+    finite = np.isfinite(want)
+    np.testing.assert_allclose(got[finite], want[finite], rtol=rtol, atol=rtol)
+    assert not np.isfinite(got[~finite]).any()  # atan(+-i) is infinite: so is the sum
+
+
+@on_a_gpu
+@pytest.mark.parametrize("name", ["arcsin", "arccos", "arctan", "arcsinh", "arccosh", "arctanh"])
+def test_eager_complex_inverse_function_is_one_kernel(name):
+    import plax.numpy as jnp
+    z = np.array([0.5 + 2j, -3 - 0.25j, 1.5 + 0j, 0.0 - 1.5j], np.complex64)
+    (got,), c = _on_gpu(getattr(jnp, name), z)
+    _assert_one_fused_kernel(c)
+    np.testing.assert_allclose(got, getattr(np, name)(z.astype(np.complex128)), rtol=1e-6)
+
+
+def _bessel_chain(x):
+    from plax import lax
+    return lax.bessel_i0e(x) * 2 - lax.bessel_i1e(x) + x * x
+
+
+@on_a_gpu
+@pytest.mark.parametrize("dtype", [np.float16, BF16, np.float32, np.float64], ids=str)
+def test_scaled_bessel_functions_fuse_into_one_kernel(dtype):
+    import plax
+    x = np.concatenate([np.linspace(-40, 40, 161), [0.0, -0.0, np.inf, -np.inf]]).astype(dtype)
+    (got,), c = _on_gpu(plax.jit(_bessel_chain), x)
+    _assert_one_fused_kernel(c)
+    w = x.astype(np.float64)
+    with np.errstate(all="ignore"):
+        want = scipy.special.i0e(w) * 2 - scipy.special.i1e(w) + w * w
+    rtol = {np.dtype(np.float16): 4e-3, BF16: 3e-2, np.dtype(np.float32): 1e-6}.get(np.dtype(dtype), 1e-14)
+    assert got.dtype == np.dtype(dtype)
+    np.testing.assert_allclose(got.astype(np.float64), want, rtol=rtol, atol=rtol)
+
+
+def _gamma_chain(x):
+    from plax import lax
+    return lax.digamma(x) + lax.lgamma(x) * lax.erf(x) - lax.erfc(x) + lax.erf_inv(x * 0.1)
+
+
+@on_a_gpu
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=str)
+def test_digamma_fuses_with_cudas_special_functions(dtype):
+    """digamma (the generator's form) and lgamma, erf, erfc, erf_inv (CUDA's) in one kernel."""
+    import plax
+    x = np.concatenate([np.linspace(-7.7, 9.5, 70), [0.25, 1.4616321449683622, 9.9]]).astype(dtype)
+    (got,), c = _on_gpu(plax.jit(_gamma_chain), x)
+    _assert_one_fused_kernel(c)
+    w = x.astype(np.float64)
+    want = (scipy.special.psi(w) + scipy.special.gammaln(w) * scipy.special.erf(w)
+            - scipy.special.erfc(w) + scipy.special.erfinv(w * 0.1))
+    assert got.dtype == np.dtype(dtype)
+    rtol = 2e-5 if dtype == np.float32 else 1e-12  # (lgamma's and digamma's zeros: atol)
+    np.testing.assert_allclose(got, want, rtol=rtol, atol=rtol)
+
+
+@on_a_gpu
+def test_eager_digamma_and_bessel_are_generated_kernels():
+    from plax import lax
+    x = np.array([-2.5, -0.5, 0.5, 1.0, 3.0, 40.0], np.float32)
+    for fn, ref in ((lax.digamma, scipy.special.psi), (lax.bessel_i0e, scipy.special.i0e),
+                    (lax.bessel_i1e, scipy.special.i1e)):
+        (got,), c = _on_gpu(fn, x)
+        _assert_one_fused_kernel(c)
+        np.testing.assert_allclose(got, ref(x.astype(np.float64)), rtol=2e-6)
