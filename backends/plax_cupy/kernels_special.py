@@ -4,7 +4,11 @@ XLA's conventions where SciPy's differ).
 
 Most are ``cupyx.scipy.special`` ufuncs (CUDA ports of the Cephes code SciPy runs on the
 host): ``erf``, ``erfc``, ``erf_inv``, ``lgamma``, ``digamma``, ``polygamma``, ``igamma``,
-``igammac``, ``regularized_incomplete_beta``, ``zeta``, ``bessel_i0e``, ``bessel_i1e``.
+``igammac``, ``regularized_incomplete_beta``, ``zeta``, ``bessel_i0e``, ``bessel_i1e``. The
+fusible ones (``erf``, ``erfc``, ``erf_inv``, ``lgamma``, ``digamma``, ``bessel_i0e``,
+``bessel_i1e``) normally run as generated kernels, fused with their neighbours
+(:mod:`plax_cupy.codegen`, :mod:`plax_cupy.special_source`); their kernels here serve a call
+the generator declines.
 ``random_gamma_grad`` (and ``igamma_grad_a``, built on it) has no CuPy counterpart: it is a
 generated CUDA kernel running JAX's series / continued fraction per element, the algorithm of
 the reference kernel. float16 is computed in float32 and rounded (bfloat16 arrives widened to
