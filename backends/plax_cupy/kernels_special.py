@@ -9,10 +9,12 @@ fusible ones (``erf``, ``erfc``, ``erf_inv``, ``lgamma``, ``digamma``, ``bessel_
 ``bessel_i1e``) normally run as generated kernels, fused with their neighbours
 (:mod:`plax_cupy.codegen`, :mod:`plax_cupy.special_source`); their kernels here serve a call
 the generator declines.
-``random_gamma_grad`` (and ``igamma_grad_a``, built on it) has no CuPy counterpart: it is a
-generated CUDA kernel running JAX's series / continued fraction per element, the algorithm of
-the reference kernel. float16 is computed in float32 and rounded (bfloat16 arrives widened to
-float32 by the backend and is rounded by it).
+
+``random_gamma_grad`` (and ``igamma_grad_a``, built on it) has no CuPy counterpart: each is
+one hand-written CUDA kernel running JAX's series / continued fraction per element, the
+algorithm of the reference kernel, with lgamma and digamma computed in the kernel. float16
+is computed in float32 and rounded (bfloat16 arrives widened to float32 by the backend and is
+rounded by it).
 
 :func:`launch_raw` is this package's helper for the hand-written CUDA kernels of these
 families (also the LU permutation of :mod:`plax_cupy.kernels_linalg`).
@@ -29,6 +31,7 @@ import cupy
 from plax.lax import special_functions as S
 from plax.lax.random_bits import random_gamma_grad_p
 from plax.lax.special import digamma_p, erf_inv_p, erf_p, erfc_p, lgamma_p, polygamma_p
+from plax_cupy import special_source
 from plax_cupy.kernels import kernel
 
 # ---------------------------------------------------------------- hand-written CUDA kernels
@@ -241,14 +244,19 @@ def bessel_i1e(x):
 # ---------------------------------------------------------------- random_gamma_grad
 
 # d(sample)/d(a) of a gamma sample: JAX's power series (x <= max(1, a)) iterated while a term
-# matters, or continued fraction (at most 2000 terms); one thread per element. lgamma and
-# digamma come in as operands (CuPy's ufuncs compute them), so the kernel needs no special
-# function of its own. Elements whose a * log(x) - x - lgamma(a) underflows keep the formula's
-# value before any iteration, as in JAX.
-#: CUDA source: random_gamma_grad elementwise, float32 and float64 entries
-RANDOM_GAMMA_GRAD_SOURCE = r"""
+# matters, or continued fraction (at most 2000 terms); one thread per element, lgamma (CUDA's)
+# and digamma (plax_cupy.special_source's) computed in the kernel, so a call is one launch.
+# Elements whose a * log(x) - x - lgamma(a) underflows keep the formula's value before any
+# iteration, as in JAX. igamma_grad_a's kernel multiplies by minus the gamma density in the
+# same pass and applies its domain (NaN outside a > 0, x > 0; 0 at x == 0).
+#: CUDA source: random_gamma_grad and igamma_grad_a elementwise, float32 and float64 entries
+RANDOM_GAMMA_GRAD_SOURCE = special_source.DIGAMMA_SOURCE + r"""
 __device__ __forceinline__ float plax_gg_log(float v) { return logf(v); }
 __device__ __forceinline__ double plax_gg_log(double v) { return log(v); }
+__device__ __forceinline__ float plax_gg_exp(float v) { return expf(v); }
+__device__ __forceinline__ double plax_gg_exp(double v) { return exp(v); }
+__device__ __forceinline__ float plax_gg_lgamma(float v) { return lgammaf(v); }
+__device__ __forceinline__ double plax_gg_lgamma(double v) { return lgamma(v); }
 __device__ __forceinline__ float plax_gg_abs(float v) { return fabsf(v); }
 __device__ __forceinline__ double plax_gg_abs(double v) { return fabs(v); }
 __device__ __forceinline__ float plax_gg_nan(float) { return plax_bitcast<float>(0x7fc00000u); }
@@ -257,7 +265,7 @@ __device__ __forceinline__ double plax_gg_nan(double) {
 }
 
 template <typename T>
-__device__ T plax_gg_series(T a, T x, T digamma_a1, T eps, bool iterate) {
+__device__ T plax_gg_series(T a, T x, T eps, bool iterate) {
   T r = a, c = 1, ans = 1, dc_da = 0, dans_da = 0;
   bool live = iterate;
   while (live) {
@@ -269,12 +277,12 @@ __device__ T plax_gg_series(T a, T x, T digamma_a1, T eps, bool iterate) {
     r = r1; dc_da = dc; dans_da = dans; ans = ans + c;
     live = plax_gg_abs(dc / dans) > eps;
   }
-  T dlogax_da = plax_gg_log(x) - digamma_a1;
+  T dlogax_da = plax_gg_log(x) - plax_digamma(a + (T)1);
   return -(dans_da + ans * dlogax_da) * x / a;
 }
 
 template <typename T>
-__device__ T plax_gg_cf(T a, T x, T digamma_a, T eps, bool iterate) {
+__device__ T plax_gg_cf(T a, T x, T eps, bool iterate) {
   T y = 1 - a, z = x + y + 1;
   T pkm2 = 1, qkm2 = x, pkm1 = x + 1, qkm1 = z * x;
   T ans = pkm1 / qkm1;
@@ -304,67 +312,85 @@ __device__ T plax_gg_cf(T a, T x, T digamma_a, T eps, bool iterate) {
     dans = dans_i;
     live = change > eps;
   }
-  T dlogax_da = plax_gg_log(x) - digamma_a;
+  T dlogax_da = plax_gg_log(x) - plax_digamma(a);
   return (dans + ans * dlogax_da) * x;
 }
 
+// d(sample)/d(a) at one element; lgamma_a: lgamma(a)
 template <typename T>
-__device__ void plax_gg(const T* __restrict__ a_, const T* __restrict__ x_,
-                        const T* __restrict__ lgamma_a_, const T* __restrict__ digamma_a_,
-                        const T* __restrict__ digamma_a1_, T* __restrict__ out,
-                        long long n, T eps, T log_max) {
+__device__ T plax_gg(T a, T x, T lgamma_a, T eps, T log_max) {
+  if (x < 0 || a <= 0 || a != a || x != x) return plax_gg_nan(a);
+  if (x == 0) return 0;
+  T ax = a * plax_gg_log(x) - x - lgamma_a;
+  bool enabled = !(ax < -log_max);  // an underflowing element is not iterated
+  return (x > 1 && x > a) ? plax_gg_cf(a, x, eps, enabled) : plax_gg_series(a, x, eps, enabled);
+}
+
+template <typename T>
+__device__ void plax_random_gamma_grad(const T* __restrict__ a_, const T* __restrict__ x_,
+                                       T* __restrict__ out, long long n, T eps, T log_max) {
   for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;
        i += (long long)blockDim.x * gridDim.x) {
-    T a = a_[i], x = x_[i];
-    bool is_nan = a != a || x != x;
-    bool x_is_zero = x == 0;
-    bool domain_error = x < 0 || a <= 0;
-    bool use_cf = x > 1 && x > a;
-    T result;
-    if (domain_error || is_nan) {
-      result = plax_gg_nan(a);
-    } else if (x_is_zero) {
-      result = 0;
+    const T a = a_[i];
+    out[i] = plax_gg(a, x_[i], a > 0 ? plax_gg_lgamma(a) : (T)0, eps, log_max);
+  }
+}
+
+// d P(a, x) / d a = -(d sample / d a) * x^(a-1) e^-x / Gamma(a)
+template <typename T>
+__device__ void plax_igamma_grad_a(const T* __restrict__ a_, const T* __restrict__ x_,
+                                   T* __restrict__ out, long long n, T eps, T log_max) {
+  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+       i += (long long)blockDim.x * gridDim.x) {
+    const T a = a_[i], x = x_[i];
+    const bool a_ok = a > 0 && isfinite(a);
+    T r;
+    if (a_ok && x > 0 && isfinite(x)) {
+      const T lg = plax_gg_lgamma(a);
+      const T density = plax_gg_exp((a - 1) * plax_gg_log(x) - x - lg);
+      r = -plax_gg(a, x, lg, eps, log_max) * density;
     } else {
-      T ax = a * plax_gg_log(x) - x - lgamma_a_[i];
-      bool enabled = !(ax < -log_max);  // an underflowing element is not iterated
-      result = use_cf ? plax_gg_cf(a, x, digamma_a_[i], eps, enabled)
-                      : plax_gg_series(a, x, digamma_a1_[i], eps, enabled);
+      r = (a_ok && x == 0) ? (T)0 : plax_gg_nan(a);
     }
-    out[i] = result;
+    out[i] = r;
   }
 }
 
 extern "C" __global__ void plax_random_gamma_grad_f32(
-    const float* a, const float* x, const float* lg, const float* dg, const float* dg1,
-    float* out, long long n, float eps, float log_max) {
-  plax_gg<float>(a, x, lg, dg, dg1, out, n, eps, log_max);
+    const float* a, const float* x, float* out, long long n, float eps, float log_max) {
+  plax_random_gamma_grad<float>(a, x, out, n, eps, log_max);
 }
 
 extern "C" __global__ void plax_random_gamma_grad_f64(
-    const double* a, const double* x, const double* lg, const double* dg, const double* dg1,
-    double* out, long long n, double eps, double log_max) {
-  plax_gg<double>(a, x, lg, dg, dg1, out, n, eps, log_max);
+    const double* a, const double* x, double* out, long long n, double eps, double log_max) {
+  plax_random_gamma_grad<double>(a, x, out, n, eps, log_max);
+}
+
+extern "C" __global__ void plax_igamma_grad_a_f32(
+    const float* a, const float* x, float* out, long long n, float eps, float log_max) {
+  plax_igamma_grad_a<float>(a, x, out, n, eps, log_max);
+}
+
+extern "C" __global__ void plax_igamma_grad_a_f64(
+    const double* a, const double* x, double* out, long long n, double eps, double log_max) {
+  plax_igamma_grad_a<double>(a, x, out, n, eps, log_max);
 }
 """
 
 
-def _random_gamma_grad(a, x):
-    """The sample derivative in the compute dtype (float32 or float64), same-shaped ``a``, ``x``."""
+def _gamma_grad_kernel(entry: str, a, x):
+    """Launches ``<entry>_f32``/``_f64`` of :data:`RANDOM_GAMMA_GRAD_SOURCE` on ``a`` and ``x``
+    (broadcast to one shape, the compute dtype: float32 or float64); one launch."""
+    a, x = cupy.broadcast_arrays(a, x)
     dtype = a.dtype
-    special = _special()
-    a_c = cupy.ascontiguousarray(a)
-    x_c = cupy.ascontiguousarray(x)
-    lgamma_a = cupy.ascontiguousarray(special.gammaln(a_c).astype(dtype, copy=False))
-    digamma_a = cupy.ascontiguousarray(special.digamma(a_c).astype(dtype, copy=False))
-    digamma_a1 = cupy.ascontiguousarray(special.digamma(a_c + 1).astype(dtype, copy=False))
+    a_c, x_c = cupy.ascontiguousarray(a), cupy.ascontiguousarray(x)
     out = cupy.empty(a.shape, dtype)
     n = int(a.size)
     if n:
         info = np.finfo(dtype)
-        name = "plax_random_gamma_grad_f32" if dtype == np.float32 else "plax_random_gamma_grad_f64"
-        launch_raw(RANDOM_GAMMA_GRAD_SOURCE, name, n, a_c, x_c, lgamma_a, digamma_a, digamma_a1, out,
-                   np.int64(n), dtype.type(info.eps), dtype.type(np.log(info.max)))
+        name = f"{entry}_f32" if dtype == np.float32 else f"{entry}_f64"
+        launch_raw(RANDOM_GAMMA_GRAD_SOURCE, name, n, a_c, x_c, out, np.int64(n),
+                   dtype.type(info.eps), dtype.type(np.log(info.max)))
     return out
 
 
@@ -384,24 +410,17 @@ def random_gamma_grad(a, x):
     Example:
       >>> random_gamma_grad(cupy.asarray([1.0]), cupy.asarray([0.5]))
     """
-    a, x = cupy.broadcast_arrays(a, x)
-    return _random_gamma_grad(a, x)
+    return _gamma_grad_kernel("plax_random_gamma_grad", a, x)
 
 
 @kernel(S.igamma_grad_a_p)
 @_elementwise
 def igamma_grad_a(a, x):
     """``d P(a, x) / d a``: minus the sample derivative times the gamma density (the
-    reference kernel's formula); NaN outside ``a > 0, x > 0`` (0 at ``x == 0``).
+    reference kernel's formula), in one kernel; NaN outside ``a > 0, x > 0`` (0 at
+    ``x == 0``).
 
     Example:
       >>> igamma_grad_a(cupy.asarray([1.0]), cupy.asarray([1.0]))
     """
-    a, x = cupy.broadcast_arrays(a, x)
-    inside = (a > 0) & (x > 0) & cupy.isfinite(a) & cupy.isfinite(x)
-    one = cupy.ones((), a.dtype)
-    sa, sx = cupy.where(inside, a, one), cupy.where(inside, x, one)
-    density = cupy.exp((sa - 1) * cupy.log(sx) - sx - _special().gammaln(sa).astype(a.dtype))
-    out = -_random_gamma_grad(sa, sx) * density
-    out = cupy.where(inside, out, _nan_like(a))
-    return cupy.where((x == 0) & (a > 0) & cupy.isfinite(a), cupy.zeros((), a.dtype), out)
+    return _gamma_grad_kernel("plax_igamma_grad_a", a, x)

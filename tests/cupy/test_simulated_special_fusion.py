@@ -1,7 +1,9 @@
 """Special functions fuse on the GPU: a jitted chain of complex inverse trigonometric and
 hyperbolic functions, of ``bessel_i0e``/``bessel_i1e``, or of ``digamma``, ``lgamma``, ``erf``,
 ``erfc`` and ``erf_inv`` is one generated kernel -- one launch, no host fallback, no host copy
--- and its values are NumPy/SciPy float64's; eagerly each is one launch too.
+-- and its values are NumPy/SciPy float64's; eagerly each is one launch too, and so are
+``random_gamma_grad`` and ``igamma_grad_a`` (one hand-written kernel computing lgamma and
+digamma itself).
 
 Runs on the simulated GPU (:func:`test_on_the_simulated_gpu` starts this file in a child
 pytest with ``-p fake_cupy_plugin``) or on a real one.
@@ -43,7 +45,7 @@ def _on_gpu(fn, *args):
         return [np.asarray(o) for o in plax.tree_util.tree_leaves(out)], c
 
 
-def _assert_one_fused_kernel(c):
+def _assert_one_launch(c):
     assert c.launches == 1 and c.host_fallbacks == 0, (c.launches, c.fallbacks)
     assert c.host_to_device == 0 and c.device_to_host == 0
 
@@ -62,7 +64,7 @@ def test_complex_inverse_functions_fuse_into_one_kernel(dtype):
     z = (rng.uniform(-3, 3, 257) + 1j * rng.uniform(-3, 3, 257)).astype(dtype)
     z[:6] = [0, 1, -1, 2, 1j, -2j]  # branch points and cuts
     (got,), c = _on_gpu(plax.jit(_complex_chain), z)
-    _assert_one_fused_kernel(c)
+    _assert_one_launch(c)
     w = z.astype(np.complex128)
     with np.errstate(all="ignore"):
         want = (np.arcsin(w) * np.arccos(w) + np.arctan(w) - np.arcsinh(w) * np.arccosh(w)
@@ -80,7 +82,7 @@ def test_eager_complex_inverse_function_is_one_kernel(name):
     import plax.numpy as jnp
     z = np.array([0.5 + 2j, -3 - 0.25j, 1.5 + 0j, 0.0 - 1.5j], np.complex64)
     (got,), c = _on_gpu(getattr(jnp, name), z)
-    _assert_one_fused_kernel(c)
+    _assert_one_launch(c)
     np.testing.assert_allclose(got, getattr(np, name)(z.astype(np.complex128)), rtol=1e-6)
 
 
@@ -95,7 +97,7 @@ def test_scaled_bessel_functions_fuse_into_one_kernel(dtype):
     import plax
     x = np.concatenate([np.linspace(-40, 40, 161), [0.0, -0.0, np.inf, -np.inf]]).astype(dtype)
     (got,), c = _on_gpu(plax.jit(_bessel_chain), x)
-    _assert_one_fused_kernel(c)
+    _assert_one_launch(c)
     w = x.astype(np.float64)
     with np.errstate(all="ignore"):
         want = scipy.special.i0e(w) * 2 - scipy.special.i1e(w) + w * w
@@ -116,7 +118,7 @@ def test_digamma_fuses_with_cudas_special_functions(dtype):
     import plax
     x = np.concatenate([np.linspace(-7.7, 9.5, 70), [0.25, 1.4616321449683622, 9.9]]).astype(dtype)
     (got,), c = _on_gpu(plax.jit(_gamma_chain), x)
-    _assert_one_fused_kernel(c)
+    _assert_one_launch(c)
     w = x.astype(np.float64)
     want = (scipy.special.psi(w) + scipy.special.gammaln(w) * scipy.special.erf(w)
             - scipy.special.erfc(w) + scipy.special.erfinv(w * 0.1))
@@ -132,5 +134,29 @@ def test_eager_digamma_and_bessel_are_generated_kernels():
     for fn, ref in ((lax.digamma, scipy.special.psi), (lax.bessel_i0e, scipy.special.i0e),
                     (lax.bessel_i1e, scipy.special.i1e)):
         (got,), c = _on_gpu(fn, x)
-        _assert_one_fused_kernel(c)
+        _assert_one_launch(c)
         np.testing.assert_allclose(got, ref(x.astype(np.float64)), rtol=2e-6)
+
+
+@on_a_gpu
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=str)
+def test_gamma_sample_gradients_are_one_launch(dtype):
+    """Series and continued-fraction elements, the domain's edges (NaN outside a > 0, x >= 0;
+    0 at x == 0) against the CPU backend."""
+    import plax
+    a = np.array([0.3, 0.5, 1.0, 2.5, 10.0, 0.7, 3.0, -1.0, 2.0, np.nan, 4.0, np.inf], dtype)
+    x = np.array([0.2, 2.0, 1.0, 0.5, 12.0, 5.0, 0.0, 1.0, -1.0, 1.0, 30.0, 1.0], dtype)
+    cpu = plax.devices("cpu")[0]
+    for fn in (_lax_fn("random_gamma_grad"), _lax_fn("igamma_grad_a")):
+        (got,), c = _on_gpu(fn, a, x)
+        _assert_one_launch(c)
+        with plax.config.override("jax_enable_x64", True):
+            want = np.asarray(fn(plax.device_put(a, cpu), plax.device_put(x, cpu)))
+        assert got.dtype == want.dtype == np.dtype(dtype)
+        rtol = 1e-5 if dtype == np.float32 else 1e-12
+        np.testing.assert_allclose(got, want, rtol=rtol, atol=rtol, equal_nan=True)
+
+
+def _lax_fn(name):
+    from plax import lax
+    return getattr(lax, name)
