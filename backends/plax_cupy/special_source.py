@@ -22,7 +22,8 @@ and ``acosh`` are the same computation rotated (``asinh z = i asin(-i z)``,
 (through logarithms where the denominator is below ``eps``), imaginary part
 ``atan2(2y, (1 - x)(1 + x) - y^2) / 2``, and ``1/z + i pi/2`` beyond ``1 / eps``; ``atan z =
 -i atanh(i z)``. Branch cuts, signed zeros and the values at infinite and NaN parts are
-NumPy's (C99 Annex G where it specifies them, NumPy's choice where C99 leaves a sign open).
+NumPy's (C99 Annex G where it specifies them, NumPy's choice where C99 leaves a sign open),
+as plax's reference kernels give them; XLA's differ at some signed zeros and NaN parts.
 
 **Bessel functions** ``exp(-|x|) I_nu(x)``, nu = 0, 1, in double (a float argument widened, the
 result rounded once): the power series ``(x/2)^nu sum_k (x^2/4)^k / (k! (k+nu)!)`` below a split
