@@ -10,7 +10,10 @@ pytest with ``-p fake_cupy_plugin``) or on a real one.
 """
 from __future__ import annotations
 
+import os
 import shutil
+import subprocess
+import sys
 
 import ml_dtypes
 import numpy as np
@@ -18,7 +21,7 @@ import pytest
 import scipy.special
 
 from test_kernels_a_simulated import on_a_gpu
-from test_simulated_streams import SIMULATED, run_file_on_simulated_gpu
+from test_simulated_streams import REPO, SIMULATED, child_env, run_file_on_simulated_gpu
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 
@@ -26,7 +29,16 @@ BF16 = np.dtype(ml_dtypes.bfloat16)
 @pytest.mark.skipif(SIMULATED or shutil.which("g++") is None,
                     reason="already on the simulated GPU, or no C++ compiler (g++) for it")
 def test_on_the_simulated_gpu():
+    """This file on the simulated GPU, then ``benchmarks/gpu_special.py --simulated``: each of
+    its rows one launch, no host copy or fallback."""
     run_file_on_simulated_gpu(__file__)
+    done = subprocess.run([sys.executable, os.path.join(REPO, "benchmarks", "gpu_special.py"),
+                           "--simulated"], capture_output=True, text=True, env=child_env(),
+                          cwd=REPO, timeout=300)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    rows = [line.split() for line in done.stdout.splitlines() if "ms" in line]
+    assert len(rows) == 4, done.stdout
+    assert all(r[-4:] == ["1", "0", "0", "0"] for r in rows), done.stdout
 
 
 def _on_gpu(fn, *args):
