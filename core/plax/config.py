@@ -386,8 +386,10 @@ numpy_dtype_promotion = _context("numpy_dtype_promotion", """Inside the block, i
       dtype('float32')
     """, default_arg=False)
 default_matmul_precision = _context("default_matmul_precision", """Inside the block, the
-    precision of matrix products and convolutions that pass no ``precision=`` (plax's CPU
-    kernels compute float32 products in float32 whatever is asked; see docs/config.md).
+    precision of matrix products that pass no ``precision=``, recorded in ``dot_general``
+    as JAX records it (the CPU backends compute float32 products in float32 whatever is
+    asked, as XLA's CPU backend; the CuPy backend selects TF32 or bfloat16 tensor-core math:
+    see docs/config.md).
 
     Example:
       >>> with plax.default_matmul_precision("float32"):

@@ -40,9 +40,9 @@ from plax.transforms.staging import abstractify, convert_tracer_consts, trace_to
 _tree_flatten = tree_util.tree_flatten
 _tree_unflatten = tree_util.tree_unflatten
 _flags = config._values
-# Flags that change what tracing produces (dtypes, PRNG layout, promotion checks) are part of
-# every cache key.
-_trace_flags = [(False, True, "allow", "standard", "threefry2x32")]
+# Flags that change what tracing produces (dtypes, PRNG layout, promotion checks, the
+# default matmul precision recorded in dot_general) are part of every cache key.
+_trace_flags = [(False, True, "allow", "standard", "threefry2x32", None)]
 
 
 # Options that send every call down the general path: disable_jit, and the NaN/Inf checks of
@@ -54,7 +54,7 @@ _checks = [False]
 def _current_trace_flags() -> tuple:
     return (_flags["enable_x64"], _flags["threefry_partitionable"],
             _flags["numpy_rank_promotion"], _flags["numpy_dtype_promotion"],
-            _flags["default_prng_impl"])
+            _flags["default_prng_impl"], _flags["default_matmul_precision"])
 
 
 def _refresh_trace_flags(name=None, value=None) -> None:
