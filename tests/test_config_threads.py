@@ -185,6 +185,29 @@ def test_default_device_context_is_per_thread():
     assert out == ["CpuDevice(id=1)", "CpuDevice(id=0)"]
 
 
+def test_default_device_option_set_in_a_thread_s_context_stays_in_that_thread():
+    cpu = plax.devices("cpu")[0]
+
+    def inside(barrier):
+        with plax.config.override("jax_default_device", "cpu"):
+            barrier.wait()
+            seen = plax.config.jax_default_device
+            dev = jnp.ones(2).device
+            barrier.wait()
+        return seen, dev
+
+    def outside(barrier):
+        barrier.wait()
+        seen = plax.config.jax_default_device
+        dev = jnp.ones(2).device
+        barrier.wait()
+        return seen, dev
+
+    (seen_in, dev_in), (seen_out, dev_out) = _in_two_threads(inside, outside)
+    assert (seen_in, seen_out) == ("cpu", None)
+    assert dev_in == cpu and dev_out == plax.devices()[0]
+
+
 @pytest.mark.skipif(jax is None, reason="JAX is not installed: no side-by-side check")
 def test_same_thread_semantics_as_jax():
     def observe(jx):
