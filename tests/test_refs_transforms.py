@@ -305,3 +305,39 @@ def test_a_ref_freed_under_jit_cannot_be_read():
 
     with pytest.raises(ValueError, match="freed"):
         plax.jit(f)()
+
+
+def _ref_of_input(jx, np_, x):
+    r = jx.new_ref(x)
+    r[...] = r[...] * 3
+    r[0] += x[1] * x[2]
+    return (r[...] ** 2).sum()
+
+
+def test_vmap_of_grad_of_a_ref_made_from_the_differentiated_input():
+    xs = np.arange(6.0, dtype=np.float32).reshape(2, 3)
+    f = lambda x: _ref_of_input(plax, jnp, x)  # noqa: E731
+    loop = np.stack([np.asarray(plax.grad(f)(jnp.asarray(x))) for x in xs])
+    np.testing.assert_allclose(loop[0], [12.0, 26.0, 40.0])  # by hand: d/dx of the sum
+    for got in (plax.vmap(plax.grad(f))(jnp.asarray(xs)),
+                plax.jit(plax.vmap(plax.grad(f)))(jnp.asarray(xs)),
+                plax.grad(lambda x: plax.vmap(f)(x).sum())(jnp.asarray(xs))):
+        np.testing.assert_array_equal(np.asarray(got), loop)
+    if jax is not None:
+        g = jax.vmap(jax.grad(lambda x: _ref_of_input(jax, jjnp, x)))(xs)
+        np.testing.assert_array_equal(np.asarray(g), loop)
+
+
+def test_free_ref_under_grad_and_vmap():
+    def f(x):
+        r = plax.new_ref(x)
+        r[...] = r[...] * 3
+        out = (r[...] ** 2).sum()
+        plax.free_ref(r)
+        return out
+
+    xs = jnp.asarray(np.arange(6.0, dtype=np.float32).reshape(2, 3))
+    np.testing.assert_array_equal(np.asarray(plax.vmap(plax.grad(f))(xs)),
+                                  18.0 * np.asarray(xs))
+    np.testing.assert_array_equal(np.asarray(plax.jit(plax.grad(f))(xs[1])),
+                                  18.0 * np.asarray(xs[1]))

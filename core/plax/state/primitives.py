@@ -353,6 +353,11 @@ def bind_new_ref(x, level: int, params: dict, skip_linearize: bool = True):
         level -= 1
     if level <= trace_state.dynamic.level:  # the staging (or eager) level takes it as it is
         return new_ref_p.bind(x, **params)
+    if isinstance(x, Tracer) and x._trace.main.level > level:
+        # a tangent staged by reverse mode above the level reached (vmap(grad(f)) making a
+        # ref of its differentiated input): the linear program stages the ref, and the
+        # transforms below make it when they run that program
+        return new_ref_p.bind(x, **params)
     x = stack[level].with_cur_trace().full_raise(x)
     _making_level.append(level)
     try:
