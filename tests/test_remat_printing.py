@@ -145,3 +145,18 @@ def test_gradients_through_the_transposed_remat(policy):
     xs = jnp.asarray(np.linspace(-1.0, 1.0, 10, dtype=np.float32).reshape(2, 5))
     loop = np.stack([np.asarray(plax.grad(g)(xi)) for xi in xs])
     np.testing.assert_allclose(np.asarray(plax.vmap(plax.grad(g))(xs)), loop, rtol=1e-6)
+
+
+def _remat_programs(jx, np_):
+    f = lambda x: jx.checkpoint(lambda y: np_.sin(np_.sin(y)))(x)  # noqa: E731
+    return [str(jx.make_jaxpr(lambda x: jx.vjp(f, x)[1](1.0))(2.0)),
+            str(jx.make_jaxpr(jx.jit(jx.grad(f)))(2.0)),
+            str(jx.make_jaxpr(jx.vmap(jx.grad(f)))(np_.ones(3)))]
+
+
+def test_vjp_jit_and_vmap_of_remat_print_as_jax():
+    texts = _remat_programs(plax, jnp)
+    assert all(t.count("remat2[") == 1 and "differentiated=True" in t for t in texts)
+    assert "jit[" in texts[1] and "f32[3] = remat2[" in texts[2]
+    if jax is not None:
+        assert _remat_programs(jax, jjnp) == texts
