@@ -87,10 +87,12 @@ def test_saved_residuals_match_jax(key, capsys):
     theirs = saved_lines("jax", key, capsys)
     assert len(ours) == len(theirs), (ours, theirs)
     assert sorted(ln.split()[0] for ln in ours) == sorted(ln.split()[0] for ln in theirs)
-    # saved intermediates are described as JAX does (less its source location)
+    # saved intermediates are described as JAX does, with the line of the function that
+    # made each (file:line:col (function))
     saved_ours = sorted(ln for ln in ours if "argument" not in ln)
-    saved_theirs = sorted(ln.split(" from ")[0] for ln in theirs if "argument" not in ln)
+    saved_theirs = sorted(ln for ln in theirs if "argument" not in ln)
     assert saved_ours == saved_theirs
+    assert all(" from " + __file__ + ":" in ln for ln in saved_ours), saved_ours
 
 
 def _count(jaxpr, name: str) -> int:

@@ -11,10 +11,16 @@ axes are not already in that order), then:
 * **int8**: ``CUDA_R_8I`` operands accumulated in int32 (``CUBLAS_COMPUTE_32I``) where cuBLAS
   takes the shape (``n`` and ``k`` multiples of 4), the int32 sums wrapped to the result type;
   other integers and booleans (as int32) through ``cupy.matmul``;
-* **float32**: ``cupy.matmul`` (cuBLAS SGEMM). TF32 tensor cores stay off, as plax's CPU
-  backends compute float32 products in float32: only ``PLAX_GPU_ALLOW_TF32=1`` with a
-  ``precision`` below ``HIGHEST`` (:func:`plax_cupy.backend.tf32_allowed`) runs the product
-  with ``CUBLAS_COMPUTE_32F_FAST_TF32``;
+* **float32**: ``cupy.matmul`` (cuBLAS SGEMM) when no precision is asked for: TF32 tensor
+  cores stay off, as plax's CPU backends compute float32 products in float32
+  (``PLAX_GPU_ALLOW_TF32=1`` makes no precision count as ``DEFAULT``). A precision asked for,
+  per product (``precision=``) or by ``jax_default_matmul_precision`` (which ``dot_general``
+  records when none is given), selects the math as XLA's GPU backend does
+  (:func:`float32_compute_type`): ``DEFAULT`` and ``HIGH`` (``"bfloat16"``,
+  ``"tensorfloat32"``) run on TF32 tensor cores (``CUBLAS_COMPUTE_32F_FAST_TF32``),
+  ``HIGHEST`` (``"float32"``) in float32; the algorithm presets ``TF32_TF32_F32``,
+  ``BF16_BF16_F32`` and ``F16_F16_F32`` select TF32, bfloat16 (``..._FAST_16BF``) and
+  float16 (``..._FAST_16F``) operands with float32 accumulation, the other presets float32;
 * float64 and complex: ``cupy.matmul`` (DGEMM, CGEMM, ZGEMM).
 
 Where the cuBLAS library cannot be loaded, lacks the call (the simulated GPU of
@@ -42,6 +48,7 @@ from plax_cupy.kernels import kernel
 # cudaDataType_t (library_types.h) and cublasComputeType_t / cublasGemmAlgo_t (cublas_api.h)
 CUDA_R_32F, CUDA_R_64F, CUDA_R_16F, CUDA_R_8I, CUDA_R_32I, CUDA_R_16BF = 0, 1, 2, 3, 10, 14
 CUBLAS_COMPUTE_32F, CUBLAS_COMPUTE_32I, CUBLAS_COMPUTE_32F_FAST_TF32 = 68, 72, 77
+CUBLAS_COMPUTE_32F_FAST_16F, CUBLAS_COMPUTE_32F_FAST_16BF = 74, 75
 CUBLAS_OP_N = 0
 CUBLAS_GEMM_DEFAULT = -1
 CUBLAS_POINTER_MODE_HOST = 0
@@ -180,7 +187,7 @@ def dot_general(lhs, rhs, *, dimension_numbers, precision=None, preferred_elemen
     Example:
       >>> dot_general(x, y, dimension_numbers=(((1,), (0,)), ((), ())))   # x @ y
     """
-    from plax_cupy.backend import Bf16Buffer, tf32_allowed
+    from plax_cupy.backend import Bf16Buffer
     (lc, rc), (lb, rb) = dimension_numbers
     in_dtype = np.dtype(lhs.dtype)
     out_dtype = np.dtype(preferred_element_type or in_dtype)
@@ -194,7 +201,7 @@ def dot_general(lhs, rhs, *, dimension_numbers, precision=None, preferred_elemen
     b = _arrange(raw_r, rb, rf, rc, lhs=False)
     nb, m, k = a.shape
     n = b.shape[2]
-    out = _product(a, b, in_dtype, out_dtype, nb, m, n, k, tf32_allowed(precision))
+    out = _product(a, b, in_dtype, out_dtype, nb, m, n, k, float32_compute_type(precision))
     if out_dtype.name == _BF16_NAME:
         return Bf16Buffer(out.reshape(shape))
     return out.reshape(shape)
@@ -205,8 +212,49 @@ dot_general.bf16 = "bits"  # takes Bf16Buffers itself (see CupyBackend._wrap)
 
 _HALF_TYPES = {"float16": CUDA_R_16F, _BF16_NAME: CUDA_R_16BF}
 
+# Precision names (and JAX's strings for them) -> the Precision they stand for
+_PRECISIONS = {"DEFAULT": "DEFAULT", "FASTEST": "DEFAULT", "BFLOAT16": "DEFAULT",
+               "HIGH": "HIGH", "TENSORFLOAT32": "HIGH", "BFLOAT16_3X": "HIGH",
+               "HIGHEST": "HIGHEST", "FLOAT32": "HIGHEST"}
+# Dot algorithm presets with a reduced-precision float32 math mode in cuBLAS (the others,
+# F32_F32_F32 and the multi-pass emulations of float32 among them, run in float32)
+_PRESETS = {"TF32_TF32_F32": CUBLAS_COMPUTE_32F_FAST_TF32,
+            "BF16_BF16_F32": CUBLAS_COMPUTE_32F_FAST_16BF,
+            "F16_F16_F32": CUBLAS_COMPUTE_32F_FAST_16F}
 
-def _product(a, b, in_dtype, out_dtype, nb, m, n, k, tf32: bool):
+
+def float32_compute_type(precision) -> int | None:
+    """The cuBLAS compute type of a float32 product under ``precision`` (as ``dot_general``
+    records it: None, a Precision name or a pair of them, or a dot algorithm preset's name),
+    or None for plain float32 SGEMM.
+
+    ``DEFAULT`` and ``HIGH`` select TF32 tensor cores, as XLA's GPU backend does; ``HIGHEST``
+    float32 (on either operand). No precision is float32, unless ``PLAX_GPU_ALLOW_TF32=1``
+    makes it ``DEFAULT``.
+
+    Example:
+      >>> float32_compute_type(("HIGH", "HIGH")) == CUBLAS_COMPUTE_32F_FAST_TF32
+      True
+      >>> float32_compute_type("BF16_BF16_F32") == CUBLAS_COMPUTE_32F_FAST_16BF
+      True
+      >>> float32_compute_type(("HIGHEST", "HIGHEST")) is None
+      True
+    """
+    import os
+    if precision is None:
+        if os.environ.get("PLAX_GPU_ALLOW_TF32") != "1":
+            return None
+        precision = "DEFAULT"
+    names = [str(p).rsplit(".", 1)[-1].upper()
+             for p in (precision if isinstance(precision, (tuple, list)) else (precision,))]
+    if len(names) == 1 and names[0] not in _PRECISIONS:
+        return _PRESETS.get(names[0])
+    if any(_PRECISIONS.get(n, "HIGHEST") == "HIGHEST" for n in names):
+        return None
+    return CUBLAS_COMPUTE_32F_FAST_TF32
+
+
+def _product(a, b, in_dtype, out_dtype, nb, m, n, k, f32_compute: int | None):
     """The ``(nb, m, n)`` product of arranged operands, as ``out_dtype``'s storage (bfloat16:
     uint16 bits)."""
     lib = cublas_library()
@@ -223,9 +271,10 @@ def _product(a, b, in_dtype, out_dtype, nb, m, n, k, tf32: bool):
                          a, b, np.int32, "int8")
         if done is not None:
             return done.astype(out_dtype)  # int32 sums wrap to the result type, as XLA's
-    if in_dtype == np.float32 and out_dtype == np.float32 and tf32 and not empty:
-        done = _try_gemm(lib, Gemm(nb, m, n, k, CUDA_R_32F, CUDA_R_32F,
-                                   CUBLAS_COMPUTE_32F_FAST_TF32), a, b, np.float32, "float32")
+    if in_dtype == np.float32 and out_dtype == np.float32 and f32_compute is not None \
+            and not empty:
+        done = _try_gemm(lib, Gemm(nb, m, n, k, CUDA_R_32F, CUDA_R_32F, f32_compute),
+                         a, b, np.float32, "float32")
         if done is not None:
             return done
     return _matmul(a, b, in_dtype, out_dtype)

@@ -69,9 +69,9 @@ def saved_residuals(f: Callable, *args: Any, **kwargs: Any) -> list[tuple[Any, s
 
     Found as JAX finds them: ``f``'s VJP is traced to a jaxpr whose outputs are the
     residuals, and each is described by what produces it there -- a literal, a constant,
-    ``the argument x``, a value ``named 'a'`` (``checkpoint_name``), the output of a jitted
-    function, or the ``output of sin``. (JAX adds ``from file:line:col (function)``: plax's
-    jaxprs record no source lines.)
+    ``the argument x``, or, followed by ``from file:line:col (function)`` (the line of ``f``
+    that made it, recorded while tracing: :mod:`plax.core.source_info`), a value ``named
+    'a'`` (``checkpoint_name``), the output of a jitted function, or the ``output of sin``.
 
     Args:
       f: the function, as it would be given to ``plax.vjp``.
@@ -83,8 +83,16 @@ def saved_residuals(f: Callable, *args: Any, **kwargs: Any) -> list[tuple[Any, s
 
     Example:
       >>> [why for _, why in saved_residuals(lambda x: jnp.sin(x).sum(), jnp.ones(3))]
-      ['output of cos']
+      ... # doctest: +ELLIPSIS
+      ['output of cos from ...:1:... (<lambda>)']
     """
+    import sys
+    from plax.core.source_info import capturing_sources
+    with capturing_sources(boundary=sys._getframe(1)):
+        return _saved_residuals(f, args, kwargs)
+
+
+def _saved_residuals(f: Callable, args, kwargs) -> list[tuple[Any, str]]:
     import functools
     from plax import tree_util
     from plax.core.jaxpr import Literal
@@ -112,6 +120,7 @@ def saved_residuals(f: Callable, *args: Any, **kwargs: Any) -> list[tuple[Any, s
         names = [f"args[{i}]" for i in range(len(leaves))]
     out += [(v.aval, f"from the argument {n}") for v, n in zip(jaxpr.invars, names)
             if id(v) in wanted]
+    from plax.core.source_info import source_of
     for eqn in jaxpr.eqns:
         for v in eqn.outvars:
             if id(v) not in wanted:
@@ -122,7 +131,8 @@ def saved_residuals(f: Callable, *args: Any, **kwargs: Any) -> list[tuple[Any, s
                 why = f"output of jitted function '{eqn.params.get('name', '?')}'"
             else:
                 why = f"output of {eqn.primitive.name}"
-            out.append((v.aval, why))
+            # as JAX: " from " and the source, empty where no line of f made the value
+            out.append((v.aval, f"{why} from {source_of(v) or ''}"))
     return out
 
 
@@ -137,8 +147,8 @@ def print_saved_residuals(f: Callable, *args: Any, **kwargs: Any) -> None:
 
     Example:
       >>> from plax.ad_checkpoint import print_saved_residuals
-      >>> print_saved_residuals(lambda x: jnp.sin(x).sum(), jnp.ones(3))
-      f32[3] output of cos
+      >>> print_saved_residuals(lambda x: jnp.sin(x).sum(), jnp.ones(3))  # doctest: +SKIP
+      f32[3] output of cos from <stdin>:1:26 (<lambda>)
     """
     for aval, why in saved_residuals(f, *args, **kwargs):
         print(aval.str_short(), why)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import threading
 from typing import Any, Callable, Iterator
 
 from plax.config_jax_options import JAX_OPTIONS
@@ -41,6 +42,47 @@ _BOOLS = frozenset(name[4:] for name, v in JAX_OPTIONS.items()
 
 # Options read once, when the devices are first listed: changing them later raises.
 _BEFORE_DEVICES = frozenset({"num_cpu_devices"})
+
+
+# ------------------------------------------------------------------ per-thread values
+# JAX's context managers (``with jax.debug_nans(True):``) set an option for the running
+# thread only; ``config.update`` sets the global value, which every thread without a
+# context of its own sees (a new thread starts from the global values, not its parent's).
+
+class _ThreadOverrides(threading.local):
+    def __init__(self) -> None:
+        self.values: dict[str, Any] = {}  # short name -> this thread's value
+
+
+_overrides = _ThreadOverrides()
+
+
+class _GlobalValues(dict):
+    """The option table while no thread has a context active: a plain dict lookup (plax's
+    hot paths read ``config._values["enable_x64"]`` directly)."""
+
+    __slots__ = ()
+
+
+class _ThreadedValues(dict):
+    """The same table while some thread has a context active: a lookup sees the running
+    thread's context value first. The table object switches between the two classes (same
+    layout, so ``__class__`` may be assigned) rather than being replaced, because modules
+    hold it; the slower lookup is paid only while a context is active somewhere."""
+
+    __slots__ = ()
+
+    def __getitem__(self, key: str) -> Any:
+        local = _overrides.values
+        if key in local:
+            return local[key]
+        return dict.__getitem__(self, key)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        local = _overrides.values
+        if key in local:
+            return local[key]
+        return dict.get(self, key, default)
 
 
 def _short(name: str) -> str:
@@ -86,7 +128,9 @@ class Config:
 
     def __init__(self) -> None:
         # Keyed by the short name: plax's hot paths read ``config._values["enable_x64"]``.
-        self._values: dict[str, Any] = {}
+        self._values: dict[str, Any] = _GlobalValues()
+        self._contexts = 0  # contexts active, over all threads (see _ThreadedValues)
+        self._contexts_lock = threading.Lock()
         for name, default in JAX_OPTIONS.items():
             short = _short(name)
             self._values[short] = default if short in _BEFORE_DEVICES else \
@@ -125,10 +169,9 @@ class Config:
         guard = self._guards.get(key)
         if guard is not None:
             guard(key)
-        self._values[key] = value
+        dict.__setitem__(self._values, key, value)
         self._updated.add(key)
-        for listener in self._listeners:
-            listener(key, value)
+        self._notify(key)
 
     @staticmethod
     def _checked(key: str, value: Any) -> Any:
@@ -174,12 +217,29 @@ class Config:
 
     @property
     def values(self) -> dict[str, Any]:
-        """Every option's current value, keyed by its JAX name (a new dict)."""
-        return {_JAX_NAME[k]: v for k, v in self._values.items()}
+        """Every option's current value in the running thread, keyed by its JAX name (a new
+        dict)."""
+        local = _overrides.values
+        return {_JAX_NAME[k]: local.get(k, v) for k, v in dict.items(self._values)}
+
+    def has_thread_contexts(self) -> bool:
+        """Whether some thread has an option set by a context manager now: caches derived
+        from the options (jit's cache key, the dtype-promotion mode) must then be computed
+        per thread.
+
+        Example:
+          >>> with plax.debug_nans(True):
+          ...     plax.config.has_thread_contexts()
+          True
+        """
+        return self._contexts > 0
 
     def on_change(self, listener: Callable[[str, Any], None]) -> None:
         """Registers ``listener(name, value)`` to run whenever an option changes (``name``
-        without the ``jax_`` prefix)."""
+        without the ``jax_`` prefix), globally or in a thread (a context manager beginning or
+        ending): ``value`` is what the running thread sees. A listener that caches something
+        derived from options must not cache it across threads while
+        :meth:`has_thread_contexts` is true."""
         self._listeners.append(listener)
 
     def guard(self, name: str, check: Callable[[str], None]) -> None:
@@ -189,14 +249,46 @@ class Config:
 
     @contextlib.contextmanager
     def override(self, name: str, value: Any) -> Iterator[None]:
-        """Sets an option inside a ``with`` block and restores it afterwards (for the whole
-        process: plax's options are not thread-local, as JAX's context managers are)."""
-        old = self.read(name)
-        self.update(name, value)
+        """Sets an option inside a ``with`` block, for the running thread only, as JAX's
+        context managers do: other threads keep seeing the global value (and their own
+        contexts), and threads started inside the block start from the global value.
+        ``update`` inside the block changes the global value; the block's value still wins
+        in this thread until it ends.
+
+        Example:
+          >>> with plax.config.override("jax_numpy_rank_promotion", "raise"):
+          ...     plax.config.jax_numpy_rank_promotion
+          'raise'
+        """
+        key = self._key(name)
+        value = self._checked(key, value)
+        guard = self._guards.get(key)
+        if guard is not None:
+            guard(key)
+        local = _overrides.values
+        had, old = key in local, local.get(key)
+        with self._contexts_lock:
+            self._contexts += 1
+            self._values.__class__ = _ThreadedValues
+        local[key] = value
+        self._notify(key)
         try:
             yield
         finally:
-            self.update(name, old)
+            if had:
+                local[key] = old
+            else:
+                del local[key]
+            with self._contexts_lock:
+                self._contexts -= 1
+                if not self._contexts:
+                    self._values.__class__ = _GlobalValues
+            self._notify(key)
+
+    def _notify(self, key: str) -> None:
+        value = self._values[key]
+        for listener in self._listeners:
+            listener(key, value)
 
     def __getattr__(self, name: str) -> Any:
         values = self.__dict__.get("_values")
@@ -294,8 +386,10 @@ numpy_dtype_promotion = _context("numpy_dtype_promotion", """Inside the block, i
       dtype('float32')
     """, default_arg=False)
 default_matmul_precision = _context("default_matmul_precision", """Inside the block, the
-    precision of matrix products and convolutions that pass no ``precision=`` (plax's CPU
-    kernels compute float32 products in float32 whatever is asked; see docs/config.md).
+    precision of matrix products that pass no ``precision=``, recorded in ``dot_general``
+    as JAX records it (the CPU backends compute float32 products in float32 whatever is
+    asked, as XLA's CPU backend; the CuPy backend selects TF32 or bfloat16 tensor-core math:
+    see docs/config.md).
 
     Example:
       >>> with plax.default_matmul_precision("float32"):

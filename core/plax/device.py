@@ -277,7 +277,9 @@ def default_device() -> Device:
         return stack[-1]
     d = _default_cache[0]
     if d is None:
-        d = _default_cache[0] = _configured_default() or _local_devices()[0]  # never remote
+        d = _configured_default() or _local_devices()[0]  # never remote
+        if not config.has_thread_contexts():  # else jax_default_device may differ by thread
+            _default_cache[0] = d
     return d
 
 

@@ -378,6 +378,8 @@ _WEAK_FITS = {_I: "iufcV", _F: "fcV", _C: "c"}  # the kinds a Python scalar may 
 def _check_strict(pairs: tuple) -> None:
     """JAX's strict promotion: operands of one dtype, beside Python scalars of a lower or equal
     kind; anything else raises :class:`TypePromotionError`."""
+    if config._values["numpy_dtype_promotion"] != "strict":
+        return
     strong = {dt for dt, weak in pairs if not weak or _node(dt, weak) == dt}
     weak = {_node(dt, True) for dt, w in pairs if w and _node(dt, True) != dt}
     if len(strong) <= 1:
@@ -393,8 +395,10 @@ def _check_strict(pairs: tuple) -> None:
 
 def _on_config_change(name: str, value: Any) -> None:
     global _strict
-    if name == "numpy_dtype_promotion":
-        _strict = value == "strict"
+    # while a thread has a context manager active the mode may differ between threads:
+    # _check_strict then reads the running thread's
+    _strict = config.has_thread_contexts() or \
+        config._values["numpy_dtype_promotion"] == "strict"
 
 
 config.on_change(_on_config_change)

@@ -29,6 +29,8 @@ def invalid_kind(values: Any) -> str | None:
     """``"nan"`` or ``"inf"`` if an inexact array among ``values`` holds one that the options
     ask to catch, else None."""
     nans, infs = config._values["debug_nans"], config._values["debug_infs"]
+    if not (nans or infs):  # installed for another thread's context (see _on_config_change)
+        return None
     for v in values if isinstance(values, (list, tuple)) else (values,):
         aval = getattr(v, "aval", None)
         if aval is None or aval.dtype.kind not in "fc" and aval.dtype.name != "bfloat16":
@@ -70,9 +72,9 @@ def check_jit_outputs(outs, name: str, rerun: Callable[[], Any]) -> None:
 
 
 def _on_config_change(name: str, value: Any) -> None:
-    if name not in ("debug_nans", "debug_infs"):
-        return
-    on = active()
+    # while a thread has a context manager active, another thread may have the checks on:
+    # keep the check installed (invalid_kind reads each thread's own options)
+    on = active() or config.has_thread_contexts()
     if on and _checked_eval[0] is None:
         _unchecked_eval[0] = trace.state.eval_primitive
         _checked_eval[0] = trace.state.eval_primitive = _checking_eval

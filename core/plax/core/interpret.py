@@ -6,6 +6,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from plax.core.jaxpr import ClosedJaxpr, Jaxpr, Literal, Var
+from plax.core.source_info import capturing as _source_capturing
 
 
 def literal_array(lit: Literal):
@@ -37,6 +38,13 @@ def eval_jaxpr(jaxpr: Jaxpr, consts: Sequence[Any], *args: Any) -> list:
         raise TypeError(f"jaxpr takes {len(jaxpr.invars)} arguments, got {len(args)}")
     env.update(zip(jaxpr.constvars, consts))
     env.update(zip(jaxpr.invars, args))
+    if _source_capturing[0]:  # print_saved_residuals: keep each equation's source line
+        from plax.core.source_info import entered
+        for eqn in jaxpr.eqns:
+            with entered(eqn):
+                outs = eqn.primitive.bind(*map(read, eqn.invars), **eqn.params)
+            env.update(zip(eqn.outvars, outs if eqn.primitive.multiple_results else (outs,)))
+        return [read(v) for v in jaxpr.outvars]
     for eqn in jaxpr.eqns:
         outs = eqn.primitive.bind(*map(read, eqn.invars), **eqn.params)
         if not eqn.primitive.multiple_results:

@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from plax import dtypes
+from plax.config import config as _config
 from plax.core.primitive import Primitive
 from plax.core.registry import register_rule
 from plax.core.shaped_array import ShapedArray
@@ -82,6 +83,7 @@ def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_t
 
 
 _dn_cache: dict = {}
+_config_values = _config._values  # read per product (thread-aware while contexts are active)
 
 
 def _canonical_dimension_numbers(dimension_numbers):
@@ -96,9 +98,29 @@ def _canonical_dimension_numbers(dimension_numbers):
     return dn
 
 
+# jax_default_matmul_precision's values as JAX canonicalises them: a Precision for both
+# operands, or (other values) the name of a dot algorithm preset
+_PRECISION_NAMES = {"highest": "HIGHEST", "float32": "HIGHEST", "high": "HIGH",
+                    "bfloat16_3x": "HIGH", "tensorfloat32": "HIGH", "default": "DEFAULT",
+                    "bfloat16": "DEFAULT", "fastest": "DEFAULT"}
+
+
+def _default_precision():
+    """``jax_default_matmul_precision`` as the ``precision`` parameter of a product that
+    passes none, as JAX records it in the jaxpr (a pair of Precision names, or a dot
+    algorithm preset's name); None when the option is unset. Backends decide what it means:
+    the CPU backends compute float32 products in float32 whatever is asked (as XLA's CPU
+    backend), the CuPy backend selects TF32 or bfloat16 tensor-core math (docs/config.md)."""
+    value = _config_values["default_matmul_precision"]
+    if value is None:
+        return None
+    name = _PRECISION_NAMES.get(value)
+    return (name, name) if name else str(value)
+
+
 def _canonical_precision(precision):
     if precision is None:
-        return None
+        return _default_precision()
     if isinstance(precision, (list, tuple)):
         return tuple(str(p) for p in precision)
     return str(precision)

@@ -19,8 +19,9 @@ from typing import Any, Callable, Sequence
 
 from plax.core.interpret import eval_jaxpr, literal_array
 from plax.core.jaxpr import ClosedJaxpr, Jaxpr, Literal, sub_jaxprs
-from plax.state.primitives import (addupdate_p, freeze_p, get_p, new_ref_p, read_value,
-                                   ref_primitives, swap_p, written_value)
+from plax.state.primitives import (addupdate_p, empty_ref_p, free_ref_p, freeze_p, get_p,
+                                   new_ref_p, read_value, ref_primitives, swap_p,
+                                   written_value)
 from plax.state.types import Ref, is_ref_aval
 
 # ------------------------------------------------------------------ detection
@@ -90,7 +91,7 @@ def discharge_closed(closed: ClosedJaxpr, ref_consts_as_values: bool = False
 
     def pure(*args):
         outs, env = _interpret(jaxpr, consts, args)
-        return outs + [env[jaxpr.invars[i]] for i in ref_in]
+        return outs + [_Freed.unwrap(env[jaxpr.invars[i]]) for i in ref_in]
 
     out, _ = trace_to_jaxpr(pure, in_avals, where="the discharged program")
     _memo[closed] = result = (out, ref_in)
@@ -107,6 +108,9 @@ def _interpret(jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[Any]):
 
     for eqn in jaxpr.eqns:
         invals = [read(v) for v in eqn.invars]
+        if any(type(x) is _Freed for x in invals):
+            raise ValueError(f"`{eqn.primitive.name}` on a mutable array reference that "
+                             "free_ref has freed: free a ref only after its last use.")
         is_ref = [not isinstance(v, Literal) and is_ref_aval(v.aval) for v in eqn.invars]
         rule = _discharge_rules.get(eqn.primitive)
         if rule is not None and (any(is_ref) or eqn.primitive in ref_primitives
@@ -127,6 +131,30 @@ def _interpret(jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[Any]):
 
 
 # ------------------------------------------------------------------ rules of the ref primitives
+
+class _Freed:
+    """What a ref freed by ``free_ref`` holds while a program is discharged: any later use
+    is an error; a ref input's final value is what it held when freed."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        self.value = value
+
+    @staticmethod
+    def unwrap(x):
+        return x.value if type(x) is _Freed else x
+
+
+def _empty_ref_rule(invals, is_ref, *, ty, memory_space=None):
+    from plax import lax
+    # XLA leaves an empty buffer uninitialised; plax starts it as zeros (deterministic)
+    return [], [lax.full(ty.shape, 0, ty.dtype)]
+
+
+def _free_ref_rule(invals, is_ref):
+    return [_Freed(invals[0])], []
+
 
 def _new_ref_rule(invals, is_ref, **params):
     return [None], [invals[0]]
@@ -154,6 +182,8 @@ def _addupdate_rule(invals, is_ref, *, indexer):
 
 
 register_discharge_rule(new_ref_p, _new_ref_rule)
+register_discharge_rule(empty_ref_p, _empty_ref_rule)
+register_discharge_rule(free_ref_p, _free_ref_rule)
 register_discharge_rule(freeze_p, _freeze_rule)
 register_discharge_rule(get_p, _get_rule)
 register_discharge_rule(swap_p, _swap_rule)

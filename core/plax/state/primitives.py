@@ -29,7 +29,9 @@ freeze_p = Primitive("freeze")
 get_p = Primitive("get")
 swap_p = Primitive("swap")
 addupdate_p = Primitive("addupdate", multiple_results=True)
-ref_primitives = (new_ref_p, freeze_p, get_p, swap_p, addupdate_p)
+empty_ref_p = Primitive("empty_ref")
+free_ref_p = Primitive("free_ref", multiple_results=True)
+ref_primitives = (new_ref_p, freeze_p, get_p, swap_p, addupdate_p, empty_ref_p, free_ref_p)
 for _p in ref_primitives:
     effects.register_effectful(_p)
 
@@ -48,6 +50,17 @@ def _new_ref_abstract_eval(x, *, memory_space=None, kind=None):
         raise TypeError(f"new_ref expects an array, got a mutable array reference of type "
                         f"{x}. Read it with ref[...] first.")
     return AbstractRef(ShapedArray(x.shape, x.dtype, x.weak_type, x.vma))
+
+
+@empty_ref_p.def_abstract_eval
+def _empty_ref_abstract_eval(*, ty, memory_space=None):
+    return AbstractRef(ty)
+
+
+@free_ref_p.def_abstract_eval
+def _free_ref_abstract_eval(ref):
+    _expect_ref(ref, "free_ref")
+    return []
 
 
 @freeze_p.def_abstract_eval
@@ -170,7 +183,17 @@ def _addupdate_impl(ref, val, *dyn, indexer):
     return []
 
 
-for _p, _impl in ((new_ref_p, _new_ref_impl), (freeze_p, _freeze_impl), (get_p, _get_impl),
+def _empty_ref_impl(*, ty, memory_space=None):
+    # as JAX 0.10.2: an empty ref exists only inside a compiled program (jit)
+    raise NotImplementedError("Evaluation rule for 'empty_ref' not implemented")
+
+
+def _free_ref_impl(ref):
+    return []  # eagerly a no-op, as in JAX (the Array it holds is freed when unreferenced)
+
+
+for _p, _impl in ((empty_ref_p, _empty_ref_impl), (free_ref_p, _free_ref_impl),
+                  (new_ref_p, _new_ref_impl), (freeze_p, _freeze_impl), (get_p, _get_impl),
                   (swap_p, _swap_impl), (addupdate_p, _addupdate_impl)):
     registry.register_rule("impl", _p)(_impl)
 
@@ -330,6 +353,11 @@ def bind_new_ref(x, level: int, params: dict, skip_linearize: bool = True):
         level -= 1
     if level <= trace_state.dynamic.level:  # the staging (or eager) level takes it as it is
         return new_ref_p.bind(x, **params)
+    if isinstance(x, Tracer) and x._trace.main.level > level:
+        # a tangent staged by reverse mode above the level reached (vmap(grad(f)) making a
+        # ref of its differentiated input): the linear program stages the ref, and the
+        # transforms below make it when they run that program
+        return new_ref_p.bind(x, **params)
     x = stack[level].with_cur_trace().full_raise(x)
     _making_level.append(level)
     try:
@@ -358,3 +386,52 @@ def freeze(ref) -> Any:
     if _is_eager(ref):
         return ref._value
     return freeze_p.bind(ref)
+
+
+def empty_ref(ty: Any, memory_space: Any = None) -> Ref:
+    """A mutable array reference of ``ty``'s shape and dtype whose contents are not set
+    (JAX 0.10's ``jax.empty_ref``): write it before reading it.
+
+    As in JAX, it exists only inside a compiled program (``jit``); made eagerly it raises
+    ``NotImplementedError``. plax's compiled programs start it as zeros.
+
+    Args:
+      ty: an array or ``ShapeDtypeStruct`` giving the shape and dtype.
+      memory_space: accepted for JAX compatibility (plax has one memory space per device).
+
+    Returns:
+      A traced :class:`Ref`.
+
+    Example:
+      >>> @jax.jit
+      ... def f(x):
+      ...     r = jax.empty_ref(jax.ShapeDtypeStruct((2,), jnp.float32))
+      ...     r[...] = x
+      ...     return r[...] * 2
+      >>> f(jnp.ones(2))
+      Array([2., 2.], dtype=float32)
+    """
+    if not (hasattr(ty, "shape") and hasattr(ty, "dtype")):
+        raise TypeError(f"Cannot interpret value of type {type(ty)} as an abstract array; it "
+                        "does not have a dtype attribute")
+    from plax.transforms.staging import abstractify
+    aval = abstractify(ty)
+    aval = ShapedArray(aval.shape, aval.dtype, aval.weak_type)
+    return empty_ref_p.bind(ty=aval, memory_space=memory_space)
+
+
+def free_ref(ref) -> tuple:
+    """Invalidates ``ref`` (JAX 0.10's ``jax.free_ref``): inside ``jit`` a later read or write
+    of it is an error; eagerly it does nothing.
+
+    Returns:
+      ``()``, as JAX.
+
+    Example:
+      >>> r = jax.new_ref(jnp.zeros(2))
+      >>> jax.free_ref(r)
+      ()
+    """
+    _ref_aval(ref, "free_ref")
+    free_ref_p.bind(ref)
+    return ()

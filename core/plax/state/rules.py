@@ -9,11 +9,13 @@ batched along its leading axis; writing a batched value into an unbatched ref is
 """
 from __future__ import annotations
 
+import numpy as np
+
 from plax.core import registry
 from plax.core.jaxpr import DropVar, Literal
 from plax.core.pretty_print import pp_rules
-from plax.state.primitives import (addupdate_p, bind_new_ref, freeze_p, get_p, making_level,
-                                   new_ref_p, swap_p)
+from plax.state.primitives import (addupdate_p, bind_new_ref, free_ref_p, freeze_p, get_p,
+                                   making_level, new_ref_p, swap_p)
 from plax.state.types import RefIndexer
 from plax.transforms.batching import batch_of_unbatched
 from plax.transforms.jvp import Zero, instantiate, jvp_of_zeros
@@ -124,6 +126,14 @@ def _addupdate_jvp(primals, tangents, *, indexer):
     return [], []
 
 
+def _free_ref_jvp(primals, tangents):
+    free_ref_p.bind(primals[0])
+    if type(tangents[0]) is not Zero:
+        free_ref_p.bind(tangents[0])
+    return [], []
+
+
+registry.register_rule("jvp", free_ref_p)(_free_ref_jvp)
 registry.register_rule("jvp", new_ref_p)(_new_ref_jvp)
 jvp_of_zeros.add(new_ref_p)
 registry.register_rule("jvp", freeze_p)(_freeze_jvp)
@@ -133,27 +143,103 @@ registry.register_rule("jvp", addupdate_p)(_addupdate_jvp)
 
 
 # ------------------------------------------------------------------ batching
-# A batched ref holds its batch along axis 0; its index gets a leading full slice.
+# A batched ref holds its batch along axis 0. An access with unbatched indices gets a leading
+# full slice. An access with batched indices (``x_ref[i]``, ``i`` batched, as JAX allows) is
+# one gather/scatter-style access: each batched index carries its batch along a new leading
+# axis, and a batched ref is indexed by an iota along its batch axis as well (as JAX does),
+# so the integer-array indices broadcast to (batch, *per-example index shape). NumPy's rule
+# then places that block where the per-example access placed its index block, or in front;
+# a transpose restores the per-example layout.
 
 def _batched_indexer(indexer: RefIndexer, size: int) -> RefIndexer:
-    entries = indexer.entries
-    dyn_at = [i for i, e in enumerate(entries) if e[0] == "dyn"]
-    if dyn_at and dyn_at[-1] - dyn_at[0] + 1 != len(dyn_at):
-        # NumPy would move the indexed axes in front of the batch axis
-        raise NotImplementedError("vmap of a ref read or write whose integer-array indices "
-                                  "are not adjacent is not supported; index with adjacent "
-                                  "arrays or read the whole ref first.")
-    return RefIndexer((("slice", 0, size, 1),) + entries, (size,) + indexer.ref_shape)
+    return RefIndexer((("slice", 0, size, 1),) + indexer.entries, (size,) + indexer.ref_shape)
 
 
-def _check_ref_dims(ref_dim, dyn_dims):
-    if ref_dim not in (0, None):
-        raise NotImplementedError(f"vmap of a ref batched along axis {ref_dim}: plax batches "
-                                  "refs along axis 0 (use in_axes=0 for ref arguments).")
-    if any(d is not None for d in dyn_dims):
-        raise NotImplementedError("vmap of a ref read or write with a batched index is not "
-                                  "supported yet; read the whole ref (ref[...]) and index the "
-                                  "array instead.")
+def _adjacent(entries) -> bool:
+    """Whether the integer-array indices (integers count among them when an array is
+    present, as in NumPy) are adjacent."""
+    at = [i for i, e in enumerate(entries) if e[0] in ("dyn", "int")]
+    return at[-1] - at[0] + 1 == len(at)
+
+
+def _advanced_block_position(entries) -> int:
+    """Where NumPy puts the broadcast shape of the integer-array indices: in place when they
+    are adjacent, else in front."""
+    if not _adjacent(entries):
+        return 0
+    first = next(i for i, e in enumerate(entries) if e[0] in ("dyn", "int"))
+    return sum(1 for e in entries[:first] if e[0] == "slice")
+
+
+class _Access:
+    """An access ``ref[indexer]`` with batched operands, rewritten for the unbatched level:
+    ``ref``, ``dyn``, ``indexer`` to bind with; the read comes out with its batch at
+    ``out_dim`` (after :meth:`to_example_layout`); a written value is arranged by
+    :meth:`from_example_layout`."""
+
+    def __init__(self, ref, ref_dim, dyn, dyn_dims, indexer: RefIndexer, size: int):
+        from plax.core.trace import get_aval
+        from plax.transforms.batching import move_axis_to
+        if ref_dim not in (0, None):
+            raise NotImplementedError(f"vmap of a ref batched along axis {ref_dim}: plax "
+                                      "batches refs along axis 0 (use in_axes=0 for ref "
+                                      "arguments).")
+        self.ref, self.perm = ref, None
+        example_shapes = [tuple(s for k, s in enumerate(get_aval(d).shape) if k != dd)
+                          for d, dd in zip(dyn, dyn_dims)]
+        self.example_shape = indexer.result_shape(example_shapes)
+        batched_index = any(dd is not None for dd in dyn_dims)
+        has_dyn = bool(dyn)
+        if not batched_index and (ref_dim is None or not has_dyn or _adjacent(indexer.entries)):
+            # unbatched indices after a leading full slice: the index block keeps its place
+            # relative to the other dimensions (non-adjacent ones would jump in front of the
+            # batch axis, and take the general path below)
+            self.dyn, self.indexer = list(dyn), (indexer if ref_dim is None
+                                                 else _batched_indexer(indexer, size))
+            self.out_dim = None if ref_dim is None else 0
+            return
+        from plax import lax
+        rank = max((len(s) for s in example_shapes), default=0)
+        new_dyn = []
+        for d, dd, shp in zip(dyn, dyn_dims, example_shapes):
+            if dd is None:
+                new_dyn.append(d)
+            else:
+                d = move_axis_to(d, dd, 0, size)
+                new_dyn.append(lax.reshape(d, (size,) + (1,) * (rank - len(shp)) + shp))
+        entries = indexer.entries
+        example_pos = _advanced_block_position(entries)
+        if ref_dim is None:
+            # the batch leads the index block, which stays where the example access put it
+            self.dyn, self.indexer, self.out_dim = new_dyn, indexer, example_pos
+            return
+        iota = lax.broadcasted_iota(new_dyn[0].dtype if new_dyn else np.int32,
+                                    (size,) + (1,) * rank, 0)
+        self.dyn = [iota] + new_dyn
+        self.indexer = RefIndexer((("dyn",),) + entries, (size,) + indexer.ref_shape)
+        self.out_dim = 0
+        # the result is (batch, *index block, *sliced dims); the example access has its
+        # index block after example_pos sliced dims
+        n_block = len(self.example_shape) - sum(1 for e in entries if e[0] == "slice")
+        if example_pos:
+            block = list(range(1, 1 + n_block))
+            rest = list(range(1 + n_block, 1 + len(self.example_shape)))
+            self.perm = tuple([0] + rest[:example_pos] + block + rest[example_pos:])
+
+    def to_example_layout(self, out):
+        from plax import lax
+        return lax.transpose(out, self.perm) if self.perm else out
+
+    def from_example_layout(self, val, val_dim, size: int):
+        from plax import lax
+        from plax.transforms.batching import move_axis_to
+        val = move_axis_to(val, val_dim, 0, size)
+        if self.perm:
+            inverse = [0] * len(self.perm)
+            for k, p in enumerate(self.perm):
+                inverse[p] = k
+            val = lax.transpose(val, tuple(inverse))
+        return val
 
 
 def _unbatched_ref_error(ref) -> Exception:
@@ -177,35 +263,40 @@ def _freeze_batch(vals, dims):
     return freeze_p.bind(vals[0]), dims[0]
 
 
+def _size_of(vals, dims) -> int:
+    from plax.transforms.batching import axis_size
+    return axis_size(vals, dims)
+
+
 def _get_batch(vals, dims, *, indexer):
     ref, *dyn = vals
-    _check_ref_dims(dims[0], dims[1:])
-    from plax.core.trace import get_aval
-    size = get_aval(ref).shape[0]
-    return get_p.bind(ref, *dyn, indexer=_batched_indexer(indexer, size)), 0
+    access = _Access(ref, dims[0], dyn, dims[1:], indexer, _size_of(vals, dims))
+    out = get_p.bind(access.ref, *access.dyn, indexer=access.indexer)
+    return access.to_example_layout(out), access.out_dim
 
 
-def _write_operands(vals, dims, indexer):
-    from plax.core.trace import get_aval
-    from plax.transforms.batching import move_axis_to
+def _write_access(vals, dims, indexer):
     ref, val, *dyn = vals
     if dims[0] is None:
         raise _unbatched_ref_error(ref)
-    _check_ref_dims(dims[0], dims[2:])
-    size = get_aval(ref).shape[0]
-    return ref, move_axis_to(val, dims[1], 0, size), dyn, _batched_indexer(indexer, size)
+    size = _size_of(vals, dims)
+    access = _Access(ref, dims[0], dyn, dims[2:], indexer, size)
+    return access, access.from_example_layout(val, dims[1], size)
 
 
 def _swap_batch(vals, dims, *, indexer):
-    ref, val, dyn, batched = _write_operands(vals, dims, indexer)
-    return swap_p.bind(ref, val, *dyn, indexer=batched), 0
+    access, val = _write_access(vals, dims, indexer)
+    old = swap_p.bind(access.ref, val, *access.dyn, indexer=access.indexer)
+    return access.to_example_layout(old), 0
 
 
 def _addupdate_batch(vals, dims, *, indexer):
-    ref, val, dyn, batched = _write_operands(vals, dims, indexer)
-    return addupdate_p.bind(ref, val, *dyn, indexer=batched), []
+    access, val = _write_access(vals, dims, indexer)
+    return addupdate_p.bind(access.ref, val, *access.dyn, indexer=access.indexer), []
 
 
+registry.register_rule("batch", free_ref_p)(
+    lambda vals, dims: (free_ref_p.bind(vals[0]), []))
 registry.register_rule("batch", new_ref_p)(_new_ref_batch)
 batch_of_unbatched.add(new_ref_p)
 registry.register_rule("batch", freeze_p)(_freeze_batch)

@@ -52,6 +52,10 @@ def _check_tangent(p, t, where="jvp"):
 
 def _check_tangent_aval(pa, t, where):
     ta = get_aval(t)
+    if _is_ref_aval(pa) != _is_ref_aval(ta):
+        raise ValueError(f"{where}: the tangent of a mutable array reference must be a mutable "
+                         f"array reference (jax.new_ref(t)), and the tangent of an array an "
+                         f"array; got primal type {pa} and tangent type {ta}.")
     if pa.shape != ta.shape:
         raise ValueError(f"{where} called with different primal and tangent shapes;Got primal "
                          f"shape {pa.shape} and tangent shape as {ta.shape}")
@@ -62,6 +66,10 @@ def _check_tangent_aval(pa, t, where):
                         f"float0.Got primal dtype {pa.dtype.name} and so expected tangent dtype "
                         f"{want.name if want != dtypes.float0 else 'float0'}, but got tangent "
                         f"dtype {ta.dtype.name if ta.dtype != dtypes.float0 else 'float0'} instead.")
+
+
+def _is_ref_aval(aval) -> bool:
+    return type(aval).__name__ == "AbstractRef"  # the core does not import plax.state
 
 
 def _flatten_fun(fun, in_tree):
@@ -284,6 +292,10 @@ class _VJPFunction:
             raise TypeError(f"The function returned by vjp takes one argument (a cotangent with "
                             f"the structure of the primal output), got {len(cts)}.")
         st = self.static
+        for aval in st.in_avals:
+            if _is_ref_aval(aval):
+                # as JAX 0.10.2: a mutable array reference has no cotangent to return
+                raise ValueError(f"Expected cotangent type {aval} but got {aval.inner_aval}")
         ct_leaves, ct_tree = tree_util.tree_flatten(cts[0])
         if ct_tree != st.out_tree:
             raise ValueError(f"unexpected tree structure of argument to vjp function: got "

@@ -12,7 +12,9 @@ saving, as a primitive holding a sub-jaxpr.
   reads *and* the policy saves. One ``checkpoint`` equation is staged for the backward pass:
   it takes the saved values, the primal inputs and the tangents, and its body recomputes
   every other intermediate the tangents need before the linear equations;
-* ``transpose``: the recomputation runs forward, then the linear equations backwards.
+* ``transpose``: one ``checkpoint`` equation again (``differentiated=True``, as JAX stages
+  the backward pass of a remat), whose body runs the recomputation forward, then the linear
+  equations backwards.
 
 A policy is ``policy(primitive, *avals, **params) -> bool`` (or ``Saveable``/``Recompute``),
 asked about each primal equation whose output the tangent part reads. ``policy=None`` saves
@@ -379,7 +381,80 @@ def remat_split(closed: ClosedJaxpr, n_primals: int, n_out: int, policy):
     return ClosedJaxpr(known, closed.consts), ClosedJaxpr(unknown, closed.consts), what
 
 
-def _transpose(cts, *args, jaxpr: ClosedJaxpr, **_):
+def _transpose(cts, *args, jaxpr: ClosedJaxpr, prevent_cse, differentiated, policy):
+    """The backward pass of a staged ``checkpoint`` equation: one ``checkpoint`` equation
+    again (printed ``remat2[differentiated=True ...]`` as in JAX), whose body recomputes
+    what the linear equations need and runs them backwards (:func:`_transpose_inline`). It
+    takes the known operands and the nonzero output cotangents, and returns the cotangents
+    of the linear operands."""
+    from plax.transforms.jvp import Zero
+    from plax.transforms.transpose import is_undefined_primal
+    known = [a for a in args if not is_undefined_primal(a)]
+    linear_at = [i for i, a in enumerate(args) if is_undefined_primal(a)]
+    if not linear_at:
+        return [None] * len(args)
+    nz_at = [i for i, c in enumerate(cts) if type(c) is not Zero]
+    if not nz_at:
+        return [Zero(args[i].aval) if i in linear_at else None for i in range(len(args))]
+    nz_cts = [cts[i] for i in nz_at]
+    closed, used = _transposed_body(jaxpr, tuple(is_undefined_primal(a) for a in args),
+                                    tuple(nz_at), tuple(get_aval(x) for x in known),
+                                    tuple(get_aval(c) for c in nz_cts))
+    operands = [x for x, u in zip(known + nz_cts, used) if u]
+    outs = iter(checkpoint_p.bind(*operands, jaxpr=closed, prevent_cse=prevent_cse,
+                                  differentiated=True, policy=policy))
+    return [next(outs) if i in linear_at else None for i in range(len(args))]
+
+
+# body -> {(linear mask, nonzero cotangents, known avals, cotangent avals): transposed body}
+_transposed: "weakref.WeakKeyDictionary[ClosedJaxpr, dict]" = weakref.WeakKeyDictionary()
+
+
+def _transposed_body(jaxpr: ClosedJaxpr, linear: tuple, nz_at: tuple, known_avals: tuple,
+                     ct_avals: tuple) -> tuple[ClosedJaxpr, tuple]:
+    """``(known operands, nonzero cotangents) -> cotangents of the linear operands`` traced
+    into a ClosedJaxpr of its own, without the inputs it does not read (a primal the saved
+    residuals made unnecessary), and which inputs it kept (cached per body and signature)."""
+    table = _transposed.get(jaxpr)
+    if table is None:
+        table = _transposed.setdefault(jaxpr, {})
+    key = (linear, nz_at, known_avals, ct_avals)
+    hit = table.get(key)
+    if hit is not None:
+        return hit
+    from plax.transforms.jvp import Zero, instantiate
+    from plax.transforms.staging import convert_tracer_consts, trace_to_jaxpr
+    from plax.transforms.transpose import UndefinedPrimal
+    invars = jaxpr.jaxpr.invars
+    n_known = len(known_avals)
+
+    def body(*flat):
+        known_vals, ct_vals = iter(flat[:n_known]), iter(flat[n_known:])
+        full_args = [UndefinedPrimal(v.aval) if lin else next(known_vals)
+                     for v, lin in zip(invars, linear)]
+        full_cts = [Zero(aval) for aval in jaxpr.out_avals]
+        for i in nz_at:
+            full_cts[i] = next(ct_vals)
+        outs = _transpose_inline(full_cts, *full_args, jaxpr=jaxpr)
+        return [instantiate(o) if type(o) is Zero else o
+                for o, lin in zip(outs, linear) if lin]
+
+    traced, _ = trace_to_jaxpr(body, list(known_avals) + list(ct_avals),
+                               where="the transposed checkpoint")
+    closed, captured = convert_tracer_consts(traced.jaxpr, traced.consts)
+    assert not captured
+    j = closed.jaxpr
+    read = {v for e in j.eqns for v in e.invars if isinstance(v, Var)}
+    read.update(v for v in j.outvars if isinstance(v, Var))
+    used = tuple(v in read for v in j.invars)
+    if not all(used):
+        closed = ClosedJaxpr(Jaxpr(j.constvars, [v for v, u in zip(j.invars, used) if u],
+                                   j.outvars, j.eqns), closed.consts)
+    table[key] = hit = (closed, used)
+    return hit
+
+
+def _transpose_inline(cts, *args, jaxpr: ClosedJaxpr):
     """Recompute forward what does not depend on the linear inputs, then run the linear
     equations backwards."""
     from plax.transforms.transpose import backward_pass, is_undefined_primal

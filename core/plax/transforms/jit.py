@@ -40,9 +40,9 @@ from plax.transforms.staging import abstractify, convert_tracer_consts, trace_to
 _tree_flatten = tree_util.tree_flatten
 _tree_unflatten = tree_util.tree_unflatten
 _flags = config._values
-# Flags that change what tracing produces (dtypes, PRNG layout, promotion checks) are part of
-# every cache key.
-_trace_flags = [(False, True, "allow", "standard", "threefry2x32")]
+# Flags that change what tracing produces (dtypes, PRNG layout, promotion checks, the
+# default matmul precision recorded in dot_general) are part of every cache key.
+_trace_flags = [(False, True, "allow", "standard", "threefry2x32", None)]
 
 
 # Options that send every call down the general path: disable_jit, and the NaN/Inf checks of
@@ -51,12 +51,21 @@ _general_only = [False]
 _checks = [False]
 
 
+def _current_trace_flags() -> tuple:
+    return (_flags["enable_x64"], _flags["threefry_partitionable"],
+            _flags["numpy_rank_promotion"], _flags["numpy_dtype_promotion"],
+            _flags["default_prng_impl"], _flags["default_matmul_precision"])
+
+
 def _refresh_trace_flags(name=None, value=None) -> None:
-    _trace_flags[0] = (_flags["enable_x64"], _flags["threefry_partitionable"],
-                       _flags["numpy_rank_promotion"], _flags["numpy_dtype_promotion"],
-                       _flags["default_prng_impl"])
-    _checks[0] = bool(_flags["debug_nans"] or _flags["debug_infs"])
-    _general_only[0] = bool(_flags["disable_jit"]) or _checks[0]
+    # While a thread has an option set by a context manager (thread-local, as in JAX), the
+    # flags differ between threads: every call takes the general path, which reads them
+    # for its own thread (_trace_flags[0] is None), and checks outputs for NaNs only where
+    # its thread asks (float_checks reads the thread's options).
+    threaded = config.has_thread_contexts()
+    _trace_flags[0] = None if threaded else _current_trace_flags()
+    _checks[0] = threaded or bool(_flags["debug_nans"] or _flags["debug_infs"])
+    _general_only[0] = threaded or bool(_flags["disable_jit"]) or _checks[0]
 
 
 config.on_change(_refresh_trace_flags)
@@ -389,7 +398,7 @@ class JitFunction:
                 has_refs = has_refs or type(x) is Ref
         if device is None:
             device = _default_device()
-        flags = _trace_flags[0]
+        flags = _trace_flags[0] or _current_trace_flags()
         key = (treedef, tuple(avals), static, device, len(args), flags)
         if not all_arrays:  # sharding in types: avals equal but for it trace apart
             key += (tuple([getattr(a, "sharding", None) for a in avals]),)
@@ -466,7 +475,8 @@ class JitFunction:
         # trace_context(): e.g. the sizes of the axis names bound around this trace, which a
         # collective in the function bakes into its jaxpr (not needed on the compiled paths:
         # with no transform active nothing is bound)
-        key = (treedef, tuple(avals), static, nargs, _trace_flags[0], trace_context())
+        key = (treedef, tuple(avals), static, nargs, _trace_flags[0] or _current_trace_flags(),
+               trace_context())
         if varying.active():  # inside shard_map(check_vma=True): the body's types too
             key += (tuple([varying.axes_of(a) for a in avals]),)
         hit = self._jaxpr_cache.get(key)

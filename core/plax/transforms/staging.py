@@ -16,6 +16,7 @@ import numpy as np
 from plax import dtypes
 from plax.core import varying as _varying
 from plax.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var
+from plax.core.source_info import capturing as _source_capturing
 from plax.core.shaped_array import ShapedArray
 from plax.core.trace import DebugInfo, Trace, Tracer, get_aval, new_main, staged_inputs
 from plax.state.types import Ref
@@ -157,6 +158,9 @@ class JaxprTrace(Trace):
             outs = [self.new_arg(avals_out)]
         self.builder.eqns.append(JaxprEqn(primitive, [t.var for t in tracers],
                                           [o.var for o in outs], params))
+        if _source_capturing[0]:  # print_saved_residuals asks where values come from
+            from plax.core import source_info
+            source_info.record([o.var for o in outs])
         return outs if primitive.multiple_results else outs[0]
 
     def trace_subjaxpr(self, fun: Callable, in_avals: Sequence[ShapedArray]

@@ -1,0 +1,118 @@
+"""Where in the user's code a staged value comes from (``file:line:col (function)``), recorded
+only on request.
+
+JAX records a traceback with every equation; plax records nothing by default, so tracing pays
+nothing. Inside :func:`capturing` (``print_saved_residuals`` uses it), the staging trace
+records, for each value an equation outputs, the innermost frame outside plax's own packages
+(:func:`record`), and ``eval_jaxpr`` re-enters a recorded equation's source while binding it
+again (:func:`entered`), so values recomputed from a jaxpr traced earlier -- a ``checkpoint``
+body's -- keep the line that created them.
+"""
+from __future__ import annotations
+
+import contextlib
+import itertools
+import os
+import sys
+from typing import Iterator
+
+# capturing[0]: whether a capture is active (read by the staging trace and eval_jaxpr)
+capturing: list[bool] = [False]
+_sources: dict[int, tuple] = {}  # id(Var) -> (Var, source): the Var kept alive with its id
+_current: list[str] = []  # sources of equations being evaluated again, innermost last
+_own_dirs: list[str] = []
+_boundary: list = [None]  # the frame that asked: frames from it outward are not searched
+
+
+class SourceInfo(str):
+    """``"file:line:col (function)"``, as JAX prints a user frame."""
+
+    __slots__ = ()
+
+
+def _package_dirs() -> list[str]:
+    """The directories of plax and its plugin packages (``plax_*``): not user code."""
+    dirs = []
+    for name, module in list(sys.modules.items()):
+        if "." in name or not (name == "plax" or name.startswith("plax_")):
+            continue
+        path = getattr(module, "__file__", None)
+        if path:
+            dirs.append(os.path.dirname(os.path.abspath(path)) + os.sep)
+    return dirs
+
+
+def user_frame_source() -> SourceInfo | None:
+    """The innermost frame of the calling stack outside plax's packages, as
+    ``file:line:col (function)``; None if there is none below the frame that started the
+    capture (a value made by plax itself on the way, as JAX leaves it without a source)."""
+    frame = sys._getframe(1)
+    while frame is not None and frame is not _boundary[0]:
+        filename = frame.f_code.co_filename
+        if not any(filename.startswith(d) for d in _own_dirs) and \
+                not filename.startswith("<frozen "):
+            line, col = frame.f_lineno, 0
+            positions = getattr(frame.f_code, "co_positions", None)  # Python >= 3.11
+            if positions is not None:
+                pos = next(itertools.islice(positions(), frame.f_lasti // 2, None), None)
+                if pos is not None and pos[0] is not None:
+                    line, col = pos[0], pos[2] or 0
+            return SourceInfo(f"{filename}:{line}:{col} ({frame.f_code.co_name})")
+        frame = frame.f_back
+    return None
+
+
+def record(out_vars) -> None:
+    """Records where the values ``out_vars`` (Vars of a staged equation) come from: the
+    equation being evaluated again, else the user's frame."""
+    source = _current[-1] if _current else user_frame_source()
+    if source is not None:
+        for v in out_vars:
+            _sources[id(v)] = (v, source)
+
+
+def source_of(var) -> SourceInfo | None:
+    """Where ``var`` was recorded to come from (inside :func:`capturing`), or None."""
+    hit = _sources.get(id(var))
+    return hit[1] if hit is not None and hit[0] is var else None
+
+
+@contextlib.contextmanager
+def entered(eqn) -> Iterator[None]:
+    """While ``eqn`` is evaluated again, equations staged count as coming from its source."""
+    source = source_of(eqn.outvars[0]) if eqn.outvars else None
+    if source is None:
+        yield
+        return
+    _current.append(source)
+    try:
+        yield
+    finally:
+        _current.pop()
+
+
+@contextlib.contextmanager
+def capturing_sources(boundary=None) -> Iterator[None]:
+    """Records sources while the block runs (not re-entrant across threads: one capture at a
+    time, the records dropped at its end). ``boundary``: the frame of the code that asked;
+    it and the frames calling it are never a value's source.
+
+    Example:
+      >>> with capturing_sources():
+      ...     closed = jax.make_jaxpr(jnp.sin)(1.0)
+      ...     source_of(closed.jaxpr.eqns[0].outvars[0])  # doctest: +SKIP
+      '/path/to/script.py:2:13 (<module>)'
+    """
+    if capturing[0]:
+        yield
+        return
+    _own_dirs[:] = _package_dirs()
+    _boundary[0] = boundary
+    capturing[0] = True
+    try:
+        yield
+    finally:
+        capturing[0] = False
+        _boundary[0] = None
+        _sources.clear()
+        _current.clear()
