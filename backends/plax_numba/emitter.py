@@ -261,7 +261,10 @@ class NumbaEmitter(Emitter):
             return lone
         # cond/while/scan: the core's host loop over bodies compiled by this backend for this
         # device, as a native loop once that is compiled
-        step = body_step(eqn, backend, self.device)
+        # (the reference tier runs its bodies on the reference kernels too: compiling them
+        # would only delay the kernel that replaces it)
+        step = body_step(eqn, backend if self.compile_kernels else reference_bodies(backend),
+                         self.device)
         if step is not None:
             from plax_numba.wholegen import CONTROL_FLOW
             native = (self._native_loop(eqn, step)
@@ -278,8 +281,9 @@ class NumbaEmitter(Emitter):
         ``integer_pow``, ``clamp``, ``sign``, integer ``div``...) as a one-equation kernel:
         its reference kernel makes several NumPy passes over the array (10M float32
         ``logistic``: 37.6 ms, 4.6 ms as a kernel). None where the equation is small
-        (:data:`LONE_KERNEL_MIN` elements), not elementwise, or not expressible (float64 ``digamma``
-        and ``erf_inv`` keep their reference kernels)."""
+        (:data:`LONE_KERNEL_MIN` elements), not elementwise, or not expressible by
+        :func:`plax_numba.codegen.elementwise` (float64 ``erf_inv``, for one, keeps its
+        reference kernel)."""
         from plax.lowering import ELEMENTWISE, Cluster, fusion_kind
         if (not self.compile_kernels or fusion_kind(eqn.primitive) != ELEMENTWISE
                 or eqn.primitive.multiple_results or len(eqn.outvars) != 1):
@@ -295,23 +299,71 @@ class NumbaEmitter(Emitter):
         cluster_step = step.fn  # returns the cluster's outputs: a list of one
         return Step(lambda *args: cluster_step(*args)[0], guarded=step.guarded)
 
-    def _native_loop(self, eqn, interp):
-        """``cond``/``while``/``scan`` as one njit function (:mod:`plax_numba.wholegen`), the
-        Python loop ``interp`` running until it is compiled; None (with one warning naming
-        what is missing) where the generator cannot express the bodies."""
+    def _native_loop(self, eqn, compiled_bodies):
+        """``cond``/``while``/``scan`` as one njit function (:mod:`plax_numba.wholegen`);
+        None (with one warning naming what is missing) where the generator cannot express
+        the bodies, and the caller runs ``compiled_bodies`` (the Python loop around bodies
+        compiled by this backend).
+
+        Until the native kernel is compiled (tiering) the Python loop runs its bodies on the
+        reference kernels: compiling the bodies too would put their kernels ahead of the
+        native one in the compile queue (a scan's body is hot within its first call), to be
+        thrown away when the native loop arrives. If the native compilation fails, the loop
+        switches to ``compiled_bodies``."""
         from plax_numba import wholegen
         try:
             plan = wholegen.plan_program(wholegen.equation_jaxpr(eqn))
         except codegen.Unsupported as err:
             tiered.not_native(eqn.primitive.name, str(err))
             return None
-        step = native_step(plan, interp, self.sync, self.kernel_sources)
+        if self.sync:
+            step = native_step(plan, compiled_bodies, True, self.kernel_sources)
+        else:
+            reference = body_step(eqn, reference_bodies(self.backend), self.device)
+            step = native_step(plan, reference, False, self.kernel_sources)
+            state = step.__plax_native__
+            counted = state["_interp"]
+
+            def until_native(*args):
+                if not state.get("_failed"):
+                    return counted(*args)
+                state["_interp"] = compiled_bodies  # (warned by the failed job)
+                return compiled_bodies(*args)
+            state["_interp"] = until_native
         if step is not None:
             self.native.append(eqn.primitive.name)
         return step
 
     def guard(self):
         return kernels.quiet_enter, kernels.quiet_leave
+
+
+class _ReferenceBodies:
+    """The Numba backend as a :class:`plax.lowering.BodyRunner` sees it for the bodies of a
+    loop whose native kernel is not compiled yet: it lowers them on the reference kernels
+    (no kernel compiles); everything else is the backend's."""
+
+    def __init__(self, backend):
+        self._backend = backend
+
+    def __getattr__(self, name):
+        return getattr(self._backend, name)
+
+    def compile(self, jaxpr, device):
+        from plax.lowering import lower
+        return lower(jaxpr, NumbaEmitter(self._backend, device, compile_kernels=False),
+                     self._backend, device)
+
+
+_reference_bodies: dict = {}
+
+
+def reference_bodies(backend) -> _ReferenceBodies:
+    """The one :class:`_ReferenceBodies` of ``backend`` (so its bodies' runner is shared)."""
+    view = _reference_bodies.get(backend)
+    if view is None:
+        view = _reference_bodies.setdefault(backend, _ReferenceBodies(backend))
+    return view
 
 
 #: lone elementwise equations without a ufunc of at least this many elements are compiled
