@@ -95,7 +95,7 @@ def child(workload: str, mode: str) -> dict:
         os.environ.pop("PLAX_NUMBA_SYNC", None)
     from plax_numba import cache, tiered
     if mode == "worker, numba set up":  # a later compilation: numba was set up earlier
-        cache._prepare_numba()
+        cache.prepare_numba()
     import plax
     # plax alone (compare.libraries() would import JAX too: its objects would make every
     # garbage collection in this process longer than a plax program's)

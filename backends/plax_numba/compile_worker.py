@@ -290,13 +290,37 @@ def _read_message(stream):
     return pickle.loads(data)
 
 
+def _warm_up() -> None:
+    """Imports numba and the kernels' helpers, and compiles two small kernels (not cached), a
+    serial and a ``parallel=True`` one: a process's first compilations pay for numba's
+    typing and lowering registries, LLVM's set-up and the parallel passes' imports (about a
+    second on a 2-core host), which the worker pays here, when it starts, instead of in its
+    first job."""
+    import numba
+    import numpy as np
+    import plax_numba.arrays, plax_numba.libm_free, plax_numba.scalar  # noqa: F401,E401
+
+    def serial(a, o):
+        for i in range(a.size):
+            o[i] = np.float32(np.exp(a[i]) * np.float32(2.0))
+        return 0
+
+    def parallel(a, o):
+        for i in numba.prange(a.size):
+            o[i] = np.float32(np.exp(a[i]) * np.float32(2.0))
+        return 0
+
+    vec = numba.types.Array(numba.float32, 1, "C")
+    numba.njit(serial, error_model="numpy").compile((vec, vec))
+    numba.njit(parallel, parallel=True, error_model="numpy").compile((vec, vec))
+
+
 def _serve(in_fd: int, out_fd: int) -> None:
     reader, writer = os.fdopen(in_fd, "rb"), os.fdopen(out_fd, "wb")
     import warnings
     warnings.simplefilter("ignore")  # numba's performance hints: the user's process decides
     try:  # warm up: what every job needs, while the first one is being prepared
-        import numba  # noqa: F401
-        import plax_numba.arrays, plax_numba.libm_free, plax_numba.scalar  # noqa: F401,E401
+        _warm_up()
     except Exception:  # noqa: BLE001 - a job will report the same error with its context
         pass
     while True:

@@ -158,7 +158,7 @@ class NumbaEmitter(Emitter):
                                  tuple(cluster.shape))
 
         if self.sync or all(p is None or cache.compiled_kernel(p[1], p[0].arg_types) is not None
-                            for p in plans):
+                            or cache.on_disk(p[1], p[0].arg_types) for p in plans):
             return build()
         return tiered.switching(unchunked, build, tiered.compile_after())
 
@@ -195,7 +195,7 @@ class NumbaEmitter(Emitter):
         ready = cache.compiled_kernel(text, plan.arg_types)
         if ready is not None:  # compiled earlier in this process: no tiering needed
             ns["_kernel"], ns["_ready"] = entry(ready), True
-        elif self.sync:
+        elif self.sync or cache.on_disk(text, plan.arg_types):  # (on disk: a load, at once)
             try:
                 build()
             except Exception as err:  # noqa: BLE001 - reported, and the equations still run
@@ -321,6 +321,8 @@ class NumbaEmitter(Emitter):
         else:
             reference = body_step(eqn, reference_bodies(self.backend), self.device)
             step = native_step(plan, reference, False, self.kernel_sources)
+            if step is None:  # a load from the disk cache failed (warned)
+                return None
             state = step.__plax_native__
             counted = state["_interp"]
 
@@ -490,8 +492,9 @@ def threefry_step(eqn, backend, sync: bool):
     (and numba with it) is imported by the compilation, not when the program is built. A
     failed compilation warns once and the reference kernel keeps running.
     """
+    from plax_numba import threefry  # (not numba)
     ranks = tuple(len(v.aval.shape) for v in eqn.invars)
-    if sync or ranks in _threefry_ready:
+    if sync or ranks in _threefry_ready or threefry.on_disk(ranks):
         kernel = _threefry_compile(ranks)
         return kernel if kernel is not None else backend.eager_impl(eqn.primitive)
     return tiered.switching(backend.eager_impl(eqn.primitive),
@@ -535,7 +538,7 @@ def native_step(plan, interp, sync: bool, sources: list | None = None):
     ready = cache.compiled_kernel(text, plan.arg_types)
     if ready is not None:
         ns["_entry"], ns["_ready"] = cache.entry_point(ready, plan.arg_types), True
-    elif sync:
+    elif sync or cache.on_disk(text, plan.arg_types):  # (on disk: a load, at once)
         try:
             build()
         except Exception as err:  # noqa: BLE001 - reported; the reference path still runs
