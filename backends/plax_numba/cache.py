@@ -220,19 +220,21 @@ def compile_kernel(text: str, arg_types: list):
 #: ("compiled here": another process's index write may drop an entry)
 load_stats = {"loaded": 0, "compiled here": 0}
 #: seconds spent by each :func:`load_compiled`: importing numba (the first), waiting for the
-#: worker beyond that, loading the machine code here (benchmarks print them)
+#: worker beyond that, loading the machine code here (benchmarks print them); and the id of
+#: the process that compiled the kernel ("compiled by"; None: it was on disk already)
 load_times: list = []
 
 
-def compile_for_cache(text: str, arg_types: list, directory: str | None = None) -> None:
+def compile_for_cache(text: str, arg_types: list, directory: str | None = None) -> int:
     """Compiles the kernel of module ``text`` for ``arg_types`` into numba's disk cache (or
     finds it there), and marks it as there (:func:`on_disk`). Runs in a compile worker
     (:func:`load_compiled`, which passes its cache ``directory``) and for synchronous
-    compilations."""
+    compilations. Returns the id of the process that ran it (``load_times`` records it)."""
     use_cache_dir(directory)
     kernel = load_kernel(text)
     kernel.compile(numba_signature(arg_types))
     mark(_marker(text, arg_types))
+    return os.getpid()
 
 
 def _marker(text: str, arg_types: list) -> str:
@@ -404,14 +406,16 @@ def load_compiled(text: str, arg_types: list):
         prepare_numba()  # the first time, while the worker compiles
     imported = clock()
     if job is not None:
-        job.result()  # raises WorkerCompileError (the worker's traceback) if it failed
+        compiled_by = job.result()  # raises WorkerCompileError (with the worker's traceback)
+    else:
+        compiled_by = None  # on disk already
     compiled = clock()
     with tiered.yielding_gil():
         kernel = load_kernel(text)
         loaded = load_dispatcher(kernel, numba_signature(arg_types), "prange(" in text)
     load_stats["loaded" if loaded else "compiled here"] += 1
     load_times.append({"import numba": imported - start, "worker": compiled - imported,
-                       "load": clock() - compiled})
+                       "load": clock() - compiled, "compiled by": compiled_by})
     _compiled[_key(text, arg_types)] = kernel
     return kernel
 

@@ -184,3 +184,88 @@ def _alive(pid: int) -> bool:
             return f.read().split(")")[-1].split()[0] != "Z"  # a zombie has exited
     except OSError:
         return False
+
+
+def test_compile_runs_in_the_worker_while_the_program_keeps_running(tiered_fresh, tmp_path):
+    # The worker is held busy on a job that waits for a file, so the kernel's compilation
+    # queues behind it: the program's calls must keep returning (on the reference path)
+    # meanwhile, and once the gate opens the kernel is compiled by the worker's process.
+    from plax_numba import cache, compile_worker
+    gate = tmp_path / "gate"
+    blocker = compile_worker.submit(
+        subprocess.call, ["sh", "-c", f'while [ ! -e "{gate}" ]; do sleep 0.05; done'])
+    x = np.linspace(-2, 2, 257, dtype=np.float32)
+    want = np.exp(x * 0.25) * 1.5 - x
+    f = plax.jit(lambda x: jnp.exp(x * 0.25) * 1.5 - x, backend="numba")
+    done = len(cache.load_times)
+    for _ in range(5):  # hot after the first: its job waits behind the blocker
+        np.testing.assert_allclose(np.asarray(f(x)), want, rtol=2e-6)
+    assert not blocker.done() and _ready(f) == [False]
+    gate.touch()
+    assert blocker.result(timeout=300) == 0
+    _poll_ready(f, x)
+    np.testing.assert_allclose(np.asarray(f(x)), want, rtol=2e-6)
+    (record,) = cache.load_times[done:]
+    assert record["compiled by"] not in (None, os.getpid())
+    assert record["compiled by"] in compile_worker.worker_pids()
+
+
+def test_warm_cache_runs_the_kernel_from_the_first_call(tiered_fresh, monkeypatch):
+    # A first process (here: a synchronous compilation) leaves the kernel in the disk cache;
+    # a program built afterwards, with nothing compiled in memory, loads it when it is built
+    # and runs it from its first call, without the worker.
+    from plax_numba import cache, compile_worker
+    x = np.linspace(-3, 3, 999, dtype=np.float32)
+    monkeypatch.setenv("PLAX_NUMBA_SYNC", "1")
+    plax.jit(_cluster, backend="numba")(x)
+    monkeypatch.delenv("PLAX_NUMBA_SYNC")
+    monkeypatch.setattr(cache, "_compiled", {})
+    monkeypatch.setattr(cache, "_kernels", {})
+    monkeypatch.setenv("PLAX_NUMBA_COMPILE_AFTER", "1000")  # never hot: only a load helps
+    stats, started = dict(cache.load_stats), compile_worker.started()
+    f = plax.jit(lambda x: _cluster(x), backend="numba")  # (not the first one's program)
+    out = np.asarray(f(x))
+    assert _ready(f) == [True]
+    assert cache.load_stats["loaded"] == stats["loaded"] + 1
+    assert cache.load_stats["compiled here"] == stats["compiled here"]
+    assert cache.load_times[-1]["compiled by"] is None  # (on disk: no compilation at all)
+    assert compile_worker.started() == started
+    want = np.sqrt(x.astype(np.float64) ** 2 + 1.625) * 0.75 - np.cos(x.astype(np.float64)) ** 2
+    np.testing.assert_allclose(out, want, rtol=2e-6, atol=2e-6)
+
+
+_THREEFRY_IN_WORKER = textwrap.dedent("""
+    import numpy as np
+    import plax
+    from plax import random
+    from plax_numba import compile_worker, threefry, tiered
+    from plax_numpy import impls_random
+    ranks = (0, 0, 1, 1)
+    assert not threefry.on_disk(ranks)
+    tiered.submit(lambda: threefry.precompile(ranks))   # as a hot program's step does
+    assert tiered.wait_idle(timeout=600)
+    from plax_numba import threefry_kernels as k
+    sig = threefry.signature(ranks)
+    misses = sum(k.hash_serial.stats.cache_misses.values()) + sum(
+        k.hash_parallel.stats.cache_misses.values())
+    print("on disk", threefry.on_disk(ranks), "loaded", tuple(sig) in k.hash_serial.overloads,
+          tuple(sig) in k.hash_parallel.overloads, "compiled here", misses,
+          "workers", compile_worker.started())
+    x = np.arange(70000, dtype=np.uint32)
+    for n in (7, 70000):  # the serial and the parallel kernel
+        args = (np.uint32(3), np.uint32(9), x[:n], x[:n][::-1].copy())
+        for got, want in zip(threefry.threefry2x32(*args), impls_random.threefry2x32(*args)):
+            np.testing.assert_array_equal(got, want)
+    print("values ok")
+""")
+
+
+def test_threefry_compiles_in_the_worker(tmp_path):
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("PLAX_NUMBA_SYNC", "PLAX_NUMBA_WORKERS", "PLAX_BACKEND")}
+    env.update(PLAX_NUMBA_CACHE_DIR=str(tmp_path / "plax"), NUMBA_CACHE_DIR=str(tmp_path / "nb"))
+    proc = subprocess.run([sys.executable, "-c", _THREEFRY_IN_WORKER], capture_output=True,
+                          text=True, env=env, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "on disk True loaded True True compiled here 0 workers 1" in proc.stdout, proc.stdout
+    assert "values ok" in proc.stdout
