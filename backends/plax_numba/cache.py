@@ -198,17 +198,21 @@ def compiled_kernel(text: str, arg_types: list):
     return _compiled.get(_key(text, arg_types))
 
 
-def compile_kernel(text: str, arg_types: list):
+def compile_kernel(text: str, arg_types: list, interim=None):
     """Loads (or compiles) the kernel for exactly ``arg_types``; returns the dispatcher.
 
     A kernel already in the disk cache (:func:`on_disk`) is only loaded. On tiering's
     background thread (:func:`plax_numba.tiered.compiles_in_worker`) the compilation runs
     in a worker process (:mod:`plax_numba.compile_worker`), which writes numba's disk cache,
     and this process only loads the machine code from there (:func:`load_compiled`);
-    elsewhere (``PLAX_NUMBA_SYNC=1``, ``PLAX_NUMBA_WORKERS=0``) numba compiles here."""
+    elsewhere (``PLAX_NUMBA_SYNC=1``, ``PLAX_NUMBA_WORKERS=0``) numba compiles here.
+
+    ``interim``, if given, is called with the dispatcher of the kernel's serial form
+    (:func:`serial_variant`) as soon as that is loaded, before the parallel kernel is ready
+    (only when the worker compiles a parallel kernel)."""
     from plax_numba import tiered
     if tiered.compiles_in_worker() or on_disk(text, arg_types):
-        return load_compiled(text, arg_types)
+        return load_compiled(text, arg_types, interim)
     compile_for_cache(text, arg_types)
     kernel = _kernels[source_path(text)]
     _compiled[_key(text, arg_types)] = kernel
@@ -221,8 +225,11 @@ def compile_kernel(text: str, arg_types: list):
 load_stats = {"loaded": 0, "compiled here": 0}
 #: seconds spent by each :func:`load_compiled`: importing numba (the first), waiting for the
 #: worker beyond that, loading the machine code here (benchmarks print them); and the id of
-#: the process that compiled the kernel ("compiled by"; None: it was on disk already)
+#: the process that compiled the kernel ("compiled by"; None: it was on disk already), and
+#: when it was ready (``time.perf_counter()``, "at")
 load_times: list = []
+#: when each serial form (:func:`serial_variant`) was ready (``time.perf_counter()``)
+serial_loaded_at: list = []
 
 
 def compile_for_cache(text: str, arg_types: list, directory: str | None = None) -> int:
@@ -388,7 +395,57 @@ def mark(marker: str) -> None:
             pass
 
 
-def load_compiled(text: str, arg_types: list):
+def serial_variant(text: str) -> str | None:
+    """The module ``text`` of a ``parallel=True`` kernel with its loop made serial (same
+    arguments, same results up to the order of a reduction's additions); None for a serial
+    kernel. numba compiles it in well under half the time of the parallel form (the parfor
+    passes are most of that), so tiering runs it while the parallel form compiles."""
+    if "@njit(**_PARALLEL)" not in text:
+        return None
+    return (text.replace("@njit(**_PARALLEL)", "@njit(**_OPTIONS)").replace("prange(", "range(")
+            + "\n# the serial form of a parallel kernel: tiering's step before it\n")
+
+
+_requests: dict = {}   # _key -> the worker jobs request() started for that kernel
+_requests_lock = threading.Lock()
+
+
+def _start_jobs(text: str, arg_types: list, serial_first: bool) -> dict:
+    """Submits the worker compilations of ``text`` (and first of its serial form, when
+    ``serial_first`` and it is parallel) that the disk cache lacks: ``{"serial": (text,
+    future or None), "final": (text, future or None)}`` (None: on disk already)."""
+    from plax_numba import compile_worker
+    jobs = {}
+    serial = serial_variant(text) if serial_first else None
+    for name, variant in (("serial", serial), ("final", text)):
+        if variant is None:
+            continue
+        write_source(variant)
+        future = None
+        if not on_disk(variant, arg_types):
+            future = compile_worker.submit(compile_for_cache, variant, arg_types, cache_dir())
+        jobs[name] = (variant, future)
+    return jobs
+
+
+def request(text: str, arg_types: list) -> None:
+    """Starts the worker compilation of the kernel of ``text`` for ``arg_types`` now, on the
+    caller's thread (pickling the job and writing it to the worker's pipe: well under a
+    millisecond), when tiering finds a step hot; :func:`load_compiled`, later on the
+    background thread, waits for it. So the worker compiles a program's hot kernels back to
+    back while this process loads the finished ones, and a parallel kernel's serial form
+    (:func:`serial_variant`) goes first. Nothing when workers are disabled or the kernel is
+    on disk; errors surface in :func:`load_compiled`."""
+    from plax_numba import compile_worker
+    if compile_worker.workers_wanted() == 0 or on_disk(text, arg_types):
+        return
+    key = _key(text, arg_types)
+    with _requests_lock:
+        if key not in _requests:
+            _requests[key] = _start_jobs(text, arg_types, serial_first=True)
+
+
+def load_compiled(text: str, arg_types: list, interim=None):
     """The kernel of ``text`` for ``arg_types``, compiled in a worker process (unless it is
     in the disk cache already) and loaded here from numba's disk cache: this thread waits on
     the worker with the GIL released, and only the load (unpickling and linking machine
@@ -396,15 +453,18 @@ def load_compiled(text: str, arg_types: list):
     compilation) runs here, at a short GIL switch interval
     (:func:`plax_numba.tiered.yielding_gil`), the garbage collector paused, so the
     program's threads wait little for it."""
-    from plax_numba import compile_worker, tiered
-    write_source(text)
-    job = None if on_disk(text, arg_types) else compile_worker.submit(compile_for_cache, text,
-                                                                      arg_types, cache_dir())
+    from plax_numba import tiered
+    with _requests_lock:
+        jobs = _requests.pop(_key(text, arg_types), None)
+    if jobs is None:
+        jobs = _start_jobs(text, arg_types, serial_first=interim is not None)
     clock = time.perf_counter
     start = clock()
     with tiered.yielding_gil():
         prepare_numba()  # the first time, while the worker compiles
     imported = clock()
+    _load_interim(jobs, arg_types, interim)
+    job = jobs["final"][1]
     if job is not None:
         compiled_by = job.result()  # raises WorkerCompileError (with the worker's traceback)
     else:
@@ -415,9 +475,31 @@ def load_compiled(text: str, arg_types: list):
         loaded = load_dispatcher(kernel, numba_signature(arg_types), "prange(" in text)
     load_stats["loaded" if loaded else "compiled here"] += 1
     load_times.append({"import numba": imported - start, "worker": compiled - imported,
-                       "load": clock() - compiled, "compiled by": compiled_by})
+                       "load": clock() - compiled, "compiled by": compiled_by,
+                       "at": clock()})
     _compiled[_key(text, arg_types)] = kernel
     return kernel
+
+
+def _load_interim(jobs: dict, arg_types: list, interim) -> None:
+    """Loads the serial form among ``jobs`` and hands it to ``interim``, unless the final
+    kernel is ready as soon (on disk, or its job done); a serial form that failed is skipped
+    silently (the final kernel's own failure is what gets reported)."""
+    from plax_numba import tiered
+    final = jobs["final"][1]
+    if interim is None or "serial" not in jobs or final is None or final.done():
+        return
+    text, future = jobs["serial"]
+    try:
+        if future is not None:
+            future.result()
+        with tiered.yielding_gil():
+            kernel = load_kernel(text)
+            load_dispatcher(kernel, numba_signature(arg_types), False)
+        interim(kernel)
+        serial_loaded_at.append(time.perf_counter())
+    except Exception:  # noqa: BLE001 - only a shortcut; the parallel kernel follows
+        pass
 
 
 def entry_point(kernel, arg_types: list):

@@ -187,8 +187,12 @@ class NumbaEmitter(Emitter):
             fn = cache.entry_point(kernel, plan.arg_types)
             return kernels.yielding_to_blas(fn) if parallel else fn
 
+        def serial_first(kernel):  # (tiering: a parallel kernel's serial form, meanwhile)
+            ns["_kernel"] = cache.entry_point(kernel, plan.arg_types)
+            ns["_ready"] = True
+
         def build():
-            kernel = cache.compile_kernel(text, plan.arg_types)
+            kernel = cache.compile_kernel(text, plan.arg_types, serial_first)
             ns["_kernel"] = entry(kernel)
             ns["_ready"] = True
 
@@ -207,7 +211,9 @@ class NumbaEmitter(Emitter):
                     build()
                 except Exception as err:  # noqa: BLE001
                     tiered.compile_failed(plan.primitives, path, err)
-            ns["_interp"] = tiered.counting(interp, job, tiered.compile_after())
+            ns["_interp"] = tiered.counting(
+                interp, job, tiered.compile_after(),
+                request=lambda: cache.request(text, plan.arg_types))
         self.kernel_sources.append((path, text))
         return Step(step)
 
@@ -551,7 +557,8 @@ def native_step(plan, interp, sync: bool, sources: list | None = None):
             except Exception as err:  # noqa: BLE001
                 ns["_failed"] = True
                 tiered.compile_failed(plan.primitives, path, err)
-        ns["_interp"] = tiered.counting(interp, job, tiered.compile_after())
+        ns["_interp"] = tiered.counting(interp, job, tiered.compile_after(),
+                                        request=lambda: cache.request(text, plan.arg_types))
     if sources is not None:
         sources.append((path, text))
     step = ns["step"]

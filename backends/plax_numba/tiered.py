@@ -93,10 +93,15 @@ def yielding_gil():
                 sys.setswitchinterval(_yielding[1])
 
 
-def counting(interp, job, after: int):
+def counting(interp, job, after: int, request=None):
     """``interp`` that submits ``job`` (the compilation) once it has run ``after`` times.
     A compile worker starts now (:func:`plax_numba.compile_worker.prestart`): its start-up
-    (numba's import) overlaps the calls before the step is hot."""
+    (numba's import, a warm-up compilation) overlaps the calls before the step is hot.
+
+    ``request``, if given, runs on the calling thread when the step gets hot, before ``job``
+    is queued: it hands the compilation to the worker at once
+    (:func:`plax_numba.cache.request`), so the worker is not left waiting while the
+    background thread loads the kernels before this one."""
     count = [0]
     from plax_numba import compile_worker
     if compile_worker.workers_wanted() > 0 and not sync_mode():
@@ -108,6 +113,11 @@ def counting(interp, job, after: int):
     def run(*args):
         n = count[0] = count[0] + 1
         if n == after:
+            if request is not None:
+                try:
+                    request()
+                except Exception:  # noqa: BLE001 - the job reports the same error
+                    pass
             submit(job)
         return interp(*args)
     return run

@@ -269,3 +269,54 @@ def test_threefry_compiles_in_the_worker(tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "on disk True loaded True True compiled here 0 workers 1" in proc.stdout, proc.stdout
     assert "values ok" in proc.stdout
+
+
+def _kernels_in_use(f) -> list:
+    (entry,) = f._cache.values()
+    glob = entry.executable.__globals__
+    return [v.__globals__["_kernel"] for k, v in glob.items()
+            if k.startswith("_f") and hasattr(v, "__globals__") and "_ready" in v.__globals__]
+
+
+def test_parallel_kernel_runs_its_serial_form_until_it_is_compiled(tiered_fresh, monkeypatch):
+    # The worker's parallel compilation is held until the serial form is in use: the step
+    # switches to the serial kernel first, then to the parallel one, with the same values.
+    import threading
+    from concurrent.futures import Future
+    from plax_numba import cache, codegen, compile_worker, tiered
+    released = threading.Event()
+    real = compile_worker.submit
+
+    def submit(fn, *args):
+        future = real(fn, *args)
+        if fn is not cache.compile_for_cache or cache.serial_variant(args[0]) is None:
+            return future
+        held = Future()  # the parallel kernel's job: finished once the test says so
+
+        def finish():
+            released.wait(600)
+            try:
+                held.set_result(future.result())
+            except BaseException as err:  # noqa: BLE001
+                held.set_exception(err)
+        threading.Thread(target=finish, daemon=True).start()
+        return held
+    monkeypatch.setattr(compile_worker, "submit", submit)
+    x = np.linspace(-3, 3, max(codegen.PARALLEL_MIN, 1 << 16), dtype=np.float32)
+    want = np.sqrt(x.astype(np.float64) ** 2 + 1.625) * 0.75 - np.cos(x.astype(np.float64)) ** 2
+    f = plax.jit(lambda x: _cluster(x), backend="numba")
+    serial_loads = len(cache.serial_loaded_at)
+    f(x)  # hot at once: the worker gets the serial form, then the parallel kernel
+    deadline = time.monotonic() + 300
+    while not all(_ready(f)):
+        assert time.monotonic() < deadline, "the serial form never became ready"
+        f(x)
+        time.sleep(0.01)
+    assert len(cache.serial_loaded_at) == serial_loads + 1
+    (serial,) = _kernels_in_use(f)
+    np.testing.assert_allclose(np.asarray(f(x)), want, rtol=2e-6, atol=2e-6)
+    released.set()
+    assert tiered.wait_idle(timeout=600)
+    (parallel,) = _kernels_in_use(f)
+    assert parallel is not serial
+    np.testing.assert_allclose(np.asarray(f(x)), want, rtol=2e-6, atol=2e-6)
