@@ -198,21 +198,17 @@ def compiled_kernel(text: str, arg_types: list):
     return _compiled.get(_key(text, arg_types))
 
 
-def compile_kernel(text: str, arg_types: list, interim=None):
+def compile_kernel(text: str, arg_types: list):
     """Loads (or compiles) the kernel for exactly ``arg_types``; returns the dispatcher.
 
     A kernel already in the disk cache (:func:`on_disk`) is only loaded. On tiering's
     background thread (:func:`plax_numba.tiered.compiles_in_worker`) the compilation runs
     in a worker process (:mod:`plax_numba.compile_worker`), which writes numba's disk cache,
     and this process only loads the machine code from there (:func:`load_compiled`);
-    elsewhere (``PLAX_NUMBA_SYNC=1``, ``PLAX_NUMBA_WORKERS=0``) numba compiles here.
-
-    ``interim``, if given, is called with the dispatcher of the kernel's serial form
-    (:func:`serial_variant`) as soon as that is loaded, before the parallel kernel is ready
-    (only when the worker compiles a parallel kernel)."""
+    elsewhere (``PLAX_NUMBA_SYNC=1``, ``PLAX_NUMBA_WORKERS=0``) numba compiles here."""
     from plax_numba import tiered
     if tiered.compiles_in_worker() or on_disk(text, arg_types):
-        return load_compiled(text, arg_types, interim)
+        return load_compiled(text, arg_types)
     compile_for_cache(text, arg_types)
     kernel = _kernels[source_path(text)]
     _compiled[_key(text, arg_types)] = kernel
@@ -428,24 +424,26 @@ def _start_jobs(text: str, arg_types: list, serial_first: bool) -> dict:
     return jobs
 
 
-def request(text: str, arg_types: list) -> None:
+def request(text: str, arg_types: list, interim=None) -> None:
     """Starts the worker compilation of the kernel of ``text`` for ``arg_types`` now, on the
     caller's thread (pickling the job and writing it to the worker's pipe: well under a
     millisecond), when tiering finds a step hot; :func:`load_compiled`, later on the
     background thread, waits for it. So the worker compiles a program's hot kernels back to
     back while this process loads the finished ones, and a parallel kernel's serial form
-    (:func:`serial_variant`) goes first. Nothing when workers are disabled or the kernel is
-    on disk; errors surface in :func:`load_compiled`."""
+    (:func:`serial_variant`) goes first when ``interim`` is given: :func:`load_compiled`
+    hands its dispatcher to ``interim`` as soon as it is loaded, while the parallel kernel
+    still compiles. Nothing when workers are disabled or the kernel is on disk; errors
+    surface in :func:`load_compiled`."""
     from plax_numba import compile_worker
     if compile_worker.workers_wanted() == 0 or on_disk(text, arg_types):
         return
     key = _key(text, arg_types)
     with _requests_lock:
         if key not in _requests:
-            _requests[key] = _start_jobs(text, arg_types, serial_first=True)
+            _requests[key] = (_start_jobs(text, arg_types, interim is not None), interim)
 
 
-def load_compiled(text: str, arg_types: list, interim=None):
+def load_compiled(text: str, arg_types: list):
     """The kernel of ``text`` for ``arg_types``, compiled in a worker process (unless it is
     in the disk cache already) and loaded here from numba's disk cache: this thread waits on
     the worker with the GIL released, and only the load (unpickling and linking machine
@@ -454,10 +452,10 @@ def load_compiled(text: str, arg_types: list, interim=None):
     (:func:`plax_numba.tiered.yielding_gil`), the garbage collector paused, so the
     program's threads wait little for it."""
     from plax_numba import tiered
-    with _requests_lock:
-        jobs = _requests.pop(_key(text, arg_types), None)
+    with _requests_lock:  # started by request(), with what to do with the serial form
+        jobs, interim = _requests.pop(_key(text, arg_types), (None, None))
     if jobs is None:
-        jobs = _start_jobs(text, arg_types, serial_first=interim is not None)
+        jobs = _start_jobs(text, arg_types, serial_first=False)
     clock = time.perf_counter
     start = clock()
     with tiered.yielding_gil():

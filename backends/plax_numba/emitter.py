@@ -192,7 +192,7 @@ class NumbaEmitter(Emitter):
             ns["_ready"] = True
 
         def build():
-            kernel = cache.compile_kernel(text, plan.arg_types, serial_first)
+            kernel = cache.compile_kernel(text, plan.arg_types)
             ns["_kernel"] = entry(kernel)
             ns["_ready"] = True
 
@@ -213,7 +213,7 @@ class NumbaEmitter(Emitter):
                     tiered.compile_failed(plan.primitives, path, err)
             ns["_interp"] = tiered.counting(
                 interp, job, tiered.compile_after(),
-                request=lambda: cache.request(text, plan.arg_types))
+                request=lambda: cache.request(text, plan.arg_types, serial_first))
         self.kernel_sources.append((path, text))
         return Step(step)
 
