@@ -11,9 +11,10 @@ Workers are separate interpreters started with :mod:`subprocess` (``python -m
 plax_numba.compile_worker``): never ``fork`` from a threaded process, and not
 ``multiprocessing``'s ``spawn``/``forkserver`` either, which re-run the user's ``__main__``
 script in the child (a script without an ``if __name__ == "__main__"`` guard would run its
-training loop in the compiler). They start lazily, import numba and the
-kernels' helpers once, and stay warm. ``PLAX_NUMBA_WORKERS`` sets how many (default 1; 0
-compiles in the user's process, in the background thread, as before).
+training loop in the compiler). They start lazily, warm up once (:func:`_warm_up`: numba's
+import, the kernels' helpers, a serial and a parallel compilation) and stay warm.
+``PLAX_NUMBA_WORKERS`` sets how many (default 1; 0 compiles in the user's process, in the
+background thread, as before).
 
 A job is a module-level function and its arguments (pickled by reference), run in the
 worker; :func:`submit` returns a :class:`concurrent.futures.Future` of its result. A job
@@ -21,9 +22,8 @@ that raises fails its future with :class:`WorkerCompileError` (the error in its 
 the worker's traceback in ``worker_traceback``). A worker that dies (killed, crashed) is
 replaced: its jobs run again on a fresh worker once, then fail with
 :class:`WorkerDiedError`. It is started by the first tiered program lowered
-(:func:`prestart`), so its own numba import overlaps the calls before a step is hot. At
-interpreter exit the workers are
-stopped without waiting for their jobs (nothing a job leaves half-written is read: numba
+(:func:`prestart`), so its warm-up overlaps the calls before a step is hot. At interpreter
+exit the workers are stopped without waiting for their jobs (nothing a job leaves half-written is read: numba
 writes its cache files to a temporary name and renames them).
 """
 from __future__ import annotations

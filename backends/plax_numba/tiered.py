@@ -1,20 +1,23 @@
 """Tiered compilation: a cluster runs on the reference kernels until it is *hot*, then its
-kernel compiles in a background thread while calls keep running the reference path;
-``PLAX_NUMBA_SYNC=1`` compiles every kernel before the first call instead.
+kernel compiles in a worker process while calls keep running the reference path, and a
+background thread of this process loads it; ``PLAX_NUMBA_SYNC=1`` compiles every kernel
+before the first call instead.
 
 *Hot* means run ``PLAX_NUMBA_COMPILE_AFTER`` times (default 2): a cluster of a function
 called once (interactive exploration, tests, a program's set-up) never pays for numba, and a
 cluster of a training step or a loop body, run many times, compiles after its second run.
 A kernel already compiled in this process for the same argument types (another program
-with the same cluster) is used at once, without tiering; one in the disk cache loads in the
-background like a compilation, only faster.
+with the same cluster) is used at once, without tiering; one in the disk cache (compiled by
+any process: :func:`plax_numba.cache.on_disk`) is loaded when the program is built, and
+runs from the first call.
 
 The compilation itself runs in a worker process (:mod:`plax_numba.compile_worker`,
-``PLAX_NUMBA_WORKERS``, default 1), which writes numba's disk cache; the background thread
-waits for it with the GIL released and then loads the machine code (:func:`compiles_in_worker`,
-:func:`plax_numba.cache.load_compiled`), so the program's threads never wait on the
-compiler. ``PLAX_NUMBA_WORKERS=0`` compiles in the background thread instead (numba holds the
-GIL for milliseconds at a time there).
+``PLAX_NUMBA_WORKERS``, default 1), which writes numba's disk cache: the step that gets hot
+hands it over at once (:func:`counting`'s ``request``), a parallel kernel's serial form
+first, and the background thread waits for it with the GIL released and then loads the
+machine code (:func:`compiles_in_worker`, :func:`plax_numba.cache.load_compiled`), so the
+program's threads never wait on the compiler. ``PLAX_NUMBA_WORKERS=0`` compiles in the
+background thread instead (numba holds the GIL for milliseconds at a time there).
 
 A cluster's step (the wrapper made by :mod:`plax_numba.codegen`) reads two globals of its
 own namespace: ``_ready`` and ``_kernel``. The compile job sets them when numba is done, so
