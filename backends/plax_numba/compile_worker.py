@@ -31,6 +31,7 @@ from __future__ import annotations
 import atexit
 import os
 import pickle
+import queue
 import struct
 import subprocess
 import sys
@@ -90,9 +91,14 @@ class _Worker:
         self.write_lock = threading.Lock()
         self.pending: dict[int, tuple] = {}   # job id -> (future, fn, args, attempts)
         self.alive = True
+        # Jobs reach the pipe through a writer thread: a caller (the program's thread, when a
+        # step gets hot) never blocks on a full pipe while the worker is busy compiling.
+        self.outbox: queue.SimpleQueue = queue.SimpleQueue()
         self.thread = threading.Thread(target=self._read, name=f"plax-numba-worker-{index}",
                                        daemon=True)
         self.thread.start()
+        threading.Thread(target=self._write, name=f"plax-numba-worker-{index}-writer",
+                         daemon=True).start()
 
     @property
     def pid(self) -> int:
@@ -106,13 +112,21 @@ class _Worker:
             if not self.alive:
                 return False
             self.pending[job_id] = entry
-            try:
-                self.writer.write(_HEADER.pack(len(data)) + data)
-                self.writer.flush()
-            except OSError:
-                self.pending.pop(job_id, None)
-                return False
+            self.outbox.put(_HEADER.pack(len(data)) + data)
         return True
+
+    def _write(self) -> None:
+        # A failed write means the worker is gone: its reader sees the end of the pipe and
+        # hands the pending jobs to a fresh worker (Pool.worker_died).
+        while True:
+            message = self.outbox.get()
+            if message is None:
+                break
+            try:
+                self.writer.write(message)
+                self.writer.flush()
+            except (OSError, ValueError):  # ValueError: closed by stop()
+                break
 
     def _read(self) -> None:
         # Blocking reads release the GIL: this thread costs the program nothing while the
@@ -139,6 +153,7 @@ class _Worker:
         with self.write_lock:
             self.alive = False
             orphans, self.pending = list(self.pending.values()), {}
+        self.outbox.put(None)  # the writer thread ends too
         try:
             self.proc.wait(timeout=5)
         except subprocess.TimeoutExpired:
@@ -148,6 +163,7 @@ class _Worker:
     def stop(self) -> None:
         with self.write_lock:
             self.alive = False
+        self.outbox.put(None)
         for f in (self.writer,):
             try:
                 f.close()

@@ -320,3 +320,23 @@ def test_parallel_kernel_runs_its_serial_form_until_it_is_compiled(tiered_fresh,
     (parallel,) = _kernels_in_use(f)
     assert parallel is not serial
     np.testing.assert_allclose(np.asarray(f(x)), want, rtol=2e-6, atol=2e-6)
+
+
+def test_submitting_never_waits_for_a_busy_worker(tiered_fresh, tmp_path):
+    # More job data than a pipe holds (64 KiB on Linux), queued while the worker is held
+    # busy: submit returns at once (a step that gets hot hands its job over from the
+    # program's thread), and every job runs once the worker is free.
+    import threading
+    from plax_numba import compile_worker
+    gate = tmp_path / "gate"
+    blocker = compile_worker.submit(
+        subprocess.call, ["sh", "-c", f'while [ ! -e "{gate}" ]; do sleep 0.05; done'])
+    futures = []
+    submitter = threading.Thread(target=lambda: futures.extend(
+        compile_worker.submit(len, "x" * 100_000) for _ in range(20)))
+    submitter.start()
+    submitter.join(timeout=120)  # (generous: a blocking submit would never return here)
+    assert not submitter.is_alive(), "submit waited for the busy worker"
+    assert not blocker.done() and len(futures) == 20
+    gate.touch()
+    assert [f.result(timeout=300) for f in futures] == [100_000] * 20
