@@ -306,12 +306,13 @@ def _read_message(stream):
     return pickle.loads(data)
 
 
-def _warm_up() -> None:
+def _warm_up(job_waiting=lambda: False) -> None:
     """Imports numba and the kernels' helpers, and compiles two small kernels (not cached), a
     serial and a ``parallel=True`` one: a process's first compilations pay for numba's
     typing and lowering registries, LLVM's set-up and the parallel passes' imports (about a
     second on a 2-core host), which the worker pays here, when it starts, instead of in its
-    first job."""
+    first job. The parallel one is skipped if ``job_waiting()`` says a job has arrived (the
+    first job of a parallel kernel is its serial form)."""
     import numba
     import numpy as np
     import plax_numba.arrays, plax_numba.libm_free, plax_numba.scalar  # noqa: F401,E401
@@ -328,15 +329,20 @@ def _warm_up() -> None:
 
     vec = numba.types.Array(numba.float32, 1, "C")
     numba.njit(serial, error_model="numpy").compile((vec, vec))
-    numba.njit(parallel, parallel=True, error_model="numpy").compile((vec, vec))
+    if not job_waiting():
+        numba.njit(parallel, parallel=True, error_model="numpy").compile((vec, vec))
 
 
 def _serve(in_fd: int, out_fd: int) -> None:
     reader, writer = os.fdopen(in_fd, "rb"), os.fdopen(out_fd, "wb")
     import warnings
     warnings.simplefilter("ignore")  # numba's performance hints: the user's process decides
+    import select
+
+    def job_waiting() -> bool:
+        return bool(select.select([in_fd], [], [], 0)[0])
     try:  # warm up: what every job needs, while the first one is being prepared
-        _warm_up()
+        _warm_up(job_waiting)
     except Exception:  # noqa: BLE001 - a job will report the same error with its context
         pass
     while True:
