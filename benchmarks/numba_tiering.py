@@ -28,6 +28,11 @@ scheduling noise); and, for the worker, the seconds this process spent preparing
 (import, runtime: once per process, overlapped with the worker's compilation) and loading
 the machine code.
 
+The last column is the CPU time spent from the first call until every final kernel was in
+use, by this process (the program's calls included) and by the compile worker (its start
+and warm-up included): on a loaded host the wall-clock times measure mostly the scheduler's
+share, which the CPU times do not.
+
 Run ``python benchmarks/numba_tiering.py`` (``--workloads selu`` for one); it prints the table.
 Times depend on the host's load: compare rows of one run.
 """
@@ -92,6 +97,16 @@ class Ticker:
             self.gc_longest = max(self.gc_longest, time.perf_counter() - self._gc_start)
 
 
+def _cpu_seconds(pid: int) -> float:
+    """The CPU time (user + system) process ``pid`` has used so far (Linux; 0 elsewhere)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
 def child(workload: str, mode: str) -> dict:
     sys.path.insert(0, HERE)
     import compare  # sets PLAX_NUMBA_SYNC=1 by default: undone below unless measuring sync
@@ -118,6 +133,7 @@ def child(workload: str, mode: str) -> dict:
     with Ticker() as ticker:
         if mode == "sync":
             ticker.recording.set()
+        cpu_start = time.process_time()
         start = time.perf_counter()
         call()
         first = time.perf_counter() - start
@@ -129,6 +145,9 @@ def child(workload: str, mode: str) -> dict:
             if time.perf_counter() - start > 600:
                 break
         to_fast = time.perf_counter() - start
+        cpu_here = time.process_time() - cpu_start
+    from plax_numba import compile_worker
+    cpu_worker = sum(_cpu_seconds(pid) for pid in compile_worker.worker_pids())
     pause, pause99 = ticker.summary()
     gc_pause = ticker.gc_longest
     times = []
@@ -147,6 +166,7 @@ def child(workload: str, mode: str) -> dict:
     ready = [t["at"] for t in loads] + list(cache.serial_loaded_at)
     to_kernel = min(ready) - start if ready else to_fast
     return {"first": first, "to_fast": to_fast, "to_kernel": to_kernel, "calls": calls,
+            "cpu_here": cpu_here, "cpu_worker": cpu_worker,
             "serial_forms": len(cache.serial_loaded_at), "pause": pause,
             "pause99": pause99, "gc": gc_pause, "quiet_pause": quiet_pause, "quiet99": quiet99, "fast_call": sorted(times)[2],
             "prepare": sum(t["import numba"] for t in loads),
@@ -193,7 +213,7 @@ def main(argv=None) -> None:
             "first call -> all final kernels (calls)",
             "pause while compiling: longest / p99", "longest GC collection then",
             "same pauses, nothing compiling", "fast call",
-            "numba set-up + load here"]
+            "numba set-up + load here", "CPU until then: here + worker"]
     print("| " + " | ".join(head) + " |")
     print("|" + "---|" * len(head))
     for workload, mode, r in rows:
@@ -206,7 +226,8 @@ def main(argv=None) -> None:
               f"({r['calls']}) | {r['pause'] * 1e3:.2f} / {r['pause99'] * 1e3:.2f} ms | "
               f"{r['gc'] * 1e3:.1f} ms | "
               f"{r['quiet_pause'] * 1e3:.2f} / {r['quiet99'] * 1e3:.2f} ms | "
-              f"{fmt_s(r['fast_call'])} | {here} |")
+              f"{fmt_s(r['fast_call'])} | {here} | "
+              f"{r['cpu_here']:.2f} + {r['cpu_worker']:.2f} s |")
 
 
 if __name__ == "__main__":
