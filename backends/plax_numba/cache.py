@@ -256,28 +256,30 @@ _prepared = []
 _prepare_lock = threading.Lock()
 
 
-def freeze_after_setup() -> bool:
-    """Whether numba's set-up in this process ends with :func:`gc.freeze`
-    (``PLAX_NUMBA_GC_FREEZE``, default on; see :func:`prepare_numba`)."""
-    return os.environ.get("PLAX_NUMBA_GC_FREEZE", "1").strip().lower() not in (
-        "0", "false", "no", "off")
-
-
 @contextlib.contextmanager
-def _collections_deferred(freeze: bool):
+def _collections_deferred():
     """Python's cyclic garbage collector paused inside the context (a collection holds the
     GIL from start to end: one over the ~50k objects numba's import allocates stalled every
-    other thread for 50-270 ms). With ``freeze``, every object alive at the end moves to
-    the collector's permanent generation (:func:`gc.freeze`), so no later collection walks
-    numba's modules again; without it, a load's few thousand objects are left to the
-    young generations."""
+    other thread for 50-270 ms on a loaded 2-core host). At the end the objects allocated
+    meanwhile leave the young generations at once, without being walked: into the permanent
+    generation while a compile window is open (:func:`plax_numba.tiered.compile_window_open`,
+    which unfreezes them when it closes), else into the oldest generation, whose next
+    collection walks them at its usual time. ``PLAX_NUMBA_GC_FREEZE=0``: nothing done."""
+    from plax_numba import tiered
+    if not tiered.freezing_gc():
+        yield
+        return
     enabled = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
-        if freeze:
-            gc.freeze()
+        window = tiered.compile_window_open()
+        # (never touching a freeze of the program's own)
+        if (window and tiered.froze_for_window()) or gc.get_freeze_count() == 0:
+            gc.freeze()  # young -> permanent, O(1)
+            if not window:
+                gc.unfreeze()  # permanent -> oldest, O(1)
         if enabled:
             gc.enable()
 
@@ -288,20 +290,15 @@ def prepare_numba() -> None:
     NumPy and SciPy support, 0.6 s on a quiet 2-core host, twice the import itself), which
     only a compilation needs (:func:`_load_cached` loads without them).
 
-    The cyclic garbage collector is paused meanwhile and the objects alive afterwards are
-    frozen (:func:`gc.freeze`; ``PLAX_NUMBA_GC_FREEZE=0`` skips both): the set-up runs on
-    the background thread while the program's threads run, and a collection during it
-    would hold the GIL for as long as it takes to walk the heap. Frozen objects are never
-    collected: a reference cycle that was already garbage at that moment (the program's
-    included) stays allocated; nothing alive is affected."""
+    The cyclic garbage collector is paused meanwhile (:func:`_collections_deferred`): the
+    set-up runs on the background thread while the program's threads run, and a
+    collection during it would hold the GIL for as long as it takes to walk the heap."""
     if _prepared:
         return
     with _prepare_lock:
         if _prepared:
             return
-        paused = (_collections_deferred(freeze=True) if freeze_after_setup()
-                  else contextlib.nullcontext())
-        with paused:
+        with _collections_deferred():
             import numba  # noqa: F401
             try:
                 from numba.core.registry import cpu_target
@@ -366,7 +363,7 @@ def load_dispatcher(kernel, sig, parallel: bool) -> bool:
 
       load_dispatcher(load_kernel(text), numba_signature(arg_types), False)
     """
-    with _collections_deferred(freeze=False):
+    with _collections_deferred():
         if _load_cached(kernel, sig, parallel):
             return True
     misses = sum(kernel.stats.cache_misses.values())

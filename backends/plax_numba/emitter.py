@@ -9,6 +9,7 @@ runs on the reference kernel with one ``PlaxFallbackWarning``.
 """
 from __future__ import annotations
 
+import contextvars
 import functools
 import itertools
 import math
@@ -45,8 +46,8 @@ class NumbaEmitter(Emitter):
         self.parallel = parallel
         self.sync = tiered.sync_mode()
         #: False: every step runs the reference path (the tier below a whole-program kernel,
-        #: which is compiled instead of the program's clusters)
-        self.compile_kernels = compile_kernels
+        #: which is compiled instead of the program's clusters, or a native loop's bodies)
+        self.compile_kernels = compile_kernels and not in_reference_tier()
         self.kernel_sources: list[tuple[str, str]] = []
         self.native: list[str] = []   # the control-flow primitives compiled as native loops
 
@@ -346,10 +347,20 @@ class NumbaEmitter(Emitter):
         return kernels.quiet_enter, kernels.quiet_leave
 
 
+_reference_tier = contextvars.ContextVar("plax_numba_reference_tier", default=False)
+
+
+def in_reference_tier() -> bool:
+    """Whether the program being compiled is a body of a loop whose native kernel is not
+    compiled yet (:class:`_ReferenceBodies`): it runs on the reference kernels, compiling
+    no kernel and no whole-program kernel of its own."""
+    return _reference_tier.get()
+
+
 class _ReferenceBodies:
     """The Numba backend as a :class:`plax.lowering.BodyRunner` sees it for the bodies of a
-    loop whose native kernel is not compiled yet: it lowers them on the reference kernels
-    (no kernel compiles); everything else is the backend's."""
+    loop whose native kernel is not compiled yet: its ``compile`` is the backend's, in the
+    reference tier (:func:`in_reference_tier`); everything else is the backend's."""
 
     def __init__(self, backend):
         self._backend = backend
@@ -358,9 +369,11 @@ class _ReferenceBodies:
         return getattr(self._backend, name)
 
     def compile(self, jaxpr, device):
-        from plax.lowering import lower
-        return lower(jaxpr, NumbaEmitter(self._backend, device, compile_kernels=False),
-                     self._backend, device)
+        token = _reference_tier.set(True)
+        try:
+            return self._backend.compile(jaxpr, device)
+        finally:
+            _reference_tier.reset(token)
 
 
 _reference_bodies: dict = {}

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import gc
 import os
 import sys
 import queue
@@ -174,10 +175,53 @@ def not_native(primitive: str, reason: str) -> None:
                   "plax_numba.wholegen.NOT_NATIVE).", PlaxNativeLoopWarning, stacklevel=3)
 
 
+def freezing_gc() -> bool:
+    """Whether compile windows freeze the garbage collector's heap (``PLAX_NUMBA_GC_FREEZE``,
+    default on; :func:`compile_window_open`)."""
+    return os.environ.get("PLAX_NUMBA_GC_FREEZE", "1").strip().lower() not in (
+        "0", "false", "no", "off")
+
+
+_frozen_by_us = [False]
+
+
+def compile_window_open() -> bool:
+    """Whether background compile jobs are pending (a *compile window*).
+
+    While one is, the objects that were alive when it opened sit in the cyclic garbage
+    collector's permanent generation (:func:`gc.freeze`; numba's set-up in this process
+    adds its own, :func:`plax_numba.cache.prepare_numba`): a full collection holds the GIL
+    from start to end, and one walking numba's ~50k objects stalled the program's threads
+    for 50-270 ms. When the window closes they are unfrozen (:func:`gc.unfreeze`), so
+    garbage among them is collected as usual afterwards, the next full collection walking
+    them once, at its usual time. Not done when the program froze objects itself (its
+    freeze is its own) or with ``PLAX_NUMBA_GC_FREEZE=0``."""
+    return _pending > 0
+
+
+def froze_for_window() -> bool:
+    """Whether the open compile window froze the heap (:func:`compile_window_open`)."""
+    return _frozen_by_us[0]
+
+
+def _window_opens() -> None:
+    if freezing_gc() and gc.get_freeze_count() == 0:
+        gc.freeze()
+        _frozen_by_us[0] = True
+
+
+def _window_closes() -> None:
+    if _frozen_by_us[0]:
+        _frozen_by_us[0] = False
+        gc.unfreeze()
+
+
 def submit(job) -> None:
     """Runs ``job()`` in the background compile thread."""
     global _worker, _pending
     with _idle:
+        if _pending == 0:
+            _window_opens()
         _pending += 1
     with _worker_lock:
         if _worker is None or not _worker.is_alive():
@@ -205,6 +249,8 @@ def _run() -> None:
         finally:
             with _idle:
                 _pending -= 1
+                if _pending == 0:
+                    _window_closes()
                 _idle.notify_all()
 
 

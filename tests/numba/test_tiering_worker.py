@@ -340,3 +340,41 @@ def test_submitting_never_waits_for_a_busy_worker(tiered_fresh, tmp_path):
     assert not blocker.done() and len(futures) == 20
     gate.touch()
     assert [f.result(timeout=300) for f in futures] == [100_000] * 20
+
+
+@pytest.mark.parametrize("program_froze", [False, True])
+def test_compile_window_freezes_the_heap_and_unfreezes_it(tiered_fresh, tmp_path,
+                                                          program_froze):
+    # While compile jobs are pending the heap sits in the collector's permanent generation
+    # (no full collection walks it); afterwards it is unfrozen, so garbage among it is
+    # collected as usual. A freeze the program made itself is left alone.
+    import gc
+    from plax_numba import compile_worker, tiered
+    assert tiered.wait_idle(timeout=300) and gc.get_freeze_count() == 0
+    gate = tmp_path / "gate"
+    blocker = compile_worker.submit(
+        subprocess.call, ["sh", "-c", f'while [ ! -e "{gate}" ]; do sleep 0.05; done'])
+    if program_froze:
+        gc.freeze()
+    try:
+        frozen_before = gc.get_freeze_count()
+        x = np.linspace(-1, 1, 129, dtype=np.float32)
+        f = plax.jit(lambda x: jnp.sin(x * 0.75) * 1.25 + x, backend="numba")
+        f(x)  # hot: the job waits behind the blocker
+        assert tiered.compile_window_open()
+        if program_froze:
+            assert gc.get_freeze_count() <= frozen_before  # not frozen again by plax
+        else:
+            assert gc.get_freeze_count() > 0
+        gate.touch()
+        assert blocker.result(timeout=300) == 0
+        _poll_ready(f, x)
+        assert tiered.wait_idle(timeout=300) and not tiered.compile_window_open()
+        if program_froze:
+            assert gc.get_freeze_count() > 0  # still the program's
+        else:
+            assert gc.get_freeze_count() == 0
+    finally:
+        gate.touch()
+        if program_froze:
+            gc.unfreeze()
