@@ -12,17 +12,26 @@ cache calls the jitted function in a loop until every compile job has finished:
 * ``worker, numba set up``: the same, in a process that set numba up before (what every
   compilation after a process's first one sees);
 * ``sync``: ``PLAX_NUMBA_SYNC=1``, the first call compiles everything;
-* ``... warm``: a second process on the cache the first one filled.
+* ``... warm``: a second process on the cache the first one filled (its kernels load when
+  the program is built, during the first call).
 
-Columns: the first call's time; the time from the first call until the fast path is in use
-(and the calls made meanwhile); the longest pause (and the 99th percentile) of a thread that
+Columns: the first call's time; the time from the first call until a first kernel is in use
+(a parallel kernel's serial form, which the worker compiles first, or a final kernel) and
+until every final kernel is (and the calls made meanwhile); the longest pause (and the 99th percentile) of a thread that
 wakes every 0.5 ms, while compilation runs (how long the program's other threads can wait
 for the GIL; with ``sync`` the first call, tracing included, on the main thread), beside the
 longest collection of Python's cyclic garbage collector meanwhile (it holds the GIL
-throughout; numba's import in this process allocates ~100k objects), the pauses measured
-afterwards for 1 s of fast calls, nothing compiling (the host's own scheduling noise); and,
-for the worker, the seconds this process spent preparing numba (import, contexts: once per
-process, overlapped with the worker's compilation) and loading the machine code.
+throughout; numba's import in this process allocates ~50k objects, which
+``plax_numba.cache.prepare_numba`` imports with the collector paused and then freezes), the
+pauses measured afterwards for 1 s of fast calls, nothing compiling (the host's own
+scheduling noise); and, for the worker, the seconds this process spent preparing numba
+(import, runtime: once per process, overlapped with the worker's compilation) and loading
+the machine code.
+
+The last column is the CPU time spent from the first call until every final kernel was in
+use, by this process (the program's calls included) and by the compile worker (its start
+and warm-up included): on a loaded host the wall-clock times measure mostly the scheduler's
+share, which the CPU times do not.
 
 Run ``python benchmarks/numba_tiering.py`` (``--workloads selu`` for one); it prints the table.
 Times depend on the host's load: compare rows of one run.
@@ -88,6 +97,16 @@ class Ticker:
             self.gc_longest = max(self.gc_longest, time.perf_counter() - self._gc_start)
 
 
+def _cpu_seconds(pid: int) -> float:
+    """The CPU time (user + system) process ``pid`` has used so far (Linux; 0 elsewhere)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
 def child(workload: str, mode: str) -> dict:
     sys.path.insert(0, HERE)
     import compare  # sets PLAX_NUMBA_SYNC=1 by default: undone below unless measuring sync
@@ -95,7 +114,7 @@ def child(workload: str, mode: str) -> dict:
         os.environ.pop("PLAX_NUMBA_SYNC", None)
     from plax_numba import cache, tiered
     if mode == "worker, numba set up":  # a later compilation: numba was set up earlier
-        cache._prepare_numba()
+        cache.prepare_numba()
     import plax
     # plax alone (compare.libraries() would import JAX too: its objects would make every
     # garbage collection in this process longer than a plax program's)
@@ -114,6 +133,7 @@ def child(workload: str, mode: str) -> dict:
     with Ticker() as ticker:
         if mode == "sync":
             ticker.recording.set()
+        cpu_start = time.process_time()
         start = time.perf_counter()
         call()
         first = time.perf_counter() - start
@@ -125,6 +145,9 @@ def child(workload: str, mode: str) -> dict:
             if time.perf_counter() - start > 600:
                 break
         to_fast = time.perf_counter() - start
+        cpu_here = time.process_time() - cpu_start
+    from plax_numba import compile_worker
+    cpu_worker = sum(_cpu_seconds(pid) for pid in compile_worker.worker_pids())
     pause, pause99 = ticker.summary()
     gc_pause = ticker.gc_longest
     times = []
@@ -139,7 +162,12 @@ def child(workload: str, mode: str) -> dict:
             call()
     loads = cache.load_times
     quiet_pause, quiet99 = quiet.summary()
-    return {"first": first, "to_fast": to_fast, "calls": calls, "pause": pause,
+    # the first kernel in use: a parallel kernel's serial form, or a final kernel
+    ready = [t["at"] for t in loads] + list(cache.serial_loaded_at)
+    to_kernel = min(ready) - start if ready else to_fast
+    return {"first": first, "to_fast": to_fast, "to_kernel": to_kernel, "calls": calls,
+            "cpu_here": cpu_here, "cpu_worker": cpu_worker,
+            "serial_forms": len(cache.serial_loaded_at), "pause": pause,
             "pause99": pause99, "gc": gc_pause, "quiet_pause": quiet_pause, "quiet99": quiet99, "fast_call": sorted(times)[2],
             "prepare": sum(t["import numba"] for t in loads),
             "load": sum(t["load"] for t in loads), "loaded": cache.load_stats["loaded"],
@@ -181,21 +209,25 @@ def main(argv=None) -> None:
                 rows.append((workload, f"{mode} warm", warm))
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(f"{os.cpu_count()} CPU cores, load average {load:.1f}; a tick every {TICK * 1e3} ms")
-    head = ["workload", "compiling in", "first call", "first call -> fast (calls)",
+    head = ["workload", "compiling in", "first call", "first call -> first kernel",
+            "first call -> all final kernels (calls)",
             "pause while compiling: longest / p99", "longest GC collection then",
             "same pauses, nothing compiling", "fast call",
-            "numba set-up + load here"]
+            "numba set-up + load here", "CPU until then: here + worker"]
     print("| " + " | ".join(head) + " |")
     print("|" + "---|" * len(head))
     for workload, mode, r in rows:
         here = (f"{fmt_s(r['prepare'])} + {fmt_s(r['load'])}" if r["loaded"] else "-")
         if r["compiled_here"]:
             here += f" ({r['compiled_here']} compiled here)"
-        print(f"| {workload} | {mode} | {fmt_s(r['first'])} | {fmt_s(r['to_fast'])} "
+        serial = f" ({r['serial_forms']} serial)" if r["serial_forms"] else ""
+        print(f"| {workload} | {mode} | {fmt_s(r['first'])} | {fmt_s(r['to_kernel'])}{serial} | "
+              f"{fmt_s(r['to_fast'])} "
               f"({r['calls']}) | {r['pause'] * 1e3:.2f} / {r['pause99'] * 1e3:.2f} ms | "
               f"{r['gc'] * 1e3:.1f} ms | "
               f"{r['quiet_pause'] * 1e3:.2f} / {r['quiet99'] * 1e3:.2f} ms | "
-              f"{fmt_s(r['fast_call'])} | {here} |")
+              f"{fmt_s(r['fast_call'])} | {here} | "
+              f"{r['cpu_here']:.2f} + {r['cpu_worker']:.2f} s |")
 
 
 if __name__ == "__main__":

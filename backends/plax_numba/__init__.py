@@ -10,14 +10,17 @@ backend for its bodies.
 
 Compilation is tiered (:mod:`plax_numba.tiered`): a cluster runs on the reference kernels
 until it is hot (its second run, ``PLAX_NUMBA_COMPILE_AFTER``), then until its kernel is
-compiled in a background thread; ``PLAX_NUMBA_SYNC=1`` compiles at ``jit`` time instead
-(benchmarks, and the conformance kit through :mod:`plax_numba.pytest_plugin`).
+compiled in a worker process (:mod:`plax_numba.compile_worker`, ``PLAX_NUMBA_WORKERS``) and
+loaded here from the disk cache, so the compiler never holds this process's GIL; a kernel
+already in the disk cache loads when the program is built, and runs from the first call.
+``PLAX_NUMBA_SYNC=1`` compiles at ``jit`` time instead (benchmarks, and the conformance kit
+through :mod:`plax_numba.pytest_plugin`).
 
 The plugin hook only checks that numba is installed (a missing numba is reported as a failed
 plugin, not as an import error elsewhere). numba itself is imported by the first kernel
-compilation or disk-cache load: building a program and running it on the reference kernels
-(every call until a cluster is hot) never imports it, so a first call costs what it costs on
-the NumPy backend.
+compilation or disk-cache load: building a program whose kernels are not in the disk cache
+and running it on the reference kernels (every call until a cluster is hot) never imports
+it, so such a first call costs what it costs on the NumPy backend.
 """
 from __future__ import annotations
 

@@ -157,8 +157,8 @@ class NumbaBackend(Backend):
         compilation fails, on the per-cluster program instead."""
         from plax.lowering import lower
         from plax_numba import codegen, tiered, wholegen
-        from plax_numba.emitter import NumbaEmitter, native_step
-        if not whole_program_worthwhile(jaxpr):
+        from plax_numba.emitter import NumbaEmitter, in_reference_tier, native_step
+        if not whole_program_worthwhile(jaxpr) or in_reference_tier():
             return None
         try:
             plan = wholegen.plan_program(jaxpr)

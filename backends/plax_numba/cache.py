@@ -16,6 +16,8 @@ path), so a process whose jitted functions never get hot never pays numba's impo
 """
 from __future__ import annotations
 
+import contextlib
+import gc
 import hashlib
 import importlib.util
 import os
@@ -99,6 +101,14 @@ def cache_dir() -> str:
         _dir = path
         return path
     raise OSError(f"plax_numba: no writable cache directory among {candidates}")
+
+
+def use_cache_dir(directory: str | None) -> None:
+    """Makes ``directory`` this process's cache directory (a compile worker serves one
+    process: its jobs name that process's directory); None changes nothing."""
+    global _dir
+    if directory is not None:
+        _dir = directory
 
 
 def module_source(kernel_source: str, primitives: list[str]) -> str:
@@ -191,13 +201,13 @@ def compiled_kernel(text: str, arg_types: list):
 def compile_kernel(text: str, arg_types: list):
     """Loads (or compiles) the kernel for exactly ``arg_types``; returns the dispatcher.
 
-    On tiering's background thread (:func:`plax_numba.tiered.compiles_in_worker`) the
-    compilation runs in a worker process (:mod:`plax_numba.compile_worker`), which writes
-    numba's disk cache, and this process only loads the machine code from there
-    (:func:`load_compiled`); elsewhere (``PLAX_NUMBA_SYNC=1``, ``PLAX_NUMBA_WORKERS=0``)
-    numba compiles here."""
+    A kernel already in the disk cache (:func:`on_disk`) is only loaded. On tiering's
+    background thread (:func:`plax_numba.tiered.compiles_in_worker`) the compilation runs
+    in a worker process (:mod:`plax_numba.compile_worker`), which writes numba's disk cache,
+    and this process only loads the machine code from there (:func:`load_compiled`);
+    elsewhere (``PLAX_NUMBA_SYNC=1``, ``PLAX_NUMBA_WORKERS=0``) numba compiles here."""
     from plax_numba import tiered
-    if tiered.compiles_in_worker():
+    if tiered.compiles_in_worker() or on_disk(text, arg_types):
         return load_compiled(text, arg_types)
     compile_for_cache(text, arg_types)
     kernel = _kernels[source_path(text)]
@@ -210,24 +220,24 @@ def compile_kernel(text: str, arg_types: list):
 #: ("compiled here": another process's index write may drop an entry)
 load_stats = {"loaded": 0, "compiled here": 0}
 #: seconds spent by each :func:`load_compiled`: importing numba (the first), waiting for the
-#: worker beyond that, loading the machine code here (benchmarks print them)
+#: worker beyond that, loading the machine code here (benchmarks print them); and the id of
+#: the process that compiled the kernel ("compiled by"; None: it was on disk already), and
+#: when it was ready (``time.perf_counter()``, "at")
 load_times: list = []
+#: when each serial form (:func:`serial_variant`) was ready (``time.perf_counter()``)
+serial_loaded_at: list = []
 
 
-def compile_for_cache(text: str, arg_types: list, directory: str | None = None) -> None:
+def compile_for_cache(text: str, arg_types: list, directory: str | None = None) -> int:
     """Compiles the kernel of module ``text`` for ``arg_types`` into numba's disk cache (or
     finds it there), and marks it as there (:func:`on_disk`). Runs in a compile worker
     (:func:`load_compiled`, which passes its cache ``directory``) and for synchronous
-    compilations."""
-    global _dir
-    if directory is not None:
-        _dir = directory  # a worker serves one process: its cache directory
+    compilations. Returns the id of the process that ran it (``load_times`` records it)."""
+    use_cache_dir(directory)
     kernel = load_kernel(text)
     kernel.compile(numba_signature(arg_types))
-    marker = _marker(text, arg_types)
-    if not os.path.exists(marker):
-        with open(marker, "w"):
-            pass
+    mark(_marker(text, arg_types))
+    return os.getpid()
 
 
 def _marker(text: str, arg_types: list) -> str:
@@ -243,53 +253,248 @@ def on_disk(text: str, arg_types: list) -> bool:
 
 
 _prepared = []
+_prepare_lock = threading.Lock()
 
 
-def _prepare_numba() -> None:
-    """Imports numba and builds its CPU typing and target contexts (their registries import
-    numba's NumPy support and SciPy's BLAS: most of a first load's cost), once."""
+@contextlib.contextmanager
+def _collections_deferred():
+    """Python's cyclic garbage collector paused inside the context (a collection holds the
+    GIL from start to end: one over the ~50k objects numba's import allocates stalled every
+    other thread for 50-270 ms on a loaded 2-core host). At the end the objects allocated
+    meanwhile leave the young generations at once, without being walked: into the permanent
+    generation while a compile window is open (:func:`plax_numba.tiered.compile_window_open`,
+    which unfreezes them when it closes), else into the oldest generation, whose next
+    collection walks them at its usual time. ``PLAX_NUMBA_GC_FREEZE=0``: nothing done."""
+    from plax_numba import tiered
+    if not tiered.freezing_gc():
+        yield
+        return
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        window = tiered.compile_window_open()
+        # (never touching a freeze of the program's own)
+        if (window and tiered.froze_for_window()) or gc.get_freeze_count() == 0:
+            gc.freeze()  # young -> permanent, O(1)
+            if not window:
+                gc.unfreeze()  # permanent -> oldest, O(1)
+        if enabled:
+            gc.enable()
+
+
+def prepare_numba() -> None:
+    """Imports numba and starts what loading cached machine code needs: numba's runtime
+    (NRT) symbols. Not numba's typing and lowering registries (``refresh()``: importing its
+    NumPy and SciPy support, 0.6 s on a quiet 2-core host, twice the import itself), which
+    only a compilation needs (:func:`_load_cached` loads without them).
+
+    The cyclic garbage collector is paused meanwhile (:func:`_collections_deferred`): the
+    set-up runs on the background thread while the program's threads run, and a
+    collection during it would hold the GIL for as long as it takes to walk the heap."""
     if _prepared:
         return
-    import numba  # noqa: F401
-    try:  # numba's own lazy set-up, done here ahead of the first load
-        from numba.core.registry import cpu_target
-        cpu_target.typing_context.refresh()
-        cpu_target.target_context.refresh()
-    except Exception:  # noqa: BLE001 - an internal of numba moved: the load does it later
-        pass
-    import plax_numba.arrays, plax_numba.libm_free, plax_numba.scalar  # noqa: F401,E401
-    _prepared.append(True)
+    with _prepare_lock:
+        if _prepared:
+            return
+        with _collections_deferred():
+            import numba  # noqa: F401
+            try:
+                from numba.core.registry import cpu_target
+                from numba.core.runtime import rtsys
+                rtsys.initialize(cpu_target.target_context)
+            except Exception:  # noqa: BLE001 - an internal moved: loads take numba's path
+                _lean.clear()
+            import plax_numba.arrays, plax_numba.libm_free, plax_numba.scalar  # noqa: F401,E401
+        _prepared.append(True)
+
+
+_lean = [True]  # whether _load_cached may load without numba's registries
+
+
+def _load_cached(kernel, sig, parallel: bool) -> bool:
+    """Loads ``kernel``'s machine code for ``sig`` from numba's disk cache into the
+    dispatcher; False if it is not there (or cannot be loaded that way).
+
+    numba's own path (``dispatcher.compile``) first builds its full typing and lowering
+    registries, which the machine code does not use: the code only calls numba's C helpers
+    and runtime (registered by :func:`prepare_numba`) and, for a parallel kernel, the
+    threading layer's scheduler (started here). This reads the cache entry through the
+    dispatcher's cache object and installs the overload as numba does; any error there
+    (numba's internals changed) sends the caller down numba's own path."""
+    if not _lean:
+        return False
+    try:
+        from numba.core.compiler_lock import global_compiler_lock
+        with global_compiler_lock:
+            if tuple(sig) in kernel.overloads:
+                return True
+            if parallel:
+                from numba.np.ufunc.parallel import _launch_threads
+                _launch_threads()
+            cres = kernel._cache._load_overload(sig, kernel.targetctx)
+            if cres is None:
+                return False
+            kernel.targetctx.insert_user_function(cres.entry_point, cres.fndesc,
+                                                  [cres.library])
+            kernel.add_overload(cres)
+    except Exception:  # noqa: BLE001 - numba's internals moved: its own path loads it
+        _lean.clear()
+        return False
+    return True
+
+
+def load_dispatcher(kernel, sig, parallel: bool) -> bool:
+    """Makes ``kernel`` (a numba dispatcher with ``cache=True``) ready for ``sig``: its
+    machine code loaded from numba's disk cache (:func:`_load_cached`, the garbage
+    collector paused), else numba's own path (which compiles here on a cache miss). True
+    if it was loaded, False if it was compiled here.
+
+    Args:
+      kernel: the dispatcher.
+      sig: the argument types (a tuple of numba types).
+      parallel: whether it is a ``parallel=True`` kernel (its threading layer is started).
+
+    Returns:
+      Whether the machine code came from the disk cache.
+
+    Example::
+
+      load_dispatcher(load_kernel(text), numba_signature(arg_types), False)
+    """
+    with _collections_deferred():
+        if _load_cached(kernel, sig, parallel):
+            return True
+    misses = sum(kernel.stats.cache_misses.values())
+    kernel.compile(sig)
+    return sum(kernel.stats.cache_misses.values()) == misses
+
+
+def module_marker(path: str, key) -> str:
+    """The marker file saying that the kernels of the fixed module at ``path`` (say
+    :mod:`plax_numba.threefry_kernels`) were compiled into numba's disk cache for ``key``:
+    named from the module's source, the helpers' and versions' salt and ``key``."""
+    with open(path, "rb") as f:
+        digest = hashlib.sha256(_SALT.encode() + f.read() + repr(key).encode()).hexdigest()
+    name = os.path.splitext(os.path.basename(path))[0]
+    return os.path.join(cache_dir(), f"m_{name}_{digest[:24]}.ok")
+
+
+def mark(marker: str) -> None:
+    """Creates the (empty) marker file ``marker`` unless it exists (:func:`on_disk`)."""
+    if not os.path.exists(marker):
+        with open(marker, "w"):
+            pass
+
+
+def serial_variant(text: str) -> str | None:
+    """The module ``text`` of a ``parallel=True`` kernel with its loop made serial (same
+    arguments, same results up to the order of a reduction's additions); None for a serial
+    kernel. numba compiles it in well under half the time of the parallel form (the parfor
+    passes are most of that), so tiering runs it while the parallel form compiles."""
+    if "@njit(**_PARALLEL)" not in text:
+        return None
+    return (text.replace("@njit(**_PARALLEL)", "@njit(**_OPTIONS)").replace("prange(", "range(")
+            + "\n# the serial form of a parallel kernel: tiering's step before it\n")
+
+
+_requests: dict = {}   # _key -> the worker jobs request() started for that kernel
+_requests_lock = threading.Lock()
+
+
+def _start_jobs(text: str, arg_types: list, serial_first: bool) -> dict:
+    """Submits the worker compilations of ``text`` (and first of its serial form, when
+    ``serial_first`` and it is parallel) that the disk cache lacks: ``{"serial": (text,
+    future or None), "final": (text, future or None)}`` (None: on disk already)."""
+    from plax_numba import compile_worker
+    jobs = {}
+    serial = serial_variant(text) if serial_first else None
+    for name, variant in (("serial", serial), ("final", text)):
+        if variant is None:
+            continue
+        write_source(variant)
+        future = None
+        if not on_disk(variant, arg_types):
+            future = compile_worker.submit(compile_for_cache, variant, arg_types, cache_dir())
+        jobs[name] = (variant, future)
+    return jobs
+
+
+def request(text: str, arg_types: list, interim=None) -> None:
+    """Starts the worker compilation of the kernel of ``text`` for ``arg_types`` now, on the
+    caller's thread (pickling the job and writing it to the worker's pipe: well under a
+    millisecond), when tiering finds a step hot; :func:`load_compiled`, later on the
+    background thread, waits for it. So the worker compiles a program's hot kernels back to
+    back while this process loads the finished ones, and a parallel kernel's serial form
+    (:func:`serial_variant`) goes first when ``interim`` is given: :func:`load_compiled`
+    hands its dispatcher to ``interim`` as soon as it is loaded, while the parallel kernel
+    still compiles. Nothing when workers are disabled or the kernel is on disk; errors
+    surface in :func:`load_compiled`."""
+    from plax_numba import compile_worker
+    if compile_worker.workers_wanted() == 0 or on_disk(text, arg_types):
+        return
+    key = _key(text, arg_types)
+    with _requests_lock:
+        if key not in _requests:
+            _requests[key] = (_start_jobs(text, arg_types, interim is not None), interim)
 
 
 def load_compiled(text: str, arg_types: list):
-    """The kernel of ``text`` for ``arg_types``, compiled in a worker process and loaded here
-    from numba's disk cache: this thread waits on the worker with the GIL released, and only
-    the load (unpickling and linking machine code: milliseconds, plus numba's import the first
-    time, overlapped with the worker's compilation) runs here, at a short GIL switch interval
-    (:func:`plax_numba.tiered.yielding_gil`) so the program's threads wait little for it."""
-    from plax_numba import compile_worker, tiered
-    write_source(text)
-    job = None if on_disk(text, arg_types) else compile_worker.submit(compile_for_cache, text,
-                                                                      arg_types, cache_dir())
+    """The kernel of ``text`` for ``arg_types``, compiled in a worker process (unless it is
+    in the disk cache already) and loaded here from numba's disk cache: this thread waits on
+    the worker with the GIL released, and only the load (unpickling and linking machine
+    code: milliseconds, plus numba's import the first time, overlapped with the worker's
+    compilation) runs here, at a short GIL switch interval
+    (:func:`plax_numba.tiered.yielding_gil`), the garbage collector paused, so the
+    program's threads wait little for it."""
+    from plax_numba import tiered
+    with _requests_lock:  # started by request(), with what to do with the serial form
+        jobs, interim = _requests.pop(_key(text, arg_types), (None, None))
+    if jobs is None:
+        jobs = _start_jobs(text, arg_types, serial_first=False)
     clock = time.perf_counter
     start = clock()
     with tiered.yielding_gil():
-        _prepare_numba()  # the first time, while the worker compiles
+        prepare_numba()  # the first time, while the worker compiles
     imported = clock()
+    _load_interim(jobs, arg_types, interim)
+    job = jobs["final"][1]
     if job is not None:
-        job.result()  # raises WorkerCompileError (the worker's traceback) if it failed
+        compiled_by = job.result()  # raises WorkerCompileError (with the worker's traceback)
+    else:
+        compiled_by = None  # on disk already
     compiled = clock()
     with tiered.yielding_gil():
         kernel = load_kernel(text)
-        sig = numba_signature(arg_types)
-        misses = sum(kernel.stats.cache_misses.values())
-        kernel.compile(sig)
-        missed = sum(kernel.stats.cache_misses.values()) > misses
-    load_stats["compiled here" if missed else "loaded"] += 1
+        loaded = load_dispatcher(kernel, numba_signature(arg_types), "prange(" in text)
+    load_stats["loaded" if loaded else "compiled here"] += 1
     load_times.append({"import numba": imported - start, "worker": compiled - imported,
-                       "load": clock() - compiled})
+                       "load": clock() - compiled, "compiled by": compiled_by,
+                       "at": clock()})
     _compiled[_key(text, arg_types)] = kernel
     return kernel
+
+
+def _load_interim(jobs: dict, arg_types: list, interim) -> None:
+    """Loads the serial form among ``jobs`` and hands it to ``interim``, unless the final
+    kernel is ready as soon (on disk, or its job done); a serial form that failed is skipped
+    silently (the final kernel's own failure is what gets reported)."""
+    from plax_numba import tiered
+    final = jobs["final"][1]
+    if interim is None or "serial" not in jobs or final is None or final.done():
+        return
+    text, future = jobs["serial"]
+    try:
+        if future is not None:
+            future.result()
+        with tiered.yielding_gil():
+            kernel = load_kernel(text)
+            load_dispatcher(kernel, numba_signature(arg_types), False)
+        interim(kernel)
+        serial_loaded_at.append(time.perf_counter())
+    except Exception:  # noqa: BLE001 - only a shortcut; the parallel kernel follows
+        pass
 
 
 def entry_point(kernel, arg_types: list):

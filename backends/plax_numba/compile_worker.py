@@ -11,9 +11,10 @@ Workers are separate interpreters started with :mod:`subprocess` (``python -m
 plax_numba.compile_worker``): never ``fork`` from a threaded process, and not
 ``multiprocessing``'s ``spawn``/``forkserver`` either, which re-run the user's ``__main__``
 script in the child (a script without an ``if __name__ == "__main__"`` guard would run its
-training loop in the compiler). They start lazily, import numba and the
-kernels' helpers once, and stay warm. ``PLAX_NUMBA_WORKERS`` sets how many (default 1; 0
-compiles in the user's process, in the background thread, as before).
+training loop in the compiler). They start lazily, warm up once (:func:`_warm_up`: numba's
+import, the kernels' helpers, a serial and a parallel compilation) and stay warm.
+``PLAX_NUMBA_WORKERS`` sets how many (default 1; 0 compiles in the user's process, in the
+background thread, as before).
 
 A job is a module-level function and its arguments (pickled by reference), run in the
 worker; :func:`submit` returns a :class:`concurrent.futures.Future` of its result. A job
@@ -21,9 +22,8 @@ that raises fails its future with :class:`WorkerCompileError` (the error in its 
 the worker's traceback in ``worker_traceback``). A worker that dies (killed, crashed) is
 replaced: its jobs run again on a fresh worker once, then fail with
 :class:`WorkerDiedError`. It is started by the first tiered program lowered
-(:func:`prestart`), so its own numba import overlaps the calls before a step is hot. At
-interpreter exit the workers are
-stopped without waiting for their jobs (nothing a job leaves half-written is read: numba
+(:func:`prestart`), so its warm-up overlaps the calls before a step is hot. At interpreter
+exit the workers are stopped without waiting for their jobs (nothing a job leaves half-written is read: numba
 writes its cache files to a temporary name and renames them).
 """
 from __future__ import annotations
@@ -31,6 +31,7 @@ from __future__ import annotations
 import atexit
 import os
 import pickle
+import queue
 import struct
 import subprocess
 import sys
@@ -90,9 +91,14 @@ class _Worker:
         self.write_lock = threading.Lock()
         self.pending: dict[int, tuple] = {}   # job id -> (future, fn, args, attempts)
         self.alive = True
+        # Jobs reach the pipe through a writer thread: a caller (the program's thread, when a
+        # step gets hot) never blocks on a full pipe while the worker is busy compiling.
+        self.outbox: queue.SimpleQueue = queue.SimpleQueue()
         self.thread = threading.Thread(target=self._read, name=f"plax-numba-worker-{index}",
                                        daemon=True)
         self.thread.start()
+        threading.Thread(target=self._write, name=f"plax-numba-worker-{index}-writer",
+                         daemon=True).start()
 
     @property
     def pid(self) -> int:
@@ -106,13 +112,21 @@ class _Worker:
             if not self.alive:
                 return False
             self.pending[job_id] = entry
-            try:
-                self.writer.write(_HEADER.pack(len(data)) + data)
-                self.writer.flush()
-            except OSError:
-                self.pending.pop(job_id, None)
-                return False
+            self.outbox.put(_HEADER.pack(len(data)) + data)
         return True
+
+    def _write(self) -> None:
+        # A failed write means the worker is gone: its reader sees the end of the pipe and
+        # hands the pending jobs to a fresh worker (Pool.worker_died).
+        while True:
+            message = self.outbox.get()
+            if message is None:
+                break
+            try:
+                self.writer.write(message)
+                self.writer.flush()
+            except (OSError, ValueError):  # ValueError: closed by stop()
+                break
 
     def _read(self) -> None:
         # Blocking reads release the GIL: this thread costs the program nothing while the
@@ -139,6 +153,7 @@ class _Worker:
         with self.write_lock:
             self.alive = False
             orphans, self.pending = list(self.pending.values()), {}
+        self.outbox.put(None)  # the writer thread ends too
         try:
             self.proc.wait(timeout=5)
         except subprocess.TimeoutExpired:
@@ -148,6 +163,7 @@ class _Worker:
     def stop(self) -> None:
         with self.write_lock:
             self.alive = False
+        self.outbox.put(None)
         for f in (self.writer,):
             try:
                 f.close()
@@ -290,13 +306,43 @@ def _read_message(stream):
     return pickle.loads(data)
 
 
+def _warm_up(job_waiting=lambda: False) -> None:
+    """Imports numba and the kernels' helpers, and compiles two small kernels (not cached), a
+    serial and a ``parallel=True`` one: a process's first compilations pay for numba's
+    typing and lowering registries, LLVM's set-up and the parallel passes' imports (about a
+    second on a 2-core host), which the worker pays here, when it starts, instead of in its
+    first job. The parallel one is skipped if ``job_waiting()`` says a job has arrived (the
+    first job of a parallel kernel is its serial form)."""
+    import numba
+    import numpy as np
+    import plax_numba.arrays, plax_numba.libm_free, plax_numba.scalar  # noqa: F401,E401
+
+    def serial(a, o):
+        for i in range(a.size):
+            o[i] = np.float32(np.exp(a[i]) * np.float32(2.0))
+        return 0
+
+    def parallel(a, o):
+        for i in numba.prange(a.size):
+            o[i] = np.float32(np.exp(a[i]) * np.float32(2.0))
+        return 0
+
+    vec = numba.types.Array(numba.float32, 1, "C")
+    numba.njit(serial, error_model="numpy").compile((vec, vec))
+    if not job_waiting():
+        numba.njit(parallel, parallel=True, error_model="numpy").compile((vec, vec))
+
+
 def _serve(in_fd: int, out_fd: int) -> None:
     reader, writer = os.fdopen(in_fd, "rb"), os.fdopen(out_fd, "wb")
     import warnings
     warnings.simplefilter("ignore")  # numba's performance hints: the user's process decides
+    import select
+
+    def job_waiting() -> bool:
+        return bool(select.select([in_fd], [], [], 0)[0])
     try:  # warm up: what every job needs, while the first one is being prepared
-        import numba  # noqa: F401
-        import plax_numba.arrays, plax_numba.libm_free, plax_numba.scalar  # noqa: F401,E401
+        _warm_up(job_waiting)
     except Exception:  # noqa: BLE001 - a job will report the same error with its context
         pass
     while True:

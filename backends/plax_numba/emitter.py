@@ -9,6 +9,7 @@ runs on the reference kernel with one ``PlaxFallbackWarning``.
 """
 from __future__ import annotations
 
+import contextvars
 import functools
 import itertools
 import math
@@ -45,8 +46,8 @@ class NumbaEmitter(Emitter):
         self.parallel = parallel
         self.sync = tiered.sync_mode()
         #: False: every step runs the reference path (the tier below a whole-program kernel,
-        #: which is compiled instead of the program's clusters)
-        self.compile_kernels = compile_kernels
+        #: which is compiled instead of the program's clusters, or a native loop's bodies)
+        self.compile_kernels = compile_kernels and not in_reference_tier()
         self.kernel_sources: list[tuple[str, str]] = []
         self.native: list[str] = []   # the control-flow primitives compiled as native loops
 
@@ -158,7 +159,7 @@ class NumbaEmitter(Emitter):
                                  tuple(cluster.shape))
 
         if self.sync or all(p is None or cache.compiled_kernel(p[1], p[0].arg_types) is not None
-                            for p in plans):
+                            or cache.on_disk(p[1], p[0].arg_types) for p in plans):
             return build()
         return tiered.switching(unchunked, build, tiered.compile_after())
 
@@ -187,6 +188,10 @@ class NumbaEmitter(Emitter):
             fn = cache.entry_point(kernel, plan.arg_types)
             return kernels.yielding_to_blas(fn) if parallel else fn
 
+        def serial_first(kernel):  # (tiering: a parallel kernel's serial form, meanwhile)
+            ns["_kernel"] = cache.entry_point(kernel, plan.arg_types)
+            ns["_ready"] = True
+
         def build():
             kernel = cache.compile_kernel(text, plan.arg_types)
             ns["_kernel"] = entry(kernel)
@@ -195,7 +200,7 @@ class NumbaEmitter(Emitter):
         ready = cache.compiled_kernel(text, plan.arg_types)
         if ready is not None:  # compiled earlier in this process: no tiering needed
             ns["_kernel"], ns["_ready"] = entry(ready), True
-        elif self.sync:
+        elif self.sync or cache.on_disk(text, plan.arg_types):  # (on disk: a load, at once)
             try:
                 build()
             except Exception as err:  # noqa: BLE001 - reported, and the equations still run
@@ -207,7 +212,9 @@ class NumbaEmitter(Emitter):
                     build()
                 except Exception as err:  # noqa: BLE001
                     tiered.compile_failed(plan.primitives, path, err)
-            ns["_interp"] = tiered.counting(interp, job, tiered.compile_after())
+            ns["_interp"] = tiered.counting(
+                interp, job, tiered.compile_after(),
+                request=lambda: cache.request(text, plan.arg_types, serial_first))
         self.kernel_sources.append((path, text))
         return Step(step)
 
@@ -261,7 +268,10 @@ class NumbaEmitter(Emitter):
             return lone
         # cond/while/scan: the core's host loop over bodies compiled by this backend for this
         # device, as a native loop once that is compiled
-        step = body_step(eqn, backend, self.device)
+        # (the reference tier runs its bodies on the reference kernels too: compiling them
+        # would only delay the kernel that replaces it)
+        step = body_step(eqn, backend if self.compile_kernels else reference_bodies(backend),
+                         self.device)
         if step is not None:
             from plax_numba.wholegen import CONTROL_FLOW
             native = (self._native_loop(eqn, step)
@@ -278,8 +288,9 @@ class NumbaEmitter(Emitter):
         ``integer_pow``, ``clamp``, ``sign``, integer ``div``...) as a one-equation kernel:
         its reference kernel makes several NumPy passes over the array (10M float32
         ``logistic``: 37.6 ms, 4.6 ms as a kernel). None where the equation is small
-        (:data:`LONE_KERNEL_MIN` elements), not elementwise, or not expressible (float64 ``digamma``
-        and ``erf_inv`` keep their reference kernels)."""
+        (:data:`LONE_KERNEL_MIN` elements), not elementwise, or not expressible by
+        :func:`plax_numba.codegen.elementwise` (float64 ``erf_inv``, for one, keeps its
+        reference kernel)."""
         from plax.lowering import ELEMENTWISE, Cluster, fusion_kind
         if (not self.compile_kernels or fusion_kind(eqn.primitive) != ELEMENTWISE
                 or eqn.primitive.multiple_results or len(eqn.outvars) != 1):
@@ -295,23 +306,85 @@ class NumbaEmitter(Emitter):
         cluster_step = step.fn  # returns the cluster's outputs: a list of one
         return Step(lambda *args: cluster_step(*args)[0], guarded=step.guarded)
 
-    def _native_loop(self, eqn, interp):
-        """``cond``/``while``/``scan`` as one njit function (:mod:`plax_numba.wholegen`), the
-        Python loop ``interp`` running until it is compiled; None (with one warning naming
-        what is missing) where the generator cannot express the bodies."""
+    def _native_loop(self, eqn, compiled_bodies):
+        """``cond``/``while``/``scan`` as one njit function (:mod:`plax_numba.wholegen`);
+        None (with one warning naming what is missing) where the generator cannot express
+        the bodies, and the caller runs ``compiled_bodies`` (the Python loop around bodies
+        compiled by this backend).
+
+        Until the native kernel is compiled (tiering) the Python loop runs its bodies on the
+        reference kernels: compiling the bodies too would put their kernels ahead of the
+        native one in the compile queue (a scan's body is hot within its first call), to be
+        thrown away when the native loop arrives. If the native compilation fails, the loop
+        switches to ``compiled_bodies``."""
         from plax_numba import wholegen
         try:
             plan = wholegen.plan_program(wholegen.equation_jaxpr(eqn))
         except codegen.Unsupported as err:
             tiered.not_native(eqn.primitive.name, str(err))
             return None
-        step = native_step(plan, interp, self.sync, self.kernel_sources)
+        if self.sync:
+            step = native_step(plan, compiled_bodies, True, self.kernel_sources)
+        else:
+            reference = body_step(eqn, reference_bodies(self.backend), self.device)
+            step = native_step(plan, reference, False, self.kernel_sources)
+            if step is None:  # a load from the disk cache failed (warned)
+                return None
+            state = step.__plax_native__
+            counted = state["_interp"]
+
+            def until_native(*args):
+                if not state.get("_failed"):
+                    return counted(*args)
+                state["_interp"] = compiled_bodies  # (warned by the failed job)
+                return compiled_bodies(*args)
+            state["_interp"] = until_native
         if step is not None:
             self.native.append(eqn.primitive.name)
         return step
 
     def guard(self):
         return kernels.quiet_enter, kernels.quiet_leave
+
+
+_reference_tier = contextvars.ContextVar("plax_numba_reference_tier", default=False)
+
+
+def in_reference_tier() -> bool:
+    """Whether the program being compiled is a body of a loop whose native kernel is not
+    compiled yet (:class:`_ReferenceBodies`): it runs on the reference kernels, compiling
+    no kernel and no whole-program kernel of its own."""
+    return _reference_tier.get()
+
+
+class _ReferenceBodies:
+    """The Numba backend as a :class:`plax.lowering.BodyRunner` sees it for the bodies of a
+    loop whose native kernel is not compiled yet: its ``compile`` is the backend's, in the
+    reference tier (:func:`in_reference_tier`); everything else is the backend's."""
+
+    def __init__(self, backend):
+        self._backend = backend
+
+    def __getattr__(self, name):
+        return getattr(self._backend, name)
+
+    def compile(self, jaxpr, device):
+        token = _reference_tier.set(True)
+        try:
+            return self._backend.compile(jaxpr, device)
+        finally:
+            _reference_tier.reset(token)
+
+
+_reference_bodies: dict = {}
+
+
+def reference_bodies(backend) -> _ReferenceBodies:
+    """The one :class:`_ReferenceBodies` of ``backend`` (so its bodies' runner is shared)."""
+    view = _reference_bodies.get(backend)
+    if view is None:
+        view = _reference_bodies.setdefault(backend, _ReferenceBodies(backend))
+    return view
 
 
 #: lone elementwise equations without a ufunc of at least this many elements are compiled
@@ -438,8 +511,9 @@ def threefry_step(eqn, backend, sync: bool):
     (and numba with it) is imported by the compilation, not when the program is built. A
     failed compilation warns once and the reference kernel keeps running.
     """
+    from plax_numba import threefry  # (not numba)
     ranks = tuple(len(v.aval.shape) for v in eqn.invars)
-    if sync or ranks in _threefry_ready:
+    if sync or ranks in _threefry_ready or threefry.on_disk(ranks):
         kernel = _threefry_compile(ranks)
         return kernel if kernel is not None else backend.eager_impl(eqn.primitive)
     return tiered.switching(backend.eager_impl(eqn.primitive),
@@ -483,7 +557,7 @@ def native_step(plan, interp, sync: bool, sources: list | None = None):
     ready = cache.compiled_kernel(text, plan.arg_types)
     if ready is not None:
         ns["_entry"], ns["_ready"] = cache.entry_point(ready, plan.arg_types), True
-    elif sync:
+    elif sync or cache.on_disk(text, plan.arg_types):  # (on disk: a load, at once)
         try:
             build()
         except Exception as err:  # noqa: BLE001 - reported; the reference path still runs
@@ -496,7 +570,8 @@ def native_step(plan, interp, sync: bool, sources: list | None = None):
             except Exception as err:  # noqa: BLE001
                 ns["_failed"] = True
                 tiered.compile_failed(plan.primitives, path, err)
-        ns["_interp"] = tiered.counting(interp, job, tiered.compile_after())
+        ns["_interp"] = tiered.counting(interp, job, tiered.compile_after(),
+                                        request=lambda: cache.request(text, plan.arg_types))
     if sources is not None:
         sources.append((path, text))
     step = ns["step"]

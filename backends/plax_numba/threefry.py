@@ -1,126 +1,38 @@
-"""Native ``threefry2x32``: the Threefry-2x32 hash (20 rounds) as ``numba.njit`` loops.
+"""Native ``threefry2x32``: the Threefry-2x32 hash (20 rounds) as ``numba.njit`` loops
+(:mod:`plax_numba.threefry_kernels`), bit-identical to the reference kernel
+(``plax_numpy.impls_random``) and to JAX.
 
-One pass over the counters computes all twenty rounds in registers (uint32 arithmetic wraps
-in the generated code exactly as NumPy's in-place ufuncs do), so the hash is bit-identical
-to the reference kernel (``plax_numpy.impls_random``) and to JAX, and moves each element
-once instead of a hundred times.
+This module imports neither numba nor the kernels until one is compiled or loaded
+(:func:`precompile`) or run (:func:`threefry2x32`): a program holding a ``threefry2x32``
+equation is built, and runs on the reference kernel until it is hot, without numba.
+
+Tiering compiles the kernels like a cluster's (:mod:`plax_numba.tiered`): on the background
+thread, :func:`precompile` sends the compilation to a compile worker
+(:mod:`plax_numba.compile_worker`), which writes numba's disk cache, and this process only
+loads the machine code; kernels already in the disk cache (:func:`on_disk`) load at once.
 
 Each of the four operands is a ``uint32`` scalar (a rank-0 operand, broadcast) or a flat
 C-contiguous ``uint32`` array of the output's size (the primitive allows equal shapes or
-rank 0); numba compiles one specialisation per combination (``_at`` reads an array element
-or returns the scalar). Above :data:`PARALLEL_MIN` elements the work is split over numba's
-threads in chunks. The kernels are ``nogil`` and cached on disk (``cache=True``).
+rank 0). Above :data:`PARALLEL_MIN` elements the work is split over numba's threads.
 """
 from __future__ import annotations
 
-import numba
-import numpy as np
-from numba import njit, prange, types
-from numba.extending import overload
+import os
 
-from plax.lax.random_bits import KS_PARITY, ROTATIONS
+import numpy as np
 
 _U32 = np.uint32
 
 #: Below this many elements one thread hashes everything (thread start-up costs more).
 PARALLEL_MIN = 1 << 16
-#: Elements per parallel work item.
-CHUNK = 1 << 14
 
-_PARITY = _U32(KS_PARITY)
+_KERNELS_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "threefry_kernels.py")
 
 
-def _at(a, i):  # pragma: no cover - replaced by the overload inside numba
-    raise NotImplementedError
-
-
-@overload(_at, inline="always")
-def _at_impl(a, i):
-    if isinstance(a, types.Array):
-        return lambda a, i: a[i]
-    return lambda a, i: a
-
-
-_opts = dict(cache=True, nogil=True, error_model="numpy", boundscheck=False)
-
-
-@njit(inline="always", nogil=True)
-def _rotl(x, r):
-    return np.uint32((x << np.uint32(r)) | (x >> np.uint32(32 - r)))
-
-
-@njit(inline="always", nogil=True)
-def _round(x0, x1, r):
-    x0 = np.uint32(x0 + x1)
-    x1 = np.uint32(_rotl(x1, r) ^ x0)
-    return x0, x1
-
-
-@njit(inline="always", nogil=True)
-def _hash(k0, k1, x0, x1):
-    """Threefry-2x32 (20 rounds) of one counter pair under one key, in uint32."""
-    k2 = np.uint32(k0 ^ k1 ^ _PARITY)
-    x0 = np.uint32(x0 + k0)
-    x1 = np.uint32(x1 + k1)
-    # five groups of four rounds; key injection after each (ks[(i+1)%3], ks[(i+2)%3] + i+1)
-    x0, x1 = _round(x0, x1, 13)
-    x0, x1 = _round(x0, x1, 15)
-    x0, x1 = _round(x0, x1, 26)
-    x0, x1 = _round(x0, x1, 6)
-    x0 = np.uint32(x0 + k1)
-    x1 = np.uint32(x1 + k2 + np.uint32(1))
-    x0, x1 = _round(x0, x1, 17)
-    x0, x1 = _round(x0, x1, 29)
-    x0, x1 = _round(x0, x1, 16)
-    x0, x1 = _round(x0, x1, 24)
-    x0 = np.uint32(x0 + k2)
-    x1 = np.uint32(x1 + k0 + np.uint32(2))
-    x0, x1 = _round(x0, x1, 13)
-    x0, x1 = _round(x0, x1, 15)
-    x0, x1 = _round(x0, x1, 26)
-    x0, x1 = _round(x0, x1, 6)
-    x0 = np.uint32(x0 + k0)
-    x1 = np.uint32(x1 + k1 + np.uint32(3))
-    x0, x1 = _round(x0, x1, 17)
-    x0, x1 = _round(x0, x1, 29)
-    x0, x1 = _round(x0, x1, 16)
-    x0, x1 = _round(x0, x1, 24)
-    x0 = np.uint32(x0 + k1)
-    x1 = np.uint32(x1 + k2 + np.uint32(4))
-    x0, x1 = _round(x0, x1, 13)
-    x0, x1 = _round(x0, x1, 15)
-    x0, x1 = _round(x0, x1, 26)
-    x0, x1 = _round(x0, x1, 6)
-    x0 = np.uint32(x0 + k2)
-    x1 = np.uint32(x1 + k0 + np.uint32(5))
-    return x0, x1
-
-
-# The schedule above is written out by hand (numba unrolls nothing by itself); check it
-# against the primitive's constants so the two cannot drift apart.
-assert ROTATIONS == ((13, 15, 26, 6), (17, 29, 16, 24)), ROTATIONS
-
-
-@njit(**_opts)
-def hash_serial(k0, k1, x0, x1, out0, out1):
-    """Hashes ``out0.size`` counter pairs into ``out0``, ``out1`` on the calling thread."""
-    for i in range(out0.size):
-        y0, y1 = _hash(_at(k0, i), _at(k1, i), _at(x0, i), _at(x1, i))
-        out0[i] = y0
-        out1[i] = y1
-
-
-@njit(parallel=True, **_opts)
-def hash_parallel(k0, k1, x0, x1, out0, out1):
-    """:func:`hash_serial` split into :data:`CHUNK`-element work items over numba's threads."""
-    n = out0.size
-    for c in prange((n + CHUNK - 1) // CHUNK):
-        start = c * CHUNK
-        stop = min(start + CHUNK, n)
-        for i in range(start, stop):
-            y0, y1 = _hash(_at(k0, i), _at(k1, i), _at(x0, i), _at(x1, i))
-            out0[i] = y0
-            out1[i] = y1
+def _kernels():
+    """The kernels' module (imports numba the first time)."""
+    from plax_numba import threefry_kernels
+    return threefry_kernels
 
 
 def _operand(a, shape, n):
@@ -139,21 +51,86 @@ def _operand(a, shape, n):
 
 def signature(ranks, parallel=False):
     """The numba signature of the kernel for operands of these ranks (0: scalar)."""
+    import numba
+    from numba import types
     u32 = numba.uint32
     arr = types.Array(u32, 1, "C")
     return tuple(u32 if r == 0 else arr for r in ranks) + (arr, arr)
 
 
+def _marker(ranks) -> str:
+    from plax_numba import cache
+    return cache.module_marker(_KERNELS_FILE, tuple(ranks))
+
+
+def on_disk(ranks) -> bool:
+    """Whether both kernels for operands of ``ranks`` were compiled into numba's disk cache
+    (by any process): a file test, no numba import. A hint, as for generated kernels
+    (:func:`plax_numba.cache.on_disk`)."""
+    return os.path.exists(_marker(ranks))
+
+
+def compile_here(ranks, directory: str | None = None) -> None:
+    """Compiles (or loads from numba's disk cache) both kernels for operands of ``ranks`` in
+    this process, and marks them as on disk (:func:`on_disk`) in the kernel cache
+    ``directory`` (None: this process's). What a compile worker runs."""
+    from plax_numba import cache
+    cache.use_cache_dir(directory)
+    kernels, sig = _kernels(), signature(ranks)
+    kernels.hash_serial.compile(sig)
+    kernels.hash_parallel.compile(sig)
+    cache.mark(_marker(ranks))
+
+
 def precompile(ranks) -> None:
-    """Compiles (or loads from numba's disk cache) both kernels for operands of ``ranks``."""
-    sig = signature(ranks)
-    hash_serial.compile(sig)
-    hash_parallel.compile(sig)
+    """Makes both kernels for operands of ``ranks`` ready in this process.
+
+    On tiering's background thread (:func:`plax_numba.tiered.compiles_in_worker`) a compile
+    worker compiles them (unless they are on disk) while this process sets numba up, and
+    they load here from the disk cache; elsewhere they compile (or load) here. Raises the
+    compilation's error (:class:`plax_numba.compile_worker.WorkerCompileError` from a
+    worker).
+
+    Args:
+      ranks: the ranks of the four operands (0: a scalar).
+
+    Example::
+
+      precompile((0, 0, 1, 1))   # scalar key words, counter arrays
+    """
+    from plax_numba import cache, compile_worker, tiered
+    ranks = tuple(ranks)
+    if not tiered.compiles_in_worker() and not on_disk(ranks):
+        compile_here(ranks)
+        return
+    job = (None if on_disk(ranks)
+           else compile_worker.submit(compile_here, ranks, cache.cache_dir()))
+    with tiered.yielding_gil():
+        cache.prepare_numba()  # (while the worker compiles)
+    if job is not None:
+        job.result()
+    with tiered.yielding_gil():
+        kernels, sig = _kernels(), signature(ranks)
+        for kernel, parallel in ((kernels.hash_serial, False), (kernels.hash_parallel, True)):
+            cache.load_dispatcher(kernel, sig, parallel)
 
 
 def threefry2x32(k1, k2, x1, x2):
     """The ``threefry2x32`` kernel: ``(y1, y2)`` of the broadcast shape, bit-identical to the
-    reference kernel."""
+    reference kernel.
+
+    Args:
+      k1, k2: the key words (uint32, rank 0 or the output's shape).
+      x1, x2: the counter words (uint32, rank 0 or the output's shape).
+
+    Returns:
+      The two hashed words, uint32 arrays of the broadcast shape.
+
+    Example::
+
+      y1, y2 = threefry2x32(np.uint32(0), np.uint32(42), np.arange(4, dtype=np.uint32),
+                            np.zeros(4, np.uint32))
+    """
     arrays = [np.asarray(a) for a in (k1, k2, x1, x2)]
     shape = np.broadcast_shapes(*(a.shape for a in arrays))
     n = 1
@@ -163,9 +140,10 @@ def threefry2x32(k1, k2, x1, x2):
     out0 = np.empty(n, _U32)
     out1 = np.empty(n, _U32)
     if n:
-        (hash_parallel if n >= PARALLEL_MIN else hash_serial)(*ops, out0, out1)
+        kernels = _kernels()
+        (kernels.hash_parallel if n >= PARALLEL_MIN else kernels.hash_serial)(*ops, out0, out1)
     return out0.reshape(shape), out1.reshape(shape)
 
 
 # The step of a compiled program (tiered, like a cluster's kernel) is
-# plax_numba.emitter.threefry_step: it imports this module (and numba) only to compile.
+# plax_numba.emitter.threefry_step.

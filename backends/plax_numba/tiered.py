@@ -1,20 +1,23 @@
 """Tiered compilation: a cluster runs on the reference kernels until it is *hot*, then its
-kernel compiles in a background thread while calls keep running the reference path;
-``PLAX_NUMBA_SYNC=1`` compiles every kernel before the first call instead.
+kernel compiles in a worker process while calls keep running the reference path, and a
+background thread of this process loads it; ``PLAX_NUMBA_SYNC=1`` compiles every kernel
+before the first call instead.
 
 *Hot* means run ``PLAX_NUMBA_COMPILE_AFTER`` times (default 2): a cluster of a function
 called once (interactive exploration, tests, a program's set-up) never pays for numba, and a
 cluster of a training step or a loop body, run many times, compiles after its second run.
 A kernel already compiled in this process for the same argument types (another program
-with the same cluster) is used at once, without tiering; one in the disk cache loads in the
-background like a compilation, only faster.
+with the same cluster) is used at once, without tiering; one in the disk cache (compiled by
+any process: :func:`plax_numba.cache.on_disk`) is loaded when the program is built, and
+runs from the first call.
 
 The compilation itself runs in a worker process (:mod:`plax_numba.compile_worker`,
-``PLAX_NUMBA_WORKERS``, default 1), which writes numba's disk cache; the background thread
-waits for it with the GIL released and then loads the machine code (:func:`compiles_in_worker`,
-:func:`plax_numba.cache.load_compiled`), so the program's threads never wait on the
-compiler. ``PLAX_NUMBA_WORKERS=0`` compiles in the background thread instead (numba holds the
-GIL for milliseconds at a time there).
+``PLAX_NUMBA_WORKERS``, default 1), which writes numba's disk cache: the step that gets hot
+hands it over at once (:func:`counting`'s ``request``), a parallel kernel's serial form
+first, and the background thread waits for it with the GIL released and then loads the
+machine code (:func:`compiles_in_worker`, :func:`plax_numba.cache.load_compiled`), so the
+program's threads never wait on the compiler. ``PLAX_NUMBA_WORKERS=0`` compiles in the
+background thread instead (numba holds the GIL for milliseconds at a time there).
 
 A cluster's step (the wrapper made by :mod:`plax_numba.codegen`) reads two globals of its
 own namespace: ``_ready`` and ``_kernel``. The compile job sets them when numba is done, so
@@ -26,6 +29,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import gc
 import os
 import sys
 import queue
@@ -93,10 +97,15 @@ def yielding_gil():
                 sys.setswitchinterval(_yielding[1])
 
 
-def counting(interp, job, after: int):
+def counting(interp, job, after: int, request=None):
     """``interp`` that submits ``job`` (the compilation) once it has run ``after`` times.
     A compile worker starts now (:func:`plax_numba.compile_worker.prestart`): its start-up
-    (numba's import) overlaps the calls before the step is hot."""
+    (numba's import, a warm-up compilation) overlaps the calls before the step is hot.
+
+    ``request``, if given, runs on the calling thread when the step gets hot, before ``job``
+    is queued: it hands the compilation to the worker at once
+    (:func:`plax_numba.cache.request`), so the worker is not left waiting while the
+    background thread loads the kernels before this one."""
     count = [0]
     from plax_numba import compile_worker
     if compile_worker.workers_wanted() > 0 and not sync_mode():
@@ -108,6 +117,11 @@ def counting(interp, job, after: int):
     def run(*args):
         n = count[0] = count[0] + 1
         if n == after:
+            if request is not None:
+                try:
+                    request()
+                except Exception:  # noqa: BLE001 - the job reports the same error
+                    pass
             submit(job)
         return interp(*args)
     return run
@@ -161,10 +175,53 @@ def not_native(primitive: str, reason: str) -> None:
                   "plax_numba.wholegen.NOT_NATIVE).", PlaxNativeLoopWarning, stacklevel=3)
 
 
+def freezing_gc() -> bool:
+    """Whether compile windows freeze the garbage collector's heap (``PLAX_NUMBA_GC_FREEZE``,
+    default on; :func:`compile_window_open`)."""
+    return os.environ.get("PLAX_NUMBA_GC_FREEZE", "1").strip().lower() not in (
+        "0", "false", "no", "off")
+
+
+_frozen_by_us = [False]
+
+
+def compile_window_open() -> bool:
+    """Whether background compile jobs are pending (a *compile window*).
+
+    While one is, the objects that were alive when it opened sit in the cyclic garbage
+    collector's permanent generation (:func:`gc.freeze`; numba's set-up in this process
+    adds its own, :func:`plax_numba.cache.prepare_numba`): a full collection holds the GIL
+    from start to end, and one walking numba's ~50k objects stalled the program's threads
+    for 50-270 ms. When the window closes they are unfrozen (:func:`gc.unfreeze`), so
+    garbage among them is collected as usual afterwards, the next full collection walking
+    them once, at its usual time. Not done when the program froze objects itself (its
+    freeze is its own) or with ``PLAX_NUMBA_GC_FREEZE=0``."""
+    return _pending > 0
+
+
+def froze_for_window() -> bool:
+    """Whether the open compile window froze the heap (:func:`compile_window_open`)."""
+    return _frozen_by_us[0]
+
+
+def _window_opens() -> None:
+    if freezing_gc() and gc.get_freeze_count() == 0:
+        gc.freeze()
+        _frozen_by_us[0] = True
+
+
+def _window_closes() -> None:
+    if _frozen_by_us[0]:
+        _frozen_by_us[0] = False
+        gc.unfreeze()
+
+
 def submit(job) -> None:
     """Runs ``job()`` in the background compile thread."""
     global _worker, _pending
     with _idle:
+        if _pending == 0:
+            _window_opens()
         _pending += 1
     with _worker_lock:
         if _worker is None or not _worker.is_alive():
@@ -192,6 +249,8 @@ def _run() -> None:
         finally:
             with _idle:
                 _pending -= 1
+                if _pending == 0:
+                    _window_closes()
                 _idle.notify_all()
 
 

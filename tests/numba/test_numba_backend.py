@@ -168,8 +168,10 @@ def _cluster_step_state(f):
     return [(s.__globals__["_ready"], s.__globals__["_kernel"]) for s in steps]
 
 
-def test_tiered_compilation_switches_to_the_kernel(monkeypatch):
-    from plax_numba import tiered
+def test_tiered_compilation_switches_to_the_kernel(monkeypatch, tmp_path):
+    from plax_numba import cache, tiered
+    # an empty kernel cache: a kernel found on disk would load at once, from the first call
+    monkeypatch.setattr(cache, "_dir", str(tmp_path))
     monkeypatch.delenv("PLAX_NUMBA_SYNC")
     monkeypatch.setenv("PLAX_NUMBA_COMPILE_AFTER", "2")
     f = plax.jit(lambda x: jnp.sqrt(x * x + 2.75) - x * 0.125 + jnp.cos(x) ** 3, backend="numba")

@@ -65,11 +65,14 @@ def _tiered_calls(monkeypatch, f, *args, calls=3):
     """Jitted ``f`` run ``calls`` times in tiered mode (hot after 2 runs), waiting for the
     background compilations after each call; returns each call's outputs and how many chunked
     runs (:func:`emitter._run_on_workers`) it made. No kernel counts as compiled in this
-    process, so the split cluster's step is tiered whatever ran before."""
+    process, nor on disk (a fresh cache directory: a kernel found there loads at once), so the
+    split cluster's step is tiered whatever ran before."""
+    import tempfile
     from plax_numba import cache, tiered
     monkeypatch.delenv("PLAX_NUMBA_SYNC", raising=False)
     monkeypatch.setenv("PLAX_NUMBA_COMPILE_AFTER", "2")
     monkeypatch.setattr(cache, "_compiled", {})
+    monkeypatch.setattr(cache, "_dir", tempfile.mkdtemp(prefix="plax_numba_test_"))
     chunked = []
     real = emitter._run_on_workers
 

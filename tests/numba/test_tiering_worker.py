@@ -184,3 +184,197 @@ def _alive(pid: int) -> bool:
             return f.read().split(")")[-1].split()[0] != "Z"  # a zombie has exited
     except OSError:
         return False
+
+
+def test_compile_runs_in_the_worker_while_the_program_keeps_running(tiered_fresh, tmp_path):
+    # The worker is held busy on a job that waits for a file, so the kernel's compilation
+    # queues behind it: the program's calls must keep returning (on the reference path)
+    # meanwhile, and once the gate opens the kernel is compiled by the worker's process.
+    from plax_numba import cache, compile_worker
+    gate = tmp_path / "gate"
+    blocker = compile_worker.submit(
+        subprocess.call, ["sh", "-c", f'while [ ! -e "{gate}" ]; do sleep 0.05; done'])
+    x = np.linspace(-2, 2, 257, dtype=np.float32)
+    want = np.exp(x * 0.25) * 1.5 - x
+    f = plax.jit(lambda x: jnp.exp(x * 0.25) * 1.5 - x, backend="numba")
+    done = len(cache.load_times)
+    for _ in range(5):  # hot after the first: its job waits behind the blocker
+        np.testing.assert_allclose(np.asarray(f(x)), want, rtol=2e-6)
+    assert not blocker.done() and _ready(f) == [False]
+    gate.touch()
+    assert blocker.result(timeout=300) == 0
+    _poll_ready(f, x)
+    np.testing.assert_allclose(np.asarray(f(x)), want, rtol=2e-6)
+    (record,) = cache.load_times[done:]
+    assert record["compiled by"] not in (None, os.getpid())
+    assert record["compiled by"] in compile_worker.worker_pids()
+
+
+def test_warm_cache_runs_the_kernel_from_the_first_call(tiered_fresh, monkeypatch):
+    # A first process (here: a synchronous compilation) leaves the kernel in the disk cache;
+    # a program built afterwards, with nothing compiled in memory, loads it when it is built
+    # and runs it from its first call, without the worker.
+    from plax_numba import cache, compile_worker
+    x = np.linspace(-3, 3, 999, dtype=np.float32)
+    monkeypatch.setenv("PLAX_NUMBA_SYNC", "1")
+    plax.jit(_cluster, backend="numba")(x)
+    monkeypatch.delenv("PLAX_NUMBA_SYNC")
+    monkeypatch.setattr(cache, "_compiled", {})
+    monkeypatch.setattr(cache, "_kernels", {})
+    monkeypatch.setenv("PLAX_NUMBA_COMPILE_AFTER", "1000")  # never hot: only a load helps
+    stats, started = dict(cache.load_stats), compile_worker.started()
+    f = plax.jit(lambda x: _cluster(x), backend="numba")  # (not the first one's program)
+    out = np.asarray(f(x))
+    assert _ready(f) == [True]
+    assert cache.load_stats["loaded"] == stats["loaded"] + 1
+    assert cache.load_stats["compiled here"] == stats["compiled here"]
+    assert cache.load_times[-1]["compiled by"] is None  # (on disk: no compilation at all)
+    assert compile_worker.started() == started
+    want = np.sqrt(x.astype(np.float64) ** 2 + 1.625) * 0.75 - np.cos(x.astype(np.float64)) ** 2
+    np.testing.assert_allclose(out, want, rtol=2e-6, atol=2e-6)
+
+
+_THREEFRY_IN_WORKER = textwrap.dedent("""
+    import numpy as np
+    import plax
+    from plax import random
+    from plax_numba import compile_worker, threefry, tiered
+    from plax_numpy import impls_random
+    ranks = (0, 0, 1, 1)
+    assert not threefry.on_disk(ranks)
+    tiered.submit(lambda: threefry.precompile(ranks))   # as a hot program's step does
+    assert tiered.wait_idle(timeout=600)
+    from plax_numba import threefry_kernels as k
+    sig = threefry.signature(ranks)
+    misses = sum(k.hash_serial.stats.cache_misses.values()) + sum(
+        k.hash_parallel.stats.cache_misses.values())
+    print("on disk", threefry.on_disk(ranks), "loaded", tuple(sig) in k.hash_serial.overloads,
+          tuple(sig) in k.hash_parallel.overloads, "compiled here", misses,
+          "workers", compile_worker.started())
+    x = np.arange(70000, dtype=np.uint32)
+    for n in (7, 70000):  # the serial and the parallel kernel
+        args = (np.uint32(3), np.uint32(9), x[:n], x[:n][::-1].copy())
+        for got, want in zip(threefry.threefry2x32(*args), impls_random.threefry2x32(*args)):
+            np.testing.assert_array_equal(got, want)
+    print("values ok")
+""")
+
+
+def test_threefry_compiles_in_the_worker(tmp_path):
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("PLAX_NUMBA_SYNC", "PLAX_NUMBA_WORKERS", "PLAX_BACKEND")}
+    env.update(PLAX_NUMBA_CACHE_DIR=str(tmp_path / "plax"), NUMBA_CACHE_DIR=str(tmp_path / "nb"))
+    proc = subprocess.run([sys.executable, "-c", _THREEFRY_IN_WORKER], capture_output=True,
+                          text=True, env=env, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "on disk True loaded True True compiled here 0 workers 1" in proc.stdout, proc.stdout
+    assert "values ok" in proc.stdout
+
+
+def _kernels_in_use(f) -> list:
+    (entry,) = f._cache.values()
+    glob = entry.executable.__globals__
+    return [v.__globals__["_kernel"] for k, v in glob.items()
+            if k.startswith("_f") and hasattr(v, "__globals__") and "_ready" in v.__globals__]
+
+
+def test_parallel_kernel_runs_its_serial_form_until_it_is_compiled(tiered_fresh, monkeypatch):
+    # The worker's parallel compilation is held until the serial form is in use: the step
+    # switches to the serial kernel first, then to the parallel one, with the same values.
+    import threading
+    from concurrent.futures import Future
+    from plax_numba import cache, codegen, compile_worker, tiered
+    released = threading.Event()
+    real = compile_worker.submit
+
+    def submit(fn, *args):
+        future = real(fn, *args)
+        if fn is not cache.compile_for_cache or cache.serial_variant(args[0]) is None:
+            return future
+        held = Future()  # the parallel kernel's job: finished once the test says so
+
+        def finish():
+            released.wait(600)
+            try:
+                held.set_result(future.result())
+            except BaseException as err:  # noqa: BLE001
+                held.set_exception(err)
+        threading.Thread(target=finish, daemon=True).start()
+        return held
+    monkeypatch.setattr(compile_worker, "submit", submit)
+    x = np.linspace(-3, 3, max(codegen.PARALLEL_MIN, 1 << 16), dtype=np.float32)
+    want = np.sqrt(x.astype(np.float64) ** 2 + 1.625) * 0.75 - np.cos(x.astype(np.float64)) ** 2
+    f = plax.jit(lambda x: _cluster(x), backend="numba")
+    serial_loads = len(cache.serial_loaded_at)
+    f(x)  # hot at once: the worker gets the serial form, then the parallel kernel
+    deadline = time.monotonic() + 300
+    while not all(_ready(f)):
+        assert time.monotonic() < deadline, "the serial form never became ready"
+        f(x)
+        time.sleep(0.01)
+    assert len(cache.serial_loaded_at) == serial_loads + 1
+    (serial,) = _kernels_in_use(f)
+    np.testing.assert_allclose(np.asarray(f(x)), want, rtol=2e-6, atol=2e-6)
+    released.set()
+    assert tiered.wait_idle(timeout=600)
+    (parallel,) = _kernels_in_use(f)
+    assert parallel is not serial
+    np.testing.assert_allclose(np.asarray(f(x)), want, rtol=2e-6, atol=2e-6)
+
+
+def test_submitting_never_waits_for_a_busy_worker(tiered_fresh, tmp_path):
+    # More job data than a pipe holds (64 KiB on Linux), queued while the worker is held
+    # busy: submit returns at once (a step that gets hot hands its job over from the
+    # program's thread), and every job runs once the worker is free.
+    import threading
+    from plax_numba import compile_worker
+    gate = tmp_path / "gate"
+    blocker = compile_worker.submit(
+        subprocess.call, ["sh", "-c", f'while [ ! -e "{gate}" ]; do sleep 0.05; done'])
+    futures = []
+    submitter = threading.Thread(target=lambda: futures.extend(
+        compile_worker.submit(len, "x" * 100_000) for _ in range(20)))
+    submitter.start()
+    submitter.join(timeout=120)  # (generous: a blocking submit would never return here)
+    assert not submitter.is_alive(), "submit waited for the busy worker"
+    assert not blocker.done() and len(futures) == 20
+    gate.touch()
+    assert [f.result(timeout=300) for f in futures] == [100_000] * 20
+
+
+@pytest.mark.parametrize("program_froze", [False, True])
+def test_compile_window_freezes_the_heap_and_unfreezes_it(tiered_fresh, tmp_path,
+                                                          program_froze):
+    # While compile jobs are pending the heap sits in the collector's permanent generation
+    # (no full collection walks it); afterwards it is unfrozen, so garbage among it is
+    # collected as usual. A freeze the program made itself is left alone.
+    import gc
+    from plax_numba import compile_worker, tiered
+    assert tiered.wait_idle(timeout=300) and gc.get_freeze_count() == 0
+    gate = tmp_path / "gate"
+    blocker = compile_worker.submit(
+        subprocess.call, ["sh", "-c", f'while [ ! -e "{gate}" ]; do sleep 0.05; done'])
+    if program_froze:
+        gc.freeze()
+    try:
+        frozen_before = gc.get_freeze_count()
+        x = np.linspace(-1, 1, 129, dtype=np.float32)
+        f = plax.jit(lambda x: jnp.sin(x * 0.75) * 1.25 + x, backend="numba")
+        f(x)  # hot: the job waits behind the blocker
+        assert tiered.compile_window_open()
+        if program_froze:
+            assert gc.get_freeze_count() <= frozen_before  # not frozen again by plax
+        else:
+            assert gc.get_freeze_count() > 0
+        gate.touch()
+        assert blocker.result(timeout=300) == 0
+        _poll_ready(f, x)
+        assert tiered.wait_idle(timeout=300) and not tiered.compile_window_open()
+        if program_froze:
+            assert gc.get_freeze_count() > 0  # still the program's
+        else:
+            assert gc.get_freeze_count() == 0
+    finally:
+        gate.touch()
+        if program_froze:
+            gc.unfreeze()

@@ -96,8 +96,9 @@ def _small(x, y):
     return jnp.tanh(x @ y) * 2.0 + 1.0, (x * y.T).sum()
 
 
-def test_tiered_whole_program_switches_to_the_kernel(monkeypatch):
-    from plax_numba import tiered
+def test_tiered_whole_program_switches_to_the_kernel(monkeypatch, tmp_path):
+    from plax_numba import cache, tiered
+    monkeypatch.setattr(cache, "_dir", str(tmp_path))  # empty: nothing loads at once
     monkeypatch.delenv("PLAX_NUMBA_SYNC")
     monkeypatch.setenv("PLAX_NUMBA_COMPILE_AFTER", "2")
     x = np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4)
