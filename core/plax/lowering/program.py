@@ -17,7 +17,7 @@ from plax.core.jaxpr import Jaxpr, JaxprEqn, Literal, Var
 from plax.lowering.emitter import Emitter, Step
 from plax.lowering.bodies import body_step
 from plax.lowering.fallback import fallback_step
-from plax.lowering.calls import _call_primitives, call_body
+from plax.lowering.calls import _call_primitives, call_body, pinned_call_body
 from plax.lowering.fusion import Cluster, find_clusters, order_for_fusion
 from plax.lowering.literals import literal_value
 
@@ -67,13 +67,18 @@ class _Program:
                                            for v in eqn.invars], eqn.outvars, eqn.params)
         body = call_body(eqn)
         if body is None:
-            eqns.append(eqn)
-            return
-        step = self.emitter.emit_equation(eqn)
-        if step is not None:
-            self.accepted_calls[id(eqn)] = step
-            eqns.append(eqn)
-            return
+            # a call pinned to this program's own backend and device is spliced as any call;
+            # one pinned elsewhere stays an equation, which its body kernel runs
+            body = pinned_call_body(eqn, self.backend, self.device)
+            if body is None:
+                eqns.append(eqn)
+                return
+        else:
+            step = self.emitter.emit_equation(eqn)
+            if step is not None:
+                self.accepted_calls[id(eqn)] = step
+                eqns.append(eqn)
+                return
         # Inline the body with fresh variables (one body may be called from several places).
         inner = body.jaxpr
         local: dict = {v: Literal(c, v.aval) for v, c in zip(inner.constvars, body.consts)}
