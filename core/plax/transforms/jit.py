@@ -34,7 +34,6 @@ from plax.core.trace import DebugInfo, Tracer, fun_name, state as trace_state, t
 from plax.device import default_device as _default_device
 from plax.transforms.call import (call_target, check_pinned, compile_closed, jit_p,
                                   lend_buffers as _lend_buffers, pinned_device,
-                                  select_backend,
                                   wrap_outputs as _wrap_outputs,
                                   unlent_outputs as _unlent_outputs)
 from plax.transforms.staging import abstractify, convert_tracer_consts, trace_to_jaxpr
@@ -514,9 +513,6 @@ class JitFunction:
         if not captured:
             self._jaxpr_cache[key] = result
         return result
-
-    def _select_backend(self, device):
-        return select_backend(self._backend_name, device)
 
     def _compile(self, key, args, kwargs, leaves, treedef, avals, static, device):
         closed, out_tree, _ = self._trace(len(args), static, treedef, avals)
