@@ -139,3 +139,53 @@ def test_pinned_device_under_transforms():
 def test_expected_devices_are_jaxs():
     pytest.importorskip("jax")
     assert _device_cases("jax") == _EXPECTED_DEVICES
+
+
+_FAKE_GPU = """
+    import json, sys
+    sys.path[:0] = [{tests!r}, {cupy_tests!r}]
+    import fake_cupy_plugin  # the simulated GPU, registered as the default platform
+    import numpy as np
+    import plax
+    from plax import numpy as jnp, plugins
+    from subjaxpr_cases import CompileLog
+    reg = plugins.registry()
+    cupy_backend = reg.backends["cupy"]
+    plax.numpy.cumsum(plax.numpy.ones(3))  # (as test_subjaxpr_backend: GPU backend first)
+    reg.backends = {{"cupy": cupy_backend, **{{k: v for k, v in reg.backends.items()
+                                             if k != "cupy"}}}}
+    x = jnp.ones((2, 3))
+    out = {{"default": repr(plax.devices()[0])}}
+    for name, make in [("nested", lambda f: plax.jit(lambda x: f(x) + 1.0)),
+                       ("nested_grad", lambda f: plax.jit(plax.grad(lambda x: f(x).sum()))),
+                       ("vmap", lambda f: plax.vmap(f))]:
+        f = plax.jit(lambda x: jnp.sin(x) * 2.0, backend="numpy")
+        with CompileLog() as log:
+            values = [np.asarray(make(f)(x), np.float64).tolist() for _ in range(2)]
+        out[name] = {{"values": values, "compiled": sorted(set(log.calls)),
+                      "devices": sorted(map(repr, make(f)(x).devices()))}}
+    print(json.dumps(out))
+"""
+
+
+@pytest.mark.skipif(importlib.util.find_spec("cupy") is None, reason="cupy is not installed")
+def test_call_pinned_to_the_cpu_inside_a_simulated_gpu_program():
+    """A GPU program holding ``jit(f, backend="numpy")`` runs f's body with NumPy on the CPU
+    (the GPU emitter must not take the call: it has no kernel for it), called twice (the
+    second call replays the compiled program)."""
+    code = _FAKE_GPU.format(tests=str(TESTS), cupy_tests=str(TESTS / "cupy"))
+    out = last_json(run_python(code, TESTS.parent / "backends", timeout=300))
+    assert out.pop("default") == "CudaDevice(id=0)"
+    x = np.ones((2, 3))
+    want = {"nested": 2.0 * np.sin(x) + 1.0, "nested_grad": 2.0 * np.cos(x),
+            "vmap": 2.0 * np.sin(x)}
+    for name, r in out.items():
+        for v in r["values"]:
+            np.testing.assert_allclose(v, want[name], rtol=1e-6, err_msg=name)
+        assert ["numpy", "CpuDevice(id=0)"] in r["compiled"], (name, r)
+        if name == "vmap":  # eager: the pinned call alone, on the CPU
+            assert r["compiled"] == [["numpy", "CpuDevice(id=0)"]] and \
+                r["devices"] == ["CpuDevice(id=0)"], r
+        else:  # the enclosing program on the simulated GPU, the call on the CPU
+            assert r["compiled"] == [["cupy", "CudaDevice(id=0)"], ["numpy", "CpuDevice(id=0)"]]
+            assert r["devices"] == ["CudaDevice(id=0)"], r
