@@ -792,6 +792,10 @@ def jit(fun: Callable = _NOT_GIVEN, *, in_shardings=None, out_shardings=None,
       backend: a backend name such as ``"numpy"`` (see ``plax.plugins.info()`` for those
         installed) or a platform (``"cpu"``, ``"gpu"``).
 
+    ``device`` and ``backend`` hold under every transform of the function (``vmap``,
+    ``grad``, ``jvp``, an enclosing ``jit``): its call equation carries them. As in JAX, a
+    jitted function that calls one pinned to a device runs on that device.
+
     Inside another transform the function is not compiled on its own: it becomes one
     ``jit`` equation of the enclosing computation (see :mod:`plax.transforms.call`).
 
