@@ -125,4 +125,4 @@ def test_cnn_example_trains():
 def test_rnn_scan_example_trains():
     """A tanh RNN through lax.scan, differentiated in reverse and jitted."""
     out = run_example("examples/rnn_scan.py")
-    _assert_trained(out, factor=0.6)  # about 0.23 -> 0.08
+    _assert_trained(out, factor=0.5)  # about 0.23 -> 0.08

@@ -98,7 +98,9 @@ def _conv_general_dilated(lhs, rhs, *, window_strides, padding, lhs_dilation, rh
     spans = [(k - 1) * d + 1 for k, d in zip(w.shape[:nsp], rhs_dilation)]
     out_sp = tuple(max((x.shape[1 + i] - spans[i]) // window_strides[i] + 1, 0)
                    if x.shape[1 + i] >= spans[i] else 0 for i in range(nsp))
-    if 0 in out_sp or n == 0 or o == 0:
+    if 0 in out_sp or n == 0 or o == 0 or c == 0:
+        # an empty result, or a sum over no input channels: zeros, as XLA gives (a product
+        # over zero channels cannot reshape its (rows, 0) operand)
         out = np.zeros((n // b,) + out_sp + (o,), compute)
     else:
         groups = g * b  # one of them is 1

@@ -3,6 +3,8 @@ scipy.signal, gradients (order 2) against finite differences, vmap against a loo
 against eager, and JAX's errors for bad shapes. Cross-checked against JAX when installed."""
 from __future__ import annotations
 
+import importlib.util
+
 import numpy as np
 import pytest
 
@@ -210,3 +212,60 @@ def test_bad_shapes_raise_jax_classes():
         lax.conv_general_dilated(x, _rand(6, 4, 3), (1,), "FOO")
     with pytest.raises(TypeError, match="same dtype, got float32 and int32"):
         lax.conv_general_dilated(x, np.ones((6, 4, 3), np.int32), (1,), "VALID")
+
+
+# Zero-size operands: XLA gives zeros of the output shape (a sum over no input channels is
+# zero; an empty batch, output feature or spatial axis leaves nothing to compute).
+ZERO_CASES = {
+    "input_channels": ((2, 0, 5, 5), (3, 0, 2, 2), {}),
+    "input_channels_feature_groups": ((2, 0, 5, 5), (4, 0, 2, 2), dict(feature_group_count=2)),
+    "input_channels_padded_dilated": ((2, 0, 5, 5), (3, 0, 2, 2), dict(
+        padding=[(1, 2), (0, 1)], lhs_dilation=(2, 1), rhs_dilation=(1, 2),
+        window_strides=(2, 1))),
+    "input_channels_large_window": ((1, 0, 9, 9), (2, 0, 6, 6), {}),  # the im2col path
+    "batch": ((0, 2, 5, 5), (3, 2, 2, 2), {}),
+    "batch_groups": ((0, 2, 5, 5), (4, 2, 2, 2), dict(batch_group_count=2)),
+    "output_channels": ((2, 2, 5, 5), (0, 2, 2, 2), {}),
+    "input_spatial": ((2, 2, 0, 5), (3, 2, 1, 2), {}),
+    "output_spatial": ((2, 2, 1, 5), (3, 2, 2, 2), {}),
+}
+# shapes XLA gives (recorded from JAX 0.10.2; test_zero_size_matches_jax checks them live)
+ZERO_SHAPES = {
+    "input_channels": (2, 3, 4, 4), "input_channels_feature_groups": (2, 4, 4, 4),
+    "input_channels_padded_dilated": (2, 3, 6, 4), "input_channels_large_window": (1, 2, 4, 4),
+    "batch": (0, 3, 4, 4), "batch_groups": (0, 4, 4, 4), "output_channels": (2, 0, 4, 4),
+    "input_spatial": (2, 3, 0, 4), "output_spatial": (2, 3, 0, 4),
+}
+_BACKENDS = ["numpy", pytest.param("numba", marks=pytest.mark.skipif(
+    importlib.util.find_spec("numba") is None, reason="numba is not installed"))]
+
+
+def _zero_conv(name):
+    """(the convolution's keyword arguments, random lhs, random rhs) of a zero-size case."""
+    ls, rs, kw = ZERO_CASES[name]
+    return dict(dict(window_strides=(1, 1), padding="VALID"), **kw), _rand(*ls), _rand(*rs)
+
+
+@pytest.mark.parametrize("backend", _BACKENDS)
+@pytest.mark.parametrize("name", list(ZERO_CASES))
+def test_zero_size_gives_zeros_on_every_backend(name, backend):
+    kw, x, w = _zero_conv(name)
+    f = lambda x, w: lax.conv_general_dilated(x, w, **kw)  # noqa: E731
+    out = plax.jit(f, backend=backend)(x, w)
+    assert out.shape == ZERO_SHAPES[name] and out.dtype == np.float32
+    np.testing.assert_array_equal(np.asarray(out), np.zeros(ZERO_SHAPES[name], np.float32))
+    # the gradients' convolutions are zero-size too: zeros of the operands' shapes
+    gx, gw = plax.jit(plax.grad(lambda x, w: (f(x, w) * 3.0).sum(), (0, 1)),
+                      backend=backend)(x, w)
+    np.testing.assert_array_equal(np.asarray(gx), np.zeros_like(x))
+    np.testing.assert_array_equal(np.asarray(gw), np.zeros_like(w))
+
+
+@pytest.mark.parametrize("name", list(ZERO_CASES))
+def test_zero_size_matches_jax(name):
+    jax = pytest.importorskip("jax")
+    kw, x, w = _zero_conv(name)
+    want = jax.lax.conv_general_dilated(x, w, **kw)
+    assert tuple(want.shape) == ZERO_SHAPES[name]
+    np.testing.assert_array_equal(np.asarray(lax.conv_general_dilated(x, w, **kw)),
+                                  np.asarray(want))

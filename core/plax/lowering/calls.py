@@ -16,7 +16,54 @@ def register_call_primitive(primitive, jaxpr_param: str = "jaxpr") -> None:
 
 
 def call_body(eqn: JaxprEqn) -> ClosedJaxpr | None:
-    """The body of a call equation (``jit``), or None for other equations."""
+    """The body of a call equation (``jit``) that may be spliced into its caller, or None for
+    other equations and for a call pinned to a device or backend (``jit(f, backend="numpy")``:
+    ``params["device"]``/``params["backend"]``), which runs as a program of its own (its
+    body kernel, :mod:`plax.lowering.bodies`) unless :func:`pinned_call_body` finds it
+    pinned to the caller's own backend and device."""
+    if is_pinned_call(eqn):
+        return None
+    return _body(eqn)
+
+
+def is_pinned_call(eqn: JaxprEqn) -> bool:
+    """Whether ``eqn`` is a call pinned to a device or backend.
+
+    Example:
+      >>> is_pinned_call(plax.make_jaxpr(plax.jit(jnp.sin))(1.0).jaxpr.eqns[0])
+      False
+      >>> f = plax.jit(jnp.sin, backend="numpy")
+      >>> is_pinned_call(plax.make_jaxpr(f)(1.0).jaxpr.eqns[0])
+      True
+    """
+    params = eqn.params
+    return eqn.primitive in _call_primitives and (
+        params.get("device") is not None or params.get("backend") is not None)
+
+
+def pinned_call_body(eqn: JaxprEqn, backend, device) -> ClosedJaxpr | None:
+    """The body of a call pinned to exactly ``backend`` on ``device`` (a program's own target:
+    spliced like any call), else None.
+
+    Args:
+      eqn: an equation of the program being lowered.
+      backend, device: the program's backend and device.
+
+    Example:
+      >>> f = plax.jit(jnp.sin, backend="numpy")
+      >>> eqn = plax.make_jaxpr(lambda x: f(x))(1.0).jaxpr.eqns[0]
+      >>> cpu = plax.devices("cpu")[0]
+      >>> pinned_call_body(eqn, plax.plugins.registry().get_backend("numpy"), cpu) is not None
+      True
+    """
+    if not is_pinned_call(eqn):
+        return None
+    from plax.transforms.call import call_target
+    chosen, target = call_target(eqn.params.get("device"), eqn.params.get("backend"), device)
+    return _body(eqn) if chosen is backend and target == device else None
+
+
+def _body(eqn: JaxprEqn) -> ClosedJaxpr | None:
     param = _call_primitives.get(eqn.primitive)
     if param is None:
         return None

@@ -17,7 +17,7 @@ from plax.core.jaxpr import Jaxpr, JaxprEqn, Literal, Var
 from plax.lowering.emitter import Emitter, Step
 from plax.lowering.bodies import body_step
 from plax.lowering.fallback import fallback_step
-from plax.lowering.calls import _call_primitives, call_body
+from plax.lowering.calls import _call_primitives, call_body, is_pinned_call, pinned_call_body
 from plax.lowering.fusion import Cluster, find_clusters, order_for_fusion
 from plax.lowering.literals import literal_value
 
@@ -45,7 +45,7 @@ class _Program:
         self.env: dict[str, Any] = {}
         self.names: dict = {}
         self.guarded = False
-        self.accepted_calls: dict = {}  # id(call equation) -> the emitter's step for it
+        self.accepted_calls: dict = {}  # id(call equation) -> its step (emitter or pinned)
         self.jaxpr = self.splice_declined_calls(jaxpr)
 
     def splice_declined_calls(self, jaxpr: Jaxpr) -> Jaxpr:
@@ -67,13 +67,21 @@ class _Program:
                                            for v in eqn.invars], eqn.outvars, eqn.params)
         body = call_body(eqn)
         if body is None:
-            eqns.append(eqn)
-            return
-        step = self.emitter.emit_equation(eqn)
-        if step is not None:
-            self.accepted_calls[id(eqn)] = step
-            eqns.append(eqn)
-            return
+            # a call pinned to this program's own backend and device is spliced as any call;
+            # one pinned elsewhere stays an equation, run by its body kernel (never offered to
+            # the emitter: a GPU backend must not take a call pinned to the CPU)
+            body = pinned_call_body(eqn, self.backend, self.device)
+            if body is None:
+                if is_pinned_call(eqn):  # its own program, not this backend's to emit
+                    self.accepted_calls[id(eqn)] = body_step(eqn, self.backend, self.device)
+                eqns.append(eqn)
+                return
+        else:
+            step = self.emitter.emit_equation(eqn)
+            if step is not None:
+                self.accepted_calls[id(eqn)] = step
+                eqns.append(eqn)
+                return
         # Inline the body with fresh variables (one body may be called from several places).
         inner = body.jaxpr
         local: dict = {v: Literal(c, v.aval) for v, c in zip(inner.constvars, body.consts)}

@@ -202,10 +202,10 @@ def _trace_pure(fun: Callable, in_avals) -> ClosedJaxpr:
     return closed
 
 
-def _jit_rule(invals, is_ref, *, jaxpr, name):
+def _jit_rule(invals, is_ref, *, jaxpr, name, **placement):
     from plax.transforms.call import jit_p
     pure, ref_in = discharge_closed(jaxpr)
-    outs = jit_p.bind(*invals, jaxpr=pure, name=name)
+    outs = jit_p.bind(*invals, jaxpr=pure, name=name, **placement)
     n = len(jaxpr.out_avals)
     new = [None] * len(invals)
     for i, v in zip(ref_in, outs[n:]):

@@ -15,6 +15,13 @@ each body once:
 * ``transpose``: the transposed body is one call;
 * ``batch``: the batched body is one call, batch axes kept where they are.
 
+A call of ``jit(f, device=d, backend=b)`` carries ``device`` and ``backend`` parameters
+(absent when not given), and every rule binds its derived calls with them: ``vmap``,
+``grad`` and ``jvp`` of such a function run where it asked to (:func:`call_target`). As in
+JAX, a program holding a call pinned to a device runs on that device (:func:`pinned_device`);
+a call pinned to another backend runs as a program of its own inside a compiled caller
+(:func:`run_pinned_call`).
+
 Derived bodies are cached weakly on the body they come from, so repeated calls under a
 transform retrace nothing and recompile nothing. When a derived body cannot be made a
 self-contained jaxpr (a custom rule closing over a tracer of an enclosing transform), the
@@ -61,7 +68,7 @@ register_program_primitive(jit_p)
 
 
 @jit_p.def_abstract_eval
-def _jit_abstract_eval(*avals, jaxpr: ClosedJaxpr, name: str):
+def _jit_abstract_eval(*avals, jaxpr: ClosedJaxpr, name: str, device=None, backend=None):
     # The operands must fit the body (check_jaxpr relies on this to type-check calls); weak
     # types may differ, as they do between a value and the argument it is passed to.
     want = jaxpr.in_avals
@@ -185,15 +192,148 @@ def _placement(args) -> tuple[Any, bool]:
     return device, committed
 
 
-def _jit_impl(*args, jaxpr: ClosedJaxpr, name: str):
+def select_backend(name: str | None, device):
+    """The backend ``jit(..., backend=name)`` compiles with for ``device``: ``device``'s own
+    backend when ``name`` is None, else the backend (or platform default) of that name.
+
+    Args:
+      name: a backend name (``"numpy"``), a platform (``"cpu"``: its default), or None.
+      device: the device the call would run on.
+
+    Returns:
+      The backend object.
+
+    Raises:
+      RuntimeError: no such backend (configuration excluded it, or it is not installed), or
+        it has no devices.
+
+    Example:
+      >>> select_backend("numpy", plax.devices("cpu")[0]).name
+      'numpy'
+    """
+    if name is None:
+        return device.backend
+    from plax import plugins
+    backend = plugins.registry().get_backend(name)
+    if backend.platform != device.platform and not backend.devices():
+        raise RuntimeError(f"Backend {backend.name!r} has no devices")
+    return backend
+
+
+def call_target(device, backend: str | None, where) -> tuple[Any, Any]:
+    """``(backend, device)`` a call with placement ``device``/``backend`` (None: not given)
+    runs with, when its arguments put it on ``where``: the given device, else ``where``; the
+    named backend, else that device's. A backend of another platform than ``where`` runs on
+    its first device.
+
+    Args:
+      device: the ``device=`` of the call, or None.
+      backend: the ``backend=`` of the call (a name), or None.
+      where: the device its arguments (or the enclosing program) are on.
+
+    Returns:
+      ``(backend object, device)``.
+
+    Example:
+      >>> backend, device = call_target(None, "numpy", plax.devices("cpu")[0])
+      >>> backend.name, device
+      ('numpy', CpuDevice(id=0))
+    """
+    target = device if device is not None else where
+    chosen = select_backend(backend, target)
+    if device is None and chosen.platform != target.platform:
+        target = chosen.devices()[0]
+    return chosen, target
+
+
+# body -> the device its pinned calls name (None: none); weak, as the executables
+_pinned: "weakref.WeakKeyDictionary[ClosedJaxpr, Any]" = weakref.WeakKeyDictionary()
+
+
+def pinned_device(closed: ClosedJaxpr):
+    """The device a call inside ``closed`` (at any depth) was pinned to with ``jit(f,
+    device=d)``, or None. As in JAX, a program holding such a call runs on that device.
+
+    Args:
+      closed: a program (a jitted function's jaxpr, a call's body).
+
+    Returns:
+      The device, or None when no call inside is pinned to one.
+
+    Raises:
+      ValueError: two calls pinned to different devices.
+
+    Example:
+      >>> f = plax.jit(jnp.sin, device=plax.devices("cpu")[0])
+      >>> pinned_device(plax.make_jaxpr(lambda x: f(x) * 2.0)(1.0))
+      CpuDevice(id=0)
+    """
+    try:
+        return _pinned[closed]
+    except KeyError:
+        pass
+    except TypeError:  # not weakly referenceable: not cached
+        return _find_pinned(closed.jaxpr, {})
+    found = _pinned[closed] = _find_pinned(closed.jaxpr, {})
+    return found
+
+
+def _find_pinned(jaxpr: Jaxpr, memo: dict):
+    from plax.core.jaxpr import sub_jaxprs
+    found = None
+    for e in jaxpr.eqns:
+        here = ([e.params["device"]] if e.primitive is jit_p
+                and e.params.get("device") is not None else [])
+        for sub in sub_jaxprs(e.params):  # a body shared by many equations is walked once
+            if id(sub) not in memo:
+                memo[id(sub)] = _find_pinned(sub, memo)
+            if memo[id(sub)] is not None:
+                here.append(memo[id(sub)])
+        for d in here:
+            if found is not None and d != found:
+                raise ValueError(f"Received incompatible devices for jitted computation: jit "
+                                 f"inside jit pinned to {found!r} and to {d!r}. Pin the calls "
+                                 "to one device, or call them outside one jitted function.")
+            found = d
+    return found
+
+
+def check_pinned(pinned, device, committed: bool, what: str) -> None:
+    """Raises JAX's ValueError when a program holding a call pinned to ``pinned`` is asked
+    to run on another ``device`` (given to its jit, or where its arguments are committed).
+
+    Args:
+      pinned: the device of :func:`pinned_device` (None: nothing to check).
+      device: where the program is asked to run.
+      committed: whether it must run there (an explicit device, committed arguments).
+      what: what asked for ``device``, for the message.
+
+    Example:
+      >>> cpu = plax.devices("cpu")[0]
+      >>> check_pinned(cpu, cpu, True, "arguments committed")  # the same device: no error
+    """
+    if pinned is not None and committed and device != pinned:
+        raise ValueError(f"Received incompatible devices for jitted computation: {what} on "
+                         f"{device!r} and jit inside jit pinned to {pinned!r}. Move the "
+                         "arguments with plax.device_put, or pin the calls to one device.")
+
+
+def _jit_impl(*args, jaxpr: ClosedJaxpr, name: str, device=None, backend=None):
     # A call evaluated eagerly (an outer jaxpr run by eval_jaxpr, the known half of a
     # linearized call, a transposed call in a backward pass): compile the body once per
     # device and run it on raw buffers.
-    device, committed = _placement(args)
+    where, committed = _placement(args)
+    pinned = pinned_device(jaxpr)
+    if device is not None:  # jit(f, device=d): committed arguments move there, as in jit
+        check_pinned(pinned, device, True, f"jit {name!r} pinned")
+        committed = True
+    elif pinned is not None:
+        check_pinned(pinned, where, committed, "arguments committed")
+        device, committed = pinned, True
+    backend, device = call_target(device, backend, where)
     per_device = _executables.get(jaxpr)
     if per_device is None:
         per_device = _executables.setdefault(jaxpr, {})
-    backend = device.backend  # the platform's default: it may change when plugins do
     entry = per_device.get((device, backend))
     if entry is None:
         entry = per_device[device, backend] = compile_closed(jaxpr, backend, device)
@@ -201,6 +341,39 @@ def _jit_impl(*args, jaxpr: ClosedJaxpr, name: str):
             for a in args]
     outs = entry.executable(*entry.const_bufs, *bufs)
     return wrap_outputs(outs, entry.out_avals, device, committed)
+
+
+def run_pinned_call(runner, *buffers, jaxpr: ClosedJaxpr, name: str, device=None,
+                    backend=None) -> list:
+    """A pinned call (``jit(f, backend=b)`` inside a compiled program) run from the program of
+    ``runner``: its body compiled by its own backend, on its device, the buffers moved there
+    and back (nothing is copied between CPU backends). The lowering driver splices a pinned
+    call whose target is the program's own, as any call.
+
+    Args:
+      runner: the :class:`~plax.lowering.bodies.BodyRunner` of the calling program.
+      *buffers: the call's operands, buffers of that program.
+      jaxpr, name, device, backend: the call's parameters.
+
+    Returns:
+      The output buffers, on the calling program's device.
+
+    Example:
+      >>> f = plax.jit(lambda x: x * 2.0, backend="numpy")
+      >>> plax.jit(lambda x: f(x) + 1.0, backend="numba")(1.0)  # f runs with NumPy
+      Array(3., dtype=float32, weak_type=True)
+    """
+    from plax.device import move_buffer
+    from plax.lowering.bodies import runner_for
+    chosen, target = call_target(device, backend, runner.device)
+    if chosen is runner.backend and target == runner.device:
+        return runner.run(jaxpr, *buffers)
+    here, there = (runner.device, runner.backend), (target, chosen)
+    outs = runner_for(chosen, target).run(
+        jaxpr, *[move_buffer(b, here[0], there[0], src_backend=here[1], dst_backend=there[1])
+                 for b in buffers])
+    return [move_buffer(o, there[0], here[0], src_backend=there[1], dst_backend=here[1])
+            for o in outs]
 
 
 def wrap_outputs(buffers, avals, device, committed: bool) -> list:
@@ -283,7 +456,7 @@ def _jvp_inline(closed, primals, tangents):
     return jvp_flat(jaxpr_as_fun(closed), list(primals), list(tangents))
 
 
-def _jit_jvp(primals, tangents, *, jaxpr: ClosedJaxpr, name: str):
+def _jit_jvp(primals, tangents, *, jaxpr: ClosedJaxpr, name: str, **placement):
     from plax.state.discharge import jaxpr_has_refs
     if jaxpr_has_refs(jaxpr):
         # a body reading or writing refs is differentiated inline: its tangent refs are
@@ -294,12 +467,12 @@ def _jit_jvp(primals, tangents, *, jaxpr: ClosedJaxpr, name: str):
     nz_tangents = [t for t, nz in zip(tangents, nonzeros) if nz]
     t_avals = tuple(get_aval(t) for t in nz_tangents)
     if any(is_linearize_tracer(t) for t in nz_tangents):
-        return _jit_linearize(primals, nz_tangents, nonzeros, t_avals, jaxpr, name)
+        return _jit_linearize(primals, nz_tangents, nonzeros, t_avals, jaxpr, name, placement)
     made = jvp_jaxpr(jaxpr, nonzeros, t_avals, linear=False)
     if made is None:
         return _jvp_inline(jaxpr, primals, tangents)
     jvp_closed, out_nz = made
-    outs = jit_p.bind(*primals, *nz_tangents, jaxpr=jvp_closed, name=name)
+    outs = jit_p.bind(*primals, *nz_tangents, jaxpr=jvp_closed, name=name, **placement)
     n = len(jaxpr.out_avals)
     return outs[:n], _with_zeros(outs[n:], out_nz, jaxpr.out_avals)
 
@@ -309,7 +482,7 @@ def _with_zeros(nz_values, nonzeros, primal_avals) -> list:
     return [next(it) if nz else Zero(tangent_aval(a)) for nz, a in zip(nonzeros, primal_avals)]
 
 
-def _jit_linearize(primals, nz_tangents, nonzeros, t_avals, closed, name):
+def _jit_linearize(primals, nz_tangents, nonzeros, t_avals, closed, name, placement):
     """Reverse mode: a known call computes the primal outputs and the residuals now (or in
     whatever trace lies below); an unknown call, linear in the tangents, is staged into the
     linearize trace for transposition."""
@@ -326,7 +499,7 @@ def _jit_linearize(primals, nz_tangents, nonzeros, t_avals, closed, name):
         tangents = _with_zeros(nz_tangents, nonzeros, closed.in_avals)
         return _jvp_inline(closed, primals, tangents)
     split, out_nz = made
-    known_outs = jit_p.bind(*primals, jaxpr=split.known, name=name)
+    known_outs = jit_p.bind(*primals, jaxpr=split.known, name=name, **placement)
     primal_outs = [primals[i] if where == "in" else known_outs[i]
                    for where, i in split.primal_outs]
     residuals = []
@@ -339,7 +512,8 @@ def _jit_linearize(primals, nz_tangents, nonzeros, t_avals, closed, name):
             residuals.append(primal_outs[i])
         else:
             residuals.append(known_outs[i])
-    tangent_outs = (jit_p.bind(*residuals, *nz_tangents, jaxpr=split.unknown, name=name)
+    tangent_outs = (jit_p.bind(*residuals, *nz_tangents, jaxpr=split.unknown, name=name,
+                               **placement)
                     if split.unknown.jaxpr.outvars else [])
     return primal_outs, _with_zeros(tangent_outs, out_nz, closed.out_avals)
 
@@ -380,7 +554,7 @@ def transpose_jaxpr(closed: ClosedJaxpr, undefined: tuple, ct_avals: tuple):
     return _memo(closed, ("transpose", undefined, ct_avals), make)
 
 
-def _jit_transpose(cts, *args, jaxpr: ClosedJaxpr, name: str):
+def _jit_transpose(cts, *args, jaxpr: ClosedJaxpr, name: str, **placement):
     from plax.transforms.transpose import backward_pass, is_undefined_primal
     undefined = tuple(is_undefined_primal(x) for x in args)
     ct_avals = tuple(None if _is_zero_tangent(c) else get_aval(c) for c in cts)
@@ -396,7 +570,8 @@ def _jit_transpose(cts, *args, jaxpr: ClosedJaxpr, name: str):
     t_closed, out_nz = made
     operands = [x for x, u in zip(args, undefined) if not u]
     operands += [c for c, a in zip(cts, ct_avals) if a is not None]
-    outs = iter(jit_p.bind(*operands, jaxpr=t_closed, name=name) if t_closed.jaxpr.outvars
+    outs = iter(jit_p.bind(*operands, jaxpr=t_closed, name=name, **placement)
+                if t_closed.jaxpr.outvars
                 else [])
     nz = iter(out_nz)
     return [(next(outs) if next(nz) else None) if u else None for u in undefined]
@@ -441,13 +616,13 @@ def _batched_aval(aval: ShapedArray, dim: int, size: int) -> ShapedArray:
     return ShapedArray(tuple(shape), aval.dtype, aval.weak_type, aval.vma)
 
 
-def _jit_batch(vals, dims, *, jaxpr: ClosedJaxpr, name: str, axis_data):
+def _jit_batch(vals, dims, *, jaxpr: ClosedJaxpr, name: str, axis_data, **placement):
     made = batch_jaxpr(jaxpr, tuple(dims), axis_data)
     if made is None:
         from plax.transforms.batching import batch_flat_fun
         return batch_flat_fun(jaxpr_as_fun(jaxpr), dims, axis_data)(*vals), 0
     b_closed, out_dims = made
-    return jit_p.bind(*vals, jaxpr=b_closed, name=name), list(out_dims)
+    return jit_p.bind(*vals, jaxpr=b_closed, name=name, **placement), list(out_dims)
 
 
 _jit_batch.needs_axis_data = True
@@ -455,8 +630,10 @@ registry.register_rule("batch", jit_p)(_jit_batch)
 
 
 def _register_lowering() -> None:
+    from plax.lowering.bodies import register_body_kernel
     from plax.lowering.calls import register_call_primitive
     register_call_primitive(jit_p, "jaxpr")
+    register_body_kernel(jit_p, run_pinned_call)  # pinned calls the driver does not splice
 
 
 _register_lowering()

@@ -32,7 +32,8 @@ from plax.core.shaped_array import ShapeDtypeStruct
 from plax.state.types import Ref
 from plax.core.trace import DebugInfo, Tracer, fun_name, state as trace_state, trace_context
 from plax.device import default_device as _default_device
-from plax.transforms.call import (compile_closed, jit_p, lend_buffers as _lend_buffers,
+from plax.transforms.call import (call_target, check_pinned, compile_closed, jit_p,
+                                  lend_buffers as _lend_buffers, pinned_device,
                                   wrap_outputs as _wrap_outputs,
                                   unlent_outputs as _unlent_outputs)
 from plax.transforms.staging import abstractify, convert_tracer_consts, trace_to_jaxpr
@@ -189,9 +190,10 @@ def _hashable(value, where):
 
 class _CacheEntry:
     __slots__ = ("executable", "const_bufs", "out_tree", "out_avals", "closed", "device",
-                 "backend", "single_output", "float0_outputs")
+                 "backend", "single_output", "float0_outputs", "pinned")
 
-    def __init__(self, executable, const_bufs, out_tree, out_avals, closed, device, backend):
+    def __init__(self, executable, const_bufs, out_tree, out_avals, closed, device, backend,
+                 pinned=None):
         self.executable = executable
         self.const_bufs = const_bufs
         self.out_tree = out_tree
@@ -199,6 +201,7 @@ class _CacheEntry:
         self.closed = closed
         self.device = device
         self.backend = backend
+        self.pinned = pinned  # the device a call inside pinned the program to (None: none)
         # the function returns one array (not a container): skip unflattening
         self.single_output = tree_util.treedef_is_leaf(out_tree) and out_tree.num_leaves == 1
         # float0 results are NumPy arrays, not Arrays (the fast path does not handle them)
@@ -407,9 +410,12 @@ class JitFunction:
             entry = self._compile(key, args, kwargs, leaves, treedef, avals, static, device)
         if has_refs:
             self._check_ref_aliasing(leaves, treedef, static, len(args), entry.closed)
+        if entry.pinned is not None:  # per call: the cache key does not say committed
+            check_pinned(entry.pinned, device, committed, "arguments committed")
+            committed = True
         device = entry.device  # backend= may have picked a device of another platform
         if all_arrays and not kwargs and entry.device is device and \
-                not entry.float0_outputs and \
+                not entry.float0_outputs and entry.pinned is None and \
                 all(x._device is device for x in leaves) and self._fast_eligible(args):
             nums = self._static_nums or ()
             static_key = tuple([(type(args[i]), args[i]) for i in nums])
@@ -518,33 +524,21 @@ class JitFunction:
             self._jaxpr_cache[key] = result
         return result
 
-    def _select_backend(self, device):
-        from plax import plugins
-        if self._backend_name is None:
-            return device.backend
-        reg = plugins.registry()
-        backend = reg.get_backend(self._backend_name)
-        if backend.platform != device.platform:
-            devs = backend.devices()
-            if not devs:
-                raise RuntimeError(f"Backend {backend.name!r} has no devices")
-        return backend
-
     def _compile(self, key, args, kwargs, leaves, treedef, avals, static, device):
         closed, out_tree, _ = self._trace(len(args), static, treedef, avals)
-        if self._backend_name is not None and self._device is None:
-            backend = self._select_backend(device)
-            if backend.platform != device.platform:
-                device = backend.devices()[0]
-        else:
-            backend = self._select_backend(device)
+        # a call inside pinned to a device (jit(g, device=d) called by f): as in JAX, the
+        # program runs there (arguments committed elsewhere are an error: _call_general)
+        pinned = pinned_device(closed)
+        check_pinned(pinned, device, self._device is not None, "jit device")
+        explicit = pinned if pinned is not None else self._device
+        backend, device = call_target(explicit, self._backend_name, device)
         start = time.perf_counter()
         compiled = compile_closed(closed, backend, device)
         if _flags["log_compiles"]:
             from plax.transforms.jit_logging import log_compile
             log_compile(self._name, avals, backend.name, time.perf_counter() - start)
         entry = _CacheEntry(compiled.executable, compiled.const_bufs, out_tree,
-                            compiled.out_avals, closed, device, backend)
+                            compiled.out_avals, closed, device, backend, pinned)
         with self._lock:
             self._cache[key] = entry
         return entry
@@ -566,7 +560,11 @@ class JitFunction:
             from plax.state.discharge import hoist_ref_consts
             closed, refs = hoist_ref_consts(closed, trailing=True)
             leaves += refs
-        outs = jit_p.bind(*captured, *leaves, jaxpr=closed, name=self._name)
+        # jit(f, device=..., backend=...): the call says where it runs, through every
+        # transform of it (plax.transforms.call)
+        placement = {k: v for k, v in (("device", self._device), ("backend", self._backend_name))
+                     if v is not None}
+        outs = jit_p.bind(*captured, *leaves, jaxpr=closed, name=self._name, **placement)
         return _tree_unflatten(out_tree, outs)
 
     def _call_or_inline(self, args, kwargs):
@@ -765,10 +763,10 @@ class Compiled:
         """The backend executable for the jit's device and backend (compiled once)."""
         if self._executable is None:
             jitted = self._lowered._jitted
-            device = jitted._device if jitted._device is not None else _default_device()
-            backend = jitted._select_backend(device)
-            if backend.platform != device.platform:
-                device = backend.devices()[0]
+            pinned = pinned_device(self._lowered.jaxpr)
+            explicit = pinned if pinned is not None else jitted._device
+            backend, device = call_target(explicit, jitted._backend_name,
+                                          explicit if explicit is not None else _default_device())
             self._executable = compile_closed(self._lowered.jaxpr, backend, device).executable
         return self._executable
 
@@ -803,6 +801,10 @@ def jit(fun: Callable = _NOT_GIVEN, *, in_shardings=None, out_shardings=None,
         default device).
       backend: a backend name such as ``"numpy"`` (see ``plax.plugins.info()`` for those
         installed) or a platform (``"cpu"``, ``"gpu"``).
+
+    ``device`` and ``backend`` hold under every transform of the function (``vmap``,
+    ``grad``, ``jvp``, an enclosing ``jit``): its call equation carries them. As in JAX, a
+    jitted function that calls one pinned to a device runs on that device.
 
     Inside another transform the function is not compiled on its own: it becomes one
     ``jit`` equation of the enclosing computation (see :mod:`plax.transforms.call`).

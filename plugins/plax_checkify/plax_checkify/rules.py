@@ -117,8 +117,9 @@ def _dynamic_update_slice_rule(ctx, operand, update, *starts, **params):
 # ------------------------------------------------------------------ calls and control flow
 
 @register_rule("checkify", jit_p)
-def _jit_rule(ctx, *args, jaxpr, name):
+def _jit_rule(ctx, *args, jaxpr, name, **_placement):
     # inlined: the caller is being traced or run anyway, and the error value needs no call
+    # (so a jit(f, device=..., backend=...) runs where its caller runs)
     return ctx.interpret(jaxpr, args)
 
 

@@ -349,8 +349,9 @@ register_rule("jet", reduction.reduce_min_p)(_reduce_chooser(reduction.reduce_mi
 
 
 @register_rule("jet", jit_p)
-def _jit_jet(primals, series, *, jaxpr, name):
-    # the body is expanded under a jet trace of its own (a jitted call is not kept as a call)
+def _jit_jet(primals, series, *, jaxpr, name, **_placement):
+    # the body is expanded under a jet trace of its own (a jitted call is not kept as a call,
+    # so a jit(f, device=..., backend=...) runs where its caller runs)
     from plax.core import jaxpr_as_fun
     from plax_jet.trace import jet_coefficients
     return jet_coefficients(jaxpr_as_fun(jaxpr), primals, series, _order(series))
