@@ -82,7 +82,8 @@ class NumbaBackend(Backend):
         for name, module in list(sys.modules.items()):
             if module is not None and (name == "plax.lax" or name.startswith("plax.lax.")
                                        or name == "plax.transforms.checkpoint"):
-                core |= {v for v in vars(module).values() if isinstance(v, Primitive)}
+                # a copy: another thread may be importing this module (its namespace growing)
+                core |= {v for v in list(vars(module).values()) if isinstance(v, Primitive)}
         self._core = frozenset(core)
 
     def info(self) -> dict:
