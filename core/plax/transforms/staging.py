@@ -147,9 +147,8 @@ class JaxprTrace(Trace):
             if vma is not None:
                 avals_out = ([a.update(vma=vma) for a in avals_out]
                              if primitive.multiple_results else avals_out.update(vma=vma))
-        if not primitive.multiple_results and \
-                any(getattr(a, "sharding", None) is not None for a in in_avals):
-            from plax.sharding_types import typed_result  # explicit sharding in types
+        from plax.sharding_types import casting, typed_result  # explicit sharding in types
+        if casting() or any(getattr(a, "sharding", None) is not None for a in in_avals):
             avals_out = typed_result(primitive, in_avals, params, avals_out)
         if primitive.multiple_results:
             outs = [self.new_arg(a) for a in avals_out]
@@ -278,8 +277,9 @@ def abstractify(x: Any) -> ShapedArray:
     if isinstance(aval, ShapedArray):
         return aval
     if hasattr(x, "shape") and hasattr(x, "dtype") and not isinstance(x, (np.ndarray, np.generic)):
+        from plax.sharding_types import explicit_sharding  # a ShapeDtypeStruct's sharding
         return ShapedArray(tuple(x.shape), dtypes.canonicalize_dtype(x.dtype),
-                           bool(getattr(x, "weak_type", False)))
+                           bool(getattr(x, "weak_type", False)), sharding=explicit_sharding(x))
     if isinstance(x, (np.ndarray, np.generic, bool, int, float, complex)):
         dt, weak = dtypes.dtype_and_weak_type(x)
         return ShapedArray(np.shape(x), dt, weak)
