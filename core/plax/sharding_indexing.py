@@ -248,11 +248,18 @@ def _index_error(aval, entries, update: bool) -> ShardingTypeError:
 
 def index_typed(compute, x, entries: list, sharding: NamedSharding, *, update: bool):
     """``compute()`` (an indexing of ``x``, or an ``.at[]`` update of it, by ``entries``)
-    run untyped, its result typed as JAX's jnp indexing types it (:func:`index_spec`)."""
+    with its result typed as JAX's jnp indexing types it (:func:`index_spec`).
+
+    A read is computed with its primitives' own rules (they agree with JAX's for the reads
+    :func:`index_spec` accepts, so nothing more is staged); an update is computed untyped
+    (plax scatters into the flattened array) and then cast."""
     from plax.core.trace import Tracer, get_aval
     aval = get_aval(x)
     dims = spec_dims(sharding.spec, len(aval.shape))
     out_dims = index_spec(aval, dims, entries, traced=isinstance(x, Tracer), update=update)
-    with untyped():
+    if update:
+        with untyped():
+            out = compute()
+    else:
         out = compute()
     return cast(out, NamedSharding(sharding.mesh, dims_spec(out_dims)))

@@ -179,10 +179,14 @@ def getitem(x, idx, *, mode=None, fill_value=None, ints_as_arrays: bool = False)
     x = asarray(x)
     entries = _normalize_entries(get_aval(x).shape, idx)
     sharding = explicit_type(x)
-    if sharding is not None and not is_untyped():  # explicit sharding: typed as JAX types it
-        return index_typed(lambda: getitem(x, idx, mode=mode, fill_value=fill_value,
-                                           ints_as_arrays=ints_as_arrays),
+    if sharding is not None and not is_untyped():
+        # explicit sharding: JAX's errors and types (the read itself is the same)
+        return index_typed(lambda: _read(x, entries, mode, fill_value, ints_as_arrays),
                            x, entries, sharding, update=False)
+    return _read(x, entries, mode, fill_value, ints_as_arrays)
+
+
+def _read(x, entries, mode, fill_value, ints_as_arrays):
     if any(e[0] == "bool" for e in entries):
         x, entries = _bools_as_arrays(x, entries)
     if mode is not None and GatherScatterMode.from_any(mode) == GatherScatterMode.FILL_OR_DROP:
