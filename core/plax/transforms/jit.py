@@ -406,6 +406,12 @@ class JitFunction:
             static_key = tuple([(type(args[i]), args[i]) for i in nums])
             fast_tree = _tree_flatten(tuple([a for i, a in enumerate(args) if i not in nums]))[1]
             self._fast_cache[(fast_tree, tuple(avals), static_key, id(device), flags)] = entry
+        if not all_arrays and not entry.float0_outputs:
+            # explicit sharding: a blockwise program runs on every device on its own blocks
+            from plax.sharding_spmd import run_partitioned
+            parts = run_partitioned(entry.closed, leaves, entry.backend)
+            if parts is not None:
+                return _tree_unflatten(entry.out_tree, parts)
         bufs, lent = _lend_buffers(leaves, device, avals)
         outs = _unlent_outputs(entry.executable(*entry.const_bufs, *bufs), lent)
         if entry.float0_outputs:
