@@ -177,3 +177,19 @@ def test_rank_3_is_refused():
                            "re-checked against JAX")
 def test_expected_tables_are_jax_s():
     assert _run("jax") == EXPECTED
+
+
+def test_inspect_array_sharding_eagerly_and_traced():
+    import numpy as np
+    import plax
+    mesh = plax.make_mesh((1,), ("X",))
+    seen = []
+    with plax.set_mesh(mesh):
+        x = plax.device_put(np.ones((2, 2), np.float32), plax.P("X"))
+        plax.debug.inspect_array_sharding({"x": x, "y": plax.numpy.ones(3)}, callback=seen.append)
+        plax.jit(lambda t: plax.debug.inspect_array_sharding(t * 2, callback=seen.append))(x)
+    device = plax.devices()[0]
+    named = plax.NamedSharding(mesh, plax.P("X"))
+    assert seen == [named, plax.sharding.SingleDeviceSharding(device), named]
+    assert plax.sharding.make_single_device_sharding(device) == \
+        plax.sharding.SingleDeviceSharding(device)

@@ -14,7 +14,8 @@ import numpy as np
 from plax.debugger import breakpoint  # noqa: A004 (JAX's name)
 from plax.lax.callbacks import debug_callback as _debug_callback
 
-__all__ = ["breakpoint", "callback", "print", "visualize_array_sharding", "visualize_sharding"]
+__all__ = ["breakpoint", "callback", "print", "visualize_array_sharding", "visualize_sharding",
+           "inspect_array_sharding"]
 
 
 def callback(callback: Callable[..., Any], *args: Any, ordered: bool = False,
@@ -100,3 +101,34 @@ def visualize_sharding(shape, sharding, *, use_color: bool = False, scale: float
     from plax.sharding_visualize import sharding_table
     builtins.print(sharding_table(shape, sharding, scale=scale, min_width=min_width,
                                   max_width=max_width))
+
+
+def inspect_array_sharding(value: Any, *, callback) -> None:
+    """Calls ``callback`` with the sharding of each array of the pytree ``value`` (JAX's
+    ``jax.debug.inspect_array_sharding``).
+
+    Eagerly the callback gets each array's ``.sharding``. Under a trace it gets the
+    explicit sharding of the traced value's type, when it has one, at trace time (JAX calls
+    it when the program is lowered, with the sharding its partitioner chose; plax's ``jit``
+    does not choose any other), and is not called for a value without one.
+
+    Args:
+      value: an array, or a pytree of arrays.
+      callback: ``callback(sharding)``, called once per array.
+
+    Returns:
+      None.
+
+    Example:
+      >>> plax.debug.inspect_array_sharding(jnp.ones(2), callback=builtins.print)
+      SingleDeviceSharding(device=CpuDevice(id=0))
+    """
+    from plax import tree_util
+    from plax.core.trace import Tracer
+    for leaf in tree_util.tree_leaves(value):
+        if isinstance(leaf, Tracer):
+            sharding = getattr(leaf.aval, "sharding", None)
+            if sharding is not None:
+                callback(sharding)
+        else:
+            callback(leaf.sharding)

@@ -1071,7 +1071,26 @@ def explicit_axes(f: Callable | None = None, /, *, axes: str | tuple[str, ...] |
     return wrapped
 
 
-__all__ = ["Sharding", "SingleDeviceSharding", "NamedSharding", "IndexMapSharding", "Mesh",
+def make_single_device_sharding(device, *, memory_kind: str | None = None
+                                ) -> SingleDeviceSharding:
+    """The sharding of an array held whole by ``device`` (JAX's
+    ``jax.sharding.make_single_device_sharding``).
+
+    Args:
+      device: a plax Device.
+      memory_kind: accepted for JAX compatibility.
+
+    Returns:
+      ``SingleDeviceSharding(device)``.
+
+    Example:
+      >>> make_single_device_sharding(plax.devices()[0])
+      SingleDeviceSharding(device=CpuDevice(id=0))
+    """
+    return SingleDeviceSharding(device, memory_kind=memory_kind)
+
+
+__all__ = ["Sharding", "SingleDeviceSharding", "make_single_device_sharding", "NamedSharding", "IndexMapSharding", "Mesh",
            "PartitionSpec", "P", "Shard", "make_mesh", "index_shape", "PositionalSharding",
            "get_mesh", "get_abstract_mesh", "AbstractMesh", "use_mesh", "set_mesh", "AxisType",
            "reshard",
