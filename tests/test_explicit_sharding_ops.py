@@ -70,6 +70,11 @@ case("rev", lambda t: t[::-1], y)
 case("array_rows", lambda t: t[jnp.asarray(idx)], y)
 case("array_cols", lambda t: t[:, jnp.asarray(idx)], y)
 case("take", lambda t: jnp.take(t, jnp.asarray(idx), axis=1), y)
+z = jax.device_put(np.zeros((8, 4, 2), np.float32), P("X"))
+w = jax.device_put(np.zeros((4, 8, 2), np.float32), P(None, "X"))
+case("advanced_adjacent", lambda t: t[:, jnp.asarray(idx), 0], z)
+case("advanced_separated", lambda t: t[jnp.asarray(idx), :, 0], w)
+case("advanced_newaxis", lambda t: t[None, jnp.asarray(idx)], w)
 case("take_along", lambda t: jnp.take_along_axis(t, jnp.zeros((8, 2), jnp.int32), axis=1), y)
 case("set_col", lambda t: t.at[:, 1].set(0.0), y)
 case("set_row", lambda t: t.at[1].set(0.0), y)
@@ -133,7 +138,13 @@ print(json.dumps(out))
 '''
 
 # Recorded from JAX 0.10.2 (python -c CASES jax).
-JAX_ANSWERS = {'argsort_split/eager': ['error', 'ShardingTypeError',
+JAX_ANSWERS = {'advanced_adjacent/eager': '[8@X,3]',
+ 'advanced_adjacent/jit': '[8@X,3]',
+ 'advanced_newaxis/eager': '[1,3,8@X,2]',
+ 'advanced_newaxis/jit': '[1,3,8@X,2]',
+ 'advanced_separated/eager': '[3,8@X]',
+ 'advanced_separated/jit': '[3,8@X]',
+ 'argsort_split/eager': ['error', 'ShardingTypeError',
                          'Arguments to sort must be unsharded over the sorting dimension. Got '
                          "arg sharding=NamedSharding(mesh=AbstractMesh('X': 2, 'Y': 4, "
                          'axis_types=(Explicit, Explicit), device_kind=cpu, num_cores=None, '

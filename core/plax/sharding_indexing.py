@@ -227,9 +227,9 @@ def _dims_of(aval) -> tuple:
 
 
 def _separated(entries) -> bool:
-    at = [k for k, e in enumerate(entries) if e[0] in ("array", "int") and any(
-        x[0] == "array" for x in entries)]
-    adv = [k for k, e in enumerate(entries) if e[0] == "array" or (e[0] == "int" and at)]
+    """Whether NumPy puts the advanced-index dimensions first: the integer arrays (and the
+    ints indexing beside them) are not adjacent."""
+    adv = [k for k, e in enumerate(entries) if e[0] in ("array", "int")]
     return bool(adv) and adv != list(range(adv[0], adv[-1] + 1))
 
 

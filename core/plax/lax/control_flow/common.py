@@ -105,7 +105,7 @@ def same_type(a: ShapedArray, b: ShapedArray) -> bool:
     """Equal shape and dtype (weak types may differ: they are joined), and equal explicit
     shardings where either has one."""
     return a.shape == b.shape and a.dtype == b.dtype and (
-        a.sharding is b.sharding or same_sharding(a, b))
+        getattr(a, "sharding", None) is getattr(b, "sharding", None) or same_sharding(a, b))
 
 
 def same_sharding(a: ShapedArray, b: ShapedArray) -> bool:
@@ -116,7 +116,8 @@ def same_sharding(a: ShapedArray, b: ShapedArray) -> bool:
 
 def long_str(a: ShapedArray) -> str:
     """A type as JAX's messages write it: ``float32[3,2]``, ``float32[8@X,4]``."""
-    return f"{a.dtype.name}[{a._dims_str()}]"
+    dims = a._dims_str() if isinstance(a, ShapedArray) else ",".join(map(str, a.shape))
+    return f"{a.dtype.name}[{dims}]"
 
 
 def type_mismatch(a: ShapedArray, b: ShapedArray) -> str:
@@ -136,7 +137,8 @@ def join_weak(avals: Sequence[ShapedArray]) -> ShapedArray:
     """The common type of equal-shaped, equal-dtype values: weak only if all are weak."""
     a = avals[0]
     vma = frozenset().union(*[x.vma for x in avals])  # shard_map typing: varying in any
-    return ShapedArray(a.shape, a.dtype, all(x.weak_type for x in avals), vma, a.sharding)
+    return ShapedArray(a.shape, a.dtype, all(x.weak_type for x in avals), vma,
+                       getattr(a, "sharding", None))
 
 
 def batched_fun(closed: ClosedJaxpr, dims: Sequence, axis_data) -> Callable:
@@ -219,7 +221,8 @@ def carry_types(carry_in: Sequence[ShapedArray], carry_out: Sequence[ShapedArray
     also over the axes the body's input varies over -- after no iteration the carry is the
     input -- and over ``extra`` (a while predicate's: the trip count differs there)."""
     return [b if (a.vma | extra) <= b.vma else
-            ShapedArray(b.shape, b.dtype, b.weak_type, a.vma | b.vma | extra, b.sharding)
+            ShapedArray(b.shape, b.dtype, b.weak_type, a.vma | b.vma | extra,
+                        getattr(b, "sharding", None))
             for a, b in zip(carry_in, carry_out)]
 
 
