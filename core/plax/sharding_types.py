@@ -187,9 +187,14 @@ def _cast_target() -> NamedSharding | None:
     return getattr(_override, "cast", None)
 
 
+#: how many :func:`cast` calls are staging now, in any thread: a cheap test for the staging
+#: trace before it asks :func:`casting` about its own thread
+casts_in_progress = [0]
+
+
 def casting() -> bool:
-    """Whether a :func:`cast` is being staged (the staging trace then types the equation it
-    records even when its operand has no sharding)."""
+    """Whether a :func:`cast` is being staged in this thread (the staging trace then types
+    the equation it records even when its operand has no sharding)."""
     return getattr(_override, "cast", None) is not None
 
 
@@ -224,10 +229,12 @@ def cast(x: Any, sharding: NamedSharding) -> Any:
     from plax.lax.shape import broadcast_in_dim_p
     previous = getattr(_override, "cast", None)
     _override.cast = sharding
+    casts_in_progress[0] += 1
     try:
         return broadcast_in_dim_p.bind(x, shape=tuple(x.shape),
                                        broadcast_dimensions=tuple(range(x.ndim)))
     finally:
+        casts_in_progress[0] -= 1
         _override.cast = previous
 
 

@@ -18,7 +18,7 @@ from plax.core import varying as _varying
 from plax.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var
 from plax.core.shaped_array import ShapedArray
 from plax.core.trace import DebugInfo, Trace, Tracer, get_aval, new_main, staged_inputs
-from plax.sharding_types import casting as _casting, typed_result  # explicit sharding
+from plax.sharding_types import casting as _casting, casts_in_progress as _casts, typed_result
 from plax.state.types import Ref
 
 
@@ -148,7 +148,9 @@ class JaxprTrace(Trace):
             if vma is not None:
                 avals_out = ([a.update(vma=vma) for a in avals_out]
                              if primitive.multiple_results else avals_out.update(vma=vma))
-        if _casting() or any(getattr(a, "sharding", None) is not None for a in in_avals):
+        # explicit sharding in types: a sharded operand, or a cast being staged
+        if (_casts[0] and _casting()) or \
+                any(getattr(a, "sharding", None) is not None for a in in_avals):
             avals_out = typed_result(primitive, in_avals, params, avals_out)
         if primitive.multiple_results:
             outs = [self.new_arg(a) for a in avals_out]
