@@ -22,6 +22,7 @@ gathered = lambda v: array_mod._BUF.__get__(v) is not array_mod._NOT_GATHERED
 # y is less split than the sum it takes part in: each device cuts its part of its own block
 r, t = plax.jit(lambda u, v: (jnp.sin(u) * 2 + v, (u * 2).T))(x, y)
 s = plax.jit(lambda v, c: jnp.sum(v * c, axis=1))(y, jnp.float32(3))
+c = plax.jit(lambda v: jnp.cumsum(v, axis=1))(y)
 blockwise_gathered = [gathered(x), gathered(y)]
 g = plax.jit(lambda u: u @ jnp.ones((4, 3)))(x)  # not blockwise: computed on one device
 print(json.dumps({
@@ -32,7 +33,9 @@ print(json.dumps({
     "values": [bool(np.allclose(np.asarray(r), np.sin(a) * 2 + 1, rtol=1e-6)),
                bool(np.array_equal(np.asarray(s), np.full(8, 12.0))),
                bool(np.array_equal(np.asarray(t), (a * 2).T)),
-               bool(np.array_equal(np.asarray(g), a @ np.ones((4, 3))))],
+               bool(np.array_equal(np.asarray(g), a @ np.ones((4, 3)))),
+               bool(np.array_equal(np.asarray(c), np.cumsum(np.ones((8, 4)), axis=1))),
+               str(plax.typeof(c)), gathered(c)],
     "shards": [[sh.device.id, list(sh.data.shape)] for sh in r.addressable_shards],
 }))
 '''
@@ -47,7 +50,7 @@ def test_blockwise_programs_run_where_the_blocks_are():
     assert out["types"] == ["float32[8@X,4@Y]", "float32[8@X]", "float32[4@Y,8@X]",
                             "float32[8@X,3]"]
     assert out["pieces"] == [8, 8, 8]
-    assert out["values"] == [True] * 4
+    assert out["values"] == [True] * 5 + ["float32[8@X,4]", False]
     assert out["shards"] == [[d, [4, 1]] for d in range(8)]
 
 
@@ -70,5 +73,6 @@ def test_plan_says_which_programs_are_blockwise():
         assert blockwise(lambda u: u.T + 1)
         assert not blockwise(lambda u: jnp.sum(u, axis=0))  # the split dimension
         assert not blockwise(lambda u: u @ jnp.ones((2, 2)))
-        assert not blockwise(lambda u: jnp.cumsum(u, axis=1))
+        assert blockwise(lambda u: jnp.cumsum(u, axis=1) * 2)
+        assert not blockwise(lambda u: jnp.sort(u, axis=1))
         assert not blockwise(lambda u: u + jnp.ones((4, 2)))  # a constant array

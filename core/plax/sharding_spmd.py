@@ -18,8 +18,8 @@ import math
 from typing import Any
 
 from plax.sharding import NamedSharding
-from plax.sharding_types import (_elementwise, _reduction, _rule_for, _transpose,
-                                 dims_spec, explicit_sharding, spec_dims)
+from plax.sharding_types import (_cumulative, _elementwise, _reduction, _rule_for,
+                                 _transpose, dims_spec, explicit_sharding, spec_dims)
 
 _plans: dict = {}  # id(closed jaxpr) -> (closed jaxpr, plan or None)
 
@@ -52,6 +52,8 @@ def _blockwise(eqn, dims_of=None) -> bool:
         return all(dims_of(v) == dims_of(out) for v in ins)
     if rule is _transpose:
         return True
+    if rule is _cumulative:  # its rule refuses a split scanned axis
+        return dims_of(ins[0]) == dims_of(out)
     if rule is _reduction and "axes" in eqn.params:
         return not any(dims_of(ins[0])[k] for k in eqn.params["axes"])
     return False
