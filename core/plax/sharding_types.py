@@ -11,13 +11,19 @@ by a *sharding rule* (this module), as JAX does:
 * reductions drop the reduced dimensions' entries; ``transpose`` permutes them;
   ``broadcast_in_dim`` maps them to the new positions; ``reshape`` merges or splits them;
 * ``dot_general`` keeps the batch and free dimensions' entries, and refuses contracting
-  dimensions that are split unless ``out_sharding=`` says what the result is.
+  dimensions split on both sides unless ``out_sharding=`` says what the result is;
+* ``sort``, ``top_k`` and the cumulative reductions need their axis unsplit;
+* slicing, gathers and scatters follow :mod:`plax.sharding_indexing`.
+
+:func:`cast` gives a value a sharding (``reshard``): eagerly it places the array, under a
+trace it types it. The backward pass casts each cotangent to its primal's sharding.
 
 Eagerly, an operation whose rule keeps every device's block local (elementwise operations,
-transposes, reductions over unsplit dimensions) runs on each device on that device's
-buffers: nothing is gathered. Other operations gather their operands on the first device,
-compute there, and place the result as its sharding says (values are exact either way).
-Under ``jit`` the input types carry their shardings; the traced body is computed unsplit.
+transposes, reductions over unsplit dimensions, sorts and scans along unsplit axes) runs on
+each device on that device's buffers: nothing is gathered. Other operations gather their
+operands on the first device, compute there, and place the result as its sharding says
+(values are exact either way). Under ``jit`` the input types carry their shardings; a
+blockwise program runs on every device (:mod:`plax.sharding_spmd`), others on one.
 
 The eager hook (:func:`apply_sharded`) is reached only when an operand is held by several
 devices under a NamedSharding, so programs that never build a mesh pay nothing; the
