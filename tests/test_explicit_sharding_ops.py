@@ -79,6 +79,10 @@ case("take_along", lambda t: jnp.take_along_axis(t, jnp.zeros((8, 2), jnp.int32)
 case("set_col", lambda t: t.at[:, 1].set(0.0), y)
 case("set_row", lambda t: t.at[1].set(0.0), y)
 case("set_col_split", lambda t: t.at[:, 1].set(0.0), x)
+case("add_col_values_split_alike", lambda t, v: t.at[:, 1].add(v), y,
+     jax.device_put(np.arange(8.0, dtype=np.float32), P("X")))
+case("add_col_values_split_otherwise", lambda t, v: t.at[:, 1].add(v), y,
+     jax.device_put(np.arange(8.0, dtype=np.float32), P("Y")))
 case("mul_cols", lambda t: t.at[:, jnp.asarray([0, 2])].multiply(3.0), y)
 case("get_out", lambda t: t.at[0:4].get(out_sharding=P("X")), y)
 case("dynamic_slice", lambda t: lax.dynamic_slice(t, (0, 1), (8, 2)), y)
@@ -138,7 +142,15 @@ print(json.dumps(out))
 '''
 
 # Recorded from JAX 0.10.2 (python -c CASES jax).
-JAX_ANSWERS = {'advanced_adjacent/eager': '[8@X,3]',
+JAX_ANSWERS = {'add_col_values_split_alike/eager': '[8@X,4]',
+ 'add_col_values_split_alike/jit': '[8@X,4]',
+ 'add_col_values_split_otherwise/eager': ['error', 'ValueError',
+                                          'Incompatible types for broadcasting: input '
+                                          'type=float32[8@Y] and requested type=float32[8@X]'],
+ 'add_col_values_split_otherwise/jit': ['error', 'ValueError',
+                                        'Incompatible types for broadcasting: input '
+                                        'type=float32[8@Y] and requested type=float32[8@X]'],
+ 'advanced_adjacent/eager': '[8@X,3]',
  'advanced_adjacent/jit': '[8@X,3]',
  'advanced_newaxis/eager': '[1,3,8@X,2]',
  'advanced_newaxis/jit': '[1,3,8@X,2]',

@@ -246,7 +246,28 @@ def _index_error(aval, entries, update: bool) -> ShardingTypeError:
     return _gather_error(aval, indices)
 
 
-def index_typed(compute, x, entries: list, sharding: NamedSharding, *, update: bool):
+def _check_update_split(aval, dims, entries, values) -> None:
+    """JAX's ValueError for ``.at[]`` update values split otherwise than the part of the
+    operand they update (JAX broadcasts them to that part's sharding)."""
+    value_sharding = explicit_type(values)
+    if value_sharding is None:
+        return
+    want = index_spec(aval, dims, entries, traced=True, update=False)
+    have = _dims_of(values.aval)
+    if any(h and h != w for h, w in zip(reversed(have), reversed(want))):
+        from plax.core.shaped_array import ShapedArray
+        shape = tuple(len(range(*e[1].indices(n))) for e, n in zip(
+            [e for e in entries if e[0] in ("slice", "int", "array")], aval.shape)
+            if e[0] == "slice")
+        target = ShapedArray(shape, aval.dtype, sharding=NamedSharding(
+            aval.sharding.mesh, dims_spec(want))) if len(shape) == len(want) else None
+        requested = _type_str(target, False) if target is not None else f"{want}"
+        raise ValueError(f"Incompatible types for broadcasting: input type="
+                         f"{_type_str(values.aval, False)} and requested type={requested}")
+
+
+def index_typed(compute, x, entries: list, sharding: NamedSharding, *, update: bool,
+                values=None):
     """``compute()`` (an indexing of ``x``, or an ``.at[]`` update of it, by ``entries``)
     with its result typed as JAX's jnp indexing types it (:func:`index_spec`).
 
@@ -257,6 +278,8 @@ def index_typed(compute, x, entries: list, sharding: NamedSharding, *, update: b
     aval = get_aval(x)
     dims = spec_dims(sharding.spec, len(aval.shape))
     out_dims = index_spec(aval, dims, entries, traced=isinstance(x, Tracer), update=update)
+    if update and values is not None:
+        _check_update_split(aval, dims, entries, values)
     if update:
         with untyped():
             out = compute()

@@ -420,7 +420,8 @@ def scatter_update(x, idx, y, op: str, *, indices_are_sorted=False, unique_indic
         return index_typed(lambda: scatter_update(x, idx, y, op,
                                                   indices_are_sorted=indices_are_sorted,
                                                   unique_indices=unique_indices, mode=mode),
-                           x, _normalize_entries(aval.shape, idx), sharding, update=True)
+                           x, _normalize_entries(aval.shape, idx), sharding, update=True,
+                           values=y)
     if op not in _SCATTERS:
         raise ValueError(f"unknown .at[] update {op!r}; expected one of {sorted(_SCATTERS)}")
     if isinstance(y, (list, tuple)):
