@@ -121,6 +121,10 @@ case("grad_broadcast", jax.grad(lambda t: jnp.sum(t[None] * jnp.ones((2, 1, 1)))
 case("grad_mean", jax.grad(lambda t: jnp.sum(jnp.mean(t, axis=0))), x)
 case("grad_index", jax.grad(lambda t: t[:, 1].sum()), y)
 case("grad_transpose", jax.grad(lambda t: (t.T * 2).sum()), x)
+v8 = jax.device_put(np.linspace(0.0, 1.0, 8, dtype=np.float32), P("X"))
+case("jacrev", jax.jacrev(jnp.sin), v8)
+case("jacfwd", jax.jacfwd(jnp.sin), v8)
+case("hessian", jax.hessian(lambda t: jnp.sum(jnp.sin(t))), v8)
 case("grad_reshard", jax.grad(lambda t: (reshard(t, P()) ** 2).sum()), x)
 # jit: contracting a dimension split on one side only; reshard's type; out shardings
 case("dot_one_side", lambda t: t @ jnp.ones((4, 3)), x)
@@ -261,6 +265,12 @@ JAX_ANSWERS = {'add_col_values_split_alike/eager': '[8@X,4]',
  'grad_reshard/jit': '[8@X,4@Y]',
  'grad_transpose/eager': '[8@X,4@Y]',
  'grad_transpose/jit': '[8@X,4@Y]',
+ 'hessian/eager': '[8@X,8]',
+ 'hessian/jit': '[8@X,8]',
+ 'jacfwd/eager': '[8@X,8]',
+ 'jacfwd/jit': '[8@X,8]',
+ 'jacrev/eager': '[8,8@X]',
+ 'jacrev/jit': '[8,8@X]',
  'jaxpr_abstract': '{ lambda ; a:f32[8@X,4]. let b:f32[8@X,4] = mul a 2.0:f32[] in (b,) }',
  'jaxpr_index': '{ lambda ; a:f32[8@X,4]. let\n'
                 '    b:f32[8@X,2] = slice[limit_indices=(8, 3) start_indices=(0, 1) '

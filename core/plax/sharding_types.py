@@ -189,7 +189,8 @@ def with_out_sharding(compute: Callable[[], Any], out_sharding: Any) -> Any:
 
 # ------------------------------------------------------------------ casts and untyped work
 
-def _cast_target() -> NamedSharding | None:
+def _cast_target() -> tuple | None:
+    """``(sharding, rank of the value cast)`` while a :func:`cast` is staged, else None."""
     return getattr(_override, "cast", None)
 
 
@@ -234,7 +235,7 @@ def cast(x: Any, sharding: NamedSharding) -> Any:
         return x
     from plax.lax.shape import broadcast_in_dim_p
     previous = getattr(_override, "cast", None)
-    _override.cast = sharding
+    _override.cast = (sharding, x.ndim)
     casts_in_progress[0] += 1
     try:
         return broadcast_in_dim_p.bind(x, shape=tuple(x.shape),
@@ -492,7 +493,12 @@ def typed_result(prim, in_avals: Sequence, params: dict, out_aval):
     with several results. Raises :class:`ShardingTypeError` where JAX does, at trace time."""
     target = _cast_target()
     if target is not None and prim.name == "broadcast_in_dim":
-        return _with_sharding(out_aval, target)
+        sharding, rank = target
+        extra = len(out_aval.shape) - rank  # vmap's batch dimensions, put first: unsplit
+        if extra > 0:
+            dims = ((),) * extra + spec_dims(sharding.spec, rank)
+            sharding = NamedSharding(sharding.mesh, dims_spec(dims))
+        return _with_sharding(out_aval, sharding)
     if is_untyped():
         return out_aval
     shardings = [getattr(a, "sharding", None) for a in in_avals]
