@@ -14,7 +14,8 @@ import numpy as np
 from plax.debugger import breakpoint  # noqa: A004 (JAX's name)
 from plax.lax.callbacks import debug_callback as _debug_callback
 
-__all__ = ["breakpoint", "callback", "print", "visualize_array_sharding", "visualize_sharding"]
+__all__ = ["breakpoint", "callback", "print", "visualize_array_sharding", "visualize_sharding",
+           "inspect_array_sharding"]
 
 
 def callback(callback: Callable[..., Any], *args: Any, ordered: bool = False,
@@ -70,59 +71,64 @@ def print(fmt: str, *args: Any, ordered: bool = False, **kwargs: Any) -> None:
     _debug_callback(_print, *args, ordered=ordered, **kwargs)
 
 
-def _sharding_table(shape, sharding) -> str:
-    """The text table of :func:`visualize_array_sharding` for an array of ``shape``."""
-    shape = tuple(shape)
-    if len(shape) > 2:
-        raise ValueError(f"visualize_array_sharding shows arrays of rank 1 or 2, got shape {shape}")
-    shape2 = (1,) * (2 - len(shape)) + shape
-    cells: dict = {}
-    for device, index in sharding.devices_indices_map(shape).items():
-        index = (slice(None),) * (2 - len(shape)) + tuple(index)
-        key = []
-        for i, n in zip(index, shape2):
-            if isinstance(i, slice):
-                key.append(i.indices(n)[:2])
-            else:
-                key.append((i, i + 1))
-        cells.setdefault(tuple(key), []).append(device)
-    rows = sorted({k[0] for k in cells})
-    cols = sorted({k[1] for k in cells})
-
-    def label(devs) -> str:
-        kinds = sorted({d.platform.upper() for d in devs})
-        return f"{'/'.join(kinds)} {','.join(str(d.id) for d in sorted(devs, key=lambda d: d.id))}"
-
-    texts = {k: label(v) for k, v in cells.items()}
-    width = max(len(t) for t in texts.values()) + 4
-    sep = "+" + "+".join("-" * width for _ in cols) + "+"
-    lines = [sep]
-    for r in rows:
-        lines.append("|" + "|".join(texts.get((r, c), "").center(width) for c in cols) + "|")
-        lines.append(sep)
-    return "\n".join(lines)
-
-
 def visualize_array_sharding(arr: Any, *, use_color: bool = False, scale: float = 1.0,
                              min_width: int = 9, max_width: int = 80) -> None:
-    """Prints which device holds which block of a rank-1 or rank-2 array, as a text table
-    (one cell per block, naming the devices that hold it; replicated blocks list several).
+    """Prints which device holds which block of a rank-1 or rank-2 array, as the table JAX
+    0.10 prints (one cell per block, sized by the block, naming the devices that hold it;
+    see :mod:`plax.sharding_visualize`).
 
     Args:
       arr: a plax Array.
-      use_color, scale, min_width, max_width: accepted for JAX compatibility (plax prints
-        plain text, without ``rich``).
+      use_color: accepted for JAX compatibility (plax prints the table JAX prints on a
+        terminal without colours).
+      scale: the table's height in units of 10 lines.
+      min_width, max_width: the bounds of a cell's width, in columns.
 
     Example:
       >>> plax.debug.visualize_array_sharding(jnp.ones(4))
-      +---------+
-      |  CPU 0  |
-      +---------+
+      ┌───────┐
+      │ CPU 0 │
+      └───────┘
     """
-    builtins.print(_sharding_table(np.shape(arr), arr.sharding))
+    visualize_sharding(np.shape(arr), arr.sharding, use_color=use_color, scale=scale,
+                       min_width=min_width, max_width=max_width)
 
 
-def visualize_sharding(shape, sharding, **kwargs) -> None:
+def visualize_sharding(shape, sharding, *, use_color: bool = False, scale: float = 1.0,
+                       min_width: int = 9, max_width: int = 80, color_map=None) -> None:
     """Prints the table of :func:`visualize_array_sharding` for an array of ``shape`` placed
-    by ``sharding``."""
-    builtins.print(_sharding_table(tuple(shape), sharding))
+    by ``sharding`` (``color_map`` is accepted for JAX compatibility)."""
+    from plax.sharding_visualize import sharding_table
+    builtins.print(sharding_table(shape, sharding, scale=scale, min_width=min_width,
+                                  max_width=max_width))
+
+
+def inspect_array_sharding(value: Any, *, callback) -> None:
+    """Calls ``callback`` with the sharding of each array of the pytree ``value`` (JAX's
+    ``jax.debug.inspect_array_sharding``).
+
+    Eagerly the callback gets each array's ``.sharding``. Under a trace it gets the
+    explicit sharding of the traced value's type, when it has one, at trace time (JAX calls
+    it when the program is lowered, with the sharding its partitioner chose; plax's ``jit``
+    does not choose any other), and is not called for a value without one.
+
+    Args:
+      value: an array, or a pytree of arrays.
+      callback: ``callback(sharding)``, called once per array.
+
+    Returns:
+      None.
+
+    Example:
+      >>> plax.debug.inspect_array_sharding(jnp.ones(2), callback=builtins.print)
+      SingleDeviceSharding(device=CpuDevice(id=0))
+    """
+    from plax import tree_util
+    from plax.core.trace import Tracer
+    for leaf in tree_util.tree_leaves(value):
+        if isinstance(leaf, Tracer):
+            sharding = getattr(leaf.aval, "sharding", None)
+            if sharding is not None:
+                callback(sharding)
+        else:
+            callback(leaf.sharding)

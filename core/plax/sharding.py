@@ -852,17 +852,20 @@ def _padded(s: Sharding, ndim: int) -> Sharding:
     return s
 
 
-def _place_tree(xs: Any, shardings: Any, what: str, pad_spec: bool = False) -> Any:
+def _place_tree(xs: Any, shardings: Any, what: str, pad_spec: bool = False,
+                typed: bool = False) -> Any:
     """The one implementation of :func:`reshard` and ``lax.with_sharding_constraint``.
 
     ``shardings`` is a pytree prefix of ``xs`` whose leaves are Shardings or PartitionSpecs.
     Concrete leaves of ``xs`` are placed as their sharding says (a NamedSharding over one
-    device included: the result carries it); traced leaves are returned unchanged (plax's
-    ``jit`` does not partition).
+    device included: the result carries it). Traced leaves are returned unchanged (plax's
+    ``jit`` does not partition), except that with ``typed`` (``reshard``) a sharding over
+    an Explicit mesh becomes the traced value's type.
     """
     from plax import tree_util
     from plax.core.trace import Tracer
     from plax.device import _shard_leaf, device_put
+    from plax.sharding_types import cast
 
     leaves, treedef = tree_util.tree_flatten(xs)
     try:  # one target per leaf of xs (a sharding over an empty subtree applies to nothing)
@@ -882,7 +885,10 @@ def _place_tree(xs: Any, shardings: Any, what: str, pad_spec: bool = False) -> A
         if pad_spec:
             s = _padded(s, ndim)
         if isinstance(leaf, Tracer):
-            out.append(leaf)  # under jit/grad/vmap: plax does not partition, nothing to do
+            # under a trace an explicit sharding becomes the value's type; others do nothing
+            explicit = typed and isinstance(s, NamedSharding) and \
+                AxisType.Explicit in s.mesh.axis_types
+            out.append(cast(leaf, s) if explicit else leaf)
         elif isinstance(s, SingleDeviceSharding):
             out.append(device_put(leaf, s))
         else:
@@ -896,9 +902,9 @@ def reshard(xs: Any, out_shardings: Any) -> Any:
     Eagerly this is ``plax.device_put(x, NamedSharding(mesh, spec))`` for each leaf: the
     result is split over the sharding's devices and its ``.sharding`` is the given one (its
     spec padded with ``None`` to the array's rank, as JAX does). Under a transformation
-    (``jit``, ``grad``, ``vmap``, ...) it returns the traced values unchanged: plax's ``jit``
-    does not partition computations, so there is no sharding to change (operations on
-    sharded arrays are computed correctly on one device).
+    (``jit``, ``grad``, ``vmap``, ...) a sharding over an Explicit mesh becomes the traced
+    value's type (``jit(f)(x).sharding`` of an output is then that sharding, as in JAX);
+    other shardings leave traced values unchanged.
 
     Args:
       xs: an array, or a pytree of arrays (NumPy arrays and scalars are accepted).
@@ -923,7 +929,7 @@ def reshard(xs: Any, out_shardings: Any) -> Any:
       ...     reshard({"w": jnp.ones((2, 2))}, PartitionSpec("x"))["w"].sharding.spec
       P('x', None)
     """
-    return _place_tree(xs, out_shardings, "reshard out_shardings", pad_spec=True)
+    return _place_tree(xs, out_shardings, "reshard out_shardings", pad_spec=True, typed=True)
 
 
 def _decorator_mesh(axes: str | tuple | None, shardings: Any, caller: str) -> Mesh | None:
@@ -1065,7 +1071,26 @@ def explicit_axes(f: Callable | None = None, /, *, axes: str | tuple[str, ...] |
     return wrapped
 
 
-__all__ = ["Sharding", "SingleDeviceSharding", "NamedSharding", "IndexMapSharding", "Mesh",
+def make_single_device_sharding(device, *, memory_kind: str | None = None
+                                ) -> SingleDeviceSharding:
+    """The sharding of an array held whole by ``device`` (JAX's
+    ``jax.sharding.make_single_device_sharding``).
+
+    Args:
+      device: a plax Device.
+      memory_kind: accepted for JAX compatibility.
+
+    Returns:
+      ``SingleDeviceSharding(device)``.
+
+    Example:
+      >>> make_single_device_sharding(plax.devices()[0])
+      SingleDeviceSharding(device=CpuDevice(id=0))
+    """
+    return SingleDeviceSharding(device, memory_kind=memory_kind)
+
+
+__all__ = ["Sharding", "SingleDeviceSharding", "make_single_device_sharding", "NamedSharding", "IndexMapSharding", "Mesh",
            "PartitionSpec", "P", "Shard", "make_mesh", "index_shape", "PositionalSharding",
            "get_mesh", "get_abstract_mesh", "AbstractMesh", "use_mesh", "set_mesh", "AxisType",
            "reshard",

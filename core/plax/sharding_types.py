@@ -11,13 +11,19 @@ by a *sharding rule* (this module), as JAX does:
 * reductions drop the reduced dimensions' entries; ``transpose`` permutes them;
   ``broadcast_in_dim`` maps them to the new positions; ``reshape`` merges or splits them;
 * ``dot_general`` keeps the batch and free dimensions' entries, and refuses contracting
-  dimensions that are split unless ``out_sharding=`` says what the result is.
+  dimensions split on both sides unless ``out_sharding=`` says what the result is;
+* ``sort``, ``top_k`` and the cumulative reductions need their axis unsplit;
+* slicing, gathers and scatters follow :mod:`plax.sharding_indexing`.
+
+:func:`cast` gives a value a sharding (``reshard``): eagerly it places the array, under a
+trace it types it. The backward pass casts each cotangent to its primal's sharding.
 
 Eagerly, an operation whose rule keeps every device's block local (elementwise operations,
-transposes, reductions over unsplit dimensions) runs on each device on that device's
-buffers: nothing is gathered. Other operations gather their operands on the first device,
-compute there, and place the result as its sharding says (values are exact either way).
-Under ``jit`` the input types carry their shardings; the traced body is computed unsplit.
+transposes, reductions over unsplit dimensions, sorts and scans along unsplit axes) runs on
+each device on that device's buffers: nothing is gathered. Other operations gather their
+operands on the first device, compute there, and place the result as its sharding says
+(values are exact either way). Under ``jit`` the input types carry their shardings; a
+blockwise program runs on every device (:mod:`plax.sharding_spmd`), others on one.
 
 The eager hook (:func:`apply_sharded`) is reached only when an operand is held by several
 devices under a NamedSharding, so programs that never build a mesh pay nothing; the
@@ -91,6 +97,52 @@ def explicit_sharding(x: Any) -> NamedSharding | None:
     return None
 
 
+def type_dims(aval) -> Dims:
+    """The Explicit mesh axes of each dimension of ``aval``'s type (all ``()`` when it has
+    no explicit sharding): what type equality compares."""
+    s = explicit_sharding(aval)
+    if s is None:
+        return ((),) * len(aval.shape)
+    explicit = set(s.mesh.explicit_axes)
+    return tuple(tuple(a for a in names if a in explicit)
+                 for names in spec_dims(s.spec, len(aval.shape)))
+
+
+def check_scanned_unsplit(avals: Sequence) -> None:
+    """JAX's ValueError for a ``scan`` over an axis that is split over devices."""
+    for aval in avals:
+        s = explicit_sharding(aval)
+        if s is not None and aval.shape and spec_dims(s.spec, len(aval.shape))[0]:
+            raise ValueError("0th dimension of all xs should be replicated. Got "
+                             f"{dims_spec(spec_dims(s.spec, len(aval.shape)))!r}")
+
+
+def scanned_slice_sharding(aval) -> NamedSharding:
+    """The sharding of one slice ``x[i]`` of a scanned ``x`` (its leading axis unsplit)."""
+    s = aval.sharding
+    return NamedSharding(s.mesh, dims_spec(spec_dims(s.spec, len(aval.shape))[1:]))
+
+
+def stacked_sharding(aval) -> NamedSharding:
+    """The sharding of a scan's stacked output of per-step values of type ``aval``."""
+    s = aval.sharding
+    return NamedSharding(s.mesh, dims_spec(((),) + spec_dims(s.spec, len(aval.shape))))
+
+
+def check_replicated(aval, name: str) -> None:
+    """JAX's error for a cumulative reduction over a flattened input that is split."""
+    if any(type_dims(aval)):
+        raise ShardingTypeError(
+            f"The input should be fully replicated when axis is not specified to {name}. Got "
+            f"input type={aval.dtype.name}[{sharded_dims_str(aval.shape, aval.sharding)}]")
+
+
+def explicit_type(x: Any) -> NamedSharding | None:
+    """The explicit sharding in the type of ``x`` (an array or a tracer), else None."""
+    aval = getattr(x, "aval", None)
+    return explicit_sharding(aval) if aval is not None else None
+
+
 # ------------------------------------------------------------------ out_sharding= of dot
 
 _override = threading.local()
@@ -133,6 +185,92 @@ def with_out_sharding(compute: Callable[[], Any], out_sharding: Any) -> Any:
     with dot_out_sharding(spec if isinstance(spec, PartitionSpec) else None):
         out = compute()
     return reshard(out, out_sharding)
+
+
+# ------------------------------------------------------------------ casts and untyped work
+
+def _cast_target() -> tuple | None:
+    """``(sharding, rank of the value cast)`` while a :func:`cast` is staged, else None."""
+    return getattr(_override, "cast", None)
+
+
+#: how many :func:`cast` calls are staging now, in any thread: a cheap test for the staging
+#: trace before it asks :func:`casting` about its own thread
+casts_in_progress = [0]
+
+
+def casting() -> bool:
+    """Whether a :func:`cast` is being staged in this thread (the staging trace then types
+    the equation it records even when its operand has no sharding)."""
+    return getattr(_override, "cast", None) is not None
+
+
+def cast(x: Any, sharding: NamedSharding) -> Any:
+    """``x`` with the explicit sharding ``sharding``: what ``reshard`` means in a type.
+
+    Eagerly the array is placed as ``sharding`` says (nothing moves when it already is).
+    Under a trace one identity ``broadcast_in_dim`` is staged whose result has that sharding
+    in its type (JAX stages a ``reshard`` equation; plax reuses a primitive every backend
+    runs, so compiled programs need nothing new).
+
+    Args:
+      x: an array or a tracer.
+      sharding: a NamedSharding whose mesh has an Explicit axis.
+
+    Returns:
+      ``x`` typed (and, eagerly, placed) as ``sharding``.
+
+    Example:
+      >>> mesh = plax.make_mesh((1,), ("x",))
+      >>> cast(jnp.ones(4), NamedSharding(mesh, PartitionSpec("x"))).sharding.spec
+      P('x',)
+    """
+    from plax.core.trace import Tracer
+    if not isinstance(x, Tracer):
+        if explicit_sharding(x) == sharding:
+            return x
+        from plax.device import _shard_leaf
+        return _shard_leaf(x, sharding)
+    if getattr(x.aval, "sharding", None) == sharding:
+        return x
+    from plax.lax.shape import broadcast_in_dim_p
+    previous = getattr(_override, "cast", None)
+    _override.cast = (sharding, x.ndim)
+    casts_in_progress[0] += 1
+    try:
+        return broadcast_in_dim_p.bind(x, shape=tuple(x.shape),
+                                       broadcast_dimensions=tuple(range(x.ndim)))
+    finally:
+        casts_in_progress[0] -= 1
+        _override.cast = previous
+
+
+def typed_like(x: Any, like: Any) -> Any:
+    """``x`` cast to the explicit sharding of ``like`` (an array, a tracer or an aval), or
+    ``x`` itself when ``like`` has none: how a cotangent keeps its primal's sharding."""
+    s = getattr(like, "sharding", None)
+    if not isinstance(s, NamedSharding) or AxisType.Explicit not in s.mesh.axis_types:
+        return x
+    if getattr(getattr(x, "aval", None), "sharding", None) == s:
+        return x
+    return cast(x, s)
+
+
+@contextlib.contextmanager
+def untyped():
+    """While active, operations on explicitly sharded values compute as on unsharded ones
+    (eagerly on one device, traced without sharded types): for a jnp function that computes
+    its result one way and types it as JAX does with :func:`cast` (``.at[]`` updates)."""
+    previous = getattr(_override, "untyped", False)
+    _override.untyped = True
+    try:
+        yield
+    finally:
+        _override.untyped = previous
+
+
+def is_untyped() -> bool:
+    return getattr(_override, "untyped", False)
 
 
 # ------------------------------------------------------------------ the rules
@@ -236,7 +374,14 @@ def _dot_general(prim, in_dims, in_avals, params) -> Dims:
         return spec_dims(override, ndim)
     l_spec = tuple(_entry(lhs[k]) for k in lc)
     r_spec = tuple(_entry(rhs[k]) for k in rc)
-    if any(lhs[k] for k in lc) or any(rhs[k] for k in rc):
+    for a, b in zip(lc, rc):
+        if lhs[a] and rhs[b] and lhs[a] != rhs[b]:
+            raise ShardingTypeError(
+                "dot_general requires contracting dimensions to have consistent sharding, "
+                f"got {l_spec} and {r_spec}.")
+    # one operand split along a contracting dimension: each device sums its part and the
+    # partial sums are added (JAX's rule); both split: ambiguous
+    if any(lhs[a] and rhs[b] for a, b in zip(lc, rc)):
         raise ShardingTypeError(
             "Contracting dimensions are sharded and it is ambiguous how the output should be "
             "sharded. Please specify the output sharding via the `out_sharding` parameter. "
@@ -279,21 +424,30 @@ def _cumulative(prim, in_dims, in_avals, params) -> Dims:
     return in_dims[0]
 
 
-def _slice(prim, in_dims, in_avals, params) -> Dims:
-    """A static slice keeps each dimension's axes where the sliced size still divides
-    evenly over them (``lax.slice`` of ``8@X`` to 4 rows is ``4@X``, as JAX); otherwise the
-    dimension becomes unsplit (plax's choice where JAX's indexing asks for out_sharding=)."""
-    mesh_sizes = in_avals[0].sharding.mesh.shape if getattr(in_avals[0], "sharding", None) \
-        is not None else {}
-    out = []
-    for k, names in enumerate(in_dims[0]):
-        n = len(range(params["start_indices"][k], params["limit_indices"][k],
-                      (params.get("strides") or (1,) * len(in_dims[0]))[k]))
-        parts = 1
-        for a in names:
-            parts *= mesh_sizes.get(a, 1)
-        out.append(names if n % parts == 0 else ())
-    return tuple(out)
+def _sort(prim, in_dims, in_avals, params) -> list:
+    """Every operand unsplit along the sorted dimension (JAX's error otherwise); the
+    results are split as the operands' common spec."""
+    dim = params["dimension"]
+    for dims, aval in zip(in_dims, in_avals):
+        if dims[dim]:
+            raise ShardingTypeError(
+                "Arguments to sort must be unsharded over the sorting dimension. Got arg "
+                f"sharding=NamedSharding(mesh={aval.sharding.mesh.abstract_mesh!r}, "
+                f"spec={aval.sharding.spec!r}) and sorting dimension={dim}")
+    common = _elementwise(prim, in_dims, in_avals, params)
+    return [common] * len(in_avals)
+
+
+def _top_k(prim, in_dims, in_avals, params) -> list:
+    axis = params.get("axis", len(in_dims[0]) - 1)
+    axis = axis % len(in_dims[0]) if in_dims[0] else 0
+    if in_dims[0] and in_dims[0][axis]:
+        aval = in_avals[0]
+        raise ShardingTypeError(
+            "The input should be unsharded over the axis along which to compute the top_k "
+            f"values. Got input type={aval.dtype.name}[{sharded_dims_str(aval.shape, aval.sharding)}]"
+            f" and axis={axis}")
+    return [in_dims[0], in_dims[0]]
 
 
 def _concatenate(prim, in_dims, in_avals, params) -> Dims:
@@ -307,7 +461,9 @@ for _name in ("argmax", "argmin"):
 for _name in ("cumsum", "cumprod", "cummax", "cummin", "cumlogsumexp"):
     _rules[_name] = _cumulative
 _rules["expand_dims"] = _expand_dims
-_rules["slice"] = _slice
+_rules["sort"] = _sort
+_rules["top_k"] = _top_k
+_ALONG_UNSPLIT_AXIS = (_cumulative, _sort, _top_k)
 _rules["concatenate"] = _concatenate
 _rules["broadcast_in_dim"] = _broadcast_in_dim
 _rules["squeeze"] = _squeeze
@@ -333,10 +489,24 @@ def _rule_for(prim) -> Callable | None:
 def typed_result(prim, in_avals: Sequence, params: dict, out_aval):
     """``out_aval`` annotated with the sharding ``prim``'s rule gives it, for a traced
     equation some of whose operands have sharded types (what ``make_jaxpr`` prints as
-    ``f32[8@X,4]``). Raises :class:`ShardingTypeError` where JAX does, at trace time."""
+    ``f32[8@X,4]``), or that a :func:`cast` stages. ``out_aval`` is a list for a primitive
+    with several results. Raises :class:`ShardingTypeError` where JAX does, at trace time."""
+    target = _cast_target()
+    if target is not None and prim.name == "broadcast_in_dim":
+        sharding, rank = target
+        extra = len(out_aval.shape) - rank  # vmap's batch dimensions, put first: unsplit
+        if extra > 0:
+            dims = ((),) * extra + spec_dims(sharding.spec, rank)
+            sharding = NamedSharding(sharding.mesh, dims_spec(dims))
+        return _with_sharding(out_aval, sharding)
+    if is_untyped():
+        return out_aval
     shardings = [getattr(a, "sharding", None) for a in in_avals]
-    mesh = next(s.mesh for s in shardings if s is not None)
-    if any(s is not None and s.mesh != mesh for s in shardings):
+    present = [s for s in shardings if s is not None]
+    if not present:
+        return out_aval
+    mesh = present[0].mesh
+    if any(s.mesh != mesh for s in present):
         raise ValueError(f"{prim.name}: operands are sharded over different meshes; reshard "
                          "them onto one mesh first")
     rule = _rule_for(prim)
@@ -344,10 +514,16 @@ def typed_result(prim, in_avals: Sequence, params: dict, out_aval):
         return out_aval  # no rule: the result's type has no sharding
     in_dims = [spec_dims(s.spec, len(a.shape)) if s is not None else ((),) * len(a.shape)
                for s, a in zip(shardings, in_avals)]
-    sharding = NamedSharding(mesh, dims_spec(rule(prim, in_dims, in_avals, params)))
+    out_dims = rule(prim, in_dims, in_avals, params)
+    if prim.multiple_results:
+        return [_with_sharding(a, NamedSharding(mesh, dims_spec(d)))
+                for a, d in zip(out_aval, out_dims)]
+    return _with_sharding(out_aval, NamedSharding(mesh, dims_spec(out_dims)))
+
+
+def _with_sharding(aval, sharding):
     from plax.core.shaped_array import ShapedArray
-    return ShapedArray(out_aval.shape, out_aval.dtype, out_aval.weak_type, out_aval.vma,
-                       sharding)
+    return ShapedArray(aval.shape, aval.dtype, aval.weak_type, aval.vma, sharding)
 
 
 # ------------------------------------------------------------------ eager execution
@@ -355,7 +531,13 @@ def typed_result(prim, in_avals: Sequence, params: dict, out_aval):
 def apply_sharded(prim, args: list, params: dict):
     """Runs ``prim`` eagerly on operands of which some are explicitly sharded; returns the
     result with its propagated sharding, or NotImplemented when no rule covers ``prim``
-    (the caller then computes it on one device, as for any array on several devices)."""
+    (the caller then computes it on one device, as for any array on several devices).
+
+    A primitive without a rule whose result types carry shardings all the same (``cond``,
+    ``scan``, ``while``: their bodies were traced with the operands' sharded types) is
+    computed on one device and placed as those types say."""
+    if is_untyped():
+        return NotImplemented
     shardings = [explicit_sharding(a) for a in args]
     mesh = None
     for s in shardings:
@@ -365,29 +547,64 @@ def apply_sharded(prim, args: list, params: dict):
             raise ValueError(f"{prim.name}: operands are sharded over different meshes "
                              f"{mesh!r} and {s.mesh!r}; reshard them onto one mesh first")
         mesh = s.mesh
-    rule = _rule_for(prim) if mesh is not None else None
-    if rule is None or prim.multiple_results or (rule is _reduction and "axes" not in params):
+    if mesh is None:
         return NotImplemented
+    rule = _rule_for(prim)
     avals = [a.aval for a in args]
+    out_avals = prim.abstract_eval_cached(tuple(avals), params)
+    if rule is None or (rule is _reduction and "axes" not in params):
+        return _placed_as_typed(prim, args, params, out_avals)
     in_dims = [spec_dims(s.spec, len(a.shape)) if s is not None else ((),) * len(a.shape)
                for s, a in zip(shardings, avals)]
-    out_aval = prim.abstract_eval_cached(tuple(avals), params)
     out_dims = rule(prim, in_dims, avals, params)
-    sharding = NamedSharding(mesh, dims_spec(out_dims))
-    try:
-        indices = sharding.devices_indices_map(out_aval.shape)
-    except ValueError as err:
-        raise ShardingTypeError(f"{prim.name}: the result {out_aval.str_short()} cannot be "
-                                f"sharded as {sharding.spec!r}: {err}") from None
-    local = _local_operands(prim, rule, args, in_dims, out_dims, indices, params)
+    many = prim.multiple_results
+    outs = list(zip(out_avals, out_dims)) if many else [(out_avals, out_dims)]
+    indices, typed = None, []
+    for aval, dims in outs:
+        sharding = NamedSharding(mesh, dims_spec(dims))
+        try:
+            idx = sharding.devices_indices_map(aval.shape)
+        except ValueError as err:
+            raise ShardingTypeError(f"{prim.name}: the result {aval.str_short()} cannot be "
+                                    f"sharded as {sharding.spec!r}: {err}") from None
+        indices = idx if indices is None else indices
+        typed.append((aval, sharding, idx))
+    local = _local_operands(prim, rule, args, in_dims, out_dims if not many else out_dims[0],
+                            indices, params)
+    from plax.array import from_device_buffers
     if local is not None:
         from plax.dispatch import kernel
-        bufs = {d: kernel(d, prim)(*ops, **params) for d, ops in local.items()}
+        per_device = {d: kernel(d, prim)(*ops, **params) for d, ops in local.items()}
+        bufs = [{d: (b[k] if many else b) for d, b in per_device.items()}
+                for k in range(len(typed))]
     else:
-        bufs = _computed_then_split(prim, args, params, out_aval, indices)
-    from plax.array import from_device_buffers
-    return from_device_buffers(out_aval.shape, out_aval.dtype, sharding, bufs,
-                               weak_type=out_aval.weak_type)
+        bufs = _computed_then_split(prim, args, params, [t[0] for t in typed],
+                                    [t[2] for t in typed])
+    results = [from_device_buffers(aval.shape, aval.dtype, sharding, b,
+                                   weak_type=aval.weak_type)
+               for (aval, sharding, _), b in zip(typed, bufs)]
+    return results if many else results[0]
+
+
+def _placed_as_typed(prim, args, params, out_avals):
+    """The result of a primitive without a rule, computed on one device, placed as its
+    types' explicit shardings say (NotImplemented when no result type has one)."""
+    many = prim.multiple_results
+    avals = list(out_avals) if many else [out_avals]
+    if not any(explicit_sharding(a) is not None for a in avals):
+        return NotImplemented
+    from plax.array import Array
+    from plax.device import _shard_leaf
+    from plax.dispatch import kernel
+    first = next(a for a in args if explicit_sharding(a) is not None)._device
+    outs = kernel(first, prim)(*[a._buffer_on(first) for a in args], **params)
+    outs = list(outs) if many else [outs]
+    results = []
+    for buf, aval in zip(outs, avals):
+        arr = Array._new(buf, _with_sharding(aval, None), first, True)
+        s = explicit_sharding(aval)
+        results.append(arr if s is None else _shard_leaf(arr, s))
+    return results if many else results[0]
 
 
 def _local_operands(prim, rule, args, in_dims, out_dims, indices, params) -> dict | None:
@@ -400,6 +617,9 @@ def _local_operands(prim, rule, args, in_dims, out_dims, indices, params) -> dic
     elif rule is _reduction:
         if any(in_dims[0][k] for k in params["axes"]):
             return None  # a split reduced dimension needs the other devices' partial results
+    elif rule in _ALONG_UNSPLIT_AXIS:
+        if any(d != tuple(out_dims) for d in in_dims):
+            return None  # an operand split otherwise than the result: its blocks differ
     else:
         return None
     out = {}
@@ -466,13 +686,20 @@ def _cut(buf, device, shape, have: tuple, want: tuple):
                                    limit_indices=tuple(limits), strides=None)
 
 
-def _computed_then_split(prim, args, params, out_aval, indices) -> dict:
-    """The result computed on the first device from the gathered operands, then each
-    device's block of it moved there."""
+def _computed_then_split(prim, args, params, out_avals: list, indices: list) -> list:
+    """The results computed on the first device from the gathered operands, then each
+    device's block of each moved there (one ``{device: buffer}`` per result)."""
     from plax.device import move_buffer
     from plax.dispatch import kernel
-    first = next(iter(indices))
-    whole = kernel(first, prim)(*[a._buffer_on(first) for a in args], **params)
-    full = (slice(None),) * len(out_aval.shape)
-    return {d: move_buffer(_cut(whole, first, out_aval.shape, full, idx), first, d)
-            for d, idx in indices.items()}
+    first = next(iter(indices[0]))
+    wholes = kernel(first, prim)(*[a._buffer_on(first) for a in args], **params)
+    wholes = list(wholes) if prim.multiple_results else [wholes]
+    out = []
+    for whole, aval, idx_map in zip(wholes, out_avals, indices):
+        full = (slice(None),) * len(aval.shape)
+        out.append({d: move_buffer(_cut(whole, first, aval.shape, full, idx), first, d)
+                    for d, idx in idx_map.items()})
+    return out
+
+
+from plax import sharding_indexing  # noqa: E402,F401  (registers the indexing rules)

@@ -1,6 +1,8 @@
 """Printing jaxprs as JAX 0.10 does (``make_jaxpr`` output, ``jit[name=f jaxpr={ ... }]``)."""
 from __future__ import annotations
 
+import re
+
 from typing import Any
 
 import numpy as np
@@ -19,10 +21,11 @@ WIDTH = 80
 
 
 class _Text:
-    __slots__ = ("text",)
+    __slots__ = ("text", "width")
 
-    def __init__(self, text: str):
+    def __init__(self, text: str, width: int | None = None):
         self.text = text
+        self.width = len(text) if width is None else width  # the columns it counts for
 
 
 class _Break:
@@ -68,7 +71,7 @@ def _fits(width: int, items: list) -> bool:
             return False
         indent, flat, doc = stack.pop()
         if isinstance(doc, _Text):
-            width -= len(doc.text)
+            width -= doc.width
         elif isinstance(doc, _Break):
             if not flat:
                 return True
@@ -90,7 +93,7 @@ def _layout(doc, width: int = WIDTH) -> str:
         indent, flat, d = stack.pop()
         if isinstance(d, _Text):
             out.append(d.text)
-            col += len(d.text)
+            col += d.width
         elif isinstance(d, _Break):
             if flat:
                 out.append(d.text)
@@ -247,8 +250,19 @@ def _param_doc(value: Any, namer: _Namer):
     return _Text(str(value))
 
 
+def _binder(v, namer: _Namer) -> _Text:
+    text = f"{namer(v)}:{v.aval.str_short()}"
+    if getattr(v.aval, "sharding", None) is None:
+        return _Text(text)
+    # JAX lays a sharded type out as wide as the unsharded one (``f32[8@X,4]`` as ``f32[8,4]``)
+    return _Text(text, len(text) - sum(len(m) for m in _SHARDING_IN_TYPE.findall(text)))
+
+
+_SHARDING_IN_TYPE = re.compile(r"@(?:\([^)]*\)|[^,\]]+)")
+
+
 def _vars_doc(vs, namer: _Namer, binders: bool, sep: str = ""):
-    items = [_Text(f"{namer(v)}:{v.aval.str_short()}" if binders else namer(v)) for v in vs]
+    items = [_binder(v, namer) if binders else _Text(namer(v)) for v in vs]
     return _Nest(2, _Group(_join([_Text(sep), _Group(_Break())], items)))
 
 

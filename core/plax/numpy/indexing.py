@@ -24,6 +24,8 @@ from plax import dtypes, errors, lax
 from plax.array import Array
 from plax.core.trace import Tracer, get_aval
 from plax.lax.slicing import GatherDimensionNumbers, GatherScatterMode, ScatterDimensionNumbers
+from plax.sharding_indexing import index_typed
+from plax.sharding_types import explicit_type, is_untyped, with_out_sharding
 
 
 class NonConcreteBooleanIndexError(IndexError, TypeError):
@@ -176,6 +178,15 @@ def getitem(x, idx, *, mode=None, fill_value=None, ints_as_arrays: bool = False)
     from plax.numpy.creation import asarray
     x = asarray(x)
     entries = _normalize_entries(get_aval(x).shape, idx)
+    sharding = explicit_type(x)
+    if sharding is not None and not is_untyped():
+        # explicit sharding: JAX's errors and types (the read itself is the same)
+        return index_typed(lambda: _read(x, entries, mode, fill_value, ints_as_arrays),
+                           x, entries, sharding, update=False)
+    return _read(x, entries, mode, fill_value, ints_as_arrays)
+
+
+def _read(x, entries, mode, fill_value, ints_as_arrays):
     if any(e[0] == "bool" for e in entries):
         x, entries = _bools_as_arrays(x, entries)
     if mode is not None and GatherScatterMode.from_any(mode) == GatherScatterMode.FILL_OR_DROP:
@@ -404,6 +415,13 @@ def scatter_update(x, idx, y, op: str, *, indices_are_sorted=False, unique_indic
     from plax.numpy.creation import asarray
     x = asarray(x)
     aval = get_aval(x)
+    sharding = explicit_type(x)
+    if sharding is not None and not is_untyped():  # explicit sharding: typed as JAX types it
+        return index_typed(lambda: scatter_update(x, idx, y, op,
+                                                  indices_are_sorted=indices_are_sorted,
+                                                  unique_indices=unique_indices, mode=mode),
+                           x, _normalize_entries(aval.shape, idx), sharding, update=True,
+                           values=y)
     if op not in _SCATTERS:
         raise ValueError(f"unknown .at[] update {op!r}; expected one of {sorted(_SCATTERS)}")
     if isinstance(y, (list, tuple)):
@@ -573,6 +591,12 @@ def _update_region(x, region, y, op):
     return lax.dynamic_update_slice(x, y, [np.int32(s) for s in starts])
 
 
+def _untyped_with(compute, out_sharding):
+    from plax.sharding_types import untyped
+    with untyped():
+        return with_out_sharding(compute, out_sharding)
+
+
 class _IndexUpdateHelper:
     """The object behind ``x.at``: ``x.at[idx]`` returns an :class:`_IndexUpdateRef`."""
 
@@ -605,18 +629,29 @@ class _IndexUpdateRef:
     def __repr__(self) -> str:
         return f"_IndexUpdateRef({self.array!r}, {self.index!r})"
 
-    def get(self, *, indices_are_sorted=False, unique_indices=False, mode=None, fill_value=None):
-        """``x[idx]``; ``mode="fill"`` returns ``fill_value`` for out-of-bounds indices."""
+    def get(self, *, indices_are_sorted=False, unique_indices=False, mode=None, fill_value=None,
+            out_sharding=None):
+        """``x[idx]``; ``mode="fill"`` returns ``fill_value`` for out-of-bounds indices;
+        ``out_sharding=`` (explicit sharding) says how the result is split."""
+        if out_sharding is not None:
+            return _untyped_with(lambda: self.get(mode=mode, fill_value=fill_value),
+                                 out_sharding)
         return getitem(self.array, self.index, mode=mode, fill_value=fill_value)
 
-    def set(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None):
+    def set(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
+            out_sharding=None):
         """``x[idx] = values``, as a new array."""
+        if out_sharding is not None:  # explicit sharding: how the result is split
+            return _untyped_with(lambda: self.set(values, mode=mode), out_sharding)
         return scatter_update(self.array, self.index, values, "set",
                               indices_are_sorted=indices_are_sorted,
                               unique_indices=unique_indices, mode=mode)
 
-    def add(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None):
+    def add(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
+            out_sharding=None):
         """``x[idx] += values`` (repeated indices accumulate), as a new array."""
+        if out_sharding is not None:  # explicit sharding: how the result is split
+            return _untyped_with(lambda: self.add(values, mode=mode), out_sharding)
         return scatter_update(self.array, self.index, values, "add",
                               indices_are_sorted=indices_are_sorted,
                               unique_indices=unique_indices, mode=mode)
@@ -626,8 +661,11 @@ class _IndexUpdateRef:
         from plax.numpy.ufuncs import negative
         return self.add(negative(values), **kwargs)
 
-    def multiply(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None):
+    def multiply(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
+            out_sharding=None):
         """``x[idx] *= values``, as a new array."""
+        if out_sharding is not None:  # explicit sharding: how the result is split
+            return _untyped_with(lambda: self.multiply(values, mode=mode), out_sharding)
         return scatter_update(self.array, self.index, values, "multiply",
                               indices_are_sorted=indices_are_sorted,
                               unique_indices=unique_indices, mode=mode)
@@ -653,14 +691,20 @@ class _IndexUpdateRef:
                                   unique_indices=unique_indices, mode=mode)
         return power(self.array, exponent)
 
-    def min(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None):
+    def min(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
+            out_sharding=None):
         """``x[idx] = minimum(x[idx], values)``, as a new array."""
+        if out_sharding is not None:  # explicit sharding: how the result is split
+            return _untyped_with(lambda: self.min(values, mode=mode), out_sharding)
         return scatter_update(self.array, self.index, values, "min",
                               indices_are_sorted=indices_are_sorted,
                               unique_indices=unique_indices, mode=mode)
 
-    def max(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None):
+    def max(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
+            out_sharding=None):
         """``x[idx] = maximum(x[idx], values)``, as a new array."""
+        if out_sharding is not None:  # explicit sharding: how the result is split
+            return _untyped_with(lambda: self.max(values, mode=mode), out_sharding)
         return scatter_update(self.array, self.index, values, "max",
                               indices_are_sorted=indices_are_sorted,
                               unique_indices=unique_indices, mode=mode)

@@ -261,6 +261,9 @@ def _cumulative(name, fn, a, axis, dtype, promote):
     a = asarray_weak(a)
     aval = get_aval(a)
     if axis is None:
+        if aval.sharding is not None:  # explicit sharding: JAX's error for a split input
+            from plax.sharding_types import check_replicated
+            check_replicated(aval, name)
         a = lax.reshape(a, (aval.size,))
         axis = 0
     from plax.numpy.util import canonicalize_axis

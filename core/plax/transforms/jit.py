@@ -381,10 +381,12 @@ class JitFunction:
         avals = []
         all_arrays = True
         has_refs = False
+        multi = False  # an argument of another Array kind (sharded, pending)
         for i, x in enumerate(leaves):
             if isinstance(x, Array):  # sharded and pending arrays too (not the fast path's)
                 if type(x) is not Array:
                     all_arrays = False
+                    multi = True
                 avals.append(x.aval)
                 if x._committed:
                     if committed and x._device != device:
@@ -421,6 +423,12 @@ class JitFunction:
             static_key = tuple([(type(args[i]), args[i]) for i in nums])
             fast_tree = _tree_flatten(tuple([a for i, a in enumerate(args) if i not in nums]))[1]
             self._fast_cache[(fast_tree, tuple(avals), static_key, id(device), flags)] = entry
+        if multi and not entry.float0_outputs:
+            # explicit sharding: a blockwise program runs on every device on its own blocks
+            from plax.sharding_spmd import run_partitioned
+            parts = run_partitioned(entry.closed, leaves, entry.backend)
+            if parts is not None:
+                return _tree_unflatten(entry.out_tree, parts)
         bufs, lent = _lend_buffers(leaves, device, avals)
         outs = _unlent_outputs(entry.executable(*entry.const_bufs, *bufs), lent)
         if entry.float0_outputs:

@@ -19,6 +19,7 @@ from plax.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var
 from plax.core.source_info import capturing as _source_capturing
 from plax.core.shaped_array import ShapedArray
 from plax.core.trace import DebugInfo, Trace, Tracer, get_aval, new_main, staged_inputs
+from plax.sharding_types import casting as _casting, casts_in_progress as _casts, typed_result
 from plax.state.types import Ref
 
 
@@ -148,9 +149,9 @@ class JaxprTrace(Trace):
             if vma is not None:
                 avals_out = ([a.update(vma=vma) for a in avals_out]
                              if primitive.multiple_results else avals_out.update(vma=vma))
-        if not primitive.multiple_results and \
+        # explicit sharding in types: a sharded operand, or a cast being staged
+        if (_casts[0] and _casting()) or \
                 any(getattr(a, "sharding", None) is not None for a in in_avals):
-            from plax.sharding_types import typed_result  # explicit sharding in types
             avals_out = typed_result(primitive, in_avals, params, avals_out)
         if primitive.multiple_results:
             outs = [self.new_arg(a) for a in avals_out]
@@ -282,8 +283,9 @@ def abstractify(x: Any) -> ShapedArray:
     if isinstance(aval, ShapedArray):
         return aval
     if hasattr(x, "shape") and hasattr(x, "dtype") and not isinstance(x, (np.ndarray, np.generic)):
+        from plax.sharding_types import explicit_sharding  # a ShapeDtypeStruct's sharding
         return ShapedArray(tuple(x.shape), dtypes.canonicalize_dtype(x.dtype),
-                           bool(getattr(x, "weak_type", False)))
+                           bool(getattr(x, "weak_type", False)), sharding=explicit_sharding(x))
     if isinstance(x, (np.ndarray, np.generic, bool, int, float, complex)):
         dt, weak = dtypes.dtype_and_weak_type(x)
         return ShapedArray(np.shape(x), dt, weak)

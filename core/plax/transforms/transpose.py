@@ -66,6 +66,9 @@ def backward_pass(jaxpr: Jaxpr, consts: Sequence[Any], cts_out: Sequence[Any]) -
             return
         if typed:  # the transpose of an implicit broadcast of an invariant value: a sum
             ct = _varying.reduce_cotangent(ct, v.aval)
+        if getattr(v.aval, "sharding", None) is not None:  # explicit sharding: typed as primal
+            from plax.sharding_types import typed_like
+            ct = typed_like(ct, v.aval)
         ct_env[v] = add_tangents(ct_env[v], ct) if v in ct_env else ct
 
     for v, ct in zip(jaxpr.outvars, cts_out):

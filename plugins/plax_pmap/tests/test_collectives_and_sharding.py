@@ -354,7 +354,7 @@ def test_visualize_array_sharding_prints_a_table():
     buf = io.StringIO()
     with contextlib.redirect_stdout(buf):
         plax.debug.visualize_array_sharding(jnp.ones((2, 2)))
-    assert "CPU 0" in buf.getvalue() and buf.getvalue().startswith("+")
+    assert "CPU 0" in buf.getvalue() and buf.getvalue().startswith("┌")  # JAX's box
 
 
 # ------------------------------------------------------------------ without the plugin

@@ -102,13 +102,22 @@ def is_inexact_aval(aval: ShapedArray) -> bool:
 
 
 def same_type(a: ShapedArray, b: ShapedArray) -> bool:
-    """Equal shape and dtype (weak types may differ: they are joined)."""
-    return a.shape == b.shape and a.dtype == b.dtype
+    """Equal shape and dtype (weak types may differ: they are joined), and equal explicit
+    shardings where either has one."""
+    return a.shape == b.shape and a.dtype == b.dtype and (
+        getattr(a, "sharding", None) is getattr(b, "sharding", None) or same_sharding(a, b))
+
+
+def same_sharding(a: ShapedArray, b: ShapedArray) -> bool:
+    """Whether two types are split alike over Explicit mesh axes (no sharding: unsplit)."""
+    from plax.sharding_types import type_dims
+    return type_dims(a) == type_dims(b)
 
 
 def long_str(a: ShapedArray) -> str:
-    """A type as JAX's messages write it: ``float32[3,2]``."""
-    return f"{a.dtype.name}[{','.join(map(str, a.shape))}]"
+    """A type as JAX's messages write it: ``float32[3,2]``, ``float32[8@X,4]``."""
+    dims = a._dims_str() if isinstance(a, ShapedArray) else ",".join(map(str, a.shape))
+    return f"{a.dtype.name}[{dims}]"
 
 
 def type_mismatch(a: ShapedArray, b: ShapedArray) -> str:
@@ -119,6 +128,8 @@ def type_mismatch(a: ShapedArray, b: ShapedArray) -> str:
         return "so the shapes do not match"
     if a.dtype != b.dtype:
         return "so the dtypes do not match"
+    if not same_sharding(a, b):
+        return "so the shardings do not match"
     return "so the weak types do not match"
 
 
@@ -126,7 +137,8 @@ def join_weak(avals: Sequence[ShapedArray]) -> ShapedArray:
     """The common type of equal-shaped, equal-dtype values: weak only if all are weak."""
     a = avals[0]
     vma = frozenset().union(*[x.vma for x in avals])  # shard_map typing: varying in any
-    return ShapedArray(a.shape, a.dtype, all(x.weak_type for x in avals), vma)
+    return ShapedArray(a.shape, a.dtype, all(x.weak_type for x in avals), vma,
+                       getattr(a, "sharding", None))
 
 
 def batched_fun(closed: ClosedJaxpr, dims: Sequence, axis_data) -> Callable:
@@ -208,7 +220,9 @@ def carry_types(carry_in: Sequence[ShapedArray], carry_out: Sequence[ShapedArray
     """The types of a loop's final carries: the body's outputs, varying (shard_map typing)
     also over the axes the body's input varies over -- after no iteration the carry is the
     input -- and over ``extra`` (a while predicate's: the trip count differs there)."""
-    return [b if (a.vma | extra) <= b.vma else b.update(vma=a.vma | b.vma | extra)
+    return [b if (a.vma | extra) <= b.vma else
+            ShapedArray(b.shape, b.dtype, b.weak_type, a.vma | b.vma | extra,
+                        getattr(b, "sharding", None))
             for a, b in zip(carry_in, carry_out)]
 
 

@@ -33,6 +33,8 @@ from plax.lax.control_flow.common import (batched_fun, carry_types, check_carry,
                                           stage_derived, trace_flat, widen_varying,
                                           with_varying)
 from plax.pytrees.engine import tree_flatten, tree_unflatten
+from plax.sharding_types import (check_scanned_unsplit, scanned_slice_sharding,
+                                 stacked_sharding)
 from plax.lowering.bodies import register_body_kernel, run_scan
 from plax.transforms.batching import register_program_primitive
 from plax.transforms.jvp import Zero, instantiate, jvp_flat, tangent_aval, zeros_like_aval
@@ -42,11 +44,13 @@ scan_p = Primitive("scan", multiple_results=True)
 
 
 def _unstacked(aval: ShapedArray) -> ShapedArray:
-    return aval.update(shape=aval.shape[1:])
+    return ShapedArray(aval.shape[1:], aval.dtype, aval.weak_type, aval.vma,
+                       None if aval.sharding is None else scanned_slice_sharding(aval))
 
 
 def _stacked(aval: ShapedArray, length: int) -> ShapedArray:
-    return ShapedArray((length,) + tuple(aval.shape), aval.dtype, aval.weak_type, aval.vma)
+    return ShapedArray((length,) + tuple(aval.shape), aval.dtype, aval.weak_type, aval.vma,
+                       None if aval.sharding is None else stacked_sharding(aval))
 
 
 def _scan_abstract_eval(*avals, jaxpr: ClosedJaxpr, length: int, reverse: bool, unroll,
@@ -135,6 +139,7 @@ def scan(f: Callable, init: Any, xs: Any = None, length: int | None = None,
         raise TypeError("lax.scan: f argument should be callable.")
     x_leaves, x_tree = tree_flatten(xs)
     x_leaves = [asarray(x) for x in x_leaves]
+    check_scanned_unsplit([get_aval(x) for x in x_leaves])
     n = _length_of(x_leaves, length)
     init_leaves, init_tree = tree_flatten(init)
     init_leaves = [asarray(x) for x in init_leaves]
