@@ -7,8 +7,9 @@ float64, evaluate a polynomial there (with fused multiply-adds,
 than the result needs, so what shows is the final rounding (0.50 to 0.54 ulp;
 ``lgamma``/``digamma`` lose relative precision only next to their zeros). ``log``, ``log1p``,
 ``erf``, ``erfc`` and ``erf_inv`` run in float32 arithmetic (twice the lanes; 0.83, 0.84, 1.05,
-1.06 and 0.79 ulp); ``erfc`` and ``erf_inv`` keep each rounding that would show as a float32 low part (exact
-products and sums by fma and Fast2Sum), so that their result rounds once at full size.
+1.06 and 0.79 ulp); ``erfc`` and ``erf_inv`` keep each rounding that would show as a float32
+low part (exact products and sums by fma and Fast2Sum), so that their result rounds once at
+full size.
 ``sin``/``cos`` reduce their argument exactly for every float32 (Payne and Hanek's method,
 tables of 2/pi computed here). The bounds are measured against NumPy/SciPy in float64 over
 dense sweeps, powers of two and random bit patterns (tests/numba/test_libm_free.py); JAX's own
