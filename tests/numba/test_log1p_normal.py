@@ -69,9 +69,15 @@ def test_log1p_fuses_and_matches_numpy_backend():
 
 def test_float64_log1p_stays_on_numpys_loop():
     # 64-bit samplers keep the NumPy backend's bits: the cluster splits around np.log1p
+    def f(x):
+        return lax.log1p(x * 2.0 + 1.0) * 3.0 - 1.0
     with plax.config.override("jax_enable_x64", True):
-        source = compiled_source(lambda x: lax.log1p(x * 2.0) + 1.0, np.ones(100))
-    assert "log1p_f32(" not in source and "np.log1p(" not in source, source
+        x = np.linspace(0.0, 5.0, 100)
+        source = compiled_source(f, x)
+        got, want = jit_both(f, x, fallback_is_error=True)
+    # two kernels, the reference log1p between them
+    assert "log1p_f32(" not in source and source.count("# ---- fused kernel") == 2, source
+    np.testing.assert_array_equal(got[0], want[0])
 
 
 # ---------------------------------------------------------------- random.normal
