@@ -14,7 +14,10 @@ call of a freshly defined function (trace, compile, run), median over a few fres
 measured before the steady-state rows (no kernel of it compiled yet), with the Numba backend
 in its default tiered mode (a program runs on the reference kernels until it is hot, numba
 compiling in the background from its second run on: what a user sees). ``--quick`` shrinks the large workloads and the
-repetitions (a smoke test; the sizes are in the row labels). See docs/performance.md.
+repetitions (a smoke test; the sizes are in the row labels). The last rows time the special
+functions with scalar forms of the Numba backend's own (``f(x * 0.5) * 2 + 1`` on float32,
+one fused loop; benchmarks/special_bench.py prints their errors beside JAX's); ``--tiering``
+adds benchmarks/numba_tiering.py's table. See docs/performance.md.
 """
 from __future__ import annotations
 
@@ -246,6 +249,8 @@ def make_workloads(quick: bool):
         # a fresh function object each time: trace, compile and run
         return (lambda *args: L.jit(mlp_update(L))(*args)), mlp_step(L)[1]
 
+    special_rows = special_workloads(quick)
+
     k = "k" if n_normal < 1_000_000 else "M"
     nn = n_normal // 1000 if k == "k" else n_normal // 1_000_000
     ks = "k" if n_selu < 1_000_000 else "M"
@@ -262,7 +267,54 @@ def make_workloads(quick: bool):
         (f"scan 0.9c+0.1x {ema_steps}x16", {"plax": ema_scan, "numpy": np_ema}),
         (f"scan tanh(0.9c+x) {steps}x64 [0]", {"plax": tanh_scan, "numpy": np_tanh}),
         (f"grad of scan tanh RNN {steps}x64", {"plax": rnn_grad, "numpy": np_rnn_grad}),
-    ]
+    ] + special_rows
+
+
+#: float32 functions with scalar forms of the Numba backend's own, timed as
+#: ``f(x * 0.5) * 2 + 1`` (one fused loop): lax name -> (NumPy/SciPy eager function, the
+#: inputs' range). benchmarks/special_bench.py's functions are added to these (with their
+#: error columns there).
+SPECIAL = {"tanh": (np.tanh, (-5.0, 5.0)), "log1p": (np.log1p, (-0.9, 10.0)),
+           "erf_inv": ("erfinv", (-0.99, 0.99)), "lgamma": ("gammaln", (0.1, 20.0))}
+
+
+def special_functions() -> dict:
+    """:data:`SPECIAL` and benchmarks/special_bench.py's ``FUNCTIONS`` (name -> (eager
+    function or its scipy.special name, input range))."""
+    table = dict(SPECIAL)
+    try:
+        import sys
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        from special_bench import FUNCTIONS
+    except ImportError:  # SciPy missing: the rows of SPECIAL that need no SciPy
+        return {k: v for k, v in table.items() if callable(v[0])}
+    for name, (ref, timing, _sweep) in FUNCTIONS.items():
+        table.setdefault(name, (ref, timing))
+    return table
+
+
+def special_workloads(quick: bool) -> list:
+    """The special-function rows: ``f(x * 0.5) * 2 + 1`` on float32 (1M elements, 100k with
+    ``--quick``), one fused loop on plax-numba, XLA's on JAX, SciPy's ufunc for NumPy."""
+    n = 100_000 if quick else 1_000_000
+    rng = np.random.default_rng(1)
+    rows = []
+    for name, (ref, (lo, hi)) in special_functions().items():
+        x = rng.uniform(lo, hi, n).astype(np.float32)
+
+        def plax_side(L, name=name, x=x):
+            f = getattr(L.lax, name)
+            return L.jit(lambda v: f(v * 0.5) * 2.0 + 1.0), (L.put(x),)
+
+        def numpy_side(_, ref=ref, x=x):
+            if isinstance(ref, str):
+                import scipy.special
+                ref = getattr(scipy.special, ref)
+            half, two, one = np.float32(0.5), np.float32(2), np.float32(1)
+            return (lambda v: ref(v * half) * two + one), (x,)
+        label = f"{name} f32[{n // 1000}k] f(x/2)*2+1"
+        rows.append((label, {"plax": plax_side, "numpy": numpy_side}))
+    return rows
 
 
 # ---------------------------------------------------------------- the libraries
@@ -450,6 +502,10 @@ def main(argv=None) -> None:
         import numba_tiering
         print("\ntiered compilation (benchmarks/numba_tiering.py):")
         numba_tiering.main(["--workloads", "selu"] if args.quick else [])
+    else:
+        print("\ntiered compilation (pauses of the main thread while kernels compile, time to "
+              "the fast path, warm starts): --tiering adds its table (fresh processes, a few "
+              "minutes), or run benchmarks/numba_tiering.py")
 
 
 if __name__ == "__main__":

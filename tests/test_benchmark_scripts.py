@@ -55,7 +55,8 @@ def test_compare_prints_one_table_with_every_workload():
     labels = [row.split(" | ")[0][2:] for row in rows[1:]]
     for prefix in ("selu f32[", "tiny jit call f32[3]", "linreg step", "MLP step 784-512-512-10",
                    "random.normal", "MLP step first call", "jit(vmap(apply_matrix))",
-                   "scan tanh RNN"):
+                   "scan tanh RNN", "scan 0.9c+0.1x", "scan tanh(0.9c+x)",
+                   "grad of scan tanh RNN", "tanh f32[", "log1p f32["):
         assert any(label.startswith(prefix) for label in labels), prefix
     for row in rows[1:]:
         assert len(row.strip("|").split(" | ")) == 6, row
@@ -63,6 +64,7 @@ def test_compare_prints_one_table_with_every_workload():
         assert all(row.split(" | ")[2] != "-" for row in rows[1:])  # plax-numpy measured
     floor = [line for line in lines if line.startswith("the MLP step's 8 matrix products")]
     assert len(floor) == 1 and floor[0].split(": ")[1].split()[1] in ("µs", "ms", "s"), floor
+    assert any("numba_tiering.py" in line for line in lines)   # where the tiering table is
 
 
 def test_trace_overhead_names_backend_and_every_case():

@@ -18,8 +18,9 @@ array code inside ``kernel``:
   iteration;
 * ``cond``/``switch`` as ``if``/``elif`` on the clamped index, ``while`` as a ``while``
   loop, ``scan`` (``fori_loop`` lowers to it) as a ``for`` loop reading ``xs[i]`` in place
-  and storing into preallocated ``ys`` (``reverse`` honoured; ``unroll`` accepted, the loop
-  runs step by step with the same values), their bodies inlined, nested to any depth;
+  and storing into preallocated ``ys`` (``reverse`` honoured; ``unroll=k`` puts ``k`` copies
+  of the body in each iteration, at most :data:`UNROLL_MAX`, then the remaining steps one by
+  one: the same values), their bodies inlined, nested to any depth;
   ``jit`` and ``checkpoint`` calls inlined.
 
 Inside a loop nothing is allocated per step where it can be avoided: a fusion cluster's
@@ -77,8 +78,8 @@ MATVEC_MAX = 64 * 64
 #: what a native loop or whole-program kernel does not compile: a body using one of these
 #: keeps the per-equation path (a Python loop calling the compiled body), with one warning
 NOT_NATIVE = ("gather", "scatter*", "sort", "cumsum/cumprod/cummax/cumlogsumexp", "argmax",
-              "argmin", "threefry2x32", "random_bits", "log1p (kept on NumPy's loop for "
-              "bit-identity)", "fft", "linalg", "conv_general_dilated", "reduce_precision",
+              "argmin", "threefry2x32", "random_bits", "float64 log1p (kept on NumPy's "
+              "loop for bit-identity)", "fft", "linalg", "conv_general_dilated", "reduce_precision",
               "complex, float16 and bfloat16 dtypes", "callbacks")
 
 
@@ -699,7 +700,8 @@ def _update_carry(gen, names: list, exprs: list, avals: list, lines: list, start
         lines.append(ref)
     for k in sorted(swap):
         lines.append(f"{ind}{names[k]}, {exprs[k]} = {exprs[k]}, {names[k]}  # swap")
-        lines[init_at[k]] += ".copy()"
+        if not lines[init_at[k]].endswith(".copy()"):  # (once: an unrolled body swaps again)
+            lines[init_at[k]] += ".copy()"
 
 
 def _enter_loop(gen) -> tuple:
@@ -806,6 +808,24 @@ def _while(gen, eqn, ins, lines, ind):
     return carry
 
 
+#: the most copies of a scan's body one iteration of its native loop holds (``unroll=``;
+#: ``unroll=True`` asks for the whole length): the values are the same whatever the count, and
+#: a longer body only grows the kernel's source and its compilation
+UNROLL_MAX = 16
+
+
+def scan_unroll(unroll, length: int) -> int:
+    """How many copies of the body one iteration of a scan's native loop runs: ``unroll``
+    (``True``: all ``length`` steps, ``False``: 1) clipped to ``[1, min(length, UNROLL_MAX)]``."""
+    if unroll is True:
+        copies = length
+    elif unroll is False or unroll is None:
+        copies = 1
+    else:
+        copies = int(unroll)
+    return max(1, min(copies, length, UNROLL_MAX))
+
+
 def _scan(gen, eqn, ins, lines, ind):
     p = eqn.params
     body, length, reverse = p["jaxpr"], int(p["length"]), p["reverse"]
@@ -819,29 +839,50 @@ def _scan(gen, eqn, ins, lines, ind):
         lines.append(f"{ind}{y} = np.empty({_shape((length,) + tuple(a.shape))}, "
                      f"{_t(a.dtype)})")
         ys.append(y)
-    it, i = gen.fresh("it"), gen.fresh("i")
     saved = _hoist(gen, ins[:nc], [v.aval for v in eqn.invars[:nc]], lines, ind)
-    start, outer = len(lines), _enter_loop(gen)
-    lines.append(f"{ind}for {it} in range({length}):")
-    inner = ind + "    "
-    lines.append(f"{inner}{i} = {length - 1} - {it}" if reverse else f"{inner}{i} = {it}")
-    xs = []
-    for x in ins[nc + ncarry:]:
-        name = gen.fresh("x")
-        lines.append(f"{inner}{name} = {x}[{i}]")
-        xs.append(name)
-    res = gen.jaxpr(body.jaxpr, ins[:nc] + carry + xs, lines, inner, _closed_consts(gen, body))
-    for y, r, a in zip(ys, res[ncarry:], body.out_avals[ncarry:]):
-        if len(a.shape) == 1:  # a row copied by a loop (numba's slice assignment costs more)
-            j = gen.fresh("j")
-            lines.append(f"{inner}for {j} in range({int(a.shape[0])}):")
-            lines.append(f"{inner}    {y}[{i}, {j}] = {r}[{j}]")
-        else:
-            lines.append(f"{inner}{y}[{i}] = {r}")
-    _update_carry(gen, carry, res[:ncarry], avals[:ncarry], lines, start, init_at, inner)
+    # ``unroll`` copies of the body per iteration (each its own carry update), then the
+    # remaining ``length % unroll`` steps one per iteration
+    copies = scan_unroll(p.get("unroll", 1), length)
+    full = length // copies
+    _scan_loop(gen, eqn, ins, carry, ys, init_at, lines, ind, f"range({full})", copies)
+    if full * copies < length:
+        _scan_loop(gen, eqn, ins, carry, ys, init_at, lines, ind,
+                   f"range({full * copies}, {length})", 1)
     gen.hoisted = saved
-    _leave_loop(gen, outer, lines, start, ind)
     return carry + ys
+
+
+def _scan_loop(gen, eqn, ins, carry, ys, init_at, lines, ind, steps: str, copies: int):
+    """One ``for`` loop of a scan over ``steps`` (a ``range`` expression), each iteration
+    running ``copies`` consecutive steps (step ``it * copies + k``)."""
+    p = eqn.params
+    body, length, reverse = p["jaxpr"], int(p["length"]), p["reverse"]
+    nc, ncarry = p["num_consts"], p["num_carry"]
+    avals = [v.aval for v in eqn.outvars]
+    it = gen.fresh("it")
+    start, outer = len(lines), _enter_loop(gen)
+    lines.append(f"{ind}for {it} in {steps}:")
+    inner = ind + "    "
+    for k in range(copies):
+        i = gen.fresh("i")
+        step = it if copies == 1 else f"{it} * {copies} + {k}"
+        lines.append(f"{inner}{i} = {length - 1} - ({step})" if reverse else f"{inner}{i} = {step}")
+        xs = []
+        for x in ins[nc + ncarry:]:
+            name = gen.fresh("x")
+            lines.append(f"{inner}{name} = {x}[{i}]")
+            xs.append(name)
+        res = gen.jaxpr(body.jaxpr, ins[:nc] + carry + xs, lines, inner,
+                        _closed_consts(gen, body))
+        for y, r, a in zip(ys, res[ncarry:], body.out_avals[ncarry:]):
+            if len(a.shape) == 1:  # a row copied by a loop (numba's slice assignment costs more)
+                j = gen.fresh("j")
+                lines.append(f"{inner}for {j} in range({int(a.shape[0])}):")
+                lines.append(f"{inner}    {y}[{i}, {j}] = {r}[{j}]")
+            else:
+                lines.append(f"{inner}{y}[{i}] = {r}")
+        _update_carry(gen, carry, res[:ncarry], avals[:ncarry], lines, start, init_at, inner)
+    _leave_loop(gen, outer, lines, start, ind)
 
 
 _HANDLERS = {
