@@ -287,6 +287,11 @@ def shutdown() -> None:
     _pool.shutdown()
 
 
+def stopped() -> bool:
+    """Whether :func:`shutdown` has stopped the workers (interpreter exit, or a test)."""
+    return _pool.closed
+
+
 def restart_allowed() -> None:
     """Undoes :func:`shutdown` (tests that stop the workers and go on)."""
     with _pool.lock:

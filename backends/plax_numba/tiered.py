@@ -148,7 +148,10 @@ def switching(interp, build, after: int):
 def compile_failed(primitives: list[str], path: str, err: BaseException) -> None:
     """Warns that a kernel failed to compile (the reference kernels compute it instead);
     silent at interpreter exit, where jobs fail because the workers were stopped."""
-    if _closing.is_set():
+    worker = sys.modules.get("plax_numba.compile_worker")
+    # compile_worker's own atexit hook may stop the workers before _shutdown below runs
+    # (atexit runs hooks last-registered first), so a closed pool also means exit
+    if _closing.is_set() or (worker is not None and worker.stopped()):
         return
     detail = "".join(traceback.format_exception_only(type(err), err)).strip()
     warnings.warn(f"plax_numba: compiling the fused kernel of [{' '.join(primitives)}] "

@@ -378,3 +378,22 @@ def test_compile_window_freezes_the_heap_and_unfreezes_it(tiered_fresh, tmp_path
         gate.touch()
         if program_froze:
             gc.unfreeze()
+
+
+def test_jobs_failing_because_the_workers_stopped_do_not_warn():
+    # At interpreter exit compile_worker's atexit hook can stop the workers before tiered's
+    # own hook marks the exit: a job failing for that reason is not a fallback to report.
+    import warnings
+    from plax_numba import compile_worker, tiered
+    err = compile_worker.WorkerDiedError("stopped")
+    compile_worker.shutdown()
+    try:
+        assert compile_worker.stopped()
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            tiered.compile_failed(["exp"], "kernel.py", err)
+    finally:
+        compile_worker.restart_allowed()
+    assert not compile_worker.stopped()
+    with pytest.warns(tiered.PlaxFallbackWarning, match="exp"):
+        tiered.compile_failed(["exp"], "kernel.py", err)
