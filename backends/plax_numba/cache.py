@@ -36,7 +36,6 @@ from plax_numba.scalar import fmax, fmin, idiv, irem, fsign, logistic, round_awa
 from plax_numba.scalar import tanh_f32, logistic_f32
 from plax_numba.libm_free import log_f32, expm1_f32, erf_f32, erfc_f32, sin_f32, cos_f32
 from plax_numba.libm_free import erf_inv_f32, lgamma_f32, digamma_f32
-from plax_numba.libm_free import log1p_f32
 from plax_numba.scalar import bitcast, nextafter_f32, nextafter_f64
 from plax_numba.special import bessel_i0e_f32, bessel_i0e_f64, bessel_i1e_f32, bessel_i1e_f64
 from plax_numba.special import digamma_f64

@@ -123,12 +123,12 @@ _FLOAT_UNARY = {
 }
 #: float32 functions with a vectorisable kernel, no libm call: plax_numba.scalar's exp (0.99
 #: ulp), tanh (1.31) and logistic (2.26), plax_numba.libm_free's others (at most 1.06 ulp,
-#: lgamma/digamma away from their zeros; log1p 0.84)
+#: lgamma/digamma away from their zeros)
 _F32_KERNELS = {lax.exp_p: "exp_f32", lax.tanh_p: "tanh_f32", lax.logistic_p: "logistic_f32",
                 lax.log_p: "log_f32", lax.expm1_p: "expm1_f32", lax.erf_p: "erf_f32",
                 lax.erfc_p: "erfc_f32", lax.sin_p: "sin_f32", lax.cos_p: "cos_f32",
                 lax.erf_inv_p: "erf_inv_f32", lax.lgamma_p: "lgamma_f32",
-                lax.digamma_p: "digamma_f32", lax.log1p_p: "log1p_f32"}
+                lax.digamma_p: "digamma_f32"}
 #: special functions of other float dtypes: libm's float64 ones, one scalar call per element
 #: (still one pass, where the reference kernel makes several through SciPy)
 _SPECIAL_F64 = {lax.erf_p: "math.erf", lax.erfc_p: "math.erfc", lax.lgamma_p: "math.lgamma"}
@@ -145,14 +145,11 @@ _BITWISE = {lax.and_p: "&", lax.or_p: "|", lax.xor_p: "^"}
 
 def reference_only(eqn) -> bool:
     """Whether a cluster's equation should run on the reference kernel (the emitter splits the
-    cluster around it) to stay bit-identical with the NumPy backend: float64 ``log1p``, whose
-    NumPy loop (SIMD on AVX-512 machines) has no reproducible scalar equivalent in numba; the
-    64-bit samplers of :mod:`plax.random` (``normal``'s inverse error function, exponential,
-    ...) then keep NumPy's bits. Float32 ``log1p`` fuses (``libm_free.log1p_f32``, 0.84 ulp):
-    float32 samplers match the NumPy backend within that bound, and ``random.normal`` runs
-    as one kernel after the hash."""
-    return (eqn.primitive is lax.log1p_p
-            and np.dtype(eqn.invars[0].aval.dtype) != np.float32)
+    cluster around it) to stay bit-identical with the NumPy backend: NumPy's ``log1p`` loops
+    (SIMD on AVX-512 machines) have no reproducible scalar equivalent in numba, and the
+    samplers of :mod:`plax.random` (``normal`` computes its inverse error function from
+    ``log1p`` and arithmetic, not ``erf_inv_p``) must match NumPy bit for bit."""
+    return eqn.primitive is lax.log1p_p
 
 
 def elementwise(eqn, a: list[str]) -> str:

@@ -1,15 +1,14 @@
 """float32 transcendental functions without libm calls, for the generated kernels: ``log``,
-``log1p``, ``expm1``, ``erf``, ``erfc``, ``erf_inv``, ``sin``, ``cos``, ``lgamma`` and ``digamma``.
+``expm1``, ``erf``, ``erfc``, ``erf_inv``, ``sin``, ``cos``, ``lgamma`` and ``digamma``.
 
 ``expm1``, ``sin``, ``cos``, ``lgamma`` and ``digamma`` widen their float32 argument to
 float64, evaluate a polynomial there (with fused multiply-adds,
 :func:`plax_numba.scalar.fma_f64`) and round once to float32: float64 carries ~29 bits more
 than the result needs, so what shows is the final rounding (0.50 to 0.54 ulp;
-``lgamma``/``digamma`` lose relative precision only next to their zeros). ``log``, ``log1p``,
-``erf``, ``erfc`` and ``erf_inv`` run in float32 arithmetic (twice the lanes; 0.83, 0.84, 1.05,
-1.06 and 0.79 ulp); ``erfc`` and ``erf_inv`` keep each rounding that would show as a float32
-low part (exact products and sums by fma and Fast2Sum), so that their result rounds once at
-full size.
+``lgamma``/``digamma`` lose relative precision only next to their zeros). ``log``, ``erf``,
+``erfc`` and ``erf_inv`` run in float32 arithmetic (twice the lanes; 0.83, 1.05, 1.06 and 0.79
+ulp); ``erfc`` and ``erf_inv`` keep each rounding that would show as a float32 low part (exact
+products and sums by fma and Fast2Sum), so that their result rounds once at full size.
 ``sin``/``cos`` reduce their argument exactly for every float32 (Payne and Hanek's method,
 tables of 2/pi computed here). The bounds are measured against NumPy/SciPy in float64 over
 dense sweeps, powers of two and random bit patterns (tests/numba/test_libm_free.py); JAX's own
@@ -20,10 +19,9 @@ vectorise instead of making one scalar libm call per element (docs/performance.m
 timings).
 
 The float32 ``exp``, ``tanh`` and ``logistic`` live in :mod:`plax_numba.scalar` (float32
-arithmetic, tuned for the selu and MLP benchmarks). Float32 ``log1p`` (0.84 ulp) fuses like
-the others, so ``random.normal`` is one kernel from the bits to the samples; float64
-``log1p`` stays on NumPy's loop (``codegen.reference_only``) so that 64-bit samplers keep
-the NumPy backend's bits.
+arithmetic, tuned for the selu and MLP benchmarks). ``log1p`` has no kernel here: the random
+samplers call it and must match the NumPy backend bit for bit, so clusters run NumPy's own
+``log1p`` loop (``codegen.reference_only``), which is SIMD on this kind of machine.
 
 The coefficients are fitted by ``benchmarks/fit_libm_free.py`` (weighted least squares at
 Chebyshev nodes, reweighted towards the least maximum error); the series for ``log`` (of
@@ -341,45 +339,6 @@ def cos_f32(x):
     v = s if q & 1 else c
     v = -v if (q + 1) & 2 else v
     return _F(v) if abs(x) < _INF32 else x - x
-
-
-# ---------------------------------------------------------------- log1p
-
-@njit(**_inline)
-def log1p_f32(x):
-    """``log(1 + x)`` of a float32 in float32 arithmetic, within 0.84 ulp (relative also for
-    tiny and subnormal ``x``, where the result is ``x``).
-
-    ``u = 1 + x`` rounded, and its rounding error ``e`` exactly (Fast2Sum of ``max(x, 1)`` and
-    ``min(x, 1)``); ``log(u)`` as :func:`log_f32` (``u = m 2**k``, ``f = m - 1`` exact), plus
-    ``e / u`` (``log(u + e) = log(u) + e/u`` to within ``(e/u)**2 / 2 < 2**-49``) added with
-    the small terms, before ``f``. -1 -> -inf, below -1 -> NaN, ±0, inf and NaN unchanged.
-    Measured over every seventh float32 in (-1, max] against float64 ``np.log1p``; NumPy's
-    own float32 ``log1p`` is 1.95 ulps off on the same inputs and differs from this in ~2% of
-    them. The random samplers (``normal``'s ``erf_inv``, exponential, ...) call it, so their
-    float32 results match the NumPy backend's to this bound, not bit for bit
-    (tests/numba/test_log1p_normal.py).
-    """
-    u = _ONE32 + x
-    e = (max(x, _ONE32) - u) + min(x, _ONE32)              # exact for x >= -1
-    ix = bitcast(u, np.int32(0))
-    k = (ix >> np.int32(23)) - np.int32(127)
-    m = bitcast(np.int32((ix & np.int32(0x7FFFFF)) | np.int32(0x3F800000)), _F(0))
-    high = m > _SQRT2_32
-    m = m * _HALF32 if high else m
-    k = k + np.int32(1) if high else k
-    f = m - _ONE32
-    s = f / (_TWO32 + f)
-    z = s * s
-    r = z * fma32(fma32(fma32(fma32(_R5, z, _R4), z, _R3), z, _R2), z, _R1)
-    h = _HALF32 * f * f
-    fk = _F(k)
-    c = fma32(fk, _LN2_LO32, e / u)
-    v = fk * _LN2_HI32 - ((h - fma32(s, h + r, c)) - f)
-    v = v if x < _INF32 else x                             # inf unchanged
-    v = -_INF32 if x == -_ONE32 else v
-    v = _NAN32 if x < -_ONE32 else v
-    return x if (x != x or x == 0) else v                  # NaN and ±0 unchanged
 
 
 # ---------------------------------------------------------------- erf_inv

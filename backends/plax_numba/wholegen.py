@@ -78,8 +78,8 @@ MATVEC_MAX = 64 * 64
 #: what a native loop or whole-program kernel does not compile: a body using one of these
 #: keeps the per-equation path (a Python loop calling the compiled body), with one warning
 NOT_NATIVE = ("gather", "scatter*", "sort", "cumsum/cumprod/cummax/cumlogsumexp", "argmax",
-              "argmin", "threefry2x32", "random_bits", "float64 log1p (kept on NumPy's "
-              "loop for bit-identity)", "fft", "linalg", "conv_general_dilated", "reduce_precision",
+              "argmin", "threefry2x32", "random_bits", "log1p (kept on NumPy's loop for "
+              "bit-identity)", "fft", "linalg", "conv_general_dilated", "reduce_precision",
               "complex, float16 and bfloat16 dtypes", "callbacks")
 
 

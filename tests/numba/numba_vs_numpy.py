@@ -46,41 +46,6 @@ def assert_bits_equal(got, want):
         np.testing.assert_array_equal(got, want)
 
 
-#: float32 normal samples (through ``erf_inv``'s ``log1p``) on the Numba backend against the
-#: NumPy backend: the two ``log1p``s differ by one ulp in ~2% of inputs, which ``erf_inv``
-#: amplifies near |u| = 1 (3 ulps seen over 6M samples; tests/numba/test_log1p_normal.py)
-NORMAL_ULPS = 4
-
-
-def ulp_distance(got, want) -> np.ndarray:
-    """How many representable floats lie between ``got`` and ``want`` elementwise (0 where
-    both are NaN or equal; same float dtype), counted across zero (-0 and +0 are 0 apart)."""
-    assert got.dtype == want.dtype and got.dtype.kind == "f"
-    bits = f"i{got.dtype.itemsize}"
-
-    def ordered(a):  # the float order as integers: sign-magnitude to two's complement
-        i = a.view(bits).astype(np.int64)
-        return np.where(i < 0, -(i & np.iinfo(bits).max), i)
-    both_nan = np.isnan(got) & np.isnan(want)
-    d = np.abs(ordered(got) - ordered(want))
-    return np.where(both_nan, 0, d)
-
-
-def assert_ulps_close(got, want, ulps: int):
-    """Same dtype and shape, NaNs in the same places, and every other element within ``ulps``
-    representable floats of ``want`` (exact for integers)."""
-    assert got.dtype == want.dtype and got.shape == want.shape
-    if got.dtype.kind != "f":
-        np.testing.assert_array_equal(got, want)
-        return
-    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
-    d = ulp_distance(got, want)
-    worst = int(d.max()) if d.size else 0
-    at = int(d.argmax()) if d.size else 0
-    assert worst <= ulps, (f"{worst} ulps apart (bound {ulps}) at flat index {at}: "
-                           f"{got.ravel()[at]!r} vs {want.ravel()[at]!r}")
-
-
 def elementwise_loop(fn):
     """A compiled loop applying the scalar kernel ``fn`` (e.g. ``plax_numba.scalar.exp_f32``)
     to every element of a 1-d array, as the generated kernels call it."""

@@ -1,9 +1,7 @@
 """The samplers' arithmetic after the hash fuses on the Numba backend (``bitcast_convert_type``,
-``nextafter``, the FMA emulation, the ``erf_inv`` polynomial and its float32 ``log1p``):
-``uniform`` stays bit-identical to the NumPy backend, the samplers through ``log1p`` within
-:data:`NORMAL_ULPS` (``libm_free.log1p_f32`` against NumPy's own loop); the scalar helpers
-behind it (:func:`plax_numba.scalar.bitcast`, ``nextafter_f32``/``nextafter_f64``) against
-NumPy over edge values."""
+``nextafter``, the FMA emulation, the ``erf_inv`` polynomial) and stays bit-identical to the
+NumPy backend; the scalar helpers behind it (:func:`plax_numba.scalar.bitcast`,
+``nextafter_f32``/``nextafter_f64``) against NumPy over edge values."""
 from __future__ import annotations
 
 import warnings
@@ -17,8 +15,7 @@ from plax import lax, random
 from plax.lowering import PlaxFallbackWarning
 
 from plax_numba import scalar
-from numba_vs_numpy import (NORMAL_ULPS, assert_bits_equal, assert_ulps_close, compiled_source,
-                            jit_both)
+from numba_vs_numpy import assert_bits_equal, compiled_source, jit_both
 
 
 # ---------------------------------------------------------------- samplers, end to end
@@ -26,7 +23,7 @@ from numba_vs_numpy import (NORMAL_ULPS, assert_bits_equal, assert_ulps_close, c
 @pytest.mark.parametrize("partitionable", [True, False])
 @pytest.mark.parametrize("shape", [(), (1,), (7,), (3, 5), (1000,), (65_537,)])
 @pytest.mark.parametrize("seed", [0, 42, 2**31 + 7])
-def test_samplers_match_numpy_backend(partitionable, shape, seed):
+def test_samplers_bit_identical_to_numpy_backend(partitionable, shape, seed):
     def sample(key):
         k1, k2, k3 = random.split(key, 3)
         return (random.normal(k1, shape), random.uniform(k2, shape, minval=-3.0, maxval=2.5),
@@ -38,12 +35,8 @@ def test_samplers_match_numpy_backend(partitionable, shape, seed):
         with warnings.catch_warnings():
             warnings.simplefilter("error", PlaxFallbackWarning)
             got, want = jit_both(sample, key)
-    normal, uniform, truncated, scaled = zip(got, want)
-    assert_bits_equal(*uniform)
-    for g, w in (normal, truncated):
-        assert_ulps_close(g, w, NORMAL_ULPS)
-    # the same samples, scaled in the same kernel (near 0 the ulps of 2n + 1 say nothing)
-    assert_bits_equal(scaled[0], normal[0] * np.float32(2) + np.float32(1))
+    for g, w in zip(got, want):
+        assert_bits_equal(g, w)
 
 
 def test_normal_post_hash_arithmetic_is_one_kernel():
