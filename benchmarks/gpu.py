@@ -19,7 +19,8 @@ call after the timing): kernel launches, host-to-device and device-to-host copie
 fallbacks (primitives without a GPU path); a jitted program should show no copies and no
 fallbacks. ``no-graph`` is the launches of the same call with CUDA graphs off
 (``PLAX_CUDA_GRAPHS=0``): a program replayed as a graph (``plax_cupy.graphs``) makes one launch
-for the graph plus a copy per output and per new input.
+for the graph plus a copy per input whose buffer changed (none here: the same inputs each call),
+and hands its own output buffers out without copying them.
 
 The ratio column is plax-cupy / JAX (the issue's goal: <= 1.1 on the bandwidth- and BLAS-bound
 rows, <= 1.5 on latency). Each cell is the median over ``--repeat`` runs of enough calls to
@@ -27,7 +28,7 @@ last about 100 ms, after warm-up calls (compilation excluded). Without a GPU (no
 driver, no device) the script prints why and exits 0; without JAX's GPU build the JAX column
 says so. ``--quick`` shrinks the sizes tenfold (a smoke test); ``--simulated`` runs the
 ``--tiny`` sizes on tests/cupy's simulated GPU (CI without a GPU: the counters are the point,
-the times mean nothing; every simulated CuPy operation counts as a launch).
+the times mean nothing; launches are counted as on a real GPU).
 """
 from __future__ import annotations
 
@@ -67,13 +68,11 @@ def _time(fn, repeat: int, budget: float = 0.1) -> float:
 
 
 def _install_simulated_gpu() -> None:
-    """tests/cupy's simulated CuPy in place of CuPy (before plax_cupy imports it), each of its
-    operations counted as a launch."""
+    """tests/cupy's simulated CuPy in place of CuPy (before plax_cupy imports it); launches
+    are counted as on a real GPU (``plax_cupy.counters``)."""
     sys.path.insert(0, os.path.join(HERE, "..", "tests", "cupy"))
     import fake_cupy
     fake_cupy.install()
-    from plax_cupy import runtime
-    fake_cupy.LAUNCH_HOOK = runtime.note_launch
 
 
 def _per_call(call) -> str:
