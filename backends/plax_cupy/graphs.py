@@ -14,8 +14,11 @@ wraps a compiled program (``fn(*buffers) -> list``) so that, where the program a
   static trip count included) and **hands the plan's own output buffers to the caller**, with
   no copy out.
 
-A call therefore costs ``1 + changed inputs`` launches, and ``1`` when its inputs are the
-buffers of the plan's previous call. The price of handing outputs out: a plan can replay only
+A call therefore costs ``1`` launch when its inputs are the buffers of the plan's previous
+call, and one more per changed input -- except inputs that are buffers of the program's own
+plans (fixed addresses, living as long as the plans), whose copies are captured as a graph of
+their own, one launch for all of them: a training loop feeding each step's results to the next
+makes two launches a step. The price of handing outputs out: a plan can replay only
 when nobody outside the plans still holds its outputs (the graph would overwrite them) -- a
 reference count of each buffer, its memory pointer and its memory, against their counts when
 the plan was captured. A program keeps up to :data:`MAX_PLANS` plans (double buffering: a
@@ -157,6 +160,7 @@ class _Plan:
         self.memories = {id(_memory(_raw(b))) for b in self.watched}
         self.baseline: list | None = None
         self.replays = 0
+        self.copy_graphs: dict = {}   # input slots and source buffers -> graph of their copies
 
     def _counts(self) -> list:
         return [_holders(b) for b in self.watched]
@@ -206,16 +210,53 @@ class _Plan:
         return [i for i, (static, b) in enumerate(zip(self.inputs, buffers))
                 if _raw(b) is not _raw(static) and _raw(b) is not self.last[i]]
 
-    def replay(self, buffers: Sequence[Any], copies: list, stream, owned) -> list:
-        """Copies the changed inputs in, launches the graph; returns the plan's outputs."""
+    def replay(self, buffers: Sequence[Any], copies: list, stream, owned: set,
+               stable: dict) -> list:
+        """Copies the changed inputs in, launches the graph; returns the plan's outputs.
+
+        An input that is a buffer of one of the program's plans (``stable``: id -> buffer, all
+        living as long as their plans) has a fixed address, so its copy is captured too: the
+        copies from one set of such buffers are one graph launch (a training loop feeding each
+        step's results to the next: two launches a step, whatever the parameter count)."""
+        from_plans = tuple(i for i in copies if stable.get(id(_raw(buffers[i]))) is _raw(buffers[i]))
+        launches = 1
         for i in copies:
+            if i in from_plans:
+                continue
             raw = _raw(buffers[i])
             cupy.copyto(_raw(self.inputs[i]), raw)
             self.last[i] = None if id(_memory(raw)) in owned else raw
+            launches += 1
+        if from_plans:
+            key = tuple((i, id(_raw(buffers[i]))) for i in from_plans)
+            if key not in self.copy_graphs:
+                self.copy_graphs[key] = self._capture_copies(buffers, from_plans, stream)
+            copy_graph = self.copy_graphs[key]
+            if copy_graph is None:  # (CUDA refused the capture: copied from Python)
+                for i in from_plans:
+                    cupy.copyto(_raw(self.inputs[i]), _raw(buffers[i]))
+            else:
+                copy_graph.launch(stream)
+            launches += 1 if copy_graph is not None else len(from_plans)
+            for i in from_plans:
+                self.last[i] = None
         self.graph.launch(stream)
-        runtime.note_launch(1 + len(copies))
+        runtime.note_launch(launches)
         self.replays += 1
         return list(self.outputs)
+
+    def _capture_copies(self, buffers, slots, stream):
+        """A graph of the copies of ``buffers[i]`` into the static inputs, for ``i`` in
+        ``slots`` (or ``None`` where CUDA refuses the capture)."""
+        mode = getattr(cupy.cuda.runtime, "streamCaptureModeRelaxed", None)
+        stream.begin_capture(*(() if mode is None else (mode,)))
+        try:
+            for i in slots:
+                cupy.copyto(_raw(self.inputs[i]), _raw(buffers[i]))
+        except Exception:  # noqa: BLE001 - fall back to copies issued from Python
+            stream.end_capture()
+            return None
+        return stream.end_capture()
 
 
 class GraphedProgram:
@@ -259,6 +300,10 @@ class GraphedProgram:
         """The memories the plans write: their values change under any caller's feet."""
         return set().union(*(p.memories for p in self.plans)) if self.plans else set()
 
+    def _stable(self) -> dict:
+        """id -> CuPy array of every buffer the plans write (alive as long as their plans)."""
+        return {id(_raw(b)): _raw(b) for p in self.plans for b in p.watched}
+
     def __call__(self, *buffers) -> list:
         if self.reason:
             return self.fn(*buffers)
@@ -296,7 +341,7 @@ class GraphedProgram:
                 self.plans.append(best)
                 best.settle()
                 copies = []
-            return best.replay(buffers, copies, stream, self._owned())
+            return best.replay(buffers, copies, stream, self._owned(), self._stable())
 
     def _first_call(self, buffers) -> list:
         """Runs plainly, and decides from what it did whether the program can be captured."""

@@ -4,10 +4,14 @@ On the simulated GPU (:mod:`fake_cupy`: a capture records the kernels and CuPy o
 issued on the stream and replays them over the same device memory on ``Graph.launch``):
 
 * a compiled MLP step and a ``scan`` run plainly on the first call, are captured on the second
-  and replay from the third as ``1 + inputs + outputs`` launches (the copies into the plan's
-  input buffers -- none when the same input Arrays come again -- and out of its outputs, and
-  the graph), with no host copy and no Python per kernel or per loop iteration; values equal
-  to the plain path and to the NumPy backend;
+  (the inputs copied into the plan, the graph) and replay from the third as one launch when
+  the inputs are the same Arrays (the outputs are the plan's own buffers, handed out without
+  a copy), with no host copy and no Python per kernel or per loop iteration; values equal to
+  the plain path and to the NumPy backend; a new input is one copy more;
+* a training loop (each step's results fed to the next) alternates between two plans, the
+  parameters' copies from the other plan's outputs captured as one graph: two launches a step;
+* a plan never overwrites results a caller still holds, nor a view of them: with every result
+  kept, calls after the second plan run plainly;
 * a program of one fused kernel (selu), and programs with ``cond``/``while``/host callbacks,
   run plainly, with the reason in ``as_text()``; ``PLAX_CUDA_GRAPHS=0`` disables graphs;
 * a stale captured pointer (a buffer freed after capture) is caught on replay;
@@ -199,9 +203,9 @@ def test_a_training_loop_feeds_outputs_back(executables):
     for a, b in zip(params, ref):
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-4, atol=1e-6)
     n = len(p)
-    # plain; two captures (every input copied into a new plan, the graph); then the
-    # parameters copied in and the graph
-    assert launches[1:] == [n + 3, n + 3] + [n + 1] * 4, launches
+    # plain; two captures (every input copied into a new plan, the graph); then the graph of
+    # the parameters' copies from the other plan's outputs, and the program's graph
+    assert launches[1:] == [n + 3, n + 3] + [2] * 4, launches
     assert len(executables[0].graphed.plans) == 2
 
 
@@ -225,6 +229,26 @@ def test_results_kept_are_never_overwritten(executables):
     before = program.plans[0].replays
     f(plax.device_put(hosts[0], gpu))   # the results let go: the first plan replays again
     assert program.plans[0].replays == before + 1
+
+
+@on_simulated_gpu
+def test_bfloat16_results_kept_are_never_overwritten(executables):
+    """bfloat16 results are Bf16Buffers around the plan's bits: held, they keep it too."""
+    import ml_dtypes
+    import plax
+    import plax.numpy as jnp
+    gpu, bf16 = _gpu(), np.dtype(ml_dtypes.bfloat16)
+    f = plax.jit(lambda x: (jnp.sin(x) * 2 + x) @ x.T - 1)
+    r = np.random.default_rng(10)
+    hosts = [r.normal(size=(4, 8)).astype(bf16) for _ in range(4)]
+    kept = [f(plax.device_put(h, gpu)) for h in hosts]
+    ref = plax.jit(lambda x: (jnp.sin(x) * 2 + x) @ x.T - 1, backend="numpy")
+    for h, got in zip(hosts, kept):
+        want = ref(plax.device_put(h, plax.devices("cpu")[0]))
+        assert got.dtype == bf16
+        np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+    program = executables[0].graphed
+    assert len(program.plans) == 2 and program.plain_calls == 1
 
 
 @on_simulated_gpu
