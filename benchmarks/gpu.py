@@ -10,7 +10,9 @@ with ``block_until_ready`` after each timed batch of calls):
   and bus width the driver reports);
 * matmul 8192 x 8192, float32 (TF32 off in both: ``jax_default_matmul_precision="highest"``)
   and bfloat16;
-* one SGD step of an MLP 784-2048-2048-10, batch 4096 (value and grad, parameters updated);
+* one SGD step of an MLP 784-2048-2048-10, batch 4096 (value and grad, parameters updated),
+  called on the same parameters (``MLP step``) and in a training loop, each call stepping the
+  parameters the last one returned (``MLP train loop``);
 * ``random.normal`` of 1e8 float32 (threefry2x32 and the inverse-erf transform);
 * a tiny jitted call (3 elements): the per-call latency.
 
@@ -19,8 +21,8 @@ call after the timing): kernel launches, host-to-device and device-to-host copie
 fallbacks (primitives without a GPU path); a jitted program should show no copies and no
 fallbacks. ``no-graph`` is the launches of the same call with CUDA graphs off
 (``PLAX_CUDA_GRAPHS=0``): a program replayed as a graph (``plax_cupy.graphs``) makes one launch
-for the graph plus a copy per input whose buffer changed (none here: the same inputs each call),
-and hands its own output buffers out without copying them.
+for the graph plus a copy per input whose buffer changed (none with the same inputs each call;
+one graph of copies in a training loop), and hands its own output buffers out uncopied.
 
 The ratio column is plax-cupy / JAX (the issue's goal: <= 1.1 on the bandwidth- and BLAS-bound
 rows, <= 1.5 on latency). Each cell is the median over ``--repeat`` runs of enough calls to
@@ -151,6 +153,15 @@ def workloads(quick: bool, tiny: bool = False):
             g = grad(loss)(p, x, y)
             return [(w - 0.01 * gw, b - 0.01 * gb) for (w, b), (gw, gb) in zip(p, g)]
 
+        def fed_back(step, p):
+            """A training loop: each call steps the parameters the last call returned."""
+            state = [p]
+
+            def run(x, y):
+                state[0] = step(state[0], x, y)
+                return state[0]
+            return run
+
         key = random.PRNGKey(0)
         bf16 = jnp.bfloat16
         return {
@@ -158,6 +169,8 @@ def workloads(quick: bool, tiny: bool = False):
             "matmul f32": (jit(lambda a, b: a @ b), [put(a32), put(b32)]),
             "matmul bf16": (jit(lambda a, b: a @ b), [put(a32).astype(bf16), put(b32).astype(bf16)]),
             "mlp step": (jit(step), [[(put(w), put(b)) for w, b in params], put(images), put(labels)]),
+            "mlp loop": (fed_back(jit(step), [(put(w), put(b)) for w, b in params]),
+                         [put(images), put(labels)]),
             "random.normal": (jit(lambda k: random.normal(k, (n_big,))), [key]),
             "tiny call": (jit(lambda x: x * 2.0 + 1.0), [put(tiny)]),
         }
@@ -166,6 +179,7 @@ def workloads(quick: bool, tiny: bool = False):
             (f"matmul {m}^2 f32", None, "matmul f32"),
             (f"matmul {m}^2 bf16", None, "matmul bf16"),
             (f"MLP step batch {batch}", None, "mlp step"),
+            (f"MLP train loop batch {batch}", None, "mlp loop"),
             (f"random.normal {n_big:.0e}", 4 * n_big, "random.normal"),
             ("tiny jit call", None, "tiny call")]
     return rows, build
