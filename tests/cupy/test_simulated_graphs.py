@@ -252,6 +252,24 @@ def test_bfloat16_results_kept_are_never_overwritten(executables):
 
 
 @on_simulated_gpu
+def test_an_input_returned_as_a_result(executables):
+    """A program returning its input hands out the plan's copy of it: held, the plan does not
+    copy the next input over it."""
+    import plax
+    gpu = _gpu()
+    f = plax.jit(lambda x, y: (x, x @ y + 1))
+    r = np.random.default_rng(11)
+    y = plax.device_put(r.normal(size=(3, 3)).astype(np.float32), gpu)
+    hosts = [r.normal(size=(2, 3)).astype(np.float32) for _ in range(4)]
+    kept = [f(plax.device_put(h, gpu), y) for h in hosts]
+    yh = np.asarray(y).astype(np.float64)
+    for h, (same, prod) in zip(hosts, kept):
+        np.testing.assert_array_equal(np.asarray(same), h)
+        np.testing.assert_allclose(np.asarray(prod), h.astype(np.float64) @ yh + 1, rtol=1e-5)
+    assert len(executables[0].graphed.plans) == 2
+
+
+@on_simulated_gpu
 def test_a_view_of_a_result_keeps_its_plan_from_replaying(executables):
     """A slice of a result views the plan's output memory: while it lives, the plan that wrote
     it does not replay; its values stay those of its own call."""
