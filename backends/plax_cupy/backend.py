@@ -313,10 +313,10 @@ class CupyBackend(Backend):
         bfloat16 operands widened to float32 (results of bfloat16 type rounded back).
 
         This is where every kernel-table (and plugin) kernel is dispatched, eagerly and under
-        ``jit`` alike, so it is where they are counted: a call counts as one launch however many
-        CuPy, cuBLAS, cuSOLVER or cuFFT kernels it issues inside (none, for a view), unless it
-        launched generated kernels, which count themselves, or returned only views of its
-        operands (a reshape, a slice: no device work) (``plax_cupy.counters``)."""
+        ``jit`` alike, so it is where they are counted (``plax_cupy.counters``): a call counts
+        as one launch however many CuPy, cuBLAS, cuSOLVER or cuFFT kernels it issues inside,
+        unless it launched generated kernels (which count themselves) or returned only views
+        of its operands (a reshape, a slice: no device work)."""
         on_bits = getattr(fn, "bf16", None) == "bits"  # the kernel takes Bf16Buffers itself
         totals, launches = runtime.TOTALS, runtime.LAUNCHES
 

@@ -280,6 +280,8 @@ class GraphedProgram:
         self.calls = 0
         self.plans: list[_Plan] = []
         self.plain_calls = 0   # calls run plainly because every plan's outputs were held
+        self._owned: set = set()      # the memories the plans write (their values change)
+        self._stable: dict = {}       # id -> CuPy array of each buffer the plans write
         self._lock = _device_lock(device.id)
 
     @property
@@ -296,13 +298,13 @@ class GraphedProgram:
         return (f"# CUDA graph: captured, {len(self.plans[0].graph_steps())} operations replayed "
                 f"as one launch ({len(self.plans)} of at most {MAX_PLANS} buffer plans)")
 
-    def _owned(self) -> set:
-        """The memories the plans write: their values change under any caller's feet."""
-        return set().union(*(p.memories for p in self.plans)) if self.plans else set()
-
-    def _stable(self) -> dict:
-        """id -> CuPy array of every buffer the plans write (alive as long as their plans)."""
-        return {id(_raw(b)): _raw(b) for p in self.plans for b in p.watched}
+    def _add(self, plan: _Plan) -> None:
+        """Keeps ``plan``, its buffers' counts taken once only the plans hold them."""
+        self.plans.append(plan)
+        self._owned = self._owned | plan.memories
+        # (alive as long as their plans, so an id here is never reused by another array)
+        self._stable = {**self._stable, **{id(_raw(b)): _raw(b) for b in plan.watched}}
+        plan.settle()  # last: the references just taken are the plans' own
 
     def __call__(self, *buffers) -> list:
         if self.reason:
@@ -319,29 +321,28 @@ class GraphedProgram:
             if self.calls == 0:
                 self.calls = 1
                 return self._first_call(buffers)
-            owned = self._owned()
             best, copies = None, None
-            for plan in self.plans:
+            for plan in self.plans:  # the one that needs the fewest copies in
                 needed = plan.copies_for(buffers)
                 if needed is not None and (copies is None or len(needed) < len(copies)):
                     best, copies = plan, needed
+                    if not copies:
+                        break
             if best is None:
                 if len(self.plans) >= MAX_PLANS:
                     self.plain_calls += 1  # every plan's results are still held
                     return self.fn(*buffers)
                 try:
-                    best = _Plan.capture(self.fn, buffers, stream, owned)
+                    best = _Plan.capture(self.fn, buffers, stream, self._owned)
                 except cupy.cuda.memory.OutOfMemoryError as err:
                     cupy.get_default_memory_pool().free_all_blocks()
                     raise GpuOutOfMemoryError(self.device, oom_bytes(err), str(err)) from None
                 except Exception as err:  # what capture refuses: run plainly from now on
                     self.reason = f"capture failed ({type(err).__name__}: {err})"
-                    self.plans.clear()
                     return self.fn(*buffers)
-                self.plans.append(best)
-                best.settle()
+                self._add(best)
                 copies = []
-            return best.replay(buffers, copies, stream, self._owned(), self._stable())
+            return best.replay(buffers, copies, stream, self._owned, self._stable)
 
     def _first_call(self, buffers) -> list:
         """Runs plainly, and decides from what it did whether the program can be captured."""
