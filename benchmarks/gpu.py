@@ -10,7 +10,9 @@ with ``block_until_ready`` after each timed batch of calls):
   and bus width the driver reports);
 * matmul 8192 x 8192, float32 (TF32 off in both: ``jax_default_matmul_precision="highest"``)
   and bfloat16;
-* one SGD step of an MLP 784-2048-2048-10, batch 4096 (value and grad, parameters updated);
+* one SGD step of an MLP 784-2048-2048-10, batch 4096 (value and grad, parameters updated),
+  called on the same parameters (``MLP step``) and in a training loop, each call stepping the
+  parameters the last one returned (``MLP train loop``);
 * ``random.normal`` of 1e8 float32 (threefry2x32 and the inverse-erf transform);
 * a tiny jitted call (3 elements): the per-call latency.
 
@@ -19,7 +21,8 @@ call after the timing): kernel launches, host-to-device and device-to-host copie
 fallbacks (primitives without a GPU path); a jitted program should show no copies and no
 fallbacks. ``no-graph`` is the launches of the same call with CUDA graphs off
 (``PLAX_CUDA_GRAPHS=0``): a program replayed as a graph (``plax_cupy.graphs``) makes one launch
-for the graph plus a copy per output and per new input.
+for the graph plus a copy per input whose buffer changed (none with the same inputs each call;
+one graph of copies in a training loop), and hands its own output buffers out uncopied.
 
 The ratio column is plax-cupy / JAX (the issue's goal: <= 1.1 on the bandwidth- and BLAS-bound
 rows, <= 1.5 on latency). Each cell is the median over ``--repeat`` runs of enough calls to
@@ -27,7 +30,7 @@ last about 100 ms, after warm-up calls (compilation excluded). Without a GPU (no
 driver, no device) the script prints why and exits 0; without JAX's GPU build the JAX column
 says so. ``--quick`` shrinks the sizes tenfold (a smoke test); ``--simulated`` runs the
 ``--tiny`` sizes on tests/cupy's simulated GPU (CI without a GPU: the counters are the point,
-the times mean nothing; every simulated CuPy operation counts as a launch).
+the times mean nothing; launches are counted as on a real GPU).
 """
 from __future__ import annotations
 
@@ -67,13 +70,11 @@ def _time(fn, repeat: int, budget: float = 0.1) -> float:
 
 
 def _install_simulated_gpu() -> None:
-    """tests/cupy's simulated CuPy in place of CuPy (before plax_cupy imports it), each of its
-    operations counted as a launch."""
+    """tests/cupy's simulated CuPy in place of CuPy (before plax_cupy imports it); launches
+    are counted as on a real GPU (``plax_cupy.counters``)."""
     sys.path.insert(0, os.path.join(HERE, "..", "tests", "cupy"))
     import fake_cupy
     fake_cupy.install()
-    from plax_cupy import runtime
-    fake_cupy.LAUNCH_HOOK = runtime.note_launch
 
 
 def _per_call(call) -> str:
@@ -152,6 +153,15 @@ def workloads(quick: bool, tiny: bool = False):
             g = grad(loss)(p, x, y)
             return [(w - 0.01 * gw, b - 0.01 * gb) for (w, b), (gw, gb) in zip(p, g)]
 
+        def fed_back(step, p):
+            """A training loop: each call steps the parameters the last call returned."""
+            state = [p]
+
+            def run(x, y):
+                state[0] = step(state[0], x, y)
+                return state[0]
+            return run
+
         key = random.PRNGKey(0)
         bf16 = jnp.bfloat16
         return {
@@ -159,6 +169,8 @@ def workloads(quick: bool, tiny: bool = False):
             "matmul f32": (jit(lambda a, b: a @ b), [put(a32), put(b32)]),
             "matmul bf16": (jit(lambda a, b: a @ b), [put(a32).astype(bf16), put(b32).astype(bf16)]),
             "mlp step": (jit(step), [[(put(w), put(b)) for w, b in params], put(images), put(labels)]),
+            "mlp loop": (fed_back(jit(step), [(put(w), put(b)) for w, b in params]),
+                         [put(images), put(labels)]),
             "random.normal": (jit(lambda k: random.normal(k, (n_big,))), [key]),
             "tiny call": (jit(lambda x: x * 2.0 + 1.0), [put(tiny)]),
         }
@@ -167,6 +179,7 @@ def workloads(quick: bool, tiny: bool = False):
             (f"matmul {m}^2 f32", None, "matmul f32"),
             (f"matmul {m}^2 bf16", None, "matmul bf16"),
             (f"MLP step batch {batch}", None, "mlp step"),
+            (f"MLP train loop batch {batch}", None, "mlp loop"),
             (f"random.normal {n_big:.0e}", 4 * n_big, "random.normal"),
             ("tiny jit call", None, "tiny call")]
     return rows, build

@@ -23,7 +23,9 @@ Eager execution, per primitive (:meth:`CupyBackend.eager_impl`, in this order):
   once per primitive. NumPy functions are never called on device arrays.
 
 Host copies and kernel launches are counted in :mod:`plax_cupy.runtime` (``put``, ``to_host``,
-each generated-kernel launch): :func:`plax_cupy.counters`, :class:`plax_cupy.count`.
+each generated-kernel launch, each kernel-table call in :meth:`CupyBackend._wrap`, each CUDA
+graph launch and copy of :mod:`plax_cupy.graphs`): :func:`plax_cupy.counters`,
+:class:`plax_cupy.count`.
 """
 from __future__ import annotations
 
@@ -112,6 +114,8 @@ def narrow_bf16(x) -> Bf16Buffer:
 
 
 def _stack(buffers: list):
+    """The per-step buffers of a ``scan`` stacked along a new leading axis (one launch)."""
+    runtime.note_launch()
     if buffers and isinstance(buffers[0], Bf16Buffer):
         return Bf16Buffer(cupy.stack([b.bits for b in buffers]))
     return cupy.stack(buffers)
@@ -302,20 +306,32 @@ class CupyBackend(Backend):
             return self._wrap(dot_general, primitive)
         if name == "threefry2x32":
             return self._wrap(self._threefry, primitive)
-        return self._wrap(functools.partial(self._on_host, primitive), primitive)
+        return self._wrap(functools.partial(self._on_host, primitive), primitive, counted=False)
 
-    def _wrap(self, fn: Callable, primitive) -> Callable:
+    def _wrap(self, fn: Callable, primitive, counted: bool = True) -> Callable:
         """``fn`` run on the operands' device and stream, with out-of-memory errors named and
-        bfloat16 operands widened to float32 (results of bfloat16 type rounded back)."""
+        bfloat16 operands widened to float32 (results of bfloat16 type rounded back).
+
+        This is where every kernel-table (and plugin) kernel is dispatched, eagerly and under
+        ``jit`` alike, so it is where they are counted (``plax_cupy.counters``): a call counts
+        as one launch however many CuPy, cuBLAS, cuSOLVER or cuFFT kernels it issues inside,
+        unless it launched generated kernels (which count themselves) or returned only views
+        of its operands (a reshape, a slice: no device work)."""
         on_bits = getattr(fn, "bf16", None) == "bits"  # the kernel takes Bf16Buffers itself
+        totals, launches = runtime.TOTALS, runtime.LAUNCHES
 
         def run(*buffers, **params):
             device = self._device_for(buffers)
+            launched = totals[launches]
             with self.on(device):
                 if not on_bits and (any(isinstance(b, Bf16Buffer) for b in buffers)
                                     or _mentions_bf16(params)):
-                    return self._alloc(device, lambda: self._bf16_call(primitive, fn, buffers, params), None)
-                return self._alloc(device, lambda: fn(*buffers, **params), None)
+                    out = self._alloc(device, lambda: self._bf16_call(primitive, fn, buffers, params), None)
+                else:
+                    out = self._alloc(device, lambda: fn(*buffers, **params), None)
+            if counted and totals[launches] == launched and not _views_of(out, buffers):
+                totals[launches] += 1
+            return out
         return run
 
     def _bf16_call(self, primitive, fn, buffers, params):
@@ -481,6 +497,22 @@ class _On:
         return False
 
 
+def _memory_of(buffer):
+    """The object owning a device buffer's memory (shared by its views), or ``None``."""
+    raw = buffer.bits if isinstance(buffer, Bf16Buffer) else buffer
+    data = getattr(raw, "data", None) if isinstance(raw, cupy.ndarray) else None
+    return getattr(data, "mem", data)
+
+
+def _views_of(out, operands) -> bool:
+    """Whether every result in ``out`` views the memory of one of ``operands`` (no kernel ran
+    to make it)."""
+    results = out if isinstance(out, (list, tuple)) else (out,)
+    memories = {id(m) for m in map(_memory_of, operands) if m is not None}
+    found = [_memory_of(r) for r in results]
+    return bool(found) and all(m is not None and id(m) in memories for m in found)
+
+
 def _is_bf16(value) -> bool:
     try:
         return value is not None and not isinstance(value, (bool, int, float, str, tuple)) \
@@ -533,7 +565,11 @@ class Launcher:
                 value = np.asarray(inp.value, inp.dtype)
                 args.append((value.view(np.uint16) if value.dtype == BF16 else value)[()])
             else:  # bfloat16 travels as its bits (the kernel reads 16-bit patterns)
-                args.append(cupy.ascontiguousarray(buf.bits if isinstance(buf, Bf16Buffer) else buf))
+                raw = buf.bits if isinstance(buf, Bf16Buffer) else buf
+                if not raw.flags.c_contiguous:  # a strided view: CuPy copies it (a launch)
+                    raw = cupy.ascontiguousarray(raw)
+                    runtime.TOTALS[runtime.LAUNCHES] += 1
+                args.append(raw)
         outs: list = [None] * len(plan.out_dtypes)
         for j in plan.elem_outputs:
             outs[j] = _device_empty(plan.out_shapes[j], plan.out_dtypes[j])

@@ -149,6 +149,31 @@ def _fill_bits(dtype, fill_value, bf16: bool) -> list:
     return [int(w) for w in words]
 
 
+def _window_start(d: int, index_map, batching: dict, unsigned: bool, batch_position) -> str:
+    """The C expression of the start, on operand axis ``d``, of the window that the index
+    vector at ``idx + base`` picks (gather and scatter alike), as a signed 64-bit value.
+
+    Args:
+      d: the operand axis.
+      index_map: the operand axis each element of the index vector starts (``start_index_map``,
+        ``scatter_dims_to_operand_dims``).
+      batching: operand batching axis -> the batch axis of the indices it follows.
+      unsigned: whether the indices are unsigned (a huge value then stays out of bounds
+        instead of wrapping negative).
+      batch_position: ``fn(j) -> str``, the C expression of the position along batch axis
+        ``j`` of the indices.
+    """
+    if d in index_map:
+        k = list(index_map).index(d)
+        if unsigned:
+            return (f"(idx[base + {k}] > 0x3fffffffffffffffULL ? 0x3fffffffffffffffLL : "
+                    f"(long long)idx[base + {k}])")
+        return f"(long long)idx[base + {k}]"
+    if d in batching:
+        return batch_position(batching[d])
+    return "0LL"
+
+
 def gather_source(operand_shape, indices_shape, index_dtype, itemsize: int, *, dimension_numbers,
                   slice_sizes, mode, fill_bits) -> str:
     """CUDA C++ source of ``plax_gather``: XLA's gather of one signature in one kernel.
@@ -198,17 +223,8 @@ def gather_source(operand_shape, indices_shape, index_dtype, itemsize: int, *, d
     batching = dict(zip(dn.operand_batching_dims, dn.start_indices_batching_dims))
     for d in range(rank):
         hi = operand_shape[d] - slice_sizes[d]
-        if d in dn.start_index_map:
-            k = dn.start_index_map.index(d)
-            if unsigned:  # huge unsigned values stay out of bounds instead of wrapping
-                start = (f"(idx[base + {k}] > 0x3fffffffffffffffULL ? 0x3fffffffffffffffLL : "
-                         f"(long long)idx[base + {k}])")
-            else:
-                start = f"(long long)idx[base + {k}]"
-        elif d in batching:
-            start = f"c{batch_pos[batching[d]]}"
-        else:
-            start = "0LL"
+        start = _window_start(d, dn.start_index_map, batching, unsigned,
+                              lambda j: f"c{batch_pos[j]}")
         window = f"c{dn.offset_dims[kept.index(d)]}" if d in kept else "0LL"
         lines += [f"    long long s{d} = {start};",
                   f"    inside = inside && s{d} >= 0 && s{d} <= {hi}LL;",
@@ -293,18 +309,8 @@ def scatter_targets_source(operand_shape, indices_shape, index_dtype, window, *,
     batching = dict(zip(dn.operand_batching_dims, dn.scatter_indices_batching_dims))
     for d in range(rank):
         hi = operand_shape[d] - window[d]
-        if d in dn.scatter_dims_to_operand_dims:
-            k = dn.scatter_dims_to_operand_dims.index(d)
-            if unsigned:  # huge unsigned values stay out of bounds instead of wrapping
-                start = (f"(idx[base + {k}] > 0x3fffffffffffffffULL ? 0x3fffffffffffffffLL : "
-                         f"(long long)idx[base + {k}])")
-            else:
-                start = f"(long long)idx[base + {k}]"
-        elif d in batching:
-            j = batching[d]
-            start = f"((b / {math.prod(batch_shape[j + 1:])}LL) % {batch_shape[j]}LL)"
-        else:
-            start = "0LL"
+        start = _window_start(d, dn.scatter_dims_to_operand_dims, batching, unsigned,
+                              lambda j: f"((b / {math.prod(batch_shape[j + 1:])}LL) % {batch_shape[j]}LL)")
         lines.append(f"    long long s{d} = {start};")
         if mode == GatherScatterMode.CLIP:
             lines.append(f"    s{d} = s{d} < 0 ? 0 : (s{d} > {hi}LL ? {hi}LL : s{d});")

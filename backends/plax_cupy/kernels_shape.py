@@ -11,16 +11,6 @@ operand's bits (:func:`on_bits`).
 kernels get float32 widenings and their bfloat16 results are rounded back. Widening is exact,
 so an unmarked structural kernel still gives the right values, at the cost of two conversions
 and a signalling NaN's quiet bit.
-
-Needed from ``backend.py``: a fusible primitive's eager path (``_eager_fused``) is wrapped
-without the mark, so bfloat16 operands are widened before the generated kernel is planned and
-before a table kernel marked ``"bits"`` is reached. Two conformance failures follow (the same
-calls under ``jit`` are right): eager ``nextafter`` on bfloat16 returns ``x`` (one bfloat16
-step is lost in the rounding back; ``test_values[cupy-nextafter-bfloat16]``), and an eager
-``bitcast_convert_type`` from a 0-d float32 to bfloat16 reaches ``_bf16_call``'s bit cast,
-which views a 0-d array as a narrower type (``test_zero_tangent[cupy-bitcast_convert_type]``).
-Passing the mark on (``partial(self._eager_fused, ...)`` marked ``bf16 = "bits"`` when the
-table kernel is, its avals read as bfloat16 for Bf16Buffers) would fix both.
 """
 from __future__ import annotations
 
@@ -79,34 +69,22 @@ def _broadcast_in_dim(x, *, shape, broadcast_dimensions):
     return cupy.broadcast_to(x.reshape(expanded), tuple(shape))
 
 
-@kernel(lax.reshape_p)
-@on_bits
-def _reshape(x, *, new_sizes):
-    return cupy.reshape(x, tuple(new_sizes))
+def _view_kernel(primitive, view: Callable, param: str) -> None:
+    """Registers ``view(x, tuple(params[param]))`` (one CuPy call giving a view where CuPy can,
+    on bfloat16's bits) as the GPU kernel of ``primitive``, whose one parameter is ``param``."""
+    def run(x, **params):
+        return view(x, tuple(params[param]))
+    run.__name__ = run.__qualname__ = f"_{primitive.name}"
+    kernel(primitive)(on_bits(run))
 
 
-@kernel(lax.transpose_p)
-@on_bits
-def _transpose(x, *, permutation):
-    return cupy.transpose(x, tuple(permutation))
-
-
-@kernel(lax.squeeze_p)
-@on_bits
-def _squeeze(x, *, dimensions):
-    return cupy.squeeze(x, axis=tuple(dimensions))
-
-
-@kernel(lax.expand_dims_p)
-@on_bits
-def _expand_dims(x, *, dimensions):
-    return cupy.expand_dims(x, tuple(dimensions))
-
-
-@kernel(lax.rev_p)
-@on_bits
-def _rev(x, *, dimensions):
-    return cupy.flip(x, tuple(dimensions)) if dimensions else x
+for _primitive, _view, _param in [
+        (lax.reshape_p, cupy.reshape, "new_sizes"),
+        (lax.transpose_p, cupy.transpose, "permutation"),
+        (lax.squeeze_p, cupy.squeeze, "dimensions"),
+        (lax.expand_dims_p, cupy.expand_dims, "dimensions"),
+        (lax.rev_p, lambda x, axes: cupy.flip(x, axes) if axes else x, "dimensions")]:
+    _view_kernel(_primitive, _view, _param)
 
 
 @kernel(lax.pad_p)

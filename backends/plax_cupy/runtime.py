@@ -131,8 +131,15 @@ class Counters(NamedTuple):
         results of a host fallback).
       device_to_host: device-to-host copies (reading results, host callbacks' operands,
         ``cond``/``while`` decisions, operands of a host fallback).
-      launches: generated CUDA kernels launched (on the simulated GPU also every CuPy
-        operation; on a real GPU CuPy's own kernels are not counted).
+      launches: the device operations plax dispatches, counted where it dispatches them, the
+        same on a real GPU and on tests/cupy's simulated one: each generated CUDA kernel
+        (fused clusters, a reducing cluster's two, threefry, the kernel table's own); each
+        kernel-table or plugin kernel call that launches no generated kernel and returns more
+        than views of its operands, as one (whatever CuPy, cuBLAS, cuSOLVER or cuFFT kernels it
+        issues inside: CuPy cannot report those); each copy plax makes itself (a strided
+        operand made contiguous for a generated kernel, a ``scan``'s stacked ``ys``, an input
+        copied into a CUDA graph's plan); and each CUDA graph launch, as one however many
+        kernels it replays (:mod:`plax_cupy.graphs`). Allocations are not launches.
       host_fallbacks: primitives run on the host reference kernels for want of a GPU path
         (each also counts its copies above); zero on a complete backend.
     """

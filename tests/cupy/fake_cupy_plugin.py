@@ -5,8 +5,9 @@
         --pyargs plax.testing.conformance --plax-backend=cupy --plax-conformance-quick
 
 Loaded with ``-p`` (before any conftest), it puts the simulated CuPy in place of the real one
-and registers the CuPy backend's plugin, which then finds one "GPU"; every simulated CuPy
-operation counts as a launch in ``plax_cupy.counters()``.
+and registers the CuPy backend's plugin, which then finds one "GPU". ``plax_cupy.counters()``
+counts launches as on a real GPU (where plax dispatches them); ``fake_cupy.COUNTS`` has the
+simulation's own tally of CuPy operations.
 """
 import fake_cupy
 
@@ -17,10 +18,10 @@ def _register():
     # at import (``-p`` loads this before the conformance kit chooses its backends)
     from plax import plugins
     import plax_cupy.plugin
-    from plax_cupy import runtime
     if "cupy" not in plugins.registry().backends:
         plugins.register_plugin(plax_cupy.plugin, name="plax_cupy_simulated")
-    fake_cupy.LAUNCH_HOOK = runtime.note_launch
+    # (fake_cupy.LAUNCH_HOOK stays unset: plax counts launches where it dispatches them, the
+    # same on the simulated GPU as on a real one -- plax_cupy.runtime.Counters)
 
 
 _register()

@@ -11,48 +11,26 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 from gpu_env import GPU_PROBLEM, NVRTC_PROBLEM
+from test_simulated_streams import SIMULATED, run_file_on_simulated_gpu
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
 FAMILIES = ("shape", "indexing", "reduction", "sort", "precision", "programs")
-
-
-def simulated() -> bool:
-    """Whether ``cupy`` is the simulated CuPy of ``fake_cupy`` in this process."""
-    mod = sys.modules.get("cupy")
-    return mod is not None and getattr(mod, "__version__", "").endswith("simulated")
-
-
-def _real_gpu() -> bool:
-    if simulated():
-        return False
-    return not GPU_PROBLEM
 
 
 #: marks a family file's tests: they run on the simulated GPU (in place of CuPy) or a real one
 on_a_gpu = pytest.mark.skipif(
-    not (simulated() or _real_gpu()),
+    not (SIMULATED or not GPU_PROBLEM),
     reason="no CUDA GPU present; runs on the simulated GPU (test_kernels_a_simulated.py starts it)")
 
 
 @pytest.mark.skipif(shutil.which("g++") is None, reason="no C++ compiler (g++) for the simulated GPU")
 def test_kernel_families_on_the_simulated_gpu():
-    path = os.pathsep.join([HERE, os.path.join(REPO, "backends"), os.environ.get("PYTHONPATH", "")])
-    env = dict(os.environ, PYTHONPATH=path)
-    env.pop("PYTEST_ADDOPTS", None)
-    files = [os.path.join(HERE, f"test_kernels_a_{f}.py") for f in FAMILIES]
-    done = subprocess.run([sys.executable, "-m", "pytest", "-p", "fake_cupy_plugin", "-q",
-                           "-p", "no:cacheprovider", "-p", "no:randomly", *files],
-                          capture_output=True, text=True, env=env, cwd=REPO, timeout=600)
-    tail = done.stdout[-4000:] + done.stderr[-2000:]
-    assert done.returncode == 0, tail
-    assert " passed" in done.stdout and "skipped" not in done.stdout, tail
+    run_file_on_simulated_gpu(*(os.path.join(HERE, f"test_kernels_a_{f}.py") for f in FAMILIES),
+                              skipped=0)
 
 
 def test_box_kernels_compile_with_nvrtc():

@@ -12,30 +12,20 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 from gpu_env import NVRTC_PROBLEM
+from test_simulated_streams import run_file_on_simulated_gpu
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
 FAMILIES = ("linalg", "fft", "convolution", "windows", "special", "callbacks", "programs")
 
 
 @pytest.mark.skipif(shutil.which("g++") is None, reason="no C++ compiler (g++) for the simulated GPU")
 def test_kernel_families_b_on_the_simulated_gpu():
-    path = os.pathsep.join([HERE, os.path.join(REPO, "backends"), os.environ.get("PYTHONPATH", "")])
-    env = dict(os.environ, PYTHONPATH=path)
-    env.pop("PYTEST_ADDOPTS", None)
-    files = [os.path.join(HERE, f"test_kernels_b_{f}.py") for f in FAMILIES]
-    done = subprocess.run([sys.executable, "-m", "pytest", "-p", "fake_cupy_plugin", "-q",
-                           "-p", "no:cacheprovider", "-p", "no:randomly", *files],
-                          capture_output=True, text=True, env=env, cwd=REPO, timeout=600)
-    tail = done.stdout[-4000:] + done.stderr[-2000:]
-    assert done.returncode == 0, tail
-    assert " passed" in done.stdout and "skipped" not in done.stdout, tail
+    run_file_on_simulated_gpu(*(os.path.join(HERE, f"test_kernels_b_{f}.py") for f in FAMILIES),
+                              skipped=0)
 
 
 def test_generated_kernels_compile_with_nvrtc():

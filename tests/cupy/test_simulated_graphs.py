@@ -4,10 +4,14 @@ On the simulated GPU (:mod:`fake_cupy`: a capture records the kernels and CuPy o
 issued on the stream and replays them over the same device memory on ``Graph.launch``):
 
 * a compiled MLP step and a ``scan`` run plainly on the first call, are captured on the second
-  and replay from the third as ``1 + inputs + outputs`` launches (the copies into the plan's
-  input buffers -- none when the same input Arrays come again -- and out of its outputs, and
-  the graph), with no host copy and no Python per kernel or per loop iteration; values equal
-  to the plain path and to the NumPy backend;
+  (the inputs copied into the plan, the graph) and replay from the third as one launch when
+  the inputs are the same Arrays (the outputs are the plan's own buffers, handed out without
+  a copy), with no host copy and no Python per kernel or per loop iteration; values equal to
+  the plain path and to the NumPy backend; a new input is one copy more;
+* a training loop (each step's results fed to the next) alternates between two plans, the
+  parameters' copies from the other plan's outputs captured as one graph: two launches a step;
+* a plan never overwrites results a caller still holds, nor a view of them: with every result
+  kept, calls after the second plan run plainly;
 * a program of one fused kernel (selu), and programs with ``cond``/``while``/host callbacks,
   run plainly, with the reason in ``as_text()``; ``PLAX_CUDA_GRAPHS=0`` disables graphs;
 * a stale captured pointer (a buffer freed after capture) is caught on replay;
@@ -71,7 +75,8 @@ def _scan_mlp(w, xs):
 
 
 def _calls(f, args, n):
-    """``n`` calls of ``f``; returns each call's outputs (host) and counts."""
+    """``n`` calls of ``f``, each call's results read and dropped before the next; returns each
+    call's outputs (host) and counts."""
     import plax
     import plax_cupy
     import fake_cupy
@@ -82,6 +87,7 @@ def _calls(f, args, n):
             out = plax.tree_util.tree_leaves(f(*args))
         host = [np.asarray(o) for o in out]   # the reads, after the counted call
         results.append((host, c, fake_cupy.COUNTS["kernel_launches"] - kernels, len(out)))
+        del out
     return results
 
 
@@ -123,16 +129,19 @@ def test_replays_as_a_graph_from_the_third_call(program, executables):
                                     r.normal(size=(9, 4)).astype(np.float32))
     args = plax.device_put(host_args, gpu)
     f = plax.jit(fn)
+    runs = _calls(f, args, 1)   # plain (a scan's body, a program of its own, may replay)
     graphs = fake_cupy.COUNTS.get("graph_launches", 0)
-    runs = _calls(f, args, 4)
+    runs += _calls(f, args, 3)
     assert fake_cupy.COUNTS.get("graph_launches", 0) - graphs == 3   # calls 2, 3, 4
     n_in = len(plax.tree_util.tree_leaves(args))
+    assert runs[1][1].launches == n_in + 1   # the capture: inputs copied into the plan, the graph
     for host, c, kernels, n_out in runs[2:]:
         assert (c.host_to_device, c.device_to_host, c.host_fallbacks) == (0, 0, 0)
-        assert c.launches == 1 + n_out   # the graph and the copies out (same inputs: no copy)
+        assert c.launches == 1       # the graph alone: same inputs, outputs handed out uncopied
         assert kernels == 0                          # no kernel launched from Python
     assert runs[0][1].launches > runs[2][1].launches
     assert "CUDA graph: captured" in _text(executables)
+    assert len(executables[0].graphed.plans) == 1   # each call's results were dropped
     # values: plain path (graphs off), and the NumPy backend
     os.environ["PLAX_CUDA_GRAPHS"] = "0"
     first = len(executables)
@@ -167,25 +176,121 @@ def test_new_inputs_are_copied_into_the_plan():
             out = plax.tree_util.tree_leaves(f(x))
         for o, wo in zip(out, w):
             np.testing.assert_allclose(np.asarray(o), wo, rtol=2e-5, atol=1e-6)
-    assert c.launches == 1 + 1 + len(out)   # the new input copied in, the graph, copies out
+    assert c.launches == 1 + 1   # the new input copied in, the graph (outputs handed out)
 
 
 @on_simulated_gpu
-def test_a_training_loop_feeds_outputs_back():
+def test_a_training_loop_feeds_outputs_back(executables):
+    """Each step's parameters are the last step's results: two plans take turns (one's outputs
+    are the other's inputs, held by the caller during the call), the parameters are copied in,
+    the batch (the same buffers) is not."""
     import plax
+    import plax_cupy
     gpu = _gpu()
     p, x, y = _mlp_args(2)
-    f = plax.jit(_step)
+    f = plax.jit(lambda *a: _step(*a))   # a program of its own
     params = plax.device_put(p, gpu)
     xd, yd = plax.device_put((x, y), gpu)
     ref = plax.device_put(p, plax.devices("cpu")[0])
     g = plax.jit(_step, backend="numpy")
     xc, yc = plax.device_put((x, y), plax.devices("cpu")[0])
-    for _ in range(5):
-        params = f(params, xd, yd)
+    launches = []
+    for _ in range(7):
+        with plax_cupy.count() as c:
+            params = f(params, xd, yd)
+        launches.append(c.launches)
         ref = g(ref, xc, yc)
     for a, b in zip(params, ref):
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-4, atol=1e-6)
+    n = len(p)
+    # plain; two captures (every input copied into a new plan, the graph); then the graph of
+    # the parameters' copies from the other plan's outputs, and the program's graph
+    assert launches[1:] == [n + 3, n + 3] + [2] * 4, launches
+    assert len(executables[0].graphed.plans) == 2
+
+
+@on_simulated_gpu
+def test_results_kept_are_never_overwritten(executables):
+    """A caller keeping every result: a plan replays only once its outputs are let go, so after
+    the second plan the calls run plainly rather than overwrite a result still held."""
+    import plax
+    gpu = _gpu()
+    f = plax.jit(lambda v: _scan(v))   # a program of its own
+    r = np.random.default_rng(8)
+    hosts = [r.normal(size=(5, 4)).astype(np.float32) for _ in range(6)]
+    kept = [f(plax.device_put(h, gpu)) for h in hosts]
+    for h, got in zip(hosts, kept):
+        want = plax.jit(_scan, backend="numpy")(plax.device_put(h, plax.devices("cpu")[0]))
+        for o, w in zip(plax.tree_util.tree_leaves(got), plax.tree_util.tree_leaves(want)):
+            np.testing.assert_allclose(np.asarray(o), np.asarray(w), rtol=2e-5, atol=1e-6)
+    program = executables[0].graphed
+    assert len(program.plans) == 2 and program.plain_calls == len(hosts) - 3
+    del kept
+    before = program.plans[0].replays
+    f(plax.device_put(hosts[0], gpu))   # the results let go: the first plan replays again
+    assert program.plans[0].replays == before + 1
+
+
+@on_simulated_gpu
+def test_bfloat16_results_kept_are_never_overwritten(executables):
+    """bfloat16 results are Bf16Buffers around the plan's bits: held, they keep it too."""
+    import ml_dtypes
+    import plax
+    import plax.numpy as jnp
+    gpu, bf16 = _gpu(), np.dtype(ml_dtypes.bfloat16)
+    f = plax.jit(lambda x: (jnp.sin(x) * 2 + x) @ x.T - 1)
+    r = np.random.default_rng(10)
+    hosts = [r.normal(size=(4, 8)).astype(bf16) for _ in range(4)]
+    kept = [f(plax.device_put(h, gpu)) for h in hosts]
+    ref = plax.jit(lambda x: (jnp.sin(x) * 2 + x) @ x.T - 1, backend="numpy")
+    for h, got in zip(hosts, kept):
+        want = ref(plax.device_put(h, plax.devices("cpu")[0]))
+        assert got.dtype == bf16
+        np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+    program = executables[0].graphed
+    assert len(program.plans) == 2 and program.plain_calls == 1
+
+
+@on_simulated_gpu
+def test_an_input_returned_as_a_result(executables):
+    """A program returning its input hands out the plan's copy of it: held, the plan does not
+    copy the next input over it."""
+    import plax
+    gpu = _gpu()
+    f = plax.jit(lambda x, y: (x, x @ y + 1))
+    r = np.random.default_rng(11)
+    y = plax.device_put(r.normal(size=(3, 3)).astype(np.float32), gpu)
+    hosts = [r.normal(size=(2, 3)).astype(np.float32) for _ in range(4)]
+    kept = [f(plax.device_put(h, gpu), y) for h in hosts]
+    yh = np.asarray(y).astype(np.float64)
+    for h, (same, prod) in zip(hosts, kept):
+        np.testing.assert_array_equal(np.asarray(same), h)
+        np.testing.assert_allclose(np.asarray(prod), h.astype(np.float64) @ yh + 1, rtol=1e-5)
+    assert len(executables[0].graphed.plans) == 2
+
+
+@on_simulated_gpu
+def test_a_view_of_a_result_keeps_its_plan_from_replaying(executables):
+    """A slice of a result views the plan's output memory: while it lives, the plan that wrote
+    it does not replay; its values stay those of its own call."""
+    import plax
+    gpu = _gpu()
+    f = plax.jit(lambda v: _scan(v))   # a program of its own
+    r = np.random.default_rng(9)
+    x = plax.device_put(r.normal(size=(6, 4)).astype(np.float32), gpu)
+    f(x)                                # plain
+    carry, ys = f(x)                    # captured: the first plan's outputs
+    view = ys[2:]
+    want = np.asarray(view)
+    del carry, ys
+    for _ in range(3):                  # other inputs, results dropped
+        f(plax.device_put(r.normal(size=(6, 4)).astype(np.float32), gpu))
+    np.testing.assert_array_equal(np.asarray(view), want)
+    program = executables[0].graphed
+    assert len(program.plans) == 2 and program.plans[0].replays == 1
+    del view
+    f(x)                                # let go: the first plan (x in place, no copy) replays
+    assert program.plans[0].replays == 2
 
 
 def _host_only_primitive():
@@ -225,11 +330,11 @@ def test_programs_that_need_the_host_run_plainly(program, reason, executables):
         fns["host"] = lambda z: host_only.bind(z * 0.3) * 2 + jnp.exp(z) - z
     x = plax.device_put(x, _gpu())
     f = plax.jit(fns[program])
-    graphs = fake_cupy.COUNTS.get("graph_launches", 0)
     first = np.asarray(f(x))
     for _ in range(3):
         np.testing.assert_array_equal(np.asarray(f(x)), first)
-    assert fake_cupy.COUNTS.get("graph_launches", 0) == graphs
+    # (the bodies of cond/while are programs of their own, and may replay as graphs)
+    assert executables[0].graphed.plans == []
     text = _text(executables)
     assert "CUDA graph: no, runs plainly" in text and reason in text, text[-300:]
 
@@ -280,7 +385,7 @@ def test_the_plan_owns_its_buffers(executables):
     import plax
     import fake_cupy
     xs = np.random.default_rng(3).normal(size=(6, 4)).astype(np.float32)
-    f = plax.jit(_scan)
+    f = plax.jit(lambda v: _scan(v))
     for _ in range(3):  # fresh input arrays each call, dropped after it
         out = f(plax.device_put(xs, _gpu()))
     program = executables[0].graphed
