@@ -51,7 +51,8 @@ _EM_DIVISORS = tuple(float(Fraction(math.factorial(2 * j)) / _bernoulli(2 * j))
 @njit(**_core)
 def zeta_core(s, q):
     """Hurwitz's ``zeta(s, q)`` in float64 (see the module docstring)."""
-    if s != s or q != q or abs(s) == np.inf or abs(q) == np.inf:
+    # Cephes' order of tests (zeta(1, nan) and zeta(nan, 0) are inf, as SciPy's)
+    if abs(s) == np.inf or abs(q) == np.inf:
         return np.nan
     if s == 1.0:
         return np.inf
@@ -62,6 +63,8 @@ def zeta_core(s, q):
             return np.inf
         if s != math.floor(s):
             return np.nan
+    if s != s or q != q:
+        return np.nan
     if q > 1e8:
         return (1.0 / (s - 1.0) + 0.5 / q) * math.pow(q, 1.0 - s)
     total = math.pow(q, -s)
