@@ -180,10 +180,6 @@ def main() -> None:
 
     rng = np.random.default_rng(0)
     wanted = lambda name: not opts.only or name in opts.only  # noqa: E731
-    rows = {name: unary_row(name, opts, rng, plax, jax) for name in UNARY if wanted(name)}
-    rows.update({name: iterative_row(name, opts, rng, plax, jax)
-                 for name in ITERATIVE if wanted(name)})
-
     ms = lambda t: "-" if t is None else f"{t * 1e3:.1f} ms"  # noqa: E731
     ratio = lambda a, b: "-" if b is None else f"{a / b:.2f}"  # noqa: E731
     num = lambda e, f: "-" if e is None else format(e, f)  # noqa: E731
@@ -192,9 +188,13 @@ def main() -> None:
     print("| function | plax-numba | JAX | numba / JAX | plax f32 error (ulp) "
           "| JAX f32 error (ulp) | plax f64 error (f64 ulp) |")
     print("|---|---:|---:|---:|---:|---:|---:|")
-    for name, (tp, tj, ep, ej, e64) in rows.items():
+    for name in [*UNARY, *ITERATIVE]:
+        if not wanted(name):
+            continue
+        row = (unary_row if name in UNARY else iterative_row)(name, opts, rng, plax, jax)
+        tp, tj, ep, ej, e64 = row
         print(f"| {name} | {ms(tp)} | {ms(tj)} | {ratio(tp, tj)} | {ep:.2f} "
-              f"| {num(ej, '.2f')} | {e64:.1f} |")
+              f"| {num(ej, '.2f')} | {e64:.1f} |", flush=True)
 
     if wanted("float64"):
         n64, rows64 = float64_rows(opts, rng, plax, jax)
