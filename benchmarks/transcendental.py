@@ -7,20 +7,22 @@ For each function ``f``: the jitted program ``f(x * 0.5) * 2 + 1`` on ``N`` floa
 eager ``f`` alone (its own SIMD loop where it has one, SciPy's for the special functions), the
 ratio plax-numba / JAX, and each library's largest error in float32 ulps of ``f`` alone over a
 dense sweep of the function's domain (plax's and JAX's jitted ``f``), against NumPy/SciPy in
-float64. Times are medians of ``R`` runs, each as many calls as fill ~50 ms. Noisy on a shared
-2-core host: compare the columns of one run.
+float64. Times are medians of ``R`` runs, each as many calls as fill ~50 ms (the helpers of
+``benchmarks/ulp_error.py``). Noisy on a shared 2-core host: compare the columns of one run.
 """
 from __future__ import annotations
 
 import argparse
 import os
-import statistics
-import time
+import sys
 
 os.environ.setdefault("PLAX_NUMBA_SYNC", "1")  # compile before timing
 
 import numpy as np  # noqa: E402
 import scipy.special as sp  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(__file__))
+from ulp_error import fused_errors, median_time  # noqa: E402
 
 
 def _erf_inv64(y):
@@ -44,31 +46,6 @@ FUNCTIONS = {
     "lgamma": (sp.gammaln, sp.gammaln, (0.1, 20), (0.01, 100)),
     "digamma": (sp.psi, sp.psi, (0.1, 20), (0.01, 100)),
 }
-
-
-def _median_time(fn, args, repeat):
-    out = fn(*args)
-    getattr(out, "block_until_ready", lambda: None)()
-    start, calls = time.perf_counter(), 0
-    while time.perf_counter() - start < 0.05:
-        fn(*args)
-        calls += 1
-    runs = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        for _ in range(calls):
-            out = fn(*args)
-        getattr(out, "block_until_ready", lambda: None)()
-        runs.append((time.perf_counter() - t) / calls)
-    return statistics.median(runs)
-
-
-def _max_ulps(got, ref):
-    with np.errstate(all="ignore"):
-        ref32 = ref.astype(np.float32)
-    ok = np.isfinite(ref32) & np.isfinite(got)
-    spacing = np.spacing(np.maximum(np.abs(ref32[ok]), np.finfo(np.float32).tiny))
-    return float((np.abs(got[ok].astype(np.float64) - ref[ok]) / spacing).max())
 
 
 def main() -> None:
@@ -96,14 +73,14 @@ def main() -> None:
         pf = getattr(plax_lax, name)
         fn = plax.jit(lambda v: pf(v * np.float32(0.5)) * np.float32(2) + np.float32(1),
                       backend="numba")
-        times["plax"][name] = _median_time(fn, (plax.numpy.asarray(inputs[name]),), opts.repeat)
+        times["plax"][name] = median_time(fn, (plax.numpy.asarray(inputs[name]),), opts.repeat)
     for name, (_, eager, _, _) in FUNCTIONS.items():
-        times["numpy"][name] = _median_time(eager, (inputs[name],), opts.repeat)
+        times["numpy"][name] = median_time(eager, (inputs[name],), opts.repeat)
     if jax is not None:
         for name in FUNCTIONS:
             jf = getattr(jax_lax, name)
             fn = jax.jit(lambda v: jf(v * 0.5) * 2 + 1)
-            times["jax"][name] = _median_time(fn, (jax.numpy.asarray(inputs[name]),), opts.repeat)
+            times["jax"][name] = median_time(fn, (jax.numpy.asarray(inputs[name]),), opts.repeat)
 
     print(f"{opts.size:,} float32 elements; f(x * 0.5) * 2 + 1 jitted; median of {opts.repeat}")
     print("| function | plax-numba | JAX | NumPy/SciPy eager | numba / JAX "
@@ -113,12 +90,8 @@ def main() -> None:
         xs = np.linspace(lo, hi, 2_000_001, dtype=np.float32)
         with np.errstate(all="ignore"):
             want = ref(xs.astype(np.float64))
-        pf = getattr(plax_lax, name)
-        # inside a fused loop (a lone equation with a NumPy ufunc runs NumPy's own loop)
-        fused = plax.jit(lambda v: pf(v) * np.float32(1), backend="numba")
-        err_plax = _max_ulps(np.asarray(fused(xs)), want)
-        err_jax = None if jax is None else _max_ulps(
-            np.asarray(jax.jit(getattr(jax_lax, name))(xs)), want)
+        jf = None if jax is None else getattr(jax_lax, name)
+        err_plax, err_jax = fused_errors(getattr(plax_lax, name), jf, (xs,), want)
         t_plax, t_jax, t_np = (times[k].get(name) for k in ("plax", "jax", "numpy"))
         us = lambda t: "-" if t is None else f"{t * 1e6:,.0f} µs"  # noqa: E731
         ratio = "-" if t_jax is None else f"{t_plax / t_jax:.2f}"

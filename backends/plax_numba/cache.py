@@ -39,6 +39,12 @@ from plax_numba.libm_free import erf_inv_f32, lgamma_f32, digamma_f32
 from plax_numba.scalar import bitcast, nextafter_f32, nextafter_f64
 from plax_numba.special import bessel_i0e_f32, bessel_i0e_f64, bessel_i1e_f32, bessel_i1e_f64
 from plax_numba.special import digamma_f64
+from plax_numba.special_gamma import igamma_f32, igamma_f64, igammac_f32, igammac_f64
+from plax_numba.special_gamma import igamma_grad_a_f32, igamma_grad_a_f64
+from plax_numba.special_gamma import random_gamma_grad_f32, random_gamma_grad_f64
+from plax_numba.special_zeta import zeta_f32, zeta_f64, polygamma_f32, polygamma_f64
+from plax_numba.special_beta import betainc_f32, betainc_f64
+from plax_numba.special_erf import erf_inv_f64
 from plax_numba.arrays import dot_rows, dot_loops, dot_blas, dot_blas_mv, dot_bool, matvec_t
 
 _OPTIONS = dict(cache=True, nogil=True, error_model="numpy", boundscheck=False)
@@ -68,7 +74,8 @@ def _salt() -> str:
     helpers = b""
     here = os.path.dirname(os.path.abspath(__file__))
     # the helpers the generated kernels call
-    for name in ("scalar.py", "libm_free.py", "special.py", "arrays.py"):
+    for name in ("scalar.py", "libm_free.py", "special.py", "special_gamma.py",
+                 "special_zeta.py", "special_beta.py", "special_erf.py", "arrays.py"):
         with open(os.path.join(here, name), "rb") as f:  # read, not imported: no numba
             helpers += f.read()
     return hashlib.sha256(helpers + _numba_version().encode() + np.__version__.encode()

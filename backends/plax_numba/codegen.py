@@ -134,9 +134,13 @@ _F32_KERNELS = {lax.exp_p: "exp_f32", lax.tanh_p: "tanh_f32", lax.logistic_p: "l
 _SPECIAL_F64 = {lax.erf_p: "math.erf", lax.erfc_p: "math.erfc", lax.lgamma_p: "math.lgamma"}
 #: special functions with a scalar form of their own per float width (plax_numba.special):
 #: float32 and float64 operands call ``<name>_f32`` / ``<name>_f64``
-_SPECIAL_SCALAR = {lax.bessel_i0e_p: "bessel_i0e", lax.bessel_i1e_p: "bessel_i1e"}
-#: float64 forms of functions whose float32 form is in _F32_KERNELS (plax_numba.special)
-_F64_KERNELS = {lax.digamma_p: "digamma_f64"}
+_SPECIAL_SCALAR = {lax.bessel_i0e_p: "bessel_i0e", lax.bessel_i1e_p: "bessel_i1e",
+                   lax.igamma_p: "igamma", lax.igammac_p: "igammac",
+                   lax.igamma_grad_a_p: "igamma_grad_a",
+                   lax.random_gamma_grad_p: "random_gamma_grad", lax.zeta_p: "zeta",
+                   lax.polygamma_p: "polygamma", lax.regularized_incomplete_beta_p: "betainc"}
+#: float64 forms of functions whose float32 form is in _F32_KERNELS (plax_numba.special*)
+_F64_KERNELS = {lax.digamma_p: "digamma_f64", lax.erf_inv_p: "erf_inv_f64"}
 _ARITH = {lax.add_p: "+", lax.add_any_p: "+", lax.sub_p: "-", lax.mul_p: "*"}
 _COMPARE = {lax.eq_p: "==", lax.ne_p: "!=", lax.lt_p: "<", lax.le_p: "<=", lax.gt_p: ">",
             lax.ge_p: ">="}
@@ -178,7 +182,7 @@ def elementwise(eqn, a: list[str]) -> str:
             return _cast(f"{a[0]} != 0", dout)
         return _cast(f"(1 if {a[0]} > 0 else (-1 if {a[0]} < 0 else 0))", dout)
     if prim in _SPECIAL_SCALAR and din[0] in (np.float32, np.float64):
-        return f"{_SPECIAL_SCALAR[prim]}_f{bits}({a[0]})"
+        return f"{_SPECIAL_SCALAR[prim]}_f{bits}({', '.join(a)})"
     if prim in _F64_KERNELS and din[0] == np.float64:
         return f"{_F64_KERNELS[prim]}({a[0]})"
     scalar = not eqn.outvars[0].aval.shape

@@ -2,7 +2,10 @@
 functions ``bessel_i0e`` and ``bessel_i1e`` (float32 and float64) and of float64 ``digamma``
 (:func:`digamma_f64`; the float32 one is :func:`plax_numba.libm_free.digamma_f32`), so that
 they fuse with their neighbours instead of running SciPy's reference kernel in a pass of their
-own.
+own. The iterative special functions have modules of their own: :mod:`plax_numba.special_gamma`
+(``igamma``, ``igammac``, ``igamma_grad_a``, ``random_gamma_grad``),
+:mod:`plax_numba.special_zeta` (``zeta``, ``polygamma``), :mod:`plax_numba.special_beta`
+(``betainc``) and :mod:`plax_numba.special_erf` (float64 ``erf_inv``).
 
 The Bessel functions evaluate in float64 (a float32 argument is widened and the result
 rounded once) from two expansions, chosen by ``|x|`` (12 for float32, 22 for float64):

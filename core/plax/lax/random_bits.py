@@ -21,6 +21,7 @@ from plax import dtypes
 from plax.core.primitive import Primitive
 from plax.core.shaped_array import ShapedArray
 from plax.lax.base import asarray, same_shapes_or_scalar
+from plax.lowering.fusion import ELEMENTWISE, register_fusible
 from plax.transforms.batching import defbroadcasting
 from plax.transforms.jvp import defzero
 
@@ -69,6 +70,7 @@ def threefry2x32(k1, k2, x1, x2):
 # ------------------------------------------------------------------ random_gamma_grad
 
 random_gamma_grad_p = Primitive("random_gamma_grad")
+register_fusible(random_gamma_grad_p, ELEMENTWISE)  # the Numba backend has scalar forms
 
 
 @random_gamma_grad_p.def_abstract_eval

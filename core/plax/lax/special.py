@@ -8,6 +8,7 @@ import plax.lax.unary as U
 from plax.core.primitive import Primitive
 from plax.core.shaped_array import ShapedArray
 from plax.lax.base import FLOAT, asarray, check_dtype, same_dtypes, same_shapes_or_scalar
+from plax.lowering.fusion import ELEMENTWISE, register_fusible
 from plax.transforms.batching import defbroadcasting
 from plax.transforms.jvp import defjvp, defjvp2
 
@@ -49,5 +50,6 @@ def polygamma(m, x):
 
 
 defbroadcasting(polygamma_p)
+register_fusible(polygamma_p, ELEMENTWISE)  # the Numba backend has scalar forms
 defjvp(polygamma_p, None,
        lambda t, m, x: B.mul(t, polygamma(B.add(m, B.full_like_scalar(1, m)), x)))

@@ -49,9 +49,10 @@ regularized_incomplete_beta_p = _float_op("regularized_incomplete_beta")
 zeta_p = _float_op("zeta")
 bessel_i0e_p = _float_op("bessel_i0e")
 bessel_i1e_p = _float_op("bessel_i1e")
-# one operand, elementwise: backends may fuse them (the Numba backend has scalar forms)
-register_fusible(bessel_i0e_p, ELEMENTWISE)
-register_fusible(bessel_i1e_p, ELEMENTWISE)
+# elementwise: backends may fuse them (the Numba backend has scalar forms of each)
+for _p in (igamma_p, igammac_p, igamma_grad_a_p, regularized_incomplete_beta_p, zeta_p,
+           bessel_i0e_p, bessel_i1e_p):
+    register_fusible(_p, ELEMENTWISE)
 
 
 def igamma(a, x):
