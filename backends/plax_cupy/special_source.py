@@ -29,7 +29,7 @@ as plax's reference kernels give them; XLA's differ at some signed zeros and NaN
 result rounded once): the power series ``(x/2)^nu sum_k (x^2/4)^k / (k! (k+nu)!)`` below a split
 (22 for double, 12 for float; every term positive), Hankel's asymptotic expansion
 ``(2 pi x)^-1/2 sum_k (-1)^k a_k(nu) / x^k`` above it; Horner's rule over coefficients computed
-exactly here (:func:`series_coefficients`, :func:`hankel_coefficients`). The algorithm of the
+exactly (``plax.lax.bessel_series``, shared with the Numba backend). The algorithm of the
 Numba backend's scalar forms (``plax_numba.special``), written for CUDA.
 
 **digamma** in double (float widened, rounded once): reflection ``psi(x) = psi(1 - x) -
@@ -43,8 +43,9 @@ import math
 import re
 from fractions import Fraction
 
-__all__ = ["BESSEL_SOURCE", "COMPLEX_INVERSE_SOURCE", "DIGAMMA_SOURCE", "hankel_coefficients",
-           "helpers_for", "series_coefficients"]
+from plax.lax.bessel_series import hankel_coefficients, series_coefficients
+
+__all__ = ["BESSEL_SOURCE", "COMPLEX_INVERSE_SOURCE", "DIGAMMA_SOURCE", "helpers_for"]
 
 
 COMPLEX_INVERSE_SOURCE = r"""#ifndef PLAX_COMPLEX_INVERSE
@@ -217,34 +218,6 @@ template <typename T> __device__ plax_complex<T> plax_catan(plax_complex<T> z) {
 
 
 # ---------------------------------------------------------------- Bessel functions
-
-def series_coefficients(nu: int, terms: int) -> list[float]:
-    """``1 / (k! (k+nu)! 2^nu)`` for ``k < terms``: the power series of ``I_nu(x) / x^nu`` in
-    ``q = x^2 / 4``, each rounded once from the exact rational.
-
-    Example:
-      >>> series_coefficients(0, 3)
-      [1.0, 1.0, 0.25]
-    """
-    return [float(Fraction(1, math.factorial(k) * math.factorial(k + nu) * 2 ** nu))
-            for k in range(terms)]
-
-
-def hankel_coefficients(nu: int, terms: int) -> list[float]:
-    """``(-1)^k a_k(nu)`` for ``k < terms``: Hankel's expansion of ``I_nu(x) e^-x sqrt(2 pi x)``
-    in ``u = 1/x``, ``a_k = prod_{j<=k} (4 nu^2 - (2j - 1)^2) / (k! 8^k)``.
-
-    Example:
-      >>> hankel_coefficients(0, 3)
-      [1.0, 0.125, 0.0703125]
-    """
-    out, a = [], Fraction(1)
-    for k in range(terms):
-        if k:
-            a *= Fraction(-(4 * nu * nu - (2 * k - 1) ** 2), 8 * k)
-        out.append(float(a))
-    return out
-
 
 def _horner(name: str, coefficients: list[float]) -> str:
     """A ``__device__`` double function ``name(z)``: the polynomial by Horner's rule with fused

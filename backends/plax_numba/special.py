@@ -26,35 +26,15 @@ ulps (SciPy's own result is a few ulps off). ``i0e`` is even, ``i1e`` odd; +-inf
 """
 from __future__ import annotations
 
-import math
-from fractions import Fraction
-
 import numpy as np
 from numba import njit
 
+from plax.lax.bessel_series import hankel_coefficients, series_coefficients
 from plax_numba.libm_free import exp_f64
 from plax_numba.scalar import constant_table, fma_f64 as fma
 
 _inline = dict(cache=True, nogil=True, error_model="numpy", inline="always")
 _INV_SQRT_2PI = 0.3989422804014327
-
-
-def _series_coefficients(nu: int, terms: int) -> list[float]:
-    """``1 / (k! (k+nu)! 2**nu)``, k < terms: the power series of ``I_nu(x) / x**nu`` in
-    ``q = x**2 / 4``."""
-    return [float(Fraction(1, math.factorial(k) * math.factorial(k + nu) * 2 ** nu))
-            for k in range(terms)]
-
-
-def _hankel_coefficients(nu: int, terms: int) -> list[float]:
-    """``(-1)**k a_k(nu)``, k < terms: Hankel's expansion of ``I_nu(x) e**-x sqrt(2 pi x)`` in
-    ``u = 1/x``, with ``a_k = prod_{j<=k} (4 nu**2 - (2j-1)**2) / (k! 8**k)``."""
-    out, a = [], Fraction(1)
-    for k in range(terms):
-        if k:
-            a *= Fraction(-(4 * nu * nu - (2 * k - 1) ** 2), 8 * k)
-        out.append(float(a))
-    return out
 
 
 # float64: the series below |x| = 22 (60 terms reach 2**-60 of the sum there), Hankel's
@@ -81,14 +61,14 @@ def _polynomial(coefficients: list[float], name: str):
     return polynomial
 
 
-_series0_64 = _polynomial(_series_coefficients(0, _SERIES64), "plax_i0_series64")
-_series1_64 = _polynomial(_series_coefficients(1, _SERIES64), "plax_i1_series64")
-_hankel0_64 = _polynomial(_hankel_coefficients(0, _HANKEL64), "plax_i0_hankel64")
-_hankel1_64 = _polynomial(_hankel_coefficients(1, _HANKEL64), "plax_i1_hankel64")
-_series0_32 = _polynomial(_series_coefficients(0, _SERIES32), "plax_i0_series32")
-_series1_32 = _polynomial(_series_coefficients(1, _SERIES32), "plax_i1_series32")
-_hankel0_32 = _polynomial(_hankel_coefficients(0, _HANKEL32), "plax_i0_hankel32")
-_hankel1_32 = _polynomial(_hankel_coefficients(1, _HANKEL32), "plax_i1_hankel32")
+_series0_64 = _polynomial(series_coefficients(0, _SERIES64), "plax_i0_series64")
+_series1_64 = _polynomial(series_coefficients(1, _SERIES64), "plax_i1_series64")
+_hankel0_64 = _polynomial(hankel_coefficients(0, _HANKEL64), "plax_i0_hankel64")
+_hankel1_64 = _polynomial(hankel_coefficients(1, _HANKEL64), "plax_i1_hankel64")
+_series0_32 = _polynomial(series_coefficients(0, _SERIES32), "plax_i0_series32")
+_series1_32 = _polynomial(series_coefficients(1, _SERIES32), "plax_i1_series32")
+_hankel0_32 = _polynomial(hankel_coefficients(0, _HANKEL32), "plax_i0_hankel32")
+_hankel1_32 = _polynomial(hankel_coefficients(1, _HANKEL32), "plax_i1_hankel32")
 
 
 @njit(**_inline)
