@@ -644,6 +644,13 @@ def _special_helpers() -> dict:
     return out
 
 
+#: fusible primitives (``plax.lowering.fusion``) with no device form here yet: declined, so a
+#: cluster holding one splits around it and it runs as its kernel-table kernel
+#: (``plax_cupy.kernels_special``: cupyx.scipy.special or a hand-written kernel)
+WITHOUT_DEVICE_FORM = frozenset({"igamma", "igammac", "igamma_grad_a", "random_gamma_grad",
+                                 "zeta", "polygamma", "regularized_incomplete_beta"})
+
+
 #: primitives whose float16/bfloat16 results are already values of the type (one of the
 #: operands, or rounded by their own expression): not rounded again
 _EXACT_ON_HALF = {lax.select_n_p, lax.max_p, lax.min_p, lax.clamp_p, lax.neg_p, lax.abs_p,
@@ -663,6 +670,8 @@ def elementwise_expr(eqn, a: list[str]) -> str:
       Unsupported: a primitive or dtype the generator does not express.
     """
     prim = eqn.primitive
+    if prim.name in WITHOUT_DEVICE_FORM:
+        raise Unsupported(f"{prim.name}: no device form (runs as its kernel-table kernel)")
     din = [np.dtype(v.aval.dtype) for v in eqn.invars]
     dout = np.dtype(eqn.outvars[0].aval.dtype)
     try:

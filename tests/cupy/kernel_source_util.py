@@ -114,7 +114,11 @@ COMPLEX_DECLINED: set = set()
 
 def _expect_supported(eqn) -> bool:
     """Whether the generator must handle ``eqn``: every fusible primitive on every dtype it
-    takes (:data:`COMPLEX_DECLINED` lists the exceptions on complex values)."""
+    takes (:data:`COMPLEX_DECLINED` lists the exceptions on complex values,
+    ``plax_cupy.codegen.WITHOUT_DEVICE_FORM`` the primitives with no device form yet)."""
+    from plax_cupy.codegen import WITHOUT_DEVICE_FORM
+    if eqn.primitive.name in WITHOUT_DEVICE_FORM:
+        return False
     dts = [np.dtype(v.aval.dtype) for v in list(eqn.invars) + list(eqn.outvars)]
     if any(d.kind == "c" for d in dts) and eqn.primitive.name in COMPLEX_DECLINED:
         return False
