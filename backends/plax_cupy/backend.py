@@ -16,8 +16,7 @@ Eager execution, per primitive (:meth:`CupyBackend.eager_impl`, in this order):
 * the GPU kernel table (:func:`plax_cupy.kernels.impls`, one module per family: CuPy, cuBLAS,
   cuSOLVER, cuFFT and generated kernels); a kernel marked ``bf16 = "bits"`` takes
   :class:`Bf16Buffer` operands as they are, others see bfloat16 widened to float32;
-* ``dot_general`` (cuBLAS) and ``threefry2x32`` (the generated hash kernel) where the table
-  has none;
+* ``threefry2x32`` (the generated hash kernel), which the table does not hold;
 * last resort, for a primitive with no GPU path: the reference kernel on the host, operands
   copied there and results back, counted (``plax_cupy.counters().host_fallbacks``) and warned
   once per primitive. NumPy functions are never called on device arrays.
@@ -284,7 +283,7 @@ class CupyBackend(Backend):
     def _make_eager(self, primitive) -> Callable:
         """The eager kernel of ``primitive``: a plugin's (:meth:`register_kernel`), control flow,
         the generated kernel of a fusible primitive, the GPU kernel table
-        (:func:`plax_cupy.kernels.impls`), cuBLAS ``dot_general`` and the threefry kernel; the
+        (:func:`plax_cupy.kernels.impls`, cuBLAS ``dot_general`` included) and the threefry kernel; the
         host reference kernel only as a counted, warned last resort."""
         from plax.lowering import fusion_kind
         from plax_cupy import kernels
@@ -302,8 +301,6 @@ class CupyBackend(Backend):
             return self._wrap(fused, primitive)
         if gpu is not None:
             return self._wrap(gpu, primitive)
-        if name == "dot_general":
-            return self._wrap(dot_general, primitive)
         if name == "threefry2x32":
             return self._wrap(self._threefry, primitive)
         return self._wrap(functools.partial(self._on_host, primitive), primitive, counted=False)
@@ -638,45 +635,3 @@ class ThreefryLauncher:
         return [y0, y1]
 
 
-# ---------------------------------------------------------------- dot_general (cuBLAS)
-
-def dot_general(lhs, rhs, *, dimension_numbers, precision=None, preferred_element_type=None):
-    """``dot_general`` on CuPy arrays: a batched matmul after moving axes into place, run by
-    cuBLAS (``cupy.matmul``).
-
-    TF32 is off by default, as plax's CPU backends compute float32 products in float32:
-    CuPy uses TF32 tensor cores only when ``CUPY_TF32=1``; ``precision`` of ``DEFAULT`` or
-    ``HIGH`` with ``PLAX_GPU_ALLOW_TF32=1`` opts in (:func:`tf32_allowed`). bfloat16 and
-    float16 inputs are multiplied in float32 (CuPy has no bfloat16) and rounded to the output
-    type.
-    """
-    import math
-    (lc, rc), (lb, rb) = dimension_numbers
-    out_dtype = np.dtype(preferred_element_type or lhs.dtype)
-    compute = out_dtype
-    if compute.kind == "b":
-        compute = np.dtype(np.int32)
-    lf = [i for i in range(lhs.ndim) if i not in lc and i not in lb]
-    rf = [i for i in range(rhs.ndim) if i not in rc and i not in rb]
-    a = cupy.transpose(lhs, list(lb) + lf + list(lc)).astype(compute, copy=False)
-    b = cupy.transpose(rhs, list(rb) + list(rc) + rf).astype(compute, copy=False)
-    bshape = [lhs.shape[d] for d in lb]
-    m = math.prod(lhs.shape[d] for d in lf)
-    k = math.prod(lhs.shape[d] for d in lc)
-    n = math.prod(rhs.shape[d] for d in rf)
-    nb = math.prod(bshape)
-    out = cupy.matmul(a.reshape(nb, m, k), b.reshape(nb, k, n))
-    shape = bshape + [lhs.shape[d] for d in lf] + [rhs.shape[d] for d in rf]
-    out = out.reshape(shape)
-    if out_dtype.kind == "b":
-        out = out != 0
-    return out.astype(out_dtype, copy=False)
-
-
-def tf32_allowed(precision) -> bool:
-    """Whether a float32 ``dot_general`` may use TF32 tensor cores: only with
-    ``PLAX_GPU_ALLOW_TF32=1`` and a ``precision`` below ``HIGHEST`` (None counts as DEFAULT)."""
-    if os.environ.get("PLAX_GPU_ALLOW_TF32") != "1":
-        return False
-    names = [str(p).upper() for p in (precision if isinstance(precision, (tuple, list)) else (precision,))]
-    return not any("HIGHEST" in n for n in names)

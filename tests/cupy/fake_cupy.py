@@ -16,7 +16,7 @@ otherwise hide a GPU bug:
   arrays and return device arrays (reductions return 0-d arrays, as CuPy's).
 * **Host traffic is counted** (:data:`COUNTS`): device-to-host reads (``get``, ``item``,
   ``tolist``, ``float()``, ``repr``...), host-to-device copies, and simulated operations (each
-  CuPy call; :data:`LAUNCH_HOOK` is told of each, so the backend's launch counter sees them).
+  CuPy call; plax's own launch counter counts what plax dispatches, as on a real GPU).
 * **Streams are checked.** Each allocation remembers the stream whose work last wrote it and
   that work's ticket. An operation on another stream that reads it while that work is still
   pending -- not synchronised (``Stream.synchronize``, a blocking ``get``, a device
@@ -58,10 +58,6 @@ __version__ = "14.0-simulated"
 
 #: host traffic and simulated operations so far (never reset by the simulation)
 COUNTS = {"device_to_host": 0, "host_to_device": 0, "operations": 0, "kernel_launches": 0}
-
-#: ``fn()`` called once per simulated CuPy operation (not for RawModule kernels, which the
-#: backend counts itself); the backend's launch counter where a test sets it
-LAUNCH_HOOK = None
 
 
 class StreamOrderError(RuntimeError):
@@ -619,8 +615,6 @@ def _call(fn, args, kwargs, writes=(), allow_host=False):
         stream.capture.record_operation(fn, host_args, host_kwargs, out, operands,
                                         arrays + _flat(out) + _flat(list(writes)))
     COUNTS["operations"] += 1
-    if LAUNCH_HOOK is not None:
-        LAUNCH_HOOK()
     return out
 
 

@@ -20,8 +20,8 @@ def _register():
     import plax_cupy.plugin
     if "cupy" not in plugins.registry().backends:
         plugins.register_plugin(plax_cupy.plugin, name="plax_cupy_simulated")
-    # (fake_cupy.LAUNCH_HOOK stays unset: plax counts launches where it dispatches them, the
-    # same on the simulated GPU as on a real one -- plax_cupy.runtime.Counters)
+    # (plax counts launches where it dispatches them, the same on the simulated GPU as on a
+    # real one: plax_cupy.runtime.Counters)
 
 
 _register()
