@@ -11,21 +11,10 @@ import numpy as np
 import cupy
 
 from plax.lax.windows import (reduce_window_max_p, reduce_window_min_p, reduce_window_sum_p,
+                              reduction_identity,
                               window_output_shape)
 from plax_cupy.kernels import kernel
 from plax_cupy.kernels_convolution import dilate_and_pad, window_view
-
-
-def _identity(dtype: np.dtype, which: str):
-    """The value padding and holes hold: the reduction's identity in ``dtype``."""
-    if which == "sum":
-        return 0
-    if dtype == np.bool_:
-        return which == "min"
-    if dtype.kind in "iu":
-        info = np.iinfo(dtype)
-        return info.min if which == "max" else info.max
-    return -np.inf if which == "max" else np.inf
 
 
 def _reducer(which: str):
@@ -35,7 +24,7 @@ def _reducer(which: str):
         compute = np.dtype(np.float32) if dtype.itemsize == 2 and dtype.kind == "f" else dtype
         x = x.astype(compute, copy=False)
         axes = tuple(range(x.ndim))
-        x = dilate_and_pad(x, axes, base_dilation, padding, _identity(compute, which))
+        x = dilate_and_pad(x, axes, base_dilation, padding, reduction_identity(compute, which))
         shape = window_output_shape(x.shape, window_dimensions, window_strides,
                                     ((0, 0),) * x.ndim, (1,) * x.ndim, window_dilation)
         if 0 in shape or x.ndim == 0:

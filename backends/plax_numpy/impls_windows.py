@@ -5,18 +5,10 @@ from __future__ import annotations
 import numpy as np
 
 from plax.lax.windows import (reduce_window_max_p, reduce_window_min_p, reduce_window_sum_p,
+                              reduction_identity,
                               window_output_shape)
 from plax_numpy.impls_convolution import dilate_and_pad, windows
 from plax_numpy.registry import impl, quiet
-
-
-def _identity(dtype: np.dtype, which: str):
-    if dtype == np.bool_:
-        return which == "min"
-    if dtype.kind in "iu":
-        info = np.iinfo(dtype)
-        return info.min if which == "max" else info.max
-    return -np.inf if which == "max" else np.inf
 
 
 def _reducer(which: str):
@@ -29,7 +21,7 @@ def _reducer(which: str):
         dtype = x.dtype
         compute = np.float32 if dtype.itemsize == 2 and dtype.kind in "fV" else dtype
         x = x.astype(compute, copy=False)
-        fill = 0 if which == "sum" else _identity(np.dtype(compute), which)
+        fill = reduction_identity(compute, which)
         axes = tuple(range(x.ndim))
         x = dilate_and_pad(x, axes, base_dilation, padding, fill)
         v = windows(x, axes, window_dimensions, window_strides, window_dilation)

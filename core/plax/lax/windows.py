@@ -116,7 +116,23 @@ def _reduce_window_sum_transpose(ct, x, *, window_dimensions, window_strides, pa
 deflinear(reduce_window_sum_p, _reduce_window_sum_transpose)
 
 
-def _identity(dtype, which: str):
+def reduction_identity(dtype, which: str):
+    """The identity of a window reduction in ``dtype``: what padding and dilation holes hold.
+
+    Args:
+      dtype: the operand's dtype.
+      which: ``"sum"``, ``"max"`` or ``"min"``.
+
+    Returns:
+      A Python scalar: 0 for a sum; for max/min the dtype's lowest/highest value (-inf/inf for
+      floats, False/True for bool).
+
+    Example:
+      >>> reduction_identity(np.int8, "max")
+      -128
+    """
+    if which == "sum":
+        return 0
     dtype = np.dtype(dtype)
     if dtype == np.bool_:
         return which == "min"
@@ -157,7 +173,7 @@ def _chooser_jvp(prim, which: str):
         out = prim.bind(x, **params)
         if type(t) is Zero or not dtypes.is_inexact(aval_of(x).dtype):
             return out, Zero.from_primal(out)
-        xs = _patches(x, _identity(aval_of(x).dtype, which), **params)
+        xs = _patches(x, reduction_identity(aval_of(x).dtype, which), **params)
         ts = _patches(t, 0, **params)
         k = aval_of(xs).ndim - 1
         pick = (argmax if which == "max" else argmin)(xs, k, np.int32)
@@ -204,7 +220,7 @@ def _is_identity(init, which: str, dtype) -> bool:
         return False
     if which in ("sum", "prod"):
         return bool(v == (0 if which == "sum" else 1))
-    return bool(v == _identity(dtype, which)) or (np.dtype(dtype).kind == "f" and bool(
+    return bool(v == reduction_identity(dtype, which)) or (np.dtype(dtype).kind == "f" and bool(
         v == (-np.inf if which == "max" else np.inf)))
 
 
