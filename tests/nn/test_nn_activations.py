@@ -175,9 +175,11 @@ def test_jit_and_vmap(name):
     np.testing.assert_allclose(np.asarray(plax.jit(fn)(x)), eager, rtol=2e-6, atol=1e-6)
     batched = np.asarray(plax.vmap(fn)(x))
     loop = np.stack([np.asarray(fn(x[i])) for i in range(4)])
-    np.testing.assert_allclose(batched, loop, rtol=1e-6, atol=1e-7)
+    # atol is one float32 ulp at 1 and more: gelu_tanh's 1 + tanh(z) cancels near z = -4, where
+    # a kernel for 20 elements and one for 5 may each be off by an ulp of tanh (0.1% relative)
+    np.testing.assert_allclose(batched, loop, rtol=1e-6, atol=1e-6)
     np.testing.assert_allclose(np.asarray(plax.vmap(fn, in_axes=1, out_axes=1)(x)), eager,
-                               rtol=1e-6, atol=1e-7)
+                               rtol=1e-6, atol=1e-6)
 
 
 def test_parameters_broadcast_and_are_differentiable():
