@@ -1,0 +1,469 @@
+"""Partitioning an explicitly sharded jaxpr: one program per device plus the communication
+its types call for (what :func:`plax.jit` runs, :mod:`plax.sharding_spmd`).
+
+Every value of the program is *held* by each device as a block (its ``dims``: the mesh axes
+each dimension is split over; ``()`` is whole). Each equation is rewritten for the blocks:
+
+* elementwise operations, transposes, ``squeeze``/``expand_dims``/``broadcast_in_dim``,
+  ``concatenate``, sorts and cumulative scans along an unsplit axis compute their block from
+  their operands' blocks (shape parameters become the blocks');
+* ``dot_general`` multiplies the blocks: split batch and free dimensions give the result's
+  block, a contracting dimension split over axes gives *partial* products that are summed
+  over those axes (an all-reduce, or a reduce-scatter when the result is split there);
+* a reduction over a split dimension reduces the block, then combines the devices' partial
+  results (sum, product, max, min, and, or); ``argmax`` and ``argmin`` first make the reduced
+  dimensions whole;
+* a ``reshape`` whose split dimensions stay the leading factor of their group (``8@X,4 ->
+  32@X``, ``32@X -> 8@X,4``) reshapes the blocks; other reshapes regroup the data first;
+* ``scan``, ``while`` (``fori_loop``) and ``cond`` whose bodies are themselves blockwise
+  (every equation local, with no communication) run per device with per-block bodies;
+* ``jit`` calls are inlined; anything else is computed whole on every device from its
+  gathered operands (an all-gather), its result then cut to the block its type says.
+
+When an operand is held otherwise than an equation wants, or a result is computed otherwise
+than its type says, an :class:`~plax.sharding_exchange.Exchange` goes between. The equations
+between two exchanges form one segment, compiled once for the block types.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from plax.core.effects import eqn_has_effects
+from plax.core.jaxpr import ClosedJaxpr, DropVar, Jaxpr, JaxprEqn, Literal, Var
+from plax.core.passes import call_param, inline_calls
+from plax.core.shaped_array import ShapedArray
+from plax.sharding_exchange import Exchange, local_shape
+from plax.sharding_types import (ShardingTypeError, _broadcast_in_dim, _concatenate,
+                                 _cumulative, _dot_general, _elementwise, _expand_dims,
+                                 _reduction, _reshape, _rule_for, _sort, _squeeze, _top_k,
+                                 _transpose, explicit_sharding, type_dims)
+
+#: the combination of partial results of a reduction over a split dimension
+_COMBINE = {"reduce_sum": "add", "reduce_prod": "mul", "reduce_max": "max",
+            "reduce_min": "min", "reduce_and": "and", "reduce_or": "or"}
+
+
+class Unpartitionable(Exception):
+    """The program cannot be partitioned (an effect, another mesh, an indivisible block)."""
+
+
+class _NotLocal(Exception):
+    """A loop or branch body would need communication: it runs whole instead."""
+
+
+class Segment:
+    """Equations run on every device between two exchanges: ``closed`` over block types,
+    reading the local variables ``ins`` and writing ``outs``."""
+
+    def __init__(self, eqns: list):
+        self.eqns = eqns
+        self.closed: ClosedJaxpr | None = None
+        self.ins: list = []
+        self.outs: list = []
+
+
+class Program:
+    """A partitioned program: ``steps`` (segments and exchanges) over per-device local
+    variables; ``invars``/``constvars``/``outvars`` are the local variables of the jaxpr's,
+    ``in_dims`` how each argument is held, ``out_dims`` each result."""
+
+    def __init__(self, mesh, steps, constvars, consts, invars, in_dims, outvars, out_dims,
+                 partitioned: int):
+        self.mesh = mesh
+        self.steps = steps
+        self.constvars, self.consts = constvars, consts
+        self.invars, self.in_dims = invars, in_dims
+        self.outvars, self.out_dims = outvars, out_dims
+        self.partitioned = partitioned  # equations computed on split blocks
+        self.executables: dict = {}
+        self.const_bufs: dict = {}
+
+    @property
+    def exchanges(self) -> list:
+        """The exchanges that move data between devices."""
+        return [s for s in self.steps if isinstance(s, Exchange) and s.moves_data()]
+
+
+def _mesh_of(closed: ClosedJaxpr):
+    meshes = {s.mesh for v in closed.jaxpr.invars + list(closed.jaxpr.outvars)
+              if (s := explicit_sharding(getattr(v, "aval", None))) is not None}
+    return next(iter(meshes)) if len(meshes) == 1 else None
+
+
+def _inlined(closed: ClosedJaxpr) -> ClosedJaxpr:
+    """``closed`` with its ``jit`` calls (and custom-derivative calls) replaced by their
+    bodies, so communication may go anywhere in them."""
+    closed = inline_calls(closed)
+    jaxpr = closed.jaxpr
+    if not any(call_param(e) for e in jaxpr.eqns):
+        return closed
+    constvars, consts, eqns = list(jaxpr.constvars), list(closed.consts), []
+    rename: dict = {}
+
+    def sub(v):
+        return rename.get(v, v) if isinstance(v, Var) else v
+
+    for e in jaxpr.eqns:
+        param = call_param(e)
+        if param is None:
+            eqns.append(JaxprEqn(e.primitive, [sub(v) for v in e.invars], e.outvars,
+                                 e.params))
+            continue
+        body = _inlined(e.params[param])
+        local = dict(zip(body.jaxpr.invars, [sub(v) for v in e.invars]))
+        for v, c in zip(body.jaxpr.constvars, body.consts):
+            local[v] = fresh = Var(v.aval)
+            constvars.append(fresh)
+            consts.append(c)
+        for ie in body.jaxpr.eqns:
+            outs = [v if isinstance(v, DropVar) else Var(v.aval) for v in ie.outvars]
+            eqns.append(JaxprEqn(ie.primitive,
+                                 [local.get(v, v) if isinstance(v, Var) else v
+                                  for v in ie.invars], outs, ie.params))
+            local.update(zip(ie.outvars, outs))
+        for outer, inner in zip(e.outvars, body.jaxpr.outvars):
+            rename[outer] = local.get(inner, inner) if isinstance(inner, Var) else inner
+    outvars = [sub(v) for v in jaxpr.outvars]
+    return ClosedJaxpr(Jaxpr(constvars, jaxpr.invars, outvars, eqns), consts)
+
+
+def _unsplit(dims: tuple, axes) -> tuple:
+    return tuple(() if k in axes else n for k, n in enumerate(dims))
+
+
+def _reshape_groups(shape: tuple, new: tuple) -> list:
+    """Groups of input and output dimensions with equal products (as the reshape rule)."""
+    groups, i, j = [], 0, 0
+    while i < len(shape) or j < len(new):
+        gi, gj = [i], [j]
+        pi = shape[i] if i < len(shape) else 1
+        pj = new[j] if j < len(new) else 1
+        i, j = i + 1, j + 1
+        while pi != pj:
+            if pi < pj:
+                if i >= len(shape):
+                    return []
+                gi.append(i)
+                pi *= shape[i]
+                i += 1
+            else:
+                if j >= len(new):
+                    return []
+                gj.append(j)
+                pj *= new[j]
+                j += 1
+        groups.append(([k for k in gi if k < len(shape)], [k for k in gj if k < len(new)]))
+    return groups
+
+
+def _reshape_operand_dims(shape: tuple, new: tuple, out: tuple) -> tuple | None:
+    """How the operand must be held for each block to reshape into the result's block
+    (split as ``out``): every group's split dimensions are its leading (not size-1) ones,
+    on both sides, over the same axes. None when ``out`` is split otherwise."""
+    groups = _reshape_groups(shape, new)
+    if not groups:
+        return None
+    want = [()] * len(shape)
+    for gi, gj in groups:
+        lead_j = [k for k in gj if new[k] != 1][:1]
+        split_j = [k for k in gj if out[k]]
+        if not split_j:
+            continue
+        if split_j != lead_j:
+            return None
+        lead_i = [k for k in gi if shape[k] != 1][:1]
+        if not lead_i:
+            return None
+        want[lead_i[0]] = out[lead_j[0]]
+    return tuple(want)
+
+
+def _local_form(eqn, held, mesh):
+    """``(operand dims wanted, [(result dims, partial axes, combine)], block params)`` of
+    ``eqn`` computed on blocks, or None when it is computed whole."""
+    prim, params = eqn.primitive, eqn.params
+    name = prim.name
+    if name in ("scan", "while", "cond"):
+        return _control_form(eqn, mesh)
+    rule = _rule_for(prim)
+    if rule is None:
+        return None
+    ins = [held(v) for v in eqn.invars]
+    avals = [v.aval for v in eqn.invars]
+    typed = [type_dims(v.aval) for v in eqn.outvars]
+    if rule is _elementwise:
+        out = typed[0]
+        return ([out if len(a.shape) == len(out) else ((),) * len(a.shape) for a in avals],
+                [(out, (), None)], params)
+    if rule in (_transpose, _squeeze, _expand_dims):
+        return [ins[0]], [(rule(prim, ins, avals, params), (), None)], params
+    if rule is _reduction and "axes" in params and len(ins) == 1:
+        axes = set(params["axes"])
+        d0 = ins[0]
+        split = tuple(a for k in sorted(axes) for a in d0[k])
+        out = tuple(n for k, n in enumerate(d0) if k not in axes)
+        if not split:
+            return [d0], [(out, (), None)], params
+        combine = _COMBINE.get(name)
+        if combine is None:  # argmax/argmin: partial results do not combine
+            return [_unsplit(d0, axes)], [(out, (), None)], params
+        return [d0], [(out, split, combine)], params
+    if rule in (_cumulative, _sort, _top_k):
+        ndim = len(avals[0].shape)
+        axis = params.get("axis", params.get("dimension", ndim - 1)) % max(ndim, 1)
+        want = _unsplit(typed[0], {axis})
+        return [want] * len(ins), [(want, (), None)] * len(typed), params
+    if rule is _concatenate:
+        want = _unsplit(typed[0], {params["dimension"]})
+        return [want] * len(ins), [(want, (), None)], params
+    if rule is _broadcast_in_dim and len(ins) == 1:
+        shape, bdims = params["shape"], params["broadcast_dimensions"]
+        out = typed[0]
+        want = tuple(out[d] if avals[0].shape[k] == shape[d] else ()
+                     for k, d in enumerate(bdims))
+        block = local_shape(shape, out, mesh)
+        if block is None:
+            return None
+        return [want], [(out, (), None)], dict(params, shape=block)
+    if rule is _reshape and params.get("dimensions") is None:
+        shape, new = avals[0].shape, tuple(params["new_sizes"])
+        out = typed[0]
+        want = _reshape_operand_dims(shape, new, out)
+        block = local_shape(new, out, mesh)
+        if want is None or block is None or local_shape(shape, want, mesh) is None:
+            return None
+        return [want], [(out, (), None)], dict(params, new_sizes=block)
+    if rule is _dot_general:
+        return _dot_form(eqn, ins)
+    return None
+
+
+def _dot_form(eqn, ins):
+    (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
+    lw, rw = list(ins[0]), list(ins[1])
+    for a, b in list(zip(lc, rc)) + list(zip(lb, rb)):
+        lw[a] = rw[b] = lw[a] or rw[b]  # the other operand is cut to match
+    free_l = [k for k in range(len(lw)) if k not in lc and k not in lb]
+    free_r = [k for k in range(len(rw)) if k not in rc and k not in rb]
+
+    def form():
+        out = tuple([lw[a] for a in lb] + [lw[k] for k in free_l] + [rw[k] for k in free_r])
+        partial = tuple(x for a in lc for x in lw[a])
+        used = [x for names in out for x in names] + list(partial)
+        return out, partial, len(used) == len(set(used))
+
+    out, partial, ok = form()
+    if not ok:  # both free dimensions over one axis: the right operand's made whole
+        for k in free_r:
+            rw[k] = ()
+        out, partial, ok = form()
+        if not ok:
+            return None
+    return ([tuple(lw), tuple(rw)], [(out, partial, "add" if partial else None)],
+            eqn.params)
+
+
+def _control_form(eqn, mesh):
+    """A loop or a branch whose bodies run per device on blocks (None otherwise)."""
+    p = eqn.params
+    try:
+        if eqn.primitive.name == "scan":
+            body = _localized(p["jaxpr"], mesh)
+            dims = [type_dims(v.aval) for v in p["jaxpr"].jaxpr.invars]
+            outs = [type_dims(v.aval) for v in p["jaxpr"].jaxpr.outvars]
+            n_in = p["num_consts"] + p["num_carry"]
+            want = dims[:n_in] + [((),) + d for d in dims[n_in:]]
+            res = outs[:p["num_carry"]] + [((),) + d for d in outs[p["num_carry"]:]]
+            return want, [(d, (), None) for d in res], dict(p, jaxpr=body)
+        if eqn.primitive.name == "while":
+            cond, body = _localized(p["cond_jaxpr"], mesh), _localized(p["body_jaxpr"], mesh)
+            cd = [type_dims(v.aval) for v in p["cond_jaxpr"].jaxpr.invars]
+            bd = [type_dims(v.aval) for v in p["body_jaxpr"].jaxpr.invars]
+            nc, nb = p["cond_nconsts"], p["body_nconsts"]
+            if cd[nc:] != bd[nb:]:
+                return None
+            res = [type_dims(v.aval) for v in p["body_jaxpr"].jaxpr.outvars]
+            return (cd[:nc] + bd, [(d, (), None) for d in res],
+                    dict(p, cond_jaxpr=cond, body_jaxpr=body))
+        if eqn.primitive.name == "cond":
+            branches = tuple(_localized(b, mesh) for b in p["branches"])
+            ins = {tuple(type_dims(v.aval) for v in b.jaxpr.invars) for b in p["branches"]}
+            outs = {tuple(type_dims(v.aval) for v in b.jaxpr.outvars) for b in p["branches"]}
+            if len(ins) != 1 or len(outs) != 1:
+                return None
+            index = ((),) * len(eqn.invars[0].aval.shape)
+            return ([index] + list(ins.pop()), [(d, (), None) for d in outs.pop()],
+                    dict(p, branches=branches))
+    except _NotLocal:
+        return None
+    return None
+
+
+def _localized(closed: ClosedJaxpr, mesh) -> ClosedJaxpr:
+    """A loop or branch body over block types; raises _NotLocal when it needs
+    communication (or a value held otherwise than its type)."""
+    closed = _inlined(closed)
+    b = _Builder(mesh, top=False)
+    j = closed.jaxpr
+    constvars = [b.define(v, ((),) * len(v.aval.shape)) for v in j.constvars]
+    invars = [b.define(v, b.typed(v)) for v in j.invars]
+    for e in j.eqns:
+        b.eqn(e)
+    outvars = [b.use(v, b.typed(v)) for v in j.outvars]
+    return ClosedJaxpr(Jaxpr(constvars, invars, outvars, b.segment), list(closed.consts))
+
+
+class _Builder:
+    """Rewrites equations for blocks; at the top level (``top``) it adds exchanges where
+    needed, in a body it refuses them (:class:`_NotLocal`)."""
+
+    def __init__(self, mesh, top: bool):
+        self.mesh, self.top = mesh, top
+        self.layouts: dict = {}  # var -> {dims: local var}
+        self.primary: dict = {}  # var -> the dims its type says (or it was computed in)
+        self.steps: list = []
+        self.segment: list = []
+        self.partitioned = 0
+
+    def typed(self, v) -> tuple:
+        s = explicit_sharding(getattr(v, "aval", None))
+        if s is not None and s.mesh != self.mesh:
+            raise Unpartitionable("a value on another mesh")
+        return type_dims(v.aval)
+
+    def _local_var(self, aval, dims, drop=False):
+        shape = local_shape(tuple(aval.shape), dims, self.mesh)
+        if shape is None:
+            raise Unpartitionable("a block that does not divide")
+        a = ShapedArray(shape, aval.dtype, aval.weak_type)
+        return DropVar(a) if drop else Var(a)
+
+    def define(self, v, dims) -> Var:
+        lv = self._local_var(v.aval, dims)
+        self.layouts[v] = {dims: lv}
+        self.primary[v] = dims
+        return lv
+
+    def held(self, v) -> tuple:
+        if isinstance(v, Literal):
+            return ((),) * len(v.aval.shape)
+        return self.primary[v]
+
+    def use(self, v, dims):
+        if isinstance(v, Literal):
+            if any(dims):
+                raise Unpartitionable("a split literal")
+            return v
+        hit = self.layouts[v].get(dims)
+        if hit is not None:
+            return hit
+        if not self.top:
+            raise _NotLocal
+        have = self.primary[v]
+        lv = self._exchange(self.layouts[v][have], v.aval, have, dims)
+        self.layouts[v][dims] = lv
+        return lv
+
+    def _exchange(self, src, aval, src_dims, dst_dims, partial=(), combine=None) -> Var:
+        dst = self._local_var(aval, dst_dims)
+        step = Exchange(self.mesh, tuple(aval.shape), aval.dtype, src, dst, src_dims,
+                        dst_dims, partial, combine)
+        if self.segment:
+            self.steps.append(Segment(self.segment))
+            self.segment = []
+        self.steps.append(step)
+        return dst
+
+    def eqn(self, e) -> None:
+        if eqn_has_effects(e):
+            raise Unpartitionable("an effect")
+        try:
+            form = _local_form(e, self.held, self.mesh)
+        except (ShardingTypeError, KeyError, IndexError, TypeError):
+            form = None
+        if form is None:  # computed whole, from the gathered operands
+            form = ([((),) * len(v.aval.shape) for v in e.invars],
+                    [(((),) * len(v.aval.shape), (), None) for v in e.outvars], e.params)
+        want, outs, params = form
+        ins = [self.use(v, w) for v, w in zip(e.invars, want)]
+        if any(any(w) for w in want):
+            self.partitioned += 1
+        locals_ = [self._local_var(v.aval, d, isinstance(v, DropVar))
+                   for v, (d, _, _) in zip(e.outvars, outs)]
+        self.segment.append(JaxprEqn(e.primitive, ins, locals_, params))
+        for v, lv, (dims, partial, combine) in zip(e.outvars, locals_, outs):
+            if isinstance(v, DropVar):
+                continue
+            typed = self.typed(v)
+            if not partial and dims == typed:
+                self.layouts[v], self.primary[v] = {dims: lv}, dims
+                continue
+            if not self.top:
+                raise _NotLocal
+            self.layouts[v] = {} if partial else {dims: lv}
+            self.layouts[v][typed] = self._exchange(lv, v.aval, dims, typed, partial, combine)
+            self.primary[v] = typed
+
+
+def build(closed: ClosedJaxpr) -> Program | None:
+    """The partitioned form of ``closed`` (a jaxpr whose inputs or outputs have explicit
+    shardings on one mesh), or None when it has effects, several meshes, or nothing to
+    compute on split blocks (it then runs on one device)."""
+    mesh = _mesh_of(closed)
+    if mesh is None:
+        return None
+    closed = _inlined(closed)
+    j = closed.jaxpr
+    b = _Builder(mesh, top=True)
+    try:
+        constvars = [b.define(v, ((),) * len(v.aval.shape)) for v in j.constvars]
+        in_dims = [b.typed(v) for v in j.invars]
+        invars = [b.define(v, d) for v, d in zip(j.invars, in_dims)]
+        for e in j.eqns:
+            b.eqn(e)
+        out_dims = [b.typed(v) for v in j.outvars]
+        outvars = [b.use(v, d) for v, d in zip(j.outvars, out_dims)]
+    except Unpartitionable:
+        return None
+    if b.partitioned == 0 and not any(map(any, in_dims)):
+        return None
+    if b.segment:
+        b.steps.append(Segment(b.segment))
+    _finish_segments(b.steps, outvars)
+    return Program(mesh, b.steps, constvars, list(closed.consts), invars, in_dims, outvars,
+                   out_dims, b.partitioned)
+
+
+def _finish_segments(steps: list, outvars: list) -> None:
+    """Each segment's inputs (read, not written in it) and outputs (read later)."""
+    live = {v for v in outvars if isinstance(v, Var)}
+    for step in reversed(steps):
+        if isinstance(step, Exchange):
+            live.discard(step.dst)
+            live.add(step.src)
+            continue
+        written, read = set(), []
+        for e in step.eqns:
+            for v in e.invars:
+                if isinstance(v, Var) and v not in written and v not in read:
+                    read.append(v)
+            written.update(e.outvars)
+        step.outs = [v for e in step.eqns for v in e.outvars
+                     if not isinstance(v, DropVar) and v in live]
+        step.ins = read
+        live = (live - written) | set(read)
+        step.closed = ClosedJaxpr(Jaxpr([], step.ins, step.outs, step.eqns), [])
+
+
+def describe(program: Any) -> list:
+    """The steps of ``program`` in words (for tests and debugging): ``"segment: dot_general,
+    ..."`` and ``"exchange: (('X',), ()) -> ((), ()) partial ('Y',)"``."""
+    out = []
+    for s in program.steps:
+        if isinstance(s, Segment):
+            out.append("segment: " + ", ".join(e.primitive.name for e in s.eqns))
+        else:
+            kind = "exchange" if s.moves_data() else "cut"
+            extra = f" partial {s.partial} by {s.combine}" if s.partial else ""
+            out.append(f"{kind}: {s.src_dims} -> {s.dst_dims}{extra}")
+    return out
