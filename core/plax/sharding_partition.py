@@ -30,7 +30,7 @@ from typing import Any
 
 from plax.core.effects import eqn_has_effects
 from plax.core.jaxpr import ClosedJaxpr, DropVar, Jaxpr, JaxprEqn, Literal, Var
-from plax.core.passes import call_param, inline_calls
+from plax.core.passes import call_param, dce, inline_calls
 from plax.core.shaped_array import ShapedArray
 from plax.sharding_exchange import Exchange, local_shape
 from plax.sharding_types import (ShardingTypeError, _broadcast_in_dim, _concatenate,
@@ -264,53 +264,94 @@ def _dot_form(eqn, ins):
 
 
 def _control_form(eqn, mesh):
-    """A loop or a branch whose bodies run per device on blocks (None otherwise)."""
+    """A loop or a branch whose bodies run per device on blocks (None otherwise). An
+    argument that is not carried (a constant, a scanned ``xs``, a branch operand) may be
+    given to the body more finely cut than its type, as its equations want it."""
     p = eqn.params
+
+    def dims(closed, which="invars"):
+        return [type_dims(v.aval) for v in getattr(closed.jaxpr, which)]
+
     try:
         if eqn.primitive.name == "scan":
-            body = _localized(p["jaxpr"], mesh)
-            dims = [type_dims(v.aval) for v in p["jaxpr"].jaxpr.invars]
-            outs = [type_dims(v.aval) for v in p["jaxpr"].jaxpr.outvars]
-            n_in = p["num_consts"] + p["num_carry"]
-            want = dims[:n_in] + [((),) + d for d in dims[n_in:]]
-            res = outs[:p["num_carry"]] + [((),) + d for d in outs[p["num_carry"]:]]
+            nc, nk = p["num_consts"], p["num_carry"]
+            n_in = nc + nk
+            body, bd = _localized(p["jaxpr"], mesh, dims(p["jaxpr"]),
+                                  free=set(range(nc)) | set(range(n_in, len(eqn.invars))))
+            outs = dims(p["jaxpr"], "outvars")
+            want = bd[:n_in] + [((),) + d for d in bd[n_in:]]
+            res = outs[:nk] + [((),) + d for d in outs[nk:]]
             return want, [(d, (), None) for d in res], dict(p, jaxpr=body)
         if eqn.primitive.name == "while":
-            cond, body = _localized(p["cond_jaxpr"], mesh), _localized(p["body_jaxpr"], mesh)
-            cd = [type_dims(v.aval) for v in p["cond_jaxpr"].jaxpr.invars]
-            bd = [type_dims(v.aval) for v in p["body_jaxpr"].jaxpr.invars]
             nc, nb = p["cond_nconsts"], p["body_nconsts"]
+            cond, cd = _localized(p["cond_jaxpr"], mesh, dims(p["cond_jaxpr"]),
+                                  free=set(range(nc)))
+            body, bd = _localized(p["body_jaxpr"], mesh, dims(p["body_jaxpr"]),
+                                  free=set(range(nb)))
             if cd[nc:] != bd[nb:]:
                 return None
-            res = [type_dims(v.aval) for v in p["body_jaxpr"].jaxpr.outvars]
+            res = dims(p["body_jaxpr"], "outvars")
             return (cd[:nc] + bd, [(d, (), None) for d in res],
                     dict(p, cond_jaxpr=cond, body_jaxpr=body))
         if eqn.primitive.name == "cond":
-            branches = tuple(_localized(b, mesh) for b in p["branches"])
-            ins = {tuple(type_dims(v.aval) for v in b.jaxpr.invars) for b in p["branches"]}
-            outs = {tuple(type_dims(v.aval) for v in b.jaxpr.outvars) for b in p["branches"]}
-            if len(ins) != 1 or len(outs) != 1:
+            branches = p["branches"]
+            if len({tuple(dims(b)) for b in branches}) != 1 or \
+                    len({tuple(dims(b, "outvars")) for b in branches}) != 1:
                 return None
-            index = ((),) * len(eqn.invars[0].aval.shape)
-            return ([index] + list(ins.pop()), [(d, (), None) for d in outs.pop()],
-                    dict(p, branches=branches))
+            ops = dims(branches[0])
+            for _ in range(len(ops) + 1):  # a branch wanting an operand finer: all again
+                local = []
+                for b in branches:
+                    c, found = _localized(b, mesh, ops, free=set(range(len(ops))))
+                    if found != ops:
+                        ops = found
+                        break
+                    local.append(c)
+                else:
+                    index = ((),) * len(eqn.invars[0].aval.shape)
+                    return ([index] + ops, [(d, (), None) for d in dims(branches[0], "outvars")],
+                            dict(p, branches=tuple(local)))
+            return None
     except _NotLocal:
         return None
     return None
 
 
-def _localized(closed: ClosedJaxpr, mesh) -> ClosedJaxpr:
-    """A loop or branch body over block types; raises _NotLocal when it needs
+class _Demand(Exception):
+    """A body's equation wants its argument ``position`` held as ``dims``."""
+
+    def __init__(self, position: int, dims: tuple):
+        super().__init__(position, dims)
+        self.position, self.dims = position, dims
+
+
+def _finer(have: tuple, want: tuple) -> bool:
+    return all(not h or h == w for h, w in zip(have, want))
+
+
+def _localized(closed: ClosedJaxpr, mesh, in_dims: list, free: set) -> tuple:
+    """``(body over block types, how its arguments are held)`` for a loop or branch body
+    whose arguments come held as ``in_dims`` (those at positions in ``free`` may be cut
+    more finely where its equations want them); raises _NotLocal when it needs
     communication (or a value held otherwise than its type)."""
     closed = _inlined(closed)
-    b = _Builder(mesh, top=False)
     j = closed.jaxpr
-    constvars = [b.define(v, ((),) * len(v.aval.shape)) for v in j.constvars]
-    invars = [b.define(v, b.typed(v)) for v in j.invars]
-    for e in j.eqns:
-        b.eqn(e)
-    outvars = [b.use(v, b.typed(v)) for v in j.outvars]
-    return ClosedJaxpr(Jaxpr(constvars, invars, outvars, b.segment), list(closed.consts))
+    in_dims = list(in_dims)
+    for _ in range(len(in_dims) + 1):
+        b = _Builder(mesh, top=False)
+        b.inputs = {v: k for k, v in enumerate(j.invars) if k in free}
+        constvars = [b.define(v, ((),) * len(v.aval.shape)) for v in j.constvars]
+        invars = [b.define(v, d) for v, d in zip(j.invars, in_dims)]
+        try:
+            for e in j.eqns:
+                b.eqn(e)
+            outvars = [b.use(v, b.typed(v)) for v in j.outvars]
+        except _Demand as demand:
+            in_dims[demand.position] = demand.dims
+            continue
+        return (ClosedJaxpr(Jaxpr(constvars, invars, outvars, b.segment), list(closed.consts)),
+                in_dims)
+    raise _NotLocal
 
 
 class _Builder:
@@ -324,6 +365,7 @@ class _Builder:
         self.steps: list = []
         self.segment: list = []
         self.partitioned = 0
+        self.inputs: dict = {}  # (in a body) arguments that may be cut finer -> position
 
     def typed(self, v) -> tuple:
         s = explicit_sharding(getattr(v, "aval", None))
@@ -357,9 +399,11 @@ class _Builder:
         hit = self.layouts[v].get(dims)
         if hit is not None:
             return hit
-        if not self.top:
-            raise _NotLocal
         have = self.primary[v]
+        if not self.top:
+            if v in self.inputs and _finer(have, dims):
+                raise _Demand(self.inputs[v], dims)
+            raise _NotLocal
         lv = self._exchange(self.layouts[v][have], v.aval, have, dims)
         self.layouts[v][dims] = lv
         return lv
@@ -413,7 +457,7 @@ def build(closed: ClosedJaxpr) -> Program | None:
     if mesh is None:
         return None
     closed = _inlined(closed)
-    j = closed.jaxpr
+    j = dce(closed.jaxpr)  # what no result needs would only add exchanges
     b = _Builder(mesh, top=True)
     try:
         constvars = [b.define(v, ((),) * len(v.aval.shape)) for v in j.constvars]

@@ -171,10 +171,18 @@ def _transpose_lhs(ct, x_aval, y, dimension_numbers, preferred_element_type, swa
         # with preferred_element_type the cotangent is wider than the operands
         from plax.lax.convert import convert_element_type
         y = convert_element_type(y, ct_dtype)
-    res = dot_general_p.bind(ct, y, dimension_numbers=dims, precision=None,
-                             preferred_element_type=None)
     # res axes correspond to x axes: xb, x_free, then xc ordered as yc is sorted.
     order = list(xb) + x_free + [xc[i] for i in np.argsort(yc)]
+    from plax.sharding_types import dot_out_sharding, dims_spec, explicit_sharding, type_dims
+    if all(explicit_sharding(a) is None for a in (x_aval, aval_of(ct), aval_of(y))):
+        res = dot_general_p.bind(ct, y, dimension_numbers=dims, precision=None,
+                                 preferred_element_type=None)
+    else:  # typed as the primal x (as JAX's rule does; unsplit when x has no sharding):
+        # contracting a split dimension (a data-parallel batch) sums partial products
+        x_dims = type_dims(x_aval)
+        with dot_out_sharding(dims_spec(tuple(x_dims[k] for k in order))):
+            res = dot_general_p.bind(ct, y, dimension_numbers=dims, precision=None,
+                                     preferred_element_type=None)
     perm = tuple(int(i) for i in np.argsort(order))
     from plax.lax.shape import transpose
     out = transpose(res, perm)
