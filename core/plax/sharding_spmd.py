@@ -33,9 +33,11 @@ def plan(closed) -> Program | None:
     one device (see the module).
 
     Example:
-      >>> closed = plax.make_jaxpr(lambda u: u @ u.T)(x)   # x: f32[8@X,4]
-      >>> [type(s).__name__ for s in plan(closed).steps]
-      ['Segment']
+      >>> with plax.set_mesh(plax.make_mesh((1,), ("X",))):
+      ...     x = plax.device_put(np.ones((8, 4), np.float32), plax.P("X"))
+      ...     closed = plax.make_jaxpr(lambda u: jnp.sum(u, axis=0))(x)
+      >>> [type(s).__name__ for s in plan(closed).steps]   # partial sums, then added
+      ['Segment', 'Exchange']
     """
     hit = _plans.get(id(closed))
     if hit is not None and hit[0] is closed:

@@ -273,6 +273,17 @@ class _LinearizedJVP:
 
 # ------------------------------------------------------------------ vjp
 
+def _sharding_differs(ct, ct_aval, out_aval) -> bool:
+    """Whether a cotangent is split otherwise than the output it belongs to (explicit
+    sharding: JAX refuses it rather than resharding). An untyped traced cotangent (the
+    basis ``jacrev`` maps over) is accepted, as JAX accepts jacrev's."""
+    from plax.core.trace import Tracer
+    from plax.sharding_types import type_dims
+    if isinstance(ct, Tracer) and ct_aval.sharding is None:
+        return False
+    return type_dims(ct_aval) != type_dims(out_aval)
+
+
 class _VJPFunction:
     """The function ``vjp`` returns: maps output cotangents to input cotangents (a tuple).
 
@@ -310,6 +321,12 @@ class _VJPFunction:
                                  f"function: got {ca.str_short()}, but expected "
                                  f"{want.str_short()} because the corresponding output of the "
                                  f"function had shape {aval.shape}.")
+            if (ca.sharding is not None or aval.sharding is not None) and \
+                    _sharding_differs(ct, ca, aval):
+                raise ValueError(f"unexpected JAX type (e.g. shape/dtype) for argument to VJP "
+                                 f"function: got {ca}, but expected {aval} because the "
+                                 f"corresponding output of the differentiated function had "
+                                 f"JAX type {aval}")
             if ca.dtype != want.dtype and not (want.dtype == dtypes.float0):
                 if dtypes.is_inexact(ca.dtype) and dtypes.is_inexact(want.dtype):
                     from plax import lax

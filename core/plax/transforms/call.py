@@ -68,7 +68,8 @@ register_program_primitive(jit_p)
 
 
 @jit_p.def_abstract_eval
-def _jit_abstract_eval(*avals, jaxpr: ClosedJaxpr, name: str, device=None, backend=None):
+def _jit_abstract_eval(*avals, jaxpr: ClosedJaxpr, name: str, device=None, backend=None,
+                       ctx_mesh=None):
     # The operands must fit the body (check_jaxpr relies on this to type-check calls); weak
     # types may differ, as they do between a value and the argument it is passed to.
     want = jaxpr.in_avals
@@ -318,7 +319,8 @@ def check_pinned(pinned, device, committed: bool, what: str) -> None:
                          "arguments with plax.device_put, or pin the calls to one device.")
 
 
-def _jit_impl(*args, jaxpr: ClosedJaxpr, name: str, device=None, backend=None):
+def _jit_impl(*args, jaxpr: ClosedJaxpr, name: str, device=None, backend=None,
+              ctx_mesh=None):
     # A call evaluated eagerly (an outer jaxpr run by eval_jaxpr, the known half of a
     # linearized call, a transposed call in a backward pass): compile the body once per
     # device and run it on raw buffers.

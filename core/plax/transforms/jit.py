@@ -29,6 +29,7 @@ from plax.config import config
 from plax.core import varying
 from plax.core.jaxpr import ClosedJaxpr
 from plax.core.shaped_array import ShapeDtypeStruct
+from plax.sharding_context import context_mesh_params
 from plax.state.types import Ref
 from plax.core.trace import DebugInfo, Tracer, fun_name, state as trace_state, trace_context
 from plax.device import default_device as _default_device
@@ -572,6 +573,8 @@ class JitFunction:
         # transform of it (plax.transforms.call)
         placement = {k: v for k, v in (("device", self._device), ("backend", self._backend_name))
                      if v is not None}
+        # JAX's ctx_mesh= (only while a mesh is set: nothing changes otherwise)
+        placement.update(context_mesh_params())
         outs = jit_p.bind(*captured, *leaves, jaxpr=closed, name=self._name, **placement)
         return _tree_unflatten(out_tree, outs)
 
