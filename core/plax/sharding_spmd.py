@@ -16,6 +16,7 @@ split blocks runs on one device as before, its results placed as their types say
 """
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 import numpy as np
@@ -109,6 +110,7 @@ def run_partitioned(closed, leaves: list, backend) -> list | None:
     program = plan(closed)
     if program is None:
         return None
+    from plax import blas_threads
     from plax.sharding_threads import on_each_device
     mesh = program.mesh
     devices = list(mesh.devices.flat)
@@ -133,19 +135,25 @@ def run_partitioned(closed, leaves: list, backend) -> list | None:
             envs[d].update(zip(program.constvars, bufs))
     compiled = _compiled(program, devices, backends)
     steps = program.steps
+    # CPU devices share the cores: each device's kernels (and BLAS) get its share of them
+    n_cpu = sum(d.platform == "cpu" for d in devices)
+    share = max(1, blas_threads.cores() // n_cpu) if n_cpu > 1 else None
     for phase in _phases(program):
         def work(i, phase=phase):
             d = devices[i]
             env = envs[d]
-            for k in phase:
-                step = steps[k]
-                if isinstance(step, Segment):
-                    exe = compiled[k][d]
-                    outs = exe.executable(*exe.const_bufs, *[env[v] for v in step.ins])
-                    env.update(zip(step.outs, outs))
-                else:
-                    env[step.dst] = step.run(d, envs, backends)
-        on_each_device(devices, work)
+            with (backends[d].threads_limited(share) if share and d.platform == "cpu"
+                  else contextlib.nullcontext()):
+                for k in phase:
+                    step = steps[k]
+                    if isinstance(step, Segment):
+                        exe = compiled[k][d]
+                        outs = exe.executable(*exe.const_bufs, *[env[v] for v in step.ins])
+                        env.update(zip(step.outs, outs))
+                    else:
+                        env[step.dst] = step.run(d, envs, backends)
+        with blas_threads.limited(n_cpu):
+            on_each_device(devices, work)
     return [_assembled(v, lv, dims, devices, envs, mesh)
             for v, lv, dims in zip(jaxpr.outvars, program.outvars, program.out_dims)]
 

@@ -32,7 +32,7 @@ from plax.lax.control_flow.loops import while_p
 from plax.lax.control_flow.scan import scan_p
 from plax.transforms.call import compile_closed, jit_p, to_buffer
 from plax.transforms.checkpoint import checkpoint_p
-from plax_pmap import blas
+from plax import blas_threads as blas
 from plax_pmap.collectives import (COLLECTIVES, all_gather_p, all_to_all_p, axis_index_p,
                                    pmax_p, pmin_p, ppermute_p, psum_p, psum_scatter_p)
 
@@ -395,7 +395,7 @@ class SpmdProgram:
         errors: list = [None] * n
 
         # each CPU device's kernels get its share of the cores (their own threads would
-        # otherwise oversubscribe them, as BLAS's do: see plax_pmap.blas)
+        # otherwise oversubscribe them, as BLAS's do: see plax.blas_threads)
         share = max(1, blas.cores() // n) if devices[0].platform == "cpu" and n > 1 else None
 
         def work(r):

@@ -3,9 +3,10 @@
 OpenBLAS (NumPy's matmul, which the CPU backends call for ``dot_general``) starts a thread
 per core for each large product. When N device threads multiply at the same time, N times
 that many threads compete for the cores, and two concurrent products can take longer than
-the same work done by one thread. While a pmap/shard_map runs on N > 1 CPU devices, the
-runtime therefore gives OpenBLAS ``max(1, cores // N)`` threads, and restores the previous
-count afterwards (as threadpoolctl would; plax does not depend on it). Set
+the same work done by one thread. While N > 1 CPU devices run on threads of their own (a
+pmap/shard_map of the plax-pmap plugin, a partitioned ``jit`` of an explicitly sharded
+program), OpenBLAS therefore gets ``max(1, cores // N)`` threads, and the previous count is
+restored afterwards (as threadpoolctl would; plax does not depend on it). Set
 ``PLAX_PMAP_LIMIT_BLAS=0`` to leave BLAS alone. Other BLAS libraries are left as they are.
 """
 from __future__ import annotations
@@ -65,7 +66,12 @@ def cores() -> int:
 
 @contextlib.contextmanager
 def limited(n_devices: int) -> Iterator[None]:
-    """BLAS limited to ``cores // n_devices`` threads (at least 1) inside the block."""
+    """BLAS limited to ``cores // n_devices`` threads (at least 1) inside the block.
+
+    Example:
+      >>> with limited(2):
+      ...     _ = np.ones((4, 4)) @ np.ones((4, 4))
+    """
     if n_devices <= 1 or os.environ.get("PLAX_PMAP_LIMIT_BLAS", "1") == "0":
         yield
         return
