@@ -269,3 +269,12 @@ def test_ctx_mesh_printed_and_vjp_cotangent_checked_as_in_jax():
 def test_printing_record_matches_jax():
     out = last_json(run_python(args=["-c", _PRINTS, "jax"], env={"JAX_PLATFORMS": "cpu"}))
     assert out == JAX_PRINTS
+
+
+def test_benchmark_script_runs():
+    from subprocess_util import REPO
+    proc = run_python(args=[str(REPO / "benchmarks" / "sharded_jit.py"), "--size", "64",
+                            "--repeat", "1"], timeout=300)
+    rows = [line for line in proc.stdout.splitlines() if line.startswith("jit 64x64")]
+    assert len(rows) == 3
+    assert all(float(r.split()[-3]) > 0 for r in rows)  # plax's column (JAX's may be "-")
