@@ -456,6 +456,9 @@ def build(closed: ClosedJaxpr) -> Program | None:
     mesh = _mesh_of(closed)
     if mesh is None:
         return None
+    from plax.state.discharge import jaxpr_has_refs
+    if jaxpr_has_refs(closed):  # one ref per program, not one per device
+        return None
     closed = _inlined(closed)
     j = dce(closed.jaxpr)  # what no result needs would only add exchanges
     b = _Builder(mesh, top=True)
