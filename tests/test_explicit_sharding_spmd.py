@@ -79,7 +79,26 @@ CASES = {
                   lambda: a64 * 2),
     "grad_data_parallel": (lambda v, u: jax.grad(loss)(v, u), (w, xr),
                            lambda: loss_grad64(w64, a64)),
+    # loops whose bodies hold exchanges: iterations driven from the host
+    "fori_training": (lambda v, u: lax.fori_loop(
+        0, 3, lambda i, v: v - 0.1 * jax.grad(loss)(v, u), v), (w, xr), lambda: train64()),
+    "while_sum_cond": (lambda u: lax.while_loop(lambda c: jnp.sum(jnp.abs(c)) < 1e3,
+                                                lambda c: c * 2, u), (x,), lambda: while64()),
 }
+
+
+def train64():
+    v = w64
+    for _ in range(3):
+        v = v - 0.1 * loss_grad64(v, a64)
+    return v
+
+
+def while64():
+    c = a64
+    while np.abs(c).sum() < 1e3:
+        c = c * 2
+    return c
 
 
 def scan_ref():
@@ -135,6 +154,7 @@ JAX_TYPES = {
     "mean_var": "[8@Y]", "reshape_merge": "[64@(X,Y)]", "reshape_lead": "[4@X,2,8]",
     "reshard": "[8,8@X]", "scan_body": "[8@X,8@Y]", "fori_body": "[8@X,8@Y]",
     "while_body": "[8@X,8@Y]", "cond_body": "[8@X,8@Y]", "grad_data_parallel": "[8,4]",
+    "fori_training": "[8,4]", "while_sum_cond": "[8@X,8@Y]",
 }
 
 _ENV = {"PLAX_NUM_CPU_DEVICES": "8", "PLAX_PLATFORMS": "cpu"}
@@ -190,6 +210,13 @@ def test_exchanges_are_where_the_types_call_for_them(plax_run):
     assert steps["while_body"] == ["segment: while"]
     assert steps["cond_body"] == ["segment: convert_element_type, cond"]
     assert not any(s.startswith("exchange") for s in steps["scan_body"])
+    # a loop whose body needs exchanges: the host runs its iterations, each partitioned
+    [loop] = steps["fori_training"]
+    assert loop.startswith("scan on the host: [")
+    assert [s for s in loop.split("; ") if s.startswith("exchange")] == [
+        "exchange: ((), ()) -> ((), ()) partial ('X',) by add"]
+    assert steps["while_sum_cond"][0].startswith("while on the host: [segment: abs, reduce_sum; "
+                                                 "exchange: () -> () partial ('X', 'Y') by add")
     # data-parallel gradient: one all-reduce, of the weights' gradient
     assert [s for s in steps["grad_data_parallel"] if s.startswith("exchange")] == [
         "exchange: ((), ()) -> ((), ()) partial ('X',) by add"]

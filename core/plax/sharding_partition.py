@@ -16,7 +16,9 @@ each dimension is split over; ``()`` is whole). Each equation is rewritten for t
 * a ``reshape`` whose split dimensions stay the leading factor of their group (``8@X,4 ->
   32@X``, ``32@X -> 8@X,4``) reshapes the blocks; other reshapes regroup the data first;
 * ``scan``, ``while`` (``fori_loop``) and ``cond`` whose bodies are themselves blockwise
-  (every equation local, with no communication) run per device with per-block bodies;
+  (every equation local, with no communication) run per device with per-block bodies; a
+  ``scan`` or ``while`` whose body needs exchanges becomes a :class:`Loop`: the host runs
+  its iterations, each a partitioned program (the devices meeting at its exchanges);
 * ``jit`` calls are inlined; anything else is computed whole on every device from its
   gathered operands (an all-gather), its result then cut to the block its type says.
 
@@ -425,6 +427,9 @@ class _Builder:
             form = _local_form(e, self.held, self.mesh)
         except (ShardingTypeError, KeyError, IndexError, TypeError):
             form = None
+        if form is None and self.top and e.primitive.name in ("scan", "while") and \
+                _loop_step(self, e):
+            return
         if form is None:  # computed whole, from the gathered operands
             form = ([((),) * len(v.aval.shape) for v in e.invars],
                     [(((),) * len(v.aval.shape), (), None) for v in e.outvars], e.params)
@@ -459,26 +464,97 @@ def build(closed: ClosedJaxpr) -> Program | None:
     from plax.state.discharge import jaxpr_has_refs
     if jaxpr_has_refs(closed):  # one ref per program, not one per device
         return None
+    try:
+        program = _program(closed, mesh)
+    except Unpartitionable:
+        return None
+    if program.partitioned == 0 and not any(map(any, program.in_dims)):
+        return None
+    return program
+
+
+def _program(closed: ClosedJaxpr, mesh, in_dims=None, out_dims=None) -> Program:
+    """``closed`` partitioned, its arguments held as ``in_dims`` and its results given as
+    ``out_dims`` (by default: as their types say). Raises Unpartitionable."""
     closed = _inlined(closed)
     j = dce(closed.jaxpr)  # what no result needs would only add exchanges
     b = _Builder(mesh, top=True)
-    try:
-        constvars = [b.define(v, ((),) * len(v.aval.shape)) for v in j.constvars]
+    constvars = [b.define(v, ((),) * len(v.aval.shape)) for v in j.constvars]
+    if in_dims is None:
         in_dims = [b.typed(v) for v in j.invars]
-        invars = [b.define(v, d) for v, d in zip(j.invars, in_dims)]
-        for e in j.eqns:
-            b.eqn(e)
+    invars = [b.define(v, d) for v, d in zip(j.invars, in_dims)]
+    for e in j.eqns:
+        b.eqn(e)
+    if out_dims is None:
         out_dims = [b.typed(v) for v in j.outvars]
-        outvars = [b.use(v, d) for v, d in zip(j.outvars, out_dims)]
-    except Unpartitionable:
-        return None
-    if b.partitioned == 0 and not any(map(any, in_dims)):
-        return None
+    outvars = [b.use(v, d) for v, d in zip(j.outvars, out_dims)]
     if b.segment:
         b.steps.append(Segment(b.segment))
     _finish_segments(b.steps, outvars)
-    return Program(mesh, b.steps, constvars, list(closed.consts), invars, in_dims, outvars,
-                   out_dims, b.partitioned)
+    return Program(mesh, b.steps, constvars, list(closed.consts), invars, list(in_dims),
+                   outvars, list(out_dims), b.partitioned)
+
+
+class Loop:
+    """A ``scan`` or ``while`` whose body needs exchanges: the host runs its iterations,
+    each a partitioned :class:`Program` over the devices (``cond`` decides a while's next
+    iteration). ``ins``/``outs`` are the equation's local variables in the enclosing
+    program; ``params`` the equation's."""
+
+    def __init__(self, kind: str, body: Program, cond: Program | None, ins: list,
+                 outs: list, params: dict):
+        self.kind, self.body, self.cond = kind, body, cond
+        self.ins, self.outs, self.params = ins, outs, params
+
+
+def _loop_step(b: "_Builder", e) -> bool:
+    """Adds ``e`` (a scan or while) to ``b`` as a :class:`Loop` when its body partitions;
+    False when it does not (it is then computed whole)."""
+    p, mesh = e.params, b.mesh
+    typed = [b.typed(v) for v in e.outvars]
+    try:
+        if e.primitive.name == "scan":
+            nc, nk = p["num_consts"], p["num_carry"]
+            body_j = p["jaxpr"].jaxpr
+            dims = [type_dims(v.aval) for v in body_j.invars]
+            outs = [type_dims(v.aval) for v in body_j.outvars]
+            if outs[:nk] != dims[nc:nc + nk]:
+                return False
+            body = _program(p["jaxpr"], mesh, dims, outs)
+            want = dims[:nc + nk] + [((),) + d for d in dims[nc + nk:]]
+            res = outs[:nk] + [((),) + d for d in outs[nk:]]
+            cond = None
+        elif e.primitive.name == "while":
+            nc, nb = p["cond_nconsts"], p["body_nconsts"]
+            cd = [type_dims(v.aval) for v in p["cond_jaxpr"].jaxpr.invars]
+            bd = [type_dims(v.aval) for v in p["body_jaxpr"].jaxpr.invars]
+            if cd[nc:] != bd[nb:] or any(map(any, (type_dims(v.aval) for v in
+                                                   p["cond_jaxpr"].jaxpr.outvars))):
+                return False
+            cond = _program(p["cond_jaxpr"], mesh, cd, [()])
+            body = _program(p["body_jaxpr"], mesh, bd, bd[nb:])
+            want, res = cd[:nc] + bd, bd[nb:]
+        else:
+            return False
+    except Unpartitionable:
+        return False
+    if not body.partitioned and not (cond and cond.partitioned):
+        return False
+    ins = [b.use(v, w) for v, w in zip(e.invars, want)]
+    outs_local = [b._local_var(v.aval, d, isinstance(v, DropVar)) for v, d in zip(e.outvars, res)]
+    if b.segment:
+        b.steps.append(Segment(b.segment))
+        b.segment = []
+    b.steps.append(Loop(e.primitive.name, body, cond, ins, outs_local, p))
+    b.partitioned += 1
+    for v, lv, d, t in zip(e.outvars, outs_local, res, typed):
+        if isinstance(v, DropVar):
+            continue
+        b.layouts[v], b.primary[v] = {d: lv}, d
+        if d != t:
+            b.layouts[v][t] = b._exchange(lv, v.aval, d, t)
+            b.primary[v] = t
+    return True
 
 
 def _finish_segments(steps: list, outvars: list) -> None:
@@ -488,6 +564,10 @@ def _finish_segments(steps: list, outvars: list) -> None:
         if isinstance(step, Exchange):
             live.discard(step.dst)
             live.add(step.src)
+            continue
+        if isinstance(step, Loop):
+            live.difference_update(step.outs)
+            live.update(v for v in step.ins if isinstance(v, Var))
             continue
         written, read = set(), []
         for e in step.eqns:
@@ -509,6 +589,9 @@ def describe(program: Any) -> list:
     for s in program.steps:
         if isinstance(s, Segment):
             out.append("segment: " + ", ".join(e.primitive.name for e in s.eqns))
+        elif isinstance(s, Loop):
+            inner = describe(s.body) if s.cond is None else describe(s.cond) + describe(s.body)
+            out.append(f"{s.kind} on the host: [" + "; ".join(inner) + "]")
         else:
             kind = "exchange" if s.moves_data() else "cut"
             extra = f" partial {s.partial} by {s.combine}" if s.partial else ""

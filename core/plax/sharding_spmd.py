@@ -23,7 +23,7 @@ import numpy as np
 
 from plax.sharding import NamedSharding, PartitionSpec
 from plax.sharding_exchange import Exchange
-from plax.sharding_partition import Program, Segment, build
+from plax.sharding_partition import Loop, Program, Segment, build
 from plax.sharding_types import dims_spec, explicit_sharding, spec_dims, type_dims
 
 _plans: dict = {}  # id(closed jaxpr) -> (closed jaxpr, Program or None)
@@ -56,8 +56,8 @@ def _executable(closed, backend, device):
 
 
 def _compiled(program: Program, devices: list, backends: dict) -> list:
-    """``[{device: executable}]`` per step (None for exchanges), compiled in the caller's
-    thread (compiling is not thread-safe; running is)."""
+    """``[{device: executable}]`` per step (None for exchanges and loops), compiled in the
+    caller's thread (compiling is not thread-safe; running is)."""
     out = []
     for step in program.steps:
         if not isinstance(step, Segment):
@@ -75,14 +75,118 @@ def _compiled(program: Program, devices: list, backends: dict) -> list:
 
 
 def _phases(program: Program) -> list:
-    """The steps cut before each exchange that moves data: within a phase every device
-    runs on its own; the devices meet between phases."""
+    """The steps cut before each exchange that moves data and around each loop: within a
+    phase every device runs on its own; the devices meet between phases."""
     phases: list = [[]]
     for k, step in enumerate(program.steps):
-        if isinstance(step, Exchange) and step.moves_data() and phases[-1]:
+        meets = isinstance(step, Loop) or (isinstance(step, Exchange) and step.moves_data())
+        if meets and phases[-1]:
             phases.append([])
         phases[-1].append(k)
-    return phases
+        if isinstance(step, Loop):
+            phases.append([])
+    return [ph for ph in phases if ph]
+
+
+def _const_buffers(program: Program, device) -> list:
+    place = "cpu" if device.platform == "cpu" else device
+    bufs = program.const_bufs.get(place)
+    if bufs is None:
+        from plax.transforms.call import to_buffer
+        bufs = program.const_bufs[place] = [to_buffer(c, device) for c in program.consts]
+    return bufs
+
+
+def _execute(program: Program, devices: list, backends: dict, envs: dict, share) -> None:
+    """Runs ``program``'s steps on every device; ``envs[device]`` holds its arguments'
+    blocks on entry (by local variable) and every value it computes on exit."""
+    from plax.sharding_threads import on_each_device
+    if program.constvars:
+        for d in devices:
+            envs[d].update(zip(program.constvars, _const_buffers(program, d)))
+    compiled = _compiled(program, devices, backends)
+    steps = program.steps
+    for phase in _phases(program):
+        if isinstance(steps[phase[0]], Loop):
+            _run_loop(steps[phase[0]], devices, backends, envs, share)
+            continue
+
+        def work(i, phase=phase):
+            d = devices[i]
+            env = envs[d]
+            with (backends[d].threads_limited(share) if share and d.platform == "cpu"
+                  else contextlib.nullcontext()):
+                for k in phase:
+                    step = steps[k]
+                    if isinstance(step, Segment):
+                        exe = compiled[k][d]
+                        outs = exe.executable(*exe.const_bufs, *[env[v] for v in step.ins])
+                        env.update(zip(step.outs, outs))
+                    else:
+                        env[step.dst] = step.run(d, envs, backends)
+        on_each_device(devices, work)
+
+
+def _value(env: dict, v, device, backends):
+    """The buffer of ``v`` (a local variable, or a literal) on ``device``."""
+    from plax.core.jaxpr import Literal
+    if isinstance(v, Literal):
+        from plax.transforms.call import to_buffer
+        return to_buffer(np.asarray(v.val, v.aval.dtype), device)
+    return env[v]
+
+
+def _host(buf, device, backends) -> np.ndarray:
+    return np.asarray(buf) if device.platform == "cpu" else backends[device].to_host(buf)
+
+
+def _put(host, device, backends):
+    return host if device.platform == "cpu" else backends[device].put(host, device)
+
+
+def _run_body(program: Program, args: dict, devices, backends, share) -> dict:
+    """``{device: [result buffers]}`` of one iteration's program on ``{device: [args]}``."""
+    envs = {d: dict(zip(program.invars, args[d])) for d in devices}
+    _execute(program, devices, backends, envs, share)
+    return {d: [_value(envs[d], v, d, backends) for v in program.outvars] for d in devices}
+
+
+def _run_loop(step: Loop, devices, backends, envs: dict, share) -> None:
+    """A scan or while loop whose body holds exchanges, its iterations driven from here."""
+    ins = {d: [_value(envs[d], v, d, backends) for v in step.ins] for d in devices}
+    p = step.params
+    if step.kind == "while":
+        nc, nb = p["cond_nconsts"], p["body_nconsts"]
+        carry = {d: ins[d][nc + nb:] for d in devices}
+        while True:
+            pred = _run_body(step.cond, {d: ins[d][:nc] + carry[d] for d in devices},
+                             devices, backends, share)
+            if not bool(_host(pred[devices[0]][0], devices[0], backends)):
+                break
+            carry = _run_body(step.body, {d: ins[d][nc:nc + nb] + carry[d] for d in devices},
+                              devices, backends, share)
+        for d in devices:
+            envs[d].update(zip(step.outs, carry[d]))
+        return
+    nc, nk, length = p["num_consts"], p["num_carry"], p["length"]
+    consts = {d: ins[d][:nc] for d in devices}
+    carry = {d: ins[d][nc:nc + nk] for d in devices}
+    xs = {d: [_host(x, d, backends) for x in ins[d][nc + nk:]] for d in devices}
+    ys: dict = {d: [None] * length for d in devices}
+    order = range(length - 1, -1, -1) if p["reverse"] else range(length)
+    for i in order:
+        outs = _run_body(step.body, {d: consts[d] + carry[d] +
+                                     [_put(np.ascontiguousarray(x[i]), d, backends)
+                                      for x in xs[d]] for d in devices},
+                         devices, backends, share)
+        for d in devices:
+            carry[d] = outs[d][:nk]
+            ys[d][i] = [_host(y, d, backends) for y in outs[d][nk:]]
+    for d in devices:
+        stacked = [_put(np.stack([ys[d][i][k] for i in range(length)]), d, backends)
+                   for k in range(len(step.outs) - nk)] if length else \
+            [_put(np.zeros(v.aval.shape, v.aval.dtype), d, backends) for v in step.outs[nk:]]
+        envs[d].update(zip(step.outs, carry[d] + stacked))
 
 
 def _argument_buffer(x, aval, dims, device, index, mesh):
@@ -111,7 +215,6 @@ def run_partitioned(closed, leaves: list, backend) -> list | None:
     if program is None:
         return None
     from plax import blas_threads
-    from plax.sharding_threads import on_each_device
     mesh = program.mesh
     devices = list(mesh.devices.flat)
     backends = {d: backend if backend.platform == d.platform else d.backend for d in devices}
@@ -125,35 +228,11 @@ def run_partitioned(closed, leaves: list, backend) -> list | None:
             if buf is None:
                 return None
             envs[d][lv] = buf
-    if program.constvars:
-        from plax.transforms.call import to_buffer
-        for d in devices:
-            place = "cpu" if d.platform == "cpu" else d
-            bufs = program.const_bufs.get(place)
-            if bufs is None:
-                bufs = program.const_bufs[place] = [to_buffer(c, d) for c in program.consts]
-            envs[d].update(zip(program.constvars, bufs))
-    compiled = _compiled(program, devices, backends)
-    steps = program.steps
     # CPU devices share the cores: each device's kernels (and BLAS) get its share of them
     n_cpu = sum(d.platform == "cpu" for d in devices)
     share = max(1, blas_threads.cores() // n_cpu) if n_cpu > 1 else None
-    for phase in _phases(program):
-        def work(i, phase=phase):
-            d = devices[i]
-            env = envs[d]
-            with (backends[d].threads_limited(share) if share and d.platform == "cpu"
-                  else contextlib.nullcontext()):
-                for k in phase:
-                    step = steps[k]
-                    if isinstance(step, Segment):
-                        exe = compiled[k][d]
-                        outs = exe.executable(*exe.const_bufs, *[env[v] for v in step.ins])
-                        env.update(zip(step.outs, outs))
-                    else:
-                        env[step.dst] = step.run(d, envs, backends)
-        with blas_threads.limited(n_cpu):
-            on_each_device(devices, work)
+    with blas_threads.limited(n_cpu):
+        _execute(program, devices, backends, envs, share)
     return [_assembled(v, lv, dims, devices, envs, mesh)
             for v, lv, dims in zip(jaxpr.outvars, program.outvars, program.out_dims)]
 
