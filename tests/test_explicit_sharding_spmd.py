@@ -84,6 +84,8 @@ CASES = {
         0, 3, lambda i, v: v - 0.1 * jax.grad(loss)(v, u), v), (w, xr), lambda: train64()),
     "while_sum_cond": (lambda u: lax.while_loop(lambda c: jnp.sum(jnp.abs(c)) < 1e3,
                                                 lambda c: c * 2, u), (x,), lambda: while64()),
+    "switch_exchange": (lambda u, k: lax.switch(k, [lambda v: v / jnp.sum(v), lambda v: v * 2],
+                                                u), (x, 0), lambda: a64 / a64.sum()),
 }
 
 
@@ -154,7 +156,7 @@ JAX_TYPES = {
     "mean_var": "[8@Y]", "reshape_merge": "[64@(X,Y)]", "reshape_lead": "[4@X,2,8]",
     "reshard": "[8,8@X]", "scan_body": "[8@X,8@Y]", "fori_body": "[8@X,8@Y]",
     "while_body": "[8@X,8@Y]", "cond_body": "[8@X,8@Y]", "grad_data_parallel": "[8,4]",
-    "fori_training": "[8,4]", "while_sum_cond": "[8@X,8@Y]",
+    "fori_training": "[8,4]", "while_sum_cond": "[8@X,8@Y]", "switch_exchange": "[8@X,8@Y]",
 }
 
 _ENV = {"PLAX_NUM_CPU_DEVICES": "8", "PLAX_PLATFORMS": "cpu"}
@@ -217,6 +219,9 @@ def test_exchanges_are_where_the_types_call_for_them(plax_run):
         "exchange: ((), ()) -> ((), ()) partial ('X',) by add"]
     assert steps["while_sum_cond"][0].startswith("while on the host: [segment: abs, reduce_sum; "
                                                  "exchange: () -> () partial ('X', 'Y') by add")
+    assert steps["switch_exchange"][-1] == (
+        "cond on the host: [segment: reduce_sum; exchange: () -> () partial ('X', 'Y') by add;"
+        " segment: div | segment: mul]")
     # data-parallel gradient: one all-reduce, of the weights' gradient
     assert [s for s in steps["grad_data_parallel"] if s.startswith("exchange")] == [
         "exchange: ((), ()) -> ((), ()) partial ('X',) by add"]

@@ -18,7 +18,8 @@ each dimension is split over; ``()`` is whole). Each equation is rewritten for t
 * ``scan``, ``while`` (``fori_loop``) and ``cond`` whose bodies are themselves blockwise
   (every equation local, with no communication) run per device with per-block bodies; a
   ``scan`` or ``while`` whose body needs exchanges becomes a :class:`Loop`: the host runs
-  its iterations, each a partitioned program (the devices meeting at its exchanges);
+  its iterations, each a partitioned program (the devices meeting at its exchanges); a
+  ``cond`` whose branches do runs the partitioned branch its index picks;
 * ``jit`` calls are inlined; anything else is computed whole on every device from its
   gathered operands (an all-gather), its result then cut to the block its type says.
 
@@ -427,7 +428,7 @@ class _Builder:
             form = _local_form(e, self.held, self.mesh)
         except (ShardingTypeError, KeyError, IndexError, TypeError):
             form = None
-        if form is None and self.top and e.primitive.name in ("scan", "while") and \
+        if form is None and self.top and e.primitive.name in ("scan", "while", "cond") and \
                 _loop_step(self, e):
             return
         if form is None:  # computed whole, from the gathered operands
@@ -498,8 +499,9 @@ def _program(closed: ClosedJaxpr, mesh, in_dims=None, out_dims=None) -> Program:
 class Loop:
     """A ``scan`` or ``while`` whose body needs exchanges: the host runs its iterations,
     each a partitioned :class:`Program` over the devices (``cond`` decides a while's next
-    iteration). ``ins``/``outs`` are the equation's local variables in the enclosing
-    program; ``params`` the equation's."""
+    iteration); or a ``cond`` whose branches do (``body`` is then the list of the branches'
+    programs, the host picks one). ``ins``/``outs`` are the equation's local variables in
+    the enclosing program; ``params`` the equation's."""
 
     def __init__(self, kind: str, body: Program, cond: Program | None, ins: list,
                  outs: list, params: dict):
@@ -508,8 +510,8 @@ class Loop:
 
 
 def _loop_step(b: "_Builder", e) -> bool:
-    """Adds ``e`` (a scan or while) to ``b`` as a :class:`Loop` when its body partitions;
-    False when it does not (it is then computed whole)."""
+    """Adds ``e`` (a scan, while or cond) to ``b`` as a :class:`Loop` when its body
+    partitions; False when it does not (it is then computed whole)."""
     p, mesh = e.params, b.mesh
     typed = [b.typed(v) for v in e.outvars]
     try:
@@ -534,11 +536,23 @@ def _loop_step(b: "_Builder", e) -> bool:
             cond = _program(p["cond_jaxpr"], mesh, cd, [()])
             body = _program(p["body_jaxpr"], mesh, bd, bd[nb:])
             want, res = cd[:nc] + bd, bd[nb:]
+        elif e.primitive.name == "cond":
+            branches = p["branches"]
+            ops = [type_dims(v.aval) for v in branches[0].jaxpr.invars]
+            res = [type_dims(v.aval) for v in branches[0].jaxpr.outvars]
+            if any([type_dims(v.aval) for v in b_.jaxpr.invars] != ops or
+                   [type_dims(v.aval) for v in b_.jaxpr.outvars] != res for b_ in branches):
+                return False
+            programs = [_program(b_, mesh, ops, res) for b_ in branches]
+            if not any(pr.partitioned for pr in programs):
+                return False
+            want = [((),) * len(e.invars[0].aval.shape)] + ops
+            body, cond = programs, None
         else:
             return False
     except Unpartitionable:
         return False
-    if not body.partitioned and not (cond and cond.partitioned):
+    if e.primitive.name != "cond" and not body.partitioned and not (cond and cond.partitioned):
         return False
     ins = [b.use(v, w) for v, w in zip(e.invars, want)]
     outs_local = [b._local_var(v.aval, d, isinstance(v, DropVar)) for v, d in zip(e.outvars, res)]
@@ -589,6 +603,9 @@ def describe(program: Any) -> list:
     for s in program.steps:
         if isinstance(s, Segment):
             out.append("segment: " + ", ".join(e.primitive.name for e in s.eqns))
+        elif isinstance(s, Loop) and s.kind == "cond":
+            out.append("cond on the host: [" + " | ".join(
+                "; ".join(describe(b)) for b in s.body) + "]")
         elif isinstance(s, Loop):
             inner = describe(s.body) if s.cond is None else describe(s.cond) + describe(s.body)
             out.append(f"{s.kind} on the host: [" + "; ".join(inner) + "]")

@@ -152,9 +152,17 @@ def _run_body(program: Program, args: dict, devices, backends, share) -> dict:
 
 
 def _run_loop(step: Loop, devices, backends, envs: dict, share) -> None:
-    """A scan or while loop whose body holds exchanges, its iterations driven from here."""
+    """A scan or while loop whose body holds exchanges, its iterations driven from here (or
+    a cond whose branches hold exchanges, the branch picked here)."""
     ins = {d: [_value(envs[d], v, d, backends) for v in step.ins] for d in devices}
     p = step.params
+    if step.kind == "cond":  # the index is replicated: every device picks the same branch
+        index = int(_host(ins[devices[0]][0], devices[0], backends))
+        branch = step.body[min(max(index, 0), len(step.body) - 1)]
+        outs = _run_body(branch, {d: ins[d][1:] for d in devices}, devices, backends, share)
+        for d in devices:
+            envs[d].update(zip(step.outs, outs[d]))
+        return
     if step.kind == "while":
         nc, nb = p["cond_nconsts"], p["body_nconsts"]
         carry = {d: ins[d][nc + nb:] for d in devices}
