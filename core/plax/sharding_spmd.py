@@ -17,6 +17,7 @@ split blocks runs on one device as before, its results placed as their types say
 from __future__ import annotations
 
 import contextlib
+import weakref
 from typing import Any
 
 import numpy as np
@@ -26,7 +27,9 @@ from plax.sharding_exchange import Exchange
 from plax.sharding_partition import Loop, Program, Segment, build
 from plax.sharding_types import dims_spec, explicit_sharding, spec_dims, type_dims
 
-_plans: dict = {}  # id(closed jaxpr) -> (closed jaxpr, Program or None)
+# closed jaxpr -> Program or None; weak, so a program nobody holds frees its plan
+_plans: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+_NOT_PLANNED = object()
 
 
 def plan(closed) -> Program | None:
@@ -40,11 +43,10 @@ def plan(closed) -> Program | None:
       >>> [type(s).__name__ for s in plan(closed).steps]   # partial sums, then added
       ['Segment', 'Exchange']
     """
-    hit = _plans.get(id(closed))
-    if hit is not None and hit[0] is closed:
-        return hit[1]
-    result = build(closed)
-    _plans[id(closed)] = (closed, result)
+    hit = _plans.get(closed, _NOT_PLANNED)
+    if hit is not _NOT_PLANNED:
+        return hit
+    result = _plans[closed] = build(closed)
     return result
 
 
