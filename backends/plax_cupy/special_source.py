@@ -1,6 +1,7 @@
 """CUDA C++ forms of the functions generated kernels call that CUDA's math library lacks:
 complex ``asin``, ``acos``, ``atan``, ``asinh``, ``acosh``, ``atanh``; ``bessel_i0e`` and
-``bessel_i1e``; ``digamma``.
+``bessel_i1e``; ``digamma``; the incomplete gamma family (``igamma``, ``igammac``,
+``igamma_grad_a``, ``random_gamma_grad``), ``zeta``, ``polygamma`` and ``betainc``.
 
 Each form is a snippet of device functions, included in a kernel's translation unit only
 where the kernel calls it (:func:`helpers_for`, after :data:`plax_cupy.codegen.PREAMBLE`), and
@@ -32,16 +33,36 @@ result rounded once): the power series ``(x/2)^nu sum_k (x^2/4)^k / (k! (k+nu)!)
 exactly (``plax.lax.bessel_series``, shared with the Numba backend). The algorithm of the
 Numba backend's scalar forms (``plax_numba.special``), written for CUDA.
 
-**digamma** in double (float widened, rounded once): reflection ``psi(x) = psi(1 - x) -
-pi / tan(pi (x - round x))`` below 0, the recurrence ``psi(y) = psi(y + 1) - 1/y`` lifting ``y``
-to 10, then the asymptotic series ``log y - 1/(2y) - sum_k B_2k / (2k y^2k)``. NaN at the poles
-(0, -1, -2, ...: XLA's convention), at -inf and for NaN; +inf at +inf.
+**digamma** in double: reflection ``psi(x) = psi(1 - x) - pi / tan(pi (x - round x))`` below 0,
+the recurrence ``psi(y) = psi(y + 1) - 1/y`` lifting ``y`` to 10, then the asymptotic series
+``log y - 1/(2y) - sum_k B_2k / (2k y^2k)``. A float argument from 4 on takes the series
+directly in single precision (psi > 1.25 there, nothing cancels: at most 2.1 ulps from SciPy's
+float64 value on the host build, CUDA's ``logf`` adding up to about one); below 4 it is widened
+and the double result rounded once (psi's zeros make single precision lose its accuracy there).
+NaN at the poles (0, -1, -2, ...: XLA's convention), at -inf and for NaN; +inf at +inf.
+
+The scaled Bessel functions stay in double for float arguments: a single-precision form (the
+same expansions, ``expf``) measured 3.5 ulps on the host build inside the series' range and
+8 next to the split, before CUDA's ``expf`` (2 ulps) adds its share.
+
+**The iterative functions** are the algorithms of the Numba backend's scalar forms
+(``plax_numba.special_gamma``, ``special_zeta``, ``special_beta``: Cephes' series and continued
+fractions, Temme's prefactor and uniform expansion, the Euler-Maclaurin tail of Hurwitz's zeta,
+the derivative recurrences of JAX's ``random_gamma_grad``), with their tables and iteration
+limits from :mod:`plax.lax.special_series`, in double; a float argument (float32, a half type's
+float value) is widened, iterated to float32's tolerance (2^-40) and rounded once. Measured on
+the host build against the NumPy backend's float64 kernels over the Numba forms' sweeps
+(tests/cupy/test_codegen_special_iterative.py): float32 within half an ulp (the gamma
+derivatives within the float32 convention where the prefactor underflows), float64 within the
+Numba forms' bounds; edge values the NumPy backend's (SciPy's conventions).
 """
 from __future__ import annotations
 
 import math
 import re
 from fractions import Fraction
+
+import numpy as np
 
 from plax.lax import special_series
 from plax.lax.bessel_series import hankel_coefficients, series_coefficients
@@ -231,6 +252,16 @@ def _horner(name: str, coefficients: list[float]) -> str:
     return "\n".join(lines)
 
 
+def _horner_float(name: str, coefficients: list[float]) -> str:
+    """As :func:`_horner`, in single precision: ``float`` coefficients (each rounded once from
+    the float64 one) and ``fmaf``."""
+    c = [float(np.float32(v)).hex() + "f" for v in coefficients]
+    lines = [f"__device__ __forceinline__ float {name}(float z) {{", f"  float r = {c[-1]};"]
+    lines += [f"  r = fmaf(r, z, {v});" for v in reversed(c[:-1])]
+    lines += ["  return r;", "}"]
+    return "\n".join(lines)
+
+
 # (split, series terms, Hankel terms): double -- 60 series terms reach 2^-60 of the sum below
 # 22, and Hankel's smallest term (near k = 2|x|) is below 2^-60 from 22 on; float (computed in
 # double, rounded once) -- at 12 both reach below 1e-10 relative, far under float's 6e-8
@@ -290,6 +321,7 @@ def _digamma_source() -> str:
                       "using std::fma; using std::floor;",
                       "#endif",
                       _horner("plax_psi_series", series),
+                      _horner_float("plax_psi_series_f", series),
                       r"""__device__ __forceinline__ double plax_digamma(double x) {
   if (x != x || x == -plax_bitcast<double>(0x7ff0000000000000ull)) return plax_qnan(x);
   if (x <= 0.0 && x == floor(x)) return plax_qnan(x);  // the poles (XLA: NaN)
@@ -307,7 +339,17 @@ def _digamma_source() -> str:
   const double pi = 3.14159265358979323846264338327950288;
   return psi - pi / tan(pi * (x - rint(x)));
 }
-__device__ __forceinline__ float plax_digamma(float x) { return (float)plax_digamma((double)x); }""",
+// float from 4 on (finite): the asymptotic series in single precision, where psi > 1.25 and
+// log x - 1/(2x) barely cancels (at most 2.1 ulps from SciPy's float64 value on the host build;
+// CUDA's logf, 1 ulp, can add about one more); in double below, where psi's zeros, the recurrence and
+// the reflection would cost float its accuracy
+__device__ __forceinline__ float plax_digamma(float x) {
+  if (x >= 4.0f && x < plax_bitcast<float>(0x7f800000u)) {
+    const float w = 1.0f / (x * x);
+    return (logf(x) - 0.5f / x) + plax_psi_series_f(w) * w;
+  }
+  return (float)plax_digamma((double)x);
+}""",
                       "#endif", ""])
 
 
@@ -351,7 +393,9 @@ def _igamma_source() -> str:
         _horner("plax_log1pmx_series", s.log1pmx_coefficients()),
         _horner("plax_stirling_series", list(s.STIRLING_CORRECTION)),
         _horner("plax_temme_c0", list(s.TEMME_C0)),
-        r"""__device__ __forceinline__ double plax_sf_inf() { return plax_bitcast<double>(0x7ff0000000000000ull); }
+        r"""__device__ __forceinline__ double plax_sf_inf() {
+  return plax_bitcast<double>(0x7ff0000000000000ull);
+}
 __device__ __forceinline__ double plax_sf_nan() { return plax_qnan(0.0); }
 // lgamma(1 + a) without rounding 1 + a for small |a| (Taylor's series below 0.2)
 __device__ double plax_lgamma1p(double a) {
@@ -544,8 +588,12 @@ __device__ double plax_igamma_grad_a_core(double a, double x, double eps, double
   const double density = plax_gamma_prefactor(a, x) / x;
   return -plax_random_gamma_grad_core(a, x, eps, log_max) * density;
 }
-__device__ __forceinline__ double plax_igamma(double a, double x) { return plax_igamma_core(a, x, PLAX_SF_EPS64); }
-__device__ __forceinline__ double plax_igammac(double a, double x) { return plax_igammac_core(a, x, PLAX_SF_EPS64); }
+__device__ __forceinline__ double plax_igamma(double a, double x) {
+  return plax_igamma_core(a, x, PLAX_SF_EPS64);
+}
+__device__ __forceinline__ double plax_igammac(double a, double x) {
+  return plax_igammac_core(a, x, PLAX_SF_EPS64);
+}
 __device__ __forceinline__ double plax_random_gamma_grad(double a, double x) {
   return plax_random_gamma_grad_core(a, x, PLAX_SF_EPS64, PLAX_SF_LOG_MAX64);
 }
