@@ -68,7 +68,7 @@ from plax.lax import special_series
 from plax.lax.bessel_series import hankel_coefficients, series_coefficients
 
 __all__ = ["BESSEL_SOURCE", "BETA_SOURCE", "COMPLEX_INVERSE_SOURCE", "DIGAMMA_SOURCE",
-           "IGAMMA_SOURCE", "ZETA_SOURCE", "helpers_for"]
+           "IGAMMA_SOURCE", "SPECIAL_COMMON_SOURCE", "ZETA_SOURCE", "helpers_for"]
 
 
 COMPLEX_INVERSE_SOURCE = r"""#ifndef PLAX_COMPLEX_INVERSE
@@ -373,31 +373,43 @@ def _constants(**values: float) -> str:
     return "\n".join(f"#define {name} ({float(v).hex()})" for name, v in values.items())
 
 
-def _igamma_source() -> str:
+def _common_source() -> str:
+    """What the iterative functions share: constants, infinity and NaN, Stirling's correction."""
     s = special_series
     return "\n".join([
-        "#ifndef PLAX_IGAMMA", "#define PLAX_IGAMMA",
-        "// ---- igamma, igammac, igamma_grad_a, random_gamma_grad (plax_cupy/special_source.py)",
+        "#ifndef PLAX_SF_COMMON", "#define PLAX_SF_COMMON",
+        "// ---- shared by the iterative special functions (plax_cupy/special_source.py)",
         "#if defined(PLAX_HOST) || defined(PLAX_SIM)",
         "using std::fma; using std::pow; using std::lgamma; using std::tgamma; using std::log1p;",
         "using std::erfc; using std::floor; using std::fmod;",
         "#endif",
         _constants(PLAX_SF_EPS64=_EPS64, PLAX_SF_EPS32=s.STOP_TOLERANCE_F32,
                    PLAX_SF_LOG_MAX64=_LOG_MAX64, PLAX_SF_LOG_MIN64=_LOG_MIN64,
-                   PLAX_SF_LOG_MAX32=_LOG_MAX32, PLAX_SF_BIG=_BIG, PLAX_SF_BIG_INV=_BIG_INV,
-                   PLAX_SF_EULER=s.EULER, PLAX_SF_HUGE_A=s.GAMMA_HUGE_SHAPE,
+                   PLAX_SF_LOG_MAX32=_LOG_MAX32, PLAX_SF_BIG=_BIG, PLAX_SF_BIG_INV=_BIG_INV),
+        _horner("plax_stirling_series", list(s.STIRLING_CORRECTION)),
+        r"""__device__ __forceinline__ double plax_sf_inf() {
+  return plax_bitcast<double>(0x7ff0000000000000ull);
+}
+__device__ __forceinline__ double plax_sf_nan() { return plax_qnan(0.0); }
+// lgamma(a) - ((a - 1/2) log a - a + log(2 pi) / 2), a >= 10 (Stirling's series)
+__device__ __forceinline__ double plax_stirling_correction(double a) {
+  return plax_stirling_series(1.0 / (a * a)) / a;
+}""", "#endif", ""])
+
+
+def _igamma_source() -> str:
+    s = special_series
+    return "\n".join([
+        "#ifndef PLAX_IGAMMA", "#define PLAX_IGAMMA",
+        "// ---- igamma, igammac, igamma_grad_a, random_gamma_grad (plax_cupy/special_source.py)",
+        _constants(PLAX_SF_EULER=s.EULER, PLAX_SF_HUGE_A=s.GAMMA_HUGE_SHAPE,
                    PLAX_SF_NEAR=s.GAMMA_NEAR_CENTRE),
         f"#define PLAX_SF_MAX_TERMS {s.GAMMA_MAX_TERMS}",
         f"#define PLAX_SF_GRAD_TERMS {s.GAMMA_GRAD_FRACTION_TERMS}",
         _horner("plax_lgamma1p_taylor", list(s.LGAMMA1P_TAYLOR)),
         _horner("plax_log1pmx_series", s.log1pmx_coefficients()),
-        _horner("plax_stirling_series", list(s.STIRLING_CORRECTION)),
         _horner("plax_temme_c0", list(s.TEMME_C0)),
-        r"""__device__ __forceinline__ double plax_sf_inf() {
-  return plax_bitcast<double>(0x7ff0000000000000ull);
-}
-__device__ __forceinline__ double plax_sf_nan() { return plax_qnan(0.0); }
-// lgamma(1 + a) without rounding 1 + a for small |a| (Taylor's series below 0.2)
+        r"""// lgamma(1 + a) without rounding 1 + a for small |a| (Taylor's series below 0.2)
 __device__ double plax_lgamma1p(double a) {
   if (fabs(a) >= 0.2) return lgamma(1.0 + a);
   return (plax_lgamma1p_taylor(a) * a - PLAX_SF_EULER) * a;
@@ -407,10 +419,6 @@ __device__ double plax_log1pmx(double d) {
   if (fabs(d) > 0.5) return log1p(d) - d;
   const double s = d / (2.0 + d), z = s * s;
   return -s * d + 2.0 * s * z * plax_log1pmx_series(z);
-}
-// lgamma(a) - ((a - 1/2) log a - a + log(2 pi) / 2), a >= 10 (Stirling's series)
-__device__ __forceinline__ double plax_stirling_correction(double a) {
-  return plax_stirling_series(1.0 / (a * a)) / a;
 }
 // x^a e^-x / Gamma(a), a and x > 0 finite: Temme's form from a = 10 on (no cancellation at x = a)
 __device__ double plax_gamma_prefactor(double a, double x) {
@@ -815,20 +823,24 @@ __device__ __forceinline__ float plax_betainc(float a, float b, float x) {
 }""", "#endif", ""])
 
 
+SPECIAL_COMMON_SOURCE = _common_source()
 IGAMMA_SOURCE = _igamma_source()
 ZETA_SOURCE = _zeta_source()
 BETA_SOURCE = _beta_source()
 
 
-#: (name, the helpers it defines as the generated code calls them, its source, the snippets it
-#: calls), in the order a unit includes them (each after those it calls)
+#: (name, the helpers it defines as the generated code calls them -- None: only other snippets
+#: call it --, its source, the snippets it calls), in the order a unit includes them (each
+#: after those it calls)
 _SNIPPETS = (
     ("complex_inverse", "plax_ca(?:sin|cos|tan)h?", COMPLEX_INVERSE_SOURCE, ()),
     ("bessel", "plax_bessel_i[01]e", BESSEL_SOURCE, ()),
     ("digamma", "plax_digamma", DIGAMMA_SOURCE, ()),
-    ("igamma", "plax_(?:igammac?|igamma_grad_a|random_gamma_grad)", IGAMMA_SOURCE, ("digamma",)),
-    ("zeta", "plax_(?:zeta|polygamma)", ZETA_SOURCE, ("digamma", "igamma")),
-    ("betainc", "plax_betainc", BETA_SOURCE, ("igamma",)),
+    ("common", None, SPECIAL_COMMON_SOURCE, ()),
+    ("igamma", "plax_(?:igammac?|igamma_grad_a|random_gamma_grad)", IGAMMA_SOURCE,
+     ("digamma", "common")),
+    ("zeta", "plax_(?:zeta|polygamma)", ZETA_SOURCE, ("digamma", "common")),
+    ("betainc", "plax_betainc", BETA_SOURCE, ("common",)),
 )
 
 
@@ -848,7 +860,8 @@ def helpers_for(code: str) -> str:
       >>> "PLAX_DIGAMMA" in helpers_for("const float t0 = plax_igamma(a0_v, a1_v);")
       True
     """
-    needed = {name for name, pattern, _, _ in _SNIPPETS if re.search(rf"\b{pattern}\(", code)}
+    needed = {name for name, pattern, _, _ in _SNIPPETS
+              if pattern and re.search(rf"\b{pattern}\(", code)}
     for name, _, _, calls in reversed(_SNIPPETS):  # a snippet only calls earlier ones
         if name in needed:
             needed.update(calls)

@@ -161,15 +161,18 @@ def test_huge_shapes_against_scipy():
 
 
 def test_snippets_pull_in_what_they_call():
-    """A kernel gets the snippets its helpers call (igamma's derivatives call digamma, betainc
-    Stirling's correction), once each, and none it does not need."""
+    """A kernel gets the snippets its helpers call (igamma's derivatives and polygamma call
+    digamma; all of them the shared constants and Stirling's correction), once each, and none
+    it does not need."""
     igamma = special_source.helpers_for("t = plax_igamma(a0_v, a1_v);")
     assert igamma.index("#define PLAX_DIGAMMA\n") < igamma.index("#define PLAX_IGAMMA\n")
+    assert igamma.index("#define PLAX_SF_COMMON\n") < igamma.index("#define PLAX_IGAMMA\n")
     assert "PLAX_ZETA" not in igamma and "PLAX_BETAINC" not in igamma
     beta = special_source.helpers_for("t = plax_betainc(a, b, x);")
-    assert beta.count("#define PLAX_IGAMMA\n") == 1 and beta.endswith(special_source.BETA_SOURCE)
+    assert beta == special_source.SPECIAL_COMMON_SOURCE + special_source.BETA_SOURCE
     both = special_source.helpers_for("t = plax_zeta(s, q) + plax_random_gamma_grad(a, x);")
-    assert both.count("#define PLAX_DIGAMMA\n") == 1 and both.count("#define PLAX_IGAMMA\n") == 1
+    assert both.count("#define PLAX_DIGAMMA\n") == 1 and both.count("#define PLAX_SF_COMMON\n") == 1
+    assert "#define PLAX_IGAMMA\n" in both and "PLAX_BETAINC" not in both
     assert special_source.helpers_for("t = plax_igamma_like(a);") == ""
     src = codegen.plan_equation(make_eqn(lax.zeta_p, [Var(aval((4,), np.float32)),
                                                       Var(aval((4,), np.float32))])).source
