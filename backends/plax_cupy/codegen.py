@@ -44,8 +44,9 @@ scale by halves, so a finite product stays finite). All four are read from devic
 never passed by value, so launchers need no scalar conversion for them.
 
 **Functions CUDA lacks.** Complex ``asin``/``acos``/``atan``/``asinh``/``acosh``/``atanh``,
-``digamma`` and ``bessel_i0e``/``bessel_i1e`` are the generator's own device functions
-(:mod:`plax_cupy.special_source`), added after the preamble to the kernels that call them;
+``digamma``, ``bessel_i0e``/``bessel_i1e``, ``igamma``/``igammac``/``igamma_grad_a``/
+``random_gamma_grad``, ``zeta``/``polygamma`` and ``betainc`` are the generator's own device
+functions (:mod:`plax_cupy.special_source`), added after the preamble to the kernels that call them;
 ``erf``, ``erfc``, ``erf_inv`` and ``lgamma`` are CUDA's.
 
 Whatever the generator does not express (a cluster whose reductions reduce different axes, a
@@ -633,22 +634,28 @@ def _special_unary() -> dict:
 
 
 def _special_helpers() -> dict:
-    """digamma and the scaled Bessel functions: no CUDA library function, so the generator's
-    own forms (:mod:`plax_cupy.special_source`, included in the kernels that call them);
-    overloaded for float (half types and float32, computed in double) and double."""
+    """The special functions with no CUDA library function -- digamma, the scaled Bessel
+    functions, the incomplete gamma family, zeta, polygamma and the incomplete beta function --
+    as the generator's own device functions (:mod:`plax_cupy.special_source`, included in the
+    kernels that call them), called with the equation's operands in order; overloaded for
+    float (half types and float32) and double. Looked up lazily: a family may not be loaded."""
     out = {}
-    for name in ("digamma", "bessel_i0e", "bessel_i1e"):
-        prim = getattr(lax, f"{name}_p", None)
+    for prim_name, helper in (("digamma", "plax_digamma"), ("bessel_i0e", "plax_bessel_i0e"),
+                              ("bessel_i1e", "plax_bessel_i1e"), ("igamma", "plax_igamma"),
+                              ("igammac", "plax_igammac"), ("igamma_grad_a", "plax_igamma_grad_a"),
+                              ("random_gamma_grad", "plax_random_gamma_grad"),
+                              ("zeta", "plax_zeta"), ("polygamma", "plax_polygamma"),
+                              ("regularized_incomplete_beta", "plax_betainc")):
+        prim = getattr(lax, f"{prim_name}_p", None)
         if prim is not None:
-            out[prim] = f"plax_{name}"
+            out[prim] = helper
     return out
 
 
-#: fusible primitives (``plax.lowering.fusion``) with no device form here yet: declined, so a
-#: cluster holding one splits around it and it runs as its kernel-table kernel
-#: (``plax_cupy.kernels_special``: cupyx.scipy.special or a hand-written kernel)
-WITHOUT_DEVICE_FORM = frozenset({"igamma", "igammac", "igamma_grad_a", "random_gamma_grad",
-                                 "zeta", "polygamma", "regularized_incomplete_beta"})
+#: fusible primitives (``plax.lowering.fusion``) with no device form here: declined by name, so
+#: a cluster holding one splits around it and it runs as its kernel-table kernel. Empty: every
+#: fusible primitive has one (kept for a primitive registered fusible before its form exists)
+WITHOUT_DEVICE_FORM: frozenset = frozenset()
 
 
 #: primitives whose float16/bfloat16 results are already values of the type (one of the
@@ -732,7 +739,7 @@ def _real_expr(eqn, a: list[str], din: list, dout) -> str:
         return f"{_fn(name, dout)}({a[0]})"
     helper = _special_helpers().get(prim)
     if k == "f" and helper is not None:
-        return f"{helper}({a[0]})"
+        return f"{helper}({', '.join(a)})"
     if prim is lax.logistic_p and k == "f":
         return f"plax_logistic({a[0]})"
     if prim is lax.is_finite_p and k == "f":

@@ -1,6 +1,7 @@
 """CUDA C++ forms of the functions generated kernels call that CUDA's math library lacks:
 complex ``asin``, ``acos``, ``atan``, ``asinh``, ``acosh``, ``atanh``; ``bessel_i0e`` and
-``bessel_i1e``; ``digamma``.
+``bessel_i1e``; ``digamma``; the incomplete gamma family (``igamma``, ``igammac``,
+``igamma_grad_a``, ``random_gamma_grad``), ``zeta``, ``polygamma`` and ``betainc``.
 
 Each form is a snippet of device functions, included in a kernel's translation unit only
 where the kernel calls it (:func:`helpers_for`, after :data:`plax_cupy.codegen.PREAMBLE`), and
@@ -32,10 +33,28 @@ result rounded once): the power series ``(x/2)^nu sum_k (x^2/4)^k / (k! (k+nu)!)
 exactly (``plax.lax.bessel_series``, shared with the Numba backend). The algorithm of the
 Numba backend's scalar forms (``plax_numba.special``), written for CUDA.
 
-**digamma** in double (float widened, rounded once): reflection ``psi(x) = psi(1 - x) -
-pi / tan(pi (x - round x))`` below 0, the recurrence ``psi(y) = psi(y + 1) - 1/y`` lifting ``y``
-to 10, then the asymptotic series ``log y - 1/(2y) - sum_k B_2k / (2k y^2k)``. NaN at the poles
-(0, -1, -2, ...: XLA's convention), at -inf and for NaN; +inf at +inf.
+**digamma** in double: reflection ``psi(x) = psi(1 - x) - pi / tan(pi (x - round x))`` below 0,
+the recurrence ``psi(y) = psi(y + 1) - 1/y`` lifting ``y`` to 10, then the asymptotic series
+``log y - 1/(2y) - sum_k B_2k / (2k y^2k)``. A float argument from 4 on takes the series
+directly in single precision (psi > 1.25 there, nothing cancels: at most 2.1 ulps from SciPy's
+float64 value on the host build, CUDA's ``logf`` adding up to about one); below 4 it is widened
+and the double result rounded once (psi's zeros make single precision lose its accuracy there).
+NaN at the poles (0, -1, -2, ...: XLA's convention), at -inf and for NaN; +inf at +inf.
+
+The scaled Bessel functions stay in double for float arguments: a single-precision form (the
+same expansions, ``expf``) measured 3.5 ulps on the host build inside the series' range and
+8 next to the split, before CUDA's ``expf`` (2 ulps) adds its share.
+
+**The iterative functions** are the algorithms of the Numba backend's scalar forms
+(``plax_numba.special_gamma``, ``special_zeta``, ``special_beta``: Cephes' series and continued
+fractions, Temme's prefactor and uniform expansion, the Euler-Maclaurin tail of Hurwitz's zeta,
+the derivative recurrences of JAX's ``random_gamma_grad``), with their tables and iteration
+limits from :mod:`plax.lax.special_series`, in double; a float argument (float32, a half type's
+float value) is widened, iterated to float32's tolerance (2^-40) and rounded once. Measured on
+the host build against the NumPy backend's float64 kernels over the Numba forms' sweeps
+(tests/cupy/test_codegen_special_iterative.py): float32 within half an ulp (the gamma
+derivatives within the float32 convention where the prefactor underflows), float64 within the
+Numba forms' bounds; edge values the NumPy backend's (SciPy's conventions).
 """
 from __future__ import annotations
 
@@ -43,9 +62,13 @@ import math
 import re
 from fractions import Fraction
 
+import numpy as np
+
+from plax.lax import special_series
 from plax.lax.bessel_series import hankel_coefficients, series_coefficients
 
-__all__ = ["BESSEL_SOURCE", "COMPLEX_INVERSE_SOURCE", "DIGAMMA_SOURCE", "helpers_for"]
+__all__ = ["BESSEL_SOURCE", "BETA_SOURCE", "COMPLEX_INVERSE_SOURCE", "DIGAMMA_SOURCE",
+           "IGAMMA_SOURCE", "SPECIAL_COMMON_SOURCE", "ZETA_SOURCE", "helpers_for"]
 
 
 COMPLEX_INVERSE_SOURCE = r"""#ifndef PLAX_COMPLEX_INVERSE
@@ -229,6 +252,16 @@ def _horner(name: str, coefficients: list[float]) -> str:
     return "\n".join(lines)
 
 
+def _horner_float(name: str, coefficients: list[float]) -> str:
+    """As :func:`_horner`, in single precision: ``float`` coefficients (each rounded once from
+    the float64 one) and ``fmaf``."""
+    c = [float(np.float32(v)).hex() + "f" for v in coefficients]
+    lines = [f"__device__ __forceinline__ float {name}(float z) {{", f"  float r = {c[-1]};"]
+    lines += [f"  r = fmaf(r, z, {v});" for v in reversed(c[:-1])]
+    lines += ["  return r;", "}"]
+    return "\n".join(lines)
+
+
 # (split, series terms, Hankel terms): double -- 60 series terms reach 2^-60 of the sum below
 # 22, and Hankel's smallest term (near k = 2|x|) is below 2^-60 from 22 on; float (computed in
 # double, rounded once) -- at 12 both reach below 1e-10 relative, far under float's 6e-8
@@ -288,6 +321,7 @@ def _digamma_source() -> str:
                       "using std::fma; using std::floor;",
                       "#endif",
                       _horner("plax_psi_series", series),
+                      _horner_float("plax_psi_series_f", series),
                       r"""__device__ __forceinline__ double plax_digamma(double x) {
   if (x != x || x == -plax_bitcast<double>(0x7ff0000000000000ull)) return plax_qnan(x);
   if (x <= 0.0 && x == floor(x)) return plax_qnan(x);  // the poles (XLA: NaN)
@@ -305,25 +339,530 @@ def _digamma_source() -> str:
   const double pi = 3.14159265358979323846264338327950288;
   return psi - pi / tan(pi * (x - rint(x)));
 }
-__device__ __forceinline__ float plax_digamma(float x) { return (float)plax_digamma((double)x); }""",
+// float from 4 on (finite): the asymptotic series in single precision, where psi > 1.25 and
+// log x - 1/(2x) barely cancels (at most 2.1 ulps from SciPy's float64 value on the host build;
+// CUDA's logf, 1 ulp, can add about one more); in double below, where psi's zeros, the recurrence and
+// the reflection would cost float its accuracy
+__device__ __forceinline__ float plax_digamma(float x) {
+  if (x >= 4.0f && x < plax_bitcast<float>(0x7f800000u)) {
+    const float w = 1.0f / (x * x);
+    return (logf(x) - 0.5f / x) + plax_psi_series_f(w) * w;
+  }
+  return (float)plax_digamma((double)x);
+}""",
                       "#endif", ""])
 
 
 DIGAMMA_SOURCE = _digamma_source()
 
 
-#: helper name (as the generated code calls it) -> the snippet defining it
-_SNIPPETS = (("plax_ca(?:sin|cos|tan)h?", COMPLEX_INVERSE_SOURCE),
-             ("plax_bessel_i[01]e", BESSEL_SOURCE),
-             ("plax_digamma", DIGAMMA_SOURCE))
+# ---------------------------------------------------------------- iterative special functions
+# The algorithms of the Numba backend's scalar forms (plax_numba.special_gamma, special_zeta,
+# special_beta), written for CUDA with the same constants and limits (plax.lax.special_series):
+# everything in double, a float (float32, or a half type's float value) widened, iterated to
+# float32's looser tolerance and rounded once.
+
+_EPS64 = 2.0 ** -53
+_LOG_MAX64, _LOG_MIN64 = 709.782712893384, -745.1332191019411
+_LOG_MAX32 = 88.72283935546875   # log(float32 max): where a float32 prefactor underflows
+_BIG, _BIG_INV = 4503599627370496.0, 2.22044604925031308085e-16
+
+
+def _constants(**values: float) -> str:
+    """``#define NAME literal`` lines (hexadecimal literals: exact)."""
+    return "\n".join(f"#define {name} ({float(v).hex()})" for name, v in values.items())
+
+
+def _common_source() -> str:
+    """What the iterative functions share: constants, infinity and NaN, Stirling's correction."""
+    s = special_series
+    return "\n".join([
+        "#ifndef PLAX_SF_COMMON", "#define PLAX_SF_COMMON",
+        "// ---- shared by the iterative special functions (plax_cupy/special_source.py)",
+        "#if defined(PLAX_HOST) || defined(PLAX_SIM)",
+        "using std::fma; using std::pow; using std::lgamma; using std::tgamma; using std::log1p;",
+        "using std::erfc; using std::floor; using std::fmod;",
+        "#endif",
+        _constants(PLAX_SF_EPS64=_EPS64, PLAX_SF_EPS32=s.STOP_TOLERANCE_F32,
+                   PLAX_SF_LOG_MAX64=_LOG_MAX64, PLAX_SF_LOG_MIN64=_LOG_MIN64,
+                   PLAX_SF_LOG_MAX32=_LOG_MAX32, PLAX_SF_BIG=_BIG, PLAX_SF_BIG_INV=_BIG_INV),
+        _horner("plax_stirling_series", list(s.STIRLING_CORRECTION)),
+        r"""__device__ __forceinline__ double plax_sf_inf() {
+  return plax_bitcast<double>(0x7ff0000000000000ull);
+}
+__device__ __forceinline__ double plax_sf_nan() { return plax_qnan(0.0); }
+// lgamma(a) - ((a - 1/2) log a - a + log(2 pi) / 2), a >= 10 (Stirling's series)
+__device__ __forceinline__ double plax_stirling_correction(double a) {
+  return plax_stirling_series(1.0 / (a * a)) / a;
+}""", "#endif", ""])
+
+
+def _igamma_source() -> str:
+    s = special_series
+    return "\n".join([
+        "#ifndef PLAX_IGAMMA", "#define PLAX_IGAMMA",
+        "// ---- igamma, igammac, igamma_grad_a, random_gamma_grad (plax_cupy/special_source.py)",
+        _constants(PLAX_SF_EULER=s.EULER, PLAX_SF_HUGE_A=s.GAMMA_HUGE_SHAPE,
+                   PLAX_SF_NEAR=s.GAMMA_NEAR_CENTRE),
+        f"#define PLAX_SF_MAX_TERMS {s.GAMMA_MAX_TERMS}",
+        f"#define PLAX_SF_GRAD_TERMS {s.GAMMA_GRAD_FRACTION_TERMS}",
+        _horner("plax_lgamma1p_taylor", list(s.LGAMMA1P_TAYLOR)),
+        _horner("plax_log1pmx_series", s.log1pmx_coefficients()),
+        _horner("plax_temme_c0", list(s.TEMME_C0)),
+        r"""// lgamma(1 + a) without rounding 1 + a for small |a| (Taylor's series below 0.2)
+__device__ double plax_lgamma1p(double a) {
+  if (fabs(a) >= 0.2) return lgamma(1.0 + a);
+  return (plax_lgamma1p_taylor(a) * a - PLAX_SF_EULER) * a;
+}
+// log(1 + d) - d without cancellation near 0: s = d / (2 + d), log(1 + d) = 2 atanh(s)
+__device__ double plax_log1pmx(double d) {
+  if (fabs(d) > 0.5) return log1p(d) - d;
+  const double s = d / (2.0 + d), z = s * s;
+  return -s * d + 2.0 * s * z * plax_log1pmx_series(z);
+}
+// x^a e^-x / Gamma(a), a and x > 0 finite: Temme's form from a = 10 on (no cancellation at x = a)
+__device__ double plax_gamma_prefactor(double a, double x) {
+  if (a >= 10.0) {
+    const double d = (x - a) / a;
+    const double lx = d < -0.5 ? a * log(x / a) + (a - x) : a * plax_log1pmx(d);
+    const double e = lx - plax_stirling_correction(a);
+    return e > PLAX_SF_LOG_MIN64 ? sqrt(a / (2.0 * 3.14159265358979323846)) * exp(e) : 0.0;
+  }
+  if (x < 700.0) {
+    const double p = pow(x, a);
+    if (p < 1e300 && p > 1e-300) return p * exp(-x) / tgamma(a);
+  }
+  const double e = a * log(x) - x - lgamma(a);
+  return e > PLAX_SF_LOG_MIN64 ? exp(e) : 0.0;
+}
+// P(a, x) by its power series (x <= max(1, a))
+__device__ double plax_igamma_p_series(double a, double x, double eps) {
+  const double f = plax_gamma_prefactor(a, x);
+  if (f == 0.0) return 0.0;
+  double r = a, c = 1.0, s = 1.0;
+  for (int i = 0; i < PLAX_SF_MAX_TERMS; ++i) {
+    r += 1.0;
+    c *= x / r;
+    s += c;
+    if (c <= s * eps) break;
+  }
+  return s * f / a;
+}
+// Q(a, x) by Legendre's continued fraction (x > max(1, a)), rescaled
+__device__ double plax_igamma_q_fraction(double a, double x, double eps) {
+  const double f = plax_gamma_prefactor(a, x);
+  if (f == 0.0) return 0.0;
+  double y = 1.0 - a, z = x + y + 1.0, c = 0.0;
+  double pkm2 = 1.0, qkm2 = x, pkm1 = x + 1.0, qkm1 = z * x;
+  double ans = pkm1 / qkm1;
+  for (int i = 0; i < PLAX_SF_MAX_TERMS; ++i) {
+    c += 1.0;
+    y += 1.0;
+    z += 2.0;
+    const double yc = y * c;
+    const double pk = pkm1 * z - pkm2 * yc, qk = qkm1 * z - qkm2 * yc;
+    double t = 1.0;
+    if (qk != 0.0) {
+      const double r = pk / qk;
+      t = fabs((ans - r) / r);
+      ans = r;
+    }
+    pkm2 = pkm1; pkm1 = pk; qkm2 = qkm1; qkm1 = qk;
+    if (fabs(pk) > PLAX_SF_BIG) {
+      pkm2 *= PLAX_SF_BIG_INV; pkm1 *= PLAX_SF_BIG_INV;
+      qkm2 *= PLAX_SF_BIG_INV; qkm1 *= PLAX_SF_BIG_INV;
+    }
+    if (t <= eps) break;
+  }
+  return ans * f;
+}
+// Q(a, x) for x <= 1.1 and small a: 1 - x^a / Gamma(a+1) (1 + a sum_n (-x)^n / (n! (a+n)))
+__device__ double plax_igamma_q_series(double a, double x, double eps) {
+  double fac = 1.0, s = 0.0;
+  for (int n = 1; n < PLAX_SF_MAX_TERMS; ++n) {
+    fac *= -x / n;
+    const double term = fac / (a + n);
+    s += term;
+    if (fabs(term) <= eps * fabs(s)) break;
+  }
+  const double logx = log(x);
+  const double lead = -expm1(a * logx - plax_lgamma1p(a));
+  return lead - exp(a * logx - lgamma(a)) * s;
+}
+__device__ __forceinline__ bool plax_igamma_edge(double a, double x) {
+  return !(a > 0.0 && x > 0.0 && a < plax_sf_inf() && x < plax_sf_inf());
+}
+// P(a, x) at the edges: SciPy's gammainc, NaN for infinite a
+__device__ double plax_igamma_edge_p(double a, double x) {
+  if (a != a || x != x || a < 0.0 || x < 0.0 || a == plax_sf_inf()) return plax_sf_nan();
+  if (a == 0.0) return x > 0.0 ? 1.0 : plax_sf_nan();
+  return x == 0.0 ? 0.0 : 1.0;
+}
+// Q (upper) or P for huge a, x near a: Temme's uniform expansion to its first correction
+__device__ double plax_igamma_uniform(double a, double x, bool upper) {
+  const double d = (x - a) / a;
+  const double lmx = d < -0.5 ? log(x / a) - d : plax_log1pmx(d);
+  const double eta = copysign(sqrt(-2.0 * lmx), d);
+  const double c0 = fabs(eta) < 0.3 ? plax_temme_c0(eta) : 1.0 / d - 1.0 / eta;
+  const double r = exp(a * lmx) / sqrt(2.0 * 3.14159265358979323846 * a) * c0;
+  const double z = eta * sqrt(0.5 * a);
+  return upper ? 0.5 * erfc(z) + r : 0.5 * erfc(-z) - r;
+}
+__device__ double plax_igammac_core(double a, double x, double eps) {
+  if (plax_igamma_edge(a, x)) {
+    const double p = plax_igamma_edge_p(a, x);
+    return p != p ? p : 1.0 - p;
+  }
+  if (a > PLAX_SF_HUGE_A && fabs(x - a) < PLAX_SF_NEAR * a) return plax_igamma_uniform(a, x, true);
+  if (x > 1.1) {
+    if (x < a) return 1.0 - plax_igamma_p_series(a, x, eps);
+    return plax_igamma_q_fraction(a, x, eps);
+  }
+  if (x <= 0.5) {
+    if (-0.4 / log(x) < a) return 1.0 - plax_igamma_p_series(a, x, eps);
+    return plax_igamma_q_series(a, x, eps);
+  }
+  if (x * 1.1 < a) return 1.0 - plax_igamma_p_series(a, x, eps);
+  return plax_igamma_q_series(a, x, eps);
+}
+__device__ double plax_igamma_core(double a, double x, double eps) {
+  if (plax_igamma_edge(a, x)) return plax_igamma_edge_p(a, x);
+  if (a > PLAX_SF_HUGE_A && fabs(x - a) < PLAX_SF_NEAR * a) return plax_igamma_uniform(a, x, false);
+  if (x > 1.0 && x > a) return 1.0 - plax_igammac_core(a, x, eps);
+  return plax_igamma_p_series(a, x, eps);
+}
+// d(sample)/da by the power series (x <= max(1, a)): JAX's recurrence
+__device__ double plax_gamma_grad_series(double a, double x, double eps) {
+  double r = a, c = 1.0, ans = 1.0, dc_da = 0.0, dans_da = 0.0;
+  for (int i = 0; i < PLAX_SF_MAX_TERMS; ++i) {
+    r += 1.0;
+    dc_da = dc_da * (x / r) - (c * x) / (r * r);
+    dans_da += dc_da;
+    c *= x / r;
+    ans += c;
+    if (!(fabs(dc_da / dans_da) > eps)) break;
+  }
+  const double dlogax_da = log(x) - plax_digamma(a + 1.0);
+  return -(dans_da + ans * dlogax_da) * x / a;
+}
+// d(sample)/da by the continued fraction (x > max(1, a)); without iterating where the
+// prefactor underflows (JAX's value there)
+__device__ double plax_gamma_grad_fraction(double a, double x, double eps, bool iterate) {
+  double y = 1.0 - a, z = x + y + 1.0;
+  double pkm2 = 1.0, qkm2 = x, pkm1 = x + 1.0, qkm1 = z * x;
+  double ans = pkm1 / qkm1;
+  double dpkm2 = 0.0, dqkm2 = 0.0, dpkm1 = 0.0, dqkm1 = -x;
+  double dans = (dpkm1 - ans * dqkm1) / qkm1;
+  const int terms = iterate ? PLAX_SF_GRAD_TERMS + 1 : 1;
+  for (int count = 1; count < terms; ++count) {
+    y += 1.0;
+    z += 2.0;
+    const double yc = y * count;
+    const double pk = pkm1 * z - pkm2 * yc, qk = qkm1 * z - qkm2 * yc;
+    const double dpk = dpkm1 * z - pkm1 - dpkm2 * yc + pkm2 * count;
+    const double dqk = dqkm1 * z - qkm1 - dqkm2 * yc + qkm2 * count;
+    double change = 1.0;
+    if (qk != 0.0) {
+      const double ans_new = pk / qk, dans_new = (dpk - ans_new * dqk) / qk;
+      change = fabs(dans_new - dans);
+      ans = ans_new;
+      dans = dans_new;
+    }
+    pkm2 = pkm1; pkm1 = pk; qkm2 = qkm1; qkm1 = qk;
+    dpkm2 = dpkm1; dqkm2 = dqkm1; dpkm1 = dpk; dqkm1 = dqk;
+    if (fabs(pk) > 1.0 / eps) {
+      pkm2 *= eps; pkm1 *= eps; qkm2 *= eps; qkm1 *= eps;
+      dpkm2 *= eps; dqkm2 *= eps; dpkm1 *= eps; dqkm1 *= eps;
+    }
+    if (!(change > eps)) break;
+  }
+  const double dlogax_da = log(x) - plax_digamma(a);
+  return (dans + ans * dlogax_da) * x;
+}
+// d(gamma sample)/d(shape) at sample x; log_max: the dtype's largest finite value's log
+__device__ double plax_random_gamma_grad_core(double a, double x, double eps, double log_max) {
+  if (a != a || x != x || x < 0.0 || a <= 0.0) return plax_sf_nan();
+  if (x == 0.0) return 0.0;
+  const bool use_fraction = x > 1.0 && x > a;
+  const bool enabled = a * log(x) - x - lgamma(a) >= -log_max;
+  if (use_fraction) return plax_gamma_grad_fraction(a, x, eps, enabled);
+  if (!enabled) return -x / a * (log(x) - plax_digamma(a + 1.0));
+  return plax_gamma_grad_series(a, x, eps);
+}
+// dP(a, x)/da = -d(sample)/da * density(x); 0 at x = 0, NaN outside a, x > 0 finite
+__device__ double plax_igamma_grad_a_core(double a, double x, double eps, double log_max) {
+  if (a > 0.0 && a < plax_sf_inf() && x == 0.0) return 0.0;
+  if (plax_igamma_edge(a, x)) return plax_sf_nan();
+  const double density = plax_gamma_prefactor(a, x) / x;
+  return -plax_random_gamma_grad_core(a, x, eps, log_max) * density;
+}
+__device__ __forceinline__ double plax_igamma(double a, double x) {
+  return plax_igamma_core(a, x, PLAX_SF_EPS64);
+}
+__device__ __forceinline__ double plax_igammac(double a, double x) {
+  return plax_igammac_core(a, x, PLAX_SF_EPS64);
+}
+__device__ __forceinline__ double plax_random_gamma_grad(double a, double x) {
+  return plax_random_gamma_grad_core(a, x, PLAX_SF_EPS64, PLAX_SF_LOG_MAX64);
+}
+__device__ __forceinline__ double plax_igamma_grad_a(double a, double x) {
+  return plax_igamma_grad_a_core(a, x, PLAX_SF_EPS64, PLAX_SF_LOG_MAX64);
+}
+__device__ __forceinline__ float plax_igamma(float a, float x) {
+  return (float)plax_igamma_core(a, x, PLAX_SF_EPS32);
+}
+__device__ __forceinline__ float plax_igammac(float a, float x) {
+  return (float)plax_igammac_core(a, x, PLAX_SF_EPS32);
+}
+// float32's underflow threshold, so the same elements skip iterating as in the reference
+__device__ __forceinline__ float plax_random_gamma_grad(float a, float x) {
+  return (float)plax_random_gamma_grad_core(a, x, PLAX_SF_EPS32, PLAX_SF_LOG_MAX32);
+}
+__device__ __forceinline__ float plax_igamma_grad_a(float a, float x) {
+  return (float)plax_igamma_grad_a_core(a, x, PLAX_SF_EPS32, PLAX_SF_LOG_MAX64);
+}""", "#endif", ""])
+
+
+def _zeta_source() -> str:
+    s = special_series
+    divisors = ", ".join(float(d).hex() for d in s.EULER_MACLAURIN_DIVISORS)
+    return "\n".join([
+        "#ifndef PLAX_ZETA", "#define PLAX_ZETA",
+        "// ---- zeta, polygamma (plax_cupy/special_source.py)",
+        _constants(PLAX_ZETA_LIFT64=s.ZETA_LIFT_F64, PLAX_ZETA_LIFT32=s.ZETA_LIFT_F32,
+                   PLAX_ZETA_LARGE_Q=s.ZETA_LARGE_Q),
+        r"""// Hurwitz's zeta(s, q): terms summed until the offset passes `lift`, then the
+// Euler-Maclaurin tail (Cephes); NaN/inf at the edges as SciPy
+__device__ double plax_zeta_core(double s, double q, double eps, double lift) {
+  if (isinf(s) || isinf(q)) return plax_sf_nan();
+  if (s == 1.0) return plax_sf_inf();
+  if (s < 1.0) return plax_sf_nan();
+  if (q <= 0.0) {
+    if (q == floor(q)) return plax_sf_inf();
+    if (s != floor(s)) return plax_sf_nan();
+  }
+  if (s != s || q != q) return plax_sf_nan();
+  if (q > PLAX_ZETA_LARGE_Q) return (1.0 / (s - 1.0) + 0.5 / q) * pow(q, 1.0 - s);
+  double total = pow(q, -s), a = q, b = 0.0;
+  int i = 0;
+  while (i < lift || a <= lift) {
+    i += 1;
+    a += 1.0;
+    b = pow(a, -s);
+    total += b;
+    if (fabs(b / total) < eps) return total;
+  }
+  const double w = a;
+  total += b * w / (s - 1.0);
+  total -= 0.5 * b;
+  const double divisors[12] = {""" + divisors + r"""};
+  double f = 1.0, k = 0.0;
+  for (int j = 0; j < 12; ++j) {
+    f *= s + k;
+    b /= w;
+    const double t = f * b / divisors[j];
+    total += t;
+    if (fabs(t / total) < eps) break;
+    k += 1.0;
+    f *= s + k;
+    b /= w;
+    k += 1.0;
+  }
+  return total;
+}
+// polygamma(m, x): digamma for m = 0, (-1)^(m+1) m! zeta(m + 1, x) above
+__device__ double plax_polygamma_core(double m, double x, double eps, double lift) {
+  if (m != m || x != x) return plax_sf_nan();
+  if (m < 0.0 || m != floor(m) || isinf(m)) return plax_sf_nan();
+  // orders from 2^63 on are NaN, as the NumPy backend's (it converts the order to int64)
+  if (m >= 9223372036854775808.0) return plax_sf_nan();
+  if (x <= 0.0 && x == floor(x)) return plax_sf_nan();
+  if (m == 0.0) return plax_digamma(x);
+  if (x == plax_sf_inf()) return 0.0;
+  const double sign = fmod(m, 2.0) == 1.0 ? 1.0 : -1.0;
+  return sign * tgamma(m + 1.0) * plax_zeta_core(m + 1.0, x, eps, lift);
+}
+__device__ __forceinline__ double plax_zeta(double s, double q) {
+  return plax_zeta_core(s, q, PLAX_SF_EPS64, PLAX_ZETA_LIFT64);
+}
+__device__ __forceinline__ float plax_zeta(float s, float q) {
+  return (float)plax_zeta_core(s, q, PLAX_SF_EPS32, PLAX_ZETA_LIFT32);
+}
+__device__ __forceinline__ double plax_polygamma(double m, double x) {
+  return plax_polygamma_core(m, x, PLAX_SF_EPS64, PLAX_ZETA_LIFT64);
+}
+__device__ __forceinline__ float plax_polygamma(float m, float x) {
+  return (float)plax_polygamma_core(m, x, PLAX_SF_EPS32, PLAX_ZETA_LIFT32);
+}""", "#endif", ""])
+
+
+def _beta_source() -> str:
+    s = special_series
+    return "\n".join([
+        "#ifndef PLAX_BETAINC", "#define PLAX_BETAINC",
+        "// ---- betainc (regularized_incomplete_beta; plax_cupy/special_source.py)",
+        _constants(PLAX_BETA_MAX_GAMMA=171.624376956302725,
+                   PLAX_BETA_NORMAL_LIMIT=s.BETA_NORMAL_LIMIT),
+        f"#define PLAX_BETA_TERMS {s.BETA_FRACTION_TERMS}",
+        f"#define PLAX_BETA_SERIES_TERMS {s.BETA_SERIES_TERMS}",
+        r"""// lgamma(a + b) - lgamma(a) - lgamma(b), without cancellation when one is large
+__device__ double plax_log_beta_factor(double a, double b) {
+  if (a > b) { const double t = a; a = b; b = t; }
+  if (b < 10.0) return lgamma(a + b) - lgamma(a) - lgamma(b);
+  const double ratio = a * log(b) + (a + b - 0.5) * log1p(a / b) - a
+                       + plax_stirling_correction(a + b) - plax_stirling_correction(b);
+  return ratio - lgamma(a);
+}
+// I_x(a, b) by its power series (b x <= 1, x <= 0.95)
+__device__ double plax_betainc_series(double a, double b, double x) {
+  const double ai = 1.0 / a;
+  double u = (1.0 - b) * x, v = u / (a + 1.0);
+  const double t1 = v;
+  double t = u, n = 2.0, s = 0.0;
+  const double z = PLAX_SF_EPS64 * ai;
+  for (int i = 0; i < PLAX_BETA_SERIES_TERMS; ++i) {
+    if (!(fabs(v) > z)) break;
+    u = (n - b) * x / n;
+    t *= u;
+    v = t / (a + n);
+    s += v;
+    n += 1.0;
+  }
+  s += t1;
+  s += ai;
+  u = a * log(x);
+  if (a + b < PLAX_BETA_MAX_GAMMA && fabs(u) < PLAX_SF_LOG_MAX64)
+    return s * tgamma(a + b) / (tgamma(a) * tgamma(b)) * pow(x, a);
+  t = plax_log_beta_factor(a, b) + u + log(s);
+  return t > PLAX_SF_LOG_MIN64 ? exp(t) : 0.0;
+}
+// Cephes' continued fraction incbcf (second false) or incbd (true, in z = x / (1 - x))
+__device__ double plax_betainc_fraction(double a, double b, double x, bool second) {
+  double k1 = a, k2 = second ? b - 1.0 : a + b, k3 = a, k4 = a + 1.0, k5 = 1.0;
+  double k6 = second ? a + b : b - 1.0, k7 = a + 1.0, k8 = a + 2.0;
+  const double z = second ? x / (1.0 - x) : x;
+  double pkm2 = 0.0, qkm2 = 1.0, pkm1 = 1.0, qkm1 = 1.0, ans = 1.0, r = 1.0;
+  const double thresh = 3.0 * PLAX_SF_EPS64;
+  for (int i = 0; i < PLAX_BETA_TERMS; ++i) {
+    double xk = -(z * k1 * k2) / (k3 * k4);
+    double pk = pkm1 + pkm2 * xk, qk = qkm1 + qkm2 * xk;
+    pkm2 = pkm1; pkm1 = pk; qkm2 = qkm1; qkm1 = qk;
+    xk = (z * k5 * k6) / (k7 * k8);
+    pk = pkm1 + pkm2 * xk;
+    qk = qkm1 + qkm2 * xk;
+    pkm2 = pkm1; pkm1 = pk; qkm2 = qkm1; qkm1 = qk;
+    if (qk != 0.0) r = pk / qk;
+    double t = 1.0;
+    if (r != 0.0) {
+      t = fabs((ans - r) / r);
+      ans = r;
+    }
+    if (t < thresh) break;
+    k1 += 1.0; k3 += 2.0; k4 += 2.0; k5 += 1.0; k7 += 2.0; k8 += 2.0;
+    if (second) { k2 -= 1.0; k6 += 1.0; } else { k2 += 1.0; k6 -= 1.0; }
+    if (fabs(qk) + fabs(pk) > PLAX_SF_BIG) {
+      pkm2 *= PLAX_SF_BIG_INV; pkm1 *= PLAX_SF_BIG_INV; qkm2 *= PLAX_SF_BIG_INV; qkm1 *= PLAX_SF_BIG_INV;
+    }
+    if (fabs(qk) < PLAX_SF_BIG_INV || fabs(pk) < PLAX_SF_BIG_INV) {
+      pkm2 *= PLAX_SF_BIG; pkm1 *= PLAX_SF_BIG; qkm2 *= PLAX_SF_BIG; qkm1 *= PLAX_SF_BIG;
+    }
+  }
+  return ans;
+}
+// I_x(a, b) outside the iterations' domain, as SciPy
+__device__ double plax_betainc_edge(double a, double b, double x) {
+  const double inf = plax_sf_inf();
+  if (a != a || b != b || x != x || a < 0.0 || b < 0.0 || x < 0.0 || x > 1.0) return plax_sf_nan();
+  if ((a == 0.0 && b == 0.0) || (a == inf && b == inf)) return plax_sf_nan();
+  if (x == 0.0) return 0.0;
+  if (x == 1.0) return 1.0;
+  if (a == 0.0 || b == inf) return 1.0;
+  return 0.0;  // b == 0 or a == inf
+}
+// the beta distribution's normal limit, for huge a + b
+__device__ double plax_betainc_normal(double a, double b, double x) {
+  const double n = a + b, mean = a / n;
+  const double sd = sqrt(mean * (b / n) / (n + 1.0));
+  return 0.5 * erfc(-(x - mean) / (sd * 1.41421356237309504880));
+}
+// by a continued fraction (or the swapped power series) and the prefactor (b x > 1 or x > 0.95)
+__device__ double plax_betainc_fractions(double a, double b, double x) {
+  double w = 1.0 - x;
+  // above the mean by symmetry, unless 1 - x rounds to 1
+  const bool flip = x > a / (a + b) && w < 1.0;
+  double log_x = log(x), log_xc = log1p(-x), xc;
+  if (flip) {
+    const double t = a; a = b; b = t;
+    xc = x; x = w;
+    const double l = log_x; log_x = log_xc; log_xc = l;
+  } else {
+    xc = w;
+  }
+  if (flip && b * x <= 1.0 && x <= 0.95) return 1.0 - plax_betainc_series(a, b, x);
+  if (x * (a + b - 2.0) - (a - 1.0) < 0.0) w = plax_betainc_fraction(a, b, x, false);
+  else w = plax_betainc_fraction(a, b, x, true) / xc;
+  double y = a * log_x, t = b * log_xc;
+  if (a + b < PLAX_BETA_MAX_GAMMA && fabs(y) < PLAX_SF_LOG_MAX64 && fabs(t) < PLAX_SF_LOG_MAX64) {
+    t = pow(xc, b) * pow(x, a) / a * w * (tgamma(a + b) / (tgamma(a) * tgamma(b)));
+  } else {
+    y += t + plax_log_beta_factor(a, b) + log(w / a);
+    t = y > PLAX_SF_LOG_MIN64 ? exp(y) : 0.0;
+  }
+  return flip ? 1.0 - t : t;
+}
+__device__ double plax_betainc(double a, double b, double x) {
+  const double inf = plax_sf_inf();
+  if (!(a > 0.0 && b > 0.0 && x > 0.0 && x < 1.0 && a < inf && b < inf)) return plax_betainc_edge(a, b, x);
+  if (b * x <= 1.0 && x <= 0.95) return plax_betainc_series(a, b, x);
+  if (a > PLAX_BETA_NORMAL_LIMIT && b > PLAX_BETA_NORMAL_LIMIT) return plax_betainc_normal(a, b, x);
+  const double r = plax_betainc_fractions(a, b, x);
+  return (r >= 0.0 && r <= 1.0) ? r : plax_betainc_normal(a, b, x);
+}
+__device__ __forceinline__ float plax_betainc(float a, float b, float x) {
+  return (float)plax_betainc((double)a, (double)b, (double)x);
+}""", "#endif", ""])
+
+
+SPECIAL_COMMON_SOURCE = _common_source()
+IGAMMA_SOURCE = _igamma_source()
+ZETA_SOURCE = _zeta_source()
+BETA_SOURCE = _beta_source()
+
+
+#: (name, the helpers it defines as the generated code calls them -- None: only other snippets
+#: call it --, its source, the snippets it calls), in the order a unit includes them (each
+#: after those it calls)
+_SNIPPETS = (
+    ("complex_inverse", "plax_ca(?:sin|cos|tan)h?", COMPLEX_INVERSE_SOURCE, ()),
+    ("bessel", "plax_bessel_i[01]e", BESSEL_SOURCE, ()),
+    ("digamma", "plax_digamma", DIGAMMA_SOURCE, ()),
+    ("common", None, SPECIAL_COMMON_SOURCE, ()),
+    ("igamma", "plax_(?:igammac?|igamma_grad_a|random_gamma_grad)", IGAMMA_SOURCE,
+     ("digamma", "common")),
+    ("zeta", "plax_(?:zeta|polygamma)", ZETA_SOURCE, ("digamma", "common")),
+    ("betainc", "plax_betainc", BETA_SOURCE, ("common",)),
+)
 
 
 def helpers_for(code: str) -> str:
     """The snippets defining the helpers ``code`` (generated kernel source, preamble excluded)
-    calls, in a fixed order; ``""`` when it calls none.
+    calls, and those they call in turn, in a fixed order; ``""`` when it calls none.
+
+    Args:
+      code: the generated per-element code of a kernel.
+
+    Returns:
+      The CUDA source to place after the preamble.
 
     Example:
       >>> "PLAX_DIGAMMA" in helpers_for("const float t0 = plax_digamma(a0_v);")
       True
+      >>> "PLAX_DIGAMMA" in helpers_for("const float t0 = plax_igamma(a0_v, a1_v);")
+      True
     """
-    return "".join(src for pattern, src in _SNIPPETS if re.search(rf"\b{pattern}\(", code))
+    needed = {name for name, pattern, _, _ in _SNIPPETS
+              if pattern and re.search(rf"\b{pattern}\(", code)}
+    for name, _, _, calls in reversed(_SNIPPETS):  # a snippet only calls earlier ones
+        if name in needed:
+            needed.update(calls)
+    return "".join(src for name, _, src, _ in _SNIPPETS if name in needed)

@@ -26,6 +26,7 @@ import math
 import numpy as np
 from numba import njit
 
+from plax.lax.special_series import BETA_FRACTION_TERMS, BETA_NORMAL_LIMIT, BETA_SERIES_TERMS
 from plax_numba.special_gamma import _stirling_correction
 
 _core = dict(cache=True, nogil=True, error_model="numpy", inline="never")
@@ -35,8 +36,8 @@ _EPS = 2.0 ** -53
 _BIG, _BIG_INV = 4503599627370496.0, 2.22044604925031308085e-16
 _MAX_GAMMA = 171.624376956302725
 _LOG_MAX, _LOG_MIN = 709.782712893384, -745.1332191019411
-_TERMS = 300
-_SERIES_TERMS = 10_000      # the power series' cap (b x <= 1: its terms fall like (bx)**n/n!)
+_TERMS = BETA_FRACTION_TERMS
+_SERIES_TERMS = BETA_SERIES_TERMS   # the power series' cap (b x <= 1: its terms fall like (bx)**n/n!)
 
 
 @njit(**_core)
@@ -163,7 +164,7 @@ def betainc_core(a, b, x):
         return _edge(a, b, x)
     if b * x <= 1.0 and x <= 0.95:
         return _power_series(a, b, x)
-    if a > 1e13 and b > 1e13:       # the prefactor's logarithms cancel to nothing
+    if a > BETA_NORMAL_LIMIT and b > BETA_NORMAL_LIMIT:       # the prefactor's logarithms cancel to nothing
         return _normal_limit(a, b, x)
     r = _fractions(a, b, x)
     return r if (r >= 0.0 and r <= 1.0) else _normal_limit(a, b, x)

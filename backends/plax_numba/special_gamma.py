@@ -36,6 +36,9 @@ import math
 import numpy as np
 from numba import njit
 
+from plax.lax.special_series import (EULER, GAMMA_GRAD_FRACTION_TERMS, GAMMA_HUGE_SHAPE,
+                                     GAMMA_MAX_TERMS, GAMMA_NEAR_CENTRE, LGAMMA1P_TAYLOR,
+                                     STOP_TOLERANCE_F32, TEMME_C0)
 from plax_numba.special import digamma_f64
 
 _core = dict(cache=True, nogil=True, error_model="numpy", inline="never")
@@ -44,22 +47,15 @@ _inline = dict(cache=True, nogil=True, error_model="numpy", inline="always")
 _EPS64 = 2.0 ** -53
 #: float32's tolerance: series and fractions stop at this relative change, 2**-16 of a
 #: float32 ulp, so the float32 result is float64's rounded once
-_EPS32 = 2.0 ** -40
-_MAX_TERMS = 20_000           # series/fraction cap (enough for a ~ 5e6 near x = a)
+_EPS32 = STOP_TOLERANCE_F32
+_MAX_TERMS = GAMMA_MAX_TERMS   # series/fraction cap (enough for a ~ 5e6 near x = a)
 _BIG, _BIG_INV = 4503599627370496.0, 2.22044604925031308085e-16
 _LOG_MAX, _LOG_MIN = 709.782712893384, -745.1332191019411
 _HALF_LOG_2PI = 0.9189385332046728
-_EULER = 0.5772156649015329
+_EULER = EULER
 
 #: (-1)**k zeta(k) / k, k = 2..27: lgamma(1 + a) = -euler a + sum_k c_k a**k, |a| < 1
-_LGAM1P = (0.8224670334241132, -0.40068563438653143, 0.27058080842778454, -0.207385551028674,
-           0.16955717699740822, -0.14404989676884614, 0.12550966952474304,
-           -0.11133426586956469, 0.10009945751278179, -0.09095401714582904, 0.083353840546109,
-           -0.0769325164113522, 0.07143294629536134, -0.06666870588242046,
-           0.06250095514121304, -0.05882397865868458, 0.055555767627403614,
-           -0.05263167937961666, 0.05000004769810169, -0.04761907033014223,
-           0.04545455629320467, -0.04347826605304026, 0.04166666915034121,
-           -0.04000000119214014, 0.03846153903467519, -0.037037037312989324)
+_LGAM1P = LGAMMA1P_TAYLOR
 
 
 @njit(**_core)
@@ -202,11 +198,12 @@ def _edge_p(a, x):
 
 
 #: Temme's C0(eta) = 1/(lambda - 1) - 1/eta near eta = 0: its Taylor coefficients
-_C0 = (-1.0 / 3.0, 1.0 / 12.0, -2.0 / 135.0, 1.0 / 864.0, 1.0 / 2835.0, -139.0 / 777600.0)
+_C0 = TEMME_C0
 #: above this shape the power series and fraction would need more than their 20000 terms
 #: within ``|x - a| < _NEAR * a``; Temme's uniform expansion to its first correction takes
 #: over there (relative error ~a**-1.5 at the centre, more in its tails)
-_HUGE_A, _NEAR = 5e6, 2e-3
+_HUGE_A, _NEAR = GAMMA_HUGE_SHAPE, GAMMA_NEAR_CENTRE
+_GRAD_TERMS = GAMMA_GRAD_FRACTION_TERMS
 
 
 @njit(**_core)
@@ -291,7 +288,7 @@ def _fraction_derivative(a, x, eps, iterate):
     ans = pkm1 / qkm1
     dpkm2, dqkm2, dpkm1, dqkm1 = 0.0, 0.0, 0.0, -x
     dans = (dpkm1 - ans * dqkm1) / qkm1
-    for count in range(1, 2001 if iterate else 1):
+    for count in range(1, _GRAD_TERMS + 1 if iterate else 1):
         y += 1.0
         z += 2.0
         yc = y * count

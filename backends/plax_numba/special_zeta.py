@@ -21,33 +21,21 @@ both signs and loses what their cancellation costs (as SciPy).
 from __future__ import annotations
 
 import math
-from fractions import Fraction
-
 import numpy as np
 from numba import njit
 
+from plax.lax.special_series import (EULER_MACLAURIN_DIVISORS, STOP_TOLERANCE_F32,
+                                     ZETA_LIFT_F32, ZETA_LIFT_F64)
 from plax_numba.special import digamma_f64
 
 _core = dict(cache=True, nogil=True, error_model="numpy", inline="never")
 _inline = dict(cache=True, nogil=True, error_model="numpy", inline="always")
 _EPS = 2.0 ** -53
-_EPS32 = 2.0 ** -40   # float32's stopping tolerance: 2**-16 of its ulp
-
-
-def _bernoulli(n: int) -> Fraction:
-    """The Bernoulli number ``B_n`` (``B_1 = -1/2``), exactly, by the Akiyama-Tanigawa
-    recurrence."""
-    a = [Fraction(0)] * (n + 1)
-    for m in range(n + 1):
-        a[m] = Fraction(1, m + 1)
-        for j in range(m, 0, -1):
-            a[j - 1] = j * (a[j - 1] - a[j])
-    return a[0] if n != 1 else Fraction(-1, 2)
+_EPS32 = STOP_TOLERANCE_F32   # float32's stopping tolerance: 2**-16 of its ulp
 
 
 #: (2j)! / B_2j, j = 1..12: the Euler-Maclaurin terms' divisors (Cephes' table ``A``)
-_EM_DIVISORS = tuple(float(Fraction(math.factorial(2 * j)) / _bernoulli(2 * j))
-                     for j in range(1, 13))
+_EM_DIVISORS = EULER_MACLAURIN_DIVISORS
 
 
 @njit(**_core)
@@ -117,19 +105,20 @@ def polygamma_core(m, x, eps):
     if x == np.inf:
         return 0.0
     sign = 1.0 if (m % 2.0) == 1.0 else -1.0
-    return sign * math.gamma(m + 1.0) * zeta_core(m + 1.0, x, eps, 9.0 if eps < _EPS32 else 5.0)
+    lift = ZETA_LIFT_F64 if eps < _EPS32 else ZETA_LIFT_F32
+    return sign * math.gamma(m + 1.0) * zeta_core(m + 1.0, x, eps, lift)
 
 
 @njit(**_inline)
 def zeta_f64(s, q):
     """Hurwitz's ``zeta(s, q)`` of float64 operands (``lax.zeta``)."""
-    return zeta_core(s, q, _EPS, 9.0)
+    return zeta_core(s, q, _EPS, ZETA_LIFT_F64)
 
 
 @njit(**_inline)
 def zeta_f32(s, q):
     """Hurwitz's ``zeta(s, q)`` of float32 operands, in float64, rounded once."""
-    return np.float32(zeta_core(np.float64(s), np.float64(q), _EPS32, 5.0))
+    return np.float32(zeta_core(np.float64(s), np.float64(q), _EPS32, ZETA_LIFT_F32))
 
 
 @njit(**_inline)
