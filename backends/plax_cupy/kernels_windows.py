@@ -10,11 +10,11 @@ import numpy as np
 
 import cupy
 
+from plax.lax.convolution import dilate_and_pad, window_view
 from plax.lax.windows import (reduce_window_max_p, reduce_window_min_p, reduce_window_sum_p,
                               reduction_identity,
                               window_output_shape)
 from plax_cupy.kernels import kernel
-from plax_cupy.kernels_convolution import dilate_and_pad, window_view
 
 
 def _reducer(which: str):
@@ -24,14 +24,16 @@ def _reducer(which: str):
         compute = np.dtype(np.float32) if dtype.itemsize == 2 and dtype.kind == "f" else dtype
         x = x.astype(compute, copy=False)
         axes = tuple(range(x.ndim))
-        x = dilate_and_pad(x, axes, base_dilation, padding, reduction_identity(compute, which))
+        x = dilate_and_pad(x, axes, base_dilation, padding, reduction_identity(compute, which),
+                           xp=cupy)
         shape = window_output_shape(x.shape, window_dimensions, window_strides,
                                     ((0, 0),) * x.ndim, (1,) * x.ndim, window_dilation)
         if 0 in shape or x.ndim == 0:
             if x.ndim == 0:
                 return x.astype(dtype, copy=True)
             return cupy.zeros(shape, dtype)
-        view = window_view(x, axes, window_dimensions, window_strides, window_dilation, shape)
+        view = window_view(x, axes, window_dimensions, window_strides, window_dilation, shape,
+                           xp=cupy)
         w_axes = tuple(range(x.ndim, 2 * x.ndim))
         if which == "sum":
             out = view.sum(axis=w_axes, dtype=compute)

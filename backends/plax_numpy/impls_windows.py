@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from plax.lax.convolution import dilate_and_pad, window_view
 from plax.lax.windows import (reduce_window_max_p, reduce_window_min_p, reduce_window_sum_p,
                               reduction_identity,
                               window_output_shape)
-from plax_numpy.impls_convolution import dilate_and_pad, windows
 from plax_numpy.registry import impl, quiet
 
 
@@ -24,11 +24,13 @@ def _reducer(which: str):
         fill = reduction_identity(compute, which)
         axes = tuple(range(x.ndim))
         x = dilate_and_pad(x, axes, base_dilation, padding, fill)
-        v = windows(x, axes, window_dimensions, window_strides, window_dilation)
-        if v is None:  # some axis is shorter than one window: an empty result
-            shape = window_output_shape(x.shape, window_dimensions, window_strides,
-                                        ((0, 0),) * x.ndim, (1,) * x.ndim, window_dilation)
+        shape = window_output_shape(x.shape, window_dimensions, window_strides,
+                                    ((0, 0),) * x.ndim, (1,) * x.ndim, window_dilation)
+        if x.ndim == 0:
+            return x.astype(dtype, copy=True)
+        if 0 in shape:  # some axis is shorter than one window: an empty result
             return np.zeros(shape, dtype)
+        v = window_view(x, axes, window_dimensions, window_strides, window_dilation, shape)
         w_axes = tuple(range(x.ndim, 2 * x.ndim))
         if which == "sum":
             out = reduce(v, axis=w_axes, dtype=compute)
