@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from plax.lax.linalg import cholesky_p, eig_p, eigh_p, lu_p, qr_p, svd_p, triangular_solve_p
+from plax.lax.linalg import (cholesky_p, eig_p, eigh_p, lu_p, qr_of_empty, qr_p, svd_p,
+                             triangular_solve_p)
 from plax_numpy.registry import impl
 
 
@@ -141,13 +142,8 @@ def _lu(a):
 @impl(qr_p)
 def _qr(a, *, full_matrices):
     a = np.asarray(a)
-    m, n = a.shape[-2:]
-    k = m if full_matrices else min(m, n)
     if a.size == 0:
-        q = np.zeros(a.shape[:-2] + (m, k), a.dtype)
-        if m:
-            q[...] = np.eye(m, k, dtype=a.dtype)
-        return q, np.zeros(a.shape[:-2] + (k, n), a.dtype)
+        return qr_of_empty(a, full_matrices)
     q, r = np.linalg.qr(a, mode="complete" if full_matrices else "reduced")
     return q.astype(a.dtype, copy=False), r.astype(a.dtype, copy=False)
 

@@ -427,6 +427,33 @@ def _qr_abstract_eval(a, *, full_matrices):
             ShapedArray(batch + (k, n), a.dtype, a.weak_type))
 
 
+def qr_of_empty(a, full_matrices: bool, xp=None) -> list:
+    """The value of :data:`qr_p` on a host or device array with no elements (LAPACK and
+    cuSOLVER reject those), for the backends' kernels: ``q`` holds the ``(m, k)`` identity's
+    leading columns in every batch entry, ``r`` is empty or zero.
+
+    Args:
+      a: an array of shape ``batch + (m, n)`` with ``a.size == 0``.
+      full_matrices: as the primitive's.
+      xp: the array module of ``a`` (default NumPy).
+
+    Returns:
+      ``[q, r]`` of the primitive's shapes, in ``a``'s dtype.
+
+    Example:
+      >>> q, r = qr_of_empty(np.zeros((2, 0)), True)
+      >>> q.tolist(), r.shape
+      ([[1.0, 0.0], [0.0, 1.0]], (2, 0))
+    """
+    xp = np if xp is None else xp
+    m, n = a.shape[-2:]
+    k = m if full_matrices else min(m, n)
+    q = xp.zeros(a.shape[:-2] + (m, k), a.dtype)
+    if m:
+        q[...] = xp.eye(m, k, dtype=a.dtype)
+    return [q, xp.zeros(a.shape[:-2] + (k, n), a.dtype)]
+
+
 def qr(x, *, full_matrices: bool = True):
     """QR decomposition ``x = q @ r`` (``q`` with orthonormal columns, ``r`` upper triangular).
 

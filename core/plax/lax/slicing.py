@@ -28,7 +28,7 @@ from plax.core.shaped_array import ShapedArray
 from plax.lax.base import (ANY, INTEGRAL, NUMBER, asarray, aval_of, lax_shape,
                            check_dtype, same_dtypes)
 from plax.transforms.batching import move_axis_to
-from plax.transforms.jvp import Zero, deflinear, instantiate
+from plax.transforms.jvp import Zero, deflinear, instantiate, linear_in_first_jvp
 
 
 def _undefined(x) -> bool:
@@ -286,14 +286,7 @@ def dynamic_index_in_dim(x, index, axis: int = 0, keepdims: bool = True, *,
     return out if keepdims else squeeze(out, (int(axis),))
 
 
-@register_rule("jvp", dynamic_slice_p)
-def _dynamic_slice_jvp(primals, tangents, *, slice_sizes):
-    x, *idx = primals
-    out = dynamic_slice_p.bind(x, *idx, slice_sizes=slice_sizes)
-    t = tangents[0]
-    if type(t) is Zero:
-        return out, Zero.from_primal(out)
-    return out, dynamic_slice_p.bind(t, *idx, slice_sizes=slice_sizes)
+register_rule("jvp", dynamic_slice_p)(linear_in_first_jvp(dynamic_slice_p))
 
 
 @register_rule("transpose", dynamic_slice_p)
