@@ -33,8 +33,8 @@ import numpy as np
 
 import cupy
 
-from plax.lax.linalg import (cholesky_p, eig_p, eigh_p, lu_p, qr_of_empty, qr_p, svd_p,
-                             triangular_solve_p)
+from plax.lax.linalg import (cholesky_p, eig_p, eigh_p, lu_p, qr_of_empty, qr_p, svd_of_empty,
+                             svd_p, triangular_solve_p)
 from plax_cupy.kernels import kernel
 
 
@@ -422,14 +422,10 @@ def svd(a: "cupy.ndarray", *, full_matrices: bool, compute_uv: bool) -> list:
     """
     m, n = a.shape[-2:]
     k = min(m, n)
-    batch = a.shape[:-2]
     rdt = _real_dtype(a.dtype)
     mu, nv = (m, n) if full_matrices else (k, k)
     if a.size == 0:
-        s = cupy.zeros(batch + (k,), rdt)
-        u = cupy.broadcast_to(cupy.eye(m, mu, dtype=a.dtype), batch + (m, mu)).copy()
-        vh = cupy.broadcast_to(cupy.eye(nv, n, dtype=a.dtype), batch + (nv, n)).copy()
-        return [s, u, vh] if compute_uv else [s]
+        return svd_of_empty(a, full_matrices, compute_uv, xp=cupy)
     finite = _finite_matrices(a)
     safe = cupy.where(finite[..., None, None], a, cupy.zeros((), a.dtype))
     bad = ~finite

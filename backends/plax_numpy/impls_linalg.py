@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from plax.lax.linalg import (cholesky_p, eig_p, eigh_p, lu_p, qr_of_empty, qr_p, svd_p,
-                             triangular_solve_p)
+from plax.lax.linalg import (cholesky_p, eig_p, eigh_p, lu_p, qr_of_empty, qr_p, svd_of_empty,
+                             svd_p, triangular_solve_p)
 from plax_numpy.registry import impl
 
 
@@ -166,14 +166,10 @@ def _svd(a, *, full_matrices, compute_uv):
     a = np.asarray(a)
     m, n = a.shape[-2:]
     k = min(m, n)
-    batch = a.shape[:-2]
     rdt = np.zeros((), a.dtype).real.dtype
     mu, nv = (m, n) if full_matrices else (k, k)
     if a.size == 0:
-        s = np.zeros(batch + (k,), rdt)
-        u = np.broadcast_to(np.eye(m, mu, dtype=a.dtype), batch + (m, mu)).copy()
-        vh = np.broadcast_to(np.eye(nv, n, dtype=a.dtype), batch + (nv, n)).copy()
-        return (s, u, vh) if compute_uv else (s,)
+        return svd_of_empty(a, full_matrices, compute_uv)
     if not compute_uv:
         (s,) = _per_matrix_on_failure(lambda x: (np.linalg.svd(x, compute_uv=False),), a,
                                       [((k,), rdt)])

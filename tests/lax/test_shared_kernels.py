@@ -14,8 +14,11 @@ import pytest
 from plax.lax.convolution import (ConvDimensionNumbers, conv_compute_dtype, dilate_and_pad,
                                   from_channels_last, to_channels_last, window_view)
 from plax.lax.extra_elementwise import clz_array, mulhi_array
-from plax.lax.linalg import qr_of_empty
+from plax.lax.linalg import qr_of_empty, svd_of_empty
 from plax.lax.precision import reduce_precision_array
+from plax.lax.slicing import gather_fill_value
+from plax.lax.top_k import top_k_by_sorting
+from plax.lax.windows import reduce_window_array
 
 fft_module = importlib.import_module("plax.lax.fft")  # (plax.lax.fft is also the function)
 
@@ -204,3 +207,76 @@ def test_fft_result_shape_dtype_equals_numpy_fft():
     assert shape_dtype(c.shape, c.dtype, FftType.FFT, (4, 4)) == (c.shape, c.dtype)
     with pytest.raises(ValueError, match="fft_lengths"):
         shape_dtype(c.shape, c.dtype, FftType.FFT, (5,))
+
+
+@pytest.mark.parametrize("shape", [(0, 3), (3, 0), (2, 0, 4), (0, 0)])
+@pytest.mark.parametrize("full_matrices", [True, False])
+def test_svd_of_empty_shapes_and_values(shape, full_matrices):
+    a = np.zeros(shape, np.complex64)
+    s, u, vh = svd_of_empty(a, full_matrices, True)
+    m, n = shape[-2:]
+    k = min(m, n)
+    mu, nv = (m, n) if full_matrices else (k, k)
+    assert s.shape == shape[:-2] + (k,) and s.dtype == np.float32
+    assert u.shape == shape[:-2] + (m, mu) and vh.shape == shape[:-2] + (nv, n)
+    assert u.dtype == vh.dtype == np.complex64
+    np.testing.assert_array_equal(u, np.broadcast_to(np.eye(m, mu), u.shape))
+    np.testing.assert_array_equal(vh, np.broadcast_to(np.eye(nv, n), vh.shape))
+    (only_s,) = svd_of_empty(a, full_matrices, False)
+    assert only_s.shape == s.shape
+
+
+def test_gather_fill_value_defaults_and_casts():
+    half = gather_fill_value(np.float16)
+    assert np.isnan(half) and half.dtype == np.float16
+    assert np.isnan(gather_fill_value(ml_dtypes.bfloat16))
+    assert np.isnan(gather_fill_value(np.complex64).real)
+    assert gather_fill_value(np.int16) == -32768 and gather_fill_value(np.uint32) == 2 ** 32 - 1
+    assert gather_fill_value(np.bool_) == True  # noqa: E712 (a NumPy bool)
+    assert gather_fill_value(np.int8, 300) == np.int8(44)  # a cast, wrapping as NumPy's does
+    assert gather_fill_value(np.float32, 1e300) == np.inf
+
+
+@pytest.mark.parametrize("axis", [0, 1])
+def test_top_k_by_sorting_against_a_loop(axis):
+    rng = np.random.default_rng(4)
+    x = np.round(rng.standard_normal((5, 7)) * 2)  # ties
+    x[1, 3] = x[2, 2] = np.nan
+    values, indices = top_k_by_sorting(x, 3, axis, lambda v: np.argsort(v, axis=-1, kind="stable"))
+    assert indices.dtype == np.int32 and values.flags.c_contiguous
+    for j in range(x.shape[1 - axis]):
+        line = x[:, j] if axis == 0 else x[j]
+        # descending, NaN largest, ties by index: sort by (not NaN, -value, index)
+        want = sorted(range(len(line)), key=lambda i: (not np.isnan(line[i]),
+                                                       0 if np.isnan(line[i]) else -line[i], i))[:3]
+        got = indices[:, j] if axis == 0 else indices[j]
+        assert list(got) == want
+        np.testing.assert_array_equal(values[:, j] if axis == 0 else values[j], line[want])
+
+
+@pytest.mark.parametrize("which", ["sum", "max", "min"])
+def test_reduce_window_array_against_a_loop_and_layout_free(which):
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((6, 5)).astype(np.float32)
+    params = dict(window_dimensions=(2, 3), window_strides=(2, 1), padding=((1, 0), (-1, 2)),
+                  base_dilation=(1, 2), window_dilation=(1, 2))
+    got = reduce_window_array(x, which, **params)
+    # the loop: pad/dilate by hand (identity fill), then reduce each window in float64
+    fill = {"sum": 0.0, "max": -np.inf, "min": np.inf}[which]
+    rows = _dilate_and_pad_loop_2d(x.astype(np.float64), (1, 2), ((1, 0), (-1, 2)), fill)
+    reduce = {"sum": np.sum, "max": np.max, "min": np.min}[which]
+    out_shape = ((rows.shape[0] - 2) // 2 + 1, rows.shape[1] - 4)
+    want = np.array([[reduce(rows[2 * i:2 * i + 2, j:j + 5:2]) for j in range(out_shape[1])]
+                     for i in range(out_shape[0])])
+    assert got.shape == out_shape and got.dtype == np.float32
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+    # a transposed (F-ordered) operand gives the same bits as its C-ordered copy
+    xt = np.ascontiguousarray(x.T).T
+    assert not xt.flags.c_contiguous
+    assert reduce_window_array(xt, which, **params).tobytes() == got.tobytes()
+
+
+def _dilate_and_pad_loop_2d(x, dilation, padding, fill):
+    rows = np.stack([_dilate_and_pad_loop(r, dilation[1:], padding[1:], fill) for r in x])
+    return np.stack([_dilate_and_pad_loop(c, dilation[:1], padding[:1], fill)
+                     for c in rows.T]).T

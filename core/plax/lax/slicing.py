@@ -502,6 +502,35 @@ def _sorted_unique(name, what, dims, bound):
         raise TypeError(f"{name} {what} must be sorted, unique and in [0, {bound}), got {dims}")
 
 
+def gather_fill_value(dtype, fill_value=None) -> np.ndarray:
+    """What a ``FILL_OR_DROP`` gather reads out of bounds, as a host scalar of ``dtype``:
+    ``fill_value`` cast to it, else JAX's default (NaN for inexact types, the lowest signed
+    or highest unsigned integer, True for booleans). Backends' kernels call it.
+
+    Args:
+      dtype: the operand's dtype.
+      fill_value: the primitive's ``fill_value`` parameter (None: the default).
+
+    Returns:
+      A rank-0 NumPy array of ``dtype`` (``bool`` for booleans).
+
+    Example:
+      >>> gather_fill_value(np.int8), gather_fill_value(np.uint8), gather_fill_value(np.float32, 2)
+      (array(-128, dtype=int8), array(255, dtype=uint8), array(2., dtype=float32))
+    """
+    dtype = np.dtype(dtype)
+    if fill_value is not None:
+        with np.errstate(all="ignore"):  # (a value out of the type's range wraps, as a cast)
+            return np.asarray(fill_value).astype(dtype)
+    if dtype.kind in "fc" or dtype.name == "bfloat16":
+        return np.asarray(np.nan).astype(dtype)
+    if dtype.kind == "i":
+        return np.asarray(np.iinfo(dtype).min, dtype)
+    if dtype.kind == "u":
+        return np.asarray(np.iinfo(dtype).max, dtype)
+    return np.asarray(True)
+
+
 @gather_p.def_abstract_eval
 def _gather_abstract_eval(operand, indices, *, dimension_numbers, slice_sizes, indices_are_sorted,
                           unique_indices, mode, fill_value):
