@@ -111,7 +111,10 @@ def linear_in_first_jvp(prim) -> Callable:
       is.
 
     Example:
-      >>> register_rule("jvp", dynamic_slice_p)(linear_in_first_jvp(dynamic_slice_p))
+      >>> from plax.lax.slicing import dynamic_slice_p
+      >>> rule = linear_in_first_jvp(dynamic_slice_p)  # (registered with register_rule)
+      >>> rule((jnp.arange(4.0), jnp.int32(1)), (jnp.ones(4) * 10, None), slice_sizes=(2,))
+      (Array([1., 2.], dtype=float32), Array([10., 10.], dtype=float32))
     """
 
     def rule(primals, tangents, **params):
