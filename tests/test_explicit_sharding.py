@@ -11,27 +11,11 @@ import importlib.util
 
 import pytest
 
+from sharding_child import PRELUDE, run_child
 from subprocess_util import last_json, run_python
 
-CASES = r'''
-import json, sys
-import numpy as np
-
-if sys.argv[1] == "jax":
-    import jax
-    jax.config.update("jax_num_cpu_devices", 8)
-    from jax.sharding import get_abstract_mesh, reshard
-else:
-    import plax as jax
-    from plax.sharding import get_abstract_mesh, reshard
-jnp, random, P = jax.numpy, jax.random, jax.P
-
-
-def ty(x):  # the dimensions of a type, as both print them: "[8@X,4]"
-    s = str(jax.typeof(x))
-    return s[s.index("["):s.index("]") + 1]
-
-
+CASES = PRELUDE + r'''
+get_abstract_mesh, reshard, random = sharding.get_abstract_mesh, sharding.reshard, jax.random
 out = {}
 
 
@@ -176,8 +160,7 @@ JAX_ANSWERS = {'specs': ["P('x',)", "P('x', None)", 'P()', "P(('x', 'y'),)", "P(
 
 
 def _run(which: str) -> dict:
-    env = {"PLAX_NUM_CPU_DEVICES": "8", "PLAX_PLATFORMS": "cpu", "JAX_PLATFORMS": "cpu"}
-    return last_json(run_python(env=env, args=["-c", CASES, which]))
+    return run_child(CASES, which)
 
 
 @pytest.fixture(scope="module")

@@ -12,27 +12,10 @@ import importlib.util
 
 import pytest
 
-from subprocess_util import last_json, run_python
+from sharding_child import PRELUDE, run_child
 
-CASES = r'''
-import json, re, sys
-import numpy as np
-
-if sys.argv[1] == "jax":
-    import jax
-    jax.config.update("jax_num_cpu_devices", 8)
-    from jax.sharding import reshard
-else:
-    import plax as jax
-    from plax.sharding import reshard
-jnp, lax, P = jax.numpy, jax.lax, jax.P
-
-
-def ty(x):  # the dimensions of a type, as both print them: "[8@X,4]"
-    if isinstance(x, (tuple, list)):
-        return [ty(v) for v in x]
-    s = str(jax.typeof(x))
-    return s[s.index("["):s.index("]") + 1]
+CASES = PRELUDE + r'''
+reshard = sharding.reshard
 
 
 def message(e):  # the part of a message both word alike, without source locations
@@ -399,8 +382,7 @@ JAX_ANSWERS = {'add_col_values_split_alike/eager': '[8@X,4]',
  'while/jit': '[8@X,4]'}
 
 def _run(which: str) -> dict:
-    env = {"PLAX_NUM_CPU_DEVICES": "8", "PLAX_PLATFORMS": "cpu", "JAX_PLATFORMS": "cpu"}
-    return last_json(run_python(env=env, args=["-c", CASES, which]))
+    return run_child(CASES, which)
 
 
 @pytest.fixture(scope="module")

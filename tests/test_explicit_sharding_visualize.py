@@ -10,17 +10,10 @@ import importlib.util
 
 import pytest
 
-from subprocess_util import last_json, run_python
+from sharding_child import PRELUDE, run_child
 
-SCRIPT = r'''
-import contextlib, io, json, sys
-import numpy as np
-if sys.argv[1] == "jax":
-    import jax
-    jax.config.update("jax_num_cpu_devices", 8)
-else:
-    import plax as jax
-P = jax.P
+SCRIPT = PRELUDE + r'''
+import contextlib, io
 mesh = jax.make_mesh((2, 4), ("X", "Y"))
 line = jax.make_mesh((8,), ("d",))
 cases = {
@@ -148,9 +141,7 @@ EXPECTED = {
 
 
 def _run(which: str) -> dict:
-    env = {"PLAX_NUM_CPU_DEVICES": "8", "PLAX_PLATFORMS": "cpu", "JAX_PLATFORMS": "cpu",
-           "TERM": "dumb", "COLUMNS": "100"}
-    return last_json(run_python(env=env, args=["-c", SCRIPT, which]))
+    return run_child(SCRIPT, which, TERM="dumb", COLUMNS="100")
 
 
 @pytest.fixture(scope="module")

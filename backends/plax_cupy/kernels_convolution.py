@@ -6,82 +6,27 @@ the feature groups (or batch groups) as a leading batch axis of ``cupy.matmul``,
 serves every group. Small kernels (at most :data:`MAX_SHIFTS` offsets) accumulate one batched
 product per kernel offset, over a strided slice of the input (no im2col copy); larger ones
 (the kernel's gradient, whose "window" is the output's spatial extent) build the im2col matrix
-from a strided window view (:func:`window_view`) and contract it in one product. The values are
-the reference kernel's (``plax_numpy.impls_convolution``): float16/bfloat16 multiply in float32,
-booleans in int64.
+from a strided window view (:func:`plax.lax.convolution.window_view`) and contract it in one
+product. The values are the reference kernel's (``plax_numpy.impls_convolution``): the layout
+changes, the dilation and padding and the compute dtype (float16/bfloat16 multiply in float32,
+booleans in int64) are the core's array-module-generic helpers in ``plax.lax.convolution``,
+which both backends call.
 """
 from __future__ import annotations
 
 import itertools
 import math
-from typing import Sequence
 
 import numpy as np
 
 import cupy
 
-from plax.lax.convolution import conv_general_dilated_p
+from plax.lax.convolution import (conv_compute_dtype, conv_general_dilated_p, dilate_and_pad,
+                                  from_channels_last, to_channels_last, window_view)
 from plax_cupy.kernels import kernel
 
 #: above this many kernel offsets, one im2col product replaces one product per offset
 MAX_SHIFTS = 32
-
-
-def dilate_and_pad(x: "cupy.ndarray", axes: Sequence[int], dilation: Sequence[int],
-                   padding: Sequence[tuple], fill) -> "cupy.ndarray":
-    """``x`` with ``dilation - 1`` holes between elements and ``(low, high)`` padding
-    (negative crops) along ``axes``, holes and padding holding ``fill``: one allocation and one
-    strided copy on the device.
-
-    Example:
-      >>> dilate_and_pad(cupy.asarray([1, 2]), (0,), (2,), ((1, 0),), 0)  # [0, 1, 0, 2]
-    """
-    if all(d == 1 for d in dilation) and all(tuple(p) == (0, 0) for p in padding):
-        return x
-    shape = list(x.shape)
-    dst = [slice(None)] * x.ndim
-    src = [slice(None)] * x.ndim
-    empty = False
-    for a, d, (lo, hi) in zip(axes, dilation, padding):
-        n = x.shape[a]
-        dilated = 0 if n == 0 else (n - 1) * d + 1
-        size = max(dilated + lo + hi, 0)
-        shape[a] = size
-        # input element i lands at lo + i * d; keep those inside [0, size)
-        first = max(0, -(-max(0, -lo) // d))
-        last = min(n - 1, (size - 1 - lo) // d) if size else -1
-        if first > last:
-            empty = True
-            continue
-        dst[a] = slice(lo + first * d, lo + last * d + 1, d)
-        src[a] = slice(first, last + 1)
-    out = cupy.full(tuple(shape), fill, x.dtype)
-    if not empty and x.size:
-        out[tuple(dst)] = x[tuple(src)]
-    return out
-
-
-def window_view(x: "cupy.ndarray", axes: Sequence[int], window: Sequence[int],
-                strides: Sequence[int], window_dilation: Sequence[int],
-                out_sizes: Sequence[int]) -> "cupy.ndarray":
-    """A strided view of ``x`` (no copy) of shape ``x.shape`` with ``axes`` replaced by
-    ``out_sizes``, followed by ``window``: element ``[..., i, ..., k]`` is
-    ``x[..., i * stride + k * dilation, ...]``.
-
-    Example:
-      >>> window_view(cupy.arange(5), (0,), (2,), (1,), (1,), (4,))  # [[0, 1], [1, 2], ...]
-    """
-    from cupy.lib.stride_tricks import as_strided
-    x = cupy.ascontiguousarray(x)
-    shape = list(x.shape)
-    st = list(x.strides)
-    extra_shape, extra_strides = [], []
-    for a, w, s, d, m in zip(axes, window, strides, window_dilation, out_sizes):
-        extra_shape.append(w)
-        extra_strides.append(x.strides[a] * d)
-        shape[a] = m
-        st[a] = x.strides[a] * s
-    return as_strided(x, tuple(shape) + tuple(extra_shape), tuple(st) + tuple(extra_strides))
 
 
 def _grouped_conv(xg, wg, nsp, strides, rhs_dilation, out_sp):
@@ -100,7 +45,8 @@ def _grouped_conv(xg, wg, nsp, strides, rhs_dilation, out_sp):
             out += cupy.matmul(patch, wg[(slice(None),) + offs])
         return out
     # im2col: (G, N, out..., C) + window -> (G, rows, window..., C) in one copy, one product
-    view = window_view(xg, tuple(range(2, 2 + nsp)), window, strides, rhs_dilation, out_sp)
+    view = window_view(xg, tuple(range(2, 2 + nsp)), window, strides, rhs_dilation, out_sp,
+                       xp=cupy)
     last = view.ndim - 1 - nsp  # C's axis in the view, before the window axes
     cols = cupy.moveaxis(view, last, -1).reshape(groups, rows, math.prod(window) * c)
     return cupy.matmul(cols, wg.reshape(groups, math.prod(window) * c, o))
@@ -126,17 +72,11 @@ def conv_general_dilated(lhs: "cupy.ndarray", rhs: "cupy.ndarray", *, window_str
       >>> conv_general_dilated(x, w, window_strides=(1, 1), padding=((0, 0), (0, 0)), ...)
     """
     del precision  # float32 products are float32 (TF32 off), as dot_general's
-    ls, rs, os_ = dimension_numbers
     out_dtype = np.dtype(preferred_element_type or lhs.dtype)
-    compute = out_dtype
-    if out_dtype == np.bool_:
-        compute = np.dtype(np.int64)
-    elif out_dtype.itemsize == 2 and out_dtype.kind == "f":
-        compute = np.dtype(np.float32)  # no half-precision accumulation, as the reference
+    compute = conv_compute_dtype(out_dtype)
     nsp = lhs.ndim - 2
-    x = cupy.transpose(lhs, (ls[0],) + tuple(ls[2:]) + (ls[1],)).astype(compute, copy=False)
-    w = cupy.transpose(rhs, tuple(rs[2:]) + (rs[1], rs[0])).astype(compute, copy=False)
-    x = dilate_and_pad(x, tuple(range(1, 1 + nsp)), lhs_dilation, padding, 0)
+    x, w = to_channels_last(lhs, rhs, dimension_numbers, compute, xp=cupy)
+    x = dilate_and_pad(x, tuple(range(1, 1 + nsp)), lhs_dilation, padding, 0, xp=cupy)
     n, c, o = x.shape[0], x.shape[-1], w.shape[-1]
     g, b = feature_group_count, batch_group_count
     groups = g * b  # one of them is 1
@@ -159,11 +99,4 @@ def conv_general_dilated(lhs: "cupy.ndarray", rhs: "cupy.ndarray", *, window_str
         flat = _grouped_conv(xg, wg, nsp, window_strides, rhs_dilation, out_sp)
         out = cupy.moveaxis(flat.reshape((groups, ng) + out_sp + (og,)), 0, -2)
         out = out.reshape((ng,) + out_sp + (o,))
-    if out_dtype == np.bool_:
-        out = out != 0
-    perm = [0] * (nsp + 2)
-    perm[os_[0]], perm[os_[1]] = 0, nsp + 1
-    for i in range(nsp):
-        perm[os_[2 + i]] = 1 + i
-    out = cupy.transpose(out, perm)
-    return cupy.ascontiguousarray(out.astype(out_dtype, copy=False))
+    return from_channels_last(out, dimension_numbers, out_dtype, xp=cupy)

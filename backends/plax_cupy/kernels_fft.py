@@ -8,22 +8,10 @@ real type).
 """
 from __future__ import annotations
 
-import numpy as np
-
 import cupy
 
-from plax.lax.fft import FftType, fft_p
+from plax.lax.fft import FftType, fft_p, fft_result_shape_dtype
 from plax_cupy.kernels import kernel
-
-
-def _out_shape_dtype(shape: tuple, dtype: np.dtype, fft_type: FftType, fft_lengths: tuple):
-    lead = shape[:len(shape) - len(fft_lengths)]
-    if fft_type == FftType.RFFT:
-        return (lead + fft_lengths[:-1] + (fft_lengths[-1] // 2 + 1,),
-                np.result_type(dtype, np.complex64))
-    if fft_type == FftType.IRFFT:
-        return lead + tuple(fft_lengths), np.dtype(dtype.char.lower())  # complex64 -> float32
-    return shape, dtype
 
 
 @kernel(fft_p)
@@ -45,7 +33,7 @@ def fft(x: "cupy.ndarray", *, fft_type: FftType | int,
     """
     fft_type = FftType(fft_type)
     fft_lengths = tuple(fft_lengths)
-    shape, out_dtype = _out_shape_dtype(tuple(x.shape), np.dtype(x.dtype), fft_type, fft_lengths)
+    shape, out_dtype = fft_result_shape_dtype(x.shape, x.dtype, fft_type, fft_lengths)
     if 0 in shape or 0 in x.shape:  # cuFFT rejects empty transforms; the result is empty
         return cupy.zeros(shape, out_dtype)
     axes = tuple(range(x.ndim - len(fft_lengths), x.ndim))

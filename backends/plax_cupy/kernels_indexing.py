@@ -23,7 +23,7 @@ import numpy as np
 import cupy
 
 from plax import lax
-from plax.lax.slicing import GatherScatterMode
+from plax.lax.slicing import GatherScatterMode, gather_fill_value
 from plax_cupy import codegen, dtypes
 from plax_cupy.backend import BF16, Bf16Buffer
 from plax_cupy.kernels import kernel
@@ -131,20 +131,10 @@ def _dynamic_update_slice(x, update, *starts):
 def _fill_bits(dtype, fill_value, bf16: bool) -> list:
     """The bits of the scalar a ``FILL_OR_DROP`` gather gives out of bounds, as the unsigned
     words its mover type holds (two for 16-byte elements): ``fill_value`` in the operand's
-    dtype, by default NaN, the lowest signed or highest unsigned integer, or True."""
+    dtype, by default NaN, the lowest signed or highest unsigned integer, or True
+    (:func:`plax.lax.slicing.gather_fill_value`)."""
     dtype = BF16 if bf16 else np.dtype(dtype)
-    if fill_value is not None:
-        value = np.asarray(fill_value)
-        with np.errstate(all="ignore"):
-            value = value.astype(dtype)
-    elif dtype.kind in "fc" or bf16:
-        value = np.asarray(np.nan).astype(dtype)
-    elif dtype.kind == "i":
-        value = np.asarray(np.iinfo(dtype).min, dtype)
-    elif dtype.kind == "u":
-        value = np.asarray(np.iinfo(dtype).max, dtype)
-    else:
-        value = np.asarray(True)
+    value = gather_fill_value(dtype, fill_value)
     words = np.ascontiguousarray(value.reshape(1)).view(np.dtype(f"u{min(dtype.itemsize, 8)}"))
     return [int(w) for w in words]
 

@@ -33,7 +33,8 @@ import numpy as np
 
 import cupy
 
-from plax.lax.linalg import cholesky_p, eig_p, eigh_p, lu_p, qr_p, svd_p, triangular_solve_p
+from plax.lax.linalg import (cholesky_p, eig_p, eigh_p, lu_p, qr_of_empty, qr_p, svd_of_empty,
+                             svd_p, triangular_solve_p)
 from plax_cupy.kernels import kernel
 
 
@@ -370,13 +371,8 @@ def qr(a: "cupy.ndarray", *, full_matrices: bool) -> list:
     Example:
       >>> q, r = qr(cupy.eye(3), full_matrices=True)
     """
-    m, n = a.shape[-2:]
-    k = m if full_matrices else min(m, n)
     if a.size == 0:
-        q = cupy.zeros(a.shape[:-2] + (m, k), a.dtype)
-        if m:
-            q[...] = cupy.eye(m, k, dtype=a.dtype)
-        return [q, cupy.zeros(a.shape[:-2] + (k, n), a.dtype)]
+        return qr_of_empty(a, full_matrices, xp=cupy)
     q, r = cupy.linalg.qr(a, mode="complete" if full_matrices else "reduced")
     return [q.astype(a.dtype, copy=False), r.astype(a.dtype, copy=False)]
 
@@ -426,14 +422,10 @@ def svd(a: "cupy.ndarray", *, full_matrices: bool, compute_uv: bool) -> list:
     """
     m, n = a.shape[-2:]
     k = min(m, n)
-    batch = a.shape[:-2]
     rdt = _real_dtype(a.dtype)
     mu, nv = (m, n) if full_matrices else (k, k)
     if a.size == 0:
-        s = cupy.zeros(batch + (k,), rdt)
-        u = cupy.broadcast_to(cupy.eye(m, mu, dtype=a.dtype), batch + (m, mu)).copy()
-        vh = cupy.broadcast_to(cupy.eye(nv, n, dtype=a.dtype), batch + (nv, n)).copy()
-        return [s, u, vh] if compute_uv else [s]
+        return svd_of_empty(a, full_matrices, compute_uv, xp=cupy)
     finite = _finite_matrices(a)
     safe = cupy.where(finite[..., None, None], a, cupy.zeros((), a.dtype))
     bad = ~finite

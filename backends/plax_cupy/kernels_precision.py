@@ -17,15 +17,11 @@ import numpy as np
 import cupy
 
 from plax import lax
-from plax.lax.extra_elementwise import clz_p, mulhi_p, square_p
-from plax.lax.precision import reduce_precision_p
+from plax.lax.extra_elementwise import clz_array, clz_p, mulhi_array, mulhi_p, square_p
+from plax.lax.precision import reduce_precision_array, reduce_precision_p
 from plax_cupy.backend import BF16, Bf16Buffer, widen_bf16
 from plax_cupy.kernels import kernel
 from plax_cupy.kernels_shape import on_bits
-
-
-def _unsigned(dtype) -> np.dtype:
-    return np.dtype(f"u{np.dtype(dtype).itemsize}")
 
 
 def _contiguous(x):
@@ -75,37 +71,12 @@ def _bitcast_convert_type(x, *, new_dtype):
 _bitcast_convert_type.bf16 = "bits"
 
 
-# (exponent bits, mantissa bits) by float width
-_FORMATS = {2: (5, 10), 4: (8, 23), 8: (11, 52)}
-
-
 @kernel(reduce_precision_p)
 def _reduce_precision(x, *, exponent_bits, mantissa_bits):
-    """Rounds to the nearest value with ``exponent_bits`` and ``mantissa_bits`` (ties to even,
-    overflow to infinity, underflow to zero, NaN kept), on the bits.
-
-    bfloat16 operands arrive widened to float32, which holds every bfloat16 value exactly and
-    gives the same rounding (bfloat16 and float32 share their exponent range)."""
-    src_exp, src_mant = _FORMATS[x.dtype.itemsize]
-    uint = _unsigned(x.dtype)
-    nbits = 8 * x.dtype.itemsize
-    u = lambda v: uint.type(v & ((1 << nbits) - 1))  # noqa: E731
-    bits = _contiguous(x).view(uint)
-    if mantissa_bits < src_mant:
-        drop = src_mant - mantissa_bits
-        last = (bits >> u(drop)) & u(1)  # the last kept bit: ties round to even
-        bits = (bits + u((1 << (drop - 1)) - 1) + last) & u(~((1 << drop) - 1))
-    if exponent_bits < src_exp:
-        exp_mask = ((1 << src_exp) - 1) << src_mant
-        src_bias = (1 << (src_exp - 1)) - 1
-        new_bias = (1 << (exponent_bits - 1)) - 1
-        exponent = bits & u(exp_mask)
-        sign = bits & u(1 << (nbits - 1))
-        over = exponent > u((src_bias + new_bias) << src_mant)
-        under = exponent <= u((src_bias - new_bias) << src_mant)
-        bits = cupy.where(over, sign | u(exp_mask), cupy.where(under, sign, bits))
-    out = bits.astype(uint).view(x.dtype).reshape(x.shape)
-    return cupy.where(cupy.isnan(x), x, out)  # rounding may carry a NaN's payload to infinity
+    """Rounds on the bits (:func:`plax.lax.precision.reduce_precision_array`). bfloat16
+    operands arrive widened to float32, which holds every bfloat16 value exactly and gives the
+    same rounding (bfloat16 and float32 share their exponent range)."""
+    return reduce_precision_array(x, exponent_bits, mantissa_bits, xp=cupy)
 
 
 @kernel(lax.nextafter_p)
@@ -143,47 +114,15 @@ def _square(x):
 
 @kernel(clz_p)
 def _clz(x):
-    """Leading zero bits, by a binary search for the highest set bit."""
-    bits = 8 * x.dtype.itemsize
-    u = _contiguous(x).view(_unsigned(x.dtype)).astype(np.uint64)
-    mask = np.uint64((1 << bits) - 1)
-    count = cupy.zeros(u.shape, np.uint64)
-    width = bits // 2
-    while width:
-        empty = (u >> np.uint64(bits - width)) == 0
-        count = cupy.where(empty, count + np.uint64(width), count)
-        u = cupy.where(empty, u << np.uint64(width), u) & mask
-        width //= 2
-    count = cupy.where((u >> np.uint64(bits - 1)) == 0, count + np.uint64(1), count)
-    return count.astype(x.dtype)
-
-
-def _mulhi_u64(a, b):
-    """High 64 bits of the 128-bit products of uint64 arrays, from 32-bit halves."""
-    mask, s32 = np.uint64(0xFFFFFFFF), np.uint64(32)
-    a_lo, a_hi = a & mask, a >> s32
-    b_lo, b_hi = b & mask, b >> s32
-    lo_lo, hi_lo, lo_hi, hi_hi = a_lo * b_lo, a_hi * b_lo, a_lo * b_hi, a_hi * b_hi
-    cross = (lo_lo >> s32) + (hi_lo & mask) + lo_hi
-    return hi_hi + (hi_lo >> s32) + (cross >> s32)
+    """Leading zero bits (:func:`plax.lax.extra_elementwise.clz_array`)."""
+    return clz_array(x, xp=cupy)
 
 
 @kernel(mulhi_p)
 def _mulhi(x, y):
-    """The high half of the double-width product."""
-    dtype = x.dtype
-    bits = 8 * dtype.itemsize
-    x, y = cupy.broadcast_arrays(x, y)
-    if bits < 64:
-        wide = np.dtype(np.int64 if dtype.kind == "i" else np.uint64)
-        return ((x.astype(wide) * y.astype(wide)) >> wide.type(bits)).astype(dtype)
-    ux, uy = _contiguous(x).view(np.uint64), _contiguous(y).view(np.uint64)
-    hi = _mulhi_u64(ux, uy)
-    if dtype.kind == "i":
-        # signed high half = unsigned high half - (x < 0 ? y : 0) - (y < 0 ? x : 0), mod 2**64
-        zero = np.uint64(0)
-        hi = hi - cupy.where(x < 0, uy, zero) - cupy.where(y < 0, ux, zero)
-    return _contiguous(hi).view(dtype)
+    """The high half of the double-width product
+    (:func:`plax.lax.extra_elementwise.mulhi_array`)."""
+    return mulhi_array(x, y, xp=cupy)
 
 
 # ---------------------------------------------------------------- select, clamp, complex

@@ -8,12 +8,10 @@ type.
 """
 from __future__ import annotations
 
-import numpy as np
-
 import cupy
 
 from plax import lax
-from plax.lax.top_k import top_k_p
+from plax.lax.top_k import top_k_by_sorting, top_k_p
 from plax_cupy.kernels import kernel
 
 
@@ -114,13 +112,6 @@ def _sort(*operands, dimension, is_stable, num_keys):
 @kernel(top_k_p)
 def _top_k(x, *, k, axis):
     """The ``k`` largest along ``axis``, descending, ties (and NaN, which come first) in index
-    order, as the reference kernel: a stable ascending sort of the reversed axis read
-    backwards."""
-    x = cupy.moveaxis(x, axis, -1)
-    n = x.shape[-1]
-    reversed_x = x[..., ::-1]
-    order = lexicographic_order(sort_keys(reversed_x))[..., ::-1][..., :k]
-    idx = (n - 1 - order).astype(np.int32)
-    values = cupy.take_along_axis(x, idx.astype(np.int64), axis=-1)
-    return [cupy.ascontiguousarray(cupy.moveaxis(values, -1, axis)),
-            cupy.ascontiguousarray(cupy.moveaxis(idx, -1, axis))]
+    order, as the reference kernel (:func:`plax.lax.top_k.top_k_by_sorting`, with the sort on
+    the keys of :func:`sort_keys`)."""
+    return top_k_by_sorting(x, k, axis, lambda v: lexicographic_order(sort_keys(v)), xp=cupy)

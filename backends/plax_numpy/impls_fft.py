@@ -8,21 +8,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from plax.lax.fft import FftType, fft_p
+from plax.lax.fft import FftType, fft_p, fft_result_shape_dtype
 from plax_numpy.registry import impl
 
 _SCIPY_NAME = {FftType.FFT: "fftn", FftType.IFFT: "ifftn", FftType.RFFT: "rfftn",
                FftType.IRFFT: "irfftn"}
-
-
-def _out_aval(shape: tuple, dtype: np.dtype, fft_type: FftType, fft_lengths: tuple):
-    lead = shape[:len(shape) - len(fft_lengths)]
-    if fft_type == FftType.RFFT:
-        return (lead + fft_lengths[:-1] + (fft_lengths[-1] // 2 + 1,),
-                np.result_type(dtype, np.complex64))
-    if fft_type == FftType.IRFFT:
-        return lead + fft_lengths, np.dtype(dtype.char.lower())  # complex64 -> float32
-    return shape, dtype
 
 
 @impl(fft_p)
@@ -30,7 +20,7 @@ def _fft(x, *, fft_type, fft_lengths):
     import scipy.fft  # imported on first use: keeps `import plax` light
     x = np.asarray(x)
     fft_type = FftType(fft_type)
-    shape, out_dtype = _out_aval(x.shape, x.dtype, fft_type, fft_lengths)
+    shape, out_dtype = fft_result_shape_dtype(x.shape, x.dtype, fft_type, fft_lengths)
     if 0 in shape or 0 in x.shape:  # pocketfft rejects empty transforms; the result is empty
         return np.zeros(shape, out_dtype)
     axes = tuple(range(x.ndim - len(fft_lengths), x.ndim))

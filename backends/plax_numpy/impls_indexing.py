@@ -6,7 +6,7 @@ import math
 import numpy as np
 
 from plax import lax
-from plax.lax.slicing import GatherScatterMode
+from plax.lax.slicing import GatherScatterMode, gather_fill_value
 from plax_numpy.registry import impl
 
 
@@ -63,18 +63,6 @@ def _window_index(starts, window):
     return tuple(idx)
 
 
-def _fill_value(dtype, fill_value):
-    if fill_value is not None:
-        return np.asarray(fill_value).astype(dtype)
-    if dtype.kind in "fc" or dtype.name == "bfloat16":
-        return np.asarray(np.nan).astype(dtype)
-    if dtype.kind == "i":
-        return np.asarray(np.iinfo(dtype).min, dtype)
-    if dtype.kind == "u":
-        return np.asarray(np.iinfo(dtype).max, dtype)
-    return np.asarray(True)
-
-
 @impl(lax.gather_p)
 def _gather(operand, indices, *, dimension_numbers, slice_sizes, indices_are_sorted,
             unique_indices, mode, fill_value):
@@ -89,7 +77,7 @@ def _gather(operand, indices, *, dimension_numbers, slice_sizes, indices_are_sor
     window = operand[_window_index(starts, slice_sizes)]            # (n, *slice_sizes)
     if mode == GatherScatterMode.FILL_OR_DROP and not np.all(in_bounds):
         window = np.where(in_bounds.reshape((-1,) + (1,) * len(slice_sizes)), window,
-                          _fill_value(operand.dtype, fill_value))
+                          gather_fill_value(operand.dtype, fill_value))
     dropped = set(dn.collapsed_slice_dims) | set(dn.operand_batching_dims)
     kept = [i for i in range(operand.ndim) if i not in dropped]
     batch_shape = indices.shape[:-1]

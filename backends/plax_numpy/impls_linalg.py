@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from plax.lax.linalg import cholesky_p, eig_p, eigh_p, lu_p, qr_p, svd_p, triangular_solve_p
+from plax.lax.linalg import (cholesky_p, eig_p, eigh_p, lu_p, qr_of_empty, qr_p, svd_of_empty,
+                             svd_p, triangular_solve_p)
 from plax_numpy.registry import impl
 
 
@@ -141,13 +142,8 @@ def _lu(a):
 @impl(qr_p)
 def _qr(a, *, full_matrices):
     a = np.asarray(a)
-    m, n = a.shape[-2:]
-    k = m if full_matrices else min(m, n)
     if a.size == 0:
-        q = np.zeros(a.shape[:-2] + (m, k), a.dtype)
-        if m:
-            q[...] = np.eye(m, k, dtype=a.dtype)
-        return q, np.zeros(a.shape[:-2] + (k, n), a.dtype)
+        return qr_of_empty(a, full_matrices)
     q, r = np.linalg.qr(a, mode="complete" if full_matrices else "reduced")
     return q.astype(a.dtype, copy=False), r.astype(a.dtype, copy=False)
 
@@ -170,14 +166,10 @@ def _svd(a, *, full_matrices, compute_uv):
     a = np.asarray(a)
     m, n = a.shape[-2:]
     k = min(m, n)
-    batch = a.shape[:-2]
     rdt = np.zeros((), a.dtype).real.dtype
     mu, nv = (m, n) if full_matrices else (k, k)
     if a.size == 0:
-        s = np.zeros(batch + (k,), rdt)
-        u = np.broadcast_to(np.eye(m, mu, dtype=a.dtype), batch + (m, mu)).copy()
-        vh = np.broadcast_to(np.eye(nv, n, dtype=a.dtype), batch + (nv, n)).copy()
-        return (s, u, vh) if compute_uv else (s,)
+        return svd_of_empty(a, full_matrices, compute_uv)
     if not compute_uv:
         (s,) = _per_matrix_on_failure(lambda x: (np.linalg.svd(x, compute_uv=False),), a,
                                       [((k,), rdt)])

@@ -1,40 +1,19 @@
-"""NumPy implementations of the reduce_window primitives: dilate and pad with the
-reduction's identity, take a strided window view, reduce over the window axes."""
+"""NumPy implementations of the reduce_window primitives: the core's
+:func:`plax.lax.windows.reduce_window_array` (dilate and pad with the reduction's identity,
+take a strided window view, reduce over the window axes), which the CuPy kernels call too."""
 from __future__ import annotations
 
 import numpy as np
 
-from plax.lax.windows import (reduce_window_max_p, reduce_window_min_p, reduce_window_sum_p,
-                              reduction_identity,
-                              window_output_shape)
-from plax_numpy.impls_convolution import dilate_and_pad, windows
+from plax.lax.windows import (reduce_window_array, reduce_window_max_p, reduce_window_min_p,
+                              reduce_window_sum_p)
 from plax_numpy.registry import impl, quiet
 
 
 def _reducer(which: str):
-    reduce = {"sum": np.sum, "max": np.max, "min": np.min}[which]
-
     @quiet
-    def kernel(x, *, window_dimensions, window_strides, padding, base_dilation,
-               window_dilation):
-        x = np.asarray(x)
-        dtype = x.dtype
-        compute = np.float32 if dtype.itemsize == 2 and dtype.kind in "fV" else dtype
-        x = x.astype(compute, copy=False)
-        fill = reduction_identity(compute, which)
-        axes = tuple(range(x.ndim))
-        x = dilate_and_pad(x, axes, base_dilation, padding, fill)
-        v = windows(x, axes, window_dimensions, window_strides, window_dilation)
-        if v is None:  # some axis is shorter than one window: an empty result
-            shape = window_output_shape(x.shape, window_dimensions, window_strides,
-                                        ((0, 0),) * x.ndim, (1,) * x.ndim, window_dilation)
-            return np.zeros(shape, dtype)
-        w_axes = tuple(range(x.ndim, 2 * x.ndim))
-        if which == "sum":
-            out = reduce(v, axis=w_axes, dtype=compute)
-        else:
-            out = reduce(v, axis=w_axes)
-        return np.ascontiguousarray(np.asarray(out).astype(dtype, copy=False))
+    def kernel(x, **params):
+        return reduce_window_array(np.asarray(x), which, **params)
 
     kernel.__name__ = f"reduce_window_{which}"
     return kernel

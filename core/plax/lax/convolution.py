@@ -146,6 +146,180 @@ def conv_output_shape(lhs_shape, rhs_shape, window_strides, padding, lhs_dilatio
     return tuple(out)
 
 
+# ---------------------------------------------------------------- the values, for the backends
+# Array-module-generic pieces of the convolution and window kernels: the NumPy reference
+# kernels and the CuPy kernels call them with their module (``xp``), so the layout and
+# padding logic is written once.
+
+def dilate_and_pad(x, axes: Sequence[int], dilation: Sequence[int], padding: Sequence[tuple],
+                   fill, xp=None):
+    """``x`` with ``dilation - 1`` holes between elements and ``(low, high)`` padding
+    (negative crops) along ``axes``, holes and padding holding ``fill``: one allocation and
+    one strided copy, or a view of ``x`` when it is only cropped.
+
+    Args:
+      x: a host or device array.
+      axes: the axes to dilate and pad.
+      dilation: one dilation per axis in ``axes`` (1 for none).
+      padding: one ``(low, high)`` pair per axis in ``axes``.
+      fill: the value of holes and padding (a scalar of ``x``'s dtype).
+      xp: the array module of ``x`` (default NumPy).
+
+    Returns:
+      The dilated and padded array, of ``x``'s dtype.
+
+    Example:
+      >>> import numpy as np
+      >>> dilate_and_pad(np.array([1, 2]), (0,), (2,), ((1, 0),), 0)
+      array([0, 1, 0, 2])
+    """
+    if all(d == 1 for d in dilation) and all(lo <= 0 and hi <= 0 for lo, hi in padding):
+        crop = [slice(None)] * x.ndim  # nothing to fill: a view, no copy
+        for a, (lo, hi) in zip(axes, padding):
+            start = min(-lo, x.shape[a])
+            crop[a] = slice(start, max(x.shape[a] + hi, start))
+        return x[tuple(crop)]
+    xp = np if xp is None else xp
+    shape = list(x.shape)
+    dst = [slice(None)] * x.ndim
+    src = [slice(None)] * x.ndim
+    empty = False
+    for a, d, (lo, hi) in zip(axes, dilation, padding):
+        n = x.shape[a]
+        size = max(_dilate(n, d) + lo + hi, 0)
+        shape[a] = size
+        # input element i lands at lo + i * d; keep those inside [0, size)
+        first = max(0, -(-max(0, -lo) // d))
+        last = min(n - 1, (size - 1 - lo) // d) if size else -1
+        if first > last:
+            empty = True
+            continue
+        dst[a] = slice(lo + first * d, lo + last * d + 1, d)
+        src[a] = slice(first, last + 1)
+    out = xp.full(tuple(shape), fill, x.dtype)
+    if not empty and x.size:
+        out[tuple(dst)] = x[tuple(src)]
+    return out
+
+
+def window_view(x, axes: Sequence[int], window: Sequence[int], strides: Sequence[int],
+                window_dilation: Sequence[int], out_sizes: Sequence[int], xp=None):
+    """A strided view of (a C-contiguous copy of) ``x`` of shape ``x.shape`` with ``axes``
+    replaced by ``out_sizes``, followed by ``window``: element ``[..., i, ..., k]`` is
+    ``x[..., i * stride + k * dilation, ...]``.
+
+    The view is always over C-ordered memory, so a reduction over it (which NumPy orders by
+    the strides) adds a window's elements in one order whatever ``x``'s layout: a transposed
+    operand gives the same bits as a contiguous one, on every backend.
+
+    Args:
+      x: a host or device array of rank at least 1.
+      axes: the windowed axes.
+      window, strides, window_dilation: one per axis in ``axes``.
+      out_sizes: the number of window positions along each axis in ``axes`` (each window
+        must fit: see :func:`plax.lax.windows.window_output_shape`).
+      xp: the array module of ``x`` (default NumPy).
+
+    Returns:
+      The view (no copy beyond making ``x`` contiguous); treat it as read-only (its windows
+      overlap).
+
+    Example:
+      >>> import numpy as np
+      >>> window_view(np.arange(5), (0,), (2,), (1,), (1,), (4,))[:2]
+      array([[0, 1],
+             [1, 2]])
+    """
+    xp = np if xp is None else xp
+    x = xp.ascontiguousarray(x)
+    shape, st = list(x.shape), list(x.strides)
+    extra_shape, extra_strides = [], []
+    for a, w, s, d, m in zip(axes, window, strides, window_dilation, out_sizes):
+        extra_shape.append(w)
+        extra_strides.append(x.strides[a] * d)
+        shape[a] = m
+        st[a] = x.strides[a] * s
+    return xp.lib.stride_tricks.as_strided(x, tuple(shape) + tuple(extra_shape),
+                                           tuple(st) + tuple(extra_strides))
+
+
+def conv_compute_dtype(out_dtype) -> np.dtype:
+    """The dtype a backend accumulates a convolution of result dtype ``out_dtype`` in: int64
+    for booleans, float32 for the 16-bit floats (no half-precision accumulation), else
+    ``out_dtype`` itself.
+
+    Example:
+      >>> conv_compute_dtype(np.float16)
+      dtype('float32')
+    """
+    out_dtype = np.dtype(out_dtype)
+    if out_dtype == np.bool_:
+        return np.dtype(np.int64)
+    if out_dtype.itemsize == 2 and out_dtype.kind in "fV":  # float16, bfloat16
+        return np.dtype(np.float32)
+    return out_dtype
+
+
+def to_channels_last(lhs, rhs, dimension_numbers, compute, xp=None) -> tuple:
+    """The operands of a convolution laid out as its kernels compute: ``x`` as
+    ``(N, spatial..., C)`` and ``w`` as ``(window..., I, O)``, both cast to ``compute``.
+
+    Args:
+      lhs, rhs: host or device arrays laid out as ``dimension_numbers`` says.
+      dimension_numbers: the primitive's :class:`ConvDimensionNumbers`.
+      compute: the dtype to compute in (:func:`conv_compute_dtype`).
+      xp: the array module of the operands (default NumPy).
+
+    Returns:
+      ``(x, w)`` (views where no cast is needed).
+
+    Example:
+      >>> import numpy as np
+      >>> dn = ConvDimensionNumbers((0, 1, 2), (0, 1, 2), (0, 1, 2))
+      >>> [a.shape for a in to_channels_last(np.zeros((1, 2, 5)), np.zeros((3, 2, 4)), dn,
+      ...                                    np.float64)]
+      [(1, 5, 2), (4, 2, 3)]
+    """
+    xp = np if xp is None else xp
+    ls, rs, _ = dimension_numbers
+    x = xp.transpose(lhs, (ls[0],) + tuple(ls[2:]) + (ls[1],)).astype(compute, copy=False)
+    w = xp.transpose(rhs, tuple(rs[2:]) + (rs[1], rs[0])).astype(compute, copy=False)
+    return x, w
+
+
+def from_channels_last(out, dimension_numbers, out_dtype, xp=None):
+    """A convolution's result computed channels last, ``(N, spatial..., O)``, laid out as the
+    output spec of ``dimension_numbers`` says, in ``out_dtype`` (booleans: nonzero), and
+    C-contiguous.
+
+    Args:
+      out: the host or device array computed in the compute dtype.
+      dimension_numbers: the primitive's :class:`ConvDimensionNumbers`.
+      out_dtype: the result dtype.
+      xp: the array module of ``out`` (default NumPy).
+
+    Returns:
+      The result buffer.
+
+    Example:
+      >>> import numpy as np
+      >>> dn = ConvDimensionNumbers((0, 1, 2), (0, 1, 2), (0, 1, 2))
+      >>> from_channels_last(np.zeros((1, 4, 3)), dn, np.float32).shape
+      (1, 3, 4)
+    """
+    xp = np if xp is None else xp
+    os_ = dimension_numbers[2]
+    nsp = out.ndim - 2
+    if np.dtype(out_dtype) == np.bool_:
+        out = out != 0
+    perm = [0] * (nsp + 2)
+    perm[os_[0]], perm[os_[1]] = 0, nsp + 1
+    for i in range(nsp):
+        perm[os_[2 + i]] = 1 + i
+    out = xp.transpose(out, perm)
+    return xp.ascontiguousarray(out.astype(out_dtype, copy=False))
+
+
 conv_general_dilated_p = Primitive("conv_general_dilated")
 
 _CONV_TYPES = ("bool",) + NUMBER

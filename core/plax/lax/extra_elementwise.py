@@ -6,6 +6,8 @@ reference kernels (``square`` is one multiply; ``clz``/``mulhi`` are rare intege
 """
 from __future__ import annotations
 
+import numpy as np
+
 from plax.core.primitive import Primitive
 from plax.core.shaped_array import ShapedArray
 from plax.lax import binary as B
@@ -99,3 +101,86 @@ def mulhi(x, y, /):
       Array([1], dtype=int32)
     """
     return mulhi_p.bind(asarray(x), asarray(y))
+
+
+# ---------------------------------------------------------------- the values, for the backends
+# Array-module-generic: the NumPy reference kernels and the CuPy kernels both call these with
+# their module (``xp``), so the integer tricks are written once.
+
+def _contiguous(x):
+    # (not xp.ascontiguousarray: NumPy's makes a rank-0 array rank 1)
+    return x if x.flags.c_contiguous else x.copy()
+
+
+def clz_array(x, xp=None):
+    """The value of :data:`clz_p` on a host or device integer array: a binary search for the
+    highest set bit, halving the window while its upper half is empty.
+
+    Args:
+      x: an integer array.
+      xp: the array module of ``x`` (default NumPy).
+
+    Returns:
+      The count of leading zero bits of each element, in ``x``'s dtype.
+
+    Example:
+      >>> import numpy as np
+      >>> clz_array(np.array([1, 0, -1], np.int8))
+      array([7, 8, 0], dtype=int8)
+    """
+    xp = np if xp is None else xp
+    bits = 8 * x.dtype.itemsize
+    u = _contiguous(x).view(np.dtype(f"u{x.dtype.itemsize}")).astype(np.uint64)
+    mask = np.uint64((1 << bits) - 1)
+    count = xp.zeros(u.shape, np.uint64)
+    width = bits // 2
+    while width:
+        empty = (u >> np.uint64(bits - width)) == 0
+        count = xp.where(empty, count + np.uint64(width), count)
+        u = xp.where(empty, u << np.uint64(width), u) & mask
+        width //= 2
+    count = xp.where((u >> np.uint64(bits - 1)) == 0, count + np.uint64(1), count)
+    return count.astype(x.dtype)
+
+
+def _mulhi_u64(a, b):
+    """High 64 bits of the 128-bit products of uint64 arrays, from 32-bit halves."""
+    mask, s32 = np.uint64(0xFFFFFFFF), np.uint64(32)
+    a_lo, a_hi = a & mask, a >> s32
+    b_lo, b_hi = b & mask, b >> s32
+    lo_lo, hi_lo, lo_hi, hi_hi = a_lo * b_lo, a_hi * b_lo, a_lo * b_hi, a_hi * b_hi
+    cross = (lo_lo >> s32) + (hi_lo & mask) + lo_hi
+    return hi_hi + (hi_lo >> s32) + (cross >> s32)
+
+
+def mulhi_array(x, y, xp=None):
+    """The value of :data:`mulhi_p` on host or device integer arrays: below 64 bits the exact
+    product in 64 bits, shifted; at 64 bits the product from 32-bit halves (unsigned
+    arithmetic wraps, as the signed correction needs).
+
+    Args:
+      x, y: integer arrays of one dtype (broadcastable shapes).
+      xp: the array module of ``x`` and ``y`` (default NumPy).
+
+    Returns:
+      The high half of each double-width product, in the operands' dtype.
+
+    Example:
+      >>> import numpy as np
+      >>> mulhi_array(np.array([2**31 - 1], np.int32), np.array([4], np.int32))
+      array([1], dtype=int32)
+    """
+    xp = np if xp is None else xp
+    dtype = x.dtype
+    bits = 8 * dtype.itemsize
+    x, y = xp.broadcast_arrays(x, y)
+    if bits < 64:
+        wide = np.dtype(np.int64 if dtype.kind == "i" else np.uint64)
+        return ((x.astype(wide) * y.astype(wide)) >> wide.type(bits)).astype(dtype)
+    ux, uy = _contiguous(x).view(np.uint64), _contiguous(y).view(np.uint64)
+    hi = _mulhi_u64(ux, uy)
+    if dtype.kind == "i":
+        # signed high half = unsigned high half - (x < 0 ? y : 0) - (y < 0 ? x : 0), mod 2**64
+        zero = np.uint64(0)
+        hi = hi - xp.where(x < 0, uy, zero) - xp.where(y < 0, ux, zero)
+    return _contiguous(hi).view(dtype)

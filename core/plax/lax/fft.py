@@ -86,6 +86,28 @@ def _fft_abstract_eval(x, *, fft_type, fft_lengths):
     return ShapedArray(x.shape, x.dtype, x.weak_type)
 
 
+def fft_result_shape_dtype(shape: Sequence[int], dtype, fft_type, fft_lengths: Sequence[int]):
+    """The shape and dtype of :data:`fft_p`'s result, for a backend's kernel (the abstract
+    evaluation, on a shape and dtype rather than an abstract value).
+
+    Args:
+      shape, dtype: the operand's.
+      fft_type: an :class:`FftType` (or its value).
+      fft_lengths: the primitive's parameter.
+
+    Returns:
+      ``(shape, dtype)`` of the result: ``RFFT`` halves the last length (plus one) and gives
+      the complex type, ``IRFFT`` gives ``fft_lengths`` and the real type.
+
+    Example:
+      >>> fft_result_shape_dtype((3, 8), np.float32, FftType.RFFT, (8,))
+      ((3, 5), dtype('complex64'))
+    """
+    out = _fft_abstract_eval(ShapedArray(tuple(shape), np.dtype(dtype)), fft_type=fft_type,
+                             fft_lengths=tuple(fft_lengths))
+    return out.shape, out.dtype
+
+
 def _fft_type(fft_type) -> FftType:
     if isinstance(fft_type, FftType):
         return fft_type

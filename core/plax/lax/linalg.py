@@ -427,6 +427,33 @@ def _qr_abstract_eval(a, *, full_matrices):
             ShapedArray(batch + (k, n), a.dtype, a.weak_type))
 
 
+def qr_of_empty(a, full_matrices: bool, xp=None) -> list:
+    """The value of :data:`qr_p` on a host or device array with no elements (LAPACK and
+    cuSOLVER reject those), for the backends' kernels: ``q`` holds the ``(m, k)`` identity's
+    leading columns in every batch entry, ``r`` is empty or zero.
+
+    Args:
+      a: an array of shape ``batch + (m, n)`` with ``a.size == 0``.
+      full_matrices: as the primitive's.
+      xp: the array module of ``a`` (default NumPy).
+
+    Returns:
+      ``[q, r]`` of the primitive's shapes, in ``a``'s dtype.
+
+    Example:
+      >>> q, r = qr_of_empty(np.zeros((2, 0)), True)
+      >>> q.tolist(), r.shape
+      ([[1.0, 0.0], [0.0, 1.0]], (2, 0))
+    """
+    xp = np if xp is None else xp
+    m, n = a.shape[-2:]
+    k = m if full_matrices else min(m, n)
+    q = xp.zeros(a.shape[:-2] + (m, k), a.dtype)
+    if m:
+        q[...] = xp.eye(m, k, dtype=a.dtype)
+    return [q, xp.zeros(a.shape[:-2] + (k, n), a.dtype)]
+
+
 def qr(x, *, full_matrices: bool = True):
     """QR decomposition ``x = q @ r`` (``q`` with orthonormal columns, ``r`` upper triangular).
 
@@ -561,6 +588,38 @@ def _svd_abstract_eval(a, *, full_matrices, compute_uv):
     mu, nv = (m, n) if full_matrices else (k, k)
     return (s, ShapedArray(batch + (m, mu), a.dtype, a.weak_type),
             ShapedArray(batch + (nv, n), a.dtype, a.weak_type))
+
+
+def svd_of_empty(a, full_matrices: bool, compute_uv: bool, xp=None) -> list:
+    """The value of :data:`svd_p` on a host or device array with no elements (LAPACK and
+    cuSOLVER reject those), for the backends' kernels: no singular values (or zeros), and
+    the identity's leading columns/rows as ``u`` and ``vh`` in every batch entry.
+
+    Args:
+      a: an array of shape ``batch + (m, n)`` with ``a.size == 0``.
+      full_matrices, compute_uv: as the primitive's.
+      xp: the array module of ``a`` (default NumPy).
+
+    Returns:
+      ``[s, u, vh]`` (``[s]`` without ``compute_uv``) of the primitive's shapes; ``s`` of the
+      real type of ``a``'s dtype, ``u`` and ``vh`` of ``a``'s.
+
+    Example:
+      >>> s, u, vh = svd_of_empty(np.zeros((2, 0)), True, True)
+      >>> s.shape, u.tolist(), vh.shape
+      ((0,), [[1.0, 0.0], [0.0, 1.0]], (0, 0))
+    """
+    xp = np if xp is None else xp
+    m, n = a.shape[-2:]
+    k = min(m, n)
+    batch = a.shape[:-2]
+    mu, nv = (m, n) if full_matrices else (k, k)
+    s = xp.zeros(batch + (k,), dtypes.real_dtype(a.dtype))
+    if not compute_uv:
+        return [s]
+    u = xp.broadcast_to(xp.eye(m, mu, dtype=a.dtype), batch + (m, mu)).copy()
+    vh = xp.broadcast_to(xp.eye(nv, n, dtype=a.dtype), batch + (nv, n)).copy()
+    return [s, u, vh]
 
 
 def svd(x, *, full_matrices: bool = True, compute_uv: bool = True):

@@ -28,7 +28,7 @@ from plax.core.shaped_array import ShapedArray
 from plax.lax.base import (ANY, INTEGRAL, NUMBER, asarray, aval_of, lax_shape,
                            check_dtype, same_dtypes)
 from plax.transforms.batching import move_axis_to
-from plax.transforms.jvp import Zero, deflinear, instantiate
+from plax.transforms.jvp import Zero, deflinear, instantiate, linear_in_first_jvp
 
 
 def _undefined(x) -> bool:
@@ -286,14 +286,7 @@ def dynamic_index_in_dim(x, index, axis: int = 0, keepdims: bool = True, *,
     return out if keepdims else squeeze(out, (int(axis),))
 
 
-@register_rule("jvp", dynamic_slice_p)
-def _dynamic_slice_jvp(primals, tangents, *, slice_sizes):
-    x, *idx = primals
-    out = dynamic_slice_p.bind(x, *idx, slice_sizes=slice_sizes)
-    t = tangents[0]
-    if type(t) is Zero:
-        return out, Zero.from_primal(out)
-    return out, dynamic_slice_p.bind(t, *idx, slice_sizes=slice_sizes)
+register_rule("jvp", dynamic_slice_p)(linear_in_first_jvp(dynamic_slice_p))
 
 
 @register_rule("transpose", dynamic_slice_p)
@@ -507,6 +500,35 @@ def _check_index_map(name, what, dims, rank):
 def _sorted_unique(name, what, dims, bound):
     if list(dims) != sorted(set(dims)) or any(not 0 <= d < bound for d in dims):
         raise TypeError(f"{name} {what} must be sorted, unique and in [0, {bound}), got {dims}")
+
+
+def gather_fill_value(dtype, fill_value=None) -> np.ndarray:
+    """What a ``FILL_OR_DROP`` gather reads out of bounds, as a host scalar of ``dtype``:
+    ``fill_value`` cast to it, else JAX's default (NaN for inexact types, the lowest signed
+    or highest unsigned integer, True for booleans). Backends' kernels call it.
+
+    Args:
+      dtype: the operand's dtype.
+      fill_value: the primitive's ``fill_value`` parameter (None: the default).
+
+    Returns:
+      A rank-0 NumPy array of ``dtype`` (``bool`` for booleans).
+
+    Example:
+      >>> gather_fill_value(np.int8), gather_fill_value(np.uint8), gather_fill_value(np.float32, 2)
+      (array(-128, dtype=int8), array(255, dtype=uint8), array(2., dtype=float32))
+    """
+    dtype = np.dtype(dtype)
+    if fill_value is not None:
+        with np.errstate(all="ignore"):  # (a value out of the type's range wraps, as a cast)
+            return np.asarray(fill_value).astype(dtype)
+    if dtype.kind in "fc" or dtype.name == "bfloat16":
+        return np.asarray(np.nan).astype(dtype)
+    if dtype.kind == "i":
+        return np.asarray(np.iinfo(dtype).min, dtype)
+    if dtype.kind == "u":
+        return np.asarray(np.iinfo(dtype).max, dtype)
+    return np.asarray(True)
 
 
 @gather_p.def_abstract_eval

@@ -1,6 +1,8 @@
 """top_k: the ``k`` largest entries along an axis, with their indices."""
 from __future__ import annotations
 
+from typing import Callable
+
 import numpy as np
 
 from plax.core.primitive import Primitive
@@ -50,6 +52,36 @@ def top_k(operand, k: int, *, axis: int = -1) -> list:
     if int(k) != k:
         raise TypeError(f"k argument to top_k must be an integer, got {k!r}")
     return list(top_k_p.bind(x, k=int(k), axis=axis))  # a list, as JAX returns
+
+
+def top_k_by_sorting(x, k: int, axis: int, ascending_order: Callable, xp=None) -> list:
+    """The value of :data:`top_k_p` on a host or device array, from a stable ascending sort:
+    the sort of the reversed axis, read backwards, is descending with ties in index order
+    (and NaN, which an ascending sort puts last, first). Backends pass their sort.
+
+    Args:
+      x: a host or device array.
+      k, axis: the primitive's parameters (``axis`` non-negative).
+      ascending_order: ``f(v) -> order``, the stable ascending argsort of ``v`` along its
+        last axis, NaN last (e.g. ``lambda v: np.argsort(v, axis=-1, kind="stable")``).
+      xp: the array module of ``x`` (default NumPy).
+
+    Returns:
+      ``[values, indices]`` (int32), C-contiguous, with ``axis`` of length ``k``.
+
+    Example:
+      >>> top_k_by_sorting(np.array([1., 3., 3.]), 2, 0,
+      ...                  lambda v: np.argsort(v, axis=-1, kind="stable"))
+      [array([3., 3.]), array([1, 2], dtype=int32)]
+    """
+    xp = np if xp is None else xp
+    x = xp.moveaxis(x, axis, -1)
+    n = x.shape[-1]
+    order = ascending_order(x[..., ::-1])[..., ::-1][..., :k]
+    idx = (n - 1 - order).astype(np.int32)
+    values = xp.take_along_axis(x, idx.astype(np.int64), axis=-1)
+    return [xp.ascontiguousarray(xp.moveaxis(values, -1, axis)),
+            xp.ascontiguousarray(xp.moveaxis(idx, -1, axis))]
 
 
 @register_rule("jvp", top_k_p)

@@ -142,6 +142,52 @@ def reduction_identity(dtype, which: str):
     return -np.inf if which == "max" else np.inf
 
 
+def reduce_window_array(x, which: str, *, window_dimensions, window_strides, padding,
+                        base_dilation, window_dilation, xp=None):
+    """The value of ``reduce_window_{sum,max,min}`` on a host or device array, for the
+    backends' kernels: ``x`` dilated and padded with the reduction's identity (one strided
+    copy), a strided window view of it (no copy), one reduction over the window axes.
+    16-bit floats reduce in float32; integers wrap; NaN propagates through max and min.
+
+    Args:
+      x: a host or device array.
+      which: ``"sum"``, ``"max"`` or ``"min"``.
+      window_dimensions, window_strides, padding, base_dilation, window_dilation: the
+        primitive's parameters (one per axis).
+      xp: the array module of ``x`` (default NumPy).
+
+    Returns:
+      One reduction per window position, C-contiguous, of ``x``'s dtype.
+
+    Example:
+      >>> reduce_window_array(np.arange(5.0), "max", window_dimensions=(2,),
+      ...                     window_strides=(2,), padding=((0, 1),), base_dilation=(1,),
+      ...                     window_dilation=(1,))
+      array([1., 3., 4.])
+    """
+    from plax.lax.convolution import dilate_and_pad, window_view
+    xp = np if xp is None else xp
+    dtype = np.dtype(x.dtype)
+    compute = np.dtype(np.float32) if dtype.itemsize == 2 and dtype.kind in "fV" else dtype
+    x = x.astype(compute, copy=False)
+    axes = tuple(range(x.ndim))
+    x = dilate_and_pad(x, axes, base_dilation, padding, reduction_identity(compute, which),
+                       xp=xp)
+    if x.ndim == 0:
+        return x.astype(dtype, copy=True)
+    shape = window_output_shape(x.shape, window_dimensions, window_strides,
+                                ((0, 0),) * x.ndim, (1,) * x.ndim, window_dilation)
+    if 0 in shape:  # some axis is shorter than one window: an empty result
+        return xp.zeros(shape, dtype)
+    view = window_view(x, axes, window_dimensions, window_strides, window_dilation, shape, xp=xp)
+    w_axes = tuple(range(x.ndim, 2 * x.ndim))
+    if which == "sum":
+        out = view.sum(axis=w_axes, dtype=compute)
+    else:
+        out = view.max(axis=w_axes) if which == "max" else view.min(axis=w_axes)
+    return xp.ascontiguousarray(out.astype(dtype, copy=False))
+
+
 def _patches(x, fill, *, window_dimensions, window_strides, padding, base_dilation,
              window_dilation):
     """The operand's windows, stacked on a new last axis (one entry per window element)."""

@@ -18,7 +18,7 @@ from plax.state.primitives import (addupdate_p, bind_new_ref, free_ref_p, freeze
                                    making_level, new_ref_p, swap_p)
 from plax.state.types import RefIndexer
 from plax.transforms.batching import batch_of_unbatched
-from plax.transforms.jvp import Zero, instantiate, jvp_of_zeros
+from plax.transforms.jvp import Zero, instantiate, jvp_of_zeros, linear_in_first_jvp
 from plax.transforms.staging import LinearizeTrace, is_linearize_tracer
 
 # ------------------------------------------------------------------ printing
@@ -82,21 +82,6 @@ def _linearizing_below(level: int) -> bool:
     return level > 0 and issubclass(state.stack[level - 1].trace_type, LinearizeTrace)
 
 
-def _freeze_jvp(primals, tangents):
-    (ref,), (ref_t,) = primals, tangents
-    out = freeze_p.bind(ref)
-    return out, (Zero.from_primal(out) if type(ref_t) is Zero else freeze_p.bind(ref_t))
-
-
-def _get_jvp(primals, tangents, *, indexer):
-    ref, *dyn = primals
-    out = get_p.bind(ref, *dyn, indexer=indexer)
-    ref_t = tangents[0]
-    if type(ref_t) is Zero:
-        return out, Zero.from_primal(out)
-    return out, get_p.bind(ref_t, *dyn, indexer=indexer)
-
-
 def _no_tangent_ref_error(ref) -> Exception:
     from plax.core.trace import get_aval
     return Exception("performing a set/swap operation with a differentiated value on a "
@@ -136,8 +121,8 @@ def _free_ref_jvp(primals, tangents):
 registry.register_rule("jvp", free_ref_p)(_free_ref_jvp)
 registry.register_rule("jvp", new_ref_p)(_new_ref_jvp)
 jvp_of_zeros.add(new_ref_p)
-registry.register_rule("jvp", freeze_p)(_freeze_jvp)
-registry.register_rule("jvp", get_p)(_get_jvp)
+registry.register_rule("jvp", freeze_p)(linear_in_first_jvp(freeze_p))
+registry.register_rule("jvp", get_p)(linear_in_first_jvp(get_p))
 registry.register_rule("jvp", swap_p)(_swap_jvp)
 registry.register_rule("jvp", addupdate_p)(_addupdate_jvp)
 

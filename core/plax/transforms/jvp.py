@@ -96,6 +96,38 @@ def bilinear_jvp(prim) -> Callable:
     return rule
 
 
+def linear_in_first_jvp(prim) -> Callable:
+    """The JVP rule of a primitive linear in its first operand whose other operands (if any)
+    are indices or other non-differentiable values (``dynamic_slice``, a ref ``get``,
+    ``freeze``): the tangent is the primitive applied to the first operand's tangent with the
+    same other operands.
+
+    Args:
+      prim: the primitive.
+
+    Returns:
+      A rule ``(primals, tangents, **params) -> (out, tangent_out)`` for
+      ``register_rule("jvp", prim)``; the tangent is a symbolic zero when the first operand's
+      is.
+
+    Example:
+      >>> from plax.lax.slicing import dynamic_slice_p
+      >>> rule = linear_in_first_jvp(dynamic_slice_p)  # (registered with register_rule)
+      >>> rule((jnp.arange(4.0), jnp.int32(1)), (jnp.ones(4) * 10, None), slice_sizes=(2,))
+      (Array([1., 2.], dtype=float32), Array([10., 10.], dtype=float32))
+    """
+
+    def rule(primals, tangents, **params):
+        x, *rest = primals
+        out = prim.bind(x, *rest, **params)
+        t = tangents[0]
+        if type(t) is Zero:
+            return out, Zero.from_primal(out)
+        return out, prim.bind(t, *rest, **params)
+
+    return rule
+
+
 class JVPTracer(Tracer):
     """A primal value with its tangent."""
 
