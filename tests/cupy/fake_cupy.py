@@ -35,6 +35,7 @@ block, real memory. Install it with :func:`install` *before* ``plax_cupy.backend
 """
 from __future__ import annotations
 
+import builtins
 import ctypes
 import importlib
 import operator
@@ -762,7 +763,8 @@ def _make_namespace(path: str, module: types.ModuleType | None = None):
 def __getattr__(name):  # cupy.<name>: the numpy namespace table
     if name in _api.NUMPY and name not in _OWN:
         fn = _namespace_function("numpy", name)
-        globals()[name] = fn
+        if not hasattr(builtins, name):  # cupy.max cached as a global would shadow max() here
+            globals()[name] = fn
         return fn
     raise AttributeError(f"simulated module 'cupy' has no attribute {name!r} "
                          "(not in tests/cupy/fake_cupy_api.py)")
