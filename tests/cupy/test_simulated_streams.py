@@ -98,6 +98,15 @@ def test_device_arrays_refuse_numpy_where_cupy_does():
 
 
 @on_simulated_gpu
+def test_builtin_named_functions_do_not_shadow_the_simulations_builtins():
+    import cupy
+    x = cupy.asarray(np.arange(5.0))
+    assert float(cupy.max(x)) == 4.0 and float(cupy.min(x)) == 0.0
+    y = cupy.ones(1000)        # the pool's malloc calls Python's max(): must still be the builtin
+    assert float(cupy.sum(y)) == 1000.0
+
+
+@on_simulated_gpu
 def test_host_reads_are_counted():
     import cupy
     import fake_cupy
