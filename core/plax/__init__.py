@@ -34,6 +34,7 @@ from plax.transforms.checkpoint import checkpoint, remat, checkpoint_policies
 from plax.api_util import block_until_ready, disable_jit, typeof
 from plax import ref
 from plax.ref import new_ref, freeze, Ref, empty_ref, free_ref
+from plax.state.indexing import ds
 from plax.tree_util import tree_map as _tree_map
 
 tree_map = _tree_map  # the alias older JAX code (and the seed tutorials) use

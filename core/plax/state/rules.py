@@ -151,6 +151,9 @@ registry.register_rule("jvp", addupdate_p)(_addupdate_jvp)
 # then places that block where the per-example access placed its index block, or in front;
 # a transpose restores the per-example layout.
 
+_SLICED = ("slice", "dslice")  # entries that keep their dimension in the result
+
+
 def _batched_indexer(indexer: RefIndexer, size: int) -> RefIndexer:
     return RefIndexer((("slice", 0, size, 1),) + indexer.entries, (size,) + indexer.ref_shape)
 
@@ -159,7 +162,7 @@ def _adjacent(entries) -> bool:
     """Whether the integer-array indices (integers count among them when an array is
     present, as in NumPy) are adjacent."""
     at = [i for i, e in enumerate(entries) if e[0] in ("dyn", "int")]
-    return at[-1] - at[0] + 1 == len(at)
+    return not at or at[-1] - at[0] + 1 == len(at)
 
 
 def _advanced_block_position(entries) -> int:
@@ -168,7 +171,7 @@ def _advanced_block_position(entries) -> int:
     if not _adjacent(entries):
         return 0
     first = next(i for i, e in enumerate(entries) if e[0] in ("dyn", "int"))
-    return sum(1 for e in entries[:first] if e[0] == "slice")
+    return sum(1 for e in entries[:first] if e[0] in _SLICED)
 
 
 class _Access:
@@ -185,6 +188,7 @@ class _Access:
                                       "batches refs along axis 0 (use in_axes=0 for ref "
                                       "arguments).")
         self.ref, self.perm = ref, None
+        _refuse_batched_slice_starts(dyn, dyn_dims, indexer)
         example_shapes = [tuple(s for k, s in enumerate(get_aval(d).shape) if k != dd)
                           for d, dd in zip(dyn, dyn_dims)]
         self.example_shape = indexer.result_shape(example_shapes)
@@ -220,7 +224,7 @@ class _Access:
         self.out_dim = 0
         # the result is (batch, *index block, *sliced dims); the example access has its
         # index block after example_pos sliced dims
-        n_block = len(self.example_shape) - sum(1 for e in entries if e[0] == "slice")
+        n_block = len(self.example_shape) - sum(1 for e in entries if e[0] in _SLICED)
         if example_pos:
             block = list(range(1, 1 + n_block))
             rest = list(range(1 + n_block, 1 + len(self.example_shape)))
@@ -240,6 +244,16 @@ class _Access:
                 inverse[p] = k
             val = lax.transpose(val, tuple(inverse))
         return val
+
+
+def _refuse_batched_slice_starts(dyn, dyn_dims, indexer: RefIndexer) -> None:
+    """JAX's NotImplementedError for ``x_ref[jax.ds(i, n)]`` with ``i`` batched."""
+    operand_entries = [e for e in indexer.entries if e[0] in ("dyn", "dslice")]
+    for d, dd, e in zip(dyn, dyn_dims, operand_entries):
+        if e[0] == "dslice" and dd is not None:
+            from plax.state.indexing import Slice
+            raise NotImplementedError("No support for vmapping over nontrivial slices just "
+                                      f"yet: {Slice(d, e[1], e[2])!r}")
 
 
 def _unbatched_ref_error(ref) -> Exception:
