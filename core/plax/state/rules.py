@@ -14,8 +14,8 @@ import numpy as np
 from plax.core import registry
 from plax.core.jaxpr import DropVar, Literal
 from plax.core.pretty_print import pp_rules
-from plax.state.primitives import (addupdate_p, bind_new_ref, free_ref_p, freeze_p, get_p,
-                                   making_level, new_ref_p, swap_p)
+from plax.state.primitives import (_check_write, addupdate_p, bind_new_ref, free_ref_p,
+                                   freeze_p, get_p, making_level, new_ref_p, swap_p)
 from plax.state.types import RefIndexer
 from plax.transforms.batching import batch_of_unbatched
 from plax.transforms.jvp import Zero, instantiate, jvp_of_zeros
@@ -154,8 +154,11 @@ registry.register_rule("jvp", addupdate_p)(_addupdate_jvp)
 _SLICED = ("slice", "dslice")  # entries that keep their dimension in the result
 
 
-def _batched_indexer(indexer: RefIndexer, size: int) -> RefIndexer:
-    return RefIndexer((("slice", 0, size, 1),) + indexer.entries, (size,) + indexer.ref_shape)
+def _batched_indexer(indexer: RefIndexer, size: int, axis: int = 0) -> RefIndexer:
+    """``indexer`` on a ref batched along ``axis``: a full slice over the batch axis."""
+    e, shape = indexer.entries, indexer.ref_shape
+    return RefIndexer(e[:axis] + (("slice", 0, size, 1),) + e[axis:],
+                      shape[:axis] + (size,) + shape[axis:])
 
 
 def _adjacent(entries) -> bool:
@@ -183,24 +186,23 @@ class _Access:
     def __init__(self, ref, ref_dim, dyn, dyn_dims, indexer: RefIndexer, size: int):
         from plax.core.trace import get_aval
         from plax.transforms.batching import move_axis_to
-        if ref_dim not in (0, None):
-            raise NotImplementedError(f"vmap of a ref batched along axis {ref_dim}: plax "
-                                      "batches refs along axis 0 (use in_axes=0 for ref "
-                                      "arguments).")
         self.ref, self.perm = ref, None
         _refuse_batched_slice_starts(dyn, dyn_dims, indexer)
         example_shapes = [tuple(s for k, s in enumerate(get_aval(d).shape) if k != dd)
                           for d, dd in zip(dyn, dyn_dims)]
         self.example_shape = indexer.result_shape(example_shapes)
         batched_index = any(dd is not None for dd in dyn_dims)
-        has_dyn = bool(dyn)
-        if not batched_index and (ref_dim is None or not has_dyn or _adjacent(indexer.entries)):
-            # unbatched indices after a leading full slice: the index block keeps its place
-            # relative to the other dimensions (non-adjacent ones would jump in front of the
-            # batch axis, and take the general path below)
+        entries = indexer.entries
+        if not batched_index and (ref_dim is None or not any(example_shapes)
+                                  or (ref_dim == 0 and _adjacent(entries))):
+            # unbatched indices, a full slice over the ref's batch axis: the batch comes out
+            # after the sliced dimensions before it (integer-array indices keep their place
+            # when they are adjacent and the batch axis leads; else they take the general
+            # path below, as they would jump in front of the batch axis)
             self.dyn, self.indexer = list(dyn), (indexer if ref_dim is None
-                                                 else _batched_indexer(indexer, size))
-            self.out_dim = None if ref_dim is None else 0
+                                                 else _batched_indexer(indexer, size, ref_dim))
+            self.out_dim = None if ref_dim is None else sum(
+                1 for e in entries[:ref_dim] if e[0] in _SLICED)
             return
         from plax import lax
         rank = max((len(s) for s in example_shapes), default=0)
@@ -211,24 +213,31 @@ class _Access:
             else:
                 d = move_axis_to(d, dd, 0, size)
                 new_dyn.append(lax.reshape(d, (size,) + (1,) * (rank - len(shp)) + shp))
-        entries = indexer.entries
         example_pos = _advanced_block_position(entries)
         if ref_dim is None:
             # the batch leads the index block, which stays where the example access put it
             self.dyn, self.indexer, self.out_dim = new_dyn, indexer, example_pos
             return
+        # the ref's batch axis is indexed by an iota: one more integer-array index, whose
+        # batch leads the broadcast index block
         iota = lax.broadcasted_iota(new_dyn[0].dtype if new_dyn else np.int32,
                                     (size,) + (1,) * rank, 0)
-        self.dyn = [iota] + new_dyn
-        self.indexer = RefIndexer((("dyn",),) + entries, (size,) + indexer.ref_shape)
+        n_before = sum(1 for e in entries[:ref_dim] if e[0] in ("dyn", "dslice"))
+        self.dyn = new_dyn[:n_before] + [iota] + new_dyn[n_before:]
+        entries = entries[:ref_dim] + (("dyn",),) + entries[ref_dim:]
+        shape = indexer.ref_shape[:ref_dim] + (size,) + indexer.ref_shape[ref_dim:]
+        self.indexer = RefIndexer(entries, shape)
         self.out_dim = 0
-        # the result is (batch, *index block, *sliced dims); the example access has its
-        # index block after example_pos sliced dims
-        n_block = len(self.example_shape) - sum(1 for e in entries if e[0] in _SLICED)
-        if example_pos:
-            block = list(range(1, 1 + n_block))
-            rest = list(range(1 + n_block, 1 + len(self.example_shape)))
-            self.perm = tuple([0] + rest[:example_pos] + block + rest[example_pos:])
+        # the result is (*sliced dims before p, batch, *index block, *other sliced dims); the
+        # example access has its index block after example_pos sliced dims
+        p = _advanced_block_position(entries)
+        n_sliced = sum(1 for e in entries if e[0] in _SLICED)
+        n_block = len(self.example_shape) - n_sliced
+        sliced = list(range(p)) + list(range(p + 1 + n_block, 1 + n_block + n_sliced))
+        block = list(range(p + 1, p + 1 + n_block))
+        perm = [p] + sliced[:example_pos] + block + sliced[example_pos:]
+        if perm != sorted(perm):
+            self.perm = tuple(perm)
 
     def to_example_layout(self, out):
         from plax import lax
@@ -237,7 +246,7 @@ class _Access:
     def from_example_layout(self, val, val_dim, size: int):
         from plax import lax
         from plax.transforms.batching import move_axis_to
-        val = move_axis_to(val, val_dim, 0, size)
+        val = move_axis_to(val, val_dim, self.out_dim, size)
         if self.perm:
             inverse = [0] * len(self.perm)
             for k, p in enumerate(self.perm):
@@ -289,23 +298,34 @@ def _get_batch(vals, dims, *, indexer):
     return access.to_example_layout(out), access.out_dim
 
 
-def _write_access(vals, dims, indexer):
+def _unbatched_aval(x, dim):
+    from plax.core.trace import get_aval
+    aval = get_aval(x)
+    if dim is None:
+        return aval
+    return aval.update(shape=tuple(s for k, s in enumerate(aval.shape) if k != dim))
+
+
+def _write_access(vals, dims, indexer, name: str):
     ref, val, *dyn = vals
     if dims[0] is None:
         raise _unbatched_ref_error(ref)
+    # the example's shapes checked first, so a wrong one is the error it is without vmap
+    _check_write(_unbatched_aval(ref, dims[0]), _unbatched_aval(val, dims[1]),
+                 [_unbatched_aval(d, dd) for d, dd in zip(dyn, dims[2:])], indexer, name)
     size = _size_of(vals, dims)
     access = _Access(ref, dims[0], dyn, dims[2:], indexer, size)
     return access, access.from_example_layout(val, dims[1], size)
 
 
 def _swap_batch(vals, dims, *, indexer):
-    access, val = _write_access(vals, dims, indexer)
+    access, val = _write_access(vals, dims, indexer, "swap")
     old = swap_p.bind(access.ref, val, *access.dyn, indexer=access.indexer)
-    return access.to_example_layout(old), 0
+    return access.to_example_layout(old), access.out_dim
 
 
 def _addupdate_batch(vals, dims, *, indexer):
-    access, val = _write_access(vals, dims, indexer)
+    access, val = _write_access(vals, dims, indexer, "addupdate")
     return addupdate_p.bind(access.ref, val, *access.dyn, indexer=access.indexer), []
 
 
