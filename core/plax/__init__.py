@@ -42,9 +42,13 @@ tree_map = _tree_map  # the alias older JAX code (and the seed tutorials) use
 # Submodules imported on first use. Only modules that exist are named here, so that
 # ``hasattr(plax, "nn")`` is False until plax.nn is written.
 _LAZY_SUBMODULES = frozenset({"random", "test_util", "plugins", "api_util", "ad_checkpoint",
-                               "debug", "debugger", "experimental", "scipy", "nn", "distributed"})
+                               "debug", "debugger", "experimental", "scipy", "nn", "distributed",
+                               "ops", "typing"})
 # Names loaded on first use, with the module that defines them.
-_LAZY_NAMES = {"pure_callback": "plax.lax.callbacks", "float0": "plax.dtypes"}
+_LAZY_NAMES = {"pure_callback": "plax.lax.callbacks", "float0": "plax.dtypes",
+               "named_scope": "plax.named_scopes", "named_call": "plax.named_scopes",
+               "print_environment_info": "plax.environment",
+               "process_indices": "plax.environment"}
 _config_contexts = frozenset(_MORE_CONTEXTS)
 
 
