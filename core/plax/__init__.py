@@ -43,7 +43,7 @@ tree_map = _tree_map  # the alias older JAX code (and the seed tutorials) use
 # ``hasattr(plax, "nn")`` is False until plax.nn is written.
 _LAZY_SUBMODULES = frozenset({"random", "test_util", "plugins", "api_util", "ad_checkpoint",
                                "debug", "debugger", "experimental", "scipy", "nn", "distributed",
-                               "ops", "typing"})
+                               "ops", "typing", "image"})
 # Names loaded on first use, with the module that defines them.
 _LAZY_NAMES = {"pure_callback": "plax.lax.callbacks", "float0": "plax.dtypes",
                "named_scope": "plax.named_scopes", "named_call": "plax.named_scopes",
