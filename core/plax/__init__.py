@@ -48,7 +48,8 @@ _LAZY_SUBMODULES = frozenset({"random", "test_util", "plugins", "api_util", "ad_
 _LAZY_NAMES = {"pure_callback": "plax.lax.callbacks", "float0": "plax.dtypes",
                "named_scope": "plax.named_scopes", "named_call": "plax.named_scopes",
                "print_environment_info": "plax.environment",
-               "process_indices": "plax.environment"}
+               "process_indices": "plax.environment", "clear_caches": "plax.transforms.jit",
+               "linear_transpose": "plax.linear_transpose"}
 _config_contexts = frozenset(_MORE_CONTEXTS)
 
 
