@@ -49,7 +49,8 @@ _LAZY_NAMES = {"pure_callback": "plax.lax.callbacks", "float0": "plax.dtypes",
                "named_scope": "plax.named_scopes", "named_call": "plax.named_scopes",
                "print_environment_info": "plax.environment",
                "process_indices": "plax.environment", "clear_caches": "plax.transforms.jit",
-               "linear_transpose": "plax.linear_transpose"}
+               "linear_transpose": "plax.transforms.linear_transpose",
+               "custom_gradient": "plax.transforms.custom_gradient"}
 _config_contexts = frozenset(_MORE_CONTEXTS)
 
 
