@@ -115,3 +115,23 @@ def test_environment_info_and_process_indices(capsys):
     assert plax.print_environment_info() is None
     assert capsys.readouterr().out.strip() == text
     assert plax.process_indices() == list(range(plax.process_count()))
+
+
+def test_flatten_one_level_with_keys():
+    import collections
+    from plax.tree_util import DictKey, GetAttrKey, SequenceKey, flatten_one_level_with_keys
+    Pair = collections.namedtuple("Pair", "a b")
+    assert flatten_one_level_with_keys({"b": (2, 3), "a": 1}) == (
+        ((DictKey("a"), 1), (DictKey("b"), (2, 3))), ("a", "b"))
+    assert flatten_one_level_with_keys([1, None]) == (
+        ((SequenceKey(0), 1), (SequenceKey(1), None)), None)
+    # each field its own key (JAX 0.10.2 names both 'a': a bug not copied)
+    assert flatten_one_level_with_keys(Pair(1, 2)) == (
+        [(GetAttrKey("a"), 1), (GetAttrKey("b"), 2)], Pair)
+    assert flatten_one_level_with_keys(None) == ((), None)
+    with pytest.raises(ValueError, match="can't tree-flatten type"):
+        flatten_one_level_with_keys(1)
+    jax = pytest.importorskip("jax", reason="compared with JAX where installed")
+    for t in [{"b": (2, 3), "a": 1}, [1, None], (1,), None]:
+        assert repr(flatten_one_level_with_keys(t)) == repr(
+            jax.tree_util.flatten_one_level_with_keys(t))
