@@ -50,7 +50,8 @@ _LAZY_NAMES = {"pure_callback": "plax.lax.callbacks", "float0": "plax.dtypes",
                "print_environment_info": "plax.environment",
                "process_indices": "plax.environment", "clear_caches": "plax.transforms.jit",
                "linear_transpose": "plax.transforms.linear_transpose",
-               "custom_gradient": "plax.transforms.custom_gradient"}
+               "custom_gradient": "plax.transforms.custom_gradient",
+               "ensure_compile_time_eval": "plax.transforms.compile_time_eval"}
 _config_contexts = frozenset(_MORE_CONTEXTS)
 
 
