@@ -59,3 +59,24 @@ def test_beside_jax():
     np.testing.assert_allclose(np.asarray(plax.jit(ours)(2.0)), np.asarray(jax.jit(theirs)(2.0)))
     np.testing.assert_allclose(np.asarray(plax.grad(ours)(2.0)),
                                np.asarray(jax.grad(theirs)(2.0)))
+
+
+def test_debug_log_emits_records_from_the_calling_line(caplog):
+    import logging
+    import inspect
+
+    def f(x):
+        plax.debug.log("x is {}", x)  # the line the records name
+        return x
+    line = inspect.getsourcelines(f)[1] + 1
+    with caplog.at_level(logging.INFO, logger="plax.debug"):
+        plax.jit(f)(3.0)
+        f(jnp.arange(2.0))
+        plax.vmap(f)(jnp.arange(2.0))
+    records = [r for r in caplog.records if r.name == "plax.debug"]
+    assert [r.getMessage() for r in records] == ["x is 3.0", "x is [0. 1.]", "x is 0.0",
+                                                 "x is 1.0"]
+    assert all(r.levelno == logging.INFO and r.lineno == line and r.funcName == "f"
+               and r.pathname == __file__ for r in records)
+    with pytest.raises(TypeError, match="fmt must be a string"):
+        plax.debug.log(3)
