@@ -51,7 +51,8 @@ _LAZY_NAMES = {"pure_callback": "plax.lax.callbacks", "float0": "plax.dtypes",
                "process_indices": "plax.environment", "clear_caches": "plax.transforms.jit",
                "linear_transpose": "plax.transforms.linear_transpose",
                "custom_gradient": "plax.transforms.custom_gradient",
-               "ensure_compile_time_eval": "plax.transforms.compile_time_eval"}
+               "ensure_compile_time_eval": "plax.transforms.compile_time_eval",
+               "fwd_and_bwd": "plax.transforms.fwd_and_bwd"}
 _config_contexts = frozenset(_MORE_CONTEXTS)
 
 
