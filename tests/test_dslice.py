@@ -155,16 +155,60 @@ def test_refs_under_vmap_with_static_dynamic_slices():
     np.testing.assert_array_equal(plax.vmap(h)(jnp.asarray(host)), want)
 
 
-def test_batched_start_on_a_ref_is_jax_not_implemented_error():
+def test_batched_starts_on_refs_read_and_write_each_example():
+    # JAX 0.10.2 refuses a batched start on a ref (NotImplementedError); plax takes it, as its
+    # scan batches a fori_loop's counter (below), and checks it against a loop
     def g(x, i):
-        return plax.new_ref(x)[plax.ds(i, 2)]
-    with pytest.raises(NotImplementedError, match=re.escape(
-            "No support for vmapping over nontrivial slices just yet: Slice(start=")):
-        plax.vmap(g, (None, 0))(jnp.arange(5.0), jnp.array([0, 1]))
-    # an array (not a ref) takes a batched start
+        r = plax.new_ref(x)
+        old = r[plax.ds(i, 2)]
+        r[plax.ds(i, 2)] = old * 10
+        r[1, plax.ds(i, 2, 2)] += 1.0
+        return r[...], old
+    x = np.arange(30, dtype=np.float32).reshape(2, 3, 5)
+    starts = np.array([0, 1], np.int32)
+    got, old = plax.vmap(g, (0, 0))(jnp.asarray(x), jnp.asarray(starts))
+    for k, i in enumerate(starts):
+        want = x[k].copy()
+        want_old = want[i:i + 2].copy()
+        want[i:i + 2] *= 10
+        want[1, i:i + 4:2] += 1
+        np.testing.assert_array_equal(got[k], want)
+        np.testing.assert_array_equal(old[k], want_old)
+    # an array (not a ref) takes a batched start too (as in JAX)
     np.testing.assert_array_equal(
         plax.vmap(lambda x, i: x[plax.ds(i, 2)], (None, 0))(jnp.arange(5.0), jnp.array([0, 1])),
         [[0.0, 1.0], [1.0, 2.0]])
+
+
+def _loop_program(jx):
+    np_ = jx.numpy
+
+    def f(x):
+        r = jx.new_ref(np_.zeros(8))
+
+        def body(i, c):
+            r[jx.ds(i * 2, 2)] = x[jx.ds(i * 2, 2)] * (i + 1.0)
+            return c
+        jx.lax.fori_loop(0, 4, body, 0)
+        return jx.freeze(r)
+    return f
+
+
+def test_fori_loop_writing_windows_under_vmap_jit_and_grad():
+    f = _loop_program(plax)
+    x = np.arange(8, dtype=np.float32)
+    scale = np.repeat(np.arange(1, 5), 2).astype(np.float32)
+    np.testing.assert_array_equal(plax.jit(f)(jnp.asarray(x)), x * scale)
+    np.testing.assert_array_equal(plax.grad(lambda x: f(x).sum())(jnp.asarray(x)), scale)
+    xs = np.stack([x, x + 1])
+    np.testing.assert_array_equal(plax.vmap(f)(jnp.asarray(xs)), xs * scale)
+
+
+def test_fori_loop_windows_beside_jax():
+    jax = pytest.importorskip("jax", reason="compared with JAX where installed")
+    xs = np.stack([np.arange(8.0), np.arange(8.0) + 1]).astype(np.float32)
+    np.testing.assert_array_equal(plax.vmap(_loop_program(plax))(jnp.asarray(xs)),
+                                  jax.vmap(_loop_program(jax))(jax.numpy.asarray(xs)))
 
 
 def test_errors():

@@ -15,7 +15,8 @@ from plax.core import registry
 from plax.core.jaxpr import DropVar, Literal
 from plax.core.pretty_print import pp_rules
 from plax.state.primitives import (_check_write, addupdate_p, bind_new_ref, free_ref_p,
-                                   freeze_p, get_p, making_level, new_ref_p, swap_p)
+                                   freeze_p, get_p, making_level, new_ref_p, read_value, swap_p,
+                                   written_value)
 from plax.state.types import RefIndexer
 from plax.transforms.batching import batch_of_unbatched
 from plax.transforms.jvp import Zero, instantiate, jvp_of_zeros
@@ -187,7 +188,6 @@ class _Access:
         from plax.core.trace import get_aval
         from plax.transforms.batching import move_axis_to
         self.ref, self.perm = ref, None
-        _refuse_batched_slice_starts(dyn, dyn_dims, indexer)
         example_shapes = [tuple(s for k, s in enumerate(get_aval(d).shape) if k != dd)
                           for d, dd in zip(dyn, dyn_dims)]
         self.example_shape = indexer.result_shape(example_shapes)
@@ -255,14 +255,52 @@ class _Access:
         return val
 
 
-def _refuse_batched_slice_starts(dyn, dyn_dims, indexer: RefIndexer) -> None:
-    """JAX's NotImplementedError for ``x_ref[jax.ds(i, n)]`` with ``i`` batched."""
+def _batched_slice_start(dyn_dims, indexer: RefIndexer) -> bool:
+    """Whether a ``jax.ds(i, n)`` entry has its start ``i`` batched."""
     operand_entries = [e for e in indexer.entries if e[0] in ("dyn", "dslice")]
-    for d, dd, e in zip(dyn, dyn_dims, operand_entries):
-        if e[0] == "dslice" and dd is not None:
-            from plax.state.indexing import Slice
-            raise NotImplementedError("No support for vmapping over nontrivial slices just "
-                                      f"yet: {Slice(d, e[1], e[2])!r}")
+    return any(e[0] == "dslice" and dd is not None for dd, e in zip(dyn_dims, operand_entries))
+
+
+# A dynamic slice whose start is batched (each example's window starts elsewhere) is not one
+# rectangular access of the batched ref: the whole ref is read, each example's access is
+# applied to it by the per-example read/write (vmapped: dynamic_slice batches as a gather),
+# and, for a write, the whole ref is written back. JAX 0.10.2 refuses these
+# (NotImplementedError: "No support for vmapping over nontrivial slices just yet"); plax
+# takes them, because its scan batches a fori_loop's counter with the carry it runs beside.
+
+def _whole(ref):
+    from plax.core.trace import get_aval
+    return get_p.bind(ref, indexer=RefIndexer.full(get_aval(ref).shape))
+
+
+def _per_example(fun, vals, dims, size: int):
+    from plax.transforms.vmap_api import vmap
+    return vmap(fun, in_axes=tuple(dims), axis_size=size)(*vals)
+
+
+def _get_whole_batch(vals, dims, indexer):
+    ref, *dyn = vals
+    size = _size_of(vals, dims)
+    out = _per_example(lambda v, *d: read_value(v, indexer, d), [_whole(ref), *dyn],
+                       dims, size)
+    return out, 0
+
+
+def _write_whole_batch(vals, dims, indexer, accumulate: bool):
+    ref, val, *dyn = vals
+    if dims[0] is None:
+        raise _unbatched_ref_error(ref)
+    size = _size_of(vals, dims)
+    whole = _whole(ref)
+    new = _per_example(lambda v, x, *d: written_value(v, indexer, d, x, accumulate),
+                       [whole, val, *dyn], dims, size)
+    from plax.transforms.batching import move_axis_to
+    swap_p.bind(ref, move_axis_to(new, 0, dims[0], size),
+                indexer=RefIndexer.full(whole.shape))
+    if accumulate:
+        return []
+    return _per_example(lambda v, *d: read_value(v, indexer, d), [whole, *dyn],
+                        [dims[0], *dims[2:]], size), 0
 
 
 def _unbatched_ref_error(ref) -> Exception:
@@ -292,6 +330,8 @@ def _size_of(vals, dims) -> int:
 
 
 def _get_batch(vals, dims, *, indexer):
+    if _batched_slice_start(dims[1:], indexer):
+        return _get_whole_batch(vals, dims, indexer)
     ref, *dyn = vals
     access = _Access(ref, dims[0], dyn, dims[1:], indexer, _size_of(vals, dims))
     out = get_p.bind(access.ref, *access.dyn, indexer=access.indexer)
@@ -319,12 +359,16 @@ def _write_access(vals, dims, indexer, name: str):
 
 
 def _swap_batch(vals, dims, *, indexer):
+    if _batched_slice_start(dims[2:], indexer):
+        return _write_whole_batch(vals, dims, indexer, accumulate=False)
     access, val = _write_access(vals, dims, indexer, "swap")
     old = swap_p.bind(access.ref, val, *access.dyn, indexer=access.indexer)
     return access.to_example_layout(old), access.out_dim
 
 
 def _addupdate_batch(vals, dims, *, indexer):
+    if _batched_slice_start(dims[2:], indexer):
+        return _write_whole_batch(vals, dims, indexer, accumulate=True), []
     access, val = _write_access(vals, dims, indexer, "addupdate")
     return addupdate_p.bind(access.ref, val, *access.dyn, indexer=access.indexer), []
 
