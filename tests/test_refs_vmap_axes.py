@@ -163,3 +163,15 @@ def test_writing_a_wrong_shape_is_jax_value_error():
     r = plax.new_ref(jnp.zeros((2, 3, 4)))
     with pytest.raises(ValueError, match="Invalid shape for `swap`"):
         plax.vmap(lambda r: r.__setitem__((0, slice(None)), jnp.ones(3)), in_axes=1)(r)
+
+
+@pytest.mark.parametrize("axis", [0, 1])
+def test_returning_a_ref_from_vmap_is_a_clear_error(axis):
+    # JAX 0.10.2 fails here with an internal AttributeError ('Ref' has no 'transpose')
+    x = jnp.arange(12.0).reshape(3, 4)
+    with pytest.raises(ValueError, match="returned a mutable array reference of type "
+                                         r"Ref\{float32\[\d\]\}, but mutable array references "
+                                         "cannot be returned"):
+        plax.vmap(lambda v: plax.new_ref(v), in_axes=axis)(x)
+    with pytest.raises(ValueError, match="cannot be returned"):
+        plax.vmap(lambda r: r, in_axes=axis)(plax.new_ref(x))
