@@ -7,7 +7,6 @@ import numpy as np
 import pytest
 
 import plax
-import plax.numpy as jnp
 
 
 def _programs(jx):
