@@ -14,8 +14,9 @@ from plax import errors
 def test_ad_checkpoint_is_a_module_and_checkpoint_is_top_level():
     import plax.ad_checkpoint as adc
     assert isinstance(plax.ad_checkpoint, types.ModuleType) and plax.ad_checkpoint is adc
-    for name in ("checkpoint_name", "checkpoint_policies", "print_saved_residuals"):
-        assert callable(getattr(adc, name)) or isinstance(getattr(adc, name), type), name
+    for name in ("checkpoint_name", "print_saved_residuals"):
+        assert callable(getattr(adc, name)), name
+    assert isinstance(adc.checkpoint_policies, types.SimpleNamespace)  # as in JAX
     assert adc.checkpoint_policies is plax.checkpoint_policies
     assert not hasattr(adc, "checkpoint")  # removed from jax.ad_checkpoint in JAX 0.10
     assert plax.remat is plax.checkpoint

@@ -34,6 +34,7 @@ from plax.transforms.checkpoint import checkpoint, remat, checkpoint_policies
 from plax.api_util import block_until_ready, disable_jit, typeof
 from plax import ref
 from plax.ref import new_ref, freeze, Ref, empty_ref, free_ref
+from plax.state.indexing import ds
 from plax.tree_util import tree_map as _tree_map
 
 tree_map = _tree_map  # the alias older JAX code (and the seed tutorials) use
@@ -41,9 +42,17 @@ tree_map = _tree_map  # the alias older JAX code (and the seed tutorials) use
 # Submodules imported on first use. Only modules that exist are named here, so that
 # ``hasattr(plax, "nn")`` is False until plax.nn is written.
 _LAZY_SUBMODULES = frozenset({"random", "test_util", "plugins", "api_util", "ad_checkpoint",
-                               "debug", "debugger", "experimental", "scipy", "nn", "distributed"})
+                               "debug", "debugger", "experimental", "scipy", "nn", "distributed",
+                               "ops", "typing", "image"})
 # Names loaded on first use, with the module that defines them.
-_LAZY_NAMES = {"pure_callback": "plax.lax.callbacks", "float0": "plax.dtypes"}
+_LAZY_NAMES = {"pure_callback": "plax.lax.callbacks", "float0": "plax.dtypes",
+               "named_scope": "plax.named_scopes", "named_call": "plax.named_scopes",
+               "print_environment_info": "plax.environment",
+               "process_indices": "plax.environment", "clear_caches": "plax.transforms.jit",
+               "linear_transpose": "plax.transforms.linear_transpose",
+               "custom_gradient": "plax.transforms.custom_gradient",
+               "ensure_compile_time_eval": "plax.transforms.compile_time_eval",
+               "fwd_and_bwd": "plax.transforms.fwd_and_bwd"}
 _config_contexts = frozenset(_MORE_CONTEXTS)
 
 

@@ -14,8 +14,8 @@ import numpy as np
 from plax.debugger import breakpoint  # noqa: A004 (JAX's name)
 from plax.lax.callbacks import debug_callback as _debug_callback
 
-__all__ = ["breakpoint", "callback", "print", "visualize_array_sharding", "visualize_sharding",
-           "inspect_array_sharding"]
+__all__ = ["breakpoint", "callback", "log", "print", "visualize_array_sharding",
+           "visualize_sharding", "inspect_array_sharding"]
 
 
 def callback(callback: Callable[..., Any], *args: Any, ordered: bool = False,
@@ -69,6 +69,43 @@ def print(fmt: str, *args: Any, ordered: bool = False, **kwargs: Any) -> None:
 
     _print.__name__ = "debug_print"
     _debug_callback(_print, *args, ordered=ordered, **kwargs)
+
+
+def log(fmt: str, *args: Any, ordered: bool = False, **kwargs: Any) -> None:
+    """As :func:`print`, through the ``logging`` module: each time the program runs, an INFO
+    record of the ``"plax.debug"`` logger whose message is ``fmt.format(*args, **kwargs)`` and
+    whose source location is the line that called ``log`` (as JAX's ``jax.debug.log``, whose
+    logger is JAX's own).
+
+    Args:
+      fmt: a ``str.format`` template.
+      *args: the positional values to format (pytrees of arrays and other values).
+      **kwargs: the keyword values to format.
+      ordered: keep the records in program order.
+
+    Example:
+      >>> import logging
+      >>> plax.debug.log("x = {}", jnp.arange(2.0))  # an INFO record of "plax.debug"
+    """
+    import logging
+    import sys
+    if not isinstance(fmt, str):
+        raise TypeError(f"debug.log fmt must be a string, got {type(fmt).__name__}")
+    options = np.get_printoptions()
+    caller = sys._getframe(1)
+    where = (caller.f_code.co_filename, caller.f_lineno, caller.f_code.co_name)
+    logger = logging.getLogger("plax.debug")
+
+    def _log(*a, **k):
+        if not logger.isEnabledFor(logging.INFO):
+            return
+        with np.printoptions(**options):
+            message = fmt.format(*a, **k)
+        logger.handle(logger.makeRecord(logger.name, logging.INFO, where[0], where[1], message,
+                                        (), None, func=where[2]))
+
+    _log.__name__ = "debug_log"
+    _debug_callback(_log, *args, ordered=ordered, **kwargs)
 
 
 def visualize_array_sharding(arr: Any, *, use_color: bool = False, scale: float = 1.0,

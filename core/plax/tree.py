@@ -41,7 +41,35 @@ __all__ = [
     "map_with_path",
     "reduce",
     "reduce_associative",
+    "static",
     "structure",
     "transpose",
     "unflatten",
 ]
+
+
+def static(**kwargs):
+    """A ``dataclasses.field`` marked static (``metadata={"static": True}``), so that
+    :func:`plax.tree_util.register_dataclass` makes it part of the tree's structure, not a
+    leaf.
+
+    Args:
+      **kwargs: the arguments of :func:`dataclasses.field`.
+
+    Returns:
+      The field.
+
+    Example:
+      >>> import dataclasses
+      >>> @jax.tree_util.register_dataclass
+      ... @dataclasses.dataclass
+      ... class Op:
+      ...     x: jax.Array
+      ...     op: str = jax.tree.static(default="add")
+      >>> jax.tree.leaves(Op(x=jnp.ones(2)))
+      [Array([1., 1.], dtype=float32)]
+    """
+    import dataclasses
+    metadata = dict(kwargs.pop("metadata", None) or {})
+    metadata["static"] = True
+    return dataclasses.field(metadata=metadata, **kwargs)

@@ -52,6 +52,7 @@ __all__ = [
     "all_leaves",
     "build_tree",
     "flatten_one_level",
+    "flatten_one_level_with_keys",
     "is_tree_node",
     "keystr",
     "register_dataclass",
@@ -248,6 +249,32 @@ def flatten_one_level(tree: Any) -> tuple[Iterable[Any], Any]:
     if k == _CUSTOM:
         return _registry[t].flatten(tree)
     raise ValueError(f"can't tree-flatten type: {t!r} (it is a pytree leaf)")
+
+
+def flatten_one_level_with_keys(tree: Any) -> tuple[Iterable[tuple[Any, Any]], Any]:
+    """:func:`flatten_one_level` with each child's key: ``((key, child), ...)`` and the
+    node's metadata.
+
+    Args:
+      tree: a pytree node (not a leaf).
+
+    Returns:
+      ``(pairs, metadata)``: the pairs in a tuple (a list for a namedtuple, as in JAX).
+
+    Raises:
+      ValueError: if ``tree`` is a leaf.
+
+    Example:
+      >>> flatten_one_level_with_keys({'a': 1, 'b': (2, 3)})
+      (((DictKey(key='a'), 1), (DictKey(key='b'), (2, 3))), ('a', 'b'))
+    """
+    children, meta = flatten_one_level(tree)
+    # the children are the leaves when everything below the node counts as a leaf
+    paths = tree_flatten_with_path(tree, is_leaf=lambda x: x is not tree)[0]
+    pairs = [(path[0], child) for (path, _), child in zip(paths, children)]
+    # a list for a namedtuple (whose flatten gives one), a tuple otherwise, as in JAX
+    return (pairs if isinstance(children, list) and type(tree) is not list
+            else tuple(pairs)), meta
 
 
 # ---------------------------------------------------------------------------

@@ -289,7 +289,10 @@ def _eqn_doc(eqn: JaxprEqn, namer: _Namer):
     lhs = _vars_doc(eqn.outvars, namer, binders=True)
     params = None
     if eqn.params:
-        pairs = [[_Text(f"{k}="), _param_doc(eqn.params[k], namer)] for k in keys]
+        # a primitive may print some parameters its own way (checkpoint's policy)
+        printers = getattr(eqn.primitive, "pp_params", None) or {}
+        pairs = [[_Text(f"{k}="), _Text(printers[k](eqn.params[k])) if k in printers
+                  else _param_doc(eqn.params[k], namer)] for k in keys]
         params = _Group([_Nest(2, [_Text("["), _Break(""), _join(_Break(), pairs)]),
                          _Break(""), _Text("]")])
     rhs = _cat(_Text(getattr(eqn.primitive, "pp_name", eqn.primitive.name)), params)

@@ -19,6 +19,7 @@ from plax.core.primitive import Primitive
 from plax.core.registry import register_rule
 from plax.core.shaped_array import ShapedArray
 from plax.lax.base import NUMBER, asarray, aval_of, check_dtype
+from plax.lax.dot import _canonical_precision  # one canonical form for every product
 from plax.transforms.jvp import Zero, bilinear_jvp
 
 
@@ -419,7 +420,10 @@ def conv_general_dilated(lhs, rhs, window_strides: Sequence[int], padding,
         as ``("NHWC", "HWIO", "NHWC")``.
       feature_group_count: split the input features into this many groups.
       batch_group_count: split the input batch into this many groups (used by gradients).
-      precision: accepted for compatibility; NumPy backends compute at full precision.
+      precision: ``None``, a :class:`Precision` or a pair of them (lhs, rhs); ``None``
+        takes ``jax_default_matmul_precision`` when set. Recorded on the equation as
+        ``dot_general`` records it (so ``jit`` retraces when the option changes); the CPU
+        backends compute float32 at full precision whatever is asked, as XLA's CPU backend.
       preferred_element_type: the accumulation and output dtype.
 
     Returns:
@@ -447,14 +451,6 @@ def conv_general_dilated(lhs, rhs, window_strides: Sequence[int], padding,
         rhs_dilation=rhs_dilation, dimension_numbers=dn,
         feature_group_count=int(feature_group_count), batch_group_count=int(batch_group_count),
         precision=_canonical_precision(precision), preferred_element_type=pet)
-
-
-def _canonical_precision(precision):
-    if precision is None:
-        return None
-    if isinstance(precision, (list, tuple)):
-        return tuple(str(p) for p in precision)
-    return str(precision)
 
 
 def conv(lhs, rhs, window_strides: Sequence[int], padding, precision=None,

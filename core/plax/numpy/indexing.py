@@ -26,6 +26,7 @@ from plax.core.trace import Tracer, get_aval
 from plax.lax.slicing import GatherDimensionNumbers, GatherScatterMode, ScatterDimensionNumbers
 from plax.sharding_indexing import index_typed
 from plax.sharding_types import explicit_type, is_untyped, with_out_sharding
+from plax.state.indexing import has_slice, read_with_slices, update_with_slices
 
 
 class NonConcreteBooleanIndexError(IndexError, TypeError):
@@ -177,6 +178,9 @@ def getitem(x, idx, *, mode=None, fill_value=None, ints_as_arrays: bool = False)
     """
     from plax.numpy.creation import asarray
     x = asarray(x)
+    if has_slice(idx):  # jax.ds(i, n): cut the window first, then index it statically
+        return read_with_slices(x, idx, lambda w, rest: getitem(
+            w, rest, mode=mode, fill_value=fill_value, ints_as_arrays=ints_as_arrays))
     entries = _normalize_entries(get_aval(x).shape, idx)
     sharding = explicit_type(x)
     if sharding is not None and not is_untyped():
@@ -414,6 +418,10 @@ def scatter_update(x, idx, y, op: str, *, indices_are_sorted=False, unique_indic
     """
     from plax.numpy.creation import asarray
     x = asarray(x)
+    if has_slice(idx):  # jax.ds(i, n): update the window, then write it back
+        return update_with_slices(x, idx, lambda w, rest: scatter_update(
+            w, rest, y, op, indices_are_sorted=indices_are_sorted,
+            unique_indices=unique_indices, mode=mode))
     aval = get_aval(x)
     sharding = explicit_type(x)
     if sharding is not None and not is_untyped():  # explicit sharding: typed as JAX types it

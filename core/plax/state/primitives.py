@@ -114,8 +114,9 @@ def _window(indexer: RefIndexer, dyn):
     arithmetic: so a discharged tangent program stays linear in all but its residuals,
     which reverse mode needs. Traced indices are clamped into range, not wrapped."""
     from plax.core.trace import get_aval
-    if any(get_aval(d).shape for d in dyn) or any(e[0] == "slice" and e[3] != 1
-                                                  for e in indexer.entries):
+    if any(get_aval(d).shape for d in dyn) or any(
+            (e[0] == "slice" and e[3] != 1) or (e[0] == "dslice" and e[2] != 1)
+            for e in indexer.entries):
         return None
     it = iter(dyn)
     dt = get_aval(dyn[0]).dtype if dyn else np.dtype(np.int32)
@@ -125,10 +126,46 @@ def _window(indexer: RefIndexer, dyn):
             starts.append(np.asarray(e[1], dt)[()])
             sizes.append(e[2])
             continue
+        if e[0] == "dslice":  # jax.ds(i, size): the window starts at the operand i
+            starts.append(next(it))
+            sizes.append(e[1])
+            continue
         starts.append(np.asarray(e[1] % dim, dt)[()] if e[0] == "int" else next(it))
         sizes.append(1)
         squeezed.append(axis)
     return starts, sizes, squeezed
+
+
+def _dslice_window(indexer: RefIndexer, dyn):
+    """For an index holding strided or mixed ``jax.ds`` entries: ``(starts, sizes, inner,
+    inner_dyn)``, the window ``dynamic_slice(value, starts, sizes)`` spanning each dynamic
+    slice (other axes whole) and the index ``inner`` (each dynamic slice made a static one)
+    that selects the access from that window; None without dynamic slices."""
+    if all(e[0] != "dslice" for e in indexer.entries):
+        return None
+    from plax.core.trace import get_aval
+    it = iter(dyn)
+    dt = next(get_aval(d).dtype for d, e in zip(dyn, _operand_entries(indexer))
+              if e[0] == "dslice")
+    starts, sizes, entries, inner_dyn = [], [], [], []
+    for e, dim in zip(indexer.entries, indexer.ref_shape):
+        if e[0] == "dslice":
+            extent = (e[1] - 1) * e[2] + 1 if e[1] else 0
+            starts.append(next(it))
+            sizes.append(extent)
+            entries.append(("slice", 0, e[1], e[2]))
+            continue
+        if e[0] == "dyn":
+            inner_dyn.append(next(it))
+        starts.append(np.zeros((), dt)[()])
+        sizes.append(dim)
+        entries.append(e)
+    return starts, sizes, RefIndexer(tuple(entries), tuple(sizes)), inner_dyn
+
+
+def _operand_entries(indexer: RefIndexer) -> list:
+    """The entries that take an operand, in operand order."""
+    return [e for e in indexer.entries if e[0] in ("dyn", "dslice")]
 
 
 def read_value(value, indexer: RefIndexer, dyn):
@@ -137,6 +174,12 @@ def read_value(value, indexer: RefIndexer, dyn):
         return value
     window = _window(indexer, dyn)
     if window is None:
+        spans = _dslice_window(indexer, dyn)
+        if spans is not None:
+            from plax import lax
+            starts, sizes, inner, inner_dyn = spans
+            sub = lax.dynamic_slice(value, starts, sizes, allow_negative_indices=False)
+            return read_value(sub, inner, inner_dyn)
         return value[indexer.to_index(dyn)]
     from plax import lax
     starts, sizes, squeezed = window
@@ -150,6 +193,13 @@ def written_value(value, indexer: RefIndexer, dyn, val, accumulate: bool = False
         return value + val if accumulate else val
     window = _window(indexer, dyn)
     if window is None:
+        spans = _dslice_window(indexer, dyn)
+        if spans is not None:
+            from plax import lax
+            starts, sizes, inner, inner_dyn = spans
+            sub = lax.dynamic_slice(value, starts, sizes, allow_negative_indices=False)
+            sub = written_value(sub, inner, inner_dyn, val, accumulate)
+            return lax.dynamic_update_slice(value, sub, starts, allow_negative_indices=False)
         at = value.at[indexer.to_index(dyn)]
         return at.add(val) if accumulate else at.set(val)
     from plax import lax

@@ -14,8 +14,9 @@ import numpy as np
 from plax.core import registry
 from plax.core.jaxpr import DropVar, Literal
 from plax.core.pretty_print import pp_rules
-from plax.state.primitives import (addupdate_p, bind_new_ref, free_ref_p, freeze_p, get_p,
-                                   making_level, new_ref_p, swap_p)
+from plax.state.primitives import (_check_write, addupdate_p, bind_new_ref, free_ref_p,
+                                   freeze_p, get_p, making_level, new_ref_p, read_value, swap_p,
+                                   written_value)
 from plax.state.types import RefIndexer
 from plax.transforms.batching import batch_of_unbatched
 from plax.transforms.jvp import Zero, instantiate, jvp_of_zeros, linear_in_first_jvp
@@ -136,15 +137,21 @@ registry.register_rule("jvp", addupdate_p)(_addupdate_jvp)
 # then places that block where the per-example access placed its index block, or in front;
 # a transpose restores the per-example layout.
 
-def _batched_indexer(indexer: RefIndexer, size: int) -> RefIndexer:
-    return RefIndexer((("slice", 0, size, 1),) + indexer.entries, (size,) + indexer.ref_shape)
+_SLICED = ("slice", "dslice")  # entries that keep their dimension in the result
+
+
+def _batched_indexer(indexer: RefIndexer, size: int, axis: int = 0) -> RefIndexer:
+    """``indexer`` on a ref batched along ``axis``: a full slice over the batch axis."""
+    e, shape = indexer.entries, indexer.ref_shape
+    return RefIndexer(e[:axis] + (("slice", 0, size, 1),) + e[axis:],
+                      shape[:axis] + (size,) + shape[axis:])
 
 
 def _adjacent(entries) -> bool:
     """Whether the integer-array indices (integers count among them when an array is
     present, as in NumPy) are adjacent."""
     at = [i for i, e in enumerate(entries) if e[0] in ("dyn", "int")]
-    return at[-1] - at[0] + 1 == len(at)
+    return not at or at[-1] - at[0] + 1 == len(at)
 
 
 def _advanced_block_position(entries) -> int:
@@ -153,7 +160,7 @@ def _advanced_block_position(entries) -> int:
     if not _adjacent(entries):
         return 0
     first = next(i for i, e in enumerate(entries) if e[0] in ("dyn", "int"))
-    return sum(1 for e in entries[:first] if e[0] == "slice")
+    return sum(1 for e in entries[:first] if e[0] in _SLICED)
 
 
 class _Access:
@@ -165,23 +172,22 @@ class _Access:
     def __init__(self, ref, ref_dim, dyn, dyn_dims, indexer: RefIndexer, size: int):
         from plax.core.trace import get_aval
         from plax.transforms.batching import move_axis_to
-        if ref_dim not in (0, None):
-            raise NotImplementedError(f"vmap of a ref batched along axis {ref_dim}: plax "
-                                      "batches refs along axis 0 (use in_axes=0 for ref "
-                                      "arguments).")
         self.ref, self.perm = ref, None
         example_shapes = [tuple(s for k, s in enumerate(get_aval(d).shape) if k != dd)
                           for d, dd in zip(dyn, dyn_dims)]
         self.example_shape = indexer.result_shape(example_shapes)
         batched_index = any(dd is not None for dd in dyn_dims)
-        has_dyn = bool(dyn)
-        if not batched_index and (ref_dim is None or not has_dyn or _adjacent(indexer.entries)):
-            # unbatched indices after a leading full slice: the index block keeps its place
-            # relative to the other dimensions (non-adjacent ones would jump in front of the
-            # batch axis, and take the general path below)
+        entries = indexer.entries
+        if not batched_index and (ref_dim is None or not any(example_shapes)
+                                  or (ref_dim == 0 and _adjacent(entries))):
+            # unbatched indices, a full slice over the ref's batch axis: the batch comes out
+            # after the sliced dimensions before it (integer-array indices keep their place
+            # when they are adjacent and the batch axis leads; else they take the general
+            # path below, as they would jump in front of the batch axis)
             self.dyn, self.indexer = list(dyn), (indexer if ref_dim is None
-                                                 else _batched_indexer(indexer, size))
-            self.out_dim = None if ref_dim is None else 0
+                                                 else _batched_indexer(indexer, size, ref_dim))
+            self.out_dim = None if ref_dim is None else sum(
+                1 for e in entries[:ref_dim] if e[0] in _SLICED)
             return
         from plax import lax
         rank = max((len(s) for s in example_shapes), default=0)
@@ -192,24 +198,31 @@ class _Access:
             else:
                 d = move_axis_to(d, dd, 0, size)
                 new_dyn.append(lax.reshape(d, (size,) + (1,) * (rank - len(shp)) + shp))
-        entries = indexer.entries
         example_pos = _advanced_block_position(entries)
         if ref_dim is None:
             # the batch leads the index block, which stays where the example access put it
             self.dyn, self.indexer, self.out_dim = new_dyn, indexer, example_pos
             return
+        # the ref's batch axis is indexed by an iota: one more integer-array index, whose
+        # batch leads the broadcast index block
         iota = lax.broadcasted_iota(new_dyn[0].dtype if new_dyn else np.int32,
                                     (size,) + (1,) * rank, 0)
-        self.dyn = [iota] + new_dyn
-        self.indexer = RefIndexer((("dyn",),) + entries, (size,) + indexer.ref_shape)
+        n_before = sum(1 for e in entries[:ref_dim] if e[0] in ("dyn", "dslice"))
+        self.dyn = new_dyn[:n_before] + [iota] + new_dyn[n_before:]
+        entries = entries[:ref_dim] + (("dyn",),) + entries[ref_dim:]
+        shape = indexer.ref_shape[:ref_dim] + (size,) + indexer.ref_shape[ref_dim:]
+        self.indexer = RefIndexer(entries, shape)
         self.out_dim = 0
-        # the result is (batch, *index block, *sliced dims); the example access has its
-        # index block after example_pos sliced dims
-        n_block = len(self.example_shape) - sum(1 for e in entries if e[0] == "slice")
-        if example_pos:
-            block = list(range(1, 1 + n_block))
-            rest = list(range(1 + n_block, 1 + len(self.example_shape)))
-            self.perm = tuple([0] + rest[:example_pos] + block + rest[example_pos:])
+        # the result is (*sliced dims before p, batch, *index block, *other sliced dims); the
+        # example access has its index block after example_pos sliced dims
+        p = _advanced_block_position(entries)
+        n_sliced = sum(1 for e in entries if e[0] in _SLICED)
+        n_block = len(self.example_shape) - n_sliced
+        sliced = list(range(p)) + list(range(p + 1 + n_block, 1 + n_block + n_sliced))
+        block = list(range(p + 1, p + 1 + n_block))
+        perm = [p] + sliced[:example_pos] + block + sliced[example_pos:]
+        if perm != sorted(perm):
+            self.perm = tuple(perm)
 
     def to_example_layout(self, out):
         from plax import lax
@@ -218,13 +231,61 @@ class _Access:
     def from_example_layout(self, val, val_dim, size: int):
         from plax import lax
         from plax.transforms.batching import move_axis_to
-        val = move_axis_to(val, val_dim, 0, size)
+        val = move_axis_to(val, val_dim, self.out_dim, size)
         if self.perm:
             inverse = [0] * len(self.perm)
             for k, p in enumerate(self.perm):
                 inverse[p] = k
             val = lax.transpose(val, tuple(inverse))
         return val
+
+
+def _batched_slice_start(dyn_dims, indexer: RefIndexer) -> bool:
+    """Whether a ``jax.ds(i, n)`` entry has its start ``i`` batched."""
+    operand_entries = [e for e in indexer.entries if e[0] in ("dyn", "dslice")]
+    return any(e[0] == "dslice" and dd is not None for dd, e in zip(dyn_dims, operand_entries))
+
+
+# A dynamic slice whose start is batched (each example's window starts elsewhere) is not one
+# rectangular access of the batched ref: the whole ref is read, each example's access is
+# applied to it by the per-example read/write (vmapped: dynamic_slice batches as a gather),
+# and, for a write, the whole ref is written back. JAX 0.10.2 refuses these
+# (NotImplementedError: "No support for vmapping over nontrivial slices just yet"); plax
+# takes them, because its scan batches a fori_loop's counter with the carry it runs beside.
+
+def _whole(ref):
+    from plax.core.trace import get_aval
+    return get_p.bind(ref, indexer=RefIndexer.full(get_aval(ref).shape))
+
+
+def _per_example(fun, vals, dims, size: int):
+    from plax.transforms.vmap_api import vmap
+    return vmap(fun, in_axes=tuple(dims), axis_size=size)(*vals)
+
+
+def _get_whole_batch(vals, dims, indexer):
+    ref, *dyn = vals
+    size = _size_of(vals, dims)
+    out = _per_example(lambda v, *d: read_value(v, indexer, d), [_whole(ref), *dyn],
+                       dims, size)
+    return out, 0
+
+
+def _write_whole_batch(vals, dims, indexer, accumulate: bool):
+    ref, val, *dyn = vals
+    if dims[0] is None:
+        raise _unbatched_ref_error(ref)
+    size = _size_of(vals, dims)
+    whole = _whole(ref)
+    new = _per_example(lambda v, x, *d: written_value(v, indexer, d, x, accumulate),
+                       [whole, val, *dyn], dims, size)
+    from plax.transforms.batching import move_axis_to
+    swap_p.bind(ref, move_axis_to(new, 0, dims[0], size),
+                indexer=RefIndexer.full(whole.shape))
+    if accumulate:
+        return []
+    return _per_example(lambda v, *d: read_value(v, indexer, d), [whole, *dyn],
+                        [dims[0], *dims[2:]], size), 0
 
 
 def _unbatched_ref_error(ref) -> Exception:
@@ -254,29 +315,46 @@ def _size_of(vals, dims) -> int:
 
 
 def _get_batch(vals, dims, *, indexer):
+    if _batched_slice_start(dims[1:], indexer):
+        return _get_whole_batch(vals, dims, indexer)
     ref, *dyn = vals
     access = _Access(ref, dims[0], dyn, dims[1:], indexer, _size_of(vals, dims))
     out = get_p.bind(access.ref, *access.dyn, indexer=access.indexer)
     return access.to_example_layout(out), access.out_dim
 
 
-def _write_access(vals, dims, indexer):
+def _unbatched_aval(x, dim):
+    from plax.core.trace import get_aval
+    aval = get_aval(x)
+    if dim is None:
+        return aval
+    return aval.update(shape=tuple(s for k, s in enumerate(aval.shape) if k != dim))
+
+
+def _write_access(vals, dims, indexer, name: str):
     ref, val, *dyn = vals
     if dims[0] is None:
         raise _unbatched_ref_error(ref)
+    # the example's shapes checked first, so a wrong one is the error it is without vmap
+    _check_write(_unbatched_aval(ref, dims[0]), _unbatched_aval(val, dims[1]),
+                 [_unbatched_aval(d, dd) for d, dd in zip(dyn, dims[2:])], indexer, name)
     size = _size_of(vals, dims)
     access = _Access(ref, dims[0], dyn, dims[2:], indexer, size)
     return access, access.from_example_layout(val, dims[1], size)
 
 
 def _swap_batch(vals, dims, *, indexer):
-    access, val = _write_access(vals, dims, indexer)
+    if _batched_slice_start(dims[2:], indexer):
+        return _write_whole_batch(vals, dims, indexer, accumulate=False)
+    access, val = _write_access(vals, dims, indexer, "swap")
     old = swap_p.bind(access.ref, val, *access.dyn, indexer=access.indexer)
-    return access.to_example_layout(old), 0
+    return access.to_example_layout(old), access.out_dim
 
 
 def _addupdate_batch(vals, dims, *, indexer):
-    access, val = _write_access(vals, dims, indexer)
+    if _batched_slice_start(dims[2:], indexer):
+        return _write_whole_batch(vals, dims, indexer, accumulate=True), []
+    access, val = _write_access(vals, dims, indexer, "addupdate")
     return addupdate_p.bind(access.ref, val, *access.dyn, indexer=access.indexer), []
 
 

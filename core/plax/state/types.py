@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from plax.core.shaped_array import ShapedArray, short_dtype_name
+from plax.state.indexing import Slice
 
 
 class AbstractRef(ShapedArray):
@@ -70,6 +71,8 @@ def is_ref_aval(aval: Any) -> bool:
 #   ("slice", start, size, stride)   static slice (stride >= 1)
 #   ("int", i)                       static integer (as written: printed as written)
 #   ("dyn",)                         an integer scalar or array operand of the primitive
+#   ("dslice", size, stride)         jax.ds(i, size, stride) with a traced start ``i``: an
+#                                    integer scalar operand, a window of ``size`` elements
 _FULL = "slice"
 
 
@@ -133,7 +136,12 @@ class RefIndexer:
         idx = idx + (slice(None),) * (len(shape) - len(idx))
         entries, dyn = [], []
         for i, dim in zip(idx, shape):
-            if isinstance(i, slice):
+            if type(i) is Slice:
+                entry = _slice_entry(i, dim)
+                entries.append(entry)
+                if entry[0] == "dslice":
+                    dyn.append(_slice_start(i.start))
+            elif isinstance(i, slice):
                 start, stop, step = i.indices(dim)
                 if step <= 0:
                     raise ValueError(f"Ref slices need a positive step, got {i!r}. Read the "
@@ -166,12 +174,16 @@ class RefIndexer:
         """The shape ``ref[idx]`` has (NumPy's rules for integer-array indices)."""
         dyn_shapes = list(dyn_shapes)
         if all(e[0] != "dyn" for e in self.entries):  # static: no NumPy emulation needed
-            return tuple(e[2] for e in self.entries if e[0] == _FULL)
+            return tuple(e[2] if e[0] == _FULL else e[1] for e in self.entries
+                         if e[0] in (_FULL, "dslice"))
         it = iter(dyn_shapes)
         probe = []
         for e in self.entries:
             if e[0] == _FULL:
                 probe.append(slice(e[1], e[1] + e[2] * e[3], e[3]) if e[2] else slice(0, 0))
+            elif e[0] == "dslice":  # a window of e[1] elements, wherever it starts
+                next(it)
+                probe.append(slice(0, (e[1] - 1) * e[2] + 1, e[2]) if e[1] else slice(0, 0))
             elif e[0] == "int":
                 probe.append(e[1])
             else:
@@ -205,12 +217,48 @@ class RefIndexer:
                 parts.append(f"{start if start else ''}:{end if end != dim else ''}")
             elif e[0] == "int":
                 parts.append(str(e[1]))
+            elif e[0] == "dslice":  # as JAX prints it: i:i+size (its stride not shown)
+                start = next(it)
+                parts.append(f"{start}:{start}+{e[1]}")
             else:
                 parts.append(next(it))
         return "[" + ",".join(parts) + "]"
 
     def __repr__(self) -> str:
         return "RefIndexer" + self.pp_entries(["?"] * len(self.entries))
+
+
+def _slice_entry(s: Slice, dim: int) -> tuple:
+    """The indexer entry of ``jax.ds(...)`` on an axis of ``dim``: a static slice when its
+    start is a Python integer, else a ``dslice`` (its start an operand)."""
+    if s.is_dynamic_size:
+        raise TypeError(f"The size of a dynamic slice must be a static integer, got "
+                        f"{s.size!r}.")
+    size, stride = int(s.size), int(s.stride)
+    extent = (size - 1) * stride + 1 if size else 0
+    if stride < 1:
+        raise ValueError(f"Ref slices need a positive stride, got {s!r}.")
+    if not s.is_dynamic_start:
+        start = int(s.start)
+        if not 0 <= start <= dim - extent:
+            raise ValueError(f"Out of bound slice: start={start}, size={size}, "
+                             f"stride={stride}, dim={dim}.")
+        return (_FULL, start, size, stride)
+    if extent > dim:
+        raise ValueError(f"Out of bound slice: start={s.start}, size={size}, stride={stride}, "
+                         f"dim={dim}.")
+    return ("dslice", size, stride)
+
+
+def _slice_start(start):
+    from plax.core.trace import Tracer
+    if not isinstance(start, Tracer):
+        from plax import numpy as jnp
+        start = jnp.asarray(start)
+    if start.shape != () or start.dtype.kind not in "iu":
+        raise TypeError(f"The start of a dynamic slice must be an integer scalar, got a value "
+                        f"of type {start.aval.str_short()}.")
+    return start
 
 
 # ------------------------------------------------------------------ the concrete ref

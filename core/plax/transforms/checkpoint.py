@@ -34,6 +34,7 @@ from plax.core.jaxpr import ClosedJaxpr, Jaxpr, Literal, Var
 from plax.core.primitive import Primitive
 from plax.core.trace import get_aval
 from plax.transforms.batching import register_program_primitive
+from plax.transforms.checkpoint_policies import checkpoint_policies, pp_policy  # noqa: F401
 
 
 class _CheckpointPrimitive(Primitive):
@@ -45,6 +46,7 @@ class _CheckpointPrimitive(Primitive):
     # printed as JAX 0.10 prints it: ``remat2[...]``, its body's variables named afresh
     pp_name = "remat2"
     pp_body_named_after_operands = False
+    pp_params = {"policy": pp_policy}  # JAX's str of the policy, addresses masked
 
 
 checkpoint_p = _CheckpointPrimitive("checkpoint", multiple_results=True)
@@ -131,100 +133,6 @@ remat = checkpoint
 
 
 # ------------------------------------------------------------------ policies
-
-def _is_dot(prim) -> bool:
-    return prim.name == "dot_general"
-
-
-class checkpoint_policies:
-    """JAX's rematerialisation policies: ``policy(primitive, *avals, **params) -> bool``."""
-
-    @staticmethod
-    def everything_saveable(*_, **__) -> bool:
-        return True
-
-    @staticmethod
-    def nothing_saveable(*_, **__) -> bool:
-        return False
-
-    @staticmethod
-    def dots_saveable(prim, *_, **__) -> bool:
-        return _is_dot(prim)
-
-    checkpoint_dots = dots_saveable
-
-    @staticmethod
-    def dots_with_no_batch_dims_saveable(prim, *_, **params) -> bool:
-        if not _is_dot(prim):
-            return False
-        (_, _), (lhs_batch, rhs_batch) = params["dimension_numbers"]
-        return not lhs_batch and not rhs_batch
-
-    checkpoint_dots_with_no_batch_dims = dots_with_no_batch_dims_saveable
-
-    @staticmethod
-    def save_only_these_names(*names: str) -> Callable:
-        chosen = frozenset(names)
-
-        def policy(prim, *_, **params):
-            return prim is name_p and params["name"] in chosen
-        return policy
-
-    @staticmethod
-    def save_any_names_but_these(*names: str) -> Callable:
-        excluded = frozenset(names)
-
-        def policy(prim, *_, **params):
-            return prim is name_p and params["name"] not in excluded
-        return policy
-
-    @staticmethod
-    def save_anything_except_these_names(*names: str) -> Callable:
-        excluded = frozenset(names)
-
-        def policy(prim, *_, **params):
-            return not (prim is name_p and params["name"] in excluded)
-        return policy
-
-    @staticmethod
-    def save_and_offload_only_these_names(*, names_which_can_be_saved,
-                                          names_which_can_be_offloaded, offload_src: str,
-                                          offload_dst: str) -> Callable:
-        """Saves the values named (``checkpoint_name``) in either list, recomputes the rest.
-
-        JAX moves the offloaded ones to ``offload_dst`` memory (e.g. ``"pinned_host"``);
-        plax's devices keep residuals where they are (CPU buffers are host memory already),
-        so an offloaded value is simply saved.
-
-        Raises:
-          ValueError: if a name is in both lists (as in JAX).
-        """
-        saved, offloaded = set(names_which_can_be_saved), set(names_which_can_be_offloaded)
-        both = saved & offloaded
-        if both:
-            raise ValueError(
-                "The names should be exclusive and should not intersect in "
-                "`names_which_can_be_saved` and `names_which_can_be_offloaded`. Got "
-                f"names_which_can_be_saved={saved}, names_which_can_be_offloaded={offloaded} "
-                f"and the intersection={both}")
-        chosen = frozenset(saved | offloaded)
-
-        def policy(prim, *_, **params):
-            return prim is name_p and params["name"] in chosen
-        return policy
-
-    @staticmethod
-    def offload_dot_with_no_batch_dims(offload_src: str, offload_dst: str) -> Callable:
-        """:attr:`dots_with_no_batch_dims_saveable`, offloaded in JAX (saved where they are in
-        plax: see :meth:`save_and_offload_only_these_names`)."""
-        return checkpoint_policies.dots_with_no_batch_dims_saveable
-
-    @staticmethod
-    def save_from_both_policies(first: Callable, second: Callable) -> Callable:
-        def policy(*args, **params):
-            return _saves(first, *args, **params) or _saves(second, *args, **params)
-        return policy
-
 
 def _saves(policy, prim, *avals, **params) -> bool:
     if policy is None:

@@ -290,6 +290,23 @@ def _shared_for(fun, options: tuple, make_sig: Callable[[], _Signature]) -> _Sha
     return shared
 
 
+def clear_caches() -> None:
+    """Forgets every ``jit``-compiled function's traces and executables (``jax.clear_caches``):
+    the next call of each traces and compiles again.
+
+    Example:
+      >>> f = jax.jit(lambda x: x + 1)
+      >>> _ = f(1.0)
+      >>> jax.clear_caches()   # f traces again on its next call
+    """
+    for per_fun in list(_shared_caches.values()):
+        for shared in list(per_fun.values()):
+            with shared.lock:
+                shared.compiled.clear()
+                shared.fast.clear()
+                shared.jaxprs.clear()
+
+
 class JitFunction:
     """A jit-compiled function. Call it like the original; see :func:`jit`."""
 

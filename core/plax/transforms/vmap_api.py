@@ -113,6 +113,7 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Hashable
             for i, (o, oax) in enumerate(zip(out_leaves, o_axes)):
                 from plax.transforms.staging import check_output
                 check_output(o, "the function passed to vmap")
+                _refuse_ref_output(o, out, i)
                 if oax is None and not (isinstance(o, BatchTracer) and o._trace.main is main):
                     results.append(o)  # not batched: returned as it is (a Python float stays one)
                     continue
@@ -136,6 +137,18 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Hashable
         return tree_util.tree_unflatten(out_tree, results)
 
     return batched
+
+
+def _refuse_ref_output(o, out, i: int) -> None:
+    """A ref cannot leave a vmap (JAX 0.10.2 fails on one with an internal AttributeError):
+    its batch lives in the ref the mapped function wrote, not in a value to stack."""
+    from plax.state.types import is_ref_aval
+    aval = get_aval(o)
+    if is_ref_aval(aval):
+        path = tree_util.keystr(tree_util.tree_flatten_with_path(out)[0][i][0])
+        raise ValueError(f"the function passed to vmap returned{' ' + path if path else ''} a "
+                         f"mutable array reference of type {aval}, but mutable array "
+                         "references cannot be returned: return ref[...] or freeze(ref).")
 
 
 def _batch_size(leaves, axes, debug, axis_size):

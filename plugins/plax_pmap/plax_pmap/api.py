@@ -24,7 +24,7 @@ from typing import Any, Callable, Hashable, Sequence
 import numpy as np
 
 import plax
-from plax import tree_util
+from plax import float_checks, tree_util
 from plax.array import Array, from_device_buffers
 from plax.core import trace as _trace
 from plax.core import varying as _varying
@@ -221,10 +221,25 @@ def pmap(fun: Callable | None = None, axis_name: Hashable | None = None, *, in_a
                 out = _as_vmap(flat_fun, leaves, axes, out_axes, name, size)
             return _place_pmap_outputs(out, out_axes, devs)
         program, out_tree = entry
-        return _run_pmap(program, out_tree, leaves, axes, out_axes, devs, backend,
-                         offset=pindex * size, transport=transport)
+        out = _run_pmap(program, out_tree, leaves, axes, out_axes, devs, backend,
+                        offset=pindex * size, transport=transport)
+        if float_checks.active():  # jax_debug_nans / jax_debug_infs
+            _check_sharded_outputs(out)
+        return out
 
     return mapped
+
+
+def _check_sharded_outputs(out) -> None:
+    """JAX's FloatingPointError for a NaN (or infinity) in a pmap's outputs under
+    ``jax_debug_nans`` (``jax_debug_infs``); JAX names no primitive for a sharded computation,
+    so neither does plax."""
+    kind = float_checks.invalid_kind(tree_util.tree_leaves(out))
+    if kind is None:
+        return
+    print("Invalid nan value encountered in the output of a jax.jit function. Calling the "
+          "de-optimized version.")
+    raise FloatingPointError(f"Invalid value ({kind}) encountered in sharded computation.")
 
 
 def _static_key(x):
