@@ -110,8 +110,6 @@ def _cpu_seconds(pid: int) -> float:
 def child(workload: str, mode: str) -> dict:
     sys.path.insert(0, HERE)
     import compare  # sets PLAX_NUMBA_SYNC=1 by default: undone below unless measuring sync
-    if mode != "sync":
-        os.environ.pop("PLAX_NUMBA_SYNC", None)
     from plax_numba import cache, tiered
     if mode == "worker, numba set up":  # a later compilation: numba was set up earlier
         cache.prepare_numba()
@@ -123,6 +121,10 @@ def child(workload: str, mode: str) -> dict:
     factory = next(impls["plax"] for label, impls in compare.make_workloads(False)
                    if label.startswith(WORKLOADS[workload]))
     fn, args = factory(lib)
+    # (after the workloads are made: compare imports its helpers' modules lazily, and they set
+    # PLAX_NUMBA_SYNC=1 too; the variable is read when a program is compiled, at its first call)
+    if mode != "sync":
+        os.environ.pop("PLAX_NUMBA_SYNC", None)
 
     def call():
         lib.block(fn(*args))

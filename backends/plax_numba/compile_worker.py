@@ -64,6 +64,20 @@ def workers_wanted() -> int:
         return 1
 
 
+def _own_session() -> bool:
+    """Whether a worker starts in a session of its own (``PLAX_NUMBA_WORKER_SESSION``, default
+    on). Linux's scheduler shares the CPU fairly between sessions (``autogroup``, on by
+    default on most distributions): in the program's session the worker would share the
+    program's one share with the program's own busy calls (measured on a loaded 2-core
+    host: ~11% of a core, a compilation of 2.5 CPU seconds took 22 s), while the program
+    compiling synchronously has that share alone. In a session of its own it gets a share
+    like any other process. It still exits with the program (end of file on its pipe) and
+    is killed at the program's exit; it no longer gets the terminal's Ctrl-C, which it
+    needs not."""
+    return os.environ.get("PLAX_NUMBA_WORKER_SESSION", "1").strip().lower() not in (
+        "0", "false", "no", "off")
+
+
 # ---------------------------------------------------------------- the user's side
 
 class _Worker:
@@ -83,7 +97,7 @@ class _Worker:
             [sys.executable, "-m", "plax_numba.compile_worker", str(to_child_r),
              str(from_child_w)],
             pass_fds=(to_child_r, from_child_w), env=env, stdin=subprocess.DEVNULL,
-            close_fds=True)
+            close_fds=True, start_new_session=_own_session())
         os.close(to_child_r)
         os.close(from_child_w)
         self.writer = os.fdopen(to_child_w, "wb")
@@ -316,11 +330,14 @@ def _warm_up(job_waiting=lambda: False) -> None:
     serial and a ``parallel=True`` one: a process's first compilations pay for numba's
     typing and lowering registries, LLVM's set-up and the parallel passes' imports (about a
     second on a 2-core host), which the worker pays here, when it starts, instead of in its
-    first job. The parallel one is skipped if ``job_waiting()`` says a job has arrived (the
-    first job of a parallel kernel is its serial form)."""
+    first job. Each compilation is skipped if ``job_waiting()`` says a job has arrived: the
+    job pays that set-up itself, and the warm-up's own code generation would only delay it
+    (the first job of a parallel kernel is its serial form)."""
     import numba
     import numpy as np
     import plax_numba.arrays, plax_numba.libm_free, plax_numba.scalar  # noqa: F401,E401
+    if job_waiting():
+        return
 
     def serial(a, o):
         for i in range(a.size):
