@@ -166,7 +166,40 @@ def load_kernel(text: str):
         write_source(text)
         name = "plax_numba_kernels." + os.path.basename(path)[:-3]
         kernel = _kernels[path] = _import_file(name, path).kernel
+        serialize_index_writes(kernel)
         return kernel
+
+
+def serialize_index_writes(kernel) -> None:
+    """Makes the index writes of ``kernel``'s numba disk cache exclusive between processes
+    (an ``fcntl.flock`` on ``<index>.lock``). numba saves an entry by reading a source's
+    index, adding the entry and writing the index back, unlocked: two processes saving
+    entries of one source at once (two programs' workers compiling a kernel for different
+    argument types) lose one of them, and a marker (:func:`on_disk`) then names a kernel
+    the cache lacks. Nothing where ``fcntl`` or numba's cache object is not as expected.
+
+    Args:
+      kernel: a numba dispatcher with ``cache=True``.
+
+    Example::
+
+      serialize_index_writes(load_kernel(text))   # (load_kernel does it)
+    """
+    try:
+        import fcntl
+        index = kernel._cache._cache_file
+        save, lock_path = index.save, index._index_path + ".lock"
+    except (ImportError, AttributeError):
+        return
+    if getattr(save, "__plax_locked__", False):
+        return
+
+    def locked_save(key, data):
+        with open(lock_path, "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+            save(key, data)
+    locked_save.__plax_locked__ = True
+    index.save = locked_save
 
 
 def _import_file(name: str, path: str):
@@ -533,6 +566,7 @@ def recache(module_name: str, path: str | None, name: str, sig: tuple,
             module = (_import_file(module_name, path) if path is not None else
                       importlib.import_module(module_name))
         kernel = getattr(module, name)
+    serialize_index_writes(kernel)
     sig = tuple(sig)
     if sig not in kernel.overloads:
         kernel.compile(sig)  # loads it if the cache has it after all, else compiles and saves
@@ -543,7 +577,9 @@ def recache(module_name: str, path: str | None, name: str, sig: tuple,
     except Exception:  # noqa: BLE001 - loaded here (no object code to save): compile anew
         pass
     options = {k: v for k, v in kernel.targetoptions.items() if k != "nopython"}
-    numba.njit(cache=True, **options)(kernel.py_func).compile(sig)
+    fresh = numba.njit(cache=True, **options)(kernel.py_func)
+    serialize_index_writes(fresh)
+    fresh.compile(sig)
     return os.getpid()
 
 

@@ -551,3 +551,27 @@ def test_a_failed_parallel_kernel_says_its_serial_form_keeps_running(tiered_fres
     assert _ready(f) == [True]  # (the serial form)
     assert len(cache.serial_loaded_at) == serial_loads + 1
     np.testing.assert_allclose(out, want, rtol=2e-6, atol=2e-6)
+
+
+def test_index_writes_are_exclusive_between_processes(tmp_path):
+    # numba's index save (read, add an entry, write back) runs under an exclusive file lock,
+    # so two processes saving entries of one kernel source do not lose one of them.
+    import fcntl
+    import threading
+    from types import SimpleNamespace
+    from plax_numba import cache
+    saved = []
+    index = SimpleNamespace(save=lambda key, data: saved.append(key),
+                            _index_path=str(tmp_path / "kernel.nbi"))
+    kernel = SimpleNamespace(_cache=SimpleNamespace(_cache_file=index))
+    cache.serialize_index_writes(kernel)
+    cache.serialize_index_writes(kernel)  # (once: not locked twice)
+    with open(tmp_path / "kernel.nbi.lock", "a") as other:  # another process's save
+        fcntl.flock(other, fcntl.LOCK_EX)
+        writer = threading.Thread(target=index.save, args=("sig", b""), daemon=True)
+        writer.start()
+        writer.join(0.5)
+        assert saved == []  # waits for the other writer
+        fcntl.flock(other, fcntl.LOCK_UN)
+    writer.join(60)
+    assert saved == ["sig"]
