@@ -575,3 +575,29 @@ def test_index_writes_are_exclusive_between_processes(tmp_path):
         fcntl.flock(other, fcntl.LOCK_UN)
     writer.join(60)
     assert saved == ["sig"]
+
+
+def test_a_backlog_starts_another_worker_which_takes_the_waiting_jobs(tiered_fresh, tmp_path,
+                                                                      monkeypatch):
+    # Jobs wait in the pool, not in a worker's pipe: with PLAX_NUMBA_WORKERS=2 and the first
+    # worker held busy, a backlog starts a second one, which takes the waiting jobs.
+    from plax_numba import compile_worker, tiered
+    monkeypatch.setenv("PLAX_NUMBA_WORKERS", "2")
+    gate = tmp_path / "gate"
+    try:
+        blocker = compile_worker.submit(
+            subprocess.call, ["sh", "-c", f'while [ ! -e "{gate}" ]; do sleep 0.05; done'])
+        # (the first worker holds IN_FLIGHT jobs: the blocker and the next ones)
+        queued = [compile_worker.submit(os.getpid) for _ in range(compile_worker.IN_FLIGHT - 1)]
+        jobs = [compile_worker.submit(os.getpid)
+                for _ in range(compile_worker.BACKLOG_FOR_ANOTHER)]
+        pids = {job.result(timeout=300) for job in jobs}
+        assert not blocker.done() and not any(job.done() for job in queued)
+        assert len(pids) == 1 and len(compile_worker.worker_pids()) == 2
+        gate.touch()
+        assert blocker.result(timeout=300) == 0
+    finally:
+        gate.touch()
+        assert tiered.wait_idle(timeout=300)
+        compile_worker.shutdown()  # (later tests expect one worker)
+        compile_worker.restart_allowed()
