@@ -378,6 +378,8 @@ def _load_cached(kernel, sig, parallel: bool, wait: bool = True) -> str:
     threading layer's scheduler (started here). This reads the cache entry through the
     dispatcher's cache object and installs the overload as numba does, holding numba's
     compiler lock as numba does (LLVM's linking is not thread-safe)."""
+    if tuple(sig) in kernel.overloads:  # (ready already: no lock needed to see it)
+        return LOADED
     if not _lean:
         return UNAVAILABLE
     try:

@@ -532,7 +532,9 @@ def threefry_step(eqn, backend, sync: bool):
     """
     from plax_numba import threefry  # (not numba)
     ranks = tuple(len(v.aval.shape) for v in eqn.invars)
-    if sync or ranks in _threefry_ready:
+    if ranks in _threefry_ready:  # (loaded or compiled in this process)
+        return threefry.threefry2x32
+    if sync:
         kernel = _threefry_compile(ranks)
         return kernel if kernel is not None else backend.eager_impl(eqn.primitive)
     on_disk = threefry.on_disk(ranks)
