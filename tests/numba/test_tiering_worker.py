@@ -601,3 +601,35 @@ def test_a_backlog_starts_another_worker_which_takes_the_waiting_jobs(tiered_fre
         assert tiered.wait_idle(timeout=300)
         compile_worker.shutdown()  # (later tests expect one worker)
         compile_worker.restart_allowed()
+
+
+def test_a_kernel_the_cache_keeps_missing_falls_back_with_one_warning(tiered_fresh, monkeypatch):
+    # The worker's trips do not bring the entry back (another process keeps dropping it):
+    # after RECACHE_ATTEMPTS trips, one warning naming the cache, the reference path runs,
+    # and nothing was compiled in this process.
+    from plax_numba import cache, tiered
+    x = np.linspace(-2, 2, 129, dtype=np.float32)
+    want = np.exp(x * 0.625) - x * 0.5
+    monkeypatch.setenv("PLAX_NUMBA_SYNC", "1")
+    plax.jit(lambda x: jnp.exp(x * 0.625) - x * 0.5, backend="numba")(x)
+    monkeypatch.delenv("PLAX_NUMBA_SYNC")
+    assert _lose_index_entries(tiered_fresh) >= 1
+    _fresh_process_state(monkeypatch)
+    trips = []
+    monkeypatch.setattr(cache, "_recache_in_worker", lambda kernel, sig: trips.append(sig))
+    stats = dict(cache.load_stats)
+    f = plax.jit(lambda x: jnp.exp(x * 0.625) - x * 0.5, backend="numba")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        outs = [np.asarray(f(x))]
+        assert tiered.wait_idle(timeout=300)
+        outs += [np.asarray(f(x)) for _ in range(3)]
+        assert tiered.wait_idle(timeout=300)
+    msgs = [str(w.message) for w in caught if issubclass(w.category, PlaxFallbackWarning)]
+    assert len(msgs) == 1, msgs
+    assert "missing from numba's disk cache" in msgs[0] and "PLAX_NUMBA_CACHE_DIR" in msgs[0]
+    assert len(trips) == cache.RECACHE_ATTEMPTS
+    assert _ready(f) == [False]
+    assert cache.load_stats["compiled here"] == stats["compiled here"]
+    for out in outs:
+        np.testing.assert_allclose(out, want, rtol=2e-6)
