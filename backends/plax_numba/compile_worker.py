@@ -292,7 +292,7 @@ class _Pool:
             if worker in self.workers:
                 self.workers.remove(worker)
             closed = self.closed
-        for future, fn, args, attempts in orphans:
+        for future, fn, args, attempts in reversed(orphans):  # (each put first: in order)
             if closed or attempts >= 1:
                 code = worker.proc.returncode
                 future.set_exception(WorkerDiedError(
