@@ -302,7 +302,7 @@ def on_disk(text: str, arg_types: list) -> bool:
 
 
 _prepared = []
-_prepare_lock = threading.Lock()
+_prepare_lock = threading.RLock()  # (re-entered by prepare_numba_now)
 
 
 @contextlib.contextmanager
@@ -331,6 +331,29 @@ def _collections_deferred():
                 gc.unfreeze()  # permanent -> oldest, O(1)
         if enabled:
             gc.enable()
+
+
+def prepare_numba_now() -> bool:
+    """:func:`prepare_numba` on the program's thread: only if that needs no wait for another
+    thread (one preparing numba already, or compiling: numba's runtime starts under its
+    compiler lock). False if it would have waited (the caller leaves the load to the
+    background thread)."""
+    if _prepared:
+        return True
+    if not _prepare_lock.acquire(blocking=False):
+        return False  # (the background thread is importing numba)
+    try:
+        from numba.core.compiler_lock import global_compiler_lock
+        lock = getattr(global_compiler_lock, "_lock", None)
+        if lock is None or not lock.acquire(blocking=False):
+            return False
+        try:
+            prepare_numba()  # (both locks are re-entrant for this thread: RLock, or held)
+        finally:
+            lock.release()
+    finally:
+        _prepare_lock.release()
+    return True
 
 
 def prepare_numba() -> None:
@@ -457,7 +480,9 @@ def load_now(text: str, arg_types: list):
       kernel = load_now(text, plan.arg_types) if on_disk(text, plan.arg_types) else None
     """
     start = time.perf_counter()
-    prepare_numba()
+    if not prepare_numba_now():
+        load_stats["missed here"] += 1
+        return None
     imported = time.perf_counter()
     kernel = load_kernel(text)
     if not try_load(kernel, numba_signature(arg_types), "prange(" in text):

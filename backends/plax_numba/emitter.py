@@ -551,7 +551,9 @@ def _threefry_load_now(ranks) -> bool:
     numba's compiler lock)."""
     from plax_numba import threefry
     try:
-        cache.prepare_numba()
+        if not cache.prepare_numba_now():
+            cache.load_stats["missed here"] += 1
+            return False
         from plax_numba import threefry_kernels as k
         sig = threefry.signature(ranks)
         if not all(cache.try_load(kernel, sig, parallel)
