@@ -18,8 +18,8 @@ cache calls the jitted function in a loop until every compile job has finished:
 Columns: the first call's time; the time from the first call until a first kernel is in use
 (a parallel kernel's serial form, which the worker compiles first, or a final kernel) and
 until every final kernel is (and the calls made meanwhile); the longest pause (and the 99th
-percentile) of a thread that wakes every 0.5 ms, while compilation runs (how long the program's other threads can wait
-for the GIL; with ``sync`` the first call, tracing included, on the main thread), beside the
+percentile) of a thread that wakes every 0.5 ms, while compilation runs (how long the
+program's other threads can wait for the GIL; with ``sync`` the first call, tracing included, on the main thread), beside the
 longest collection of Python's cyclic garbage collector meanwhile (it holds the GIL
 throughout; numba's import in this process allocates ~50k objects, which
 ``plax_numba.cache.prepare_numba`` imports with the collector paused and then freezes), the

@@ -26,8 +26,8 @@ the worker's traceback in ``worker_traceback``). A worker that dies (killed, cra
 replaced: its jobs run again on a fresh worker once, then fail with
 :class:`WorkerDiedError`. It is started by the first tiered program lowered
 (:func:`prestart`), so its warm-up overlaps the calls before a step is hot. At interpreter
-exit the workers are stopped without waiting for their jobs (nothing a job leaves half-written is read: numba
-writes its cache files to a temporary name and renames them).
+exit the workers are stopped without waiting for their jobs (nothing a job leaves
+half-written is read: numba writes its cache files to a temporary name and renames them).
 """
 from __future__ import annotations
 
