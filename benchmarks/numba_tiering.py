@@ -17,9 +17,9 @@ cache calls the jitted function in a loop until every compile job has finished:
 
 Columns: the first call's time; the time from the first call until a first kernel is in use
 (a parallel kernel's serial form, which the worker compiles first, or a final kernel) and
-until every final kernel is (and the calls made meanwhile); the longest pause (and the 99th percentile) of a thread that
-wakes every 0.5 ms, while compilation runs (how long the program's other threads can wait
-for the GIL; with ``sync`` the first call, tracing included, on the main thread), beside the
+until every final kernel is (and the calls made meanwhile); the longest pause (and the 99th
+percentile) of a thread that wakes every 0.5 ms, while compilation runs (how long the
+program's other threads can wait for the GIL; with ``sync`` the first call, tracing included, on the main thread), beside the
 longest collection of Python's cyclic garbage collector meanwhile (it holds the GIL
 throughout; numba's import in this process allocates ~50k objects, which
 ``plax_numba.cache.prepare_numba`` imports with the collector paused and then freezes), the
@@ -110,8 +110,6 @@ def _cpu_seconds(pid: int) -> float:
 def child(workload: str, mode: str) -> dict:
     sys.path.insert(0, HERE)
     import compare  # sets PLAX_NUMBA_SYNC=1 by default: undone below unless measuring sync
-    if mode != "sync":
-        os.environ.pop("PLAX_NUMBA_SYNC", None)
     from plax_numba import cache, tiered
     if mode == "worker, numba set up":  # a later compilation: numba was set up earlier
         cache.prepare_numba()
@@ -123,6 +121,10 @@ def child(workload: str, mode: str) -> dict:
     factory = next(impls["plax"] for label, impls in compare.make_workloads(False)
                    if label.startswith(WORKLOADS[workload]))
     fn, args = factory(lib)
+    # (after the workloads are made: compare imports its helpers' modules lazily, and they set
+    # PLAX_NUMBA_SYNC=1 too; the variable is read when a program is compiled, at its first call)
+    if mode != "sync":
+        os.environ.pop("PLAX_NUMBA_SYNC", None)
 
     def call():
         lib.block(fn(*args))
@@ -168,10 +170,12 @@ def child(workload: str, mode: str) -> dict:
     return {"first": first, "to_fast": to_fast, "to_kernel": to_kernel, "calls": calls,
             "cpu_here": cpu_here, "cpu_worker": cpu_worker,
             "serial_forms": len(cache.serial_loaded_at), "pause": pause,
-            "pause99": pause99, "gc": gc_pause, "quiet_pause": quiet_pause, "quiet99": quiet99, "fast_call": sorted(times)[2],
+            "pause99": pause99, "gc": gc_pause, "quiet_pause": quiet_pause,
+            "quiet99": quiet99, "fast_call": sorted(times)[2],
             "prepare": sum(t["import numba"] for t in loads),
             "load": sum(t["load"] for t in loads), "loaded": cache.load_stats["loaded"],
-            "compiled_here": cache.load_stats["compiled here"]}
+            "compiled_here": cache.load_stats["compiled here"],
+            "recached": cache.load_stats["recached"]}
 
 
 def run_child(workload: str, mode: str, cache_dir: str) -> dict:
@@ -220,6 +224,8 @@ def main(argv=None) -> None:
         here = (f"{fmt_s(r['prepare'])} + {fmt_s(r['load'])}" if r["loaded"] else "-")
         if r["compiled_here"]:
             here += f" ({r['compiled_here']} compiled here)"
+        if r.get("recached"):
+            here += f" ({r['recached']} recached by the worker)"
         serial = f" ({r['serial_forms']} serial)" if r["serial_forms"] else ""
         print(f"| {workload} | {mode} | {fmt_s(r['first'])} | {fmt_s(r['to_kernel'])}{serial} | "
               f"{fmt_s(r['to_fast'])} "

@@ -165,13 +165,51 @@ def load_kernel(text: str):
             return kernel
         write_source(text)
         name = "plax_numba_kernels." + os.path.basename(path)[:-3]
-        spec = importlib.util.spec_from_file_location(name, path)
-        module = importlib.util.module_from_spec(spec)
-        # numba pickles the module's name into its cache and imports it when loading
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-        kernel = _kernels[path] = module.kernel
+        kernel = _kernels[path] = _import_file(name, path).kernel
+        serialize_index_writes(kernel)
         return kernel
+
+
+def serialize_index_writes(kernel) -> None:
+    """Makes the index writes of ``kernel``'s numba disk cache exclusive between processes
+    (an ``fcntl.flock`` on ``<index>.lock``). numba saves an entry by reading a source's
+    index, adding the entry and writing the index back, unlocked: two processes saving
+    entries of one source at once (two programs' workers compiling a kernel for different
+    argument types) lose one of them, and a marker (:func:`on_disk`) then names a kernel
+    the cache lacks. Nothing where ``fcntl`` or numba's cache object is not as expected.
+
+    Args:
+      kernel: a numba dispatcher with ``cache=True``.
+
+    Example::
+
+      serialize_index_writes(load_kernel(text))   # (load_kernel does it)
+    """
+    try:
+        import fcntl
+        index = kernel._cache._cache_file
+        save, lock_path = index.save, index._index_path + ".lock"
+    except (ImportError, AttributeError):
+        return
+    if getattr(save, "__plax_locked__", False):
+        return
+
+    def locked_save(key, data):
+        with open(lock_path, "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+            save(key, data)
+    locked_save.__plax_locked__ = True
+    index.save = locked_save
+
+
+def _import_file(name: str, path: str):
+    """Imports the module file ``path`` as ``name`` (registered in ``sys.modules``: numba
+    pickles the module's name into its cache and imports it when loading)."""
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
 
 
 def numba_signature(arg_types: list):
@@ -222,10 +260,14 @@ def compile_kernel(text: str, arg_types: list):
     return kernel
 
 
-#: what happened to kernels tiering asked for: compiled in a worker and loaded here from the
-#: disk cache ("loaded"), or compiled here after all because the cache missed them
-#: ("compiled here": another process's index write may drop an entry)
-load_stats = {"loaded": 0, "compiled here": 0}
+#: what happened to kernels tiering asked for: loaded here from the disk cache ("loaded");
+#: a load on the program's thread that did not happen ("missed here": the cache lacked the
+#: entry, or numba's compiler lock was held; the reference path runs and the background
+#: thread loads it); a miss on the background thread sent back to the worker to be written
+#: into the cache again ("recached": another process's index write can drop an entry); or
+#: compiled in this process after all ("compiled here": only where numba's own loading path
+#: must be used, see :func:`load_dispatcher`)
+load_stats = {"loaded": 0, "missed here": 0, "recached": 0, "compiled here": 0}
 #: seconds spent by each :func:`load_compiled`: importing numba (the first), waiting for the
 #: worker beyond that, loading the machine code here (benchmarks print them); and the id of
 #: the process that compiled the kernel ("compiled by"; None: it was on disk already), and
@@ -260,7 +302,7 @@ def on_disk(text: str, arg_types: list) -> bool:
 
 
 _prepared = []
-_prepare_lock = threading.Lock()
+_prepare_lock = threading.RLock()  # (re-entered by prepare_numba_now)
 
 
 @contextlib.contextmanager
@@ -291,6 +333,29 @@ def _collections_deferred():
             gc.enable()
 
 
+def prepare_numba_now() -> bool:
+    """:func:`prepare_numba` on the program's thread: only if that needs no wait for another
+    thread (one preparing numba already, or compiling: numba's runtime starts under its
+    compiler lock). False if it would have waited (the caller leaves the load to the
+    background thread)."""
+    if _prepared:
+        return True
+    if not _prepare_lock.acquire(blocking=False):
+        return False  # (the background thread is importing numba)
+    try:
+        from numba.core.compiler_lock import global_compiler_lock
+        lock = getattr(global_compiler_lock, "_lock", None)
+        if lock is None or not lock.acquire(blocking=False):
+            return False
+        try:
+            prepare_numba()  # (both locks are re-entrant for this thread: RLock, or held)
+        finally:
+            lock.release()
+    finally:
+        _prepare_lock.release()
+    return True
+
+
 def prepare_numba() -> None:
     """Imports numba and starts what loading cached machine code needs: numba's runtime
     (NRT) symbols. Not numba's typing and lowering registries (``refresh()``: importing its
@@ -319,44 +384,139 @@ def prepare_numba() -> None:
 
 _lean = [True]  # whether _load_cached may load without numba's registries
 
+# what _load_cached found
+LOADED, MISSING, BUSY, UNAVAILABLE = "loaded", "missing", "busy", "unavailable"
 
-def _load_cached(kernel, sig, parallel: bool) -> bool:
+
+def _load_cached(kernel, sig, parallel: bool, wait: bool = True) -> str:
     """Loads ``kernel``'s machine code for ``sig`` from numba's disk cache into the
-    dispatcher; False if it is not there (or cannot be loaded that way).
+    dispatcher. Returns :data:`LOADED`; :data:`MISSING` if the cache has no entry for it;
+    :data:`BUSY` if ``wait`` is False and numba's compiler lock is held (a compilation in
+    this process may hold it for seconds); :data:`UNAVAILABLE` if it cannot be loaded this
+    way (numba's internals moved: only numba's own path loads it).
 
     numba's own path (``dispatcher.compile``) first builds its full typing and lowering
     registries, which the machine code does not use: the code only calls numba's C helpers
     and runtime (registered by :func:`prepare_numba`) and, for a parallel kernel, the
     threading layer's scheduler (started here). This reads the cache entry through the
-    dispatcher's cache object and installs the overload as numba does; any error there
-    (numba's internals changed) sends the caller down numba's own path."""
+    dispatcher's cache object and installs the overload as numba does, holding numba's
+    compiler lock as numba does (LLVM's linking is not thread-safe)."""
+    if tuple(sig) in kernel.overloads:  # (ready already: no lock needed to see it)
+        return LOADED
     if not _lean:
-        return False
+        return UNAVAILABLE
     try:
         from numba.core.compiler_lock import global_compiler_lock
-        with global_compiler_lock:
+        lock = getattr(global_compiler_lock, "_lock", None)
+        if wait:
+            global_compiler_lock.acquire()
+        elif lock is None:
+            return UNAVAILABLE  # no way to try the lock: never wait for it here
+        elif not lock.acquire(blocking=False):
+            return BUSY
+        try:
             if tuple(sig) in kernel.overloads:
-                return True
+                return LOADED
             if parallel:
                 from numba.np.ufunc.parallel import _launch_threads
                 _launch_threads()
             cres = kernel._cache._load_overload(sig, kernel.targetctx)
             if cres is None:
-                return False
+                return MISSING
             kernel.targetctx.insert_user_function(cres.entry_point, cres.fndesc,
                                                   [cres.library])
             kernel.add_overload(cres)
+        finally:
+            if wait:
+                global_compiler_lock.release()
+            else:
+                lock.release()
     except Exception:  # noqa: BLE001 - numba's internals moved: its own path loads it
         _lean.clear()
-        return False
-    return True
+        return UNAVAILABLE
+    return LOADED
+
+
+def try_load(kernel, sig, parallel: bool) -> bool:
+    """Loads ``kernel``'s machine code for ``sig`` from numba's disk cache if that can be
+    done at once: what the program's own thread does for a kernel :func:`on_disk` says is
+    cached. Never compiles and never waits for numba's compiler lock (a compilation may
+    hold it for seconds); False if the entry is missing, the lock is held, or only numba's
+    own path could load it (the caller then runs the reference path and leaves the load
+    to tiering's background thread).
+
+    Args:
+      kernel: a numba dispatcher with ``cache=True``.
+      sig: the argument types (a tuple of numba types).
+      parallel: whether it is a ``parallel=True`` kernel.
+
+    Returns:
+      Whether the kernel is ready for ``sig``.
+
+    Example::
+
+      if not try_load(kernel, numba_signature(arg_types), False):
+          ...  # reference path; the background thread loads it (load_dispatcher)
+    """
+    with _collections_deferred():
+        return _load_cached(kernel, sig, parallel, wait=False) == LOADED
+
+
+def load_now(text: str, arg_types: list):
+    """The kernel of module ``text`` for ``arg_types`` loaded from the disk cache on this
+    thread (:func:`try_load`: no compilation, no wait on numba's compiler lock), or None
+    (counted as ``"missed here"`` in :data:`load_stats`). For the program's thread, when
+    :func:`on_disk` says the kernel is cached: a miss is never compiled here.
+
+    Args:
+      text: the kernel's module text (:func:`module_source`).
+      arg_types: the plan's argument types.
+
+    Returns:
+      The numba dispatcher, ready for ``arg_types``, or None.
+
+    Example::
+
+      kernel = load_now(text, plan.arg_types) if on_disk(text, plan.arg_types) else None
+    """
+    start = time.perf_counter()
+    if not prepare_numba_now():
+        load_stats["missed here"] += 1
+        return None
+    imported = time.perf_counter()
+    kernel = load_kernel(text)
+    if not try_load(kernel, numba_signature(arg_types), "prange(" in text):
+        load_stats["missed here"] += 1
+        return None
+    load_stats["loaded"] += 1
+    load_times.append({"import numba": imported - start, "worker": 0.0,
+                       "load": time.perf_counter() - imported, "compiled by": None,
+                       "at": time.perf_counter()})
+    _compiled[_key(text, arg_types)] = kernel
+    return kernel
+
+
+class KernelNotCachedError(RuntimeError):
+    """A kernel the compile worker compiled is still missing from numba's disk cache after
+    it was written there again (:func:`load_dispatcher`)."""
+
+
+#: how many times the background thread sends a kernel missing from the disk cache back to
+#: the worker before giving up on it (one warning; the reference path keeps running)
+RECACHE_ATTEMPTS = 2
 
 
 def load_dispatcher(kernel, sig, parallel: bool) -> bool:
     """Makes ``kernel`` (a numba dispatcher with ``cache=True``) ready for ``sig``: its
     machine code loaded from numba's disk cache (:func:`_load_cached`, the garbage
-    collector paused), else numba's own path (which compiles here on a cache miss). True
-    if it was loaded, False if it was compiled here.
+    collector paused). True if it was loaded, False if it was compiled here.
+
+    A kernel missing from the cache (another process's index write can drop an entry:
+    numba rewrites a source's whole index, and the last writer wins) is, on tiering's
+    background thread with compile workers (:func:`plax_numba.tiered.compiles_in_worker`),
+    sent back to a worker that writes it into the cache again (:func:`recache`), then
+    loaded; never compiled here. Elsewhere (``PLAX_NUMBA_SYNC=1``, ``PLAX_NUMBA_WORKERS=0``)
+    numba's own path runs, which compiles here on a miss, as those modes do anyway.
 
     Args:
       kernel: the dispatcher.
@@ -366,16 +526,88 @@ def load_dispatcher(kernel, sig, parallel: bool) -> bool:
     Returns:
       Whether the machine code came from the disk cache.
 
+    Raises:
+      KernelNotCachedError: on the background thread, the kernel is still missing after
+        :data:`RECACHE_ATTEMPTS` trips to the worker.
+
     Example::
 
       load_dispatcher(load_kernel(text), numba_signature(arg_types), False)
     """
-    with _collections_deferred():
-        if _load_cached(kernel, sig, parallel):
+    from plax_numba import tiered
+    in_worker = tiered.compiles_in_worker()
+    for attempt in range(RECACHE_ATTEMPTS + 1):
+        with _collections_deferred():
+            state = _load_cached(kernel, sig, parallel)
+        if state == LOADED:
             return True
+        if not in_worker or attempt == RECACHE_ATTEMPTS:
+            break
+        _recache_in_worker(kernel, sig)
+        if state == UNAVAILABLE:
+            break  # (in the cache now: numba's own path below loads it)
+    if in_worker and state == MISSING:
+        raise KernelNotCachedError(
+            f"plax_numba: the kernel {_kernel_name(kernel)} is missing from numba's disk "
+            f"cache ({cache_dir()}) after the compile worker wrote it there "
+            f"{RECACHE_ATTEMPTS + 1} times; another process may be rewriting the cache "
+            "index concurrently. Set PLAX_NUMBA_CACHE_DIR to a directory of this "
+            "process's own to avoid it.")
     misses = sum(kernel.stats.cache_misses.values())
     kernel.compile(sig)
     return sum(kernel.stats.cache_misses.values()) == misses
+
+
+def _kernel_name(kernel) -> str:
+    func = kernel.py_func
+    return f"{func.__module__}.{func.__qualname__}"
+
+
+def _recache_in_worker(kernel, sig) -> None:
+    """Has a compile worker write ``kernel``'s entry for ``sig`` into numba's disk cache
+    (:func:`recache`), waiting for it with the GIL released."""
+    from plax_numba import compile_worker
+    func = kernel.py_func
+    module = sys.modules[func.__module__]
+    load_stats["recached"] += 1
+    compile_worker.submit(recache, func.__module__, getattr(module, "__file__", None),
+                          func.__name__, tuple(sig), cache_dir()).result()
+
+
+def recache(module_name: str, path: str | None, name: str, sig: tuple,
+            directory: str | None = None) -> int:
+    """Writes the entry of kernel ``name`` of module ``module_name`` (imported from
+    ``path`` if not importable by name: a generated kernel) for ``sig`` into numba's disk
+    cache, compiling it if this process has not: what a compile worker runs for a kernel
+    the user's process found missing (:func:`load_dispatcher`). A kernel this process
+    compiled (or loaded) earlier is in its dispatcher but may be gone from the cache's
+    index, so it is saved again, or compiled afresh by a new dispatcher of the same
+    function (numba saves only what it compiles). Returns this process's id."""
+    import numba
+    use_cache_dir(directory)
+    kernel = _kernels.get(path)  # a generated kernel this process imported from that file
+    if kernel is None:
+        module = sys.modules.get(module_name)
+        if module is None or getattr(module, "__file__", None) != path:
+            # (a generated module of that name may come from another cache directory)
+            module = (_import_file(module_name, path) if path is not None else
+                      importlib.import_module(module_name))
+        kernel = getattr(module, name)
+    serialize_index_writes(kernel)
+    sig = tuple(sig)
+    if sig not in kernel.overloads:
+        kernel.compile(sig)  # loads it if the cache has it after all, else compiles and saves
+        return os.getpid()
+    try:
+        kernel._cache.save_overload(sig, kernel.overloads[sig])  # compiled here: its object
+        return os.getpid()
+    except Exception:  # noqa: BLE001 - loaded here (no object code to save): compile anew
+        pass
+    options = {k: v for k, v in kernel.targetoptions.items() if k != "nopython"}
+    fresh = numba.njit(cache=True, **options)(kernel.py_func)
+    serialize_index_writes(fresh)
+    fresh.compile(sig)
+    return os.getpid()
 
 
 def module_marker(path: str, key) -> str:

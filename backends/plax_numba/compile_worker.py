@@ -11,24 +11,28 @@ Workers are separate interpreters started with :mod:`subprocess` (``python -m
 plax_numba.compile_worker``): never ``fork`` from a threaded process, and not
 ``multiprocessing``'s ``spawn``/``forkserver`` either, which re-run the user's ``__main__``
 script in the child (a script without an ``if __name__ == "__main__"`` guard would run its
-training loop in the compiler). They start lazily, warm up once (:func:`_warm_up`: numba's
-import, the kernels' helpers, a serial and a parallel compilation) and stay warm.
-``PLAX_NUMBA_WORKERS`` sets how many (default 1; 0 compiles in the user's process, in the
-background thread, as before).
+training loop in the compiler), each in a session of its own (:func:`_own_session`: Linux
+shares the CPU between sessions). They start lazily, warm up once (:func:`_warm_up`: numba's
+import, the kernels' helpers, a serial and a parallel compilation, cut short when a job is
+waiting) and stay warm. ``PLAX_NUMBA_WORKERS`` sets how many at most (default 1; 0 compiles
+in the user's process, in the background thread, as before); a further one starts only when
+:data:`BACKLOG_FOR_ANOTHER` jobs wait.
 
 A job is a module-level function and its arguments (pickled by reference), run in the
-worker; :func:`submit` returns a :class:`concurrent.futures.Future` of its result. A job
+worker; :func:`submit` returns a :class:`concurrent.futures.Future` of its result. Jobs wait
+in the pool, in submission order, and each worker takes the next when it finishes one. A job
 that raises fails its future with :class:`WorkerCompileError` (the error in its message,
 the worker's traceback in ``worker_traceback``). A worker that dies (killed, crashed) is
 replaced: its jobs run again on a fresh worker once, then fail with
 :class:`WorkerDiedError`. It is started by the first tiered program lowered
 (:func:`prestart`), so its warm-up overlaps the calls before a step is hot. At interpreter
-exit the workers are stopped without waiting for their jobs (nothing a job leaves half-written is read: numba
-writes its cache files to a temporary name and renames them).
+exit the workers are stopped without waiting for their jobs (nothing a job leaves
+half-written is read: numba writes its cache files to a temporary name and renames them).
 """
 from __future__ import annotations
 
 import atexit
+import collections
 import os
 import pickle
 import queue
@@ -40,6 +44,7 @@ import traceback
 from concurrent.futures import Future
 
 _HEADER = struct.Struct("<Q")  # each message: its pickle's length, then the pickle
+_WARM = 0  # the job id of a worker's first message: warmed up, ready for jobs
 
 
 class WorkerCompileError(RuntimeError):
@@ -56,12 +61,27 @@ class WorkerDiedError(WorkerCompileError):
 
 
 def workers_wanted() -> int:
-    """How many worker processes compile kernels (``PLAX_NUMBA_WORKERS``, default 1; 0: none,
-    kernels compile in the user's process)."""
+    """How many worker processes may compile kernels (``PLAX_NUMBA_WORKERS``, default 1; 0:
+    none, kernels compile in the user's process). Beyond the first, a worker starts only
+    when :data:`BACKLOG_FOR_ANOTHER` jobs wait for one."""
     try:
         return max(0, int(os.environ.get("PLAX_NUMBA_WORKERS", "1")))
     except ValueError:
         return 1
+
+
+def _own_session() -> bool:
+    """Whether a worker starts in a session of its own (``PLAX_NUMBA_WORKER_SESSION``, default
+    on). Linux's scheduler shares the CPU fairly between sessions (``autogroup``, on by
+    default on most distributions): in the program's session the worker would share the
+    program's one share with the program's own busy calls (measured on a loaded 2-core
+    host: ~11% of a core, a compilation of 2.5 CPU seconds took 22 s), while the program
+    compiling synchronously has that share alone. In a session of its own it gets a share
+    like any other process. It still exits with the program (end of file on its pipe) and
+    is killed at the program's exit; it no longer gets the terminal's Ctrl-C, which it
+    needs not."""
+    return os.environ.get("PLAX_NUMBA_WORKER_SESSION", "1").strip().lower() not in (
+        "0", "false", "no", "off")
 
 
 # ---------------------------------------------------------------- the user's side
@@ -83,7 +103,7 @@ class _Worker:
             [sys.executable, "-m", "plax_numba.compile_worker", str(to_child_r),
              str(from_child_w)],
             pass_fds=(to_child_r, from_child_w), env=env, stdin=subprocess.DEVNULL,
-            close_fds=True)
+            close_fds=True, start_new_session=_own_session())
         os.close(to_child_r)
         os.close(from_child_w)
         self.writer = os.fdopen(to_child_w, "wb")
@@ -91,6 +111,9 @@ class _Worker:
         self.write_lock = threading.Lock()
         self.pending: dict[int, tuple] = {}   # job id -> (future, fn, args, attempts)
         self.alive = True
+        #: the worker has warmed up (its first message): the pool hands it jobs; before that
+        #: only when no warm worker exists (the first one, whose warm-up a waiting job cuts)
+        self.warm = False
         # Jobs reach the pipe through a writer thread: a caller (the program's thread, when a
         # step gets hot) never blocks on a full pipe while the worker is busy compiling.
         self.outbox: queue.SimpleQueue = queue.SimpleQueue()
@@ -137,10 +160,15 @@ class _Worker:
                 if message is None:
                     break
                 job_id, ok, value = message
+                if job_id == _WARM:
+                    self.warm = True
+                    self.pool.dispatch()
+                    continue
                 with self.write_lock:
                     entry = self.pending.pop(job_id, None)
                 if entry is None:
                     continue
+                self.pool.dispatch()  # its next job first: the worker is not left idle
                 if ok:
                     entry[0].set_result(value)
                 else:
@@ -177,10 +205,28 @@ class _Worker:
             pass
 
 
+#: a pool starts another worker (up to ``PLAX_NUMBA_WORKERS``) when this many jobs wait
+#: while every worker is busy: a program whose many kernels get hot at once (an MLP step's
+#: dozen) is worth a second start-up (numba's import and set-up, 1-3 CPU seconds); one
+#: kernel and its serial form are not
+BACKLOG_FOR_ANOTHER = 3
+
+
+#: jobs handed to a worker ahead of its replies: the one it runs and the next, already in
+#: its pipe, so it never waits for this process (whose threads, busy with the program's
+#: calls, may take a while to read a reply and send the next job); the rest wait in the pool
+IN_FLIGHT = 2
+
+
 class _Pool:
+    """The workers and the jobs waiting for one. Jobs wait here, not in a worker's pipe: each
+    worker holds at most :data:`IN_FLIGHT` and takes the next when it replies, so a worker
+    that starts later, or is replaced, takes what is left."""
+
     def __init__(self):
         self.lock = threading.Lock()
         self.workers: list[_Worker] = []
+        self.waiting: collections.deque = collections.deque()  # (future, fn, args, attempts)
         self.next_id = 0
         self.started = 0      # processes started (restarts included)
         self.closed = False
@@ -199,44 +245,78 @@ class _Pool:
             atexit.register(shutdown)
         return worker
 
-    def submit(self, fn, args: tuple, attempts: int = 0, future: Future | None = None):
+    def submit(self, fn, args: tuple, attempts: int = 0, future: Future | None = None,
+               first: bool = False):
         future = future if future is not None else Future()
-        entry = (future, fn, args, attempts)
+        with self.lock:
+            if self.closed:
+                future.set_exception(WorkerDiedError("plax_numba: the compile workers "
+                                                     "were stopped (interpreter exit)"))
+                return future
+            entry = (future, fn, args, attempts)
+            if first:
+                self.waiting.appendleft(entry)  # (a retried job keeps its place)
+            else:
+                self.waiting.append(entry)
+        self.dispatch()
+        return future
+
+    def dispatch(self) -> None:
+        """Hands waiting jobs to idle workers (warm ones; a cold one only if no worker is
+        warm), starting a worker if none runs, or another if the backlog calls for it."""
         while True:
             with self.lock:
-                if self.closed:
-                    future.set_exception(WorkerDiedError("plax_numba: the compile workers "
-                                                         "were stopped (interpreter exit)"))
-                    return future
+                if self.closed or not self.waiting:
+                    return
                 self.workers = [w for w in self.workers if w.alive]
-                busy = all(w.pending for w in self.workers)
-                if not self.workers or (busy and len(self.workers) < workers_wanted()):
-                    worker = self._start()
-                else:
-                    worker = min(self.workers, key=lambda w: len(w.pending))
+                if not self.workers:
+                    self._start()
+                any_warm = any(w.warm for w in self.workers)
+                idle = sorted((w for w in self.workers if len(w.pending) < IN_FLIGHT
+                               and (w.warm or not any_warm)), key=lambda w: len(w.pending))
+                if not idle:
+                    if (len(self.waiting) >= BACKLOG_FOR_ANOTHER
+                            and len(self.workers) < workers_wanted()
+                            and all(w.warm for w in self.workers)):
+                        self._start()  # takes jobs once warm (its first message)
+                    return
+                entry = self.waiting.popleft()
                 self.next_id += 1
                 job_id = self.next_id
-            if worker.send(job_id, entry):
-                return future
+            if not idle[0].send(job_id, entry):  # died meanwhile: the job waits again
+                with self.lock:
+                    self.waiting.appendleft(entry)
 
     def worker_died(self, worker: _Worker, orphans: list) -> None:
         with self.lock:
             if worker in self.workers:
                 self.workers.remove(worker)
             closed = self.closed
-        for future, fn, args, attempts in orphans:
+        for future, fn, args, attempts in reversed(orphans):  # (each put first: in order)
             if closed or attempts >= 1:
                 code = worker.proc.returncode
                 future.set_exception(WorkerDiedError(
                     f"plax_numba: the compile worker (pid {worker.pid}) died running this job "
                     f"(exit status {code})" + ("" if closed else ", on a restarted worker too")))
             else:
-                self.submit(fn, args, attempts + 1, future)  # once more, on a fresh worker
+                self.submit(fn, args, attempts + 1, future, first=True)  # on a fresh worker
+        if closed:
+            with self.lock:
+                waiting, self.waiting = list(self.waiting), collections.deque()
+            for future, *_ in waiting:
+                future.set_exception(WorkerDiedError("plax_numba: the compile workers were "
+                                                     "stopped (interpreter exit)"))
+        else:
+            self.dispatch()  # the jobs left waiting go to a fresh worker
 
     def shutdown(self) -> None:
         with self.lock:
             self.closed = True
             workers, self.workers = self.workers, []
+            waiting, self.waiting = list(self.waiting), collections.deque()
+        for future, *_ in waiting:
+            future.set_exception(WorkerDiedError("plax_numba: the compile workers were "
+                                                 "stopped (interpreter exit)"))
         for w in workers:
             w.stop()
 
@@ -316,11 +396,14 @@ def _warm_up(job_waiting=lambda: False) -> None:
     serial and a ``parallel=True`` one: a process's first compilations pay for numba's
     typing and lowering registries, LLVM's set-up and the parallel passes' imports (about a
     second on a 2-core host), which the worker pays here, when it starts, instead of in its
-    first job. The parallel one is skipped if ``job_waiting()`` says a job has arrived (the
-    first job of a parallel kernel is its serial form)."""
+    first job. Each compilation is skipped if ``job_waiting()`` says a job has arrived: the
+    job pays that set-up itself, and the warm-up's own code generation would only delay it
+    (the first job of a parallel kernel is its serial form)."""
     import numba
     import numpy as np
     import plax_numba.arrays, plax_numba.libm_free, plax_numba.scalar  # noqa: F401,E401
+    if job_waiting():
+        return
 
     def serial(a, o):
         for i in range(a.size):
@@ -350,6 +433,9 @@ def _serve(in_fd: int, out_fd: int) -> None:
         _warm_up(job_waiting)
     except Exception:  # noqa: BLE001 - a job will report the same error with its context
         pass
+    data = pickle.dumps((_WARM, True, os.getpid()), protocol=pickle.HIGHEST_PROTOCOL)
+    writer.write(_HEADER.pack(len(data)) + data)
+    writer.flush()
     while True:
         message = _read_message(reader)
         if message is None:

@@ -138,7 +138,9 @@ class NumbaEmitter(Emitter):
         # as_text shows the chunk kernels too (serial, writing into the chunk's outputs)
         self.kernel_sources.extend((cache.source_path(t), t) for _, t in filter(None, plans))
 
-        def build():
+        def build(load_only=False):
+            # load_only: on the program's thread, kernels compiled or on disk only loaded
+            # (cache.load_now); None if one is not ready at once
             steps = []
             for (fn, ins, outs), sub, p in zip(parts, subs, plans):
                 if p is None:
@@ -146,9 +148,17 @@ class NumbaEmitter(Emitter):
                     continue
                 plan, text = p
                 try:
-                    kernel = cache.compile_kernel(text, plan.arg_types)
+                    if load_only:
+                        kernel = (cache.compiled_kernel(text, plan.arg_types)
+                                  or cache.load_now(text, plan.arg_types))
+                    else:
+                        kernel = cache.compile_kernel(text, plan.arg_types)
                 except Exception as err:  # noqa: BLE001 - reported; the unchunked path runs
+                    if load_only:
+                        return None
                     tiered.compile_failed(plan.primitives, cache.source_path(text), err)
+                    return None
+                if kernel is None:
                     return None
                 scalar = tuple(t[0] == "scalar" for t in plan.arg_types[:len(ins)])
                 dtypes = tuple(np.dtype(v.aval.dtype) for v in sub.outputs)
@@ -158,9 +168,14 @@ class NumbaEmitter(Emitter):
                                  [np.dtype(v.aval.dtype) for v in cluster.outputs],
                                  tuple(cluster.shape))
 
-        if self.sync or all(p is None or cache.compiled_kernel(p[1], p[0].arg_types) is not None
-                            or cache.on_disk(p[1], p[0].arg_types) for p in plans):
+        if self.sync:
             return build()
+        if all(p is None or cache.compiled_kernel(p[1], p[0].arg_types) is not None
+               or cache.on_disk(p[1], p[0].arg_types) for p in plans):
+            ready = build(load_only=True)
+            if ready is not None:
+                return ready
+            return tiered.switching(unchunked, build, 1, at_once=True)  # (a load missed)
         return tiered.switching(unchunked, build, tiered.compile_after())
 
     def _emit_kernel(self, cluster):
@@ -197,24 +212,28 @@ class NumbaEmitter(Emitter):
             ns["_kernel"] = entry(kernel)
             ns["_ready"] = True
 
+        def job():
+            try:
+                build()
+            except Exception as err:  # noqa: BLE001 - reported; the step keeps what it runs
+                tiered.compile_failed(plan.primitives, path, err,
+                                      serial_form_runs=ns["_ready"])
+
         ready = cache.compiled_kernel(text, plan.arg_types)
         if ready is not None:  # compiled earlier in this process: no tiering needed
             ns["_kernel"], ns["_ready"] = entry(ready), True
-        elif self.sync or cache.on_disk(text, plan.arg_types):  # (on disk: a load, at once)
+        elif self.sync:
             try:
                 build()
             except Exception as err:  # noqa: BLE001 - reported, and the equations still run
                 tiered.compile_failed(plan.primitives, path, err)
                 return None
-        else:
-            def job():
-                try:
-                    build()
-                except Exception as err:  # noqa: BLE001
-                    tiered.compile_failed(plan.primitives, path, err)
+        elif not _loaded_now(text, plan.arg_types, lambda kernel: ns.update(
+                _kernel=entry(kernel), _ready=True)):
             ns["_interp"] = tiered.counting(
                 interp, job, tiered.compile_after(),
-                request=lambda: cache.request(text, plan.arg_types, serial_first))
+                request=lambda: cache.request(text, plan.arg_types, serial_first),
+                at_once=cache.on_disk(text, plan.arg_types))
         self.kernel_sources.append((path, text))
         return Step(step)
 
@@ -513,11 +532,38 @@ def threefry_step(eqn, backend, sync: bool):
     """
     from plax_numba import threefry  # (not numba)
     ranks = tuple(len(v.aval.shape) for v in eqn.invars)
-    if sync or ranks in _threefry_ready or threefry.on_disk(ranks):
+    if ranks in _threefry_ready:  # (loaded or compiled in this process)
+        return threefry.threefry2x32
+    if sync:
         kernel = _threefry_compile(ranks)
         return kernel if kernel is not None else backend.eager_impl(eqn.primitive)
+    on_disk = threefry.on_disk(ranks)
+    if on_disk and _threefry_load_now(ranks):
+        return threefry.threefry2x32
     return tiered.switching(backend.eager_impl(eqn.primitive),
-                            lambda: _threefry_compile(ranks), tiered.compile_after())
+                            lambda: _threefry_compile(ranks), tiered.compile_after(),
+                            at_once=on_disk)
+
+
+def _threefry_load_now(ranks) -> bool:
+    """Loads both threefry kernels for ``ranks`` from the disk cache on this thread if that
+    can be done at once (:func:`cache.try_load`: never a compilation, never a wait on
+    numba's compiler lock)."""
+    from plax_numba import threefry
+    try:
+        if not cache.prepare_numba_now():
+            cache.load_stats["missed here"] += 1
+            return False
+        from plax_numba import threefry_kernels as k
+        sig = threefry.signature(ranks)
+        if not all(cache.try_load(kernel, sig, parallel)
+                   for kernel, parallel in ((k.hash_serial, False), (k.hash_parallel, True))):
+            cache.load_stats["missed here"] += 1
+            return False
+    except Exception:  # noqa: BLE001 - the background thread's attempt reports its error
+        return False
+    _threefry_ready.add(ranks)
+    return True
 
 
 _threefry_ready: set = set()  # operand ranks the threefry kernels are compiled for
@@ -536,6 +582,25 @@ def _threefry_compile(ranks):
         return None
     _threefry_ready.add(ranks)
     return threefry.threefry2x32
+
+
+def _loaded_now(text: str, arg_types: list, use) -> bool:
+    """For a kernel :func:`cache.on_disk` says is cached: loads it on this thread (the
+    program's, building it) if that can be done at once (:func:`cache.load_now`: never a
+    compilation, never a wait on numba's compiler lock) and hands it to ``use``. False if it
+    is not on disk or the load missed: the caller tiers it (a kernel on disk is loaded by
+    the background thread at once, ``at_once``, which sends a cache miss back to the
+    worker)."""
+    if not cache.on_disk(text, arg_types):
+        return False
+    try:
+        kernel = cache.load_now(text, arg_types)
+    except Exception:  # noqa: BLE001 - the background thread's attempt reports its error
+        return False
+    if kernel is None:
+        return False
+    use(kernel)
+    return True
 
 
 def native_step(plan, interp, sync: bool, sources: list | None = None):
@@ -557,13 +622,14 @@ def native_step(plan, interp, sync: bool, sources: list | None = None):
     ready = cache.compiled_kernel(text, plan.arg_types)
     if ready is not None:
         ns["_entry"], ns["_ready"] = cache.entry_point(ready, plan.arg_types), True
-    elif sync or cache.on_disk(text, plan.arg_types):  # (on disk: a load, at once)
+    elif sync:
         try:
             build()
         except Exception as err:  # noqa: BLE001 - reported; the reference path still runs
             tiered.compile_failed(plan.primitives, path, err)
             return None
-    else:
+    elif not _loaded_now(text, plan.arg_types, lambda kernel: ns.update(
+            _entry=cache.entry_point(kernel, plan.arg_types), _ready=True)):
         def job():
             try:
                 build()
@@ -571,7 +637,8 @@ def native_step(plan, interp, sync: bool, sources: list | None = None):
                 ns["_failed"] = True
                 tiered.compile_failed(plan.primitives, path, err)
         ns["_interp"] = tiered.counting(interp, job, tiered.compile_after(),
-                                        request=lambda: cache.request(text, plan.arg_types))
+                                        request=lambda: cache.request(text, plan.arg_types),
+                                        at_once=cache.on_disk(text, plan.arg_types))
     if sources is not None:
         sources.append((path, text))
     step = ns["step"]

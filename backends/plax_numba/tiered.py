@@ -97,7 +97,7 @@ def yielding_gil():
                 sys.setswitchinterval(_yielding[1])
 
 
-def counting(interp, job, after: int, request=None):
+def counting(interp, job, after: int, request=None, at_once: bool = False):
     """``interp`` that submits ``job`` (the compilation) once it has run ``after`` times.
     A compile worker starts now (:func:`plax_numba.compile_worker.prestart`): its start-up
     (numba's import, a warm-up compilation) overlaps the calls before the step is hot.
@@ -105,7 +105,14 @@ def counting(interp, job, after: int, request=None):
     ``request``, if given, runs on the calling thread when the step gets hot, before ``job``
     is queued: it hands the compilation to the worker at once
     (:func:`plax_numba.cache.request`), so the worker is not left waiting while the
-    background thread loads the kernels before this one."""
+    background thread loads the kernels before this one.
+
+    ``at_once``: ``job`` is submitted now and ``interp`` returned as it is: the kernel is in
+    the disk cache (:func:`plax_numba.cache.on_disk`) but the program's thread could not
+    load it at once (the background thread loads it; no worker is started for that)."""
+    if at_once:
+        submit(job)
+        return interp
     count = [0]
     from plax_numba import compile_worker
     if compile_worker.workers_wanted() > 0 and not sync_mode():
@@ -127,16 +134,17 @@ def counting(interp, job, after: int, request=None):
     return run
 
 
-def switching(interp, build, after: int):
-    """A step that runs ``interp`` until it is hot (:func:`counting`), when ``build()`` runs
-    in the background thread; once it has returned a function, later calls run that instead
-    (None: ``build`` failed and reported it; ``interp`` keeps running). For steps that are
-    a closure rather than a generated wrapper reading ``_ready``/``_kernel``."""
+def switching(interp, build, after: int, at_once: bool = False):
+    """A step that runs ``interp`` until it is hot (:func:`counting`, with ``at_once``),
+    when ``build()`` runs in the background thread; once it has returned a function, later
+    calls run that instead (None: ``build`` failed and reported it; ``interp`` keeps
+    running). For steps that are a closure rather than a generated wrapper reading
+    ``_ready``/``_kernel``."""
     ready = [None]
 
     def job():
         ready[0] = build()
-    counted = counting(interp, job, after)
+    counted = counting(interp, job, after, at_once=at_once)
 
     def step(*args):
         fast = ready[0]
@@ -145,18 +153,24 @@ def switching(interp, build, after: int):
     return step
 
 
-def compile_failed(primitives: list[str], path: str, err: BaseException) -> None:
-    """Warns that a kernel failed to compile (the reference kernels compute it instead);
-    silent at interpreter exit, where jobs fail because the workers were stopped."""
+def compile_failed(primitives: list[str], path: str, err: BaseException,
+                   serial_form_runs: bool = False) -> None:
+    """Warns that a kernel failed to compile, saying what computes its equations instead:
+    the reference kernels, or (``serial_form_runs``) the serial form of a parallel kernel,
+    compiled first and in use (:func:`plax_numba.cache.serial_variant`). Silent at
+    interpreter exit, where jobs fail because the workers were stopped."""
     worker = sys.modules.get("plax_numba.compile_worker")
     # compile_worker's own atexit hook may stop the workers before _shutdown below runs
     # (atexit runs hooks last-registered first), so a closed pool also means exit
     if _closing.is_set() or (worker is not None and worker.stopped()):
         return
     detail = "".join(traceback.format_exception_only(type(err), err)).strip()
+    instead = ("its serial form (the same kernel without parallel loops, compiled first) "
+               "keeps running instead, on one core" if serial_form_runs else
+               "its equations run on the reference (NumPy) kernels instead")
     warnings.warn(f"plax_numba: compiling the fused kernel of [{' '.join(primitives)}] "
-                  f"(generated source: {path}) failed; its equations run on the reference "
-                  f"(NumPy) kernels instead. {detail}", PlaxFallbackWarning, stacklevel=2)
+                  f"(generated source: {path}) failed; {instead}. {detail}",
+                  PlaxFallbackWarning, stacklevel=2)
 
 
 _not_native: set = set()

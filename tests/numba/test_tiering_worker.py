@@ -108,9 +108,9 @@ def test_worker_failure_falls_back_with_one_warning(tiered_fresh, monkeypatch):
 
 def test_killed_worker_is_restarted_and_the_job_retried(tiered_fresh):
     from plax_numba import compile_worker
-    started = compile_worker.started()
     job = compile_worker.submit(time.sleep, 1.0)
     (pid,) = compile_worker.worker_pids()
+    started = compile_worker.started()  # (after the first start: the test runs alone too)
     os.kill(pid, signal.SIGKILL)  # mid-run (or while it starts): its job runs again
     assert job.result(timeout=300) is None
     assert compile_worker.started() == started + 1
@@ -397,3 +397,239 @@ def test_jobs_failing_because_the_workers_stopped_do_not_warn():
     assert not compile_worker.stopped()
     with pytest.warns(tiered.PlaxFallbackWarning, match="exp"):
         tiered.compile_failed(["exp"], "kernel.py", err)
+
+
+# ---------------------------------------------------------------- cache misses (issue 26)
+
+def _lose_index_entries(cache_dir) -> int:
+    """Deletes numba's cache indexes under ``cache_dir``: what another process's index
+    write does to an entry it did not know about (numba rewrites a source's whole index).
+    Returns how many were deleted."""
+    pycache = cache_dir / "__pycache__"
+    gone = [p for p in pycache.iterdir() if p.suffix == ".nbi"]
+    for p in gone:
+        p.unlink()
+    return len(gone)
+
+
+@pytest.fixture
+def numba_compiles(monkeypatch):
+    """The threads on which this process calls a numba dispatcher's ``compile`` (numba's
+    own compile-or-load path; the lean load and the worker do not use it here)."""
+    import threading
+    from numba.core.dispatcher import Dispatcher
+    real, threads = Dispatcher.compile, []
+
+    def compile(self, sig):
+        threads.append(threading.current_thread().name)
+        return real(self, sig)
+    monkeypatch.setattr(Dispatcher, "compile", compile)
+    return threads
+
+
+def _fresh_process_state(monkeypatch):
+    """This process as a new one would be: no kernel compiled or imported."""
+    from plax_numba import cache
+    monkeypatch.setattr(cache, "_compiled", {})
+    monkeypatch.setattr(cache, "_kernels", {})
+
+
+@pytest.mark.parametrize("compiled_by", ["this process", "the worker"])
+def test_an_index_miss_is_recached_by_the_worker_not_compiled_here(
+        tiered_fresh, monkeypatch, numba_compiles, compiled_by):
+    # The marker says the kernel is on disk, but numba's index lost its entry: the program's
+    # thread does not compile it (its first call runs the reference path), and the
+    # background thread sends it back to the worker, which writes it into the cache again
+    # (saving its own compiled copy, or compiling anew what it never compiled), then loads it.
+    from plax_numba import cache
+    x = np.linspace(-3, 3, 1001, dtype=np.float32)
+    want = np.sqrt(x.astype(np.float64) ** 2 + 1.625) * 0.75 - np.cos(x.astype(np.float64)) ** 2
+    if compiled_by == "the worker":
+        first = plax.jit(lambda x: _cluster(x), backend="numba")  # (a program of its own)
+        first(x)
+        _poll_ready(first, x)
+    else:
+        monkeypatch.setenv("PLAX_NUMBA_SYNC", "1")
+        plax.jit(lambda x: _cluster(x), backend="numba")(x)
+        monkeypatch.delenv("PLAX_NUMBA_SYNC")
+    assert _lose_index_entries(tiered_fresh) >= 1
+    _fresh_process_state(monkeypatch)
+    compiled_before = len(numba_compiles)
+    stats = dict(cache.load_stats)
+    f = plax.jit(lambda x: _cluster(x), backend="numba")
+    out = np.asarray(f(x))
+    assert cache.load_stats["missed here"] == stats["missed here"] + 1
+    np.testing.assert_allclose(out, want, rtol=2e-6, atol=2e-6)
+    _poll_ready(f, x)
+    np.testing.assert_allclose(np.asarray(f(x)), want, rtol=2e-6, atol=2e-6)
+    assert cache.load_stats["recached"] == stats["recached"] + 1
+    assert cache.load_stats["loaded"] == stats["loaded"] + 1
+    assert cache.load_stats["compiled here"] == stats["compiled here"]
+    assert numba_compiles[compiled_before:] == []  # numba compiled nothing here, any thread
+    assert any(p.suffix == ".nbi" for p in (tiered_fresh / "__pycache__").iterdir())
+
+
+def test_the_program_thread_never_waits_for_numbas_compiler_lock(tiered_fresh, monkeypatch):
+    # A compilation in this process (PLAX_NUMBA_WORKERS=0, a program's own numba code) holds
+    # numba's compiler lock for seconds: a program whose kernel is on disk does not wait for
+    # it to load the kernel; its calls run the reference path, and the background thread
+    # loads the kernel once the lock is free.
+    import threading
+    from numba.core.compiler_lock import global_compiler_lock
+    from plax_numba import cache
+    x = np.linspace(-2, 2, 257, dtype=np.float32)
+    want = np.exp(x * 0.25) * 1.5 - x
+    monkeypatch.setenv("PLAX_NUMBA_SYNC", "1")
+    plax.jit(lambda x: jnp.exp(x * 0.25) * 1.5 - x, backend="numba")(x)
+    monkeypatch.delenv("PLAX_NUMBA_SYNC")
+    _fresh_process_state(monkeypatch)
+    held, release = threading.Event(), threading.Event()
+
+    def compiling():  # as numba's compiler does, for the length of a compilation
+        with global_compiler_lock:
+            held.set()
+            release.wait(600)
+    holder = threading.Thread(target=compiling, daemon=True)
+    holder.start()
+    try:
+        assert held.wait(60)
+        stats = dict(cache.load_stats)
+        f = plax.jit(lambda x: jnp.exp(x * 0.25) * 1.5 - x, backend="numba")
+        results = []
+        caller = threading.Thread(target=lambda: results.extend(
+            np.asarray(f(x)) for _ in range(3)), daemon=True)
+        caller.start()
+        caller.join(timeout=120)  # (generous: a call waiting for the lock never returns)
+        assert not caller.is_alive(), "the program's thread waited for the compiler lock"
+        assert cache.load_stats["missed here"] == stats["missed here"] + 1
+        assert _ready(f) == [False]  # the background thread waits for the lock instead
+        for out in results:
+            np.testing.assert_allclose(out, want, rtol=2e-6)
+    finally:
+        release.set()
+    holder.join(60)
+    _poll_ready(f, x)
+    np.testing.assert_allclose(np.asarray(f(x)), want, rtol=2e-6)
+    assert cache.load_stats["loaded"] == stats["loaded"] + 1
+    assert cache.load_stats["compiled here"] == stats["compiled here"]
+
+
+def test_a_failed_parallel_kernel_says_its_serial_form_keeps_running(tiered_fresh, monkeypatch):
+    # The worker compiles the serial form, then fails on the parallel kernel: one warning,
+    # saying that the serial form (in use) keeps running, not the reference kernels.
+    from concurrent.futures import Future
+    from plax_numba import cache, codegen, compile_worker, tiered
+    import threading
+    real, serial_loads = compile_worker.submit, len(cache.serial_loaded_at)
+
+    def submit(fn, *args):
+        if fn is not cache.compile_for_cache or cache.serial_variant(args[0]) is None:
+            return real(fn, *args)
+        failed = Future()  # the parallel kernel's job: fails once the serial form is in use
+
+        def fail():
+            deadline = time.monotonic() + 600
+            while len(cache.serial_loaded_at) == serial_loads and time.monotonic() < deadline:
+                time.sleep(0.01)
+            failed.set_exception(compile_worker.WorkerCompileError(
+                "LoweringError: simulated parallel failure (in the compile worker)"))
+        threading.Thread(target=fail, daemon=True).start()
+        return failed
+    monkeypatch.setattr(compile_worker, "submit", submit)
+    x = np.linspace(-3, 3, max(codegen.PARALLEL_MIN, 1 << 16), dtype=np.float32)
+    want = np.sqrt(x.astype(np.float64) ** 2 + 1.625) * 0.75 - np.cos(x.astype(np.float64)) ** 2
+    f = plax.jit(lambda x: _cluster(x), backend="numba")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        f(x)
+        assert tiered.wait_idle(timeout=600)
+        out = np.asarray(f(x))
+    msgs = [str(w.message) for w in caught if issubclass(w.category, PlaxFallbackWarning)]
+    assert len(msgs) == 1, msgs
+    assert "serial form" in msgs[0] and "simulated parallel failure" in msgs[0], msgs[0]
+    assert "reference" not in msgs[0], msgs[0]
+    assert _ready(f) == [True]  # (the serial form)
+    assert len(cache.serial_loaded_at) == serial_loads + 1
+    np.testing.assert_allclose(out, want, rtol=2e-6, atol=2e-6)
+
+
+def test_index_writes_are_exclusive_between_processes(tmp_path):
+    # numba's index save (read, add an entry, write back) runs under an exclusive file lock,
+    # so two processes saving entries of one kernel source do not lose one of them.
+    import fcntl
+    import threading
+    from types import SimpleNamespace
+    from plax_numba import cache
+    saved = []
+    index = SimpleNamespace(save=lambda key, data: saved.append(key),
+                            _index_path=str(tmp_path / "kernel.nbi"))
+    kernel = SimpleNamespace(_cache=SimpleNamespace(_cache_file=index))
+    cache.serialize_index_writes(kernel)
+    cache.serialize_index_writes(kernel)  # (once: not locked twice)
+    with open(tmp_path / "kernel.nbi.lock", "a") as other:  # another process's save
+        fcntl.flock(other, fcntl.LOCK_EX)
+        writer = threading.Thread(target=index.save, args=("sig", b""), daemon=True)
+        writer.start()
+        writer.join(0.5)
+        assert saved == []  # waits for the other writer
+        fcntl.flock(other, fcntl.LOCK_UN)
+    writer.join(60)
+    assert saved == ["sig"]
+
+
+def test_a_backlog_starts_another_worker_which_takes_the_waiting_jobs(tiered_fresh, tmp_path,
+                                                                      monkeypatch):
+    # Jobs wait in the pool, not in a worker's pipe: with PLAX_NUMBA_WORKERS=2 and the first
+    # worker held busy, a backlog starts a second one, which takes the waiting jobs.
+    from plax_numba import compile_worker, tiered
+    monkeypatch.setenv("PLAX_NUMBA_WORKERS", "2")
+    gate = tmp_path / "gate"
+    try:
+        blocker = compile_worker.submit(
+            subprocess.call, ["sh", "-c", f'while [ ! -e "{gate}" ]; do sleep 0.05; done'])
+        # (the first worker holds IN_FLIGHT jobs: the blocker and the next ones)
+        queued = [compile_worker.submit(os.getpid) for _ in range(compile_worker.IN_FLIGHT - 1)]
+        jobs = [compile_worker.submit(os.getpid)
+                for _ in range(compile_worker.BACKLOG_FOR_ANOTHER)]
+        pids = {job.result(timeout=300) for job in jobs}
+        assert not blocker.done() and not any(job.done() for job in queued)
+        assert len(pids) == 1 and len(compile_worker.worker_pids()) == 2
+        gate.touch()
+        assert blocker.result(timeout=300) == 0
+    finally:
+        gate.touch()
+        assert tiered.wait_idle(timeout=300)
+        compile_worker.shutdown()  # (later tests expect one worker)
+        compile_worker.restart_allowed()
+
+
+def test_a_kernel_the_cache_keeps_missing_falls_back_with_one_warning(tiered_fresh, monkeypatch):
+    # The worker's trips do not bring the entry back (another process keeps dropping it):
+    # after RECACHE_ATTEMPTS trips, one warning naming the cache, the reference path runs,
+    # and nothing was compiled in this process.
+    from plax_numba import cache, tiered
+    x = np.linspace(-2, 2, 129, dtype=np.float32)
+    want = np.exp(x * 0.625) - x * 0.5
+    monkeypatch.setenv("PLAX_NUMBA_SYNC", "1")
+    plax.jit(lambda x: jnp.exp(x * 0.625) - x * 0.5, backend="numba")(x)
+    monkeypatch.delenv("PLAX_NUMBA_SYNC")
+    assert _lose_index_entries(tiered_fresh) >= 1
+    _fresh_process_state(monkeypatch)
+    trips = []
+    monkeypatch.setattr(cache, "_recache_in_worker", lambda kernel, sig: trips.append(sig))
+    stats = dict(cache.load_stats)
+    f = plax.jit(lambda x: jnp.exp(x * 0.625) - x * 0.5, backend="numba")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        outs = [np.asarray(f(x))]
+        assert tiered.wait_idle(timeout=300)
+        outs += [np.asarray(f(x)) for _ in range(3)]
+        assert tiered.wait_idle(timeout=300)
+    msgs = [str(w.message) for w in caught if issubclass(w.category, PlaxFallbackWarning)]
+    assert len(msgs) == 1, msgs
+    assert "missing from numba's disk cache" in msgs[0] and "PLAX_NUMBA_CACHE_DIR" in msgs[0]
+    assert len(trips) == cache.RECACHE_ATTEMPTS
+    assert _ready(f) == [False]
+    assert cache.load_stats["compiled here"] == stats["compiled here"]
+    for out in outs:
+        np.testing.assert_allclose(out, want, rtol=2e-6)
