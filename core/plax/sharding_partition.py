@@ -39,7 +39,7 @@ from plax.sharding_exchange import Exchange, local_shape
 from plax.sharding_types import (ShardingTypeError, _broadcast_in_dim, _concatenate,
                                  _cumulative, _dot_general, _elementwise, _expand_dims,
                                  _reduction, _reshape, _rule_for, _sort, _squeeze, _top_k,
-                                 _transpose, explicit_sharding, type_dims)
+                                 _transpose, explicit_sharding, reshape_groups, type_dims)
 
 #: the combination of partial results of a reduction over a split dimension
 _COMBINE = {"reduce_sum": "add", "reduce_prod": "mul", "reduce_max": "max",
@@ -134,36 +134,11 @@ def _unsplit(dims: tuple, axes) -> tuple:
     return tuple(() if k in axes else n for k, n in enumerate(dims))
 
 
-def _reshape_groups(shape: tuple, new: tuple) -> list:
-    """Groups of input and output dimensions with equal products (as the reshape rule)."""
-    groups, i, j = [], 0, 0
-    while i < len(shape) or j < len(new):
-        gi, gj = [i], [j]
-        pi = shape[i] if i < len(shape) else 1
-        pj = new[j] if j < len(new) else 1
-        i, j = i + 1, j + 1
-        while pi != pj:
-            if pi < pj:
-                if i >= len(shape):
-                    return []
-                gi.append(i)
-                pi *= shape[i]
-                i += 1
-            else:
-                if j >= len(new):
-                    return []
-                gj.append(j)
-                pj *= new[j]
-                j += 1
-        groups.append(([k for k in gi if k < len(shape)], [k for k in gj if k < len(new)]))
-    return groups
-
-
 def _reshape_operand_dims(shape: tuple, new: tuple, out: tuple) -> tuple | None:
     """How the operand must be held for each block to reshape into the result's block
     (split as ``out``): every group's split dimensions are its leading (not size-1) ones,
     on both sides, over the same axes. None when ``out`` is split otherwise."""
-    groups = _reshape_groups(shape, new)
+    groups = reshape_groups(shape, new)
     if not groups:
         return None
     want = [()] * len(shape)

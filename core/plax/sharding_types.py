@@ -329,6 +329,34 @@ def _squeeze(prim, in_dims, in_avals, params) -> Dims:
     return tuple(d for k, d in enumerate(in_dims[0]) if k not in drop)
 
 
+def reshape_groups(shape: tuple, new: tuple) -> list:
+    """Groups of input and output dimensions with equal products, in order: the pairs
+    ``(input dims, output dims)`` a reshape maps onto each other (size-1 dimensions at the
+    end form groups of their own, possibly with an empty side). ``[]`` when the sizes do not
+    match. Example: ``reshape_groups((8, 4), (32,)) == [([0, 1], [0])]``."""
+    groups, i, j = [], 0, 0
+    while i < len(shape) or j < len(new):
+        gi, gj = [i], [j]
+        pi = shape[i] if i < len(shape) else 1
+        pj = new[j] if j < len(new) else 1
+        i, j = i + 1, j + 1
+        while pi != pj:
+            if pi < pj:
+                if i >= len(shape):
+                    return []
+                gi.append(i)
+                pi *= shape[i]
+                i += 1
+            else:
+                if j >= len(new):
+                    return []
+                gj.append(j)
+                pj *= new[j]
+                j += 1
+        groups.append(([k for k in gi if k < len(shape)], [k for k in gj if k < len(new)]))
+    return groups
+
+
 def _reshape(prim, in_dims, in_avals, params) -> Dims:
     """Groups of input and output dimensions with equal products: a group of several input
     dimensions merged into one takes all their axes (``(8@X,4@Y) -> 32@(X,Y)``); one input
@@ -338,29 +366,15 @@ def _reshape(prim, in_dims, in_avals, params) -> Dims:
     if override is not None:
         return spec_dims(override, len(new))
     dims, out = in_dims[0], []
-    i = j = 0
-    while i < len(shape) or j < len(new):
-        gi, gj = [i], [j]
-        pi = shape[i] if i < len(shape) else 1
-        pj = new[j] if j < len(new) else 1
-        i, j = i + 1, j + 1
-        while pi != pj:
-            if pi < pj:
-                gi.append(i)
-                pi *= shape[i]
-                i += 1
-            else:
-                gj.append(j)
-                pj *= new[j]
-                j += 1
-        names = tuple(a for k in gi if k < len(shape) for a in dims[k])
+    for gi, gj in reshape_groups(shape, new):
+        names = tuple(a for k in gi for a in dims[k])
         if len(gj) > 1 and len(gi) > 1 and names:
             raise ShardingTypeError(
                 f"reshape from {in_avals[0].str_short()} to shape {new} regroups sharded "
                 "dimensions, which is ambiguous: reshard the operand to P() first, or pass "
                 "out_sharding= to jnp.reshape")
         # a split dimension's axes go to the first new dimension that is not of size 1
-        major = next((k for k, j2 in enumerate(gj) if j2 < len(new) and new[j2] != 1), 0)
+        major = next((k for k, j2 in enumerate(gj) if new[j2] != 1), 0)
         out.extend([names if k == major else () for k in range(len(gj))])
     return tuple(out[:len(new)])
 
