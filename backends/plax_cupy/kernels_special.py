@@ -11,10 +11,9 @@ fusible ones (``erf``, ``erfc``, ``erf_inv``, ``lgamma``, ``digamma``, ``bessel_
 the generator declines.
 
 ``random_gamma_grad`` (and ``igamma_grad_a``, built on it) has no CuPy counterpart: each is
-one hand-written CUDA kernel running JAX's series / continued fraction per element, the
-algorithm of the reference kernel, with lgamma and digamma computed in the kernel. float16
-is computed in float32 and rounded (bfloat16 arrives widened to float32 by the backend and is
-rounded by it).
+one CUDA kernel calling the device form the fused kernels call (:mod:`plax_cupy.special_source`:
+JAX's series / continued fraction per element, in double). float16 is computed in float32 and
+rounded (bfloat16 arrives widened to float32 by the backend and is rounded by it).
 
 :func:`launch_raw` is this package's helper for the hand-written CUDA kernels of these
 families (also the LU permutation of :mod:`plax_cupy.kernels_linalg`).
@@ -250,132 +249,23 @@ def bessel_i1e(x):
 # iteration, as in JAX. igamma_grad_a's kernel multiplies by minus the gamma density in the
 # same pass and applies its domain (NaN outside a > 0, x > 0; 0 at x == 0).
 #: CUDA source: random_gamma_grad and igamma_grad_a elementwise, float32 and float64 entries
-RANDOM_GAMMA_GRAD_SOURCE = special_source.DIGAMMA_SOURCE + r"""
-__device__ __forceinline__ float plax_gg_log(float v) { return logf(v); }
-__device__ __forceinline__ double plax_gg_log(double v) { return log(v); }
-__device__ __forceinline__ float plax_gg_exp(float v) { return expf(v); }
-__device__ __forceinline__ double plax_gg_exp(double v) { return exp(v); }
-__device__ __forceinline__ float plax_gg_lgamma(float v) { return lgammaf(v); }
-__device__ __forceinline__ double plax_gg_lgamma(double v) { return lgamma(v); }
-__device__ __forceinline__ float plax_gg_abs(float v) { return fabsf(v); }
-__device__ __forceinline__ double plax_gg_abs(double v) { return fabs(v); }
-__device__ __forceinline__ float plax_gg_nan(float) { return plax_bitcast<float>(0x7fc00000u); }
-__device__ __forceinline__ double plax_gg_nan(double) {
-  return plax_bitcast<double>(0x7ff8000000000000ull);
-}
+def _gamma_grad_body() -> str:
+    entries = []
+    for fn in ("plax_random_gamma_grad", "plax_igamma_grad_a"):
+        for suffix, ctype in (("f32", "float"), ("f64", "double")):
+            entries.append(
+                f'extern "C" __global__ void {fn}_{suffix}(\n'
+                f'    const {ctype}* a, const {ctype}* x, {ctype}* out, long long n) {{\n'
+                "  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;\n"
+                "       i += (long long)blockDim.x * gridDim.x)\n"
+                f"    out[i] = {fn}(a[i], x[i]);\n}}\n")
+    return "".join(entries)
 
-template <typename T>
-__device__ T plax_gg_series(T a, T x, T eps, bool iterate) {
-  T r = a, c = 1, ans = 1, dc_da = 0, dans_da = 0;
-  bool live = iterate;
-  while (live) {
-    T r1 = r + 1;
-    T x_over_r = x / r1;
-    T dc = dc_da * x_over_r - (c * x) / (r1 * r1);
-    T dans = dans_da + dc;
-    c = c * x_over_r;
-    r = r1; dc_da = dc; dans_da = dans; ans = ans + c;
-    live = plax_gg_abs(dc / dans) > eps;
-  }
-  T dlogax_da = plax_gg_log(x) - plax_digamma(a + (T)1);
-  return -(dans_da + ans * dlogax_da) * x / a;
-}
 
-template <typename T>
-__device__ T plax_gg_cf(T a, T x, T eps, bool iterate) {
-  T y = 1 - a, z = x + y + 1;
-  T pkm2 = 1, qkm2 = x, pkm1 = x + 1, qkm1 = z * x;
-  T ans = pkm1 / qkm1;
-  T dpkm2 = 0, dqkm2 = 0, dpkm1 = 0, dqkm1 = -x;
-  T dans = (dpkm1 - ans * dqkm1) / qkm1;
-  bool live = iterate;
-  for (int count = 1; live && count <= 2000; ++count) {
-    y += 1;
-    z += 2;
-    T yc = y * (T)count;
-    T pk = pkm1 * z - pkm2 * yc;
-    T qk = qkm1 * z - qkm2 * yc;
-    bool nonzero = qk != 0;
-    T safe_qk = nonzero ? qk : (T)1;
-    T ans_i = nonzero ? pk / safe_qk : ans;
-    T dpk = dpkm1 * z - pkm1 - dpkm2 * yc + pkm2 * (T)count;
-    T dqk = dqkm1 * z - qkm1 - dqkm2 * yc + qkm2 * (T)count;
-    T dans_i = nonzero ? (dpk - ans_i * dqk) / safe_qk : dans;
-    T change = nonzero ? plax_gg_abs(dans_i - dans) : (T)1;
-    pkm2 = pkm1; pkm1 = pk; qkm2 = qkm1; qkm1 = qk;
-    dpkm2 = dpkm1; dqkm2 = dqkm1; dpkm1 = dpk; dqkm1 = dqk;
-    if (plax_gg_abs(pk) > 1 / eps) {
-      pkm2 *= eps; pkm1 *= eps; qkm2 *= eps; qkm1 *= eps;
-      dpkm2 *= eps; dqkm2 *= eps; dpkm1 *= eps; dqkm1 *= eps;
-    }
-    ans = ans_i;
-    dans = dans_i;
-    live = change > eps;
-  }
-  T dlogax_da = plax_gg_log(x) - plax_digamma(a);
-  return (dans + ans * dlogax_da) * x;
-}
-
-// d(sample)/d(a) at one element; lgamma_a: lgamma(a)
-template <typename T>
-__device__ T plax_gg(T a, T x, T lgamma_a, T eps, T log_max) {
-  if (x < 0 || a <= 0 || a != a || x != x) return plax_gg_nan(a);
-  if (x == 0) return 0;
-  T ax = a * plax_gg_log(x) - x - lgamma_a;
-  bool enabled = !(ax < -log_max);  // an underflowing element is not iterated
-  return (x > 1 && x > a) ? plax_gg_cf(a, x, eps, enabled) : plax_gg_series(a, x, eps, enabled);
-}
-
-template <typename T>
-__device__ void plax_random_gamma_grad(const T* __restrict__ a_, const T* __restrict__ x_,
-                                       T* __restrict__ out, long long n, T eps, T log_max) {
-  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;
-       i += (long long)blockDim.x * gridDim.x) {
-    const T a = a_[i];
-    out[i] = plax_gg(a, x_[i], a > 0 ? plax_gg_lgamma(a) : (T)0, eps, log_max);
-  }
-}
-
-// d P(a, x) / d a = -(d sample / d a) * x^(a-1) e^-x / Gamma(a)
-template <typename T>
-__device__ void plax_igamma_grad_a(const T* __restrict__ a_, const T* __restrict__ x_,
-                                   T* __restrict__ out, long long n, T eps, T log_max) {
-  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;
-       i += (long long)blockDim.x * gridDim.x) {
-    const T a = a_[i], x = x_[i];
-    const bool a_ok = a > 0 && isfinite(a);
-    T r;
-    if (a_ok && x > 0 && isfinite(x)) {
-      const T lg = plax_gg_lgamma(a);
-      const T density = plax_gg_exp((a - 1) * plax_gg_log(x) - x - lg);
-      r = -plax_gg(a, x, lg, eps, log_max) * density;
-    } else {
-      r = (a_ok && x == 0) ? (T)0 : plax_gg_nan(a);
-    }
-    out[i] = r;
-  }
-}
-
-extern "C" __global__ void plax_random_gamma_grad_f32(
-    const float* a, const float* x, float* out, long long n, float eps, float log_max) {
-  plax_random_gamma_grad<float>(a, x, out, n, eps, log_max);
-}
-
-extern "C" __global__ void plax_random_gamma_grad_f64(
-    const double* a, const double* x, double* out, long long n, double eps, double log_max) {
-  plax_random_gamma_grad<double>(a, x, out, n, eps, log_max);
-}
-
-extern "C" __global__ void plax_igamma_grad_a_f32(
-    const float* a, const float* x, float* out, long long n, float eps, float log_max) {
-  plax_igamma_grad_a<float>(a, x, out, n, eps, log_max);
-}
-
-extern "C" __global__ void plax_igamma_grad_a_f64(
-    const double* a, const double* x, double* out, long long n, double eps, double log_max) {
-  plax_igamma_grad_a<double>(a, x, out, n, eps, log_max);
-}
-"""
+#: The two kernels (float32/float64 each) running the device forms of
+#: :mod:`plax_cupy.special_source` that the fused kernels call, so a call served by this table
+#: gives the fused kernels' bits.
+RANDOM_GAMMA_GRAD_SOURCE = special_source.helpers_for(_gamma_grad_body()) + _gamma_grad_body()
 
 
 def _gamma_grad_kernel(entry: str, a, x):
@@ -387,10 +277,8 @@ def _gamma_grad_kernel(entry: str, a, x):
     out = cupy.empty(a.shape, dtype)
     n = int(a.size)
     if n:
-        info = np.finfo(dtype)
         name = f"{entry}_f32" if dtype == np.float32 else f"{entry}_f64"
-        launch_raw(RANDOM_GAMMA_GRAD_SOURCE, name, n, a_c, x_c, out, np.int64(n),
-                   dtype.type(info.eps), dtype.type(np.log(info.max)))
+        launch_raw(RANDOM_GAMMA_GRAD_SOURCE, name, n, a_c, x_c, out, np.int64(n))
     return out
 
 
