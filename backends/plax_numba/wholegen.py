@@ -640,7 +640,8 @@ def _consumed_only(name: str, body: list, depth: int = 0) -> bool:
     global _CONSUMES
     if _CONSUMES is None:
         # (a transpose that reaches np.ascontiguousarray changes the memory order: a copy)
-        _CONSUMES = re.compile(r"^\s*(r\d+ = k\d+\(|matvec_t\(|dot_\w+\(|ys\d+\[i\d+(, j\d+)?\] = |yr\d+\[j\d+\] = "
+        _CONSUMES = re.compile(r"^\s*(r\d+ = k\d+\(|matvec_t\(|dot_\w+\(|ys\d+\[i\d+(, j\d+)?\] = "
+                               r"|yr\d+\[j\d+\] = "  # (a ys row's store, _scan_loop)
                                r"|v\d+ = np\.ascontiguousarray\(v\d+\.transpose\("
                                r"|v\d+ = (np\.\w+\()?np\.dot\()")  # (np.dot: a new array)
     word = re.compile(rf"\b{name}\b")
