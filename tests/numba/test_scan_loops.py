@@ -104,6 +104,9 @@ def test_issue_programs_are_one_allocation_free_loop(make):
     got, text = compiled(f, xs)
     assert "for it" in text and "# swap" in text
     assert_allocation_free_loop(text)
+    if make is _ema:  # ys[i] stored through the row's view over a run-time extent (vectorised)
+        body = "\n".join(loop_body(text))
+        assert re.search(r"for j\d+ in range\(16 \* unit\):\n\s+yr\d+\[j\d+\] = ", body), body
     assert_close(got, reference(f, xs))
     want = with_jax(make, xs)
     if want is not None:
@@ -308,3 +311,32 @@ def test_vmap_of_scan_against_a_python_loop():
             h = np.tanh(w @ h + x)
         np.testing.assert_allclose(got[0][b], h, rtol=1e-5, atol=1e-5)
         np.testing.assert_allclose(got[1][b], sums, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("reverse,unroll", [(False, 1), (True, 2)])
+def test_stacked_outputs_of_any_rank(reverse, unroll):
+    """``ys`` rows of rank 0, 1, 2 and 3 (each stored as a flat row of a ``(length, size)``
+    buffer, shaped after the loop), one of them the carry's previous value, against a
+    Python loop (exact: small integers in float32) and the NumPy backend."""
+    def f(c, xs):
+        def cell(c, x):
+            new = c * 2.0 - x[0]
+            return new, (c.sum(), x[1], c[:, None] * x[0][None, :], (c + new)[None, :, None])
+        return lax.scan(cell, c, xs, reverse=reverse, unroll=unroll)
+    c = np.arange(4, dtype=np.float32)
+    xs = (np.arange(5 * 2 * 4).reshape(5, 2, 4) % 5).astype(np.float32)
+    got, text = compiled(f, c, xs)
+    assert "for it" in text and "yr" in text
+    assert_allocation_free_loop(text)
+    assert_close(got, reference(f, c, xs), ulps=0)
+    carry, ys = c.copy(), [[None] * 5 for _ in range(4)]
+    for i in (range(4, -1, -1) if reverse else range(5)):
+        new = carry * 2 - xs[i, 0]
+        row = (carry.sum(), xs[i, 1], carry[:, None] * xs[i, 0][None, :],
+               (carry + new)[None, :, None])
+        for k in range(4):
+            ys[k][i] = row[k]
+        carry = new
+    np.testing.assert_array_equal(got[0], carry)
+    for k in range(4):
+        np.testing.assert_array_equal(got[1 + k], np.stack(ys[k]))
