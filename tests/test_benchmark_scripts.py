@@ -73,3 +73,11 @@ def test_trace_overhead_names_backend_and_every_case():
     for case in ("make_jaxpr(grad(f))", "make_jaxpr(vmap(f))", "eager vmap(f) ",
                  "eager vmap(f, axis_name)"):
         assert any(line.startswith(case) for line in lines), (case, lines)
+
+
+def test_scan_rows_prints_every_scan_workload():
+    lines = _run("scan_rows.py", "--quick", "--batches", "1")
+    assert lines[0].startswith("| workload | plax-numba")
+    for workload in ("scan tanh RNN", "scan 0.9c+0.1x", "scan tanh(0.9c+x)", "grad of scan tanh RNN"):
+        [row] = [line for line in lines if line.startswith(f"| {workload} ")]
+        assert row.count("µs") >= 1, row
