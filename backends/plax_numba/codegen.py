@@ -122,8 +122,8 @@ _FLOAT_UNARY = {
     lax.neg_p: "-{0}",
 }
 #: float32 functions with a vectorisable kernel, no libm call: plax_numba.scalar's exp (0.99
-#: ulp), tanh (4.96, as JAX's 4.8) and logistic (2.26), plax_numba.libm_free's others (at most 1.06 ulp,
-#: lgamma/digamma away from their zeros)
+#: ulp), tanh (4.96, as JAX's 4.8) and logistic (2.26), plax_numba.libm_free's others (at most
+#: 1.06 ulp, lgamma/digamma away from their zeros)
 _F32_KERNELS = {lax.exp_p: "exp_f32", lax.tanh_p: "tanh_f32", lax.logistic_p: "logistic_f32",
                 lax.log_p: "log_f32", lax.expm1_p: "expm1_f32", lax.erf_p: "erf_f32",
                 lax.erfc_p: "erfc_f32", lax.sin_p: "sin_f32", lax.cos_p: "cos_f32",
