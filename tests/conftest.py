@@ -7,12 +7,19 @@ point of the same name, which pytest then loads only once). Tests here that take
 ``backend_name`` fixture run once per selected backend (default: every installed backend).
 The kit itself (``pytest --pyargs plax.testing.conformance --plax-backend=NAME``) is collected
 from ``core/plax/testing/conformance`` through ``testpaths``, with its own fixtures.
+
+Caches live in a temporary directory of the test session (``XDG_CACHE_HOME``, see
+:func:`keep_caches_in_the_session`): the Numba backend's kernels are compiled once per session
+and shared by its xdist workers and child interpreters, never left in the user's home. To
+keep kernels between runs (a warm rerun of a Numba test), set ``PLAX_NUMBA_CACHE_DIR``.
 """
 from __future__ import annotations
 
 import importlib.util
 import os
+import shutil
 import sys
+import tempfile
 
 import pytest
 
@@ -57,6 +64,45 @@ def share_the_gpu_between_workers(environ=os.environ) -> None:
 
 
 share_the_gpu_between_workers()
+
+#: name prefix of a test session's cache directory (see :func:`keep_caches_in_the_session`)
+SESSION_CACHES_PREFIX = "plax-test-caches-"
+
+
+def keep_caches_in_the_session(environ=os.environ) -> str | None:
+    """Points ``XDG_CACHE_HOME`` at a temporary directory of this test session, so that the
+    Numba backend's compiled kernels (``$XDG_CACHE_HOME/plax_numba`` unless
+    ``PLAX_NUMBA_CACHE_DIR`` says otherwise), numba's own cache and pip's stay out of the
+    user's home and no run sees kernels left by another.
+
+    Runs when this file is loaded: before any plugin's ``pytest_configure`` (which may load
+    the backends) and before pytest-xdist starts its workers, which inherit the variable, so
+    the session's processes share one cache and a kernel compiled by one worker is loaded by
+    the others. Child interpreters inherit it too (they drop the parent's ``PLAX_*``
+    variables, not this one), and a pytest run inside the session (the installed-backend
+    test's) recognises the directory by its name and keeps using it.
+
+    Returns:
+      The directory created (the caller removes it at the end of the session), or None when
+      an enclosing session's directory is kept.
+    """
+    current = environ.get("XDG_CACHE_HOME", "")
+    if os.path.basename(os.path.normpath(current)).startswith(SESSION_CACHES_PREFIX) \
+            and os.path.isdir(current):
+        return None
+    directory = tempfile.mkdtemp(prefix=SESSION_CACHES_PREFIX)
+    environ["XDG_CACHE_HOME"] = directory
+    return directory
+
+
+_session_caches = keep_caches_in_the_session()
+
+
+def pytest_unconfigure(config):
+    # the process that made the directory removes it (after its xdist workers are done)
+    if _session_caches is not None:
+        shutil.rmtree(_session_caches, ignore_errors=True)
+
 
 pytest_plugins = ["plax.testing.conformance.plugin"]
 
