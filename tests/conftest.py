@@ -19,9 +19,10 @@ import importlib.util
 import os
 import shutil
 import sys
-import tempfile
 
 import pytest
+
+from session_caches import keep_caches_in_the_session
 
 #: JAX plugins that put JAX on a GPU (their presence means an unconfigured JAX would take one)
 JAX_GPU_PLUGINS = ("jax_cuda12_plugin", "jax_cuda13_plugin", "jax_rocm_plugin", "jax_rocm60_plugin")
@@ -65,36 +66,7 @@ def share_the_gpu_between_workers(environ=os.environ) -> None:
 
 share_the_gpu_between_workers()
 
-#: name prefix of a test session's cache directory (see :func:`keep_caches_in_the_session`)
-SESSION_CACHES_PREFIX = "plax-test-caches-"
-
-
-def keep_caches_in_the_session(environ=os.environ) -> str | None:
-    """Points ``XDG_CACHE_HOME`` at a temporary directory of this test session, so that the
-    Numba backend's compiled kernels (``$XDG_CACHE_HOME/plax_numba`` unless
-    ``PLAX_NUMBA_CACHE_DIR`` says otherwise), numba's own cache and pip's stay out of the
-    user's home and no run sees kernels left by another.
-
-    Runs when this file is loaded: before any plugin's ``pytest_configure`` (which may load
-    the backends) and before pytest-xdist starts its workers, which inherit the variable, so
-    the session's processes share one cache and a kernel compiled by one worker is loaded by
-    the others. Child interpreters inherit it too (they drop the parent's ``PLAX_*``
-    variables, not this one), and a pytest run inside the session (the installed-backend
-    test's) recognises the directory by its name and keeps using it.
-
-    Returns:
-      The directory created (the caller removes it at the end of the session), or None when
-      an enclosing session's directory is kept.
-    """
-    current = environ.get("XDG_CACHE_HOME", "")
-    if os.path.basename(os.path.normpath(current)).startswith(SESSION_CACHES_PREFIX) \
-            and os.path.isdir(current):
-        return None
-    directory = tempfile.mkdtemp(prefix=SESSION_CACHES_PREFIX)
-    environ["XDG_CACHE_HOME"] = directory
-    return directory
-
-
+# before any plugin configures (and may load the backends) and before xdist starts workers
 _session_caches = keep_caches_in_the_session()
 
 
