@@ -117,9 +117,9 @@ def _precompiled_header(compiler: str, define: str, workdir: str) -> list[str]:
     """``-include`` options naming a precompiled header of :data:`HOST_HEADERS`, built once in
     ``workdir`` per compiler version, define and flags: parsing those headers is most of a
     small kernel's g++ build at ``-O0`` (0.16 s CPU; 0.08 s with the header precompiled), and
-    the simulated GPU's tests build every kernel they run this way. The kernels' own ``#include`` lines then find the headers already included;
-    their preamble defines nothing those headers use before including them, so the result
-    is the same program. Empty (plain builds) when the compiler cannot build one; a compiler
+    the simulated GPU's tests build every kernel they run this way. The kernels' own
+    ``#include`` lines then find the headers already included; their preamble defines nothing
+    those headers use before including them, so the result is the same program. Empty (plain builds) when the compiler cannot build one; a compiler
     that cannot use it includes the header's text instead."""
     key = (compiler, define, workdir)
     if key in _precompiled:
