@@ -119,8 +119,9 @@ def _precompiled_header(compiler: str, define: str, workdir: str) -> list[str]:
     small kernel's g++ build at ``-O0`` (0.16 s CPU; 0.08 s with the header precompiled), and
     the simulated GPU's tests build every kernel they run this way. The kernels' own
     ``#include`` lines then find the headers already included; their preamble defines nothing
-    those headers use before including them, so the result is the same program. Empty (plain builds) when the compiler cannot build one; a compiler
-    that cannot use it includes the header's text instead."""
+    those headers use before including them, so the result is the same program. Empty (plain
+    builds) when the compiler cannot build one; a compiler that cannot use it includes the
+    header's text instead."""
     key = (compiler, define, workdir)
     if key in _precompiled:
         return _precompiled[key]
