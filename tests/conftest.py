@@ -7,14 +7,22 @@ point of the same name, which pytest then loads only once). Tests here that take
 ``backend_name`` fixture run once per selected backend (default: every installed backend).
 The kit itself (``pytest --pyargs plax.testing.conformance --plax-backend=NAME``) is collected
 from ``core/plax/testing/conformance`` through ``testpaths``, with its own fixtures.
+
+Caches live in a temporary directory of the test session (``XDG_CACHE_HOME``, see
+:func:`keep_caches_in_the_session`): the Numba backend's kernels are compiled once per session
+and shared by its xdist workers and child interpreters, never left in the user's home. To
+keep kernels between runs (a warm rerun of a Numba test), set ``PLAX_NUMBA_CACHE_DIR``.
 """
 from __future__ import annotations
 
 import importlib.util
 import os
+import shutil
 import sys
 
 import pytest
+
+from session_caches import keep_caches_in_the_session
 
 #: JAX plugins that put JAX on a GPU (their presence means an unconfigured JAX would take one)
 JAX_GPU_PLUGINS = ("jax_cuda12_plugin", "jax_cuda13_plugin", "jax_rocm_plugin", "jax_rocm60_plugin")
@@ -57,6 +65,16 @@ def share_the_gpu_between_workers(environ=os.environ) -> None:
 
 
 share_the_gpu_between_workers()
+
+# before any plugin configures (and may load the backends) and before xdist starts workers
+_session_caches = keep_caches_in_the_session()
+
+
+def pytest_unconfigure(config):
+    # the process that made the directory removes it (after its xdist workers are done)
+    if _session_caches is not None:
+        shutil.rmtree(_session_caches, ignore_errors=True)
+
 
 pytest_plugins = ["plax.testing.conformance.plugin"]
 

@@ -105,14 +105,74 @@ def compile_ptx(source: str, name: str = "plax_kernel.cu", options=NVRTC_OPTIONS
         nvrtc.destroyProgram(prog)
 
 
+#: the standard headers every generated kernel's host preamble includes (``plax_cupy.codegen``)
+HOST_HEADERS = ("cmath", "cstring", "cstdlib")
+#: the host compiler's flags (besides ``-D<define>`` and the output)
+HOST_FLAGS = ("-std=c++17", "-O0", "-fPIC", "-fno-fast-math", "-ffp-contract=off")
+
+_precompiled: dict = {}  # (compiler, define, workdir) -> the -include options ([] if none)
+
+
+def _precompiled_header(compiler: str, define: str, workdir: str) -> list[str]:
+    """``-include`` options naming a precompiled header of :data:`HOST_HEADERS`, built once in
+    ``workdir`` per compiler version, define and flags: parsing those headers is most of a
+    small kernel's g++ build at ``-O0`` (0.16 s CPU; 0.08 s with the header precompiled), and
+    the simulated GPU's tests build every kernel they run this way. The kernels' own
+    ``#include`` lines then find the headers already included; their preamble defines nothing
+    those headers use before including them, so the result is the same program. Empty (plain
+    builds) when the compiler cannot build one; a compiler that cannot use it includes the
+    header's text instead."""
+    key = (compiler, define, workdir)
+    if key in _precompiled:
+        return _precompiled[key]
+    options: list[str] = []
+    try:
+        version = subprocess.run([compiler, "--version"], capture_output=True, text=True,
+                                 timeout=60).stdout
+        digest = hashlib.sha1("\0".join((version, define) + HOST_FLAGS).encode()).hexdigest()[:16]
+        header = os.path.join(workdir, f"pch{digest}.h")
+        if not os.path.exists(header + ".gch"):
+            text = "".join(f"#include <{name}>\n" for name in HOST_HEADERS)
+            tmp = f"{header}.{os.getpid()}.tmp"
+            with open(tmp, "w") as f:
+                f.write(text)
+            os.replace(tmp, header)
+            out = f"{header}.{os.getpid()}.gch.tmp"
+            done = subprocess.run([compiler, f"-D{define}", *HOST_FLAGS, "-x", "c++-header",
+                                   "-o", out, header], capture_output=True, text=True,
+                                  timeout=300)
+            if done.returncode != 0:
+                raise OSError(done.stderr)
+            os.replace(out, header + ".gch")
+        options = ["-include", header]
+    except (OSError, subprocess.SubprocessError):
+        options = []  # builds without it, as before
+    _precompiled[key] = options
+    return options
+
+
 def compile_host(source: str, workdir: str | None = None, define: str = "PLAX_HOST") -> ctypes.CDLL:
     """Builds ``source`` with ``-DPLAX_HOST`` as a host shared library (g++, ``-O0``, no
     fast-math) and loads it; cached by the source's hash in ``workdir``. ``define="PLAX_SIM"``
     builds the CUDA kernels themselves for the host instead (one thread per block; see
-    ``tests/cupy/fake_cupy.py``).
+    ``tests/cupy/fake_cupy.py``). The standard headers come precompiled
+    (:func:`_precompiled_header`).
+
+    Args:
+      source: the generated CUDA C++ source.
+      workdir: where sources, libraries and the precompiled header are kept (default
+        ``$TMPDIR/plax_cupy_host``).
+      define: ``"PLAX_HOST"`` or ``"PLAX_SIM"``.
+
+    Returns:
+      The loaded library.
 
     Raises:
       CompileError: the compiler failed, with its output and the numbered source.
+
+    Example::
+
+      lib = compile_host(plan.source)   # lib.plax_host(...) runs the kernel's per-element code
     """
     workdir = workdir or os.path.join(tempfile.gettempdir(), "plax_cupy_host")
     os.makedirs(workdir, exist_ok=True)
@@ -123,8 +183,9 @@ def compile_host(source: str, workdir: str | None = None, define: str = "PLAX_HO
         with open(src, "w") as f:
             f.write(source)
         tmp = lib + f".{os.getpid()}.tmp"
-        cmd = [os.environ.get("CXX", "g++"), f"-D{define}", "-std=c++17", "-O0", "-fPIC", "-shared",
-               "-fno-fast-math", "-ffp-contract=off", "-o", tmp, src]
+        compiler = os.environ.get("CXX", "g++")
+        cmd = [compiler, f"-D{define}", *HOST_FLAGS, "-shared",
+               *_precompiled_header(compiler, define, workdir), "-o", tmp, src]
         done = subprocess.run(cmd, capture_output=True, text=True)
         if done.returncode != 0:
             raise CompileError(f"{' '.join(cmd)} failed:\n{done.stderr}\n{_numbered(source)}")
