@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -67,7 +68,10 @@ def test_docs_build_without_warnings(tmp_path):
 
     # the executed pages carry their outputs, the reference its entries
     thinking = (out / "thinking_in_plax.html").read_text()
-    assert "14.0 12.0 6.0" in thinking                      # grad, grad-of-grad, third derivative
+    # grad, grad-of-grad, third derivative; print's pieces may reach the page as separate stream
+    # outputs on a loaded machine (the kernel flushes on a timer), so tags and spacing are loose
+    assert re.search(r"14\.0\s+12\.0\s+6\.0", re.sub(r"<[^>]+>", "", thinking)), \
+        "thinking_in_plax's derivative outputs (14.0 12.0 6.0) are missing"
     assert "ConcretizationTypeError" in thinking
     assert "CpuDevice(id=0)" in (out / "getting_started.html").read_text()
     numpy_page = (out / "api" / "numpy.html").read_text()
