@@ -9,8 +9,9 @@ and each library's largest error of ``f`` alone (jitted) in float32 ulps, agains
 float64 function (the NumPy backend's float64 kernel for the gamma derivatives): the Bessel
 functions over a dense sweep of ``[-200, 200]``, powers of two and the edge cases; the
 iterative functions over the first 200k timing inputs. plax's float64 error in float64 ulps
-beside it. Then float64 ``digamma`` and ``erf_inv`` on a tenth of the elements, and
-``random.gamma`` (1M float32 samples, plax on the Numba backend). Times are medians of
+beside it. Then float64 ``digamma`` and ``erf_inv`` on a tenth of the elements, and the
+samplers (``--only samplers``): ``random.normal`` on ``N`` float32 samples, ``random.gamma``
+and ``random.beta`` on ``max(N / 10, 1M)``. Times are medians of
 ``R`` runs (benchmarks/ulp_error.py). Noisy on a shared host: compare the columns of one
 run, and note ``uptime``'s load.
 """
@@ -153,15 +154,31 @@ def float64_rows(opts, rng, plax, jax):
     return n64, rows
 
 
-def gamma_sampler_row(opts, plax, jax, n=1_000_000):
-    """``random.gamma(key, 2.0, (n,))`` jitted: plax-numba's and JAX's time."""
-    fn = plax.jit(lambda k: plax.random.gamma(k, 2.0, (n,)), backend="numba")
-    t_plax = median_time(fn, (plax.random.PRNGKey(0),), opts.repeat)
-    t_jax = None
-    if jax is not None:
-        jfn = jax.jit(lambda k: jax.random.gamma(k, 2.0, (n,)))
-        t_jax = median_time(jfn, (jax.random.PRNGKey(0),), opts.repeat)
-    return n, t_plax, t_jax
+#: the samplers timed beside JAX: name -> program(random module, key, n), the same for both
+SAMPLERS = {
+    "random.normal": lambda r, k, n: r.normal(k, (n,)),
+    "random.gamma": lambda r, k, n: r.gamma(k, 2.0, (n,)),
+    "random.beta": lambda r, k, n: r.beta(k, 2.0, 3.0, (n,)),
+}
+
+
+def sampler_rows(opts, plax, jax):
+    """Each sampler of :data:`SAMPLERS` jitted: ``(name, n, plax-numba time, JAX time)``;
+    ``random.normal`` on ``--size`` samples, the rejection samplers on a tenth of them
+    (at least 1M: their while loops run a batch until every sample is accepted)."""
+    rows = []
+    for name, make in SAMPLERS.items():
+        if opts.only and name not in opts.only and "samplers" not in opts.only:
+            continue
+        n = opts.size if name == "random.normal" else max(opts.size // 10, 1_000_000)
+        fn = plax.jit(lambda k, make=make, n=n: make(plax.random, k, n), backend="numba")
+        t_plax = median_time(fn, (plax.random.PRNGKey(0),), opts.repeat)
+        t_jax = None
+        if jax is not None:
+            jfn = jax.jit(lambda k, make=make, n=n: make(jax.random, k, n))
+            t_jax = median_time(jfn, (jax.random.PRNGKey(0),), opts.repeat)
+        rows.append((name, n, t_plax, t_jax))
+    return rows
 
 
 def main() -> None:
@@ -205,11 +222,12 @@ def main() -> None:
         for name, t, tj, err, ej, where in rows64:
             print(f"| {name} (f64) | {ms(t)} | {ms(tj)} | {ratio(t, tj)} | {err:.1f} "
                   f"| {num(ej, '.1f')} | {where} |")
-    if wanted("random.gamma"):
-        n, tp, tj = gamma_sampler_row(opts, plax, jax)
-        print(f"\n| random.gamma(key, 2.0, ({n:,},)) | {ms(tp)} | {ms(tj)} "
-              f"| {ratio(tp, tj)} |")
-
+    samplers = sampler_rows(opts, plax, jax)
+    if samplers:
+        print("\n| sampler | samples | plax-numba | JAX | numba / JAX |")
+        print("|---|---:|---:|---:|---:|")
+        for name, n, tp, tj in samplers:
+            print(f"| {name} | {n:,} | {ms(tp)} | {ms(tj)} | {ratio(tp, tj)} |", flush=True)
 
 if __name__ == "__main__":
     main()

@@ -45,6 +45,8 @@ from plax_numba.special_gamma import random_gamma_grad_f32, random_gamma_grad_f6
 from plax_numba.special_zeta import zeta_f32, zeta_f64, polygamma_f32, polygamma_f64
 from plax_numba.special_beta import betainc_f32, betainc_f64
 from plax_numba.special_erf import erf_inv_f64
+from plax_numba.threefry_kernels import hash_words
+from plax_numba.numpy_calls import log1p_f32, log1p_f64, log1p_scalar_f32, log1p_scalar_f64
 from plax_numba.arrays import dot_rows, dot_loops, dot_blas, dot_blas_mv, dot_bool, matvec_t
 
 _OPTIONS = dict(cache=True, nogil=True, error_model="numpy", boundscheck=False)
@@ -75,7 +77,8 @@ def _salt() -> str:
     here = os.path.dirname(os.path.abspath(__file__))
     # the helpers the generated kernels call
     for name in ("scalar.py", "libm_free.py", "special.py", "special_gamma.py",
-                 "special_zeta.py", "special_beta.py", "special_erf.py", "arrays.py"):
+                 "special_zeta.py", "special_beta.py", "special_erf.py", "arrays.py",
+                 "threefry_kernels.py", "numpy_calls.py"):
         with open(os.path.join(here, name), "rb") as f:  # read, not imported: no numba
             helpers += f.read()
     return hashlib.sha256(helpers + _numba_version().encode() + np.__version__.encode()

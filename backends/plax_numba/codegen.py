@@ -481,6 +481,14 @@ def plan_cluster(cluster, preallocate: bool = False, parallel: bool | None = Non
         out = eqn.outvars[0]
         local = f"t{k}"
         prim = eqn.primitive
+        if len(eqn.outvars) > 1:  # every result in one statement (multiple_results clusters)
+            args = [names[id(v)] if id(v) in names else _missing(v) for v in eqn.invars]
+            locals_ = [f"t{k}_{r}" for r in range(len(eqn.outvars))]
+            body.append(f"{', '.join(locals_)} = {multi_result(eqn, args)}")
+            for r, (v, name) in enumerate(zip(eqn.outvars, locals_)):
+                names[id(v)] = name
+                _store(v, name, outputs, out_exprs, scalar_out, rank, flat, body, idx, rows)
+            continue
         if prim is lax.broadcast_in_dim_p:
             op = eqn.invars[0]
             if id(op) in names and not op.aval.shape:
@@ -530,17 +538,7 @@ def plan_cluster(cluster, preallocate: bool = False, parallel: bool | None = Non
             args = [names[id(v)] if id(v) in names else _missing(v) for v in eqn.invars]
             body.append(f"{local} = {elementwise(eqn, args)}")
         names[id(out)] = local
-        j = outputs.get(id(out))
-        if j is not None:
-            if rank == 0:
-                out_exprs[j] = local
-                scalar_out[j] = True
-            elif flat:
-                body.append(f"o{j}_f[i] = {local}")
-                out_exprs[j] = f"o{j}"
-            else:
-                body.append(f"{_nested_at(f'o{j}', idx, rows)} = {local}")
-                out_exprs[j] = f"o{j}"
+        _store(out, local, outputs, out_exprs, scalar_out, rank, flat, body, idx, rows)
 
     params = [inp.name for inp in inputs] + dims
     if out_params:
@@ -656,9 +654,35 @@ def _nested_at(name: str, idx: list, rows: list) -> str:
     return f"{name}_r[{idx[-1]}]"
 
 
+def _store(out, local, outputs, out_exprs, scalar_out, rank, flat, body, idx, rows):
+    """Stores the loop's value ``local`` of ``out`` if ``out`` is a cluster output."""
+    j = outputs.get(id(out))
+    if j is None:
+        return
+    if rank == 0:
+        out_exprs[j] = local
+        scalar_out[j] = True
+    elif flat:
+        body.append(f"o{j}_f[i] = {local}")
+        out_exprs[j] = f"o{j}"
+    else:
+        body.append(f"{_nested_at(f'o{j}', idx, rows)} = {local}")
+        out_exprs[j] = f"o{j}"
+
+
+def multi_result(eqn, a: list[str]) -> str:
+    """The expression computing all of a multi-result equation's outputs as a tuple (a
+    cluster of :func:`plax.lowering.find_clusters` with ``multiple_results``):
+    ``threefry2x32``'s two words from its four, all twenty rounds in registers
+    (:func:`plax_numba.threefry_kernels.hash_words`, bit-identical to the reference kernel)."""
+    if eqn.primitive is lax.threefry2x32_p:
+        return f"hash_words({', '.join(f'np.uint32({x})' for x in a)})"
+    raise Unsupported(f"{eqn.primitive.name} (several results)")
+
+
 def _defining(cluster, var):
     for eqn in cluster.eqns:
-        if eqn.outvars[0] is var:
+        if any(o is var for o in eqn.outvars):
             return eqn
     raise AssertionError(f"{var} is not defined in {cluster}")
 

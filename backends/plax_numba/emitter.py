@@ -37,6 +37,9 @@ class NumbaEmitter(Emitter):
     """
 
     fuses = True
+    #: threefry2x32 joins clusters: the kernel hashes both words in one pass
+    #: (codegen.multi_result), so iota -> threefry2x32 -> xor -> sampler is one loop
+    fuses_multiple_results = True
 
     def __init__(self, backend, device, compile_kernels: bool = True,
                  parallel: bool | None = None):
@@ -81,7 +84,7 @@ class NumbaEmitter(Emitter):
                         seen.add(id(v))
                         inputs.append(v)
                 defined.update(id(o) for o in e.outvars)
-            outputs = [e.outvars[0] for e in seg if id(e.outvars[0]) in later]
+            outputs = [v for e in seg for v in e.outvars if id(v) in later]
             sub = Cluster(list(seg), cluster.shape, inputs, outputs)
             step = self._emit_kernel(sub) if len(seg) > 1 else None
             fn = step.fn if step is not None else self._interpreter(sub)
@@ -244,15 +247,20 @@ class NumbaEmitter(Emitter):
             fn = self.backend.eager_impl(eqn.primitive)
             if eqn.params:
                 fn = functools.partial(fn, **eqn.params)
-            plan.append((fn, [id(v) for v in eqn.invars], [id(eqn.outvars[0])]))
+            plan.append((fn, [id(v) for v in eqn.invars], [id(v) for v in eqn.outvars]))
         in_keys = [id(v) for v in cluster.inputs]
         out_keys = [id(v) for v in cluster.outputs]
-        plan = [(fn, ins, outs[0], dead) for fn, ins, outs, dead in _with_dead(plan, out_keys)]
+        # (a multi-result equation's kernel returns a sequence: out is then a tuple of keys)
+        plan = [(fn, ins, outs[0] if len(outs) == 1 else tuple(outs), dead)
+                for fn, ins, outs, dead in _with_dead(plan, out_keys)]
 
         def interp(*args):
             env = dict(zip(in_keys, args))
             for fn, ins, out, dead in plan:
-                env[out] = fn(*[env[k] for k in ins])
+                if type(out) is tuple:
+                    env.update(zip(out, fn(*[env[k] for k in ins])))
+                else:
+                    env[out] = fn(*[env[k] for k in ins])
                 for k in dead:  # freed after its last use: a cluster of a long elementwise
                     del env[k]  # chain would otherwise hold every intermediate at once
             return [env[k] for k in out_keys]

@@ -55,8 +55,9 @@ def _round(x0, x1, r):
 
 
 @njit(inline="always", nogil=True)
-def _hash(k0, k1, x0, x1):
-    """Threefry-2x32 (20 rounds) of one counter pair under one key, in uint32."""
+def hash_words(k0, k1, x0, x1):
+    """Threefry-2x32 (20 rounds) of one counter pair under one key, in uint32: ``(y0, y1)``.
+    Generated kernels call it too (a cluster holding ``threefry2x32``, or a native loop)."""
     k2 = np.uint32(k0 ^ k1 ^ _PARITY)
     x0 = np.uint32(x0 + k0)
     x1 = np.uint32(x1 + k1)
@@ -103,7 +104,7 @@ assert ROTATIONS == ((13, 15, 26, 6), (17, 29, 16, 24)), ROTATIONS
 def hash_serial(k0, k1, x0, x1, out0, out1):
     """Hashes ``out0.size`` counter pairs into ``out0``, ``out1`` on the calling thread."""
     for i in range(out0.size):
-        y0, y1 = _hash(_at(k0, i), _at(k1, i), _at(x0, i), _at(x1, i))
+        y0, y1 = hash_words(_at(k0, i), _at(k1, i), _at(x0, i), _at(x1, i))
         out0[i] = y0
         out1[i] = y1
 
@@ -116,6 +117,6 @@ def hash_parallel(k0, k1, x0, x1, out0, out1):
         start = c * CHUNK
         stop = min(start + CHUNK, n)
         for i in range(start, stop):
-            y0, y1 = _hash(_at(k0, i), _at(k1, i), _at(x0, i), _at(x1, i))
+            y0, y1 = hash_words(_at(k0, i), _at(k1, i), _at(x0, i), _at(x1, i))
             out0[i] = y0
             out1[i] = y1

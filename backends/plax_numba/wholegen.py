@@ -50,7 +50,7 @@ import math
 import numpy as np
 
 from plax import lax
-from plax.core.jaxpr import Jaxpr, JaxprEqn, Literal, Var
+from plax.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var
 from plax.core.shaped_array import ShapedArray
 from plax.lowering import (BROADCAST, ELEMENTWISE, REDUCTION, Cluster, call_body,
                            find_clusters, fusion_kind, order_for_fusion)
@@ -78,9 +78,8 @@ MATVEC_MAX = 64 * 64
 #: what a native loop or whole-program kernel does not compile: a body using one of these
 #: keeps the per-equation path (a Python loop calling the compiled body), with one warning
 NOT_NATIVE = ("gather", "scatter*", "sort", "cumsum/cumprod/cummax/cumlogsumexp", "argmax",
-              "argmin", "threefry2x32", "random_bits", "log1p (kept on NumPy's loop for "
-              "bit-identity)", "fft", "linalg", "conv_general_dilated", "reduce_precision",
-              "complex, float16 and bfloat16 dtypes", "callbacks")
+              "argmin", "random_bits", "fft", "linalg", "conv_general_dilated",
+              "reduce_precision", "complex, float16 and bfloat16 dtypes", "callbacks")
 
 
 class WholePlan:
@@ -159,7 +158,9 @@ class _Gen:
                 raise Unsupported(f"a value of dtype {np.dtype(v.aval.dtype)}")
         env = dict(zip(jaxpr.constvars, consts))
         env.update(zip(jaxpr.invars, ins))
-        for unit in find_clusters(order_for_fusion(outer_products_as_multiplies(jaxpr))):
+        # (threefry2x32 joins clusters: codegen hashes both words in the loop)
+        jaxpr = outer_products_as_multiplies(_spliced_calls(jaxpr))
+        for unit in find_clusters(order_for_fusion(jaxpr, True), True):
             if isinstance(unit, Cluster):
                 self.cluster(unit, env, lines, ind)
             else:
@@ -169,10 +170,13 @@ class _Gen:
     def cluster(self, cluster: Cluster, env: dict, lines: list, ind: str) -> None:
         if not cluster.outputs:
             return  # dead code (e.g. broadcasts a loop body no longer reads): nothing to run
-        for e in cluster.eqns:
-            if codegen.reference_only(e):
-                raise Unsupported(f"{e.primitive.name} (kept on NumPy's kernel for "
-                                  "bit-identity)")
+        if any(codegen.reference_only(e) for e in cluster.eqns):
+            for part in _split_at_reference_only(cluster):
+                if isinstance(part, Cluster):
+                    self.cluster(part, env, lines, ind)
+                else:
+                    self.equation(part, env, lines, ind)
+            return
         # in a loop body the kernel writes its array outputs into buffers allocated here,
         # which :func:`_leave_loop` moves before the loop when no value outlives a step
         into = self.buffers is not None
@@ -213,6 +217,11 @@ class _Gen:
             if np.dtype(v.aval.dtype) not in codegen.DTYPES:
                 raise Unsupported(f"{prim.name} on {np.dtype(v.aval.dtype)}")
         body = call_body(eqn)
+        if body is None and eqn.params.get("call_jaxpr") is not None:
+            # custom_jvp_call/custom_vjp_call inside a loop body (the program's own are
+            # inlined before lowering, plax.core.passes.inline_calls): the primal body
+            body = eqn.params["call_jaxpr"]
+            body = body if isinstance(body, ClosedJaxpr) else ClosedJaxpr(body, [])
         if body is not None:
             ins = [self.atom(env, v) for v in eqn.invars]
             consts = [self.const(c, v.aval) for c, v in zip(body.consts, body.jaxpr.constvars)]
@@ -220,7 +229,8 @@ class _Gen:
             env.update(zip(eqn.outvars, outs))
             return
         kind = fusion_kind(prim)
-        if kind is not None and not prim.multiple_results and len(eqn.outvars) == 1:
+        if kind is not None and (len(eqn.outvars) == 1 and not prim.multiple_results
+                                 or kind == ELEMENTWISE):
             self.lone_fusible(eqn, kind, env, lines, ind)
             return
         handler = _HANDLERS.get(prim)
@@ -233,7 +243,8 @@ class _Gen:
 
     def lone_fusible(self, eqn, kind, env, lines, ind) -> None:
         if codegen.reference_only(eqn):
-            raise Unsupported(f"{eqn.primitive.name} (kept on NumPy's kernel for bit-identity)")
+            self.numpy_call(eqn, env, lines, ind)
+            return
         out = eqn.outvars[0]
         if kind == REDUCTION:
             shape = tuple(eqn.invars[0].aval.shape)
@@ -246,6 +257,11 @@ class _Gen:
         if not shape and kind != BROADCAST:  # a scalar operation: one line
             self.primitives.append(eqn.primitive.name)
             args = [self.atom(env, v) for v in eqn.invars]
+            if len(eqn.outvars) > 1:  # threefry2x32 of scalars: one tuple
+                names = [self.fresh() for _ in eqn.outvars]
+                env.update(zip(eqn.outvars, names))
+                lines.append(f"{ind}{', '.join(names)} = {codegen.multi_result(eqn, args)}")
+                return
             name = env[out] = self.fresh()
             lines.append(f"{ind}{name} = {self.cast(codegen.elementwise(eqn, args), out.aval)}")
             return
@@ -254,7 +270,106 @@ class _Gen:
             if id(v) not in seen:
                 seen.add(id(v))
                 inputs.append(v)
-        self.cluster(Cluster([eqn], shape, inputs, [out]), env, lines, ind)
+        self.cluster(Cluster([eqn], shape, inputs, list(eqn.outvars)), env, lines, ind)
+
+    def numpy_call(self, eqn, env, lines, ind) -> None:
+        """A reference-only equation (:func:`codegen.reference_only`: ``log1p``) as a call of
+        NumPy's own loop from the kernel (:mod:`plax_numba.numpy_calls`), so a native loop
+        holding a sampler gives the NumPy backend's bits."""
+        x, out = eqn.invars[0], eqn.outvars[0]
+        dtype = np.dtype(out.aval.dtype)
+        if eqn.primitive is not lax.log1p_p or dtype not in (np.float32, np.float64):
+            raise Unsupported(f"{eqn.primitive.name} on {dtype} (kept on NumPy's kernel)")
+        self.primitives.append(eqn.primitive.name)
+        bits = dtype.itemsize * 8
+        arg = self.atom(env, x)
+        name = env[out] = self.fresh()
+        if not out.aval.shape:
+            lines.append(f"{ind}{name} = log1p_scalar_f{bits}({arg})")
+            return
+        if _rank(x) == 1:
+            lines.append(f"{ind}{name} = log1p_f{bits}({arg})")
+        else:  # (flat in, flat out: views of C-contiguous values)
+            lines.append(f"{ind}{name} = log1p_f{bits}({arg}.ravel())"
+                         f".reshape({_shape(out.aval.shape)})")
+
+
+def _spliced_calls(jaxpr: Jaxpr) -> Jaxpr:
+    """``jaxpr`` with its call equations (``jit``, and ``custom_jvp_call``/``custom_vjp_call``,
+    whose primal body is what runs) replaced by their bodies' equations, recursively, so the
+    fusion clusters span them as the per-cluster program's do (the driver splices ``jit``
+    calls before clustering): ``random.normal`` inside a sampler's loop is ``bits_data``,
+    ``_uniform``, ``fma_`` and ``erf_inv_`` calls, which would otherwise be a kernel each.
+    Bodies with constants stay calls. Returns ``jaxpr`` itself when nothing changes."""
+    def body_of(e):
+        body = call_body(e)
+        if body is None and e.params.get("call_jaxpr") is not None:
+            body = e.params["call_jaxpr"]
+            body = body if isinstance(body, ClosedJaxpr) else ClosedJaxpr(body, [])
+        return body if body is not None and not body.consts else None
+
+    if not any(body_of(e) is not None for e in jaxpr.eqns):
+        return jaxpr
+    rename: dict = {}
+
+    def sub(v):
+        return rename.get(v, v) if isinstance(v, Var) else v
+
+    eqns: list = []
+    for e in jaxpr.eqns:
+        body = body_of(e)
+        if body is None:
+            eqns.append(JaxprEqn(e.primitive, [sub(v) for v in e.invars], e.outvars, e.params))
+            continue
+        inner = _spliced_calls(body.jaxpr)
+        local = dict(zip(inner.invars, [sub(v) for v in e.invars]))
+
+        def lsub(v, local=local):
+            return local.get(v, v) if isinstance(v, Var) else v
+
+        for ie in inner.eqns:
+            outs = [Var(v.aval) for v in ie.outvars]
+            local.update(zip(ie.outvars, outs))
+            eqns.append(JaxprEqn(ie.primitive, [lsub(v) for v in ie.invars], outs, ie.params))
+        for outer, res in zip(e.outvars, inner.outvars):
+            rename[outer] = lsub(res)
+    return Jaxpr(jaxpr.constvars, jaxpr.invars, [sub(v) for v in jaxpr.outvars], eqns)
+
+
+def _split_at_reference_only(cluster: Cluster) -> list:
+    """``cluster`` as the runs between its reference-only equations
+    (:func:`codegen.reference_only`) and those equations, in order: sub-clusters (two or
+    more equations, outputs what a later part or the cluster's reader needs) and lone
+    equations."""
+    eqns, parts, run = cluster.eqns, [], []
+    for e in eqns:
+        if codegen.reference_only(e):
+            if run:
+                parts.append(run)
+            parts.append([e])
+            run = []
+        else:
+            run.append(e)
+    if run:
+        parts.append(run)
+    needed_after = [{id(v) for v in cluster.outputs}]
+    for part in reversed(parts[1:]):  # what each part's successors read
+        needed_after.insert(0, needed_after[0] | {id(v) for e in part for v in e.invars})
+    out = []
+    for part, later in zip(parts, needed_after):
+        if len(part) == 1:
+            out.append(part[0])
+            continue
+        defined, seen, inputs = set(), set(), []
+        for e in part:
+            for v in e.invars:
+                if id(v) not in defined and id(v) not in seen:
+                    seen.add(id(v))
+                    inputs.append(v)
+            defined.update(id(o) for o in e.outvars)
+        outputs = [v for e in part for v in e.outvars if id(v) in later]
+        out.append(Cluster(list(part), cluster.shape, inputs, outputs))
+    return out
 
 
 # ---------------------------------------------------------------- rewrites

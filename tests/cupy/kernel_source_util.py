@@ -46,7 +46,10 @@ def make_eqn(prim, invars, **params) -> JaxprEqn:
 
 def _fusible():
     from plax.lowering import fusion
-    return sorted(fusion._fusion_kinds.items(), key=lambda kv: kv[0].name)
+    # (multi-result primitives, threefry2x32, fuse only where an emitter asks for them,
+    # Emitter.fuses_multiple_results; the CuPy generator does not)
+    return sorted(((p, k) for p, k in fusion._fusion_kinds.items() if not p.multiple_results),
+                  key=lambda kv: kv[0].name)
 
 
 UNARY_PARAMS = {"round": [dict(rounding_method=0), dict(rounding_method=1)],

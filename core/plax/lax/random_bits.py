@@ -26,6 +26,9 @@ from plax.transforms.batching import defbroadcasting
 from plax.transforms.jvp import defzero
 
 threefry2x32_p = Primitive("threefry2x32", multiple_results=True)
+# both words per element: fused only by generators that emit multi-result equations
+# (plax.lowering.find_clusters(multiple_results=True): the Numba backend)
+register_fusible(threefry2x32_p, ELEMENTWISE)
 
 # The rotation schedule and key-schedule parity constant of Threefry-2x32.
 ROTATIONS = ((13, 15, 26, 6), (17, 29, 16, 24))

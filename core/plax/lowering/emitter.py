@@ -37,6 +37,10 @@ class Emitter:
 
     #: whether the driver should hand clusters to :meth:`emit_cluster` at all
     fuses: bool = False
+    #: whether clusters may hold elementwise equations with several results
+    #: (``threefry2x32``): the generator computes them all in one pass
+    #: (see :func:`plax.lowering.find_clusters`)
+    fuses_multiple_results: bool = False
 
     def emit_cluster(self, cluster) -> Callable | Step | None:
         """A step computing ``cluster.outputs`` (a list) from ``cluster.inputs``' buffers."""

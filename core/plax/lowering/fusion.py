@@ -11,8 +11,14 @@
 A cluster is a maximal run of *consecutive* equations of one iteration shape, each of a
 fusible kind, in which no equation reads the output of a reduction of the same cluster
 (a reduction finishes only when the loop does). Keeping the run consecutive keeps the
-jaxpr's order a valid schedule, so fusing never creates a cycle. Multi-result primitives
-and equations with sub-jaxprs are never fused. A run of one equation is not a cluster.
+jaxpr's order a valid schedule, so fusing never creates a cycle. Equations with sub-jaxprs
+are never fused. A run of one equation is not a cluster.
+
+**Multi-result equations.** An ``ELEMENTWISE`` primitive with several results of one shape
+(``threefry2x32``: two hashed words per counter pair) joins a cluster only for a backend
+whose generator computes all of its results in one pass (``multiple_results=True`` in
+:func:`find_clusters`, from :attr:`plax.lowering.Emitter.fuses_multiple_results`); the
+cluster may continue from any of them. Elsewhere such an equation stays a lone step.
 """
 from __future__ import annotations
 
@@ -69,11 +75,16 @@ class Cluster:
         return f"Cluster(shape={self.shape}, [{prims}], {len(self.inputs)} in, {len(self.outputs)} out)"
 
 
-def _iteration_shape(eqn: JaxprEqn) -> tuple | None:
-    """The shape ``eqn`` iterates over if it may be fused at all, else None."""
+def _iteration_shape(eqn: JaxprEqn, multiple_results: bool = False) -> tuple | None:
+    """The shape ``eqn`` iterates over if it may be fused at all, else None (a multi-result
+    equation only with ``multiple_results``, elementwise, every result of one shape)."""
     kind = _fusion_kinds.get(eqn.primitive)
-    if kind is None or eqn.primitive.multiple_results or len(eqn.outvars) != 1:
+    if kind is None or not eqn.outvars:
         return None
+    if eqn.primitive.multiple_results or len(eqn.outvars) != 1:
+        if not multiple_results or kind != ELEMENTWISE or len(
+                {tuple(v.aval.shape) for v in eqn.outvars}) != 1:
+            return None
     if kind == REDUCTION:
         return tuple(eqn.invars[0].aval.shape)
     shape = tuple(eqn.outvars[0].aval.shape)
@@ -84,7 +95,7 @@ def _iteration_shape(eqn: JaxprEqn) -> tuple | None:
     return shape
 
 
-def order_for_fusion(jaxpr: Jaxpr) -> Jaxpr:
+def order_for_fusion(jaxpr: Jaxpr, multiple_results: bool = False) -> Jaxpr:
     """``jaxpr`` with its equations reordered so that each fusible chain is consecutive.
 
     Clusters are runs of *consecutive* equations (see the module docstring), so a program
@@ -95,6 +106,11 @@ def order_for_fusion(jaxpr: Jaxpr) -> Jaxpr:
     ready equation that comes first in the program. It is a valid order (every equation
     after its operands' producers, effectful equations in their order), and a program whose
     chains are already consecutive keeps its order.
+
+    Args:
+      jaxpr: the program.
+      multiple_results: whether multi-result elementwise equations may fuse (as in
+        :func:`find_clusters`).
 
     Returns:
       ``jaxpr`` itself when the order does not change, else a new :class:`Jaxpr`.
@@ -114,7 +130,7 @@ def order_for_fusion(jaxpr: Jaxpr) -> Jaxpr:
     if n < 3:
         return jaxpr
     readers, waiting = dependency_graph(eqns)
-    shapes = [_iteration_shape(e) for e in eqns]
+    shapes = [_iteration_shape(e, multiple_results) for e in eqns]
     ready = [i for i in range(n) if not waiting[i]]
     heapq.heapify(ready)
     done = [False] * n
@@ -142,8 +158,15 @@ def order_for_fusion(jaxpr: Jaxpr) -> Jaxpr:
     return Jaxpr(jaxpr.constvars, jaxpr.invars, jaxpr.outvars, [eqns[i] for i in order])
 
 
-def find_clusters(jaxpr: Jaxpr) -> Iterator[Union[Cluster, JaxprEqn]]:
+def find_clusters(jaxpr: Jaxpr, multiple_results: bool = False
+                  ) -> Iterator[Union[Cluster, JaxprEqn]]:
     """Splits ``jaxpr.eqns`` into fusion clusters and lone equations, in program order.
+
+    Args:
+      jaxpr: the program.
+      multiple_results: whether elementwise equations with several results of one shape
+        (``threefry2x32``) may join clusters: for a generator that computes all of an
+        equation's results in one pass (see the module docstring).
 
     Yields:
       :class:`Cluster` objects (two or more equations) and :class:`JaxprEqn` objects.
@@ -173,7 +196,7 @@ def find_clusters(jaxpr: Jaxpr) -> Iterator[Union[Cluster, JaxprEqn]]:
 
     in_run: set = set()  # the outputs of the run's equations
     for i, eqn in enumerate(jaxpr.eqns):
-        shape = _iteration_shape(eqn)
+        shape = _iteration_shape(eqn, multiple_results)
         if (shape == () and run and run_shape != ()
                 and not any(v in in_run for v in eqn.invars if isinstance(v, Var))):
             # A scalar computation the run does not feed (a weakly typed bound converted for
@@ -209,5 +232,5 @@ def _make_cluster(eqns: list, shape: tuple, end: int, readers_after: dict) -> Cl
                 seen.add(key)
                 inputs.append(v)
         defined.update(eqn.outvars)
-    outputs = [e.outvars[0] for e in eqns if readers_after.get(e.outvars[0], -1) >= end]
+    outputs = [v for e in eqns for v in e.outvars if readers_after.get(v, -1) >= end]
     return Cluster(list(eqns), shape, inputs, outputs)

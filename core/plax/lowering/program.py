@@ -108,8 +108,9 @@ class _Program:
 
     def units(self) -> list:
         """(step, invars, outvars, multiple_results) per cluster or equation, in order."""
-        source = (find_clusters(order_for_fusion(self.jaxpr)) if self.emitter.fuses
-                  else self.jaxpr.eqns)
+        multi = self.emitter.fuses_multiple_results
+        source = (find_clusters(order_for_fusion(self.jaxpr, multi), multi)
+                  if self.emitter.fuses else self.jaxpr.eqns)
         units = []
         for unit in source:
             if isinstance(unit, Cluster):
