@@ -30,7 +30,7 @@ from plax.transforms.autodiff import (jvp, vjp, linearize, grad, value_and_grad,
                                       jacobian, hessian)
 from plax.transforms.vmap_api import vmap
 from plax.transforms.custom_derivatives import custom_jvp, custom_vjp, closure_convert
-from plax.transforms.checkpoint import checkpoint, remat, checkpoint_policies
+from plax.transforms.checkpoint import checkpoint, remat
 from plax.api_util import block_until_ready, disable_jit, typeof
 from plax import ref
 from plax.ref import new_ref, freeze, Ref, empty_ref, free_ref
@@ -52,7 +52,8 @@ _LAZY_NAMES = {"pure_callback": "plax.lax.callbacks", "float0": "plax.dtypes",
                "linear_transpose": "plax.transforms.linear_transpose",
                "custom_gradient": "plax.transforms.custom_gradient",
                "ensure_compile_time_eval": "plax.transforms.compile_time_eval",
-               "fwd_and_bwd": "plax.transforms.fwd_and_bwd"}
+               "fwd_and_bwd": "plax.transforms.fwd_and_bwd",
+               "checkpoint_policies": "plax.transforms.checkpoint_policies"}
 _config_contexts = frozenset(_MORE_CONTEXTS)
 
 

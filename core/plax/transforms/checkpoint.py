@@ -34,7 +34,6 @@ from plax.core.jaxpr import ClosedJaxpr, Jaxpr, Literal, Var
 from plax.core.primitive import Primitive
 from plax.core.trace import get_aval
 from plax.transforms.batching import register_program_primitive
-from plax.transforms.checkpoint_policies import checkpoint_policies, pp_policy  # noqa: F401
 
 
 class _CheckpointPrimitive(Primitive):
@@ -46,7 +45,19 @@ class _CheckpointPrimitive(Primitive):
     # printed as JAX 0.10 prints it: ``remat2[...]``, its body's variables named afresh
     pp_name = "remat2"
     pp_body_named_after_operands = False
-    pp_params = {"policy": pp_policy}  # JAX's str of the policy, addresses masked
+    pp_params = {"policy": lambda policy: _policies().pp_policy(policy)}  # as JAX's str
+
+
+def _policies():
+    # the policies' module loads on first use (printing, jax.checkpoint_policies): import time
+    import plax.transforms.checkpoint_policies as module
+    return module
+
+
+def __getattr__(name: str):
+    if name == "checkpoint_policies":
+        return _policies().checkpoint_policies
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 checkpoint_p = _CheckpointPrimitive("checkpoint", multiple_results=True)
