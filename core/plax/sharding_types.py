@@ -22,8 +22,9 @@ Eagerly, an operation whose rule keeps every device's block local (elementwise o
 transposes, reductions over unsplit dimensions, sorts and scans along unsplit axes) runs on
 each device on that device's buffers: nothing is gathered. Other operations gather their
 operands on the first device, compute there, and place the result as its sharding says
-(values are exact either way). Under ``jit`` the input types carry their shardings; a
-blockwise program runs on every device (:mod:`plax.sharding_spmd`), others on one.
+(values are exact either way). Under ``jit`` the input types carry their shardings and the
+program is partitioned: each device runs its blocks, exchanging data where the types say so
+(:mod:`plax.sharding_spmd`, :mod:`plax.sharding_partition`).
 
 The eager hook (:func:`apply_sharded`) is reached only when an operand is held by several
 devices under a NamedSharding, so programs that never build a mesh pay nothing; the
