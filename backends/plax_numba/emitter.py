@@ -336,8 +336,9 @@ class NumbaEmitter(Emitter):
     def _native_loop(self, eqn, compiled_bodies):
         """``cond``/``while``/``scan`` as one njit function (:mod:`plax_numba.wholegen`);
         None (with one warning naming what is missing) where the generator cannot express
-        the bodies, and the caller runs ``compiled_bodies`` (the Python loop around bodies
-        compiled by this backend).
+        the bodies, and None without a warning where a body holds a value above
+        :func:`native_loop_max` elements; the caller then runs ``compiled_bodies`` (the
+        Python loop around bodies compiled by this backend).
 
         Until the native kernel is compiled (tiering) the Python loop runs its bodies on the
         reference kernels: compiling the bodies too would put their kernels ahead of the
@@ -345,6 +346,8 @@ class NumbaEmitter(Emitter):
         thrown away when the native loop arrives. If the native compilation fails, the loop
         switches to ``compiled_bodies``."""
         from plax_numba import wholegen
+        if wholegen.body_largest(eqn) > native_loop_max():
+            return None  # large bodies: the per-equation path is faster (not a fallback)
         try:
             plan = wholegen.plan_program(wholegen.equation_jaxpr(eqn))
         except codegen.Unsupported as err:
@@ -424,6 +427,29 @@ LONE_KERNEL_MIN = int(os.environ.get("PLAX_NUMBA_LONE_MIN", 1 << 14))
 #: per-chunk Python work than they saved)
 CHUNK_MIN = int(os.environ.get("PLAX_NUMBA_CHUNK_MIN", 1 << 18))
 CHUNK = int(os.environ.get("PLAX_NUMBA_CHUNK", 1 << 16))
+
+#: ``cond``/``while``/``scan`` equations whose bodies hold a value of more than this many
+#: elements keep the per-equation path (the Python loop around bodies compiled as clusters)
+#: instead of a native loop (``PLAX_NUMBA_NATIVE_LOOP_MAX``, read at each compile). There a
+#: step's arithmetic dwarfs the ~1 us dispatches a native loop saves, while the per-cluster
+#: bodies run what the native loop's generated code does not: ``threefry2x32`` on its
+#: parallel chunked kernel (a key split's ``(n, k)`` grid is a serial loop nest in generated
+#: code), chunked clusters around NumPy's ``log1p``, slices as views, outputs on NumPy's
+#: huge-page allocations. ``random.gamma(key, 2.0, (n,))`` (a rejection ``while_loop`` over
+#: ``n`` carries whose body splits keys: its largest value is the ``(n, 3, 2)`` key grid),
+#: best of 5-7 on the 2-core host, native loop against per-equation path: n = 2**16
+#: 75.0 / 75.5 ms, 2**18 248 / 211 ms (loaded host), 10**6 635 / 520 ms (quiet host; JAX
+#: 1085 ms). Smaller bodies keep the native loop, whose saved dispatches win there.
+NATIVE_LOOP_MAX = 1 << 18
+
+
+def native_loop_max() -> int:
+    """:data:`NATIVE_LOOP_MAX`, or ``$PLAX_NUMBA_NATIVE_LOOP_MAX`` where set."""
+    value = os.environ.get("PLAX_NUMBA_NATIVE_LOOP_MAX")
+    try:
+        return NATIVE_LOOP_MAX if value is None else int(value)
+    except ValueError:
+        return NATIVE_LOOP_MAX
 
 _pool = None
 _pool_lock = threading.Lock()

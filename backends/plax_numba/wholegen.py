@@ -1123,6 +1123,13 @@ def program_size(jaxpr: Jaxpr) -> tuple[int, int]:
     return count, largest
 
 
+def body_largest(eqn: JaxprEqn) -> int:
+    """The largest value's element count in the bodies of ``eqn`` (a ``cond``, ``while`` or
+    ``scan``; 0 for an equation without bodies): a while loop's carries, a scan's per-step
+    slices and carries, what the bodies compute from them."""
+    return max((program_size(sub)[1] for sub in _subjaxprs(eqn)), default=0)
+
+
 def largest_product(jaxpr: Jaxpr) -> int:
     """The most multiply-adds of one ``dot_general`` in ``jaxpr``, sub-jaxprs included."""
     largest = 0

@@ -86,6 +86,23 @@ def test_gamma_rejection_loop_is_native_and_bit_identical():
     assert_bits_equal(got[0], want[0])
 
 
+def test_loops_over_large_bodies_keep_the_per_equation_path(monkeypatch):
+    # bodies holding a value above emitter.native_loop_max() elements run the Python loop
+    # around compiled clusters (faster there: threefry's parallel kernel, chunked clusters),
+    # without a fallback warning; the bits are the NumPy backend's either way. The limit is
+    # lowered so that the test stays small: 20,000 carries (a (20000, 3, 2) key grid) exceed
+    # 10,000 elements
+    from plax_numba.emitter import NATIVE_LOOP_MAX, native_loop_max
+    assert native_loop_max() == NATIVE_LOOP_MAX
+    monkeypatch.setenv("PLAX_NUMBA_NATIVE_LOOP_MAX", "10000")
+    assert native_loop_max() == 10_000
+    f = lambda key: random.gamma(key, np.float32(2.5), (20_000,))  # noqa: E731
+    got, want, text = _no_loop_fallback(f, random.PRNGKey(11))
+    assert "while True:" not in text and "log1p_f32(" not in text, text
+    assert "hash_words(" in text  # the bodies' clusters are still compiled kernels
+    assert_bits_equal(got[0], want[0])
+
+
 @pytest.mark.parametrize("sampler", ["beta", "dirichlet"])
 def test_beta_and_dirichlet_are_native(sampler):
     def f(key):
