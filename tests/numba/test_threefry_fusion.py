@@ -93,6 +93,7 @@ def test_loops_over_large_bodies_keep_the_per_equation_path(monkeypatch):
     # lowered so that the test stays small: 20,000 carries (a (20000, 3, 2) key grid) exceed
     # 10,000 elements
     from plax_numba.emitter import NATIVE_LOOP_MAX, native_loop_max
+    monkeypatch.delenv("PLAX_NUMBA_NATIVE_LOOP_MAX", raising=False)
     assert native_loop_max() == NATIVE_LOOP_MAX
     monkeypatch.setenv("PLAX_NUMBA_NATIVE_LOOP_MAX", "10000")
     assert native_loop_max() == 10_000
