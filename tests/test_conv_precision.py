@@ -11,13 +11,8 @@ import plax
 import plax.numpy as jnp
 from plax import lax
 
-_SETTINGS = ["bfloat16", "tensorfloat32", "float32", "default", "high", "highest",
-             "BF16_BF16_F32", "TF32_TF32_F32", "F32_F32_F32"]
-_EXPECTED = {"bfloat16": ("DEFAULT", "DEFAULT"), "default": ("DEFAULT", "DEFAULT"),
-             "tensorfloat32": ("HIGH", "HIGH"), "high": ("HIGH", "HIGH"),
-             "float32": ("HIGHEST", "HIGHEST"), "highest": ("HIGHEST", "HIGHEST"),
-             "BF16_BF16_F32": "BF16_BF16_F32", "TF32_TF32_F32": "TF32_TF32_F32",
-             "F32_F32_F32": "F32_F32_F32"}
+# the option's settings and how JAX canonicalises each: the table dot_general's tests use
+from test_config_matmul_precision import _EXPECTED, _SETTINGS  # noqa: E402
 
 
 def _conv(lx):

@@ -58,6 +58,19 @@ def _cluster(x):
     return jnp.sqrt(x * x + 1.625) * 0.75 - jnp.cos(x) ** 2
 
 
+
+def _calls_and_fallback_warnings(f, x):
+    """Four calls of ``f(x)`` with the background work drained after the first and the last:
+    their results, and the messages of the fallback warnings they raised."""
+    from plax_numba import tiered
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        outs = [np.asarray(f(x))]
+        assert tiered.wait_idle(timeout=300)
+        outs += [np.asarray(f(x)) for _ in range(3)]
+        assert tiered.wait_idle(timeout=300)
+    return outs, [str(w.message) for w in caught if issubclass(w.category, PlaxFallbackWarning)]
+
 def test_worker_compiles_and_values_match_sync(tiered_fresh, monkeypatch):
     from plax_numba import cache, compile_worker
     x = np.linspace(-3, 3, 1001, dtype=np.float32)
@@ -92,13 +105,7 @@ def test_worker_failure_falls_back_with_one_warning(tiered_fresh, monkeypatch):
     monkeypatch.setattr(cache, "module_source", failing)
     x = np.linspace(0, 1, 7, dtype=np.float32)
     f = plax.jit(lambda x: jnp.sin(x) * 2.5 + x * x, backend="numba")
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        outs = [np.asarray(f(x))]
-        assert tiered.wait_idle(timeout=300)
-        outs += [np.asarray(f(x)) for _ in range(3)]
-        assert tiered.wait_idle(timeout=300)
-    msgs = [str(w.message) for w in caught if issubclass(w.category, PlaxFallbackWarning)]
+    outs, msgs = _calls_and_fallback_warnings(f, x)
     assert len(msgs) == 1, msgs
     assert "simulated failure" in msgs[0] and "compile worker" in msgs[0], msgs[0]
     assert _ready(f) == [False]  # the reference path keeps running
@@ -619,13 +626,7 @@ def test_a_kernel_the_cache_keeps_missing_falls_back_with_one_warning(tiered_fre
     monkeypatch.setattr(cache, "_recache_in_worker", lambda kernel, sig: trips.append(sig))
     stats = dict(cache.load_stats)
     f = plax.jit(lambda x: jnp.exp(x * 0.625) - x * 0.5, backend="numba")
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        outs = [np.asarray(f(x))]
-        assert tiered.wait_idle(timeout=300)
-        outs += [np.asarray(f(x)) for _ in range(3)]
-        assert tiered.wait_idle(timeout=300)
-    msgs = [str(w.message) for w in caught if issubclass(w.category, PlaxFallbackWarning)]
+    outs, msgs = _calls_and_fallback_warnings(f, x)
     assert len(msgs) == 1, msgs
     assert "missing from numba's disk cache" in msgs[0] and "PLAX_NUMBA_CACHE_DIR" in msgs[0]
     assert len(trips) == cache.RECACHE_ATTEMPTS
