@@ -64,7 +64,7 @@ class NumbaEmitter(Emitter):
     def _emit_split(self, cluster, cuts):
         """The cluster as kernels of the runs between its reference-only equations
         (:func:`codegen.reference_only`), which run on their reference kernels in between."""
-        from plax.lowering import Cluster
+        from plax.lowering import sub_cluster
         eqns, segments, start = cluster.eqns, [], 0
         for c in cuts:
             if c > start:
@@ -77,18 +77,10 @@ class NumbaEmitter(Emitter):
         parts, subs = [], []
         for si, seg in enumerate(segments):
             later = {id(v) for s in segments[si + 1:] for e in s for v in e.invars} | final
-            defined, seen, inputs = set(), set(), []
-            for e in seg:
-                for v in e.invars:
-                    if id(v) not in defined and id(v) not in seen:
-                        seen.add(id(v))
-                        inputs.append(v)
-                defined.update(id(o) for o in e.outvars)
-            outputs = [v for e in seg for v in e.outvars if id(v) in later]
-            sub = Cluster(list(seg), cluster.shape, inputs, outputs)
+            sub = sub_cluster(seg, cluster.shape, later)
             step = self._emit_kernel(sub) if len(seg) > 1 else None
             fn = step.fn if step is not None else self._interpreter(sub)
-            parts.append((fn, [id(v) for v in inputs], [id(v) for v in outputs]))
+            parts.append((fn, [id(v) for v in sub.inputs], [id(v) for v in sub.outputs]))
             subs.append(sub if len(seg) > 1 else None)
         in_keys = [id(v) for v in cluster.inputs]
         out_keys = [id(v) for v in cluster.outputs]

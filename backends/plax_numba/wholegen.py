@@ -53,7 +53,7 @@ from plax import lax
 from plax.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var
 from plax.core.shaped_array import ShapedArray
 from plax.lowering import (BROADCAST, ELEMENTWISE, REDUCTION, Cluster, call_body,
-                           find_clusters, fusion_kind, order_for_fusion)
+                           find_clusters, fusion_kind, order_for_fusion, sub_cluster)
 from plax.lowering.literals import literal_value
 
 from plax_numba import codegen
@@ -360,15 +360,7 @@ def _split_at_reference_only(cluster: Cluster) -> list:
         if len(part) == 1:
             out.append(part[0])
             continue
-        defined, seen, inputs = set(), set(), []
-        for e in part:
-            for v in e.invars:
-                if id(v) not in defined and id(v) not in seen:
-                    seen.add(id(v))
-                    inputs.append(v)
-            defined.update(id(o) for o in e.outvars)
-        outputs = [v for e in part for v in e.outvars if id(v) in later]
-        out.append(Cluster(list(part), cluster.shape, inputs, outputs))
+        out.append(sub_cluster(part, cluster.shape, later))
     return out
 
 

@@ -15,7 +15,7 @@ _WHERE = {
     "reference_kernel": "fallback",
     "BROADCAST": "fusion", "ELEMENTWISE": "fusion", "REDUCTION": "fusion", "Cluster": "fusion",
     "find_clusters": "fusion", "fusion_kind": "fusion", "order_for_fusion": "fusion",
-    "register_fusible": "fusion",
+    "register_fusible": "fusion", "sub_cluster": "fusion",
     "dead_after": "liveness", "last_uses": "liveness",
     "literal_value": "literals",
     "numpy_errors_off": "host",

@@ -75,6 +75,22 @@ class Cluster:
         return f"Cluster(shape={self.shape}, [{prims}], {len(self.inputs)} in, {len(self.outputs)} out)"
 
 
+def sub_cluster(eqns: list, shape: tuple, read_later: set) -> Cluster:
+    """The :class:`Cluster` of ``eqns`` (a run of one cluster's equations) over ``shape``:
+    its inputs are what the run reads from outside it, in first-use order; its outputs the
+    values it defines whose ``id`` is in ``read_later`` (what later parts or the cluster's
+    reader need). Used where a backend splits a cluster into several kernels."""
+    defined, seen, inputs = set(), set(), []
+    for e in eqns:
+        for v in e.invars:
+            if id(v) not in defined and id(v) not in seen:
+                seen.add(id(v))
+                inputs.append(v)
+        defined.update(id(o) for o in e.outvars)
+    outputs = [v for e in eqns for v in e.outvars if id(v) in read_later]
+    return Cluster(list(eqns), shape, inputs, outputs)
+
+
 def _iteration_shape(eqn: JaxprEqn, multiple_results: bool = False) -> tuple | None:
     """The shape ``eqn`` iterates over if it may be fused at all, else None (a multi-result
     equation only with ``multiple_results``, elementwise, every result of one shape)."""
