@@ -61,7 +61,7 @@ NOT_YET_IMPLEMENTED: dict[str, list[str]] = {
     "scipy.special": [],
     "scipy.stats": [],
     "lax": """
-        ragged_dot_general rng_bit_generator
+        rng_bit_generator
         rng_bit_generator_p scaled_dot sharding_constraint_p
         precv psend ragged_all_to_all ragged_all_to_all_p
     """.split(),

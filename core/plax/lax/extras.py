@@ -1,5 +1,5 @@
 """The rest of ``jax.lax`` that is written on other primitives: shape helpers, composites
-(``split``, ``tile``, ``stack``, ``reduce`` with any computation, ``ragged_dot``, convolution
+(``split``, ``tile``, ``stack``, ``reduce`` with any computation, convolution
 patches, ...), identity-like staging functions, and the enums and dimension-number types.
 
 Nothing here is a new primitive: each function composes primitives that have their rules and
@@ -19,13 +19,13 @@ from plax import tree_util
 
 __all__ = [
     "AccuracyMode", "ConvGeneralDilatedDimensionNumbers", "DotAlgorithm", "DotAlgorithmPreset",
-    "DotDimensionNumbers", "Precision", "PrecisionLike", "RaggedDotDimensionNumbers",
+    "DotDimensionNumbers", "Precision", "PrecisionLike",
     "RandomAlgorithm", "Tolerance", "approx_max_k", "approx_min_k", "batch_matmul",
     "broadcast_like", "broadcast_shapes", "broadcast_to_rank", "composite",
     "conv_general_dilated_local", "conv_general_dilated_patches", "conv_general_permutations",
     "conv_general_shape_tuple", "conv_shape_tuple", "conv_transpose_shape_tuple", "dce_sink",
     "dtype", "empty", "index_take", "optimization_barrier", "platform_dependent",
-    "ragged_dot", "reciprocal", "reduce", "reduce_window_shape_tuple", "scatter_apply",
+    "reciprocal", "reduce", "reduce_window_shape_tuple", "scatter_apply",
     "scatter_sub", "shape_as_value", "split", "stack", "stage", "tile", "unstack",
     "custom_linear_solve", "custom_root",
 ]
@@ -134,13 +134,6 @@ class RandomAlgorithm(enum.IntEnum):
 # ((lhs_contracting, rhs_contracting), (lhs_batch, rhs_batch)), as JAX's alias
 DotDimensionNumbers = tuple
 ConvGeneralDilatedDimensionNumbers = Union[None, Any, tuple]
-
-
-class RaggedDotDimensionNumbers(NamedTuple):
-    """Dimension numbers of a ragged dot (JAX's ``lax.RaggedDotDimensionNumbers``)."""
-    dot_dimension_numbers: tuple
-    lhs_ragged_dimensions: Sequence[int]
-    rhs_group_dimensions: Sequence[int]
 
 
 # ------------------------------------------------------------------ small helpers
@@ -628,58 +621,6 @@ def approx_min_k(operand: Array, k: int, reduction_dimension: int = -1,
     vals, idx = approx_max_k(-x, k, reduction_dimension, recall_target,
                              reduction_input_size_override, aggregate_to_topk)
     return [-vals, idx]
-
-
-# ------------------------------------------------------------------ ragged dot
-
-def ragged_dot(lhs: Array, rhs: Array, group_sizes: Array, precision: PrecisionLike = None,
-               preferred_element_type: Any = None, group_offset: Optional[Array] = None,
-               out_sharding=None) -> Array:
-    """Grouped matrix product: rows of ``lhs`` ``[m, k]`` come in consecutive groups of
-    ``group_sizes`` ``[g]`` rows, and group ``i`` multiplies ``rhs[i]`` ``[k, n]``.
-
-    Rows beyond ``sum(group_sizes)`` give zeros, as in JAX.
-
-    Args:
-      lhs: ``[m, k]``.
-      rhs: ``[g, k, n]``.
-      group_sizes: ``[g]`` integers.
-      precision, preferred_element_type: as in :func:`plax.lax.dot_general`.
-      group_offset: not supported (as in JAX outside TPUs).
-
-    Returns:
-      ``[m, n]``.
-
-    Example:
-      >>> lhs = jnp.ones((3, 2))
-      >>> rhs = jnp.stack([jnp.ones((2, 2)), 2 * jnp.ones((2, 2))])
-      >>> lax.ragged_dot(lhs, rhs, jnp.array([1, 2]))
-      Array([[2., 2.],
-             [4., 4.],
-             [4., 4.]], dtype=float32)
-    """
-    lax, jnp = _lax(), _jnp()
-    if group_offset is not None:
-        raise NotImplementedError("ragged_dot: group_offset is not supported")
-    lhs, rhs, group_sizes = jnp.asarray(lhs), jnp.asarray(rhs), jnp.asarray(group_sizes)
-    if lhs.ndim != 2 or rhs.ndim != 3 or group_sizes.ndim != 1:
-        raise ValueError(f"ragged_dot: expected lhs [m, k], rhs [g, k, n], group_sizes [g]; got "
-                         f"{lhs.shape}, {rhs.shape}, {group_sizes.shape}")
-    if lhs.shape[1] != rhs.shape[1] or rhs.shape[0] != group_sizes.shape[0]:
-        raise ValueError(f"ragged_dot: mismatched shapes lhs {lhs.shape}, rhs {rhs.shape}, "
-                         f"group_sizes {group_sizes.shape}")
-    ends = jnp.cumsum(group_sizes)
-    starts = ends - group_sizes
-    rows = jnp.arange(lhs.shape[0])
-    # member[g, m]: row m belongs to group g
-    member = (rows[None, :] >= starts[:, None]) & (rows[None, :] < ends[:, None])
-    out_dtype = preferred_element_type
-    # all groups' products [g, m, n], then each row keeps its group's
-    prods = lax.dot_general(lhs, rhs, (((1,), (1,)), ((), ())), precision=precision,
-                            preferred_element_type=out_dtype)
-    prods = jnp.moveaxis(prods, 1, 0)
-    return jnp.sum(jnp.where(member[:, :, None], prods, jnp.zeros_like(prods)), axis=0,
-                   dtype=prods.dtype)
 
 
 # ------------------------------------------------------------------ convolution helpers
