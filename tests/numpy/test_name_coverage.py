@@ -46,6 +46,7 @@ DELIBERATE: dict[str, dict[str, str]] = {
         "tile_p": "lax.tile composes broadcast_in_dim and reshape",
         "unstack_p": "lax.unstack composes index_in_dim",
         "linear_solve_p": "lax.custom_linear_solve is a custom VJP around the user's solve",
+        "ragged_all_to_all_p": "lax.ragged_all_to_all composes all_gather, take and where",
         "rng_uniform": "XLA's stateful RNG (discouraged by JAX): use plax.random",
         "rng_uniform_p": "XLA's stateful RNG (discouraged by JAX): use plax.random",
     },
@@ -63,7 +64,7 @@ NOT_YET_IMPLEMENTED: dict[str, list[str]] = {
     "lax": """
         rng_bit_generator
         rng_bit_generator_p scaled_dot sharding_constraint_p
-        precv psend ragged_all_to_all ragged_all_to_all_p
+        precv psend
     """.split(),
 }
 # ---- end of the tracked section ----------------------------------------------------------

@@ -968,6 +968,38 @@ def collective_primitives_bind_under_pmap():
                     axis_name="i")(X), np.broadcast_to(X.max(0), X.shape))
 
 
+@check
+def ragged_all_to_all_on_devices():
+    """lax.ragged_all_to_all under pmap and shard_map equals the vmap formulation, and its
+    gradient through shard_map is the reverse exchange: member s sends (s + r) % 2 + 1 rows
+    to member r, packed on both sides after one padding row."""
+    sizes = np.array([[(s + r) % 2 + 1 for r in range(N)] for s in range(N)], np.int32)
+    in_off = np.concatenate([np.zeros((N, 1), np.int32), np.cumsum(sizes, 1)[:, :-1]], 1)
+    recv = np.ascontiguousarray(sizes.T)                  # recv[r, s] = sizes[s, r]
+    at = 1 + np.concatenate([np.zeros((N, 1), np.int32), np.cumsum(recv, 1)[:, :-1]], 1)
+    out_off = np.ascontiguousarray(at.T)                  # where s's slice lands on r
+    operand = rng.standard_normal((N, 2 * N, 2)).astype(np.float32)
+    output = rng.standard_normal((N, 2 * N + 2, 2)).astype(np.float32)
+    args = (operand, output, in_off.astype(np.int32), sizes, out_off.astype(np.int32), recv)
+    f = lambda *a: lax.ragged_all_to_all(*a, axis_name="i")
+    got, ref = both(f, *args)
+    close(got, ref)
+    for r in range(N):
+        for s_ in range(N):
+            o, n_ = out_off[s_, r], sizes[s_, r]
+            close(np.asarray(got)[r, o:o + n_], operand[s_, in_off[s_, r]:in_off[s_, r] + n_])
+    mesh = plax.make_mesh((N,), ("i",))
+    flat = [a.reshape((-1,) + a.shape[2:]) for a in args]
+    g = plax.shard_map(f, mesh=mesh, in_specs=P("i"), out_specs=P("i"))
+    close(np.asarray(g(*flat)).reshape(got.shape), got)
+    W = rng.standard_normal(flat[1].shape).astype(np.float32)
+    grads = plax.grad(lambda a, b: jnp.sum(g(a, b, *flat[2:]) * W), argnums=(0, 1))(*flat[:2])
+    refs = plax.grad(lambda a, b: jnp.sum(plax.vmap(f, axis_name="i")(a, b, *args[2:])
+                                          * W.reshape(output.shape)), argnums=(0, 1))(*args[:2])
+    for x, y in zip(grads, refs):
+        close(np.asarray(x).reshape(y.shape), y)
+
+
 if __name__ == "__main__":
     results = {}
     for name, fn in CHECKS.items():
