@@ -64,7 +64,6 @@ NOT_YET_IMPLEMENTED: dict[str, list[str]] = {
     "lax": """
         rng_bit_generator
         rng_bit_generator_p scaled_dot sharding_constraint_p
-        precv psend
     """.split(),
 }
 # ---- end of the tracked section ----------------------------------------------------------

@@ -39,6 +39,7 @@ def plax_plugins():
     exports["experimental.shard_map"] = importlib.import_module("plax_pmap.shard_map_module")
     exports.update({f"lax.{n}": _lazy("plax_pmap.collectives", n) for n in _LAX})
     exports["lax.ragged_all_to_all"] = _lazy("plax_pmap.ragged_collectives", "ragged_all_to_all")
+    exports.update({f"lax.{n}": _lazy("plax_pmap.point_to_point", n) for n in ("psend", "precv")})
     primitives = importlib.import_module("plax_pmap.primitives")
     exports.update({f"lax.{n}": getattr(primitives, n) for n in _PRIMITIVES})
     exports["distributed.backend_initialize"] = _lazy("plax_pmap.mpi", "backend_initialize")

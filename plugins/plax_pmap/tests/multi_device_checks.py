@@ -1000,6 +1000,34 @@ def ragged_all_to_all_on_devices():
         close(np.asarray(x).reshape(y.shape), y)
 
 
+@check
+def psend_precv_on_devices():
+    """JAX's psend/precv test on N devices: a chain of sends forward, a product on each
+    receiver, the last member's result sent back to the first; eagerly on the device
+    threads, under jit (the vmap formulation) and under pmap, equal to NumPy."""
+    mesh = plax.make_mesh((N,), ("x",))
+    fwd_perm = [(j, j + 1) for j in range(N - 1)]
+    back = [(N - 1, 0)]
+    w = np.arange(1, N + 1, dtype=np.float32).reshape(N, 1)
+
+    def body(a, axis):
+        like = plax.ShapeDtypeStruct(a.shape, a.dtype)
+        data = lax.precv(lax.psend(a, axis, fwd_perm), like, axis, fwd_perm)
+        res = jnp.broadcast_to(jnp.dot(data, w), a.shape)
+        return lax.precv(lax.psend(res, axis, back), like, axis, back)
+
+    a = np.arange(N * N, dtype=np.float32).reshape(N, N)
+    received = np.zeros_like(a)
+    received[1:] = a[:-1]
+    want = np.zeros_like(a)
+    want[0] = (received[N - 1] @ w)[0]
+    f = plax.shard_map(lambda b: body(b, "x"), mesh=mesh, in_specs=P("x", None),
+                       out_specs=P("x", None))
+    close(f(a), want)
+    close(plax.jit(f)(a), want)
+    close(plax.pmap(lambda r: body(r, "i"), axis_name="i")(a), want)
+
+
 if __name__ == "__main__":
     results = {}
     for name, fn in CHECKS.items():
