@@ -36,6 +36,7 @@ def _lazy(module: str, name: str):
 @hookimpl
 def plax_plugins():
     exports = {n: _lazy("plax_pmap.api", n) for n in _API}
+    exports["smap"] = _lazy("plax_pmap.smap", "smap")
     exports["experimental.shard_map"] = importlib.import_module("plax_pmap.shard_map_module")
     exports.update({f"lax.{n}": _lazy("plax_pmap.collectives", n) for n in _LAX})
     exports["lax.ragged_all_to_all"] = _lazy("plax_pmap.ragged_collectives", "ragged_all_to_all")

@@ -1028,6 +1028,29 @@ def psend_precv_on_devices():
     close(plax.pmap(lambda r: body(r, "i"), axis_name="i")(a), want)
 
 
+@check
+def smap_over_the_context_mesh():
+    """plax.smap (JAX 0.10's single-axis shard_map) on N devices against NumPy: in_axes 0, 1,
+    -1 and None, in_axes inferred from a sharded argument, a psum to a replicated output,
+    out_axes -1, and under jit."""
+    x = np.arange(N * 2 * 3, dtype=np.float32).reshape(N * 2, 3)
+    y = np.arange(3 * N, dtype=np.float32).reshape(3, N)
+    member = np.repeat(np.arange(N), 2)[:, None]
+    f = lambda a: a * 2 + lax.axis_index("x")
+    with plax.set_mesh(plax.make_mesh((N,), ("x",))):
+        close(plax.smap(f, in_axes=0, out_axes=0, axis_name="x")(x), x * 2 + member)
+        close(plax.smap(f, in_axes=1, out_axes=1, axis_name="x")(y), y * 2 + np.arange(N))
+        close(plax.smap(f, in_axes=-1, out_axes=-1, axis_name="x")(y), y * 2 + np.arange(N))
+        add = plax.smap(lambda a, b: a + b, in_axes=(0, None), out_axes=0, axis_name="x")
+        close(add(x, np.ones(3, np.float32)), x + 1)
+        sharded = plax.sharding.reshard(jnp.asarray(x), P("x"))
+        close(plax.smap(f, out_axes=0, axis_name="x")(sharded), x * 2 + member)
+        total = plax.smap(lambda a: lax.psum(a.sum(0), "x"), in_axes=0, out_axes=None,
+                          axis_name="x")
+        close(total(x), x.sum(0))
+        close(plax.jit(plax.smap(f, in_axes=0, out_axes=0, axis_name="x"))(x), x * 2 + member)
+
+
 if __name__ == "__main__":
     results = {}
     for name, fn in CHECKS.items():
