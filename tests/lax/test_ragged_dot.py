@@ -44,6 +44,16 @@ CASES = {
                                                                   (0,), (2,)),
                                   lambda l, r, g: _ref_noncontracting(
                                       l[None], np.moveaxis(r, 2, 0)[:, None], g[None])[0]),
+    # batch dimensions listed out of order: group_sizes follow the listed order [b2, b1, g]
+    "noncontracting_batch_order": ((2, 3, 5, 4), (2, 3, 2, 4, 3), [[[1, 4], [2, 2]],
+                                                                   [[5, 0], [0, 3]],
+                                                                   [[2, 1], [3, 2]]],
+                                   ((((3,), (3,)), ((1, 0), (1, 0))), (2,), (2,)),
+                                   lambda l, r, g: np.stack([np.stack([
+                                       _ref_noncontracting(l[b1, b2][None],
+                                                           r[b1, b2][:, None],
+                                                           g[b2, b1][None])[0]
+                                       for b1 in range(2)]) for b2 in range(3)])),
     "contracting": ((4, 6), (6, 5), [1, 3, 2], ((((1,), (0,)), ((), ())), (1,), ()),
                     _ref_contracting),
     "contracting_batched": ((2, 4, 6), (2, 6, 5), [[1, 3, 2], [2, 2, 1]],
@@ -116,6 +126,15 @@ def test_vmap_matches_loop_any_axis():
     out = plax.vmap(lax.ragged_dot, in_axes=(1, None, 0))(lhss, rhs, sizess)
     want = np.stack([lax.ragged_dot(lhss[:, i], rhs, sizess[i]) for i in range(3)])
     np.testing.assert_allclose(out, want, rtol=1e-6, atol=1e-6)
+
+
+def test_vmap_of_rhs_in_contracting_mode():
+    lhs, rhs, sizes, dims = _operands("contracting")
+    rhss = np.stack([rhs, -rhs])
+    out = plax.vmap(lambda r: lax.ragged_dot_general(lhs, r, sizes, dims), in_axes=2)(
+        np.moveaxis(rhss, 0, 2))
+    want = np.stack([_ref_contracting(lhs, r, sizes) for r in rhss])
+    np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5)
 
 
 def test_jit_matches_eager():
