@@ -102,6 +102,12 @@ def test_dimension_numbers_are_hashable_tuples():
     assert dims.lhs_ragged_dimensions == (0,) and hash(dims) == hash(Dims(*dims.__dict__.values()))
 
 
+def test_dimension_numbers_print_as_jax():
+    jax = pytest.importorskip("jax")
+    args = ([[[1], [1]], [[], []]], [0], [0])
+    assert repr(Dims(*args)) == repr(jax.lax.RaggedDotDimensionNumbers(*args))
+
+
 @pytest.mark.parametrize("name", ["moe", "noncontracting_batched", "contracting", "batch"])
 def test_grads_match_finite_differences(name):
     lhs, rhs, sizes, dims = _operands(name, np.float64)
