@@ -216,3 +216,13 @@ def test_group_offset_is_not_supported():
     with pytest.raises(NotImplementedError, match="group_offset"):
         lax.ragged_dot(np.ones((3, 2)), np.ones((2, 2, 2)), np.array([1, 2]),
                        group_offset=np.array([0]))
+
+
+def test_out_sharding_places_the_result():
+    lhs, rhs, sizes, _ = _operands("moe")
+    spec = plax.sharding.PartitionSpec("x")
+    with plax.set_mesh(plax.make_mesh((1,), ("x",))):
+        out = lax.ragged_dot(lhs, rhs, sizes, out_sharding=spec)
+    assert isinstance(out.sharding, plax.sharding.NamedSharding)
+    assert out.sharding.spec[0] == "x"
+    np.testing.assert_array_equal(out, lax.ragged_dot(lhs, rhs, sizes))
