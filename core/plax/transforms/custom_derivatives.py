@@ -227,6 +227,16 @@ def _split_nondiff(args, nondiff_argnums):
     return static, dyn
 
 
+def forward_attr(self, name: str):
+    """Looks up attributes the wrapper lacks on the wrapped function, as JAX's custom
+    decorators do, so one can be applied over another (``custom_vjp`` over ``custom_vmap``:
+    ``f.def_vmap`` still reaches the inner one)."""
+    fun = self.__dict__.get("fun")
+    if fun is None:  # not yet initialised (copy, unpickling)
+        raise AttributeError(name)
+    return getattr(fun, name)
+
+
 def _merge(static, dyn):
     out, it = [], iter(dyn)
     pos = dict(static)
@@ -291,6 +301,8 @@ class custom_jvp:
         if obj is None:
             return self
         return functools.partial(self, obj)
+
+    __getattr__ = forward_attr  # decorators stack: custom_vjp(custom_vmap(f)).def_vmap
 
     def __call__(self, *args, **kwargs):
         if self.jvp is None:
@@ -382,6 +394,8 @@ class custom_vjp:
         if obj is None:
             return self
         return functools.partial(self, obj)
+
+    __getattr__ = forward_attr  # decorators stack: custom_vjp(custom_vmap(f)).def_vmap
 
     def __call__(self, *args, **kwargs):
         if self.fwd is None or self.bwd is None:
