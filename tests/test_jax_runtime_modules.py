@@ -130,3 +130,46 @@ def test_memory_and_runtime_beside_jax():
     z, jz = (m.custom_derivatives.zero_from_primal((1.0, 2), symbolic_zeros=True)
              for m in (plax, jax))
     assert [(a.shape, str(a.dtype)) for a in z] == [(b.shape, str(b.dtype)) for b in jz]
+
+
+def _symbolic_zeros_vjp(mod):
+    """sin(x) * y with a symbolic_zeros=True rule whose bwd returns a SymbolicZero for y."""
+    cd = mod.custom_derivatives
+
+    @mod.custom_vjp
+    def f(x, y):
+        return mod.numpy.sin(x) * y
+
+    def fwd(x, y):
+        assert type(x) is cd.CustomVJPPrimal and x.perturbed in (True, False)
+        x, y = cd.custom_vjp_primal_tree_values((x, y))
+        return f(x, y), (mod.numpy.cos(x), y)
+
+    def bwd(res, g):
+        cos_x, y = res
+        return cos_x * g * y, cd.SymbolicZero(mod.typeof(y))
+
+    f.defvjp(fwd, bwd, symbolic_zeros=True)
+    return f
+
+
+def test_symbolic_zeros_rules():
+    f = _symbolic_zeros_vjp(plax)
+    dx, dy = plax.grad(f, argnums=(0, 1))(0.5, 2.0)
+    np.testing.assert_allclose([dx, dy], [np.cos(0.5) * 2.0, 0.0], rtol=1e-6)
+
+    @plax.custom_jvp
+    def h(x):
+        return jnp.sin(x)
+
+    from plax.custom_derivatives import SymbolicZero
+    h.defjvp(lambda p, t: (h(p[0]), SymbolicZero(plax.typeof(p[0]))), symbolic_zeros=True)
+    assert float(plax.jvp(h, (1.0,), (1.0,))[1]) == 0.0
+
+
+def test_symbolic_zeros_rules_beside_jax():
+    jax = _jax()
+    import jax.custom_derivatives  # noqa: F401
+    ours = plax.grad(_symbolic_zeros_vjp(plax), argnums=(0, 1))(0.5, 2.0)
+    theirs = jax.grad(_symbolic_zeros_vjp(jax), argnums=(0, 1))(0.5, 2.0)
+    np.testing.assert_allclose(np.asarray(ours), np.asarray(theirs), rtol=1e-6)

@@ -4,10 +4,10 @@ objects as ``plax.custom_jvp`` and the others), with the symbolic-zero helpers
 (:class:`SymbolicZero`, :func:`zero_from_primal`, :class:`CustomVJPPrimal`,
 :func:`custom_vjp_primal_tree_values`).
 
-plax's rules receive instantiated zeros for zero tangents (``symbolic_zeros=True`` is
-accepted and changes nothing), so :class:`SymbolicZero` is what user code builds itself,
-e.g. with :func:`zero_from_primal`. JAX's ``linear_call`` and ``remat_opt_p`` are not
-provided (docs/design_decisions.md).
+With ``symbolic_zeros=True``, a ``custom_vjp`` forward rule receives :class:`CustomVJPPrimal`
+arguments (all perturbed: plax's rules see instantiated tangents) and rules may return
+:class:`SymbolicZero` s; zero tangents reach rules as arrays of zeros. JAX's ``linear_call``
+and ``remat_opt_p`` are not provided (docs/design_decisions.md).
 
 Example:
   >>> from plax import custom_derivatives
