@@ -43,7 +43,8 @@ tree_map = _tree_map  # the alias older JAX code (and the seed tutorials) use
 # ``hasattr(plax, "nn")`` is False until plax.nn is written.
 _LAZY_SUBMODULES = frozenset({"random", "test_util", "plugins", "api_util", "ad_checkpoint",
                                "debug", "debugger", "experimental", "scipy", "nn", "distributed",
-                               "ops", "typing", "image"})
+                               "ops", "typing", "image", "custom_batching",
+                               "custom_derivatives", "stages", "memory"})
 # Names loaded on first use, with the module that defines them.
 _LAZY_NAMES = {"pure_callback": "plax.lax.callbacks", "float0": "plax.dtypes",
                "named_scope": "plax.named_scopes", "named_call": "plax.named_scopes",
@@ -53,7 +54,9 @@ _LAZY_NAMES = {"pure_callback": "plax.lax.callbacks", "float0": "plax.dtypes",
                "custom_gradient": "plax.transforms.custom_gradient",
                "ensure_compile_time_eval": "plax.transforms.compile_time_eval",
                "fwd_and_bwd": "plax.transforms.fwd_and_bwd",
-               "checkpoint_policies": "plax.transforms.checkpoint_policies"}
+               "checkpoint_policies": "plax.transforms.checkpoint_policies",
+               "live_arrays": "plax.array_runtime", "copy_to_host_async": "plax.array_runtime",
+               "effects_barrier": "plax.array_runtime"}
 _config_contexts = frozenset(_MORE_CONTEXTS)
 
 

@@ -34,6 +34,7 @@ from __future__ import annotations
 import enum
 import functools
 import math
+import sys as _sys
 from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
@@ -727,7 +728,9 @@ class AbstractMesh:
             return "AbstractMesh((), axis_types=())"
         parts = [f"{n!r}: {s}" for n, s in zip(self.axis_names, self.axis_sizes)]
         parts.append(f"axis_types={self.axis_types!r}")
-        if self.abstract_device is not None:  # as JAX prints a concrete mesh's abstract one
+        if hasattr(self.abstract_device, "_repr"):  # an AbstractDevice
+            parts.append(self.abstract_device._repr())
+        elif self.abstract_device is not None:  # as JAX prints a concrete mesh's abstract one
             parts += [f"device_kind={self.abstract_device}", "num_cores=None",
                       f"platform={self.abstract_device}"]
         return f"AbstractMesh({', '.join(parts)})"
@@ -744,6 +747,26 @@ Mesh.abstract_mesh = property(_mesh_abstract_mesh,
 
 _EMPTY_ABSTRACT_MESH = AbstractMesh((), ())
 
+# AbstractDevice, ManualAxisType and use_abstract_mesh live in plax.sharding_abstract, loaded
+# on first use (import time); until it is loaded no use_abstract_mesh block can be active.
+_ABSTRACT_NAMES = ("AbstractDevice", "ManualAxisType", "use_abstract_mesh")
+
+
+def __getattr__(name: str):
+    if name in _ABSTRACT_NAMES:
+        import plax.sharding_abstract as module
+        return getattr(module, name)
+    raise AttributeError(f"module 'plax.sharding' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_ABSTRACT_NAMES))
+
+
+def _current_abstract_mesh():
+    module = _sys.modules.get("plax.sharding_abstract")
+    return None if module is None else module.current_abstract_mesh()
+
 
 def get_abstract_mesh() -> AbstractMesh:
     """The :class:`AbstractMesh` of the current mesh (set with :func:`set_mesh` or
@@ -754,6 +777,9 @@ def get_abstract_mesh() -> AbstractMesh:
       ...     get_abstract_mesh()
       AbstractMesh('x': 1, axis_types=(Explicit,), device_kind=cpu, num_cores=None, platform=cpu)
     """
+    abstract = _current_abstract_mesh()  # the innermost use_abstract_mesh comes first
+    if abstract is not None:
+        return abstract
     mesh = get_mesh()
     return _EMPTY_ABSTRACT_MESH if mesh is None else mesh.abstract_mesh
 
@@ -1093,5 +1119,5 @@ def make_single_device_sharding(device, *, memory_kind: str | None = None
 __all__ = ["Sharding", "SingleDeviceSharding", "make_single_device_sharding", "NamedSharding", "IndexMapSharding", "Mesh",
            "PartitionSpec", "P", "Shard", "make_mesh", "index_shape", "PositionalSharding",
            "get_mesh", "get_abstract_mesh", "AbstractMesh", "use_mesh", "set_mesh", "AxisType",
-           "reshard",
+           "reshard", "AbstractDevice", "ManualAxisType", "use_abstract_mesh",
            "auto_axes", "explicit_axes"]

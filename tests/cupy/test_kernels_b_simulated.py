@@ -19,7 +19,8 @@ from gpu_env import NVRTC_PROBLEM
 from test_simulated_streams import run_file_on_simulated_gpu
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-FAMILIES = ("linalg", "fft", "convolution", "windows", "special", "callbacks", "programs")
+FAMILIES = ("linalg", "fft", "convolution", "windows", "special", "callbacks", "programs",
+            "random")
 
 
 @pytest.mark.skipif(shutil.which("g++") is None, reason="no C++ compiler (g++) for the simulated GPU")

@@ -79,6 +79,8 @@ _FAMILIES = {
                 "reduce_window_min_p"),
     "precision": ("reduce_precision", "reduce_precision_p"),
     "ragged": ("ragged_dot", "ragged_dot_general", "RaggedDotDimensionNumbers"),
+    "bit_generator": ("rng_bit_generator", "rng_bit_generator_p"),
+    "block_scaled": ("scaled_dot",),
     "linalg": ("cholesky_p", "triangular_solve_p", "lu_p", "qr_p", "eigh_p", "svd_p", "eig_p"),
     # composites, shape helpers and JAX's enums/types (no primitives of their own)
     "extras": ("AccuracyMode", "ConvGeneralDilatedDimensionNumbers", "DotAlgorithm",

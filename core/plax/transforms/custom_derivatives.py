@@ -227,6 +227,30 @@ def _split_nondiff(args, nondiff_argnums):
     return static, dyn
 
 
+def _is_symbolic_zero(x) -> bool:
+    """Whether ``x`` is a :class:`plax.custom_derivatives.SymbolicZero` (by class name: that
+    module is loaded only when user code uses it)."""
+    return type(x).__name__ == "SymbolicZero" and hasattr(x, "aval")
+
+
+def _as_custom_vjp_primals(xs) -> list:
+    """The primals of a ``symbolic_zeros=True`` forward rule. plax's rules see instantiated
+    tangents, so every primal is reported perturbed (the rule then computes every residual;
+    cotangents of unperturbed inputs are dropped as usual)."""
+    from plax.custom_derivatives import CustomVJPPrimal
+    return [CustomVJPPrimal(x, True) for x in xs]
+
+
+def forward_attr(self, name: str):
+    """Looks up attributes the wrapper lacks on the wrapped function, as JAX's custom
+    decorators do, so one can be applied over another (``custom_vjp`` over ``custom_vmap``:
+    ``f.def_vmap`` still reaches the inner one)."""
+    fun = self.__dict__.get("fun")
+    if fun is None:  # not yet initialised (copy, unpickling)
+        raise AttributeError(name)
+    return getattr(fun, name)
+
+
 def _merge(static, dyn):
     out, it = [], iter(dyn)
     pos = dict(static)
@@ -292,6 +316,8 @@ class custom_jvp:
             return self
         return functools.partial(self, obj)
 
+    __getattr__ = forward_attr  # decorators stack: custom_vjp(custom_vmap(f)).def_vmap
+
     def __call__(self, *args, **kwargs):
         if self.jvp is None:
             raise AttributeError(f"No JVP defined for custom_jvp function {self.__name__} using "
@@ -331,6 +357,8 @@ class custom_jvp:
             p_leaves = [_as_operand(p) for p in p_leaves]
             fixed = []
             for p, t in zip(p_leaves, t_leaves):
+                if _is_symbolic_zero(t):  # a rule written for symbolic_zeros=True may return one
+                    t = zeros_like_aval(tangent_aval(get_aval(p)))
                 t = _as_operand(t) if not (isinstance(t, np.ndarray) and t.dtype == dtypes.float0) else t
                 pa, ta = get_aval(p), get_aval(t)
                 if pa.shape != ta.shape:
@@ -369,6 +397,7 @@ class custom_vjp:
         self.nondiff_argnums = _check_nondiff_argnums(nondiff_argnums, "custom_vjp")
         self.fwd: Callable | None = None
         self.bwd: Callable | None = None
+        self.symbolic_zeros = False
 
     def defvjp(self, fwd: Callable, bwd: Callable, symbolic_zeros: bool = False) -> None:
         """Sets ``fwd(*args) -> (out, residuals)`` and ``bwd(residuals, ct) -> tuple of cotangents``
@@ -377,11 +406,14 @@ class custom_vjp:
         _check_rule(bwd, "bwd", "custom_vjp.defvjp")
         self.fwd = fwd
         self.bwd = bwd
+        self.symbolic_zeros = symbolic_zeros
 
     def __get__(self, obj, objtype=None):
         if obj is None:
             return self
         return functools.partial(self, obj)
+
+    __getattr__ = forward_attr  # decorators stack: custom_vjp(custom_vmap(f)).def_vmap
 
     def __call__(self, *args, **kwargs):
         if self.fwd is None or self.bwd is None:
@@ -404,6 +436,8 @@ class custom_vjp:
             return [_as_operand(o) for o in out_leaves]
 
         def flat_fwd(*xs):
+            if self.symbolic_zeros:  # JAX's form: each primal as CustomVJPPrimal(value, perturbed)
+                xs = _as_custom_vjp_primals(xs)
             res = self.fwd(*_merge(static, tree_util.tree_unflatten(in_tree, xs)))
             if not (isinstance(res, (tuple, list)) and len(res) == 2):
                 raise TypeError(f"Custom VJP fwd rule {getattr(self.fwd, '__name__', self.fwd)} "
@@ -442,8 +476,8 @@ class custom_vjp:
                                     f"{ct_tree} for an argument of structure "
                                     f"{tree_util.tree_structure(arg)}.")
                 for a, c in zip(arg_leaves, ct_l):
-                    flat.append(Zero(tangent_aval(get_aval(_as_operand(a)))) if c is None else
-                                _as_operand(c))
+                    flat.append(Zero(tangent_aval(get_aval(_as_operand(a))))
+                                if c is None or _is_symbolic_zero(c) else _as_operand(c))
             return flat
 
         flat_fwd.__name__ = getattr(self.fwd, "__name__", "fwd")  # how the jaxpr names them
