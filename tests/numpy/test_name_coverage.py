@@ -62,8 +62,7 @@ NOT_YET_IMPLEMENTED: dict[str, list[str]] = {
     "scipy.special": [],
     "scipy.stats": [],
     "lax": """
-        rng_bit_generator
-        rng_bit_generator_p scaled_dot sharding_constraint_p
+        sharding_constraint_p
     """.split(),
 }
 # ---- end of the tracked section ----------------------------------------------------------
