@@ -16,6 +16,16 @@ with ``block_until_ready`` after each timed batch of calls):
 * ``random.normal`` of 1e8 float32 (threefry2x32 and the inverse-erf transform);
 * a tiny jitted call (3 elements): the per-call latency.
 
+A second table times the MLP step's **first call** (trace, lowering, kernel compilation and
+the run), each in a fresh process: with an empty kernel cache compiling one kernel at a time
+(``PLAX_CUPY_COMPILE_THREADS=1``: before ``plax_cupy.kernel_modules``), with an empty cache
+compiling concurrently, and with the cache the last run left (a second process: nothing to
+compile), beside JAX's first call (its own fresh process), with the modules each plax run built
+(``built``) and, on the simulated GPU, how many host compiler runs that took (``compiles``).
+The cache is CuPy's kernel cache (``CUPY_CACHE_DIR``) on a GPU, the host builds' directory
+(under ``TMPDIR``) on the simulated one; both point at a temporary directory. ``--first-call``
+prints only this table (``--simulated --first-call``: on the simulated GPU).
+
 Each row also says what one plax call costs beside the time (``plax_cupy.count()`` around one
 call after the timing): kernel launches, host-to-device and device-to-host copies, and host
 fallbacks (primitives without a GPU path); a jitted program should show no copies and no
@@ -223,6 +233,78 @@ def _blocking(fn, args):
     return call
 
 
+def _first_call_child(opts) -> int:
+    """In a fresh process: the MLP step's first call (trace + compile + run), one JSON line."""
+    import json
+    gpu, reason = _gpu_or_none()
+    rows, build = workloads(opts.quick, opts.tiny)
+    if opts.first_call_child == "jax":
+        fns, note = _jax_builder(build)
+        if fns is None:
+            print(json.dumps({"error": note}))
+            return 0
+    else:
+        if gpu is None:
+            print(json.dumps({"error": reason}))
+            return 0
+        from plax import plugins
+        if "cupy" not in plugins.registry().backends:
+            import plax_cupy.plugin
+            plugins.register_plugin(plax_cupy.plugin, name="plax_cupy_bench")
+        device = plugins.registry().get_backend("cupy").devices()[0]
+        fns = _plax_builder(build, device)
+    call = _blocking(*fns["mlp step"])
+    t0 = time.perf_counter()
+    call()
+    seconds = time.perf_counter() - t0
+    result = {"seconds": seconds}
+    if opts.first_call_child == "plax":
+        from plax_cupy import kernel_modules, nvrtc
+        result.update(built=kernel_modules.stats()["built"], compiles=nvrtc.HOST_BUILDS[0])
+    print(json.dumps(result))
+    return 0
+
+
+def first_call_table(opts) -> None:
+    """Prints the first-call table (see the module): each run a child process."""
+    import json
+    import subprocess
+    import tempfile
+    flags = [f for f, on in (("--simulated", opts.simulated), ("--tiny", opts.tiny),
+                             ("--quick", opts.quick)) if on]
+
+    def child(kind, cache, threads=None):
+        env = dict(os.environ, CUPY_CACHE_DIR=os.path.join(cache, "cupy"), TMPDIR=cache)
+        env.pop("PLAX_CUPY_COMPILE_THREADS", None)
+        if threads:
+            env["PLAX_CUPY_COMPILE_THREADS"] = str(threads)
+        done = subprocess.run([sys.executable, os.path.abspath(__file__), *flags,
+                               "--first-call-child", kind], capture_output=True, text=True,
+                              env=env, timeout=1800)
+        lines = [ln for ln in done.stdout.splitlines() if ln.startswith("{")]
+        if done.returncode != 0 or not lines:
+            return {"error": (done.stderr.strip().splitlines() or ["no output"])[-1][:100]}
+        return json.loads(lines[-1])
+
+    with tempfile.TemporaryDirectory() as serial_dir, tempfile.TemporaryDirectory() as cache:
+        runs = [("cold cache, 1 thread", child("plax", serial_dir, threads=1)),
+                ("cold cache, concurrent", child("plax", cache)),
+                ("warm cache (2nd process)", child("plax", cache))]
+        jax = child("jax", cache)
+    t_jax = jax.get("seconds")
+    print(f"\nMLP step first call (trace + compile + run), each in a fresh process"
+          f"{'' if t_jax else ' (jax: ' + jax.get('error', '?') + ')'}")
+    print(f"{'plax run':28s} {'plax-cupy':>12s} {'jax':>12s} {'plax/jax':>9s} {'built':>6s} {'compiles':>8s}")
+    for label, r in runs:
+        if "error" in r:
+            print(f"{label:28s} failed: {r['error']}")
+            continue
+        ratio = f"{r['seconds'] / t_jax:9.2f}" if t_jax else f"{'-':>9s}"
+        jt = f"{t_jax:11.3f}s" if t_jax else f"{'-':>12s}"
+        compiles = str(r["compiles"]) if opts.simulated else "-"
+        print(f"{label:28s} {r['seconds']:11.3f}s {jt} {ratio} {r['built']:6d} {compiles:>8s}")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true")
@@ -232,15 +314,23 @@ def main(argv=None) -> int:
                     help="minute sizes, one repetition (checks the script runs, e.g. on tests/cupy's simulated GPU)")
     ap.add_argument("--simulated", action="store_true",
                     help="--tiny on tests/cupy's simulated GPU (fake_cupy), for CI without a GPU")
+    ap.add_argument("--first-call", action="store_true",
+                    help="only the first-call table (trace + compile), cold and warm kernel cache")
+    ap.add_argument("--first-call-child", choices=("plax", "jax"), help=argparse.SUPPRESS)
     opts = ap.parse_args(argv)
     if opts.simulated:
         _install_simulated_gpu()
         opts.tiny = True
     if opts.tiny:
         opts.repeat = 1
+    if opts.first_call_child:
+        return _first_call_child(opts)
     gpu, reason = _gpu_or_none()
     if gpu is None:
         print(f"benchmarks/gpu.py: no GPU to measure on ({reason}); nothing to do.")
+        return 0
+    if opts.first_call:
+        first_call_table(opts)
         return 0
     import plax
     from plax import plugins
@@ -278,6 +368,8 @@ def main(argv=None) -> int:
             bw = f"{gbs:7.0f} GB/s" + (f" ({100 * gbs / peak:.0f}% of peak)" if peak else "")
         jt = f"{t_jax * 1e3:10.3f}ms" if t_jax else f"{'-':>12s}"
         print(f"{label:28s} {t_plax * 1e3:10.3f}ms {jt} {ratio} {cost}  {bw}")
+    if not opts.simulated:  # (child processes of minutes on the simulation: --first-call)
+        first_call_table(opts)
     return 0
 
 
