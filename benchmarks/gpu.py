@@ -12,7 +12,8 @@ with ``block_until_ready`` after each timed batch of calls):
   and bfloat16;
 * one SGD step of an MLP 784-2048-2048-10, batch 4096 (value and grad, parameters updated),
   called on the same parameters (``MLP step``) and in a training loop, each call stepping the
-  parameters the last one returned (``MLP train loop``);
+  parameters the last one returned (``MLP train loop``; ``MLP loop, batch uploaded``: with the
+  batch uploaded from the host each call);
 * ``random.normal`` of 1e8 float32 (threefry2x32 and the inverse-erf transform);
 * a tiny jitted call (3 elements): the per-call latency.
 
@@ -27,12 +28,15 @@ The cache is CuPy's kernel cache (``CUPY_CACHE_DIR``) on a GPU, the host builds'
 prints only this table (``--simulated --first-call``: on the simulated GPU).
 
 Each row also says what one plax call costs beside the time (``plax_cupy.count()`` around one
-call after the timing): kernel launches, host-to-device and device-to-host copies, and host
-fallbacks (primitives without a GPU path); a jitted program should show no copies and no
-fallbacks. ``no-graph`` is the launches of the same call with CUDA graphs off
-(``PLAX_CUDA_GRAPHS=0``): a program replayed as a graph (``plax_cupy.graphs``) makes one launch
-for the graph plus a copy per input whose buffer changed (none with the same inputs each call;
-one graph of copies in a training loop), and hands its own output buffers out uncopied.
+call after the timing): kernel launches, host-to-device and device-to-host copies, host
+fallbacks (primitives without a GPU path) and device-to-device copies (``d2d``); a jitted
+program should show no host copies and no fallbacks. ``no-graph`` is the launches of the same
+call with CUDA graphs off (``PLAX_CUDA_GRAPHS=0``): a program replayed as a graph
+(``plax_cupy.graphs``) makes one launch for the graph, reading inputs whose device pointer
+recurs in place (the same Arrays, the last call's results in a training loop, a batch uploaded
+each call into the block the pool hands back) and copying in only those that do not, and hands
+its own output buffers out uncopied. ``MLP loop, batch uploaded`` is the training loop with the
+batch uploaded from the host each call (its two host-to-device copies are the upload).
 
 The ratio column is plax-cupy / JAX (the issue's goal: <= 1.1 on the bandwidth- and BLAS-bound
 rows, <= 1.5 on latency). Each cell is the median over ``--repeat`` runs of enough calls to
@@ -92,7 +96,8 @@ def _per_call(call) -> str:
     import plax_cupy
     with plax_cupy.count() as c:
         call()
-    text = f"{c.launches:8d} {c.host_to_device:4d} {c.device_to_host:4d} {c.host_fallbacks:6d}"
+    text = (f"{c.launches:8d} {c.host_to_device:4d} {c.device_to_host:4d} {c.host_fallbacks:6d}"
+            f" {c.device_copies:4d}")
     if c.fallbacks:
         text += f" ({', '.join(sorted(c.fallbacks))} on the host)"
     return text
@@ -163,11 +168,14 @@ def workloads(quick: bool, tiny: bool = False):
             g = grad(loss)(p, x, y)
             return [(w - 0.01 * gw, b - 0.01 * gb) for (w, b), (gw, gb) in zip(p, g)]
 
-        def fed_back(step, p):
-            """A training loop: each call steps the parameters the last call returned."""
+        def fed_back(step, p, upload=False):
+            """A training loop: each call steps the parameters the last call returned (with
+            ``upload``, on a batch uploaded from the host for the call, as a data loader does)."""
             state = [p]
 
             def run(x, y):
+                if upload:
+                    x, y = put(images), put(labels)
                 state[0] = step(state[0], x, y)
                 return state[0]
             return run
@@ -178,9 +186,13 @@ def workloads(quick: bool, tiny: bool = False):
             "selu": (jit(selu), [put(x_selu)]),
             "matmul f32": (jit(lambda a, b: a @ b), [put(a32), put(b32)]),
             "matmul bf16": (jit(lambda a, b: a @ b), [put(a32).astype(bf16), put(b32).astype(bf16)]),
-            "mlp step": (jit(step), [[(put(w), put(b)) for w, b in params], put(images), put(labels)]),
-            "mlp loop": (fed_back(jit(step), [(put(w), put(b)) for w, b in params]),
+            # (a program per row: one jitted function's programs would share their buffer plans)
+            "mlp step": (jit(lambda *a: step(*a)),
+                         [[(put(w), put(b)) for w, b in params], put(images), put(labels)]),
+            "mlp loop": (fed_back(jit(lambda *a: step(*a)), [(put(w), put(b)) for w, b in params]),
                          [put(images), put(labels)]),
+            "mlp loop upload": (fed_back(jit(lambda *a: step(*a)),
+                                         [(put(w), put(b)) for w, b in params], True), [None, None]),
             "random.normal": (jit(lambda k: random.normal(k, (n_big,))), [key]),
             "tiny call": (jit(lambda x: x * 2.0 + 1.0), [put(tiny)]),
         }
@@ -190,6 +202,7 @@ def workloads(quick: bool, tiny: bool = False):
             (f"matmul {m}^2 bf16", None, "matmul bf16"),
             (f"MLP step batch {batch}", None, "mlp step"),
             (f"MLP train loop batch {batch}", None, "mlp loop"),
+            ("MLP loop, batch uploaded", None, "mlp loop upload"),
             (f"random.normal {n_big:.0e}", 4 * n_big, "random.normal"),
             ("tiny jit call", None, "tiny call")]
     return rows, build
@@ -347,7 +360,7 @@ def main(argv=None) -> int:
     if jax_note:
         print(f"note: {jax_note}")
     print(f"{'workload':28s} {'plax-cupy':>12s} {'jax':>12s} {'plax/jax':>9s} "
-          f"{'launches':>8s} {'h2d':>4s} {'d2h':>4s} {'fallbk':>6s} {'no-graph':>8s}  bandwidth")
+          f"{'launches':>8s} {'h2d':>4s} {'d2h':>4s} {'fallbk':>6s} {'d2d':>4s} {'no-graph':>8s}  bandwidth")
     for label, nbytes, key in rows:
         try:
             t_plax = _time(_blocking(*plax_fns[key]), opts.repeat)

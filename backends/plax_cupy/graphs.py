@@ -11,7 +11,10 @@ wraps a compiled program (``fn(*buffers) -> list``) so that, where the program a
   a static trip count included) and **hands the plan's own output buffers to the caller**,
   with no copy out.
 
-A CUDA graph bakes its pointers in. Each input slot of a plan is therefore one of two kinds:
+A CUDA graph bakes its pointers in, and CuPy (14) exposes no update of an instantiated graph's
+kernel arguments (no ``graphExecUpdate``/``graphExecKernelNodeSetParams`` in
+``cupy.cuda.runtime``), so plans are keyed by pointers. Each input slot of a plan is one of two
+kinds:
 
 * **bound**: the graph reads the caller's buffer in place, and the plan fits only a call whose
   buffer in that slot has the same device pointer, shape, strides and dtype. A slot is bound
@@ -24,7 +27,9 @@ A CUDA graph bakes its pointers in. Each input slot of a plan is therefore one o
   only when a caller passes a live array there.
 * **static**: the plan owns a buffer the caller's input is copied into (a device-to-device
   copy, counted in ``device_copies``) when it changed -- the pointer had not recurred when the
-  plan was captured (a fresh array each call, kept by the caller).
+  plan was captured (a fresh array each call, kept by the caller). A copy into a static slot
+  whose pointer has since started recurring gets a new plan (or, with no room, this one
+  captured again with the slot bound, keeping its other static buffers).
 
 A training loop ``params = step(params, x, y)`` needs no copy at all: the plan captured on the
 first fed-back call writes its outputs into the static input buffers of the plan that produced

@@ -12,7 +12,6 @@ process to the next (no ids or addresses in it), which CuPy's own disk cache rel
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
