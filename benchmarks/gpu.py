@@ -287,7 +287,10 @@ def first_call_table(opts) -> None:
                              ("--quick", opts.quick)) if on]
 
     def child(kind, cache, threads=None):
-        env = dict(os.environ, CUPY_CACHE_DIR=os.path.join(cache, "cupy"), TMPDIR=cache)
+        # (JAX in this process already holds most of the card: a child's JAX must not
+        # preallocate its default 75% on top)
+        env = dict(os.environ, CUPY_CACHE_DIR=os.path.join(cache, "cupy"), TMPDIR=cache,
+                   XLA_PYTHON_CLIENT_PREALLOCATE="false")
         env.pop("PLAX_CUPY_COMPILE_THREADS", None)
         if threads:
             env["PLAX_CUPY_COMPILE_THREADS"] = str(threads)

@@ -42,18 +42,23 @@ still hold a result, a view of one, or a DLPack export of one). The rule is exac
 of references, not a snapshot per plan: the program keeps every buffer its plans write in one
 registry with, for each, the reference counts of the buffer, its root array, its memory pointer
 and its memory that the program's own structures account for. Each change of the plans (a
-capture, an eviction) measures those counts just before and just after it, under the device's
-lock with the caller waiting, and moves the accounted counts by exactly the difference, so
-memory shared by two plans (a steered output) is accounted once however many plans refer to
-it. Any count above the accounted one is a holder outside the program, and the buffer is not
-free. (A consumer of ``__cuda_array_interface__`` must keep the exporting object alive, as the
-protocol asks; a bare integer pointer is not seen.)
+capture, an eviction) is bracketed by two measurements of those counts, taken under the
+device's lock from the call itself (:meth:`GraphedProgram._snapshot`, then
+:meth:`GraphedProgram._settle` once the frames that made the change are gone), and moves the
+accounted counts by exactly the difference; a new plan's buffers, which nobody outside has seen,
+are accounted at their counts then. So memory shared by two plans (a steered output) is
+accounted once however many plans refer to it, and any count other than the accounted one is a
+holder outside the program: the buffer is not free. Counts are only ever compared when taken
+through :meth:`GraphedProgram._counts`, from the same frames. (A consumer of
+``__cuda_array_interface__`` must keep the exporting object alive, as the protocol asks; a bare
+integer pointer is not seen.)
 
 A program keeps up to :data:`MAX_PLANS` plans, each holding the buffers its capture allocated.
 When no plan fits and none may be captured, the call runs plainly (fresh buffers, one launch per
 kernel): with every plan's results held by the caller, or when captures stop paying for
-themselves (a plan whose bound pointers no longer recur is evicted for a new capture only while
-captures stay under a quarter of the replays, see :meth:`GraphedProgram._may_capture`).
+themselves (a plan nobody holds is evicted for a new capture only while captures stay under a
+quarter of the replays past the first ``2 * MAX_PLANS``, see
+:meth:`GraphedProgram._captures_pay`).
 
 A program runs plainly for ever, with the reason in ``as_text()``, when a walk of its jaxpr
 finds a host decision (``cond``, ``while``), a host callback, or a primitive whose GPU path
