@@ -202,10 +202,6 @@ class _Plan:
         # (ids, so that checking them holds no reference that would change their counts)
         self.written_ids = [id(b) for b in written]
         self.static_ids = [None if b is None else id(b) for b in static]
-        # per static slot, the caller's buffer whose values its static buffer holds (None:
-        # unknown); slots another plan writes (steered into) are never trusted
-        self.last: list = [None] * len(static)
-        self.untrusted: set = set()
         self.replays = 0
         self.copy_graphs: dict = {}   # input slots and source buffers -> graph of their copies
 
@@ -230,13 +226,13 @@ class _Plan:
             if static is None:
                 if key != self.keys[i]:
                     return None
-            elif _raw(buffers[i]) is not _raw(static) and (
-                    i in self.untrusted or _raw(buffers[i]) is not self.last[i]):
+            elif _raw(buffers[i]) is not _raw(static):
+                # (the plan remembers no caller buffer it copied from: a reference would pin
+                # that block, and a pointer passed again is better read in place, bound)
                 copies.append(i)
         return copies
 
-    def replay(self, buffers: Sequence[Any], copies: list, stream, owned: set,
-               stable: dict) -> list:
+    def replay(self, buffers: Sequence[Any], copies: list, stream, stable: dict) -> list:
         """Copies the changed static inputs in, launches the graph; returns the outputs.
 
         An input that is a buffer of one of the program's plans (``stable``: id -> buffer, all
@@ -247,9 +243,7 @@ class _Plan:
         for i in copies:
             if i in from_plans:
                 continue
-            raw = _raw(buffers[i])
-            cupy.copyto(_raw(self.static[i]), raw)
-            self.last[i] = None if id(_memory(raw)) in owned else raw
+            cupy.copyto(_raw(self.static[i]), _raw(buffers[i]))
             launches += 1
         if from_plans:
             key = tuple((i, id(_raw(buffers[i]))) for i in from_plans)
@@ -262,8 +256,6 @@ class _Plan:
             else:
                 copy_graph.launch(stream)
             launches += 1 if copy_graph is not None else len(from_plans)
-            for i in from_plans:
-                self.last[i] = None
         self.graph.launch(stream)
         runtime.note_launch(launches)
         runtime.note_copy(len(copies))
@@ -363,7 +355,6 @@ class GraphedProgram:
         self.captures = 0
         self.replays = 0
         self._recent: list = []       # the input keys of the last RECENT_CALLS calls
-        self._owned: set = set()      # the memories the plans write (their values change)
         self._stable: dict = {}       # id -> CuPy array of each buffer the plans write
         self._registry: dict = {}     # id -> buffer the plans write (one reference each)
         self._accounted: dict = {}    # id -> the _holders counts the program accounts for
@@ -407,8 +398,6 @@ class GraphedProgram:
         call itself, where the frames that made the change are gone."""
         # (every structure of the program that refers to the buffers first, then the counts)
         self._registry = {id(b): b for plan in self.plans for b in plan.buffers()}
-        self._owned = {id(getattr(m, "mem", m)) for plan in self.plans for m in plan.held} | \
-            {id(_memory(_raw(b))) for b in self._registry.values()}
         self._stable = {id(_raw(b)): _raw(b) for b in self._registry.values()}
         accounted = {}
         for i in self._registry:
@@ -465,7 +454,7 @@ class GraphedProgram:
                     self.plain_calls += 1
                     return self.fn(*buffers)
             self.replays += 1
-            return self.plans[chosen].replay(buffers, copies, stream, self._owned, self._stable)
+            return self.plans[chosen].replay(buffers, copies, stream, self._stable)
 
     def _pick(self, buffers, keys) -> tuple:
         """The index of the plan that fits ``buffers`` with the fewest copies in and whose
@@ -522,15 +511,16 @@ class GraphedProgram:
         copied = 0
         with cupy.cuda.using_allocator(allocate):
             for i, b in enumerate(buffers):
-                if not all_static and (id(_raw(b)) in self._stable or recurring[i]):
+                raw = _raw(b)
+                if not all_static and (id(raw) in self._stable or recurring[i]):
                     static.append(None)      # bound: read in place
                 elif old is not None and old.static[i] is not None:
-                    static.append(old.static[i])
-                    if _raw(b) is not _raw(old.static[i]):
-                        cupy.copyto(_raw(old.static[i]), _raw(b))
+                    static.append(old.static[i])   # (free: _pick checked the ones it copies)
+                    if raw is not _raw(old.static[i]):
+                        cupy.copyto(_raw(old.static[i]), raw)
                         copied += 1
                 else:
-                    static.append(_rewrap(b, _raw(b).copy()))
+                    static.append(_rewrap(b, raw.copy()))
                     copied += 1
         runtime.note_launch(copied)  # the copies in run now, before the capture
         runtime.note_copy(copied)
@@ -568,22 +558,10 @@ class GraphedProgram:
                      [None if j in passthrough else o for j, o in enumerate(outputs)],
                      passthrough, held + capture.held, written)
         if old is not None:   # (other plans may steer into the static buffers it keeps)
-            plan.untrusted = {i for i in old.untrusted if static[i] is old.static[i]}
             del self.plans[reuse]
             old = None
         self.plans.append(plan)
-        for _, _, target in steer.values():
-            owner, slot = self._static_owner(target)
-            owner.untrusted.add(slot)
         self.captures += 1
-
-    def _static_owner(self, buffer):
-        """The plan whose static input ``buffer`` is, and its slot."""
-        for plan in self.plans:
-            for i, s in enumerate(plan.static):
-                if s is buffer:
-                    return plan, i
-        raise LookupError("not a static input of this program's plans")
 
     def _steering(self, buffers, static, capture) -> dict:
         """Where a fed-back call's outputs should live: for each input slot ``i`` bound to
