@@ -250,7 +250,7 @@ def _first_call_child(opts) -> int:
     """In a fresh process: the MLP step's first call (trace + compile + run), one JSON line."""
     import json
     gpu, reason = _gpu_or_none()
-    rows, build = workloads(opts.quick, opts.tiny)
+    _, build = workloads(opts.quick, opts.tiny)
     if opts.first_call_child == "jax":
         fns, note = _jax_builder(build)
         if fns is None:
