@@ -12,17 +12,31 @@ with ``block_until_ready`` after each timed batch of calls):
   and bfloat16;
 * one SGD step of an MLP 784-2048-2048-10, batch 4096 (value and grad, parameters updated),
   called on the same parameters (``MLP step``) and in a training loop, each call stepping the
-  parameters the last one returned (``MLP train loop``);
+  parameters the last one returned (``MLP train loop``; ``MLP loop, batch uploaded``: with the
+  batch uploaded from the host each call);
 * ``random.normal`` of 1e8 float32 (threefry2x32 and the inverse-erf transform);
 * a tiny jitted call (3 elements): the per-call latency.
 
+A second table times the MLP step's **first call** (trace, lowering, kernel compilation and
+the run), each in a fresh process: with an empty kernel cache compiling one kernel at a time
+(``PLAX_CUPY_COMPILE_THREADS=1``: before ``plax_cupy.kernel_modules``), with an empty cache
+compiling concurrently, and with the cache the last run left (a second process: nothing to
+compile), beside JAX's first call (its own fresh process), with the modules each plax run built
+(``built``) and, on the simulated GPU, how many host compiler runs that took (``compiles``).
+The cache is CuPy's kernel cache (``CUPY_CACHE_DIR``) on a GPU, the host builds' directory
+(under ``TMPDIR``) on the simulated one; both point at a temporary directory. ``--first-call``
+prints only this table (``--simulated --first-call``: on the simulated GPU).
+
 Each row also says what one plax call costs beside the time (``plax_cupy.count()`` around one
-call after the timing): kernel launches, host-to-device and device-to-host copies, and host
-fallbacks (primitives without a GPU path); a jitted program should show no copies and no
-fallbacks. ``no-graph`` is the launches of the same call with CUDA graphs off
-(``PLAX_CUDA_GRAPHS=0``): a program replayed as a graph (``plax_cupy.graphs``) makes one launch
-for the graph plus a copy per input whose buffer changed (none with the same inputs each call;
-one graph of copies in a training loop), and hands its own output buffers out uncopied.
+call after the timing): kernel launches, host-to-device and device-to-host copies, host
+fallbacks (primitives without a GPU path) and device-to-device copies (``d2d``); a jitted
+program should show no host copies and no fallbacks. ``no-graph`` is the launches of the same
+call with CUDA graphs off (``PLAX_CUDA_GRAPHS=0``): a program replayed as a graph
+(``plax_cupy.graphs``) makes one launch for the graph, reading inputs whose device pointer
+recurs in place (the same Arrays, the last call's results in a training loop, a batch uploaded
+each call into the block the pool hands back) and copying in only those that do not, and hands
+its own output buffers out uncopied. ``MLP loop, batch uploaded`` is the training loop with the
+batch uploaded from the host each call (its two host-to-device copies are the upload).
 
 The ratio column is plax-cupy / JAX (the issue's goal: <= 1.1 on the bandwidth- and BLAS-bound
 rows, <= 1.5 on latency). Each cell is the median over ``--repeat`` runs of enough calls to
@@ -82,7 +96,8 @@ def _per_call(call) -> str:
     import plax_cupy
     with plax_cupy.count() as c:
         call()
-    text = f"{c.launches:8d} {c.host_to_device:4d} {c.device_to_host:4d} {c.host_fallbacks:6d}"
+    text = (f"{c.launches:8d} {c.host_to_device:4d} {c.device_to_host:4d} {c.host_fallbacks:6d}"
+            f" {c.device_copies:4d}")
     if c.fallbacks:
         text += f" ({', '.join(sorted(c.fallbacks))} on the host)"
     return text
@@ -153,11 +168,14 @@ def workloads(quick: bool, tiny: bool = False):
             g = grad(loss)(p, x, y)
             return [(w - 0.01 * gw, b - 0.01 * gb) for (w, b), (gw, gb) in zip(p, g)]
 
-        def fed_back(step, p):
-            """A training loop: each call steps the parameters the last call returned."""
+        def fed_back(step, p, upload=False):
+            """A training loop: each call steps the parameters the last call returned (with
+            ``upload``, on a batch uploaded from the host for the call, as a data loader does)."""
             state = [p]
 
             def run(x, y):
+                if upload:
+                    x, y = put(images), put(labels)
                 state[0] = step(state[0], x, y)
                 return state[0]
             return run
@@ -168,9 +186,13 @@ def workloads(quick: bool, tiny: bool = False):
             "selu": (jit(selu), [put(x_selu)]),
             "matmul f32": (jit(lambda a, b: a @ b), [put(a32), put(b32)]),
             "matmul bf16": (jit(lambda a, b: a @ b), [put(a32).astype(bf16), put(b32).astype(bf16)]),
-            "mlp step": (jit(step), [[(put(w), put(b)) for w, b in params], put(images), put(labels)]),
-            "mlp loop": (fed_back(jit(step), [(put(w), put(b)) for w, b in params]),
+            # (a program per row: one jitted function's programs would share their buffer plans)
+            "mlp step": (jit(lambda *a: step(*a)),
+                         [[(put(w), put(b)) for w, b in params], put(images), put(labels)]),
+            "mlp loop": (fed_back(jit(lambda *a: step(*a)), [(put(w), put(b)) for w, b in params]),
                          [put(images), put(labels)]),
+            "mlp loop upload": (fed_back(jit(lambda *a: step(*a)),
+                                         [(put(w), put(b)) for w, b in params], True), [None, None]),
             "random.normal": (jit(lambda k: random.normal(k, (n_big,))), [key]),
             "tiny call": (jit(lambda x: x * 2.0 + 1.0), [put(tiny)]),
         }
@@ -180,6 +202,7 @@ def workloads(quick: bool, tiny: bool = False):
             (f"matmul {m}^2 bf16", None, "matmul bf16"),
             (f"MLP step batch {batch}", None, "mlp step"),
             (f"MLP train loop batch {batch}", None, "mlp loop"),
+            ("MLP loop, batch uploaded", None, "mlp loop upload"),
             (f"random.normal {n_big:.0e}", 4 * n_big, "random.normal"),
             ("tiny jit call", None, "tiny call")]
     return rows, build
@@ -223,6 +246,81 @@ def _blocking(fn, args):
     return call
 
 
+def _first_call_child(opts) -> int:
+    """In a fresh process: the MLP step's first call (trace + compile + run), one JSON line."""
+    import json
+    gpu, reason = _gpu_or_none()
+    _, build = workloads(opts.quick, opts.tiny)
+    if opts.first_call_child == "jax":
+        fns, note = _jax_builder(build)
+        if fns is None:
+            print(json.dumps({"error": note}))
+            return 0
+    else:
+        if gpu is None:
+            print(json.dumps({"error": reason}))
+            return 0
+        from plax import plugins
+        if "cupy" not in plugins.registry().backends:
+            import plax_cupy.plugin
+            plugins.register_plugin(plax_cupy.plugin, name="plax_cupy_bench")
+        device = plugins.registry().get_backend("cupy").devices()[0]
+        fns = _plax_builder(build, device)
+    call = _blocking(*fns["mlp step"])
+    t0 = time.perf_counter()
+    call()
+    seconds = time.perf_counter() - t0
+    result = {"seconds": seconds}
+    if opts.first_call_child == "plax":
+        from plax_cupy import kernel_modules, nvrtc
+        result.update(built=kernel_modules.stats()["built"], compiles=nvrtc.HOST_BUILDS[0])
+    print(json.dumps(result))
+    return 0
+
+
+def first_call_table(opts) -> None:
+    """Prints the first-call table (see the module): each run a child process."""
+    import json
+    import subprocess
+    import tempfile
+    flags = [f for f, on in (("--simulated", opts.simulated), ("--tiny", opts.tiny),
+                             ("--quick", opts.quick)) if on]
+
+    def child(kind, cache, threads=None):
+        # (JAX in this process already holds most of the card: a child's JAX must not
+        # preallocate its default 75% on top)
+        env = dict(os.environ, CUPY_CACHE_DIR=os.path.join(cache, "cupy"), TMPDIR=cache,
+                   XLA_PYTHON_CLIENT_PREALLOCATE="false")
+        env.pop("PLAX_CUPY_COMPILE_THREADS", None)
+        if threads:
+            env["PLAX_CUPY_COMPILE_THREADS"] = str(threads)
+        done = subprocess.run([sys.executable, os.path.abspath(__file__), *flags,
+                               "--first-call-child", kind], capture_output=True, text=True,
+                              env=env, timeout=1800)
+        lines = [ln for ln in done.stdout.splitlines() if ln.startswith("{")]
+        if done.returncode != 0 or not lines:
+            return {"error": (done.stderr.strip().splitlines() or ["no output"])[-1][:100]}
+        return json.loads(lines[-1])
+
+    with tempfile.TemporaryDirectory() as serial_dir, tempfile.TemporaryDirectory() as cache:
+        runs = [("cold cache, 1 thread", child("plax", serial_dir, threads=1)),
+                ("cold cache, concurrent", child("plax", cache)),
+                ("warm cache (2nd process)", child("plax", cache))]
+        jax = child("jax", cache)
+    t_jax = jax.get("seconds")
+    print(f"\nMLP step first call (trace + compile + run), each in a fresh process"
+          f"{'' if t_jax else ' (jax: ' + jax.get('error', '?') + ')'}")
+    print(f"{'plax run':28s} {'plax-cupy':>12s} {'jax':>12s} {'plax/jax':>9s} {'built':>6s} {'compiles':>8s}")
+    for label, r in runs:
+        if "error" in r:
+            print(f"{label:28s} failed: {r['error']}")
+            continue
+        ratio = f"{r['seconds'] / t_jax:9.2f}" if t_jax else f"{'-':>9s}"
+        jt = f"{t_jax:11.3f}s" if t_jax else f"{'-':>12s}"
+        compiles = str(r["compiles"]) if opts.simulated else "-"
+        print(f"{label:28s} {r['seconds']:11.3f}s {jt} {ratio} {r['built']:6d} {compiles:>8s}")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true")
@@ -232,15 +330,23 @@ def main(argv=None) -> int:
                     help="minute sizes, one repetition (checks the script runs, e.g. on tests/cupy's simulated GPU)")
     ap.add_argument("--simulated", action="store_true",
                     help="--tiny on tests/cupy's simulated GPU (fake_cupy), for CI without a GPU")
+    ap.add_argument("--first-call", action="store_true",
+                    help="only the first-call table (trace + compile), cold and warm kernel cache")
+    ap.add_argument("--first-call-child", choices=("plax", "jax"), help=argparse.SUPPRESS)
     opts = ap.parse_args(argv)
     if opts.simulated:
         _install_simulated_gpu()
         opts.tiny = True
     if opts.tiny:
         opts.repeat = 1
+    if opts.first_call_child:
+        return _first_call_child(opts)
     gpu, reason = _gpu_or_none()
     if gpu is None:
         print(f"benchmarks/gpu.py: no GPU to measure on ({reason}); nothing to do.")
+        return 0
+    if opts.first_call:
+        first_call_table(opts)
         return 0
     import plax
     from plax import plugins
@@ -257,7 +363,7 @@ def main(argv=None) -> int:
     if jax_note:
         print(f"note: {jax_note}")
     print(f"{'workload':28s} {'plax-cupy':>12s} {'jax':>12s} {'plax/jax':>9s} "
-          f"{'launches':>8s} {'h2d':>4s} {'d2h':>4s} {'fallbk':>6s} {'no-graph':>8s}  bandwidth")
+          f"{'launches':>8s} {'h2d':>4s} {'d2h':>4s} {'fallbk':>6s} {'d2d':>4s} {'no-graph':>8s}  bandwidth")
     for label, nbytes, key in rows:
         try:
             t_plax = _time(_blocking(*plax_fns[key]), opts.repeat)
@@ -278,6 +384,9 @@ def main(argv=None) -> int:
             bw = f"{gbs:7.0f} GB/s" + (f" ({100 * gbs / peak:.0f}% of peak)" if peak else "")
         jt = f"{t_jax * 1e3:10.3f}ms" if t_jax else f"{'-':>12s}"
         print(f"{label:28s} {t_plax * 1e3:10.3f}ms {jt} {ratio} {cost}  {bw}")
+    simulated = getattr(sys.modules.get("cupy"), "__version__", "").endswith("simulated")
+    if not simulated:  # (child processes of minutes on the simulation: --simulated --first-call)
+        first_call_table(opts)
     return 0
 
 

@@ -41,7 +41,7 @@ import cupy
 from plax.backend import Backend, UnsupportedPrimitiveError
 from plax.device import CudaDevice
 
-from plax_cupy import codegen, nvrtc, runtime
+from plax_cupy import codegen, kernel_modules, nvrtc, runtime
 from plax_cupy.runtime import GpuInfo, GpuOutOfMemoryError, memory_fraction, oom_bytes
 
 
@@ -220,7 +220,10 @@ class CupyBackend(Backend):
             return None
         self.stream(src_device).synchronize()  # the source's producer may still be running
         with self.on(dst_device):
-            return self._alloc(dst_device, lambda: cupy.array(buffer, copy=True), buffer.nbytes)
+            out = self._alloc(dst_device, lambda: cupy.array(buffer, copy=True), buffer.nbytes)
+        runtime.note_launch()
+        runtime.note_copy()
+        return out
 
     def block_until_ready(self, buffer: Any) -> None:
         if isinstance(buffer, Bf16Buffer):
@@ -454,6 +457,8 @@ class CupyBackend(Backend):
         with self.on(device):
             fn = lower(jaxpr, emitter, self, device)
         source = fn.__plax_source__
+        # the program's kernels compiled concurrently now, not one by one at their first launch
+        kernel_modules.compile_all([(k.source, k.entry) for k in emitter.kernel_sources], device.id)
         if emitter.kernel_sources:
             source = "\n".join([source] + [codegen.describe(k) for k in emitter.kernel_sources])
         on = self.on
@@ -536,21 +541,22 @@ def _freeze(params: dict):
 class Launcher:
     """Launches a :class:`plax_cupy.codegen.ClusterKernel` on CuPy arrays.
 
-    The module is compiled by CuPy (NVRTC, ``-arch`` of the device; cached in memory and in
-    ``~/.cupy/kernel_cache``) on first use. Calling it with the cluster's input buffers returns
-    the cluster's output buffers.
+    The module comes from :func:`plax_cupy.kernel_modules.module` (one per source and device in
+    the process; compiled by CuPy's NVRTC, cached on disk in ``~/.cupy/kernel_cache``); a
+    compiled program builds its launchers' modules concurrently before its first call. Calling
+    it with the cluster's input buffers returns the cluster's output buffers.
     """
 
     def __init__(self, plan: codegen.ClusterKernel, backend: CupyBackend):
         self.plan, self.backend = plan, backend
-        self._module = None
+        self._fns: dict = {}   # device id -> the module's kernels on that device
 
-    def _functions(self):
-        if self._module is None:
-            nvrtc.preload_nvrtc()
-            self._module = cupy.RawModule(code=self.plan.source, options=("--std=c++17",),
-                                          name_expressions=None)
-        return [self._module.get_function(n) for n in self.plan.entry]
+    def _functions(self, device_id: int):
+        fns = self._fns.get(device_id)
+        if fns is None:
+            built = kernel_modules.module(self.plan.source, self.plan.entry, device_id=device_id)
+            fns = self._fns[device_id] = [built.get_function(n) for n in self.plan.entry]
+        return fns
 
     def __call__(self, *buffers):
         plan = self.plan
@@ -566,11 +572,12 @@ class Launcher:
                 if not raw.flags.c_contiguous:  # a strided view: CuPy copies it (a launch)
                     raw = cupy.ascontiguousarray(raw)
                     runtime.TOTALS[runtime.LAUNCHES] += 1
+                    runtime.TOTALS[runtime.D2D] += 1
                 args.append(raw)
         outs: list = [None] * len(plan.out_dtypes)
         for j in plan.elem_outputs:
             outs[j] = _device_empty(plan.out_shapes[j], plan.out_dtypes[j])
-        fns = self._functions()
+        fns = self._functions(device.id)
         elem_args = [_bits(outs[j]) for j in plan.elem_outputs]
         if not plan.reductions:
             if plan.n:
@@ -614,9 +621,8 @@ class ThreefryLauncher:
 
     def __call__(self, k0, k1, x0, x1):
         if self._fn is None:
-            nvrtc.preload_nvrtc()
-            self._fn = cupy.RawModule(code=codegen.threefry_source(),
-                                      options=("--std=c++17",)).get_function("plax_threefry2x32")
+            self._fn = kernel_modules.module(codegen.threefry_source(), ("plax_threefry2x32",)) \
+                .get_function("plax_threefry2x32")
         raw = [cupy.asarray(o, dtype=np.uint32) for o in (k0, k1, x0, x1)]
         shape = ()
         for o in raw:

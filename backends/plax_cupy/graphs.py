@@ -1,32 +1,64 @@
-"""Compiled programs replayed as CUDA graphs, on static buffer plans that hand out their outputs.
+"""Compiled programs replayed as CUDA graphs, on buffer plans that read their inputs in place
+and hand out their outputs.
 
 A small program is bound by the launches Python issues, one per kernel. :class:`GraphedProgram`
 wraps a compiled program (``fn(*buffers) -> list``) so that, where the program allows it:
 
-* the first call runs plainly (it also compiles the kernels and warms CuPy's caches);
+* the first call runs plainly (its kernels were compiled with the program);
 * the second call *captures* the program on the device's stream (``Stream.begin_capture`` /
-  ``end_capture`` -> ``cupy.cuda.Graph``) on a **plan**: static input buffers (the call's
-  inputs copied there first) and every buffer allocated while capturing (intermediates and
-  outputs), all held by the plan, so the pointers the graph recorded stay valid for its life;
-* a later call picks a plan it can replay, copies into the plan's input buffers only the inputs
-  that changed (an Array is immutable: the buffer the plan last copied from, passed again,
-  needs no copy), launches the graph (one launch, whatever the number of kernels, loops with a
-  static trip count included) and **hands the plan's own output buffers to the caller**, with
-  no copy out.
+  ``end_capture`` -> ``cupy.cuda.Graph``) on a **plan**, then launches the graph;
+* a later call replays a plan it fits (one launch, whatever the number of kernels, loops with
+  a static trip count included) and **hands the plan's own output buffers to the caller**,
+  with no copy out.
 
-A call therefore costs ``1`` launch when its inputs are the buffers of the plan's previous
-call, and one more per changed input -- except inputs that are buffers of the program's own
-plans (fixed addresses, living as long as the plans), whose copies are captured as a graph of
-their own, one launch for all of them: a training loop feeding each step's results to the next
-makes two launches a step. The price of handing outputs out: a plan can replay only
-when nobody outside the plans still holds its outputs (the graph would overwrite them) -- a
-reference count of each buffer, its memory pointer and its memory, against their counts when
-the plan was captured. A program keeps up to :data:`MAX_PLANS` plans (double buffering: a
-training loop that feeds each call's results to the next alternates between two), each holding
-its intermediates and outputs on the device; when every plan's outputs are still held (a caller
-keeping every result) the call runs plainly (fresh buffers, one launch per kernel) rather than
-capture without bound. An input whose buffer changed is copied because a CUDA graph bakes its
-pointers in, and CuPy offers no update of a captured kernel's arguments.
+A CUDA graph bakes its pointers in, and CuPy (14) exposes no update of an instantiated graph's
+kernel arguments (no ``graphExecUpdate``/``graphExecKernelNodeSetParams`` in
+``cupy.cuda.runtime``), so plans are keyed by pointers. Each input slot of a plan is one of two
+kinds:
+
+* **bound**: the graph reads the caller's buffer in place, and the plan fits only a call whose
+  buffer in that slot has the same device pointer, shape, strides and dtype. A slot is bound
+  when its pointer recurs: the same Array passed again, a buffer of this program's own plans
+  (a training loop feeding each step's results to the next), or a pointer seen in that slot in
+  one of the last two calls -- CuPy's memory pool hands a freed block back to the next
+  allocation of its size, so ``f(params, device_put(batch))`` in a loop passes the batch at the
+  same address each call. The plan holds no reference to a bound buffer (that would pin the
+  block and stop the pool from handing it back); it needs none, since it reads that pointer
+  only when a caller passes a live array there.
+* **static**: the plan owns a buffer the caller's input is copied into (a device-to-device
+  copy, counted in ``device_copies``) when it changed -- the pointer had not recurred when the
+  plan was captured (a fresh array each call, kept by the caller). A copy into a static slot
+  whose pointer has since started recurring gets a new plan (or, with no room, this one
+  captured again with the slot bound, keeping its other static buffers).
+
+A training loop ``params = step(params, x, y)`` needs no copy at all: the plan captured on the
+first fed-back call writes its outputs into the static input buffers of the plan that produced
+its inputs (a second capture steers those allocations there), so the two plans take turns, each
+reading the other's outputs in place: **one launch a step**.
+
+**Ownership.** A plan may replay only when nobody outside the program holds a buffer the replay
+writes: its outputs and intermediates, and each static input it copies into (the caller may
+still hold a result, a view of one, or a DLPack export of one). The rule is exact accounting
+of references, not a snapshot per plan: the program keeps every buffer its plans write in one
+registry with, for each, the reference counts of the buffer, its root array, its memory pointer
+and its memory that the program's own structures account for. Each change of the plans (a
+capture, an eviction) is bracketed by two measurements of those counts, taken under the
+device's lock from the call itself (:meth:`GraphedProgram._snapshot`, then
+:meth:`GraphedProgram._settle` once the frames that made the change are gone), and moves the
+accounted counts by exactly the difference; a new plan's buffers, which nobody outside has seen,
+are accounted at their counts then. So memory shared by two plans (a steered output) is
+accounted once however many plans refer to it, and any count other than the accounted one is a
+holder outside the program: the buffer is not free. Counts are only ever compared when taken
+through :meth:`GraphedProgram._counts`, from the same frames. (A consumer of
+``__cuda_array_interface__`` must keep the exporting object alive, as the protocol asks; a bare
+integer pointer is not seen.)
+
+A program keeps up to :data:`MAX_PLANS` plans, each holding the buffers its capture allocated.
+When no plan fits and none may be captured, the call runs plainly (fresh buffers, one launch per
+kernel): with every plan's results held by the caller, or when captures stop paying for
+themselves (a plan nobody holds is evicted for a new capture only while captures stay under a
+quarter of the replays past the first ``2 * MAX_PLANS``, see
+:meth:`GraphedProgram._captures_pay`).
 
 A program runs plainly for ever, with the reason in ``as_text()``, when a walk of its jaxpr
 finds a host decision (``cond``, ``while``), a host callback, or a primitive whose GPU path
@@ -104,7 +136,9 @@ def _device_lock(device_id: int) -> threading.RLock:
 
 
 #: how many plans (captured graphs with their buffers) a program keeps at most
-MAX_PLANS = 2
+MAX_PLANS = 3
+#: how many recent calls' input pointers count as recurring (see the module)
+RECENT_CALLS = 2
 
 
 def _raw(buffer):
@@ -125,6 +159,12 @@ def _memory(raw):
     return getattr(data, "mem", data)
 
 
+def _key(buffer) -> tuple:
+    """What a graph's captured pointer stands for: device pointer, shape, strides, dtype."""
+    raw = _raw(buffer)
+    return (raw.data.ptr, raw.shape, raw.strides, raw.dtype.str)
+
+
 def _holders(buffer) -> tuple:
     """Reference counts of ``buffer``, and for its CuPy array of the array, its root (the array
     a view is of), its memory pointer and its memory: whoever holds the buffer, a view of it or
@@ -140,92 +180,70 @@ def _holders(buffer) -> tuple:
 
 
 class _Plan:
-    """One captured graph and the buffers it owns: static inputs, intermediates, outputs.
+    """One captured graph and the buffers it owns.
 
-    ``watched`` are the buffers a replay writes (the static inputs, by the copies in, and the
-    outputs the capture allocated), ``baseline`` their :func:`_holders` counts when the plan
-    alone held them: another count now means a caller still holds one (or a view of it), and
-    the plan must not replay.
+    Attributes:
+      graph: the captured ``cupy.cuda.Graph``.
+      static: per input slot, the plan's own buffer the caller's input is copied into, or
+        ``None`` for a bound slot (the graph reads the caller's buffer in place).
+      keys: per input slot, :func:`_key` of the buffer the graph reads.
+      outputs: the buffers a replay returns (``None`` where ``passthrough`` names the slot).
+      passthrough: output index -> input slot, for an output that is a bound input itself.
+      held: the memories the capture allocated (intermediates and outputs).
+      written: the outputs a replay writes (in memory the capture allocated, a static input,
+        or another plan's static input the outputs were steered into); not the outputs that
+        are the program's constants.
     """
 
-    def __init__(self, graph, inputs: list, outputs: list, held: list, last: list):
-        self.graph, self.inputs, self.outputs, self.held = graph, inputs, outputs, held
-        # the caller's buffers whose values the static inputs hold (None: unknown); never a
-        # plan's own buffer, whose values change with every replay that writes it
-        self.last = last
-        allocated = {id(getattr(m, "mem", m)) for m in held}
-        written = list(inputs) + [o for o in outputs
-                                  if _raw(o) is not None and id(_memory(_raw(o))) in allocated]
-        self.watched = list({id(b): b for b in written}.values())
-        self.memories = {id(_memory(_raw(b))) for b in self.watched}
-        self.baseline: list | None = None
+    def __init__(self, graph, static, keys, outputs, passthrough, held, written):
+        self.graph, self.static, self.keys = graph, static, keys
+        self.outputs, self.passthrough, self.held = outputs, passthrough, held
+        self.written = written
+        # (ids, so that checking them holds no reference that would change their counts)
+        self.written_ids = [id(b) for b in written]
+        self.static_ids = [None if b is None else id(b) for b in static]
         self.replays = 0
         self.copy_graphs: dict = {}   # input slots and source buffers -> graph of their copies
 
-    def _counts(self) -> list:
-        return [_holders(b) for b in self.watched]
+    @property
+    def inputs(self) -> list:
+        """The plan's static input buffers (``None`` for bound slots)."""
+        return self.static
 
-    def settle(self) -> None:
-        """Records the watched buffers' counts now that only the plan holds them."""
-        self.baseline = self._counts()
-
-    def held_outside(self) -> bool:
-        """Whether anyone but the plans holds a buffer a replay writes (or a view of it)."""
-        return self._counts() != self.baseline
-
-    @classmethod
-    def capture(cls, fn: Callable, buffers: Sequence[Any], stream, owned) -> "_Plan":
-        pool = cupy.get_default_memory_pool()
-        held: list = []
-
-        def allocate(nbytes):  # every allocation of the capture stays the plan's
-            memory = pool.malloc(nbytes)
-            held.append(memory)
-            return memory
-
-        with cupy.cuda.using_allocator(allocate):
-            inputs = [_rewrap(b, _raw(b).copy()) for b in buffers]
-            runtime.note_launch(len(inputs))  # the copies in run now, before the capture
-            mode = getattr(cupy.cuda.runtime, "streamCaptureModeRelaxed", None)
-            launched = runtime.TOTALS[runtime.LAUNCHES]
-            stream.begin_capture(*(() if mode is None else (mode,)))
-            try:
-                outputs = list(fn(*inputs))
-            finally:
-                graph = stream.end_capture()  # ends (or abandons) the capture either way
-                # a captured kernel is recorded, not launched: the graph's launch counts it
-                runtime.TOTALS[runtime.LAUNCHES] = launched
-        last = [None if id(_memory(_raw(b))) in owned else _raw(b) for b in buffers]
-        return cls(graph, inputs, outputs, held, last)
+    def buffers(self) -> list:
+        """Every buffer a replay may write: outputs, then static inputs."""
+        return self.written + [b for b in self.static if b is not None]
 
     def graph_steps(self) -> list:
         """The captured operations, where the graph says (the simulated GPU's does)."""
         return list(getattr(self.graph, "steps", ()))
 
-    def copies_for(self, buffers: Sequence[Any]) -> list | None:
-        """The input slots a replay on ``buffers`` must copy into, or ``None`` when the plan
-        cannot replay: a buffer it would write is still held outside the plans."""
-        if self.held_outside():
-            return None
-        return [i for i, (static, b) in enumerate(zip(self.inputs, buffers))
-                if _raw(b) is not _raw(static) and _raw(b) is not self.last[i]]
+    def fit(self, buffers: Sequence[Any], keys: list) -> list | None:
+        """The static slots a replay on ``buffers`` must copy into, or ``None`` when a bound
+        slot's pointer differs."""
+        copies = []
+        for i, (static, key) in enumerate(zip(self.static, keys)):
+            if static is None:
+                if key != self.keys[i]:
+                    return None
+            elif _raw(buffers[i]) is not _raw(static):
+                # (the plan remembers no caller buffer it copied from: a reference would pin
+                # that block, and a pointer passed again is better read in place, bound)
+                copies.append(i)
+        return copies
 
-    def replay(self, buffers: Sequence[Any], copies: list, stream, owned: set,
-               stable: dict) -> list:
-        """Copies the changed inputs in, launches the graph; returns the plan's outputs.
+    def replay(self, buffers: Sequence[Any], copies: list, stream, stable: dict) -> list:
+        """Copies the changed static inputs in, launches the graph; returns the outputs.
 
         An input that is a buffer of one of the program's plans (``stable``: id -> buffer, all
         living as long as their plans) has a fixed address, so its copy is captured too: the
-        copies from one set of such buffers are one graph launch (a training loop feeding each
-        step's results to the next: two launches a step, whatever the parameter count)."""
+        copies from one set of such buffers are one graph launch."""
         from_plans = tuple(i for i in copies if stable.get(id(_raw(buffers[i]))) is _raw(buffers[i]))
         launches = 1
         for i in copies:
             if i in from_plans:
                 continue
-            raw = _raw(buffers[i])
-            cupy.copyto(_raw(self.inputs[i]), raw)
-            self.last[i] = None if id(_memory(raw)) in owned else raw
+            cupy.copyto(_raw(self.static[i]), _raw(buffers[i]))
             launches += 1
         if from_plans:
             key = tuple((i, id(_raw(buffers[i]))) for i in from_plans)
@@ -234,16 +252,16 @@ class _Plan:
             copy_graph = self.copy_graphs[key]
             if copy_graph is None:  # (CUDA refused the capture: copied from Python)
                 for i in from_plans:
-                    cupy.copyto(_raw(self.inputs[i]), _raw(buffers[i]))
+                    cupy.copyto(_raw(self.static[i]), _raw(buffers[i]))
             else:
                 copy_graph.launch(stream)
             launches += 1 if copy_graph is not None else len(from_plans)
-            for i in from_plans:
-                self.last[i] = None
         self.graph.launch(stream)
         runtime.note_launch(launches)
+        runtime.note_copy(len(copies))
         self.replays += 1
-        return list(self.outputs)
+        return [buffers[self.passthrough[j]] if j in self.passthrough else o
+                for j, o in enumerate(self.outputs)]
 
     def _capture_copies(self, buffers, slots, stream):
         """A graph of the copies of ``buffers[i]`` into the static inputs, for ``i`` in
@@ -252,11 +270,65 @@ class _Plan:
         stream.begin_capture(*(() if mode is None else (mode,)))
         try:
             for i in slots:
-                cupy.copyto(_raw(self.inputs[i]), _raw(buffers[i]))
+                cupy.copyto(_raw(self.static[i]), _raw(buffers[i]))
         except Exception:  # noqa: BLE001 - fall back to copies issued from Python
             stream.end_capture()
             return None
         return stream.end_capture()
+
+
+class _Capture:
+    """What one stream capture of ``fn`` produced: the graph, the outputs, the allocations
+    (in order, with their sizes)."""
+
+    def __init__(self, fn: Callable, inputs: Sequence[Any], stream, steer: dict | None = None):
+        pool = cupy.get_default_memory_pool()
+        self.held: list = []
+        self.sizes: list = []
+        steer = steer or {}
+
+        def allocate(nbytes):  # every allocation of the capture stays the plan's
+            target = steer.get(len(self.held))
+            if target is not None and target.nbytes == nbytes:
+                memory = target.pointer   # another plan's static input: a steered output
+            else:
+                memory = pool.malloc(nbytes)
+            self.held.append(memory)
+            self.sizes.append(nbytes)
+            return memory
+
+        mode = getattr(cupy.cuda.runtime, "streamCaptureModeRelaxed", None)
+        launched, copied = runtime.TOTALS[runtime.LAUNCHES], runtime.TOTALS[runtime.D2D]
+        with cupy.cuda.using_allocator(allocate):
+            stream.begin_capture(*(() if mode is None else (mode,)))
+            try:
+                self.outputs = list(fn(*inputs))
+            finally:
+                self.graph = stream.end_capture()  # ends (or abandons) the capture either way
+                # a captured kernel (or copy) is recorded, not run: the graph's launch is the
+                # one launch counted for all it replays
+                runtime.TOTALS[runtime.LAUNCHES] = launched
+                runtime.TOTALS[runtime.D2D] = copied
+
+    def allocation_of(self, buffer) -> int | None:
+        """The index of the allocation ``buffer`` is the whole of, or ``None``."""
+        raw = _raw(buffer)
+        if raw is None:
+            return None
+        memory = _memory(raw)
+        for k, held in enumerate(self.held):
+            if getattr(held, "mem", held) is memory and raw.data.ptr == held.ptr \
+                    and raw.nbytes == self.sizes[k]:
+                return k
+        return None
+
+
+class _Target:
+    """A steered allocation: the memory pointer of a static input buffer of another plan."""
+
+    def __init__(self, buffer):
+        raw = _raw(buffer)
+        self.pointer, self.nbytes = raw.data, raw.nbytes
 
 
 class GraphedProgram:
@@ -279,9 +351,13 @@ class GraphedProgram:
                        else capture_blocker(jaxpr))
         self.calls = 0
         self.plans: list[_Plan] = []
-        self.plain_calls = 0   # calls run plainly because every plan's outputs were held
-        self._owned: set = set()      # the memories the plans write (their values change)
+        self.plain_calls = 0   # calls run plainly because no plan fitted nor could be captured
+        self.captures = 0
+        self.replays = 0
+        self._recent: list = []       # the input keys of the last RECENT_CALLS calls
         self._stable: dict = {}       # id -> CuPy array of each buffer the plans write
+        self._registry: dict = {}     # id -> buffer the plans write (one reference each)
+        self._accounted: dict = {}    # id -> the _holders counts the program accounts for
         self._lock = _device_lock(device.id)
 
     @property
@@ -298,13 +374,39 @@ class GraphedProgram:
         return (f"# CUDA graph: captured, {len(self.plans[0].graph_steps())} operations replayed "
                 f"as one launch ({len(self.plans)} of at most {MAX_PLANS} buffer plans)")
 
-    def _add(self, plan: _Plan) -> None:
-        """Keeps ``plan``, its buffers' counts taken once only the plans hold them."""
-        self.plans.append(plan)
-        self._owned = self._owned | plan.memories
-        # (alive as long as their plans, so an id here is never reused by another array)
-        self._stable = {**self._stable, **{id(_raw(b)): _raw(b) for b in plan.watched}}
-        plan.settle()  # last: the references just taken are the plans' own
+    # ---------------------------------------------------------------- ownership
+
+    def _counts(self, i: int) -> tuple:
+        """:func:`_holders` of registered buffer ``i``. Every count goes through here, so the
+        references of the measuring frames are the same each time."""
+        return _holders(self._registry[i])
+
+    def _free(self, i: int) -> bool:
+        """Whether nobody outside the program holds registered buffer ``i`` (by id), a view of
+        it or its memory: its counts are those the program accounts for."""
+        return self._counts(i) == self._accounted[i]
+
+    def _snapshot(self) -> dict:
+        """The counts of every registered buffer now (before the plans change)."""
+        return {i: self._counts(i) for i in self._registry}
+
+    def _settle(self, before: dict) -> None:
+        """Re-registers the plans' buffers after they changed (a capture, an eviction) since
+        ``before`` (a :meth:`_snapshot`): a buffer registered then has its accounted counts
+        moved by exactly what the change did to its counts; a new plan's buffer (nobody outside
+        has seen it) is accounted at its counts now. Called, like :meth:`_snapshot`, from the
+        call itself, where the frames that made the change are gone."""
+        # (every structure of the program that refers to the buffers first, then the counts)
+        self._registry = {id(b): b for plan in self.plans for b in plan.buffers()}
+        self._stable = {id(_raw(b)): _raw(b) for b in self._registry.values()}
+        accounted = {}
+        for i in self._registry:
+            now = self._counts(i)
+            accounted[i] = now if i not in before else tuple(
+                a + (n - b) for a, n, b in zip(self._accounted[i], now, before[i]))
+        self._accounted = accounted
+
+    # ---------------------------------------------------------------- calls
 
     def __call__(self, *buffers) -> list:
         if self.reason:
@@ -318,31 +420,176 @@ class GraphedProgram:
             stream = self.backend.stream(self.device)
             if stream.is_capturing():  # a body of a program being captured: its kernels join
                 return self.fn(*buffers)  # that graph (no graph launched inside a capture)
+            keys = [_key(b) for b in buffers]
+            recent, self._recent = self._recent, ([keys] + self._recent)[:RECENT_CALLS]
             if self.calls == 0:
                 self.calls = 1
                 return self._first_call(buffers)
-            best, copies = None, None
-            for plan in self.plans:  # the one that needs the fewest copies in
-                needed = plan.copies_for(buffers)
-                if needed is not None and (copies is None or len(needed) < len(copies)):
-                    best, copies = plan, needed
-                    if not copies:
-                        break
-            if best is None:
-                if len(self.plans) >= MAX_PLANS:
-                    self.plain_calls += 1  # every plan's results are still held
-                    return self.fn(*buffers)
+            recurring = [any(k[i] == key for k in recent) for i, key in enumerate(keys)]
+            # (indices, not plans, in this frame: a plan it named would outlive its eviction)
+            chosen, copies = self._pick(buffers, keys)
+            replace = None
+            if chosen is not None and copies and any(recurring[i] for i in copies) and \
+                    self._captures_pay():
+                # a copy into a static slot whose pointer recurs: a plan reading it in place
+                # spares that copy from now on (a new one while there is room, else this one
+                # captured again, keeping its other static buffers, which others may steer to)
+                replace = None if len(self.plans) < MAX_PLANS else chosen
+                chosen = None
+            if chosen is None:
+                before = self._snapshot()
                 try:
-                    best = _Plan.capture(self.fn, buffers, stream, self._owned)
+                    if replace is not None or self._may_capture():
+                        self._capture(buffers, recurring, stream, reuse=replace)
+                        chosen, copies = len(self.plans) - 1, []
                 except cupy.cuda.memory.OutOfMemoryError as err:
                     cupy.get_default_memory_pool().free_all_blocks()
                     raise GpuOutOfMemoryError(self.device, oom_bytes(err), str(err)) from None
                 except Exception as err:  # what capture refuses: run plainly from now on
                     self.reason = f"capture failed ({type(err).__name__}: {err})"
                     return self.fn(*buffers)
-                self._add(best)
-                copies = []
-            return best.replay(buffers, copies, stream, self._owned, self._stable)
+                finally:
+                    self._settle(before)   # (the frames of the change are gone: exact counts)
+                if chosen is None:
+                    self.plain_calls += 1
+                    return self.fn(*buffers)
+            self.replays += 1
+            return self.plans[chosen].replay(buffers, copies, stream, self._stable)
+
+    def _pick(self, buffers, keys) -> tuple:
+        """The index of the plan that fits ``buffers`` with the fewest copies in and whose
+        buffers it writes nobody outside holds, and those copies; ``(None, None)`` if none."""
+        chosen, copies = None, None
+        for n, plan in enumerate(self.plans):
+            needed = plan.fit(buffers, keys)
+            if needed is None or (copies is not None and len(needed) >= len(copies)):
+                continue
+            if all(self._free(i) for i in plan.written_ids) and \
+                    all(self._free(plan.static_ids[i]) for i in needed):
+                chosen, copies = n, needed
+                if not copies:
+                    break
+        return chosen, copies
+
+    def _captures_pay(self) -> bool:
+        """Whether another capture is allowed: captures stay under a quarter of the replays,
+        past the first ``2 * MAX_PLANS`` -- so a loop whose input pointers never recur runs
+        plainly (or copies) rather than capture every call."""
+        return self.captures < 2 * MAX_PLANS + self.replays // 4
+
+    def _may_capture(self) -> bool:
+        """Whether a call no plan fits may be captured: while there is room, or (captures
+        paying, :meth:`_captures_pay`) by evicting the plan replayed least whose buffers nobody
+        holds."""
+        if len(self.plans) < MAX_PLANS:
+            return True
+        if not self._captures_pay():
+            return False
+        spare = [n for n, p in enumerate(self.plans)
+                 if all(self._free(i) for i in p.written_ids + [i for i in p.static_ids if i])]
+        if not spare:
+            return False
+        victim = min(spare, key=lambda n: self.plans[n].replays)
+        del self.plans[victim]   # (its buffers go back to the pool once no plan shares them)
+        return True
+
+    def _capture(self, buffers, recurring, stream, reuse: int | None = None,
+                 all_static: bool = False) -> None:
+        """Captures a plan for ``buffers`` and appends it (see the module: which slots are
+        bound, and where the outputs of a fed-back call are steered); ``reuse``: the index of a
+        plan it replaces, whose static buffers it keeps for the slots that stay static."""
+        pool = cupy.get_default_memory_pool()
+        static: list = []
+        held: list = []
+        old = self.plans[reuse] if reuse is not None else None
+
+        def allocate(nbytes):
+            memory = pool.malloc(nbytes)
+            held.append(memory)
+            return memory
+
+        copied = 0
+        with cupy.cuda.using_allocator(allocate):
+            for i, b in enumerate(buffers):
+                raw = _raw(b)
+                if not all_static and (id(raw) in self._stable or recurring[i]):
+                    static.append(None)      # bound: read in place
+                elif old is not None and old.static[i] is not None:
+                    static.append(old.static[i])   # (free: _pick checked the ones it copies)
+                    if raw is not _raw(old.static[i]):
+                        cupy.copyto(_raw(old.static[i]), raw)
+                        copied += 1
+                else:
+                    static.append(_rewrap(b, raw.copy()))
+                    copied += 1
+        runtime.note_launch(copied)  # the copies in run now, before the capture
+        runtime.note_copy(copied)
+        inputs = [b if s is None else s for b, s in zip(buffers, static)]
+        capture = _Capture(self.fn, inputs, stream)
+        steer = self._steering(buffers, static, capture)
+        if steer:  # capture again, the fed-back outputs in the other plan's static inputs
+            steered = _Capture(self.fn, inputs, stream, {k: t for k, (t, _, _) in steer.items()})
+            if len(steered.outputs) == len(capture.outputs) and all(
+                    _raw(steered.outputs[j]) is not None
+                    and _memory(_raw(steered.outputs[j])) is _memory(_raw(target))
+                    and _raw(steered.outputs[j]).data.ptr == _raw(target).data.ptr
+                    and _raw(steered.outputs[j]).strides == _raw(target).strides
+                    for _, j, target in steer.values()):
+                capture = steered
+                for _, j, target in steer.values():
+                    capture.outputs[j] = target   # (the same object: accounted once)
+            else:
+                steer = {}
+        outputs = capture.outputs
+        passthrough = {j: i for j, out in enumerate(outputs) for i, b in enumerate(buffers)
+                       if static[i] is None and _raw(out) is not None and _raw(out) is _raw(b)}
+        bound_memories = {id(_memory(_raw(b))) for b, st in zip(buffers, static) if st is None}
+        if not all_static and any(
+                j not in passthrough and _raw(o) is not None and id(_memory(_raw(o))) in bound_memories
+                for j, o in enumerate(outputs)):
+            # an output views a bound input's memory (a reshape of it, say): a replay could not
+            # hand out the view of the next call's input, so every slot is the plan's own
+            return self._capture(buffers, recurring, stream, reuse, all_static=True)
+        mine = {id(getattr(m, "mem", m)) for m in held + capture.held}
+        mine |= {id(_memory(_raw(t))) for _, _, t in steer.values()}
+        written = [o for j, o in enumerate(outputs) if j not in passthrough
+                   and _raw(o) is not None and id(_memory(_raw(o))) in mine]
+        plan = _Plan(capture.graph, static, [_key(b) for b in inputs],
+                     [None if j in passthrough else o for j, o in enumerate(outputs)],
+                     passthrough, held + capture.held, written)
+        if old is not None:   # (other plans may steer into the static buffers it keeps)
+            del self.plans[reuse]
+            old = None
+        self.plans.append(plan)
+        self.captures += 1
+
+    def _steering(self, buffers, static, capture) -> dict:
+        """Where a fed-back call's outputs should live: for each input slot ``i`` bound to
+        output ``j`` of a plan whose slot ``i`` is static (its buffer ``S``), nobody outside
+        holding ``S``, this capture's output ``j`` goes to ``S`` -- so the next call, passing it
+        at slot ``i``, fits that plan with no copy. Returns ``{allocation index: (target, j,
+        S)}``."""
+        steer: dict = {}
+        for i, b in enumerate(buffers):
+            if static[i] is not None:
+                continue
+            for plan in self.plans:
+                if i >= len(plan.static_ids) or plan.static_ids[i] is None:
+                    continue
+                if not self._free(plan.static_ids[i]):  # (before naming it in this frame)
+                    continue
+                j = next((j for j, o in enumerate(plan.outputs)
+                          if o is not None and _raw(o) is _raw(b)), None)
+                if j is None or j >= len(capture.outputs) or any(v[1] == j for v in steer.values()):
+                    continue
+                target = plan.static[i]
+                out, t = _raw(capture.outputs[j]), _raw(target)
+                k = capture.allocation_of(capture.outputs[j])
+                if (k is not None and out.shape == t.shape and out.dtype == t.dtype
+                        and type(capture.outputs[j]) is type(target)):
+                    steer[k] = (_Target(target), j, target)
+                    break
+        return steer
 
     def _first_call(self, buffers) -> list:
         """Runs plainly, and decides from what it did whether the program can be captured."""

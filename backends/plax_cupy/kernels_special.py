@@ -21,7 +21,6 @@ families (also the LU permutation of :mod:`plax_cupy.kernels_linalg`).
 from __future__ import annotations
 
 import functools
-import threading
 
 import numpy as np
 
@@ -35,10 +34,6 @@ from plax_cupy.kernels import kernel
 
 # ---------------------------------------------------------------- hand-written CUDA kernels
 
-_modules: dict = {}
-_modules_lock = threading.Lock()
-
-
 def launch_raw(source: str, name: str, n: int, *args) -> None:
     """Launches ``name`` of the CUDA C++ ``source`` over ``n`` work items (a grid-stride loop
     in the kernel covers them), compiling the source once per process.
@@ -50,13 +45,8 @@ def launch_raw(source: str, name: str, n: int, *args) -> None:
     Example:
       >>> launch_raw(src, "plax_lu_permutation", batch, pivots, perm, np.int64(batch), ...)
     """
-    from plax_cupy import codegen, nvrtc, runtime
-    with _modules_lock:
-        module = _modules.get(source)
-        if module is None:
-            nvrtc.preload_nvrtc()
-            module = _modules[source] = cupy.RawModule(code=codegen.PREAMBLE + source,
-                                                       options=("--std=c++17",))
+    from plax_cupy import codegen, kernel_modules, runtime
+    module = kernel_modules.module(codegen.PREAMBLE + source, (name,))
     grid, block = codegen.elementwise_launch(max(int(n), 1))
     module.get_function(name)((grid,), (block,), tuple(args))
     runtime.note_launch()  # (plax_cupy.counters: CuPy does not count RawModule launches)

@@ -22,6 +22,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 
 #: NVRTC options of every kernel: the oldest architecture plax supports (Ampere: bf16 and
 #: TF32 tensor cores), C++17 (hex float literals), and no fast-math (IEEE results as the CPU
@@ -111,6 +112,11 @@ HOST_HEADERS = ("cmath", "cstring", "cstdlib")
 HOST_FLAGS = ("-std=c++17", "-O0", "-fPIC", "-fno-fast-math", "-ffp-contract=off")
 
 _precompiled: dict = {}  # (compiler, define, workdir) -> the -include options ([] if none)
+_precompiled_lock = threading.Lock()  # (threads of one process would share its temp names)
+
+#: host compiler runs of :func:`compile_host` in this process (builds not found in its cache):
+#: the simulated GPU's count of kernel compilations
+HOST_BUILDS = [0]
 
 
 def _precompiled_header(compiler: str, define: str, workdir: str) -> list[str]:
@@ -125,6 +131,13 @@ def _precompiled_header(compiler: str, define: str, workdir: str) -> list[str]:
     key = (compiler, define, workdir)
     if key in _precompiled:
         return _precompiled[key]
+    with _precompiled_lock:
+        if key not in _precompiled:
+            _precompiled[key] = _build_precompiled_header(compiler, define, workdir)
+        return _precompiled[key]
+
+
+def _build_precompiled_header(compiler: str, define: str, workdir: str) -> list[str]:
     options: list[str] = []
     try:
         version = subprocess.run([compiler, "--version"], capture_output=True, text=True,
@@ -147,7 +160,6 @@ def _precompiled_header(compiler: str, define: str, workdir: str) -> list[str]:
         options = ["-include", header]
     except (OSError, subprocess.SubprocessError):
         options = []  # builds without it, as before
-    _precompiled[key] = options
     return options
 
 
@@ -179,17 +191,23 @@ def compile_host(source: str, workdir: str | None = None, define: str = "PLAX_HO
     digest = hashlib.sha1((define + source).encode()).hexdigest()[:16]
     lib = os.path.join(workdir, f"k{digest}.so")
     if not os.path.exists(lib):
-        src = os.path.join(workdir, f"k{digest}.cpp")
+        # names of this process and thread: programs' kernels are built on several threads
+        # (plax_cupy.kernel_modules), and other processes may build the same source at once
+        unique = f"{os.getpid()}.{threading.get_ident()}"
+        src = os.path.join(workdir, f"k{digest}.{unique}.cpp")
         with open(src, "w") as f:
             f.write(source)
-        tmp = lib + f".{os.getpid()}.tmp"
+        tmp = lib + f".{unique}.tmp"
         compiler = os.environ.get("CXX", "g++")
         cmd = [compiler, f"-D{define}", *HOST_FLAGS, "-shared",
                *_precompiled_header(compiler, define, workdir), "-o", tmp, src]
         done = subprocess.run(cmd, capture_output=True, text=True)
+        os.remove(src)
         if done.returncode != 0:
             raise CompileError(f"{' '.join(cmd)} failed:\n{done.stderr}\n{_numbered(source)}")
         os.replace(tmp, lib)
+        with _precompiled_lock:
+            HOST_BUILDS[0] += 1
     return ctypes.CDLL(lib)
 
 

@@ -142,19 +142,25 @@ class Counters(NamedTuple):
         kernels it replays (:mod:`plax_cupy.graphs`). Allocations are not launches.
       host_fallbacks: primitives run on the host reference kernels for want of a GPU path
         (each also counts its copies above); zero on a complete backend.
+      device_copies: device-to-device copies plax makes of whole buffers, each also a launch
+        above: an input copied into a CUDA graph plan's static buffer (issued from Python or
+        replayed in a graph of copies), a strided operand made contiguous for a generated
+        kernel, a move between two GPUs. Views, and the copies CuPy or cuBLAS make inside a
+        kernel-table call, are not counted.
     """
 
     host_to_device: int
     device_to_host: int
     launches: int
     host_fallbacks: int
+    device_copies: int = 0
 
 
-H2D, D2H, LAUNCHES, FALLBACKS = range(4)
+H2D, D2H, LAUNCHES, FALLBACKS, D2D = range(5)
 
-#: the process's running totals, indexed by H2D, D2H, LAUNCHES, FALLBACKS (plain ints: an
+#: the process's running totals, indexed by H2D, D2H, LAUNCHES, FALLBACKS, D2D (plain ints: an
 #: increment is the whole cost)
-TOTALS = [0, 0, 0, 0]
+TOTALS = [0, 0, 0, 0, 0]
 
 #: primitive name -> host fallbacks so far
 FALLBACK_PRIMITIVES: dict = {}
@@ -163,6 +169,11 @@ FALLBACK_PRIMITIVES: dict = {}
 def note_launch(n: int = 1) -> None:
     """Counts ``n`` kernel launches."""
     TOTALS[LAUNCHES] += n
+
+
+def note_copy(n: int = 1) -> None:
+    """Counts ``n`` device-to-device copies (their launches are counted by the caller)."""
+    TOTALS[D2D] += n
 
 
 def note_fallback(primitive_name: str) -> None:
@@ -180,7 +191,7 @@ def counters() -> Counters:
     Example:
       >>> import plax_cupy
       >>> plax_cupy.counters()   # doctest: +SKIP
-      Counters(host_to_device=2, device_to_host=1, launches=5, host_fallbacks=0)
+      Counters(host_to_device=2, device_to_host=1, launches=5, host_fallbacks=0, device_copies=0)
     """
     return Counters(*TOTALS)
 
@@ -200,8 +211,8 @@ class count:
     Example:
       >>> with plax_cupy.count() as c:   # doctest: +SKIP
       ...     y = f(x).block_until_ready()
-      >>> c.launches, c.device_to_host, c.host_fallbacks
-      (1, 0, 0)
+      >>> c.launches, c.device_to_host, c.host_fallbacks, c.device_copies
+      (1, 0, 0, 0)
     """
 
     def __init__(self):
@@ -227,6 +238,7 @@ class count:
     device_to_host = property(lambda self: self._delta(D2H))
     launches = property(lambda self: self._delta(LAUNCHES))
     host_fallbacks = property(lambda self: self._delta(FALLBACKS))
+    device_copies = property(lambda self: self._delta(D2D))
 
     @property
     def fallbacks(self) -> dict:
@@ -235,7 +247,7 @@ class count:
 
     def snapshot(self) -> Counters:
         """The deltas as a :class:`Counters`."""
-        return Counters(*(self._delta(i) for i in range(4)))
+        return Counters(*(self._delta(i) for i in range(len(TOTALS))))
 
     def __repr__(self) -> str:
         return f"count({', '.join(f'{k}={v}' for k, v in self.snapshot()._asdict().items())})"

@@ -233,6 +233,11 @@ class _Memory:
         self.block = block
         weakref.finalize(self, _POOL._release, block)
 
+    @property
+    def ptr(self) -> int:
+        """The block's device address (CuPy's ``Memory.ptr``)."""
+        return self.block.buf.__array_interface__["data"][0]
+
 
 class MemoryPool:
     """CuPy's default pool: per-stream arenas of freed blocks, reused by size."""
@@ -938,7 +943,9 @@ class Graph:
     between ``begin_capture`` and ``end_capture``, replayed in order on :meth:`launch` over the
     same device memory (the captured pointers). Nothing runs at capture on a GPU, so the
     capture's own allocations are poisoned (0xFF) when it ends. A replay that would touch a
-    block freed (or freed and reused) since the capture raises :class:`UseAfterFreeError`."""
+    block freed since the capture, or one of the capture's own allocations freed and reused,
+    raises :class:`UseAfterFreeError` (a block from outside the capture, freed and handed to
+    another array at the same address, is read as a GPU reads it: in place)."""
 
     def __init__(self):
         self.steps: list = []      # (run, [(block, generation)])
@@ -958,9 +965,14 @@ class Graph:
     def launch(self, stream=None):
         stream = stream or get_current_stream()
         _refuse_in_capture(stream, "a graph launch")
+        mine = {id(b) for b in self.allocated}
         for _, blocks in self.steps:
             for block, generation in blocks:
-                if not block.live or block.generation != generation:
+                # a block the capture allocated must be the very allocation it recorded (freed
+                # and handed to another array, a replay would write that array); memory from
+                # outside the capture (the caller's inputs, read in place) only has to be
+                # allocated now: a GPU reads whatever lives at the captured address
+                if not block.live or (id(block) in mine and block.generation != generation):
                     raise UseAfterFreeError(
                         f"a CUDA graph replay uses a {block.buf.nbytes}-byte block that was "
                         "freed after the capture (the captured pointer is stale): the graph's "

@@ -32,6 +32,8 @@ import pytest
 
 from test_simulated_streams import SIMULATED, on_simulated_gpu, run_file_on_simulated_gpu
 
+MAX_PLANS = 3   # plax_cupy.graphs.MAX_PLANS (not imported here: CuPy may be absent)
+
 
 @pytest.mark.skipif(SIMULATED or shutil.which("g++") is None,
                     reason="already on the simulated GPU, or no C++ compiler (g++) for it")
@@ -134,9 +136,10 @@ def test_replays_as_a_graph_from_the_third_call(program, executables):
     runs += _calls(f, args, 3)
     assert fake_cupy.COUNTS.get("graph_launches", 0) - graphs == 3   # calls 2, 3, 4
     n_in = len(plax.tree_util.tree_leaves(args))
-    assert runs[1][1].launches == n_in + 1   # the capture: inputs copied into the plan, the graph
+    # the capture: the inputs, the same Arrays as the first call's, are read in place
+    assert (runs[1][1].launches, runs[1][1].device_copies) == (1, 0)
     for host, c, kernels, n_out in runs[2:]:
-        assert (c.host_to_device, c.device_to_host, c.host_fallbacks) == (0, 0, 0)
+        assert (c.host_to_device, c.device_to_host, c.host_fallbacks, c.device_copies) == (0, 0, 0, 0)
         assert c.launches == 1       # the graph alone: same inputs, outputs handed out uncopied
         assert kernels == 0                          # no kernel launched from Python
     assert runs[0][1].launches > runs[2][1].launches
@@ -160,30 +163,64 @@ def test_replays_as_a_graph_from_the_third_call(program, executables):
 
 
 @on_simulated_gpu
-def test_new_inputs_are_copied_into_the_plan():
+@pytest.mark.parametrize("keep", [False, True])
+def test_fresh_inputs_each_call(keep):
+    """A loop uploading a new input each call: the pool hands the freed block back, so its
+    pointer recurs and the plans read it in place (one launch, no copy); inputs kept alive (new
+    pointers every call) are copied into a plan's static buffer, one copy each."""
     import plax
     import plax_cupy
     gpu = _gpu()
     f = plax.jit(_scan)
     r = np.random.default_rng(5)
-    hosts = [r.normal(size=(7, 4)).astype(np.float32) for _ in range(4)]
-    want = [[np.asarray(o) for o in plax.tree_util.tree_leaves(
-        plax.jit(_scan, backend="numpy")(plax.device_put(h, plax.devices("cpu")[0])))]
-        for h in hosts]
-    for h, w in zip(hosts, want):
+    hosts = [r.normal(size=(7, 4)).astype(np.float32) for _ in range(7)]
+    ref = plax.jit(_scan, backend="numpy")
+    kept, counts = [], []
+    for h in hosts:
         x = plax.device_put(h, gpu)
         with plax_cupy.count() as c:
             out = plax.tree_util.tree_leaves(f(x))
-        for o, wo in zip(out, w):
-            np.testing.assert_allclose(np.asarray(o), wo, rtol=2e-5, atol=1e-6)
-    assert c.launches == 1 + 1   # the new input copied in, the graph (outputs handed out)
+        counts.append((c.launches, c.device_copies, c.host_to_device, c.device_to_host))
+        want = plax.tree_util.tree_leaves(ref(plax.device_put(h, plax.devices("cpu")[0])))
+        for o, w in zip(out, want):
+            np.testing.assert_allclose(np.asarray(o), np.asarray(w), rtol=2e-5, atol=1e-6)
+        if keep:
+            kept.append(x)
+        del x, out
+    if keep:   # a new pointer each call: the new input copied in, the graph
+        assert counts[3:] == [(2, 1, 0, 0)] * 4, counts
+    else:      # (x alternates between two blocks: a plan for each, from the fourth call)
+        assert counts[3:] == [(1, 0, 0, 0)] * 4, counts
+
+
+@on_simulated_gpu
+def test_a_training_loop_on_fresh_batches():
+    """``params = step(params, device_put(x), device_put(y))``: the parameters are the other
+    plan's outputs, the batch's blocks recur: one launch a step, nothing copied."""
+    import plax
+    import plax_cupy
+    gpu = _gpu()
+    p, x, y = _mlp_args(3)
+    f = plax.jit(lambda *a: _step(*a))
+    params = plax.device_put(p, gpu)
+    ref = plax.device_put(p, plax.devices("cpu")[0])
+    g = plax.jit(_step, backend="numpy")
+    counts = []
+    for k in range(8):
+        xk, yk = x + 0.01 * k, y - 0.01 * k
+        with plax_cupy.count() as c:
+            params = f(params, plax.device_put(xk, gpu), plax.device_put(yk, gpu))
+        counts.append((c.launches, c.device_copies))
+        ref = g(ref, *plax.device_put((xk, yk), plax.devices("cpu")[0]))
+    for a, b in zip(params, ref):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-4, atol=1e-6)
+    assert counts[3:] == [(1, 0)] * 5, counts
 
 
 @on_simulated_gpu
 def test_a_training_loop_feeds_outputs_back(executables):
-    """Each step's parameters are the last step's results: two plans take turns (one's outputs
-    are the other's inputs, held by the caller during the call), the parameters are copied in,
-    the batch (the same buffers) is not."""
+    """Each step's parameters are the last step's results: two plans take turns, each reading
+    the other's outputs in place and writing where the other reads: one launch a step."""
     import plax
     import plax_cupy
     gpu = _gpu()
@@ -194,41 +231,104 @@ def test_a_training_loop_feeds_outputs_back(executables):
     ref = plax.device_put(p, plax.devices("cpu")[0])
     g = plax.jit(_step, backend="numpy")
     xc, yc = plax.device_put((x, y), plax.devices("cpu")[0])
-    launches = []
+    launches, copies = [], []
     for _ in range(7):
         with plax_cupy.count() as c:
             params = f(params, xd, yd)
         launches.append(c.launches)
+        copies.append(c.device_copies)
         ref = g(ref, xc, yc)
     for a, b in zip(params, ref):
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-4, atol=1e-6)
     n = len(p)
-    # plain; two captures (every input copied into a new plan, the graph); then the graph of
-    # the parameters' copies from the other plan's outputs, and the program's graph
-    assert launches[1:] == [n + 3, n + 3] + [2] * 4, launches
+    # plain; the first plan (the parameters, new, copied into it; the batch read in place);
+    # the second, captured on the first's outputs with its own outputs steered into the first
+    # plan's parameter buffers; then the two take turns, each reading the other's outputs
+    assert launches[1:] == [n + 1] + [1] * 5, launches
+    assert copies[1:] == [n] + [0] * 5, copies
     assert len(executables[0].graphed.plans) == 2
+
+
+@on_simulated_gpu
+def test_steered_results_kept_are_never_overwritten(executables):
+    """In a training loop one plan's outputs live in the other plan's static input buffers. A
+    caller keeping those results and calling with other parameters (which that plan would copy
+    into the same buffers) gets its own results, and the kept ones keep their values."""
+    import plax
+    gpu = _gpu()
+    p, x, y = _mlp_args(4)
+    f = plax.jit(lambda *a: _step(*a))
+    params = plax.device_put(p, gpu)
+    xd, yd = plax.device_put((x, y), gpu)
+    for _ in range(4):
+        params = f(params, xd, yd)
+    program = executables[0].graphed
+    # (ids: a reference held here would itself keep the plans from replaying)
+    steered = {id(o) for plan in program.plans for o in plan.outputs
+               if any(o is s for other in program.plans for s in other.static if s is not None)}
+    assert steered   # the loop's second plan writes into the first plan's static buffers
+    kept = f(params, xd, yd)
+    if not any(id(k._buf) in steered for k in kept):
+        kept = f(kept, xd, yd)        # the second plan's: in the first plan's static buffers
+    assert any(id(k._buf) in steered for k in kept)
+    del params
+    want = [np.asarray(k) for k in kept]
+    other = plax.device_put(_mlp_args(5)[0], gpu)
+    g = plax.jit(_step, backend="numpy")
+    cpu = plax.devices("cpu")[0]
+    for _ in range(3):
+        got = f(other, xd, yd)
+        ref = g(plax.device_put(_mlp_args(5)[0], cpu), *plax.device_put((x, y), cpu))
+        for a, b in zip(got, ref):
+            np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-4, atol=1e-6)
+        del got
+    for k, w in zip(kept, want):
+        np.testing.assert_array_equal(np.asarray(k), w)
+
+
+@on_simulated_gpu
+def test_inputs_that_never_recur_bound_the_captures(executables):
+    """Inputs kept alive (a new pointer every call) with results dropped: the plans stay at
+    most MAX_PLANS, captures stop once they no longer pay, and every call is a replay with the
+    input copied in (two launches) or a plain call, never a capture each call."""
+    import plax
+    import plax_cupy
+    gpu = _gpu()
+    f = plax.jit(lambda v: _scan(v))
+    r = np.random.default_rng(12)
+    inputs = [plax.device_put(r.normal(size=(5, 4)).astype(np.float32), gpu) for _ in range(24)]
+    launches = []
+    for x in inputs:
+        with plax_cupy.count() as c:
+            f(x)
+        launches.append(c.launches)
+    program = executables[0].graphed
+    assert len(program.plans) <= MAX_PLANS
+    assert program.captures <= 2 * MAX_PLANS + program.replays // 4 + 1
+    assert launches[-8:] == [2] * 8, launches
 
 
 @on_simulated_gpu
 def test_results_kept_are_never_overwritten(executables):
     """A caller keeping every result: a plan replays only once its outputs are let go, so after
-    the second plan the calls run plainly rather than overwrite a result still held."""
+    the last plan the calls run plainly rather than overwrite a result still held."""
     import plax
     gpu = _gpu()
     f = plax.jit(lambda v: _scan(v))   # a program of its own
     r = np.random.default_rng(8)
-    hosts = [r.normal(size=(5, 4)).astype(np.float32) for _ in range(6)]
+    hosts = [r.normal(size=(5, 4)).astype(np.float32) for _ in range(MAX_PLANS + 3)]
     kept = [f(plax.device_put(h, gpu)) for h in hosts]
     for h, got in zip(hosts, kept):
         want = plax.jit(_scan, backend="numpy")(plax.device_put(h, plax.devices("cpu")[0]))
         for o, w in zip(plax.tree_util.tree_leaves(got), plax.tree_util.tree_leaves(want)):
             np.testing.assert_allclose(np.asarray(o), np.asarray(w), rtol=2e-5, atol=1e-6)
     program = executables[0].graphed
-    assert len(program.plans) == 2 and program.plain_calls == len(hosts) - 3
+    assert len(program.plans) == MAX_PLANS and program.plain_calls == len(hosts) - 1 - MAX_PLANS
     del kept
-    before = program.plans[0].replays
-    f(plax.device_put(hosts[0], gpu))   # the results let go: the first plan replays again
-    assert program.plans[0].replays == before + 1
+    plain, replays = program.plain_calls, program.replays
+    f(plax.device_put(hosts[0], gpu))   # the results let go: the plans serve again (a replay,
+    assert program.plain_calls == plain  # or a capture in place of a plan nobody holds)
+    assert program.replays == replays + 1 and len(program.plans) == MAX_PLANS
 
 
 @on_simulated_gpu
@@ -240,7 +340,7 @@ def test_bfloat16_results_kept_are_never_overwritten(executables):
     gpu, bf16 = _gpu(), np.dtype(ml_dtypes.bfloat16)
     f = plax.jit(lambda x: (jnp.sin(x) * 2 + x) @ x.T - 1)
     r = np.random.default_rng(10)
-    hosts = [r.normal(size=(4, 8)).astype(bf16) for _ in range(4)]
+    hosts = [r.normal(size=(4, 8)).astype(bf16) for _ in range(MAX_PLANS + 2)]
     kept = [f(plax.device_put(h, gpu)) for h in hosts]
     ref = plax.jit(lambda x: (jnp.sin(x) * 2 + x) @ x.T - 1, backend="numpy")
     for h, got in zip(hosts, kept):
@@ -248,7 +348,7 @@ def test_bfloat16_results_kept_are_never_overwritten(executables):
         assert got.dtype == bf16
         np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
     program = executables[0].graphed
-    assert len(program.plans) == 2 and program.plain_calls == 1
+    assert len(program.plans) == MAX_PLANS and program.plain_calls == 1
 
 
 @on_simulated_gpu
@@ -266,7 +366,7 @@ def test_an_input_returned_as_a_result(executables):
     for h, (same, prod) in zip(hosts, kept):
         np.testing.assert_array_equal(np.asarray(same), h)
         np.testing.assert_allclose(np.asarray(prod), h.astype(np.float64) @ yh + 1, rtol=1e-5)
-    assert len(executables[0].graphed.plans) == 2
+    assert len(executables[0].graphed.plans) == MAX_PLANS
 
 
 @on_simulated_gpu
@@ -280,17 +380,18 @@ def test_a_view_of_a_result_keeps_its_plan_from_replaying(executables):
     x = plax.device_put(r.normal(size=(6, 4)).astype(np.float32), gpu)
     f(x)                                # plain
     carry, ys = f(x)                    # captured: the first plan's outputs
+    program = executables[0].graphed
+    first = program.plans[0]
     view = ys[2:]
     want = np.asarray(view)
     del carry, ys
     for _ in range(3):                  # other inputs, results dropped
         f(plax.device_put(r.normal(size=(6, 4)).astype(np.float32), gpu))
     np.testing.assert_array_equal(np.asarray(view), want)
-    program = executables[0].graphed
-    assert len(program.plans) == 2 and program.plans[0].replays == 1
+    assert first in program.plans and first.replays == 1 and len(program.plans) >= 2
     del view
     f(x)                                # let go: the first plan (x in place, no copy) replays
-    assert program.plans[0].replays == 2
+    assert first.replays == 2
 
 
 def _host_only_primitive():
@@ -351,11 +452,13 @@ def test_a_stale_captured_pointer_is_caught():
         graph = s.end_capture()
         graph.launch(s)
         np.testing.assert_array_equal(b.get(), np.arange(256) * 2)
-        del a                                   # the captured input is freed...
-        c = cupy.zeros(256, dtype=cupy.float32)  # ...and its block reused
+        del a                                   # the captured input is freed
         with pytest.raises(fake_cupy.UseAfterFreeError, match="stale"):
             graph.launch(s)
-        del c
+        c = cupy.full(256, 3, dtype=cupy.float32)  # its block reused: a GPU reads it in place
+        graph.launch(s)
+        np.testing.assert_array_equal(b.get(), np.full(256, 6))
+        del c   # (the capture's own allocations freed and reused: test_the_plan_owns_its_buffers)
 
 
 @on_simulated_gpu

@@ -1,0 +1,140 @@
+"""Compiled CUDA modules of plax's generated source: one per source text and device in the
+process, and a program's kernels compiled concurrently before its first launch.
+
+Where a first call's compile time goes, and what each layer keeps:
+
+* **On disk, across processes**: CuPy compiles a ``RawModule`` with NVRTC on first use and
+  keeps the binary in its kernel cache (``~/.cupy/kernel_cache``, ``CUPY_CACHE_DIR``), keyed by
+  a hash of the source, the options, the architecture and NVRTC's version. plax's generated
+  source is a deterministic function of the program (shapes baked in, scalar literals passed as
+  arguments, no ids or addresses in names), so a second process running the same program loads
+  every kernel from that cache and compiles nothing (``tests/cupy/test_simulated_compile_cache.py``
+  checks it on the simulated GPU, whose host builds are cached the same way by
+  :func:`plax_cupy.nvrtc.compile_host`).
+* **In memory, across programs**: :func:`module` keeps one compiled module per source text,
+  options and device for the process, so two programs holding the same cluster (or an eager
+  kernel and a compiled one) share it instead of each loading it.
+* **Concurrently, within a program**: NVRTC's compile call releases the GIL, so
+  :func:`compile_all` compiles a program's modules not yet built on a thread pool
+  (``PLAX_CUPY_COMPILE_THREADS`` threads, default ``min(8, CPUs)``; ``1`` compiles them one
+  after the other) when the program is compiled, before its first launch, instead of one by
+  one as each kernel is first launched.
+
+The NVRTC options are :data:`OPTIONS` plus what CuPy adds (``-arch`` of the device); NVRTC's
+optimiser stays on (``-G``, which CI's source checks use, makes kernels several times slower).
+:func:`stats` says how many modules this process built and how long that took.
+"""
+from __future__ import annotations
+
+import os
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Iterable, Sequence
+
+import cupy
+
+from plax_cupy import nvrtc
+
+#: the options plax passes to ``cupy.RawModule`` (CuPy adds the architecture)
+OPTIONS = ("--std=c++17",)
+
+_modules: dict = {}   # (source, options, device id) -> compiled RawModule
+_lock = threading.Lock()
+_STATS = {"built": 0, "seconds": 0.0}
+
+
+def compile_threads() -> int:
+    """How many threads :func:`compile_all` uses (``PLAX_CUPY_COMPILE_THREADS``, default
+    ``min(8, CPUs)``).
+
+    Raises:
+      ValueError: a value that is not a positive integer.
+    """
+    raw = os.environ.get("PLAX_CUPY_COMPILE_THREADS", "").strip()
+    if not raw:
+        return max(1, min(8, os.cpu_count() or 1))
+    try:
+        value = int(raw)
+        if value < 1:
+            raise ValueError
+    except ValueError:
+        raise ValueError(f"PLAX_CUPY_COMPILE_THREADS must be a positive integer, got {raw!r}") from None
+    return value
+
+
+def module(source: str, entries: Sequence[str], options: tuple = OPTIONS, device_id: int | None = None):
+    """The compiled ``cupy.RawModule`` of ``source`` on a device, built once per process.
+
+    Args:
+      source: the CUDA C++ translation unit.
+      entries: its kernels' names (looking one up makes CuPy compile or load the module now).
+      options: NVRTC options (default :data:`OPTIONS`).
+      device_id: the device (default: CuPy's current one).
+
+    Returns:
+      the module, with ``entries`` compiled.
+
+    Example:
+      >>> fn = module(plan.source, plan.entry).get_function(plan.entry[0])   # doctest: +SKIP
+    """
+    if device_id is None:
+        device_id = cupy.cuda.Device().id
+    key = (source, tuple(options), int(device_id))
+    found = _modules.get(key)
+    return found if found is not None else _build(key, tuple(entries))
+
+
+def _build(key: tuple, entries: tuple):
+    source, options, device_id = key
+    nvrtc.preload_nvrtc()
+    start = time.perf_counter()
+    with cupy.cuda.Device(device_id):
+        built = cupy.RawModule(code=source, options=options)
+        for name in entries:
+            built.get_function(name)
+    with _lock:
+        found = _modules.setdefault(key, built)  # (another thread's build of the same key wins)
+        _STATS["built"] += 1
+        _STATS["seconds"] += time.perf_counter() - start
+    return found
+
+
+def compile_all(kernels: Iterable[tuple[str, Sequence[str]]], device_id: int,
+                options: tuple = OPTIONS) -> int:
+    """Builds the modules of ``kernels`` not yet built, concurrently (see the module).
+
+    Args:
+      kernels: ``(source, entry names)`` pairs, e.g. a program's generated kernels.
+      device_id: the device they run on.
+      options: NVRTC options (default :data:`OPTIONS`).
+
+    Returns:
+      how many modules were built.
+
+    Example:
+      >>> compile_all([(k.source, k.entry) for k in emitter.kernel_sources], 0)   # doctest: +SKIP
+    """
+    todo: dict = {}
+    for source, entries in kernels:
+        key = (source, tuple(options), int(device_id))
+        if key not in _modules:
+            todo.setdefault(key, tuple(entries))
+    if not todo:
+        return 0
+    threads = min(compile_threads(), len(todo))
+    if threads <= 1:
+        for key, entries in todo.items():
+            _build(key, entries)
+    else:
+        with ThreadPoolExecutor(threads, thread_name_prefix="plax-cupy-compile") as pool:
+            for done in [pool.submit(_build, key, entries) for key, entries in todo.items()]:
+                done.result()  # (re-raises a compile error here)
+    return len(todo)
+
+
+def stats() -> dict:
+    """``{"built": modules built (compiled or loaded from CuPy's disk cache) by this process,
+    "seconds": their total build time}`` (threads' times added up)."""
+    with _lock:
+        return dict(_STATS)
