@@ -199,7 +199,11 @@ def main(argv=None) -> None:
     parser.add_argument("--modes", nargs="*", default=list(MODES), choices=MODES)
     parser.add_argument("--profile", action="store_true",
                         help="print where a cold compilation's CPU time goes, and a load's")
+    parser.add_argument("--pauses", type=int, metavar="ROUNDS", default=0,
+                        help="print a histogram of the pauses with and without a compilation "
+                        "running, in one run (ROUNDS of each, interleaved)")
     parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
+    parser.add_argument("--pauses-child", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--profile-child", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.profile_child:
@@ -209,8 +213,14 @@ def main(argv=None) -> None:
         else:
             print(json.dumps((profile_compile if kind == "compile" else profile_load)(*rest)))
         return
+    if args.pauses_child:
+        print(json.dumps(pauses_child(args.pauses_child)))
+        return
     if args.profile:
         profile(args.workloads)
+        return
+    if args.pauses:
+        pauses(args.pauses)
         return
     if args.child:
         print(json.dumps(child(*args.child)))
@@ -472,6 +482,95 @@ def profile(workloads: list) -> None:
         for phase, t in sorted(loaded["phases"].items(), key=lambda kv: -kv[1]):
             print(f"  {phase:55s} {t:7.3f}  {100 * t / total:5.1f}%")
         print(f"  {'total':55s} {total:7.3f}")
+
+
+# ---------------------------------------------------------------- --pauses: a histogram
+
+class TaggedTicker(Ticker):
+    """A :class:`Ticker` whose every pause is recorded under the tag set when it ended
+    (``ticker.tag = "..."``), so pauses with and without a compilation running, measured in
+    one run and interleaved in time, see the same host."""
+
+    def __init__(self):
+        super().__init__()
+        self.tag = None
+        self.tagged: dict = {}
+
+    def _run(self):
+        last = time.perf_counter()
+        while not self._stop.is_set():
+            time.sleep(TICK)
+            now = time.perf_counter()
+            if self.tag is not None:
+                self.tagged.setdefault(self.tag, []).append(now - last - TICK)
+            last = now
+
+
+PAUSE_BUCKETS_MS = (0.5, 1.0, 2.0, 5.0, 10.0, 50.0)
+QUIET, FIRST, LATER = ("nothing compiling", "first kernel compiling (numba set up here)",
+                       "later kernels compiling")
+
+
+def pauses_child(rounds: int) -> dict:
+    """selu's compiled step called in a loop while a thread ticks every :data:`TICK`; the
+    first kernel's compilation (numba set up in this process meanwhile) is tagged apart,
+    then ``rounds`` times: a second of calls with nothing compiling, and the calls while a
+    new variant of the function (another constant: another kernel) compiles in the worker."""
+    from plax_numba import tiered
+    fn, args, lib = _workload("selu")
+    os.environ.pop("PLAX_NUMBA_SYNC", None)
+
+    def until_idle(call):
+        while True:
+            call()
+            if tiered.wait_idle(0):
+                return
+    with TaggedTicker() as ticker:
+        ticker.tag = FIRST
+        for _ in range(tiered.compile_after()):
+            lib.block(fn(*args))
+        until_idle(lambda: lib.block(fn(*args)))
+        for r in range(rounds):
+            ticker.tag = QUIET
+            end = time.perf_counter() + 1.0
+            while time.perf_counter() < end:
+                lib.block(fn(*args))
+            ticker.tag = LATER
+            scale = 1.0 + (r + 1) / 64  # a new constant: a new kernel, a cold compilation
+            variant = lib.jit(lambda x, scale=scale: fn(x) * scale)
+            for _ in range(tiered.compile_after()):
+                lib.block(variant(*args))
+            until_idle(lambda: lib.block(fn(*args)))
+        ticker.tag = None
+    return ticker.tagged
+
+
+def pauses(rounds: int) -> None:
+    """Prints the histogram of the pauses of a thread ticking every :data:`TICK` while the
+    program's thread calls selu's compiled step, with and without a compilation running."""
+    with tempfile.TemporaryDirectory(prefix="plax_pauses_") as cache_dir:
+        env = {k: v for k, v in os.environ.items()
+               if k not in ("PLAX_NUMBA_SYNC", "PLAX_NUMBA_WORKERS")}
+        env["PLAX_NUMBA_CACHE_DIR"] = cache_dir
+        proc = subprocess.run([sys.executable, os.path.abspath(__file__), "--pauses-child",
+                               str(rounds)], capture_output=True, text=True, env=env,
+                              timeout=900)
+    if proc.returncode:
+        raise RuntimeError(f"pauses failed:\n{proc.stderr[-3000:]}")
+    tagged = json.loads(proc.stdout.strip().splitlines()[-1])
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    print(f"{os.cpu_count()} CPU cores, load average {load:.1f}; a tick every "
+          f"{TICK * 1e3} ms; {rounds} rounds, interleaved")
+    head = (["while", "ticks", "p50", "p99", "p99.9", "longest"]
+            + [f"> {b:g} ms" for b in PAUSE_BUCKETS_MS])
+    print("| " + " | ".join(head) + " |")
+    print("|" + "---|" * len(head))
+    for tag in (QUIET, FIRST, LATER):
+        gaps = sorted(g * 1e3 for g in tagged.get(tag, [])) or [0.0]
+        at = lambda q: gaps[min(len(gaps) - 1, int(q * (len(gaps) - 1)))]  # noqa: E731
+        over = [sum(g > b for g in gaps) for b in PAUSE_BUCKETS_MS]
+        print(f"| {tag} | {len(gaps)} | {at(0.5):.2f} | {at(0.99):.2f} | {at(0.999):.2f} | "
+              f"{gaps[-1]:.2f} | " + " | ".join(str(n) for n in over) + " |")
 
 
 if __name__ == "__main__":
