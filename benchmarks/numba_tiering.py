@@ -35,6 +35,20 @@ share, which the CPU times do not.
 
 Run ``python benchmarks/numba_tiering.py`` (``--workloads selu`` for one); it prints the table.
 Times depend on the host's load: compare rows of one run.
+
+``--profile`` prints, per workload, where a cold compilation's CPU time goes: the jobs the
+compile worker gets are captured, then replayed in a fresh process as a fresh worker runs
+them, each phase's thread CPU time charged to the innermost numba or llvmlite function
+running (numba's import and registries, the kernel module's import, the front end, type
+inference, parfor passes, lowering to LLVM IR, LLVM's function and module passes, machine
+code generation, the cache write; numba's own overloads compiled inside a kernel's
+compilation are counted apart); and where a load from the disk cache goes in a fresh
+program process (numba's set-up, the index, unpickling, bitcode, linking).
+
+``--pauses ROUNDS`` prints a histogram of the pauses of a thread ticking every 0.5 ms while
+the program's thread calls selu's compiled step: nothing compiling, the first kernel compiling
+(numba set up in this process meanwhile), later kernels compiling (a new constant each
+round), the three interleaved in one run so that the host's own noise is the same in each.
 """
 from __future__ import annotations
 
@@ -526,9 +540,8 @@ def pauses_child(rounds: int) -> dict:
             if tiered.wait_idle(0):
                 return
     with TaggedTicker() as ticker:
+        lib.block(fn(*args))  # (the first call traces and lowers: not a compilation's pause)
         ticker.tag = FIRST
-        for _ in range(tiered.compile_after()):
-            lib.block(fn(*args))
         until_idle(lambda: lib.block(fn(*args)))
         for r in range(rounds):
             ticker.tag = QUIET

@@ -408,7 +408,7 @@ def prepare_numba() -> None:
                 rtsys.initialize(cpu_target.target_context)
             except Exception:  # noqa: BLE001 - an internal moved: loads take numba's path
                 _lean.clear()
-            import plax_numba.arrays, plax_numba.libm_free, plax_numba.scalar  # noqa: F401,E401
+            # (no helper module: each kernel's module imports the helpers it names)
         _prepared.append(True)
 
 
@@ -514,7 +514,8 @@ def load_now(text: str, arg_types: list):
         load_stats["missed here"] += 1
         return None
     imported = time.perf_counter()
-    kernel = load_kernel(text)
+    with _collections_deferred():  # (its helpers' modules, imported the first time)
+        kernel = load_kernel(text)
     if not try_load(kernel, numba_signature(arg_types), "prange(" in text):
         load_stats["missed here"] += 1
         return None
@@ -735,7 +736,8 @@ def load_compiled(text: str, arg_types: list):
         compiled_by = None  # on disk already
     compiled = clock()
     with tiered.yielding_gil():
-        kernel = load_kernel(text)
+        with _collections_deferred():  # (its helpers' modules, imported the first time)
+            kernel = load_kernel(text)
         loaded = load_dispatcher(kernel, numba_signature(arg_types), "prange(" in text)
     load_stats["loaded" if loaded else "compiled here"] += 1
     load_times.append({"import numba": imported - start, "worker": compiled - imported,
@@ -758,7 +760,8 @@ def _load_interim(jobs: dict, arg_types: list, interim) -> None:
         if future is not None:
             future.result()
         with tiered.yielding_gil():
-            kernel = load_kernel(text)
+            with _collections_deferred():
+                kernel = load_kernel(text)
             load_dispatcher(kernel, numba_signature(arg_types), False)
         interim(kernel)
         serial_loaded_at.append(time.perf_counter())
