@@ -35,6 +35,20 @@ share, which the CPU times do not.
 
 Run ``python benchmarks/numba_tiering.py`` (``--workloads selu`` for one); it prints the table.
 Times depend on the host's load: compare rows of one run.
+
+``--profile`` prints, per workload, where a cold compilation's CPU time goes: the jobs the
+compile worker gets are captured, then replayed in a fresh process as a fresh worker runs
+them, each phase's thread CPU time charged to the innermost numba or llvmlite function
+running (numba's import and registries, the kernel module's import, the front end, type
+inference, parfor passes, lowering to LLVM IR, LLVM's function and module passes, machine
+code generation, the cache write; numba's own overloads compiled inside a kernel's
+compilation are counted apart); and where a load from the disk cache goes in a fresh
+program process (numba's set-up, the index, unpickling, bitcode, linking).
+
+``--pauses ROUNDS`` prints a histogram of the pauses of a thread ticking every 0.5 ms while
+the program's thread calls selu's compiled step: nothing compiling, the first kernel compiling
+(numba set up in this process meanwhile), later kernels compiling (a new constant each
+round), the three interleaved in one run so that the host's own noise is the same in each.
 """
 from __future__ import annotations
 
@@ -197,8 +211,31 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workloads", nargs="*", default=list(WORKLOADS), choices=WORKLOADS)
     parser.add_argument("--modes", nargs="*", default=list(MODES), choices=MODES)
+    parser.add_argument("--profile", action="store_true",
+                        help="print where a cold compilation's CPU time goes, and a load's")
+    parser.add_argument("--pauses", type=int, metavar="ROUNDS", default=0,
+                        help="print a histogram of the pauses with and without a compilation "
+                        "running, in one run (ROUNDS of each, interleaved)")
     parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
+    parser.add_argument("--pauses-child", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--profile-child", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.profile_child:
+        kind, *rest = args.profile_child
+        if kind == "capture":
+            profile_capture(*rest)
+        else:
+            print(json.dumps((profile_compile if kind == "compile" else profile_load)(*rest)))
+        return
+    if args.pauses_child:
+        print(json.dumps(pauses_child(args.pauses_child)))
+        return
+    if args.profile:
+        profile(args.workloads)
+        return
+    if args.pauses:
+        pauses(args.pauses)
+        return
     if args.child:
         print(json.dumps(child(*args.child)))
         return
@@ -234,6 +271,319 @@ def main(argv=None) -> None:
               f"{r['quiet_pause'] * 1e3:.2f} / {r['quiet99'] * 1e3:.2f} ms | "
               f"{fmt_s(r['fast_call'])} | {here} | "
               f"{r['cpu_here']:.2f} + {r['cpu_worker']:.2f} s |")
+
+
+# ---------------------------------------------------------------- --profile: where it goes
+
+class PhaseClock:
+    """Exclusive CPU time of this thread per phase: numba's and llvmlite's functions are
+    wrapped, and the innermost wrapped call running is charged (a helper's type inference,
+    run while the kernel's is typed, counts as type inference, not twice)."""
+
+    def __init__(self):
+        self.totals: dict = {}
+        self.stack: list = []
+        self.last = time.thread_time()
+        self.nested_compiles = [0, 0.0]  # helpers compiled inside a kernel's: count, CPU s
+        self._depth = 0
+
+    def _switch(self, phase=None) -> None:
+        now = time.thread_time()
+        if self.stack:
+            top = self.stack[-1]
+            self.totals[top] = self.totals.get(top, 0.0) + now - self.last
+        self.last = now
+        if phase is None:
+            self.stack.pop()
+        else:
+            self.stack.append(phase)
+
+    def wrap(self, owner, name: str, phase: str, compile_level: bool = False) -> None:
+        """Charges ``owner.name`` (a function, method or classmethod) to ``phase``."""
+        raw = owner.__dict__[name] if isinstance(owner, type) else getattr(owner, name)
+        is_classmethod = isinstance(raw, classmethod)
+        func = raw.__func__ if is_classmethod else raw
+        clock = self
+
+        def wrapped(*args, **kwargs):
+            start = time.thread_time()
+            clock._depth += compile_level
+            clock._switch(phase)
+            try:
+                return func(*args, **kwargs)
+            finally:
+                clock._switch()
+                clock._depth -= compile_level
+                if compile_level and clock._depth > 0:
+                    clock.nested_compiles[0] += 1
+                    clock.nested_compiles[1] += time.thread_time() - start
+        setattr(owner, name, classmethod(wrapped) if is_classmethod else wrapped)
+
+    def phase(self, name: str):
+        clock = self
+
+        class _Phase:
+            def __enter__(self):
+                clock._switch(name)
+
+            def __exit__(self, *exc):
+                clock._switch()
+        return _Phase()
+
+
+def _defining_class(cls, name: str):
+    return next(k for k in cls.__mro__ if name in k.__dict__)
+
+
+def _wrap_compiler(clock: PhaseClock) -> None:
+    from numba.core import base, caching, codegen, compiler, typed_passes
+    clock.wrap(compiler, "compile_extra", "numba front end, rewrites, other passes",
+               compile_level=True)
+    clock.wrap(_defining_class(typed_passes.NopythonTypeInference, "run_pass"), "run_pass",
+               "type inference")
+    for name in ("PreParforPass", "ParforPass", "ParforFusionPass", "ParforPreLoweringPass"):
+        clock.wrap(getattr(typed_passes, name), "run_pass", "parfor passes")
+    clock.wrap(typed_passes.BaseNativeLowering, "run_pass", "lowering (numba IR -> LLVM IR)")
+    clock.wrap(codegen.CPUCodeLibrary, "add_ir_module", "LLVM IR parse + link")
+    clock.wrap(codegen.CPUCodeLibrary, "_optimize_functions", "LLVM function passes")
+    clock.wrap(codegen.CPUCodeLibrary, "_optimize_final_module", "LLVM module optimisation")
+    clock.wrap(codegen.JITCodeLibrary, "_finalize_specific", "LLVM machine code (MCJIT)")
+    clock.wrap(caching.Cache, "_save_overload", "cache write")
+    clock.wrap(base.BaseContext, "refresh", "numba registries (refresh)")
+
+
+def _wrap_loader(clock: PhaseClock) -> None:
+    from numba.core import base, caching, codegen, compiler
+    clock.wrap(caching.IndexDataCacheFile, "_load_index", "index lookup")
+    clock.wrap(caching.IndexDataCacheFile, "_load_data", "read + unpickle entry")
+    clock.wrap(compiler.CompileResult, "_rebuild", "rebuild (other)")
+    clock.wrap(codegen.ll, "parse_bitcode", "parse bitcode of the linkable module")
+    clock.wrap(codegen.JITCodeLibrary, "_finalize_specific", "link machine code (MCJIT)")
+    clock.wrap(codegen.JitEngine, "_load_defined_symbols", "symbol table")
+    clock.wrap(base.BaseContext, "insert_user_function", "install overload")
+
+
+def profile_capture(workload: str, out: str) -> None:
+    """Runs ``workload`` tiered (compiled after one call) with the worker's jobs run in
+    this process, and pickles the jobs (function name, arguments) in the order the worker
+    would get them."""
+    import pickle
+    from concurrent.futures import Future
+    from plax_numba import compile_worker, tiered
+    os.environ["PLAX_NUMBA_COMPILE_AFTER"] = "1"
+    jobs = []
+
+    def run_here(fn, *args):
+        jobs.append((fn.__name__, args))
+        future = Future()
+        try:
+            future.set_result(fn(*args))
+        except Exception as err:  # noqa: BLE001
+            future.set_exception(err)
+        return future
+    compile_worker.submit = run_here
+    compile_worker.prestart = lambda: None
+    fn, args, lib = _workload(workload)
+    os.environ.pop("PLAX_NUMBA_SYNC", None)
+    for _ in range(3):
+        lib.block(fn(*args))
+        tiered.wait_idle(600)
+    with open(out, "wb") as f:
+        pickle.dump(jobs, f)
+
+
+def profile_compile(jobs_path: str) -> dict:
+    """Runs the captured jobs as a fresh compile worker would (numba's import first), each
+    phase's CPU time charged (:class:`PhaseClock`)."""
+    import pickle
+    clock = PhaseClock()
+    with open(jobs_path, "rb") as f:  # (the capture's cache directory left out)
+        jobs = [(name, args[:2]) for name, args in pickle.load(f)
+                if name == "compile_for_cache"]
+    with clock.phase("import numba"):
+        import numba  # noqa: F401
+    _wrap_compiler(clock)
+    with clock.phase("import plax_numba's helpers"):
+        import plax_numba.arrays, plax_numba.libm_free, plax_numba.scalar  # noqa: F401,E401
+    from plax_numba import cache
+    per_job = []
+    for name, args in jobs:
+        start = time.thread_time()
+        with clock.phase("import the kernel module (helpers' dispatchers)"):
+            cache.load_kernel(args[0])
+        with clock.phase("numba front end, rewrites, other passes"):
+            getattr(cache, name)(*args)
+        per_job.append((name, "prange(" in args[0], time.thread_time() - start))
+    clock._switch(None) if clock.stack else None
+    return {"phases": clock.totals, "jobs": per_job, "nested": clock.nested_compiles}
+
+
+def profile_load(jobs_path: str) -> dict:
+    """Loads the kernels the captured jobs compiled, from the disk cache, as the program's
+    process does (:func:`plax_numba.cache.prepare_numba`, then each kernel's load)."""
+    import pickle
+    clock = PhaseClock()
+    with open(jobs_path, "rb") as f:
+        jobs = pickle.load(f)
+    from plax_numba import cache
+    with clock.phase("prepare numba (import, runtime)"):
+        cache.prepare_numba()
+    _wrap_loader(clock)
+    for name, args in jobs:
+        if name != "compile_for_cache":
+            continue
+        text, arg_types = args[0], args[1]
+        with clock.phase("import the kernel module (helpers' dispatchers)"):
+            kernel = cache.load_kernel(text)
+        with clock.phase("load (other)"):
+            assert cache.load_dispatcher(kernel, cache.numba_signature(arg_types),
+                                         "prange(" in text)
+    return {"phases": clock.totals, "jobs": [], "nested": [0, 0.0]}
+
+
+def _workload(workload: str):
+    sys.path.insert(0, HERE)
+    import compare
+    import plax
+    lib = compare._Lib(plax, lambda f: plax.jit(f, backend="numba"), plax.numpy.asarray,
+                       plax.block_until_ready)
+    factory = next(impls["plax"] for label, impls in compare.make_workloads(False)
+                   if label.startswith(WORKLOADS[workload]))
+    fn, args = factory(lib)
+    return fn, args, lib
+
+
+def _profile_child(kind: str, jobs_path: str, cache_dir: str) -> dict:
+    env = dict(os.environ, PLAX_NUMBA_CACHE_DIR=cache_dir)
+    start = time.perf_counter()
+    proc = subprocess.run([sys.executable, os.path.abspath(__file__), "--profile-child", kind,
+                           jobs_path], capture_output=True, text=True, env=env, timeout=900)
+    if proc.returncode:
+        raise RuntimeError(f"profile {kind} failed:\n{proc.stderr[-3000:]}")
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    result["wall"] = time.perf_counter() - start
+    return result
+
+
+def profile(workloads: list) -> None:
+    """Prints where a cold compilation's CPU time goes, per workload: in a fresh process as
+    the compile worker runs it (phases of numba and LLVM), and in a fresh process loading
+    the result from the disk cache, as the program does (and as a warm start does)."""
+    for workload in workloads:
+        with tempfile.TemporaryDirectory(prefix="plax_profile_") as work:
+            jobs_path = os.path.join(work, "jobs.pkl")
+            capture_dir = os.path.join(work, "capture")
+            env = dict(os.environ, PLAX_NUMBA_CACHE_DIR=capture_dir)
+            subprocess.run([sys.executable, os.path.abspath(__file__), "--profile-child",
+                            "capture", workload, jobs_path], check=True, env=env, timeout=900,
+                           capture_output=True)
+            fresh = os.path.join(work, "fresh")
+            compiled = _profile_child("compile", jobs_path, fresh)
+            loaded = _profile_child("load", jobs_path, fresh)
+        print(f"\n### {workload}: {len(compiled['jobs'])} worker jobs "
+              f"({sum(1 for j in compiled['jobs'] if j[1])} parallel), CPU seconds")
+        total = sum(compiled["phases"].values())
+        print(f"compile worker (fresh process, wall {compiled['wall']:.2f} s with the "
+              f"interpreter's start; nested helper compilations: {compiled['nested'][0]}, "
+              f"{compiled['nested'][1]:.2f} s of it)")
+        for phase, t in sorted(compiled["phases"].items(), key=lambda kv: -kv[1]):
+            print(f"  {phase:55s} {t:7.3f}  {100 * t / total:5.1f}%")
+        print(f"  {'total':55s} {total:7.3f}")
+        for name, parallel, t in compiled["jobs"]:
+            print(f"    job {name}{' (parallel)' if parallel else ''}: {t:.3f}")
+        total = sum(loaded["phases"].values())
+        print(f"load in the program's process (fresh process, wall {loaded['wall']:.2f} s)")
+        for phase, t in sorted(loaded["phases"].items(), key=lambda kv: -kv[1]):
+            print(f"  {phase:55s} {t:7.3f}  {100 * t / total:5.1f}%")
+        print(f"  {'total':55s} {total:7.3f}")
+
+
+# ---------------------------------------------------------------- --pauses: a histogram
+
+class TaggedTicker(Ticker):
+    """A :class:`Ticker` whose every pause is recorded under the tag set when it ended
+    (``ticker.tag = "..."``), so pauses with and without a compilation running, measured in
+    one run and interleaved in time, see the same host."""
+
+    def __init__(self):
+        super().__init__()
+        self.tag = None
+        self.tagged: dict = {}
+
+    def _run(self):
+        last = time.perf_counter()
+        while not self._stop.is_set():
+            time.sleep(TICK)
+            now = time.perf_counter()
+            if self.tag is not None:
+                self.tagged.setdefault(self.tag, []).append(now - last - TICK)
+            last = now
+
+
+PAUSE_BUCKETS_MS = (0.5, 1.0, 2.0, 5.0, 10.0, 50.0)
+QUIET, FIRST, LATER = ("nothing compiling", "first kernel compiling (numba set up here)",
+                       "later kernels compiling")
+
+
+def pauses_child(rounds: int) -> dict:
+    """selu's compiled step called in a loop while a thread ticks every :data:`TICK`; the
+    first kernel's compilation (numba set up in this process meanwhile) is tagged apart,
+    then ``rounds`` times: a second of calls with nothing compiling, and the calls while a
+    new variant of the function (another constant: another kernel) compiles in the worker."""
+    from plax_numba import tiered
+    fn, args, lib = _workload("selu")
+    os.environ.pop("PLAX_NUMBA_SYNC", None)
+
+    def until_idle(call):
+        while True:
+            call()
+            if tiered.wait_idle(0):
+                return
+    with TaggedTicker() as ticker:
+        lib.block(fn(*args))  # (the first call traces and lowers: not a compilation's pause)
+        ticker.tag = FIRST
+        until_idle(lambda: lib.block(fn(*args)))
+        for r in range(rounds):
+            ticker.tag = QUIET
+            end = time.perf_counter() + 1.0
+            while time.perf_counter() < end:
+                lib.block(fn(*args))
+            ticker.tag = LATER
+            scale = 1.0 + (r + 1) / 64  # a new constant: a new kernel, a cold compilation
+            variant = lib.jit(lambda x, scale=scale: fn(x) * scale)
+            for _ in range(tiered.compile_after()):
+                lib.block(variant(*args))
+            until_idle(lambda: lib.block(fn(*args)))
+        ticker.tag = None
+    return ticker.tagged
+
+
+def pauses(rounds: int) -> None:
+    """Prints the histogram of the pauses of a thread ticking every :data:`TICK` while the
+    program's thread calls selu's compiled step, with and without a compilation running."""
+    with tempfile.TemporaryDirectory(prefix="plax_pauses_") as cache_dir:
+        env = {k: v for k, v in os.environ.items()
+               if k not in ("PLAX_NUMBA_SYNC", "PLAX_NUMBA_WORKERS")}
+        env["PLAX_NUMBA_CACHE_DIR"] = cache_dir
+        proc = subprocess.run([sys.executable, os.path.abspath(__file__), "--pauses-child",
+                               str(rounds)], capture_output=True, text=True, env=env,
+                              timeout=900)
+    if proc.returncode:
+        raise RuntimeError(f"pauses failed:\n{proc.stderr[-3000:]}")
+    tagged = json.loads(proc.stdout.strip().splitlines()[-1])
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    print(f"{os.cpu_count()} CPU cores, load average {load:.1f}; a tick every "
+          f"{TICK * 1e3} ms; {rounds} rounds, interleaved")
+    head = (["while", "ticks", "p50", "p99", "p99.9", "longest"]
+            + [f"> {b:g} ms" for b in PAUSE_BUCKETS_MS])
+    print("| " + " | ".join(head) + " |")
+    print("|" + "---|" * len(head))
+    for tag in (QUIET, FIRST, LATER):
+        gaps = sorted(g * 1e3 for g in tagged.get(tag, [])) or [0.0]
+        at = lambda q: gaps[min(len(gaps) - 1, int(q * (len(gaps) - 1)))]  # noqa: E731
+        over = [sum(g > b for g in gaps) for b in PAUSE_BUCKETS_MS]
+        print(f"| {tag} | {len(gaps)} | {at(0.5):.2f} | {at(0.99):.2f} | {at(0.999):.2f} | "
+              f"{gaps[-1]:.2f} | " + " | ".join(str(n) for n in over) + " |")
 
 
 if __name__ == "__main__":

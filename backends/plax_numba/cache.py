@@ -21,6 +21,7 @@ import gc
 import hashlib
 import importlib.util
 import os
+import re
 import sys
 import tempfile
 import threading
@@ -32,27 +33,36 @@ _HEADER = '''"""A plax_numba kernel, generated from {primitives}."""
 import math
 import numpy as np
 from numba import njit, prange
-from plax_numba.scalar import fmax, fmin, idiv, irem, fsign, logistic, round_away, exp_f32
-from plax_numba.scalar import tanh_f32, logistic_f32
-from plax_numba.libm_free import log_f32, expm1_f32, erf_f32, erfc_f32, sin_f32, cos_f32
-from plax_numba.libm_free import erf_inv_f32, lgamma_f32, digamma_f32
-from plax_numba.scalar import bitcast, nextafter_f32, nextafter_f64
-from plax_numba.special import bessel_i0e_f32, bessel_i0e_f64, bessel_i1e_f32, bessel_i1e_f64
-from plax_numba.special import digamma_f64
-from plax_numba.special_gamma import igamma_f32, igamma_f64, igammac_f32, igammac_f64
-from plax_numba.special_gamma import igamma_grad_a_f32, igamma_grad_a_f64
-from plax_numba.special_gamma import random_gamma_grad_f32, random_gamma_grad_f64
-from plax_numba.special_zeta import zeta_f32, zeta_f64, polygamma_f32, polygamma_f64
-from plax_numba.special_beta import betainc_f32, betainc_f64
-from plax_numba.special_erf import erf_inv_f64
-from plax_numba.threefry_kernels import hash_words
-from plax_numba.numpy_calls import log1p_f32, log1p_f64, log1p_scalar_f32, log1p_scalar_f64
-from plax_numba.arrays import dot_rows, dot_loops, dot_blas, dot_blas_mv, dot_bool, matvec_t
-
+{helpers}
 _OPTIONS = dict(cache=True, nogil=True, error_model="numpy", boundscheck=False)
 _PARALLEL = dict(_OPTIONS, parallel=True)
 
 '''
+
+#: the helpers generated kernels may call, by module: a kernel's module imports those it
+#: names (:func:`module_source`), so a compile worker never imports the rest (importing
+#: ``plax_numba.special`` imports all of plax: 0.22 CPU seconds of a worker's start-up, for
+#: kernels that call no Bessel function)
+_HELPERS = {
+    "plax_numba.scalar": ("fmax", "fmin", "idiv", "irem", "fsign", "logistic", "round_away",
+                          "exp_f32", "tanh_f32", "logistic_f32", "bitcast", "nextafter_f32",
+                          "nextafter_f64"),
+    "plax_numba.libm_free": ("log_f32", "expm1_f32", "erf_f32", "erfc_f32", "sin_f32",
+                             "cos_f32", "erf_inv_f32", "lgamma_f32", "digamma_f32"),
+    "plax_numba.special": ("bessel_i0e_f32", "bessel_i0e_f64", "bessel_i1e_f32",
+                           "bessel_i1e_f64", "digamma_f64"),
+    "plax_numba.special_gamma": ("igamma_f32", "igamma_f64", "igammac_f32", "igammac_f64",
+                                 "igamma_grad_a_f32", "igamma_grad_a_f64",
+                                 "random_gamma_grad_f32", "random_gamma_grad_f64"),
+    "plax_numba.special_zeta": ("zeta_f32", "zeta_f64", "polygamma_f32", "polygamma_f64"),
+    "plax_numba.special_beta": ("betainc_f32", "betainc_f64"),
+    "plax_numba.special_erf": ("erf_inv_f64",),
+    "plax_numba.threefry_kernels": ("hash_words",),
+    "plax_numba.numpy_calls": ("log1p_f32", "log1p_f64", "log1p_scalar_f32",
+                               "log1p_scalar_f64"),
+    "plax_numba.arrays": ("dot_rows", "dot_loops", "dot_blas", "dot_blas_mv", "dot_bool",
+                          "matvec_t"),
+}
 
 _lock = threading.Lock()
 _kernels: dict[str, object] = {}   # file key -> dispatcher
@@ -122,8 +132,25 @@ def use_cache_dir(directory: str | None) -> None:
 
 
 def module_source(kernel_source: str, primitives: list[str]) -> str:
-    """The complete module text of a kernel (header, helpers' imports, the kernel)."""
-    return _HEADER.format(primitives=_describe(primitives)) + kernel_source
+    """The complete module text of a kernel: the header, the imports of the helpers
+    (:data:`_HELPERS`) ``kernel_source`` names, and ``kernel_source``.
+
+    Args:
+      kernel_source: the generated kernel (a function named ``kernel``, and its own helpers).
+      primitives: the primitives it computes (named in the module's docstring).
+
+    Returns:
+      The module's text.
+
+    Example::
+
+      text = module_source(plan.source, plan.primitives)
+    """
+    words = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", kernel_source))
+    helpers = "".join(f"from {module} import {', '.join(used)}\n"
+                      for module, names in _HELPERS.items()
+                      for used in [[n for n in names if n in words]] if used)
+    return _HEADER.format(primitives=_describe(primitives), helpers=helpers) + kernel_source
 
 
 def _describe(primitives: list[str]) -> str:
@@ -381,7 +408,7 @@ def prepare_numba() -> None:
                 rtsys.initialize(cpu_target.target_context)
             except Exception:  # noqa: BLE001 - an internal moved: loads take numba's path
                 _lean.clear()
-            import plax_numba.arrays, plax_numba.libm_free, plax_numba.scalar  # noqa: F401,E401
+            # (no helper module: each kernel's module imports the helpers it names)
         _prepared.append(True)
 
 
@@ -487,7 +514,8 @@ def load_now(text: str, arg_types: list):
         load_stats["missed here"] += 1
         return None
     imported = time.perf_counter()
-    kernel = load_kernel(text)
+    with _collections_deferred():  # (its helpers' modules, imported the first time)
+        kernel = load_kernel(text)
     if not try_load(kernel, numba_signature(arg_types), "prange(" in text):
         load_stats["missed here"] += 1
         return None
@@ -708,7 +736,8 @@ def load_compiled(text: str, arg_types: list):
         compiled_by = None  # on disk already
     compiled = clock()
     with tiered.yielding_gil():
-        kernel = load_kernel(text)
+        with _collections_deferred():  # (its helpers' modules, imported the first time)
+            kernel = load_kernel(text)
         loaded = load_dispatcher(kernel, numba_signature(arg_types), "prange(" in text)
     load_stats["loaded" if loaded else "compiled here"] += 1
     load_times.append({"import numba": imported - start, "worker": compiled - imported,
@@ -731,7 +760,8 @@ def _load_interim(jobs: dict, arg_types: list, interim) -> None:
         if future is not None:
             future.result()
         with tiered.yielding_gil():
-            kernel = load_kernel(text)
+            with _collections_deferred():
+                kernel = load_kernel(text)
             load_dispatcher(kernel, numba_signature(arg_types), False)
         interim(kernel)
         serial_loaded_at.append(time.perf_counter())
