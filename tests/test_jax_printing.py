@@ -38,6 +38,9 @@ def _jaxpr_cases(jax):
         "iota": (lambda: lax.iota(jnp.int32, 3), ()),
         "weak_literals": (lambda a: a * 0.1 + 1e-08 * a - 3e+38, (1.0,)),
         "strong_literal": (lambda a: a * np.float32(0.1), (1.0,)),
+        "fori_loop_while": (lambda a, n: lax.fori_loop(0, n, lambda i, c: c + a * 3., a),
+                            (jnp.ones(2), 5)),
+        "fori_loop_scan": (lambda a: lax.fori_loop(0, 3, lambda i, c: c + i, a), (0,)),
     }
 
 
@@ -104,6 +107,36 @@ JAX_JAXPRS = {
     d:f32[] = add b c
     e:f32[] = sub d 3e+38:f32[]
   in (e,) }""",
+    # the bounds as given (no conversion), the counter weakly typed like a Python int
+    "fori_loop_while": """\
+{ lambda ; a:f32[2] b:i32[]. let
+    _:i32[] _:i32[] c:f32[2] = while[
+      body_jaxpr={ lambda ; d:f32[2] e:i32[] f:i32[] g:f32[2]. let
+          h:i32[] = add e 1:i32[]
+          i:f32[2] = mul d 3.0:f32[]
+          j:f32[2] = add g i
+        in (h, f, j) }
+      body_nconsts=1
+      cond_jaxpr={ lambda ; k:i32[] l:i32[] m:f32[2]. let
+          n:bool[] = lt k l
+        in (n,) }
+      cond_nconsts=0
+    ] a 0:i32[] b a
+  in (c,) }""",
+    "fori_loop_scan": """\
+{ lambda ; a:i32[]. let
+    _:i32[] b:i32[] = scan[
+      jaxpr={ lambda ; c:i32[] d:i32[]. let
+          e:i32[] = add c 1:i32[]
+          f:i32[] = add d c
+        in (e, f) }
+      length=3
+      num_carry=2
+      num_consts=0
+      reverse=False
+      unroll=1
+    ] 0:i32[] a
+  in (b,) }""",
     "strong_literal": """\
 { lambda ; a:f32[]. let
     b:f32[] = convert_element_type[new_dtype=float32 weak_type=False] a
@@ -207,3 +240,9 @@ def test_varying_axes_print_as_jax_writes_them():
     two = ShapedArray((2, 2), np.dtype("float32"), vma=frozenset({"j", "i"}))
     assert (one.str_short(), str(one)) == ("f32[3]{V:i}", "float32[3]{V:i}")
     assert (two.str_short(), str(two)) == ("f32[2,2]{V:(i,j)}", "float32[2,2]{V:(i,j)}")
+
+
+def test_fori_loop_of_a_python_int_stays_weakly_typed():
+    # as JAX: lax.fori_loop(0, 10, lambda i, x: x + i, 0) is Array(45, dtype=int32, weak_type=True)
+    out = plax.lax.fori_loop(0, 10, lambda i, x: x + i, 0)
+    assert int(out) == 45 and out.aval.weak_type and out.dtype == np.int32
