@@ -2,7 +2,7 @@
 ``dot_general``'s dimension numbers, precision and result type, ``broadcast_in_dim`` without
 its shape), Python-float literals as written, tracers (``JitTracer(~float32[])``), the first
 line of the tracer conversion errors, and ``print_saved_residuals`` (qualified function names,
-offloaded residuals in host memory).
+offloaded residuals in host memory), shardings with their memory kind.
 
 Each case runs one program with ``jax`` bound to plax and compares its output with the text
 JAX 0.10.2 printed for it, recorded below, so that CI (without JAX) checks it too; where JAX
@@ -163,6 +163,7 @@ def _printed(jax) -> str:
         jax.grad(show)(1.0)
         jax.jvp(show, (1.0,), (2.0,))
         jax.vmap(show)(jnp.ones(3))
+        print(jax.device_put(jnp.ones(3), jax.devices("cpu")[0]).sharding)
 
         def branch(x):
             return x if x > 0 else -x
@@ -198,6 +199,7 @@ JitTracer(int32[2,3])
 GradTracer(primal=1.0, typeof(tangent)=f32[])
 JVPTracer(primal=1.0, tangent=2.0)
 VmapTracer(aval=float32[], batched=float32[3])
+SingleDeviceSharding(device=CpuDevice(id=0), memory_kind=device)
 Attempted boolean conversion of traced array with shape bool[].
 f32[] output of cos from <file>:{sin}:24 (_printed.<locals>.chain.<locals>.f)
 f32[] output of cos from <file>:{sin}:24 (_printed.<locals>.chain.<locals>.f)
