@@ -47,6 +47,7 @@ DEFAULT_PAGES = (
     "docs/external-callbacks.md",
     "docs/gradient-checkpointing.md", "docs/jaxpr.md", "docs/array_refs.md",
     "docs/notebooks/shard_map.md", "docs/parallel.md", "docs/notebooks/thinking_in_jax.md",
+    "docs/notebooks/autodiff_remat.md", "docs/debugging/flags.md",
     "docs/tracing.md",
 )
 
