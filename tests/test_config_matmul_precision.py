@@ -48,7 +48,10 @@ def test_default_precision_is_recorded_as_jax_records_it(setting):
 
 
 def test_an_explicit_precision_wins_and_none_is_recorded_without_the_option():
-    assert _recorded(plax, jnp, "bfloat16", precision="highest") == "highest"
+    # recorded as JAX records it: one Precision for both operands
+    assert _recorded(plax, jnp, "bfloat16", precision="highest") == ("HIGHEST", "HIGHEST")
+    if jax is not None:
+        assert _recorded(jax, jjnp, "bfloat16", precision="highest") == ("HIGHEST", "HIGHEST")
     closed = plax.make_jaxpr(jnp.dot)(jnp.ones((2, 3)), jnp.ones((3, 4)))
     assert closed.jaxpr.eqns[0].params["precision"] is None
 
@@ -56,13 +59,13 @@ def test_an_explicit_precision_wins_and_none_is_recorded_without_the_option():
 def test_jit_traces_again_when_the_option_changes():
     f = plax.jit(lambda a, b: a @ b)
     text = str(plax.make_jaxpr(f)(jnp.ones((2, 3)), jnp.ones((3, 4))))
-    assert "precision=None" in text
+    assert "precision=" not in text  # None: not printed, as JAX prints it
     with plax.default_matmul_precision("tensorfloat32"):
-        assert "precision=('HIGH', 'HIGH')" in str(
+        assert "precision=(Precision.HIGH, Precision.HIGH)" in str(
             plax.make_jaxpr(f)(jnp.ones((2, 3)), jnp.ones((3, 4))))
     plax.config.update("jax_default_matmul_precision", "float32")
     try:
-        assert "precision=('HIGHEST', 'HIGHEST')" in str(
+        assert "precision=(Precision.HIGHEST, Precision.HIGHEST)" in str(
             plax.make_jaxpr(f)(jnp.ones((2, 3)), jnp.ones((3, 4))))
     finally:
         plax.config.update("jax_default_matmul_precision", None)

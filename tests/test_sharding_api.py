@@ -98,7 +98,7 @@ def test_mesh_repr_shows_axis_types_as_jax(dev):
     assert repr(make_mesh((1, 1), ("a", "b"), (AxisType.Auto, AxisType.Explicit))) == \
         "Mesh('a': 1, 'b': 1, axis_types=(Auto, Explicit))"
     assert repr(NamedSharding(make_mesh((1,), ("x",)), P("x"))) == \
-        "NamedSharding(mesh=Mesh('x': 1, axis_types=(Explicit,)), spec=P('x',))"
+        "NamedSharding(mesh=Mesh('x': 1, axis_types=(Explicit,)), spec=P('x',), memory_kind=device)"
 
 
 def test_meshes_differing_only_in_axis_types_are_not_equal(dev):
@@ -432,7 +432,7 @@ def test_several_devices():
     assert out["direct"] == "Mesh('x': 2, 'y': 2, axis_types=(Auto, Auto))"
     sharding, consistent, shards, values = out["xy"]
     assert sharding == ("NamedSharding(mesh=Mesh('x': 2, 'y': 2, axis_types=(Explicit, "
-                        "Explicit)), spec=P('x', 'y'))")
+                        "Explicit)), spec=P('x', 'y'), memory_kind=device)")
     assert consistent and values
     # JAX 0.10.2's devices_indices_map for P('x', 'y') on a (2, 2) mesh of devices 0..3
     assert shards == [[0, [[0, 2], [0, 2]], [[0.0, 1.0], [4.0, 5.0]]],
@@ -445,18 +445,18 @@ def test_several_devices():
                                        [2, [[None, None], [2, 4]]], [3, [[None, None], [2, 4]]]]
     assert out["replicated"] == [True, 4]
     sharding, shards = out["wsc"]
-    assert sharding.endswith("spec=P('y',))")
+    assert sharding.endswith("spec=P('y',), memory_kind=device)")
     assert [s[:2] for s in shards] == [[0, [[0, 2], [None, None]]], [1, [[2, 4], [None, None]]],
                                        [2, [[0, 2], [None, None]]], [3, [[2, 4], [None, None]]]]
     assert out["jit"] and out["grad"]
     assert out["auto"] == ["P('y', 'x')", True]
-    assert out["explicit"][0].endswith("spec=P('x', None))")
+    assert out["explicit"][0].endswith("spec=P('x', None), memory_kind=device)")
     assert out["explicit"][1] == 120.0
     assert "not divisible by 2" in out["uneven"]
     # device_put(x, P("y")) under set_mesh: split over "y" (devices 0,2 hold rows 0:2 and
     # devices 1,3 rows 2:4, as JAX 0.10.2 places them), replicated over "x"
     sharding, shards = out["device_put_spec"]
-    assert sharding.endswith("spec=P('y',))")
+    assert sharding.endswith("spec=P('y',), memory_kind=device)")
     assert [s[:2] for s in shards] == [[0, [[0, 2], [None, None]]], [1, [[2, 4], [None, None]]],
                                        [2, [[0, 2], [None, None]]], [3, [[2, 4], [None, None]]]]
     assert shards[1][2] == [[8.0, 9.0, 10.0, 11.0], [12.0, 13.0, 14.0, 15.0]]

@@ -84,8 +84,9 @@ def test_save_and_offload_only_these_names():
                                rtol=1e-6)
     saved = plax.ad_checkpoint.saved_residuals(plax.checkpoint(f, policy=policy), jnp.ones(3))
     names = [why for _, why in saved]
-    assert any("'a'" in w for w in names) and any("'b'" in w for w in names)
-    assert not any("'c'" in w for w in names)
+    # 'b' is offloaded: listed, as JAX lists it, as the copy to host memory it saves
+    assert any("'a'" in w for w in names) and "output of device_put from " in names
+    assert not any("'b'" in w or "'c'" in w for w in names)
     with pytest.raises(ValueError, match="intersection"):
         plax.checkpoint_policies.save_and_offload_only_these_names(
             names_which_can_be_saved=["a"], names_which_can_be_offloaded=["a"],

@@ -87,12 +87,45 @@ def saved_residuals(f: Callable, *args: Any, **kwargs: Any) -> list[tuple[Any, s
       ['output of cos from ...:1:... (<lambda>)']
     """
     import sys
-    from plax.core.source_info import capturing_sources
-    with capturing_sources(boundary=sys._getframe(1)):
-        return _saved_residuals(f, args, kwargs)
+    with _capturing(sys._getframe(1)):
+        return [(aval, why) for aval, why, _ in _saved_residuals(f, args, kwargs)]
 
 
-def _saved_residuals(f: Callable, args, kwargs) -> list[tuple[Any, str]]:
+class _capturing:
+    """Records the source lines of staged values and the checkpoint policies met while
+    ``f``'s VJP is traced."""
+
+    def __init__(self, boundary):
+        from plax.core.source_info import capturing_sources
+        self.sources = capturing_sources(boundary=boundary)
+
+    def __enter__(self):
+        from plax.transforms import checkpoint
+        self.saved, checkpoint.policies_seen = checkpoint.policies_seen, []
+        self.sources.__enter__()
+
+    def __exit__(self, *exc):
+        from plax.transforms import checkpoint
+        checkpoint.policies_seen = self.saved
+        return self.sources.__exit__(*exc)
+
+
+def _offloaded_to_host(eqn, policies) -> bool:
+    """Whether a checkpoint policy met while tracing offloads ``eqn``'s result to host memory
+    (JAX then saves a ``device_put`` to host; plax keeps the value where it is)."""
+    avals = [v.aval for v in eqn.invars]
+    for policy in policies:
+        try:  # a policy asked about an equation it was not written for must not fail this
+            answer = policy(eqn.primitive, *avals, **eqn.params)
+        except Exception:  # noqa: BLE001
+            continue
+        if isinstance(answer, Offloadable):
+            return "host" in str(answer.dst)
+    return False
+
+
+def _saved_residuals(f: Callable, args, kwargs) -> list[tuple[Any, str, str]]:
+    """``(aval, description, memory)``: memory is ``"host"`` for an offloaded residual."""
     import functools
     from plax import tree_util
     from plax.core.jaxpr import Literal
@@ -109,21 +142,27 @@ def _saved_residuals(f: Callable, args, kwargs) -> list[tuple[Any, str]]:
         f_vjp = vjp(fun, *tree_util.tree_unflatten(in_tree, list(flat)))[1]
         return [r for r in tree_util.tree_leaves(f_vjp) if not callable(r)]
 
+    from plax.transforms import checkpoint
     jaxpr = make_jaxpr(residuals)(*leaves).jaxpr
+    policies = list(checkpoint.policies_seen or ())
     wanted = {id(v) for v in jaxpr.outvars if not isinstance(v, Literal)}
-    out: list[tuple[Any, str]] = [(v.aval, "from a literal") for v in jaxpr.outvars
-                                  if isinstance(v, Literal)]
-    out += [(v.aval, "from a constant") for v in jaxpr.constvars if id(v) in wanted]
+    out: list[tuple[Any, str, str]] = [(v.aval, "from a literal", "") for v in jaxpr.outvars
+                                       if isinstance(v, Literal)]
+    out += [(v.aval, "from a constant", "") for v in jaxpr.constvars if id(v) in wanted]
     try:
         names = DebugInfo("saved_residuals", fun, in_tree).arg_names()
     except Exception:  # noqa: BLE001 (a description must not fail)
         names = [f"args[{i}]" for i in range(len(leaves))]
-    out += [(v.aval, f"from the argument {n}") for v, n in zip(jaxpr.invars, names)
+    out += [(v.aval, f"from the argument {n}", "") for v, n in zip(jaxpr.invars, names)
             if id(v) in wanted]
     from plax.core.source_info import source_of
     for eqn in jaxpr.eqns:
         for v in eqn.outvars:
             if id(v) not in wanted:
+                continue
+            if _offloaded_to_host(eqn, policies):
+                # as JAX lists it: the copy to host memory that it saves, with no source line
+                out.append((v.aval, "output of device_put from ", "host"))
                 continue
             if eqn.primitive is name_p:
                 why = f"named '{eqn.params['name']}'"
@@ -132,7 +171,7 @@ def _saved_residuals(f: Callable, args, kwargs) -> list[tuple[Any, str]]:
             else:
                 why = f"output of {eqn.primitive.name}"
             # as JAX: " from " and the source, empty where no line of f made the value
-            out.append((v.aval, f"{why} from {source_of(v) or ''}"))
+            out.append((v.aval, f"{why} from {source_of(v) or ''}", ""))
     return out
 
 
@@ -150,5 +189,11 @@ def print_saved_residuals(f: Callable, *args: Any, **kwargs: Any) -> None:
       >>> print_saved_residuals(lambda x: jnp.sin(x).sum(), jnp.ones(3))  # doctest: +SKIP
       f32[3] output of cos from <stdin>:1:26 (<lambda>)
     """
-    for aval, why in saved_residuals(f, *args, **kwargs):
-        print(aval.str_short(), why)
+    import sys
+    with _capturing(sys._getframe(1)):
+        found = _saved_residuals(f, args, kwargs)
+    for aval, why, memory in found:
+        text = aval.str_short()
+        if memory:  # JAX writes the memory space after the dtype: f32<host>[3]
+            text = text.replace("[", f"<{memory}>[", 1)
+        print(text, why)

@@ -220,7 +220,8 @@ class Array:
     def __bool__(self) -> bool:
         if self.aval.size != 1:
             raise ValueError(f"The truth value of an array with more than one element is "
-                             f"ambiguous (shape {self.shape}). Use a.any() or a.all().")
+                             f"ambiguous. Use a.any() or a.all()\n(The array has shape "
+                             f"{self.shape}.)")  # JAX's (and NumPy's) first line
         return bool(self._host_value().reshape(()).item())
 
     def __float__(self) -> float:
@@ -255,10 +256,11 @@ class Array:
                         "as a dict key or a static jit argument.")
 
     def __setitem__(self, idx, value):
-        raise TypeError("'Array' object does not support item assignment. JAX arrays are "
-                        "immutable. Instead of ``x[idx] = y``, use ``x = x.at[idx].set(y)`` or "
-                        "another .at[] method: "
-                        "https://jax.readthedocs.io/en/latest/_autosummary/jax.numpy.ndarray.at.html")
+        # JAX's text ('Array' object does not support item assignment)
+        raise TypeError("JAX arrays are immutable and do not support in-place item assignment. "
+                        "Instead of x[idx] = y, use x = x.at[idx].set(y) or another .at[] "
+                        "method: "
+                        "https://docs.jax.dev/en/latest/_autosummary/jax.numpy.ndarray.at.html")
 
     # ---- printing
     def __repr__(self) -> str:

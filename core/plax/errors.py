@@ -14,6 +14,14 @@ def _control_flow_tip() -> str:
             "or write a branch-free expression such as jnp.where(...).")
 
 
+def _error_repr(tracer) -> str:
+    """A tracer as JAX names it in these errors: ``traced array with shape float32[3]``."""
+    aval = getattr(tracer, "aval", None)
+    if aval is None or not hasattr(aval, "shape") or not hasattr(aval, "dtype"):
+        return str(tracer)
+    return f"traced array with shape {aval.dtype.name}[{','.join(map(str, aval.shape))}]"
+
+
 class JAXTypeError(TypeError):
     """Base class of plax's tracer-related type errors."""
 
@@ -22,7 +30,8 @@ class ConcretizationTypeError(JAXTypeError):
     """A concrete value was needed, but the value is an abstract tracer."""
 
     def __init__(self, tracer, context: str = ""):
-        what = f"Abstract tracer value encountered where concrete value is expected: {tracer}\n"
+        what = ("Abstract tracer value encountered where concrete value is expected: "
+                f"{_error_repr(tracer)}\n")
         super().__init__(what + (context + "\n" if context else "") + _control_flow_tip())
 
 
@@ -30,15 +39,18 @@ class TracerBoolConversionError(ConcretizationTypeError):
     """``bool()`` (an ``if``, ``while``, ``and``/``or``) was called on an abstract tracer."""
 
     def __init__(self, tracer):
-        super().__init__(tracer, "The problem arose with the `bool` function: a traced value "
-                                 "was used in a Python `if`, `while`, `and`, `or` or `not`.")
+        # JAX's first line, then plax's tip
+        JAXTypeError.__init__(
+            self, f"Attempted boolean conversion of {_error_repr(tracer)}.\nThe problem arose "
+                  "with the `bool` function: a traced value was used in a Python `if`, "
+                  "`while`, `and`, `or` or `not`.\n" + _control_flow_tip())
 
 
 class TracerIntegerConversionError(JAXTypeError):
     """``int()``/``__index__`` was called on an abstract tracer."""
 
     def __init__(self, tracer):
-        super().__init__(f"The __index__() method was called on traced array {tracer}.\n"
+        super().__init__(f"The __index__() method was called on {_error_repr(tracer)}.\n"
                          "A traced value cannot be used as a Python integer (for a shape, a "
                          "range or a list index). " + _control_flow_tip())
 
@@ -48,7 +60,7 @@ class TracerArrayConversionError(JAXTypeError):
 
     def __init__(self, tracer):
         super().__init__(f"The numpy.ndarray conversion method __array__() was called on "
-                         f"traced array {tracer}.\nUse plax.numpy functions instead of numpy "
+                         f"{_error_repr(tracer)}.\nUse plax.numpy functions instead of numpy "
                          "functions inside transformed code, or move the NumPy call outside.")
 
 

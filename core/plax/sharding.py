@@ -84,8 +84,10 @@ class Sharding:
         raise NotImplementedError
 
     @property
-    def memory_kind(self) -> None:
-        return None
+    def memory_kind(self) -> str:
+        """The kind of memory the buffers live in: ``"device"`` (plax has one kind per
+        device; JAX's CPU client names it so)."""
+        return "device"
 
     def with_memory_kind(self, kind: str | None) -> "Sharding":
         """This sharding (plax has one kind of memory per device)."""
@@ -158,7 +160,7 @@ class SingleDeviceSharding(Sharding):
     is_fully_replicated = property(lambda self: True)
 
     def __repr__(self) -> str:
-        return f"SingleDeviceSharding(device={self._device!r})"
+        return f"SingleDeviceSharding(device={self._device!r}, memory_kind={self.memory_kind})"
 
     def __eq__(self, other) -> bool:
         return isinstance(other, SingleDeviceSharding) and other._device == self._device
@@ -436,7 +438,8 @@ class NamedSharding(Sharding):
         return all(sizes[a] == 1 for d in range(len(self.spec)) for a in self._axes(d))
 
     def __repr__(self) -> str:
-        return f"NamedSharding(mesh={self.mesh!r}, spec={self.spec!r})"
+        return (f"NamedSharding(mesh={self.mesh!r}, spec={self.spec!r}, "
+                f"memory_kind={self.memory_kind})")
 
     def __eq__(self, other) -> bool:
         return isinstance(other, NamedSharding) and self.mesh == other.mesh \
@@ -950,7 +953,7 @@ def reshard(xs: Any, out_shardings: Any) -> Any:
       >>> mesh = make_mesh((1,), ("x",))
       >>> y = reshard(jnp.arange(4.0), NamedSharding(mesh, PartitionSpec("x")))
       >>> y.sharding
-      NamedSharding(mesh=Mesh('x': 1, axis_types=(Explicit,)), spec=P('x',))
+      NamedSharding(mesh=Mesh('x': 1, axis_types=(Explicit,)), spec=P('x',), memory_kind=device)
       >>> with use_mesh(mesh):
       ...     reshard({"w": jnp.ones((2, 2))}, PartitionSpec("x"))["w"].sharding.spec
       P('x', None)
@@ -1111,7 +1114,7 @@ def make_single_device_sharding(device, *, memory_kind: str | None = None
 
     Example:
       >>> make_single_device_sharding(plax.devices()[0])
-      SingleDeviceSharding(device=CpuDevice(id=0))
+      SingleDeviceSharding(device=CpuDevice(id=0), memory_kind=device)
     """
     return SingleDeviceSharding(device, memory_kind=memory_kind)
 

@@ -224,6 +224,10 @@ def _pp_literal(lit: Literal) -> str:
     val = np.asarray(lit.val)
     if val.dtype.kind == "b":
         text = str(bool(val))
+    elif lit.aval.weak_type and val.dtype.kind == "f":
+        # a Python float, which JAX keeps and prints as written (``0.1``, not the float32
+        # value's 17 digits): its shortest form at the literal's precision
+        text = repr(float(str(val)))
     elif val.dtype.kind == "f" or val.dtype.name == "bfloat16":
         text = repr(float(val))
     elif val.dtype.kind == "c":
@@ -270,12 +274,20 @@ def _vars_doc(vs, namer: _Namer, binders: bool, sep: str = ""):
 #: ``rule(eqn, namer) -> str``; registered beside the primitive (see plax.state).
 pp_rules: dict = {}
 
+#: Parameters as JAX 0.10 prints them where that differs from what plax records:
+#: primitive -> ``rule(params) -> dict``, registered beside the primitive (reduce_sum's
+#: ``out_sharding=None``, which plax has no use for; broadcast_in_dim's ``shape``, which JAX
+#: leaves out because the binder's type implies it). A value that is a ``str`` prints as is.
+pp_param_rules: dict = {}
+
 
 def _eqn_doc(eqn: JaxprEqn, namer: _Namer):
     rule = pp_rules.get(eqn.primitive)
     if rule is not None:
         return _Text(rule(eqn, namer))
-    keys = sorted(eqn.params)
+    shown = pp_param_rules.get(eqn.primitive)
+    params = eqn.params if shown is None else shown(eqn.params)
+    keys = sorted(params)
     body = _call_body(eqn)
     if body is not None:
         # A call reads as JAX prints jit: name first, and the body's binders named after the
@@ -284,20 +296,20 @@ def _eqn_doc(eqn: JaxprEqn, namer: _Namer):
                                                 True):
             namer.suggest(body.invars, eqn.invars)
             namer.suggest(body.outvars, eqn.outvars)
-        if "name" in eqn.params:
+        if "name" in params:
             keys = ["name"] + [k for k in keys if k != "name"]
     lhs = _vars_doc(eqn.outvars, namer, binders=True)
-    params = None
-    if eqn.params:
+    params_doc = None
+    if params:
         # a primitive may print some parameters its own way (checkpoint's policy)
         printers = getattr(eqn.primitive, "pp_params", None) or {}
-        pairs = [[_Text(f"{k}="), _Text(printers[k](eqn.params[k])) if k in printers
-                  else _param_doc(eqn.params[k], namer)] for k in keys]
-        params = _Group([_Nest(2, [_Text("["), _Break(""), _join(_Break(), pairs)]),
-                         _Break(""), _Text("]")])
-    rhs = _cat(_Text(getattr(eqn.primitive, "pp_name", eqn.primitive.name)), params)
-    if eqn.invars:
-        rhs += [_Text(" "), _vars_doc(eqn.invars, namer, binders=False)]
+        pairs = [[_Text(f"{k}="), _Text(printers[k](params[k])) if k in printers
+                  else _param_doc(params[k], namer)] for k in keys]
+        params_doc = _Group([_Nest(2, [_Text("["), _Break(""), _join(_Break(), pairs)]),
+                             _Break(""), _Text("]")])
+    rhs = _cat(_Text(getattr(eqn.primitive, "pp_name", eqn.primitive.name)), params_doc)
+    # JAX writes the space before the operands even when there are none (``iota[...] ``)
+    rhs += [_Text(" "), _vars_doc(eqn.invars, namer, binders=False)]
     if not eqn.outvars:
         return rhs
     return [lhs, _Text(" = ")] + rhs

@@ -78,10 +78,15 @@ class ShapedArray:
                                                            self.vma)
 
     def str_short(self) -> str:
-        s = f"{short_dtype_name(self.dtype)}[{self._dims_str()}]"
-        if self.vma:
-            s += "{V:" + ",".join(sorted(map(str, self.vma))) + "}"
-        return s
+        return f"{short_dtype_name(self.dtype)}[{self._dims_str()}]{self._vma_str()}"
+
+    def _vma_str(self) -> str:
+        # as JAX writes it: ``{V:i}``, and ``{V:(i,j)}`` for several axes (plax's vma is a set:
+        # in name order, which is the mesh's order in the usual meshes)
+        if not self.vma:
+            return ""
+        names = ",".join(sorted(map(str, self.vma)))
+        return "{V:" + (names if len(self.vma) == 1 else f"({names})") + "}"
 
     def __repr__(self) -> str:
         weak = ", weak_type=True" if self.weak_type else ""
@@ -91,7 +96,8 @@ class ShapedArray:
         """The type as ``jax.typeof(x)`` prints it: ``float32[8,4]``, ``~float32[]`` for a weak
         type, ``key<fry>[3]`` for typed keys, ``float32[8@X,4]`` for an explicitly sharded
         value (dimension 0 split over mesh axis ``X``)."""
-        return f"{'~' if self.weak_type else ''}{self.dtype.name}[{self._dims_str()}]"
+        return (f"{'~' if self.weak_type else ''}{self.dtype.name}[{self._dims_str()}]"
+                f"{self._vma_str()}")
 
     def _dims_str(self) -> str:
         if self.sharding is not None:

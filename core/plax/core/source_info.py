@@ -57,7 +57,9 @@ def user_frame_source() -> SourceInfo | None:
                 pos = next(itertools.islice(positions(), frame.f_lasti // 2, None), None)
                 if pos is not None and pos[0] is not None:
                     line, col = pos[0], pos[2] or 0
-            return SourceInfo(f"{filename}:{line}:{col} ({frame.f_code.co_name})")
+            # the qualified name, as JAX prints it (``outer.<locals>.f``)
+            name = getattr(frame.f_code, "co_qualname", frame.f_code.co_name)
+            return SourceInfo(f"{filename}:{line}:{col} ({name})")
         frame = frame.f_back
     return None
 

@@ -271,9 +271,10 @@ class Tracer:
         if type(self.aval).__name__ == "AbstractRef":  # a traced ref (plax.state): a write
             from plax.state.primitives import ref_set
             return ref_set(self, idx, value)
-        raise TypeError(f"{type(self).__name__!r} object does not support item assignment. JAX "
-                        "arrays are immutable. Instead of ``x[idx] = y``, use ``x = x.at[idx].set(y)`` "
-                        "or another .at[] method.")
+        raise TypeError("JAX arrays are immutable and do not support in-place item assignment. "
+                        "Instead of x[idx] = y, use x = x.at[idx].set(y) or another .at[] "
+                        "method: "
+                        "https://docs.jax.dev/en/latest/_autosummary/jax.numpy.ndarray.at.html")
 
 
 def _cast_context(fn: str) -> str:

@@ -86,7 +86,7 @@ def canonicalize_shape(shape: Any, context: str = "") -> tuple[int, ...]:
         out = tuple(int(operator_index(d)) for d in shape)
     except TypeError as err:
         raise TypeError(f"Shapes must be 1D sequences of concrete values of integer type, got "
-                        f"{shape!r}{' ' + context if context else ''}. {err}") from None
+                        f"{shape!r}{' ' + context if context else ''}.\n{err}") from None
     if any(d < 0 for d in out):
         raise ValueError(f"Shape dimensions must be non-negative, got {out}")
     return out

@@ -5,6 +5,7 @@ import numpy as np
 
 from plax import dtypes
 from plax.config import config as _config
+from plax.core.pretty_print import pp_param_rules
 from plax.core.primitive import Primitive
 from plax.core.registry import register_rule
 from plax.core.shaped_array import ShapedArray
@@ -118,12 +119,39 @@ def _default_precision():
     return (name, name) if name else str(value)
 
 
+def _precision_name(precision) -> str:
+    """A Precision's name (``"highest"``, ``Precision.HIGHEST`` -> ``"HIGHEST"``), else the
+    name of a dot algorithm preset (``DotAlgorithmPreset.BF16_BF16_F32`` -> its name)."""
+    name = str(precision).rsplit(".", 1)[-1]
+    return _PRECISION_NAMES.get(name.lower(), name)
+
+
 def _canonical_precision(precision):
+    """``precision=`` as JAX records it: a pair of Precision names for a Precision (one for
+    both operands, as given, or per operand), a dot algorithm preset's name, or the
+    configured default for None."""
     if precision is None:
         return _default_precision()
     if isinstance(precision, (list, tuple)):
-        return tuple(str(p) for p in precision)
-    return str(precision)
+        return tuple(None if p is None else _precision_name(p) for p in precision)
+    name = _precision_name(precision)
+    return (name, name) if name.lower() in _PRECISION_NAMES else name
+
+
+def _dot_general_pp_params(params: dict) -> dict:
+    # as JAX prints it: None values left out, dimension numbers as lists, a Precision pair
+    # as its enum members
+    shown = {k: v for k, v in params.items() if v is not None}
+    (lc, rc), (lb, rb) = params["dimension_numbers"]
+    shown["dimension_numbers"] = str(((list(lc), list(rc)), (list(lb), list(rb))))
+    precision = shown.get("precision")
+    if isinstance(precision, tuple):
+        shown["precision"] = "(" + ", ".join(
+            "None" if p is None else f"Precision.{p}" for p in precision) + ")"
+    return shown
+
+
+pp_param_rules[dot_general_p] = _dot_general_pp_params
 
 
 def dot(lhs, rhs, precision=None, preferred_element_type=None, *, dimension_numbers=None):

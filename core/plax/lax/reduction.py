@@ -7,6 +7,7 @@ import numpy as np
 
 import plax.lax.binary as B
 from plax import dtypes
+from plax.core.pretty_print import pp_param_rules
 from plax.core.primitive import Primitive
 from plax.lowering.fusion import REDUCTION, register_fusible
 from plax.core.registry import register_rule
@@ -56,6 +57,8 @@ def _reducer(prim):
 
 
 reduce_sum_p = _reduce_prim("reduce_sum", NUMBER)
+# JAX's reduce_sum alone among the reductions records an ``out_sharding`` (None unless given)
+pp_param_rules[reduce_sum_p] = lambda params: {**params, "out_sharding": None}
 reduce_prod_p = _reduce_prim("reduce_prod", NUMBER)
 reduce_max_p = _reduce_prim("reduce_max", ORDERED + ("complex",))
 reduce_min_p = _reduce_prim("reduce_min", ORDERED + ("complex",))

@@ -9,6 +9,7 @@ import numpy as np
 
 import plax.lax.binary as B
 from plax import dtypes
+from plax.core.pretty_print import pp_param_rules
 from plax.core.primitive import Primitive
 from plax.lowering.fusion import BROADCAST, register_fusible
 from plax.core.registry import register_rule
@@ -27,6 +28,17 @@ def _undefined(x) -> bool:
 
 broadcast_in_dim_p = Primitive("broadcast_in_dim")
 register_fusible(broadcast_in_dim_p, BROADCAST)
+
+
+def _broadcast_in_dim_pp_params(params: dict) -> dict:
+    # as JAX prints it: the shape is the binder's type; no dimensions to map, none shown
+    shown = {k: v for k, v in params.items() if k != "shape"}
+    if not shown.get("broadcast_dimensions", True):
+        del shown["broadcast_dimensions"]
+    return shown
+
+
+pp_param_rules[broadcast_in_dim_p] = _broadcast_in_dim_pp_params
 
 
 @broadcast_in_dim_p.def_abstract_eval
@@ -144,6 +156,9 @@ def zeros_like_array(x):
 # ------------------------------------------------------------------ reshape
 
 reshape_p = Primitive("reshape")
+# JAX's reshape also records the transposition before it and the result's sharding (plax
+# binds a transpose first, and types carry shardings): printed at the values JAX has for them
+pp_param_rules[reshape_p] = lambda params: {"dimensions": None, **params, "sharding": None}
 
 
 @reshape_p.def_abstract_eval
@@ -476,6 +491,7 @@ def _concatenate_batch(vals, dims, *, dimension):
 # ------------------------------------------------------------------ iota
 
 iota_p = Primitive("iota")
+pp_param_rules[iota_p] = lambda params: {**params, "sharding": None}  # as JAX prints it
 
 
 @iota_p.def_abstract_eval

@@ -44,7 +44,7 @@ def with_sharding_constraint(x: Any, shardings: Any) -> Any:
       >>> out = lax.with_sharding_constraint({"a": jnp.ones(2), "b": jnp.zeros(4)},
       ...                                    NamedSharding(mesh, P("x")))
       >>> out["b"].sharding
-      NamedSharding(mesh=Mesh('x': 1, axis_types=(Explicit,)), spec=P('x',))
+      NamedSharding(mesh=Mesh('x': 1, axis_types=(Explicit,)), spec=P('x',), memory_kind=device)
       >>> plax.jit(lambda v: lax.with_sharding_constraint(v * 2, NamedSharding(mesh, P())))(
       ...     jnp.ones(2))
       Array([2., 2.], dtype=float32)

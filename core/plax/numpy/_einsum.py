@@ -112,7 +112,8 @@ def _contract(x, tx, y, ty, later, sizes, precision, pet):
     contract = [c for c in shared if c not in later]
     dn = ((tuple(tx.index(c) for c in contract), tuple(ty.index(c) for c in contract)),
           (tuple(tx.index(c) for c in batch), tuple(ty.index(c) for c in batch)))
-    out = lax.dot_general(x, y, dn, precision, pet)
+    # JAX's einsum asks for the operands' type when none is given (as its jaxprs show)
+    out = lax.dot_general(x, y, dn, precision, get_aval(x).dtype if pet is None else pet)
     term = "".join(batch) + "".join(c for c in tx if c not in shared) + \
         "".join(c for c in ty if c not in shared)
     return out, term

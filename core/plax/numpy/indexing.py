@@ -33,7 +33,7 @@ class NonConcreteBooleanIndexError(IndexError, TypeError):
     """A boolean mask index was traced: its result shape would depend on values."""
 
     def __init__(self, aval):
-        super().__init__(f"Array boolean indices must be concrete; got {aval.str_short()}. The "
+        super().__init__(f"Array boolean indices must be concrete; got {aval.str_short()}\nThe "
                          "shape of x[mask] depends on the mask's values, which are unknown under "
                          "jit/vmap. Use jnp.where(mask, x, fill) or jnp.nonzero(mask, size=N).")
 

@@ -17,10 +17,10 @@ def _prep(name, a, b, preferred_element_type):
             and a.aval.weak_type == b.aval.weak_type):  # else promotion changes nothing
         check_arraylike(name, a, b)
         a, b = promote_dtypes(a, b)
-    pet = None
-    if preferred_element_type is not None:
-        pet = dtypes.canonicalize_dtype(preferred_element_type)
-    return a, b, pet
+    # JAX's products ask for the promoted type when none is given (as its jaxprs show)
+    if preferred_element_type is None:
+        return a, b, get_aval(a).dtype
+    return a, b, dtypes.canonicalize_dtype(preferred_element_type)
 
 
 def dot(a, b, *, precision=None, preferred_element_type=None, out_sharding=None):

@@ -82,8 +82,10 @@ def _reshape_sizes(shape) -> list:
             raise TypeError
         return [operator.index(s) for s in seq]
     except TypeError:
-        raise TypeError(f"reshape: Shapes must be 1D sequences of concrete values of integer "
-                        f"type, got {shape!r}.") from None
+        shown = list(shape) if isinstance(shape, (tuple, list)) else shape  # as JAX shows it
+        raise TypeError(f"Shapes must be 1D sequences of concrete values of integer type, got "
+                        f"{shown!r}.\nreshape needs concrete sizes: under jit, compute them "
+                        f"from shapes (x.size, x.shape), which are static.") from None
 
 
 def ravel(a, order: str = "C"):

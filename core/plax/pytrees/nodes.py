@@ -110,6 +110,7 @@ def _sorted_keys(d):
         return tuple(sorted(d))
     except Exception as exc:
         raise ValueError(
+            "Comparator raised exception while sorting pytree dictionary keys.\n"  # JAX's line
             "Could not sort the keys of a dict while flattening it as a pytree "
             f"node ({type(exc).__name__}: {exc}); dict keys must be mutually "
             f"orderable. Keys: {list(d)!r}"

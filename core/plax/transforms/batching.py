@@ -164,6 +164,10 @@ class BatchTracer(Tracer):
                                aval.vma | {self._trace.main.payload.name})
         return ShapedArray(shape, aval.dtype, aval.weak_type, aval.vma)
 
+    def __repr__(self) -> str:
+        # as JAX prints it: the per-example type, then the type of the whole batch
+        return f"VmapTracer(aval={self.aval}, batched={get_aval(self.val)})"
+
     def full_lower(self):
         if self.batch_dim is None:
             v = self.val

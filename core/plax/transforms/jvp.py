@@ -142,6 +142,15 @@ class JVPTracer(Tracer):
     def aval(self):
         return get_aval(self.primal)
 
+    def __repr__(self) -> str:
+        # as JAX prints it: under reverse mode (a staged tangent) a GradTracer with the
+        # tangent's type, under forward mode a JVPTracer with both values
+        from plax.transforms.staging import is_linearize_tracer
+        if is_linearize_tracer(self.tangent):
+            return f"GradTracer(primal={self.primal}, typeof(tangent)=" \
+                   f"{get_aval(self.tangent).str_short()})"
+        return f"JVPTracer(primal={self.primal}, tangent={self.tangent})"
+
     def to_concrete_value(self):
         p = self.primal
         return p.to_concrete_value() if isinstance(p, Tracer) else p

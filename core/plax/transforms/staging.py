@@ -39,6 +39,9 @@ class JaxprTracer(Tracer):
     def aval(self):
         return self._aval
 
+    def __repr__(self) -> str:
+        return f"JitTracer({self._aval})"  # as JAX prints a staged value: JitTracer(~float32[])
+
     def _staged_inputs(self, in_tracers):
         # The inputs of the jaxpr being built that this value was computed from: walk the
         # recorded equations back from its variable (names the argument in conversion errors).

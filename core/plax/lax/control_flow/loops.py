@@ -160,9 +160,11 @@ def fori_loop(lower, upper, body_fun: Callable, init_val: Any) -> Any:
 
         def step(loop_carry, _):  # the name JAX's carry-type errors use
             i, x = loop_carry
-            return (i + np.int32(1), body_fun(i, x)), None
+            return (i + 1, body_fun(i, x)), None
 
-        (_, out), _ = scan(step, (np.int32(lo), init_val), None, length=max(hi - lo, 0))
+        # the counter starts as the bound was given (a Python int: weakly typed, as in JAX)
+        start = asarray(lower) if isinstance(lower, (int, np.integer)) else np.int32(lo)
+        (_, out), _ = scan(step, (start, init_val), None, length=max(hi - lo, 0))
         return out
     lower, upper = asarray(lower), asarray(upper)
     la, ua = get_aval(lower), get_aval(upper)
@@ -170,16 +172,17 @@ def fori_loop(lower, upper, body_fun: Callable, init_val: Any) -> Any:
         if a.shape != () or not np.issubdtype(a.dtype, np.integer):
             raise TypeError(f"fori_loop {name} must be an integer scalar, got {a.str_short()}.")
     from plax.lax.convert import convert_element_type
-    dt = np.result_type(la.dtype, ua.dtype) if la.dtype != ua.dtype else la.dtype
-    lower = convert_element_type(lower, dt)
-    upper = convert_element_type(upper, dt)
+    if la.dtype != ua.dtype:  # as JAX: bounds of one type are used as they are
+        dt = np.result_type(la.dtype, ua.dtype)
+        lower = convert_element_type(lower, dt)
+        upper = convert_element_type(upper, dt)
 
     def cond(c):
         return c[0] < c[1]
 
     def body(loop_carry):  # the name JAX's carry-type errors use
         i, u, x = loop_carry
-        return i + np.asarray(1, dt), u, body_fun(i, x)
+        return i + 1, u, body_fun(i, x)  # a weak 1: the counter keeps its type, as in JAX
 
     return while_loop(cond, body, (lower, upper, init_val))[2]
 
