@@ -579,11 +579,11 @@ def describe(program: Any) -> list:
         if isinstance(s, Segment):
             out.append("segment: " + ", ".join(e.primitive.name for e in s.eqns))
         elif isinstance(s, Loop) and s.kind == "cond":
-            out.append("cond on the host: [" + " | ".join(
+            out.append("cond on every device: [" + " | ".join(
                 "; ".join(describe(b)) for b in s.body) + "]")
         elif isinstance(s, Loop):
             inner = describe(s.body) if s.cond is None else describe(s.cond) + describe(s.body)
-            out.append(f"{s.kind} on the host: [" + "; ".join(inner) + "]")
+            out.append(f"{s.kind} on every device: [" + "; ".join(inner) + "]")
         else:
             kind = "exchange" if s.moves_data() else "cut"
             extra = f" partial {s.partial} by {s.combine}" if s.partial else ""
