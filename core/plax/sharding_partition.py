@@ -15,11 +15,15 @@ each dimension is split over; ``()`` is whole). Each equation is rewritten for t
   dimensions whole;
 * a ``reshape`` whose split dimensions stay the leading factor of their group (``8@X,4 ->
   32@X``, ``32@X -> 8@X,4``) reshapes the blocks; other reshapes regroup the data first;
+* slices, pads, reverses, dynamic slices and updates, gathers, scatters and FFTs compute
+  their block where the dimensions they touch are whole, the others split as the result's
+  type says (:mod:`plax.sharding_partition_indexing`);
 * ``scan``, ``while`` (``fori_loop``) and ``cond`` whose bodies are themselves blockwise
   (every equation local, with no communication) run per device with per-block bodies; a
-  ``scan`` or ``while`` whose body needs exchanges becomes a :class:`Loop`: the host runs
-  its iterations, each a partitioned program (the devices meeting at its exchanges); a
-  ``cond`` whose branches do runs the partitioned branch its index picks;
+  ``scan`` or ``while`` whose body needs exchanges becomes a :class:`Loop`: every device
+  runs the loop over its blocks, the body a partitioned program (the devices meeting at its
+  exchanges, and agreeing on each decision); a ``cond`` whose branches do runs the
+  partitioned branch its index picks;
 * ``jit`` calls are inlined; anything else is computed whole on every device from its
   gathered operands (an all-gather), its result then cut to the block its type says.
 
@@ -36,6 +40,7 @@ from plax.core.jaxpr import ClosedJaxpr, DropVar, Jaxpr, JaxprEqn, Literal, Var
 from plax.core.passes import call_param, dce, inline_calls
 from plax.core.shaped_array import ShapedArray
 from plax.sharding_exchange import Exchange, local_shape
+from plax.sharding_partition_indexing import FORMS, dimensionwise_form
 from plax.sharding_types import (ShardingTypeError, _broadcast_in_dim, _concatenate,
                                  _cumulative, _dot_general, _elementwise, _expand_dims,
                                  _reduction, _reshape, _rule_for, _sort, _squeeze, _top_k,
@@ -163,6 +168,8 @@ def _local_form(eqn, held, mesh):
     name = prim.name
     if name in ("scan", "while", "cond"):
         return _control_form(eqn, mesh)
+    if name in FORMS:
+        return dimensionwise_form(eqn, type_dims(eqn.outvars[0].aval), mesh)
     rule = _rule_for(prim)
     if rule is None:
         return None
@@ -472,10 +479,10 @@ def _program(closed: ClosedJaxpr, mesh, in_dims=None, out_dims=None) -> Program:
 
 
 class Loop:
-    """A ``scan`` or ``while`` whose body needs exchanges: the host runs its iterations,
-    each a partitioned :class:`Program` over the devices (``cond`` decides a while's next
-    iteration); or a ``cond`` whose branches do (``body`` is then the list of the branches'
-    programs, the host picks one). ``ins``/``outs`` are the equation's local variables in
+    """A ``scan`` or ``while`` whose body needs exchanges: every device runs its iterations,
+    each a partitioned :class:`Program` (``cond`` decides a while's next iteration, the
+    devices following the first's decision); or a ``cond`` whose branches do (``body`` is
+    then the list of the branches' programs, one picked alike on every device). ``ins``/``outs`` are the equation's local variables in
     the enclosing program; ``params`` the equation's."""
 
     def __init__(self, kind: str, body: Program, cond: Program | None, ins: list,
