@@ -201,9 +201,11 @@ def test_reshard_rejects_bad_shardings(mesh):
             reshard({"a": x, "b": x}, [P("x"), P()])
         with pytest.raises(ValueError, match="reshard out_shardings"):
             reshard((x, x), (P(), P(), P()))
+        # (trailing Nones beyond the rank are dropped, as JAX's reshard does)
         with pytest.raises(ValueError, match="has 2 entries, but the value it applies to has "
                                              "rank 1"):
-            reshard(x, P("x", None))
+            reshard(x, P(None, "x"))
+        assert reshard(x, P("x", None)).sharding.spec == P("x")
         with pytest.raises(ValueError, match="names axis 'y'"):
             reshard(x, P("y"))
 

@@ -879,6 +879,10 @@ def _place_tree(xs: Any, shardings: Any, what: str, pad_spec: bool = False,
     for leaf, target in zip(leaves, targets):
         s = _resolve(target, what)
         ndim = len(np.shape(leaf)) if not isinstance(leaf, Tracer) else leaf.ndim
+        if pad_spec and isinstance(s, NamedSharding) and len(s.spec) > ndim and \
+                all(e is None for e in tuple(s.spec)[ndim:]):
+            # JAX's reshard and out_sharding= accept a spec padded with trailing Nones
+            s = NamedSharding(s.mesh, PartitionSpec(*tuple(s.spec)[:ndim]))
         if isinstance(s, NamedSharding) and len(s.spec) > ndim:
             raise ValueError(f"{what}: {s!r} has {len(s.spec)} entries, but the value it applies "
                              f"to has rank {ndim} (shape {tuple(np.shape(leaf))})")

@@ -144,6 +144,46 @@ def explicit_type(x: Any) -> NamedSharding | None:
     return explicit_sharding(aval) if aval is not None else None
 
 
+# ------------------------------------------------------------------ shard_map's in_specs
+
+def shard_map_checks_types(mesh, axis_names) -> bool:
+    """Whether ``shard_map`` over ``mesh`` (manual over ``axis_names``, None: all its
+    axes) compares its ``in_specs`` with its arguments' types: as JAX 0.10, when it is
+    manual over every axis of the mesh and every one is Explicit."""
+    names = tuple(mesh.axis_names)
+    manual = set(names) if axis_names is None else set(
+        (axis_names,) if isinstance(axis_names, str) else axis_names)
+    return manual == set(names) and set(mesh.explicit_axes) == set(names)
+
+
+def inferred_in_specs(leaves: Sequence) -> list:
+    """The ``in_specs`` of ``shard_map`` left out on an all-Explicit mesh: each argument's
+    type's spec (``P()`` for one with no sharding), as JAX infers them."""
+    out = []
+    for x in leaves:
+        s = explicit_type(x)
+        out.append(PartitionSpec() if s is None else s.spec)
+    return out
+
+
+def check_in_specs(leaves: Sequence, specs: Sequence) -> None:
+    """JAX 0.10's ValueError for an argument of ``shard_map`` (over an all-Explicit mesh)
+    whose type's spec is not its ``in_specs`` entry (both padded to its rank)."""
+    for x, spec in zip(leaves, specs):
+        ndim = len(getattr(x, "shape", ()))
+        s = explicit_type(x)
+        have = spec_dims(s.spec, ndim) if s is not None else ((),) * ndim
+        want = spec_dims(spec, ndim)
+        if have != want:
+            from plax.api_util import typeof
+            raise ValueError(
+                f"in_specs passed to shard_map: {dims_spec(want)!r} does not match the specs "
+                f"of the input: {dims_spec(have)!r} for arg: {typeof(x)}. `in_specs` is an "
+                "optional argument so you can omit specifying it and shard_map will infer "
+                "the in_specs from the arguments. If you want to reshard your inputs, you can "
+                "use `jax.reshard` on the arguments and then pass those args to shard_map.")
+
+
 # ------------------------------------------------------------------ out_sharding= of dot
 
 _override = threading.local()

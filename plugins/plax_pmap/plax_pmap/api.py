@@ -34,6 +34,7 @@ from plax.core.trace import Tracer, get_aval
 from plax.distributed import collective_timeout
 from plax.lowering.fallback import PlaxFallbackWarning
 from plax.sharding import IndexMapSharding, Mesh, NamedSharding, PartitionSpec
+from plax.sharding_types import check_in_specs, inferred_in_specs, shard_map_checks_types
 from plax.transforms.call import to_buffer
 from plax.transforms.staging import trace_to_jaxpr
 from plax_pmap import axes as _axes
@@ -487,7 +488,11 @@ def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = N
         if not isinstance(m, Mesh):
             raise TypeError(f"shard_map mesh must be a plax.sharding.Mesh, got {m!r}")
         spread = _process_block(m)
-        specs_in = in_specs if in_specs is not None else PartitionSpec()
+        typed_mesh = shard_map_checks_types(m, axis_names)
+        specs_in = in_specs if in_specs is not None else \
+            PartitionSpec() if not typed_mesh else tuple(
+                tree_util.tree_unflatten(tree_util.tree_structure(a), inferred_in_specs(
+                    tree_util.tree_leaves(a))) for a in args)
         if isinstance(specs_in, list):
             specs_in = tuple(specs_in)
         if isinstance(specs_in, tuple) and not isinstance(specs_in, PartitionSpec):
@@ -499,6 +504,8 @@ def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = N
                               not isinstance(specs_in, PartitionSpec)) else (specs_in,) * len(args)
         specs = [_spec(s) for s in _leaf_axes(prefix, tuple(args), "shard_map in_specs")]
         leaves = [x if isinstance(x, (Array, Tracer)) else plax.numpy.asarray(x) for x in leaves]
+        if typed_mesh:  # on an Explicit mesh the arguments' types must say what in_specs do
+            check_in_specs(leaves, specs)
         names = _leaf_names_plain(treedef)
         blocks = []
         for x, s, nm in zip(leaves, specs, names):

@@ -85,7 +85,9 @@ def _broadcast(prefix, tree, what: str) -> list:
 def _inferred(axis_name, leaf, mesh):
     """The spec of ``leaf``'s sharding restricted to ``axis_name`` (P() if unsharded)."""
     from plax.sharding import NamedSharding, PartitionSpec
-    sharding = getattr(leaf, "sharding", None)
+    from plax.sharding_types import explicit_type
+    # a traced argument (smap under jit) carries its sharding in its type
+    sharding = explicit_type(leaf) or getattr(leaf, "sharding", None)
     if not isinstance(sharding, NamedSharding) or sharding.mesh.axis_names != mesh.axis_names:
         return PartitionSpec()
     entries = []
