@@ -201,3 +201,31 @@ def test_dimensionwise_operations_compute_on_blocks(plax_run):
 def test_record_matches_jax():
     out = last_json(run_python(args=["-c", CASES, "jax"], env={"JAX_PLATFORMS": "cpu"}))
     assert out["types"] == JAX_TYPES
+
+
+def test_a_failing_device_releases_the_others_and_its_error_is_raised():
+    from plax.sharding_spmd import _Meeting
+    from plax.sharding_threads import on_each_device
+    devices = [object() for _ in range(4)]
+    meeting = _Meeting(devices)
+
+    def work(i):
+        def body():
+            if i == 2:
+                raise KeyError("device 2 failed")
+            meeting.wait()  # would wait for device 2 forever without the break
+            return i
+        return meeting.guarded(body)
+    with pytest.raises(KeyError, match="device 2 failed"):
+        on_each_device(devices, work, together=True)
+
+
+def test_devices_follow_the_first_devices_decision():
+    from plax.sharding_spmd import _Meeting
+    from plax.sharding_threads import on_each_device
+    devices = [object() for _ in range(4)]
+    meeting = _Meeting(devices)
+    # each device proposes its own position twice: every one gets device 0's, each time
+    got = on_each_device(devices, lambda i: [meeting.agree(devices[i], i * 10 + k)
+                                             for k in range(2)], together=True)
+    assert got == [[0, 1]] * 4

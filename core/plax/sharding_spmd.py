@@ -19,7 +19,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import weakref
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -114,6 +114,17 @@ class _Meeting:
         self.wait()  # read by all before the first device may decide again
         return value
 
+    def guarded(self, work: Callable[[], Any]) -> Any:
+        """``work()`` on one device's thread: an error breaks the meeting (the others stop
+        waiting); a device released that way raises the failing device's error."""
+        try:
+            return work()
+        except threading.BrokenBarrierError:
+            raise self.error or RuntimeError("a device thread stopped") from None
+        except BaseException as err:  # noqa: BLE001 -- the others are released, then raised
+            self.fail(err)
+            raise
+
     def fail(self, err: BaseException) -> None:
         if self.error is None:
             self.error = err
@@ -155,15 +166,12 @@ def _execute(program: Program, devices: list, backends: dict, envs: dict, share)
 
     def work(i):
         d = devices[i]
-        try:
+
+        def steps():
             with (backends[d].threads_limited(share) if share and d.platform == "cpu"
                   else contextlib.nullcontext()):
                 _run_steps(program, d, run)
-        except threading.BrokenBarrierError:
-            raise run.meeting.error or RuntimeError("a device thread stopped") from None
-        except BaseException as err:  # noqa: BLE001 -- the others are released, then raised
-            run.meeting.fail(err)
-            raise
+        run.meeting.guarded(steps)
     try:
         on_each_device(devices, work, together=_meets(program))
     except BaseException as err:
