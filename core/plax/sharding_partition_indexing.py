@@ -1,6 +1,7 @@
 """Per-block forms of the operations that work along some dimensions and leave the others
-alone: slicing, padding, reversing, dynamic slices and updates, gathers, scatters and FFTs
-(used by :mod:`plax.sharding_partition`).
+alone: slicing, padding, reversing, dynamic slices and updates, gathers, scatters, FFTs,
+and factorizations and solves of batches of matrices (used by
+:mod:`plax.sharding_partition`).
 
 Such an operation reads and writes a dimension it does not touch (one sliced whole, not
 padded, not reversed, not indexed into, not transformed) position by position, so a split
@@ -16,6 +17,7 @@ from __future__ import annotations
 from typing import Callable
 
 from plax.sharding_exchange import local_shape
+from plax.sharding_types import type_dims
 
 
 def _keep(dims: tuple, touched: set) -> tuple:
@@ -73,30 +75,32 @@ def _dynamic_update_slice(eqn, typed, mesh):
 
 def _gather(eqn, typed, mesh):
     """An operand dimension taken whole (not indexed into, not collapsed) is a window
-    (offset) dimension of the result: a split there passes through; the indices are whole."""
+    (offset) dimension of the result: a split there passes through. A batching dimension
+    (the operand's and the indices' paired, as ``vmap`` of a gather makes) is split alike on
+    both; the indices are otherwise whole."""
     p = eqn.params
     dn, sizes = p["dimension_numbers"], p["slice_sizes"]
     operand, indices = eqn.invars[0].aval, eqn.invars[1].aval
-    if dn.operand_batching_dims:
-        return None
-    windows = [k for k in range(len(operand.shape)) if k not in dn.collapsed_slice_dims]
+    windows = [k for k in range(len(operand.shape)) if k not in dn.collapsed_slice_dims
+               and k not in dn.operand_batching_dims]
     passing = {k for k in windows if k not in dn.start_index_map
                and sizes[k] == operand.shape[k]}
-    # the operand's dims as the result's offset dimensions carry them
     op_dims = [()] * len(operand.shape)
+    ix_dims = [()] * len(indices.shape)
+    out = [()] * len(typed)
     for out_k, k in zip(dn.offset_dims, windows):
         if k in passing:
-            op_dims[k] = typed[out_k]
-    op_dims = tuple(op_dims)
+            op_dims[k] = out[out_k] = typed[out_k]
+    # the result's other dimensions are the indices' (all but the index vector's), in order
+    batch_pos = [k for k in range(len(typed)) if k not in dn.offset_dims]
+    for o, i in zip(dn.operand_batching_dims, dn.start_indices_batching_dims):
+        op_dims[o] = ix_dims[i] = out[batch_pos[i]] = typed[batch_pos[i]]
+    op_dims, ix_dims = tuple(op_dims), tuple(ix_dims)
     block = local_shape(operand.shape, op_dims, mesh)
     if block is None:
         return None
-    out = [()] * len(typed)
-    for out_k, k in zip(dn.offset_dims, windows):
-        out[out_k] = op_dims[k]
     new_sizes = tuple(block[k] if k in passing else s for k, s in enumerate(sizes))
-    return ([op_dims, ((),) * len(indices.shape)], tuple(out),
-            dict(p, slice_sizes=new_sizes))
+    return [op_dims, ix_dims], tuple(out), dict(p, slice_sizes=new_sizes)
 
 
 def _scatter(eqn, typed, mesh):
@@ -122,10 +126,22 @@ def _fft(eqn, typed, mesh):
     return [want], want, eqn.params
 
 
+def _matrices(eqn, typed, mesh):
+    """A factorization or solve: each device takes its batch of matrices (the leading
+    dimensions as its results' types split them), every matrix whole."""
+    batch = typed[:len(typed) - 2] if eqn.primitive.name == "triangular_solve" else \
+        type_dims(eqn.outvars[0].aval)[:len(eqn.invars[0].aval.shape) - 2]
+    want = [batch + ((),) * (len(v.aval.shape) - len(batch)) for v in eqn.invars]
+    outs = [batch + ((),) * (len(v.aval.shape) - len(batch)) for v in eqn.outvars]
+    return want, outs if eqn.primitive.multiple_results else outs[0], eqn.params
+
+
 #: primitive name -> form(eqn, the result's typed dims, mesh)
 FORMS: dict[str, Callable] = {
     "slice": _slice, "rev": _rev, "pad": _pad, "dynamic_slice": _dynamic_slice,
     "dynamic_update_slice": _dynamic_update_slice, "gather": _gather, "fft": _fft,
+    **{name: _matrices for name in ("cholesky", "lu", "qr", "eigh", "svd", "eig",
+                                    "triangular_solve")},
     **{name: _scatter for name in ("scatter", "scatter-add", "scatter-mul", "scatter-min",
                                    "scatter-max", "scatter_add", "scatter_mul", "scatter_min",
                                    "scatter_max")},
@@ -142,4 +158,5 @@ def dimensionwise_form(eqn, typed: tuple, mesh):
     if found is None:
         return None
     want, out, params = found
-    return want, [(out, (), None)], params
+    outs = out if isinstance(out, list) else [out]
+    return want, [(o, (), None) for o in outs], params

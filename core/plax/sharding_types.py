@@ -758,3 +758,4 @@ def _computed_then_split(prim, args, params, out_avals: list, indices: list) -> 
 
 
 from plax import sharding_indexing  # noqa: E402,F401  (registers the indexing rules)
+from plax import sharding_linalg  # noqa: E402,F401  (registers the linear-algebra rules)
