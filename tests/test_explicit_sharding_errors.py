@@ -2,7 +2,9 @@
 axes are all Explicit compares ``in_specs`` with its arguments' types (and infers them when
 left out), a binary operation of differently split operands is a ``ShardingTypeError``,
 ``out_sharding=``/``reshard`` accept a spec padded with trailing Nones, and a mesh of Auto
-axes (or one only partly Explicit) is not checked.
+axes (or one only partly Explicit) is not checked; ``concatenate`` and ``select_n`` want
+their operands split alike and an elementwise result may not split two dimensions over one
+axis (JAX's messages); a factorization or solve of split matrix dimensions is JAX's error.
 
 One script runs each case on 8 CPU devices and records the result's type and sum, or the
 exception's type and message (messages compared where JAX's and plax's agree word for word).
@@ -64,6 +66,22 @@ with jax.set_mesh(mesh):
     record("zeros_out_trailing_none", lambda: jnp.zeros((8, 8), out_sharding=P("X", "Y", None)))
     record("reshard_unknown_axis", lambda: reshard(x, P("Z")), message=False)
     record("reshard_indivisible", lambda: reshard(jnp.ones((6, 8)), P("Y")), message=False)
+    # operations JAX wants split alike (a plain constant goes with any split)
+    xc = jax.device_put(a, P(None, "X"))
+    record("binop_one_axis_twice", lambda: xr + xc)
+    record("concatenate_differently_split", lambda: jnp.concatenate([x, y]))
+    record("concatenate_jit_partly_split", lambda: jax.jit(jnp.concatenate)([x, xr]))
+    record("concatenate_jit_constant", lambda: jax.jit(lambda u: jnp.concatenate([u, a]))(x))
+    record("select_cases_differ", lambda: jax.lax.select(x > 0, x, y))
+    record("select_which_differs", lambda: jax.lax.select(xr > 0, x, x))
+    record("where_scalar_case", lambda: jnp.where(x > 10, x, 0.0))
+    # linear algebra on split matrix dimensions
+    spd = jax.device_put(a @ a.T / 1e4 + 8 * np.eye(8, dtype=np.float32), P("X", None))
+    record("inv_split_rows", lambda: jnp.linalg.inv(spd))
+    record("qr_split_rows", lambda: jnp.linalg.qr(spd)[1])
+    record("svd_split_rows", lambda: jnp.linalg.svd(spd, compute_uv=False))
+    record("triangular_solve_split_b", lambda: jax.lax.linalg.triangular_solve(
+        jnp.eye(8), spd, left_side=True, lower=True))
 with jax.set_mesh(auto):
     record("sm_auto_mesh_unsharded_arg",
            lambda: sm(double, in_specs=P("X"), out_specs=P("X"))(a))
@@ -120,6 +138,56 @@ JAX_ANSWERS = {'sm_agrees': ['ok', 'float32[8@X,8@Y]', 4032.0],
  'zeros_out_trailing_none': ['ok', 'float32[8@X,8@Y]', 0.0],
  'reshard_unknown_axis': ['ValueError', ''],
  'reshard_indivisible': ['ValueError', ''],
+ 'binop_one_axis_twice': ['ShardingTypeError',
+                          'add operation with inputs: f32[8@X,8], f32[8,8@X] produces an '
+                          'illegally sharded result: f32[8@X,8@X]'],
+ 'concatenate_differently_split': ['ShardingTypeError',
+                                   'All operands should have the same sharding. Got shardings '
+                                   "NamedSharding(mesh=AbstractMesh('X': 2, 'Y': 4, "
+                                   'axis_types=(Explicit, Explicit), device_kind=cpu, '
+                                   "num_cores=None, platform=cpu), spec=P('X', 'Y')), "
+                                   "NamedSharding(mesh=AbstractMesh('X': 2, 'Y': 4, "
+                                   'axis_types=(Explicit, Explicit), device_kind=cpu, '
+                                   "num_cores=None, platform=cpu), spec=P('Y', 'X'))"],
+ 'concatenate_jit_partly_split': ['ShardingTypeError',
+                                  'All operands should have the same sharding. Got shardings '
+                                  "NamedSharding(mesh=AbstractMesh('X': 2, 'Y': 4, "
+                                  'axis_types=(Explicit, Explicit), device_kind=cpu, '
+                                  "num_cores=None, platform=cpu), spec=P('X', 'Y')), "
+                                  "NamedSharding(mesh=AbstractMesh('X': 2, 'Y': 4, "
+                                  'axis_types=(Explicit, Explicit), device_kind=cpu, '
+                                  "num_cores=None, platform=cpu), spec=P('X', None))"],
+ 'concatenate_jit_constant': ['ok', 'float32[16@X,8@Y]', 4032.0],
+ 'select_cases_differ': ['ShardingTypeError',
+                         'select cases must have the same shardings, got '
+                         "[NamedSharding(mesh=AbstractMesh('X': 2, 'Y': 4, "
+                         'axis_types=(Explicit, Explicit), device_kind=cpu, num_cores=None, '
+                         "platform=cpu), spec=P('Y', 'X')), "
+                         "NamedSharding(mesh=AbstractMesh('X': 2, 'Y': 4, "
+                         'axis_types=(Explicit, Explicit), device_kind=cpu, num_cores=None, '
+                         "platform=cpu), spec=P('X', 'Y'))]."],
+ 'select_which_differs': ['ShardingTypeError',
+                          'select `which` must be scalar or have the same sharding as cases, '
+                          "got `which` sharding NamedSharding(mesh=AbstractMesh('X': 2, 'Y': "
+                          '4, axis_types=(Explicit, Explicit), device_kind=cpu, '
+                          "num_cores=None, platform=cpu), spec=P('X', None)) but case sharding "
+                          "NamedSharding(mesh=AbstractMesh('X': 2, 'Y': 4, "
+                          'axis_types=(Explicit, Explicit), device_kind=cpu, num_cores=None, '
+                          "platform=cpu), spec=P('X', 'Y'))."],
+ 'where_scalar_case': ['ok', 'float32[8@X,8@Y]', 1961.0],
+ 'inv_split_rows': ['ShardingTypeError',
+                    "Input 0 to lu must be unsharded on non-batch dimensions, but got P('X', "
+                    'None).'],
+ 'qr_split_rows': ['ShardingTypeError',
+                   "Input 0 to qr must be unsharded on non-batch dimensions, but got P('X', "
+                   'None).'],
+ 'svd_split_rows': ['ShardingTypeError',
+                    "Input 0 to svd must be unsharded on non-batch dimensions, but got P('X', "
+                    'None).'],
+ 'triangular_solve_split_b': ['ShardingTypeError',
+                              'triangular solve input `b` must be unsharded on the contracting '
+                              "axis, but got P('X', None) with left_side=True and "
+                              'transpose_a=False.'],
  'sm_auto_mesh_unsharded_arg': ['ok', 'float32[8,8]', 4032.0],
  'sm_mixed_mesh_not_checked': ['ok', 'float32[8,8]', 4032.0],
  'sm_mesh_argument_unsharded': ['ValueError',

@@ -6,7 +6,8 @@ The rules follow JAX 0.10.2's, primitive by primitive:
   no longer divides over its mesh axes is JAX's :class:`ShardingTypeError` ("slicing on
   sharded dims where out dim (3) is not divisible by mesh axes (2) ...");
 * ``pad`` and ``fft`` keep the operand's spec (a padded or transformed dimension's new
-  size must still divide over its axes, as in JAX); ``rev`` keeps the operand's spec; ``dynamic_update_slice`` requires the update to be
+  size must still divide over its axes, as in JAX); ``rev`` keeps the operand's spec;
+  ``dynamic_update_slice`` requires the update to be
   split as the operand is;
 * ``gather`` keeps the spec of the operand dimensions it reads whole and gives the batch
   dimensions the indices' spec; a split dimension it indexes into (or a split index array)

@@ -41,8 +41,8 @@ from plax.core.passes import call_param, dce, inline_calls
 from plax.core.shaped_array import ShapedArray
 from plax.sharding_exchange import Exchange, local_shape
 from plax.sharding_partition_indexing import FORMS, dimensionwise_form
-from plax.sharding_types import (ShardingTypeError, _broadcast_in_dim, _concatenate,
-                                 _cumulative, _dot_general, _elementwise, _expand_dims,
+from plax.sharding_types import (ELEMENTWISE_LIKE, ShardingTypeError, _broadcast_in_dim,
+                                 _concatenate, _cumulative, _dot_general, _expand_dims,
                                  _reduction, _reshape, _rule_for, _sort, _squeeze, _top_k,
                                  _transpose, explicit_sharding, reshape_groups, type_dims)
 
@@ -176,7 +176,7 @@ def _local_form(eqn, held, mesh):
     ins = [held(v) for v in eqn.invars]
     avals = [v.aval for v in eqn.invars]
     typed = [type_dims(v.aval) for v in eqn.outvars]
-    if rule is _elementwise:
+    if rule in ELEMENTWISE_LIKE:
         out = typed[0]
         return ([out if len(a.shape) == len(out) else ((),) * len(a.shape) for a in avals],
                 [(out, (), None)], params)
@@ -482,7 +482,8 @@ class Loop:
     """A ``scan`` or ``while`` whose body needs exchanges: every device runs its iterations,
     each a partitioned :class:`Program` (``cond`` decides a while's next iteration, the
     devices following the first's decision); or a ``cond`` whose branches do (``body`` is
-    then the list of the branches' programs, one picked alike on every device). ``ins``/``outs`` are the equation's local variables in
+    then the list of the branches' programs, one picked alike on every device).
+    ``ins``/``outs`` are the equation's local variables in
     the enclosing program; ``params`` the equation's."""
 
     def __init__(self, kind: str, body: Program, cond: Program | None, ins: list,

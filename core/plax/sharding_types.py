@@ -343,9 +343,61 @@ def _elementwise(prim, in_dims, in_avals, params) -> Dims:
             raise _incompatible(prim, ranked)
         out.append(found.pop() if found else ())
     used = [a for names in out for a in names]
-    if len(used) != len(set(used)):
-        raise _incompatible(prim, ranked)
+    if len(used) != len(set(used)):  # each operand fine, the merged result splits twice
+        shape = next(a.shape for a in in_avals if len(a.shape) == ndim)
+        inputs = ", ".join(_short_type(a.shape, a.dtype, d) for d, a in zip(in_dims, in_avals))
+        raise ShardingTypeError(
+            f"{prim.name} operation with inputs: {inputs} produces an illegally sharded "
+            f"result: {_short_type(shape, in_avals[0].dtype, tuple(out))}")
     return tuple(out)
+
+
+def _short_type(shape: tuple, dtype, dims: Dims) -> str:
+    """``f32[8@X,8]``: a type as JAX's messages print it (``dims`` may be illegal)."""
+    from plax.core.shaped_array import short_dtype_name
+    parts = [str(n) if not names else f"{n}@{names[0]}" if len(names) == 1
+             else f"{n}@({','.join(names)})" for n, names in zip(shape, dims)]
+    return f"{short_dtype_name(dtype)}[{','.join(parts)}]"
+
+
+def _sharding_str(aval, dims: Dims, mesh) -> str:
+    return f"NamedSharding(mesh={mesh.abstract_mesh!r}, spec={dims_spec(dims)!r})"
+
+
+def _typed_mesh(in_avals):
+    return next(a.sharding.mesh for a in in_avals if getattr(a, "sharding", None) is not None)
+
+
+def _all_alike(prim, in_dims, in_avals) -> Dims:
+    """The common dims of the operands that carry shardings (one without, a constant, goes
+    with any), or JAX's error naming them all."""
+    typed = [d for d, a in zip(in_dims, in_avals) if getattr(a, "sharding", None) is not None]
+    if any(d != typed[0] for d in typed[1:]):
+        mesh = _typed_mesh(in_avals)
+        shardings = [_sharding_str(a, d, mesh) for d, a in zip(in_dims, in_avals)]
+        if prim.name == "select_n":
+            raise ShardingTypeError(
+                f"select cases must have the same shardings, got [{', '.join(shardings)}].")
+        raise ShardingTypeError("All operands should have the same sharding. Got shardings "
+                                + ", ".join(shardings))
+    return typed[0] if typed else in_dims[0]
+
+
+def _select_n(prim, in_dims, in_avals, params) -> Dims:
+    """JAX's rule: the cases split alike; ``which`` a scalar or split as they are."""
+    which, w_aval = in_dims[0], in_avals[0]
+    cases = _all_alike(prim, in_dims[1:], in_avals[1:])
+    if w_aval.shape and getattr(w_aval, "sharding", None) is not None and \
+            any(getattr(a, "sharding", None) is not None for a in in_avals[1:]) and \
+            which != cases:
+        mesh = _typed_mesh(in_avals)
+        raise ShardingTypeError(
+            "select `which` must be scalar or have the same sharding as cases, got `which` "
+            f"sharding {_sharding_str(w_aval, which, mesh)} but case sharding "
+            f"{_sharding_str(in_avals[1], in_dims[1], mesh)}.")
+    if not any(getattr(a, "sharding", None) is not None for a in in_avals[1:]):
+        return which if w_aval.shape else cases
+    return cases
 
 
 def _reduction(prim, in_dims, in_avals, params) -> Dims:
@@ -506,7 +558,7 @@ def _top_k(prim, in_dims, in_avals, params) -> list:
 
 
 def _concatenate(prim, in_dims, in_avals, params) -> Dims:
-    return _elementwise(prim, in_dims, in_avals, params)  # every dimension merged alike
+    return _all_alike(prim, in_dims, in_avals)  # JAX: operands with shardings split alike
 
 
 for _name in ("transpose",):
@@ -516,6 +568,9 @@ for _name in ("argmax", "argmin"):
 for _name in ("cumsum", "cumprod", "cummax", "cummin", "cumlogsumexp"):
     _rules[_name] = _cumulative
 _rules["expand_dims"] = _expand_dims
+_rules["select_n"] = _select_n
+#: rules whose operands of the result's rank are cut as the result is (others: whole)
+ELEMENTWISE_LIKE = (_elementwise, _select_n)
 _rules["sort"] = _sort
 _rules["top_k"] = _top_k
 _ALONG_UNSPLIT_AXIS = (_cumulative, _sort, _top_k)
@@ -665,7 +720,7 @@ def _placed_as_typed(prim, args, params, out_avals):
 def _local_operands(prim, rule, args, in_dims, out_dims, indices, params) -> dict | None:
     """``{device: operand buffers}`` when every device can compute its block of the result
     from its own blocks of the operands, else None."""
-    if rule is _elementwise:
+    if rule in ELEMENTWISE_LIKE:
         pass
     elif rule is _transpose or rule is _squeeze or rule is _expand_dims:
         pass  # the operand's block, permuted or reshaped, is the result's block
@@ -682,11 +737,11 @@ def _local_operands(prim, rule, args, in_dims, out_dims, indices, params) -> dic
     for device, index in indices.items():
         ops = []
         for a, dims in zip(args, in_dims):
-            if rule is _elementwise and a.ndim == ndim:
+            if rule in ELEMENTWISE_LIKE and a.ndim == ndim:
                 buf = _block(a, device, index)
-            elif rule is _elementwise and a.ndim == 0:
+            elif rule in ELEMENTWISE_LIKE and a.ndim == 0:
                 buf = a._buffer_on(device) if len(a.devices()) == 1 else _block(a, device, ())
-            elif rule is not _elementwise:
+            elif rule not in ELEMENTWISE_LIKE:
                 buf = _own_block(a, device)
             else:
                 return None
