@@ -82,6 +82,13 @@ CASES = {
     "while_dot": (lambda u: lax.while_loop(lambda c: jnp.sum(c * c) < 1e4,
                                            lambda c: c @ u + c, u), (xr,),
                   lambda: while64(lambda c: (c * c).sum() < 1e4, lambda c: c @ A + c, A)),
+    # loops and a branch nested, each with exchanges inside
+    "nested": (lambda u, w: lax.fori_loop(0, 3, lambda i, c: lax.fori_loop(
+        0, 2, lambda j, d: jnp.tanh(jnp.dot(d, w, out_sharding=P("X", "Y"))),
+        lax.cond(jnp.sum(c) > 0, lambda v: v / jnp.sum(jnp.abs(v)), lambda v: v * 2, c)), u),
+        (x, wy), lambda: loop(3, lambda i, c: loop(2, lambda j, d: np.tanh(d @ A),
+                                                   c / np.abs(c).sum() if c.sum() > 0
+                                                   else c * 2), A)),
     # along a whole dimension, the split ones untouched: computed on blocks
     "fft_free": (lambda u: jnp.fft.fft(u, axis=1), (xr,), lambda: np.fft.fft(A, axis=1)),
     "fft_split": (lambda u: jnp.fft.fft(u, axis=1), (x,), lambda: np.fft.fft(A, axis=1)),
@@ -153,7 +160,7 @@ print(json.dumps(out))
 #: JAX 0.10.2's result types of CASES under jit (checked by test_record_matches_jax)
 JAX_TYPES = {
     "fori_dot": "[8@X,8@Y]", "scan_sum": "[8@X,8@Y]", "scan_xs": "[8@X,8@Y]",
-    "fori_reshape": "[8@X,8@Y]", "while_dot": "[8@X,8]", "fft_free": "[8@X,8]",
+    "fori_reshape": "[8@X,8@Y]", "while_dot": "[8@X,8]", "nested": "[8@X,8@Y]", "fft_free": "[8@X,8]",
     "fft_split": "[8@X,8@Y]", "take_cols": "[8@X,3]", "dyn_slice": "[8@X,4]",
     "dyn_update": "[8@X,8]", "slice_free": "[8@X,4]", "pad_free": "[8@X,11]",
     "pad_split": "[10@X,8]", "rev_free": "[8@X,8]", "det_batch": "[4@Y]",
@@ -198,6 +205,10 @@ def test_loops_run_on_every_device_with_exchanges_inside(plax_run):
     assert "exchange: (('Y',),) -> (('Y',),) partial ('X',) by add" in steps["scan_sum"][0]
     # a reshape across the split: an all-to-all there and back inside the body
     assert "exchange: (('X',), ('Y',)) -> (('X', 'Y'), ())" in steps["fori_reshape"][0]
+    # nested: the inner loop and the branch run on every device inside the outer loop
+    [outer] = steps["nested"]
+    assert outer.startswith("scan on every device: [") and \
+        "; cond on every device: [" in outer and "; scan on every device: [" in outer
 
 
 def test_dimensionwise_operations_compute_on_blocks(plax_run):
