@@ -22,10 +22,10 @@ import numpy as np
 if sys.argv[1] == "jax":
     import jax
     jax.config.update("jax_num_cpu_devices", 8)
-    from jax.sharding import reshard
+    from jax.sharding import NamedSharding, reshard
 else:
     import plax as jax
-    from plax.sharding import reshard
+    from plax.sharding import NamedSharding, reshard
 jnp, P = jax.numpy, jax.P
 AxisType = jax.sharding.AxisType
 mesh = jax.make_mesh((2, 4), ("X", "Y"))
@@ -82,6 +82,10 @@ with jax.set_mesh(mesh):
     record("svd_split_rows", lambda: jnp.linalg.svd(spd, compute_uv=False))
     record("triangular_solve_split_b", lambda: jax.lax.linalg.triangular_solve(
         jnp.eye(8), spd, left_side=True, lower=True))
+# reshard changes types: a spec naming an Auto axis is JAX's ValueError (JAX's message
+# then names the source line)
+record("reshard_onto_auto_axis", lambda: reshard(a, NamedSharding(auto, P("X"))),
+       message=False)
 with jax.set_mesh(auto):
     record("sm_auto_mesh_unsharded_arg",
            lambda: sm(double, in_specs=P("X"), out_specs=P("X"))(a))
@@ -188,6 +192,7 @@ JAX_ANSWERS = {'sm_agrees': ['ok', 'float32[8@X,8@Y]', 4032.0],
                               'triangular solve input `b` must be unsharded on the contracting '
                               "axis, but got P('X', None) with left_side=True and "
                               'transpose_a=False.'],
+ 'reshard_onto_auto_axis': ['ValueError', ''],
  'sm_auto_mesh_unsharded_arg': ['ok', 'float32[8,8]', 4032.0],
  'sm_mixed_mesh_not_checked': ['ok', 'float32[8,8]', 4032.0],
  'sm_mesh_argument_unsharded': ['ValueError',

@@ -933,7 +933,26 @@ def reshard(xs: Any, out_shardings: Any) -> Any:
       ...     reshard({"w": jnp.ones((2, 2))}, PartitionSpec("x"))["w"].sharding.spec
       P('x', None)
     """
+    _check_reshard_axes(out_shardings)
     return _place_tree(xs, out_shardings, "reshard out_shardings", pad_spec=True, typed=True)
+
+
+def _check_reshard_axes(out_shardings: Any) -> None:
+    """JAX's ValueError for a NamedSharding given to ``reshard`` whose spec names a mesh
+    axis that is not Explicit (``reshard`` changes types; an Auto axis has none)."""
+    from plax import tree_util
+    for s in tree_util.tree_leaves(out_shardings, is_leaf=_is_sharding_leaf):
+        if not isinstance(s, NamedSharding):
+            continue
+        types = dict(zip(s.mesh.axis_names, s.mesh.axis_types))
+        for entry in s.spec:
+            for name in (entry if isinstance(entry, tuple) else (entry,)):
+                if name is not None and types.get(name, AxisType.Explicit) != \
+                        AxisType.Explicit:
+                    raise ValueError(
+                        "PartitionSpec passed to reshard cannot contain axis names that are "
+                        f"of type Auto or Manual. Got PartitionSpec: {s.spec!r} with axis "
+                        f"name: {name} of type: AxisType.{types[name].name}.")
 
 
 def _decorator_mesh(axes: str | tuple | None, shardings: Any, caller: str) -> Mesh | None:
@@ -1023,7 +1042,8 @@ def auto_axes(f: Callable | None = None, /, *, axes: str | tuple[str, ...] | Non
         mesh = _decorator_mesh(axes, sharding, "auto_axes")
         if mesh is None or set(mesh.auto_axes) == set(_axes_tuple(axes, mesh)):
             return f(*args, **kwargs)
-        return reshard(f(*args, **kwargs), sharding)
+        return _place_tree(f(*args, **kwargs), sharding, "reshard out_shardings",
+                           pad_spec=True, typed=True)
 
     return wrapped
 
@@ -1069,7 +1089,7 @@ def explicit_axes(f: Callable | None = None, /, *, axes: str | tuple[str, ...] |
                              "`with plax.sharding.use_mesh(mesh):` or "
                              "`plax.sharding.set_mesh(mesh)`")
         _decorator_mesh(axes, None, "explicit_axes")
-        args = reshard(args, sharding)
+        args = _place_tree(args, sharding, "reshard out_shardings", pad_spec=True, typed=True)
         return f(*args, **kwargs)
 
     return wrapped

@@ -1050,12 +1050,13 @@ def smap_over_the_context_mesh():
         close(plax.smap(f, in_axes=-1, out_axes=-1, axis_name="x")(y), y * 2 + np.arange(N))
         add = plax.smap(lambda a, b: a + b, in_axes=(0, None), out_axes=0, axis_name="x")
         close(add(x, np.ones(3, np.float32)), x + 1)
-        sharded = plax.sharding.reshard(jnp.asarray(x), P("x"))
-        close(plax.smap(f, out_axes=0, axis_name="x")(sharded), x * 2 + member)
         total = plax.smap(lambda a: lax.psum(a.sum(0), "x"), in_axes=0, out_axes=None,
                           axis_name="x")
         close(total(x), x.sum(0))
         close(plax.jit(plax.smap(f, in_axes=0, out_axes=0, axis_name="x"))(x), x * 2 + member)
+    with plax.set_mesh(plax.make_mesh((N,), ("x",))):  # Explicit: in_axes from the type
+        sharded = plax.sharding.reshard(jnp.asarray(x), P("x"))
+        close(plax.smap(f, out_axes=0, axis_name="x")(sharded), x * 2 + member)
 
 
 if __name__ == "__main__":
