@@ -435,7 +435,10 @@ def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = N
         concatenate the devices' blocks along that dimension; mesh axes not named must hold
         equal values on every device along them (device 0's block is returned).
       in_specs: a PartitionSpec per positional argument (a prefix tree; one spec applies to
-        all): which mesh axes split each dimension.
+        all): which mesh axes split each dimension. On a mesh whose axes are all Explicit
+        (``make_mesh``'s default) it may be left out (each argument's type says it), and
+        one given must match each argument's type (JAX's ValueError otherwise: ``reshard``
+        the argument, or use a mesh of Auto axes).
       mesh: the :class:`~plax.sharding.Mesh` (default: the one set with
         ``plax.sharding.use_mesh``/``set_mesh``).
       axis_names: the mesh axes whose replication is checked (default: all of them).
@@ -467,7 +470,7 @@ def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = N
       >>> mesh = plax.make_mesh((1,), ("x",))
       >>> f = plax.shard_map(lambda b: plax.lax.psum(b.sum(), "x"), mesh=mesh,
       ...                    in_specs=PartitionSpec("x"), out_specs=PartitionSpec())
-      >>> f(jnp.arange(4.0))
+      >>> f(plax.device_put(jnp.arange(4.0), NamedSharding(mesh, PartitionSpec("x"))))
       Array(6., dtype=float32)
     """
     if f is None:
