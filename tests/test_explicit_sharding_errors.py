@@ -4,7 +4,8 @@ left out), a binary operation of differently split operands is a ``ShardingTypeE
 ``out_sharding=``/``reshard`` accept a spec padded with trailing Nones, and a mesh of Auto
 axes (or one only partly Explicit) is not checked; ``concatenate`` and ``select_n`` want
 their operands split alike and an elementwise result may not split two dimensions over one
-axis (JAX's messages); a factorization or solve of split matrix dimensions is JAX's error.
+axis (JAX's messages); a factorization or solve of split matrix dimensions is JAX's error;
+``with_sharding_constraint`` is an assertion on Explicit axes; ``reshard`` refuses Auto axes.
 
 One script runs each case on 8 CPU devices and records the result's type and sum, or the
 exception's type and message (messages compared where JAX's and plax's agree word for word).
@@ -82,6 +83,14 @@ with jax.set_mesh(mesh):
     record("svd_split_rows", lambda: jnp.linalg.svd(spd, compute_uv=False))
     record("triangular_solve_split_b", lambda: jax.lax.linalg.triangular_solve(
         jnp.eye(8), spd, left_side=True, lower=True))
+# with_sharding_constraint: an assertion on Explicit axes, refused with no mesh set
+record("wsc_no_mesh", lambda: jax.lax.with_sharding_constraint(a, NamedSharding(mesh, P("X"))))
+with jax.set_mesh(mesh):
+    record("wsc_agrees", lambda: jax.lax.with_sharding_constraint(x, P("X", "Y")))
+    record("wsc_disagrees", lambda: jax.lax.with_sharding_constraint(x, P(None, "X")))
+    record("wsc_disagrees_jit", lambda: jax.jit(
+        lambda u: jax.lax.with_sharding_constraint(u, P(None, "X")))(x))
+    record("wsc_unsharded", lambda: jax.lax.with_sharding_constraint(a, P("X")))
 # reshard changes types: a spec naming an Auto axis is JAX's ValueError (JAX's message
 # then names the source line)
 record("reshard_onto_auto_axis", lambda: reshard(a, NamedSharding(auto, P("X"))),
@@ -192,6 +201,27 @@ JAX_ANSWERS = {'sm_agrees': ['ok', 'float32[8@X,8@Y]', 4032.0],
                               'triangular solve input `b` must be unsharded on the contracting '
                               "axis, but got P('X', None) with left_side=True and "
                               'transpose_a=False.'],
+ 'wsc_no_mesh': ['ValueError',
+                 'The spec of NamedSharding passed to with_sharding_constraint can only refer '
+                 "to Auto axes of the mesh. Got spec=P('X',) and mesh=AbstractMesh('X': 2, "
+                 "'Y': 4, axis_types=(Explicit, Explicit), device_kind=cpu, num_cores=None, "
+                 'platform=cpu). You probably meant to use `reshard` API?'],
+ 'wsc_agrees': ['ok', 'float32[8@X,8@Y]', 2016.0],
+ 'wsc_disagrees': ['AssertionError',
+                   '`with_sharding_constraint` acts as an assert when all axes of mesh are of '
+                   "type `Explicit`. The array sharding: P('X', 'Y') did not match the "
+                   "sharding provided: P(None, 'X'). Please use `jax.sharding.reshard` to "
+                   'shard your input to the sharding you want.'],
+ 'wsc_disagrees_jit': ['AssertionError',
+                       '`with_sharding_constraint` acts as an assert when all axes of mesh are '
+                       "of type `Explicit`. The array sharding: P('X', 'Y') did not match the "
+                       "sharding provided: P(None, 'X'). Please use `jax.sharding.reshard` to "
+                       'shard your input to the sharding you want.'],
+ 'wsc_unsharded': ['AssertionError',
+                   '`with_sharding_constraint` acts as an assert when all axes of mesh are of '
+                   'type `Explicit`. The array sharding: P(None, None) did not match the '
+                   "sharding provided: P('X', None). Please use `jax.sharding.reshard` to "
+                   'shard your input to the sharding you want.'],
  'reshard_onto_auto_axis': ['ValueError', ''],
  'sm_auto_mesh_unsharded_arg': ['ok', 'float32[8,8]', 4032.0],
  'sm_mixed_mesh_not_checked': ['ok', 'float32[8,8]', 4032.0],

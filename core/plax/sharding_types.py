@@ -184,6 +184,59 @@ def check_in_specs(leaves: Sequence, specs: Sequence) -> None:
                 "use `jax.reshard` on the arguments and then pass those args to shard_map.")
 
 
+# ------------------------------------------------------------------ with_sharding_constraint
+
+def constraint_is_assertion(xs: Any, shardings: Any) -> bool:
+    """JAX 0.10's ``with_sharding_constraint`` on Explicit axes: with a current mesh whose
+    axes are all Explicit it only asserts that each value's type is its sharding (True:
+    nothing to place); a NamedSharding naming Explicit axes with no mesh set is refused.
+    False: the constraint places the values (:func:`plax.sharding._place_tree`, which also
+    reports malformed arguments).
+
+    Raises:
+      AssertionError: a value's type is split otherwise than its constraint says.
+      ValueError: a NamedSharding names Explicit axes while no mesh is set.
+    """
+    from plax import tree_util
+    from plax.sharding import _is_sharding_leaf, get_mesh
+    try:
+        leaves, treedef = tree_util.tree_flatten(xs)
+        targets = treedef.flatten_up_to(
+            tree_util.tree_broadcast(shardings, xs, is_leaf=_is_sharding_leaf))
+    except (ValueError, TypeError):
+        return False
+    mesh = get_mesh()
+    if mesh is None:
+        for s in targets:
+            if isinstance(s, NamedSharding) and any(_names(e) for e in s.spec) and \
+                    any(s.mesh.axis_types[s.mesh.axis_names.index(a)] == AxisType.Explicit
+                        for e in s.spec for a in _names(e)):
+                raise ValueError(
+                    "The spec of NamedSharding passed to with_sharding_constraint can only "
+                    f"refer to Auto axes of the mesh. Got spec={s.spec!r} and mesh="
+                    f"{s.mesh.abstract_mesh!r}. You probably meant to use `reshard` API?")
+        return False
+    if not mesh.axis_names or set(mesh.explicit_axes) != set(mesh.axis_names):
+        return False
+    for x, s in zip(leaves, targets):
+        if isinstance(s, PartitionSpec):
+            spec = s
+        elif isinstance(s, NamedSharding):
+            spec = s.spec
+        else:
+            return False
+        ndim = len(getattr(x, "shape", ()))
+        have = explicit_type(x)
+        have = spec_dims(have.spec, ndim) if have is not None else ((),) * ndim
+        if have != spec_dims(spec, ndim):
+            raise AssertionError(
+                "`with_sharding_constraint` acts as an assert when all axes of mesh are of "
+                f"type `Explicit`. The array sharding: {dims_spec(have)!r} did not match the "
+                f"sharding provided: {dims_spec(spec_dims(spec, ndim))!r}. Please use "
+                "`jax.sharding.reshard` to shard your input to the sharding you want.")
+    return True
+
+
 # ------------------------------------------------------------------ out_sharding= of dot
 
 _override = threading.local()
