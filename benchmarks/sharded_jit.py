@@ -6,7 +6,9 @@ run.
 
 Rows: the unsharded product (one device); the rows of ``a`` split over ``X`` (each device
 multiplies its block, nothing exchanged); the contracting dimension split on both operands
-with ``out_sharding=P()`` (each device's partial product, then summed across the devices).
+with ``out_sharding=P()`` (each device's partial product, then summed across the devices);
+ten steps of a data-parallel gradient descent in a ``fori_loop`` (the batch's rows split,
+the weights replicated: every device runs the loop, the gradient summed inside the body).
 Each library runs in its own child interpreter (device counts are fixed at start-up);
 times are the best of ``--repeat`` calls (milliseconds, outputs waited for); the inputs
 already live on the devices.
@@ -53,6 +55,17 @@ def _measure(lib: str, n: int, repeat: int) -> dict:
         brows = jax.device_put(b, P("X", None))
         out["contracting"] = best(
             jax.jit(lambda u, v: jnp.matmul(u, v, out_sharding=P())), cols, brows)
+        # a data-parallel training loop: each step's gradient summed over the devices
+        # inside the loop body (every device runs the loop; an all-reduce per step)
+        batch = jax.device_put(a[:, :256], P("X", None))
+        w0 = jax.device_put(b[:256, :256] / 16, P())
+
+        def loss(w, x):
+            return jnp.sum(jnp.tanh(x @ w) ** 2)
+
+        train = jax.jit(lambda w, x: jax.lax.fori_loop(
+            0, 10, lambda i, w: w - 1e-4 * jax.grad(loss)(w, x), w))
+        out["loop"] = best(train, w0, batch)
     return out
 
 
@@ -93,6 +106,7 @@ def main() -> None:
     rows = [(f"jit {n}x{n} matmul, unsharded (1 device)", "unsharded"),
             (f"jit {n}x{n} matmul, rows split over {d} devices", "rows"),
             (f"jit {n}x{n} matmul, contraction split over {d}, summed", "contracting")]
+    rows.append((f"fori_loop: 10 data-parallel steps, {n}x256 batch over {d}", "loop"))
     print(f"{'case':56s} {'plax ms':>9s} {'JAX ms':>9s} {'plax/JAX':>9s}")
     for label, key in rows:
         tj = j[key] if j else None

@@ -124,11 +124,11 @@ if sys.argv[1] != "jax":
     threads = set()
     run_all = sharding_threads.on_each_device
 
-    def recording(devices, work):
+    def recording(devices, work, **kw):
         def traced(i):
             threads.add(threading.get_ident())
             return work(i)
-        return run_all(devices, traced)
+        return run_all(devices, traced, **kw)
     sharding_threads.on_each_device = recording
 
 for name, (f, args, ref) in CASES.items():
@@ -214,13 +214,13 @@ def test_exchanges_are_where_the_types_call_for_them(plax_run):
     assert not any(s.startswith("exchange") for s in steps["scan_body"])
     # a loop whose body needs exchanges: the host runs its iterations, each partitioned
     [loop] = steps["fori_training"]
-    assert loop.startswith("scan on the host: [")
+    assert loop.startswith("scan on every device: [")
     assert [s for s in loop.split("; ") if s.startswith("exchange")] == [
         "exchange: ((), ()) -> ((), ()) partial ('X',) by add"]
-    assert steps["while_sum_cond"][0].startswith("while on the host: [segment: abs, reduce_sum; "
+    assert steps["while_sum_cond"][0].startswith("while on every device: [segment: abs, reduce_sum; "
                                                  "exchange: () -> () partial ('X', 'Y') by add")
     assert steps["switch_exchange"][-1] == (
-        "cond on the host: [segment: reduce_sum; exchange: () -> () partial ('X', 'Y') by add;"
+        "cond on every device: [segment: reduce_sum; exchange: () -> () partial ('X', 'Y') by add;"
         " segment: div | segment: mul]")
     # data-parallel gradient: one all-reduce, of the weights' gradient
     assert [s for s in steps["grad_data_parallel"] if s.startswith("exchange")] == [

@@ -201,9 +201,11 @@ def test_reshard_rejects_bad_shardings(mesh):
             reshard({"a": x, "b": x}, [P("x"), P()])
         with pytest.raises(ValueError, match="reshard out_shardings"):
             reshard((x, x), (P(), P(), P()))
+        # (trailing Nones beyond the rank are dropped, as JAX's reshard does)
         with pytest.raises(ValueError, match="has 2 entries, but the value it applies to has "
                                              "rank 1"):
-            reshard(x, P("x", None))
+            reshard(x, P(None, "x"))
+        assert reshard(x, P("x", None)).sharding.spec == P("x")
         with pytest.raises(ValueError, match="names axis 'y'"):
             reshard(x, P("y"))
 
@@ -241,7 +243,14 @@ def test_reshard_is_top_level_and_in_all():
 
 # ------------------------------------------------------------------ with_sharding_constraint
 
-def test_with_sharding_constraint_pytree(mesh):
+@pytest.fixture
+def auto_mesh():
+    return make_mesh((1,), ("x",), axis_types=(AxisType.Auto,))
+
+
+def test_with_sharding_constraint_pytree(auto_mesh):
+    # on Auto axes the constraint places the values (on Explicit ones it asserts: below)
+    mesh = auto_mesh
     tree = {"a": jnp.ones(2), "b": (jnp.zeros(4), np.arange(2.0))}
     s = NamedSharding(mesh, P("x"))
     out = lax.with_sharding_constraint(tree, s)  # one sharding for every leaf
@@ -280,8 +289,8 @@ def test_with_sharding_constraint_errors(mesh):
         lax.with_sharding_constraint(tree, "x")
 
 
-def test_with_sharding_constraint_under_jit_and_grad(mesh):
-    s = NamedSharding(mesh, P("x"))
+def test_with_sharding_constraint_under_jit_and_grad(auto_mesh):
+    s = NamedSharding(auto_mesh, P("x"))
 
     def loss(w):
         h = lax.with_sharding_constraint(jnp.tanh(w) * 3.0, s)
@@ -292,6 +301,21 @@ def test_with_sharding_constraint_under_jit_and_grad(mesh):
     want = 2 * 9 * np.tanh(np.asarray(w)) * (1 - np.tanh(np.asarray(w)) ** 2)
     np.testing.assert_allclose(np.asarray(plax.jit(plax.grad(loss))(w)), want, rtol=1e-5)
     assert plax.lax.with_sharding_constraint is lax.with_sharding_constraint
+
+
+def test_with_sharding_constraint_asserts_on_explicit_axes(mesh):
+    # JAX 0.10.2: an assertion on a mesh of Explicit axes, refused with no mesh set
+    x = jnp.ones(2)
+    with pytest.raises(ValueError, match="can only refer to Auto axes of the mesh"):
+        lax.with_sharding_constraint(x, NamedSharding(mesh, P("x")))
+    with use_mesh(mesh):
+        with pytest.raises(AssertionError, match=r"The array sharding: P\(None,\) did not "
+                                                 r"match the sharding provided: P\('x',\)"):
+            lax.with_sharding_constraint(x, P("x"))
+        y = reshard(x, P("x"))
+        assert lax.with_sharding_constraint(y, P("x")) is y
+        assert plax.jit(lambda v: lax.with_sharding_constraint(v, P("x")) * 2)(y).tolist() == \
+            [2.0, 2.0]
 
 
 # ------------------------------------------------------------------ auto_axes / explicit_axes
@@ -395,9 +419,12 @@ with use_mesh(mesh):
                      np.asarray(z).tolist() == np.asarray(x).tolist()]
     r = reshard(z, P())
     out["replicated"] = [r.is_fully_replicated, len(r.addressable_shards)]
-    w = lax.with_sharding_constraint({"a": x, "b": jnp.ones(4)}, {"a": P("y"), "b": P()})
+    with use_mesh(Mesh(np.array(devs).reshape(2, 2), ("x", "y"))):  # Auto axes: placed
+        w = lax.with_sharding_constraint({"a": x, "b": jnp.ones(4)}, {"a": P("y"), "b": P()})
     out["wsc"] = [repr(w["a"].sharding), shards(w["a"])[1]]
-    j = plax.jit(lambda v: reshard(v * 2, P("x")) + lax.with_sharding_constraint(v, P("y")))(y)
+    # on Explicit axes the constraint is an assertion the type already satisfies
+    j = plax.jit(lambda v: reshard(v * 2, P("x")) +
+                 lax.with_sharding_constraint(v, P("x", "y")))(y)
     out["jit"] = np.asarray(j).tolist() == (np.asarray(x) * 3).tolist()
     a = auto_axes(lambda v: v + 1, out_sharding=P("y", "x"))(y)
     out["auto"] = [repr(a.sharding.spec), np.asarray(a).tolist() == (np.asarray(x) + 1).tolist()]

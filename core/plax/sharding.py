@@ -908,6 +908,10 @@ def _place_tree(xs: Any, shardings: Any, what: str, pad_spec: bool = False,
     for leaf, target in zip(leaves, targets):
         s = _resolve(target, what)
         ndim = len(np.shape(leaf)) if not isinstance(leaf, Tracer) else leaf.ndim
+        if pad_spec and isinstance(s, NamedSharding) and len(s.spec) > ndim and \
+                all(e is None for e in tuple(s.spec)[ndim:]):
+            # JAX's reshard and out_sharding= accept a spec padded with trailing Nones
+            s = NamedSharding(s.mesh, PartitionSpec(*tuple(s.spec)[:ndim]))
         if isinstance(s, NamedSharding) and len(s.spec) > ndim:
             raise ValueError(f"{what}: {s!r} has {len(s.spec)} entries, but the value it applies "
                              f"to has rank {ndim} (shape {tuple(np.shape(leaf))})")
@@ -958,7 +962,26 @@ def reshard(xs: Any, out_shardings: Any) -> Any:
       ...     reshard({"w": jnp.ones((2, 2))}, PartitionSpec("x"))["w"].sharding.spec
       P('x', None)
     """
+    _check_reshard_axes(out_shardings)
     return _place_tree(xs, out_shardings, "reshard out_shardings", pad_spec=True, typed=True)
+
+
+def _check_reshard_axes(out_shardings: Any) -> None:
+    """JAX's ValueError for a NamedSharding given to ``reshard`` whose spec names a mesh
+    axis that is not Explicit (``reshard`` changes types; an Auto axis has none)."""
+    from plax import tree_util
+    for s in tree_util.tree_leaves(out_shardings, is_leaf=_is_sharding_leaf):
+        if not isinstance(s, NamedSharding):
+            continue
+        types = dict(zip(s.mesh.axis_names, s.mesh.axis_types))
+        for entry in s.spec:
+            for name in (entry if isinstance(entry, tuple) else (entry,)):
+                if name is not None and types.get(name, AxisType.Explicit) != \
+                        AxisType.Explicit:
+                    raise ValueError(
+                        "PartitionSpec passed to reshard cannot contain axis names that are "
+                        f"of type Auto or Manual. Got PartitionSpec: {s.spec!r} with axis "
+                        f"name: {name} of type: AxisType.{types[name].name}.")
 
 
 def _decorator_mesh(axes: str | tuple | None, shardings: Any, caller: str) -> Mesh | None:
@@ -1048,7 +1071,8 @@ def auto_axes(f: Callable | None = None, /, *, axes: str | tuple[str, ...] | Non
         mesh = _decorator_mesh(axes, sharding, "auto_axes")
         if mesh is None or set(mesh.auto_axes) == set(_axes_tuple(axes, mesh)):
             return f(*args, **kwargs)
-        return reshard(f(*args, **kwargs), sharding)
+        return _place_tree(f(*args, **kwargs), sharding, "reshard out_shardings",
+                           pad_spec=True, typed=True)
 
     return wrapped
 
@@ -1094,7 +1118,7 @@ def explicit_axes(f: Callable | None = None, /, *, axes: str | tuple[str, ...] |
                              "`with plax.sharding.use_mesh(mesh):` or "
                              "`plax.sharding.set_mesh(mesh)`")
         _decorator_mesh(axes, None, "explicit_axes")
-        args = reshard(args, sharding)
+        args = _place_tree(args, sharding, "reshard out_shardings", pad_spec=True, typed=True)
         return f(*args, **kwargs)
 
     return wrapped

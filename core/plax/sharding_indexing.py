@@ -5,7 +5,9 @@ The rules follow JAX 0.10.2's, primitive by primitive:
 * ``slice`` and ``dynamic_slice`` keep the operand's spec; a split dimension whose new size
   no longer divides over its mesh axes is JAX's :class:`ShardingTypeError` ("slicing on
   sharded dims where out dim (3) is not divisible by mesh axes (2) ...");
-* ``rev`` keeps the operand's spec; ``dynamic_update_slice`` requires the update to be
+* ``pad`` and ``fft`` keep the operand's spec (a padded or transformed dimension's new
+  size must still divide over its axes, as in JAX); ``rev`` keeps the operand's spec;
+  ``dynamic_update_slice`` requires the update to be
   split as the operand is;
 * ``gather`` keeps the spec of the operand dimensions it reads whole and gives the batch
   dimensions the indices' spec; a split dimension it indexes into (or a split index array)
@@ -67,6 +69,34 @@ def _slice(prim, in_dims, in_avals, params):
 def _dynamic_slice(prim, in_dims, in_avals, params):
     return check_sliced(in_avals[0], in_dims[0], tuple(params["slice_sizes"]),
                         "dynamic_slice")
+
+
+@register_sharding_rule("pad")
+def _pad(prim, in_dims, in_avals, params):
+    out_shape = tuple(int(lo + hi + n + max(n - 1, 0) * interior) for n, (lo, hi, interior)
+                      in zip(in_avals[0].shape, params["padding_config"]))
+    return check_sliced(in_avals[0], in_dims[0], out_shape, "padding")
+
+
+@register_sharding_rule("fft")
+def _fft(prim, in_dims, in_avals, params):
+    """The operand's spec (JAX keeps it, transformed dimensions included); a split
+    dimension whose length the transform changes must still divide over its axes."""
+    aval, dims = in_avals[0], in_dims[0]
+    from plax.lax.fft import FftType
+    lengths, kind = tuple(params["fft_lengths"]), FftType(params["fft_type"])
+    out_shape = list(aval.shape)
+    if lengths and kind == FftType.RFFT:
+        out_shape[-1] = lengths[-1] // 2 + 1
+    elif lengths and kind == FftType.IRFFT:
+        out_shape[-1] = lengths[-1]
+    for k, (n, names) in enumerate(zip(out_shape, dims)):
+        if names and n % _axes_size(aval, names):
+            raise ValueError(
+                f"Sharding spec {tuple(names)!r} implies that array axis {k} is partitioned "
+                f"{_axes_size(aval, names)} times, but does not evenly divide the dimension "
+                f"size {n}. Got shape: {tuple(out_shape)} and sharding {aval.sharding!r}")
+    return dims
 
 
 @register_sharding_rule("rev")

@@ -15,11 +15,15 @@ each dimension is split over; ``()`` is whole). Each equation is rewritten for t
   dimensions whole;
 * a ``reshape`` whose split dimensions stay the leading factor of their group (``8@X,4 ->
   32@X``, ``32@X -> 8@X,4``) reshapes the blocks; other reshapes regroup the data first;
+* slices, pads, reverses, dynamic slices and updates, gathers, scatters and FFTs compute
+  their block where the dimensions they touch are whole, the others split as the result's
+  type says (:mod:`plax.sharding_partition_indexing`);
 * ``scan``, ``while`` (``fori_loop``) and ``cond`` whose bodies are themselves blockwise
   (every equation local, with no communication) run per device with per-block bodies; a
-  ``scan`` or ``while`` whose body needs exchanges becomes a :class:`Loop`: the host runs
-  its iterations, each a partitioned program (the devices meeting at its exchanges); a
-  ``cond`` whose branches do runs the partitioned branch its index picks;
+  ``scan`` or ``while`` whose body needs exchanges becomes a :class:`Loop`: every device
+  runs the loop over its blocks, the body a partitioned program (the devices meeting at its
+  exchanges, and agreeing on each decision); a ``cond`` whose branches do runs the
+  partitioned branch its index picks;
 * ``jit`` calls are inlined; anything else is computed whole on every device from its
   gathered operands (an all-gather), its result then cut to the block its type says.
 
@@ -36,8 +40,9 @@ from plax.core.jaxpr import ClosedJaxpr, DropVar, Jaxpr, JaxprEqn, Literal, Var
 from plax.core.passes import call_param, dce, inline_calls
 from plax.core.shaped_array import ShapedArray
 from plax.sharding_exchange import Exchange, local_shape
-from plax.sharding_types import (ShardingTypeError, _broadcast_in_dim, _concatenate,
-                                 _cumulative, _dot_general, _elementwise, _expand_dims,
+from plax.sharding_partition_indexing import FORMS, dimensionwise_form
+from plax.sharding_types import (ELEMENTWISE_LIKE, ShardingTypeError, _broadcast_in_dim,
+                                 _concatenate, _cumulative, _dot_general, _expand_dims,
                                  _reduction, _reshape, _rule_for, _sort, _squeeze, _top_k,
                                  _transpose, explicit_sharding, reshape_groups, type_dims)
 
@@ -163,13 +168,15 @@ def _local_form(eqn, held, mesh):
     name = prim.name
     if name in ("scan", "while", "cond"):
         return _control_form(eqn, mesh)
+    if name in FORMS:
+        return dimensionwise_form(eqn, type_dims(eqn.outvars[0].aval), mesh)
     rule = _rule_for(prim)
     if rule is None:
         return None
     ins = [held(v) for v in eqn.invars]
     avals = [v.aval for v in eqn.invars]
     typed = [type_dims(v.aval) for v in eqn.outvars]
-    if rule is _elementwise:
+    if rule in ELEMENTWISE_LIKE:
         out = typed[0]
         return ([out if len(a.shape) == len(out) else ((),) * len(a.shape) for a in avals],
                 [(out, (), None)], params)
@@ -472,10 +479,11 @@ def _program(closed: ClosedJaxpr, mesh, in_dims=None, out_dims=None) -> Program:
 
 
 class Loop:
-    """A ``scan`` or ``while`` whose body needs exchanges: the host runs its iterations,
-    each a partitioned :class:`Program` over the devices (``cond`` decides a while's next
-    iteration); or a ``cond`` whose branches do (``body`` is then the list of the branches'
-    programs, the host picks one). ``ins``/``outs`` are the equation's local variables in
+    """A ``scan`` or ``while`` whose body needs exchanges: every device runs its iterations,
+    each a partitioned :class:`Program` (``cond`` decides a while's next iteration, the
+    devices following the first's decision); or a ``cond`` whose branches do (``body`` is
+    then the list of the branches' programs, one picked alike on every device).
+    ``ins``/``outs`` are the equation's local variables in
     the enclosing program; ``params`` the equation's."""
 
     def __init__(self, kind: str, body: Program, cond: Program | None, ins: list,
@@ -579,11 +587,11 @@ def describe(program: Any) -> list:
         if isinstance(s, Segment):
             out.append("segment: " + ", ".join(e.primitive.name for e in s.eqns))
         elif isinstance(s, Loop) and s.kind == "cond":
-            out.append("cond on the host: [" + " | ".join(
+            out.append("cond on every device: [" + " | ".join(
                 "; ".join(describe(b)) for b in s.body) + "]")
         elif isinstance(s, Loop):
             inner = describe(s.body) if s.cond is None else describe(s.cond) + describe(s.body)
-            out.append(f"{s.kind} on the host: [" + "; ".join(inner) + "]")
+            out.append(f"{s.kind} on every device: [" + "; ".join(inner) + "]")
         else:
             kind = "exchange" if s.moves_data() else "cut"
             extra = f" partial {s.partial} by {s.combine}" if s.partial else ""

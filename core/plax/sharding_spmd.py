@@ -17,8 +17,9 @@ split blocks runs on one device as before, its results placed as their types say
 from __future__ import annotations
 
 import contextlib
+import threading
 import weakref
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -76,20 +77,6 @@ def _compiled(program: Program, devices: list, backends: dict) -> list:
     return out
 
 
-def _phases(program: Program) -> list:
-    """The steps cut before each exchange that moves data and around each loop: within a
-    phase every device runs on its own; the devices meet between phases."""
-    phases: list = [[]]
-    for k, step in enumerate(program.steps):
-        meets = isinstance(step, Loop) or (isinstance(step, Exchange) and step.moves_data())
-        if meets and phases[-1]:
-            phases.append([])
-        phases[-1].append(k)
-        if isinstance(step, Loop):
-            phases.append([])
-    return [ph for ph in phases if ph]
-
-
 def _const_buffers(program: Program, device) -> list:
     place = "cpu" if device.platform == "cpu" else device
     bufs = program.const_bufs.get(place)
@@ -99,34 +86,126 @@ def _const_buffers(program: Program, device) -> list:
     return bufs
 
 
-def _execute(program: Program, devices: list, backends: dict, envs: dict, share) -> None:
-    """Runs ``program``'s steps on every device; ``envs[device]`` holds its arguments'
-    blocks on entry (by local variable) and every value it computes on exit."""
-    from plax.sharding_threads import on_each_device
-    if program.constvars:
-        for d in devices:
-            envs[d].update(zip(program.constvars, _const_buffers(program, d)))
-    compiled = _compiled(program, devices, backends)
-    steps = program.steps
-    for phase in _phases(program):
-        if isinstance(steps[phase[0]], Loop):
-            _run_loop(steps[phase[0]], devices, backends, envs, share)
-            continue
+class _Meeting:
+    """Where the device threads of one call meet: before and after each exchange that moves
+    data (every source block written; every read of it done before anyone overwrites it),
+    and where a loop or branch decides (every device follows the first one's decision, so
+    no device can leave a loop the others stay in). A device that fails breaks the meeting,
+    so the others stop waiting and its error is the one raised."""
 
-        def work(i, phase=phase):
-            d = devices[i]
-            env = envs[d]
+    def __init__(self, devices: list):
+        self.first = devices[0]
+        self._barrier = threading.Barrier(len(devices)) if len(devices) > 1 else None
+        self._decision: Any = None
+        self.error: BaseException | None = None
+
+    def wait(self) -> None:
+        if self._barrier is not None:
+            self._barrier.wait()
+
+    def agree(self, device, value):
+        """The first device's ``value``, on every device."""
+        if self._barrier is None:
+            return value
+        if device is self.first:
+            self._decision = value
+        self.wait()
+        value = self._decision
+        self.wait()  # read by all before the first device may decide again
+        return value
+
+    def guarded(self, work: Callable[[], Any]) -> Any:
+        """``work()`` on one device's thread: an error breaks the meeting (the others stop
+        waiting); a device released that way raises the failing device's error."""
+        try:
+            return work()
+        except threading.BrokenBarrierError:
+            raise self.error or RuntimeError("a device thread stopped") from None
+        except BaseException as err:  # noqa: BLE001 -- the others are released, then raised
+            self.fail(err)
+            raise
+
+    def fail(self, err: BaseException) -> None:
+        if self.error is None:
+            self.error = err
+        if self._barrier is not None:
+            self._barrier.abort()
+
+
+class _Run:
+    """What every device thread of one call shares: the devices, their backends and
+    environments, each (nested) program's compiled segments and constants, the meeting."""
+
+    def __init__(self, devices: list, backends: dict, envs: dict):
+        self.devices, self.backends, self.envs = devices, backends, envs
+        self.meeting = _Meeting(devices)
+        self.compiled: dict = {}  # id(program) -> [{device: executable} or None] per step
+        self.consts: dict = {}  # id(program) -> {device: [constant buffers]}
+
+    def prepare(self, program: Program) -> None:
+        """Compiles ``program`` and the bodies of its loops (in the caller's thread)."""
+        if id(program) in self.compiled:
+            return
+        self.compiled[id(program)] = _compiled(program, self.devices, self.backends)
+        self.consts[id(program)] = {d: _const_buffers(program, d) for d in self.devices}
+        for step in program.steps:
+            if isinstance(step, Loop):
+                for body in (step.body if step.kind == "cond" else [step.body, step.cond]):
+                    if body is not None:
+                        self.prepare(body)
+
+
+def _execute(program: Program, devices: list, backends: dict, envs: dict, share) -> None:
+    """Runs ``program`` on every device at once, one thread each; ``envs[device]`` holds its
+    arguments' blocks on entry (by local variable) and every value it computes on exit.
+    Loops and branches whose bodies hold exchanges run on every device too, the devices
+    meeting at those exchanges inside the body."""
+    from plax.sharding_threads import on_each_device
+    run = _Run(devices, backends, envs)
+    run.prepare(program)
+
+    def work(i):
+        d = devices[i]
+
+        def steps():
             with (backends[d].threads_limited(share) if share and d.platform == "cpu"
                   else contextlib.nullcontext()):
-                for k in phase:
-                    step = steps[k]
-                    if isinstance(step, Segment):
-                        exe = compiled[k][d]
-                        outs = exe.executable(*exe.const_bufs, *[env[v] for v in step.ins])
-                        env.update(zip(step.outs, outs))
-                    else:
-                        env[step.dst] = step.run(d, envs, backends)
-        on_each_device(devices, work)
+                _run_steps(program, d, run)
+        run.meeting.guarded(steps)
+    try:
+        on_each_device(devices, work, together=_meets(program))
+    except BaseException as err:
+        if run.meeting.error is not None and run.meeting.error is not err:
+            raise run.meeting.error from None
+        raise
+
+
+def _meets(program: Program) -> bool:
+    """Whether the device threads running ``program`` wait for each other somewhere."""
+    return any(isinstance(s, Loop) or (isinstance(s, Exchange) and s.moves_data())
+               for s in program.steps)
+
+
+def _run_steps(program: Program, d, run: _Run) -> None:
+    """``program``'s steps on device ``d`` (its arguments already in its environment)."""
+    env = run.envs[d]
+    if program.constvars:
+        env.update(zip(program.constvars, run.consts[id(program)][d]))
+    compiled = run.compiled[id(program)]
+    for k, step in enumerate(program.steps):
+        if isinstance(step, Segment):
+            exe = compiled[k][d]
+            outs = exe.executable(*exe.const_bufs, *[env[v] for v in step.ins])
+            env.update(zip(step.outs, outs))
+        elif isinstance(step, Loop):
+            _run_loop(step, d, run)
+        elif step.moves_data():
+            run.meeting.wait()  # every device's source block is written
+            buf = step.run(d, run.envs, run.backends)
+            run.meeting.wait()  # every device has read the source blocks it needs
+            env[step.dst] = buf
+        else:
+            env[step.dst] = step.run(d, run.envs, run.backends)
 
 
 def _value(env: dict, v, device, backends):
@@ -146,57 +225,49 @@ def _put(host, device, backends):
     return host if device.platform == "cpu" else backends[device].put(host, device)
 
 
-def _run_body(program: Program, args: dict, devices, backends, share) -> dict:
-    """``{device: [result buffers]}`` of one iteration's program on ``{device: [args]}``."""
-    envs = {d: dict(zip(program.invars, args[d])) for d in devices}
-    _execute(program, devices, backends, envs, share)
-    return {d: [_value(envs[d], v, d, backends) for v in program.outvars] for d in devices}
+def _call(program: Program, args: list, d, run: _Run) -> list:
+    """Device ``d``'s results of one run of a loop body or branch on its ``args``."""
+    env = run.envs[d]
+    env.update(zip(program.invars, args))
+    _run_steps(program, d, run)
+    return [_value(env, v, d, run.backends) for v in program.outvars]
 
 
-def _run_loop(step: Loop, devices, backends, envs: dict, share) -> None:
-    """A scan or while loop whose body holds exchanges, its iterations driven from here (or
-    a cond whose branches hold exchanges, the branch picked here)."""
-    ins = {d: [_value(envs[d], v, d, backends) for v in step.ins] for d in devices}
+def _run_loop(step: Loop, d, run: _Run) -> None:
+    """A scan or while loop whose body holds exchanges, or a cond whose branches do, run on
+    device ``d`` over its blocks (every device runs it at once, meeting at the exchanges)."""
+    backends, env = run.backends, run.envs[d]
+    ins = [_value(env, v, d, backends) for v in step.ins]
     p = step.params
-    if step.kind == "cond":  # the index is replicated: every device picks the same branch
-        index = int(_host(ins[devices[0]][0], devices[0], backends))
+    if step.kind == "cond":  # the index is replicated; the first device's copy decides
+        index = run.meeting.agree(d, int(_host(ins[0], d, backends)))
         branch = step.body[min(max(index, 0), len(step.body) - 1)]
-        outs = _run_body(branch, {d: ins[d][1:] for d in devices}, devices, backends, share)
-        for d in devices:
-            envs[d].update(zip(step.outs, outs[d]))
+        env.update(zip(step.outs, _call(branch, ins[1:], d, run)))
         return
     if step.kind == "while":
         nc, nb = p["cond_nconsts"], p["body_nconsts"]
-        carry = {d: ins[d][nc + nb:] for d in devices}
+        carry = ins[nc + nb:]
         while True:
-            pred = _run_body(step.cond, {d: ins[d][:nc] + carry[d] for d in devices},
-                             devices, backends, share)
-            if not bool(_host(pred[devices[0]][0], devices[0], backends)):
+            [pred] = _call(step.cond, ins[:nc] + carry, d, run)
+            if not run.meeting.agree(d, bool(_host(pred, d, backends))):
                 break
-            carry = _run_body(step.body, {d: ins[d][nc:nc + nb] + carry[d] for d in devices},
-                              devices, backends, share)
-        for d in devices:
-            envs[d].update(zip(step.outs, carry[d]))
+            carry = _call(step.body, ins[nc:nc + nb] + carry, d, run)
+        env.update(zip(step.outs, carry))
         return
     nc, nk, length = p["num_consts"], p["num_carry"], p["length"]
-    consts = {d: ins[d][:nc] for d in devices}
-    carry = {d: ins[d][nc:nc + nk] for d in devices}
-    xs = {d: [_host(x, d, backends) for x in ins[d][nc + nk:]] for d in devices}
-    ys: dict = {d: [None] * length for d in devices}
-    order = range(length - 1, -1, -1) if p["reverse"] else range(length)
-    for i in order:
-        outs = _run_body(step.body, {d: consts[d] + carry[d] +
-                                     [_put(np.ascontiguousarray(x[i]), d, backends)
-                                      for x in xs[d]] for d in devices},
-                         devices, backends, share)
-        for d in devices:
-            carry[d] = outs[d][:nk]
-            ys[d][i] = [_host(y, d, backends) for y in outs[d][nk:]]
-    for d in devices:
-        stacked = [_put(np.stack([ys[d][i][k] for i in range(length)]), d, backends)
-                   for k in range(len(step.outs) - nk)] if length else \
-            [_put(np.zeros(v.aval.shape, v.aval.dtype), d, backends) for v in step.outs[nk:]]
-        envs[d].update(zip(step.outs, carry[d] + stacked))
+    consts, carry = ins[:nc], ins[nc:nc + nk]
+    xs = [_host(x, d, backends) for x in ins[nc + nk:]]
+    ys: list = [None] * length
+    for i in (range(length - 1, -1, -1) if p["reverse"] else range(length)):
+        outs = _call(step.body, consts + carry +
+                     [_put(np.ascontiguousarray(x[i]), d, backends) for x in xs], d, run)
+        carry = outs[:nk]
+        ys[i] = [_host(y, d, backends) for y in outs[nk:]]
+    stacked = [_put(np.stack([ys[i][k] for i in range(length)]), d, backends)
+               for k in range(len(step.outs) - nk)] if length else \
+        [_put(np.zeros(v.aval.shape, v.aval.dtype), d, backends)
+         for v in step.outs[nk:]]
+    env.update(zip(step.outs, carry + stacked))
 
 
 def _argument_buffer(x, aval, dims, device, index, mesh):

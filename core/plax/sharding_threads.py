@@ -13,6 +13,7 @@ from typing import Any, Callable, Sequence
 
 _pool: list = [None]
 _pool_lock = threading.Lock()
+_together_lock = threading.Lock()
 
 
 def _executor(n: int) -> ThreadPoolExecutor:
@@ -24,12 +25,16 @@ def _executor(n: int) -> ThreadPoolExecutor:
         return pool
 
 
-def on_each_device(devices: Sequence[Any], work: Callable[[int], Any]) -> list:
+def on_each_device(devices: Sequence[Any], work: Callable[[int], Any],
+                   together: bool = False) -> list:
     """``[work(0), ..., work(n - 1)]``, one call per device of ``devices``, run at once.
 
     Args:
       devices: the devices taking part (their count is what matters).
       work: called with a device's position; returns that device's result.
+      together: the calls wait for each other (at a barrier), so all of them must be
+        running at once: such runs take the pool one at a time, and it has a thread for
+        every device but the first.
 
     Returns:
       The results in device order. The first exception raised by any device is re-raised
@@ -42,6 +47,15 @@ def on_each_device(devices: Sequence[Any], work: Callable[[int], Any]) -> list:
     n = len(devices)
     if n == 1:
         return [work(0)]
+    if together:
+        # two calls sharing the pool could each hold some threads while waiting for the
+        # rest; one at a time, every device gets a thread
+        with _together_lock:
+            return _run(n, work, devices)
+    return _run(n, work, devices)
+
+
+def _run(n: int, work: Callable[[int], Any], devices: Sequence[Any]) -> list:
     futures = [_executor(n).submit(work, i) for i in range(1, n)]
     first_error = None
     try:

@@ -144,6 +144,99 @@ def explicit_type(x: Any) -> NamedSharding | None:
     return explicit_sharding(aval) if aval is not None else None
 
 
+# ------------------------------------------------------------------ shard_map's in_specs
+
+def shard_map_checks_types(mesh, axis_names) -> bool:
+    """Whether ``shard_map`` over ``mesh`` (manual over ``axis_names``, None: all its
+    axes) compares its ``in_specs`` with its arguments' types: as JAX 0.10, when it is
+    manual over every axis of the mesh and every one is Explicit."""
+    names = tuple(mesh.axis_names)
+    manual = set(names) if axis_names is None else set(
+        (axis_names,) if isinstance(axis_names, str) else axis_names)
+    return manual == set(names) and set(mesh.explicit_axes) == set(names)
+
+
+def inferred_in_specs(leaves: Sequence) -> list:
+    """The ``in_specs`` of ``shard_map`` left out on an all-Explicit mesh: each argument's
+    type's spec (``P()`` for one with no sharding), as JAX infers them."""
+    out = []
+    for x in leaves:
+        s = explicit_type(x)
+        out.append(PartitionSpec() if s is None else s.spec)
+    return out
+
+
+def check_in_specs(leaves: Sequence, specs: Sequence) -> None:
+    """JAX 0.10's ValueError for an argument of ``shard_map`` (over an all-Explicit mesh)
+    whose type's spec is not its ``in_specs`` entry (both padded to its rank)."""
+    for x, spec in zip(leaves, specs):
+        ndim = len(getattr(x, "shape", ()))
+        s = explicit_type(x)
+        have = spec_dims(s.spec, ndim) if s is not None else ((),) * ndim
+        want = spec_dims(spec, ndim)
+        if have != want:
+            from plax.api_util import typeof
+            raise ValueError(
+                f"in_specs passed to shard_map: {dims_spec(want)!r} does not match the specs "
+                f"of the input: {dims_spec(have)!r} for arg: {typeof(x)}. `in_specs` is an "
+                "optional argument so you can omit specifying it and shard_map will infer "
+                "the in_specs from the arguments. If you want to reshard your inputs, you can "
+                "use `jax.reshard` on the arguments and then pass those args to shard_map.")
+
+
+# ------------------------------------------------------------------ with_sharding_constraint
+
+def constraint_is_assertion(xs: Any, shardings: Any) -> bool:
+    """JAX 0.10's ``with_sharding_constraint`` on Explicit axes: with a current mesh whose
+    axes are all Explicit it only asserts that each value's type is its sharding (True:
+    nothing to place); a NamedSharding naming Explicit axes with no mesh set is refused.
+    False: the constraint places the values (:func:`plax.sharding._place_tree`, which also
+    reports malformed arguments).
+
+    Raises:
+      AssertionError: a value's type is split otherwise than its constraint says.
+      ValueError: a NamedSharding names Explicit axes while no mesh is set.
+    """
+    from plax import tree_util
+    from plax.sharding import _is_sharding_leaf, get_mesh
+    try:
+        leaves, treedef = tree_util.tree_flatten(xs)
+        targets = treedef.flatten_up_to(
+            tree_util.tree_broadcast(shardings, xs, is_leaf=_is_sharding_leaf))
+    except (ValueError, TypeError):
+        return False
+    mesh = get_mesh()
+    if mesh is None:
+        for s in targets:
+            if isinstance(s, NamedSharding) and any(_names(e) for e in s.spec) and \
+                    any(s.mesh.axis_types[s.mesh.axis_names.index(a)] == AxisType.Explicit
+                        for e in s.spec for a in _names(e)):
+                raise ValueError(
+                    "The spec of NamedSharding passed to with_sharding_constraint can only "
+                    f"refer to Auto axes of the mesh. Got spec={s.spec!r} and mesh="
+                    f"{s.mesh.abstract_mesh!r}. You probably meant to use `reshard` API?")
+        return False
+    if not mesh.axis_names or set(mesh.explicit_axes) != set(mesh.axis_names):
+        return False
+    for x, s in zip(leaves, targets):
+        if isinstance(s, PartitionSpec):
+            spec = s
+        elif isinstance(s, NamedSharding):
+            spec = s.spec
+        else:
+            return False
+        ndim = len(getattr(x, "shape", ()))
+        have = explicit_type(x)
+        have = spec_dims(have.spec, ndim) if have is not None else ((),) * ndim
+        if have != spec_dims(spec, ndim):
+            raise AssertionError(
+                "`with_sharding_constraint` acts as an assert when all axes of mesh are of "
+                f"type `Explicit`. The array sharding: {dims_spec(have)!r} did not match the "
+                f"sharding provided: {dims_spec(spec_dims(spec, ndim))!r}. Please use "
+                "`jax.sharding.reshard` to shard your input to the sharding you want.")
+    return True
+
+
 # ------------------------------------------------------------------ out_sharding= of dot
 
 _override = threading.local()
@@ -303,9 +396,61 @@ def _elementwise(prim, in_dims, in_avals, params) -> Dims:
             raise _incompatible(prim, ranked)
         out.append(found.pop() if found else ())
     used = [a for names in out for a in names]
-    if len(used) != len(set(used)):
-        raise _incompatible(prim, ranked)
+    if len(used) != len(set(used)):  # each operand fine, the merged result splits twice
+        shape = next(a.shape for a in in_avals if len(a.shape) == ndim)
+        inputs = ", ".join(_short_type(a.shape, a.dtype, d) for d, a in zip(in_dims, in_avals))
+        raise ShardingTypeError(
+            f"{prim.name} operation with inputs: {inputs} produces an illegally sharded "
+            f"result: {_short_type(shape, in_avals[0].dtype, tuple(out))}")
     return tuple(out)
+
+
+def _short_type(shape: tuple, dtype, dims: Dims) -> str:
+    """``f32[8@X,8]``: a type as JAX's messages print it (``dims`` may be illegal)."""
+    from plax.core.shaped_array import short_dtype_name
+    parts = [str(n) if not names else f"{n}@{names[0]}" if len(names) == 1
+             else f"{n}@({','.join(names)})" for n, names in zip(shape, dims)]
+    return f"{short_dtype_name(dtype)}[{','.join(parts)}]"
+
+
+def _sharding_str(aval, dims: Dims, mesh) -> str:
+    return f"NamedSharding(mesh={mesh.abstract_mesh!r}, spec={dims_spec(dims)!r})"
+
+
+def _typed_mesh(in_avals):
+    return next(a.sharding.mesh for a in in_avals if getattr(a, "sharding", None) is not None)
+
+
+def _all_alike(prim, in_dims, in_avals) -> Dims:
+    """The common dims of the operands that carry shardings (one without, a constant, goes
+    with any), or JAX's error naming them all."""
+    typed = [d for d, a in zip(in_dims, in_avals) if getattr(a, "sharding", None) is not None]
+    if any(d != typed[0] for d in typed[1:]):
+        mesh = _typed_mesh(in_avals)
+        shardings = [_sharding_str(a, d, mesh) for d, a in zip(in_dims, in_avals)]
+        if prim.name == "select_n":
+            raise ShardingTypeError(
+                f"select cases must have the same shardings, got [{', '.join(shardings)}].")
+        raise ShardingTypeError("All operands should have the same sharding. Got shardings "
+                                + ", ".join(shardings))
+    return typed[0] if typed else in_dims[0]
+
+
+def _select_n(prim, in_dims, in_avals, params) -> Dims:
+    """JAX's rule: the cases split alike; ``which`` a scalar or split as they are."""
+    which, w_aval = in_dims[0], in_avals[0]
+    cases = _all_alike(prim, in_dims[1:], in_avals[1:])
+    if w_aval.shape and getattr(w_aval, "sharding", None) is not None and \
+            any(getattr(a, "sharding", None) is not None for a in in_avals[1:]) and \
+            which != cases:
+        mesh = _typed_mesh(in_avals)
+        raise ShardingTypeError(
+            "select `which` must be scalar or have the same sharding as cases, got `which` "
+            f"sharding {_sharding_str(w_aval, which, mesh)} but case sharding "
+            f"{_sharding_str(in_avals[1], in_dims[1], mesh)}.")
+    if not any(getattr(a, "sharding", None) is not None for a in in_avals[1:]):
+        return which if w_aval.shape else cases
+    return cases
 
 
 def _reduction(prim, in_dims, in_avals, params) -> Dims:
@@ -466,7 +611,7 @@ def _top_k(prim, in_dims, in_avals, params) -> list:
 
 
 def _concatenate(prim, in_dims, in_avals, params) -> Dims:
-    return _elementwise(prim, in_dims, in_avals, params)  # every dimension merged alike
+    return _all_alike(prim, in_dims, in_avals)  # JAX: operands with shardings split alike
 
 
 for _name in ("transpose",):
@@ -476,6 +621,9 @@ for _name in ("argmax", "argmin"):
 for _name in ("cumsum", "cumprod", "cummax", "cummin", "cumlogsumexp"):
     _rules[_name] = _cumulative
 _rules["expand_dims"] = _expand_dims
+_rules["select_n"] = _select_n
+#: rules whose operands of the result's rank are cut as the result is (others: whole)
+ELEMENTWISE_LIKE = (_elementwise, _select_n)
 _rules["sort"] = _sort
 _rules["top_k"] = _top_k
 _ALONG_UNSPLIT_AXIS = (_cumulative, _sort, _top_k)
@@ -625,7 +773,7 @@ def _placed_as_typed(prim, args, params, out_avals):
 def _local_operands(prim, rule, args, in_dims, out_dims, indices, params) -> dict | None:
     """``{device: operand buffers}`` when every device can compute its block of the result
     from its own blocks of the operands, else None."""
-    if rule is _elementwise:
+    if rule in ELEMENTWISE_LIKE:
         pass
     elif rule is _transpose or rule is _squeeze or rule is _expand_dims:
         pass  # the operand's block, permuted or reshaped, is the result's block
@@ -642,11 +790,11 @@ def _local_operands(prim, rule, args, in_dims, out_dims, indices, params) -> dic
     for device, index in indices.items():
         ops = []
         for a, dims in zip(args, in_dims):
-            if rule is _elementwise and a.ndim == ndim:
+            if rule in ELEMENTWISE_LIKE and a.ndim == ndim:
                 buf = _block(a, device, index)
-            elif rule is _elementwise and a.ndim == 0:
+            elif rule in ELEMENTWISE_LIKE and a.ndim == 0:
                 buf = a._buffer_on(device) if len(a.devices()) == 1 else _block(a, device, ())
-            elif rule is not _elementwise:
+            elif rule not in ELEMENTWISE_LIKE:
                 buf = _own_block(a, device)
             else:
                 return None
@@ -718,3 +866,4 @@ def _computed_then_split(prim, args, params, out_avals: list, indices: list) -> 
 
 
 from plax import sharding_indexing  # noqa: E402,F401  (registers the indexing rules)
+from plax import sharding_linalg  # noqa: E402,F401  (registers the linear-algebra rules)

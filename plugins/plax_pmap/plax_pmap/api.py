@@ -34,6 +34,7 @@ from plax.core.trace import Tracer, get_aval
 from plax.distributed import collective_timeout
 from plax.lowering.fallback import PlaxFallbackWarning
 from plax.sharding import IndexMapSharding, Mesh, NamedSharding, PartitionSpec
+from plax.sharding_types import check_in_specs, inferred_in_specs, shard_map_checks_types
 from plax.transforms.call import to_buffer
 from plax.transforms.staging import trace_to_jaxpr
 from plax_pmap import axes as _axes
@@ -434,7 +435,10 @@ def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = N
         concatenate the devices' blocks along that dimension; mesh axes not named must hold
         equal values on every device along them (device 0's block is returned).
       in_specs: a PartitionSpec per positional argument (a prefix tree; one spec applies to
-        all): which mesh axes split each dimension.
+        all): which mesh axes split each dimension. On a mesh whose axes are all Explicit
+        (``make_mesh``'s default) it may be left out (each argument's type says it), and
+        one given must match each argument's type (JAX's ValueError otherwise: ``reshard``
+        the argument, or use a mesh of Auto axes).
       mesh: the :class:`~plax.sharding.Mesh` (default: the one set with
         ``plax.sharding.use_mesh``/``set_mesh``).
       axis_names: the mesh axes whose replication is checked (default: all of them).
@@ -466,7 +470,7 @@ def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = N
       >>> mesh = plax.make_mesh((1,), ("x",))
       >>> f = plax.shard_map(lambda b: plax.lax.psum(b.sum(), "x"), mesh=mesh,
       ...                    in_specs=PartitionSpec("x"), out_specs=PartitionSpec())
-      >>> f(jnp.arange(4.0))
+      >>> f(plax.device_put(jnp.arange(4.0), NamedSharding(mesh, PartitionSpec("x"))))
       Array(6., dtype=float32)
     """
     if f is None:
@@ -487,7 +491,11 @@ def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = N
         if not isinstance(m, Mesh):
             raise TypeError(f"shard_map mesh must be a plax.sharding.Mesh, got {m!r}")
         spread = _process_block(m)
-        specs_in = in_specs if in_specs is not None else PartitionSpec()
+        typed_mesh = shard_map_checks_types(m, axis_names)
+        specs_in = in_specs if in_specs is not None else \
+            PartitionSpec() if not typed_mesh else tuple(
+                tree_util.tree_unflatten(tree_util.tree_structure(a), inferred_in_specs(
+                    tree_util.tree_leaves(a))) for a in args)
         if isinstance(specs_in, list):
             specs_in = tuple(specs_in)
         if isinstance(specs_in, tuple) and not isinstance(specs_in, PartitionSpec):
@@ -499,6 +507,8 @@ def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = N
                               not isinstance(specs_in, PartitionSpec)) else (specs_in,) * len(args)
         specs = [_spec(s) for s in _leaf_axes(prefix, tuple(args), "shard_map in_specs")]
         leaves = [x if isinstance(x, (Array, Tracer)) else plax.numpy.asarray(x) for x in leaves]
+        if typed_mesh:  # on an Explicit mesh the arguments' types must say what in_specs do
+            check_in_specs(leaves, specs)
         names = _leaf_names_plain(treedef)
         blocks = []
         for x, s, nm in zip(leaves, specs, names):

@@ -85,7 +85,9 @@ def _broadcast(prefix, tree, what: str) -> list:
 def _inferred(axis_name, leaf, mesh):
     """The spec of ``leaf``'s sharding restricted to ``axis_name`` (P() if unsharded)."""
     from plax.sharding import NamedSharding, PartitionSpec
-    sharding = getattr(leaf, "sharding", None)
+    from plax.sharding_types import explicit_type
+    # a traced argument (smap under jit) carries its sharding in its type
+    sharding = explicit_type(leaf) or getattr(leaf, "sharding", None)
     if not isinstance(sharding, NamedSharding) or sharding.mesh.axis_names != mesh.axis_names:
         return PartitionSpec()
     entries = []
@@ -119,8 +121,9 @@ def smap(f: Callable | None = None, /, *, in_axes: Any = Infer, out_axes: Any,
         range for its array.
 
     Example:
-      >>> with plax.set_mesh(plax.make_mesh((1,), ("x",))):
-      ...     plax.smap(lambda b: b * 2, in_axes=0, out_axes=0, axis_name="x")(jnp.arange(3.0))
+      >>> with plax.set_mesh(plax.make_mesh((1,), ("x",))):  # Explicit: arguments placed
+      ...     x = plax.device_put(jnp.arange(3.0), plax.P("x"))
+      ...     plax.smap(lambda b: b * 2, in_axes=0, out_axes=0, axis_name="x")(x)
       Array([0., 2., 4.], dtype=float32)
     """
     _check(in_axes, out_axes, axis_name)

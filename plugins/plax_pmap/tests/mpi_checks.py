@@ -15,6 +15,13 @@ import plax
 import plax.numpy as jnp
 from plax import lax
 
+
+def _auto_mesh(shape, names):
+    """A mesh of Auto axes: these checks pass unsharded arguments to shard_map, which on an
+    Explicit mesh (make_mesh's default) must already be sharded as in_specs say."""
+    return plax.make_mesh(shape, names, axis_types=(plax.sharding.AxisType.Auto,) * len(names))
+
+
 plax.distributed.initialize()
 pi, pc = plax.process_index(), plax.process_count()
 nl = plax.local_device_count()
@@ -54,8 +61,8 @@ def check_multihost_utils():
     P = plax.sharding.PartitionSpec
     local_mesh = plax.sharding.Mesh(np.array(plax.local_devices()), ("d",))
     g = np.arange(n, dtype=np.float32)
-    mesh = plax.make_mesh((n,), ("d",))
-    mesh2 = plax.make_mesh((pc, nl), ("p", "l"))
+    mesh = _auto_mesh((n,), ("d",))
+    mesh2 = _auto_mesh((pc, nl), ("p", "l"))
     mine2 = np.float32([pi, pi + 1])
     assert mu.process_allgather(mine2).tolist() == [[p, p + 1] for p in range(pc)]
     assert mu.process_allgather({"a": mine2}, tiled=True)["a"].tolist() == \
@@ -261,7 +268,7 @@ assert np.asarray(out).tolist() == [float(mine.sum())], out
 # over every process's devices: inputs are global values (the same in each process), the
 # collectives cross processes, and each process receives the whole result
 g = np.arange(n, dtype=np.float32)
-mesh = plax.make_mesh((n,), ("d",))
+mesh = _auto_mesh((n,), ("d",))
 out = plax.shard_map(lambda b: lax.psum(b, "d"), mesh=mesh, in_specs=P("d"), out_specs=P())(g)
 assert np.asarray(out).tolist() == [float(g.sum())], out
 out = plax.shard_map(lambda b: b * 2 + lax.axis_index("d"), mesh=mesh, in_specs=P("d"),
@@ -270,7 +277,7 @@ assert np.asarray(out).tolist() == (3 * g).tolist(), out
 again = plax.shard_map(lambda b: lax.all_gather(b, "d", tiled=True), mesh=mesh,
                        in_specs=P("d"), out_specs=P(), check_vma=False)(out)  # sharded input
 assert np.asarray(again).tolist() == (3 * g).tolist(), again
-mesh2 = plax.make_mesh((pc, nl), ("p", "l"))
+mesh2 = _auto_mesh((pc, nl), ("p", "l"))
 x = np.arange(4 * pc * nl, dtype=np.float32).reshape(2 * pc, 2 * nl)
 out = plax.shard_map(lambda b: lax.psum(b, "p"), mesh=mesh2, in_specs=P("p", "l"),
                      out_specs=P(None, "l"))(x)

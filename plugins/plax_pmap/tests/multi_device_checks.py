@@ -17,6 +17,13 @@ import plax.numpy as jnp
 from plax import lax
 from plax.sharding import NamedSharding, PartitionSpec as P
 
+
+def _auto_mesh(shape, names):
+    """A mesh of Auto axes: these checks pass unsharded arguments to shard_map, which on an
+    Explicit mesh (make_mesh's default) must already be sharded as in_specs say."""
+    return plax.make_mesh(shape, names, axis_types=(plax.sharding.AxisType.Auto,) * len(names))
+
+
 N = plax.device_count()
 CHECKS: dict = {}
 # discovery imported only the plugin's entry module; the implementation loads on first use
@@ -85,7 +92,7 @@ def large_psum_is_split_between_devices():
     assert all(np.array_equal(np.asarray(s.data), np.asarray(got.addressable_shards[0].data))
                for s in got.addressable_shards)
     if N % 2 == 0:
-        mesh = plax.make_mesh((2, N // 2), ("a", "b"))
+        mesh = _auto_mesh((2, N // 2), ("a", "b"))
         C = rng.standard_normal((4, N * (1 << 15))).astype(np.float32)
         f = plax.shard_map(lambda c: lax.psum(c, "a"), mesh=mesh, in_specs=P("a", "b"),
                            out_specs=P(None, "b"))
@@ -139,7 +146,7 @@ def pswapaxes_is_all_to_all_on_one_axis():
     got, ref = both(lambda x: lax.pswapaxes(x, "i", 1), A)
     close(got, np.transpose(A, (2, 1, 0)))  # out[j, k, i] = A[i, k, j]
     close(ref, got)
-    mesh = plax.make_mesh((N,), ("x",))
+    mesh = _auto_mesh((N,), ("x",))
     B = np.arange(N * N, dtype=np.float32).reshape(N, N)
     f = plax.shard_map(lambda b: lax.pswapaxes(b, "x", 1), mesh=mesh, in_specs=P("x"),
                        out_specs=P("x"))
@@ -155,7 +162,7 @@ def pcast_to_varying_matches_jax():
     them (checked against JAX 0.10.2: 2*N*c, and grad 2*N), the result typed as varying, a
     cast of a value that already varies raises ValueError as in JAX, and JAX's
     reduced/unreduced targets raise NotImplementedError."""
-    mesh = plax.make_mesh((N,), ("x",))
+    mesh = _auto_mesh((N,), ("x",))
     c = np.full(2, 1.5, np.float32)
     pv = lambda v: lax.pcast(v, "x", to="varying")
     f = plax.shard_map(lambda c: lax.psum(pv(c) * 2.0, "x"), mesh=mesh, in_specs=P(),
@@ -236,7 +243,7 @@ def custom_derivatives_with_collectives_inside_shard_map():
     the bwd rule gets the cotangent of a replicated output as JAX gives it (the same on each
     device). Values and gradients as JAX 0.10.2 gives them; a bwd rule returning a varying
     cotangent for a replicated argument is JAX's ValueError."""
-    mesh = plax.make_mesh((N,), ("x",))
+    mesh = _auto_mesh((N,), ("x",))
 
     @plax.custom_vjp
     def total(v):
@@ -414,7 +421,7 @@ def composition_matrix():
     ref_f = lambda a: jnp.sum(jnp.sin(a) * jnp.sum(a, axis=0))          # noqa: E731
     per = lambda r: jnp.sum(jnp.sin(r) * lax.psum(r, "i"))              # noqa: E731
     pm = lambda a: jnp.sum(plax.pmap(per, axis_name="i")(a))            # noqa: E731
-    mesh = plax.make_mesh((N,), ("i",))
+    mesh = _auto_mesh((N,), ("i",))
     sm = lambda a: plax.shard_map(lambda b: lax.psum(jnp.sum(jnp.sin(b) * lax.psum(b, "i")), "i"),
                                   mesh=mesh, in_specs=P("i"), out_specs=P())(a)  # noqa: E731
     want, want_g = ref_f(A), plax.grad(ref_f)(A)
@@ -436,7 +443,7 @@ def composition_matrix():
 
 @check
 def shard_map_one_axis():
-    mesh = plax.make_mesh((N,), ("x",))
+    mesh = _auto_mesh((N,), ("x",))
     A = rng.standard_normal((2 * N, 3)).astype(np.float32)
     f = plax.shard_map(lambda b: lax.psum(b.sum(0), "x"), mesh=mesh, in_specs=P("x"),
                        out_specs=P())
@@ -454,7 +461,7 @@ def shard_map_one_axis():
 def shard_map_two_axes():
     if N % 2:
         return
-    mesh = plax.make_mesh((2, N // 2), ("data", "model"))
+    mesh = _auto_mesh((2, N // 2), ("data", "model"))
     A = rng.standard_normal((4, 2 * N)).astype(np.float32)
     f = plax.shard_map(lambda b: lax.psum(b, "data"), mesh=mesh, in_specs=P("data", "model"),
                        out_specs=P(None, "model"))
@@ -518,7 +525,7 @@ def collectives_over_two_mesh_axes():
     the first name major (as JAX's), under shard_map on a 2 x N/2 mesh and under jit."""
     if N % 2:
         return
-    mesh = plax.make_mesh((2, N // 2), ("data", "model"))
+    mesh = _auto_mesh((2, N // 2), ("data", "model"))
     axes = ("data", "model")
     A = rng.standard_normal((N, N)).astype(np.float32)   # row p: member p's block
 
@@ -561,7 +568,7 @@ def each_device_gets_its_share_of_the_cores():
 
 @check
 def shard_map_under_grad_and_jit():
-    mesh = plax.make_mesh((N,), ("x",))
+    mesh = _auto_mesh((N,), ("x",))
     W = rng.standard_normal((3,)).astype(np.float32)
     A = rng.standard_normal((2 * N, 3)).astype(np.float32)
 
@@ -580,7 +587,7 @@ def shard_map_under_grad_and_jit():
 def _typed_variants(body, in_specs, out_specs, *args):
     """``body`` under shard_map, eager (the per-device program) and under jit (the nested
     vmaps), with check_vma on: the two formulations must type alike."""
-    mesh = plax.make_mesh((N,), ("x",))
+    mesh = _auto_mesh((N,), ("x",))
     f = plax.shard_map(body, mesh=mesh, in_specs=in_specs, out_specs=out_specs)
     return f(*args), plax.jit(f)(*args)
 
@@ -593,7 +600,7 @@ def shard_map_typed_grad_through_psum():
     body = plax.grad(lambda b: lax.psum(jnp.sum(b * b), "x"))
     for got in _typed_variants(body, P("x"), P("x"), A):
         close(got, 2 * A)
-    mesh = plax.make_mesh((N,), ("x",))
+    mesh = _auto_mesh((N,), ("x",))
     untyped = plax.shard_map(body, mesh=mesh, in_specs=P("x"), out_specs=P("x"),
                              check_vma=False)
     close(untyped(A), 2 * N * A)
@@ -633,7 +640,7 @@ def shard_map_typed_grad_wrt_replicated_parameters():
     for got in _typed_variants(local, (P(), P("x")), P(), W, B):
         close(got, N * mean, rtol=1e-4, atol=1e-6)
     # untyped: each device's own gradient (pmean transposes to a mean of equal cotangents)
-    mesh = plax.make_mesh((N,), ("x",))
+    mesh = _auto_mesh((N,), ("x",))
     untyped = plax.shard_map(
         lambda w, b: plax.grad(lambda w: lax.pmean(_mlp_loss(w, b), "x"))(w)[None],
         mesh=mesh, in_specs=(P(), P("x")), out_specs=P("x"), check_vma=False)
@@ -700,7 +707,7 @@ def collectives_inside_control_flow():
         "jit": lambda x: plax.jit(lambda x: lax.fori_loop(
             0, 2, lambda i, c: c + lax.psum(x, "i"), x))(x),
     }
-    mesh = plax.make_mesh((N,), ("i",))
+    mesh = _auto_mesh((N,), ("i",))
     for threaded in (False, True):
         with _threaded_control_flow() if threaded else contextlib.nullcontext():
             for name, f in cases.items():
@@ -742,7 +749,7 @@ def bad_input_errors():
            "unbound axis name: j")
     raises(NameError, lambda: lax.psum(1.0, "i"), "unbound axis name: i")
     raises(NameError, lambda: lax.axis_index("i"), "unbound axis name: i")
-    mesh = plax.make_mesh((N,), ("x",))
+    mesh = _auto_mesh((N,), ("x",))
     raises(ValueError, lambda: plax.shard_map(lambda b: b, mesh=mesh, in_specs=P("y"),
                                               out_specs=P("y"))(X), "'y'", "args[0]")
     raises(ValueError, lambda: plax.shard_map(lambda b: b.sum(), mesh=mesh, in_specs=P("x"),
@@ -802,7 +809,7 @@ def collective_timeout():
 def visualize_sharding_table():
     import contextlib
     import io
-    mesh = plax.make_mesh((N,), ("x",))
+    mesh = _auto_mesh((N,), ("x",))
     x = plax.device_put(jnp.zeros((N, 2)), NamedSharding(mesh, P("x")))
     buf = io.StringIO()
     with contextlib.redirect_stdout(buf):
@@ -819,7 +826,7 @@ def _smap(f, in_specs, out_specs, mesh, **kw):
 @check
 def replication_check_accepts_what_jax_accepts():
     """check_vma (the default): programs JAX 0.10.2 accepts run, with the right values."""
-    mesh = plax.make_mesh((N,), ("x",))
+    mesh = _auto_mesh((N,), ("x",))
     A = rng.standard_normal((2 * N, 3)).astype(np.float32)
     S = A.reshape(N, 2, 3).sum(0)  # the psum over "x" of the blocks
     relu = plax.nn.relu
@@ -860,7 +867,7 @@ def replication_check_accepts_what_jax_accepts():
     close(plax.jit(f)(A), S, rtol=1e-5)
     close(plax.grad(lambda a: jnp.sum(f(a)))(A), np.ones_like(A))
     if N % 2 == 0:
-        mesh2 = plax.make_mesh((2, N // 2), ("data", "model"))
+        mesh2 = _auto_mesh((2, N // 2), ("data", "model"))
         B = rng.standard_normal((4, 2 * N)).astype(np.float32)
         g = _smap(lambda b: lax.psum(b, "data"), P("data", "model"), P(None, "model"), mesh2)
         close(g(B), B[:2] + B[2:])
@@ -874,7 +881,7 @@ def replication_check_accepts_what_jax_accepts():
 def replication_check_rejects_what_jax_rejects():
     """Outputs whose out_specs leave out an axis they may vary over raise a ValueError at
     trace time, naming the output and the axis; check_vma=False (or check_rep=False) skips."""
-    mesh = plax.make_mesh((N,), ("x",))
+    mesh = _auto_mesh((N,), ("x",))
     A = rng.standard_normal((2 * N, 3)).astype(np.float32)
     rejected = [
         (lambda b: b, P("x"), P()),                                   # a block of a split arg
@@ -916,7 +923,7 @@ def replication_check_rejects_what_jax_rejects():
     raises(ValueError, lambda: plax.grad(lambda w: jnp.sum(_smap(
         lambda b: b * w, P("x"), P(), mesh)(A)))(w), "mesh axis 'x'")
     if N % 2 == 0:
-        mesh2 = plax.make_mesh((2, N // 2), ("data", "model"))
+        mesh2 = _auto_mesh((2, N // 2), ("data", "model"))
         B = rng.standard_normal((4, 2 * N)).astype(np.float32)
         raises(ValueError, lambda: _smap(lambda b: lax.psum(b, "data"), P("data", "model"), P(),
                                          mesh2)(B), "mesh axis 'model'")
@@ -947,7 +954,7 @@ def jit_traces_again_under_other_axis_sizes_and_names():
           np.full((2, 3), 2.0))
     # a name bound in one context but not the other: traced again, so the error is raised
     raises(NameError, lambda: plax.vmap(total, axis_name="j")(np.ones(3)), "unbound axis name: k")
-    mesh = plax.make_mesh((N,), ("i",))
+    mesh = _auto_mesh((N,), ("i",))
     got = _smap(gather, P("i"), P("i"), mesh)(np.arange(N, dtype=np.float32))  # (N*N, 1)
     close(np.asarray(got).ravel(), np.tile(np.arange(N, dtype=np.float32), N))
 
@@ -988,7 +995,7 @@ def ragged_all_to_all_on_devices():
         for s_ in range(N):
             o, n_ = out_off[s_, r], sizes[s_, r]
             close(np.asarray(got)[r, o:o + n_], operand[s_, in_off[s_, r]:in_off[s_, r] + n_])
-    mesh = plax.make_mesh((N,), ("i",))
+    mesh = _auto_mesh((N,), ("i",))
     flat = [a.reshape((-1,) + a.shape[2:]) for a in args]
     g = plax.shard_map(f, mesh=mesh, in_specs=P("i"), out_specs=P("i"))
     close(np.asarray(g(*flat)).reshape(got.shape), got)
@@ -1005,7 +1012,7 @@ def psend_precv_on_devices():
     """JAX's psend/precv test on N devices: a chain of sends forward, a product on each
     receiver, the last member's result sent back to the first; eagerly on the device
     threads, under jit (the vmap formulation) and under pmap, equal to NumPy."""
-    mesh = plax.make_mesh((N,), ("x",))
+    mesh = _auto_mesh((N,), ("x",))
     fwd_perm = [(j, j + 1) for j in range(N - 1)]
     back = [(N - 1, 0)]
     w = np.arange(1, N + 1, dtype=np.float32).reshape(N, 1)
@@ -1037,18 +1044,19 @@ def smap_over_the_context_mesh():
     y = np.arange(3 * N, dtype=np.float32).reshape(3, N)
     member = np.repeat(np.arange(N), 2)[:, None]
     f = lambda a: a * 2 + lax.axis_index("x")
-    with plax.set_mesh(plax.make_mesh((N,), ("x",))):
+    with plax.set_mesh(_auto_mesh((N,), ("x",))):
         close(plax.smap(f, in_axes=0, out_axes=0, axis_name="x")(x), x * 2 + member)
         close(plax.smap(f, in_axes=1, out_axes=1, axis_name="x")(y), y * 2 + np.arange(N))
         close(plax.smap(f, in_axes=-1, out_axes=-1, axis_name="x")(y), y * 2 + np.arange(N))
         add = plax.smap(lambda a, b: a + b, in_axes=(0, None), out_axes=0, axis_name="x")
         close(add(x, np.ones(3, np.float32)), x + 1)
-        sharded = plax.sharding.reshard(jnp.asarray(x), P("x"))
-        close(plax.smap(f, out_axes=0, axis_name="x")(sharded), x * 2 + member)
         total = plax.smap(lambda a: lax.psum(a.sum(0), "x"), in_axes=0, out_axes=None,
                           axis_name="x")
         close(total(x), x.sum(0))
         close(plax.jit(plax.smap(f, in_axes=0, out_axes=0, axis_name="x"))(x), x * 2 + member)
+    with plax.set_mesh(plax.make_mesh((N,), ("x",))):  # Explicit: in_axes from the type
+        sharded = plax.sharding.reshard(jnp.asarray(x), P("x"))
+        close(plax.smap(f, out_axes=0, axis_name="x")(sharded), x * 2 + member)
 
 
 if __name__ == "__main__":

@@ -331,7 +331,8 @@ def test_positional_sharding():
 
 def test_use_mesh_and_set_mesh():
     from plax.sharding import get_mesh, set_mesh, use_mesh
-    mesh = plax.make_mesh((1,), ("x",))
+    # Auto: on an Explicit mesh shard_map demands arguments sharded as in_specs say
+    mesh = plax.make_mesh((1,), ("x",), axis_types=(plax.sharding.AxisType.Auto,))
     assert get_mesh() is None
     with use_mesh(mesh):
         assert get_mesh() is mesh
@@ -423,7 +424,8 @@ def test_mpiexec_without_initialize_or_without_the_transport(monkeypatch):
 
 def test_experimental_shard_map_module_is_the_same_function():
     from plax.experimental.shard_map import shard_map
-    assert shard_map(lambda b: b, mesh=plax.make_mesh((1,), ("x",)), in_specs=P("x"),
+    mesh = plax.make_mesh((1,), ("x",), axis_types=(plax.sharding.AxisType.Auto,))
+    assert shard_map(lambda b: b, mesh=mesh, in_specs=P("x"),
                      out_specs=P("x"))(jnp.ones(2)).tolist() == [1.0, 1.0]
 
 
