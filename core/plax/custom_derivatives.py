@@ -5,10 +5,12 @@ custom transpose), with the symbolic-zero helpers
 (:class:`SymbolicZero`, :func:`zero_from_primal`, :class:`CustomVJPPrimal`,
 :func:`custom_vjp_primal_tree_values`).
 
-With ``symbolic_zeros=True``, a ``custom_vjp`` forward rule receives :class:`CustomVJPPrimal`
-arguments (all perturbed: plax's rules see instantiated tangents) and rules may return
-:class:`SymbolicZero` s; zero tangents reach rules as arrays of zeros. JAX's ``remat_opt_p``
-is not provided (docs/design_decisions.md).
+With ``symbolic_zeros=True``, as in JAX: a ``custom_jvp`` rule receives a
+:class:`SymbolicZero` for each zero tangent, a ``custom_vjp`` forward rule receives
+:class:`CustomVJPPrimal` arguments saying which inputs are perturbed (have a nonzero
+tangent), its backward rule a :class:`SymbolicZero` for each zero output cotangent, and
+rules may return :class:`SymbolicZero` s. JAX's ``remat_opt_p`` is not provided
+(docs/design_decisions.md).
 
 Example:
   >>> from plax import custom_derivatives
