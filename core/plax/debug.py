@@ -158,7 +158,7 @@ def inspect_array_sharding(value: Any, *, callback) -> None:
 
     Example:
       >>> plax.debug.inspect_array_sharding(jnp.ones(2), callback=builtins.print)
-      SingleDeviceSharding(device=CpuDevice(id=0))
+      SingleDeviceSharding(device=CpuDevice(id=0), memory_kind=device)
     """
     from plax import tree_util
     from plax.core.trace import Tracer
