@@ -117,3 +117,15 @@ def test_beside_jax():
         assert float(f_ours(2.0)) == float(f_theirs(2.0))
     assert float(plax.jit(div_add)(9.0, 3.0)) == float(
         jax.jit(partial(div_add, lc=jax_linear_call))(9.0, 3.0))
+
+
+def test_in_a_scan_body_under_jit_and_grad():
+    # the transpose is deliberately 2 * t * r (not t * r): the loop's gradient uses it
+    def step(c, r):
+        return c + linear_call(lambda r, x: x * r, lambda r, t: 2 * t * r, r, c), None
+
+    rs = np.array([1.0, 2.0, 3.0], np.float32)
+    f = lambda x: plax.lax.scan(step, x, rs)[0]  # noqa: E731
+    assert float(plax.jit(f)(1.0)) == float(np.prod(1 + rs))
+    for g in (plax.grad(f), plax.jit(plax.grad(f))):
+        np.testing.assert_allclose(g(1.0), np.prod(1 + 2 * rs.astype(np.float64)), rtol=1e-6)
