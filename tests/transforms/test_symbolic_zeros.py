@@ -151,3 +151,29 @@ def test_pattern_beside_jax():
         for a, b in zip(ours, theirs):
             np.testing.assert_allclose(a, b, rtol=1e-6)
         assert seen_ours == seen_theirs
+
+
+def _bad_symbolic_zero(mod):
+    cd = mod.custom_derivatives
+
+    @mod.custom_vjp
+    def f(x, y):
+        return x * y["a"]
+
+    f.defvjp(lambda x, y: (f(x.value, {"a": y["a"].value}), None),
+             lambda r, g: (g, {"a": cd.SymbolicZero(mod.typeof(mod.numpy.ones(3)))}),
+             symbolic_zeros=True)
+    return f
+
+
+def test_a_symbolic_zero_of_the_wrong_shape_is_refused():
+    with pytest.raises(ValueError, match=r"at output\[1\]\['a'\] the SymbolicZero had "
+                                         r"shape/dtype f32\[3\] while the corresponding input"):
+        plax.grad(_bad_symbolic_zero(plax), argnums=(0, 1))(2.0, {"a": 3.0})
+
+
+def test_wrong_symbolic_zero_beside_jax():
+    jax = pytest.importorskip("jax", reason="JAX is not installed: nothing to compare with")
+    import jax.custom_derivatives  # noqa: F401
+    with pytest.raises(ValueError, match=r"at output\[1\]\['a'\] the SymbolicZero had"):
+        jax.grad(_bad_symbolic_zero(jax), argnums=(0, 1))(2.0, {"a": 3.0})

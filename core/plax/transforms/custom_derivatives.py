@@ -252,6 +252,21 @@ def _symbolic_zero(aval):
     return SymbolicZero(aval)
 
 
+def _check_symbolic_zero_cotangent(zero, want, arg, i: int, j: int) -> None:
+    """JAX's ValueError for a SymbolicZero returned by a bwd rule whose shape or dtype is not
+    that of the cotangent of its argument (leaf ``j`` of argument ``i``)."""
+    if want.dtype == dtypes.float0 or (
+            (tuple(zero.shape), zero.dtype) == (tuple(want.shape), want.dtype)):
+        return  # (an integer argument's cotangent is a zero whatever the rule says, as in JAX)
+    path = tree_util.tree_flatten_with_path(arg)[0][j][0]
+    where = tree_util.keystr((tree_util.SequenceKey(i),) + tuple(path))
+    raise ValueError(f"Custom VJP bwd rule produced a SymbolicZero with a shape/dtype that "
+                     f"does not match the corresponding input tangent shape/dtype: at "
+                     f"output{where} the SymbolicZero had shape/dtype {zero.aval.str_short()} "
+                     f"while the corresponding input had shape/dtype {want.str_short()}. "
+                     f"Consider just returning a None here instead of a SymbolicZero object.")
+
+
 def forward_attr(self, name: str):
     """Looks up attributes the wrapper lacks on the wrapped function, as JAX's custom
     decorators do, so one can be applied over another (``custom_vjp`` over ``custom_vmap``:
@@ -488,7 +503,7 @@ class custom_vjp:
                                 f"function: it returned {len(cts_in)} cotangents for "
                                 f"{len(dyn)} arguments.")
             flat = []
-            for arg, ct in zip(dyn, cts_in):
+            for i, (arg, ct) in enumerate(zip(dyn, cts_in)):
                 arg_leaves = tree_util.tree_leaves(arg)
                 if ct is None:
                     flat.extend(Zero(tangent_aval(get_aval(_as_operand(a)))) for a in arg_leaves)
@@ -498,9 +513,12 @@ class custom_vjp:
                     raise TypeError(f"Custom VJP bwd rule returned a cotangent of structure "
                                     f"{ct_tree} for an argument of structure "
                                     f"{tree_util.tree_structure(arg)}.")
-                for a, c in zip(arg_leaves, ct_l):
-                    flat.append(Zero(tangent_aval(get_aval(_as_operand(a))))
-                                if c is None or _is_symbolic_zero(c) else _as_operand(c))
+                for j, (a, c) in enumerate(zip(arg_leaves, ct_l)):
+                    want = tangent_aval(get_aval(_as_operand(a)))
+                    if _is_symbolic_zero(c):
+                        _check_symbolic_zero_cotangent(c, want, arg, i, j)
+                    flat.append(Zero(want) if c is None or _is_symbolic_zero(c)
+                                else _as_operand(c))
             return flat
 
         flat_fwd.__name__ = getattr(self.fwd, "__name__", "fwd")  # how the jaxpr names them
