@@ -105,8 +105,7 @@ def test_custom_derivatives_module():
 
 # ------------------------------------------------------------------ beside JAX
 
-_MODULES = {"stages": None, "custom_batching": None, "custom_derivatives": {"linear_call",
-                                                                            "remat_opt_p"}}
+_MODULES = {"stages": None, "custom_batching": None, "custom_derivatives": {"remat_opt_p"}}
 
 
 @pytest.mark.parametrize("name", sorted(_MODULES))

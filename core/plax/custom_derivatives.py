@@ -1,13 +1,16 @@
 """Custom derivative rules as a module (``jax.custom_derivatives``): ``custom_jvp``,
 ``custom_vjp``, ``custom_gradient``, ``closure_convert`` and their primitives (the same
-objects as ``plax.custom_jvp`` and the others), with the symbolic-zero helpers
+objects as ``plax.custom_jvp`` and the others), ``linear_call`` (a linear function with a
+custom transpose), with the symbolic-zero helpers
 (:class:`SymbolicZero`, :func:`zero_from_primal`, :class:`CustomVJPPrimal`,
 :func:`custom_vjp_primal_tree_values`).
 
-With ``symbolic_zeros=True``, a ``custom_vjp`` forward rule receives :class:`CustomVJPPrimal`
-arguments (all perturbed: plax's rules see instantiated tangents) and rules may return
-:class:`SymbolicZero` s; zero tangents reach rules as arrays of zeros. JAX's ``linear_call``
-and ``remat_opt_p`` are not provided (docs/design_decisions.md).
+With ``symbolic_zeros=True``, as in JAX: a ``custom_jvp`` rule receives a
+:class:`SymbolicZero` for each zero tangent, a ``custom_vjp`` forward rule receives
+:class:`CustomVJPPrimal` arguments saying which inputs are perturbed (have a nonzero
+tangent), its backward rule a :class:`SymbolicZero` for each zero output cotangent, and
+rules may return :class:`SymbolicZero` s. JAX's ``remat_opt_p`` is not provided
+(docs/design_decisions.md).
 
 Example:
   >>> from plax import custom_derivatives
@@ -24,6 +27,7 @@ from plax.core.trace import get_aval
 from plax.transforms.custom_derivatives import (closure_convert, custom_jvp, custom_jvp_call_p,
                                                 custom_vjp, custom_vjp_call_p)
 from plax.transforms.custom_gradient import custom_gradient
+from plax.transforms.linear_call import linear_call, linear_call_p
 
 
 class SymbolicZero:
@@ -125,4 +129,4 @@ def custom_vjp_primal_tree_values(tree: Any) -> Any:
 
 __all__ = ["CustomVJPPrimal", "SymbolicZero", "closure_convert", "custom_gradient",
            "custom_jvp", "custom_jvp_call_p", "custom_vjp", "custom_vjp_call_p",
-           "custom_vjp_primal_tree_values", "zero_from_primal"]
+           "custom_vjp_primal_tree_values", "linear_call", "linear_call_p", "zero_from_primal"]

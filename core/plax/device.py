@@ -444,7 +444,11 @@ def device_put(x: Any, device: Any = None, *, may_alias: bool | None = None, don
       {CpuDevice(id=0)}
     """
     from plax import tree_util
-    from plax.sharding import NamedSharding, PartitionSpec, Sharding, _place_tree
+    from plax.memory import Space
+    from plax.sharding import NamedSharding, PartitionSpec, Sharding, SingleDeviceSharding, _place_tree
+    if isinstance(device, Space) or (type(device) is SingleDeviceSharding
+                                     and device.memory_kind != "device"):
+        return _put_in_memory(x, device)
     if isinstance(device, (PartitionSpec, NamedSharding)) or (
             isinstance(device, Sharding) and device.num_devices > 1):
         return _place_tree(x, device, "plax.device_put device")
@@ -462,6 +466,40 @@ def device_put(x: Any, device: Any = None, *, may_alias: bool | None = None, don
     committed = device is not None
     dev = resolve_device(device, "plax.device_put")
     return tree_util.tree_map(lambda leaf: _put_leaf(leaf, dev, committed), x)
+
+
+def _put_in_memory(x: Any, target: Any):
+    """``device_put`` to a memory space (``plax.memory.Space``) or to a single-device
+    sharding of another memory kind than ``"device"``: each leaf is placed (a Space keeps an
+    Array on its device, as in JAX) and committed, and its sharding carries the memory kind.
+    plax's CPU backends hold every kind in the one host memory, so no copy is made for the
+    kind; an operation's result is in ``"device"`` memory."""
+    from plax import tree_util
+    from plax.array import Array, _Piece, _sharded
+    from plax.core.trace import Tracer
+    from plax.memory import Space, memory_kind
+    from plax.sharding import SingleDeviceSharding
+    if isinstance(target, Space):
+        if target is Space.Any:
+            raise ValueError("plax.device_put: memory space Space.Any names no memory to put "
+                             "the array in; give Space.Device or Space.Host")
+        kind, dev = memory_kind(target), None
+    else:
+        kind, dev = target.memory_kind, target._device
+
+    def put(leaf):
+        if isinstance(leaf, Tracer):
+            return leaf  # traced: the value is where the program runs (docs/design_decisions.md)
+        where = dev if dev is not None else (
+            leaf._device if isinstance(leaf, Array) else default_device())
+        placed = _put_leaf(leaf, where, True)
+        if not isinstance(placed, Array) or kind == "device":
+            return placed
+        index = (slice(None),) * placed.ndim
+        return _sharded(placed.aval, SingleDeviceSharding(where, memory_kind=kind),
+                        [_Piece(where, index, placed._buf, where.backend)], True)
+
+    return tree_util.tree_map(put, x)
 
 
 def _put_leaf(leaf: Any, device: Device, committed: bool):

@@ -77,4 +77,36 @@ def space_of_kind(kind: str | None) -> Space:
     return Space.Host if kind == "pinned_host" else Space.Device
 
 
-__all__ = ["Space", "memory_kind", "space_of_kind"]
+#: the memory kinds a device addresses (JAX-CPU's and JAX-GPU's three; plax's CPU backends
+#: hold all three in the one host memory)
+ADDRESSABLE_KINDS = ("device", "pinned_host", "unpinned_host")
+
+
+def check_memory_kind(kind: str | None, device) -> str:
+    """``kind`` normalised for ``device`` (None is the device's default, ``"device"``).
+
+    Args:
+      kind: a memory-kind string or None.
+      device: the plax Device that is to hold the memory.
+
+    Returns:
+      The memory kind.
+
+    Raises:
+      ValueError: a kind the device does not address (JAX's message).
+
+    Example:
+      >>> check_memory_kind(None, plax.devices()[0])
+      'device'
+    """
+    if kind is None:
+        return "device"
+    if kind not in ADDRESSABLE_KINDS:
+        platform = getattr(device, "platform", "cpu")
+        raise ValueError(f"Could not find memory addressable by device {platform}. Device "
+                         f"{platform} can address the following memory kinds: "
+                         f"{', '.join(ADDRESSABLE_KINDS)}. Got memory kind: {kind}")
+    return kind
+
+
+__all__ = ["ADDRESSABLE_KINDS", "Space", "check_memory_kind", "memory_kind", "space_of_kind"]

@@ -83,15 +83,22 @@ class Sharding:
         """Whether every device holds the whole array."""
         raise NotImplementedError
 
+    #: the memory kind given to the constructor (None: the device's default)
+    _memory_kind: str | None = None
+
     @property
     def memory_kind(self) -> str:
-        """The kind of memory the buffers live in: ``"device"`` (plax has one kind per
-        device; JAX's CPU client names it so)."""
-        return "device"
+        """The kind of memory that holds the array (``"device"``, ``"pinned_host"``,
+        ``"unpinned_host"``: :mod:`plax.memory`)."""
+        return self._memory_kind or "device"
 
     def with_memory_kind(self, kind: str | None) -> "Sharding":
-        """This sharding (plax has one kind of memory per device)."""
-        return self
+        """This sharding with memory kind ``kind`` (JAX's check of the kind)."""
+        import copy
+        from plax.memory import check_memory_kind
+        new = copy.copy(self)
+        new._memory_kind = check_memory_kind(kind, self._device_assignment[0])
+        return new
 
     def shard_shape(self, global_shape: Sequence[int]) -> tuple[int, ...]:
         """The shape of the shard on the first device (equal on every device of an even
@@ -153,6 +160,9 @@ class SingleDeviceSharding(Sharding):
             raise TypeError(f"SingleDeviceSharding expects a plax Device, got {device!r}")
         self._device = device
         self._device_assignment = (device,)
+        if memory_kind is not None:
+            from plax.memory import check_memory_kind
+            self._memory_kind = check_memory_kind(memory_kind, device)
 
     def devices_indices_map(self, global_shape: Sequence[int]) -> dict:
         return {self._device: _full_index(len(global_shape))}
@@ -163,7 +173,8 @@ class SingleDeviceSharding(Sharding):
         return f"SingleDeviceSharding(device={self._device!r}, memory_kind={self.memory_kind})"
 
     def __eq__(self, other) -> bool:
-        return isinstance(other, SingleDeviceSharding) and other._device == self._device
+        return (isinstance(other, SingleDeviceSharding) and other._device == self._device
+                and other.memory_kind == self.memory_kind)
 
     def __hash__(self) -> int:
         return hash(self._device)
@@ -400,6 +411,9 @@ class NamedSharding(Sharding):
         self.mesh = mesh
         self.spec = spec
         self._device_assignment = mesh.devices_flat
+        if memory_kind is not None:
+            from plax.memory import check_memory_kind
+            self._memory_kind = check_memory_kind(memory_kind, self._device_assignment[0])
 
     def _axes(self, dim: int) -> tuple:
         entry = self.spec[dim] if dim < len(self.spec) else None
@@ -1131,10 +1145,10 @@ def make_single_device_sharding(device, *, memory_kind: str | None = None
 
     Args:
       device: a plax Device.
-      memory_kind: accepted for JAX compatibility.
+      memory_kind: the kind of memory (:mod:`plax.memory`; None: ``"device"``).
 
     Returns:
-      ``SingleDeviceSharding(device)``.
+      ``SingleDeviceSharding(device, memory_kind=memory_kind)``.
 
     Example:
       >>> make_single_device_sharding(plax.devices()[0])

@@ -8,6 +8,7 @@ rule is called.
 """
 from __future__ import annotations
 
+import functools
 import weakref
 from dataclasses import dataclass
 from typing import Any, Callable, Hashable
@@ -259,15 +260,17 @@ class BatchTrace(Trace):
         fun_b = batch_flat_fun(fun, dims, axis_data)
         n_res: list = []
 
-        def flat_fwd(*xs):
-            outs, res = fwd(*xs)
+        def flat_fwd(*xs, **perturbed):
+            outs, res = fwd(*xs, **perturbed)
             n_res[:] = [len(res)]
             return list(outs) + list(res)
 
         fwd_all = batch_flat_fun(flat_fwd, dims, axis_data)
 
-        def fwd_b(*vals_in):
-            all_outs = fwd_all(*vals_in)
+        def fwd_b(*vals_in, **perturbed):
+            # (symbolic_zeros: ``perturbed`` says which inputs have nonzero tangents)
+            all_outs = (batch_flat_fun(functools.partial(flat_fwd, **perturbed), dims,
+                                       axis_data) if perturbed else fwd_all)(*vals_in)
             n_out = len(all_outs) - n_res[0]
             return all_outs[:n_out], all_outs[n_out:]
 
@@ -285,7 +288,8 @@ class BatchTrace(Trace):
                 # shard_map's vmap formulation (a typed mesh axis): an output equal on every
                 # device holds its cotangent summed over the members (the transpose of taking
                 # member 0); the rule gets it as JAX gives it, the same value on each device
-                cts = [lax.reduce_sum(c, (0,)) if inv else c for c, inv in zip(cts, invariant)]
+                cts = [lax.reduce_sum(c, (0,)) if inv and c is not None else c
+                       for c, inv in zip(cts, invariant)]
                 c_dims = [None if inv else 0 for inv in invariant]
             cts_in = batch_flat_fun_dims(per_member, [0] * k + c_dims, axis_data)(*res, *cts)
             out = []

@@ -74,8 +74,10 @@ def _skip_leading_jvp(jvp, n, n_primals):
 
 
 def _skip_leading_fwd(fwd, n):
-    def rule(*args):
-        return fwd(*args[n:])
+    def rule(*args, **perturbed):
+        if perturbed:  # symbolic_zeros: which arguments have nonzero tangents
+            perturbed = {"perturbed": perturbed["perturbed"][n:]}
+        return fwd(*args[n:], **perturbed)
 
     rule.__name__ = getattr(fwd, "__name__", "fwd")
     return rule
@@ -122,7 +124,7 @@ register_rule("impl", custom_vjp_call_p)(_eval_custom_call)
 # ------------------------------------------------------------------ custom_lin
 
 custom_lin_p = Primitive("custom_lin", multiple_results=True)
-custom_lin_p.def_abstract_eval(lambda *avals, num_res, bwd, out_avals: list(out_avals))
+custom_lin_p.def_abstract_eval(lambda *avals, num_res, bwd, out_avals, **_: list(out_avals))
 
 
 def _forward_mode_error(*args, **params):
@@ -139,9 +141,11 @@ register_rule("batch", custom_lin_p)(_forward_mode_error)
 
 
 @register_rule("transpose", custom_lin_p)
-def _custom_lin_transpose(cts, *args, num_res, bwd, out_avals):
+def _custom_lin_transpose(cts, *args, num_res, bwd, out_avals, symbolic_zeros=False):
     res = args[:num_res]
-    cts = [instantiate(c) for c in cts]
+    # symbolic_zeros: a zero cotangent goes to the rule as None (it becomes a SymbolicZero
+    # there, where its abstract value is known; None passes through the batching wrappers)
+    cts = [None if symbolic_zeros and type(c) is Zero else instantiate(c) for c in cts]
     cts_in = bwd(list(res), cts)
     return [None] * num_res + [None if c is None else c for c in cts_in]
 
@@ -233,12 +237,34 @@ def _is_symbolic_zero(x) -> bool:
     return type(x).__name__ == "SymbolicZero" and hasattr(x, "aval")
 
 
-def _as_custom_vjp_primals(xs) -> list:
-    """The primals of a ``symbolic_zeros=True`` forward rule. plax's rules see instantiated
-    tangents, so every primal is reported perturbed (the rule then computes every residual;
-    cotangents of unperturbed inputs are dropped as usual)."""
+def _as_custom_vjp_primals(xs, perturbed) -> list:
+    """The primals of a ``symbolic_zeros=True`` forward rule, each with whether its tangent
+    is nonzero (all perturbed where the caller does not say: a rule called outside reverse
+    mode's linearization)."""
     from plax.custom_derivatives import CustomVJPPrimal
-    return [CustomVJPPrimal(x, True) for x in xs]
+    perturbed = [True] * len(xs) if perturbed is None else perturbed
+    return [CustomVJPPrimal(x, bool(p)) for x, p in zip(xs, perturbed)]
+
+
+def _symbolic_zero(aval):
+    """A :class:`plax.custom_derivatives.SymbolicZero` of ``aval`` (a tangent aval)."""
+    from plax.custom_derivatives import SymbolicZero
+    return SymbolicZero(aval)
+
+
+def _check_symbolic_zero_cotangent(zero, want, arg, i: int, j: int) -> None:
+    """JAX's ValueError for a SymbolicZero returned by a bwd rule whose shape or dtype is not
+    that of the cotangent of its argument (leaf ``j`` of argument ``i``)."""
+    if want.dtype == dtypes.float0 or (
+            (tuple(zero.shape), zero.dtype) == (tuple(want.shape), want.dtype)):
+        return  # (an integer argument's cotangent is a zero whatever the rule says, as in JAX)
+    path = tree_util.tree_flatten_with_path(arg)[0][j][0]
+    where = tree_util.keystr((tree_util.SequenceKey(i),) + tuple(path))
+    raise ValueError(f"Custom VJP bwd rule produced a SymbolicZero with a shape/dtype that "
+                     f"does not match the corresponding input tangent shape/dtype: at "
+                     f"output{where} the SymbolicZero had shape/dtype {zero.aval.str_short()} "
+                     f"while the corresponding input had shape/dtype {want.str_short()}. "
+                     f"Consider just returning a None here instead of a SymbolicZero object.")
 
 
 def forward_attr(self, name: str):
@@ -339,7 +365,11 @@ class custom_jvp:
 
         def flat_jvp(*xs):
             primals = tuple(tree_util.tree_unflatten(in_tree, xs[:n]))
-            tangents = tuple(tree_util.tree_unflatten(in_tree, xs[n:]))
+            t_leaves = xs[n:]
+            if self.symbolic_zeros:  # a zero tangent comes as None: the rule sees JAX's form
+                t_leaves = [_symbolic_zero(tangent_aval(get_aval(p))) if t is None else t
+                            for p, t in zip(xs[:n], t_leaves)]
+            tangents = tuple(tree_util.tree_unflatten(in_tree, t_leaves))
             nondiff = [a for _, a in static]
             res = self.jvp(*nondiff, primals, tangents)
             if not (isinstance(res, (tuple, list)) and len(res) == 2):
@@ -372,8 +402,9 @@ class custom_jvp:
             return p_leaves + fixed
 
         flat_jvp.__name__ = getattr(self.jvp, "__name__", "jvp")  # how the jaxpr names it
+        sz = {"symbolic_zeros": True} if self.symbolic_zeros else {}
         outs = custom_jvp_call_p.bind_custom(flat_fun, flat_jvp, *leaves,
-                                             name=getattr(self, "__name__", "fun"))
+                                             name=getattr(self, "__name__", "fun"), **sz)
         return tree_util.tree_unflatten(out_trees[-1], outs)
 
 
@@ -435,9 +466,11 @@ class custom_vjp:
             out_trees.append(tree)
             return [_as_operand(o) for o in out_leaves]
 
-        def flat_fwd(*xs):
+        out_avals: list = []
+
+        def flat_fwd(*xs, perturbed=None):
             if self.symbolic_zeros:  # JAX's form: each primal as CustomVJPPrimal(value, perturbed)
-                xs = _as_custom_vjp_primals(xs)
+                xs = _as_custom_vjp_primals(xs, perturbed)
             res = self.fwd(*_merge(static, tree_util.tree_unflatten(in_tree, xs)))
             if not (isinstance(res, (tuple, list)) and len(res) == 2):
                 raise TypeError(f"Custom VJP fwd rule {getattr(self.fwd, '__name__', self.fwd)} "
@@ -449,10 +482,15 @@ class custom_vjp:
             out_trees.append(tree)
             r_leaves, r_tree = tree_util.tree_flatten(residuals)
             res_trees.append(r_tree)
-            return [_as_operand(o) for o in out_leaves], [_as_operand(r) for r in r_leaves]
+            out_leaves = [_as_operand(o) for o in out_leaves]
+            out_avals[:] = [tangent_aval(get_aval(o)) for o in out_leaves]
+            return out_leaves, [_as_operand(r) for r in r_leaves]
 
         def flat_bwd(res_leaves, ct_leaves):
             residuals = tree_util.tree_unflatten(res_trees[-1], res_leaves)
+            if any(c is None for c in ct_leaves):  # symbolic_zeros: zero cotangents
+                ct_leaves = [_symbolic_zero(a) if c is None else c
+                             for a, c in zip(out_avals, ct_leaves)]
             cts = tree_util.tree_unflatten(out_trees[-1], ct_leaves)
             nondiff = [a for _, a in static]
             cts_in = self.bwd(*nondiff, residuals, cts)
@@ -465,7 +503,7 @@ class custom_vjp:
                                 f"function: it returned {len(cts_in)} cotangents for "
                                 f"{len(dyn)} arguments.")
             flat = []
-            for arg, ct in zip(dyn, cts_in):
+            for i, (arg, ct) in enumerate(zip(dyn, cts_in)):
                 arg_leaves = tree_util.tree_leaves(arg)
                 if ct is None:
                     flat.extend(Zero(tangent_aval(get_aval(_as_operand(a)))) for a in arg_leaves)
@@ -475,15 +513,19 @@ class custom_vjp:
                     raise TypeError(f"Custom VJP bwd rule returned a cotangent of structure "
                                     f"{ct_tree} for an argument of structure "
                                     f"{tree_util.tree_structure(arg)}.")
-                for a, c in zip(arg_leaves, ct_l):
-                    flat.append(Zero(tangent_aval(get_aval(_as_operand(a))))
-                                if c is None or _is_symbolic_zero(c) else _as_operand(c))
+                for j, (a, c) in enumerate(zip(arg_leaves, ct_l)):
+                    want = tangent_aval(get_aval(_as_operand(a)))
+                    if _is_symbolic_zero(c):
+                        _check_symbolic_zero_cotangent(c, want, arg, i, j)
+                    flat.append(Zero(want) if c is None or _is_symbolic_zero(c)
+                                else _as_operand(c))
             return flat
 
         flat_fwd.__name__ = getattr(self.fwd, "__name__", "fwd")  # how the jaxpr names them
         flat_bwd.__name__ = getattr(self.bwd, "__name__", "bwd")
+        sz = {"symbolic_zeros": True} if self.symbolic_zeros else {}
         outs = custom_vjp_call_p.bind_custom(flat_fun, flat_fwd, flat_bwd, *leaves,
-                                             name=getattr(self, "__name__", "fun"))
+                                             name=getattr(self, "__name__", "fun"), **sz)
         del in_avals
         return tree_util.tree_unflatten(out_trees[-1], outs)
 

@@ -310,6 +310,9 @@ def clear_caches() -> None:
 class JitFunction:
     """A jit-compiled function. Call it like the original; see :func:`jit`."""
 
+    #: names of donated arguments (reported by ``Lowered.args_info``; set by :func:`jit`)
+    donate_argnames: tuple = ()
+
     def __init__(self, fun, static_argnums, static_argnames, donate_argnums, device, backend,
                  inline, keep_unused, transform: str = "jit"):
         _check_jit_args(fun, static_argnums, static_argnames, donate_argnums,
@@ -727,6 +730,24 @@ class Lowered:
         return _tree_unflatten(self.out_tree, [ShapeDtypeStruct(a.shape, a.dtype, a.weak_type)
                                                 for a in self.jaxpr.out_avals])
 
+    @property
+    def args_info(self):
+        """The dynamic arguments as JAX's ``Lowered.args_info`` gives them: the pytree
+        ``(args, kwargs)`` (static arguments left out) of :class:`plax.stages.ArgInfo`, each
+        leaf's abstract value and whether it is donated (``donate_argnums``/
+        ``donate_argnames``, resolved against the signature as JAX does; plax does not reuse
+        donated buffers, so the flag only reports the request).
+
+        Example:
+          >>> f = jax.jit(lambda x, y: x * y, donate_argnums=0)
+          >>> f.lower(jnp.ones(3), 2.0).args_info[0][0].donated
+          True
+        """
+        from plax.stages import ArgInfo
+        donated = _donated_leaves(self._jitted, self._nargs, self._static, self.in_tree)
+        return _tree_unflatten(self.in_tree, [ArgInfo(a, d) for a, d in
+                                              zip(self.jaxpr.in_avals, donated)])
+
     def as_text(self, dialect: str | None = None) -> str:
         """The jaxpr as text (plax's one IR)."""
         return str(self.jaxpr)
@@ -753,12 +774,51 @@ class Lowered:
         return plugins.lookup("experimental.cost_analysis").cost_of(self.jaxpr)
 
 
+def _donated_leaves(jitted: "JitFunction", nargs: int, static, in_tree) -> list[bool]:
+    """Per leaf of the dynamic arguments ``(args, kwargs)``: whether ``donate_argnums`` or
+    ``donate_argnames`` names its argument. As in JAX, numbers and names resolve to each
+    other through the signature (a positional parameter given by keyword is donated by its
+    number too); negative numbers donate nothing."""
+    nums = {i for i in jitted.donate_argnums if i >= 0}
+    names = set(jitted.donate_argnames)
+    if not nums and not names:
+        return [False] * in_tree.num_leaves
+    sig = jitted.sig.sig
+    positional = [] if sig is None else [
+        p.name for p in sig.parameters.values()
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    static_pos = {k for k, _ in static if isinstance(k, int)}
+    # the leaves' own positions, so each argument's leaves are found in its subtree
+    args, kwargs = _tree_unflatten(in_tree, list(range(in_tree.num_leaves)))
+    flags = [False] * in_tree.num_leaves
+    dyn_pos = [i for i in range(nargs) if i not in static_pos]
+    for i, arg in zip(dyn_pos, args):
+        if i in nums or (i < len(positional) and positional[i] in names):
+            for leaf in tree_util.tree_leaves(arg):
+                flags[leaf] = True
+    for k, arg in kwargs.items():
+        if k in names or (k in positional and positional.index(k) in nums):
+            for leaf in tree_util.tree_leaves(arg):
+                flags[leaf] = True
+    return flags
+
+
 class Compiled:
     """The compiled executable of a :class:`Lowered`; call it with matching arguments."""
 
     def __init__(self, lowered: Lowered):
         self._lowered = lowered
         self._executable = None
+
+    @property
+    def args_info(self):
+        """The arguments it was compiled for (:attr:`Lowered.args_info`)."""
+        return self._lowered.args_info
+
+    @property
+    def out_info(self):
+        """Its outputs as ShapeDtypeStructs (:attr:`Lowered.out_info`)."""
+        return self._lowered.out_info
 
     def __call__(self, *args, **kwargs):
         dyn_args, dyn_kwargs, static = self._lowered._jitted.sig.split(args, kwargs)
@@ -856,8 +916,11 @@ def jit(fun: Callable = _NOT_GIVEN, *, in_shardings=None, out_shardings=None,
     if device is not None:
         from plax.device import resolve_device
         device = resolve_device(device)
-    return JitFunction(fun, static_argnums, static_argnames, donate_argnums, device, backend,
-                       inline, keep_unused)
+    jitted = JitFunction(fun, static_argnums, static_argnames, donate_argnums, device, backend,
+                         inline, keep_unused)
+    if donate_argnames is not None:
+        jitted.donate_argnames = tuple(_as_tuple(donate_argnames))
+    return jitted
 
 
 def make_jaxpr(fun: Callable, static_argnums: int | Sequence[int] = (), axis_env=None,

@@ -199,7 +199,10 @@ class JVPTrace(Trace):
             return [JVPTracer(self, o, Zero.from_primal(o)) for o in outs]
         from plax.transforms.custom_derivatives import check_closed_tangents
         check_closed_tangents(tangents, params, "custom_jvp")
-        tangents = [instantiate(t) for t in tangents]
+        if params.get("symbolic_zeros"):  # the rule gets None for a zero (a SymbolicZero)
+            tangents = [None if type(t) is Zero else t for t in tangents]
+        else:
+            tangents = [instantiate(t) for t in tangents]
         outs = jvp(*primals, *tangents)
         primal_outs, tangent_outs = outs[:len(outs) // 2], outs[len(outs) // 2:]
         return [JVPTracer(self, p, t) for p, t in zip(primal_outs, tangent_outs)]
@@ -216,11 +219,17 @@ class JVPTrace(Trace):
         check_closed_tangents(tangents, params, "custom_vjp")
         if not all(type(t) is Zero or is_linearize_tracer(t) for t in tangents):
             _forward_mode_error()  # tangents pushed forward (jvp, jacfwd), not transposed
-        primal_outs, residuals = fwd(*primals)
+        sz = {}
+        if params.get("symbolic_zeros"):  # the rule is told which inputs are perturbed
+            sz = {"symbolic_zeros": True}
+            primal_outs, residuals = fwd(*primals,
+                                         perturbed=[type(t) is not Zero for t in tangents])
+        else:
+            primal_outs, residuals = fwd(*primals)
         tangents = [instantiate(t) for t in tangents]
         out_avals = tuple(tangent_aval(get_aval(p)) for p in primal_outs)
         tangent_outs = custom_lin_p.bind(*residuals, *tangents, num_res=len(residuals),
-                                         bwd=bwd, out_avals=out_avals)
+                                         bwd=bwd, out_avals=out_avals, **sz)
         return [JVPTracer(self, p, t) for p, t in zip(primal_outs, tangent_outs)]
 
 
