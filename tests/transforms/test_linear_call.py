@@ -2,7 +2,6 @@
 (custom, not derived), jvp, jit, vmap, and beside JAX 0.10.2 where it is installed."""
 from __future__ import annotations
 
-import sys
 from functools import partial
 
 import numpy as np
@@ -11,18 +10,6 @@ import pytest
 import plax
 from plax import numpy as jnp
 from plax.custom_derivatives import linear_call
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _background_compiles_finish():
-    """Lets the Numba backend's background compiles of this module's programs finish before
-    the next module: CPython 3.11's compile() is not thread-safe (its AST recursion counter is
-    shared), and a main-thread import at the end of a short session collided with one here
-    ("SystemError: AST constructor recursion depth mismatch")."""
-    yield
-    tiered = sys.modules.get("plax_numba.tiered")
-    if tiered is not None:
-        tiered.wait_idle(timeout=120)
 
 
 def _div(r, x):

@@ -40,7 +40,38 @@ def pytest_addoption(parser):
              "dtypes and primitives, fewer random programs)")
 
 
+def library_modules_not_rewritten() -> None:
+    """Stops pytest from assertion-rewriting plax's library modules (all but ``plax.testing``).
+
+    pytest rewrites every package of a distribution that declares a ``pytest11`` entry point,
+    so plax, plax_numba, ... were parsed with :func:`ast.parse` whenever first imported. The
+    Numba backend imports its helper modules on its background compile thread, and CPython
+    3.11's AST conversion keeps one recursion counter per interpreter: a parse there while the
+    main thread parsed a test module raised ``SystemError: AST constructor recursion depth
+    mismatch`` in one thread or the other (a failed kernel, or a crashed session). Library code
+    has no test assertions to rewrite; the kit's own helpers (``plax.testing``) stay rewritten.
+    Uses the set of marked names of pytest's rewrite hook (the import hook pytest puts on
+    :data:`sys.meta_path`); does nothing where that changed.
+    """
+    import sys
+    hook = next((finder for finder in sys.meta_path
+                 if type(finder).__name__ == "AssertionRewritingHook"), None)
+    marked = getattr(hook, "_must_rewrite", None)
+    if not isinstance(marked, set):
+        return
+    library = {name for name in marked if name.split(".")[0] == "plax"
+               or name.startswith("plax_")}
+    if not library:
+        return
+    marked.difference_update(library)
+    marked.add("plax.testing")
+    cache = getattr(hook, "_marked_for_rewrite_cache", None)
+    if isinstance(cache, dict):
+        cache.clear()
+
+
 def pytest_configure(config):
+    library_modules_not_rewritten()
     # An explicit --plax-backend is checked at once, so that a wrong or broken backend is a
     # usage error reported before collection, with the plugin's traceback.
     if config.getoption("plax_backend", None):
