@@ -36,6 +36,10 @@ supported_dtypes = (bool_, int8, int16, int32, int64, uint8, uint16, uint32, uin
                     bfloat16, float16, float32, float64, complex64, complex128)
 
 _to_32bit = {int64: int32, uint64: uint32, float64: float32, complex128: complex64}
+# canonicalize_dtype's answers for numpy dtypes, by x64 setting (a product's
+# preferred_element_type is canonicalised on every call)
+_canonical_of = {False: {d: _to_32bit.get(d, d) for d in supported_dtypes},
+                 True: {d: d for d in supported_dtypes}}
 
 
 def _x64() -> bool:
@@ -84,7 +88,12 @@ def canonicalize_dtype(dtype: Any) -> np.dtype:
       >>> canonicalize_dtype("float64")
       dtype('float32')
     """
-    return _canonicalize(to_numpy_dtype(dtype), _x64())
+    x64 = _x64()
+    if isinstance(dtype, np.dtype):
+        known = _canonical_of[x64].get(dtype)
+        if known is not None:
+            return known
+    return _canonicalize(to_numpy_dtype(dtype), x64)
 
 
 def to_numpy_dtype(dtype: Any) -> np.dtype:
