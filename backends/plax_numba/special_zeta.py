@@ -26,6 +26,7 @@ from numba import njit
 
 from plax.lax.special_series import (EULER_MACLAURIN_DIVISORS, STOP_TOLERANCE_F32,
                                      ZETA_LIFT_F32, ZETA_LIFT_F64)
+from plax_numba.libm_free import _log_full, exp_f64
 from plax_numba.special import digamma_f64
 
 _core = dict(cache=True, nogil=True, error_model="numpy", inline="never")
@@ -115,10 +116,63 @@ def zeta_f64(s, q):
     return zeta_core(s, q, _EPS, ZETA_LIFT_F64)
 
 
+#: float32's fixed-length form: direct terms ``(q + k)**-s`` for ``k < _DIRECT32``, then
+#: ``_TAIL32`` Euler-Maclaurin terms at ``a = q + _DIRECT32``, taken for ``1 < s <= _S_MAX32``
+#: and ``q > 0``: relative error below 2e-11 there (float32 needs ~1e-9 to round as the exact
+#: value does; measured against :func:`zeta_core` in float64 over s in (1, 64], q in
+#: [1e-3, 1e7], tests/numba/test_special_zeta_f32.py)
+_DIRECT32, _TAIL32 = 4, 8
+_S_MAX32 = 64.0
+#: the Euler-Maclaurin coefficients ``B_2j / (2j)!`` of float32's tail
+_EM_INVERSES32 = tuple(1.0 / d for d in EULER_MACLAURIN_DIVISORS[:_TAIL32])
+_LOG_LIMIT = 1000.0 * math.log(2.0)   # exp_f64's range (the result's float32 rounding is 0/inf)
+
+
+@njit(**_inline)
+def _power(b, s):
+    """``b**-s`` in float64 for a positive finite ``b``, by the ``exp``/``log`` of
+    :mod:`plax_numba.libm_free` (no libm call; relative error ~1e-15 times ``|s log b|``);
+    underflow gives ~2**-1000 and overflow ~2**1000 (0 and inf once rounded to float32)."""
+    d = -s * _log_full(b)
+    return exp_f64(min(max(d, -_LOG_LIMIT), _LOG_LIMIT))
+
+
+@njit(**_inline)
+def _zeta_fixed(s, q):
+    """Hurwitz's zeta in float64 for ``1 < s <= 64`` and ``q > 0``: four direct terms and
+    eight Euler-Maclaurin terms, no loop of data-dependent length and no libm call."""
+    total = 0.0
+    for k in range(_DIRECT32):
+        total += _power(q + k, s)
+    a = q + _DIRECT32
+    head = _power(a, s)                     # a**-s
+    w = 1.0 / a
+    total += head * (a / (s - 1.0) + 0.5)   # the integral a**(1-s)/(s-1) and half of a**-s
+    # sum_j B_2j/(2j)! s (s+1)...(s+2j-2) a**(-s-2j+1)
+    t = head * w * s
+    tail = t * _EM_INVERSES32[0]
+    w2 = w * w
+    for j in range(1, _TAIL32):
+        t *= (s + (2 * j - 1)) * (s + 2 * j) * w2
+        tail += t * _EM_INVERSES32[j]
+    return total + tail
+
+
 @njit(**_inline)
 def zeta_f32(s, q):
-    """Hurwitz's ``zeta(s, q)`` of float32 operands, in float64, rounded once."""
-    return np.float32(zeta_core(np.float64(s), np.float64(q), _EPS32, ZETA_LIFT_F32))
+    """Hurwitz's ``zeta(s, q)`` of float32 operands, in float64, rounded once.
+
+    The common case (``1 < s <= 64``, ``q > 0``) takes the fixed-length form
+    :func:`_zeta_fixed` (five powers by ``exp``/``log`` without libm calls, eight
+    Euler-Maclaurin terms); the rest (``s`` above 64, ``q <= 0``, NaN and infinities) goes to
+    :func:`zeta_core`, which sums to a relative tolerance with libm's ``pow``. Measured error:
+    at most 0.51 float32 ulp against SciPy's float64 zeta over
+    tests/numba/special_forms_cases.py's sweep (the rounding of a float64 value good to
+    ~2e-11)."""
+    sd, qd = np.float64(s), np.float64(q)
+    if sd > 1.0 and sd <= _S_MAX32 and qd > 0.0 and qd < np.inf:
+        return np.float32(_zeta_fixed(sd, qd))
+    return np.float32(zeta_core(sd, qd, _EPS32, ZETA_LIFT_F32))
 
 
 @njit(**_inline)
@@ -129,5 +183,11 @@ def polygamma_f64(m, x):
 
 @njit(**_inline)
 def polygamma_f32(m, x):
-    """``polygamma(m, x)`` of float32 operands, in float64, rounded once."""
-    return np.float32(polygamma_core(np.float64(m), np.float64(x), _EPS32))
+    """``polygamma(m, x)`` of float32 operands, in float64, rounded once: for integer orders
+    ``1 <= m <= 63`` and ``x > 0``, ``(-1)**(m+1) m! zeta(m + 1, x)`` by :func:`zeta_f32`'s
+    fixed-length form; otherwise :func:`polygamma_core`."""
+    md, xd = np.float64(m), np.float64(x)
+    if md >= 1.0 and md < _S_MAX32 and md == math.floor(md) and xd > 0.0 and xd < np.inf:
+        sign = 1.0 if (md % 2.0) == 1.0 else -1.0
+        return np.float32(sign * math.gamma(md + 1.0) * _zeta_fixed(md + 1.0, xd))
+    return np.float32(polygamma_core(md, xd, _EPS32))
