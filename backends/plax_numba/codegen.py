@@ -282,10 +282,11 @@ class _Float32View:
 
     class _Var:
         def __init__(self, v):
+            from types import SimpleNamespace
             dtype = np.dtype(v.aval.dtype)
-            self.aval = type("aval", (), {"shape": v.aval.shape,
-                                          "dtype": np.dtype(np.float32)
-                                          if dtype in LOW_FLOATS else dtype})()
+            self.aval = SimpleNamespace(
+                shape=v.aval.shape,
+                dtype=np.dtype(np.float32) if dtype in LOW_FLOATS else dtype)
 
     def __init__(self, eqn):
         self.primitive, self.params = eqn.primitive, eqn.params
@@ -303,7 +304,8 @@ def _low_float(eqn, a: list[str]) -> str:
     if prim is lax.bitcast_convert_type_p:
         if din[0].itemsize != 2 or dout.itemsize != 2:
             raise Unsupported(f"bitcast_convert_type from {din[0]} to {dout}")
-        bits = f"{LOW_FLOATS[din[0]]}_bits({a[0]})" if din[0] in LOW_FLOATS else f"np.uint16({a[0]})"
+        bits = (f"{LOW_FLOATS[din[0]]}_bits({a[0]})" if din[0] in LOW_FLOATS
+                else f"np.uint16({a[0]})")
         return (f"{LOW_FLOATS[dout]}_value({bits})" if dout in LOW_FLOATS
                 else f"{_t(dout)}({bits})")
     if prim is lax.nextafter_p:

@@ -66,7 +66,10 @@ def test_value_to_bits_rounds_to_nearest_even(dtype):
 def _arith(a, b):
     c = jnp.where(a > b, a * b + 1.5, a - b) / b
     c = jnp.maximum(c, -a) + jnp.sqrt(jnp.abs(b)) + a ** 3
-    return c, c.astype(jnp.float32) * 0.25, (a < 0).astype(a.dtype)
+    other = jnp.bfloat16 if a.dtype == np.float16 else jnp.float16
+    bits = lax.bitcast_convert_type(c, jnp.int16)
+    return (c, c.astype(jnp.float32) * 0.25, (a < 0).astype(a.dtype), bits + 1,
+            lax.bitcast_convert_type(bits, a.dtype) * 2.0, c.astype(other) - 1.0)
 
 
 @pytest.mark.parametrize("dtype", LOW, ids=str)
