@@ -279,39 +279,47 @@ SPECIAL = {"tanh": (np.tanh, (-5.0, 5.0)), "log1p": (np.log1p, (-0.9, 10.0)),
 
 
 def special_functions() -> dict:
-    """:data:`SPECIAL` and benchmarks/special_bench.py's ``FUNCTIONS`` (name -> (eager
-    function or its scipy.special name, input range))."""
+    """:data:`SPECIAL` and benchmarks/special_bench.py's functions: name -> (eager function or
+    its scipy.special name, the inputs' range) for one-operand functions, name -> (eager
+    function, ``inputs(rng, n)``) for the iterative ones of several operands."""
     table = dict(SPECIAL)
     try:
         import sys
         sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-        from special_bench import FUNCTIONS
+        from special_bench import ITERATIVE, UNARY
     except ImportError:  # SciPy missing: the rows of SPECIAL that need no SciPy
         return {k: v for k, v in table.items() if callable(v[0])}
-    for name, (ref, timing, _sweep) in FUNCTIONS.items():
+    for name, (ref, timing, _sweep) in UNARY.items():
         table.setdefault(name, (ref, timing))
+    for name, (inputs, ref) in ITERATIVE.items():
+        table.setdefault(name, (ref, inputs))
     return table
 
 
 def special_workloads(quick: bool) -> list:
-    """The special-function rows: ``f(x * 0.5) * 2 + 1`` on float32 (1M elements, 100k with
-    ``--quick``), one fused loop on plax-numba, XLA's on JAX, SciPy's ufunc for NumPy."""
+    """The special-function rows: ``f(x * 0.5, rest...) * 2 + 1`` on float32 (1M elements,
+    100k with ``--quick``), one fused loop on plax-numba, XLA's on JAX, SciPy's ufunc for
+    NumPy."""
     n = 100_000 if quick else 1_000_000
     rng = np.random.default_rng(1)
     rows = []
-    for name, (ref, (lo, hi)) in special_functions().items():
-        x = rng.uniform(lo, hi, n).astype(np.float32)
+    for name, (ref, domain) in special_functions().items():
+        if callable(domain):   # several operands: their generator
+            args = tuple(a.astype(np.float32) for a in domain(rng, n))
+        else:
+            args = (rng.uniform(*domain, n).astype(np.float32),)
 
-        def plax_side(L, name=name, x=x):
+        def plax_side(L, name=name, args=args):
             f = getattr(L.lax, name)
-            return L.jit(lambda v: f(v * 0.5) * 2.0 + 1.0), (L.put(x),)
+            return (L.jit(lambda v, *rest: f(v * 0.5, *rest) * 2.0 + 1.0),
+                    tuple(L.put(a) for a in args))
 
-        def numpy_side(_, ref=ref, x=x):
+        def numpy_side(_, ref=ref, args=args):
             if isinstance(ref, str):
                 import scipy.special
                 ref = getattr(scipy.special, ref)
             half, two, one = np.float32(0.5), np.float32(2), np.float32(1)
-            return (lambda v: ref(v * half) * two + one), (x,)
+            return (lambda v, *rest: ref(v * half, *rest) * two + one), args
         label = f"{name} f32[{n // 1000}k] f(x/2)*2+1"
         rows.append((label, {"plax": plax_side, "numpy": numpy_side}))
     return rows

@@ -33,14 +33,24 @@ from typing import Callable
 
 import numpy as np
 
-from plax import lax
+from plax import dtypes, lax
 from plax.core.jaxpr import Literal, Var
 from plax.lowering import REDUCTION, fusion_kind
 
-#: dtypes the generated loops handle (no complex, float16, bfloat16)
+#: dtypes the generated loops handle natively (no complex; float16 and bfloat16 below)
 DTYPES = frozenset(np.dtype(t) for t in (np.bool_, np.int8, np.int16, np.int32, np.int64,
                                          np.uint8, np.uint16, np.uint32, np.uint64,
                                          np.float32, np.float64))
+
+#: the 16-bit floats: the elementwise kernels of :func:`plan_cluster` read and write them as
+#: their uint16 bit patterns and hold their values as float32 locals (each exactly a float32),
+#: so an operation computes in float32 and rounds once to the narrow format (ties to even;
+#: :mod:`plax_numba.scalar`'s ``round_f16``/``round_bf16``), as the NumPy backend does. Not in
+#: reductions, conversions from float64 or from integers wider than 16 bits (rounding twice
+#: through float32 could differ), ``nextafter`` or the native loops of :mod:`wholegen`.
+LOW_FLOATS = {np.dtype(np.float16): "f16", np.dtype(dtypes.bfloat16): "bf16"}
+_LOW_IMPORT = ("from plax_numba.scalar import f16_value, f16_bits, round_f16, bf16_value, "
+               "bf16_bits, round_bf16\n")
 
 
 #: flat loops over at least this many elements, with no reduction, run on numba's threads
@@ -82,14 +92,20 @@ class KernelPlan:
 
 
 def _t(dtype) -> str:
-    """The NumPy scalar constructor of ``dtype`` in generated code (``np.float32``)."""
-    return f"np.{np.dtype(dtype).name}" if np.dtype(dtype) != np.bool_ else "np.bool_"
+    """The NumPy scalar constructor of ``dtype`` in generated code (``np.float32``); for
+    float16/bfloat16 the function rounding a number to them, as a float32 (``round_f16``)."""
+    dtype = np.dtype(dtype)
+    if dtype in LOW_FLOATS:
+        return f"round_{LOW_FLOATS[dtype]}"
+    return f"np.{dtype.name}" if dtype != np.bool_ else "np.bool_"
 
 
 def constant(value, dtype) -> str:
     """A scalar constant of ``dtype`` as source text, exact (``np.float32(1.6699999570846558)``)."""
     dtype = np.dtype(dtype)
     value = np.asarray(value, dtype)[()]
+    if dtype in LOW_FLOATS:  # held as a float32 local, which is exact
+        return constant(np.float32(value), np.float32)
     if dtype == np.bool_:
         return "True" if value else "False"
     if dtype.kind == "f":
@@ -158,6 +174,8 @@ def reference_only(eqn) -> bool:
 
 def elementwise(eqn, a: list[str]) -> str:
     """The expression computing ``eqn``'s output from the operand expressions ``a``."""
+    if any(np.dtype(v.aval.dtype) in LOW_FLOATS for v in (*eqn.invars, *eqn.outvars)):
+        return _low_float(eqn, a)
     prim = eqn.primitive
     din = [np.dtype(v.aval.dtype) for v in eqn.invars]
     dout = np.dtype(eqn.outvars[0].aval.dtype)
@@ -256,6 +274,62 @@ def elementwise(eqn, a: list[str]) -> str:
     if prim is lax.integer_pow_p:
         return _integer_pow(a[0], eqn.params["y"], dout)
     raise Unsupported(f"{prim.name} on {din[0] if din else dout}")
+
+
+class _Float32View:
+    """An equation seen with its float16/bfloat16 operands and result typed float32: what
+    :func:`_low_float` asks :func:`elementwise` for before rounding."""
+
+    class _Var:
+        def __init__(self, v):
+            from types import SimpleNamespace
+            dtype = np.dtype(v.aval.dtype)
+            self.aval = SimpleNamespace(
+                shape=v.aval.shape,
+                dtype=np.dtype(np.float32) if dtype in LOW_FLOATS else dtype)
+
+    def __init__(self, eqn):
+        self.primitive, self.params = eqn.primitive, eqn.params
+        self.invars = [self._Var(v) for v in eqn.invars]
+        self.outvars = [self._Var(v) for v in eqn.outvars]
+
+
+def _low_float(eqn, a: list[str]) -> str:
+    """:func:`elementwise` for an equation with float16/bfloat16 operands or result (their
+    values are float32 locals): the float32 expression, rounded once to the result's format
+    (see :data:`LOW_FLOATS`)."""
+    prim = eqn.primitive
+    din = [np.dtype(v.aval.dtype) for v in eqn.invars]
+    dout = np.dtype(eqn.outvars[0].aval.dtype)
+    if prim is lax.bitcast_convert_type_p:
+        if din[0].itemsize != 2 or dout.itemsize != 2:
+            raise Unsupported(f"bitcast_convert_type from {din[0]} to {dout}")
+        bits = (f"{LOW_FLOATS[din[0]]}_bits({a[0]})" if din[0] in LOW_FLOATS
+                else f"np.uint16({a[0]})")
+        return (f"{LOW_FLOATS[dout]}_value({bits})" if dout in LOW_FLOATS
+                else f"{_t(dout)}({bits})")
+    if prim is lax.nextafter_p:
+        raise Unsupported(f"nextafter on {dout}")
+    if prim is lax.convert_element_type_p and dout in LOW_FLOATS:
+        src = din[0]
+        if src in LOW_FLOATS or src == np.float32 or src == np.bool_:
+            return f"{_t(dout)}({a[0]})"
+        if src.kind in "iu" and src.itemsize <= 2:  # exact in float32: rounded once
+            return f"{_t(dout)}(np.float32({a[0]}))"
+        raise Unsupported(f"convert_element_type from {src} to {dout} (would round twice)")
+    if prim is lax.integer_pow_p and dout == np.float16:
+        # NumPy multiplies float16 values in float16: each product rounded (as _integer_pow
+        # does with _t(float16), the rounding function)
+        return _integer_pow(a[0], eqn.params["y"], dout)
+    expr = elementwise(_Float32View(eqn), a)
+    if dout not in LOW_FLOATS or prim in _EXACT:
+        return expr
+    return f"{_t(dout)}({expr})"
+
+
+#: primitives whose float32 result on float16/bfloat16 operands is one of them already
+_EXACT = {lax.select_n_p, lax.max_p, lax.min_p, lax.clamp_p, lax.neg_p, lax.abs_p, lax.floor_p,
+          lax.ceil_p, lax.round_p, lax.sign_p, lax.rem_p}
 
 
 def _shift(prim, a, dtype, bits: int) -> str:
@@ -390,10 +464,14 @@ def plan_cluster(cluster, preallocate: bool = False, parallel: bool | None = Non
     """
     shape = tuple(cluster.shape)
     rank = len(shape)
+    low = False  # float16/bfloat16 values: uint16 arrays, float32 locals (LOW_FLOATS)
     for eqn in cluster.eqns:
         for v in list(eqn.invars) + list(eqn.outvars):
-            if np.dtype(v.aval.dtype) not in DTYPES:
-                raise Unsupported(f"{eqn.primitive.name} on {np.dtype(v.aval.dtype)}")
+            dtype = np.dtype(v.aval.dtype)
+            if dtype in LOW_FLOATS and not into and fusion_kind(eqn.primitive) != REDUCTION:
+                low = True
+            elif dtype not in DTYPES:
+                raise Unsupported(f"{eqn.primitive.name} on {dtype}")
 
     broadcast_operands = set()
     flat = True
@@ -415,7 +493,7 @@ def plan_cluster(cluster, preallocate: bool = False, parallel: bool | None = Non
     order_free = (flat and rank > 0
                   and not any(fusion_kind(e.primitive) == REDUCTION for e in cluster.eqns))
     large = math.prod(shape) >= PARALLEL_MIN
-    out_params = (preallocate and order_free and large
+    out_params = (preallocate and order_free and large and not low
                   and not broadcast_operands_partial(cluster, shape) and not into)
 
     # inputs: rank-0 operands as scalars, the others as arrays
@@ -443,15 +521,20 @@ def plan_cluster(cluster, preallocate: bool = False, parallel: bool | None = Non
     post: list[str] = []   # after the loop
     for inp in inputs:
         if inp.kind == "scalar":
-            names[id(inp.atom)] = inp.name
+            if inp.dtype in LOW_FLOATS:  # its bits decoded once
+                pre.append(f"{inp.name}_x = {_load(inp.dtype, inp.name)}")
+                names[id(inp.atom)] = f"{inp.name}_x"
+            else:
+                names[id(inp.atom)] = inp.name
         elif id(inp.atom) in broadcast_operands and tuple(inp.atom.aval.shape) != shape:
             pass  # read through its broadcast's index map only
         elif flat:
             pre.append(_flat_view(inp.name, inp.ndim))
-            body.append(f"{inp.name}_v = {inp.name}_f[i]")
+            body.append(f"{inp.name}_v = {_load(inp.dtype, f'{inp.name}_f[i]')}")
             names[id(inp.atom)] = f"{inp.name}_v"
         else:
-            body.append(f"{inp.name}_v = {_nested_at(inp.name, idx, rows)}")
+            body.append(f"{inp.name}_v = "
+                        f"{_load(inp.dtype, _nested_at(inp.name, idx, rows))}")
             names[id(inp.atom)] = f"{inp.name}_v"
 
     in_names = {id(inp.atom): inp.name for inp in inputs}
@@ -462,7 +545,7 @@ def plan_cluster(cluster, preallocate: bool = False, parallel: bool | None = Non
     given: list[int] = []  # outputs whose buffers the caller passes (``into``)
     for j, v in enumerate(cluster.outputs):
         if fusion_kind(_defining(cluster, v).primitive) != REDUCTION and rank:
-            t = _t(out_dtypes[j]) if out_dtypes[j] != np.bool_ else "np.bool_"
+            t = _storage(out_dtypes[j])
             if out_params:
                 pre.append(f"o{j}_f = o{j}")
                 continue
@@ -508,6 +591,7 @@ def plan_cluster(cluster, preallocate: bool = False, parallel: bool | None = Non
                     sub = [("0" if op.aval.shape[j] == 1 and shape[d] != 1 else idx[d])
                            for j, d in enumerate(bdims)]
                     expr = f"{in_names[id(op)]}[{', '.join(sub)}]"
+                expr = _load(np.dtype(op.aval.dtype), expr)
             body.append(f"{local} = {expr}")
         elif fusion_kind(prim) == REDUCTION:
             operand = names[id(eqn.invars[0])]
@@ -572,7 +656,7 @@ def plan_cluster(cluster, preallocate: bool = False, parallel: bool | None = Non
     else:
         lines.append("    return 0" if out_params
                      else f"    return ({''.join(e + ', ' for e in out_exprs)})")
-    source = "\n".join(lines) + "\n"
+    source = (_LOW_IMPORT if low else "") + "\n".join(lines) + "\n"
     if into:
         plan = KernelPlan(source, None, None, {}, [e.primitive.name for e in cluster.eqns])
         plan.given = given
@@ -584,17 +668,26 @@ def plan_cluster(cluster, preallocate: bool = False, parallel: bool | None = Non
     arg_types: list = []
     call: list[str] = []
     for inp in inputs:
+        bits = inp.dtype in LOW_FLOATS  # passed as its uint16 bit pattern
         if inp.kind == "scalar":
-            call.append(f"{inp.name}[()]")
-            arg_types.append(("scalar", inp.dtype))
+            call.append(f"_asa({inp.name}).view(_U16)[()]" if bits else f"{inp.name}[()]")
+            arg_types.append(("scalar", np.dtype(np.uint16) if bits else inp.dtype))
         else:  # the entry point reads C-contiguous memory: a strided view is copied first
-            call.append(f"_asc({inp.name})")
-            arg_types.append(("array", inp.dtype, inp.ndim))
+            call.append(f"_asc({inp.name}).view(_U16)" if bits else f"_asc({inp.name})")
+            arg_types.append(("array", np.dtype(np.uint16) if bits else inp.dtype, inp.ndim))
     call += [str(n) for n in shape]
     arg_types += [("int",)] * rank
     n_out = len(cluster.outputs)
     wrapper_globals = {f"_T{j}": out_dtypes[j].type for j in range(n_out)}
-    results = [f"_T{j}(r[{j}])" if scalar_out[j] else f"r[{j}]" for j in range(n_out)]
+    wrapper_globals.update(_U16=np.uint16, _asa=np.asarray)
+    results = []
+    for j in range(n_out):
+        if out_dtypes[j] in LOW_FLOATS:  # uint16 bits: viewed as the format
+            wrapper_globals[f"_D{j}"] = out_dtypes[j]
+            results.append(f"_asa(r[{j}], _U16).view(_D{j})[()]" if scalar_out[j]
+                           else f"r[{j}].view(_D{j})")
+        else:
+            results.append(f"_T{j}(r[{j}])" if scalar_out[j] else f"r[{j}]")
     wrapper = "\n".join([
         f"def step({', '.join(inp.name for inp in inputs)}):",
         "    if _ready:",
@@ -654,11 +747,28 @@ def _nested_at(name: str, idx: list, rows: list) -> str:
     return f"{name}_r[{idx[-1]}]"
 
 
+def _load(dtype, element: str) -> str:
+    """The value of an array element (or scalar argument) of ``dtype`` in the loop: float16/
+    bfloat16 bits decoded to float32 (see :data:`LOW_FLOATS`), other dtypes as they are."""
+    return f"{LOW_FLOATS[dtype]}_value({element})" if dtype in LOW_FLOATS else element
+
+
+def _storage(dtype) -> str:
+    """The element type of a kernel-allocated output of ``dtype`` (uint16 bits for the
+    16-bit floats)."""
+    if dtype in LOW_FLOATS:
+        return "np.uint16"
+    return _t(dtype) if dtype != np.bool_ else "np.bool_"
+
+
 def _store(out, local, outputs, out_exprs, scalar_out, rank, flat, body, idx, rows):
     """Stores the loop's value ``local`` of ``out`` if ``out`` is a cluster output."""
     j = outputs.get(id(out))
     if j is None:
         return
+    dtype = np.dtype(out.aval.dtype)
+    if dtype in LOW_FLOATS:  # written as its bit pattern
+        local = f"{LOW_FLOATS[dtype]}_bits({local})"
     if rank == 0:
         out_exprs[j] = local
         scalar_out[j] = True

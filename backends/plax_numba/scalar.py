@@ -293,3 +293,84 @@ def nextafter_f64(x, y):
     r = bitcast(tiny if x == 0 else moved, x)
     r = y if x == y else r
     return x + y if (x != x or y != y) else r
+
+
+# ---------------------------------------------------------------- float16 and bfloat16
+#
+# The generated kernels hold float16/bfloat16 values as float32 locals (every such value is
+# exactly a float32) and read and write the arrays as their uint16 bit patterns (numba has no
+# bfloat16, and its float16 support is partial): an operation on them computes in float32 and
+# rounds once to the narrow format (round to nearest, ties to even), which is what the NumPy
+# backend's kernels do (NumPy's half arithmetic and ml_dtypes' bfloat16 compute in float32).
+
+_F16_MAGIC = np.float32(5.192296858534828e+33)   # 2**112: float16's exponent bias to float32's
+
+
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def f16_value(h):
+    """The float32 value of the float16 whose bit pattern is ``h`` (a uint16), exactly.
+
+    The exponent and mantissa shifted into float32's fields and scaled by ``2**112`` (exact
+    for normal and subnormal values alike); infinities and NaN get float32's all-ones
+    exponent. Branch-free (selects), so loops calling it vectorise.
+    """
+    b = np.int32(h)
+    body = np.int32((b & np.int32(0x7FFF)) << np.int32(13))
+    scaled = bitcast(body, np.float32(0)) * _F16_MAGIC
+    special = bitcast(np.int32(body | np.int32(0x7F800000)), np.float32(0))
+    r = special if body >= np.int32(0x0F800000) else scaled
+    sign = np.int32((b & np.int32(0x8000)) << np.int32(16))
+    return bitcast(np.int32(bitcast(r, np.int32(0)) | sign), np.float32(0))
+
+
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def f16_bits(x):
+    """The uint16 bit pattern of the float16 nearest to the float32 ``x`` (ties to even).
+
+    Overflow gives +-inf, NaN a quiet NaN; subnormal results round once, by adding a magic
+    number whose ulp is float16's smallest subnormal; normal ones by adding half an ulp less
+    one (plus the kept mantissa's last bit, for ties to even) before dropping 13 bits.
+    Branch-free.
+    """
+    u = bitcast(np.float32(x), np.int32(0))
+    sign = np.int32((u >> np.int32(16)) & np.int32(0x8000))
+    a = np.int32(u & np.int32(0x7FFFFFFF))
+    # overflow (|x| >= 65520 rounds to inf; from 2**16 on the normal path would wrap) and NaN
+    big = np.int32(0x7E00) if a > np.int32(0x7F800000) else np.int32(0x7C00)
+    # subnormal results (|x| < 2**-14): x + 0.5 leaves x's float16 rounding in the low bits
+    sub = np.int32(bitcast(bitcast(a, np.float32(0)) + np.float32(0.5), np.int32(0))
+                   - np.int32(0x3F000000))
+    odd = (a >> np.int32(13)) & np.int32(1)
+    normal = np.int32((a - np.int32(0x38000000) + np.int32(0x0FFF) + odd) >> np.int32(13))
+    r = sub if a < np.int32(0x38800000) else normal
+    r = big if a >= np.int32(0x47800000) else r
+    return np.uint16(r | sign)
+
+
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def round_f16(x):
+    """``x`` rounded to float16 (ties to even), as a float32: ``f16_value(f16_bits(x))``."""
+    return f16_value(f16_bits(x))
+
+
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def bf16_value(h):
+    """The float32 value of the bfloat16 whose bit pattern is ``h`` (a uint16): its 16 bits
+    are float32's high half."""
+    return bitcast(np.int32(np.int32(h) << np.int32(16)), np.float32(0))
+
+
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def bf16_bits(x):
+    """The uint16 bit pattern of the bfloat16 nearest to the float32 ``x`` (ties to even; NaN
+    gives a quiet NaN of the same sign, overflow +-inf), as ml_dtypes rounds. Branch-free."""
+    u = np.uint32(bitcast(np.float32(x), np.int32(0)))
+    rounded = (u + np.uint32(0x7FFF) + ((u >> np.uint32(16)) & np.uint32(1))) >> np.uint32(16)
+    nan = (u >> np.uint32(16)) | np.uint32(0x40)
+    return np.uint16(nan if x != x else rounded)
+
+
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def round_bf16(x):
+    """``x`` rounded to bfloat16 (ties to even), as a float32."""
+    return bf16_value(bf16_bits(x))
