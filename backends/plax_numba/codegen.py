@@ -79,6 +79,9 @@ class KernelPlan:
         #: writing into outputs allocated by its caller (see :func:`plan_cluster`), so it
         #: can also run on contiguous chunks of its operands
         self.out_params = out_params
+        #: whether an ``out_params`` kernel takes its first element's flat position after
+        #: ``n`` (it computes an ``iota``; chunks pass their offset)
+        self.index_base = False
 
 
 def _t(dtype) -> str:
@@ -385,11 +388,17 @@ def plan_cluster(cluster, preallocate: bool = False, parallel: bool | None = Non
         before the loop instead of once per step. Only the kernel's ``source`` is used
         (no wrapper).
 
+    ``iota`` equations (fused as ``INDEX``, :func:`plax.lowering.find_clusters`) are
+    expressions of the loop's index, never read from memory. A kernel over flat chunks
+    (``out_params``) holding one takes, after ``n``, the flat position ``base`` of its first
+    element (``KernelPlan.index_base``; 0 for a whole array).
+
     Raises:
       Unsupported: a primitive, dtype or pattern the generator does not express.
     """
     shape = tuple(cluster.shape)
     rank = len(shape)
+    has_index = any(e.primitive is lax.iota_p for e in cluster.eqns)
     for eqn in cluster.eqns:
         for v in list(eqn.invars) + list(eqn.outvars):
             if np.dtype(v.aval.dtype) not in DTYPES:
@@ -534,6 +543,8 @@ def plan_cluster(cluster, preallocate: bool = False, parallel: bool | None = Non
                 post.append(f"r{j} = s{k}.astype({_t(odt)})")
             out_exprs[j] = f"r{j}"
             continue
+        elif prim is lax.iota_p:
+            body.append(f"{local} = {_iota(eqn, shape, flat, out_params, dims, idx)}")
         else:
             args = [names[id(v)] if id(v) in names else _missing(v) for v in eqn.invars]
             body.append(f"{local} = {elementwise(eqn, args)}")
@@ -544,7 +555,7 @@ def plan_cluster(cluster, preallocate: bool = False, parallel: bool | None = Non
     if out_params:
         dims = ["n"]
         params = ([inp.name for inp in inputs] + [f"o{j}" for j in range(len(cluster.outputs))]
-                  + dims)
+                  + dims + (["base"] if has_index else []))
     if into:
         params = [inp.name for inp in inputs] + [f"o{j}" for j in given] + dims
     # shapes are static per compiled program, so the variant is chosen here
@@ -578,7 +589,7 @@ def plan_cluster(cluster, preallocate: bool = False, parallel: bool | None = Non
         plan.given = given
         return plan
     if out_params:
-        return _preallocated_plan(source, inputs, cluster, shape, out_dtypes)
+        return _preallocated_plan(source, inputs, cluster, shape, out_dtypes, has_index)
 
     # the wrapper the lowered program calls
     arg_types: list = []
@@ -613,8 +624,10 @@ def broadcast_operands_partial(cluster, shape) -> bool:
                and tuple(e.invars[0].aval.shape) != tuple(shape) for e in cluster.eqns)
 
 
-def _preallocated_plan(source, inputs, cluster, shape, out_dtypes) -> KernelPlan:
-    """The plan of a kernel writing into outputs its wrapper allocates (``out_params``)."""
+def _preallocated_plan(source, inputs, cluster, shape, out_dtypes, index_base: bool
+                       ) -> KernelPlan:
+    """The plan of a kernel writing into outputs its wrapper allocates (``out_params``);
+    with ``index_base``, the kernel's last argument is its first element's flat position."""
     n = math.prod(shape)
     arg_types, call = [], []
     for inp in inputs:
@@ -628,6 +641,9 @@ def _preallocated_plan(source, inputs, cluster, shape, out_dtypes) -> KernelPlan
     alloc = [f"        _o{j} = _empty({tuple(shape)!r}, _T{j})" for j in range(n_out)]
     call += [f"_o{j}.reshape({n})" for j in range(n_out)] + [str(n)]
     arg_types += [("array", out_dtypes[j], 1) for j in range(n_out)] + [("int",)]
+    if index_base:  # (the whole array: its first element is position 0)
+        call.append("0")
+        arg_types.append(("int",))
     wrapper_globals = {f"_T{j}": out_dtypes[j] for j in range(n_out)}
     wrapper_globals["_empty"] = np.empty
     wrapper = "\n".join([
@@ -638,8 +654,33 @@ def _preallocated_plan(source, inputs, cluster, shape, out_dtypes) -> KernelPlan
         f"        return [{', '.join(f'_o{j}' for j in range(n_out))}]",
         f"    return _interp({', '.join(inp.name for inp in inputs)})",
     ]) + "\n"
-    return KernelPlan(source, wrapper, arg_types, wrapper_globals,
+    plan = KernelPlan(source, wrapper, arg_types, wrapper_globals,
                       [e.primitive.name for e in cluster.eqns], out_params=True)
+    plan.index_base = index_base
+    return plan
+
+
+def _iota(eqn, shape: tuple, flat: bool, out_params: bool, dims: list, idx: list) -> str:
+    """``iota``'s value at the loop's current element: its index along ``dimension``. In a
+    nested loop that is the loop variable; in a flat loop over ``i`` (``i + base`` over
+    chunks, ``out_params``) it is recovered from the flat position, by the extents passed
+    to the kernel (the source stays shared across shapes) or, where only ``n`` is passed
+    (``out_params``), by the shape's own."""
+    dim = int(eqn.params["dimension"])
+    t = _t(eqn.outvars[0].aval.dtype)
+    if not flat:
+        return f"{t}({idx[dim]})"
+    pos = "(i + base)" if out_params else "i"
+    extents = [str(int(n)) for n in shape] if out_params else dims
+    rank = len(shape)
+    if rank == 1:
+        return f"{t}({pos})"
+    value = pos
+    if dim < rank - 1:
+        value = f"{value} // ({' * '.join(extents[dim + 1:])})"
+    if dim > 0:
+        value = f"{value} % {extents[dim]}"
+    return f"{t}({value})"
 
 
 def _nested_at(name: str, idx: list, rows: list) -> str:

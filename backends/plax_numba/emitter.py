@@ -40,6 +40,9 @@ class NumbaEmitter(Emitter):
     #: threefry2x32 joins clusters: the kernel hashes both words in one pass
     #: (codegen.multi_result), so iota -> threefry2x32 -> xor -> sampler is one loop
     fuses_multiple_results = True
+    #: iota joins clusters as an expression of the loop index (codegen._iota): the counter
+    #: random.normal hashes is never written to memory
+    fuses_index = True
 
     def __init__(self, backend, device, compile_kernels: bool = True,
                  parallel: bool | None = None):
@@ -158,7 +161,7 @@ class NumbaEmitter(Emitter):
                 scalar = tuple(t[0] == "scalar" for t in plan.arg_types[:len(ins)])
                 dtypes = tuple(np.dtype(v.aval.dtype) for v in sub.outputs)
                 steps.append((True, cache.entry_point(kernel, plan.arg_types), ins, outs,
-                              (scalar, dtypes)))
+                              (scalar, dtypes, plan.index_base)))
             return _chunk_runner(steps, in_keys, out_keys,
                                  [np.dtype(v.aval.dtype) for v in cluster.outputs],
                                  tuple(cluster.shape))
@@ -479,8 +482,9 @@ def _run_on_workers(work, chunks: int) -> None:
 def _chunk_runner(steps, in_keys, out_keys, out_dtypes, shape):
     """Runs a split cluster chunk by chunk (:meth:`NumbaEmitter._chunked_split`): ``steps``
     are ``(native, fn, ins, outs, info)``, a serial kernel's entry point writing into the
-    buffers it is given (``info``: which inputs are scalars, the outputs' dtypes) or a
-    reference segment returning its outputs."""
+    buffers it is given (``info``: which inputs are scalars, the outputs' dtypes, whether it
+    takes its chunk's flat offset, for an ``iota``) or a reference segment returning its
+    outputs."""
     n = math.prod(shape)
     final_pos = {k: j for j, k in enumerate(out_keys)}
     chunks = (n + CHUNK - 1) // CHUNK
@@ -504,11 +508,11 @@ def _chunk_runner(steps, in_keys, out_keys, out_dtypes, shape):
                            for k, (a, full) in zip(in_keys, flat_in)}
                     for native, fn, ins, outs, info in steps:
                         if native:
-                            scalar, dtypes = info
+                            scalar, dtypes, index_base = info
                             bufs = [flat_out[final_pos[k]][lo:hi] if k in final_pos
                                     else np.empty(hi - lo, d) for k, d in zip(outs, dtypes)]
                             fn(*[env[k][()] if s else env[k] for k, s in zip(ins, scalar)],
-                               *bufs, hi - lo)
+                               *bufs, hi - lo, *((lo,) if index_base else ()))
                             env.update(zip(outs, bufs))
                         else:
                             res = fn(*[env[k] for k in ins])

@@ -160,7 +160,7 @@ class _Gen:
         env.update(zip(jaxpr.invars, ins))
         # (threefry2x32 joins clusters: codegen hashes both words in the loop)
         jaxpr = outer_products_as_multiplies(_spliced_calls(jaxpr))
-        for unit in find_clusters(order_for_fusion(jaxpr, True), True):
+        for unit in find_clusters(order_for_fusion(jaxpr, True, True), True, True):
             if isinstance(unit, Cluster):
                 self.cluster(unit, env, lines, ind)
             else:
