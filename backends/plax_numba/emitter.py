@@ -335,8 +335,8 @@ class NumbaEmitter(Emitter):
         """``cond``/``while``/``scan`` as one njit function (:mod:`plax_numba.wholegen`);
         None (with one warning naming what is missing) where the generator cannot express
         the bodies, and None without a warning where a body holds a value above
-        :func:`native_loop_max` elements; the caller then runs ``compiled_bodies`` (the
-        Python loop around bodies compiled by this backend).
+        :func:`native_loop_max` elements (where a limit is set); the caller then runs
+        ``compiled_bodies`` (the Python loop around bodies compiled by this backend).
 
         Until the native kernel is compiled (tiering) the Python loop runs its bodies on the
         reference kernels: compiling the bodies too would put their kernels ahead of the
@@ -344,8 +344,9 @@ class NumbaEmitter(Emitter):
         thrown away when the native loop arrives. If the native compilation fails, the loop
         switches to ``compiled_bodies``."""
         from plax_numba import wholegen
-        if wholegen.body_largest(eqn) > native_loop_max():
-            return None  # large bodies: the per-equation path is faster (not a fallback)
+        limit = native_loop_max()
+        if limit is not None and wholegen.body_largest(eqn) > limit:
+            return None  # bodies above the limit set: the per-equation path (no warning)
         try:
             plan = wholegen.plan_program(wholegen.equation_jaxpr(eqn))
         except codegen.Unsupported as err:
@@ -428,21 +429,22 @@ CHUNK = int(os.environ.get("PLAX_NUMBA_CHUNK", 1 << 16))
 
 #: ``cond``/``while``/``scan`` equations whose bodies hold a value of more than this many
 #: elements keep the per-equation path (the Python loop around bodies compiled as clusters)
-#: instead of a native loop (``PLAX_NUMBA_NATIVE_LOOP_MAX``, read at each compile). There a
-#: step's arithmetic dwarfs the ~1 us dispatches a native loop saves, while the per-cluster
-#: bodies run what the native loop's generated code does not: ``threefry2x32`` on its
-#: parallel chunked kernel (a key split's ``(n, k)`` grid is a serial loop nest in generated
-#: code), chunked clusters around NumPy's ``log1p``, slices as views, outputs on NumPy's
-#: huge-page allocations. ``random.gamma(key, 2.0, (n,))`` (a rejection ``while_loop`` over
-#: ``n`` carries whose body splits keys: its largest value is the ``(n, 3, 2)`` key grid),
-#: best of 5-7 on the 2-core host, native loop against per-equation path: n = 2**16
-#: 75.0 / 75.5 ms, 2**18 248 / 211 ms (loaded host), 10**6 635 / 520 ms (quiet host; JAX
-#: 1085 ms). Smaller bodies keep the native loop, whose saved dispatches win there.
-NATIVE_LOOP_MAX = 1 << 18
+#: instead of a native loop; None (the default): no limit. ``PLAX_NUMBA_NATIVE_LOOP_MAX``
+#: sets one (read at each compile). The limit was 2**18 while the native loop lost on large
+#: bodies: a key split's threefry over its ``(n, k)`` grid was a serial loop nest, its
+#: ``(n, k, 2)`` concatenate and slices were copies, allocated every step. With that grid a
+#: flat threaded loop (codegen's *indexed* loops), the slices copied straight from the
+#: concatenate's parts and slices' buffers reused across iterations (wholegen._slice),
+#: ``random.gamma(key, 2.0, (10**6,))`` (a rejection ``while_loop`` whose largest value is
+#: the ``(n, 3, 2)`` key grid), native loop against per-equation path, alternating, best
+#: of 5 on the loaded 2-core host: 2232 / 2616 ms (before: 3208 / 2849 ms); ``beta``
+#: 5656 / 6220 ms (``python benchmarks/random_samplers.py``).
+NATIVE_LOOP_MAX: int | None = None
 
 
-def native_loop_max() -> int:
-    """:data:`NATIVE_LOOP_MAX`, or ``$PLAX_NUMBA_NATIVE_LOOP_MAX`` where set."""
+def native_loop_max() -> int | None:
+    """:data:`NATIVE_LOOP_MAX`, or ``$PLAX_NUMBA_NATIVE_LOOP_MAX`` where set (None: no
+    limit)."""
     value = os.environ.get("PLAX_NUMBA_NATIVE_LOOP_MAX")
     try:
         return NATIVE_LOOP_MAX if value is None else int(value)
