@@ -89,6 +89,9 @@ class KernelPlan:
         #: writing into outputs allocated by its caller (see :func:`plan_cluster`), so it
         #: can also run on contiguous chunks of its operands
         self.out_params = out_params
+        #: whether an ``out_params`` kernel takes its first element's flat position after
+        #: ``n`` (it computes an ``iota``; chunks pass their offset)
+        self.index_base = False
 
 
 def _t(dtype) -> str:
@@ -459,12 +462,18 @@ def plan_cluster(cluster, preallocate: bool = False, parallel: bool | None = Non
         before the loop instead of once per step. Only the kernel's ``source`` is used
         (no wrapper).
 
+    ``iota`` equations (fused as ``INDEX``, :func:`plax.lowering.find_clusters`) are
+    expressions of the loop's index, never read from memory. A kernel over flat chunks
+    (``out_params``) holding one takes, after ``n``, the flat position ``base`` of its first
+    element (``KernelPlan.index_base``; 0 for a whole array).
+
     Raises:
       Unsupported: a primitive, dtype or pattern the generator does not express.
     """
     shape = tuple(cluster.shape)
     rank = len(shape)
     low = False  # float16/bfloat16 values: uint16 arrays, float32 locals (LOW_FLOATS)
+    has_index = any(e.primitive is lax.iota_p for e in cluster.eqns)
     for eqn in cluster.eqns:
         for v in list(eqn.invars) + list(eqn.outvars):
             dtype = np.dtype(v.aval.dtype)
@@ -474,6 +483,7 @@ def plan_cluster(cluster, preallocate: bool = False, parallel: bool | None = Non
                 raise Unsupported(f"{eqn.primitive.name} on {dtype}")
 
     broadcast_operands = set()
+    partial = set()  # broadcasts read through their index map (not as a flat array)
     flat = True
     for eqn in cluster.eqns:
         if eqn.primitive is lax.broadcast_in_dim_p:
@@ -483,11 +493,21 @@ def plan_cluster(cluster, preallocate: bool = False, parallel: bool | None = Non
             if op.aval.shape and not (math.prod(op.aval.shape) == math.prod(shape)
                                       and list(dims) == sorted(dims)):
                 flat = False
+                partial.add(id(eqn))
             if eqn.params.get("sharding") is not None:
                 raise Unsupported("broadcast_in_dim with a sharding")
         elif fusion_kind(eqn.primitive) == REDUCTION:
             if sorted(eqn.params["axes"]) != list(range(rank)):
                 flat = False
+    # A large cluster without reductions whose only obstacle to the flat loop is a partial
+    # broadcast runs *indexed*: one flat loop (threaded, like a flat one) that recovers the
+    # element's indices from its flat position and reads those broadcasts by them. A key
+    # split's threefry over an (n, k) grid, read from (n,) and (k,) operands, was a serial
+    # loop nest: flat and threaded, 33 -> 17 ms at n = 10**6 on the 2-core host.
+    indexed = (not flat and rank >= 2 and math.prod(shape) >= PARALLEL_MIN
+               and not any(fusion_kind(e.primitive) == REDUCTION for e in cluster.eqns))
+    if indexed:
+        flat = True
 
     # a flat loop without reductions may run on threads and in chunks (order-free)
     order_free = (flat and rank > 0
@@ -582,7 +602,7 @@ def plan_cluster(cluster, preallocate: bool = False, parallel: bool | None = Non
                 if isinstance(op, Literal) and id(op) not in in_names:
                     raise Unsupported("a broadcast literal")
                 bdims = eqn.params["broadcast_dimensions"]
-                if flat:
+                if flat and id(eqn) not in partial:
                     expr = f"{in_names[id(op)]}_f[i]"
                     view = _flat_view(in_names[id(op)], len(op.aval.shape))
                     if view not in pre:
@@ -618,6 +638,9 @@ def plan_cluster(cluster, preallocate: bool = False, parallel: bool | None = Non
                 post.append(f"r{j} = s{k}.astype({_t(odt)})")
             out_exprs[j] = f"r{j}"
             continue
+        elif prim is lax.iota_p:
+            iota = _iota(eqn, shape, flat and not indexed, out_params, dims, idx)
+            body.append(f"{local} = {iota}")
         else:
             args = [names[id(v)] if id(v) in names else _missing(v) for v in eqn.invars]
             body.append(f"{local} = {elementwise(eqn, args)}")
@@ -628,7 +651,7 @@ def plan_cluster(cluster, preallocate: bool = False, parallel: bool | None = Non
     if out_params:
         dims = ["n"]
         params = ([inp.name for inp in inputs] + [f"o{j}" for j in range(len(cluster.outputs))]
-                  + dims)
+                  + dims + (["base"] if has_index else []))
     if into:
         params = [inp.name for inp in inputs] + [f"o{j}" for j in given] + dims
     # shapes are static per compiled program, so the variant is chosen here
@@ -641,6 +664,12 @@ def plan_cluster(cluster, preallocate: bool = False, parallel: bool | None = Non
     elif flat:
         loop = "prange" if parallel else "range"
         lines.append(f"    for i in {loop}({' * '.join(dims)}):")
+        if indexed:  # the indices from the flat position (never reassigning a name
+            # derived from a prange index: numba's parfor pass rejects that)
+            for d in range(rank):
+                value = "i" if d == rank - 1 else f"i // ({' * '.join(dims[d + 1:])})"
+                lines.append(f"        {idx[d]} = {value}" if d == 0 else
+                             f"        {idx[d]} = {value} % {dims[d]}")
         lines += ["        " + s for s in body]
     else:
         for d in range(rank):
@@ -662,7 +691,7 @@ def plan_cluster(cluster, preallocate: bool = False, parallel: bool | None = Non
         plan.given = given
         return plan
     if out_params:
-        return _preallocated_plan(source, inputs, cluster, shape, out_dtypes)
+        return _preallocated_plan(source, inputs, cluster, shape, out_dtypes, has_index)
 
     # the wrapper the lowered program calls
     arg_types: list = []
@@ -706,8 +735,10 @@ def broadcast_operands_partial(cluster, shape) -> bool:
                and tuple(e.invars[0].aval.shape) != tuple(shape) for e in cluster.eqns)
 
 
-def _preallocated_plan(source, inputs, cluster, shape, out_dtypes) -> KernelPlan:
-    """The plan of a kernel writing into outputs its wrapper allocates (``out_params``)."""
+def _preallocated_plan(source, inputs, cluster, shape, out_dtypes, index_base: bool
+                       ) -> KernelPlan:
+    """The plan of a kernel writing into outputs its wrapper allocates (``out_params``);
+    with ``index_base``, the kernel's last argument is its first element's flat position."""
     n = math.prod(shape)
     arg_types, call = [], []
     for inp in inputs:
@@ -721,6 +752,9 @@ def _preallocated_plan(source, inputs, cluster, shape, out_dtypes) -> KernelPlan
     alloc = [f"        _o{j} = _empty({tuple(shape)!r}, _T{j})" for j in range(n_out)]
     call += [f"_o{j}.reshape({n})" for j in range(n_out)] + [str(n)]
     arg_types += [("array", out_dtypes[j], 1) for j in range(n_out)] + [("int",)]
+    if index_base:  # (the whole array: its first element is position 0)
+        call.append("0")
+        arg_types.append(("int",))
     wrapper_globals = {f"_T{j}": out_dtypes[j] for j in range(n_out)}
     wrapper_globals["_empty"] = np.empty
     wrapper = "\n".join([
@@ -731,8 +765,33 @@ def _preallocated_plan(source, inputs, cluster, shape, out_dtypes) -> KernelPlan
         f"        return [{', '.join(f'_o{j}' for j in range(n_out))}]",
         f"    return _interp({', '.join(inp.name for inp in inputs)})",
     ]) + "\n"
-    return KernelPlan(source, wrapper, arg_types, wrapper_globals,
+    plan = KernelPlan(source, wrapper, arg_types, wrapper_globals,
                       [e.primitive.name for e in cluster.eqns], out_params=True)
+    plan.index_base = index_base
+    return plan
+
+
+def _iota(eqn, shape: tuple, flat: bool, out_params: bool, dims: list, idx: list) -> str:
+    """``iota``'s value at the loop's current element: its index along ``dimension``. In a
+    nested loop that is the loop variable; in a flat loop over ``i`` (``i + base`` over
+    chunks, ``out_params``) it is recovered from the flat position, by the extents passed
+    to the kernel (the source stays shared across shapes) or, where only ``n`` is passed
+    (``out_params``), by the shape's own."""
+    dim = int(eqn.params["dimension"])
+    t = _t(eqn.outvars[0].aval.dtype)
+    if not flat:
+        return f"{t}({idx[dim]})"
+    pos = "(i + base)" if out_params else "i"
+    extents = [str(int(n)) for n in shape] if out_params else dims
+    rank = len(shape)
+    if rank == 1:
+        return f"{t}({pos})"
+    value = pos
+    if dim < rank - 1:
+        value = f"{value} // ({' * '.join(extents[dim + 1:])})"
+    if dim > 0:
+        value = f"{value} % {extents[dim]}"
+    return f"{t}({value})"
 
 
 def _nested_at(name: str, idx: list, rows: list) -> str:

@@ -40,6 +40,9 @@ class NumbaEmitter(Emitter):
     #: threefry2x32 joins clusters: the kernel hashes both words in one pass
     #: (codegen.multi_result), so iota -> threefry2x32 -> xor -> sampler is one loop
     fuses_multiple_results = True
+    #: iota joins clusters as an expression of the loop index (codegen._iota): the counter
+    #: random.normal hashes is never written to memory
+    fuses_index = True
 
     def __init__(self, backend, device, compile_kernels: bool = True,
                  parallel: bool | None = None):
@@ -158,7 +161,7 @@ class NumbaEmitter(Emitter):
                 scalar = tuple(t[0] == "scalar" for t in plan.arg_types[:len(ins)])
                 dtypes = tuple(np.dtype(v.aval.dtype) for v in sub.outputs)
                 steps.append((True, cache.entry_point(kernel, plan.arg_types), ins, outs,
-                              (scalar, dtypes)))
+                              (scalar, dtypes, plan.index_base)))
             return _chunk_runner(steps, in_keys, out_keys,
                                  [np.dtype(v.aval.dtype) for v in cluster.outputs],
                                  tuple(cluster.shape))
@@ -264,6 +267,9 @@ class NumbaEmitter(Emitter):
         prim = eqn.primitive
         if call_body(eqn) is not None:
             return None  # a jit call: spliced into this program
+        constant = constant_step(eqn)
+        if constant is not None:
+            return constant
         backend = self.backend
         own = backend.kernels.get(prim)
         if own is not None:
@@ -329,8 +335,8 @@ class NumbaEmitter(Emitter):
         """``cond``/``while``/``scan`` as one njit function (:mod:`plax_numba.wholegen`);
         None (with one warning naming what is missing) where the generator cannot express
         the bodies, and None without a warning where a body holds a value above
-        :func:`native_loop_max` elements; the caller then runs ``compiled_bodies`` (the
-        Python loop around bodies compiled by this backend).
+        :func:`native_loop_max` elements (where a limit is set); the caller then runs
+        ``compiled_bodies`` (the Python loop around bodies compiled by this backend).
 
         Until the native kernel is compiled (tiering) the Python loop runs its bodies on the
         reference kernels: compiling the bodies too would put their kernels ahead of the
@@ -338,8 +344,9 @@ class NumbaEmitter(Emitter):
         thrown away when the native loop arrives. If the native compilation fails, the loop
         switches to ``compiled_bodies``."""
         from plax_numba import wholegen
-        if wholegen.body_largest(eqn) > native_loop_max():
-            return None  # large bodies: the per-equation path is faster (not a fallback)
+        limit = native_loop_max()
+        if limit is not None and wholegen.body_largest(eqn) > limit:
+            return None  # bodies above the limit set: the per-equation path (no warning)
         try:
             plan = wholegen.plan_program(wholegen.equation_jaxpr(eqn))
         except codegen.Unsupported as err:
@@ -422,21 +429,22 @@ CHUNK = int(os.environ.get("PLAX_NUMBA_CHUNK", 1 << 16))
 
 #: ``cond``/``while``/``scan`` equations whose bodies hold a value of more than this many
 #: elements keep the per-equation path (the Python loop around bodies compiled as clusters)
-#: instead of a native loop (``PLAX_NUMBA_NATIVE_LOOP_MAX``, read at each compile). There a
-#: step's arithmetic dwarfs the ~1 us dispatches a native loop saves, while the per-cluster
-#: bodies run what the native loop's generated code does not: ``threefry2x32`` on its
-#: parallel chunked kernel (a key split's ``(n, k)`` grid is a serial loop nest in generated
-#: code), chunked clusters around NumPy's ``log1p``, slices as views, outputs on NumPy's
-#: huge-page allocations. ``random.gamma(key, 2.0, (n,))`` (a rejection ``while_loop`` over
-#: ``n`` carries whose body splits keys: its largest value is the ``(n, 3, 2)`` key grid),
-#: best of 5-7 on the 2-core host, native loop against per-equation path: n = 2**16
-#: 75.0 / 75.5 ms, 2**18 248 / 211 ms (loaded host), 10**6 635 / 520 ms (quiet host; JAX
-#: 1085 ms). Smaller bodies keep the native loop, whose saved dispatches win there.
-NATIVE_LOOP_MAX = 1 << 18
+#: instead of a native loop; None (the default): no limit. ``PLAX_NUMBA_NATIVE_LOOP_MAX``
+#: sets one (read at each compile). The limit was 2**18 while the native loop lost on large
+#: bodies: a key split's threefry over its ``(n, k)`` grid was a serial loop nest, its
+#: ``(n, k, 2)`` concatenate and slices were copies, allocated every step. With that grid a
+#: flat threaded loop (codegen's *indexed* loops), the slices copied straight from the
+#: concatenate's parts and slices' buffers reused across iterations (wholegen._slice),
+#: ``random.gamma(key, 2.0, (10**6,))`` (a rejection ``while_loop`` whose largest value is
+#: the ``(n, 3, 2)`` key grid), native loop against per-equation path, alternating, best
+#: of 5 on the loaded 2-core host: 2232 / 2616 ms (before: 3208 / 2849 ms); ``beta``
+#: 5656 / 6220 ms (``python benchmarks/random_samplers.py``).
+NATIVE_LOOP_MAX: int | None = None
 
 
-def native_loop_max() -> int:
-    """:data:`NATIVE_LOOP_MAX`, or ``$PLAX_NUMBA_NATIVE_LOOP_MAX`` where set."""
+def native_loop_max() -> int | None:
+    """:data:`NATIVE_LOOP_MAX`, or ``$PLAX_NUMBA_NATIVE_LOOP_MAX`` where set (None: no
+    limit)."""
     value = os.environ.get("PLAX_NUMBA_NATIVE_LOOP_MAX")
     try:
         return NATIVE_LOOP_MAX if value is None else int(value)
@@ -479,8 +487,9 @@ def _run_on_workers(work, chunks: int) -> None:
 def _chunk_runner(steps, in_keys, out_keys, out_dtypes, shape):
     """Runs a split cluster chunk by chunk (:meth:`NumbaEmitter._chunked_split`): ``steps``
     are ``(native, fn, ins, outs, info)``, a serial kernel's entry point writing into the
-    buffers it is given (``info``: which inputs are scalars, the outputs' dtypes) or a
-    reference segment returning its outputs."""
+    buffers it is given (``info``: which inputs are scalars, the outputs' dtypes, whether it
+    takes its chunk's flat offset, for an ``iota``) or a reference segment returning its
+    outputs."""
     n = math.prod(shape)
     final_pos = {k: j for j, k in enumerate(out_keys)}
     chunks = (n + CHUNK - 1) // CHUNK
@@ -504,11 +513,11 @@ def _chunk_runner(steps, in_keys, out_keys, out_dtypes, shape):
                            for k, (a, full) in zip(in_keys, flat_in)}
                     for native, fn, ins, outs, info in steps:
                         if native:
-                            scalar, dtypes = info
+                            scalar, dtypes, index_base = info
                             bufs = [flat_out[final_pos[k]][lo:hi] if k in final_pos
                                     else np.empty(hi - lo, d) for k, d in zip(outs, dtypes)]
                             fn(*[env[k][()] if s else env[k] for k, s in zip(ins, scalar)],
-                               *bufs, hi - lo)
+                               *bufs, hi - lo, *((lo,) if index_base else ()))
                             env.update(zip(outs, bufs))
                         else:
                             res = fn(*[env[k] for k in ins])
@@ -539,6 +548,31 @@ def _with_dead(plan, out_keys):
     return [(fn, ins, outs, tuple(k for k in dict.fromkeys(list(ins) + list(outs))
                                   if last[k] == i and k not in keep))
             for i, (fn, ins, outs) in enumerate(plan)]
+
+
+#: a ``broadcast_in_dim`` of a literal to at most this many elements is made once, when the
+#: program is built (:func:`constant_step`)
+CONSTANT_MAX = 1 << 14
+
+
+def constant_step(eqn):
+    """A step returning the value of ``eqn`` made once when the program is built, where
+    ``eqn`` is a ``broadcast_in_dim`` of a literal to at most :data:`CONSTANT_MAX` elements
+    (``zeros(64)``, a loop's carry initialised by ``full``): one Python call instead of a
+    NumPy ``full`` per call (~4.4 us before ``scan(..., zeros(64), xs)``'s native loop).
+    The array is read-only, and no later step writes into it: the program reuses only the
+    buffers of steps that accept ``out=``, and native loops take their operands read-only.
+    None for any other equation."""
+    from plax.core.jaxpr import Literal
+    from plax.lowering import literal_value
+    if eqn.primitive is not lax.broadcast_in_dim_p or not isinstance(eqn.invars[0], Literal):
+        return None
+    aval = eqn.outvars[0].aval
+    if math.prod(aval.shape) > CONSTANT_MAX or eqn.params.get("sharding") is not None:
+        return None
+    value = np.full(tuple(aval.shape), literal_value(eqn.invars[0]), np.dtype(aval.dtype))
+    value.setflags(write=False)
+    return lambda _operand: value
 
 
 def _bind(fn, params):

@@ -120,6 +120,10 @@ class _Gen:
         self.hoisted: dict[str, str] = {}   # loop-invariant matrix -> its (k, m) transpose
         self.pure: set[str] = set()         # names whose line goes if they are unused
         self.buffers: list | None = None    # in a loop body: matrix-vector outputs
+        #: concatenates read only by slices (not computed: each slice copies from the
+        #: parts, :func:`_slice`): the name standing for one -> (parts, their avals, axis)
+        self.concats: dict[str, tuple] = {}
+        self.sliced_concats: set = set()      # the ids of those concatenate equations
 
     def fresh(self, prefix: str = "v") -> str:
         self.count += 1
@@ -160,7 +164,8 @@ class _Gen:
         env.update(zip(jaxpr.invars, ins))
         # (threefry2x32 joins clusters: codegen hashes both words in the loop)
         jaxpr = outer_products_as_multiplies(_spliced_calls(jaxpr))
-        for unit in find_clusters(order_for_fusion(jaxpr, True), True):
+        self.sliced_concats |= _sliced_concatenates(jaxpr)  # (ids: bodies' too)
+        for unit in find_clusters(order_for_fusion(jaxpr, True, True), True, True):
             if isinstance(unit, Cluster):
                 self.cluster(unit, env, lines, ind)
             else:
@@ -232,6 +237,13 @@ class _Gen:
         if kind is not None and (len(eqn.outvars) == 1 and not prim.multiple_results
                                  or kind == ELEMENTWISE):
             self.lone_fusible(eqn, kind, env, lines, ind)
+            return
+        if prim is lax.concatenate_p and id(eqn) in self.sliced_concats:
+            # (read only by slices: each copies its part of the parts, _slice)
+            name = env[eqn.outvars[0]] = self.fresh("cc")
+            self.concats[name] = ([self.atom(env, v) for v in eqn.invars],
+                                  [v.aval for v in eqn.invars], int(eqn.params["dimension"]))
+            self.primitives.append(prim.name)
             return
         handler = _HANDLERS.get(prim)
         if handler is None:
@@ -334,6 +346,31 @@ def _spliced_calls(jaxpr: Jaxpr) -> Jaxpr:
         for outer, res in zip(e.outvars, inner.outvars):
             rename[outer] = lsub(res)
     return Jaxpr(jaxpr.constvars, jaxpr.invars, [sub(v) for v in jaxpr.outvars], eqns)
+
+
+def _sliced_concatenates(jaxpr: Jaxpr) -> set:
+    """The ``id`` of each ``concatenate`` equation of ``jaxpr`` whose value is read only by
+    ``slice`` equations with stride 1 along the concatenated axis (not returned): those
+    slices copy from its parts (:func:`_slice_of_concatenate`), and it is never built."""
+    readers: dict = {}
+    for e in jaxpr.eqns:
+        for v in e.invars:
+            if isinstance(v, Var):
+                readers.setdefault(v, []).append(e)
+    returned = {v for v in jaxpr.outvars if isinstance(v, Var)}
+    found = set()
+    for e in jaxpr.eqns:
+        if e.primitive is not lax.concatenate_p or len(e.invars) < 2:
+            continue
+        out, axis = e.outvars[0], int(e.params["dimension"])
+        reads = readers.get(out, [])
+        if out in returned or not reads:
+            continue
+        if all(r.primitive is lax.slice_p and r.invars[0] is out
+               and int((r.params.get("strides") or (1,) * (axis + 1))[axis]) == 1
+               for r in reads):
+            found.add(id(e))
+    return found
 
 
 def _split_at_reference_only(cluster: Cluster) -> list:
@@ -487,9 +524,48 @@ def _slice(gen, eqn, ins, lines, ind):
     strides = p.get("strides") or (1,) * len(p["start_indices"])
     parts = [f"{int(a)}:{int(b)}:{int(s)}" for a, b, s in
              zip(p["start_indices"], p["limit_indices"], strides)]
+    out = eqn.outvars[0]
+    if ins[0] in gen.concats:
+        return [_slice_of_concatenate(gen, eqn, ins[0], lines, ind)]
     name = gen.fresh()
+    if gen.buffers is not None and out.aval.shape:
+        # in a loop body: a copy into a buffer that _leave_loop moves before the loop
+        # when no value of the step outlives it (np.ascontiguousarray allocates per step)
+        lines.append(f"{ind}{name} = np.empty({_shape(out.aval.shape)}, {_t(out.aval.dtype)})")
+        lines.append(f"{ind}{name}[{_index([':'] * len(parts))}] = {ins[0]}[{_index(parts)}]")
+        gen.buffers.append(name)
+        return [name]
     lines.append(f"{ind}{name} = np.ascontiguousarray({ins[0]}[{_index(parts)}])")
     return [name]
+
+
+def _slice_of_concatenate(gen, eqn, concat: str, lines, ind) -> str:
+    """A slice (strides 1 along the concatenated axis) of a concatenate that is not computed
+    (:func:`_sliced_concatenates`): each part's share copied straight into the slice's
+    buffer. A key split's ``(n, k, 2)`` grid is a concatenate of its two hashed words, read
+    by ``k`` slices: ``k`` copies of ``2n`` words instead of a ``2kn``-word concatenate and
+    the slices' ``k`` copies of it."""
+    p = eqn.params
+    parts, avals, axis = gen.concats[concat]
+    starts, limits = p["start_indices"], p["limit_indices"]
+    strides = p.get("strides") or (1,) * len(starts)
+    out = eqn.outvars[0]
+    name = gen.fresh()
+    lines.append(f"{ind}{name} = np.empty({_shape(out.aval.shape)}, {_t(out.aval.dtype)})")
+    if gen.buffers is not None:
+        gen.buffers.append(name)
+    lo, hi, offset = int(starts[axis]), int(limits[axis]), 0
+    for part, aval in zip(parts, avals):
+        size = int(aval.shape[axis])
+        a, b = max(lo, offset), min(hi, offset + size)
+        if a < b:
+            src = [f"{a - offset}:{b - offset}" if d == axis else
+                   f"{int(s)}:{int(e)}:{int(st)}" for d, (s, e, st) in
+                   enumerate(zip(starts, limits, strides))]
+            dst = [f"{a - lo}:{b - lo}" if d == axis else ":" for d in range(len(starts))]
+            lines.append(f"{ind}{name}[{_index(dst)}] = {part}[{_index(src)}]")
+        offset += size
+    return name
 
 
 def _starts(gen, shape, sizes, idx, lines, ind) -> list:
@@ -750,7 +826,8 @@ def _consumed_only(name: str, body: list, depth: int = 0) -> bool:
         _CONSUMES = re.compile(r"^\s*(r\d+ = k\d+\(|matvec_t\(|dot_\w+\(|ys\d+\[i\d+(, j\d+)?\] = "
                                r"|yr\d+\[j\d+\] = "  # (a ys row's store, _scan_loop)
                                r"|v\d+ = np\.ascontiguousarray\(v\d+\.transpose\("
-                               r"|v\d+ = (np\.\w+\()?np\.dot\()")  # (np.dot: a new array)
+                               r"|v\d+ = (np\.\w+\()?np\.dot\("  # (np.dot: a new array)
+                               r"|v\d+\[[^=]*\] = )")  # (a copy into a slice's buffer, _slice)
     word = re.compile(rf"\b{name}\b")
     for line in body:
         if not word.search(line):
@@ -758,6 +835,8 @@ def _consumed_only(name: str, body: list, depth: int = 0) -> bool:
         text = line.strip()
         head = text.split(" = ", 1)[0] if " = " in text else ""
         if head == name:  # its binding (the allocation, or the view of the buffer)
+            continue
+        if head.startswith(f"{name}[") and " = " in text:  # a copy into it (_slice)
             continue
         if text.endswith("# swap"):  # a buffer trade at the end of a step (_update_carry)
             continue

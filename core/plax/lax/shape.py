@@ -11,7 +11,7 @@ import plax.lax.binary as B
 from plax import dtypes
 from plax.core.pretty_print import pp_param_rules
 from plax.core.primitive import Primitive
-from plax.lowering.fusion import BROADCAST, register_fusible
+from plax.lowering.fusion import BROADCAST, INDEX, register_fusible
 from plax.core.registry import register_rule
 from plax.core.shaped_array import ShapedArray
 from plax.lax.base import (asarray, aval_of, canonicalize_axis, lax_shape, same_dtypes)
@@ -506,6 +506,7 @@ def _iota_abstract_eval(*, dtype, shape, dimension):
 
 
 defzero(iota_p)  # no operands, so no tangent to carry: declared non-differentiable
+register_fusible(iota_p, INDEX)  # (a generator computes it from its loop's index)
 
 
 def iota(dtype, size: int):

@@ -41,6 +41,9 @@ class Emitter:
     #: (``threefry2x32``): the generator computes them all in one pass
     #: (see :func:`plax.lowering.find_clusters`)
     fuses_multiple_results: bool = False
+    #: whether clusters may hold ``INDEX`` equations (``iota``): the generator computes
+    #: their values from the loop's index (see :func:`plax.lowering.find_clusters`)
+    fuses_index: bool = False
 
     def emit_cluster(self, cluster) -> Callable | Step | None:
         """A step computing ``cluster.outputs`` (a list) from ``cluster.inputs``' buffers."""

@@ -6,7 +6,12 @@
   scalar (rank 0), read by broadcasting (at least one operand has it unless it is a scalar);
 * ``BROADCAST`` (``broadcast_in_dim``): the output has the iteration shape; the operand is
   read through the broadcast's index map;
-* ``REDUCTION``: the *operand* has the iteration shape; the output is smaller.
+* ``REDUCTION``: the *operand* has the iteration shape; the output is smaller;
+* ``INDEX`` (``iota``): no operands; the output has the iteration shape and each element is
+  a function of its position alone, which a generator computes from the loop's index
+  instead of reading a buffer (only for a backend that asks, ``index=True`` in
+  :func:`find_clusters`, from :attr:`plax.lowering.Emitter.fuses_index`; elsewhere such an
+  equation stays a lone step and its value is written to memory).
 
 A cluster is a maximal run of *consecutive* equations of one iteration shape, each of a
 fusible kind, in which no equation reads the output of a reduction of the same cluster
@@ -19,6 +24,10 @@ are never fused. A run of one equation is not a cluster.
 whose generator computes all of its results in one pass (``multiple_results=True`` in
 :func:`find_clusters`, from :attr:`plax.lowering.Emitter.fuses_multiple_results`); the
 cluster may continue from any of them. Elsewhere such an equation stays a lone step.
+
+**Index equations.** ``iota`` (and so ``broadcasted_iota``) fuses as ``INDEX``: the counter
+that ``random.normal`` hashes is then an expression of the loop index in the hashing kernel,
+never an array in memory.
 """
 from __future__ import annotations
 
@@ -29,7 +38,8 @@ from plax.core.jaxpr import Jaxpr, JaxprEqn, Literal, Var
 ELEMENTWISE = "elementwise"
 BROADCAST = "broadcast"
 REDUCTION = "reduction"
-_KINDS = (ELEMENTWISE, BROADCAST, REDUCTION)
+INDEX = "index"
+_KINDS = (ELEMENTWISE, BROADCAST, REDUCTION, INDEX)
 
 _fusion_kinds: dict = {}
 
@@ -39,7 +49,7 @@ def register_fusible(primitive, kind: str) -> None:
 
     Args:
       primitive: a :class:`~plax.core.Primitive` (a plugin's own primitives too).
-      kind: ``ELEMENTWISE``, ``BROADCAST`` or ``REDUCTION``.
+      kind: ``ELEMENTWISE``, ``BROADCAST``, ``REDUCTION`` or ``INDEX``.
 
     Example:
       >>> my_elementwise_p = plax.core.Primitive("my_elementwise")
@@ -50,9 +60,24 @@ def register_fusible(primitive, kind: str) -> None:
     _fusion_kinds[primitive] = kind
 
 
-def fusion_kind(primitive) -> str | None:
-    """The fusion kind declared for ``primitive``, or None (never fused)."""
-    return _fusion_kinds.get(primitive)
+def fusion_kind(primitive, index: bool = False) -> str | None:
+    """The fusion kind declared for ``primitive``, or None (never fused).
+
+    Args:
+      primitive: a :class:`~plax.core.Primitive`.
+      index: whether to report ``INDEX`` (``iota``): only a generator that computes such
+        values from its loop's index asks; for every other caller (which runs them as lone
+        kernels) they are not fusible, None.
+
+    Returns:
+      ``ELEMENTWISE``, ``BROADCAST``, ``REDUCTION``, ``INDEX`` or None.
+
+    Example:
+      >>> fusion_kind(plax.lax.iota_p), fusion_kind(plax.lax.iota_p, index=True)
+      (None, 'index')
+    """
+    kind = _fusion_kinds.get(primitive)
+    return None if kind == INDEX and not index else kind
 
 
 class Cluster:
@@ -91,12 +116,17 @@ def sub_cluster(eqns: list, shape: tuple, read_later: set) -> Cluster:
     return Cluster(list(eqns), shape, inputs, outputs)
 
 
-def _iteration_shape(eqn: JaxprEqn, multiple_results: bool = False) -> tuple | None:
+def _iteration_shape(eqn: JaxprEqn, multiple_results: bool = False,
+                     index: bool = False) -> tuple | None:
     """The shape ``eqn`` iterates over if it may be fused at all, else None (a multi-result
-    equation only with ``multiple_results``, elementwise, every result of one shape)."""
+    equation only with ``multiple_results``, elementwise, every result of one shape; an
+    ``INDEX`` equation only with ``index``, of rank 1 or more)."""
     kind = _fusion_kinds.get(eqn.primitive)
     if kind is None or not eqn.outvars:
         return None
+    if kind == INDEX:
+        shape = tuple(eqn.outvars[0].aval.shape)
+        return shape if index and shape and not eqn.invars and len(eqn.outvars) == 1 else None
     if eqn.primitive.multiple_results or len(eqn.outvars) != 1:
         if not multiple_results or kind != ELEMENTWISE or len(
                 {tuple(v.aval.shape) for v in eqn.outvars}) != 1:
@@ -111,7 +141,8 @@ def _iteration_shape(eqn: JaxprEqn, multiple_results: bool = False) -> tuple | N
     return shape
 
 
-def order_for_fusion(jaxpr: Jaxpr, multiple_results: bool = False) -> Jaxpr:
+def order_for_fusion(jaxpr: Jaxpr, multiple_results: bool = False,
+                     index: bool = False) -> Jaxpr:
     """``jaxpr`` with its equations reordered so that each fusible chain is consecutive.
 
     Clusters are runs of *consecutive* equations (see the module docstring), so a program
@@ -127,6 +158,7 @@ def order_for_fusion(jaxpr: Jaxpr, multiple_results: bool = False) -> Jaxpr:
       jaxpr: the program.
       multiple_results: whether multi-result elementwise equations may fuse (as in
         :func:`find_clusters`).
+      index: whether ``INDEX`` equations (``iota``) may fuse (as in :func:`find_clusters`).
 
     Returns:
       ``jaxpr`` itself when the order does not change, else a new :class:`Jaxpr`.
@@ -146,7 +178,7 @@ def order_for_fusion(jaxpr: Jaxpr, multiple_results: bool = False) -> Jaxpr:
     if n < 3:
         return jaxpr
     readers, waiting = dependency_graph(eqns)
-    shapes = [_iteration_shape(e, multiple_results) for e in eqns]
+    shapes = [_iteration_shape(e, multiple_results, index) for e in eqns]
     ready = [i for i in range(n) if not waiting[i]]
     heapq.heapify(ready)
     done = [False] * n
@@ -174,7 +206,7 @@ def order_for_fusion(jaxpr: Jaxpr, multiple_results: bool = False) -> Jaxpr:
     return Jaxpr(jaxpr.constvars, jaxpr.invars, jaxpr.outvars, [eqns[i] for i in order])
 
 
-def find_clusters(jaxpr: Jaxpr, multiple_results: bool = False
+def find_clusters(jaxpr: Jaxpr, multiple_results: bool = False, index: bool = False
                   ) -> Iterator[Union[Cluster, JaxprEqn]]:
     """Splits ``jaxpr.eqns`` into fusion clusters and lone equations, in program order.
 
@@ -183,6 +215,8 @@ def find_clusters(jaxpr: Jaxpr, multiple_results: bool = False
       multiple_results: whether elementwise equations with several results of one shape
         (``threefry2x32``) may join clusters: for a generator that computes all of an
         equation's results in one pass (see the module docstring).
+      index: whether ``INDEX`` equations (``iota``) may join clusters: for a generator
+        that computes them from the loop's index (see the module docstring).
 
     Yields:
       :class:`Cluster` objects (two or more equations) and :class:`JaxprEqn` objects.
@@ -212,7 +246,7 @@ def find_clusters(jaxpr: Jaxpr, multiple_results: bool = False
 
     in_run: set = set()  # the outputs of the run's equations
     for i, eqn in enumerate(jaxpr.eqns):
-        shape = _iteration_shape(eqn, multiple_results)
+        shape = _iteration_shape(eqn, multiple_results, index)
         if (shape == () and run and run_shape != ()
                 and not any(v in in_run for v in eqn.invars if isinstance(v, Var))):
             # A scalar computation the run does not feed (a weakly typed bound converted for

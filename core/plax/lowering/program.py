@@ -109,7 +109,8 @@ class _Program:
     def units(self) -> list:
         """(step, invars, outvars, multiple_results) per cluster or equation, in order."""
         multi = self.emitter.fuses_multiple_results
-        source = (find_clusters(order_for_fusion(self.jaxpr, multi), multi)
+        index = self.emitter.fuses_index
+        source = (find_clusters(order_for_fusion(self.jaxpr, multi, index), multi, index)
                   if self.emitter.fuses else self.jaxpr.eqns)
         units = []
         for unit in source:
