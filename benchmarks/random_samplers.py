@@ -17,9 +17,10 @@ import os
 os.environ.setdefault("PLAX_NUMBA_SYNC", "1")  # steady state: compile before timing
 
 import argparse
-import time
 
 import numpy as np
+
+from random_normal import best_time  # (this folder is on sys.path when run as a script)
 
 #: the Numba backend's native-loop limit for each column (None: its default)
 _PATHS = {"numba": None, "native": str(1 << 62), "per-eq": "0"}
@@ -37,16 +38,6 @@ def _workloads(random, size: int) -> dict:
             lambda k: random.dirichlet(k, alphas, (size // 3,)),
         f"normal(({10 * size:,},))": lambda k: random.normal(k, (10 * size,)),
     }
-
-
-def best_time(fn, key, repeat: int) -> float:
-    fn(key).block_until_ready()  # warm up (and compile)
-    best = float("inf")
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn(key).block_until_ready()
-        best = min(best, time.perf_counter() - start)
-    return best
 
 
 def time_plax(label: str, size: int, repeat: int, path_limit: str | None) -> float:
