@@ -7,10 +7,10 @@ Cephes' ``incbet``: the power series where ``b x <= 1`` and ``x <= 0.95``; other
 two continued fractions (``x (a+b-2) < a-1`` or not), times ``x**a (1-x)**b / (a B(a, b))``
 (from ``pow`` and ``gamma`` where they stay in range, else from logarithms). Evaluated in
 float64; float32 rounds once. For a float32 result the iterations stop at ``2**-40`` relative
-instead of ``2**-53`` and the prefactor always comes from logarithms (libm's ``gamma`` and ``pow``
-were two thirds of the time): the float64 value is then ~1e-12 off, far below float32's ulp,
-and the function takes ~0.65 of its former time. The fractions stop at 300 terms (Cephes' cap), which is where
-accuracy ends for ``a + b`` of many thousands.
+instead of ``2**-53`` and the prefactor always comes from logarithms (libm's ``gamma`` and
+``pow`` were two thirds of the time): the float64 value is then ~1e-12 off, far below
+float32's ulp, and the function takes ~0.65 of its former time. The fractions stop at 300
+terms (Cephes' cap), which is where accuracy ends for ``a + b`` of many thousands.
 
 Edge values follow the NumPy backend (SciPy's ``betainc``): 0 at ``x = 0`` and 1 at
 ``x = 1``; ``a = 0`` gives 1 and ``b = 0`` gives 0 for ``0 < x < 1``; NaN for
@@ -59,6 +59,15 @@ def log_beta_factor(a, b):
     return ratio - math.lgamma(a)
 
 
+@njit(**_inline)
+def _inverse_beta(a, b):
+    """``Gamma(a + b) / (Gamma(a) Gamma(b))`` from libm's ``gamma`` (for ``a + b < 171.6``), or
+    0 where that fails: ``Gamma(a) Gamma(b)`` overflows for a tiny ``a`` beside ``b`` near 171
+    (inf / inf gave NaN), and the caller then takes the logarithms."""
+    r = math.gamma(a + b) / (math.gamma(a) * math.gamma(b))
+    return r if r < np.inf else 0.0            # NaN fails the test too
+
+
 @njit(**_core)
 def _power_series(a, b, x, eps):
     """``I_x(a, b)`` by its power series (``b x <= 1``, ``x <= 0.95``), terms down to ``eps``
@@ -82,8 +91,9 @@ def _power_series(a, b, x, eps):
     s += t1
     s += ai
     u = a * math.log(x)
-    if eps == _EPS and a + b < _MAX_GAMMA and abs(u) < _LOG_MAX:
-        return s * math.gamma(a + b) / (math.gamma(a) * math.gamma(b)) * math.pow(x, a)
+    ratio = _inverse_beta(a, b) if eps == _EPS and a + b < _MAX_GAMMA else 0.0
+    if ratio > 0.0 and abs(u) < _LOG_MAX:
+        return s * ratio * math.pow(x, a)
     t = log_beta_factor(a, b) + u + math.log(s)
     return math.exp(t) if t > _LOG_MIN else 0.0
 
@@ -211,9 +221,9 @@ def _fractions(a, b, x, eps):
         w = _fraction(a, b, x, True, eps) / xc
     y = a * log_x
     t = b * log_xc
-    if eps == _EPS and a + b < _MAX_GAMMA and abs(y) < _LOG_MAX and abs(t) < _LOG_MAX:
-        t = (math.pow(xc, b) * math.pow(x, a) / a * w
-             * (math.gamma(a + b) / (math.gamma(a) * math.gamma(b))))
+    ratio = _inverse_beta(a, b) if eps == _EPS and a + b < _MAX_GAMMA else 0.0
+    if ratio > 0.0 and abs(y) < _LOG_MAX and abs(t) < _LOG_MAX:
+        t = math.pow(xc, b) * math.pow(x, a) / a * w * ratio
     else:
         y += t + log_beta_factor(a, b) + math.log(w / a)
         t = math.exp(y) if y > _LOG_MIN else 0.0

@@ -94,6 +94,36 @@ def test_erf_inv_f64_calls_no_libm():
     assert not re.search(r"@(erfc?|log|exp)\b", ir)
 
 
+def test_betainc_f64_tiny_a_beside_b_near_171():
+    """``Gamma(a) Gamma(b)`` overflows for a tiny ``a`` beside ``b`` near 171 while ``a + b``
+    stays below gamma's limit: the prefactor comes from logarithms there (it was inf/inf,
+    NaN), matching SciPy."""
+    from scipy.special import betainc
+    from plax_numba.special_beta import betainc_f64
+    a = np.array([1.48137833e-03, 4.41231355e-02, 4.66347765e-03, 0.5])
+    b = np.array([1.70953949e+02, 1.71445267e+02, 1.71091949e+02, 171.0])
+    x = np.array([1.90746605e-16, 6.15268304e-26, 0.5, 0.5])
+    got = elementwise_loop_n(betainc_f64, 3)(a, b, x)
+    np.testing.assert_allclose(got, betainc(a, b, x), rtol=1e-13)
+
+
+def test_betainc_f32_wide_parameters_round_the_float64_form():
+    """float32 ``betainc`` (iterated to 2**-40, prefactor from logarithms) over ``a, b`` in
+    ``[1e-3, 1e7]`` (log-uniform) and ``x`` down to 1e-30: the float64 form's value rounded
+    once (within half an ulp and a hair), with the same NaNs."""
+    from plax_numba.special_beta import betainc_f32, betainc_f64
+    rng = np.random.default_rng(3)
+    n = 40_000
+    a = (10 ** rng.uniform(-3, 7, n)).astype(np.float32)
+    b = (10 ** rng.uniform(-3, 7, n)).astype(np.float32)
+    x = np.concatenate([rng.uniform(0, 1, n // 2),
+                        10 ** rng.uniform(-30, 0, n - n // 2)]).astype(np.float32)
+    got = elementwise_loop_n(betainc_f32, 3)(a, b, x)
+    want = elementwise_loop_n(betainc_f64, 3)(*(v.astype(np.float64) for v in (a, b, x)))
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    assert max_ulps(got, want, np.float32) <= 0.501
+
+
 def test_polygamma_negative_arguments():
     """Negative non-integer ``x``: relative to ``max(|psi|, 1)`` (digamma's zeros, one per
     unit interval, make a pure relative bound meaningless there), NaN at the poles."""
