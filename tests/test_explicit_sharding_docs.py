@@ -10,6 +10,8 @@ shard_map.md``, its data-parallel and FSDP cells) under plax, each beside JAX.
   the mesh axes are manual (no value there is explicitly sharded over them), so an
   argument split over an axis and a value made in the body do not meet as differently typed
   operands (plax raised a ShardingTypeError from ``select_n``).
+* ``jax.typeof(x).manual_axis_type.varying`` (JAX 0.10's spelling of the varying axes) inside
+  a ``shard_map`` body, as the notebook asserts it.
 
 The child runs under plax and, where JAX is installed, under JAX; JAX's answers are
 recorded in ``JAX_ANSWERS`` so CI (no JAX) checks plax against them.
@@ -72,6 +74,24 @@ out["grad_of_shard_map_type"] = ty(gd)
 split = jax.jit(jax.shard_map(lambda v: jax.nn.relu(v) * 2, out_specs=P("b")))(xs)
 out["shard_map_out_type"] = ty(split)
 out["shard_map_out_value"] = np.asarray(split).tolist() == (np.maximum(x, 0) * 2).tolist()
+
+jax.set_mesh(jax.make_mesh((4, 2), ("i", "j")))
+types = []
+
+
+@jax.shard_map(in_specs=P("i", "j"), out_specs=P("i"))
+def summed(v):
+    y = jax.lax.psum(v, "j")
+    types.extend([sorted(jax.typeof(v).manual_axis_type.varying),
+                  sorted(jax.typeof(y).manual_axis_type.varying),
+                  jax.typeof(y).manual_axis_type.varying == {"i"},
+                  repr(jax.typeof(y).manual_axis_type)])
+    return y
+
+
+summed(jax.device_put(x, P("i", "j")))
+outside = jax.typeof(jnp.ones(3)).manual_axis_type
+out["manual_axis_type"] = types + [repr(outside), outside.empty]
 print(json.dumps(out))
 '''
 
@@ -83,6 +103,11 @@ JAX_ANSWERS = {
     "grad_of_shard_map_type": "[4,3]",
     "shard_map_out_type": "[8@b,4]",
     "shard_map_out_value": True,
+    "manual_axis_type": [
+        ["i", "j"], ["i"], True,
+        "ManualAxisType(varying=frozenset({'i'}), unreduced=frozenset(), reduced=frozenset())",
+        "ManualAxisType(varying=frozenset(), unreduced=frozenset(), reduced=frozenset())",
+        True],
 }
 
 
