@@ -10,6 +10,9 @@ shard_map.md``, its data-parallel and FSDP cells) under plax, each beside JAX.
   the mesh axes are manual (no value there is explicitly sharded over them), so an
   argument split over an axis and a value made in the body do not meet as differently typed
   operands (plax raised a ShardingTypeError from ``select_n``).
+* ``auto_axes``/``explicit_axes`` (JAX's parallel page) run the function under the mesh
+  with the axes retyped (``get_abstract_mesh()`` says so) on arguments typed for it: adding
+  ``f32[4@X,4]`` and ``f32[4,4@X]`` under ``auto_axes`` raised ShardingTypeError.
 * ``jax.typeof(x).manual_axis_type.varying`` (JAX 0.10's spelling of the varying axes) inside
   a ``shard_map`` body, as the notebook asserts it.
 
@@ -92,6 +95,45 @@ def summed(v):
 summed(jax.device_put(x, P("i", "j")))
 outside = jax.typeof(jnp.ones(3)).manual_axis_type
 out["manual_axis_type"] = types + [repr(outside), outside.empty]
+
+# auto_axes / explicit_axes (JAX's parallel page): the function runs under the mesh with
+# the axes retyped, on arguments typed for it
+log = out["axes"] = []
+Explicit, Auto = sharding.AxisType.Explicit, sharding.AxisType.Auto
+jax.set_mesh(jax.make_mesh((4, 2), ("X", "Y"), axis_types=(Explicit,) * 2))
+xi = jax.device_put(np.arange(16).reshape(4, 4), P("X", None))
+yi = jax.device_put(np.arange(16).reshape(4, 4), P(None, "X"))
+
+
+@sharding.auto_axes
+def add2(u, v):
+    log.append(str(sharding.get_abstract_mesh().axis_types))
+    return u + v
+
+
+for call in (add2, jax.jit(lambda u, v: add2(u, v, out_sharding=P("X", None)))):
+    r = call(xi, yi, out_sharding=P("X", None)) if call is add2 else call(xi, yi)
+    log.append([ty(r), np.asarray(r)[1].tolist()])
+log.append(str(sharding.get_abstract_mesh().axis_types))
+jax.set_mesh(jax.make_mesh((4, 2), ("X", "Y"), axis_types=(Auto,) * 2))
+
+
+@sharding.explicit_axes
+def explicit_g(v):
+    log.append([str(sharding.get_abstract_mesh().axis_types), ty(v), ty(v * 2)])
+    return v * 2
+
+
+@jax.jit
+def g(v):
+    z = explicit_g(jnp.sin(v), in_sharding=P("X", "Y"))
+    log.append(ty(z))
+    return z + 1
+
+
+log.append([round(float(v), 3) for v in np.asarray(g(jax.device_put(x[:4], P("X", "Y"))))[0]])
+e = explicit_g(jnp.arange(8.0).reshape(4, 2), in_sharding=P("X", None))
+log.append([ty(e), np.asarray(e)[:, 0].tolist()])
 print(json.dumps(out))
 '''
 
@@ -108,6 +150,11 @@ JAX_ANSWERS = {
         "ManualAxisType(varying=frozenset({'i'}), unreduced=frozenset(), reduced=frozenset())",
         "ManualAxisType(varying=frozenset(), unreduced=frozenset(), reduced=frozenset())",
         True],
+    "axes": ["(Auto, Auto)", ["[4@X,4]", [8, 10, 12, 14]], "(Auto, Auto)",
+             ["[4@X,4]", [8, 10, 12, 14]], "(Explicit, Explicit)",
+             ["(Explicit, Explicit)", "[4@X,4@Y]", "[4@X,4@Y]"], "[4,4]",
+             [2.088, 0.176, -0.979, -0.314],  # 2 sin(x) + 1, x = -10..-7
+             ["(Explicit, Explicit)", "[4@X,2]", "[4@X,2]"], ["[4,2]", [0.0, 4.0, 8.0, 12.0]]],
 }
 
 
