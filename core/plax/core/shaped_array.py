@@ -131,8 +131,9 @@ class ShapedArray:
         return "{V:" + (names if len(self.vma) == 1 else f"({names})") + "}"
 
     def __repr__(self) -> str:
+        # as JAX prints it (``ShapedArray(float32[4@X,4])``; jaxprs use the short names)
         weak = ", weak_type=True" if self.weak_type else ""
-        return f"ShapedArray({self.str_short()}{weak})"
+        return f"ShapedArray({self.dtype.name}[{self._dims_str()}]{self._vma_str()}{weak})"
 
     def __str__(self) -> str:
         """The type as ``jax.typeof(x)`` prints it: ``float32[8,4]``, ``~float32[]`` for a weak
