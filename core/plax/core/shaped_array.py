@@ -24,38 +24,6 @@ def short_dtype_name(dtype: np.dtype) -> str:
 _NO_AXES: frozenset = frozenset()
 
 
-class ManualAxisType:
-    """The manual (``shard_map``) mesh axes in a value's type, as JAX 0.10 types them:
-    ``varying``, the axes the value may differ along (``jax.typeof(x).manual_axis_type``).
-    plax tracks varying axes only; ``unreduced`` and ``reduced`` are always empty."""
-
-    __slots__ = ("varying", "unreduced", "reduced")
-
-    def __init__(self, *, varying: frozenset = _NO_AXES, unreduced: frozenset = _NO_AXES,
-                 reduced: frozenset = _NO_AXES):
-        for name, value in (("varying", varying), ("unreduced", unreduced),
-                            ("reduced", reduced)):
-            object.__setattr__(self, name, frozenset(value))
-
-    def __setattr__(self, name, value):
-        raise AttributeError("ManualAxisType is immutable")
-
-    def __eq__(self, other) -> bool:
-        return (type(other) is ManualAxisType and self.varying == other.varying
-                and self.unreduced == other.unreduced and self.reduced == other.reduced)
-
-    def __hash__(self) -> int:
-        return hash((self.varying, self.unreduced, self.reduced))
-
-    @property
-    def empty(self) -> bool:
-        return not (self.varying or self.unreduced or self.reduced)
-
-    def __repr__(self) -> str:
-        return (f"ManualAxisType(varying={self.varying}, unreduced={self.unreduced}, "
-                f"reduced={self.reduced})")
-
-
 class ShapedArray:
     """What a transform knows of an array without its values: shape, dtype and weak type.
 
@@ -99,13 +67,15 @@ class ShapedArray:
         return self._hash
 
     @property
-    def manual_axis_type(self) -> ManualAxisType:
-        """The ``shard_map`` mesh axes this value varies over, as JAX 0.10 spells them.
+    def manual_axis_type(self) -> Any:
+        """The ``shard_map`` mesh axes this value varies over, as JAX 0.10 spells them: a
+        :class:`plax.sharding.ManualAxisType` (plax types varying axes only).
 
         Example:
           >>> jax.typeof(jnp.ones(3)).manual_axis_type.varying
           frozenset()
         """
+        from plax.sharding_abstract import ManualAxisType
         return ManualAxisType(varying=self.vma)
 
     def update(self, shape=None, dtype=None, weak_type=None, vma=None) -> "ShapedArray":
