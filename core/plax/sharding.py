@@ -1039,7 +1039,7 @@ def _retyped_mesh(mesh: Mesh, axes: str | tuple | None, axis_type: "AxisType") -
     """``mesh`` with ``axes`` (default: all) of type ``axis_type``: the mesh that
     ``auto_axes``/``explicit_axes`` make current while their function runs."""
     names = set(_axes_tuple(axes, mesh))
-    return Mesh(mesh.devices, mesh.axis_names, axis_types=tuple(
+    return mesh.update(axis_types=tuple(
         axis_type if a in names else t for a, t in zip(mesh.axis_names, mesh.axis_types)))
 
 
