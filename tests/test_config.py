@@ -206,6 +206,34 @@ def test_debug_nans_eager_and_under_jit(capsys):
                 jax.jit(lambda x: jax_numpy.sin(jax_numpy.log(x)) * 2)(-jax_numpy.ones(2))
 
 
+def _notices_and_error(lib, call):
+    """How many times the jit notice is printed before ``call`` raises, and the error."""
+    import contextlib
+    import io
+    out = io.StringIO()
+    with lib.debug_nans(True), contextlib.redirect_stdout(out):
+        with pytest.raises(FloatingPointError) as err:
+            call()
+    return out.getvalue().count("Calling the de-optimized version."), str(err.value)
+
+
+def test_debug_nans_prints_the_jit_notice_per_compiled_call_as_jax():
+    # JAX's debugging/flags page: an eager operation is a compiled call of its own in JAX, so
+    # its NaN prints the notice once; a jit call prints it, reruns op by op, and the eager
+    # operation prints it again
+    def cases(lib, np_):
+        def f(x):
+            return np_.log(-3 * np_.square(x))
+        return [_notices_and_error(lib, lambda: f(5.0)),
+                _notices_and_error(lib, lambda: lib.jit(f)(5.0))]
+
+    expected = [(1, "invalid value (nan) encountered in log"),
+                (2, "invalid value (nan) encountered in log")]
+    assert cases(plax, jnp) == expected
+    if jax is not None:
+        assert cases(jax, jax_numpy) == expected
+
+
 def test_debug_infs():
     with plax.debug_infs(True):
         with pytest.raises(FloatingPointError, match=r"invalid value \(inf\) encountered in div"):

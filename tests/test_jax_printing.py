@@ -248,3 +248,21 @@ def test_fori_loop_of_a_python_int_stays_weakly_typed():
     # as JAX: lax.fori_loop(0, 10, lambda i, x: x + i, 0) is Array(45, dtype=int32, weak_type=True)
     out = plax.lax.fori_loop(0, 10, lambda i, x: x + i, 0)
     assert int(out) == 45 and out.aval.weak_type and out.dtype == np.int32
+
+
+def _shaped_array_reprs(jax):
+    jnp = jax.numpy
+    return [repr(jax.typeof(jnp.ones((2, 3)))), repr(jax.typeof(1.0)),
+            repr(jax.typeof(jnp.arange(3, dtype=jnp.int8)))]
+
+
+def test_shaped_array_repr_is_jax_s():
+    # jax.typeof(x) shown by a notebook (JAX's parallel page prints it in an f-string)
+    expected = ["ShapedArray(float32[2,3])", "ShapedArray(float32[], weak_type=True)",
+                "ShapedArray(int8[3])"]
+    assert _shaped_array_reprs(plax) == expected
+    try:
+        import jax
+    except ImportError:
+        return  # CI has no JAX: the record above is its answer
+    assert _shaped_array_reprs(jax) == expected

@@ -341,3 +341,28 @@ def test_free_ref_under_grad_and_vmap():
                                   18.0 * np.asarray(xs))
     np.testing.assert_array_equal(np.asarray(plax.jit(plax.grad(f))(xs[1])),
                                   18.0 * np.asarray(xs[1]))
+
+
+def test_differentiating_a_jit_that_makes_a_ref_as_jax():
+    # JAX's array_refs page (cell 13): grad through a jit whose body makes, writes and reads
+    # a ref. The jit's JVP evaluates the body inline; the ref must not be made by the
+    # transform whose rule is running (its tracers leaked: UnexpectedTracerError).
+    def body(jx, x):
+        r = jx.new_ref(x)
+        r[...] = r[...] + r[...] * x  # x + x**2: d/dx = 1 + 2x
+        return r[...]
+
+    f = plax.jit(lambda x: body(plax, x))
+    assert float(plax.grad(f)(3.0)) == 7.0
+    p, t = plax.jvp(f, (3.0,), (1.0,))
+    assert (float(p), float(t)) == (12.0, 7.0)
+    assert isinstance(p, plax.Array) and isinstance(t, plax.Array)  # no tracer returned
+    assert float(plax.linearize(f, 3.0)[1](1.0)) == 7.0
+    xs = jnp.arange(3.0)
+    np.testing.assert_array_equal(np.asarray(plax.vmap(plax.grad(f))(xs)), [1.0, 3.0, 5.0])
+    assert float(plax.grad(plax.grad(f))(3.0)) == 2.0
+    if jax is not None:
+        jf = jax.jit(lambda x: body(jax, x))
+        assert float(jax.grad(jf)(3.0)) == 7.0
+        np.testing.assert_array_equal(np.asarray(jax.vmap(jax.grad(jf))(np.arange(3.0))),
+                                      [1.0, 3.0, 5.0])

@@ -350,7 +350,8 @@ class NumbaEmitter(Emitter):
         try:
             plan = wholegen.plan_program(wholegen.equation_jaxpr(eqn))
         except codegen.Unsupported as err:
-            tiered.not_native(eqn.primitive.name, str(err))
+            if str(err) not in wholegen.HOST_CALLBACKS:
+                tiered.not_native(eqn.primitive.name, str(err))
             return None
         if self.sync:
             step = native_step(plan, compiled_bodies, True, self.kernel_sources)

@@ -81,6 +81,12 @@ NOT_NATIVE = ("gather", "scatter*", "sort", "cumsum/cumprod/cummax/cumlogsumexp"
               "argmin", "random_bits", "fft", "linalg", "conv_general_dilated",
               "reduce_precision", "complex, float16 and bfloat16 dtypes", "callbacks")
 
+#: host callbacks: a body calling one asks for a host round trip at each step, so the Python
+#: loop around it is the program as written -- kept without a warning (JAX gives none; the
+#: warning printed inside JAX's own debugging page, around ``jax.debug.breakpoint`` in a
+#: ``cond``)
+HOST_CALLBACKS = frozenset({"debug_callback", "io_callback", "pure_callback"})
+
 
 class WholePlan:
     """What :func:`plan_program` produces.

@@ -49,8 +49,17 @@ def _checking_eval(prim, args, params):
     out = _unchecked_eval[0](prim, args, params)
     kind = invalid_kind(out)
     if kind is not None:
+        # JAX runs an eager primitive as a compiled call of its own, so its check prints the
+        # jit notice before the de-optimized run raises: once for an eager operation, once
+        # more for a jit call whose op-by-op rerun reaches it (JAX's debugging/flags page)
+        _print_notice()
         raise FloatingPointError(f"invalid value ({kind}) encountered in {prim.name}")
     return out
+
+
+def _print_notice() -> None:
+    print("Invalid nan value encountered in the output of a jax.jit function. Calling the "
+          "de-optimized version.")
 
 
 def check_jit_outputs(outs, name: str, rerun: Callable[[], Any]) -> None:
@@ -60,8 +69,7 @@ def check_jit_outputs(outs, name: str, rerun: Callable[[], Any]) -> None:
     kind = invalid_kind(outs)
     if kind is None:
         return
-    print("Invalid nan value encountered in the output of a jax.jit function. Calling the "
-          "de-optimized version.")
+    _print_notice()
     rerun()  # raises FloatingPointError from the eager check of the first bad operation
     raise FloatingPointError(
         f"invalid value ({kind}) encountered in jit({name}). Because jax_debug_nans and/or "

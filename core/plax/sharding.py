@@ -1035,6 +1035,41 @@ def _axes_tuple(axes: str | tuple | None, mesh: Mesh) -> tuple:
     return axes if isinstance(axes, tuple) else (axes,)
 
 
+def _retyped_mesh(mesh: Mesh, axes: str | tuple | None, axis_type: "AxisType") -> Mesh:
+    """``mesh`` with ``axes`` (default: all) of type ``axis_type``: the mesh that
+    ``auto_axes``/``explicit_axes`` make current while their function runs."""
+    names = set(_axes_tuple(axes, mesh))
+    return mesh.update(axis_types=tuple(
+        axis_type if a in names else t for a, t in zip(mesh.axis_names, mesh.axis_types)))
+
+
+def _onto_mesh(xs: Any, mesh: Mesh) -> Any:
+    """Each explicitly sharded leaf of ``xs`` re-typed onto ``mesh`` (the same devices with
+    other axis types), keeping its spec: its placement does not change, and its type keeps
+    only the axes that are Explicit on ``mesh`` (JAX drops the others from the spec)."""
+    from plax import tree_util
+    from plax.core.trace import Tracer
+    from plax.device import _shard_leaf
+    from plax.sharding_types import cast, explicit_type
+
+    def one(x):
+        s = explicit_type(x) if isinstance(x, Tracer) else getattr(x, "sharding", None)
+        if not isinstance(s, NamedSharding) or s.mesh is mesh or \
+                s.mesh.axis_names != mesh.axis_names:
+            return x
+        if not isinstance(x, Tracer):
+            return _shard_leaf(x, NamedSharding(mesh, s.spec))
+        # a traced type names the Explicit axes only (typing rules read the spec as it is)
+        keep = set(mesh.explicit_axes)
+        entries = []
+        for e in s.spec:
+            names = tuple(a for a in (e if isinstance(e, tuple) else (e,))
+                          if a is not None and a in keep)
+            entries.append(names[0] if len(names) == 1 else names or None)
+        return cast(x, NamedSharding(mesh, PartitionSpec(*entries)))
+    return tree_util.tree_map(one, xs)
+
+
 def _pop_required(kwargs: dict, given: Any, name: str) -> Any:
     if given is not None:
         return given
@@ -1085,8 +1120,12 @@ def auto_axes(f: Callable | None = None, /, *, axes: str | tuple[str, ...] | Non
         mesh = _decorator_mesh(axes, sharding, "auto_axes")
         if mesh is None or set(mesh.auto_axes) == set(_axes_tuple(axes, mesh)):
             return f(*args, **kwargs)
-        return _place_tree(f(*args, **kwargs), sharding, "reshard out_shardings",
-                           pad_spec=True, typed=True)
+        # as JAX: f runs under the mesh with those axes Auto, on arguments whose types no
+        # longer name them (x + y of f32[4@X,4] and f32[4,4@X] is then legal)
+        auto = _retyped_mesh(mesh, axes, AxisType.Auto)
+        with use_mesh(auto):
+            out = f(*_onto_mesh(args, auto), **kwargs)
+        return _place_tree(out, sharding, "reshard out_shardings", pad_spec=True, typed=True)
 
     return wrapped
 
@@ -1131,9 +1170,15 @@ def explicit_axes(f: Callable | None = None, /, *, axes: str | tuple[str, ...] |
             raise ValueError("explicit_axes needs a current mesh: enter one with "
                              "`with plax.sharding.use_mesh(mesh):` or "
                              "`plax.sharding.set_mesh(mesh)`")
-        _decorator_mesh(axes, None, "explicit_axes")
-        args = _place_tree(args, sharding, "reshard out_shardings", pad_spec=True, typed=True)
-        return f(*args, **kwargs)
+        mesh = _decorator_mesh(axes, None, "explicit_axes")
+        # as JAX: f runs under the mesh with those axes Explicit on arguments resharded (and
+        # typed) as in_sharding says; its outputs return typed for the caller's mesh
+        explicit = _retyped_mesh(mesh, axes, AxisType.Explicit)
+        with use_mesh(explicit):
+            args = _place_tree(args, sharding, "reshard out_shardings", pad_spec=True,
+                               typed=True)
+            out = f(*args, **kwargs)
+        return _onto_mesh(out, mesh)
 
     return wrapped
 

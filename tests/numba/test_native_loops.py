@@ -189,3 +189,31 @@ def test_unsupported_body_keeps_the_python_loop():
         got, want, text = run_both(f, xs)
     assert "for it" not in text
     assert_close(got, want, ulps=0)
+
+
+@pytest.mark.parametrize("callback", ["debug", "io"])
+def test_a_body_calling_the_host_keeps_the_python_loop_without_a_warning(callback, capfd):
+    # JAX's debugging page: jax.debug.breakpoint (a debug callback) in a cond's branch. A
+    # host callback in a body is a host round trip by request: no PlaxNativeLoopWarning.
+    import warnings
+
+    from plax.experimental import io_callback
+
+    seen = []
+
+    def f(x):
+        def hit(v):
+            if callback == "debug":
+                plax.debug.callback(lambda a: seen.append(float(a)), v)
+            else:
+                io_callback(lambda a: seen.append(float(a)) or np.float32(0),
+                            plax.ShapeDtypeStruct((), jnp.float32), v)
+        lax.cond(x > 0, lambda v: None, hit, x)
+        return x * 2
+
+    jf = plax.jit(f, backend="numba")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # any warning (the native-loop one) fails the test
+        assert float(jf(np.float32(3.0))) == 6.0
+        assert float(jf(np.float32(-1.5))) == -3.0
+    assert seen == [-1.5]

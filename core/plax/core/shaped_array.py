@@ -66,6 +66,18 @@ class ShapedArray:
     def __hash__(self) -> int:
         return self._hash
 
+    @property
+    def manual_axis_type(self) -> Any:
+        """The ``shard_map`` mesh axes this value varies over, as JAX 0.10 spells them: a
+        :class:`plax.sharding.ManualAxisType` (plax types varying axes only).
+
+        Example:
+          >>> jax.typeof(jnp.ones(3)).manual_axis_type.varying
+          frozenset()
+        """
+        from plax.sharding_abstract import ManualAxisType
+        return ManualAxisType(varying=self.vma)
+
     def update(self, shape=None, dtype=None, weak_type=None, vma=None) -> "ShapedArray":
         """A copy with the given fields replaced."""
         return ShapedArray(self.shape if shape is None else shape,
@@ -89,8 +101,9 @@ class ShapedArray:
         return "{V:" + (names if len(self.vma) == 1 else f"({names})") + "}"
 
     def __repr__(self) -> str:
+        # as JAX prints it (``ShapedArray(float32[4@X,4])``; jaxprs use the short names)
         weak = ", weak_type=True" if self.weak_type else ""
-        return f"ShapedArray({self.str_short()}{weak})"
+        return f"ShapedArray({self.dtype.name}[{self._dims_str()}]{self._vma_str()}{weak})"
 
     def __str__(self) -> str:
         """The type as ``jax.typeof(x)`` prints it: ``float32[8,4]``, ``~float32[]`` for a weak

@@ -14,7 +14,8 @@ compiled program never sees them: ``jit`` discharges them first
 """
 from __future__ import annotations
 
-from typing import Any
+import contextlib
+from typing import Any, Iterator, Sequence
 
 import numpy as np
 
@@ -399,6 +400,13 @@ def bind_new_ref(x, level: int, params: dict, skip_linearize: bool = True):
     tangents only, so a primal ref passes them by."""
     from plax.transforms.staging import LinearizeTrace
     stack = trace_state.stack
+    if _inline_bodies:
+        # a body evaluated inline by a rule (see :func:`inline_body`): the transforms between
+        # its inputs and the rule's own level are not transforming it (the one whose rule is
+        # running among them), so they make no ref of it
+        inputs_level, body_level = _inline_bodies[-1]
+        if inputs_level < level < body_level:
+            level = inputs_level
     while skip_linearize and level > 0 and issubclass(stack[level].trace_type, LinearizeTrace):
         level -= 1
     if level <= trace_state.dynamic.level:  # the staging (or eager) level takes it as it is
@@ -414,6 +422,24 @@ def bind_new_ref(x, level: int, params: dict, skip_linearize: bool = True):
         return new_ref_p.bind(x, **params)
     finally:
         _making_level.pop()
+
+
+_inline_bodies: list[tuple[int, int]] = []
+
+
+@contextlib.contextmanager
+def inline_body(inputs: Sequence[Any]) -> Iterator[None]:
+    """Marks a closed body (a ``jit`` body with refs) evaluated inline under a new transform
+    by the rule of a lower one: a ``new_ref`` in it is made by the new transform and the
+    transforms its ``inputs`` live in, not by the transform whose rule is running (its
+    values there are already lowered; a ref made at its level would leak its tracers)."""
+    levels = [x._trace.main.level for x in inputs if isinstance(x, Tracer)]
+    _inline_bodies.append((max(levels, default=trace_state.dynamic.level),
+                           len(trace_state.stack)))
+    try:
+        yield
+    finally:
+        _inline_bodies.pop()
 
 
 def making_level() -> int:

@@ -455,7 +455,9 @@ def jvp_jaxpr(closed: ClosedJaxpr, nonzeros: tuple, t_avals: tuple, linear: bool
 
 def _jvp_inline(closed, primals, tangents):
     """The JVP of the body evaluated inline under the caller's transforms (the fallback)."""
-    return jvp_flat(jaxpr_as_fun(closed), list(primals), list(tangents))
+    from plax.state.primitives import inline_body
+    with inline_body([*primals, *(t for t in tangents if type(t) is not Zero)]):
+        return jvp_flat(jaxpr_as_fun(closed), list(primals), list(tangents))
 
 
 def _jit_jvp(primals, tangents, *, jaxpr: ClosedJaxpr, name: str, **placement):

@@ -514,6 +514,11 @@ class JitFunction:
                trace_context())
         if varying.active():  # inside shard_map(check_vma=True): the body's types too
             key += (tuple([varying.axes_of(a) for a in avals]),)
+        shardings = tuple([getattr(a, "sharding", None) for a in avals])
+        if any(s is not None for s in shardings):
+            # sharding in types: avals equal but for it trace apart (as on the compiled
+            # path), or a body traced for f32[8@x] would be reused for f32[8]
+            key += (shardings,)
         hit = self._jaxpr_cache.get(key)
         if hit is not None:
             return hit

@@ -34,7 +34,8 @@ from plax.core.trace import Tracer, get_aval
 from plax.distributed import collective_timeout
 from plax.lowering.fallback import PlaxFallbackWarning
 from plax.sharding import IndexMapSharding, Mesh, NamedSharding, PartitionSpec
-from plax.sharding_types import check_in_specs, inferred_in_specs, shard_map_checks_types
+from plax.sharding_types import (cast, check_in_specs, inferred_in_specs,
+                                 shard_map_checks_types, untyped)
 from plax.transforms.call import to_buffer
 from plax.transforms.staging import trace_to_jaxpr
 from plax_pmap import axes as _axes
@@ -779,7 +780,24 @@ def _to_grid(x, spec: PartitionSpec, mesh: Mesh):
 def _shard_map_vmap(flat_fun, leaves, specs, mesh: Mesh, out_specs, typed: bool = False):
     """shard_map as nested ``vmap``s, one per mesh axis (outermost: the mesh's first).
     ``typed`` (``check_vma``): a value batched along a mesh axis is typed as varying over it
-    (:mod:`plax.core.varying`), so autodiff inside the body follows JAX's typed rules."""
+    (:mod:`plax.core.varying`), so autodiff inside the body follows JAX's typed rules.
+
+    The mesh axes are manual inside the body, as in JAX: no value there has an explicit
+    sharding over them, so the whole formulation computes untyped (an argument split over
+    an axis and a value made in the body would otherwise meet as differently typed
+    operands); on an all-Explicit mesh each output is then typed as its out_spec says."""
+    with untyped():
+        outs = _shard_map_vmap_untyped(flat_fun, leaves, specs, mesh, out_specs, typed)
+    if not shard_map_checks_types(mesh, None):
+        return outs
+    leaves_out, tree = tree_util.tree_flatten(outs)
+    o_specs = _out_specs_leaves(out_specs, outs)
+    return tree_util.tree_unflatten(tree, [
+        cast(y, NamedSharding(mesh, s)) if isinstance(y, Tracer) else y
+        for y, s in zip(leaves_out, o_specs)])
+
+
+def _shard_map_vmap_untyped(flat_fun, leaves, specs, mesh: Mesh, out_specs, typed: bool):
     jnp = plax.numpy
     grids, useds = zip(*[_to_grid(x, s, mesh) for x, s in zip(leaves, specs)]) if leaves else ((), ())
     names = mesh.axis_names
