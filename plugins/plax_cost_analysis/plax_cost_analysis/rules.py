@@ -301,7 +301,9 @@ _register(["fft"], _fft)
 
 @recursive
 def _call(in_avals, out_avals, *, _uncounted=None, **params):
-    body = params.get("jaxpr", params.get("call_jaxpr"))
+    # the body: jit/checkpoint/custom rules' "jaxpr" or "call_jaxpr", custom_vmap's "call"
+    # (linear_call counts its function, not the transpose a backward pass would run)
+    body = params.get("jaxpr", params.get("call_jaxpr", params.get("call")))
     return jaxpr_cost(body, _uncounted)
 
 
@@ -323,7 +325,8 @@ def _cond(in_avals, out_avals, *, branches, _uncounted=None, **params):
     return costs.maximum(jaxpr_cost(b, _uncounted) for b in branches)
 
 
-_register(["jit", "checkpoint", "custom_jvp_call", "custom_vjp_call"], _call)
+_register(["jit", "checkpoint", "custom_jvp_call", "custom_vjp_call", "linear_call",
+           "custom_vmap_call"], _call)
 _register(["scan"], _scan)
 _register(["while"], _while)
 _register(["cond"], _cond)

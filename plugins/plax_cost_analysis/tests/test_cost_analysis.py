@@ -107,6 +107,24 @@ def test_nested_jit_and_custom_jvp_are_looked_through():
     assert cost_analysis(plax.nn.softmax, X)["transcendentals"] == 12
 
 
+def test_linear_call_and_custom_vmap_count_their_function():
+    from plax.custom_batching import custom_vmap
+    from plax.custom_derivatives import linear_call
+    n = X.size
+
+    def scaled_sin(x):
+        return linear_call(lambda r, v: jnp.sin(v) * r, lambda r, ct: ct * r, 2.0, x)
+
+    @custom_vmap
+    def sin3(x):
+        return jnp.sin(x) * 3.0
+
+    sin3.def_vmap(lambda size, batched, x: (sin3(x), batched[0]))
+    for f in (scaled_sin, sin3):
+        got = cost_analysis(f, X)
+        assert got["transcendentals"] == n and got["flops"] >= n and got.uncounted == ()
+
+
 def test_primitives_without_a_rule_count_bytes_only():
     got = cost_analysis(lambda x: jnp.linalg.inv(x), jnp.ones((3, 3)))
     assert "lu" in got.uncounted and "triangular_solve" in got.uncounted
