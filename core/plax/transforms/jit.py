@@ -307,6 +307,14 @@ def clear_caches() -> None:
                 shared.jaxprs.clear()
 
 
+def _shardings_key(avals) -> tuple:
+    """What a cache key adds for the operands' shardings: ``(shardings,)`` when any has one,
+    else nothing. Sharding in types: avals equal but for their sharding trace apart (a body
+    traced for f32[8@x] must not be reused for f32[8]), and ShapedArray equality ignores it."""
+    shardings = tuple([getattr(a, "sharding", None) for a in avals])
+    return (shardings,) if any(s is not None for s in shardings) else ()
+
+
 class JitFunction:
     """A jit-compiled function. Call it like the original; see :func:`jit`."""
 
@@ -426,8 +434,8 @@ class JitFunction:
             device = _default_device()
         flags = _trace_flags[0] or _current_trace_flags()
         key = (treedef, tuple(avals), static, device, len(args), flags)
-        if not all_arrays:  # sharding in types: avals equal but for it trace apart
-            key += (tuple([getattr(a, "sharding", None) for a in avals]),)
+        if not all_arrays:
+            key += _shardings_key(avals)
         entry = self._cache.get(key)
         if entry is None:
             entry = self._compile(key, args, kwargs, leaves, treedef, avals, static, device)
@@ -514,11 +522,7 @@ class JitFunction:
                trace_context())
         if varying.active():  # inside shard_map(check_vma=True): the body's types too
             key += (tuple([varying.axes_of(a) for a in avals]),)
-        shardings = tuple([getattr(a, "sharding", None) for a in avals])
-        if any(s is not None for s in shardings):
-            # sharding in types: avals equal but for it trace apart (as on the compiled
-            # path), or a body traced for f32[8@x] would be reused for f32[8]
-            key += (shardings,)
+        key += _shardings_key(avals)
         hit = self._jaxpr_cache.get(key)
         if hit is not None:
             return hit
