@@ -45,9 +45,10 @@ DTYPES = frozenset(np.dtype(t) for t in (np.bool_, np.int8, np.int16, np.int32, 
 #: the 16-bit floats: the elementwise kernels of :func:`plan_cluster` read and write them as
 #: their uint16 bit patterns and hold their values as float32 locals (each exactly a float32),
 #: so an operation computes in float32 and rounds once to the narrow format (ties to even;
-#: :mod:`plax_numba.scalar`'s ``round_f16``/``round_bf16``), as the NumPy backend does. Not in
-#: reductions, conversions from float64 or from integers wider than 16 bits (rounding twice
-#: through float32 could differ), ``nextafter`` or the native loops of :mod:`wholegen`.
+#: :mod:`plax_numba.scalar`'s ``round_f16``/``round_bf16``), as the NumPy backend does;
+#: reductions accumulate as :func:`reduction` says. Not in conversions from float64 or from
+#: integers wider than 16 bits (rounding twice through float32 could differ), ``nextafter``
+#: or the native loops of :mod:`wholegen`.
 LOW_FLOATS = {np.dtype(np.float16): "f16", np.dtype(dtypes.bfloat16): "bf16"}
 _LOW_IMPORT = ("from plax_numba.scalar import f16_value, f16_bits, round_f16, bf16_value, "
                "bf16_bits, round_bf16\n")
@@ -395,7 +396,15 @@ def _acc_dtype(dtype) -> np.dtype:
 
 
 def reduction(prim, dtype) -> tuple[np.dtype, str, Callable[[str, str], str]]:
-    """``(accumulator dtype, initial value source, update(acc, value) -> source)``."""
+    """``(accumulator dtype, initial value source, update(acc, value) -> source)``.
+
+    float16/bfloat16 (float32 locals, :data:`LOW_FLOATS`): sums and products accumulate in
+    float64 like float32's, and the result rounds to float32 and then to the narrow format,
+    as the NumPy backend's reference does (it reduces in float32 and casts); max and min
+    compare the float32 locals (exact)."""
+    if dtype in LOW_FLOATS:
+        acc, init, update = reduction(prim, np.dtype(np.float32))
+        return (acc if acc != np.float32 else dtype), init, update
     k = dtype.kind
     if prim is lax.reduce_sum_p and k != "b":
         acc = _acc_dtype(dtype)
@@ -477,7 +486,7 @@ def plan_cluster(cluster, preallocate: bool = False, parallel: bool | None = Non
     for eqn in cluster.eqns:
         for v in list(eqn.invars) + list(eqn.outvars):
             dtype = np.dtype(v.aval.dtype)
-            if dtype in LOW_FLOATS and not into and fusion_kind(eqn.primitive) != REDUCTION:
+            if dtype in LOW_FLOATS and not into:
                 low = True
             elif dtype not in DTYPES:
                 raise Unsupported(f"{eqn.primitive.name} on {dtype}")
@@ -627,7 +636,9 @@ def plan_cluster(cluster, preallocate: bool = False, parallel: bool | None = Non
             if len(axes) == rank:  # to a scalar: accumulate in a local
                 pre.append(f"s{k} = {init}")
                 body.append(f"s{k} = {update(f's{k}', operand)}")
-                post.append(f"r{j} = {_cast(f's{k}', odt)}")
+                # (float16/bfloat16: returned as bits, rounded through float32, reduction())
+                post.append(f"r{j} = {LOW_FLOATS[odt]}_bits(np.float32(s{k}))"
+                            if odt in LOW_FLOATS else f"r{j} = {_cast(f's{k}', odt)}")
                 scalar_out[j] = True
             else:
                 kept = [d for d in range(rank) if d not in axes]
@@ -635,7 +646,14 @@ def plan_cluster(cluster, preallocate: bool = False, parallel: bool | None = Non
                 pre.append(f"s{k} = np.full(({out_dims},), {init})")
                 at = f"s{k}[{', '.join(idx[d] for d in kept)}]" if kept else f"s{k}[()]"
                 body.append(f"{at} = {update(at, operand)}")
-                post.append(f"r{j} = s{k}.astype({_t(odt)})")
+                if odt in LOW_FLOATS:  # each result's bits, rounded through float32
+                    post += [f"r{j} = np.empty(s{k}.shape, np.uint16)",
+                             f"r{j}_f = r{j}.reshape(s{k}.size)",
+                             f"s{k}_f = s{k}.reshape(s{k}.size)",
+                             f"for q in range(s{k}.size):",
+                             f"    r{j}_f[q] = {LOW_FLOATS[odt]}_bits(np.float32(s{k}_f[q]))"]
+                else:
+                    post.append(f"r{j} = s{k}.astype({_t(odt)})")
             out_exprs[j] = f"r{j}"
             continue
         elif prim is lax.iota_p:
