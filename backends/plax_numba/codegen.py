@@ -47,8 +47,8 @@ DTYPES = frozenset(np.dtype(t) for t in (np.bool_, np.int8, np.int16, np.int32, 
 #: so an operation computes in float32 and rounds once to the narrow format (ties to even;
 #: :mod:`plax_numba.scalar`'s ``round_f16``/``round_bf16``), as the NumPy backend does;
 #: reductions accumulate as :func:`reduction` says. Not in conversions from float64 or from
-#: integers wider than 16 bits (rounding twice through float32 could differ), ``nextafter``
-#: or the native loops of :mod:`wholegen`.
+#: integers wider than 16 bits (rounding twice through float32 could differ) or
+#: ``nextafter``. The native loops of :mod:`wholegen` hold them the same way.
 LOW_FLOATS = {np.dtype(np.float16): "f16", np.dtype(dtypes.bfloat16): "bf16"}
 _LOW_IMPORT = ("from plax_numba.scalar import f16_value, f16_bits, round_f16, bf16_value, "
                "bf16_bits, round_bf16\n")
@@ -318,7 +318,9 @@ def _low_float(eqn, a: list[str]) -> str:
         src = din[0]
         if src in LOW_FLOATS or src == np.float32 or src == np.bool_:
             return f"{_t(dout)}({a[0]})"
-        if src.kind in "iu" and src.itemsize <= 2:  # exact in float32: rounded once
+        if src.kind in "iu" and (src.itemsize <= 2 or dout == np.float16):
+            # exact in float32 (16-bit integers; any integer below 2**24, and float16 is
+            # infinite from 65520 on whatever float32 made of a larger one): rounded once
             return f"{_t(dout)}(np.float32({a[0]}))"
         raise Unsupported(f"convert_element_type from {src} to {dout} (would round twice)")
     if prim is lax.integer_pow_p and dout == np.float16:
@@ -486,7 +488,7 @@ def plan_cluster(cluster, preallocate: bool = False, parallel: bool | None = Non
     for eqn in cluster.eqns:
         for v in list(eqn.invars) + list(eqn.outvars):
             dtype = np.dtype(v.aval.dtype)
-            if dtype in LOW_FLOATS and not into:
+            if dtype in LOW_FLOATS:
                 low = True
             elif dtype not in DTYPES:
                 raise Unsupported(f"{eqn.primitive.name} on {dtype}")

@@ -34,7 +34,13 @@ matrix-vector product) become multiplies that fuse with the accumulation around 
 (:func:`outer_products_as_multiplies`), and bodies are ordered for fusion.
 
 Values are C-contiguous arrays or, for rank 0, numba scalars of the exact dtype (loop
-carries are cast on every assignment, so numba's types never widen).
+carries are cast on every assignment, so numba's types never widen). float16 and bfloat16
+(:data:`codegen.LOW_FLOATS`) arrays are held as their uint16 bit patterns, and their rank-0
+values as float32 scalars (each exactly a float32): every operation on them computes in
+float32 and rounds once to the narrow format, as the cluster kernels do, so a loop's carry is
+rounded at each step exactly where the NumPy backend rounds it (:func:`_bits`,
+:func:`_value` convert at the boundaries: a cluster kernel's scalar operands and results,
+stores into and loads from arrays).
 
 What it cannot express raises :class:`Unsupported` naming the primitive (see
 :data:`NOT_NATIVE` for the documented list); the caller then keeps the per-equation path.
@@ -79,7 +85,8 @@ MATVEC_MAX = 64 * 64
 #: keeps the per-equation path (a Python loop calling the compiled body), with one warning
 NOT_NATIVE = ("gather", "scatter*", "sort", "cumsum/cumprod/cummax/cumlogsumexp", "argmax",
               "argmin", "random_bits", "fft", "linalg", "conv_general_dilated",
-              "reduce_precision", "complex, float16 and bfloat16 dtypes", "callbacks")
+              "reduce_precision", "complex dtypes", "float16/bfloat16 dot_general",
+              "callbacks")
 
 #: host callbacks: a body calling one asks for a host round trip at each step, so the Python
 #: loop around it is the program as written -- kept without a warning (JAX gives none; the
@@ -116,6 +123,34 @@ def _rank(atom) -> int:
     return len(atom.aval.shape)
 
 
+_LOW = codegen.LOW_FLOATS
+
+
+def _st(dtype) -> str:
+    """The element type of an array of ``dtype`` in the kernel (uint16 bits for float16/
+    bfloat16)."""
+    return codegen._storage(np.dtype(dtype))
+
+
+def _bits(expr: str, dtype) -> str:
+    """A rank-0 value of ``dtype`` as an array element or a cluster kernel's scalar operand:
+    float16/bfloat16 values (float32 locals) as their uint16 bits, others as they are."""
+    dtype = np.dtype(dtype)
+    return f"{_LOW[dtype]}_bits({expr})" if dtype in _LOW else expr
+
+
+def _value(expr: str, dtype) -> str:
+    """The inverse of :func:`_bits`: an array element or a cluster kernel's scalar result of
+    ``dtype`` as the kernel's rank-0 value."""
+    dtype = np.dtype(dtype)
+    return f"{_LOW[dtype]}_value({expr})" if dtype in _LOW else expr
+
+
+def _supported(dtype) -> bool:
+    dtype = np.dtype(dtype)
+    return dtype in codegen.DTYPES or dtype in _LOW
+
+
 class _Gen:
     def __init__(self):
         self.count = 0
@@ -139,12 +174,13 @@ class _Gen:
     def const(self, value, aval=None) -> str:
         value = value._host_value() if hasattr(value, "_host_value") else value
         value = np.asarray(value, None if aval is None else aval.dtype)
-        if value.dtype not in codegen.DTYPES:
+        if not _supported(value.dtype):
             raise Unsupported(f"a constant of dtype {value.dtype}")
         if value.ndim == 0:
             return constant(value, value.dtype)
         name = f"kc{len(self.consts)}"
-        self.consts.append(np.ascontiguousarray(value))
+        value = np.ascontiguousarray(value)
+        self.consts.append(value.view(np.uint16) if value.dtype in _LOW else value)
         return name
 
     def atom(self, env: dict, a) -> str:
@@ -164,7 +200,7 @@ class _Gen:
         """Emits ``jaxpr`` with its inputs bound to the expressions ``ins`` (and its constvars
         to ``consts``); returns its outputs' expressions."""
         for v in list(jaxpr.invars) + list(jaxpr.constvars):
-            if np.dtype(v.aval.dtype) not in codegen.DTYPES:
+            if not _supported(v.aval.dtype):
                 raise Unsupported(f"a value of dtype {np.dtype(v.aval.dtype)}")
         env = dict(zip(jaxpr.constvars, consts))
         env.update(zip(jaxpr.invars, ins))
@@ -201,7 +237,7 @@ class _Gen:
         for j in given:
             v = cluster.outputs[j]
             buf = env[v] = self.fresh()
-            lines.append(f"{ind}{buf} = np.empty({_shape(v.aval.shape)}, {_t(v.aval.dtype)})")
+            lines.append(f"{ind}{buf} = np.empty({_shape(v.aval.shape)}, {_st(v.aval.dtype)})")
             self.buffers.append(buf)
             bufs.append(buf)
         # in a loop, the extents of a loop nest are run-time values (the kernel's argument
@@ -211,7 +247,8 @@ class _Gen:
         # extent (16 elements: one vector, no remainder loop)
         opaque = into and len(cluster.shape) >= 2
         extents = [f"{int(n)} * unit" if opaque else str(int(n)) for n in cluster.shape]
-        args = [self.atom(env, a) for a in cluster.inputs] + bufs + extents
+        args = ([self.atom(env, a) if a.aval.shape else _bits(self.atom(env, a), a.aval.dtype)
+                 for a in cluster.inputs] + bufs + extents)
         res = self.fresh("r")
         lines.append(f"{ind}{res} = {name}({', '.join(args)})")
         k = 0
@@ -219,13 +256,14 @@ class _Gen:
             if j in given:
                 continue
             out = env[v] = self.fresh()
-            lines.append(f"{ind}{out} = {res}[{k}]")
+            at = f"{res}[{k}]"
+            lines.append(f"{ind}{out} = {at if v.aval.shape else _value(at, v.aval.dtype)}")
             k += 1
 
     def equation(self, eqn: JaxprEqn, env: dict, lines: list, ind: str) -> None:
         prim = eqn.primitive
         for v in list(eqn.invars) + list(eqn.outvars):
-            if np.dtype(v.aval.dtype) not in codegen.DTYPES:
+            if not _supported(v.aval.dtype):
                 raise Unsupported(f"{prim.name} on {np.dtype(v.aval.dtype)}")
         body = call_body(eqn)
         if body is None and eqn.params.get("call_jaxpr") is not None:
@@ -488,9 +526,9 @@ def _reshape(gen, eqn, ins, lines, ind):
         if alias is not None:
             gen.flat[name] = alias
     if not oshape:
-        expr = f"{x}.ravel()[0]"
+        expr = _value(f"{x}.ravel()[0]", out.aval.dtype)
     elif not ishape:
-        expr = f"np.full({_shape(oshape)}, {x}, {_t(out.aval.dtype)})"
+        expr = f"np.full({_shape(oshape)}, {_bits(x, out.aval.dtype)}, {_st(out.aval.dtype)})"
     else:
         expr = f"{x}.reshape({_shape(oshape)})"
     lines.append(f"{ind}{name} = {expr}")
@@ -537,7 +575,7 @@ def _slice(gen, eqn, ins, lines, ind):
     if gen.buffers is not None and out.aval.shape:
         # in a loop body: a copy into a buffer that _leave_loop moves before the loop
         # when no value of the step outlives it (np.ascontiguousarray allocates per step)
-        lines.append(f"{ind}{name} = np.empty({_shape(out.aval.shape)}, {_t(out.aval.dtype)})")
+        lines.append(f"{ind}{name} = np.empty({_shape(out.aval.shape)}, {_st(out.aval.dtype)})")
         lines.append(f"{ind}{name}[{_index([':'] * len(parts))}] = {ins[0]}[{_index(parts)}]")
         gen.buffers.append(name)
         return [name]
@@ -557,7 +595,7 @@ def _slice_of_concatenate(gen, eqn, concat: str, lines, ind) -> str:
     strides = p.get("strides") or (1,) * len(starts)
     out = eqn.outvars[0]
     name = gen.fresh()
-    lines.append(f"{ind}{name} = np.empty({_shape(out.aval.shape)}, {_t(out.aval.dtype)})")
+    lines.append(f"{ind}{name} = np.empty({_shape(out.aval.shape)}, {_st(out.aval.dtype)})")
     if gen.buffers is not None:
         gen.buffers.append(name)
     lo, hi, offset = int(starts[axis]), int(limits[axis]), 0
@@ -622,8 +660,8 @@ def _pad(gen, eqn, ins, lines, ind):
         raise Unsupported("pad with interior or negative padding")
     out = eqn.outvars[0]
     name = gen.fresh()
-    lines.append(f"{ind}{name} = np.full({_shape(out.aval.shape)}, {ins[1]}, "
-                 f"{_t(out.aval.dtype)})")
+    lines.append(f"{ind}{name} = np.full({_shape(out.aval.shape)}, "
+                 f"{_bits(ins[1], out.aval.dtype)}, {_st(out.aval.dtype)})")
     if not out.aval.shape:
         return [ins[0]]
     parts = [f"{int(lo)}:{int(lo) + int(n)}" for (lo, _, _), n in
@@ -637,11 +675,13 @@ def _iota(gen, eqn, ins, lines, ind):
     shape, dim = tuple(out.aval.shape), int(eqn.params["dimension"])
     dtype = np.dtype(out.aval.dtype)
     name = gen.fresh()
-    lines.append(f"{ind}{name} = np.empty({_shape(shape)}, {_t(dtype)})")
+    lines.append(f"{ind}{name} = np.empty({_shape(shape)}, {_st(dtype)})")
     idx = [gen.fresh("j") for _ in shape]
     for d, (n, i) in enumerate(zip(shape, idx)):
         lines.append(f"{ind}{'    ' * d}for {i} in range({int(n)}):")
-    value = f"({idx[dim]} != 0)" if dtype == np.bool_ else f"{_t(dtype)}({idx[dim]})"
+    value = (f"({idx[dim]} != 0)" if dtype == np.bool_
+             else _bits(f"{_t(dtype)}(np.float32({idx[dim]}))", dtype) if dtype in _LOW
+             else f"{_t(dtype)}({idx[dim]})")
     lines.append(f"{ind}{'    ' * len(shape)}{name}[{_index(idx)}] = {value}")
     return [name]
 
@@ -666,6 +706,8 @@ def _dot_general(gen, eqn, ins, lines, ind):
     dtype = np.dtype(out.aval.dtype)
     if np.dtype(lhs.aval.dtype) != dtype or np.dtype(rhs.aval.dtype) != dtype:
         raise Unsupported("dot_general with mixed dtypes")
+    if dtype in _LOW:
+        raise Unsupported(f"dot_general on {dtype}")
     ls, rs = tuple(lhs.aval.shape), tuple(rhs.aval.shape)
     squeezed = _squeezed_product(gen, eqn, ins, lines, ind)
     if squeezed is not None:
@@ -1032,7 +1074,7 @@ def _scan(gen, eqn, ins, lines, ind):
     for a in body.out_avals[ncarry:]:
         y = gen.fresh("ys")
         row = (math.prod(a.shape),) if a.shape else ()
-        lines.append(f"{ind}{y} = np.empty({_shape((length,) + row)}, {_t(a.dtype)})")
+        lines.append(f"{ind}{y} = np.empty({_shape((length,) + row)}, {_st(a.dtype)})")
         ys.append(y)
         shaped.append((y, (length,) + tuple(a.shape)) if len(a.shape) >= 2 else (y, None))
     saved = _hoist(gen, ins[:nc], [v.aval for v in eqn.invars[:nc]], lines, ind)
@@ -1071,15 +1113,16 @@ def _scan_loop(gen, eqn, ins, carry, ys, init_at, lines, ind, steps: str, copies
         step = it if copies == 1 else f"{it} * {copies} + {k}"
         lines.append(f"{inner}{i} = {length - 1} - ({step})" if reverse else f"{inner}{i} = {step}")
         xs = []
-        for x in ins[nc + ncarry:]:
+        for x, v in zip(ins[nc + ncarry:], eqn.invars[nc + ncarry:]):
             name = gen.fresh("x")
-            lines.append(f"{inner}{name} = {x}[{i}]")
+            row = f"{x}[{i}]"
+            lines.append(f"{inner}{name} = {row if _rank(v) > 1 else _value(row, v.aval.dtype)}")
             xs.append(name)
         res = gen.jaxpr(body.jaxpr, ins[:nc] + carry + xs, lines, inner,
                         _closed_consts(gen, body))
         for y, r, a in zip(ys, res[ncarry:], body.out_avals[ncarry:]):
             if not a.shape:
-                lines.append(f"{inner}{y}[{i}] = {r}")
+                lines.append(f"{inner}{y}[{i}] = {_bits(r, a.dtype)}")
                 continue
             # an array row copied by a loop (numba's slice assignment costs more), flat, into
             # the row's view, over a run-time extent: LLVM then vectorises the copy behind a
@@ -1134,9 +1177,11 @@ def plan_program(jaxpr: Jaxpr) -> WholePlan:
     head = ["@njit(**_OPTIONS)", f"def kernel({', '.join(const_names + params + ['unit'])}):"]
     lines.append(f"    return ({''.join(r + ', ' for r in rets)})")
     lines = _drop_unused(lines, gen.pure)
-    kernels = [src.replace("def kernel(", f"def {name}(", 1)
+    kernels = [src.replace(codegen._LOW_IMPORT, "").replace("def kernel(", f"def {name}(", 1)
                for src, name in gen.kernels.items()]
     source = "\n".join(kernels + ["\n".join(head + lines)]) + "\n"
+    if "f16_" in source or "bf16_" in source:  # (float16/bfloat16 values: the conversions)
+        source = codegen._LOW_IMPORT + source
 
     arg_types: list = []
     call: list[str] = []
@@ -1146,19 +1191,25 @@ def plan_program(jaxpr: Jaxpr) -> WholePlan:
         wrapper_globals[f"_K{i}"] = c
         call.append(f"_K{i}")
         arg_types.append(("rarray", c.dtype, c.ndim))
+    wrapper_globals.update(_U16=np.uint16, _F32=np.float32)
     for p, v in zip(params, jaxpr.invars):
         dtype = np.dtype(v.aval.dtype)
+        low = dtype in _LOW  # arrays as their bits, scalars as float32 values (exact)
         if v.aval.shape:
-            call.append(f"_asc({p})")
-            arg_types.append(("rarray", dtype, len(v.aval.shape)))
+            call.append(f"_asc({p}).view(_U16)" if low else f"_asc({p})")
+            arg_types.append(("rarray", np.dtype(np.uint16) if low else dtype,
+                              len(v.aval.shape)))
         else:
-            call.append(f"{p}[()]")
-            arg_types.append(("scalar", dtype))
+            call.append(f"_F32({p}[()])" if low else f"{p}[()]")
+            arg_types.append(("scalar", np.dtype(np.float32) if low else dtype))
     call.append("1")  # unit
     arg_types.append(("int",))
     results = []
     for j, a in enumerate(out_avals):
-        if a.shape:
+        if a.shape and np.dtype(a.dtype) in _LOW:  # uint16 bits, viewed as the format
+            wrapper_globals[f"_D{j}"] = np.dtype(a.dtype)
+            results.append(f"r[{j}].view(_D{j})")
+        elif a.shape:
             results.append(f"r[{j}]")
         else:
             wrapper_globals[f"_T{j}"] = np.dtype(a.dtype).type

@@ -1,0 +1,109 @@
+"""float16 and bfloat16 carries and per-step inputs in the Numba backend's native loops
+(:mod:`plax_numba.wholegen`): ``scan``, ``fori_loop`` and ``while_loop`` over them compile as
+one njit function instead of the Python loop around compiled bodies. Arrays of them live as
+uint16 bit patterns and rank-0 values as float32 locals, and every operation rounds once to
+the narrow format, so each step's carry is the NumPy backend's bit for bit (the reference
+rounds at every step too; a loop that kept float32 carries would drift from it within a few
+steps, which the long accumulations below would show).
+"""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import plax
+from plax import lax, numpy as jnp
+from plax.dtypes import bfloat16
+from plax.lowering import PlaxFallbackWarning
+
+from numba_vs_numpy import assert_bits_equal
+
+LOW = [np.dtype(np.float16), np.dtype(bfloat16)]
+_NAME = {np.dtype(np.float16): "f16", np.dtype(bfloat16): "bf16"}
+
+
+def _run_both(f, *args):
+    """``f`` jitted on the Numba backend (no fallback or not-native warning allowed) and on
+    the NumPy backend: the leaves of each, and the Numba program's text."""
+    jf = plax.jit(f, backend="numba")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PlaxFallbackWarning)
+        warnings.filterwarnings("error", message=".*native.*")
+        got = jf(*args)
+    want = plax.jit(f, backend="numpy")(*args)
+    leaves = plax.tree_util.tree_leaves
+    return ([np.asarray(x) for x in leaves(got)], [np.asarray(x) for x in leaves(want)],
+            jf.lower(*args).compile().as_text())
+
+
+def _same(got, want):
+    for g, w in zip(got, want):
+        assert g.dtype == w.dtype, (g.dtype, w.dtype)
+        if g.dtype == bfloat16:  # (kind "V": compared through float32, which holds it exactly)
+            g, w = g.astype(np.float32), w.astype(np.float32)
+        assert_bits_equal(g, w)
+
+
+def _cell(carry, x):
+    h, s = carry
+    h = jnp.tanh(h * 0.75 + x) * 1.5        # array carry, rounded each step
+    s = s + x.sum() * 0.01 + 0.1            # scalar carry: a reduction and a long sum
+    return (h, s), (h * 2.0, s)             # a stacked array and a stacked scalar
+
+
+@pytest.mark.parametrize("dtype,reverse", [(LOW[0], False), (LOW[1], True)], ids=str)
+def test_scan_with_narrow_carries_is_native_and_bit_equal(dtype, reverse):
+    xs = np.random.default_rng(0).standard_normal((300, 8)).astype(dtype)
+    h, s = np.zeros(8, dtype), np.asarray(0.5, dtype)
+
+    def f(h, s, xs):
+        return lax.scan(_cell, (h, s), xs, reverse=reverse)
+    got, want, text = _run_both(f, h, s, xs)
+    assert "for it" in text and "def kernel" in text, text  # one native loop
+    assert f"{_NAME[dtype]}_bits(" in text and "np.uint16" in text
+    _same(got, want)
+
+
+@pytest.mark.parametrize("dtype", LOW, ids=str)
+def test_fori_and_while_loops_with_narrow_carries(dtype):
+    def f(x, t):
+        def body(i, c):
+            v, acc = c
+            # (int32 -> float16 is one rounding through float32; bfloat16 would round
+            # twice above 2**24, so it converts from int16)
+            k = i if v.dtype == jnp.float16 else i.astype(jnp.int16)
+            v = v * 0.5 + jnp.sin(v) + k.astype(v.dtype) * 0.125
+            return v, acc + v.max() * 0.01
+        v, acc = lax.fori_loop(0, 200, body, (x, t))
+
+        def cond(c):
+            return c[1] < 300.0
+
+        def grow(c):
+            return c[0] * 1.01, c[1] * 1.1 + 1.0
+        w, u = lax.while_loop(cond, grow, (v, acc))
+        return v, acc, w, u
+    x = np.linspace(-2, 2, 16).astype(dtype)
+    got, want, text = _run_both(f, x, np.asarray(0.0, dtype))
+    assert "while True:" in text and "for it" in text, text
+    _same(got, want)
+
+
+@pytest.mark.parametrize("dtype", [LOW[1]], ids=str)
+def test_scan_structural_ops_on_narrow_arrays(dtype):
+    # slices, concatenation, padding, reshapes and dynamic slices of uint16 bit arrays, a
+    # scalar pulled out of an array and broadcast back, an iota of the format
+    def f(c, xs):
+        def step(c, x):
+            r = jnp.concatenate([c[1:], c[:1] * 2.0])
+            r = r + lax.dynamic_slice(x, (1,), (6,))
+            r = r + jnp.pad(x[2:6], (1, 1), constant_values=0.25) + jnp.arange(6, dtype=dtype)
+            first = r.reshape(2, 3)[0, 0]
+            return r.reshape(2, 3).T.reshape(6) * 0.5 + first, first
+        return lax.scan(step, c, xs)
+    xs = np.random.default_rng(1).standard_normal((40, 8)).astype(dtype)
+    got, want, text = _run_both(f, np.ones(6, dtype), xs)
+    assert "for it" in text
+    _same(got, want)
