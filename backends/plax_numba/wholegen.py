@@ -52,6 +52,7 @@ reductions) and of small ``dot_general`` products (summation order, see
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 
@@ -144,6 +145,10 @@ def _value(expr: str, dtype) -> str:
     ``dtype`` as the kernel's rank-0 value."""
     dtype = np.dtype(dtype)
     return f"{_LOW[dtype]}_value({expr})" if dtype in _LOW else expr
+
+
+#: a call of :mod:`plax_numba.scalar`'s float16/bfloat16 conversions in generated source
+_USES_LOW = re.compile(r"\b(?:round_b?f16|b?f16_(?:bits|value))\(")
 
 
 def _supported(dtype) -> bool:
@@ -1180,7 +1185,7 @@ def plan_program(jaxpr: Jaxpr) -> WholePlan:
     kernels = [src.replace(codegen._LOW_IMPORT, "").replace("def kernel(", f"def {name}(", 1)
                for src, name in gen.kernels.items()]
     source = "\n".join(kernels + ["\n".join(head + lines)]) + "\n"
-    if "f16_" in source or "bf16_" in source:  # (float16/bfloat16 values: the conversions)
+    if _USES_LOW.search(source):  # (float16/bfloat16 values: their conversions)
         source = codegen._LOW_IMPORT + source
 
     arg_types: list = []

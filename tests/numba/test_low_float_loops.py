@@ -107,3 +107,15 @@ def test_scan_structural_ops_on_narrow_arrays(dtype):
     got, want, text = _run_both(f, np.ones(6, dtype), xs)
     assert "for it" in text
     _same(got, want)
+
+
+@pytest.mark.parametrize("dtype", LOW, ids=str)
+def test_cond_on_narrow_scalars(dtype):
+    # only rank-0 values: the kernel rounds (round_f16/round_bf16) but never converts bits,
+    # and still imports the conversions
+    def f(x, y):
+        return lax.cond(x > y, lambda a, b: a * 3.0 - b, lambda a, b: (a - 1.0) / b, x, y)
+    for x in (np.asarray(1.3, dtype), np.asarray(-0.7, dtype)):
+        got, want, text = _run_both(f, x, np.asarray(0.1, dtype))
+        assert "if " in text, text
+        _same(got, want)
