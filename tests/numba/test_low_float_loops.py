@@ -119,3 +119,31 @@ def test_cond_on_narrow_scalars(dtype):
         got, want, text = _run_both(f, x, np.asarray(0.1, dtype))
         assert "if " in text, text
         _same(got, want)
+
+
+def test_round_f16_equals_the_bit_form_everywhere():
+    # round_f16 rounds in float32 arithmetic (fast in loops that do not vectorise): the same
+    # bits as NumPy's float16 cast on every float16 value, the midpoints between neighbours
+    # and the float32s next to them, random float32 patterns and the specials
+    from numba import njit
+    from plax_numba.scalar import round_f16
+
+    @njit(error_model="numpy")
+    def run(x):
+        out = np.empty_like(x)
+        for i in range(x.size):
+            out[i] = round_f16(x[i])
+        return out
+    exact = np.arange(1 << 16, dtype=np.uint16).view(np.float16).astype(np.float32)
+    fin = np.sort(exact[np.isfinite(exact)])
+    mid = ((fin[:-1].astype(np.float64) + fin[1:]) / 2).astype(np.float32)
+    rnd = np.random.default_rng(1).integers(0, 1 << 32, 500_000, dtype=np.uint64)
+    x = np.concatenate([exact, mid, np.nextafter(mid, np.float32(np.inf)),
+                        np.nextafter(mid, -np.float32(np.inf)),
+                        rnd.astype(np.uint32).view(np.float32),
+                        np.float32([65519.99, 65520.0, -65520.0, 65536.0, 3.4e38, -3.4e38,
+                                    np.inf, -np.inf, 0.0, -0.0, 1e-45, -1e-45])])
+    got = run(x)
+    with np.errstate(all="ignore"):
+        want = x.astype(np.float16).astype(np.float32)
+    assert_bits_equal(got, want)
