@@ -1,0 +1,237 @@
+"""Loads compiled kernels into the program's process without importing numba.
+
+The compile worker writes, beside numba's cache entry, a kernel's native artifact
+(:mod:`plax_numba.native_emit`): object code and a CPython ``METH_FASTCALL`` entry point.
+This module links it with llvmlite's MCJIT (``import llvmlite.binding``: ~45 ms, against
+numba's ~300 ms and the ~50k objects its import allocates) and wraps the entry point as a
+builtin function (``PyCFunction_NewEx`` through ctypes), which the step calls as it called
+numba's compiled entry point: the same arguments, no dispatcher, a smaller per-call cost.
+
+The kernels' few references into numba's C helpers (``numba_gil_ensure``,
+``NRT_MemInfo_call_dtor``, ... on their error paths) are resolved from numba's helper
+extension modules, loaded as shared objects (their init functions run; numba's Python
+package is not imported). A kernel whose artifact is missing, of another format, or names a
+symbol nothing resolves is not loaded here: :func:`load` returns None, counts why in
+:data:`fallbacks`, and the caller loads it through numba as before: never a wrong result.
+``PLAX_NUMBA_NATIVE=0`` turns the loader off.
+"""
+from __future__ import annotations
+
+import ctypes
+import glob
+import importlib.machinery
+import importlib.util
+import os
+import pickle
+import sys
+import threading
+
+#: kernels loaded here, and why the others were not (reason -> count; tests read them)
+stats = {"loaded": 0}
+fallbacks: dict = {}
+
+_lock = threading.RLock()
+_ready: list = []        # [llvm binding module, target machine] once set up; [] before
+_unusable: list = []     # why the loader cannot work in this process (set once)
+_keep: list = []         # engines and method definitions: alive as long as the process
+
+
+def enabled() -> bool:
+    """Whether kernels load through this module (``PLAX_NUMBA_NATIVE``, default on)."""
+    return os.environ.get("PLAX_NUMBA_NATIVE", "1").strip().lower() not in (
+        "0", "false", "no", "off")
+
+
+def _fallback(reason: str) -> None:
+    fallbacks[reason] = fallbacks.get(reason, 0) + 1
+
+
+class _MethodDef(ctypes.Structure):
+    _fields_ = [("ml_name", ctypes.c_char_p), ("ml_meth", ctypes.c_void_p),
+                ("ml_flags", ctypes.c_int), ("ml_doc", ctypes.c_char_p)]
+
+
+_METH_FASTCALL = 0x80
+
+
+def _numba_extension(name: str, pattern: str):
+    """Numba's C extension ``name`` (a dotted name under the ``numba`` package) initialised
+    from its file, without importing numba's Python package (not put in ``sys.modules``;
+    numba's own import later shares the same shared object and module state)."""
+    spec = importlib.util.find_spec("numba")
+    if spec is None or not spec.submodule_search_locations:
+        raise ImportError("numba is not installed")
+    root = list(spec.submodule_search_locations)[0]
+    paths = glob.glob(os.path.join(root, pattern))
+    if not paths:
+        raise ImportError(f"numba's {name} extension is missing ({pattern})")
+    loader = importlib.machinery.ExtensionFileLoader(name, paths[0])
+    module = loader.create_module(importlib.util.spec_from_file_location(
+        name, paths[0], loader=loader))
+    loader.exec_module(module)
+    return module
+
+
+def _layout_matches() -> bool:
+    """Whether this NumPy's array and descriptor structs have the field offsets the entry
+    points read (:mod:`plax_numba.native_emit`)."""
+    import numpy as np
+    from plax_numba import native_emit as e
+    a = np.zeros((3, 5), np.float32)
+    read = lambda addr, t: t.from_address(addr).value  # noqa: E731
+    base = id(a)
+    dims = read(base + e.ARRAY_DIMS, ctypes.c_void_p)
+    if (read(base + e.ARRAY_DATA, ctypes.c_void_p) != a.ctypes.data
+            or read(base + e.ARRAY_NDIM, ctypes.c_int) != 2
+            or (read(dims, ctypes.c_ssize_t), read(dims + 8, ctypes.c_ssize_t)) != (3, 5)
+            or read(base + e.ARRAY_DESCR, ctypes.c_void_p) != id(a.dtype)
+            or (read(base + e.ARRAY_FLAGS, ctypes.c_int) & e.C_CONTIGUOUS_ALIGNED
+                != e.C_CONTIGUOUS_ALIGNED)
+            or read(id(a.dtype) + e.DESCR_TYPE_NUM, ctypes.c_int) != a.dtype.num):
+        return False
+    b = a[:, 1:]
+    return not read(id(b) + e.ARRAY_FLAGS, ctypes.c_int) & 1
+
+
+def _set_up() -> bool:
+    """LLVM's native target and numba's C helpers' symbols, once per process; False (with
+    the reason in :data:`_unusable`) where that cannot be done."""
+    if _ready:
+        return True
+    if _unusable:
+        return False
+    try:
+        if sys.maxsize < 2 ** 32 or sys.byteorder != "little" or not sys.platform.startswith(
+                "linux"):
+            raise RuntimeError("only 64-bit little-endian Linux is supported")
+        if not _layout_matches():
+            raise RuntimeError("NumPy's array struct layout differs from the expected one")
+        import llvmlite.binding as llvm
+        llvm.initialize_native_target()
+        llvm.initialize_native_asmprinter()
+        if "numba" in sys.modules:
+            # numba registered its helpers itself (same addresses); make sure of NRT's
+            from numba.core.runtime import _nrt_python as nrt
+            from numba import _helperlib as helperlib
+        else:
+            nrt = _numba_extension("numba.core.runtime._nrt_python",
+                                   "core/runtime/_nrt_python*.so")
+            helperlib = _numba_extension("numba._helperlib", "_helperlib*.so")
+        # the names numba registers them under (numba.core.runtime.nrt, numba.core.base)
+        for name, address in nrt.c_helpers.items():
+            llvm.add_symbol(name if name.startswith("_") else "NRT_" + name, address)
+        for name, address in helperlib.c_helpers.items():
+            llvm.add_symbol("numba_" + name, address)
+        target = llvm.Target.from_default_triple()
+        machine = target.create_target_machine(codemodel="jitdefault", jit=True)
+        _ready[:] = [llvm, machine]
+        return True
+    except Exception as err:  # noqa: BLE001 - every kernel then loads through numba
+        _unusable.append(f"{type(err).__name__}: {err}")
+        return False
+
+
+def _resolve(llvm, name: str) -> bool:
+    """Whether LLVM's linker can resolve ``name``: an exception class (``PyExc_*``, the class
+    itself, as numba registers it), registered already (numba's helpers, :func:`_set_up`), or
+    exported by the process or a library it loaded globally (the Python C API, libm), which
+    is then registered."""
+    if name.startswith("PyExc_"):
+        # numba's convention (numba.core.base): the symbol is the exception class itself
+        import builtins
+        cls = getattr(builtins, name[len("PyExc_"):], None)
+        if not (isinstance(cls, type) and issubclass(cls, BaseException)):
+            return False
+        llvm.add_symbol(name, id(cls))
+        return True
+    if llvm.address_of_symbol(name):
+        return True
+    try:
+        address = ctypes.addressof(ctypes.c_char.in_dll(ctypes.pythonapi, name))
+    except ValueError:  # dlsym found nothing
+        return False
+    llvm.add_symbol(name, address)
+    return True
+
+
+class NativeKernel:
+    """A kernel linked by this module: ``function`` is its entry point, a builtin function
+    taking the kernel's arguments (what numba's compiled entry point takes)."""
+
+    def __init__(self, function, path: str):
+        self.function, self.path = function, path
+
+    def __repr__(self) -> str:
+        return f"NativeKernel({os.path.basename(self.path)})"
+
+
+def load(path: str) -> NativeKernel | None:
+    """Links the native artifact at ``path`` into this process; None (counted in
+    :data:`fallbacks`) if it is absent or cannot be loaded here.
+
+    Args:
+      path: the artifact's path (:func:`plax_numba.native_emit.artifact_path`).
+
+    Returns:
+      The :class:`NativeKernel`, or None: load the kernel through numba instead.
+
+    Example::
+
+      kernel = load(native_emit.artifact_path(marker))
+      if kernel is not None:
+          kernel.function(x, out, x.size)
+    """
+    if not enabled():
+        return None
+    try:
+        with open(path, "rb") as f:
+            artifact = pickle.load(f)
+    except FileNotFoundError:
+        _fallback("no native artifact (a kernel kind it does not cover)")
+        return None
+    except Exception:  # noqa: BLE001 - a damaged file: numba's cache still has the kernel
+        _fallback("unreadable native artifact")
+        return None
+    from plax_numba import native_emit
+    if not isinstance(artifact, dict) or artifact.get("format") != native_emit.FORMAT:
+        _fallback("native artifact of another format")
+        return None
+    if "unsupported" in artifact:
+        _fallback(artifact["unsupported"])
+        return None
+    with _lock:
+        if not _set_up():
+            _fallback(f"loader unavailable: {_unusable[0]}")
+            return None
+        llvm, machine = _ready
+        missing = [s for s in artifact["undefined"] if not _resolve(llvm, s)]
+        if missing:
+            _fallback(f"unresolved symbols: {' '.join(missing[:5])}")
+            return None
+        try:
+            engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), machine)
+            for obj in artifact["objects"]:
+                engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
+            engine.finalize_object()
+            entry = engine.get_function_address(artifact["entry"])
+            slot = engine.get_global_value_address(artifact["entry"] + "_ndarray_type")
+            if not entry or not slot:
+                raise RuntimeError("entry point not found in the linked object")
+        except Exception as err:  # noqa: BLE001 - numba's own loading still works
+            _fallback(f"link failed: {type(err).__name__}")
+            return None
+        import numpy as np
+        ctypes.c_void_p.from_address(slot).value = id(np.ndarray)
+        for gname, dtype in artifact["descrs"].items():  # the results' dtype objects
+            descr = np.dtype(dtype)
+            ctypes.c_void_p.from_address(engine.get_global_value_address(gname)).value = \
+                id(descr)
+            _keep.append(descr)
+        method = _MethodDef(artifact["entry"].encode(), entry, _METH_FASTCALL, None)
+        new = ctypes.pythonapi.PyCFunction_NewEx
+        new.argtypes, new.restype = [ctypes.c_void_p, ctypes.py_object, ctypes.c_void_p], \
+            ctypes.py_object
+        function = new(ctypes.addressof(method), None, None)
+        _keep.append((engine, method))
+        stats["loaded"] += 1
+        return NativeKernel(function, path)

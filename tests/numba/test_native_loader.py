@@ -1,0 +1,192 @@
+"""The numba-free kernel loader (issue 26, item 2): kernels the compile worker emits as native
+object code (:mod:`plax_numba.native_emit`) load in the program's process with llvmlite alone
+(:mod:`plax_numba.native_loader`). Values are checked against NumPy float64 and the NumPy
+backend; no timing is asserted. Processes that must not import numba run as children."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+_KERNEL = '''
+@njit(**_OPTIONS)
+def kernel(a, s, b, n):
+    o = np.empty(n, np.float32)
+    acc = 0.0
+    for i in range(n):
+        o[i] = np.float32(np.exp(a[i]) * s)
+        acc += o[i]
+    return o, np.float32(acc), b
+'''
+_ARG_TYPES = [("array", np.dtype(np.float32), 1), ("scalar", np.dtype(np.float32)),
+              ("rarray", np.dtype(np.int32), 2), ("int",)]
+
+
+def _run(code: str, env: dict) -> dict:
+    """Runs ``code`` in a fresh interpreter (this one's ``sys.path``); returns the JSON its
+    last output line prints."""
+    full = dict(os.environ, **env)
+    full["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+    for k in ("PLAX_NUMBA_SYNC", "PLAX_NUMBA_WORKERS", "PLAX_NUMBA_NATIVE"):
+        if k not in env:
+            full.pop(k, None)
+    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=full,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture
+def emitted(tmp_path):
+    """A kernel allocating its result (numba's runtime), returning an array, a scalar and
+    one of its inputs, emitted as the worker does; its module text and artifact path."""
+    from plax_numba import cache, native_emit
+    old = cache._dir
+    cache._dir = str(tmp_path)
+    try:
+        text = cache.module_source(_KERNEL, ["exp", "mul"])
+        cache.compile_for_cache(text, _ARG_TYPES, native=True)
+        path = native_emit.artifact_path(cache._marker(text, _ARG_TYPES))
+    finally:
+        cache._dir = old
+    return tmp_path, path
+
+
+def test_loads_without_numba_and_matches_numpy(emitted):
+    directory, path = emitted
+    out = _run(f"""
+        import json, sys
+        import numpy as np
+        from plax_numba import native_loader
+        k = native_loader.load({path!r})
+        a = np.linspace(-2, 2, 1001, dtype=np.float32)
+        b = np.arange(6, dtype=np.int32).reshape(2, 3)
+        o, total, same = k.function(a, np.float32(1.5), b, a.size)
+        for _ in range(200):  # results own their memory: nothing freed early, nothing leaked
+            k.function(a, np.float32(1.5), b, a.size)
+        print(json.dumps({{"o": o.tolist(), "dtype": str(o.dtype), "total": float(total),
+                          "same": same is b, "numba": "numba" in sys.modules,
+                          "fallbacks": native_loader.fallbacks}}))
+        """, {})
+    assert not out["numba"] and out["fallbacks"] == {}
+    a = np.linspace(-2, 2, 1001, dtype=np.float32)
+    want = np.exp(a.astype(np.float64)) * 1.5
+    assert out["dtype"] == "float32"
+    np.testing.assert_allclose(out["o"], want, rtol=3e-7 * 4)
+    np.testing.assert_allclose(out["total"], want.sum(), rtol=1e-5)
+    assert out["same"]  # an input returned as it is: the same object, as numba returns it
+
+
+def test_wrong_arguments_raise_type_error_not_wrong_results(emitted):
+    from plax_numba import native_loader
+    _, path = emitted
+    kernel = native_loader.load(path)
+    assert kernel is not None, native_loader.fallbacks
+    a = np.linspace(-2, 2, 64, dtype=np.float32)
+    b = np.zeros((2, 3), np.int32)
+    for bad in [(a.astype(np.float64), np.float32(1), b, 64),   # dtype
+                (a[::2], np.float32(1), b, 32),                  # not contiguous
+                (a.reshape(8, 8), np.float32(1), b, 64),         # rank
+                (list(a), np.float32(1), b, 64),                 # not an array
+                (a, np.float32(1), b)]:                          # argument count
+        with pytest.raises(TypeError, match="compiled for"):
+            kernel.function(*bad)
+    with pytest.raises(TypeError):
+        kernel.function(a, "1.5", b, 64)
+
+
+def test_unloadable_artifacts_fall_back_and_are_counted(tmp_path, emitted):
+    import pickle
+    from plax_numba import native_emit, native_loader
+    assert native_loader.load(str(tmp_path / "absent.native")) is None
+    _, path = emitted
+    with open(path, "rb") as f:
+        artifact = pickle.load(f)
+    broken = dict(artifact, undefined=artifact["undefined"] + ["plax_no_such_symbol"])
+    odd = tmp_path / "odd.native"
+    odd.write_bytes(pickle.dumps(broken))
+    before = dict(native_loader.fallbacks)
+    assert native_loader.load(str(odd)) is None  # never linked: LLVM would abort on it
+    reasons = [k for k in native_loader.fallbacks if native_loader.fallbacks[k] !=
+               before.get(k, 0)]
+    assert any("plax_no_such_symbol" in r for r in reasons)
+    native_emit.not_emitted(str(odd), native_emit.NotEmitted("a kernel kind"))
+    assert native_loader.load(str(odd)) is None
+    assert native_loader.fallbacks.get("a kernel kind") == 1
+
+
+def test_undefined_symbols_are_read_from_the_object(emitted):
+    import pickle
+    from plax_numba import native_emit
+    _, path = emitted
+    with open(path, "rb") as f:
+        artifact = pickle.load(f)
+    undefined, defined = native_emit.symbols(artifact["objects"][1])
+    assert artifact["entry"] in defined and "PyTuple_New" in undefined
+    assert "NRT_MemInfo_alloc_aligned" in artifact["undefined"]  # np.empty: numba's runtime
+    with pytest.raises(native_emit.NotEmitted):
+        native_emit.symbols(b"not an object")
+
+
+_MLP_STEP = """
+    import json, os, sys, time
+    import numpy as np
+    import plax
+    from plax import numpy as jnp
+    from plax_numba import cache, native_loader, tiered
+
+    def loss(params, x, y):
+        h = x
+        for w, b in params[:-1]:
+            h = jnp.tanh(h @ w + b)
+        w, b = params[-1]
+        return jnp.mean((h @ w + b - y) ** 2)
+
+    def step(params, x, y):
+        grads = plax.grad(loss)(params, x, y)
+        return [(w - 0.1 * gw, b - 0.1 * gb) for (w, b), (gw, gb) in zip(params, grads)]
+
+    rng = np.random.default_rng(0)
+    sizes = [(12, 16), (16, 3)]
+    params = [(rng.standard_normal(s).astype(np.float32) * 0.3,
+               rng.standard_normal(s[1]).astype(np.float32) * 0.1) for s in sizes]
+    x = rng.standard_normal((5, 12)).astype(np.float32)
+    y = rng.standard_normal((5, 3)).astype(np.float32)
+    backend = os.environ["BACKEND"]
+    f = plax.jit(step, backend=backend)
+    out = f(params, x, y)
+    if backend == "numba":
+        deadline = time.monotonic() + 300
+        while not tiered.wait_idle(0) and time.monotonic() < deadline:
+            out = f(params, x, y)
+        out = f(params, x, y)
+    flat = [np.asarray(a).tolist() for pair in out for a in pair]
+    print(json.dumps({"out": flat, "numba": "numba" in sys.modules,
+                      "native": native_loader.stats["loaded"],
+                      "fallbacks": native_loader.fallbacks,
+                      "loaded": cache.load_stats["loaded"]}))
+"""
+
+
+def test_warm_start_runs_fast_path_without_importing_numba(tmp_path):
+    # First process: the worker compiles the MLP step's kernels into an empty cache and this
+    # process loads them natively. Second process, the cache warm: the kernels load when the
+    # program is built, and numba is never imported. Third, PLAX_NUMBA_NATIVE=0: the same
+    # kernels load through numba. Values equal the NumPy backend's.
+    env = {"PLAX_NUMBA_CACHE_DIR": str(tmp_path), "PLAX_NUMBA_COMPILE_AFTER": "1"}
+    cold = _run(_MLP_STEP, dict(env, BACKEND="numba"))
+    warm = _run(_MLP_STEP, dict(env, BACKEND="numba"))
+    off = _run(_MLP_STEP, dict(env, BACKEND="numba", PLAX_NUMBA_NATIVE="0"))
+    ref = _run(_MLP_STEP, dict(env, BACKEND="numpy"))
+    for run in (cold, warm):
+        assert not run["numba"], run
+        assert run["fallbacks"] == {} and run["native"] >= 1 and run["native"] == run["loaded"]
+    assert off["numba"] and off["native"] == 0 and off["loaded"] >= 1
+    for run in (cold, warm, off):
+        for got, want in zip(run["out"], ref["out"]):
+            np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-6)
