@@ -29,12 +29,11 @@ import struct
 import numpy as np
 
 #: bumped when the artifact's layout or the entry point's IR changes (old files are ignored)
-FORMAT = 2
+FORMAT = 3
 
-#: symbols whose presence means the kernel runs numba's parallel scheduler (its threading
-#: layer is not started by the loader)
-_UNSUPPORTED_PREFIXES = ("do_scheduling", "numba_parallel", "get_num_threads",
-                         "set_num_threads", "set_parallel_chunksize", "get_thread_id")
+#: symbols whose presence means the kernel needs what the loader does not set up (none at
+#: present: numba's runtime and threading layer are, :mod:`plax_numba.native_loader`)
+_UNSUPPORTED_PREFIXES: tuple = ()
 
 # PyArrayObject / PyArray_Descr field offsets (64-bit CPython, NumPy 1.x and 2.x); the loader
 # checks them against the running NumPy before using an entry point
@@ -68,8 +67,6 @@ def emit(text: str, arg_types: list, path: str) -> None:
 
       emit(text, plan.arg_types, artifact_path(marker))
     """
-    if "prange(" in text:
-        raise NotEmitted("a parallel kernel (numba's threading layer)")
     from plax_numba import cache
     kernel = cache.load_kernel(text)
     overload = kernel.overloads.get(cache.numba_signature(arg_types))
@@ -81,7 +78,7 @@ def emit(text: str, arg_types: list, path: str) -> None:
     entry_object, descrs = _entry_object(name, kernel.targetctx, overload, arg_types)
     (u1, d1), (u2, d2) = symbols(kernel_object), symbols(entry_object)
     undefined = sorted((set(u1) | set(u2)) - set(d1) - set(d2))
-    bad = [s for s in undefined if s.startswith(_UNSUPPORTED_PREFIXES)]
+    bad = [s for s in undefined if _UNSUPPORTED_PREFIXES and s.startswith(_UNSUPPORTED_PREFIXES)]
     if bad:
         raise NotEmitted(f"the kernel needs what the loader does not set up ({', '.join(bad)})")
     _write(path, {"format": FORMAT, "objects": [kernel_object, entry_object], "entry": name,

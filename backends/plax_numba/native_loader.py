@@ -131,11 +131,101 @@ def _set_up() -> bool:
         return False
 
 
+#: the threading layer's entry points parallel kernels call (numba.np.ufunc.parallel
+#: registers the same names)
+_PARALLEL_SYMBOLS = {
+    "numba_parallel_for": "parallel_for", "do_scheduling_signed": "do_scheduling_signed",
+    "do_scheduling_unsigned": "do_scheduling_unsigned", "allocate_sched": "allocate_sched",
+    "deallocate_sched": "deallocate_sched", "get_num_threads": "get_num_threads",
+    "set_num_threads": "set_num_threads", "get_thread_id": "get_thread_id",
+    "set_parallel_chunksize": "set_parallel_chunksize",
+    "get_parallel_chunksize": "get_parallel_chunksize", "get_sched_size": "get_sched_size"}
+_threads: dict = {}   # "layer", "get", "set": the threading layer started here
+
+
+def _tbb_usable() -> bool:
+    """Whether TBB is present and new enough for numba's TBB layer (numba's own check)."""
+    try:
+        lib = ctypes.CDLL("libtbb.so.12")
+        version = lib.TBB_runtime_interface_version
+        version.restype = ctypes.c_int
+        return version() >= 12060
+    except (OSError, AttributeError):
+        return False
+
+
+def _start_threads(llvm) -> None:
+    """Starts numba's threading layer for parallel kernels and registers its entry points,
+    as ``numba.np.ufunc.parallel._launch_threads`` does: the layer ``NUMBA_THREADING_LAYER``
+    names (default: TBB if usable, else OpenMP, else the workqueue), with
+    ``NUMBA_NUM_THREADS`` threads (default: the CPUs this process may run on). When numba is
+    imported, numba starts it itself."""
+    if _threads:
+        return
+    if "numba" in sys.modules:
+        import numba
+        from numba.np.ufunc.parallel import _launch_threads
+        _launch_threads()
+        _threads.update(layer=numba.threading_layer(), get=numba.get_num_threads,
+                        set=numba.set_num_threads)
+        return
+    wanted = os.environ.get("NUMBA_THREADING_LAYER", "default").strip().lower() or "default"
+    order = {"default": ["tbb", "omp", "workqueue"], "tbb": ["tbb"], "omp": ["omp"],
+             "workqueue": ["workqueue"], "safe": ["tbb"], "threadsafe": ["tbb", "omp"],
+             "forksafe": ["tbb", "workqueue"]}.get(wanted)
+    if order is None:
+        raise RuntimeError(f"NUMBA_THREADING_LAYER={wanted} is not one the loader starts")
+    lib = None
+    for layer in order:
+        if layer == "tbb" and not _tbb_usable():
+            continue
+        module = "workqueue" if layer == "workqueue" else f"{layer}pool"
+        try:
+            lib = _numba_extension(f"numba.np.ufunc.{module}", f"np/ufunc/{module}*.so")
+            break
+        except ImportError:
+            continue
+    if lib is None:
+        raise RuntimeError(f"no threading layer among {order} could be loaded")
+    for symbol, attr in _PARALLEL_SYMBOLS.items():
+        llvm.add_symbol(symbol, getattr(lib, attr))
+    try:
+        threads = int(os.environ.get("NUMBA_NUM_THREADS", "") or 0)
+    except ValueError:
+        threads = 0
+    if threads <= 0:
+        threads = max(1, len(os.sched_getaffinity(0)))
+    ctypes.CFUNCTYPE(None, ctypes.c_int)(lib.launch_threads)(threads)
+    set_threads = ctypes.CFUNCTYPE(None, ctypes.c_int)(lib.set_num_threads)
+    set_threads(threads)
+    _threads.update(layer=layer, get=ctypes.CFUNCTYPE(ctypes.c_int)(lib.get_num_threads),
+                    set=set_threads, module=lib)
+
+
+def thread_count_functions():
+    """``(get, set)``: the calling thread's count of threads for parallel kernels, as
+    ``numba.get_num_threads``/``numba.set_num_threads`` (numba's when numba is imported,
+    else the threading layer's this module started); None when no layer was started."""
+    if "numba" in sys.modules:
+        import numba
+        return numba.get_num_threads, numba.set_num_threads
+    if not _threads:
+        return None
+    return _threads["get"], _threads["set"]
+
+
 def _resolve(llvm, name: str) -> bool:
     """Whether LLVM's linker can resolve ``name``: an exception class (``PyExc_*``, the class
     itself, as numba registers it), registered already (numba's helpers, :func:`_set_up`), or
     exported by the process or a library it loaded globally (the Python C API, libm), which
     is then registered."""
+    if name in _PARALLEL_SYMBOLS:
+        try:
+            _start_threads(llvm)
+        except Exception as err:  # noqa: BLE001 - this kernel loads through numba instead
+            _fallback(f"threading layer not started: {err}")
+            return False
+        return True
     if name.startswith("PyExc_"):
         # numba's convention (numba.core.base): the symbol is the exception class itself
         import builtins

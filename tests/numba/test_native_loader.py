@@ -82,6 +82,51 @@ def test_loads_without_numba_and_matches_numpy(emitted):
     assert out["same"]  # an input returned as it is: the same object, as numba returns it
 
 
+_PARALLEL_KERNEL = '''
+@njit(**_PARALLEL)
+def kernel(a, o, n):
+    for i in prange(n):
+        o[i] = np.float32(np.tanh(a[i]) * np.float32(3.0) + np.float32(0.5))
+    return 0
+'''
+
+
+def test_parallel_kernel_runs_on_the_threading_layer_without_numba(tmp_path):
+    from plax_numba import cache, native_emit
+    arg_types = [("array", np.dtype(np.float32), 1), ("array", np.dtype(np.float32), 1),
+                 ("int",)]
+    old = cache._dir
+    cache._dir = str(tmp_path)
+    try:
+        text = cache.module_source(_PARALLEL_KERNEL, ["tanh", "mul", "add"])
+        cache.compile_for_cache(text, arg_types, native=True)
+        path = native_emit.artifact_path(cache._marker(text, arg_types))
+    finally:
+        cache._dir = old
+    out = _run(f"""
+        import json, sys
+        import numpy as np
+        from plax_numba import native_loader
+        k = native_loader.load({path!r})
+        a = np.linspace(-3, 3, 100_003, dtype=np.float32)
+        o = np.empty_like(a)
+        k.function(a, o, a.size)
+        get, set_ = native_loader.thread_count_functions()
+        threads = get()
+        set_(1)
+        one = np.empty_like(a)
+        k.function(a, one, a.size)
+        set_(threads)
+        print(json.dumps({{"o": o[::97].tolist(), "same": bool((o == one).all()),
+                          "threads": threads, "numba": "numba" in sys.modules,
+                          "fallbacks": native_loader.fallbacks}}))
+        """, {})
+    assert not out["numba"] and out["fallbacks"] == {} and out["threads"] >= 1
+    assert out["same"]  # one thread or all: an elementwise loop gives the same bits
+    a = np.linspace(-3, 3, 100_003, dtype=np.float32)[::97].astype(np.float64)
+    np.testing.assert_allclose(out["o"], np.tanh(a) * 3 + 0.5, rtol=1e-6, atol=1e-6)
+
+
 def test_wrong_arguments_raise_type_error_not_wrong_results(emitted):
     from plax_numba import native_loader
     _, path = emitted
