@@ -6,7 +6,10 @@ For each workload (selu on 1M float32, the MLP step, the scan RNN: the rows of
 cache calls the jitted function in a loop until every compile job has finished:
 
 * ``worker``: the default, kernels compile in a worker process (``plax_numba.compile_worker``)
-  and load here from numba's disk cache;
+  and load here from the native objects it writes, without importing numba
+  (``plax_numba.native_loader``);
+* ``worker, numba loader``: the same with ``PLAX_NUMBA_NATIVE=0``: kernels load here through
+  numba, from its disk cache (before the native loader);
 * ``thread``: ``PLAX_NUMBA_WORKERS=0``, numba compiles in this process's background thread
   (before issue 26);
 * ``worker, numba set up``: the same, in a process that set numba up before (what every
@@ -47,8 +50,10 @@ program process (numba's set-up, the index, unpickling, bitcode, linking).
 
 ``--pauses ROUNDS`` prints a histogram of the pauses of a thread ticking every 0.5 ms while
 the program's thread calls selu's compiled step: nothing compiling, the first kernel compiling
-(numba set up in this process meanwhile), later kernels compiling (a new constant each
-round), the three interleaved in one run so that the host's own noise is the same in each.
+(the loader set up in this process meanwhile), later kernels compiling (a new constant each
+round), the three interleaved in one run so that the host's own noise is the same in each;
+once with the native loader (the default) and once with ``PLAX_NUMBA_NATIVE=0`` (numba
+imported and set up in this process to load the kernels), each in a fresh process.
 """
 from __future__ import annotations
 
@@ -65,6 +70,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 WORKLOADS = {"selu": "selu f32", "mlp": "MLP step 784", "scan": "scan tanh RNN"}
 MODES = {"thread": {"PLAX_NUMBA_WORKERS": "0"}, "worker": {},
+         "worker, numba loader": {"PLAX_NUMBA_NATIVE": "0"},
          "worker, numba set up": {}, "sync": {"PLAX_NUMBA_SYNC": "1"}}
 TICK = 0.0005
 
@@ -124,7 +130,7 @@ def _cpu_seconds(pid: int) -> float:
 def child(workload: str, mode: str) -> dict:
     sys.path.insert(0, HERE)
     import compare  # sets PLAX_NUMBA_SYNC=1 by default: undone below unless measuring sync
-    from plax_numba import cache, tiered
+    from plax_numba import cache, native_loader, tiered
     if mode == "worker, numba set up":  # a later compilation: numba was set up earlier
         cache.prepare_numba()
     import plax
@@ -189,7 +195,9 @@ def child(workload: str, mode: str) -> dict:
             "prepare": sum(t["import numba"] for t in loads),
             "load": sum(t["load"] for t in loads), "loaded": cache.load_stats["loaded"],
             "compiled_here": cache.load_stats["compiled here"],
-            "recached": cache.load_stats["recached"]}
+            "recached": cache.load_stats["recached"],
+            "numba_imported": "numba" in sys.modules,
+            "native": native_loader.stats["loaded"]}
 
 
 def run_child(workload: str, mode: str, cache_dir: str) -> dict:
@@ -254,7 +262,8 @@ def main(argv=None) -> None:
             "first call -> all final kernels (calls)",
             "pause while compiling: longest / p99", "longest GC collection then",
             "same pauses, nothing compiling", "fast call",
-            "numba set-up + load here", "CPU until then: here + worker"]
+            "numba set-up + load here", "numba imported here (native loads)",
+            "CPU until then: here + worker"]
     print("| " + " | ".join(head) + " |")
     print("|" + "---|" * len(head))
     for workload, mode, r in rows:
@@ -270,6 +279,7 @@ def main(argv=None) -> None:
               f"{r['gc'] * 1e3:.1f} ms | "
               f"{r['quiet_pause'] * 1e3:.2f} / {r['quiet99'] * 1e3:.2f} ms | "
               f"{fmt_s(r['fast_call'])} | {here} | "
+              f"{'yes' if r['numba_imported'] else 'no'} ({r['native']}) | "
               f"{r['cpu_here']:.2f} + {r['cpu_worker']:.2f} s |")
 
 
@@ -521,7 +531,7 @@ class TaggedTicker(Ticker):
 
 
 PAUSE_BUCKETS_MS = (0.5, 1.0, 2.0, 5.0, 10.0, 50.0)
-QUIET, FIRST, LATER = ("nothing compiling", "first kernel compiling (numba set up here)",
+QUIET, FIRST, LATER = ("nothing compiling", "first kernel compiling (the loader set up here)",
                        "later kernels compiling")
 
 
@@ -558,31 +568,45 @@ def pauses_child(rounds: int) -> dict:
     return ticker.tagged
 
 
+#: the loaders --pauses compares, one fresh process (and empty cache) each, in one run
+PAUSE_LOADERS = {"native loader (numba not imported here)": {},
+                 "numba loader (PLAX_NUMBA_NATIVE=0)": {"PLAX_NUMBA_NATIVE": "0"}}
+
+
 def pauses(rounds: int) -> None:
     """Prints the histogram of the pauses of a thread ticking every :data:`TICK` while the
-    program's thread calls selu's compiled step, with and without a compilation running."""
-    with tempfile.TemporaryDirectory(prefix="plax_pauses_") as cache_dir:
-        env = {k: v for k, v in os.environ.items()
-               if k not in ("PLAX_NUMBA_SYNC", "PLAX_NUMBA_WORKERS")}
-        env["PLAX_NUMBA_CACHE_DIR"] = cache_dir
-        proc = subprocess.run([sys.executable, os.path.abspath(__file__), "--pauses-child",
-                               str(rounds)], capture_output=True, text=True, env=env,
-                              timeout=900)
-    if proc.returncode:
-        raise RuntimeError(f"pauses failed:\n{proc.stderr[-3000:]}")
-    tagged = json.loads(proc.stdout.strip().splitlines()[-1])
+    program's thread calls selu's compiled step, with and without a compilation running,
+    for each loader (:data:`PAUSE_LOADERS`)."""
+    results = {}
+    for loader, extra in PAUSE_LOADERS.items():
+        with tempfile.TemporaryDirectory(prefix="plax_pauses_") as cache_dir:
+            env = {k: v for k, v in os.environ.items()
+                   if k not in ("PLAX_NUMBA_SYNC", "PLAX_NUMBA_WORKERS", "PLAX_NUMBA_NATIVE")}
+            env.update(extra, PLAX_NUMBA_CACHE_DIR=cache_dir)
+            proc = subprocess.run([sys.executable, os.path.abspath(__file__),
+                                   "--pauses-child", str(rounds)], capture_output=True,
+                                  text=True, env=env, timeout=900)
+        if proc.returncode:
+            raise RuntimeError(f"pauses failed:\n{proc.stderr[-3000:]}")
+        results[loader] = json.loads(proc.stdout.strip().splitlines()[-1])
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(f"{os.cpu_count()} CPU cores, load average {load:.1f}; a tick every "
           f"{TICK * 1e3} ms; {rounds} rounds, interleaved")
-    head = (["while", "ticks", "p50", "p99", "p99.9", "longest"]
+    head = (["loader", "while", "ticks", "p50", "p99", "p99.9", "longest"]
             + [f"> {b:g} ms" for b in PAUSE_BUCKETS_MS])
     print("| " + " | ".join(head) + " |")
     print("|" + "---|" * len(head))
+    for loader, tagged in results.items():
+        _pause_rows(loader, tagged)
+
+
+def _pause_rows(loader: str, tagged: dict) -> None:
     for tag in (QUIET, FIRST, LATER):
         gaps = sorted(g * 1e3 for g in tagged.get(tag, [])) or [0.0]
         at = lambda q: gaps[min(len(gaps) - 1, int(q * (len(gaps) - 1)))]  # noqa: E731
         over = [sum(g > b for g in gaps) for b in PAUSE_BUCKETS_MS]
-        print(f"| {tag} | {len(gaps)} | {at(0.5):.2f} | {at(0.99):.2f} | {at(0.999):.2f} | "
+        print(f"| {loader} | {tag} | {len(gaps)} | {at(0.5):.2f} | {at(0.99):.2f} | "
+              f"{at(0.999):.2f} | "
               f"{gaps[-1]:.2f} | " + " | ".join(str(n) for n in over) + " |")
 
 

@@ -12,7 +12,11 @@ The cache directory is ``$PLAX_NUMBA_CACHE_DIR``, else ``$XDG_CACHE_HOME/plax_nu
 numba itself is imported by the first load or compilation (:func:`load_kernel`), not by this
 module: with tiering, a program's first call only names its kernels (their source and
 path), so a process whose jitted functions never get hot never pays numba's import
-(~0.15-0.25 s on a 2-core host, the bulk of a first call).
+(~0.15-0.25 s on a 2-core host, the bulk of a first call). A kernel compiled by a worker
+also has a native artifact beside its cache entry (:mod:`plax_numba.native_emit`), which
+this process links without importing numba at all (:mod:`plax_numba.native_loader`,
+:func:`_load_native`); numba's own loading is the fallback, for kernels without a usable
+artifact and with ``PLAX_NUMBA_NATIVE=0``.
 """
 from __future__ import annotations
 
@@ -341,7 +345,11 @@ def _load_native(text: str, arg_types: list):
     from plax_numba import native_emit, native_loader
     if not native_loader.enabled():
         return None
-    return native_loader.load(native_emit.artifact_path(_marker(text, arg_types)))
+    try:
+        return native_loader.load(native_emit.artifact_path(_marker(text, arg_types)))
+    except Exception as err:  # noqa: BLE001 - a loader bug must not fail the kernel
+        native_loader.count_fallback(f"loader error: {type(err).__name__}: {err}")
+        return None
 
 
 def _marker(text: str, arg_types: list) -> str:

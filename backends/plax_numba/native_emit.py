@@ -82,7 +82,16 @@ def emit(text: str, arg_types: list, path: str) -> None:
     if bad:
         raise NotEmitted(f"the kernel needs what the loader does not set up ({', '.join(bad)})")
     _write(path, {"format": FORMAT, "objects": [kernel_object, entry_object], "entry": name,
-                  "undefined": undefined, "descrs": descrs})
+                  "undefined": undefined, "descrs": descrs, "host": host()})
+
+
+def host() -> tuple:
+    """What the object code is specific to: the target triple, the CPU's name and features
+    (numba compiles for the host CPU; a cache directory shared with another machine must not
+    run its code here). The loader compares it with its own."""
+    import llvmlite.binding as llvm
+    return (llvm.get_process_triple(), llvm.get_host_cpu_name(),
+            llvm.get_host_cpu_features().flatten())
 
 
 def not_emitted(path: str, err: BaseException) -> None:

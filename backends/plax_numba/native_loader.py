@@ -34,6 +34,7 @@ _lock = threading.RLock()
 _ready: list = []        # [llvm binding module, target machine] once set up; [] before
 _unusable: list = []     # why the loader cannot work in this process (set once)
 _keep: list = []         # engines and method definitions: alive as long as the process
+_resolved: set = set()   # symbols LLVM's linker resolves (registered, or in the process)
 
 
 def enabled() -> bool:
@@ -42,7 +43,9 @@ def enabled() -> bool:
         "0", "false", "no", "off")
 
 
-def _fallback(reason: str) -> None:
+def count_fallback(reason: str) -> None:
+    """Counts a kernel that loads through numba instead, under ``reason``
+    (:data:`fallbacks`)."""
     fallbacks[reason] = fallbacks.get(reason, 0) + 1
 
 
@@ -107,6 +110,7 @@ def _set_up() -> bool:
         if not _layout_matches():
             raise RuntimeError("NumPy's array struct layout differs from the expected one")
         import llvmlite.binding as llvm
+        from plax_numba import native_emit
         llvm.initialize_native_target()
         llvm.initialize_native_asmprinter()
         if "numba" in sys.modules:
@@ -124,7 +128,7 @@ def _set_up() -> bool:
             llvm.add_symbol("numba_" + name, address)
         target = llvm.Target.from_default_triple()
         machine = target.create_target_machine(codemodel="jitdefault", jit=True)
-        _ready[:] = [llvm, machine]
+        _ready[:] = [llvm, machine, native_emit.host()]
         return True
     except Exception as err:  # noqa: BLE001 - every kernel then loads through numba
         _unusable.append(f"{type(err).__name__}: {err}")
@@ -223,7 +227,7 @@ def _resolve(llvm, name: str) -> bool:
         try:
             _start_threads(llvm)
         except Exception as err:  # noqa: BLE001 - this kernel loads through numba instead
-            _fallback(f"threading layer not started: {err}")
+            count_fallback(f"threading layer not started: {err}")
             return False
         return True
     if name.startswith("PyExc_"):
@@ -277,27 +281,32 @@ def load(path: str) -> NativeKernel | None:
         with open(path, "rb") as f:
             artifact = pickle.load(f)
     except FileNotFoundError:
-        _fallback("no native artifact (a kernel kind it does not cover)")
+        count_fallback("no native artifact (a kernel kind it does not cover)")
         return None
     except Exception:  # noqa: BLE001 - a damaged file: numba's cache still has the kernel
-        _fallback("unreadable native artifact")
+        count_fallback("unreadable native artifact")
         return None
     from plax_numba import native_emit
     if not isinstance(artifact, dict) or artifact.get("format") != native_emit.FORMAT:
-        _fallback("native artifact of another format")
+        count_fallback("native artifact of another format")
         return None
     if "unsupported" in artifact:
-        _fallback(artifact["unsupported"])
+        count_fallback(artifact["unsupported"])
         return None
     with _lock:
         if not _set_up():
-            _fallback(f"loader unavailable: {_unusable[0]}")
+            count_fallback(f"loader unavailable: {_unusable[0]}")
             return None
-        llvm, machine = _ready
-        missing = [s for s in artifact["undefined"] if not _resolve(llvm, s)]
+        llvm, machine, here = _ready
+        if artifact.get("host") != here:
+            count_fallback("compiled for another CPU or target")
+            return None
+        missing = [s for s in artifact["undefined"]
+                   if s not in _resolved and not _resolve(llvm, s)]
         if missing:
-            _fallback(f"unresolved symbols: {' '.join(missing[:5])}")
+            count_fallback(f"unresolved symbols: {' '.join(missing[:5])}")
             return None
+        _resolved.update(artifact["undefined"])
         try:
             engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), machine)
             for obj in artifact["objects"]:
@@ -308,7 +317,7 @@ def load(path: str) -> NativeKernel | None:
             if not entry or not slot:
                 raise RuntimeError("entry point not found in the linked object")
         except Exception as err:  # noqa: BLE001 - numba's own loading still works
-            _fallback(f"link failed: {type(err).__name__}")
+            count_fallback(f"link failed: {type(err).__name__}")
             return None
         import numpy as np
         ctypes.c_void_p.from_address(slot).value = id(np.ndarray)

@@ -235,3 +235,39 @@ def test_warm_start_runs_fast_path_without_importing_numba(tmp_path):
     for run in (cold, warm, off):
         for got, want in zip(run["out"], ref["out"]):
             np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-6)
+
+
+def test_a_loader_error_falls_back_to_numba_not_to_a_failed_kernel(monkeypatch, tmp_path):
+    # A bug or surprise in the native loader costs only the loader: the kernel loads through
+    # numba (counted), no fallback warning, the values are right.
+    import time
+    import warnings
+    import plax
+    from plax import numpy as jnp
+    from plax_numba import cache, native_loader, tiered
+    monkeypatch.delenv("PLAX_NUMBA_SYNC", raising=False)
+    monkeypatch.delenv("PLAX_NUMBA_WORKERS", raising=False)
+    monkeypatch.delenv("PLAX_NUMBA_NATIVE", raising=False)
+    monkeypatch.setenv("PLAX_NUMBA_COMPILE_AFTER", "1")
+    monkeypatch.setattr(cache, "_dir", str(tmp_path))
+    monkeypatch.setattr(cache, "_compiled", {})
+    monkeypatch.setattr(cache, "_kernels", {})
+
+    def broken(path):
+        raise RuntimeError("the loader broke")
+    monkeypatch.setattr(native_loader, "load", broken)
+    x = np.linspace(-2, 2, 515, dtype=np.float32)
+    f = plax.jit(lambda x: jnp.exp(x * 0.375) * 1.25 - x, backend="numba")
+    before = cache.load_stats["loaded"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no fallback warning
+        f(x)
+        deadline = time.monotonic() + 300
+        while cache.load_stats["loaded"] == before:
+            assert time.monotonic() < deadline, "the kernel never loaded"
+            f(x)
+            tiered.wait_idle(timeout=1.0)
+        out = np.asarray(f(x))
+    assert any("the loader broke" in k for k in native_loader.fallbacks)
+    want = np.exp(x.astype(np.float64) * 0.375) * 1.25 - x
+    np.testing.assert_allclose(out, want, rtol=2e-6, atol=2e-6)
