@@ -31,7 +31,7 @@ stats = {"loaded": 0}
 fallbacks: dict = {}
 
 _lock = threading.RLock()
-_ready: list = []        # [llvm binding module, target machine] once set up; [] before
+_ready: list = []        # [llvm binding module, its native target, host()] once set up
 _unusable: list = []     # why the loader cannot work in this process (set once)
 _keep: list = []         # engines and method definitions: alive as long as the process
 _resolved: set = set()   # symbols LLVM's linker resolves (registered, or in the process)
@@ -126,9 +126,7 @@ def _set_up() -> bool:
             llvm.add_symbol(name if name.startswith("_") else "NRT_" + name, address)
         for name, address in helperlib.c_helpers.items():
             llvm.add_symbol("numba_" + name, address)
-        target = llvm.Target.from_default_triple()
-        machine = target.create_target_machine(codemodel="jitdefault", jit=True)
-        _ready[:] = [llvm, machine, native_emit.host()]
+        _ready[:] = [llvm, llvm.Target.from_default_triple(), native_emit.host()]
         return True
     except Exception as err:  # noqa: BLE001 - every kernel then loads through numba
         _unusable.append(f"{type(err).__name__}: {err}")
@@ -297,7 +295,7 @@ def load(path: str) -> NativeKernel | None:
         if not _set_up():
             count_fallback(f"loader unavailable: {_unusable[0]}")
             return None
-        llvm, machine, here = _ready
+        llvm, target, here = _ready
         if artifact.get("host") != here:
             count_fallback("compiled for another CPU or target")
             return None
@@ -308,7 +306,11 @@ def load(path: str) -> NativeKernel | None:
             return None
         _resolved.update(artifact["undefined"])
         try:
+            # (an engine owns its target machine: one each)
+            machine = target.create_target_machine(codemodel="jitdefault", jit=True)
             engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), machine)
+            # never disposed, not even at exit: the kernel may run until the last moment
+            engine._owned = True
             for obj in artifact["objects"]:
                 engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
             engine.finalize_object()
