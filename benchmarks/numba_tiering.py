@@ -48,6 +48,10 @@ code generation, the cache write; numba's own overloads compiled inside a kernel
 compilation are counted apart); and where a load from the disk cache goes in a fresh
 program process (numba's set-up, the index, unpickling, bitcode, linking).
 
+``--calls NUMBER`` prints the cost of one call of a compiled kernel's entry point on four
+elements (the call, not the work): the native loader's against numba's compiled entry point,
+for a kernel writing into its outputs and one returning an array and a scalar.
+
 ``--pauses ROUNDS`` prints a histogram of the pauses of a thread ticking every 0.5 ms while
 the program's thread calls selu's compiled step: nothing compiling, the first kernel compiling
 (the loader set up in this process meanwhile), later kernels compiling (a new constant each
@@ -224,6 +228,9 @@ def main(argv=None) -> None:
     parser.add_argument("--pauses", type=int, metavar="ROUNDS", default=0,
                         help="print a histogram of the pauses with and without a compilation "
                         "running, in one run (ROUNDS of each, interleaved)")
+    parser.add_argument("--calls", type=int, metavar="NUMBER", default=0,
+                        help="print the per-call cost of a kernel's entry point, native loader "
+                        "against numba's (NUMBER calls per timing, best of 5)")
     parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
     parser.add_argument("--pauses-child", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--profile-child", nargs="+", help=argparse.SUPPRESS)
@@ -243,6 +250,9 @@ def main(argv=None) -> None:
         return
     if args.pauses:
         pauses(args.pauses)
+        return
+    if args.calls:
+        calls(args.calls, 5)
         return
     if args.child:
         print(json.dumps(child(*args.child)))
@@ -566,6 +576,61 @@ def pauses_child(rounds: int) -> dict:
             until_idle(lambda: lib.block(fn(*args)))
         ticker.tag = None
     return ticker.tagged
+
+
+# ---------------------------------------------------------------- --calls: per-call cost
+
+#: kernels whose entry-point call --calls times: one writing into outputs its step allocated
+#: (an elementwise cluster), one allocating and returning its results (a reduction's kind)
+CALL_KERNELS = {
+    "writes into its outputs (a, s, out, n)": ('''
+@njit(**_OPTIONS)
+def kernel(a, s, o, n):
+    for i in range(n):
+        o[i] = np.float32(a[i] * s + np.float32(1.0))
+    return 0
+''', lambda np, a: (a, np.float32(1.5), np.empty_like(a), a.size),
+        [("array", "float32", 1), ("scalar", "float32"), ("array", "float32", 1), ("int",)]),
+    "returns (array, scalar)": ('''
+@njit(**_OPTIONS)
+def kernel(a, s, n):
+    o = np.empty(n, np.float32)
+    acc = 0.0
+    for i in range(n):
+        o[i] = np.float32(a[i] * s)
+        acc += o[i]
+    return o, np.float32(acc)
+''', lambda np, a: (a, np.float32(1.5), a.size),
+        [("array", "float32", 1), ("scalar", "float32"), ("int",)]),
+}
+
+
+def calls(number: int, repeat: int) -> None:
+    """Prints the cost of one call of a compiled kernel's entry point on 4 float32 elements
+    (the call, not the work): the native loader's builtin function against numba's compiled
+    entry point (what steps called before), both loaded in this process from one
+    compilation, best of ``repeat`` runs of ``number`` calls."""
+    import timeit
+    import numpy as np
+    from plax_numba import cache, native_emit, native_loader
+    with tempfile.TemporaryDirectory(prefix="plax_calls_") as cache_dir:
+        cache.use_cache_dir(cache_dir)
+        print("| kernel | native loader, us/call | numba entry point, us/call | ratio |")
+        print("|---|---:|---:|---:|")
+        for label, (source, make_args, types_) in CALL_KERNELS.items():
+            arg_types = [(t[0], np.dtype(t[1]), *t[2:]) if len(t) > 1 else t for t in types_]
+            text = cache.module_source(source, ["mul", "add"])
+            cache.compile_for_cache(text, arg_types, native=True)
+            native = native_loader.load(native_emit.artifact_path(cache._marker(text, arg_types)))
+            numba_entry = cache.entry_point(cache.load_kernel(text), arg_types)
+            args = make_args(np, np.linspace(-1, 1, 4, dtype=np.float32))
+            best = {}
+            for name, fn in (("native", native.function), ("numba", numba_entry)):
+                fn(*args)
+                best[name] = min(timeit.repeat(lambda: fn(*args), number=number,
+                                               repeat=repeat)) / number * 1e6
+            print(f"| {label} | {best['native']:.3f} | {best['numba']:.3f} | "
+                  f"{best['native'] / best['numba']:.2f} |")
 
 
 #: the loaders --pauses compares, one fresh process (and empty cache) each, in one run
