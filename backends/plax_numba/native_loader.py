@@ -61,11 +61,7 @@ def _numba_extension(name: str, pattern: str):
     """Numba's C extension ``name`` (a dotted name under the ``numba`` package) initialised
     from its file, without importing numba's Python package (not put in ``sys.modules``;
     numba's own import later shares the same shared object and module state)."""
-    spec = importlib.util.find_spec("numba")
-    if spec is None or not spec.submodule_search_locations:
-        raise ImportError("numba is not installed")
-    root = list(spec.submodule_search_locations)[0]
-    paths = glob.glob(os.path.join(root, pattern))
+    paths = _package_files("numba", pattern)
     if not paths:
         raise ImportError(f"numba's {name} extension is missing ({pattern})")
     loader = importlib.machinery.ExtensionFileLoader(name, paths[0])
@@ -73,6 +69,30 @@ def _numba_extension(name: str, pattern: str):
         name, paths[0], loader=loader))
     loader.exec_module(module)
     return module
+
+
+def _package_files(package: str, pattern: str) -> list[str]:
+    """Files matching ``pattern`` under the installed ``package``, found without importing it."""
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        return []
+    return glob.glob(os.path.join(list(spec.submodule_search_locations)[0], pattern))
+
+
+def _preload(paths: list[str]) -> None:
+    """Maps the shared objects ``paths`` into the process with the GIL released: ``dlopen``
+    called as a ctypes foreign function (ctypes releases the GIL around those), where
+    ``ctypes.CDLL`` and an extension module's import call it holding the GIL (mapping
+    llvmlite's 180 MB library took ~27 ms: a pause of every other thread). Their later
+    loads find them mapped. Failures are left to those loads to report."""
+    try:
+        libc = ctypes.CDLL(None)
+        dlopen = libc.dlopen
+    except (OSError, AttributeError):
+        return
+    dlopen.argtypes, dlopen.restype = [ctypes.c_char_p, ctypes.c_int], ctypes.c_void_p
+    for path in paths:
+        dlopen(os.fsencode(path), os.RTLD_NOW)  # (the mode ctypes and imports use)
 
 
 def _layout_matches() -> bool:
@@ -109,6 +129,9 @@ def _set_up() -> bool:
             raise RuntimeError("only 64-bit little-endian Linux is supported")
         if not _layout_matches():
             raise RuntimeError("NumPy's array struct layout differs from the expected one")
+        _preload(_package_files("llvmlite", "binding/libllvmlite*.so")
+                 + _package_files("numba", "core/runtime/_nrt_python*.so")
+                 + _package_files("numba", "_helperlib*.so"))
         import llvmlite.binding as llvm
         from plax_numba import native_emit
         llvm.initialize_native_target()
@@ -182,6 +205,7 @@ def _start_threads(llvm) -> None:
         if layer == "tbb" and not _tbb_usable():
             continue
         module = "workqueue" if layer == "workqueue" else f"{layer}pool"
+        _preload(_package_files("numba", f"np/ufunc/{module}*.so"))
         try:
             lib = _numba_extension(f"numba.np.ufunc.{module}", f"np/ufunc/{module}*.so")
             break
