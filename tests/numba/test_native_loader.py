@@ -67,10 +67,12 @@ def test_loads_without_numba_and_matches_numpy(emitted):
         a = np.linspace(-2, 2, 1001, dtype=np.float32)
         b = np.arange(6, dtype=np.int32).reshape(2, 3)
         o, total, same = k.function(a, np.float32(1.5), b, a.size)
-        for _ in range(200):  # results own their memory: nothing freed early, nothing leaked
+        refs = sys.getrefcount(b)
+        for _ in range(200):  # the returned input: one reference per result, none kept
             k.function(a, np.float32(1.5), b, a.size)
         print(json.dumps({{"o": o.tolist(), "dtype": str(o.dtype), "total": float(total),
                           "same": same is b, "numba": "numba" in sys.modules,
+                          "refs_kept": sys.getrefcount(b) - refs,
                           "fallbacks": native_loader.fallbacks}}))
         """, {})
     assert not out["numba"] and out["fallbacks"] == {}
@@ -80,6 +82,7 @@ def test_loads_without_numba_and_matches_numpy(emitted):
     np.testing.assert_allclose(out["o"], want, rtol=3e-7 * 4)
     np.testing.assert_allclose(out["total"], want.sum(), rtol=1e-5)
     assert out["same"]  # an input returned as it is: the same object, as numba returns it
+    assert out["refs_kept"] == 0
 
 
 _PARALLEL_KERNEL = '''
