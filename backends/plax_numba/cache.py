@@ -769,9 +769,14 @@ def load_compiled(text: str, arg_types: list):
     from plax_numba import native_loader
     clock = time.perf_counter
     start = clock()
-    if not native_loader.enabled():
-        with tiered.yielding_gil():
-            prepare_numba()  # the first time, while the worker compiles
+    with tiered.yielding_gil():  # the first time, while the worker compiles
+        if not native_loader.enabled():
+            prepare_numba()
+        else:
+            try:
+                native_loader.prepare()
+            except Exception:  # noqa: BLE001 - the load itself counts what went wrong
+                pass
     imported = clock()
     _load_interim(jobs, arg_types, interim)
     job = jobs["final"][1]

@@ -270,6 +270,14 @@ def _resolve(llvm, name: str) -> bool:
     return True
 
 
+def prepare() -> bool:
+    """Sets the loader up now (llvmlite, numba's C helpers; once per process), so the first
+    :func:`load` does not pay for it: tiering calls it on its background thread while the
+    worker compiles. Returns whether the loader can work in this process."""
+    with _lock:
+        return _set_up()
+
+
 class NativeKernel:
     """A kernel linked by this module: ``function`` is its entry point, a builtin function
     taking the kernel's arguments (what numba's compiled entry point takes)."""
