@@ -1,23 +1,27 @@
 """The compile worker's side of the numba-free kernel loader: a kernel as native object code.
 
 After numba has compiled a kernel into its disk cache (:func:`plax_numba.cache.compile_for_cache`),
-the worker also writes ``<kernel>.<signature>.native``: a pickle of
+the worker also writes ``<kernel>.<signature>.native`` (:func:`emit`): a pickle of
 
-* the object code of a ``numba.cfunc`` over raw pointers, which rebuilds the kernel's
-  arrays with ``carray`` (an array argument is its data pointer and its shape's pointer, a
-  scalar its C value) and calls the kernel;
-* the object code of a small CPython entry point written here in LLVM IR: a ``METH_FASTCALL``
-  function that checks each argument (an exact ``ndarray`` of the planned dtype number, rank,
-  C-contiguous and aligned; a number for a scalar), reads the data and shape pointers out of
-  the array object, releases the GIL, calls the cfunc and returns None;
+* the object code of numba's compiled library for that signature (the kernel, the helpers it
+  calls, numba's runtime functions it inlines);
+* the object code of a small CPython entry point written here in LLVM IR: a
+  ``METH_FASTCALL`` function that checks each argument (an exact ``ndarray`` of the planned
+  dtype number and rank, C-contiguous and aligned; a number for a scalar; anything else
+  raises ``TypeError``), builds numba's array structures from the array objects, releases
+  the GIL, calls the kernel with numba's calling convention (built by numba's own lowering
+  helpers), and boxes its results: arrays through NRT's
+  ``NRT_adapt_ndarray_to_python_acqref`` (the array owns the kernel's allocation; an input
+  returned as it is comes back as the same object), scalars as Python numbers, a tuple of
+  them; None for a kernel writing into outputs its step allocated;
 * the undefined symbols of both objects (read from their ELF symbol tables), which the
   program's loader (:mod:`plax_numba.native_loader`) resolves before linking, so an
-  unresolvable one falls back to numba's loading instead of aborting in LLVM's linker.
+  unresolvable one falls back to numba's loading instead of aborting in LLVM's linker;
+  and the target and CPU the code was compiled for (:func:`host`).
 
-Only kernels the entry point can call exactly are emitted: serial ones (no ``prange``) whose
-result the step ignores (an ``out_params`` kernel writes into outputs its step allocated)
-and whose object references no allocator (``NRT_MemInfo_alloc*``). Anything else raises
-:class:`NotEmitted`, and the program loads that kernel through numba, as before.
+A kernel whose arguments or results the entry point does not handle (complex numbers,
+records, ...) gets an artifact saying why (:func:`not_emitted`), and the program loads it
+through numba, as before, counting the reason.
 """
 from __future__ import annotations
 
@@ -29,16 +33,13 @@ import struct
 import numpy as np
 
 #: bumped when the artifact's layout or the entry point's IR changes (old files are ignored)
-FORMAT = 3
-
-#: symbols whose presence means the kernel needs what the loader does not set up (none at
-#: present: numba's runtime and threading layer are, :mod:`plax_numba.native_loader`)
-_UNSUPPORTED_PREFIXES: tuple = ()
+FORMAT = 4
 
 # PyArrayObject / PyArray_Descr field offsets (64-bit CPython, NumPy 1.x and 2.x); the loader
 # checks them against the running NumPy before using an entry point
-ARRAY_DATA, ARRAY_NDIM, ARRAY_DIMS, ARRAY_DESCR, ARRAY_FLAGS, DESCR_TYPE_NUM = (
-    16, 24, 32, 56, 64, 28)
+ARRAY_DATA, ARRAY_NDIM, ARRAY_DIMS, ARRAY_STRIDES, ARRAY_DESCR, ARRAY_FLAGS = (
+    16, 24, 32, 40, 56, 64)
+DESCR_TYPE_NUM = 28
 C_CONTIGUOUS_ALIGNED = 0x1 | 0x100
 
 
@@ -78,9 +79,6 @@ def emit(text: str, arg_types: list, path: str) -> None:
     entry_object, descrs = _entry_object(name, kernel.targetctx, overload, arg_types)
     (u1, d1), (u2, d2) = symbols(kernel_object), symbols(entry_object)
     undefined = sorted((set(u1) | set(u2)) - set(d1) - set(d2))
-    bad = [s for s in undefined if _UNSUPPORTED_PREFIXES and s.startswith(_UNSUPPORTED_PREFIXES)]
-    if bad:
-        raise NotEmitted(f"the kernel needs what the loader does not set up ({', '.join(bad)})")
     _write(path, {"format": FORMAT, "objects": [kernel_object, entry_object], "entry": name,
                   "undefined": undefined, "descrs": descrs, "host": host()})
 
@@ -215,7 +213,7 @@ def _entry_object(name: str, context, overload, arg_types: list) -> tuple[bytes,
             flags = b.and_(field(arg, ARRAY_FLAGS, i32), ir.Constant(i32, C_CONTIGUOUS_ALIGNED))
             check(b.icmp_signed("==", flags, ir.Constant(i32, C_CONTIGUOUS_ALIGNED)))
             dims = b.bitcast(field(arg, ARRAY_DIMS, obj), i64.as_pointer())
-            strides = b.bitcast(field(arg, ARRAY_DIMS + 8, obj), i64.as_pointer())
+            strides = b.bitcast(field(arg, ARRAY_STRIDES, obj), i64.as_pointer())
             ary = make_array(nb_type)(context, b)
             data_type = ary.data.type
             populate_array(

@@ -7,13 +7,15 @@ numba's ~300 ms and the ~50k objects its import allocates) and wraps the entry p
 builtin function (``PyCFunction_NewEx`` through ctypes), which the step calls as it called
 numba's compiled entry point: the same arguments, no dispatcher, a smaller per-call cost.
 
-The kernels' few references into numba's C helpers (``numba_gil_ensure``,
-``NRT_MemInfo_call_dtor``, ... on their error paths) are resolved from numba's helper
-extension modules, loaded as shared objects (their init functions run; numba's Python
-package is not imported). A kernel whose artifact is missing, of another format, or names a
-symbol nothing resolves is not loaded here: :func:`load` returns None, counts why in
-:data:`fallbacks`, and the caller loads it through numba as before: never a wrong result.
-``PLAX_NUMBA_NATIVE=0`` turns the loader off.
+The kernels' references into numba's C helpers and runtime (``NRT_MemInfo_alloc_aligned``
+for ``np.empty``, ``NRT_adapt_ndarray_to_python_acqref`` to box results,
+``numba_gil_ensure`` on error paths, ...) are resolved from numba's extension modules,
+loaded as shared objects (their init functions run, which also starts NRT's memory system;
+numba's Python package is not imported); a parallel kernel's, from numba's threading layer,
+which this module starts as numba would (:func:`_start_threads`). A kernel whose artifact
+is missing, of another format or CPU, or names a symbol nothing resolves is not loaded
+here: :func:`load` returns None, counts why in :data:`fallbacks`, and the caller loads it
+through numba as before: never a wrong result. ``PLAX_NUMBA_NATIVE=0`` turns the loader off.
 """
 from __future__ import annotations
 
@@ -104,9 +106,12 @@ def _layout_matches() -> bool:
     read = lambda addr, t: t.from_address(addr).value  # noqa: E731
     base = id(a)
     dims = read(base + e.ARRAY_DIMS, ctypes.c_void_p)
+    strides = read(base + e.ARRAY_STRIDES, ctypes.c_void_p)
     if (read(base + e.ARRAY_DATA, ctypes.c_void_p) != a.ctypes.data
             or read(base + e.ARRAY_NDIM, ctypes.c_int) != 2
             or (read(dims, ctypes.c_ssize_t), read(dims + 8, ctypes.c_ssize_t)) != (3, 5)
+            or (read(strides, ctypes.c_ssize_t), read(strides + 8, ctypes.c_ssize_t))
+            != a.strides
             or read(base + e.ARRAY_DESCR, ctypes.c_void_p) != id(a.dtype)
             or (read(base + e.ARRAY_FLAGS, ctypes.c_int) & e.C_CONTIGUOUS_ALIGNED
                 != e.C_CONTIGUOUS_ALIGNED)
