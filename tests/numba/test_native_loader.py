@@ -13,6 +13,11 @@ import textwrap
 import numpy as np
 import pytest
 
+pytestmark = pytest.mark.skipif(
+    not sys.platform.startswith("linux") or sys.maxsize < 2 ** 32,
+    reason="the native loader links ELF objects: 64-bit Linux only (elsewhere kernels load "
+           "through numba)")
+
 _KERNEL = '''
 @njit(**_OPTIONS)
 def kernel(a, s, b, n):
