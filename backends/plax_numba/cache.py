@@ -839,7 +839,7 @@ def entry_point(kernel, arg_types: list):
     dispatcher's type lookup (the caller passes exactly those types: C-contiguous arrays of
     the right dtypes and ranks, scalars). For a kernel linked without numba
     (:class:`plax_numba.native_loader.NativeKernel`) its entry point, which checks them."""
-    function = getattr(kernel, "function", None)  # (a NativeKernel: numba not imported)
-    if function is not None and not hasattr(kernel, "overloads"):
-        return function
+    from plax_numba.native_loader import NativeKernel  # (imports no numba)
+    if isinstance(kernel, NativeKernel):
+        return kernel.function
     return kernel.overloads[numba_signature(arg_types)].entry_point
