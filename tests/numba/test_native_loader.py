@@ -130,12 +130,18 @@ def test_parallel_kernel_runs_on_the_threading_layer_without_numba(tmp_path):
         wrapped = kernels.yielding_to_blas(k.function)  # (its thread counts: no numba)
         two = np.empty_like(a)
         wrapped(a, two, a.size)
+        from plax_numba.backend import NumbaBackend
+        backend = NumbaBackend()
+        with backend.threads_limited(1):  # pmap's device threads limit the layer, not numba
+            limited = get()
         print(json.dumps({{"o": o[::97].tolist(), "same": bool((o == one).all()
                                                               and (o == two).all()),
                           "threads": threads, "numba": "numba" in sys.modules,
+                          "limited": limited, "restored": get(),
                           "fallbacks": native_loader.fallbacks}}))
         """, {})
     assert not out["numba"] and out["fallbacks"] == {} and out["threads"] >= 1
+    assert out["limited"] == 1 and out["restored"] == out["threads"]
     assert out["same"]  # one thread or all: an elementwise loop gives the same bits
     a = np.linspace(-3, 3, 100_003, dtype=np.float32)[::97].astype(np.float64)
     np.testing.assert_allclose(out["o"], np.tanh(a) * 3 + 0.5, rtol=1e-6, atol=1e-6)
