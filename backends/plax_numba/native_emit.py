@@ -20,7 +20,8 @@ the worker also writes ``<kernel>.<signature>.native`` (:func:`emit`): a pickle 
   and the target and CPU the code was compiled for (:func:`host`).
 
 A kernel whose arguments or results the entry point does not handle (complex numbers,
-records, ...) gets an artifact saying why (:func:`not_emitted`), and the program loads it
+records, ...), or whose code runs Python objects (numba's object mode), gets an artifact
+saying why (:func:`not_emitted`), and the program loads it
 through numba, as before, counting the reason.
 """
 from __future__ import annotations
@@ -33,7 +34,12 @@ import struct
 import numpy as np
 
 #: bumped when the artifact's layout or the entry point's IR changes (old files are ignored)
-FORMAT = 4
+FORMAT = 5
+
+#: what a kernel's code calls to run Python objects: numba's object mode (``with objmode``),
+#: whose objects live in numba's Environment, set up only by numba's loader
+_OBJECT_MODE_SYMBOLS = frozenset({"PyObject_CallFunctionObjArgs", "PyObject_Call",
+                                  "PyObject_CallObject", "PyObject_CallFunction"})
 
 # PyArrayObject / PyArray_Descr field offsets (64-bit CPython, NumPy 1.x and 2.x); the loader
 # checks them against the running NumPy before using an entry point
@@ -78,6 +84,13 @@ def emit(text: str, arg_types: list, path: str) -> None:
         (overload.fndesc.mangled_name + repr(arg_types)).encode()).hexdigest()[:16]
     entry_object, descrs = _entry_object(name, kernel.targetctx, overload, arg_types)
     (u1, d1), (u2, d2) = symbols(kernel_object), symbols(entry_object)
+    calls_python = sorted(set(u1) & _OBJECT_MODE_SYMBOLS)
+    if calls_python:
+        # numba's object mode (plax_numba.numpy_calls' log1p): the code calls Python objects
+        # numba unpickles from the kernel's Environment, which only numba's own loader fills
+        # in; linked here it would raise "missing Environment" at its first call
+        raise NotEmitted("object mode (calls Python through numba's Environment: "
+                         + " ".join(calls_python) + ")")
     undefined = sorted((set(u1) | set(u2)) - set(d1) - set(d2))
     _write(path, {"format": FORMAT, "objects": [kernel_object, entry_object], "entry": name,
                   "undefined": undefined, "descrs": descrs, "host": host()})

@@ -185,6 +185,35 @@ def test_unloadable_artifacts_fall_back_and_are_counted(tmp_path, emitted):
     assert native_loader.fallbacks.get("a kernel kind") == 1
 
 
+_OBJECT_MODE_KERNEL = '''
+@njit(**_OPTIONS)
+def kernel(a, n):
+    return (log1p_f32(a), )
+'''
+
+
+def test_object_mode_kernels_are_not_emitted_and_load_through_numba(tmp_path):
+    # numba's object mode (NumPy's own log1p, for exact bits) calls Python objects from
+    # numba's Environment, which only numba's loader fills in: linked natively the kernel
+    # raised "missing Environment" at its first call (random.normal's program did).
+    import pickle
+    from plax_numba import cache, native_emit, native_loader
+    arg_types = [("array", np.dtype(np.float32), 1), ("int",)]
+    old = cache._dir
+    cache._dir = str(tmp_path)
+    try:
+        text = cache.module_source(_OBJECT_MODE_KERNEL, ["log1p"])
+        cache.compile_for_cache(text, arg_types, native=True)
+        path = native_emit.artifact_path(cache._marker(text, arg_types))
+    finally:
+        cache._dir = old
+    with open(path, "rb") as f:
+        artifact = pickle.load(f)
+    assert "object mode" in artifact.get("unsupported", ""), artifact.keys()
+    assert native_loader.load(path) is None
+    assert any("object mode" in reason for reason in native_loader.fallbacks)
+
+
 def test_undefined_symbols_are_read_from_the_object(emitted):
     import pickle
     from plax_numba import native_emit
