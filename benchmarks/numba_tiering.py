@@ -6,7 +6,10 @@ For each workload (selu on 1M float32, the MLP step, the scan RNN: the rows of
 cache calls the jitted function in a loop until every compile job has finished:
 
 * ``worker``: the default, kernels compile in a worker process (``plax_numba.compile_worker``)
-  and load here from numba's disk cache;
+  and load here from the native objects it writes, without importing numba
+  (``plax_numba.native_loader``);
+* ``worker, numba loader``: the same with ``PLAX_NUMBA_NATIVE=0``: kernels load here through
+  numba, from its disk cache (before the native loader);
 * ``thread``: ``PLAX_NUMBA_WORKERS=0``, numba compiles in this process's background thread
   (before issue 26);
 * ``worker, numba set up``: the same, in a process that set numba up before (what every
@@ -45,10 +48,16 @@ code generation, the cache write; numba's own overloads compiled inside a kernel
 compilation are counted apart); and where a load from the disk cache goes in a fresh
 program process (numba's set-up, the index, unpickling, bitcode, linking).
 
+``--calls NUMBER`` prints the cost of one call of a compiled kernel's entry point on four
+elements (the call, not the work): the native loader's against numba's compiled entry point,
+for a kernel writing into its outputs and one returning an array and a scalar.
+
 ``--pauses ROUNDS`` prints a histogram of the pauses of a thread ticking every 0.5 ms while
 the program's thread calls selu's compiled step: nothing compiling, the first kernel compiling
-(numba set up in this process meanwhile), later kernels compiling (a new constant each
-round), the three interleaved in one run so that the host's own noise is the same in each.
+(the loader set up in this process meanwhile), later kernels compiling (a new constant each
+round), the three interleaved in one run so that the host's own noise is the same in each;
+once with the native loader (the default) and once with ``PLAX_NUMBA_NATIVE=0`` (numba
+imported and set up in this process to load the kernels), each in a fresh process.
 """
 from __future__ import annotations
 
@@ -65,6 +74,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 WORKLOADS = {"selu": "selu f32", "mlp": "MLP step 784", "scan": "scan tanh RNN"}
 MODES = {"thread": {"PLAX_NUMBA_WORKERS": "0"}, "worker": {},
+         "worker, numba loader": {"PLAX_NUMBA_NATIVE": "0"},
          "worker, numba set up": {}, "sync": {"PLAX_NUMBA_SYNC": "1"}}
 TICK = 0.0005
 
@@ -124,7 +134,7 @@ def _cpu_seconds(pid: int) -> float:
 def child(workload: str, mode: str) -> dict:
     sys.path.insert(0, HERE)
     import compare  # sets PLAX_NUMBA_SYNC=1 by default: undone below unless measuring sync
-    from plax_numba import cache, tiered
+    from plax_numba import cache, native_loader, tiered
     if mode == "worker, numba set up":  # a later compilation: numba was set up earlier
         cache.prepare_numba()
     import plax
@@ -189,7 +199,9 @@ def child(workload: str, mode: str) -> dict:
             "prepare": sum(t["import numba"] for t in loads),
             "load": sum(t["load"] for t in loads), "loaded": cache.load_stats["loaded"],
             "compiled_here": cache.load_stats["compiled here"],
-            "recached": cache.load_stats["recached"]}
+            "recached": cache.load_stats["recached"],
+            "numba_imported": "numba" in sys.modules,
+            "native": native_loader.stats["loaded"]}
 
 
 def run_child(workload: str, mode: str, cache_dir: str) -> dict:
@@ -216,6 +228,9 @@ def main(argv=None) -> None:
     parser.add_argument("--pauses", type=int, metavar="ROUNDS", default=0,
                         help="print a histogram of the pauses with and without a compilation "
                         "running, in one run (ROUNDS of each, interleaved)")
+    parser.add_argument("--calls", type=int, metavar="NUMBER", default=0,
+                        help="print the per-call cost of a kernel's entry point, native loader "
+                        "against numba's (NUMBER calls per timing, best of 5)")
     parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
     parser.add_argument("--pauses-child", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--profile-child", nargs="+", help=argparse.SUPPRESS)
@@ -236,6 +251,9 @@ def main(argv=None) -> None:
     if args.pauses:
         pauses(args.pauses)
         return
+    if args.calls:
+        calls(args.calls, 5)
+        return
     if args.child:
         print(json.dumps(child(*args.child)))
         return
@@ -254,7 +272,8 @@ def main(argv=None) -> None:
             "first call -> all final kernels (calls)",
             "pause while compiling: longest / p99", "longest GC collection then",
             "same pauses, nothing compiling", "fast call",
-            "numba set-up + load here", "CPU until then: here + worker"]
+            "numba set-up + load here", "numba imported here (native loads)",
+            "CPU until then: here + worker"]
     print("| " + " | ".join(head) + " |")
     print("|" + "---|" * len(head))
     for workload, mode, r in rows:
@@ -270,6 +289,7 @@ def main(argv=None) -> None:
               f"{r['gc'] * 1e3:.1f} ms | "
               f"{r['quiet_pause'] * 1e3:.2f} / {r['quiet99'] * 1e3:.2f} ms | "
               f"{fmt_s(r['fast_call'])} | {here} | "
+              f"{'yes' if r['numba_imported'] else 'no'} ({r['native']}) | "
               f"{r['cpu_here']:.2f} + {r['cpu_worker']:.2f} s |")
 
 
@@ -521,7 +541,7 @@ class TaggedTicker(Ticker):
 
 
 PAUSE_BUCKETS_MS = (0.5, 1.0, 2.0, 5.0, 10.0, 50.0)
-QUIET, FIRST, LATER = ("nothing compiling", "first kernel compiling (numba set up here)",
+QUIET, FIRST, LATER = ("nothing compiling", "first kernel compiling (the loader set up here)",
                        "later kernels compiling")
 
 
@@ -558,31 +578,100 @@ def pauses_child(rounds: int) -> dict:
     return ticker.tagged
 
 
+# ---------------------------------------------------------------- --calls: per-call cost
+
+#: kernels whose entry-point call --calls times: one writing into outputs its step allocated
+#: (an elementwise cluster), one allocating and returning its results (a reduction's kind)
+CALL_KERNELS = {
+    "writes into its outputs (a, s, out, n)": ('''
+@njit(**_OPTIONS)
+def kernel(a, s, o, n):
+    for i in range(n):
+        o[i] = np.float32(a[i] * s + np.float32(1.0))
+    return 0
+''', lambda np, a: (a, np.float32(1.5), np.empty_like(a), a.size),
+        [("array", "float32", 1), ("scalar", "float32"), ("array", "float32", 1), ("int",)]),
+    "returns (array, scalar)": ('''
+@njit(**_OPTIONS)
+def kernel(a, s, n):
+    o = np.empty(n, np.float32)
+    acc = 0.0
+    for i in range(n):
+        o[i] = np.float32(a[i] * s)
+        acc += o[i]
+    return o, np.float32(acc)
+''', lambda np, a: (a, np.float32(1.5), a.size),
+        [("array", "float32", 1), ("scalar", "float32"), ("int",)]),
+}
+
+
+def calls(number: int, repeat: int) -> None:
+    """Prints the cost of one call of a compiled kernel's entry point on 4 float32 elements
+    (the call, not the work): the native loader's builtin function against numba's compiled
+    entry point (what steps called before), both loaded in this process from one
+    compilation, best of ``repeat`` runs of ``number`` calls."""
+    import timeit
+    import numpy as np
+    from plax_numba import cache, native_emit, native_loader
+    with tempfile.TemporaryDirectory(prefix="plax_calls_") as cache_dir:
+        cache.use_cache_dir(cache_dir)
+        print("| kernel | native loader, us/call | numba entry point, us/call | ratio |")
+        print("|---|---:|---:|---:|")
+        for label, (source, make_args, types_) in CALL_KERNELS.items():
+            arg_types = [(t[0], np.dtype(t[1]), *t[2:]) if len(t) > 1 else t for t in types_]
+            text = cache.module_source(source, ["mul", "add"])
+            cache.compile_for_cache(text, arg_types, native=True)
+            native = native_loader.load(native_emit.artifact_path(cache._marker(text, arg_types)))
+            numba_entry = cache.entry_point(cache.load_kernel(text), arg_types)
+            args = make_args(np, np.linspace(-1, 1, 4, dtype=np.float32))
+            best = {}
+            for name, fn in (("native", native.function), ("numba", numba_entry)):
+                fn(*args)
+                best[name] = min(timeit.repeat(lambda: fn(*args), number=number,
+                                               repeat=repeat)) / number * 1e6
+            print(f"| {label} | {best['native']:.3f} | {best['numba']:.3f} | "
+                  f"{best['native'] / best['numba']:.2f} |")
+
+
+#: the loaders --pauses compares, one fresh process (and empty cache) each, in one run
+PAUSE_LOADERS = {"native loader (numba not imported here)": {},
+                 "numba loader (PLAX_NUMBA_NATIVE=0)": {"PLAX_NUMBA_NATIVE": "0"}}
+
+
 def pauses(rounds: int) -> None:
     """Prints the histogram of the pauses of a thread ticking every :data:`TICK` while the
-    program's thread calls selu's compiled step, with and without a compilation running."""
-    with tempfile.TemporaryDirectory(prefix="plax_pauses_") as cache_dir:
-        env = {k: v for k, v in os.environ.items()
-               if k not in ("PLAX_NUMBA_SYNC", "PLAX_NUMBA_WORKERS")}
-        env["PLAX_NUMBA_CACHE_DIR"] = cache_dir
-        proc = subprocess.run([sys.executable, os.path.abspath(__file__), "--pauses-child",
-                               str(rounds)], capture_output=True, text=True, env=env,
-                              timeout=900)
-    if proc.returncode:
-        raise RuntimeError(f"pauses failed:\n{proc.stderr[-3000:]}")
-    tagged = json.loads(proc.stdout.strip().splitlines()[-1])
+    program's thread calls selu's compiled step, with and without a compilation running,
+    for each loader (:data:`PAUSE_LOADERS`)."""
+    results = {}
+    for loader, extra in PAUSE_LOADERS.items():
+        with tempfile.TemporaryDirectory(prefix="plax_pauses_") as cache_dir:
+            env = {k: v for k, v in os.environ.items()
+                   if k not in ("PLAX_NUMBA_SYNC", "PLAX_NUMBA_WORKERS", "PLAX_NUMBA_NATIVE")}
+            env.update(extra, PLAX_NUMBA_CACHE_DIR=cache_dir)
+            proc = subprocess.run([sys.executable, os.path.abspath(__file__),
+                                   "--pauses-child", str(rounds)], capture_output=True,
+                                  text=True, env=env, timeout=900)
+        if proc.returncode:
+            raise RuntimeError(f"pauses failed:\n{proc.stderr[-3000:]}")
+        results[loader] = json.loads(proc.stdout.strip().splitlines()[-1])
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(f"{os.cpu_count()} CPU cores, load average {load:.1f}; a tick every "
           f"{TICK * 1e3} ms; {rounds} rounds, interleaved")
-    head = (["while", "ticks", "p50", "p99", "p99.9", "longest"]
+    head = (["loader", "while", "ticks", "p50", "p99", "p99.9", "longest"]
             + [f"> {b:g} ms" for b in PAUSE_BUCKETS_MS])
     print("| " + " | ".join(head) + " |")
     print("|" + "---|" * len(head))
+    for loader, tagged in results.items():
+        _pause_rows(loader, tagged)
+
+
+def _pause_rows(loader: str, tagged: dict) -> None:
     for tag in (QUIET, FIRST, LATER):
         gaps = sorted(g * 1e3 for g in tagged.get(tag, [])) or [0.0]
         at = lambda q: gaps[min(len(gaps) - 1, int(q * (len(gaps) - 1)))]  # noqa: E731
         over = [sum(g > b for g in gaps) for b in PAUSE_BUCKETS_MS]
-        print(f"| {tag} | {len(gaps)} | {at(0.5):.2f} | {at(0.99):.2f} | {at(0.999):.2f} | "
+        print(f"| {loader} | {tag} | {len(gaps)} | {at(0.5):.2f} | {at(0.99):.2f} | "
+              f"{at(0.999):.2f} | "
               f"{gaps[-1]:.2f} | " + " | ".join(str(n) for n in over) + " |")
 
 

@@ -114,21 +114,26 @@ class NumbaBackend(Backend):
 
     def threads_limited(self, n: int):
         """Numba's thread count for the current thread (``numba.set_num_threads``, which is
-        per thread) lowered to ``n`` inside the context, then restored."""
+        per thread; the native loader's threading layer when numba is not imported) lowered to
+        ``n`` inside the context, then restored."""
         import contextlib
 
         @contextlib.contextmanager
         def limited():
-            if "numba" not in sys.modules:  # no kernel has been compiled: nothing to limit
+            from plax_numba import native_loader
+            # numba's functions when numba is imported, else those of the threading layer the
+            # native loader started; None: no parallel kernel exists yet, nothing to limit
+            functions = native_loader.thread_count_functions()
+            if functions is None:
                 yield
                 return
-            import numba
-            before = numba.get_num_threads()
-            numba.set_num_threads(max(1, min(n, before)))
+            get, set_ = functions
+            before = get()
+            set_(max(1, min(n, before)))
             try:
                 yield
             finally:
-                numba.set_num_threads(before)
+                set_(before)
         return limited()
 
     def compile(self, jaxpr, device) -> Callable[..., Sequence[Any]]:

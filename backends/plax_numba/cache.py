@@ -12,7 +12,11 @@ The cache directory is ``$PLAX_NUMBA_CACHE_DIR``, else ``$XDG_CACHE_HOME/plax_nu
 numba itself is imported by the first load or compilation (:func:`load_kernel`), not by this
 module: with tiering, a program's first call only names its kernels (their source and
 path), so a process whose jitted functions never get hot never pays numba's import
-(~0.15-0.25 s on a 2-core host, the bulk of a first call).
+(~0.15-0.25 s on a 2-core host, the bulk of a first call). A kernel compiled by a worker
+also has a native artifact beside its cache entry (:mod:`plax_numba.native_emit`), which
+this process links without importing numba at all (:mod:`plax_numba.native_loader`,
+:func:`_load_native`); numba's own loading is the fallback, for kernels without a usable
+artifact and with ``PLAX_NUMBA_NATIVE=0``.
 """
 from __future__ import annotations
 
@@ -307,16 +311,45 @@ load_times: list = []
 serial_loaded_at: list = []
 
 
-def compile_for_cache(text: str, arg_types: list, directory: str | None = None) -> int:
+def compile_for_cache(text: str, arg_types: list, directory: str | None = None,
+                      native: bool = False) -> int:
     """Compiles the kernel of module ``text`` for ``arg_types`` into numba's disk cache (or
     finds it there), and marks it as there (:func:`on_disk`). Runs in a compile worker
     (:func:`load_compiled`, which passes its cache ``directory``) and for synchronous
-    compilations. Returns the id of the process that ran it (``load_times`` records it)."""
+    compilations. With ``native`` (a worker's job), also writes the kernel's native
+    artifact (:func:`plax_numba.native_emit.emit`; none for a kernel kind it does not cover),
+    before the marker, so the program can load it without numba
+    (:mod:`plax_numba.native_loader`). Returns the id of the process that ran it
+    (``load_times`` records it)."""
     use_cache_dir(directory)
     kernel = load_kernel(text)
     kernel.compile(numba_signature(arg_types))
-    mark(_marker(text, arg_types))
+    marker = _marker(text, arg_types)
+    if native:
+        from plax_numba import native_emit
+        path = native_emit.artifact_path(marker)
+        if not os.path.exists(path):
+            try:
+                native_emit.emit(text, arg_types, path)
+            except Exception as err:  # noqa: BLE001 - NotEmitted, or a numba internal moved:
+                # the program loads this kernel through numba, counting why
+                native_emit.not_emitted(path, err)
+    mark(marker)
     return os.getpid()
+
+
+def _load_native(text: str, arg_types: list):
+    """The kernel of ``text`` for ``arg_types`` linked from its native artifact without
+    numba (:func:`plax_numba.native_loader.load`), or None (the loader is off, or the
+    kernel has no usable artifact: the caller loads it through numba)."""
+    from plax_numba import native_emit, native_loader
+    if not native_loader.enabled():
+        return None
+    try:
+        return native_loader.load(native_emit.artifact_path(_marker(text, arg_types)))
+    except Exception as err:  # noqa: BLE001 - a loader bug must not fail the kernel
+        native_loader.count_fallback(f"loader error: {type(err).__name__}: {err}")
+        return None
 
 
 def _marker(text: str, arg_types: list) -> str:
@@ -510,6 +543,14 @@ def load_now(text: str, arg_types: list):
       kernel = load_now(text, plan.arg_types) if on_disk(text, plan.arg_types) else None
     """
     start = time.perf_counter()
+    kernel = _load_native(text, arg_types)
+    if kernel is not None:
+        load_stats["loaded"] += 1
+        load_times.append({"import numba": 0.0, "worker": 0.0,
+                           "load": time.perf_counter() - start, "compiled by": None,
+                           "at": time.perf_counter(), "native": True})
+        _compiled[_key(text, arg_types)] = kernel
+        return kernel
     if not prepare_numba_now():
         load_stats["missed here"] += 1
         return None
@@ -686,7 +727,9 @@ def _start_jobs(text: str, arg_types: list, serial_first: bool) -> dict:
         write_source(variant)
         future = None
         if not on_disk(variant, arg_types):
-            future = compile_worker.submit(compile_for_cache, variant, arg_types, cache_dir())
+            from plax_numba import native_loader
+            future = compile_worker.submit(compile_for_cache, variant, arg_types, cache_dir(),
+                                           native_loader.enabled())
         jobs[name] = (variant, future)
     return jobs
 
@@ -723,10 +766,17 @@ def load_compiled(text: str, arg_types: list):
         jobs, interim = _requests.pop(_key(text, arg_types), (None, None))
     if jobs is None:
         jobs = _start_jobs(text, arg_types, serial_first=False)
+    from plax_numba import native_loader
     clock = time.perf_counter
     start = clock()
-    with tiered.yielding_gil():
-        prepare_numba()  # the first time, while the worker compiles
+    with tiered.yielding_gil():  # the first time, while the worker compiles
+        if not native_loader.enabled():
+            prepare_numba()
+        else:
+            try:
+                native_loader.prepare()
+            except Exception:  # noqa: BLE001 - the load itself counts what went wrong
+                pass
     imported = clock()
     _load_interim(jobs, arg_types, interim)
     job = jobs["final"][1]
@@ -734,6 +784,18 @@ def load_compiled(text: str, arg_types: list):
         compiled_by = job.result()  # raises WorkerCompileError (with the worker's traceback)
     else:
         compiled_by = None  # on disk already
+    compiled = clock()
+    with tiered.yielding_gil():
+        kernel = _load_native(text, arg_types)  # numba is not imported for it
+    if kernel is not None:
+        load_stats["loaded"] += 1
+        load_times.append({"import numba": 0.0, "worker": compiled - imported,
+                           "load": clock() - compiled, "compiled by": compiled_by,
+                           "at": clock(), "native": True})
+        _compiled[_key(text, arg_types)] = kernel
+        return kernel
+    with tiered.yielding_gil():
+        prepare_numba()  # (nothing the first time round: numba is set up already)
     compiled = clock()
     with tiered.yielding_gil():
         with _collections_deferred():  # (its helpers' modules, imported the first time)
@@ -760,9 +822,12 @@ def _load_interim(jobs: dict, arg_types: list, interim) -> None:
         if future is not None:
             future.result()
         with tiered.yielding_gil():
-            with _collections_deferred():
-                kernel = load_kernel(text)
-            load_dispatcher(kernel, numba_signature(arg_types), False)
+            kernel = _load_native(text, arg_types)
+            if kernel is None:
+                prepare_numba()
+                with _collections_deferred():
+                    kernel = load_kernel(text)
+                load_dispatcher(kernel, numba_signature(arg_types), False)
         interim(kernel)
         serial_loaded_at.append(time.perf_counter())
     except Exception:  # noqa: BLE001 - only a shortcut; the parallel kernel follows
@@ -772,5 +837,9 @@ def _load_interim(jobs: dict, arg_types: list, interim) -> None:
 def entry_point(kernel, arg_types: list):
     """The compiled entry point of ``kernel`` for ``arg_types``: callable without the
     dispatcher's type lookup (the caller passes exactly those types: C-contiguous arrays of
-    the right dtypes and ranks, scalars)."""
+    the right dtypes and ranks, scalars). For a kernel linked without numba
+    (:class:`plax_numba.native_loader.NativeKernel`) its entry point, which checks them."""
+    from plax_numba.native_loader import NativeKernel  # (imports no numba)
+    if isinstance(kernel, NativeKernel):
+        return kernel.function
     return kernel.overloads[numba_signature(arg_types)].entry_point

@@ -98,8 +98,12 @@ def yielding_to_blas(kernel):
     started right after a product waited for the cores BLAS's workers held: a 401,408-element
     update took 260 us after a product, 30 us alone, 55 us serial. Elementwise loops give the
     same bits on any number of threads."""
-    import numba
-    get, set_ = numba.get_num_threads, numba.set_num_threads
+    from plax_numba import native_loader
+    functions = native_loader.thread_count_functions()  # (a kernel loaded without numba)
+    if functions is None:
+        import numba
+        functions = numba.get_num_threads, numba.set_num_threads
+    get, set_ = functions
 
     def run(*args):
         if not blas_threads_spinning():

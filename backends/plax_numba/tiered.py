@@ -16,7 +16,8 @@ The compilation itself runs in a worker process (:mod:`plax_numba.compile_worker
 hands it over at once (:func:`counting`'s ``request``), a parallel kernel's serial form
 first, and the background thread waits for it with the GIL released and then loads the
 machine code (:func:`compiles_in_worker`, :func:`plax_numba.cache.load_compiled`), so the
-program's threads never wait on the compiler. ``PLAX_NUMBA_WORKERS=0`` compiles in the
+program's threads never wait on the compiler; it links the object code the worker emitted
+with llvmlite, without importing numba in this process (:mod:`plax_numba.native_loader`). ``PLAX_NUMBA_WORKERS=0`` compiles in the
 background thread instead (numba holds the GIL for milliseconds at a time there).
 
 A cluster's step (the wrapper made by :mod:`plax_numba.codegen`) reads two globals of its

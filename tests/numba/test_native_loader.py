@@ -1,0 +1,322 @@
+"""The numba-free kernel loader (issue 26, item 2): kernels the compile worker emits as native
+object code (:mod:`plax_numba.native_emit`) load in the program's process with llvmlite alone
+(:mod:`plax_numba.native_loader`). Values are checked against NumPy float64 and the NumPy
+backend; no timing is asserted. Processes that must not import numba run as children."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+pytestmark = pytest.mark.skipif(
+    not sys.platform.startswith("linux") or sys.maxsize < 2 ** 32,
+    reason="the native loader links ELF objects: 64-bit Linux only (elsewhere kernels load "
+           "through numba)")
+
+_KERNEL = '''
+@njit(**_OPTIONS)
+def kernel(a, s, b, n):
+    o = np.empty(n, np.float32)
+    acc = 0.0
+    for i in range(n):
+        o[i] = np.float32(np.exp(a[i]) * s)
+        acc += o[i]
+    return o, np.float32(acc), b
+'''
+_ARG_TYPES = [("array", np.dtype(np.float32), 1), ("scalar", np.dtype(np.float32)),
+              ("rarray", np.dtype(np.int32), 2), ("int",)]
+
+
+def _run(code: str, env: dict) -> dict:
+    """Runs ``code`` in a fresh interpreter (this one's ``sys.path``); returns the JSON its
+    last output line prints."""
+    full = dict(os.environ, **env)
+    full["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+    for k in ("PLAX_NUMBA_SYNC", "PLAX_NUMBA_WORKERS", "PLAX_NUMBA_NATIVE"):
+        if k not in env:
+            full.pop(k, None)
+    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=full,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture
+def emitted(tmp_path):
+    """A kernel allocating its result (numba's runtime), returning an array, a scalar and
+    one of its inputs, emitted as the worker does; its module text and artifact path."""
+    from plax_numba import cache, native_emit
+    old = cache._dir
+    cache._dir = str(tmp_path)
+    try:
+        text = cache.module_source(_KERNEL, ["exp", "mul"])
+        cache.compile_for_cache(text, _ARG_TYPES, native=True)
+        path = native_emit.artifact_path(cache._marker(text, _ARG_TYPES))
+    finally:
+        cache._dir = old
+    return tmp_path, path
+
+
+def test_loads_without_numba_and_matches_numpy(emitted):
+    directory, path = emitted
+    out = _run(f"""
+        import json, sys
+        import numpy as np
+        from plax_numba import native_loader
+        k = native_loader.load({path!r})
+        a = np.linspace(-2, 2, 1001, dtype=np.float32)
+        b = np.arange(6, dtype=np.int32).reshape(2, 3)
+        o, total, same = k.function(a, np.float32(1.5), b, a.size)
+        refs = sys.getrefcount(b)
+        for _ in range(200):  # the returned input: one reference per result, none kept
+            k.function(a, np.float32(1.5), b, a.size)
+        print(json.dumps({{"o": o.tolist(), "dtype": str(o.dtype), "total": float(total),
+                          "same": same is b, "numba": "numba" in sys.modules,
+                          "refs_kept": sys.getrefcount(b) - refs,
+                          "fallbacks": native_loader.fallbacks}}))
+        """, {})
+    assert not out["numba"] and out["fallbacks"] == {}
+    a = np.linspace(-2, 2, 1001, dtype=np.float32)
+    want = np.exp(a.astype(np.float64)) * 1.5
+    assert out["dtype"] == "float32"
+    np.testing.assert_allclose(out["o"], want, rtol=3e-7 * 4)
+    np.testing.assert_allclose(out["total"], want.sum(), rtol=1e-5)
+    assert out["same"]  # an input returned as it is: the same object, as numba returns it
+    assert out["refs_kept"] == 0
+
+
+_PARALLEL_KERNEL = '''
+@njit(**_PARALLEL)
+def kernel(a, o, n):
+    for i in prange(n):
+        o[i] = np.float32(np.tanh(a[i]) * np.float32(3.0) + np.float32(0.5))
+    return 0
+'''
+
+
+def test_parallel_kernel_runs_on_the_threading_layer_without_numba(tmp_path):
+    from plax_numba import cache, native_emit
+    arg_types = [("array", np.dtype(np.float32), 1), ("array", np.dtype(np.float32), 1),
+                 ("int",)]
+    old = cache._dir
+    cache._dir = str(tmp_path)
+    try:
+        text = cache.module_source(_PARALLEL_KERNEL, ["tanh", "mul", "add"])
+        cache.compile_for_cache(text, arg_types, native=True)
+        path = native_emit.artifact_path(cache._marker(text, arg_types))
+    finally:
+        cache._dir = old
+    out = _run(f"""
+        import json, sys
+        import numpy as np
+        from plax_numba import native_loader
+        k = native_loader.load({path!r})
+        a = np.linspace(-3, 3, 100_003, dtype=np.float32)
+        o = np.empty_like(a)
+        k.function(a, o, a.size)
+        get, set_ = native_loader.thread_count_functions()
+        threads = get()
+        set_(1)
+        one = np.empty_like(a)
+        k.function(a, one, a.size)
+        set_(threads)
+        from plax_numba import kernels
+        kernels._last_threaded_product[0] = float("inf")  # as if BLAS's threads were spinning
+        wrapped = kernels.yielding_to_blas(k.function)  # (its thread counts: no numba)
+        two = np.empty_like(a)
+        wrapped(a, two, a.size)
+        from plax_numba.backend import NumbaBackend
+        backend = NumbaBackend()
+        with backend.threads_limited(1):  # pmap's device threads limit the layer, not numba
+            limited = get()
+        print(json.dumps({{"o": o[::97].tolist(), "same": bool((o == one).all()
+                                                              and (o == two).all()),
+                          "threads": threads, "numba": "numba" in sys.modules,
+                          "limited": limited, "restored": get(),
+                          "fallbacks": native_loader.fallbacks}}))
+        """, {})
+    assert not out["numba"] and out["fallbacks"] == {} and out["threads"] >= 1
+    assert out["limited"] == 1 and out["restored"] == out["threads"]
+    assert out["same"]  # one thread or all: an elementwise loop gives the same bits
+    a = np.linspace(-3, 3, 100_003, dtype=np.float32)[::97].astype(np.float64)
+    np.testing.assert_allclose(out["o"], np.tanh(a) * 3 + 0.5, rtol=1e-6, atol=1e-6)
+
+
+def test_wrong_arguments_raise_type_error_not_wrong_results(emitted):
+    from plax_numba import native_loader
+    _, path = emitted
+    kernel = native_loader.load(path)
+    assert kernel is not None, native_loader.fallbacks
+    a = np.linspace(-2, 2, 64, dtype=np.float32)
+    b = np.zeros((2, 3), np.int32)
+    for bad in [(a.astype(np.float64), np.float32(1), b, 64),   # dtype
+                (a[::2], np.float32(1), b, 32),                  # not contiguous
+                (a.reshape(8, 8), np.float32(1), b, 64),         # rank
+                (list(a), np.float32(1), b, 64),                 # not an array
+                (a, np.float32(1), b)]:                          # argument count
+        with pytest.raises(TypeError, match="compiled for"):
+            kernel.function(*bad)
+    with pytest.raises(TypeError):
+        kernel.function(a, "1.5", b, 64)
+
+
+def test_unloadable_artifacts_fall_back_and_are_counted(tmp_path, emitted):
+    import pickle
+    from plax_numba import native_emit, native_loader
+    assert native_loader.load(str(tmp_path / "absent.native")) is None
+    _, path = emitted
+    with open(path, "rb") as f:
+        artifact = pickle.load(f)
+    broken = dict(artifact, undefined=artifact["undefined"] + ["plax_no_such_symbol"])
+    odd = tmp_path / "odd.native"
+    odd.write_bytes(pickle.dumps(broken))
+    before = dict(native_loader.fallbacks)
+    assert native_loader.load(str(odd)) is None  # never linked: LLVM would abort on it
+    reasons = [k for k in native_loader.fallbacks if native_loader.fallbacks[k] !=
+               before.get(k, 0)]
+    assert any("plax_no_such_symbol" in r for r in reasons)
+    native_emit.not_emitted(str(odd), native_emit.NotEmitted("a kernel kind"))
+    assert native_loader.load(str(odd)) is None
+    assert native_loader.fallbacks.get("a kernel kind") == 1
+
+
+_OBJECT_MODE_KERNEL = '''
+@njit(**_OPTIONS)
+def kernel(a, n):
+    return (log1p_f32(a), )
+'''
+
+
+def test_object_mode_kernels_are_not_emitted_and_load_through_numba(tmp_path):
+    # numba's object mode (NumPy's own log1p, for exact bits) calls Python objects from
+    # numba's Environment, which only numba's loader fills in: linked natively the kernel
+    # raised "missing Environment" at its first call (random.normal's program did).
+    import pickle
+    from plax_numba import cache, native_emit, native_loader
+    arg_types = [("array", np.dtype(np.float32), 1), ("int",)]
+    old = cache._dir
+    cache._dir = str(tmp_path)
+    try:
+        text = cache.module_source(_OBJECT_MODE_KERNEL, ["log1p"])
+        cache.compile_for_cache(text, arg_types, native=True)
+        path = native_emit.artifact_path(cache._marker(text, arg_types))
+    finally:
+        cache._dir = old
+    with open(path, "rb") as f:
+        artifact = pickle.load(f)
+    assert "object mode" in artifact.get("unsupported", ""), artifact.keys()
+    assert native_loader.load(path) is None
+    assert any("object mode" in reason for reason in native_loader.fallbacks)
+
+
+def test_undefined_symbols_are_read_from_the_object(emitted):
+    import pickle
+    from plax_numba import native_emit
+    _, path = emitted
+    with open(path, "rb") as f:
+        artifact = pickle.load(f)
+    undefined, defined = native_emit.symbols(artifact["objects"][1])
+    assert artifact["entry"] in defined and "PyTuple_New" in undefined
+    assert "NRT_MemInfo_alloc_aligned" in artifact["undefined"]  # np.empty: numba's runtime
+    with pytest.raises(native_emit.NotEmitted):
+        native_emit.symbols(b"not an object")
+
+
+_MLP_STEP = """
+    import json, os, sys, time
+    import numpy as np
+    import plax
+    from plax import numpy as jnp
+    from plax_numba import cache, native_loader, tiered
+
+    def loss(params, x, y):
+        h = x
+        for w, b in params[:-1]:
+            h = jnp.tanh(h @ w + b)
+        w, b = params[-1]
+        return jnp.mean((h @ w + b - y) ** 2)
+
+    def step(params, x, y):
+        grads = plax.grad(loss)(params, x, y)
+        return [(w - 0.1 * gw, b - 0.1 * gb) for (w, b), (gw, gb) in zip(params, grads)]
+
+    rng = np.random.default_rng(0)
+    sizes = [(12, 16), (16, 3)]
+    params = [(rng.standard_normal(s).astype(np.float32) * 0.3,
+               rng.standard_normal(s[1]).astype(np.float32) * 0.1) for s in sizes]
+    x = rng.standard_normal((5, 12)).astype(np.float32)
+    y = rng.standard_normal((5, 3)).astype(np.float32)
+    backend = os.environ["BACKEND"]
+    f = plax.jit(step, backend=backend)
+    out = f(params, x, y)
+    if backend == "numba":
+        deadline = time.monotonic() + 300
+        while not tiered.wait_idle(0) and time.monotonic() < deadline:
+            out = f(params, x, y)
+        out = f(params, x, y)
+    flat = [np.asarray(a).tolist() for pair in out for a in pair]
+    print(json.dumps({"out": flat, "numba": "numba" in sys.modules,
+                      "native": native_loader.stats["loaded"],
+                      "fallbacks": native_loader.fallbacks,
+                      "loaded": cache.load_stats["loaded"]}))
+"""
+
+
+def test_warm_start_runs_fast_path_without_importing_numba(tmp_path):
+    # First process: the worker compiles the MLP step's kernels into an empty cache and this
+    # process loads them natively. Second process, the cache warm: the kernels load when the
+    # program is built, and numba is never imported. Third, PLAX_NUMBA_NATIVE=0: the same
+    # kernels load through numba. Values equal the NumPy backend's.
+    env = {"PLAX_NUMBA_CACHE_DIR": str(tmp_path), "PLAX_NUMBA_COMPILE_AFTER": "1"}
+    cold = _run(_MLP_STEP, dict(env, BACKEND="numba"))
+    warm = _run(_MLP_STEP, dict(env, BACKEND="numba"))
+    off = _run(_MLP_STEP, dict(env, BACKEND="numba", PLAX_NUMBA_NATIVE="0"))
+    ref = _run(_MLP_STEP, dict(env, BACKEND="numpy"))
+    for run in (cold, warm):
+        assert not run["numba"], run
+        assert run["fallbacks"] == {} and run["native"] >= 1 and run["native"] == run["loaded"]
+    assert off["numba"] and off["native"] == 0 and off["loaded"] >= 1
+    for run in (cold, warm, off):
+        for got, want in zip(run["out"], ref["out"]):
+            np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-6)
+
+
+def test_a_loader_error_falls_back_to_numba_not_to_a_failed_kernel(monkeypatch, tmp_path):
+    # A bug or surprise in the native loader costs only the loader: the kernel loads through
+    # numba (counted), no fallback warning, the values are right.
+    import time
+    import warnings
+    import plax
+    from plax import numpy as jnp
+    from plax_numba import cache, native_loader, tiered
+    monkeypatch.delenv("PLAX_NUMBA_SYNC", raising=False)
+    monkeypatch.delenv("PLAX_NUMBA_WORKERS", raising=False)
+    monkeypatch.delenv("PLAX_NUMBA_NATIVE", raising=False)
+    monkeypatch.setenv("PLAX_NUMBA_COMPILE_AFTER", "1")
+    monkeypatch.setattr(cache, "_dir", str(tmp_path))
+    monkeypatch.setattr(cache, "_compiled", {})
+    monkeypatch.setattr(cache, "_kernels", {})
+
+    def broken(path):
+        raise RuntimeError("the loader broke")
+    monkeypatch.setattr(native_loader, "load", broken)
+    x = np.linspace(-2, 2, 515, dtype=np.float32)
+    f = plax.jit(lambda x: jnp.exp(x * 0.375) * 1.25 - x, backend="numba")
+    before = cache.load_stats["loaded"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no fallback warning
+        f(x)
+        deadline = time.monotonic() + 300
+        while cache.load_stats["loaded"] == before:
+            assert time.monotonic() < deadline, "the kernel never loaded"
+            f(x)
+            tiered.wait_idle(timeout=1.0)
+        out = np.asarray(f(x))
+    assert any("the loader broke" in k for k in native_loader.fallbacks)
+    want = np.exp(x.astype(np.float64) * 0.375) * 1.25 - x
+    np.testing.assert_allclose(out, want, rtol=2e-6, atol=2e-6)
