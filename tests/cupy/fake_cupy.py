@@ -39,7 +39,9 @@ import builtins
 import ctypes
 import importlib
 import operator
+import os
 import sys
+import tempfile
 import threading
 import types
 import weakref
@@ -47,6 +49,7 @@ import weakref
 import numpy as np
 
 import fake_cupy_api as _api
+import fake_nvrtc
 
 float16, float32, float64 = np.float16, np.float32, np.float64
 int8, int16, int32, int64 = np.int8, np.int16, np.int32, np.int64
@@ -827,11 +830,13 @@ LAUNCHES: list = []
 class _Function:
     """A kernel of a :class:`RawModule`, run on the host (one thread per block, blocks in
     sequence) when launched; its array arguments are checked and marked as the stream's reads
-    and writes."""
+    and writes. A kernel compiled with ``-ftz=true`` runs with the x86 flush-to-zero and
+    denormals-are-zero modes on (float32 subnormals flushed, as on the GPU)."""
 
-    def __init__(self, lib, name):
+    def __init__(self, lib, name, ftz=False):
         self.lib, self.name = lib, name
         self.fn = getattr(lib, name)
+        self.ftz = ftz and hasattr(lib, "plax_sim_fp_mode")
 
     def __call__(self, grid, block, args, shared_mem=0, stream=None):
         stream = stream or get_current_stream()
@@ -866,20 +871,84 @@ class _Function:
 
     def _runner(self, cargs, blocks):
         def run():  # one thread per block, blocks in sequence
-            for b in range(blocks):
-                self.lib.plax_sim_block(b, blocks)
-                self.fn(*cargs)
+            saved = self.lib.plax_sim_fp_mode(_FTZ_DAZ, 1) if self.ftz else None
+            try:
+                for b in range(blocks):
+                    self.lib.plax_sim_block(b, blocks)
+                    self.fn(*cargs)
+            finally:
+                if saved is not None:
+                    self.lib.plax_sim_fp_mode(saved, 0)
         return run
 
 
+#: MXCSR's flush-to-zero (bit 15) and denormals-are-zero (bit 6) bits
+_FTZ_DAZ = 0x8040
+#: appended to each simulated module's host build: sets (``set=1``: ORs in) or restores the
+#: thread's SSE floating-point mode, returning the previous one (x86 only; elsewhere kernels
+#: compiled with -ftz=true do not flush)
+_FP_MODE_SOURCE = r"""
+#if defined(__x86_64__) || defined(__i386__)
+#include <xmmintrin.h>
+extern "C" unsigned int plax_sim_fp_mode(unsigned int mode, int set) {
+  unsigned int old = _mm_getcsr();
+  _mm_setcsr(set ? (old | mode) : mode);
+  return old;
+}
+#endif
+"""
+
+
+class CUDADriverError(RuntimeError):
+    """The driver's error (``cupy_backends.cuda.api.driver.CUDADriverError``)."""
+
+
 class RawModule:
-    def __init__(self, code, options=(), name_expressions=None):
+    """``cupy.RawModule``: ``code=`` compiles with CuPy's options (``-ftz=true`` appended, as
+    CuPy's ``_compile_with_cache_cuda`` does), ``path=`` loads a cubin or PTX file of the
+    simulated NVRTC (:mod:`fake_nvrtc`); exactly one of them, as CuPy requires. Either way the
+    module's source is built for the host (``-DPLAX_SIM``)."""
+
+    def __init__(self, code=None, *, path=None, options=(), name_expressions=None, **kwargs):
+        if (code is None) == (path is None):
+            raise TypeError("Exactly one of `code` and `path` keyword arguments must be given.")
         from plax_cupy import nvrtc
-        self.lib = nvrtc.compile_host(code, define="PLAX_SIM")
+        if code is not None:
+            options = tuple(options)
+            if not any(o.lstrip("-").startswith("std=") for o in options):
+                options += ("-std=c++17",)
+            options += ("-ftz=true",)
+            fake_nvrtc.record(code, options, via="cupy")
+        else:
+            try:
+                with open(path, "rb") as f:
+                    kind, options, code = fake_nvrtc.parse_binary(f.read())
+            except (OSError, ValueError) as err:
+                raise CUDADriverError(f"cuModuleLoad({path!r}): {err}") from None
+            _check_architecture(kind, fake_nvrtc.architecture(options), path)
+        self.options = options
+        self.ftz = fake_nvrtc.flushes_subnormals(options)
+        self.lib = nvrtc.compile_host(code + _FP_MODE_SOURCE, define="PLAX_SIM")
         self.lib.plax_sim_block.argtypes = [ctypes.c_uint, ctypes.c_uint]
+        if hasattr(self.lib, "plax_sim_fp_mode"):
+            self.lib.plax_sim_fp_mode.argtypes = [ctypes.c_uint, ctypes.c_int]
+            self.lib.plax_sim_fp_mode.restype = ctypes.c_uint
 
     def get_function(self, name):
-        return _Function(self.lib, name)
+        return _Function(self.lib, name, ftz=self.ftz)
+
+
+def _check_architecture(kind: str, arch, path) -> None:
+    """The driver loads a cubin of the device's major architecture and a minor one not above
+    its own, and PTX of any virtual architecture not above the device's."""
+    device = int(_Device().compute_capability)
+    if arch is None:
+        return
+    target = int(arch[1])
+    ok = (target // 10 == device // 10 and target <= device) if kind == "cubin" else target <= device
+    if not ok:
+        raise CUDADriverError(f"cuModuleLoad({path!r}): CUDA_ERROR_NO_BINARY_FOR_GPU "
+                              f"({kind} for {arch[0]}_{arch[1]} on a compute capability {device} device)")
 
 
 def install(sm_count: int = 2):
@@ -904,11 +973,16 @@ def install(sm_count: int = 2):
                                              "totalGlobalMem": MEMORY}
     runtime.deviceSynchronize = _device_synchronize
     cuda.runtime = runtime
+    cuda.nvrtc = fake_nvrtc
     me.cuda = cuda
     sys.modules["cupy"] = me
     sys.modules["cupy.cuda"] = cuda
     sys.modules["cupy.cuda.memory"] = memory
     sys.modules["cupy.cuda.runtime"] = runtime
+    sys.modules["cupy.cuda.nvrtc"] = fake_nvrtc
+    # plax's kernel cache of this simulation: apart from the user's (fake binaries)
+    os.environ.setdefault("PLAX_CUPY_CACHE_DIR",
+                          os.path.join(tempfile.gettempdir(), "plax_cupy_simulated"))
     for path in _api.NAMESPACES:
         if path == "cupy":
             continue
