@@ -23,8 +23,10 @@ the run), each in a fresh process: with an empty kernel cache compiling one kern
 compiling concurrently, and with the cache the last run left (a second process: nothing to
 compile), beside JAX's first call (its own fresh process), with the modules each plax run built
 (``built``) and, on the simulated GPU, how many host compiler runs that took (``compiles``).
-The cache is CuPy's kernel cache (``CUPY_CACHE_DIR``) on a GPU, the host builds' directory
-(under ``TMPDIR``) on the simulated one; both point at a temporary directory. ``--first-call``
+The cache is plax's kernel cache (``PLAX_CUPY_CACHE_DIR``: plax compiles its kernels with
+its own NVRTC call, ``plax_cupy.kernel_cache``), plus CuPy's (``CUPY_CACHE_DIR``, CuPy's own
+kernels) and, on the simulated GPU, the host builds' directory (under ``TMPDIR``); all point at
+a temporary directory. ``--first-call``
 prints only this table (``--simulated --first-call``: on the simulated GPU).
 
 Each row also says what one plax call costs beside the time (``plax_cupy.count()`` around one
@@ -290,6 +292,7 @@ def first_call_table(opts) -> None:
         # (JAX in this process already holds most of the card: a child's JAX must not
         # preallocate its default 75% on top)
         env = dict(os.environ, CUPY_CACHE_DIR=os.path.join(cache, "cupy"), TMPDIR=cache,
+                   PLAX_CUPY_CACHE_DIR=os.path.join(cache, "plax_cupy"),
                    XLA_PYTHON_CLIENT_PREALLOCATE="false")
         env.pop("PLAX_CUPY_COMPILE_THREADS", None)
         if threads:

@@ -713,6 +713,14 @@ __device__ double plax_log_beta_factor(double a, double b) {
                        + plax_stirling_correction(a + b) - plax_stirling_correction(b);
   return ratio - lgamma(a);
 }
+// Gamma(a + b) / (Gamma(a) Gamma(b)) from tgamma (for a + b below gamma's limit), or 0 where
+// that fails: Gamma(a) Gamma(b) overflows for a tiny a beside b near 171 (inf / inf is NaN),
+// and the caller then takes the logarithms (as the Numba form's _inverse_beta)
+__device__ double plax_inverse_beta(double a, double b) {
+  if (!(a + b < PLAX_BETA_MAX_GAMMA)) return 0.0;
+  const double r = tgamma(a + b) / (tgamma(a) * tgamma(b));
+  return r < plax_sf_inf() ? r : 0.0;  // (NaN fails the test too)
+}
 // I_x(a, b) by its power series (b x <= 1, x <= 0.95)
 __device__ double plax_betainc_series(double a, double b, double x) {
   const double ai = 1.0 / a;
@@ -731,8 +739,8 @@ __device__ double plax_betainc_series(double a, double b, double x) {
   s += t1;
   s += ai;
   u = a * log(x);
-  if (a + b < PLAX_BETA_MAX_GAMMA && fabs(u) < PLAX_SF_LOG_MAX64)
-    return s * tgamma(a + b) / (tgamma(a) * tgamma(b)) * pow(x, a);
+  const double ratio = plax_inverse_beta(a, b);
+  if (ratio > 0.0 && fabs(u) < PLAX_SF_LOG_MAX64) return s * ratio * pow(x, a);
   t = plax_log_beta_factor(a, b) + u + log(s);
   return t > PLAX_SF_LOG_MIN64 ? exp(t) : 0.0;
 }
@@ -802,8 +810,9 @@ __device__ double plax_betainc_fractions(double a, double b, double x) {
   if (x * (a + b - 2.0) - (a - 1.0) < 0.0) w = plax_betainc_fraction(a, b, x, false);
   else w = plax_betainc_fraction(a, b, x, true) / xc;
   double y = a * log_x, t = b * log_xc;
-  if (a + b < PLAX_BETA_MAX_GAMMA && fabs(y) < PLAX_SF_LOG_MAX64 && fabs(t) < PLAX_SF_LOG_MAX64) {
-    t = pow(xc, b) * pow(x, a) / a * w * (tgamma(a + b) / (tgamma(a) * tgamma(b)));
+  const double ratio = plax_inverse_beta(a, b);
+  if (ratio > 0.0 && fabs(y) < PLAX_SF_LOG_MAX64 && fabs(t) < PLAX_SF_LOG_MAX64) {
+    t = pow(xc, b) * pow(x, a) / a * w * ratio;
   } else {
     y += t + plax_log_beta_factor(a, b) + log(w / a);
     t = y > PLAX_SF_LOG_MIN64 ? exp(y) : 0.0;
