@@ -1,7 +1,7 @@
 """The CuPy backend's :class:`plax.lowering.Emitter`: clusters become generated CUDA kernels,
 lone equations one kernel or CuPy/cuBLAS call each.
 
-* a cluster (the shared fusion pass's grouping) -> one :class:`plax_cupy.backend.Launcher`
+* a cluster (the shared fusion pass's grouping, ``iota`` and ``threefry2x32`` included) -> one :class:`plax_cupy.backend.Launcher`
   (one kernel, or a partial and a final reduction kernel); a cluster the generator declines
   (:class:`plax_cupy.codegen.Unsupported`: reductions over different axes, a dtype outside
   the generator's map) is split by the driver into its equations;
@@ -39,6 +39,12 @@ class CupyEmitter(Emitter):
     """
 
     fuses = True
+    #: threefry2x32 joins clusters: the kernel hashes both words of a counter pair in one pass
+    #: (``plax_threefry_elem``), so random bits and the sampler after them are one kernel
+    fuses_multiple_results = True
+    #: iota joins clusters as an expression of the kernel's element index: the counter
+    #: random.normal hashes is never written to memory
+    fuses_index = True
 
     def __init__(self, backend, device):
         self.backend, self.device = backend, device
