@@ -309,6 +309,48 @@ BESSEL_SOURCE = _bessel_source()
 
 # ---------------------------------------------------------------- digamma
 
+#: digamma's positive zero x0 (1.4616321449683623412626595423257213284682...) as a double and
+#: the double nearest the rest: ``x - hi - lo`` is ``x - x0`` to ~1e-33 near x0 (``x - hi`` is
+#: exact there: Sterbenz)
+PSI_ROOT_HI = 1.4616321449683622
+PSI_ROOT_LO = float(Fraction("1.46163214496836234126265954232572132846819620400644635129598840859878644")
+                    - Fraction(PSI_ROOT_HI))
+#: half-width of the band around x0 where digamma is its Taylor series there, and its terms
+#: (|x - x0| / x0 < 0.21 per term: 30 terms reach below 1e-20 of the sum)
+PSI_ROOT_BAND = 0.3
+PSI_ROOT_TERMS = 30
+
+
+def hurwitz_zeta(s: int, q: float) -> float:
+    """zeta(s, q) = sum over j >= 0 of (q + j)**-s for an integer ``s >= 2``, in float64 (to a
+    few ulps): 40 terms, then Euler-Maclaurin's tail with eight Bernoulli terms (at q + 40 >=
+    40 the next term is below 1e-30 of the sum). Computed when the source is generated.
+
+    Example:
+      >>> abs(hurwitz_zeta(2, 1.0) - math.pi ** 2 / 6) < 1e-15
+      True
+    """
+    bernoulli = [Fraction(1, 6), Fraction(-1, 30), Fraction(1, 42), Fraction(-1, 30),
+                 Fraction(5, 66), Fraction(-691, 2730), Fraction(7, 6), Fraction(-3617, 510)]
+    n = 40
+    terms = [(q + j) ** -s for j in range(n)]
+    a = q + n
+    terms += [a ** (1 - s) / (s - 1), 0.5 * a ** -s]
+    rising = float(s)  # s (s + 1) ... (s + 2m - 2)
+    for m, b in enumerate(bernoulli, start=1):
+        terms.append(float(b) / math.factorial(2 * m) * rising * a ** (-s - 2 * m + 1))
+        rising *= (s + 2 * m - 1) * (s + 2 * m)
+    return math.fsum(terms)
+
+
+def psi_root_coefficients(terms: int = PSI_ROOT_TERMS) -> list[float]:
+    """digamma's Taylor coefficients at its positive zero x0, divided by ``x - x0``:
+    psi(x) = (x - x0) * sum over k >= 1 of c_k (x - x0)**(k - 1), with
+    c_k = psi^(k)(x0) / k! = (-1)**(k + 1) zeta(k + 1, x0)."""
+    x0 = PSI_ROOT_HI + PSI_ROOT_LO
+    return [(-1.0) ** (k + 1) * hurwitz_zeta(k + 1, x0) for k in range(1, terms + 1)]
+
+
 def _digamma_source() -> str:
     # psi(y) ~ log y - 1/(2y) - sum_k B_2k / (2k y^2k): -B_2k / (2k), k = 1..7, in w = y^-2
     # (from 10 on, the first omitted term is below 5e-17 of the result)
@@ -322,10 +364,17 @@ def _digamma_source() -> str:
                       "#endif",
                       _horner("plax_psi_series", series),
                       _horner_float("plax_psi_series_f", series),
+                      _horner("plax_psi_root_series", psi_root_coefficients()),
+                      f"#define PLAX_PSI_ROOT_HI {PSI_ROOT_HI.hex()}",
+                      f"#define PLAX_PSI_ROOT_LO {PSI_ROOT_LO.hex()}",
                       r"""__device__ __forceinline__ double plax_digamma(double x) {
   if (x != x || x == -plax_bitcast<double>(0x7ff0000000000000ull)) return plax_qnan(x);
   if (x <= 0.0 && x == floor(x)) return plax_qnan(x);  // the poles (XLA: NaN)
   if (isinf(x)) return x;
+  // near the positive zero: its Taylor series in x - x0 (the recurrence below cancels there,
+  // leaving an absolute error of ~1e-16 on a value that tends to zero)
+  const double d = (x - PLAX_PSI_ROOT_HI) - PLAX_PSI_ROOT_LO;
+  if (fabs(d) < """ + repr(PSI_ROOT_BAND) + r""") return d * plax_psi_root_series(d);
   const bool neg = x < 0.0;
   double y = neg ? 1.0 - x : x, lifted = 0.0;
   while (y < 10.0) {  // psi(y) = psi(y + 1) - 1/y
