@@ -29,6 +29,14 @@ otherwise hide a GPU bug:
   ``empty`` memory shows. Reusing a block that an unsynchronised operation on another stream
   still reads raises :class:`UseAfterFreeError`.
 
+* **Compiles are recorded.** ``cupy.cuda.nvrtc`` is :mod:`fake_nvrtc` (plax's own NVRTC
+  calls: options checked and recorded, binaries that carry their source), ``RawModule`` takes
+  exactly one of ``code=`` (CuPy's compile, ``-ftz=true`` appended and recorded) and ``path=``
+  (a simulated cubin/PTX, checked against the device's architecture); a module compiled with
+  ``-ftz=true`` runs with x86's flush-to-zero and denormals-are-zero modes, so float32
+  subnormals flush in arithmetic as on the GPU (not in ``abs``/negation, which x86 does by
+  bit operations).
+
 What it cannot show: CuPy's own kernels, cuBLAS, timing, concurrency between the threads of a
 block, real memory. Install it with :func:`install` *before* ``plax_cupy.backend`` is imported
 (in a fresh process: it takes the name ``cupy`` in ``sys.modules``).
