@@ -1,8 +1,9 @@
 """The CuPy backend's :class:`plax.lowering.Emitter`: clusters become generated CUDA kernels,
 lone equations one kernel or CuPy/cuBLAS call each.
 
-* a cluster (the shared fusion pass's grouping, ``iota`` and ``threefry2x32`` included) -> one :class:`plax_cupy.backend.Launcher`
-  (one kernel, or a partial and a final reduction kernel); a cluster the generator declines
+* a cluster (the shared fusion pass's grouping, ``iota`` and ``threefry2x32`` included) -> one
+  :class:`plax_cupy.backend.Launcher` (one kernel, or a partial and a final reduction kernel);
+  a cluster the generator declines
   (:class:`plax_cupy.codegen.Unsupported`: reductions over different axes, a dtype outside
   the generator's map) is split by the driver into its equations;
 * a lone fusible equation -> its own generated kernel, or, where the generator declines it, the
