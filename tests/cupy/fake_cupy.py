@@ -35,7 +35,9 @@ otherwise hide a GPU bug:
   (a simulated cubin/PTX, checked against the device's architecture); a module compiled with
   ``-ftz=true`` runs with x86's flush-to-zero and denormals-are-zero modes, so float32
   subnormals flush in arithmetic as on the GPU (not in ``abs``/negation, which x86 does by
-  bit operations).
+  bit operations). CuPy's own kernels that do float arithmetic or comparisons
+  (``fake_cupy_api.FLUSHES_FLOAT32``: ``cumsum``, ``argmax``, ``maximum``, ...) flush float32
+  subnormals in their operands and results likewise.
 
 What it cannot show: CuPy's own kernels, cuBLAS, timing, concurrency between the threads of a
 block, real memory. Install it with :func:`install` *before* ``plax_cupy.backend`` is imported
@@ -745,6 +747,8 @@ fromDlpack = from_dlpack
 def _namespace_function(module_name: str, name: str):
     """``cupy.<module>.<name>``: the NumPy/SciPy function of that name as a device operation."""
     fn = getattr(importlib.import_module(module_name), name)
+    if module_name == "numpy" and name in _api.FLUSHES_FLOAT32:
+        fn = _flushing(fn)
     writes_first = name in ("copyto", "put", "place", "putmask", "fill_diagonal", "put_along_axis")
 
     def device_function(*args, **kwargs):
@@ -754,6 +758,29 @@ def _namespace_function(module_name: str, name: str):
     device_function.__name__ = device_function.__qualname__ = name
     device_function.__doc__ = f"Simulated ``{name}``: {module_name}.{name} as a device operation."
     return device_function
+
+
+def _flush_float32(value):
+    """``value`` with float32 (and complex64 parts') subnormals flushed to a zero of their
+    sign, as a kernel compiled with ``-ftz=true`` reads and writes them; other values as they
+    are."""
+    if isinstance(value, (list, tuple)):
+        return type(value)(_flush_float32(v) for v in value)
+    if not isinstance(value, (np.ndarray, np.generic)) or value.dtype not in (np.float32, np.complex64):
+        return value
+    if value.dtype == np.complex64:
+        return (_flush_float32(value.real) + np.complex64(1j) * _flush_float32(value.imag)).astype(np.complex64)
+    tiny = np.finfo(np.float32).tiny
+    return np.where(np.abs(value) < tiny, np.copysign(np.float32(0), value), value).astype(np.float32)
+
+
+def _flushing(fn):
+    """``fn`` as CuPy's kernel of it runs: float32 subnormals flushed in operands and results
+    (:data:`fake_cupy_api.FLUSHES_FLOAT32`)."""
+    def run(*args, **kwargs):
+        return _flush_float32(fn(*_flush_float32(args), **kwargs))
+    run.__name__ = run.__qualname__ = fn.__name__
+    return run
 
 
 _OWN = {"asarray", "array", "ascontiguousarray", "empty", "empty_like", "ndarray",

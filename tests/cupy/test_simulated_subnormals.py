@@ -177,3 +177,98 @@ def test_the_simulation_refuses_what_cuda_refuses(tmp_path):
     newer.write_bytes(nvrtc.compile_binary("", ("-arch=sm_90",), "cubin"))
     with pytest.raises(fake_cupy.CUDADriverError, match="NO_BINARY_FOR_GPU"):
         cupy.RawModule(path=str(newer))
+
+
+#: float32 subnormals along a row, for the plax-compiled row kernels (plax_cupy.kernels_rows)
+ROW = np.array([[3e-39, 1e-45, 0.0, -1e-45, 2e-39, 0.5],
+                [0.0, 1e-45, -3e-39, 1.0, 1.1754942e-38, -2e-45]], np.float32)
+
+
+def _row_expected():
+    # NumPy float32 (subnormal sums and products by these factors are exact)
+    scaled = np.where(np.abs(ROW) < 1e-30, ROW, np.float32(1.0))   # products stay subnormal
+    return {
+        "cumsum": np.cumsum(ROW, axis=1, dtype=np.float32),
+        "cumsum_reverse": np.cumsum(ROW[:, ::-1], axis=1, dtype=np.float32)[:, ::-1],
+        "cumsum_axis0": np.cumsum(ROW, axis=0, dtype=np.float32),
+        "cumprod": np.cumprod(np.where(np.arange(6) == 0, np.float32(1.0), scaled) * np.float32(0.5) + ROW * 0,
+                              axis=1, dtype=np.float32),
+        "cummax": np.maximum.accumulate(-np.abs(ROW), axis=1),
+        "cummin": np.minimum.accumulate(np.abs(ROW), axis=1),
+        "argmax": np.argmax(ROW[:, :4], axis=1),
+        "argmin": np.argmin(ROW[:, :4], axis=1),
+    }
+
+
+def _row_program(x):
+    from plax import lax
+    scaled = lax.select(lax.abs(x) < 1e-30, x, lax.full_like(x, 1.0))
+    first = lax.broadcasted_iota(np.int32, x.shape, 1) == 0
+    factors = lax.select(first, lax.full_like(x, 1.0), scaled) * 0.5 + x * 0
+    return {
+        "cumsum": lax.cumsum(x, axis=1),
+        "cumsum_reverse": lax.cumsum(x, axis=1, reverse=True),
+        "cumsum_axis0": lax.cumsum(x, axis=0),
+        "cumprod": lax.cumprod(factors, axis=1),
+        "cummax": lax.cummax(-lax.abs(x), axis=1),
+        "cummin": lax.cummin(lax.abs(x), axis=1),
+        "argmax": lax.argmax(x[:, :4], 1, np.int32),
+        "argmin": lax.argmin(x[:, :4], 1, np.int32),
+    }
+
+
+@on_simulated_gpu
+@pytest.mark.parametrize("jitted", [False, True], ids=["eager", "jit"])
+def test_subnormals_survive_cumulative_ops_and_argmax(fresh_kernels, jitted):
+    # these ran as CuPy's own kernels (flushing); now plax-compiled row kernels
+    import plax
+    import plax_cupy
+    import fake_nvrtc
+    start = len(fake_nvrtc.COMPILES)
+    x = plax.device_put(ROW, plax.devices("gpu")[0])
+    with plax_cupy.count() as c:
+        out = (plax.jit(_row_program) if jitted else _row_program)(x)
+    assert c.host_fallbacks == 0, c.fallbacks
+    want = _row_expected()
+    for name, got in out.items():
+        got = np.asarray(got)
+        if name.startswith("arg"):
+            np.testing.assert_array_equal(got, want[name], err_msg=name)
+        else:
+            np.testing.assert_array_equal(got.view(np.uint32), want[name].view(np.uint32), err_msg=name)
+    # (flushed, 3e-39 + 1e-45 would be 0 and every operand of argmin's rows a zero: index 0)
+    assert np.asarray(out["cumsum"])[0, 1] != 0 and list(np.asarray(out["argmin"])) == [3, 2]
+    assert all(r["via"] == "nvrtc" and "-ftz=false" in r["options"]
+               for r in fake_nvrtc.COMPILES[start:])
+
+
+@on_simulated_gpu
+@pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64", "i686", "i386"),
+                    reason="checked beside the x86 control above")
+def test_cupys_own_scan_and_argmax_flush_subnormals():
+    # the negative control: CuPy's kernels (the previous path) flush, so the test above can fail
+    import cupy
+    x = cupy.asarray(ROW)
+    assert np.all(cupy.asnumpy(cupy.cumsum(x, axis=1))[0, :2] == np.float32(3e-39) * 0 + [0, 0])
+    assert list(cupy.asnumpy(cupy.argmin(x[:, :4], axis=1))) == [0, 0]
+
+
+@on_simulated_gpu
+def test_table_kernels_of_nextafter_and_clamp_keep_subnormals():
+    # the kernel table's own nextafter and clamp (the paths beside the generated kernels) are
+    # plax-compiled too: from zero nextafter steps to the smallest subnormal, and clamp passes
+    # a subnormal between its bounds (CuPy's nextafter/maximum/minimum flush both to zero)
+    import cupy
+    from plax import lax
+    from plax_cupy import kernels
+    table = kernels.impls()
+    zeros = np.zeros(3, np.float32)
+    towards = np.array([1.0, -1.0, 0.0], np.float32)
+    got = cupy.asnumpy(table[lax.nextafter_p](cupy.asarray(zeros), cupy.asarray(towards)))
+    np.testing.assert_array_equal(got.view(np.uint32),
+                                  np.nextafter(zeros, towards).view(np.uint32))
+    x = cupy.asarray(SUBNORMALS)
+    lo, hi = cupy.asarray(np.float32(-2e-39)), cupy.asarray(np.float32(1.0))
+    got = cupy.asnumpy(table[lax.clamp_p](lo, x, hi))
+    want = np.minimum(np.maximum(SUBNORMALS, np.float32(-2e-39)), np.float32(1.0))
+    np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
