@@ -46,6 +46,9 @@ class CupyEmitter(Emitter):
     #: iota joins clusters as an expression of the kernel's element index: the counter
     #: random.normal hashes is never written to memory
     fuses_index = True
+    #: rank-0 producers (random.uniform's bounds) fold into the cluster that reads them: the
+    #: kernel recomputes them per element from its scalar inputs instead of a launch of their own
+    fuses_scalar_producers = True
 
     def __init__(self, backend, device):
         self.backend, self.device = backend, device
