@@ -22,9 +22,12 @@ the run), each in a fresh process: with an empty kernel cache compiling one kern
 (``PLAX_CUPY_COMPILE_THREADS=1``: before ``plax_cupy.kernel_modules``), with an empty cache
 compiling concurrently, and with the cache the last run left (a second process: nothing to
 compile), beside JAX's first call (its own fresh process), with the modules each plax run built
-(``built``) and, on the simulated GPU, how many host compiler runs that took (``compiles``).
-The cache is CuPy's kernel cache (``CUPY_CACHE_DIR``) on a GPU, the host builds' directory
-(under ``TMPDIR``) on the simulated one; both point at a temporary directory. ``--first-call``
+(``built``) and how many of them NVRTC compiled (``compiles``: plax's own NVRTC calls,
+``kernel_modules.stats()["compiled"]``; the rest came from the disk cache).
+The cache is plax's kernel cache (``PLAX_CUPY_CACHE_DIR``: plax compiles its kernels with
+its own NVRTC call, ``plax_cupy.kernel_cache``), plus CuPy's (``CUPY_CACHE_DIR``, CuPy's own
+kernels) and, on the simulated GPU, the host builds' directory (under ``TMPDIR``); all point at
+a temporary directory. ``--first-call``
 prints only this table (``--simulated --first-call``: on the simulated GPU).
 
 Each row also says what one plax call costs beside the time (``plax_cupy.count()`` around one
@@ -272,8 +275,9 @@ def _first_call_child(opts) -> int:
     seconds = time.perf_counter() - t0
     result = {"seconds": seconds}
     if opts.first_call_child == "plax":
-        from plax_cupy import kernel_modules, nvrtc
-        result.update(built=kernel_modules.stats()["built"], compiles=nvrtc.HOST_BUILDS[0])
+        from plax_cupy import kernel_modules
+        stats = kernel_modules.stats()
+        result.update(built=stats["built"], compiles=stats["compiled"])
     print(json.dumps(result))
     return 0
 
@@ -290,6 +294,7 @@ def first_call_table(opts) -> None:
         # (JAX in this process already holds most of the card: a child's JAX must not
         # preallocate its default 75% on top)
         env = dict(os.environ, CUPY_CACHE_DIR=os.path.join(cache, "cupy"), TMPDIR=cache,
+                   PLAX_CUPY_CACHE_DIR=os.path.join(cache, "plax_cupy"),
                    XLA_PYTHON_CLIENT_PREALLOCATE="false")
         env.pop("PLAX_CUPY_COMPILE_THREADS", None)
         if threads:
@@ -317,8 +322,7 @@ def first_call_table(opts) -> None:
             continue
         ratio = f"{r['seconds'] / t_jax:9.2f}" if t_jax else f"{'-':>9s}"
         jt = f"{t_jax:11.3f}s" if t_jax else f"{'-':>12s}"
-        compiles = str(r["compiles"]) if opts.simulated else "-"
-        print(f"{label:28s} {r['seconds']:11.3f}s {jt} {ratio} {r['built']:6d} {compiles:>8s}")
+        print(f"{label:28s} {r['seconds']:11.3f}s {jt} {ratio} {r['built']:6d} {r['compiles']:8d}")
 
 
 def main(argv=None) -> int:

@@ -186,6 +186,37 @@ def test_scalar_equations_the_run_does_not_feed_run_before_it():
     assert where["reduce_sum()"] < where["mul()"] < where["mul(8,)"]  # fed by the run: after it
 
 
+def test_scalar_producers_fold_into_their_one_reading_cluster():
+    """With ``scalars=True`` (``Emitter.fuses_scalar_producers``) rank-0 elementwise producers
+    read only by one later cluster move into it, ahead of its equations; a scalar that is also
+    an output of the program, or read by two clusters, stays where it was."""
+    def f(x, lo, hi):
+        width = hi.astype(jnp.float32) - lo      # rank 0: convert, sub
+        return jnp.sin(x) * width + lo
+    jaxpr = plax.make_jaxpr(f)(jnp.ones(8), jnp.float32(1), jnp.float32(3)).jaxpr
+    plain = list(find_clusters(jaxpr))
+    assert any(isinstance(u, Cluster) and u.shape == () for u in plain) or \
+        sum(not isinstance(u, Cluster) for u in plain) >= 1
+    (c,) = find_clusters(jaxpr, scalars=True)
+    assert c.shape == (8,) and c.eqns[0].outvars[0].aval.shape == ()
+    assert {e.primitive.name for e in c.eqns} >= {"sub", "sin", "mul", "add"}
+    assert all(v.aval.shape == () for v in c.inputs if v.aval.shape != (8,))
+    assert c.outputs == list(jaxpr.outvars)
+    # the scalar also returned: it stays a unit of its own, before the cluster
+    jaxpr = plax.make_jaxpr(lambda x, lo, hi: (jnp.sin(x) * (hi - lo), hi - lo))(
+        jnp.ones(8), jnp.float32(1), jnp.float32(3)).jaxpr
+    units = list(find_clusters(jaxpr, scalars=True))
+    assert len(units) == 2 and units[1].shape == (8,)
+    # read by two clusters of different shapes: not folded
+    def two(x, y, s):
+        t = s * 2.0
+        return jnp.sin(x) * t, jnp.cos(y) * t
+    jaxpr = plax.make_jaxpr(two)(jnp.ones(8), jnp.ones(5), jnp.float32(3)).jaxpr
+    units = list(find_clusters(jaxpr, scalars=True))
+    assert not isinstance(units[0], Cluster) and units[0].outvars[0].aval.shape == ()
+    assert [u.shape for u in units[1:]] == [(8,), (5,)]
+
+
 def test_clusters_split_where_fusion_is_illegal():
     # a reduction's result read inside the same loop, a shape change, a non-fusible primitive
     units = _units(lambda x: (x - x.sum()) * 2.0, jnp.ones(5))

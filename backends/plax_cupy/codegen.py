@@ -62,7 +62,7 @@ import numpy as np
 
 from plax import lax
 from plax.core.jaxpr import Literal
-from plax.lowering import BROADCAST, REDUCTION, fusion_kind
+from plax.lowering import BROADCAST, INDEX, REDUCTION, fusion_kind
 
 from plax_cupy import special_source
 from plax_cupy.dtypes import (UnsupportedDtype, accumulator, ctype, is_floating, is_half,
@@ -1130,8 +1130,11 @@ def plan_cluster(cluster, *, literal_values: bool = True) -> ClusterKernel:
                 ctype(v.aval.dtype)
             except UnsupportedDtype as err:
                 raise Unsupported(f"{eqn.primitive.name}: {err}") from None
-        if eqn.primitive is lax.broadcast_in_dim_p and eqn.params.get("sharding") is not None:
-            raise Unsupported("broadcast_in_dim with a sharding")
+        if eqn.primitive in (lax.broadcast_in_dim_p, lax.iota_p) and \
+                eqn.params.get("sharding") is not None:
+            raise Unsupported(f"{eqn.primitive.name} with a sharding")
+        if len(eqn.outvars) != 1 and eqn.primitive is not lax.threefry2x32_p:
+            raise Unsupported(f"{eqn.primitive.name}: several results")
 
     inputs: list[KernelInput] = []
     for j, atom in enumerate(cluster.inputs):
@@ -1185,7 +1188,7 @@ def plan_cluster(cluster, *, literal_values: bool = True) -> ClusterKernel:
     # unused local would be an NVRTC warning, and their work wasted
     live = {id(v) for v in cluster.outputs}
     for eqn in reversed(cluster.eqns):
-        if id(eqn.outvars[0]) in live:
+        if any(id(v) in live for v in eqn.outvars):
             live.update(id(v) for v in eqn.invars)
 
     elem_outputs: list[int] = []
@@ -1196,7 +1199,37 @@ def plan_cluster(cluster, *, literal_values: bool = True) -> ClusterKernel:
         out = eqn.outvars[0]
         prim = eqn.primitive
         dout = np.dtype(out.aval.dtype)
-        if id(out) not in live:
+        if not any(id(v) in live for v in eqn.outvars):
+            continue
+        if prim is lax.threefry2x32_p:  # both hashed words in one pass (multiple results)
+            args = [load(v) for v in eqn.invars]
+            body.append(f"unsigned int t{k}_0, t{k}_1;")
+            body.append(f"plax_threefry_elem({', '.join(args)}, &t{k}_0, &t{k}_1);")
+            for r, v in enumerate(eqn.outvars):
+                locals_[id(v)] = f"t{k}_{r}"
+                j = outputs.get(id(v))
+                if j is not None:
+                    elem_outputs.append(j)
+                    body.append(f"o{j}[i] = t{k}_{r};")
+            continue
+        if fusion_kind(prim, index=True) == INDEX:
+            # iota: its element's index along `dimension`, from the loop's flat index
+            dim = int(eqn.params["dimension"])
+            if rank > 1:
+                need_index.add(dim)
+            position = f"idx{dim}" if rank > 1 else "i"
+            if dout.kind == "c":
+                part = _part_ctype(dout)
+                expr = f"plax_cplx<{part}>(({part}){position}, ({part})0)"
+            else:
+                expr = f"(({value_ctype(dout)}){position})"
+            local = f"t{k}"
+            body.append(f"const {value_ctype(dout)} {local} = {expr};")
+            locals_[id(out)] = local
+            j = outputs.get(id(out))
+            if j is not None:
+                elem_outputs.append(j)
+                body.append(f"o{j}[i] = {store_expr(local, dout)};")
             continue
         if fusion_kind(prim) == REDUCTION:
             red = reduction_of(eqn)
@@ -1256,6 +1289,8 @@ def plan_cluster(cluster, *, literal_values: bool = True) -> ClusterKernel:
 
     # the helpers CUDA's library lacks, only in the kernels that call them
     helpers = special_source.helpers_for("\n".join(elem))
+    if "plax_threefry_elem(" in "\n".join(elem):
+        helpers += _threefry_elem_source() + "\n"
     src: list[str] = [PREAMBLE + helpers,
                       f"// cluster: {' '.join(e.primitive.name for e in cluster.eqns)} over {shape}",
                       *elem, ""]
@@ -1390,12 +1425,12 @@ class _OneEquation:
 
 
 def plan_equation(eqn, *, literal_values: bool = True) -> ClusterKernel:
-    """The kernel of one fusible equation (elementwise, broadcast or reduction).
+    """The kernel of one fusible equation (elementwise, broadcast, reduction or ``iota``).
 
     Raises:
       Unsupported: as :func:`plan_cluster`, or a primitive with no fusion kind.
     """
-    if fusion_kind(eqn.primitive) is None or len(eqn.outvars) != 1:
+    if fusion_kind(eqn.primitive, index=True) is None or len(eqn.outvars) != 1:
         raise Unsupported(f"{eqn.primitive.name} is not fusible")
     return plan_cluster(_OneEquation(eqn), literal_values=literal_values)
 
@@ -1410,25 +1445,13 @@ def threefry_source() -> str:
     broadcast), so one kernel serves every combination. uint32 arithmetic wraps in C++ as in
     NumPy, so the bits equal the reference kernel's. ``PLAX_HOST`` gives ``plax_threefry_host``.
     """
-    from plax.lax.random_bits import KS_PARITY, ROTATIONS
-    rounds = []
-    for i in range(5):
-        for r in ROTATIONS[i % 2]:
-            rounds.append(f"  x0 += x1; x1 = ((x1 << {r}) | (x1 >> {32 - r})) ^ x0;")
-        rounds.append(f"  x0 += ks{(i + 1) % 3}; x1 += ks{(i + 2) % 3} + {i + 1}u;")
     params = ("const unsigned int* __restrict__ k0, const unsigned int* __restrict__ k1, "
               "const unsigned int* __restrict__ c0, const unsigned int* __restrict__ c1, "
               "unsigned int* __restrict__ y0, unsigned int* __restrict__ y1, long long n, "
               "long long s0, long long s1, long long s2, long long s3")
     return "\n".join([
         PREAMBLE,
-        "__device__ __forceinline__ void plax_threefry_elem(unsigned int ks0, unsigned int ks1,",
-        "    unsigned int x0, unsigned int x1, unsigned int* out0, unsigned int* out1) {",
-        f"  const unsigned int ks2 = ks0 ^ ks1 ^ {KS_PARITY:#x}u;",
-        "  x0 += ks0; x1 += ks1;",
-        *rounds,
-        "  *out0 = x0; *out1 = x1;",
-        "}",
+        _threefry_elem_source(),
         "#ifndef PLAX_HOST",
         f"extern \"C\" __global__ void plax_threefry2x32({params}) {{",
         "  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;",
@@ -1442,6 +1465,25 @@ def threefry_source() -> str:
         "    plax_threefry_elem(k0[i * s0], k1[i * s1], c0[i * s2], c1[i * s3], &y0[i], &y1[i]);",
         "}",
         "#endif", ""])
+
+
+def _threefry_elem_source() -> str:
+    """``plax_threefry_elem``: one counter pair hashed (the device function the threefry
+    kernel and fusion clusters holding ``threefry2x32`` call)."""
+    from plax.lax.random_bits import KS_PARITY, ROTATIONS
+    rounds = []
+    for i in range(5):
+        for r in ROTATIONS[i % 2]:
+            rounds.append(f"  x0 += x1; x1 = ((x1 << {r}) | (x1 >> {32 - r})) ^ x0;")
+        rounds.append(f"  x0 += ks{(i + 1) % 3}; x1 += ks{(i + 2) % 3} + {i + 1}u;")
+    return "\n".join([
+        "__device__ __forceinline__ void plax_threefry_elem(unsigned int ks0, unsigned int ks1,",
+        "    unsigned int x0, unsigned int x1, unsigned int* out0, unsigned int* out1) {",
+        f"  const unsigned int ks2 = ks0 ^ ks1 ^ {KS_PARITY:#x}u;",
+        "  x0 += ks0; x1 += ks1;",
+        *rounds,
+        "  *out0 = x0; *out1 = x1;",
+        "}"])
 
 
 def describe(kernel: ClusterKernel) -> str:

@@ -1,8 +1,9 @@
 """The CuPy backend's :class:`plax.lowering.Emitter`: clusters become generated CUDA kernels,
 lone equations one kernel or CuPy/cuBLAS call each.
 
-* a cluster (the shared fusion pass's grouping) -> one :class:`plax_cupy.backend.Launcher`
-  (one kernel, or a partial and a final reduction kernel); a cluster the generator declines
+* a cluster (the shared fusion pass's grouping, ``iota`` and ``threefry2x32`` included) -> one
+  :class:`plax_cupy.backend.Launcher` (one kernel, or a partial and a final reduction kernel);
+  a cluster the generator declines
   (:class:`plax_cupy.codegen.Unsupported`: reductions over different axes, a dtype outside
   the generator's map) is split by the driver into its equations;
 * a lone fusible equation -> its own generated kernel, or, where the generator declines it, the
@@ -39,6 +40,15 @@ class CupyEmitter(Emitter):
     """
 
     fuses = True
+    #: threefry2x32 joins clusters: the kernel hashes both words of a counter pair in one pass
+    #: (``plax_threefry_elem``), so random bits and the sampler after them are one kernel
+    fuses_multiple_results = True
+    #: iota joins clusters as an expression of the kernel's element index: the counter
+    #: random.normal hashes is never written to memory
+    fuses_index = True
+    #: rank-0 producers (random.uniform's bounds) fold into the cluster that reads them: the
+    #: kernel recomputes them per element from its scalar inputs instead of a launch of their own
+    fuses_scalar_producers = True
 
     def __init__(self, backend, device):
         self.backend, self.device = backend, device

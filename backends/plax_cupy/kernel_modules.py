@@ -1,17 +1,23 @@
 """Compiled CUDA modules of plax's generated source: one per source text and device in the
 process, and a program's kernels compiled concurrently before its first launch.
 
+plax compiles its kernels with its own NVRTC call (:func:`plax_cupy.nvrtc.compile_binary`) and
+loads the binary with ``cupy.RawModule(path=...)``, rather than handing the source to
+``cupy.RawModule(code=...)``: CuPy appends ``-ftz=true`` to every NVRTC compile, which flushes
+float32 subnormals to zero where NumPy and XLA keep them. The options are
+:data:`plax_cupy.nvrtc.DEVICE_OPTIONS` plus the device's ``-arch``
+(:func:`plax_cupy.nvrtc.device_target`: a cubin for an architecture NVRTC knows, else PTX).
+
 Where a first call's compile time goes, and what each layer keeps:
 
-* **On disk, across processes**: CuPy compiles a ``RawModule`` with NVRTC on first use and
-  keeps the binary in its kernel cache (``~/.cupy/kernel_cache``, ``CUPY_CACHE_DIR``), keyed by
-  a hash of the source, the options, the architecture and NVRTC's version. plax's generated
-  source is a deterministic function of the program (shapes baked in, scalar literals passed as
-  arguments, no ids or addresses in names), so a second process running the same program loads
-  every kernel from that cache and compiles nothing (``tests/cupy/test_simulated_compile_cache.py``
-  checks it on the simulated GPU, whose host builds are cached the same way by
-  :func:`plax_cupy.nvrtc.compile_host`).
-* **In memory, across programs**: :func:`module` keeps one compiled module per source text,
+* **On disk, across processes**: :func:`plax_cupy.kernel_cache.compiled` keeps each binary in
+  plax's kernel cache (``$PLAX_CUPY_CACHE_DIR``, default ``~/.cache/plax_cupy``), named by a
+  hash of the source, the options, the architecture and NVRTC's version. plax's generated
+  source is a deterministic function of the program (shapes baked in, scalar literals passed
+  as arguments, no ids or addresses in names), so a second process running the same program
+  loads every kernel from that cache and compiles nothing
+  (``tests/cupy/test_simulated_compile_cache.py`` checks it on the simulated GPU).
+* **In memory, across programs**: :func:`module` keeps one loaded module per source text,
   options and device for the process, so two programs holding the same cluster (or an eager
   kernel and a compiled one) share it instead of each loading it.
 * **Concurrently, within a program**: NVRTC's compile call releases the GIL, so
@@ -20,9 +26,8 @@ Where a first call's compile time goes, and what each layer keeps:
   after the other) when the program is compiled, before its first launch, instead of one by
   one as each kernel is first launched.
 
-The NVRTC options are :data:`OPTIONS` plus what CuPy adds (``-arch`` of the device); NVRTC's
-optimiser stays on (``-G``, which CI's source checks use, makes kernels several times slower).
-:func:`stats` says how many modules this process built and how long that took.
+NVRTC's optimiser stays on (``-G``, which CI's source checks use, makes kernels several times
+slower). :func:`stats` says how many modules this process built and how long that took.
 """
 from __future__ import annotations
 
@@ -34,12 +39,13 @@ from typing import Iterable, Sequence
 
 import cupy
 
-from plax_cupy import nvrtc
+from plax_cupy import kernel_cache, nvrtc
 
-#: the options plax passes to ``cupy.RawModule`` (CuPy adds the architecture)
-OPTIONS = ("--std=c++17",)
+#: the NVRTC options of plax's kernels, besides the device's ``-arch`` (see the module)
+OPTIONS = nvrtc.DEVICE_OPTIONS
 
-_modules: dict = {}   # (source, options, device id) -> compiled RawModule
+_modules: dict = {}   # (source, options, device id) -> loaded RawModule
+_targets: dict = {}   # device id -> (-arch option, "cubin" or "ptx")
 _lock = threading.Lock()
 _STATS = {"built": 0, "seconds": 0.0}
 
@@ -90,13 +96,24 @@ def _build(key: tuple, entries: tuple):
     nvrtc.preload_nvrtc()
     start = time.perf_counter()
     with cupy.cuda.Device(device_id):
-        built = cupy.RawModule(code=source, options=options)
-        for name in entries:
+        arch, kind = _target(device_id)
+        path = kernel_cache.compiled(source, tuple(options) + (arch,), kind)
+        built = cupy.RawModule(path=path)
+        for name in entries:  # (loads the module on this device now)
             built.get_function(name)
     with _lock:
         found = _modules.setdefault(key, built)  # (another thread's build of the same key wins)
         _STATS["built"] += 1
         _STATS["seconds"] += time.perf_counter() - start
+    return found
+
+
+def _target(device_id: int) -> tuple[str, str]:
+    """The device's ``-arch`` option and binary kind (:func:`plax_cupy.nvrtc.device_target`)."""
+    found = _targets.get(device_id)
+    if found is None:
+        cc = cupy.cuda.Device(device_id).compute_capability
+        found = _targets[device_id] = nvrtc.device_target(int(cc))
     return found
 
 
@@ -134,7 +151,8 @@ def compile_all(kernels: Iterable[tuple[str, Sequence[str]]], device_id: int,
 
 
 def stats() -> dict:
-    """``{"built": modules built (compiled or loaded from CuPy's disk cache) by this process,
-    "seconds": their total build time}`` (threads' times added up)."""
+    """``{"built": modules built (compiled, or loaded from plax's disk cache) by this process,
+    "seconds": their total build time (threads' times added up), "compiled": NVRTC compiles,
+    "loaded": binaries found in the disk cache}``."""
     with _lock:
-        return dict(_STATS)
+        return dict(_STATS, **kernel_cache.stats())

@@ -21,6 +21,7 @@ from plax.lax.extra_elementwise import clz_array, clz_p, mulhi_array, mulhi_p, s
 from plax.lax.precision import reduce_precision_array, reduce_precision_p
 from plax_cupy.backend import BF16, Bf16Buffer, widen_bf16
 from plax_cupy.kernels import kernel
+from plax_cupy.kernels_elementwise import elementwise
 from plax_cupy.kernels_shape import on_bits
 
 
@@ -98,7 +99,9 @@ def _nextafter(x, y):
         nan = np.uint16(0x7FC0 if bf16 else 0x7E00)
         out = cupy.where(cupy.isnan(xf) | cupy.isnan(yf), nan, out).astype(np.uint16)
         return Bf16Buffer(out) if bf16 else out.view(np.float16)
-    return cupy.nextafter(x, y)
+    # (plax-compiled: CuPy's nextafter kernel flushes float32 subnormals, the very values
+    # nextafter steps to from zero)
+    return elementwise("plax_nextafter(a0, a1)", x.dtype, x, y)
 
 
 _nextafter.bf16 = "bits"
@@ -144,6 +147,8 @@ def _select_n(which, *cases):
 
 @kernel(lax.clamp_p)
 def _clamp(lo, x, hi):
+    if x.dtype in (np.float32, np.float64):  # plax-compiled: CuPy's max/min flush subnormals
+        return elementwise("plax_min(plax_max(a1, a0), a2)", x.dtype, lo, x, hi)
     return cupy.minimum(cupy.maximum(x, lo), hi).astype(x.dtype)
 
 

@@ -5,8 +5,10 @@ fused reduction kernels decline (float16, bfloat16, complex, several axes, ...).
 Sums and products are CuPy's (CUB) reductions and scans; float16 accumulates in float32, as the
 reference kernels do. max/min propagate NaN; complex max/min compare (real, imaginary)
 lexicographically, as XLA does, by a stable sort. Bitwise reductions fold the reduced axis in
-halves (``log2(n)`` steps); cummax, cummin and cumlogsumexp are log-step (Hillis-Steele) scans
-of whole-array operations. ``reverse`` flips the axis before and after.
+halves (``log2(n)`` steps). argmax, argmin and the cumulative ops are plax-compiled kernels
+(:mod:`plax_cupy.kernels_rows`: CuPy's own kernels flush float32 subnormals); the CuPy forms
+kept here (CUB scans; log-step Hillis-Steele scans of whole-array operations, ``reverse``
+flipping the axis) serve the dtypes those decline.
 """
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ import cupy
 
 from plax import lax
 from plax.lax.cumlogsumexp import cumlogsumexp_p
+from plax_cupy import kernels_rows
 from plax_cupy.kernels import kernel
 from plax_cupy.kernels_sort import lexicographic_order, maximum, minimum, sort_keys
 
@@ -110,17 +113,6 @@ kernel(lax.reduce_or_p)(_bitwise(cupy.logical_or, cupy.bitwise_or, 0))
 kernel(lax.reduce_xor_p)(_bitwise(cupy.logical_xor, cupy.bitwise_xor, 0))
 
 
-def _arg(fn):
-    def arg(x, *, axes, index_dtype):
-        y = x.astype(np.float32) if _half(x.dtype) else x
-        return fn(y, axis=axes[0]).astype(index_dtype)
-    return arg
-
-
-kernel(lax.argmax_p)(_arg(cupy.argmax))
-kernel(lax.argmin_p)(_arg(cupy.argmin))
-
-
 # ---------------------------------------------------------------- cumulative
 
 def _scan_last(y, op):
@@ -148,8 +140,12 @@ def _along(op):
     return scan
 
 
-kernel(lax.cumsum_p)(_cumulative(lambda y, a: cupy.cumsum(y, axis=a, dtype=y.dtype)))
-kernel(lax.cumprod_p)(_cumulative(lambda y, a: cupy.cumprod(y, axis=a, dtype=y.dtype)))
-kernel(lax.cummax_p)(_cumulative(_along(maximum)))
-kernel(lax.cummin_p)(_cumulative(_along(minimum)))
-kernel(cumlogsumexp_p)(_cumulative(_along(cupy.logaddexp)))
+# CuPy's forms serve only the dtypes the plax-compiled row kernels decline (bool); argmax,
+# argmin and the cumulative ops are plax_cupy.kernels_rows' (CuPy's kernels flush subnormals)
+kernels_rows.register({
+    lax.cumsum_p: _cumulative(lambda y, a: cupy.cumsum(y, axis=a, dtype=y.dtype)),
+    lax.cumprod_p: _cumulative(lambda y, a: cupy.cumprod(y, axis=a, dtype=y.dtype)),
+    lax.cummax_p: _cumulative(_along(maximum)),
+    lax.cummin_p: _cumulative(_along(minimum)),
+    cumlogsumexp_p: _cumulative(_along(cupy.logaddexp)),
+})

@@ -89,6 +89,86 @@ def compile_ptx(source: str, name: str = "plax_kernel.cu", options=NVRTC_OPTIONS
     Raises:
       CompileError: NVRTC failed or warned, with its log and the numbered source.
     """
+    ptx = _compile(source, name, options, allow_warnings, "ptx")
+    return ptx.decode() if isinstance(ptx, bytes) else ptx
+
+
+#: NVRTC options of the kernels plax launches (besides the device's ``-arch``), spelled out
+#: rather than left to defaults, because CuPy's ``RawModule(code=...)`` appends ``-ftz=true``
+#: to every compile and so flushes float32 subnormals to zero, which NumPy and XLA (its
+#: ``xla_gpu_ftz`` is off) keep. Division and square root are IEEE round-to-nearest (XLA uses
+#: IEEE ``sqrt.rn`` and the slightly looser ``div.full`` for float32; IEEE division gives the
+#: CPU backends' bits); multiply-adds may contract to FMA, as XLA's GPU compiler lets LLVM do.
+DEVICE_OPTIONS = ("--std=c++17", "-ftz=false", "-prec-div=true", "-prec-sqrt=true", "-fmad=true")
+
+
+def device_target(compute_capability: int, supported=None) -> tuple[str, str]:
+    """The ``-arch`` option and output kind plax compiles a device's kernels for.
+
+    A device NVRTC knows gets a cubin (``-arch=sm_XY``: machine code, loaded as is, as CuPy
+    does); a newer device gets PTX for the newest architecture below it that NVRTC supports,
+    which the driver compiles on load.
+
+    Args:
+      compute_capability: the device's, as an integer (``90`` for an H100/H200).
+      supported: the architectures NVRTC supports (default: NVRTC's ``getSupportedArchs``).
+
+    Returns:
+      ``("-arch=sm_90", "cubin")`` or ``("-arch=compute_90", "ptx")``.
+
+    Raises:
+      CompileError: NVRTC supports no architecture at or below the device's.
+
+    Example:
+      >>> device_target(90, supported=[75, 80, 86, 89, 90])
+      ('-arch=sm_90', 'cubin')
+    """
+    if supported is None:
+        preload_nvrtc()
+        from cupy.cuda import nvrtc
+        supported = nvrtc.getSupportedArchs()
+    supported = sorted(int(a) for a in supported)
+    cc = int(compute_capability)
+    if cc in supported:
+        return f"-arch=sm_{cc}", "cubin"
+    below = [a for a in supported if a <= cc]
+    if not below:
+        raise CompileError(f"NVRTC {nvrtc_version()} supports architectures {supported}, none at "
+                           f"or below the device's compute capability {cc}: install an NVRTC "
+                           "(nvidia-cuda-nvrtc wheel) that supports this GPU")
+    return f"-arch=compute_{below[-1]}", "ptx"
+
+
+def compile_binary(source: str, options, kind: str, name: str = "plax_kernel.cu") -> bytes:
+    """Compiles ``source`` with NVRTC to what a device loads: a cubin or PTX.
+
+    Unlike ``cupy.RawModule(code=...)`` nothing is added to ``options`` (CuPy adds
+    ``-ftz=true``); warnings are allowed (the source checks of CI are where they fail).
+
+    Args:
+      source: the translation unit.
+      options: every NVRTC option, ``-arch`` included (see :func:`device_target`).
+      kind: ``"cubin"`` (an ``-arch=sm_XY`` compile) or ``"ptx"``.
+      name: the file name in messages.
+
+    Returns:
+      The binary's bytes (PTX as its text's bytes).
+
+    Raises:
+      CompileError: NVRTC failed, with its log and the numbered source.
+      ValueError: an unknown ``kind``.
+
+    Example:
+      >>> arch, kind = device_target(90)                                    # doctest: +SKIP
+      >>> cubin = compile_binary(src, DEVICE_OPTIONS + (arch,), kind)       # doctest: +SKIP
+    """
+    if kind not in ("cubin", "ptx"):
+        raise ValueError(f"kind must be 'cubin' or 'ptx', got {kind!r}")
+    out = _compile(source, name, options, True, kind)
+    return out.encode() if isinstance(out, str) else bytes(out)
+
+
+def _compile(source: str, name: str, options, allow_warnings: bool, kind: str):
     preload_nvrtc()
     from cupy.cuda import nvrtc
     prog = nvrtc.createProgram(source, name, [], [])
@@ -101,7 +181,10 @@ def compile_ptx(source: str, name: str = "plax_kernel.cu", options=NVRTC_OPTIONS
         log = nvrtc.getProgramLog(prog).strip()
         if log and not allow_warnings:
             raise CompileError(f"NVRTC warned:\n{log}\n{_numbered(source)}")
-        return nvrtc.getPTX(prog).decode() if isinstance(nvrtc.getPTX(prog), bytes) else nvrtc.getPTX(prog)
+        try:
+            return nvrtc.getCUBIN(prog) if kind == "cubin" else nvrtc.getPTX(prog)
+        except nvrtc.NVRTCError as err:  # (e.g. a cubin of a virtual architecture's compile)
+            raise CompileError(f"NVRTC gave no {kind} ({err}) for options {list(options)}") from None
     finally:
         nvrtc.destroyProgram(prog)
 

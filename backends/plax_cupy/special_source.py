@@ -309,6 +309,48 @@ BESSEL_SOURCE = _bessel_source()
 
 # ---------------------------------------------------------------- digamma
 
+#: digamma's positive zero x0 (1.4616321449683623412626595423257213284682...) as a double and
+#: the double nearest the rest: ``x - hi - lo`` is ``x - x0`` to ~1e-33 near x0 (``x - hi`` is
+#: exact there: Sterbenz)
+PSI_ROOT_HI = 1.4616321449683622
+PSI_ROOT_LO = float(Fraction("1.46163214496836234126265954232572132846819620400644635129598840859878644")
+                    - Fraction(PSI_ROOT_HI))
+#: half-width of the band around x0 where digamma is its Taylor series there, and its terms
+#: (|x - x0| / x0 < 0.21 per term: 30 terms reach below 1e-20 of the sum)
+PSI_ROOT_BAND = 0.3
+PSI_ROOT_TERMS = 30
+
+
+def hurwitz_zeta(s: int, q: float) -> float:
+    """zeta(s, q) = sum over j >= 0 of (q + j)**-s for an integer ``s >= 2``, in float64 (to a
+    few ulps): 40 terms, then Euler-Maclaurin's tail with eight Bernoulli terms (at q + 40 >=
+    40 the next term is below 1e-30 of the sum). Computed when the source is generated.
+
+    Example:
+      >>> abs(hurwitz_zeta(2, 1.0) - math.pi ** 2 / 6) < 1e-15
+      True
+    """
+    bernoulli = [Fraction(1, 6), Fraction(-1, 30), Fraction(1, 42), Fraction(-1, 30),
+                 Fraction(5, 66), Fraction(-691, 2730), Fraction(7, 6), Fraction(-3617, 510)]
+    n = 40
+    terms = [(q + j) ** -s for j in range(n)]
+    a = q + n
+    terms += [a ** (1 - s) / (s - 1), 0.5 * a ** -s]
+    rising = float(s)  # s (s + 1) ... (s + 2m - 2)
+    for m, b in enumerate(bernoulli, start=1):
+        terms.append(float(b) / math.factorial(2 * m) * rising * a ** (-s - 2 * m + 1))
+        rising *= (s + 2 * m - 1) * (s + 2 * m)
+    return math.fsum(terms)
+
+
+def psi_root_coefficients(terms: int = PSI_ROOT_TERMS) -> list[float]:
+    """digamma's Taylor coefficients at its positive zero x0, divided by ``x - x0``:
+    psi(x) = (x - x0) * sum over k >= 1 of c_k (x - x0)**(k - 1), with
+    c_k = psi^(k)(x0) / k! = (-1)**(k + 1) zeta(k + 1, x0)."""
+    x0 = PSI_ROOT_HI + PSI_ROOT_LO
+    return [(-1.0) ** (k + 1) * hurwitz_zeta(k + 1, x0) for k in range(1, terms + 1)]
+
+
 def _digamma_source() -> str:
     # psi(y) ~ log y - 1/(2y) - sum_k B_2k / (2k y^2k): -B_2k / (2k), k = 1..7, in w = y^-2
     # (from 10 on, the first omitted term is below 5e-17 of the result)
@@ -322,10 +364,17 @@ def _digamma_source() -> str:
                       "#endif",
                       _horner("plax_psi_series", series),
                       _horner_float("plax_psi_series_f", series),
+                      _horner("plax_psi_root_series", psi_root_coefficients()),
+                      f"#define PLAX_PSI_ROOT_HI {PSI_ROOT_HI.hex()}",
+                      f"#define PLAX_PSI_ROOT_LO {PSI_ROOT_LO.hex()}",
                       r"""__device__ __forceinline__ double plax_digamma(double x) {
   if (x != x || x == -plax_bitcast<double>(0x7ff0000000000000ull)) return plax_qnan(x);
   if (x <= 0.0 && x == floor(x)) return plax_qnan(x);  // the poles (XLA: NaN)
   if (isinf(x)) return x;
+  // near the positive zero: its Taylor series in x - x0 (the recurrence below cancels there,
+  // leaving an absolute error of ~1e-16 on a value that tends to zero)
+  const double d = (x - PLAX_PSI_ROOT_HI) - PLAX_PSI_ROOT_LO;
+  if (fabs(d) < """ + repr(PSI_ROOT_BAND) + r""") return d * plax_psi_root_series(d);
   const bool neg = x < 0.0;
   double y = neg ? 1.0 - x : x, lifted = 0.0;
   while (y < 10.0) {  // psi(y) = psi(y + 1) - 1/y
@@ -713,6 +762,14 @@ __device__ double plax_log_beta_factor(double a, double b) {
                        + plax_stirling_correction(a + b) - plax_stirling_correction(b);
   return ratio - lgamma(a);
 }
+// Gamma(a + b) / (Gamma(a) Gamma(b)) from tgamma (for a + b below gamma's limit), or 0 where
+// that fails: Gamma(a) Gamma(b) overflows for a tiny a beside b near 171 (inf / inf is NaN),
+// and the caller then takes the logarithms (as the Numba form's _inverse_beta)
+__device__ double plax_inverse_beta(double a, double b) {
+  if (!(a + b < PLAX_BETA_MAX_GAMMA)) return 0.0;
+  const double r = tgamma(a + b) / (tgamma(a) * tgamma(b));
+  return r < plax_sf_inf() ? r : 0.0;  // (NaN fails the test too)
+}
 // I_x(a, b) by its power series (b x <= 1, x <= 0.95)
 __device__ double plax_betainc_series(double a, double b, double x) {
   const double ai = 1.0 / a;
@@ -731,8 +788,8 @@ __device__ double plax_betainc_series(double a, double b, double x) {
   s += t1;
   s += ai;
   u = a * log(x);
-  if (a + b < PLAX_BETA_MAX_GAMMA && fabs(u) < PLAX_SF_LOG_MAX64)
-    return s * tgamma(a + b) / (tgamma(a) * tgamma(b)) * pow(x, a);
+  const double ratio = plax_inverse_beta(a, b);
+  if (ratio > 0.0 && fabs(u) < PLAX_SF_LOG_MAX64) return s * ratio * pow(x, a);
   t = plax_log_beta_factor(a, b) + u + log(s);
   return t > PLAX_SF_LOG_MIN64 ? exp(t) : 0.0;
 }
@@ -802,8 +859,9 @@ __device__ double plax_betainc_fractions(double a, double b, double x) {
   if (x * (a + b - 2.0) - (a - 1.0) < 0.0) w = plax_betainc_fraction(a, b, x, false);
   else w = plax_betainc_fraction(a, b, x, true) / xc;
   double y = a * log_x, t = b * log_xc;
-  if (a + b < PLAX_BETA_MAX_GAMMA && fabs(y) < PLAX_SF_LOG_MAX64 && fabs(t) < PLAX_SF_LOG_MAX64) {
-    t = pow(xc, b) * pow(x, a) / a * w * (tgamma(a + b) / (tgamma(a) * tgamma(b)));
+  const double ratio = plax_inverse_beta(a, b);
+  if (ratio > 0.0 && fabs(y) < PLAX_SF_LOG_MAX64 && fabs(t) < PLAX_SF_LOG_MAX64) {
+    t = pow(xc, b) * pow(x, a) / a * w * ratio;
   } else {
     y += t + plax_log_beta_factor(a, b) + log(w / a);
     t = y > PLAX_SF_LOG_MIN64 ? exp(y) : 0.0;

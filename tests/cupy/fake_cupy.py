@@ -29,6 +29,16 @@ otherwise hide a GPU bug:
   ``empty`` memory shows. Reusing a block that an unsynchronised operation on another stream
   still reads raises :class:`UseAfterFreeError`.
 
+* **Compiles are recorded.** ``cupy.cuda.nvrtc`` is :mod:`fake_nvrtc` (plax's own NVRTC
+  calls: options checked and recorded, binaries that carry their source), ``RawModule`` takes
+  exactly one of ``code=`` (CuPy's compile, ``-ftz=true`` appended and recorded) and ``path=``
+  (a simulated cubin/PTX, checked against the device's architecture); a module compiled with
+  ``-ftz=true`` runs with x86's flush-to-zero and denormals-are-zero modes, so float32
+  subnormals flush in arithmetic as on the GPU (not in ``abs``/negation, which x86 does by
+  bit operations). CuPy's own kernels that do float arithmetic or comparisons
+  (``fake_cupy_api.FLUSHES_FLOAT32``: ``cumsum``, ``argmax``, ``maximum``, ...) flush float32
+  subnormals in their operands and results likewise.
+
 What it cannot show: CuPy's own kernels, cuBLAS, timing, concurrency between the threads of a
 block, real memory. Install it with :func:`install` *before* ``plax_cupy.backend`` is imported
 (in a fresh process: it takes the name ``cupy`` in ``sys.modules``).
@@ -39,7 +49,9 @@ import builtins
 import ctypes
 import importlib
 import operator
+import os
 import sys
+import tempfile
 import threading
 import types
 import weakref
@@ -47,6 +59,7 @@ import weakref
 import numpy as np
 
 import fake_cupy_api as _api
+import fake_nvrtc
 
 float16, float32, float64 = np.float16, np.float32, np.float64
 int8, int16, int32, int64 = np.int8, np.int16, np.int32, np.int64
@@ -734,6 +747,8 @@ fromDlpack = from_dlpack
 def _namespace_function(module_name: str, name: str):
     """``cupy.<module>.<name>``: the NumPy/SciPy function of that name as a device operation."""
     fn = getattr(importlib.import_module(module_name), name)
+    if module_name == "numpy" and name in _api.FLUSHES_FLOAT32:
+        fn = _flushing(fn)
     writes_first = name in ("copyto", "put", "place", "putmask", "fill_diagonal", "put_along_axis")
 
     def device_function(*args, **kwargs):
@@ -743,6 +758,29 @@ def _namespace_function(module_name: str, name: str):
     device_function.__name__ = device_function.__qualname__ = name
     device_function.__doc__ = f"Simulated ``{name}``: {module_name}.{name} as a device operation."
     return device_function
+
+
+def _flush_float32(value):
+    """``value`` with float32 (and complex64 parts') subnormals flushed to a zero of their
+    sign, as a kernel compiled with ``-ftz=true`` reads and writes them; other values as they
+    are."""
+    if isinstance(value, (list, tuple)):
+        return type(value)(_flush_float32(v) for v in value)
+    if not isinstance(value, (np.ndarray, np.generic)) or value.dtype not in (np.float32, np.complex64):
+        return value
+    if value.dtype == np.complex64:
+        return (_flush_float32(value.real) + np.complex64(1j) * _flush_float32(value.imag)).astype(np.complex64)
+    tiny = np.finfo(np.float32).tiny
+    return np.where(np.abs(value) < tiny, np.copysign(np.float32(0), value), value).astype(np.float32)
+
+
+def _flushing(fn):
+    """``fn`` as CuPy's kernel of it runs: float32 subnormals flushed in operands and results
+    (:data:`fake_cupy_api.FLUSHES_FLOAT32`)."""
+    def run(*args, **kwargs):
+        return _flush_float32(fn(*_flush_float32(args), **kwargs))
+    run.__name__ = run.__qualname__ = fn.__name__
+    return run
 
 
 _OWN = {"asarray", "array", "ascontiguousarray", "empty", "empty_like", "ndarray",
@@ -827,11 +865,13 @@ LAUNCHES: list = []
 class _Function:
     """A kernel of a :class:`RawModule`, run on the host (one thread per block, blocks in
     sequence) when launched; its array arguments are checked and marked as the stream's reads
-    and writes."""
+    and writes. A kernel compiled with ``-ftz=true`` runs with the x86 flush-to-zero and
+    denormals-are-zero modes on (float32 subnormals flushed, as on the GPU)."""
 
-    def __init__(self, lib, name):
+    def __init__(self, lib, name, ftz=False):
         self.lib, self.name = lib, name
         self.fn = getattr(lib, name)
+        self.ftz = ftz and hasattr(lib, "plax_sim_fp_mode")
 
     def __call__(self, grid, block, args, shared_mem=0, stream=None):
         stream = stream or get_current_stream()
@@ -866,20 +906,84 @@ class _Function:
 
     def _runner(self, cargs, blocks):
         def run():  # one thread per block, blocks in sequence
-            for b in range(blocks):
-                self.lib.plax_sim_block(b, blocks)
-                self.fn(*cargs)
+            saved = self.lib.plax_sim_fp_mode(_FTZ_DAZ, 1) if self.ftz else None
+            try:
+                for b in range(blocks):
+                    self.lib.plax_sim_block(b, blocks)
+                    self.fn(*cargs)
+            finally:
+                if saved is not None:
+                    self.lib.plax_sim_fp_mode(saved, 0)
         return run
 
 
+#: MXCSR's flush-to-zero (bit 15) and denormals-are-zero (bit 6) bits
+_FTZ_DAZ = 0x8040
+#: appended to each simulated module's host build: sets (``set=1``: ORs in) or restores the
+#: thread's SSE floating-point mode, returning the previous one (x86 only; elsewhere kernels
+#: compiled with -ftz=true do not flush)
+_FP_MODE_SOURCE = r"""
+#if defined(__x86_64__) || defined(__i386__)
+#include <xmmintrin.h>
+extern "C" unsigned int plax_sim_fp_mode(unsigned int mode, int set) {
+  unsigned int old = _mm_getcsr();
+  _mm_setcsr(set ? (old | mode) : mode);
+  return old;
+}
+#endif
+"""
+
+
+class CUDADriverError(RuntimeError):
+    """The driver's error (``cupy_backends.cuda.api.driver.CUDADriverError``)."""
+
+
 class RawModule:
-    def __init__(self, code, options=(), name_expressions=None):
+    """``cupy.RawModule``: ``code=`` compiles with CuPy's options (``-ftz=true`` appended, as
+    CuPy's ``_compile_with_cache_cuda`` does), ``path=`` loads a cubin or PTX file of the
+    simulated NVRTC (:mod:`fake_nvrtc`); exactly one of them, as CuPy requires. Either way the
+    module's source is built for the host (``-DPLAX_SIM``)."""
+
+    def __init__(self, code=None, *, path=None, options=(), name_expressions=None, **kwargs):
+        if (code is None) == (path is None):
+            raise TypeError("Exactly one of `code` and `path` keyword arguments must be given.")
         from plax_cupy import nvrtc
-        self.lib = nvrtc.compile_host(code, define="PLAX_SIM")
+        if code is not None:
+            options = tuple(options)
+            if not any(o.lstrip("-").startswith("std=") for o in options):
+                options += ("-std=c++17",)
+            options += ("-ftz=true",)
+            fake_nvrtc.record(code, options, via="cupy")
+        else:
+            try:
+                with open(path, "rb") as f:
+                    kind, options, code = fake_nvrtc.parse_binary(f.read())
+            except (OSError, ValueError) as err:
+                raise CUDADriverError(f"cuModuleLoad({path!r}): {err}") from None
+            _check_architecture(kind, fake_nvrtc.architecture(options), path)
+        self.options = options
+        self.ftz = fake_nvrtc.flushes_subnormals(options)
+        self.lib = nvrtc.compile_host(code + _FP_MODE_SOURCE, define="PLAX_SIM")
         self.lib.plax_sim_block.argtypes = [ctypes.c_uint, ctypes.c_uint]
+        if hasattr(self.lib, "plax_sim_fp_mode"):
+            self.lib.plax_sim_fp_mode.argtypes = [ctypes.c_uint, ctypes.c_int]
+            self.lib.plax_sim_fp_mode.restype = ctypes.c_uint
 
     def get_function(self, name):
-        return _Function(self.lib, name)
+        return _Function(self.lib, name, ftz=self.ftz)
+
+
+def _check_architecture(kind: str, arch, path) -> None:
+    """The driver loads a cubin of the device's major architecture and a minor one not above
+    its own, and PTX of any virtual architecture not above the device's."""
+    device = int(_Device().compute_capability)
+    if arch is None:
+        return
+    target = int(arch[1])
+    ok = (target // 10 == device // 10 and target <= device) if kind == "cubin" else target <= device
+    if not ok:
+        raise CUDADriverError(f"cuModuleLoad({path!r}): CUDA_ERROR_NO_BINARY_FOR_GPU "
+                              f"({kind} for {arch[0]}_{arch[1]} on a compute capability {device} device)")
 
 
 def install(sm_count: int = 2):
@@ -904,11 +1008,16 @@ def install(sm_count: int = 2):
                                              "totalGlobalMem": MEMORY}
     runtime.deviceSynchronize = _device_synchronize
     cuda.runtime = runtime
+    cuda.nvrtc = fake_nvrtc
     me.cuda = cuda
     sys.modules["cupy"] = me
     sys.modules["cupy.cuda"] = cuda
     sys.modules["cupy.cuda.memory"] = memory
     sys.modules["cupy.cuda.runtime"] = runtime
+    sys.modules["cupy.cuda.nvrtc"] = fake_nvrtc
+    # plax's kernel cache of this simulation: apart from the user's (fake binaries)
+    os.environ.setdefault("PLAX_CUPY_CACHE_DIR",
+                          os.path.join(tempfile.gettempdir(), "plax_cupy_simulated"))
     for path in _api.NAMESPACES:
         if path == "cupy":
             continue

@@ -120,3 +120,12 @@ NAMESPACES = {"cupy": ("numpy", NUMPY), "cupy.linalg": ("numpy.linalg", NUMPY_LI
               "cupyx.scipy.ndimage": ("scipy.ndimage", SCIPY_NDIMAGE),
               "cupyx.scipy.linalg": ("scipy.linalg", SCIPY_LINALG),
               "cupyx.scipy.signal": ("scipy.signal", SCIPY_SIGNAL)}
+
+#: ``cupy.<name>`` kernels whose float arithmetic or comparisons CuPy compiles with
+#: ``-ftz=true``: the simulation runs them on float32/complex64 operands with subnormals
+#: flushed to zero (sign kept) and flushes their float32 results, as the GPU does
+#: (``add.ftz``, ``setp.ftz``, ``max.ftz``). Selections (``where``) and data movement do not
+#: flush on a GPU and are not listed.
+FLUSHES_FLOAT32 = frozenset("""
+    argmax argmin clip cumprod cumsum logaddexp maximum minimum nextafter trunc
+""".split())

@@ -12,6 +12,9 @@ HAVE_CUPY = importlib.util.find_spec("cupy") is not None
 def _nvrtc_problem() -> str:
     if not HAVE_CUPY:
         return "CuPy is not installed (pip install 'plax[cuda12]')"
+    import sys
+    if getattr(sys.modules.get("cupy"), "__version__", "").endswith("simulated"):
+        return "the simulated GPU's NVRTC compiles nothing (tests/cupy/fake_nvrtc.py)"
     try:
         from plax_cupy import nvrtc
         nvrtc.nvrtc_version()

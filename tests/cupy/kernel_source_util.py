@@ -59,13 +59,16 @@ UNARY_PARAMS = {"round": [dict(rounding_method=0), dict(rounding_method=1)],
 def primitive_cases():
     """``(case id, equation, expect_supported)`` for every fusible primitive, dtype and
     parameter variant the primitive accepts."""
-    from plax.lowering import BROADCAST, REDUCTION
+    from plax.lowering import BROADCAST, INDEX, REDUCTION
     cases = []
     for prim, kind in _fusible():
         name = prim.name
         for d in DTYPES:
             variants = []
-            if kind == REDUCTION:
+            if kind == INDEX:  # iota along each dimension: no operands
+                variants = [([], dict(dtype=d, shape=SHAPE, dimension=dim))
+                            for dim in range(len(SHAPE))]
+            elif kind == REDUCTION:
                 variants = [([Var(aval(SHAPE, d))], dict(axes=axes)) for axes in ((0, 1), (0,), (1,))]
             elif kind == BROADCAST:
                 variants = [([Var(aval((9,), d))], dict(shape=SHAPE, broadcast_dimensions=(1,))),
@@ -165,8 +168,16 @@ def inline_calls(jaxpr: Jaxpr) -> Jaxpr:
     return Jaxpr(jaxpr.constvars, jaxpr.invars, [sub(v) for v in jaxpr.outvars], eqns)
 
 
+def cluster_options() -> dict:
+    """:func:`plax.lowering.find_clusters`'s options as the CuPy emitter asks for them (``iota``
+    and ``threefry2x32`` join clusters)."""
+    from plax_cupy.emitter import CupyEmitter
+    return dict(multiple_results=CupyEmitter.fuses_multiple_results, index=CupyEmitter.fuses_index)
+
+
 def clusters_of(jaxpr: Jaxpr) -> list:
-    return [u for u in find_clusters(inline_calls(jaxpr)) if isinstance(u, Cluster)]
+    return [u for u in find_clusters(inline_calls(jaxpr), **cluster_options())
+            if isinstance(u, Cluster)]
 
 
 # ---------------------------------------------------------------- batching for NVRTC / g++

@@ -139,6 +139,21 @@ def test_edge_values(dtype):
 
 
 @needs_cxx
+def test_betainc_f64_tiny_a_beside_b_near_171():
+    """``Gamma(a) Gamma(b)`` overflows for a tiny ``a`` beside ``b`` near 171 while ``a + b``
+    stays below gamma's limit: the prefactor comes from logarithms there (inf / inf gave NaN),
+    SciPy's values (the cases of the Numba form's regression test, both iteration branches)."""
+    a = np.array([1.48137833e-03, 4.41231355e-02, 4.66347765e-03, 0.5, 1e-3, 2e-3])
+    b = np.array([1.70953949e+02, 1.71445267e+02, 1.71091949e+02, 171.0, 171.5, 171.2])
+    x = np.array([1.90746605e-16, 6.15268304e-26, 0.5, 0.5, 0.02, 0.9])
+    got = _host("betainc", a, b, x)
+    np.testing.assert_allclose(got, scipy.special.betainc(a, b, x), rtol=1e-13)
+    got32 = _host("betainc", *(v.astype(np.float32) for v in (a, b, x)))
+    want32 = scipy.special.betainc(*(v.astype(np.float32).astype(np.float64) for v in (a, b, x)))
+    assert max_ulps(got32, want32, np.float32) <= 1.0
+
+
+@needs_cxx
 def test_huge_shapes_against_scipy():
     """Above a = 5e6 next to x = a (Temme's uniform expansion to its first correction; the
     series would need over 20000 terms) and beside that band (series and fraction): where P

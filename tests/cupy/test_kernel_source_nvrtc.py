@@ -23,9 +23,9 @@ import plax
 from plax import lax
 
 from gpu_env import requires_nvrtc
-from kernel_source_util import (COMPLEX_DECLINED, HAVE_CXX, batch_source, clusters_of,
-                                inline_calls, operands_for, primitive_cases, reference, run_host,
-                                assert_matches)
+from kernel_source_util import (COMPLEX_DECLINED, HAVE_CXX, batch_source, cluster_options,
+                                clusters_of, inline_calls, operands_for, primitive_cases,
+                                reference, run_host, assert_matches)
 from plax_cupy import codegen
 
 needs_cxx = pytest.mark.skipif(not HAVE_CXX, reason="no C++ compiler (g++) for the host check")
@@ -55,9 +55,10 @@ def test_generator_covers_every_fusible_primitive_and_dtype():
     assert not wrongly, wrongly
     names = {eqn.primitive.name for _, eqn, _ in _PLANS}
     from plax.lowering import fusion
-    # (index equations, iota, fuse only where an emitter asks: the CUDA generator does not)
-    fusible = {p.name for p, kind in fusion._fusion_kinds.items()
-               if not p.multiple_results and kind != fusion.INDEX}
+    # (index equations, iota, fuse only where an emitter asks: the CUDA generator does, so it
+    # covers them; threefry2x32, several results, is checked in clusters below)
+    fusible = {p.name for p, kind in fusion._fusion_kinds.items() if not p.multiple_results}
+    assert "iota" in names
     assert fusible - codegen.WITHOUT_DEVICE_FORM == names, fusible ^ names
     assert len(_PLANS) >= 1150, len(_PLANS)
     dtypes = {str(v.aval.dtype) for _, eqn, _ in _PLANS for v in eqn.invars}
@@ -129,7 +130,7 @@ def _run_program_on_host(jaxpr, consts, operands, lib, plans):
         return np.asarray(v.val, v.aval.dtype) if isinstance(v, Literal) else env[v]
 
     k = 0
-    for unit in find_clusters(jaxpr):
+    for unit in find_clusters(jaxpr, **cluster_options()):
         if isinstance(unit, Cluster):
             plan, suffix = plans[k]
             k += 1
@@ -182,6 +183,39 @@ def test_random_fused_programs_compile_and_compute_the_reference(prog, seed):
             np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5, equal_nan=True)
         else:
             np.testing.assert_array_equal(g, w)
+
+
+@requires_nvrtc
+@needs_cxx
+def test_random_bits_are_one_cluster_with_their_counter_and_hash():
+    """Random bits made uniform floats: ``iota`` (the counter, an expression of the element
+    index), ``threefry2x32`` (both words in one pass), ``xor``, the shift/or to a float's
+    mantissa, the bit cast and an affine map are one cluster; NVRTC compiles it and on the host
+    its values are the NumPy backend's, bit for bit."""
+    from plax import random
+    from plax_cupy import nvrtc
+
+    def uniform(k):
+        bits = random.bits(k, (1000,))
+        one_two = lax.bitcast_convert_type(lax.shift_right_logical(bits, np.uint32(9))
+                                           | np.uint32(0x3F800000), np.float32)
+        return (one_two - np.float32(1)) * np.float32(5) - np.float32(2)
+
+    key = np.asarray(random.PRNGKey(7))
+    closed = plax.make_jaxpr(uniform)(key)
+    jaxpr = inline_calls(closed.jaxpr)
+    big = [c for c in clusters_of(jaxpr) if c.shape == (1000,)]
+    assert len(big) == 1, big
+    names = [e.primitive.name for e in big[0].eqns]
+    assert {"iota", "threefry2x32", "xor", "shift_right_logical", "bitcast_convert_type"} <= set(names), names
+    assert "plax_threefry_elem(" in codegen.plan_cluster(big[0]).source
+    plans = [codegen.plan_cluster(c) for c in clusters_of(jaxpr)]
+    source, suffixes = batch_source([p.source for p in plans])
+    nvrtc.compile_ptx(source, "random_bits.cu")
+    lib = nvrtc.compile_host(source)
+    got = _run_program_on_host(jaxpr, closed.consts, [key], lib, list(zip(plans, suffixes)))[0]
+    want = plax.jit(uniform, backend="numpy")(key)
+    np.testing.assert_array_equal(np.asarray(got).view(np.uint32), np.asarray(want).view(np.uint32))
 
 
 @requires_nvrtc

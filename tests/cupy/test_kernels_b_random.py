@@ -24,3 +24,36 @@ def test_rng_bit_generator(algorithm, dtype):
         for shape in ((), (5,), (3, 5), (4, 3, 1), (2, 0)):
             close(rng_bit_generator_p, key, shape=shape, dtype=np.dtype(dtype),
                   algorithm=algorithm, out_sharding=None)
+
+
+@pytest.mark.parametrize("sampler", ["bits", "uniform", "normal"])
+def test_random_samplers_hash_in_their_fused_kernel(sampler, monkeypatch):
+    """``iota`` and ``threefry2x32`` fuse (issue 24): the counter is the kernel's element index
+    and the hash runs in the sampler's kernel, and the scalar bounds fold into it
+    (``fuses_scalar_producers``), so a jitted ``random.normal`` is one kernel without graphs
+    (it launched five: iota, the zero counter word, threefry, the bounds, then the sampler),
+    with no threefry kernel of its own; bits equal the NumPy backend's, samples to float32
+    rounding."""
+    import plax
+    import plax_cupy
+    import fake_cupy
+    from plax import random
+    monkeypatch.setenv("PLAX_CUDA_GRAPHS", "0")  # (a graph replay is one launch whatever it holds)
+    fn = {"bits": lambda k: random.bits(k, (2100,)),
+          "uniform": lambda k: random.uniform(k, (2100,), minval=-1.0, maxval=2.0),
+          "normal": lambda k: random.normal(k, (2100,))}[sampler]
+    key = random.PRNGKey(11)
+    f = plax.jit(lambda k: fn(k))
+    dev_key = plax.device_put(key, plax.devices("gpu")[0])
+    f(dev_key)
+    start = len(fake_cupy.LAUNCHES)
+    with plax_cupy.count() as c:
+        got = np.asarray(f(dev_key))
+    names = [name for name, _, _ in fake_cupy.LAUNCHES[start:]]
+    assert "plax_threefry2x32" not in names, names
+    assert c.launches == 1 and c.host_fallbacks == 0, (c.launches, names, c.fallbacks)
+    want = np.asarray(plax.jit(fn, backend="numpy")(key))
+    if sampler == "bits":
+        np.testing.assert_array_equal(got, want)
+    else:
+        np.testing.assert_allclose(got, want, rtol=2e-6, atol=2e-6)

@@ -2,12 +2,14 @@
 source, and a second process with a warm kernel cache compiles nothing (issue 24, "MLP step
 first call": ``plax_cupy.kernel_modules``).
 
-On the simulated GPU a kernel module is a host build of the generated source
-(:func:`plax_cupy.nvrtc.compile_host`, cached on disk by the source's hash as CuPy caches NVRTC's
-output), and ``nvrtc.HOST_BUILDS`` counts the compiler's runs: two fresh processes sharing a
-cache directory run the same jitted program, the first compiles its kernels and the second none,
-with equal results. Which is also the check that the generated source is the same from one
-process to the next (no ids or addresses in it), which CuPy's own disk cache relies on.
+On the simulated GPU plax's NVRTC compiles reach the simulated NVRTC (``fake_nvrtc.COMPILES``),
+whose binaries plax keeps in its kernel cache (:mod:`plax_cupy.kernel_cache`), and a loaded
+module is a host build of the binary's source (:func:`plax_cupy.nvrtc.compile_host`, cached on
+disk by the source's hash; ``nvrtc.HOST_BUILDS`` counts the compiler's runs): two fresh
+processes sharing the cache directories run the same jitted program, the first compiles its
+kernels and the second none, with equal results. Which is also the check that the generated
+source is the same from one process to the next (no ids or addresses in it), which the kernel
+cache relies on.
 """
 from __future__ import annotations
 
@@ -25,7 +27,7 @@ from test_simulated_streams import REPO, SIMULATED, child_env, on_simulated_gpu,
 
 _PROGRAM = r"""
 import json, sys
-import fake_cupy
+import fake_cupy, fake_nvrtc
 fake_cupy.install()
 import numpy as np
 import plax, plax.numpy as jnp
@@ -40,13 +42,16 @@ gpu = plax.devices("gpu")[0]
 w, x = plax.device_put((r.normal(size=(5, 3)).astype(np.float32),
                         r.normal(size=(4, 5)).astype(np.float32)), gpu)
 out = [np.asarray(o).tolist() for o in plax.jit(step)(w, x)]
-print(json.dumps({"out": out, "compiles": nvrtc.HOST_BUILDS[0],
-                  "built": kernel_modules.stats()["built"]}))
+stats = kernel_modules.stats()
+print(json.dumps({"out": out, "compiles": nvrtc.HOST_BUILDS[0], "built": stats["built"],
+                  "nvrtc": len(fake_nvrtc.COMPILES), "compiled": stats["compiled"],
+                  "loaded": stats["loaded"]}))
 """
 
 
 def _run(cache_dir: str) -> dict:
-    env = dict(child_env(), TMPDIR=cache_dir)   # compile_host's cache: $TMPDIR/plax_cupy_host
+    # compile_host's cache: $TMPDIR/plax_cupy_host; plax's kernel cache: PLAX_CUPY_CACHE_DIR
+    env = dict(child_env(), TMPDIR=cache_dir, PLAX_CUPY_CACHE_DIR=f"{cache_dir}/kernels")
     done = subprocess.run([sys.executable, "-c", _PROGRAM], capture_output=True, text=True,
                           env=env, cwd=REPO, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
@@ -59,8 +64,9 @@ def test_a_second_process_with_a_warm_cache_compiles_nothing(tmp_path):
     cold = _run(str(tmp_path))
     warm = _run(str(tmp_path))
     assert cold["compiles"] >= 2 and cold["built"] >= 2, cold   # (a product, fused clusters)
-    assert warm["compiles"] == 0, warm
-    assert warm["built"] == cold["built"], (cold, warm)         # loaded from the cache instead
+    assert cold["nvrtc"] == cold["compiled"] == cold["built"] and cold["loaded"] == 0, cold
+    assert warm["compiles"] == 0 and warm["nvrtc"] == warm["compiled"] == 0, warm
+    assert warm["built"] == warm["loaded"] == cold["built"], (cold, warm)   # from the cache
     assert warm["out"] == cold["out"]
 
 

@@ -44,6 +44,10 @@ class Emitter:
     #: whether clusters may hold ``INDEX`` equations (``iota``): the generator computes
     #: their values from the loop's index (see :func:`plax.lowering.find_clusters`)
     fuses_index: bool = False
+    #: whether rank-0 elementwise producers fold into the one cluster that reads them: the
+    #: generator computes a cluster's rank-0 equations per element from its scalar inputs
+    #: (see :func:`plax.lowering.find_clusters`)
+    fuses_scalar_producers: bool = False
 
     def emit_cluster(self, cluster) -> Callable | Step | None:
         """A step computing ``cluster.outputs`` (a list) from ``cluster.inputs``' buffers."""

@@ -25,6 +25,14 @@ whose generator computes all of its results in one pass (``multiple_results=True
 :func:`find_clusters`, from :attr:`plax.lowering.Emitter.fuses_multiple_results`); the
 cluster may continue from any of them. Elsewhere such an equation stays a lone step.
 
+**Scalar producers.** Rank-0 elementwise equations (a bound converted and subtracted before
+``random.uniform`` scales its samples) form a cluster of shape ``()`` or lone equations of
+their own: one more kernel launch for a few flops. For a generator that asks (``scalars=True``
+in :func:`find_clusters`, from :attr:`plax.lowering.Emitter.fuses_scalar_producers`), such a
+producer whose values are read by exactly one later cluster of another shape, and are not the
+jaxpr's outputs, moves into that cluster ahead of its equations: the generator recomputes the
+few scalar operations per element from the producer's scalar inputs (registers; no memory).
+
 **Index equations.** ``iota`` (and so ``broadcasted_iota``) fuses as ``INDEX``: the counter
 that ``random.normal`` hashes is then an expression of the loop index in the hashing kernel,
 never an array in memory.
@@ -206,8 +214,8 @@ def order_for_fusion(jaxpr: Jaxpr, multiple_results: bool = False,
     return Jaxpr(jaxpr.constvars, jaxpr.invars, jaxpr.outvars, [eqns[i] for i in order])
 
 
-def find_clusters(jaxpr: Jaxpr, multiple_results: bool = False, index: bool = False
-                  ) -> Iterator[Union[Cluster, JaxprEqn]]:
+def find_clusters(jaxpr: Jaxpr, multiple_results: bool = False, index: bool = False,
+                  scalars: bool = False) -> Iterator[Union[Cluster, JaxprEqn]]:
     """Splits ``jaxpr.eqns`` into fusion clusters and lone equations, in program order.
 
     Args:
@@ -217,6 +225,9 @@ def find_clusters(jaxpr: Jaxpr, multiple_results: bool = False, index: bool = Fa
         equation's results in one pass (see the module docstring).
       index: whether ``INDEX`` equations (``iota``) may join clusters: for a generator
         that computes them from the loop's index (see the module docstring).
+      scalars: whether scalar producers fold into the cluster that reads them (see the
+        module docstring): for a generator that computes rank-0 equations of a cluster once
+        per element from its scalar inputs.
 
     Yields:
       :class:`Cluster` objects (two or more equations) and :class:`JaxprEqn` objects.
@@ -226,6 +237,14 @@ def find_clusters(jaxpr: Jaxpr, multiple_results: bool = False, index: bool = Fa
       >>> list(find_clusters(jaxpr))   # reads x and the literal 2.0
       [Cluster(shape=(3,), [sin mul reduce_sum], 2 in, 1 out)]
     """
+    units = _find_clusters(jaxpr, multiple_results, index)
+    if scalars:
+        units = _fold_scalar_producers(jaxpr, list(units))
+    yield from units
+
+
+def _find_clusters(jaxpr: Jaxpr, multiple_results: bool, index: bool
+                   ) -> Iterator[Union[Cluster, JaxprEqn]]:
     readers_after: dict = {}  # var -> index of its last reader (the jaxpr's outputs: infinity)
     for i, eqn in enumerate(jaxpr.eqns):
         for v in eqn.invars:
@@ -284,3 +303,70 @@ def _make_cluster(eqns: list, shape: tuple, end: int, readers_after: dict) -> Cl
         defined.update(eqn.outvars)
     outputs = [v for e in eqns for v in e.outvars if readers_after.get(v, -1) >= end]
     return Cluster(list(eqns), shape, inputs, outputs)
+
+
+def _scalar_producer(unit) -> list | None:
+    """The equations of ``unit`` if it computes rank-0 values from rank-0 values only (a lone
+    elementwise equation or a cluster of shape ``()``), else None."""
+    eqns = unit.eqns if isinstance(unit, Cluster) else [unit]
+    for e in eqns:
+        if (_fusion_kinds.get(e.primitive) != ELEMENTWISE or e.primitive.multiple_results
+                or any(tuple(v.aval.shape) != () for v in list(e.invars) + list(e.outvars))):
+            return None
+    return eqns
+
+
+def _fold_scalar_producers(jaxpr: Jaxpr, units: list) -> list:
+    """``units`` with each scalar producer whose every reader lies in one later cluster of
+    another shape moved into that cluster, ahead of its equations (see the module
+    docstring). Moving an equation later keeps the order valid: its operands are defined
+    before its old place, its readers all after the cluster's start."""
+    outputs = {id(v) for v in jaxpr.outvars if isinstance(v, Var)}
+    where: dict = {}  # id(var) -> indices of the units reading it
+    for i, unit in enumerate(units):
+        for e in (unit.eqns if isinstance(unit, Cluster) else [unit]):
+            for v in e.invars:
+                if isinstance(v, Var):
+                    where.setdefault(id(v), set()).add(i)
+    for i in range(len(units) - 1, -1, -1):  # (last first: a chain folds link by link)
+        eqns = _scalar_producer(units[i])
+        if eqns is None:
+            continue
+        made = [v for e in eqns for v in e.outvars]
+        if any(id(v) in outputs for v in made):
+            continue
+        readers = set().union(*(where.get(id(v), set()) for v in made)) - {i}
+        if len(readers) != 1:
+            continue
+        (j,) = readers
+        target = units[j]
+        if not isinstance(target, Cluster) or target.shape == ():
+            continue
+        inside = {id(v) for e in eqns for v in e.outvars}
+        inputs = [v for v in _inputs_of(eqns) if id(v) not in inside]
+        kept = [v for v in target.inputs if not (isinstance(v, Var) and id(v) in inside)]
+        seen, merged_inputs = set(), []
+        for v in inputs + kept:
+            if id(v) not in seen:
+                seen.add(id(v))
+                merged_inputs.append(v)
+        units[j] = Cluster(list(eqns) + list(target.eqns), target.shape, merged_inputs,
+                           target.outputs)
+        units[i] = None
+        for v in _inputs_of(eqns):  # (what the moved equations read is now read by unit j)
+            if isinstance(v, Var):
+                where.setdefault(id(v), set()).discard(i)
+                where[id(v)].add(j)
+    return [u for u in units if u is not None]
+
+
+def _inputs_of(eqns: list) -> list:
+    """What ``eqns`` read from outside themselves (Vars and Literals), in first-use order."""
+    defined, seen, inputs = set(), set(), []
+    for e in eqns:
+        for v in e.invars:
+            if (isinstance(v, Literal) or id(v) not in defined) and id(v) not in seen:
+                seen.add(id(v))
+                inputs.append(v)
+        defined.update(id(o) for o in e.outvars)
+    return inputs

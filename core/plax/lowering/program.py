@@ -110,7 +110,8 @@ class _Program:
         """(step, invars, outvars, multiple_results) per cluster or equation, in order."""
         multi = self.emitter.fuses_multiple_results
         index = self.emitter.fuses_index
-        source = (find_clusters(order_for_fusion(self.jaxpr, multi, index), multi, index)
+        scalars = getattr(self.emitter, "fuses_scalar_producers", False)
+        source = (find_clusters(order_for_fusion(self.jaxpr, multi, index), multi, index, scalars)
                   if self.emitter.fuses else self.jaxpr.eqns)
         units = []
         for unit in source:

@@ -1,0 +1,186 @@
+"""plax_cupy's row kernels (:mod:`plax_cupy.kernels_rows`: the cumulative ops and
+argmax/argmin, plax-compiled so float32 subnormals are kept).
+
+The simulated GPU runs one thread per block, so it never exercises the kernels' shared-memory
+scan and tree reduction between threads. Here the same source is built on the host with
+threads as ``std::thread``\\ s of one block and ``__syncthreads`` as a ``std::barrier`` (shared
+arrays are then shared between them, as on a GPU), and run with 256 and 32 threads per block on
+rows longer and shorter than a block, against NumPy. With real NVRTC (no GPU needed), every
+source compiles with plax's device options, with no flush-to-zero instruction.
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+
+from gpu_env import NVRTC_PROBLEM
+
+OPS = ("sum", "prod", "max", "min", "logsumexp")
+CTYPES_OF = {np.dtype(np.float32): "float", np.dtype(np.float64): "double",
+             np.dtype(np.int32): "int", np.dtype(np.int64): "long long",
+             np.dtype(np.uint8): "unsigned char", np.dtype(np.int8): "signed char",
+             np.dtype(np.complex64): "plax_c64", np.dtype(np.complex128): "plax_c128"}
+
+#: the host's stand-ins for CUDA's block: one std::thread per thread, a barrier per block
+_HOST_BLOCK = r"""
+#include <barrier>
+#include <thread>
+#include <vector>
+struct plax_dim3 { unsigned int x, y, z; };
+static plax_dim3 blockIdx, blockDim, gridDim;
+static thread_local plax_dim3 threadIdx;
+static std::barrier<>* plax_block_barrier;
+static inline void __syncthreads() { plax_block_barrier->arrive_and_wait(); }
+#define __global__
+#define __shared__ static
+"""
+
+_DRIVER = r"""
+extern "C" void run_{name}({params}, unsigned int grid, unsigned int threads) {{
+  blockDim.x = threads; gridDim.x = grid;
+  for (unsigned int b = 0; b < grid; ++b) {{
+    blockIdx.x = b;
+    std::barrier<> barrier(threads);
+    plax_block_barrier = &barrier;
+    std::vector<std::thread> pool;
+    for (unsigned int t = 0; t < threads; ++t)
+      pool.emplace_back([=] {{ threadIdx.x = t; {name}({args}); }});
+    for (auto& th : pool) th.join();
+  }}
+}}
+"""
+
+
+_BUILT: dict = {}   # kernel name -> its host driver (one g++ build per kernel for the module)
+
+
+def _build(tmp_path, source: str, name: str, params: str, args: str):
+    if name not in _BUILT:
+        _BUILT[name] = _build_now(tmp_path, source, name, params, args)
+    return _BUILT[name]
+
+
+def _build_now(tmp_path, source: str, name: str, params: str, args: str):
+    from plax_cupy import codegen
+    text = (_HOST_BLOCK + codegen.PREAMBLE + source
+            + _DRIVER.format(name=name, params=params, args=args))
+    src, lib = tmp_path / f"{name}.cc", tmp_path / f"{name}.so"
+    src.write_text(text)
+    done = subprocess.run(["g++", "-std=c++20", "-O0", "-shared", "-fPIC", "-pthread",
+                           "-DPLAX_HOST", str(src), "-o", str(lib)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-4000:]
+    return getattr(ctypes.CDLL(str(lib)), f"run_{name}")
+
+
+def _cxx20_problem() -> str:
+    """Why the threaded host build cannot run here ('' when it can): g++ with C++20's
+    ``<barrier>`` (GCC 11 and later)."""
+    if shutil.which("g++") is None:
+        return "no C++ compiler (g++)"
+    probe = subprocess.run(["g++", "-std=c++20", "-fsyntax-only", "-x", "c++", "-"],
+                           input="#include <barrier>\nstd::barrier<> b(1);\n",
+                           capture_output=True, text=True)
+    return "" if probe.returncode == 0 else "g++ lacks C++20's <barrier> (GCC 11 or later needed)"
+
+
+_CXX20_PROBLEM = _cxx20_problem()
+needs_cxx20 = pytest.mark.skipif(bool(_CXX20_PROBLEM), reason=_CXX20_PROBLEM or "g++")
+
+
+def _run_cumulative(tmp_path, op, x, axis, reverse, threads, grid=3):
+    from plax_cupy import kernels_rows
+    source, name = kernels_rows.cumulative_source(op, CTYPES_OF[x.dtype])
+    fn = _build(tmp_path, source, name,
+                f"const void* x, void* y, long long rows, long long n, long long inner, int reverse",
+                f"({CTYPES_OF[x.dtype]}*)x, ({CTYPES_OF[x.dtype]}*)y, rows, n, inner, reverse")
+    x = np.ascontiguousarray(x)
+    outer, n, inner = kernels_rows._layout(x.shape, axis)
+    y = np.full_like(x, 7)
+    fn.argtypes = [ctypes.c_void_p] * 2 + [ctypes.c_longlong] * 3 + [ctypes.c_int, ctypes.c_uint, ctypes.c_uint]
+    fn(x.ctypes.data, y.ctypes.data, outer * inner, n, inner, int(reverse), grid, threads)
+    return y
+
+
+def _reference(op, x, axis, reverse):
+    x = np.flip(x, axis) if reverse else x
+    acc = {"sum": np.add, "prod": np.multiply, "max": np.maximum, "min": np.minimum,
+           "logsumexp": np.logaddexp}[op].accumulate(x, axis=axis, dtype=x.dtype)
+    return np.flip(acc, axis) if reverse else acc
+
+
+@needs_cxx20
+@pytest.mark.parametrize("threads", [256, 32])
+def test_cumulative_with_a_block_of_threads(tmp_path, threads):
+    rng = np.random.default_rng(0)
+    cases = [("sum", np.float64, (3, 1000), 1), ("sum", np.float64, (300, 2), 0),
+             ("max", np.float32, (2, 5, 301), 2), ("min", np.int64, (4, 7), 1),
+             ("prod", np.complex128, (2, 40), 1), ("sum", np.int32, (2, 600), 1),
+             ("logsumexp", np.float64, (3, 257), 1)]
+    for op, dtype, shape, axis in cases:
+        if np.dtype(dtype).kind == "c":
+            x = (rng.uniform(0.9, 1.1, shape) + 1j * rng.uniform(-0.1, 0.1, shape)).astype(dtype)
+        elif np.dtype(dtype).kind == "f":
+            x = rng.normal(size=shape).astype(dtype)
+            if op == "max":
+                x.reshape(-1)[[5, 400]] = np.nan   # NaN propagates from where it appears on
+        else:
+            x = rng.integers(-2**30, 2**30, shape).astype(dtype)  # int32 sums wrap
+        for reverse in (False, True):
+            got = _run_cumulative(tmp_path, op, x, axis, reverse, threads)
+            want = _reference(op, x, axis, reverse)
+            if dtype in (np.int32, np.int64):
+                np.testing.assert_array_equal(got, want, err_msg=f"{op} {shape} {reverse}")
+            else:   # (summation order differs from NumPy's sequential one)
+                np.testing.assert_allclose(got, want, rtol=1e-10 if np.dtype(dtype).itemsize >= 8 else 1e-6,
+                                           err_msg=f"{op} {dtype} {shape} {reverse}")
+
+
+@needs_cxx20
+@pytest.mark.parametrize("threads", [256, 32])
+def test_argmax_argmin_with_a_block_of_threads(tmp_path, threads):
+    from plax_cupy import kernels_rows
+    rng = np.random.default_rng(1)
+    x = rng.integers(-3, 4, (3, 700)).astype(np.float32)   # many ties: the first index wins
+    x[1, [650, 20]] = np.nan                                 # the first NaN wins
+    x[2, :] = 0
+    x[2, 500] = 1e-45                                        # a subnormal is above zero
+    for is_max, numpy_fn in ((True, np.argmax), (False, np.argmin)):
+        for data, axis in ((x, 1), (x.T.copy(), 0), (x[:, :5].copy(), 1)):
+            source, name = kernels_rows.argextreme_source(is_max, "float", "int")
+            fn = _build(tmp_path, source, name,
+                        "const void* x, void* out, long long rows, long long n, long long inner",
+                        "(float*)x, (int*)out, rows, n, inner")
+            outer, n, inner = kernels_rows._layout(data.shape, axis)
+            out = np.full(outer * inner, -7, np.int32)
+            fn.argtypes = [ctypes.c_void_p] * 2 + [ctypes.c_longlong] * 3 + [ctypes.c_uint] * 2
+            fn(data.ctypes.data, out.ctypes.data, outer * inner, n, inner, 2, threads)
+            np.testing.assert_array_equal(out, numpy_fn(data, axis=axis), err_msg=f"{is_max} {axis}")
+
+
+@pytest.mark.skipif(bool(NVRTC_PROBLEM), reason=NVRTC_PROBLEM or "nvrtc")
+def test_every_row_kernel_compiles_with_nvrtc_without_flush_to_zero():
+    from plax_cupy import codegen, dtypes, kernels_rows, nvrtc
+    sources = []
+    for dtype in [np.float32, np.float64, np.int8, np.int32, np.int64, np.uint16, np.uint64,
+                  np.complex64, np.complex128]:
+        ctype = dtypes.ctype(dtype)
+        for op in OPS:
+            if op != "logsumexp" or np.dtype(dtype).kind == "f":
+                sources.append(kernels_rows.cumulative_source(op, ctype)[0])
+        if np.dtype(dtype).kind != "c":
+            for is_max in (True, False):
+                sources.append(kernels_rows.argextreme_source(is_max, ctype, "int")[0])
+    # (one translation unit per source: each repeats the row helpers)
+    for source in sources:
+        ptx = nvrtc.compile_binary(codegen.PREAMBLE + source,
+                                   nvrtc.DEVICE_OPTIONS + ("-arch=compute_80",), "ptx").decode()
+        # (CUDA's math library seeds its expf/log1p with ex2.approx.ftz / rcp.approx.ftz on
+        # range-reduced arguments whatever -ftz says: never a subnormal there; the check is on
+        # the arithmetic and comparisons: add, mul, fma, setp, max, min, cvt)
+        flushing = [line for line in ptx.splitlines() if ".ftz" in line and ".approx.ftz" not in line]
+        assert not flushing, flushing[:3]
