@@ -2,7 +2,11 @@
 
 Both have two ways to run, with the same results:
 
-* **On the devices** (the call is made with concrete arrays, outside every transform): the
+* **Op by op** (``shard_map`` called with concrete arrays outside every transform, in one
+  process): the body runs eagerly on every device's blocks, as JAX's does
+  (:mod:`plax_pmap.eager_shard_map`), so ``print`` inside it shows the blocks.
+* **On the devices** (``pmap`` called with concrete arrays outside every transform, and
+  ``shard_map`` over a mesh spanning processes): the
   per-device function is traced once per signature with its axis names bound, its
   collectives brought to the top level (``jit`` calls holding collectives are inlined), and
   :mod:`plax_pmap.runtime` runs it on one thread per device. The results stay sharded:
@@ -25,7 +29,7 @@ import numpy as np
 
 import plax
 from plax import float_checks, tree_util
-from plax.array import Array, from_device_buffers
+from plax.array import Array, from_buffer, from_device_buffers
 from plax.core import trace as _trace
 from plax.core import varying as _varying
 from plax.core.axis_env import axis_env
@@ -536,6 +540,9 @@ def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = N
                     flat_fun, blocks)
                 cache.table[("checked",) + key] = True
             return _shard_map_vmap(flat_fun, leaves, specs, m, out_specs, checking)
+        if spread is None:  # op by op, as JAX runs it (print shows the devices' blocks)
+            check = _ReplicationCheck(specs, out_specs, m, axis_names) if checking else None
+            return run_eagerly(flat_fun, leaves, specs, blocks, m, out_specs, check, checking)
         entry = cache.table.get(key)
         if entry is None:
             check = _ReplicationCheck(specs, out_specs, m, axis_names) if checking else None
@@ -662,14 +669,19 @@ class _ReplicationCheck:
         self.mesh_axes = [a for a in mesh.axis_names if names is None or a in names]
 
     def __call__(self, closed, out_tree) -> None:
-        placeholder = tree_util.tree_unflatten(out_tree, list(closed.out_avals))
+        self.check_avals(list(closed.out_avals), out_tree)
+
+    def check_avals(self, out_avals, out_tree) -> None:
+        """Checks outputs of these types (their ``vma``), the leaves of ``out_tree``."""
+        placeholder = tree_util.tree_unflatten(out_tree, list(out_avals))
         o_specs = _out_specs_leaves(self.out_specs, placeholder)
         paths = [tree_util.keystr(tuple(p))
                  for p, _ in tree_util.tree_flatten_with_path(placeholder)[0]]
         n = len(paths)
         names = [f"out{p}" + (f" (output {i} of {n})" if n > 1 else "")
                  for i, p in enumerate(paths)]
-        _vma.check_out_specs(closed, o_specs, names, self.mesh_axes)
+        _vma.check_out_vmas([_varying.axes_of(a) for a in out_avals], o_specs, names,
+                            self.mesh_axes)
 
     def trace_and_check(self, flat_fun, blocks) -> None:
         """Traces the body on its blocks and checks it (for the vmap path, which builds
@@ -703,19 +715,7 @@ def _run_shard_map(program, out_tree, leaves, specs, mesh, out_specs, spread=Non
     all_devs = list(mesh.devices.flat)
     offset, count, transport = spread if spread is not None else (0, len(all_devs), None)
     devs = all_devs[offset:offset + count]
-    per_leaf = []
-    for x, s in zip(leaves, specs):
-        sh = NamedSharding(mesh, s)
-        if isinstance(x, Array) and x.sharding == sh:
-            shards = {q.device: q.data for q in x.addressable_shards}
-            per_leaf.append([to_buffer(shards[d], d) for d in devs])
-            continue
-        if s == PartitionSpec() or sh.is_fully_replicated:
-            per_leaf.append([to_buffer(x, d) for d in devs])  # whole on every device: no copy
-            continue
-        host = np.asarray(x)
-        idx = sh.devices_indices_map(host.shape)
-        per_leaf.append([to_buffer(_contig(host[idx[d]]), d) for d in devs])
+    per_leaf = [device_blocks(x, s, mesh, devs) for x, s in zip(leaves, specs)]
     consts = _const_inputs(program, devs)
     inputs = [consts[r] + [pl[r] for pl in per_leaf] for r in range(len(devs))]
     results = program.run(devs, _backend_for(None), inputs, offset=offset, transport=transport)
@@ -741,6 +741,60 @@ def _run_shard_map(program, out_tree, leaves, specs, mesh, out_specs, spread=Non
                                         [results[r][k] for r in range(len(devs))],
                                         weak_type=aval.weak_type))
     return tree_util.tree_unflatten(out_tree, outs)
+
+
+def device_blocks(x, spec: PartitionSpec, mesh: Mesh, devs) -> list:
+    """The buffer of ``x``'s block that ``spec`` gives each device of ``devs`` (mesh
+    devices), on that device: an Array already laid out so gives its shards as they are."""
+    sh = NamedSharding(mesh, spec)
+    if isinstance(x, Array) and x.sharding == sh:
+        shards = {q.device: q.data for q in x.addressable_shards}
+        return [to_buffer(shards[d], d) for d in devs]
+    if spec == PartitionSpec() or sh.is_fully_replicated:
+        return [to_buffer(x, d) for d in devs]  # whole on every device: no copy
+    host = np.asarray(x)
+    idx = sh.devices_indices_map(host.shape)
+    return [to_buffer(_contig(host[idx[d]]), d) for d in devs]
+
+
+def run_eagerly(flat_fun, leaves, specs, blocks, mesh: Mesh, out_specs,
+                check: "_ReplicationCheck | None", typed: bool):
+    """Runs the body op by op on every device's blocks (:mod:`plax_pmap.eager_shard_map`)
+    and assembles its outputs as ``out_specs`` say; ``check`` checks their varying axes."""
+    from plax_pmap.eager_shard_map import ShardMapTrace, ShardMapTracer, _Context
+    devs = list(mesh.devices.flat)
+    with _trace.new_main(ShardMapTrace, dynamic=True, payload=_Context(mesh, typed)) as main:
+        trace = ShardMapTrace(main)
+        tracers = []
+        for x, s, b in zip(leaves, specs, blocks):
+            bufs = device_blocks(x, s, mesh, devs)
+            arrays = [from_buffer(buf, b, d, committed=True) for buf, d in zip(bufs, devs)]
+            vma = _vma.spec_axes(s) & frozenset(mesh.axis_names) if typed else frozenset()
+            tracers.append(ShardMapTracer(trace, arrays, b.update(vma=vma) if vma else b))
+        with axis_env(mesh.shape), _varying.typing(mesh.axis_names if typed else None):
+            out = flat_fun(*tracers)
+            out_leaves, out_tree = tree_util.tree_flatten(out)
+            outs = [trace.full_raise(y) for y in out_leaves]
+    if check is not None:
+        check.check_avals([t.aval for t in outs], out_tree)
+    o_specs = _out_specs_leaves(out_specs, tree_util.tree_unflatten(out_tree, outs))
+    results = []
+    for k, (t, spec) in enumerate(zip(outs, o_specs)):
+        aval = t.aval
+        if len(spec) > aval.ndim:
+            raise ValueError(f"shard_map out_specs: {spec!r} has {len(spec)} entries but output "
+                             f"{k} has rank {aval.ndim} (shape {aval.shape})")
+        shape = list(aval.shape)
+        for d in range(len(shape)):
+            for a in _spec_axes(spec, d):
+                if a not in mesh.shape:
+                    raise ValueError(f"shard_map out_specs: {spec!r} names axis {a!r}, which "
+                                     f"the mesh {mesh!r} does not have")
+                shape[d] *= mesh.shape[a]
+        results.append(from_device_buffers(
+            tuple(shape), aval.dtype, NamedSharding(mesh, spec),
+            [to_buffer(blk, d) for blk, d in zip(t.blocks, devs)], weak_type=aval.weak_type))
+    return tree_util.tree_unflatten(out_tree, results)
 
 
 def _gather_processes(results, all_devs, transport) -> list[list]:

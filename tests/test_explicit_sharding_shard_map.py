@@ -1,0 +1,148 @@
+"""``shard_map`` as JAX 0.10.2 runs and prints it (issue 25, item 2).
+
+Eagerly (called with arrays, outside ``jit``) the body runs op by op: ``print(x)`` shows each
+device's block under ``On cpu:0 at mesh coordinates (i, j,) = (0, 0):`` and
+``jax.debug.print`` prints once per distinct block. One script runs the cases with plax (no
+JAX needed: its output is compared with the text JAX 0.10.2 printed, recorded below) and,
+where JAX is installed, with JAX, whose output must be the same record.
+"""
+import importlib.util
+import json
+
+import pytest
+
+from subprocess_util import last_json, run_python
+
+CASES = r'''
+import json, sys, io, contextlib
+import numpy as np
+if sys.argv[1] == "jax":
+    import jax
+    jax.config.update("jax_num_cpu_devices", 4)
+else:
+    import plax as jax
+jnp, lax, P = jax.numpy, jax.lax, jax.P
+out = {}
+
+def captured(fn):
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        result = fn()
+    return buf.getvalue(), np.asarray(result).tolist()
+
+mesh = jax.sharding.Mesh(np.array(jax.devices()).reshape(2, 2), ("i", "j"))  # Auto axes
+jax.set_mesh(mesh)
+
+@jax.shard_map(in_specs=P("i"), out_specs=P("i"))
+def show(x):
+    jax.debug.print("x={x}", x=x)      # once per distinct block: x varies over i only
+    print(x)                             # every device's block
+    y = lax.psum(x, "j")                 # an invariant value summed: twice it
+    print(repr(y))
+    return y
+out["eager_print"] = captured(lambda: show(jax.device_put(jnp.arange(4.), P("i"))))
+
+@jax.shard_map(in_specs=P("i", "j"), out_specs=P(None, "j"))
+def col_sum(b):
+    print("BEFORE:\n", b)
+    s = lax.psum(b, "i")
+    print("AFTER:\n", s)
+    print(jax.typeof(s))
+    return s
+out["psum_blocks"] = captured(lambda: col_sum(jnp.arange(16).reshape(4, 4)))
+
+@jax.shard_map(in_specs=P(("i", "j")), out_specs=P(("i", "j")))
+def gathered(b):
+    g = lax.all_gather(b, ("i", "j"), tiled=True)
+    print(g + lax.axis_index("i"))
+    return g
+out["all_gather"] = captured(lambda: gathered(jnp.array([3, 9, 5, 2])))
+
+@jax.shard_map(in_specs=P("i"), out_specs=P("i"))
+def local_grad(b):
+    return jax.grad(lambda v: jnp.sum(jnp.sin(v) * lax.axis_index("i")))(b)
+out["grad_inside"] = captured(lambda: local_grad(jnp.arange(4.)))
+
+try:
+    jax.shard_map(lambda b: b, in_specs=P("i"), out_specs=P())(jnp.arange(4.))
+    out["vma_error"] = None
+except ValueError as e:
+    out["vma_error"] = "ValueError"
+print(json.dumps(out))
+'''
+
+EAGER_PRINT = """x=[0. 1.]
+x=[2. 3.]
+On cpu:0 at mesh coordinates (i, j,) = (0, 0):
+[0. 1.]
+
+On cpu:1 at mesh coordinates (i, j,) = (0, 1):
+[0. 1.]
+
+On cpu:2 at mesh coordinates (i, j,) = (1, 0):
+[2. 3.]
+
+On cpu:3 at mesh coordinates (i, j,) = (1, 1):
+[2. 3.]
+
+On cpu:0 at mesh coordinates (i, j,) = (0, 0):
+[0. 2.]
+
+On cpu:1 at mesh coordinates (i, j,) = (0, 1):
+[0. 2.]
+
+On cpu:2 at mesh coordinates (i, j,) = (1, 0):
+[4. 6.]
+
+On cpu:3 at mesh coordinates (i, j,) = (1, 1):
+[4. 6.]
+
+"""
+
+
+def _blocks(*blocks: str) -> str:
+    coords = [(0, 0), (0, 1), (1, 0), (1, 1)]
+    return "\n".join(f"On cpu:{n} at mesh coordinates (i, j,) = {c}:\n{b}\n"
+                     for n, (c, b) in enumerate(zip(coords, blocks)))
+
+
+PSUM_BLOCKS = ("BEFORE:\n " + _blocks("[[0 1]\n [4 5]]", "[[2 3]\n [6 7]]",
+                                       "[[ 8  9]\n [12 13]]", "[[10 11]\n [14 15]]")
+               + "\nAFTER:\n " + _blocks("[[ 8 10]\n [16 18]]", "[[12 14]\n [20 22]]",
+                                          "[[ 8 10]\n [16 18]]", "[[12 14]\n [20 22]]")
+               + "\nint32[2,2]{V:j}\n")
+
+RECORD = {
+    "eager_print": [EAGER_PRINT, [0.0, 2.0, 4.0, 6.0]],
+    "psum_blocks": [PSUM_BLOCKS, [[8, 10, 12, 14], [16, 18, 20, 22]]],
+    "all_gather": [_blocks(*["[3 9 5 2]"] * 2, *["[ 4 10  6  3]"] * 2) + "\n", [3, 9, 5, 2] * 4],
+    "vma_error": "ValueError",
+}
+
+
+@pytest.fixture(scope="module")
+def plax_run():
+    return last_json(run_python(args=["-c", CASES, "plax"],
+                                env={"PLAX_NUM_CPU_DEVICES": "4", "PLAX_PLATFORMS": "cpu"}))
+
+
+@pytest.mark.parametrize("case", sorted(RECORD))
+def test_eager_shard_map_prints_as_jax(plax_run, case):
+    assert plax_run[case] == RECORD[case]
+
+
+def test_grad_inside_eager_body(plax_run):
+    # d/dv sum(sin(v) * i) = cos(v) * i, i the device's position along "i"
+    import numpy as np
+    text, value = plax_run["grad_inside"]
+    assert text == ""
+    want = np.cos(np.arange(4.0)) * np.array([0, 0, 1, 1])
+    np.testing.assert_allclose(value, want, rtol=1e-6)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("jax") is None, reason="JAX is not installed")
+def test_record_is_jaxs():
+    out = last_json(run_python(args=["-c", CASES, "jax"], env={"JAX_PLATFORMS": "cpu"}))
+    for case, want in RECORD.items():
+        assert out[case] == want, (case, json.dumps(out[case]))
+    assert out["grad_inside"][0] == ""
