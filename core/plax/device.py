@@ -529,6 +529,10 @@ def _shard_leaf(leaf: Any, sharding):
     from plax.core.trace import Tracer
     if isinstance(leaf, Tracer):
         return leaf
+    if getattr(getattr(sharding, "spec", None), "unreduced", None):
+        from plax.sharding_unreduced import place_unreduced  # partial sums per device
+        return leaf if isinstance(leaf, Array) and leaf.sharding == sharding else \
+            place_unreduced(leaf, sharding)
     if isinstance(leaf, Array):
         if leaf.sharding == sharding:
             return leaf

@@ -89,6 +89,50 @@ def sharded_dims_str(shape: Sequence[int], sharding: NamedSharding) -> str:
     return ",".join(parts)
 
 
+def type_sharding(x: Any, aval) -> NamedSharding:
+    """The sharding of ``x``'s type, as ``jax.typeof(x).sharding`` gives it: a NamedSharding
+    over the abstract mesh of ``x``'s mesh (the current abstract mesh for a value not laid
+    out over one), whose spec names only the Explicit axes.
+
+    Example:
+      >>> type_sharding(jnp.ones(3), plax.typeof(jnp.ones(3)))
+      NamedSharding(mesh=AbstractMesh((), axis_types=()), spec=P(None,))
+    """
+    from plax.sharding import AbstractMesh, get_abstract_mesh
+    s = getattr(aval, "sharding", None)
+    if not isinstance(s, NamedSharding):
+        s = getattr(x, "sharding", None) if hasattr(x, "_device") else None
+    ndim = len(aval.shape)
+    if not isinstance(s, NamedSharding):
+        return NamedSharding(get_abstract_mesh(), PartitionSpec(*(None,) * ndim))
+    mesh = s.mesh if isinstance(s.mesh, AbstractMesh) else s.mesh.abstract_mesh
+    explicit = set(mesh.explicit_axes)
+    dims = [tuple(a for a in names if a in explicit) for names in spec_dims(s.spec, ndim)]
+    return NamedSharding(mesh, _with_extras(PartitionSpec(*[_entry(d) for d in dims]), s.spec))
+
+
+def unreduced_str(sharding: Any) -> str:
+    """The unreduced and reduced mesh axes of a type's sharding as JAX prints them after the
+    dimensions: ``{U:Y}``, ``{R:(X,Y)}`` (in mesh order); '' when there are none."""
+    spec = getattr(sharding, "spec", None)
+    out = ""
+    for tag, axes in (("U", getattr(spec, "unreduced", ())), ("R", getattr(spec, "reduced", ()))):
+        if axes:
+            names = [a for a in sharding.mesh.axis_names if a in axes]
+            out += "{" + tag + ":" + (names[0] if len(names) == 1 else
+                                      f"({','.join(names)})") + "}"
+    return out
+
+
+def _with_extras(spec: PartitionSpec, like: PartitionSpec) -> PartitionSpec:
+    """``spec`` with ``like``'s unreduced and reduced axes (JAX 0.10's ``P(unreduced=...)``)."""
+    unreduced = getattr(like, "unreduced", frozenset())
+    reduced = getattr(like, "reduced", frozenset())
+    if not unreduced and not reduced:
+        return spec
+    return PartitionSpec(*spec, unreduced=unreduced, reduced=reduced)
+
+
 def explicit_sharding(x: Any) -> NamedSharding | None:
     """``x``'s NamedSharding when its mesh has an Explicit axis (the sharding is then part
     of its type), else None."""
