@@ -3,7 +3,8 @@
 ``jax.typeof(x).sharding`` is a NamedSharding over an AbstractMesh (outside and inside
 ``jit``); ``P(..., unreduced={'Y'})`` builds, prints and compares as JAX's; an array put
 with it holds partial sums (JAX's placement: zeros on the devices after the first along
-``Y``), its type prints ``{U:Y}``, and ``reshard`` sums it. One script runs with plax (its
+``Y``), its type prints ``{U:Y}``, and ``reshard`` sums it; inside ``jit``, ``reshard`` to a
+spec over the mesh of ``use_abstract_mesh`` lays it over the devices. One script runs with plax (its
 output compared with JAX 0.10.2's, recorded here) and, where JAX is installed, with JAX.
 """
 import importlib.util
@@ -64,6 +65,16 @@ z = jnp.dot(w, v, out_sharding=P("X", None, unreduced={"Y"}))
 r = jax.reshard(z, P("X", None))
 out["dot"] = [str(jax.typeof(z)), str(jax.typeof(r)),
               bool(np.allclose(np.asarray(r), host.astype(np.float64) @ host.T, rtol=1e-6))]
+
+
+@jax.jit
+def remesh(a):  # reshard to a spec over the abstract mesh in use, inside jit
+    amesh = jax.sharding.AbstractMesh((8,), ("A",), (jax.sharding.AxisType.Explicit,))
+    with jax.sharding.use_abstract_mesh(amesh):
+        return jax.reshard(a, P("A", None)) * 2
+zz = remesh(w)
+out["use_abstract_mesh"] = [str(jax.typeof(zz)), repr(zz.sharding),
+                            bool(np.array_equal(np.asarray(zz), host * 2))]
 print(json.dumps(out))
 '''
 
@@ -92,6 +103,8 @@ RECORD = {
     "reduced": ["float32[8@X,4]{R:Y}", [[1.0, 2.0, 3.0, 4.0], [5.0, 6.0, 7.0, 8.0]]],
     "reshard": ["float32[8@X,4]", True],
     "dot": ["float32[8@X,8]{U:Y}", "float32[8@X,8]", True],
+    "use_abstract_mesh": ["float32[8@A,4]", "NamedSharding(mesh=Mesh('A': 8, axis_types="
+                          "(Explicit,)), spec=P('A', None), memory_kind=device)", True],
 }
 
 

@@ -959,7 +959,7 @@ def _resolve(s: Any, what: str) -> Sharding:
     if isinstance(s, Sharding):
         return s
     if isinstance(s, PartitionSpec):
-        mesh = get_mesh()
+        mesh = _mesh_of_abstract(get_mesh())
         if mesh is None:
             raise ValueError(
                 f"{what} got PartitionSpec {s!r}, but there is no current mesh to resolve it "
@@ -971,6 +971,25 @@ def _resolve(s: Any, what: str) -> Sharding:
                          "(e.g. NamedSharding(mesh, spec)) or a PartitionSpec")
     raise TypeError(f"{what} must be plax.sharding.Sharding or PartitionSpec instances, got "
                     f"{s!r} of type {type(s).__name__}")
+
+
+def _mesh_of_abstract(mesh: "Mesh | None") -> "Mesh | None":
+    """The concrete mesh a PartitionSpec is resolved against: ``mesh`` (the current one), or,
+    inside ``use_abstract_mesh`` with an abstract mesh of other axes, that abstract mesh laid
+    over the current mesh's devices (of the default devices without one) in their order, as
+    JAX lays it over the devices of the computation."""
+    from plax.sharding_abstract import current_abstract_mesh
+    abstract = current_abstract_mesh()
+    if abstract is None or abstract.empty or (mesh is not None and
+                                              mesh.abstract_mesh == abstract):
+        return mesh
+    import plax
+    flat = list(mesh.devices_flat) if mesh is not None else plax.devices()
+    if len(flat) < abstract.size:
+        raise ValueError(f"use_abstract_mesh({abstract!r}) needs {abstract.size} devices, but "
+                         f"there are {len(flat)}")
+    devices = np.array(flat[:abstract.size], dtype=object).reshape(abstract.axis_sizes)
+    return Mesh(devices, abstract.axis_names, axis_types=abstract.axis_types)
 
 
 def _padded(s: Sharding, ndim: int) -> Sharding:
