@@ -754,8 +754,9 @@ def apply_sharded(prim, args: list, params: dict):
             raise ValueError(f"{prim.name}: operands are sharded over different meshes "
                              f"{mesh!r} and {s.mesh!r}; reshard them onto one mesh first")
         mesh = s.mesh
-    if mesh is None:
-        return NotImplemented
+    if mesh is None:  # laid out over Auto axes (or not over a mesh): JAX's partitioner
+        from plax.sharding_auto import apply_auto
+        return apply_auto(prim, args, params)
     rule = _rule_for(prim)
     avals = [a.aval for a in args]
     out_avals = prim.abstract_eval_cached(tuple(avals), params)
