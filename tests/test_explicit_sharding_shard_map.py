@@ -2,7 +2,8 @@
 
 Eagerly (called with arrays, outside ``jit``) the body runs op by op: ``print(x)`` shows each
 device's block under ``On cpu:0 at mesh coordinates (i, j,) = (0, 0):`` and
-``jax.debug.print`` prints once per distinct block. One script runs the cases with plax (no
+``jax.debug.print`` prints once per distinct block. ``make_jaxpr`` shows one ``shard_map``
+equation with its body and parameters. One script runs the cases with plax (no
 JAX needed: its output is compared with the text JAX 0.10.2 printed, recorded below) and,
 where JAX is installed, with JAX, whose output must be the same record.
 """
@@ -63,6 +64,15 @@ def local_grad(b):
     return jax.grad(lambda v: jnp.sum(jnp.sin(v) * lax.axis_index("i")))(b)
 out["grad_inside"] = captured(lambda: local_grad(jnp.arange(4.)))
 
+with jax.set_mesh(jax.make_mesh((2,), ("i",))):   # Explicit axes
+    @jax.shard_map(in_specs=(P("i"), P()), out_specs=P("i"))
+    def scaled(a, b):
+        return a * b
+    xi = jax.device_put(jnp.arange(6.), P("i"))
+    yi = jnp.arange(3.)
+    closed = jax.make_jaxpr(scaled)(xi, yi)
+    out["make_jaxpr"] = [str(closed), np.asarray(jax.jit(scaled)(xi, yi)).tolist()]
+
 try:
     jax.shard_map(lambda b: b, in_specs=P("i"), out_specs=P())(jnp.arange(4.))
     out["vma_error"] = None
@@ -112,7 +122,23 @@ PSUM_BLOCKS = ("BEFORE:\n " + _blocks("[[0 1]\n [4 5]]", "[[2 3]\n [6 7]]",
                                           "[[ 8 10]\n [16 18]]", "[[12 14]\n [20 22]]")
                + "\nint32[2,2]{V:j}\n")
 
+MAKE_JAXPR = """{ lambda ; a:f32[6@i] b:f32[3]. let
+    c:f32[6@i] = shard_map[
+      check_vma=True
+      in_specs=(P('i',), P())
+      jaxpr={ lambda ; d:f32[3]{V:i} e:f32[3]. let
+          f:f32[3]{V:i} = pvary[axes=('i',)] e
+          g:f32[3]{V:i} = mul d f
+        in (g,) }
+      mesh=AbstractMesh('i': 2, axis_types=(Explicit,), device_kind=cpu, num_cores=None, platform=cpu)
+      newly_manual_axes=frozenset({'i'})
+      out_specs=(P('i',),)
+    ] a b
+  in (c,) }"""
+
 RECORD = {
+    # the jaxpr JAX prints; jit of the same function (its trace shared with make_jaxpr's)
+    "make_jaxpr": [MAKE_JAXPR, [0.0, 1.0, 4.0, 0.0, 4.0, 10.0]],
     "eager_print": [EAGER_PRINT, [0.0, 2.0, 4.0, 6.0]],
     "psum_blocks": [PSUM_BLOCKS, [[8, 10, 12, 14], [16, 18, 20, 22]]],
     "all_gather": [_blocks(*["[3 9 5 2]"] * 2, *["[ 4 10  6  3]"] * 2) + "\n", [3, 9, 5, 2] * 4],

@@ -534,6 +534,9 @@ def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = N
                     "from the global arguments but does not spread the work over the "
                     "processes. Call the shard_map outside the transform and apply jit/grad "
                     "inside it to run each block on its own device.")
+            if spread is None and _traced_by_make_jaxpr(leaves):
+                return _staged(flat_fun, leaves, specs, blocks, m, out_specs, checking,
+                               axis_names)
             if checking and ("checked",) + key not in cache.table:
                 # at trace time, as JAX does (the vmap formulation builds no jaxpr to check)
                 _ReplicationCheck(specs, out_specs, m, axis_names).trace_and_check(
@@ -560,6 +563,26 @@ def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = N
         return _run_shard_map(program, out_tree, leaves, specs, m, out_specs, spread)
 
     return mapped
+
+
+def _traced_by_make_jaxpr(leaves) -> bool:
+    """Whether the arguments' innermost transform is ``make_jaxpr``'s trace (which then
+    shows the shard_map as one equation, as JAX does)."""
+    debug = _trace.find_top_trace(leaves).main.debug
+    return debug is not None and debug.transform == "make_jaxpr"
+
+
+def _staged(flat_fun, leaves, specs, blocks, mesh: Mesh, out_specs, checking: bool,
+            axis_names):
+    """The shard_map as one ``shard_map`` equation (:mod:`plax_pmap.shard_map_primitive`)."""
+    from plax_pmap.shard_map_primitive import bind_shard_map
+    closed, out_tree = _trace_body(flat_fun, blocks, mesh, specs if checking else None)
+    if checking:
+        _ReplicationCheck(specs, out_specs, mesh, axis_names)(closed, out_tree)
+    placeholder = tree_util.tree_unflatten(out_tree, list(closed.out_avals))
+    o_specs = _out_specs_leaves(out_specs, placeholder)
+    outs = bind_shard_map(closed, leaves, specs, o_specs, mesh, checking, axis_names)
+    return tree_util.tree_unflatten(out_tree, outs)
 
 
 def _process_block(mesh: Mesh):
