@@ -1040,6 +1040,12 @@ def _place_tree(xs: Any, shardings: Any, what: str, pad_spec: bool = False,
             # under a trace an explicit sharding becomes the value's type; others do nothing
             explicit = typed and isinstance(s, NamedSharding) and \
                 AxisType.Explicit in s.mesh.axis_types
+            if not typed and isinstance(s, NamedSharding) and \
+                    AxisType.Explicit not in s.mesh.axis_types and s.mesh.size > 1:
+                # with_sharding_constraint over Auto axes: staged for jit's layouts
+                from plax.sharding_auto import constrain
+                out.append(constrain(leaf, s))
+                continue
             out.append(cast(leaf, s) if explicit else leaf)
         elif isinstance(s, SingleDeviceSharding):
             out.append(device_put(leaf, s))

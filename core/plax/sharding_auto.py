@@ -102,6 +102,8 @@ def out_dims(prim, in_dims: list, in_avals: Sequence, params: dict, out_avals) -
     many = prim.multiple_results
     outs = list(out_avals) if many else [out_avals]
     unsplit = [((),) * len(a.shape) for a in outs]
+    if prim.name == "sharding_constraint":
+        return [spec_dims(params["sharding"].spec, len(in_avals[0].shape))]
     if prim.name == "dot_general":
         return [_dot_dims(in_dims, in_avals, params)]
     if prim.name == "reshape" and len(in_dims) == 1:
@@ -189,3 +191,52 @@ def place_jit_outputs(closed, leaves: Sequence, outs: list) -> list:
         d = read(v)
         placed.append(_shard_leaf(x, NamedSharding(mesh, _spec(d))))
     return placed
+
+
+# ------------------------------------------------------------------ sharding constraints
+
+def _constraint_primitive():
+    """``sharding_constraint``: ``with_sharding_constraint`` of a traced value over a mesh
+    of Auto axes (the identity on values). It shows in jaxprs as JAX prints it and steers
+    the layout :func:`place_jit_outputs` gives; backends never see it (erased before
+    compiling, as a value identity)."""
+    from plax.core import registry
+    from plax.core.passes import register_value_identity
+    from plax.core.pretty_print import pp_param_rules
+    from plax.core.primitive import Primitive
+    from plax.transforms.jvp import Zero
+
+    p = Primitive("sharding_constraint")
+    p.def_abstract_eval(lambda x, **params: x)
+    registry.register_rule("impl", p)(lambda x, **params: x)
+    register_value_identity(p)
+
+    def jvp(primals, tangents, **params):
+        t = tangents[0]
+        return p.bind(primals[0], **params), t if type(t) is Zero else p.bind(t, **params)
+
+    def transpose(ct, x, **params):
+        return [None] if type(ct) is Zero else [ct]
+
+    # under vmap the constraint no longer names the batched value's dimensions: dropped
+    registry.register_rule("jvp", p)(jvp)
+    registry.register_rule("transpose", p)(transpose)
+    registry.register_rule("batch", p)(lambda vals, dims, **params: (vals[0], dims[0]))
+
+    def printed(params: dict) -> dict:
+        mesh = params["sharding"].mesh.abstract_mesh
+        return {"context_mesh": repr(mesh), "layout": "None",
+                "sharding": repr(NamedSharding(mesh, params["sharding"].spec)),
+                "unconstrained_dims": "frozenset({})"}
+
+    pp_param_rules[p] = printed
+    return p
+
+
+sharding_constraint_p = _constraint_primitive()
+
+
+def constrain(x: Any, sharding: NamedSharding) -> Any:
+    """``with_sharding_constraint`` of a traced value over a mesh of Auto axes: the value,
+    with the constraint staged (see :data:`sharding_constraint_p`)."""
+    return sharding_constraint_p.bind(x, sharding=sharding)
