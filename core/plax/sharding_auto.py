@@ -16,9 +16,10 @@ resolves, as the partitioner does, to unsplit dimensions.
 """
 from __future__ import annotations
 
+import weakref
 from typing import Any, Sequence
 
-from plax.sharding import AxisType, NamedSharding
+from plax.sharding import AxisType, NamedSharding, PartitionSpec
 from plax.sharding_types import ShardingTypeError, _rule_for, dims_spec, spec_dims
 
 __all__ = ["auto_mesh_of", "apply_auto", "place_jit_outputs"]
@@ -160,13 +161,51 @@ def place_jit_outputs(closed, leaves: Sequence, outs: list) -> list:
     mesh = auto_mesh_of(leaves)
     if mesh is None:
         return outs
-    from plax.core.jaxpr import Literal
     from plax.device import _shard_leaf
-    jaxpr = closed.jaxpr
-    env: dict = {}
-    in_avals = [v.aval for v in jaxpr.invars]
-    for v, d in zip(jaxpr.invars, _in_dims(leaves, in_avals, mesh)):
-        env[v] = d
+    in_dims = _in_dims(leaves, [v.aval for v in closed.jaxpr.invars], mesh)
+    per_closed = _layouts.get(closed)
+    if per_closed is None:
+        per_closed = _layouts[closed] = {}
+    key = (mesh, tuple(in_dims))
+    specs = per_closed.get(key)
+    if specs is None:  # the walk once per program and argument layouts
+        specs = per_closed[key] = [_spec(d) for d in _propagated(closed.jaxpr, in_dims, mesh)]
+    placed = []
+    for x, spec in zip(outs, specs):
+        if getattr(x, "_pieces", None) is not None or not hasattr(x, "_device"):
+            placed.append(x)  # laid out already (an explicit type), or not an array
+            continue
+        placed.append(_replicated(x, mesh) if not len(spec) else
+                      _shard_leaf(x, NamedSharding(mesh, spec)))
+    return placed
+
+
+def _replicated(x, mesh):
+    """``x`` (on one device) replicated over ``mesh``: its buffer on every device, moved
+    (nothing is copied between CPU devices, which share host memory)."""
+    from plax.array import _Piece, _sharded
+    from plax.device import move_buffer
+    sharding = _REPLICATED.get(mesh)
+    if sharding is None:
+        sharding = _REPLICATED[mesh] = NamedSharding(mesh, PartitionSpec())
+    buf, src, whole = x._buf, x._device, (slice(None),) * x.ndim
+    # every piece is the whole array: built directly (no index map to compute per call)
+    pieces = [_Piece(d, whole, move_buffer(buf, src, d), d.backend)
+              for d in sharding._device_assignment]
+    return _sharded(x.aval, sharding, pieces, True)
+
+
+_REPLICATED: dict = {}  # mesh -> NamedSharding(mesh, P())
+
+
+#: ClosedJaxpr -> {(mesh, input dims): output specs}, dropped with the program
+_layouts: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def _propagated(jaxpr, in_dims: list, mesh) -> list:
+    """The dims of ``jaxpr``'s outputs given its inputs' (the rules applied in order)."""
+    from plax.core.jaxpr import Literal
+    env: dict = dict(zip(jaxpr.invars, in_dims))
 
     def read(v):
         if isinstance(v, Literal) or v not in env:
@@ -183,14 +222,7 @@ def place_jit_outputs(closed, leaves: Sequence, outs: list) -> list:
             dims = [((),) * len(a.shape) for a in res]
         for v, d, a in zip(eqn.outvars, dims, res):
             env[v] = _fits(d, a.shape, mesh)
-    placed = []
-    for v, x in zip(jaxpr.outvars, outs):
-        if getattr(x, "_pieces", None) is not None or not hasattr(x, "_device"):
-            placed.append(x)  # laid out already (an explicit type), or not an array
-            continue
-        d = read(v)
-        placed.append(_shard_leaf(x, NamedSharding(mesh, _spec(d))))
-    return placed
+    return [read(v) for v in jaxpr.outvars]
 
 
 # ------------------------------------------------------------------ sharding constraints
