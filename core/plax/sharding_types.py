@@ -104,7 +104,12 @@ def type_sharding(x: Any, aval) -> NamedSharding:
         s = getattr(x, "sharding", None) if hasattr(x, "_device") else None
     ndim = len(aval.shape)
     if not isinstance(s, NamedSharding):
-        return NamedSharding(get_abstract_mesh(), PartitionSpec(*(None,) * ndim))
+        mesh = get_abstract_mesh()
+        key = (mesh, ndim)
+        found = _UNPLACED.get(key)
+        if found is None:
+            found = _UNPLACED[key] = NamedSharding(mesh, PartitionSpec(*(None,) * ndim))
+        return found
     mesh = s.mesh if isinstance(s.mesh, AbstractMesh) else s.mesh.abstract_mesh
     explicit = set(mesh.explicit_axes)
     dims = [tuple(a for a in names if a in explicit) for names in spec_dims(s.spec, ndim)]
@@ -122,6 +127,9 @@ def unreduced_str(sharding: Any) -> str:
             out += "{" + tag + ":" + (names[0] if len(names) == 1 else
                                       f"({','.join(names)})") + "}"
     return out
+
+
+_UNPLACED: dict = {}  # (abstract mesh, rank) -> the type sharding of a value on no mesh
 
 
 def _with_extras(spec: PartitionSpec, like: PartitionSpec) -> PartitionSpec:
