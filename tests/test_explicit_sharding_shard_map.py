@@ -72,6 +72,8 @@ with jax.set_mesh(jax.make_mesh((2,), ("i",))):   # Explicit axes
     yi = jnp.arange(3.)
     closed = jax.make_jaxpr(scaled)(xi, yi)
     out["make_jaxpr"] = [str(closed), np.asarray(jax.jit(scaled)(xi, yi)).tolist()]
+    summed = jax.shard_map(lambda a: lax.psum(jnp.sin(a), "i"), in_specs=P("i"), out_specs=P())
+    out["make_jaxpr_psum"] = str(jax.make_jaxpr(summed)(xi))
 
 try:
     jax.shard_map(lambda b: b, in_specs=P("i"), out_specs=P())(jnp.arange(4.))
@@ -136,7 +138,22 @@ MAKE_JAXPR = """{ lambda ; a:f32[6@i] b:f32[3]. let
     ] a b
   in (c,) }"""
 
+MAKE_JAXPR_PSUM = """{ lambda ; a:f32[6@i]. let
+    b:f32[3] = shard_map[
+      check_vma=True
+      in_specs=(P('i',),)
+      jaxpr={ lambda ; c:f32[3]{V:i}. let
+          d:f32[3]{V:i} = sin c
+          e:f32[3] = psum_invariant[axes=('i',)] d
+        in (e,) }
+      mesh=AbstractMesh('i': 2, axis_types=(Explicit,), device_kind=cpu, num_cores=None, platform=cpu)
+      newly_manual_axes=frozenset({'i'})
+      out_specs=(P(),)
+    ] a
+  in (b,) }"""
+
 RECORD = {
+    "make_jaxpr_psum": MAKE_JAXPR_PSUM,
     # the jaxpr JAX prints; jit of the same function (its trace shared with make_jaxpr's)
     "make_jaxpr": [MAKE_JAXPR, [0.0, 1.0, 4.0, 0.0, 4.0, 10.0]],
     "eager_print": [EAGER_PRINT, [0.0, 2.0, 4.0, 6.0]],

@@ -117,10 +117,29 @@ registry.register_rule("jvp", shard_map_p)(_jvp)
 registry.register_rule("batch", shard_map_p)(_batch)
 
 
+# In a typed body JAX binds its psum as ``psum_invariant`` (the sum of a varying value is
+# invariant); plax's psum types its result the same way under its own name. This stand-in
+# is only ever printed.
+_psum_invariant_shown = Primitive("psum_invariant")
+
+
+def _as_jax_names(closed, check_vma: bool):
+    """The body as JAX prints it: with ``check_vma``, its psums named ``psum_invariant``."""
+    from plax.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn
+    from plax_pmap.primitives import psum_p
+    j = closed.jaxpr
+    if not check_vma or not any(e.primitive is psum_p for e in j.eqns):
+        return closed
+    eqns = [JaxprEqn(_psum_invariant_shown, e.invars, e.outvars, e.params)
+            if e.primitive is psum_p else e for e in j.eqns]
+    return ClosedJaxpr(Jaxpr(j.constvars, j.invars, j.outvars, eqns), closed.consts)
+
+
 def _printed_params(params: dict) -> dict:
     # JAX's keys (the body under ``jaxpr``), the mesh as its abstract mesh
     return {"check_vma": params["check_vma"], "in_specs": params["in_specs"],
-            "jaxpr": params["jaxpr"], "mesh": params["mesh"],
+            "jaxpr": _as_jax_names(params["jaxpr"], params["check_vma"]),
+            "mesh": params["mesh"],
             "newly_manual_axes": params["newly_manual_axes"],
             "out_specs": params["out_specs"]}
 
