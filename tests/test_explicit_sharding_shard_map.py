@@ -75,6 +75,13 @@ with jax.set_mesh(jax.make_mesh((2,), ("i",))):   # Explicit axes
     summed = jax.shard_map(lambda a: lax.psum(jnp.sin(a), "i"), in_specs=P("i"), out_specs=P())
     out["make_jaxpr_psum"] = str(jax.make_jaxpr(summed)(xi))
 
+try:  # a mesh= other than the one set
+    other = jax.sharding.Mesh(np.array(jax.devices()[:2]), ("k",))
+    jax.shard_map(lambda b: b, mesh=other, in_specs=P("k"), out_specs=P("k"))(jnp.arange(4.))
+    out["context_mesh"] = None
+except ValueError as e:
+    out["context_mesh"] = str(e)
+
 try:
     jax.shard_map(lambda b: b, in_specs=P("i"), out_specs=P())(jnp.arange(4.))
     out["vma_error"] = None
@@ -154,6 +161,9 @@ MAKE_JAXPR_PSUM = """{ lambda ; a:f32[6@i]. let
 
 RECORD = {
     "make_jaxpr_psum": MAKE_JAXPR_PSUM,
+    "context_mesh": ("The context mesh AbstractMesh('i': 2, 'j': 2, axis_types=(Auto, Auto), "
+                     "device_kind=cpu, num_cores=None, platform=cpu) should match the mesh "
+                     "passed to shard_map Mesh('k': 2, axis_types=(Auto,))"),
     # the jaxpr JAX prints; jit of the same function (its trace shared with make_jaxpr's)
     "make_jaxpr": [MAKE_JAXPR, [0.0, 1.0, 4.0, 0.0, 4.0, 10.0]],
     "eager_print": [EAGER_PRINT, [0.0, 2.0, 4.0, 6.0]],

@@ -495,6 +495,8 @@ def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = N
                              "plax.sharding.use_mesh(mesh) / set_mesh(mesh)")
         if not isinstance(m, Mesh):
             raise TypeError(f"shard_map mesh must be a plax.sharding.Mesh, got {m!r}")
+        if mesh is not None:
+            _check_context_mesh(m)
         spread = _process_block(m)
         typed_mesh = shard_map_checks_types(m, axis_names)
         specs_in = in_specs if in_specs is not None else \
@@ -563,6 +565,17 @@ def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = N
         return _run_shard_map(program, out_tree, leaves, specs, m, out_specs, spread)
 
     return mapped
+
+
+def _check_context_mesh(mesh: Mesh) -> None:
+    """JAX's ValueError for a ``mesh=`` other than the mesh set with ``set_mesh`` (outside
+    a shard_map body, whose context mesh is its own)."""
+    from plax.sharding import get_abstract_mesh
+    context = get_abstract_mesh()
+    if context.empty or context == mesh.abstract_mesh or _varying.active():
+        return
+    raise ValueError(f"The context mesh {context!r} should match the mesh passed to shard_map "
+                     f"{mesh!r}")
 
 
 def _traced_by_make_jaxpr(leaves) -> bool:
