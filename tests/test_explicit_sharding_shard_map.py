@@ -75,6 +75,12 @@ with jax.set_mesh(jax.make_mesh((2,), ("i",))):   # Explicit axes
     summed = jax.shard_map(lambda a: lax.psum(jnp.sin(a), "i"), in_specs=P("i"), out_specs=P())
     out["make_jaxpr_psum"] = str(jax.make_jaxpr(summed)(xi))
 
+# inside jit, make_jaxpr shows the same equation; the mesh passed as mesh= prints as itself
+doubled = jax.shard_map(lambda a: lax.psum(jnp.sin(a) * 2, "i"), mesh=mesh,
+                        in_specs=P("i"), out_specs=P())
+out["make_jaxpr_jit"] = str(jax.make_jaxpr(jax.jit(doubled))(jnp.arange(4.))).replace(
+    "frozenset({'j', 'i'})", "frozenset({'i', 'j'})")   # JAX prints a set in hash order
+
 try:  # a mesh= other than the one set
     other = jax.sharding.Mesh(np.array(jax.devices()[:2]), ("k",))
     jax.shard_map(lambda b: b, mesh=other, in_specs=P("k"), out_specs=P("k"))(jnp.arange(4.))
@@ -159,7 +165,30 @@ MAKE_JAXPR_PSUM = """{ lambda ; a:f32[6@i]. let
     ] a
   in (b,) }"""
 
+MAKE_JAXPR_JIT = """{ lambda ; a:f32[4]. let
+    b:f32[2] = jit[
+      name=<lambda>
+      ctx_mesh=Mesh('i': 2, 'j': 2, axis_types=(Auto, Auto))
+      jaxpr={ lambda ; a:f32[4]. let
+          b:f32[2] = shard_map[
+            check_vma=True
+            in_specs=(P('i',),)
+            jaxpr={ lambda ; c:f32[2]{V:i}. let
+                d:f32[2]{V:i} = sin c
+                e:f32[]{V:i} = pvary[axes=('i',)] 2.0:f32[]
+                f:f32[2]{V:i} = mul d e
+                g:f32[2] = psum_invariant[axes=('i',)] f
+              in (g,) }
+            mesh=Mesh('i': 2, 'j': 2, axis_types=(Auto, Auto))
+            newly_manual_axes=frozenset({'i', 'j'})
+            out_specs=(P(),)
+          ] a
+        in (b,) }
+    ] a
+  in (b,) }"""
+
 RECORD = {
+    "make_jaxpr_jit": MAKE_JAXPR_JIT,
     "make_jaxpr_psum": MAKE_JAXPR_PSUM,
     "context_mesh": ("The context mesh AbstractMesh('i': 2, 'j': 2, axis_types=(Auto, Auto), "
                      "device_kind=cpu, num_cores=None, platform=cpu) should match the mesh "

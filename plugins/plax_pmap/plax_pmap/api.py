@@ -538,7 +538,7 @@ def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = N
                     "inside it to run each block on its own device.")
             if spread is None and _traced_by_make_jaxpr(leaves):
                 return _staged(flat_fun, leaves, specs, blocks, m, out_specs, checking,
-                               axis_names)
+                               axis_names, mesh is not None)
             if checking and ("checked",) + key not in cache.table:
                 # at trace time, as JAX does (the vmap formulation builds no jaxpr to check)
                 _ReplicationCheck(specs, out_specs, m, axis_names).trace_and_check(
@@ -579,14 +579,22 @@ def _check_context_mesh(mesh: Mesh) -> None:
 
 
 def _traced_by_make_jaxpr(leaves) -> bool:
-    """Whether the arguments' innermost transform is ``make_jaxpr``'s trace (which then
-    shows the shard_map as one equation, as JAX does)."""
-    debug = _trace.find_top_trace(leaves).main.debug
-    return debug is not None and debug.transform == "make_jaxpr"
+    """Whether the arguments' innermost transform is ``make_jaxpr``'s trace, or jit traces
+    nested in it (which then show the shard_map as one equation, as JAX does)."""
+    top = _trace.find_top_trace(leaves).main
+    # through jit calls staged inside make_jaxpr (make_jaxpr(jit(shard_map(...))) shows the
+    # equation inside the jit's jaxpr, as JAX does)
+    for main in reversed(_trace.state.stack[:top.level + 1]):
+        debug = main.debug
+        if debug is None or debug.transform not in ("make_jaxpr", "jit"):
+            return False
+        if debug.transform == "make_jaxpr":
+            return True
+    return False
 
 
 def _staged(flat_fun, leaves, specs, blocks, mesh: Mesh, out_specs, checking: bool,
-            axis_names):
+            axis_names, mesh_given: bool):
     """The shard_map as one ``shard_map`` equation (:mod:`plax_pmap.shard_map_primitive`)."""
     from plax_pmap.shard_map_primitive import bind_shard_map
     closed, out_tree = _trace_body(flat_fun, blocks, mesh, specs if checking else None)
@@ -594,7 +602,8 @@ def _staged(flat_fun, leaves, specs, blocks, mesh: Mesh, out_specs, checking: bo
         _ReplicationCheck(specs, out_specs, mesh, axis_names)(closed, out_tree)
     placeholder = tree_util.tree_unflatten(out_tree, list(closed.out_avals))
     o_specs = _out_specs_leaves(out_specs, placeholder)
-    outs = bind_shard_map(closed, leaves, specs, o_specs, mesh, checking, axis_names)
+    outs = bind_shard_map(closed, leaves, specs, o_specs, mesh, checking, axis_names,
+                          mesh_given)
     return tree_util.tree_unflatten(out_tree, outs)
 
 

@@ -36,12 +36,14 @@ shard_map_p = Primitive("shard_map", multiple_results=True)
 
 class MeshParam:
     """The ``mesh`` parameter of a ``shard_map`` equation: the concrete mesh it runs on,
-    printed as its abstract mesh (as JAX prints the parameter)."""
+    printed as JAX prints the parameter: the mesh passed as ``mesh=``, or the abstract mesh
+    of the context mesh when none was passed (``abstract``)."""
 
-    __slots__ = ("mesh",)
+    __slots__ = ("mesh", "abstract")
 
-    def __init__(self, mesh: Mesh):
+    def __init__(self, mesh: Mesh, abstract: bool = True):
         self.mesh = mesh
+        self.abstract = abstract
 
     def __eq__(self, other) -> bool:
         return isinstance(other, MeshParam) and other.mesh == self.mesh
@@ -50,7 +52,24 @@ class MeshParam:
         return hash(self.mesh)
 
     def __repr__(self) -> str:
-        return repr(self.mesh.abstract_mesh)
+        return repr(self.mesh.abstract_mesh if self.abstract else self.mesh)
+
+    __str__ = __repr__
+
+
+class ManualAxes(frozenset):
+    """``newly_manual_axes``: a frozenset that prints its axes in mesh order (a plain
+    frozenset of strings prints in an order that changes from run to run)."""
+
+    __slots__ = ("order",)
+
+    def __new__(cls, axes, order: Sequence):
+        self = super().__new__(cls, axes)
+        self.order = tuple(a for a in order if a in self)
+        return self
+
+    def __repr__(self) -> str:
+        return "frozenset({" + ", ".join(repr(a) for a in self.order) + "})"
 
     __str__ = __repr__
 
@@ -166,7 +185,8 @@ def with_implicit_pvary(closed, mesh_axes: Sequence) -> Any:
         out_vma = frozenset().union(*[varying.axes_of(v.aval) for v in eqn.outvars])
         ins = []
         for v in eqn.invars:
-            have = varying.axes_of(v.aval) if isinstance(v, Var) else out_vma
+            # a literal is invariant: JAX casts it too (pvary[axes=('i',)] 2.0:f32[])
+            have = varying.axes_of(v.aval) if isinstance(v, Var) else frozenset()
             missing = tuple(a for a in mesh_axes if a in out_vma and a not in have)
             if not missing:
                 ins.append(v)
@@ -183,10 +203,12 @@ def with_implicit_pvary(closed, mesh_axes: Sequence) -> Any:
 
 def bind_shard_map(closed, leaves: Sequence[Any], in_specs: Sequence[PartitionSpec],
                    out_specs: Sequence[PartitionSpec], mesh: Mesh, check_vma: bool,
-                   axis_names: Any = None) -> list:
+                   axis_names: Any = None, mesh_given: bool = False) -> list:
     """Stages a ``shard_map`` equation running ``closed`` (the body traced on its blocks)
-    over ``mesh``; returns its outputs."""
-    manual = frozenset(mesh.axis_names if axis_names is None else axis_names)
+    over ``mesh`` (``mesh_given``: passed as ``mesh=`` rather than taken from the context);
+    returns its outputs."""
+    manual = ManualAxes(mesh.axis_names if axis_names is None else axis_names,
+                        mesh.axis_names)
     if check_vma:
         closed = with_implicit_pvary(closed, mesh.axis_names)
     from plax.core.trace import get_aval
@@ -198,6 +220,6 @@ def bind_shard_map(closed, leaves: Sequence[Any], in_specs: Sequence[PartitionSp
                                     list(xs), list(in_specs), mesh, list(out_specs), check_vma))
 
     call, _ = trace_to_jaxpr(expanded, [get_aval(x) for x in leaves], "shard_map")
-    return shard_map_p.bind(*leaves, jaxpr=closed, call_jaxpr=call, mesh=MeshParam(mesh),
+    return shard_map_p.bind(*leaves, jaxpr=closed, call_jaxpr=call, mesh=MeshParam(mesh, not mesh_given),
                             in_specs=tuple(in_specs), out_specs=tuple(out_specs),
                             check_vma=bool(check_vma), newly_manual_axes=manual)
