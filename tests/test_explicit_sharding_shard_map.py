@@ -81,6 +81,20 @@ doubled = jax.shard_map(lambda a: lax.psum(jnp.sin(a) * 2, "i"), mesh=mesh,
 out["make_jaxpr_jit"] = str(jax.make_jaxpr(jax.jit(doubled))(jnp.arange(4.))).replace(
     "frozenset({'j', 'i'})", "frozenset({'i', 'j'})")   # JAX prints a set in hash order
 
+# under jit every device runs the body: debug.print prints once per device (JAX's order
+# between devices varies from run to run; plax's is mesh order at each print)
+def printing(x, c):
+    jax.debug.print("x={x} c={c}", x=x, c=c)
+    y = lax.psum(x * 2, "j")
+    jax.debug.print("y={y}", y=y)
+    return y
+def printed_under_jit():
+    y = jax.jit(jax.shard_map(printing, mesh=mesh, in_specs=(P("i"), P()), out_specs=P("i"))
+                )(jnp.arange(4.), 7.)
+    jax.effects_barrier()   # JAX's callbacks may still be running
+    return y
+out["jit_debug_print"] = captured(printed_under_jit)
+
 try:  # a mesh= other than the one set
     other = jax.sharding.Mesh(np.array(jax.devices()[:2]), ("k",))
     jax.shard_map(lambda b: b, mesh=other, in_specs=P("k"), out_specs=P("k"))(jnp.arange(4.))
@@ -187,6 +201,9 @@ MAKE_JAXPR_JIT = """{ lambda ; a:f32[4]. let
     ] a
   in (b,) }"""
 
+JIT_DEBUG_PRINT = ["x=[0. 1.] c=7.0\n" * 2 + "x=[2. 3.] c=7.0\n" * 2
+                   + "y=[0. 4.]\n" * 2 + "y=[ 8. 12.]\n" * 2, [0.0, 4.0, 8.0, 12.0]]
+
 RECORD = {
     "make_jaxpr_jit": MAKE_JAXPR_JIT,
     "make_jaxpr_psum": MAKE_JAXPR_PSUM,
@@ -200,6 +217,8 @@ RECORD = {
     "all_gather": [_blocks(*["[3 9 5 2]"] * 2, *["[ 4 10  6  3]"] * 2) + "\n", [3, 9, 5, 2] * 4],
     "vma_error": "ValueError",
 }
+# plax's text exactly (JAX's lines come in a varying order: compared sorted below)
+PLAX_ONLY = {"jit_debug_print": JIT_DEBUG_PRINT}
 
 
 @pytest.fixture(scope="module")
@@ -211,6 +230,11 @@ def plax_run():
 @pytest.mark.parametrize("case", sorted(RECORD))
 def test_eager_shard_map_prints_as_jax(plax_run, case):
     assert plax_run[case] == RECORD[case]
+
+
+@pytest.mark.parametrize("case", sorted(PLAX_ONLY))
+def test_plax_text(plax_run, case):
+    assert plax_run[case] == PLAX_ONLY[case]
 
 
 def test_grad_inside_eager_body(plax_run):
@@ -228,3 +252,6 @@ def test_record_is_jaxs():
     for case, want in RECORD.items():
         assert out[case] == want, (case, json.dumps(out[case]))
     assert out["grad_inside"][0] == ""
+    text, value = out["jit_debug_print"]   # the same lines, in an order that varies
+    assert sorted(text.splitlines()) == sorted(JIT_DEBUG_PRINT[0].splitlines())
+    assert value == JIT_DEBUG_PRINT[1]

@@ -44,6 +44,7 @@ from plax.transforms.call import to_buffer
 from plax.transforms.staging import trace_to_jaxpr
 from plax_pmap import axes as _axes
 from plax_pmap import vma as _vma
+from plax_pmap.per_device_callbacks import per_device_debug_callbacks
 from plax_pmap.runtime import SpmdProgram, _contig, flatten_calls, threaded_control_flow
 
 
@@ -903,7 +904,8 @@ def _shard_map_vmap_untyped(flat_fun, leaves, specs, mesh: Mesh, out_specs, type
     out_tree_box: list = []
 
     def innermost(*blocks):
-        out = flat_fun(*blocks)
+        with per_device_debug_callbacks(names, [mesh.shape[a] for a in names]):
+            out = flat_fun(*blocks)
         o, t = tree_util.tree_flatten(out)
         out_tree_box.append(t)
         return [jnp.asarray(v) for v in o]
