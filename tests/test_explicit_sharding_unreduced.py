@@ -66,6 +66,23 @@ r = jax.reshard(z, P("X", None))
 out["dot"] = [str(jax.typeof(z)), str(jax.typeof(r)),
               bool(np.allclose(np.asarray(r), host.astype(np.float64) @ host.T, rtol=1e-6))]
 
+# what JAX refuses on an unreduced array (and the sums it accepts), eagerly and in jit
+def summed(fn):
+    return np.asarray(jax.reshard(fn(), P())).ravel()[:3].tolist()
+out["unreduced_ops"] = {
+    "sin": error(lambda: jnp.sin(y)), "jit_neg": error(lambda: jax.jit(lambda a: -a)(y)),
+    "times_2": error(lambda: y * 2), "jit_times_2": error(lambda: jax.jit(lambda a: a * 2)(y)),
+    "squared": error(lambda: y * y), "plus_1": error(lambda: y + 1),
+    "one_plus": error(lambda: 1 + y), "dot": error(lambda: jnp.dot(y, jnp.ones(4))),
+    "max": error(lambda: jnp.max(y)), "index": error(lambda: y[0]),
+    "reshape": error(lambda: y.reshape(32)), "to_numpy": error(lambda: np.asarray(y)),
+    "sum": summed(lambda: jnp.sum(y, axis=1)), "twice": summed(lambda: y + y),
+    "jit_sum": summed(lambda: jax.jit(jnp.sum)(y)), "transposed": summed(lambda: y.T),
+}
+out["type_sharding_memory"] = [jax.typeof(y).sharding.memory_kind,
+                               jax.typeof(jnp.ones(3)).sharding.memory_kind]
+out["device_put_type_sharding"] = error(lambda: jax.device_put(host, jax.typeof(y).sharding))
+
 
 @jax.jit
 def remesh(a):  # reshard to a spec over the abstract mesh in use, inside jit
@@ -82,6 +99,15 @@ AMESH = ("AbstractMesh('X': 4, 'Y': 2, axis_types=(Explicit, Explicit), device_k
          "num_cores=None, platform=cpu)")
 MESH = "Mesh('X': 4, 'Y': 2, axis_types=(Explicit, Explicit))"
 U_SHARDING = f"NamedSharding(mesh={MESH}, spec=P('X', None, unreduced={{'Y'}}), memory_kind=device)"
+
+_NO_RULE = ("unreduced rule for {} is not implemented. Please file an issue at "
+            "https://github.com/jax-ml/jax/issues")
+_RHS_REDUCED = ("RHS should be reduced along the same axes LHS is unreduced on. Got "
+                "lhs=float32[8@X,4]{U:Y} and rhs=float32[]")
+_ADD = ("{} is unreduced while {} is not. `add` operation does not allow this because there "
+        "will be implicit communication. Please reduce {} via `reshard` before calling `add`.")
+_UNPACK = ("Using *pspec is dangerous when PartitionSpec has non-empty unreduced/reduced set. "
+           "Please use *spec.partitions")
 
 RECORD = {
     "unsharded": "NamedSharding(mesh=AbstractMesh((), axis_types=()), spec=P(None,))",
@@ -103,6 +129,26 @@ RECORD = {
     "reduced": ["float32[8@X,4]{R:Y}", [[1.0, 2.0, 3.0, 4.0], [5.0, 6.0, 7.0, 8.0]]],
     "reshard": ["float32[8@X,4]", True],
     "dot": ["float32[8@X,8]{U:Y}", "float32[8@X,8]", True],
+    "unreduced_ops": {
+        "sin": ["NotImplementedError", _NO_RULE.format("sin")],
+        "jit_neg": ["NotImplementedError", _NO_RULE.format("neg")],
+        "times_2": ["ShardingTypeError", _RHS_REDUCED],
+        "jit_times_2": ["ShardingTypeError", _RHS_REDUCED],
+        "squared": ["ShardingTypeError", "lhs and rhs to `mul` cannot be unreduced since mul "
+                    "is bilinear. Got lhs=frozenset({'Y'}), rhs=frozenset({'Y'})"],
+        "plus_1": ["ShardingTypeError", _ADD.format("lhs", "rhs", "lhs")],
+        "one_plus": ["ShardingTypeError", _ADD.format("rhs", "lhs", "rhs")],
+        "dot": ["ShardingTypeError", "lhs or rhs passed to dot_general cannot be unreduced. "
+                "Got lhs=ShapedArray(float32[8@X,4]{U:Y}) and rhs=ShapedArray(float32[4])"],
+        "max": ["ValueError", _UNPACK], "index": ["ValueError", _UNPACK],
+        "reshape": ["ValueError", _UNPACK],
+        "to_numpy": ["NotImplementedError", "device_indices_map doesn't work with unreduced. "
+                     "Please file a bug at https://github.com/jax-ml/jax/issues"],
+        "sum": [10.0, 26.0, 42.0], "twice": [2.0, 4.0, 6.0], "jit_sum": [528.0],
+        "transposed": [1.0, 5.0, 9.0]},
+    "type_sharding_memory": [None, None],
+    "device_put_type_sharding": ["ValueError", "is_fully_addressable is not implemented for "
+                                 "`jax.sharding.AbstractMesh`."],
     "use_abstract_mesh": ["float32[8@A,4]", "NamedSharding(mesh=Mesh('A': 8, axis_types="
                           "(Explicit,)), spec=P('A', None), memory_kind=device)", True],
 }
@@ -115,6 +161,8 @@ def _same(got, want) -> bool:
         return got[0] == want[0]
     if isinstance(want, list) and isinstance(got, list) and len(want) == len(got):
         return all(_same(g, w) for g, w in zip(got, want))
+    if isinstance(want, dict) and isinstance(got, dict) and want.keys() == got.keys():
+        return all(_same(got[k], want[k]) for k in want)
     return got == want
 
 

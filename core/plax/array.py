@@ -144,6 +144,10 @@ class Array:
         return None
 
     def __array__(self, dtype=None, copy=None):
+        if getattr(getattr(getattr(self, "_sharding", None), "spec", None), "unreduced", None):
+            # partial sums: JAX's error (reshard to a spec without unreduced axes first)
+            raise NotImplementedError("device_indices_map doesn't work with unreduced. Please "
+                                      "file a bug at https://github.com/jax-ml/jax/issues")
         host = self._host_value(copy=bool(copy))
         if dtype is not None and np.dtype(dtype) != host.dtype:
             if copy is False:

@@ -449,6 +449,8 @@ def device_put(x: Any, device: Any = None, *, may_alias: bool | None = None, don
     if isinstance(device, Space) or (type(device) is SingleDeviceSharding
                                      and device.memory_kind != "device"):
         return _put_in_memory(x, device)
+    if isinstance(device, NamedSharding):
+        device.is_fully_addressable  # noqa: B018 -- over an AbstractMesh: JAX's ValueError
     if isinstance(device, (PartitionSpec, NamedSharding)) or (
             isinstance(device, Sharding) and device.num_devices > 1):
         return _place_tree(x, device, "plax.device_put device")

@@ -518,6 +518,20 @@ class NamedSharding(Sharding):
         return out
 
     @property
+    def memory_kind(self) -> str | None:
+        """The memory kind; None for a type's sharding (over an AbstractMesh), as in JAX."""
+        if isinstance(self.mesh, AbstractMesh):
+            return self._memory_kind
+        return super().memory_kind
+
+    @property
+    def is_fully_addressable(self) -> bool:
+        if isinstance(self.mesh, AbstractMesh):  # a type's sharding: JAX's error
+            raise ValueError("is_fully_addressable is not implemented for "
+                             "`jax.sharding.AbstractMesh`.")
+        return True
+
+    @property
     def is_fully_replicated(self) -> bool:
         sizes = self.mesh.shape
         return all(sizes[a] == 1 for d in range(len(self.spec)) for a in self._axes(d))

@@ -37,6 +37,7 @@ import threading
 from typing import Any, Callable, Sequence
 
 from plax.sharding import AxisType, NamedSharding, PartitionSpec
+from plax.sharding_unreduced import check_unreduced_operands
 
 
 class ShardingTypeError(Exception):
@@ -724,6 +725,8 @@ def typed_result(prim, in_avals: Sequence, params: dict, out_aval):
     if any(s.mesh != mesh for s in present):
         raise ValueError(f"{prim.name}: operands are sharded over different meshes; reshard "
                          "them onto one mesh first")
+    if any(s.spec.unreduced for s in present):
+        check_unreduced_operands(prim, in_avals)
     rule = _rule_for(prim)
     if rule is None or (rule is _reduction and "axes" not in params):
         return out_aval  # no rule: the result's type has no sharding
@@ -767,6 +770,8 @@ def apply_sharded(prim, args: list, params: dict):
         return apply_auto(prim, args, params)
     rule = _rule_for(prim)
     avals = [a.aval for a in args]
+    if any(s is not None and s.spec.unreduced for s in shardings):
+        check_unreduced_operands(prim, avals)
     out_avals = prim.abstract_eval_cached(tuple(avals), params)
     if rule is None or (rule is _reduction and "axes" not in params):
         return _placed_as_typed(prim, args, params, out_avals)

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["has_unreduced", "place_unreduced", "summed_value"]
+__all__ = ["has_unreduced", "place_unreduced", "summed_value", "check_unreduced_operands"]
 
 
 def has_unreduced(sharding: Any) -> bool:
@@ -100,3 +100,76 @@ def summed_value(array) -> np.ndarray:
             continue  # a replica of a part counted already
         out[p.index] += np.asarray(p.backend.to_host(p.buffer))
     return out
+
+
+# Operations JAX 0.10.2 applies to unreduced operands (the sum of partial sums is the
+# partial sums' sum; a dtype cast, a layout change or a selection keeps each part apart).
+_LINEAR_IN_EACH = frozenset({"reduce_sum", "transpose", "convert_element_type", "copy",
+                             "copy_p", "select_n", "broadcast_in_dim", "expand_dims",
+                             "device_put", "sharding_constraint", "reshard"})
+# Those whose sharding rule in JAX 0.10.2 unpacks the spec: its ValueError.
+_UNPACKS_SPEC = frozenset({"reshape", "gather", "reduce_max", "reduce_min", "argmax",
+                           "argmin", "squeeze"})
+
+
+def _unreduced(aval) -> frozenset:
+    return getattr(getattr(getattr(aval, "sharding", None), "spec", None), "unreduced",
+                   None) or frozenset()
+
+
+def _reduced(aval) -> frozenset:
+    return getattr(getattr(getattr(aval, "sharding", None), "spec", None), "reduced",
+                   None) or frozenset()
+
+
+def check_unreduced_operands(prim, in_avals) -> None:
+    """JAX 0.10.2's errors for ``prim`` applied to operands of which some are unreduced
+    (typed ``{U:Y}``): ``add`` needs every operand unreduced over the same axes, ``mul``
+    one operand reduced over the axes the other is unreduced on, ``dot_general`` none;
+    elementwise functions have no rule.
+
+    Raises:
+      ShardingTypeError: ``add``/``mul``/``dot_general`` operands as above (reshard the
+        unreduced operand to a spec without ``unreduced`` first).
+      NotImplementedError: an operation JAX has no unreduced rule for.
+      ValueError: an operation whose rule unpacks the spec (reshape, indexing, max).
+    """
+    from plax.sharding_types import ShardingTypeError
+    sets = [_unreduced(a) for a in in_avals]
+    if not any(sets):
+        return
+    name = prim.name
+    if name in _LINEAR_IN_EACH:
+        return
+    if name in ("add", "add_any") and len(sets) == 2:
+        if sets[0] == sets[1]:
+            return
+        side, other = ("lhs", "rhs") if sets[0] else ("rhs", "lhs")
+        raise ShardingTypeError(
+            f"{side} is unreduced while {other} is not. `add` operation does not allow this "
+            f"because there will be implicit communication. Please reduce {side} via "
+            f"`reshard` before calling `add`.")
+    if name == "mul" and len(sets) == 2:
+        if sets[0] and sets[1]:
+            raise ShardingTypeError(
+                f"lhs and rhs to `mul` cannot be unreduced since mul is bilinear. Got "
+                f"lhs={sets[0]}, rhs={sets[1]}")
+        lhs, rhs = (str(a) for a in in_avals)
+        if sets[0] and not sets[0] <= _reduced(in_avals[1]):
+            raise ShardingTypeError(
+                "RHS should be reduced along the same axes LHS is unreduced on. Got "
+                f"lhs={lhs} and rhs={rhs}")
+        if sets[1] and not sets[1] <= _reduced(in_avals[0]):
+            raise ShardingTypeError(
+                "LHS should be reduced along the same axes RHS is unreduced on. Got "
+                f"lhs={lhs} and rhs={rhs}")
+        return
+    if name == "dot_general":
+        raise ShardingTypeError(
+            f"lhs or rhs passed to dot_general cannot be unreduced. Got "
+            f"lhs={in_avals[0]!r} and rhs={in_avals[1]!r}")
+    if name in _UNPACKS_SPEC:
+        raise ValueError("Using *pspec is dangerous when PartitionSpec has non-empty "
+                         "unreduced/reduced set. Please use *spec.partitions")
+    raise NotImplementedError(f"unreduced rule for {name} is not implemented. Please file "
+                              "an issue at https://github.com/jax-ml/jax/issues")
