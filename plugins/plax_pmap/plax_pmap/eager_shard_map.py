@@ -34,9 +34,34 @@ from plax.core.trace import Trace, Tracer, get_aval
 from plax.lax.callbacks import debug_callback_p
 from plax.sharding import Mesh, PartitionSpec
 from plax.transforms.staging import trace_to_jaxpr
+from plax_pmap.primitives import psum_p
 from plax_pmap.runtime import _COLLECTIVE_SET, has_collective
 
 __all__ = ["ShardMapTrace", "ShardMapTracer", "block_text"]
+
+
+_SCALARS = frozenset({int, float, bool, complex})
+_MAX_CONSTANTS = 256
+# dtypes whose sum of a few blocks NumPy computes as the vmap formulation does
+_SUMMED_DTYPES = frozenset(np.dtype(t) for t in ("float32", "float64", "int32", "int64",
+                                                 "uint32", "uint64", "complex64", "complex128"))
+# (type, value, devices) -> (the scalar as an Array, its block on each device)
+_constants: dict = {}
+# (primitive, params, block types, mesh shape, typed) -> the results' block types
+_result_types: dict = {}
+
+
+def _constant_key(val: Any, devices: list):
+    """The key under which a scalar constant's blocks are kept (None: not kept). A scalar
+    (the 2 of ``x * 2``, as Python gives it or as the operator made it an array) is put on
+    the devices once per mesh: arrays are immutable, so every call may share the blocks.
+    Keys hold the value's bytes (or repr): 0.0 and -0.0 compare equal but must not share."""
+    if type(val) in _SCALARS:
+        return (type(val), repr(val), tuple(devices))
+    if isinstance(val, Array) and val.ndim == 0 and len(val.devices()) == 1:
+        host = np.asarray(val)
+        return ("array", host.dtype.str, val.aval.weak_type, host.tobytes(), tuple(devices))
+    return None
 
 
 class _Context:
@@ -121,9 +146,18 @@ class ShardMapTrace(Trace):
             raise TypeError(f"a value of another transform ({val!r}) reached the body of an "
                             "eagerly run shard_map; apply that transform to the whole "
                             "shard_map instead")
-        with _outside_body():
-            x = plax.numpy.asarray(val)
-            blocks = [plax.device_put(x, d) for d in self.ctx.devices]
+        key = _constant_key(val, self.ctx.devices)
+        hit = _constants.get(key) if key is not None else None
+        if hit is not None:
+            x, blocks = hit
+        else:
+            with _outside_body():
+                x = plax.numpy.asarray(val)
+                blocks = [plax.device_put(x, d) for d in self.ctx.devices]
+            if key is not None:
+                if len(_constants) >= _MAX_CONSTANTS:
+                    _constants.clear()
+                _constants[key] = (x, blocks)
         aval = get_aval(x)
         aval = ShapedArray(aval.shape, aval.dtype, aval.weak_type)  # no sharding inside
         return ShardMapTracer(self, blocks, aval)
@@ -135,7 +169,9 @@ class ShardMapTrace(Trace):
             has_collective(j.jaxpr if hasattr(j, "jaxpr") else j) for j in sub_jaxprs(params))
         if crosses:
             out_avals = self._traced_avals(primitive, params, in_avals)
-            per_device = self._run_on_mesh(primitive, params, tracers, out_avals)
+            per_device = self._summed_blocks(primitive, params, tracers)
+            if per_device is None:
+                per_device = self._run_on_mesh(primitive, params, tracers, out_avals)
         else:
             if primitive is debug_callback_p:
                 per_device = self._run_callback(primitive, params, tracers)
@@ -163,6 +199,14 @@ class ShardMapTrace(Trace):
         """The results' block types, traced with the mesh axes bound and typed as the body
         is: collectives and primitives that type their own results say their varying axes."""
         ctx = self.ctx
+        try:  # the same operation on the same types types its results the same way
+            key = (primitive, tuple(sorted(params.items())), tuple(in_avals),
+                   tuple(ctx.mesh.shape.items()), ctx.typed)
+            hit = _result_types.get(key)
+        except TypeError:  # unhashable parameters (a jaxpr held in a list, ...)
+            key = hit = None
+        if hit is not None:
+            return list(hit)
 
         def one(*xs):
             out = primitive.bind(*xs, **params)
@@ -171,6 +215,10 @@ class ShardMapTrace(Trace):
         with axis_env(ctx.mesh.shape), _varying.typing(
                 ctx.mesh.axis_names if ctx.typed else None):
             closed, _ = trace_to_jaxpr(one, in_avals, f"{primitive.name} in shard_map")
+        if key is not None:
+            if len(_result_types) >= _MAX_CONSTANTS:
+                _result_types.clear()
+            _result_types[key] = tuple(closed.out_avals)
         return list(closed.out_avals)
 
     # -------------------------------------------------------------- execution
@@ -201,6 +249,37 @@ class ShardMapTrace(Trace):
                 out.append(list(res) if primitive.multiple_results else [res])
         first = next(o for o in out if o is not None)
         return [o if o is not None else first for o in out]
+
+    def _summed_blocks(self, primitive, params, tracers) -> list | None:
+        """A ``psum`` over one mesh axis of a value varying over it, as the sum of the blocks
+        along that axis (what its vmap formulation computes, without tracing it); None for
+        any other case (:meth:`_run_on_mesh` computes it)."""
+        ctx = self.ctx
+        axes = params.get("axes")
+        if primitive is not psum_p or len(tracers) != 1 or not isinstance(axes, tuple) or \
+                len(axes) != 1 or axes[0] not in ctx.mesh.shape:
+            return None
+        t = tracers[0]
+        name = axes[0]
+        if t.aval.weak_type or np.dtype(t.aval.dtype) not in _SUMMED_DTYPES or \
+                (ctx.typed and name not in _varying.axes_of(t.aval)):
+            return None
+        names = ctx.mesh.axis_names
+        k = names.index(name)
+        coords = list(np.ndindex(*ctx.mesh.devices.shape))
+        sums: dict = {}
+        out = []
+        with _outside_body():
+            for r, (idx, d) in enumerate(zip(coords, ctx.devices)):
+                group = idx[:k] + idx[k + 1:]
+                total = sums.get(group)
+                if total is None:
+                    members = [np.asarray(t.blocks[q]) for q, c in enumerate(coords)
+                               if c[:k] + c[k + 1:] == group]
+                    total = sums[group] = np.sum(np.stack(members), axis=0,
+                                                 dtype=members[0].dtype)
+                out.append([plax.device_put(total, d)])
+        return out
 
     def _run_on_mesh(self, primitive, params, tracers, out_avals) -> list:
         """The operation as a one-operation shard_map in its vmap formulation: each operand
