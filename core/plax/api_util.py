@@ -56,4 +56,9 @@ def typeof(x: Any):
     keys = sys.modules.get("plax.random.keys")  # loaded whenever a typed key exists
     if keys is not None and isinstance(x, keys.PRNGKeyArray):
         return ShapedArray(tuple(x.shape), x.dtype)
-    return get_aval(x)
+    aval = get_aval(x)
+    if type(aval) is not ShapedArray:  # a ref's type, ...: as it is
+        return aval
+    from plax.sharding_types import type_sharding  # the sharding as types carry it
+    return ShapedArray(aval.shape, aval.dtype, aval.weak_type, getattr(aval, "vma", frozenset()),
+                       type_sharding(x, aval))

@@ -144,6 +144,10 @@ class Array:
         return None
 
     def __array__(self, dtype=None, copy=None):
+        if getattr(getattr(getattr(self, "_sharding", None), "spec", None), "unreduced", None):
+            # partial sums: JAX's error (reshard to a spec without unreduced axes first)
+            raise NotImplementedError("device_indices_map doesn't work with unreduced. Please "
+                                      "file a bug at https://github.com/jax-ml/jax/issues")
         host = self._host_value(copy=bool(copy))
         if dtype is not None and np.dtype(dtype) != host.dtype:
             if copy is False:
@@ -429,6 +433,18 @@ class _ShardedArray(Array):
     def is_fully_replicated(self) -> bool:
         return self._sharding.is_fully_replicated
 
+    def __repr__(self) -> str:
+        if getattr(self._sharding.spec if self._sharding_is_named() else None, "unreduced",
+                   None):  # partial sums: JAX prints the type, not a value
+            return (f"Array(shape={self.shape}, dtype={self.dtype.name}, "
+                    f"sharding={self._sharding!r})")
+        return Array.__repr__(self)
+
+    def __str__(self) -> str:
+        if self._sharding_is_named() and self._sharding.spec.unreduced:
+            return repr(self)
+        return Array.__str__(self)
+
     def _sharding_is_named(self) -> bool:
         from plax.sharding import NamedSharding
         return isinstance(self._sharding, NamedSharding)
@@ -463,6 +479,8 @@ class _ShardedArray(Array):
         return p.buffer, p.backend
 
     def _full_pieces(self) -> list[_Piece]:
+        if getattr(getattr(self._sharding, "spec", None), "unreduced", None):
+            return []  # partial sums: the value is assembled (summed) from all of them
         shape = self.shape
         return [p for p in self._pieces if len(p.index) == len(shape) and all(
             isinstance(i, slice) and i.indices(n) == (0, n, 1) for i, n in zip(p.index, shape))]
@@ -479,6 +497,9 @@ class _ShardedArray(Array):
         return device.backend.put(self._assemble(), device)
 
     def _assemble(self) -> np.ndarray:
+        if getattr(getattr(self._sharding, "spec", None), "unreduced", None):
+            from plax.sharding_unreduced import summed_value
+            return summed_value(self)
         out = np.empty(self.shape, self.dtype)
         done = set()
         for p in self._pieces:

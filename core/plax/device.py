@@ -449,6 +449,8 @@ def device_put(x: Any, device: Any = None, *, may_alias: bool | None = None, don
     if isinstance(device, Space) or (type(device) is SingleDeviceSharding
                                      and device.memory_kind != "device"):
         return _put_in_memory(x, device)
+    if isinstance(device, NamedSharding):
+        device.is_fully_addressable  # noqa: B018 -- over an AbstractMesh: JAX's ValueError
     if isinstance(device, (PartitionSpec, NamedSharding)) or (
             isinstance(device, Sharding) and device.num_devices > 1):
         return _place_tree(x, device, "plax.device_put device")
@@ -529,6 +531,10 @@ def _shard_leaf(leaf: Any, sharding):
     from plax.core.trace import Tracer
     if isinstance(leaf, Tracer):
         return leaf
+    if getattr(getattr(sharding, "spec", None), "unreduced", None):
+        from plax.sharding_unreduced import place_unreduced  # partial sums per device
+        return leaf if isinstance(leaf, Array) and leaf.sharding == sharding else \
+            place_unreduced(leaf, sharding)
     if isinstance(leaf, Array):
         if leaf.sharding == sharding:
             return leaf

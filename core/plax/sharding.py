@@ -194,29 +194,91 @@ class PartitionSpec(tuple):
       P('x',)
     """
 
-    def __new__(cls, *partitions: Any):
+    unreduced: frozenset = frozenset()
+    reduced: frozenset = frozenset()
+
+    def __new__(cls, *partitions: Any, unreduced: Any = frozenset(),
+                reduced: Any = frozenset()):
         for p in partitions:
             names = p if isinstance(p, tuple) else (p,)
             if p is not None and not all(isinstance(n, str) for n in names):
                 raise TypeError(f"PartitionSpec entries must be None, a mesh axis name or a "
                                 f"tuple of names, got {p!r}")
-        return super().__new__(cls, partitions)
+        spec = super().__new__(cls, partitions)
+        if unreduced or reduced or not isinstance(unreduced, (set, frozenset)) or \
+                not isinstance(reduced, (set, frozenset)):
+            spec.unreduced = _axis_set(unreduced, "unreduced")
+            spec.reduced = _axis_set(reduced, "reduced")
+            _check_unreduced(partitions, spec.unreduced, spec.reduced)
+        return spec
+
+    @property
+    def partitions(self) -> tuple:
+        """The entries, one per dimension (without the unreduced and reduced axes)."""
+        return tuple(self)
+
+    def update(self, partitions=None, unreduced=None, reduced=None) -> "PartitionSpec":
+        """A spec like this one with the given parts replaced."""
+        return PartitionSpec(*(self.partitions if partitions is None else partitions),
+                             unreduced=self.unreduced if unreduced is None else unreduced,
+                             reduced=self.reduced if reduced is None else reduced)
 
     def __repr__(self) -> str:
-        return f"P{tuple.__repr__(self)}"
+        entries = tuple.__repr__(self)[1:-1]
+        extra = []
+        if self.unreduced:  # written as JAX writes it: a set
+            extra.append(f"unreduced={set(self.unreduced)!r}")
+        if self.reduced:
+            extra.append(f"reduced={set(self.reduced)!r}")
+        if not extra:
+            return f"P({entries})"
+        lead = "" if not entries else f"{entries} " if entries.endswith(",") else f"{entries}, "
+        return f"P({lead}{', '.join(extra)})"
 
     def __eq__(self, other) -> bool:
         # Unlike a tuple, equal only to another spec; trailing Nones change nothing.
-        return isinstance(other, PartitionSpec) and _strip(self) == _strip(other)
+        return isinstance(other, PartitionSpec) and _strip(self) == _strip(other) and \
+            self.unreduced == other.unreduced and self.reduced == other.reduced
 
     def __ne__(self, other) -> bool:
         return not self == other
 
     def __hash__(self) -> int:
-        return hash(_strip(self))
+        return hash((_strip(self), self.unreduced, self.reduced))
 
     def __reduce__(self):
+        if self.unreduced or self.reduced:
+            return (_spec_with_sets, (tuple(self), self.unreduced, self.reduced))
         return (PartitionSpec, tuple(self))
+
+
+def _spec_with_sets(partitions, unreduced, reduced) -> "PartitionSpec":
+    return PartitionSpec(*partitions, unreduced=unreduced, reduced=reduced)
+
+
+def _axis_set(value: Any, what: str) -> frozenset:
+    if not isinstance(value, (set, frozenset)):
+        raise TypeError(f"{what} argument of PartitionSpec should be of type `frozenset` or "
+                        f"`set`. Got type {value}")
+    if None in value:
+        raise ValueError(f"{what} cannot contain None: its elements name the mesh axes over "
+                         f"which the array is {what}")
+    return frozenset(value)
+
+
+def _check_unreduced(partitions: tuple, unreduced: frozenset, reduced: frozenset) -> None:
+    """JAX's errors for an axis named twice among the entries and the unreduced and
+    reduced sets."""
+    if unreduced & reduced:
+        raise ValueError(f"`unreduced` and `reduced` argument to PartitionSpec cannot overlap. "
+                         f"Got unreduced: {unreduced} and reduced: {reduced}")
+    for entry in partitions:
+        for name in entry if isinstance(entry, tuple) else (entry,):
+            for which, axes in (("unreduced", unreduced), ("reduced", reduced)):
+                if name in axes:
+                    raise ValueError(
+                        f"partitions cannot overlap with {which} axes passed to PartitionSpec. "
+                        f"Got partitions: {partitions} and {which} axes: {axes}")
 
 
 P = PartitionSpec
@@ -392,9 +454,10 @@ class NamedSharding(Sharding):
       True
     """
 
-    def __init__(self, mesh: Mesh, spec: PartitionSpec | Sequence | None = None, *,
-                 memory_kind: str | None = None):
-        if not isinstance(mesh, Mesh):
+    def __init__(self, mesh: "Mesh | AbstractMesh", spec: PartitionSpec | Sequence | None = None,
+                 *, memory_kind: str | None = None):
+        abstract = isinstance(mesh, AbstractMesh)
+        if not isinstance(mesh, Mesh) and not abstract:
             raise TypeError(f"NamedSharding expects a plax.sharding.Mesh, got {mesh!r}")
         spec = PartitionSpec() if spec is None else spec
         if not isinstance(spec, PartitionSpec):
@@ -408,8 +471,16 @@ class NamedSharding(Sharding):
                 if name in used:
                     raise ValueError(f"PartitionSpec {spec!r} uses mesh axis {name!r} twice")
                 used.append(name)
+        for name in spec.unreduced | spec.reduced:
+            if name not in mesh.axis_names:
+                raise ValueError(f"PartitionSpec {spec!r} names axis {name!r}, which mesh "
+                                 f"{mesh!r} does not have")
         self.mesh = mesh
         self.spec = spec
+        if abstract:
+            # a type's sharding (what jax.typeof gives): no devices, as in JAX
+            self._memory_kind = memory_kind
+            return
         self._device_assignment = mesh.devices_flat
         if memory_kind is not None:
             from plax.memory import check_memory_kind
@@ -447,11 +518,40 @@ class NamedSharding(Sharding):
         return out
 
     @property
+    def memory_kind(self) -> str | None:
+        """The memory kind; None for a type's sharding (over an AbstractMesh), as in JAX."""
+        if isinstance(self.mesh, AbstractMesh):
+            return self._memory_kind
+        return super().memory_kind
+
+    @property
+    def is_fully_addressable(self) -> bool:
+        if isinstance(self.mesh, AbstractMesh):  # a type's sharding: JAX's error
+            raise ValueError("is_fully_addressable is not implemented for "
+                             "`jax.sharding.AbstractMesh`.")
+        return True
+
+    @property
     def is_fully_replicated(self) -> bool:
         sizes = self.mesh.shape
         return all(sizes[a] == 1 for d in range(len(self.spec)) for a in self._axes(d))
 
+    @property
+    def _device_assignment(self) -> tuple:
+        devices = self.__dict__.get("_devices")
+        if devices is None:  # over an AbstractMesh: JAX's error
+            raise ValueError("device_set is not implemented for "
+                             "`jax.sharding.AbstractMesh`.")
+        return devices
+
+    @_device_assignment.setter
+    def _device_assignment(self, devices: tuple) -> None:
+        self.__dict__["_devices"] = devices
+
     def __repr__(self) -> str:
+        if isinstance(self.mesh, AbstractMesh):  # as JAX prints a type's sharding
+            kind = f", memory_kind={self._memory_kind}" if self._memory_kind else ""
+            return f"NamedSharding(mesh={self.mesh!r}, spec={self.spec!r}{kind})"
         return (f"NamedSharding(mesh={self.mesh!r}, spec={self.spec!r}, "
                 f"memory_kind={self.memory_kind})")
 
@@ -873,7 +973,7 @@ def _resolve(s: Any, what: str) -> Sharding:
     if isinstance(s, Sharding):
         return s
     if isinstance(s, PartitionSpec):
-        mesh = get_mesh()
+        mesh = _mesh_of_abstract(get_mesh())
         if mesh is None:
             raise ValueError(
                 f"{what} got PartitionSpec {s!r}, but there is no current mesh to resolve it "
@@ -885,6 +985,25 @@ def _resolve(s: Any, what: str) -> Sharding:
                          "(e.g. NamedSharding(mesh, spec)) or a PartitionSpec")
     raise TypeError(f"{what} must be plax.sharding.Sharding or PartitionSpec instances, got "
                     f"{s!r} of type {type(s).__name__}")
+
+
+def _mesh_of_abstract(mesh: "Mesh | None") -> "Mesh | None":
+    """The concrete mesh a PartitionSpec is resolved against: ``mesh`` (the current one), or,
+    inside ``use_abstract_mesh`` with an abstract mesh of other axes, that abstract mesh laid
+    over the current mesh's devices (of the default devices without one) in their order, as
+    JAX lays it over the devices of the computation."""
+    from plax.sharding_abstract import current_abstract_mesh
+    abstract = current_abstract_mesh()
+    if abstract is None or abstract.empty or (mesh is not None and
+                                              mesh.abstract_mesh == abstract):
+        return mesh
+    import plax
+    flat = list(mesh.devices_flat) if mesh is not None else plax.devices()
+    if len(flat) < abstract.size:
+        raise ValueError(f"use_abstract_mesh({abstract!r}) needs {abstract.size} devices, but "
+                         f"there are {len(flat)}")
+    devices = np.array(flat[:abstract.size], dtype=object).reshape(abstract.axis_sizes)
+    return Mesh(devices, abstract.axis_names, axis_types=abstract.axis_types)
 
 
 def _padded(s: Sharding, ndim: int) -> Sharding:
@@ -935,6 +1054,12 @@ def _place_tree(xs: Any, shardings: Any, what: str, pad_spec: bool = False,
             # under a trace an explicit sharding becomes the value's type; others do nothing
             explicit = typed and isinstance(s, NamedSharding) and \
                 AxisType.Explicit in s.mesh.axis_types
+            if not typed and isinstance(s, NamedSharding) and \
+                    AxisType.Explicit not in s.mesh.axis_types and s.mesh.size > 1:
+                # with_sharding_constraint over Auto axes: staged for jit's layouts
+                from plax.sharding_auto import constrain
+                out.append(constrain(leaf, s))
+                continue
             out.append(cast(leaf, s) if explicit else leaf)
         elif isinstance(s, SingleDeviceSharding):
             out.append(device_put(leaf, s))

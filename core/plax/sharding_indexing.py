@@ -305,6 +305,9 @@ def index_typed(compute, x, entries: list, sharding: NamedSharding, *, update: b
     :func:`index_spec` accepts, so nothing more is staged); an update is computed untyped
     (plax scatters into the flattened array) and then cast."""
     from plax.core.trace import Tracer, get_aval
+    if sharding.spec.unreduced or sharding.spec.reduced:  # JAX's rule unpacks the spec
+        raise ValueError("Using *pspec is dangerous when PartitionSpec has non-empty "
+                         "unreduced/reduced set. Please use *spec.partitions")
     aval = get_aval(x)
     dims = spec_dims(sharding.spec, len(aval.shape))
     out_dims = index_spec(aval, dims, entries, traced=isinstance(x, Tracer), update=update)

@@ -37,6 +37,7 @@ import threading
 from typing import Any, Callable, Sequence
 
 from plax.sharding import AxisType, NamedSharding, PartitionSpec
+from plax.sharding_unreduced import check_unreduced_operands
 
 
 class ShardingTypeError(Exception):
@@ -87,6 +88,58 @@ def sharded_dims_str(shape: Sequence[int], sharding: NamedSharding) -> str:
         parts.append(f"{n}@{names[0]}" if len(names) == 1 else
                      f"{n}@({','.join(names)})" if names else str(n))
     return ",".join(parts)
+
+
+def type_sharding(x: Any, aval) -> NamedSharding:
+    """The sharding of ``x``'s type, as ``jax.typeof(x).sharding`` gives it: a NamedSharding
+    over the abstract mesh of ``x``'s mesh (the current abstract mesh for a value not laid
+    out over one), whose spec names only the Explicit axes.
+
+    Example:
+      >>> type_sharding(jnp.ones(3), plax.typeof(jnp.ones(3)))
+      NamedSharding(mesh=AbstractMesh((), axis_types=()), spec=P(None,))
+    """
+    from plax.sharding import AbstractMesh, get_abstract_mesh
+    s = getattr(aval, "sharding", None)
+    if not isinstance(s, NamedSharding):
+        s = getattr(x, "sharding", None) if hasattr(x, "_device") else None
+    ndim = len(aval.shape)
+    if not isinstance(s, NamedSharding):
+        mesh = get_abstract_mesh()
+        key = (mesh, ndim)
+        found = _UNPLACED.get(key)
+        if found is None:
+            found = _UNPLACED[key] = NamedSharding(mesh, PartitionSpec(*(None,) * ndim))
+        return found
+    mesh = s.mesh if isinstance(s.mesh, AbstractMesh) else s.mesh.abstract_mesh
+    explicit = set(mesh.explicit_axes)
+    dims = [tuple(a for a in names if a in explicit) for names in spec_dims(s.spec, ndim)]
+    return NamedSharding(mesh, _with_extras(PartitionSpec(*[_entry(d) for d in dims]), s.spec))
+
+
+def unreduced_str(sharding: Any) -> str:
+    """The unreduced and reduced mesh axes of a type's sharding as JAX prints them after the
+    dimensions: ``{U:Y}``, ``{R:(X,Y)}`` (in mesh order); '' when there are none."""
+    spec = getattr(sharding, "spec", None)
+    out = ""
+    for tag, axes in (("U", getattr(spec, "unreduced", ())), ("R", getattr(spec, "reduced", ()))):
+        if axes:
+            names = [a for a in sharding.mesh.axis_names if a in axes]
+            out += "{" + tag + ":" + (names[0] if len(names) == 1 else
+                                      f"({','.join(names)})") + "}"
+    return out
+
+
+_UNPLACED: dict = {}  # (abstract mesh, rank) -> the type sharding of a value on no mesh
+
+
+def _with_extras(spec: PartitionSpec, like: PartitionSpec) -> PartitionSpec:
+    """``spec`` with ``like``'s unreduced and reduced axes (JAX 0.10's ``P(unreduced=...)``)."""
+    unreduced = getattr(like, "unreduced", frozenset())
+    reduced = getattr(like, "reduced", frozenset())
+    if not unreduced and not reduced:
+        return spec
+    return PartitionSpec(*spec, unreduced=unreduced, reduced=reduced)
 
 
 def explicit_sharding(x: Any) -> NamedSharding | None:
@@ -672,6 +725,8 @@ def typed_result(prim, in_avals: Sequence, params: dict, out_aval):
     if any(s.mesh != mesh for s in present):
         raise ValueError(f"{prim.name}: operands are sharded over different meshes; reshard "
                          "them onto one mesh first")
+    if any(s.spec.unreduced for s in present):
+        check_unreduced_operands(prim, in_avals)
     rule = _rule_for(prim)
     if rule is None or (rule is _reduction and "axes" not in params):
         return out_aval  # no rule: the result's type has no sharding
@@ -710,10 +765,13 @@ def apply_sharded(prim, args: list, params: dict):
             raise ValueError(f"{prim.name}: operands are sharded over different meshes "
                              f"{mesh!r} and {s.mesh!r}; reshard them onto one mesh first")
         mesh = s.mesh
-    if mesh is None:
-        return NotImplemented
+    if mesh is None:  # laid out over Auto axes (or not over a mesh): JAX's partitioner
+        from plax.sharding_auto import apply_auto
+        return apply_auto(prim, args, params)
     rule = _rule_for(prim)
     avals = [a.aval for a in args]
+    if any(s is not None and s.spec.unreduced for s in shardings):
+        check_unreduced_operands(prim, avals)
     out_avals = prim.abstract_eval_cached(tuple(avals), params)
     if rule is None or (rule is _reduction and "axes" not in params):
         return _placed_as_typed(prim, args, params, out_avals)

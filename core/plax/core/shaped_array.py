@@ -94,11 +94,16 @@ class ShapedArray:
 
     def _vma_str(self) -> str:
         # as JAX writes it: ``{V:i}``, and ``{V:(i,j)}`` for several axes (plax's vma is a set:
-        # in name order, which is the mesh's order in the usual meshes)
-        if not self.vma:
-            return ""
-        names = ",".join(sorted(map(str, self.vma)))
-        return "{V:" + (names if len(self.vma) == 1 else f"({names})") + "}"
+        # in name order, which is the mesh's order in the usual meshes); then the sharding's
+        # unreduced and reduced axes (``{U:Y}``, ``{R:Y}``)
+        out = ""
+        if self.vma:
+            names = ",".join(sorted(map(str, self.vma)))
+            out = "{V:" + (names if len(self.vma) == 1 else f"({names})") + "}"
+        if self.sharding is not None:
+            from plax.sharding_types import unreduced_str
+            out += unreduced_str(self.sharding)
+        return out
 
     def __repr__(self) -> str:
         # as JAX prints it (``ShapedArray(float32[4@X,4])``; jaxprs use the short names)

@@ -137,7 +137,15 @@ def debug_callback(callback: Callable, *args: Any, ordered: bool = False, **kwar
     if not callable(callback):
         raise TypeError(f"debug callback must be callable, got {callback!r}")
     operands, cb = _flatten_args(callback, args, kwargs)
+    if debug_call_rewriters:
+        cb, operands = debug_call_rewriters[-1](cb, operands)
     debug_callback_p.bind(*operands, callback=cb, ordered=bool(ordered))
+
+
+# Rewriters a mapping transform pushes while it traces its body, each ``(cb, operands) ->
+# (cb, operands)``: shard_map's vmap formulation makes a debug callback run once per mesh
+# device, as JAX's does (plax_pmap.per_device_callbacks).
+debug_call_rewriters: list[Callable] = []
 
 
 def pure_callback(callback: Callable, result_shape_dtypes: Any, *args: Any,

@@ -467,6 +467,9 @@ class JitFunction:
         out_arrays = [new(b, a, device, committed) for b, a in zip(outs, entry.out_avals)]
         if not all_arrays:
             out_arrays = _placed_as_typed(out_arrays)
+            if multi:  # arguments over a mesh of Auto axes: the partitioner's layouts
+                from plax.sharding_auto import place_jit_outputs
+                out_arrays = place_jit_outputs(entry.closed, leaves, out_arrays)
         if _checks[0]:  # jax_debug_nans / jax_debug_infs
             from plax.float_checks import check_jit_outputs
             check_jit_outputs(out_arrays, self._name, lambda: self._deoptimized(args, kwargs))

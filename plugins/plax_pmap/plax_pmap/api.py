@@ -2,7 +2,11 @@
 
 Both have two ways to run, with the same results:
 
-* **On the devices** (the call is made with concrete arrays, outside every transform): the
+* **Op by op** (``shard_map`` called with concrete arrays outside every transform, in one
+  process): the body runs eagerly on every device's blocks, as JAX's does
+  (:mod:`plax_pmap.eager_shard_map`), so ``print`` inside it shows the blocks.
+* **On the devices** (``pmap`` called with concrete arrays outside every transform, and
+  ``shard_map`` over a mesh spanning processes): the
   per-device function is traced once per signature with its axis names bound, its
   collectives brought to the top level (``jit`` calls holding collectives are inlined), and
   :mod:`plax_pmap.runtime` runs it on one thread per device. The results stay sharded:
@@ -25,7 +29,7 @@ import numpy as np
 
 import plax
 from plax import float_checks, tree_util
-from plax.array import Array, from_device_buffers
+from plax.array import Array, from_buffer, from_device_buffers
 from plax.core import trace as _trace
 from plax.core import varying as _varying
 from plax.core.axis_env import axis_env
@@ -40,6 +44,7 @@ from plax.transforms.call import to_buffer
 from plax.transforms.staging import trace_to_jaxpr
 from plax_pmap import axes as _axes
 from plax_pmap import vma as _vma
+from plax_pmap.per_device_callbacks import per_device_debug_callbacks
 from plax_pmap.runtime import SpmdProgram, _contig, flatten_calls, threaded_control_flow
 
 
@@ -491,6 +496,8 @@ def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = N
                              "plax.sharding.use_mesh(mesh) / set_mesh(mesh)")
         if not isinstance(m, Mesh):
             raise TypeError(f"shard_map mesh must be a plax.sharding.Mesh, got {m!r}")
+        if mesh is not None:
+            _check_context_mesh(m)
         spread = _process_block(m)
         typed_mesh = shard_map_checks_types(m, axis_names)
         specs_in = in_specs if in_specs is not None else \
@@ -530,12 +537,18 @@ def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = N
                     "from the global arguments but does not spread the work over the "
                     "processes. Call the shard_map outside the transform and apply jit/grad "
                     "inside it to run each block on its own device.")
+            if spread is None and _traced_by_make_jaxpr(leaves):
+                return _staged(flat_fun, leaves, specs, blocks, m, out_specs, checking,
+                               axis_names, mesh is not None)
             if checking and ("checked",) + key not in cache.table:
                 # at trace time, as JAX does (the vmap formulation builds no jaxpr to check)
                 _ReplicationCheck(specs, out_specs, m, axis_names).trace_and_check(
                     flat_fun, blocks)
                 cache.table[("checked",) + key] = True
             return _shard_map_vmap(flat_fun, leaves, specs, m, out_specs, checking)
+        if spread is None:  # op by op, as JAX runs it (print shows the devices' blocks)
+            check = _ReplicationCheck(specs, out_specs, m, axis_names) if checking else None
+            return run_eagerly(flat_fun, leaves, specs, blocks, m, out_specs, check, checking)
         entry = cache.table.get(key)
         if entry is None:
             check = _ReplicationCheck(specs, out_specs, m, axis_names) if checking else None
@@ -553,6 +566,46 @@ def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = N
         return _run_shard_map(program, out_tree, leaves, specs, m, out_specs, spread)
 
     return mapped
+
+
+def _check_context_mesh(mesh: Mesh) -> None:
+    """JAX's ValueError for a ``mesh=`` other than the mesh set with ``set_mesh`` (outside
+    a shard_map body, whose context mesh is its own)."""
+    from plax.sharding import get_abstract_mesh
+    context = get_abstract_mesh()
+    if context.empty or context == mesh.abstract_mesh or _varying.active():
+        return
+    raise ValueError(f"The context mesh {context!r} should match the mesh passed to shard_map "
+                     f"{mesh!r}")
+
+
+def _traced_by_make_jaxpr(leaves) -> bool:
+    """Whether the arguments' innermost transform is ``make_jaxpr``'s trace, or jit traces
+    nested in it (which then show the shard_map as one equation, as JAX does)."""
+    top = _trace.find_top_trace(leaves).main
+    # through jit calls staged inside make_jaxpr (make_jaxpr(jit(shard_map(...))) shows the
+    # equation inside the jit's jaxpr, as JAX does)
+    for main in reversed(_trace.state.stack[:top.level + 1]):
+        debug = main.debug
+        if debug is None or debug.transform not in ("make_jaxpr", "jit"):
+            return False
+        if debug.transform == "make_jaxpr":
+            return True
+    return False
+
+
+def _staged(flat_fun, leaves, specs, blocks, mesh: Mesh, out_specs, checking: bool,
+            axis_names, mesh_given: bool):
+    """The shard_map as one ``shard_map`` equation (:mod:`plax_pmap.shard_map_primitive`)."""
+    from plax_pmap.shard_map_primitive import bind_shard_map
+    closed, out_tree = _trace_body(flat_fun, blocks, mesh, specs if checking else None)
+    if checking:
+        _ReplicationCheck(specs, out_specs, mesh, axis_names)(closed, out_tree)
+    placeholder = tree_util.tree_unflatten(out_tree, list(closed.out_avals))
+    o_specs = _out_specs_leaves(out_specs, placeholder)
+    outs = bind_shard_map(closed, leaves, specs, o_specs, mesh, checking, axis_names,
+                          mesh_given)
+    return tree_util.tree_unflatten(out_tree, outs)
 
 
 def _process_block(mesh: Mesh):
@@ -662,14 +715,19 @@ class _ReplicationCheck:
         self.mesh_axes = [a for a in mesh.axis_names if names is None or a in names]
 
     def __call__(self, closed, out_tree) -> None:
-        placeholder = tree_util.tree_unflatten(out_tree, list(closed.out_avals))
+        self.check_avals(list(closed.out_avals), out_tree)
+
+    def check_avals(self, out_avals, out_tree) -> None:
+        """Checks outputs of these types (their ``vma``), the leaves of ``out_tree``."""
+        placeholder = tree_util.tree_unflatten(out_tree, list(out_avals))
         o_specs = _out_specs_leaves(self.out_specs, placeholder)
         paths = [tree_util.keystr(tuple(p))
                  for p, _ in tree_util.tree_flatten_with_path(placeholder)[0]]
         n = len(paths)
         names = [f"out{p}" + (f" (output {i} of {n})" if n > 1 else "")
                  for i, p in enumerate(paths)]
-        _vma.check_out_specs(closed, o_specs, names, self.mesh_axes)
+        _vma.check_out_vmas([_varying.axes_of(a) for a in out_avals], o_specs, names,
+                            self.mesh_axes)
 
     def trace_and_check(self, flat_fun, blocks) -> None:
         """Traces the body on its blocks and checks it (for the vmap path, which builds
@@ -703,19 +761,7 @@ def _run_shard_map(program, out_tree, leaves, specs, mesh, out_specs, spread=Non
     all_devs = list(mesh.devices.flat)
     offset, count, transport = spread if spread is not None else (0, len(all_devs), None)
     devs = all_devs[offset:offset + count]
-    per_leaf = []
-    for x, s in zip(leaves, specs):
-        sh = NamedSharding(mesh, s)
-        if isinstance(x, Array) and x.sharding == sh:
-            shards = {q.device: q.data for q in x.addressable_shards}
-            per_leaf.append([to_buffer(shards[d], d) for d in devs])
-            continue
-        if s == PartitionSpec() or sh.is_fully_replicated:
-            per_leaf.append([to_buffer(x, d) for d in devs])  # whole on every device: no copy
-            continue
-        host = np.asarray(x)
-        idx = sh.devices_indices_map(host.shape)
-        per_leaf.append([to_buffer(_contig(host[idx[d]]), d) for d in devs])
+    per_leaf = [device_blocks(x, s, mesh, devs) for x, s in zip(leaves, specs)]
     consts = _const_inputs(program, devs)
     inputs = [consts[r] + [pl[r] for pl in per_leaf] for r in range(len(devs))]
     results = program.run(devs, _backend_for(None), inputs, offset=offset, transport=transport)
@@ -741,6 +787,60 @@ def _run_shard_map(program, out_tree, leaves, specs, mesh, out_specs, spread=Non
                                         [results[r][k] for r in range(len(devs))],
                                         weak_type=aval.weak_type))
     return tree_util.tree_unflatten(out_tree, outs)
+
+
+def device_blocks(x, spec: PartitionSpec, mesh: Mesh, devs) -> list:
+    """The buffer of ``x``'s block that ``spec`` gives each device of ``devs`` (mesh
+    devices), on that device: an Array already laid out so gives its shards as they are."""
+    sh = NamedSharding(mesh, spec)
+    if isinstance(x, Array) and x.sharding == sh:
+        shards = {q.device: q.data for q in x.addressable_shards}
+        return [to_buffer(shards[d], d) for d in devs]
+    if spec == PartitionSpec() or sh.is_fully_replicated:
+        return [to_buffer(x, d) for d in devs]  # whole on every device: no copy
+    host = np.asarray(x)
+    idx = sh.devices_indices_map(host.shape)
+    return [to_buffer(_contig(host[idx[d]]), d) for d in devs]
+
+
+def run_eagerly(flat_fun, leaves, specs, blocks, mesh: Mesh, out_specs,
+                check: "_ReplicationCheck | None", typed: bool):
+    """Runs the body op by op on every device's blocks (:mod:`plax_pmap.eager_shard_map`)
+    and assembles its outputs as ``out_specs`` say; ``check`` checks their varying axes."""
+    from plax_pmap.eager_shard_map import ShardMapTrace, ShardMapTracer, _Context
+    devs = list(mesh.devices.flat)
+    with _trace.new_main(ShardMapTrace, dynamic=True, payload=_Context(mesh, typed)) as main:
+        trace = ShardMapTrace(main)
+        tracers = []
+        for x, s, b in zip(leaves, specs, blocks):
+            bufs = device_blocks(x, s, mesh, devs)
+            arrays = [from_buffer(buf, b, d, committed=True) for buf, d in zip(bufs, devs)]
+            vma = _vma.spec_axes(s) & frozenset(mesh.axis_names) if typed else frozenset()
+            tracers.append(ShardMapTracer(trace, arrays, b.update(vma=vma) if vma else b))
+        with axis_env(mesh.shape), _varying.typing(mesh.axis_names if typed else None):
+            out = flat_fun(*tracers)
+            out_leaves, out_tree = tree_util.tree_flatten(out)
+            outs = [trace.full_raise(y) for y in out_leaves]
+    if check is not None:
+        check.check_avals([t.aval for t in outs], out_tree)
+    o_specs = _out_specs_leaves(out_specs, tree_util.tree_unflatten(out_tree, outs))
+    results = []
+    for k, (t, spec) in enumerate(zip(outs, o_specs)):
+        aval = t.aval
+        if len(spec) > aval.ndim:
+            raise ValueError(f"shard_map out_specs: {spec!r} has {len(spec)} entries but output "
+                             f"{k} has rank {aval.ndim} (shape {aval.shape})")
+        shape = list(aval.shape)
+        for d in range(len(shape)):
+            for a in _spec_axes(spec, d):
+                if a not in mesh.shape:
+                    raise ValueError(f"shard_map out_specs: {spec!r} names axis {a!r}, which "
+                                     f"the mesh {mesh!r} does not have")
+                shape[d] *= mesh.shape[a]
+        results.append(from_device_buffers(
+            tuple(shape), aval.dtype, NamedSharding(mesh, spec),
+            [to_buffer(blk, d) for blk, d in zip(t.blocks, devs)], weak_type=aval.weak_type))
+    return tree_util.tree_unflatten(out_tree, results)
 
 
 def _gather_processes(results, all_devs, transport) -> list[list]:
@@ -804,7 +904,8 @@ def _shard_map_vmap_untyped(flat_fun, leaves, specs, mesh: Mesh, out_specs, type
     out_tree_box: list = []
 
     def innermost(*blocks):
-        out = flat_fun(*blocks)
+        with per_device_debug_callbacks(names, [mesh.shape[a] for a in names]):
+            out = flat_fun(*blocks)
         o, t = tree_util.tree_flatten(out)
         out_tree_box.append(t)
         return [jnp.asarray(v) for v in o]

@@ -47,8 +47,18 @@ def check_out_specs(closed: ClosedJaxpr, out_specs: Sequence, out_names: Sequenc
     Raises:
       ValueError: naming the first such output and axis, and what to do about it.
     """
-    outs = [varying.axes_of(v.aval) for v in closed.jaxpr.outvars]
-    for vma, spec, name in zip(outs, out_specs, out_names):
+    check_out_vmas([varying.axes_of(v.aval) for v in closed.jaxpr.outvars], out_specs,
+                   out_names, mesh_axes)
+
+
+def check_out_vmas(vmas: Sequence[frozenset], out_specs: Sequence, out_names: Sequence[str],
+                   mesh_axes: Sequence[Hashable]) -> None:
+    """:func:`check_out_specs` given each output's varying axes (an eagerly run body's).
+
+    Raises:
+      ValueError: as :func:`check_out_specs`.
+    """
+    for vma, spec, name in zip(vmas, out_specs, out_names):
         claimed = spec_axes(spec)
         bad = [a for a in mesh_axes if a in vma and a not in claimed]
         if not bad:
