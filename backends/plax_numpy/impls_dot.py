@@ -6,6 +6,7 @@ import math
 import numpy as np
 
 from plax import lax
+from plax.lax.dot import dot_result_dtype
 from plax_numpy.registry import impl
 
 
@@ -13,9 +14,12 @@ from plax_numpy.registry import impl
 def _dot_general(lhs, rhs, *, dimension_numbers, precision, preferred_element_type):
     (lc, rc), (lb, rb) = dimension_numbers
     lhs, rhs = np.asarray(lhs), np.asarray(rhs)
-    out_dtype = preferred_element_type or lhs.dtype
+    # operands of two dtypes (int8 x float32) are both converted to the result's
+    out_dtype = (lhs.dtype if preferred_element_type is None and lhs.dtype == rhs.dtype
+                 else dot_result_dtype(lhs.dtype, rhs.dtype, preferred_element_type))
     if (not lb and lhs.ndim <= 2 and rhs.ndim <= 2 and lc == (lhs.ndim - 1,) and rc == (0,)
-            and lhs.dtype == out_dtype and lhs.dtype.kind in "fciu" and lhs.dtype.itemsize > 2):
+            and lhs.dtype == out_dtype and rhs.dtype == out_dtype and lhs.dtype.kind in "fciu"
+            and lhs.dtype.itemsize > 2):
         # The common matrix/vector product, already in NumPy's layout: one call.
         with np.errstate(all="ignore"):
             return np.asarray(np.dot(lhs, rhs))
