@@ -3,7 +3,9 @@
 JAX's rule for what a traced constant becomes: Python and NumPy scalars (and rank-0 NumPy
 arrays) are written inline as literals; a ``jax.Array`` of any rank, and a NumPy array of
 rank > 0, is a constvar (``{ lambda a:f32[3]; b:f32[3]. let ... }``), at the top level and
-inside the jaxprs of ``jit``, ``cond``, ``scan`` and ``while`` as JAX places them. A scalar
+inside ``jit``'s jaxpr; the bodies of ``cond``/``switch``, ``scan``, ``while``,
+``custom_jvp_call``/``custom_vjp_call`` (``num_consts``), ``remat2`` and ``linear_call``
+take what they closed over as leading operands instead, as JAX places them. A scalar
 converted while tracing (``jnp.float32(2.0)``) is converted on the host, into a literal.
 
 Each case runs with ``jax`` bound to plax and must print the text JAX 0.10.2 printed for it,
@@ -62,7 +64,30 @@ def _jaxpr_cases(jax):
             (jnp.ones((2, 3), jnp.bfloat16), jnp.ones((3, 2), jnp.bfloat16))),
         "linear_call": (lambda x: jax.custom_derivatives.linear_call(
             lambda r, t: t * r + arr3, lambda r, ct: ct * r, 2.0, x), (x3,)),
+        "custom_jvp_consts": (lambda x: jax.nn.relu(x) + _custom_jvp(jax, arr3)(x), (x3,)),
+        "custom_vjp_consts": (_custom_vjp(jax, arr3), (x3,)),
+        "remat_consts": (jax.checkpoint(lambda x: jnp.sin(x) * arr3), (x3,)),
+        "switch_consts": (lambda x: lax.switch(1, [lambda y: y + arr3, lambda y: y * arr0,
+                                                   lambda y: y - np3], x), (x3,)),
     }
+
+
+def _custom_jvp(jax, c):
+    @jax.custom_jvp
+    def scale(x):
+        return x * c
+
+    scale.defjvp(lambda p, t: (scale(p[0]), t[0] * c))
+    return scale
+
+
+def _custom_vjp(jax, c):
+    @jax.custom_vjp
+    def sin_scale(x):
+        return jax.numpy.sin(x) * c
+
+    sin_scale.defvjp(lambda x: (sin_scale(x), x), lambda r, g: (g * c,))
+    return sin_scale
 
 
 #: What JAX 0.10.2 printed for each case of _jaxpr_cases (str of make_jaxpr).
@@ -212,6 +237,72 @@ JAX_JAXPRS = {
       transpose_thunk=<function _memoize.<locals>.memoized at 0xXXXXXXXXXXXX>
     ] a 2.0:f32[] b
   in (c,) }""",
+    "custom_jvp_consts": """\
+{ lambda a:f32[3]; b:f32[3]. let
+    c:f32[3] = custom_jvp_call[
+      name=relu
+      call_jaxpr={ lambda ; d:f32[3]. let
+          e:f32[3] = jit[
+            name=relu
+            jaxpr={ lambda ; d:f32[3]. let e:f32[3] = max d 0.0:f32[] in (e,) }
+          ] d
+        in (e,) }
+      jvp=jvp
+      symbolic_zeros=False
+    ] b
+    f:f32[3] = custom_jvp_call[
+      name=scale
+      call_jaxpr={ lambda ; g:f32[3] h:f32[3]. let i:f32[3] = mul h g in (i,) }
+      jvp=<lambda>
+      num_consts=1
+      symbolic_zeros=False
+    ] a b
+    j:f32[3] = add c f
+  in (j,) }""",
+    "custom_vjp_consts": """\
+{ lambda a:f32[3]; b:f32[3]. let
+    c:f32[3] = custom_vjp_call[
+      name=sin_scale
+      bwd=<lambda>
+      call_jaxpr={ lambda ; d:f32[3] e:f32[3]. let
+          f:f32[3] = sin e
+          g:f32[3] = mul f d
+        in (g,) }
+      fwd=<lambda>
+      num_consts=1
+      symbolic_zeros=False
+    ] a b
+  in (c,) }""",
+    "remat_consts": """\
+{ lambda a:f32[3]; b:f32[3]. let
+    c:f32[3] = remat2[
+      differentiated=False
+      jaxpr={ lambda ; d:f32[3] e:f32[3]. let
+          f:f32[3] = sin e
+          g:f32[3] = mul f d
+        in (g,) }
+      policy=None
+      prevent_cse=True
+    ] a b
+  in (c,) }""",
+    "switch_consts": """\
+{ lambda a:f32[3] b:f32[] c:f32[3]; d:f32[3]. let
+    e:i32[] = clamp 0:i32[] 1:i32[] 2:i32[]
+    f:f32[3] = cond[
+      branches=(
+        { lambda ; g:f32[3] h:f32[] i:f32[3] j:f32[3]. let
+            k:f32[3] = add j g
+          in (k,) }
+        { lambda ; l:f32[3] m:f32[] n:f32[3] o:f32[3]. let
+            p:f32[] = convert_element_type[new_dtype=float32 weak_type=False] m
+            q:f32[3] = mul o p
+          in (q,) }
+        { lambda ; r:f32[3] s:f32[] t:f32[3] u:f32[3]. let
+            v:f32[3] = sub u t
+          in (v,) }
+      )
+    ] e a b c d
+  in (f,) }""",
 }
 
 

@@ -171,14 +171,19 @@ class JaxprTrace(Trace):
             source_info.record([o.var for o in outs])
         return outs if primitive.multiple_results else outs[0]
 
-    def trace_subjaxpr(self, fun: Callable, in_avals: Sequence[ShapedArray]
-                       ) -> tuple[ClosedJaxpr, list]:
+    def trace_subjaxpr(self, fun: Callable, in_avals: Sequence[ShapedArray],
+                       hoist: bool = False) -> tuple[ClosedJaxpr, list]:
         """Records ``fun`` as a separate jaxpr at this trace's level.
+
+        Args:
+          hoist: capture the arrays ``fun`` closed over too (as JAX does for the function
+            of a custom_jvp/custom_vjp call: its jaxpr then holds no constants).
 
         Returns:
           ``(closed, captured)``: ``closed`` takes the captured values first, then the
           inputs; ``captured`` are the tracers ``fun`` closed over (outer-builder tracers and
-          tracers of lower transforms), to pass as the call's leading operands.
+          tracers of lower transforms), and with ``hoist`` its constants, to pass as the
+          call's leading operands.
         """
         main = self.main
         outer = main.payload
@@ -191,10 +196,13 @@ class JaxprTrace(Trace):
             jaxpr, consts = main.payload.build(in_tracers, out_tracers)
         finally:
             main.payload = outer
+        if hoist:
+            return (ClosedJaxpr(Jaxpr([], list(jaxpr.constvars) + list(jaxpr.invars),
+                                      jaxpr.outvars, jaxpr.eqns), []), list(consts))
         return convert_tracer_consts(jaxpr, consts)
 
     def _stage_custom_call(self, primitive, fun, tracers, rules: dict, params: dict):
-        closed, captured = self.trace_subjaxpr(fun, [t.aval for t in tracers])
+        closed, captured = self.trace_subjaxpr(fun, [t.aval for t in tracers], hoist=True)
         operands = [self.full_raise(c) for c in captured] + list(tracers)
         params = dict(params, call_jaxpr=closed, num_consts=len(captured), **rules)
         return self.process_primitive(primitive, operands, params)
