@@ -363,6 +363,17 @@ def test_traced_arange_values_match_jax_formula():
     assert h.dtype == np.float16 and np.asarray(h).tolist() == [1.0, 2.0, 3.0]
 
 
+def test_arange_values_beside_jax():
+    jax = pytest.importorskip("jax", reason="JAX is not installed: nothing to compare with")
+    cases = [((10, 0, -2), None), ((5,), "float16"), ((0.5, 3), "int32"), ((1, 2.5, 0.25), None),
+             ((-3, 3), None), ((2, 12, 3), "uint8"), ((0, 1, 0.1), "bfloat16"), ((5, 1), None)]
+    for args, dtype in cases:
+        ours = plax.numpy.arange(*args, dtype=dtype)
+        theirs = jax.numpy.arange(*args, dtype=dtype)
+        assert ours.dtype == theirs.dtype, args
+        np.testing.assert_array_equal(np.asarray(ours), np.asarray(theirs))
+
+
 # ------------------------------------------------------------------ mixed-dtype dot_general
 
 MIXED = [("int8", "float32", "float32"), ("float16", "float32", "float32"),
