@@ -43,6 +43,7 @@ import numpy as np
 import cupy
 
 from plax import lax
+from plax.lax.dot import dot_result_dtype
 from plax_cupy.kernels import kernel
 
 # cudaDataType_t (library_types.h) and cublasComputeType_t / cublasGemmAlgo_t (cublas_api.h)
@@ -176,7 +177,7 @@ def dot_general(lhs, rhs, *, dimension_numbers, precision=None, preferred_elemen
     """``dot_general`` on device buffers (CuPy arrays; bfloat16 as Bf16Buffer bits).
 
     Args:
-      lhs, rhs: the operands (same dtype).
+      lhs, rhs: the operands (of one dtype, or two: both converted to the result's).
       dimension_numbers: ``((lhs_contract, rhs_contract), (lhs_batch, rhs_batch))``.
       precision: as ``lax.dot_general``; only decides TF32 for float32 (see module doc).
       preferred_element_type: the result dtype (default: the operands').
@@ -189,8 +190,8 @@ def dot_general(lhs, rhs, *, dimension_numbers, precision=None, preferred_elemen
     """
     from plax_cupy.backend import Bf16Buffer
     (lc, rc), (lb, rb) = dimension_numbers
-    in_dtype = np.dtype(lhs.dtype)
-    out_dtype = np.dtype(preferred_element_type or in_dtype)
+    in_dtype, rhs_dtype = np.dtype(lhs.dtype), np.dtype(rhs.dtype)
+    out_dtype = dot_result_dtype(in_dtype, rhs_dtype, preferred_element_type)
     lf = [i for i in range(lhs.ndim) if i not in lc and i not in lb]
     rf = [i for i in range(rhs.ndim) if i not in rc and i not in rb]
     shape = tuple([lhs.shape[d] for d in lb] + [lhs.shape[d] for d in lf]
@@ -201,7 +202,10 @@ def dot_general(lhs, rhs, *, dimension_numbers, precision=None, preferred_elemen
     b = _arrange(raw_r, rb, rf, rc, lhs=False)
     nb, m, k = a.shape
     n = b.shape[2]
-    out = _product(a, b, in_dtype, out_dtype, nb, m, n, k, float32_compute_type(precision))
+    if rhs_dtype != in_dtype:  # mixed operands (int8 x float32): cupy.matmul, both widened
+        out = _matmul(a, b, in_dtype, out_dtype, rhs_dtype)
+    else:
+        out = _product(a, b, in_dtype, out_dtype, nb, m, n, k, float32_compute_type(precision))
     if out_dtype.name == _BF16_NAME:
         return Bf16Buffer(out.reshape(shape))
     return out.reshape(shape)
@@ -300,16 +304,17 @@ def _try_gemm(lib, gemm: Gemm, a, b, c_dtype, name: str):
     return c
 
 
-def _matmul(a, b, in_dtype, out_dtype):
+def _matmul(a, b, in_dtype, out_dtype, b_dtype=None):
     """The product through ``cupy.matmul``: 16-bit floats widened to float32, booleans to
-    int32, then rounded/converted to ``out_dtype`` (bfloat16 to its bits)."""
+    int32, then rounded/converted to ``out_dtype`` (bfloat16 to its bits). ``b_dtype`` is
+    ``b``'s dtype where it differs from ``a``'s (``in_dtype``)."""
     from plax_cupy.backend import narrow_bf16
     compute = out_dtype
     if compute.kind == "b":
         compute = np.dtype(np.int32)
     elif compute.itemsize == 2 and compute.kind in "fV":
         compute = np.dtype(np.float32)
-    out = cupy.matmul(_widen(a, in_dtype, compute), _widen(b, in_dtype, compute))
+    out = cupy.matmul(_widen(a, in_dtype, compute), _widen(b, b_dtype or in_dtype, compute))
     if out_dtype.kind == "b":
         return out != 0
     if out_dtype.name == _BF16_NAME:

@@ -57,6 +57,7 @@ import re
 import numpy as np
 
 from plax import lax
+from plax.core.passes import inline_param
 from plax.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var
 from plax.core.shaped_array import ShapedArray
 from plax.lowering import (BROADCAST, ELEMENTWISE, REDUCTION, Cluster, call_body,
@@ -271,10 +272,10 @@ class _Gen:
             if not _supported(v.aval.dtype):
                 raise Unsupported(f"{prim.name} on {np.dtype(v.aval.dtype)}")
         body = call_body(eqn)
-        if body is None and eqn.params.get("call_jaxpr") is not None:
-            # custom_jvp_call/custom_vjp_call inside a loop body (the program's own are
-            # inlined before lowering, plax.core.passes.inline_calls): the primal body
-            body = eqn.params["call_jaxpr"]
+        if body is None and eqn.params.get(inline_param(eqn)) is not None:
+            # custom_jvp_call/custom_vjp_call/linear_call inside a loop body (the program's
+            # own are inlined before lowering, plax.core.passes.inline_calls): the primal body
+            body = eqn.params[inline_param(eqn)]
             body = body if isinstance(body, ClosedJaxpr) else ClosedJaxpr(body, [])
         if body is not None:
             ins = [self.atom(env, v) for v in eqn.invars]
@@ -364,8 +365,8 @@ def _spliced_calls(jaxpr: Jaxpr) -> Jaxpr:
     Bodies with constants stay calls. Returns ``jaxpr`` itself when nothing changes."""
     def body_of(e):
         body = call_body(e)
-        if body is None and e.params.get("call_jaxpr") is not None:
-            body = e.params["call_jaxpr"]
+        if body is None and e.params.get(inline_param(e)) is not None:
+            body = e.params[inline_param(e)]
             body = body if isinstance(body, ClosedJaxpr) else ClosedJaxpr(body, [])
         return body if body is not None and not body.consts else None
 

@@ -6,6 +6,7 @@ import math
 import numpy as np
 
 from plax import lax
+from plax.lax.dot import dot_result_dtype
 from plax_numpy.registry import impl
 
 
@@ -13,9 +14,15 @@ from plax_numpy.registry import impl
 def _dot_general(lhs, rhs, *, dimension_numbers, precision, preferred_element_type):
     (lc, rc), (lb, rb) = dimension_numbers
     lhs, rhs = np.asarray(lhs), np.asarray(rhs)
-    out_dtype = preferred_element_type or lhs.dtype
-    if (not lb and lhs.ndim <= 2 and rhs.ndim <= 2 and lc == (lhs.ndim - 1,) and rc == (0,)
-            and lhs.dtype == out_dtype and lhs.dtype.kind in "fciu" and lhs.dtype.itemsize > 2):
+    ld, rd = lhs.dtype, rhs.dtype
+    if preferred_element_type is None and (rd is ld or rd == ld):  # the usual product
+        out_dtype = ld
+        plain = True
+    else:  # operands of two dtypes (int8 x float32) are both converted to the result's
+        out_dtype = dot_result_dtype(ld, rd, preferred_element_type)
+        plain = ld == out_dtype and rd == out_dtype
+    if (plain and not lb and lhs.ndim <= 2 and rhs.ndim <= 2 and lc == (lhs.ndim - 1,)
+            and rc == (0,) and ld.kind in "fciu" and ld.itemsize > 2):
         # The common matrix/vector product, already in NumPy's layout: one call.
         with np.errstate(all="ignore"):
             return np.asarray(np.dot(lhs, rhs))

@@ -185,6 +185,26 @@ def test_preferred_element_type(dtype, preferred):
 
 
 @on_simulated_gpu
+@pytest.mark.parametrize("ldt,rdt", [(np.int8, np.float32), (np.float16, np.float32),
+                                     (BF16, np.float32), (np.float32, BF16),
+                                     (np.uint8, np.int8)], ids=str)
+def test_mixed_operand_dtypes(ldt, rdt):
+    """Operands of two dtypes (JAX 0.10 accepts them): both converted to the wider one, as
+    the reference kernel does."""
+    rng = np.random.default_rng(2)
+    lhs = rng.integers(0, 5, (3, 6)).astype(ldt)
+    rhs = rng.integers(-4, 5, (6, 2)).astype(rdt)
+    params = dict(dimension_numbers=(((1,), (0,)), ((), ())), precision=None,
+                  preferred_element_type=None)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got = _run(lhs, rhs, **params)
+    want = _reference(lhs, rhs, **params)
+    assert got.dtype == want.dtype
+    np.testing.assert_array_equal(got, want)  # small integers: every sum exact
+
+
+@on_simulated_gpu
 def test_the_fallback_warns_once_per_dtype():
     """No cuBLAS on the simulated GPU: a bfloat16 product falls back with one warning naming
     dot_general and the dtype, and the next product does not warn again."""

@@ -77,10 +77,10 @@ def test_sub_jaxpr_params_print_nested():
     text = str(plax.make_jaxpr(lambda x: f(x) * x)(1.0))
     assert text == ("{ lambda ; a:f32[]. let\n"
                     "    b:f32[] = custom_jvp_call[\n"
+                    "      name=f\n"
                     "      call_jaxpr={ lambda ; c:f32[]. let d:f32[] = sin c in (d,) }\n"
                     "      jvp=f_jvp\n"
-                    "      name=f\n"
-                    "      num_consts=0\n"
+                    "      symbolic_zeros=False\n"
                     "    ] a\n"
                     "    e:f32[] = mul b a\n"
                     "  in (e,) }")

@@ -100,8 +100,12 @@ def test_vmap_against_a_python_loop():
 
 
 def test_jaxpr_holds_both_functions():
+    # JAX 0.10's parameters: the function as ``callee``, its transpose behind a thunk
     text = str(plax.make_jaxpr(div_add)(9.0, 3.0))
-    assert "linear_call[" in text and "num_res=1" in text and "transpose_jaxpr=" in text
+    assert "linear_call[" in text and "num_res=1" in text and "transpose_thunk=" in text
+    eqn = plax.make_jaxpr(div_add)(9.0, 3.0).eqns[0]
+    transpose = eqn.params["transpose_thunk"]()
+    assert "div" in str(transpose) and transpose.in_avals == eqn.params["callee"].in_avals
 
 
 def test_beside_jax():

@@ -20,13 +20,19 @@ def call_param(eqn: JaxprEqn) -> str | None:
     return getattr(eqn.primitive, "call_param", None)
 
 
+def inline_param(eqn: JaxprEqn) -> str:
+    """The parameter holding a body that backends inline: ``call_jaxpr`` (custom_jvp_call,
+    custom_vjp_call) or the one the primitive names (linear_call's ``callee``)."""
+    return getattr(eqn.primitive, "inline_param", "call_jaxpr")
+
+
 def inline_calls(closed: ClosedJaxpr) -> ClosedJaxpr:
     """Replaces every equation that carries a ``call_jaxpr`` parameter (custom_jvp_call,
-    custom_vjp_call, ...) by the equations of that jaxpr, so backends see only primitives
+    custom_vjp_call, ...; linear_call's ``callee``) by the equations of that jaxpr, so backends see only primitives
     with implementations, and does the same inside the bodies of ``jit`` calls (which stay
     calls). Constants of inlined jaxprs become constants of the result."""
     jaxpr = closed.jaxpr
-    if not any("call_jaxpr" in e.params or call_param(e) for e in jaxpr.eqns):
+    if not any(inline_param(e) in e.params or call_param(e) for e in jaxpr.eqns):
         return closed
     constvars, consts = list(jaxpr.constvars), list(closed.consts)
     eqns: list[JaxprEqn] = []
@@ -43,7 +49,7 @@ def inline_calls(closed: ClosedJaxpr) -> ClosedJaxpr:
             params = e.params if new_body is body else dict(e.params, **{param: new_body})
             eqns.append(JaxprEqn(e.primitive, [sub(v) for v in e.invars], e.outvars, params))
             continue
-        inner = e.params.get("call_jaxpr")
+        inner = e.params.get(inline_param(e))
         if inner is None:
             eqns.append(JaxprEqn(e.primitive, [sub(v) for v in e.invars], e.outvars, e.params))
             continue

@@ -290,14 +290,15 @@ def _eqn_doc(eqn: JaxprEqn, namer: _Namer):
     keys = sorted(params)
     body = _call_body(eqn)
     if body is not None:
-        # A call reads as JAX prints jit: name first, and the body's binders named after the
-        # operands and results they stand for (unless the body is printed at the top).
+        # A call reads as JAX prints jit: the body's binders named after the operands and
+        # results they stand for (unless the body is printed at the top).
         if body not in namer.shared and getattr(eqn.primitive, "pp_body_named_after_operands",
                                                 True):
             namer.suggest(body.invars, eqn.invars)
             namer.suggest(body.outvars, eqn.outvars)
-        if "name" in params:
-            keys = ["name"] + [k for k in keys if k != "name"]
+    if "name" in params and len(params) > 1:
+        # JAX prints a function's name first (jit, custom_jvp_call, custom_vjp_call)
+        keys = ["name"] + [k for k in keys if k != "name"]
     lhs = _vars_doc(eqn.outvars, namer, binders=True)
     params_doc = None
     if params:

@@ -27,18 +27,17 @@ _NO_AXES: frozenset = frozenset()
 class ShapedArray:
     """What a transform knows of an array without its values: shape, dtype and weak type.
 
-    Instances are immutable and hashable (the jit cache keys on them), and equal
-    when all three fields are equal.
+    Instances are immutable and hashable (the jit cache keys on them), and equal when
+    their shape, dtype, weak type, sharding and varying axes are.
 
     Inside ``shard_map(check_vma=True)`` a value also records ``vma``, the mesh axes along
-    which it may differ between devices (see :mod:`plax.core.varying`). It is a typing
-    annotation for autodiff, not part of equality: two avals that differ only in it are
-    equal (control flow compares carries and branches by shape and dtype, as before).
+    which it may differ between devices (see :mod:`plax.core.varying`).
 
     A value of an explicitly sharded array also records ``sharding``, its
     :class:`plax.sharding.NamedSharding` (JAX 0.10's sharding in types, printed as
-    ``f32[8@X,4]``; see :mod:`plax.sharding_types`). Like ``vma`` it is an annotation, not
-    part of equality or of the hash, so the eager and jit caches are as before.
+    ``f32[8@X,4]``; see :mod:`plax.sharding_types`). As in JAX 0.10 both are part of the
+    type: avals that differ in them are unequal (so the jit caches tell them apart), though
+    they hash alike.
 
     Example:
       >>> ShapedArray((2, 3), np.dtype("float32")).str_short()
@@ -60,8 +59,13 @@ class ShapedArray:
     size = property(lambda self: math.prod(self.shape))
 
     def __eq__(self, other) -> bool:
+        # As JAX 0.10's (interned) ShapedArray: the sharding and the varying axes are part
+        # of the type. The hash leaves them out (equal avals still hash equal): it stays a
+        # constant computed once, and avals differing only in them are rare.
         return (type(other) is ShapedArray and self.shape == other.shape
-                and self.dtype == other.dtype and self.weak_type == other.weak_type)
+                and self.dtype == other.dtype and self.weak_type == other.weak_type
+                and (self.sharding is other.sharding or self.sharding == other.sharding)
+                and (self.vma is other.vma or self.vma == other.vma))
 
     def __hash__(self) -> int:
         return self._hash

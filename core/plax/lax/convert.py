@@ -6,7 +6,7 @@ import warnings
 import numpy as np
 
 from plax import dtypes
-from plax.array import Array
+from plax.array import _PROMOTED, Array, _PendingArray, _trace_state, from_host
 from plax.core.primitive import Primitive
 from plax.lowering.fusion import ELEMENTWISE, register_fusible
 from plax.core.registry import register_rule
@@ -46,7 +46,33 @@ def convert_element_type(x, new_dtype, weak_type: bool = False):
     if dtypes.is_complex(aval.dtype) and not dtypes.is_complex(new_dtype):
         warnings.warn("Casting complex values to real discards the imaginary part",
                       np.exceptions.ComplexWarning, stacklevel=2)
+    folded = _fold_host_scalar(x, aval, new_dtype, weak_type)
+    if folded is not None:
+        return folded
     return convert_element_type_p.bind(x, new_dtype=new_dtype, weak_type=bool(weak_type))
+
+
+def _fold_host_scalar(x, aval: ShapedArray, new_dtype, weak_type) -> Array | None:
+    """While tracing, the conversion of a host scalar done on the host, or None.
+
+    JAX converts Python and NumPy scalars at trace time, so ``x * jnp.float32(2)`` records
+    the literal ``2.0:f32[]``, not a ``convert_element_type`` of it. Like JAX, it keeps the
+    equation for a weakly typed target, float0, and a non-finite float cast to an integer.
+    """
+    if not _trace_state.depth or aval.shape != () or weak_type or new_dtype == dtypes.float0:
+        return None
+    if type(x) is not _PendingArray:
+        return None
+    host = x._pending_host()
+    if host is None or host is _PROMOTED:
+        return None
+    if dtypes.is_inexact(aval.dtype) and dtypes.is_integer(new_dtype) and \
+            not np.all(np.isfinite(host)):
+        return None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", np.exceptions.ComplexWarning)  # warned above
+        value = np.asarray(host).astype(new_dtype)
+    return from_host(value, x._device, committed=x._committed, dtype=new_dtype, weak_type=False)
 
 
 defvectorized(convert_element_type_p)

@@ -20,14 +20,69 @@ def _free(ndim, contract, batch):
     return [i for i in range(ndim) if i not in contract and i not in batch]
 
 
+def _type_rank(dt: np.dtype) -> tuple:
+    # How wide a type is, as XLA (and so JAX) orders operand types of a product: complex
+    # first, then exponent range, mantissa, bit width, and signed over unsigned.
+    real = dtypes.real_dtype(dt) if dtypes.is_complex(dt) else dt
+    floating = dtypes.is_float(real)
+    bits = 1 if dtypes.is_bool(dt) else np.dtype(real).itemsize * 8
+    return (dtypes.is_complex(dt), dtypes.finfo(real).maxexp if floating else -1,
+            dtypes.finfo(real).nmant if floating else -1, bits,
+            not np.issubdtype(real, np.unsignedinteger))
+
+
+def dot_result_dtype(lhs_dtype, rhs_dtype, preferred_element_type=None) -> np.dtype:
+    """The dtype of ``dot_general`` of operands of ``lhs_dtype`` and ``rhs_dtype``.
+
+    As JAX 0.10: operands may differ (``int8 x float32``, ``float16 x float32``); the
+    result has the wider of the two (XLA's order: complex, exponent range, precision, bit
+    width, signedness), or ``preferred_element_type`` when given. Backends' kernels use it
+    to convert mixed operands.
+
+    Args:
+      lhs_dtype, rhs_dtype: the operands' dtypes.
+      preferred_element_type: the requested result dtype, or None.
+
+    Returns:
+      The result's NumPy dtype.
+
+    Raises:
+      TypeError: two different types of equal width (no wider one), or a
+        ``preferred_element_type`` narrower than an integer or complex result.
+
+    Example:
+      >>> dot_result_dtype(np.dtype("int8"), np.dtype("float32"))
+      dtype('float32')
+    """
+    if lhs_dtype == rhs_dtype and preferred_element_type is None:  # the usual product
+        return lhs_dtype
+    lhs_dtype, rhs_dtype = np.dtype(lhs_dtype), np.dtype(rhs_dtype)
+    if lhs_dtype == rhs_dtype:
+        dt = lhs_dtype
+    else:
+        lr, rr = _type_rank(lhs_dtype), _type_rank(rhs_dtype)
+        if lr == rr:
+            raise TypeError(f"lax.dot_general argument type error: {lhs_dtype.name}, "
+                            f"{rhs_dtype.name}")
+        dt = lhs_dtype if lr > rr else rhs_dtype
+    pet = preferred_element_type
+    if pet is None or pet == dt:
+        return dt
+    if not dtypes.is_float(dt) and _type_rank(pet)[3] < _type_rank(dt)[3]:
+        raise TypeError("`preferred_element_type` must not be narrower than the original "
+                        f"type, got preferred_element_type of {pet.name} for result type of "
+                        f"{dt.name}.")
+    if dtypes.is_complex(dt) and not dtypes.is_complex(pet):
+        raise TypeError(f"dot_general preferred_element_type {pet.name} cannot hold the "
+                        f"product of {dt.name} operands; use a complex type.")
+    return np.dtype(pet)
+
+
 @dot_general_p.def_abstract_eval
 def _dot_general_abstract_eval(lhs, rhs, *, dimension_numbers, precision, preferred_element_type):
     (lc, rc), (lb, rb) = dimension_numbers
     for x in (lhs, rhs):
         check_dtype("dot_general", x, NUMBER + ("bool",))
-    if lhs.dtype != rhs.dtype:
-        raise TypeError(f"dot_general requires operands of the same dtype, got {lhs.dtype.name} "
-                        f"and {rhs.dtype.name}. (Tip: jnp.dot and jnp.matmul promote dtypes.)")
     if len(lc) != len(rc) or len(lb) != len(rb):
         raise TypeError(f"dot_general requires equal numbers of lhs and rhs contracting and batch "
                         f"dimensions, got dimension_numbers {dimension_numbers}")
@@ -51,17 +106,7 @@ def _dot_general_abstract_eval(lhs, rhs, *, dimension_numbers, precision, prefer
                             f"{tuple(rhs.shape[d] for d in rb)}.")
     shape = (tuple(lhs.shape[d] for d in lb) + tuple(lhs.shape[d] for d in _free(lhs.ndim, lc, lb))
              + tuple(rhs.shape[d] for d in _free(rhs.ndim, rc, rb)))
-    dt = lhs.dtype
-    if preferred_element_type is not None and preferred_element_type != dt:
-        pet = preferred_element_type
-        if not dtypes.is_float(dt) and pet.itemsize < dt.itemsize:
-            raise TypeError(f"dot_general preferred_element_type must not be narrower than the "
-                            f"operands' type, got preferred_element_type {pet.name} for operands "
-                            f"of type {dt.name}.")
-        if dtypes.is_complex(dt) and not dtypes.is_complex(pet):
-            raise TypeError(f"dot_general preferred_element_type {pet.name} cannot hold the "
-                            f"product of {dt.name} operands; use a complex type.")
-        dt = pet
+    dt = dot_result_dtype(lhs.dtype, rhs.dtype, preferred_element_type)
     return ShapedArray(shape, dt, lhs.weak_type and rhs.weak_type)
 
 
@@ -183,7 +228,7 @@ def _ranges_like(*xs):
         start += len(x)
 
 
-def _transpose_lhs(ct, x_aval, y, dimension_numbers, preferred_element_type, swap):
+def _transpose_lhs(ct, x_aval, y, dimension_numbers, precision, preferred_element_type, swap):
     """Cotangent of the lhs ``x`` of ``dot_general(x, y)`` (or of the rhs when ``swap``)."""
     (xc, yc), (xb, yb) = dimension_numbers
     x_free = _free(x_aval.ndim, xc, xb)
@@ -194,23 +239,18 @@ def _transpose_lhs(ct, x_aval, y, dimension_numbers, preferred_element_type, swa
     else:
         ct_batch, _, ct_y_free = _ranges_like(xb, x_free, y_free)
     dims = ((ct_y_free, tuple(y_free)), (ct_batch, tuple(yb)))
-    ct_dtype = aval_of(ct).dtype
-    if aval_of(y).dtype != ct_dtype:
-        # with preferred_element_type the cotangent is wider than the operands
-        from plax.lax.convert import convert_element_type
-        y = convert_element_type(y, ct_dtype)
     # res axes correspond to x axes: xb, x_free, then xc ordered as yc is sorted.
     order = list(xb) + x_free + [xc[i] for i in np.argsort(yc)]
     from plax.sharding_types import dot_out_sharding, dims_spec, explicit_sharding, type_dims
     if all(explicit_sharding(a) is None for a in (x_aval, aval_of(ct), aval_of(y))):
-        res = dot_general_p.bind(ct, y, dimension_numbers=dims, precision=None,
-                                 preferred_element_type=None)
+        res = dot_general_p.bind(ct, y, dimension_numbers=dims, precision=precision,
+                                 preferred_element_type=preferred_element_type)
     else:  # typed as the primal x (as JAX's rule does; unsplit when x has no sharding):
         # contracting a split dimension (a data-parallel batch) sums partial products
         x_dims = type_dims(x_aval)
         with dot_out_sharding(dims_spec(tuple(x_dims[k] for k in order))):
-            res = dot_general_p.bind(ct, y, dimension_numbers=dims, precision=None,
-                                     preferred_element_type=None)
+            res = dot_general_p.bind(ct, y, dimension_numbers=dims, precision=precision,
+                                     preferred_element_type=preferred_element_type)
     perm = tuple(int(i) for i in np.argsort(order))
     from plax.lax.shape import transpose
     out = transpose(res, perm)
@@ -229,10 +269,12 @@ def _dot_general_transpose(ct, lhs, rhs, *, dimension_numbers, precision, prefer
     if is_undefined_primal(lhs) and is_undefined_primal(rhs):
         raise TypeError("dot_general is bilinear, not linear in both operands at once")
     if is_undefined_primal(lhs):
-        return [_transpose_lhs(ct, lhs.aval, rhs, dimension_numbers, preferred_element_type, False),
+        return [_transpose_lhs(ct, lhs.aval, rhs, dimension_numbers, precision,
+                               preferred_element_type, False),
                 None]
     swapped = ((rc, lc), (rb, lb))
-    return [None, _transpose_lhs(ct, rhs.aval, lhs, swapped, preferred_element_type, True)]
+    return [None, _transpose_lhs(ct, rhs.aval, lhs, swapped, precision, preferred_element_type,
+                                 True)]
 
 
 register_rule("jvp", dot_general_p)(bilinear_jvp(dot_general_p))

@@ -330,6 +330,7 @@ def arange(start: Any, stop: Any = None, step: Any = None, dtype: Any = None, *,
     step = _concrete_scalar(step, "step") if step is not None else None
     if stop is None:  # arange(n) and arange(n, step=s) both count from 0 to n, as JAX
         start, stop = 0, start
+    explicit_step = step is not None
     step = 1 if step is None else step
     if step == 0:  # JAX's exception type: its length computation divides by the step
         raise ZeroDivisionError("arange: step must not be zero")
@@ -338,14 +339,17 @@ def arange(start: Any, stop: Any = None, step: Any = None, dtype: Any = None, *,
         dt = dtypes.canonicalize_dtype(dt)
     else:
         dt = dtypes.check_user_dtype(dtype, "arange")
+    # JAX 0.10's formula, so that values (and jaxprs) agree: an iota, scaled by the step
+    # (computed in float32 for narrower floats) and shifted by the start.
     n = max(0, math.ceil((stop - start) / step))
-    if dtypes.is_integer(dt) and all(isinstance(v, (int, np.integer)) for v in (start, stop, step)):
-        iota = lax.iota(dt, n)
-        if step != 1:
-            iota = lax.mul(iota, lax.full((), step, dt))
-        return lax.add(iota, lax.full((), start, dt)) if start else iota
-    host = np.arange(start, stop, step, dtype=np.float64 if dtypes.is_float(dt) else None)
-    return from_host(host.astype(dt))
+    if explicit_step:
+        work = np.dtype(np.float32) if dtypes.is_float(dt) and dt.itemsize < 4 else dt
+        scaled = lax.mul(lax.convert_element_type(step, work), lax.iota(work, n))
+        return lax.convert_element_type(
+            lax.add(lax.convert_element_type(start, work), scaled), dt)
+    if start == 0:
+        return lax.iota(dt, n)
+    return lax.add(lax.convert_element_type(start, dt), lax.iota(dt, n))
 
 
 @jit_when_traced(name="_linspace",

@@ -10,7 +10,7 @@ from plax import dtypes
 from plax import lax
 from plax.array import Array, from_host
 from plax.config import config as _config
-from plax.core.trace import Tracer, get_aval
+from plax.core.trace import Tracer, get_aval, state as _trace_state
 
 _scalar_types = (bool, int, float, complex)
 
@@ -60,6 +60,10 @@ def to_dtype(x: Any, dtype: np.dtype, weak: bool = False):
             host = np.asarray(x)
         if host.dtype.kind == "c" and dtype.kind != "c":
             raise TypeError(f"Cannot convert complex value {x!r} to {dtype.name}")
+        if host.ndim and host.dtype != dtype and _trace_state.depth:
+            # As JAX: a NumPy array (not a scalar) is a constant of its own dtype and the
+            # conversion an equation of the jaxpr (``{ lambda a:i32[3]; ... convert a }``)
+            return lax.convert_element_type(from_host(host), dtype, weak)
         return from_host(host.astype(dtype) if host.dtype != dtype else host, weak_type=weak)
     raise TypeError(f"Cannot convert {x!r} of type {type(x).__name__} to an array")
 

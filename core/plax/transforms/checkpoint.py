@@ -113,7 +113,7 @@ def checkpoint(fun: Callable | None = None, *, prevent_cse: bool = True, policy=
     def remat_f(*args, **kwargs):
         from plax import tree_util
         from plax.lax.base import asarray
-        from plax.transforms.staging import abstractify, convert_tracer_consts, trace_to_jaxpr
+        from plax.transforms.staging import abstractify, trace_to_jaxpr
         n = len(args)
         fixed = {i % n: args[i % n] for i in static} if n else {}
         dyn = [a for i, a in enumerate(args) if i not in fixed]
@@ -132,7 +132,12 @@ def checkpoint(fun: Callable | None = None, *, prevent_cse: bool = True, policy=
 
         closed, _ = trace_to_jaxpr(flat, [abstractify(x) for x in leaves],
                                    where=getattr(fun, "__name__", "the function"))
-        closed, extra = convert_tracer_consts(closed.jaxpr, closed.consts)
+        # as JAX: everything the function closed over (arrays and tracers of enclosing
+        # transforms) is a leading operand; the body prints without constants of its own
+        j = closed.jaxpr
+        extra = list(closed.consts)
+        closed = ClosedJaxpr(Jaxpr([], list(j.constvars) + list(j.invars), j.outvars, j.eqns),
+                             [])
         outs = checkpoint_p.bind(*extra, *leaves, jaxpr=closed, prevent_cse=bool(prevent_cse),
                                  differentiated=False, policy=policy)
         return tree_util.tree_unflatten(out_tree[0], list(outs))

@@ -18,6 +18,7 @@ import numpy as np
 from plax import dtypes, tree_util
 from plax.core.interpret import jaxpr_as_fun
 from plax.core import varying
+from plax.core.pretty_print import pp_param_rules
 from plax.core.primitive import Primitive
 from plax.core.registry import register_rule
 from plax.core.trace import (Tracer, find_top_trace, full_lower, fun_name as tracing_fun_name,
@@ -110,6 +111,18 @@ custom_vjp_call_p.def_abstract_eval(lambda *avals, call_jaxpr, **_: list(call_ja
 # it makes its result invariant), not by their operands
 varying.register_self_typed(custom_jvp_call_p)
 varying.register_self_typed(custom_vjp_call_p)
+
+
+def _pp_custom_call_params(params: dict) -> dict:
+    # as JAX prints them: symbolic_zeros always (plax records it only when set), num_consts
+    # only when the function closed over something
+    shown = {k: v for k, v in params.items() if k != "num_consts" or v}
+    shown.setdefault("symbolic_zeros", False)
+    return shown
+
+
+pp_param_rules[custom_jvp_call_p] = _pp_custom_call_params
+pp_param_rules[custom_vjp_call_p] = _pp_custom_call_params
 
 
 def _eval_custom_call(*args, call_jaxpr, **params):

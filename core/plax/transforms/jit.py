@@ -26,7 +26,6 @@ from plax import dtypes, tree_util
 from plax.array import Array, from_host
 from plax.backend import executable_text
 from plax.config import config
-from plax.core import varying
 from plax.core.jaxpr import ClosedJaxpr
 from plax.core.shaped_array import ShapeDtypeStruct
 from plax.sharding_context import context_mesh_params
@@ -307,14 +306,6 @@ def clear_caches() -> None:
                 shared.jaxprs.clear()
 
 
-def _shardings_key(avals) -> tuple:
-    """What a cache key adds for the operands' shardings: ``(shardings,)`` when any has one,
-    else nothing. Sharding in types: avals equal but for their sharding trace apart (a body
-    traced for f32[8@x] must not be reused for f32[8]), and ShapedArray equality ignores it."""
-    shardings = tuple([getattr(a, "sharding", None) for a in avals])
-    return (shardings,) if any(s is not None for s in shardings) else ()
-
-
 class JitFunction:
     """A jit-compiled function. Call it like the original; see :func:`jit`."""
 
@@ -433,9 +424,9 @@ class JitFunction:
         if device is None:
             device = _default_device()
         flags = _trace_flags[0] or _current_trace_flags()
+        # avals that differ only in their sharding are unequal (sharding in types), so the
+        # key tells a body typed f32[8@x] from one typed f32[8]
         key = (treedef, tuple(avals), static, device, len(args), flags)
-        if not all_arrays:
-            key += _shardings_key(avals)
         entry = self._cache.get(key)
         if entry is None:
             entry = self._compile(key, args, kwargs, leaves, treedef, avals, static, device)
@@ -523,9 +514,6 @@ class JitFunction:
         # with no transform active nothing is bound)
         key = (treedef, tuple(avals), static, nargs, _trace_flags[0] or _current_trace_flags(),
                trace_context())
-        if varying.active():  # inside shard_map(check_vma=True): the body's types too
-            key += (tuple([varying.axes_of(a) for a in avals]),)
-        key += _shardings_key(avals)
         hit = self._jaxpr_cache.get(key)
         if hit is not None:
             return hit

@@ -5,7 +5,8 @@ on constants (``jnp.ones(3)``) are recorded; reverse mode installs it without
 that flag to collect only the tangent (linear) part of a JVP (and, as the
 dynamic trace, to stage the JVP of a ``jit`` call's body). Values from
 outside the trace (arrays, or tracers of lower transforms) become constants:
-rank-0 ones are written inline as literals, the rest become constvars.
+host scalars are written inline as literals, the rest (Arrays of any rank) become
+constvars, as in JAX.
 """
 from __future__ import annotations
 
@@ -93,15 +94,18 @@ class JaxprBuilder:
 
 
 def _as_literal(val: Any, aval: ShapedArray) -> Literal | None:
-    """A Literal for a rank-0 constant whose value is on the host, or None (arrays, tracers,
-    and scalars that only a device holds stay constvars: reading them would be a round
-    trip to the device)."""
-    from plax.array import Array
+    """A Literal for a rank-0 host constant, or None: it stays a constvar.
+
+    JAX 0.10's rule: Python and NumPy scalars (and rank-0 NumPy arrays) are written inline;
+    a ``jax.Array`` is a constvar whatever its rank, since it lives on a device. An Array
+    made while tracing (``jnp.array(2.0)`` inside the function) whose value is still on the
+    host is JAX's host constant, so it is inlined too."""
+    from plax.array import _PROMOTED, _PendingArray
     if aval.shape != () or aval.dtype == dtypes.float0:
         return None
-    if isinstance(val, Array):
-        host = val._host_if_local()
-        if host is None:
+    if type(val) is _PendingArray:
+        host = val._pending_host()
+        if host is None or host is _PROMOTED:
             return None
         return Literal(np.asarray(host, aval.dtype).reshape(()).copy()[()], aval)
     if isinstance(val, (bool, int, float, complex, np.generic, np.ndarray)):
@@ -167,14 +171,19 @@ class JaxprTrace(Trace):
             source_info.record([o.var for o in outs])
         return outs if primitive.multiple_results else outs[0]
 
-    def trace_subjaxpr(self, fun: Callable, in_avals: Sequence[ShapedArray]
-                       ) -> tuple[ClosedJaxpr, list]:
+    def trace_subjaxpr(self, fun: Callable, in_avals: Sequence[ShapedArray],
+                       hoist: bool = False) -> tuple[ClosedJaxpr, list]:
         """Records ``fun`` as a separate jaxpr at this trace's level.
+
+        Args:
+          hoist: capture the arrays ``fun`` closed over too (as JAX does for the function
+            of a custom_jvp/custom_vjp call: its jaxpr then holds no constants).
 
         Returns:
           ``(closed, captured)``: ``closed`` takes the captured values first, then the
           inputs; ``captured`` are the tracers ``fun`` closed over (outer-builder tracers and
-          tracers of lower transforms), to pass as the call's leading operands.
+          tracers of lower transforms), and with ``hoist`` its constants, to pass as the
+          call's leading operands.
         """
         main = self.main
         outer = main.payload
@@ -187,10 +196,13 @@ class JaxprTrace(Trace):
             jaxpr, consts = main.payload.build(in_tracers, out_tracers)
         finally:
             main.payload = outer
+        if hoist:
+            return (ClosedJaxpr(Jaxpr([], list(jaxpr.constvars) + list(jaxpr.invars),
+                                      jaxpr.outvars, jaxpr.eqns), []), list(consts))
         return convert_tracer_consts(jaxpr, consts)
 
     def _stage_custom_call(self, primitive, fun, tracers, rules: dict, params: dict):
-        closed, captured = self.trace_subjaxpr(fun, [t.aval for t in tracers])
+        closed, captured = self.trace_subjaxpr(fun, [t.aval for t in tracers], hoist=True)
         operands = [self.full_raise(c) for c in captured] + list(tracers)
         params = dict(params, call_jaxpr=closed, num_consts=len(captured), **rules)
         return self.process_primitive(primitive, operands, params)

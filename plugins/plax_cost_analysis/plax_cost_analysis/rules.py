@@ -301,9 +301,10 @@ _register(["fft"], _fft)
 
 @recursive
 def _call(in_avals, out_avals, *, _uncounted=None, **params):
-    # the body: jit/checkpoint/custom rules' "jaxpr" or "call_jaxpr", custom_vmap's "call"
-    # (linear_call counts its function, not the transpose a backward pass would run)
-    body = params.get("jaxpr", params.get("call_jaxpr", params.get("call")))
+    # the body: jit/checkpoint/custom rules' "jaxpr" or "call_jaxpr", custom_vmap's "call",
+    # linear_call's "callee" (its function, not the transpose a backward pass would run)
+    body = params.get("jaxpr", params.get("call_jaxpr", params.get("call",
+                                                                  params.get("callee"))))
     return jaxpr_cost(body, _uncounted)
 
 

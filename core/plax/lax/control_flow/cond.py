@@ -77,12 +77,17 @@ def _fun_name(f: Callable) -> str:
 
 def _trace_branches(funs: Sequence[Callable], ops: list, what: str):
     """Each branch traced on the operands: ``(branches, captured, out_tree)``, every branch
-    taking all the captured values first, then the flat operands."""
+    taking all the captured values first, then the flat operands.
+
+    ``cond`` (whose ``funs`` are ``[false_fun, true_fun]``) traces ``true_fun`` first, as
+    JAX does: what the branches print while traced, and the order of the captured values
+    (the jaxpr's constvars), follow JAX's."""
     leaves, in_tree = tree_flatten(ops)
     leaves = [asarray(x) for x in leaves]
     avals = [get_aval(x) for x in leaves]
+    order = [1, 0] if what == "cond" else list(range(len(funs)))
     closed_list, captured_list, trees, out_avals = [], [], [], []
-    for f in funs:
+    for f in (funs[i] for i in order):
         out_tree_box = []
 
         def flat(*xs, f=f, box=out_tree_box):
@@ -99,9 +104,10 @@ def _trace_branches(funs: Sequence[Callable], ops: list, what: str):
         out_avals.append(closed.out_avals)
     merged, positions = merge_captured(captured_list)
     cap_avals = [get_aval(c) for c in merged]
-    branches = tuple(with_leading_inputs(c, p, cap_avals)
-                     for c, p in zip(closed_list, positions))
-    return branches, merged, leaves, trees, out_avals
+    branches = [with_leading_inputs(c, p, cap_avals) for c, p in zip(closed_list, positions)]
+    back = [order.index(i) for i in range(len(funs))]  # from tracing order to branch order
+    return (tuple(branches[j] for j in back), merged, leaves, [trees[j] for j in back],
+            [out_avals[j] for j in back])
 
 
 def _check_outputs(funs, trees, out_avals, what: str) -> None:

@@ -1,5 +1,6 @@
 """Spec of dot_general: contracting and batch dimensions in any position, empty contractions,
-rank-0 operands, and ``preferred_element_type`` (integer accumulation wraps in the preferred
+rank-0 operands, operands of two dtypes (int8/float16/bfloat16 x float32), and
+``preferred_element_type`` (integer accumulation wraps in the preferred
 type). The reference is an exact Python-integer or float64/complex128 batched matmul."""
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import math
 import numpy as np
 
 from plax import lax
+from plax.lax.dot import dot_result_dtype
 
 from .harness import BOOL, NUM, Case, GradCase, Spec, dt, f64, pyints, rand, wrap
 
@@ -36,7 +38,7 @@ def dot_ref(lhs, rhs, *, dimension_numbers, preferred_element_type, **_):
     """dot_general as a batched matmul over exact integers or float64/complex128."""
     (lc, rc), (lb, rb) = dimension_numbers
     lhs, rhs = np.asarray(lhs), np.asarray(rhs)
-    d = lhs.dtype
+    d = dot_result_dtype(lhs.dtype, rhs.dtype)  # operands of two dtypes: the wider one's
     out_d = dt(preferred_element_type) if preferred_element_type is not None else d
     lf, rf = _free(lhs.ndim, lc, lb), _free(rhs.ndim, rc, rb)
     nb = math.prod(lhs.shape[i] for i in lb)
@@ -85,6 +87,16 @@ def _dot_cases(d):
             p = dict(dimension_numbers=dn, precision=None, preferred_element_type=dt(pet))
             out.append(Case(p, sample_of(ls, rs), (lambda p: lambda a, b: dot_ref(a, b, **p))(p),
                             f"{list(ls)}x{list(rs)} -> {pet}", tol_scale=4))
+    if d == np.float32:  # operands of two dtypes, as JAX accepts: both converted
+        for other in ("int8", "float16", "bfloat16"):
+            for ls, rs, dn in DOT_CONFIGS[:3]:
+                p = dict(dimension_numbers=dn, precision=None, preferred_element_type=None)
+                o = dt(other)
+                out.append(Case(p, (lambda ls, rs, o: lambda rng: [
+                    rand(rng, ls, o, -2, 2), rand(rng, rs, d, -2, 2)])(ls, rs, o),
+                    (lambda p: lambda a, b: dot_ref(a, b, **p))(p),
+                    f"{other}{list(ls)}x{d.name}{list(rs)}", tol_scale=4,
+                    grad_operands=(1,)))  # a 16-bit cotangent is rounded: checked in float32
     if d.kind in "iu":  # wrap-around accumulation: large values
         ls, rs, dn = DOT_CONFIGS[0]
         p = dict(dimension_numbers=dn, precision=None, preferred_element_type=None)

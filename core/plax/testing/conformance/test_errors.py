@@ -163,8 +163,9 @@ BAD = [
     # dot_general
     (lax.dot_general_p, [A((2, 3)), A((4, 5))], dict(DOT, dimension_numbers=MATMUL), TypeError,
      ["(3,)", "(4,)"]),
-    (lax.dot_general_p, [A((2, 3)), A((3, 5), I32)], dict(DOT, dimension_numbers=MATMUL), TypeError,
-     ["float32", "int32"]),
+    (lax.dot_general_p, [A((2, 3), I32), A((3, 5), I32)],
+     dict(DOT, dimension_numbers=MATMUL, preferred_element_type=dt("int8")), TypeError,
+     ["int8", "int32", "narrower"]),
     (lax.dot_general_p, [A((2, 3, 4)), A((3, 4, 5))],
      dict(DOT, dimension_numbers=(((2,), (1,)), ((0,), (0,)))), TypeError, ["(2,)", "(3,)"]),
     (lax.dot_general_p, [A((2, 3)), A((3, 4))], dict(DOT, dimension_numbers=(((2,), (0,)), ((), ()))),
