@@ -9,7 +9,8 @@ from a git repository at a revision (``--repo``/``--rev``, default: the mirror
 ``/work/.mirror/jax-ml+jax/repo`` at ``jax-v0.10.2``); nothing of JAX's documentation is copied
 into this repository. Without pages, :data:`DEFAULT_PAGES` are run.
 
-Each page's ``{code-cell}`` blocks run in order, in one fresh interpreter per side: once as
+Each page's ``{code-cell}`` blocks (on a plain MyST page: its ``python`` blocks, a doctest
+block's prompts one cell each) run in order, in one fresh interpreter per side: once as
 written with JAX, once with every ``jax`` / ``jax.*`` import answered by ``plax`` /
 ``plax.*`` (a ``sys.meta_path`` finder, so ``import jax.numpy as jnp`` and ``from
 jax.experimental.shard_map import shard_map`` both reach plax). A cell's output is what it
@@ -142,7 +143,10 @@ def read_page(page: str, repo: str | None, rev: str, tree: str | None) -> str:
 
 def code_cells(text: str) -> list[str]:
     """The sources of the ``{code-cell}`` blocks of a MyST page, in order (their ``:option:``
-    header lines and a ``---``-fenced option block removed)."""
+    header lines and a ``---``-fenced option block removed). A page without such blocks (a
+    plain MyST page) gives its fenced ``python`` blocks instead: see :func:`python_blocks`."""
+    if not _CELL_START.search(text):
+        return python_blocks(text)
     cells = []
     for m in _CELL_START.finditer(text):
         end = text.index("\n```", m.end() - 1)
@@ -154,6 +158,35 @@ def code_cells(text: str) -> list[str]:
             lines = lines[1:]
         cells.append("\n".join(lines))
     return cells
+
+
+_PY_BLOCK = re.compile(r"^```python[ \t]*\n(.*?)^```", re.M | re.S)
+
+
+def python_blocks(text: str) -> list[str]:
+    """The cells of a plain MyST page: each fenced ``python`` block is one cell, except a
+    doctest block (``>>>`` prompts), where each prompt's statement (with its ``...``
+    continuation lines) is its own cell, so that each shown value is compared, as JAX's
+    doctests check them. The expected output written in the page is dropped (both sides'
+    actual outputs are compared), and so are statements marked ``doctest: +SKIP``."""
+    cells = []
+    for m in _PY_BLOCK.finditer(text):
+        body = m.group(1)
+        if not re.search(r"^\s*>>>", body, re.M):
+            cells.append(body.rstrip("\n"))
+            continue
+        stmt: list[str] | None = None
+        for line in body.splitlines() + [""]:
+            s = line.lstrip()
+            if s.startswith("... ") or s == "...":
+                if stmt is not None:
+                    stmt.append(s[4:])
+                continue
+            if stmt is not None and "doctest: +SKIP" not in "\n".join(stmt):
+                cells.append("\n".join(stmt))
+            stmt = [s[4:]] if s.startswith(">>> ") or s == ">>>" else None
+    return [c for c in cells
+            if any(ln.strip() and not ln.lstrip().startswith("#") for ln in c.splitlines())]
 
 
 def run_side(side: str, cells: list[str], timeout: float, cell_timeout: int) -> list[str]:
