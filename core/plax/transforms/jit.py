@@ -209,6 +209,14 @@ class _CacheEntry:
         self.float0_outputs = any(a.dtype == dtypes.float0 for a in out_avals)
 
 
+def _not_abstractable(x) -> bool:
+    try:
+        abstractify(x)
+    except TypeError:
+        return True
+    return False
+
+
 def _leaf_aval(x):
     if type(x) is Array:
         return x.aval
@@ -428,7 +436,10 @@ class JitFunction:
                     device, committed = x._device, True
             else:
                 all_arrays = False
-                avals.append(abstractify(x))
+                try:
+                    avals.append(abstractify(x))
+                except TypeError:
+                    raise self._bad_argument(leaves, treedef, static, len(args)) from None
                 has_refs = has_refs or type(x) is Ref
         if device is None:
             device = _default_device()
@@ -476,6 +487,25 @@ class JitFunction:
         """The function run op by op, as if ``jit`` were removed (to find a NaN's source)."""
         with config.override("disable_jit", True):
             return self.fun(*args, **kwargs)
+
+    def _bad_argument(self, leaves, treedef, static, nargs) -> TypeError:
+        """JAX's TypeError for the first argument leaf that is not an array (a string, an
+        object of an unregistered class): it names the function and the argument's path."""
+        bad = next(i for i, x in enumerate(leaves)
+                   if not isinstance(x, (Array, Tracer)) and _not_abstractable(x))
+        static_pos = {k for k, _ in static if isinstance(k, int)}
+        debug = DebugInfo(self._transform, self.fun, treedef, kwargs=True,
+                          argnums=[i for i in range(nargs) if i not in static_pos])
+        try:  # an error message must not fail itself
+            path = debug.arg_names()[bad]
+        except Exception:
+            path = f"args[{bad}]"
+        return TypeError(
+            f"Error interpreting argument to {self.fun!r} as an abstract array. The "
+            f"problematic value is of type {type(leaves[bad])!r} and was passed to the function "
+            f"at path {path}.\nThis typically means that a jit-wrapped function was called "
+            "with a non-array argument, and this argument was not marked as static using the "
+            "static_argnums or static_argnames parameters of jax.jit.")
 
     def _check_ref_aliasing(self, leaves, treedef, static, nargs, closed) -> None:
         """JAX's ValueErrors for one ref passed twice, or passed and also closed over: the
@@ -591,7 +621,10 @@ class JitFunction:
         return self._bind_call(len(args), leaves, treedef, static)
 
     def _bind_call(self, nargs, leaves, treedef, static):
-        avals = [_leaf_aval(x) if not isinstance(x, Tracer) else x.aval for x in leaves]
+        try:
+            avals = [_leaf_aval(x) if not isinstance(x, Tracer) else x.aval for x in leaves]
+        except TypeError:
+            raise self._bad_argument(leaves, treedef, static, nargs) from None
         closed, out_tree, captured = self._trace(nargs, static, treedef, avals)
         leaves = [x if isinstance(x, (Array, Tracer)) else from_host(x) for x in leaves]
         if closed.consts:  # refs it closed over: trailing operands of the call, as in JAX
@@ -629,7 +662,10 @@ class JitFunction:
         """Traces for these arguments (arrays or ShapeDtypeStructs) without running anything."""
         dyn_args, dyn_kwargs, static = self.sig.split(args, kwargs)
         leaves, treedef = _tree_flatten((dyn_args, dyn_kwargs))
-        avals = [abstractify(x) for x in leaves]
+        try:
+            avals = [abstractify(x) for x in leaves]
+        except TypeError:
+            raise self._bad_argument(leaves, treedef, static, len(args)) from None
         closed, out_tree, _ = self._trace(len(args), static, treedef, avals)
         return Lowered(self, closed, out_tree, treedef, static, len(args))
 
