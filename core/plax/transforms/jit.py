@@ -866,18 +866,53 @@ class Compiled:
         return self._lowered.out_info
 
     def __call__(self, *args, **kwargs):
-        dyn_args, dyn_kwargs, static = self._lowered._jitted.sig.split(args, kwargs)
-        leaves, treedef = _tree_flatten((dyn_args, dyn_kwargs))
-        if treedef != self._lowered.in_tree:
-            raise TypeError(f"Compiled function called with argument structure {treedef}, but "
-                            f"it was compiled for {self._lowered.in_tree}")
-        got = [abstractify(x) for x in leaves]
-        want = self._lowered.jaxpr.in_avals
-        if [(a.shape, a.dtype) for a in got] != [(a.shape, a.dtype) for a in want]:
-            raise TypeError(f"Compiled function called with arguments of types "
-                            f"{[a.str_short() for a in got]}, but it was compiled for "
-                            f"{[a.str_short() for a in want]}")
-        return self._lowered._jitted(*args, **kwargs)
+        """Runs the program on the dynamic arguments only: as in JAX, the static arguments
+        were fixed when it was traced and are not passed again."""
+        lowered = self._lowered
+        leaves, treedef = _tree_flatten((args, kwargs))
+        if treedef != lowered.in_tree:
+            raise TypeError(f"Function compiled with input pytree does not match the input "
+                            f"pytree it was called with: it was compiled for "
+                            f"{lowered.in_tree} and called with {treedef}.")
+        try:
+            got = [abstractify(x) for x in leaves]
+        except TypeError:
+            raise lowered._jitted._bad_argument(leaves, treedef, lowered._static,
+                                                lowered._nargs) from None
+        want = lowered.jaxpr.in_avals
+        bad = [i for i, (g, w) in enumerate(zip(got, want))
+               if (g.shape, g.dtype) != (w.shape, w.dtype)]
+        if bad:
+            raise TypeError(self._type_mismatch(bad, got, want, treedef))
+        if any(g.weak_type != w.weak_type for g, w in zip(got, want)):
+            # the program's types are those it was compiled for (a Python scalar passed
+            # where a ShapeDtypeStruct traced a strong int32 gives a strong result)
+            from plax import lax
+            leaves = [lax.convert_element_type(x, w.dtype, w.weak_type)
+                      if g.weak_type != w.weak_type else x
+                      for x, g, w in zip(leaves, got, want)]
+            args, kwargs = _tree_unflatten(treedef, leaves)
+        full_args, full_kwargs = lowered._jitted.sig.merge(lowered._nargs, args, kwargs,
+                                                           lowered._static)
+        return lowered._jitted(*full_args, **full_kwargs)
+
+    def _type_mismatch(self, bad, got, want, treedef) -> str:
+        """JAX's message for arguments of other types than compiled for, one line each."""
+        lowered = self._lowered
+        static_pos = {k for k, _ in lowered._static if isinstance(k, int)}
+        debug = DebugInfo("jit", lowered._jitted.fun, treedef, kwargs=True,
+                          argnums=[i for i in range(lowered._nargs) if i not in static_pos])
+        try:  # an error message must not fail itself
+            names = debug.arg_names()
+        except Exception:
+            names = [f"args[{i}]" for i in range(len(got))]
+        long = lambda a: f"{a.dtype.name}[{','.join(map(str, a.shape))}]"  # noqa: E731
+        lines = [f"Argument '{names[i]}' compiled with {long(want[i])} and called with "
+                 f"{long(got[i])}" for i in bad]
+        return ("Argument types differ from the types for which this computation was "
+                "compiled. Perhaps you are calling the compiled executable with a different "
+                "enable_x64 mode than when it was AOT compiled? The mismatches are:\n"
+                + "\n".join(lines))
 
     def as_text(self) -> str:
         """The executable's generated code, as its backend wrote it for the target device
