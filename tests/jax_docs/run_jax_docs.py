@@ -144,9 +144,11 @@ def read_page(page: str, repo: str | None, rev: str, tree: str | None) -> str:
 def code_cells(text: str) -> list[str]:
     """The sources of the ``{code-cell}`` blocks of a MyST page, in order (their ``:option:``
     header lines and a ``---``-fenced option block removed). A page without such blocks (a
-    plain MyST page) gives its fenced ``python`` blocks instead: see :func:`python_blocks`."""
+    plain MyST page) gives its fenced ``python`` blocks instead (see :func:`python_blocks`),
+    after a first cell importing what JAX's doctests find in their namespace (``jax``, ``np``,
+    ``jnp``, ``lax``)."""
     if not _CELL_START.search(text):
-        return python_blocks(text)
+        return [_DOCTEST_NAMESPACE] + python_blocks(text)
     cells = []
     for m in _CELL_START.finditer(text):
         end = text.index("\n```", m.end() - 1)
@@ -159,6 +161,9 @@ def code_cells(text: str) -> list[str]:
         cells.append("\n".join(lines))
     return cells
 
+
+# What JAX's conftest.py puts in every doctest's namespace (its pages' examples rely on it).
+_DOCTEST_NAMESPACE = "import jax\nimport numpy as np\nimport jax.numpy as jnp\nfrom jax import lax"
 
 _PY_BLOCK = re.compile(r"^```python[ \t]*\n(.*?)^```", re.M | re.S)
 
