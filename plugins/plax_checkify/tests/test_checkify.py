@@ -230,3 +230,49 @@ def test_absent_plugin_gives_a_clear_error(monkeypatch):
         monkeypatch.undo()
         plugins.reset()
     assert plax.experimental.checkify.checkify is checkify.checkify
+
+
+def _concrete_arguments(jax_mod, checkify_mod):
+    """checkify closes over its arguments, as JAX's does: a Python scalar stays a Python value
+    while the function runs (Python control flow on it works, and check refuses it as a
+    formatting argument)."""
+    jnp_ = jax_mod.numpy
+
+    def f(x, i):
+        if i > 0:  # a tracer would refuse bool()
+            x = x * 2
+        return x[i]
+
+    def g(x, i):
+        checkify_mod.check(i >= 0, "index needs to be non-negative, got {i}", i=i)
+        return x[i]
+
+    out = []
+    err, y = checkify_mod.checkify(f)(jnp_.arange(5.), 2)
+    out.append((err.get(), float(y)))
+    with pytest.raises(TypeError) as info:
+        checkify_mod.checkify(g)(jnp_.ones(5), 100)
+    out.append(str(info.value))
+    return out
+
+
+def test_arguments_stay_concrete():
+    assert _concrete_arguments(plax, checkify) == [
+        (None, 4.0),
+        "Formatting arguments to checkify.check need to be PyTrees of arrays, but got 100 of "
+        "type <class 'int'>."]
+
+
+def test_arguments_stay_concrete_as_jax():
+    jax = pytest.importorskip("jax")
+    from jax.experimental import checkify as jax_checkify
+    assert _concrete_arguments(plax, checkify) == _concrete_arguments(jax, jax_checkify)
+
+
+def test_static_out_of_bounds_index_is_checked():
+    # a Python int out of bounds is read with dynamic_slice, as in JAX, so checkify sees it
+    err, out = checkify.checkify(lambda x, i: x[i], errors=checkify.index_checks)(
+        jnp.array([1, 2, 3]), -5)
+    assert err.get() == ("out-of-bounds indexing for array of shape (3,): index -2 is out of "
+                         "bounds for axis 0 with size 3. ")
+    assert int(out) == 1  # clamped to the first element
