@@ -50,6 +50,15 @@ DEFAULT_PAGES = (
     "docs/notebooks/shard_map.md", "docs/parallel.md", "docs/notebooks/thinking_in_jax.md",
     "docs/notebooks/autodiff_remat.md", "docs/debugging/flags.md",
     "docs/tracing.md",
+    # the advanced autodiff guides, the gotchas and the debugging/AOT pages (plain MyST
+    # pages run their python blocks as doctests, see python_blocks)
+    "docs/notebooks/autodiff_cookbook.md", "docs/notebooks/Common_Gotchas_in_JAX.md",
+    "docs/notebooks/Custom_derivative_rules_for_Python_code.md",
+    "docs/notebooks/convolutions.md", "docs/notebooks/vmapped_log_probs.md",
+    "docs/jacobian-vector-products.md", "docs/higher-order.md", "docs/custom_pytrees.md",
+    "docs/complex-differentiation.md", "docs/default_dtypes.md", "docs/aot.md",
+    "docs/debugging/print_breakpoint.md", "docs/debugging/checkify_guide.md",
+    "docs/notebooks/host-offloading.md", "docs/internals/constants.md",
 )
 
 _CELL_START = re.compile(r"^```\{code-cell\}[^\n]*\n", re.M)
@@ -148,7 +157,8 @@ def code_cells(text: str) -> list[str]:
     after a first cell importing what JAX's doctests find in their namespace (``jax``, ``np``,
     ``jnp``, ``lax``)."""
     if not _CELL_START.search(text):
-        return [_DOCTEST_NAMESPACE] + python_blocks(text)
+        blocks = python_blocks(text)
+        return [_DOCTEST_NAMESPACE] + blocks if blocks else []
     cells = []
     for m in _CELL_START.finditer(text):
         end = text.index("\n```", m.end() - 1)
