@@ -182,3 +182,49 @@ def test_every_dtype_has_array_and_scalar_type():
         x = scalar_type(1)
         assert isinstance(x, plax.Array) and x.dtype == dtypes.canonicalize_dtype(dt)
         assert not x.weak_type
+
+
+_X64_ADVICE = ("is not available, and will be truncated to dtype {}. To enable more dtypes, set "
+               "the jax_enable_x64 configuration option or the JAX_ENABLE_X64 shell environment "
+               "variable. See https://github.com/jax-ml/jax#current-gotchas for more.")
+
+
+def _truncation_warnings(jax_mod):
+    """(file name, message) of the truncation warning of each call, made from this file."""
+    jnp, random = jax_mod.numpy, jax_mod.random
+    key = random.key(0)
+    calls = [lambda: random.uniform(key, (2,), dtype=jnp.float64),
+             lambda: random.normal(key, (2,), dtype="float64"),
+             lambda: random.randint(key, (2,), 0, 3, dtype=jnp.int64),
+             lambda: jnp.zeros(3, jnp.float64),
+             lambda: jax_mod.jit(lambda: jnp.zeros(3, jnp.float64))()]
+    out = []
+    for call in calls:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            call()
+        out.append([(w.filename, str(w.message)) for w in caught])
+    return out
+
+
+def test_truncation_warning_points_at_the_caller_worded_as_jax():
+    with plax.config.override("jax_enable_x64", False):
+        got = _truncation_warnings(plax)
+    here = __file__
+    assert got == [
+        [(here, "Explicitly requested dtype float64 " + _X64_ADVICE.format("float32"))],
+        [(here, "Explicitly requested dtype float64 " + _X64_ADVICE.format("float32"))],
+        [(here, "Explicitly requested dtype int64 " + _X64_ADVICE.format("int32"))],
+        [(here, "Explicitly requested dtype float64 requested in zeros "
+                + _X64_ADVICE.format("float32"))],
+        [(here, "Explicitly requested dtype float64 requested in zeros "
+                + _X64_ADVICE.format("float32"))],
+    ]
+
+
+def test_truncation_warning_as_jax():
+    jax = pytest.importorskip("jax")
+    if jax.config.jax_enable_x64:
+        pytest.skip("JAX runs with x64 on here: it truncates nothing")
+    with plax.config.override("jax_enable_x64", False):
+        assert _truncation_warnings(plax) == _truncation_warnings(jax)

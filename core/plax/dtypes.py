@@ -120,18 +120,24 @@ def to_numpy_dtype(dtype: Any) -> np.dtype:
         raise TypeError(f"Cannot interpret {dtype!r} as a data type") from err
 
 
-def check_user_dtype(dtype: Any, fun_name: str) -> np.dtype:
-    """Canonicalises a dtype a user asked for, warning when x64 truncates it."""
+def check_user_dtype(dtype: Any, fun_name: str | None) -> np.dtype:
+    """Canonicalises a dtype a user asked for, warning when x64 truncates it.
+
+    The warning, worded as JAX's, names ``fun_name`` (None: no name, as JAX's samplers in
+    ``jax.random`` warn) and points at the user's line: the first frame outside plax."""
     requested = to_numpy_dtype(dtype)
     result = canonicalize_dtype(requested)
     # Identity, not ==: plax's scalar types compare equal to the dtypes they name.
     python_type = any(dtype is t for t in (builtins.int, builtins.float, builtins.complex))
     if result != requested and not python_type:
+        from plax.plugins import _external_stacklevel  # the first frame outside plax
+        where = f" requested in {fun_name}" if fun_name else ""
         warnings.warn(
-            f"Explicitly requested dtype {requested} requested in {fun_name} is not available, "
-            f"and will be truncated to dtype {result}. To enable more dtypes, set the "
-            "jax_enable_x64 configuration option or the JAX_ENABLE_X64 shell environment variable.",
-            UserWarning, stacklevel=3)
+            f"Explicitly requested dtype {requested}{where} is not available, and will be "
+            f"truncated to dtype {result}. To enable more dtypes, set the jax_enable_x64 "
+            "configuration option or the JAX_ENABLE_X64 shell environment variable. "
+            "See https://github.com/jax-ml/jax#current-gotchas for more.",
+            UserWarning, stacklevel=_external_stacklevel())
     return result
 
 

@@ -9,7 +9,8 @@ from a git repository at a revision (``--repo``/``--rev``, default: the mirror
 ``/work/.mirror/jax-ml+jax/repo`` at ``jax-v0.10.2``); nothing of JAX's documentation is copied
 into this repository. Without pages, :data:`DEFAULT_PAGES` are run.
 
-Each page's ``{code-cell}`` blocks run in order, in one fresh interpreter per side: once as
+Each page's ``{code-cell}`` blocks (on a plain MyST page: its ``python`` blocks, a doctest
+block's prompts one cell each) run in order, in one fresh interpreter per side: once as
 written with JAX, once with every ``jax`` / ``jax.*`` import answered by ``plax`` /
 ``plax.*`` (a ``sys.meta_path`` finder, so ``import jax.numpy as jnp`` and ``from
 jax.experimental.shard_map import shard_map`` both reach plax). A cell's output is what it
@@ -49,6 +50,15 @@ DEFAULT_PAGES = (
     "docs/notebooks/shard_map.md", "docs/parallel.md", "docs/notebooks/thinking_in_jax.md",
     "docs/notebooks/autodiff_remat.md", "docs/debugging/flags.md",
     "docs/tracing.md",
+    # the advanced autodiff guides, the gotchas and the debugging/AOT pages (plain MyST
+    # pages run their python blocks as doctests, see python_blocks)
+    "docs/notebooks/autodiff_cookbook.md", "docs/notebooks/Common_Gotchas_in_JAX.md",
+    "docs/notebooks/Custom_derivative_rules_for_Python_code.md",
+    "docs/notebooks/convolutions.md", "docs/notebooks/vmapped_log_probs.md",
+    "docs/jacobian-vector-products.md", "docs/higher-order.md", "docs/custom_pytrees.md",
+    "docs/complex-differentiation.md", "docs/default_dtypes.md", "docs/aot.md",
+    "docs/debugging/print_breakpoint.md", "docs/debugging/checkify_guide.md",
+    "docs/notebooks/host-offloading.md", "docs/internals/constants.md",
 )
 
 _CELL_START = re.compile(r"^```\{code-cell\}[^\n]*\n", re.M)
@@ -142,7 +152,13 @@ def read_page(page: str, repo: str | None, rev: str, tree: str | None) -> str:
 
 def code_cells(text: str) -> list[str]:
     """The sources of the ``{code-cell}`` blocks of a MyST page, in order (their ``:option:``
-    header lines and a ``---``-fenced option block removed)."""
+    header lines and a ``---``-fenced option block removed). A page without such blocks (a
+    plain MyST page) gives its fenced ``python`` blocks instead (see :func:`python_blocks`),
+    after a first cell importing what JAX's doctests find in their namespace (``jax``, ``np``,
+    ``jnp``, ``lax``)."""
+    if not _CELL_START.search(text):
+        blocks = python_blocks(text)
+        return [_DOCTEST_NAMESPACE] + blocks if blocks else []
     cells = []
     for m in _CELL_START.finditer(text):
         end = text.index("\n```", m.end() - 1)
@@ -154,6 +170,38 @@ def code_cells(text: str) -> list[str]:
             lines = lines[1:]
         cells.append("\n".join(lines))
     return cells
+
+
+# What JAX's conftest.py puts in every doctest's namespace (its pages' examples rely on it).
+_DOCTEST_NAMESPACE = "import jax\nimport numpy as np\nimport jax.numpy as jnp\nfrom jax import lax"
+
+_PY_BLOCK = re.compile(r"^```python[ \t]*\n(.*?)^```", re.M | re.S)
+
+
+def python_blocks(text: str) -> list[str]:
+    """The cells of a plain MyST page: each fenced ``python`` block is one cell, except a
+    doctest block (``>>>`` prompts), where each prompt's statement (with its ``...``
+    continuation lines) is its own cell, so that each shown value is compared, as JAX's
+    doctests check them. The expected output written in the page is dropped (both sides'
+    actual outputs are compared), and so are statements marked ``doctest: +SKIP``."""
+    cells = []
+    for m in _PY_BLOCK.finditer(text):
+        body = m.group(1)
+        if not re.search(r"^\s*>>>", body, re.M):
+            cells.append(body.rstrip("\n"))
+            continue
+        stmt: list[str] | None = None
+        for line in body.splitlines() + [""]:
+            s = line.lstrip()
+            if s.startswith("... ") or s == "...":
+                if stmt is not None:
+                    stmt.append(s[4:])
+                continue
+            if stmt is not None and "doctest: +SKIP" not in "\n".join(stmt):
+                cells.append("\n".join(stmt))
+            stmt = [s[4:]] if s.startswith(">>> ") or s == ">>>" else None
+    return [c for c in cells
+            if any(ln.strip() and not ln.lstrip().startswith("#") for ln in c.splitlines())]
 
 
 def run_side(side: str, cells: list[str], timeout: float, cell_timeout: int) -> list[str]:

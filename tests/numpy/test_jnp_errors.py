@@ -198,3 +198,28 @@ def test_array_protocol_errors():
         x[0, 0] = 1.0
     with pytest.raises(TypeError, match="len"):
         len(jnp.asarray(1.0))
+
+
+# A list where an array is expected: JAX's first line (its message names the argument's class),
+# then plax's advice on a line of its own.
+NOT_ARRAYLIKE = [
+    (lambda m: m.sum([1, 2, 3]), "sum requires ndarray or scalar arguments, got <class 'list'> "
+                                 "at position 0."),
+    (lambda m: m.sin((1, 2)), "sin requires ndarray or scalar arguments, got <class 'tuple'> "
+                              "at position 0."),
+    (lambda m: m.add(1, [2]), "add requires ndarray or scalar arguments, got <class 'list'> "
+                              "at position 1."),
+]
+
+
+@pytest.mark.parametrize("k", range(len(NOT_ARRAYLIKE)))
+def test_not_arraylike_first_line_as_jax(k):
+    call, first = NOT_ARRAYLIKE[k]
+    with pytest.raises(TypeError) as info:
+        call(jnp)
+    lines = str(info.value).splitlines()
+    assert lines == [first, "Use jnp.array(...) to convert a list or tuple."]
+    if jax_numpy is not None:
+        with pytest.raises(TypeError) as jinfo:
+            call(jax_numpy)
+        assert str(jinfo.value) == first

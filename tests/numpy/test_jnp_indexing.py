@@ -178,3 +178,34 @@ def test_setitem_raises_with_at_hint():
     x = jnp.zeros(3)
     with pytest.raises(TypeError, match=r"\.at\["):
         x[0] = 1.0
+
+
+# A static int outside its axis: JAX reads it with dynamic_slice (the start wrapped once if
+# negative, then clamped as it runs), so x[-5] of a length-3 axis is x[0] (-5 + 3 = -2, clamped)
+# and checkify sees the index; in-bounds ints stay static slices. Values recorded from JAX.
+_OOB_X = np.arange(6, dtype=np.float32).reshape(2, 3)
+_OOB_CASES = [
+    (lambda x: x[5], [3., 4., 5.], "dynamic_slice"),
+    (lambda x: x[-5], [0., 1., 2.], "dynamic_slice"),
+    (lambda x: x[0, 7], 2., "dynamic_slice"),
+    (lambda x: x[None, 9], [[3., 4., 5.]], "dynamic_slice"),
+    (lambda x: x[..., -9], [0., 3.], "dynamic_slice"),
+    (lambda x: x[-1], [3., 4., 5.], "slice"),
+]
+
+
+@pytest.mark.parametrize("k", range(len(_OOB_CASES)))
+def test_static_out_of_bounds_int_reads_with_dynamic_slice(k):
+    f, want, prim = _OOB_CASES[k]
+    np.testing.assert_array_equal(np.asarray(f(jnp.asarray(_OOB_X))), want)
+    np.testing.assert_array_equal(np.asarray(plax.jit(f)(_OOB_X)), want)
+    assert plax.make_jaxpr(f)(_OOB_X).jaxpr.eqns[0].primitive.name == prim
+
+
+def test_static_out_of_bounds_int_as_jax():
+    jax = pytest.importorskip("jax")
+    for f, _, _ in _OOB_CASES:
+        np.testing.assert_array_equal(np.asarray(f(jnp.asarray(_OOB_X))),
+                                      np.asarray(f(jax.numpy.asarray(_OOB_X))))
+        np.testing.assert_array_equal(np.asarray(plax.grad(lambda x: f(x).sum())(_OOB_X)),
+                                      np.asarray(jax.grad(lambda x: f(x).sum())(_OOB_X)))

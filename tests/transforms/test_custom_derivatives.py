@@ -249,3 +249,33 @@ def test_differentiating_a_closed_over_value_raises():
     with pytest.raises(plax.errors.UnexpectedTracerError):
         plax.grad(plax.jit(outer))(2.0, 3.0)
     assert float(plax.jit(plax.grad(outer))(2.0, 3.0)) == 10.0
+
+
+def _jvp_of_custom_vjp_log(jax_mod):
+    """What JAX's custom-derivatives tutorial prints for jvp of a custom_vjp function: the
+    forward rule runs (tracing it calls f), then jvp refuses."""
+    log = []
+
+    @jax_mod.custom_vjp
+    def f(x):
+        log.append("f")
+        return jax_mod.numpy.sin(x)
+
+    def f_fwd(x):
+        log.append("f_fwd")
+        return f(x), jax_mod.numpy.cos(x)
+
+    f.defvjp(f_fwd, lambda cos_x, g: (cos_x * g,))
+    with pytest.raises(TypeError) as info:
+        jax_mod.jvp(f, (3.,), (1.,))
+    return log, str(info.value)
+
+
+def test_forward_mode_of_custom_vjp_runs_fwd_then_raises():
+    assert _jvp_of_custom_vjp_log(plax) == (
+        ["f_fwd", "f"], "can't apply forward-mode autodiff (jvp) to a custom_vjp function.")
+
+
+def test_forward_mode_of_custom_vjp_as_jax():
+    jax = pytest.importorskip("jax")
+    assert _jvp_of_custom_vjp_log(plax) == _jvp_of_custom_vjp_log(jax)

@@ -198,7 +198,8 @@ def test_lower_as_text_and_compile():
     assert text == "{ lambda ; a:f32[3]. let b:f32[3] = sin a; c:f32[3] = mul b 2.0:f32[] in (c,) }"
     compiled = lowered.compile()
     np.testing.assert_allclose(compiled(X), np.sin(X) * 2, rtol=1e-6)
-    with pytest.raises(TypeError, match=r"compiled for \['f32\[3\]'\]"):
+    with pytest.raises(TypeError, match=r"Argument 'x' compiled with float32\[3\] and called "
+                                        r"with float32\[4\]"):
         compiled(np.ones(4, np.float32))
     spec = plax.ShapeDtypeStruct((3,), jnp.float32)
     np.testing.assert_allclose(jf.lower(spec).compile()(X), np.sin(X) * 2, rtol=1e-6)

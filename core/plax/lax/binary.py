@@ -130,8 +130,18 @@ defjvp(rem_p, lambda t, x, y: t, _rem_jvp_y)
 
 
 def _pow_jvp_x(t, x, y):
-    # d/dx x**y = y * x**(y-1); like JAX, no special case for an inexact y (0 ** 0 gives NaN).
+    # d/dx x**y = y * x**(y-1); like JAX, no special case for an inexact y (0 ** 0 gives NaN),
+    # and in the strong type (JAX's rule converts both operands to the result dtype)
+    x, y = _strong(x), _strong(y)
     return mul(t, mul(y, pow(x, sub(y, full_like_scalar(1, y)))))
+
+
+def _strong(x):
+    a = aval_of(x)
+    if not a.weak_type:
+        return x
+    from plax.lax.convert import convert_element_type
+    return convert_element_type(x, a.dtype, weak_type=False)
 
 
 def _pow_jvp_y(t, x, y):
@@ -216,15 +226,19 @@ shift_left, shift_right_logical, shift_right_arithmetic = map(
 # ------------------------------------------------------------------ small helpers used by rules
 
 def full_like_scalar(value, like):
-    """A rank-0 array of ``value`` with ``like``'s dtype (broadcasts inside elementwise ops)."""
+    """A rank-0 array of ``value`` with ``like``'s dtype and weak type (broadcasts inside
+    elementwise ops). Weakly typed like ``like``, as JAX's rule constants are (``full_like``):
+    a Python scalar's derivative stays weakly typed through the rules that use it."""
     from plax.lax.shape import full
-    return full((), value, aval_of(like).dtype)
+    a = aval_of(like)
+    return full((), value, a.dtype, weak_type=a.weak_type)
 
 
 def zeros_like(x):
+    """Zeros of ``x``'s shape, dtype and weak type (JAX's rules' ``_zeros``, a ``full_like``)."""
     from plax.lax.shape import full
     a = aval_of(x)
-    return full(a.shape, 0, a.dtype)
+    return full(a.shape, 0, a.dtype, weak_type=a.weak_type)
 
 
 def zeros_like_shape(shape, dtype):

@@ -147,8 +147,15 @@ def _abs_jvp(t, x):
 
 defjvp(abs_p, _abs_jvp)
 
-deflinear(real_p, lambda ct, x: [B.complex(ct, B.zeros_like(ct))])
-deflinear(imag_p, lambda ct, x: [B.complex(B.zeros_like(ct), neg(ct))])
+def _strong_zeros(ct):
+    # JAX's real/imag transposes pair the cotangent with a strongly typed zero, so a weakly
+    # typed complex primal gets a strongly typed cotangent (grad of |z|**2 at 3. + 4j)
+    a = B.aval_of(ct)
+    return B.zeros_like_shape(a.shape, a.dtype)
+
+
+deflinear(real_p, lambda ct, x: [B.complex(ct, _strong_zeros(ct))])
+deflinear(imag_p, lambda ct, x: [B.complex(_strong_zeros(ct), neg(ct))])
 
 
 @register_rule("jvp", conj_p)

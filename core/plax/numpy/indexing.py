@@ -195,7 +195,8 @@ def _read(x, entries, mode, fill_value, ints_as_arrays):
         x, entries = _bools_as_arrays(x, entries)
     if mode is not None and GatherScatterMode.from_any(mode) == GatherScatterMode.FILL_OR_DROP:
         ints_as_arrays = True  # out-of-bounds ints read fill_value, so they must be gathered
-    if not ints_as_arrays and _scalar_indices_only(entries):
+    if not ints_as_arrays and (_scalar_indices_only(entries) or
+                               _static_int_out_of_bounds(get_aval(x).shape, entries)):
         return _dynamic_index(x, entries)
     if ints_as_arrays or any(e[0] == "array" for e in entries):
         entries = [("array", np.int32(e[1])) if e[0] == "int" else e for e in entries]
@@ -223,6 +224,22 @@ def _scalar_indices_only(entries) -> bool:
     return found
 
 
+def _static_int_out_of_bounds(shape, entries) -> bool:
+    """Whether an index of static ints, slices, None and Ellipsis has an int outside its
+    axis: JAX reads it with ``dynamic_slice`` (clamped when it runs, where ``checkify`` sees
+    the out-of-bounds index), not with a static ``slice`` clamped while tracing."""
+    axis, out = 0, False
+    for e in entries:
+        if e[0] in _NO_AXIS:
+            continue
+        if e[0] not in ("int", "slice"):
+            return False
+        if e[0] == "int" and shape[axis] and not -shape[axis] <= e[1] < shape[axis]:
+            out = True
+        axis += 1
+    return out
+
+
 def _dynamic_index(x, entries):
     """``x[idx]`` for an index of scalar integers (some traced), slices, None and Ellipsis:
     static slices, then one ``dynamic_slice`` of size 1 along the integer-indexed axes (negative
@@ -243,8 +260,8 @@ def _dynamic_index(x, entries):
         d = shape[a]
         if d == 0:
             raise IndexError(f"index is out of bounds for axis {a} with size 0")
-        if isinstance(i, int):  # static: wrap and clamp here
-            i = np.int32(min(max(i + d if i < 0 else i, 0), d - 1))
+        if isinstance(i, int):  # static: dynamic_slice wraps it once if negative, then clamps
+            i = np.int32(i)
         else:  # int32, like the other starts (dynamic_slice wraps it if negative, then clamps)
             i = asarray(i)
             if get_aval(i).dtype != np.int32:

@@ -27,10 +27,11 @@ def check_arraylike(fun_name: str, *args: Any) -> None:
     """
     for pos, arg in enumerate(args):
         if not is_arraylike(arg):
-            what = type(arg).__name__
-            hint = " Use jnp.array(...) to convert a list or tuple." if isinstance(arg, (list, tuple)) else ""
-            raise TypeError(f"{fun_name} requires ndarray or scalar arguments, got {what} at "
-                            f"position {pos}.{hint}")
+            # JAX's first line; the advice on a line of its own after it
+            hint = ("\nUse jnp.array(...) to convert a list or tuple."
+                    if isinstance(arg, (list, tuple)) else "")
+            raise TypeError(f"{fun_name} requires ndarray or scalar arguments, got {type(arg)} "
+                            f"at position {pos}.{hint}")
 
 
 def asarray_weak(x: Any):

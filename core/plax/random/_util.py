@@ -93,7 +93,7 @@ def float_dtype(dtype: Any, name: str) -> np.dtype:
     Raises:
       ValueError: for a non-float dtype.
     """
-    dt = dtypes.check_user_dtype(float if dtype is None else dtype, name)
+    dt = dtypes.check_user_dtype(float if dtype is None else dtype, None)  # unnamed, as JAX
     if not dtypes.is_float(dt):
         raise ValueError(f"dtype argument to `{name}` must be a float dtype, got {dt.name}")
     return dt
@@ -105,7 +105,7 @@ def int_dtype(dtype: Any, name: str) -> np.dtype:
     Raises:
       ValueError: for a non-integer dtype.
     """
-    dt = dtypes.check_user_dtype(int if dtype is None else dtype, name)
+    dt = dtypes.check_user_dtype(int if dtype is None else dtype, None)  # unnamed, as JAX
     if not dtypes.is_integer(dt):
         raise ValueError(f"dtype argument to `{name}` must be an integer dtype, got {dt.name}")
     return dt

@@ -146,7 +146,7 @@ def normal(key: Any, shape: Any = (), dtype: Any = None, *, out_sharding=None):
     if out_sharding is not None:
         return with_out_sharding(lambda: normal(key, shape, dtype), out_sharding)
     data, _ = check_key("normal", key)
-    dt = dtypes.check_user_dtype(float if dtype is None else dtype, "normal")
+    dt = dtypes.check_user_dtype(float if dtype is None else dtype, None)
     if not dtypes.is_inexact(dt):
         raise ValueError(f"dtype argument to `normal` must be a float or complex dtype, got "
                          f"{dt.name}")
@@ -269,7 +269,7 @@ def rademacher(key: Any, shape: Any = (), dtype: Any = None):
       Array([-1, -1,  1,  1], dtype=int32)
     """
     data, _ = check_key("rademacher", key)
-    dt = dtypes.check_user_dtype(int if dtype is None else dtype, "rademacher")
+    dt = dtypes.check_user_dtype(int if dtype is None else dtype, None)
     shape = canonical_shape(shape, "rademacher")
     return _rademacher(data, shape, dt)
 

@@ -339,10 +339,7 @@ class _VJPFunction:
             flat.append(Zero(want) if want.dtype == dtypes.float0 else ct)
         cts_in = backward_pass(st.jaxpr, self.residuals, flat)
         out = [instantiate(c) if type(c) is Zero else c for c in cts_in]
-        # weakly typed output cotangents (grad's seed on a Python-scalar function) give a
-        # weakly typed primal weakly typed cotangents, as JAX's tangent types do
-        weak_in = all(get_aval(c).weak_type for c in flat if type(c) is not Zero)
-        out = [_match_dtype(c, a, weak_in) for c, a in zip(out, st.in_avals)]
+        out = [_match_dtype(c, a) for c, a in zip(out, st.in_avals)]
         return tree_util.tree_unflatten(st.in_tree, out)
 
     def __repr__(self) -> str:
@@ -373,19 +370,20 @@ tree_util.register_pytree_node(
     lambda static, residuals: _VJPFunction(static, list(residuals)))
 
 
-def _match_dtype(ct, aval, weak_in: bool):
+def _match_dtype(ct, aval):
     """The cotangent with the input's tangent dtype. Its weak type is what the backward pass
-    gave it, as in JAX: a Python-float primal's cotangent is strongly typed when a strongly
-    typed cotangent flowed into it (``vjp(jnp.sin, 2.0)[1](jnp.float32(1))``), and weakly
-    typed when only weakly typed ones did (``weak_in``)."""
+    gave it, as in JAX: the rules' constants are weakly typed like their operands, so a
+    Python-float primal's cotangent is weakly typed when only weakly typed values flowed into
+    it, and strongly typed when a strongly typed cotangent did
+    (``vjp(jnp.sin, 2.0)[1](jnp.float32(1))``) or a rule makes it so (``real``'s transpose,
+    ``pow``'s derivative)."""
     want = tangent_aval(aval)
     if isinstance(ct, np.ndarray) and ct.dtype == dtypes.float0:
         return ct
     ca = get_aval(ct)
-    weak = ca.weak_type or (want.weak_type and weak_in)
-    if want.dtype != dtypes.float0 and (ca.dtype != want.dtype or ca.weak_type != weak):
+    if want.dtype != dtypes.float0 and ca.dtype != want.dtype:
         from plax import lax
-        ct = lax.convert_element_type(ct, want.dtype, weak)
+        ct = lax.convert_element_type(ct, want.dtype, ca.weak_type)
     return ct
 
 

@@ -143,9 +143,11 @@ custom_lin_p.def_abstract_eval(lambda *avals, num_res, bwd, out_avals, **_: list
 def _forward_mode_error(*args, **params):
     # custom_lin is only ever transposed; evaluating (or batching, or differentiating) it
     # means its tangents are being pushed forward.
-    raise TypeError("can't apply forward-mode autodiff (jvp) to a custom_vjp function. Use "
-                    "jax.vjp / jax.grad (reverse mode), or define the rule with custom_jvp "
-                    "instead to support jvp, jacfwd and hessian.")
+    err = TypeError("can't apply forward-mode autodiff (jvp) to a custom_vjp function.")
+    if hasattr(err, "add_note"):  # Python 3.11+: what to do, shown under the traceback
+        err.add_note("Use jax.vjp / jax.grad (reverse mode), or define the rule with "
+                     "custom_jvp instead to support jvp, jacfwd and hessian.")
+    raise err
 
 
 register_rule("impl", custom_lin_p)(_forward_mode_error)

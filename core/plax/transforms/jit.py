@@ -208,6 +208,14 @@ class _CacheEntry:
         self.float0_outputs = any(a.dtype == dtypes.float0 for a in out_avals)
 
 
+def _not_abstractable(x) -> bool:
+    try:
+        abstractify(x)
+    except TypeError:
+        return True
+    return False
+
+
 def _leaf_aval(x):
     if type(x) is Array:
         return x.aval
@@ -419,7 +427,10 @@ class JitFunction:
                     device, committed = x._device, True
             else:
                 all_arrays = False
-                avals.append(abstractify(x))
+                try:
+                    avals.append(abstractify(x))
+                except TypeError:
+                    raise self._bad_argument(leaves, treedef, static, len(args)) from None
                 has_refs = has_refs or type(x) is Ref
         if device is None:
             device = _default_device()
@@ -470,6 +481,25 @@ class JitFunction:
         """The function run op by op, as if ``jit`` were removed (to find a NaN's source)."""
         with config.override("disable_jit", True):
             return self.fun(*args, **kwargs)
+
+    def _bad_argument(self, leaves, treedef, static, nargs) -> TypeError:
+        """JAX's TypeError for the first argument leaf that is not an array (a string, an
+        object of an unregistered class): it names the function and the argument's path."""
+        bad = next(i for i, x in enumerate(leaves)
+                   if not isinstance(x, (Array, Tracer)) and _not_abstractable(x))
+        static_pos = {k for k, _ in static if isinstance(k, int)}
+        debug = DebugInfo(self._transform, self.fun, treedef, kwargs=True,
+                          argnums=[i for i in range(nargs) if i not in static_pos])
+        try:  # an error message must not fail itself
+            path = debug.arg_names()[bad]
+        except Exception:
+            path = f"args[{bad}]"
+        return TypeError(
+            f"Error interpreting argument to {self.fun!r} as an abstract array. The "
+            f"problematic value is of type {type(leaves[bad])!r} and was passed to the function "
+            f"at path {path}.\nThis typically means that a jit-wrapped function was called "
+            "with a non-array argument, and this argument was not marked as static using the "
+            "static_argnums or static_argnames parameters of jax.jit.")
 
     def _check_ref_aliasing(self, leaves, treedef, static, nargs, closed) -> None:
         """JAX's ValueErrors for one ref passed twice, or passed and also closed over: the
@@ -582,7 +612,10 @@ class JitFunction:
         return self._bind_call(len(args), leaves, treedef, static)
 
     def _bind_call(self, nargs, leaves, treedef, static):
-        avals = [_leaf_aval(x) if not isinstance(x, Tracer) else x.aval for x in leaves]
+        try:
+            avals = [_leaf_aval(x) if not isinstance(x, Tracer) else x.aval for x in leaves]
+        except TypeError:
+            raise self._bad_argument(leaves, treedef, static, nargs) from None
         closed, out_tree, captured = self._trace(nargs, static, treedef, avals)
         leaves = [x if isinstance(x, (Array, Tracer)) else from_host(x) for x in leaves]
         if closed.consts:  # refs it closed over: trailing operands of the call, as in JAX
@@ -620,7 +653,10 @@ class JitFunction:
         """Traces for these arguments (arrays or ShapeDtypeStructs) without running anything."""
         dyn_args, dyn_kwargs, static = self.sig.split(args, kwargs)
         leaves, treedef = _tree_flatten((dyn_args, dyn_kwargs))
-        avals = [abstractify(x) for x in leaves]
+        try:
+            avals = [abstractify(x) for x in leaves]
+        except TypeError:
+            raise self._bad_argument(leaves, treedef, static, len(args)) from None
         closed, out_tree, _ = self._trace(len(args), static, treedef, avals)
         return Lowered(self, closed, out_tree, treedef, static, len(args))
 
@@ -821,18 +857,53 @@ class Compiled:
         return self._lowered.out_info
 
     def __call__(self, *args, **kwargs):
-        dyn_args, dyn_kwargs, static = self._lowered._jitted.sig.split(args, kwargs)
-        leaves, treedef = _tree_flatten((dyn_args, dyn_kwargs))
-        if treedef != self._lowered.in_tree:
-            raise TypeError(f"Compiled function called with argument structure {treedef}, but "
-                            f"it was compiled for {self._lowered.in_tree}")
-        got = [abstractify(x) for x in leaves]
-        want = self._lowered.jaxpr.in_avals
-        if [(a.shape, a.dtype) for a in got] != [(a.shape, a.dtype) for a in want]:
-            raise TypeError(f"Compiled function called with arguments of types "
-                            f"{[a.str_short() for a in got]}, but it was compiled for "
-                            f"{[a.str_short() for a in want]}")
-        return self._lowered._jitted(*args, **kwargs)
+        """Runs the program on the dynamic arguments only: as in JAX, the static arguments
+        were fixed when it was traced and are not passed again."""
+        lowered = self._lowered
+        leaves, treedef = _tree_flatten((args, kwargs))
+        if treedef != lowered.in_tree:
+            raise TypeError(f"Function compiled with input pytree does not match the input "
+                            f"pytree it was called with: it was compiled for "
+                            f"{lowered.in_tree} and called with {treedef}.")
+        try:
+            got = [abstractify(x) for x in leaves]
+        except TypeError:
+            raise lowered._jitted._bad_argument(leaves, treedef, lowered._static,
+                                                lowered._nargs) from None
+        want = lowered.jaxpr.in_avals
+        bad = [i for i, (g, w) in enumerate(zip(got, want))
+               if (g.shape, g.dtype) != (w.shape, w.dtype)]
+        if bad:
+            raise TypeError(self._type_mismatch(bad, got, want, treedef))
+        if any(g.weak_type != w.weak_type for g, w in zip(got, want)):
+            # the program's types are those it was compiled for (a Python scalar passed
+            # where a ShapeDtypeStruct traced a strong int32 gives a strong result)
+            from plax import lax
+            leaves = [lax.convert_element_type(x, w.dtype, w.weak_type)
+                      if g.weak_type != w.weak_type else x
+                      for x, g, w in zip(leaves, got, want)]
+            args, kwargs = _tree_unflatten(treedef, leaves)
+        full_args, full_kwargs = lowered._jitted.sig.merge(lowered._nargs, args, kwargs,
+                                                           lowered._static)
+        return lowered._jitted(*full_args, **full_kwargs)
+
+    def _type_mismatch(self, bad, got, want, treedef) -> str:
+        """JAX's message for arguments of other types than compiled for, one line each."""
+        lowered = self._lowered
+        static_pos = {k for k, _ in lowered._static if isinstance(k, int)}
+        debug = DebugInfo("jit", lowered._jitted.fun, treedef, kwargs=True,
+                          argnums=[i for i in range(lowered._nargs) if i not in static_pos])
+        try:  # an error message must not fail itself
+            names = debug.arg_names()
+        except Exception:
+            names = [f"args[{i}]" for i in range(len(got))]
+        long = lambda a: f"{a.dtype.name}[{','.join(map(str, a.shape))}]"  # noqa: E731
+        lines = [f"Argument '{names[i]}' compiled with {long(want[i])} and called with "
+                 f"{long(got[i])}" for i in bad]
+        return ("Argument types differ from the types for which this computation was "
+                "compiled. Perhaps you are calling the compiled executable with a different "
+                "enable_x64 mode than when it was AOT compiled? The mismatches are:\n"
+                + "\n".join(lines))
 
     def as_text(self) -> str:
         """The executable's generated code, as its backend wrote it for the target device

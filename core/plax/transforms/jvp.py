@@ -217,8 +217,6 @@ class JVPTrace(Trace):
                                                         check_closed_tangents, custom_lin_p)
         from plax.transforms.staging import is_linearize_tracer
         check_closed_tangents(tangents, params, "custom_vjp")
-        if not all(type(t) is Zero or is_linearize_tracer(t) for t in tangents):
-            _forward_mode_error()  # tangents pushed forward (jvp, jacfwd), not transposed
         sz = {}
         if params.get("symbolic_zeros"):  # the rule is told which inputs are perturbed
             sz = {"symbolic_zeros": True}
@@ -226,6 +224,10 @@ class JVPTrace(Trace):
                                          perturbed=[type(t) is not Zero for t in tangents])
         else:
             primal_outs, residuals = fwd(*primals)
+        # tangents pushed forward (jvp, jacfwd), not transposed: refused after the forward
+        # rule ran, as in JAX (where the linear part's evaluation refuses them)
+        if not all(type(t) is Zero or is_linearize_tracer(t) for t in tangents):
+            _forward_mode_error()
         tangents = [instantiate(t) for t in tangents]
         out_avals = tuple(tangent_aval(get_aval(p)) for p in primal_outs)
         tangent_outs = custom_lin_p.bind(*residuals, *tangents, num_res=len(residuals),

@@ -168,10 +168,30 @@ class Error:
         return err
 
     def throw(self) -> None:
-        """Raises :class:`JaxRuntimeError` with :meth:`get`'s message if a check failed."""
+        """Raises :class:`JaxRuntimeError` if a check failed: with :meth:`get`'s message, or
+        for a batched error one member's, as JAX reduces it: per kind of error (its class and
+        payload types), the last member where it failed; of those, the check first in program
+        order (``get`` lists every member)."""
         err = self.get_exception()
-        if err is not None:
-            raise err
+        if err is None:
+            return
+        if np.ndim(self._failed) != 0:
+            reduced = JaxRuntimeError(self._reduced_message())
+            for note in getattr(err, "__notes__", ()):
+                reduced.add_note(note)
+            err = reduced
+        raise err
+
+    def _reduced_message(self) -> str:
+        failed, code = np.asarray(self._failed), np.asarray(self._code)
+        last: dict = {}  # kind of error -> the last member where it failed
+        for idx in np.ndindex(failed.shape):
+            if failed[idx]:
+                site = self._sites[int(code[idx])]
+                last[(site.kind, tuple(map(str, site.payload_avals)))] = idx
+        idx = min(last.values(), key=lambda i: int(code[i]))
+        site = int(code[idx])
+        return self._sites[site].message([np.asarray(p)[idx] for p in self._payloads[site]])
 
     def __str__(self) -> str:
         return f"Error({self.get()})"

@@ -305,25 +305,24 @@ def checkify(f: Callable, errors: frozenset = user_checks) -> Callable:
 
     @functools.wraps(f)
     def checked(*args, **kwargs):
-        from plax import numpy as jnp
-        leaves, in_tree = tree_util.tree_flatten((args, kwargs))
-        leaves = [jnp.asarray(x) for x in leaves]
         out_tree: list = []
 
-        def flat(*xs):
-            a, k = tree_util.tree_unflatten(in_tree, list(xs))
-            out_leaves, tree = tree_util.tree_flatten(f(*a, **k))
+        # As JAX's checkify, f closes over its arguments instead of receiving tracers: a
+        # Python scalar stays a Python value while f runs (Python control flow on it works,
+        # and check refuses it as a formatting argument as JAX does); arrays become constants.
+        def flat():
+            out_leaves, tree = tree_util.tree_flatten(f(*args, **kwargs))
             out_tree.append(tree)
             return out_leaves
 
         _functionalizing[0] += 1
         try:
-            closed, _ = trace_to_jaxpr(flat, [get_aval(x) for x in leaves],
+            closed, _ = trace_to_jaxpr(flat, [],
                                        where=f"the checkified function {fun_name(f)}")
         finally:
             _functionalizing[0] -= 1
         ctx = ErrorState.new(errors)
-        outs = interpret(closed.jaxpr, closed.consts, leaves, ctx)
+        outs = interpret(closed.jaxpr, closed.consts, [], ctx)
         return ctx.to_error(), tree_util.tree_unflatten(out_tree[0], outs)
 
     return checked
