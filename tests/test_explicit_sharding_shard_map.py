@@ -81,6 +81,17 @@ doubled = jax.shard_map(lambda a: lax.psum(jnp.sin(a) * 2, "i"), mesh=mesh,
 out["make_jaxpr_jit"] = str(jax.make_jaxpr(jax.jit(doubled))(jnp.arange(4.))).replace(
     "frozenset({'j', 'i'})", "frozenset({'i', 'j'})")   # JAX prints a set in hash order
 
+# eagerly, JAX zips each operand's distinct blocks (mesh order) to the shortest list
+def zipped(x, z, c):
+    jax.debug.print("none")                      # no operands: not printed
+    jax.debug.print("A {} {}", x, c)             # x over i, c invariant: once
+    jax.debug.print("C {} {}", x, z)             # x over i, z over j: twice
+    jax.debug.print("H {}", lax.pcast(c, ("i", "j"), to="varying"))   # every device
+    return x
+out["eager_debug_zip"] = captured(lambda: jax.shard_map(
+    zipped, mesh=mesh, in_specs=(P("i"), P("j"), P()), out_specs=P("i"))(
+        jnp.arange(4.), jnp.arange(4.) + 10, jnp.float32(7)))
+
 # under jit every device runs the body: debug.print prints once per device (JAX's order
 # between devices varies from run to run; plax's is mesh order at each print)
 def printing(x, c):
@@ -204,7 +215,11 @@ MAKE_JAXPR_JIT = """{ lambda ; a:f32[4]. let
 JIT_DEBUG_PRINT = ["x=[0. 1.] c=7.0\n" * 2 + "x=[2. 3.] c=7.0\n" * 2
                    + "y=[0. 4.]\n" * 2 + "y=[ 8. 12.]\n" * 2, [0.0, 4.0, 8.0, 12.0]]
 
+EAGER_DEBUG_ZIP = ["A [0. 1.] 7.0\nC [0. 1.] [10. 11.]\nC [2. 3.] [12. 13.]\n"
+                   + "H 7.0\n" * 4, [0.0, 1.0, 2.0, 3.0]]
+
 RECORD = {
+    "eager_debug_zip": EAGER_DEBUG_ZIP,
     "make_jaxpr_jit": MAKE_JAXPR_JIT,
     "make_jaxpr_psum": MAKE_JAXPR_PSUM,
     "context_mesh": ("The context mesh AbstractMesh('i': 2, 'j': 2, axis_types=(Auto, Auto), "

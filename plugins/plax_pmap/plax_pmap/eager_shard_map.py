@@ -233,22 +233,28 @@ class ShardMapTrace(Trace):
         return out
 
     def _run_callback(self, primitive, params, tracers) -> list:
-        """Once per coordinate of the mesh axes the operands vary over (untyped: every
-        device), in mesh order; the callback has no results to give the other devices."""
+        """As JAX 0.10.2 runs it eagerly: each operand's distinct blocks (those of the
+        devices at coordinate 0 along the mesh axes it does not vary over; untyped: every
+        device's), in mesh order, zipped to the shortest list, one call per tuple (so an
+        operand varying over ``i`` beside one invariant prints once, beside one varying over
+        ``j`` twice, and a callback without operands not at all). The callback has no
+        results to give the devices."""
         ctx = self.ctx
         names = ctx.mesh.axis_names
-        varying = (frozenset().union(*[_varying.axes_of(t.aval) for t in tracers])
-                   if ctx.typed else frozenset(names))
-        out = []
+        coords = list(np.ndindex(*ctx.mesh.devices.shape))
+        picks = []
+        for t in tracers:
+            vma = _varying.axes_of(t.aval) if ctx.typed else frozenset(names)
+            picks.append([r for r, idx in enumerate(coords)
+                          if not any(i and a not in vma for a, i in zip(names, idx))])
+        results = []
         with _outside_body():
-            for r, (idx, d) in enumerate(np.ndenumerate(ctx.mesh.devices)):
-                if any(i and a not in varying for a, i in zip(names, idx)):
-                    out.append(None)
-                    continue
-                res = primitive.bind(*[t.blocks[r] for t in tracers], **params)
-                out.append(list(res) if primitive.multiple_results else [res])
-        first = next(o for o in out if o is not None)
-        return [o if o is not None else first for o in out]
+            for rows in zip(*picks):
+                at = ctx.devices[rows[0]]  # the blocks meet on the first one's device
+                res = primitive.bind(*[_on(t.blocks[r], at) for t, r in zip(tracers, rows)],
+                                     **params)
+                results = list(res) if primitive.multiple_results else [res]
+        return [results for _ in ctx.devices]
 
     def _summed_blocks(self, primitive, params, tracers) -> list | None:
         """A ``psum`` over one mesh axis of a value varying over it, as the sum of the blocks
