@@ -232,8 +232,11 @@ def precompile(ranks) -> None:
     with tiered.yielding_gil():
         if native and load_native(ranks):
             return
+    if native and not os.path.exists(_marker(ranks)):  # numba's fixed kernels, still
+        compile_worker.submit(compile_here, ranks, cache.cache_dir()).result()  # off here
+    with tiered.yielding_gil():
         cache.prepare_numba()
-        kernels, sig = _kernels(), signature(ranks)  # (compiled here where not on disk)
+        kernels, sig = _kernels(), signature(ranks)
         for kernel, parallel in ((kernels.hash_serial, False), (kernels.hash_parallel, True)):
             cache.load_dispatcher(kernel, sig, parallel)
 
