@@ -612,6 +612,9 @@ def _threefry_load_now(ranks) -> bool:
     numba's compiler lock)."""
     from plax_numba import threefry
     try:
+        if threefry.load_native(ranks):  # (the worker's native artifacts: no numba)
+            _threefry_ready.add(ranks)
+            return True
         if not cache.prepare_numba_now():
             cache.load_stats["missed here"] += 1
             return False

@@ -8,8 +8,11 @@ equation is built, and runs on the reference kernel until it is hot, without num
 
 Tiering compiles the kernels like a cluster's (:mod:`plax_numba.tiered`): on the background
 thread, :func:`precompile` sends the compilation to a compile worker
-(:mod:`plax_numba.compile_worker`), which writes numba's disk cache, and this process only
-loads the machine code; kernels already in the disk cache (:func:`on_disk`) load at once.
+(:mod:`plax_numba.compile_worker`), which writes numba's disk cache and each kernel's native
+artifact (:mod:`plax_numba.native_emit`), and this process links the artifacts without
+importing numba (:func:`load_native`, :mod:`plax_numba.native_loader`), or loads numba's
+machine code where they cannot be used; kernels already on disk (:func:`on_disk`) load at
+once.
 
 Each of the four operands is a ``uint32`` scalar (a rank-0 operand, broadcast) or a flat
 C-contiguous ``uint32`` array of the output's size (the primitive allows equal shapes or
@@ -58,6 +61,108 @@ def signature(ranks, parallel=False):
     return tuple(u32 if r == 0 else arr for r in ranks) + (arr, arr)
 
 
+def _arg_types(ranks) -> list:
+    """The kernels' argument types in the plans' form (:func:`plax_numba.cache.numba_signature`
+    gives :func:`signature`): a uint32 scalar or flat array per operand, two flat outputs."""
+    u32 = np.dtype(_U32)
+    return ([("scalar", u32) if r == 0 else ("array", u32, 1) for r in ranks]
+            + [("array", u32, 1)] * 2)
+
+
+# The kernels the compile worker emits as native artifacts: threefry_kernels' loops as
+# generated modules (plax_numba.cache), one per operand kinds and form, so they take the
+# generated kernels' path (numba's cache of a fresh module, the artifact beside it, the
+# numba-free loader) instead of the module-level dispatchers, whose object code numba's cache
+# does not hand back.
+_CHUNK = 1 << 14  # threefry_kernels.CHUNK (that module imports numba)
+_SOURCE = """
+@njit(**{options})
+def kernel(k0, k1, x0, x1, out0, out1):
+    n = out0.size
+    for c in {loop}((n + {chunk} - 1) // {chunk}):
+        start = c * {chunk}
+        stop = min(start + {chunk}, n)
+        for i in range(start, stop):
+            y0, y1 = hash_words({k0}, {k1}, {x0}, {x1})
+            out0[i] = y0
+            out1[i] = y1
+"""
+
+
+def _native_kernels(ranks) -> list:
+    """``[(text, arg_types)]`` of the serial and the parallel generated kernel for operands
+    of ``ranks`` (:data:`_SOURCE`)."""
+    from plax_numba import cache
+    reads = {name: (name if r == 0 else f"{name}[i]")
+             for name, r in zip(("k0", "k1", "x0", "x1"), ranks)}
+    return [(cache.module_source(_SOURCE.format(options=options, loop=loop, chunk=_CHUNK,
+                                                **reads), ["threefry2x32"]),
+             _arg_types(ranks))
+            for options, loop in (("_OPTIONS", "range"), ("_PARALLEL", "prange"))]
+
+
+def native_on_disk(ranks) -> bool:
+    """Whether both generated kernels for ``ranks`` were compiled by a worker (with their
+    native artifacts, where the loader is on): a file test."""
+    from plax_numba import cache
+    return all(cache.on_disk(text, arg_types) for text, arg_types in _native_kernels(ranks))
+
+
+def compile_native(ranks, directory: str | None = None) -> int:
+    """Compiles both generated kernels for ``ranks`` into the kernel cache ``directory``
+    with their native artifacts (:func:`plax_numba.cache.compile_for_cache`): a compile
+    worker's job. Returns the worker's process id."""
+    from plax_numba import cache
+    cache.use_cache_dir(directory)
+    pid = 0
+    for text, arg_types in _native_kernels(ranks):
+        pid = cache.compile_for_cache(text, arg_types, directory, native=True)
+    return pid
+
+
+#: kinds of the four operands (0: scalar, 1: array) -> (serial, parallel) entry points
+#: linked without numba (:func:`load_native`)
+_native: dict = {}
+
+
+def _kinds(ranks) -> tuple:
+    return tuple(0 if r == 0 else 1 for r in ranks)
+
+
+def load_native(ranks) -> bool:
+    """Links both generated kernels for operands of ``ranks`` from the native artifacts a
+    compile worker wrote (:mod:`plax_numba.native_loader`: numba is not imported); False
+    where the loader is off, they are not compiled yet, or unusable (that reason counted
+    in ``native_loader.fallbacks``): load the kernels through numba instead.
+
+    Args:
+      ranks: the ranks of the four operands (0: a scalar).
+
+    Returns:
+      Whether :func:`threefry2x32` now runs them natively for these operand kinds.
+
+    Example::
+
+      if not load_native((0, 0, 1, 1)):
+          precompile((0, 0, 1, 1))
+    """
+    kinds = _kinds(ranks)
+    if kinds in _native:
+        return True
+    from plax_numba import cache, native_loader
+    if not native_loader.enabled() or not native_on_disk(ranks):
+        return False
+    loaded = []
+    for text, arg_types in _native_kernels(ranks):
+        kernel = cache._load_native(text, arg_types)  # (counts why not)
+        if kernel is None:
+            return False
+        loaded.append(kernel.function)
+    _native[kinds] = tuple(loaded)
+    cache.load_stats["loaded"] += 2
+    return True
+
+
 def _marker(ranks) -> str:
     from plax_numba import cache
     return cache.module_marker(_KERNELS_FILE, tuple(ranks))
@@ -65,9 +170,12 @@ def _marker(ranks) -> str:
 
 def on_disk(ranks) -> bool:
     """Whether both kernels for operands of ``ranks`` were compiled into numba's disk cache
-    (by any process): a file test, no numba import. A hint, as for generated kernels
-    (:func:`plax_numba.cache.on_disk`)."""
-    return os.path.exists(_marker(ranks))
+    (by any process; with the native loader on, their generated forms count too,
+    :func:`native_on_disk`): a file test, no numba import. A hint, as for generated
+    kernels (:func:`plax_numba.cache.on_disk`)."""
+    from plax_numba import native_loader
+    return os.path.exists(_marker(ranks)) or (native_loader.enabled()
+                                               and native_on_disk(ranks))
 
 
 def compile_here(ranks, directory: str | None = None) -> None:
@@ -86,8 +194,9 @@ def precompile(ranks) -> None:
     """Makes both kernels for operands of ``ranks`` ready in this process.
 
     On tiering's background thread (:func:`plax_numba.tiered.compiles_in_worker`) a compile
-    worker compiles them (unless they are on disk) while this process sets numba up, and
-    they load here from the disk cache; elsewhere they compile (or load) here. Raises the
+    worker compiles them (unless they are on disk) while this process sets its loader up,
+    and they link here from their native artifacts (:func:`load_native`, no numba), else
+    load from numba's disk cache; elsewhere they compile (or load) here. Raises the
     compilation's error (:class:`plax_numba.compile_worker.WorkerCompileError` from a
     worker).
 
@@ -98,18 +207,35 @@ def precompile(ranks) -> None:
 
       precompile((0, 0, 1, 1))   # scalar key words, counter arrays
     """
-    from plax_numba import cache, compile_worker, tiered
+    from plax_numba import cache, compile_worker, native_loader, tiered
     ranks = tuple(ranks)
     if not tiered.compiles_in_worker() and not on_disk(ranks):
         compile_here(ranks)
         return
-    job = (None if on_disk(ranks)
-           else compile_worker.submit(compile_here, ranks, cache.cache_dir()))
-    with tiered.yielding_gil():
-        cache.prepare_numba()  # (while the worker compiles)
+    native = native_loader.enabled()
+    if native:  # the generated forms, with native artifacts (numba's loading the fallback)
+        job = (None if native_on_disk(ranks)
+               else compile_worker.submit(compile_native, ranks, cache.cache_dir()))
+    else:
+        job = (None if on_disk(ranks)
+               else compile_worker.submit(compile_here, ranks, cache.cache_dir()))
+    with tiered.yielding_gil():  # (while the worker compiles)
+        if native:
+            try:
+                native_loader.prepare()
+            except Exception:  # noqa: BLE001 - load_native counts what went wrong
+                pass
+        else:
+            cache.prepare_numba()
     if job is not None:
         job.result()
     with tiered.yielding_gil():
+        if native and load_native(ranks):
+            return
+    if native and not os.path.exists(_marker(ranks)):  # numba's fixed kernels, still
+        compile_worker.submit(compile_here, ranks, cache.cache_dir()).result()  # off here
+    with tiered.yielding_gil():
+        cache.prepare_numba()
         kernels, sig = _kernels(), signature(ranks)
         for kernel, parallel in ((kernels.hash_serial, False), (kernels.hash_parallel, True)):
             cache.load_dispatcher(kernel, sig, parallel)
@@ -140,9 +266,33 @@ def threefry2x32(k1, k2, x1, x2):
     out0 = np.empty(n, _U32)
     out1 = np.empty(n, _U32)
     if n:
-        kernels = _kernels()
-        (kernels.hash_parallel if n >= PARALLEL_MIN else kernels.hash_serial)(*ops, out0, out1)
+        native = _native_for(ops, n)
+        if native is not None:
+            (native[1] if n >= PARALLEL_MIN else native[0])(*ops, out0, out1)
+        else:
+            kernels = _kernels()
+            (kernels.hash_parallel if n >= PARALLEL_MIN else kernels.hash_serial)(
+                *ops, out0, out1)
     return out0.reshape(shape), out1.reshape(shape)
+
+
+def _native_for(ops: list, n: int):
+    """The natively linked ``(serial, parallel)`` kernels taking ``ops`` (a scalar operand
+    that was an array of the program, broadcast, is expanded in place in ``ops`` to match
+    the kernels loaded for the program's ranks); None when none fits."""
+    if not _native:
+        return None
+    kinds = tuple(0 if isinstance(op, _U32) else 1 for op in ops)
+    found = _native.get(kinds)
+    if found is not None:
+        return found
+    for loaded, functions in _native.items():
+        if all(want >= have for want, have in zip(loaded, kinds)):
+            for i, (want, have) in enumerate(zip(loaded, kinds)):
+                if want > have:
+                    ops[i] = np.full(n, ops[i], _U32)
+            return functions
+    return None
 
 
 # The step of a compiled program (tiered, like a cluster's kernel) is

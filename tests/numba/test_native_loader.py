@@ -46,11 +46,13 @@ def _run(code: str, env: dict) -> dict:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-@pytest.fixture
-def emitted(tmp_path):
+@pytest.fixture(scope="module")
+def emitted(tmp_path_factory):
     """A kernel allocating its result (numba's runtime), returning an array, a scalar and
-    one of its inputs, emitted as the worker does; its module text and artifact path."""
+    one of its inputs, emitted as the worker does (once for the module); its cache
+    directory and artifact path."""
     from plax_numba import cache, native_emit
+    tmp_path = tmp_path_factory.mktemp("emitted")
     old = cache._dir
     cache._dir = str(tmp_path)
     try:
@@ -227,39 +229,32 @@ def test_undefined_symbols_are_read_from_the_object(emitted):
         native_emit.symbols(b"not an object")
 
 
-_MLP_STEP = """
+# A small program (an elementwise kernel and a reduction) and a lone threefry2x32 (the fixed
+# kernels of plax_numba.threefry, serial below PARALLEL_MIN elements and parallel above): all
+# the kernel kinds the worker emits, compiled in seconds. (random.normal's own program is one
+# kernel calling NumPy's log1p in numba's object mode, which loads through numba.)
+_PROGRAM = """
     import json, os, sys, time
     import numpy as np
     import plax
-    from plax import numpy as jnp
+    from plax import lax, numpy as jnp
     from plax_numba import cache, native_loader, tiered
 
-    def loss(params, x, y):
-        h = x
-        for w, b in params[:-1]:
-            h = jnp.tanh(h @ w + b)
-        w, b = params[-1]
-        return jnp.mean((h @ w + b - y) ** 2)
-
-    def step(params, x, y):
-        grads = plax.grad(loss)(params, x, y)
-        return [(w - 0.1 * gw, b - 0.1 * gb) for (w, b), (gw, gb) in zip(params, grads)]
-
-    rng = np.random.default_rng(0)
-    sizes = [(12, 16), (16, 3)]
-    params = [(rng.standard_normal(s).astype(np.float32) * 0.3,
-               rng.standard_normal(s[1]).astype(np.float32) * 0.1) for s in sizes]
-    x = rng.standard_normal((5, 12)).astype(np.float32)
-    y = rng.standard_normal((5, 3)).astype(np.float32)
     backend = os.environ["BACKEND"]
-    f = plax.jit(step, backend=backend)
-    out = f(params, x, y)
+    small = plax.jit(lambda x: (jnp.tanh(x * 1.5) + 0.5, jnp.sum(x * x)), backend=backend)
+    hash_ = plax.jit(lambda a, b, c, d: lax.threefry2x32_p.bind(a, b, c, d), backend=backend)
+    x = np.linspace(-2, 2, 301, dtype=np.float32)
+    keys = np.uint32(7), np.uint32(42)
+    big = np.arange(70_000, dtype=np.uint32)  # (above PARALLEL_MIN: the parallel kernel)
+    calls = [lambda: small(x), lambda: hash_(*keys, big, big[::-1].copy()),
+             lambda: hash_(*keys, big[:1000], big[1000:2000].copy())]
+    outs = [call() for call in calls]
     if backend == "numba":
         deadline = time.monotonic() + 300
         while not tiered.wait_idle(0) and time.monotonic() < deadline:
-            out = f(params, x, y)
-        out = f(params, x, y)
-    flat = [np.asarray(a).tolist() for pair in out for a in pair]
+            outs = [call() for call in calls]
+        outs = [call() for call in calls]
+    flat = [np.asarray(a).tolist() for out in outs for a in out]
     print(json.dumps({"out": flat, "numba": "numba" in sys.modules,
                       "native": native_loader.stats["loaded"],
                       "fallbacks": native_loader.fallbacks,
@@ -267,23 +262,47 @@ _MLP_STEP = """
 """
 
 
-def test_warm_start_runs_fast_path_without_importing_numba(tmp_path):
-    # First process: the worker compiles the MLP step's kernels into an empty cache and this
-    # process loads them natively. Second process, the cache warm: the kernels load when the
-    # program is built, and numba is never imported. Third, PLAX_NUMBA_NATIVE=0: the same
-    # kernels load through numba. Values equal the NumPy backend's.
-    env = {"PLAX_NUMBA_CACHE_DIR": str(tmp_path), "PLAX_NUMBA_COMPILE_AFTER": "1"}
-    cold = _run(_MLP_STEP, dict(env, BACKEND="numba"))
-    warm = _run(_MLP_STEP, dict(env, BACKEND="numba"))
-    off = _run(_MLP_STEP, dict(env, BACKEND="numba", PLAX_NUMBA_NATIVE="0"))
-    ref = _run(_MLP_STEP, dict(env, BACKEND="numpy"))
-    for run in (cold, warm):
+@pytest.fixture(scope="module")
+def cold(tmp_path_factory):
+    """One cold run of :data:`_PROGRAM` (the worker compiles into an empty cache, this
+    process links natively), shared by the tests needing a warm cache: its environment and
+    its result."""
+    env = {"PLAX_NUMBA_CACHE_DIR": str(tmp_path_factory.mktemp("native_cache")),
+           "PLAX_NUMBA_COMPILE_AFTER": "1"}
+    return env, _run(_PROGRAM, dict(env, BACKEND="numba"))
+
+
+def _check_values(run: dict) -> None:
+    """The small program against NumPy float64; the hashes against the NumPy backend (bits)."""
+    from plax import lax
+    import plax
+    x = np.linspace(-2, 2, 301, dtype=np.float32).astype(np.float64)
+    np.testing.assert_allclose(run["out"][0], np.tanh(x * 1.5) + 0.5, rtol=2e-6, atol=2e-6)
+    np.testing.assert_allclose(run["out"][1], (x * x).sum(), rtol=1e-5)
+    hash_ = plax.jit(lambda a, b, c, d: lax.threefry2x32_p.bind(a, b, c, d), backend="numpy")
+    big = np.arange(70_000, dtype=np.uint32)
+    keys = np.uint32(7), np.uint32(42)
+    want = [*hash_(*keys, big, big[::-1].copy()), *hash_(*keys, big[:1000], big[1000:2000])]
+    for got, ref in zip(run["out"][2:], want):
+        assert got == np.asarray(ref).tolist()
+
+
+def test_cold_and_warm_starts_run_native_kernels_without_importing_numba(cold):
+    # Cold: the worker compiles the kernels, threefry's included, and this process links
+    # them. Warm: they link when the program is built. Neither imports numba.
+    env, cold_run = cold
+    warm_run = _run(_PROGRAM, dict(env, BACKEND="numba"))
+    for run in (cold_run, warm_run):
         assert not run["numba"], run
-        assert run["fallbacks"] == {} and run["native"] >= 1 and run["native"] == run["loaded"]
+        assert run["fallbacks"] == {} and run["native"] >= 3 and run["native"] == run["loaded"]
+        _check_values(run)
+
+
+def test_native_loader_off_loads_the_same_kernels_through_numba(cold):
+    env, _ = cold
+    off = _run(_PROGRAM, dict(env, BACKEND="numba", PLAX_NUMBA_NATIVE="0"))
     assert off["numba"] and off["native"] == 0 and off["loaded"] >= 1
-    for run in (cold, warm, off):
-        for got, want in zip(run["out"], ref["out"]):
-            np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-6)
+    _check_values(off)
 
 
 def test_a_loader_error_falls_back_to_numba_not_to_a_failed_kernel(monkeypatch, tmp_path):

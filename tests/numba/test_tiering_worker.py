@@ -271,6 +271,9 @@ def test_threefry_compiles_in_the_worker(tmp_path):
     env = {k: v for k, v in os.environ.items()
            if k not in ("PLAX_NUMBA_SYNC", "PLAX_NUMBA_WORKERS", "PLAX_BACKEND")}
     env.update(PLAX_NUMBA_CACHE_DIR=str(tmp_path / "plax"), NUMBA_CACHE_DIR=str(tmp_path / "nb"))
+    # numba's loading of the fixed kernels (with the native loader on, their generated forms
+    # link without numba instead: tests/numba/test_native_loader.py)
+    env["PLAX_NUMBA_NATIVE"] = "0"
     proc = subprocess.run([sys.executable, "-c", _THREEFRY_IN_WORKER], capture_output=True,
                           text=True, env=env, timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]
