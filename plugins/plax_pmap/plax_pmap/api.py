@@ -749,6 +749,23 @@ def _prepare_shard_map(flat_fun, blocks, mesh: Mesh, check: _ReplicationCheck | 
     return program, out_tree
 
 
+def _out_global_shape(aval, spec, k: int, mesh) -> list:
+    """The global shape of shard_map output ``k``: its per-device ``aval`` with each dimension
+    multiplied by the sizes of the mesh axes ``spec`` splits it over; JAX's ``ValueError`` for
+    a spec longer than the output's rank or naming an axis the mesh lacks."""
+    if len(spec) > aval.ndim:
+        raise ValueError(f"shard_map out_specs: {spec!r} has {len(spec)} entries but output "
+                         f"{k} has rank {aval.ndim} (shape {aval.shape})")
+    shape = list(aval.shape)
+    for d in range(len(shape)):
+        for a in _spec_axes(spec, d):
+            if a not in mesh.shape:
+                raise ValueError(f"shard_map out_specs: {spec!r} names axis {a!r}, which "
+                                 f"the mesh {mesh!r} does not have")
+            shape[d] *= mesh.shape[a]
+    return shape
+
+
 def _out_specs_leaves(out_specs, out) -> list:
     return [_spec(s) for s in _leaf_axes(out_specs, out, "shard_map out_specs")]
 
@@ -772,16 +789,7 @@ def _run_shard_map(program, out_tree, leaves, specs, mesh, out_specs, spread=Non
     o_specs = _out_specs_leaves(out_specs, out_placeholder)
     outs = []
     for k, (aval, spec) in enumerate(zip(program.closed.out_avals, o_specs)):
-        if len(spec) > aval.ndim:
-            raise ValueError(f"shard_map out_specs: {spec!r} has {len(spec)} entries but output "
-                             f"{k} has rank {aval.ndim} (shape {aval.shape})")
-        shape = list(aval.shape)
-        for d in range(len(shape)):
-            for a in _spec_axes(spec, d):
-                if a not in mesh.shape:
-                    raise ValueError(f"shard_map out_specs: {spec!r} names axis {a!r}, which "
-                                     f"the mesh {mesh!r} does not have")
-                shape[d] *= mesh.shape[a]
+        shape = _out_global_shape(aval, spec, k, mesh)
         sh = NamedSharding(mesh, spec)
         outs.append(from_device_buffers(tuple(shape), aval.dtype, sh,
                                         [results[r][k] for r in range(len(devs))],
@@ -827,16 +835,7 @@ def run_eagerly(flat_fun, leaves, specs, blocks, mesh: Mesh, out_specs,
     results = []
     for k, (t, spec) in enumerate(zip(outs, o_specs)):
         aval = t.aval
-        if len(spec) > aval.ndim:
-            raise ValueError(f"shard_map out_specs: {spec!r} has {len(spec)} entries but output "
-                             f"{k} has rank {aval.ndim} (shape {aval.shape})")
-        shape = list(aval.shape)
-        for d in range(len(shape)):
-            for a in _spec_axes(spec, d):
-                if a not in mesh.shape:
-                    raise ValueError(f"shard_map out_specs: {spec!r} names axis {a!r}, which "
-                                     f"the mesh {mesh!r} does not have")
-                shape[d] *= mesh.shape[a]
+        shape = _out_global_shape(aval, spec, k, mesh)
         results.append(from_device_buffers(
             tuple(shape), aval.dtype, NamedSharding(mesh, spec),
             [to_buffer(blk, d) for blk, d in zip(t.blocks, devs)], weak_type=aval.weak_type))
