@@ -92,10 +92,16 @@ def test_make_mesh_validates_axis_types_before_counting_devices():
 
 
 def test_mesh_repr_shows_axis_types_as_jax(dev):
-    # JAX's str(mesh), which it also uses inside a NamedSharding's repr
-    assert repr(make_mesh((1,), ("x",))) == "Mesh('x': 1, axis_types=(Explicit,))"
-    assert repr(Mesh(np.array([dev]), ("x",))) == "Mesh('x': 1, axis_types=(Auto,))"
+    # JAX 0.10.2's repr(mesh) is the keyword form; its str(mesh) is the compact form, which
+    # it also uses inside a NamedSharding's repr
+    assert repr(make_mesh((1,), ("x",))) == \
+        "Mesh(axis_sizes=(1,), axis_names=('x',), axis_types=(Explicit,))"
+    assert repr(Mesh(np.array([dev]), ("x",))) == \
+        "Mesh(axis_sizes=(1,), axis_names=('x',), axis_types=(Auto,))"
     assert repr(make_mesh((1, 1), ("a", "b"), (AxisType.Auto, AxisType.Explicit))) == \
+        "Mesh(axis_sizes=(1, 1), axis_names=('a', 'b'), axis_types=(Auto, Explicit))"
+    assert str(make_mesh((1,), ("x",))) == "Mesh('x': 1, axis_types=(Explicit,))"
+    assert str(make_mesh((1, 1), ("a", "b"), (AxisType.Auto, AxisType.Explicit))) == \
         "Mesh('a': 1, 'b': 1, axis_types=(Auto, Explicit))"
     assert repr(NamedSharding(make_mesh((1,), ("x",)), P("x"))) == \
         "NamedSharding(mesh=Mesh('x': 1, axis_types=(Explicit,)), spec=P('x',), memory_kind=device)"
@@ -455,8 +461,10 @@ print(json.dumps(out))
 def test_several_devices():
     out = last_json(run_python(_MULTI, env={"PLAX_NUM_CPU_DEVICES": "4",
                                             "PLAX_PLATFORMS": "cpu"}))
-    assert out["repr"] == "Mesh('x': 2, 'y': 2, axis_types=(Explicit, Explicit))"
-    assert out["direct"] == "Mesh('x': 2, 'y': 2, axis_types=(Auto, Auto))"
+    assert out["repr"] == ("Mesh(axis_sizes=(2, 2), axis_names=('x', 'y'), "
+                           "axis_types=(Explicit, Explicit))")
+    assert out["direct"] == ("Mesh(axis_sizes=(2, 2), axis_names=('x', 'y'), "
+                             "axis_types=(Auto, Auto))")
     sharding, consistent, shards, values = out["xy"]
     assert sharding == ("NamedSharding(mesh=Mesh('x': 2, 'y': 2, axis_types=(Explicit, "
                         "Explicit)), spec=P('x', 'y'), memory_kind=device)")

@@ -365,7 +365,7 @@ class Mesh:
     Example:
       >>> mesh = Mesh(np.array(plax.devices()[:1]), ("x",))
       >>> mesh
-      Mesh('x': 1, axis_types=(Auto,))
+      Mesh(axis_sizes=(1,), axis_names=('x',), axis_types=(Auto,))
       >>> mesh.axis_names, mesh.axis_sizes, mesh.size
       (('x',), (1,), 1)
     """
@@ -420,15 +420,21 @@ class Mesh:
 
         Example:
           >>> make_mesh((1,), ("x",)).update(axis_types=(AxisType.Auto,))
-          Mesh('x': 1, axis_types=(Auto,))
+          Mesh(axis_sizes=(1,), axis_names=('x',), axis_types=(Auto,))
         """
         return Mesh(self.devices if devices is None else devices,
                     self.axis_names if axis_names is None else axis_names,
                     self.axis_types if axis_types is None else axis_types)
 
-    def __repr__(self) -> str:
+    def __str__(self) -> str:
+        # JAX 0.10 prints a mesh inside other reprs (NamedSharding, jaxpr params, errors) in
+        # this compact form, and uses the keyword form below only for repr() itself.
         parts = [f"{n!r}: {s}" for n, s in self.shape.items()]
         return f"Mesh({', '.join(parts + [f'axis_types={self.axis_types!r}'])})"
+
+    def __repr__(self) -> str:
+        return (f"Mesh(axis_sizes={self.axis_sizes!r}, axis_names={self.axis_names!r}, "
+                f"axis_types={self.axis_types!r})")
 
     def __eq__(self, other) -> bool:
         return (isinstance(other, Mesh) and self.axis_names == other.axis_names
@@ -458,7 +464,7 @@ class NamedSharding(Sharding):
                  *, memory_kind: str | None = None):
         abstract = isinstance(mesh, AbstractMesh)
         if not isinstance(mesh, Mesh) and not abstract:
-            raise TypeError(f"NamedSharding expects a plax.sharding.Mesh, got {mesh!r}")
+            raise TypeError(f"NamedSharding expects a plax.sharding.Mesh, got {mesh}")
         spec = PartitionSpec() if spec is None else spec
         if not isinstance(spec, PartitionSpec):
             spec = PartitionSpec(*spec)
@@ -467,14 +473,14 @@ class NamedSharding(Sharding):
             for name in (() if entry is None else entry if isinstance(entry, tuple) else (entry,)):
                 if name not in mesh.axis_names:
                     raise ValueError(f"PartitionSpec {spec!r} names axis {name!r}, which mesh "
-                                     f"{mesh!r} does not have")
+                                     f"{mesh} does not have")
                 if name in used:
                     raise ValueError(f"PartitionSpec {spec!r} uses mesh axis {name!r} twice")
                 used.append(name)
         for name in spec.unreduced | spec.reduced:
             if name not in mesh.axis_names:
                 raise ValueError(f"PartitionSpec {spec!r} names axis {name!r}, which mesh "
-                                 f"{mesh!r} does not have")
+                                 f"{mesh} does not have")
         self.mesh = mesh
         self.spec = spec
         if abstract:
@@ -551,8 +557,8 @@ class NamedSharding(Sharding):
     def __repr__(self) -> str:
         if isinstance(self.mesh, AbstractMesh):  # as JAX prints a type's sharding
             kind = f", memory_kind={self._memory_kind}" if self._memory_kind else ""
-            return f"NamedSharding(mesh={self.mesh!r}, spec={self.spec!r}{kind})"
-        return (f"NamedSharding(mesh={self.mesh!r}, spec={self.spec!r}, "
+            return f"NamedSharding(mesh={self.mesh}, spec={self.spec!r}{kind})"
+        return (f"NamedSharding(mesh={self.mesh}, spec={self.spec!r}, "
                 f"memory_kind={self.memory_kind})")
 
     def __eq__(self, other) -> bool:
@@ -671,7 +677,7 @@ def make_mesh(axis_shapes: Sequence[int], axis_names: Sequence[str],
 
     Example:
       >>> make_mesh((1,), ("x",))
-      Mesh('x': 1, axis_types=(Explicit,))
+      Mesh(axis_sizes=(1,), axis_names=('x',), axis_types=(Explicit,))
     """
     types = _axis_types(axis_types, tuple(axis_names), AxisType.Explicit, "make_mesh")
     if devices is None:
@@ -909,10 +915,10 @@ def use_mesh(mesh: Mesh):
     Example:
       >>> with use_mesh(make_mesh((1,), ("x",))):
       ...     get_mesh()
-      Mesh('x': 1, axis_types=(Explicit,))
+      Mesh(axis_sizes=(1,), axis_names=('x',), axis_types=(Explicit,))
     """
     if not isinstance(mesh, Mesh):
-        raise TypeError(f"use_mesh expects a plax.sharding.Mesh, got {mesh!r}")
+        raise TypeError(f"use_mesh expects a plax.sharding.Mesh, got {mesh}")
     _mesh_state.stack.append(mesh)
     try:
         yield mesh
@@ -1132,7 +1138,7 @@ def _decorator_mesh(axes: str | tuple | None, shardings: Any, caller: str) -> Me
         if isinstance(s, NamedSharding):
             if found is not None and _abstract(found) != _abstract(s.mesh):
                 raise ValueError(f"Shardings passed to {caller} should have the same mesh; got "
-                                 f"{found!r} and {s.mesh!r}")
+                                 f"{found} and {s.mesh}")
             found = s.mesh
     current = get_mesh()
     if current is not None and found is not None and _abstract(current) != _abstract(found):
@@ -1143,7 +1149,7 @@ def _decorator_mesh(axes: str | tuple | None, shardings: Any, caller: str) -> Me
         return None
     for a in _axes_tuple(axes, mesh):
         if a not in mesh.axis_names:
-            raise ValueError(f"{caller}: axes names {a!r}, which mesh {mesh!r} does not have")
+            raise ValueError(f"{caller}: axes names {a!r}, which mesh {mesh} does not have")
         if mesh.axis_types[mesh.axis_names.index(a)] is AxisType.Manual:
             raise NotImplementedError(f"{caller}: going from a Manual axis ({a!r}) to an Auto "
                                       "or Explicit one is not supported (as in JAX)")

@@ -17,7 +17,7 @@ class ContextMesh:
 
     def __init__(self, mesh):
         self.abstract_mesh = mesh.abstract_mesh
-        self._text = repr(mesh)
+        self._text = str(mesh)
 
     def __eq__(self, other: Any) -> bool:
         return isinstance(other, ContextMesh) and other.abstract_mesh == self.abstract_mesh

@@ -763,7 +763,7 @@ def apply_sharded(prim, args: list, params: dict):
             continue
         if mesh is not None and s.mesh != mesh:
             raise ValueError(f"{prim.name}: operands are sharded over different meshes "
-                             f"{mesh!r} and {s.mesh!r}; reshard them onto one mesh first")
+                             f"{mesh} and {s.mesh}; reshard them onto one mesh first")
         mesh = s.mesh
     if mesh is None:  # laid out over Auto axes (or not over a mesh): JAX's partitioner
         from plax.sharding_auto import apply_auto

@@ -290,7 +290,7 @@ class _Layout:
         """The layout of a :class:`plax.sharding.Mesh` (errors name ``fname``)."""
         from plax.sharding import Mesh
         if not isinstance(mesh, Mesh):
-            raise TypeError(f"{fname}: global_mesh must be a plax.sharding.Mesh, got {mesh!r}")
+            raise TypeError(f"{fname}: global_mesh must be a plax.sharding.Mesh, got {mesh}")
         owners = np.vectorize(lambda d: int(getattr(d, "process_index", 0)),
                               otypes=[np.int64])(mesh.devices)
         try:
@@ -425,10 +425,10 @@ def _value(leaf: Any, alone: bool, sharding: Any, where: str, fname: str) -> tup
 
 def _check_processes(layout: _Layout, pi: int, transport: Any, mesh: Any, fname: str) -> None:
     if pi not in layout.boxes:
-        raise ValueError(f"{fname}: the mesh {mesh!r} has none of this process's devices "
+        raise ValueError(f"{fname}: the mesh {mesh} has none of this process's devices "
                          f"(process {pi}): use a mesh over plax.devices()")
     if transport is None and set(layout.boxes) != {pi}:
-        raise ValueError(f"{fname}: the mesh {mesh!r} holds devices of processes "
+        raise ValueError(f"{fname}: the mesh {mesh} holds devices of processes "
                          f"{sorted(layout.boxes)}, but this run has one process")
 
 

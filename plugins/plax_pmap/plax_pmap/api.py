@@ -576,7 +576,7 @@ def _check_context_mesh(mesh: Mesh) -> None:
     if context.empty or context == mesh.abstract_mesh or _varying.active():
         return
     raise ValueError(f"The context mesh {context!r} should match the mesh passed to shard_map "
-                     f"{mesh!r}")
+                     f"{mesh}")
 
 
 def _traced_by_make_jaxpr(leaves) -> bool:
@@ -668,7 +668,7 @@ def _block_aval(aval: ShapedArray, spec: PartitionSpec, mesh: Mesh, what: str) -
         k = 1
         for a in _spec_axes(spec, d):
             if a not in sizes:
-                raise ValueError(f"{what}: {spec!r} names axis {a!r}, which the mesh {mesh!r} "
+                raise ValueError(f"{what}: {spec!r} names axis {a!r}, which the mesh {mesh} "
                                  f"does not have (its axes: {mesh.axis_names})")
             if a in used:
                 raise ValueError(f"{what}: {spec!r} uses mesh axis {a!r} twice")
@@ -761,7 +761,7 @@ def _out_global_shape(aval, spec, k: int, mesh) -> list:
         for a in _spec_axes(spec, d):
             if a not in mesh.shape:
                 raise ValueError(f"shard_map out_specs: {spec!r} names axis {a!r}, which "
-                                 f"the mesh {mesh!r} does not have")
+                                 f"the mesh {mesh} does not have")
             shape[d] *= mesh.shape[a]
     return shape
 
@@ -928,7 +928,7 @@ def _shard_map_vmap_untyped(flat_fun, leaves, specs, mesh: Mesh, out_specs, type
         for a in named:
             if a not in mesh.shape:
                 raise ValueError(f"shard_map out_specs: {spec!r} names axis {a!r}, which the "
-                                 f"mesh {mesh!r} does not have")
+                                 f"mesh {mesh} does not have")
         idx = tuple(slice(None) if a in named else 0 for a in names)
         y = y[idx]
         kept = [a for a in names if a in named]

@@ -52,7 +52,7 @@ class MeshParam:
         return hash(self.mesh)
 
     def __repr__(self) -> str:
-        return repr(self.mesh.abstract_mesh if self.abstract else self.mesh)
+        return str(self.mesh.abstract_mesh if self.abstract else self.mesh)
 
     __str__ = __repr__
 
