@@ -68,7 +68,28 @@ def print(fmt: str, *args: Any, ordered: bool = False, **kwargs: Any) -> None:
             builtins.print(fmt.format(*a, **k))
 
     _print.__name__ = "debug_print"
+    _print.printed_as = _debug_print_equation(fmt, options)
     _debug_callback(_print, *args, ordered=ordered, **kwargs)
+
+
+def _debug_print_equation(fmt: str, options: dict) -> Callable:
+    """How a :func:`print` staged into a jaxpr prints: JAX 0.10's ``debug_print`` equation
+    with its parameters (the format, whether it has a replacement field first, the tree of
+    ``(args, kwargs)``, the static leaves by position, and NumPy's print options)."""
+    import string
+    # JAX looks at the first piece of the template only: "{x} and {y}" has placeholders,
+    # "{{literal}} {y}" (its first piece is the literal "{") does not
+    first = next(iter(string.Formatter().parse(fmt)), None) if fmt else None
+    has_placeholders = first is not None and first[1] is not None
+
+    def printed_as(cb: Any, params: dict) -> tuple[str, dict]:
+        static_args = tuple((i, s[0]) for i, s in enumerate(cb.static) if s is not None)
+        return "debug_print", {
+            "fmt": fmt, "has_placeholders": has_placeholders, "in_tree": cb.in_tree,
+            "logging_record": None, "np_printoptions": tuple(options.items()),
+            "ordered": params["ordered"], "partitioned": False, "static_args": static_args}
+
+    return printed_as
 
 
 def log(fmt: str, *args: Any, ordered: bool = False, **kwargs: Any) -> None:

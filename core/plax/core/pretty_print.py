@@ -280,6 +280,12 @@ pp_rules: dict = {}
 #: leaves out because the binder's type implies it). A value that is a ``str`` prints as is.
 pp_param_rules: dict = {}
 
+#: Names JAX 0.10 prints for an equation where they depend on its parameters: primitive ->
+#: ``rule(params) -> str | None`` (None: the primitive's own name). plax stages
+#: ``debug.print`` as a ``debug_callback`` whose callback says it is a print; JAX prints it as
+#: its own ``debug_print`` equation.
+pp_name_rules: dict = {}
+
 
 def _eqn_doc(eqn: JaxprEqn, namer: _Namer):
     rule = pp_rules.get(eqn.primitive)
@@ -308,7 +314,11 @@ def _eqn_doc(eqn: JaxprEqn, namer: _Namer):
                   else _param_doc(params[k], namer)] for k in keys]
         params_doc = _Group([_Nest(2, [_Text("["), _Break(""), _join(_Break(), pairs)]),
                              _Break(""), _Text("]")])
-    rhs = _cat(_Text(getattr(eqn.primitive, "pp_name", eqn.primitive.name)), params_doc)
+    name_rule = pp_name_rules.get(eqn.primitive)
+    name = name_rule(eqn.params) if name_rule is not None else None
+    if name is None:
+        name = getattr(eqn.primitive, "pp_name", eqn.primitive.name)
+    rhs = _cat(_Text(name), params_doc)
     # JAX writes the space before the operands even when there are none (``iota[...] ``)
     rhs += [_Text(" "), _vars_doc(eqn.invars, namer, binders=False)]
     if not eqn.outvars:

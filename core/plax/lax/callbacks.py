@@ -17,6 +17,7 @@ import numpy as np
 
 from plax import dtypes
 from plax.core.effects import register_effectful
+from plax.core.pretty_print import pp_name_rules, pp_param_rules
 from plax.core.primitive import Primitive
 from plax.core.registry import register_rule
 from plax.core.shaped_array import ShapedArray
@@ -30,6 +31,20 @@ pure_callback_p = Primitive("pure_callback", multiple_results=True)
 io_callback_p = Primitive("io_callback", multiple_results=True)
 register_effectful(debug_callback_p)
 register_effectful(io_callback_p)
+
+
+def _printed_as(params: dict):
+    """``(name, params)`` a debug callback's equation prints as in a jaxpr, or None to print
+    as ``debug_callback``. A callback function that JAX stages as a primitive of its own
+    (``debug.print``'s is ``debug_print``) carries ``printed_as(cb, params) -> (name,
+    params)``; see :func:`plax.debug.print`."""
+    cb = params.get("callback")
+    rule = getattr(getattr(cb, "fun", None), "printed_as", None)
+    return rule(cb, params) if rule is not None else None
+
+
+pp_name_rules[debug_callback_p] = lambda params: (_printed_as(params) or (None, None))[0]
+pp_param_rules[debug_callback_p] = lambda params: (_printed_as(params) or (None, params))[1]
 
 VMAP_METHODS = ("sequential", "sequential_unrolled", "expand_dims", "broadcast_all",
                 "legacy_vectorized")
