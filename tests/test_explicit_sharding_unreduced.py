@@ -79,6 +79,27 @@ out["unreduced_ops"] = {
     "sum": summed(lambda: jnp.sum(y, axis=1)), "twice": summed(lambda: y + y),
     "jit_sum": summed(lambda: jax.jit(jnp.sum)(y)), "transposed": summed(lambda: y.T),
 }
+# what JAX keeps unreduced ({U:Y}): the type, and the summed value; on partial sums held on
+# both devices along Y (from_split), where a result computed from one device's blocks is wrong
+y2 = jax.device_put(jax.device_put(host, P("X", "Y")), spec)
+def typed(fn):
+    try:
+        r = fn()
+    except Exception as e:  # noqa: BLE001 -- the error is the answer
+        return [type(e).__name__, str(e)]
+    whole = np.asarray(jax.reshard(r, P(*r.sharding.spec.partitions)))
+    return [str(jax.typeof(r)), whole.ravel()[:3].tolist()]
+out["unreduced_types"] = {
+    "twice": typed(lambda: y2 + y2), "sum": typed(lambda: jnp.sum(y2)),
+    "sum1": typed(lambda: jnp.sum(y2, axis=1)), "sum0": typed(lambda: jnp.sum(y2, axis=0)),
+    "T": typed(lambda: y2.T), "astype": typed(lambda: y2.astype(jnp.float16)),
+    "astype_int": typed(lambda: y2.astype(jnp.int32)),
+    "where": typed(lambda: jnp.where(host > 5, y2, y2)),
+    "jit_where": typed(lambda: jax.jit(lambda a: jnp.where(host > 5, a, a))(y2)),
+    "jit_sum1": typed(lambda: jax.jit(lambda a: jnp.sum(a, axis=1))(y2)),
+    "jit_T": typed(lambda: jax.jit(lambda a: a.T)(y2)),
+    "mean": typed(lambda: jnp.mean(y2, axis=1)), "where_mixed": typed(lambda: jnp.where(host > 5, y2, 0.0)),
+}
 out["type_sharding_memory"] = [jax.typeof(y).sharding.memory_kind,
                                jax.typeof(jnp.ones(3)).sharding.memory_kind]
 out["device_put_type_sharding"] = error(lambda: jax.device_put(host, jax.typeof(y).sharding))
@@ -146,6 +167,20 @@ RECORD = {
                      "Please file a bug at https://github.com/jax-ml/jax/issues"],
         "sum": [10.0, 26.0, 42.0], "twice": [2.0, 4.0, 6.0], "jit_sum": [528.0],
         "transposed": [1.0, 5.0, 9.0]},
+    "unreduced_types": {
+        "twice": ["float32[8@X,4]{U:Y}", [2.0, 4.0, 6.0]],
+        "sum": ["float32[]{U:Y}", [528.0]],
+        "sum1": ["float32[8@X]{U:Y}", [10.0, 26.0, 42.0]],
+        "sum0": ["float32[4]{U:Y}", [120.0, 128.0, 136.0]],
+        "T": ["float32[4,8@X]{U:Y}", [1.0, 5.0, 9.0]],
+        "astype": ["float16[8@X,4]{U:Y}", [1.0, 2.0, 3.0]],
+        "astype_int": ["int32[8@X,4]{U:Y}", [1, 2, 3]],
+        "where": ["float32[8@X,4]{U:Y}", [1.0, 2.0, 3.0]],
+        "jit_where": ["float32[8@X,4]{U:Y}", [1.0, 2.0, 3.0]],
+        "jit_sum1": ["float32[8@X]{U:Y}", [10.0, 26.0, 42.0]],
+        "jit_T": ["float32[4,8@X]{U:Y}", [1.0, 5.0, 9.0]],
+        "mean": ["NotImplementedError", _NO_RULE.format("div")],
+        "where_mixed": ["TypeError", None]},
     "type_sharding_memory": [None, None],
     "device_put_type_sharding": ["ValueError", "is_fully_addressable is not implemented for "
                                  "`jax.sharding.AbstractMesh`."],

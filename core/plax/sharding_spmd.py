@@ -292,6 +292,10 @@ def run_partitioned(closed, leaves: list, backend) -> list | None:
     returns None when the program (or an argument) does not allow it (see the module)."""
     if not any(explicit_sharding(x) is not None for x in leaves):
         return None
+    if _has_unreduced(closed):
+        # the partitioner treats an unreduced axis as a replicated one (its exchanges would
+        # mix one device's partial sums with another's): run on one device instead
+        return None
     program = plan(closed)
     if program is None:
         return None
@@ -316,6 +320,14 @@ def run_partitioned(closed, leaves: list, backend) -> list | None:
         _execute(program, devices, backends, envs, share)
     return [_assembled(v, lv, dims, devices, envs, mesh)
             for v, lv, dims in zip(jaxpr.outvars, program.outvars, program.out_dims)]
+
+
+def _has_unreduced(closed) -> bool:
+    """Whether an input or output type of ``closed`` has unreduced axes (``{U:Y}``)."""
+    from plax.sharding_unreduced import has_unreduced
+    jaxpr = closed.jaxpr
+    return any(has_unreduced(getattr(v.aval, "sharding", None))
+               for v in list(jaxpr.invars) + list(jaxpr.outvars) if hasattr(v, "aval"))
 
 
 def _assembled(v, lv, dims, devices, envs, mesh):

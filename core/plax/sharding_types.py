@@ -37,7 +37,8 @@ import threading
 from typing import Any, Callable, Sequence
 
 from plax.sharding import AxisType, NamedSharding, PartitionSpec
-from plax.sharding_unreduced import check_unreduced_operands
+from plax.sharding_unreduced import (check_unreduced_operands, unreduced_result_axes,
+                                     with_unreduced)
 
 
 class ShardingTypeError(Exception):
@@ -725,8 +726,10 @@ def typed_result(prim, in_avals: Sequence, params: dict, out_aval):
     if any(s.mesh != mesh for s in present):
         raise ValueError(f"{prim.name}: operands are sharded over different meshes; reshard "
                          "them onto one mesh first")
+    unreduced = frozenset()
     if any(s.spec.unreduced for s in present):
         check_unreduced_operands(prim, in_avals)
+        unreduced = unreduced_result_axes(prim, in_avals)
     rule = _rule_for(prim)
     if rule is None or (rule is _reduction and "axes" not in params):
         return out_aval  # no rule: the result's type has no sharding
@@ -734,9 +737,10 @@ def typed_result(prim, in_avals: Sequence, params: dict, out_aval):
                for s, a in zip(shardings, in_avals)]
     out_dims = rule(prim, in_dims, in_avals, params)
     if prim.multiple_results:
-        return [_with_sharding(a, NamedSharding(mesh, dims_spec(d)))
+        return [_with_sharding(a, with_unreduced(NamedSharding(mesh, dims_spec(d)), unreduced))
                 for a, d in zip(out_aval, out_dims)]
-    return _with_sharding(out_aval, NamedSharding(mesh, dims_spec(out_dims)))
+    return _with_sharding(out_aval, with_unreduced(NamedSharding(mesh, dims_spec(out_dims)),
+                                                   unreduced))
 
 
 def _with_sharding(aval, sharding):
@@ -770,8 +774,10 @@ def apply_sharded(prim, args: list, params: dict):
         return apply_auto(prim, args, params)
     rule = _rule_for(prim)
     avals = [a.aval for a in args]
+    unreduced = frozenset()
     if any(s is not None and s.spec.unreduced for s in shardings):
         check_unreduced_operands(prim, avals)
+        unreduced = unreduced_result_axes(prim, avals)
     out_avals = prim.abstract_eval_cached(tuple(avals), params)
     if rule is None or (rule is _reduction and "axes" not in params):
         return _placed_as_typed(prim, args, params, out_avals)
@@ -801,10 +807,30 @@ def apply_sharded(prim, args: list, params: dict):
     else:
         bufs = _computed_then_split(prim, args, params, [t[0] for t in typed],
                                     [t[2] for t in typed])
-    results = [from_device_buffers(aval.shape, aval.dtype, sharding, b,
-                                   weak_type=aval.weak_type)
-               for (aval, sharding, _), b in zip(typed, bufs)]
+    if unreduced:
+        results = [_unreduced_result(aval, sharding, b, unreduced, local is not None)
+                   for (aval, sharding, _), b in zip(typed, bufs)]
+    else:
+        results = [from_device_buffers(aval.shape, aval.dtype, sharding, b,
+                                       weak_type=aval.weak_type)
+                   for (aval, sharding, _), b in zip(typed, bufs)]
     return results if many else results[0]
+
+
+def _unreduced_result(aval, sharding, bufs: dict, unreduced: frozenset, local: bool):
+    """A result JAX types unreduced over ``unreduced``: computed from each device's partial
+    blocks (``local``: those blocks are the result's partial sums, kept where they are), or
+    from the summed operands on one device (then laid out as partial sums: the value on
+    the first device along the unreduced axes, zeros on the others)."""
+    from plax.array import from_device_buffers
+    from plax.sharding_unreduced import place_unreduced
+    target = with_unreduced(sharding, unreduced)
+    if local:
+        return from_device_buffers(aval.shape, aval.dtype, target, bufs,
+                                   weak_type=aval.weak_type)
+    whole = from_device_buffers(aval.shape, aval.dtype, sharding, bufs,
+                                weak_type=aval.weak_type)
+    return place_unreduced(whole, target)
 
 
 def _placed_as_typed(prim, args, params, out_avals):

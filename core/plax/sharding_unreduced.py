@@ -4,7 +4,11 @@ An array whose sharding's spec has ``unreduced`` axes is the *sum* of the blocks
 along those axes hold: ``jax.device_put(x, P('X', None, unreduced={'Y'}))`` leaves each
 device its block of ``x`` where it held it before (or, from a host value, on the first device
 along ``Y``) and zeros elsewhere, so that the sum over ``Y`` is ``x``. ``reshard`` to a spec
-without them (and reading the value) sums the partial blocks. A ``reduced`` axis is a
+without them (and reading the value) sums the partial blocks. The operations JAX keeps
+unreduced (``y + y``, ``jnp.sum``, ``.T``, ``astype``, ``jnp.where`` between unreduced cases)
+give results typed ``{U:Y}`` too, each device computing from its own partial blocks where it
+can (:func:`unreduced_result_axes`); the others raise JAX's errors
+(:func:`check_unreduced_operands`). A ``reduced`` axis is a
 replicated one whose type says so (``{R:Y}``): it is placed like any replicated axis.
 """
 from __future__ import annotations
@@ -13,7 +17,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["has_unreduced", "place_unreduced", "summed_value", "check_unreduced_operands"]
+__all__ = ["has_unreduced", "place_unreduced", "summed_value", "check_unreduced_operands",
+           "unreduced_result_axes", "with_unreduced"]
 
 
 def has_unreduced(sharding: Any) -> bool:
@@ -141,6 +146,9 @@ def check_unreduced_operands(prim, in_avals) -> None:
     name = prim.name
     if name in _LINEAR_IN_EACH:
         return
+    from plax.transforms.call import CallPrimitive
+    if isinstance(prim, CallPrimitive):
+        return  # a nested jit: its body's equations were checked as they were traced
     if name in ("add", "add_any") and len(sets) == 2:
         if sets[0] == sets[1]:
             return
@@ -173,3 +181,39 @@ def check_unreduced_operands(prim, in_avals) -> None:
                          "unreduced/reduced set. Please use *spec.partitions")
     raise NotImplementedError(f"unreduced rule for {name} is not implemented. Please file "
                               "an issue at https://github.com/jax-ml/jax/issues")
+
+
+def unreduced_result_axes(prim, in_avals) -> frozenset:
+    """The axes over which ``prim``'s result stays unreduced, as JAX 0.10.2 types it
+    (``y + y``, ``jnp.sum(y)``, ``y.T``, ``y.astype(...)`` and ``jnp.where(p, y, y)`` of a
+    ``{U:Y}`` operand are ``{U:Y}``): the operands' unreduced axes, for an operation that
+    :func:`check_unreduced_operands` accepted (call it first). Empty when no operand is
+    unreduced.
+
+    Raises:
+      TypeError: ``select_n`` (``jnp.where``) choosing between cases unreduced over
+        different axes (reshard them to one spec first).
+    """
+    sets = [_unreduced(a) for a in in_avals]
+    if not any(sets):
+        return frozenset()
+    if prim.name == "select_n":
+        cases = sets[1:]  # the predicate chooses; the cases are what is summed
+        if any(c != cases[0] for c in cases):
+            raise TypeError(
+                f"select_n: the cases are unreduced over different axes "
+                f"({', '.join(sorted(map(str, map(set, cases))))}); JAX cannot type the "
+                "result. Reshard them to one spec (with the same unreduced axes, or none) "
+                "first.")
+        return cases[0]
+    return frozenset().union(*sets)
+
+
+def with_unreduced(sharding, axes: frozenset):
+    """``sharding`` (a NamedSharding) with ``axes`` as its spec's unreduced axes."""
+    if not axes:
+        return sharding
+    from plax.sharding import NamedSharding, PartitionSpec
+    spec = sharding.spec
+    return NamedSharding(sharding.mesh, PartitionSpec(*spec.partitions, unreduced=set(axes),
+                                                      reduced=set(spec.reduced or ())))
