@@ -310,11 +310,17 @@ def _matmul(a, b, in_dtype, out_dtype, b_dtype=None):
     ``b``'s dtype where it differs from ``a``'s (``in_dtype``)."""
     from plax_cupy.backend import narrow_bf16
     compute = out_dtype
-    if compute.kind == "b":
+    complex_in = in_dtype.kind == "c" or (b_dtype is not None and b_dtype.kind == "c")
+    if complex_in and out_dtype.kind != "c":
+        # a real preferred_element_type of complex operands: the complex product's real part
+        compute = dot_result_dtype(in_dtype, b_dtype or in_dtype)
+    elif compute.kind == "b":
         compute = np.dtype(np.int32)
     elif compute.itemsize == 2 and compute.kind in "fV":
         compute = np.dtype(np.float32)
     out = cupy.matmul(_widen(a, in_dtype, compute), _widen(b, b_dtype or in_dtype, compute))
+    if complex_in and out_dtype.kind != "c":
+        out = out.real
     if out_dtype.kind == "b":
         return out != 0
     if out_dtype.name == _BF16_NAME:

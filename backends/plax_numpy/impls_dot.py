@@ -27,7 +27,11 @@ def _dot_general(lhs, rhs, *, dimension_numbers, precision, preferred_element_ty
         with np.errstate(all="ignore"):
             return np.asarray(np.dot(lhs, rhs))
     compute = out_dtype
-    if np.dtype(compute).itemsize == 2 and np.dtype(compute).kind in "fV":
+    if (ld.kind == "c" or rd.kind == "c") and np.dtype(out_dtype).kind != "c":
+        # complex operands, a real preferred_element_type: the complex product's real part
+        # (converting the operands first would drop the imaginary parts' products)
+        compute = dot_result_dtype(ld, rd)
+    elif np.dtype(compute).itemsize == 2 and np.dtype(compute).kind in "fV":
         compute = np.float32  # NumPy has no fast float16/bfloat16 matmul
     lf = [i for i in range(lhs.ndim) if i not in lc and i not in lb]
     rf = [i for i in range(rhs.ndim) if i not in rc and i not in rb]
@@ -46,5 +50,7 @@ def _dot_general(lhs, rhs, *, dimension_numbers, precision, preferred_element_ty
         with np.errstate(all="ignore"):
             out = np.matmul(a3, b3)
     shape = bshape + [lhs.shape[d] for d in lf] + [rhs.shape[d] for d in rf]
+    if out.dtype.kind == "c" and np.dtype(out_dtype).kind != "c":
+        out = out.real
     return out.reshape(shape).astype(out_dtype, copy=False)
 

@@ -36,8 +36,10 @@ def dot_result_dtype(lhs_dtype, rhs_dtype, preferred_element_type=None) -> np.dt
 
     As JAX 0.10: operands may differ (``int8 x float32``, ``float16 x float32``); the
     result has the wider of the two (XLA's order: complex, exponent range, precision, bit
-    width, signedness), or ``preferred_element_type`` when given. Backends' kernels use it
-    to convert mixed operands.
+    width, signedness), or ``preferred_element_type`` when given. A real or integer
+    ``preferred_element_type`` for complex operands keeps the real part of the complex
+    product (JAX 0.10 accepts it as long as it is not narrower than the operands' real
+    parts). Backends' kernels use it to convert mixed operands.
 
     Args:
       lhs_dtype, rhs_dtype: the operands' dtypes.
@@ -72,9 +74,8 @@ def dot_result_dtype(lhs_dtype, rhs_dtype, preferred_element_type=None) -> np.dt
         raise TypeError("`preferred_element_type` must not be narrower than the original "
                         f"type, got preferred_element_type of {pet.name} for result type of "
                         f"{dt.name}.")
-    if dtypes.is_complex(dt) and not dtypes.is_complex(pet):
-        raise TypeError(f"dot_general preferred_element_type {pet.name} cannot hold the "
-                        f"product of {dt.name} operands; use a complex type.")
+    # A real (or integer) type for complex operands is accepted, as JAX 0.10 does: the
+    # product is computed in the complex type and its real part kept.
     return np.dtype(pet)
 
 

@@ -14,7 +14,8 @@ from plax.core.primitive import Primitive
 from plax.lowering.fusion import BROADCAST, INDEX, register_fusible
 from plax.core.registry import register_rule
 from plax.core.shaped_array import ShapedArray
-from plax.lax.base import (asarray, aval_of, canonicalize_axis, lax_shape, same_dtypes)
+from plax.lax.base import (asarray, aval_of, canonicalize_axis, lax_shape, operator_index,
+                          same_dtypes)
 from plax.transforms.batching import move_axis_to
 from plax.transforms.jvp import Zero, deflinear, defzero
 
@@ -497,11 +498,12 @@ pp_param_rules[iota_p] = lambda params: {**params, "sharding": None}  # as JAX p
 @iota_p.def_abstract_eval
 def _iota_abstract_eval(*, dtype, shape, dimension):
     if not (dtypes.is_integer(dtype) or dtypes.is_inexact(dtype)):
-        raise TypeError(f"iota does not accept dtype {np.dtype(dtype).name}; it accepts integer, "
-                        "floating and complex types.")
+        # JAX 0.10's words (its generic dtype check), so code matching on them works alike
+        raise TypeError(f"iota does not accept dtype {np.dtype(dtype).name}. Accepted dtypes "
+                        "are subtypes of integer, floating, complexfloating.")
     if not 0 <= dimension < len(shape):
         raise ValueError(f"iota dimension must be between 0 and len(shape), got "
-                         f"dimension={dimension} for shape {shape}")
+                         f"dimension={dimension} for shape={shape}")
     return ShapedArray(shape, dtype, False)
 
 
@@ -510,15 +512,43 @@ register_fusible(iota_p, INDEX)  # (a generator computes it from its loop's inde
 
 
 def iota(dtype, size: int):
-    """``[0, 1, ..., size - 1]`` of ``dtype``."""
+    """``[0, 1, ..., size - 1]`` of ``dtype``.
+
+    Args:
+      dtype: an integer, floating or complex dtype (bool raises TypeError, as in JAX).
+      size: the length.
+
+    Returns:
+      A 1-d array of ``size`` counting values.
+
+    Example:
+      >>> lax.iota(np.int32, 3)
+      Array([0, 1, 2], dtype=int32)
+    """
     return broadcasted_iota(dtype, (size,), 0)
 
 
 def broadcasted_iota(dtype, shape: Sequence[int], dimension: int):
-    """An array of ``shape`` whose values count along axis ``dimension``."""
-    shape = lax_shape(shape, "broadcasted_iota shape")
-    dimension = canonicalize_axis(dimension, len(shape), "iota dimension")
-    return iota_p.bind(dtype=dtypes.canonicalize_dtype(dtype), shape=shape, dimension=dimension)
+    """An array of ``shape`` whose values count along axis ``dimension``.
+
+    Args:
+      dtype: an integer, floating or complex dtype (bool raises TypeError, as in JAX).
+      shape: the result's shape (negative sizes raise TypeError).
+      dimension: the axis that counts, in ``[0, len(shape))``; as in JAX a negative one is
+        not wrapped but raises ValueError.
+
+    Returns:
+      The array of ``dtype``.
+
+    Example:
+      >>> lax.broadcasted_iota(np.int32, (2, 3), 1)
+      Array([[0, 1, 2],
+             [0, 1, 2]], dtype=int32)
+    """
+    shape = lax_shape(shape, "iota shape")
+    # as JAX: an integer dimension, checked (not wrapped) by the abstract evaluation
+    return iota_p.bind(dtype=dtypes.canonicalize_dtype(dtype), shape=shape,
+                       dimension=operator_index(dimension))
 
 
 def collapse(x, start_dimension: int, stop_dimension: int | None = None):
