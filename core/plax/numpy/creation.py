@@ -96,7 +96,8 @@ def array(object: Any, dtype: Any = None, copy: bool = True, order: str | None =
     elif isinstance(object, (bool, int, float, complex)):
         out = from_host(object, dtype=target)
     elif object is None:
-        raise ValueError("None is not a valid value for jnp.array (it has no numeric value)")
+        # JAX's exact words: custom pytrees rebuilt from None leaves print them (custom_pytrees.md)
+        raise ValueError("None is not a valid value for jnp.array")
     else:
         if isinstance(object, (list, tuple)):
             if not object and target is None:
