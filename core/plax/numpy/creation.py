@@ -33,6 +33,34 @@ def _has_traced(obj) -> bool:
     return False
 
 
+def _sequence_leaves(obj) -> list:
+    """The non-sequence items of nested lists/tuples, each as an array (for their joint dtype)."""
+    if isinstance(obj, (list, tuple)):
+        return [leaf for o in obj for leaf in _sequence_leaves(o)]
+    return [array(obj)]
+
+
+def _join_traced_rows(obj, dt):
+    """Builds nested lists holding tracers as JAX stages them: each leaf cast to ``dt``, each
+    item given a leading axis with ``broadcast_in_dim``, the items joined by ``concatenate``
+    (one row at a time, depth first), so ``make_jaxpr`` prints JAX's equations in JAX's order."""
+    if not isinstance(obj, (list, tuple)):
+        return to_dtype(array(obj), dt)
+    if not obj:
+        return from_host(np.zeros((0,), dt))
+    lifted = []
+    for o in obj:  # each item is lifted as soon as it is built, the order JAX stages them in
+        row = _join_traced_rows(o, dt)
+        shape = get_aval(row).shape
+        lifted.append(lax.broadcast_in_dim(row, (1,) + shape, tuple(range(1, len(shape) + 1))))
+    shapes = [get_aval(r).shape[1:] for r in lifted]
+    if len(set(shapes)) > 1:
+        # a TypeError, as JAX raises (it joins the items with concatenate)
+        raise TypeError(f"array(): cannot build a rectangular array from items of shapes "
+                        f"{shapes}: the items of a list must all have the same shape")
+    return lax.concatenate(lifted, 0)
+
+
 def array(object: Any, dtype: Any = None, copy: bool = True, order: str | None = "K",
           ndmin: int = 0, *, out_sharding=None):
     """Creates an array from an array, a NumPy array, a scalar or nested lists/tuples of them.
@@ -62,21 +90,14 @@ def array(object: Any, dtype: Any = None, copy: bool = True, order: str | None =
     if isinstance(object, (Array, Tracer)):
         out = object if target is None else lax.convert_element_type(object, target)
     elif isinstance(object, (list, tuple)) and _has_traced(object):
-        items = [array(o) for o in object]
-        shapes = [get_aval(i).shape for i in items]
-        if len(set(shapes)) > 1:
-            # a TypeError, as JAX raises (it stacks the items with concatenate)
-            raise TypeError(f"array(): cannot build a rectangular array from items of shapes "
-                            f"{shapes}: the items of a list must all have the same shape")
-        from plax.numpy.shape_ops import stack
-        dt = dtypes.result_type(*items)
-        out = stack([to_dtype(i, dt) for i in items])
-        if target is not None:
-            out = lax.convert_element_type(out, target)
+        leaves = _sequence_leaves(object)
+        dt = target if target is not None else dtypes.result_type(*leaves)
+        out = _join_traced_rows(object, dt)
     elif isinstance(object, (bool, int, float, complex)):
         out = from_host(object, dtype=target)
     elif object is None:
-        raise ValueError("None is not a valid value for jnp.array (it has no numeric value)")
+        # JAX's exact words: custom pytrees rebuilt from None leaves print them (custom_pytrees.md)
+        raise ValueError("None is not a valid value for jnp.array")
     else:
         if isinstance(object, (list, tuple)):
             if not object and target is None:

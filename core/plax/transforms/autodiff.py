@@ -640,6 +640,17 @@ def _cast_like(x, aval):
     return lax.convert_element_type(x, aval.dtype, aval.weak_type)
 
 
+def _rebuild_from_none(tree) -> None:
+    """Unflattens ``tree``'s structure from ``None`` leaves, as JAX's jacobians do.
+
+    JAX's ``jacfwd``/``jacrev`` check the arguments' and the outputs' dtypes with ``tree_map``,
+    which rebuilds each tree from the checks' ``None`` results; a custom pytree whose
+    unflatten rejects ``None`` (say, one calling ``jnp.array`` on its children) therefore
+    fails there in JAX, with the class's own error (docs/custom_pytrees.md), and so here.
+    """
+    tree_util.tree_map(lambda _: None, tree)
+
+
 def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
            holomorphic: bool = False) -> Callable:
     """The Jacobian of ``fun`` by forward mode (one JVP per input element, vectorised with vmap).
@@ -663,6 +674,7 @@ def _jacfwd(fun, argnums, has_aux, holomorphic, transform):
     def jacfun(*args, **kwargs):
         pos = _resolve_argnums(nums, len(args), transform, argnums)
         dyn, partial_fun = _dynamic_args(fun, args, kwargs, pos, "jacfwd", holomorphic, False)
+        _rebuild_from_none(dyn)
         d_leaves, d_tree = tree_util.tree_flatten(dyn)
         d_leaves = [_as_array(x) for x in d_leaves]
 
@@ -682,6 +694,7 @@ def _jacfwd(fun, argnums, has_aux, holomorphic, transform):
         aux = None
         if has_aux:
             stacked, aux = stacked
+        _rebuild_from_none(stacked)
         # stacked leaves: (*out_shape, N) -> split N into the input leaves' shapes
         out_leaves, out_tree = tree_util.tree_flatten(stacked)
         in_shapes = [get_aval(x).shape for x in d_leaves]
@@ -718,11 +731,13 @@ def _jacrev(fun, argnums, has_aux, holomorphic, allow_int, transform):
         pos = _resolve_argnums(nums, len(args), transform, argnums)
         dyn, partial_fun = _dynamic_args(fun, args, kwargs, pos, "jacrev", holomorphic,
                                          allow_int)
+        _rebuild_from_none(dyn)
         debug = DebugInfo(transform, fun, argnums=pos)
         if has_aux:
             y, f_vjp, aux = _vjp(partial_fun, dyn, True, debug)
         else:
             y, f_vjp = _vjp(partial_fun, dyn, False, debug)
+        _rebuild_from_none(y)
         y_leaves, y_tree = tree_util.tree_flatten(y)
         basis, n = _std_basis(y_leaves)
         pulled = vmap(lambda *b: f_vjp(tree_util.tree_unflatten(y_tree, list(b))))(*basis)

@@ -348,13 +348,27 @@ class JitFunction:
         functools.update_wrapper(self, fun, updated=())
 
     # ---- the call path
+    #: whether donate_argnums/donate_argnames name any argument (such calls take
+    #: _call_donating; set by :func:`jit`)
+    _donates: bool = False
+
+    def _call_donating(self, args, kwargs):
+        """A call that donates arguments: run, then delete what JAX would have aliased."""
+        from plax.transforms.donation import donate
+        out = self._call_general(args, kwargs)
+        dyn_args, dyn_kwargs, static = self.sig.split(args, kwargs)
+        leaves, treedef = _tree_flatten((dyn_args, dyn_kwargs))
+        donate(leaves, _donated_leaves(self, len(args), static, treedef), out)
+        return out
+
     def __call__(self, *args, **kwargs):
         # The fast path: positional Array arguments already on the target device, and a
         # signature seen before. Everything else (first call, kwargs, static arguments,
         # scalars, device moves, tracing) goes through _call_general, which fills the
         # fast cache when the call qualifies.
-        if trace_state.depth or _general_only[0] or kwargs:
-            return self._call_general(args, kwargs)
+        if trace_state.depth or _general_only[0] or kwargs or self._donates:
+            return self._call_donating(args, kwargs) if self._donates and \
+                not trace_state.depth else self._call_general(args, kwargs)
         static_nums = self._static_nums
         if static_nums is None:
             static_key = ()
@@ -771,8 +785,7 @@ class Lowered:
         """The dynamic arguments as JAX's ``Lowered.args_info`` gives them: the pytree
         ``(args, kwargs)`` (static arguments left out) of :class:`plax.stages.ArgInfo`, each
         leaf's abstract value and whether it is donated (``donate_argnums``/
-        ``donate_argnames``, resolved against the signature as JAX does; plax does not reuse
-        donated buffers, so the flag only reports the request).
+        ``donate_argnames``, resolved against the signature as JAX does).
 
         Example:
           >>> f = jax.jit(lambda x, y: x * y, donate_argnums=0)
@@ -955,7 +968,9 @@ def jit(fun: Callable = _NOT_GIVEN, *, in_shardings=None, out_shardings=None,
         ``@partial(jit, static_argnums=...)``.
       static_argnums / static_argnames: arguments treated as compile-time constants
         (hashable; each new value retraces).
-      donate_argnums: accepted for compatibility (buffers are not reused).
+      donate_argnums: arguments given up to the call, as in JAX: each one an output of its
+        shape and dtype could alias is deleted afterwards (using it raises RuntimeError);
+        the rest warn "Some donated buffers were not usable". Memory is not reused.
       device: the device to run on (default: where committed arguments live, else the
         default device).
       backend: a backend name such as ``"numpy"`` (see ``plax.plugins.info()`` for those
@@ -991,6 +1006,8 @@ def jit(fun: Callable = _NOT_GIVEN, *, in_shardings=None, out_shardings=None,
                          inline, keep_unused)
     if donate_argnames is not None:
         jitted.donate_argnames = tuple(_as_tuple(donate_argnames))
+    jitted._donates = bool(jitted.donate_argnames or
+                           any(i >= 0 for i in jitted.donate_argnums))
     return jitted
 
 
