@@ -195,8 +195,7 @@ def _read(x, entries, mode, fill_value, ints_as_arrays):
         x, entries = _bools_as_arrays(x, entries)
     if mode is not None and GatherScatterMode.from_any(mode) == GatherScatterMode.FILL_OR_DROP:
         ints_as_arrays = True  # out-of-bounds ints read fill_value, so they must be gathered
-    if not ints_as_arrays and (_scalar_indices_only(entries) or
-                               _static_int_out_of_bounds(get_aval(x).shape, entries)):
+    if not ints_as_arrays and _scalar_indices_only(entries):
         return _dynamic_index(x, entries)
     if ints_as_arrays or any(e[0] == "array" for e in entries):
         entries = [("array", np.int32(e[1])) if e[0] == "int" else e for e in entries]
@@ -222,22 +221,6 @@ def _scalar_indices_only(entries) -> bool:
         elif e[0] not in ("int", "none", "sep"):
             return False
     return found
-
-
-def _static_int_out_of_bounds(shape, entries) -> bool:
-    """Whether an index of static ints, slices, None and Ellipsis has an int outside its
-    axis: JAX reads it with ``dynamic_slice`` (clamped when it runs, where ``checkify`` sees
-    the out-of-bounds index), not with a static ``slice`` clamped while tracing."""
-    axis, out = 0, False
-    for e in entries:
-        if e[0] in _NO_AXIS:
-            continue
-        if e[0] not in ("int", "slice"):
-            return False
-        if e[0] == "int" and shape[axis] and not -shape[axis] <= e[1] < shape[axis]:
-            out = True
-        axis += 1
-    return out
 
 
 def _dynamic_index(x, entries):
@@ -316,7 +299,7 @@ def _static_slice(x, axis: int, s: slice):
 
 def _index(x, entries, mode, fill_value):
     from plax.numpy.creation import asarray
-    x = asarray(x)
+    x = whole = asarray(x)
     # 1. static slices and static ints (when no arrays) along the consumed axes
     axis = 0
     int_axes = []
@@ -327,11 +310,14 @@ def _index(x, entries, mode, fill_value):
             x = _static_slice(x, axis, e[1])
         elif e[0] == "int":
             d = get_aval(x).shape[axis]
-            i = e[1] + d if e[1] < 0 else e[1]
-            i = min(max(i, 0), d - 1) if d else 0
             if d == 0:
                 raise IndexError(f"index {e[1]} is out of bounds for axis {axis} with size 0")
-            int_axes.append((axis, i))
+            if not -d <= e[1] < d:
+                # an int outside its axis (ints are static only when no arrays index): JAX
+                # reads it with dynamic_slice, clamped when it runs (where checkify sees it),
+                # not with a static slice clamped while tracing
+                return _dynamic_index(whole, entries), None
+            int_axes.append((axis, e[1] + d if e[1] < 0 else e[1]))
         axis += 1
     adv = [k for k, e in enumerate(entries) if e[0] == "array"]
     if not adv:
