@@ -28,6 +28,7 @@ from plax.core.shaped_array import ShapedArray
 from plax.core.trace import state as _trace_state
 from plax.sharding import (AxisType, NamedSharding, Shard, Sharding, SingleDeviceSharding,
                            index_key, index_shape)
+from plax.sharding_unreduced import has_unreduced
 
 
 class Array:
@@ -144,10 +145,6 @@ class Array:
         return None
 
     def __array__(self, dtype=None, copy=None):
-        if getattr(getattr(getattr(self, "_sharding", None), "spec", None), "unreduced", None):
-            # partial sums: JAX's error (reshard to a spec without unreduced axes first)
-            raise NotImplementedError("device_indices_map doesn't work with unreduced. Please "
-                                      "file a bug at https://github.com/jax-ml/jax/issues")
         host = self._host_value(copy=bool(copy))
         if dtype is not None and np.dtype(dtype) != host.dtype:
             if copy is False:
@@ -433,15 +430,25 @@ class _ShardedArray(Array):
     def is_fully_replicated(self) -> bool:
         return self._sharding.is_fully_replicated
 
+    def _unreduced(self) -> bool:
+        """Whether the array holds partial sums (its spec has unreduced axes)."""
+        return has_unreduced(self._sharding)
+
+    def __array__(self, dtype=None, copy=None):
+        if self._unreduced():
+            # partial sums: JAX's error (reshard to a spec without unreduced axes first)
+            raise NotImplementedError("device_indices_map doesn't work with unreduced. Please "
+                                      "file a bug at https://github.com/jax-ml/jax/issues")
+        return Array.__array__(self, dtype, copy)
+
     def __repr__(self) -> str:
-        if getattr(self._sharding.spec if self._sharding_is_named() else None, "unreduced",
-                   None):  # partial sums: JAX prints the type, not a value
+        if self._unreduced():  # partial sums: JAX prints the type, not a value
             return (f"Array(shape={self.shape}, dtype={self.dtype.name}, "
                     f"sharding={self._sharding!r})")
         return Array.__repr__(self)
 
     def __str__(self) -> str:
-        if self._sharding_is_named() and self._sharding.spec.unreduced:
+        if self._unreduced():
             return repr(self)
         return Array.__str__(self)
 
@@ -479,7 +486,7 @@ class _ShardedArray(Array):
         return p.buffer, p.backend
 
     def _full_pieces(self) -> list[_Piece]:
-        if getattr(getattr(self._sharding, "spec", None), "unreduced", None):
+        if self._unreduced():
             return []  # partial sums: the value is assembled (summed) from all of them
         shape = self.shape
         return [p for p in self._pieces if len(p.index) == len(shape) and all(
@@ -497,7 +504,7 @@ class _ShardedArray(Array):
         return device.backend.put(self._assemble(), device)
 
     def _assemble(self) -> np.ndarray:
-        if getattr(getattr(self._sharding, "spec", None), "unreduced", None):
+        if self._unreduced():
             from plax.sharding_unreduced import summed_value
             return summed_value(self)
         out = np.empty(self.shape, self.dtype)

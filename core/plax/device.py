@@ -27,6 +27,7 @@ from typing import Any, Iterator
 import numpy as np
 
 from plax.config import config
+from plax.sharding_unreduced import has_unreduced
 
 
 class Device:
@@ -531,7 +532,7 @@ def _shard_leaf(leaf: Any, sharding):
     from plax.core.trace import Tracer
     if isinstance(leaf, Tracer):
         return leaf
-    if getattr(getattr(sharding, "spec", None), "unreduced", None):
+    if has_unreduced(sharding):
         from plax.sharding_unreduced import place_unreduced  # partial sums per device
         return leaf if isinstance(leaf, Array) and leaf.sharding == sharding else \
             place_unreduced(leaf, sharding)
