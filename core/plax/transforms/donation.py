@@ -13,7 +13,7 @@ from typing import Any
 from plax.array import Array
 
 
-def _long_type(aval) -> str:
+def long_type(aval) -> str:
     """``float32[3,4]``: how JAX names an array in its donation messages."""
     return f"{aval.dtype.name}[{','.join(str(d) for d in aval.shape)}]"
 
@@ -24,7 +24,7 @@ class _DeletedArray(Array):
 
     @property
     def _buf(self):
-        raise RuntimeError(f"Array has been deleted with shape={_long_type(self.aval)}.")
+        raise RuntimeError(f"Array has been deleted with shape={long_type(self.aval)}.")
 
     def is_deleted(self) -> bool:
         return True
@@ -33,7 +33,7 @@ class _DeletedArray(Array):
         pass
 
     def __repr__(self) -> str:
-        return f"<deleted Array {_long_type(self.aval)}>"
+        return f"<deleted Array {long_type(self.aval)}>"
 
     __str__ = __repr__
 
@@ -60,7 +60,7 @@ def donate(leaves: list, donated: list[bool], outputs: Any) -> None:
             done.add(id(leaf))
             leaf.__class__ = _DeletedArray
         else:
-            unusable.append(_long_type(leaf.aval))
+            unusable.append(long_type(leaf.aval))
     if unusable:
         warnings.warn("Some donated buffers were not usable: " + ", ".join(unusable) + ".\n"
                       "See an explanation at "

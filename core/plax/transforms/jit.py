@@ -208,6 +208,20 @@ class _CacheEntry:
         self.float0_outputs = any(a.dtype == dtypes.float0 for a in out_avals)
 
 
+def _leaf_paths(transform: str, fun, treedef, static, nargs: int, count: int) -> list:
+    """The paths (``x['b'][0]``, ``args[1]``) of a call's dynamic argument leaves, as JAX's
+    argument errors name them; ``args[i]`` for each when they cannot be worked out (an error
+    message must not fail itself)."""
+    static_pos = {k for k, _ in static if isinstance(k, int)}
+    debug = DebugInfo(transform, fun, treedef, kwargs=True,
+                      argnums=[i for i in range(nargs) if i not in static_pos])
+    try:
+        names = list(debug.arg_names())
+    except Exception:
+        names = []
+    return names + [f"args[{i}]" for i in range(len(names), count)]
+
+
 def _not_abstractable(x) -> bool:
     try:
         abstractify(x)
@@ -501,13 +515,7 @@ class JitFunction:
         object of an unregistered class): it names the function and the argument's path."""
         bad = next(i for i, x in enumerate(leaves)
                    if not isinstance(x, (Array, Tracer)) and _not_abstractable(x))
-        static_pos = {k for k, _ in static if isinstance(k, int)}
-        debug = DebugInfo(self._transform, self.fun, treedef, kwargs=True,
-                          argnums=[i for i in range(nargs) if i not in static_pos])
-        try:  # an error message must not fail itself
-            path = debug.arg_names()[bad]
-        except Exception:
-            path = f"args[{bad}]"
+        path = _leaf_paths(self._transform, self.fun, treedef, static, nargs, len(leaves))[bad]
         return TypeError(
             f"Error interpreting argument to {self.fun!r} as an abstract array. The "
             f"problematic value is of type {type(leaves[bad])!r} and was passed to the function "
@@ -902,17 +910,12 @@ class Compiled:
 
     def _type_mismatch(self, bad, got, want, treedef) -> str:
         """JAX's message for arguments of other types than compiled for, one line each."""
+        from plax.transforms.donation import long_type
         lowered = self._lowered
-        static_pos = {k for k, _ in lowered._static if isinstance(k, int)}
-        debug = DebugInfo("jit", lowered._jitted.fun, treedef, kwargs=True,
-                          argnums=[i for i in range(lowered._nargs) if i not in static_pos])
-        try:  # an error message must not fail itself
-            names = debug.arg_names()
-        except Exception:
-            names = [f"args[{i}]" for i in range(len(got))]
-        long = lambda a: f"{a.dtype.name}[{','.join(map(str, a.shape))}]"  # noqa: E731
-        lines = [f"Argument '{names[i]}' compiled with {long(want[i])} and called with "
-                 f"{long(got[i])}" for i in bad]
+        names = _leaf_paths("jit", lowered._jitted.fun, treedef, lowered._static,
+                            lowered._nargs, len(got))
+        lines = [f"Argument '{names[i]}' compiled with {long_type(want[i])} and called with "
+                 f"{long_type(got[i])}" for i in bad]
         return ("Argument types differ from the types for which this computation was "
                 "compiled. Perhaps you are calling the compiled executable with a different "
                 "enable_x64 mode than when it was AOT compiled? The mismatches are:\n"
