@@ -291,18 +291,8 @@ def _find_clusters(jaxpr: Jaxpr, multiple_results: bool, index: bool
 
 
 def _make_cluster(eqns: list, shape: tuple, end: int, readers_after: dict) -> Cluster:
-    defined: set = set()
-    inputs: list = []
-    seen: set = set()
-    for eqn in eqns:
-        for v in eqn.invars:
-            key = id(v)
-            if (isinstance(v, Literal) or v not in defined) and key not in seen:
-                seen.add(key)
-                inputs.append(v)
-        defined.update(eqn.outvars)
     outputs = [v for e in eqns for v in e.outvars if readers_after.get(v, -1) >= end]
-    return Cluster(list(eqns), shape, inputs, outputs)
+    return Cluster(list(eqns), shape, _inputs_of(eqns), outputs)
 
 
 def _scalar_producer(unit) -> list | None:
@@ -342,7 +332,7 @@ def _fold_scalar_producers(jaxpr: Jaxpr, units: list) -> list:
         target = units[j]
         if not isinstance(target, Cluster) or target.shape == ():
             continue
-        inside = {id(v) for e in eqns for v in e.outvars}
+        inside = {id(v) for v in made}
         inputs = [v for v in _inputs_of(eqns) if id(v) not in inside]
         kept = [v for v in target.inputs if not (isinstance(v, Var) and id(v) in inside)]
         seen, merged_inputs = set(), []
