@@ -15,10 +15,21 @@ chunk, the chunk totals are scanned in shared memory (Hillis-Steele, ``log2(thre
 and each thread rescans its chunk from the total before it. ``reverse`` reads the row from its
 end. float16 is computed in float32 and rounded once, as the reference kernels accumulate it
 (bfloat16 reaches the table widened to float32 by the backend).
+
+Long rows: one block per row leaves most of the GPU idle when the rows are few (a 1-D cumsum
+of 1e8 elements ran on one SM). Below :data:`FEW_ROWS` rows of at least :data:`LONG_ROW`
+elements (:func:`tiles_for`), each row is cut into tiles of :data:`TILE` elements in scan
+order, one block per (row, tile). A scan then takes three launches (reduce, then scan, then
+rescan): every tile's total, the scan of the ``(rows, tiles)`` totals (the same dispatcher, so
+a very long row recurses), and every tile's scan started from the scanned total before it.
+argmax/argmin take two: every tile's best (value, index), then each row's best of its tiles'
+pairs in tile order with the same rules, so ties still go to the first index and the first NaN
+still wins. Every launch is plax-compiled and counted (``plax_cupy.counters().launches``).
 """
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 
@@ -31,6 +42,15 @@ from plax_cupy.kernels import kernel
 
 #: threads per block of the row kernels (a power of two: the shared-memory scan halves it)
 THREADS = 256
+
+#: elements per tile of a row split over several blocks (:func:`tiles_for`)
+TILE = 16 * THREADS
+
+#: rows shorter than this stay one block each (three launches cost more than they save)
+LONG_ROW = 1 << 16
+
+#: with this many rows or more, one block per row already fills the GPU (two per SM of an A100)
+FEW_ROWS = 216
 
 #: ``op`` -> C++ combining ``a`` (earlier in scan order) with ``b`` (later); ``U`` is the
 #: unsigned type of an integer's width (wrapping, as XLA; signed overflow is undefined in C++)
@@ -64,58 +84,108 @@ template <typename T> __device__ __forceinline__ T plax_logaddexp(T a, T b) {
 def cumulative_source(op: str, ctype: str) -> tuple[str, str]:
     """The CUDA C++ source and kernel name of a cumulative ``op`` on ``ctype`` elements.
 
+    The source holds three kernels over one block-wide scan of a stretch of a row: ``name``
+    (one block per row; takes ``(x, y, rows, n, inner, reverse)``) and, for rows split in
+    tiles of ``tile`` elements (in scan order), ``name + "_tile_totals"`` (each tile's total
+    into ``sums[row * tiles + k]``; takes ``(x, sums, rows, n, inner, reverse, tile)``) and
+    ``name + "_tiles"`` (each tile's scan, starting from the inclusive scan of the totals at
+    the tile before; takes ``(x, y, scanned, rows, n, inner, reverse, tile)``).
+
     Args:
       op: ``"sum"``, ``"prod"``, ``"max"``, ``"min"`` or ``"logsumexp"``.
       ctype: the element's C type (:func:`plax_cupy.dtypes.ctype`; not a 16-bit float).
 
     Returns:
-      ``(source, name)``; the kernel takes ``(x, y, rows, n, inner, reverse)``.
+      ``(source, name)``: the source and the one-block-per-row kernel's name.
 
     Example:
       >>> source, name = cumulative_source("sum", "float")
       >>> name
       'plax_cumulative_sum_float'
+      >>> name + "_tiles" in source
+      True
     """
     name = f"plax_cumulative_{op}_{ctype.replace(' ', '_')}"
     combine = _COMBINE[op]
+    T = ctype
     source = _HELPERS + f"""
-__device__ __forceinline__ {ctype} {name}_op({ctype} a, {ctype} b) {{ return {combine}; }}
-extern "C" __global__ void {name}(const {ctype}* __restrict__ x, {ctype}* __restrict__ y,
+__device__ __forceinline__ {T} {name}_op({T} a, {T} b) {{ return {combine}; }}
+// Scans scan-order positions [start, stop) of the row at `base` with the whole block:
+// contiguous chunks, one per thread, folded; the chunk totals scanned in shared memory
+// (Hillis-Steele); each chunk rescanned from the total before it (and from `*carry`, the
+// rows's scan before `start`, when given) into `y` (skipped when `y` is null). Returns the
+// stretch's total (carry excluded) to every thread.
+__device__ {T} {name}_block(const {T}* __restrict__ x, {T}* __restrict__ y, long long base,
+    long long n, long long inner, int reverse, long long start, long long stop,
+    const {T}* carry, {T}* totals) {{
+  const long long threads = blockDim.x, t = threadIdx.x, len = stop - start;
+  const long long chunk = (len + threads - 1) / threads;
+  const long long active = chunk ? (len + chunk - 1) / chunk : 0;  // threads holding elements
+  const long long lo = start + t * chunk, hi = lo + chunk < stop ? lo + chunk : stop;
+  // element p of the scan order
+  #define PLAX_AT(p) (base + (reverse ? n - 1 - (p) : (p)) * inner)
+  {T} acc;
+  if (t < active) {{
+    acc = x[PLAX_AT(lo)];
+    for (long long p = lo + 1; p < hi; ++p) acc = {name}_op(acc, x[PLAX_AT(p)]);
+    totals[t] = acc;
+  }}
+  __syncthreads();
+  for (long long s = 1; s < active; s <<= 1) {{  // inclusive scan of the chunk totals
+    const bool take = t >= s && t < active;
+    {T} before;
+    if (take) before = totals[t - s];
+    __syncthreads();
+    if (take) totals[t] = {name}_op(before, totals[t]);
+    __syncthreads();
+  }}
+  const {T} total = totals[active > 0 ? active - 1 : 0];
+  if (y != nullptr && t < active) {{
+    acc = x[PLAX_AT(lo)];
+    if (t) acc = {name}_op(totals[t - 1], acc);
+    if (carry != nullptr) acc = {name}_op(*carry, acc);
+    y[PLAX_AT(lo)] = acc;
+    for (long long p = lo + 1; p < hi; ++p) {{
+      acc = {name}_op(acc, x[PLAX_AT(p)]);
+      y[PLAX_AT(p)] = acc;
+    }}
+  }}
+  #undef PLAX_AT
+  __syncthreads();  // (totals is reused by the next stretch)
+  return total;
+}}
+extern "C" __global__ void {name}(const {T}* __restrict__ x, {T}* __restrict__ y,
     long long rows, long long n, long long inner, int reverse) {{
-  __shared__ {ctype} totals[{THREADS}];
-  const long long threads = blockDim.x, t = threadIdx.x;
-  const long long chunk = (n + threads - 1) / threads;
-  const long long active = chunk ? (n + chunk - 1) / chunk : 0;  // threads holding elements
-  const long long lo = t * chunk, hi = lo + chunk < n ? lo + chunk : n;
+  __shared__ {T} totals[{THREADS}];
   for (long long row = blockIdx.x; row < rows; row += gridDim.x) {{
     const long long base = (row / inner) * n * inner + row % inner;
-    // element p of the scan order
-    #define PLAX_AT(p) (base + (reverse ? n - 1 - (p) : (p)) * inner)
-    {ctype} acc;
-    if (t < active) {{
-      acc = x[PLAX_AT(lo)];
-      for (long long p = lo + 1; p < hi; ++p) acc = {name}_op(acc, x[PLAX_AT(p)]);
-      totals[t] = acc;
-    }}
-    __syncthreads();
-    for (long long s = 1; s < active; s <<= 1) {{  // inclusive scan of the chunk totals
-      const bool take = t >= s && t < active;
-      {ctype} before;
-      if (take) before = totals[t - s];
-      __syncthreads();
-      if (take) totals[t] = {name}_op(before, totals[t]);
-      __syncthreads();
-    }}
-    if (t < active) {{
-      acc = t ? {name}_op(totals[t - 1], x[PLAX_AT(lo)]) : x[PLAX_AT(lo)];
-      y[PLAX_AT(lo)] = acc;
-      for (long long p = lo + 1; p < hi; ++p) {{
-        acc = {name}_op(acc, x[PLAX_AT(p)]);
-        y[PLAX_AT(p)] = acc;
-      }}
-    }}
-    #undef PLAX_AT
-    __syncthreads();  // (totals is reused by the next row)
+    {name}_block(x, y, base, n, inner, reverse, 0, n, nullptr, totals);
+  }}
+}}
+// pass 1 of a row split in tiles: each tile's total, one block per (row, tile)
+extern "C" __global__ void {name}_tile_totals(const {T}* __restrict__ x, {T}* __restrict__ sums,
+    long long rows, long long n, long long inner, int reverse, long long tile) {{
+  __shared__ {T} totals[{THREADS}];
+  const long long tiles = (n + tile - 1) / tile;
+  for (long long job = blockIdx.x; job < rows * tiles; job += gridDim.x) {{
+    const long long row = job / tiles, start = (job % tiles) * tile;
+    const long long base = (row / inner) * n * inner + row % inner;
+    const {T} total = {name}_block(x, nullptr, base, n, inner, reverse, start,
+                                   start + tile < n ? start + tile : n, nullptr, totals);
+    if (threadIdx.x == 0) sums[job] = total;
+  }}
+}}
+// pass 3 (pass 2 scans the totals): each tile's scan from the scanned totals before it
+extern "C" __global__ void {name}_tiles(const {T}* __restrict__ x, {T}* __restrict__ y,
+    const {T}* __restrict__ scanned, long long rows, long long n, long long inner, int reverse,
+    long long tile) {{
+  __shared__ {T} totals[{THREADS}];
+  const long long tiles = (n + tile - 1) / tile;
+  for (long long job = blockIdx.x; job < rows * tiles; job += gridDim.x) {{
+    const long long row = job / tiles, k = job % tiles, start = k * tile;
+    const long long base = (row / inner) * n * inner + row % inner;
+    {name}_block(x, y, base, n, inner, reverse, start, start + tile < n ? start + tile : n,
+                 k ? scanned + job - 1 : nullptr, totals);
   }}
 }}
 """
@@ -127,13 +197,20 @@ def argextreme_source(is_max: bool, ctype: str, index_ctype: str) -> tuple[str, 
     axis: the first index of the largest (smallest) value, the first NaN where there is one,
     as NumPy and XLA.
 
+    The source holds ``name`` (one block per row; takes ``(x, out, rows, n, inner)``) and, for
+    rows split in tiles of ``tile`` elements, ``name + "_tile_best"`` (each tile's best value
+    and index into ``values[row * tiles + k]``, ``where[...]`` (``long long``); takes ``(x,
+    values, where, rows, n, inner, tile)``) and ``name + "_of_tiles"`` (each row's best of its
+    tiles' pairs, in tile order, so the same first-index and first-NaN rules pick the same
+    element; takes ``(values, where, out, rows, tiles)``).
+
     Args:
       is_max: argmax, else argmin.
       ctype: the operand's C type (a real type; not a 16-bit float).
       index_ctype: the result's C type.
 
     Returns:
-      ``(source, name)``; the kernel takes ``(x, out, rows, n, inner)``.
+      ``(source, name)``: the source and the one-block-per-row kernel's name.
 
     Example:
       >>> argextreme_source(True, "float", "int")[1]
@@ -141,36 +218,77 @@ def argextreme_source(is_max: bool, ctype: str, index_ctype: str) -> tuple[str, 
     """
     kind = "argmax" if is_max else "argmin"
     name = f"plax_{kind}_{ctype.replace(' ', '_')}_{index_ctype.replace(' ', '_')}"
+    T = ctype
     better = "v > best" if is_max else "v < best"
     source = f"""
-extern "C" __global__ void {name}(const {ctype}* __restrict__ x, {index_ctype}* __restrict__ out,
-    long long rows, long long n, long long inner) {{
-  __shared__ {ctype} values[{THREADS}];
-  __shared__ long long where[{THREADS}];
+// The best (value, index) of positions [start, stop) of the row at `base` (element p at
+// x[base + p * inner], its index p, or index[base + p] when `index` is given, rising with p),
+// left in values[0], where[0] (where[0] < 0: an empty stretch). A strided pass per thread,
+// then a tree: the better, else the earlier.
+__device__ void {name}_block(const {T}* __restrict__ x, const long long* __restrict__ index,
+    long long base, long long inner, long long start, long long stop, {T}* values,
+    long long* where) {{
   const long long threads = blockDim.x, t = threadIdx.x;
+  {T} best = x[base + start * inner];
+  long long at = -1;  // (no element of this thread's stride yet)
+  for (long long p = start + t; p < stop; p += threads) {{
+    const {T} v = x[base + p * inner];
+    // (p rises: on a tie the earlier index stays; the first NaN stays once taken)
+    if (at < 0 || (best == best && (v != v || {better}))) {{
+      best = v;
+      at = index != nullptr ? index[base + p] : p;
+    }}
+  }}
+  values[t] = best; where[t] = at;
+  __syncthreads();
+  for (long long s = threads / 2; s > 0; s >>= 1) {{  // tree: the better, else the earlier
+    if (t < s && where[t + s] >= 0) {{
+      const {T} v = values[t + s], b = values[t];
+      const long long i = where[t + s], j = where[t];
+      const bool b_nan = b != b, v_nan = v != v;
+      const bool wins = j < 0 || (v_nan && (!b_nan || i < j)) ||
+          (!b_nan && !v_nan && ({"v > b" if is_max else "v < b"} || (v == b && i < j)));
+      if (wins) {{ values[t] = v; where[t] = i; }}
+    }}
+    __syncthreads();
+  }}
+}}
+extern "C" __global__ void {name}(const {T}* __restrict__ x, {index_ctype}* __restrict__ out,
+    long long rows, long long n, long long inner) {{
+  __shared__ {T} values[{THREADS}];
+  __shared__ long long where[{THREADS}];
   for (long long row = blockIdx.x; row < rows; row += gridDim.x) {{
     const long long base = (row / inner) * n * inner + row % inner;
-    {ctype} best = x[base];
-    long long at = -1;  // (no element of this thread's stride yet)
-    for (long long p = t; p < n; p += threads) {{
-      const {ctype} v = x[base + p * inner];
-      // (p rises: on a tie the earlier index stays; the first NaN stays once taken)
-      if (at < 0 || (best == best && (v != v || {better}))) {{ best = v; at = p; }}
-    }}
-    values[t] = best; where[t] = at;
+    {name}_block(x, nullptr, base, inner, 0, n, values, where);
+    if (threadIdx.x == 0) out[row] = ({index_ctype})where[0];
     __syncthreads();
-    for (long long s = threads / 2; s > 0; s >>= 1) {{  // tree: the better, else the earlier
-      if (t < s && where[t + s] >= 0) {{
-        const {ctype} v = values[t + s], b = values[t];
-        const long long i = where[t + s], j = where[t];
-        const bool b_nan = b != b, v_nan = v != v;
-        const bool wins = j < 0 || (v_nan && (!b_nan || i < j)) ||
-            (!b_nan && !v_nan && ({"v > b" if is_max else "v < b"} || (v == b && i < j)));
-        if (wins) {{ values[t] = v; where[t] = i; }}
-      }}
-      __syncthreads();
-    }}
-    if (t == 0) out[row] = ({index_ctype})where[0];
+  }}
+}}
+// pass 1 of a row split in tiles: each tile's best pair, one block per (row, tile)
+extern "C" __global__ void {name}_tile_best(const {T}* __restrict__ x, {T}* __restrict__ best,
+    long long* __restrict__ best_at, long long rows, long long n, long long inner,
+    long long tile) {{
+  __shared__ {T} values[{THREADS}];
+  __shared__ long long where[{THREADS}];
+  const long long tiles = (n + tile - 1) / tile;
+  for (long long job = blockIdx.x; job < rows * tiles; job += gridDim.x) {{
+    const long long row = job / tiles, start = (job % tiles) * tile;
+    const long long base = (row / inner) * n * inner + row % inner;
+    {name}_block(x, nullptr, base, inner, start, start + tile < n ? start + tile : n, values,
+                 where);
+    if (threadIdx.x == 0) {{ best[job] = values[0]; best_at[job] = where[0]; }}
+    __syncthreads();
+  }}
+}}
+// pass 2: each row's best of its tiles' pairs
+extern "C" __global__ void {name}_of_tiles(const {T}* __restrict__ best,
+    const long long* __restrict__ best_at, {index_ctype}* __restrict__ out, long long rows,
+    long long tiles) {{
+  __shared__ {T} values[{THREADS}];
+  __shared__ long long where[{THREADS}];
+  for (long long row = blockIdx.x; row < rows; row += gridDim.x) {{
+    {name}_block(best, best_at, row * tiles, 1, 0, tiles, values, where);
+    if (threadIdx.x == 0) out[row] = ({index_ctype})where[0];
     __syncthreads();
   }}
 }}
@@ -183,14 +301,106 @@ def _layout(shape, axis: int) -> tuple[int, int, int]:
     return math.prod(shape[:axis]), shape[axis], math.prod(shape[axis + 1:])
 
 
-def _launch(source: str, name: str, rows: int, *args) -> None:
-    """One block of :data:`THREADS` threads per row (a grid-stride loop covers rows beyond the
-    grid), compiled by plax (keeping subnormals) and counted as one launch."""
+def tiles_for(rows: int, n: int) -> int:
+    """How many tiles (blocks) each of ``rows`` rows of ``n`` elements is split in: 1 (one
+    block per row) unless the rows are too few to occupy the GPU (below :data:`FEW_ROWS`) and
+    each is at least :data:`LONG_ROW` long, then ``ceil(n / TILE)``.
+
+    Args:
+      rows: how many independent rows.
+      n: elements per row.
+
+    Returns:
+      The tile count per row (at least 1).
+
+    Example:
+      >>> tiles_for(1, 10**8) == -(-10**8 // TILE)
+      True
+      >>> tiles_for(4096, 10**5)
+      1
+    """
+    if rows >= FEW_ROWS or n < max(LONG_ROW, 2 * TILE):
+        return 1
+    return -(-n // TILE)
+
+
+def _grid(jobs: int) -> int:
+    """Blocks of a launch with ``jobs`` block-sized jobs (a grid-stride loop covers the rest)."""
+    from plax_cupy import codegen
+    return max(1, min(jobs, codegen.DEFAULT_SM_COUNT * codegen.WAVES * 4))
+
+
+def _launch(source: str, name: str, jobs: int, *args) -> None:
+    """Kernel ``name`` of ``source`` on :data:`THREADS`-thread blocks, one per job (a
+    grid-stride loop covers jobs beyond the grid), compiled by plax (keeping subnormals: one
+    module per source, so a source's kernels share it) and counted as one launch."""
     from plax_cupy import codegen, kernel_modules, runtime
-    module = kernel_modules.module(codegen.PREAMBLE + source, (name,))
-    grid = max(1, min(rows, codegen.DEFAULT_SM_COUNT * codegen.WAVES * 4))
-    module.get_function(name)((grid,), (THREADS,), tuple(args))
+    module = kernel_modules.module(codegen.PREAMBLE + source, _kernel_names(source))
+    module.get_function(name)((_grid(jobs),), (THREADS,), tuple(args))
     runtime.note_launch()
+
+
+def _kernel_names(source: str) -> tuple:
+    """The ``extern "C" __global__`` kernels of ``source``, in order."""
+    return tuple(re.findall(r'extern "C" __global__ void (\w+)\(', source))
+
+
+def scan_rows(op: str, work, out, outer: int, n: int, inner: int, reverse: bool) -> None:
+    """Writes the cumulative ``op`` of ``work`` (contiguous, viewed as ``(outer, n, inner)``)
+    along its middle axis into ``out`` (same shape and dtype): one launch with a block per row,
+    or for few long rows (:func:`tiles_for`) three: the tiles' totals, their scan (this
+    function again, on the ``(rows, tiles)`` totals), each tile's scan from the totals before.
+
+    Args:
+      op: ``"sum"``, ``"prod"``, ``"max"``, ``"min"`` or ``"logsumexp"``.
+      work: the operand (a CuPy array of a row-kernel dtype).
+      out: the result buffer.
+      outer, n, inner: the layout (:func:`_layout`).
+      reverse: scan from the end of each row.
+
+    Example:
+      >>> scan_rows("sum", x, y, 1, x.size, 1, False)   # doctest: +SKIP
+    """
+    rows = outer * inner
+    source, name = cumulative_source(op, dtypes.ctype(work.dtype))
+    tiles = tiles_for(rows, n)
+    common = (np.int64(rows), np.int64(n), np.int64(inner), np.int32(bool(reverse)))
+    if tiles == 1:
+        _launch(source, name, rows, work, out, *common)
+        return
+    sums = cupy.empty((rows * tiles,), work.dtype)
+    _launch(source, name + "_tile_totals", rows * tiles, work, sums, *common, np.int64(TILE))
+    scanned = cupy.empty_like(sums)
+    scan_rows(op, sums, scanned, rows, tiles, 1, False)   # (tiles in scan order already)
+    _launch(source, name + "_tiles", rows * tiles, work, out, scanned, *common, np.int64(TILE))
+
+
+def arg_rows(is_max: bool, work, out, outer: int, n: int, inner: int) -> None:
+    """Writes argmax (``is_max``) or argmin of ``work`` (contiguous, viewed as ``(outer, n,
+    inner)``, ``n >= 1``) along its middle axis into ``out`` (``outer * inner`` indices): one
+    launch with a block per row, or for few long rows (:func:`tiles_for`) two: each tile's
+    best (value, index), then each row's best of those.
+
+    Args:
+      is_max: argmax, else argmin.
+      work: the operand (a CuPy array of a real row-kernel dtype).
+      out: the index buffer (its dtype is the result's).
+      outer, n, inner: the layout (:func:`_layout`).
+
+    Example:
+      >>> arg_rows(True, x, out, 1, x.size, 1)   # doctest: +SKIP
+    """
+    rows = outer * inner
+    source, name = argextreme_source(is_max, dtypes.ctype(work.dtype), dtypes.ctype(out.dtype))
+    tiles = tiles_for(rows, n)
+    if tiles == 1:
+        _launch(source, name, rows, work, out, np.int64(rows), np.int64(n), np.int64(inner))
+        return
+    best = cupy.empty((rows * tiles,), work.dtype)
+    best_at = cupy.empty((rows * tiles,), np.int64)
+    _launch(source, name + "_tile_best", rows * tiles, work, best, best_at, np.int64(rows),
+            np.int64(n), np.int64(inner), np.int64(TILE))
+    _launch(source, name + "_of_tiles", rows, best, best_at, out, np.int64(rows), np.int64(tiles))
 
 
 def _compute_dtype(dtype: np.dtype) -> np.dtype:
@@ -207,9 +417,7 @@ def _cumulative(op: str, fallback):
         out = cupy.empty(work.shape, compute)
         outer, n, inner = _layout(work.shape, axis)
         if work.size:
-            source, name = cumulative_source(op, dtypes.ctype(compute))
-            _launch(source, name, outer * inner, work, out, np.int64(outer * inner), np.int64(n),
-                    np.int64(inner), np.int32(bool(reverse)))
+            scan_rows(op, work, out, outer, n, inner, bool(reverse))
         return out.astype(dtype, copy=False)
     return run
 
@@ -226,10 +434,7 @@ def _arg(is_max: bool):
             if n == 0:
                 raise ValueError(f"{'argmax' if is_max else 'argmin'} of an empty axis {axis} "
                                  f"(shape {tuple(x.shape)}): there is no index to return")
-            source, name = argextreme_source(is_max, dtypes.ctype(compute),
-                                             dtypes.ctype(index_dtype))
-            _launch(source, name, outer * inner, work, out, np.int64(outer * inner),
-                    np.int64(n), np.int64(inner))
+            arg_rows(is_max, work, out, outer, n, inner)
         return out
     return run
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import re
 import shutil
 import subprocess
 
@@ -55,26 +56,50 @@ extern "C" void run_{name}({params}, unsigned int grid, unsigned int threads) {{
 }}
 """
 
+#: a kernel's C parameter type -> its ctypes type (pointers are passed as addresses)
+_C_PARAM = {"long long": ctypes.c_longlong, "int": ctypes.c_int}
 
-_BUILT: dict = {}   # kernel name -> its host driver (one g++ build per kernel for the module)
-
-
-def _build(tmp_path, source: str, name: str, params: str, args: str):
-    if name not in _BUILT:
-        _BUILT[name] = _build_now(tmp_path, source, name, params, args)
-    return _BUILT[name]
+_BUILT: dict = {}   # source -> {kernel name: host driver} (one g++ build per source)
 
 
-def _build_now(tmp_path, source: str, name: str, params: str, args: str):
+def _kernels(tmp_path, source: str) -> dict:
+    """Every ``extern "C" __global__`` kernel of ``source`` built for the host with a driver
+    ``run_NAME(params..., grid, threads)`` (blocks in sequence, a block's threads as
+    ``std::thread``\\ s): ``{name: fn(grid, threads, *args)}``, arrays passed as NumPy arrays."""
+    if source not in _BUILT:
+        _BUILT[source] = _build_now(tmp_path, source)
+    return _BUILT[source]
+
+
+def _build_now(tmp_path, source: str) -> dict:
     from plax_cupy import codegen
-    text = (_HOST_BLOCK + codegen.PREAMBLE + source
-            + _DRIVER.format(name=name, params=params, args=args))
-    src, lib = tmp_path / f"{name}.cc", tmp_path / f"{name}.so"
+    signatures = re.findall(r'extern "C" __global__ void (\w+)\(([^)]*)\)', source)
+    drivers = []
+    for name, params in signatures:
+        names = [re.findall(r"\w+", p)[-1] for p in params.split(",")]
+        drivers.append(_DRIVER.format(name=name, params=params, args=", ".join(names)))
+    text = _HOST_BLOCK + codegen.PREAMBLE + source + "".join(drivers)
+    stem = signatures[0][0]
+    src, lib = tmp_path / f"{stem}.cc", tmp_path / f"{stem}.so"
     src.write_text(text)
     done = subprocess.run(["g++", "-std=c++20", "-O0", "-shared", "-fPIC", "-pthread",
                            "-DPLAX_HOST", str(src), "-o", str(lib)], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-4000:]
-    return getattr(ctypes.CDLL(str(lib)), f"run_{name}")
+    built = ctypes.CDLL(str(lib))
+    fns = {}
+    for name, params in signatures:
+        fn = getattr(built, f"run_{name}")
+        fn.argtypes = [ctypes.c_void_p if "*" in p else _C_PARAM[p.replace("const", "").strip()
+                                                                  .rsplit(" ", 1)[0].strip()]
+                       for p in params.split(",")] + [ctypes.c_uint, ctypes.c_uint]
+        fns[name] = _caller(fn)
+    return fns
+
+
+def _caller(fn):
+    def call(grid, threads, *args):
+        fn(*[a.ctypes.data if isinstance(a, np.ndarray) else int(a) for a in args], grid, threads)
+    return call
 
 
 def _cxx20_problem() -> str:
@@ -95,14 +120,10 @@ needs_cxx20 = pytest.mark.skipif(bool(_CXX20_PROBLEM), reason=_CXX20_PROBLEM or 
 def _run_cumulative(tmp_path, op, x, axis, reverse, threads, grid=3):
     from plax_cupy import kernels_rows
     source, name = kernels_rows.cumulative_source(op, CTYPES_OF[x.dtype])
-    fn = _build(tmp_path, source, name,
-                f"const void* x, void* y, long long rows, long long n, long long inner, int reverse",
-                f"({CTYPES_OF[x.dtype]}*)x, ({CTYPES_OF[x.dtype]}*)y, rows, n, inner, reverse")
     x = np.ascontiguousarray(x)
     outer, n, inner = kernels_rows._layout(x.shape, axis)
     y = np.full_like(x, 7)
-    fn.argtypes = [ctypes.c_void_p] * 2 + [ctypes.c_longlong] * 3 + [ctypes.c_int, ctypes.c_uint, ctypes.c_uint]
-    fn(x.ctypes.data, y.ctypes.data, outer * inner, n, inner, int(reverse), grid, threads)
+    _kernels(tmp_path, source)[name](grid, threads, x, y, outer * inner, n, inner, int(reverse))
     return y
 
 
@@ -152,14 +173,121 @@ def test_argmax_argmin_with_a_block_of_threads(tmp_path, threads):
     for is_max, numpy_fn in ((True, np.argmax), (False, np.argmin)):
         for data, axis in ((x, 1), (x.T.copy(), 0), (x[:, :5].copy(), 1)):
             source, name = kernels_rows.argextreme_source(is_max, "float", "int")
-            fn = _build(tmp_path, source, name,
-                        "const void* x, void* out, long long rows, long long n, long long inner",
-                        "(float*)x, (int*)out, rows, n, inner")
             outer, n, inner = kernels_rows._layout(data.shape, axis)
             out = np.full(outer * inner, -7, np.int32)
-            fn.argtypes = [ctypes.c_void_p] * 2 + [ctypes.c_longlong] * 3 + [ctypes.c_uint] * 2
-            fn(data.ctypes.data, out.ctypes.data, outer * inner, n, inner, 2, threads)
+            _kernels(tmp_path, source)[name](2, threads, data, out, outer * inner, n, inner)
             np.testing.assert_array_equal(out, numpy_fn(data, axis=axis), err_msg=f"{is_max} {axis}")
+
+
+class _HostRows:
+    """:func:`plax_cupy.kernels_rows.scan_rows` / ``arg_rows`` run on the host build: their
+    launches go to the host drivers (``threads`` per block, at most ``grid`` blocks, so the
+    grid-stride loops run too) and their scratch buffers are NumPy arrays filled with 7s (a
+    pass that skips an element shows)."""
+
+    def __init__(self, tmp_path, threads, grid=3):
+        self.tmp_path, self.threads, self.grid = tmp_path, threads, grid
+        self.launches: list = []
+
+    def launch(self, source, name, jobs, *args):
+        self.launches.append(name)
+        _kernels(self.tmp_path, source)[name](min(jobs, self.grid), self.threads, *args)
+
+    @staticmethod
+    def empty(shape, dtype):
+        return np.full(shape, 7, dtype)
+
+    @staticmethod
+    def empty_like(a):
+        return np.full_like(a, 7)
+
+
+@pytest.fixture
+def host_rows(monkeypatch, tmp_path, request):
+    """Small tiles (64 elements, rows from 128 split), kernels on the host build."""
+    from plax_cupy import kernels_rows
+    rows = _HostRows(tmp_path, request.param)
+    monkeypatch.setattr(kernels_rows, "TILE", 64)
+    monkeypatch.setattr(kernels_rows, "LONG_ROW", 128)
+    monkeypatch.setattr(kernels_rows, "_launch", rows.launch)
+    monkeypatch.setattr(kernels_rows, "cupy", rows)
+    return rows
+
+
+def _operand(rng, op, dtype, shape):
+    if np.dtype(dtype).kind == "c":
+        return (rng.uniform(0.9, 1.1, shape) + 1j * rng.uniform(-0.1, 0.1, shape)).astype(dtype)
+    if np.dtype(dtype).kind == "f":
+        return (rng.uniform(0.99, 1.01, shape) if op == "prod" else rng.normal(size=shape)).astype(dtype)
+    return rng.integers(-2**30, 2**30, shape).astype(dtype)  # int32 sums wrap
+
+
+@needs_cxx20
+@pytest.mark.parametrize("host_rows", [32, 8], indirect=True)
+def test_cumulative_over_several_blocks(host_rows):
+    from plax_cupy import kernels_rows
+    rng = np.random.default_rng(2)
+    # (shape, axis): one row of 16 tiles (the last partial), two rows along axis 0 (inner 2),
+    # one row of 157 tiles (its totals split again: a second level), rows below LONG_ROW
+    cases = [("sum", np.float32, (1000,), 0), ("sum", np.float64, (1000, 2), 0),
+             ("max", np.float32, (3, 1000), 1), ("min", np.int64, (2, 300), 1),
+             ("prod", np.complex128, (1, 700), 1), ("sum", np.int32, (10000,), 0),
+             ("logsumexp", np.float64, (2, 500), 1), ("sum", np.float64, (1, 129), 1),
+             ("sum", np.float64, (1, 100), 1)]
+    # (ops and dtypes of the test above where they do: each new one is a g++ build)
+    for op, dtype, shape, axis in cases:
+        x = _operand(rng, op, dtype, shape)
+        if op == "max":
+            x[1, 700] = np.nan   # from a later tile on, NaN
+        outer, n, inner = kernels_rows._layout(x.shape, axis)
+        tiles = -(-n // 64) if n >= 128 else 1
+        second = -(-tiles // 64) if tiles >= 128 else 1
+        for reverse in (False, True):
+            host_rows.launches.clear()
+            got = np.full_like(x, 7)
+            kernels_rows.scan_rows(op, x, got, outer, n, inner, reverse)
+            # one launch a row of one tile; three per level of tiles (the last level one)
+            levels = (tiles > 1) + (second > 1)
+            assert len(host_rows.launches) == 1 + 2 * levels, (shape, host_rows.launches)
+            want = _reference(op, x.astype(np.complex128 if x.dtype.kind == "c" else
+                                           np.float64 if x.dtype.kind == "f" else x.dtype),
+                              axis, reverse)
+            if x.dtype.kind in "iu":
+                np.testing.assert_array_equal(got, want, err_msg=f"{op} {shape} {reverse}")
+            else:   # (float32: the tiles' order of summation differs from a sequential one)
+                tol = 1e-10 if np.dtype(dtype).itemsize >= 16 or dtype == np.float64 else 2e-5
+                np.testing.assert_allclose(got, want.astype(x.dtype), rtol=tol, atol=tol,
+                                           err_msg=f"{op} {dtype} {shape} {reverse}")
+
+
+@needs_cxx20
+@pytest.mark.parametrize("host_rows", [32, 8], indirect=True)
+def test_argmax_argmin_over_several_blocks(host_rows):
+    from plax_cupy import kernels_rows
+    rng = np.random.default_rng(3)
+    x = rng.integers(-3, 4, (4, 700)).astype(np.float32)   # ties across tiles: the first wins
+    x[1, [650, 20]] = np.nan                                 # the first NaN wins, across tiles
+    x[2, :] = 0
+    x[2, [300, 600]] = 1e-45                                 # a subnormal above zero, twice
+    x[3, 699] = 9                                            # in the last (partial) tile
+    x[3, 698] = -9
+    for is_max, numpy_fn in ((True, np.argmax), (False, np.argmin)):
+        for data, axis in ((x, 1), (x.T.copy(), 0), (x[:, :100].copy(), 1)):
+            host_rows.launches.clear()
+            outer, n, inner = kernels_rows._layout(data.shape, axis)
+            out = np.full(outer * inner, -7, np.int32)
+            kernels_rows.arg_rows(is_max, data, out, outer, n, inner)
+            assert len(host_rows.launches) == (2 if n >= 128 else 1), host_rows.launches
+            np.testing.assert_array_equal(out, numpy_fn(data, axis=axis).reshape(-1),
+                                          err_msg=f"{is_max} {data.shape} {axis}")
+
+
+def test_tiles_for():
+    from plax_cupy import kernels_rows as k
+    assert k.tiles_for(1, 10**8) == -(-10**8 // k.TILE)   # a long 1-D row: every SM
+    assert k.tiles_for(1, k.LONG_ROW - 1) == 1              # short: one launch
+    assert k.tiles_for(k.FEW_ROWS, 10**8) == 1              # many rows already fill the GPU
+    assert k.tiles_for(k.FEW_ROWS - 1, k.LONG_ROW) == -(-k.LONG_ROW // k.TILE)
 
 
 @pytest.mark.skipif(bool(NVRTC_PROBLEM), reason=NVRTC_PROBLEM or "nvrtc")
