@@ -1,0 +1,151 @@
+"""Long rows of the cumulative ops and argmax/argmin on the simulated GPU (issue 24).
+
+:mod:`plax_cupy.kernels_rows` splits few long rows over several blocks (:func:`tiles_for`).
+With small tiles forced (64 elements, rows from 128 split), the backend runs the multi-block
+kernels on the simulated GPU: every dtype the row kernels take (float16, bfloat16 and complex
+among them), ``reverse``, any axis, against NumPy in float64; and the launches are counted as
+on a GPU (``plax_cupy.count``): three for a split cumsum, five when its tile totals split
+again, two for argmax, one for a row below the threshold, and the tile kernels ran on several
+blocks. The host-thread build in ``test_kernels_rows.py`` checks the same kernels with many
+threads per block (the simulation runs one).
+
+The tests need the simulated CuPy, so :func:`test_on_the_simulated_gpu` runs this file again
+in a child process with ``-p fake_cupy_plugin``; the other tests skip here.
+"""
+from __future__ import annotations
+
+import shutil
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from test_simulated_streams import SIMULATED, on_simulated_gpu, run_file_on_simulated_gpu
+
+
+@pytest.mark.skipif(SIMULATED or shutil.which("g++") is None,
+                    reason="already on the simulated GPU, or no C++ compiler (g++) for it")
+def test_on_the_simulated_gpu():
+    run_file_on_simulated_gpu(__file__)
+
+
+@pytest.fixture
+def small_tiles(monkeypatch):
+    """Tiles of 64 elements, rows from 128 split; float64 and complex128 kept (x64 on)."""
+    import plax
+    from plax_cupy import kernels_rows
+    monkeypatch.setattr(kernels_rows, "TILE", 64)
+    monkeypatch.setattr(kernels_rows, "LONG_ROW", 128)
+    with plax.config.override("jax_enable_x64", True):
+        yield
+
+
+def _gpu_put(x):
+    import plax
+    return plax.device_put(x, plax.devices("gpu")[0])
+
+
+def _counted(fn, *args):
+    """``fn(*args)`` on the host, with its launches and host fallbacks."""
+    import plax_cupy
+    with plax_cupy.count() as c:
+        out = np.asarray(fn(*args))
+    return out, c
+
+
+@on_simulated_gpu
+def test_long_row_cumsum_launches_and_values(small_tiles, monkeypatch):
+    import fake_cupy
+    import plax
+    from plax import lax
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=1000).astype(np.float32)
+    xd = _gpu_put(x)
+    for reverse in (False, True):
+        del fake_cupy.LAUNCHES[:]
+        got, c = _counted(lambda v: lax.cumsum(v, axis=0, reverse=reverse), xd)
+        assert (c.launches, c.host_fallbacks) == (3, 0), c
+        grids = {name.rsplit("_float", 1)[-1]: grid[0] for name, grid, _ in fake_cupy.LAUNCHES}
+        assert grids == {"_tile_totals": 16, "": 1, "_tiles": 16}, fake_cupy.LAUNCHES
+        ref = np.cumsum(x[::-1] if reverse else x, dtype=np.float64)
+        np.testing.assert_allclose(got, ref[::-1] if reverse else ref, rtol=2e-5, atol=2e-5)
+    # its 157 tile totals split again: 3 + 2 launches
+    y = rng.integers(-2**30, 2**30, 10_000).astype(np.int32)
+    got, c = _counted(lambda v: lax.cumsum(v, axis=0), _gpu_put(y))
+    assert c.launches == 5, c
+    np.testing.assert_array_equal(got, np.cumsum(y, dtype=np.int32))   # wraps
+    # below the threshold: one block per row, one launch
+    got, c = _counted(lambda v: lax.cumsum(v, axis=0), _gpu_put(x[:100]))
+    assert c.launches == 1, c
+    # under jit: the same three kernels with CUDA graphs off, one graph launch with them on
+    for graphs, launches in (("0", 3), ("1", 1)):
+        monkeypatch.setenv("PLAX_CUDA_GRAPHS", graphs)
+        f = plax.jit(lambda v: lax.cumsum(v, axis=0))
+        for _ in range(3):
+            f(xd).block_until_ready()
+        got, c = _counted(f, xd)
+        assert c.launches == launches, (graphs, c)
+        np.testing.assert_allclose(got, np.cumsum(x, dtype=np.float64), rtol=2e-5, atol=2e-5)
+
+
+@on_simulated_gpu
+@pytest.mark.parametrize("dtype", [np.float16, ml_dtypes.bfloat16, np.float32, np.float64,
+                                   np.complex64, np.complex128, np.int64, np.uint8])
+def test_long_rows_every_dtype_any_axis(small_tiles, dtype):
+    from plax import lax
+    rng = np.random.default_rng(1)
+    shape = (700, 3)
+    if np.dtype(dtype).kind == "c":
+        x = (rng.uniform(0.99, 1.01, shape) + 1j * rng.uniform(-0.01, 0.01, shape)).astype(dtype)
+    elif np.dtype(dtype).kind == "f":
+        x = rng.uniform(-1, 1, shape).astype(dtype)
+    else:
+        x = rng.integers(0, 100, shape).astype(dtype)
+    wide = x.astype(np.complex128 if x.dtype.kind == "c" else np.float64)
+    ops = [(lax.cumsum, np.add), (lax.cummax, np.maximum), (lax.cummin, np.minimum)]
+    if x.dtype.kind in "fc":
+        ops.append((lax.cumprod, np.multiply))
+    for axis, reverse in ((0, False), (0, True), (1, True)):
+        for op, ufunc in ops:
+            got, c = _counted(lambda v: op(v, axis=axis, reverse=reverse), _gpu_put(x))
+            assert c.host_fallbacks == 0, c.fallbacks
+            if axis == 0:
+                assert c.launches >= 3, (op, c)   # the split path (plus any dtype conversion)
+            src = np.flip(wide, axis) if reverse else wide
+            want = ufunc.accumulate(src, axis=axis)
+            want = np.flip(want, axis) if reverse else want
+            if x.dtype.kind in "iu":
+                np.testing.assert_array_equal(got, want.astype(x.dtype), err_msg=f"{op} {axis}")
+            else:
+                tol = 1e-12 if dtype in (np.float64, np.complex128) else 1e-5
+                if np.dtype(dtype) == ml_dtypes.bfloat16 or dtype == np.float16:
+                    tol = 0.1 if op is lax.cumsum else 2e-2
+                np.testing.assert_allclose(got.astype(want.dtype), want, rtol=tol, atol=tol,
+                                           err_msg=f"{op} {dtype} {axis} {reverse}")
+
+
+@on_simulated_gpu
+def test_long_row_cumlogsumexp(small_tiles):
+    from plax import lax
+    x = np.random.default_rng(2).normal(size=(2, 500)).astype(np.float64)
+    got, c = _counted(lambda v: lax.cumlogsumexp(v, axis=1, reverse=True), _gpu_put(x))
+    want = np.flip(np.logaddexp.accumulate(np.flip(x, 1), axis=1), 1)
+    assert c.launches == 3 and got.dtype == np.float64, c
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+@on_simulated_gpu
+def test_long_row_argmax_argmin(small_tiles):
+    import plax.numpy as jnp
+    x = np.random.default_rng(3).integers(-3, 4, (3, 700)).astype(np.float32)  # ties
+    x[1, [650, 20]] = np.nan                    # the first NaN, in another tile than the second
+    x[2, :] = 0
+    x[2, [300, 600]] = 1e-45                    # a subnormal above zero: kept, the first wins
+    for fn, ref in ((jnp.argmax, np.argmax), (jnp.argmin, np.argmin)):
+        for data, axis in ((x, 1), (x.T.copy(), 0)):
+            got, c = _counted(lambda v: fn(v, axis=axis), _gpu_put(data))
+            assert c.launches == 2 and c.host_fallbacks == 0, c
+            np.testing.assert_array_equal(got, ref(data, axis=axis))
+        h = x.astype(np.float16)
+        got, c = _counted(lambda v: fn(v, axis=1), _gpu_put(h))
+        np.testing.assert_array_equal(got, ref(h, axis=1))
