@@ -746,12 +746,19 @@ __device__ __forceinline__ float plax_polygamma(float m, float x) {
 
 
 def _beta_source() -> str:
+    """betainc as the Numba form (``plax_numba.special_beta``): float64 iterates to 2**-53 and
+    takes its prefactor from ``tgamma``/``pow`` where they stay in range; float32 (and the
+    half types' float value) iterates to 2**-40 and always takes it from logarithms, with
+    ``-log B(a, b)`` from Stirling's series after a shift by 10 (:func:`plax_log_beta_parts`:
+    three ``log`` calls) instead of ``lgamma`` three times."""
     s = special_series
     return "\n".join([
         "#ifndef PLAX_BETAINC", "#define PLAX_BETAINC",
         "// ---- betainc (regularized_incomplete_beta; plax_cupy/special_source.py)",
         _constants(PLAX_BETA_MAX_GAMMA=171.624376956302725,
-                   PLAX_BETA_NORMAL_LIMIT=s.BETA_NORMAL_LIMIT),
+                   PLAX_BETA_NORMAL_LIMIT=s.BETA_NORMAL_LIMIT,
+                   PLAX_BETA_HALF_LOG_2PI=0.91893853320467274178,
+                   PLAX_BETA_TINY=1e-100),
         f"#define PLAX_BETA_TERMS {s.BETA_FRACTION_TERMS}",
         f"#define PLAX_BETA_SERIES_TERMS {s.BETA_SERIES_TERMS}",
         r"""// lgamma(a + b) - lgamma(a) - lgamma(b), without cancellation when one is large
@@ -762,21 +769,60 @@ __device__ double plax_log_beta_factor(double a, double b) {
                        + plax_stirling_correction(a + b) - plax_stirling_correction(b);
   return ratio - lgamma(a);
 }
+// z (z+1) ... (z+9) as a fixed tree of products: lgamma(z) = lgamma(z + 10) - log of it
+__device__ __forceinline__ double plax_rising10(double z) {
+  const double p01 = z * (z + 1.0), p23 = (z + 2.0) * (z + 3.0), p45 = (z + 4.0) * (z + 5.0);
+  const double p67 = (z + 6.0) * (z + 7.0), p89 = (z + 8.0) * (z + 9.0);
+  return ((p01 * p23) * (p45 * p67)) * p89;
+}
+// lgamma(z) - log(2 pi) / 2 for z >= 10 (Stirling's series)
+__device__ __forceinline__ double plax_stirling_log(double z) {
+  return (z - 0.5) * log(z) - z + plax_stirling_correction(z);
+}
+// (l, *m) with l + log(*m) = plax_log_beta_factor(a, b) and no lgamma: below 10 each of a, b
+// and a + b is shifted by 10 (the shifts' products in *m, which the caller folds into a
+// logarithm it takes anyway); absolute error ~5e-14 for parameters up to 30, what the float32
+// path's 2**-40 asks. Parameters below 1e-100 (the products could underflow) take lgamma.
+__device__ double plax_log_beta_parts(double a, double b, double* m) {
+  if (a > b) { const double t = a; a = b; b = t; }
+  *m = 1.0;
+  if (a < PLAX_BETA_TINY) return plax_log_beta_factor(a, b);
+  if (b >= 10.0) {
+    const double ratio = a * log(b) + (a + b - 0.5) * log1p(a / b) - a
+                         + plax_stirling_correction(a + b) - plax_stirling_correction(b);
+    if (a >= 10.0) return ratio - plax_stirling_log(a) - PLAX_BETA_HALF_LOG_2PI;
+    *m = plax_rising10(a);
+    return ratio - plax_stirling_log(a + 10.0) - PLAX_BETA_HALF_LOG_2PI;
+  }
+  const double c = a + b;
+  *m = plax_rising10(a) / plax_rising10(c) * plax_rising10(b);
+  return plax_stirling_log(c + 10.0) - plax_stirling_log(a + 10.0) - plax_stirling_log(b + 10.0)
+         - PLAX_BETA_HALF_LOG_2PI;
+}
+// lgamma(a + b) - lgamma(a) - lgamma(b) + log(v), v > 0: float64 (eps 2**-53) from lgamma,
+// the float32 path from plax_log_beta_parts with one logarithm
+__device__ __forceinline__ double plax_log_beta_times(double a, double b, double v, double eps) {
+  if (eps == PLAX_SF_EPS64) return plax_log_beta_factor(a, b) + log(v);
+  double m;
+  const double l = plax_log_beta_parts(a, b, &m);
+  return l + log(v * m);
+}
 // Gamma(a + b) / (Gamma(a) Gamma(b)) from tgamma (for a + b below gamma's limit), or 0 where
 // that fails: Gamma(a) Gamma(b) overflows for a tiny a beside b near 171 (inf / inf is NaN),
-// and the caller then takes the logarithms (as the Numba form's _inverse_beta)
-__device__ double plax_inverse_beta(double a, double b) {
-  if (!(a + b < PLAX_BETA_MAX_GAMMA)) return 0.0;
+// and the caller then takes the logarithms (as the Numba form's _inverse_beta); always 0 on
+// the float32 path (eps above 2**-53), which takes the logarithms
+__device__ double plax_inverse_beta(double a, double b, double eps) {
+  if (eps != PLAX_SF_EPS64 || !(a + b < PLAX_BETA_MAX_GAMMA)) return 0.0;
   const double r = tgamma(a + b) / (tgamma(a) * tgamma(b));
   return r < plax_sf_inf() ? r : 0.0;  // (NaN fails the test too)
 }
-// I_x(a, b) by its power series (b x <= 1, x <= 0.95)
-__device__ double plax_betainc_series(double a, double b, double x) {
+// I_x(a, b) by its power series (b x <= 1, x <= 0.95), terms down to eps relative
+__device__ double plax_betainc_series(double a, double b, double x, double eps) {
   const double ai = 1.0 / a;
   double u = (1.0 - b) * x, v = u / (a + 1.0);
   const double t1 = v;
   double t = u, n = 2.0, s = 0.0;
-  const double z = PLAX_SF_EPS64 * ai;
+  const double z = eps * ai;
   for (int i = 0; i < PLAX_BETA_SERIES_TERMS; ++i) {
     if (!(fabs(v) > z)) break;
     u = (n - b) * x / n;
@@ -788,18 +834,19 @@ __device__ double plax_betainc_series(double a, double b, double x) {
   s += t1;
   s += ai;
   u = a * log(x);
-  const double ratio = plax_inverse_beta(a, b);
+  const double ratio = plax_inverse_beta(a, b, eps);
   if (ratio > 0.0 && fabs(u) < PLAX_SF_LOG_MAX64) return s * ratio * pow(x, a);
-  t = plax_log_beta_factor(a, b) + u + log(s);
+  t = plax_log_beta_times(a, b, s, eps) + u;
   return t > PLAX_SF_LOG_MIN64 ? exp(t) : 0.0;
 }
-// Cephes' continued fraction incbcf (second false) or incbd (true, in z = x / (1 - x))
-__device__ double plax_betainc_fraction(double a, double b, double x, bool second) {
+// Cephes' continued fraction incbcf (second false) or incbd (true, in z = x / (1 - x)), to
+// 3 eps relative
+__device__ double plax_betainc_fraction(double a, double b, double x, bool second, double eps) {
   double k1 = a, k2 = second ? b - 1.0 : a + b, k3 = a, k4 = a + 1.0, k5 = 1.0;
   double k6 = second ? a + b : b - 1.0, k7 = a + 1.0, k8 = a + 2.0;
   const double z = second ? x / (1.0 - x) : x;
   double pkm2 = 0.0, qkm2 = 1.0, pkm1 = 1.0, qkm1 = 1.0, ans = 1.0, r = 1.0;
-  const double thresh = 3.0 * PLAX_SF_EPS64;
+  const double thresh = 3.0 * eps;
   for (int i = 0; i < PLAX_BETA_TERMS; ++i) {
     double xk = -(z * k1 * k2) / (k3 * k4);
     double pk = pkm1 + pkm2 * xk, qk = qkm1 + qkm2 * xk;
@@ -843,7 +890,7 @@ __device__ double plax_betainc_normal(double a, double b, double x) {
   return 0.5 * erfc(-(x - mean) / (sd * 1.41421356237309504880));
 }
 // by a continued fraction (or the swapped power series) and the prefactor (b x > 1 or x > 0.95)
-__device__ double plax_betainc_fractions(double a, double b, double x) {
+__device__ double plax_betainc_fractions(double a, double b, double x, double eps) {
   double w = 1.0 - x;
   // above the mean by symmetry, unless 1 - x rounds to 1
   const bool flip = x > a / (a + b) && w < 1.0;
@@ -855,29 +902,33 @@ __device__ double plax_betainc_fractions(double a, double b, double x) {
   } else {
     xc = w;
   }
-  if (flip && b * x <= 1.0 && x <= 0.95) return 1.0 - plax_betainc_series(a, b, x);
-  if (x * (a + b - 2.0) - (a - 1.0) < 0.0) w = plax_betainc_fraction(a, b, x, false);
-  else w = plax_betainc_fraction(a, b, x, true) / xc;
+  if (flip && b * x <= 1.0 && x <= 0.95) return 1.0 - plax_betainc_series(a, b, x, eps);
+  if (x * (a + b - 2.0) - (a - 1.0) < 0.0) w = plax_betainc_fraction(a, b, x, false, eps);
+  else w = plax_betainc_fraction(a, b, x, true, eps) / xc;
   double y = a * log_x, t = b * log_xc;
-  const double ratio = plax_inverse_beta(a, b);
+  const double ratio = plax_inverse_beta(a, b, eps);
   if (ratio > 0.0 && fabs(y) < PLAX_SF_LOG_MAX64 && fabs(t) < PLAX_SF_LOG_MAX64) {
     t = pow(xc, b) * pow(x, a) / a * w * ratio;
   } else {
-    y += t + plax_log_beta_factor(a, b) + log(w / a);
+    y += t + plax_log_beta_times(a, b, w / a, eps);
     t = y > PLAX_SF_LOG_MIN64 ? exp(y) : 0.0;
   }
   return flip ? 1.0 - t : t;
 }
-__device__ double plax_betainc(double a, double b, double x) {
+// I_x(a, b) in double, iterated to eps relative (2**-53: float64; 2**-40: float32)
+__device__ double plax_betainc_core(double a, double b, double x, double eps) {
   const double inf = plax_sf_inf();
   if (!(a > 0.0 && b > 0.0 && x > 0.0 && x < 1.0 && a < inf && b < inf)) return plax_betainc_edge(a, b, x);
-  if (b * x <= 1.0 && x <= 0.95) return plax_betainc_series(a, b, x);
+  if (b * x <= 1.0 && x <= 0.95) return plax_betainc_series(a, b, x, eps);
   if (a > PLAX_BETA_NORMAL_LIMIT && b > PLAX_BETA_NORMAL_LIMIT) return plax_betainc_normal(a, b, x);
-  const double r = plax_betainc_fractions(a, b, x);
+  const double r = plax_betainc_fractions(a, b, x, eps);
   return (r >= 0.0 && r <= 1.0) ? r : plax_betainc_normal(a, b, x);
 }
+__device__ __forceinline__ double plax_betainc(double a, double b, double x) {
+  return plax_betainc_core(a, b, x, PLAX_SF_EPS64);
+}
 __device__ __forceinline__ float plax_betainc(float a, float b, float x) {
-  return (float)plax_betainc((double)a, (double)b, (double)x);
+  return (float)plax_betainc_core((double)a, (double)b, (double)x, PLAX_SF_EPS32);
 }""", "#endif", ""])
 
 
