@@ -15,6 +15,10 @@ with ``block_until_ready`` after each timed batch of calls):
   parameters the last one returned (``MLP train loop``; ``MLP loop, batch uploaded``: with the
   batch uploaded from the host each call);
 * ``random.normal`` of 1e8 float32 (threefry2x32 and the inverse-erf transform);
+* ``cumsum`` of one row of 1e7 float32: a long row split over every SM
+  (``plax_cupy.kernels_rows``: tile totals, their scan, each tile's scan -- three launches,
+  one graph launch when replayed; ``--tiny``/``--simulated``: 1e5, still split), GB/s of its
+  8 bytes per element;
 * a tiny jitted call (3 elements): the per-call latency.
 
 A second table times the MLP step's **first call** (trace, lowering, kernel compilation and
@@ -141,10 +145,13 @@ def workloads(quick: bool, tiny: bool = False):
     ``build(...)``, which makes ``{key: (fn, args)}`` for one library."""
     scale = 10_000 if tiny else (10 if quick else 1)
     n_big = 100_000_000 // scale
+    # (tiny: 1e5, still above kernels_rows.LONG_ROW, so the simulation counts the split path)
+    n_scan = 10_000_000 // (100 if tiny else (10 if quick else 1))
     m = 256 if tiny else 8192 // (2 if quick else 1)
     batch = 64 if tiny else 4096
     rng = np.random.default_rng(0)
     x_selu = rng.standard_normal(n_big).astype(np.float32)
+    x_scan = rng.standard_normal(n_scan).astype(np.float32)
     a32 = rng.standard_normal((m, m)).astype(np.float32)
     b32 = rng.standard_normal((m, m)).astype(np.float32)
     sizes = (784, 2048, 2048, 10)
@@ -198,6 +205,7 @@ def workloads(quick: bool, tiny: bool = False):
                                          [(put(w), put(b)) for w, b in params], True), [None, None]),
             "random.normal": (jit(lambda k: random.normal(k, (n_big,))), [key]),
             "tiny call": (jit(lambda x: x * 2.0 + 1.0), [put(tiny)]),
+            "cumsum": (jit(lambda x: jnp.cumsum(x)), [put(x_scan)]),
         }
 
     rows = [(f"selu {n_big:.0e} f32", 8 * n_big, "selu"),
@@ -207,7 +215,8 @@ def workloads(quick: bool, tiny: bool = False):
             (f"MLP train loop batch {batch}", None, "mlp loop"),
             ("MLP loop, batch uploaded", None, "mlp loop upload"),
             (f"random.normal {n_big:.0e}", 4 * n_big, "random.normal"),
-            ("tiny jit call", None, "tiny call")]
+            ("tiny jit call", None, "tiny call"),
+            (f"cumsum 1 row {n_scan:.0e} f32", 8 * n_scan, "cumsum")]
     return rows, build
 
 

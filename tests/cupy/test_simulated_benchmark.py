@@ -3,7 +3,8 @@ one call costs: kernel launches, host copies each way, host fallbacks and device
 copies. A jitted program's call makes no host copy and runs nothing on the host, so those
 columns must read 0 (the times mean nothing on the simulation); the MLP rows replay as one CUDA
 graph with no copy in, a training loop too, and one whose batch is uploaded each call (its two
-uploads are its only host copies), since the batch's blocks recur."""
+uploads are its only host copies), since the batch's blocks recur; the long-row cumsum is the
+split path's three kernels (``no-graph``), one graph launch replayed."""
 from __future__ import annotations
 
 import os
@@ -20,7 +21,9 @@ ROWS = ("selu", "matmul 256^2 f32", "matmul 256^2 bf16", "MLP step", "MLP train 
         "random.normal", "tiny jit call")
 #: rows that replay as one CUDA graph: (launches, h2d, d2h, fallbacks, device copies) per call
 GRAPHED = {"MLP step": (1, 0, 0, 0, 0), "MLP train loop": (1, 0, 0, 0, 0),
-           "MLP loop, batch uploaded": (1, 2, 0, 0, 0)}
+           "MLP loop, batch uploaded": (1, 2, 0, 0, 0), "cumsum 1 row": (1, 0, 0, 0, 0)}
+#: rows and their launches per call with CUDA graphs off (the ``no-graph`` column)
+UNGRAPHED = {"cumsum 1 row": 3}
 
 
 @pytest.mark.skipif(SIMULATED or shutil.which("g++") is None,
@@ -35,9 +38,12 @@ def test_benchmark_prints_launches_and_no_host_copies_per_call():
         line = next((ln for ln in out.splitlines() if ln.startswith(row)), None)
         assert line is not None and "failed" not in line, out
         # time, jax, ratio, then: launches h2d d2h fallbacks d2d
-        m = re.search(r"ms\s+\S+\s+\S+\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)", line)
+        m = re.search(r"ms\s+\S+\s+\S+\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)", line)
         assert m, line
-        counts = tuple(map(int, m.groups()))
+        *counts, no_graph = map(int, m.groups())
+        counts = tuple(counts)
+        if row in UNGRAPHED:
+            assert no_graph == UNGRAPHED[row], line
         if row in GRAPHED:
             assert counts == GRAPHED[row], line
         else:
