@@ -28,6 +28,7 @@ still wins. Every launch is plax-compiled and counted (``plax_cupy.counters().la
 """
 from __future__ import annotations
 
+import functools
 import math
 import re
 
@@ -62,7 +63,19 @@ _COMBINE = {
     "logsumexp": "plax_logaddexp(a, b)",
 }
 
-_HELPERS = r"""
+#: the block-wide work of a source is one function its kernels call, not inlined into each of
+#: them (that doubled NVRTC's time per source); one call per row or tile costs nothing
+_NOINLINE = r"""
+#ifndef PLAX_ROW_NOINLINE
+#if defined(PLAX_HOST) || defined(PLAX_SIM)
+#define PLAX_ROW_NOINLINE
+#else
+#define PLAX_ROW_NOINLINE __noinline__
+#endif
+#endif
+"""
+
+_HELPERS = _NOINLINE + r"""
 template <typename T> __device__ __forceinline__ T plax_row_add(T a, T b) { return a + b; }
 template <typename T> __device__ __forceinline__ T plax_row_mul(T a, T b) { return a * b; }
 #define PLAX_ROW_WRAP(T, U) \
@@ -115,7 +128,7 @@ __device__ __forceinline__ {T} {name}_op({T} a, {T} b) {{ return {combine}; }}
 // (Hillis-Steele); each chunk rescanned from the total before it (and from `*carry`, the
 // rows's scan before `start`, when given) into `y` (skipped when `y` is null). Returns the
 // stretch's total (carry excluded) to every thread.
-__device__ {T} {name}_block(const {T}* __restrict__ x, {T}* __restrict__ y, long long base,
+__device__ PLAX_ROW_NOINLINE {T} {name}_block(const {T}* __restrict__ x, {T}* __restrict__ y, long long base,
     long long n, long long inner, int reverse, long long start, long long stop,
     const {T}* carry, {T}* totals) {{
   const long long threads = blockDim.x, t = threadIdx.x, len = stop - start;
@@ -220,12 +233,12 @@ def argextreme_source(is_max: bool, ctype: str, index_ctype: str) -> tuple[str, 
     name = f"plax_{kind}_{ctype.replace(' ', '_')}_{index_ctype.replace(' ', '_')}"
     T = ctype
     better = "v > best" if is_max else "v < best"
-    source = f"""
+    source = _NOINLINE + f"""
 // The best (value, index) of positions [start, stop) of the row at `base` (element p at
 // x[base + p * inner], its index p, or index[base + p] when `index` is given, rising with p),
 // left in values[0], where[0] (where[0] < 0: an empty stretch). A strided pass per thread,
 // then a tree: the better, else the earlier.
-__device__ void {name}_block(const {T}* __restrict__ x, const long long* __restrict__ index,
+__device__ PLAX_ROW_NOINLINE void {name}_block(const {T}* __restrict__ x, const long long* __restrict__ index,
     long long base, long long inner, long long start, long long stop, {T}* values,
     long long* where) {{
   const long long threads = blockDim.x, t = threadIdx.x;
@@ -340,6 +353,7 @@ def _launch(source: str, name: str, jobs: int, *args) -> None:
     runtime.note_launch()
 
 
+@functools.lru_cache(maxsize=None)
 def _kernel_names(source: str) -> tuple:
     """The ``extern "C" __global__`` kernels of ``source``, in order."""
     return tuple(re.findall(r'extern "C" __global__ void (\w+)\(', source))
