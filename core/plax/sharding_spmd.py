@@ -12,7 +12,12 @@ exchanges. Nothing is gathered onto one device: the results are assembled from t
 per-device buffers with the shardings of their types.
 
 A program with an effect (a callback, a ref), values on two meshes, or nothing computed on
-split blocks runs on one device as before, its results placed as their types say.
+split blocks runs on one device as before, its results placed as their types say. Partial
+sums (unreduced types, ``{U:Y}``) stay on their devices: the exchanges sum them only where
+a type stops being unreduced, and never mix one device's terms into another's.
+
+Arguments split over a mesh of ``Auto`` axes run the same way, with the layouts JAX's
+partitioner gives every value (:mod:`plax.sharding_auto`) in place of the types'.
 """
 from __future__ import annotations
 
@@ -270,17 +275,19 @@ def _run_loop(step: Loop, d, run: _Run) -> None:
     env.update(zip(step.outs, carry + stacked))
 
 
-def _argument_buffer(x, aval, dims, device, index, mesh):
-    """``device``'s block of argument ``x`` (None: the argument does not allow it)."""
+def _argument_buffer(x, aval, dims, device, index, mesh, sharding_of=explicit_sharding):
+    """``device``'s block of argument ``x`` (None: the argument does not allow it).
+    ``sharding_of(x)`` is the sharding ``x`` is laid out with on the mesh (its type's, or
+    for a mesh of ``Auto`` axes its array's)."""
     from plax.array import Array
     from plax.sharding_types import _block
     from plax.transforms.call import to_buffer
     if not isinstance(x, Array):
         return to_buffer(np.asarray(x, aval.dtype), device)
-    s = explicit_sharding(x)
+    s = sharding_of(x)
     if s is not None:
-        if s.mesh != mesh or type_dims(x.aval) != dims or \
-                spec_dims(s.spec, x.ndim) != dims:
+        if s.mesh != mesh or spec_dims(s.spec, x.ndim) != dims or \
+                (sharding_of is explicit_sharding and type_dims(x.aval) != dims):
             return None
     elif any(dims):
         return None
@@ -289,27 +296,41 @@ def _argument_buffer(x, aval, dims, device, index, mesh):
 
 def run_partitioned(closed, leaves: list, backend) -> list | None:
     """Runs ``closed`` on every device of its mesh on each device's blocks of ``leaves``, or
-    returns None when the program (or an argument) does not allow it (see the module)."""
-    if not any(explicit_sharding(x) is not None for x in leaves):
+    returns None when the program (or an argument) does not allow it (see the module).
+
+    Arguments of explicitly sharded types give the program's mesh and layouts; else
+    arguments split over a mesh of ``Auto`` axes do, every value laid out as JAX's
+    partitioner lays it out (:func:`plax.sharding_auto.auto_program`)."""
+    if any(explicit_sharding(x) is not None for x in leaves):
+        program = plan(closed)
+        if program is None:
+            return None
+        return run_program(program, closed.jaxpr, leaves, backend)
+    from plax.sharding_auto import auto_program, auto_sharding
+    found = auto_program(closed, leaves)
+    if found is None:
         return None
-    if _has_unreduced(closed):
-        # the partitioner treats an unreduced axis as a replicated one (its exchanges would
-        # mix one device's partial sums with another's): run on one device instead
-        return None
-    program = plan(closed)
-    if program is None:
-        return None
+    program, out_specs = found
+    return run_program(program, closed.jaxpr, leaves, backend, sharding_of=auto_sharding,
+                       out_specs=out_specs)
+
+
+def run_program(program: Program, jaxpr, leaves: list, backend,
+                sharding_of=explicit_sharding, out_specs=None) -> list | None:
+    """``program`` (``jaxpr`` partitioned) run on every device of its mesh on each device's
+    blocks of ``leaves``; the results assembled from the devices' blocks with the shardings
+    of their types, or the specs ``out_specs`` says. None when an argument is laid out
+    otherwise than the program takes it (the caller then runs it on one device)."""
     from plax import blas_threads
     mesh = program.mesh
     devices = list(mesh.devices.flat)
     backends = {d: backend if backend.platform == d.platform else d.backend for d in devices}
     envs: dict = {d: {} for d in devices}
-    jaxpr = closed.jaxpr
     for x, v, lv, dims in zip(leaves, jaxpr.invars, program.invars, program.in_dims):
         shape = tuple(v.aval.shape)
         index = NamedSharding(mesh, dims_spec(dims)).devices_indices_map(shape)
         for d in devices:
-            buf = _argument_buffer(x, v.aval, dims, d, index[d], mesh)
+            buf = _argument_buffer(x, v.aval, dims, d, index[d], mesh, sharding_of)
             if buf is None:
                 return None
             envs[d][lv] = buf
@@ -318,26 +339,23 @@ def run_partitioned(closed, leaves: list, backend) -> list | None:
     share = max(1, blas_threads.cores() // n_cpu) if n_cpu > 1 else None
     with blas_threads.limited(n_cpu):
         _execute(program, devices, backends, envs, share)
-    return [_assembled(v, lv, dims, devices, envs, mesh)
-            for v, lv, dims in zip(jaxpr.outvars, program.outvars, program.out_dims)]
+    specs = out_specs or [None] * len(program.outvars)
+    return [_assembled(v, lv, dims, devices, envs, mesh, spec)
+            for v, lv, dims, spec in zip(jaxpr.outvars, program.outvars, program.out_dims,
+                                         specs)]
 
 
-def _has_unreduced(closed) -> bool:
-    """Whether an input or output type of ``closed`` has unreduced axes (``{U:Y}``)."""
-    from plax.sharding_unreduced import has_unreduced
-    jaxpr = closed.jaxpr
-    return any(has_unreduced(getattr(v.aval, "sharding", None))
-               for v in list(jaxpr.invars) + list(jaxpr.outvars) if hasattr(v, "aval"))
-
-
-def _assembled(v, lv, dims, devices, envs, mesh):
-    """The result ``v`` of the program from every device's block of it."""
+def _assembled(v, lv, dims, devices, envs, mesh, spec=None):
+    """The result ``v`` of the program from every device's block of it (laid out as its
+    type says, or as ``spec``)."""
     from plax.array import from_device_buffers
     from plax.core.jaxpr import Literal
     from plax.transforms.call import to_buffer
     aval = v.aval
-    s = explicit_sharding(aval)
-    sharding = NamedSharding(mesh, s.spec if s is not None else PartitionSpec())
+    if spec is None:
+        s = explicit_sharding(aval)
+        spec = s.spec if s is not None else PartitionSpec()
+    sharding = NamedSharding(mesh, spec)
     if isinstance(lv, Literal):
         host = np.asarray(lv.val, aval.dtype)
         bufs = {d: to_buffer(host, d) for d in devices}

@@ -736,6 +736,9 @@ def typed_result(prim, in_avals: Sequence, params: dict, out_aval):
     in_dims = [spec_dims(s.spec, len(a.shape)) if s is not None else ((),) * len(a.shape)
                for s, a in zip(shardings, in_avals)]
     out_dims = rule(prim, in_dims, in_avals, params)
+    if rule is _dot_general and getattr(_override, "spec", None) is not None:
+        # out_sharding=P(..., unreduced={'Y'}): the product's partial sums are its result
+        unreduced = unreduced | _override.spec.unreduced
     if prim.multiple_results:
         return [_with_sharding(a, with_unreduced(NamedSharding(mesh, dims_spec(d)), unreduced))
                 for a, d in zip(out_aval, out_dims)]
