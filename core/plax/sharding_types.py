@@ -60,7 +60,7 @@ def _entry(names: tuple):
 
 def spec_dims(spec: PartitionSpec, ndim: int) -> Dims:
     """``spec`` as one tuple of axis names per dimension, padded to ``ndim``."""
-    out = [_names(e) for e in spec][:ndim]
+    out = [_names(e) for e in spec.partitions][:ndim]
     return tuple(out + [()] * (ndim - len(out)))
 
 
@@ -140,7 +140,7 @@ def _with_extras(spec: PartitionSpec, like: PartitionSpec) -> PartitionSpec:
     reduced = getattr(like, "reduced", frozenset())
     if not unreduced and not reduced:
         return spec
-    return PartitionSpec(*spec, unreduced=unreduced, reduced=reduced)
+    return PartitionSpec(*spec.partitions, unreduced=unreduced, reduced=reduced)
 
 
 def explicit_sharding(x: Any) -> NamedSharding | None:
@@ -262,9 +262,9 @@ def constraint_is_assertion(xs: Any, shardings: Any) -> bool:
     mesh = get_mesh()
     if mesh is None:
         for s in targets:
-            if isinstance(s, NamedSharding) and any(_names(e) for e in s.spec) and \
+            if isinstance(s, NamedSharding) and any(_names(e) for e in s.spec.partitions) and \
                     any(s.mesh.axis_types[s.mesh.axis_names.index(a)] == AxisType.Explicit
-                        for e in s.spec for a in _names(e)):
+                        for e in s.spec.partitions for a in _names(e)):
                 raise ValueError(
                     "The spec of NamedSharding passed to with_sharding_constraint can only "
                     f"refer to Auto axes of the mesh. Got spec={s.spec!r} and mesh="

@@ -34,7 +34,7 @@ def _coords(mesh) -> dict:
 
 def _spec_axes(spec) -> set:
     out = set()
-    for e in spec:
+    for e in spec.partitions:
         out.update(() if e is None else e if isinstance(e, tuple) else (e,))
     return out
 
@@ -50,7 +50,7 @@ def place_unreduced(leaf: Any, sharding) -> Any:
     from plax.array import Array, _host_numpy, from_device_buffers
     from plax.sharding import NamedSharding, PartitionSpec
     mesh, spec = sharding.mesh, sharding.spec
-    plain = NamedSharding(mesh, PartitionSpec(*spec))
+    plain = NamedSharding(mesh, PartitionSpec(*spec.partitions))
     target = plain.devices_indices_map(np.shape(leaf))
     if isinstance(leaf, Array):
         host = leaf._host_value()
