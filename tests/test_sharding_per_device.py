@@ -2,7 +2,9 @@
 operations and ``jit`` programs run on every device on its own blocks (the partitioner's
 exchanges where blocks must move), and ``jit`` of unreduced (partial-sum) arrays keeps each
 device's partial sums where they are, summing them only where JAX does (a ``reshard`` to a
-spec without the unreduced axes).
+spec without the unreduced axes). Eager operations on explicitly sharded arrays that need
+other devices' blocks (a reduction over a split dimension, a product contracting one, a
+reshape across the split) run as a one-equation partitioned program the same way.
 
 One script runs in a child with 8 CPU devices: with plax it also counts the gathers of
 sharded arrays onto one device (:func:`plax.array.gather_count`), which must stay at zero
@@ -92,12 +94,25 @@ with jax.set_mesh(jax.make_mesh((4, 2), ("X", "Y"))):
             p, q, out_sharding=spec), P("X", None)))(w, v), H @ H.T),
     }
     out["unreduced"] = {k: check(*v) for k, v in unreduced.items()}
+    x = jax.device_put(host, P("X", "Y"))
+    eager = {  # explicit types, eagerly: work that needs the devices' blocks exchanged
+        "sum_all": (lambda: jnp.sum(x), H.sum()),
+        "sum0": (lambda: jnp.sum(x, 0), H.sum(0)),
+        "dot_out": (lambda: jnp.dot(w, v, out_sharding=P("X", None)), H @ H.T),
+        "reshape": (lambda: x.reshape(32), H.reshape(32)),
+        "unreduced_sum": (lambda: jnp.sum(y), H.sum()),
+        "unreduced_sum0": (lambda: jnp.sum(y, 0), H.sum(0)),
+        "dot_unreduced": (lambda: jnp.dot(w, v, out_sharding=spec), H @ H.T),
+    }
+    out["eager"] = {k: check(*v) for k, v in eager.items()}
     # each device's own partial sums (JAX's layout of them)
     blocks = lambda r: [np.asarray(s.data).ravel()[:4].tolist() for s in r.addressable_shards[:4]]
     out["blocks"] = {
         "sum": blocks(jax.jit(jnp.sum)(y)),
         "T": blocks(jax.jit(lambda u: u.T)(y)),
         "dot_unreduced": blocks(jax.jit(lambda p, q: jnp.dot(p, q, out_sharding=spec))(w, v)),
+        "eager_dot_unreduced": blocks(jnp.dot(w, v, out_sharding=spec)),
+        "eager_sum": blocks(jnp.sum(y)),
     }
 print(json.dumps(out))
 '''
@@ -115,6 +130,11 @@ UNREDUCED = {
     "twice_then_sum0": "float32[4]{U:Y}", "reshard": "float32[8@X,4]", "reshard_replicated":
     "float32[4]", "dot_unreduced": "float32[8@X,8]{U:Y}", "dot_reduced": "float32[8@X,8]",
 }
+EAGER = {
+    "sum_all": "P()", "sum0": "P('Y',)", "dot_out": "P('X', None)",
+    "reshape": "P(('X', 'Y'),)", "unreduced_sum": "float32[]{U:Y}",
+    "unreduced_sum0": "float32[4]{U:Y}", "dot_unreduced": "float32[8@X,8]{U:Y}",
+}
 _RESHARDED = {"reshard", "reshard_replicated", "dot_reduced"}  # printed by spec, not type
 BLOCKS = {  # JAX 0.10.2's per-device partial sums (first four devices, first four values)
     "sum": [[248.0], [280.0], [248.0], [280.0]],
@@ -123,6 +143,8 @@ BLOCKS = {  # JAX 0.10.2's per-device partial sums (first four devices, first fo
     "dot_unreduced": [[5.0, 17.0, 29.0, 41.0], [25.0, 53.0, 81.0, 109.0],
                       [29.0, 105.0, 181.0, 257.0], [81.0, 173.0, 265.0, 357.0]],
 }
+BLOCKS["eager_dot_unreduced"] = BLOCKS["dot_unreduced"]
+BLOCKS["eager_sum"] = BLOCKS["sum"]
 
 
 def _label(case: str) -> str:
@@ -164,6 +186,14 @@ def test_unreduced_jit_keeps_partial_sums_per_device(plax_run, case):
     assert gathered == 0 and devices == 8
 
 
+@pytest.mark.parametrize("case", sorted(EAGER))
+def test_explicit_eager_exchanges_blocks(plax_run, case):
+    label, ok, gathered, devices = plax_run["eager"][case]
+    assert ok, case
+    assert label == EAGER[case]
+    assert gathered == 0 and devices == 8
+
+
 def test_unreduced_blocks_are_jaxs(plax_run):
     assert plax_run["blocks"] == BLOCKS
 
@@ -174,5 +204,6 @@ def test_record_is_jaxs():
     assert {k: v[0] for k, v in out["auto"].items()} == AUTO
     assert {k: v[0] for k, v in out["unreduced"].items()} == \
         {k: _label(k) for k in UNREDUCED}
-    assert all(v[1] for part in ("auto", "unreduced") for v in out[part].values())
+    assert {k: v[0] for k, v in out["eager"].items()} == EAGER
+    assert all(v[1] for part in ("auto", "unreduced", "eager") for v in out[part].values())
     assert out["blocks"] == BLOCKS

@@ -203,60 +203,13 @@ def _partitioned_results(prim, args, params, in_dims, results, mesh) -> list | N
     """The results of ``prim`` as a one-equation partitioned program run on every device
     (partial products summed, blocks exchanged where the layouts call for it), one
     ``{device: buffer}`` per result; None when it does not partition."""
-    from plax.sharding_partition import build_with_layout
-    from plax.sharding_spmd import run_program
-    key = _eager_key(prim, args, params, in_dims, mesh)
-    program = _eager_programs.get(key, _MISSING) if key is not None else _MISSING
-    closed = None
-    if program is _MISSING:
-        from plax.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Var
-        invars = [Var(a.aval) for a in args]
-        outvars = [Var(a) for a, _, _ in results]
-        closed = ClosedJaxpr(Jaxpr([], invars, outvars,
-                                   [JaxprEqn(prim, invars, outvars, params)]), [])
-        layout = dict(zip(invars, in_dims)) | {v: d for v, (_, d, _) in zip(outvars, results)}
-        program = build_with_layout(closed, mesh, in_dims, lambda j, dims: layout)
-        if program is not None:
-            program = (program, closed)
-        if key is not None:
-            if len(_eager_programs) >= 256:  # a bounded cache: eager shapes vary
-                _eager_programs.pop(next(iter(_eager_programs)))
-            _eager_programs[key] = program
-    if program is None:
-        return None
-    program, closed = program
-    outs = run_program(program, closed.jaxpr, args, _backend_of(args),
-                       sharding_of=auto_sharding,
-                       out_specs=[s.spec for _, _, s in results])
-    if outs is None:
-        return None
-    return [{p.device: p.buffer for p in o._pieces} for o in outs]
+    from plax.sharding_spmd import run_equation
+    return run_equation(prim, args, params, [a for a, _, _ in results], mesh,
+                        layout=(in_dims, [d for _, d, _ in results]),
+                        out_specs=[s.spec for _, _, s in results])
 
 
 _MISSING = object()
-#: (primitive, params, operand types and layouts, mesh) -> (program, jaxpr) or None
-_eager_programs: dict = {}
-
-
-def _eager_key(prim, args, params, in_dims, mesh):
-    """The cache key of an eager partitioned program, or None when a parameter cannot be
-    hashed (the program is then built for the call)."""
-    try:
-        key = (prim, tuple(sorted(params.items())), tuple(a.aval for a in args),
-               tuple((a.aval.weak_type, a.aval.dtype) for a in args), tuple(in_dims), mesh)
-        hash(key)
-    except TypeError:
-        return None
-    return key
-
-
-def _backend_of(args):
-    """The backend that runs an eager partitioned program: the first split operand's
-    device's (the devices' own where they differ in platform)."""
-    for a in args:
-        if _split(a):
-            return a.sharding._device_assignment[0].backend
-    return None
 
 
 def auto_program(closed, leaves: Sequence):

@@ -363,3 +363,89 @@ def _assembled(v, lv, dims, devices, envs, mesh, spec=None):
         bufs = {d: envs[d][lv] for d in devices}
     return from_device_buffers(aval.shape, aval.dtype, sharding, bufs,
                                weak_type=aval.weak_type)
+
+
+# ------------------------------------------------------------------ eager operations
+
+#: (primitive, params, operand types, layouts, mesh) -> (program, its jaxpr) or None
+_equations: dict = {}
+_UNCACHED = object()
+
+
+def run_equation(prim, args: list, params: dict, out_avals: list, mesh, layout=None,
+                 out_specs=None) -> list | None:
+    """One eager operation on sharded operands run as a partitioned one-equation program
+    on every device of ``mesh`` (each device computes its block; partial results are
+    combined and blocks exchanged where the layouts call for it), or None when it does not
+    partition (the caller then computes it on one device).
+
+    Args:
+      prim, args, params: the operation, its operands (Arrays) and parameters.
+      out_avals: the results' types (with their explicit shardings, when the mesh has
+        Explicit axes).
+      mesh: the mesh the operands are laid out on.
+      layout: for a mesh of Auto axes, ``(operand dims, result dims)``: how the values are
+        held, as types say otherwise.
+      out_specs: the results' specs where the types do not say them.
+
+    Returns:
+      One ``{device: buffer}`` per result, or None.
+    """
+    from plax.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Var
+    from plax.sharding_partition import build_with_layout
+    key = _equation_key(prim, args, params, out_avals, layout, mesh)
+    found = _equations.get(key, _UNCACHED) if key is not None else _UNCACHED
+    if found is _UNCACHED:
+        invars = [Var(a.aval) for a in args]
+        outvars = [Var(a) for a in out_avals]
+        closed = ClosedJaxpr(Jaxpr([], invars, outvars,
+                                   [JaxprEqn(prim, invars, outvars, params)]), [])
+        if layout is None:
+            program = build(closed) if _mesh_of_closed(closed) == mesh else None
+        else:
+            held = dict(zip(invars, layout[0])) | dict(zip(outvars, layout[1]))
+            program = build_with_layout(closed, mesh, list(layout[0]),
+                                        lambda j, dims: held)
+        found = None if program is None else (program, closed)
+        if key is not None:
+            if len(_equations) >= 256:  # bounded: eager shapes vary
+                _equations.pop(next(iter(_equations)))
+            _equations[key] = found
+    if found is None:
+        return None
+    program, closed = found
+    sharding_of = explicit_sharding
+    if layout is not None:
+        from plax.sharding_auto import auto_sharding as sharding_of
+    outs = run_program(program, closed.jaxpr, args, _backend_of(mesh), sharding_of=sharding_of,
+                       out_specs=out_specs)
+    if outs is None:
+        return None
+    return [{p.device: p.buffer for p in o._pieces} for o in outs]
+
+
+def _equation_key(prim, args, params, out_avals, layout, mesh):
+    """The cache key of an eager one-equation program (operand types with their shardings
+    and weak types, the results' shardings, layouts), or None when a parameter cannot be
+    hashed (the program is then built for the call)."""
+    try:
+        key = (prim, tuple(sorted(params.items())),
+               tuple((a.aval, a.aval.weak_type, getattr(a.aval, "sharding", None))
+                     for a in args),
+               tuple(getattr(a, "sharding", None) for a in out_avals),
+               None if layout is None else (tuple(layout[0]), tuple(layout[1])), mesh)
+        hash(key)
+    except TypeError:
+        return None
+    return key
+
+
+def _mesh_of_closed(closed):
+    from plax.sharding_partition import _mesh_of
+    return _mesh_of(closed)
+
+
+def _backend_of(mesh):
+    """The backend an eager program runs with: the first device's (each device's own where
+    platforms differ, as :func:`run_program` picks)."""
+    return mesh.devices.flat[0].backend

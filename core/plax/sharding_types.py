@@ -781,6 +781,8 @@ def apply_sharded(prim, args: list, params: dict):
     if any(s is not None and s.spec.unreduced for s in shardings):
         check_unreduced_operands(prim, avals)
         unreduced = unreduced_result_axes(prim, avals)
+    if rule is _dot_general and getattr(_override, "spec", None) is not None:
+        unreduced = unreduced | _override.spec.unreduced  # as typed_result types it
     out_avals = prim.abstract_eval_cached(tuple(avals), params)
     if rule is None or (rule is _reduction and "axes" not in params):
         return _placed_as_typed(prim, args, params, out_avals)
@@ -807,9 +809,16 @@ def apply_sharded(prim, args: list, params: dict):
         per_device = {d: kernel(d, prim)(*ops, **params) for d, ops in local.items()}
         bufs = [{d: (b[k] if many else b) for d, b in per_device.items()}
                 for k in range(len(typed))]
-    else:
-        bufs = _computed_then_split(prim, args, params, [t[0] for t in typed],
-                                    [t[2] for t in typed])
+    else:  # a one-equation partitioned program; on one device when it does not partition
+        from plax.sharding_spmd import run_equation
+        bufs = run_equation(prim, args, params,
+                            [_with_sharding(a, with_unreduced(s, unreduced))
+                             for a, s, _ in typed], mesh)
+        if bufs is not None:
+            local = True  # partial sums, if any, kept per device as the types say
+        else:
+            bufs = _computed_then_split(prim, args, params, [t[0] for t in typed],
+                                        [t[2] for t in typed])
     if unreduced:
         results = [_unreduced_result(aval, sharding, b, unreduced, local is not None)
                    for (aval, sharding, _), b in zip(typed, bufs)]
