@@ -38,10 +38,10 @@ def check(fn, want):
     r = fn()
     jax.block_until_ready(r)
     count = gathers() - before
-    unreduced = bool(r.sharding.spec.unreduced)
-    whole = jax.reshard(r, P(*r.sharding.spec.partitions)) if unreduced else r
+    spec = r.sharding.spec
+    whole = jax.reshard(r, P(*spec.partitions)) if spec.unreduced or spec.reduced else r
     ok = bool(np.allclose(np.asarray(whole, np.float64), want, rtol=1e-5, atol=1e-3))
-    label = str(jax.typeof(r)) if unreduced else repr(r.sharding.spec)
+    label = str(jax.typeof(r)) if spec.unreduced or spec.reduced else repr(spec)
     return [label, ok, count, len({s.device for s in r.addressable_shards})]
 
 out = {}
@@ -90,6 +90,12 @@ with jax.set_mesh(jax.make_mesh((4, 2), ("X", "Y"))):
             lambda u: jax.reshard(jnp.sum(u, axis=0), P()))(y), H.sum(0)),
         "dot_unreduced": (lambda: jax.jit(lambda p, q: jnp.dot(
             p, q, out_sharding=spec))(w, v), H @ H.T),
+        "to_reduced": (lambda: jax.jit(lambda u: jax.reshard(
+            u, P("X", None, reduced={"Y"})))(y), H),
+        "sum_to_reduced": (lambda: jax.jit(lambda u: jax.reshard(
+            jnp.sum(u, 1), P("X", reduced={"Y"})))(y), H.sum(1)),
+        "times_reduced": (lambda: jax.jit(lambda u, m: u * m)(
+            y, jax.device_put(host, P("X", None, reduced={"Y"}))), H * H),
         "dot_reduced": (lambda: jax.jit(lambda p, q: jax.reshard(jnp.dot(
             p, q, out_sharding=spec), P("X", None)))(w, v), H @ H.T),
     }
@@ -113,6 +119,8 @@ with jax.set_mesh(jax.make_mesh((4, 2), ("X", "Y"))):
         "dot_unreduced": blocks(jax.jit(lambda p, q: jnp.dot(p, q, out_sharding=spec))(w, v)),
         "eager_dot_unreduced": blocks(jnp.dot(w, v, out_sharding=spec)),
         "eager_sum": blocks(jnp.sum(y)),
+        "times_reduced": blocks(jax.jit(lambda u, m: u * m)(
+            y, jax.device_put(host, P("X", None, reduced={"Y"})))),
     }
 print(json.dumps(out))
 '''
@@ -129,13 +137,15 @@ UNREDUCED = {
     "sum": "float32[]{U:Y}", "sum1": "float32[8@X]{U:Y}", "T": "float32[4,8@X]{U:Y}",
     "twice_then_sum0": "float32[4]{U:Y}", "reshard": "float32[8@X,4]", "reshard_replicated":
     "float32[4]", "dot_unreduced": "float32[8@X,8]{U:Y}", "dot_reduced": "float32[8@X,8]",
+    "to_reduced": "float32[8@X,4]{R:Y}", "sum_to_reduced": "float32[8@X]{R:Y}",
+    "times_reduced": "float32[8@X,4]{U:Y}",
 }
 EAGER = {
     "sum_all": "P()", "sum0": "P('Y',)", "dot_out": "P('X', None)",
     "reshape": "P(('X', 'Y'),)", "unreduced_sum": "float32[]{U:Y}",
     "unreduced_sum0": "float32[4]{U:Y}", "dot_unreduced": "float32[8@X,8]{U:Y}",
 }
-_RESHARDED = {"reshard", "reshard_replicated", "dot_reduced"}  # printed by spec, not type
+_RESHARDED = {"reshard", "reshard_replicated", "dot_reduced"}  # labelled by spec, not type
 BLOCKS = {  # JAX 0.10.2's per-device partial sums (first four devices, first four values)
     "sum": [[248.0], [280.0], [248.0], [280.0]],
     "T": [[1.0, 5.0, 2.0, 6.0], [0.0, 0.0, 0.0, 0.0], [9.0, 13.0, 10.0, 14.0],
@@ -143,6 +153,8 @@ BLOCKS = {  # JAX 0.10.2's per-device partial sums (first four devices, first fo
     "dot_unreduced": [[5.0, 17.0, 29.0, 41.0], [25.0, 53.0, 81.0, 109.0],
                       [29.0, 105.0, 181.0, 257.0], [81.0, 173.0, 265.0, 357.0]],
 }
+BLOCKS["times_reduced"] = [[1.0, 4.0, 0.0, 0.0], [0.0, 0.0, 9.0, 16.0],
+                           [81.0, 100.0, 0.0, 0.0], [0.0, 0.0, 121.0, 144.0]]
 BLOCKS["eager_dot_unreduced"] = BLOCKS["dot_unreduced"]
 BLOCKS["eager_sum"] = BLOCKS["sum"]
 
