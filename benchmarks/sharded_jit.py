@@ -10,10 +10,10 @@ with ``out_sharding=P()`` (each device's partial product, then summed across the
 ten steps of a data-parallel gradient descent in a ``fori_loop`` (the batch's rows split,
 the weights replicated: every device runs the loop, the gradient summed inside the body);
 a product whose partial sums are kept unreduced (``out_sharding=P(None, None,
-unreduced={'X'})``), transposed, then reduced; column sums of an unreduced input (such a product); and, on a
-mesh of ``Auto`` axes (no types: the layouts JAX's partitioner picks), a jitted
-``tanh(u @ v)`` with ``u``'s rows split, a jitted product contracting a split dimension,
-and an eager ``tanh(x) * 2``.
+unreduced={'X'})``), transposed, then reduced; column sums of an unreduced input (such a
+product); and, on a mesh of ``Auto`` axes (no types: the layouts JAX's partitioner
+picks), a jitted ``tanh(u @ v)`` with ``u``'s rows split, a jitted product contracting a
+split dimension, and an eager ``tanh(x) * 2``.
 Each library runs in its own child interpreter (device counts are fixed at start-up);
 times are the best of ``--repeat`` calls (milliseconds, outputs waited for); the inputs
 already live on the devices.

@@ -45,6 +45,7 @@ from plax.sharding_types import (ELEMENTWISE_LIKE, ShardingTypeError, _broadcast
                                  _concatenate, _cumulative, _dot_general, _expand_dims,
                                  _reduction, _reshape, _rule_for, _sort, _squeeze, _top_k,
                                  _transpose, explicit_sharding, reshape_groups, type_dims)
+from plax.sharding_unreduced import unreduced_axes
 
 #: the combination of partial results of a reduction over a split dimension
 _COMBINE = {"reduce_sum": "add", "reduce_prod": "mul", "reduce_max": "max",
@@ -368,7 +369,7 @@ class _Builder:
         """The unreduced axes of ``v``'s type (``{U:Y}``): its blocks stay partial sums."""
         if self.layout is not None:
             return frozenset()
-        return _unreduced_axes(getattr(v, "aval", None))
+        return unreduced_axes(getattr(v, "aval", None))
 
     def _local_var(self, aval, dims, drop=False):
         shape = local_shape(tuple(aval.shape), dims, self.mesh)
@@ -508,15 +509,11 @@ def build_with_layout(closed: ClosedJaxpr, mesh, in_dims: list, layout_of) -> Pr
         return None
 
 
-def _unreduced_axes(aval) -> frozenset:
-    return getattr(getattr(getattr(aval, "sharding", None), "spec", None), "unreduced",
-                   None) or frozenset()
-
-
 def _has_unreduced(closed: ClosedJaxpr) -> bool:
     """Whether an input or output type of ``closed`` has unreduced axes (``{U:Y}``)."""
     j = closed.jaxpr
-    return any(_unreduced_axes(getattr(v, "aval", None)) for v in list(j.invars) + list(j.outvars))
+    return any(unreduced_axes(getattr(v, "aval", None))
+               for v in list(j.invars) + list(j.outvars))
 
 
 def _program(closed: ClosedJaxpr, mesh, in_dims=None, out_dims=None,
