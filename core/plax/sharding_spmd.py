@@ -160,14 +160,59 @@ class _Run:
                         self.prepare(body)
 
 
+#: a loop-free program whose blocks hold at most this many elements per device runs its
+#: devices one after another in the caller's thread: waking a thread per device and meeting
+#: at barriers costs more than such blocks take to compute
+LOCKSTEP_ELEMENTS = 1 << 15
+
+
+def _lockstep(program: Program) -> bool:
+    """Whether ``program`` runs step by step over the devices in the caller's thread (small
+    blocks, no loop), decided once per program."""
+    found = getattr(program, "lockstep", None)
+    if found is None:
+        import math
+        from plax.core.jaxpr import Var
+        size = sum(math.prod(v.aval.shape) for v in list(program.invars) +
+                   list(program.outvars) if isinstance(v, Var))
+        found = program.lockstep = size <= LOCKSTEP_ELEMENTS and \
+            not any(isinstance(s, Loop) for s in program.steps)
+    return found
+
+
+def _execute_in_lockstep(program: Program, run: "_Run") -> None:
+    """``program``'s steps in order, each on every device before the next (one thread: an
+    exchange then finds every device's source block written)."""
+    devices, envs = run.devices, run.envs
+    if program.constvars:
+        for d in devices:
+            envs[d].update(zip(program.constvars, run.consts[id(program)][d]))
+    compiled = run.compiled[id(program)]
+    for k, step in enumerate(program.steps):
+        if isinstance(step, Segment):
+            for d in devices:
+                env = envs[d]
+                exe = compiled[k][d]
+                env.update(zip(step.outs, exe.executable(*exe.const_bufs,
+                                                         *[env[v] for v in step.ins])))
+        else:
+            bufs = {d: step.run(d, envs, run.backends) for d in devices}
+            for d in devices:
+                envs[d][step.dst] = bufs[d]
+
+
 def _execute(program: Program, devices: list, backends: dict, envs: dict, share) -> None:
     """Runs ``program`` on every device at once, one thread each; ``envs[device]`` holds its
     arguments' blocks on entry (by local variable) and every value it computes on exit.
     Loops and branches whose bodies hold exchanges run on every device too, the devices
-    meeting at those exchanges inside the body."""
+    meeting at those exchanges inside the body. A small loop-free program runs its devices
+    in turn in the caller's thread instead (:func:`_lockstep`)."""
     from plax.sharding_threads import on_each_device
     run = _Run(devices, backends, envs)
     run.prepare(program)
+    if _lockstep(program):
+        _execute_in_lockstep(program, run)
+        return
 
     def work(i):
         d = devices[i]
