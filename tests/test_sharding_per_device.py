@@ -4,7 +4,8 @@ exchanges where blocks must move), and ``jit`` of unreduced (partial-sum) arrays
 device's partial sums where they are, summing them only where JAX does (a ``reshard`` to a
 spec without the unreduced axes). Eager operations on explicitly sharded arrays that need
 other devices' blocks (a reduction over a split dimension, a product contracting one, a
-reshape across the split) run as a one-equation partitioned program the same way.
+reshape across the split, loops and branches) run as a one-equation partitioned program the
+same way.
 
 One script runs in a child with 8 CPU devices: with plax it also counts the gathers of
 sharded arrays onto one device (:func:`plax.array.gather_count`), which must stay at zero
@@ -109,6 +110,11 @@ with jax.set_mesh(jax.make_mesh((4, 2), ("X", "Y"))):
         "unreduced_sum": (lambda: jnp.sum(y), H.sum()),
         "unreduced_sum0": (lambda: jnp.sum(y, 0), H.sum(0)),
         "dot_unreduced": (lambda: jnp.dot(w, v, out_sharding=spec), H @ H.T),
+        "fori_loop": (lambda: jax.lax.fori_loop(0, 3, lambda i, c: jnp.sin(c) * 2, x / 10),
+                      np.sin(np.sin(np.sin(H / 10) * 2) * 2) * 2),
+        "cond": (lambda: jax.lax.cond(True, lambda u: u * 2, lambda u: u, x), H * 2),
+        "while_sum": (lambda: jax.lax.while_loop(lambda c: c.sum() < 1e5, lambda c: c * 2, x),
+                      H * 256),
     }
     out["eager"] = {k: check(*v) for k, v in eager.items()}
     # each device's own partial sums (JAX's layout of them)
@@ -144,6 +150,7 @@ EAGER = {
     "sum_all": "P()", "sum0": "P('Y',)", "dot_out": "P('X', None)",
     "reshape": "P(('X', 'Y'),)", "unreduced_sum": "float32[]{U:Y}",
     "unreduced_sum0": "float32[4]{U:Y}", "dot_unreduced": "float32[8@X,8]{U:Y}",
+    "fori_loop": "P('X', 'Y')", "cond": "P('X', 'Y')", "while_sum": "P('X', 'Y')",
 }
 _RESHARDED = {"reshard", "reshard_replicated", "dot_reduced"}  # labelled by spec, not type
 BLOCKS = {  # JAX 0.10.2's per-device partial sums (first four devices, first four values)

@@ -846,15 +846,26 @@ def _unreduced_result(aval, sharding, bufs: dict, unreduced: frozenset, local: b
 
 
 def _placed_as_typed(prim, args, params, out_avals):
-    """The result of a primitive without a rule, computed on one device, placed as its
-    types' explicit shardings say (NotImplemented when no result type has one)."""
+    """The result of a primitive without a rule (``cond``, ``scan``, ``while``), placed as
+    its types' explicit shardings say: computed on every device as a one-equation
+    partitioned program, or on one device when it does not partition (NotImplemented when
+    no result type has an explicit sharding)."""
     many = prim.multiple_results
     avals = list(out_avals) if many else [out_avals]
     if not any(explicit_sharding(a) is not None for a in avals):
         return NotImplemented
-    from plax.array import Array
+    from plax.array import Array, from_device_buffers
     from plax.device import _shard_leaf
     from plax.dispatch import kernel
+    from plax.sharding_spmd import run_equation
+    mesh = next(s for s in map(explicit_sharding, args) if s is not None).mesh
+    bufs = run_equation(prim, args, params, avals, mesh)  # a loop or branch on every device
+    if bufs is not None:
+        results = [from_device_buffers(a.shape, a.dtype, explicit_sharding(a) or
+                                       NamedSharding(mesh, PartitionSpec()), b,
+                                       weak_type=a.weak_type)
+                   for a, b in zip(avals, bufs)]
+        return results if many else results[0]
     first = next(a for a in args if explicit_sharding(a) is not None)._device
     outs = kernel(first, prim)(*[a._buffer_on(first) for a in args], **params)
     outs = list(outs) if many else [outs]
