@@ -47,11 +47,8 @@ def auto_sharding(x: Any) -> NamedSharding | None:
     return None
 
 
-_auto_sharding = auto_sharding
-
-
 def _split(x: Any) -> bool:
-    s = _auto_sharding(x)
+    s = auto_sharding(x)
     return s is not None and not s.is_fully_replicated
 
 
@@ -72,7 +69,7 @@ def auto_mesh_of(args: Sequence) -> Any:
 def _in_dims(args: Sequence, avals: Sequence, mesh) -> list:
     out = []
     for a, aval in zip(args, avals):
-        s = _auto_sharding(a)
+        s = auto_sharding(a)
         ndim = len(aval.shape)
         out.append(spec_dims(s.spec, ndim) if s is not None and s.mesh == mesh
                    else ((),) * ndim)
