@@ -8,7 +8,12 @@ Rows: the unsharded product (one device); the rows of ``a`` split over ``X`` (ea
 multiplies its block, nothing exchanged); the contracting dimension split on both operands
 with ``out_sharding=P()`` (each device's partial product, then summed across the devices);
 ten steps of a data-parallel gradient descent in a ``fori_loop`` (the batch's rows split,
-the weights replicated: every device runs the loop, the gradient summed inside the body).
+the weights replicated: every device runs the loop, the gradient summed inside the body);
+a product whose partial sums are kept unreduced (``out_sharding=P(None, None,
+unreduced={'X'})``), transposed, then reduced; column sums of an unreduced input (such a
+product); and, on a mesh of ``Auto`` axes (no types: the layouts JAX's partitioner
+picks), a jitted ``tanh(u @ v)`` with ``u``'s rows split, a jitted product contracting a
+split dimension, and an eager ``tanh(x) * 2``.
 Each library runs in its own child interpreter (device counts are fixed at start-up);
 times are the best of ``--repeat`` calls (milliseconds, outputs waited for); the inputs
 already live on the devices.
@@ -66,6 +71,22 @@ def _measure(lib: str, n: int, repeat: int) -> dict:
         train = jax.jit(lambda w, x: jax.lax.fori_loop(
             0, 10, lambda i, w: w - 1e-4 * jax.grad(loss)(w, x), w))
         out["loop"] = best(train, w0, batch)
+        # partial sums kept unreduced (JAX 0.10's P(..., unreduced=...)), reduced at the end
+        unreduced = P(None, None, unreduced={"X"})
+        out["unreduced_dot"] = best(jax.jit(lambda u, v: jax.reshard(
+            jnp.matmul(u, v, out_sharding=unreduced).T, P())), cols, brows)
+        partial = jax.jit(lambda u, v: jnp.matmul(u, v, out_sharding=unreduced))(cols, brows)
+        out["unreduced_in"] = best(jax.jit(lambda y: jax.reshard(jnp.sum(y, axis=0), P())),
+                                   partial)
+    # a mesh of Auto axes: the layouts JAX's partitioner picks, no types
+    auto = jax.make_mesh((ndev,), ("X",), (jax.sharding.AxisType.Auto,))
+    rows = jax.device_put(a, jax.NamedSharding(auto, P("X", None)))
+    cols = jax.device_put(a, jax.NamedSharding(auto, P(None, "X")))
+    brows = jax.device_put(b, jax.NamedSharding(auto, P("X", None)))
+    whole = jax.device_put(b, jax.NamedSharding(auto, P()))
+    out["auto_rows"] = best(jax.jit(lambda u, v: jnp.tanh(u @ v)), rows, whole)
+    out["auto_contracting"] = best(jax.jit(lambda u, v: u @ v), cols, brows)
+    out["auto_eager"] = best(lambda u: jnp.tanh(u) * 2, rows)
     return out
 
 
@@ -107,6 +128,11 @@ def main() -> None:
             (f"jit {n}x{n} matmul, rows split over {d} devices", "rows"),
             (f"jit {n}x{n} matmul, contraction split over {d}, summed", "contracting")]
     rows.append((f"fori_loop: 10 data-parallel steps, {n}x256 batch over {d}", "loop"))
+    rows += [(f"matmul kept unreduced over {d}, .T, then reduced", "unreduced_dot"),
+             (f"unreduced {n}x{n} input (a product's): column sums, reduced", "unreduced_in"),
+             (f"Auto mesh: jit tanh(matmul), rows split over {d}", "auto_rows"),
+             (f"Auto mesh: jit matmul, contraction split over {d}", "auto_contracting"),
+             (f"Auto mesh: eager tanh(x) * 2, rows split over {d}", "auto_eager")]
     print(f"{'case':56s} {'plax ms':>9s} {'JAX ms':>9s} {'plax/JAX':>9s}")
     for label, key in rows:
         tj = j[key] if j else None

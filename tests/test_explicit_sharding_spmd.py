@@ -113,7 +113,8 @@ def scan_ref():
 out = {"types": {}, "values": {}, "gathered": {}, "steps": {}}
 if sys.argv[1] != "jax":
     from plax import array as array_mod
-    from plax import sharding_threads
+    from plax import sharding_spmd, sharding_threads
+    sharding_spmd.LOCKSTEP_ELEMENTS = -1  # every program on its device threads, as tested here
     from plax.core.jaxpr import ClosedJaxpr
     from plax.sharding_partition import describe
     from plax.sharding_spmd import plan

@@ -378,6 +378,27 @@ class _Piece:
 
 _NOT_GATHERED = object()
 
+#: how many times a sharded array's pieces were assembled into one device's buffer (an
+#: operation computed on one device from gathered operands); see :func:`gather_count`
+_gathers = [0]
+
+
+def gather_count() -> int:
+    """How many times an array held in pieces on several devices has been gathered into one
+    device's buffer so far (to compute on one device), for tests and benchmarks that check
+    sharded work stays on the devices. Reading a value on the host is not counted.
+
+    Returns:
+      The count since the process started (compare two readings).
+
+    Example:
+      >>> before = gather_count()
+      >>> _ = jnp.sin(x_split_over_an_auto_mesh)   # computed on each device
+      >>> gather_count() - before
+      0
+    """
+    return _gathers[0]
+
 
 class _ShardedArray(Array):
     """An Array held as one buffer per device of its sharding (or as one buffer that a
@@ -501,6 +522,7 @@ class _ShardedArray(Array):
         if full:
             src = next((p for p in full if p.device == device), full[0])
             return move_buffer(src.buffer, src.device, device, src_backend=src.backend)
+        _gathers[0] += 1
         return device.backend.put(self._assemble(), device)
 
     def _assemble(self) -> np.ndarray:

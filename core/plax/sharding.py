@@ -215,7 +215,56 @@ class PartitionSpec(tuple):
     @property
     def partitions(self) -> tuple:
         """The entries, one per dimension (without the unreduced and reduced axes)."""
-        return tuple(self)
+        return tuple.__getitem__(self, slice(None))
+
+    # A spec with unreduced or reduced axes is more than its entries: as in JAX, reading it
+    # as a sequence of entries (``*spec``, ``spec[i]``, ``x in spec``) is refused; its
+    # ``.partitions`` are the entries.
+    def __iter__(self):
+        if self.unreduced or self.reduced:
+            raise ValueError("Using *pspec is dangerous when PartitionSpec has non-empty "
+                             "unreduced/reduced set. Please use *spec.partitions")
+        return tuple.__iter__(self)
+
+    def __getitem__(self, i):
+        if self.unreduced or self.reduced:
+            raise ValueError("Using pspec[...] is dangerous when PartitionSpec has non-empty "
+                             "unreduced/reduced set. Please use spec.partitions[...]")
+        return tuple.__getitem__(self, i)
+
+    def __contains__(self, name) -> bool:
+        if self.unreduced or self.reduced:
+            self.__iter__()  # JAX's ValueError (its membership test iterates)
+        return tuple.__contains__(self, name)
+
+    def index(self, value, *args) -> int:
+        return self.partitions.index(value, *args)
+
+    def count(self, value) -> int:
+        return self.partitions.count(value)
+
+    def __add__(self, other):
+        if isinstance(other, PartitionSpec):
+            return PartitionSpec(*self.partitions, *other.partitions,
+                                 unreduced={*self.unreduced, *other.unreduced},
+                                 reduced={*self.reduced, *other.reduced})
+        if isinstance(other, tuple):
+            self._check_concatenable(other, "__add__")
+            return PartitionSpec(*self.partitions, *other)
+        return NotImplemented
+
+    def __radd__(self, other):
+        if not isinstance(other, tuple):
+            return NotImplemented
+        self._check_concatenable(other, "__radd__")
+        return PartitionSpec(*other, *self.partitions)
+
+    def _check_concatenable(self, other: tuple, method: str) -> None:
+        """JAX's TypeError for a tuple concatenated to a spec with unreduced/reduced axes."""
+        for what in ("unreduced", "reduced"):
+            if getattr(self, what):
+                raise TypeError(f"other {other} cannot be of instance `tuple` when self "
+                                f"{self} has {what} in `{method}` of PartitionSpec.")
 
     def update(self, partitions=None, unreduced=None, reduced=None) -> "PartitionSpec":
         """A spec like this one with the given parts replaced."""
@@ -248,8 +297,8 @@ class PartitionSpec(tuple):
 
     def __reduce__(self):
         if self.unreduced or self.reduced:
-            return (_spec_with_sets, (tuple(self), self.unreduced, self.reduced))
-        return (PartitionSpec, tuple(self))
+            return (_spec_with_sets, (self.partitions, self.unreduced, self.reduced))
+        return (PartitionSpec, self.partitions)
 
 
 def _spec_with_sets(partitions, unreduced, reduced) -> "PartitionSpec":
@@ -285,7 +334,7 @@ P = PartitionSpec
 
 
 def _strip(spec: tuple) -> tuple:
-    out = tuple(spec)
+    out = spec.partitions if isinstance(spec, PartitionSpec) else tuple(spec)
     while out and out[-1] is None:
         out = out[:-1]
     return out
@@ -469,7 +518,7 @@ class NamedSharding(Sharding):
         if not isinstance(spec, PartitionSpec):
             spec = PartitionSpec(*spec)
         used: list[str] = []
-        for entry in spec:
+        for entry in spec.partitions:
             for name in (() if entry is None else entry if isinstance(entry, tuple) else (entry,)):
                 if name not in mesh.axis_names:
                     raise ValueError(f"PartitionSpec {spec!r} names axis {name!r}, which mesh "
@@ -493,7 +542,7 @@ class NamedSharding(Sharding):
             self._memory_kind = check_memory_kind(memory_kind, self._device_assignment[0])
 
     def _axes(self, dim: int) -> tuple:
-        entry = self.spec[dim] if dim < len(self.spec) else None
+        entry = self.spec.partitions[dim] if dim < len(self.spec) else None
         return () if entry is None else entry if isinstance(entry, tuple) else (entry,)
 
     def devices_indices_map(self, global_shape: Sequence[int]) -> dict:
@@ -1016,7 +1065,8 @@ def _padded(s: Sharding, ndim: int) -> Sharding:
     """A NamedSharding with its spec padded with ``None`` to ``ndim`` entries (as JAX's
     ``reshard`` normalizes it: ``P('x')`` of a matrix reads ``P('x', None)``)."""
     if isinstance(s, NamedSharding) and len(s.spec) < ndim:
-        return NamedSharding(s.mesh, PartitionSpec(*s.spec, *(None,) * (ndim - len(s.spec))))
+        return NamedSharding(s.mesh, PartitionSpec(*s.spec.partitions,
+                                                   *(None,) * (ndim - len(s.spec))))
     return s
 
 
@@ -1048,9 +1098,9 @@ def _place_tree(xs: Any, shardings: Any, what: str, pad_spec: bool = False,
         s = _resolve(target, what)
         ndim = len(np.shape(leaf)) if not isinstance(leaf, Tracer) else leaf.ndim
         if pad_spec and isinstance(s, NamedSharding) and len(s.spec) > ndim and \
-                all(e is None for e in tuple(s.spec)[ndim:]):
+                all(e is None for e in s.spec.partitions[ndim:]):
             # JAX's reshard and out_sharding= accept a spec padded with trailing Nones
-            s = NamedSharding(s.mesh, PartitionSpec(*tuple(s.spec)[:ndim]))
+            s = NamedSharding(s.mesh, PartitionSpec(*s.spec.partitions[:ndim]))
         if isinstance(s, NamedSharding) and len(s.spec) > ndim:
             raise ValueError(f"{what}: {s!r} has {len(s.spec)} entries, but the value it applies "
                              f"to has rank {ndim} (shape {tuple(np.shape(leaf))})")
@@ -1119,7 +1169,7 @@ def _check_reshard_axes(out_shardings: Any) -> None:
         if not isinstance(s, NamedSharding):
             continue
         types = dict(zip(s.mesh.axis_names, s.mesh.axis_types))
-        for entry in s.spec:
+        for entry in s.spec.partitions:
             for name in (entry if isinstance(entry, tuple) else (entry,)):
                 if name is not None and types.get(name, AxisType.Explicit) != \
                         AxisType.Explicit:
@@ -1193,7 +1243,7 @@ def _onto_mesh(xs: Any, mesh: Mesh) -> Any:
         # a traced type names the Explicit axes only (typing rules read the spec as it is)
         keep = set(mesh.explicit_axes)
         entries = []
-        for e in s.spec:
+        for e in s.spec.partitions:
             names = tuple(a for a in (e if isinstance(e, tuple) else (e,))
                           if a is not None and a in keep)
             entries.append(names[0] if len(names) == 1 else names or None)

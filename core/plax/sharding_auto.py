@@ -1,14 +1,26 @@
 """Results of operations on arrays laid out over a mesh of ``Auto`` axes: the sharding JAX's
-partitioner gives them.
+partitioner gives them, computed on the devices that hold them.
 
 Over ``Auto`` axes the sharding is no part of the type; JAX's compiler picks the results'
 layouts, and on the simple programs its docs show it keeps what the operands' layouts imply:
 an elementwise result is split as its operands, a transpose permutes the split, a reduction
 drops the reduced dimensions' axes, a product keeps its batch and free dimensions' axes (an
 axis used twice, or only by contracted dimensions, is dropped: the partial products are
-summed into a replicated result). plax computes the values as before (on one device) and
-places the results so: ``jnp.sin(x).sharding`` and ``jit(f)(x).sharding`` name the mesh and
-the spec JAX 0.10.2 prints. Where no rule applies the result is replicated (``P()``).
+summed into a replicated result). ``jnp.sin(x).sharding`` and ``jit(f)(x).sharding`` name
+the mesh and the spec JAX 0.10.2 prints. Where no rule applies the result is replicated
+(``P()``).
+
+The values are computed per device, as the explicit-sharding path computes them: eagerly,
+an operation whose result block each device can compute from its own operand blocks
+(elementwise operations, transposes, reductions over unsplit dimensions, ...) runs on every
+device on its buffers; the others (a product contracting a split dimension, a reduction over
+one, a reshape) and every ``jit`` program run as a partitioned program
+(:mod:`plax.sharding_partition`, run by :mod:`plax.sharding_spmd`) whose values are laid out
+as this module says, the devices exchanging blocks where the layouts call for it (partial
+sums all-reduced, blocks all-gathered). Nothing is gathered onto one device. What the
+partitioner cannot express runs on the first device and is then split, as before: a program
+with an effect (a callback, a ref, a ``debug.print``), a block that does not divide its
+dimension, or an argument committed to one device.
 
 The propagation reuses the explicit-sharding rules of :mod:`plax.sharding_types`; an
 ambiguity that explicit mode refuses (:class:`~plax.sharding_types.ShardingTypeError`)
@@ -22,10 +34,12 @@ from typing import Any, Sequence
 from plax.sharding import AxisType, NamedSharding, PartitionSpec
 from plax.sharding_types import ShardingTypeError, _rule_for, dims_spec, spec_dims
 
-__all__ = ["auto_mesh_of", "apply_auto", "place_jit_outputs"]
+__all__ = ["auto_mesh_of", "auto_sharding", "apply_auto", "auto_program", "place_jit_outputs"]
 
 
-def _auto_sharding(x: Any) -> NamedSharding | None:
+def auto_sharding(x: Any) -> NamedSharding | None:
+    """The sharding of ``x`` when it is an array laid out over a mesh of ``Auto`` axes
+    (several devices, no unreduced axes), else None."""
     s = getattr(x, "sharding", None) if hasattr(x, "_pieces") else None
     if isinstance(s, NamedSharding) and s.mesh.size > 1 and \
             AxisType.Explicit not in s.mesh.axis_types and not s.spec.unreduced:
@@ -34,7 +48,7 @@ def _auto_sharding(x: Any) -> NamedSharding | None:
 
 
 def _split(x: Any) -> bool:
-    s = _auto_sharding(x)
+    s = auto_sharding(x)
     return s is not None and not s.is_fully_replicated
 
 
@@ -55,7 +69,7 @@ def auto_mesh_of(args: Sequence) -> Any:
 def _in_dims(args: Sequence, avals: Sequence, mesh) -> list:
     out = []
     for a, aval in zip(args, avals):
-        s = _auto_sharding(a)
+        s = auto_sharding(a)
         ndim = len(aval.shape)
         out.append(spec_dims(s.spec, ndim) if s is not None and s.mesh == mesh
                    else ((),) * ndim)
@@ -131,45 +145,114 @@ def _fits(dims: tuple, shape: tuple, mesh) -> tuple:
     return tuple(out) + ((),) * (len(shape) - len(out))
 
 
+def _result_shardings(prim, args: list, params: dict, mesh):
+    """``(in dims, [(result aval, its dims, its sharding)])`` of ``prim`` on ``args``."""
+    avals = [a.aval for a in args]
+    out_avals = prim.abstract_eval_cached(tuple(avals), params)
+    outs = list(out_avals) if prim.multiple_results else [out_avals]
+    in_dims = _in_dims(args, avals, mesh)
+    dims = out_dims(prim, in_dims, avals, params, out_avals)
+    fitted = [_fits(d, a.shape, mesh) for d, a in zip(dims, outs)]
+    return in_dims, [(a, d, NamedSharding(mesh, _spec(d))) for a, d in zip(outs, fitted)]
+
+
 def apply_auto(prim, args: list, params: dict):
-    """``prim`` run eagerly on operands of which some are laid out over a mesh of Auto axes:
-    computed on the first device, its results placed as the partitioner would lay them
-    out. NotImplemented when no operand is."""
+    """``prim`` run eagerly on operands of which some are laid out over a mesh of Auto axes,
+    on every device of the mesh, its results laid out as the partitioner would lay them
+    out (see the module). NotImplemented when no operand is."""
     mesh = auto_mesh_of(args)
     if mesh is None:
         return NotImplemented
     from plax.array import from_device_buffers
-    from plax.sharding_types import _computed_then_split
-    avals = [a.aval for a in args]
-    out_avals = prim.abstract_eval_cached(tuple(avals), params)
-    many = prim.multiple_results
-    outs = list(out_avals) if many else [out_avals]
-    dims = out_dims(prim, _in_dims(args, avals, mesh), avals, params, out_avals)
-    shardings = [NamedSharding(mesh, _spec(_fits(d, a.shape, mesh)))
-                 for d, a in zip(dims, outs)]
-    indices = [s.devices_indices_map(a.shape) for s, a in zip(shardings, outs)]
-    bufs = _computed_then_split(prim, args, params, outs, indices)
-    results = [from_device_buffers(a.shape, a.dtype, s, b, weak_type=a.weak_type)
-               for a, s, b in zip(outs, shardings, bufs)]
-    return results if many else results[0]
+    in_dims, results = _result_shardings(prim, args, params, mesh)
+    bufs = _local_results(prim, args, params, in_dims, results)
+    if bufs is None:
+        bufs = _partitioned_results(prim, args, params, in_dims, results, mesh)
+    if bufs is None:  # the partitioner cannot express it: on one device, then split
+        from plax.sharding_types import _computed_then_split
+        indices = [s.devices_indices_map(a.shape) for a, _, s in results]
+        bufs = _computed_then_split(prim, args, params, [a for a, _, _ in results], indices)
+    outs = [from_device_buffers(a.shape, a.dtype, s, b, weak_type=a.weak_type)
+            for (a, _, s), b in zip(results, bufs)]
+    return outs if prim.multiple_results else outs[0]
 
 
-def place_jit_outputs(closed, leaves: Sequence, outs: list) -> list:
-    """The outputs of a ``jit`` call some of whose arguments are laid out over a mesh of
-    Auto axes, placed as the partitioner would lay them out (the shardings propagated
-    through ``closed``'s equations); other outputs as they are."""
+def _local_results(prim, args, params, in_dims, results) -> list | None:
+    """Each device's blocks of the results computed from its own operand blocks (one
+    ``{device: buffer}`` per result), or None when some device would need another's."""
+    from plax.sharding_types import _local_operands, _reduction
+    rule = _rule_for(prim)
+    if rule is None or (rule is _reduction and "axes" not in params):
+        return None
+    first, dims, sharding = results[0]
+    indices = sharding.devices_indices_map(first.shape)
+    local = _local_operands(prim, rule, args, in_dims, dims, indices, params)
+    if local is None:
+        return None
+    from plax.dispatch import kernel
+    per_device = {d: kernel(d, prim)(*ops, **params) for d, ops in local.items()}
+    if not prim.multiple_results:
+        return [per_device]
+    return [{d: b[k] for d, b in per_device.items()} for k in range(len(results))]
+
+
+def _partitioned_results(prim, args, params, in_dims, results, mesh) -> list | None:
+    """The results of ``prim`` as a one-equation partitioned program run on every device
+    (partial products summed, blocks exchanged where the layouts call for it), one
+    ``{device: buffer}`` per result; None when it does not partition."""
+    from plax.sharding_spmd import run_equation
+    return run_equation(prim, args, params, [a for a, _, _ in results], mesh,
+                        layout=(in_dims, [d for _, d, _ in results]),
+                        out_specs=[s.spec for _, _, s in results])
+
+
+_MISSING = object()
+
+
+def auto_program(closed, leaves: Sequence):
+    """``(partitioned program, output specs)`` of ``jit``'s program ``closed`` called on
+    ``leaves`` some of which are split over a mesh of Auto axes (cached per program and
+    argument layouts), or None when no argument is, or the program does not partition
+    (it then runs on one device, :func:`place_jit_outputs` laying its results out)."""
     mesh = auto_mesh_of(leaves)
     if mesh is None:
-        return outs
-    from plax.device import _shard_leaf
+        return None
+    entry = _cached_layout(closed, leaves, mesh)
+    if entry[1] is _MISSING:
+        from plax.sharding_partition import build_with_layout
+        in_dims = entry[2]
+        program = build_with_layout(closed, mesh, in_dims,
+                                    lambda j, dims: _propagated(j, dims, mesh)[1])
+        entry[1] = None if program is None else \
+            (program, [_spec(d) for d in program.out_dims])
+    return entry[1]
+
+
+def _cached_layout(closed, leaves, mesh) -> list:
+    """``[output specs, partitioned program (or _MISSING), input dims]`` for ``closed``
+    called on arguments laid out as ``leaves`` (per program: dropped with it)."""
     in_dims = _in_dims(leaves, [v.aval for v in closed.jaxpr.invars], mesh)
     per_closed = _layouts.get(closed)
     if per_closed is None:
         per_closed = _layouts[closed] = {}
     key = (mesh, tuple(in_dims))
-    specs = per_closed.get(key)
-    if specs is None:  # the walk once per program and argument layouts
-        specs = per_closed[key] = [_spec(d) for d in _propagated(closed.jaxpr, in_dims, mesh)]
+    entry = per_closed.get(key)
+    if entry is None:  # the walk once per program and argument layouts
+        outs = _propagated(closed.jaxpr, in_dims, mesh)[0]
+        entry = per_closed[key] = [[_spec(d) for d in outs], _MISSING, in_dims]
+    return entry
+
+
+def place_jit_outputs(closed, leaves: Sequence, outs: list) -> list:
+    """The outputs of a ``jit`` call some of whose arguments are laid out over a mesh of
+    Auto axes and that ran on one device (see :func:`auto_program`), placed as the
+    partitioner would lay them out (the shardings propagated through ``closed``'s
+    equations); other outputs as they are."""
+    mesh = auto_mesh_of(leaves)
+    if mesh is None:
+        return outs
+    from plax.device import _shard_leaf
+    specs = _cached_layout(closed, leaves, mesh)[0]
     placed = []
     for x, spec in zip(outs, specs):
         if getattr(x, "_pieces", None) is not None or not hasattr(x, "_device"):
@@ -202,8 +285,9 @@ _REPLICATED: dict = {}  # mesh -> NamedSharding(mesh, P())
 _layouts: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
-def _propagated(jaxpr, in_dims: list, mesh) -> list:
-    """The dims of ``jaxpr``'s outputs given its inputs' (the rules applied in order)."""
+def _propagated(jaxpr, in_dims: list, mesh) -> tuple:
+    """``(dims of jaxpr's outputs, {variable: dims})`` given its inputs' dims (the rules
+    applied in order; a split that does not divide its dimension dropped)."""
     from plax.core.jaxpr import Literal
     env: dict = dict(zip(jaxpr.invars, in_dims))
 
@@ -222,7 +306,7 @@ def _propagated(jaxpr, in_dims: list, mesh) -> list:
             dims = [((),) * len(a.shape) for a in res]
         for v, d, a in zip(eqn.outvars, dims, res):
             env[v] = _fits(d, a.shape, mesh)
-    return [read(v) for v in jaxpr.outvars]
+    return [read(v) for v in jaxpr.outvars], env
 
 
 # ------------------------------------------------------------------ sharding constraints

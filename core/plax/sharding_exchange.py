@@ -40,17 +40,21 @@ def _bounds(index: tuple, shape: tuple) -> list:
 class Exchange:
     """One communication step: the value in ``src`` (split as ``src_dims``, partial over
     ``partial`` axes, combined by ``combine``) becomes ``dst`` split as ``dst_dims``.
+    Along the ``keep`` axes the value stays partial sums (unreduced, ``{U:Y}``): each
+    device takes its pieces only from the devices at its own position along them, so its
+    block remains its own term of the sum.
 
     The plan of every device's pieces is computed once, when the step is built: for each
     device, ``[(term, source device, part of the source block, part of the result)]``.
     """
 
     def __init__(self, mesh, shape: tuple, dtype, src, dst, src_dims: tuple,
-                 dst_dims: tuple, partial: tuple = (), combine: str | None = None):
+                 dst_dims: tuple, partial: tuple = (), combine: str | None = None,
+                 keep: tuple = ()):
         self.src, self.dst = src, dst
         self.shape, self.dtype = tuple(shape), np.dtype(dtype)
         self.src_dims, self.dst_dims = src_dims, dst_dims
-        self.partial, self.combine = tuple(partial), combine
+        self.partial, self.combine, self.keep = tuple(partial), combine, tuple(keep)
         devices = list(mesh.devices.flat)
         coords = _coords(mesh)
         src_map = NamedSharding(mesh, dims_spec(src_dims)).devices_indices_map(self.shape)
@@ -67,6 +71,8 @@ class Exchange:
                 continue
             terms: dict = {}  # partial coordinates -> {source block bounds: source device}
             for s in sorted(devices, key=lambda s: s != d):  # its own blocks first
+                if any(coords[s][a] != coords[d][a] for a in self.keep):
+                    continue  # another term of a sum that stays unreduced
                 term = tuple(coords[s][a] for a in self.partial)
                 key = tuple(_bounds(src_map[s], self.shape))
                 terms.setdefault(term, {}).setdefault(key, s)

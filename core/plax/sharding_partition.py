@@ -45,6 +45,7 @@ from plax.sharding_types import (ELEMENTWISE_LIKE, ShardingTypeError, _broadcast
                                  _concatenate, _cumulative, _dot_general, _expand_dims,
                                  _reduction, _reshape, _rule_for, _sort, _squeeze, _top_k,
                                  _transpose, explicit_sharding, reshape_groups, type_dims)
+from plax.sharding_unreduced import unreduced_axes
 
 #: the combination of partial results of a reduction over a split dimension
 _COMBINE = {"reduce_sum": "add", "reduce_prod": "mul", "reduce_max": "max",
@@ -161,21 +162,22 @@ def _reshape_operand_dims(shape: tuple, new: tuple, out: tuple) -> tuple | None:
     return tuple(want)
 
 
-def _local_form(eqn, held, mesh):
+def _local_form(eqn, held, typed_dims, mesh):
     """``(operand dims wanted, [(result dims, partial axes, combine)], block params)`` of
-    ``eqn`` computed on blocks, or None when it is computed whole."""
+    ``eqn`` computed on blocks, or None when it is computed whole. ``held(v)`` says how an
+    operand is held, ``typed_dims(v)`` how a result is to be held."""
     prim, params = eqn.primitive, eqn.params
     name = prim.name
     if name in ("scan", "while", "cond"):
         return _control_form(eqn, mesh)
     if name in FORMS:
-        return dimensionwise_form(eqn, type_dims(eqn.outvars[0].aval), mesh)
+        return dimensionwise_form(eqn, typed_dims(eqn.outvars[0]), mesh)
     rule = _rule_for(prim)
     if rule is None:
         return None
     ins = [held(v) for v in eqn.invars]
     avals = [v.aval for v in eqn.invars]
-    typed = [type_dims(v.aval) for v in eqn.outvars]
+    typed = [typed_dims(v) for v in eqn.outvars]
     if rule in ELEMENTWISE_LIKE:
         out = typed[0]
         return ([out if len(a.shape) == len(out) else ((),) * len(a.shape) for a in avals],
@@ -343,20 +345,31 @@ class _Builder:
     """Rewrites equations for blocks; at the top level (``top``) it adds exchanges where
     needed, in a body it refuses them (:class:`_NotLocal`)."""
 
-    def __init__(self, mesh, top: bool):
+    def __init__(self, mesh, top: bool, layout: dict | None = None):
         self.mesh, self.top = mesh, top
+        self.layout = layout  # var -> dims, for values whose types carry no sharding (Auto)
         self.layouts: dict = {}  # var -> {dims: local var}
         self.primary: dict = {}  # var -> the dims its type says (or it was computed in)
+        self.partial: dict = {}  # var -> the unreduced axes its blocks are partial sums over
         self.steps: list = []
         self.segment: list = []
         self.partitioned = 0
         self.inputs: dict = {}  # (in a body) arguments that may be cut finer -> position
 
     def typed(self, v) -> tuple:
+        """How ``v`` is to be held: as its type says, or as the layout given says."""
+        if self.layout is not None:
+            return self.layout.get(v) or ((),) * len(getattr(v.aval, "shape", ()))
         s = explicit_sharding(getattr(v, "aval", None))
         if s is not None and s.mesh != self.mesh:
             raise Unpartitionable("a value on another mesh")
         return type_dims(v.aval)
+
+    def typed_unreduced(self, v) -> frozenset:
+        """The unreduced axes of ``v``'s type (``{U:Y}``): its blocks stay partial sums."""
+        if self.layout is not None:
+            return frozenset()
+        return unreduced_axes(getattr(v, "aval", None))
 
     def _local_var(self, aval, dims, drop=False):
         shape = local_shape(tuple(aval.shape), dims, self.mesh)
@@ -369,6 +382,11 @@ class _Builder:
         lv = self._local_var(v.aval, dims)
         self.layouts[v] = {dims: lv}
         self.primary[v] = dims
+        partial = self.typed_unreduced(v)
+        if partial:
+            if not self.top:
+                raise _NotLocal
+            self.partial[v] = partial
         return lv
 
     def held(self, v) -> tuple:
@@ -389,14 +407,16 @@ class _Builder:
             if v in self.inputs and _finer(have, dims):
                 raise _Demand(self.inputs[v], dims)
             raise _NotLocal
-        lv = self._exchange(self.layouts[v][have], v.aval, have, dims)
+        lv = self._exchange(self.layouts[v][have], v.aval, have, dims,
+                            keep=self.partial.get(v, frozenset()))
         self.layouts[v][dims] = lv
         return lv
 
-    def _exchange(self, src, aval, src_dims, dst_dims, partial=(), combine=None) -> Var:
+    def _exchange(self, src, aval, src_dims, dst_dims, partial=(), combine=None,
+                  keep=frozenset()) -> Var:
         dst = self._local_var(aval, dst_dims)
         step = Exchange(self.mesh, tuple(aval.shape), aval.dtype, src, dst, src_dims,
-                        dst_dims, partial, combine)
+                        dst_dims, partial, combine, keep=tuple(sorted(keep)))
         if self.segment:
             self.steps.append(Segment(self.segment))
             self.segment = []
@@ -406,8 +426,14 @@ class _Builder:
     def eqn(self, e) -> None:
         if eqn_has_effects(e):
             raise Unpartitionable("an effect")
+        # partial sums in: the operations JAX allows on them are linear in them, so each
+        # device's result from its partial blocks is its partial sum of the result
+        carried = frozenset().union(*[self.partial.get(v, frozenset()) for v in e.invars
+                                      if isinstance(v, Var)])
+        if carried and e.primitive.name in ("scan", "while", "cond"):
+            raise Unpartitionable("partial sums carried into a loop or branch")
         try:
-            form = _local_form(e, self.held, self.mesh)
+            form = _local_form(e, self.held, self.typed, self.mesh)
         except (ShardingTypeError, KeyError, IndexError, TypeError):
             form = None
         if form is None and self.top and e.primitive.name in ("scan", "while", "cond") and \
@@ -427,20 +453,31 @@ class _Builder:
             if isinstance(v, DropVar):
                 continue
             typed = self.typed(v)
-            if not partial and dims == typed:
+            kept = self.typed_unreduced(v)  # partial sums its type keeps unreduced
+            if not kept <= carried | set(partial):
+                raise Unpartitionable("a result unreduced over axes not summed on blocks")
+            # summed now: the partial terms over axes the result's type does not keep
+            summed = tuple(a for a in partial if a not in kept) + \
+                tuple(sorted(carried - kept - set(partial)))
+            if kept:
+                self.partial[v] = kept
+            if not summed and dims == typed:
                 self.layouts[v], self.primary[v] = {dims: lv}, dims
                 continue
             if not self.top:
                 raise _NotLocal
-            self.layouts[v] = {} if partial else {dims: lv}
-            self.layouts[v][typed] = self._exchange(lv, v.aval, dims, typed, partial, combine)
+            self.layouts[v] = {} if summed else {dims: lv}
+            self.layouts[v][typed] = self._exchange(
+                lv, v.aval, dims, typed, summed,
+                (combine or "add") if summed else None, keep=kept)
             self.primary[v] = typed
 
 
 def build(closed: ClosedJaxpr) -> Program | None:
     """The partitioned form of ``closed`` (a jaxpr whose inputs or outputs have explicit
     shardings on one mesh), or None when it has effects, several meshes, or nothing to
-    compute on split blocks (it then runs on one device)."""
+    compute on split blocks (it then runs on one device). A program with unreduced values
+    (partial sums, ``{U:Y}``) always runs on every device: its partial sums stay there."""
     mesh = _mesh_of(closed)
     if mesh is None:
         return None
@@ -451,17 +488,43 @@ def build(closed: ClosedJaxpr) -> Program | None:
         program = _program(closed, mesh)
     except Unpartitionable:
         return None
-    if program.partitioned == 0 and not any(map(any, program.in_dims)):
+    if program.partitioned == 0 and not any(map(any, program.in_dims)) and \
+            not _has_unreduced(closed):
         return None
     return program
 
 
-def _program(closed: ClosedJaxpr, mesh, in_dims=None, out_dims=None) -> Program:
+def build_with_layout(closed: ClosedJaxpr, mesh, in_dims: list, layout_of) -> Program | None:
+    """The partitioned form of ``closed`` whose arguments are held as ``in_dims`` on
+    ``mesh`` and whose values' types carry no sharding (a mesh of ``Auto`` axes):
+    ``layout_of(jaxpr, in_dims)`` says how each value of the (inlined) jaxpr is to be held,
+    as the types do otherwise. None when the program does not partition (an effect, a ref,
+    a block that does not divide): it then runs on one device."""
+    from plax.state.discharge import jaxpr_has_refs
+    if jaxpr_has_refs(closed):
+        return None
+    try:
+        return _program(closed, mesh, list(in_dims), layout_of=layout_of)
+    except Unpartitionable:
+        return None
+
+
+def _has_unreduced(closed: ClosedJaxpr) -> bool:
+    """Whether an input or output type of ``closed`` has unreduced axes (``{U:Y}``)."""
+    j = closed.jaxpr
+    return any(unreduced_axes(getattr(v, "aval", None))
+               for v in list(j.invars) + list(j.outvars))
+
+
+def _program(closed: ClosedJaxpr, mesh, in_dims=None, out_dims=None,
+             layout_of=None) -> Program:
     """``closed`` partitioned, its arguments held as ``in_dims`` and its results given as
-    ``out_dims`` (by default: as their types say). Raises Unpartitionable."""
+    ``out_dims`` (by default: as their types say, or as ``layout_of(jaxpr, in_dims)``
+    lays the values out). Raises Unpartitionable."""
     closed = _inlined(closed)
     j = dce(closed.jaxpr)  # what no result needs would only add exchanges
-    b = _Builder(mesh, top=True)
+    layout = layout_of(j, list(in_dims)) if layout_of is not None else None
+    b = _Builder(mesh, top=True, layout=layout)
     constvars = [b.define(v, ((),) * len(v.aval.shape)) for v in j.constvars]
     if in_dims is None:
         in_dims = [b.typed(v) for v in j.invars]

@@ -17,7 +17,6 @@ from __future__ import annotations
 from typing import Callable
 
 from plax.sharding_exchange import local_shape
-from plax.sharding_types import type_dims
 
 
 def _keep(dims: tuple, touched: set) -> tuple:
@@ -130,7 +129,7 @@ def _matrices(eqn, typed, mesh):
     """A factorization or solve: each device takes its batch of matrices (the leading
     dimensions as its results' types split them), every matrix whole."""
     batch = typed[:len(typed) - 2] if eqn.primitive.name == "triangular_solve" else \
-        type_dims(eqn.outvars[0].aval)[:len(eqn.invars[0].aval.shape) - 2]
+        typed[:len(eqn.invars[0].aval.shape) - 2]
     want = [batch + ((),) * (len(v.aval.shape) - len(batch)) for v in eqn.invars]
     outs = [batch + ((),) * (len(v.aval.shape) - len(batch)) for v in eqn.outvars]
     return want, outs if eqn.primitive.multiple_results else outs[0], eqn.params

@@ -12,7 +12,12 @@ exchanges. Nothing is gathered onto one device: the results are assembled from t
 per-device buffers with the shardings of their types.
 
 A program with an effect (a callback, a ref), values on two meshes, or nothing computed on
-split blocks runs on one device as before, its results placed as their types say.
+split blocks runs on one device as before, its results placed as their types say. Partial
+sums (unreduced types, ``{U:Y}``) stay on their devices: the exchanges sum them only where
+a type stops being unreduced, and never mix one device's terms into another's.
+
+Arguments split over a mesh of ``Auto`` axes run the same way, with the layouts JAX's
+partitioner gives every value (:mod:`plax.sharding_auto`) in place of the types'.
 """
 from __future__ import annotations
 
@@ -155,14 +160,59 @@ class _Run:
                         self.prepare(body)
 
 
+#: a loop-free program whose blocks hold at most this many elements per device runs its
+#: devices one after another in the caller's thread: waking a thread per device and meeting
+#: at barriers costs more than such blocks take to compute
+LOCKSTEP_ELEMENTS = 1 << 15
+
+
+def _lockstep(program: Program) -> bool:
+    """Whether ``program`` runs step by step over the devices in the caller's thread (small
+    blocks, no loop), decided once per program."""
+    found = getattr(program, "lockstep", None)
+    if found is None:
+        import math
+        from plax.core.jaxpr import Var
+        size = sum(math.prod(v.aval.shape) for v in list(program.invars) +
+                   list(program.outvars) if isinstance(v, Var))
+        found = program.lockstep = size <= LOCKSTEP_ELEMENTS and \
+            not any(isinstance(s, Loop) for s in program.steps)
+    return found
+
+
+def _execute_in_lockstep(program: Program, run: "_Run") -> None:
+    """``program``'s steps in order, each on every device before the next (one thread: an
+    exchange then finds every device's source block written)."""
+    devices, envs = run.devices, run.envs
+    if program.constvars:
+        for d in devices:
+            envs[d].update(zip(program.constvars, run.consts[id(program)][d]))
+    compiled = run.compiled[id(program)]
+    for k, step in enumerate(program.steps):
+        if isinstance(step, Segment):
+            for d in devices:
+                env = envs[d]
+                exe = compiled[k][d]
+                env.update(zip(step.outs, exe.executable(*exe.const_bufs,
+                                                         *[env[v] for v in step.ins])))
+        else:
+            bufs = {d: step.run(d, envs, run.backends) for d in devices}
+            for d in devices:
+                envs[d][step.dst] = bufs[d]
+
+
 def _execute(program: Program, devices: list, backends: dict, envs: dict, share) -> None:
     """Runs ``program`` on every device at once, one thread each; ``envs[device]`` holds its
     arguments' blocks on entry (by local variable) and every value it computes on exit.
     Loops and branches whose bodies hold exchanges run on every device too, the devices
-    meeting at those exchanges inside the body."""
+    meeting at those exchanges inside the body. A small loop-free program runs its devices
+    in turn in the caller's thread instead (:func:`_lockstep`)."""
     from plax.sharding_threads import on_each_device
     run = _Run(devices, backends, envs)
     run.prepare(program)
+    if _lockstep(program):
+        _execute_in_lockstep(program, run)
+        return
 
     def work(i):
         d = devices[i]
@@ -270,17 +320,19 @@ def _run_loop(step: Loop, d, run: _Run) -> None:
     env.update(zip(step.outs, carry + stacked))
 
 
-def _argument_buffer(x, aval, dims, device, index, mesh):
-    """``device``'s block of argument ``x`` (None: the argument does not allow it)."""
+def _argument_buffer(x, aval, dims, device, index, mesh, sharding_of=explicit_sharding):
+    """``device``'s block of argument ``x`` (None: the argument does not allow it).
+    ``sharding_of(x)`` is the sharding ``x`` is laid out with on the mesh (its type's, or
+    for a mesh of ``Auto`` axes its array's)."""
     from plax.array import Array
     from plax.sharding_types import _block
     from plax.transforms.call import to_buffer
     if not isinstance(x, Array):
         return to_buffer(np.asarray(x, aval.dtype), device)
-    s = explicit_sharding(x)
+    s = sharding_of(x)
     if s is not None:
-        if s.mesh != mesh or type_dims(x.aval) != dims or \
-                spec_dims(s.spec, x.ndim) != dims:
+        if s.mesh != mesh or spec_dims(s.spec, x.ndim) != dims or \
+                (sharding_of is explicit_sharding and type_dims(x.aval) != dims):
             return None
     elif any(dims):
         return None
@@ -289,27 +341,41 @@ def _argument_buffer(x, aval, dims, device, index, mesh):
 
 def run_partitioned(closed, leaves: list, backend) -> list | None:
     """Runs ``closed`` on every device of its mesh on each device's blocks of ``leaves``, or
-    returns None when the program (or an argument) does not allow it (see the module)."""
-    if not any(explicit_sharding(x) is not None for x in leaves):
+    returns None when the program (or an argument) does not allow it (see the module).
+
+    Arguments of explicitly sharded types give the program's mesh and layouts; else
+    arguments split over a mesh of ``Auto`` axes do, every value laid out as JAX's
+    partitioner lays it out (:func:`plax.sharding_auto.auto_program`)."""
+    if any(explicit_sharding(x) is not None for x in leaves):
+        program = plan(closed)
+        if program is None:
+            return None
+        return run_program(program, closed.jaxpr, leaves, backend)
+    from plax.sharding_auto import auto_program, auto_sharding
+    found = auto_program(closed, leaves)
+    if found is None:
         return None
-    if _has_unreduced(closed):
-        # the partitioner treats an unreduced axis as a replicated one (its exchanges would
-        # mix one device's partial sums with another's): run on one device instead
-        return None
-    program = plan(closed)
-    if program is None:
-        return None
+    program, out_specs = found
+    return run_program(program, closed.jaxpr, leaves, backend, sharding_of=auto_sharding,
+                       out_specs=out_specs)
+
+
+def run_program(program: Program, jaxpr, leaves: list, backend,
+                sharding_of=explicit_sharding, out_specs=None) -> list | None:
+    """``program`` (``jaxpr`` partitioned) run on every device of its mesh on each device's
+    blocks of ``leaves``; the results assembled from the devices' blocks with the shardings
+    of their types, or the specs ``out_specs`` says. None when an argument is laid out
+    otherwise than the program takes it (the caller then runs it on one device)."""
     from plax import blas_threads
     mesh = program.mesh
     devices = list(mesh.devices.flat)
     backends = {d: backend if backend.platform == d.platform else d.backend for d in devices}
     envs: dict = {d: {} for d in devices}
-    jaxpr = closed.jaxpr
     for x, v, lv, dims in zip(leaves, jaxpr.invars, program.invars, program.in_dims):
         shape = tuple(v.aval.shape)
         index = NamedSharding(mesh, dims_spec(dims)).devices_indices_map(shape)
         for d in devices:
-            buf = _argument_buffer(x, v.aval, dims, d, index[d], mesh)
+            buf = _argument_buffer(x, v.aval, dims, d, index[d], mesh, sharding_of)
             if buf is None:
                 return None
             envs[d][lv] = buf
@@ -318,26 +384,23 @@ def run_partitioned(closed, leaves: list, backend) -> list | None:
     share = max(1, blas_threads.cores() // n_cpu) if n_cpu > 1 else None
     with blas_threads.limited(n_cpu):
         _execute(program, devices, backends, envs, share)
-    return [_assembled(v, lv, dims, devices, envs, mesh)
-            for v, lv, dims in zip(jaxpr.outvars, program.outvars, program.out_dims)]
+    specs = out_specs or [None] * len(program.outvars)
+    return [_assembled(v, lv, dims, devices, envs, mesh, spec)
+            for v, lv, dims, spec in zip(jaxpr.outvars, program.outvars, program.out_dims,
+                                         specs)]
 
 
-def _has_unreduced(closed) -> bool:
-    """Whether an input or output type of ``closed`` has unreduced axes (``{U:Y}``)."""
-    from plax.sharding_unreduced import has_unreduced
-    jaxpr = closed.jaxpr
-    return any(has_unreduced(getattr(v.aval, "sharding", None))
-               for v in list(jaxpr.invars) + list(jaxpr.outvars) if hasattr(v, "aval"))
-
-
-def _assembled(v, lv, dims, devices, envs, mesh):
-    """The result ``v`` of the program from every device's block of it."""
+def _assembled(v, lv, dims, devices, envs, mesh, spec=None):
+    """The result ``v`` of the program from every device's block of it (laid out as its
+    type says, or as ``spec``)."""
     from plax.array import from_device_buffers
     from plax.core.jaxpr import Literal
     from plax.transforms.call import to_buffer
     aval = v.aval
-    s = explicit_sharding(aval)
-    sharding = NamedSharding(mesh, s.spec if s is not None else PartitionSpec())
+    if spec is None:
+        s = explicit_sharding(aval)
+        spec = s.spec if s is not None else PartitionSpec()
+    sharding = NamedSharding(mesh, spec)
     if isinstance(lv, Literal):
         host = np.asarray(lv.val, aval.dtype)
         bufs = {d: to_buffer(host, d) for d in devices}
@@ -345,3 +408,89 @@ def _assembled(v, lv, dims, devices, envs, mesh):
         bufs = {d: envs[d][lv] for d in devices}
     return from_device_buffers(aval.shape, aval.dtype, sharding, bufs,
                                weak_type=aval.weak_type)
+
+
+# ------------------------------------------------------------------ eager operations
+
+#: (primitive, params, operand types, layouts, mesh) -> (program, its jaxpr) or None
+_equations: dict = {}
+_UNCACHED = object()
+
+
+def run_equation(prim, args: list, params: dict, out_avals: list, mesh, layout=None,
+                 out_specs=None) -> list | None:
+    """One eager operation on sharded operands run as a partitioned one-equation program
+    on every device of ``mesh`` (each device computes its block; partial results are
+    combined and blocks exchanged where the layouts call for it), or None when it does not
+    partition (the caller then computes it on one device).
+
+    Args:
+      prim, args, params: the operation, its operands (Arrays) and parameters.
+      out_avals: the results' types (with their explicit shardings, when the mesh has
+        Explicit axes).
+      mesh: the mesh the operands are laid out on.
+      layout: for a mesh of Auto axes, ``(operand dims, result dims)``: how the values are
+        held, as types say otherwise.
+      out_specs: the results' specs where the types do not say them.
+
+    Returns:
+      One ``{device: buffer}`` per result, or None.
+    """
+    from plax.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Var
+    from plax.sharding_partition import build_with_layout
+    key = _equation_key(prim, args, params, out_avals, layout, mesh)
+    found = _equations.get(key, _UNCACHED) if key is not None else _UNCACHED
+    if found is _UNCACHED:
+        invars = [Var(a.aval) for a in args]
+        outvars = [Var(a) for a in out_avals]
+        closed = ClosedJaxpr(Jaxpr([], invars, outvars,
+                                   [JaxprEqn(prim, invars, outvars, params)]), [])
+        if layout is None:
+            program = build(closed) if _mesh_of_closed(closed) == mesh else None
+        else:
+            held = dict(zip(invars, layout[0])) | dict(zip(outvars, layout[1]))
+            program = build_with_layout(closed, mesh, list(layout[0]),
+                                        lambda j, dims: held)
+        found = None if program is None else (program, closed)
+        if key is not None:
+            if len(_equations) >= 256:  # bounded: eager shapes vary
+                _equations.pop(next(iter(_equations)))
+            _equations[key] = found
+    if found is None:
+        return None
+    program, closed = found
+    sharding_of = explicit_sharding
+    if layout is not None:
+        from plax.sharding_auto import auto_sharding as sharding_of
+    outs = run_program(program, closed.jaxpr, args, _backend_of(mesh), sharding_of=sharding_of,
+                       out_specs=out_specs)
+    if outs is None:
+        return None
+    return [{p.device: p.buffer for p in o._pieces} for o in outs]
+
+
+def _equation_key(prim, args, params, out_avals, layout, mesh):
+    """The cache key of an eager one-equation program (operand types with their shardings
+    and weak types, the results' shardings, layouts), or None when a parameter cannot be
+    hashed (the program is then built for the call)."""
+    try:
+        key = (prim, tuple(sorted(params.items())),
+               tuple((a.aval, a.aval.weak_type, getattr(a.aval, "sharding", None))
+                     for a in args),
+               tuple(getattr(a, "sharding", None) for a in out_avals),
+               None if layout is None else (tuple(layout[0]), tuple(layout[1])), mesh)
+        hash(key)
+    except TypeError:
+        return None
+    return key
+
+
+def _mesh_of_closed(closed):
+    from plax.sharding_partition import _mesh_of
+    return _mesh_of(closed)
+
+
+def _backend_of(mesh):
+    """The backend an eager program runs with: the first device's (each device's own where
+    platforms differ, as :func:`run_program` picks)."""
+    return mesh.devices.flat[0].backend

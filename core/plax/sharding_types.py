@@ -60,7 +60,7 @@ def _entry(names: tuple):
 
 def spec_dims(spec: PartitionSpec, ndim: int) -> Dims:
     """``spec`` as one tuple of axis names per dimension, padded to ``ndim``."""
-    out = [_names(e) for e in spec][:ndim]
+    out = [_names(e) for e in spec.partitions][:ndim]
     return tuple(out + [()] * (ndim - len(out)))
 
 
@@ -140,7 +140,7 @@ def _with_extras(spec: PartitionSpec, like: PartitionSpec) -> PartitionSpec:
     reduced = getattr(like, "reduced", frozenset())
     if not unreduced and not reduced:
         return spec
-    return PartitionSpec(*spec, unreduced=unreduced, reduced=reduced)
+    return PartitionSpec(*spec.partitions, unreduced=unreduced, reduced=reduced)
 
 
 def explicit_sharding(x: Any) -> NamedSharding | None:
@@ -262,9 +262,9 @@ def constraint_is_assertion(xs: Any, shardings: Any) -> bool:
     mesh = get_mesh()
     if mesh is None:
         for s in targets:
-            if isinstance(s, NamedSharding) and any(_names(e) for e in s.spec) and \
+            if isinstance(s, NamedSharding) and any(_names(e) for e in s.spec.partitions) and \
                     any(s.mesh.axis_types[s.mesh.axis_names.index(a)] == AxisType.Explicit
-                        for e in s.spec for a in _names(e)):
+                        for e in s.spec.partitions for a in _names(e)):
                 raise ValueError(
                     "The spec of NamedSharding passed to with_sharding_constraint can only "
                     f"refer to Auto axes of the mesh. Got spec={s.spec!r} and mesh="
@@ -736,6 +736,9 @@ def typed_result(prim, in_avals: Sequence, params: dict, out_aval):
     in_dims = [spec_dims(s.spec, len(a.shape)) if s is not None else ((),) * len(a.shape)
                for s, a in zip(shardings, in_avals)]
     out_dims = rule(prim, in_dims, in_avals, params)
+    if rule is _dot_general and getattr(_override, "spec", None) is not None:
+        # out_sharding=P(..., unreduced={'Y'}): the product's partial sums are its result
+        unreduced = unreduced | _override.spec.unreduced
     if prim.multiple_results:
         return [_with_sharding(a, with_unreduced(NamedSharding(mesh, dims_spec(d)), unreduced))
                 for a, d in zip(out_aval, out_dims)]
@@ -778,6 +781,8 @@ def apply_sharded(prim, args: list, params: dict):
     if any(s is not None and s.spec.unreduced for s in shardings):
         check_unreduced_operands(prim, avals)
         unreduced = unreduced_result_axes(prim, avals)
+    if rule is _dot_general and getattr(_override, "spec", None) is not None:
+        unreduced = unreduced | _override.spec.unreduced  # as typed_result types it
     out_avals = prim.abstract_eval_cached(tuple(avals), params)
     if rule is None or (rule is _reduction and "axes" not in params):
         return _placed_as_typed(prim, args, params, out_avals)
@@ -804,9 +809,16 @@ def apply_sharded(prim, args: list, params: dict):
         per_device = {d: kernel(d, prim)(*ops, **params) for d, ops in local.items()}
         bufs = [{d: (b[k] if many else b) for d, b in per_device.items()}
                 for k in range(len(typed))]
-    else:
-        bufs = _computed_then_split(prim, args, params, [t[0] for t in typed],
-                                    [t[2] for t in typed])
+    else:  # a one-equation partitioned program; on one device when it does not partition
+        from plax.sharding_spmd import run_equation
+        bufs = run_equation(prim, args, params,
+                            [_with_sharding(a, with_unreduced(s, unreduced))
+                             for a, s, _ in typed], mesh)
+        if bufs is not None:
+            local = True  # partial sums, if any, kept per device as the types say
+        else:
+            bufs = _computed_then_split(prim, args, params, [t[0] for t in typed],
+                                        [t[2] for t in typed])
     if unreduced:
         results = [_unreduced_result(aval, sharding, b, unreduced, local is not None)
                    for (aval, sharding, _), b in zip(typed, bufs)]
@@ -834,15 +846,26 @@ def _unreduced_result(aval, sharding, bufs: dict, unreduced: frozenset, local: b
 
 
 def _placed_as_typed(prim, args, params, out_avals):
-    """The result of a primitive without a rule, computed on one device, placed as its
-    types' explicit shardings say (NotImplemented when no result type has one)."""
+    """The result of a primitive without a rule (``cond``, ``scan``, ``while``), placed as
+    its types' explicit shardings say: computed on every device as a one-equation
+    partitioned program, or on one device when it does not partition (NotImplemented when
+    no result type has an explicit sharding)."""
     many = prim.multiple_results
     avals = list(out_avals) if many else [out_avals]
     if not any(explicit_sharding(a) is not None for a in avals):
         return NotImplemented
-    from plax.array import Array
+    from plax.array import Array, from_device_buffers
     from plax.device import _shard_leaf
     from plax.dispatch import kernel
+    from plax.sharding_spmd import run_equation
+    mesh = next(s for s in map(explicit_sharding, args) if s is not None).mesh
+    bufs = run_equation(prim, args, params, avals, mesh)  # a loop or branch on every device
+    if bufs is not None:
+        results = [from_device_buffers(a.shape, a.dtype, explicit_sharding(a) or
+                                       NamedSharding(mesh, PartitionSpec()), b,
+                                       weak_type=a.weak_type)
+                   for a, b in zip(avals, bufs)]
+        return results if many else results[0]
     first = next(a for a in args if explicit_sharding(a) is not None)._device
     outs = kernel(first, prim)(*[a._buffer_on(first) for a in args], **params)
     outs = list(outs) if many else [outs]

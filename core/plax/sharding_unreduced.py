@@ -17,8 +17,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["has_unreduced", "place_unreduced", "summed_value", "check_unreduced_operands",
-           "unreduced_result_axes", "with_unreduced"]
+__all__ = ["has_unreduced", "unreduced_axes", "place_unreduced", "summed_value",
+           "check_unreduced_operands", "unreduced_result_axes", "with_unreduced"]
 
 
 def has_unreduced(sharding: Any) -> bool:
@@ -34,7 +34,7 @@ def _coords(mesh) -> dict:
 
 def _spec_axes(spec) -> set:
     out = set()
-    for e in spec:
+    for e in spec.partitions:
         out.update(() if e is None else e if isinstance(e, tuple) else (e,))
     return out
 
@@ -50,7 +50,7 @@ def place_unreduced(leaf: Any, sharding) -> Any:
     from plax.array import Array, _host_numpy, from_device_buffers
     from plax.sharding import NamedSharding, PartitionSpec
     mesh, spec = sharding.mesh, sharding.spec
-    plain = NamedSharding(mesh, PartitionSpec(*spec))
+    plain = NamedSharding(mesh, PartitionSpec(*spec.partitions))
     target = plain.devices_indices_map(np.shape(leaf))
     if isinstance(leaf, Array):
         host = leaf._host_value()
@@ -117,9 +117,13 @@ _UNPACKS_SPEC = frozenset({"reshape", "gather", "reduce_max", "reduce_min", "arg
                            "argmin", "squeeze"})
 
 
-def _unreduced(aval) -> frozenset:
+def unreduced_axes(aval) -> frozenset:
+    """The unreduced axes of ``aval``'s sharding (``{U:Y}`` in its type), or an empty set."""
     return getattr(getattr(getattr(aval, "sharding", None), "spec", None), "unreduced",
                    None) or frozenset()
+
+
+_unreduced = unreduced_axes
 
 
 def _reduced(aval) -> frozenset:
