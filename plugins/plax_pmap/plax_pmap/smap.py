@@ -91,7 +91,7 @@ def _inferred(axis_name, leaf, mesh):
     if not isinstance(sharding, NamedSharding) or sharding.mesh.axis_names != mesh.axis_names:
         return PartitionSpec()
     entries = []
-    for entry in sharding.spec:
+    for entry in sharding.spec.partitions:
         names = entry if isinstance(entry, tuple) else (entry,)
         entries.append(axis_name if axis_name in names else None)
     return PartitionSpec(*entries)
