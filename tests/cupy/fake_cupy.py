@@ -36,8 +36,10 @@ otherwise hide a GPU bug:
   ``-ftz=true`` runs with x86's flush-to-zero and denormals-are-zero modes, so float32
   subnormals flush in arithmetic as on the GPU (not in ``abs``/negation, which x86 does by
   bit operations). CuPy's own kernels that do float arithmetic or comparisons
-  (``fake_cupy_api.FLUSHES_FLOAT32``: ``cumsum``, ``argmax``, ``maximum``, ...) flush float32
-  subnormals in their operands and results likewise.
+  (``fake_cupy_api.FLUSHES_FLOAT32``: ``add``, ``multiply``, ``sqrt``, ``sum``, ``cumsum``,
+  ``argmax``, ``maximum``, ...; as ``cupy.<name>``, operators, methods or NumPy's dispatch) and
+  every ``cupyx.scipy.special`` function flush float32 and complex64 subnormals in their
+  operands and results likewise.
 
 What it cannot show: CuPy's own kernels, cuBLAS, timing, concurrency between the threads of a
 block, real memory. Install it with :func:`install` *before* ``plax_cupy.backend`` is imported
