@@ -22,6 +22,7 @@ import shutil
 import numpy as np
 import pytest
 
+from gpu_env import NVRTC_PROBLEM
 from test_simulated_streams import SIMULATED, on_simulated_gpu, run_file_on_simulated_gpu
 
 TINY = np.finfo(np.float32).tiny
@@ -30,7 +31,49 @@ TINY = np.finfo(np.float32).tiny
 @pytest.mark.skipif(SIMULATED or shutil.which("g++") is None,
                     reason="already on the simulated GPU, or no C++ compiler (g++) for it")
 def test_on_the_simulated_gpu():
-    run_file_on_simulated_gpu(__file__, skipped=1)
+    # skipped there: this launcher and the real-NVRTC check
+    run_file_on_simulated_gpu(__file__, skipped=2)
+
+
+@pytest.mark.skipif(SIMULATED or bool(NVRTC_PROBLEM), reason=NVRTC_PROBLEM or "simulated NVRTC")
+def test_the_moved_kernels_compile_with_nvrtc_without_flush_to_zero():
+    # the real NVRTC (no GPU needed), plax's device options: no warning, no .ftz arithmetic
+    from plax import lax
+    from plax.lax import special as L
+    from plax_cupy import codegen, kernels_elementwise, kernels_linalg, kernels_reduction, \
+        kernels_windows, nvrtc
+    sources = [kernels_linalg.UNIT_COLUMNS_SOURCE,
+               kernels_elementwise.accumulate_source("float")[0],
+               kernels_elementwise.accumulate_source("plax_c64")[0],
+               kernels_elementwise.elementwise_source("a0 * a0", ("float",), "float")[0]]
+    from plax.core.jaxpr import JaxprEqn, Var
+    from plax.core.shaped_array import ShapedArray
+    for prim, arity in ((L.erf_p, 1), (L.digamma_p, 1), (L.polygamma_p, 2), (lax.conj_p, 1)):
+        dtype = np.complex64 if prim is lax.conj_p else np.float32
+        avals = [ShapedArray((3,), np.dtype(dtype))] * arity
+        out = prim.abstract_eval(*avals)
+        out = out[0] if isinstance(out, (list, tuple)) else out
+        expr = codegen.elementwise_expr(JaxprEqn(prim, [Var(a) for a in avals], [Var(out)], {}),
+                                        [f"a{i}" for i in range(arity)])
+        ctype = "plax_c64" if prim is lax.conj_p else "float"
+        sources.append(kernels_elementwise.elementwise_source(expr, (ctype,) * arity, ctype)[0])
+    for which in ("sum", "max", "min"):
+        sources.append(kernels_windows.window_source(which, np.float32, (4, 6), (4, 2), (2, 3),
+                                                     (1, 2), ((1, -1), (2, 0)), (2, 1), (1, 2))[0])
+    sources.append(kernels_windows.window_source("sum", np.complex64, (5,), (4,), (2,), (1,),
+                                                 ((0, 0),), (1,), (1,))[0])
+    for kind, dtype in (("sum", np.float32), ("prod", np.float32), ("max", np.float32),
+                        ("min", np.float32), ("sum", np.complex64), ("prod", np.complex64)):
+        sources.append(kernels_reduction.row_reduce_source(kind, dtype)[0])
+    for source in sources:   # (elementwise sources carry the special_source helpers they call)
+        unit = codegen.PREAMBLE + source
+        ptx = nvrtc.compile_binary(unit, nvrtc.DEVICE_OPTIONS + ("-arch=compute_80",),
+                                   "ptx").decode()
+        # (CUDA's math library seeds some functions with .approx.ftz on range-reduced
+        # arguments whatever -ftz says; the check is on the arithmetic and comparisons)
+        flushing = [line for line in ptx.splitlines() if ".ftz" in line and ".approx.ftz" not in line]
+        assert not flushing, (flushing[:3], source[:300])
+        nvrtc.compile_ptx(unit, options=nvrtc.DEVICE_OPTIONS + ("-arch=compute_80",))  # no warning
 
 
 def _plax_compiles_since(start: int) -> list:
@@ -333,3 +376,47 @@ def test_triangular_solve_conjugates_without_flushing():
     np.testing.assert_allclose(got.real, want.real, rtol=1e-6)
     np.testing.assert_allclose(got.imag, want.imag, rtol=1e-5, atol=3e-45)
     assert got[0, 0].imag != 0 and abs(got[0, 0].imag) < TINY
+
+
+@on_simulated_gpu
+def test_table_reductions_keep_subnormals():
+    # the kernel table's reductions (what runs where the generator declines an equation)
+    import cupy
+    from plax import lax
+    from plax_cupy import kernels
+    table = kernels.impls()
+    x = np.array([[1e-39, 2e-39, -5e-40], [-1e-39, -2e-39, -3e-39], [1e-20, 1e-20, 1.0]],
+                 np.float32)
+    x64 = x.astype(np.float64)
+    cases = [(lax.reduce_sum_p, x64.sum(axis=1)), (lax.reduce_prod_p, x64.prod(axis=1)),
+             (lax.reduce_max_p, x64.max(axis=1)), (lax.reduce_min_p, x64.min(axis=1))]
+    for prim, want in cases:
+        got = cupy.asnumpy(table[prim](cupy.asarray(x), axes=(1,)))
+        np.testing.assert_allclose(got, want.astype(np.float32), rtol=1e-6, atol=3e-45,
+                                   err_msg=prim.name)
+        assert got[0] != 0 and got[1] != 0 or prim is lax.reduce_prod_p, (prim.name, got)
+    # a product of normal values that is subnormal (1e-20 * 1e-20), over several axes
+    got = cupy.asnumpy(table[lax.reduce_prod_p](cupy.asarray(x[2:].reshape(1, 3, 1)), axes=(1, 2)))
+    np.testing.assert_allclose(got, [np.float32(1e-40)], rtol=1e-5)
+    z = (x + 1j * x[::-1]).astype(np.complex64)
+    got = cupy.asnumpy(table[lax.reduce_sum_p](cupy.asarray(z), axes=(0,)))
+    np.testing.assert_allclose(got, z.astype(np.complex128).sum(axis=0).astype(np.complex64),
+                               rtol=1e-6, atol=3e-45)
+    assert np.all(got.imag != 0)
+    flushed = cupy.asnumpy(cupy.asarray(x).sum(axis=1))    # the control: CuPy's sum flushes
+    assert flushed[0] == 0 and flushed[1] == 0
+
+
+@on_simulated_gpu
+def test_bfloat16_window_sum_keeps_subnormals():
+    # bfloat16 reaches the window kernel widened to float32 (its subnormals are float32's)
+    import ml_dtypes
+    import plax
+    from plax import lax
+    bf16 = np.dtype(ml_dtypes.bfloat16)
+    x = np.array([1e-39, 2e-39, 4e-39, 0.5], np.float32).astype(bf16)
+    got = np.asarray(lax.reduce_window(plax.device_put(x, plax.devices("gpu")[0]),
+                                       np.array(0, bf16), lax.add, (2,), (1,), "VALID"))
+    want = (x[:-1].astype(np.float64) + x[1:].astype(np.float64)).astype(bf16)
+    np.testing.assert_array_equal(got.view(np.uint16), want.view(np.uint16))
+    assert np.all(got[:2].astype(np.float32) != 0)
