@@ -149,3 +149,40 @@ def accumulate(acc: "cupy.ndarray", x: "cupy.ndarray") -> "cupy.ndarray":
         source, name = accumulate_source(dtypes.ctype(acc.dtype))
         launch_raw(source, name, acc.size, acc, cupy.ascontiguousarray(x), np.int64(acc.size))
     return acc
+
+
+#: the float types between whose single- and double-precision parts CuPy's ``astype``
+#: converts with flushing instructions under ``-ftz=true`` (``cvt.ftz.f64.f32`` flushes a
+#: float32 subnormal operand, ``cvt.rn.ftz.f32.f64`` a result that rounds to one)
+_WIDE_FLOATS = (np.dtype(np.float32), np.dtype(np.float64), np.dtype(np.complex64),
+                np.dtype(np.complex128))
+
+
+def _part_size(dtype) -> int:
+    return dtype.itemsize // 2 if dtype.kind == "c" else dtype.itemsize
+
+
+def astype(x: "cupy.ndarray", dtype) -> "cupy.ndarray":
+    """``x.astype(dtype)`` that keeps float32 subnormals: a conversion between single- and
+    double-precision floats or complex values (either way) is one plax-compiled kernel with the
+    generator's conversion (:func:`plax_cupy.codegen.convert_expr`); any other conversion
+    (integers, 16-bit floats, none at all) is CuPy's, which cannot flush a value there.
+
+    Args:
+      x: device array.
+      dtype: the result's dtype.
+
+    Returns:
+      ``x`` itself where the dtype is already ``dtype``, else a new C-contiguous array.
+
+    Example:
+      >>> astype(cupy.asarray(np.float32([1e-40])), np.float64)   # doctest: +SKIP
+    """
+    from plax_cupy import codegen
+    dtype = np.dtype(dtype)
+    src = np.dtype(x.dtype)
+    if src == dtype:
+        return x
+    if src in _WIDE_FLOATS and dtype in _WIDE_FLOATS and _part_size(src) != _part_size(dtype):
+        return elementwise(codegen.convert_expr("a0", src, dtype), dtype, x)
+    return x.astype(dtype)

@@ -21,7 +21,7 @@ from plax.lax.extra_elementwise import clz_array, clz_p, mulhi_array, mulhi_p, s
 from plax.lax.precision import reduce_precision_array, reduce_precision_p
 from plax_cupy.backend import BF16, Bf16Buffer, widen_bf16
 from plax_cupy.kernels import kernel
-from plax_cupy.kernels_elementwise import elementwise, primitive_elementwise
+from plax_cupy.kernels_elementwise import astype, elementwise, primitive_elementwise
 from plax_cupy.kernels_shape import on_bits
 
 
@@ -48,7 +48,7 @@ def _convert_element_type(x, *, new_dtype, weak_type):
         t = cupy.where(cupy.isnan(t), 0.0, t)
         out = cupy.clip(t, lower, np.nextafter(upper, 0.0)).astype(new_dtype)
         return cupy.where(t >= upper, new_dtype.type(info.max), out)
-    return x.astype(new_dtype)
+    return astype(x, new_dtype)   # (float32 <-> float64 plax-compiled: CuPy's cvt flushes)
 
 
 @kernel(lax.bitcast_convert_type_p)

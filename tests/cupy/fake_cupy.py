@@ -505,6 +505,8 @@ class ndarray:
     def astype(self, dtype, order="K", casting=None, subok=None, copy=True):
         if not copy and np.dtype(dtype) == self.dtype:
             return self
+        if _flushing_conversion(self.dtype, np.dtype(dtype)):
+            return _call(_flushing(np.ndarray.astype), (self, dtype), {"copy": True})
         return _call(np.ndarray.astype, (self, dtype), {"copy": True})
 
     def __hash__(self):
@@ -526,6 +528,20 @@ for _name in ("reshape view ravel flatten copy transpose swapaxes squeeze sum pr
               "nonzero repeat take diagonal trace argsort partition argpartition choose "
               "compress searchsorted").split():
     setattr(ndarray, _name, _method(_name))
+
+
+_WIDE_FLOATS = tuple(np.dtype(t) for t in (np.float32, np.float64, np.complex64, np.complex128))
+
+
+def _flushing_conversion(src, dst) -> bool:
+    """Whether CuPy's ``astype`` from ``src`` to ``dst`` flushes float32 subnormals: a
+    conversion between single (float32/complex64 parts) and double precision, either way,
+    compiles to
+    ``cvt.ftz.f64.f32`` / ``cvt.rn.ftz.f32.f64`` under CuPy's ``-ftz=true``."""
+    if src not in _WIDE_FLOATS or dst not in _WIDE_FLOATS:
+        return False
+    single = {src.itemsize // (2 if src.kind == "c" else 1), dst.itemsize // (2 if dst.kind == "c" else 1)}
+    return single == {4, 8}   # (float32 -> complex64 only moves the value: no cvt)
 
 
 def _flushing_ufunc(ufunc):

@@ -420,3 +420,35 @@ def test_bfloat16_window_sum_keeps_subnormals():
     want = (x[:-1].astype(np.float64) + x[1:].astype(np.float64)).astype(bf16)
     np.testing.assert_array_equal(got.view(np.uint16), want.view(np.uint16))
     assert np.all(got[:2].astype(np.float32) != 0)
+
+
+@on_simulated_gpu
+def test_float32_float64_conversions_keep_subnormals():
+    # CuPy's astype between float32 and float64 flushes (cvt.ftz.f64.f32 under -ftz=true);
+    # the mixed float32 x float64 product widens its float32 operand through plax's kernel
+    import cupy
+    from plax import lax
+    from plax_cupy.kernels_elementwise import astype
+    x = cupy.asarray(SUBNORMAL_PAIR)
+    np.testing.assert_array_equal(cupy.asnumpy(astype(x, np.float64)),
+                                  SUBNORMAL_PAIR.astype(np.float64))
+    back = cupy.asnumpy(astype(cupy.asarray(SUBNORMAL_PAIR.astype(np.float64)), np.float32))
+    np.testing.assert_array_equal(back.view(np.uint32), SUBNORMAL_PAIR.view(np.uint32))
+    z = cupy.asnumpy(astype(x, np.complex128))
+    np.testing.assert_array_equal(z.real, SUBNORMAL_PAIR.astype(np.float64))
+    assert np.all(cupy.asnumpy(x.astype(np.float64))[:2] == 0)   # the control: CuPy's flushes
+    # (the table's kernel: mixed operands reach it with x64 on)
+    from plax_cupy import kernels
+    a = cupy.asarray(SUBNORMAL_PAIR.reshape(1, 3))
+    b = cupy.asarray(np.array([[1.0], [2.0], [0.0]]))
+    got = cupy.asnumpy(kernels.impls()[lax.dot_general_p](
+        a, b, dimension_numbers=(((1,), (0,)), ((), ())), precision=None,
+        preferred_element_type=None))
+    assert got.dtype == np.float64
+    want = SUBNORMAL_PAIR.astype(np.float64) @ np.array([1.0, 2.0, 0.0])
+    np.testing.assert_allclose(got[0, 0], want, rtol=1e-12)
+    assert got[0, 0] != 0
+
+
+#: float32 subnormals and a normal value
+SUBNORMAL_PAIR = np.array([3e-39, -1e-40, 0.5], np.float32)
