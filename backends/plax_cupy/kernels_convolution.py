@@ -24,6 +24,7 @@ import cupy
 from plax.lax.convolution import (conv_compute_dtype, conv_general_dilated_p, dilate_and_pad,
                                   from_channels_last, to_channels_last, window_view)
 from plax_cupy.kernels import kernel
+from plax_cupy.kernels_elementwise import accumulate
 
 #: above this many kernel offsets, one im2col product replaces one product per offset
 MAX_SHIFTS = 32
@@ -36,14 +37,21 @@ def _grouped_conv(xg, wg, nsp, strides, rhs_dilation, out_sp):
     window = wg.shape[1:1 + nsp]
     rows = n * math.prod(out_sp)
     if math.prod(window) <= MAX_SHIFTS:
-        out = cupy.zeros((groups, rows, o), xg.dtype)
+        out = None
         for offs in itertools.product(*(range(k) for k in window)):
             index = (slice(None), slice(None)) + tuple(
                 slice(k * d, k * d + (m - 1) * s + 1, s)
                 for k, d, m, s in zip(offs, rhs_dilation, out_sp, strides)) + (slice(None),)
             patch = xg[index].reshape(groups, rows, c)
-            out += cupy.matmul(patch, wg[(slice(None),) + offs])
-        return out
+            product = cupy.ascontiguousarray(cupy.matmul(patch, wg[(slice(None),) + offs]))
+            if out is None:
+                out = product
+            elif out.dtype.kind in "fc":
+                # plax-compiled: CuPy's own += flushes float32 subnormals of the partial sums
+                accumulate(out, product)
+            else:
+                out += product   # (integers: nothing to flush)
+        return out if out is not None else cupy.zeros((groups, rows, o), xg.dtype)
     # im2col: (G, N, out..., C) + window -> (G, rows, window..., C) in one copy, one product
     view = window_view(xg, tuple(range(2, 2 + nsp)), window, strides, rhs_dilation, out_sp,
                        xp=cupy)

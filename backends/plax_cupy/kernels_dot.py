@@ -325,14 +325,17 @@ def _matmul(a, b, in_dtype, out_dtype, b_dtype=None):
         return out != 0
     if out_dtype.name == _BF16_NAME:
         return narrow_bf16(out).bits
-    return out.astype(out_dtype, copy=False)
+    from plax_cupy.kernels_elementwise import astype
+    return astype(out, out_dtype)
 
 
 def _widen(x, dtype, compute):
-    """Arranged operand ``x`` (bfloat16 as bits) as ``compute`` values."""
+    """Arranged operand ``x`` (bfloat16 as bits) as ``compute`` values (float32 to float64
+    through plax's conversion kernel: CuPy's ``astype`` flushes float32 subnormals)."""
+    from plax_cupy.kernels_elementwise import astype
     if dtype.name == _BF16_NAME:
         x = (x.astype(np.uint32) << np.uint32(16)).view(np.float32)
-    return x.astype(compute, copy=False)
+    return astype(x, compute)
 
 
 __all__ = ["Gemm", "cublas_library", "dot_general", "gemm_arguments", "int8_shape_ok"]

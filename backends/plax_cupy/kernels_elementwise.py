@@ -4,8 +4,10 @@ subnormals are kept, where CuPy's own ufuncs (``cupy.nextafter``, ``cupy.minimum
 compiled by CuPy with ``-ftz=true`` and flush them.
 
 The expressions call the fused kernels' helpers (:data:`plax_cupy.codegen.PREAMBLE`:
-``plax_nextafter``, ``plax_max``, ``plax_min``), so a table kernel and the generated kernel of
-the same primitive give the same bits.
+``plax_nextafter``, ``plax_max``, ``plax_min``; and the special functions of
+:mod:`plax_cupy.special_source`, included where called), so a table kernel and the generated
+kernel of the same primitive give the same bits. :func:`primitive_elementwise` takes the
+expression of a primitive from the generator itself (:func:`plax_cupy.codegen.elementwise_expr`).
 """
 from __future__ import annotations
 
@@ -37,7 +39,8 @@ def elementwise_source(expression: str, ctypes_in: tuple[str, ...], ctype_out: s
     name = f"plax_elementwise_{digest}"
     params = ", ".join(f"const {c}* __restrict__ p{i}" for i, c in enumerate(ctypes_in))
     loads = " ".join(f"const {c} a{i} = p{i}[i];" for i, c in enumerate(ctypes_in))
-    source = f"""
+    from plax_cupy import special_source
+    source = special_source.helpers_for(expression) + f"""
 extern "C" __global__ void {name}({params}, {ctype_out}* __restrict__ out, long long n) {{
   for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
        i += (long long)gridDim.x * blockDim.x) {{
@@ -72,3 +75,114 @@ def elementwise(expression: str, out_dtype, *operands: "cupy.ndarray") -> "cupy.
                                           dtypes.ctype(out_dtype))
         launch_raw(source, name, out.size, *arrays, out, np.int64(out.size))
     return out
+
+
+def primitive_elementwise(primitive, *operands: "cupy.ndarray", **params) -> "cupy.ndarray":
+    """The elementwise ``primitive`` over ``operands`` as one plax-compiled kernel whose
+    expression is the generated kernels' own (:func:`plax_cupy.codegen.elementwise_expr`), so
+    the kernel table gives ``jit``'s bits without CuPy's (flushing) ufuncs.
+
+    Args:
+      primitive: an elementwise primitive with one result.
+      *operands: device arrays of one dtype the generator takes (not 16-bit: see
+        :func:`elementwise`), broadcast together.
+      **params: the primitive's parameters.
+
+    Returns:
+      A new C-contiguous device array of the result.
+
+    Raises:
+      plax_cupy.codegen.Unsupported: a primitive or dtype the generator does not express.
+
+    Example:
+      >>> primitive_elementwise(lax.erf_p, x)   # doctest: +SKIP
+    """
+    from plax.core.jaxpr import JaxprEqn, Var
+    from plax.core.shaped_array import ShapedArray
+    from plax_cupy import codegen
+    shape = np.broadcast_shapes(*(a.shape for a in operands))  # (of the shapes only)
+    avals = [ShapedArray(tuple(shape), np.dtype(a.dtype)) for a in operands]
+    out_aval = primitive.abstract_eval(*avals, **params)
+    if isinstance(out_aval, (list, tuple)):
+        out_aval = out_aval[0]
+    eqn = JaxprEqn(primitive, [Var(a) for a in avals], [Var(out_aval)], params)
+    expression = codegen.elementwise_expr(eqn, [f"a{i}" for i in range(len(operands))])
+    return elementwise(expression, out_aval.dtype, *operands)
+
+
+def accumulate_source(ctype_: str) -> tuple[str, str]:
+    """The source and kernel name of ``acc[i] += x[i]`` over ``n`` elements of C type
+    ``ctype_`` (the preamble's ``operator+`` for complex types).
+
+    Example:
+      >>> accumulate_source("float")[1]
+      'plax_accumulate_float'
+    """
+    name = "plax_accumulate_" + "".join(ch if ch.isalnum() else "_" for ch in ctype_)
+    source = f"""
+extern "C" __global__ void {name}({ctype_}* __restrict__ acc, const {ctype_}* __restrict__ x,
+                                  long long n) {{
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
+       i += (long long)gridDim.x * blockDim.x)
+    acc[i] = acc[i] + x[i];
+}}
+"""
+    return source, name
+
+
+def accumulate(acc: "cupy.ndarray", x: "cupy.ndarray") -> "cupy.ndarray":
+    """``acc += x`` in place, as one plax-compiled kernel (CuPy's ``+=`` flushes float32
+    subnormals); both C-contiguous of one float or complex dtype and one shape.
+
+    Args:
+      acc: the accumulator (written).
+      x: what is added.
+
+    Returns:
+      ``acc``.
+
+    Example:
+      >>> accumulate(out, cupy.matmul(patch, w))   # doctest: +SKIP
+    """
+    from plax_cupy.kernels_special import launch_raw
+    if acc.size:
+        source, name = accumulate_source(dtypes.ctype(acc.dtype))
+        launch_raw(source, name, acc.size, acc, cupy.ascontiguousarray(x), np.int64(acc.size))
+    return acc
+
+
+#: the float types between whose single- and double-precision parts CuPy's ``astype``
+#: converts with flushing instructions under ``-ftz=true`` (``cvt.ftz.f64.f32`` flushes a
+#: float32 subnormal operand, ``cvt.rn.ftz.f32.f64`` a result that rounds to one)
+_WIDE_FLOATS = (np.dtype(np.float32), np.dtype(np.float64), np.dtype(np.complex64),
+                np.dtype(np.complex128))
+
+
+def _part_size(dtype) -> int:
+    return dtype.itemsize // 2 if dtype.kind == "c" else dtype.itemsize
+
+
+def astype(x: "cupy.ndarray", dtype) -> "cupy.ndarray":
+    """``x.astype(dtype)`` that keeps float32 subnormals: a conversion between single- and
+    double-precision floats or complex values (either way) is one plax-compiled kernel with the
+    generator's conversion (:func:`plax_cupy.codegen.convert_expr`); any other conversion
+    (integers, 16-bit floats, none at all) is CuPy's, which cannot flush a value there.
+
+    Args:
+      x: device array.
+      dtype: the result's dtype.
+
+    Returns:
+      ``x`` itself where the dtype is already ``dtype``, else a new C-contiguous array.
+
+    Example:
+      >>> astype(cupy.asarray(np.float32([1e-40])), np.float64)   # doctest: +SKIP
+    """
+    from plax_cupy import codegen
+    dtype = np.dtype(dtype)
+    src = np.dtype(x.dtype)
+    if src == dtype:
+        return x
+    if src in _WIDE_FLOATS and dtype in _WIDE_FLOATS and _part_size(src) != _part_size(dtype):
+        return elementwise(codegen.convert_expr("a0", src, dtype), dtype, x)
+    return x.astype(dtype)

@@ -22,7 +22,8 @@ primitive              GPU path
 ``svd``                ``cupy.linalg.svd`` (``gesvd``/batched ``gesvdj``)
 ``eigh``               ``cupy.linalg.eigh`` (``syevd``/batched ``syevj``)
 ``eig``                ``cupy.linalg.eig`` (``geev``, CuPy >= 14 with CUDA >= 12.6); left
-                       eigenvectors from the right ones
+                       eigenvectors from the right ones (``inv``); both normalised by a
+                       plax-compiled kernel (``-ftz=false``, :data:`UNIT_COLUMNS_SOURCE`)
 =====================  ================================================================
 """
 from __future__ import annotations
@@ -128,18 +129,29 @@ def triangular_solve(a: "cupy.ndarray", b: "cupy.ndarray", *, left_side: bool, l
         # op(a) x = b: trsm's own transpose modes; "conjugate only" conjugates a first
         trans = ("C" if conjugate_a else "T") if transpose_a else "N"
         if conjugate_a and not transpose_a:
-            a = cupy.conj(a)
+            a = _conj(a)
         return _solve_triangular(a, b, trans, lower, unit_diagonal)
     # x op(a) = b  <=>  op(a)^T x^T = b^T
     if transpose_a:
         trans = "N"
         if conjugate_a:
-            a = cupy.conj(a)
+            a = _conj(a)
     else:
         trans = "C" if conjugate_a else "T"
     bt = cupy.ascontiguousarray(cupy.swapaxes(b, -1, -2))
     x = _solve_triangular(a, bt, trans, lower, unit_diagonal)
     return cupy.ascontiguousarray(cupy.swapaxes(x, -1, -2))
+
+
+def _conj(a):
+    """The complex conjugate through the kernel table's ``conj`` (a plax-compiled kernel:
+    CuPy's negates the imaginary parts with flushing float32 arithmetic); real ``a`` as it
+    is."""
+    if a.dtype.kind != "c":
+        return a
+    from plax import lax
+    from plax_cupy import kernels
+    return kernels.impls()[lax.conj_p](a)
 
 
 def _solve_triangular(a, b, trans, lower, unit_diagonal):
@@ -439,19 +451,91 @@ def svd(a: "cupy.ndarray", *, full_matrices: bool, compute_uv: bool) -> list:
             _nan_where(bad, vh.astype(a.dtype, copy=False), 2)]
 
 
-def _unit_columns(v):
-    """Each column of ``v`` scaled to unit 2-norm and, where its largest-magnitude entry is not
-    real, turned so that entry is real and positive: LAPACK's normalisation of ``geev``'s
-    eigenvectors (a real eigenvector of a real matrix keeps its sign)."""
-    norms = cupy.sqrt((v.real ** 2 + v.imag ** 2).sum(axis=-2, keepdims=True))
-    v = v / cupy.where(norms == 0, cupy.ones((), norms.dtype), norms)
-    big = cupy.argmax(cupy.abs(v), axis=-2)[..., None, :]
-    pivot = cupy.take_along_axis(v, big, axis=-2)
-    size = cupy.abs(pivot)
-    turn = (pivot.imag != 0) & (size != 0)
-    phase = cupy.where(turn, cupy.conj(pivot) / cupy.where(turn, size, cupy.ones((), size.dtype)),
-                       cupy.ones((), v.dtype))
-    return v * phase
+#: CUDA source: LAPACK's normalisation of a batch of eigenvector matrices, one thread per
+#: column (compiled by plax with ``-ftz=false``: CuPy's own ``sqrt``/``sum``/``abs``/``argmax``
+#: kernels flush float32 subnormals, so a vector of subnormal norm came out zero or NaN).
+#: Scaled two-pass 2-norm (the largest part first, as LAPACK's ``nrm2``, so neither tiny nor
+#: huge components under- or overflow), in double for complex64; the largest-magnitude
+#: component (first of equals, on ``re^2 + im^2`` as LAPACK's ``geev``) is turned real and
+#: positive unless it already is real, its imaginary part set to exactly zero (as ``geev``
+#: does); a zero column stays zero. ``conjugate`` conjugates the input first (left vectors).
+UNIT_COLUMNS_SOURCE = r"""
+template <typename T, typename A>
+__device__ void plax_unit_columns(const plax_complex<T>* __restrict__ v,
+                                  plax_complex<T>* __restrict__ out, long long columns, int n,
+                                  int conjugate) {
+  for (long long c = (long long)blockIdx.x * blockDim.x + threadIdx.x; c < columns;
+       c += (long long)blockDim.x * gridDim.x) {
+    const long long base = (c / n) * (long long)n * n + c % n;
+    const A sign = conjugate ? (A)-1 : (A)1;
+    A scale = 0;
+    for (int i = 0; i < n; ++i) {
+      const plax_complex<T> z = v[base + (long long)i * n];
+      const A re = fabs((A)z.re), im = fabs((A)z.im);
+      if (re > scale || re != re) scale = re;
+      if (im > scale || im != im) scale = im;
+    }
+    A ssq = 0;
+    if (scale > 0 && scale == scale) {
+      for (int i = 0; i < n; ++i) {
+        const plax_complex<T> z = v[base + (long long)i * n];
+        const A re = (A)z.re / scale, im = (A)z.im / scale;
+        ssq += re * re + im * im;
+      }
+    }
+    const A norm = scale * sqrt(ssq);
+    const A divisor = norm == 0 ? (A)1 : norm;
+    int big = 0;
+    A best = -1;
+    for (int i = 0; i < n; ++i) {
+      const plax_complex<T> z = v[base + (long long)i * n];
+      const A re = (A)z.re / divisor, im = sign * (A)z.im / divisor;
+      const A size = re * re + im * im;
+      if (size > best) { best = size; big = i; }
+    }
+    const plax_complex<T> zp = v[base + (long long)big * n];
+    const A pre = (A)zp.re / divisor, pim = sign * (A)zp.im / divisor;
+    const A psize = sqrt(pre * pre + pim * pim);
+    const bool turn = pim != 0 && psize != 0;
+    for (int i = 0; i < n; ++i) {
+      const plax_complex<T> z = v[base + (long long)i * n];
+      A re = (A)z.re / divisor, im = sign * (A)z.im / divisor;
+      if (turn) {  // times conj(pivot) / |pivot|
+        const A r = (re * pre + im * pim) / psize, m = (im * pre - re * pim) / psize;
+        re = r;
+        im = i == big ? (A)0 : m;
+      }
+      out[base + (long long)i * n] = plax_cplx<T>((T)re, (T)im);
+    }
+  }
+}
+extern "C" __global__ void plax_unit_columns_c64(const plax_c64* v, plax_c64* out,
+                                                 long long columns, int n, int conjugate) {
+  plax_unit_columns<float, double>(v, out, columns, n, conjugate);
+}
+extern "C" __global__ void plax_unit_columns_c128(const plax_c128* v, plax_c128* out,
+                                                  long long columns, int n, int conjugate) {
+  plax_unit_columns<double, double>(v, out, columns, n, conjugate);
+}
+"""
+
+
+def _unit_columns(v, conjugate: bool = False):
+    """Each column of ``v`` (``(..., n, n)`` complex64/complex128; conjugated first where
+    ``conjugate``) scaled to unit 2-norm and, where its largest-magnitude entry is not real,
+    turned so that entry is real and positive: LAPACK's normalisation of ``geev``'s
+    eigenvectors (a real eigenvector of a real matrix keeps its sign). One plax-compiled
+    kernel (:data:`UNIT_COLUMNS_SOURCE`), so float32 subnormals are kept."""
+    from plax_cupy.kernels_special import launch_raw
+    n = v.shape[-1]
+    v = cupy.ascontiguousarray(v)
+    out = cupy.empty(v.shape, v.dtype)
+    columns = v.size // n if n else 0
+    if columns:
+        entry = "plax_unit_columns_c64" if v.dtype == np.complex64 else "plax_unit_columns_c128"
+        launch_raw(UNIT_COLUMNS_SOURCE, entry, columns, v, out, np.int64(columns), np.int32(n),
+                   np.int32(bool(conjugate)))
+    return out
 
 
 def _geev(a):
@@ -522,8 +606,9 @@ def eig(a: "cupy.ndarray", *, compute_left_eigenvectors: bool,
         if a.size == 0:
             out.append(cupy.zeros(a.shape, ct))
         else:
-            vl = cupy.conj(cupy.swapaxes(cupy.linalg.inv(v), -1, -2))
-            out.append(_unit_columns(cupy.ascontiguousarray(vl)).astype(ct, copy=False))
+            # vl = (vr^-1)^H: the conjugation happens inside the normalising kernel
+            vl = cupy.swapaxes(cupy.linalg.inv(v), -1, -2)
+            out.append(_unit_columns(vl, conjugate=True).astype(ct, copy=False))
     if compute_right_eigenvectors:
         out.append(v)
     return out

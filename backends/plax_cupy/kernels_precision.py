@@ -21,7 +21,7 @@ from plax.lax.extra_elementwise import clz_array, clz_p, mulhi_array, mulhi_p, s
 from plax.lax.precision import reduce_precision_array, reduce_precision_p
 from plax_cupy.backend import BF16, Bf16Buffer, widen_bf16
 from plax_cupy.kernels import kernel
-from plax_cupy.kernels_elementwise import elementwise
+from plax_cupy.kernels_elementwise import astype, elementwise, primitive_elementwise
 from plax_cupy.kernels_shape import on_bits
 
 
@@ -48,7 +48,7 @@ def _convert_element_type(x, *, new_dtype, weak_type):
         t = cupy.where(cupy.isnan(t), 0.0, t)
         out = cupy.clip(t, lower, np.nextafter(upper, 0.0)).astype(new_dtype)
         return cupy.where(t >= upper, new_dtype.type(info.max), out)
-    return x.astype(new_dtype)
+    return astype(x, new_dtype)   # (float32 <-> float64 plax-compiled: CuPy's cvt flushes)
 
 
 @kernel(lax.bitcast_convert_type_p)
@@ -111,7 +111,11 @@ _nextafter.bf16 = "bits"
 
 @kernel(square_p)
 def _square(x):
-    """``x * x`` in ``x``'s dtype (integers wrap)."""
+    """``x * x`` in ``x``'s dtype (integers wrap); float32/float64 and complex as a
+    plax-compiled kernel (CuPy's product flushes float32 subnormal results: squares of values
+    between about 3.7e-23 and 1.1e-19)."""
+    if x.dtype in (np.float32, np.float64, np.complex64, np.complex128):
+        return elementwise("a0 * a0", x.dtype, x)
     return x * x
 
 
@@ -176,6 +180,6 @@ def _imag(x):
 
 @kernel(lax.conj_p)
 def _conj(x):
-    if x.dtype.kind == "c":
-        return cupy.conj(x)
+    if x.dtype.kind == "c":  # plax-compiled: CuPy's conj negates with flushing arithmetic
+        return primitive_elementwise(lax.conj_p, x)
     return x.astype(np.complex128 if x.dtype == np.float64 else np.complex64)

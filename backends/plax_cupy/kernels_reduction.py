@@ -2,8 +2,9 @@
 cumulative ops (cumsum, cumprod, cummax, cummin, cumlogsumexp), for the dtypes and forms the
 fused reduction kernels decline (float16, bfloat16, complex, several axes, ...).
 
-Sums and products are CuPy's (CUB) reductions and scans; float16 accumulates in float32, as the
-reference kernels do. max/min propagate NaN; complex max/min compare (real, imaginary)
+Sums and products of float32 and complex64, and max/min of float32, are plax-compiled row
+kernels (:func:`row_reduce`: CuPy's reductions flush float32 subnormals); other dtypes use
+CuPy's (CUB) reductions; float16 accumulates in float32, as the reference kernels do. max/min propagate NaN; complex max/min compare (real, imaginary)
 lexicographically, as XLA does, by a stable sort. Bitwise reductions fold the reduced axis in
 halves (``log2(n)`` steps). argmax, argmin and the cumulative ops are plax-compiled kernels
 (:mod:`plax_cupy.kernels_rows`: CuPy's own kernels flush float32 subnormals); the CuPy forms
@@ -37,10 +38,81 @@ def _rows(x, axes):
     return moved.reshape(tuple(x.shape[i] for i in kept) + (math.prod(x.shape[i] for i in axes),))
 
 
+#: the dtypes whose sums, products (and, float32, max/min) reduce in a plax-compiled row
+#: kernel (:func:`row_reduce`): CuPy's reductions flush their float32 subnormals (bfloat16
+#: reaches the table widened to float32)
+ROW_REDUCE_DTYPES = (np.dtype(np.float32), np.dtype(np.complex64))
+
+
+def row_reduce_source(kind: str, dtype) -> tuple[str, str]:
+    """The CUDA source and kernel name reducing each row of a C-contiguous ``(rows, n)``
+    array with ``kind`` (``"sum"``, ``"prod"``, ``"max"``, ``"min"``), one thread per row, in
+    the fused reductions' accumulator and order of combination
+    (:class:`plax_cupy.codegen.Reduction`: sums and products of float32 in double, complex64
+    in complex128; max/min NaN-propagating); the kernel takes ``(x, out, rows, n)``.
+
+    Example:
+      >>> row_reduce_source("sum", np.float32)[1]
+      'plax_row_reduce_sum_float32'
+    """
+    from plax_cupy import codegen, dtypes
+    red = codegen.Reduction(kind, dtype)
+    t, acc = dtypes.ctype(red.dtype), dtypes.ctype(red.acc)
+    if red.acc == red.dtype:
+        to_acc, from_acc = "v", "s"
+    elif red.dtype.kind == "c":
+        to_acc, from_acc = "plax_ccast<double>(v)", "plax_ccast<float>(s)"
+    else:
+        to_acc, from_acc = f"(({acc})v)", f"(({t})s)"
+    name = f"plax_row_reduce_{kind}_{red.dtype.name}"
+    source = f"""
+extern "C" __global__ void {name}(const {t}* __restrict__ x, {t}* __restrict__ out,
+                                  long long rows, long long n) {{
+  for (long long r = (long long)blockIdx.x * blockDim.x + threadIdx.x; r < rows;
+       r += (long long)blockDim.x * gridDim.x) {{
+    {acc} s = {red.init};
+    for (long long j = 0; j < n; ++j) {{
+      const {t} v = x[r * n + j];
+      s = {red.combine("s", to_acc)};
+    }}
+    out[r] = {from_acc};
+  }}
+}}
+"""
+    return source, name
+
+
+def row_reduce(x, axes, kind: str):
+    """``kind`` over ``axes`` of ``x`` (a dtype of :data:`ROW_REDUCE_DTYPES`) as one
+    plax-compiled kernel (:func:`row_reduce_source`).
+
+    Args:
+      x: device array.
+      axes: the reduced axes.
+      kind: ``"sum"``, ``"prod"``, ``"max"`` or ``"min"``.
+
+    Returns:
+      The reduced device array (the kept axes), of ``x``'s dtype.
+
+    Example:
+      >>> row_reduce(cupy.ones((2, 3), np.float32), (1,), "sum")   # [3, 3]
+    """
+    from plax_cupy.kernels_special import launch_raw
+    rows = cupy.ascontiguousarray(_rows(x, axes))
+    out = cupy.empty(rows.shape[:-1], x.dtype)
+    count, n = out.size, rows.shape[-1]
+    if count:
+        source, name = row_reduce_source(kind, x.dtype)
+        launch_raw(source, name, count, rows, out, np.int64(count), np.int64(n))
+    return out
+
+
 @kernel(lax.reduce_sum_p)
 def _reduce_sum(x, *, axes):
     if not axes:  # nothing reduced (CuPy's reductions need not take an empty axis tuple)
         return x
+    if x.dtype in ROW_REDUCE_DTYPES:
+        return row_reduce(x, axes, "sum")
     if _half(x.dtype):
         return x.astype(np.float32).sum(axis=tuple(axes)).astype(x.dtype)
     return x.sum(axis=tuple(axes), dtype=x.dtype)
@@ -50,6 +122,8 @@ def _reduce_sum(x, *, axes):
 def _reduce_prod(x, *, axes):
     if not axes:
         return x
+    if x.dtype in ROW_REDUCE_DTYPES:
+        return row_reduce(x, axes, "prod")
     if _half(x.dtype):
         return x.astype(np.float32).prod(axis=tuple(axes)).astype(x.dtype)
     return x.prod(axis=tuple(axes), dtype=x.dtype)
@@ -77,6 +151,8 @@ def _extreme(is_max: bool):
             order = lexicographic_order(sort_keys(rows))
             pick = order[..., -1:] if is_max else order[..., :1]
             return cupy.take_along_axis(rows, pick, axis=-1)[..., 0]
+        if x.dtype == np.float32:  # plax-compiled (CuPy's max/min flush subnormals)
+            return row_reduce(x, axes, "max" if is_max else "min")
         return rows.max(axis=-1) if is_max else rows.min(axis=-1)
     return reduce
 

@@ -2,18 +2,19 @@
 and ``random_gamma_grad``), with the reference kernels' values (``plax_numpy``: SciPy, with
 XLA's conventions where SciPy's differ).
 
-Most are ``cupyx.scipy.special`` ufuncs (CUDA ports of the Cephes code SciPy runs on the
-host): ``erf``, ``erfc``, ``erf_inv``, ``lgamma``, ``digamma``, ``polygamma``, ``igamma``,
-``igammac``, ``regularized_incomplete_beta``, ``zeta``, ``bessel_i0e``, ``bessel_i1e``. The
-fusible ones (``erf``, ``erfc``, ``erf_inv``, ``lgamma``, ``digamma``, ``bessel_i0e``,
-``bessel_i1e``) normally run as generated kernels, fused with their neighbours
-(:mod:`plax_cupy.codegen`, :mod:`plax_cupy.special_source`); their kernels here serve a call
-the generator declines.
-
-``random_gamma_grad`` (and ``igamma_grad_a``, built on it) has no CuPy counterpart: each is
-one CUDA kernel calling the device form the fused kernels call (:mod:`plax_cupy.special_source`:
-JAX's series / continued fraction per element, in double). float16 is computed in float32 and
-rounded (bfloat16 arrives widened to float32 by the backend and is rounded by it).
+Every one is a plax-compiled kernel (``-ftz=false``) running the device form the fused kernels
+call (:mod:`plax_cupy.special_source`, CUDA's ``erf``/``erfc``/``erfinv``/``lgamma``): ``erf``,
+``erfc``, ``erf_inv``, ``lgamma``, ``digamma``, ``polygamma``, ``igamma``, ``igammac``,
+``regularized_incomplete_beta``, ``zeta``, ``bessel_i0e`` and ``bessel_i1e`` through
+:func:`plax_cupy.kernels_elementwise.primitive_elementwise` (the generator's own expression of
+the primitive, poles and domains included), ``random_gamma_grad`` and ``igamma_grad_a``
+through the hand-written entries below. These primitives are fusible, so they normally run as
+generated kernels, fused with their neighbours (:mod:`plax_cupy.codegen`); the table's kernels
+serve a call the generator declines, and give the same bits. (They were
+``cupyx.scipy.special`` ufuncs with CuPy's ``where``/``floor``/``isinf`` masks: CuPy compiles
+those with ``-ftz=true``, which flushed float32 subnormal operands and results.) float16 is
+computed in float32 and rounded (bfloat16 arrives widened to float32 by the backend and is
+rounded by it).
 
 :func:`launch_raw` is this package's helper for the hand-written CUDA kernels of these
 families (also the LU permutation of :mod:`plax_cupy.kernels_linalg`).
@@ -55,7 +56,8 @@ def launch_raw(source: str, name: str, n: int, *args) -> None:
 # ---------------------------------------------------------------- dtype handling
 
 def _compute_dtype(dtype) -> np.dtype:
-    """float16 computes in float32 (CuPy's special ufuncs have no half-precision loops)."""
+    """float16 computes in float32 (a widened half value is a normal float32, so nothing is
+    lost; the kernels of :func:`plax_cupy.kernels_elementwise.elementwise` take 32/64 bits)."""
     dtype = np.dtype(dtype)
     return np.dtype(np.float32) if dtype.itemsize < 4 else dtype
 
@@ -63,171 +65,51 @@ def _compute_dtype(dtype) -> np.dtype:
 def _elementwise(fn):
     """``fn`` on operands cast to the compute dtype of the first, result cast back to it."""
     @functools.wraps(fn)
-    def wrapped(x, *rest):
+    def wrapped(x, *rest, **params):
         dtype = np.dtype(x.dtype)
         compute = _compute_dtype(dtype)
         args = [v.astype(compute, copy=False) for v in (x, *rest)]
-        return cupy.asarray(fn(*args)).astype(dtype, copy=False)
+        return cupy.asarray(fn(*args, **params)).astype(dtype, copy=False)
     return wrapped
 
 
-def _special():
-    import cupyx.scipy.special
-    return cupyx.scipy.special
-
-
-def _nan_like(x):
-    return cupy.full((), np.nan, x.dtype)  # (filled on the device: no host copy)
-
-
-def _poles(x):
-    """The non-positive integers, where digamma and polygamma are NaN (XLA's convention)."""
-    return (x <= 0) & (x == cupy.floor(x))
+def _generated(primitive, doc: str):
+    """The table kernel of the fusible special function ``primitive``: the generator's
+    expression of it in one plax-compiled kernel (float16 through float32)."""
+    def run(*operands, **params):
+        from plax_cupy.kernels_elementwise import primitive_elementwise
+        return primitive_elementwise(primitive, *operands, **params)
+    run.__name__ = run.__qualname__ = primitive.name
+    run.__doc__ = (f"{doc}\n\n    Args:\n      *operands: device arrays (one float dtype, broadcast "
+                   f"together).\n\n    Returns:\n      A new device array of ``{primitive.name}``'s "
+                   f"values.\n\n    Example:\n      >>> {primitive.name}(*operands)  # doctest: +SKIP\n")
+    return kernel(primitive)(_elementwise(run))
 
 
 # ---------------------------------------------------------------- plax.lax.special
 
-@kernel(erf_p)
-@_elementwise
-def erf(x):
-    """The error function, elementwise (``cupyx.scipy.special.erf``).
-
-    Example:
-      >>> erf(cupy.asarray([0.0, 1.0], np.float32))  # [0, 0.8427]
-    """
-    return _special().erf(x)
-
-
-@kernel(erfc_p)
-@_elementwise
-def erfc(x):
-    """The complementary error function ``1 - erf(x)``, elementwise.
-
-    Example:
-      >>> erfc(cupy.asarray([0.0], np.float32))  # [1]
-    """
-    return _special().erfc(x)
-
-
-@kernel(erf_inv_p)
-@_elementwise
-def erf_inv(x):
-    """The inverse error function on ``[-1, 1]`` (±inf at ±1, NaN outside), elementwise.
-
-    Example:
-      >>> erf_inv(cupy.asarray([0.5], np.float32))  # [0.4769]
-    """
-    return _special().erfinv(x)
-
-
-@kernel(lgamma_p)
-@_elementwise
-def lgamma(x):
-    """``log|Gamma(x)|`` elementwise; +inf at the poles and at ±inf (as C's ``lgamma``).
-
-    Example:
-      >>> lgamma(cupy.asarray([3.0], np.float32))  # [log 2]
-    """
-    out = _special().gammaln(x)
-    return cupy.where(cupy.isneginf(x), cupy.full((), np.inf, x.dtype), out)
-
-
-@kernel(digamma_p)
-@_elementwise
-def digamma(x):
-    """The digamma function ``Gamma'(x) / Gamma(x)``; NaN at the non-positive integers (XLA).
-
-    Example:
-      >>> digamma(cupy.asarray([1.0], np.float32))  # [-0.5772]
-    """
-    return cupy.where(_poles(x), _nan_like(x), _special().digamma(x))
-
-
-@kernel(polygamma_p)
-@_elementwise
-def polygamma(m, x):
-    """The ``m``-th derivative of digamma at ``x``; NaN unless ``m`` is a non-negative
-    integer, and at the poles of digamma (XLA's convention).
-
-    Example:
-      >>> polygamma(cupy.asarray([1.0]), cupy.asarray([1.0]))  # [pi^2 / 6]
-    """
-    integral = (m >= 0) & (m == cupy.floor(m))
-    safe_m = cupy.where(integral, m, cupy.zeros((), m.dtype))
-    out = _special().polygamma(safe_m, x).astype(x.dtype, copy=False)
-    return cupy.where(integral & ~_poles(x), out, _nan_like(x))
-
+erf = _generated(erf_p, "The error function, elementwise.")
+erfc = _generated(erfc_p, "The complementary error function ``1 - erf(x)``, elementwise.")
+erf_inv = _generated(erf_inv_p, "The inverse error function on ``[-1, 1]`` (±inf at ±1, NaN "
+                     "outside), elementwise.")
+lgamma = _generated(lgamma_p, "``log|Gamma(x)|`` elementwise; +inf at the poles and at ±inf.")
+digamma = _generated(digamma_p, "The digamma function ``Gamma'(x) / Gamma(x)``; NaN at the "
+                     "non-positive integers (XLA).")
+polygamma = _generated(polygamma_p, "The ``m``-th derivative of digamma at ``x``; NaN unless "
+                       "``m`` is a non-negative integer, and at the poles of digamma (XLA).")
 
 # ---------------------------------------------------------------- plax.lax.special_functions
 
-@kernel(S.igamma_p)
-@_elementwise
-def igamma(a, x):
-    """The regularised lower incomplete gamma function ``P(a, x)``; NaN for infinite ``a``.
-
-    Example:
-      >>> igamma(cupy.asarray([1.0]), cupy.asarray([1.0]))  # [1 - 1/e]
-    """
-    out = _special().gammainc(a, x).astype(a.dtype, copy=False)
-    return cupy.where(cupy.isinf(a), _nan_like(a), out)
-
-
-@kernel(S.igammac_p)
-@_elementwise
-def igammac(a, x):
-    """The regularised upper incomplete gamma function ``Q(a, x) = 1 - P(a, x)``; NaN for
-    infinite ``a``.
-
-    Example:
-      >>> igammac(cupy.asarray([1.0]), cupy.asarray([1.0]))  # [1/e]
-    """
-    out = _special().gammaincc(a, x).astype(a.dtype, copy=False)
-    return cupy.where(cupy.isinf(a), _nan_like(a), out)
-
-
-@kernel(S.regularized_incomplete_beta_p)
-@_elementwise
-def regularized_incomplete_beta(a, b, x):
-    """The regularised incomplete beta function ``I_x(a, b)``, elementwise.
-
-    Example:
-      >>> regularized_incomplete_beta(*(cupy.asarray([v]) for v in (1.0, 1.0, 0.25)))  # [0.25]
-    """
-    return _special().betainc(a, b, x)
-
-
-@kernel(S.zeta_p)
-@_elementwise
-def zeta(x, q):
-    """Hurwitz's zeta function ``sum_k (k + q)^-x``; NaN where ``x`` or ``q`` is infinite.
-
-    Example:
-      >>> zeta(cupy.asarray([2.0]), cupy.asarray([1.0]))  # [pi^2 / 6]
-    """
-    out = _special().zeta(x, q).astype(x.dtype, copy=False)
-    return cupy.where(cupy.isinf(x) | cupy.isinf(q), _nan_like(x), out)
-
-
-@kernel(S.bessel_i0e_p)
-@_elementwise
-def bessel_i0e(x):
-    """The exponentially scaled modified Bessel function of order 0, ``exp(-|x|) I0(x)``.
-
-    Example:
-      >>> bessel_i0e(cupy.asarray([0.0]))  # [1]
-    """
-    return _special().i0e(x)
-
-
-@kernel(S.bessel_i1e_p)
-@_elementwise
-def bessel_i1e(x):
-    """The exponentially scaled modified Bessel function of order 1, ``exp(-|x|) I1(x)``.
-
-    Example:
-      >>> bessel_i1e(cupy.asarray([0.0]))  # [0]
-    """
-    return _special().i1e(x)
+igamma = _generated(S.igamma_p, "The regularised lower incomplete gamma function ``P(a, x)``.")
+igammac = _generated(S.igammac_p, "The regularised upper incomplete gamma function "
+                     "``Q(a, x) = 1 - P(a, x)``.")
+regularized_incomplete_beta = _generated(
+    S.regularized_incomplete_beta_p, "The regularised incomplete beta function ``I_x(a, b)``.")
+zeta = _generated(S.zeta_p, "Hurwitz's zeta function ``sum_k (k + q)^-x``.")
+bessel_i0e = _generated(S.bessel_i0e_p, "``exp(-|x|) I0(x)``, the exponentially scaled "
+                        "modified Bessel function of order 0.")
+bessel_i1e = _generated(S.bessel_i1e_p, "``exp(-|x|) I1(x)``, the exponentially scaled "
+                        "modified Bessel function of order 1.")
 
 
 # ---------------------------------------------------------------- random_gamma_grad

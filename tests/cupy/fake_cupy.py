@@ -36,8 +36,10 @@ otherwise hide a GPU bug:
   ``-ftz=true`` runs with x86's flush-to-zero and denormals-are-zero modes, so float32
   subnormals flush in arithmetic as on the GPU (not in ``abs``/negation, which x86 does by
   bit operations). CuPy's own kernels that do float arithmetic or comparisons
-  (``fake_cupy_api.FLUSHES_FLOAT32``: ``cumsum``, ``argmax``, ``maximum``, ...) flush float32
-  subnormals in their operands and results likewise.
+  (``fake_cupy_api.FLUSHES_FLOAT32``: ``add``, ``multiply``, ``sqrt``, ``sum``, ``cumsum``,
+  ``argmax``, ``maximum``, ...; as ``cupy.<name>``, operators, methods or NumPy's dispatch) and
+  every ``cupyx.scipy.special`` function flush float32 and complex64 subnormals in their
+  operands and results likewise.
 
 What it cannot show: CuPy's own kernels, cuBLAS, timing, concurrency between the threads of a
 block, real memory. Install it with :func:`install` *before* ``plax_cupy.backend`` is imported
@@ -463,6 +465,8 @@ class ndarray:
                 or method not in ("__call__", "reduce", "accumulate", "outer", "at")):
             return NotImplemented
         fn = ufunc if method == "__call__" else getattr(ufunc, method)
+        if name in _api.FLUSHES_FLOAT32:
+            fn = _flushing(fn)
         out = kwargs.get("out")
         writes = list(out) if isinstance(out, tuple) else [out] if out is not None else []
         if method == "at":
@@ -501,6 +505,8 @@ class ndarray:
     def astype(self, dtype, order="K", casting=None, subok=None, copy=True):
         if not copy and np.dtype(dtype) == self.dtype:
             return self
+        if _flushing_conversion(self.dtype, np.dtype(dtype)):
+            return _call(_flushing(np.ndarray.astype), (self, dtype), {"copy": True})
         return _call(np.ndarray.astype, (self, dtype), {"copy": True})
 
     def __hash__(self):
@@ -509,9 +515,10 @@ class ndarray:
 
 def _method(name):
     fn = getattr(np.ndarray, name)
+    flushes = name in _api.FLUSHES_FLOAT32
 
     def method(self, *args, **kwargs):
-        return _call(fn, (self,) + args, kwargs)
+        return _call(_flushing(fn) if flushes else fn, (self,) + args, kwargs)
     method.__name__ = name
     return method
 
@@ -523,7 +530,38 @@ for _name in ("reshape view ravel flatten copy transpose swapaxes squeeze sum pr
     setattr(ndarray, _name, _method(_name))
 
 
+_WIDE_FLOATS = tuple(np.dtype(t) for t in (np.float32, np.float64, np.complex64, np.complex128))
+
+
+def _flushing_conversion(src, dst) -> bool:
+    """Whether CuPy's ``astype`` from ``src`` to ``dst`` flushes float32 subnormals: a
+    conversion between single (float32/complex64 parts) and double precision, either way,
+    compiles to
+    ``cvt.ftz.f64.f32`` / ``cvt.rn.ftz.f32.f64`` under CuPy's ``-ftz=true``."""
+    if src not in _WIDE_FLOATS or dst not in _WIDE_FLOATS:
+        return False
+    single = {src.itemsize // (2 if src.kind == "c" else 1), dst.itemsize // (2 if dst.kind == "c" else 1)}
+    return single == {4, 8}   # (float32 -> complex64 only moves the value: no cvt)
+
+
+def _flushing_ufunc(ufunc):
+    """``ufunc`` as CuPy's kernel of it runs (:func:`_flushing`), writing its flushed result
+    into ``out=`` where given (the in-place operators)."""
+    def run(*args, **kwargs):
+        out = kwargs.pop("out", None)
+        result = _flush_float32(ufunc(*_flush_float32(args), **kwargs))
+        if out is None:
+            return result
+        np.copyto(out, result, casting="unsafe")
+        return out
+    run.__name__ = run.__qualname__ = ufunc.__name__
+    return run
+
+
 def _operator(ufunc, reflected=False, inplace=False):
+    if ufunc.__name__ in _api.FLUSHES_FLOAT32:
+        ufunc = _flushing_ufunc(ufunc)
+
     def op(self, other):
         if isinstance(other, np.ndarray) and not isinstance(other, ndarray):
             raise TypeError(f"Unsupported type {type(other)}")
@@ -546,6 +584,7 @@ for _name, _uf in dict(lt=np.less, le=np.less_equal, gt=np.greater, ge=np.greate
                        eq=np.equal, ne=np.not_equal).items():
     setattr(ndarray, f"__{_name}__", _operator(_uf))
 for _name, _uf in dict(neg=np.negative, pos=np.positive, abs=np.absolute, invert=np.invert).items():
+    _uf = _flushing_ufunc(_uf) if _uf.__name__ in _api.FLUSHES_FLOAT32 else _uf
     setattr(ndarray, f"__{_name}__", (lambda uf: lambda self: _call(uf, (self,), {}))(_uf))
 
 
@@ -747,7 +786,7 @@ fromDlpack = from_dlpack
 def _namespace_function(module_name: str, name: str):
     """``cupy.<module>.<name>``: the NumPy/SciPy function of that name as a device operation."""
     fn = getattr(importlib.import_module(module_name), name)
-    if module_name == "numpy" and name in _api.FLUSHES_FLOAT32:
+    if (module_name == "numpy" and name in _api.FLUSHES_FLOAT32) or module_name == "scipy.special":
         fn = _flushing(fn)
     writes_first = name in ("copyto", "put", "place", "putmask", "fill_diagonal", "put_along_axis")
 
@@ -769,7 +808,9 @@ def _flush_float32(value):
     if not isinstance(value, (np.ndarray, np.generic)) or value.dtype not in (np.float32, np.complex64):
         return value
     if value.dtype == np.complex64:
-        return (_flush_float32(value.real) + np.complex64(1j) * _flush_float32(value.imag)).astype(np.complex64)
+        out = np.empty(value.shape, np.complex64)   # (parts written as they are: -0, inf kept)
+        out.real, out.imag = _flush_float32(np.real(value)), _flush_float32(np.imag(value))
+        return out if isinstance(value, np.ndarray) else out[()]
     tiny = np.finfo(np.float32).tiny
     return np.where(np.abs(value) < tiny, np.copysign(np.float32(0), value), value).astype(np.float32)
 

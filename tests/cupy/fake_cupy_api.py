@@ -124,8 +124,13 @@ NAMESPACES = {"cupy": ("numpy", NUMPY), "cupy.linalg": ("numpy.linalg", NUMPY_LI
 #: ``cupy.<name>`` kernels whose float arithmetic or comparisons CuPy compiles with
 #: ``-ftz=true``: the simulation runs them on float32/complex64 operands with subnormals
 #: flushed to zero (sign kept) and flushes their float32 results, as the GPU does
-#: (``add.ftz``, ``setp.ftz``, ``max.ftz``). Selections (``where``) and data movement do not
-#: flush on a GPU and are not listed.
+#: (``add.ftz``, ``mul.ftz``, ``sqrt.ftz``, ``setp.ftz``, ``max.ftz``, ``abs.ftz``), whether
+#: called as ``cupy.<name>``, as an array operator or method (``x * y``, ``x.sum()``) or
+#: through NumPy's dispatch. Every ``cupyx.scipy.special`` function flushes likewise.
+#: Selections (``where``), comparisons' boolean results and data movement do not flush on a
+#: GPU and are not listed.
 FLUSHES_FLOAT32 = frozenset("""
-    argmax argmin clip cumprod cumsum logaddexp maximum minimum nextafter trunc
+    abs absolute add argmax argmin clip conj conjugate cumprod cumsum divide exp hypot log
+    logaddexp max maximum mean min minimum multiply negative nextafter power prod sqrt square
+    subtract sum true_divide trunc
 """.split())
