@@ -8,6 +8,7 @@ import warnings
 import numpy as np
 
 import plax
+from plax import dtypes
 from plax.lowering import PlaxFallbackWarning
 
 
@@ -35,9 +36,12 @@ def compiled_source(f, *args) -> str:
 
 def assert_bits_equal(got, want):
     """Same dtype, shape and bits (floats compared as unsigned integers; NaNs in the same
-    places, any payload)."""
+    places, any payload). bfloat16 (NumPy kind "V") is a float here too, and complex values
+    are compared part by part."""
     assert got.dtype == want.dtype and got.shape == want.shape
-    if got.dtype.kind == "f":
+    if got.dtype.kind == "c":  # real and imaginary parts as a trailing axis of floats
+        got, want = (np.stack([a.real, a.imag], axis=-1) for a in (got, want))
+    if dtypes.issubdtype(got.dtype, np.floating):
         ui = np.dtype(f"u{got.dtype.itemsize}")
         nan = np.isnan(want)
         np.testing.assert_array_equal(np.isnan(got), nan)
