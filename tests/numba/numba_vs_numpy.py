@@ -3,6 +3,7 @@ backend, the bit-for-bit comparison of their results, the generated source of a 
 a compiled loop over a scalar kernel."""
 from __future__ import annotations
 
+import functools
 import warnings
 
 import numpy as np
@@ -50,9 +51,12 @@ def assert_bits_equal(got, want):
         np.testing.assert_array_equal(got, want)
 
 
+@functools.lru_cache(maxsize=None)
 def elementwise_loop(fn):
     """A compiled loop applying the scalar kernel ``fn`` (e.g. ``plax_numba.scalar.exp_f32``)
-    to every element of a 1-d array, as the generated kernels call it."""
+    to every element of a 1-d array, as the generated kernels call it. One loop per ``fn``
+    in a process (numba compiles each new loop again, callee included), shared by the tests
+    of that kernel."""
     from numba import njit
 
     @njit(error_model="numpy")
