@@ -17,6 +17,7 @@ import os
 import tempfile
 import threading
 
+from plax.atomic_file import write_atomically
 from plax_cupy import nvrtc
 
 #: bumped when what a cache file holds changes meaning (its name changes with it)
@@ -83,14 +84,7 @@ def compiled(source: str, options: tuple, kind: str) -> str:
             _STATS["loaded"] += 1
         return path
     binary = nvrtc.compile_binary(source, options, kind)
-    tmp = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
-    try:
-        with open(tmp, "wb") as f:
-            f.write(binary)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
+    write_atomically(path, binary)
     with _lock:
         _STATS["compiled"] += 1
     return path

@@ -27,11 +27,12 @@ through numba, as before, counting the reason.
 from __future__ import annotations
 
 import hashlib
-import os
 import pickle
 import struct
 
 import numpy as np
+
+from plax.atomic_file import write_atomically
 
 #: bumped when the artifact's layout or the entry point's IR changes (old files are ignored)
 FORMAT = 5
@@ -114,10 +115,7 @@ def not_emitted(path: str, err: BaseException) -> None:
 
 
 def _write(path: str, artifact: dict) -> None:
-    tmp = f"{path}.{os.getpid()}.tmp"
-    with open(tmp, "wb") as f:
-        f.write(pickle.dumps(artifact, protocol=pickle.HIGHEST_PROTOCOL))
-    os.replace(tmp, path)
+    write_atomically(path, pickle.dumps(artifact, protocol=pickle.HIGHEST_PROTOCOL))
 
 
 def _entry_object(name: str, context, overload, arg_types: list) -> tuple[bytes, dict]:

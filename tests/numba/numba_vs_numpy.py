@@ -3,11 +3,13 @@ backend, the bit-for-bit comparison of their results, the generated source of a 
 a compiled loop over a scalar kernel."""
 from __future__ import annotations
 
+import functools
 import warnings
 
 import numpy as np
 
 import plax
+from plax import dtypes
 from plax.lowering import PlaxFallbackWarning
 
 
@@ -35,9 +37,12 @@ def compiled_source(f, *args) -> str:
 
 def assert_bits_equal(got, want):
     """Same dtype, shape and bits (floats compared as unsigned integers; NaNs in the same
-    places, any payload)."""
+    places, any payload). bfloat16 (NumPy kind "V") is a float here too, and complex values
+    are compared part by part."""
     assert got.dtype == want.dtype and got.shape == want.shape
-    if got.dtype.kind == "f":
+    if got.dtype.kind == "c":  # real and imaginary parts as a trailing axis of floats
+        got, want = (np.stack([a.real, a.imag], axis=-1) for a in (got, want))
+    if dtypes.issubdtype(got.dtype, np.floating):
         ui = np.dtype(f"u{got.dtype.itemsize}")
         nan = np.isnan(want)
         np.testing.assert_array_equal(np.isnan(got), nan)
@@ -46,9 +51,12 @@ def assert_bits_equal(got, want):
         np.testing.assert_array_equal(got, want)
 
 
+@functools.lru_cache(maxsize=None)
 def elementwise_loop(fn):
     """A compiled loop applying the scalar kernel ``fn`` (e.g. ``plax_numba.scalar.exp_f32``)
-    to every element of a 1-d array, as the generated kernels call it."""
+    to every element of a 1-d array, as the generated kernels call it. One loop per ``fn``
+    in a process (numba compiles each new loop again, callee included), shared by the tests
+    of that kernel."""
     from numba import njit
 
     @njit(error_model="numpy")

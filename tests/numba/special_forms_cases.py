@@ -9,6 +9,8 @@ plax's and JAX's errors on the same inputs).
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 import plax
@@ -129,9 +131,13 @@ CASES = {c.name: c for c in (
 )}
 
 
+@functools.lru_cache(maxsize=None)
 def elementwise_loop_n(fn, arity: int):
     """A compiled loop applying the scalar form ``fn`` of ``arity`` operands to every element
-    of equally long 1-d arrays, as the generated kernels call it."""
+    of equally long 1-d arrays, as the generated kernels call it. One loop per ``(fn,
+    arity)`` in a process: numba compiles each new loop again, callee included (seconds for
+    an iterative form), so the tests measuring one form share its loop (numba still
+    specializes it per argument dtype)."""
     from numba import njit
     if arity == 1:
         @njit(error_model="numpy")

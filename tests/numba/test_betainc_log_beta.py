@@ -5,11 +5,16 @@ the libm form for large parameters. (betainc_f32's own bound, half an ulp and a 
 float64 form, is checked in test_special_iterative_forms.py.)"""
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pytest
 
 
+@functools.lru_cache(maxsize=None)
 def _parts_loop():
+    """One compiled loop over ``log_beta_parts`` for every test here (numba would compile
+    each new loop again)."""
     from numba import njit
     from plax_numba.special_beta import log_beta_parts
 

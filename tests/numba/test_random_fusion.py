@@ -4,6 +4,7 @@ NumPy backend; the scalar helpers behind it (:func:`plax_numba.scalar.bitcast`,
 ``nextafter_f32``/``nextafter_f64``) against NumPy over edge values."""
 from __future__ import annotations
 
+import functools
 import warnings
 
 import numpy as np
@@ -128,7 +129,10 @@ _PAIRS = [(np.uint32, np.float32), (np.float32, np.uint32), (np.int32, np.float3
           (np.int16, np.uint16), (np.uint8, np.int8)]
 
 
+@functools.lru_cache(maxsize=None)
 def _bitcaster(to):
+    """A compiled loop bitcasting each element to ``to``; one per target type (numba
+    specializes it per source type), shared by the pairs with that target."""
     @njit
     def cast(x):
         out = np.empty(x.shape[0], to)

@@ -7,17 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
-
-def _loop(fn, out_dtype):
-    from numba import njit
-
-    @njit(error_model="numpy")
-    def run(s, q):
-        out = np.empty(s.size, out_dtype)
-        for i in range(s.size):
-            out[i] = fn(s[i], q[i])
-        return out
-    return run
+# one compiled loop per scalar form, shared with test_special_iterative_forms.py in a process
+from special_forms_cases import elementwise_loop_n
 
 
 def _grid():
@@ -41,8 +32,8 @@ def test_fixed_form_relative_error():
     def core(s, q):
         return zeta_core(s, q, 2.0 ** -53, 9.0)
     s, q = (a.astype(np.float64) for a in _grid())
-    got = _loop(_zeta_fixed, np.float64)(s, q)
-    want = _loop(core, np.float64)(s, q)
+    got = elementwise_loop_n(_zeta_fixed, 2)(s, q)
+    want = elementwise_loop_n(core, 2)(s, q)
     # (below ~2**-1000 the clamped exp no longer underflows to 0: far under float32)
     ok = np.isfinite(want) & (want > 1e-250) & (want < 1e250)
     assert ok.mean() > 0.9
@@ -52,8 +43,8 @@ def test_fixed_form_relative_error():
 def test_float32_rounds_the_float64_value():
     from plax_numba.special_zeta import zeta_f32, zeta_f64
     s, q = _grid()
-    got = _loop(zeta_f32, np.float32)(s, q).astype(np.float64)
-    want = _loop(zeta_f64, np.float64)(s.astype(np.float64), q.astype(np.float64))
+    got = elementwise_loop_n(zeta_f32, 2)(s, q).astype(np.float64)
+    want = elementwise_loop_n(zeta_f64, 2)(s.astype(np.float64), q.astype(np.float64))
     w32 = want.astype(np.float32)
     fin = np.isfinite(w32) & (np.abs(w32) > np.finfo(np.float32).tiny)
     np.testing.assert_array_equal(np.isinf(got), np.isinf(w32))

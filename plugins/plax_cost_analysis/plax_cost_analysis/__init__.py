@@ -13,11 +13,31 @@ Example:
    'bytes accessed1{}': 80.0, 'bytes accessedout{}': 60.0}
 
 See this package's README for how the numbers compare with XLA's.
+
+The names below load on first use (PEP 562): plugin discovery imports this package to export
+it, and registering the rules imports every module of ``plax.lax`` (:mod:`.rules`), which
+``import plax`` and ``plax.devices()`` must not pay for.
 """
-from plax_cost_analysis.analysis import (CostAnalysis, TRANSFORM, cost_analysis, cost_of,
-                                         jaxpr_cost)
-from plax_cost_analysis import rules as _rules  # registers the rules
-from plax_cost_analysis.rules import bytes_only_primitives
+from __future__ import annotations
+
+import importlib
+
+# public name -> the submodule defining it
+_LAZY = {"CostAnalysis": "analysis", "TRANSFORM": "analysis", "cost_analysis": "analysis",
+         "cost_of": "analysis", "jaxpr_cost": "analysis", "bytes_only_primitives": "rules"}
 
 __all__ = ["CostAnalysis", "TRANSFORM", "cost_analysis", "cost_of", "jaxpr_cost",
            "bytes_only_primitives"]
+
+
+def __getattr__(name: str):
+    if name not in _LAZY:
+        raise AttributeError(f"module 'plax_cost_analysis' has no attribute {name!r}")
+    importlib.import_module("plax_cost_analysis.rules")  # registers the rules (once)
+    value = getattr(importlib.import_module(f"plax_cost_analysis.{_LAZY[name]}"), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

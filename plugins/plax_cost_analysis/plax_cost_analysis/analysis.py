@@ -18,6 +18,18 @@ TRANSFORM = "cost_analysis"
 RULES: dict = new_transform(TRANSFORM, hint="cost_analysis counts only its bytes")
 
 
+_rules_loaded = False
+
+
+def _load_rules() -> None:
+    """Registers the rules (:mod:`plax_cost_analysis.rules`), which this module does not import
+    at load time: they import every module of ``plax.lax``, and plugin discovery must stay
+    cheap (see the package's docstring)."""
+    global _rules_loaded
+    import plax_cost_analysis.rules  # noqa: F401 -- registers them
+    _rules_loaded = True
+
+
 class CostAnalysis(dict):
     """The result of a cost analysis: a ``dict`` with XLA's keys, plus :attr:`uncounted`.
 
@@ -46,6 +58,8 @@ def jaxpr_cost(jaxpr: Jaxpr | ClosedJaxpr, uncounted: list | None = None) -> dic
     """
     if isinstance(jaxpr, ClosedJaxpr):
         jaxpr = jaxpr.jaxpr
+    if not _rules_loaded:
+        _load_rules()
     total: dict = {}
     for eqn in jaxpr.eqns:
         in_avals = [v.aval for v in eqn.invars]

@@ -104,7 +104,7 @@ def main(argv: list[str]) -> int:
     except ValueError as err:
         print(f"python -m plax cost: {err}", file=sys.stderr)
         return 1
-    from plax_cost_analysis.analysis import cost_analysis
+    from plax_cost_analysis import cost_analysis  # (loads the rules)
     try:
         result = cost_analysis(fun, *args)
     except Exception as err:  # noqa: BLE001 -- a user's function failing to trace
