@@ -101,8 +101,11 @@ def explicit_broadcasts(jaxpr: Jaxpr) -> Jaxpr:
     An operand of an ``ELEMENTWISE`` equation (see :mod:`plax.lowering.fusion`) of rank > 0
     whose shape differs from the result's (it has size 1 where the result does not) is first
     broadcast to the result's shape by a ``broadcast_in_dim`` equation, which the equation
-    then reads; rank-0 operands are left as they are. Sub-jaxprs are left as they are (a
-    backend lowers each with this same pass).
+    then reads; rank-0 operands are left as they are. An operand that is itself a
+    ``broadcast_in_dim`` (``vmap`` stages ``c:f32[1,3] = broadcast_in_dim b`` per use of an
+    unbatched ``b``) is broadcast from *its* operand instead, and dropped when nothing else
+    reads it: the chain then stays one cluster of the result's shape. Sub-jaxprs are left as
+    they are (a backend lowers each with this same pass).
 
     Args:
       jaxpr: the program to rewrite (not modified).
@@ -115,11 +118,16 @@ def explicit_broadcasts(jaxpr: Jaxpr) -> Jaxpr:
       >>> f = plax.vmap(lambda x, y: x + y, in_axes=(0, None))
       >>> j = plax.make_jaxpr(f)(jnp.ones((3, 2)), jnp.ones(2)).jaxpr
       >>> [str(e.outvars[0].aval) for e in explicit_broadcasts(j).eqns]
-      ['float32[1,2]', 'float32[3,2]', 'float32[3,2]']
+      ['float32[3,2]', 'float32[3,2]']
     """
     from plax.lowering.fusion import ELEMENTWISE, fusion_kind
+    broadcast_in_dim_p = _broadcast_in_dim_p()
     eqns: list | None = None
+    broadcasts: dict = {}   # a broadcast_in_dim's output -> its equation
+    bypassed: set = set()   # broadcast equations an explicit broadcast now reads past
     for i, eqn in enumerate(jaxpr.eqns):
+        if eqn.primitive is broadcast_in_dim_p:
+            broadcasts[eqn.outvars[0]] = eqn
         shape = tuple(eqn.outvars[0].aval.shape) if eqn.outvars else ()
         if (not shape or fusion_kind(eqn.primitive) != ELEMENTWISE
                 or all(not v.aval.shape or tuple(v.aval.shape) == shape for v in eqn.invars)):
@@ -131,15 +139,23 @@ def explicit_broadcasts(jaxpr: Jaxpr) -> Jaxpr:
         invars = []
         for v in eqn.invars:
             if v.aval.shape and tuple(v.aval.shape) != shape:
+                source, params = v, {"broadcast_dimensions": tuple(range(len(shape)))}
+                inner = broadcasts.get(v) if isinstance(v, Var) else None
+                if inner is not None:  # compose: same axes, sizes 1 broadcast further
+                    source, params = inner.invars[0], dict(inner.params)
+                    bypassed.add(id(inner))
                 wide = Var(ShapedArray(shape, v.aval.dtype, v.aval.weak_type))
-                eqns.append(JaxprEqn(_broadcast_in_dim_p(), [v], [wide],
-                                     {"shape": shape,
-                                      "broadcast_dimensions": tuple(range(len(shape)))}))
+                eqns.append(JaxprEqn(broadcast_in_dim_p, [source], [wide],
+                                     {**params, "shape": shape}))
                 v = wide
             invars.append(v)
         eqns.append(JaxprEqn(eqn.primitive, invars, eqn.outvars, eqn.params))
     if eqns is None:
         return jaxpr
+    if bypassed:  # drop the bypassed broadcasts nothing reads any more
+        read = {id(v) for v in jaxpr.outvars if isinstance(v, Var)}
+        read.update(id(v) for e in eqns for v in e.invars if isinstance(v, Var))
+        eqns = [e for e in eqns if id(e) not in bypassed or id(e.outvars[0]) in read]
     return Jaxpr(jaxpr.constvars, jaxpr.invars, jaxpr.outvars, eqns)
 
 
