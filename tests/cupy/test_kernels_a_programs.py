@@ -75,3 +75,36 @@ def test_launches_of_the_generated_indexing_kernels(name, fn, most, monkeypatch)
         f(x, i).block_until_ready()
     assert c.launches <= most, (name, c.launches)
     assert c.host_to_device == c.device_to_host == c.host_fallbacks == 0
+
+
+@pytest.mark.parametrize("jitted", [False, True], ids=["eager", "jit"])
+def test_size_one_broadcasting_stays_on_the_device(jitted):
+    # elementwise operands of size 1 along some axes (JAX's rule; what vmap stages for an
+    # unbatched operand): generated kernels read them in place, eagerly and in fused
+    # programs, with no host fallback or copy
+    import plax_cupy
+    rng = np.random.default_rng(25)
+    a = rng.uniform(0.5, 2.0, (1, 3, 1)).astype(np.float32)
+    b = rng.uniform(0.5, 2.0, (4, 3, 5)).astype(np.float32)
+    c = rng.uniform(0.5, 2.0, (4, 1, 5)).astype(np.float32)
+
+    def f(a, b, c):
+        t = lax.mul(lax.add(a, b), lax.sin(c))
+        return lax.sub(t, lax.max(a, c)), jnp.sum(lax.pow(a, c), axis=(0, 2)), lax.lt(a, c)
+
+    gpu = plax.devices("gpu")[0]
+    g = plax.jit(f) if jitted else f
+    args = [plax.device_put(v, gpu) for v in (a, b, c)]
+    g(*args)
+    with plax_cupy.count() as counts:
+        out = g(*args)
+        for o in out:
+            o.block_until_ready()
+    assert counts.host_fallbacks == 0, counts.fallbacks
+    assert counts.device_to_host == 0
+    a64, b64, c64 = (v.astype(np.float64) for v in (a, b, c))
+    want = ((a64 + b64) * np.sin(c64) - np.maximum(a64, c64), (a64 ** c64).sum(axis=(0, 2)),
+            a64 < c64)
+    for o, w in zip(out, want):
+        assert o.shape == w.shape
+        np.testing.assert_allclose(np.asarray(o, np.float64), w, rtol=1e-5)
