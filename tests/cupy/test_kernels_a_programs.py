@@ -108,3 +108,26 @@ def test_size_one_broadcasting_stays_on_the_device(jitted):
     for o, w in zip(out, want):
         assert o.shape == w.shape
         np.testing.assert_allclose(np.asarray(o, np.float64), w, rtol=1e-5)
+
+
+@pytest.mark.parametrize("jitted", [False, True], ids=["eager", "jit"])
+def test_random_bits_with_size_one_operands(jitted):
+    # threefry2x32 of keys f32[4,1] against counters f32[1,5] (what vmap of a sampler hashes),
+    # eagerly (the hash kernel's own launcher) and compiled, bit for bit the CPU's; and vmap
+    # of a sampler against a loop
+    from plax import random
+    k = np.arange(4, dtype=np.uint32).reshape(4, 1)
+    c = np.arange(5, dtype=np.uint32).reshape(1, 5) * 7
+    args = (k, k + 1, c, c + 3)
+    gpu, cpu = plax.devices("gpu")[0], plax.devices("cpu")[0]
+    want = lax.threefry2x32(*[plax.device_put(np.broadcast_to(a, (4, 5)).copy(), cpu)
+                              for a in args])
+    f = plax.jit(lax.threefry2x32) if jitted else lax.threefry2x32
+    got = f(*[plax.device_put(a, gpu) for a in args])
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
+    keys = random.split(random.PRNGKey(0), 4)
+    sampler = plax.vmap(lambda key: random.normal(key, (3, 5)))
+    loop = np.stack([np.asarray(random.normal(key, (3, 5))) for key in keys])
+    got = (plax.jit(sampler) if jitted else sampler)(plax.device_put(keys, gpu))
+    np.testing.assert_allclose(np.asarray(got), loop, rtol=1e-6)

@@ -310,10 +310,11 @@ def _nary_elementwise():
     from plax.lowering import ELEMENTWISE, fusion_kind
     arity = {"regularized_incomplete_beta": 3, "threefry2x32": 4, "clamp": 3, "select_n": 3,
              "bessel_i0e": 1, "bessel_i1e": 1}  # (their abstract evals take any number)
-    out = []
+    out, seen = [], set()
     for name, p in sorted(vars(lax).items()):
-        if not name.endswith("_p") or fusion_kind(p) != ELEMENTWISE:
+        if not name.endswith("_p") or fusion_kind(p) != ELEMENTWISE or p in seen:
             continue
+        seen.add(p)  # (and_p is also bitwise_and_p)
         n = arity.get(p.name, 2)
         for dtype in (np.float32, np.int32, np.uint32):
             try:
