@@ -627,7 +627,10 @@ class ThreefryLauncher:
         shape = ()
         for o in raw:
             if o.ndim:
-                shape = o.shape
+                shape = tuple(max(a, b) for a, b in zip(shape, o.shape)) if shape else o.shape
+        # an operand of size 1 along some axes (vmap's unbatched counters, JAX's broadcasting
+        # rule) is copied out to the full shape: the kernel reads each operand at i * stride
+        raw = [cupy.broadcast_to(o, shape) if o.ndim and o.shape != shape else o for o in raw]
         # strides from the operands' own ranks: ascontiguousarray makes rank-0 arrays rank 1
         strides = [np.int64(1 if o.ndim else 0) for o in raw]
         ops = [cupy.ascontiguousarray(o) for o in raw]

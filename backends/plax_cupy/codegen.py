@@ -1177,6 +1177,12 @@ def plan_cluster(cluster, *, literal_values: bool = True) -> ClusterKernel:
             expr = f"{inp.name}[0]"
         elif tuple(atom.aval.shape) == shape:
             expr = f"{inp.name}[i]"
+        elif inp.kind == "array" and len(atom.aval.shape) == rank and all(
+                a in (1, b) for a, b in zip(atom.aval.shape, shape)):
+            # an elementwise operand of size 1 along some axes (JAX's broadcasting rule,
+            # ``add a:f32[3,2] b:f32[1,2]``): read through its index map, as a broadcast is
+            offset = _broadcast_offset(atom.aval.shape, range(rank), shape, need_index)
+            expr = f"{inp.name}[{offset}]"
         else:
             raise Unsupported(f"operand {atom} of shape {atom.aval.shape} is not readable in the loop")
         local = f"{inp.name}_v"
@@ -1251,14 +1257,8 @@ def plan_cluster(cluster, *, literal_values: bool = True) -> ClusterKernel:
                 if inp is None or inp.kind != "array":
                     raise Unsupported("a broadcast operand that is not an input array")
                 bdims = [int(d) for d in eqn.params["broadcast_dimensions"]]
-                op_strides = _strides(op.aval.shape)
-                terms = []
-                for jdim, d in enumerate(bdims):
-                    if op.aval.shape[jdim] == 1 and shape[d] != 1:
-                        continue
-                    need_index.add(d)
-                    terms.append(f"idx{d} * {op_strides[jdim]}LL")
-                expr = load_expr(f"{inp.name}[{' + '.join(terms) or '0'}]", dout)
+                offset = _broadcast_offset(op.aval.shape, bdims, shape, need_index)
+                expr = load_expr(f"{inp.name}[{offset}]", dout)
             local = f"t{k}"
             body.append(f"const {value_ctype(dout)} {local} = {expr};")
         else:
@@ -1405,6 +1405,20 @@ def _to_acc(value: str, red: Reduction) -> str:
     if red.acc.kind == "c":
         return value if red.acc == red.dtype else f"plax_ccast<double>({value})"
     return f"(({ctype(red.acc)}){value})"
+
+
+def _broadcast_offset(op_shape, bdims, shape, need_index: set) -> str:
+    """The flat offset into an operand of ``op_shape`` whose axis j is the iteration axis
+    ``bdims[j]`` (size-1 axes broadcast: they add nothing), from the loop's per-axis indices
+    ``idx<d>``; records the axes it reads in ``need_index``."""
+    op_strides = _strides(op_shape)
+    terms = []
+    for j, d in enumerate(bdims):
+        if op_shape[j] == 1 and shape[d] != 1:
+            continue
+        need_index.add(d)
+        terms.append(f"idx{d} * {op_strides[j]}LL")
+    return " + ".join(terms) or "0"
 
 
 class _OneEquation:

@@ -61,7 +61,8 @@ from plax.core.passes import inline_param
 from plax.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var
 from plax.core.shaped_array import ShapedArray
 from plax.lowering import (BROADCAST, ELEMENTWISE, REDUCTION, Cluster, call_body,
-                           find_clusters, fusion_kind, order_for_fusion, sub_cluster)
+                           explicit_broadcasts, find_clusters, fusion_kind, order_for_fusion,
+                           sub_cluster)
 from plax.lowering.literals import literal_value
 
 from plax_numba import codegen
@@ -211,7 +212,8 @@ class _Gen:
         env = dict(zip(jaxpr.constvars, consts))
         env.update(zip(jaxpr.invars, ins))
         # (threefry2x32 joins clusters: codegen hashes both words in the loop)
-        jaxpr = outer_products_as_multiplies(_spliced_calls(jaxpr))
+        # (and size-1 broadcasts of elementwise operands as the broadcast_in_dim they are)
+        jaxpr = explicit_broadcasts(outer_products_as_multiplies(_spliced_calls(jaxpr)))
         self.sliced_concats |= _sliced_concatenates(jaxpr)  # (ids: bodies' too)
         for unit in find_clusters(order_for_fusion(jaxpr, True, True), True, True):
             if isinstance(unit, Cluster):
@@ -1280,7 +1282,7 @@ def dispatch_steps(jaxpr: Jaxpr) -> tuple[int, bool]:
     (clusters and lone equations, a call's body counted in place, control flow as its
     bodies' steps plus two: it runs them many times), and whether one is a ``dot_general``."""
     steps, has_dot = 0, False
-    for unit in find_clusters(jaxpr):
+    for unit in find_clusters(explicit_broadcasts(jaxpr)):  # as the program will be lowered
         if isinstance(unit, Cluster):
             steps += 1
             continue

@@ -149,6 +149,20 @@ def test_shapes_are_baked_and_broadcasts_index_maps():
     assert "idx0" not in plan.source
 
 
+def test_size_one_operands_read_through_their_index_map():
+    # an elementwise equation with operands of size 1 along some axes (JAX's rule): one
+    # kernel, each operand read at the axes where it is not 1 (eager operations take this
+    # path; compiled programs meet them as explicit broadcasts)
+    from kernel_source_util import aval, make_eqn
+    from plax.core.jaxpr import Var
+    eqn = make_eqn(lax.add_p, [Var(aval((1, 5), np.float32)), Var(aval((3, 1), np.float32))])
+    assert eqn.outvars[0].aval.shape == (3, 5)
+    source = codegen.plan_equation(eqn).source
+    assert "a0[idx1 * 1LL]" in source and "a1[idx0 * 1LL]" in source
+    eqn = make_eqn(lax.mul_p, [Var(aval((1, 1), np.float32)), Var(aval((2, 4), np.float32))])
+    assert "a0[0]" in codegen.plan_equation(eqn).source  # all axes of size 1: one element
+
+
 def test_describe_names_the_fused_primitives():
     x = np.ones(4, np.float32)
     plan = _kernel_of(lambda x: jnp.exp(x) * 2.0, x)

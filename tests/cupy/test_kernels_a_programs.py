@@ -75,3 +75,59 @@ def test_launches_of_the_generated_indexing_kernels(name, fn, most, monkeypatch)
         f(x, i).block_until_ready()
     assert c.launches <= most, (name, c.launches)
     assert c.host_to_device == c.device_to_host == c.host_fallbacks == 0
+
+
+@pytest.mark.parametrize("jitted", [False, True], ids=["eager", "jit"])
+def test_size_one_broadcasting_stays_on_the_device(jitted):
+    # elementwise operands of size 1 along some axes (JAX's rule; what vmap stages for an
+    # unbatched operand): generated kernels read them in place, eagerly and in fused
+    # programs, with no host fallback or copy
+    import plax_cupy
+    rng = np.random.default_rng(25)
+    a = rng.uniform(0.5, 2.0, (1, 3, 1)).astype(np.float32)
+    b = rng.uniform(0.5, 2.0, (4, 3, 5)).astype(np.float32)
+    c = rng.uniform(0.5, 2.0, (4, 1, 5)).astype(np.float32)
+
+    def f(a, b, c):
+        t = lax.mul(lax.add(a, b), lax.sin(c))
+        return lax.sub(t, lax.max(a, c)), jnp.sum(lax.pow(a, c), axis=(0, 2)), lax.lt(a, c)
+
+    gpu = plax.devices("gpu")[0]
+    g = plax.jit(f) if jitted else f
+    args = [plax.device_put(v, gpu) for v in (a, b, c)]
+    g(*args)
+    with plax_cupy.count() as counts:
+        out = g(*args)
+        for o in out:
+            o.block_until_ready()
+    assert counts.host_fallbacks == 0, counts.fallbacks
+    assert counts.device_to_host == 0
+    a64, b64, c64 = (v.astype(np.float64) for v in (a, b, c))
+    want = ((a64 + b64) * np.sin(c64) - np.maximum(a64, c64), (a64 ** c64).sum(axis=(0, 2)),
+            a64 < c64)
+    for o, w in zip(out, want):
+        assert o.shape == w.shape
+        np.testing.assert_allclose(np.asarray(o, np.float64), w, rtol=1e-5)
+
+
+@pytest.mark.parametrize("jitted", [False, True], ids=["eager", "jit"])
+def test_random_bits_with_size_one_operands(jitted):
+    # threefry2x32 of keys f32[4,1] against counters f32[1,5] (what vmap of a sampler hashes),
+    # eagerly (the hash kernel's own launcher) and compiled, bit for bit the CPU's; and vmap
+    # of a sampler against a loop
+    from plax import random
+    k = np.arange(4, dtype=np.uint32).reshape(4, 1)
+    c = np.arange(5, dtype=np.uint32).reshape(1, 5) * 7
+    args = (k, k + 1, c, c + 3)
+    gpu, cpu = plax.devices("gpu")[0], plax.devices("cpu")[0]
+    want = lax.threefry2x32(*[plax.device_put(np.broadcast_to(a, (4, 5)).copy(), cpu)
+                              for a in args])
+    f = plax.jit(lax.threefry2x32) if jitted else lax.threefry2x32
+    got = f(*[plax.device_put(a, gpu) for a in args])
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
+    keys = random.split(random.PRNGKey(0), 4)
+    sampler = plax.vmap(lambda key: random.normal(key, (3, 5)))
+    loop = np.stack([np.asarray(random.normal(key, (3, 5))) for key in keys])
+    got = (plax.jit(sampler) if jitted else sampler)(plax.device_put(keys, gpu))
+    np.testing.assert_allclose(np.asarray(got), loop, rtol=1e-6)

@@ -107,18 +107,57 @@ def operator_index(d: Any) -> int:
     return operator.index(d)
 
 
-def same_shapes_or_scalar(name: str, avals: Sequence[ShapedArray]) -> tuple[int, ...]:
-    """The output shape of an elementwise primitive; operands must share a shape or be rank 0."""
+def broadcasting_shape(name: str, avals: Sequence[ShapedArray]) -> tuple[int, ...]:
+    """The output shape of an n-ary elementwise primitive, by JAX's rule.
+
+    Rank-0 operands broadcast against anything; the other operands must have equal ranks,
+    and in each dimension their sizes must be equal or 1 (a size-1 dimension broadcasts,
+    as ``lax.add(x_1x2, y_3x2)`` does in JAX). Ranks are never promoted: that is
+    ``jnp``'s job.
+
+    Args:
+      name: the primitive's name, for the error messages.
+      avals: the operands' abstract values.
+
+    Returns:
+      The broadcast shape.
+
+    Raises:
+      TypeError: operands of different ranks (other than rank 0), or sizes that are
+        neither equal nor 1.
+
+    Example:
+      >>> broadcasting_shape("add", [ShapedArray((1, 2), np.float32), ShapedArray((3, 2), np.float32)])
+      (3, 2)
+    """
     shape = None
+    equal = True
     for a in avals:
-        if a.shape == ():
+        if not a.shape:
             continue
         if shape is None:
             shape = a.shape
         elif a.shape != shape:
-            shapes = ", ".join(str(x.shape) for x in avals)
-            raise TypeError(f"{name} got incompatible shapes for broadcasting: {shapes}.")
-    return () if shape is None else shape
+            equal = False
+    if shape is None:
+        return ()
+    if equal:  # the common case, kept to one pass
+        return shape
+    shapes = [a.shape for a in avals if a.shape]
+    ranks = {len(s) for s in shapes}
+    if len(ranks) != 1:
+        # JAX's message, then the shapes and the way out (lax never promotes ranks)
+        raise TypeError(f"{name}: arrays must have the same number of dimensions, got {ranks} "
+                        f"(shapes {', '.join(map(str, shapes))}); lax does not add axes: use the "
+                        f"jax.numpy function, or lax.expand_dims / lax.broadcast_in_dim first.")
+    out = []
+    for sizes in zip(*shapes):
+        not_one = {d for d in sizes if d != 1}
+        if len(not_one) > 1:
+            raise TypeError(f"{name} got incompatible shapes for broadcasting: "
+                            f"{', '.join(map(str, shapes))}.")
+        out.append(not_one.pop() if not_one else 1)
+    return tuple(out)
 
 
 def same_dtypes(name: str, avals: Sequence[ShapedArray]) -> np.dtype:

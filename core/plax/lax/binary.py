@@ -1,8 +1,10 @@
 """Elementwise binary primitives: arithmetic, comparisons and bitwise operations.
 
-Operands must have equal dtypes and equal shapes, except that a rank-0 operand
-broadcasts against the other (``add a 2.0:f32[]``). ``jnp`` functions do the
-dtype promotion and general broadcasting before reaching these.
+Operands must have equal dtypes; their shapes broadcast by JAX's rule (see
+:func:`plax.lax.base.broadcasting_shape`): a rank-0 operand broadcasts against the other
+(``add a 2.0:f32[]``), and operands of equal rank may have size 1 where the other has any
+size (``add a:f32[3,2] b:f32[1,2]``, as ``vmap`` stages). ``jnp`` functions do the dtype
+promotion and the rank promotion before reaching these.
 """
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ from plax.lowering.fusion import ELEMENTWISE, register_fusible
 from plax.core.registry import register_rule
 from plax.core.shaped_array import ShapedArray
 from plax.lax.base import (ANY, BOOL_OR_INT, INEXACT, INTEGRAL, NUMBER, ORDERED, FLOAT, asarray,
-                           aval_of, check_dtype, same_dtypes, same_shapes_or_scalar)
+                           aval_of, check_dtype, same_dtypes, broadcasting_shape)
 from plax.transforms.batching import defbroadcasting
 from plax.transforms.jvp import Zero, defjvp, defzero, deflinear, tangent_aval
 
@@ -28,7 +30,7 @@ def _naryop(name: str, allowed, out_dtype=None) -> Primitive:
         for a in avals:
             check_dtype(name, a, allowed)
         dt = same_dtypes(name, avals)
-        shape = same_shapes_or_scalar(name, avals)
+        shape = broadcasting_shape(name, avals)
         weak = all(a.weak_type for a in avals)
         return ShapedArray(shape, out_dtype or dt, weak)  # JAX keeps weak types for fixed-dtype outputs too
 
@@ -47,13 +49,19 @@ def _bind2(prim):
 
 
 def unbroadcast(ct, operand_aval: ShapedArray):
-    """Sums a cotangent down to a rank-0 operand's shape (the only implicit broadcast)."""
+    """Sums a cotangent down to an operand's shape: over every axis of a rank-0 operand, and
+    over the size-1 axes an operand was broadcast along (JAX's ``_unbroadcast``)."""
     if type(ct) is Zero:
         return Zero(tangent_aval(operand_aval))
-    if aval_of(ct).shape != operand_aval.shape:
-        from plax.lax.reduction import reduce_sum
-        ct = reduce_sum(ct, tuple(range(aval_of(ct).ndim)))
-    return ct
+    ct_shape = aval_of(ct).shape
+    if ct_shape == operand_aval.shape:
+        return ct
+    from plax.lax.reduction import reduce_sum
+    if not operand_aval.shape:
+        return reduce_sum(ct, tuple(range(len(ct_shape))))
+    from plax.lax.shape import reshape
+    axes = tuple(i for i, (c, o) in enumerate(zip(ct_shape, operand_aval.shape)) if c != o)
+    return reshape(reduce_sum(ct, axes), operand_aval.shape)
 
 
 # ------------------------------------------------------------------ arithmetic
@@ -83,8 +91,12 @@ def pow(x, y):
 
 deflinear(add_p, lambda ct, x, y: [unbroadcast(ct, aval_of_any(x)), unbroadcast(ct, aval_of_any(y))])
 deflinear(add_any_p, lambda ct, x, y: [unbroadcast(ct, aval_of_any(x)), unbroadcast(ct, aval_of_any(y))])
+def _neg_cotangent(ct):
+    return ct if type(ct) is Zero else U.neg(ct)
+
+
 deflinear(sub_p, lambda ct, x, y: [unbroadcast(ct, aval_of_any(x)),
-                                   unbroadcast(U.neg(ct) if type(ct) is not Zero else ct, aval_of_any(y))])
+                                   _neg_cotangent(unbroadcast(ct, aval_of_any(y)))])
 
 
 def aval_of_any(x):
@@ -184,7 +196,7 @@ register_fusible(complex_p, ELEMENTWISE)
 def _complex_abstract_eval(x, y):
     check_dtype("complex", x, (FLOAT,))
     dt = same_dtypes("complex", [x, y])
-    shape = same_shapes_or_scalar("complex", [x, y])
+    shape = broadcasting_shape("complex", [x, y])
     return ShapedArray(shape, dtypes.complex_dtype_for(dt), x.weak_type and y.weak_type)
 
 
@@ -247,11 +259,13 @@ def zeros_like_shape(shape, dtype):
 
 
 def select_where(pred, on_true, on_false):
-    """``select`` for rules: rank-0 cases are broadcast to the shape of the other operands
-    (select_n itself requires equal case shapes)."""
+    """``select`` for rules: operands are broadcast (from rank 0 or along size-1 axes) to the
+    shape of all three, as an elementwise primitive would (select_n itself requires equal
+    case shapes)."""
     from plax.lax.select import select
-    from plax.lax.shape import broadcast_in_dim
-    shape = next((aval_of(v).shape for v in (pred, on_true, on_false) if aval_of(v).shape), ())
-    on_true, on_false = (broadcast_in_dim(c, shape, ()) if aval_of(c).shape != shape else c
-                         for c in (on_true, on_false))
+    from plax.lax.shape import broadcast_size_one
+    shape = broadcasting_shape("select", [aval_of(v) for v in (pred, on_true, on_false)])
+    on_true, on_false = (broadcast_size_one(c, shape) for c in (on_true, on_false))
+    if aval_of(pred).shape:
+        pred = broadcast_size_one(pred, shape)
     return select(pred, on_true, on_false)

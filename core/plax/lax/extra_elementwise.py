@@ -12,7 +12,7 @@ from plax.core.primitive import Primitive
 from plax.core.shaped_array import ShapedArray
 from plax.lax import binary as B
 from plax.lax.base import (COMPLEX, FLOAT, INT, INTEGRAL, UINT, asarray, check_dtype,
-                           same_dtypes, same_shapes_or_scalar)
+                           same_dtypes, broadcasting_shape)
 from plax.transforms.batching import defbroadcasting, defvectorized
 from plax.transforms.jvp import defjvp, defzero
 
@@ -40,7 +40,7 @@ def _mulhi_abstract_eval(x, y):
     for a in (x, y):
         check_dtype("mulhi", a, INTEGRAL)
     dt = same_dtypes("mulhi", (x, y))
-    return ShapedArray(same_shapes_or_scalar("mulhi", (x, y)), dt, x.weak_type and y.weak_type)
+    return ShapedArray(broadcasting_shape("mulhi", (x, y)), dt, x.weak_type and y.weak_type)
 
 
 defvectorized(square_p)

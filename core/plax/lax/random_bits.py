@@ -20,7 +20,7 @@ import numpy as np
 from plax import dtypes
 from plax.core.primitive import Primitive
 from plax.core.shaped_array import ShapedArray
-from plax.lax.base import asarray, same_shapes_or_scalar
+from plax.lax.base import asarray, broadcasting_shape
 from plax.lowering.fusion import ELEMENTWISE, register_fusible
 from plax.transforms.batching import defbroadcasting
 from plax.transforms.jvp import defzero
@@ -43,7 +43,7 @@ def _threefry2x32_abstract_eval(k1, k2, x1, x2):
         got = ", ".join(a.dtype.name for a in avals)
         raise TypeError(f"threefry2x32 requires uint32 operands (key words k1, k2 and counter "
                         f"words x1, x2), got dtypes {got}.")
-    shape = same_shapes_or_scalar("threefry2x32", avals)
+    shape = broadcasting_shape("threefry2x32", avals)
     out = ShapedArray(shape, np.dtype(np.uint32), False)
     return (out, out)
 
@@ -85,7 +85,7 @@ def _random_gamma_grad_abstract_eval(a, x):
     if a.dtype != x.dtype:
         raise TypeError(f"random_gamma_grad requires operands of one dtype, got {a.dtype.name} "
                         f"and {x.dtype.name}.")
-    shape = same_shapes_or_scalar("random_gamma_grad", (a, x))
+    shape = broadcasting_shape("random_gamma_grad", (a, x))
     return ShapedArray(shape, a.dtype, a.weak_type and x.weak_type)
 
 

@@ -110,6 +110,32 @@ def broadcast(x, sizes: Sequence[int]):
     return broadcast_in_dim(x, sizes + a.shape, tuple(range(len(sizes), len(sizes) + a.ndim)))
 
 
+def broadcast_size_one(x, shape: Sequence[int]):
+    """``x`` broadcast to ``shape`` as an elementwise primitive broadcasts its operands: from
+    rank 0, or along the axes where ``x`` has size 1 (JAX's ``_maybe_broadcast``).
+
+    Args:
+      x: an array of rank 0, or of ``len(shape)`` dimensions each equal to ``shape``'s or 1.
+      shape: the target shape.
+
+    Returns:
+      ``x`` itself when it already has ``shape``, else a ``broadcast_in_dim`` of it (after a
+      ``reshape`` dropping the size-1 axes), as JAX stages it.
+
+    Example:
+      >>> broadcast_size_one(jnp.ones((1, 2)), (3, 2)).shape
+      (3, 2)
+    """
+    x_shape = aval_of(x).shape
+    shape = tuple(shape)
+    if x_shape == shape:
+        return x
+    if not x_shape:
+        return broadcast_in_dim(x, shape, ())
+    kept = tuple(i for i, (a, b) in enumerate(zip(x_shape, shape)) if a == b)
+    return broadcast_in_dim(reshape(x, tuple(x_shape[i] for i in kept)), shape, kept)
+
+
 def broadcast_to_rank(x, rank: int):
     a = aval_of(x)
     if a.ndim >= rank:

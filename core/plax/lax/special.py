@@ -7,7 +7,7 @@ import plax.lax.binary as B
 import plax.lax.unary as U
 from plax.core.primitive import Primitive
 from plax.core.shaped_array import ShapedArray
-from plax.lax.base import FLOAT, asarray, check_dtype, same_dtypes, same_shapes_or_scalar
+from plax.lax.base import FLOAT, asarray, check_dtype, same_dtypes, broadcasting_shape
 from plax.lowering.fusion import ELEMENTWISE, register_fusible
 from plax.transforms.batching import defbroadcasting
 from plax.transforms.jvp import defjvp, defjvp2
@@ -41,7 +41,7 @@ polygamma_p = Primitive("polygamma")
 def _polygamma_abstract_eval(m, x):
     check_dtype("polygamma", x, (FLOAT,))
     dt = same_dtypes("polygamma", [m, x])
-    return ShapedArray(same_shapes_or_scalar("polygamma", [m, x]), dt, m.weak_type and x.weak_type)
+    return ShapedArray(broadcasting_shape("polygamma", [m, x]), dt, m.weak_type and x.weak_type)
 
 
 def polygamma(m, x):

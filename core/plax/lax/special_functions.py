@@ -13,7 +13,7 @@ from plax import dtypes
 from plax.core.primitive import Primitive
 from plax.core.trace import get_aval
 from plax.core.shaped_array import ShapedArray
-from plax.lax.base import FLOAT, asarray, check_dtype, same_dtypes, same_shapes_or_scalar
+from plax.lax.base import FLOAT, asarray, check_dtype, same_dtypes, broadcasting_shape
 from plax.lax.select import select
 from plax.lax.shape import full_like
 from plax.lax.special import lgamma
@@ -34,7 +34,7 @@ def _float_op(name: str) -> Primitive:
         for a in avals:
             check_dtype(name, a, (FLOAT,))
         dt = same_dtypes(name, avals)
-        shape = same_shapes_or_scalar(name, avals)
+        shape = broadcasting_shape(name, avals)
         return ShapedArray(shape, dt, all(a.weak_type for a in avals))
 
     prim.def_abstract_eval(abstract_eval)

@@ -20,7 +20,7 @@ _WHERE = {
     "dead_after": "liveness", "last_uses": "liveness",
     "literal_value": "literals",
     "numpy_errors_off": "host",
-    "fold_transposed_products": "simplify",
+    "explicit_broadcasts": "simplify", "fold_transposed_products": "simplify",
     "BodyRunner": "bodies", "body_kernel": "bodies", "body_step": "bodies",
     "host_kernel": "bodies", "register_body_kernel": "bodies", "runner_for": "bodies",
     "call_body": "calls", "lower": "program", "register_call_primitive": "calls",

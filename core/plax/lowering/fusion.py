@@ -4,6 +4,9 @@
 
 * ``ELEMENTWISE``: the output has the iteration shape and each operand has it too or is a
   scalar (rank 0), read by broadcasting (at least one operand has it unless it is a scalar);
+  an operand of size 1 along some axes (JAX's elementwise broadcasting) is made an explicit
+  ``broadcast_in_dim`` first (:func:`plax.lowering.explicit_broadcasts`, which the lowering
+  driver applies), else its equation is not fused;
 * ``BROADCAST`` (``broadcast_in_dim``): the output has the iteration shape; the operand is
   read through the broadcast's index map;
 * ``REDUCTION``: the *operand* has the iteration shape; the output is smaller;

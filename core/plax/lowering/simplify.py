@@ -6,10 +6,17 @@ primal's order). Run as written, the transpose is a strided view that the next k
 copies or reads column by column; XLA folds the pair into one product. So does
 :func:`fold_transposed_products`, with the identity ``(A B)^T = B^T A^T``: a product of the
 swapped operands has the transposed layout, at no extra cost.
+
+An elementwise primitive broadcasts operands of size 1 along an axis (``add a:f32[3,2]
+c:f32[1,2]``, as ``vmap`` stages it, and as JAX does). A fusing generator reads each operand of
+a cluster at the loop's index, so :func:`explicit_broadcasts` writes such reads as the
+``broadcast_in_dim`` they are: inside a cluster that is an index map (no memory), and every
+generator's existing broadcast path serves them.
 """
 from __future__ import annotations
 
 from plax.core.jaxpr import Jaxpr, JaxprEqn, Var
+from plax.core.shaped_array import ShapedArray
 
 
 def fold_transposed_products(jaxpr: Jaxpr, min_elements: int = 0) -> Jaxpr:
@@ -86,3 +93,72 @@ def _swapped(product: JaxprEqn, out: Var) -> JaxprEqn:
         params["precision"] = precision[::-1]
     lhs, rhs = product.invars
     return JaxprEqn(product.primitive, [rhs, lhs], [out], params)
+
+
+def explicit_broadcasts(jaxpr: Jaxpr) -> Jaxpr:
+    """``jaxpr`` with every size-1 broadcast inside an elementwise equation made explicit.
+
+    An operand of an ``ELEMENTWISE`` equation (see :mod:`plax.lowering.fusion`) of rank > 0
+    whose shape differs from the result's (it has size 1 where the result does not) is first
+    broadcast to the result's shape by a ``broadcast_in_dim`` equation, which the equation
+    then reads; rank-0 operands are left as they are. An operand that is itself a
+    ``broadcast_in_dim`` (``vmap`` stages ``c:f32[1,3] = broadcast_in_dim b`` per use of an
+    unbatched ``b``) is broadcast from *its* operand instead, and dropped when nothing else
+    reads it: the chain then stays one cluster of the result's shape. Sub-jaxprs are left as
+    they are (a backend lowers each with this same pass).
+
+    Args:
+      jaxpr: the program to rewrite (not modified).
+
+    Returns:
+      ``jaxpr`` itself when no elementwise equation broadcasts a size-1 axis, else a new
+      :class:`Jaxpr` with the same inputs and outputs.
+
+    Example:
+      >>> f = plax.vmap(lambda x, y: x + y, in_axes=(0, None))
+      >>> j = plax.make_jaxpr(f)(jnp.ones((3, 2)), jnp.ones(2)).jaxpr
+      >>> [str(e.outvars[0].aval) for e in explicit_broadcasts(j).eqns]
+      ['float32[3,2]', 'float32[3,2]']
+    """
+    from plax.lowering.fusion import ELEMENTWISE, fusion_kind
+    broadcast_in_dim_p = _broadcast_in_dim_p()
+    eqns: list | None = None
+    broadcasts: dict = {}   # a broadcast_in_dim's output -> its equation
+    bypassed: set = set()   # broadcast equations an explicit broadcast now reads past
+    for i, eqn in enumerate(jaxpr.eqns):
+        if eqn.primitive is broadcast_in_dim_p:
+            broadcasts[eqn.outvars[0]] = eqn
+        shape = tuple(eqn.outvars[0].aval.shape) if eqn.outvars else ()
+        if (not shape or fusion_kind(eqn.primitive) != ELEMENTWISE
+                or all(not v.aval.shape or tuple(v.aval.shape) == shape for v in eqn.invars)):
+            if eqns is not None:
+                eqns.append(eqn)
+            continue
+        if eqns is None:
+            eqns = list(jaxpr.eqns[:i])
+        invars = []
+        for v in eqn.invars:
+            if v.aval.shape and tuple(v.aval.shape) != shape:
+                source, params = v, {"broadcast_dimensions": tuple(range(len(shape)))}
+                inner = broadcasts.get(v) if isinstance(v, Var) else None
+                if inner is not None:  # compose: same axes, sizes 1 broadcast further
+                    source, params = inner.invars[0], dict(inner.params)
+                    bypassed.add(id(inner))
+                wide = Var(ShapedArray(shape, v.aval.dtype, v.aval.weak_type))
+                eqns.append(JaxprEqn(broadcast_in_dim_p, [source], [wide],
+                                     {**params, "shape": shape}))
+                v = wide
+            invars.append(v)
+        eqns.append(JaxprEqn(eqn.primitive, invars, eqn.outvars, eqn.params))
+    if eqns is None:
+        return jaxpr
+    if bypassed:  # drop the bypassed broadcasts nothing reads any more
+        read = {id(v) for v in jaxpr.outvars if isinstance(v, Var)}
+        read.update(id(v) for e in eqns for v in e.invars if isinstance(v, Var))
+        eqns = [e for e in eqns if id(e) not in bypassed or id(e.outvars[0]) in read]
+    return Jaxpr(jaxpr.constvars, jaxpr.invars, jaxpr.outvars, eqns)
+
+
+def _broadcast_in_dim_p():
+    from plax.lax.shape import broadcast_in_dim_p
+    return broadcast_in_dim_p

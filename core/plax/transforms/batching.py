@@ -404,38 +404,35 @@ def axis_size(vals, dims) -> int:
 
 
 def broadcast_batcher(primitive) -> Callable:
-    """The batching rule of an elementwise primitive (operands of equal shape or rank 0)."""
+    """The batching rule of an n-ary elementwise primitive, as JAX's ``broadcast_batcher``.
+
+    When every operand of rank > 0 is batched alike with one shape, the primitive applies as
+    is. Otherwise each such operand gets its batch axis first: an unbatched one a size-1 axis
+    (``f32[1,2]``, which the primitive broadcasts, instead of a copy per batch member), a
+    batched one of lower rank trailing size-1 axes; rank-0 operands broadcast as they are.
+    """
 
     def rule(vals, dims, **params):
         avals = [get_aval(v) for v in vals]
-        # Fast path: all operands batched alike with equal shapes.
         first = next(i for i, d in enumerate(dims) if d is not None)
-        if all(d == dims[first] and a.shape == avals[first].shape for a, d in zip(avals, dims)):
-            return primitive.bind(*vals, **params), dims[first]
-        size = avals[first].shape[dims[first]]
-        out_rank = max(a.ndim - (d is not None) for a, d in zip(avals, dims))
-        out_shape = None
-        for a, d in zip(avals, dims):
-            if a.ndim - (d is not None) == out_rank:
-                s = list(a.shape)
-                if d is not None:
-                    s.pop(d)
-                out_shape = tuple(s)
-                break
-        moved = []
+        dim, shape = dims[first], avals[first].shape
+        if all(d == dim and a.shape == shape for a, d in zip(avals, dims) if a.shape):
+            return primitive.bind(*vals, **params), dim
         from plax import lax
+        moved = []
         for v, a, d in zip(vals, avals, dims):
-            if d is None:
-                if a.ndim == 0:
-                    moved.append(v)  # rank-0 operands broadcast inside the primitive
-                    continue
-                moved.append(lax.broadcast_in_dim(v, (size,) + out_shape,
-                                                  tuple(range(1, out_rank + 1))))
-            else:
-                v = move_axis_to(v, d, 0, size)
-                if a.ndim - 1 < out_rank:  # a batched scalar meets a larger operand
-                    v = lax.broadcast_in_dim(v, (size,) + out_shape, (0,))
+            if not a.shape:
                 moved.append(v)
+            elif d is None:
+                moved.append(lax.broadcast_in_dim(v, (1,) + a.shape, tuple(range(1, a.ndim + 1))))
+            else:
+                moved.append(move_axis_to(v, d, 0, a.shape[d]))
+        rank = max(get_aval(v).ndim for v in moved)
+        for i, (v, d) in enumerate(zip(moved, dims)):
+            a = get_aval(v)
+            if d is not None and a.ndim < rank:  # a batched scalar meets a larger operand
+                moved[i] = lax.broadcast_in_dim(v, a.shape + (1,) * (rank - a.ndim),
+                                                tuple(range(a.ndim)))
         return primitive.bind(*moved, **params), 0
 
     return rule

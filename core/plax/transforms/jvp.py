@@ -238,10 +238,11 @@ class JVPTrace(Trace):
 # ------------------------------------------------------------------ rule helpers
 
 def _fit_to(t: Any, aval: ShapedArray):
-    """Broadcasts a rank-0 tangent contribution to the output's shape."""
+    """Broadcasts a tangent contribution to the output's shape (from rank 0, or along the
+    size-1 axes of an operand that an elementwise primitive broadcast)."""
     if get_aval(t).shape != aval.shape:
-        from plax import lax
-        t = lax.broadcast_in_dim(t, aval.shape, ())
+        from plax.lax.shape import broadcast_size_one
+        t = broadcast_size_one(t, aval.shape)
     return t
 
 

@@ -23,8 +23,10 @@ SPECS: list[Spec] = []
 
 UNARY_SHAPES = [(), (0,), (5,), (2, 3)]
 # (shape of x, shape of y): equal shapes, a rank-0 operand on either side, empty
+# size-1 axes broadcast against the other operand's (JAX's rule: equal ranks, each size
+# equal or 1), on one side as vmap stages them and on both
 BINARY_SHAPES = [((), ()), ((5,), (5,)), ((2, 3), (2, 3)), ((), (2, 3)), ((2, 3), ()),
-                 ((0,), (0,)), ((0, 2), ())]
+                 ((0,), (0,)), ((0, 2), ()), ((1, 3), (2, 3)), ((2, 1), (1, 3))]
 
 SPECIALS = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0, -1.0, 0.5, -2.5])
 
@@ -385,11 +387,18 @@ def _rng():
     return np.random.default_rng(1)
 _S = np.float32(1.3)
 
+
+def _size_one_grads(prim):
+    """Gradients through size-1 broadcasting: the cotangent of an operand of shape (1, 3)
+    (or (2, 1)) is the output's summed over the broadcast axis."""
+    return [_g2(prim, _X[:1], _Y, "size-1 lhs"), _g2(prim, _X, _Y[:, :1], "size-1 rhs"),
+            _g2(prim, _X[:, :1], _Y[:1], "size-1 both")]
+
 for _p, _ref in ((lax.add_p, lambda x, y: x + y), (lax.add_any_p, lambda x, y: x + y),
                  (lax.sub_p, lambda x, y: x - y), (lax.mul_p, lambda x, y: x * y)):
     _binary(_p, _objmap(_ref), _ref, NUM,
             grads=(lambda p: lambda: [_g2(p, _X, _Y), _g2(p, _S, _Y, "scalar lhs"),
-                                      _g2(p, _X, _S, "scalar rhs")])(_p))
+                                      _g2(p, _X, _S, "scalar rhs"), *_size_one_grads(p)])(_p))
 
 
 def _int_div(a, b):
@@ -442,7 +451,7 @@ def _div_like(prim, int_fn, float_fn, dtypes, grads):
 
 _div_like(lax.div_p, _int_div, lambda x, y: x / y, NUM,
           lambda: [_g2(lax.div_p, _X, _Y), _g2(lax.div_p, _S, _Y, "scalar lhs"),
-                   _g2(lax.div_p, _X, _S, "scalar rhs")])
+                   _g2(lax.div_p, _X, _S, "scalar rhs"), *_size_one_grads(lax.div_p)])
 _div_like(lax.rem_p, _int_rem, np.fmod, INT + FLOAT,
           lambda: [_g2(lax.rem_p, rand(_rng(), (4,), np.float32, 2.3, 2.7),
                        rand(_rng(), (4,), np.float32, 1.0, 1.1)),
@@ -459,7 +468,8 @@ def _pow_cases(d):
 
 add(Spec(lax.pow_p, INEXACT, _pow_cases, grads=lambda: [
     _g2(lax.pow_p, _X, rand(_rng(), (2, 3), np.float32, -2, 2)),
-    _g2(lax.pow_p, _S, _Y, "scalar base"), _g2(lax.pow_p, _X, np.float32(2.5), "scalar exponent")]))
+    _g2(lax.pow_p, _S, _Y, "scalar base"), _g2(lax.pow_p, _X, np.float32(2.5), "scalar exponent"),
+    *_size_one_grads(lax.pow_p)]))
 
 
 def _lexi(fn_real, pick_x):
@@ -500,7 +510,8 @@ _maxmin(lax.max_p, np.maximum, _cmp_gt, max)
 _maxmin(lax.min_p, np.minimum, _cmp_lt, min)
 
 _binary(lax.atan2_p, None, np.arctan2, FLOAT,
-        grads=lambda: [_g2(lax.atan2_p, _X, _Y), _g2(lax.atan2_p, _S, _Y, "scalar")])
+        grads=lambda: [_g2(lax.atan2_p, _X, _Y), _g2(lax.atan2_p, _S, _Y, "scalar"),
+                       *_size_one_grads(lax.atan2_p)])
 
 
 def _nextafter_ref(d):

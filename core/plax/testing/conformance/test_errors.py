@@ -41,6 +41,9 @@ BAD = [
     (lax.add_p, [A((2, 3)), A((3,))], {}, TypeError, ["(2, 3)", "(3,)"]),
     (lax.add_p, [A((3,)), A((3,), I32)], {}, TypeError, ["float32", "int32"]),
     (lax.mul_p, [A((2,)), A((2, 1))], {}, TypeError, ["(2,)", "(2, 1)"]),
+    # equal ranks: sizes must be equal or 1 (size-1 axes broadcast)
+    (lax.add_p, [A((3, 2)), A((4, 2))], {}, TypeError, ["(3, 2)", "(4, 2)", "incompatible"]),
+    (lax.atan2_p, [A((3, 1)), A((1,))], {}, TypeError, ["(3, 1)", "(1,)", "dimensions"]),
     (lax.eq_p, [A((2,)), A((3,))], {}, TypeError, ["(2,)", "(3,)"]),
     (lax.lt_p, [A((2,), I32), A((2,), "uint32")], {}, TypeError, ["int32", "uint32"]),
     (lax.and_p, [A((2,), "int8"), A((2,), "int16")], {}, TypeError, ["int8", "int16"]),
