@@ -102,6 +102,7 @@ with jax.set_mesh(jax.make_mesh((4, 2), ("X", "Y"))):
     }
     out["unreduced"] = {k: check(*v) for k, v in unreduced.items()}
     x = jax.device_put(host, P("X", "Y"))
+    row = jax.device_put(host[:1], P())
     eager = {  # explicit types, eagerly: work that needs the devices' blocks exchanged
         "sum_all": (lambda: jnp.sum(x), H.sum()),
         "sum0": (lambda: jnp.sum(x, 0), H.sum(0)),
@@ -115,6 +116,9 @@ with jax.set_mesh(jax.make_mesh((4, 2), ("X", "Y"))):
         "cond": (lambda: jax.lax.cond(True, lambda u: u * 2, lambda u: u, x), H * 2),
         "while_sum": (lambda: jax.lax.while_loop(lambda c: c.sum() < 1e5, lambda c: c * 2, x),
                       H * 256),
+        # lax's size-1 broadcasting: every device reads the size-1 row whole
+        "size_one": (lambda: jax.lax.mul(x, row), H * H[:1]),
+        "size_one_jit": (lambda: jax.jit(jax.lax.add)(row, x), H + H[:1]),
     }
     out["eager"] = {k: check(*v) for k, v in eager.items()}
     # each device's own partial sums (JAX's layout of them)
@@ -151,6 +155,7 @@ EAGER = {
     "reshape": "P(('X', 'Y'),)", "unreduced_sum": "float32[]{U:Y}",
     "unreduced_sum0": "float32[4]{U:Y}", "dot_unreduced": "float32[8@X,8]{U:Y}",
     "fori_loop": "P('X', 'Y')", "cond": "P('X', 'Y')", "while_sum": "P('X', 'Y')",
+    "size_one": "P('X', 'Y')", "size_one_jit": "P('X', 'Y')",
 }
 _RESHARDED = {"reshard", "reshard_replicated", "dot_reduced"}  # labelled by spec, not type
 BLOCKS = {  # JAX 0.10.2's per-device partial sums (first four devices, first four values)

@@ -180,7 +180,9 @@ def _local_form(eqn, held, typed_dims, mesh):
     typed = [typed_dims(v) for v in eqn.outvars]
     if rule in ELEMENTWISE_LIKE:
         out = typed[0]
-        return ([out if len(a.shape) == len(out) else ((),) * len(a.shape) for a in avals],
+        # an operand's size-1 dimension broadcasts (lax's size-1 rule): held whole
+        return ([tuple(() if n == 1 else d for n, d in zip(a.shape, out))
+                 if len(a.shape) == len(out) else ((),) * len(a.shape) for a in avals],
                 [(out, (), None)], params)
     if rule in (_transpose, _squeeze, _expand_dims):
         return [ins[0]], [(rule(prim, ins, avals, params), (), None)], params

@@ -898,7 +898,9 @@ def _local_operands(prim, rule, args, in_dims, out_dims, indices, params) -> dic
         ops = []
         for a, dims in zip(args, in_dims):
             if rule in ELEMENTWISE_LIKE and a.ndim == ndim:
-                buf = _block(a, device, index)
+                # a size-1 dimension broadcasts (lax's size-1 rule): every device reads it whole
+                buf = _block(a, device, tuple(slice(None) if n == 1 else i
+                                              for n, i in zip(a.shape, index)))
             elif rule in ELEMENTWISE_LIKE and a.ndim == 0:
                 buf = a._buffer_on(device) if len(a.devices()) == 1 else _block(a, device, ())
             elif rule not in ELEMENTWISE_LIKE:
