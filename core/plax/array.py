@@ -114,7 +114,12 @@ class Array:
         """Starts copying to the host (a no-op for host buffers)."""
 
     def delete(self) -> None:
-        self._buf = None
+        """Frees the array's buffer; using the array afterwards raises RuntimeError, as in JAX."""
+        if type(self) is Array:
+            from plax.transforms.donation import mark_deleted
+            mark_deleted(self)
+        else:
+            self._buf = None
 
     def is_deleted(self) -> bool:
         return self._buf is None

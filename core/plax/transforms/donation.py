@@ -8,7 +8,7 @@ observable contract is JAX's: the same arguments are deleted and the same warnin
 from __future__ import annotations
 
 import warnings
-from typing import Any
+from typing import Any, Callable
 
 from plax.array import Array
 
@@ -31,11 +31,77 @@ class _DeletedArray(Array):
 
     def delete(self) -> None:
         pass
+    # (repr and str read the buffer, so they raise as JAX's do)
 
-    def __repr__(self) -> str:
-        return f"<deleted Array {long_type(self.aval)}>"
 
-    __str__ = __repr__
+def mark_deleted(array: Array) -> None:
+    """Makes a single-device ``array`` deleted: its buffer is let go, and every later read
+    raises JAX's RuntimeError (``Array has been deleted with shape=float32[3].``)."""
+    array._buf = None
+    array.__class__ = _DeletedArray
+
+
+def check_no_donated_reuse(leaves: list, donated: list[bool],
+                           out_avals: Callable[[], list]) -> None:
+    """JAX's runtime error for a call that donates a buffer it also reads: an argument leaf
+    given twice (``f(donate(a), a)`` or ``f(a, donate(a))``) where the donation is usable
+    (some output of its shape and dtype can take it, in argument order, as XLA aliases).
+
+    Args:
+      leaves: the flattened dynamic arguments of the call.
+      donated: per leaf, whether its argument is donated.
+      out_avals: gives the abstract values of the call's outputs (called only when some
+        argument is given twice).
+
+    Raises:
+      JaxRuntimeError: naming the flattened argument and its first use, in XLA's words.
+    """
+    first: dict = {}
+    repeated = False
+    for i, leaf in enumerate(leaves):
+        if isinstance(leaf, Array):
+            repeated |= first.setdefault(id(leaf), i) != i
+    if not repeated:
+        return  # the common case: no argument given twice
+    usable = _usable(leaves, donated, out_avals())
+    # JAX warns about the donations no output takes while compiling, before the run fails
+    _warn_unusable([long_type(leaf.aval) for leaf, flag, ok in zip(leaves, donated, usable)
+                    if flag and isinstance(leaf, Array) and not ok], stacklevel=5)
+    for j, leaf in enumerate(leaves):
+        i = first.get(id(leaf)) if isinstance(leaf, Array) else None
+        if i is None or i == j:
+            continue
+        from plax.errors import JaxRuntimeError
+        if usable[i]:
+            raise JaxRuntimeError(
+                "INVALID_ARGUMENT: Attempt to use a buffer that was previously donated in the "
+                f"same call to Execute() (flattened argument {j}, replica 0, partition 0, first "
+                "use: " f"{i}). Toy example for this bug: `f(donate(a), a)`.")
+        if usable[j]:
+            raise JaxRuntimeError(
+                "INVALID_ARGUMENT: Attempt to donate a buffer which is also used by the same "
+                f"call to Execute() (flattened argument {j}, replica 0, partition 0, first use: "
+                f"{i}). Toy example for this bug: `f(a, donate(a))`.")
+
+
+def _usable(leaves: list, donated: list[bool], out_avals: list) -> list[bool]:
+    """Per leaf: whether its donation finds an output of its shape and dtype (each output
+    taken once, in argument order; a leaf given twice is donated once)."""
+    free: dict = {}
+    for a in out_avals:
+        key = (a.shape, a.dtype)
+        free[key] = free.get(key, 0) + 1
+    out, seen = [], set()
+    for leaf, flag in zip(leaves, donated):
+        ok = bool(flag) and isinstance(leaf, Array) and id(leaf) not in seen
+        if ok:
+            key = (leaf.aval.shape, leaf.aval.dtype)
+            ok = free.get(key, 0) > 0
+            if ok:
+                free[key] -= 1
+                seen.add(id(leaf))
+        out.append(ok)
+    return out
 
 
 def donate(leaves: list, donated: list[bool], outputs: Any) -> None:
@@ -58,10 +124,15 @@ def donate(leaves: list, donated: list[bool], outputs: Any) -> None:
         if free.get(key, 0) and type(leaf) is Array and id(leaf) not in out_ids:
             free[key] -= 1
             done.add(id(leaf))
-            leaf.__class__ = _DeletedArray
+            mark_deleted(leaf)
         else:
             unusable.append(long_type(leaf.aval))
-    if unusable:
-        warnings.warn("Some donated buffers were not usable: " + ", ".join(unusable) + ".\n"
+    _warn_unusable(unusable, stacklevel=5)
+
+
+def _warn_unusable(types: list[str], stacklevel: int) -> None:
+    if types:
+        warnings.warn("Some donated buffers were not usable: " + ", ".join(types) + ".\n"
                       "See an explanation at "
-                      "https://docs.jax.dev/en/latest/faq.html#buffer-donation.", stacklevel=4)
+                      "https://docs.jax.dev/en/latest/faq.html#buffer-donation.",
+                      stacklevel=stacklevel)
