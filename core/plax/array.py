@@ -401,6 +401,8 @@ class _ShardedArray(Array):
         if buf is _NOT_GATHERED:
             buf = self._gather(self._device)
             _BUF.__set__(self, buf)
+        elif buf is None:
+            self._check_alive()  # deleted (or donated): JAX's RuntimeError
         return buf
 
     @_buf.setter
@@ -476,7 +478,8 @@ class _ShardedArray(Array):
 
     def _check_alive(self) -> None:
         if not self._pieces:
-            raise RuntimeError("Array has been deleted.")
+            # JAX's words, with the sharded type (``float32[8@i]``)
+            raise RuntimeError(f"Array has been deleted with shape={self.aval}.")
 
     def _buffer_on(self, device) -> Any:
         if device == self._device:

@@ -64,24 +64,22 @@ def check_no_donated_reuse(leaves: list, donated: list[bool],
     if not repeated:
         return  # the common case: no argument given twice
     usable = _usable(leaves, donated, out_avals())
-    # JAX warns about the donations no output takes while compiling, before the run fails
-    _warn_unusable([long_type(leaf.aval) for leaf, flag, ok in zip(leaves, donated, usable)
-                    if flag and isinstance(leaf, Array) and not ok], stacklevel=5)
     for j, leaf in enumerate(leaves):
         i = first.get(id(leaf)) if isinstance(leaf, Array) else None
-        if i is None or i == j:
+        if i is None or i == j or not (usable[i] or usable[j]):
             continue
         from plax.errors import JaxRuntimeError
+        # JAX warns about the donations no output takes while compiling, before the run fails
+        _warn_unusable([long_type(x.aval) for x, flag, ok in zip(leaves, donated, usable)
+                        if flag and isinstance(x, Array) and not ok], stacklevel=5)
+        where = f"(flattened argument {j}, replica 0, partition 0, first use: {i})"
         if usable[i]:
             raise JaxRuntimeError(
                 "INVALID_ARGUMENT: Attempt to use a buffer that was previously donated in the "
-                f"same call to Execute() (flattened argument {j}, replica 0, partition 0, first "
-                "use: " f"{i}). Toy example for this bug: `f(donate(a), a)`.")
-        if usable[j]:
-            raise JaxRuntimeError(
-                "INVALID_ARGUMENT: Attempt to donate a buffer which is also used by the same "
-                f"call to Execute() (flattened argument {j}, replica 0, partition 0, first use: "
-                f"{i}). Toy example for this bug: `f(a, donate(a))`.")
+                f"same call to Execute() {where}. Toy example for this bug: `f(donate(a), a)`.")
+        raise JaxRuntimeError(
+            "INVALID_ARGUMENT: Attempt to donate a buffer which is also used by the same call "
+            f"to Execute() {where}. Toy example for this bug: `f(a, donate(a))`.")
 
 
 def _usable(leaves: list, donated: list[bool], out_avals: list) -> list[bool]:
@@ -104,30 +102,67 @@ def _usable(leaves: list, donated: list[bool], out_avals: list) -> list[bool]:
     return out
 
 
-def donate(leaves: list, donated: list[bool], outputs: Any) -> None:
-    """Deletes each donated Array some output of its shape and dtype could alias (each
-    output at most once, in argument order) and warns, as JAX does, about the rest."""
+def donate(leaves: list, donated: list[bool], outputs: Any, *,
+           sharded_only: bool = False) -> None:
+    """Deletes each donated Array some output could alias (each output at most once, in
+    argument order) and warns, as JAX does, about the rest.
+
+    A single-device argument aliases an output of its shape and dtype; a sharded one (several
+    devices, or a NamedSharding) an output of its shape, dtype and sharding, as XLA aliases
+    each device's shard (the warning then names the shard's type, as JAX's does).
+
+    Args:
+      leaves: the flattened dynamic arguments of the call.
+      donated: per leaf, whether its argument is donated.
+      outputs: the call's results (a pytree).
+      sharded_only: ``pmap``'s rule: single-device arguments are copied to the devices
+        first, so only already-sharded ones can be donated (the others silently stay).
+    """
     from plax import tree_util
-    free: dict = {}
-    for o in tree_util.tree_leaves(outputs):
-        if isinstance(o, Array):
-            key = (o.aval.shape, o.aval.dtype)
-            free[key] = free.get(key, 0) + 1
-    out_ids = {id(o) for o in tree_util.tree_leaves(outputs)}
+    outs = [o for o in tree_util.tree_leaves(outputs) if isinstance(o, Array)]
+    taken = [False] * len(outs)
+    out_ids = {id(o) for o in outs}
     unusable, done = [], set()
     for leaf, flag in zip(leaves, donated):
         if not flag or not isinstance(leaf, Array) or id(leaf) in done:
             continue
-        key = (leaf.aval.shape, leaf.aval.dtype)
-        # only plain single-device arrays are marked (sharded ones keep their buffers); an
-        # output that is the argument itself is never deleted under the caller
-        if free.get(key, 0) and type(leaf) is Array and id(leaf) not in out_ids:
-            free[key] -= 1
+        sharded = _is_sharded(leaf)
+        if sharded_only and not sharded:
+            continue
+        k = _alias_for(leaf, sharded, outs, taken)
+        # an output that is the argument itself is never deleted under the caller
+        if k is not None and id(leaf) not in out_ids and (sharded or type(leaf) is Array):
+            taken[k] = True
             done.add(id(leaf))
-            mark_deleted(leaf)
+            if sharded:
+                leaf.delete()
+            else:
+                mark_deleted(leaf)
         else:
-            unusable.append(long_type(leaf.aval))
+            unusable.append(_shard_type(leaf) if sharded else long_type(leaf.aval))
     _warn_unusable(unusable, stacklevel=5)
+
+
+def _is_sharded(leaf: Array) -> bool:
+    return type(leaf) is not Array and hasattr(leaf, "_pieces")
+
+
+def _alias_for(leaf: Array, sharded: bool, outs: list, taken: list) -> int | None:
+    """The first output not yet taken that ``leaf``'s buffer could become."""
+    key = (leaf.aval.shape, leaf.aval.dtype)
+    for k, o in enumerate(outs):
+        if taken[k] or (o.aval.shape, o.aval.dtype) != key:
+            continue
+        if not sharded or (_is_sharded(o) and o.sharding == leaf.sharding):
+            return k
+    return None
+
+
+def _shard_type(leaf: Array) -> str:
+    """``float32[2]``: the type of one shard of a sharded array (JAX names donated sharded
+    arrays it cannot alias by their shards)."""
+    shape = leaf.sharding.shard_shape(leaf.aval.shape)
+    return f"{leaf.aval.dtype.name}[{','.join(str(d) for d in shape)}]"
 
 
 def _warn_unusable(types: list[str], stacklevel: int) -> None:
