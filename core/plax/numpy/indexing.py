@@ -281,7 +281,8 @@ def _static_slices(x, slices, int_axes):
     unless some step is not 1; a negative step slices the elements it keeps with the positive
     step, then one lax.rev; then one squeeze of the int axes."""
     shape = get_aval(x).shape
-    lo, hi, st, rev = [0] * len(shape), list(shape), [1] * len(shape), []
+    lo, hi = [0] * len(shape), list(shape)
+    strides, rev, cut = None, [], bool(int_axes)
     for axis, s in slices:
         d = shape[axis]
         start, stop, step = s.indices(d)
@@ -291,11 +292,13 @@ def _static_slices(x, slices, int_axes):
             lo[axis] = min(d, stop + 1 + abs(start - stop - 1) % -step)
             hi[axis] = max(lo[axis], start + 1)
             rev.append(axis)
-        st[axis] = abs(step)
+        cut = cut or lo[axis] != 0 or hi[axis] != d
+        if abs(step) != 1:
+            strides = strides or [1] * len(shape)
+            strides[axis] = abs(step)
     for axis, i in int_axes:
         lo[axis], hi[axis] = i, i + 1
-    strides = None if all(k == 1 for k in st) else st
-    if strides is not None or any(lo) or tuple(hi) != shape:
+    if cut or strides is not None:
         x = lax.slice(x, lo, hi, strides)
     if rev:
         x = lax.rev(x, tuple(rev))
