@@ -368,6 +368,9 @@ class CupyBackend(Backend):
         gets float32 widenings through :meth:`_bf16_call`."""
         from plax.core.jaxpr import JaxprEqn, Var
         from plax.core.shaped_array import ShapedArray
+        from plax.lowering import inserts_unit_axes
+        if gpu is not None and inserts_unit_axes(primitive, tuple(buffers[0].shape), params):
+            return gpu(*buffers, **params)  # new size-1 axes (x[None]): a view, no kernel
         avals = [ShapedArray(tuple(b.shape), np.dtype(b.dtype)) for b in buffers]
         key = (primitive, _freeze(params), tuple((a.shape, a.dtype) for a in avals))
         launcher = self._launchers.get(key)

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from plax.lowering import Emitter, call_body, fusion_kind
+from plax.lowering import Emitter, call_body, fusion_kind, inserts_unit_axes
 
 from plax_cupy import codegen
 
@@ -70,7 +70,9 @@ class CupyEmitter(Emitter):
         if call_body(eqn) is not None:
             return None  # spliced into this program by the driver
         prim = eqn.primitive
-        if fusion_kind(prim) is not None and not prim.multiple_results:
+        # (a lone broadcast_in_dim that only inserts size-1 axes is a view: the table's kernel)
+        if fusion_kind(prim) is not None and not prim.multiple_results and not \
+                inserts_unit_axes(prim, eqn.invars[0].aval.shape, eqn.params):
             try:
                 launcher = self._launch(codegen.plan_equation(eqn))
             except codegen.Unsupported as why:

@@ -1,5 +1,5 @@
 """GPU kernels of the shape primitives: broadcast_in_dim, reshape, transpose, squeeze,
-expand_dims, rev, pad, concatenate, iota, and the identities stop_gradient and (checkpoint)
+expand_dims, rev, pad, concatenate, stack, unstack, iota, and the identities stop_gradient and (checkpoint)
 name.
 
 Each is one or two CuPy calls (views where CuPy gives views, else one copy kernel); none reads
@@ -111,6 +111,18 @@ def _pad(x, padding_value, *, padding_config):
 @on_bits
 def _concatenate(*xs, dimension):
     return cupy.concatenate(xs, axis=dimension)
+
+
+@kernel(lax.stack_p)
+@on_bits
+def _stack(*xs, axis):
+    return cupy.stack(xs, axis=axis)
+
+
+@kernel(lax.unstack_p)
+@on_bits
+def _unstack(x, *, axis):
+    return [cupy.take(x, i, axis=axis) for i in range(x.shape[axis])]
 
 
 @kernel(lax.iota_p)

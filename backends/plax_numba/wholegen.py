@@ -7,7 +7,7 @@ array code inside ``kernel``:
 
 * ``reshape``/``squeeze``/``expand_dims`` as views, ``transpose``/``rev``/``slice`` as
   contiguous copies, ``dynamic_slice``/``dynamic_update_slice`` with XLA's clamped starts,
-  ``concatenate``, ``pad`` (no interior padding), ``iota``;
+  ``concatenate``, ``stack``, ``unstack``, ``pad`` (no interior padding), ``iota``;
 * ``dot_general`` as a batched product of ``(batch, m, k)`` by ``(batch, k, n)``: BLAS
   (``np.dot``) for float products of at least :data:`BLAS_MIN`
   multiply-adds, the loops of :mod:`plax_numba.arrays` below that and for integers; float
@@ -662,6 +662,22 @@ def _concatenate(gen, eqn, ins, lines, ind):
     return [name]
 
 
+def _stack(gen, eqn, ins, lines, ind):
+    name = gen.fresh()
+    lines.append(f"{ind}{name} = np.stack(({', '.join(ins)},), axis={int(eqn.params['axis'])})")
+    return [name]
+
+
+def _unstack(gen, eqn, ins, lines, ind):
+    axis = int(eqn.params["axis"])
+    names = []
+    for i in range(len(eqn.outvars)):
+        name = gen.fresh()
+        lines.append(f"{ind}{name} = np.ascontiguousarray({ins[0]}[{':, ' * axis}{i}])")
+        names.append(name)
+    return names
+
+
 def _pad(gen, eqn, ins, lines, ind):
     config = eqn.params["padding_config"]
     if any(int(i) != 0 or int(lo) < 0 or int(hi) < 0 for lo, hi, i in config):
@@ -1154,7 +1170,8 @@ _HANDLERS = {
     lax.reshape_p: _reshape, lax.squeeze_p: _reshape, lax.expand_dims_p: _reshape,
     lax.transpose_p: _transpose, lax.rev_p: _rev, lax.slice_p: _slice,
     lax.dynamic_slice_p: _dynamic_slice, lax.dynamic_update_slice_p: _dynamic_update_slice,
-    lax.concatenate_p: _concatenate, lax.pad_p: _pad, lax.iota_p: _iota,
+    lax.concatenate_p: _concatenate, lax.stack_p: _stack,
+    lax.unstack_p: _unstack, lax.pad_p: _pad, lax.iota_p: _iota,
     lax.dot_general_p: _dot_general, lax.cond_p: _cond, lax.while_p: _while,
     lax.scan_p: _scan,
 }

@@ -65,6 +65,16 @@ def _concatenate(*xs, dimension):
     return np.concatenate(xs, axis=dimension)
 
 
+@impl(lax.stack_p)
+def _stack(*xs, axis):
+    return np.stack(xs, axis=axis)
+
+
+@impl(lax.unstack_p)
+def _unstack(x, *, axis):
+    return [np.take(x, i, axis=axis) for i in range(np.shape(x)[axis])]
+
+
 @impl(lax.iota_p)
 def _iota(*, dtype, shape, dimension):
     line = np.arange(shape[dimension], dtype=dtype)

@@ -114,7 +114,12 @@ class Array:
         """Starts copying to the host (a no-op for host buffers)."""
 
     def delete(self) -> None:
-        self._buf = None
+        """Frees the array's buffer; using the array afterwards raises RuntimeError, as in JAX."""
+        if type(self) is Array:
+            from plax.transforms.donation import mark_deleted
+            mark_deleted(self)
+        else:
+            self._buf = None
 
     def is_deleted(self) -> bool:
         return self._buf is None
@@ -417,6 +422,8 @@ class _ShardedArray(Array):
         if buf is _NOT_GATHERED:
             buf = self._gather(self._device)
             _BUF.__set__(self, buf)
+        elif buf is None:
+            self._check_alive()  # deleted (or donated): JAX's RuntimeError
         return buf
 
     @_buf.setter
@@ -492,7 +499,8 @@ class _ShardedArray(Array):
 
     def _check_alive(self) -> None:
         if not self._pieces:
-            raise RuntimeError("Array has been deleted.")
+            # JAX's words, with the sharded type (``float32[8@i]``)
+            raise RuntimeError(f"Array has been deleted with shape={self.aval}.")
 
     def _buffer_on(self, device) -> Any:
         if device == self._device:

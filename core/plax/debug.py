@@ -72,10 +72,11 @@ def print(fmt: str, *args: Any, ordered: bool = False, **kwargs: Any) -> None:
     _debug_callback(_print, *args, ordered=ordered, **kwargs)
 
 
-def _debug_print_equation(fmt: str, options: dict) -> Callable:
-    """How a :func:`print` staged into a jaxpr prints: JAX 0.10's ``debug_print`` equation
-    with its parameters (the format, whether it has a replacement field first, the tree of
-    ``(args, kwargs)``, the static leaves by position, and NumPy's print options)."""
+def _debug_print_equation(fmt: str, options: dict, record: Any = None) -> Callable:
+    """How a :func:`print` (or :func:`log`, whose ``record`` is the log record it fills in)
+    staged into a jaxpr prints: JAX 0.10's ``debug_print`` equation with its parameters (the
+    format, whether it has a replacement field first, the tree of ``(args, kwargs)``, the
+    log record, the static leaves by position, and NumPy's print options)."""
     import string
     # JAX looks at the first piece of the template only: "{x} and {y}" has placeholders,
     # "{{literal}} {y}" (its first piece is the literal "{") does not
@@ -86,7 +87,7 @@ def _debug_print_equation(fmt: str, options: dict) -> Callable:
         static_args = tuple((i, s[0]) for i, s in enumerate(cb.static) if s is not None)
         return "debug_print", {
             "fmt": fmt, "has_placeholders": has_placeholders, "in_tree": cb.in_tree,
-            "logging_record": None, "np_printoptions": tuple(options.items()),
+            "logging_record": record, "np_printoptions": tuple(options.items()),
             "ordered": params["ordered"], "partitioned": False, "static_args": static_args}
 
     return printed_as
@@ -113,19 +114,26 @@ def log(fmt: str, *args: Any, ordered: bool = False, **kwargs: Any) -> None:
     if not isinstance(fmt, str):
         raise TypeError(f"debug.log fmt must be a string, got {type(fmt).__name__}")
     options = np.get_printoptions()
+    import copy
     caller = sys._getframe(1)
-    where = (caller.f_code.co_filename, caller.f_lineno, caller.f_code.co_name)
     logger = logging.getLogger("plax.debug")
+    # As JAX: the record (source location of the call) is made once, when the call is traced,
+    # and each run hands a copy of it with the formatted message to the logger. It is also
+    # what the staged ``debug_print`` equation shows as ``logging_record``.
+    record = logger.makeRecord(logger.name, logging.INFO, caller.f_code.co_filename,
+                               caller.f_lineno, "", (), None, func=caller.f_code.co_name)
 
     def _log(*a, **k):
         if not logger.isEnabledFor(logging.INFO):
             return
         with np.printoptions(**options):
             message = fmt.format(*a, **k)
-        logger.handle(logger.makeRecord(logger.name, logging.INFO, where[0], where[1], message,
-                                        (), None, func=where[2]))
+        filled = copy.copy(record)
+        filled.msg = message
+        logger.handle(filled)
 
     _log.__name__ = "debug_log"
+    _log.printed_as = _debug_print_equation(fmt, options, record)
     _debug_callback(_log, *args, ordered=ordered, **kwargs)
 
 

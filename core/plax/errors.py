@@ -76,3 +76,8 @@ class UnexpectedTracerError(Exception):
 
 class KeyReuseError(RuntimeError):
     """Reserved for PRNG key-reuse checking."""
+
+
+class JaxRuntimeError(RuntimeError):
+    """An error JAX's runtime (XLA) reports when a program runs, such as an argument buffer
+    donated and read by the same call; plax raises it where JAX's runtime would."""

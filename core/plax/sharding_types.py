@@ -668,6 +668,22 @@ def _concatenate(prim, in_dims, in_avals, params) -> Dims:
     return _all_alike(prim, in_dims, in_avals)  # JAX: operands with shardings split alike
 
 
+def _stack(prim, in_dims, in_avals, params) -> Dims:
+    out = list(_all_alike(prim, in_dims, in_avals))  # JAX: operands split alike
+    out.insert(params["axis"], ())
+    return tuple(out)
+
+
+def _unstack(prim, in_dims, in_avals, params) -> list:
+    from plax.core.shaped_array import short_dtype_name
+    axis, dims, aval = params["axis"], in_dims[0], in_avals[0]
+    if dims[axis]:
+        raise ShardingTypeError(
+            f"unstack operand cannot be sharded on the unstacking axis {axis}. Got operand "
+            f"type={short_dtype_name(aval.dtype)}[{sharded_dims_str(aval.shape, aval.sharding)}]")
+    return [dims[:axis] + dims[axis + 1:]] * aval.shape[axis]
+
+
 for _name in ("transpose",):
     _rules[_name] = _transpose
 for _name in ("argmax", "argmin"):
@@ -682,6 +698,8 @@ _rules["sort"] = _sort
 _rules["top_k"] = _top_k
 _ALONG_UNSPLIT_AXIS = (_cumulative, _sort, _top_k)
 _rules["concatenate"] = _concatenate
+_rules["stack"] = _stack
+_rules["unstack"] = _unstack
 _rules["broadcast_in_dim"] = _broadcast_in_dim
 _rules["squeeze"] = _squeeze
 _rules["reshape"] = _reshape

@@ -25,6 +25,8 @@ def test_moves_of_every_dtype(dtype):
     check(lax.rev_p, x, dimensions=(0, 2))
     check(lax.rev_p, x, dimensions=())
     check(lax.concatenate_p, x, x[:, :2], sample((2, 1, 4), dtype, 1), dimension=1)
+    check(lax.stack_p, x, sample((2, 3, 4), dtype, 1), axis=1)
+    check(lax.unstack_p, x, axis=2)
     check(lax.stop_gradient_p, x)
     check(name_p, x, name="tagged")
 

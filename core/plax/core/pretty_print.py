@@ -13,7 +13,7 @@ from plax.core.jaxpr import (ClosedJaxpr, DropVar, Jaxpr, JaxprEqn, Literal, Var
 #
 # A small layout engine in the style of Wadler's "prettier printer": a document is
 # text, breaks, nesting and groups; a group is laid out on one line when it fits in
-# the width, otherwise each of its own breaks becomes a newline. Jaxprs are built
+# what is left of the line, otherwise each of its own breaks becomes a newline. Jaxprs are built
 # from documents the way JAX lays them out, so short jaxprs print on one line and
 # long equations put one parameter per line.
 
@@ -63,25 +63,22 @@ def _join(sep, docs) -> list:
     return out
 
 
-def _fits(width: int, items: list) -> bool:
-    """Whether the items, in their modes, reach a newline (or the end) within ``width``."""
-    stack = list(items)
+def _fits(width: int, doc) -> bool:
+    """Whether ``doc`` laid out flat (every break as its text) takes at most ``width``
+    columns."""
+    stack = [doc]
     while stack:
         if width < 0:
             return False
-        indent, flat, doc = stack.pop()
-        if isinstance(doc, _Text):
-            width -= doc.width
-        elif isinstance(doc, _Break):
-            if not flat:
-                return True
-            width -= len(doc.text)
-        elif isinstance(doc, list):
-            stack.extend((indent, flat, d) for d in reversed(doc))
-        elif isinstance(doc, _Nest):
-            stack.append((indent + doc.indent, flat, doc.doc))
-        else:  # _Group
-            stack.append((indent, flat, doc.doc))
+        d = stack.pop()
+        if isinstance(d, _Text):
+            width -= d.width
+        elif isinstance(d, _Break):
+            width -= len(d.text)
+        elif isinstance(d, list):
+            stack.extend(reversed(d))
+        else:  # _Nest, _Group
+            stack.append(d.doc)
     return width >= 0
 
 
@@ -105,8 +102,11 @@ def _layout(doc, width: int = WIDTH) -> str:
             stack.extend((indent, flat, x) for x in reversed(d))
         elif isinstance(d, _Nest):
             stack.append((indent + d.indent, flat, d.doc))
-        else:  # _Group: flat if it (and what follows up to the next break) fits
-            fits = flat or _fits(width - col, stack + [(indent, True, d.doc)])
+        else:  # _Group: flat if it fits on what is left of the line
+            # JAX 0.10's rule (jaxlib's pretty printer): only the group itself is measured,
+            # not the text that follows it up to the next break (Lindig's rule). So a run of
+            # binders, each break its own group, wraps only once the column passes the width.
+            fits = flat or _fits(width - col, d.doc)
             stack.append((indent, fits, d.doc))
     return "".join(out)
 

@@ -1,5 +1,5 @@
 """The rest of ``jax.lax`` that is written on other primitives: shape helpers, composites
-(``split``, ``tile``, ``stack``, ``reduce`` with any computation, convolution
+(``split``, ``tile``, ``reduce`` with any computation, convolution
 patches, ...), identity-like staging functions, and the enums and dimension-number types.
 
 Nothing here is a new primitive: each function composes primitives that have their rules and
@@ -26,7 +26,7 @@ __all__ = [
     "conv_general_shape_tuple", "conv_shape_tuple", "conv_transpose_shape_tuple", "dce_sink",
     "dtype", "empty", "index_take", "optimization_barrier", "platform_dependent",
     "reciprocal", "reduce", "reduce_window_shape_tuple", "scatter_apply",
-    "scatter_sub", "shape_as_value", "split", "stack", "stage", "tile", "unstack",
+    "scatter_sub", "shape_as_value", "split", "stage", "tile",
     "custom_linear_solve", "custom_root",
 ]
 
@@ -379,36 +379,6 @@ def tile(operand: ArrayLike, reps: Sequence[int]) -> Array:
     expanded = lax.broadcast_in_dim(x, tuple(v for r, d in zip(reps, x.shape) for v in (r, d)),
                                     tuple(range(1, 2 * x.ndim, 2)))
     return lax.reshape(expanded, tuple(r * d for r, d in zip(reps, x.shape)))
-
-
-def stack(operands: Sequence[ArrayLike], axis: int = 0) -> Array:
-    """Joins arrays of one shape along a new axis ``axis``.
-
-    Example:
-      >>> lax.stack([jnp.ones(2), jnp.zeros(2)], axis=1).shape
-      (2, 2)
-    """
-    lax = _lax()
-    xs = [_jnp().asarray(v) for v in operands]
-    if not xs:
-        raise ValueError("stack requires at least one operand")
-    from plax.lax.base import canonicalize_axis
-    axis = canonicalize_axis(axis, xs[0].ndim + 1)
-    return lax.concatenate([lax.expand_dims(v, (axis,)) for v in xs], axis)
-
-
-def unstack(x: ArrayLike, axis: int = 0) -> tuple:
-    """The slices of ``x`` along ``axis``, as a tuple of arrays of rank ``x.ndim - 1``.
-
-    Example:
-      >>> len(lax.unstack(jnp.ones((2, 3)), axis=1))
-      3
-    """
-    lax = _lax()
-    x = _jnp().asarray(x)
-    from plax.lax.base import canonicalize_axis
-    axis = canonicalize_axis(axis, x.ndim)
-    return tuple(lax.index_in_dim(x, i, axis, keepdims=False) for i in range(x.shape[axis]))
 
 
 def index_take(src: Array, idxs: Sequence[Array], axes: Sequence[int]) -> Array:

@@ -1,5 +1,5 @@
 """Shape primitives: broadcast_in_dim, reshape, transpose, squeeze, expand_dims, rev, pad,
-concatenate and iota, plus the helpers built on them (full, broadcast, ...)."""
+concatenate, stack, unstack and iota, plus the helpers built on them (full, broadcast, ...)."""
 from __future__ import annotations
 
 import math
@@ -323,7 +323,13 @@ def expand_dims(x, dimensions: Sequence[int]):
         raise ValueError(f"repeated axis in expand_dims: {tuple(dimensions)}")
     if not dims:
         return x
-    return expand_dims_p.bind(x, dimensions=dims)
+    # JAX stages broadcast_in_dim here; expand_dims_p stays for rules and plugins that bind it
+    shape = list(aval_of(x).shape)
+    for d in dims:
+        shape.insert(d, 1)
+    return broadcast_in_dim_p.bind(x, shape=tuple(shape),
+                                   broadcast_dimensions=tuple(i for i in range(out_rank)
+                                                              if i not in dims))
 
 
 deflinear(expand_dims_p, lambda ct, x, *, dimensions:
@@ -513,6 +519,128 @@ def _concatenate_batch(vals, dims, *, dimension):
     size = next(aval_of(v).shape[d] for v, d in zip(vals, dims) if d is not None)
     moved = [move_axis_to(v, d, 0, size) for v, d in zip(vals, dims)]
     return concatenate_p.bind(*moved, dimension=dimension + 1), 0
+
+
+# ------------------------------------------------------------------ stack
+
+stack_p = Primitive("stack")
+
+
+@stack_p.def_abstract_eval
+def _stack_abstract_eval(*xs, axis):
+    # JAX 0.10.2's words and types (ValueError for shapes, TypeError for dtypes)
+    if not xs:
+        raise ValueError("stack expects at least one operand, got 0.")
+    if len({x.ndim for x in xs}) != 1:
+        raise ValueError(f"Cannot stack arrays with different numbers of dimensions: got "
+                         f"{', '.join(str(x.shape) for x in xs)}.")
+    if len({x.shape for x in xs}) != 1:
+        raise ValueError(f"All input arrays must have the same shape. Got "
+                         f"{', '.join(str(x.shape) for x in xs)}.")
+    if not 0 <= axis <= xs[0].ndim:
+        raise ValueError(f"stack axis {axis} out of range for operands of rank {xs[0].ndim}")
+    dt = same_dtypes("stack", xs)
+    shape = list(xs[0].shape)
+    shape.insert(axis, len(xs))
+    return ShapedArray(tuple(shape), dt, all(x.weak_type for x in xs))
+
+
+def stack(operands: Sequence, axis: int = 0):
+    """Joins arrays of one shape and dtype along a new axis (one ``stack`` equation, as JAX).
+
+    Args:
+      operands: a non-empty sequence of arrays, all of the same shape and dtype.
+      axis: where the new axis goes in the result (negative counts from its end).
+
+    Returns:
+      An array of rank ``operands[0].ndim + 1`` whose slice ``i`` along ``axis`` is
+      ``operands[i]``.
+
+    Example:
+      >>> lax.stack([jnp.ones(2), jnp.zeros(2)], axis=1).shape
+      (2, 2)
+    """
+    ops = [asarray(o) for o in operands]
+    if not ops:
+        raise ValueError("stack expects at least one operand, got 0.")
+    axis = canonicalize_axis(axis, aval_of(ops[0]).ndim + 1)
+    return stack_p.bind(*ops, axis=int(axis))
+
+
+def _stack_transpose(ct, *xs, axis):
+    if type(ct) is Zero:
+        return [None] * len(xs)
+    parts = unstack_p.bind(ct, axis=axis)  # as JAX: one unstack, whatever operands are known
+    return [p if _undefined(x) else None for p, x in zip(parts, xs)]
+
+
+deflinear(stack_p, _stack_transpose)
+
+
+@register_rule("batch", stack_p)
+def _stack_batch(vals, dims, *, axis):
+    d0 = dims[0]
+    if d0 is not None and all(d == d0 for d in dims):
+        # every operand batched along one axis: stack around it (as JAX's rule)
+        if axis <= d0:
+            return stack_p.bind(*vals, axis=axis), d0 + 1
+        return stack_p.bind(*vals, axis=axis + 1), d0
+    size = next(aval_of(v).shape[d] for v, d in zip(vals, dims) if d is not None)
+    moved = [move_axis_to(v, d, 0, size) for v, d in zip(vals, dims)]
+    return stack_p.bind(*moved, axis=axis + 1), 0
+
+
+# ------------------------------------------------------------------ unstack
+
+unstack_p = Primitive("unstack", multiple_results=True)
+
+
+@unstack_p.def_abstract_eval
+def _unstack_abstract_eval(x, *, axis):
+    if x.ndim == 0:
+        raise ValueError(f"unstack requires arrays with rank > 0, however a scalar array of "
+                         f"shape {x.shape} was passed.")
+    if not 0 <= axis < x.ndim:
+        raise ValueError(f"unstack axis {axis} out of range for operand shape {x.shape}")
+    shape = x.shape[:axis] + x.shape[axis + 1:]
+    return tuple(ShapedArray(shape, x.dtype, x.weak_type) for _ in range(x.shape[axis]))
+
+
+def unstack(x, axis: int = 0) -> tuple:
+    """The slices of ``x`` along ``axis`` (one ``unstack`` equation, as JAX).
+
+    Args:
+      x: an array of rank at least 1.
+      axis: the axis to split (negative counts from the end).
+
+    Returns:
+      A tuple of ``x.shape[axis]`` arrays of rank ``x.ndim - 1``.
+
+    Example:
+      >>> len(lax.unstack(jnp.ones((2, 3)), axis=1))
+      3
+    """
+    x = asarray(x)
+    return tuple(unstack_p.bind(x, axis=int(canonicalize_axis(axis, aval_of(x).ndim))))
+
+
+def _unstack_transpose(cts, x, *, axis):
+    if all(type(ct) is Zero for ct in cts):
+        return [None]
+    from plax.transforms.jvp import instantiate
+    return [stack_p.bind(*[instantiate(ct) for ct in cts], axis=axis)]
+
+
+deflinear(unstack_p, _unstack_transpose)
+
+
+@register_rule("batch", unstack_p)
+def _unstack_batch(vals, dims, *, axis):
+    (x,), (d,) = vals, dims
+    # the batch axis stays where it is; the split axis shifts past it when it is at or after
+    out_axis, out_d = (axis, d - 1) if axis < d else (axis + 1, d)
+    outs = unstack_p.bind(x, axis=out_axis)
+    return outs, [out_d] * len(outs)
 
 
 # ------------------------------------------------------------------ iota

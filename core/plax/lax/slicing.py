@@ -76,7 +76,9 @@ def slice(x, start_indices: Sequence[int], limit_indices: Sequence[int],
         raise TypeError(f"slice strides must have length equal to the number of dimensions of "
                         f"the operand, got strides {tuple(strides)} for operand shape "
                         f"{aval_of(x).shape}.")
-    strides = None if strides is None or all(s == 1 for s in strides) else tuple(int(s) for s in strides)
+    # strides stay as given, all ones included (JAX prints them, and its batching rule keeps
+    # them: vmap of slice_in_dim shows strides=(1, 1))
+    strides = None if strides is None else tuple(int(s) for s in strides)
     if strides is None and start == (0,) * len(start) and limit == aval_of(x).shape:
         return x
     return slice_p.bind(x, start_indices=start, limit_indices=limit, strides=strides)

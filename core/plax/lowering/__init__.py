@@ -16,6 +16,7 @@ _WHERE = {
     "BROADCAST": "fusion", "ELEMENTWISE": "fusion", "REDUCTION": "fusion", "INDEX": "fusion",
     "Cluster": "fusion",
     "find_clusters": "fusion", "fusion_kind": "fusion", "order_for_fusion": "fusion",
+    "inserts_unit_axes": "fusion",
     "register_fusible": "fusion", "sub_cluster": "fusion",
     "dead_after": "liveness", "last_uses": "liveness",
     "literal_value": "literals",

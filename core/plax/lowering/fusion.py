@@ -91,6 +91,23 @@ def fusion_kind(primitive, index: bool = False) -> str | None:
     return None if kind == INDEX and not index else kind
 
 
+def inserts_unit_axes(primitive, operand_shape: tuple, params: dict) -> bool:
+    """Whether an equation is a ``broadcast_in_dim`` that only inserts size-1 axes (as JAX
+    stages ``x[None]`` and ``expand_dims``): a reshape, which a backend runs as a view of its
+    operand rather than as a generated copy when the equation stands alone.
+
+    Example:
+      >>> inserts_unit_axes(plax.lax.broadcast_in_dim_p, (3,),
+      ...                   {"shape": (1, 3), "broadcast_dimensions": (1,)})
+      True
+    """
+    if primitive.name != "broadcast_in_dim":
+        return False
+    shape, dims = params["shape"], params["broadcast_dimensions"]
+    return (all(operand_shape[i] == shape[d] for i, d in enumerate(dims))
+            and all(shape[k] == 1 for k in range(len(shape)) if k not in dims))
+
+
 class Cluster:
     """Consecutive equations a backend may compute in one loop over ``shape``.
 

@@ -228,15 +228,16 @@ def _dynamic_index(x, entries):
     static slices, then one ``dynamic_slice`` of size 1 along the integer-indexed axes (negative
     indices count from the end; out-of-bounds ones are clamped), then a squeeze."""
     from plax.numpy.creation import asarray
-    axis, scalar_axes = 0, []
+    axis, scalar_axes, slices = 0, [], []
     for e in entries:
         if e[0] in _NO_AXIS:
             continue
         if e[0] == "slice":
-            x = _static_slice(x, axis, e[1])
+            slices.append((axis, e[1]))
         else:
             scalar_axes.append((axis, e[1]))
         axis += 1
+    x = _static_slices(x, slices, [])
     shape = get_aval(x).shape
     starts, sizes = [np.int32(0)] * len(shape), list(shape)
     for a, i in scalar_axes:
@@ -273,28 +274,37 @@ def _bools_as_arrays(x, entries):
     return lax.expand_dims(x, insert_at), new_entries
 
 
-def _static_slice(x, axis: int, s: slice):
-    """Applies a static Python slice along ``axis`` with lax.slice / lax.rev."""
-    d = get_aval(x).shape[axis]
-    start, stop, step = s.indices(d)
-    if step > 0:
-        if start == 0 and stop >= d and step == 1:
-            return x
-        n = max(0, (stop - start + step - 1) // step)
-        lo = [0] * get_aval(x).ndim
-        hi = list(get_aval(x).shape)
-        st = [1] * get_aval(x).ndim
-        lo[axis], hi[axis], st[axis] = start, start + max(n - 1, 0) * step + (1 if n else 0), step
-        return lax.slice(x, lo, hi, st)
-    # negative step: reverse, then take a positive-step slice
-    n = max(0, (start - stop - step - 1) // (-step))
-    x = lax.rev(x, (axis,))
-    new_start = d - 1 - start
-    lo = [0] * get_aval(x).ndim
-    hi = list(get_aval(x).shape)
-    st = [1] * get_aval(x).ndim
-    lo[axis], hi[axis], st[axis] = new_start, new_start + max(n - 1, 0) * (-step) + (1 if n else 0), -step
-    return lax.slice(x, lo, hi, st)
+def _static_slices(x, slices, int_axes):
+    """``x`` indexed by static Python slices ``[(axis, slice)]`` and in-range static ints
+    ``[(axis, index)]`` as JAX 0.10.2 stages it: one lax.slice over every axis (unless it keeps
+    everything), whose limit is each slice's stop (not its last element plus one), strides None
+    unless some step is not 1; a negative step slices the elements it keeps with the positive
+    step, then one lax.rev; then one squeeze of the int axes."""
+    shape = get_aval(x).shape
+    lo, hi = [0] * len(shape), list(shape)
+    strides, rev, cut = None, [], bool(int_axes)
+    for axis, s in slices:
+        d = shape[axis]
+        start, stop, step = s.indices(d)
+        if step > 0:
+            lo[axis], hi[axis] = start, max(start, stop)
+        else:
+            lo[axis] = min(d, stop + 1 + abs(start - stop - 1) % -step)
+            hi[axis] = max(lo[axis], start + 1)
+            rev.append(axis)
+        cut = cut or lo[axis] != 0 or hi[axis] != d
+        if abs(step) != 1:
+            strides = strides or [1] * len(shape)
+            strides[axis] = abs(step)
+    for axis, i in int_axes:
+        lo[axis], hi[axis] = i, i + 1
+    if cut or strides is not None:
+        x = lax.slice(x, lo, hi, strides)
+    if rev:
+        x = lax.rev(x, tuple(rev))
+    if int_axes:
+        x = lax.squeeze(x, [a for a, _ in int_axes])
+    return x
 
 
 def _index(x, entries, mode, fill_value):
@@ -302,12 +312,12 @@ def _index(x, entries, mode, fill_value):
     x = whole = asarray(x)
     # 1. static slices and static ints (when no arrays) along the consumed axes
     axis = 0
-    int_axes = []
+    int_axes, slices = [], []
     for e in entries:
         if e[0] in _NO_AXIS:
             continue
         if e[0] == "slice":
-            x = _static_slice(x, axis, e[1])
+            slices.append((axis, e[1]))
         elif e[0] == "int":
             d = get_aval(x).shape[axis]
             if d == 0:
@@ -320,15 +330,9 @@ def _index(x, entries, mode, fill_value):
             int_axes.append((axis, e[1] + d if e[1] < 0 else e[1]))
         axis += 1
     adv = [k for k, e in enumerate(entries) if e[0] == "array"]
-    if not adv:
-        if int_axes:
-            lo = [0] * get_aval(x).ndim
-            hi = list(get_aval(x).shape)
-            for a, i in int_axes:
-                lo[a], hi[a] = i, i + 1
-            x = lax.squeeze(lax.slice(x, lo, hi), [a for a, _ in int_axes])
-        return _insert_new_axes(x, entries, None)
-    return _advanced(x, entries, adv, mode, fill_value)
+    if not adv:  # (one slice for every static slice and int, as JAX)
+        return _insert_new_axes(_static_slices(x, slices, int_axes), entries, None)
+    return _advanced(_static_slices(x, slices, []), entries, adv, mode, fill_value)
 
 
 def _insert_new_axes(x, entries, adv_block):
@@ -354,7 +358,7 @@ def _insert_new_axes(x, entries, adv_block):
 
 def _advanced(x, entries, adv, mode, fill_value):
     from plax.numpy.creation import asarray
-    from plax.numpy.shape_ops import broadcast_arrays, stack
+    from plax.numpy.shape_ops import broadcast_arrays
     contiguous = adv == list(range(adv[0], adv[-1] + 1))
     shape = get_aval(x).shape
     # operand axis of each entry (None and advanced entries consume/skip as usual)
@@ -389,7 +393,10 @@ def _advanced(x, entries, adv, mode, fill_value):
         x = lax.pad(x, lax.full((), 0, get_aval(x).dtype),
                     [(0, 1 if a in empty_axes else 0, 0) for a in range(len(shape))])
         shape = get_aval(x).shape
-    indices = stack(idx_arrays, axis=-1)
+    # the index vectors side by side along a new last axis: each given that axis, then one
+    # concatenate (JAX's gather indices; not a stack equation)
+    nd = len(batch_shape)
+    indices = lax.concatenate([lax.expand_dims(i, (nd,)) for i in idx_arrays], nd)
     slice_axes = [a for a in range(len(shape)) if a not in adv_axes]
     n_before = sum(1 for k, e in enumerate(entries) if e[0] == "slice" and k < adv[0]) if contiguous else 0
     nb = len(batch_shape)

@@ -183,35 +183,85 @@ def expand_dims(a, axis):
     return lax.expand_dims(a, axes)
 
 
+def _with_ndmin(a, ndmin: int):
+    """``a`` with leading size-1 axes up to rank ``ndmin`` (``jnp.array(a, ndmin=...)``)."""
+    shape = _shape(a)
+    missing = ndmin - len(shape)
+    if missing <= 0:
+        return a
+    return lax.broadcast_in_dim(a, (1,) * missing + shape, tuple(range(missing, ndmin)))
+
+
+@jit_when_traced
 def atleast_1d(*arys):
-    """Views of the inputs with at least one dimension."""
-    out = [lax.reshape(a, (1,)) if get_aval(a).ndim == 0 else a for a in map(asarray_weak, arys)]
+    """The inputs, each with at least one dimension (a scalar becomes shape ``(1,)``).
+
+    Staged as one ``jit`` call named ``atleast_1d``, as in JAX.
+
+    Args:
+      *arys: arrays or scalars.
+
+    Returns:
+      One array for one input, else a list of arrays.
+
+    Example:
+      >>> jnp.atleast_1d(1.0)
+      Array([1.], dtype=float32, weak_type=True)
+    """
+    check_arraylike("atleast_1d", *arys)
+    out = [_with_ndmin(a, 1) for a in map(asarray_weak, arys)]
     return out[0] if len(out) == 1 else out
 
 
 @jit_when_traced
 def atleast_2d(*arys):
-    """Views of the inputs with at least two dimensions."""
-    out = []
-    for a in map(asarray_weak, arys):
-        nd = get_aval(a).ndim
-        out.append(a if nd >= 2 else lax.reshape(a, (1,) * (2 - nd) + _shape(a)))
+    """The inputs, each with at least two dimensions (size-1 axes added in front).
+
+    Staged as one ``jit`` call named ``atleast_2d``, as in JAX.
+
+    Args:
+      *arys: arrays or scalars.
+
+    Returns:
+      One array for one input, else a list of arrays.
+
+    Example:
+      >>> jnp.atleast_2d(jnp.ones(3)).shape
+      (1, 3)
+    """
+    check_arraylike("atleast_2d", *arys)
+    out = [_with_ndmin(a, 2) for a in map(asarray_weak, arys)]
     return out[0] if len(out) == 1 else out
 
 
+#: where atleast_3d puts the new size-1 axes of an operand of rank 0, 1, 2 (NumPy's rule)
+_ATLEAST_3D_AXES = {0: (0, 1, 2), 1: (0, 2), 2: (2,)}
+
+
+@jit_when_traced
 def atleast_3d(*arys):
-    """Views of the inputs with at least three dimensions."""
-    out = []
-    for a in map(asarray_weak, arys):
-        s = _shape(a)
-        if len(s) == 0:
-            a = lax.reshape(a, (1, 1, 1))
-        elif len(s) == 1:
-            a = lax.reshape(a, (1, s[0], 1))
-        elif len(s) == 2:
-            a = lax.reshape(a, s + (1,))
-        out.append(a)
-    return out[0] if len(out) == 1 else out
+    """The inputs, each with at least three dimensions: ``(N,)`` becomes ``(1, N, 1)`` and
+    ``(M, N)`` becomes ``(M, N, 1)``, as NumPy.
+
+    Staged as one ``jit`` call named ``atleast_3d`` (several inputs: one per input inside
+    it), as in JAX.
+
+    Args:
+      *arys: arrays or scalars.
+
+    Returns:
+      One array for one input, else a list of arrays.
+
+    Example:
+      >>> jnp.atleast_3d(jnp.ones(3)).shape
+      (1, 3, 1)
+    """
+    check_arraylike("atleast_3d", *arys)
+    if len(arys) != 1:
+        return [atleast_3d(a) for a in arys]
+    a = asarray_weak(arys[0])
+    axes = _ATLEAST_3D_AXES.get(get_aval(a).ndim)
+    return a if axes is None else lax.expand_dims(a, axes)
 
 
 def concatenate(arrays, axis: int | None = 0, dtype=None):
@@ -222,7 +272,7 @@ def concatenate(arrays, axis: int | None = 0, dtype=None):
       Array([0., 0., 1.], dtype=float32)
     """
     if isinstance(arrays, (np.ndarray,)) or hasattr(arrays, "aval"):
-        arrays = list(arrays)
+        return _concatenate_array(arrays, axis, dtype)
     if not len(arrays):
         raise ValueError("Need at least one array to concatenate.")
     check_arraylike("concatenate", *arrays)
@@ -249,65 +299,166 @@ def concatenate(arrays, axis: int | None = 0, dtype=None):
     return lax.concatenate(arrays, axis)
 
 
+def _concatenate_array(arr, axis, dtype):
+    """``concatenate(list(arr), axis)`` for an array ``arr`` as one reshape (its leading axis
+    moved beside ``axis`` and merged into it), as JAX stages it."""
+    arr = asarray_weak(arr)
+    if dtype is not None:
+        arr = lax.convert_element_type(arr, dtypes.check_user_dtype(dtype, "concatenate"))
+    shape = _shape(arr)
+    if not shape or shape[0] == 0:
+        raise ValueError("Need at least one array to concatenate.")
+    if axis is None:
+        return lax.reshape(arr, (math.prod(shape),))
+    if len(shape) == 1:
+        raise ValueError("Zero-dimensional arrays cannot be concatenated.")
+    axis = canonicalize_axis(axis, len(shape) - 1)
+    new = shape[1:axis + 1] + (shape[0] * shape[axis + 1],) + shape[axis + 2:]
+    return lax.reshape(arr, new, (*range(1, axis + 1), 0, *range(axis + 1, len(shape))))
+
+
 concat = concatenate
 
 
 def stack(arrays, axis: int = 0, out=None, dtype=None):
-    """Joins arrays of equal shape along a new axis.
+    """Joins arrays of equal shape along a new axis (one ``stack`` equation, as JAX).
+
+    Args:
+      arrays: a sequence of arrays of one shape, or an array (stacked along its first axis).
+      axis: where the new axis goes in the result.
+      out: unsupported (NotImplementedError, as JAX).
+      dtype: the result's dtype (default: the operands' promoted dtype).
+
+    Returns:
+      The stacked array, of rank one more than the operands'.
 
     Example:
       >>> jnp.stack([jnp.zeros(2), jnp.ones(2)]).shape
       (2, 2)
     """
-    if hasattr(arrays, "aval") or isinstance(arrays, np.ndarray):
-        arrays = list(arrays)
     if not len(arrays):
         raise ValueError("Need at least one array to stack.")
+    if out is not None:
+        raise NotImplementedError("The 'out' argument to jnp.stack is not supported.")
+    if hasattr(arrays, "aval") or isinstance(arrays, np.ndarray):
+        # an array: its slices, stacked, are a transpose of it (JAX: expand + concatenate)
+        arrays = asarray_weak(arrays)
+        axis = canonicalize_axis(axis, get_aval(arrays).ndim)
+        return concatenate(lax.expand_dims(arrays, (axis + 1,)), axis, dtype)
     check_arraylike("stack", *arrays)
     arrays = [asarray_weak(a) for a in arrays]
-    shape = _shape(arrays[0])
-    for a in arrays:
-        if _shape(a) != shape:
-            raise ValueError(f"All input arrays must have the same shape, got "
-                             f"{[_shape(x) for x in arrays]}")
-    axis = canonicalize_axis(axis, len(shape) + 1)
-    expanded = [lax.expand_dims(a, (axis,)) for a in arrays]
-    return concatenate(expanded, axis, dtype)
+    if dtype is not None:
+        dtype = dtypes.check_user_dtype(dtype, "stack")
+        arrays = [lax.convert_element_type(a, dtype) for a in arrays]
+    else:
+        arrays = promote_dtypes(*arrays)
+    return lax.stack(arrays, axis)
 
 
 def unstack(x, axis: int = 0) -> tuple:
     """Splits ``x`` along ``axis`` into a tuple of arrays without that axis."""
-    x = asarray_weak(x)
-    shape = _shape(x)
-    axis = canonicalize_axis(axis, len(shape))
-    return tuple(lax.index_in_dim(x, i, axis, keepdims=False) for i in range(shape[axis]))
+    check_arraylike("unstack", x)
+    return lax.unstack(asarray_weak(x), axis)
+
+
+def _is_array(tup) -> bool:
+    return hasattr(tup, "aval") or isinstance(tup, np.ndarray)
 
 
 def hstack(tup, dtype=None):
-    """Stacks arrays horizontally (along axis 1, or 0 for 1-D arrays)."""
-    arrs = [atleast_1d(a) for a in tup]
-    return concatenate(arrs, 0 if get_aval(arrs[0]).ndim == 1 else 1, dtype)
+    """Stacks arrays horizontally: along axis 1, or axis 0 for 1-D arrays.
+
+    Args:
+      tup: a sequence of arrays, or an array (its slices along axis 0).
+      dtype: the result's dtype (default: the promoted dtype).
+
+    Returns:
+      The concatenated array.
+
+    Example:
+      >>> jnp.hstack([jnp.zeros(2), jnp.ones(1)])
+      Array([0., 0., 1.], dtype=float32)
+    """
+    from plax.transforms.vmap_api import vmap
+    if _is_array(tup):
+        arrs = vmap(atleast_1d)(asarray_weak(tup))
+        first_ndim = get_aval(arrs).ndim - 1
+    else:
+        check_arraylike("hstack", *tup)
+        arrs = [atleast_1d(a) for a in tup]
+        first_ndim = get_aval(arrs[0]).ndim
+    return concatenate(arrs, 0 if first_ndim == 1 else 1, dtype)
 
 
 def vstack(tup, dtype=None):
-    """Stacks arrays vertically (row-wise)."""
-    return concatenate([atleast_2d(a) for a in tup], 0, dtype)
+    """Stacks arrays vertically: each made at least 2-D, then joined along axis 0.
+
+    Args:
+      tup: a sequence of arrays, or an array (its slices along axis 0).
+      dtype: the result's dtype (default: the promoted dtype).
+
+    Returns:
+      The concatenated array.
+
+    Example:
+      >>> jnp.vstack([jnp.zeros(2), jnp.ones(2)]).shape
+      (2, 2)
+    """
+    from plax.transforms.vmap_api import vmap
+    if _is_array(tup):
+        arrs = vmap(atleast_2d)(asarray_weak(tup))
+    else:
+        check_arraylike("vstack", *tup)
+        arrs = [atleast_2d(a) for a in tup]
+    return concatenate(arrs, 0, dtype)
 
 
 row_stack = vstack
 
 
 def dstack(tup, dtype=None):
-    """Stacks arrays along the third axis."""
-    return concatenate([atleast_3d(a) for a in tup], 2, dtype)
+    """Stacks arrays along the third axis, each made at least 3-D first.
+
+    Args:
+      tup: a sequence of arrays, or an array (its slices along axis 0).
+      dtype: the result's dtype (default: the promoted dtype).
+
+    Returns:
+      The concatenated array.
+
+    Example:
+      >>> jnp.dstack([jnp.zeros(2), jnp.ones(2)]).shape
+      (1, 2, 2)
+    """
+    from plax.transforms.vmap_api import vmap
+    if _is_array(tup):
+        arrs = vmap(atleast_3d)(asarray_weak(tup))
+    else:
+        check_arraylike("dstack", *tup)
+        arrs = [atleast_3d(a) for a in tup]
+    return concatenate(arrs, 2, dtype)
 
 
 def column_stack(tup):
-    """Stacks 1-D arrays as columns of a 2-D array."""
-    arrs = []
-    for a in tup:
-        a = asarray_weak(a)
-        arrs.append(lax.reshape(a, (get_aval(a).size, 1)) if get_aval(a).ndim < 2 else a)
+    """Stacks 1-D arrays as the columns of a 2-D array (arrays of rank 2 or more as they are).
+
+    Args:
+      tup: a sequence of arrays, or an array (its slices along axis 0).
+
+    Returns:
+      The concatenated array, joined along axis 1.
+
+    Example:
+      >>> jnp.column_stack([jnp.zeros(2), jnp.ones(2)]).shape
+      (2, 2)
+    """
+    from plax.transforms.vmap_api import vmap
+    if _is_array(tup):
+        tup = asarray_weak(tup)
+        arrs = (vmap(lambda x: atleast_2d(x).T)(tup) if get_aval(tup).ndim < 3 else tup)
+    else:
+        check_arraylike("column_stack", *tup)
+        arrs = [a if get_aval(a).ndim >= 2 else atleast_2d(a).T for a in map(asarray_weak, tup)]
     return concatenate(arrs, 1)
 
 

@@ -367,12 +367,16 @@ class JitFunction:
     _donates: bool = False
 
     def _call_donating(self, args, kwargs):
-        """A call that donates arguments: run, then delete what JAX would have aliased."""
-        from plax.transforms.donation import donate
-        out = self._call_general(args, kwargs)
+        """A call that donates arguments: refuse a donated buffer the call also reads (JAX's
+        runtime error), run, then delete what JAX would have aliased."""
+        from plax.transforms.donation import check_no_donated_reuse, donate
         dyn_args, dyn_kwargs, static = self.sig.split(args, kwargs)
         leaves, treedef = _tree_flatten((dyn_args, dyn_kwargs))
-        donate(leaves, _donated_leaves(self, len(args), static, treedef), out)
+        donated = _donated_leaves(self, len(args), static, treedef)
+        check_no_donated_reuse(leaves, donated,
+                               lambda: self.lower(*args, **kwargs).jaxpr.out_avals)
+        out = self._call_general(args, kwargs)
+        donate(leaves, donated, out)
         return out
 
     def __call__(self, *args, **kwargs):
@@ -886,6 +890,12 @@ class Compiled:
             raise TypeError(f"Function compiled with input pytree does not match the input "
                             f"pytree it was called with: it was compiled for "
                             f"{lowered.in_tree} and called with {treedef}.")
+        for i, x in enumerate(leaves):
+            if isinstance(x, Array) and x.is_deleted():
+                # what XLA says of a deleted (or donated) buffer handed to an executable
+                raise ValueError(f"INVALID_ARGUMENT: Invalid buffer passed to Execute() as "
+                                 f"argument {i} to replica 0: INVALID_ARGUMENT: Buffer has "
+                                 f"been deleted or donated.")
         try:
             got = [abstractify(x) for x in leaves]
         except TypeError:

@@ -156,9 +156,18 @@ def defzero_jet(prim) -> None:
 
 for _p in (binary.add_p, binary.sub_p, binary.add_any_p, unary.neg_p, reduction.reduce_sum_p,
            shape.reshape_p, shape.broadcast_in_dim_p, shape.transpose_p, shape.squeeze_p,
-           shape.expand_dims_p, shape.rev_p, shape.pad_p, shape.concatenate_p,
+           shape.expand_dims_p, shape.rev_p, shape.pad_p, shape.concatenate_p, shape.stack_p,
            slicing.slice_p, cumulative.cumsum_p, unary.real_p, unary.imag_p, unary.conj_p):
     deflinear_jet(_p)
+
+@register_rule("jet", shape.unstack_p)
+def _unstack_jet(primals, series, *, axis):
+    # linear, with one result per slice: each result's series is its slice of each term
+    (x,), (s,) = primals, series
+    out = shape.unstack_p.bind(x, axis=axis)
+    cols = [shape.unstack_p.bind(t, axis=axis) for t in _terms(x, s, _order(series))]
+    return out, [[c[j] for c in cols] for j in range(len(out))]
+
 
 defstructural_jet(select_n_p, linear=tuple(range(1, 64)))
 defstructural_jet(slicing.dynamic_slice_p, linear=(0,))

@@ -148,3 +148,15 @@ def test_absent_plugin_gives_a_clear_error(monkeypatch):
         monkeypatch.undo()
         plugins.reset()
     assert plax.experimental.jet.jet is jet
+
+
+def test_stack_and_unstack_series_against_the_derivatives():
+    # f(x) = sin x + x**3 through one stack and one unstack equation: its first two Taylor
+    # coefficients along v = 1 are cos x + 3x**2 and -sin x + 6x
+    def f(x):
+        return jnp.stack([jnp.sin(x), x * x])[0] + lax.unstack(jnp.stack([x, x]))[1] ** 3
+    x = np.float32(0.7)
+    primal, (d1, d2) = jet(f, (x,), ([np.float32(1.0), np.float32(0.0)],))
+    np.testing.assert_allclose(float(primal), math.sin(0.7) + 0.7 ** 3, rtol=1e-6)
+    np.testing.assert_allclose(float(d1), math.cos(0.7) + 3 * 0.7 ** 2, rtol=1e-6)
+    np.testing.assert_allclose(float(d2), -math.sin(0.7) + 6 * 0.7, rtol=1e-6)

@@ -134,7 +134,9 @@ def pmap(fun: Callable | None = None, axis_name: Hashable | None = None, *, in_a
       devices: the devices to run on (default: the default platform's, in order).
       backend: the backend that compiles and runs the per-device program.
       axis_size: the mapped size when no argument is mapped.
-      donate_argnums: accepted; plax does not reuse argument buffers.
+      donate_argnums: arguments given up to the call, as in JAX: a donated array already
+        sharded as a result is (a pmap result passed back in) is deleted; plax does not
+        reuse its memory.
       global_arg_shapes: accepted and ignored (as in recent JAX).
 
     Returns:
@@ -161,7 +163,7 @@ def pmap(fun: Callable | None = None, axis_name: Hashable | None = None, *, in_a
     if isinstance(in_axes, list):
         in_axes = tuple(in_axes)
     static = _int_tuple(static_broadcasted_argnums, "static_broadcasted_argnums")
-    _int_tuple(donate_argnums, "donate_argnums")
+    donated_nums = _int_tuple(donate_argnums, "donate_argnums")
     name = axis_name if axis_name is not None else object()  # anonymous axes never match
     cache = _Cache()
 
@@ -232,9 +234,24 @@ def pmap(fun: Callable | None = None, axis_name: Hashable | None = None, *, in_a
                         offset=pindex * size, transport=transport)
         if float_checks.active():  # jax_debug_nans / jax_debug_infs
             _check_sharded_outputs(out)
+        if donated_nums:
+            _donate(args, static_idx, kwargs, donated_nums, leaves, out)
         return out
 
     return mapped
+
+
+def _donate(args, static_idx, kwargs, donated_nums, leaves, out) -> None:
+    """Deletes the donated arguments a result took over, as JAX's pmap does: only arrays
+    already sharded over the devices as a result is (a pmap result passed back in); others
+    were copied to the devices and stay."""
+    from plax.transforms.donation import donate
+    nargs = len(args)
+    nums = {i % nargs for i in donated_nums if -nargs <= i < nargs}
+    flags = (tuple(tree_util.tree_map(lambda _, d=(i in nums): d, args[i])
+                   for i in range(nargs) if i not in static_idx),
+             tree_util.tree_map(lambda _: False, kwargs))
+    donate(leaves, tree_util.tree_leaves(flags), out, sharded_only=True)
 
 
 def _check_sharded_outputs(out) -> None:

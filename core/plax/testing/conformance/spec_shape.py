@@ -1,5 +1,5 @@
 """Specs of the shape primitives: broadcast_in_dim, reshape, transpose, squeeze, expand_dims, rev,
-pad, concatenate and iota. They move values without arithmetic, so every dtype must come back
+pad, concatenate, stack, unstack and iota. They move values without arithmetic, so every dtype must come back
 bit for bit; references are written as index loops (or plain NumPy indexing)."""
 from __future__ import annotations
 
@@ -169,6 +169,65 @@ def _concat_grads():
 
 
 SPECS.append(Spec(lax.concatenate_p, ALL, _concat_cases, grads=_concat_grads))
+
+
+# ------------------------------------------------------------------ stack / unstack
+
+#: (operand shape, number of operands or of slices, axis)
+STACK_CONFIGS = [((3,), 2, 0), ((3,), 3, 1), ((2, 3), 2, 1), ((2, 3), 1, 2), ((), 4, 0),
+                 ((0, 2), 2, 1)]
+
+
+def _stack_ref(*xs, axis):
+    """Slice ``i`` along ``axis`` of the result is operand ``i`` (written by indexing)."""
+    shape = list(xs[0].shape)
+    shape.insert(axis, len(xs))
+    out = np.empty(shape, xs[0].dtype)
+    for i, x in enumerate(xs):
+        out[(slice(None),) * axis + (i,)] = x
+    return out
+
+
+def _stack_cases(d):
+    return [Case({"axis": axis}, lambda rng, s=s, n=n: [values(rng, s, d) for _ in range(n)],
+                 (lambda axis: lambda *xs: _stack_ref(*xs, axis=axis))(axis),
+                 f"{n} x {list(s)} axis={axis}", exact_bits=True) for s, n, axis in STACK_CONFIGS]
+
+
+def _stack_grads():
+    rng = np.random.default_rng(0)
+    return [GradCase((lambda axis: lambda *xs: lax.stack_p.bind(*xs, axis=axis))(axis),
+                     tuple(rand(rng, s, np.float32) for _ in range(n)), label=f"{n} x {s}")
+            for s, n, axis in STACK_CONFIGS[:3]]
+
+
+SPECS.append(Spec(lax.stack_p, ALL, _stack_cases, grads=_stack_grads))
+
+
+def _unstack_ref(x, *, axis):
+    return [x[(slice(None),) * axis + (i,)] for i in range(x.shape[axis])]
+
+
+def _unstack_cases(d):
+    return [Case({"axis": axis}, lambda rng, s=s, n=n, axis=axis: [values(rng, _with(s, axis, n), d)],
+                 (lambda axis: lambda x: _unstack_ref(x, axis=axis))(axis),
+                 f"{list(_with(s, axis, n))} axis={axis}", exact_bits=True)
+            for s, n, axis in STACK_CONFIGS]
+
+
+def _with(shape, axis, n) -> tuple:
+    """``shape`` with an axis of length ``n`` inserted at ``axis``."""
+    return tuple(shape[:axis]) + (n,) + tuple(shape[axis:])
+
+
+def _unstack_grads():
+    rng = np.random.default_rng(0)
+    return [GradCase((lambda axis: lambda x: list(lax.unstack_p.bind(x, axis=axis)))(axis),
+                     (rand(rng, _with(s, axis, n), np.float32),), label=f"{s} axis={axis}")
+            for s, n, axis in STACK_CONFIGS[:3]]
+
+
+SPECS.append(Spec(lax.unstack_p, ALL, _unstack_cases, grads=_unstack_grads))
 
 
 # ------------------------------------------------------------------ iota

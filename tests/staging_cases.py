@@ -1,0 +1,61 @@
+"""Programs whose jaxprs JAX 0.10.2 prints in a particular way (issue 25: staging and
+printing), shared by ``test_staging_as_jax.py`` and ``record_staging_as_jax.py``.
+
+Each case is ``name -> build(jax, jnp) -> (function, example arguments)``, written once for
+both libraries (``jax`` is ``plax`` or JAX itself)."""
+from __future__ import annotations
+
+import numpy as np
+
+
+def _m():
+    return np.ones((2, 3), np.float32)
+
+
+def _v():
+    return np.ones(3, np.float32)
+
+
+CASES = {
+    # stacking: one stack equation, jit calls of broadcast_in_dim for atleast_*d
+    "stack": lambda jax, jnp: (lambda x: jnp.stack([x, x]), (_v(),)),
+    "stack_axis_last": lambda jax, jnp: (lambda x: jnp.stack([x, 2.0 * x], axis=-1), (_m(),)),
+    "stack_scalars": lambda jax, jnp: (lambda x: jnp.stack([x[0], x[1]]), (_v(),)),
+    "stack_dtype": lambda jax, jnp: (lambda x: jnp.stack([x, x], dtype=jnp.int32), (_m(),)),
+    "stack_of_array": lambda jax, jnp: (lambda x: jnp.stack(x, axis=1), (_m(),)),
+    "vstack": lambda jax, jnp: (lambda x: jnp.vstack([x, x]), (_v(),)),
+    "hstack": lambda jax, jnp: (lambda x: jnp.hstack([x, x]), (_m(),)),
+    "dstack": lambda jax, jnp: (lambda x: jnp.dstack([x, x]), (_v(),)),
+    "column_stack": lambda jax, jnp: (lambda x: jnp.column_stack([x, x]), (_v(),)),
+    "hstack_of_array": lambda jax, jnp: (lambda x: jnp.hstack(x), (_m(),)),
+    "concatenate_of_array": lambda jax, jnp: (lambda x: jnp.concatenate(x), (_m(),)),
+    "expand_dims": lambda jax, jnp: (lambda x: jnp.expand_dims(x, (0, -1)), (_v(),)),
+    "new_axes": lambda jax, jnp: (lambda x: x[None, :, None], (_v(),)),
+    "atleast_1d": lambda jax, jnp: (jnp.atleast_1d, (_v(),)),
+    "atleast_2d_scalar": lambda jax, jnp: (lambda x: jnp.atleast_2d(x[0]), (_v(),)),
+    "atleast_3d_two": lambda jax, jnp: (lambda x: jnp.atleast_3d(x, x[0]), (_m(),)),
+    "unstack": lambda jax, jnp: (lambda x: jnp.unstack(x, axis=1), (_m(),)),
+    "grad_of_stack": lambda jax, jnp: (jax.grad(lambda x: jnp.stack([x, 2 * x]).sum()), (_v(),)),
+    "vmap_of_stack": lambda jax, jnp: (jax.vmap(lambda x: jnp.stack([x, x], axis=1), in_axes=1),
+                                       (_m(),)),
+    "vmap_stack_unbatched": lambda jax, jnp: (
+        jax.vmap(lambda x, y: jnp.stack([x, y]), in_axes=(0, None)), (_m(), _v())),
+    # slices: JAX keeps all-one strides given to lax.slice, and its batcher keeps them
+    "vmap_slice_in_dim": lambda jax, jnp: (jax.vmap(lambda x: jax.lax.slice_in_dim(x, 1, 3)),
+                                           (_m(),)),
+    "slice_step": lambda jax, jnp: (lambda x: x[::2], (np.ones(6, np.float32),)),
+    "slice_negative_step": lambda jax, jnp: (lambda x: x[5:1:-2], (np.ones(6, np.float32),)),
+    "slice_and_int": lambda jax, jnp: (lambda x: x[1, 1:3], (_m(),)),
+    "slices_two_axes": lambda jax, jnp: (lambda x: x[1:, ::-2], (_m(),)),
+    # line breaking: runs of binders wrap once the column passes 80, as jaxlib's printer
+    "binders_9": lambda jax, jnp: (lambda x: jax.lax.unstack(x), (np.ones((9, 3), np.float32),)),
+    "binders_10": lambda jax, jnp: (lambda x: jax.lax.unstack(x), (np.ones((10, 3), np.float32),)),
+    "binders_30": lambda jax, jnp: (lambda x: jax.lax.unstack(x), (np.ones((30, 3), np.float32),)),
+    "invars_8": lambda jax, jnp: (lambda *a: [x + 1 for x in a], (_v(),) * 8),
+    "invars_9": lambda jax, jnp: (lambda *a: [x + 1 for x in a], (_v(),) * 9),
+}
+
+
+def jaxpr_text(jax, jnp, name: str) -> str:
+    fun, args = CASES[name](jax, jnp)
+    return str(jax.make_jaxpr(fun)(*args))
