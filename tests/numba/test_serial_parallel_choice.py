@@ -134,3 +134,39 @@ def test_the_choice_is_measured_and_sync_mode_compiles_no_serial_form(fresh_cach
         assert_bits_equal(np.asarray(h(x)), want)
     assert offered == [["parallel", "serial"], "serial"], offered
     assert len(compiled) == 2
+
+
+def test_the_tiered_path_times_the_serial_form_it_compiled_first(fresh_cache, monkeypatch):
+    # tiering hands the worker the serial form, then the parallel kernel (two compilations,
+    # as before the choice existed); once the parallel kernel is loaded, both are timed
+    import time
+    from plax_numba import cache, compile_worker, tiered
+    monkeypatch.delenv("PLAX_NUMBA_SYNC", raising=False)
+    monkeypatch.delenv("PLAX_NUMBA_WORKERS", raising=False)
+    monkeypatch.setenv("PLAX_NUMBA_COMPILE_AFTER", "1")
+    submitted, offered = [], []
+    real_submit, real_faster_of = compile_worker.submit, tiered.faster_of
+
+    def submit(fn, *args):
+        if fn is cache.compile_for_cache:
+            submitted.append(args[0])
+        return real_submit(fn, *args)
+    monkeypatch.setattr(compile_worker, "submit", submit)
+
+    def spy(forms, keep, trials=None, clock=None):
+        offered.append(sorted(forms))
+        return real_faster_of(forms, lambda name, fn: (offered.append(name), keep(name, fn)),
+                              trials=2, clock=_clock((1.0, 9.0)))
+    monkeypatch.setattr(tiered, "faster_of", spy)
+    x = np.linspace(-20, 20, 1 << 20, dtype=np.float32)
+    want = np.asarray(plax.jit(_chain, backend="numpy")(x))
+    f = plax.jit(lambda v: _chain(v), backend="numba")
+    deadline = time.monotonic() + 300  # (no timing asserted: a stuck compilation fails)
+    while "serial" not in offered:
+        assert time.monotonic() < deadline, "the parallel kernel never arrived"
+        assert_bits_equal(np.asarray(f(x)), want)
+        tiered.wait_idle(timeout=1.0)
+    assert_bits_equal(np.asarray(f(x)), want)
+    assert offered == [["parallel", "serial"], "serial"], offered
+    assert len(submitted) == 2 and cache.serial_variant(submitted[1]) is not None
+    assert submitted[0] == cache.serial_variant(submitted[1])
