@@ -201,14 +201,28 @@ class NumbaEmitter(Emitter):
             fn = cache.entry_point(kernel, plan.arg_types)
             return kernels.yielding_to_blas(fn) if parallel else fn
 
+        serial_text = cache.serial_variant(text)  # None: the kernel is serial
+        serial = {}  # the serial form's entry point, once tiering loaded it
+
         def serial_first(kernel):  # (tiering: a parallel kernel's serial form, meanwhile)
-            ns["_kernel"] = cache.entry_point(kernel, plan.arg_types)
+            serial["fn"] = ns["_kernel"] = cache.entry_point(kernel, plan.arg_types)
             ns["_ready"] = True
 
+        def install(kernel):
+            # a parallel kernel and its serial form, where that is at hand, run in turn,
+            # timed, until the faster is kept (tiered.faster_of): on a host whose cores are
+            # busy the serial loop wins. The serial form is never compiled for this alone
+            # (under PLAX_NUMBA_SYNC=1 that would double every parallel kernel's compile).
+            fn = entry(kernel)
+            if serial_text is not None:
+                other = serial.get("fn") or _serial_entry(serial_text, plan.arg_types)
+                if other is not None:
+                    fn = tiered.faster_of({"serial": other, "parallel": fn},
+                                          lambda name, chosen: ns.update(_kernel=chosen))
+            ns["_kernel"], ns["_ready"] = fn, True
+
         def build():
-            kernel = cache.compile_kernel(text, plan.arg_types)
-            ns["_kernel"] = entry(kernel)
-            ns["_ready"] = True
+            install(cache.compile_kernel(text, plan.arg_types))
 
         def job():
             try:
@@ -219,15 +233,14 @@ class NumbaEmitter(Emitter):
 
         ready = cache.compiled_kernel(text, plan.arg_types)
         if ready is not None:  # compiled earlier in this process: no tiering needed
-            ns["_kernel"], ns["_ready"] = entry(ready), True
+            install(ready)
         elif self.sync:
             try:
                 build()
             except Exception as err:  # noqa: BLE001 - reported, and the equations still run
                 tiered.compile_failed(plan.primitives, path, err)
                 return None
-        elif not _loaded_now(text, plan.arg_types, lambda kernel: ns.update(
-                _kernel=entry(kernel), _ready=True)):
+        elif not _loaded_now(text, plan.arg_types, install):
             ns["_interp"] = tiered.counting(
                 interp, job, tiered.compile_after(),
                 request=lambda: cache.request(text, plan.arg_types, serial_first),
@@ -665,6 +678,20 @@ def _loaded_now(text: str, arg_types: list, use) -> bool:
         return False
     use(kernel)
     return True
+
+
+def _serial_entry(serial_text: str, arg_types: list):
+    """The entry point of a parallel kernel's serial form (:func:`cache.serial_variant`) if
+    it is at hand: compiled earlier in this process, or loaded at once from the disk cache
+    (:func:`cache.load_now`: no compilation, no wait on numba's compiler lock). None
+    otherwise: the parallel kernel then runs alone, untimed."""
+    kernel = cache.compiled_kernel(serial_text, arg_types)
+    if kernel is None and cache.on_disk(serial_text, arg_types):
+        try:
+            kernel = cache.load_now(serial_text, arg_types)
+        except Exception:  # noqa: BLE001 - only a shortcut: the parallel kernel is enough
+            return None
+    return None if kernel is None else cache.entry_point(kernel, arg_types)
 
 
 def native_step(plan, interp, sync: bool, sources: list | None = None):

@@ -25,6 +25,11 @@ own namespace: ``_ready`` and ``_kernel``. The compile job sets them when numba 
 the next call switches to the kernel (one dictionary lookup per call is the whole cost). A
 failed compilation warns once, with the primitives and the generated source's path, and the
 step keeps running the reference path: never a wrong or missing result.
+
+A parallel kernel whose serial form is at hand too (tiering loaded it first, or it is in the
+disk cache) does not keep the parallel loop blindly: :func:`faster_of` times both on the
+step's first calls and keeps the faster (a parallel loop loses when other processes hold
+the cores). A serial form is never compiled only for that timing.
 """
 from __future__ import annotations
 
@@ -35,8 +40,10 @@ import os
 import sys
 import queue
 import threading
+import time
 import traceback
 import warnings
+from collections.abc import Callable
 
 from plax.lowering import PlaxFallbackWarning
 
@@ -152,6 +159,81 @@ def switching(interp, build, after: int, at_once: bool = False):
         return fast(*args) if fast is not None else counted(*args)
     step.__plax_tiered__ = ready  # tests: what the step switched to (None: not yet)
     return step
+
+
+#: calls timed per form before :func:`faster_of` keeps one (``PLAX_NUMBA_CHOICE_TRIALS``)
+CHOICE_TRIALS = 3
+#: what :func:`faster_of` chose, by form name: ``{"serial": 2, "parallel": 5}``
+choices: dict = {}
+
+
+def choice_trials() -> int:
+    """:data:`CHOICE_TRIALS`, or ``$PLAX_NUMBA_CHOICE_TRIALS`` where set (0: no timing, the
+    last form is kept at once)."""
+    value = os.environ.get("PLAX_NUMBA_CHOICE_TRIALS", "").strip()
+    if not value:
+        return CHOICE_TRIALS
+    try:
+        return max(0, int(value))
+    except ValueError:
+        # (read where a kernel is installed, maybe on the compile thread: an exception there
+        # would read as a failed compilation, so the bad setting is named in a warning)
+        warnings.warn(f"PLAX_NUMBA_CHOICE_TRIALS={value!r} is not an integer; timing "
+                      f"{CHOICE_TRIALS} calls of each form. Set it to a count such as 3, "
+                      "or 0 to keep the parallel form without timing.", stacklevel=2)
+        return CHOICE_TRIALS
+
+
+def faster_of(forms: dict[str, Callable], keep: Callable[[str, Callable], None],
+              trials: int | None = None, clock: Callable[[], float] = time.perf_counter
+              ) -> Callable:
+    """A function running the interchangeable ``forms`` (name -> function giving the same
+    results, e.g. a kernel's serial and parallel loops) in turn, timing each call, until each
+    has run ``trials`` times; then it hands the form with the least median time to ``keep``
+    (which installs it where the caller's step will call it directly) and records the choice
+    in :data:`choices`. Which loop is faster depends on the moment's host (a parallel loop
+    loses to the serial one when other processes hold the cores), so it is measured on the
+    program's own calls, never guessed from the core count.
+
+    Args:
+      forms: name -> function; the last one is kept when ``trials`` is 0.
+      keep: called once with ``(name, function)`` of the chosen form.
+      trials: timed calls per form (default :func:`choice_trials`).
+      clock: the timer (tests inject one).
+
+    Returns:
+      The function to call until the choice is made (it keeps working after).
+
+    Example::
+
+      ns["_kernel"] = faster_of({"serial": s, "parallel": p},
+                                lambda name, fn: ns.update(_kernel=fn))
+    """
+    trials = choice_trials() if trials is None else trials
+    names = list(forms)
+    if trials == 0 or len(names) == 1:
+        keep(names[-1], forms[names[-1]])
+        return forms[names[-1]]
+    times: dict = {name: [] for name in names}
+    turn = [0]
+    chosen: list = []
+
+    def run(*args):
+        if chosen:  # (a call that started before the choice)
+            return chosen[0](*args)
+        name = names[turn[0] % len(names)]
+        turn[0] += 1
+        start = clock()
+        out = forms[name](*args)
+        times[name].append(clock() - start)
+        if not chosen and all(len(t) >= trials for t in times.values()):
+            best = min(names, key=lambda n: sorted(times[n])[len(times[n]) // 2])
+            chosen.append(forms[best])
+            choices[best] = choices.get(best, 0) + 1
+            keep(best, forms[best])
+        return out
+    run.__plax_times__ = times  # tests: the measurements
+    return run
 
 
 def compile_failed(primitives: list[str], path: str, err: BaseException,
