@@ -21,7 +21,7 @@ import numpy as np
 from plax import lax
 from plax.lowering import Emitter, Step, body_step, call_body
 
-from plax_numba import cache, codegen, kernels, tiered
+from plax_numba import cache, codegen, kernels, llvm_tier, tiered
 
 
 class NumbaEmitter(Emitter):
@@ -205,10 +205,15 @@ class NumbaEmitter(Emitter):
             ns["_kernel"] = cache.entry_point(kernel, plan.arg_types)
             ns["_ready"] = True
 
+        swap = threading.Lock()
+        final = [False]  # numba's kernel is in use: the first tier must not replace it
+
         def build():
             kernel = cache.compile_kernel(text, plan.arg_types)
-            ns["_kernel"] = entry(kernel)
-            ns["_ready"] = True
+            with swap:
+                final[0] = True
+                ns["_kernel"] = entry(kernel)
+                ns["_ready"] = True
 
         def job():
             try:
@@ -228,10 +233,25 @@ class NumbaEmitter(Emitter):
                 return None
         elif not _loaded_now(text, plan.arg_types, lambda kernel: ns.update(
                 _kernel=entry(kernel), _ready=True)):
-            ns["_interp"] = tiered.counting(
-                interp, job, tiered.compile_after(),
-                request=lambda: cache.request(text, plan.arg_types, serial_first),
-                at_once=cache.on_disk(text, plan.arg_types))
+            at_once = cache.on_disk(text, plan.arg_types)
+            # the first tier: the loop as LLVM IR, built here in milliseconds while numba
+            # compiles the final kernel in the worker (no serial numba form then)
+            first = (llvm_tier.plan(cluster, plan)
+                     if llvm_tier.enabled() and not at_once else None)
+
+            def first_job():
+                fn = llvm_tier.build(first, plan.primitives, path)
+                if fn is not None:
+                    with swap:
+                        if not final[0]:
+                            ns["_kernel"], ns["_ready"] = fn, True
+
+            def request():
+                if first is not None:
+                    tiered.submit(first_job, lane="first tier")
+                cache.request(text, plan.arg_types, serial_first if first is None else None)
+            ns["_interp"] = tiered.counting(interp, job, tiered.compile_after(),
+                                            request=request, at_once=at_once)
         self.kernel_sources.append((path, text))
         return Step(step)
 
