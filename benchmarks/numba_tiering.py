@@ -8,6 +8,8 @@ cache calls the jitted function in a loop until every compile job has finished:
 * ``worker``: the default, kernels compile in a worker process (``plax_numba.compile_worker``)
   and load here from the native objects it writes, without importing numba
   (``plax_numba.native_loader``);
+* ``worker, no first tier``: the same with ``PLAX_NUMBA_FIRST_TIER=0``: no kernel built from
+  LLVM IR in this process (``plax_numba.llvm_tier``) while the worker compiles;
 * ``worker, numba loader``: the same with ``PLAX_NUMBA_NATIVE=0``: kernels load here through
   numba, from its disk cache (before the native loader);
 * ``thread``: ``PLAX_NUMBA_WORKERS=0``, numba compiles in this process's background thread
@@ -19,7 +21,9 @@ cache calls the jitted function in a loop until every compile job has finished:
   the program is built, during the first call).
 
 Columns: the first call's time; the time from the first call until a first kernel is in use
-(a parallel kernel's serial form, which the worker compiles first, or a final kernel) and
+(a first-tier kernel built from LLVM IR in this process, a parallel kernel's serial form,
+which the worker compiles first where the first tier does not take the kernel, or a final
+kernel) and
 until every final kernel is (and the calls made meanwhile); the longest pause (and the 99th
 percentile) of a thread that wakes every 0.5 ms, while compilation runs (how long the
 program's other threads can wait for the GIL; with ``sync`` the first call, tracing included, on the main thread), beside the
@@ -31,10 +35,17 @@ scheduling noise); and, for the worker, the seconds this process spent preparing
 (import, runtime: once per process, overlapped with the worker's compilation) and loading
 the machine code.
 
-The last column is the CPU time spent from the first call until every final kernel was in
+The CPU column is the time spent from the first call until every final kernel was in
 use, by this process (the program's calls included) and by the compile worker (its start
 and warm-up included): on a loaded host the wall-clock times measure mostly the scheduler's
 share, which the CPU times do not.
+
+The last column is how long plax's own loading and linking steps in this process held the
+GIL (:class:`GilClock`): per step (the first tier's ``plan`` on the program's thread, the
+loader's ``set-up``, each numba artifact's ``link``, each ``first tier`` build), the
+thread CPU time outside llvmlite's GIL-releasing C calls, in total and its longest stretch.
+The host pauses a ticking thread by tens of milliseconds with nothing compiling, so the
+pause columns cannot show a few milliseconds; this measures the steps themselves.
 
 Run ``python benchmarks/numba_tiering.py`` (``--workloads selu`` for one); it prints the table.
 Times depend on the host's load: compare rows of one run.

@@ -223,7 +223,11 @@ class NumbaEmitter(Emitter):
                                       serial_form_runs=ns["_ready"])
 
         ready = cache.compiled_kernel(text, plan.arg_types)
-        if ready is not None:  # compiled earlier in this process: no tiering needed
+        only = llvm_tier.only() and llvm_tier.plan(cluster, plan)
+        if only:  # (a testing mode: the first tier alone, built now, no numba)
+            ns["_kernel"] = llvm_tier.build(only, plan.primitives, path)
+            ns["_ready"] = ns["_kernel"] is not None
+        elif ready is not None:  # compiled earlier in this process: no tiering needed
             ns["_kernel"], ns["_ready"] = entry(ready), True
         elif self.sync:
             try:
@@ -238,6 +242,8 @@ class NumbaEmitter(Emitter):
             # compiles the final kernel in the worker (no serial numba form then)
             first = (llvm_tier.plan(cluster, plan)
                      if llvm_tier.enabled() and not at_once else None)
+            if first is not None:
+                llvm_tier.prestart()
 
             def first_job():
                 fn = llvm_tier.build(first, plan.primitives, path)

@@ -22,11 +22,13 @@ fused multiply-adds: the first tier and numba's kernel give the same bits.
 A cluster using anything else is not taken (:func:`plan` returns None and counts why in
 :data:`declined`); its step tiers as before (numba's serial form first). A first-tier build
 that fails warns once (``PlaxFallbackWarning``) and the step keeps running the reference
-path until numba's kernel arrives. ``PLAX_NUMBA_FIRST_TIER=0`` turns the tier off.
+path until numba's kernel arrives. ``PLAX_NUMBA_FIRST_TIER=0`` turns the tier off
+(``only``: see :func:`only`).
 """
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 import struct
 import threading
@@ -64,12 +66,23 @@ def enabled() -> bool:
         "0", "false", "no", "off")
 
 
+def only() -> bool:
+    """Whether the kernels this tier takes run on it alone, built when their program is,
+    numba's kernel never compiled (``PLAX_NUMBA_FIRST_TIER=only``): a testing mode, e.g.
+    the conformance kit on the first tier, with ``PLAX_NUMBA_PARALLEL_MIN=1`` so that every
+    flat elementwise cluster gets the kernel form it takes."""
+    return os.environ.get("PLAX_NUMBA_FIRST_TIER", "").strip().lower() == "only"
+
+
 class FirstTier:
     """A cluster's first-tier kernel: ``ir`` (the module's text), ``entry`` (the entry
     point's symbol), and ``function`` once :func:`build` has linked it."""
 
     def __init__(self, ir: str, entry: str):
         self.ir, self.entry, self.function = ir, entry, None
+        #: for a kernel numba allocates the results of: what :func:`_adapter` needs to
+        #: call the entry point as numba's kernel is called (None: called as it is)
+        self.adapter = None
 
     def __repr__(self) -> str:
         return f"FirstTier({self.entry})"
@@ -260,88 +273,227 @@ def plan(cluster, kernel_plan) -> FirstTier | None:
         return None
 
 
+_REDUCTIONS = {lax.reduce_sum_p: "sum", lax.reduce_prod_p: "prod", lax.reduce_max_p: "max",
+               lax.reduce_min_p: "min"}
+
+
+def _strides(shape) -> list[int]:
+    """Row-major element strides of ``shape``."""
+    out, step = [], 1
+    for n in reversed(shape):
+        out.append(step)
+        step *= int(n)
+    return out[::-1]
+
+
+def _offset(body: _Body, terms: list) -> str:
+    """The register of ``sum(index * stride)`` over ``terms`` (``(index register, stride)``;
+    ``"0"`` for none)."""
+    total = "0"
+    for index, stride in terms:
+        if stride == 0:
+            continue
+        term = index if stride == 1 else body.emit(f"mul nuw nsw i64 {index}, {stride}")
+        total = term if total == "0" else body.emit(f"add nuw nsw i64 {total}, {term}")
+    return total
+
+
+class _Array:
+    """An array the loop function takes: ``role`` ``in``/``out``/``acc``, its element dtype
+    and its number of elements (checked by the entry point)."""
+
+    def __init__(self, role: str, dtype, size: int):
+        self.role, self.dtype, self.size = role, np.dtype(dtype), int(size)
+
+
 def _plan(cluster, kernel_plan) -> FirstTier:
-    if not kernel_plan.out_params or kernel_plan.index_base:
-        raise Unsupported("not a flat elementwise kernel writing into its outputs")
-    n_out = len(cluster.outputs)
+    if kernel_plan.index_base or any(e.primitive is lax.iota_p for e in cluster.eqns):
+        raise Unsupported("iota")
+    shape = tuple(int(n) for n in cluster.shape)
+    rank, size = len(shape), math.prod(shape)
     arg_types = kernel_plan.arg_types
-    n_in = len(arg_types) - n_out - 1
-    if n_in != len(cluster.inputs) or arg_types[-1] != ("int",):
+    n_in = len(cluster.inputs)
+    out_params = bool(kernel_plan.out_params)
+    if arg_types is None or len(arg_types) < n_in:
         raise Unsupported("an argument layout this tier does not know")
-    params, loads, regs = [], [], {}
+    idx = [f"%i{d}" for d in range(rank)]
     body = _Body()
+    lin = _offset(body, list(zip(idx, _strides(shape)))) if rank else "0"
+    params: list[str] = []      # the loop function's parameters: inputs, then `made`
+    made: list = []             # (output index, _Array, parameter) of outputs, accumulators
+    regs: dict = {}
+    reads: dict = {}            # id(input atom) -> its pointer parameter
+    entry_args: list = []       # per entry argument: an _Array, or ("scalar", dtype)
     for j, (atom, t) in enumerate(zip(cluster.inputs, arg_types)):
-        dtype = np.dtype(t[1])
-        if dtype not in _REG:
-            raise Unsupported(f"an operand of {dtype}")
         if t[0] == "scalar":
+            dtype = np.dtype(t[1])
+            if dtype not in _REG:
+                raise Unsupported(f"an operand of {dtype}")
             params.append(f"{_REG[dtype]} %s{j}")
             regs[id(atom)] = f"%s{j}"
-        else:
-            params.append(f"ptr noalias nocapture readonly %p{j}")
-            loads.append((j, dtype))
-            regs[id(atom)] = f"%a{j}"
-    outs = [np.dtype(v.aval.dtype) for v in cluster.outputs]
-    for j, dtype in enumerate(outs):
-        if dtype not in _REG:
-            raise Unsupported(f"an output of {dtype}")
-        params.append(f"ptr noalias nocapture writeonly %o{j}")
-    for eqn in cluster.eqns:
-        if len(eqn.outvars) != 1:
-            raise Unsupported(f"{eqn.primitive.name} (several results)")
-        if eqn.primitive is lax.broadcast_in_dim_p:
-            op = eqn.invars[0]
-            if op.aval.shape and tuple(op.aval.shape) != tuple(cluster.shape):
-                raise Unsupported("a broadcast of an array of another shape")
-            if id(op) not in regs:
-                raise Unsupported("a broadcast of a value the loop does not hold")
-            regs[id(eqn.outvars[0])] = regs[id(op)]
+            entry_args.append(("scalar", dtype))
             continue
-        args = []
-        for v in eqn.invars:
-            if id(v) not in regs:
-                if isinstance(v, Literal):
-                    raise Unsupported("an inline literal")
-                raise Unsupported(f"operand {v} is not readable in the loop")
-            args.append(regs[id(v)])
-        regs[id(eqn.outvars[0])] = _value(body, eqn, args)
-    name = "plax_first_" + hashlib.sha256(
-        (repr(arg_types) + "\n".join(body.lines)).encode()).hexdigest()[:16]
-    lines = [f"define internal void @{name}_loop({', '.join(params + ['i64 %n'])}) "
-             "nounwind {", "entry:", "  %empty = icmp sle i64 %n, 0",
-             "  br i1 %empty, label %exit, label %loop", "loop:",
-             "  %i = phi i64 [ 0, %entry ], [ %i.next, %loop ]"]
-    for j, dtype in loads:
-        loaded = f"%a{j}.m" if dtype == _BOOL else f"%a{j}"
-        lines += [f"  %a{j}.p = getelementptr inbounds {_MEM[dtype]}, ptr %p{j}, i64 %i",
-                  f"  {loaded} = load {_MEM[dtype]}, ptr %a{j}.p, align {_ALIGN[dtype]}"]
-        if dtype == _BOOL:
-            lines.append(f"  %a{j} = icmp ne i8 %a{j}.m, 0")
-    lines += body.lines
-    for j, (v, dtype) in enumerate(zip(cluster.outputs, outs)):
-        if id(v) not in regs:
+        dtype = np.dtype(atom.aval.dtype)
+        if t[0] != "array" or dtype not in _REG or np.dtype(t[1]) != dtype:
+            raise Unsupported(f"an operand of {t}")
+        entry_args.append(_Array("in", dtype, math.prod(atom.aval.shape)))
+        params.append(f"ptr noalias nocapture readonly %p{j}")
+        reads[id(atom)] = f"%p{j}"
+        if tuple(atom.aval.shape) == shape:
+            regs[id(atom)] = _load(body, f"%p{j}", lin, dtype)
+
+    out_lines: list[str] = []   # stores and accumulations, after the body's values
+    outputs = {id(v): k for k, v in enumerate(cluster.outputs)}
+    results: list = [None] * len(cluster.outputs)  # how the adapter returns each output
+    for eqn in cluster.eqns:
+        prim = eqn.primitive
+        if len(eqn.outvars) != 1:
+            raise Unsupported(f"{prim.name} (several results)")
+        out = eqn.outvars[0]
+        if prim is lax.broadcast_in_dim_p:
+            op = eqn.invars[0]
+            if id(op) in regs and (not op.aval.shape or tuple(op.aval.shape) == shape):
+                regs[id(out)] = regs[id(op)]
+            elif id(op) in reads:
+                dims = eqn.params["broadcast_dimensions"]
+                terms = [(idx[d], stride) for j, (d, stride) in
+                         enumerate(zip(dims, _strides(op.aval.shape)))
+                         if not (op.aval.shape[j] == 1 and shape[d] != 1)]
+                regs[id(out)] = _load(body, reads[id(op)], _offset(body, terms),
+                                      np.dtype(op.aval.dtype))
+            else:
+                raise Unsupported("a broadcast of a value the loop does not hold")
+        elif prim in _REDUCTIONS:
+            k = outputs.get(id(out))
+            if k is None:
+                continue  # (numba's kernel computes it, the step never reads it)
+            results[k] = _reduce(body, eqn, regs, idx, shape, k, made, out_lines)
+            continue
+        else:
+            args = []
+            for v in eqn.invars:
+                if id(v) not in regs:
+                    raise Unsupported("an inline literal" if isinstance(v, Literal)
+                                      else f"operand {v} is not readable in the loop")
+                args.append(regs[id(v)])
+            regs[id(out)] = _value(body, eqn, args)
+        k = outputs.get(id(out))
+        if k is not None and results[k] is None:
+            dtype = np.dtype(out.aval.dtype)
+            if dtype not in _MEM:
+                raise Unsupported(f"an output of {dtype}")
+            p = f"%o{k}"
+            made.append((k, _Array("out", dtype, size), f"ptr noalias nocapture writeonly {p}"))
+            value = regs[id(out)]
+            if dtype == _BOOL:
+                value = body.emit(f"zext i1 {value} to i8")
+            at = body.emit(f"getelementptr inbounds {_MEM[dtype]}, ptr {p}, i64 {lin}")
+            out_lines.append(f"  store {_MEM[dtype]} {value}, ptr {at}, align {_ALIGN[dtype]}")
+            results[k] = ("array",)
+    for v, how in zip(cluster.outputs, results):
+        if how is None:
             raise Unsupported(f"output {v} is not computed in the loop")
-        value = regs[id(v)]
-        if dtype == _BOOL:
-            lines.append(f"  %o{j}.m = zext i1 {value} to i8")
-            value = f"%o{j}.m"
-        lines += [f"  %o{j}.p = getelementptr inbounds {_MEM[dtype]}, ptr %o{j}, i64 %i",
-                  f"  store {_MEM[dtype]} {value}, ptr %o{j}.p, align {_ALIGN[dtype]}"]
-    lines += ["  %i.next = add nuw nsw i64 %i, 1", "  %done = icmp eq i64 %i.next, %n",
-              "  br i1 %done, label %exit, label %loop", "exit:", "  ret void", "}"]
-    ir = "\n".join(sorted(body.intrinsics) + lines + [_entry(name, arg_types, n_in, outs)])
-    return FirstTier(ir + "\n", name)
+    if out_params and any(how[0] != "array" for how in results):
+        raise Unsupported("a kernel writing into its outputs with a reduction")
+    made.sort(key=lambda m: m[0])  # the outputs in the cluster's order (numba's kernel's)
+    params += [param for _, _, param in made]
+    entry_args += [a for _, a, _ in made]
+
+    name = "plax_first_" + hashlib.sha256(
+        (repr((shape, arg_types, out_params)) + "\n".join(body.lines + out_lines)).encode()
+    ).hexdigest()[:16]
+    lines = [f"define internal void @{name}_loop({', '.join(params)}) nounwind {{", "entry:"]
+    if size == 0:
+        lines.append("  ret void")
+    else:
+        for d in range(rank):
+            pred = "entry" if d == 0 else f"loop{d - 1}"
+            back = f"loop{d}" if d == rank - 1 else f"end{d + 1}"
+            lines += [f"  br label %loop{d}", f"loop{d}:",
+                      f"  %i{d} = phi i64 [ 0, %{pred} ], [ %i{d}.next, %{back} ]"]
+        lines += body.lines + out_lines
+        for d in reversed(range(rank)):
+            if d < rank - 1:
+                lines.append(f"end{d + 1}:")
+            done = f"end{d}" if d > 0 else "exit"
+            lines += [f"  %i{d}.next = add nuw nsw i64 %i{d}, 1",
+                      f"  %c{d} = icmp eq i64 %i{d}.next, {shape[d]}",
+                      f"  br i1 %c{d}, label %{done}, label %loop{d}"]
+        if rank:
+            lines.append("exit:")
+        lines.append("  ret void")
+    lines.append("}")
+    entry = _entry(name, entry_args, size if out_params else None)
+    first = FirstTier("\n".join(sorted(body.intrinsics) + lines + [entry]) + "\n", name)
+    if not out_params:  # numba's kernel's calling convention, around the entry point
+        first.adapter = (n_in, [a for _, a, _ in made], results, shape)
+    return first
 
 
-def _entry(name: str, arg_types: list, n_in: int, outs: list) -> str:
+def _load(body: _Body, pointer: str, offset: str, dtype) -> str:
+    """The register of element ``offset`` of the array at ``pointer``."""
+    at = body.emit(f"getelementptr inbounds {_MEM[dtype]}, ptr {pointer}, i64 {offset}")
+    value = body.emit(f"load {_MEM[dtype]}, ptr {at}, align {_ALIGN[dtype]}")
+    return body.emit(f"icmp ne i8 {value}, 0") if dtype == _BOOL else value
+
+
+def _reduce(body, eqn, regs, idx, shape, k: int, made: list, out_lines: list) -> tuple:
+    """A reduction as numba's kernel does it (:func:`plax_numba.codegen.reduction`): sums
+    and products accumulate in float64, max and min in the operand's type, one accumulator
+    per kept position (an array the adapter fills with the initial value), in the loop's
+    order; the adapter casts the accumulators to the result's type."""
+    kind = _REDUCTIONS[eqn.primitive]
+    operand = eqn.invars[0]
+    dtype, odt = np.dtype(operand.aval.dtype), np.dtype(eqn.outvars[0].aval.dtype)
+    if dtype.kind != "f" or odt != dtype or id(operand) not in regs:
+        raise Unsupported(f"{eqn.primitive.name} on {dtype}")
+    axes = sorted(eqn.params["axes"])
+    kept = [d for d in range(len(shape)) if d not in axes]
+    kept_shape = tuple(shape[d] for d in kept)
+    acc = _F64 if kind in ("sum", "prod") else dtype
+    init = {"sum": 0.0, "prod": 1.0, "max": -np.inf, "min": np.inf}[kind]
+    accumulators = _Array("acc", acc, math.prod(kept_shape))
+    accumulators.init = init
+    p = f"%o{k}"
+    made.append((k, accumulators, f"ptr noalias nocapture {p}"))
+    t = _REG[acc]
+    value = regs[id(operand)]
+    if acc != dtype:
+        value = body.emit(f"fpext {_REG[dtype]} {value} to {t}")
+    at = body.emit(f"getelementptr inbounds {t}, ptr {p}, i64 "
+                   f"{_offset(body, [(idx[d], s) for d, s in zip(kept, _strides(kept_shape))])}")
+    # (after the body's values: the accumulation reads and writes memory in loop order)
+    old = f"%acc{k}"
+    out_lines.append(f"  {old} = load {t}, ptr {at}, align 8")
+    if kind in ("sum", "prod"):
+        new = f"{old}.new"
+        out_lines.append(f"  {new} = {'fadd' if kind == 'sum' else 'fmul'} {t} {old}, {value}")
+    else:  # plax_numba.scalar.fmax / fmin of (accumulator, value)
+        cmp = "ogt" if kind == "max" else "olt"
+        out_lines += [f"  {old}.c = fcmp {cmp} {t} {old}, {value}",
+                      f"  {old}.r = select i1 {old}.c, {t} {old}, {t} {value}",
+                      f"  {old}.bn = fcmp uno {t} {value}, {value}",
+                      f"  {old}.r2 = select i1 {old}.bn, {t} {value}, {t} {old}.r",
+                      f"  {old}.an = fcmp uno {t} {old}, {old}",
+                      f"  {old}.new = select i1 {old}.an, {t} {old}, {t} {old}.r2"]
+        new = f"{old}.new"
+    out_lines.append(f"  store {t} {new}, ptr {at}, align 8")
+    return ("reduction", odt, kept_shape)
+
+
+def _entry(name: str, entry_args: list, n: int | None) -> str:
     """The ``METH_FASTCALL`` entry point ``name``: checks its arguments (exact ndarrays of
-    the planned dtype, rank 1, C-contiguous and aligned, of ``n`` elements, the outputs
-    writeable; numbers for the scalars), releases the GIL, runs the loop, returns None."""
+    the planned dtype and number of elements, rank 1, C-contiguous and aligned, those it
+    writes writeable; numbers for the scalars; with ``n`` given, a last argument equal to
+    it), releases the GIL, runs the loop, returns None."""
     from plax_numba import native_emit as e
+    described = [f"{a.dtype}[{a.size}]" if isinstance(a, _Array) else str(a[1])
+                 for a in entry_args] + ([f"n={n}"] if n is not None else [])
     message = (f"plax_numba: a first-tier kernel was called with arguments other than those "
-               f"it was compiled for: {arg_types} (arrays C-contiguous, aligned, of n "
-               "elements; outputs writeable)").encode() + b"\0"
+               f"it was compiled for: ({', '.join(described)}) (rank-1 arrays, "
+               "C-contiguous and aligned; outputs writeable)").encode() + b"\0"
     text = "".join(f"\\{b:02X}" for b in message)
+    count = len(entry_args) + (n is not None)
     lines = [f"@{name}_ndarray_type = global ptr null",
              f"@{name}_bad_args = private constant [{len(message)} x i8] c\"{text}\"",
              "@PyExc_TypeError = external global i8",  # numba's convention: the class itself
@@ -365,15 +517,14 @@ def _entry(name: str, arg_types: list, n_in: int, outs: list) -> str:
         checks[0] += 1
         k = checks[0]
         lines.extend([f"  %c{k} = {cond}", f"  br i1 %c{k}, label %maybe{k}, label %ok{k}",
-                      f"maybe{k}:",
-                      f"  %err{k} = call ptr @PyErr_Occurred()",
+                      f"maybe{k}:", f"  %err{k} = call ptr @PyErr_Occurred()",
                       f"  %raised{k} = icmp ne ptr %err{k}, null",
                       f"  br i1 %raised{k}, label %fail, label %ok{k}", f"ok{k}:"])
 
-    check(f"icmp eq i64 %nargs, {len(arg_types)}")
+    check(f"icmp eq i64 %nargs, {count}")
     lines.append(f"  %ndarray = load ptr, ptr @{name}_ndarray_type")
-    call, dims = [], []
-    for j, t in enumerate(arg_types):
+    call = []
+    for j, a in enumerate(entry_args + ([("int",)] if n is not None else [])):
         lines += [f"  %arg{j}.p = getelementptr ptr, ptr %args, i64 {j}",
                   f"  %arg{j} = load ptr, ptr %arg{j}.p"]
 
@@ -381,45 +532,36 @@ def _entry(name: str, arg_types: list, n_in: int, outs: list) -> str:
             lines.extend([f"  %f{j}{tag}.p = getelementptr i8, ptr %arg{j}, i64 {offset}",
                           f"  %f{j}{tag} = load {ty}, ptr %f{j}{tag}.p"])
             return f"%f{j}{tag}"
-        if t[0] == "array":
-            dtype = np.dtype(t[1])
+        if isinstance(a, _Array):
             check(f"icmp eq ptr {field(8, 'ptr', 'type')}, %ndarray")
-            lines.append(f"  %nd{j} = icmp eq i32 {field(e.ARRAY_NDIM, 'i32', 'ndim')}, 1")
-            check(f"%nd{j}")
+            check(f"icmp eq i32 {field(e.ARRAY_NDIM, 'i32', 'ndim')}, 1")
             descr = field(e.ARRAY_DESCR, "ptr", "descr")
             lines += [f"  %num{j}.p = getelementptr i8, ptr {descr}, i64 {e.DESCR_TYPE_NUM}",
-                      f"  %num{j} = load i32, ptr %num{j}.p",
-                      f"  %dt{j} = icmp eq i32 %num{j}, {dtype.num}"]
-            check(f"%dt{j}")
-            want = e.C_CONTIGUOUS_ALIGNED | (0x400 if j >= n_in else 0)  # + WRITEABLE
-            flags = field(e.ARRAY_FLAGS, "i32", "flags")
-            lines += [f"  %fl{j} = and i32 {flags}, {want}",
-                      f"  %flok{j} = icmp eq i32 %fl{j}, {want}"]
-            check(f"%flok{j}")
-            dimp = field(e.ARRAY_DIMS, "ptr", "dims")
-            lines.append(f"  %dim{j} = load i64, ptr {dimp}")
-            dims.append(f"%dim{j}")
+                      f"  %num{j} = load i32, ptr %num{j}.p"]
+            check(f"icmp eq i32 %num{j}, {a.dtype.num}")
+            want = e.C_CONTIGUOUS_ALIGNED | (0x400 if a.role != "in" else 0)  # + WRITEABLE
+            lines.append(f"  %fl{j} = and i32 {field(e.ARRAY_FLAGS, 'i32', 'flags')}, {want}")
+            check(f"icmp eq i32 %fl{j}, {want}")
+            lines.append(f"  %dim{j} = load i64, ptr {field(e.ARRAY_DIMS, 'ptr', 'dims')}")
+            check(f"icmp eq i64 %dim{j}, {a.size}")
             call.append(f"ptr {field(e.ARRAY_DATA, 'ptr', 'data')}")
-        elif t[0] == "scalar" and np.dtype(t[1]) == _BOOL:
+        elif a[0] == "scalar" and a[1] == _BOOL:
             lines.append(f"  %b{j} = call i32 @PyObject_IsTrue(ptr %arg{j})")
             failed_if(f"icmp slt i32 %b{j}, 0")
             lines.append(f"  %x{j} = icmp ne i32 %b{j}, 0")
             call.append(f"i1 %x{j}")
-        elif t[0] == "scalar":
-            dtype = np.dtype(t[1])
+        elif a[0] == "scalar":
             lines.append(f"  %d{j} = call double @PyFloat_AsDouble(ptr %arg{j})")
             failed_if(f"fcmp oeq double %d{j}, -1.0")
-            if dtype == _F32:
+            if a[1] == _F32:
                 lines.append(f"  %x{j} = fptrunc double %d{j} to float")
                 call.append(f"float %x{j}")
             else:
                 call.append(f"double %d{j}")
-        else:  # ("int",): n
+        else:  # n, which the kernel's caller passes: the arrays' size
             lines.append(f"  %n = call i64 @PyNumber_AsSsize_t(ptr %arg{j}, ptr null)")
             failed_if("icmp eq i64 %n, -1")
-            call.append("i64 %n")
-    for d in dims:
-        check(f"icmp eq i64 {d}, %n")
+            check(f"icmp eq i64 %n, {n}")
     lines += ["  %state = call ptr @PyEval_SaveThread()",
               f"  call void @{name}_loop({', '.join(call)})",
               "  call void @PyEval_RestoreThread(ptr %state)",
@@ -434,7 +576,47 @@ def _entry(name: str, arg_types: list, n_in: int, outs: list) -> str:
     return "\n".join(lines)
 
 
+def _adapter(function, n_in: int, made: list, results: list, shape: tuple):
+    """``function`` (an entry point taking flat inputs, then one buffer per output, in the
+    cluster's order) called as numba's kernel is: ``kernel(*inputs, *extents)`` returning
+    the outputs. The buffers are allocated here (accumulators filled with their initial
+    value), and the accumulators cast to the results' type as numba's kernel casts them."""
+    def kernel(*args):
+        ins = [a.reshape(-1) if isinstance(a, np.ndarray) else a for a in args[:n_in]]
+        buffers = [np.full(a.size, a.init, a.dtype) if a.role == "acc"
+                   else np.empty(a.size, a.dtype) for a in made]
+        function(*ins, *buffers)
+        out = []
+        for buffer, how in zip(buffers, results):
+            if how[0] == "array":
+                out.append(buffer.reshape(shape) if shape else buffer[0])
+            elif how[2]:  # a reduction over some axes: an array
+                out.append(buffer.reshape(how[2]).astype(how[1]))
+            else:  # over all axes: a scalar
+                out.append(how[1].type(buffer[0]))
+        return out
+    return kernel
+
+
 # ---------------------------------------------------------------- linking
+
+_prestarted: list = []
+
+
+def prestart() -> None:
+    """Sets up llvmlite and the loader's symbols now (:func:`plax_numba.native_loader.prepare`,
+    ~0.1 CPU s, once per process) on the first tier's background lane, so that the first
+    :func:`build` (when the step gets hot, at its second call) does not wait for it. Called
+    when a program with a first-tier kernel is lowered."""
+    if _prestarted:
+        return
+    with _lock:
+        if _prestarted:
+            return
+        _prestarted.append(True)
+    from plax_numba import native_loader, tiered
+    tiered.submit(native_loader.prepare, lane="first tier")
+
 
 def build(first: FirstTier, primitives: list[str], path: str):
     """Links ``first`` (:func:`plan`) into this process and returns its entry point (a
@@ -464,6 +646,8 @@ def build(first: FirstTier, primitives: list[str], path: str):
                       f"until numba's kernel is loaded. {type(err).__name__}: {err}",
                       PlaxFallbackWarning, stacklevel=2)
         return None
+    if first.adapter is not None:
+        function = _adapter(function, *first.adapter)
     first.function = function
     with _lock:
         stats["built"] += 1
