@@ -75,7 +75,8 @@ def built(tmp_path_factory):
     from plax_numba import cache, codegen, llvm_tier
     x, y = _inputs()
     jaxpr, cluster = _only_cluster(_program, x, y)
-    plan = codegen.plan_cluster(cluster, preallocate=True)
+    # (numba's serial form: the same arithmetic as its parallel one, compiled in less time)
+    plan = codegen.plan_cluster(cluster, preallocate=True, parallel=False)
     assert plan.out_params
     first = llvm_tier.plan(cluster, plan)
     assert first is not None, llvm_tier.declined
@@ -205,6 +206,7 @@ def tiered_gated(monkeypatch, tmp_path):
     first-tier kernel itself (no numba compilation in these tests)."""
     from plax_numba import cache, llvm_tier, native_loader
     monkeypatch.delenv("PLAX_NUMBA_SYNC", raising=False)
+    monkeypatch.setenv("PLAX_NUMBA_FIRST_TIER", "1")  # (the default; conftest turns it off)
     monkeypatch.setenv("PLAX_NUMBA_WORKERS", "0")
     monkeypatch.setenv("PLAX_NUMBA_COMPILE_AFTER", "1")
     monkeypatch.setattr(cache, "_dir", str(tmp_path))
