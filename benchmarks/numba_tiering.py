@@ -286,7 +286,9 @@ def child(workload: str, mode: str) -> dict:
     return {"first": first, "to_fast": to_fast, "to_kernel": to_kernel, "calls": calls,
             "cpu_here": cpu_here, "cpu_worker": cpu_worker,
             "serial_forms": len(cache.serial_loaded_at),
-            "first_tier": llvm_tier.stats["built"], "gil": gil.steps, "pause": pause,
+            "first_tier": llvm_tier.stats["built"],
+            "first_tier_all": (max(llvm_tier.built_at) - start) if llvm_tier.built_at else None,
+            "gil": gil.steps, "pause": pause,
             "pause99": pause99, "gc": gc_pause, "quiet_pause": quiet_pause,
             "quiet99": quiet99, "fast_call": sorted(times)[2],
             "prepare": sum(t["import numba"] for t in loads),
@@ -378,7 +380,8 @@ def main(argv=None) -> None:
             here += f" ({r['recached']} recached by the worker)"
         serial = f" ({r['serial_forms']} serial)" if r["serial_forms"] else ""
         if r.get("first_tier"):
-            serial += f" ({r['first_tier']} first tier)"
+            serial += (f" ({r['first_tier']} first tier, the last at "
+                       f"{fmt_s(r['first_tier_all'])})")
         print(f"| {workload} | {mode} | {fmt_s(r['first'])} | {fmt_s(r['to_kernel'])}{serial} | "
               f"{fmt_s(r['to_fast'])} "
               f"({r['calls']}) | {r['pause'] * 1e3:.2f} / {r['pause99'] * 1e3:.2f} ms | "
