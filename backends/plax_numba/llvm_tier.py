@@ -69,8 +69,7 @@ def enabled() -> bool:
 def only() -> bool:
     """Whether the kernels this tier takes run on it alone, built when their program is,
     numba's kernel never compiled (``PLAX_NUMBA_FIRST_TIER=only``): a testing mode, e.g.
-    the conformance kit on the first tier, with ``PLAX_NUMBA_PARALLEL_MIN=1`` so that every
-    flat elementwise cluster gets the kernel form it takes."""
+    the conformance kit run on the first tier."""
     return os.environ.get("PLAX_NUMBA_FIRST_TIER", "").strip().lower() == "only"
 
 
@@ -213,6 +212,8 @@ def _value(body: _Body, eqn, args: list[str]) -> str:
         r = body.emit(f"select i1 {body.emit(f'fcmp {cmp} {t} {a}, {b}')}, {t} {a}, {t} {b}")
         r = body.emit(f"select i1 {body.emit(f'fcmp uno {t} {b}, {b}')}, {t} {b}, {t} {r}")
         return body.emit(f"select i1 {body.emit(f'fcmp uno {t} {a}, {a}')}, {t} {a}, {t} {r}")
+    if prim is lax.select_n_p and len(args) == 2:  # one case: it
+        return args[1]
     if prim is lax.select_n_p and din[0] == _BOOL and len(args) == 3:
         return body.emit(f"select i1 {args[0]}, {t} {args[2]}, {t} {args[1]}")
     if prim is lax.exp_p and dout == _F32:
