@@ -1,20 +1,25 @@
-"""The first tier of a hot kernel: a flat elementwise cluster compiled to LLVM IR with
-llvmlite alone, in this process, in tens of milliseconds; numba's kernel, compiled in the
-worker (:mod:`plax_numba.compile_worker`), replaces it when it is loaded.
+"""The first tier of a hot kernel: a fusion cluster compiled to LLVM IR with llvmlite
+alone, in this process, in tens of milliseconds; numba's kernel, compiled in the worker
+(:mod:`plax_numba.compile_worker`), replaces it when it is loaded.
 
 A cold compilation in the worker costs the worker's start, numba's import and registries
 (0.6-0.8 CPU s) and numba's own front end and lowering before LLVM sees the kernel: seconds
-to the fast path on a 2-core host. For the kernels the wide elementwise clusters become
-(``KernelPlan.out_params``: ``kernel(*inputs, *outputs, n)`` over flat arrays, no
-reductions, e.g. selu) this module writes the same loop as LLVM IR text straight from the
-cluster's equations (:func:`plan`), with a ``METH_FASTCALL`` entry point taking the
-arguments numba's kernel takes, and links it with llvmlite (:func:`build`, through
-:func:`plax_numba.native_loader.link_ir`): IR generation is Python (about a millisecond),
-LLVM's passes and code generation run in C with the GIL released.
+to the fast path on a 2-core host. For the kernels :func:`plax_numba.codegen.plan_cluster`
+plans (flat loops writing into preallocated outputs, ``kernel(*inputs, *outputs, n)``;
+loop nests over the cluster's shape reading operands broadcast along any axes, with
+reductions over some or all axes, ``kernel(*inputs, *extents)`` returning the results;
+not ``iota``, integers or 16-bit floats) this module writes the same loops as LLVM IR text
+straight from the cluster's equations (:func:`plan`; the shapes are static), with a
+``METH_FASTCALL`` entry point over flat buffers, called with numba's kernel's arguments
+(through :func:`_adapter` where numba's kernel allocates its results), and links it with
+llvmlite (:func:`build`, through :func:`plax_numba.native_loader.link_ir`): IR generation
+is Python (about a millisecond), LLVM's passes and code generation run in C with the GIL
+released.
 
 The loop is serial (numba's ``parallel=True`` kernel follows) and computes what numba's
-kernel computes, operation for operation: IEEE arithmetic in the operands' type, no
-contraction of ``a * b + c`` (no fast-math flags), NaN-propagating ``max``/``min`` as
+kernel computes, operation for operation and in its loop order: IEEE arithmetic in the
+operands' type, no contraction of ``a * b + c`` and no reassociated reduction (no fast-math
+flags), sums and products accumulated in float64, NaN-propagating ``max``/``min`` as
 :func:`plax_numba.scalar.fmax`, and the float32 ``exp``/``tanh``/``logistic`` forms of
 :mod:`plax_numba.scalar` with the same constants (:mod:`plax_numba.f32_coefficients`) and
 fused multiply-adds: the first tier and numba's kernel give the same bits.
