@@ -488,7 +488,9 @@ def main(argv=None) -> None:
                         help="timing runs per cell (default 15, 3 with --quick)")
     parser.add_argument("--tiering", action="store_true",
                         help="also print the tiered-compilation table (benchmarks/"
-                             "numba_tiering.py: pauses, time to the fast path, warm starts)")
+                             "numba_tiering.py: pauses, time to the fast path with and "
+                             "without the LLVM first tier, warm starts, the GIL held by "
+                             "plax's own loading and linking)")
     args = parser.parse_args(argv)
     repeat = args.repeat or (3 if args.quick else 15)
     rows, notes, raw = measure(args.quick, repeat)
@@ -512,8 +514,9 @@ def main(argv=None) -> None:
         numba_tiering.main(["--workloads", "selu"] if args.quick else [])
     else:
         print("\ntiered compilation (pauses of the main thread while kernels compile, time to "
-              "the fast path, warm starts): --tiering adds its table (fresh processes, a few "
-              "minutes), or run benchmarks/numba_tiering.py")
+              "the fast path, warm starts, GIL held by plax's loading and linking): --tiering "
+              "adds its table (fresh processes, a few minutes), or run "
+              "benchmarks/numba_tiering.py")
 
 
 if __name__ == "__main__":

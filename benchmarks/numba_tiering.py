@@ -8,6 +8,8 @@ cache calls the jitted function in a loop until every compile job has finished:
 * ``worker``: the default, kernels compile in a worker process (``plax_numba.compile_worker``)
   and load here from the native objects it writes, without importing numba
   (``plax_numba.native_loader``);
+* ``worker, no first tier``: the same with ``PLAX_NUMBA_FIRST_TIER=0``: no kernel built from
+  LLVM IR in this process (``plax_numba.llvm_tier``) while the worker compiles;
 * ``worker, numba loader``: the same with ``PLAX_NUMBA_NATIVE=0``: kernels load here through
   numba, from its disk cache (before the native loader);
 * ``thread``: ``PLAX_NUMBA_WORKERS=0``, numba compiles in this process's background thread
@@ -19,7 +21,9 @@ cache calls the jitted function in a loop until every compile job has finished:
   the program is built, during the first call).
 
 Columns: the first call's time; the time from the first call until a first kernel is in use
-(a parallel kernel's serial form, which the worker compiles first, or a final kernel) and
+(a first-tier kernel built from LLVM IR in this process, a parallel kernel's serial form,
+which the worker compiles first where the first tier does not take the kernel, or a final
+kernel) and
 until every final kernel is (and the calls made meanwhile); the longest pause (and the 99th
 percentile) of a thread that wakes every 0.5 ms, while compilation runs (how long the
 program's other threads can wait for the GIL; with ``sync`` the first call, tracing included, on the main thread), beside the
@@ -31,10 +35,17 @@ scheduling noise); and, for the worker, the seconds this process spent preparing
 (import, runtime: once per process, overlapped with the worker's compilation) and loading
 the machine code.
 
-The last column is the CPU time spent from the first call until every final kernel was in
+The CPU column is the time spent from the first call until every final kernel was in
 use, by this process (the program's calls included) and by the compile worker (its start
 and warm-up included): on a loaded host the wall-clock times measure mostly the scheduler's
 share, which the CPU times do not.
+
+The last column is how long plax's own loading and linking steps in this process held the
+GIL (:class:`GilClock`): per step (the first tier's ``plan`` on the program's thread, the
+loader's ``set-up``, each numba artifact's ``link``, each ``first tier`` build), the
+thread CPU time outside llvmlite's GIL-releasing C calls, in total and its longest stretch.
+The host pauses a ticking thread by tens of milliseconds with nothing compiling, so the
+pause columns cannot show a few milliseconds; this measures the steps themselves.
 
 Run ``python benchmarks/numba_tiering.py`` (``--workloads selu`` for one); it prints the table.
 Times depend on the host's load: compare rows of one run.
@@ -74,6 +85,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 WORKLOADS = {"selu": "selu f32", "mlp": "MLP step 784", "scan": "scan tanh RNN"}
 MODES = {"thread": {"PLAX_NUMBA_WORKERS": "0"}, "worker": {},
+         "worker, no first tier": {"PLAX_NUMBA_FIRST_TIER": "0"},
          "worker, numba loader": {"PLAX_NUMBA_NATIVE": "0"},
          "worker, numba set up": {}, "sync": {"PLAX_NUMBA_SYNC": "1"}}
 TICK = 0.0005
@@ -131,10 +143,90 @@ def _cpu_seconds(pid: int) -> float:
         return 0.0
 
 
+class GilClock:
+    """The time plax's own loading and linking steps hold the GIL, measured directly in the
+    thread that runs them (on a loaded host a probe thread's wall-clock pauses mostly show
+    the scheduler). Each step's thread CPU time (:func:`time.thread_time`) is split into the
+    part inside llvmlite's C calls, which release the GIL (LLVM's parsing, passes, code
+    generation and linking), and the rest, which holds it (Python, and C called holding it:
+    ctypes.pythonapi, unpickling an artifact). ``longest`` is the longest stretch of one
+    step's thread CPU time between two llvmlite calls: with other threads waiting for the
+    GIL, a stretch of Python gives it up every switch interval, so this bounds from above the
+    longest single wait the step can cause.
+
+    Steps: ``plan`` (:func:`plax_numba.llvm_tier.plan`, on the program's thread while it
+    lowers), ``set-up`` (:func:`plax_numba.native_loader.prepare`: llvmlite, numba's C
+    helpers, once per process), ``link`` (a numba artifact's, :func:`native_loader.load`)
+    and ``first tier`` (:func:`plax_numba.llvm_tier.build`: IR to machine code)."""
+
+    def __init__(self):
+        import threading
+        self.steps: dict = {}
+        self._local = threading.local()
+
+    def install(self) -> None:
+        from llvmlite.binding import ffi
+        from plax_numba import llvm_tier, native_loader
+        local = self._local
+        original = ffi._lib_fn_wrapper.__call__
+
+        def timed(fn_self, *args, **kwargs):
+            step = getattr(local, "step", None)
+            if step is None:
+                return original(fn_self, *args, **kwargs)
+            now = time.thread_time()
+            step["longest"] = max(step["longest"], now - local.held_since)
+            try:
+                return original(fn_self, *args, **kwargs)
+            finally:
+                local.held_since = time.thread_time()
+                step["released"] += local.held_since - now
+        ffi._lib_fn_wrapper.__call__ = timed
+        self._wrap(llvm_tier, "plan", "plan")
+        self._wrap(native_loader, "prepare", "set-up")
+        self._wrap(native_loader, "load", "link")
+        self._wrap(llvm_tier, "build", "first tier")
+
+    def _wrap(self, module, name: str, label: str) -> None:
+        original = getattr(module, name)
+        local, steps = self._local, self.steps
+
+        def wrapped(*args, **kwargs):
+            if getattr(local, "step", None) is not None:  # nested: the outer step counts it
+                return original(*args, **kwargs)
+            step = {"cpu": 0.0, "released": 0.0, "longest": 0.0}
+            local.step, start = step, time.thread_time()
+            local.held_since = start
+            try:
+                return original(*args, **kwargs)
+            finally:
+                end = time.thread_time()
+                step["longest"] = max(step["longest"], end - local.held_since)
+                step["cpu"] = end - start
+                local.step = None
+                total = steps.setdefault(label, {"n": 0, "cpu": 0.0, "held": 0.0,
+                                                 "longest": 0.0})
+                total["n"] += 1
+                total["cpu"] += step["cpu"]
+                total["held"] += step["cpu"] - step["released"]
+                total["longest"] = max(total["longest"], step["longest"])
+        setattr(module, name, wrapped)
+
+
+def _gil_text(steps: dict) -> str:
+    """``GilClock.steps`` as table text: per step, GIL-held CPU in total and longest."""
+    order = ("plan", "set-up", "link", "first tier")
+    parts = [f"{label} {steps[label]['held'] * 1e3:.1f} / {steps[label]['longest'] * 1e3:.2f}"
+             for label in order if label in steps]
+    return "; ".join(parts) + " ms" if parts else "-"
+
+
 def child(workload: str, mode: str) -> dict:
     sys.path.insert(0, HERE)
     import compare  # sets PLAX_NUMBA_SYNC=1 by default: undone below unless measuring sync
-    from plax_numba import cache, native_loader, tiered
+    from plax_numba import cache, llvm_tier, native_loader, tiered
+    gil = GilClock()
+    gil.install()
     if mode == "worker, numba set up":  # a later compilation: numba was set up earlier
         cache.prepare_numba()
     import plax
@@ -189,11 +281,14 @@ def child(workload: str, mode: str) -> dict:
     loads = cache.load_times
     quiet_pause, quiet99 = quiet.summary()
     # the first kernel in use: a parallel kernel's serial form, or a final kernel
-    ready = [t["at"] for t in loads] + list(cache.serial_loaded_at)
+    ready = [t["at"] for t in loads] + list(cache.serial_loaded_at) + list(llvm_tier.built_at)
     to_kernel = min(ready) - start if ready else to_fast
     return {"first": first, "to_fast": to_fast, "to_kernel": to_kernel, "calls": calls,
             "cpu_here": cpu_here, "cpu_worker": cpu_worker,
-            "serial_forms": len(cache.serial_loaded_at), "pause": pause,
+            "serial_forms": len(cache.serial_loaded_at),
+            "first_tier": llvm_tier.stats["built"],
+            "first_tier_all": (max(llvm_tier.built_at) - start) if llvm_tier.built_at else None,
+            "gil": gil.steps, "pause": pause,
             "pause99": pause99, "gc": gc_pause, "quiet_pause": quiet_pause,
             "quiet99": quiet99, "fast_call": sorted(times)[2],
             "prepare": sum(t["import numba"] for t in loads),
@@ -273,7 +368,8 @@ def main(argv=None) -> None:
             "pause while compiling: longest / p99", "longest GC collection then",
             "same pauses, nothing compiling", "fast call",
             "numba set-up + load here", "numba imported here (native loads)",
-            "CPU until then: here + worker"]
+            "CPU until then: here + worker",
+            "GIL held here by plax's loading, total / longest stretch"]
     print("| " + " | ".join(head) + " |")
     print("|" + "---|" * len(head))
     for workload, mode, r in rows:
@@ -283,6 +379,9 @@ def main(argv=None) -> None:
         if r.get("recached"):
             here += f" ({r['recached']} recached by the worker)"
         serial = f" ({r['serial_forms']} serial)" if r["serial_forms"] else ""
+        if r.get("first_tier"):
+            serial += (f" ({r['first_tier']} first tier, the last at "
+                       f"{fmt_s(r['first_tier_all'])})")
         print(f"| {workload} | {mode} | {fmt_s(r['first'])} | {fmt_s(r['to_kernel'])}{serial} | "
               f"{fmt_s(r['to_fast'])} "
               f"({r['calls']}) | {r['pause'] * 1e3:.2f} / {r['pause99'] * 1e3:.2f} ms | "
@@ -290,7 +389,7 @@ def main(argv=None) -> None:
               f"{r['quiet_pause'] * 1e3:.2f} / {r['quiet99'] * 1e3:.2f} ms | "
               f"{fmt_s(r['fast_call'])} | {here} | "
               f"{'yes' if r['numba_imported'] else 'no'} ({r['native']}) | "
-              f"{r['cpu_here']:.2f} + {r['cpu_worker']:.2f} s |")
+              f"{r['cpu_here']:.2f} + {r['cpu_worker']:.2f} s | {_gil_text(r['gil'])} |")
 
 
 # ---------------------------------------------------------------- --profile: where it goes

@@ -21,7 +21,7 @@ import numpy as np
 from plax import lax
 from plax.lowering import Emitter, Step, body_step, call_body
 
-from plax_numba import cache, codegen, kernels, tiered
+from plax_numba import cache, codegen, kernels, llvm_tier, tiered
 
 
 class NumbaEmitter(Emitter):
@@ -208,6 +208,9 @@ class NumbaEmitter(Emitter):
             serial["fn"] = ns["_kernel"] = cache.entry_point(kernel, plan.arg_types)
             ns["_ready"] = True
 
+        swap = threading.Lock()
+        final = [False]  # numba's kernel is in use: the first tier must not replace it
+
         def install(kernel):
             # a parallel kernel and its serial form, where that is at hand, run in turn,
             # timed, until the faster is kept (tiered.faster_of): on a host whose cores are
@@ -219,7 +222,9 @@ class NumbaEmitter(Emitter):
                 if other is not None:
                     fn = tiered.faster_of({"serial": other, "parallel": fn},
                                           lambda name, chosen: ns.update(_kernel=chosen))
-            ns["_kernel"], ns["_ready"] = fn, True
+            with swap:
+                final[0] = True
+                ns["_kernel"], ns["_ready"] = fn, True
 
         def build():
             install(cache.compile_kernel(text, plan.arg_types))
@@ -232,7 +237,11 @@ class NumbaEmitter(Emitter):
                                       serial_form_runs=ns["_ready"])
 
         ready = cache.compiled_kernel(text, plan.arg_types)
-        if ready is not None:  # compiled earlier in this process: no tiering needed
+        only = llvm_tier.only() and llvm_tier.plan(cluster, plan)
+        if only:  # (a testing mode: the first tier alone, built now, no numba)
+            ns["_kernel"] = llvm_tier.build(only, plan.primitives, path)
+            ns["_ready"] = ns["_kernel"] is not None
+        elif ready is not None:  # compiled earlier in this process: no tiering needed
             install(ready)
         elif self.sync:
             try:
@@ -241,10 +250,27 @@ class NumbaEmitter(Emitter):
                 tiered.compile_failed(plan.primitives, path, err)
                 return None
         elif not _loaded_now(text, plan.arg_types, install):
-            ns["_interp"] = tiered.counting(
-                interp, job, tiered.compile_after(),
-                request=lambda: cache.request(text, plan.arg_types, serial_first),
-                at_once=cache.on_disk(text, plan.arg_types))
+            at_once = cache.on_disk(text, plan.arg_types)
+            # the first tier: the loop as LLVM IR, built here in milliseconds while numba
+            # compiles the final kernel in the worker (no serial numba form then)
+            first = (llvm_tier.plan(cluster, plan)
+                     if llvm_tier.enabled() and not at_once else None)
+            if first is not None:
+                llvm_tier.prestart()
+
+            def first_job():
+                fn = llvm_tier.build(first, plan.primitives, path)
+                if fn is not None:
+                    with swap:
+                        if not final[0]:
+                            ns["_kernel"], ns["_ready"] = fn, True
+
+            def request():
+                if first is not None:
+                    tiered.submit(first_job, lane="first tier")
+                cache.request(text, plan.arg_types, serial_first if first is None else None)
+            ns["_interp"] = tiered.counting(interp, job, tiered.compile_after(),
+                                            request=request, at_once=at_once)
         self.kernel_sources.append((path, text))
         return Step(step)
 

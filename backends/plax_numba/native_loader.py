@@ -365,11 +365,81 @@ def load(path: str) -> NativeKernel | None:
             ctypes.c_void_p.from_address(engine.get_global_value_address(gname)).value = \
                 id(descr)
             _keep.append(descr)
-        method = _MethodDef(artifact["entry"].encode(), entry, _METH_FASTCALL, None)
-        new = ctypes.pythonapi.PyCFunction_NewEx
-        new.argtypes, new.restype = [ctypes.c_void_p, ctypes.py_object, ctypes.c_void_p], \
-            ctypes.py_object
-        function = new(ctypes.addressof(method), None, None)
-        _keep.append((engine, method))
+        function = _builtin(engine, artifact["entry"], entry)
         stats["loaded"] += 1
         return NativeKernel(function, path)
+
+
+def link_ir(text: str, entry: str, opt: int = 2):
+    """Compiles the LLVM IR module ``text`` for this CPU (LLVM's passes at ``opt``, loop
+    vectorisation on) and links it into this process; returns its ``METH_FASTCALL``
+    function ``entry`` as a builtin function. The module may call the Python C API and
+    numba's C helpers (resolved as for an artifact, :func:`load`) and must define a global
+    ``<entry>_ndarray_type`` (a pointer), which is set to ``numpy.ndarray``. LLVM's work
+    (parsing, passes, code generation) runs in llvmlite's C calls, GIL released.
+    :mod:`plax_numba.llvm_tier` builds its first-tier kernels with it.
+
+    Args:
+      text: the module, LLVM IR text.
+      entry: the entry point's symbol.
+      opt: LLVM's optimisation level (0-3).
+
+    Returns:
+      The builtin function.
+
+    Raises:
+      RuntimeError: the loader cannot work here, or a symbol the module uses is unresolved.
+      Exception: llvmlite's, for IR that does not parse or verify.
+
+    Example::
+
+      function = link_ir(first.ir, first.entry)
+    """
+    with _lock:
+        if not _set_up():
+            raise RuntimeError(f"the native loader cannot work here: {_unusable[0]}")
+        llvm, target, here = _ready
+    triple, cpu, features = here
+    module = llvm.parse_assembly(text)
+    module.verify()
+    machine = target.create_target_machine(cpu=cpu, features=features, opt=opt,
+                                           codemodel="jitdefault", jit=True)
+    module.triple = triple
+    module.data_layout = str(machine.target_data)
+    tuning = llvm.create_pipeline_tuning_options(speed_level=opt)
+    tuning.loop_vectorization = tuning.slp_vectorization = opt >= 2
+    builder = llvm.create_pass_builder(machine, tuning)
+    builder.getModulePassManager().run(module, builder)
+    undefined = ([f.name for f in module.functions
+                  if f.is_declaration and not f.name.startswith("llvm.")]
+                 + [g.name for g in module.global_variables if g.is_declaration])
+    with _lock:
+        missing = [s for s in undefined if s not in _resolved and not _resolve(llvm, s)]
+        if missing:
+            raise RuntimeError(f"unresolved symbols: {' '.join(missing[:5])}")
+        _resolved.update(undefined)
+        for libcall in ("fmaf", "fma"):  # llvm.fma on a CPU without FMA units
+            if libcall not in _resolved and _resolve(llvm, libcall):
+                _resolved.add(libcall)
+        engine = llvm.create_mcjit_compiler(module, machine)
+        engine._owned = True  # never disposed: the kernel may run until the last moment
+        engine.finalize_object()
+        address = engine.get_function_address(entry)
+        slot = engine.get_global_value_address(entry + "_ndarray_type")
+        if not address or not slot:
+            raise RuntimeError(f"{entry} or its ndarray slot is not in the linked module")
+        import numpy as np
+        ctypes.c_void_p.from_address(slot).value = id(np.ndarray)
+        return _builtin(engine, entry, address)
+
+
+def _builtin(engine, entry: str, address: int):
+    """A builtin function calling the ``METH_FASTCALL`` function at ``address``; its method
+    definition and ``engine`` are kept alive as long as the process."""
+    method = _MethodDef(entry.encode(), address, _METH_FASTCALL, None)
+    new = ctypes.pythonapi.PyCFunction_NewEx
+    new.argtypes, new.restype = [ctypes.c_void_p, ctypes.py_object, ctypes.c_void_p], \
+        ctypes.py_object
+    function = new(ctypes.addressof(method), None, None)
+    _keep.append((engine, method))
+    return function

@@ -170,17 +170,14 @@ def constant_table(values, name: str):
     return _intrinsic(typer)
 
 
-_LOG2E = np.float32(1.44269504088896341)
-_LN2_HI = np.float32(0.693359375)        # Cody-Waite split of ln 2 (Cephes expf)
-_LN2_LO = np.float32(-2.12194440e-4)
-# exp(r) = 1 + r + r**2 Q(r) on |r| <= ln2/2: Q of degree 4, fitted for the least maximum
-# relative error (3.1e-9, far below float32's 6e-8 rounding; Cephes' degree-5 Q costs one
-# more fused multiply-add for nothing float32 can show)
-_Q0, _Q1, _Q2 = np.float32(0.49999994), np.float32(0.16666521), np.float32(0.04166839)
-_Q3, _Q4 = np.float32(0.008368745), np.float32(0.0013814539)
-_LO, _HI, _ONE = np.float32(-104.0), np.float32(89.0), np.float32(1.0)
-_ROUNDER = np.float32(12582912.0)        # 1.5 * 2**23: adding it rounds to an integer
-_ROUNDER_BITS = np.int32(0x4B400000)     # its bit pattern; the integer sits in the low bits
+# exp(r) = 1 + r + r**2 Q(r) on |r| <= ln2/2 after a Cody-Waite split of ln 2 (Cephes expf):
+# Q of degree 4, fitted for the least maximum relative error (3.1e-9, far below float32's
+# 6e-8 rounding; Cephes' degree-5 Q costs one more fused multiply-add for nothing float32 can
+# show); the constants live in a numba-free module the LLVM first tier reads too
+from plax_numba.f32_coefficients import (  # noqa: E402
+    LOG2E as _LOG2E, LN2_HI as _LN2_HI, LN2_LO as _LN2_LO, Q0 as _Q0, Q1 as _Q1, Q2 as _Q2,
+    Q3 as _Q3, Q4 as _Q4, LO as _LO, HI as _HI, ONE as _ONE, ROUNDER as _ROUNDER,
+    ROUNDER_BITS as _ROUNDER_BITS)
 
 
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")
@@ -217,11 +214,9 @@ def exp_f32(x):
 # of degree 4 with N(0) = D(0) = 1, fitted for the least maximum relative error (2.4e-8) and
 # rounded to float32 one coefficient at a time, the others refitted (2.5e-8;
 # benchmarks/fit_tanh_f32.py)
-_N1, _N2 = np.float32(0.1337750107049942), np.float32(0.0034912724513560534)
-_N3, _N4 = np.float32(2.0533043425530195e-05), np.float32(1.3240137874959146e-08)
-_D1, _D2 = np.float32(0.46710821986198425), np.float32(0.025860896334052086)
-_D3, _D4 = np.float32(0.0003278358490206301), np.float32(7.7316076385614e-07)
-_TBIG = np.float32(9.1)
+from plax_numba.f32_coefficients import (  # noqa: E402
+    N1 as _N1, N2 as _N2, N3 as _N3, N4 as _N4, D1 as _D1, D2 as _D2, D3 as _D3, D4 as _D4,
+    TBIG as _TBIG)
 
 
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")

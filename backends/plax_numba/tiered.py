@@ -47,9 +47,11 @@ from collections.abc import Callable
 
 from plax.lowering import PlaxFallbackWarning
 
-_jobs: "queue.Queue" = queue.Queue()
-_here = threading.local()  # .background: this thread is the compile thread
-_worker: threading.Thread | None = None
+#: the background threads, by lane: "compile" waits on the worker and loads numba's
+#: kernels; "first tier" builds :mod:`plax_numba.llvm_tier`'s kernels (tens of ms each), so
+#: that one kernel's first tier never waits behind another's seconds-long numba compilation
+_lanes: dict = {}  # lane -> (queue of jobs, thread)
+_here = threading.local()  # .background: this thread is a compile thread
 _worker_lock = threading.Lock()
 _closing = threading.Event()
 _idle = threading.Condition()
@@ -316,18 +318,23 @@ def _window_closes() -> None:
         gc.unfreeze()
 
 
-def submit(job) -> None:
-    """Runs ``job()`` in the background compile thread."""
-    global _worker, _pending
+def submit(job, lane: str = "compile") -> None:
+    """Runs ``job()`` in the background thread of ``lane`` (jobs of a lane run in order; see
+    :data:`_lanes`)."""
+    global _pending
     with _idle:
         if _pending == 0:
             _window_opens()
         _pending += 1
     with _worker_lock:
-        if _worker is None or not _worker.is_alive():
-            _worker = threading.Thread(target=_run, name="plax-numba-compile", daemon=True)
-            _worker.start()
-    _jobs.put(job)
+        jobs, thread = _lanes.get(lane, (None, None))
+        if thread is None or not thread.is_alive():
+            jobs = jobs if jobs is not None else queue.Queue()
+            thread = threading.Thread(target=_run, args=(jobs,), daemon=True,
+                                      name=f"plax-numba-{lane.replace(' ', '-')}")
+            _lanes[lane] = (jobs, thread)
+            thread.start()
+    jobs.put(job)
 
 
 def wait_idle(timeout: float | None = None) -> bool:
@@ -336,11 +343,11 @@ def wait_idle(timeout: float | None = None) -> bool:
         return _idle.wait_for(lambda: _pending == 0, timeout)
 
 
-def _run() -> None:
+def _run(jobs: "queue.Queue") -> None:
     global _pending
     _here.background = True
     while True:
-        job = _jobs.get()
+        job = jobs.get()
         try:
             if not _closing.is_set():
                 job()

@@ -38,5 +38,8 @@ def numba_backend():
 
 @pytest.fixture(autouse=True)
 def sync_compile(monkeypatch):
-    """Kernels compile at jit time (no tiering), so tests see compiled kernels at once."""
+    """Kernels compile at jit time (no tiering), so tests see compiled kernels at once; a
+    test that tiers sees numba's kernels replace the reference path directly (the LLVM first
+    tier, :mod:`plax_numba.llvm_tier`, is off unless a test turns it on: its own tests do)."""
     monkeypatch.setenv("PLAX_NUMBA_SYNC", "1")
+    monkeypatch.setenv("PLAX_NUMBA_FIRST_TIER", "0")
