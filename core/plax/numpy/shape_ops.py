@@ -379,15 +379,19 @@ def hstack(tup, dtype=None):
       >>> jnp.hstack([jnp.zeros(2), jnp.ones(1)])
       Array([0., 0., 1.], dtype=float32)
     """
+    arrs = _each_made_at_least("hstack", tup, atleast_1d)
+    first_ndim = get_aval(arrs).ndim - 1 if _is_array(tup) else get_aval(arrs[0]).ndim
+    return concatenate(arrs, 0 if first_ndim == 1 else 1, dtype)
+
+
+def _each_made_at_least(name: str, tup, atleast):
+    """``tup``'s arrays through ``atleast`` (``atleast_2d``, ...); an array stands for its
+    slices along axis 0, mapped as one batched array (as JAX stages it)."""
     from plax.transforms.vmap_api import vmap
     if _is_array(tup):
-        arrs = vmap(atleast_1d)(asarray_weak(tup))
-        first_ndim = get_aval(arrs).ndim - 1
-    else:
-        check_arraylike("hstack", *tup)
-        arrs = [atleast_1d(a) for a in tup]
-        first_ndim = get_aval(arrs[0]).ndim
-    return concatenate(arrs, 0 if first_ndim == 1 else 1, dtype)
+        return vmap(atleast)(asarray_weak(tup))
+    check_arraylike(name, *tup)
+    return [atleast(a) for a in tup]
 
 
 def vstack(tup, dtype=None):
@@ -404,13 +408,7 @@ def vstack(tup, dtype=None):
       >>> jnp.vstack([jnp.zeros(2), jnp.ones(2)]).shape
       (2, 2)
     """
-    from plax.transforms.vmap_api import vmap
-    if _is_array(tup):
-        arrs = vmap(atleast_2d)(asarray_weak(tup))
-    else:
-        check_arraylike("vstack", *tup)
-        arrs = [atleast_2d(a) for a in tup]
-    return concatenate(arrs, 0, dtype)
+    return concatenate(_each_made_at_least("vstack", tup, atleast_2d), 0, dtype)
 
 
 row_stack = vstack
@@ -430,13 +428,7 @@ def dstack(tup, dtype=None):
       >>> jnp.dstack([jnp.zeros(2), jnp.ones(2)]).shape
       (1, 2, 2)
     """
-    from plax.transforms.vmap_api import vmap
-    if _is_array(tup):
-        arrs = vmap(atleast_3d)(asarray_weak(tup))
-    else:
-        check_arraylike("dstack", *tup)
-        arrs = [atleast_3d(a) for a in tup]
-    return concatenate(arrs, 2, dtype)
+    return concatenate(_each_made_at_least("dstack", tup, atleast_3d), 2, dtype)
 
 
 def column_stack(tup):
