@@ -627,10 +627,8 @@ class ThreefryLauncher:
             self._fn = kernel_modules.module(codegen.threefry_source(), ("plax_threefry2x32",)) \
                 .get_function("plax_threefry2x32")
         raw = [cupy.asarray(o, dtype=np.uint32) for o in (k0, k1, x0, x1)]
-        shape = ()
-        for o in raw:
-            if o.ndim:
-                shape = tuple(max(a, b) for a, b in zip(shape, o.shape)) if shape else o.shape
+        # (a size-1 dimension meeting a size-0 one broadcasts to 0, so not the maximum)
+        shape = np.broadcast_shapes(*[o.shape for o in raw if o.ndim])
         # an operand of size 1 along some axes (vmap's unbatched counters, JAX's broadcasting
         # rule) is copied out to the full shape: the kernel reads each operand at i * stride
         raw = [cupy.broadcast_to(o, shape) if o.ndim and o.shape != shape else o for o in raw]
