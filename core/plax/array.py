@@ -398,7 +398,7 @@ def gather_count() -> int:
 
     Example:
       >>> before = gather_count()
-      >>> _ = jnp.sin(x_split_over_an_auto_mesh)   # computed on each device
+      >>> _ = jnp.sin(jnp.ones(4))   # one device's array: nothing to gather
       >>> gather_count() - before
       0
     """

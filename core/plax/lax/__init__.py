@@ -8,7 +8,7 @@ load on first use of one of their names (``lax.cond``, ``lax.linalg.cholesky``,
 ``from plax.lax import scan``); ``import plax`` does not load them.
 """
 import importlib as _importlib
-import importlib.util  # noqa: F401 - find_spec, for submodules asked for by name
+import importlib.machinery as _machinery
 
 from plax.lax.binary import (add, sub, mul, div, rem, pow, max, min, atan2, nextafter, complex,
                              eq, ne, lt, le, gt, ge, bitwise_and, bitwise_or, bitwise_xor,
@@ -108,7 +108,8 @@ def __getattr__(name: str):
             raise AttributeError(f"module 'plax.lax' has no attribute {name!r}")
         # ``from plax.lax import special_series`` asks here before importing the submodule;
         # a backend doing so while plugins load must not reach the plugin registry
-        if _importlib.util.find_spec(f"plax.lax.{name}") is not None:
+        # (PathFinder looks in this package's folder only, never at plugin exports)
+        if _machinery.PathFinder.find_spec(f"plax.lax.{name}", __path__) is not None:
             return _importlib.import_module(f"plax.lax.{name}")
         # names contributed by transform plugins (``{"lax.psum": psum}`` from plax-pmap)
         from plax import plugins

@@ -95,6 +95,13 @@ def _swapped(product: JaxprEqn, out: Var) -> JaxprEqn:
     return JaxprEqn(product.primitive, [rhs, lhs], [out], params)
 
 
+def _broadcasts_size_one(operand_shape: tuple, shape: tuple) -> bool:
+    # an operand of the result's rank read with size 1 where the result is wider (not a
+    # shape-changing "elementwise" equation such as bitcast_convert_type to a wider dtype)
+    return (len(operand_shape) == len(shape) and tuple(operand_shape) != tuple(shape)
+            and all(a == b or a == 1 for a, b in zip(operand_shape, shape)))
+
+
 def explicit_broadcasts(jaxpr: Jaxpr) -> Jaxpr:
     """``jaxpr`` with every size-1 broadcast inside an elementwise equation made explicit.
 
@@ -130,7 +137,7 @@ def explicit_broadcasts(jaxpr: Jaxpr) -> Jaxpr:
             broadcasts[eqn.outvars[0]] = eqn
         shape = tuple(eqn.outvars[0].aval.shape) if eqn.outvars else ()
         if (not shape or fusion_kind(eqn.primitive) != ELEMENTWISE
-                or all(not v.aval.shape or tuple(v.aval.shape) == shape for v in eqn.invars)):
+                or not any(_broadcasts_size_one(v.aval.shape, shape) for v in eqn.invars)):
             if eqns is not None:
                 eqns.append(eqn)
             continue
@@ -138,7 +145,7 @@ def explicit_broadcasts(jaxpr: Jaxpr) -> Jaxpr:
             eqns = list(jaxpr.eqns[:i])
         invars = []
         for v in eqn.invars:
-            if v.aval.shape and tuple(v.aval.shape) != shape:
+            if _broadcasts_size_one(v.aval.shape, shape):
                 source, params = v, {"broadcast_dimensions": tuple(range(len(shape)))}
                 inner = broadcasts.get(v) if isinstance(v, Var) else None
                 if inner is not None:  # compose: same axes, sizes 1 broadcast further

@@ -48,7 +48,8 @@ DATA_MOVEMENT = (
     "new_ref", "freeze", "get", "swap",  # refs (plax.state): reads and writes of a ref's buffer
 )
 # Free: XLA does not count them (a layout change, or nothing at all).
-FREE = ("transpose", "stop_gradient", "name", "optimization_barrier")
+FREE = ("transpose", "stop_gradient", "name", "optimization_barrier",
+        "sharding_constraint")  # (a layout annotation: no work on one device)
 REDUCTIONS = ("reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "reduce_and",
               "reduce_or", "reduce_xor")
 CUMULATIVE = ("cumsum", "cumprod", "cummax", "cummin")
@@ -85,6 +86,7 @@ def _import_primitive_modules() -> None:
     import pkgutil
 
     import plax.lax
+    import plax.sharding_auto  # noqa: F401 - defines sharding_constraint
     import plax.transforms
     for package in (plax.lax, plax.transforms):
         for info in pkgutil.walk_packages(package.__path__, package.__name__ + "."):
