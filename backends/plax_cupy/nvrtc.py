@@ -24,6 +24,8 @@ import sys
 import tempfile
 import threading
 
+from plax.atomic_file import write_atomically
+
 #: NVRTC options of every kernel: the oldest architecture plax supports (Ampere: bf16 and
 #: TF32 tensor cores), C++17 (hex float literals), and no fast-math (IEEE results as the CPU
 #: backends give)
@@ -229,10 +231,7 @@ def _build_precompiled_header(compiler: str, define: str, workdir: str) -> list[
         header = os.path.join(workdir, f"pch{digest}.h")
         if not os.path.exists(header + ".gch"):
             text = "".join(f"#include <{name}>\n" for name in HOST_HEADERS)
-            tmp = f"{header}.{os.getpid()}.tmp"
-            with open(tmp, "w") as f:
-                f.write(text)
-            os.replace(tmp, header)
+            write_atomically(header, text)
             out = f"{header}.{os.getpid()}.gch.tmp"
             done = subprocess.run([compiler, f"-D{define}", *HOST_FLAGS, "-x", "c++-header",
                                    "-o", out, header], capture_output=True, text=True,
