@@ -66,9 +66,16 @@ def sync_mode() -> bool:
 def compile_after() -> int:
     """How many runs make a cluster hot (``PLAX_NUMBA_COMPILE_AFTER``, default 2; 1 starts
     compiling at the first call)."""
+    value = os.environ.get("PLAX_NUMBA_COMPILE_AFTER", "").strip()
+    if not value:
+        return 2
     try:
-        return max(1, int(os.environ.get("PLAX_NUMBA_COMPILE_AFTER", "2")))
+        return max(1, int(value))
     except ValueError:
+        # a silent default would hide a typo that the user set to change tiering
+        warnings.warn(f"PLAX_NUMBA_COMPILE_AFTER={value!r} is not an integer; compiling "
+                      "after 2 runs. Set it to a count such as 1 (compile at the first "
+                      "call) or 5.", stacklevel=2)
         return 2
 
 

@@ -26,11 +26,14 @@ __all__ = ["igamma", "igammac", "igamma_grad_a", "betainc", "zeta", "bessel_i0e"
            "bessel_i0e_p", "bessel_i1e_p"]
 
 
-def _float_op(name: str) -> Primitive:
-    """An elementwise primitive of float operands of one dtype (rank 0 broadcasts)."""
+def _float_op(name: str, arity: int) -> Primitive:
+    """An elementwise primitive of ``arity`` float operands of one dtype (rank 0 broadcasts)."""
     prim = Primitive(name)
 
     def abstract_eval(*avals):
+        if len(avals) != arity:
+            raise TypeError(f"{name} takes {arity} operand{'s' * (arity > 1)}, got "
+                            f"{len(avals)}.")
         for a in avals:
             check_dtype(name, a, (FLOAT,))
         dt = same_dtypes(name, avals)
@@ -42,13 +45,13 @@ def _float_op(name: str) -> Primitive:
     return prim
 
 
-igamma_p = _float_op("igamma")
-igammac_p = _float_op("igammac")
-igamma_grad_a_p = _float_op("igamma_grad_a")
-regularized_incomplete_beta_p = _float_op("regularized_incomplete_beta")
-zeta_p = _float_op("zeta")
-bessel_i0e_p = _float_op("bessel_i0e")
-bessel_i1e_p = _float_op("bessel_i1e")
+igamma_p = _float_op("igamma", 2)
+igammac_p = _float_op("igammac", 2)
+igamma_grad_a_p = _float_op("igamma_grad_a", 2)
+regularized_incomplete_beta_p = _float_op("regularized_incomplete_beta", 3)
+zeta_p = _float_op("zeta", 2)
+bessel_i0e_p = _float_op("bessel_i0e", 1)
+bessel_i1e_p = _float_op("bessel_i1e", 1)
 # elementwise: backends may fuse them (the Numba backend has scalar forms of each)
 for _p in (igamma_p, igammac_p, igamma_grad_a_p, regularized_incomplete_beta_p, zeta_p,
            bessel_i0e_p, bessel_i1e_p):
