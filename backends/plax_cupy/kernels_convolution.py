@@ -65,6 +65,7 @@ def conv_source(lhs_dtype, rhs_dtype, out_dtype, lhs_shape, rhs_shape, out_shape
       ``(source, name)``.
 
     Example:
+      >>> from plax.lax.convolution import ConvDimensionNumbers
       >>> dn = ConvDimensionNumbers((0, 1, 2), (0, 1, 2), (0, 1, 2))
       >>> conv_source(np.float32, np.float32, np.float32, (1, 1, 5), (1, 1, 3), (1, 1, 3),
       ...             window_strides=(1,), padding=((0, 0),), lhs_dilation=(1,),
