@@ -19,7 +19,10 @@ with ``block_until_ready`` after each timed batch of calls):
   (``plax_cupy.kernels_rows``: tile totals, their scan, each tile's scan -- three launches,
   one graph launch when replayed; ``--tiny``/``--simulated``: 1e5, still split), GB/s of its
   8 bytes per element;
-* a tiny jitted call (3 elements): the per-call latency.
+* a tiny jitted call (3 elements): the per-call latency;
+* a 3x3 convolution, NHWC/HWIO, 64 to 64 channels on 56 x 56 images, batch 32, float32
+  (``--tiny``/``--simulated``: 8 to 16 channels on 12 x 12, batch 2): one generated kernel per
+  call (``plax_cupy.kernels_convolution``), against JAX's (cuDNN).
 
 A second table times the MLP step's **first call** (trace, lowering, kernel compilation and
 the run), each in a fresh process: with an empty kernel cache compiling one kernel at a time
@@ -159,6 +162,10 @@ def workloads(quick: bool, tiny: bool = False):
               for i, o in zip(sizes[:-1], sizes[1:])]
     images = rng.standard_normal((batch, 784)).astype(np.float32)
     labels = np.eye(10, dtype=np.float32)[rng.integers(0, 10, batch)]
+    conv_n, conv_hw, conv_c = (2, 12, 8) if tiny else (32 // (4 if quick else 1), 56, 64)
+    x_conv = rng.standard_normal((conv_n, conv_hw, conv_hw, conv_c)).astype(np.float32)
+    w_conv = (rng.standard_normal((3, 3, conv_c, 2 * conv_c if tiny else conv_c))
+              / np.sqrt(9 * conv_c)).astype(np.float32)
     tiny = np.arange(3, dtype=np.float32)
 
     def build(lib, jnp, jit, grad, random, put):
@@ -206,6 +213,9 @@ def workloads(quick: bool, tiny: bool = False):
             "random.normal": (jit(lambda k: random.normal(k, (n_big,))), [key]),
             "tiny call": (jit(lambda x: x * 2.0 + 1.0), [put(tiny)]),
             "cumsum": (jit(lambda x: jnp.cumsum(x)), [put(x_scan)]),
+            "conv 3x3": (jit(lambda x, w: lib_lax(lib).conv_general_dilated(
+                x, w, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"))),
+                         [put(x_conv), put(w_conv)]),
         }
 
     rows = [(f"selu {n_big:.0e} f32", 8 * n_big, "selu"),
@@ -216,8 +226,18 @@ def workloads(quick: bool, tiny: bool = False):
             ("MLP loop, batch uploaded", None, "mlp loop upload"),
             (f"random.normal {n_big:.0e}", 4 * n_big, "random.normal"),
             ("tiny jit call", None, "tiny call"),
-            (f"cumsum 1 row {n_scan:.0e} f32", 8 * n_scan, "cumsum")]
+            (f"cumsum 1 row {n_scan:.0e} f32", 8 * n_scan, "cumsum"),
+            (f"conv 3x3 {conv_n}x{conv_hw}^2x{conv_c} f32", None, "conv 3x3")]
     return rows, build
+
+
+def lib_lax(lib: str):
+    """The ``lax`` module of ``lib`` (``"plax"`` or ``"jax"``)."""
+    if lib == "jax":
+        from jax import lax
+    else:
+        from plax import lax
+    return lax
 
 
 def _plax_builder(build, gpu_device):

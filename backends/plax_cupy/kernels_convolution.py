@@ -1,57 +1,159 @@
-"""GPU kernel of ``conv_general_dilated``, built from CuPy operations that run on the device:
-the operand dilated and padded in one strided copy, then matrix products on cuBLAS.
+"""GPU kernel of ``conv_general_dilated``: one generated CUDA kernel per call, or an im2col
+copy and one cuBLAS product where each output sums many terms.
 
-Layout: channels last (``x`` is ``(N, spatial..., C)``, ``w`` is ``(window..., I, O)``), and
-the feature groups (or batch groups) as a leading batch axis of ``cupy.matmul``, so one product
-serves every group. Small kernels (at most :data:`MAX_SHIFTS` offsets) accumulate one batched
-product per kernel offset, over a strided slice of the input (no im2col copy); larger ones
-(the kernel's gradient, whose "window" is the output's spatial extent) build the im2col matrix
-from a strided window view (:func:`plax.lax.convolution.window_view`) and contract it in one
-product. The values are the reference kernel's (``plax_numpy.impls_convolution``): the layout
-changes, the dilation and padding and the compute dtype (float16/bfloat16 multiply in float32,
-booleans in int64) are the core's array-module-generic helpers in ``plax.lax.convolution``,
-which both backends call.
+**Direct kernel** (:func:`conv_source`; most convolutions): one thread per output element,
+which walks its window and its group's input features and accumulates ``lhs * rhs``, reading
+both operands in their own layouts and writing the result in the output's (no transposes, no
+padded or dilated copy: padding and lhs-dilation holes are skipped by index arithmetic, as the
+window kernels of ``kernels_windows`` skip them). Every dimension numbers, strides, padding
+(negative crops), lhs and rhs dilation, feature and batch group count the primitive takes;
+accumulation in the compute dtype of :func:`plax.lax.convolution.conv_compute_dtype` (float32
+for float16/bfloat16, whose bits are read as they are; int64 for booleans; integers wrap
+through their unsigned type), compiled by plax's NVRTC call (``-ftz=false``: subnormal partial
+sums are kept). One launch, where the previous per-offset products counted one product and one
+accumulation per kernel offset (8 launches more for a 3x3 kernel).
+
+**im2col** (:func:`_im2col_conv`): where an output sums more than :data:`DIRECT_MAX_TERMS`
+products (large channel counts, and a kernel gradient, whose "window" is the output's spatial
+extent), the window view (:func:`plax.lax.convolution.window_view`) is copied into the im2col
+matrix and contracted in one batched ``cupy.matmul`` (cuBLAS) for every group at once. The
+threshold is a guess, not yet measured on a GPU.
+
+The values are the reference kernel's (``plax_numpy.impls_convolution``) to the rounding of a
+different summation order.
 """
 from __future__ import annotations
 
-import itertools
+import hashlib
 import math
 
 import numpy as np
 
 import cupy
 
-from plax.lax.convolution import (conv_compute_dtype, conv_general_dilated_p, dilate_and_pad,
+from plax.lax.convolution import (conv_compute_dtype, conv_general_dilated_p, conv_output_shape,
+                                  dilate_and_pad,
                                   from_channels_last, to_channels_last, window_view)
+from plax_cupy import codegen, dtypes
+from plax_cupy.backend import BF16, Bf16Buffer, narrow_bf16, widen_bf16
 from plax_cupy.kernels import kernel
-from plax_cupy.kernels_elementwise import accumulate
 
-#: above this many kernel offsets, one im2col product replaces one product per offset
-MAX_SHIFTS = 32
+#: above this many products per output element (window positions times input features per
+#: group), the im2col copy and one cuBLAS product replace the direct kernel
+DIRECT_MAX_TERMS = 1024
 
 
-def _grouped_conv(xg, wg, nsp, strides, rhs_dilation, out_sp):
+def _c_strides(shape) -> list[int]:
+    return [math.prod(shape[a + 1:]) for a in range(len(shape))]
+
+
+def conv_source(lhs_dtype, rhs_dtype, out_dtype, lhs_shape, rhs_shape, out_shape, *,
+                window_strides, padding, lhs_dilation, rhs_dilation, dimension_numbers,
+                feature_group_count: int, batch_group_count: int) -> tuple[str, str]:
+    """The CUDA source and kernel name of one convolution, shapes and parameters baked in; the
+    kernel takes ``(lhs, rhs, out, n)``: C-contiguous operands and result (bfloat16 as its
+    bits), ``n`` result elements, one thread per result element (grid-stride).
+
+    Args:
+      lhs_dtype, rhs_dtype: the operands' dtypes.
+      out_dtype: the result's dtype (``preferred_element_type`` or the operands').
+      lhs_shape, rhs_shape, out_shape: the shapes, laid out as ``dimension_numbers`` says.
+      window_strides, padding, lhs_dilation, rhs_dilation, dimension_numbers,
+        feature_group_count, batch_group_count: the primitive's parameters.
+
+    Returns:
+      ``(source, name)``.
+
+    Example:
+      >>> from plax.lax.convolution import ConvDimensionNumbers
+      >>> dn = ConvDimensionNumbers((0, 1, 2), (0, 1, 2), (0, 1, 2))
+      >>> conv_source(np.float32, np.float32, np.float32, (1, 1, 5), (1, 1, 3), (1, 1, 3),
+      ...             window_strides=(1,), padding=((0, 0),), lhs_dilation=(1,),
+      ...             rhs_dilation=(1,), dimension_numbers=dn, feature_group_count=1,
+      ...             batch_group_count=1)[1][:10]
+      'plax_conv_'
+    """
+    lhs_dtype, rhs_dtype, out_dtype = map(np.dtype, (lhs_dtype, rhs_dtype, out_dtype))
+    compute = conv_compute_dtype(out_dtype)
+    ls, rs, os_ = (tuple(s) for s in dimension_numbers)
+    nsp = len(lhs_shape) - 2
+    key = repr((lhs_dtype.str, rhs_dtype.str, out_dtype.str, tuple(lhs_shape), tuple(rhs_shape),
+                tuple(out_shape), tuple(window_strides), tuple(map(tuple, padding)),
+                tuple(lhs_dilation), tuple(rhs_dilation), ls, rs, os_, feature_group_count,
+                batch_group_count, str(lhs_dtype), str(rhs_dtype), str(out_dtype)))
+    name = "plax_conv_" + hashlib.sha1(key.encode()).hexdigest()[:12]
+    xs, ws = _c_strides(lhs_shape), _c_strides(rhs_shape)
+    n_out, o_total = out_shape[os_[0]], out_shape[os_[1]]
+    cg = rhs_shape[rs[1]]                       # input features per group
+    per_fgroup = o_total // feature_group_count  # output features per feature group
+    per_bgroup = o_total // batch_group_count    # output features per batch group
+    if compute.kind in "iub":  # integers wrap: products and sums in 64-bit unsigned, narrowed
+        acc_t = "unsigned long long"
+        acc_init, term = "0ull", "a * b"
+        acc_value = f"(({dtypes.ctype(compute)})({dtypes.unsigned_ctype(compute)})acc)"
+    else:
+        acc_t = dtypes.value_ctype(compute)
+        acc_init = codegen.c_literal(0, compute)
+        term, acc_value = "a * b", "acc"
+
+    def load(ptr: str, index: str, dtype) -> str:
+        value = codegen.load_expr(f"{ptr}[{index}]", dtype)
+        src = np.dtype(np.float32) if dtypes.is_half(dtype) else dtype
+        return codegen.convert_expr(value, src, compute)
+
+    lines = [
+        f'extern "C" __global__ void {name}(const {dtypes.ctype(lhs_dtype)}* __restrict__ x,',
+        f"    const {dtypes.ctype(rhs_dtype)}* __restrict__ w, "
+        f"{dtypes.ctype(out_dtype)}* __restrict__ out, long long n) {{",
+        "  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;",
+        "       i += (long long)blockDim.x * gridDim.x) {",
+        "    long long rem = i;"]
+    for a in reversed(range(len(out_shape))):
+        lines.append(f"    const long long c{a} = rem % {out_shape[a]}LL; rem /= {out_shape[a]}LL;")
+    lines += [
+        f"    const long long o = c{os_[1]};",
+        # the group of ``o``: its feature group picks input features, its batch group the batch
+        f"    const long long x_base = ((o / {per_bgroup}LL) * {n_out}LL + c{os_[0]}) * {xs[ls[0]]}LL"
+        f" + (o / {per_fgroup}LL) * {cg * xs[ls[1]]}LL;",
+        f"    const long long w_base = o * {ws[rs[0]]}LL;",
+        f"    {acc_t} acc = {acc_init};"]
+    indent = "    "
+    x_off, w_off = "x_base", "w_base"
+    for d in range(nsp):
+        size, ld = lhs_shape[ls[2 + d]], lhs_dilation[d]
+        window = rhs_shape[rs[2 + d]]
+        lines += [
+            f"{indent}for (long long k{d} = 0; k{d} < {window}LL; ++k{d}) {{",
+            f"{indent}  const long long q{d} = c{os_[2 + d]} * {window_strides[d]}LL + k{d} * "
+            f"{rhs_dilation[d]}LL - ({padding[d][0]}LL);",
+            f"{indent}  if (q{d} < 0 || q{d} > {(size - 1) * ld}LL"
+            + (f" || q{d} % {ld}LL != 0" if ld != 1 else "") + ") continue;",
+            f"{indent}  const long long xo{d} = {x_off} + (q{d} / {ld}LL) * {xs[ls[2 + d]]}LL;",
+            f"{indent}  const long long wo{d} = {w_off} + k{d} * {ws[rs[2 + d]]}LL;"]
+        indent += "  "
+        x_off, w_off = f"xo{d}", f"wo{d}"
+    lines += [
+        f"{indent}for (long long ci = 0; ci < {cg}LL; ++ci) {{",
+        f"{indent}  const {acc_t if compute.kind in 'iub' else dtypes.value_ctype(compute)} "
+        f"a = {load('x', f'{x_off} + ci * {xs[ls[1]]}LL', lhs_dtype)};",
+        f"{indent}  const {acc_t if compute.kind in 'iub' else dtypes.value_ctype(compute)} "
+        f"b = {load('w', f'{w_off} + ci * {ws[rs[1]]}LL', rhs_dtype)};",
+        f"{indent}  acc = acc + {term};",
+        f"{indent}}}"]
+    for d in reversed(range(nsp)):
+        indent = indent[:-2]
+        lines.append(f"{indent}}}")
+    result = codegen.convert_expr(acc_value, compute, out_dtype)
+    lines += [f"    out[i] = {codegen.store_expr(result, out_dtype)};", "  }", "}", ""]
+    return "\n".join(lines), name
+
+
+def _im2col_conv(xg, wg, nsp, strides, rhs_dilation, out_sp):
     """Every group at once: ``xg`` ``(G, N, spatial..., C)`` already dilated and padded, ``wg``
     ``(G, window..., C, O)``; returns ``(G, N * prod(out_sp), O)``."""
     groups, n, c, o = xg.shape[0], xg.shape[1], xg.shape[-1], wg.shape[-1]
     window = wg.shape[1:1 + nsp]
     rows = n * math.prod(out_sp)
-    if math.prod(window) <= MAX_SHIFTS:
-        out = None
-        for offs in itertools.product(*(range(k) for k in window)):
-            index = (slice(None), slice(None)) + tuple(
-                slice(k * d, k * d + (m - 1) * s + 1, s)
-                for k, d, m, s in zip(offs, rhs_dilation, out_sp, strides)) + (slice(None),)
-            patch = xg[index].reshape(groups, rows, c)
-            product = cupy.ascontiguousarray(cupy.matmul(patch, wg[(slice(None),) + offs]))
-            if out is None:
-                out = product
-            elif out.dtype.kind in "fc":
-                # plax-compiled: CuPy's own += flushes float32 subnormals of the partial sums
-                accumulate(out, product)
-            else:
-                out += product   # (integers: nothing to flush)
-        return out if out is not None else cupy.zeros((groups, rows, o), xg.dtype)
     # im2col: (G, N, out..., C) + window -> (G, rows, window..., C) in one copy, one product
     view = window_view(xg, tuple(range(2, 2 + nsp)), window, strides, rhs_dilation, out_sp,
                        xp=cupy)
@@ -61,28 +163,66 @@ def _grouped_conv(xg, wg, nsp, strides, rhs_dilation, out_sp):
 
 
 @kernel(conv_general_dilated_p)
-def conv_general_dilated(lhs: "cupy.ndarray", rhs: "cupy.ndarray", *, window_strides,
-                         padding, lhs_dilation, rhs_dilation, dimension_numbers,
-                         feature_group_count: int, batch_group_count: int, precision,
-                         preferred_element_type) -> "cupy.ndarray":
+def conv_general_dilated(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation,
+                         dimension_numbers, feature_group_count: int, batch_group_count: int,
+                         precision, preferred_element_type):
     """A general dilated convolution on the device (any dimension numbers, strides, padding,
-    lhs and rhs dilation, feature and batch groups), by matrix products on cuBLAS.
+    lhs and rhs dilation, feature and batch groups): one generated kernel, or an im2col copy and
+    one cuBLAS product where each output sums more than :data:`DIRECT_MAX_TERMS` products.
 
     Args:
-      lhs, rhs: device arrays laid out as ``dimension_numbers`` says; the other parameters are
-        the primitive's (``plax.lax.conv_general_dilated``).
+      lhs, rhs: device arrays (bfloat16 as :class:`~plax_cupy.backend.Bf16Buffer` bits) laid
+        out as ``dimension_numbers`` says; the other parameters are the primitive's
+        (``plax.lax.conv_general_dilated``).
 
     Returns:
       The convolution, laid out as the output spec of ``dimension_numbers``, of dtype
-      ``preferred_element_type`` (else ``lhs``'s).
+      ``preferred_element_type`` (else ``lhs``'s); bfloat16 as a ``Bf16Buffer``.
 
     Example:
       >>> conv_general_dilated(x, w, window_strides=(1, 1), padding=((0, 0), (0, 0)), ...)
     """
     del precision  # float32 products are float32 (TF32 off), as dot_general's
+    params = dict(window_strides=tuple(window_strides), padding=tuple(map(tuple, padding)),
+                  lhs_dilation=tuple(lhs_dilation), rhs_dilation=tuple(rhs_dilation),
+                  dimension_numbers=dimension_numbers,
+                  feature_group_count=feature_group_count, batch_group_count=batch_group_count)
     out_dtype = np.dtype(preferred_element_type or lhs.dtype)
-    compute = conv_compute_dtype(out_dtype)
+    out_shape = conv_output_shape(lhs.shape, rhs.shape, params["window_strides"],
+                                  params["padding"], params["lhs_dilation"],
+                                  params["rhs_dilation"], dimension_numbers, batch_group_count)
+    out_store = dtypes.storage_dtype(out_dtype)
     nsp = lhs.ndim - 2
+    rs = dimension_numbers[1]
+    terms = rhs.shape[rs[1]] * math.prod(rhs.shape[a] for a in rs[2:])
+    if terms > DIRECT_MAX_TERMS and math.prod(out_shape):
+        return _via_im2col(lhs, rhs, out_dtype, nsp, **params)
+    out = cupy.empty(out_shape, out_store)
+    if out.size and not (lhs.size and rhs.size):  # an empty sum: zeros
+        out = cupy.zeros(out_shape, out_store)
+    elif out.size:
+        from plax_cupy.kernels_special import launch_raw
+        source, name = conv_source(lhs.dtype, rhs.dtype, out_dtype, lhs.shape, rhs.shape,
+                                   out_shape, **params)
+        launch_raw(source, name, out.size, _bits(lhs), _bits(rhs), out, np.int64(out.size))
+    return Bf16Buffer(out) if out_dtype == BF16 else out
+
+
+conv_general_dilated.bf16 = "bits"  # the kernel reads bfloat16 bits itself
+
+
+def _bits(x) -> "cupy.ndarray":
+    """The C-contiguous device memory of an operand (a bfloat16 buffer's bits)."""
+    return cupy.ascontiguousarray(x.bits if isinstance(x, Bf16Buffer) else x)
+
+
+def _via_im2col(lhs, rhs, out_dtype, nsp, *, window_strides, padding, lhs_dilation,
+                rhs_dilation, dimension_numbers, feature_group_count, batch_group_count):
+    """The convolution channels last, the operand dilated and padded in one strided copy, the
+    im2col matrix and one batched product (:func:`_im2col_conv`); bfloat16 through float32."""
+    lhs, rhs = (widen_bf16(a) if isinstance(a, Bf16Buffer) else a for a in (lhs, rhs))
+    wide_out = np.dtype(np.float32) if out_dtype == BF16 else out_dtype
+    compute = conv_compute_dtype(out_dtype)
     x, w = to_channels_last(lhs, rhs, dimension_numbers, compute, xp=cupy)
     x = dilate_and_pad(x, tuple(range(1, 1 + nsp)), lhs_dilation, padding, 0, xp=cupy)
     n, c, o = x.shape[0], x.shape[-1], w.shape[-1]
@@ -93,18 +233,15 @@ def conv_general_dilated(lhs: "cupy.ndarray", rhs: "cupy.ndarray", *, window_str
     out_sp = tuple((x.shape[1 + i] - spans[i]) // window_strides[i] + 1
                    if x.shape[1 + i] >= spans[i] else 0 for i in range(nsp))
     ng, og = n // b, o // groups
-    if 0 in out_sp or ng == 0 or o == 0:
-        out = cupy.zeros((ng,) + out_sp + (o,), compute)
-    else:
-        if b > 1:  # batch groups: group j holds the batch entries j * ng ... (j + 1) * ng - 1
-            xg = x.reshape((b, ng) + x.shape[1:])
-        else:      # feature groups: group j holds the channels j * cg ... (j + 1) * cg - 1
-            xg = cupy.moveaxis(x.reshape(x.shape[:-1] + (g, c // g)), -2, 0)
-        # group j's outputs are the features j * og ... (j + 1) * og - 1
-        wg = cupy.moveaxis(w.reshape(window + (w.shape[-2], groups, og)), -2, 0)
-        xg = cupy.ascontiguousarray(xg)
-        wg = cupy.ascontiguousarray(wg)
-        flat = _grouped_conv(xg, wg, nsp, window_strides, rhs_dilation, out_sp)
-        out = cupy.moveaxis(flat.reshape((groups, ng) + out_sp + (og,)), 0, -2)
-        out = out.reshape((ng,) + out_sp + (o,))
-    return from_channels_last(out, dimension_numbers, out_dtype, xp=cupy)
+    if b > 1:  # batch groups: group j holds the batch entries j * ng ... (j + 1) * ng - 1
+        xg = x.reshape((b, ng) + x.shape[1:])
+    else:      # feature groups: group j holds the channels j * cg ... (j + 1) * cg - 1
+        xg = cupy.moveaxis(x.reshape(x.shape[:-1] + (g, c // g)), -2, 0)
+    # group j's outputs are the features j * og ... (j + 1) * og - 1
+    wg = cupy.moveaxis(w.reshape(window + (w.shape[-2], groups, og)), -2, 0)
+    flat = _im2col_conv(cupy.ascontiguousarray(xg), cupy.ascontiguousarray(wg), nsp,
+                        window_strides, rhs_dilation, out_sp)
+    out = cupy.moveaxis(flat.reshape((groups, ng) + out_sp + (og,)), 0, -2)
+    out = from_channels_last(out.reshape((ng,) + out_sp + (o,)), dimension_numbers, wide_out,
+                             xp=cupy)
+    return narrow_bf16(out) if out_dtype == BF16 else out

@@ -110,47 +110,6 @@ def primitive_elementwise(primitive, *operands: "cupy.ndarray", **params) -> "cu
     return elementwise(expression, out_aval.dtype, *operands)
 
 
-def accumulate_source(ctype_: str) -> tuple[str, str]:
-    """The source and kernel name of ``acc[i] += x[i]`` over ``n`` elements of C type
-    ``ctype_`` (the preamble's ``operator+`` for complex types).
-
-    Example:
-      >>> accumulate_source("float")[1]
-      'plax_accumulate_float'
-    """
-    name = "plax_accumulate_" + "".join(ch if ch.isalnum() else "_" for ch in ctype_)
-    source = f"""
-extern "C" __global__ void {name}({ctype_}* __restrict__ acc, const {ctype_}* __restrict__ x,
-                                  long long n) {{
-  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
-       i += (long long)gridDim.x * blockDim.x)
-    acc[i] = acc[i] + x[i];
-}}
-"""
-    return source, name
-
-
-def accumulate(acc: "cupy.ndarray", x: "cupy.ndarray") -> "cupy.ndarray":
-    """``acc += x`` in place, as one plax-compiled kernel (CuPy's ``+=`` flushes float32
-    subnormals); both C-contiguous of one float or complex dtype and one shape.
-
-    Args:
-      acc: the accumulator (written).
-      x: what is added.
-
-    Returns:
-      ``acc``.
-
-    Example:
-      >>> accumulate(out, cupy.matmul(patch, w))   # doctest: +SKIP
-    """
-    from plax_cupy.kernels_special import launch_raw
-    if acc.size:
-        source, name = accumulate_source(dtypes.ctype(acc.dtype))
-        launch_raw(source, name, acc.size, acc, cupy.ascontiguousarray(x), np.int64(acc.size))
-    return acc
-
-
 #: the float types between whose single- and double-precision parts CuPy's ``astype``
 #: converts with flushing instructions under ``-ftz=true`` (``cvt.ftz.f64.f32`` flushes a
 #: float32 subnormal operand, ``cvt.rn.ftz.f32.f64`` a result that rounds to one)

@@ -19,7 +19,8 @@ import cupy
 from plax import lax
 from plax.lax.extra_elementwise import clz_array, clz_p, mulhi_array, mulhi_p, square_p
 from plax.lax.precision import reduce_precision_array, reduce_precision_p
-from plax_cupy.backend import BF16, Bf16Buffer, widen_bf16
+from plax_cupy.backend import BF16, Bf16Buffer
+from plax_cupy.codegen import convert_expr
 from plax_cupy.kernels import kernel
 from plax_cupy.kernels_elementwise import astype, elementwise, primitive_elementwise
 from plax_cupy.kernels_shape import on_bits
@@ -35,6 +36,10 @@ def _contiguous(x):
 def _convert_element_type(x, *, new_dtype, weak_type):
     new_dtype = np.dtype(new_dtype)
     if new_dtype.kind == "b":
+        if x.dtype in (np.float32, np.complex64):
+            # plax-compiled: CuPy's comparison is setp.ne.ftz.f32, which takes a float32
+            # subnormal (bfloat16's too, widened) for zero
+            return elementwise(convert_expr("a0", x.dtype, new_dtype), new_dtype, x)
         return x != 0
     if x.dtype.kind == "c" and new_dtype.kind != "c":
         x = x.real
@@ -80,27 +85,25 @@ def _reduce_precision(x, *, exponent_bits, mantissa_bits):
     return reduce_precision_array(x, exponent_bits, mantissa_bits, xp=cupy)
 
 
+#: the expression of float16/bfloat16 ``nextafter`` on the operands' 16-bit patterns (``a0``,
+#: ``a1``): the generated kernels' own helpers, so the table gives ``jit``'s bits
+_NEXTAFTER_16 = {"float16": "plax_f16_bits(plax_nextafter_f16(plax_f16_value(a0), plax_f16_value(a1)))",
+                 "bfloat16": "plax_bf16_bits(plax_nextafter_bf16(plax_bf16_value(a0), "
+                             "plax_bf16_value(a1)))"}
+
+
 @kernel(lax.nextafter_p)
 def _nextafter(x, y):
     """The next representable value after ``x`` towards ``y`` (``y`` where equal, NaN if either
-    is NaN); float16 and bfloat16 step their bit pattern by one."""
-    if isinstance(x, Bf16Buffer) or x.dtype.itemsize == 2:
-        bf16 = isinstance(x, Bf16Buffer)
-        xb, yb = (x.bits, y.bits) if bf16 else (_contiguous(x).view(np.uint16),
-                                                _contiguous(y).view(np.uint16))
-        xf = widen_bf16(x) if bf16 else x.astype(np.float32)
-        yf = widen_bf16(y) if bf16 else y.astype(np.float32)
-        xb, yb, xf, yf = cupy.broadcast_arrays(xb, yb, xf, yf)
-        away = (yf > xf) == (xf > 0)  # moving away from zero makes the magnitude bits grow
-        moved = xb.astype(np.int32) + cupy.where(away, 1, -1).astype(np.int32)
-        from_zero = cupy.where(yf < 0, 0x8001, 0x0001).astype(np.int32)  # smallest subnormal
-        out = cupy.where(xf == 0, from_zero, moved).astype(np.uint16)
-        out = cupy.where(xf == yf, yb, out)
-        nan = np.uint16(0x7FC0 if bf16 else 0x7E00)
-        out = cupy.where(cupy.isnan(xf) | cupy.isnan(yf), nan, out).astype(np.uint16)
-        return Bf16Buffer(out) if bf16 else out.view(np.float16)
-    # (plax-compiled: CuPy's nextafter kernel flushes float32 subnormals, the very values
-    # nextafter steps to from zero)
+    is NaN); float16 and bfloat16 step their bit pattern by one. One plax-compiled kernel on
+    every float dtype: CuPy's ``nextafter`` flushes float32 subnormals, the very values
+    nextafter steps to from zero, and its comparisons of widened bfloat16 values (float32
+    subnormals below 1.2e-38) flush them too."""
+    if isinstance(x, Bf16Buffer):
+        return Bf16Buffer(elementwise(_NEXTAFTER_16["bfloat16"], np.uint16, x.bits, y.bits))
+    if x.dtype == np.float16:
+        return elementwise(_NEXTAFTER_16["float16"], np.uint16, x.view(np.uint16),
+                           y.view(np.uint16)).view(np.float16)
     return elementwise("plax_nextafter(a0, a1)", x.dtype, x, y)
 
 

@@ -6,10 +6,9 @@ Sums and products of float32 and complex64, and max/min of float32, are plax-com
 kernels (:func:`row_reduce`: CuPy's reductions flush float32 subnormals); other dtypes use
 CuPy's (CUB) reductions; float16 accumulates in float32, as the reference kernels do. max/min propagate NaN; complex max/min compare (real, imaginary)
 lexicographically, as XLA does, by a stable sort. Bitwise reductions fold the reduced axis in
-halves (``log2(n)`` steps). argmax, argmin and the cumulative ops are plax-compiled kernels
-(:mod:`plax_cupy.kernels_rows`: CuPy's own kernels flush float32 subnormals); the CuPy forms
-kept here (CUB scans; log-step Hillis-Steele scans of whole-array operations, ``reverse``
-flipping the axis) serve the dtypes those decline.
+halves (``log2(n)`` steps). argmax, argmin and the cumulative ops on every dtype they take
+are plax-compiled kernels (:mod:`plax_cupy.kernels_rows`: CuPy's own kernels flush
+float32 subnormals).
 """
 from __future__ import annotations
 
@@ -20,10 +19,9 @@ import numpy as np
 import cupy
 
 from plax import lax
-from plax.lax.cumlogsumexp import cumlogsumexp_p
 from plax_cupy import kernels_rows
 from plax_cupy.kernels import kernel
-from plax_cupy.kernels_sort import lexicographic_order, maximum, minimum, sort_keys
+from plax_cupy.kernels_sort import lexicographic_order, sort_keys
 
 
 def _half(dtype) -> bool:
@@ -191,37 +189,6 @@ kernel(lax.reduce_xor_p)(_bitwise(cupy.logical_xor, cupy.bitwise_xor, 0))
 
 # ---------------------------------------------------------------- cumulative
 
-def _scan_last(y, op):
-    """Inclusive scan of the last axis of ``y`` with ``op``, in ``log2(n)`` whole-array steps."""
-    n = y.shape[-1]
-    step = 1
-    while step < n:
-        y = cupy.concatenate([y[..., :step], op(y[..., :-step], y[..., step:])], axis=-1)
-        step *= 2
-    return y
-
-
-def _cumulative(scan):
-    def fn(x, *, axis, reverse):
-        y = cupy.flip(x, axis) if reverse else x
-        work = y.astype(np.float32) if _half(x.dtype) else y
-        out = scan(work, axis).astype(x.dtype)
-        return cupy.flip(out, axis) if reverse else out
-    return fn
-
-
-def _along(op):
-    def scan(y, axis):
-        return cupy.moveaxis(_scan_last(cupy.moveaxis(y, axis, -1), op), -1, axis)
-    return scan
-
-
-# CuPy's forms serve only the dtypes the plax-compiled row kernels decline (bool); argmax,
-# argmin and the cumulative ops are plax_cupy.kernels_rows' (CuPy's kernels flush subnormals)
-kernels_rows.register({
-    lax.cumsum_p: _cumulative(lambda y, a: cupy.cumsum(y, axis=a, dtype=y.dtype)),
-    lax.cumprod_p: _cumulative(lambda y, a: cupy.cumprod(y, axis=a, dtype=y.dtype)),
-    lax.cummax_p: _cumulative(_along(maximum)),
-    lax.cummin_p: _cumulative(_along(minimum)),
-    cumlogsumexp_p: _cumulative(_along(cupy.logaddexp)),
-})
+# argmax, argmin and the cumulative ops (every dtype) are plax_cupy.kernels_rows' row
+# kernels (CuPy's own kernels flush float32 subnormals)
+kernels_rows.register()

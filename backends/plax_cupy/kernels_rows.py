@@ -14,7 +14,8 @@ rows). A cumulative row is split in contiguous chunks, one per thread: each thre
 chunk, the chunk totals are scanned in shared memory (Hillis-Steele, ``log2(threads)`` steps),
 and each thread rescans its chunk from the total before it. ``reverse`` reads the row from its
 end. float16 is computed in float32 and rounded once, as the reference kernels accumulate it
-(bfloat16 reaches the table widened to float32 by the backend).
+(bfloat16 reaches the table widened to float32 by the backend). These kernels serve every dtype
+the primitives take (their abstract evaluation refuses booleans).
 
 Long rows: one block per row leaves most of the GPU idle when the rows are few (a 1-D cumsum
 of 1e8 elements ran on one SM). Below :data:`FEW_ROWS` rows of at least :data:`LONG_ROW`
@@ -421,19 +422,26 @@ def _compute_dtype(dtype: np.dtype) -> np.dtype:
     return np.dtype(np.float32) if dtype == np.float16 else dtype
 
 
-def _cumulative(op: str, fallback):
+def _cumulative(op: str):
     def run(x, *, axis, reverse):
         dtype = np.dtype(x.dtype)
-        if dtype == np.bool_ or dtype not in dtypes.CTYPES:
-            return fallback(x, axis=axis, reverse=reverse)
+        if dtype not in dtypes.CTYPES or dtype == np.bool_:  # (the primitives refuse booleans)
+            raise TypeError(f"cum{op} on the GPU does not take dtype {dtype}")
         compute = _compute_dtype(dtype)
-        work = cupy.ascontiguousarray(x.astype(compute, copy=False))
-        out = cupy.empty(work.shape, compute)
-        outer, n, inner = _layout(work.shape, axis)
-        if work.size:
-            scan_rows(op, work, out, outer, n, inner, bool(reverse))
+        out = run_op(op, x.astype(compute, copy=False), axis, reverse)
         return out.astype(dtype, copy=False)
     return run
+
+
+def run_op(op: str, x, axis: int, reverse: bool):
+    """The cumulative ``op`` of the device array ``x`` along ``axis`` (a new C-contiguous
+    array of ``x``'s dtype, a row-kernel dtype): :func:`scan_rows` on its contiguous copy."""
+    work = cupy.ascontiguousarray(x)
+    out = cupy.empty(work.shape, work.dtype)
+    outer, n, inner = _layout(work.shape, axis)
+    if work.size:
+        scan_rows(op, work, out, outer, n, inner, bool(reverse))
+    return out
 
 
 def _arg(is_max: bool):
@@ -453,11 +461,11 @@ def _arg(is_max: bool):
     return run
 
 
-def register(fallbacks: dict) -> None:
-    """Registers the row kernels for the cumulative ops and argmax/argmin; ``fallbacks`` maps
-    a cumulative primitive to the CuPy-based kernel kept for the dtypes these decline (bool)."""
+def register() -> None:
+    """Registers the row kernels for the cumulative ops (every dtype they take) and
+    argmax/argmin."""
     for prim, op in ((lax.cumsum_p, "sum"), (lax.cumprod_p, "prod"), (lax.cummax_p, "max"),
                      (lax.cummin_p, "min"), (cumlogsumexp_p, "logsumexp")):
-        kernel(prim)(_cumulative(op, fallbacks[prim]))
+        kernel(prim)(_cumulative(op))
     kernel(lax.argmax_p)(_arg(True))
     kernel(lax.argmin_p)(_arg(False))

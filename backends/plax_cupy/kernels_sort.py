@@ -15,48 +15,6 @@ from plax.lax.top_k import top_k_by_sorting, top_k_p
 from plax_cupy.kernels import kernel
 
 
-def _greater(a, b):
-    if a.dtype.kind == "c":  # lexicographic (real, imaginary), as NumPy and XLA compare them
-        return (a.real > b.real) | ((a.real == b.real) & (a.imag > b.imag))
-    return a > b
-
-
-def _nan_first(a, b, chosen):
-    # a NaN operand (either part) is the result, the first one if both are (as NumPy's)
-    return cupy.where(cupy.isnan(a), a, cupy.where(cupy.isnan(b), b, chosen))
-
-
-def maximum(a: "cupy.ndarray", b: "cupy.ndarray") -> "cupy.ndarray":
-    """Elementwise maximum, NaN winning (as NumPy's), complex numbers compared
-    lexicographically (real part, then imaginary part).
-
-    Args:
-      a, b: device arrays of one dtype (broadcasting).
-
-    Returns:
-      The larger of each pair (the NaN where one is NaN, the first if both are).
-
-    Example:
-      >>> maximum(cupy.asarray([1 + 5j]), cupy.asarray([1 + 2j]))
-      array([1.+5.j])
-    """
-    if a.dtype.kind == "c":
-        return _nan_first(a, b, cupy.where(_greater(b, a), b, a))
-    return cupy.maximum(a, b)
-
-
-def minimum(a: "cupy.ndarray", b: "cupy.ndarray") -> "cupy.ndarray":
-    """Elementwise minimum, as :func:`maximum` orders values (NaN winning).
-
-    Example:
-      >>> minimum(cupy.asarray([1 + 5j, 2j]), cupy.asarray([1 + 2j, 1j]))
-      array([1.+2.j, 0.+1.j])
-    """
-    if a.dtype.kind == "c":
-        return _nan_first(a, b, cupy.where(_greater(a, b), b, a))
-    return cupy.minimum(a, b)
-
-
 def _parts(key):
     """The arrays a key sorts by, least significant first (complex: imaginary, then real)."""
     if key.dtype.kind == "c":

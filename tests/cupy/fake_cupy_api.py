@@ -105,16 +105,12 @@ SCIPY_SIGNAL = frozenset("""
     choose_conv_method convolve convolve2d correlate correlate2d fftconvolve oaconvolve
 """.split())
 
-#: ``cupy.lib.stride_tricks.<name>`` for ``numpy.lib.stride_tricks.<name>`` (strided views)
-NUMPY_STRIDE_TRICKS = frozenset("as_strided sliding_window_view".split())
-
 #: ``cupy.lib.stride_tricks.<name>`` for ``numpy.lib.stride_tricks.<name>`` (views, no copy)
 NUMPY_STRIDE_TRICKS = frozenset("as_strided sliding_window_view".split())
 
 #: module path in the simulated CuPy -> (the NumPy/SciPy module it runs, its table)
 NAMESPACES = {"cupy": ("numpy", NUMPY), "cupy.linalg": ("numpy.linalg", NUMPY_LINALG),
               "cupy.fft": ("numpy.fft", NUMPY_FFT),
-              "cupy.lib.stride_tricks": ("numpy.lib.stride_tricks", NUMPY_STRIDE_TRICKS),
               "cupy.lib.stride_tricks": ("numpy.lib.stride_tricks", NUMPY_STRIDE_TRICKS),
               "cupyx.scipy.special": ("scipy.special", SCIPY_SPECIAL),
               "cupyx.scipy.ndimage": ("scipy.ndimage", SCIPY_NDIMAGE),
@@ -126,11 +122,14 @@ NAMESPACES = {"cupy": ("numpy", NUMPY), "cupy.linalg": ("numpy.linalg", NUMPY_LI
 #: flushed to zero (sign kept) and flushes their float32 results, as the GPU does
 #: (``add.ftz``, ``mul.ftz``, ``sqrt.ftz``, ``setp.ftz``, ``max.ftz``, ``abs.ftz``), whether
 #: called as ``cupy.<name>``, as an array operator or method (``x * y``, ``x.sum()``) or
-#: through NumPy's dispatch. Every ``cupyx.scipy.special`` function flushes likewise.
-#: Selections (``where``), comparisons' boolean results and data movement do not flush on a
-#: GPU and are not listed.
+#: through NumPy's dispatch. Every ``cupyx.scipy.special`` function flushes likewise. The
+#: comparisons flush their operands (CuPy's ``less`` of float32 compiles to
+#: ``setp.lt.ftz.f32``, checked with NVRTC: a subnormal compares equal to zero); their boolean
+#: results are not floats. Selections (``where``) and data movement do not flush on a GPU and
+#: are not listed.
 FLUSHES_FLOAT32 = frozenset("""
     abs absolute add argmax argmin clip conj conjugate cumprod cumsum divide exp hypot log
     logaddexp max maximum mean min minimum multiply negative nextafter power prod sqrt square
     subtract sum true_divide trunc
+    equal greater greater_equal less less_equal not_equal
 """.split())

@@ -1,8 +1,9 @@
 """``conv_general_dilated``'s GPU kernel (``plax_cupy.kernels_convolution``) on the simulated
 GPU against the NumPy backend's: 1 to 3 spatial dimensions, dimension numbers other than
 NCHW, strides, negative and positive padding, lhs and rhs dilation, feature and batch groups,
-both product strategies (per offset and im2col), every dtype and ``preferred_element_type``
-(run by test_kernels_b_simulated.py)."""
+both strategies (the generated kernel, and im2col with one cuBLAS product), every dtype and
+``preferred_element_type``; a 3x3 convolution is one launch (run by
+test_kernels_b_simulated.py)."""
 from __future__ import annotations
 
 import numpy as np
@@ -96,3 +97,50 @@ def test_conv_other_dimension_numbers():
 def test_conv_empty_operands():
     conv(data((0, 3, 5, 5), np.float32), data((2, 3, 2, 2), np.float32))
     conv(data((2, 3, 5, 5), np.float32), data((0, 3, 2, 2), np.float32))
+
+
+@pytest.mark.parametrize("case", ["2d strided padded", "2d lhs and rhs dilation",
+                                  "feature groups", "batch groups", "3d"], ids=str)
+def test_conv_im2col_path(case, monkeypatch):
+    # the im2col copy and one cuBLAS product (what serves long sums: many channels, kernel
+    # gradients), forced on small cases
+    from plax_cupy import kernels_convolution
+    monkeypatch.setattr(kernels_convolution, "DIRECT_MAX_TERMS", 0)
+    spec = dict(CASES[case])
+    lhs, rhs = data(spec.pop("lhs"), np.float32), data(spec.pop("rhs"), np.float32, 1)
+    conv(lhs, rhs, **spec)
+    lhs, rhs = data((2, 4, 6, 5), _bf16()), data((4, 2, 3, 2), _bf16(), 1)
+    conv(lhs, rhs, strides=(1, 2), padding=((1, 0), (1, 1)), feature_group_count=2)
+
+
+def test_conv_long_sum_takes_im2col():
+    # 40 input features x 36 window positions = 1440 products per output: above the threshold
+    lhs, rhs = data((1, 40, 8, 8), np.float32), data((2, 40, 6, 6), np.float32, 1)
+    conv(lhs, rhs, padding=((1, 0), (0, 1)))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, "bfloat16", np.int32],
+                         ids=lambda d: str(d) if isinstance(d, str) else np.dtype(d).name)
+def test_conv_3x3_is_one_launch(dtype):
+    # one generated kernel per call (was one product per kernel offset and 8 accumulations),
+    # eager and under jit, bfloat16 read as its bits (no widening or rounding launches)
+    import plax
+    import plax_cupy
+    dtype = _bf16() if dtype == "bfloat16" else np.dtype(dtype)
+    gpu = plax.devices("gpu")[0]
+    lhs = plax.device_put(data((2, 8, 10, 10), dtype), gpu)
+    rhs = plax.device_put(data((16, 8, 3, 3), dtype, 1), gpu)
+
+    def f(x, w):
+        return lax.conv_general_dilated(x, w, (1, 1), "SAME")
+
+    want = np.asarray(plax.jit(f, backend="numpy")(np.asarray(lhs), np.asarray(rhs)))
+    jitted = plax.jit(f)
+    jitted(lhs, rhs).block_until_ready()  # compiled
+    for run in (f, jitted):
+        with plax_cupy.count() as c:
+            got = run(lhs, rhs).block_until_ready()
+        assert c.launches == 1 and c.host_fallbacks == 0, (run, c)
+        assert c.host_to_device == 0 and c.device_to_host == 0, c
+        np.testing.assert_allclose(np.asarray(got).astype(np.float64),
+                                   want.astype(np.float64), rtol=1e-2, atol=1e-2)

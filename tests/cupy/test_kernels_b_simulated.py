@@ -41,6 +41,21 @@ def test_generated_kernels_compile_with_nvrtc():
     assert ".entry plax_lu_permutation" in nvrtc.compile_ptx(codegen.PREAMBLE + LU_PERMUTATION_SOURCE)
     ptx = nvrtc.compile_ptx(codegen.PREAMBLE + RANDOM_GAMMA_GRAD_SOURCE)
     assert ".entry plax_random_gamma_grad_f32" in ptx and ".entry plax_random_gamma_grad_f64" in ptx
+    # the convolution's generated kernel on every kind of dtype, with groups and dilations: no
+    # flush-to-zero arithmetic (subnormal partial sums are kept)
+    from plax.lax.convolution import ConvDimensionNumbers
+    from plax_cupy.kernels_convolution import conv_source
+    dn = ConvDimensionNumbers((0, 3, 1, 2), (3, 2, 0, 1), (0, 3, 1, 2))  # NHWC, HWIO, NHWC
+    for operand, out in ((np.float32, np.float32), (np.float16, np.float16), (_bf16(), _bf16()),
+                         (_bf16(), np.float32), (np.complex64, np.complex64),
+                         (np.int8, np.int32), (np.bool_, np.bool_), (np.float64, np.float64)):
+        source, name = conv_source(operand, operand, out, (4, 9, 9, 6), (3, 3, 3, 4), (2, 5, 9, 4),
+                                   window_strides=(2, 1), padding=((1, 1), (1, 1)),
+                                   lhs_dilation=(1, 1), rhs_dilation=(1, 1),
+                                   dimension_numbers=dn, feature_group_count=1,
+                                   batch_group_count=2)
+        ptx = nvrtc.compile_ptx(codegen.PREAMBLE + source)
+        assert f".entry {name}" in ptx and ".ftz" not in ptx, (operand, out)
 
 
 # ---------------------------------------------------------------- helpers of the family files

@@ -151,3 +151,26 @@ def test_long_row_argmax_argmin(small_tiles):
             got, c = _counted(lambda v: fn(v, axis=1), _gpu_put(h))
             assert c.launches == 2, c
             np.testing.assert_array_equal(got, ref(h.astype(np.float32), axis=1))
+
+
+@on_simulated_gpu
+def test_cumulative_table_kernels_have_no_cupy_path_left():
+    # the row kernels serve every dtype the primitives take (they refuse booleans); the CuPy
+    # forms that served booleans are gone, so a boolean reaching the table kernel is refused
+    # by name rather than run on CuPy's flushing scans
+    import cupy
+    from plax import lax
+    from plax.lax.cumlogsumexp import cumlogsumexp_p
+    from plax_cupy import kernels
+    table = kernels.impls()
+    x = cupy.asarray(np.array([[True, False, True]]))
+    for prim in (lax.cumsum_p, lax.cumprod_p, lax.cummax_p, lax.cummin_p, cumlogsumexp_p):
+        with pytest.raises(TypeError, match="does not take dtype bool"):
+            table[prim](x, axis=1, reverse=False)
+        with pytest.raises(TypeError, match="bool"):
+            prim.abstract_eval(_aval(x), axis=1, reverse=False)
+
+
+def _aval(x):
+    from plax.core.shaped_array import ShapedArray
+    return ShapedArray(tuple(x.shape), np.dtype(x.dtype))

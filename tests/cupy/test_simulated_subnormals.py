@@ -42,8 +42,8 @@ def _expected(h):
 @pytest.mark.skipif(SIMULATED or shutil.which("g++") is None,
                     reason="already on the simulated GPU, or no C++ compiler (g++) for it")
 def test_on_the_simulated_gpu():
-    # skipped there: this launcher and the real-NVRTC check
-    run_file_on_simulated_gpu(__file__, skipped=2)
+    # skipped there: this launcher and the two real-NVRTC checks
+    run_file_on_simulated_gpu(__file__, skipped=3)
 
 
 @pytest.mark.skipif(SIMULATED or bool(NVRTC_PROBLEM), reason=NVRTC_PROBLEM or "simulated NVRTC")
@@ -272,3 +272,56 @@ def test_table_kernels_of_nextafter_and_clamp_keep_subnormals():
     got = cupy.asnumpy(table[lax.clamp_p](lo, x, hi))
     want = np.minimum(np.maximum(SUBNORMALS, np.float32(-2e-39)), np.float32(1.0))
     np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
+
+
+@on_simulated_gpu
+def test_cupys_comparisons_flush_their_operands():
+    # CuPy compiles float32 comparisons to setp.<op>.ftz.f32 (test_comparisons_compile_to_ftz
+    # below, with NVRTC): a subnormal compares equal to zero; the simulation does the same
+    import cupy
+    x = cupy.asarray(np.array([1e-39, -1e-39, 0.5], np.float32))
+    zero = cupy.asarray(np.zeros(3, np.float32))
+    assert cupy.asnumpy(x > zero).tolist() == [False, False, True]
+    assert cupy.asnumpy(x == 0).tolist() == [True, True, False]
+    assert cupy.asnumpy(cupy.less(x, zero)).tolist() == [False, False, False]
+    z = cupy.asarray(np.array([1e-39j, 1 + 0j], np.complex64))
+    assert cupy.asnumpy(z == 0).tolist() == [True, False]
+    wide = cupy.asarray(np.array([1e-39], np.float64))   # float64 never flushes
+    assert cupy.asnumpy(wide > 0).tolist() == [True]
+
+
+@pytest.mark.skipif(SIMULATED or bool(NVRTC_PROBLEM), reason=NVRTC_PROBLEM or "simulated NVRTC")
+def test_comparisons_compile_to_ftz():
+    # what the simulation above models: CuPy's comparison kernels under its -ftz=true
+    from plax_cupy import nvrtc
+    source = """extern "C" __global__ void cmp(const float* a, const float* b, bool* out) {
+      const int i = threadIdx.x; out[i] = a[i] < b[i]; }"""
+    options = tuple(o for o in nvrtc.NVRTC_OPTIONS if not o.startswith("-ftz")) + ("-ftz=true",)
+    assert "setp.lt.ftz.f32" in nvrtc.compile_ptx(source, options=options)
+
+
+@on_simulated_gpu
+def test_half_nextafter_table_kernel_steps_the_bits():
+    # float16 and bfloat16 nextafter is one plax-compiled kernel on the bits: a bfloat16
+    # subnormal (a float32 subnormal once widened) steps to its neighbour; CuPy's comparisons
+    # of the widened values took it for zero and stepped from zero instead
+    import cupy
+    import ml_dtypes
+    from plax import lax
+    from plax_cupy import kernels
+    from plax_cupy.backend import Bf16Buffer
+    fn = kernels.impls()[lax.nextafter_p]
+    bf16 = np.dtype(ml_dtypes.bfloat16)
+    x = np.array([1e-39, -1e-39, 1e-39, 0.0, 0.0, 1.0, np.nan, 2.0], np.float32).astype(bf16)
+    y = np.array([1.0, -1.0, 0.0, -1.0, 0.0, 2.0, 1.0, np.inf], np.float32).astype(bf16)
+    out = fn(Bf16Buffer(cupy.asarray(x.view(np.uint16))), Bf16Buffer(cupy.asarray(y.view(np.uint16))))
+    got = cupy.asnumpy(out.bits)
+    steps = {0: x.view(np.uint16)[0] + 1, 1: x.view(np.uint16)[1] + 1, 2: x.view(np.uint16)[2] - 1,
+             3: 0x8001, 4: 0x0000, 5: x.view(np.uint16)[5] + 1, 7: x.view(np.uint16)[7] + 1}
+    for i, bits in steps.items():
+        assert got[i] == bits, (i, hex(got[i]), hex(bits))
+    assert np.isnan(got.view(bf16)[6].astype(np.float32))
+    h = np.array([6e-8, -6e-8, 0.0, 1.0, 65504.0], np.float16)
+    t = np.array([1.0, 0.0, -1.0, 0.0, 0.0], np.float16)
+    got = cupy.asnumpy(fn(cupy.asarray(h), cupy.asarray(t)))
+    np.testing.assert_array_equal(got.view(np.uint16), np.nextafter(h, t).view(np.uint16))

@@ -43,8 +43,6 @@ def test_the_moved_kernels_compile_with_nvrtc_without_flush_to_zero():
     from plax_cupy import codegen, kernels_elementwise, kernels_linalg, kernels_reduction, \
         kernels_windows, nvrtc
     sources = [kernels_linalg.UNIT_COLUMNS_SOURCE,
-               kernels_elementwise.accumulate_source("float")[0],
-               kernels_elementwise.accumulate_source("plax_c64")[0],
                kernels_elementwise.elementwise_source("a0 * a0", ("float",), "float")[0]]
     from plax.core.jaxpr import JaxprEqn, Var
     from plax.core.shaped_array import ShapedArray
@@ -65,6 +63,22 @@ def test_the_moved_kernels_compile_with_nvrtc_without_flush_to_zero():
     for kind, dtype in (("sum", np.float32), ("prod", np.float32), ("max", np.float32),
                         ("min", np.float32), ("sum", np.complex64), ("prod", np.complex64)):
         sources.append(kernels_reduction.row_reduce_source(kind, dtype)[0])
+    # the convolution's kernel (its subnormal partial sums), float16/bfloat16 nextafter on the
+    # bits, float32/complex64 to bool
+    from plax.lax.convolution import ConvDimensionNumbers
+    from plax_cupy import kernels_convolution, kernels_precision
+    ident = ConvDimensionNumbers((0, 1, 2), (0, 1, 2), (0, 1, 2))
+    for dtype in (np.float32, np.complex64):
+        sources.append(kernels_convolution.conv_source(
+            dtype, dtype, dtype, (1, 2, 6), (2, 2, 3), (1, 2, 4), window_strides=(1,),
+            padding=((0, 0),), lhs_dilation=(1,), rhs_dilation=(1,), dimension_numbers=ident,
+            feature_group_count=1, batch_group_count=1)[0])
+    for expr in kernels_precision._NEXTAFTER_16.values():
+        sources.append(kernels_elementwise.elementwise_source(expr, ("unsigned short",) * 2,
+                                                              "unsigned short")[0])
+    for dtype, ctype in ((np.float32, "float"), (np.complex64, "plax_c64")):
+        expr = codegen.convert_expr("a0", dtype, np.bool_)
+        sources.append(kernels_elementwise.elementwise_source(expr, (ctype,), "bool")[0])
     for source in sources:   # (elementwise sources carry the special_source helpers they call)
         unit = codegen.PREAMBLE + source
         ptx = nvrtc.compile_binary(unit, nvrtc.DEVICE_OPTIONS + ("-arch=compute_80",),
