@@ -583,11 +583,13 @@ def _dot_general(prim, in_dims, in_avals, params) -> Dims:
     (lc, rc), (lb, rb) = params["dimension_numbers"]
     lhs, rhs = in_dims
     override = getattr(_override, "spec", None)
-    if override is not None:
-        ndim = len(lb) + len(lhs) - len(lb) - len(lc) + len(rhs) - len(rb) - len(rc)
-        return spec_dims(override, ndim)
     l_spec = tuple(_entry(lhs[k]) for k in lc)
     r_spec = tuple(_entry(rhs[k]) for k in rc)
+    if override is not None:
+        if override.unreduced:
+            _check_unreduced_product(l_spec, r_spec, override.unreduced)
+        ndim = len(lb) + len(lhs) - len(lb) - len(lc) + len(rhs) - len(rb) - len(rc)
+        return spec_dims(override, ndim)
     for a, b in zip(lc, rc):
         if lhs[a] and rhs[b] and lhs[a] != rhs[b]:
             raise ShardingTypeError(
@@ -617,6 +619,22 @@ def _dot_general(prim, in_dims, in_avals, params) -> Dims:
             f"dot_general: the result would be split twice over one mesh axis "
             f"({_spec_tuple(out)}); pass out_sharding= to say how it is split")
     return out
+
+
+def _check_unreduced_product(l_spec: tuple, r_spec: tuple, unreduced: frozenset) -> None:
+    """JAX's checks of a product asked for an unreduced result (``out_sharding=P(...,
+    unreduced={'Y'})``): both operands' contracting dimensions split alike, over exactly the
+    unreduced axes (each device's partial product is then its part of the sum)."""
+    if l_spec != r_spec:
+        raise ShardingTypeError(
+            "lhs and rhs contracting dims should be sharded identically when out_sharding "
+            "provided to dot_general mentions unreduced_axes. Got "
+            f"lhs_contracting_spec={l_spec}, rhs_contracting_spec={r_spec}")
+    axes = [a for e in l_spec if e is not None for a in (e if isinstance(e, tuple) else (e,))]
+    if frozenset(unreduced) != frozenset(axes):
+        raise ShardingTypeError(
+            "out_sharding's unreduced axes should be equal to the contracting specs. Got "
+            f"unreduced axes={frozenset(unreduced)} and contracting spec={l_spec}")
 
 
 def _expand_dims(prim, in_dims, in_avals, params) -> Dims:
