@@ -228,11 +228,14 @@ def check_in_specs(leaves: Sequence, specs: Sequence) -> None:
         s = explicit_type(x)
         have = spec_dims(s.spec, ndim) if s is not None else ((),) * ndim
         want = spec_dims(spec, ndim)
-        if have != want:
+        # unreduced/reduced axes are part of the type too (each device's partial sums)
+        have_spec = _with_extras(dims_spec(have), s.spec if s is not None else None)
+        want_spec = _with_extras(dims_spec(want), spec)
+        if have_spec != want_spec:
             from plax.api_util import typeof
             raise ValueError(
-                f"in_specs passed to shard_map: {dims_spec(want)!r} does not match the specs "
-                f"of the input: {dims_spec(have)!r} for arg: {typeof(x)}. `in_specs` is an "
+                f"in_specs passed to shard_map: {want_spec!r} does not match the specs "
+                f"of the input: {have_spec!r} for arg: {typeof(x)}. `in_specs` is an "
                 "optional argument so you can omit specifying it and shard_map will infer "
                 "the in_specs from the arguments. If you want to reshard your inputs, you can "
                 "use `jax.reshard` on the arguments and then pass those args to shard_map.")
