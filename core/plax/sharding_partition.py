@@ -71,6 +71,18 @@ class Segment:
         self.outs: list = []
 
 
+class HostCall:
+    """An effect without results (``debug.print``, ``debug.callback``) run once per
+    execution -- by the first device of the mesh, on the whole operands -- where JAX calls
+    such a callback once, its operands gathered onto one device. ``eqn`` reads local
+    variables holding the operands unsplit (each device's copy is gathered by the
+    exchanges before it; only the first device's is read)."""
+
+    def __init__(self, eqn: JaxprEqn):
+        self.eqn = eqn
+        self.ins = [v for v in eqn.invars if isinstance(v, Var)]
+
+
 class Program:
     """A partitioned program: ``steps`` (segments and exchanges) over per-device local
     variables; ``invars``/``constvars``/``outvars`` are the local variables of the jaxpr's,
@@ -414,6 +426,27 @@ class _Builder:
         self.layouts[v][dims] = lv
         return lv
 
+    def _effect(self, e) -> None:
+        """An effectful equation: a callback without results becomes a :class:`HostCall`
+        (its operands gathered), a loop or branch holding one a :class:`Loop` whose body
+        does; anything else (a callback with results, a ref, a callback inside a body run
+        whole, on partial sums, or called per shard) makes the program run on one device."""
+        if not self.top:
+            raise Unpartitionable("an effect")
+        name = e.primitive.name
+        if name in ("scan", "while", "cond"):
+            if _loop_step(self, e):
+                return
+            raise Unpartitionable("an effect")
+        if name != "debug_callback" or e.outvars or e.params.get("partitioned") or any(
+                v in self.partial for v in e.invars if isinstance(v, Var)):
+            raise Unpartitionable("an effect")
+        ins = [self.use(v, ((),) * len(v.aval.shape)) for v in e.invars]
+        if self.segment:
+            self.steps.append(Segment(self.segment))
+            self.segment = []
+        self.steps.append(HostCall(JaxprEqn(e.primitive, ins, [], e.params)))
+
     def _exchange(self, src, aval, src_dims, dst_dims, partial=(), combine=None,
                   keep=frozenset()) -> Var:
         dst = self._local_var(aval, dst_dims)
@@ -427,7 +460,8 @@ class _Builder:
 
     def eqn(self, e) -> None:
         if eqn_has_effects(e):
-            raise Unpartitionable("an effect")
+            self._effect(e)
+            return
         # partial sums in: the operations JAX allows on them are linear in them, so each
         # device's result from its partial blocks is its partial sum of the result
         carried = frozenset().union(*[self.partial.get(v, frozenset()) for v in e.invars
@@ -631,6 +665,9 @@ def _finish_segments(steps: list, outvars: list) -> None:
             live.difference_update(step.outs)
             live.update(v for v in step.ins if isinstance(v, Var))
             continue
+        if isinstance(step, HostCall):
+            live.update(step.ins)
+            continue
         written, read = set(), []
         for e in step.eqns:
             for v in e.invars:
@@ -657,6 +694,8 @@ def describe(program: Any) -> list:
         elif isinstance(s, Loop):
             inner = describe(s.body) if s.cond is None else describe(s.cond) + describe(s.body)
             out.append(f"{s.kind} on every device: [" + "; ".join(inner) + "]")
+        elif isinstance(s, HostCall):
+            out.append(f"once on the first device: {s.eqn.primitive.name}")
         else:
             kind = "exchange" if s.moves_data() else "cut"
             extra = f" partial {s.partial} by {s.combine}" if s.partial else ""
