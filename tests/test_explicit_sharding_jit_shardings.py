@@ -86,6 +86,15 @@ with jax.set_mesh(mesh):
     record("in_wrong_length", lambda: jax.jit(double, in_shardings=(P("X"), P()))(a))
     record("in_not_a_sharding", lambda: jax.jit(double, in_shardings=3)(a))
     record("in_unknown_axis", lambda: jax.jit(double, in_shardings=P("Z"))(a))
+    # static arguments take no entry; a pytree argument an entry per leaf
+    scaled = lambda n, u: u * n
+    record("in_static_skipped", lambda: jax.jit(
+        scaled, static_argnums=0, in_shardings=(P("X", "Y"),))(2, x), a2)
+    record("in_static_counted", lambda: jax.jit(
+        scaled, static_argnums=0, in_shardings=(None, P("X", "Y")))(2, x))
+    record("in_pytree_leaf_disagrees", lambda: jax.jit(
+        lambda d: d["a"] + d["b"], in_shardings=({"a": P("X", "Y"), "b": P("X")},))(
+        {"a": x, "b": x}))
     # out_shardings: the outputs placed as they say
     record("out_other_split", lambda: jax.jit(double, out_shardings=P("Y", "X"))(x), a2)
     record("out_replicated", lambda: jax.jit(double, out_shardings=P())(x), a2)
@@ -201,6 +210,15 @@ JAX_ANSWERS = {
                           "PartitionSpec instances or None, but got 3"],
     "in_unknown_axis": ["ValueError", "Resource axis: Z of P('Z',) is not found in mesh: "
                         "('X', 'Y')."],
+    "in_static_skipped": ["ok", ["[8@X,8@Y]"], [XY], [True], []],
+    "in_static_counted": [
+        "ValueError", "pjit in_shardings specification must be a tree prefix of the positional "
+        "arguments tuple. In particular, pjit in_shardings must either be a Sharding, a "
+        "PartitionSpec, or a tuple of length equal to the number of positional arguments. But "
+        "pjit in_shardings is the wrong length: got a tuple or list of length 2 for an args "
+        "tuple of length 1."],
+    "in_pytree_leaf_disagrees": _mismatch(_named("P('X',)"), _named("P('X', 'Y')"),
+                                          "float32[8@X,8@Y]"),
     "out_other_split": ["ok", ["[8@Y,8@X]"], [["Y", "X"]], [True], []],
     "out_replicated": ["ok", ["[8,8]"], [[None, None]], [True], []],
     "out_named": ["ok", ["[8,8@Y]"], [[None, "Y"]], [True], []],
