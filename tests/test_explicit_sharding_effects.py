@@ -3,9 +3,10 @@
 * A ref made inside the program (``jax.new_ref``), replicated or split as its type says,
   is discharged: the program runs on every device on its blocks, as JAX's does, with JAX's
   types and values.
-* ``jax.debug.print``/``jax.debug.callback`` are called once per execution with the whole
-  operands (JAX gathers them onto one device), also inside a loop (once per iteration), while
-  the rest of the program runs on every device on its blocks.
+* ``jax.debug.print``/``jax.debug.callback`` and ``io_callback`` are called once per
+  execution with the whole operands (JAX gathers them onto one device), also inside a loop
+  (once per iteration), an ``io_callback``'s result given to every device, while the rest of
+  the program runs on every device on its blocks.
 * A ref closed over from outside keeps its one host value: JAX's result and the ref's value,
   computed on one device.
 
@@ -23,7 +24,9 @@ SCRIPT = PRELUDE + r'''
 import contextlib, io
 if sys.argv[1] == "plax":
     from plax.array import gather_count
+    from plax.experimental import io_callback
 else:
+    from jax.experimental import io_callback
     gather_count = lambda: 0
 a = np.arange(32, dtype=np.float32).reshape(8, 4)
 A = a.astype(np.float64)
@@ -77,6 +80,20 @@ with jax.set_mesh(jax.make_mesh((2, 4), ("X", "Y"))):
     record("debug_print", lambda: jax.jit(printed)(x), np.sin(A) * 2)
     record("debug_callback", lambda: jax.jit(called)(x), A + 1)
     record("debug_callback_in_loop", lambda: jax.jit(called_in_loop)(x), A * 8)
+    def host_double(v):
+        calls.append(["io", list(np.shape(v))])
+        return (np.asarray(v) * 2).astype(np.float32)
+
+    def via_host(u):
+        return io_callback(host_double, jax.ShapeDtypeStruct(u.shape, u.dtype), u) + u
+
+    def io_in_loop(u):
+        def body(i, c):
+            return io_callback(host_double, jax.ShapeDtypeStruct(c.shape, c.dtype), c) * u
+        return lax.fori_loop(0, 2, body, u)
+
+    record("io_callback", lambda: jax.jit(via_host)(x), A * 3)
+    record("io_callback_in_loop", lambda: jax.jit(io_in_loop)(x), 4 * A ** 3)
     out["calls"] = calls
     outer = jax.new_ref(jnp.zeros((), jnp.float32))
 
@@ -95,8 +112,11 @@ JAX_ANSWERS = {
     "debug_print": ["[8@X,4@Y]", True, ["sum 496.0"]],
     "debug_callback": ["[8@X,4@Y]", True, []],
     "debug_callback_in_loop": ["[8@X,4@Y]", True, []],
+    "io_callback": ["[8@X,4@Y]", True, []],
+    "io_callback_in_loop": ["[8@X,4@Y]", True, []],
     "calls": [["whole", [[2.0 * (4 * i + j) for j in range(4)] for i in range(8)]],
-              ["step", 496.0], ["step", 992.0], ["step", 1984.0]],
+              ["step", 496.0], ["step", 992.0], ["step", 1984.0],
+              ["io", [8, 4]], ["io", [8, 4]], ["io", [8, 4]]],
     "closed_over_ref": ["[8@X,4@Y]", True, []],
     "closed_over_ref_value": 496.0,
 }
@@ -117,7 +137,7 @@ def test_refs_and_debug_callbacks_run_on_every_device(plax_run):
     spread = plax_run["spread"]
     assert {k: v for k, v in spread.items() if k != "closed_over_ref"} == {
         k: [0, 8] for k in ("replicated_ref", "split_ref", "debug_print", "debug_callback",
-                            "debug_callback_in_loop")}
+                            "debug_callback_in_loop", "io_callback", "io_callback_in_loop")}
     assert spread["closed_over_ref"][0] > 0
 
 

@@ -14,9 +14,10 @@ per-device buffers with the shardings of their types.
 A program whose refs are all made inside it runs discharged (each ref a value threaded
 through the program, so it holds a block per device as its type says); a ``debug.print`` or
 ``debug.callback`` in it is called once per execution, by the first device, on the whole
-operands (gathered there, as JAX gathers them). A program with another effect (an
-``io_callback``), a ref from outside, values on two meshes, or nothing computed on split
-blocks runs on one device as before, its results placed as their types say. Partial
+operands (gathered there, as JAX gathers them), and an ``io_callback``'s results are given
+whole to every device. A program with another effect, a ref from outside, values on two
+meshes, or nothing computed on split blocks runs on one device as before, its results
+placed as their types say. Partial
 sums (unreduced types, ``{U:Y}``) stay on their devices: the exchanges sum them only where
 a type stops being unreduced, and never mix one device's terms into another's.
 
@@ -228,7 +229,9 @@ def _execute_in_lockstep(program: Program, run: "_Run") -> None:
                 env.update(zip(step.outs, exe.executable(*exe.const_bufs,
                                                          *[env[v] for v in step.ins])))
         elif isinstance(step, HostCall):
-            _host_call(step, devices[0], envs[devices[0]], run.backends)
+            results = _host_call(step, devices[0], envs[devices[0]], run.backends)
+            for d in devices:
+                _give_results(step, results, d, envs[d], run.backends)
         else:
             bufs = {d: step.run(d, envs, run.backends) for d in devices}
             for d in devices:
@@ -266,8 +269,8 @@ def _execute(program: Program, devices: list, backends: dict, envs: dict, share)
 
 def _meets(program: Program) -> bool:
     """Whether the device threads running ``program`` wait for each other somewhere."""
-    return any(isinstance(s, Loop) or (isinstance(s, Exchange) and s.moves_data())
-               for s in program.steps)
+    return any(isinstance(s, Loop) or (isinstance(s, Exchange) and s.moves_data()) or
+               (isinstance(s, HostCall) and s.outs) for s in program.steps)
 
 
 def _run_steps(program: Program, d, run: _Run) -> None:
@@ -284,8 +287,10 @@ def _run_steps(program: Program, d, run: _Run) -> None:
         elif isinstance(step, Loop):
             _run_loop(step, d, run)
         elif isinstance(step, HostCall):
-            if d is run.devices[0]:  # once, as JAX calls it (the others go on)
-                _host_call(step, d, env, run.backends)
+            # once, as JAX calls it; its results (if any) are the first device's, shared
+            results = _host_call(step, d, env, run.backends) if d is run.devices[0] else None
+            if step.outs:
+                _give_results(step, run.meeting.agree(d, results), d, env, run.backends)
         elif step.moves_data():
             run.meeting.wait()  # every device's source block is written
             buf = step.run(d, run.envs, run.backends)
@@ -295,12 +300,24 @@ def _run_steps(program: Program, d, run: _Run) -> None:
             env[step.dst] = step.run(d, run.envs, run.backends)
 
 
-def _host_call(step: HostCall, d, env: dict, backends) -> None:
-    """Calls ``step``'s callback with device ``d``'s (whole) copies of its operands."""
+def _host_call(step: HostCall, d, env: dict, backends) -> list:
+    """Calls ``step``'s callback with device ``d``'s (whole) copies of its operands; its
+    results on the host."""
     from plax.array import Array
     e = step.eqn
     args = [Array._new(_value(env, v, d, backends), v.aval, d, True) for v in e.invars]
-    e.primitive.bind(*args, **e.params)
+    outs = e.primitive.bind(*args, **e.params)
+    if not e.primitive.multiple_results:
+        outs = [outs]
+    return [np.asarray(o) for o in outs or ()]
+
+
+def _give_results(step: HostCall, results: list, d, env: dict, backends) -> None:
+    """``step``'s results (host values) as device ``d``'s whole copies."""
+    for v, host in zip(step.eqn.outvars, results):
+        if v in step.outs:
+            # a copy per device: no two devices' programs share a buffer
+            env[v] = _put(np.array(host, v.aval.dtype, copy=True), d, backends)
 
 
 def _value(env: dict, v, device, backends):
