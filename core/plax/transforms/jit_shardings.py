@@ -61,7 +61,14 @@ def _resolved(s: Any, what: str):
 
 
 class JitShardings:
-    """The ``in_shardings``/``out_shardings`` of one ``jit``, applied at top-level calls."""
+    """The ``in_shardings``/``out_shardings`` of one ``jit``, applied at top-level calls.
+
+    Example:
+      >>> with plax.set_mesh(plax.make_mesh((1,), ("x",))):
+      ...     f = jax.jit(lambda u: u * 2, out_shardings=plax.P("x"))
+      ...     f(jnp.ones(4)).sharding.spec
+      P('x',)
+    """
 
     __slots__ = ("in_shardings", "out_shardings")
 
@@ -166,7 +173,7 @@ class JitShardings:
                     f"{tree_util.keystr(path)} is incompatible with its sharding annotation "
                     f"{s!r}: Sharding {s!r} is only valid for values of rank at least "
                     f"{len(s.spec)}, but was applied to a value of rank {ndim}.")
-            if _same(getattr(leaf, "sharding", None), s, ndim):
+            if getattr(leaf, "sharding", None) == s:  # (an equivalent one is replaced)
                 placed.append(leaf)
             else:
                 placed.append(_place_tree(leaf, s, "jit out_shardings", typed=True))

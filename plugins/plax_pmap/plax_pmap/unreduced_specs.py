@@ -29,7 +29,12 @@ def _is_spec(x: Any) -> bool:
 
 
 def mentions_unreduced(*spec_trees: Any) -> bool:
-    """Whether any PartitionSpec in the trees has unreduced axes."""
+    """Whether any PartitionSpec in the trees has unreduced axes.
+
+    Example:
+      >>> mentions_unreduced(PartitionSpec("x"), [PartitionSpec(None, unreduced={"y"})])
+      True
+    """
     return any(isinstance(s, PartitionSpec) and s.unreduced
                for tree in spec_trees if tree is not None
                for s in tree_util.tree_leaves(tree, is_leaf=_is_spec))
