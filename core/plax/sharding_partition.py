@@ -71,6 +71,26 @@ class Segment:
         self.outs: list = []
 
 
+class HostCall:
+    """A host callback (``debug.print``, ``debug.callback``, ``io_callback``) run once per
+    execution -- by the first device of the mesh, on the whole operands -- where JAX calls
+    such a callback once, its operands gathered onto one device. ``eqn`` reads local
+    variables holding the operands unsplit (each device's copy is gathered by the
+    exchanges before it; only the first device's is read); its results (an
+    ``io_callback``'s) are given whole to every device.
+
+    Only callbacks without sub-programs qualify (:data:`HOST_CALLS`)."""
+
+    def __init__(self, eqn: JaxprEqn):
+        self.eqn = eqn
+        self.ins = [v for v in eqn.invars if isinstance(v, Var)]
+        self.outs = [v for v in eqn.outvars if not isinstance(v, DropVar)]
+
+
+#: the effectful primitives a partitioned program calls once, on the first device
+HOST_CALLS = frozenset({"debug_callback", "io_callback"})
+
+
 class Program:
     """A partitioned program: ``steps`` (segments and exchanges) over per-device local
     variables; ``invars``/``constvars``/``outvars`` are the local variables of the jaxpr's,
@@ -414,6 +434,38 @@ class _Builder:
         self.layouts[v][dims] = lv
         return lv
 
+    def _effect(self, e) -> None:
+        """An effectful equation: a callback without results becomes a :class:`HostCall`
+        (its operands gathered), a loop or branch holding one a :class:`Loop` whose body
+        does; anything else (a callback with results, a ref, a callback inside a body run
+        whole, on partial sums, or called per shard) makes the program run on one device."""
+        if not self.top:
+            raise Unpartitionable("an effect")
+        name = e.primitive.name
+        if name in ("scan", "while", "cond"):
+            if _loop_step(self, e):
+                return
+            raise Unpartitionable("an effect")
+        if name not in HOST_CALLS or e.params.get("partitioned") or any(
+                v in self.partial for v in e.invars if isinstance(v, Var)):
+            raise Unpartitionable("an effect")
+        ins = [self.use(v, ((),) * len(v.aval.shape)) for v in e.invars]
+        whole = [((),) * len(v.aval.shape) for v in e.outvars]
+        locals_ = [self._local_var(v.aval, d, isinstance(v, DropVar))
+                   for v, d in zip(e.outvars, whole)]
+        if self.segment:
+            self.steps.append(Segment(self.segment))
+            self.segment = []
+        self.steps.append(HostCall(JaxprEqn(e.primitive, ins, locals_, e.params)))
+        for v, lv, d in zip(e.outvars, locals_, whole):  # whole on every device
+            if isinstance(v, DropVar):
+                continue
+            self.layouts[v], self.primary[v] = {d: lv}, d
+            typed = self.typed(v)
+            if typed != d:
+                self.layouts[v][typed] = self._exchange(lv, v.aval, d, typed)
+                self.primary[v] = typed
+
     def _exchange(self, src, aval, src_dims, dst_dims, partial=(), combine=None,
                   keep=frozenset()) -> Var:
         dst = self._local_var(aval, dst_dims)
@@ -427,7 +479,8 @@ class _Builder:
 
     def eqn(self, e) -> None:
         if eqn_has_effects(e):
-            raise Unpartitionable("an effect")
+            self._effect(e)
+            return
         # partial sums in: the operations JAX allows on them are linear in them, so each
         # device's result from its partial blocks is its partial sum of the result
         carried = frozenset().union(*[self.partial.get(v, frozenset()) for v in e.invars
@@ -631,6 +684,10 @@ def _finish_segments(steps: list, outvars: list) -> None:
             live.difference_update(step.outs)
             live.update(v for v in step.ins if isinstance(v, Var))
             continue
+        if isinstance(step, HostCall):
+            live.difference_update(step.outs)
+            live.update(step.ins)
+            continue
         written, read = set(), []
         for e in step.eqns:
             for v in e.invars:
@@ -657,6 +714,9 @@ def describe(program: Any) -> list:
         elif isinstance(s, Loop):
             inner = describe(s.body) if s.cond is None else describe(s.cond) + describe(s.body)
             out.append(f"{s.kind} on every device: [" + "; ".join(inner) + "]")
+        elif isinstance(s, HostCall):
+            out.append(f"once on the first device: {s.eqn.primitive.name}"
+                       + (" (results to every device)" if s.outs else ""))
         else:
             kind = "exchange" if s.moves_data() else "cut"
             extra = f" partial {s.partial} by {s.combine}" if s.partial else ""

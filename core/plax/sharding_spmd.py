@@ -11,8 +11,13 @@ move data run as one compiled program per device, the devices meeting only at th
 exchanges. Nothing is gathered onto one device: the results are assembled from the
 per-device buffers with the shardings of their types.
 
-A program with an effect (a callback, a ref), values on two meshes, or nothing computed on
-split blocks runs on one device as before, its results placed as their types say. Partial
+A program whose refs are all made inside it runs discharged (each ref a value threaded
+through the program, so it holds a block per device as its type says); a ``debug.print`` or
+``debug.callback`` in it is called once per execution, by the first device, on the whole
+operands (gathered there, as JAX gathers them), and an ``io_callback``'s results are given
+whole to every device. A program with another effect, a ref from outside, values on two
+meshes, or nothing computed on split blocks runs on one device as before, its results
+placed as their types say. Partial
 sums (unreduced types, ``{U:Y}``) stay on their devices: the exchanges sum them only where
 a type stops being unreduced, and never mix one device's terms into another's.
 
@@ -30,7 +35,7 @@ import numpy as np
 
 from plax.sharding import NamedSharding, PartitionSpec
 from plax.sharding_exchange import Exchange
-from plax.sharding_partition import Loop, Program, Segment, build
+from plax.sharding_partition import HostCall, Loop, Program, Segment, build
 from plax.sharding_types import dims_spec, explicit_sharding, spec_dims, type_dims
 
 # closed jaxpr -> Program or None; weak, so a program nobody holds frees its plan
@@ -49,11 +54,39 @@ def plan(closed) -> Program | None:
       >>> [type(s).__name__ for s in plan(closed).steps]   # partial sums, then added
       ['Segment', 'Exchange']
     """
+    return _planned(closed)[0]
+
+
+def _planned(closed) -> tuple:
+    """``(program or None, the jaxpr it partitions)``, cached per jaxpr: ``closed`` itself,
+    or its discharged form when its refs are all made inside it (:func:`_without_refs`)."""
     hit = _plans.get(closed, _NOT_PLANNED)
     if hit is not _NOT_PLANNED:
         return hit
-    result = _plans[closed] = build(closed)
+    pure = _without_refs(closed)
+    result = _plans[closed] = (None if pure is None else build(pure), pure)
     return result
+
+
+def _without_refs(closed):
+    """``closed`` with its refs discharged (each ``new_ref`` a value threaded through the
+    program, :mod:`plax.state.discharge`) when every ref is made inside it: the program is
+    then pure, and its refs, like JAX's, hold a block per device as their types say (a
+    replicated ref a copy on each). ``closed`` itself when it has no refs; None when a ref
+    comes in from outside (an argument or a closed-over ref: its one value lives on the
+    host) or the discharged program does not type (it then runs on one device)."""
+    from plax.state.discharge import discharge_closed, jaxpr_has_refs
+    from plax.state.types import is_ref_aval
+    if not jaxpr_has_refs(closed):
+        return closed
+    if any(is_ref_aval(v.aval) for v in closed.jaxpr.invars) or \
+            any(is_ref_aval(v.aval) for v in closed.jaxpr.outvars):
+        return None
+    try:
+        pure, ref_in = discharge_closed(closed)
+    except Exception:  # noqa: BLE001 -- e.g. a sharding error the refs' types hid
+        return None
+    return pure if not ref_in else None
 
 
 def _executable(closed, backend, device):
@@ -195,6 +228,10 @@ def _execute_in_lockstep(program: Program, run: "_Run") -> None:
                 exe = compiled[k][d]
                 env.update(zip(step.outs, exe.executable(*exe.const_bufs,
                                                          *[env[v] for v in step.ins])))
+        elif isinstance(step, HostCall):
+            results = _host_call(step, devices[0], envs[devices[0]], run.backends)
+            for d in devices:
+                _give_results(step, results, d, envs[d], run.backends)
         else:
             bufs = {d: step.run(d, envs, run.backends) for d in devices}
             for d in devices:
@@ -232,8 +269,8 @@ def _execute(program: Program, devices: list, backends: dict, envs: dict, share)
 
 def _meets(program: Program) -> bool:
     """Whether the device threads running ``program`` wait for each other somewhere."""
-    return any(isinstance(s, Loop) or (isinstance(s, Exchange) and s.moves_data())
-               for s in program.steps)
+    return any(isinstance(s, Loop) or (isinstance(s, Exchange) and s.moves_data()) or
+               (isinstance(s, HostCall) and s.outs) for s in program.steps)
 
 
 def _run_steps(program: Program, d, run: _Run) -> None:
@@ -249,6 +286,11 @@ def _run_steps(program: Program, d, run: _Run) -> None:
             env.update(zip(step.outs, outs))
         elif isinstance(step, Loop):
             _run_loop(step, d, run)
+        elif isinstance(step, HostCall):
+            # once, as JAX calls it; its results (if any) are the first device's, shared
+            results = _host_call(step, d, env, run.backends) if d is run.devices[0] else None
+            if step.outs:
+                _give_results(step, run.meeting.agree(d, results), d, env, run.backends)
         elif step.moves_data():
             run.meeting.wait()  # every device's source block is written
             buf = step.run(d, run.envs, run.backends)
@@ -256,6 +298,26 @@ def _run_steps(program: Program, d, run: _Run) -> None:
             env[step.dst] = buf
         else:
             env[step.dst] = step.run(d, run.envs, run.backends)
+
+
+def _host_call(step: HostCall, d, env: dict, backends) -> list:
+    """Calls ``step``'s callback with device ``d``'s (whole) copies of its operands; its
+    results on the host."""
+    from plax.array import Array
+    e = step.eqn
+    args = [Array._new(_value(env, v, d, backends), v.aval, d, True) for v in e.invars]
+    outs = e.primitive.bind(*args, **e.params)
+    if not e.primitive.multiple_results:
+        outs = [outs]
+    return [np.asarray(o) for o in outs or ()]
+
+
+def _give_results(step: HostCall, results: list, d, env: dict, backends) -> None:
+    """``step``'s results (host values) as device ``d``'s whole copies."""
+    for v, host in zip(step.eqn.outvars, results):
+        if v in step.outs:
+            # a copy per device: no two devices' programs share a buffer
+            env[v] = _put(np.array(host, v.aval.dtype, copy=True), d, backends)
 
 
 def _value(env: dict, v, device, backends):
@@ -347,10 +409,10 @@ def run_partitioned(closed, leaves: list, backend) -> list | None:
     arguments split over a mesh of ``Auto`` axes do, every value laid out as JAX's
     partitioner lays it out (:func:`plax.sharding_auto.auto_program`)."""
     if any(explicit_sharding(x) is not None for x in leaves):
-        program = plan(closed)
+        program, pure = _planned(closed)
         if program is None:
             return None
-        return run_program(program, closed.jaxpr, leaves, backend)
+        return run_program(program, pure.jaxpr, leaves, backend)
     from plax.sharding_auto import auto_program, auto_sharding
     found = auto_program(closed, leaves)
     if found is None:

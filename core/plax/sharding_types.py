@@ -228,11 +228,14 @@ def check_in_specs(leaves: Sequence, specs: Sequence) -> None:
         s = explicit_type(x)
         have = spec_dims(s.spec, ndim) if s is not None else ((),) * ndim
         want = spec_dims(spec, ndim)
-        if have != want:
+        # unreduced/reduced axes are part of the type too (each device's partial sums)
+        have_spec = _with_extras(dims_spec(have), s.spec if s is not None else None)
+        want_spec = _with_extras(dims_spec(want), spec)
+        if have_spec != want_spec:
             from plax.api_util import typeof
             raise ValueError(
-                f"in_specs passed to shard_map: {dims_spec(want)!r} does not match the specs "
-                f"of the input: {dims_spec(have)!r} for arg: {typeof(x)}. `in_specs` is an "
+                f"in_specs passed to shard_map: {want_spec!r} does not match the specs "
+                f"of the input: {have_spec!r} for arg: {typeof(x)}. `in_specs` is an "
                 "optional argument so you can omit specifying it and shard_map will infer "
                 "the in_specs from the arguments. If you want to reshard your inputs, you can "
                 "use `jax.reshard` on the arguments and then pass those args to shard_map.")
@@ -583,11 +586,13 @@ def _dot_general(prim, in_dims, in_avals, params) -> Dims:
     (lc, rc), (lb, rb) = params["dimension_numbers"]
     lhs, rhs = in_dims
     override = getattr(_override, "spec", None)
-    if override is not None:
-        ndim = len(lb) + len(lhs) - len(lb) - len(lc) + len(rhs) - len(rb) - len(rc)
-        return spec_dims(override, ndim)
     l_spec = tuple(_entry(lhs[k]) for k in lc)
     r_spec = tuple(_entry(rhs[k]) for k in rc)
+    if override is not None:
+        if override.unreduced:
+            _check_unreduced_product(l_spec, r_spec, override.unreduced)
+        ndim = len(lb) + len(lhs) - len(lb) - len(lc) + len(rhs) - len(rb) - len(rc)
+        return spec_dims(override, ndim)
     for a, b in zip(lc, rc):
         if lhs[a] and rhs[b] and lhs[a] != rhs[b]:
             raise ShardingTypeError(
@@ -617,6 +622,22 @@ def _dot_general(prim, in_dims, in_avals, params) -> Dims:
             f"dot_general: the result would be split twice over one mesh axis "
             f"({_spec_tuple(out)}); pass out_sharding= to say how it is split")
     return out
+
+
+def _check_unreduced_product(l_spec: tuple, r_spec: tuple, unreduced: frozenset) -> None:
+    """JAX's checks of a product asked for an unreduced result (``out_sharding=P(...,
+    unreduced={'Y'})``): both operands' contracting dimensions split alike, over exactly the
+    unreduced axes (each device's partial product is then its part of the sum)."""
+    if l_spec != r_spec:
+        raise ShardingTypeError(
+            "lhs and rhs contracting dims should be sharded identically when out_sharding "
+            "provided to dot_general mentions unreduced_axes. Got "
+            f"lhs_contracting_spec={l_spec}, rhs_contracting_spec={r_spec}")
+    axes = [a for e in l_spec if e is not None for a in (e if isinstance(e, tuple) else (e,))]
+    if frozenset(unreduced) != frozenset(axes):
+        raise ShardingTypeError(
+            "out_sharding's unreduced axes should be equal to the contracting specs. Got "
+            f"unreduced axes={frozenset(unreduced)} and contracting spec={l_spec}")
 
 
 def _expand_dims(prim, in_dims, in_avals, params) -> Dims:

@@ -46,10 +46,21 @@ def place_unreduced(leaf: Any, sharding) -> Any:
 
     Returns:
       The Array over ``sharding``'s devices.
+
+    Raises:
+      NotImplementedError: ``leaf`` is a host value and ``sharding`` splits no dimension
+        (JAX 0.10.2's error there).
     """
     from plax.array import Array, _host_numpy, from_device_buffers
     from plax.sharding import NamedSharding, PartitionSpec
     mesh, spec = sharding.mesh, sharding.spec
+    if not isinstance(leaf, Array) and not _spec_axes(spec):
+        # JAX 0.10.2 lays a host value out through the sharding's device-to-index map,
+        # which it refuses to build for a sharding that is all unreduced or replicated
+        # (device_put(host, P(None, None, unreduced={'X'})) on a 1-D mesh)
+        raise NotImplementedError(
+            "device_indices_map doesn't work with unreduced. Please file a bug at "
+            "https://github.com/jax-ml/jax/issues")
     plain = NamedSharding(mesh, PartitionSpec(*spec.partitions))
     target = plain.devices_indices_map(np.shape(leaf))
     if isinstance(leaf, Array):

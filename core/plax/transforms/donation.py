@@ -10,6 +10,8 @@ from __future__ import annotations
 import warnings
 from typing import Any, Callable
 
+import numpy as np
+
 from plax.array import Array
 
 
@@ -107,9 +109,12 @@ def donate(leaves: list, donated: list[bool], outputs: Any, *,
     """Deletes each donated Array some output could alias (each output at most once, in
     argument order) and warns, as JAX does, about the rest.
 
-    A single-device argument aliases an output of its shape and dtype; a sharded one (several
-    devices, or a NamedSharding) an output of its shape, dtype and sharding, as XLA aliases
-    each device's shard (the warning then names the shard's type, as JAX's does).
+    JAX 0.10.2's rule, on each device's buffer (a sharded array's shard, as the call's
+    outputs are placed: ``jit(out_shardings=)`` included): a donated argument aliases an
+    output whose shard has its shape and dtype; failing that, one whose shard has as many
+    elements (JAX hands such a donation to XLA, which reuses the buffer -- deleting the
+    argument -- when the byte sizes agree, and otherwise keeps it without a warning).
+    Arguments no output matches either way are named in the warning (by their shard's type).
 
     Args:
       leaves: the flattened dynamic arguments of the call.
@@ -120,49 +125,72 @@ def donate(leaves: list, donated: list[bool], outputs: Any, *,
     """
     from plax import tree_util
     outs = [o for o in tree_util.tree_leaves(outputs) if isinstance(o, Array)]
+    out_shards = [_shard_aval(o) for o in outs]
     taken = [False] * len(outs)
     out_ids = {id(o) for o in outs}
-    unusable, done = [], set()
+    candidates, seen = [], set()
     for leaf, flag in zip(leaves, donated):
-        if not flag or not isinstance(leaf, Array) or id(leaf) in done:
+        if not flag or not isinstance(leaf, Array) or id(leaf) in seen:
             continue
+        seen.add(id(leaf))
         sharded = _is_sharded(leaf)
         if sharded_only and not sharded:
             continue
-        k = _alias_for(leaf, sharded, outs, taken)
         # an output that is the argument itself is never deleted under the caller
-        if k is not None and id(leaf) not in out_ids and (sharded or type(leaf) is Array):
-            taken[k] = True
-            done.add(id(leaf))
-            if sharded:
-                leaf.delete()
-            else:
-                mark_deleted(leaf)
-        else:
-            unusable.append(_shard_type(leaf) if sharded else long_type(leaf.aval))
+        deletable = id(leaf) not in out_ids and (sharded or type(leaf) is Array)
+        candidates.append((leaf, sharded, _shard_aval(leaf), deletable))
+    unmatched = []
+    for leaf, sharded, (shape, dtype), deletable in candidates:  # aliases: shape and dtype
+        k = _first_free(out_shards, taken, lambda o: o == (shape, dtype)) if deletable \
+            else None
+        if k is None:
+            unmatched.append((leaf, sharded, (shape, dtype), deletable))
+            continue
+        taken[k] = True
+        _delete(leaf, sharded)
+    unusable = []
+    for leaf, sharded, (shape, dtype), deletable in unmatched:  # XLA's: as many elements
+        size = int(np.prod(shape, dtype=np.int64))
+        k = _first_free(out_shards, taken,
+                        lambda o: int(np.prod(o[0], dtype=np.int64)) == size) \
+            if deletable else None
+        if k is None:
+            unusable.append(_type_name(shape, dtype))
+            continue
+        taken[k] = True
+        if getattr(out_shards[k][1], "itemsize", None) == getattr(dtype, "itemsize", 0):
+            _delete(leaf, sharded)
     _warn_unusable(unusable, stacklevel=5)
 
 
-def _is_sharded(leaf: Array) -> bool:
-    return type(leaf) is not Array and hasattr(leaf, "_pieces")
+def _shard_aval(x: Array) -> tuple:
+    """(shape, dtype) of the buffer ``x`` holds on each device."""
+    if _is_sharded(x):
+        return tuple(x.sharding.shard_shape(x.aval.shape)), x.aval.dtype
+    return tuple(x.aval.shape), x.aval.dtype
 
 
-def _alias_for(leaf: Array, sharded: bool, outs: list, taken: list) -> int | None:
-    """The first output not yet taken that ``leaf``'s buffer could become."""
-    key = (leaf.aval.shape, leaf.aval.dtype)
-    for k, o in enumerate(outs):
-        if taken[k] or (o.aval.shape, o.aval.dtype) != key:
-            continue
-        if not sharded or (_is_sharded(o) and o.sharding == leaf.sharding):
+def _first_free(shards: list, taken: list, matches) -> int | None:
+    for k, o in enumerate(shards):
+        if not taken[k] and matches(o):
             return k
     return None
 
 
-def _shard_type(leaf: Array) -> str:
-    """``float32[2]``: the type of one shard of a sharded array (JAX names donated sharded
-    arrays it cannot alias by their shards)."""
-    shape = leaf.sharding.shard_shape(leaf.aval.shape)
-    return f"{leaf.aval.dtype.name}[{','.join(str(d) for d in shape)}]"
+def _delete(leaf: Array, sharded: bool) -> None:
+    if sharded:
+        leaf.delete()
+    else:
+        mark_deleted(leaf)
+
+
+def _type_name(shape: tuple, dtype) -> str:
+    """``float32[4,2]``: how JAX names a donated buffer it could not use."""
+    return f"{getattr(dtype, 'name', dtype)}[{','.join(str(d) for d in shape)}]"
+
+
+def _is_sharded(leaf: Array) -> bool:
+    return type(leaf) is not Array and hasattr(leaf, "_pieces")
 
 
 def _warn_unusable(types: list[str], stacklevel: int) -> None:

@@ -366,6 +366,10 @@ class JitFunction:
     #: _call_donating; set by :func:`jit`)
     _donates: bool = False
 
+    #: the ``in_shardings``/``out_shardings`` given (a JitShardings), or None: calls then
+    #: take _call_sharded (set by :func:`jit`)
+    _shardings = None
+
     def _call_donating(self, args, kwargs):
         """A call that donates arguments: refuse a donated buffer the call also reads (JAX's
         runtime error), run, then delete what JAX would have aliased."""
@@ -376,17 +380,39 @@ class JitFunction:
         check_no_donated_reuse(leaves, donated,
                                lambda: self.lower(*args, **kwargs).jaxpr.out_avals)
         out = self._call_general(args, kwargs)
+        if self._shardings is not None:
+            # donation is decided against the outputs as out_shardings places them
+            out = self._shardings.place_outputs(out)
         donate(leaves, donated, out)
         return out
+
+    def _call_sharded(self, args, kwargs):
+        """A top-level call of a jit given ``in_shardings``/``out_shardings``: arguments
+        checked against the first, outputs placed by the second
+        (:mod:`plax.transforms.jit_shardings`)."""
+        shardings = self._shardings
+        if shardings.in_shardings is not None:
+            dyn_args, dyn_kwargs, static = self.sig.split(args, kwargs)
+            placed = shardings.place_arguments(dyn_args, bool(dyn_kwargs))
+            args, kwargs = self.sig.merge(len(args), placed, dyn_kwargs, static)
+            args = tuple(args)
+        if self._donates:
+            return self._call_donating(args, kwargs)
+        return shardings.place_outputs(self._call_general(args, kwargs))
 
     def __call__(self, *args, **kwargs):
         # The fast path: positional Array arguments already on the target device, and a
         # signature seen before. Everything else (first call, kwargs, static arguments,
         # scalars, device moves, tracing) goes through _call_general, which fills the
         # fast cache when the call qualifies.
-        if trace_state.depth or _general_only[0] or kwargs or self._donates:
-            return self._call_donating(args, kwargs) if self._donates and \
-                not trace_state.depth else self._call_general(args, kwargs)
+        if trace_state.depth or _general_only[0] or kwargs or self._donates or \
+                self._shardings is not None:
+            if trace_state.depth:
+                return self._call_general(args, kwargs)  # in/out shardings inert (JAX)
+            if self._shardings is not None:
+                return self._call_sharded(args, kwargs)
+            return self._call_donating(args, kwargs) if self._donates else \
+                self._call_general(args, kwargs)
         static_nums = self._static_nums
         if static_nums is None:
             static_key = ()
@@ -1021,6 +1047,9 @@ def jit(fun: Callable = _NOT_GIVEN, *, in_shardings=None, out_shardings=None,
         jitted.donate_argnames = tuple(_as_tuple(donate_argnames))
     jitted._donates = bool(jitted.donate_argnames or
                            any(i >= 0 for i in jitted.donate_argnums))
+    if in_shardings is not None or out_shardings is not None:
+        from plax.transforms.jit_shardings import JitShardings
+        jitted._shardings = JitShardings(in_shardings, out_shardings)
     return jitted
 
 

@@ -43,8 +43,10 @@ from plax.sharding_types import (cast, check_in_specs, inferred_in_specs,
 from plax.transforms.call import to_buffer
 from plax.transforms.staging import trace_to_jaxpr
 from plax_pmap import axes as _axes
+from plax_pmap import unreduced_specs
 from plax_pmap import vma as _vma
 from plax_pmap.per_device_callbacks import per_device_debug_callbacks
+from plax_pmap.unreduced_specs import mentions_unreduced
 from plax_pmap.runtime import SpmdProgram, _contig, flatten_calls, threaded_control_flow
 
 
@@ -534,6 +536,10 @@ def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = N
         leaves = [x if isinstance(x, (Array, Tracer)) else plax.numpy.asarray(x) for x in leaves]
         if typed_mesh:  # on an Explicit mesh the arguments' types must say what in_specs do
             check_in_specs(leaves, specs)
+        if mentions_unreduced(specs, out_specs):  # partial sums in or out: stacked parts
+            return unreduced_specs.call(
+                shard_map, f, tree_util.tree_unflatten(treedef, leaves), specs, out_specs, m,
+                dict(axis_names=axis_names, check_vma=check_vma, check_rep=check_rep))
         names = _leaf_names_plain(treedef)
         blocks = []
         for x, s, nm in zip(leaves, specs, names):
