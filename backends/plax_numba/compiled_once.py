@@ -3,31 +3,34 @@ in each of them.
 
 A numba function called from another is linked into the caller's LLVM module and optimised
 again there (inlined, unrolled, vectorised with the caller's loop), so every generated
-kernel calling ``zeta_f32`` paid LLVM's whole optimisation and code generation of it: ~4
-CPU seconds per kernel for ``zeta``, as much for the ``igamma`` family and ``betainc``.
-:func:`compiled_once` gives such a function a second face for compiled callers: a call of
-its separately compiled machine code (numba's C-ABI wrapper of the function, compiled once
-for its signature and kept in numba's disk cache as any ``cache=True`` function) through
-an external symbol, ``plax_once.<module>.<name>.<signature>``, which this module registers
-with LLVM's linker. The kernel's module then holds one ``call`` instruction where it held
-the function's body.
+kernel calling float32 ``zeta`` paid LLVM's whole optimisation and code generation of it
+(~4 CPU seconds per kernel on the 2-core host), every kernel calling an iterative form
+(``igamma``, ``betainc``, ``polygamma``, ...) some tenths. :func:`compiled_once` gives such a function a second face for compiled
+callers: a call of its separately compiled machine code (numba's C-ABI wrapper of the
+function, compiled once for its signature and kept in numba's disk cache as any
+``cache=True`` function) through an external symbol,
+``plax_once.<module>.<name>.<signature>``, which this module registers with LLVM's linker.
+The kernel's module then holds one ``call`` instruction where it held the function's body.
 
 The symbol is registered when a kernel calling it is compiled, and again before numba loads
 such a kernel from its disk cache in another process (numba's ``reload_init`` hooks of the
 kernel's library, pickled with its cache entry), so a cached kernel never meets an
-unresolved symbol; the numba-free loader resolves it through :func:`resolve`.
+unresolved symbol; the numba-free loader resolves it through :func:`resolve` (which imports
+numba: the form's code comes from numba's cache).
 
 Same bits: the scalar code is the same numba function with the same options (no fast-math,
 so LLVM contracts no ``a * b + c`` either way); only where it is compiled changes. The cost
-is a function call per element where the inlined form could vectorise with its loop, which
-is why only the heavy forms (iterative, or hundreds of operations) go through here, never
-``exp``/``log``/``tanh``.
+is a function call per element where the inlined form could vectorise with its loop: the
+iterative forms never vectorise and are always called, while the code generator calls
+``zeta_f32_once`` only in kernels over few elements and inlines ``zeta_f32`` in larger ones (:data:`plax_numba.codegen.INLINE_HEAVY_MIN`);
+cheap forms (``exp``, ``log``, ``tanh``, ...) are never called this way.
 """
 from __future__ import annotations
 
 import functools
 import importlib
 import threading
+from typing import Callable
 
 from llvmlite import ir
 from numba.core import cgutils
@@ -47,12 +50,24 @@ _lock = threading.RLock()
 
 
 def symbol_of(module: str, name: str, signature: str) -> str:
-    """The external symbol of ``module.name`` compiled for ``signature`` (numba's text,
-    ``"float32(float32, float32)"``)."""
+    """The external symbol of ``module.name`` compiled for ``signature``.
+
+    Args:
+      module: the defining module's name.
+      name: the compiled-once function's name there.
+      signature: numba's signature text (``"float32(float32, float32)"``).
+
+    Returns:
+      The symbol, ``plax_once.<module>.<name>.<signature without spaces>``.
+
+    Example::
+
+      symbol_of("plax_numba.special_gamma", "igamma_f32", "float32(float32, float32)")
+    """
     return f"{SYMBOL_PREFIX}{module}.{name}.{signature.replace(' ', '')}"
 
 
-def compiled_once(dispatcher, signature: str, module: str, name: str):
+def compiled_once(dispatcher, signature: str, module: str, name: str) -> Callable:
     """Makes compiled callers of the numba function ``dispatcher`` call its code compiled
     once for ``signature`` instead of linking its body into their own module.
 
@@ -71,8 +86,8 @@ def compiled_once(dispatcher, signature: str, module: str, name: str):
 
     Example::
 
-      zeta_f32 = compiled_once(_zeta_f32, "float32(float32, float32)",
-                               __name__, "zeta_f32")
+      zeta_f32_once = compiled_once(zeta_f32, "float32(float32, float32)",
+                                    __name__, "zeta_f32_once")
     """
     from numba.core.sigutils import normalize_signature
     args, result = normalize_signature(signature)
@@ -133,7 +148,7 @@ def register(symbol: str) -> int:
 
     Example::
 
-      register(zeta_f32.symbol)
+      register(zeta_f32_once.symbol)
     """
     with _lock:
         address = _addresses.get(symbol)
@@ -155,8 +170,20 @@ def register(symbol: str) -> int:
 
 
 def resolve(symbol: str) -> bool:
-    """Registers ``symbol`` if it is one of this module's (importing the module that
-    declares it); whether it was. For loaders resolving a kernel's undefined symbols."""
+    """Registers ``symbol`` if it is one of this module's, for loaders resolving a kernel's
+    undefined symbols (:mod:`plax_numba.native_loader`).
+
+    Args:
+      symbol: an undefined symbol of a kernel's object code.
+
+    Returns:
+      Whether it is now registered (False: not a :func:`symbol_of` symbol, or its module or
+      function failed to load; the loader then falls back).
+
+    Example::
+
+      if name.startswith(SYMBOL_PREFIX) and resolve(name): ...
+    """
     if not symbol.startswith(SYMBOL_PREFIX):
         return False
     module = symbol[len(SYMBOL_PREFIX):].rsplit(".", 2)[0]
