@@ -1,29 +1,30 @@
-"""Heavy scalar forms compiled once per process and called by the kernels, not re-optimised
-in each of them.
+"""Heavy scalar forms compiled once per process and called by the kernels, not re-optimised in
+each of them.
 
 A numba function called from another is linked into the caller's LLVM module and optimised
-again there (inlined, unrolled, vectorised with the caller's loop), so every generated
-kernel calling float32 ``zeta`` paid LLVM's whole optimisation and code generation of it
-(~4 CPU seconds per kernel on the 2-core host), every kernel calling an iterative form
-(``igamma``, ``betainc``, ``polygamma``, ...) some tenths. :func:`compiled_once` gives such a function a second face for compiled
-callers: a call of its separately compiled machine code (numba's C-ABI wrapper of the
-function, compiled once for its signature and kept in numba's disk cache as any
-``cache=True`` function) through an external symbol,
+again there (inlined, unrolled, vectorised with the caller's loop), so every generated kernel
+calling float32 ``zeta`` paid LLVM's whole optimisation and code generation of it (~4 CPU
+seconds per kernel on the 2-core host), every kernel calling an iterative form (``igamma``,
+``betainc``, ``polygamma``, ...) some tenths. :func:`compiled_once` gives such a function a
+second face for compiled callers: a call of its separately compiled machine code (numba's
+C-ABI wrapper of the function, compiled once for its signature and kept in numba's disk cache
+as any ``cache=True`` function) through an external symbol,
 ``plax_once.<module>.<name>.<signature>``, which this module registers with LLVM's linker.
 The kernel's module then holds one ``call`` instruction where it held the function's body.
 
 The symbol is registered when a kernel calling it is compiled, and again before numba loads
 such a kernel from its disk cache in another process (numba's ``reload_init`` hooks of the
-kernel's library, pickled with its cache entry), so a cached kernel never meets an
-unresolved symbol; the numba-free loader resolves it through :func:`resolve` (which imports
-numba: the form's code comes from numba's cache).
+kernel's library, pickled with its cache entry), so a cached kernel never meets an unresolved
+symbol; the numba-free loader resolves it through :func:`resolve` (which imports numba: the
+form's code comes from numba's cache).
 
-Same bits: the scalar code is the same numba function with the same options (no fast-math,
-so LLVM contracts no ``a * b + c`` either way); only where it is compiled changes. The cost
-is a function call per element where the inlined form could vectorise with its loop: the
-iterative forms never vectorise and are always called, while the code generator calls
-``zeta_f32_once`` only in kernels over few elements and inlines ``zeta_f32`` in larger ones (:data:`plax_numba.codegen.INLINE_HEAVY_MIN`);
-cheap forms (``exp``, ``log``, ``tanh``, ...) are never called this way.
+Same bits: the scalar code is the same numba function with the same options (no fast-math, so
+LLVM contracts no ``a * b + c`` either way); only where it is compiled changes. The cost is a
+function call per element where the inlined form could vectorise with its loop: the iterative
+forms never vectorise and are always called, while the code generator calls ``zeta_f32_once``
+only in kernels over few elements and inlines ``zeta_f32`` in larger ones
+(:data:`plax_numba.codegen.INLINE_HEAVY_MIN`); cheap forms (``exp``, ``log``, ``tanh``, ...)
+are never called this way.
 """
 from __future__ import annotations
 
