@@ -58,7 +58,8 @@ _HELPERS = {
     "plax_numba.special_gamma": ("igamma_f32", "igamma_f64", "igammac_f32", "igammac_f64",
                                  "igamma_grad_a_f32", "igamma_grad_a_f64",
                                  "random_gamma_grad_f32", "random_gamma_grad_f64"),
-    "plax_numba.special_zeta": ("zeta_f32", "zeta_f64", "polygamma_f32", "polygamma_f64"),
+    "plax_numba.special_zeta": ("zeta_f32", "zeta_f32_once", "zeta_f64", "polygamma_f32",
+                                "polygamma_f64"),
     "plax_numba.special_beta": ("betainc_f32", "betainc_f64"),
     "plax_numba.special_erf": ("erf_inv_f64",),
     "plax_numba.threefry_kernels": ("hash_words",),
@@ -92,7 +93,8 @@ def _salt() -> str:
     # the helpers the generated kernels call
     for name in ("scalar.py", "libm_free.py", "special.py", "special_gamma.py",
                  "special_zeta.py", "special_beta.py", "special_erf.py", "arrays.py",
-                 "threefry_kernels.py", "numpy_calls.py", "f32_coefficients.py"):
+                 "threefry_kernels.py", "numpy_calls.py", "f32_coefficients.py",
+                 "compiled_once.py"):
         with open(os.path.join(here, name), "rb") as f:  # read, not imported: no numba
             helpers += f.read()
     return hashlib.sha256(helpers + _numba_version().encode() + np.__version__.encode()

@@ -159,6 +159,15 @@ _SPECIAL_SCALAR = {lax.bessel_i0e_p: "bessel_i0e", lax.bessel_i1e_p: "bessel_i1e
                    lax.igamma_grad_a_p: "igamma_grad_a",
                    lax.random_gamma_grad_p: "random_gamma_grad", lax.zeta_p: "zeta",
                    lax.polygamma_p: "polygamma", lax.regularized_incomplete_beta_p: "betainc"}
+#: heavy scalar forms that vectorise with their loop when inlined, at a compile cost of
+#: seconds per kernel; each has a compiled-once form ``<name>_once``, called per element
+#: (:mod:`plax_numba.compiled_once`). The iterative forms (``igamma``, ``betainc``, ...)
+#: never vectorise: their names are their compiled-once forms, whatever the size.
+_INLINED_HEAVY = frozenset({"zeta_f32"})
+#: ... which kernels over at least this many elements inline (run time: the inlined
+#: ``zeta_f32`` ~0.2 us per element, its call ~1.2 us; compile: ~4 CPU s more per kernel),
+#: and smaller ones call: the conformance kit's, the tests', a scalar program's
+INLINE_HEAVY_MIN = 1 << 12
 #: float64 forms of functions whose float32 form is in _F32_KERNELS (plax_numba.special*)
 _F64_KERNELS = {lax.digamma_p: "digamma_f64", lax.erf_inv_p: "erf_inv_f64"}
 _ARITH = {lax.add_p: "+", lax.add_any_p: "+", lax.sub_p: "-", lax.mul_p: "*"}
@@ -204,7 +213,10 @@ def elementwise(eqn, a: list[str]) -> str:
             return _cast(f"{a[0]} != 0", dout)
         return _cast(f"(1 if {a[0]} > 0 else (-1 if {a[0]} < 0 else 0))", dout)
     if prim in _SPECIAL_SCALAR and din[0] in (np.float32, np.float64):
-        return f"{_SPECIAL_SCALAR[prim]}_f{bits}({', '.join(a)})"
+        name = f"{_SPECIAL_SCALAR[prim]}_f{bits}"
+        if name in _INLINED_HEAVY and math.prod(eqn.outvars[0].aval.shape) < INLINE_HEAVY_MIN:
+            name += "_once"  # its compiled-once form, called (plax_numba.compiled_once)
+        return f"{name}({', '.join(a)})"
     if prim in _F64_KERNELS and din[0] == np.float64:
         return f"{_F64_KERNELS[prim]}({a[0]})"
     scalar = not eqn.outvars[0].aval.shape

@@ -267,6 +267,11 @@ def _resolve(llvm, name: str) -> bool:
         return True
     if llvm.address_of_symbol(name):
         return True
+    if name.startswith("plax_once."):
+        # a heavy scalar form compiled once per process (plax_numba.compiled_once): numba
+        # compiles it or loads it from its disk cache, so numba is imported for it
+        from plax_numba import compiled_once
+        return compiled_once.resolve(name)
     try:
         address = ctypes.addressof(ctypes.c_char.in_dll(ctypes.pythonapi, name))
     except ValueError:  # dlsym found nothing

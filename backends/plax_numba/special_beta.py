@@ -33,6 +33,8 @@ import math
 import numpy as np
 from numba import njit
 
+from plax_numba.compiled_once import compiled_once
+
 from plax.lax.special_series import BETA_FRACTION_TERMS, BETA_NORMAL_LIMIT, BETA_SERIES_TERMS
 from plax_numba.special_gamma import _stirling_correction
 
@@ -302,13 +304,21 @@ def _fractions(a, b, x, eps):
 
 
 @njit(**_inline)
-def betainc_f64(a, b, x):
+def _betainc_f64(a, b, x):
     """``I_x(a, b)`` of float64 operands (``lax.betainc``)."""
     return betainc_core(a, b, x, _EPS)
 
 
+betainc_f64 = compiled_once(_betainc_f64, "float64(float64, float64, float64)",
+                            __name__, "betainc_f64")
+
+
 @njit(**_inline)
-def betainc_f32(a, b, x):
+def _betainc_f32(a, b, x):
     """``I_x(a, b)`` of float32 operands, in float64 to ``2**-40`` relative (float32 keeps
     24 bits: what remains is its own rounding), rounded once."""
     return np.float32(betainc_core(np.float64(a), np.float64(b), np.float64(x), _EPS32))
+
+
+betainc_f32 = compiled_once(_betainc_f32, "float32(float32, float32, float32)",
+                            __name__, "betainc_f32")

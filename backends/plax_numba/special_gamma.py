@@ -36,6 +36,8 @@ import math
 import numpy as np
 from numba import njit
 
+from plax_numba.compiled_once import compiled_once
+
 from plax.lax.special_series import (EULER, GAMMA_GRAD_FRACTION_TERMS, GAMMA_HUGE_SHAPE,
                                      GAMMA_MAX_TERMS, GAMMA_NEAR_CENTRE, LGAMMA1P_TAYLOR,
                                      STOP_TOLERANCE_F32, TEMME_C0)
@@ -354,50 +356,78 @@ _LOG_MAX32 = 88.72283935546875   # log(float32 max)
 
 
 @njit(**_inline)
-def igamma_f64(a, x):
+def _igamma_f64(a, x):
     """``P(a, x)`` of float64 operands (``lax.igamma``)."""
     return igamma_core(a, x, _EPS64)
 
 
+igamma_f64 = compiled_once(_igamma_f64, "float64(float64, float64)", __name__, "igamma_f64")
+
+
 @njit(**_inline)
-def igamma_f32(a, x):
+def _igamma_f32(a, x):
     """``P(a, x)`` of float32 operands: float64's value to ``_EPS32``, rounded once."""
     return np.float32(igamma_core(np.float64(a), np.float64(x), _EPS32))
 
 
+igamma_f32 = compiled_once(_igamma_f32, "float32(float32, float32)", __name__, "igamma_f32")
+
+
 @njit(**_inline)
-def igammac_f64(a, x):
+def _igammac_f64(a, x):
     """``Q(a, x) = 1 - P(a, x)`` of float64 operands (``lax.igammac``)."""
     return igammac_core(a, x, _EPS64)
 
 
+igammac_f64 = compiled_once(_igammac_f64, "float64(float64, float64)", __name__, "igammac_f64")
+
+
 @njit(**_inline)
-def igammac_f32(a, x):
+def _igammac_f32(a, x):
     """``Q(a, x)`` of float32 operands, rounded once from float64."""
     return np.float32(igammac_core(np.float64(a), np.float64(x), _EPS32))
 
 
+igammac_f32 = compiled_once(_igammac_f32, "float32(float32, float32)", __name__, "igammac_f32")
+
+
 @njit(**_inline)
-def random_gamma_grad_f64(a, x):
+def _random_gamma_grad_f64(a, x):
     """d(sample)/d(a) of a float64 gamma sample ``x`` (``lax.random_gamma_grad``)."""
     return random_gamma_grad_core(a, x, _EPS64, _LOG_MAX)
 
 
+random_gamma_grad_f64 = compiled_once(_random_gamma_grad_f64, "float64(float64, float64)",
+                                      __name__, "random_gamma_grad_f64")
+
+
 @njit(**_inline)
-def random_gamma_grad_f32(a, x):
+def _random_gamma_grad_f32(a, x):
     """d(sample)/d(a) of a float32 sample, in float64 with float32's underflow threshold (so
     the same elements skip iterating as in the float32 reference), rounded once."""
     return np.float32(random_gamma_grad_core(np.float64(a), np.float64(x), _EPS32,
                                              _LOG_MAX32))
 
 
+random_gamma_grad_f32 = compiled_once(_random_gamma_grad_f32, "float32(float32, float32)",
+                                      __name__, "random_gamma_grad_f32")
+
+
 @njit(**_inline)
-def igamma_grad_a_f64(a, x):
+def _igamma_grad_a_f64(a, x):
     """``dP(a, x)/da`` of float64 operands (``lax.igamma_grad_a``)."""
     return igamma_grad_a_core(a, x, _EPS64, _LOG_MAX)
 
 
+igamma_grad_a_f64 = compiled_once(_igamma_grad_a_f64, "float64(float64, float64)",
+                                  __name__, "igamma_grad_a_f64")
+
+
 @njit(**_inline)
-def igamma_grad_a_f32(a, x):
+def _igamma_grad_a_f32(a, x):
     """``dP(a, x)/da`` of float32 operands, in float64, rounded once."""
     return np.float32(igamma_grad_a_core(np.float64(a), np.float64(x), _EPS32, _LOG_MAX))
+
+
+igamma_grad_a_f32 = compiled_once(_igamma_grad_a_f32, "float32(float32, float32)",
+                                  __name__, "igamma_grad_a_f32")

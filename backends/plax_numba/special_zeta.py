@@ -29,6 +29,7 @@ from numba import njit
 
 from plax.lax.special_series import (EULER_MACLAURIN_DIVISORS, STOP_TOLERANCE_F32, ZETA_LARGE_Q,
                                      ZETA_LIFT_F32, ZETA_LIFT_F64)
+from plax_numba.compiled_once import compiled_once
 from plax_numba.libm_free import _log_full, exp_f64
 from plax_numba.special import digamma_f64
 
@@ -114,9 +115,12 @@ def polygamma_core(m, x, eps):
 
 
 @njit(**_inline)
-def zeta_f64(s, q):
+def _zeta_f64(s, q):
     """Hurwitz's ``zeta(s, q)`` of float64 operands (``lax.zeta``)."""
     return zeta_core(s, q, _EPS, ZETA_LIFT_F64)
+
+
+zeta_f64 = compiled_once(_zeta_f64, "float64(float64, float64)", __name__, "zeta_f64")
 
 
 #: float32's fixed-length form: direct terms ``(q + k)**-s`` for ``k < _DIRECT32``, then
@@ -212,14 +216,26 @@ def zeta_f32(s, q):
     return np.float32(r)
 
 
+#: :func:`zeta_f32` compiled once and called (:mod:`plax_numba.compiled_once`): what kernels
+#: over few elements call, where the inlined form's compile (~4 CPU s per kernel: LLVM
+#: vectorising its five powers three times over) is not repaid; the inlined form runs ~6x
+#: faster per element (it vectorises with its loop), so large kernels keep it
+#: (:data:`plax_numba.codegen.INLINE_HEAVY_MIN`)
+zeta_f32_once = compiled_once(zeta_f32, "float32(float32, float32)", __name__, "zeta_f32_once")
+
+
 @njit(**_inline)
-def polygamma_f64(m, x):
+def _polygamma_f64(m, x):
     """``polygamma(m, x)`` of float64 operands (``lax.polygamma``)."""
     return polygamma_core(m, x, _EPS)
 
 
+polygamma_f64 = compiled_once(_polygamma_f64, "float64(float64, float64)",
+                              __name__, "polygamma_f64")
+
+
 @njit(**_inline)
-def polygamma_f32(m, x):
+def _polygamma_f32(m, x):
     """``polygamma(m, x)`` of float32 operands, in float64, rounded once: for integer orders
     ``1 <= m <= 63`` and ``x > 0``, ``(-1)**(m+1) m! zeta(m + 1, x)`` by :func:`zeta_f32`'s
     fixed-length form; otherwise :func:`polygamma_core`."""
@@ -228,3 +244,7 @@ def polygamma_f32(m, x):
         sign = 1.0 if (md % 2.0) == 1.0 else -1.0
         return np.float32(sign * math.gamma(md + 1.0) * _zeta_fixed(md + 1.0, xd))
     return np.float32(polygamma_core(md, xd, _EPS32))
+
+
+polygamma_f32 = compiled_once(_polygamma_f32, "float32(float32, float32)",
+                              __name__, "polygamma_f32")

@@ -1,0 +1,126 @@
+"""Heavy scalar forms compiled once per process and called by the kernels
+(:mod:`plax_numba.compiled_once`): one compilation however many kernels call a form, the
+same bits as the inlined form, values matching the NumPy backend, small kernels calling
+``zeta_f32_once`` and large ones inlining ``zeta_f32``, and a kernel loaded from numba's
+disk cache by another process finding its compiled-once form."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import plax
+from plax import lax
+
+from numba_vs_numpy import compiled_source, jit_both
+from special_forms_cases import elementwise_loop_n
+
+
+def _gamma_operands():
+    rng = np.random.default_rng(3)
+    a = rng.uniform(0.1, 12.0, 200).astype(np.float32)
+    x = rng.uniform(0.0, 15.0, 200).astype(np.float32)
+    return a, x
+
+
+def test_two_kernels_share_one_compilation():
+    """Two programs calling ``igammac``: both kernels call the form, which was compiled
+    once in this process; each matches the NumPy backend (SciPy's float32 rounding: a few
+    ulps)."""
+    from plax_numba import compiled_once
+    from plax_numba.special_gamma import igammac_f32
+    a, x = _gamma_operands()
+    programs = [lambda a, x: lax.igammac(a, x) * 2.0, lambda a, x: lax.igammac(a, x) - x]
+    for f in programs:
+        assert "igammac_f32(" in compiled_source(f, a, x)
+        got, want = jit_both(f, a, x, fallback_is_error=True)
+        np.testing.assert_allclose(got[0], want[0], rtol=2e-5, atol=1e-7)
+    assert compiled_once.compiles[igammac_f32.symbol] == 1
+
+
+def test_kernel_holds_a_call_not_the_body():
+    """A loop calling ``betainc_f32`` holds one call of its external symbol and none of the
+    iterative code (``betainc_core`` is not linked into it), and gives the inlined form's
+    bits."""
+    from plax_numba.special_beta import betainc_f32
+    rng = np.random.default_rng(5)
+    a, b = (rng.uniform(0.2, 20.0, 300).astype(np.float32) for _ in range(2))
+    x = rng.uniform(0.0, 1.0, 300).astype(np.float32)
+    loop = elementwise_loop_n(betainc_f32, 3)
+    got = loop(a, b, x)
+    ir = "".join(loop.inspect_llvm().values())
+    assert f'call float @"{betainc_f32.symbol}"' in ir
+    assert "betainc_core" not in ir
+    want = elementwise_loop_n(betainc_f32.dispatcher, 3)(a, b, x)  # inlined
+    np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
+
+
+def test_python_call_and_other_types_run_the_inlined_form():
+    """Called from Python, or from compiled code with other argument types than its
+    signature, a compiled-once function is its numba function."""
+    from plax_numba.special_zeta import polygamma_f64
+    assert polygamma_f64(1.0, 2.5) == polygamma_f64.dispatcher(1.0, 2.5)
+    m = np.array([1, 2, 3], np.float32)
+    x = np.array([0.5, 2.0, 7.0], np.float32)
+    loop = elementwise_loop_n(polygamma_f64, 2)    # (float32, float32): not its signature
+    got = loop(m, x)
+    assert "plax_once." not in "".join(loop.inspect_llvm().values())
+    want = elementwise_loop_n(polygamma_f64.dispatcher, 2)(m, x)
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("size, name", [(64, "zeta_f32_once("), (1 << 13, "zeta_f32(")])
+def test_zeta_f32_called_when_small_inlined_when_large(size, name):
+    """float32 ``zeta`` over fewer than ``INLINE_HEAVY_MIN`` elements calls its
+    compiled-once form (a cheap compile), larger ones inline it (it vectorises there)."""
+    from plax_numba import codegen
+    s = np.full(size, 2.5, np.float32)
+    eqn = plax.make_jaxpr(lambda s, q: lax.zeta(s, q))(s, s).jaxpr.eqns[0]
+    assert (size < codegen.INLINE_HEAVY_MIN) == (name == "zeta_f32_once(")
+    assert codegen.elementwise(eqn, ["s", "q"]) == f"{name}s, q)"
+
+
+def test_small_zeta_kernel_matches_numpy_backend():
+    """``zeta`` fused with its neighbours over a few elements, through ``zeta_f32_once``:
+    the NumPy backend's values (SciPy's float64 zeta rounded: within an ulp)."""
+    s = np.linspace(1.5, 12.0, 96, dtype=np.float32)
+    q = np.linspace(0.25, 9.0, 96, dtype=np.float32)
+
+    def f(s, q):
+        return lax.zeta(s, q) * 3.0 + q
+    assert "zeta_f32_once(" in compiled_source(f, s, q)
+    got, want = jit_both(f, s, q, fallback_is_error=True)
+    np.testing.assert_allclose(got[0], want[0], rtol=3e-7, atol=0)
+
+
+_CHILD = textwrap.dedent("""
+    import numpy as np, plax
+    from plax import lax
+    from plax_numba import cache
+    s = np.linspace(1.5, 12.0, 40, dtype=np.float32)
+    a = np.linspace(0.5, 9.0, 40, dtype=np.float32)
+    f = plax.jit(lambda s, a: (lax.zeta(s, a) + 1.0, lax.igamma(a, s) * 2.0), backend="numba")
+    z, g = f(s, a)
+    misses = sum(sum(k.stats.cache_misses.values()) for k in cache._kernels.values())
+    print(np.asarray(z).view(np.uint32).tolist(), np.asarray(g).view(np.uint32).tolist(),
+          misses)
+""")
+
+
+def test_cached_kernel_in_another_process(tmp_path):
+    """A second process loads the kernels from numba's disk cache (no compilation) and finds
+    their compiled-once forms (numba's reload hook registers them): the same bits."""
+    # (the helpers' own numba cache is the package's, warm from this process's compiles)
+    env = dict(os.environ, PLAX_NUMBA_CACHE_DIR=str(tmp_path), PLAX_NUMBA_SYNC="1",
+               PLAX_NUMBA_WORKERS="0", PLAX_NUMBA_NATIVE="0", PLAX_NUMBA_FIRST_TIER="0")
+    runs = [subprocess.run([sys.executable, "-c", _CHILD], env=env, capture_output=True,
+                           text=True, timeout=600) for _ in range(2)]
+    for run in runs:
+        assert run.returncode == 0, run.stderr
+    first, second = (run.stdout.strip().rsplit(" ", 1) for run in runs)
+    assert second[0] == first[0]
+    assert int(second[1]) == 0, "the second process compiled a kernel"
