@@ -481,6 +481,10 @@ def plan_cluster(cluster, preallocate: bool = False, parallel: bool | None = Non
     Raises:
       Unsupported: a primitive, dtype or pattern the generator does not express.
     """
+    if len(cluster.eqns) == 1 and not into:
+        from plax_numba import codegen_scan  # (arg-reductions, cumulative ops: their own)
+        if codegen_scan.takes(cluster.eqns[0]):
+            return codegen_scan.plan(cluster)
     shape = tuple(cluster.shape)
     rank = len(shape)
     low = False  # float16/bfloat16 values: uint16 arrays, float32 locals (LOW_FLOATS)
