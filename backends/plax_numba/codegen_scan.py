@@ -110,24 +110,35 @@ def plan(cluster) -> KernelPlan:
 
 def _arg_source(op: str, fmt: str, index_dtype, column: bool) -> str:
     """``argmax`` (``op`` ``>``) or ``argmin`` (``<``): a value replaces the best so far
-    if it is a NaN or beats it, until the best is a NaN."""
+    if it is a NaN or beats it, until the best is a NaN.
+
+    Along rows (``inner`` 1) in two passes over integer keys, which order the values as
+    floats do (``-0`` and ``+0`` one key; every NaN the extreme key): the extreme key by a
+    branch-free reduction (vectorised), then the first index holding it."""
     t = f"np.{index_dtype.name}"
     if not column:
+        nan = 0x7C00 if fmt == "f16" else 0x7F80  # (magnitudes above: NaN)
+        worst, nan_key = (-70000, 70000) if op == ">" else (70000, -70000)
+        key = f"""
+            b = np.int32(row[i])
+            mag = b & np.int32(0x7FFF)
+            key = np.int32(-mag) if b & np.int32(0x8000) else mag
+            key = np.int32({nan_key}) if mag > np.int32({nan}) else key"""
         return f"""
 @njit(**_OPTIONS)
 def kernel(a0):
     outer, n, inner = a0.shape
     out = np.empty((outer, 1), {t})
     for o in range(outer):
-        best = {fmt}_value(a0[o, 0, 0])
+        row = a0[o, :, 0]
+        m = np.int32({worst})
+        for i in range(n):{key}
+            m = key if key {op} m else m
         k = 0
-        for i in range(1, n):
-            if best != best:
-                break
-            v = {fmt}_value(a0[o, i, 0])
-            if v != v or v {op} best:
-                best = v
+        for i in range(n):{key}
+            if key == m:
                 k = i
+                break
         out[o, 0] = k
     return out
 """
