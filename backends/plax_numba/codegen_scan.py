@@ -120,7 +120,7 @@ def _arg_source(op: str, fmt: str, index_dtype, column: bool) -> str:
         nan = 0x7C00 if fmt == "f16" else 0x7F80  # (magnitudes above: NaN)
         worst, nan_key = (-70000, 70000) if op == ">" else (70000, -70000)
         key = f"""
-            b = np.int32(row[i])
+            b = np.int32(flat[base + i])
             mag = b & np.int32(0x7FFF)
             key = np.int32(-mag) if b & np.int32(0x8000) else mag
             key = np.int32({nan_key}) if mag > np.int32({nan}) else key"""
@@ -129,8 +129,9 @@ def _arg_source(op: str, fmt: str, index_dtype, column: bool) -> str:
 def kernel(a0):
     outer, n, inner = a0.shape
     out = np.empty((outer, 1), {t})
+    flat = a0.reshape(outer * n)  # (inner is 1: a C-contiguous 1-D view, vectorised)
     for o in range(outer):
-        row = a0[o, :, 0]
+        base = o * n
         m = np.int32({worst})
         for i in range(n):{key}
             m = key if key {op} m else m
