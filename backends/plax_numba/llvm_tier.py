@@ -8,7 +8,8 @@ to the fast path on a 2-core host. For the kernels :func:`plax_numba.codegen.pla
 plans (flat loops writing into preallocated outputs, ``kernel(*inputs, *outputs, n)``;
 loop nests over the cluster's shape reading operands broadcast along any axes, with
 reductions over some or all axes, ``kernel(*inputs, *extents)`` returning the results;
-not ``iota``, integers or 16-bit floats) this module writes the same loops as LLVM IR text
+not ``iota`` or 16-bit floats; integer operations as :mod:`plax_numba.llvm_tier_ints`
+writes them) this module writes the same loops as LLVM IR text
 straight from the cluster's equations (:func:`plan`; the shapes are static), with a
 ``METH_FASTCALL`` entry point over flat buffers, called with numba's kernel's arguments
 (through :func:`_adapter` where numba's kernel allocates its results), and links it with

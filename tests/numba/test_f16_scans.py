@@ -95,3 +95,18 @@ def test_other_dtypes_keep_the_reference_kernel():
     source = compiled_source(lambda v: (lax.argmax(v, 0, np.int32), lax.cumsum(v, 0)), x)
     assert "generated from the equations (argmax)" not in source
     assert "generated from the equations (cumsum)" not in source
+
+
+@pytest.mark.parametrize("dtype", LOW, ids=str)
+def test_sums_of_decoded_values_may_reassociate(dtype):
+    # jnp.sum of a float16 array (decode, reduce_sum): its kernel adds in any order
+    # (vectorised); on multiples of 1/8 every order is exact, so the bits are the reference's
+    from plax import numpy as jnp
+    x = (np.random.default_rng(6).integers(-64, 65, (40, 300)) / 8).astype(dtype)
+    for axis in (None, 0, 1):
+        f = lambda v: jnp.sum(v, axis=axis)  # noqa: E731
+        assert 'fastmath={"reassoc"}' in compiled_source(f, x)
+        (got,), (want,) = jit_both(f, x, fallback_is_error=True)
+        assert_bits_equal(got, want)
+    # with an arithmetic producer (whose rounding reassociation could change): in order
+    assert "reassoc" not in compiled_source(lambda v: jnp.sum(v * 2.0), x)
