@@ -214,12 +214,12 @@ def _blocked_source(op: str, identity: float, fmt: str) -> str:
 @njit(**_OPTIONS)
 def _in_order(x, lo, n, reverse):
     if reverse:
-        # each suffix x[i] op x[i+1] op ... combined from its left end (x[i+1:] unscanned)
-        for i in range(n - 1):
-            acc = x[lo + i]
-            for k in range(i + 1, n):
-                acc = {combine('acc', 'x[lo + k]')}
-            x[lo + i] = acc
+        # each suffix x[i] op x[i+1] op ... combined from its left end: at step k every
+        # x[i], i < k, takes x[k] (still unscanned), independent across i (vectorised)
+        for k in range(1, n):
+            xk = x[lo + k]
+            for i in range(k):
+                x[lo + i] = {combine('x[lo + i]', 'xk')}
     else:
         acc = x[lo]
         for k in range(1, n):
