@@ -228,6 +228,21 @@ def _in_order(x, lo, n, reverse):
 
 
 @njit(**_OPTIONS)
+def _blocks_in_order(x, lo, blocks, reverse):
+    # _in_order on each of ``blocks`` blocks of {B} from x[lo]; forward, the blocks' steps
+    # interleaved (independent chains, each rounded as _in_order's, in its order); reverse
+    # block by block (_in_order's steps are independent already)
+    if reverse:
+        for b in range(blocks):
+            _in_order(x, lo + {B} * b, {B}, True)
+    else:
+        for k in range(1, {B}):
+            for b in range(blocks):
+                at = lo + {B} * b
+                x[at + k] = {combine('x[at + k - 1]', 'x[at + k]')}
+
+
+@njit(**_OPTIONS)
 def _blocked(x, n, reverse, starts, sizes):
     # up: each level of more than {B} values padded to whole blocks, the blocks scanned in
     # order, their totals (first element for reverse, else last) the next level; the last
@@ -238,8 +253,7 @@ def _blocked(x, n, reverse, starts, sizes):
         p = (m + {B - 1}) // {B} * {B}
         for i in range(m, p):
             x[lo + i] = {ident}
-        for b in range(p // {B}):
-            _in_order(x, lo + {B} * b, {B}, reverse)
+        _blocks_in_order(x, lo, p // {B}, reverse)
         for b in range(p // {B}):
             x[lo + p + b] = x[lo + {B} * b + total]
         starts[depth] = lo
