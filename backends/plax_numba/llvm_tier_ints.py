@@ -140,10 +140,8 @@ def _shift(body, prim, args, dtype) -> str:
     x, y = args
     t = INT_TYPES[dtype]
     bits = dtype.itemsize * 8
-    if dtype.kind == "i":  # 0 <= y < bits, one unsigned compare
-        in_range = body.emit(f"icmp ult {t} {y}, {bits}")
-    else:
-        in_range = body.emit(f"icmp ult {t} {y}, {bits}")
+    # (signed amounts: 0 <= y < bits is one unsigned compare, a negative y being large)
+    in_range = body.emit(f"icmp ult {t} {y}, {bits}")
     if prim is lax.shift_right_arithmetic_p:
         amount = body.emit(f"select i1 {in_range}, {t} {y}, {t} {bits - 1}")
         return body.emit(f"ashr {t} {x}, {amount}")
