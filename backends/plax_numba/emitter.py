@@ -324,6 +324,9 @@ class NumbaEmitter(Emitter):
             if dot is not None:
                 return Step(kernels.noting_threaded_product(dot) if big else dot,
                             guarded=True)
+        scan = self._scan_kernel(eqn)
+        if scan is not None:
+            return scan
         ufunc = kernels.direct_ufunc(eqn)
         if ufunc is not None:
             return Step(ufunc, accepts_out=True, guarded=True)
@@ -369,6 +372,21 @@ class NumbaEmitter(Emitter):
             return None
         cluster_step = step.fn  # returns the cluster's outputs: a list of one
         return Step(lambda *args: cluster_step(*args)[0], guarded=step.guarded)
+
+    def _scan_kernel(self, eqn):
+        """An ``argmax``/``argmin``/cumulative equation on float16/bfloat16 as one kernel
+        (:mod:`plax_numba.codegen_scan`), tiered like a cluster's; None for any other."""
+        from plax_numba import codegen_scan
+        if not self.compile_kernels or not codegen_scan.takes(eqn):
+            return None
+        from plax.lowering import Cluster
+        operand = eqn.invars[0]
+        step = self._emit_kernel(Cluster([eqn], tuple(operand.aval.shape), [operand],
+                                         list(eqn.outvars)))
+        if step is None:
+            return None
+        cluster_step = step.fn  # returns the cluster's outputs: a list of one
+        return Step(lambda x: cluster_step(x)[0], guarded=step.guarded)
 
     def _native_loop(self, eqn, compiled_bodies):
         """``cond``/``while``/``scan`` as one njit function (:mod:`plax_numba.wholegen`);

@@ -8,7 +8,8 @@ to the fast path on a 2-core host. For the kernels :func:`plax_numba.codegen.pla
 plans (flat loops writing into preallocated outputs, ``kernel(*inputs, *outputs, n)``;
 loop nests over the cluster's shape reading operands broadcast along any axes, with
 reductions over some or all axes, ``kernel(*inputs, *extents)`` returning the results;
-not ``iota``, integers or 16-bit floats) this module writes the same loops as LLVM IR text
+not ``iota`` or 16-bit floats; integer operations as :mod:`plax_numba.llvm_tier_ints`
+writes them) this module writes the same loops as LLVM IR text
 straight from the cluster's equations (:func:`plan`; the shapes are static), with a
 ``METH_FASTCALL`` entry point over flat buffers, called with numba's kernel's arguments
 (through :func:`_adapter` where numba's kernel allocates its results), and links it with
@@ -47,6 +48,7 @@ from plax.core.jaxpr import Literal
 from plax.lowering import PlaxFallbackWarning
 
 from plax_numba import f32_coefficients as C
+from plax_numba import llvm_tier_ints as ints
 
 #: kernels built (``"built"``), builds that failed (``"failed"``); tests read it
 stats = {"built": 0, "failed": 0}
@@ -98,6 +100,10 @@ _F32, _F64, _BOOL = np.dtype(np.float32), np.dtype(np.float64), np.dtype(np.bool
 _REG = {_F32: "float", _F64: "double", _BOOL: "i1"}     # a value in a register
 _MEM = {_F32: "float", _F64: "double", _BOOL: "i8"}     # an element in memory
 _ALIGN = {_F32: 4, _F64: 8, _BOOL: 1}
+# integers: llvm_tier_ints writes their operations
+_REG.update(ints.INT_TYPES)
+_MEM.update(ints.INT_TYPES)
+_ALIGN.update({d: d.itemsize for d in ints.INT_TYPES})
 _ARITH = {lax.add_p: "fadd", lax.add_any_p: "fadd", lax.sub_p: "fsub", lax.mul_p: "fmul",
           lax.div_p: "fdiv"}
 # numba's float comparisons: ordered, except != (true for NaN)
@@ -199,6 +205,8 @@ def _value(body: _Body, eqn, args: list[str]) -> str:
     for d in (*din, dout):
         if d not in _REG:
             raise Unsupported(f"{prim.name} on {d}")
+    if ints.takes(eqn):
+        return ints.value(body, eqn, args)
     t = _REG[dout]
     floats = all(d.kind == "f" for d in din)
     if prim in _ARITH and floats:
@@ -451,13 +459,16 @@ def _reduce(body, eqn, regs, idx, shape, k: int, made: list, out_lines: list) ->
     kind = _REDUCTIONS[eqn.primitive]
     operand = eqn.invars[0]
     dtype, odt = np.dtype(operand.aval.dtype), np.dtype(eqn.outvars[0].aval.dtype)
-    if dtype.kind != "f" or odt != dtype or id(operand) not in regs:
+    if dtype.kind not in "fiu" or odt != dtype or id(operand) not in regs:
         raise Unsupported(f"{eqn.primitive.name} on {dtype}")
     axes = sorted(eqn.params["axes"])
     kept = [d for d in range(len(shape)) if d not in axes]
     kept_shape = tuple(shape[d] for d in kept)
-    acc = _F64 if kind in ("sum", "prod") else dtype
-    init = {"sum": 0.0, "prod": 1.0, "max": -np.inf, "min": np.inf}[kind]
+    if dtype.kind in "iu":
+        acc, init = ints.accumulator(kind, dtype)
+    else:
+        acc = _F64 if kind in ("sum", "prod") else dtype
+        init = {"sum": 0.0, "prod": 1.0, "max": -np.inf, "min": np.inf}[kind]
     accumulators = _Array("acc", acc, math.prod(kept_shape))
     accumulators.init = init
     p = f"%o{k}"
@@ -465,13 +476,17 @@ def _reduce(body, eqn, regs, idx, shape, k: int, made: list, out_lines: list) ->
     t = _REG[acc]
     value = regs[id(operand)]
     if acc != dtype:
-        value = body.emit(f"fpext {_REG[dtype]} {value} to {t}")
+        value = (ints.widen(body, value, dtype, acc) if dtype.kind in "iu"
+                 else body.emit(f"fpext {_REG[dtype]} {value} to {t}"))
     at = body.emit(f"getelementptr inbounds {t}, ptr {p}, i64 "
                    f"{_offset(body, [(idx[d], s) for d, s in zip(kept, _strides(kept_shape))])}")
     # (after the body's values: the accumulation reads and writes memory in loop order)
     old = f"%acc{k}"
-    out_lines.append(f"  {old} = load {t}, ptr {at}, align 8")
-    if kind in ("sum", "prod"):
+    out_lines.append(f"  {old} = load {t}, ptr {at}, align {_ALIGN[acc]}")
+    if dtype.kind in "iu":
+        out_lines += ints.update_lines(kind, old, value, acc)
+        new = f"{old}.new"
+    elif kind in ("sum", "prod"):
         new = f"{old}.new"
         out_lines.append(f"  {new} = {'fadd' if kind == 'sum' else 'fmul'} {t} {old}, {value}")
     else:  # plax_numba.scalar.fmax / fmin of (accumulator, value)
@@ -483,7 +498,7 @@ def _reduce(body, eqn, regs, idx, shape, k: int, made: list, out_lines: list) ->
                       f"  {old}.an = fcmp uno {t} {old}, {old}",
                       f"  {old}.new = select i1 {old}.an, {t} {old}, {t} {old}.r2"]
         new = f"{old}.new"
-    out_lines.append(f"  store {t} {new}, ptr {at}, align 8")
+    out_lines.append(f"  store {t} {new}, ptr {at}, align {_ALIGN[acc]}")
     return ("reduction", odt, kept_shape)
 
 
@@ -556,6 +571,8 @@ def _entry(name: str, entry_args: list, n: int | None) -> str:
             failed_if(f"icmp slt i32 %b{j}, 0")
             lines.append(f"  %x{j} = icmp ne i32 %b{j}, 0")
             call.append(f"i1 %x{j}")
+        elif a[0] == "scalar" and a[1].kind in "iu":
+            call.append(ints.scalar_argument(lines, j, a[1], failed_if))
         elif a[0] == "scalar":
             lines.append(f"  %d{j} = call double @PyFloat_AsDouble(ptr %arg{j})")
             failed_if(f"fcmp oeq double %d{j}, -1.0")
