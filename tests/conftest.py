@@ -93,6 +93,8 @@ TIERING_TESTS = ("numba/", "transforms/test_composition.py", "test_benchmark_scr
                  "test_asv.py", "test_examples.py")
 #: ``PLAX_NUMBA_COMPILE_AFTER`` elsewhere: no cluster ever gets hot, nothing is compiled
 NEVER_HOT = str(1 << 62)
+#: the environment's own setting (it wins over :data:`NEVER_HOT`)
+USER_COMPILE_AFTER = os.environ.get("PLAX_NUMBA_COMPILE_AFTER")
 _TESTS_DIR = os.path.dirname(os.path.abspath(__file__))
 
 
@@ -106,7 +108,7 @@ def tiering_wanted(path) -> bool:
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item, nextitem):
     # an explicit PLAX_NUMBA_COMPILE_AFTER (the user's, or a parent session's) is left alone
-    if "PLAX_NUMBA_COMPILE_AFTER" in os.environ or tiering_wanted(item.path):
+    if USER_COMPILE_AFTER is not None or tiering_wanted(item.path):
         yield
         return
     os.environ["PLAX_NUMBA_COMPILE_AFTER"] = NEVER_HOT
