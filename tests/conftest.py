@@ -12,6 +12,15 @@ Caches live in a temporary directory of the test session (``XDG_CACHE_HOME``, se
 :func:`keep_caches_in_the_session`): the Numba backend's kernels are compiled once per session
 and shared by its xdist workers and child interpreters, never left in the user's home. To
 keep kernels between runs (a warm rerun of a Numba test), set ``PLAX_NUMBA_CACHE_DIR``.
+
+Numba's tiering is off outside the tests of compiled kernels (see :func:`tiering_wanted`):
+there a cluster that ran twice used to be compiled by a background compile worker, whose
+result no test could count on (when it arrives is timing) and which took about as much CPU
+as the tests themselves (tests/lax: 27 s in the worker beside 28 s in pytest). Those tests
+check the Numba backend's reference path, as before their clusters got hot; its compiled
+kernels are checked, with the real setting, by tests/numba (synchronous compilation, and
+tiering in its tiering tests), the conformance kit (``PLAX_NUMBA_SYNC=1``), the compiled
+composition matrix and the benchmark scripts (child interpreters: default settings).
 """
 from __future__ import annotations
 
@@ -77,6 +86,36 @@ def pytest_unconfigure(config):
 
 
 pytest_plugins = ["plax.testing.conformance.plugin"]
+
+#: where tests exercise Numba's compiled kernels or its tiering (paths under tests/): they
+#: keep the product's tiering setting
+TIERING_TESTS = ("numba/", "transforms/test_composition.py", "test_benchmark_scripts.py",
+                 "test_asv.py", "test_examples.py")
+#: ``PLAX_NUMBA_COMPILE_AFTER`` elsewhere: no cluster ever gets hot, nothing is compiled
+NEVER_HOT = str(1 << 62)
+#: the environment's own setting (it wins over :data:`NEVER_HOT`)
+USER_COMPILE_AFTER = os.environ.get("PLAX_NUMBA_COMPILE_AFTER")
+_TESTS_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+def tiering_wanted(path) -> bool:
+    """Whether the test in file ``path`` keeps Numba's tiering (clusters compiled in the
+    background once hot): those in :data:`TIERING_TESTS`, and any file outside tests/."""
+    rel = os.path.relpath(os.path.abspath(str(path)), _TESTS_DIR).replace(os.sep, "/")
+    return rel.startswith("..") or rel.startswith(TIERING_TESTS)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    # an explicit PLAX_NUMBA_COMPILE_AFTER (the user's, or a parent session's) is left alone
+    if USER_COMPILE_AFTER is not None or tiering_wanted(item.path):
+        yield
+        return
+    os.environ["PLAX_NUMBA_COMPILE_AFTER"] = NEVER_HOT
+    try:
+        yield
+    finally:
+        os.environ.pop("PLAX_NUMBA_COMPILE_AFTER", None)
 
 
 def pytest_generate_tests(metafunc):

@@ -1,0 +1,36 @@
+"""The test session's own settings (tests/conftest.py): Numba's tiering is off outside the
+tests of compiled kernels, and kept where they are."""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+
+def _tests_conftest(config):
+    here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "conftest.py")
+    for plugin in config.pluginmanager.get_plugins():
+        if os.path.abspath(getattr(plugin, "__file__", "") or "") == here:
+            return plugin
+    pytest.skip("tests/conftest.py is not loaded as a conftest in this session")
+
+
+def test_tiering_is_off_here(request):
+    conftest = _tests_conftest(request.config)
+    if conftest.USER_COMPILE_AFTER is not None:
+        pytest.skip("PLAX_NUMBA_COMPILE_AFTER is set by the environment, which wins")
+    assert os.environ["PLAX_NUMBA_COMPILE_AFTER"] == conftest.NEVER_HOT
+    tiered = pytest.importorskip("plax_numba.tiered", reason="the Numba backend is not installed")
+    assert tiered.compile_after() == 1 << 62
+
+
+def test_tiering_kept_for_tests_of_compiled_kernels(request):
+    conftest = _tests_conftest(request.config)
+    tests = os.path.dirname(os.path.abspath(__file__))
+    kept = ["numba/test_tiering_worker.py", "transforms/test_composition.py",
+            "test_benchmark_scripts.py", "test_asv.py", "test_examples.py",
+            "../core/plax/testing/conformance/test_primitives.py"]
+    for path in kept:
+        assert conftest.tiering_wanted(os.path.join(tests, path)), path
+    for path in ["lax/test_control_flow.py", "test_array.py", "numpy/test_jnp_ufuncs.py"]:
+        assert not conftest.tiering_wanted(os.path.join(tests, path)), path
