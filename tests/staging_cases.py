@@ -53,6 +53,30 @@ CASES = {
     "binders_30": lambda jax, jnp: (lambda x: jax.lax.unstack(x), (np.ones((30, 3), np.float32),)),
     "invars_8": lambda jax, jnp: (lambda *a: [x + 1 for x in a], (_v(),) * 8),
     "invars_9": lambda jax, jnp: (lambda *a: [x + 1 for x in a], (_v(),) * 9),
+    # (issue 25, shape primitives) reshape's folded transposition and the split primitive
+    "reshape_dimensions": lambda jax, jnp: (lambda x: jax.lax.reshape(x, (6,), (1, 0)), (_m(),)),
+    "reshape_dimensions_identity": lambda jax, jnp: (
+        lambda x: jax.lax.reshape(x, (3, 2), (0, 1)), (_m(),)),
+    "column_stack_of_array": lambda jax, jnp: (lambda x: jnp.column_stack(x), (_m(),)),
+    "grad_of_reshape_dimensions": lambda jax, jnp: (
+        jax.grad(lambda x: jnp.sin(jax.lax.reshape(x, (3, 2), (1, 0))).sum()), (_m(),)),
+    "vmap_of_reshape_dimensions": lambda jax, jnp: (
+        jax.vmap(lambda x: jax.lax.reshape(x, (6,), (1, 0)), in_axes=2),
+        (np.ones((2, 3, 4), np.float32),)),
+    "lax_split": lambda jax, jnp: (lambda x: jax.lax.split(x, (1, 2), axis=1), (_m(),)),
+    "split_sections": lambda jax, jnp: (lambda x: jnp.split(x, 3, axis=1), (_m(),)),
+    "split_indices": lambda jax, jnp: (lambda x: jnp.split(x, [2], axis=-1), (_m(),)),
+    "array_split": lambda jax, jnp: (lambda x: jnp.array_split(x, 2, axis=1), (_m(),)),
+    "hsplit": lambda jax, jnp: (lambda x: jnp.hsplit(x, [1]), (_m(),)),
+    "vsplit": lambda jax, jnp: (lambda x: jnp.vsplit(x, 2), (_m(),)),
+    "dsplit": lambda jax, jnp: (lambda x: jnp.dsplit(x, [1]),
+                                (np.ones((2, 1, 3), np.float32),)),
+    "grad_of_split": lambda jax, jnp: (
+        jax.grad(lambda x: jax.lax.split(x, (1, 2), axis=1)[0].sum()), (_m(),)),
+    "vmap_of_split": lambda jax, jnp: (
+        jax.vmap(lambda x: jnp.split(x, [1], axis=0), in_axes=1), (_m(),)),
+    "jvp_of_split": lambda jax, jnp: (
+        lambda x, t: jax.jvp(lambda x: jnp.split(x, 3, axis=1), (x,), (t,)), (_m(), _m())),
 }
 
 

@@ -20,10 +20,7 @@ from staging_cases import CASES, jaxpr_text
 RECORD = json.loads((pathlib.Path(__file__).with_name("staging_as_jax.json")).read_text())
 
 #: cases whose text still differs from JAX's, and why
-KNOWN_DIFFERENCES = {
-    "stack_of_array": "plax's reshape primitive has no `dimensions` parameter: a reshape "
-                      "after a transpose stages as transpose + reshape",
-}
+KNOWN_DIFFERENCES: dict[str, str] = {}
 
 
 def _case_params():
