@@ -16,6 +16,14 @@ def _v():
     return np.ones(3, np.float32)
 
 
+def _t():
+    return np.ones((4, 5, 6), np.float32)
+
+
+def _i():
+    return np.array([0, 2], np.int32)
+
+
 CASES = {
     # stacking: one stack equation, jit calls of broadcast_in_dim for atleast_*d
     "stack": lambda jax, jnp: (lambda x: jnp.stack([x, x]), (_v(),)),
@@ -53,6 +61,54 @@ CASES = {
     "binders_30": lambda jax, jnp: (lambda x: jax.lax.unstack(x), (np.ones((30, 3), np.float32),)),
     "invars_8": lambda jax, jnp: (lambda *a: [x + 1 for x in a], (_v(),) * 8),
     "invars_9": lambda jax, jnp: (lambda *a: [x + 1 for x in a], (_v(),) * 9),
+    # (issue 25, shape primitives) reshape's folded transposition and the split primitive
+    "reshape_dimensions": lambda jax, jnp: (lambda x: jax.lax.reshape(x, (6,), (1, 0)), (_m(),)),
+    "reshape_dimensions_identity": lambda jax, jnp: (
+        lambda x: jax.lax.reshape(x, (3, 2), (0, 1)), (_m(),)),
+    "column_stack_of_array": lambda jax, jnp: (lambda x: jnp.column_stack(x), (_m(),)),
+    "grad_of_reshape_dimensions": lambda jax, jnp: (
+        jax.grad(lambda x: jnp.sin(jax.lax.reshape(x, (3, 2), (1, 0))).sum()), (_m(),)),
+    "vmap_of_reshape_dimensions": lambda jax, jnp: (
+        jax.vmap(lambda x: jax.lax.reshape(x, (6,), (1, 0)), in_axes=2),
+        (np.ones((2, 3, 4), np.float32),)),
+    "lax_split": lambda jax, jnp: (lambda x: jax.lax.split(x, (1, 2), axis=1), (_m(),)),
+    "split_sections": lambda jax, jnp: (lambda x: jnp.split(x, 3, axis=1), (_m(),)),
+    "split_indices": lambda jax, jnp: (lambda x: jnp.split(x, [2], axis=-1), (_m(),)),
+    "array_split": lambda jax, jnp: (lambda x: jnp.array_split(x, 2, axis=1), (_m(),)),
+    "hsplit": lambda jax, jnp: (lambda x: jnp.hsplit(x, [1]), (_m(),)),
+    "vsplit": lambda jax, jnp: (lambda x: jnp.vsplit(x, 2), (_m(),)),
+    "dsplit": lambda jax, jnp: (lambda x: jnp.dsplit(x, [1]),
+                                (np.ones((2, 1, 3), np.float32),)),
+    "grad_of_split": lambda jax, jnp: (
+        jax.grad(lambda x: jax.lax.split(x, (1, 2), axis=1)[0].sum()), (_m(),)),
+    "vmap_of_split": lambda jax, jnp: (
+        jax.vmap(lambda x: jnp.split(x, [1], axis=0), in_axes=1), (_m(),)),
+    "jvp_of_split": lambda jax, jnp: (
+        lambda x, t: jax.jvp(lambda x: jnp.split(x, 3, axis=1), (x,), (t,)), (_m(), _m())),
+    # JVP rules written as JAX's: a symbolic-zero tangent passes the other through (add, sub),
+    # max/min/pow reuse the result
+    "jvp_add_constant": lambda jax, jnp: (
+        lambda x, t: jax.jvp(lambda x: x + jnp.ones(3), (x,), (t,)), (_v(), _v())),
+    "jvp_sub_from_constant": lambda jax, jnp: (
+        lambda x, t: jax.jvp(lambda x: np.float32(2.0) - x, (x,), (t,)), (_v(), _v())),
+    "jvp_max": lambda jax, jnp: (
+        lambda x, t: jax.jvp(lambda x: jax.lax.max(x, jnp.sin(x)), (x,), (t,)), (_v(), _v())),
+    "jvp_min_constant": lambda jax, jnp: (
+        lambda x, t: jax.jvp(lambda x: jax.lax.min(x, np.float32(0.5)), (x,), (t,)),
+        (_v(), _v())),
+    "jvp_pow": lambda jax, jnp: (
+        lambda x, t: jax.jvp(lambda x: jax.lax.pow(x, 2.0 * x), (x,), (t,)), (_v(), _v())),
+    "jvp_pow_constant_base": lambda jax, jnp: (
+        lambda x, t: jax.jvp(lambda x: jax.lax.pow(np.float32(3.0), x), (x,), (t,)),
+        (_v(), _v())),
+    "vmap_of_atleast_2d": lambda jax, jnp: (jax.vmap(jnp.atleast_2d), (_m(),)),
+    # an index mixing slices (and static ints) with integer arrays: one gather
+    "index_slice_array": lambda jax, jnp: (lambda x, i: x[1:3, i], (_t(), _i())),
+    "index_array_int": lambda jax, jnp: (lambda x, i: x[:, i, 2], (_t(), _i())),
+    "index_array_step": lambda jax, jnp: (lambda x, i: x[i, ::2], (_t(), _i())),
+    "index_reversed_array": lambda jax, jnp: (lambda x, i: x[::-1, i], (_t(), _i())),
+    "index_array_slice_array": lambda jax, jnp: (lambda x, i: x[i, 1:3, i], (_t(), _i())),
+    "index_slice_array_none": lambda jax, jnp: (lambda x, i: x[1:, i, None, -1], (_t(), _i())),
 }
 
 

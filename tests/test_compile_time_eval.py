@@ -69,11 +69,11 @@ def test_debug_log_emits_records_from_the_calling_line(caplog):
         plax.debug.log("x is {}", x)  # the line the records name
         return x
     line = inspect.getsourcelines(f)[1] + 1
-    with caplog.at_level(logging.INFO, logger="plax.debug"):
+    with caplog.at_level(logging.INFO, logger="jax._src.debugging"):
         plax.jit(f)(3.0)
         f(jnp.arange(2.0))
         plax.vmap(f)(jnp.arange(2.0))
-    records = [r for r in caplog.records if r.name == "plax.debug"]
+    records = [r for r in caplog.records if r.name == "jax._src.debugging"]
     assert [r.getMessage() for r in records] == ["x is 3.0", "x is [0. 1.]", "x is 0.0",
                                                  "x is 1.0"]
     assert all(r.levelno == logging.INFO and r.lineno == line and r.funcName == "f"

@@ -20,10 +20,7 @@ from staging_cases import CASES, jaxpr_text
 RECORD = json.loads((pathlib.Path(__file__).with_name("staging_as_jax.json")).read_text())
 
 #: cases whose text still differs from JAX's, and why
-KNOWN_DIFFERENCES = {
-    "stack_of_array": "plax's reshape primitive has no `dimensions` parameter: a reshape "
-                      "after a transpose stages as transpose + reshape",
-}
+KNOWN_DIFFERENCES: dict[str, str] = {}
 
 
 def _case_params():
@@ -137,10 +134,10 @@ def test_debug_log_stages_jax_debug_print_equation_and_logs(caplog):
         return x
     text = str(plax.make_jaxpr(f)(np.ones(2, np.float32)))
     assert "debug_print[" in text and "debug_callback" not in text
-    assert 'logging_record=<LogRecord: plax.debug, 20, ' in text
+    assert 'logging_record=<LogRecord: jax._src.debugging, 20, ' in text
     assert f"{__file__}, " in text
-    with caplog.at_level(logging.INFO, logger="plax.debug"):
+    with caplog.at_level(logging.INFO, logger="jax._src.debugging"):
         plax.jit(f)(np.arange(2.0, dtype=np.float32))
-    (rec,) = [r for r in caplog.records if r.name == "plax.debug"]
+    (rec,) = [r for r in caplog.records if r.name == "jax._src.debugging"]
     assert rec.getMessage() == "x is [0. 1.]"
     assert rec.pathname == __file__

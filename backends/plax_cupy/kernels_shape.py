@@ -79,12 +79,21 @@ def _view_kernel(primitive, view: Callable, param: str) -> None:
 
 
 for _primitive, _view, _param in [
-        (lax.reshape_p, cupy.reshape, "new_sizes"),
         (lax.transpose_p, cupy.transpose, "permutation"),
         (lax.squeeze_p, cupy.squeeze, "dimensions"),
         (lax.expand_dims_p, cupy.expand_dims, "dimensions"),
         (lax.rev_p, lambda x, axes: cupy.flip(x, axes) if axes else x, "dimensions")]:
     _view_kernel(_primitive, _view, _param)
+
+
+@kernel(lax.reshape_p)
+@on_bits
+def _reshape(x, *, new_sizes, dimensions=None):
+    """A view where CuPy can make one; ``dimensions`` transposes first (JAX's folded
+    transposition), which copies only where the reshape cannot view the transposed strides."""
+    if dimensions is not None:
+        x = cupy.transpose(x, tuple(dimensions))
+    return cupy.reshape(x, tuple(new_sizes))
 
 
 @kernel(lax.pad_p)
@@ -123,6 +132,18 @@ def _stack(*xs, axis):
 @on_bits
 def _unstack(x, *, axis):
     return [cupy.take(x, i, axis=axis) for i in range(x.shape[axis])]
+
+
+@kernel(lax.split_p)
+@on_bits
+def _split(x, *, sizes, axis):
+    """Contiguous copies of the pieces (as XLA's split gives separate buffers)."""
+    out, start = [], 0
+    for size in sizes:
+        index = (slice(None),) * axis + (slice(start, start + size),)
+        out.append(cupy.ascontiguousarray(x[index]))
+        start += size
+    return out
 
 
 @kernel(lax.iota_p)

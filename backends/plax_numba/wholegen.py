@@ -7,7 +7,7 @@ array code inside ``kernel``:
 
 * ``reshape``/``squeeze``/``expand_dims`` as views, ``transpose``/``rev``/``slice`` as
   contiguous copies, ``dynamic_slice``/``dynamic_update_slice`` with XLA's clamped starts,
-  ``concatenate``, ``stack``, ``unstack``, ``pad`` (no interior padding), ``iota``;
+  ``concatenate``, ``stack``, ``unstack``, ``split``, ``pad`` (no interior padding), ``iota``;
 * ``dot_general`` as a batched product of ``(batch, m, k)`` by ``(batch, k, n)``: BLAS
   (``np.dot``) for float products of at least :data:`BLAS_MIN`
   multiply-adds, the loops of :mod:`plax_numba.arrays` below that and for integers; float
@@ -519,9 +519,14 @@ def _is_outer_product(eqn) -> bool:
 # ---------------------------------------------------------------- per-primitive handlers
 
 def _reshape(gen, eqn, ins, lines, ind):
-    if eqn.primitive is lax.reshape_p and eqn.params.get("dimensions") is not None:
-        raise Unsupported("reshape with dimensions")
     x, out = ins[0], eqn.outvars[0]
+    perm = eqn.params.get("dimensions") if eqn.primitive is lax.reshape_p else None
+    if perm is not None and out.aval.shape:
+        # JAX's transposition folded into the reshape: a contiguous transposed copy, viewed
+        name = gen.fresh()
+        lines.append(f"{ind}{name} = np.ascontiguousarray({x}.transpose({_shape(perm)}))"
+                     f".reshape({_shape(out.aval.shape)})")
+        return [name]
     oshape, ishape = tuple(out.aval.shape), tuple(eqn.invars[0].aval.shape)
     if oshape == ishape:
         return [x]
@@ -675,6 +680,17 @@ def _unstack(gen, eqn, ins, lines, ind):
         name = gen.fresh()
         lines.append(f"{ind}{name} = np.ascontiguousarray({ins[0]}[{':, ' * axis}{i}])")
         names.append(name)
+    return names
+
+
+def _split(gen, eqn, ins, lines, ind):
+    axis, start, names = int(eqn.params["axis"]), 0, []
+    for size in eqn.params["sizes"]:
+        name = gen.fresh()
+        lines.append(f"{ind}{name} = np.ascontiguousarray("
+                     f"{ins[0]}[{':, ' * axis}{start}:{start + int(size)}])")
+        names.append(name)
+        start += int(size)
     return names
 
 
@@ -1171,7 +1187,7 @@ _HANDLERS = {
     lax.transpose_p: _transpose, lax.rev_p: _rev, lax.slice_p: _slice,
     lax.dynamic_slice_p: _dynamic_slice, lax.dynamic_update_slice_p: _dynamic_update_slice,
     lax.concatenate_p: _concatenate, lax.stack_p: _stack,
-    lax.unstack_p: _unstack, lax.pad_p: _pad, lax.iota_p: _iota,
+    lax.unstack_p: _unstack, lax.split_p: _split, lax.pad_p: _pad, lax.iota_p: _iota,
     lax.dot_general_p: _dot_general, lax.cond_p: _cond, lax.while_p: _while,
     lax.scan_p: _scan,
 }

@@ -17,7 +17,9 @@ def _broadcast_in_dim(x, *, shape, broadcast_dimensions):
 
 
 @impl(lax.reshape_p)
-def _reshape(x, *, new_sizes):
+def _reshape(x, *, new_sizes, dimensions=None):
+    if dimensions is not None:
+        x = np.transpose(x, dimensions)  # the transposition JAX folds into its reshape
     return np.reshape(x, new_sizes)
 
 
@@ -73,6 +75,13 @@ def _stack(*xs, axis):
 @impl(lax.unstack_p)
 def _unstack(x, *, axis):
     return [np.take(x, i, axis=axis) for i in range(np.shape(x)[axis])]
+
+
+@impl(lax.split_p)
+def _split(x, *, sizes, axis):
+    # views of consecutive runs (np.split would give one piece for no sizes)
+    starts = np.cumsum((0,) + tuple(int(s) for s in sizes))
+    return [x[(slice(None),) * axis + (slice(a, a + int(n)),)] for a, n in zip(starts, sizes)]
 
 
 @impl(lax.iota_p)

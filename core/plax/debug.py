@@ -93,11 +93,16 @@ def _debug_print_equation(fmt: str, options: dict, record: Any = None) -> Callab
     return printed_as
 
 
+#: the logger :func:`log` writes to: JAX's name for it, which users' logging configurations
+#: (levels, filters, handlers) select
+LOG_LOGGER = "jax._src.debugging"
+
+
 def log(fmt: str, *args: Any, ordered: bool = False, **kwargs: Any) -> None:
     """As :func:`print`, through the ``logging`` module: each time the program runs, an INFO
-    record of the ``"plax.debug"`` logger whose message is ``fmt.format(*args, **kwargs)`` and
-    whose source location is the line that called ``log`` (as JAX's ``jax.debug.log``, whose
-    logger is JAX's own).
+    record of the ``"jax._src.debugging"`` logger (the name JAX's ``jax.debug.log`` logs
+    under, so a logging configuration written for JAX applies) whose message is
+    ``fmt.format(*args, **kwargs)`` and whose source location is the line that called ``log``.
 
     Args:
       fmt: a ``str.format`` template.
@@ -107,7 +112,7 @@ def log(fmt: str, *args: Any, ordered: bool = False, **kwargs: Any) -> None:
 
     Example:
       >>> import logging
-      >>> plax.debug.log("x = {}", jnp.arange(2.0))  # an INFO record of "plax.debug"
+      >>> plax.debug.log("x = {}", jnp.arange(2.0))  # an INFO record of "jax._src.debugging"
     """
     import logging
     import sys
@@ -116,7 +121,7 @@ def log(fmt: str, *args: Any, ordered: bool = False, **kwargs: Any) -> None:
     options = np.get_printoptions()
     import copy
     caller = sys._getframe(1)
-    logger = logging.getLogger("plax.debug")
+    logger = logging.getLogger(LOG_LOGGER)
     # As JAX: the record (source location of the call) is made once, when the call is traced,
     # and each run hands a copy of it with the formatted message to the logger. It is also
     # what the staged ``debug_print`` equation shows as ``logging_record``.

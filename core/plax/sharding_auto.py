@@ -122,7 +122,10 @@ def out_dims(prim, in_dims: list, in_avals: Sequence, params: dict, out_avals) -
     if prim.name == "dot_general":
         return [_dot_dims(in_dims, in_avals, params)]
     if prim.name == "reshape" and len(in_dims) == 1:
-        return [_reshape_dims(in_dims[0], in_avals[0].shape, tuple(params["new_sizes"]))]
+        dims, shape, perm = in_dims[0], in_avals[0].shape, params.get("dimensions")
+        if perm is not None:  # transposed first: the axes move with their dimensions
+            dims, shape = tuple(dims[d] for d in perm), tuple(shape[d] for d in perm)
+        return [_reshape_dims(dims, shape, tuple(params["new_sizes"]))]
     rule = _rule_for(prim)
     if rule is None or (prim.name.startswith("reduce_") and "axes" not in params):
         return unsplit

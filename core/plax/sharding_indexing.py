@@ -2,8 +2,8 @@
 
 The rules follow JAX 0.10.2's, primitive by primitive:
 
-* ``slice`` and ``dynamic_slice`` keep the operand's spec; a split dimension whose new size
-  no longer divides over its mesh axes is JAX's :class:`ShardingTypeError` ("slicing on
+* ``slice``, ``split`` and ``dynamic_slice`` keep the operand's spec; a split dimension
+  whose new size no longer divides over its mesh axes is JAX's :class:`ShardingTypeError` ("slicing on
   sharded dims where out dim (3) is not divisible by mesh axes (2) ...");
 * ``pad`` and ``fft`` keep the operand's spec (a padded or transformed dimension's new
   size must still divide over its axes, as in JAX); ``rev`` keeps the operand's spec;
@@ -63,6 +63,16 @@ def _slice(prim, in_dims, in_avals, params):
     out_shape = tuple(len(range(lo, hi, st)) for lo, hi, st in
                       zip(params["start_indices"], params["limit_indices"], strides))
     return check_sliced(in_avals[0], in_dims[0], out_shape)
+
+
+@register_sharding_rule("split")
+def _split(prim, in_dims, in_avals, params):
+    aval, dims, axis = in_avals[0], in_dims[0], params["axis"]
+    out = []
+    for size in params["sizes"]:  # each piece is a slice: JAX's check, piece by piece
+        shape = aval.shape[:axis] + (int(size),) + aval.shape[axis + 1:]
+        out.append(check_sliced(aval, dims, shape, "split"))
+    return out
 
 
 @register_sharding_rule("dynamic_slice")

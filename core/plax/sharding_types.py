@@ -569,6 +569,9 @@ def _reshape(prim, in_dims, in_avals, params) -> Dims:
     if override is not None:
         return spec_dims(override, len(new))
     dims, out = in_dims[0], []
+    perm = params.get("dimensions")
+    if perm is not None:  # the transposition before the reshape moves the axes with it
+        shape, dims = tuple(shape[d] for d in perm), tuple(dims[d] for d in perm)
     for gi, gj in reshape_groups(shape, new):
         names = tuple(a for k in gi for a in dims[k])
         if len(gj) > 1 and len(gi) > 1 and names:

@@ -19,6 +19,7 @@ def test_moves_of_every_dtype(dtype):
     x = sample((2, 3, 4), dtype)
     check(lax.broadcast_in_dim_p, x[:, :1], shape=(5, 2, 1, 4), broadcast_dimensions=(1, 2, 3))
     check(lax.reshape_p, x, new_sizes=(6, 4))
+    check(lax.reshape_p, x, new_sizes=(4, 6), dimensions=(2, 0, 1))
     check(lax.transpose_p, x, permutation=(2, 0, 1))
     check(lax.squeeze_p, x[:, :1], dimensions=(1,))
     check(lax.expand_dims_p, x, dimensions=(0, 3))
@@ -27,6 +28,7 @@ def test_moves_of_every_dtype(dtype):
     check(lax.concatenate_p, x, x[:, :2], sample((2, 1, 4), dtype, 1), dimension=1)
     check(lax.stack_p, x, sample((2, 3, 4), dtype, 1), axis=1)
     check(lax.unstack_p, x, axis=2)
+    check(lax.split_p, x, sizes=(1, 0, 3), axis=2)
     check(lax.stop_gradient_p, x)
     check(name_p, x, name="tagged")
 

@@ -40,7 +40,6 @@ DELIBERATE: dict[str, dict[str, str]] = {
         "select_and_gather_add_p": "max-pool gradients come from reduce_window_max's JVP rule",
         "select_and_scatter_add_p": "max-pool gradients come from reduce_window_max's JVP rule",
         "select_and_scatter_p": "max-pool gradients come from reduce_window_max's JVP rule",
-        "split_p": "lax.split composes slice",
         "stage_p": "lax.stage is asarray: plax traces every array operand already",
         "tile_p": "lax.tile composes broadcast_in_dim and reshape",
         "linear_solve_p": "lax.custom_linear_solve is a custom VJP around the user's solve",

@@ -36,10 +36,10 @@ from plax.lax.select import select_n, select, clamp, select_n_p, clamp_p
 from plax.lax.convert import (convert_element_type, bitcast_convert_type, stop_gradient,
                               convert_element_type_p, bitcast_convert_type_p, stop_gradient_p)
 from plax.lax.shape import (broadcast_in_dim, broadcast, full, full_like, reshape, transpose, squeeze,
-                            expand_dims, rev, pad, concatenate, stack, unstack, iota,
+                            expand_dims, rev, pad, concatenate, stack, unstack, split, iota,
                             broadcasted_iota, collapse, broadcast_in_dim_p, reshape_p,
                             transpose_p, squeeze_p, expand_dims_p, rev_p, pad_p, concatenate_p,
-                            stack_p, unstack_p, iota_p)
+                            stack_p, unstack_p, split_p, iota_p)
 from plax.lax.slicing import (slice, slice_in_dim, index_in_dim, dynamic_slice, dynamic_index_in_dim,
                               dynamic_slice_in_dim, dynamic_update_slice,
                               dynamic_update_slice_in_dim, dynamic_update_index_in_dim, gather,
@@ -95,7 +95,7 @@ _FAMILIES = {
                "dce_sink", "dtype", "empty", "index_take", "optimization_barrier",
                "platform_dependent", "reciprocal", "reduce",
                "reduce_window_shape_tuple", "scatter_apply", "scatter_sub", "shape_as_value",
-               "split", "stage", "tile", "custom_linear_solve",
+               "stage", "tile", "custom_linear_solve",
                "custom_root"),
 }
 _WHERE = {name: family for family, names in _FAMILIES.items() for name in (family, *names)}

@@ -20,7 +20,7 @@ from plax.core.shaped_array import ShapedArray
 from plax.lax.base import (ANY, BOOL_OR_INT, INEXACT, INTEGRAL, NUMBER, ORDERED, FLOAT, asarray,
                            aval_of, check_dtype, same_dtypes, broadcasting_shape)
 from plax.transforms.batching import defbroadcasting
-from plax.transforms.jvp import Zero, defjvp, defzero, deflinear, tangent_aval
+from plax.transforms.jvp import Zero, defjvp, defjvp2, defzero, deflinear, tangent_aval
 
 
 def _naryop(name: str, allowed, out_dtype=None) -> Primitive:
@@ -89,14 +89,44 @@ def pow(x, y):
     return pow_p.bind(x, y)
 
 
-deflinear(add_p, lambda ct, x, y: [unbroadcast(ct, aval_of_any(x)), unbroadcast(ct, aval_of_any(y))])
+def _to_shape(t, aval: ShapedArray):
+    """A tangent broadcast to the result's shape (from rank 0, or along size-1 axes)."""
+    if aval_of(t).shape != aval.shape:
+        from plax.lax.shape import broadcast_size_one
+        t = broadcast_size_one(t, aval.shape)
+    return t
+
+
+def _additive_jvp(prim, negate_y: bool):
+    """The JVP rule of ``add``/``sub`` as JAX writes it: with one symbolic-zero tangent the
+    other tangent passes through (negated for ``sub``'s subtrahend, broadcast to the result's
+    shape), so no zero is instantiated and nothing is added to it."""
+    def rule(primals, tangents):
+        out = prim.bind(*primals)
+        aval = tangent_aval(aval_of(out))
+        xdot, ydot = tangents
+        if type(xdot) is Zero and type(ydot) is Zero:
+            return out, Zero(aval)
+        if type(xdot) is Zero:
+            return out, _to_shape(U.neg(ydot) if negate_y else ydot, aval)
+        if type(ydot) is Zero:
+            return out, _to_shape(xdot, aval)
+        return out, prim.bind(xdot, ydot)
+    register_rule("jvp", prim)(rule)
+
+
+_additive_jvp(add_p, negate_y=False)
+register_rule("transpose", add_p)(
+    lambda ct, x, y: [unbroadcast(ct, aval_of_any(x)), unbroadcast(ct, aval_of_any(y))])
 deflinear(add_any_p, lambda ct, x, y: [unbroadcast(ct, aval_of_any(x)), unbroadcast(ct, aval_of_any(y))])
 def _neg_cotangent(ct):
     return ct if type(ct) is Zero else U.neg(ct)
 
 
-deflinear(sub_p, lambda ct, x, y: [unbroadcast(ct, aval_of_any(x)),
-                                   _neg_cotangent(unbroadcast(ct, aval_of_any(y)))])
+_additive_jvp(sub_p, negate_y=True)
+register_rule("transpose", sub_p)(
+    lambda ct, x, y: [unbroadcast(ct, aval_of_any(x)),
+                      _neg_cotangent(unbroadcast(ct, aval_of_any(y)))])
 
 
 def aval_of_any(x):
@@ -141,11 +171,13 @@ def _rem_jvp_y(t, x, y):
 defjvp(rem_p, lambda t, x, y: t, _rem_jvp_y)
 
 
-def _pow_jvp_x(t, x, y):
-    # d/dx x**y = y * x**(y-1); like JAX, no special case for an inexact y (0 ** 0 gives NaN),
-    # and in the strong type (JAX's rule converts both operands to the result dtype)
+def _pow_jvp_x(t, ans, x, y):
+    # d/dx x**y = y * x**(y-1), written as JAX's rule (its ``_ones(y)``: a full array of y's
+    # shape); no special case for an inexact y (0 ** 0 gives NaN), and in the strong type
+    # (JAX's rule converts both operands to the result dtype)
+    from plax.lax.shape import full_like
     x, y = _strong(x), _strong(y)
-    return mul(t, mul(y, pow(x, sub(y, full_like_scalar(1, y)))))
+    return mul(t, mul(y, pow(x, sub(y, full_like(y, 1)))))
 
 
 def _strong(x):
@@ -156,31 +188,30 @@ def _strong(x):
     return convert_element_type(x, a.dtype, weak_type=False)
 
 
-def _pow_jvp_y(t, x, y):
-    # d/dy x**y = log(x) * x**y, defined as 0 where x == 0.
-    zero = full_like_scalar(0, x)
-    is_zero = eq(x, zero)
-    safe_x = select_where(is_zero, full_like_scalar(1, x), x)
-    d = mul(U.log(safe_x), pow(x, y))
-    d = select_where(is_zero, zeros_like(d), d)
-    return mul(t, d)
+def _pow_jvp_y(t, ans, x, y):
+    # d/dy x**y = log(x) * x**y, reusing the result as JAX's rule does, with x's zeros
+    # replaced by ones inside the log (so 0 ** y > 0 has derivative 0 * log(1) = 0)
+    from plax.lax.shape import full_like
+    safe_x = select_where(eq(x, full_like_scalar(0, x)), full_like(x, 1), x)
+    return mul(t, mul(U.log(safe_x), ans))
 
 
-defjvp(pow_p, _pow_jvp_x, _pow_jvp_y)
+defjvp2(pow_p, _pow_jvp_x, _pow_jvp_y)
 
 
 def _balanced_eq(x, z, y):
-    """1 where x is the unique extreme, 0.5 where x and y tie, 0 elsewhere (as a float of x's dtype)."""
-    one = full_like_scalar(1, x)
-    half = full_like_scalar(0.5, x)
-    zero = full_like_scalar(0, x)
-    return select_where(eq(x, z), select_where(eq(y, z), half, one), zero)
+    """1 where x is the unique extreme ``z``, 1/2 where x and y tie, 0 elsewhere (in ``z``'s
+    dtype), computed as JAX's rule does: ``(x == z ? 1 : 0) / (y == z ? 2 : 1)``."""
+    from plax.lax.shape import full_like
+    return div(select_where(eq(x, z), full_like(z, 1), full_like(z, 0)),
+               select_where(eq(y, z), full_like(z, 2), full_like(z, 1)))
 
 
-defjvp(max_p, lambda t, x, y: mul(t, _balanced_eq(x, max(x, y), y)),
-       lambda t, x, y: mul(t, _balanced_eq(y, max(x, y), x)))
-defjvp(min_p, lambda t, x, y: mul(t, _balanced_eq(x, min(x, y), y)),
-       lambda t, x, y: mul(t, _balanced_eq(y, min(x, y), x)))
+# the derivatives reuse the result (JAX's defjvp2), where recomputing max(x, y) staged it again
+defjvp2(max_p, lambda t, ans, x, y: mul(t, _balanced_eq(x, ans, y)),
+        lambda t, ans, x, y: mul(t, _balanced_eq(y, ans, x)))
+defjvp2(min_p, lambda t, ans, x, y: mul(t, _balanced_eq(x, ans, y)),
+        lambda t, ans, x, y: mul(t, _balanced_eq(y, ans, x)))
 defjvp(atan2_p, lambda t, x, y: mul(t, div(y, add(mul(x, x), mul(y, y)))),
        lambda t, x, y: mul(t, div(U.neg(x), add(mul(x, x), mul(y, y)))))
 defzero(nextafter_p)

@@ -337,32 +337,6 @@ def platform_dependent(*args: Any, default: Optional[Callable] = None,
 
 # ------------------------------------------------------------------ structural composites
 
-def split(operand: ArrayLike, sizes: Sequence[int], axis: int = 0) -> list:
-    """Splits ``operand`` along ``axis`` into pieces of the given ``sizes``.
-
-    Raises:
-      ValueError: when the sizes are negative or do not add up to the axis length.
-
-    Example:
-      >>> lax.split(jnp.arange(6), (2, 4))
-      [Array([0, 1], dtype=int32), Array([2, 3, 4, 5], dtype=int32)]
-    """
-    lax = _lax()
-    x = _jnp().asarray(operand)
-    from plax.lax.base import canonicalize_axis
-    axis = canonicalize_axis(axis, x.ndim)
-    sizes = tuple(int(s) for s in sizes)
-    if any(s < 0 for s in sizes) or sum(sizes) != x.shape[axis]:
-        raise ValueError(f"Sum of sizes {sum(sizes)} must be equal to dimension {x.shape[axis]} "
-                         f"of the operand shape {x.shape} (and every size non-negative), got "
-                         f"sizes {sizes}")
-    out, start = [], 0
-    for s in sizes:
-        out.append(lax.slice_in_dim(x, start, start + s, axis=axis))
-        start += s
-    return out
-
-
 def tile(operand: ArrayLike, reps: Sequence[int]) -> Array:
     """``operand`` repeated ``reps[i]`` times along axis ``i`` (``len(reps)`` equals the rank).
 

@@ -1,5 +1,5 @@
 """Shape primitives: broadcast_in_dim, reshape, transpose, squeeze, expand_dims, rev, pad,
-concatenate, stack, unstack and iota, plus the helpers built on them (full, broadcast, ...)."""
+concatenate, stack, unstack, split and iota, plus the helpers built on them (full, broadcast, ...)."""
 from __future__ import annotations
 
 import math
@@ -98,8 +98,11 @@ def _broadcast_in_dim_batch(vals, dims, *, shape, broadcast_dimensions):
     (x,), (d,) = vals, dims
     size = aval_of(x).shape[d]
     x = move_axis_to(x, d, 0, size)
+    # the shifted dimensions as NumPy ints, as JAX's rule computes them (np.add): its jaxprs
+    # print them as ``np.int64(2)``
+    shifted = tuple(np.add(1, broadcast_dimensions)) if broadcast_dimensions else ()
     return broadcast_in_dim_p.bind(x, shape=(size,) + shape,
-                                   broadcast_dimensions=(0,) + tuple(b + 1 for b in broadcast_dimensions)), 0
+                                   broadcast_dimensions=(0,) + shifted), 0
 
 
 def broadcast(x, sizes: Sequence[int]):
@@ -183,13 +186,19 @@ def zeros_like_array(x):
 # ------------------------------------------------------------------ reshape
 
 reshape_p = Primitive("reshape")
-# JAX's reshape also records the transposition before it and the result's sharding (plax
-# binds a transpose first, and types carry shardings): printed at the values JAX has for them
+# JAX's reshape also records the result's sharding (plax's types carry shardings): printed at
+# the value JAX has for it; ``dimensions`` (a transposition before the reshape) is None when
+# there is none, and printed as JAX prints it when a rule bound the primitive without it
 pp_param_rules[reshape_p] = lambda params: {"dimensions": None, **params, "sharding": None}
 
 
 @reshape_p.def_abstract_eval
-def _reshape_abstract_eval(x, *, new_sizes):
+def _reshape_abstract_eval(x, *, new_sizes, dimensions=None):
+    if any(d < 0 for d in new_sizes):
+        raise TypeError(f"reshape new_sizes must all be positive, got {tuple(new_sizes)}.")
+    if dimensions is not None and sorted(dimensions) != list(range(x.ndim)):
+        raise TypeError(f"reshape dimensions must be a permutation of operand dimensions, got "
+                        f"dimensions {tuple(dimensions)} for shape {x.shape}.")
     if math.prod(new_sizes) != x.size:
         raise TypeError(f"reshape total size must be unchanged, got new_sizes {new_sizes} (of "
                         f"total size {math.prod(new_sizes)}) for shape {x.shape} (of total size "
@@ -198,26 +207,57 @@ def _reshape_abstract_eval(x, *, new_sizes):
 
 
 def reshape(x, new_sizes: Sequence[int], dimensions: Sequence[int] | None = None):
-    """Reshapes ``x`` (after transposing by ``dimensions`` if given), in row-major order."""
+    """Reshapes ``x``, in row-major order, after transposing it by ``dimensions`` if given.
+
+    One ``reshape`` equation, the transposition folded into it as JAX stages it.
+
+    Args:
+      x: an array.
+      new_sizes: the result's shape; its size must be ``x``'s.
+      dimensions: a permutation of ``x``'s axes applied before the reshape (None: none).
+
+    Returns:
+      ``transpose(x, dimensions).reshape(new_sizes)``.
+
+    Raises:
+      TypeError: ``dimensions`` is not a permutation of ``x``'s axes, or the sizes differ.
+
+    Example:
+      >>> lax.reshape(jnp.arange(6).reshape(2, 3), (6,), (1, 0))
+      Array([0, 3, 1, 4, 2, 5], dtype=int32)
+    """
     x = asarray(x)
     new_sizes = lax_shape(new_sizes, "reshape new_sizes")
-    if dimensions is not None and tuple(dimensions) != tuple(range(aval_of(x).ndim)):
-        x = transpose(x, dimensions)
-    if aval_of(x).shape == new_sizes:
+    if dimensions is not None:
+        dimensions = tuple(operator_index(d) for d in dimensions)
+        if dimensions == tuple(range(aval_of(x).ndim)):
+            dimensions = None  # the identity: no transposition to record (as JAX)
+    if dimensions is None and aval_of(x).shape == new_sizes:
         return x
-    return reshape_p.bind(x, new_sizes=new_sizes)
+    return reshape_p.bind(x, new_sizes=new_sizes, dimensions=dimensions)
 
 
-deflinear(reshape_p, lambda ct, x, *, new_sizes:
-          [None if type(ct) is Zero else reshape(ct, x.aval.shape)])
+def _reshape_transpose(ct, x, *, new_sizes, dimensions=None):
+    if type(ct) is Zero:
+        return [None]
+    if dimensions is None:
+        return [reshape(ct, x.aval.shape)]
+    # undo the reshape into the transposed operand's shape, then the transposition
+    permuted = reshape(ct, tuple(x.aval.shape[d] for d in dimensions))
+    return [transpose(permuted, tuple(int(d) for d in np.argsort(dimensions)))]
+
+
+deflinear(reshape_p, _reshape_transpose)
 
 
 @register_rule("batch", reshape_p)
-def _reshape_batch(vals, dims, *, new_sizes):
+def _reshape_batch(vals, dims, *, new_sizes, dimensions=None):
     (x,), (d,) = vals, dims
     size = aval_of(x).shape[d]
     x = move_axis_to(x, d, 0, size)
-    return reshape_p.bind(x, new_sizes=(size,) + new_sizes), 0
+    if dimensions is not None:
+        dimensions = (0,) + tuple(k + 1 for k in dimensions)
+    return reshape(x, (size,) + tuple(new_sizes), dimensions), 0
 
 
 # ------------------------------------------------------------------ transpose
@@ -641,6 +681,72 @@ def _unstack_batch(vals, dims, *, axis):
     out_axis, out_d = (axis, d - 1) if axis < d else (axis + 1, d)
     outs = unstack_p.bind(x, axis=out_axis)
     return outs, [out_d] * len(outs)
+
+
+# ------------------------------------------------------------------ split
+
+split_p = Primitive("split", multiple_results=True)
+
+
+@split_p.def_abstract_eval
+def _split_abstract_eval(x, *, sizes, axis):
+    if not 0 <= axis < x.ndim:
+        raise ValueError(f"axis {axis} is out of bounds for array of dimension {x.ndim}")
+    if any(s < 0 for s in sizes):
+        raise ValueError(f"Sizes passed to split must be nonnegative, got {list(sizes)}")
+    if sum(sizes) != x.shape[axis]:
+        raise ValueError(f"Sum of sizes {sum(sizes)} must be equal to dimension {axis} of the "
+                         f"operand shape {list(x.shape)}")
+    # (the sizes may be NumPy ints, as jnp.split binds them: the shapes hold Python ints)
+    return tuple(ShapedArray(x.shape[:axis] + (int(s),) + x.shape[axis + 1:], x.dtype,
+                             x.weak_type) for s in sizes)
+
+
+def split(operand, sizes: Sequence[int], axis: int = 0) -> list:
+    """Splits ``operand`` along ``axis`` into consecutive pieces of the given ``sizes`` (one
+    ``split`` equation, as JAX stages it).
+
+    Args:
+      operand: an array of rank at least 1.
+      sizes: the pieces' lengths along ``axis``: non-negative, adding up to its length.
+      axis: the axis to split (negative counts from the end).
+
+    Returns:
+      A list of ``len(sizes)`` arrays; piece ``i`` has length ``sizes[i]`` along ``axis``.
+
+    Raises:
+      ValueError: a negative size, sizes not adding up to the axis length, or an axis out of
+        range (JAX's errors).
+
+    Example:
+      >>> lax.split(jnp.arange(6), (2, 4))
+      [Array([0, 1], dtype=int32), Array([2, 3, 4, 5], dtype=int32)]
+    """
+    x = asarray(operand)
+    ndim = aval_of(x).ndim
+    axis = operator_index(axis)
+    if not -ndim <= axis < ndim:
+        raise ValueError(f"axis {axis} is out of bounds for array of dimension {ndim}")
+    return list(split_p.bind(x, sizes=tuple(sizes), axis=axis % ndim))
+
+
+def _split_transpose(cts, x, *, sizes, axis):
+    if all(type(ct) is Zero for ct in cts):
+        return [None]
+    from plax.transforms.jvp import instantiate
+    # as JAX: the cotangents joined back, zeros standing for the pieces no result used
+    return [concatenate([instantiate(ct) for ct in cts], axis)]
+
+
+deflinear(split_p, _split_transpose)
+
+
+@register_rule("batch", split_p)
+def _split_batch(vals, dims, *, sizes, axis):
+    (x,), (d,) = vals, dims
+    # the batch axis stays where it is; the split axis shifts past it when at or after it
+    outs = split_p.bind(x, sizes=sizes, axis=axis + 1 if axis >= d else axis)
+    return outs, [d] * len(outs)
 
 
 # ------------------------------------------------------------------ iota

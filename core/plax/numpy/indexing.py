@@ -198,7 +198,9 @@ def _read(x, entries, mode, fill_value, ints_as_arrays):
     if not ints_as_arrays and _scalar_indices_only(entries):
         return _dynamic_index(x, entries)
     if ints_as_arrays or any(e[0] == "array" for e in entries):
-        entries = [("array", np.int32(e[1])) if e[0] == "int" else e for e in entries]
+        # static ints join the advanced indices as Python ints (normalized while tracing, as
+        # JAX does: no comparison is staged for them)
+        entries = [("array", int(e[1])) if e[0] == "int" else e for e in entries]
     out, _ = _index(x, entries, mode, fill_value)
     return out
 
@@ -332,7 +334,11 @@ def _index(x, entries, mode, fill_value):
     adv = [k for k, e in enumerate(entries) if e[0] == "array"]
     if not adv:  # (one slice for every static slice and int, as JAX)
         return _insert_new_axes(_static_slices(x, slices, int_axes), entries, None)
-    return _advanced(_static_slices(x, slices, []), entries, adv, mode, fill_value)
+    if 0 in get_aval(x).shape:  # (an empty axis: slice first, then the padded gather below)
+        return _advanced(_static_slices(x, slices, []), entries, adv, mode, fill_value,
+                         sliced=True)
+    # the slices folded into the one gather, as JAX stages a mixed index
+    return _advanced(x, entries, adv, mode, fill_value)
 
 
 def _insert_new_axes(x, entries, adv_block):
@@ -356,7 +362,14 @@ def _insert_new_axes(x, entries, adv_block):
     return x, new_axes
 
 
-def _advanced(x, entries, adv, mode, fill_value):
+def _advanced(x, entries, adv, mode, fill_value, sliced: bool = False):
+    """One gather for an index of integer arrays (advanced indices), static ints among them,
+    and static slices, as JAX 0.10.2 stages it: a unit-step slice is a window of the gather
+    (its start, unless 0 with the whole axis kept, one more column of the start indices), a
+    slice with another step gathers ``start + step * iota`` (a negative step gathers those
+    positions ascending, then reverses the result along that axis). The advanced indices'
+    batch axes stand where the first of them is when they are adjacent, else in front.
+    ``sliced``: ``x`` is already cut by the slices (each then keeps its whole axis)."""
     from plax.numpy.creation import asarray
     from plax.numpy.shape_ops import broadcast_arrays
     contiguous = adv == list(range(adv[0], adv[-1] + 1))
@@ -369,20 +382,27 @@ def _advanced(x, entries, adv, mode, fill_value):
         axes[k] = axis
         axis += 1
     adv_axes = [axes[k] for k in adv]
-    idx_arrays = []
+    idx_arrays, static = [], []
     index_dtype = np.int32
     for k in adv:
         raw = entries[k][1]
+        d = shape[axes[k]]
+        if isinstance(raw, int):  # a static int: normalized now, converted once broadcast
+            idx_arrays.append(asarray(raw + d if raw < 0 else raw))
+            static.append(True)
+            continue
         i = asarray(raw)
         if not dtypes.is_integer(get_aval(i).dtype):
             raise _index_error_for(raw)
-        d = shape[axes[k]]
         signed = get_aval(i).dtype.kind == "i"
         i = lax.convert_element_type(i, index_dtype)
         if signed:  # NumPy's negative indices count from the end
             i = lax.select(lax.lt(i, np.int32(0)), lax.add(i, np.int32(d)), i)
         idx_arrays.append(i)
+        static.append(False)
     idx_arrays = broadcast_arrays(*idx_arrays)
+    idx_arrays = [lax.convert_element_type(i, index_dtype) if st else i
+                  for i, st in zip(idx_arrays, static)]
     batch_shape = get_aval(idx_arrays[0]).shape
     empty_axes = [a for a in adv_axes if shape[a] == 0]
     if empty_axes:
@@ -393,21 +413,55 @@ def _advanced(x, entries, adv, mode, fill_value):
         x = lax.pad(x, lax.full((), 0, get_aval(x).dtype),
                     [(0, 1 if a in empty_axes else 0, 0) for a in range(len(shape))])
         shape = get_aval(x).shape
-    # the index vectors side by side along a new last axis: each given that axis, then one
-    # concatenate (JAX's gather indices; not a stack equation)
-    nd = len(batch_shape)
-    indices = lax.concatenate([lax.expand_dims(i, (nd,)) for i in idx_arrays], nd)
-    slice_axes = [a for a in range(len(shape)) if a not in adv_axes]
-    n_before = sum(1 for k, e in enumerate(entries) if e[0] == "slice" and k < adv[0]) if contiguous else 0
-    nb = len(batch_shape)
-    out_rank = nb + len(slice_axes)
-    offset_dims = tuple(list(range(n_before)) + list(range(n_before + nb, out_rank)))
-    dnums = GatherDimensionNumbers(offset_dims=offset_dims, collapsed_slice_dims=tuple(sorted(adv_axes)),
-                                   start_index_map=tuple(adv_axes))
-    slice_sizes = tuple(1 if a in adv_axes else shape[a] for a in range(len(shape)))
+    # walk the entries: each gather start-index column (an array and the gather-index axes its
+    # axes fill, or a scalar start), the gathered batch axes, the window
+    columns, batch, start_map, collapsed, offset_dims, reverse = [], [], [], [], [], []
+    slice_sizes = list(shape)
+    y = 0  # output axis (before new axes are inserted)
+    adv_at = adv[0] if contiguous else 0
+    for k, e in enumerate(entries):
+        if k == adv_at:  # the advanced indices' batch axes, all at once
+            first = len(batch)
+            columns += [(i, tuple(range(first, first + len(batch_shape)))) for i in idx_arrays]
+            batch += list(batch_shape)
+            start_map += adv_axes
+            collapsed += adv_axes
+            for a in adv_axes:
+                slice_sizes[a] = 1
+            y += len(batch_shape)
+        if e[0] != "slice":
+            continue
+        a, d = axes[k], shape[axes[k]]
+        start, stop, step = (0, d, 1) if sliced else e[1].indices(d)
+        n = len(range(start, stop, step))
+        if step == 1:  # a window of the gather
+            if start != 0 or n != d:
+                columns.append((np.int32(start), ()))
+                start_map.append(a)
+            slice_sizes[a] = n
+            offset_dims.append(y)
+        else:  # gathered positions: start + step * iota, ascending
+            pos = lax.add(np.int32(start), lax.mul(np.int32(step), lax.iota(index_dtype, n)))
+            if step < 0:
+                pos = lax.rev(pos, (0,))
+                reverse.append(y)
+            columns.append((pos, (len(batch),)))
+            batch.append(n)
+            start_map.append(a)
+            collapsed.append(a)
+            slice_sizes[a] = 1
+        y += 1
+    nb = len(batch)
+    indices = lax.concatenate([lax.broadcast_in_dim(c, tuple(batch) + (1,), dims)
+                               for c, dims in columns], nb)
+    dnums = GatherDimensionNumbers(offset_dims=tuple(offset_dims),
+                                   collapsed_slice_dims=tuple(sorted(collapsed)),
+                                   start_index_map=tuple(start_map))
     gmode = GatherScatterMode.from_any(mode) if mode is not None else GatherScatterMode.PROMISE_IN_BOUNDS
-    out = lax.gather(x, indices, dnums, slice_sizes, mode=gmode, fill_value=fill_value)
-    block = ("front", nb) if not contiguous else ("inline", nb)
+    out = lax.gather(x, indices, dnums, tuple(slice_sizes), mode=gmode, fill_value=fill_value)
+    if reverse:
+        out = lax.rev(out, tuple(reverse))
+    block = ("front", len(batch_shape)) if not contiguous else ("inline", len(batch_shape))
     return _insert_new_axes(out, entries, block)
 
 

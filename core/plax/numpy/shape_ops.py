@@ -454,46 +454,70 @@ def column_stack(tup):
     return concatenate(arrs, 1)
 
 
-def _split_points(size, indices_or_sections, strict):
+def _split_sizes(op: str, size: int, indices_or_sections) -> list:
+    """The pieces' lengths for ``jnp.split``/``array_split`` of an axis of length ``size``, as
+    JAX computes them: indices give the differences of ``[0, *indices, size]`` (an index out of
+    order or range is a negative size, which ``lax.split`` refuses, where NumPy clamps), and a
+    number of sections ``n`` gives ``n`` equal pieces (``array_split``: the first ``size % n``
+    one longer). The sizes are NumPy ints, as JAX binds them (its jaxprs print
+    ``np.int64(2)``)."""
     import operator
-    if not (isinstance(indices_or_sections, (tuple, list)) or np.ndim(indices_or_sections) > 0):
-        # a number of sections (converted with int(), as NumPy and JAX do)
+    if isinstance(indices_or_sections, (tuple, list)) or np.ndim(indices_or_sections) > 0:
         try:
-            n = int(indices_or_sections)
+            points = [operator.index(i) for i in indices_or_sections]
         except TypeError:
-            raise TypeError(f"split: indices_or_sections must be an integer or a sequence of "
-                            f"integers, got {indices_or_sections!r}") from None
-        if n <= 0:
-            raise ValueError("number sections must be larger than 0.")
-        if strict and size % n:
-            raise ValueError(f"array split does not result in an equal division: {size} into {n}")
-        q, r = divmod(size, n)
-        sizes = [q + 1] * r + [q] * (n - r)
-        return list(np.cumsum([0] + sizes))
+            raise TypeError(f"jnp.{op}: split indices must be integers, got "
+                            f"{indices_or_sections!r}") from None
+        return [np.int64(b - a) for a, b in zip([0] + points, points + [size])]
     try:
-        pts = [operator.index(i) for i in (np.asarray(indices_or_sections).tolist()
-                                            if not isinstance(indices_or_sections, (tuple, list))
-                                            else indices_or_sections)]
+        sections = int(indices_or_sections)  # int(), as JAX (2.5 sections are 2)
     except TypeError:
-        raise TypeError(f"split: split indices must be integers, got "
-                        f"{indices_or_sections!r}") from None
-    return [0] + [min(max(p, 0), size) if p >= 0 else max(size + p, 0) for p in pts] + [size]
+        raise TypeError(f"jnp.{op}: indices_or_sections must be an integer or a sequence of "
+                        f"integers, got {indices_or_sections!r}") from None
+    part, rest = divmod(size, sections)  # 0 sections: ZeroDivisionError, as JAX
+    if rest and op != "array_split":
+        raise ValueError(f"array split does not result in an equal division: rest is {rest}")
+    return [np.int64(part + 1)] * rest + [np.int64(part)] * (sections - rest)
+
+
+def _split(op: str, ary, indices_or_sections, axis: int) -> list:
+    check_arraylike(op, ary)
+    ary = asarray_weak(ary)
+    axis = canonicalize_axis(axis, get_aval(ary).ndim)
+    return lax.split(ary, _split_sizes(op, _shape(ary)[axis], indices_or_sections), axis)
 
 
 def split(ary, indices_or_sections, axis: int = 0) -> list:
-    """Splits into equal sections, or at the given indices, along ``axis``."""
-    ary = asarray_weak(ary)
-    axis = canonicalize_axis(axis, get_aval(ary).ndim)
-    pts = _split_points(_shape(ary)[axis], indices_or_sections, True)
-    return [lax.slice_in_dim(ary, a, max(a, b), 1, axis) for a, b in zip(pts[:-1], pts[1:])]
+    """Splits ``ary`` into equal sections, or at the given indices, along ``axis`` (one
+    ``split`` equation, as JAX stages it).
+
+    Args:
+      ary: the array to split.
+      indices_or_sections: a number of equal sections, or the indices to cut at (in order,
+        within the axis: JAX refuses what NumPy would clamp).
+      axis: the axis to split along.
+
+    Returns:
+      A list of arrays.
+
+    Raises:
+      ValueError: the sections are not equal, or an index is out of order or range.
+
+    Example:
+      >>> [a.shape for a in jnp.split(jnp.ones(6), [2])]
+      [(2,), (4,)]
+    """
+    return _split("split", ary, indices_or_sections, axis)
 
 
 def array_split(ary, indices_or_sections, axis: int = 0) -> list:
-    """Like :func:`split`, allowing unequal sections."""
-    ary = asarray_weak(ary)
-    axis = canonicalize_axis(axis, get_aval(ary).ndim)
-    pts = _split_points(_shape(ary)[axis], indices_or_sections, False)
-    return [lax.slice_in_dim(ary, a, max(a, b), 1, axis) for a, b in zip(pts[:-1], pts[1:])]
+    """Like :func:`split`, allowing unequal sections (the first ones one longer).
+
+    Example:
+      >>> [a.shape for a in jnp.array_split(jnp.ones(5), 2)]
+      [(3,), (2,)]
+    """
+    return _split("array_split", ary, indices_or_sections, axis)
 
 
 def hsplit(ary, indices_or_sections):

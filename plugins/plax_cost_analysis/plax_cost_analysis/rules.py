@@ -44,7 +44,7 @@ COMPOSITE = {
 # No computation: bytes read and written only.
 DATA_MOVEMENT = (
     "reshape", "broadcast_in_dim", "squeeze", "expand_dims", "slice", "concatenate", "stack",
-    "unstack", "pad", "rev", "iota", "top_k",
+    "unstack", "split", "pad", "rev", "iota", "top_k",
     "new_ref", "freeze", "get", "swap",  # refs (plax.state): reads and writes of a ref's buffer
 )
 # Free: XLA does not count them (a layout change, or nothing at all).

@@ -169,6 +169,15 @@ def _unstack_jet(primals, series, *, axis):
     return out, [[c[j] for c in cols] for j in range(len(out))]
 
 
+@register_rule("jet", shape.split_p)
+def _split_jet(primals, series, *, sizes, axis):
+    # linear, with one result per piece: each result's series is its piece of each term
+    (x,), (s,) = primals, series
+    out = shape.split_p.bind(x, sizes=sizes, axis=axis)
+    cols = [shape.split_p.bind(t, sizes=sizes, axis=axis) for t in _terms(x, s, _order(series))]
+    return out, [[c[j] for c in cols] for j in range(len(out))]
+
+
 defstructural_jet(select_n_p, linear=tuple(range(1, 64)))
 defstructural_jet(slicing.dynamic_slice_p, linear=(0,))
 defstructural_jet(slicing.dynamic_update_slice_p, linear=(0, 1))

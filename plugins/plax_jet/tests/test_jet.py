@@ -160,3 +160,14 @@ def test_stack_and_unstack_series_against_the_derivatives():
     np.testing.assert_allclose(float(primal), math.sin(0.7) + 0.7 ** 3, rtol=1e-6)
     np.testing.assert_allclose(float(d1), math.cos(0.7) + 3 * 0.7 ** 2, rtol=1e-6)
     np.testing.assert_allclose(float(d2), -math.sin(0.7) + 6 * 0.7, rtol=1e-6)
+
+
+def test_split_series_against_the_derivatives():
+    # f(x) = sum(sin(x[1:])) through one split equation: its Taylor coefficients along v = 1
+    # are sum(cos x[1:]) and -sum(sin x[1:]) (jet's second term is f'' v v)
+    x = np.array([0.3, 0.5, 0.7, 0.9])
+    primal, (d1, d2) = jet(lambda x: jnp.sin(jnp.split(x, [1])[1]).sum(), (x,),
+                           ([np.ones(4), np.zeros(4)],))
+    np.testing.assert_allclose(float(primal), np.sin(x[1:]).sum(), rtol=1e-6)
+    np.testing.assert_allclose(float(d1), np.cos(x[1:]).sum(), rtol=1e-6)
+    np.testing.assert_allclose(float(d2), -np.sin(x[1:]).sum(), rtol=1e-6)

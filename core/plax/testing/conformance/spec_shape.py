@@ -1,6 +1,6 @@
 """Specs of the shape primitives: broadcast_in_dim, reshape, transpose, squeeze, expand_dims, rev,
-pad, concatenate, stack, unstack and iota. They move values without arithmetic, so every dtype must come back
-bit for bit; references are written as index loops (or plain NumPy indexing)."""
+pad, concatenate, stack, unstack, split and iota. They move values without arithmetic, so every
+dtype must come back bit for bit; references are written as index loops (or plain NumPy indexing)."""
 from __future__ import annotations
 
 import math
@@ -61,11 +61,21 @@ _unary_shape_spec(lax.broadcast_in_dim_p, [
 
 # ------------------------------------------------------------------ reshape / transpose / squeeze / expand_dims / rev
 
+def _reshape_ref(x, *, new_sizes, dimensions=None):
+    """NumPy's reshape, after the transposition ``dimensions`` (JAX's folded transpose)."""
+    x = np.asarray(x)
+    return (x if dimensions is None else np.transpose(x, dimensions)).reshape(new_sizes)
+
+
 _unary_shape_spec(lax.reshape_p, [
     ((2, 3), dict(new_sizes=(3, 2))), ((2, 3), dict(new_sizes=(6,))),
+    ((2, 3, 4), dict(new_sizes=(4, 6), dimensions=(2, 0, 1))),
     ((6,), dict(new_sizes=(1, 6, 1))), ((), dict(new_sizes=(1, 1))), ((1, 1), dict(new_sizes=())),
     ((0, 3), dict(new_sizes=(3, 0))), ((2, 3, 4), dict(new_sizes=(4, 6))),
-], lambda x, new_sizes: np.asarray(x).reshape(new_sizes))
+    ((2, 3), dict(new_sizes=(3, 2, 1), dimensions=(1, 0))),
+    ((1, 1), dict(new_sizes=(), dimensions=(1, 0))),
+    ((0, 3), dict(new_sizes=(3, 0), dimensions=(1, 0))),
+], _reshape_ref)
 
 _unary_shape_spec(lax.transpose_p, [
     ((2, 3, 4), dict(permutation=(2, 0, 1))), ((2, 3), dict(permutation=(1, 0))),
@@ -228,6 +238,37 @@ def _unstack_grads():
 
 
 SPECS.append(Spec(lax.unstack_p, ALL, _unstack_cases, grads=_unstack_grads))
+
+
+# ------------------------------------------------------------------ split
+
+#: (operand shape, sizes, axis)
+SPLIT_CONFIGS = [((6,), (2, 4), 0), ((2, 5), (1, 0, 4), 1), ((3, 2, 2), (1, 2), 0),
+                 ((2, 3), (3,), 1), ((0, 2), (0, 0), 0), ((2, 0), (), 1)]
+
+
+def _split_ref(x, *, sizes, axis):
+    """Piece ``i`` is the run of ``sizes[i]`` slices along ``axis`` after the earlier pieces."""
+    starts = np.cumsum((0,) + tuple(sizes))
+    return [x[(slice(None),) * axis + (slice(a, a + n),)] for a, n in zip(starts, sizes)]
+
+
+def _split_cases(d):
+    return [Case({"sizes": sizes, "axis": axis}, lambda rng, s=s: [values(rng, s, d)],
+                 (lambda sizes, axis: lambda x: _split_ref(x, sizes=sizes, axis=axis))(sizes, axis),
+                 f"{list(s)} sizes={sizes} axis={axis}", exact_bits=True)
+            for s, sizes, axis in SPLIT_CONFIGS]
+
+
+def _split_grads():
+    rng = np.random.default_rng(0)
+    return [GradCase((lambda sizes, axis: lambda x: list(lax.split_p.bind(x, sizes=sizes,
+                                                                          axis=axis)))(sizes, axis),
+                     (rand(rng, s, np.float32),), label=f"{s} sizes={sizes} axis={axis}")
+            for s, sizes, axis in SPLIT_CONFIGS[:3]]
+
+
+SPECS.append(Spec(lax.split_p, ALL, _split_cases, grads=_split_grads))
 
 
 # ------------------------------------------------------------------ iota
