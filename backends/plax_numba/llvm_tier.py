@@ -87,6 +87,9 @@ class FirstTier:
         #: for a kernel numba allocates the results of: what :func:`_adapter` needs to
         #: call the entry point as numba's kernel is called (None: called as it is)
         self.adapter = None
+        #: for a native loop's kernel (:mod:`plax_numba.llvm_tier_loops`): what its adapter
+        #: needs to call the entry point as numba's whole-program kernel is called
+        self.loop_adapter = None
 
     def __repr__(self) -> str:
         return f"FirstTier({self.entry})"
@@ -95,9 +98,16 @@ class FirstTier:
 # ---------------------------------------------------------------- IR text
 
 _F32, _F64, _BOOL = np.dtype(np.float32), np.dtype(np.float64), np.dtype(np.bool_)
-_REG = {_F32: "float", _F64: "double", _BOOL: "i1"}     # a value in a register
-_MEM = {_F32: "float", _F64: "double", _BOOL: "i8"}     # an element in memory
-_ALIGN = {_F32: 4, _F64: 8, _BOOL: 1}
+_INTS = [np.dtype(t) for t in (np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16,
+                               np.uint32, np.uint64)]
+_REG = {_F32: "float", _F64: "double", _BOOL: "i1",     # a value in a register
+        **{d: f"i{d.itemsize * 8}" for d in _INTS}}
+_MEM = {**_REG, _BOOL: "i8"}                              # an element in memory
+_ALIGN = {_F32: 4, _F64: 8, _BOOL: 1, **{d: d.itemsize for d in _INTS}}
+# integer operations whose result wraps as numba's kernel's cast back to the type does
+_INT_ARITH = {lax.add_p: "add", lax.add_any_p: "add", lax.sub_p: "sub", lax.mul_p: "mul"}
+_INT_COMPARE = {lax.eq_p: "eq", lax.ne_p: "ne", lax.lt_p: "slt", lax.le_p: "sle",
+                lax.gt_p: "sgt", lax.ge_p: "sge"}
 _ARITH = {lax.add_p: "fadd", lax.add_any_p: "fadd", lax.sub_p: "fsub", lax.mul_p: "fmul",
           lax.div_p: "fdiv"}
 # numba's float comparisons: ordered, except != (true for NaN)
@@ -217,6 +227,14 @@ def _value(body: _Body, eqn, args: list[str]) -> str:
         r = body.emit(f"select i1 {body.emit(f'fcmp {cmp} {t} {a}, {b}')}, {t} {a}, {t} {b}")
         r = body.emit(f"select i1 {body.emit(f'fcmp uno {t} {b}, {b}')}, {t} {b}, {t} {r}")
         return body.emit(f"select i1 {body.emit(f'fcmp uno {t} {a}, {a}')}, {t} {a}, {t} {r}")
+    ints = all(d.kind in "iu" for d in din) and len(set(din)) == 1
+    if prim in _INT_ARITH and ints:
+        return body.emit(f"{_INT_ARITH[prim]} {t} {args[0]}, {args[1]}")
+    if prim in _INT_COMPARE and ints:
+        cmp = _INT_COMPARE[prim]
+        if din[0].kind == "u" and cmp[0] == "s":
+            cmp = "u" + cmp[1:]
+        return body.emit(f"icmp {cmp} {_REG[din[0]]} {args[0]}, {args[1]}")
     if prim is lax.select_n_p and len(args) == 2:  # one case: it
         return args[1]
     if prim is lax.select_n_p and din[0] == _BOOL and len(args) == 3:
@@ -250,6 +268,19 @@ def _value(body: _Body, eqn, args: list[str]) -> str:
             return body.emit(f"uitofp i1 {args[0]} to {t}")
         if src.kind == "f" and dout == _BOOL:
             return body.emit(f"fcmp une {_REG[src]} {args[0]}, 0.0")
+        if src.kind in "iu" and dout.kind == "f":  # (numba's cast: one rounding)
+            op = "sitofp" if src.kind == "i" else "uitofp"
+            return body.emit(f"{op} {_REG[src]} {args[0]} to {t}")
+        if src.kind in "iu" and dout == _BOOL:
+            return body.emit(f"icmp ne {_REG[src]} {args[0]}, 0")
+        if src == _BOOL and dout.kind in "iu":
+            return body.emit(f"zext i1 {args[0]} to {t}")
+        if src.kind in "iu" and dout.kind in "iu":
+            if dout.itemsize == src.itemsize:
+                return args[0]
+            op = ("trunc" if dout.itemsize < src.itemsize
+                  else "sext" if src.kind == "i" else "zext")
+            return body.emit(f"{op} {_REG[src]} {args[0]} to {t}")
     raise Unsupported(f"{prim.name} on {', '.join(map(str, din))}")
 
 
@@ -312,7 +343,14 @@ class _Array:
         self.role, self.dtype, self.size = role, np.dtype(dtype), int(size)
 
 
-def _plan(cluster, kernel_plan) -> FirstTier:
+def _plan(cluster, kernel_plan, function_only: bool = False):
+    loop = _loop_function(cluster, kernel_plan)
+    if function_only:
+        return loop
+    return _with_entry(loop, tuple(int(n) for n in cluster.shape), len(cluster.inputs))
+
+
+def _loop_function(cluster, kernel_plan) -> "LoopFunction":
     if kernel_plan.index_base or any(e.primitive is lax.iota_p for e in cluster.eqns):
         raise Unsupported("iota")
     shape = tuple(int(n) for n in cluster.shape)
@@ -333,7 +371,7 @@ def _plan(cluster, kernel_plan) -> FirstTier:
     for j, (atom, t) in enumerate(zip(cluster.inputs, arg_types)):
         if t[0] == "scalar":
             dtype = np.dtype(t[1])
-            if dtype not in _REG:
+            if dtype not in _REG or dtype == np.uint64:  # (the entry reads a Py_ssize_t)
                 raise Unsupported(f"an operand of {dtype}")
             params.append(f"{_REG[dtype]} %s{j}")
             regs[id(atom)] = f"%s{j}"
@@ -406,8 +444,8 @@ def _plan(cluster, kernel_plan) -> FirstTier:
     entry_args += [a for _, a, _ in made]
 
     name = "plax_first_" + hashlib.sha256(
-        (repr((shape, arg_types, out_params)) + "\n".join(body.lines + out_lines)).encode()
-    ).hexdigest()[:16]
+        (repr((shape, arg_types, out_params, [p for _, _, p in made]))
+         + "\n".join(body.lines + out_lines)).encode()).hexdigest()[:16]
     lines = [f"define internal void @{name}_loop({', '.join(params)}) nounwind {{", "entry:"]
     if size == 0:
         lines.append("  ret void")
@@ -429,10 +467,42 @@ def _plan(cluster, kernel_plan) -> FirstTier:
             lines.append("exit:")
         lines.append("  ret void")
     lines.append("}")
-    entry = _entry(name, entry_args, size if out_params else None)
-    first = FirstTier("\n".join(sorted(body.intrinsics) + lines + [entry]) + "\n", name)
-    if not out_params:  # numba's kernel's calling convention, around the entry point
-        first.adapter = (n_in, [a for _, a, _ in made], results, shape)
+    return LoopFunction(name, lines, body.intrinsics, entry_args, [a for _, a, _ in made],
+                        results, out_params)
+
+
+class LoopFunction:
+    """A cluster's loop as an LLVM function ``@<name>_loop`` (:func:`loop_function`):
+    ``define`` (its lines), the ``intrinsics`` it declares, its parameters as
+    ``entry_args`` (per input an :class:`_Array` or ``("scalar", dtype)``, then per output
+    or accumulator an :class:`_Array`, ``made``, in the cluster's output order) and how each
+    output comes out (``results``: ``("array",)`` or a reduction's ``("reduction", dtype,
+    kept shape)``)."""
+
+    def __init__(self, name, define, intrinsics, entry_args, made, results, out_params):
+        self.name, self.define, self.intrinsics = name, define, set(intrinsics)
+        self.entry_args, self.made, self.results = entry_args, made, results
+        self.out_params = out_params
+
+
+def loop_function(cluster, kernel_plan) -> LoopFunction:
+    """The loop of ``cluster`` (whose numba kernel is ``kernel_plan``) as an LLVM function
+    over flat buffers, for a caller written in IR (a native loop's first tier,
+    :mod:`plax_numba.llvm_tier_loops`): the same operations as numba's kernel.
+
+    Raises:
+      Unsupported: what this tier does not compile.
+    """
+    return _plan(cluster, kernel_plan, function_only=True)
+
+
+def _with_entry(loop: LoopFunction, shape: tuple, n_in: int) -> FirstTier:
+    size = math.prod(shape)
+    entry = _entry(loop.name, loop.entry_args, size if loop.out_params else None)
+    first = FirstTier("\n".join(sorted(loop.intrinsics) + loop.define + [entry]) + "\n",
+                      loop.name)
+    if not loop.out_params:  # numba's kernel's calling convention, around the entry point
+        first.adapter = (n_in, loop.made, loop.results, shape)
     return first
 
 
@@ -556,6 +626,14 @@ def _entry(name: str, entry_args: list, n: int | None) -> str:
             failed_if(f"icmp slt i32 %b{j}, 0")
             lines.append(f"  %x{j} = icmp ne i32 %b{j}, 0")
             call.append(f"i1 %x{j}")
+        elif a[0] == "scalar" and a[1].kind in "iu":
+            lines.append(f"  %n{j} = call i64 @PyNumber_AsSsize_t(ptr %arg{j}, ptr null)")
+            failed_if(f"icmp eq i64 %n{j}, -1")
+            if a[1].itemsize < 8:
+                lines.append(f"  %x{j} = trunc i64 %n{j} to {_REG[a[1]]}")
+                call.append(f"{_REG[a[1]]} %x{j}")
+            else:
+                call.append(f"i64 %n{j}")
         elif a[0] == "scalar":
             lines.append(f"  %d{j} = call double @PyFloat_AsDouble(ptr %arg{j})")
             failed_if(f"fcmp oeq double %d{j}, -1.0")
@@ -654,6 +732,9 @@ def build(first: FirstTier, primitives: list[str], path: str):
         return None
     if first.adapter is not None:
         function = _adapter(function, *first.adapter)
+    elif first.loop_adapter is not None:
+        from plax_numba import llvm_tier_loops
+        function = llvm_tier_loops.adapter(function, *first.loop_adapter)
     first.function = function
     with _lock:
         stats["built"] += 1

@@ -1246,7 +1246,9 @@ def plan_program(jaxpr: Jaxpr) -> WholePlan:
         f"        return [{', '.join(results)}]",
         f"    return _interp({', '.join(params)})",
     ]) + "\n"
-    return WholePlan(source, wrapper, arg_types, wrapper_globals, gen.primitives)
+    plan = WholePlan(source, wrapper, arg_types, wrapper_globals, gen.primitives)
+    plan.jaxpr = jaxpr  # (the first tier, plax_numba.llvm_tier_loops, plans from it)
+    return plan
 
 
 def equation_jaxpr(eqn: JaxprEqn) -> Jaxpr:
