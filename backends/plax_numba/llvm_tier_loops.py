@@ -236,7 +236,7 @@ class _Program:
             self.lone(eqn, kind, env)
             return
         handler = {lax.dot_general_p: self.product, lax.scan_p: self.scan,
-                   lax.while_p: self.while_loop}.get(prim)
+                   lax.while_p: self.while_loop, lax.slice_p: self.slice}.get(prim)
         if prim in _ALIAS or prim.name in ("copy", "copy_p"):
             handler = self.alias
         if handler is None:
@@ -281,6 +281,27 @@ class _Program:
         if not out.aval.shape:
             return [_Value(out.aval, reg=self.as_scalar(x))]
         return [_Value(out.aval, ptr=self.as_array(x).ptr)]
+
+    def slice(self, eqn, ins):
+        """A static slice, copied (as wholegen does) by a loop nest over its shape."""
+        out, x = eqn.outvars[0], self.as_array(ins[0])
+        p = eqn.params
+        starts = [int(s) for s in p["start_indices"]]
+        steps = [int(s) for s in (p.get("strides") or [1] * len(starts))]
+        shape = tuple(out.aval.shape)
+        dst = self.buffer_for(out) if shape else self.slot(x.dtype.itemsize)
+        strides = llvm_tier._strides(x.aval.shape)
+        loops = [_Loop(self, n) for n in shape]
+        idx = [loop.__enter__() for loop in loops]
+        src = self._index([(str(sum(a * s for a, s in zip(starts, strides))), 1)]
+                          + [(i, step * s) for i, step, s in zip(idx, steps, strides)])
+        self.store(self.load(x.ptr, src, x.dtype), dst,
+                   self._index(list(zip(idx, llvm_tier._strides(shape)))), x.dtype)
+        for loop in reversed(loops):
+            loop.__exit__(None, None, None)
+        if not shape:
+            return [_Value(out.aval, reg=self.load(dst, "0", x.dtype))]
+        return [_Value(out.aval, ptr=dst)]
 
     # ------------------------------------------------------------ dot_general
     def product(self, eqn, ins):
