@@ -11,8 +11,8 @@ program as IR text from its jaxpr, in the units :mod:`plax_numba.wholegen` lower
   same operations as numba's cluster kernels), called on flat buffers;
 * ``scan``: a loop over the steps (``reverse`` honoured; ``unroll`` changes no value, so the
   IR runs one step per iteration), ``xs[i]`` read in place, each ``ys[i]`` written in place,
-  array carries in two buffers each (the step's new values copied into the one not read,
-  then the two traded), scalar carries in registers; ``while`` likewise;
+  each array carry in a fixed buffer (the step's new value copied in once every new value
+  is computed), scalar carries in registers; ``while`` likewise;
 * rank-0 equations between clusters as single instructions (``llvm_tier``'s forms);
 * ``reshape``/``squeeze``/``expand_dims``/``copy`` as the same buffer;
 * ``dot_general`` where numba's kernel sums each output in contraction order from zero (the
@@ -53,6 +53,7 @@ planned: dict = {}
 _ALIAS = (lax.reshape_p, lax.squeeze_p, lax.expand_dims_p)
 _MEMCPY = "declare void @llvm.memcpy.p0.p0.i64(ptr, ptr, i64, i1)"
 _SLOT_ALIGN = 64  # bytes: each scratch slot starts on a cache line
+_UNROLL = 8  # contracted indices per pass of a product's loop (numba's matvec_t: 8)
 
 
 class _Value:
@@ -82,7 +83,7 @@ class _Program:
         self.intrinsics: set[str] = set()
         self.scratch = 0                         # bytes of scratch slots so far
         self.labels = 0
-        self.hoisted: set = set()                # ids of loop-invariant matrices (_Value)
+        self.hoisted: dict = {}                  # id(loop-invariant matrix) -> its transpose
         # a program output's buffer: written in place by the first value bound to it
         self.out_of = {}
         for k, v in enumerate(outvars):
@@ -307,7 +308,10 @@ class _Program:
     def product(self, eqn, ins):
         """A product numba's kernel sums in contraction order from zero (its inlined
         matrix-vector loop, or its loops for products below BLAS's size): the same sums,
-        each output one register chain, ``acc = acc + a * b`` (no contraction)."""
+        ``out = out + a * b`` (no contraction) over the contracted index in order, the
+        outputs in the inner loops (independent chains, vectorised as numba's axpy-form
+        loop is; a loop-invariant matrix contracted on its last axis is read through its
+        transpose, made once before the loop, as numba's kernel does)."""
         from plax_numba.wholegen import BLAS_MIN, MATVEC_MAX
         (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
         lhs, rhs = eqn.invars
@@ -324,26 +328,44 @@ class _Program:
         if not (m * n * k < BLAS_MIN
                 or 0 < m * n * k <= MATVEC_MAX and self._matvec_in_place(eqn, ins)):
             raise Unsupported("dot_general on BLAS")
-        a, b = (self.as_array(x).ptr for x in ins)
-        lstr, rstr = llvm_tier._strides(ls), llvm_tier._strides(rs)
-        ai, aj = (lstr[lf[0]] if lf else 0), lstr[lc[0]]
-        bj, bc = rstr[rc[0]], (rstr[rf[0]] if rf else 0)
+        (a, ai, aj), (b, bc, bj) = (self._operand(x, shape, contract[0])
+                                    for x, shape, contract in ((ins[0], ls, lc), (ins[1], rs, rc)))
         o = self.buffer_for(out) if out.aval.shape else self.slot(dtype.itemsize)
         t = _REG[dtype]
-        acc = self.alloca(t)
-        with _Loop(self, m) as i, _Loop(self, n) as c:
-            self.line(f"store {t} {_float_text(0.0, dtype)}, ptr {acc}")
-            with _Loop(self, k) as j:
-                x = self.load(a, self._index([(i, ai), (j, aj)]), dtype)
-                y = self.load(b, self._index([(j, bj), (c, bc)]), dtype)
-                prod = self.emit(f"fmul {t} {x}, {y}")
-                old = self.emit(f"load {t}, ptr {acc}")
-                self.line(f"store {t} {self.emit(f'fadd {t} {old}, {prod}')}, ptr {acc}")
-            self.store(self.emit(f"load {t}, ptr {acc}"), o, self._index([(i, n), (c, 1)]),
-                       dtype)
+        with _Loop(self, m * n) as q:
+            self.store(_float_text(0.0, dtype), o, q, dtype)
+        # as numba's matvec_t: _UNROLL contracted indices per pass over the outputs, each
+        # output's partial sum in a register across them (the same adds, in order)
+        blocks, rest = divmod(k, _UNROLL)
+        for count, unroll, first in ((blocks, _UNROLL, 0), (rest, 1, blocks * _UNROLL)):
+            if not count:
+                continue
+            with _Loop(self, count) as jb, _Loop(self, m) as i:
+                base = self.emit(f"add nuw nsw i64 {first}, "
+                                 f"{self.emit(f'mul nuw nsw i64 {jb}, {unroll}')}")
+                js = [base] + [self.emit(f"add nuw nsw i64 {base}, {u}")
+                               for u in range(1, unroll)]
+                xs = [self.load(a, self._index([(i, ai), (j, aj)]), dtype) for j in js]
+                with _Loop(self, n) as c:
+                    at = self._index([(i, n), (c, 1)])
+                    acc = self.load(o, at, dtype)
+                    for j, x in zip(js, xs):
+                        y = self.load(b, self._index([(j, bj), (c, bc)]), dtype)
+                        acc = self.emit(f"fadd {t} {acc}, {self.emit(f'fmul {t} {x}, {y}')}")
+                    self.store(acc, o, at, dtype)
         if not out.aval.shape:
             return [_Value(out.aval, reg=self.load(o, "0", dtype))]
         return [_Value(out.aval, ptr=o)]
+
+    def _operand(self, x: _Value, shape: tuple, contract: int) -> tuple:
+        """``(pointer, free axis stride, contracted axis stride)`` of a product's operand
+        (its hoisted transpose where it has one and is contracted on its last axis)."""
+        x = self.as_array(x)
+        strides = llvm_tier._strides(shape)
+        free = [s for d, s in enumerate(strides) if d != contract]
+        if len(shape) == 2 and contract == 1 and self.hoisted.get(id(x)):
+            return self.hoisted[id(x)], 1, shape[0]
+        return x.ptr, (free[0] if free else 0), strides[contract]
 
     def _index(self, terms) -> str:
         return llvm_tier._offset(self.body, [(r, s) for r, s in terms if s])
@@ -360,31 +382,36 @@ class _Program:
             return False
         return cdim == 0 or id(mat) in self.hoisted
 
-    def _hoist(self, consts: list) -> set:
+    def _hoist(self, consts: list) -> dict:
         """As wholegen's ``_hoist``: the loop-invariant float matrices a matrix-vector
-        product may read in place; returns the previous set."""
+        product may read in place, each transposed once here (before the loop) into a
+        scratch slot; returns the previous table."""
         from plax_numba.wholegen import MATVEC_MAX
-        saved = set(self.hoisted)
+        saved = dict(self.hoisted)
         for x in consts:
-            if len(x.aval.shape) == 2 and x.dtype.kind == "f" and 0 < x.size <= MATVEC_MAX:
-                self.hoisted.add(id(x))
+            if (len(x.aval.shape) == 2 and x.dtype.kind == "f" and 0 < x.size <= MATVEC_MAX
+                    and id(x) not in self.hoisted):
+                rows, cols = x.aval.shape
+                t = self.slot(x.size * x.dtype.itemsize)
+                with _Loop(self, cols) as c, _Loop(self, rows) as r:
+                    self.store(self.load(x.ptr, self._index([(r, cols), (c, 1)]), x.dtype),
+                               t, self._index([(c, rows), (r, 1)]), x.dtype)
+                self.hoisted[id(x)] = t
         return saved
 
     # ------------------------------------------------------------ loops
     def _carries(self, init: list) -> list:
-        """Per carry: ``(kind, state)``: an array's two buffers' pointers (allocas holding
-        the one read this step and the other), a scalar's alloca."""
+        """Per carry: ``(kind, state, aval)``: an array's buffer and a staging buffer (two
+        fixed scratch slots, so LLVM sees them apart from every other buffer and vectorises
+        without run-time overlap checks), a scalar's alloca."""
         carries = []
         for x in init:
             t = _REG[x.dtype]
             if x.aval.shape:
                 nbytes = x.size * x.dtype.itemsize
-                cur, nxt = self.alloca("ptr"), self.alloca("ptr")
-                first, second = self.slot(nbytes), self.slot(nbytes)
-                self.memcpy(first, x.ptr, nbytes)
-                self.line(f"store ptr {first}, ptr {cur}")
-                self.line(f"store ptr {second}, ptr {nxt}")
-                carries.append(("array", (cur, nxt, nbytes), x.aval))
+                cur, staged = self.slot(nbytes), self.slot(nbytes)
+                self.memcpy(cur, x.ptr, nbytes)
+                carries.append(("array", (cur, staged, nbytes), x.aval))
             else:
                 cell = self.alloca(t)
                 self.line(f"store {t} {self.as_scalar(x)}, ptr {cell}")
@@ -395,28 +422,31 @@ class _Program:
         values = []
         for kind, state, aval in carries:
             if kind == "array":
-                values.append(_Value(aval, ptr=self.emit(f"load ptr, ptr {state[0]}")))
+                values.append(_Value(aval, ptr=state[0]))
             else:
                 values.append(_Value(aval, reg=self.emit(f"load {_REG[np.dtype(aval.dtype)]}, "
                                                          f"ptr {state}")))
         return values
 
     def _update(self, carries, new: list) -> None:
-        """The new carries: arrays copied into their other buffer, then the buffers traded;
-        scalars stored (every new value was computed before any is written)."""
+        """The new carries, once every new value is computed: an array whose new value is
+        another carry's buffer goes through its staging buffer (that buffer may be written
+        first), the others are copied into their buffer; scalars are stored."""
         scalars = [self.as_scalar(x) if kind == "scalar" else None
                    for (kind, _, _), x in zip(carries, new)]
-        for (kind, state, aval), x, reg in zip(carries, new, scalars):
-            if kind == "array":
-                cur, nxt, nbytes = state
-                self.memcpy(self.emit(f"load ptr, ptr {nxt}"), self.as_array(x).ptr, nbytes)
+        buffers = {state[0] for kind, state, _ in carries if kind == "array"}
+        arrays = [(state, self.as_array(x).ptr) for (kind, state, _), x in zip(carries, new)
+                  if kind == "array"]
+        staged = [(state, src) for state, src in arrays if src in buffers and src != state[0]]
+        for (cur, stage, nbytes), src in staged:
+            self.memcpy(stage, src, nbytes)
+        for (cur, stage, nbytes), src in arrays:
+            if src not in buffers:
+                self.memcpy(cur, src, nbytes)
+        for (cur, stage, nbytes), src in staged:
+            self.memcpy(cur, stage, nbytes)
         for (kind, state, aval), reg in zip(carries, scalars):
-            if kind == "array":
-                cur, nxt, _ = state
-                a, b = self.emit(f"load ptr, ptr {cur}"), self.emit(f"load ptr, ptr {nxt}")
-                self.line(f"store ptr {b}, ptr {cur}")
-                self.line(f"store ptr {a}, ptr {nxt}")
-            else:
+            if kind == "scalar":
                 self.line(f"store {_REG[np.dtype(aval.dtype)]} {reg}, ptr {state}")
 
     def scan(self, eqn, ins):
