@@ -14,7 +14,10 @@ program as IR text from its jaxpr, in the units :mod:`plax_numba.wholegen` lower
   each array carry in a fixed buffer (the step's new value copied in once every new value
   is computed), scalar carries in registers; ``while`` likewise;
 * rank-0 equations between clusters as single instructions (``llvm_tier``'s forms);
-* ``reshape``/``squeeze``/``expand_dims``/``copy`` as the same buffer;
+* ``reshape``/``squeeze``/``expand_dims``/``copy`` as the same buffer, static ``slice`` and
+  ``transpose`` as copies (as wholegen makes them);
+* reductions as ``llvm_tier`` writes them (float64 accumulators for sums and products, filled
+  with the initial value before the call and rounded after it, as numba's kernel does);
 * ``dot_general`` where numba's kernel sums each output in contraction order from zero (the
   inlined matrix-vector loop, :data:`plax_numba.wholegen.MATVEC_MAX`, or the small-product
   loops below :data:`plax_numba.wholegen.BLAS_MIN`): the same sums, in the same order. A
@@ -25,8 +28,8 @@ per call; outputs are written into arrays the adapter allocates (numba's kernel 
 its own). The entry point is called as numba's whole-program kernel is (constants, inputs,
 ``unit``) and returns the outputs.
 
-Anything else (``cond``, reductions inside a loop, BLAS-sized products, integer division,
-float16/bfloat16, ...) makes :func:`plan` return None, the reason counted in
+Anything else (``cond``, BLAS-sized products, ``sin`` and other functions ``llvm_tier`` does
+not write, float64 ``tanh``/``exp``, integer division, float16/bfloat16, ...) makes :func:`plan` return None, the reason counted in
 :data:`plax_numba.llvm_tier.declined`; the program then waits for numba's kernel as before.
 """
 from __future__ import annotations
@@ -212,15 +215,32 @@ class _Program:
                 args.append(f"{_REG[how[1]]} {self.as_scalar(value)}")
         outs = []
         for v, array, how in zip(cluster.outputs, loop.made, loop.results):
-            if how[0] != "array":
-                raise Unsupported("a reduction in a native loop")
-            ptr = self.buffer_for(v) if v.aval.shape else self.slot(array.dtype.itemsize)
+            if how[0] == "array":
+                ptr = self.buffer_for(v) if v.aval.shape else self.slot(array.dtype.itemsize)
+            else:  # a reduction's accumulators, filled with its initial value
+                ptr = self.slot(array.size * array.dtype.itemsize)
+                with _Loop(self, array.size) as q:
+                    self.store(_float_text(array.init, array.dtype), ptr, q, array.dtype)
             args.append(f"ptr {ptr}")
-            outs.append((v, ptr))
+            outs.append((v, ptr, array, how))
         self.line(f"call void @{loop.name}_loop({', '.join(args)})")
-        for v, ptr in outs:
+        for v, ptr, array, how in outs:
+            dtype = np.dtype(v.aval.dtype)
+            if how[0] != "array" and array.dtype != dtype:  # cast as numba's kernel does
+                ptr = self._cast(ptr, array, v)
             env[id(v)] = (_Value(v.aval, ptr=ptr) if v.aval.shape else
-                          _Value(v.aval, reg=self.load(ptr, "0", np.dtype(v.aval.dtype))))
+                          _Value(v.aval, reg=self.load(ptr, "0", dtype)))
+
+    def _cast(self, ptr: str, array, var) -> str:
+        """The float64 accumulators of a sum or product at ``ptr`` rounded to ``var``'s
+        type, in a buffer of their own."""
+        dtype = np.dtype(var.aval.dtype)
+        out = self.buffer_for(var) if var.aval.shape else self.slot(dtype.itemsize)
+        with _Loop(self, array.size) as q:
+            value = self.load(ptr, q, array.dtype)
+            self.store(self.emit(f"fptrunc {_REG[array.dtype]} {value} to {_REG[dtype]}"),
+                       out, q, dtype)
+        return out
 
     def equation(self, eqn, env: dict) -> None:
         prim = eqn.primitive
@@ -237,7 +257,8 @@ class _Program:
             self.lone(eqn, kind, env)
             return
         handler = {lax.dot_general_p: self.product, lax.scan_p: self.scan,
-                   lax.while_p: self.while_loop, lax.slice_p: self.slice}.get(prim)
+                   lax.while_p: self.while_loop, lax.slice_p: self.slice,
+                   lax.transpose_p: self.transpose}.get(prim)
         if prim in _ALIAS or prim.name in ("copy", "copy_p"):
             handler = self.alias
         if handler is None:
@@ -258,9 +279,7 @@ class _Program:
         if codegen.reference_only(eqn):
             raise Unsupported(f"{eqn.primitive.name} (NumPy's kernel)")
         out = eqn.outvars[0]
-        if kind == REDUCTION:
-            raise Unsupported("a reduction in a native loop")
-        shape = tuple(out.aval.shape)
+        shape = tuple((eqn.invars[0] if kind == REDUCTION else out).aval.shape)
         if kind == ELEMENTWISE and (
                 any(tuple(v.aval.shape) not in (shape, ()) for v in eqn.invars)
                 or (shape and not any(tuple(v.aval.shape) == shape for v in eqn.invars))):
@@ -302,6 +321,22 @@ class _Program:
             loop.__exit__(None, None, None)
         if not shape:
             return [_Value(out.aval, reg=self.load(dst, "0", x.dtype))]
+        return [_Value(out.aval, ptr=dst)]
+
+    def transpose(self, eqn, ins):
+        """A transpose, copied (as wholegen does) by a loop nest over the result."""
+        out, x = eqn.outvars[0], self.as_array(ins[0])
+        perm = [int(d) for d in eqn.params["permutation"]]
+        shape = tuple(out.aval.shape)
+        dst = self.buffer_for(out)
+        strides = llvm_tier._strides(x.aval.shape)
+        loops = [_Loop(self, n) for n in shape]
+        idx = [loop.__enter__() for loop in loops]
+        src = self._index([(i, strides[d]) for i, d in zip(idx, perm)])
+        self.store(self.load(x.ptr, src, x.dtype), dst,
+                   self._index(list(zip(idx, llvm_tier._strides(shape)))), x.dtype)
+        for loop in reversed(loops):
+            loop.__exit__(None, None, None)
         return [_Value(out.aval, ptr=dst)]
 
     # ------------------------------------------------------------ dot_general

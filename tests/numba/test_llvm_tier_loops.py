@@ -61,20 +61,22 @@ def _same_bits(mine, theirs) -> None:
 
 def _rnn_like(w, c0, s0, xs):
     """A reversed scan: a hoisted matrix-vector product, tanh, an array and a scalar carry,
-    an array row and a scalar per step in ``ys``."""
+    an array row, a scalar, a sum and a max per step in ``ys``."""
     def step(carry, x):
         c, s = carry
         h = jnp.tanh(w @ c + x * 0.5)
         s = s * 0.75 + h[0]
-        return (h, s), (h * 2.0, s)
+        return (h, s), (h * 2.0, s, jnp.sum(h * x), jnp.max(h))
     return lax.scan(step, (c0, s0), xs, reverse=True)
 
 
 def _counted(c0, xs):
-    """A forward scan with an integer step counter and a conversion to float (float64)."""
+    """A forward scan (float64) with an integer step counter converted to float and a
+    transposed view of each ``xs`` row (a copy)."""
     def step(carry, x):
         c, k = carry
-        c = c * 0.9 + x * x - lax.convert_element_type(k, c.dtype)
+        swapped = x.reshape(2, 3).T.reshape(6)
+        c = c * 0.9 + x * swapped - lax.convert_element_type(k, c.dtype)
         return (c, k + 1), c
     return lax.scan(step, (c0, np.int32(0)), xs)
 
@@ -86,7 +88,7 @@ def test_scans_give_numbas_bits_and_the_numpy_backends_values(tmp_path):
     xs = rng.standard_normal((40, 8)).astype(np.float32)
     xs[3, 2] = np.nan
     cases = [(_rnn_like, (w, np.zeros(8, np.float32), np.float32(0.25), xs), False)]
-    cases.append((_counted, (np.ones(5), rng.standard_normal((30, 5))), True))
+    cases.append((_counted, (np.ones(6), rng.standard_normal((30, 6))), True))
     for fn, args, x64 in cases:
         with plax.config.override("jax_enable_x64", x64):
             program, plan, values = _loop_program(fn, *args)
