@@ -768,11 +768,12 @@ def native_step(plan, interp, sync: bool, sources: list | None = None):
                 ns["_failed"] = True
                 tiered.compile_failed(plan.primitives, path, err)
         at_once = cache.on_disk(text, plan.arg_types)
-        # the first tier: the whole loop as LLVM IR, built in this process (tens of
+        # the first tier: the whole program as LLVM IR, built in this process (tens of
         # milliseconds of LLVM, GIL released) while numba compiles the final kernel in the
-        # worker. Queued now, not when the step is hot: one call runs the body at every
-        # step, and the reference path's first call is what the build overlaps
+        # worker. A loop's is queued now, not when the step is hot: one call runs the body
+        # at every step, and the reference path's first call is what the build overlaps
         first = first_loop() if llvm_tier.enabled() and not at_once else None
+        eager = first is not None and first.loops
 
         def first_job():
             fn = llvm_tier.build(first, plan.primitives, path)
@@ -781,12 +782,16 @@ def native_step(plan, interp, sync: bool, sources: list | None = None):
                     if not final[0]:
                         ns["_entry"], ns["_ready"] = fn, True
 
+        def request():
+            if first is not None and not eager:
+                tiered.submit(first_job, lane="first tier")
+            cache.request(text, plan.arg_types)
         if first is not None:
             llvm_tier.prestart()
-            tiered.submit(first_job, lane="first tier")
+            if eager:
+                tiered.submit(first_job, lane="first tier")
         ns["_interp"] = tiered.counting(interp, job, tiered.compile_after(),
-                                        request=lambda: cache.request(text, plan.arg_types),
-                                        at_once=at_once)
+                                        request=request, at_once=at_once)
     if sources is not None:
         sources.append((path, text))
     step = ns["step"]

@@ -50,7 +50,8 @@ from plax_numba import codegen, llvm_tier
 from plax_numba.llvm_tier import _ALIGN, _MEM, _REG, FirstTier, Unsupported, _Array, _Body, \
     _float_text
 
-#: programs whose first tier was planned, by the outermost loop primitive (tests read it)
+#: programs whose first tier was planned, by their first loop primitive (``"program"``: a
+#: whole-program kernel without one); tests read it
 planned: dict = {}
 
 _ALIAS = (lax.reshape_p, lax.squeeze_p, lax.expand_dims_p)
@@ -596,7 +597,8 @@ def plan(jaxpr, whole_plan) -> FirstTier | None:
     (the reason counted in :data:`plax_numba.llvm_tier.declined`). Pure Python.
 
     Args:
-      jaxpr: the program (a jaxpr holding a ``scan`` or ``while``; constvar-free).
+      jaxpr: the program (constvar-free): a loop equation's (``scan``, ``while``), or a
+        small program's whole-program kernel.
       whole_plan: its :class:`plax_numba.wholegen.WholePlan`.
 
     Returns:
@@ -619,8 +621,6 @@ def plan(jaxpr, whole_plan) -> FirstTier | None:
 
 def _plan(jaxpr, whole_plan) -> FirstTier:
     loops = [e.primitive.name for e in jaxpr.eqns if e.primitive in (lax.scan_p, lax.while_p)]
-    if not loops:
-        raise Unsupported("a program without a scan or while loop")
     if jaxpr.constvars:
         raise Unsupported("a program with constants")
     program = _Program(jaxpr.outvars)
@@ -643,7 +643,7 @@ def _plan(jaxpr, whole_plan) -> FirstTier:
     for k, (v, value) in enumerate(zip(jaxpr.outvars, outs)):
         dtype = np.dtype(v.aval.dtype)
         _check_dtype(dtype)
-        size = max(math.prod(v.aval.shape), 1)
+        size = math.prod(v.aval.shape)  # (1 for a scalar)
         entry_args.append(_Array("out", dtype, size))
         params.append(f"ptr noalias nocapture %out{k}")
         results.append((dtype, tuple(v.aval.shape)))
@@ -667,7 +667,9 @@ def _plan(jaxpr, whole_plan) -> FirstTier:
     numba_consts = len(whole_plan.arg_types) - 1 - len(jaxpr.invars)
     first.loop_adapter = (numba_consts, results, max(scratch, 1))
     first.primitives = program.primitives
-    planned[loops[0]] = planned.get(loops[0], 0) + 1
+    first.loops = bool(loops)  # (built at once: one call runs a loop's body many times)
+    kind = loops[0] if loops else "program"
+    planned[kind] = planned.get(kind, 0) + 1
     return first
 
 
@@ -679,7 +681,7 @@ def adapter(function, numba_consts: int, results: list, scratch: int):
     def kernel(*args):
         ins = [a.reshape(-1) if isinstance(a, np.ndarray) else a
                for a in args[numba_consts:-1]]
-        outs = [np.empty(max(math.prod(shape), 1), dtype) for dtype, shape in results]
+        outs = [np.empty(math.prod(shape), dtype) for dtype, shape in results]
         function(*ins, *outs, np.empty(scratch, np.uint8))
         return [o.reshape(shape) if shape else o[0] for o, (_, shape) in zip(outs, results)]
     return kernel

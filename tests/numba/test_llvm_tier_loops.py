@@ -154,6 +154,23 @@ def test_fori_and_while_loops_on_the_first_tier(first_tier_only):
     assert llvm_tier_loops.planned.get("while", 0) == before.get("while", 0) + 1
 
 
+def test_a_small_whole_program_on_the_first_tier(first_tier_only):
+    """A small program without loops is one whole-program kernel: the tier takes it too
+    (products below BLAS's size as loops)."""
+    from plax_numba import llvm_tier_loops
+    rng = np.random.default_rng(8)
+    x, y = rng.standard_normal((20, 10)).astype(np.float32), rng.standard_normal(20)
+    w = np.zeros(10, np.float32)
+
+    def sgd_step(w, x, y):
+        return w - 0.1 * plax.grad(lambda w: jnp.mean((x @ w - y) ** 2))(w)
+    before = llvm_tier_loops.planned.get("program", 0)
+    got = plax.jit(sgd_step, backend="numba")(w, x, y.astype(np.float32))
+    want = plax.jit(sgd_step, backend="numpy")(w, x, y.astype(np.float32))
+    assert llvm_tier_loops.planned["program"] == before + 1
+    np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-6, atol=1e-7)
+
+
 def test_a_declined_loop_still_runs(first_tier_only):
     from plax_numba import llvm_tier, llvm_tier_loops
     xs = np.random.default_rng(2).standard_normal((20, 6)).astype(np.float32)
