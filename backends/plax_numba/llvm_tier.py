@@ -8,7 +8,8 @@ to the fast path on a 2-core host. For the kernels :func:`plax_numba.codegen.pla
 plans (flat loops writing into preallocated outputs, ``kernel(*inputs, *outputs, n)``;
 loop nests over the cluster's shape reading operands broadcast along any axes, with
 reductions over some or all axes, ``kernel(*inputs, *extents)`` returning the results;
-not ``iota``, integers or 16-bit floats) this module writes the same loops as LLVM IR text
+not ``iota`` or 16-bit floats; of integers only ``add``/``sub``/``mul``, comparisons,
+``select_n`` and conversions) this module writes the same loops as LLVM IR text
 straight from the cluster's equations (:func:`plan`; the shapes are static), with a
 ``METH_FASTCALL`` entry point over flat buffers, called with numba's kernel's arguments
 (through :func:`_adapter` where numba's kernel allocates its results), and links it with
@@ -23,6 +24,9 @@ flags), sums and products accumulated in float64, NaN-propagating ``max``/``min`
 :func:`plax_numba.scalar.fmax`, and the float32 ``exp``/``tanh``/``logistic`` forms of
 :mod:`plax_numba.scalar` with the same constants (:mod:`plax_numba.f32_coefficients`) and
 fused multiply-adds: the first tier and numba's kernel give the same bits.
+
+:func:`loop_function` hands the loop function alone to :mod:`plax_numba.llvm_tier_loops`,
+which calls it from a native loop's first tier.
 
 A cluster using anything else is not taken (:func:`plan` returns None and counts why in
 :data:`declined`); its step tiers as before (numba's serial form first). A first-tier build

@@ -94,7 +94,7 @@ class _Program:
             if not isinstance(v, Literal):
                 self.out_of.setdefault(id(v), k)
         self.claimed: set = set()
-        self.primitives: list[str] = []
+        self.in_loop = 0                         # loops around what is being written
 
     # ------------------------------------------------------------ basics
     def emit(self, rhs: str) -> str:
@@ -124,8 +124,6 @@ class _Program:
             self.claimed.add(k)
             return f"%out{k}"
         return self.slot(math.prod(var.aval.shape) * np.dtype(var.aval.dtype).itemsize)
-
-    in_loop = 0
 
     def alloca(self, ty: str) -> str:
         name = f"%a{len(self.allocas)}"
@@ -204,7 +202,6 @@ class _Program:
             ("array", np.dtype(a.aval.dtype), len(a.aval.shape)) if a.aval.shape
             else ("scalar", np.dtype(a.aval.dtype)) for a in cluster.inputs])
         loop = llvm_tier.loop_function(cluster, layout)
-        self.primitives += [e.primitive.name for e in cluster.eqns]
         self.functions.setdefault(loop.name, loop.define)
         self.intrinsics |= loop.intrinsics
         args = []
@@ -264,7 +261,6 @@ class _Program:
             handler = self.alias
         if handler is None:
             raise Unsupported(prim.name)
-        self.primitives.append(prim.name)
         outs = handler(eqn, [self.read(env, v) for v in eqn.invars])
         env.update((id(v), x) for v, x in zip(eqn.outvars, outs))
 
@@ -286,7 +282,6 @@ class _Program:
                 or (shape and not any(tuple(v.aval.shape) == shape for v in eqn.invars))):
             raise Unsupported(f"{eqn.primitive.name} of a scalar to shape {shape}")
         if not shape and kind != BROADCAST:
-            self.primitives.append(eqn.primitive.name)
             args = [self.as_scalar(self.read(env, v)) for v in eqn.invars]
             env[id(out)] = _Value(out.aval, reg=llvm_tier._value(self.body, eqn, args))
             return
@@ -666,7 +661,6 @@ def _plan(jaxpr, whole_plan) -> FirstTier:
     first = FirstTier("\n".join(intrinsics + functions + lines + [entry]) + "\n", name)
     numba_consts = len(whole_plan.arg_types) - 1 - len(jaxpr.invars)
     first.loop_adapter = (numba_consts, results, max(scratch, 1))
-    first.primitives = program.primitives
     first.loops = bool(loops)  # (built at once: one call runs a loop's body many times)
     kind = loops[0] if loops else "program"
     planned[kind] = planned.get(kind, 0) + 1

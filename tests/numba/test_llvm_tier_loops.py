@@ -59,53 +59,47 @@ def _same_bits(mine, theirs) -> None:
         np.testing.assert_array_equal(m.view(np.uint8), t.view(np.uint8))
 
 
-def _rnn_like(w, c0, s0, xs):
-    """A reversed scan: a hoisted matrix-vector product, tanh, an array and a scalar carry,
-    an array row, a scalar, a sum and a max per step in ``ys``."""
-    def step(carry, x):
-        c, s = carry
-        h = jnp.tanh(w @ c + x * 0.5)
+def _mixed_scan(w, h0, s0, c0, xs, zs):
+    """One reversed scan (one numba compilation) with most of what the tier writes: a
+    hoisted float32 matrix-vector product, ``tanh``, a sum and a max, a float32 array and
+    scalar carry; a float64 carry with an int32 step counter converted to float and a
+    transposed view of each ``zs`` row (a copy); array rows and scalars in ``ys``."""
+    def step(carry, xz):
+        h, s, c, k = carry
+        x, z = xz
+        h = jnp.tanh(w @ h + x * 0.5)
         s = s * 0.75 + h[0]
-        return (h, s), (h * 2.0, s, jnp.sum(h * x), jnp.max(h))
-    return lax.scan(step, (c0, s0), xs, reverse=True)
+        swapped = z.reshape(2, 3).T.reshape(6)
+        c = c * 0.9 + z * swapped - lax.convert_element_type(k, c.dtype)
+        return (h, s, c, k + 1), (h * 2.0, s, jnp.sum(h * x), jnp.max(h), c)
+    return lax.scan(step, (h0, s0, c0, np.int32(0)), (xs, zs), reverse=True)
 
 
-def _counted(c0, xs):
-    """A forward scan (float64) with an integer step counter converted to float and a
-    transposed view of each ``xs`` row (a copy)."""
-    def step(carry, x):
-        c, k = carry
-        swapped = x.reshape(2, 3).T.reshape(6)
-        c = c * 0.9 + x * swapped - lax.convert_element_type(k, c.dtype)
-        return (c, k + 1), c
-    return lax.scan(step, (c0, np.int32(0)), xs)
-
-
-def test_scans_give_numbas_bits_and_the_numpy_backends_values(tmp_path):
+def test_a_scan_gives_numbas_bits_and_the_numpy_backends_values(tmp_path):
     from plax_numba import llvm_tier, llvm_tier_loops
     rng = np.random.default_rng(5)
     w = (rng.standard_normal((8, 8)) / 3).astype(np.float32)
     xs = rng.standard_normal((40, 8)).astype(np.float32)
     xs[3, 2] = np.nan
-    cases = [(_rnn_like, (w, np.zeros(8, np.float32), np.float32(0.25), xs), False)]
-    cases.append((_counted, (np.ones(6), rng.standard_normal((30, 6))), True))
-    for fn, args, x64 in cases:
-        with plax.config.override("jax_enable_x64", x64):
-            program, plan, values = _loop_program(fn, *args)
-            before = llvm_tier_loops.planned.get("scan", 0)
-            first = llvm_tier_loops.plan(program, plan)
-            assert first is not None, llvm_tier.declined
-            assert llvm_tier_loops.planned["scan"] == before + 1
-            assert "define ptr @plax_first_loop_" in first.ir
-            function = llvm_tier.build(first, plan.primitives, "<test>")
-            assert function is not None
-            kernel_args = _kernel_args(plan, program, values)
-            mine = function(*kernel_args)
-            _same_bits(mine, _numba_entry(plan, tmp_path)(*kernel_args))
-            want = plax.tree_util.tree_leaves(plax.jit(fn, backend="numpy")(*args))
-        assert len(mine) == len(want)
-        for got, ref in zip(mine, want):  # (tanh: numba's float32 form, a few ulps off)
-            np.testing.assert_allclose(np.asarray(got), np.asarray(ref), rtol=2e-6, atol=1e-6)
+    args = (w, np.zeros(8, np.float32), np.float32(0.25), np.ones(6),
+            xs, rng.standard_normal((40, 6)))
+    with plax.config.override("jax_enable_x64", True):
+        program, plan, values = _loop_program(_mixed_scan, *args)
+        before = llvm_tier_loops.planned.get("scan", 0)
+        first = llvm_tier_loops.plan(program, plan)
+        assert first is not None, llvm_tier.declined
+        assert llvm_tier_loops.planned["scan"] == before + 1
+        assert "define ptr @plax_first_loop_" in first.ir
+        function = llvm_tier.build(first, plan.primitives, "<test>")
+        assert function is not None
+        kernel_args = _kernel_args(plan, program, values)
+        mine = function(*kernel_args)
+        _same_bits(mine, _numba_entry(plan, tmp_path)(*kernel_args))
+        want = plax.tree_util.tree_leaves(plax.jit(_mixed_scan, backend="numpy")(*args))
+    assert len(mine) == len(want)
+    for got, ref in zip(mine, want):  # (tanh: numba's float32 form, a few ulps off)
+        assert np.asarray(got).dtype == np.asarray(ref).dtype
+        np.testing.assert_allclose(np.asarray(got), np.asarray(ref), rtol=2e-6, atol=1e-6)
 
 
 @pytest.fixture
