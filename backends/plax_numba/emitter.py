@@ -722,7 +722,9 @@ def _serial_entry(serial_text: str, arg_types: list):
 
 def native_step(plan, interp, sync: bool, sources: list | None = None):
     """The step of a :class:`plax_numba.wholegen.WholePlan`: its compiled entry point once
-    ready, ``interp`` until then (tiered like a cluster's kernel; at once when ``sync``).
+    ready, ``interp`` until then (tiered like a cluster's kernel; at once when ``sync``),
+    with the first tier of :mod:`plax_numba.llvm_tier_loops` in between where it takes the
+    program.
     None if a synchronous compilation failed (warned about). Appends ``(path, module text)``
     to ``sources``."""
     text = cache.module_source(plan.source, plan.primitives)
