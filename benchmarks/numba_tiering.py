@@ -154,8 +154,8 @@ class GilClock:
     GIL, a stretch of Python gives it up every switch interval, so this bounds from above the
     longest single wait the step can cause.
 
-    Steps: ``plan`` (:func:`plax_numba.llvm_tier.plan`, on the program's thread while it
-    lowers), ``set-up`` (:func:`plax_numba.native_loader.prepare`: llvmlite, numba's C
+    Steps: ``plan`` (:func:`plax_numba.llvm_tier.plan`, or for a native loop
+    :func:`plax_numba.llvm_tier_loops.plan`, on the program's thread while it lowers), ``set-up`` (:func:`plax_numba.native_loader.prepare`: llvmlite, numba's C
     helpers, once per process), ``link`` (a numba artifact's, :func:`native_loader.load`)
     and ``first tier`` (:func:`plax_numba.llvm_tier.build`: IR to machine code)."""
 
@@ -166,7 +166,7 @@ class GilClock:
 
     def install(self) -> None:
         from llvmlite.binding import ffi
-        from plax_numba import llvm_tier, native_loader
+        from plax_numba import llvm_tier, llvm_tier_loops, native_loader
         local = self._local
         original = ffi._lib_fn_wrapper.__call__
 
@@ -183,6 +183,7 @@ class GilClock:
                 step["released"] += local.held_since - now
         ffi._lib_fn_wrapper.__call__ = timed
         self._wrap(llvm_tier, "plan", "plan")
+        self._wrap(llvm_tier_loops, "plan", "plan")  # (a native loop's: scan, while)
         self._wrap(native_loader, "prepare", "set-up")
         self._wrap(native_loader, "load", "link")
         self._wrap(llvm_tier, "build", "first tier")

@@ -740,7 +740,9 @@ def _serial_entry(serial_text: str, arg_types: list):
 
 def native_step(plan, interp, sync: bool, sources: list | None = None):
     """The step of a :class:`plax_numba.wholegen.WholePlan`: its compiled entry point once
-    ready, ``interp`` until then (tiered like a cluster's kernel; at once when ``sync``).
+    ready, ``interp`` until then (tiered like a cluster's kernel; at once when ``sync``),
+    with the first tier of :mod:`plax_numba.llvm_tier_loops` in between where it takes the
+    program.
     None if a synchronous compilation failed (warned about). Appends ``(path, module text)``
     to ``sources``."""
     text = cache.module_source(plan.source, plan.primitives)
@@ -749,13 +751,27 @@ def native_step(plan, interp, sync: bool, sources: list | None = None):
               _asc=np.ascontiguousarray)
     exec(compile(plan.wrapper, f"<plax_numba step {path}>", "exec"), ns)
 
+    swap = threading.Lock()
+    final = [False]  # numba's kernel is in use: the first tier must not replace it
+
     def build():
         kernel = cache.compile_kernel(text, plan.arg_types)
-        ns["_entry"] = cache.entry_point(kernel, plan.arg_types)
-        ns["_ready"] = True
+        with swap:
+            final[0] = True
+            ns["_entry"] = cache.entry_point(kernel, plan.arg_types)
+            ns["_ready"] = True
+
+    def first_loop():  # the loop as LLVM IR (plax_numba.llvm_tier_loops), or None
+        from plax_numba import llvm_tier_loops
+        jaxpr = getattr(plan, "jaxpr", None)
+        return None if jaxpr is None else llvm_tier_loops.plan(jaxpr, plan)
 
     ready = cache.compiled_kernel(text, plan.arg_types)
-    if ready is not None:
+    only = llvm_tier.only() and first_loop()
+    if only:  # (a testing mode: the first tier alone, built now, no numba)
+        ns["_entry"] = llvm_tier.build(only, plan.primitives, path)
+        ns["_ready"] = ns["_entry"] is not None
+    elif ready is not None:
         ns["_entry"], ns["_ready"] = cache.entry_point(ready, plan.arg_types), True
     elif sync:
         try:
@@ -771,9 +787,31 @@ def native_step(plan, interp, sync: bool, sources: list | None = None):
             except Exception as err:  # noqa: BLE001
                 ns["_failed"] = True
                 tiered.compile_failed(plan.primitives, path, err)
+        at_once = cache.on_disk(text, plan.arg_types)
+        # the first tier: the whole program as LLVM IR, built in this process (tens of
+        # milliseconds of LLVM, GIL released) while numba compiles the final kernel in the
+        # worker. A loop's is queued now, not when the step is hot: one call runs the body
+        # at every step, and the reference path's first call is what the build overlaps
+        first = first_loop() if llvm_tier.enabled() and not at_once else None
+        eager = first is not None and first.loops
+
+        def first_job():
+            fn = llvm_tier.build(first, plan.primitives, path)
+            if fn is not None:
+                with swap:
+                    if not final[0]:
+                        ns["_entry"], ns["_ready"] = fn, True
+
+        def request():
+            if first is not None and not eager:
+                tiered.submit(first_job, lane="first tier")
+            cache.request(text, plan.arg_types)
+        if first is not None:
+            llvm_tier.prestart()
+            if eager:
+                tiered.submit(first_job, lane="first tier")
         ns["_interp"] = tiered.counting(interp, job, tiered.compile_after(),
-                                        request=lambda: cache.request(text, plan.arg_types),
-                                        at_once=cache.on_disk(text, plan.arg_types))
+                                        request=request, at_once=at_once)
     if sources is not None:
         sources.append((path, text))
     step = ns["step"]

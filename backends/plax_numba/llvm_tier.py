@@ -25,6 +25,9 @@ flags), sums and products accumulated in float64, NaN-propagating ``max``/``min`
 :mod:`plax_numba.scalar` with the same constants (:mod:`plax_numba.f32_coefficients`) and
 fused multiply-adds: the first tier and numba's kernel give the same bits.
 
+:func:`loop_function` hands the loop function alone to :mod:`plax_numba.llvm_tier_loops`,
+which calls it from a native loop's first tier.
+
 A cluster using anything else is not taken (:func:`plan` returns None and counts why in
 :data:`declined`); its step tiers as before (numba's serial form first). A first-tier build
 that fails warns once (``PlaxFallbackWarning``) and the step keeps running the reference
@@ -89,6 +92,9 @@ class FirstTier:
         #: for a kernel numba allocates the results of: what :func:`_adapter` needs to
         #: call the entry point as numba's kernel is called (None: called as it is)
         self.adapter = None
+        #: for a native loop's kernel (:mod:`plax_numba.llvm_tier_loops`): what its adapter
+        #: needs to call the entry point as numba's whole-program kernel is called
+        self.loop_adapter = None
 
     def __repr__(self) -> str:
         return f"FirstTier({self.entry})"
@@ -320,7 +326,14 @@ class _Array:
         self.role, self.dtype, self.size = role, np.dtype(dtype), int(size)
 
 
-def _plan(cluster, kernel_plan) -> FirstTier:
+def _plan(cluster, kernel_plan, function_only: bool = False):
+    loop = _loop_function(cluster, kernel_plan)
+    if function_only:
+        return loop
+    return _with_entry(loop, tuple(int(n) for n in cluster.shape), len(cluster.inputs))
+
+
+def _loop_function(cluster, kernel_plan) -> "LoopFunction":
     if kernel_plan.index_base or any(e.primitive is lax.iota_p for e in cluster.eqns):
         raise Unsupported("iota")
     shape = tuple(int(n) for n in cluster.shape)
@@ -341,7 +354,7 @@ def _plan(cluster, kernel_plan) -> FirstTier:
     for j, (atom, t) in enumerate(zip(cluster.inputs, arg_types)):
         if t[0] == "scalar":
             dtype = np.dtype(t[1])
-            if dtype not in _REG:
+            if dtype not in _REG or dtype == np.uint64:  # (the entry reads a Py_ssize_t)
                 raise Unsupported(f"an operand of {dtype}")
             params.append(f"{_REG[dtype]} %s{j}")
             regs[id(atom)] = f"%s{j}"
@@ -414,8 +427,8 @@ def _plan(cluster, kernel_plan) -> FirstTier:
     entry_args += [a for _, a, _ in made]
 
     name = "plax_first_" + hashlib.sha256(
-        (repr((shape, arg_types, out_params)) + "\n".join(body.lines + out_lines)).encode()
-    ).hexdigest()[:16]
+        (repr((shape, arg_types, out_params, [p for _, _, p in made]))
+         + "\n".join(body.lines + out_lines)).encode()).hexdigest()[:16]
     lines = [f"define internal void @{name}_loop({', '.join(params)}) nounwind {{", "entry:"]
     if size == 0:
         lines.append("  ret void")
@@ -437,10 +450,42 @@ def _plan(cluster, kernel_plan) -> FirstTier:
             lines.append("exit:")
         lines.append("  ret void")
     lines.append("}")
-    entry = _entry(name, entry_args, size if out_params else None)
-    first = FirstTier("\n".join(sorted(body.intrinsics) + lines + [entry]) + "\n", name)
-    if not out_params:  # numba's kernel's calling convention, around the entry point
-        first.adapter = (n_in, [a for _, a, _ in made], results, shape)
+    return LoopFunction(name, lines, body.intrinsics, entry_args, [a for _, a, _ in made],
+                        results, out_params)
+
+
+class LoopFunction:
+    """A cluster's loop as an LLVM function ``@<name>_loop`` (:func:`loop_function`):
+    ``define`` (its lines), the ``intrinsics`` it declares, its parameters as
+    ``entry_args`` (per input an :class:`_Array` or ``("scalar", dtype)``, then per output
+    or accumulator an :class:`_Array`, ``made``, in the cluster's output order) and how each
+    output comes out (``results``: ``("array",)`` or a reduction's ``("reduction", dtype,
+    kept shape)``)."""
+
+    def __init__(self, name, define, intrinsics, entry_args, made, results, out_params):
+        self.name, self.define, self.intrinsics = name, define, set(intrinsics)
+        self.entry_args, self.made, self.results = entry_args, made, results
+        self.out_params = out_params
+
+
+def loop_function(cluster, kernel_plan) -> LoopFunction:
+    """The loop of ``cluster`` (whose numba kernel is ``kernel_plan``) as an LLVM function
+    over flat buffers, for a caller written in IR (a native loop's first tier,
+    :mod:`plax_numba.llvm_tier_loops`): the same operations as numba's kernel.
+
+    Raises:
+      Unsupported: what this tier does not compile.
+    """
+    return _plan(cluster, kernel_plan, function_only=True)
+
+
+def _with_entry(loop: LoopFunction, shape: tuple, n_in: int) -> FirstTier:
+    size = math.prod(shape)
+    entry = _entry(loop.name, loop.entry_args, size if loop.out_params else None)
+    first = FirstTier("\n".join(sorted(loop.intrinsics) + loop.define + [entry]) + "\n",
+                      loop.name)
+    if not loop.out_params:  # numba's kernel's calling convention, around the entry point
+        first.adapter = (n_in, loop.made, loop.results, shape)
     return first
 
 
@@ -671,6 +716,9 @@ def build(first: FirstTier, primitives: list[str], path: str):
         return None
     if first.adapter is not None:
         function = _adapter(function, *first.adapter)
+    elif first.loop_adapter is not None:
+        from plax_numba import llvm_tier_loops
+        function = llvm_tier_loops.adapter(function, *first.loop_adapter)
     first.function = function
     with _lock:
         stats["built"] += 1

@@ -110,6 +110,8 @@ class WholePlan:
         their kernels' extents by it, see :meth:`_Gen.cluster`).
       wrapper_globals: the constants and output dtypes the wrapper reads.
       primitives: the names of the primitives, for messages.
+      jaxpr: the program (set by :func:`plan_program`; the first tier,
+        :mod:`plax_numba.llvm_tier_loops`, is planned from it).
     """
 
     def __init__(self, source, wrapper, arg_types, wrapper_globals, primitives):
@@ -1262,7 +1264,9 @@ def plan_program(jaxpr: Jaxpr) -> WholePlan:
         f"        return [{', '.join(results)}]",
         f"    return _interp({', '.join(params)})",
     ]) + "\n"
-    return WholePlan(source, wrapper, arg_types, wrapper_globals, gen.primitives)
+    plan = WholePlan(source, wrapper, arg_types, wrapper_globals, gen.primitives)
+    plan.jaxpr = jaxpr  # (the first tier, plax_numba.llvm_tier_loops, plans from it)
+    return plan
 
 
 def equation_jaxpr(eqn: JaxprEqn) -> Jaxpr:
