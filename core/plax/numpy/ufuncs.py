@@ -15,8 +15,8 @@ from plax import dtypes, lax
 from plax.array import Array
 from plax.core.trace import get_aval
 from plax.transforms.jit import jit_when_traced
-from plax.numpy.util import (asarray_weak, check_arraylike, promote_args, promote_args_inexact,
-                             to_dtype)
+from plax.numpy.util import (asarray_weak, broadcast_all, broadcast_nonscalars, check_arraylike,
+                             promote_args, promote_args_inexact, promote_shapes, to_dtype)
 
 
 def _dt(x) -> np.dtype:
@@ -60,7 +60,6 @@ def promote_args_numeric(fun_name: str, *args):
     dt, weak = dtypes.result_type(*args, return_weak_type_flag=True)
     if dt == np.bool_:
         dt = dtypes.default_int_dtype()
-    from plax.numpy.util import promote_shapes
     return promote_shapes(fun_name, *[to_dtype(a, dt, weak) for a in args])
 
 
@@ -327,6 +326,7 @@ def positive(x, /):
 def floor_divide(x, y, /):
     """Elementwise ``x // y``, rounding toward minus infinity (NumPy semantics)."""
     x, y = promote_args_numeric("floor_divide", x, y)
+    x, y = broadcast_nonscalars(x, y)  # for select_n, below
     dt = _dt(x)
     if dtypes.is_integer(dt):
         q = lax.div(x, y)
@@ -414,8 +414,7 @@ def _integer_power(x, y):
     weak = get_aval(x).weak_type and get_aval(y).weak_type
     nbits = dt.itemsize * 8
     zero, one = lax.full((), 0, dt), lax.full((), 1, dt)
-    from plax.numpy.util import promote_shapes
-    x, y = promote_shapes("power", x, y)
+    x, y = broadcast_nonscalars(x, y)  # for select_n, below
     shape = get_aval(x).shape or get_aval(y).shape
     acc = lax.full(shape, 1, dt, weak_type=weak)
     base = x
@@ -624,6 +623,7 @@ def logaddexp(x, y, /):
     x, y = promote_args_inexact("logaddexp", x, y)
     if dtypes.is_complex(_dt(x)):
         # factor out the operand of larger real part: log(e^a + e^b) = a + log1p(e^(b - a))
+        x, y = broadcast_all(x, y)  # select_n's cases
         x_big = lax.ge(lax.real(x), lax.real(y))
         big, small = lax.select(x_big, x, y), lax.select(x_big, y, x)
         return lax.add(big, lax.log1p(lax.exp(lax.sub(small, big))))
@@ -975,10 +975,12 @@ def where(condition, x=None, y=None, /, *, size=None, fill_value=None):
 def _where(condition, x, y):
     check_arraylike("where", condition, x, y)
     cond = _as_bool(condition)
-    from plax.numpy.util import broadcast_shapes, broadcast_to, promote_dtypes
+    from plax.numpy.util import promote_dtypes
     x, y = promote_dtypes(x, y)  # shapes broadcast below (a ValueError if they cannot, as JAX)
-    shape = broadcast_shapes(get_aval(cond).shape, get_aval(x).shape, get_aval(y).shape)
-    cond, x, y = (broadcast_to(a, shape) if get_aval(a).shape != shape else a for a in (cond, x, y))
+    if get_aval(cond).shape:
+        cond, x, y = broadcast_all(cond, x, y)
+    else:  # select_n takes a scalar selector beside cases of any shape, as JAX leaves it
+        x, y = broadcast_all(x, y)
     return lax.select(cond, x, y)
 
 
