@@ -93,6 +93,7 @@ _RANK_PROMOTION_FUNCTIONS = {
     "true_divide": lambda jnp: jnp.true_divide, "nextafter": lambda jnp: jnp.nextafter,
     "where": lambda jnp: (lambda x, y: jnp.where(x > 1.0, x, y)),
     "operator": lambda jnp: (lambda x, y: x * y - y),
+    "logaddexp": lambda jnp: jnp.logaddexp, "hypot": lambda jnp: jnp.hypot,
 }
 
 
@@ -112,4 +113,6 @@ CASES.update({
         jax.grad(lambda x, y: jnp.sum(jnp.multiply(x, y)), argnums=(0, 1)), (_full(), _vec4())),
     "rank_promotion_grad_scalar": lambda jax, jnp: (
         jax.grad(lambda x, y: jnp.sum(x * y)), (_scalar(), _v())),
+    "rank_promotion_grad_logaddexp": lambda jax, jnp: (
+        jax.grad(lambda x, y: jnp.sum(jnp.logaddexp(x, y)), argnums=(0, 1)), (_col(), _row())),
 })

@@ -630,45 +630,54 @@ def logaddexp(x, y, /):
     return _logaddexp_real(x, y)
 
 
-def _logaddexp_primal(x, y):
-    amax = lax.max(x, y)
-    delta = lax.sub(x, y)
-    safe = lax.add(amax, lax.log1p(lax.exp(lax.neg(lax.abs(delta)))))
-    return lax.select(isnan(delta), lax.add(x, y), safe)
-
-
-def _logaddexp_jvp(primals, tangents):
-    # d/dx log(e^x + e^y) = e^(x - out). Differentiating the stable form instead would give 0
-    # at x == y (the kinks of max and |x - y| cancel), where the true value is 1/2. As in JAX,
-    # +inf operands are read as 0 in the weights, so infinite inputs give finite tangents.
-    x, y = primals
-    tx, ty = tangents
-    out = _logaddexp_real(x, y)  # itself, so that higher derivatives use this rule too
-
-    def finite(v):
-        return lax.select(lax.eq(v, _const(v, math.inf)), lax.full_like(v, 0), v)
-
-    out_f = finite(out)
-    wx = lax.exp(lax.sub(finite(x), out_f))
-    wy = lax.exp(lax.sub(finite(y), out_f))
-    return out, lax.add(lax.mul(tx, wx), lax.mul(ty, wy))
-
-
-def _make_logaddexp_real():
+def _make_logaddexp(name: str, exp_fn, log_base: float):
+    """JAX's real ``logaddexp`` (``exp_fn`` = exp, ``log_base`` = e) or ``logaddexp2`` (exp2,
+    2): a custom_jvp named ``name``, its operations in JAX's order so the jaxprs print alike."""
     from plax.transforms.custom_derivatives import custom_jvp
-    fn = custom_jvp(_logaddexp_primal)
-    fn.defjvp(_logaddexp_jvp)
+
+    def primal(x, y):
+        amax = lax.max(x, y)
+        delta = lax.sub(x, y)
+        # NaN delta: NaNs, or infinities of one sign (their sum is the answer)
+        nan_delta, total = isnan(delta), lax.add(x, y)
+        soft = lax.log1p(exp_fn(lax.neg(lax.abs(delta))))
+        if log_base != math.e:
+            soft = lax.mul(_const(amax, 1 / math.log(log_base)), soft)
+        return lax.select(nan_delta, total, lax.add(amax, soft))
+
+    def jvp(primals, tangents):
+        # d/dx = base^(x - out). Differentiating the stable form instead would give 0 at
+        # x == y (the kinks of max and |x - y| cancel), where the true value is 1/2. As in
+        # JAX, +inf operands are read as 0 in the weights, so infinite inputs give finite
+        # tangents; ``out`` is the custom_jvp itself, so higher derivatives use this rule too.
+        x, y = primals
+        tx, ty = tangents
+        out = fn(x, y)
+
+        def finite(v):
+            return lax.select(lax.eq(v, _const(v, math.inf)), lax.full_like(v, 0), v)
+
+        tx = lax.mul(tx, exp_fn(lax.sub(finite(x), finite(out))))
+        return out, lax.add(tx, lax.mul(ty, exp_fn(lax.sub(finite(y), finite(out)))))
+
+    primal.__name__ = name
+    jvp.__name__ = f"_{name}_jvp"
+    fn = custom_jvp(primal)
+    fn.defjvp(jvp)
     return fn
 
 
-_logaddexp_real = _make_logaddexp_real()
+_logaddexp_real = _make_logaddexp("logaddexp", lax.exp, math.e)
+_logaddexp2_real = _make_logaddexp("logaddexp2", lax.exp2, 2.0)
 
 
 def logaddexp2(x, y, /):
     """``log2(2**x + 2**y)`` computed without overflow."""
     x, y = promote_args_inexact("logaddexp2", x, y)
-    ln2 = _const(x, math.log(2))
-    return lax.div(logaddexp(lax.mul(x, ln2), lax.mul(y, ln2)), ln2)
+    if dtypes.is_complex(_dt(x)):
+        ln2 = _const(x, math.log(2))
+        return lax.div(logaddexp(lax.mul(x, ln2), lax.mul(y, ln2)), ln2)
+    return _logaddexp2_real(x, y)
 
 
 @jit_when_traced
@@ -677,16 +686,18 @@ def hypot(x, y, /):
     x, y = promote_args_inexact("hypot", x, y)
     _reject_complex("hypot", x)
     x, y = lax.abs(x), lax.abs(y)
+    # an infinite operand gives +inf even beside NaN (IEEE hypot, the Array API, JAX); the
+    # ratio below would be inf/inf or NaN there. Operations in JAX's order, so the jaxprs
+    # print alike.
+    any_inf = lax.bitwise_or(lax.eq(x, _const(x, math.inf)), lax.eq(y, _const(y, math.inf)))
     big, small = lax.max(x, y), lax.min(x, y)
     is_zero = lax.eq(big, _const(big, 0))
-    safe_big = lax.select(is_zero, _full_like(big, 1), big)
+    safe_big = _where(lax.eq(big, _const(big, 0)), _full_like(big, 1), big)
     ratio = lax.div(small, safe_big)
-    out = lax.mul(big, lax.sqrt(lax.add(_const(big, 1), lax.mul(ratio, ratio))))
-    out = lax.select(is_zero, _full_like(big, 0), out)
-    # an infinite operand gives +inf even beside NaN (IEEE hypot, the Array API, JAX); the
-    # ratio above would be inf/inf or NaN there
-    any_inf = lax.bitwise_or(lax.eq(x, _const(x, math.inf)), lax.eq(y, _const(y, math.inf)))
-    return lax.select(any_inf, _full_like(big, math.inf), out)
+    out = _where(is_zero, big,
+                 lax.mul(big, lax.sqrt(lax.add(_const(big, 1), lax.square(ratio)))))
+    inf = lax.full((), math.inf, _dt(out), weak_type=get_aval(out).weak_type)  # JAX's _const
+    return _where(any_inf, inf, out)
 
 
 def deg2rad(x, /):
