@@ -11,6 +11,7 @@ NumPy float64, gradients against finite differences, ``vmap`` against a Python l
 """
 from __future__ import annotations
 
+import re
 import warnings
 
 import numpy as np
@@ -279,3 +280,60 @@ def test_promote_shapes_stages_rank_promotion_only():
     assert shapes(jnp.ones(()), jnp.ones(3)) == [(), (3,)]
     text = str(plax.make_jaxpr(jnp.add)(jnp.ones((3, 1)), jnp.ones((1, 4))))
     assert "broadcast_in_dim" not in text and "add a b" in text
+
+
+# ------------------------------------------------------------------ vmap jaxprs, as JAX's
+
+def _vmap_cases(jax):
+    jnp_ = jax.numpy
+    return {
+        "rank_promotion_batched": (jax.vmap(lambda x, y: jnp_.where(x > y, x, y)),
+                                   (np.ones((5, 3, 4), np.float32), np.ones((5, 4), np.float32))),
+        "size_one_unbatched": (jax.vmap(jnp_.add, in_axes=(0, None)),
+                               (np.ones((5, 3, 1), np.float32), np.ones((1, 4), np.float32))),
+    }
+
+
+#: ``str(make_jaxpr(...))`` of each case, as JAX 0.10.2 printed it
+JAX_VMAP_JAXPRS = {
+    "rank_promotion_batched": """\
+{ lambda ; a:f32[5,3,4] b:f32[5,4]. let
+    c:f32[5,1,4] = broadcast_in_dim[broadcast_dimensions=(0, np.int64(2))] b
+    d:bool[5,3,4] = gt a c
+    e:f32[5,3,4] = jit[
+      name=_where
+      jaxpr={ lambda ; d:bool[5,3,4] a:f32[5,3,4] b:f32[5,4]. let
+          f:f32[5,3,4] = broadcast_in_dim[broadcast_dimensions=(0, np.int64(2))] b
+          e:f32[5,3,4] = select_n d f a
+        in (e,) }
+    ] d a b
+  in (e,) }""",
+    "size_one_unbatched": """\
+{ lambda ; a:f32[5,3,1] b:f32[1,4]. let
+    c:f32[1,1,4] = broadcast_in_dim[
+      broadcast_dimensions=(np.int64(1), np.int64(2))
+    ] b
+    d:f32[5,3,4] = add a c
+  in (d,) }""",
+}
+
+
+def _without_numpy_ints(text: str) -> str:
+    """JAX's batcher passes NumPy ints as broadcast dimensions, printed ``np.int64(2)`` (which
+    can wrap the line); plax's are Python ints (docs/design_decisions.md). Compared with both
+    spelled as Python ints, the bracket unwrapped."""
+    text = re.sub(r"np\.int64\((-?\d+)\)", r"\1", text)
+    return re.sub(r"\[\n\s+([^\n]*)\n\s+\]", r"[\1]", text)
+
+
+@pytest.mark.parametrize("name", sorted(JAX_VMAP_JAXPRS))
+def test_vmap_jaxprs_match_the_record(name):
+    f, args = _vmap_cases(plax)[name]
+    assert str(plax.make_jaxpr(f)(*args)) == _without_numpy_ints(JAX_VMAP_JAXPRS[name])
+
+
+@pytest.mark.parametrize("name", sorted(JAX_VMAP_JAXPRS))
+def test_vmap_record_is_what_jax_prints(name):
+    jax = pytest.importorskip("jax", reason="compares the record with JAX (not installed in CI)")
+    f, args = _vmap_cases(jax)[name]
+    assert str(jax.make_jaxpr(f)(*args)) == JAX_VMAP_JAXPRS[name]

@@ -1,7 +1,7 @@
 """Elementwise functions of plax.numpy (NumPy's ufuncs), with JAX's promotion rules.
 
-Each function promotes its arguments (``util.promote_args``), broadcasts them,
-and binds lax primitives. Functions that are only defined on inexact values
+Each function promotes its arguments (``util.promote_args``: dtypes, then ranks only, as
+JAX; the primitives broadcast rank 0 and size-1 axes themselves) and binds lax primitives. Functions that are only defined on inexact values
 (``exp``, ``sin``, ``true_divide``, ...) promote integers to the default float.
 """
 from __future__ import annotations
