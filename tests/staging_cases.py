@@ -115,3 +115,60 @@ CASES = {
 def jaxpr_text(jax, jnp, name: str) -> str:
     fun, args = CASES[name](jax, jnp)
     return str(jax.make_jaxpr(fun)(*args))
+
+
+# rank promotion (jnp binary functions, issue 25): operands of one rank reach the primitive
+# unbroadcast, size-1 axes included; a lower rank gains leading size-1 axes only
+def _col():
+    return np.ones((3, 1), np.float32)
+
+
+def _row():
+    return np.ones((1, 4), np.float32)
+
+
+def _full():
+    return np.ones((3, 4), np.float32)
+
+
+def _vec4():
+    return np.ones(4, np.float32)
+
+
+def _scalar():
+    return np.float32(2.0)
+
+
+_RANK_PROMOTION_SHAPES = {"size_one": (_col, _row), "rank": (_full, _vec4),
+                          "scalar": (_scalar, _v)}
+_RANK_PROMOTION_FUNCTIONS = {
+    "add": lambda jnp: jnp.add, "multiply": lambda jnp: jnp.multiply,
+    "maximum": lambda jnp: jnp.maximum, "arctan2": lambda jnp: jnp.arctan2,
+    "power": lambda jnp: jnp.power, "less": lambda jnp: jnp.less,
+    "greater_equal": lambda jnp: jnp.greater_equal, "not_equal": lambda jnp: jnp.not_equal,
+    "true_divide": lambda jnp: jnp.true_divide, "nextafter": lambda jnp: jnp.nextafter,
+    "where": lambda jnp: (lambda x, y: jnp.where(x > 1.0, x, y)),
+    "operator": lambda jnp: (lambda x, y: x * y - y),
+    "logaddexp": lambda jnp: jnp.logaddexp, "hypot": lambda jnp: jnp.hypot,
+}
+
+
+def _rank_promotion_case(function, shapes):
+    make_x, make_y = _RANK_PROMOTION_SHAPES[shapes]
+    return lambda jax, jnp: (_RANK_PROMOTION_FUNCTIONS[function](jnp), (make_x(), make_y()))
+
+
+CASES.update({f"rank_promotion_{f}_{s}": _rank_promotion_case(f, s)
+              for f in _RANK_PROMOTION_FUNCTIONS for s in _RANK_PROMOTION_SHAPES})
+CASES.update({
+    "rank_promotion_vmap_size_one": lambda jax, jnp: (
+        jax.vmap(jnp.add), (np.ones((5, 3, 1), np.float32), np.ones((5, 1, 4), np.float32))),
+    "rank_promotion_grad_size_one": lambda jax, jnp: (
+        jax.grad(lambda x, y: jnp.sum(x * y), argnums=(0, 1)), (_col(), _row())),
+    "rank_promotion_grad_rank": lambda jax, jnp: (
+        jax.grad(lambda x, y: jnp.sum(jnp.multiply(x, y)), argnums=(0, 1)), (_full(), _vec4())),
+    "rank_promotion_grad_scalar": lambda jax, jnp: (
+        jax.grad(lambda x, y: jnp.sum(x * y)), (_scalar(), _v())),
+    "rank_promotion_grad_logaddexp": lambda jax, jnp: (
+        jax.grad(lambda x, y: jnp.sum(jnp.logaddexp(x, y)), argnums=(0, 1)), (_col(), _row())),
+})

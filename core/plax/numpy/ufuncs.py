@@ -1,7 +1,7 @@
 """Elementwise functions of plax.numpy (NumPy's ufuncs), with JAX's promotion rules.
 
-Each function promotes its arguments (``util.promote_args``), broadcasts them,
-and binds lax primitives. Functions that are only defined on inexact values
+Each function promotes its arguments (``util.promote_args``: dtypes, then ranks only, as
+JAX; the primitives broadcast rank 0 and size-1 axes themselves) and binds lax primitives. Functions that are only defined on inexact values
 (``exp``, ``sin``, ``true_divide``, ...) promote integers to the default float.
 """
 from __future__ import annotations
@@ -15,8 +15,8 @@ from plax import dtypes, lax
 from plax.array import Array
 from plax.core.trace import get_aval
 from plax.transforms.jit import jit_when_traced
-from plax.numpy.util import (asarray_weak, check_arraylike, promote_args, promote_args_inexact,
-                             to_dtype)
+from plax.numpy.util import (asarray_weak, broadcast_all, broadcast_nonscalars, check_arraylike,
+                             promote_args, promote_args_inexact, promote_shapes, to_dtype)
 
 
 def _dt(x) -> np.dtype:
@@ -60,7 +60,6 @@ def promote_args_numeric(fun_name: str, *args):
     dt, weak = dtypes.result_type(*args, return_weak_type_flag=True)
     if dt == np.bool_:
         dt = dtypes.default_int_dtype()
-    from plax.numpy.util import promote_shapes
     return promote_shapes(fun_name, *[to_dtype(a, dt, weak) for a in args])
 
 
@@ -327,6 +326,7 @@ def positive(x, /):
 def floor_divide(x, y, /):
     """Elementwise ``x // y``, rounding toward minus infinity (NumPy semantics)."""
     x, y = promote_args_numeric("floor_divide", x, y)
+    x, y = broadcast_nonscalars(x, y)  # for select_n, below
     dt = _dt(x)
     if dtypes.is_integer(dt):
         q = lax.div(x, y)
@@ -414,8 +414,7 @@ def _integer_power(x, y):
     weak = get_aval(x).weak_type and get_aval(y).weak_type
     nbits = dt.itemsize * 8
     zero, one = lax.full((), 0, dt), lax.full((), 1, dt)
-    from plax.numpy.util import promote_shapes
-    x, y = promote_shapes("power", x, y)
+    x, y = broadcast_nonscalars(x, y)  # for select_n, below
     shape = get_aval(x).shape or get_aval(y).shape
     acc = lax.full(shape, 1, dt, weak_type=weak)
     base = x
@@ -624,51 +623,61 @@ def logaddexp(x, y, /):
     x, y = promote_args_inexact("logaddexp", x, y)
     if dtypes.is_complex(_dt(x)):
         # factor out the operand of larger real part: log(e^a + e^b) = a + log1p(e^(b - a))
+        x, y = broadcast_all(x, y)  # select_n's cases
         x_big = lax.ge(lax.real(x), lax.real(y))
         big, small = lax.select(x_big, x, y), lax.select(x_big, y, x)
         return lax.add(big, lax.log1p(lax.exp(lax.sub(small, big))))
     return _logaddexp_real(x, y)
 
 
-def _logaddexp_primal(x, y):
-    amax = lax.max(x, y)
-    delta = lax.sub(x, y)
-    safe = lax.add(amax, lax.log1p(lax.exp(lax.neg(lax.abs(delta)))))
-    return lax.select(isnan(delta), lax.add(x, y), safe)
-
-
-def _logaddexp_jvp(primals, tangents):
-    # d/dx log(e^x + e^y) = e^(x - out). Differentiating the stable form instead would give 0
-    # at x == y (the kinks of max and |x - y| cancel), where the true value is 1/2. As in JAX,
-    # +inf operands are read as 0 in the weights, so infinite inputs give finite tangents.
-    x, y = primals
-    tx, ty = tangents
-    out = _logaddexp_real(x, y)  # itself, so that higher derivatives use this rule too
-
-    def finite(v):
-        return lax.select(lax.eq(v, _const(v, math.inf)), lax.full_like(v, 0), v)
-
-    out_f = finite(out)
-    wx = lax.exp(lax.sub(finite(x), out_f))
-    wy = lax.exp(lax.sub(finite(y), out_f))
-    return out, lax.add(lax.mul(tx, wx), lax.mul(ty, wy))
-
-
-def _make_logaddexp_real():
+def _make_logaddexp(name: str, exp_fn, log_base: float):
+    """JAX's real ``logaddexp`` (``exp_fn`` = exp, ``log_base`` = e) or ``logaddexp2`` (exp2,
+    2): a custom_jvp named ``name``, its operations in JAX's order so the jaxprs print alike."""
     from plax.transforms.custom_derivatives import custom_jvp
-    fn = custom_jvp(_logaddexp_primal)
-    fn.defjvp(_logaddexp_jvp)
+
+    def primal(x, y):
+        amax = lax.max(x, y)
+        delta = lax.sub(x, y)
+        # NaN delta: NaNs, or infinities of one sign (their sum is the answer)
+        nan_delta, total = isnan(delta), lax.add(x, y)
+        soft = lax.log1p(exp_fn(lax.neg(lax.abs(delta))))
+        if log_base != math.e:
+            soft = lax.mul(_const(amax, 1 / math.log(log_base)), soft)
+        return lax.select(nan_delta, total, lax.add(amax, soft))
+
+    def jvp(primals, tangents):
+        # d/dx = base^(x - out). Differentiating the stable form instead would give 0 at
+        # x == y (the kinks of max and |x - y| cancel), where the true value is 1/2. As in
+        # JAX, +inf operands are read as 0 in the weights, so infinite inputs give finite
+        # tangents; ``out`` is the custom_jvp itself, so higher derivatives use this rule too.
+        x, y = primals
+        tx, ty = tangents
+        out = fn(x, y)
+
+        def finite(v):
+            return lax.select(lax.eq(v, _const(v, math.inf)), lax.full_like(v, 0), v)
+
+        tx = lax.mul(tx, exp_fn(lax.sub(finite(x), finite(out))))
+        return out, lax.add(tx, lax.mul(ty, exp_fn(lax.sub(finite(y), finite(out)))))
+
+    primal.__name__ = name
+    jvp.__name__ = f"_{name}_jvp"
+    fn = custom_jvp(primal)
+    fn.defjvp(jvp)
     return fn
 
 
-_logaddexp_real = _make_logaddexp_real()
+_logaddexp_real = _make_logaddexp("logaddexp", lax.exp, math.e)
+_logaddexp2_real = _make_logaddexp("logaddexp2", lax.exp2, 2.0)
 
 
 def logaddexp2(x, y, /):
     """``log2(2**x + 2**y)`` computed without overflow."""
     x, y = promote_args_inexact("logaddexp2", x, y)
-    ln2 = _const(x, math.log(2))
-    return lax.div(logaddexp(lax.mul(x, ln2), lax.mul(y, ln2)), ln2)
+    if dtypes.is_complex(_dt(x)):
+        ln2 = _const(x, math.log(2))
+        return lax.div(logaddexp(lax.mul(x, ln2), lax.mul(y, ln2)), ln2)
+    return _logaddexp2_real(x, y)
 
 
 @jit_when_traced
@@ -677,16 +686,18 @@ def hypot(x, y, /):
     x, y = promote_args_inexact("hypot", x, y)
     _reject_complex("hypot", x)
     x, y = lax.abs(x), lax.abs(y)
+    # an infinite operand gives +inf even beside NaN (IEEE hypot, the Array API, JAX); the
+    # ratio below would be inf/inf or NaN there. Operations in JAX's order, so the jaxprs
+    # print alike.
+    any_inf = lax.bitwise_or(lax.eq(x, _const(x, math.inf)), lax.eq(y, _const(y, math.inf)))
     big, small = lax.max(x, y), lax.min(x, y)
     is_zero = lax.eq(big, _const(big, 0))
-    safe_big = lax.select(is_zero, _full_like(big, 1), big)
+    safe_big = _where(lax.eq(big, _const(big, 0)), _full_like(big, 1), big)
     ratio = lax.div(small, safe_big)
-    out = lax.mul(big, lax.sqrt(lax.add(_const(big, 1), lax.mul(ratio, ratio))))
-    out = lax.select(is_zero, _full_like(big, 0), out)
-    # an infinite operand gives +inf even beside NaN (IEEE hypot, the Array API, JAX); the
-    # ratio above would be inf/inf or NaN there
-    any_inf = lax.bitwise_or(lax.eq(x, _const(x, math.inf)), lax.eq(y, _const(y, math.inf)))
-    return lax.select(any_inf, _full_like(big, math.inf), out)
+    out = _where(is_zero, big,
+                 lax.mul(big, lax.sqrt(lax.add(_const(big, 1), lax.square(ratio)))))
+    inf = lax.full((), math.inf, _dt(out), weak_type=get_aval(out).weak_type)  # JAX's _const
+    return _where(any_inf, inf, out)
 
 
 def deg2rad(x, /):
@@ -975,10 +986,12 @@ def where(condition, x=None, y=None, /, *, size=None, fill_value=None):
 def _where(condition, x, y):
     check_arraylike("where", condition, x, y)
     cond = _as_bool(condition)
-    from plax.numpy.util import broadcast_shapes, broadcast_to, promote_dtypes
+    from plax.numpy.util import promote_dtypes
     x, y = promote_dtypes(x, y)  # shapes broadcast below (a ValueError if they cannot, as JAX)
-    shape = broadcast_shapes(get_aval(cond).shape, get_aval(x).shape, get_aval(y).shape)
-    cond, x, y = (broadcast_to(a, shape) if get_aval(a).shape != shape else a for a in (cond, x, y))
+    if get_aval(cond).shape:
+        cond, x, y = broadcast_all(cond, x, y)
+    else:  # select_n takes a scalar selector beside cases of any shape, as JAX leaves it
+        x, y = broadcast_all(x, y)
     return lax.select(cond, x, y)
 
 

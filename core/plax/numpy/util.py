@@ -8,6 +8,7 @@ import numpy as np
 
 from plax import dtypes
 from plax import lax
+from plax.lax import shape as _lax_shape
 from plax.array import Array, from_host
 from plax.config import config as _config
 from plax.core.trace import Tracer, get_aval, state as _trace_state
@@ -116,26 +117,74 @@ def promote_dtypes(*args: Any) -> list:
 
 
 def promote_shapes(fun_name: str, *args: Any) -> list:
-    """Broadcasts ``args`` (arrays) to a common shape; rank-0 ones are left for the primitive."""
-    shapes = [get_aval(a).shape for a in args]
-    # Equal shapes, or rank 0 beside one other shape: the primitives broadcast these.
-    nonscalar = {s for s in shapes if s}
-    if len(nonscalar) <= 1:
+    """NumPy's rank promotion of ``args``, leaving size-1 broadcasting to the primitives.
+
+    As JAX's ``promote_shapes``: operands of one rank, or of rank 0 beside one other rank, are
+    returned unchanged (the n-ary elementwise primitives broadcast rank 0 and size-1 axes
+    themselves, so ``add`` of ``f32[3,1]`` and ``f32[1,4]`` is one equation). Otherwise every
+    operand gains leading size-1 axes up to the largest rank (``broadcast_in_dim`` of ``f32[4]``
+    to ``f32[1,4]``), after the check ``jax_numpy_rank_promotion`` asks for. Functions that feed
+    a primitive without size-1 broadcasting (``select_n``, ``clamp``) broadcast fully with
+    :func:`broadcast_all`.
+
+    Args:
+      fun_name: the jnp function's name, for messages.
+      *args: arrays or tracers.
+
+    Returns:
+      A list of the operands, of one rank (or rank 0).
+
+    Raises:
+      ValueError: shapes of different ranks that do not broadcast (JAX's message), or any rank
+        promotion under ``jax_numpy_rank_promotion='raise'``.
+
+    Example:
+      >>> [a.shape for a in promote_shapes("add", jnp.ones((3, 4)), jnp.ones(4))]
+      [(3, 4), (1, 4)]
+    """
+    if len(args) < 2:
         return list(args)
-    if _config_values["numpy_rank_promotion"] != "allow" and \
-            len({len(s) for s in nonscalar}) > 1:
+    shapes = [get_aval(a).shape for a in args]
+    ranks = {len(s) for s in shapes if s}
+    if len(ranks) < 2:
+        return list(args)
+    if _config_values["numpy_rank_promotion"] != "allow":
         _rank_promotion(fun_name, shapes)
-    try:
-        out_shape = broadcast_shapes(*shapes)
-    except ValueError:
-        listed = ", ".join(str(s) for s in shapes)
-        if len({len(s) for s in nonscalar}) == 1:
-            # As JAX: operands of one rank go to the primitive unbroadcast, whose shape check
-            # raises TypeError; only a rank promotion raises ValueError
-            raise TypeError(f"{fun_name} got incompatible shapes for broadcasting: "
-                            f"{listed}.") from None
-        raise ValueError(f"{fun_name}: incompatible shapes for broadcasting: {listed}") from None
-    return [a if get_aval(a).shape in ((), out_shape) else broadcast_to(a, out_shape) for a in args]
+    rank = len(broadcast_shapes(*shapes))  # JAX's ValueError for shapes that cannot broadcast
+    return [_lax_shape.broadcast_to_rank(a, rank) for a in args]
+
+
+def broadcast_all(*args: Any) -> list:
+    """``args`` (arrays or tracers) each broadcast to their common shape, rank-0 ones included:
+    the operands of a primitive that requires equal shapes (``select_n``'s cases), as JAX's
+    ``_broadcast_arrays`` makes them.
+
+    Raises:
+      ValueError: naming the shapes if they do not broadcast.
+
+    Example:
+      >>> [a.shape for a in broadcast_all(jnp.ones((3, 1)), jnp.ones(4), jnp.float32(2))]
+      [(3, 4), (3, 4), (3, 4)]
+    """
+    shape = broadcast_shapes(*[get_aval(a).shape for a in args])
+    return [broadcast_to(a, shape) for a in args]
+
+
+def broadcast_nonscalars(*args: Any) -> list:
+    """``args`` (arrays or tracers) of rank above 0 broadcast to their common shape, rank-0 ones
+    left as they are: the operands of a composite of primitives that take rank 0 beside any
+    shape but not size-1 axes (``select_n``, ``clamp``), which plax's own compositions of
+    ``floor_divide``, integer ``power``, ... build on.
+
+    Raises:
+      ValueError: naming the shapes if they do not broadcast.
+
+    Example:
+      >>> [a.shape for a in broadcast_nonscalars(jnp.ones((3, 1)), jnp.ones(4), jnp.float32(2))]
+      [(3, 4), (3, 4), ()]
+    """
+    shape = broadcast_shapes(*[get_aval(a).shape for a in args])
+    return [a if get_aval(a).shape in ((), shape) else broadcast_to(a, shape) for a in args]
 
 
 _config_values = _config._values
