@@ -13,6 +13,8 @@ import weakref
 from dataclasses import dataclass
 from typing import Any, Callable, Hashable
 
+import numpy as np
+
 from plax.core import registry, varying as _varying
 from plax.core.jaxpr import Jaxpr, sub_jaxprs
 from plax.core.shaped_array import ShapedArray
@@ -424,7 +426,11 @@ def broadcast_batcher(primitive) -> Callable:
             if not a.shape:
                 moved.append(v)
             elif d is None:
-                moved.append(lax.broadcast_in_dim(v, (1,) + a.shape, tuple(range(1, a.ndim + 1))))
+                # bound with NumPy ints, as JAX's batcher passes them (jaxprs print
+                # np.int64(1)); lax.broadcast_in_dim would make them Python ints
+                moved.append(lax.broadcast_in_dim_p.bind(
+                    v, shape=(1,) + a.shape,
+                    broadcast_dimensions=tuple(np.arange(1, a.ndim + 1))))
             else:
                 moved.append(move_axis_to(v, d, 0, a.shape[d]))
         rank = max(get_aval(v).ndim for v in moved)
