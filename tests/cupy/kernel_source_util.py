@@ -16,7 +16,7 @@ import numpy as np
 from plax import lax
 from plax.core.jaxpr import Jaxpr, JaxprEqn, Literal, Var
 from plax.core.shaped_array import ShapedArray
-from plax.lowering import Cluster, call_body, find_clusters
+from plax.lowering import Cluster, call_body, explicit_broadcasts, find_clusters, unit_reductions
 
 from plax_cupy import codegen
 
@@ -176,8 +176,10 @@ def cluster_options() -> dict:
 
 
 def clusters_of(jaxpr: Jaxpr) -> list:
-    return [u for u in find_clusters(inline_calls(jaxpr), **cluster_options())
-            if isinstance(u, Cluster)]
+    """The fusion clusters of ``jaxpr`` as the lowering forms them (after its rewrites: size-1
+    broadcasts explicit, reductions over size-1 axes as reshapes)."""
+    simple = explicit_broadcasts(unit_reductions(inline_calls(jaxpr)))
+    return [u for u in find_clusters(simple, **cluster_options()) if isinstance(u, Cluster)]
 
 
 # ---------------------------------------------------------------- batching for NVRTC / g++
