@@ -241,17 +241,11 @@ def _value(body: _Body, eqn, args: list[str]) -> str:
         return body.tanh_f32(args[0])
     if prim is lax.logistic_p and dout == _F32:
         return body.logistic_f32(args[0])
-    if prim is lax.integer_pow_p and floats:  # codegen._integer_pow's products, in order
+    if prim is lax.integer_pow_p and floats:
         y = int(eqn.params["y"])
-        n, acc, base = abs(y), None, args[0]
         if y == 0:
             return _float_text(1.0, dout)
-        while n:
-            if n & 1:
-                acc = base if acc is None else body.emit(f"fmul {t} {acc}, {base}")
-            n >>= 1
-            if n:
-                base = body.emit(f"fmul {t} {base}, {base}")
+        acc = power_products(body, args[0], abs(y), "fmul", t)
         return body.emit(f"fdiv {t} {_float_text(1.0, dout)}, {acc}") if y < 0 else acc
     if prim is lax.convert_element_type_p:
         src = din[0]
@@ -265,6 +259,20 @@ def _value(body: _Body, eqn, args: list[str]) -> str:
         if src.kind == "f" and dout == _BOOL:
             return body.emit(f"fcmp une {_REG[src]} {args[0]}, 0.0")
     raise Unsupported(f"{prim.name} on {', '.join(map(str, din))}")
+
+
+def power_products(body, base: str, n: int, mul: str, t: str) -> str:
+    """The register holding ``base ** n`` (``n >= 1``) by squaring and multiplying, in the
+    order of ``plax_numba.codegen._integer_pow`` (so the same roundings as numba's kernel);
+    ``mul`` is the multiply instruction (``fmul``, or ``mul`` for integers)."""
+    acc = None
+    while n:
+        if n & 1:
+            acc = base if acc is None else body.emit(f"{mul} {t} {acc}, {base}")
+        n >>= 1
+        if n:
+            base = body.emit(f"{mul} {t} {base}, {base}")
+    return acc
 
 
 def plan(cluster, kernel_plan) -> FirstTier | None:

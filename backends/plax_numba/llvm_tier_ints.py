@@ -117,20 +117,14 @@ def value(body, eqn, args: list[str]) -> str:
         return _select(body, args, din[0], t)
     if prim is lax.convert_element_type_p:
         return _convert(body, args[0], src, dout)
-    if prim is lax.integer_pow_p and src in INT_TYPES:  # codegen._integer_pow's products
+    if prim is lax.integer_pow_p and src in INT_TYPES:
         y = int(eqn.params["y"])
         if y < 0:
             raise _unsupported("integer_pow with a negative exponent on integers")
         if y == 0:
             return "1"
-        n, acc, base = y, None, args[0]
-        while n:
-            if n & 1:
-                acc = base if acc is None else body.emit(f"mul {t} {acc}, {base}")
-            n >>= 1
-            if n:
-                base = body.emit(f"mul {t} {base}, {base}")
-        return acc
+        from plax_numba.llvm_tier import power_products  # (that module imports this one)
+        return power_products(body, args[0], y, "mul", t)
     raise _unsupported(f"{prim.name} on {', '.join(map(str, din))}")
 
 

@@ -285,11 +285,7 @@ class _Program:
             args = [self.as_scalar(self.read(env, v)) for v in eqn.invars]
             env[id(out)] = _Value(out.aval, reg=llvm_tier._value(self.body, eqn, args))
             return
-        inputs, seen = [], set()
-        for v in eqn.invars:
-            if id(v) not in seen:
-                seen.add(id(v))
-                inputs.append(v)
+        inputs = list({id(v): v for v in eqn.invars}.values())  # each operand once, in order
         self.cluster(Cluster([eqn], shape, inputs, list(eqn.outvars)), env)
 
     def alias(self, eqn, ins):

@@ -331,11 +331,7 @@ class _Gen:
             name = env[out] = self.fresh()
             lines.append(f"{ind}{name} = {self.cast(codegen.elementwise(eqn, args), out.aval)}")
             return
-        inputs, seen = [], set()
-        for v in eqn.invars:
-            if id(v) not in seen:
-                seen.add(id(v))
-                inputs.append(v)
+        inputs = list({id(v): v for v in eqn.invars}.values())  # each operand once, in order
         self.cluster(Cluster([eqn], shape, inputs, list(eqn.outvars)), env, lines, ind)
 
     def numpy_call(self, eqn, env, lines, ind) -> None:
