@@ -16,7 +16,7 @@ import numpy as np
 from plax import lax
 from plax.core.jaxpr import Jaxpr, JaxprEqn, Literal, Var
 from plax.core.shaped_array import ShapedArray
-from plax.lowering import Cluster, call_body, explicit_broadcasts, find_clusters, unit_reductions
+from plax.lowering import Cluster, call_body, explicit_broadcasts, find_clusters
 
 from plax_cupy import codegen
 
@@ -175,11 +175,16 @@ def cluster_options() -> dict:
     return dict(multiple_results=CupyEmitter.fuses_multiple_results, index=CupyEmitter.fuses_index)
 
 
+def lowered_form(jaxpr: Jaxpr) -> Jaxpr:
+    """``jaxpr`` as the lowering clusters it: calls inlined, size-1 broadcasts explicit (same
+    inputs and outputs)."""
+    return explicit_broadcasts(inline_calls(jaxpr))
+
+
 def clusters_of(jaxpr: Jaxpr) -> list:
-    """The fusion clusters of ``jaxpr`` as the lowering forms them (after its rewrites: size-1
-    broadcasts explicit, reductions over size-1 axes as reshapes)."""
-    simple = explicit_broadcasts(unit_reductions(inline_calls(jaxpr)))
-    return [u for u in find_clusters(simple, **cluster_options()) if isinstance(u, Cluster)]
+    """The fusion clusters of ``jaxpr`` as the lowering forms them (:func:`lowered_form`)."""
+    return [u for u in find_clusters(lowered_form(jaxpr), **cluster_options())
+            if isinstance(u, Cluster)]
 
 
 # ---------------------------------------------------------------- batching for NVRTC / g++

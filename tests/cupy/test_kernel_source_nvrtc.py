@@ -24,6 +24,7 @@ from plax import lax
 
 from gpu_env import requires_nvrtc
 from kernel_source_util import (COMPLEX_DECLINED, HAVE_CXX, batch_source, cluster_options,
+                                lowered_form,
                                 clusters_of, inline_calls, operands_for, primitive_cases,
                                 reference, run_host, assert_matches)
 from plax_cupy import codegen
@@ -130,7 +131,7 @@ def _run_program_on_host(jaxpr, consts, operands, lib, plans):
         return np.asarray(v.val, v.aval.dtype) if isinstance(v, Literal) else env[v]
 
     k = 0
-    for unit in find_clusters(jaxpr, **cluster_options()):
+    for unit in find_clusters(lowered_form(jaxpr), **cluster_options()):  # as clusters_of
         if isinstance(unit, Cluster):
             plan, suffix = plans[k]
             k += 1

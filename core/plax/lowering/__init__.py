@@ -22,7 +22,6 @@ _WHERE = {
     "literal_value": "literals",
     "numpy_errors_off": "host",
     "explicit_broadcasts": "simplify", "fold_transposed_products": "simplify",
-    "unit_reductions": "simplify",
     "BodyRunner": "bodies", "body_kernel": "bodies", "body_step": "bodies",
     "host_kernel": "bodies", "register_body_kernel": "bodies", "runner_for": "bodies",
     "call_body": "calls", "lower": "program", "register_call_primitive": "calls",
