@@ -438,6 +438,9 @@ def _loop_function(cluster, kernel_plan) -> "LoopFunction":
         (repr((shape, arg_types, out_params, [p for _, _, p in made]))
          + "\n".join(body.lines + out_lines)).encode()).hexdigest()[:16]
     lines = [f"define internal void @{name}_loop({', '.join(params)}) nounwind {{", "entry:"]
+    # (metadata numbers are the module's: one pair per loop function, from its name, which
+    # each module holds once)
+    loop_id = 2 * int(name[-7:], 16)
     if size == 0:
         lines.append("  ret void")
     else:
@@ -451,13 +454,20 @@ def _loop_function(cluster, kernel_plan) -> "LoopFunction":
             if d < rank - 1:
                 lines.append(f"end{d + 1}:")
             done = f"end{d}" if d > 0 else "exit"
+            # the innermost loop of a nest is not unrolled: fully unrolled (a short row), it
+            # would leave LLVM to vectorise the outer loop, across rows, with gathers and
+            # scatters; kept, it is vectorised along the row, in contiguous loads and stores
+            keep = f", !llvm.loop !{loop_id}" if d == rank - 1 and rank > 1 else ""
             lines += [f"  %i{d}.next = add nuw nsw i64 %i{d}, 1",
                       f"  %c{d} = icmp eq i64 %i{d}.next, {shape[d]}",
-                      f"  br i1 %c{d}, label %{done}, label %loop{d}"]
+                      f"  br i1 %c{d}, label %{done}, label %loop{d}{keep}"]
         if rank:
             lines.append("exit:")
         lines.append("  ret void")
     lines.append("}")
+    if rank > 1 and size:
+        lines += [f"!{loop_id} = distinct !{{!{loop_id}, !{loop_id + 1}}}",
+                  f"!{loop_id + 1} = !{{!\"llvm.loop.unroll.disable\"}}"]
     return LoopFunction(name, lines, body.intrinsics, entry_args, [a for _, a, _ in made],
                         results, out_params)
 

@@ -95,6 +95,9 @@ class _Program:
                 self.out_of.setdefault(id(v), k)
         self.claimed: set = set()
         self.in_loop = 0                         # loops around what is being written
+        # a loop body's new array carry: written straight into the carry's next buffer
+        # (ping-pong, :meth:`_carries`), id(var) -> that buffer's register
+        self.targets: dict = {}
 
     # ------------------------------------------------------------ basics
     def emit(self, rhs: str) -> str:
@@ -119,6 +122,9 @@ class _Program:
     def buffer_for(self, var) -> str:
         """Where the array ``var`` is written: its program output's buffer if it is one not
         yet written, else a scratch slot."""
+        target = self.targets.pop(id(var), None)
+        if target is not None:
+            return target
         k = self.out_of.get(id(var))
         if k is not None and k not in self.claimed and not self.in_loop:
             self.claimed.add(k)
@@ -175,20 +181,30 @@ class _Program:
         return self.literal(v) if isinstance(v, Literal) else env[id(v)]
 
     # ------------------------------------------------------------ jaxprs
-    def jaxpr(self, jaxpr, ins: list, consts=()) -> list:
+    def jaxpr(self, jaxpr, ins: list, consts=(), targets=()) -> list:
         """Emits ``jaxpr`` (inputs bound to the values ``ins``), in wholegen's units;
-        returns its outputs' values."""
+        returns its outputs' values. ``targets`` (a loop body's): per output, the buffer
+        the equation making it writes it into, or None (an output that is an input, a
+        literal or another output's value stays where it is)."""
         from plax_numba.wholegen import _spliced_calls, outer_products_as_multiplies
         for v in list(jaxpr.invars) + list(jaxpr.constvars):
             _check_dtype(v.aval.dtype)
         env = {id(v): x for v, x in zip(jaxpr.constvars, consts)}
         env.update((id(v), x) for v, x in zip(jaxpr.invars, ins))
         jaxpr = explicit_broadcasts(outer_products_as_multiplies(_spliced_calls(jaxpr)))
+        registered = []
+        for v, target in zip(jaxpr.outvars, targets):
+            if target is not None and not isinstance(v, Literal) and id(v) not in env \
+                    and v.aval.shape and id(v) not in self.targets:
+                self.targets[id(v)] = target
+                registered.append(id(v))
         for unit in find_clusters(order_for_fusion(jaxpr, True, True), True, True):
             if isinstance(unit, Cluster):
                 self.cluster(unit, env)
             else:
                 self.equation(unit, env)
+        for key in registered:  # (those not written by an equation of this body)
+            self.targets.pop(key, None)
         return [self.read(env, v) for v in jaxpr.outvars]
 
     def cluster(self, cluster: Cluster, env: dict) -> None:
@@ -428,17 +444,25 @@ class _Program:
 
     # ------------------------------------------------------------ loops
     def _carries(self, init: list) -> list:
-        """Per carry: ``(kind, state, aval)``: an array's buffer and a staging buffer (two
-        fixed scratch slots, so LLVM sees them apart from every other buffer and vectorises
-        without run-time overlap checks), a scalar's alloca."""
+        """Per carry: ``(kind, state, aval)``. An array carry has two fixed scratch slots
+        (ping-pong): each step reads its value from the current one and the body writes its
+        new value straight into the other (:meth:`jaxpr`'s ``targets``), then the two swap
+        by pointer, so no step copies a carry it computes; two fixed slots, so LLVM sees them
+        apart from every other buffer (and each other) and vectorises without run-time
+        overlap checks. ``state`` is ``(current, next, nbytes)``, the first two allocas
+        holding the slots' addresses (registers after LLVM's mem2reg). A scalar carry is an
+        alloca (a register)."""
         carries = []
         for x in init:
             t = _REG[x.dtype]
             if x.aval.shape:
                 nbytes = x.size * x.dtype.itemsize
-                cur, staged = self.slot(nbytes), self.slot(nbytes)
-                self.memcpy(cur, x.ptr, nbytes)
-                carries.append(("array", (cur, staged, nbytes), x.aval))
+                first, second = self.slot(nbytes), self.slot(nbytes)
+                self.memcpy(first, x.ptr, nbytes)
+                cur, nxt = self.alloca("ptr"), self.alloca("ptr")
+                self.line(f"store ptr {first}, ptr {cur}")
+                self.line(f"store ptr {second}, ptr {nxt}")
+                carries.append(("array", (cur, nxt, nbytes), x.aval))
             else:
                 cell = self.alloca(t)
                 self.line(f"store {t} {self.as_scalar(x)}, ptr {cell}")
@@ -449,31 +473,36 @@ class _Program:
         values = []
         for kind, state, aval in carries:
             if kind == "array":
-                values.append(_Value(aval, ptr=state[0]))
+                values.append(_Value(aval, ptr=self.emit(f"load ptr, ptr {state[0]}")))
             else:
                 values.append(_Value(aval, reg=self.emit(f"load {_REG[np.dtype(aval.dtype)]}, "
                                                          f"ptr {state}")))
         return values
 
-    def _update(self, carries, new: list) -> None:
-        """The new carries, once every new value is computed: an array whose new value is
-        another carry's buffer goes through its staging buffer (that buffer may be written
-        first), the others are copied into their buffer; scalars are stored."""
+    def _next_buffers(self, carries) -> list:
+        """Per carry, the buffer its new value is written into this step (None: a scalar)."""
+        return [self.emit(f"load ptr, ptr {state[1]}") if kind == "array" else None
+                for kind, state, _ in carries]
+
+    def _update(self, carries, new: list, nexts: list) -> None:
+        """The step's new carries: an array's new value not already in its next buffer (an
+        input, another carry, a value two carries share, ...) is copied there (every
+        current buffer is read-only during the step, every next buffer apart from them),
+        then each array carry's two buffers swap; scalars are stored."""
         scalars = [self.as_scalar(x) if kind == "scalar" else None
                    for (kind, _, _), x in zip(carries, new)]
-        buffers = {state[0] for kind, state, _ in carries if kind == "array"}
-        arrays = [(state, self.as_array(x).ptr) for (kind, state, _), x in zip(carries, new)
-                  if kind == "array"]
-        staged = [(state, src) for state, src in arrays if src in buffers and src != state[0]]
-        for (cur, stage, nbytes), src in staged:
-            self.memcpy(stage, src, nbytes)
-        for (cur, stage, nbytes), src in arrays:
-            if src not in buffers:
-                self.memcpy(cur, src, nbytes)
-        for (cur, stage, nbytes), src in staged:
-            self.memcpy(cur, stage, nbytes)
-        for (kind, state, aval), reg in zip(carries, scalars):
-            if kind == "scalar":
+        for (kind, state, _), x, nxt in zip(carries, new, nexts):
+            if kind == "array":
+                src = self.as_array(x).ptr
+                if src != nxt:
+                    self.memcpy(nxt, src, state[2])
+        for (kind, state, aval), reg, nxt in zip(carries, scalars, nexts):
+            if kind == "array":
+                cur, nxt_cell, _ = state
+                old = self.emit(f"load ptr, ptr {cur}")
+                self.line(f"store ptr {nxt}, ptr {cur}")
+                self.line(f"store ptr {old}, ptr {nxt_cell}")
+            else:
                 self.line(f"store {_REG[np.dtype(aval.dtype)]} {reg}, ptr {state}")
 
     def scan(self, eqn, ins):
@@ -498,16 +527,22 @@ class _Program:
                 xs.append(_Value(row_aval, ptr=self.element(x.ptr, at, x.dtype))
                           if row_aval.shape else _Value(row_aval, reg=self.load(x.ptr, at,
                                                                                 x.dtype)))
-            res = self.jaxpr(body.jaxpr, ins[:nc] + self._carry_values(carries) + xs, consts)
-            for (buf, a), r in zip(ys, res[ncarry:]):
+            nexts = self._next_buffers(carries)
+            # each array row of ys written in place by the equation making it, where it can be
+            rows = []
+            for buf, a in ys:
+                size = math.prod(a.shape)
+                rows.append(self.element(buf, self.emit(f"mul nuw nsw i64 {i}, {size}"),
+                                         np.dtype(a.dtype)) if a.shape else None)
+            res = self.jaxpr(body.jaxpr, ins[:nc] + self._carry_values(carries) + xs, consts,
+                             targets=nexts + rows)
+            for (buf, a), r, row in zip(ys, res[ncarry:], rows):
                 dtype = np.dtype(a.dtype)
                 if not a.shape:
                     self.store(self.as_scalar(r), buf, i, dtype)
-                    continue
-                size = math.prod(a.shape)
-                dst = self.element(buf, self.emit(f"mul nuw nsw i64 {i}, {size}"), dtype)
-                self.memcpy(dst, self.as_array(r).ptr, size * dtype.itemsize)
-            self._update(carries, res[:ncarry])
+                elif self.as_array(r).ptr != row:
+                    self.memcpy(row, self.as_array(r).ptr, math.prod(a.shape) * dtype.itemsize)
+            self._update(carries, res[:ncarry], nexts)
         self.in_loop -= 1
         self.hoisted = saved
         outs = self._carry_values(carries)
@@ -529,8 +564,10 @@ class _Program:
         [pred] = self.jaxpr(cj.jaxpr, ins[:nc] + self._carry_values(carries), cconsts)
         self.line(f"br i1 {self.as_scalar(pred)}, label %{run}, label %{done}")
         self.block(run)
-        new = self.jaxpr(bj.jaxpr, ins[nc:nc + nb] + self._carry_values(carries), bconsts)
-        self._update(carries, new)
+        nexts = self._next_buffers(carries)
+        new = self.jaxpr(bj.jaxpr, ins[nc:nc + nb] + self._carry_values(carries), bconsts,
+                         targets=nexts)
+        self._update(carries, new, nexts)
         self.line(f"br label %{head}")
         self.block(done)
         self.in_loop -= 1
