@@ -709,6 +709,11 @@ def adapter(function, numba_consts: int, results: list, scratch: int):
         ins = [a.reshape(-1) if isinstance(a, np.ndarray) else a
                for a in args[numba_consts:-1]]
         outs = [np.empty(math.prod(shape), dtype) for dtype, shape in results]
-        function(*ins, *outs, np.empty(scratch, np.uint8))
+        # the scratch slots start on cache lines: the array's start too (NumPy aligns to 16
+        # bytes; a vector load across two lines would make the kernel's speed depend on where
+        # each call's scratch happened to land)
+        space = np.empty(scratch + _SLOT_ALIGN, np.uint8)
+        start = -space.ctypes.data % _SLOT_ALIGN
+        function(*ins, *outs, space[start:start + scratch])
         return [o.reshape(shape) if shape else o[0] for o, (_, shape) in zip(outs, results)]
     return kernel
