@@ -694,7 +694,6 @@ def _plan(jaxpr, whole_plan) -> FirstTier:
     first = FirstTier("\n".join(intrinsics + functions + lines + [entry]) + "\n", name)
     numba_consts = len(whole_plan.arg_types) - 1 - len(jaxpr.invars)
     first.loop_adapter = (numba_consts, results, max(scratch, 1))
-    first.loops = bool(loops)  # (built at once: one call runs a loop's body many times)
     kind = loops[0] if loops else "program"
     planned[kind] = planned.get(kind, 0) + 1
     return first
