@@ -20,6 +20,10 @@ import time
 import numpy as np
 
 os.environ.setdefault("PLAX_NUMBA_SYNC", "1")
+# the first tier's tests' helpers: each loop program's kernels as its step calls them
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests",
+                                "numba"))
+from llvm_tier_util import assert_same_bits, kernel_args, loop_program, numba_entry  # noqa: E402
 
 
 def _programs():
@@ -58,61 +62,6 @@ def _programs():
     ]
 
 
-def loop_kernel_inputs(fn, args, which: int):
-    """``(program, plan, values)``: the whole-program kernel of the ``which``-th loop
-    equation of ``fn``'s jaxpr and the values of its operands (the equations before it
-    evaluated on the NumPy backend)."""
-    import plax
-    from plax import lax
-    from plax.core.jaxpr import Literal
-    from plax_numba import wholegen
-    closed = plax.make_jaxpr(fn)(*args)
-    jaxpr = closed.jaxpr
-    loops = [e for e in jaxpr.eqns if e.primitive in (lax.scan_p, lax.while_p)]
-    target = loops[which]
-    env = dict(zip(jaxpr.constvars, closed.consts))
-    env.update(zip(jaxpr.invars, args))
-    with plax.default_device(plax.devices("numpy")[0]) if hasattr(plax, "default_device") \
-            else _nothing():
-        for eqn in jaxpr.eqns:
-            if eqn is target:
-                break
-            ins = [v.val if isinstance(v, Literal) else env[v] for v in eqn.invars]
-            outs = eqn.primitive.bind(*ins, **eqn.params)
-            env.update(zip(eqn.outvars, outs if eqn.primitive.multiple_results else (outs,)))
-    values = [np.asarray(v.val) if isinstance(v, Literal) else np.asarray(env[v])
-              for v in target.invars]
-    program = wholegen.equation_jaxpr(target)
-    return program, wholegen.plan_program(program), values
-
-
-class _nothing:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
-
-
-def kernel_args(plan, program, values) -> list:
-    """numba's whole-program kernel's arguments, as its step passes them."""
-    n_consts = len(plan.arg_types) - 1 - len(program.invars)
-    consts = [plan.wrapper_globals[f"_K{i}"] for i in range(n_consts)]
-    return consts + [np.ascontiguousarray(v) if np.ndim(v) else np.asarray(v)[()]
-                     for v in values] + [1]
-
-
-def numba_kernel(plan, cache_dir: str):
-    from plax_numba import cache
-    old = cache._dir
-    cache.use_cache_dir(cache_dir)
-    try:
-        text = cache.module_source(plan.source, plan.primitives)
-        return cache.entry_point(cache.compile_kernel(text, plan.arg_types), plan.arg_types)
-    finally:
-        cache._dir = old
-
-
 def best_per_call(call, repeat: int) -> float:
     """The best process CPU time per call over ``repeat`` batches of ~20 ms."""
     call()
@@ -129,11 +78,10 @@ def best_per_call(call, repeat: int) -> float:
 
 
 def same_bits(mine, theirs) -> bool:
-    for m, t in zip(mine, theirs):
-        m = np.atleast_1d(np.asarray(m))
-        t = np.atleast_1d(np.asarray(t, m.dtype))
-        if m.shape != t.shape or m.tobytes() != t.tobytes():
-            return False
+    try:
+        assert_same_bits(mine, theirs)
+    except AssertionError:
+        return False
     return True
 
 
@@ -150,7 +98,7 @@ def main(argv=None) -> None:
         for label, fn, fargs, which in _programs():
             if args.match not in label:
                 continue
-            program, plan, values = loop_kernel_inputs(fn, fargs, which)
+            program, plan, values = loop_program(fn, *fargs, which=which)
             first = llvm_tier_loops.plan(program, plan)
             if first is None:
                 print(f"| {label} | declined: {llvm_tier.declined} | | | |")
@@ -158,7 +106,7 @@ def main(argv=None) -> None:
             if args.ir is not None and args.ir in label:
                 _print_optimised(first)
             ours = llvm_tier.build(first, plan.primitives, "<benchmark>")
-            theirs = numba_kernel(plan, cache_dir)
+            theirs = numba_entry(plan, cache_dir)
             kargs = kernel_args(plan, program, values)
             same = same_bits(ours(*kargs), theirs(*kargs))
             t_ours = best_per_call(lambda: ours(*kargs), args.repeat)

@@ -17,7 +17,9 @@ import pytest
 import plax
 from plax import lax
 from plax.core.jaxpr import Literal
-from plax.lowering import PlaxFallbackWarning, find_clusters
+from plax.lowering import PlaxFallbackWarning
+
+from llvm_tier_util import cluster_kernels, numba_entry, only_cluster
 
 N = 1 << 16  # wide enough for numba's parallel kernel (codegen.PARALLEL_MIN)
 
@@ -47,8 +49,7 @@ def _inputs():
 
 
 def _only_cluster(fn, *args):
-    jaxpr = plax.make_jaxpr(fn)(*args).jaxpr
-    (cluster,) = [c for c in find_clusters(jaxpr) if hasattr(c, "eqns")]
+    jaxpr, cluster = only_cluster(fn, *args)
     assert len(cluster.eqns) == len(jaxpr.eqns)
     return jaxpr, cluster
 
@@ -72,26 +73,12 @@ def _call(function, jaxpr, cluster, plan, *values):
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
     """The program's cluster, its numba kernel (compiled here, once) and its first tier."""
-    from plax_numba import cache, codegen, llvm_tier
     x, y = _inputs()
     jaxpr, cluster = _only_cluster(_program, x, y)
-    # (numba's serial form: the same arithmetic as its parallel one, compiled in less time)
-    plan = codegen.plan_cluster(cluster, preallocate=True, parallel=False)
+    plan, function, numba_kernel = cluster_kernels(cluster, tmp_path_factory.mktemp("kernels"))
     assert plan.out_params
-    first = llvm_tier.plan(cluster, plan)
-    assert first is not None, llvm_tier.declined
-    function = llvm_tier.build(first, plan.primitives, "<test>")
-    assert function is not None
-    old = cache._dir
-    cache.use_cache_dir(str(tmp_path_factory.mktemp("kernels")))
-    try:
-        text = cache.module_source(plan.source, plan.primitives)
-        kernel = cache.compile_kernel(text, plan.arg_types)
-        numba_entry = cache.entry_point(kernel, plan.arg_types)
-    finally:
-        cache._dir = old
-    return dict(x=x, y=y, jaxpr=jaxpr, cluster=cluster, plan=plan, first=first,
-                function=function, numba_entry=numba_entry)
+    return dict(x=x, y=y, jaxpr=jaxpr, cluster=cluster, plan=plan, function=function,
+                numba_entry=numba_kernel)
 
 
 def test_first_tier_gives_numbas_bits_and_the_numpy_backends_values(built):
@@ -163,7 +150,7 @@ def _nested(x, b, c):
 
 
 def test_a_nested_kernel_with_reductions_gives_numbas_bits(tmp_path):
-    from plax_numba import cache, codegen, llvm_tier
+    from plax_numba import codegen, llvm_tier
     rng = np.random.default_rng(3)
     x = rng.standard_normal((64, 48)).astype(np.float32)
     x[5, 7], x[9, 1] = np.nan, -np.inf
@@ -175,19 +162,12 @@ def test_a_nested_kernel_with_reductions_gives_numbas_bits(tmp_path):
     first = llvm_tier.plan(cluster, plan)
     assert first is not None, llvm_tier.declined
     ours = llvm_tier.build(first, plan.primitives, "<test>")
-    old = cache._dir
-    cache.use_cache_dir(str(tmp_path))
-    try:
-        text = cache.module_source(plan.source, plan.primitives)
-        numba_entry = cache.entry_point(cache.compile_kernel(text, plan.arg_types),
-                                        plan.arg_types)
-    finally:
-        cache._dir = old
+    numba_kernel = numba_entry(plan, tmp_path)
     env = {id(v): a for v, a in zip(jaxpr.invars, (x, b, c))}
     args = [np.asarray(atom.val, t[1])[()] if t[0] == "scalar" else
             np.ascontiguousarray(atom.val if isinstance(atom, Literal) else env[id(atom)])
             for atom, t in zip(cluster.inputs, plan.arg_types)] + list(x.shape)
-    mine, theirs = ours(*args), numba_entry(*args)
+    mine, theirs = ours(*args), numba_kernel(*args)
     order = [next(i for i, v in enumerate(cluster.outputs) if v is o) for o in jaxpr.outvars]
     reference = plax.jit(_nested, backend="numpy")(x, b, c)
     for k, want in zip(order, reference):

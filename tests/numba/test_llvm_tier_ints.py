@@ -13,7 +13,8 @@ import pytest
 import plax
 from plax import lax
 from plax.core.jaxpr import Literal
-from plax.lowering import find_clusters
+
+from llvm_tier_util import cluster_kernels, only_cluster
 
 N = 1 << 16  # a flat kernel writing into preallocated outputs (codegen.PARALLEL_MIN)
 I32 = np.iinfo(np.int32)
@@ -70,30 +71,6 @@ def _nested(x, w, b):
             lax.reduce_sum_p.bind(w, axes=(1,)), lax.reduce_max_p.bind(w, axes=(0,)))
 
 
-def _only_cluster(fn, *args):
-    jaxpr = plax.make_jaxpr(fn)(*args).jaxpr
-    (cluster,) = [c for c in find_clusters(jaxpr) if hasattr(c, "eqns")]
-    return jaxpr, cluster
-
-
-def _kernels(cluster, tmp_path, **options):
-    """The cluster's plan, its first-tier entry point and numba's (compiled here)."""
-    from plax_numba import cache, codegen, llvm_tier
-    plan = codegen.plan_cluster(cluster, preallocate=True, parallel=False, **options)
-    first = llvm_tier.plan(cluster, plan)
-    assert first is not None, llvm_tier.declined
-    ours = llvm_tier.build(first, plan.primitives, "<test>")
-    assert ours is not None
-    old = cache._dir
-    cache.use_cache_dir(str(tmp_path))
-    try:
-        text = cache.module_source(plan.source, plan.primitives)
-        numbas = cache.entry_point(cache.compile_kernel(text, plan.arg_types), plan.arg_types)
-    finally:
-        cache._dir = old
-    return plan, ours, numbas
-
-
 def _args(jaxpr, cluster, plan, values, flat: bool):
     env = {id(v): a for v, a in zip(jaxpr.invars, values)}
     args = []
@@ -110,8 +87,8 @@ def _args(jaxpr, cluster, plan, values, flat: bool):
 def test_flat_integer_kernel_gives_numbas_bits(tmp_path):
     values = _flat_inputs()
     with plax.config.override("jax_enable_x64", True):  # (the int64/float64 conversions)
-        jaxpr, cluster = _only_cluster(_flat, *values)
-        plan, ours, numbas = _kernels(cluster, tmp_path)
+        jaxpr, cluster = only_cluster(_flat, *values)
+        plan, ours, numbas = cluster_kernels(cluster, tmp_path)
     assert plan.out_params
     assert {np.dtype(np.int64), np.dtype(np.float64)} <= {
         np.dtype(v.aval.dtype) for v in cluster.outputs}
@@ -139,8 +116,8 @@ def test_integer_reductions_give_numbas_bits(tmp_path):
     x[0, :] = I32.max  # sums past int32's range: accumulated in int64, then wrapped
     w = rng.integers(0, 256, (64, 48)).astype(np.uint8)
     b = rng.integers(-5, 5, 48).astype(np.int32)
-    jaxpr, cluster = _only_cluster(_nested, x, w, b)
-    plan, ours, numbas = _kernels(cluster, tmp_path)
+    jaxpr, cluster = only_cluster(_nested, x, w, b)
+    plan, ours, numbas = cluster_kernels(cluster, tmp_path)
     assert not plan.out_params
     args = _args(jaxpr, cluster, plan, (x, w, b), flat=False) + list(x.shape)
     mine, theirs = ours(*args), numbas(*args)
@@ -156,7 +133,7 @@ def test_integer_reductions_give_numbas_bits(tmp_path):
 def test_integer_division_is_still_declined():
     from plax_numba import codegen, llvm_tier
     x = np.arange(1, N + 1, dtype=np.int32)
-    _, cluster = _only_cluster(lambda x: lax.div(lax.mul(x, 3), 7), x)
+    _, cluster = only_cluster(lambda x: lax.div(lax.mul(x, 3), 7), x)
     assert llvm_tier.plan(cluster, codegen.plan_cluster(cluster, preallocate=True)) is None
     assert any(reason.startswith("div") for reason in llvm_tier.declined)
 
@@ -174,8 +151,8 @@ def test_other_widths_wrap_as_numba(dtype, tmp_path):
         return (lax.mul(x, x), lax.add(x, x), lax.shift_left(x, lax.bitwise_and(x, dtype(15))),
                 lax.convert_element_type(x, np.float32))
     with plax.config.override("jax_enable_x64", True):  # (int64 stays int64)
-        jaxpr, cluster = _only_cluster(f, x)
-        plan, ours, numbas = _kernels(cluster, tmp_path)
+        jaxpr, cluster = only_cluster(f, x)
+        plan, ours, numbas = cluster_kernels(cluster, tmp_path)
     assert {np.dtype(v.aval.dtype) for v in cluster.outputs} == {np.dtype(dtype),
                                                                  np.dtype(np.float32)}
     args = _args(jaxpr, cluster, plan, (x,), flat=True)

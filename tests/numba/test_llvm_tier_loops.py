@@ -14,49 +14,9 @@ import pytest
 import plax
 import plax.numpy as jnp
 from plax import lax
-from plax.core.jaxpr import Literal
 from plax.lowering import PlaxFallbackWarning
 
-
-def _loop_program(f, *args):
-    """The whole-program kernel of the loop equation of ``f``'s jaxpr, as the Numba emitter
-    plans it (:func:`wholegen.equation_jaxpr`), with the values of its operands."""
-    from plax_numba import wholegen
-    jaxpr = plax.make_jaxpr(f)(*args).jaxpr
-    (eqn,) = [e for e in jaxpr.eqns if e.primitive in (lax.scan_p, lax.while_p)]
-    env = {id(v): a for v, a in zip(jaxpr.invars, args)}
-    values = [np.asarray(v.val) if isinstance(v, Literal) else env[id(v)] for v in eqn.invars]
-    program = wholegen.equation_jaxpr(eqn)
-    return program, wholegen.plan_program(program), values
-
-
-def _kernel_args(plan, program, values) -> list:
-    """numba's whole-program kernel's arguments, as its step passes them."""
-    n_consts = len(plan.arg_types) - 1 - len(program.invars)
-    consts = [plan.wrapper_globals[f"_K{i}"] for i in range(n_consts)]
-    return consts + [np.ascontiguousarray(v) if np.ndim(v) else np.asarray(v)[()]
-                     for v in values] + [1]
-
-
-def _numba_entry(plan, cache_dir):
-    from plax_numba import cache
-    old = cache._dir
-    cache.use_cache_dir(str(cache_dir))
-    try:
-        text = cache.module_source(plan.source, plan.primitives)
-        return cache.entry_point(cache.compile_kernel(text, plan.arg_types), plan.arg_types)
-    finally:
-        cache._dir = old
-
-
-def _same_bits(mine, theirs) -> None:
-    for m, t in zip(mine, theirs):
-        m = np.atleast_1d(np.asarray(m))
-        # (numba boxes a float32 scalar result as a Python float: exact, cast back as the
-        # step's wrapper does)
-        t = np.atleast_1d(np.asarray(t, m.dtype))
-        assert m.shape == t.shape
-        np.testing.assert_array_equal(m.view(np.uint8), t.view(np.uint8))
+from llvm_tier_util import assert_same_bits, loop_results
 
 
 def _mixed_scan(w, h0, s0, c0, xs, zs):
@@ -76,7 +36,7 @@ def _mixed_scan(w, h0, s0, c0, xs, zs):
 
 
 def test_a_scan_gives_numbas_bits_and_the_numpy_backends_values(tmp_path):
-    from plax_numba import llvm_tier, llvm_tier_loops
+    from plax_numba import llvm_tier_loops
     rng = np.random.default_rng(5)
     w = (rng.standard_normal((8, 8)) / 3).astype(np.float32)
     xs = rng.standard_normal((40, 8)).astype(np.float32)
@@ -84,22 +44,65 @@ def test_a_scan_gives_numbas_bits_and_the_numpy_backends_values(tmp_path):
     args = (w, np.zeros(8, np.float32), np.float32(0.25), np.ones(6),
             xs, rng.standard_normal((40, 6)))
     with plax.config.override("jax_enable_x64", True):
-        program, plan, values = _loop_program(_mixed_scan, *args)
         before = llvm_tier_loops.planned.get("scan", 0)
-        first = llvm_tier_loops.plan(program, plan)
-        assert first is not None, llvm_tier.declined
+        mine, numbas, first = loop_results(_mixed_scan, *args, cache_dir=tmp_path)
         assert llvm_tier_loops.planned["scan"] == before + 1
         assert "define ptr @plax_first_loop_" in first.ir
-        function = llvm_tier.build(first, plan.primitives, "<test>")
-        assert function is not None
-        kernel_args = _kernel_args(plan, program, values)
-        mine = function(*kernel_args)
-        _same_bits(mine, _numba_entry(plan, tmp_path)(*kernel_args))
+        assert_same_bits(mine, numbas)
         want = plax.tree_util.tree_leaves(plax.jit(_mixed_scan, backend="numpy")(*args))
     assert len(mine) == len(want)
     for got, ref in zip(mine, want):  # (tanh: numba's float32 form, a few ulps off)
         assert np.asarray(got).dtype == np.asarray(ref).dtype
         np.testing.assert_allclose(np.asarray(got), np.asarray(ref), rtol=2e-6, atol=1e-6)
+
+
+def _carry_forms(xs, reverse=False):
+    """Every way a step's new array carry arrives, in one scan: computed by the step
+    (``b``: written into its next buffer), another carry's current value (``a``), passed
+    through (``c``), the same value as another carry's (``e``: ``b``'s new value), and a
+    scalar carry; ``ys`` rows of a new carry's value, of an old carry's, and computed in
+    place."""
+    n = xs.shape[1]
+
+    def step(carry, x):
+        a, b, c, d, e = carry
+        s = a * 2 + x - e
+        return (b, s, c, d + x[0], s), (s, a, a * 3 - x)
+    init = (jnp.zeros(n, xs.dtype), jnp.ones(n, xs.dtype), jnp.full(n, 3, xs.dtype),
+            xs[0, 0] * 0, jnp.full(n, 2, xs.dtype))
+    return lax.scan(step, init, xs, reverse=reverse)
+
+
+def test_carry_forms_give_numbas_bits(tmp_path):
+    """The ping-pong buffers with every kind of new carry, reversed, an odd number of steps
+    (each final carry in the buffer it did not start in): numba's kernel's bits."""
+    xs = np.random.default_rng(9).integers(-4, 5, (7, 5)).astype(np.float32)
+    mine, numbas, _ = loop_results(lambda xs: _carry_forms(xs, reverse=True), xs,
+                                   cache_dir=tmp_path)
+    assert_same_bits(mine, numbas)
+    want = plax.tree_util.tree_leaves(plax.jit(_carry_forms, static_argnums=1,
+                                               backend="numpy")(xs, True))
+    for got, ref in zip(mine, want):
+        np.testing.assert_array_equal(np.asarray(got), np.asarray(ref))
+
+
+def test_the_rnn_backward_scan_gives_numbas_bits(tmp_path):
+    """The transposed scan of ``grad`` through an RNN: matrix carries (weight gradients)
+    updated by outer products each step, a vector-matrix product, reversed."""
+    rng = np.random.default_rng(3)
+    w = (rng.standard_normal((12, 12)) / 4).astype(np.float32)
+    u = (rng.standard_normal((12, 5)) / 2).astype(np.float32)
+    b = (rng.standard_normal(12) * 0.1).astype(np.float32)
+    h0, xs = np.zeros(12, np.float32), rng.standard_normal((30, 5)).astype(np.float32)
+
+    def loss(w, u, b, h0, xs):
+        def cell(h, x):
+            h = jnp.tanh(w @ h + u @ x + b)
+            return h, h
+        return jnp.sum(lax.scan(cell, h0, xs)[1] ** 2)
+    mine, numbas, _ = loop_results(plax.grad(loss, argnums=(0, 1, 2)), w, u, b, h0, xs,
+                                   cache_dir=tmp_path, which=-1)
+    assert_same_bits(mine, numbas)
 
 
 @pytest.fixture
@@ -131,6 +134,54 @@ def test_jitted_scans_on_the_first_tier_equal_the_numpy_backend(first_tier_only,
     for g, r in zip(got, want):
         assert np.asarray(g).dtype == dtype
         np.testing.assert_array_equal(np.asarray(g), np.asarray(r))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32])
+@pytest.mark.parametrize("length", [1, 2, 7])
+def test_carry_forms_on_the_first_tier_equal_the_numpy_backend(first_tier_only, dtype, length):
+    """Each kind of new carry, for each dtype, an even and an odd number of steps (the final
+    carries in one ping-pong buffer or the other), forwards and reversed: exact operations
+    only, so the NumPy backend's values exactly."""
+    from plax_numba import llvm_tier_loops
+    xs = np.random.default_rng(length).integers(-4, 5, (length, 6)).astype(dtype)
+    with plax.config.override("jax_enable_x64", dtype == np.float64):
+        for reverse in (False, True):
+            before = llvm_tier_loops.planned.get("scan", 0)
+            with warnings.catch_warnings():
+                warnings.simplefilter("error", PlaxFallbackWarning)
+                got = plax.jit(_carry_forms, static_argnums=1, backend="numba")(xs, reverse)
+            assert llvm_tier_loops.planned.get("scan", 0) == before + 1
+            want = plax.jit(_carry_forms, static_argnums=1, backend="numpy")(xs, reverse)
+            for g, r in zip(plax.tree_util.tree_leaves(got), plax.tree_util.tree_leaves(want)):
+                assert np.asarray(g).dtype == np.asarray(r).dtype
+                np.testing.assert_array_equal(np.asarray(g), np.asarray(r))
+
+
+def test_nested_scans_and_a_while_loop_with_array_carries(first_tier_only):
+    """Ping-pong carries of an inner scan inside an outer scan's step (the inner ``ys``
+    written into the outer step's new carry), and a ``while_loop`` whose array carries swap
+    values each iteration."""
+    from plax_numba import llvm_tier_loops
+    xs = np.random.default_rng(4).integers(-3, 4, (5, 3, 4)).astype(np.float32)
+
+    def nested(xs):
+        def outer(c, x):  # x: (3, 4)
+            inner_c, ys = lax.scan(lambda d, r: (d * 0.5 + r, d + c), c, x)
+            return ys[-1] + inner_c, inner_c
+        return lax.scan(outer, jnp.ones(4, jnp.float32), xs)
+
+    def swapping(x, n):
+        return lax.while_loop(lambda c: c[2] < n,
+                              lambda c: (c[1], c[0] * 0.5 + c[1], c[2] + 1), (x, x * 2, 0))
+    before = dict(llvm_tier_loops.planned)
+    x = np.arange(6, dtype=np.float32)
+    for fn, args in ((nested, (xs,)), (swapping, (x, 5)), (swapping, (x, 6))):
+        got = plax.jit(fn, backend="numba")(*args)
+        want = plax.jit(fn, backend="numpy")(*args)
+        for g, r in zip(plax.tree_util.tree_leaves(got), plax.tree_util.tree_leaves(want)):
+            np.testing.assert_array_equal(np.asarray(g), np.asarray(r))
+    assert llvm_tier_loops.planned.get("scan", 0) == before.get("scan", 0) + 1
+    assert llvm_tier_loops.planned.get("while", 0) >= before.get("while", 0) + 1
 
 
 def test_fori_and_while_loops_on_the_first_tier(first_tier_only):

@@ -107,8 +107,9 @@ def test_random_sums_within_one_unit(dtype):
 
 @pytest.mark.parametrize("dtype", LOW, ids=str)
 def test_argmax_and_cumsum_equal_the_reference(dtype):
-    # not fusion-cluster primitives: their reference kernels run (no fallback warning), with
-    # the NumPy backend's bits (first index on ties; XLA's blocked cumsum order)
+    # not fusion-cluster primitives: each is a native kernel of its own
+    # (plax_numba.codegen_scan; no fallback warning), with the NumPy backend's bits (first
+    # index on ties, the first NaN winning; XLA's blocked cumsum order)
     x = np.random.default_rng(3).standard_normal((30, 70)).astype(dtype)
     x[4, 9] = np.nan
 

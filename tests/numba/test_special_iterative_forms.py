@@ -279,9 +279,8 @@ def test_error_no_worse_than_jax(name):
 
 def test_gamma_family_samplers_match_numpy_backend():
     """``random.gamma`` and ``dirichlet`` (the log-space sampler ``beta`` also uses) jitted on
-    the Numba backend give the NumPy backend's values (their rejection loops hold
-    ``threefry2x32``, which the whole-program generator does not compile natively yet: the
-    loop runs from Python around compiled bodies, so this checks values, not one kernel)."""
+    the Numba backend give the NumPy backend's values (their rejection loops, ``while``
+    loops holding ``threefry2x32``, compile natively: this checks their values)."""
     from plax import random
     key = random.PRNGKey(1)
     alpha = np.array([0.3, 1.0, 2.5], np.float32)
