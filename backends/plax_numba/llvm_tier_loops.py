@@ -10,9 +10,10 @@ program as IR text from its jaxpr, in the units :mod:`plax_numba.wholegen` lower
 * fusion clusters: the loop functions of :func:`plax_numba.llvm_tier.loop_function` (the
   same operations as numba's cluster kernels), called on flat buffers;
 * ``scan``: a loop over the steps (``reverse`` honoured; ``unroll`` changes no value, so the
-  IR runs one step per iteration), ``xs[i]`` read in place, each ``ys[i]`` written in place,
-  each array carry in a fixed buffer (the step's new value copied in once every new value
-  is computed), scalar carries in registers; ``while`` likewise;
+  IR runs one step per iteration), ``xs[i]`` read in place, each ``ys[i]`` row written in
+  place by the equation making it, each array carry in two fixed buffers used in turn (the
+  step reads one, its new value is written straight into the other, the two swap by
+  pointer: no per-step copy), scalar carries in registers; ``while`` likewise;
 * rank-0 equations between clusters as single instructions (``llvm_tier``'s forms);
 * ``reshape``/``squeeze``/``expand_dims``/``copy`` as the same buffer, static ``slice`` and
   ``transpose`` as copies (as wholegen makes them);
