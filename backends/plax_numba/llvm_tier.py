@@ -704,6 +704,31 @@ def prestart() -> None:
     tiered.submit(native_loader.prepare, lane="first tier")
 
 
+def object_path(first: FirstTier, opt: int = 2) -> str:
+    """Where ``first``'s machine code is kept between processes (beside numba's kernels, in
+    :func:`plax_numba.cache.cache_dir`), keyed by its IR and what the code depends on
+    (:func:`plax_numba.native_loader.machine_key`): a later process links it without LLVM's
+    passes and code generation (a program whose numba kernel never finished compiling,
+    e.g. a script shorter than the compilation, still gets its first tier at once)."""
+    from plax_numba import native_loader
+    machine = hashlib.sha256(native_loader.machine_key(opt).encode()).hexdigest()[:12]
+    return f"{_object_stem(first)}-{machine}.o"
+
+
+def _object_stem(first: FirstTier) -> str:
+    from plax_numba import cache
+    return os.path.join(cache.cache_dir(), "first_tier",
+                        hashlib.sha256(first.ir.encode()).hexdigest()[:32])
+
+
+def on_disk(first: FirstTier) -> bool:
+    """Whether ``first``'s machine code is in the cache (:func:`object_path`; checked without
+    setting the loader up, by the IR's part of the name): building it then takes
+    milliseconds (parsing the IR, linking) once the loader is set up."""
+    import glob
+    return bool(glob.glob(glob.escape(_object_stem(first)) + "-*.o"))
+
+
 def build(first: FirstTier, primitives: list[str], path: str):
     """Links ``first`` (:func:`plan`) into this process and returns its entry point (a
     builtin function taking the numba kernel's arguments); None if that failed, after one
@@ -724,7 +749,8 @@ def build(first: FirstTier, primitives: list[str], path: str):
         # each of llvmlite's calls releases the GIL and takes it back: at the default switch
         # interval (5 ms) every return would wait for the program's busy thread that long
         with tiered.yielding_gil():
-            function = native_loader.link_ir(first.ir, first.entry)
+            function = native_loader.link_ir(first.ir, first.entry,
+                                             cache_path=object_path(first))
     except Exception as err:  # noqa: BLE001 - reported; numba's kernel still follows
         stats["failed"] += 1
         warnings.warn(f"plax_numba: the first-tier (LLVM IR) kernel of [{' '.join(primitives)}]"

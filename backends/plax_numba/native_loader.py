@@ -19,6 +19,7 @@ through numba as before: never a wrong result. ``PLAX_NUMBA_NATIVE=0`` turns the
 """
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import glob
 import importlib.machinery
@@ -375,7 +376,7 @@ def load(path: str) -> NativeKernel | None:
         return NativeKernel(function, path)
 
 
-def link_ir(text: str, entry: str, opt: int = 2):
+def link_ir(text: str, entry: str, opt: int = 2, cache_path: str | None = None):
     """Compiles the LLVM IR module ``text`` for this CPU (LLVM's passes at ``opt``, loop
     vectorisation on) and links it into this process; returns its ``METH_FASTCALL``
     function ``entry`` as a builtin function. The module may call the Python C API and
@@ -388,6 +389,11 @@ def link_ir(text: str, entry: str, opt: int = 2):
       text: the module, LLVM IR text.
       entry: the entry point's symbol.
       opt: LLVM's optimisation level (0-3).
+      cache_path: where the module's machine code is kept (None: nowhere). A file there
+        (written by an earlier call with the same arguments) is linked instead of running
+        LLVM's passes and code generation; otherwise the machine code made is written
+        there. The caller keys the path by everything the code depends on (the IR, this
+        CPU, ``opt``, LLVM's version: :func:`machine_key`).
 
     Returns:
       The builtin function.
@@ -411,10 +417,12 @@ def link_ir(text: str, entry: str, opt: int = 2):
                                            codemodel="jitdefault", jit=True)
     module.triple = triple
     module.data_layout = str(machine.target_data)
-    tuning = llvm.create_pipeline_tuning_options(speed_level=opt)
-    tuning.loop_vectorization = tuning.slp_vectorization = opt >= 2
-    builder = llvm.create_pass_builder(machine, tuning)
-    builder.getModulePassManager().run(module, builder)
+    cached = _read_object(cache_path)
+    if cached is None:  # (a cached object skips the passes: the machine code is made)
+        tuning = llvm.create_pipeline_tuning_options(speed_level=opt)
+        tuning.loop_vectorization = tuning.slp_vectorization = opt >= 2
+        builder = llvm.create_pass_builder(machine, tuning)
+        builder.getModulePassManager().run(module, builder)
     undefined = ([f.name for f in module.functions
                   if f.is_declaration and not f.name.startswith("llvm.")]
                  + [g.name for g in module.global_variables if g.is_declaration])
@@ -428,6 +436,10 @@ def link_ir(text: str, entry: str, opt: int = 2):
                 _resolved.add(libcall)
         engine = llvm.create_mcjit_compiler(module, machine)
         engine._owned = True  # never disposed: the kernel may run until the last moment
+        if cache_path is not None:
+            engine.set_object_cache(
+                lambda _module, data: _write_object(cache_path, data),
+                lambda _module: cached)
         engine.finalize_object()
         address = engine.get_function_address(entry)
         slot = engine.get_global_value_address(entry + "_ndarray_type")
@@ -436,6 +448,40 @@ def link_ir(text: str, entry: str, opt: int = 2):
         import numpy as np
         ctypes.c_void_p.from_address(slot).value = id(np.ndarray)
         return _builtin(engine, entry, address)
+
+
+def machine_key(opt: int) -> str:
+    """What machine code made by :func:`link_ir` depends on besides its IR: this CPU (name
+    and features), ``opt`` and llvmlite's LLVM. Sets the loader up if it is not."""
+    with _lock:
+        if not _set_up():
+            raise RuntimeError(f"the native loader cannot work here: {_unusable[0]}")
+        llvm, _, (triple, cpu, features) = _ready
+    return f"{triple} {cpu} {features} O{opt} llvm {llvm.llvm_version_info}"
+
+
+def _read_object(path: str | None) -> bytes | None:
+    if path is None:
+        return None
+    try:
+        with open(path, "rb") as f:
+            return f.read() or None
+    except OSError:
+        return None
+
+
+def _write_object(path: str, data: bytes) -> None:
+    """``data`` at ``path``, whole or not at all (another process may read it meanwhile); a
+    directory that cannot be written leaves the code uncached."""
+    tmp = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(tmp, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.remove(tmp)
 
 
 def _builtin(engine, entry: str, address: int):

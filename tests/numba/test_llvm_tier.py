@@ -254,7 +254,7 @@ def test_a_failed_first_tier_warns_once_and_the_reference_path_keeps_running(
         tiered_gated, monkeypatch):
     from plax_numba import llvm_tier, native_loader
 
-    def broken(text, entry, opt=2):
+    def broken(text, entry, **options):
         raise RuntimeError("LLVM refused (test)")
     monkeypatch.setattr(native_loader, "link_ir", broken)
     x, y = _inputs()
@@ -276,3 +276,28 @@ def test_a_failed_first_tier_warns_once_and_the_reference_path_keeps_running(
     for got in outs:  # the reference kernels: the NumPy backend's values exactly
         for mine, theirs in zip(got, want):
             np.testing.assert_array_equal(mine, theirs)
+
+
+def test_machine_code_cached_on_disk_is_linked_without_llvms_passes(tmp_path, monkeypatch):
+    """``native_loader.link_ir`` with a ``cache_path``: the first link writes the machine code
+    there, a later one links that file without running LLVM's passes, and both kernels give
+    the same results."""
+    from plax_numba import codegen, llvm_tier, native_loader
+    x, y = _inputs()
+    jaxpr, cluster = _only_cluster(lambda x, y: lax.add(lax.mul(x, 3.0), y), x, y)
+    plan = codegen.plan_cluster(cluster, preallocate=True, parallel=False)
+    first = llvm_tier.plan(cluster, plan)
+    path = str(tmp_path / "first_tier" / "kernel.o")
+    made = native_loader.link_ir(first.ir, first.entry, cache_path=path)
+    assert (tmp_path / "first_tier" / "kernel.o").stat().st_size > 0
+    llvm = native_loader._ready[0]
+
+    def no_passes(*args, **kwargs):
+        raise AssertionError("LLVM's passes ran for cached machine code")
+    monkeypatch.setattr(llvm, "create_pass_builder", no_passes)
+    loaded = native_loader.link_ir(first.ir, first.entry, cache_path=path)
+    (want,) = _call(made, jaxpr, cluster, plan, x, y)
+    (got,) = _call(loaded, jaxpr, cluster, plan, x, y)
+    np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
+    with np.errstate(over="ignore"):  # (x holds 3e38)
+        np.testing.assert_array_equal(want, x * np.float32(3.0) + y)

@@ -4,6 +4,7 @@ backend's values, a program it declines still runs, and a failed build warns onc
 reference path keeps running. No timing is asserted."""
 from __future__ import annotations
 
+import os
 import threading
 import time
 import warnings
@@ -300,7 +301,7 @@ def test_a_failed_loop_build_warns_once_and_the_reference_path_keeps_running(
     from plax_numba import llvm_tier, native_loader
     release, steps = tiered_gated
 
-    def broken(text, entry, opt=2):
+    def broken(text, entry, **options):
         raise RuntimeError("LLVM refused (test)")
     monkeypatch.setattr(native_loader, "link_ir", broken)
     xs = np.random.default_rng(6).standard_normal((100, 16)).astype(np.float32)
@@ -321,3 +322,40 @@ def test_a_failed_loop_build_warns_once_and_the_reference_path_keeps_running(
     for got in outs:  # the reference kernels: the NumPy backend's values exactly
         for mine, theirs in zip(got, want):
             np.testing.assert_array_equal(mine, theirs)
+
+
+def test_a_cached_first_tier_is_in_use_from_the_first_call(tiered_gated, monkeypatch):
+    """A first tier built once leaves its machine code in the kernel cache; a program with
+    the same IR (as in a later process, whose numba kernel never finished compiling) links
+    it when lowered and runs it from its first call, and its hot call still requests numba's
+    kernel."""
+    from plax_numba import cache, llvm_tier
+    release, steps = tiered_gated
+    requested = []
+    real_request = cache.request
+    monkeypatch.setattr(cache, "request", lambda text, *a, **k: (
+        requested.append(text), real_request(text, *a, **k)))
+    xs = np.random.default_rng(7).standard_normal((200, 16)).astype(np.float32)
+    want = [np.asarray(r) for r in plax.jit(_tanh_scan, backend="numpy")(xs)]
+    f = plax.jit(_tanh_scan, backend="numba")
+    f(xs)
+    deadline = time.monotonic() + 60
+    while not (steps and all(ns["_ready"] for ns in steps)):
+        assert time.monotonic() < deadline, "the first tier never came into use"
+        f(xs)
+        time.sleep(0.005)
+    first = steps[-1]
+    assert any(name.endswith(".o") for name in
+               os.listdir(os.path.join(cache.cache_dir(), "first_tier")))
+    built, before = llvm_tier.stats["built"], len(requested)
+    g = plax.jit(lambda xs: _tanh_scan(xs), backend="numba")  # (a program of its own)
+    got = [np.asarray(r) for r in g(xs)]
+    ns = steps[-1]
+    assert ns is not first and ns["_ready"] and ns["_entry"] is not _never_called
+    assert llvm_tier.stats["built"] == built + 1
+    for _ in range(3):
+        got = [np.asarray(r) for r in g(xs)]
+    # the hot call (the first here: PLAX_NUMBA_COMPILE_AFTER=1) asked for numba's kernel, once
+    assert len(requested) == before + 1
+    for mine, theirs in zip(got, want):
+        np.testing.assert_allclose(mine, theirs, rtol=2e-6, atol=1e-6)
