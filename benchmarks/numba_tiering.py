@@ -17,6 +17,9 @@ cache calls the jitted function in a loop until every compile job has finished:
 * ``worker, numba set up``: the same, in a process that set numba up before (what every
   compilation after a process's first one sees);
 * ``sync``: ``PLAX_NUMBA_SYNC=1``, the first call compiles everything;
+* ``first tier only``: ``PLAX_NUMBA_FIRST_TIER=only``, the first tier alone (numba compiles
+  only what it declines): its warm row is a process whose first-tier machine code is on disk
+  but whose numba kernels are not (as after a script that ended before numba's compilation);
 * ``... warm``: a second process on the cache the first one filled (its kernels load when
   the program is built, during the first call).
 
@@ -87,7 +90,8 @@ WORKLOADS = {"selu": "selu f32", "mlp": "MLP step 784", "scan": "scan tanh RNN"}
 MODES = {"thread": {"PLAX_NUMBA_WORKERS": "0"}, "worker": {},
          "worker, no first tier": {"PLAX_NUMBA_FIRST_TIER": "0"},
          "worker, numba loader": {"PLAX_NUMBA_NATIVE": "0"},
-         "worker, numba set up": {}, "sync": {"PLAX_NUMBA_SYNC": "1"}}
+         "worker, numba set up": {}, "sync": {"PLAX_NUMBA_SYNC": "1"},
+         "first tier only": {"PLAX_NUMBA_FIRST_TIER": "only"}}
 TICK = 0.0005
 
 
