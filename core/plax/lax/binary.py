@@ -124,9 +124,10 @@ def _neg_cotangent(ct):
 
 
 _additive_jvp(sub_p, negate_y=True)
+# the subtrahend's cotangent is negated before it is summed down, as JAX's rule does
 register_rule("transpose", sub_p)(
     lambda ct, x, y: [unbroadcast(ct, aval_of_any(x)),
-                      _neg_cotangent(unbroadcast(ct, aval_of_any(y)))])
+                      unbroadcast(_neg_cotangent(ct), aval_of_any(y))])
 
 
 def aval_of_any(x):
@@ -149,8 +150,9 @@ def _mul_transpose(ct, x, y):
     return [None, unbroadcast(mul(x, ct), y.aval)]
 
 
+# d/dy x/y = -x * y**-2, written as JAX's rule (``integer_pow[y=-2]``)
 defjvp(div_p, lambda t, x, y: div(t, y),
-       lambda t, x, y: mul(U.neg(t), div(x, mul(y, y))))
+       lambda t, x, y: mul(mul(U.neg(t), x), U.integer_pow(y, -2)))
 
 
 @register_rule("transpose", div_p)
@@ -212,8 +214,14 @@ defjvp2(max_p, lambda t, ans, x, y: mul(t, _balanced_eq(x, ans, y)),
         lambda t, ans, x, y: mul(t, _balanced_eq(y, ans, x)))
 defjvp2(min_p, lambda t, ans, x, y: mul(t, _balanced_eq(x, ans, y)),
         lambda t, ans, x, y: mul(t, _balanced_eq(y, ans, x)))
-defjvp(atan2_p, lambda t, x, y: mul(t, div(y, add(mul(x, x), mul(y, y)))),
-       lambda t, x, y: mul(t, div(U.neg(x), add(mul(x, x), mul(y, y)))))
+def _sum_of_squares(x, y):
+    from plax.lax.extra_elementwise import square  # (it imports this module)
+    return add(square(x), square(y))
+
+
+# written as JAX's rules, with ``square``
+defjvp(atan2_p, lambda t, x, y: mul(t, div(y, _sum_of_squares(x, y))),
+       lambda t, x, y: mul(t, div(U.neg(x), _sum_of_squares(x, y))))
 defzero(nextafter_p)
 
 
