@@ -141,6 +141,9 @@ CASES = {
         jax.grad(lambda x, y: x * y - y, argnums=(0, 1)), (np.float32(2.0), np.float32(3.0))),
     "grad_mul_sub_size_one": lambda jax, jnp: (
         jax.grad(lambda x, y: (x * y - y).sum(), argnums=(0, 1)), (_col(), _row())),
+    # add_any's batcher broadcasts an unbatched operand along the other's batch axis
+    "vmap_grad_mul_sub": lambda jax, jnp: (
+        jax.vmap(jax.grad(lambda x, y: x * y - y, argnums=(0, 1))), (_v(), _v())),
     # a custom_jvp/custom_vjp under vmap prints the user's rules' names
     "vmap_custom_jvp": lambda jax, jnp: (jax.vmap(jnp.logaddexp), (_m(), _m())),
     "vmap_custom_vjp": lambda jax, jnp: (jax.vmap(_custom_vjp_sin(jax, jnp)), (_m(),)),

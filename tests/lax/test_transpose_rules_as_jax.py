@@ -1,7 +1,8 @@
 """Transpose and JVP rules staged as JAX 0.10.2's (issue 25): the transpose of a
 ``broadcast_in_dim`` from size-1 axes sums, then re-expands with ``broadcast_in_dim``;
 ``squeeze`` transposes to ``expand_dims``, ``slice`` to a ``pad`` computed with NumPy ints;
-``sub`` negates its cotangent before summing it down; ``atan2`` and ``div`` differentiate with
+``sub`` negates its cotangent before summing it down, ``add_any``'s batcher broadcasts
+an unbatched operand; ``atan2`` and ``div`` differentiate with
 ``square`` and ``integer_pow``; a ``custom_jvp``/``custom_vjp`` under ``vmap`` keeps its
 rules' names; integer index arrays are normalized in their own dtype. Their jaxprs are
 compared with JAX's in ``test_staging_as_jax.py`` (cases ``grad_*``, ``vmap_custom_*``,
@@ -84,6 +85,21 @@ def test_custom_rules_under_vmap_against_a_loop():
     np.testing.assert_allclose(np.asarray(got), np.logaddexp(xs, ys), rtol=1e-6)
     text = str(plax.make_jaxpr(plax.vmap(f))(xs))
     assert "fwd=f_fwd" in text and "bwd=f_bwd" in text
+
+
+def test_add_any_under_vmap_against_a_loop():
+    xs, ys = R.standard_normal(5), R.standard_normal(5)
+    with plax.enable_x64():
+        # vmap of a gradient whose cotangents meet in add_any, one of them unbatched
+        gx, gy = plax.vmap(plax.grad(lambda x, y: x * y - y, argnums=(0, 1)))(xs, ys)
+        np.testing.assert_allclose(np.asarray(gx), ys, rtol=1e-12)
+        np.testing.assert_allclose(np.asarray(gy), xs - 1.0, rtol=1e-12)
+        m = R.standard_normal((3, 2))
+        # batch axes in different places (axis 1 of x, axis 0 of y)
+        got = plax.vmap(plax.grad(lambda x, y: jnp.sum(jnp.sin(x * y) - y), argnums=1),
+                        in_axes=(1, 0))(m, m.T)
+        want = [np.cos(m[:, k] * m.T[k]) * m[:, k] - 1.0 for k in range(2)]
+        np.testing.assert_allclose(np.asarray(got), np.stack(want), rtol=1e-12)
 
 
 @pytest.mark.parametrize("dtype", [np.int8, np.int16, np.uint8, np.int32, np.int64])
