@@ -152,6 +152,17 @@ CASES = {
         lambda x, i: x[i, 2], (_t(), _i().astype(np.int16))),
     "index_reversed_int8_array": lambda jax, jnp: (
         lambda x, i: x[::-1, i], (_t(), _i().astype(np.int8))),
+    # jnp functions written as JAX writes them (issue 25, item 7)
+    "floor_divide_int": lambda jax, jnp: (jnp.floor_divide, (_i(), _i()[::-1])),
+    "floor_divide_int_size_one": lambda jax, jnp: (
+        jnp.floor_divide, (np.ones((3, 1), np.int32), np.ones((1, 4), np.int32))),
+    "floor_divide_uint": lambda jax, jnp: (jnp.floor_divide, (_i().astype(np.uint8),) * 2),
+    "remainder": lambda jax, jnp: (jnp.remainder, (_v(), _v())),
+    "remainder_size_one": lambda jax, jnp: (jnp.remainder, (_col(), _row())),
+    "remainder_int": lambda jax, jnp: (jnp.remainder, (_i(), _i()[::-1])),
+    "remainder_int_scalar": lambda jax, jnp: (lambda x: jnp.remainder(x, 3), (_i(),)),
+    "fmod_int": lambda jax, jnp: (jnp.fmod, (_i(), _i()[::-1])),
+    "divmod_int": lambda jax, jnp: (jnp.divmod, (_i(), _i()[::-1])),
 }
 
 #: cases staged with ``jax_enable_x64`` on

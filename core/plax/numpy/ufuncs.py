@@ -326,19 +326,21 @@ def positive(x, /):
 def floor_divide(x, y, /):
     """Elementwise ``x // y``, rounding toward minus infinity (NumPy semantics)."""
     x, y = promote_args_numeric("floor_divide", x, y)
-    x, y = broadcast_nonscalars(x, y)  # for select_n, below
     dt = _dt(x)
     if dtypes.is_integer(dt):
         q = lax.div(x, y)
         if dt.kind == "u":
             return q
-        zero = _const(x, 0)
-        fix = lax.bitwise_and(lax.ne(lax.lt(x, zero), lax.lt(y, zero)),
-                              lax.ne(lax.rem(x, y), zero))
-        return lax.select(fix, lax.sub(q, _const(q, 1)), q)
+        # as JAX writes it: one less where the signs differ and the division is inexact
+        fix = lax.bitwise_and(lax.ne(lax.sign(x), lax.sign(y)),
+                              lax.ne(lax.rem(x, y), _const(x, 0)))
+        return _where(fix, lax.sub(q, _const(q, 1)), q)
     if dtypes.is_complex(dt):
         raise TypeError("floor_divide does not support complex inputs")
-    # NumPy's algorithm: divide the exact multiple x - fmod(x, y), then correct.
+    # NumPy's algorithm: divide the exact multiple x - fmod(x, y), then correct. (JAX's
+    # rounds the corrected quotient instead, which differs from NumPy in the sign of zero
+    # quotients and at halves: plax keeps NumPy's values.)
+    x, y = broadcast_nonscalars(x, y)  # for select_n, below
     mod = lax.rem(x, y)
     div = lax.div(lax.sub(x, mod), y)
     zero = _const(x, 0)
@@ -360,11 +362,13 @@ def remainder(x, y, /):
     dt = _dt(x)
     if dtypes.is_complex(dt):
         raise TypeError("remainder does not support complex inputs")
-    r = lax.rem(x, y)
-    if dt.kind == "u":
-        return r
+    # as JAX writes it; an integer divisor of 0 is taken as 1 (the remainder is 0, as NumPy's)
     zero = _const(x, 0)
-    fix = lax.bitwise_and(lax.ne(r, zero), lax.ne(lax.lt(r, zero), lax.lt(y, zero)))
+    if dtypes.is_integer(dt):
+        y = _where(lax.eq(y, _const(y, 0)), lax.full_like(y, 1), y)
+    r = lax.rem(x, y)
+    nonzero = lax.ne(r, zero)
+    fix = lax.bitwise_and(lax.ne(lax.lt(r, zero), lax.lt(y, zero)), nonzero)
     return lax.select(fix, lax.add(r, y), r)
 
 
@@ -377,6 +381,8 @@ def fmod(x, y, /):
     x, y = promote_args_numeric("fmod", x, y)
     if dtypes.is_complex(_dt(x)):
         raise TypeError("fmod does not support complex inputs")
+    if dtypes.is_integer(_dt(x)):  # as JAX (and NumPy's value): a divisor of 0 gives 0
+        y = _where(lax.eq(y, _const(y, 0)), lax.full_like(y, 1), y)
     return lax.rem(x, y)
 
 
