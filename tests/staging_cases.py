@@ -163,6 +163,20 @@ CASES = {
     "remainder_int_scalar": lambda jax, jnp: (lambda x: jnp.remainder(x, 3), (_i(),)),
     "fmod_int": lambda jax, jnp: (jnp.fmod, (_i(), _i()[::-1])),
     "divmod_int": lambda jax, jnp: (jnp.divmod, (_i(), _i()[::-1])),
+    "fmax": lambda jax, jnp: (jnp.fmax, (_v(), _v())),
+    "fmax_size_one": lambda jax, jnp: (jnp.fmax, (_col(), _row())),
+    "fmax_complex": lambda jax, jnp: (jnp.fmax, (_v().astype(np.complex64),) * 2),
+    "fmin": lambda jax, jnp: (jnp.fmin, (_v(), np.float32(2.0))),
+    "greater_complex": lambda jax, jnp: (jnp.greater, (_col().astype(np.complex64),
+                                                       _row().astype(np.complex64))),
+    "less_equal_complex": lambda jax, jnp: (jnp.less_equal, (_v().astype(np.complex64),) * 2),
+    "isclose": lambda jax, jnp: (jnp.isclose, (_v(), _v())),
+    "isclose_equal_nan": lambda jax, jnp: (
+        lambda x, y: jnp.isclose(x, y, rtol=1e-3, equal_nan=True), (_col(), _row())),
+    "isclose_complex": lambda jax, jnp: (jnp.isclose, (_v().astype(np.complex64),) * 2),
+    "copysign": lambda jax, jnp: (jnp.copysign, (_v(), _v())),
+    "copysign_size_one": lambda jax, jnp: (jnp.copysign, (_col(), _row())),
+    "signbit_float16": lambda jax, jnp: (jnp.signbit, (_v().astype(np.float16),)),
 }
 
 #: cases staged with ``jax_enable_x64`` on
@@ -174,6 +188,7 @@ X64_CASES = {
         lambda x, i: x[1:3, i], (_t(), _i().astype(np.int64))),
     "x64_index_reversed_int64_array": lambda jax, jnp: (
         lambda x, i: x[::-1, i], (_t(), _i().astype(np.int64))),
+    "x64_signbit": lambda jax, jnp: (jnp.signbit, (_v().astype(np.float64),)),
 }
 CASES.update(X64_CASES)
 
