@@ -109,10 +109,110 @@ CASES = {
     "index_reversed_array": lambda jax, jnp: (lambda x, i: x[::-1, i], (_t(), _i())),
     "index_array_slice_array": lambda jax, jnp: (lambda x, i: x[i, 1:3, i], (_t(), _i())),
     "index_slice_array_none": lambda jax, jnp: (lambda x, i: x[1:, i, None, -1], (_t(), _i())),
+    # (issue 25, transposes and JVP rules) as JAX's rules stage them: the transpose of a
+    # broadcast_in_dim from size-1 axes re-expands with broadcast_in_dim, squeeze's is
+    # expand_dims, slice's a pad with NumPy ints; arctan2 and div differentiate with square
+    # and integer_pow; sub's transpose negates before summing down
+    "grad_where_size_one": lambda jax, jnp: (
+        jax.grad(lambda x, y: jnp.where(x > 1.0, x, y).sum(), argnums=(0, 1)),
+        (_col(), _row())),
+    "grad_where_scalar_other": lambda jax, jnp: (
+        jax.grad(lambda x: jnp.where(x > 1.0, x, 0.0).sum()), (_col(),)),
+    "grad_broadcast_to_size_one": lambda jax, jnp: (
+        jax.grad(lambda x: jnp.sin(jnp.broadcast_to(x, (2, 1, 3))).sum()),
+        (np.ones((1, 3), np.float32),)),
+    "grad_slice": lambda jax, jnp: (jax.grad(lambda x: x[1:3].sum()), (np.ones(5, np.float32),)),
+    "grad_slice_step": lambda jax, jnp: (
+        jax.grad(lambda x: jnp.sin(x[1:, ::2]).sum()), (np.ones((3, 5), np.float32),)),
+    "grad_lax_slice_unit_strides": lambda jax, jnp: (
+        jax.grad(lambda x: jax.lax.slice(x, (1,), (3,), (1,)).sum()), (np.ones(5, np.float32),)),
+    "grad_squeeze": lambda jax, jnp: (
+        jax.grad(lambda x: jnp.squeeze(x).sum()), (_col(),)),
+    "grad_squeeze_axis": lambda jax, jnp: (
+        jax.grad(lambda x: jnp.sin(jnp.squeeze(x, 1)).sum()),
+        (np.ones((3, 1, 2, 1), np.float32),)),
+    "grad_arctan2": lambda jax, jnp: (
+        jax.grad(lambda x, y: jnp.arctan2(x, y).sum(), argnums=(0, 1)), (_v(), _v())),
+    "grad_true_divide": lambda jax, jnp: (
+        jax.grad(lambda x, y: jnp.true_divide(x, y).sum(), argnums=(0, 1)), (_v(), _v())),
+    "grad_mul_sub": lambda jax, jnp: (
+        jax.grad(lambda x, y: x * y - y), (np.float32(2.0), np.float32(3.0))),
+    "grad_mul_sub_both": lambda jax, jnp: (
+        jax.grad(lambda x, y: x * y - y, argnums=(0, 1)), (np.float32(2.0), np.float32(3.0))),
+    "grad_mul_sub_size_one": lambda jax, jnp: (
+        jax.grad(lambda x, y: (x * y - y).sum(), argnums=(0, 1)), (_col(), _row())),
+    # add_any's batcher broadcasts an unbatched operand along the other's batch axis
+    "vmap_grad_mul_sub": lambda jax, jnp: (
+        jax.vmap(jax.grad(lambda x, y: x * y - y, argnums=(0, 1))), (_v(), _v())),
+    # a custom_jvp/custom_vjp under vmap prints the user's rules' names
+    "vmap_custom_jvp": lambda jax, jnp: (jax.vmap(jnp.logaddexp), (_m(), _m())),
+    "vmap_custom_vjp": lambda jax, jnp: (jax.vmap(_custom_vjp_sin(jax, jnp)), (_m(),)),
+    # index arrays normalized in their own dtype, converted to int32 once broadcast
+    "index_int16_array_int": lambda jax, jnp: (
+        lambda x, i: x[i, 2], (_t(), _i().astype(np.int16))),
+    "index_reversed_int8_array": lambda jax, jnp: (
+        lambda x, i: x[::-1, i], (_t(), _i().astype(np.int8))),
+    # jnp functions written as JAX writes them (issue 25, item 7)
+    "floor_divide_int": lambda jax, jnp: (jnp.floor_divide, (_i(), _i()[::-1])),
+    "floor_divide_int_size_one": lambda jax, jnp: (
+        jnp.floor_divide, (np.ones((3, 1), np.int32), np.ones((1, 4), np.int32))),
+    "floor_divide_uint": lambda jax, jnp: (jnp.floor_divide, (_i().astype(np.uint8),) * 2),
+    "remainder": lambda jax, jnp: (jnp.remainder, (_v(), _v())),
+    "remainder_size_one": lambda jax, jnp: (jnp.remainder, (_col(), _row())),
+    "remainder_int": lambda jax, jnp: (jnp.remainder, (_i(), _i()[::-1])),
+    "remainder_int_scalar": lambda jax, jnp: (lambda x: jnp.remainder(x, 3), (_i(),)),
+    "fmod_int": lambda jax, jnp: (jnp.fmod, (_i(), _i()[::-1])),
+    "divmod_int": lambda jax, jnp: (jnp.divmod, (_i(), _i()[::-1])),
+    "fmax": lambda jax, jnp: (jnp.fmax, (_v(), _v())),
+    "fmax_size_one": lambda jax, jnp: (jnp.fmax, (_col(), _row())),
+    "fmax_complex": lambda jax, jnp: (jnp.fmax, (_v().astype(np.complex64),) * 2),
+    "fmin": lambda jax, jnp: (jnp.fmin, (_v(), np.float32(2.0))),
+    "greater_complex": lambda jax, jnp: (jnp.greater, (_col().astype(np.complex64),
+                                                       _row().astype(np.complex64))),
+    "less_equal_complex": lambda jax, jnp: (jnp.less_equal, (_v().astype(np.complex64),) * 2),
+    "isclose": lambda jax, jnp: (jnp.isclose, (_v(), _v())),
+    "isclose_equal_nan": lambda jax, jnp: (
+        lambda x, y: jnp.isclose(x, y, rtol=1e-3, equal_nan=True), (_col(), _row())),
+    "isclose_complex": lambda jax, jnp: (jnp.isclose, (_v().astype(np.complex64),) * 2),
+    "copysign": lambda jax, jnp: (jnp.copysign, (_v(), _v())),
+    "copysign_size_one": lambda jax, jnp: (jnp.copysign, (_col(), _row())),
+    "signbit_float16": lambda jax, jnp: (jnp.signbit, (_v().astype(np.float16),)),
 }
+
+#: cases staged with ``jax_enable_x64`` on
+X64_CASES = {
+    "x64_index_array_int": lambda jax, jnp: (lambda x, i: x[i, 2], (_t(), _i())),
+    "x64_index_int64_array_int": lambda jax, jnp: (
+        lambda x, i: x[i, 2], (_t(), _i().astype(np.int64))),
+    "x64_index_int64_array_slice": lambda jax, jnp: (
+        lambda x, i: x[1:3, i], (_t(), _i().astype(np.int64))),
+    "x64_index_reversed_int64_array": lambda jax, jnp: (
+        lambda x, i: x[::-1, i], (_t(), _i().astype(np.int64))),
+    "x64_signbit": lambda jax, jnp: (jnp.signbit, (_v().astype(np.float64),)),
+}
+CASES.update(X64_CASES)
+
+
+def _custom_vjp_sin(jax, jnp):
+    @jax.custom_vjp
+    def sin(x):
+        return jnp.sin(x)
+
+    def sin_fwd(x):
+        return sin(x), jnp.cos(x)
+
+    def sin_bwd(cos_x, g):
+        return (g * cos_x,)
+
+    sin.defvjp(sin_fwd, sin_bwd)
+    return sin
 
 
 def jaxpr_text(jax, jnp, name: str) -> str:
+    if name in X64_CASES:
+        with jax.enable_x64(True):
+            fun, args = X64_CASES[name](jax, jnp)
+            return str(jax.make_jaxpr(fun)(*args))
     fun, args = CASES[name](jax, jnp)
     return str(jax.make_jaxpr(fun)(*args))
 

@@ -19,7 +19,7 @@ from plax.core.registry import register_rule
 from plax.core.shaped_array import ShapedArray
 from plax.lax.base import (ANY, BOOL_OR_INT, INEXACT, INTEGRAL, NUMBER, ORDERED, FLOAT, asarray,
                            aval_of, check_dtype, same_dtypes, broadcasting_shape)
-from plax.transforms.batching import defbroadcasting
+from plax.transforms.batching import broadcast_batcher, defbroadcasting
 from plax.transforms.jvp import Zero, defjvp, defjvp2, defzero, deflinear, tangent_aval
 
 
@@ -78,6 +78,7 @@ atan2_p = _naryop("atan2", (FLOAT,))
 nextafter_p = _naryop("nextafter", (FLOAT,))
 # add_any sums tangents and cotangents; it is add, kept separate so linear jaxprs read clearly.
 add_any_p = _naryop("add_any", NUMBER)
+_ADD_ANY_BROADCASTING = broadcast_batcher(add_any_p)
 
 add, sub, mul, div, rem = map(_bind2, (add_p, sub_p, mul_p, div_p, rem_p))
 max, min, atan2, nextafter = map(_bind2, (max_p, min_p, atan2_p, nextafter_p))
@@ -119,14 +120,43 @@ _additive_jvp(add_p, negate_y=False)
 register_rule("transpose", add_p)(
     lambda ct, x, y: [unbroadcast(ct, aval_of_any(x)), unbroadcast(ct, aval_of_any(y))])
 deflinear(add_any_p, lambda ct, x, y: [unbroadcast(ct, aval_of_any(x)), unbroadcast(ct, aval_of_any(y))])
+
+
+@register_rule("batch", add_any_p)
+def _add_any_batch(vals, dims):
+    """As JAX's batcher of ``add_any`` (its operands have one type): an unbatched operand is
+    broadcast along the other's batch axis (NumPy-int dimensions, as JAX's), a batch axis
+    elsewhere is moved to the other's; operands of other shapes batch as ``add`` does."""
+    (x, y), (dx, dy) = vals, dims
+    ax, ay = aval_of(x), aval_of(y)
+    unbatched = lambda a, d: a.shape if d is None else a.shape[:d] + a.shape[d + 1:]
+    if unbatched(ax, dx) != unbatched(ay, dy):
+        return _ADD_ANY_BROADCASTING(vals, dims)
+    if dx == dy:
+        return add_any_p.bind(x, y), dx
+    from plax.transforms.batching import move_axis_to
+    if dx is None:
+        return add_any_p.bind(_batch_broadcast(x, ay.shape[dy], dy), y), dy
+    if dy is None:
+        return add_any_p.bind(x, _batch_broadcast(y, ax.shape[dx], dx)), dx
+    return add_any_p.bind(move_axis_to(x, dx, dy, ax.shape[dx]), y), dy
+
+
+def _batch_broadcast(x, size: int, axis: int):
+    shape = list(aval_of(x).shape)
+    shape.insert(axis, size)
+    from plax.lax.shape import broadcast_in_dim_p
+    return broadcast_in_dim_p.bind(
+        x, shape=tuple(shape), broadcast_dimensions=tuple(np.delete(np.arange(len(shape)), axis)))
 def _neg_cotangent(ct):
     return ct if type(ct) is Zero else U.neg(ct)
 
 
 _additive_jvp(sub_p, negate_y=True)
+# the subtrahend's cotangent is negated before it is summed down, as JAX's rule does
 register_rule("transpose", sub_p)(
     lambda ct, x, y: [unbroadcast(ct, aval_of_any(x)),
-                      _neg_cotangent(unbroadcast(ct, aval_of_any(y)))])
+                      unbroadcast(_neg_cotangent(ct), aval_of_any(y))])
 
 
 def aval_of_any(x):
@@ -149,8 +179,9 @@ def _mul_transpose(ct, x, y):
     return [None, unbroadcast(mul(x, ct), y.aval)]
 
 
+# d/dy x/y = -x * y**-2, written as JAX's rule (``integer_pow[y=-2]``)
 defjvp(div_p, lambda t, x, y: div(t, y),
-       lambda t, x, y: mul(U.neg(t), div(x, mul(y, y))))
+       lambda t, x, y: mul(mul(U.neg(t), x), U.integer_pow(y, -2)))
 
 
 @register_rule("transpose", div_p)
@@ -212,8 +243,14 @@ defjvp2(max_p, lambda t, ans, x, y: mul(t, _balanced_eq(x, ans, y)),
         lambda t, ans, x, y: mul(t, _balanced_eq(y, ans, x)))
 defjvp2(min_p, lambda t, ans, x, y: mul(t, _balanced_eq(x, ans, y)),
         lambda t, ans, x, y: mul(t, _balanced_eq(y, ans, x)))
-defjvp(atan2_p, lambda t, x, y: mul(t, div(y, add(mul(x, x), mul(y, y)))),
-       lambda t, x, y: mul(t, div(U.neg(x), add(mul(x, x), mul(y, y)))))
+def _sum_of_squares(x, y):
+    from plax.lax.extra_elementwise import square  # (it imports this module)
+    return add(square(x), square(y))
+
+
+# written as JAX's rules, with ``square``
+defjvp(atan2_p, lambda t, x, y: mul(t, div(y, _sum_of_squares(x, y))),
+       lambda t, x, y: mul(t, div(U.neg(x), _sum_of_squares(x, y))))
 defzero(nextafter_p)
 
 

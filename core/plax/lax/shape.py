@@ -82,12 +82,12 @@ def _broadcast_in_dim_transpose(ct, x, *, shape, broadcast_dimensions):
     if type(ct) is Zero:
         return [None]
     from plax.lax.reduction import reduce_sum
-    in_shape = x.aval.shape
-    new_dims = tuple(i for i in range(len(shape)) if i not in broadcast_dimensions)
-    expanded = tuple(d for i, d in enumerate(broadcast_dimensions)
-                     if in_shape[i] == 1 and shape[d] != 1)
-    summed = reduce_sum(ct, tuple(sorted(new_dims + expanded)))
-    return [reshape(summed, in_shape)]
+    # as JAX's rule: sum over every axis but those fed by the operand's axes of size other
+    # than 1, then give the size-1 axes back with a broadcast_in_dim (expand_dims)
+    unit = tuple(i for i, n in enumerate(x.aval.shape) if n == 1)
+    kept = {d for i, d in enumerate(broadcast_dimensions) if i not in unit}
+    summed = reduce_sum(ct, tuple(i for i in range(len(shape)) if i not in kept))
+    return [expand_dims(summed, unit)]
 
 
 deflinear(broadcast_in_dim_p, _broadcast_in_dim_transpose)
@@ -321,8 +321,9 @@ def squeeze(x, dimensions: Sequence[int]):
     return squeeze_p.bind(x, dimensions=dims)
 
 
+# JAX transposes squeeze to expand_dims (a broadcast_in_dim)
 deflinear(squeeze_p, lambda ct, x, *, dimensions:
-          [None if type(ct) is Zero else reshape(ct, x.aval.shape)])
+          [None if type(ct) is Zero else expand_dims(ct, dimensions)])
 
 
 def _leading_batch_rule(prim):

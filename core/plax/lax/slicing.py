@@ -131,15 +131,18 @@ def _static_int(v, what: str) -> int:
 def _slice_transpose(ct, x, *, start_indices, limit_indices, strides):
     if type(ct) is Zero:
         return [None]
-    from plax.lax.shape import pad
+    from plax.lax.shape import pad_p
     shape = x.aval.shape
-    strides = strides or (1,) * len(shape)
-    ct_shape = aval_of(ct).shape
-    cfg = []
-    for lo, d, s, n in zip(start_indices, shape, strides, ct_shape):
-        real_hi = lo + (n - 1) * s + 1 if n else lo
-        cfg.append((lo, d - real_hi, s - 1))
-    return [pad(ct, B.full_like_scalar(0, ct), cfg)]
+    # the padding computed with NumPy as JAX's rule computes it, so the high and interior
+    # paddings are NumPy ints and the jaxpr prints ``np.int64(2)`` where JAX's does
+    if strides is None or all(s == 1 for s in strides):
+        cfg = zip(start_indices, np.subtract(shape, limit_indices), (0,) * len(shape))
+    else:
+        ct_shape = np.array(aval_of(ct).shape)
+        real_limits = np.add(start_indices, np.where(
+            ct_shape == 0, 0, np.add(1, np.multiply(np.subtract(ct_shape, 1), strides))))
+        cfg = zip(start_indices, np.subtract(shape, real_limits), np.subtract(strides, 1))
+    return [pad_p.bind(ct, B.full_like_scalar(0, ct), padding_config=tuple(cfg))]
 
 
 deflinear(slice_p, _slice_transpose)

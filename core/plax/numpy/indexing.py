@@ -372,6 +372,7 @@ def _advanced(x, entries, adv, mode, fill_value, sliced: bool = False):
     ``sliced``: ``x`` is already cut by the slices (each then keeps its whole axis)."""
     from plax.numpy.creation import asarray
     from plax.numpy.shape_ops import broadcast_arrays
+    from plax.numpy.util import broadcast_shapes
     contiguous = adv == list(range(adv[0], adv[-1] + 1))
     shape = get_aval(x).shape
     # operand axis of each entry (None and advanced entries consume/skip as usual)
@@ -382,28 +383,26 @@ def _advanced(x, entries, adv, mode, fill_value, sliced: bool = False):
         axes[k] = axis
         axis += 1
     adv_axes = [axes[k] for k in adv]
-    idx_arrays, static = [], []
+    idx_arrays = []
     index_dtype = np.int32
     for k in adv:
         raw = entries[k][1]
         d = shape[axes[k]]
         if isinstance(raw, int):  # a static int: normalized now, converted once broadcast
             idx_arrays.append(asarray(raw + d if raw < 0 else raw))
-            static.append(True)
             continue
         i = asarray(raw)
         if not dtypes.is_integer(get_aval(i).dtype):
             raise _index_error_for(raw)
-        signed = get_aval(i).dtype.kind == "i"
-        i = lax.convert_element_type(i, index_dtype)
-        if signed:  # NumPy's negative indices count from the end
-            i = lax.select(lax.lt(i, np.int32(0)), lax.add(i, np.int32(d)), i)
+        dt = get_aval(i).dtype
+        if dt.kind == "i":  # NumPy's negative indices count from the end
+            # in the index's own dtype, as JAX normalizes them (an axis longer than that
+            # dtype counts is added in the gather's index dtype instead)
+            if d > np.iinfo(dt).max:
+                i, dt = lax.convert_element_type(i, index_dtype), np.dtype(index_dtype)
+            i = lax.select(lax.lt(i, np.zeros((), dt)), lax.add(i, np.array(d, dt)), i)
         idx_arrays.append(i)
-        static.append(False)
-    idx_arrays = broadcast_arrays(*idx_arrays)
-    idx_arrays = [lax.convert_element_type(i, index_dtype) if st else i
-                  for i, st in zip(idx_arrays, static)]
-    batch_shape = get_aval(idx_arrays[0]).shape
+    batch_shape = broadcast_shapes(*(get_aval(i).shape for i in idx_arrays))
     empty_axes = [a for a in adv_axes if shape[a] == 0]
     if empty_axes:
         if math.prod(batch_shape):
@@ -421,6 +420,9 @@ def _advanced(x, entries, adv, mode, fill_value, sliced: bool = False):
     adv_at = adv[0] if contiguous else 0
     for k, e in enumerate(entries):
         if k == adv_at:  # the advanced indices' batch axes, all at once
+            # broadcast and converted to the gather's index dtype here, as JAX does
+            idx_arrays = [lax.convert_element_type(i, index_dtype)
+                          for i in broadcast_arrays(*idx_arrays)]
             first = len(batch)
             columns += [(i, tuple(range(first, first + len(batch_shape)))) for i in idx_arrays]
             batch += list(batch_shape)

@@ -288,10 +288,9 @@ def _ordered(lax_cmp):
     def cmp(x, y):
         if not dtypes.is_complex(_dt(x)):
             return lax_cmp(x, y)
-        xr, yr = lax.real(x), lax.real(y)
-        strict = lax.lt if lax_cmp in (lax.lt, lax.le) else lax.gt
-        return lax.bitwise_or(strict(xr, yr),
-                              lax.bitwise_and(lax.eq(xr, yr), lax_cmp(lax.imag(x), lax.imag(y))))
+        # as JAX writes it: the imaginary parts decide where the real parts are equal
+        return lax.select(lax.eq(lax.real(x), lax.real(y)), lax_cmp(lax.imag(x), lax.imag(y)),
+                          lax_cmp(lax.real(x), lax.real(y)))
     return cmp
 
 
@@ -326,19 +325,21 @@ def positive(x, /):
 def floor_divide(x, y, /):
     """Elementwise ``x // y``, rounding toward minus infinity (NumPy semantics)."""
     x, y = promote_args_numeric("floor_divide", x, y)
-    x, y = broadcast_nonscalars(x, y)  # for select_n, below
     dt = _dt(x)
     if dtypes.is_integer(dt):
         q = lax.div(x, y)
         if dt.kind == "u":
             return q
-        zero = _const(x, 0)
-        fix = lax.bitwise_and(lax.ne(lax.lt(x, zero), lax.lt(y, zero)),
-                              lax.ne(lax.rem(x, y), zero))
-        return lax.select(fix, lax.sub(q, _const(q, 1)), q)
+        # as JAX writes it: one less where the signs differ and the division is inexact
+        fix = lax.bitwise_and(lax.ne(lax.sign(x), lax.sign(y)),
+                              lax.ne(lax.rem(x, y), _const(x, 0)))
+        return _where(fix, lax.sub(q, _const(q, 1)), q)
     if dtypes.is_complex(dt):
         raise TypeError("floor_divide does not support complex inputs")
-    # NumPy's algorithm: divide the exact multiple x - fmod(x, y), then correct.
+    # NumPy's algorithm: divide the exact multiple x - fmod(x, y), then correct. (JAX's
+    # rounds the corrected quotient instead, which differs from NumPy in the sign of zero
+    # quotients and at halves: plax keeps NumPy's values.)
+    x, y = broadcast_nonscalars(x, y)  # for select_n, below
     mod = lax.rem(x, y)
     div = lax.div(lax.sub(x, mod), y)
     zero = _const(x, 0)
@@ -360,11 +361,13 @@ def remainder(x, y, /):
     dt = _dt(x)
     if dtypes.is_complex(dt):
         raise TypeError("remainder does not support complex inputs")
-    r = lax.rem(x, y)
-    if dt.kind == "u":
-        return r
+    # as JAX writes it; an integer divisor of 0 is taken as 1 (the remainder is 0, as NumPy's)
     zero = _const(x, 0)
-    fix = lax.bitwise_and(lax.ne(r, zero), lax.ne(lax.lt(r, zero), lax.lt(y, zero)))
+    if dtypes.is_integer(dt):
+        y = _where(lax.eq(y, _const(y, 0)), lax.full_like(y, 1), y)
+    r = lax.rem(x, y)
+    nonzero = lax.ne(r, zero)
+    fix = lax.bitwise_and(lax.ne(lax.lt(r, zero), lax.lt(y, zero)), nonzero)
     return lax.select(fix, lax.add(r, y), r)
 
 
@@ -377,6 +380,8 @@ def fmod(x, y, /):
     x, y = promote_args_numeric("fmod", x, y)
     if dtypes.is_complex(_dt(x)):
         raise TypeError("fmod does not support complex inputs")
+    if dtypes.is_integer(_dt(x)):  # as JAX (and NumPy's value): a divisor of 0 gives 0
+        y = _where(lax.eq(y, _const(y, 0)), lax.full_like(y, 1), y)
     return lax.rem(x, y)
 
 
@@ -793,12 +798,11 @@ def signbit(x, /):
         return lax.lt(x, _strong_const(x, 0))
     if dt.kind in "ub":
         return _full_like(x, False, np.bool_)
-    if dt == dtypes.bfloat16 or dt == dtypes.float16:
-        x = lax.convert_element_type(x, np.float32)
-        dt = np.dtype(np.float32)
+    # as JAX writes it: the sign bit shifted (arithmetically) over the whole integer
     int_dt = np.dtype(f"i{dt.itemsize}")
     bits = lax.bitcast_convert_type(x, int_dt)
-    return lax.lt(bits, _strong_const(bits, 0))
+    shifted = lax.shift_right_arithmetic(bits, _const(bits, 8 * dt.itemsize - 1))
+    return lax.convert_element_type(shifted, np.bool_)
 
 
 @jit_when_traced
@@ -886,15 +890,15 @@ bitwise_left_shift, bitwise_right_shift = left_shift, right_shift
 @jit_when_traced
 def fmax(x, y, /):
     """Elementwise maximum that ignores NaNs."""
-    x, y = promote_args("fmax", x, y)
-    return where(isnan(x), y, where(isnan(y), x, lax.max(x, y)))
+    # as JAX writes it: x where it is greater or y is NaN (so a NaN only when both are)
+    return _where(bitwise_or(greater(x, y), isnan(y)), x, y)
 
 
 @jit_when_traced
 def fmin(x, y, /):
     """Elementwise minimum that ignores NaNs."""
-    x, y = promote_args("fmin", x, y)
-    return where(isnan(x), y, where(isnan(y), x, lax.min(x, y)))
+    # as JAX writes it: x where it is less or y is NaN (so a NaN only when both are)
+    return _where(bitwise_or(less(x, y), isnan(y)), x, y)
 
 
 @jit_when_traced
@@ -1035,16 +1039,15 @@ def nan_to_num(x, copy: bool = True, nan: float = 0.0, posinf=None, neginf=None)
 def isclose(a, b, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False):
     """Elementwise ``|a - b| <= atol + rtol * |b|`` (with NaN and infinity handling)."""
     a, b = promote_args_inexact("isclose", a, b)
-    # the tolerances are strongly typed, so (as in JAX) the result is never weak
-    a, b = _with_weak(a, False), _with_weak(b, False)
     rdt = dtypes.real_dtype(_dt(a))
-    in_range = lax.le(lax.abs(lax.sub(a, b)),
-                      lax.add(lax.full((), atol, rdt), lax.mul(lax.full((), rtol, rdt), lax.abs(b))))
+    # in JAX's order (its both-NaN test is staged whether or not equal_nan asks for it)
+    rtol, atol = lax.convert_element_type(rtol, rdt), lax.convert_element_type(atol, rdt)
+    both_nan = logical_and(isnan(a), isnan(b))
+    finite = isfinite(b)
+    in_range = lax.le(lax.abs(lax.sub(a, b)), lax.add(atol, lax.mul(rtol, lax.abs(b))))
     # exact equality covers equal infinities; a NaN is never in range
-    out = lax.bitwise_or(lax.eq(a, b), lax.bitwise_and(isfinite(b), in_range))
-    if equal_nan:
-        out = lax.bitwise_or(out, lax.bitwise_and(isnan(a), isnan(b)))
-    return out
+    out = logical_or(lax.eq(a, b), logical_and(finite, in_range))
+    return logical_or(out, both_nan) if equal_nan else out
 
 
 @jit_when_traced(static_argnames=("equal_nan",))

@@ -314,6 +314,8 @@ class BatchTrace(Trace):
                     out.append(ct)  # equal on every device, as the argument is
             return out
 
+        named_as(fwd_b, fwd)
+        named_as(bwd_b, bwd)
         outs = primitive.bind_custom(fun_b, fwd_b, bwd_b, *vals, **params)
         if invariant is None:
             return [BatchTracer(self, o, 0) for o in outs]
@@ -344,7 +346,16 @@ def batch_flat_fun(fun: Callable, in_dims, axis_data: AxisData) -> Callable:
     def on_axis_0(*vals):  # (an output equal for every member is broadcast)
         return [move_axis_to(v, 0 if b else None, 0, axis_data.size) for v, b in batched(*vals)]
 
-    return on_axis_0
+    return named_as(on_axis_0, fun)
+
+
+def named_as(wrapper: Callable, fun: Callable) -> Callable:
+    """``wrapper`` renamed after ``fun``: a staged ``custom_jvp_call``/``custom_vjp_call``
+    prints its rules by name, and JAX prints the user's rule's name under ``vmap``."""
+    for attr in ("__name__", "__qualname__"):
+        if hasattr(fun, attr):
+            setattr(wrapper, attr, getattr(fun, attr))
+    return wrapper
 
 
 def batch_flat_fun_dims(fun: Callable, in_dims, axis_data: AxisData) -> Callable:

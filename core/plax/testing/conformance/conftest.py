@@ -32,7 +32,7 @@ QUICK_DTYPES = {"float32", "int32", "bool", "uint32"}
 
 
 def pytest_configure(config):
-    config.addinivalue_line("markers", "x64: the test runs with jax_enable_x64 turned on")
+    # (the ``x64`` marker is registered by the kit's plugin, loaded at start-up)
     if config.getoption("plax_conformance_quick", False):
         from . import harness
         harness.QUICK = True  # fewer hypothesis examples (read when the test modules load)

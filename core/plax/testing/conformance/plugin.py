@@ -72,6 +72,9 @@ def library_modules_not_rewritten() -> None:
 
 def pytest_configure(config):
     library_modules_not_rewritten()
+    # registered here, at start-up, not in the kit's conftest.py: modules outside the kit
+    # (plax's own tests) import the specs, which mark cases ``x64``, without that conftest
+    config.addinivalue_line("markers", "x64: the test runs with jax_enable_x64 turned on")
     # An explicit --plax-backend is checked at once, so that a wrong or broken backend is a
     # usage error reported before collection, with the plugin's traceback.
     if config.getoption("plax_backend", None):
