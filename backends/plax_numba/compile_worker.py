@@ -86,6 +86,21 @@ def _own_session() -> bool:
 
 # ---------------------------------------------------------------- the user's side
 
+def _environment_copy(environ=None) -> dict:
+    """A copy of ``os.environ``, taken again if another thread changes it mid-copy.
+
+    Workers start on a background thread while the program's thread may set or delete a
+    variable (a pytest plugin does, around each test): ``dict(os.environ)`` then raises
+    KeyError for a name deleted between listing the keys and reading its value.
+    """
+    environ = os.environ if environ is None else environ
+    while True:
+        try:
+            return dict(environ)
+        except (KeyError, RuntimeError):
+            continue
+
+
 class _Worker:
     """One worker process, the pipes to it and the thread reading its replies."""
 
@@ -93,7 +108,7 @@ class _Worker:
         self.pool = pool
         to_child_r, to_child_w = os.pipe()
         from_child_r, from_child_w = os.pipe()
-        env = dict(os.environ)
+        env = _environment_copy()
         # the child finds the same modules (a test or notebook may have extended sys.path)
         env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if isinstance(p, str) and p)
         from plax_numba import cache
