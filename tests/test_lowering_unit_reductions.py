@@ -58,3 +58,45 @@ def test_bias_gradient_runs_without_reductions_over_size_one_axes_on_every_backe
             continue
         got = plax.jit(grad_b, backend=backend)(b)
         np.testing.assert_allclose(np.asarray(got), want, rtol=1e-5, atol=1e-6, err_msg=backend)
+
+
+def _cpu_backends():
+    return [b for b in plax.plugins.registry().backends
+            if any(d.platform == "cpu" for d in plax.devices(b))]
+
+
+#: programs whose size-1 reductions read operands a backend may hold as strided views or as
+#: 0-d results: a transposed and a sliced operand, every axis of a size-1 array, keepdims, an
+#: empty axes tuple (a reshape to the same shape), bfloat16, and a program output
+STRIDED_CASES = {
+    "transposed": lambda x: jnp.transpose(x, (2, 1, 0)).sum(axis=1) * 2,
+    "sliced": lambda x: x[::2].max(axis=1) + 1,
+    "all_axes_of_size_one": lambda x: x[:1, :, :1].sum() * 3,
+    "keepdims": lambda x: jnp.transpose(x, (2, 1, 0)).prod(axis=1, keepdims=True) + 1,
+    "no_axes": lambda x: lax.reduce_sum_p.bind(jnp.transpose(x, (2, 1, 0)), axes=()) + 1,
+    "bfloat16": lambda x: jnp.transpose(x.astype(jnp.bfloat16), (2, 1, 0)).sum(axis=1) * 2,
+    "output": lambda x: jnp.transpose(x, (2, 1, 0)).min(axis=1),
+}
+
+
+@pytest.mark.parametrize("case", sorted(STRIDED_CASES))
+def test_unit_reductions_of_views_on_every_backend(case):
+    f = STRIDED_CASES[case]
+    x = (np.arange(6, dtype=np.float32).reshape(3, 1, 2) - 2.5)
+    want = np.asarray(plax.jit(f, backend="numpy")(x)).astype(np.float64)
+    for backend in _cpu_backends():
+        got = np.asarray(plax.jit(f, backend=backend)(x))
+        assert got.shape == want.shape, (backend, got.shape)
+        np.testing.assert_array_equal(got.astype(np.float64), want, err_msg=backend)
+
+
+def test_sum_over_a_size_one_axis_keeps_negative_zero_as_jax():
+    # XLA makes the reduction a bitcast, so JAX's sum of a single -0.0 is -0.0 (a sum that
+    # starts from +0.0 gives +0.0); a fusing backend's reshape gives JAX's value
+    if "numba" not in plax.plugins.registry().backends:
+        pytest.skip("the Numba backend (a fusing backend on the CPU) is not installed")
+    x = np.full((3, 1, 2), -0.0, np.float32)
+    got = np.asarray(plax.jit(lambda x: x.sum(axis=1), backend="numba")(x))
+    assert got.shape == (3, 2) and np.signbit(got).all()
+    jax = pytest.importorskip("jax")
+    assert np.signbit(np.asarray(jax.jit(lambda x: x.sum(axis=1))(x))).all()
