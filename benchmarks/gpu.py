@@ -16,9 +16,8 @@ with ``block_until_ready`` after each timed batch of calls):
   batch uploaded from the host each call);
 * ``random.normal`` of 1e8 float32 (threefry2x32 and the inverse-erf transform);
 * ``cumsum`` of one row of 1e7 float32: a long row split over every SM
-  (``plax_cupy.kernels_rows``: tile totals, their scan, each tile's scan -- three launches,
-  one graph launch when replayed; ``--tiny``/``--simulated``: 1e5, still split), GB/s of its
-  8 bytes per element;
+  (``plax_cupy.kernels_rows``: one launch, the tiles chained by a deterministic look-back;
+  ``--tiny``/``--simulated``: 1e5, still split), GB/s of its 8 bytes per element;
 * a tiny jitted call (3 elements): the per-call latency;
 * a 3x3 convolution, NHWC/HWIO, 64 to 64 channels on 56 x 56 images, batch 32, float32
   (``--tiny``/``--simulated``: 8 to 16 channels on 12 x 12, batch 2): one generated kernel per

@@ -454,8 +454,11 @@ class CupyBackend(Backend):
     # ------------------------------------------------------------ compile
 
     def compile(self, jaxpr, device) -> Callable[..., Sequence[Any]]:
-        from plax.lowering import lower
+        from plax.lowering import fold_transposed_products, lower
         from plax_cupy.emitter import CupyEmitter
+        # a gradient's matrix product written in its final layout: cuBLAS computes (A B)^T as
+        # B^T A^T at no cost, where the transpose's strided view cost the next kernel a copy
+        jaxpr = fold_transposed_products(jaxpr)
         emitter = CupyEmitter(self, device)
         with self.on(device):
             fn = lower(jaxpr, emitter, self, device)

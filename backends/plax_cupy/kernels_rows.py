@@ -20,9 +20,18 @@ the primitives take (their abstract evaluation refuses booleans).
 Long rows: one block per row leaves most of the GPU idle when the rows are few (a 1-D cumsum
 of 1e8 elements ran on one SM). Below :data:`FEW_ROWS` rows of at least :data:`LONG_ROW`
 elements (:func:`tiles_for`), each row is cut into tiles of :data:`TILE` elements in scan
-order, one block per (row, tile). A scan then takes three launches (reduce, then scan, then
-rescan): every tile's total, the scan of the ``(rows, tiles)`` totals (the same dispatcher, so
-a very long row recurses), and every tile's scan started from the scanned total before it.
+order, one block per (row, tile). A scan then takes one launch (:data:`SINGLE_PASS`): tiles
+are taken in ticket order, each publishes its total, looks back to the nearest earlier tile of
+its row whose inclusive scan is published and folds the totals after it *in tile order*, so
+every carry is the same left fold of the totals whatever the timing (a decoupled look-back
+that stays deterministic), then scans its elements from that carry. Its scratch needs no
+clearing (flags and counters carry a per-launch tag) and the last block out clears it, so a
+CUDA graph replaying the launch with the same tag finds it clear. The inter-block protocol
+(ticket, flags, fences) has run only on the host (blocks as concurrent threads, and in
+sequence on the simulated GPU), never on a GPU. The three-pass form it replaces (reduce, then
+scan, then rescan: every tile's total, the scan of the ``(rows, tiles)`` totals -- the same
+dispatcher, so a very long row recurses --, every tile's scan started from the scanned total
+before it) stays, behind ``SINGLE_PASS = False``.
 argmax/argmin take two: every tile's best (value, index), then each row's best of its tiles'
 pairs in tile order with the same rules, so ties still go to the first index and the first NaN
 still wins. Every launch is plax-compiled and counted (``plax_cupy.counters().launches``).
@@ -30,6 +39,7 @@ still wins. Every launch is plax-compiled and counted (``plax_cupy.counters().la
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 import re
 
@@ -77,6 +87,45 @@ _NOINLINE = r"""
 """
 
 _HELPERS = _NOINLINE + r"""
+#ifndef PLAX_ROW_ATOMICS
+#define PLAX_ROW_ATOMICS
+#if defined(PLAX_HOST) || defined(PLAX_SIM)
+// the host builds' stand-ins for CUDA's atomics and fences (GCC builtins: the threaded host
+// test runs blocks as concurrent threads)
+#include <sched.h>
+static inline unsigned long long atomicCAS(unsigned long long* p, unsigned long long expected,
+                                           unsigned long long desired) {
+  __atomic_compare_exchange_n(p, &expected, desired, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+  return expected;
+}
+static inline unsigned int atomicExch(unsigned int* p, unsigned int v) {
+  return __atomic_exchange_n(p, v, __ATOMIC_SEQ_CST);
+}
+static inline void __threadfence() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+#define PLAX_ROW_SPIN() sched_yield()
+#else
+#define PLAX_ROW_SPIN() ((void)0)
+#endif
+// The count before this one of a 64-bit counter `word` tagged with `tag` in its high half, a
+// word of another tag counting as zero (scratch memory needs no clearing before a launch)
+__device__ __forceinline__ unsigned long long plax_row_count(unsigned long long* word,
+                                                             unsigned int tag) {
+  unsigned long long old = *(volatile unsigned long long*)word;
+  for (;;) {
+    const unsigned long long count = (old >> 32) == tag ? (old & 0xffffffffull) : 0ull;
+    const unsigned long long seen = atomicCAS(word, old, ((unsigned long long)tag << 32) | (count + 1));
+    if (seen == old) return count;
+    old = seen;
+  }
+}
+// A value another block published (its flag seen, then a fence): read past the L1 cache
+template <typename T> __device__ __forceinline__ T plax_row_read(const T* p) {
+  T v;
+  for (unsigned int i = 0; i < sizeof(T); ++i)
+    ((char*)&v)[i] = ((const volatile char*)p)[i];
+  return v;
+}
+#endif
 template <typename T> __device__ __forceinline__ T plax_row_add(T a, T b) { return a + b; }
 template <typename T> __device__ __forceinline__ T plax_row_mul(T a, T b) { return a * b; }
 #define PLAX_ROW_WRAP(T, U) \
@@ -98,12 +147,17 @@ template <typename T> __device__ __forceinline__ T plax_logaddexp(T a, T b) {
 def cumulative_source(op: str, ctype: str) -> tuple[str, str]:
     """The CUDA C++ source and kernel name of a cumulative ``op`` on ``ctype`` elements.
 
-    The source holds three kernels over one block-wide scan of a stretch of a row: ``name``
+    The source holds four kernels over one block-wide scan of a stretch of a row: ``name``
     (one block per row; takes ``(x, y, rows, n, inner, reverse)``) and, for rows split in
-    tiles of ``tile`` elements (in scan order), ``name + "_tile_totals"`` (each tile's total
-    into ``sums[row * tiles + k]``; takes ``(x, sums, rows, n, inner, reverse, tile)``) and
-    ``name + "_tiles"`` (each tile's scan, starting from the inclusive scan of the totals at
-    the tile before; takes ``(x, y, scanned, rows, n, inner, reverse, tile)``).
+    tiles of ``tile`` elements (in scan order), ``name + "_single_pass"`` (the whole scan in
+    one launch with a look-back between tiles; takes ``(x, y, state, flags, vals, rows, n,
+    inner, reverse, tile, tag)``: scratch of 2 ``unsigned long long``, ``rows * tiles``
+    ``unsigned int`` and ``2 * rows * tiles`` elements, uncleared, and a tag in ``[1, 2**30)``
+    that no launch on that scratch has used, except a graph replaying this one), or the three
+    passes ``name + "_tile_totals"`` (each tile's total into ``sums[row * tiles + k]``; takes
+    ``(x, sums, rows, n, inner, reverse, tile)``), a scan of those totals, and ``name +
+    "_tiles"`` (each tile's scan, starting from the inclusive scan of the totals at the tile
+    before; takes ``(x, y, scanned, rows, n, inner, reverse, tile)``).
 
     Args:
       op: ``"sum"``, ``"prod"``, ``"max"``, ``"min"`` or ``"logsumexp"``.
@@ -200,6 +254,74 @@ extern "C" __global__ void {name}_tiles(const {T}* __restrict__ x, {T}* __restri
     const long long base = (row / inner) * n * inner + row % inner;
     {name}_block(x, y, base, n, inner, reverse, start, start + tile < n ? start + tile : n,
                  k ? scanned + job - 1 : nullptr, totals);
+  }}
+}}
+// rows split in tiles in one launch: tiles taken in ticket order (a tile waits only on tiles
+// taken before it, by running blocks); each publishes its total, looks back to the nearest
+// tile of its row with a published inclusive scan and folds the totals after it in tile order
+// (so every carry is the same left fold of the totals, whoever finished first), publishes its
+// inclusive scan, then scans its elements from the carry. `state` (two tagged counters),
+// `flags` (one per tile, (tag << 2) | 1 aggregate, | 2 inclusive) and `vals` (aggregates, then
+// inclusive scans) need no clearing: a word of another tag is unset; the last block out clears
+// them, so a CUDA graph replaying the launch with its tag finds them unset too.
+__device__ PLAX_ROW_NOINLINE {T} {name}_look_back(unsigned int* flags, {T}* vals, long long jobs,
+    long long job, long long k, {T} total, unsigned int tag) {{
+  {T}* aggregate = vals;
+  {T}* inclusive = vals + jobs;
+  const unsigned int agg = (tag << 2) | 1u, inc = (tag << 2) | 2u;
+  if (k == 0) {{
+    inclusive[job] = total;
+    __threadfence();
+    atomicExch(flags + job, inc);
+    return total;  // (unused: the row's first tile has no carry)
+  }}
+  aggregate[job] = total;
+  __threadfence();
+  atomicExch(flags + job, agg);
+  long long j = job - 1;  // (the row's first tile publishes its inclusive scan: j stays in the row)
+  for (;;) {{
+    const unsigned int f = *(volatile unsigned int*)(flags + j);
+    if (f == inc) break;
+    if (f == agg) --j;
+    else PLAX_ROW_SPIN();  // not published yet in this launch
+  }}
+  __threadfence();
+  {T} carry = plax_row_read(inclusive + j);
+  for (long long i = j + 1; i < job; ++i) carry = {name}_op(carry, plax_row_read(aggregate + i));
+  inclusive[job] = {name}_op(carry, total);
+  __threadfence();
+  atomicExch(flags + job, inc);
+  return carry;
+}}
+extern "C" __global__ void {name}_single_pass(const {T}* __restrict__ x, {T}* __restrict__ y,
+    unsigned long long* state, unsigned int* flags, {T}* vals, long long rows, long long n,
+    long long inner, int reverse, long long tile, unsigned int tag) {{
+  __shared__ {T} totals[{THREADS}];
+  __shared__ {T} carry;
+  __shared__ long long ticket;
+  __shared__ int last;
+  const long long tiles = (n + tile - 1) / tile, jobs = rows * tiles;
+  for (;;) {{
+    if (threadIdx.x == 0) ticket = (long long)plax_row_count(state, tag);
+    __syncthreads();
+    const long long job = ticket;
+    if (job >= jobs) break;
+    const long long row = job / tiles, k = job % tiles, start = k * tile;
+    const long long stop = start + tile < n ? start + tile : n;
+    const long long base = (row / inner) * n * inner + row % inner;
+    const {T} total = {name}_block(x, nullptr, base, n, inner, reverse, start, stop, nullptr, totals);
+    if (threadIdx.x == 0) carry = {name}_look_back(flags, vals, jobs, job, k, total, tag);
+    __syncthreads();
+    {name}_block(x, y, base, n, inner, reverse, start, stop, k ? &carry : nullptr, totals);
+  }}
+  if (threadIdx.x == 0) {{
+    __threadfence();
+    last = plax_row_count(state + 1, tag) == gridDim.x - 1;
+  }}
+  __syncthreads();
+  if (last) {{  // every block is done with the scratch: clear it for a replay
+    for (long long i = threadIdx.x; i < jobs; i += blockDim.x) flags[i] = 0u;
+    if (threadIdx.x == 0) {{ state[0] = 0ull; state[1] = 0ull; }}
   }}
 }}
 """
@@ -360,11 +482,22 @@ def _kernel_names(source: str) -> tuple:
     return tuple(re.findall(r'extern "C" __global__ void (\w+)\(', source))
 
 
+#: split rows are scanned in one launch (``_single_pass``: tiles look back at the tiles before
+#: them) rather than three passes (the tiles' totals, their scan, each tile's scan); both
+#: combine the tiles' totals in a fixed order, so results do not depend on timing
+SINGLE_PASS = True
+
+#: the look-back's tags: one per launch, so uncleared scratch never looks published
+_TAGS = itertools.count(1)
+
+
 def scan_rows(op: str, work, out, outer: int, n: int, inner: int, reverse: bool) -> None:
     """Writes the cumulative ``op`` of ``work`` (contiguous, viewed as ``(outer, n, inner)``)
     along its middle axis into ``out`` (same shape and dtype): one launch with a block per row,
-    or for few long rows (:func:`tiles_for`) three: the tiles' totals, their scan (this
-    function again, on the ``(rows, tiles)`` totals), each tile's scan from the totals before.
+    or for few long rows (:func:`tiles_for`) one launch of a block per tile with a look-back
+    (:data:`SINGLE_PASS`; a replayed CUDA graph reuses its tag and scratch, which the kernel
+    leaves cleared), else three: the tiles' totals, their scan (this function again, on the
+    ``(rows, tiles)`` totals), each tile's scan from the totals before.
 
     Args:
       op: ``"sum"``, ``"prod"``, ``"max"``, ``"min"`` or ``"logsumexp"``.
@@ -382,6 +515,15 @@ def scan_rows(op: str, work, out, outer: int, n: int, inner: int, reverse: bool)
     common = (np.int64(rows), np.int64(n), np.int64(inner), np.int32(bool(reverse)))
     if tiles == 1:
         _launch(source, name, rows, work, out, *common)
+        return
+    jobs = rows * tiles
+    if SINGLE_PASS:
+        state = cupy.empty((2,), np.uint64)
+        flags = cupy.empty((jobs,), np.uint32)
+        vals = cupy.empty((2 * jobs,), work.dtype)
+        tag = np.uint32(next(_TAGS) % ((1 << 30) - 1) + 1)
+        _launch(source, name + "_single_pass", jobs, work, out, state, flags, vals, *common,
+                np.int64(TILE), tag)
         return
     sums = cupy.empty((rows * tiles,), work.dtype)
     _launch(source, name + "_tile_totals", rows * tiles, work, sums, *common, np.int64(TILE))

@@ -17,6 +17,7 @@ from plax import lax
 from plax.core.jaxpr import Jaxpr, JaxprEqn, Literal, Var
 from plax.core.shaped_array import ShapedArray
 from plax.lowering import Cluster, call_body, explicit_broadcasts, find_clusters
+from plax.lowering.simplify import unit_reductions
 
 from plax_cupy import codegen
 
@@ -176,9 +177,9 @@ def cluster_options() -> dict:
 
 
 def lowered_form(jaxpr: Jaxpr) -> Jaxpr:
-    """``jaxpr`` as the lowering clusters it: calls inlined, size-1 broadcasts explicit (same
-    inputs and outputs)."""
-    return explicit_broadcasts(inline_calls(jaxpr))
+    """``jaxpr`` as the lowering clusters it: calls inlined, reductions over size-1 axes as
+    reshapes, size-1 broadcasts explicit (same inputs and outputs)."""
+    return explicit_broadcasts(unit_reductions(inline_calls(jaxpr)))
 
 
 def clusters_of(jaxpr: Jaxpr) -> list:

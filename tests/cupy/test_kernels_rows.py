@@ -57,7 +57,7 @@ extern "C" void run_{name}({params}, unsigned int grid, unsigned int threads) {{
 """
 
 #: a kernel's C parameter type -> its ctypes type (pointers are passed as addresses)
-_C_PARAM = {"long long": ctypes.c_longlong, "int": ctypes.c_int}
+_C_PARAM = {"long long": ctypes.c_longlong, "int": ctypes.c_int, "unsigned int": ctypes.c_uint}
 
 _BUILT: dict = {}   # source -> {kernel name: host driver} (one g++ build per source)
 
@@ -223,9 +223,11 @@ def _operand(rng, op, dtype, shape):
 
 
 @needs_cxx20
+@pytest.mark.parametrize("single_pass", [True, False])
 @pytest.mark.parametrize("host_rows", [32, 8], indirect=True)
-def test_cumulative_over_several_blocks(host_rows):
+def test_cumulative_over_several_blocks(host_rows, single_pass, monkeypatch):
     from plax_cupy import kernels_rows
+    monkeypatch.setattr(kernels_rows, "SINGLE_PASS", single_pass)
     rng = np.random.default_rng(2)
     # (shape, axis): one row of 16 tiles (the last partial), two rows along axis 0 (inner 2),
     # one row of 157 tiles (its totals split again: a second level), rows below LONG_ROW
@@ -246,9 +248,11 @@ def test_cumulative_over_several_blocks(host_rows):
             host_rows.launches.clear()
             got = np.full_like(x, 7)
             kernels_rows.scan_rows(op, x, got, outer, n, inner, reverse)
-            # one launch a row of one tile; three per level of tiles (the last level one)
+            # one launch a row of one tile, or a single pass; three passes per level of tiles
+            # (the last level one)
             levels = (tiles > 1) + (second > 1)
-            assert len(host_rows.launches) == 1 + 2 * levels, (shape, host_rows.launches)
+            assert len(host_rows.launches) == (1 if single_pass else 1 + 2 * levels), \
+                (shape, host_rows.launches)
             want = _reference(op, x.astype(np.complex128 if x.dtype.kind == "c" else
                                            np.float64 if x.dtype.kind == "f" else x.dtype),
                               axis, reverse)
@@ -258,6 +262,73 @@ def test_cumulative_over_several_blocks(host_rows):
                 tol = 1e-10 if np.dtype(dtype).itemsize >= 16 or dtype == np.float64 else 2e-5
                 np.testing.assert_allclose(got, want.astype(x.dtype), rtol=tol, atol=tol,
                                            err_msg=f"{op} {dtype} {shape} {reverse}")
+
+
+#: blocks as concurrent host threads (one thread each: ``__shared__`` is per thread), so
+#: the single-pass scan's blocks really wait on each other's flags
+_CONCURRENT_BLOCKS = r"""
+#include <thread>
+#include <vector>
+struct plax_dim3 { unsigned int x, y, z; };
+static thread_local plax_dim3 blockIdx, threadIdx;
+static plax_dim3 blockDim = {1, 1, 1}, gridDim;
+static inline void __syncthreads() {}
+#define __global__
+#define __shared__ static thread_local
+"""
+
+_CONCURRENT_DRIVER = r"""
+extern "C" void run_concurrently({params}, unsigned int grid) {{
+  gridDim.x = grid;
+  std::vector<std::thread> blocks;
+  for (unsigned int b = 0; b < grid; ++b)
+    blocks.emplace_back([=] {{ blockIdx.x = b; threadIdx.x = 0; {name}({args}); }});
+  for (auto& th : blocks) th.join();
+}}
+"""
+
+
+@needs_cxx20
+def test_single_pass_scan_with_concurrent_blocks(tmp_path):
+    """The look-back between blocks running at once (host threads: x86's memory order, not
+    a GPU's, so the fences are not tested): values against NumPy, bit for bit the same as
+    blocks in sequence whatever the timing (the carries are one left fold of the tile
+    totals), and the scratch left cleared for a replay with the same tag."""
+    from plax_cupy import codegen, kernels_rows
+    source, name = kernels_rows.cumulative_source("sum", "float")
+    kernel = name + "_single_pass"
+    params = re.search(rf'void {kernel}\(([^)]*)\)', source).group(1)
+    args = ", ".join(re.findall(r"\w+", p)[-1] for p in params.split(","))
+    text = (_CONCURRENT_BLOCKS + codegen.PREAMBLE + source
+            + _CONCURRENT_DRIVER.format(params=params, name=kernel, args=args))
+    src, lib = tmp_path / "concurrent.cc", tmp_path / "concurrent.so"
+    src.write_text(text)
+    done = subprocess.run(["g++", "-std=c++20", "-O1", "-shared", "-fPIC", "-pthread",
+                           "-DPLAX_HOST", str(src), "-o", str(lib)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-4000:]
+    run = getattr(ctypes.CDLL(str(lib)), "run_concurrently")
+    run.argtypes = [ctypes.c_void_p] * 5 + [ctypes.c_longlong] * 3 + [ctypes.c_int,
+                                                                      ctypes.c_longlong,
+                                                                      ctypes.c_uint, ctypes.c_uint]
+    rng = np.random.default_rng(5)
+    rows, n, tile = 3, 2000, 32
+    x = (rng.normal(size=(rows, n)) * 10.0 ** rng.integers(-3, 4, (rows, n))).astype(np.float32)
+    jobs = rows * -(-n // tile)
+    state = np.full(2, 7, np.uint64)
+    flags = np.full(jobs, 7, np.uint32)
+    vals = np.full(2 * jobs, 7, np.float32)
+    results = []
+    for trial, grid in enumerate([1, 8, 8, 5, 8]):   # grid 1: the blocks in sequence
+        for reverse in (0, 1):
+            y = np.full_like(x, 7)
+            run(x.ctypes.data, y.ctypes.data, state.ctypes.data, flags.ctypes.data,
+                vals.ctypes.data, rows, n, 1, reverse, tile, 1 + trial % 2, grid)
+            assert not state.any() and not flags.any(), "scratch left set"
+            want = _reference("sum", x.astype(np.float64), 1, bool(reverse))
+            np.testing.assert_allclose(y, want, rtol=1e-4, atol=1e-3 * np.abs(x).max())
+            results.append((reverse, y))
+    for reverse, y in results[2:]:
+        np.testing.assert_array_equal(y, results[reverse][1])   # bit for bit, any timing
 
 
 @needs_cxx20

@@ -3,9 +3,9 @@ one call costs: kernel launches, host copies each way, host fallbacks and device
 copies. A jitted program's call makes no host copy and runs nothing on the host, so those
 columns must read 0 (the times mean nothing on the simulation); the MLP rows replay as one CUDA
 graph with no copy in, a training loop too, and one whose batch is uploaded each call (its two
-uploads are its only host copies), since the batch's blocks recur; the long-row cumsum is the
-split path's three kernels (``no-graph``), one graph launch replayed; the 3x3 convolution is one
-generated kernel."""
+uploads are its only host copies), since the batch's blocks recur, and with graphs off they
+make at most 46 launches (``no-graph``); the long-row cumsum is one kernel (the split path's
+single pass) and the 3x3 convolution one generated kernel."""
 from __future__ import annotations
 
 import os
@@ -22,11 +22,14 @@ ROWS = ("selu", "matmul 256^2 f32", "matmul 256^2 bf16", "MLP step", "MLP train 
         "random.normal", "tiny jit call")
 #: rows that replay as one CUDA graph: (launches, h2d, d2h, fallbacks, device copies) per call
 GRAPHED = {"MLP step": (1, 0, 0, 0, 0), "MLP train loop": (1, 0, 0, 0, 0),
-           "MLP loop, batch uploaded": (1, 2, 0, 0, 0), "cumsum 1 row": (1, 0, 0, 0, 0)}
+           "MLP loop, batch uploaded": (1, 2, 0, 0, 0)}
 #: rows and their launches per call with CUDA graphs off (the ``no-graph`` column)
-UNGRAPHED = {"cumsum 1 row": 3, "conv 3x3": 1}
+UNGRAPHED = {"cumsum 1 row": 1, "conv 3x3": 1}
+#: rows and the most launches per call they may make with CUDA graphs off (issue 24: the MLP
+#: step was 54 with jnp's rank promotion, 45 with unit_reductions and folded transposes)
+UNGRAPHED_AT_MOST = {"MLP step": 46, "MLP train loop": 46, "MLP loop, batch uploaded": 46}
 #: rows that are one kernel (a program of one launch runs plainly: nothing to replay)
-ONE_KERNEL = {"conv 3x3": (1, 0, 0, 0, 0)}
+ONE_KERNEL = {"conv 3x3": (1, 0, 0, 0, 0), "cumsum 1 row": (1, 0, 0, 0, 0)}
 
 
 @pytest.mark.skipif(SIMULATED or shutil.which("g++") is None,
@@ -47,6 +50,8 @@ def test_benchmark_prints_launches_and_no_host_copies_per_call():
         counts = tuple(counts)
         if row in UNGRAPHED:
             assert no_graph == UNGRAPHED[row], line
+        if row in UNGRAPHED_AT_MOST:
+            assert no_graph <= UNGRAPHED_AT_MOST[row], line
         if row in GRAPHED or row in ONE_KERNEL:
             assert counts == {**GRAPHED, **ONE_KERNEL}[row], line
         else:

@@ -4,9 +4,10 @@
 With small tiles forced (64 elements, rows from 128 split), the backend runs the multi-block
 kernels on the simulated GPU: every dtype the row kernels take (float16, bfloat16 and complex
 among them), ``reverse``, any axis, against NumPy in float64; and the launches are counted as
-on a GPU (``plax_cupy.count``): three for a split cumsum, five when its tile totals split
-again, two for argmax, one for a row below the threshold, and the tile kernels ran on several
-blocks. The host-thread build in ``test_kernels_rows.py`` checks the same kernels with many
+on a GPU (``plax_cupy.count``): one for a split cumsum (the single-pass look-back; three, five
+when its tile totals split again, in the three-pass form behind ``SINGLE_PASS = False``), two
+for argmax, one for a row below the threshold, and the tile kernels ran on several blocks; a
+replayed CUDA graph of the single-pass scan reuses its tag and scratch and stays right. The host-thread build in ``test_kernels_rows.py`` checks the same kernels with many
 threads per block (the simulation runs one).
 
 The tests need the simulated CuPy, so :func:`test_on_the_simulated_gpu` runs this file again
@@ -54,38 +55,50 @@ def _counted(fn, *args):
 
 
 @on_simulated_gpu
-def test_long_row_cumsum_launches_and_values(small_tiles, monkeypatch):
+@pytest.mark.parametrize("single_pass", [True, False])
+def test_long_row_cumsum_launches_and_values(small_tiles, monkeypatch, single_pass):
     import fake_cupy
     import plax
+    import plax_cupy
     from plax import lax
+    from plax_cupy import kernels_rows
+    monkeypatch.setattr(kernels_rows, "SINGLE_PASS", single_pass)
     rng = np.random.default_rng(0)
     x = rng.normal(size=1000).astype(np.float32)
     xd = _gpu_put(x)
     for reverse in (False, True):
         del fake_cupy.LAUNCHES[:]
         got, c = _counted(lambda v: lax.cumsum(v, axis=0, reverse=reverse), xd)
-        assert (c.launches, c.host_fallbacks) == (3, 0), c
+        assert (c.launches, c.host_fallbacks) == (1 if single_pass else 3, 0), c
         grids = {name.rsplit("_float", 1)[-1]: grid[0] for name, grid, _ in fake_cupy.LAUNCHES}
-        assert grids == {"_tile_totals": 16, "": 1, "_tiles": 16}, fake_cupy.LAUNCHES
+        assert grids == ({"_single_pass": 16} if single_pass else
+                         {"_tile_totals": 16, "": 1, "_tiles": 16}), fake_cupy.LAUNCHES
         ref = np.cumsum(x[::-1] if reverse else x, dtype=np.float64)
         np.testing.assert_allclose(got, ref[::-1] if reverse else ref, rtol=2e-5, atol=2e-5)
-    # its 157 tile totals split again: 3 + 2 launches
+    # 157 tiles: in three passes their totals split again (3 + 2 launches)
     y = rng.integers(-2**30, 2**30, 10_000).astype(np.int32)
     got, c = _counted(lambda v: lax.cumsum(v, axis=0), _gpu_put(y))
-    assert c.launches == 5, c
+    assert c.launches == (1 if single_pass else 5), c
     np.testing.assert_array_equal(got, np.cumsum(y, dtype=np.int32))   # wraps
     # below the threshold: one block per row, one launch
     got, c = _counted(lambda v: lax.cumsum(v, axis=0), _gpu_put(x[:100]))
     assert c.launches == 1, c
-    # under jit: the same three kernels with CUDA graphs off, one graph launch with them on
-    for graphs, launches in (("0", 3), ("1", 1)):
+    # under jit (a scaling kernel after the scan, so a graph has two kernels to capture): the
+    # same kernels with CUDA graphs off, one graph launch with them on; fed its own results,
+    # the program replays its graph on new values with the captured tag and scratch (stale
+    # counters would skip every tile: each launch clears them)
+    for graphs, launches in (("0", 2 if single_pass else 4), ("1", 1)):
         monkeypatch.setenv("PLAX_CUDA_GRAPHS", graphs)
-        f = plax.jit(lambda v: lax.cumsum(v, axis=0))
-        for _ in range(3):
-            f(xd).block_until_ready()
-        got, c = _counted(f, xd)
+        f = plax.jit(lambda v: lax.cumsum(v, axis=0) * np.float32(0.01))
+        v = xd
+        for step in range(6):
+            before = np.asarray(v).astype(np.float64)
+            with plax_cupy.count() as c:
+                v = f(v)
+            want = np.cumsum(before) * 0.01
+            np.testing.assert_allclose(np.asarray(v), want, rtol=1e-4,
+                                       atol=1e-5 * np.abs(want).max(), err_msg=f"{graphs} {step}")
         assert c.launches == launches, (graphs, c)
-        np.testing.assert_allclose(got, np.cumsum(x, dtype=np.float64), rtol=2e-5, atol=2e-5)
 
 
 @on_simulated_gpu
@@ -109,8 +122,8 @@ def test_long_rows_every_dtype_any_axis(small_tiles, dtype):
         for op, ufunc in ops:
             got, c = _counted(lambda v: op(v, axis=axis, reverse=reverse), _gpu_put(x))
             assert c.host_fallbacks == 0, c.fallbacks
-            # axis 0: 3 rows of 700 split (3 launches); axis 1: 700 rows of 3, one launch
-            assert c.launches == (3 if axis == 0 else 1), (op, axis, c)
+            # axis 0: 3 rows of 700 split; axis 1: 700 rows of 3: one launch either way
+            assert c.launches == 1, (op, axis, c)
             src = np.flip(wide, axis) if reverse else wide
             want = ufunc.accumulate(src, axis=axis)
             want = np.flip(want, axis) if reverse else want
@@ -130,7 +143,7 @@ def test_long_row_cumlogsumexp(small_tiles):
     x = np.random.default_rng(2).normal(size=(2, 500)).astype(np.float64)
     got, c = _counted(lambda v: lax.cumlogsumexp(v, axis=1, reverse=True), _gpu_put(x))
     want = np.flip(np.logaddexp.accumulate(np.flip(x, 1), axis=1), 1)
-    assert c.launches == 3 and got.dtype == np.float64, c
+    assert c.launches == 1 and got.dtype == np.float64, c
     np.testing.assert_allclose(got, want, rtol=1e-12)
 
 

@@ -20,7 +20,7 @@ from plax.lowering.fallback import fallback_step
 from plax.lowering.calls import _call_primitives, call_body, is_pinned_call, pinned_call_body
 from plax.lowering.fusion import Cluster, find_clusters, order_for_fusion
 from plax.lowering.literals import literal_value
-from plax.lowering.simplify import explicit_broadcasts
+from plax.lowering.simplify import explicit_broadcasts, unit_reductions
 
 def lower(jaxpr: Jaxpr, emitter: Emitter, backend, device) -> Callable[..., list]:
     """Compiles a constvar-free ``jaxpr`` into ``fn(*buffers) -> list of buffers``.
@@ -112,9 +112,10 @@ class _Program:
         multi = self.emitter.fuses_multiple_results
         index = self.emitter.fuses_index
         scalars = getattr(self.emitter, "fuses_scalar_producers", False)
-        # (a fusing generator reads an operand at the loop's index: size-1 broadcasts explicit)
-        source = (find_clusters(order_for_fusion(explicit_broadcasts(self.jaxpr), multi, index),
-                                multi, index, scalars)
+        # (a fusing generator reads an operand at the loop's index: size-1 broadcasts explicit;
+        # a reduction over size-1 axes is a reshape, a view rather than a kernel)
+        source = (find_clusters(order_for_fusion(explicit_broadcasts(unit_reductions(
+                                    self.jaxpr)), multi, index), multi, index, scalars)
                   if self.emitter.fuses else self.jaxpr.eqns)
         units = []
         for unit in source:

@@ -12,6 +12,11 @@ c:f32[1,2]``, as ``vmap`` stages it, and as JAX does). A fusing generator reads 
 a cluster at the loop's index, so :func:`explicit_broadcasts` writes such reads as the
 ``broadcast_in_dim`` they are: inside a cluster that is an index map (no memory), and every
 generator's existing broadcast path serves them.
+
+The transposes of size-1 broadcasts sum a cotangent over axes of size 1 (``reduce_sum[axes=(0,)]
+x:f32[1,2048]``, as JAX stages the gradient of ``x @ w + b``); XLA turns such a reduction into
+a reshape, and so does :func:`unit_reductions`: a reshape is a view, where a reduction is a
+kernel (a launch on a GPU).
 """
 from __future__ import annotations
 
@@ -164,6 +169,55 @@ def explicit_broadcasts(jaxpr: Jaxpr) -> Jaxpr:
         read.update(id(v) for e in eqns for v in e.invars if isinstance(v, Var))
         eqns = [e for e in eqns if id(e) not in bypassed or id(e.outvars[0]) in read]
     return Jaxpr(jaxpr.constvars, jaxpr.invars, jaxpr.outvars, eqns)
+
+
+#: the reductions whose value over a size-1 axis is the element itself
+_UNIT_REDUCTIONS = ("reduce_sum", "reduce_prod", "reduce_max", "reduce_min", "reduce_and",
+                    "reduce_or", "reduce_xor")
+
+
+def unit_reductions(jaxpr: Jaxpr) -> Jaxpr:
+    """``jaxpr`` with each reduction over axes of size 1 only written as a ``reshape``.
+
+    ``reduce_sum``/``prod``/``max``/``min``/``and``/``or``/``xor`` whose ``axes`` all have size 1
+    in the operand (and whose result has the operand's dtype) drop those axes without combining
+    anything, which is what a ``reshape`` to the result's shape does. Sub-jaxprs are left as
+    they are (a backend lowers each with this same pass).
+
+    Args:
+      jaxpr: the program to rewrite (not modified).
+
+    Returns:
+      ``jaxpr`` itself when there is no such reduction, else a new :class:`Jaxpr` with the same
+      inputs and outputs.
+
+    Example:
+      >>> j = plax.make_jaxpr(lambda b: b.sum(axis=0))(jnp.ones((1, 4))).jaxpr
+      >>> [e.primitive.name for e in unit_reductions(j).eqns]
+      ['reshape']
+    """
+    eqns = None
+    for i, eqn in enumerate(jaxpr.eqns):
+        unit = (eqn.primitive.name in _UNIT_REDUCTIONS and len(eqn.invars) == 1
+                and len(eqn.outvars) == 1 and eqn.invars[0].aval.dtype == eqn.outvars[0].aval.dtype
+                and all(eqn.invars[0].aval.shape[a] == 1 for a in eqn.params["axes"]))
+        if not unit:
+            if eqns is not None:
+                eqns.append(eqn)
+            continue
+        if eqns is None:
+            eqns = list(jaxpr.eqns[:i])
+        out = eqn.outvars[0]
+        eqns.append(JaxprEqn(_reshape_p(), list(eqn.invars), [out],
+                             {"new_sizes": tuple(out.aval.shape), "dimensions": None}))
+    if eqns is None:
+        return jaxpr
+    return Jaxpr(jaxpr.constvars, jaxpr.invars, jaxpr.outvars, eqns)
+
+
+def _reshape_p():
+    from plax.lax.shape import reshape_p
+    return reshape_p
 
 
 def _broadcast_in_dim_p():
