@@ -19,7 +19,7 @@ import threading
 import numpy as np
 
 from plax import lax
-from plax.lowering import Emitter, Step, body_step, call_body
+from plax.lowering import ARG_REDUCTION, CUMULATIVE, Emitter, Step, body_step, call_body
 
 from plax_numba import cache, codegen, kernels, llvm_tier, tiered
 
@@ -43,6 +43,10 @@ class NumbaEmitter(Emitter):
     #: iota joins clusters as an expression of the loop index (codegen._iota): the counter
     #: random.normal hashes is never written to memory
     fuses_index = True
+    #: argmax/argmin and the cumulative ops join clusters after their producers
+    #: (codegen_scan.fused_arg / fused_cumulative): argmax(abs(x - y), axis=1) is one loop
+    fuses_arg_reductions = True
+    fuses_cumulative = True
 
     def __init__(self, backend, device, compile_kernels: bool = True,
                  parallel: bool | None = None):
@@ -62,7 +66,13 @@ class NumbaEmitter(Emitter):
         cuts = [i for i, e in enumerate(cluster.eqns) if codegen.reference_only(e)]
         if cuts:
             return self._emit_split(cluster, cuts)
-        return self._emit_kernel(cluster)
+        step = self._emit_kernel(cluster)
+        if step is None:  # (a scan the kernel cannot express: its producers still fuse)
+            scans = [i for i, e in enumerate(cluster.eqns) if codegen.kind_of(e.primitive)
+                     in (ARG_REDUCTION, CUMULATIVE)]
+            if scans:
+                return self._emit_split(cluster, scans)
+        return step
 
     def _emit_split(self, cluster, cuts):
         """The cluster as kernels of the runs between its reference-only equations

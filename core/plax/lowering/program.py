@@ -112,9 +112,11 @@ class _Program:
         multi = self.emitter.fuses_multiple_results
         index = self.emitter.fuses_index
         scalars = getattr(self.emitter, "fuses_scalar_producers", False)
+        scans = dict(arg_reductions=getattr(self.emitter, "fuses_arg_reductions", False),
+                     cumulative=getattr(self.emitter, "fuses_cumulative", False))
         # (a fusing generator reads an operand at the loop's index: size-1 broadcasts explicit)
-        source = (find_clusters(order_for_fusion(explicit_broadcasts(self.jaxpr), multi, index),
-                                multi, index, scalars)
+        source = (find_clusters(order_for_fusion(explicit_broadcasts(self.jaxpr), multi, index,
+                                                 **scans), multi, index, scalars, **scans)
                   if self.emitter.fuses else self.jaxpr.eqns)
         units = []
         for unit in source:
