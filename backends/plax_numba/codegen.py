@@ -578,6 +578,7 @@ def plan_cluster(cluster, preallocate: bool = False, parallel: bool | None = Non
     rows: list = []    # nested loops: arrays of the iteration shape, read by rows
     reversed_dims: set = set()  # nested loops walking their dimension from its end
     helpers: list[str] = []     # functions the kernel calls, defined before it
+    row_post: list[str] = []    # nested loops: after each row the innermost loop walks
     names: dict = {}   # id(atom) -> scalar expression inside the loop
     pre: list[str] = []    # before the loop
     body: list[str] = []   # inside the loop
@@ -668,7 +669,9 @@ def plan_cluster(cluster, preallocate: bool = False, parallel: bool | None = Non
                 lines = codegen_scan.fused_arg(
                     eqn, k, j, operand, "i" if flat else idx[axis],
                     ", ".join(idx[d] for d in kept) if kept else None,
-                    ", ".join(dims[d] for d in kept))
+                    ", ".join(dims[d] for d in kept),
+                    row=dims[axis] if not flat and rank >= 2 and axis == rank - 1 else None)
+                row_post += lines.row_post
                 scalar_out[j] = not kept
                 out_exprs[j] = f"r{j}"
             else:
@@ -764,6 +767,7 @@ def plan_cluster(cluster, preallocate: bool = False, parallel: bool | None = Non
                 lines += ["    " + "    " * (d + 1) + f"{r}_r = {r}[{', '.join(idx[:-1])}]"
                           for r in rows]
         lines += ["    " + "    " * rank + s for s in body]
+        lines += ["    " + "    " * (rank - 1) + s for s in row_post]
     lines += ["    " + s for s in post]
     if into:
         rest = [e for j, e in enumerate(out_exprs) if j not in given]

@@ -341,9 +341,12 @@ class FusedLines:
       helpers: source of functions the kernel calls, defined before it ("" if none).
     """
 
-    def __init__(self, pre, body, post, value=None, reversed_axis=None, helpers=""):
+    def __init__(self, pre, body, post, value=None, reversed_axis=None, helpers="",
+                 row_post=()):
         self.pre, self.body, self.post = pre, body, post
         self.value, self.reversed_axis, self.helpers = value, reversed_axis, helpers
+        #: lines run after each row of a nested loop nest (its innermost loop)
+        self.row_post = list(row_post)
 
 
 def _value_dtype(dtype) -> np.dtype:
@@ -354,7 +357,7 @@ def _value_dtype(dtype) -> np.dtype:
 
 
 def fused_arg(eqn, k: int, j: int, operand: str, position: str, at: str | None,
-              kept_dims: str) -> FusedLines:
+              kept_dims: str, row: str | None = None) -> FusedLines:
     """The lines of an ``argmax``/``argmin`` equation (the ``k``-th of its cluster, its
     result the kernel's ``r{j}``) in a cluster's loop.
 
@@ -366,11 +369,15 @@ def fused_arg(eqn, k: int, j: int, operand: str, position: str, at: str | None,
       at: the indices of the kept axes (``"i0, i2"``), or None for a rank-1 operand (the
         result a scalar).
       kept_dims: the kept axes' extents (``"n0, n2"``).
+      row: where the reduced axis is the innermost loop of a nested loop nest, its extent
+        (:func:`_row_arg` then writes the lines).
 
     Returns:
       :class:`FusedLines`: the best value ``b{k}`` and its index ``m{k}`` (locals, or arrays
       over the kept axes) updated per element.
     """
+    if row is not None:
+        return _row_arg(eqn, k, j, operand, position, at, kept_dims, row)
     is_max = eqn.primitive is lax.argmax_p
     vt = _value_dtype(eqn.invars[0].aval.dtype)
     odt = np.dtype(eqn.outvars[0].aval.dtype)
@@ -395,6 +402,51 @@ def fused_arg(eqn, k: int, j: int, operand: str, position: str, at: str | None,
     return FusedLines([f"b{k} = np.full(({kept_dims},), {init})",
                        f"m{k} = np.zeros(({kept_dims},), {_t(odt)})"], body,
                       [f"r{j} = m{k}"])
+
+
+def _key_lines(vt, v: str, key: str, is_max: bool) -> list[str]:
+    """Lines binding ``key``, an integer ordered as the value ``v`` of dtype ``vt`` is
+    (floats: their bits, negatives mirrored, ``-0`` and ``+0`` one key, every NaN the
+    extreme key that wins: above every value for ``argmax``, below for ``argmin``)."""
+    if vt.kind == "b":
+        return [f"{key} = np.int8({v})"]
+    if vt.kind in "iu":
+        return [f"{key} = {v}"]
+    bits = vt.itemsize * 8
+    it = f"np.int{bits}"
+    sign = 1 << (bits - 1)
+    inf = 0x7F800000 if bits == 32 else 0x7FF0000000000000
+    nan_key = inf + 1 if is_max else -(inf + 1)
+    return [f"{key}b = bitcast({_t(vt)}({v}), {it}(0))",
+            f"{key}m = {it}({key}b & {it}({sign - 1}))",
+            f"{key} = {it}(-{key}m) if {key}b < 0 else {key}m",
+            f"{key} = {it}({nan_key}) if {key}m > {it}({inf}) else {key}"]
+
+
+def _row_arg(eqn, k, j, operand, position, at, kept_dims, row) -> FusedLines:
+    """An arg-reduction along the innermost loop of a nested loop nest: the loop writes
+    each value's integer key (:func:`_key_lines`) to a row buffer; after the row, the
+    extreme key (a vectorised integer reduction) and then the first index holding it. The
+    one-pass form (a compare and branch per element on the best so far, in memory) cost
+    ~1 ms per million float32 elements on the 2-core host."""
+    is_max = eqn.primitive is lax.argmax_p
+    vt = _value_dtype(eqn.invars[0].aval.dtype)
+    odt = np.dtype(eqn.outvars[0].aval.dtype)
+    key = f"key{k}"
+    op = ">" if is_max else "<"
+    body = _key_lines(vt, operand, key, is_max) + [f"row{k}[{position}] = {key}"]
+    row_post = [f"best{k} = row{k}[0]",
+                f"for q in range(1, {row}):",
+                f"    best{k} = row{k}[q] if row{k}[q] {op} best{k} else best{k}",
+                f"for q in range({row}):",
+                f"    if row{k}[q] == best{k}:",
+                f"        m{k}[{at}] = q",
+                "        break"]
+    key_t = "np.int8" if vt.kind == "b" else (_t(vt) if vt.kind in "iu"
+                                              else f"np.int{vt.itemsize * 8}")
+    return FusedLines([f"m{k} = np.zeros(({kept_dims},), {_t(odt)})",
+                       f"row{k} = np.empty({row}, {key_t})"], body, [f"r{j} = m{k}"],
+                      row_post=row_post)
 
 
 _SEQUENTIAL_FLOAT = {lax.cummax_p: "fmax({0}, {1})", lax.cummin_p: "fmin({0}, {1})",

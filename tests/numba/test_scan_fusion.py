@@ -79,7 +79,7 @@ def test_fused_scans_equal_the_reference_bit_for_bit(dtype):
 def test_other_axes_and_integers():
     _check(np.float32, (3, 20, 4), [("argmin", 1), ("cumsum", 1), ("cummin_rev", 1)])
     _check(np.float32, (40,), [("argmax", 0), ("cumsum_rev", 0)])
-    _check(np.int32, (37, 6), [("argmax", 0), ("cumsum", 1), ("cummax", 0)])
+    _check(np.int32, (37, 6), [("argmax", 0), ("argmin", 1), ("cumsum", 1), ("cummax", 0)])
 
 
 def test_arg_reduction_beside_a_reduction():
