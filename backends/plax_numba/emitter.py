@@ -385,9 +385,17 @@ class NumbaEmitter(Emitter):
 
     def _scan_kernel(self, eqn):
         """An ``argmax``/``argmin``/cumulative equation on float16/bfloat16 as one kernel
-        (:mod:`plax_numba.codegen_scan`), tiered like a cluster's; None for any other."""
+        (:mod:`plax_numba.codegen_scan`), and a cumulative equation of another dtype of at
+        least :data:`LONE_KERNEL_MIN` elements as the one-equation form of a fused scan
+        (its reference kernel makes a NumPy pass per step of XLA's blocked order, or
+        ``np.maximum.accumulate`` along strided lines: 1000x1000 float32 ``cummax`` along
+        axis 0 ~4.5 ms); tiered like a cluster's; None for any other."""
         from plax_numba import codegen_scan
-        if not self.compile_kernels or not codegen_scan.takes(eqn):
+        if not self.compile_kernels:
+            return None
+        if not codegen_scan.takes(eqn) and not (
+                codegen.kind_of(eqn.primitive) == CUMULATIVE
+                and math.prod(eqn.invars[0].aval.shape) >= LONE_KERNEL_MIN):
             return None
         from plax.lowering import Cluster
         operand = eqn.invars[0]

@@ -30,14 +30,17 @@ _BLOCK = 16  # plax.lax.cumulative.SCAN_BLOCK
 _opts = dict(cache=True, nogil=True, error_model="numpy", boundscheck=False)
 
 
+@njit(**dict(_opts, inline="never"))
+def _rounded(r, rounding):
+    # (a call, not inlined: the rounding's dozen operations at every site of both forms
+    # made each compilation of this module ~14 CPU s)
+    return round_f16(r) if rounding == ROUND_F16 else round_bf16(r)
+
+
 @njit(**dict(_opts, inline="always"))
 def _combine(a, b, op, rounding):
     r = a + b if op == OP_ADD else a * b
-    if rounding == ROUND_F16:
-        return round_f16(r)
-    if rounding == ROUND_BF16:
-        return round_bf16(r)
-    return r
+    return r if rounding == ROUND_NONE else _rounded(r, rounding)
 
 
 @njit(**_opts)
@@ -99,24 +102,113 @@ def blocked(x, n, reverse, op, rounding, identity, starts, sizes):
             x[lo + i] = _combine(x[lo + i], before, op, rounding)
 
 
+# The same order on ``inner`` lines at once (rows of ``x``: a line's values down a column),
+# for a scan along an outer axis: every step is a row operation, contiguous and vectorised,
+# instead of a strided gather per line (1000x1000 float32 cumsum along axis 0: 3.9 ms with
+# the gather).
+
+@njit(**_opts)
+def _in_order_rows(x, lo, n, reverse, op, rounding):
+    inner = x.shape[1]
+    if reverse:
+        for k in range(1, n):
+            for i in range(k):
+                for j in range(inner):
+                    x[lo + i, j] = _combine(x[lo + i, j], x[lo + k, j], op, rounding)
+    else:
+        for k in range(1, n):
+            for j in range(inner):
+                x[lo + k, j] = _combine(x[lo + k - 1, j], x[lo + k, j], op, rounding)
+
+
+@njit(**_opts)
+def _blocks_in_order_rows(x, lo, blocks, reverse, op, rounding):
+    inner = x.shape[1]
+    if reverse:
+        for b in range(blocks):
+            _in_order_rows(x, lo + _BLOCK * b, _BLOCK, True, op, rounding)
+    else:
+        for k in range(1, _BLOCK):
+            for b in range(blocks):
+                at = lo + _BLOCK * b
+                for j in range(inner):
+                    x[at + k, j] = _combine(x[at + k - 1, j], x[at + k, j], op, rounding)
+
+
+@njit(**_opts)
+def blocked_rows(x, n, reverse, op, rounding, identity, starts, sizes):
+    """:func:`blocked` on every column of ``x[:n]`` (``x`` at least ``2 * n + 64`` rows)."""
+    inner = x.shape[1]
+    lo, m, depth = 0, n, 0
+    total = 0 if reverse else _BLOCK - 1
+    while m > _BLOCK:
+        p = (m + _BLOCK - 1) // _BLOCK * _BLOCK
+        for i in range(m, p):
+            for j in range(inner):
+                x[lo + i, j] = identity
+        _blocks_in_order_rows(x, lo, p // _BLOCK, reverse, op, rounding)
+        for b in range(p // _BLOCK):
+            for j in range(inner):
+                x[lo + p + b, j] = x[lo + _BLOCK * b + total, j]
+        starts[depth] = lo
+        sizes[depth] = m
+        depth += 1
+        lo += p
+        m = p // _BLOCK
+    _in_order_rows(x, lo, m, reverse, op, rounding)
+    while depth > 0:
+        depth -= 1
+        top = lo
+        lo, m = starts[depth], sizes[depth]
+        nb = (m + _BLOCK - 1) // _BLOCK
+        for i in range(m):
+            b = i // _BLOCK
+            if reverse:
+                if b == nb - 1:
+                    for j in range(inner):
+                        x[lo + i, j] = _combine(x[lo + i, j], identity, op, rounding)
+                else:
+                    for j in range(inner):
+                        x[lo + i, j] = _combine(x[lo + i, j], x[top + b + 1, j], op,
+                                                rounding)
+            elif b == 0:
+                for j in range(inner):
+                    x[lo + i, j] = _combine(x[lo + i, j], identity, op, rounding)
+            else:
+                for j in range(inner):
+                    x[lo + i, j] = _combine(x[lo + i, j], x[top + b - 1, j], op, rounding)
+
+
 @njit(**_opts)
 def scan_lines(w, out, reverse, op):
     """``out[o, :, j]`` = the blocked scan of ``w[o, :, j]`` for every ``o``, ``j`` (``w``
     and ``out`` of shape ``(outer, n, inner)``, float32 or float64, each step rounded to
     that dtype)."""
     outer, n, inner = w.shape
+    starts = np.empty(64, np.int64)
+    sizes = np.empty(64, np.int64)
+    if inner > 1:
+        x2 = np.empty((2 * n + 4 * _BLOCK, inner), w.dtype)
+        x2[0, 0] = 0.0 if op == OP_ADD else 1.0
+        identity2 = x2[0, 0]
+        for o in range(outer):
+            for i in range(n):
+                for j in range(inner):
+                    x2[i, j] = w[o, i, j]
+            blocked_rows(x2, n, reverse, op, ROUND_NONE, identity2, starts, sizes)
+            for i in range(n):
+                for j in range(inner):
+                    out[o, i, j] = x2[i, j]
+        return
     x = np.empty(2 * n + 4 * _BLOCK, w.dtype)
     x[0] = 0.0 if op == OP_ADD else 1.0
     identity = x[0]
-    starts = np.empty(64, np.int64)
-    sizes = np.empty(64, np.int64)
     for o in range(outer):
-        for j in range(inner):
-            for i in range(n):
-                x[i] = w[o, i, j]
-            blocked(x, n, reverse, op, ROUND_NONE, identity, starts, sizes)
-            for i in range(n):
-                out[o, i, j] = x[i]
+        for i in range(n):
+            x[i] = w[o, i, 0]
+        blocked(x, n, reverse, op, ROUND_NONE, identity, starts, sizes)
+        for i in range(n):
+            out[o, i, 0] = x[i]
 
 
 @njit(**_opts)
@@ -125,14 +217,25 @@ def scan_lines_bits(w, out, reverse, op, rounding):
     (``ROUND_BF16``) values held as float32 in ``w``, each step rounded to the format,
     written to ``out`` (uint16) as bit patterns."""
     outer, n, inner = w.shape
-    x = np.empty(2 * n + 4 * _BLOCK, np.float32)
     identity = np.float32(0.0 if op == OP_ADD else 1.0)
     starts = np.empty(64, np.int64)
     sizes = np.empty(64, np.int64)
+    if inner > 1:
+        x2 = np.empty((2 * n + 4 * _BLOCK, inner), np.float32)
+        for o in range(outer):
+            for i in range(n):
+                for j in range(inner):
+                    x2[i, j] = w[o, i, j]
+            blocked_rows(x2, n, reverse, op, rounding, identity, starts, sizes)
+            for i in range(n):
+                for j in range(inner):
+                    out[o, i, j] = (f16_bits(x2[i, j]) if rounding == ROUND_F16
+                                    else bf16_bits(x2[i, j]))
+        return
+    x = np.empty(2 * n + 4 * _BLOCK, np.float32)
     for o in range(outer):
-        for j in range(inner):
-            for i in range(n):
-                x[i] = w[o, i, j]
-            blocked(x, n, reverse, op, rounding, identity, starts, sizes)
-            for i in range(n):
-                out[o, i, j] = f16_bits(x[i]) if rounding == ROUND_F16 else bf16_bits(x[i])
+        for i in range(n):
+            x[i] = w[o, i, 0]
+        blocked(x, n, reverse, op, rounding, identity, starts, sizes)
+        for i in range(n):
+            out[o, i, 0] = f16_bits(x[i]) if rounding == ROUND_F16 else bf16_bits(x[i])

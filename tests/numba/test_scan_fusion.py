@@ -82,6 +82,27 @@ def test_other_axes_and_integers():
     _check(np.int32, (37, 6), [("argmax", 0), ("argmin", 1), ("cumsum", 1), ("cummax", 0)])
 
 
+@pytest.mark.parametrize("dtype", [np.dtype(np.float32), np.dtype(np.float16)], ids=str)
+def test_blocked_scans_along_an_outer_axis(dtype):
+    """Lines down the columns are scanned together (plax_numba.scan_lines.blocked_rows):
+    more than one level of block totals (300 > 16 * 16), both directions."""
+    _check(dtype, (300, 3), [("cumsum", 0), ("cumsum_rev", 0)], seed=11)
+    _check(dtype, (37, 6), [("cumprod_rev", 0)], seed=12)
+
+
+def test_large_lone_cumulative_ops_are_kernels(monkeypatch):
+    """A cumulative equation with no producer, of at least LONE_KERNEL_MIN elements, runs
+    as the one-equation form of the fused kernel (not the reference's NumPy passes)."""
+    from plax_numba import emitter
+    monkeypatch.setattr(emitter, "LONE_KERNEL_MIN", 64)
+    x = np.random.default_rng(13).standard_normal((40, 6)).astype(np.float32)
+    for f, name in ((lambda v: jnp.cumsum(v, axis=0), "cumsum"),
+                    (lambda v: lax.cummax(v, 1, reverse=True), "cummax")):
+        _fused(f, x, names=name)
+        (got,), (want,) = jit_both(f, x, fallback_is_error=True)
+        assert_bits_equal(got, want)
+
+
 def test_arg_reduction_beside_a_reduction():
     """The largest value and where it is, in one loop."""
     x = _values(np.float32, (6, 37), 9)
