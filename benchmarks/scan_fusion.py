@@ -3,8 +3,9 @@ and after, beside plax on NumPy and JAX, one run.
 
     python benchmarks/scan_fusion.py [--n 1000] [--repeat 5] [--clock process]
 
-Rows: ``argmax(abs(x - y), axis=1)``, ``argmin(x * x, axis=0)``, ``cumsum(exp(x), axis=1)``
-and ``cummax(x + 1, axis=0)`` on ``n x n`` float32 and bfloat16 operands, each jitted.
+Rows: ``argmax(abs(x - y), axis=1)``, ``argmin(x * x, axis=0)``, ``cumsum(exp(x), axis=1)``,
+``cummax(x + 1, axis=0)`` and ``cumsum(x, axis=0)`` alone on ``n x n`` float32 and bfloat16
+operands, each jitted.
 Columns: the Numba backend with the scan fused into its producers' kernel
 (:attr:`plax.lowering.Emitter.fuses_arg_reductions`, ``fuses_cumulative``), the Numba
 backend without (the producers' kernel, then the scan on its own: the reference kernel for
@@ -48,6 +49,9 @@ def _workloads(jnp, lax):
         ("argmin(x*x, axis=0)", lambda x, y: jnp.argmin(x * x, axis=0)),
         ("cumsum(exp(x), axis=1)", lambda x, y: jnp.cumsum(jnp.exp(x), axis=1)),
         ("cummax(x+1, axis=0)", lambda x, y: lax.cummax(x + 1, axis=0)),
+        # no producer: a lone equation either way (float32: the one-equation fused kernel,
+        # bfloat16: codegen_scan's); before, float32 ran the NumPy backend's kernel
+        ("cumsum(x, axis=0) alone", lambda x, y: jnp.cumsum(x, axis=0)),
     ]
 
 

@@ -508,7 +508,7 @@ def plan_cluster(cluster, preallocate: bool = False, parallel: bool | None = Non
     """
     if len(cluster.eqns) == 1 and not into:
         from plax_numba import codegen_scan  # (arg-reductions, cumulative ops: their own)
-        if codegen_scan.takes(cluster.eqns[0]):
+        if codegen_scan.own_kernel(cluster.eqns[0]):
             return codegen_scan.plan(cluster)
     shape = tuple(cluster.shape)
     rank = len(shape)
