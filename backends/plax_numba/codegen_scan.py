@@ -19,23 +19,18 @@ reference kernels bit for bit (``cumlogsumexp``: within libm's rounding of ``exp
   then scan each line in :func:`~plax.lax.cumulative.blocked_scan`'s order (below).
 
 **Alone.** An ``argmax``/``argmin``/cumulative equation with no producer in front is not a
-cluster (a run of one), so it is a lone step. On float16/bfloat16 its reference kernel converts the
-whole operand to float32 and, for ``cumsum``/``cumprod``, scans it in XLA's blocked order
-(:func:`plax.lax.cumulative.blocked_scan`) one NumPy call per step of a block: many passes.
-:func:`plan` writes the equation as one ``numba.njit`` kernel over the operand's uint16 bit
-patterns (as :mod:`plax_numba.codegen` holds these formats: values as float32 locals, each
-operation computed in float32 and rounded once to the narrow format, ties to even), with the
-reference kernel's order and rounding, so its results equal the NumPy backend's bit for bit:
+cluster (a run of one), so it is a lone step. On float16/bfloat16 its reference kernel
+converts the whole operand to float32 (and, for ``cumsum``/``cumprod``, scans it one NumPy
+call per step of a block: many passes). ``cumsum``/``cumprod`` then run as the one-equation
+form of the fused scan (:func:`own_kernel` says which); for the others :func:`plan` writes
+the equation as one ``numba.njit`` kernel over the operand's uint16 bit patterns (values as
+float32 locals, as :mod:`plax_numba.codegen` holds these formats), with the reference
+kernel's order, so its results equal the NumPy backend's bit for bit:
 
 * ``argmax``/``argmin``: the first index of the largest (smallest) value; a NaN counts as
   the extreme, so the first NaN wins (NumPy's ``argmax``).
 * ``cummax``/``cummin``: ``np.maximum``/``np.minimum`` accumulated in order (a NaN
   propagates); ``reverse`` from the end.
-* ``cumsum``/``cumprod``: :func:`~plax.lax.cumulative.blocked_scan`'s order exactly: rows of
-  more than 16 elements padded with the identity to whole blocks of 16, each block scanned
-  in order (``reverse``: each suffix combined from its left end), the block totals scanned
-  the same way, then each element combined with what the blocks before it (after it, for
-  ``reverse``) contribute, the identity for the first, every step rounded.
 
 The operand is passed as a C-contiguous ``(outer, n, inner)`` view (``n`` the scanned axis),
 so one source serves every shape whose ``inner`` is, or is not, 1.
@@ -53,8 +48,6 @@ from plax_numba.codegen import LOW_FLOATS, KernelPlan, Unsupported, _t, constant
 _ARG = {lax.argmax_p: ">", lax.argmin_p: "<"}
 _EXTREME = {lax.cummax_p: "fmax", lax.cummin_p: "fmin"}
 _BLOCKED = {lax.cumsum_p: ("+", 0.0), lax.cumprod_p: ("*", 1.0)}
-#: XLA's block length (plax.lax.cumulative.SCAN_BLOCK), in the generated source
-_BLOCK = 16
 
 
 def takes(eqn) -> bool:
@@ -70,13 +63,13 @@ def own_kernel(eqn) -> bool:
     """Whether a lone ``eqn`` :func:`takes` is written by :func:`plan` rather than as the
     one-equation form of a fused scan: all but ``cumsum``/``cumprod``, whose fused form scans
     the lines along an outer axis together (:mod:`plax_numba.scan_lines`; 1000x1000
-    bfloat16 ``cumsum`` along axis 0: 5.2 ms here, ~1.5 ms there)."""
+    bfloat16 ``cumsum`` along axis 0: 5.2 ms as this module's kernel, 2.6 ms so)."""
     return takes(eqn) and eqn.primitive not in _BLOCKED
 
 
 def plan(cluster) -> KernelPlan:
     """The :class:`~plax_numba.codegen.KernelPlan` of a one-equation ``cluster`` whose
-    equation :func:`takes` says this module writes (its step returns the cluster's outputs,
+    equation :func:`own_kernel` says this module writes (its step returns the cluster's outputs,
     as a fused kernel's does).
 
     Args:
@@ -87,7 +80,7 @@ def plan(cluster) -> KernelPlan:
       and returns the result's (uint16 bits, or the indices).
 
     Raises:
-      Unsupported: an equation :func:`takes` declines, or an empty operand.
+      Unsupported: an equation :func:`own_kernel` declines, or an empty operand.
 
     Example::
 
@@ -95,7 +88,7 @@ def plan(cluster) -> KernelPlan:
           plan(Cluster([eqn], eqn.invars[0].aval.shape, list(eqn.invars), list(eqn.outvars)))
     """
     (eqn,) = cluster.eqns
-    if not takes(eqn):
+    if not own_kernel(eqn):
         raise Unsupported(f"{eqn.primitive.name} on {eqn.invars[0].aval.dtype}")
     prim = eqn.primitive
     operand, out = eqn.invars[0], eqn.outvars[0]
@@ -108,11 +101,8 @@ def plan(cluster) -> KernelPlan:
     column = inner > 1  # (walk the scanned axis in the outer loop, columns innermost)
     if prim in _ARG:
         source = _arg_source(_ARG[prim], fmt, np.dtype(out.aval.dtype), column)
-    elif prim in _EXTREME:
-        source = _extreme_source(_EXTREME[prim], fmt, column)
     else:
-        op, identity = _BLOCKED[prim]
-        source = _blocked_source(op, identity, fmt)
+        source = _extreme_source(_EXTREME[prim], fmt, column)
     # (reverse: an argument, so a scan and its reverse share one compiled kernel)
     extra = "" if prim in _ARG else f", {int(bool(eqn.params['reverse']))}"
     header = ("from plax_numba.scalar import f16_value, f16_bits, round_f16, bf16_value, "
@@ -225,113 +215,6 @@ def kernel(a0, reverse):
                 out[o, i, j] = {fmt}_bits(acc[j])
             first = False
     return out
-"""
-
-
-def _blocked_source(op: str, identity: float, fmt: str) -> str:
-    """``cumsum`` (``op`` ``+``) or ``cumprod`` (``*``) in
-    :func:`~plax.lax.cumulative.blocked_scan`'s order (from the end if the kernel's
-    ``reverse`` argument is 1), each row (gathered into a float32 work buffer that also
-    holds the levels of block totals) scanned by ``_blocked``."""
-    B = _BLOCK
-    return blocked_helpers(op, identity, np.dtype(np.float32), fmt, "") + f"""
-
-@njit(**_OPTIONS)
-def kernel(a0, reverse):
-    outer, n, inner = a0.shape
-    out = np.empty((outer, n, inner), np.uint16)
-    x = np.empty(2 * n + {4 * B}, np.float32)
-    starts = np.empty(64, np.int64)
-    sizes = np.empty(64, np.int64)
-    for o in range(outer):
-        for j in range(inner):
-            for i in range(n):
-                x[i] = {fmt}_value(a0[o, i, j])
-            _blocked(x, n, reverse, starts, sizes)
-            for i in range(n):
-                out[o, i, j] = {fmt}_bits(x[i])
-    return out
-"""
-
-
-def blocked_helpers(op: str, identity: float, work, fmt: str | None, suffix: str) -> str:
-    """The source of ``_blocked{suffix}(x, n, reverse, starts, sizes)``: the inclusive scan of
-    ``x[:n]`` by ``op`` (``+`` or ``*``) in :func:`~plax.lax.cumulative.blocked_scan`'s order,
-    in place, ``x`` (of dtype ``work``, at least ``2 * n + 64`` long) also holding the levels
-    of block totals; each step rounded to float16/bfloat16 (``fmt``) or to ``work``."""
-    B = _BLOCK
-    ident = f"{_t(work)}({identity!r})"
-    if fmt is not None:
-        combine = lambda a, b: f"round_{fmt}({a} {op} {b})"  # noqa: E731
-    else:
-        combine = lambda a, b: f"{_t(work)}({a} {op} {b})"  # noqa: E731
-    s = suffix
-    return f"""
-@njit(**_OPTIONS)
-def _in_order{s}(x, lo, n, reverse):
-    if reverse:
-        # each suffix x[i] op x[i+1] op ... combined from its left end: at step k every
-        # x[i], i < k, takes x[k] (still unscanned), independent across i (vectorised)
-        for k in range(1, n):
-            xk = x[lo + k]
-            for i in range(k):
-                x[lo + i] = {combine('x[lo + i]', 'xk')}
-    else:
-        acc = x[lo]
-        for k in range(1, n):
-            acc = {combine('acc', 'x[lo + k]')}
-            x[lo + k] = acc
-
-
-@njit(**_OPTIONS)
-def _blocks_in_order{s}(x, lo, blocks, reverse):
-    # _in_order on each of ``blocks`` blocks of {B} from x[lo]; forward, the blocks' steps
-    # interleaved (independent chains, each rounded as _in_order's, in its order); reverse
-    # block by block (_in_order's steps are independent already)
-    if reverse:
-        for b in range(blocks):
-            _in_order{s}(x, lo + {B} * b, {B}, True)
-    else:
-        for k in range(1, {B}):
-            for b in range(blocks):
-                at = lo + {B} * b
-                x[at + k] = {combine('x[at + k - 1]', 'x[at + k]')}
-
-
-@njit(**_OPTIONS)
-def _blocked{s}(x, n, reverse, starts, sizes):
-    # up: each level of more than {B} values padded to whole blocks, the blocks scanned in
-    # order, their totals (first element for reverse, else last) the next level; the last
-    # level scanned in order
-    lo, m, depth = 0, n, 0
-    total = 0 if reverse else {B - 1}
-    while m > {B}:
-        p = (m + {B - 1}) // {B} * {B}
-        for i in range(m, p):
-            x[lo + i] = {ident}
-        _blocks_in_order{s}(x, lo, p // {B}, reverse)
-        for b in range(p // {B}):
-            x[lo + p + b] = x[lo + {B} * b + total]
-        starts[depth] = lo
-        sizes[depth] = m
-        depth += 1
-        lo += p
-        m = p // {B}
-    _in_order{s}(x, lo, m, reverse)
-    # down: each element combined with what the blocks before it (after it, for reverse)
-    # contribute -- the identity for the first (last) -- from the level above's scan
-    while depth > 0:
-        depth -= 1
-        top = lo
-        lo, m = starts[depth], sizes[depth]
-        nb = (m + {B - 1}) // {B}
-        for i in range(m):
-            b = i // {B}
-            if reverse:
-                before = {ident} if b == nb - 1 else x[top + b + 1]
-            else:
-                before = {ident} if b == 0 else x[top + b - 1]
-            x[lo + i] = {combine('x[lo + i]', 'before')}
 """
 
 
@@ -491,7 +374,8 @@ def fused_cumulative(eqn, k: int, j: int, operand: str, idx: list, dims: list,
     integers) accumulate in ``c{k}`` (a local, or an array over the other axes), the scan
     axis's loop reversed for ``reverse``; their value at each element is stored as an
     elementwise value's. Floating ``cumsum``/``cumprod`` fill the work buffer ``w{k}`` and
-    scan its lines after the loop (:func:`blocked_helpers`), into ``o{j}``.
+    scan its lines after the loop (:mod:`plax_numba.scan_lines`, XLA's blocked order),
+    into ``o{j}``.
 
     Raises:
       Unsupported: ``cumsum``/``cumprod`` on booleans.

@@ -9,8 +9,7 @@ kernel on the 2-core host. The operation (``OP_ADD``/``OP_MUL``) and the roundin
 each step rounded to float16/bfloat16 as a float32) are arguments, the same for every step
 (branches LLVM hoists out of the loops).
 
-The order is :func:`plax.lax.cumulative.blocked_scan`'s exactly (as
-:func:`plax_numba.codegen_scan.blocked_helpers` writes it for the lone float16 kernels):
+The order is :func:`plax.lax.cumulative.blocked_scan`'s exactly:
 lines of more than 16 values padded with the identity to whole blocks of 16, each block
 scanned in order (``reverse``: each suffix combined from its left end), the block totals
 scanned the same way, then each element combined with what the blocks before it (after it,

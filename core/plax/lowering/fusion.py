@@ -41,8 +41,9 @@ that ``random.normal`` hashes is then an expression of the loop index in the has
 never an array in memory.
 
 **Arg-reductions and cumulative ops** (for a backend that asks: ``arg_reductions=True`` and
-``cumulative=True`` in :func:`find_clusters`, from :attr:`plax.lowering.Emitter.fuses_arg_reductions`
-and :attr:`~plax.lowering.Emitter.fuses_cumulative`; elsewhere they stay lone equations):
+``cumulative=True`` in :func:`find_clusters`, from
+:attr:`plax.lowering.Emitter.fuses_arg_reductions` and
+:attr:`~plax.lowering.Emitter.fuses_cumulative`; elsewhere they stay lone equations):
 
 * ``ARG_REDUCTION`` (``argmax``, ``argmin``) follows ``REDUCTION``'s rule exactly (the operand
   has the iteration shape, nothing in the cluster reads the result); its generator keeps the
