@@ -35,7 +35,7 @@ import numpy as np
 
 from plax import dtypes, lax
 from plax.core.jaxpr import Literal, Var
-from plax.lowering import REDUCTION, fusion_kind
+from plax.lowering import ARG_REDUCTION, CUMULATIVE, REDUCTION, fusion_kind
 
 #: dtypes the generated loops handle natively (no complex; float16 and bfloat16 below)
 DTYPES = frozenset(np.dtype(t) for t in (np.bool_, np.int8, np.int16, np.int32, np.int64,
@@ -174,6 +174,19 @@ _ARITH = {lax.add_p: "+", lax.add_any_p: "+", lax.sub_p: "-", lax.mul_p: "*"}
 _COMPARE = {lax.eq_p: "==", lax.ne_p: "!=", lax.lt_p: "<", lax.le_p: "<=", lax.gt_p: ">",
             lax.ge_p: ">="}
 _BITWISE = {lax.and_p: "&", lax.or_p: "|", lax.xor_p: "^"}
+
+
+def kind_of(primitive) -> str | None:
+    """``primitive``'s fusion kind as this generator sees it: ``argmax``/``argmin`` as
+    ``ARG_REDUCTION`` and the cumulative ops as ``CUMULATIVE`` (the Numba emitter opts in to
+    both, :attr:`plax.lowering.Emitter.fuses_arg_reductions`), ``iota`` as ``INDEX``."""
+    return fusion_kind(primitive, index=True, arg_reductions=True, cumulative=True)
+
+
+def reduces(eqn) -> bool:
+    """Whether ``eqn``'s value is complete only when its cluster's loop ends (a reduction,
+    an arg-reduction or a cumulative op): its loop's order is fixed, never threaded."""
+    return kind_of(eqn.primitive) in (REDUCTION, ARG_REDUCTION, CUMULATIVE)
 
 
 def reference_only(eqn) -> bool:
@@ -495,7 +508,7 @@ def plan_cluster(cluster, preallocate: bool = False, parallel: bool | None = Non
     """
     if len(cluster.eqns) == 1 and not into:
         from plax_numba import codegen_scan  # (arg-reductions, cumulative ops: their own)
-        if codegen_scan.takes(cluster.eqns[0]):
+        if codegen_scan.own_kernel(cluster.eqns[0]):
             return codegen_scan.plan(cluster)
     shape = tuple(cluster.shape)
     rank = len(shape)
@@ -523,22 +536,23 @@ def plan_cluster(cluster, preallocate: bool = False, parallel: bool | None = Non
                 partial.add(id(eqn))
             if eqn.params.get("sharding") is not None:
                 raise Unsupported("broadcast_in_dim with a sharding")
-        elif fusion_kind(eqn.primitive) == REDUCTION:
+        elif kind_of(eqn.primitive) in (REDUCTION, ARG_REDUCTION):
             if sorted(eqn.params["axes"]) != list(range(rank)):
                 flat = False
+        elif kind_of(eqn.primitive) == CUMULATIVE:
+            flat = False  # (nested: the scan axis's index, and its loop reversed if asked)
     # A large cluster without reductions whose only obstacle to the flat loop is a partial
     # broadcast runs *indexed*: one flat loop (threaded, like a flat one) that recovers the
     # element's indices from its flat position and reads those broadcasts by them. A key
     # split's threefry over an (n, k) grid, read from (n,) and (k,) operands, was a serial
     # loop nest: flat and threaded, 33 -> 17 ms at n = 10**6 on the 2-core host.
     indexed = (not flat and rank >= 2 and math.prod(shape) >= PARALLEL_MIN
-               and not any(fusion_kind(e.primitive) == REDUCTION for e in cluster.eqns))
+               and not any(reduces(e) for e in cluster.eqns))
     if indexed:
         flat = True
 
     # a flat loop without reductions may run on threads and in chunks (order-free)
-    order_free = (flat and rank > 0
-                  and not any(fusion_kind(e.primitive) == REDUCTION for e in cluster.eqns))
+    order_free = flat and rank > 0 and not any(reduces(e) for e in cluster.eqns)
     large = math.prod(shape) >= PARALLEL_MIN
     out_params = (preallocate and order_free and large and not low
                   and not broadcast_operands_partial(cluster, shape) and not into)
@@ -562,6 +576,9 @@ def plan_cluster(cluster, preallocate: bool = False, parallel: bool | None = Non
     dims = [f"n{d}" for d in range(rank)]
     idx = [f"i{d}" for d in range(rank)]
     rows: list = []    # nested loops: arrays of the iteration shape, read by rows
+    reversed_dims: set = set()  # nested loops walking their dimension from its end
+    helpers: list[str] = []     # functions the kernel calls, defined before it
+    row_post: list[str] = []    # nested loops: after each row the innermost loop walks
     names: dict = {}   # id(atom) -> scalar expression inside the loop
     pre: list[str] = []    # before the loop
     body: list[str] = []   # inside the loop
@@ -591,7 +608,7 @@ def plan_cluster(cluster, preallocate: bool = False, parallel: bool | None = Non
     out_dtypes = [np.dtype(v.aval.dtype) for v in cluster.outputs]
     given: list[int] = []  # outputs whose buffers the caller passes (``into``)
     for j, v in enumerate(cluster.outputs):
-        if fusion_kind(_defining(cluster, v).primitive) != REDUCTION and rank:
+        if kind_of(_defining(cluster, v).primitive) not in (REDUCTION, ARG_REDUCTION) and rank:
             t = _storage(out_dtypes[j])
             if out_params:
                 pre.append(f"o{j}_f = o{j}")
@@ -640,6 +657,39 @@ def plan_cluster(cluster, preallocate: bool = False, parallel: bool | None = Non
                     expr = f"{in_names[id(op)]}[{', '.join(sub)}]"
                 expr = _load(np.dtype(op.aval.dtype), expr)
             body.append(f"{local} = {expr}")
+        elif kind_of(prim) in (ARG_REDUCTION, CUMULATIVE):
+            from plax_numba import codegen_scan
+            j = outputs.get(id(out))
+            if j is None:  # (nobody reads it after the cluster: not computed)
+                continue
+            operand = names[id(eqn.invars[0])]
+            if kind_of(prim) == ARG_REDUCTION:
+                (axis,) = eqn.params["axes"]
+                kept = [d for d in range(rank) if d != axis]
+                lines = codegen_scan.fused_arg(
+                    eqn, k, j, operand, "i" if flat else idx[axis],
+                    ", ".join(idx[d] for d in kept) if kept else None,
+                    ", ".join(dims[d] for d in kept),
+                    row=dims[axis] if not flat and rank >= 2 and axis == rank - 1 else None)
+                row_post += lines.row_post
+                scalar_out[j] = not kept
+                out_exprs[j] = f"r{j}"
+            else:
+                lines = codegen_scan.fused_cumulative(eqn, k, j, operand, idx, dims, rows)
+                out_exprs[j] = f"o{j}"
+                if lines.reversed_axis is not None:
+                    reversed_dims.add(lines.reversed_axis)
+                if lines.helpers:
+                    helpers.append(lines.helpers)
+                    low = low or np.dtype(out.aval.dtype) in LOW_FLOATS
+            pre += lines.pre
+            body += lines.body
+            post += lines.post
+            if lines.value is not None:  # (a sequential scan's value at this element)
+                body.append(f"{local} = {lines.value}")
+                names[id(out)] = local
+                _store(out, local, outputs, out_exprs, scalar_out, rank, flat, body, idx, rows)
+            continue
         elif fusion_kind(prim) == REDUCTION:
             operand = names[id(eqn.invars[0])]
             acc_dtype, init, update = reduction(prim, np.dtype(out.aval.dtype))
@@ -711,11 +761,13 @@ def plan_cluster(cluster, preallocate: bool = False, parallel: bool | None = Non
         lines += ["        " + s for s in body]
     else:
         for d in range(rank):
-            lines.append("    " + "    " * d + f"for {idx[d]} in range({dims[d]}):")
+            extent = (f"{dims[d]} - 1, -1, -1" if d in reversed_dims else dims[d])
+            lines.append("    " + "    " * d + f"for {idx[d]} in range({extent}):")
             if d == rank - 2:  # the rows the innermost loop walks, bound once per row
                 lines += ["    " + "    " * (d + 1) + f"{r}_r = {r}[{', '.join(idx[:-1])}]"
                           for r in rows]
         lines += ["    " + "    " * rank + s for s in body]
+        lines += ["    " + "    " * (rank - 1) + s for s in row_post]
     lines += ["    " + s for s in post]
     if into:
         rest = [e for j, e in enumerate(out_exprs) if j not in given]
@@ -723,7 +775,7 @@ def plan_cluster(cluster, preallocate: bool = False, parallel: bool | None = Non
     else:
         lines.append("    return 0" if out_params
                      else f"    return ({''.join(e + ', ' for e in out_exprs)})")
-    source = (_LOW_IMPORT if low else "") + "\n".join(lines) + "\n"
+    source = ((_LOW_IMPORT if low else "") + "".join(helpers) + "\n".join(lines) + "\n")
     if into:
         plan = KernelPlan(source, None, None, {}, [e.primitive.name for e in cluster.eqns])
         plan.given = given

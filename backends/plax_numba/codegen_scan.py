@@ -1,23 +1,36 @@
-"""Kernels for ``argmax``/``argmin`` and the cumulative ops on float16/bfloat16 operands.
+"""Kernels for ``argmax``/``argmin`` and the cumulative ops: fused with their producers
+(:func:`fused_arg`, :func:`fused_cumulative`), and alone on float16/bfloat16 operands.
 
-These primitives are not fusion primitives (:func:`plax.lowering.fusion_kind`), so an
-equation of them is a lone step. On float16/bfloat16 its reference kernel converts the
-whole operand to float32 and, for ``cumsum``/``cumprod``, scans it in XLA's blocked order
-(:func:`plax.lax.cumulative.blocked_scan`) one NumPy call per step of a block: many passes.
-:func:`plan` writes the equation as one ``numba.njit`` kernel over the operand's uint16 bit
-patterns (as :mod:`plax_numba.codegen` holds these formats: values as float32 locals, each
-operation computed in float32 and rounded once to the narrow format, ties to even), with the
-reference kernel's order and rounding, so its results equal the NumPy backend's bit for bit:
+**Fused.** The Numba emitter opts in to ``ARG_REDUCTION`` and ``CUMULATIVE`` clusters
+(:attr:`plax.lowering.Emitter.fuses_arg_reductions`, ``fuses_cumulative``): the elementwise
+chain producing the operand and the scan are one loop nest, with the same results as the
+reference kernels bit for bit (``cumlogsumexp``: within libm's rounding of ``exp``/
+``log1p``). :func:`plax_numba.codegen.plan_cluster` asks :func:`fused_arg` and
+:func:`fused_cumulative` for the lines of the scan:
+
+* an arg-reduction keeps the best value and its index in locals (to a scalar) or arrays
+  over the kept axes, replacing the best when the value beats it or is a NaN, until the
+  best is a NaN: the first NaN wins, ties keep the first index (NumPy's and JAX's rule);
+* ``cummax``/``cummin``, and ``cumsum``/``cumprod`` on integers (exact in any order), and
+  ``cumlogsumexp`` (``np.logaddexp.accumulate``'s order; float16/bfloat16 accumulate in
+  float32, rounded once per output, as the reference does) accumulate in the loop, whose
+  scan axis runs from its end for ``reverse``;
+* floating ``cumsum``/``cumprod`` write the producer's values to a work buffer in the loop,
+  then scan each line in :func:`~plax.lax.cumulative.blocked_scan`'s order (below).
+
+**Alone.** An ``argmax``/``argmin``/cumulative equation with no producer in front is not a
+cluster (a run of one), so it is a lone step. On float16/bfloat16 its reference kernel
+converts the whole operand to float32 (and, for ``cumsum``/``cumprod``, scans it one NumPy
+call per step of a block: many passes). ``cumsum``/``cumprod`` then run as the one-equation
+form of the fused scan (:func:`own_kernel` says which); for the others :func:`plan` writes
+the equation as one ``numba.njit`` kernel over the operand's uint16 bit patterns (values as
+float32 locals, as :mod:`plax_numba.codegen` holds these formats), with the reference
+kernel's order, so its results equal the NumPy backend's bit for bit:
 
 * ``argmax``/``argmin``: the first index of the largest (smallest) value; a NaN counts as
   the extreme, so the first NaN wins (NumPy's ``argmax``).
 * ``cummax``/``cummin``: ``np.maximum``/``np.minimum`` accumulated in order (a NaN
   propagates); ``reverse`` from the end.
-* ``cumsum``/``cumprod``: :func:`~plax.lax.cumulative.blocked_scan`'s order exactly: rows of
-  more than 16 elements padded with the identity to whole blocks of 16, each block scanned
-  in order (``reverse``: each suffix combined from its left end), the block totals scanned
-  the same way, then each element combined with what the blocks before it (after it, for
-  ``reverse``) contribute, the identity for the first, every step rounded.
 
 The operand is passed as a C-contiguous ``(outer, n, inner)`` view (``n`` the scanned axis),
 so one source serves every shape whose ``inner`` is, or is not, 1.
@@ -30,13 +43,11 @@ import numpy as np
 
 from plax import lax
 
-from plax_numba.codegen import LOW_FLOATS, KernelPlan, Unsupported
+from plax_numba.codegen import LOW_FLOATS, KernelPlan, Unsupported, _t, constant
 
 _ARG = {lax.argmax_p: ">", lax.argmin_p: "<"}
 _EXTREME = {lax.cummax_p: "fmax", lax.cummin_p: "fmin"}
 _BLOCKED = {lax.cumsum_p: ("+", 0.0), lax.cumprod_p: ("*", 1.0)}
-#: XLA's block length (plax.lax.cumulative.SCAN_BLOCK), in the generated source
-_BLOCK = 16
 
 
 def takes(eqn) -> bool:
@@ -48,9 +59,17 @@ def takes(eqn) -> bool:
     return len(eqn.invars) == 1 and np.dtype(eqn.invars[0].aval.dtype) in LOW_FLOATS
 
 
+def own_kernel(eqn) -> bool:
+    """Whether a lone ``eqn`` :func:`takes` is written by :func:`plan` rather than as the
+    one-equation form of a fused scan: all but ``cumsum``/``cumprod``, whose fused form scans
+    the lines along an outer axis together (:mod:`plax_numba.scan_lines`; 1000x1000
+    bfloat16 ``cumsum`` along axis 0: 5.2 ms as this module's kernel, 2.6 ms so)."""
+    return takes(eqn) and eqn.primitive not in _BLOCKED
+
+
 def plan(cluster) -> KernelPlan:
     """The :class:`~plax_numba.codegen.KernelPlan` of a one-equation ``cluster`` whose
-    equation :func:`takes` says this module writes (its step returns the cluster's outputs,
+    equation :func:`own_kernel` says this module writes (its step returns the cluster's outputs,
     as a fused kernel's does).
 
     Args:
@@ -61,7 +80,7 @@ def plan(cluster) -> KernelPlan:
       and returns the result's (uint16 bits, or the indices).
 
     Raises:
-      Unsupported: an equation :func:`takes` declines, or an empty operand.
+      Unsupported: an equation :func:`own_kernel` declines, or an empty operand.
 
     Example::
 
@@ -69,7 +88,7 @@ def plan(cluster) -> KernelPlan:
           plan(Cluster([eqn], eqn.invars[0].aval.shape, list(eqn.invars), list(eqn.outvars)))
     """
     (eqn,) = cluster.eqns
-    if not takes(eqn):
+    if not own_kernel(eqn):
         raise Unsupported(f"{eqn.primitive.name} on {eqn.invars[0].aval.dtype}")
     prim = eqn.primitive
     operand, out = eqn.invars[0], eqn.outvars[0]
@@ -82,11 +101,8 @@ def plan(cluster) -> KernelPlan:
     column = inner > 1  # (walk the scanned axis in the outer loop, columns innermost)
     if prim in _ARG:
         source = _arg_source(_ARG[prim], fmt, np.dtype(out.aval.dtype), column)
-    elif prim in _EXTREME:
-        source = _extreme_source(_EXTREME[prim], fmt, column)
     else:
-        op, identity = _BLOCKED[prim]
-        source = _blocked_source(op, identity, fmt)
+        source = _extreme_source(_EXTREME[prim], fmt, column)
     # (reverse: an argument, so a scan and its reverse share one compiled kernel)
     extra = "" if prim in _ARG else f", {int(bool(eqn.params['reverse']))}"
     header = ("from plax_numba.scalar import f16_value, f16_bits, round_f16, bf16_value, "
@@ -202,95 +218,213 @@ def kernel(a0, reverse):
 """
 
 
-def _blocked_source(op: str, identity: float, fmt: str) -> str:
-    """``cumsum`` (``op`` ``+``) or ``cumprod`` (``*``) in
-    :func:`~plax.lax.cumulative.blocked_scan`'s order (from the end if the kernel's
-    ``reverse`` argument is 1), each row (gathered into a float32 work buffer that also
-    holds the levels of block totals) scanned by ``_blocked``."""
-    B = _BLOCK
-    ident = f"np.float32({identity!r})"
-    combine = lambda a, b: f"round_{fmt}({a} {op} {b})"  # noqa: E731
+# ---------------------------------------------------------------- fused with producers
+
+class FusedLines:
+    """What :func:`fused_arg` and :func:`fused_cumulative` add to a cluster's kernel.
+
+    Attributes:
+      pre, body, post: source lines before, inside (innermost) and after the loop nest.
+      value: for a sequential scan, the expression of its value at the loop's element (the
+        caller binds and stores it as an elementwise value); None otherwise.
+      reversed_axis: the axis whose loop must run from its end (a ``reverse`` sequential
+        scan), or None.
+      helpers: source of functions the kernel calls, defined before it ("" if none).
+    """
+
+    def __init__(self, pre, body, post, value=None, reversed_axis=None, helpers="",
+                 row_post=()):
+        self.pre, self.body, self.post = pre, body, post
+        self.value, self.reversed_axis, self.helpers = value, reversed_axis, helpers
+        #: lines run after each row of a nested loop nest (its innermost loop)
+        self.row_post = list(row_post)
+
+
+def _value_dtype(dtype) -> np.dtype:
+    """The dtype of a loop's local holding a value of ``dtype`` (float32 for the 16-bit
+    floats, :data:`plax_numba.codegen.LOW_FLOATS`)."""
+    dtype = np.dtype(dtype)
+    return np.dtype(np.float32) if dtype in LOW_FLOATS else dtype
+
+
+def fused_arg(eqn, k: int, j: int, operand: str, position: str, at: str | None,
+              kept_dims: str, row: str | None = None) -> FusedLines:
+    """The lines of an ``argmax``/``argmin`` equation (the ``k``-th of its cluster, its
+    result the kernel's ``r{j}``) in a cluster's loop.
+
+    Args:
+      eqn: the equation.
+      k, j: its position in the cluster and its output's.
+      operand: the expression of its operand's value at the loop's element.
+      position: the loop's index along the reduced axis.
+      at: the indices of the kept axes (``"i0, i2"``), or None for a rank-1 operand (the
+        result a scalar).
+      kept_dims: the kept axes' extents (``"n0, n2"``).
+      row: where the reduced axis is the innermost loop of a nested loop nest, its extent
+        (:func:`_row_arg` then writes the lines).
+
+    Returns:
+      :class:`FusedLines`: the best value ``b{k}`` and its index ``m{k}`` (locals, or arrays
+      over the kept axes) updated per element.
+    """
+    if row is not None:
+        return _row_arg(eqn, k, j, operand, position, at, kept_dims, row)
+    is_max = eqn.primitive is lax.argmax_p
+    vt = _value_dtype(eqn.invars[0].aval.dtype)
+    odt = np.dtype(eqn.outvars[0].aval.dtype)
+    op = ">" if is_max else "<"
+    if vt.kind == "f":
+        init = constant(-np.inf if is_max else np.inf, vt)
+    elif vt.kind == "b":
+        init = "False" if is_max else "True"
+    else:
+        info = np.iinfo(vt)
+        init = constant(info.min if is_max else info.max, vt)
+    b, m = (f"b{k}", f"m{k}") if at is None else (f"b{k}[{at}]", f"m{k}[{at}]")
+    v = f"v{k}"
+    # floats: a NaN replaces the best, and once the best is a NaN nothing does (the first
+    # NaN wins); a tie never replaces it (the first index wins)
+    better = (f"{b} == {b} and ({v} != {v} or {v} {op} {b})" if vt.kind == "f"
+              else f"{v} {op} {b}")
+    body = [f"{v} = {operand}", f"if {better}:", f"    {b} = {v}", f"    {m} = {position}"]
+    if at is None:
+        return FusedLines([f"b{k} = {init}", f"m{k} = 0"], body,
+                          [f"r{j} = {_t(odt)}(m{k})"])
+    return FusedLines([f"b{k} = np.full(({kept_dims},), {init})",
+                       f"m{k} = np.zeros(({kept_dims},), {_t(odt)})"], body,
+                      [f"r{j} = m{k}"])
+
+
+def _key_lines(vt, v: str, key: str, is_max: bool) -> list[str]:
+    """Lines binding ``key``, an integer ordered as the value ``v`` of dtype ``vt`` is
+    (floats: their bits, negatives mirrored, ``-0`` and ``+0`` one key, every NaN the
+    extreme key that wins: above every value for ``argmax``, below for ``argmin``)."""
+    if vt.kind == "b":
+        return [f"{key} = np.int8({v})"]
+    if vt.kind in "iu":
+        return [f"{key} = {v}"]
+    bits = vt.itemsize * 8
+    it = f"np.int{bits}"
+    sign = 1 << (bits - 1)
+    inf = 0x7F800000 if bits == 32 else 0x7FF0000000000000
+    nan_key = inf + 1 if is_max else -(inf + 1)
+    return [f"{key}b = bitcast({_t(vt)}({v}), {it}(0))",
+            f"{key}m = {it}({key}b & {it}({sign - 1}))",
+            f"{key} = {it}(-{key}m) if {key}b < 0 else {key}m",
+            f"{key} = {it}({nan_key}) if {key}m > {it}({inf}) else {key}"]
+
+
+def _row_arg(eqn, k, j, operand, position, at, kept_dims, row) -> FusedLines:
+    """An arg-reduction along the innermost loop of a nested loop nest: the loop writes
+    each value's integer key (:func:`_key_lines`) to a row buffer; after the row, the
+    extreme key (a vectorised integer reduction) and then the first index holding it. The
+    one-pass form (a compare and branch per element on the best so far, in memory) cost
+    ~1 ms per million float32 elements on the 2-core host."""
+    is_max = eqn.primitive is lax.argmax_p
+    vt = _value_dtype(eqn.invars[0].aval.dtype)
+    odt = np.dtype(eqn.outvars[0].aval.dtype)
+    key = f"key{k}"
+    op = ">" if is_max else "<"
+    body = _key_lines(vt, operand, key, is_max) + [f"row{k}[{position}] = {key}"]
+    row_post = [f"best{k} = row{k}[0]",
+                f"for q in range(1, {row}):",
+                f"    best{k} = row{k}[q] if row{k}[q] {op} best{k} else best{k}",
+                f"for q in range({row}):",
+                f"    if row{k}[q] == best{k}:",
+                f"        m{k}[{at}] = q",
+                "        break"]
+    key_t = "np.int8" if vt.kind == "b" else (_t(vt) if vt.kind in "iu"
+                                              else f"np.int{vt.itemsize * 8}")
+    return FusedLines([f"m{k} = np.zeros(({kept_dims},), {_t(odt)})",
+                       f"row{k} = np.empty({row}, {key_t})"], body, [f"r{j} = m{k}"],
+                      row_post=row_post)
+
+
+_SEQUENTIAL_FLOAT = {lax.cummax_p: "fmax({0}, {1})", lax.cummin_p: "fmin({0}, {1})",
+                     lax.cumlogsumexp_p: "_logaddexp({0}, {1})"}
+
+
+def _logaddexp_source(dtype) -> str:
+    """``np.logaddexp`` on scalars of ``dtype`` (NumPy's ``npy_logaddexp``: equal arguments
+    give ``x + log 2``, so infinities of one sign stay; else the larger plus ``log1p`` of
+    the exponential of the difference; a NaN difference is returned)."""
+    t = _t(dtype)
     return f"""
 @njit(**_OPTIONS)
-def _in_order(x, lo, n, reverse):
-    if reverse:
-        # each suffix x[i] op x[i+1] op ... combined from its left end: at step k every
-        # x[i], i < k, takes x[k] (still unscanned), independent across i (vectorised)
-        for k in range(1, n):
-            xk = x[lo + k]
-            for i in range(k):
-                x[lo + i] = {combine('x[lo + i]', 'xk')}
-    else:
-        acc = x[lo]
-        for k in range(1, n):
-            acc = {combine('acc', 'x[lo + k]')}
-            x[lo + k] = acc
+def _logaddexp(x, y):
+    if x == y:
+        return x + {t}({math.log(2.0)!r})
+    d = x - y
+    if d > 0:
+        return x + np.log1p(np.exp(-d))
+    if d <= 0:
+        return y + np.log1p(np.exp(d))
+    return d
 
-
-@njit(**_OPTIONS)
-def _blocks_in_order(x, lo, blocks, reverse):
-    # _in_order on each of ``blocks`` blocks of {B} from x[lo]; forward, the blocks' steps
-    # interleaved (independent chains, each rounded as _in_order's, in its order); reverse
-    # block by block (_in_order's steps are independent already)
-    if reverse:
-        for b in range(blocks):
-            _in_order(x, lo + {B} * b, {B}, True)
-    else:
-        for k in range(1, {B}):
-            for b in range(blocks):
-                at = lo + {B} * b
-                x[at + k] = {combine('x[at + k - 1]', 'x[at + k]')}
-
-
-@njit(**_OPTIONS)
-def _blocked(x, n, reverse, starts, sizes):
-    # up: each level of more than {B} values padded to whole blocks, the blocks scanned in
-    # order, their totals (first element for reverse, else last) the next level; the last
-    # level scanned in order
-    lo, m, depth = 0, n, 0
-    total = 0 if reverse else {B - 1}
-    while m > {B}:
-        p = (m + {B - 1}) // {B} * {B}
-        for i in range(m, p):
-            x[lo + i] = {ident}
-        _blocks_in_order(x, lo, p // {B}, reverse)
-        for b in range(p // {B}):
-            x[lo + p + b] = x[lo + {B} * b + total]
-        starts[depth] = lo
-        sizes[depth] = m
-        depth += 1
-        lo += p
-        m = p // {B}
-    _in_order(x, lo, m, reverse)
-    # down: each element combined with what the blocks before it (after it, for reverse)
-    # contribute -- the identity for the first (last) -- from the level above's scan
-    while depth > 0:
-        depth -= 1
-        top = lo
-        lo, m = starts[depth], sizes[depth]
-        nb = (m + {B - 1}) // {B}
-        for i in range(m):
-            b = i // {B}
-            if reverse:
-                before = {ident} if b == nb - 1 else x[top + b + 1]
-            else:
-                before = {ident} if b == 0 else x[top + b - 1]
-            x[lo + i] = {combine('x[lo + i]', 'before')}
-
-
-@njit(**_OPTIONS)
-def kernel(a0, reverse):
-    outer, n, inner = a0.shape
-    out = np.empty((outer, n, inner), np.uint16)
-    x = np.empty(2 * n + {4 * B}, np.float32)
-    starts = np.empty(64, np.int64)
-    sizes = np.empty(64, np.int64)
-    for o in range(outer):
-        for j in range(inner):
-            for i in range(n):
-                x[i] = {fmt}_value(a0[o, i, j])
-            _blocked(x, n, reverse, starts, sizes)
-            for i in range(n):
-                out[o, i, j] = {fmt}_bits(x[i])
-    return out
 """
+
+
+def fused_cumulative(eqn, k: int, j: int, operand: str, idx: list, dims: list,
+                     rows: list) -> FusedLines:
+    """The lines of a cumulative equation (the ``k``-th of its cluster, its result the
+    kernel's array ``o{j}``) in a cluster's loop nest (``idx`` its indices, ``dims`` their
+    extents, C order).
+
+    Sequential scans (``cummax``/``cummin``/``cumlogsumexp``; ``cumsum``/``cumprod`` on
+    integers) accumulate in ``c{k}`` (a local, or an array over the other axes), the scan
+    axis's loop reversed for ``reverse``; their value at each element is stored as an
+    elementwise value's. Floating ``cumsum``/``cumprod`` fill the work buffer ``w{k}`` and
+    scan its lines after the loop (:mod:`plax_numba.scan_lines`, XLA's blocked order),
+    into ``o{j}``.
+
+    Raises:
+      Unsupported: ``cumsum``/``cumprod`` on booleans.
+    """
+    from plax_numba.codegen import _nested_at
+    prim = eqn.primitive
+    axis, reverse = int(eqn.params["axis"]), bool(eqn.params["reverse"])
+    dtype = np.dtype(eqn.outvars[0].aval.dtype)
+    vt = _value_dtype(dtype)
+    rank = len(idx)
+    if prim in _BLOCKED and vt.kind == "f":
+        # the loop fills the work buffer; the lines are scanned after it, in the blocked
+        # order, by plax_numba.scan_lines (compiled once for every kernel)
+        op = "OP_ADD" if prim is lax.cumsum_p else "OP_MUL"
+        fmt = LOW_FLOATS.get(dtype)
+        if fmt is None:
+            call, name = f"scan_lines({{}}, {{}}, {int(reverse)}, {op})", "scan_lines"
+        else:
+            rounding = "ROUND_F16" if fmt == "f16" else "ROUND_BF16"
+            call = f"scan_lines_bits({{}}, {{}}, {int(reverse)}, {op}, {rounding})"
+            name = "scan_lines_bits"
+        outer = " * ".join(dims[:axis]) or "1"
+        inner = " * ".join(dims[axis + 1:]) or "1"
+        lines = f"({outer}, {dims[axis]}, {inner})"
+        return FusedLines(
+            [f"w{k} = np.empty(({', '.join(dims)},), {_t(vt)})"],
+            [f"{_nested_at(f'w{k}', idx, rows)} = {operand}"],
+            [call.format(f"w{k}.reshape({lines})", f"o{j}.reshape({lines})")],
+            helpers=(f"from plax_numba.scan_lines import {name}, {op}"
+                     + (f", {rounding}" if fmt else "") + "\n"))
+    if vt.kind == "b" and prim in _BLOCKED:
+        raise Unsupported(f"{prim.name} on bool")
+    if vt.kind == "f":
+        combine = _SEQUENTIAL_FLOAT[prim]
+    elif prim is lax.cummax_p:
+        combine = "({0} or {1})" if vt.kind == "b" else "({1} if {1} > {0} else {0})"
+    elif prim is lax.cummin_p:
+        combine = "({0} and {1})" if vt.kind == "b" else "({1} if {1} < {0} else {0})"
+    elif prim in _BLOCKED:  # integers: exact in any order, wrapping as the reference's
+        combine = f"{_t(vt)}({{0}} {_BLOCKED[prim][0]} {{1}})"
+    else:
+        raise Unsupported(f"{prim.name} on {dtype}")
+    helpers = _logaddexp_source(vt) if prim is lax.cumlogsumexp_p else ""
+    kept = [d for d in range(rank) if d != axis]
+    c = f"c{k}[{', '.join(idx[d] for d in kept)}]" if kept else f"c{k}"
+    pre = ([f"c{k} = np.empty(({', '.join(dims[d] for d in kept)},), {_t(vt)})"] if kept
+           else [f"c{k} = {_t(vt) if vt.kind != 'b' else 'np.bool_'}(0)"])
+    first = f"{idx[axis]} == {dims[axis]} - 1" if reverse else f"{idx[axis]} == 0"
+    body = [f"if {first}:", f"    {c} = {operand}", "else:",
+            f"    {c} = {combine.format(c, operand)}"]
+    return FusedLines(pre, body, [], value=c, reversed_axis=axis if reverse else None,
+                      helpers=helpers)

@@ -19,7 +19,7 @@ import threading
 import numpy as np
 
 from plax import lax
-from plax.lowering import Emitter, Step, body_step, call_body
+from plax.lowering import ARG_REDUCTION, CUMULATIVE, Emitter, Step, body_step, call_body
 
 from plax_numba import cache, codegen, kernels, llvm_tier, tiered
 
@@ -43,6 +43,10 @@ class NumbaEmitter(Emitter):
     #: iota joins clusters as an expression of the loop index (codegen._iota): the counter
     #: random.normal hashes is never written to memory
     fuses_index = True
+    #: argmax/argmin and the cumulative ops join clusters after their producers
+    #: (codegen_scan.fused_arg / fused_cumulative): argmax(abs(x - y), axis=1) is one loop
+    fuses_arg_reductions = True
+    fuses_cumulative = True
 
     def __init__(self, backend, device, compile_kernels: bool = True,
                  parallel: bool | None = None):
@@ -62,7 +66,13 @@ class NumbaEmitter(Emitter):
         cuts = [i for i, e in enumerate(cluster.eqns) if codegen.reference_only(e)]
         if cuts:
             return self._emit_split(cluster, cuts)
-        return self._emit_kernel(cluster)
+        step = self._emit_kernel(cluster)
+        if step is None:  # (a scan the kernel cannot express: its producers still fuse)
+            scans = [i for i, e in enumerate(cluster.eqns) if codegen.kind_of(e.primitive)
+                     in (ARG_REDUCTION, CUMULATIVE)]
+            if scans:
+                return self._emit_split(cluster, scans)
+        return step
 
     def _emit_split(self, cluster, cuts):
         """The cluster as kernels of the runs between its reference-only equations
@@ -375,9 +385,17 @@ class NumbaEmitter(Emitter):
 
     def _scan_kernel(self, eqn):
         """An ``argmax``/``argmin``/cumulative equation on float16/bfloat16 as one kernel
-        (:mod:`plax_numba.codegen_scan`), tiered like a cluster's; None for any other."""
+        (:mod:`plax_numba.codegen_scan`), and a cumulative equation of another dtype of at
+        least :data:`LONE_KERNEL_MIN` elements as the one-equation form of a fused scan
+        (its reference kernel makes a NumPy pass per step of XLA's blocked order, or
+        ``np.maximum.accumulate`` along strided lines: 1000x1000 float32 ``cummax`` along
+        axis 0 ~4.5 ms); tiered like a cluster's; None for any other."""
         from plax_numba import codegen_scan
-        if not self.compile_kernels or not codegen_scan.takes(eqn):
+        if not self.compile_kernels:
+            return None
+        if not codegen_scan.takes(eqn) and not (
+                codegen.kind_of(eqn.primitive) == CUMULATIVE
+                and math.prod(eqn.invars[0].aval.shape) >= LONE_KERNEL_MIN):
             return None
         from plax.lowering import Cluster
         operand = eqn.invars[0]

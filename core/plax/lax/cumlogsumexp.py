@@ -11,8 +11,10 @@ import plax.lax.binary as B
 from plax.core.primitive import Primitive
 from plax.core.registry import register_rule
 from plax.lax.base import FLOAT, asarray, aval_of, canonicalize_axis, check_dtype
+from plax.lowering.fusion import CUMULATIVE, register_fusible
 
 cumlogsumexp_p = Primitive("cumlogsumexp")
+register_fusible(cumlogsumexp_p, CUMULATIVE)  # (for a generator that walks the axis in order)
 
 
 @cumlogsumexp_p.def_abstract_eval

@@ -14,6 +14,7 @@ import plax.lax.binary as B
 from plax.core.primitive import Primitive
 from plax.core.registry import register_rule
 from plax.lax.base import NUMBER, asarray, aval_of, canonicalize_axis, check_dtype
+from plax.lowering.fusion import CUMULATIVE, register_fusible
 from plax.transforms.jvp import Zero, deflinear
 
 
@@ -49,6 +50,10 @@ cumsum_p = _cumulative_prim("cumsum", NUMBER)
 cumprod_p = _cumulative_prim("cumprod", NUMBER)
 cummax_p = _cumulative_prim("cummax", NUMBER)  # complex numbers compare lexicographically
 cummin_p = _cumulative_prim("cummin", NUMBER)
+
+for _p in (cumsum_p, cumprod_p, cummax_p, cummin_p):
+    register_fusible(_p, CUMULATIVE)  # (for a generator that walks the scan axis in order)
+del _p
 
 cumsum, cumprod, cummax, cummin = map(_cumulative, (cumsum_p, cumprod_p, cummax_p, cummin_p))
 

@@ -9,7 +9,7 @@ import plax.lax.binary as B
 from plax import dtypes
 from plax.core.pretty_print import pp_param_rules
 from plax.core.primitive import Primitive
-from plax.lowering.fusion import REDUCTION, register_fusible
+from plax.lowering.fusion import ARG_REDUCTION, REDUCTION, register_fusible
 from plax.core.registry import register_rule
 from plax.core.shaped_array import ShapedArray
 from plax.lax.base import (BOOL_OR_INT, NUMBER, ORDERED, asarray, aval_of, canonicalize_axis,
@@ -164,6 +164,8 @@ def _arg_prim(name: str) -> Primitive:
 
 argmax_p = _arg_prim("argmax")
 argmin_p = _arg_prim("argmin")
+register_fusible(argmax_p, ARG_REDUCTION)  # (for a generator that tracks the index)
+register_fusible(argmin_p, ARG_REDUCTION)
 
 
 def argmax(x, axis: int, index_dtype=np.int32):

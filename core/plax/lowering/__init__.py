@@ -14,6 +14,7 @@ _WHERE = {
     "PlaxFallbackWarning": "fallback", "reference_backend": "fallback",
     "reference_kernel": "fallback",
     "BROADCAST": "fusion", "ELEMENTWISE": "fusion", "REDUCTION": "fusion", "INDEX": "fusion",
+    "ARG_REDUCTION": "fusion", "CUMULATIVE": "fusion",
     "Cluster": "fusion",
     "find_clusters": "fusion", "fusion_kind": "fusion", "order_for_fusion": "fusion",
     "inserts_unit_axes": "fusion",

@@ -48,6 +48,12 @@ class Emitter:
     #: generator computes a cluster's rank-0 equations per element from its scalar inputs
     #: (see :func:`plax.lowering.find_clusters`)
     fuses_scalar_producers: bool = False
+    #: whether ``argmax``/``argmin`` join clusters (``ARG_REDUCTION``): the generator keeps
+    #: the best value and its index (see :func:`plax.lowering.find_clusters`)
+    fuses_arg_reductions: bool = False
+    #: whether the cumulative ops join clusters after their producers (``CUMULATIVE``): the
+    #: generator walks the scan axis in order (see :func:`plax.lowering.find_clusters`)
+    fuses_cumulative: bool = False
 
     def emit_cluster(self, cluster) -> Callable | Step | None:
         """A step computing ``cluster.outputs`` (a list) from ``cluster.inputs``' buffers."""

@@ -39,6 +39,23 @@ few scalar operations per element from the producer's scalar inputs (registers; 
 **Index equations.** ``iota`` (and so ``broadcasted_iota``) fuses as ``INDEX``: the counter
 that ``random.normal`` hashes is then an expression of the loop index in the hashing kernel,
 never an array in memory.
+
+**Arg-reductions and cumulative ops** (for a backend that asks: ``arg_reductions=True`` and
+``cumulative=True`` in :func:`find_clusters`, from
+:attr:`plax.lowering.Emitter.fuses_arg_reductions` and
+:attr:`~plax.lowering.Emitter.fuses_cumulative`; elsewhere they stay lone equations):
+
+* ``ARG_REDUCTION`` (``argmax``, ``argmin``) follows ``REDUCTION``'s rule exactly (the operand
+  has the iteration shape, nothing in the cluster reads the result); its generator keeps the
+  best value *and* its index. It is a kind of its own rather than ``REDUCTION`` with a flag
+  so that a generator asking ``fusion_kind(p) == REDUCTION`` for a sum-like accumulator
+  never meets an index-tracking one it did not ask for, and the rule here stays one line.
+* ``CUMULATIVE`` (``cumsum``, ``cumprod``, ``cummax``, ``cummin``, ``cumlogsumexp``): the
+  operand and the output have the iteration shape; the elementwise chain producing the
+  operand fuses in front of it, and the generator walks the scan axis in order (from its end
+  for ``reverse``). Like a reduction its value is complete only when the loop ends, so nothing
+  in the cluster reads it; it joins only a run without reductions and ends its cluster, so a
+  cluster holds at most one scan and the scan alone decides the loop's order.
 """
 from __future__ import annotations
 
@@ -50,7 +67,11 @@ ELEMENTWISE = "elementwise"
 BROADCAST = "broadcast"
 REDUCTION = "reduction"
 INDEX = "index"
-_KINDS = (ELEMENTWISE, BROADCAST, REDUCTION, INDEX)
+ARG_REDUCTION = "arg_reduction"
+CUMULATIVE = "cumulative"
+_KINDS = (ELEMENTWISE, BROADCAST, REDUCTION, INDEX, ARG_REDUCTION, CUMULATIVE)
+#: the kinds whose result is complete only when the cluster's loop ends
+_REDUCING = (REDUCTION, ARG_REDUCTION, CUMULATIVE)
 
 _fusion_kinds: dict = {}
 
@@ -60,7 +81,8 @@ def register_fusible(primitive, kind: str) -> None:
 
     Args:
       primitive: a :class:`~plax.core.Primitive` (a plugin's own primitives too).
-      kind: ``ELEMENTWISE``, ``BROADCAST``, ``REDUCTION`` or ``INDEX``.
+      kind: ``ELEMENTWISE``, ``BROADCAST``, ``REDUCTION``, ``INDEX``, ``ARG_REDUCTION`` or
+        ``CUMULATIVE``.
 
     Example:
       >>> my_elementwise_p = plax.core.Primitive("my_elementwise")
@@ -71,7 +93,8 @@ def register_fusible(primitive, kind: str) -> None:
     _fusion_kinds[primitive] = kind
 
 
-def fusion_kind(primitive, index: bool = False) -> str | None:
+def fusion_kind(primitive, index: bool = False, arg_reductions: bool = False,
+                cumulative: bool = False) -> str | None:
     """The fusion kind declared for ``primitive``, or None (never fused).
 
     Args:
@@ -79,16 +102,25 @@ def fusion_kind(primitive, index: bool = False) -> str | None:
       index: whether to report ``INDEX`` (``iota``): only a generator that computes such
         values from its loop's index asks; for every other caller (which runs them as lone
         kernels) they are not fusible, None.
+      arg_reductions: whether to report ``ARG_REDUCTION`` (``argmax``/``argmin``), for a
+        generator that fuses them (else None).
+      cumulative: whether to report ``CUMULATIVE`` (``cumsum``...), likewise.
 
     Returns:
-      ``ELEMENTWISE``, ``BROADCAST``, ``REDUCTION``, ``INDEX`` or None.
+      ``ELEMENTWISE``, ``BROADCAST``, ``REDUCTION``, ``INDEX``, ``ARG_REDUCTION``,
+      ``CUMULATIVE`` or None.
 
     Example:
       >>> fusion_kind(plax.lax.iota_p), fusion_kind(plax.lax.iota_p, index=True)
       (None, 'index')
+      >>> fusion_kind(plax.lax.argmax_p), fusion_kind(plax.lax.argmax_p, arg_reductions=True)
+      (None, 'arg_reduction')
     """
     kind = _fusion_kinds.get(primitive)
-    return None if kind == INDEX and not index else kind
+    if ((kind == INDEX and not index) or (kind == ARG_REDUCTION and not arg_reductions)
+            or (kind == CUMULATIVE and not cumulative)):
+        return None
+    return kind
 
 
 def inserts_unit_axes(primitive, operand_shape: tuple, params: dict) -> bool:
@@ -145,11 +177,13 @@ def sub_cluster(eqns: list, shape: tuple, read_later: set) -> Cluster:
 
 
 def _iteration_shape(eqn: JaxprEqn, multiple_results: bool = False,
-                     index: bool = False) -> tuple | None:
+                     index: bool = False, arg_reductions: bool = False,
+                     cumulative: bool = False) -> tuple | None:
     """The shape ``eqn`` iterates over if it may be fused at all, else None (a multi-result
     equation only with ``multiple_results``, elementwise, every result of one shape; an
-    ``INDEX`` equation only with ``index``, of rank 1 or more)."""
-    kind = _fusion_kinds.get(eqn.primitive)
+    ``INDEX`` equation only with ``index``, of rank 1 or more; an ``ARG_REDUCTION`` or
+    ``CUMULATIVE`` one only when asked, over its operand of rank 1 or more)."""
+    kind = fusion_kind(eqn.primitive, index, arg_reductions, cumulative)
     if kind is None or not eqn.outvars:
         return None
     if kind == INDEX:
@@ -161,6 +195,9 @@ def _iteration_shape(eqn: JaxprEqn, multiple_results: bool = False,
             return None
     if kind == REDUCTION:
         return tuple(eqn.invars[0].aval.shape)
+    if kind in (ARG_REDUCTION, CUMULATIVE):
+        shape = tuple(eqn.invars[0].aval.shape)
+        return shape if len(eqn.invars) == 1 and shape else None
     shape = tuple(eqn.outvars[0].aval.shape)
     if kind == ELEMENTWISE and (any(v.aval.shape not in (shape, ()) for v in eqn.invars)
                                 or (shape and not any(v.aval.shape == shape for v in eqn.invars))):
@@ -170,7 +207,8 @@ def _iteration_shape(eqn: JaxprEqn, multiple_results: bool = False,
 
 
 def order_for_fusion(jaxpr: Jaxpr, multiple_results: bool = False,
-                     index: bool = False) -> Jaxpr:
+                     index: bool = False, arg_reductions: bool = False,
+                     cumulative: bool = False) -> Jaxpr:
     """``jaxpr`` with its equations reordered so that each fusible chain is consecutive.
 
     Clusters are runs of *consecutive* equations (see the module docstring), so a program
@@ -187,6 +225,9 @@ def order_for_fusion(jaxpr: Jaxpr, multiple_results: bool = False,
       multiple_results: whether multi-result elementwise equations may fuse (as in
         :func:`find_clusters`).
       index: whether ``INDEX`` equations (``iota``) may fuse (as in :func:`find_clusters`).
+      arg_reductions: whether ``ARG_REDUCTION`` equations may fuse (as in
+        :func:`find_clusters`).
+      cumulative: whether ``CUMULATIVE`` equations may fuse (as in :func:`find_clusters`).
 
     Returns:
       ``jaxpr`` itself when the order does not change, else a new :class:`Jaxpr`.
@@ -206,7 +247,8 @@ def order_for_fusion(jaxpr: Jaxpr, multiple_results: bool = False,
     if n < 3:
         return jaxpr
     readers, waiting = dependency_graph(eqns)
-    shapes = [_iteration_shape(e, multiple_results, index) for e in eqns]
+    shapes = [_iteration_shape(e, multiple_results, index, arg_reductions, cumulative)
+              for e in eqns]
     ready = [i for i in range(n) if not waiting[i]]
     heapq.heapify(ready)
     done = [False] * n
@@ -235,7 +277,8 @@ def order_for_fusion(jaxpr: Jaxpr, multiple_results: bool = False,
 
 
 def find_clusters(jaxpr: Jaxpr, multiple_results: bool = False, index: bool = False,
-                  scalars: bool = False) -> Iterator[Union[Cluster, JaxprEqn]]:
+                  scalars: bool = False, arg_reductions: bool = False,
+                  cumulative: bool = False) -> Iterator[Union[Cluster, JaxprEqn]]:
     """Splits ``jaxpr.eqns`` into fusion clusters and lone equations, in program order.
 
     Args:
@@ -248,6 +291,11 @@ def find_clusters(jaxpr: Jaxpr, multiple_results: bool = False, index: bool = Fa
       scalars: whether scalar producers fold into the cluster that reads them (see the
         module docstring): for a generator that computes rank-0 equations of a cluster once
         per element from its scalar inputs.
+      arg_reductions: whether ``argmax``/``argmin`` join clusters as ``ARG_REDUCTION`` (see
+        the module docstring): for a generator that tracks the best value's index.
+      cumulative: whether ``cumsum``/``cumprod``/``cummax``/``cummin``/``cumlogsumexp`` join
+        clusters as ``CUMULATIVE`` (see the module docstring): for a generator that walks
+        the scan axis in order.
 
     Yields:
       :class:`Cluster` objects (two or more equations) and :class:`JaxprEqn` objects.
@@ -256,14 +304,18 @@ def find_clusters(jaxpr: Jaxpr, multiple_results: bool = False, index: bool = Fa
       >>> jaxpr = plax.make_jaxpr(lambda x: (jnp.sin(x) * 2).sum())(jnp.ones(3)).jaxpr
       >>> list(find_clusters(jaxpr))   # reads x and the literal 2.0
       [Cluster(shape=(3,), [sin mul reduce_sum], 2 in, 1 out)]
+      >>> jaxpr = plax.make_jaxpr(lambda x: jnp.cumsum(jnp.exp(x)))(jnp.ones(3)).jaxpr
+      >>> list(find_clusters(jaxpr, cumulative=True))
+      [Cluster(shape=(3,), [exp cumsum], 1 in, 1 out)]
     """
-    units = _find_clusters(jaxpr, multiple_results, index)
+    units = _find_clusters(jaxpr, multiple_results, index, arg_reductions, cumulative)
     if scalars:
         units = _fold_scalar_producers(jaxpr, list(units))
     yield from units
 
 
-def _find_clusters(jaxpr: Jaxpr, multiple_results: bool, index: bool
+def _find_clusters(jaxpr: Jaxpr, multiple_results: bool, index: bool,
+                   arg_reductions: bool = False, cumulative: bool = False
                    ) -> Iterator[Union[Cluster, JaxprEqn]]:
     readers_after: dict = {}  # var -> index of its last reader (the jaxpr's outputs: infinity)
     for i, eqn in enumerate(jaxpr.eqns):
@@ -285,7 +337,8 @@ def _find_clusters(jaxpr: Jaxpr, multiple_results: bool, index: bool
 
     in_run: set = set()  # the outputs of the run's equations
     for i, eqn in enumerate(jaxpr.eqns):
-        shape = _iteration_shape(eqn, multiple_results, index)
+        shape = _iteration_shape(eqn, multiple_results, index, arg_reductions, cumulative)
+        kind = _fusion_kinds.get(eqn.primitive) if shape is not None else None
         if (shape == () and run and run_shape != ()
                 and not any(v in in_run for v in eqn.invars if isinstance(v, Var))):
             # A scalar computation the run does not feed (a weakly typed bound converted for
@@ -293,7 +346,8 @@ def _find_clusters(jaxpr: Jaxpr, multiple_results: bool, index: bool
             yield eqn
             continue
         joins = (shape is not None and run and shape == run_shape
-                 and not any(v in reduced for v in eqn.invars if isinstance(v, Var)))
+                 and not any(v in reduced for v in eqn.invars if isinstance(v, Var))
+                 and not (kind == CUMULATIVE and reduced))  # (a scan: no reduction before)
         if not joins and run:
             yield close(i)
             run, reduced, in_run = [], set(), set()
@@ -304,8 +358,11 @@ def _find_clusters(jaxpr: Jaxpr, multiple_results: bool, index: bool
             run_shape = shape
         run.append(eqn)
         in_run.update(eqn.outvars)
-        if _fusion_kinds[eqn.primitive] == REDUCTION:
+        if kind in _REDUCING:
             reduced.add(eqn.outvars[0])
+        if kind == CUMULATIVE:  # a scan ends its cluster (its axis orders the loop)
+            yield close(i + 1)
+            run, reduced, in_run = [], set(), set()
     if run:
         yield close(len(jaxpr.eqns))
 

@@ -112,10 +112,13 @@ class _Program:
         multi = self.emitter.fuses_multiple_results
         index = self.emitter.fuses_index
         scalars = getattr(self.emitter, "fuses_scalar_producers", False)
+        scans = dict(arg_reductions=getattr(self.emitter, "fuses_arg_reductions", False),
+                     cumulative=getattr(self.emitter, "fuses_cumulative", False))
         # (a fusing generator reads an operand at the loop's index: size-1 broadcasts explicit;
         # a reduction over size-1 axes is a reshape, a view rather than a kernel)
         source = (find_clusters(order_for_fusion(explicit_broadcasts(unit_reductions(
-                                    self.jaxpr)), multi, index), multi, index, scalars)
+                                    self.jaxpr)), multi, index, **scans),
+                                multi, index, scalars, **scans)
                   if self.emitter.fuses else self.jaxpr.eqns)
         units = []
         for unit in source:
