@@ -53,9 +53,9 @@ class AbstractRef(ShapedArray):
         return f"Ref{{{self.inner_aval.str_short()}}}"
 
     def __str__(self) -> str:
-        # as jax.typeof prints it: full dtype names, no weak-type mark inside a ref
-        dims = ",".join(map(str, self.shape))
-        return f"Ref{{{self.dtype.name}[{dims}]}}"
+        # as jax.typeof prints it: full dtype names, no weak-type mark inside a ref, the
+        # dimensions with their mesh axes (``Ref{float32[8@X,4@Y]}``) as the value's type has
+        return f"Ref{{{self.dtype.name}[{self.inner_aval._dims_str()}]}}"
 
     __repr__ = __str__
 
