@@ -288,6 +288,9 @@ def _execute_in_lockstep(program: Program, run: "_Run") -> None:
                 exe = compiled[k][d]
                 env.update(zip(step.outs, exe.executable(*exe.const_bufs,
                                                          *[env[v] for v in step.ins])))
+        elif isinstance(step, HostCall) and step.per_device:
+            for d in devices:  # each device on its own blocks
+                _host_call(step, d, envs[d], run.backends)
         elif isinstance(step, HostCall):
             results = _host_call(step, devices[0], envs[devices[0]], run.backends)
             for d in devices:
@@ -346,6 +349,9 @@ def _run_steps(program: Program, d, run: _Run) -> None:
             env.update(zip(step.outs, outs))
         elif isinstance(step, Loop):
             _run_loop(step, d, run)
+        elif isinstance(step, HostCall) and step.per_device:
+            with _one_callback_at_a_time:  # each device on its own blocks, in turn
+                _host_call(step, d, env, run.backends)
         elif isinstance(step, HostCall):
             # once, as JAX calls it; its results (if any) are the first device's, shared
             results = _host_call(step, d, env, run.backends) if d is run.devices[0] else None
@@ -358,6 +364,11 @@ def _run_steps(program: Program, d, run: _Run) -> None:
             env[step.dst] = buf
         else:
             env[step.dst] = step.run(d, run.envs, run.backends)
+
+
+#: device threads call a partitioned callback one at a time (the user's function need not
+#: be thread-safe)
+_one_callback_at_a_time = threading.Lock()
 
 
 def _host_call(step: HostCall, d, env: dict, backends) -> list:
