@@ -43,8 +43,9 @@ class AbstractRef(ShapedArray):
     def __hash__(self) -> int:
         return self._hash
 
-    def update(self, shape=None, dtype=None, weak_type=None, vma=None) -> "AbstractRef":
-        return AbstractRef(self.inner_aval.update(shape, dtype, weak_type, vma))
+    def update(self, shape=None, dtype=None, weak_type=None, vma=None,
+               unreduced=None) -> "AbstractRef":
+        return AbstractRef(self.inner_aval.update(shape, dtype, weak_type, vma, unreduced))
 
     def strip_weak_type(self) -> "AbstractRef":
         return AbstractRef(self.inner_aval.strip_weak_type())
