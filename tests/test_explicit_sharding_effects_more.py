@@ -84,6 +84,14 @@ with jax.set_mesh(jax.make_mesh((2, 4), ("X", "Y"))):
                 bool(np.array_equal(np.asarray(split[...]), 3 * a)), ty(split[...])]
     record("ref_split_passed", run_split)
 
+    only = jax.new_ref(x)  # a ref as the only argument: its value's sharding decides
+
+    def double_ref(ref):
+        ref[...] = ref[...] * 2
+    record("ref_only_argument", lambda: [
+        jax.jit(double_ref)(only) is None,
+        bool(np.array_equal(np.asarray(only[...]), 2 * a)), str(jax.typeof(only))])
+
     closed = jax.new_ref(x)
 
     def add_into_closed(u):
@@ -179,6 +187,7 @@ JAX_ANSWERS = {
     "ref_passed": [["[8@X,4@Y]", 992.0, "Ref{float32[]}"], []],
     "ref_split_passed": [["float32[]", 1488.0, "Ref{float32[8@X,4@Y]}", True, "[8@X,4@Y]"],
                          []],
+    "ref_only_argument": [[True, True, "Ref{float32[8@X,4@Y]}"], []],
     "ref_split_closed": [["[8@X,4@Y]", True, "Ref{float32[8@X,4@Y]}"], []],
     "ref_closed_in_loop": [["[8@X,4@Y]", 1488.0], []],
     "ref_read_only": [["[8@X,4@Y]", True], []],
@@ -226,7 +235,7 @@ def test_refs_and_partitioned_callbacks_gather_nothing(plax_run):
     # the eager call (outside jit: one call on the whole value, as JAX's) gathers its operand
     gathers = plax_run["gathers"]
     assert gathers.pop("part_eager") == 1
-    assert gathers == {k: 0 for k in gathers} and len(gathers) == 14
+    assert gathers == {k: 0 for k in gathers} and len(gathers) == 15
 
 
 def test_a_callback_on_partial_sums_in_jit_is_a_clear_error(plax_run):

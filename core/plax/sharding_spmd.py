@@ -479,7 +479,8 @@ def run_partitioned(closed, leaves: list, backend) -> list | None:
     Arguments of explicitly sharded types give the program's mesh and layouts; else
     arguments split over a mesh of ``Auto`` axes do, every value laid out as JAX's
     partitioner lays it out (:func:`plax.sharding_auto.auto_program`)."""
-    if any(explicit_sharding(x) is not None for x in leaves):
+    from plax.state.types import Ref
+    if any(explicit_sharding(x._value if type(x) is Ref else x) is not None for x in leaves):
         program, pure, refs = _planned(closed)
         if program is None:
             return None
