@@ -109,7 +109,7 @@ def _placed_like(new, old):
     """``new`` (a result assembled from the devices' blocks) laid out as ``old`` was: a ref
     keeps its type, so a value that was on one device goes back there (the block that device
     holds when it has the whole value: nothing is gathered)."""
-    from plax.array import Array, from_device_buffers
+    from plax.array import Array
     if new.sharding == old.sharding:
         return new
     devices = old.sharding.device_set if hasattr(old.sharding, "device_set") else None

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from plax.core.shaped_array import ShapedArray, short_dtype_name
+from plax.core.shaped_array import ShapedArray
 from plax.state.indexing import Slice
 
 

@@ -24,7 +24,7 @@ from typing import Any, Sequence
 import numpy as np
 
 import plax
-from plax.array import Array, from_buffer
+from plax.array import Array
 from plax.core import trace as _trace
 from plax.core import varying as _varying
 from plax.core.axis_env import axis_env, bound_frames
