@@ -73,6 +73,8 @@ with jax.set_mesh(jax.make_mesh((2, 4), ("X", "Y"))):
     record("ref_passed", twice)
 
     split = jax.new_ref(x)
+    out["ref_jaxpr"] = str(jax.make_jaxpr(
+        lambda u, ref: ref.__setitem__(Ellipsis, ref[...] + u))(x, split)).splitlines()
 
     def split_in(u, ref):
         ref[...] = ref[...] * 2 + u
@@ -187,6 +189,11 @@ JAX_ANSWERS = {
     "ref_passed": [["[8@X,4@Y]", 992.0, "Ref{float32[]}"], []],
     "ref_split_passed": [["float32[]", 1488.0, "Ref{float32[8@X,4@Y]}", True, "[8@X,4@Y]"],
                          []],
+    "ref_jaxpr": ["{ lambda ; a:f32[8@X,4@Y] b:Ref{f32[8@X,4@Y]}. let",
+                  "    c:f32[8@X,4@Y] <- b[...]",
+                  "    d:f32[8@X,4@Y] = add c a",
+                  "    b[...] <- d",
+                  "  in () }"],
     "ref_only_argument": [[True, True, "Ref{float32[8@X,4@Y]}"], []],
     "ref_split_closed": [["[8@X,4@Y]", True, "Ref{float32[8@X,4@Y]}"], []],
     "ref_closed_in_loop": [["[8@X,4@Y]", 1488.0], []],

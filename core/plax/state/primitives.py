@@ -73,7 +73,13 @@ def _freeze_abstract_eval(ref):
 def _read_aval(ref, dyn, indexer: RefIndexer) -> ShapedArray:
     _expect_ref(ref, "get")
     shape = indexer.result_shape([d.shape for d in dyn])
-    return ShapedArray(shape, ref.dtype, ref.weak_type)
+    # a read of an explicitly sharded ref is typed with its sharding (the index keeps every
+    # split dimension whole: _check_sharded_index), as JAX types it: f32[8@X,4@Y]
+    sharding = getattr(getattr(ref, "inner_aval", None), "sharding", None)
+    parts = getattr(getattr(sharding, "spec", None), "partitions", ())
+    if sharding is None or not any(p is not None for p in parts) or len(shape) != len(ref.shape):
+        sharding = None
+    return ShapedArray(shape, ref.dtype, ref.weak_type, sharding=sharding)
 
 
 @get_p.def_abstract_eval
@@ -357,7 +363,7 @@ def _check_sharded_index(aval: AbstractRef, indexer) -> None:
       ValueError: a slice that is not the whole of a split dimension.
     """
     sharding = getattr(aval.inner_aval, "sharding", None)
-    spec = tuple(getattr(sharding, "spec", None) or ())
+    spec = tuple(getattr(getattr(sharding, "spec", None), "partitions", ()))
     if not any(p is not None for p in spec):
         return
     entries = indexer.entries
