@@ -372,6 +372,9 @@ out["out_specs"] = {
     "not_unreduced_any_more": error(lambda: jax.shard_map(
         lambda u: lax.psum(u, "Y"), in_specs=U, out_specs=U)(y)),
 }
+if sys.argv[1] == "plax":  # the staged body (plax's jaxpr also shows the parts stacked)
+    out["plax_jaxpr"] = str(jax.make_jaxpr(jax.shard_map(
+        lambda u: lax.psum(u + u, "Y"), in_specs=U, out_specs=P("X", None)))(y)).splitlines()
 print(json.dumps(out))
 '''
 
@@ -470,10 +473,21 @@ def plax_unreduced_run():
 
 
 def test_unreduced_blocks_in_shard_map_match_the_recorded_jax_answers(plax_unreduced_run):
+    assert set(plax_unreduced_run) == set(UNREDUCED_ANSWERS) | {"plax_jaxpr"}
     for part, want in UNREDUCED_ANSWERS.items():
         got = plax_unreduced_run[part]
         assert {k: got.get(k) for k in want if got.get(k) != want[k]} == {}, part
         assert set(got) == set(want), part
+
+
+def test_the_staged_body_types_and_names_as_jax(plax_unreduced_run):
+    # JAX 0.10.2 prints the body's equations as
+    #   d:f32[4,8]{V:X, U:Y} = add c c
+    #   e:f32[4,8]{V:X} = unreduced_psum[axes=('Y',)] d
+    lines = [line.strip().split(":", 1)[-1] for line in plax_unreduced_run["plax_jaxpr"]]
+    assert any(line.startswith("f32[4,8]{V:X, U:Y} = add ") for line in lines)
+    assert any(line.startswith("f32[4,8]{V:X} = unreduced_psum[axes=('Y',)] ")
+               for line in lines)
 
 
 def test_recorded_unreduced_answers_are_jax_s():
