@@ -61,4 +61,4 @@ def typeof(x: Any):
         return aval
     from plax.sharding_types import type_sharding  # the sharding as types carry it
     return ShapedArray(aval.shape, aval.dtype, aval.weak_type, getattr(aval, "vma", frozenset()),
-                       type_sharding(x, aval))
+                       type_sharding(x, aval), getattr(aval, "unreduced", frozenset()))

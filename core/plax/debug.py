@@ -18,8 +18,8 @@ __all__ = ["breakpoint", "callback", "log", "print", "visualize_array_sharding",
            "visualize_sharding", "inspect_array_sharding"]
 
 
-def callback(callback: Callable[..., Any], *args: Any, ordered: bool = False,
-             **kwargs: Any) -> None:
+def callback(callback: Callable[..., Any] | None = None, *args: Any, ordered: bool = False,
+             partitioned: bool = False, **kwargs: Any) -> Callable[..., None] | None:
     """Calls ``callback(*args, **kwargs)`` on the host each time the program runs.
 
     The array leaves of ``args`` and ``kwargs`` reach ``callback`` as plax Arrays with their
@@ -28,18 +28,42 @@ def callback(callback: Callable[..., Any], *args: Any, ordered: bool = False,
     dead-code elimination keeps), runs once per batch member under ``vmap`` and sees primal
     values under differentiation.
 
+    As in JAX, the options may come first: ``callback(ordered=True)(fn, *args)``.
+
     Args:
-      callback: the host function.
+      callback: the host function (None: return a function taking it and its arguments).
       *args: its positional arguments (pytrees).
       **kwargs: its keyword arguments (pytrees).
       ordered: keep the calls in program order (plax runs callbacks in program order
-        anyway).
+        anyway). A program run on several devices refuses it, as JAX does.
+      partitioned: in a ``jit`` of explicitly sharded arguments, call ``callback`` on each
+        device with that device's blocks of the operands (its local shards), as JAX does,
+        instead of once on the whole (gathered) operands. Outside such a program it changes
+        nothing: one call on the whole values.
+
+    Returns:
+      None; with ``callback`` left out, the function that makes the call.
+
+    Raises:
+      TypeError: ``callback`` is not callable, or the two-call form's first call is given
+        arguments other than the options.
+      ValueError: (when the program runs) ``ordered=True`` in a program run on more than one
+        device.
 
     Example:
       >>> _ = plax.jit(lambda x: plax.debug.callback(lambda v: print(v * 2), x) or x)(1.0)
       2.0
     """
-    _debug_callback(callback, *args, ordered=ordered, **kwargs)
+    if callback is None:
+        if args or kwargs:
+            raise TypeError("debug_callback received unexpected arguments in the two-call "
+                            f"form: {args=} {kwargs=}")
+
+        def with_options(fn: Callable[..., Any], *a: Any, **k: Any) -> None:
+            _debug_callback(fn, *a, ordered=ordered, partitioned=partitioned, **k)
+        return with_options
+    _debug_callback(callback, *args, ordered=ordered, partitioned=partitioned, **kwargs)
+    return None
 
 
 def print(fmt: str, *args: Any, ordered: bool = False, **kwargs: Any) -> None:

@@ -79,12 +79,23 @@ class HostCall:
     exchanges before it; only the first device's is read); its results (an
     ``io_callback``'s) are given whole to every device.
 
+    ``per_device``: a ``debug.callback(partitioned=True)``, which every device calls on its
+    own blocks (``eqn`` reads them as the operands' types lay them out), as JAX calls it
+    on each device's local shards.
+
     Only callbacks without sub-programs qualify (:data:`HOST_CALLS`)."""
 
-    def __init__(self, eqn: JaxprEqn):
+    def __init__(self, eqn: JaxprEqn, per_device: bool = False):
         self.eqn = eqn
+        self.per_device = per_device
         self.ins = [v for v in eqn.invars if isinstance(v, Var)]
         self.outs = [v for v in eqn.outvars if not isinstance(v, DropVar)]
+
+
+def is_partitioned_callback(eqn) -> bool:
+    """Whether ``eqn`` is a ``debug.callback(..., partitioned=True)``: called on each
+    device's local blocks rather than on the whole operands."""
+    return bool(getattr(eqn.params.get("callback"), "partitioned", False))
 
 
 #: the effectful primitives a partitioned program calls once, on the first device
@@ -446,17 +457,22 @@ class _Builder:
             if _loop_step(self, e):
                 return
             raise Unpartitionable("an effect")
-        if name not in HOST_CALLS or e.params.get("partitioned") or any(
+        if name not in HOST_CALLS or any(
                 v in self.partial for v in e.invars if isinstance(v, Var)):
             raise Unpartitionable("an effect")
-        ins = [self.use(v, ((),) * len(v.aval.shape)) for v in e.invars]
+        _check_ordered(e, self.mesh)
+        per_device = is_partitioned_callback(e)
+        # a partitioned callback reads each device's blocks as the types lay them out;
+        # any other is given the whole operands (gathered by exchanges before it)
+        ins = [self.use(v, self.typed(v) if per_device and isinstance(v, Var)
+                        else ((),) * len(v.aval.shape)) for v in e.invars]
         whole = [((),) * len(v.aval.shape) for v in e.outvars]
         locals_ = [self._local_var(v.aval, d, isinstance(v, DropVar))
                    for v, d in zip(e.outvars, whole)]
         if self.segment:
             self.steps.append(Segment(self.segment))
             self.segment = []
-        self.steps.append(HostCall(JaxprEqn(e.primitive, ins, locals_, e.params)))
+        self.steps.append(HostCall(JaxprEqn(e.primitive, ins, locals_, e.params), per_device))
         for v, lv, d in zip(e.outvars, locals_, whole):  # whole on every device
             if isinstance(v, DropVar):
                 continue
@@ -608,6 +624,17 @@ class Loop:
                  outs: list, params: dict):
         self.kind, self.body, self.cond = kind, body, cond
         self.ins, self.outs, self.params = ins, outs, params
+
+
+def _check_ordered(e, mesh) -> None:
+    """JAX 0.10.2's ValueError for an ordered debug callback (``debug.print``/``callback``
+    with ``ordered=True``) in a program run on more than one device (an ordered
+    ``io_callback`` runs, once, as JAX runs it on one device)."""
+    if e.primitive.name != "debug_callback" or not e.params.get("ordered") or mesh.size <= 1:
+        return
+    raise ValueError("The following ordered effects are not supported for more than 1 "
+                     "device: [OrderedDebugEffect]. Call it with ordered=False, or outside "
+                     "the sharded program.")
 
 
 def _loop_step(b: "_Builder", e) -> bool:

@@ -11,11 +11,14 @@ move data run as one compiled program per device, the devices meeting only at th
 exchanges. Nothing is gathered onto one device: the results are assembled from the
 per-device buffers with the shardings of their types.
 
-A program whose refs are all made inside it runs discharged (each ref a value threaded
-through the program, so it holds a block per device as its type says); a ``debug.print`` or
+A program with refs runs discharged (each ref a value threaded through the program, so
+it holds a block per device as its type says); a ref from outside (closed over or passed in)
+enters as its value, laid out as that value is, and its final value, assembled from the
+devices' blocks, is written back into it (:class:`OutsideRefs`); a ``debug.print`` or
 ``debug.callback`` in it is called once per execution, by the first device, on the whole
 operands (gathered there, as JAX gathers them), and an ``io_callback``'s results are given
-whole to every device. A program with another effect, a ref from outside, values on two
+whole to every device, while a ``debug.callback(partitioned=True)`` is called by every
+device on its own blocks. A program with another effect, values on two
 meshes, or nothing computed on split blocks runs on one device as before, its results
 placed as their types say. Partial
 sums (unreduced types, ``{U:Y}``) stay on their devices: the exchanges sum them only where
@@ -58,35 +61,92 @@ def plan(closed) -> Program | None:
 
 
 def _planned(closed) -> tuple:
-    """``(program or None, the jaxpr it partitions)``, cached per jaxpr: ``closed`` itself,
-    or its discharged form when its refs are all made inside it (:func:`_without_refs`)."""
+    """``(program or None, the jaxpr it partitions, OutsideRefs or None)``, cached per jaxpr:
+    ``closed`` itself, or its discharged form when it has refs (:func:`_without_refs`)."""
     hit = _plans.get(closed, _NOT_PLANNED)
     if hit is not _NOT_PLANNED:
         return hit
-    pure = _without_refs(closed)
-    result = _plans[closed] = (None if pure is None else build(pure), pure)
+    found = _without_refs(closed)
+    if found is None:
+        result = (None, None, None)
+    else:
+        pure, refs = found
+        result = (build(pure), pure, refs)
+    _plans[closed] = result
     return result
 
 
+class OutsideRefs:
+    """How a program's refs from outside reach its discharged form: ``consts`` are the Ref
+    objects it closed over (its leading inputs once hoisted), ``ref_in`` the positions (over
+    those inputs, then the call's arguments) of every ref input, whose final values follow
+    the ``n_out`` results in that order."""
+
+    __slots__ = ("consts", "ref_in", "n_out")
+
+    def __init__(self, consts: list, ref_in: list, n_out: int):
+        self.consts, self.ref_in, self.n_out = consts, ref_in, n_out
+
+    def arguments(self, leaves: list) -> list:
+        """The discharged program's arguments: each ref's current value in its place."""
+        from plax.state.types import Ref
+        return [r._value for r in self.consts] + \
+            [x._value if type(x) is Ref else x for x in leaves]
+
+    def write_back(self, leaves: list, outs: list) -> list:
+        """Writes the refs' final values (the results after the first ``n_out``) into the
+        Ref objects, each placed as its value was; returns the program's own results."""
+        from plax.state.types import Ref
+        owners = list(self.consts) + list(leaves)
+        for i, final in zip(self.ref_in, outs[self.n_out:]):
+            ref = owners[i]
+            if type(ref) is Ref:
+                ref._value = _placed_like(final, ref._value)
+        return outs[:self.n_out]
+
+
+def _placed_like(new, old):
+    """``new`` (a result assembled from the devices' blocks) laid out as ``old`` was: a ref
+    keeps its type, so a value that was on one device goes back there (the block that device
+    holds when it has the whole value: nothing is gathered)."""
+    from plax.array import Array
+    if new.sharding == old.sharding:
+        return new
+    devices = old.sharding.device_set if hasattr(old.sharding, "device_set") else None
+    if devices is not None and len(devices) == 1 and hasattr(new, "_pieces"):
+        d = next(iter(devices))
+        whole = [p for p in new._pieces if p.device == d and
+                 all(s == slice(None) or s.indices(n) == (0, n, 1)
+                     for s, n in zip(p.index, new.shape))]
+        if whole:
+            p = whole[0]
+            return Array._new(p.buffer, old.aval, d, old._committed)
+    import plax
+    return plax.device_put(new, old.sharding)
+
+
 def _without_refs(closed):
-    """``closed`` with its refs discharged (each ``new_ref`` a value threaded through the
-    program, :mod:`plax.state.discharge`) when every ref is made inside it: the program is
-    then pure, and its refs, like JAX's, hold a block per device as their types say (a
-    replicated ref a copy on each). ``closed`` itself when it has no refs; None when a ref
-    comes in from outside (an argument or a closed-over ref: its one value lives on the
-    host) or the discharged program does not type (it then runs on one device)."""
-    from plax.state.discharge import discharge_closed, jaxpr_has_refs
+    """``(pure, refs)``: ``closed`` with its refs discharged (each ``new_ref`` and each ref
+    from outside a value threaded through the program, :mod:`plax.state.discharge`), and an
+    :class:`OutsideRefs` when refs come from outside (None when they are all made inside
+    it); ``(closed, None)`` when it has no refs. The program is then pure, and its refs,
+    like JAX's, hold a block per device as their types say (a replicated ref a copy on
+    each). None when a ref is returned or the discharged program does not type (it then
+    runs on one device)."""
+    from plax.state.discharge import discharge_closed, hoist_ref_consts, jaxpr_has_refs
     from plax.state.types import is_ref_aval
-    if not jaxpr_has_refs(closed):
-        return closed
-    if any(is_ref_aval(v.aval) for v in closed.jaxpr.invars) or \
-            any(is_ref_aval(v.aval) for v in closed.jaxpr.outvars):
+    if not jaxpr_has_refs(closed) and not any(is_ref_aval(v.aval) for v in closed.jaxpr.invars):
+        return closed, None
+    if any(is_ref_aval(v.aval) for v in closed.jaxpr.outvars):
         return None
     try:
-        pure, ref_in = discharge_closed(closed)
+        hoisted, consts = hoist_ref_consts(closed)
+        pure, ref_in = discharge_closed(hoisted)
     except Exception:  # noqa: BLE001 -- e.g. a sharding error the refs' types hid
         return None
-    return pure if not ref_in else None
+    if not ref_in:
+        return pure, None
+    return pure, OutsideRefs(consts, ref_in, len(closed.jaxpr.outvars))
 
 
 def _executable(closed, backend, device):
@@ -228,6 +288,9 @@ def _execute_in_lockstep(program: Program, run: "_Run") -> None:
                 exe = compiled[k][d]
                 env.update(zip(step.outs, exe.executable(*exe.const_bufs,
                                                          *[env[v] for v in step.ins])))
+        elif isinstance(step, HostCall) and step.per_device:
+            for d in devices:  # each device on its own blocks
+                _host_call(step, d, envs[d], run.backends)
         elif isinstance(step, HostCall):
             results = _host_call(step, devices[0], envs[devices[0]], run.backends)
             for d in devices:
@@ -286,6 +349,9 @@ def _run_steps(program: Program, d, run: _Run) -> None:
             env.update(zip(step.outs, outs))
         elif isinstance(step, Loop):
             _run_loop(step, d, run)
+        elif isinstance(step, HostCall) and step.per_device:
+            with _one_callback_at_a_time:  # each device on its own blocks, in turn
+                _host_call(step, d, env, run.backends)
         elif isinstance(step, HostCall):
             # once, as JAX calls it; its results (if any) are the first device's, shared
             results = _host_call(step, d, env, run.backends) if d is run.devices[0] else None
@@ -298,6 +364,11 @@ def _run_steps(program: Program, d, run: _Run) -> None:
             env[step.dst] = buf
         else:
             env[step.dst] = step.run(d, run.envs, run.backends)
+
+
+#: device threads call a partitioned callback one at a time (the user's function need not
+#: be thread-safe)
+_one_callback_at_a_time = threading.Lock()
 
 
 def _host_call(step: HostCall, d, env: dict, backends) -> list:
@@ -408,11 +479,15 @@ def run_partitioned(closed, leaves: list, backend) -> list | None:
     Arguments of explicitly sharded types give the program's mesh and layouts; else
     arguments split over a mesh of ``Auto`` axes do, every value laid out as JAX's
     partitioner lays it out (:func:`plax.sharding_auto.auto_program`)."""
-    if any(explicit_sharding(x) is not None for x in leaves):
-        program, pure = _planned(closed)
+    from plax.state.types import Ref
+    if any(explicit_sharding(x._value if type(x) is Ref else x) is not None for x in leaves):
+        program, pure, refs = _planned(closed)
         if program is None:
             return None
-        return run_program(program, pure.jaxpr, leaves, backend)
+        if refs is None:
+            return run_program(program, pure.jaxpr, leaves, backend)
+        outs = run_program(program, pure.jaxpr, refs.arguments(leaves), backend)
+        return None if outs is None else refs.write_back(leaves, outs)
     from plax.sharding_auto import auto_program, auto_sharding
     found = auto_program(closed, leaves)
     if found is None:

@@ -191,6 +191,15 @@ def check_unreduced_operands(prim, in_avals) -> None:
         raise ShardingTypeError(
             f"lhs or rhs passed to dot_general cannot be unreduced. Got "
             f"lhs={in_avals[0]!r} and rhs={in_avals[1]!r}")
+    if name == "debug_callback":
+        typed = next(a for a, u in zip(in_avals, sets) if u)
+        raise NotImplementedError(
+            f"jax.debug.callback/print of a value typed unreduced ({typed}): its devices hold "
+            "partial sums, which JAX 0.10.2 cannot hand to a callback (eagerly it raises "
+            "NotImplementedError \"device_indices_map doesn't work with unreduced\"; under jit "
+            "XLA aborts the process). Reshard the value to a spec without unreduced axes "
+            "first (jax.reshard(x, P(...)) adds the parts), or call the callback inside "
+            "shard_map, where each device sees its own part.")
     if name in _UNPACKS_SPEC:
         raise ValueError("Using *pspec is dangerous when PartitionSpec has non-empty "
                          "unreduced/reduced set. Please use *spec.partitions")

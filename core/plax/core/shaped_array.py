@@ -31,7 +31,9 @@ class ShapedArray:
     their shape, dtype, weak type, sharding and varying axes are.
 
     Inside ``shard_map(check_vma=True)`` a value also records ``vma``, the mesh axes along
-    which it may differ between devices (see :mod:`plax.core.varying`).
+    which it may differ between devices (see :mod:`plax.core.varying`), and ``unreduced``,
+    those along which its devices hold partial sums of it (JAX's ``mat.unreduced``: the
+    block of an argument whose in_spec has ``unreduced=`` axes, printed ``{V:X, U:Y}``).
 
     A value of an explicitly sharded array also records ``sharding``, its
     :class:`plax.sharding.NamedSharding` (JAX 0.10's sharding in types, printed as
@@ -44,15 +46,17 @@ class ShapedArray:
       'f32[2,3]'
     """
 
-    __slots__ = ("shape", "dtype", "weak_type", "vma", "sharding", "_hash")
+    __slots__ = ("shape", "dtype", "weak_type", "vma", "sharding", "unreduced", "_hash")
 
     def __init__(self, shape: tuple[int, ...], dtype: np.dtype, weak_type: bool = False,
-                 vma: frozenset = _NO_AXES, sharding: Any = None):
+                 vma: frozenset = _NO_AXES, sharding: Any = None,
+                 unreduced: frozenset = _NO_AXES):
         self.shape = tuple(shape)
         self.dtype = dtype
         self.weak_type = bool(weak_type)
         self.vma = vma
         self.sharding = sharding
+        self.unreduced = unreduced
         self._hash = hash((self.shape, dtype, self.weak_type))
 
     ndim = property(lambda self: len(self.shape))
@@ -65,7 +69,8 @@ class ShapedArray:
         return (type(other) is ShapedArray and self.shape == other.shape
                 and self.dtype == other.dtype and self.weak_type == other.weak_type
                 and (self.sharding is other.sharding or self.sharding == other.sharding)
-                and (self.vma is other.vma or self.vma == other.vma))
+                and (self.vma is other.vma or self.vma == other.vma)
+                and (self.unreduced is other.unreduced or self.unreduced == other.unreduced))
 
     def __hash__(self) -> int:
         return self._hash
@@ -80,30 +85,35 @@ class ShapedArray:
           frozenset()
         """
         from plax.sharding_abstract import ManualAxisType
-        return ManualAxisType(varying=self.vma)
+        return ManualAxisType(varying=self.vma, unreduced=self.unreduced)
 
-    def update(self, shape=None, dtype=None, weak_type=None, vma=None) -> "ShapedArray":
-        """A copy with the given fields replaced."""
+    def update(self, shape=None, dtype=None, weak_type=None, vma=None,
+               unreduced=None) -> "ShapedArray":
+        """A copy with the given fields replaced (the sharding is not kept)."""
         return ShapedArray(self.shape if shape is None else shape,
                            self.dtype if dtype is None else dtype,
                            self.weak_type if weak_type is None else weak_type,
-                           self.vma if vma is None else vma)
+                           self.vma if vma is None else vma, None,
+                           self.unreduced if unreduced is None else unreduced)
 
     def strip_weak_type(self) -> "ShapedArray":
         return self if not self.weak_type else ShapedArray(self.shape, self.dtype, False,
-                                                           self.vma)
+                                                           self.vma, None, self.unreduced)
 
     def str_short(self) -> str:
         return f"{short_dtype_name(self.dtype)}[{self._dims_str()}]{self._vma_str()}"
 
     def _vma_str(self) -> str:
-        # as JAX writes it: ``{V:i}``, and ``{V:(i,j)}`` for several axes (plax's vma is a set:
-        # in name order, which is the mesh's order in the usual meshes); then the sharding's
+        # as JAX writes it: ``{V:i}``, ``{V:(i,j)}`` for several axes (plax's vma is a set:
+        # in name order, which is the mesh's order in the usual meshes), with the unreduced
+        # axes of a shard_map block after them (``{V:X, U:Y}``); then the sharding's
         # unreduced and reduced axes (``{U:Y}``, ``{R:Y}``)
-        out = ""
-        if self.vma:
-            names = ",".join(sorted(map(str, self.vma)))
-            out = "{V:" + (names if len(self.vma) == 1 else f"({names})") + "}"
+        parts = []
+        for tag, axes in (("V", self.vma), ("U", self.unreduced)):
+            if axes:
+                names = ",".join(sorted(map(str, axes)))
+                parts.append(f"{tag}:" + (names if len(axes) == 1 else f"({names})"))
+        out = "{" + ", ".join(parts) + "}" if parts else ""
         if self.sharding is not None:
             from plax.sharding_types import unreduced_str
             out += unreduced_str(self.sharding)

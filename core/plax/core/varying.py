@@ -37,6 +37,8 @@ stack: list = [None]
 # calls whose body was traced typed); others get the union of their operands'
 _self_typed: set = set()
 _reducer: list = [None]
+# the rule typing results of operations on unreduced values (the multi-device plugin's)
+_unreduced_rule: list = [None]
 
 
 def axes_of(aval: Any) -> frozenset:
@@ -81,6 +83,28 @@ def register_reducer(reduce: Callable[[Any, tuple], Any]) -> None:
     """Sets ``reduce(ct, axes)``, the sum of a cotangent over the devices along ``axes``
     (the multi-device plugin's ``psum``)."""
     _reducer[0] = reduce
+
+
+def unreduced_of(aval: Any) -> frozenset:
+    """The mesh axes along which ``aval``'s devices hold partial sums (``{U:Y}`` inside a
+    shard_map body; none for an aval without the field)."""
+    return getattr(aval, "unreduced", _NO_AXES)
+
+
+def register_unreduced_rule(rule: Callable) -> None:
+    """Sets ``rule(primitive, in_avals, params, out_avals) -> out_avals``: the types of an
+    operation's results when some operand is unreduced (JAX's errors where it refuses
+    one), as the multi-device plugin defines them."""
+    _unreduced_rule[0] = rule
+
+
+def type_unreduced(primitive, in_avals, params: dict, out_avals):
+    """``out_avals`` (a list for a primitive with several results) typed by the unreduced
+    rule when an operand is unreduced (else as they are)."""
+    rule = _unreduced_rule[0]
+    if rule is None or not any(getattr(a, "unreduced", None) for a in in_avals):
+        return out_avals
+    return rule(primitive, in_avals, params, out_avals)
 
 
 def result_vma(primitive, in_avals) -> frozenset | None:

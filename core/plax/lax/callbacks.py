@@ -59,12 +59,17 @@ class HostCallback:
       static: per leaf of ``in_tree``, None for an operand or ``(value,)`` for a static
         (non-array) leaf kept as it was.
       out_tree: the treedef the results must have (None: the results are ignored).
+      partitioned: whether a sharded program calls it per device on local blocks.
     """
 
-    __slots__ = ("fun", "in_tree", "static", "out_tree", "__weakref__")
+    __slots__ = ("fun", "in_tree", "static", "out_tree", "partitioned", "__weakref__")
 
-    def __init__(self, fun: Callable, in_tree, static: tuple, out_tree=None):
+    def __init__(self, fun: Callable, in_tree, static: tuple, out_tree=None,
+                 partitioned: bool = False):
         self.fun, self.in_tree, self.static, self.out_tree = fun, in_tree, static, out_tree
+        # debug.callback(partitioned=True): a program run on several devices calls it on
+        # each device's local blocks (plax.sharding_partition.HostCall)
+        self.partitioned = partitioned
 
     def __repr__(self) -> str:
         return getattr(self.fun, "__name__", type(self.fun).__name__)
@@ -146,12 +151,15 @@ def _result_avals(result_shape_dtypes: Any) -> tuple:
 
 # ------------------------------------------------------------------ public functions
 
-def debug_callback(callback: Callable, *args: Any, ordered: bool = False, **kwargs: Any) -> None:
+def debug_callback(callback: Callable, *args: Any, ordered: bool = False,
+                   partitioned: bool = False, **kwargs: Any) -> None:
     """Calls ``callback(*args, **kwargs)`` on the host when the program runs (see
     :func:`plax.debug.callback`)."""
     if not callable(callback):
-        raise TypeError(f"debug callback must be callable, got {callback!r}")
+        raise TypeError("first argument to jax.debug.callback must be callable, but got an "
+                        f"object of type {type(callback)}")
     operands, cb = _flatten_args(callback, args, kwargs)
+    cb.partitioned = bool(partitioned)
     if debug_call_rewriters:
         cb, operands = debug_call_rewriters[-1](cb, operands)
     debug_callback_p.bind(*operands, callback=cb, ordered=bool(ordered))

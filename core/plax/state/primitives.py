@@ -73,7 +73,13 @@ def _freeze_abstract_eval(ref):
 def _read_aval(ref, dyn, indexer: RefIndexer) -> ShapedArray:
     _expect_ref(ref, "get")
     shape = indexer.result_shape([d.shape for d in dyn])
-    return ShapedArray(shape, ref.dtype, ref.weak_type)
+    # a read of an explicitly sharded ref is typed with its sharding (the index keeps every
+    # split dimension whole: _check_sharded_index), as JAX types it: f32[8@X,4@Y]
+    sharding = getattr(getattr(ref, "inner_aval", None), "sharding", None)
+    parts = getattr(getattr(sharding, "spec", None), "partitions", ())
+    if sharding is None or not any(p is not None for p in parts) or len(shape) != len(ref.shape):
+        sharding = None
+    return ShapedArray(shape, ref.dtype, ref.weak_type, sharding=sharding)
 
 
 @get_p.def_abstract_eval
@@ -292,6 +298,7 @@ def ref_get(ref, idx=None):
     """
     aval = _ref_aval(ref, "get")
     indexer, dyn = RefIndexer.parse(aval.shape, idx)
+    _check_sharded_index(aval, indexer)
     if _is_eager(ref):
         return read_value(ref._value, indexer, dyn)
     return get_p.bind(ref, *dyn, indexer=indexer)
@@ -307,6 +314,7 @@ def ref_swap(ref, idx, value, _function_name: str = "ref_swap"):
     """
     aval = _ref_aval(ref, "swap")
     indexer, dyn = RefIndexer.parse(aval.shape, idx)
+    _check_sharded_index(aval, indexer)
     value = _as_value(value, aval)
     if _is_eager(ref) and not isinstance(value, Tracer):
         _check_write(aval, value.aval, [getattr(d, "aval", d) for d in dyn], indexer, "swap")
@@ -336,12 +344,37 @@ def ref_addupdate(ref, idx, x) -> None:
     """
     aval = _ref_aval(ref, "addupdate")
     indexer, dyn = RefIndexer.parse(aval.shape, idx)
+    _check_sharded_index(aval, indexer)
     x = _as_value(x, aval)
     if _is_eager(ref) and not isinstance(x, Tracer):
         _check_write(aval, x.aval, [getattr(d, "aval", d) for d in dyn], indexer, "addupdate")
         _addupdate_impl(ref, x, *dyn, indexer=indexer)
         return
     addupdate_p.bind(ref, x, *dyn, indexer=indexer)
+
+
+def _check_sharded_index(aval: AbstractRef, indexer) -> None:
+    """JAX 0.10.2's errors for indexing a ref whose value is explicitly sharded (typed
+    ``Ref{f32[8@X,4]}``) other than by slices that keep every split dimension whole: the
+    ref's type (its sharding) could not stay what it is.
+
+    Raises:
+      TypeError: an integer (or integer array) index on such a ref.
+      ValueError: a slice that is not the whole of a split dimension.
+    """
+    sharding = getattr(aval.inner_aval, "sharding", None)
+    spec = tuple(getattr(getattr(sharding, "spec", None), "partitions", ()))
+    if not any(p is not None for p in spec):
+        return
+    entries = indexer.entries
+    if any(e[0] != "slice" for e in entries):
+        raise TypeError("sharded ref (array reference) can only be indexed by slices, not "
+                        "integers")
+    for i, (e, d, s) in enumerate(zip(entries, aval.shape, spec)):
+        if s is not None and e[1:] != (0, d, 1):
+            raise ValueError("sharded ref (array reference) can only be sliced along "
+                             f"unsharded axes, but ref of shape {tuple(aval.shape)} was sliced "
+                             f"on axis {i}, which is sharded like {s}")
 
 
 def _ref_aval(ref, what: str) -> AbstractRef:

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from plax.core.shaped_array import ShapedArray, short_dtype_name
+from plax.core.shaped_array import ShapedArray
 from plax.state.indexing import Slice
 
 
@@ -43,8 +43,9 @@ class AbstractRef(ShapedArray):
     def __hash__(self) -> int:
         return self._hash
 
-    def update(self, shape=None, dtype=None, weak_type=None, vma=None) -> "AbstractRef":
-        return AbstractRef(self.inner_aval.update(shape, dtype, weak_type, vma))
+    def update(self, shape=None, dtype=None, weak_type=None, vma=None,
+               unreduced=None) -> "AbstractRef":
+        return AbstractRef(self.inner_aval.update(shape, dtype, weak_type, vma, unreduced))
 
     def strip_weak_type(self) -> "AbstractRef":
         return AbstractRef(self.inner_aval.strip_weak_type())
@@ -53,9 +54,9 @@ class AbstractRef(ShapedArray):
         return f"Ref{{{self.inner_aval.str_short()}}}"
 
     def __str__(self) -> str:
-        # as jax.typeof prints it: full dtype names, no weak-type mark inside a ref
-        dims = ",".join(map(str, self.shape))
-        return f"Ref{{{self.dtype.name}[{dims}]}}"
+        # as jax.typeof prints it: full dtype names, no weak-type mark inside a ref, the
+        # dimensions with their mesh axes (``Ref{float32[8@X,4@Y]}``) as the value's type has
+        return f"Ref{{{self.dtype.name}[{self.inner_aval._dims_str()}]}}"
 
     __repr__ = __str__
 

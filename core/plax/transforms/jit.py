@@ -489,7 +489,10 @@ class JitFunction:
                     avals.append(abstractify(x))
                 except TypeError:
                     raise self._bad_argument(leaves, treedef, static, len(args)) from None
-                has_refs = has_refs or type(x) is Ref
+                if type(x) is Ref:
+                    has_refs = True
+                    # a ref of a sharded value: the program may run per device on its blocks
+                    multi = multi or type(x._value) is not Array
         if device is None:
             device = _default_device()
         flags = _trace_flags[0] or _current_trace_flags()

@@ -156,6 +156,7 @@ class JaxprTrace(Trace):
             if vma is not None:
                 avals_out = ([a.update(vma=vma) for a in avals_out]
                              if primitive.multiple_results else avals_out.update(vma=vma))
+            avals_out = _varying.type_unreduced(primitive, in_avals, params, avals_out)
         # explicit sharding in types: a sharded operand, or a cast being staged
         if (_casts[0] and _casting()) or \
                 any(getattr(a, "sharding", None) is not None for a in in_avals):

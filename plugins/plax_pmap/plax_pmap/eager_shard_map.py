@@ -24,7 +24,7 @@ from typing import Any, Sequence
 import numpy as np
 
 import plax
-from plax.array import Array, from_buffer
+from plax.array import Array
 from plax.core import trace as _trace
 from plax.core import varying as _varying
 from plax.core.axis_env import axis_env, bound_frames
@@ -173,11 +173,17 @@ class ShardMapTrace(Trace):
             if per_device is None:
                 per_device = self._run_on_mesh(primitive, params, tracers, out_avals)
         else:
+            # an operand holding partial sums ({U:Y}): typed (JAX's errors) before it runs
+            unreduced = ctx.typed and any(_varying.unreduced_of(a) for a in in_avals)
+            if unreduced:
+                out_avals = self._traced_avals(primitive, params, in_avals)
             if primitive is debug_callback_p:
                 per_device = self._run_callback(primitive, params, tracers)
             else:
                 per_device = self._run_locally(primitive, params, tracers)
-            if primitive in _varying._self_typed:
+            if unreduced:
+                pass
+            elif primitive in _varying._self_typed:
                 out_avals = self._traced_avals(primitive, params, in_avals)
             else:  # an operation's result varies over its operands' axes
                 vma = frozenset().union(*[_varying.axes_of(a) for a in in_avals])
@@ -244,7 +250,7 @@ class ShardMapTrace(Trace):
         coords = list(np.ndindex(*ctx.mesh.devices.shape))
         picks = []
         for t in tracers:
-            vma = _varying.axes_of(t.aval) if ctx.typed else frozenset(names)
+            vma = _differs(t.aval) if ctx.typed else frozenset(names)
             picks.append([r for r, idx in enumerate(coords)
                           if not any(i and a not in vma for a, i in zip(names, idx))])
         results = []
@@ -268,7 +274,7 @@ class ShardMapTrace(Trace):
         t = tracers[0]
         name = axes[0]
         if t.aval.weak_type or np.dtype(t.aval.dtype) not in _SUMMED_DTYPES or \
-                (ctx.typed and name not in _varying.axes_of(t.aval)):
+                (ctx.typed and name not in _differs(t.aval)):
             return None
         names = ctx.mesh.axis_names
         k = names.index(name)
@@ -296,7 +302,7 @@ class ShardMapTrace(Trace):
         mesh, names = ctx.mesh, ctx.mesh.axis_names
         leaves, specs = [], []
         for t in tracers:
-            vma = (_varying.axes_of(t.aval) & frozenset(names)) if ctx.typed else frozenset(names)
+            vma = (_differs(t.aval) & frozenset(names)) if ctx.typed else frozenset(names)
             axes = tuple(a for a in names if a in vma)
             picked = [t.blocks[r] for r, (idx, _) in enumerate(np.ndenumerate(mesh.devices))
                       if not any(i and a not in vma for a, i in zip(names, idx))]
@@ -318,6 +324,12 @@ class ShardMapTrace(Trace):
                            for h, a in zip(hosts, out_avals)]
                           for r, d in enumerate(ctx.devices)]
         return per_device
+
+
+def _differs(aval) -> frozenset:
+    """The mesh axes along which a value's blocks differ: those it varies over and those
+    its devices hold partial sums along (``{V:X, U:Y}``: both)."""
+    return _varying.axes_of(aval) | _varying.unreduced_of(aval)
 
 
 def _on(x, device):

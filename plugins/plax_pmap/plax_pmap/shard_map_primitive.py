@@ -140,16 +140,30 @@ registry.register_rule("batch", shard_map_p)(_batch)
 # invariant); plax's psum types its result the same way under its own name. This stand-in
 # is only ever printed.
 _psum_invariant_shown = Primitive("psum_invariant")
+# ... and a psum adding the parts of a value unreduced over its axes as ``unreduced_psum``
+_unreduced_psum_shown = Primitive("unreduced_psum")
+
+
+def _shown_psum(e):
+    """The stand-in a typed body's psum equation ``e`` prints as."""
+    from plax.core import varying
+    from plax.core.jaxpr import Var
+    x = e.invars[0]
+    summed = set(e.params.get("axes", ()))
+    if isinstance(x, Var) and summed and summed <= varying.unreduced_of(x.aval):
+        return _unreduced_psum_shown
+    return _psum_invariant_shown
 
 
 def _as_jax_names(closed, check_vma: bool):
-    """The body as JAX prints it: with ``check_vma``, its psums named ``psum_invariant``."""
+    """The body as JAX prints it: with ``check_vma``, its psums named ``psum_invariant``
+    (``unreduced_psum`` where they add the parts of an unreduced value)."""
     from plax.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn
     from plax_pmap.primitives import psum_p
     j = closed.jaxpr
     if not check_vma or not any(e.primitive is psum_p for e in j.eqns):
         return closed
-    eqns = [JaxprEqn(_psum_invariant_shown, e.invars, e.outvars, e.params)
+    eqns = [JaxprEqn(_shown_psum(e), e.invars, e.outvars, e.params)
             if e.primitive is psum_p else e for e in j.eqns]
     return ClosedJaxpr(Jaxpr(j.constvars, j.invars, j.outvars, eqns), closed.consts)
 

@@ -9,7 +9,9 @@ plax runs this as the ordinary shard_map of a *stacked* value: the partial block
 unreduced axes ``U`` become a leading dimension split over ``U`` (``P(U, 'X', None)``), which
 each device's body unstacks (its block has that dimension of size 1); an unreduced output is
 stacked the same way in the body and unstacked into an unreduced Array after. Eagerly the
-stacking only re-labels each device's buffer (nothing moves and nothing is summed); under
+stacking only re-labels each device's buffer (nothing moves and nothing is summed). In the
+body each part is typed as JAX types it, ``f32[4,8]{V:X, U:Y}``, and what JAX refuses on it
+raises JAX's errors (:mod:`plax_pmap.manual_unreduced`). Under
 a trace (``jit`` of the shard_map) the partial sums are first added and laid out again as
 parts (the value on the first device along ``U``, zeros on the others): the same sums, not
 the same parts.
@@ -19,9 +21,12 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from plax import tree_util
+from plax.core import varying as _varying
 from plax.array import Array, from_device_buffers
 from plax.core.trace import Tracer, get_aval
 from plax.sharding import NamedSharding, PartitionSpec
+from plax_pmap import vma as _vma
+from plax_pmap.manual_unreduced import _not_varying_error, vary_unreduced_cast
 
 
 def _is_spec(x: Any) -> bool:
@@ -92,18 +97,38 @@ def _unstack(r: Any, spec: PartitionSpec, mesh) -> Any:
 
 
 def _check_varies(o: Any, spec: PartitionSpec) -> None:
-    """JAX's ValueError for an output given unreduced axes it does not vary over (every
-    device's part would be the whole value)."""
-    vma = getattr(get_aval(o), "vma", None)
+    """JAX's ValueError for an output given unreduced axes it neither varies over nor is
+    unreduced on already (every device's part would be the whole value)."""
+    aval = get_aval(o)
+    vma = getattr(aval, "vma", None)
     if vma is None:
         return
-    missing = tuple(a for a in sorted(spec.unreduced) if a not in vma)
+    held = vma | _varying.unreduced_of(aval)
+    missing = tuple(a for a in sorted(spec.unreduced) if a not in held)
     if missing:
-        raise ValueError(
-            "vary_unreduced_cast is a Varying->Unreduced collective. This means that the axis "
-            "names mentioned in `axes` passed to `vary_unreduced_cast` must be present in "
-            f"`jax.typeof(x).mat.varying`. Got axes={missing} and "
-            f"jax.typeof(x).mat.varying={frozenset(vma)}")
+        raise _not_varying_error(missing, vma)
+
+
+def _check_replicated(o: Any, spec: PartitionSpec, name: str, mesh) -> None:
+    """The replication check of an unreduced output against the out_spec as written (the
+    stacked spec the body's shard_map checks would name a dimension the user never wrote)."""
+    aval = get_aval(o)
+    if getattr(aval, "vma", None) is None:
+        return
+    differs = (aval.vma | _varying.unreduced_of(aval)) - spec.unreduced
+    _vma.check_out_vmas([differs], [spec], [name], mesh.axis_names)
+
+
+def _check_not_split(o: Any, spec: PartitionSpec) -> None:
+    """JAX's ValueError for an unreduced output (``{U:Y}``) whose out_spec splits a dimension
+    over its unreduced axes: the parts would have to be made varying first (JAX's ``pvary``,
+    which refuses them)."""
+    aval = get_aval(o)
+    u = _varying.unreduced_of(aval)
+    split = u & _vma.spec_axes(spec)
+    if split:
+        raise ValueError(f"pvary cannot accept args which are unreduced. Got "
+                         f"{aval.str_short()} and axes={set(split)}")
 
 
 def call(shard_map: Callable, f: Callable, args: tuple, in_specs: Any, out_specs: Any,
@@ -116,16 +141,21 @@ def call(shard_map: Callable, f: Callable, args: tuple, in_specs: Any, out_specs
     leaves, treedef = tree_util.tree_flatten(tuple(args))
     stacked_leaves = [_stack(x, s, mesh) if s.unreduced else x for x, s in zip(leaves, in_specs)]
     stacked_in = [_stacked_spec(s, mesh) if s.unreduced else s for s in in_specs]
-    unstack_in = [bool(s.unreduced) for s in in_specs]
+    unstack_in = [tuple(a for a in mesh.axis_names if a in s.unreduced) for s in in_specs]
 
     def body(*flat):
-        flat = [x[0] if u else x for x, u in zip(flat, unstack_in)]
+        # each device's part, typed unreduced as JAX types it ({V:X, U:Y}: manual_unreduced)
+        flat = [vary_unreduced_cast(x[0], u) if u else x for x, u in zip(flat, unstack_in)]
         out = f(*tree_util.tree_unflatten(treedef, flat))
         out_leaves, out_tree = tree_util.tree_flatten(out)
         specs = _out_leaf_specs(out_specs, out)
-        for o, s in zip(out_leaves, specs):
+        paths = [tree_util.keystr(tuple(p)) for p, _ in tree_util.tree_flatten_with_path(out)[0]]
+        for o, s, path in zip(out_leaves, specs, paths):
             if s is not None and s.unreduced:
                 _check_varies(o, s)
+                _check_replicated(o, s, f"out{path}", mesh)
+            elif s is not None:
+                _check_not_split(o, s)
         return tree_util.tree_unflatten(out_tree, [
             o[None] if s is not None and s.unreduced else o
             for o, s in zip(out_leaves, specs)])

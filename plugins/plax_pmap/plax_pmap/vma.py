@@ -25,9 +25,10 @@ from plax.core.jaxpr import ClosedJaxpr
 
 
 def spec_axes(spec) -> frozenset:
-    """The mesh axes a PartitionSpec names (in any dimension, tuples flattened)."""
+    """The mesh axes a PartitionSpec names (in any dimension, tuples flattened; its
+    unreduced axes are not among them)."""
     out = set()
-    for e in spec:
+    for e in getattr(spec, "partitions", spec):
         if e is None:
             continue
         out.update(e if isinstance(e, tuple) else (e,))
