@@ -46,6 +46,8 @@ from plax.core.trace import Tracer, eager_region, get_aval, new_main
 from plax.float0 import is_float0_value, program_has_float0, strip_program, with_float0_outputs
 from plax.state.types import Ref
 from plax.transforms.batching import register_program_primitive
+from plax.transforms.jit_shardings import (batch_params, jvp_params, linearize_params,
+                                           transpose_params)
 from plax.transforms.jvp import Zero, jvp_flat, tangent_aval
 from plax.transforms.staging import JaxprTrace, LinearizeTrace, is_linearize_tracer, trace_to_jaxpr
 
@@ -69,7 +71,7 @@ register_program_primitive(jit_p)
 
 @jit_p.def_abstract_eval
 def _jit_abstract_eval(*avals, jaxpr: ClosedJaxpr, name: str, device=None, backend=None,
-                       ctx_mesh=None):
+                       ctx_mesh=None, in_shardings=None, out_shardings=None):
     # The operands must fit the body (check_jaxpr relies on this to type-check calls); weak
     # types may differ, as they do between a value and the argument it is passed to.
     want = jaxpr.in_avals
@@ -320,7 +322,7 @@ def check_pinned(pinned, device, committed: bool, what: str) -> None:
 
 
 def _jit_impl(*args, jaxpr: ClosedJaxpr, name: str, device=None, backend=None,
-              ctx_mesh=None):
+              ctx_mesh=None, in_shardings=None, out_shardings=None):
     # A call evaluated eagerly (an outer jaxpr run by eval_jaxpr, the known half of a
     # linearized call, a transposed call in a backward pass): compile the body once per
     # device and run it on raw buffers.
@@ -476,6 +478,7 @@ def _jit_jvp(primals, tangents, *, jaxpr: ClosedJaxpr, name: str, **placement):
     if made is None:
         return _jvp_inline(jaxpr, primals, tangents)
     jvp_closed, out_nz = made
+    placement = jvp_params(placement, len(primals), len(jaxpr.out_avals), nonzeros, out_nz)
     outs = jit_p.bind(*primals, *nz_tangents, jaxpr=jvp_closed, name=name, **placement)
     n = len(jaxpr.out_avals)
     return outs[:n], _with_zeros(outs[n:], out_nz, jaxpr.out_avals)
@@ -503,7 +506,9 @@ def _jit_linearize(primals, nz_tangents, nonzeros, t_avals, closed, name, placem
         tangents = _with_zeros(nz_tangents, nonzeros, closed.in_avals)
         return _jvp_inline(closed, primals, tangents)
     split, out_nz = made
-    known_outs = jit_p.bind(*primals, jaxpr=split.known, name=name, **placement)
+    known_params, unknown_params = _split_call_params(placement, split, closed, nonzeros,
+                                                      out_nz)
+    known_outs = jit_p.bind(*primals, jaxpr=split.known, name=name, **known_params)
     primal_outs = [primals[i] if where == "in" else known_outs[i]
                    for where, i in split.primal_outs]
     residuals = []
@@ -517,9 +522,24 @@ def _jit_linearize(primals, nz_tangents, nonzeros, t_avals, closed, name, placem
         else:
             residuals.append(known_outs[i])
     tangent_outs = (jit_p.bind(*residuals, *nz_tangents, jaxpr=split.unknown, name=name,
-                               **placement)
+                               **unknown_params)
                     if split.unknown.jaxpr.outvars else [])
     return primal_outs, _with_zeros(tangent_outs, out_nz, closed.out_avals)
+
+
+def _split_call_params(placement: dict, split, closed: ClosedJaxpr, nonzeros, out_nz):
+    """The parameters of the known and unknown calls (their shardings as JAX's partial
+    evaluation of ``jit`` records them: :func:`~plax.transforms.jit_shardings.linearize_params`)."""
+    if "in_shardings" not in placement and "out_shardings" not in placement:
+        return placement, placement
+    n_known = len(split.known.out_avals)
+    known_primal_outs = [-1] * n_known
+    for k, (where, i) in enumerate(split.primal_outs):
+        if where != "in" and i < n_known:
+            known_primal_outs[i] = k
+    return linearize_params(placement, len(closed.in_avals), len(closed.out_avals),
+                            n_known, len(split.residuals), nonzeros, out_nz,
+                            known_primal_outs)
 
 
 registry.register_rule("jvp", jit_p)(_jit_jvp)
@@ -574,6 +594,8 @@ def _jit_transpose(cts, *args, jaxpr: ClosedJaxpr, name: str, **placement):
     t_closed, out_nz = made
     operands = [x for x, u in zip(args, undefined) if not u]
     operands += [c for c, a in zip(cts, ct_avals) if a is not None]
+    placement = transpose_params(placement, len(args), len(cts), undefined,
+                                 [a is not None for a in ct_avals], out_nz)
     outs = iter(jit_p.bind(*operands, jaxpr=t_closed, name=name, **placement)
                 if t_closed.jaxpr.outvars
                 else [])
@@ -626,6 +648,7 @@ def _jit_batch(vals, dims, *, jaxpr: ClosedJaxpr, name: str, axis_data, **placem
         from plax.transforms.batching import batch_flat_fun
         return batch_flat_fun(jaxpr_as_fun(jaxpr), dims, axis_data)(*vals), 0
     b_closed, out_dims = made
+    placement = batch_params(placement, len(vals), len(out_dims), dims, out_dims)
     return jit_p.bind(*vals, jaxpr=b_closed, name=name, **placement), list(out_dims)
 
 

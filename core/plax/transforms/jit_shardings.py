@@ -11,17 +11,26 @@ JAX (the traced types are the arguments' and the body's: ``make_jaxpr`` of a ``j
   sharding an argument's sharding is its type, so a disagreement is a type error, not a
   transfer.
 - An argument without one (a NumPy array, a Python scalar, an uncommitted Array) is placed
-  as its entry says when no mesh is set; under a set mesh JAX types such a value as
-  replicated on the mesh, so plax leaves it where it is (its result then is not split).
+  as its entry says when no mesh is set; under a set mesh of Explicit axes JAX types such a
+  value as replicated on the mesh whatever the entry says, and so does plax
+  (:func:`placed_on_context_mesh`, applied to every top-level ``jit`` call).
 - Each output is placed as its ``out_shardings`` entry says, through the same placement
   ``reshard`` uses (blocks move between the devices; nothing is gathered on one device), so
   ``jit(f, out_shardings=P('Y', 'X'))(x)`` is typed ``float32[8@Y,8@X]``. Donation is then
   decided against these placed outputs (:mod:`plax.transforms.donation`), as XLA aliases
   the buffers of the program whose result shardings ``out_shardings`` fixed.
+
+Under a trace they are also recorded, as JAX records them: the ``jit`` equation carries
+``in_shardings=``/``out_shardings=`` (one entry per operand and result, resolved to
+NamedShardings, ``UnspecifiedValue`` where none was given; absent when none was given at
+all), which ``make_jaxpr`` prints and the transforms of the call carry to the calls they
+derive (:func:`jvp_params`, :func:`linearize_params`, :func:`transpose_params`,
+:func:`batch_params`); and ``eval_shape``/``Lowered.out_info`` give the outputs the
+``out_shardings`` entries as their ``ShapeDtypeStruct`` shardings (:func:`out_info`).
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Sequence
 
 from plax import tree_util
 
@@ -58,6 +67,35 @@ def _resolved(s: Any, what: str):
                 raise ValueError(f"Resource axis: {axis} of {s!r} is not found in mesh: "
                                  f"{tuple(mesh.axis_names)}.")
     return NamedSharding(mesh, s)
+
+
+class _Unspecified:
+    """No sharding given for this operand or result (JAX's ``UnspecifiedValue``)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "UnspecifiedValue"
+
+    def __reduce__(self):
+        return "UNSPECIFIED"
+
+
+#: the entry of an operand or result no sharding was given for
+UNSPECIFIED = _Unspecified()
+
+
+def _flat_entries(given: Any, values: Any, what: str) -> list:
+    """``given`` (a pytree prefix of ``values`` whose leaves are Shardings,
+    PartitionSpecs or None) as one resolved entry per leaf of ``values``: a Sharding, or
+    :data:`UNSPECIFIED`."""
+    targets = tree_util.tree_broadcast(given, values, is_leaf=_is_spec_leaf)
+    treedef = tree_util.tree_structure(values)
+    out = []
+    for entry in treedef.flatten_up_to(targets):
+        s = _resolved(entry, what)
+        out.append(UNSPECIFIED if s is None else s)
+    return out
 
 
 class JitShardings:
@@ -138,8 +176,41 @@ class JitShardings:
             return x
         mesh = get_mesh()
         if mesh is not None and not mesh.empty:
-            return x  # typed replicated on the current mesh, as JAX types it (docstring)
+            return x  # the call places it replicated on the mesh, as JAX types it (docstring)
         return plax.device_put(x, s)
+
+    # ---- the jit equation's parameters
+    def in_params(self, dyn_args: tuple, n_kwarg_leaves: int) -> tuple:
+        """One entry per leaf of the dynamic arguments (positional, then keyword): the
+        ``in_shardings`` a ``jit`` equation records (:data:`UNSPECIFIED` where none)."""
+        if self.in_shardings is None:
+            n = len(tree_util.tree_leaves(dyn_args))
+            return (UNSPECIFIED,) * (n + n_kwarg_leaves)
+        given = self.in_shardings
+        if isinstance(given, list):
+            given = tuple(given)
+        if not (isinstance(given, tuple) and not _is_spec_leaf(given)):
+            given = (given,) * len(dyn_args)
+        try:
+            entries = _flat_entries(tuple(given), tuple(dyn_args), "in_shardings")
+        except ValueError as err:
+            if "Resource axis" in str(err):
+                raise
+            raise ValueError(f"pjit in_shardings is not a pytree prefix of the arguments: "
+                             f"{err}") from None
+        return tuple(entries) + (UNSPECIFIED,) * n_kwarg_leaves
+
+    def out_params(self, out: Any) -> tuple:
+        """One entry per output leaf: the ``out_shardings`` a ``jit`` equation records."""
+        if self.out_shardings is None:
+            return (UNSPECIFIED,) * len(tree_util.tree_leaves(out))
+        try:
+            return tuple(_flat_entries(self.out_shardings, out, "out_shardings"))
+        except ValueError as err:
+            if "Resource axis" in str(err):
+                raise
+            raise ValueError(f"pytree structure error: pjit out_shardings is not a pytree "
+                             f"prefix of the outputs:\n{err}") from None
 
     # ---- outputs
     def place_outputs(self, out: Any) -> Any:
@@ -191,3 +262,182 @@ def _same(have: Any, want: Any, ndim: int) -> bool:
         return bool(have.is_equivalent_to(want, ndim))
     except (AttributeError, TypeError, ValueError):
         return False
+
+
+# ------------------------------------------------------------------ the traced call
+
+def call_params(in_entries: Sequence, out_entries: Sequence) -> dict:
+    """The ``in_shardings``/``out_shardings`` parameters of a ``jit`` equation: each
+    present only when some entry was given, as JAX prints them."""
+    params = {}
+    if any(e is not UNSPECIFIED for e in in_entries):
+        params["in_shardings"] = tuple(in_entries)
+    if any(e is not UNSPECIFIED for e in out_entries):
+        params["out_shardings"] = tuple(out_entries)
+    return params
+
+
+def split_params(params: dict, n_in: int, n_out: int) -> tuple[tuple, tuple, dict]:
+    """``(in entries, out entries, the other parameters)`` of a ``jit`` equation's
+    ``params`` (entries :data:`UNSPECIFIED` where the parameter is absent)."""
+    rest = dict(params)
+    ins = rest.pop("in_shardings", None) or (UNSPECIFIED,) * n_in
+    outs = rest.pop("out_shardings", None) or (UNSPECIFIED,) * n_out
+    return tuple(ins), tuple(outs), rest
+
+
+def jvp_params(params: dict, n_in: int, n_out: int, nonzeros: Sequence[bool],
+               out_nonzeros: Sequence[bool]) -> dict:
+    """The parameters of the JVP call of a ``jit`` equation: the primals' entries, then
+    each nonzero tangent with its primal's (as JAX's JVP rule of ``jit`` extends them)."""
+    ins, outs, rest = split_params(params, n_in, n_out)
+    if "in_shardings" not in params and "out_shardings" not in params:
+        return rest
+    ins = ins + tuple(e for e, nz in zip(ins, nonzeros) if nz)
+    outs = outs + tuple(e for e, nz in zip(outs, out_nonzeros) if nz)
+    return {**rest, **call_params(ins, outs)}
+
+
+def linearize_params(params: dict, n_in: int, n_out: int, n_known_outs: int,
+                     n_residuals: int, nonzeros: Sequence[bool],
+                     out_nonzeros: Sequence[bool], known_primal_outs: Sequence[int]
+                     ) -> tuple[dict, dict]:
+    """The parameters of the known and unknown calls a linearized ``jit`` equation splits
+    into: the known call takes the primals' entries and gives its primal outputs theirs
+    (residuals :data:`UNSPECIFIED`); the unknown call takes the residuals unspecified and
+    the tangents with their primals' entries, and gives the output tangents theirs.
+    ``known_primal_outs[k]`` is the primal output the known call's output ``k`` is (or -1
+    for a residual)."""
+    ins, outs, rest = split_params(params, n_in, n_out)
+    if "in_shardings" not in params and "out_shardings" not in params:
+        return rest, rest
+    known_outs = tuple(outs[i] if i >= 0 else UNSPECIFIED for i in known_primal_outs)
+    known = {**rest, **call_params(ins, known_outs)}
+    t_ins = (UNSPECIFIED,) * n_residuals + tuple(e for e, nz in zip(ins, nonzeros) if nz)
+    t_outs = tuple(e for e, nz in zip(outs, out_nonzeros) if nz)
+    return known, {**rest, **call_params(t_ins, t_outs)}
+
+
+def transpose_params(params: dict, n_in: int, n_out: int, undefined: Sequence[bool],
+                     ct_present: Sequence[bool], out_nonzeros: Sequence[bool]) -> dict:
+    """The parameters of the transposed call of a linear ``jit`` equation: the residual
+    operands keep their entries, the cotangents take the outputs', and the input
+    cotangents it returns take the linear inputs' (as JAX's transpose rule of ``jit``)."""
+    ins, outs, rest = split_params(params, n_in, n_out)
+    if "in_shardings" not in params and "out_shardings" not in params:
+        return rest
+    t_ins = tuple(e for e, u in zip(ins, undefined) if not u) + tuple(
+        e for e, c in zip(outs, ct_present) if c)
+    linear = [e for e, u in zip(ins, undefined) if u]
+    t_outs = tuple(e for e, nz in zip(linear, out_nonzeros) if nz)
+    return {**rest, **call_params(t_ins, t_outs)}
+
+
+def batch_params(params: dict, n_in: int, n_out: int, in_dims: Sequence,
+                 out_dims: Sequence) -> dict:
+    """The parameters of the batched call of a ``jit`` equation: each NamedSharding entry
+    gains an unsplit dimension where its value is batched (as JAX's batching rule of
+    ``jit`` inserts it)."""
+    ins, outs, rest = split_params(params, n_in, n_out)
+    if "in_shardings" not in params and "out_shardings" not in params:
+        return rest
+    return {**rest, **call_params([_with_batch_dim(e, d) for e, d in zip(ins, in_dims)],
+                                  [_with_batch_dim(e, d) for e, d in zip(outs, out_dims)])}
+
+
+def _with_batch_dim(entry: Any, dim) -> Any:
+    from plax.sharding import NamedSharding, PartitionSpec
+    if dim is None or not isinstance(entry, NamedSharding):
+        return entry
+    parts = list(entry.spec.partitions)
+    parts += [None] * max(0, dim - len(parts))
+    parts.insert(dim, None)
+    return NamedSharding(entry.mesh, PartitionSpec(*parts))
+
+
+# ------------------------------------------------------------------ eval_shape
+
+def out_info(jitted: Any, out_tree: Any, out_avals: Sequence) -> Any:
+    """The outputs of a traced jit as ShapeDtypeStructs, as JAX's ``out_info`` gives them:
+    each with its ``out_shardings`` entry when one was given, else with its type's sharding
+    when that lies on a mesh of Explicit axes (a NamedSharding over the AbstractMesh), else
+    with none.
+
+    Example:
+      >>> jax.jit(jnp.sin).eval_shape(jnp.ones(3))
+      ShapeDtypeStruct(shape=(3,), dtype=float32)
+    """
+    from plax.core.shaped_array import ShapeDtypeStruct
+    shardings = getattr(jitted, "_shardings", None)
+    if shardings is not None and shardings.out_shardings is not None:
+        entries = shardings.out_params(tree_util.tree_unflatten(out_tree, list(out_avals)))
+    else:
+        entries = (UNSPECIFIED,) * len(out_avals)
+    leaves = []
+    for aval, entry in zip(out_avals, entries):
+        s = entry if entry is not UNSPECIFIED else _type_sharding(aval)
+        leaves.append(ShapeDtypeStruct(aval.shape, aval.dtype, aval.weak_type, s))
+    return tree_util.tree_unflatten(out_tree, leaves)
+
+
+def _type_sharding(aval: Any) -> Any:
+    """The sharding of a traced output's type when its mesh has only Explicit (or Manual)
+    axes, as JAX's ``out_info`` reports it; else None."""
+    from plax.sharding import AxisType
+    if type(aval).__name__ != "ShapedArray":
+        return None
+    if getattr(aval, "sharding", None) is None:
+        from plax.sharding import get_mesh
+        mesh = get_mesh()
+        if mesh is None or mesh.empty:
+            return None
+    from plax.sharding_types import type_sharding
+    s = type_sharding(None, aval)
+    types = s.mesh.axis_types
+    if not types or any(t not in (AxisType.Explicit, AxisType.Manual) for t in types):
+        return None
+    return s
+
+
+# ------------------------------------------------------------------ host arguments
+
+def placed_on_context_mesh(leaves: list) -> list | None:
+    """The argument leaves of a top-level ``jit`` call with each host value (a NumPy array,
+    a Python or NumPy scalar) and each uncommitted Array placed replicated on the current
+    mesh, as JAX 0.10 types and places them when the mesh (``plax.set_mesh``) has Explicit
+    axes: ``NamedSharding(mesh, P())``, so the results lie on the mesh too
+    (``jit(f)(np.ones((8, 4))).sharding`` is ``NamedSharding(mesh, P(None, None))``). None
+    when no such mesh is set or nothing needs placing (the usual case, at the cost of one
+    lookup).
+    """
+    from plax.sharding import get_mesh
+    mesh = get_mesh()
+    if mesh is None:
+        return None
+    from plax.sharding import AxisType, _mesh_of_abstract
+    mesh = _mesh_of_abstract(mesh)
+    if mesh is None or mesh.empty or AxisType.Explicit not in mesh.axis_types:
+        return None
+    import numpy as np
+    from plax.array import Array
+    host = (np.ndarray, np.generic, bool, int, float, complex)
+    todo = [i for i, x in enumerate(leaves)
+            if (type(x) is Array and not x._committed) or
+            (not isinstance(x, Array) and isinstance(x, host))]
+    if not todo:
+        return None
+    from plax.device import device_put
+    from plax.sharding import NamedSharding, PartitionSpec
+    from plax.transforms.staging import abstractify
+    replicated = NamedSharding(mesh, PartitionSpec())
+    out = list(leaves)
+    for i in todo:
+        x = leaves[i]
+        weak = x.aval.weak_type if isinstance(x, Array) else abstractify(x).weak_type
+        placed = device_put(x, replicated)
+        if weak and not placed.aval.weak_type:  # a Python scalar stays weakly typed
+            from plax.core.shaped_array import ShapedArray
+            a = placed.aval
+            placed.aval = ShapedArray(a.shape, a.dtype, True, a.vma, a.sharding)
+        out[i] = placed
+    return out
