@@ -1119,6 +1119,8 @@ def eval_shape(fun: Callable, *args, **kwargs):
       ...                jax.ShapeDtypeStruct((3,), jnp.float32))
       ShapeDtypeStruct(shape=(2,), dtype=float32)
     """
+    if isinstance(fun, JitFunction):  # its own in/out shardings apply (JAX traces it)
+        return fun.eval_shape(*args, **kwargs)
     return JitFunction(fun, None, None, None, None, None, False, False,
                        transform="eval_shape").eval_shape(*args, **kwargs)
 
@@ -1135,4 +1137,6 @@ def _placed_as_typed(results: list) -> list:
     if not any(r.aval.sharding is not None for r in results):
         return results
     from plax.device import _shard_leaf
-    return [r if r.aval.sharding is None else _shard_leaf(r, r.aval.sharding) for r in results]
+    from plax.transforms.jit_shardings import with_weak_type
+    return [r if r.aval.sharding is None else
+            with_weak_type(_shard_leaf(r, r.aval.sharding), r.aval.weak_type) for r in results]

@@ -434,10 +434,20 @@ def placed_on_context_mesh(leaves: list) -> list | None:
     for i in todo:
         x = leaves[i]
         weak = x.aval.weak_type if isinstance(x, Array) else abstractify(x).weak_type
-        placed = device_put(x, replicated)
-        if weak and not placed.aval.weak_type:  # a Python scalar stays weakly typed
-            from plax.core.shaped_array import ShapedArray
-            a = placed.aval
-            placed.aval = ShapedArray(a.shape, a.dtype, True, a.vma, a.sharding)
-        out[i] = placed
+        out[i] = with_weak_type(device_put(x, replicated), weak)  # a Python scalar stays weak
     return out
+
+
+def with_weak_type(placed: Any, weak: bool) -> Any:
+    """``placed`` (an Array just made by a placement, which types it strongly) weakly typed
+    again when the value it was made from was (``weak``).
+
+    Example:
+      >>> with_weak_type(plax.device_put(1.0), True).aval.weak_type
+      True
+    """
+    if weak and not placed.aval.weak_type:
+        from plax.core.shaped_array import ShapedArray
+        a = placed.aval
+        placed.aval = ShapedArray(a.shape, a.dtype, True, a.vma, a.sharding)
+    return placed
