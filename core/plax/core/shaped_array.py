@@ -211,5 +211,7 @@ class ShapeDtypeStruct:
             return cls(x.shape, x.dtype, x.weak_type, x._sharding)
         from plax.core.trace import get_aval
         aval = get_aval(x)
-        sharding = getattr(x, "sharding", None) if hasattr(x, "_device") else None
+        # as JAX: a committed array's sharding (an uncommitted one has none to keep)
+        sharding = (getattr(x, "sharding", None) if hasattr(x, "_device")
+                    and getattr(x, "_committed", True) else None)
         return cls(aval.shape, aval.dtype, aval.weak_type, sharding)

@@ -46,8 +46,6 @@ from plax.core.trace import Tracer, eager_region, get_aval, new_main
 from plax.float0 import is_float0_value, program_has_float0, strip_program, with_float0_outputs
 from plax.state.types import Ref
 from plax.transforms.batching import register_program_primitive
-from plax.transforms.jit_shardings import (batch_params, jvp_params, linearize_params,
-                                           transpose_params)
 from plax.transforms.jvp import Zero, jvp_flat, tangent_aval
 from plax.transforms.staging import JaxprTrace, LinearizeTrace, is_linearize_tracer, trace_to_jaxpr
 
@@ -420,6 +418,12 @@ def _stage(fun: Callable, in_avals: Sequence[ShapedArray], trace_type=JaxprTrace
     return closed
 
 
+def _has_shardings(params: dict) -> bool:
+    """Whether a call records ``jit(in_shardings=, out_shardings=)`` (then the calls derived
+    from it carry them, :mod:`plax.transforms.jit_shardings`)."""
+    return "in_shardings" in params or "out_shardings" in params
+
+
 def _is_zero_tangent(t) -> bool:
     if type(t) is Zero:
         return True
@@ -478,7 +482,9 @@ def _jit_jvp(primals, tangents, *, jaxpr: ClosedJaxpr, name: str, **placement):
     if made is None:
         return _jvp_inline(jaxpr, primals, tangents)
     jvp_closed, out_nz = made
-    placement = jvp_params(placement, len(primals), len(jaxpr.out_avals), nonzeros, out_nz)
+    if _has_shardings(placement):
+        from plax.transforms.jit_shardings import jvp_params
+        placement = jvp_params(placement, len(primals), len(jaxpr.out_avals), nonzeros, out_nz)
     outs = jit_p.bind(*primals, *nz_tangents, jaxpr=jvp_closed, name=name, **placement)
     n = len(jaxpr.out_avals)
     return outs[:n], _with_zeros(outs[n:], out_nz, jaxpr.out_avals)
@@ -530,8 +536,9 @@ def _jit_linearize(primals, nz_tangents, nonzeros, t_avals, closed, name, placem
 def _split_call_params(placement: dict, split, closed: ClosedJaxpr, nonzeros, out_nz):
     """The parameters of the known and unknown calls (their shardings as JAX's partial
     evaluation of ``jit`` records them: :func:`~plax.transforms.jit_shardings.linearize_params`)."""
-    if "in_shardings" not in placement and "out_shardings" not in placement:
+    if not _has_shardings(placement):
         return placement, placement
+    from plax.transforms.jit_shardings import linearize_params
     n_known = len(split.known.out_avals)
     known_primal_outs = [-1] * n_known
     for k, (where, i) in enumerate(split.primal_outs):
@@ -594,8 +601,10 @@ def _jit_transpose(cts, *args, jaxpr: ClosedJaxpr, name: str, **placement):
     t_closed, out_nz = made
     operands = [x for x, u in zip(args, undefined) if not u]
     operands += [c for c, a in zip(cts, ct_avals) if a is not None]
-    placement = transpose_params(placement, len(args), len(cts), undefined,
-                                 [a is not None for a in ct_avals], out_nz)
+    if _has_shardings(placement):
+        from plax.transforms.jit_shardings import transpose_params
+        placement = transpose_params(placement, len(args), len(cts), undefined,
+                                     [a is not None for a in ct_avals], out_nz)
     outs = iter(jit_p.bind(*operands, jaxpr=t_closed, name=name, **placement)
                 if t_closed.jaxpr.outvars
                 else [])
@@ -648,7 +657,9 @@ def _jit_batch(vals, dims, *, jaxpr: ClosedJaxpr, name: str, axis_data, **placem
         from plax.transforms.batching import batch_flat_fun
         return batch_flat_fun(jaxpr_as_fun(jaxpr), dims, axis_data)(*vals), 0
     b_closed, out_dims = made
-    placement = batch_params(placement, len(vals), len(out_dims), dims, out_dims)
+    if _has_shardings(placement):
+        from plax.transforms.jit_shardings import batch_params
+        placement = batch_params(placement, len(vals), len(out_dims), dims, out_dims)
     return jit_p.bind(*vals, jaxpr=b_closed, name=name, **placement), list(out_dims)
 
 
