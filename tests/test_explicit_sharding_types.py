@@ -12,9 +12,7 @@ type and message). JAX's answers are recorded in ``explicit_sharding_types_jax.j
 this file, so CI without JAX checks plax against them; a second test re-records them from JAX
 and compares.
 
-Jaxpr texts are compared with their whitespace collapsed, except ``jit_eqn/host_exact``
-(no sharded types): where a short body has sharded types plax may keep it on one line where
-JAX breaks it (docs/multi_device.md, *Differences*), which is layout, not content.
+Jaxpr texts are compared as printed, line breaks included.
 """
 import importlib.util
 import json
@@ -42,8 +40,8 @@ def case(name, f):
         out[name] = ["error", type(e).__name__, message(e)]
 
 
-def text(closed):  # a jaxpr's text, whitespace collapsed (layout is not compared)
-    return " ".join(str(closed).split())
+def text(closed):  # a jaxpr's text, line breaks included
+    return str(closed)
 
 
 def specified(t):  # a jit equation's shardings parameter as JAX prints it, None when unset
