@@ -82,6 +82,27 @@ case("jit_eqn/vmap", lambda: jit_shardings(jax.make_jaxpr(jax.vmap(gs))(
 case("jit_eqn/grad", lambda: jit_shardings(jax.make_jaxpr(jax.grad(lambda u: gs(u).sum()))(x)))
 case("jit_eqn/spec_no_mesh", lambda: text(jax.make_jaxpr(
     jax.jit(f, in_shardings=P("X", "Y")))(x)))
+# the other parameters JAX prints on a jit equation when they are set
+f2 = lambda u, v: u * 2  # noqa: E731
+case("jit_eqn/donated", lambda: str(jax.make_jaxpr(lambda u: jax.jit(f2, donate_argnums=0)(
+    u, u))(np.ones(3, np.float32))))
+case("jit_eqn/keep_unused", lambda: str(jax.make_jaxpr(lambda u: jax.jit(f2, keep_unused=True)(
+    u, u))(np.ones(3, np.float32))))
+case("jit_eqn/inline", lambda: str(jax.make_jaxpr(lambda u: jax.jit(f2, inline=True)(u, u))(
+    np.ones(3, np.float32))))
+
+
+def donations(closed):  # donated_invars of each jit equation, None when nothing is donated
+    return [list(e.params["donated_invars"]) if any(e.params.get("donated_invars", ())) else None
+            for e in closed.jaxpr.eqns if e.primitive.name in ("jit", "pjit")]
+
+
+gd = jax.jit(lambda u, v: jnp.sin(u) * v, donate_argnums=0)
+case("jit_eqn/donated_jvp", lambda: donations(jax.make_jaxpr(
+    lambda u, t: jax.jvp(gd, (u, u), (t, t)))(h, h)))
+case("jit_eqn/donated_vmap", lambda: donations(jax.make_jaxpr(jax.vmap(gd))(h, h)))
+case("jit_eqn/donated_grad", lambda: donations(jax.make_jaxpr(
+    jax.grad(lambda u: gd(u, u).sum()))(h)))
 with jax.set_mesh(mesh):
     gp = jax.jit(f, in_shardings=P("X", "Y"), out_shardings=P("X", None))
     case("jit_eqn/set_mesh_specs", lambda: text(jax.make_jaxpr(lambda u: gp(u) + 1)(x)))

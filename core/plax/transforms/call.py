@@ -69,7 +69,8 @@ register_program_primitive(jit_p)
 
 @jit_p.def_abstract_eval
 def _jit_abstract_eval(*avals, jaxpr: ClosedJaxpr, name: str, device=None, backend=None,
-                       ctx_mesh=None, in_shardings=None, out_shardings=None):
+                       ctx_mesh=None, in_shardings=None, out_shardings=None,
+                       donated_invars=None, keep_unused=False):
     # The operands must fit the body (check_jaxpr relies on this to type-check calls); weak
     # types may differ, as they do between a value and the argument it is passed to.
     want = jaxpr.in_avals
@@ -320,7 +321,8 @@ def check_pinned(pinned, device, committed: bool, what: str) -> None:
 
 
 def _jit_impl(*args, jaxpr: ClosedJaxpr, name: str, device=None, backend=None,
-              ctx_mesh=None, in_shardings=None, out_shardings=None):
+              ctx_mesh=None, in_shardings=None, out_shardings=None, donated_invars=None,
+              keep_unused=False):
     # A call evaluated eagerly (an outer jaxpr run by eval_jaxpr, the known half of a
     # linearized call, a transposed call in a backward pass): compile the body once per
     # device and run it on raw buffers.
@@ -346,7 +348,7 @@ def _jit_impl(*args, jaxpr: ClosedJaxpr, name: str, device=None, backend=None,
 
 
 def run_pinned_call(runner, *buffers, jaxpr: ClosedJaxpr, name: str, device=None,
-                    backend=None) -> list:
+                    backend=None, **_recorded) -> list:
     """A pinned call (``jit(f, backend=b)`` inside a compiled program) run from the program of
     ``runner``: its body compiled by its own backend, on its device, the buffers moved there
     and back (nothing is copied between CPU backends). The lowering driver splices a pinned
@@ -355,7 +357,8 @@ def run_pinned_call(runner, *buffers, jaxpr: ClosedJaxpr, name: str, device=None
     Args:
       runner: the :class:`~plax.lowering.bodies.BodyRunner` of the calling program.
       *buffers: the call's operands, buffers of that program.
-      jaxpr, name, device, backend: the call's parameters.
+      jaxpr, name, device, backend: the call's parameters (the others it records, such as
+        ``ctx_mesh`` or ``donated_invars``, do not change how it runs).
 
     Returns:
       The output buffers, on the calling program's device.
@@ -419,9 +422,11 @@ def _stage(fun: Callable, in_avals: Sequence[ShapedArray], trace_type=JaxprTrace
 
 
 def _has_shardings(params: dict) -> bool:
-    """Whether a call records ``jit(in_shardings=, out_shardings=)`` (then the calls derived
-    from it carry them, :mod:`plax.transforms.jit_shardings`)."""
-    return "in_shardings" in params or "out_shardings" in params
+    """Whether a call records per-operand or per-result parameters (``jit``'s
+    ``in_shardings``/``out_shardings``, donated operands): the calls derived from it carry
+    them as JAX's rules do (:mod:`plax.transforms.jit_shardings`)."""
+    return "in_shardings" in params or "out_shardings" in params or \
+        "donated_invars" in params
 
 
 def _is_zero_tangent(t) -> bool:

@@ -350,6 +350,7 @@ class JitFunction:
         self._device = device
         self._backend_name = backend
         self._inline = inline
+        self._keep_unused = bool(keep_unused)
         # Positions of static arguments for the fast path (None: no static arguments;
         # empty: only negative argnums or static_argnames, resolved per call instead).
         nums = self.sig.static_argnums
@@ -684,9 +685,19 @@ class JitFunction:
                      if v is not None}
         # JAX's ctx_mesh= (only while a mesh is set: nothing changes otherwise)
         placement.update(context_mesh_params())
+        if self._inline:  # jit(inline=True): the body's equations, not a call (as JAX)
+            from plax.core.interpret import jaxpr_as_fun
+            return _tree_unflatten(out_tree, jaxpr_as_fun(closed)(*captured, *leaves))
         if self._shardings is not None:  # in_shardings=/out_shardings=, recorded as JAX does
             placement.update(self._sharding_params(captured, leaves, treedef, out_tree,
                                                    closed))
+        if self._donates:  # donated_invars=, as JAX records it
+            donated = _donated_leaves(self, nargs, static, treedef)
+            if any(donated):
+                placement["donated_invars"] = ((False,) * len(captured) + tuple(donated)
+                                               + (False,) * (len(leaves) - len(donated)))
+        if self._keep_unused:
+            placement["keep_unused"] = True
         outs = jit_p.bind(*captured, *leaves, jaxpr=closed, name=self._name, **placement)
         return _tree_unflatten(out_tree, outs)
 

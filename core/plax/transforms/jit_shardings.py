@@ -266,36 +266,55 @@ def _same(have: Any, want: Any, ndim: int) -> bool:
 
 # ------------------------------------------------------------------ the traced call
 
-def call_params(in_entries: Sequence, out_entries: Sequence) -> dict:
-    """The ``in_shardings``/``out_shardings`` parameters of a ``jit`` equation: each
-    present only when some entry was given, as JAX prints them."""
+#: the per-operand parameters of a ``jit`` equation and the entry of an operand none was
+#: given for; then the per-result ones (each parameter is printed only when some entry
+#: differs from its default, as JAX prints them)
+_PER_OPERAND = {"in_shardings": UNSPECIFIED, "donated_invars": False}
+_PER_RESULT = {"out_shardings": UNSPECIFIED}
+
+
+def call_params(in_entries: Sequence = (), out_entries: Sequence = (),
+                donated: Sequence[bool] = ()) -> dict:
+    """The per-operand and per-result parameters of a ``jit`` equation: ``in_shardings``
+    and ``out_shardings`` (present when some entry was given), ``donated_invars`` (present
+    when some operand is donated)."""
     params = {}
-    if any(e is not UNSPECIFIED for e in in_entries):
-        params["in_shardings"] = tuple(in_entries)
-    if any(e is not UNSPECIFIED for e in out_entries):
-        params["out_shardings"] = tuple(out_entries)
+    for name, entries in (("in_shardings", in_entries), ("out_shardings", out_entries),
+                          ("donated_invars", donated)):
+        default = _PER_OPERAND.get(name, _PER_RESULT.get(name))
+        if any(e is not default for e in entries):
+            params[name] = tuple(entries)
     return params
 
 
-def split_params(params: dict, n_in: int, n_out: int) -> tuple[tuple, tuple, dict]:
-    """``(in entries, out entries, the other parameters)`` of a ``jit`` equation's
-    ``params`` (entries :data:`UNSPECIFIED` where the parameter is absent)."""
+def _split(params: dict, n_in: int, n_out: int) -> tuple[dict, dict, dict]:
+    """``(per-operand entries, per-result entries, the other parameters)`` of a ``jit``
+    equation's ``params``, each per-operand or per-result parameter as a full tuple."""
     rest = dict(params)
-    ins = rest.pop("in_shardings", None) or (UNSPECIFIED,) * n_in
-    outs = rest.pop("out_shardings", None) or (UNSPECIFIED,) * n_out
-    return tuple(ins), tuple(outs), rest
+    ins = {k: tuple(rest.pop(k, None) or (d,) * n_in) for k, d in _PER_OPERAND.items()}
+    outs = {k: tuple(rest.pop(k, None) or (d,) * n_out) for k, d in _PER_RESULT.items()}
+    return ins, outs, rest
+
+
+def _joined(rest: dict, ins: dict, outs: dict) -> dict:
+    return {**rest, **call_params(ins["in_shardings"], outs["out_shardings"],
+                                  ins["donated_invars"])}
+
+
+def has_call_params(params: dict) -> bool:
+    """Whether a ``jit`` equation has per-operand or per-result parameters (then the calls
+    derived from it carry them: :func:`jvp_params`, ...)."""
+    return any(k in params for k in _PER_OPERAND) or any(k in params for k in _PER_RESULT)
 
 
 def jvp_params(params: dict, n_in: int, n_out: int, nonzeros: Sequence[bool],
                out_nonzeros: Sequence[bool]) -> dict:
     """The parameters of the JVP call of a ``jit`` equation: the primals' entries, then
     each nonzero tangent with its primal's (as JAX's JVP rule of ``jit`` extends them)."""
-    ins, outs, rest = split_params(params, n_in, n_out)
-    if "in_shardings" not in params and "out_shardings" not in params:
-        return rest
-    ins = ins + tuple(e for e, nz in zip(ins, nonzeros) if nz)
-    outs = outs + tuple(e for e, nz in zip(outs, out_nonzeros) if nz)
-    return {**rest, **call_params(ins, outs)}
+    ins, outs, rest = _split(params, n_in, n_out)
+    ins = {k: v + tuple(e for e, nz in zip(v, nonzeros) if nz) for k, v in ins.items()}
+    outs = {k: v + tuple(e for e, nz in zip(v, out_nonzeros) if nz) for k, v in outs.items()}
+    return _joined(rest, ins, outs)
 
 
 def linearize_params(params: dict, n_in: int, n_out: int, n_known_outs: int,
@@ -304,45 +323,46 @@ def linearize_params(params: dict, n_in: int, n_out: int, n_known_outs: int,
                      ) -> tuple[dict, dict]:
     """The parameters of the known and unknown calls a linearized ``jit`` equation splits
     into: the known call takes the primals' entries and gives its primal outputs theirs
-    (residuals :data:`UNSPECIFIED`); the unknown call takes the residuals unspecified and
-    the tangents with their primals' entries, and gives the output tangents theirs.
-    ``known_primal_outs[k]`` is the primal output the known call's output ``k`` is (or -1
-    for a residual)."""
-    ins, outs, rest = split_params(params, n_in, n_out)
-    if "in_shardings" not in params and "out_shardings" not in params:
-        return rest, rest
-    known_outs = tuple(outs[i] if i >= 0 else UNSPECIFIED for i in known_primal_outs)
-    known = {**rest, **call_params(ins, known_outs)}
-    t_ins = (UNSPECIFIED,) * n_residuals + tuple(e for e, nz in zip(ins, nonzeros) if nz)
-    t_outs = tuple(e for e, nz in zip(outs, out_nonzeros) if nz)
-    return known, {**rest, **call_params(t_ins, t_outs)}
+    (residuals unspecified); the unknown call takes the residuals unspecified and the
+    tangents with their primals' shardings (none donated), and gives the output tangents
+    theirs. ``known_primal_outs[k]`` is the primal output the known call's output ``k`` is
+    (or -1 for a residual)."""
+    ins, outs, rest = _split(params, n_in, n_out)
+    known_outs = {k: tuple(v[i] if i >= 0 else _PER_RESULT[k] for i in known_primal_outs)
+                  for k, v in outs.items()}
+    known = _joined(rest, ins, known_outs)
+    t_ins = {k: (d,) * n_residuals + (tuple(e for e, nz in zip(ins[k], nonzeros) if nz)
+                                      if k == "in_shardings" else (d,) * sum(nonzeros))
+             for k, d in _PER_OPERAND.items()}
+    t_outs = {k: tuple(e for e, nz in zip(v, out_nonzeros) if nz) for k, v in outs.items()}
+    return known, _joined(rest, t_ins, t_outs)
 
 
 def transpose_params(params: dict, n_in: int, n_out: int, undefined: Sequence[bool],
                      ct_present: Sequence[bool], out_nonzeros: Sequence[bool]) -> dict:
     """The parameters of the transposed call of a linear ``jit`` equation: the residual
-    operands keep their entries, the cotangents take the outputs', and the input
-    cotangents it returns take the linear inputs' (as JAX's transpose rule of ``jit``)."""
-    ins, outs, rest = split_params(params, n_in, n_out)
-    if "in_shardings" not in params and "out_shardings" not in params:
-        return rest
-    t_ins = tuple(e for e, u in zip(ins, undefined) if not u) + tuple(
-        e for e, c in zip(outs, ct_present) if c)
-    linear = [e for e, u in zip(ins, undefined) if u]
-    t_outs = tuple(e for e, nz in zip(linear, out_nonzeros) if nz)
-    return {**rest, **call_params(t_ins, t_outs)}
+    operands keep their shardings, the cotangents take the outputs', and the input
+    cotangents it returns take the linear inputs' (as JAX's transpose rule of ``jit``);
+    nothing is donated."""
+    ins, outs, rest = _split(params, n_in, n_out)
+    t_in = tuple(e for e, u in zip(ins["in_shardings"], undefined) if not u) + tuple(
+        e for e, c in zip(outs["out_shardings"], ct_present) if c)
+    linear = [e for e, u in zip(ins["in_shardings"], undefined) if u]
+    t_out = tuple(e for e, nz in zip(linear, out_nonzeros) if nz)
+    return {**rest, **call_params(t_in, t_out)}
 
 
 def batch_params(params: dict, n_in: int, n_out: int, in_dims: Sequence,
                  out_dims: Sequence) -> dict:
     """The parameters of the batched call of a ``jit`` equation: each NamedSharding entry
     gains an unsplit dimension where its value is batched (as JAX's batching rule of
-    ``jit`` inserts it)."""
-    ins, outs, rest = split_params(params, n_in, n_out)
-    if "in_shardings" not in params and "out_shardings" not in params:
-        return rest
-    return {**rest, **call_params([_with_batch_dim(e, d) for e, d in zip(ins, in_dims)],
-                                  [_with_batch_dim(e, d) for e, d in zip(outs, out_dims)])}
+    ``jit`` inserts it); donation is kept."""
+    ins, outs, rest = _split(params, n_in, n_out)
+    ins["in_shardings"] = tuple(_with_batch_dim(e, d)
+                                for e, d in zip(ins["in_shardings"], in_dims))
+    outs["out_shardings"] = tuple(_with_batch_dim(e, d)
+                                  for e, d in zip(outs["out_shardings"], out_dims))
+    return _joined(rest, ins, outs)
 
 
 def _with_batch_dim(entry: Any, dim) -> Any:
