@@ -294,10 +294,11 @@ def _like(a, dtype, shape, value):
     dt = aval.dtype if dtype is None else dtypes.check_user_dtype(dtype, "full_like")
     new_shape = aval.shape if shape is None else canonicalize_shape(shape)
     weak = dtype is None and aval.weak_type
-    if np.ndim(value) != 0:  # an array fill: broadcast to the shape (JAX's jnp.full_like)
+    if type(value) not in (int, float, bool) and np.ndim(value) != 0:
+        # an array fill: broadcast to the shape (JAX's jnp.full_like)
         from plax.numpy.util import broadcast_to
         out = broadcast_to(asarray(value, dtype=dt), new_shape)
-    elif isinstance(a, Tracer) and shape is None and getattr(aval, "sharding", None) is not None:
+    elif shape is None and isinstance(a, Tracer) and getattr(aval, "sharding", None) is not None:
         # the one broadcast_in_dim typed with the operand's sharding, as JAX stages it
         from plax.sharding_types import broadcasts_typed
         with broadcasts_typed(aval.sharding, len(new_shape)):
