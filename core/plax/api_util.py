@@ -56,7 +56,12 @@ def typeof(x: Any):
     keys = sys.modules.get("plax.random.keys")  # loaded whenever a typed key exists
     if keys is not None and isinstance(x, keys.PRNGKeyArray):
         return ShapedArray(tuple(x.shape), x.dtype)
-    aval = get_aval(x)
+    from plax.core.shaped_array import ShapeDtypeStruct
+    if isinstance(x, ShapeDtypeStruct):  # its type, sharding included, as jit traces it
+        from plax.transforms.staging import abstractify
+        aval = abstractify(x)
+    else:
+        aval = get_aval(x)
     if type(aval) is not ShapedArray:  # a ref's type, ...: as it is
         return aval
     from plax.sharding_types import type_sharding  # the sharding as types carry it

@@ -217,6 +217,10 @@ def index_spec(aval, dims: tuple, entries: list, *, traced: bool, update: bool) 
       update is split as its operand).
     """
     arrays = [e for e in entries if e[0] == "array"]
+    if not update and arrays:
+        from plax.numpy.indexing import _scalar_indices_only
+        if _scalar_indices_only(entries):
+            return _window_spec(aval, dims, entries)
     gathered = update or not traced or bool(arrays)
     out_slices, adv_at, dim = [], None, 0
     for e in entries:
@@ -262,6 +266,28 @@ def index_spec(aval, dims: tuple, entries: list, *, traced: bool, update: bool) 
     return tuple(out_slices[:k] + adv_dims + out_slices[k + 1:])
 
 
+def _window_spec(aval, dims: tuple, entries: list) -> tuple:
+    """The result's dimensions of a read JAX makes with one ``dynamic_slice`` (scalar index
+    arrays, traced or not, beside ints and unit-step slices: ``x[i % 8]``), with that
+    primitive's error where a split dimension's window does not divide over its axes."""
+    window, kept, dim = [], [], 0
+    for e in entries:
+        if e[0] in ("none", "bool"):
+            kept.append(())
+            continue
+        if e[0] == "sep":
+            continue
+        if e[0] == "slice":
+            window.append(len(range(*e[1].indices(aval.shape[dim]))))
+            kept.append(dims[dim])
+        else:
+            window.append(1)
+        dim += 1
+    window += list(aval.shape[dim:])
+    check_sliced(aval, dims, tuple(window), "dynamic_slice")
+    return tuple(kept) + tuple(dims[dim:])
+
+
 def _dims_of(aval) -> tuple:
     return spec_dims(aval.sharding.spec, len(aval.shape))
 
@@ -279,8 +305,21 @@ def _sliced_shape(shape, dim, size) -> tuple:
 
 def _index_error(aval, entries, update: bool) -> ShardingTypeError:
     from plax.core.shaped_array import ShapedArray
-    n_indexed = sum(1 for e in entries if e[0] in ("slice", "int", "array"))
-    indices = ShapedArray((n_indexed,), __import__("numpy").dtype("int32"))
+    import numpy as np
+    # JAX's gather indices: one column per dimension indexed into (an int, an index array,
+    # a slice that does not take the dimension whole), a row per element of the broadcast
+    # index arrays
+    n_indexed, dim, arrays = 0, 0, []
+    for e in entries:
+        if e[0] not in ("slice", "int", "array"):
+            continue
+        if e[0] == "array":
+            arrays.append(np.shape(e[1]))
+        if e[0] != "slice" or e[1].indices(aval.shape[dim]) != (0, aval.shape[dim], 1):
+            n_indexed += 1
+        dim += 1
+    batch = tuple(np.broadcast_shapes(*arrays)) if arrays else ()
+    indices = ShapedArray(batch + (n_indexed,), np.dtype("int32"))
     if update:
         return _scatter_error(aval, indices, ShapedArray((), aval.dtype))
     return _gather_error(aval, indices)

@@ -33,6 +33,7 @@ devices under a NamedSharding, so programs that never build a mesh pay nothing; 
 from __future__ import annotations
 
 import contextlib
+import math
 import threading
 from typing import Any, Callable, Sequence
 
@@ -385,12 +386,27 @@ def cast(x: Any, sharding: NamedSharding) -> Any:
     if getattr(x.aval, "sharding", None) == sharding:
         return x
     from plax.lax.shape import broadcast_in_dim_p
-    previous = getattr(_override, "cast", None)
-    _override.cast = (sharding, x.ndim)
-    casts_in_progress[0] += 1
-    try:
+    with broadcasts_typed(sharding, x.ndim):
         return broadcast_in_dim_p.bind(x, shape=tuple(x.shape),
                                        broadcast_dimensions=tuple(range(x.ndim)))
+
+
+@contextlib.contextmanager
+def broadcasts_typed(sharding: NamedSharding, rank: int):
+    """While active, a ``broadcast_in_dim`` staged in this thread to a result of rank
+    ``rank`` is typed with ``sharding`` (leading dimensions beyond ``rank`` unsplit):
+    how :func:`cast` types its equation, and how ``jnp.zeros_like`` of a traced sharded
+    value stages its one ``broadcast_in_dim`` typed as JAX's is.
+
+    Example:
+      >>> with broadcasts_typed(sharding, 2):
+      ...     lax.full((8, 4), 0.0, jnp.float32)   # traced: f32[8@X,4@Y]
+    """
+    previous = getattr(_override, "cast", None)
+    _override.cast = (sharding, rank)
+    casts_in_progress[0] += 1
+    try:
+        yield
     finally:
         casts_in_progress[0] -= 1
         _override.cast = previous
@@ -560,29 +576,132 @@ def reshape_groups(shape: tuple, new: tuple) -> list:
     return groups
 
 
+def _reshape_error(in_avals, new) -> ShardingTypeError:
+    return ShardingTypeError(
+        "This reshape is not supported. Please specify the sharding of the output via the "
+        "`out_sharding` argument of jax.lax.reshape. Got operand type: "
+        f"{in_avals[0]}, new sizes: {tuple(new)}")
+
+
+def _one_dim_regrouped(shape: tuple, new: tuple):
+    """How a reshape from ``shape`` to the longer ``new`` splits exactly one dimension of
+    ``shape`` into consecutive dimensions of ``new`` (the others kept, size for size): per
+    dimension of ``shape`` its size, or the list of sizes it becomes. None when the reshape
+    is not such a split; raises ``ValueError`` when it splits more than one dimension (JAX
+    reads the shapes in this order, trailing size-1 pairs aside, and so does this)."""
+    if len(new) <= len(shape):
+        return None
+    trailing = 0
+    while shape and new and shape[-1] == 1 and new[-1] == 1:
+        shape, new, trailing = shape[:-1], new[:-1], trailing + 1
+    out, j, splits = [], 0, 0
+    for i, size in enumerate(shape):
+        if j >= len(new):
+            return None
+        if new[j] == size:
+            out.append(size)
+            j += 1
+            continue
+        splits += 1
+        if splits > 1:
+            raise ValueError("more than one dimension split")
+        piece = [new[j]]
+        j += 1
+        # take new dimensions until their product is ``size``, and the size-1 ones after it
+        # (unless the next operand dimension starts there)
+        while math.prod(piece) != size or (j < len(new) and new[j] == 1):
+            if math.prod(piece) > size:
+                return None
+            if (math.prod(piece) == size and i + 1 < len(shape) and j < len(new)
+                    and new[j] == shape[i + 1]):
+                break
+            if j >= len(new):
+                return None
+            piece.append(new[j])
+            j += 1
+        out.append(piece)
+    if j != len(new):
+        return None
+    return out + [1] * trailing
+
+
+def _split_axes(names: tuple, sizes: list, axis_size, in_avals, new) -> list:
+    """The mesh axes ``names`` (major first) dealt out over dimensions of ``sizes``: each
+    dimension takes axes while its remaining size exceeds 1, each axis dividing it."""
+    it, out = iter(names), []
+    for size in sizes:
+        taken = []
+        while size > 1:
+            name = next(it, None)
+            if name is None:
+                break
+            size, rest = divmod(size, axis_size(name))
+            if rest:
+                raise _reshape_error(in_avals, new)
+            taken.append(name)
+        out.append(tuple(taken))
+    if next(it, None) is not None:
+        raise _reshape_error(in_avals, new)
+    return out
+
+
 def _reshape(prim, in_dims, in_avals, params) -> Dims:
-    """Groups of input and output dimensions with equal products: a group of several input
-    dimensions merged into one takes all their axes (``(8@X,4@Y) -> 32@(X,Y)``); one input
-    dimension split into several puts its axes on the first of them."""
-    shape, new = in_avals[0].shape, tuple(params["new_sizes"])
+    """JAX 0.10.2's rule. Only size-1 dimensions come or go: the others keep their axes. One
+    dimension split into several: its axes are dealt out major first (each dividing what is
+    left of a new dimension). Several merged into one: the merged dimensions' axes, major
+    first, provided no unsplit dimension comes before a split one (``(8@X,4@Y) -> 32@(X,Y)``,
+    ``(4,8@X) -> 32`` is refused). Anything else, or a split dimension regrouped by a reshape
+    with ``dimensions=``, is JAX's ``ShardingTypeError`` asking for ``out_sharding=``."""
+    shape, new = tuple(in_avals[0].shape), tuple(params["new_sizes"])
     override = getattr(_override, "spec", None)
     if override is not None:
         return spec_dims(override, len(new))
-    dims, out = in_dims[0], []
-    perm = params.get("dimensions")
-    if perm is not None:  # the transposition before the reshape moves the axes with it
-        shape, dims = tuple(shape[d] for d in perm), tuple(dims[d] for d in perm)
-    for gi, gj in reshape_groups(shape, new):
-        names = tuple(a for k in gi for a in dims[k])
-        if len(gj) > 1 and len(gi) > 1 and names:
-            raise ShardingTypeError(
-                f"reshape from {in_avals[0].str_short()} to shape {new} regroups sharded "
-                "dimensions, which is ambiguous: reshard the operand to P() first, or pass "
-                "out_sharding= to jnp.reshape")
-        # a split dimension's axes go to the first new dimension that is not of size 1
-        major = next((k for k, j2 in enumerate(gj) if new[j2] != 1), 0)
-        out.extend([names if k == major else () for k in range(len(gj))])
-    return tuple(out[:len(new)])
+    dims = in_dims[0]
+    if not any(dims):
+        return ((),) * len(new)
+    permuted = params.get("dimensions") is not None
+    if [n for n in shape if n != 1] == [n for n in new if n != 1]:
+        kept = iter(d for n, d in zip(shape, dims) if n != 1)
+        return tuple(() if n == 1 else next(kept) for n in new)
+    mesh = in_avals[0].sharding.mesh
+    sizes = dict(zip(mesh.axis_names, mesh.axis_sizes))
+    try:
+        split = _one_dim_regrouped(shape, new)
+        merged = None if split is not None else _one_dim_regrouped(new, shape)
+    except ValueError:
+        raise _reshape_error(in_avals, new) from None
+    out: list = []
+    if split is not None:
+        for piece, names in zip(split, dims):
+            if not isinstance(piece, list):
+                out.append(names)
+            elif not names:
+                out.extend([()] * len(piece))
+            elif permuted:
+                raise _reshape_error(in_avals, new)
+            else:
+                out.extend(_split_axes(names, piece, sizes.__getitem__, in_avals, new))
+        return tuple(out)
+    if merged is not None:
+        it = iter(dims)
+        for size, piece in zip(new, merged):
+            if not isinstance(piece, list):
+                out.append(next(it))
+                continue
+            group = [next(it) for _ in piece]
+            if not any(group):
+                out.append(())
+                continue
+            # the group's axes, major first; an unsplit dimension before a split one is
+            # not a layout one dimension can carry
+            while group and not group[-1]:
+                group.pop()
+            if permuted or any(not g for g in group):
+                raise _reshape_error(in_avals, new)
+            names = tuple(a for g in group for a in g)
+            out.extend(_split_axes(names, [size], sizes.__getitem__, in_avals, new))
+        return tuple(out)
+    raise _reshape_error(in_avals, new)
 
 
 def _dot_general(prim, in_dims, in_avals, params) -> Dims:

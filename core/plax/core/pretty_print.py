@@ -1,8 +1,6 @@
 """Printing jaxprs as JAX 0.10 does (``make_jaxpr`` output, ``jit[name=f jaxpr={ ... }]``)."""
 from __future__ import annotations
 
-import re
-
 from typing import Any
 
 import numpy as np
@@ -255,14 +253,8 @@ def _param_doc(value: Any, namer: _Namer):
 
 
 def _binder(v, namer: _Namer) -> _Text:
-    text = f"{namer(v)}:{v.aval.str_short()}"
-    if getattr(v.aval, "sharding", None) is None:
-        return _Text(text)
-    # JAX lays a sharded type out as wide as the unsharded one (``f32[8@X,4]`` as ``f32[8,4]``)
-    return _Text(text, len(text) - sum(len(m) for m in _SHARDING_IN_TYPE.findall(text)))
-
-
-_SHARDING_IN_TYPE = re.compile(r"@(?:\([^)]*\)|[^,\]]+)")
+    # a sharded type counts with its @axes (``f32[8@X,4]``), as JAX lays it out
+    return _Text(f"{namer(v)}:{v.aval.str_short()}")
 
 
 def _vars_doc(vs, namer: _Namer, binders: bool, sep: str = ""):

@@ -144,35 +144,69 @@ class ShapedArray:
 
 
 class ShapeDtypeStruct:
-    """A stand-in with ``shape`` and ``dtype`` (and ``weak_type``), for ``eval_shape`` and ``jit(...).lower``.
+    """A stand-in with ``shape`` and ``dtype`` (and ``weak_type``, ``sharding``), for
+    ``eval_shape`` and ``jit(...).lower``.
+
+    ``sharding`` may be a :class:`~plax.sharding.Sharding` or a ``PartitionSpec``; as in
+    JAX, a PartitionSpec is read against the current mesh (``plax.set_mesh``) whenever
+    ``.sharding`` is asked for, and printed as the NamedSharding it gives.
 
     Example:
       >>> ShapeDtypeStruct((3,), jnp.float32)
       ShapeDtypeStruct(shape=(3,), dtype=float32)
     """
 
-    __slots__ = ("shape", "dtype", "weak_type", "sharding")
+    __slots__ = ("shape", "dtype", "weak_type", "_sharding")
 
     def __init__(self, shape, dtype, weak_type: bool = False, sharding=None):
         from plax import dtypes
+        if dtype is None:
+            raise ValueError("ShapeDtypeStruct: dtype must be specified.")
         self.shape = tuple(shape)
         self.dtype = dtypes.to_numpy_dtype(dtype)
         self.weak_type = weak_type
-        self.sharding = sharding
+        if sharding is not None:
+            from plax.sharding import PartitionSpec, Sharding
+            if not isinstance(sharding, (Sharding, PartitionSpec)):
+                raise ValueError(
+                    "sharding should be an instance of `jax.sharding.Sharding`, "
+                    "`jax.sharding.PartitionSpec` or `jax.experimental.layout.Format`. Got "
+                    f"{sharding} of type {type(sharding)}.")
+        self._sharding = sharding
 
     ndim = property(lambda self: len(self.shape))
     size = property(lambda self: math.prod(self.shape))
 
+    @property
+    def sharding(self):
+        """The sharding given (a PartitionSpec as a NamedSharding on the current mesh), or
+        None."""
+        from plax.sharding import PartitionSpec
+        if not isinstance(self._sharding, PartitionSpec):
+            return self._sharding
+        from plax.sharding import NamedSharding, _mesh_of_abstract, get_mesh
+        mesh = _mesh_of_abstract(get_mesh())
+        if mesh is None or mesh.empty:
+            raise TypeError("When specifying PartitionSpec to `ShapeDtypeStruct`, the context "
+                            "mesh cannot be empty. Please use `jax.set_mesh` to set the mesh "
+                            "context.")
+        return NamedSharding(mesh, self._sharding)
+
     def __eq__(self, other) -> bool:
         return (isinstance(other, ShapeDtypeStruct) and self.shape == other.shape
-                and self.dtype == other.dtype and self.weak_type == other.weak_type)
+                and self.dtype == other.dtype and self.weak_type == other.weak_type
+                and self.sharding == other.sharding)
 
     def __hash__(self) -> int:
         return hash((self.shape, self.dtype, self.weak_type))
 
     def __repr__(self) -> str:
+        sharding = self.sharding
+        sh = f", sharding={sharding}" if sharding is not None else ""
         weak = ", weak_type=True" if self.weak_type else ""
-        return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name}{weak})"
+        return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name}{sh}{weak})"
+
+    __str__ = __repr__
 
     @classmethod
     def like(cls, x) -> "ShapeDtypeStruct":
@@ -184,8 +218,10 @@ class ShapeDtypeStruct:
           ShapeDtypeStruct(shape=(), dtype=float32, weak_type=True)
         """
         if isinstance(x, ShapeDtypeStruct):
-            return cls(x.shape, x.dtype, x.weak_type, x.sharding)
+            return cls(x.shape, x.dtype, x.weak_type, x._sharding)
         from plax.core.trace import get_aval
         aval = get_aval(x)
-        sharding = getattr(x, "sharding", None) if hasattr(x, "_device") else None
+        # as JAX: a committed array's sharding (an uncommitted one has none to keep)
+        sharding = (getattr(x, "sharding", None) if hasattr(x, "_device")
+                    and getattr(x, "_committed", True) else None)
         return cls(aval.shape, aval.dtype, aval.weak_type, sharding)

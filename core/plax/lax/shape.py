@@ -206,7 +206,8 @@ def _reshape_abstract_eval(x, *, new_sizes, dimensions=None):
     return ShapedArray(new_sizes, x.dtype, x.weak_type)
 
 
-def reshape(x, new_sizes: Sequence[int], dimensions: Sequence[int] | None = None):
+def reshape(x, new_sizes: Sequence[int], dimensions: Sequence[int] | None = None, *,
+            out_sharding=None):
     """Reshapes ``x``, in row-major order, after transposing it by ``dimensions`` if given.
 
     One ``reshape`` equation, the transposition folded into it as JAX stages it.
@@ -215,17 +216,26 @@ def reshape(x, new_sizes: Sequence[int], dimensions: Sequence[int] | None = None
       x: an array.
       new_sizes: the result's shape; its size must be ``x``'s.
       dimensions: a permutation of ``x``'s axes applied before the reshape (None: none).
+      out_sharding: the result's sharding under explicit sharding (a Sharding, or a
+        PartitionSpec resolved on the current mesh), for a reshape whose sharding JAX's
+        rule cannot derive (merging a dimension split on a minor axis, regrouping a split
+        dimension with ``dimensions``). None: derived from ``x``'s.
 
     Returns:
       ``transpose(x, dimensions).reshape(new_sizes)``.
 
     Raises:
       TypeError: ``dimensions`` is not a permutation of ``x``'s axes, or the sizes differ.
+      ShardingTypeError: ``x`` is explicitly sharded and JAX's rule cannot say how the
+        result is split (pass ``out_sharding=``).
 
     Example:
       >>> lax.reshape(jnp.arange(6).reshape(2, 3), (6,), (1, 0))
       Array([0, 3, 1, 4, 2, 5], dtype=int32)
     """
+    if out_sharding is not None:
+        from plax.sharding_types import with_out_sharding
+        return with_out_sharding(lambda: reshape(x, new_sizes, dimensions), out_sharding)
     x = asarray(x)
     new_sizes = lax_shape(new_sizes, "reshape new_sizes")
     if dimensions is not None:

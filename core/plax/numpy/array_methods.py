@@ -43,11 +43,12 @@ def _to_device(self, device, *, stream=None):
     return device_put(self, device)
 
 
-def _reshape(self, *shape, order: str = "C"):
-    """The array with a new shape (``x.reshape(2, 3)`` or ``x.reshape((2, 3))``)."""
+def _reshape(self, *shape, order: str = "C", out_sharding=None):
+    """The array with a new shape (``x.reshape(2, 3)`` or ``x.reshape((2, 3))``; under
+    explicit sharding ``out_sharding=`` says the result's sharding, as in JAX)."""
     if len(shape) == 1 and not isinstance(shape[0], (int, np.integer)) and not hasattr(shape[0], "__index__"):
         shape = shape[0]
-    return shape_ops.reshape(self, shape, order)
+    return shape_ops.reshape(self, shape, order, out_sharding=out_sharding)
 
 
 def _transpose(self, *axes):

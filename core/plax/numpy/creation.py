@@ -284,11 +284,43 @@ def _default_or(dtype, name):
 
 
 def _like(a, dtype, shape, value):
+    """``value`` in the shape and dtype of ``a`` (or those given), sharded as JAX's
+    ``lax.full_like`` shards it: traced, with ``a``'s type sharding when ``shape`` is not
+    given; eagerly, placed as ``a`` is when ``a`` is committed, not weakly typed, and the
+    shape is ``a``'s (or ``a`` is replicated)."""
     check_arraylike("full_like", a)
-    aval = get_aval(asarray(a))
+    a = asarray(a)
+    aval = get_aval(a)
     dt = aval.dtype if dtype is None else dtypes.check_user_dtype(dtype, "full_like")
-    return lax.full(aval.shape if shape is None else canonicalize_shape(shape), value, dt,
-                    weak_type=dtype is None and aval.weak_type)
+    new_shape = aval.shape if shape is None else canonicalize_shape(shape)
+    weak = dtype is None and aval.weak_type
+    if type(value) not in (int, float, bool) and np.ndim(value) != 0:
+        # an array fill: broadcast to the shape (JAX's jnp.full_like)
+        from plax.numpy.util import broadcast_to
+        out = broadcast_to(asarray(value, dtype=dt), new_shape)
+    elif shape is None and isinstance(a, Tracer) and getattr(aval, "sharding", None) is not None:
+        # the one broadcast_in_dim typed with the operand's sharding, as JAX stages it
+        from plax.sharding_types import broadcasts_typed
+        with broadcasts_typed(aval.sharding, len(new_shape)):
+            return lax.full(new_shape, value, dt, weak_type=weak)
+    else:
+        out = lax.full(new_shape, value, dt, weak_type=weak)
+    if isinstance(a, Tracer):
+        return out
+    if type(a) is Array and not a._committed:
+        return out  # (the usual case: nothing more to do)
+    return _placed_like(out, a, new_shape, weak)
+
+
+def _placed_like(out, a, new_shape, weak: bool):
+    """``out`` placed as the committed array ``a`` is (JAX's eager ``full_like``)."""
+    sharding = getattr(a, "sharding", None)
+    if sharding is None or weak or not getattr(a, "_committed", True):
+        return out
+    if tuple(new_shape) != tuple(a.shape) and not sharding.is_fully_replicated:
+        return out
+    from plax.device import device_put
+    return device_put(out, sharding)
 
 
 def zeros_like(a: Any, dtype: Any = None, shape: Any = None, *, device=None, out_sharding=None):

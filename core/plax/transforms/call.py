@@ -69,7 +69,8 @@ register_program_primitive(jit_p)
 
 @jit_p.def_abstract_eval
 def _jit_abstract_eval(*avals, jaxpr: ClosedJaxpr, name: str, device=None, backend=None,
-                       ctx_mesh=None):
+                       ctx_mesh=None, in_shardings=None, out_shardings=None,
+                       donated_invars=None, keep_unused=False):
     # The operands must fit the body (check_jaxpr relies on this to type-check calls); weak
     # types may differ, as they do between a value and the argument it is passed to.
     want = jaxpr.in_avals
@@ -320,7 +321,8 @@ def check_pinned(pinned, device, committed: bool, what: str) -> None:
 
 
 def _jit_impl(*args, jaxpr: ClosedJaxpr, name: str, device=None, backend=None,
-              ctx_mesh=None):
+              ctx_mesh=None, in_shardings=None, out_shardings=None, donated_invars=None,
+              keep_unused=False):
     # A call evaluated eagerly (an outer jaxpr run by eval_jaxpr, the known half of a
     # linearized call, a transposed call in a backward pass): compile the body once per
     # device and run it on raw buffers.
@@ -346,7 +348,7 @@ def _jit_impl(*args, jaxpr: ClosedJaxpr, name: str, device=None, backend=None,
 
 
 def run_pinned_call(runner, *buffers, jaxpr: ClosedJaxpr, name: str, device=None,
-                    backend=None) -> list:
+                    backend=None, **_recorded) -> list:
     """A pinned call (``jit(f, backend=b)`` inside a compiled program) run from the program of
     ``runner``: its body compiled by its own backend, on its device, the buffers moved there
     and back (nothing is copied between CPU backends). The lowering driver splices a pinned
@@ -355,7 +357,8 @@ def run_pinned_call(runner, *buffers, jaxpr: ClosedJaxpr, name: str, device=None
     Args:
       runner: the :class:`~plax.lowering.bodies.BodyRunner` of the calling program.
       *buffers: the call's operands, buffers of that program.
-      jaxpr, name, device, backend: the call's parameters.
+      jaxpr, name, device, backend: the call's parameters (the others it records, such as
+        ``ctx_mesh`` or ``donated_invars``, do not change how it runs).
 
     Returns:
       The output buffers, on the calling program's device.
@@ -418,6 +421,14 @@ def _stage(fun: Callable, in_avals: Sequence[ShapedArray], trace_type=JaxprTrace
     return closed
 
 
+def _has_shardings(params: dict) -> bool:
+    """Whether a call records per-operand or per-result parameters (``jit``'s
+    ``in_shardings``/``out_shardings``, donated operands): the calls derived from it carry
+    them as JAX's rules do (:mod:`plax.transforms.jit_shardings`)."""
+    return "in_shardings" in params or "out_shardings" in params or \
+        "donated_invars" in params
+
+
 def _is_zero_tangent(t) -> bool:
     if type(t) is Zero:
         return True
@@ -476,6 +487,9 @@ def _jit_jvp(primals, tangents, *, jaxpr: ClosedJaxpr, name: str, **placement):
     if made is None:
         return _jvp_inline(jaxpr, primals, tangents)
     jvp_closed, out_nz = made
+    if _has_shardings(placement):
+        from plax.transforms.jit_shardings import jvp_params
+        placement = jvp_params(placement, len(primals), len(jaxpr.out_avals), nonzeros, out_nz)
     outs = jit_p.bind(*primals, *nz_tangents, jaxpr=jvp_closed, name=name, **placement)
     n = len(jaxpr.out_avals)
     return outs[:n], _with_zeros(outs[n:], out_nz, jaxpr.out_avals)
@@ -503,7 +517,9 @@ def _jit_linearize(primals, nz_tangents, nonzeros, t_avals, closed, name, placem
         tangents = _with_zeros(nz_tangents, nonzeros, closed.in_avals)
         return _jvp_inline(closed, primals, tangents)
     split, out_nz = made
-    known_outs = jit_p.bind(*primals, jaxpr=split.known, name=name, **placement)
+    known_params, unknown_params = _split_call_params(placement, split, closed, nonzeros,
+                                                      out_nz)
+    known_outs = jit_p.bind(*primals, jaxpr=split.known, name=name, **known_params)
     primal_outs = [primals[i] if where == "in" else known_outs[i]
                    for where, i in split.primal_outs]
     residuals = []
@@ -517,9 +533,25 @@ def _jit_linearize(primals, nz_tangents, nonzeros, t_avals, closed, name, placem
         else:
             residuals.append(known_outs[i])
     tangent_outs = (jit_p.bind(*residuals, *nz_tangents, jaxpr=split.unknown, name=name,
-                               **placement)
+                               **unknown_params)
                     if split.unknown.jaxpr.outvars else [])
     return primal_outs, _with_zeros(tangent_outs, out_nz, closed.out_avals)
+
+
+def _split_call_params(placement: dict, split, closed: ClosedJaxpr, nonzeros, out_nz):
+    """The parameters of the known and unknown calls (their shardings as JAX's partial
+    evaluation of ``jit`` records them: :func:`~plax.transforms.jit_shardings.linearize_params`)."""
+    if not _has_shardings(placement):
+        return placement, placement
+    from plax.transforms.jit_shardings import linearize_params
+    n_known = len(split.known.out_avals)
+    known_primal_outs = [-1] * n_known
+    for k, (where, i) in enumerate(split.primal_outs):
+        if where != "in" and i < n_known:
+            known_primal_outs[i] = k
+    return linearize_params(placement, len(closed.in_avals), len(closed.out_avals),
+                            n_known, len(split.residuals), nonzeros, out_nz,
+                            known_primal_outs)
 
 
 registry.register_rule("jvp", jit_p)(_jit_jvp)
@@ -574,6 +606,10 @@ def _jit_transpose(cts, *args, jaxpr: ClosedJaxpr, name: str, **placement):
     t_closed, out_nz = made
     operands = [x for x, u in zip(args, undefined) if not u]
     operands += [c for c, a in zip(cts, ct_avals) if a is not None]
+    if _has_shardings(placement):
+        from plax.transforms.jit_shardings import transpose_params
+        placement = transpose_params(placement, len(args), len(cts), undefined,
+                                     [a is not None for a in ct_avals], out_nz)
     outs = iter(jit_p.bind(*operands, jaxpr=t_closed, name=name, **placement)
                 if t_closed.jaxpr.outvars
                 else [])
@@ -626,6 +662,9 @@ def _jit_batch(vals, dims, *, jaxpr: ClosedJaxpr, name: str, axis_data, **placem
         from plax.transforms.batching import batch_flat_fun
         return batch_flat_fun(jaxpr_as_fun(jaxpr), dims, axis_data)(*vals), 0
     b_closed, out_dims = made
+    if _has_shardings(placement):
+        from plax.transforms.jit_shardings import batch_params
+        placement = batch_params(placement, len(vals), len(out_dims), dims, out_dims)
     return jit_p.bind(*vals, jaxpr=b_closed, name=name, **placement), list(out_dims)
 
 

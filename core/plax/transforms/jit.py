@@ -15,6 +15,7 @@ import contextlib
 import functools
 import inspect
 import operator
+import sys
 import threading
 import time
 import weakref
@@ -349,6 +350,7 @@ class JitFunction:
         self._device = device
         self._backend_name = backend
         self._inline = inline
+        self._keep_unused = bool(keep_unused)
         # Positions of static arguments for the fast path (None: no static arguments;
         # empty: only negative argnums or static_argnames, resolved per call instead).
         nums = self.sig.static_argnums
@@ -462,6 +464,9 @@ class JitFunction:
             static = ()
             tree_in = (args, {})
         leaves, treedef = _tree_flatten(tree_in)
+        if _mesh_is_set():  # host arguments typed and placed on the mesh (JAX 0.10)
+            from plax.transforms.jit_shardings import placed_on_context_mesh
+            leaves = placed_on_context_mesh(leaves) or leaves
         device = self._device
         committed = device is not None
         avals = []
@@ -683,8 +688,33 @@ class JitFunction:
                      if v is not None}
         # JAX's ctx_mesh= (only while a mesh is set: nothing changes otherwise)
         placement.update(context_mesh_params())
+        if self._inline:  # jit(inline=True): the body's equations, not a call (as JAX)
+            from plax.core.interpret import jaxpr_as_fun
+            return _tree_unflatten(out_tree, jaxpr_as_fun(closed)(*captured, *leaves))
+        if self._shardings is not None:  # in_shardings=/out_shardings=, recorded as JAX does
+            placement.update(self._sharding_params(captured, leaves, treedef, out_tree,
+                                                   closed))
+        if self._donates:  # donated_invars=, as JAX records it
+            donated = _donated_leaves(self, nargs, static, treedef)
+            if any(donated):
+                placement["donated_invars"] = ((False,) * len(captured) + tuple(donated)
+                                               + (False,) * (len(leaves) - len(donated)))
+        if self._keep_unused:
+            placement["keep_unused"] = True
         outs = jit_p.bind(*captured, *leaves, jaxpr=closed, name=self._name, **placement)
         return _tree_unflatten(out_tree, outs)
+
+    def _sharding_params(self, captured, leaves, treedef, out_tree, closed) -> dict:
+        """The ``in_shardings``/``out_shardings`` parameters of this call's equation: an
+        entry per operand (captured values and trailing refs unspecified) and per result."""
+        from plax.transforms.jit_shardings import UNSPECIFIED, call_params
+        dyn_args, dyn_kwargs = _tree_unflatten(treedef, leaves[:treedef.num_leaves])
+        n_kw = len(_tree_flatten(dyn_kwargs)[0])
+        ins = ((UNSPECIFIED,) * len(captured)
+               + self._shardings.in_params(tuple(dyn_args), n_kw)
+               + (UNSPECIFIED,) * (len(leaves) - treedef.num_leaves))
+        outs = self._shardings.out_params(_tree_unflatten(out_tree, list(closed.out_avals)))
+        return call_params(ins, outs)
 
     def _call_or_inline(self, args, kwargs):
         """Under a transform, a call equation if the arguments allow one (arrays and scalars
@@ -818,8 +848,10 @@ class Lowered:
 
     @property
     def out_info(self):
-        return _tree_unflatten(self.out_tree, [ShapeDtypeStruct(a.shape, a.dtype, a.weak_type)
-                                                for a in self.jaxpr.out_avals])
+        """The outputs as ShapeDtypeStructs, sharded as ``out_shardings`` or their types say
+        (:func:`plax.transforms.jit_shardings.out_info`)."""
+        from plax.transforms.jit_shardings import out_info
+        return out_info(self._jitted, self.out_tree, self.jaxpr.out_avals)
 
     @property
     def args_info(self):
@@ -1101,8 +1133,16 @@ def eval_shape(fun: Callable, *args, **kwargs):
       ...                jax.ShapeDtypeStruct((3,), jnp.float32))
       ShapeDtypeStruct(shape=(2,), dtype=float32)
     """
+    if isinstance(fun, JitFunction):  # its own in/out shardings apply (JAX traces it)
+        return fun.eval_shape(*args, **kwargs)
     return JitFunction(fun, None, None, None, None, None, False, False,
                        transform="eval_shape").eval_shape(*args, **kwargs)
+
+
+def _mesh_is_set() -> bool:
+    """Whether a mesh is set (``plax.set_mesh``/``use_mesh``): one lookup, no import."""
+    sharding = sys.modules.get("plax.sharding")
+    return sharding is not None and sharding.get_mesh() is not None
 
 
 def _placed_as_typed(results: list) -> list:
@@ -1111,4 +1151,6 @@ def _placed_as_typed(results: list) -> list:
     if not any(r.aval.sharding is not None for r in results):
         return results
     from plax.device import _shard_leaf
-    return [r if r.aval.sharding is None else _shard_leaf(r, r.aval.sharding) for r in results]
+    from plax.transforms.jit_shardings import with_weak_type
+    return [r if r.aval.sharding is None else
+            with_weak_type(_shard_leaf(r, r.aval.sharding), r.aval.weak_type) for r in results]
