@@ -35,9 +35,11 @@ from plax_numba import numpy_loops
 numpy_loops.register(llvm)
 
 
-def _call_loop(context, builder, name: str, pointers, n, steps) -> None:
-    """Emits ``name(args, &n, steps, NULL)``: NumPy's loop over ``n`` elements at
-    ``pointers`` (input, output) with byte ``steps``."""
+def _call_loop(context, builder, ufunc: str, char: str, pointers, n, steps) -> None:
+    """Emits a call of NumPy's ``ufunc`` loop for dtype ``char`` over ``n`` elements at
+    ``pointers`` (input, output) with byte ``steps``, passing the loop's data pointer: the
+    symbols of :mod:`plax_numba.numpy_loops`."""
+    name, data_name = numpy_loops.symbol(ufunc, char), numpy_loops.data_symbol(ufunc, char)
     i8p = ir.IntType(8).as_pointer()
     intp = context.get_value_type(types.intp)
     fnty = ir.FunctionType(ir.VoidType(), [i8p.as_pointer(), intp.as_pointer(),
@@ -51,7 +53,10 @@ def _call_loop(context, builder, name: str, pointers, n, steps) -> None:
     step_array = cgutils.alloca_once(builder, intp, size=len(steps))
     for i, s in enumerate(steps):
         builder.store(s, builder.gep(step_array, [context.get_constant(types.intp, i)]))
-    builder.call(loop, [args, dims, step_array, ir.Constant(i8p, None)])
+    data = builder.module.globals.get(data_name)
+    if data is None:  # (an external global: the cell numpy_loops.register gives the linker)
+        data = ir.GlobalVariable(builder.module, i8p, data_name)
+    builder.call(loop, [args, dims, step_array, builder.load(data)])
 
 
 def _char(dtype) -> str:
@@ -66,14 +71,14 @@ def _log1p_into(typingctx, x, out):
             and out.ndim == 1 and x.dtype == out.dtype
             and x.dtype in (types.float32, types.float64)):
         return None
-    name = numpy_loops.symbol("log1p", _char(x.dtype))
+    char = _char(x.dtype)
 
     def codegen(context, builder, sig, args):
         xa = context.make_array(sig.args[0])(context, builder, args[0])
         oa = context.make_array(sig.args[1])(context, builder, args[1])
         n = builder.extract_value(xa.shape, 0)
         steps = [builder.extract_value(xa.strides, 0), builder.extract_value(oa.strides, 0)]
-        _call_loop(context, builder, name, [xa.data, oa.data], n, steps)
+        _call_loop(context, builder, "log1p", char, [xa.data, oa.data], n, steps)
         return context.get_dummy_value()
 
     return types.none(x, out), codegen
@@ -84,15 +89,15 @@ def _log1p_scalar(typingctx, x):
     """``np.log1p(x)`` of a float scalar by NumPy's loop (one element)."""
     if x not in (types.float32, types.float64):
         return None
-    name = numpy_loops.symbol("log1p", _char(x))
+    char = _char(x)
 
     def codegen(context, builder, sig, args):
         ty = context.get_value_type(sig.args[0])
         src = cgutils.alloca_once_value(builder, args[0])
         dst = cgutils.alloca_once(builder, ty)
-        size = context.get_constant(types.intp, np.dtype(_char(sig.args[0])).itemsize)
-        _call_loop(context, builder, name, [src, dst], context.get_constant(types.intp, 1),
-                   [size, size])
+        size = context.get_constant(types.intp, np.dtype(char).itemsize)
+        _call_loop(context, builder, "log1p", char, [src, dst],
+                   context.get_constant(types.intp, 1), [size, size])
         return builder.load(dst)
 
     return x(x), codegen

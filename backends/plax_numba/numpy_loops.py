@@ -13,7 +13,8 @@ that loads kernels through numba, and in one that links them with
 
 An inner loop's signature is ``void loop(char **args, npy_intp const *dimensions,
 npy_intp const *steps, void *data)``; ``data`` is the ufunc's entry for the loop (NULL for
-NumPy's dedicated float loops). Calling it needs no GIL.
+NumPy's dedicated float loops, the scalar function for its generic ones), which kernels
+read from a cell registered under :func:`data_symbol`. Calling it needs no GIL.
 """
 from __future__ import annotations
 
@@ -28,12 +29,19 @@ LOOPS = (("log1p", "f"), ("log1p", "d"))
 _PREFIX = "plax_numpy_loop_"
 _lock = threading.Lock()
 _addresses: dict = {}   # symbol -> (loop address, data pointer)
+_data_cells: dict = {}  # data symbol -> the ctypes cell holding the pointer (kept alive)
 
 
 def symbol(ufunc: str, char: str) -> str:
     """The external symbol naming NumPy's ``ufunc`` loop for dtype char ``char``
     (``symbol("log1p", "f")`` is ``"plax_numpy_loop_log1p_f"``)."""
     return f"{_PREFIX}{ufunc}_{char}"
+
+
+def data_symbol(ufunc: str, char: str) -> str:
+    """The external symbol of a pointer-sized variable holding the loop's ``data`` argument
+    (:func:`symbol` with ``_data`` appended): kernels pass what it holds."""
+    return symbol(ufunc, char) + "_data"
 
 
 def is_loop_symbol(name: str) -> bool:
@@ -92,15 +100,22 @@ def addresses() -> dict:
 
 def register(llvm) -> None:
     """Gives LLVM's linker (``llvm``: ``llvmlite.binding``) every loop's address under its
-    symbol, so code calling them links. Idempotent.
+    symbol, and the address of a cell holding its data pointer under its data symbol
+    (:func:`data_symbol`), so code calling them links. Idempotent.
+
+    Raises:
+      RuntimeError: NumPy's ufunc struct is not the expected one (:func:`addresses`).
 
     Example::
 
       import llvmlite.binding as llvm
       register(llvm)   # then a kernel calling plax_numpy_loop_log1p_f links
     """
-    for name, (address, data) in addresses().items():
-        if data:
-            # a loop needing its data pointer: the kernels pass NULL, so refuse it
-            raise RuntimeError(f"{name}: NumPy's loop takes a data pointer")
-        llvm.add_symbol(name, address)
+    table = addresses()
+    for ufunc, char in LOOPS:
+        address, data = table[symbol(ufunc, char)]
+        with _lock:
+            # (NumPy's generic loops, e.g. PyUFunc_f_f, take the scalar function as data)
+            cell = _data_cells.setdefault(data_symbol(ufunc, char), ctypes.c_void_p(data or None))
+        llvm.add_symbol(symbol(ufunc, char), address)
+        llvm.add_symbol(data_symbol(ufunc, char), ctypes.addressof(cell))
