@@ -93,8 +93,8 @@ def _salt() -> str:
     # the helpers the generated kernels call
     for name in ("scalar.py", "libm_free.py", "special.py", "special_gamma.py",
                  "special_zeta.py", "special_beta.py", "special_erf.py", "arrays.py",
-                 "threefry_kernels.py", "numpy_calls.py", "f32_coefficients.py",
-                 "compiled_once.py", "scan_lines.py"):
+                 "threefry_kernels.py", "numpy_calls.py", "numpy_loops.py",
+                 "f32_coefficients.py", "compiled_once.py", "scan_lines.py"):
         with open(os.path.join(here, name), "rb") as f:  # read, not imported: no numba
             helpers += f.read()
     return hashlib.sha256(helpers + _numba_version().encode() + np.__version__.encode()

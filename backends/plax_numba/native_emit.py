@@ -87,9 +87,10 @@ def emit(text: str, arg_types: list, path: str) -> None:
     (u1, d1), (u2, d2) = symbols(kernel_object), symbols(entry_object)
     calls_python = sorted(set(u1) & _OBJECT_MODE_SYMBOLS)
     if calls_python:
-        # numba's object mode (plax_numba.numpy_calls' log1p): the code calls Python objects
-        # numba unpickles from the kernel's Environment, which only numba's own loader fills
-        # in; linked here it would raise "missing Environment" at its first call
+        # numba's object mode: the code calls Python objects numba unpickles from the
+        # kernel's Environment, which only numba's own loader fills in; linked here it would
+        # raise "missing Environment" at its first call. (plax's kernels reach NumPy natively
+        # instead: plax_numba.numpy_calls calls its ufunc loops by symbol.)
         raise NotEmitted("object mode (calls Python through numba's Environment: "
                          + " ".join(calls_python) + ")")
     undefined = sorted((set(u1) | set(u2)) - set(d1) - set(d2))

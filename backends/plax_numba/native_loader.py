@@ -268,6 +268,15 @@ def _resolve(llvm, name: str) -> bool:
         return True
     if llvm.address_of_symbol(name):
         return True
+    from plax_numba import numpy_loops  # (numba-free)
+    if numpy_loops.is_loop_symbol(name):
+        # NumPy's own ufunc loop a kernel calls for NumPy's bits (plax_numba.numpy_calls)
+        try:
+            numpy_loops.register(llvm)
+        except RuntimeError as err:
+            count_fallback(str(err))
+            return False
+        return bool(llvm.address_of_symbol(name))
     if name.startswith("plax_once."):
         # a heavy scalar form compiled once per process (plax_numba.compiled_once): numba
         # compiles it or loads it from its disk cache, so numba is imported for it

@@ -187,17 +187,24 @@ def test_unloadable_artifacts_fall_back_and_are_counted(tmp_path, emitted):
     assert native_loader.fallbacks.get("a kernel kind") == 1
 
 
+# (plax's own kernels no longer use object mode: plax_numba.numpy_calls calls NumPy's loops
+# natively; this one keeps the emitter's guard tested)
 _OBJECT_MODE_KERNEL = '''
-@njit(**_OPTIONS)
+from numba import objmode
+
+
+@njit(cache=True)
 def kernel(a, n):
-    return (log1p_f32(a), )
+    with objmode(y="float32[::1]"):
+        y = np.ascontiguousarray(np.log1p(a))
+    return (y, )
 '''
 
 
 def test_object_mode_kernels_are_not_emitted_and_load_through_numba(tmp_path):
-    # numba's object mode (NumPy's own log1p, for exact bits) calls Python objects from
-    # numba's Environment, which only numba's loader fills in: linked natively the kernel
-    # raised "missing Environment" at its first call (random.normal's program did).
+    # numba's object mode calls Python objects from numba's Environment, which only
+    # numba's loader fills in: linked natively the kernel raised "missing Environment" at
+    # its first call (random.normal's program did, when its log1p ran in object mode).
     import pickle
     from plax_numba import cache, native_emit, native_loader
     arg_types = [("array", np.dtype(np.float32), 1), ("int",)]
@@ -231,8 +238,8 @@ def test_undefined_symbols_are_read_from_the_object(emitted):
 
 # A small program (an elementwise kernel and a reduction) and a lone threefry2x32 (the fixed
 # kernels of plax_numba.threefry, serial below PARALLEL_MIN elements and parallel above): all
-# the kernel kinds the worker emits, compiled in seconds. (random.normal's own program is one
-# kernel calling NumPy's log1p in numba's object mode, which loads through numba.)
+# the kernel kinds the worker emits, compiled in seconds. (The samplers' programs, whose
+# kernels call NumPy's log1p loop natively, are tested in test_random_native_load.py.)
 _PROGRAM = """
     import json, os, sys, time
     import numpy as np
