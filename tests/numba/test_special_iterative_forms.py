@@ -279,18 +279,21 @@ def test_error_no_worse_than_jax(name):
 
 def test_gamma_family_samplers_match_numpy_backend():
     """``random.gamma`` and ``dirichlet`` (the log-space sampler ``beta`` also uses) jitted on
-    the Numba backend give the NumPy backend's values (their rejection loops, ``while``
-    loops holding ``threefry2x32``, compile natively: this checks their values)."""
+    the Numba backend give the NumPy backend's values, each a whole-program kernel holding its
+    rejection ``while_loop``. The two programs are those of test_threefry_fusion.py's
+    ``test_native_loop_reference_tier_equals_compiled_tier`` and
+    ``test_beta_and_dirichlet_are_native[dirichlet]`` (same constants, shapes and dtypes; the key
+    is an argument): a session compiles each kernel once (~30 CPU s each) and loads it from its
+    cache for the other test."""
     from plax import random
-    key = random.PRNGKey(1)
-    alpha = np.array([0.3, 1.0, 2.5], np.float32)
-
-    def samples(key):
-        k1, k2 = random.split(key)
-        return random.gamma(k1, 1.7, (500,)), random.dirichlet(k2, alpha, (200,))
-    got, want = jit_both(samples, key)
-    for g, w in zip(got, want):
-        assert g.dtype == w.dtype == np.float32
-        # the same draws; each sample's arithmetic may round differently in the fused
-        # kernels (a few float32 ulps through log/exp/pow)
-        np.testing.assert_allclose(g, w, rtol=4e-6, atol=1e-30)
+    k1, k2 = random.split(random.PRNGKey(1))
+    alpha = np.array([0.3, 1.0, 4.0], np.float32)
+    samplers = (lambda key: random.gamma(key, np.float32(1.5), (64,)),
+                lambda key: random.dirichlet(key, alpha, (100,)))
+    for sample, key in zip(samplers, (k1, k2)):
+        got, want = jit_both(sample, key)
+        for g, w in zip(got, want):
+            assert g.dtype == w.dtype == np.float32
+            # the same draws; each sample's arithmetic may round differently in the fused
+            # kernels (a few float32 ulps through log/exp/pow)
+            np.testing.assert_allclose(g, w, rtol=4e-6, atol=1e-30)

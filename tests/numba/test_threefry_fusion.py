@@ -121,7 +121,9 @@ def test_beta_and_dirichlet_are_native(sampler):
 def test_native_loop_reference_tier_equals_compiled_tier(monkeypatch):
     # the Numba backend runs the program on NumPy's kernels until its kernel is loaded: the
     # first (reference) calls and the compiled calls give the same bits (alpha >= 1: below 1
-    # the boost u**(1/alpha) goes through the fused float32 log/pow, a few ulps apart)
+    # the boost u**(1/alpha) goes through the fused float32 log/pow, a few ulps apart). This
+    # program, and test_beta_and_dirichlet_are_native[dirichlet]'s, are also
+    # test_special_iterative_forms.py's gamma-family check (kept equal: one compile each)
     def sample(key):
         return random.gamma(key, np.float32(1.5), (64,))
     monkeypatch.delenv("PLAX_NUMBA_SYNC", raising=False)
