@@ -398,9 +398,11 @@ def broadcasts_typed(sharding: NamedSharding, rank: int):
     how :func:`cast` types its equation, and how ``jnp.zeros_like`` of a traced sharded
     value stages its one ``broadcast_in_dim`` typed as JAX's is.
 
-    Example:
-      >>> with broadcasts_typed(sharding, 2):
-      ...     lax.full((8, 4), 0.0, jnp.float32)   # traced: f32[8@X,4@Y]
+    Example::
+
+      # sharding: NamedSharding(mesh, P('X', 'Y')) on a mesh of Explicit axes, inside a trace
+      with broadcasts_typed(sharding, 2):
+          lax.full((8, 4), 0.0, jnp.float32)   # staged typed f32[8@X,4@Y]
     """
     previous = getattr(_override, "cast", None)
     _override.cast = (sharding, rank)
