@@ -20,27 +20,12 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import time
 
 os.environ.setdefault("PLAX_NUMBA_SYNC", "1")  # compile before timing (read at compile time)
 
 import numpy as np  # noqa: E402
-
-
-def _per_call(fn, repeat: int, clock) -> float:
-    fn()
-    start, calls = clock(), 0
-    while clock() - start < 0.02:
-        fn()
-        calls += 1
-    runs = []
-    for _ in range(repeat):
-        t0 = clock()
-        for _ in range(calls):
-            fn()
-        runs.append((clock() - t0) / calls)
-    return statistics.median(runs)
+from f16_reductions import _per_call  # noqa: E402  (same timing; a script's folder is on sys.path)
 
 
 def _workloads(jnp, lax):
