@@ -29,6 +29,8 @@ import pickle
 import sys
 import threading
 
+from plax.atomic_file import write_atomically
+
 #: kernels loaded here, and why the others were not (reason -> count; tests read them)
 stats = {"loaded": 0}
 fallbacks: dict = {}
@@ -482,15 +484,9 @@ def _read_object(path: str | None) -> bytes | None:
 def _write_object(path: str, data: bytes) -> None:
     """``data`` at ``path``, whole or not at all (another process may read it meanwhile); a
     directory that cannot be written leaves the code uncached."""
-    tmp = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
-    try:
+    with contextlib.suppress(OSError):
         os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(tmp, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except OSError:
-        with contextlib.suppress(OSError):
-            os.remove(tmp)
+        write_atomically(path, data)
 
 
 def _builtin(engine, entry: str, address: int):
