@@ -756,27 +756,6 @@ def _serial_entry(serial_text: str, arg_types: list):
     return None if kernel is None else cache.entry_point(kernel, arg_types)
 
 
-def _counting_entry(fn, ns: dict, swap, text: str, plan, job):
-    """``fn`` (a first-tier entry point in use before its step is hot) counting its calls as
-    the reference path's :func:`tiered.counting` does: at the hot call numba's compilation
-    (``job``) is requested, and ``fn`` itself replaces this wrapper."""
-    count = [0]
-
-    def entry(*args):
-        count[0] += 1
-        if count[0] == tiered.compile_after():
-            with swap:
-                if ns["_entry"] is entry:
-                    ns["_entry"] = fn
-            try:
-                cache.request(text, plan.arg_types)
-            except Exception:  # noqa: BLE001 - the job reports the same error
-                pass
-            tiered.submit(job)
-        return fn(*args)
-    return entry
-
-
 def native_step(plan, interp, sync: bool, sources: list | None = None):
     """The step of a :class:`plax_numba.wholegen.WholePlan`: its compiled entry point once
     ready, ``interp`` until then (tiered like a cluster's kernel; at once when ``sync``),
@@ -854,7 +833,13 @@ def native_step(plan, interp, sync: bool, sources: list | None = None):
             # call; numba's kernel is still requested when the step gets hot
             fn = llvm_tier.build(first, plan.primitives, path)
             if fn is not None:
-                ns["_entry"], ns["_ready"] = _counting_entry(fn, ns, swap, text, plan, job), True
+                def hot():  # numba's kernel requested; the tier then runs without counting
+                    with swap:
+                        if ns["_entry"] is counted:
+                            ns["_entry"] = fn
+                    cache.request(text, plan.arg_types)
+                counted = tiered.counting(fn, job, tiered.compile_after(), request=hot)
+                ns["_entry"], ns["_ready"] = counted, True
         elif first is not None:
             llvm_tier.prestart()
     if sources is not None:
