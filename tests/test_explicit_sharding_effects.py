@@ -8,7 +8,8 @@
   (once per iteration), an ``io_callback``'s result given to every device, while the rest of
   the program runs on every device on its blocks.
 * A ref closed over from outside runs per device too: its value enters the program as it is
-  laid out, and its final value is written back (JAX's result and the ref's value).
+  laid out, and its final value is written back (JAX's result and the ref's value); also
+  when the ref is split and no argument is (none at all, or a host scalar).
 
 The script runs under plax and, where JAX is installed, under JAX; ``JAX_ANSWERS`` is JAX
 0.10.2's record, so CI (no JAX) checks plax against it; the plax run also counts gathers
@@ -103,6 +104,25 @@ with jax.set_mesh(jax.make_mesh((2, 4), ("X", "Y"))):
 
     record("closed_over_ref", lambda: jax.jit(closed_over)(x), A * 2)
     out["closed_over_ref_value"] = float(np.asarray(outer[...]))
+    # a split ref closed over by a jit with no sharded argument (none at all, or a host
+    # scalar): the program runs per device all the same, its second call too
+    split_outer = jax.new_ref(x)
+
+    def ref_only():
+        split_outer[...] = split_outer[...] * 2 + 1
+        return split_outer[...].sum(axis=1)
+
+    def ref_and_scalar(c):
+        split_outer[...] += c
+        return split_outer[...] * c
+
+    step = jax.jit(ref_only)
+    record("split_ref_no_argument", step, (A * 2 + 1).sum(axis=1))
+    record("split_ref_no_argument_again", step, ((A * 2 + 1) * 2 + 1).sum(axis=1))
+    record("split_ref_scalar_argument", lambda: jax.jit(ref_and_scalar)(jnp.float32(2)),
+           ((A * 2 + 1) * 2 + 3) * 2)
+    out["split_ref_value"] = [ty(split_outer[...]),
+                              bool(np.allclose(np.asarray(split_outer[...]), (A * 2 + 1) * 2 + 3))]
 print(json.dumps({"out": out, "spread": spread}))
 '''
 
@@ -119,6 +139,10 @@ JAX_ANSWERS = {
               ["io", [8, 4]], ["io", [8, 4]], ["io", [8, 4]]],
     "closed_over_ref": ["[8@X,4@Y]", True, []],
     "closed_over_ref_value": 496.0,
+    "split_ref_no_argument": ["[8@X]", True, []],
+    "split_ref_no_argument_again": ["[8@X]", True, []],
+    "split_ref_scalar_argument": ["[8@X,4@Y]", True, []],
+    "split_ref_value": ["[8@X,4@Y]", True],
 }
 
 
@@ -138,7 +162,8 @@ def test_refs_and_debug_callbacks_run_on_every_device(plax_run):
     assert spread == {
         k: [0, 8] for k in ("replicated_ref", "split_ref", "debug_print", "debug_callback",
                             "debug_callback_in_loop", "io_callback", "io_callback_in_loop",
-                            "closed_over_ref")}
+                            "closed_over_ref", "split_ref_no_argument",
+                            "split_ref_no_argument_again", "split_ref_scalar_argument")}
 
 
 def test_recorded_answers_are_jax_s():

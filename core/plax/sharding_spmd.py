@@ -480,7 +480,9 @@ def run_partitioned(closed, leaves: list, backend) -> list | None:
     arguments split over a mesh of ``Auto`` axes do, every value laid out as JAX's
     partitioner lays it out (:func:`plax.sharding_auto.auto_program`)."""
     from plax.state.types import Ref
-    if any(explicit_sharding(x._value if type(x) is Ref else x) is not None for x in leaves):
+    refs_closed_over = [c for c in closed.consts if type(c) is Ref]
+    if any(explicit_sharding(x._value if type(x) is Ref else x) is not None
+           for x in (*refs_closed_over, *leaves)):
         program, pure, refs = _planned(closed)
         if program is None:
             return None

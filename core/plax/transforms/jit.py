@@ -191,7 +191,7 @@ def _hashable(value, where):
 
 class _CacheEntry:
     __slots__ = ("executable", "const_bufs", "out_tree", "out_avals", "closed", "device",
-                 "backend", "single_output", "float0_outputs", "pinned")
+                 "backend", "single_output", "float0_outputs", "pinned", "ref_consts")
 
     def __init__(self, executable, const_bufs, out_tree, out_avals, closed, device, backend,
                  pinned=None):
@@ -207,6 +207,15 @@ class _CacheEntry:
         self.single_output = tree_util.treedef_is_leaf(out_tree) and out_tree.num_leaves == 1
         # float0 results are NumPy arrays, not Arrays (the fast path does not handle them)
         self.float0_outputs = any(a.dtype == dtypes.float0 for a in out_avals)
+        # the refs the function closed over: one holding a sharded value makes the program
+        # run per device even when no argument is sharded (read per call: a ref's value moves)
+        self.ref_consts = tuple(c for c in closed.consts if type(c) is Ref)
+
+
+def _sharded_ref(refs: tuple) -> bool:
+    """Whether one of ``refs`` holds a value of another Array kind than a one-device one (a
+    sharded value: the program may run per device on its blocks)."""
+    return any(type(r._value) is not Array for r in refs)
 
 
 def _leaf_paths(transform: str, fun, treedef, static, nargs: int, count: int) -> list:
@@ -513,8 +522,10 @@ class JitFunction:
             check_pinned(entry.pinned, device, committed, "arguments committed")
             committed = True
         device = entry.device  # backend= may have picked a device of another platform
+        if entry.ref_consts and not multi:
+            multi = _sharded_ref(entry.ref_consts)
         if all_arrays and not kwargs and entry.device is device and \
-                not entry.float0_outputs and entry.pinned is None and \
+                not entry.float0_outputs and entry.pinned is None and not multi and \
                 all(x._device is device for x in leaves) and self._fast_eligible(args):
             nums = self._static_nums or ()
             static_key = tuple([(type(args[i]), args[i]) for i in nums])
