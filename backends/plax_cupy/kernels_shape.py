@@ -88,7 +88,7 @@ for _primitive, _view, _param in [
 
 @kernel(lax.reshape_p)
 @on_bits
-def _reshape(x, *, new_sizes, dimensions=None):
+def _reshape(x, *, new_sizes, dimensions=None, sharding=None):
     """A view where CuPy can make one; ``dimensions`` transposes first (JAX's folded
     transposition), which copies only where the reshape cannot view the transposed strides."""
     if dimensions is not None:

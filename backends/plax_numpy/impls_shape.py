@@ -17,7 +17,7 @@ def _broadcast_in_dim(x, *, shape, broadcast_dimensions):
 
 
 @impl(lax.reshape_p)
-def _reshape(x, *, new_sizes, dimensions=None):
+def _reshape(x, *, new_sizes, dimensions=None, sharding=None):
     if dimensions is not None:
         x = np.transpose(x, dimensions)  # the transposition JAX folds into its reshape
     return np.reshape(x, new_sizes)

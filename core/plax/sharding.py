@@ -1161,9 +1161,10 @@ def reshard(xs: Any, out_shardings: Any) -> Any:
     return _place_tree(xs, out_shardings, "reshard out_shardings", pad_spec=True, typed=True)
 
 
-def _check_reshard_axes(out_shardings: Any) -> None:
-    """JAX's ValueError for a NamedSharding given to ``reshard`` whose spec names a mesh
-    axis that is not Explicit (``reshard`` changes types; an Auto axis has none)."""
+def _check_reshard_axes(out_shardings: Any, caller: str = "reshard") -> None:
+    """JAX's ValueError for a NamedSharding given to ``reshard`` (or the ``out_sharding=`` of
+    ``caller``) whose spec names a mesh axis that is not Explicit (it says a type; an Auto
+    axis has none)."""
     from plax import tree_util
     for s in tree_util.tree_leaves(out_shardings, is_leaf=_is_sharding_leaf):
         if not isinstance(s, NamedSharding):
@@ -1174,7 +1175,7 @@ def _check_reshard_axes(out_shardings: Any) -> None:
                 if name is not None and types.get(name, AxisType.Explicit) != \
                         AxisType.Explicit:
                     raise ValueError(
-                        "PartitionSpec passed to reshard cannot contain axis names that are "
+                        f"PartitionSpec passed to {caller} cannot contain axis names that are "
                         f"of type Auto or Manual. Got PartitionSpec: {s.spec!r} with axis "
                         f"name: {name} of type: AxisType.{types[name].name}.")
 

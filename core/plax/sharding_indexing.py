@@ -24,8 +24,9 @@ from __future__ import annotations
 import math
 
 from plax.sharding import NamedSharding
-from plax.sharding_types import (ShardingTypeError, cast, dims_spec, explicit_type,
-                                 register_sharding_rule, sharded_dims_str, spec_dims, untyped)
+from plax.sharding_types import (ShardingTypeError, cast, check_dims_divide, dims_spec,
+                                 explicit_type, register_sharding_rule, sharded_dims_str,
+                                 spec_dims, untyped)
 
 
 def _axes_size(aval, names: tuple) -> int:
@@ -100,12 +101,7 @@ def _fft(prim, in_dims, in_avals, params):
         out_shape[-1] = lengths[-1] // 2 + 1
     elif lengths and kind == FftType.IRFFT:
         out_shape[-1] = lengths[-1]
-    for k, (n, names) in enumerate(zip(out_shape, dims)):
-        if names and n % _axes_size(aval, names):
-            raise ValueError(
-                f"Sharding spec {tuple(names)!r} implies that array axis {k} is partitioned "
-                f"{_axes_size(aval, names)} times, but does not evenly divide the dimension "
-                f"size {n}. Got shape: {tuple(out_shape)} and sharding {aval.sharding!r}")
+    check_dims_divide(out_shape, dims, aval.sharding)
     return dims
 
 

@@ -252,7 +252,9 @@ def _local_form(eqn, held, typed_dims, mesh):
         block = local_shape(new, out, mesh)
         if want is None or block is None or local_shape(shape, want, mesh) is None:
             return None
-        return [want], [(out, (), None)], dict(params, new_sizes=block)
+        # (a block's reshape: the recorded sharding, of the whole, has no meaning there)
+        block_params = {k: v for k, v in params.items() if k != "sharding"}
+        return [want], [(out, (), None)], dict(block_params, new_sizes=block)
     if rule is _dot_general:
         return _dot_form(eqn, ins)
     return None

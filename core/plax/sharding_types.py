@@ -339,6 +339,28 @@ def with_out_sharding(compute: Callable[[], Any], out_sharding: Any) -> Any:
     return reshard(out, out_sharding)
 
 
+def recorded_out_sharding(out_sharding: Any, caller: str) -> NamedSharding | None:
+    """The ``sharding=`` parameter JAX records in ``caller``'s equation for its
+    ``out_sharding=`` argument: a NamedSharding over the abstract mesh (the current mesh's
+    for a PartitionSpec) with the spec as given; None for another kind of Sharding.
+
+    Raises:
+      ValueError: the spec names a mesh axis that is not Explicit (JAX's error).
+
+    Example:
+      >>> with plax.set_mesh(plax.make_mesh((1,), ("x",))):
+      ...     recorded_out_sharding(PartitionSpec("x"), "reshape").spec
+      P('x',)
+    """
+    from plax.sharding import _check_reshard_axes, _resolve
+    resolved = _resolve(out_sharding, f"{caller} out_sharding")
+    if not isinstance(resolved, NamedSharding):
+        return None
+    _check_reshard_axes(resolved, caller)
+    mesh = resolved.mesh
+    return NamedSharding(getattr(mesh, "abstract_mesh", mesh), resolved.spec)
+
+
 # ------------------------------------------------------------------ casts and untyped work
 
 def _cast_target() -> tuple | None:
@@ -647,6 +669,19 @@ def _split_axes(names: tuple, sizes: list, axis_size, in_avals, new) -> list:
     return out
 
 
+def check_dims_divide(shape: Sequence[int], dims: Dims, sharding: NamedSharding) -> None:
+    """JAX's ValueError for a dimension of ``shape`` split (as ``dims`` say, over
+    ``sharding``'s mesh) into a number of parts that does not divide it."""
+    sizes = sharding.mesh.shape
+    for k, (n, names) in enumerate(zip(shape, dims)):
+        parts = math.prod(sizes[a] for a in names)
+        if names and n % parts:
+            raise ValueError(
+                f"Sharding spec {tuple(names)!r} implies that array axis {k} is partitioned "
+                f"{parts} times, but does not evenly divide the dimension size {n}. Got shape: "
+                f"{tuple(shape)} and sharding {sharding!r}")
+
+
 def _reshape(prim, in_dims, in_avals, params) -> Dims:
     """JAX 0.10.2's rule. Only size-1 dimensions come or go: the others keep their axes. One
     dimension split into several: its axes are dealt out major first (each dividing what is
@@ -655,6 +690,11 @@ def _reshape(prim, in_dims, in_avals, params) -> Dims:
     ``(4,8@X) -> 32`` is refused). Anything else, or a split dimension regrouped by a reshape
     with ``dimensions=``, is JAX's ``ShardingTypeError`` asking for ``out_sharding=``."""
     shape, new = tuple(in_avals[0].shape), tuple(params["new_sizes"])
+    recorded = params.get("sharding")  # out_sharding=, as the equation records it
+    if recorded is not None:
+        dims = spec_dims(recorded.spec, len(new))
+        check_dims_divide(new, dims, NamedSharding(recorded.mesh, dims_spec(dims)))
+        return dims
     override = getattr(_override, "spec", None)
     if override is not None:
         return spec_dims(override, len(new))

@@ -189,11 +189,13 @@ reshape_p = Primitive("reshape")
 # JAX's reshape also records the result's sharding (plax's types carry shardings): printed at
 # the value JAX has for it; ``dimensions`` (a transposition before the reshape) is None when
 # there is none, and printed as JAX prints it when a rule bound the primitive without it
-pp_param_rules[reshape_p] = lambda params: {"dimensions": None, **params, "sharding": None}
+# (``sharding``, a NamedSharding over the abstract mesh, is a parameter only when
+# ``out_sharding=`` gave it: backends ignore it, the sharding rule types the result by it)
+pp_param_rules[reshape_p] = lambda params: {"dimensions": None, "sharding": None, **params}
 
 
 @reshape_p.def_abstract_eval
-def _reshape_abstract_eval(x, *, new_sizes, dimensions=None):
+def _reshape_abstract_eval(x, *, new_sizes, dimensions=None, sharding=None):
     if any(d < 0 for d in new_sizes):
         raise TypeError(f"reshape new_sizes must all be positive, got {tuple(new_sizes)}.")
     if dimensions is not None and sorted(dimensions) != list(range(x.ndim)):
@@ -234,8 +236,21 @@ def reshape(x, new_sizes: Sequence[int], dimensions: Sequence[int] | None = None
       Array([0, 3, 1, 4, 2, 5], dtype=int32)
     """
     if out_sharding is not None:
-        from plax.sharding_types import with_out_sharding
-        return with_out_sharding(lambda: reshape(x, new_sizes, dimensions), out_sharding)
+        from plax.sharding_types import recorded_out_sharding, with_out_sharding
+        recorded = recorded_out_sharding(out_sharding, "reshape")
+        if recorded is None:  # another kind of Sharding: computed, then placed
+            return with_out_sharding(lambda: _reshape(x, new_sizes, dimensions, None),
+                                     out_sharding)
+        out = _reshape(x, new_sizes, dimensions, recorded)
+        if not _typed_as(out, recorded) or _unplaced(out):
+            from plax.sharding import reshard  # an operand on no mesh: typed and placed
+            out = reshard(out, out_sharding)
+        return out
+    return _reshape(x, new_sizes, dimensions, None)
+
+
+def _reshape(x, new_sizes, dimensions, sharding):
+    """:func:`reshape`, its equation recording ``sharding`` (JAX's parameter) when given."""
     x = asarray(x)
     new_sizes = lax_shape(new_sizes, "reshape new_sizes")
     if dimensions is not None:
@@ -243,31 +258,65 @@ def reshape(x, new_sizes: Sequence[int], dimensions: Sequence[int] | None = None
         if dimensions == tuple(range(aval_of(x).ndim)):
             dimensions = None  # the identity: no transposition to record (as JAX)
     if dimensions is None and aval_of(x).shape == new_sizes:
-        return x
-    return reshape_p.bind(x, new_sizes=new_sizes, dimensions=dimensions)
+        if sharding is None or _typed_as(x, sharding):
+            return x
+    if sharding is None:
+        return reshape_p.bind(x, new_sizes=new_sizes, dimensions=dimensions)
+    return reshape_p.bind(x, new_sizes=new_sizes, dimensions=dimensions, sharding=sharding)
 
 
-def _reshape_transpose(ct, x, *, new_sizes, dimensions=None):
+def _unplaced(x) -> bool:
+    """Whether ``x`` is an Array laid out over no mesh of Explicit axes."""
+    from plax.core.trace import Tracer
+    from plax.sharding_types import explicit_sharding
+    return not isinstance(x, Tracer) and explicit_sharding(x) is None
+
+
+def _typed_as(x, sharding) -> bool:
+    """Whether ``x``'s type is split as ``sharding`` says (a reshape to its own shape is
+    then no equation)."""
+    from plax.sharding_types import spec_dims, type_dims
+    a = aval_of(x)
+    return type_dims(a) == spec_dims(sharding.spec, len(a.shape))
+
+
+def _reshape_transpose(ct, x, *, new_sizes, dimensions=None, sharding=None):
     if type(ct) is Zero:
         return [None]
     if dimensions is None:
+        if sharding is not None:  # back to the operand's sharding, recorded as JAX does
+            return [reshape(ct, x.aval.shape, out_sharding=_operand_sharding(x.aval, sharding))]
         return [reshape(ct, x.aval.shape)]
     # undo the reshape into the transposed operand's shape, then the transposition
     permuted = reshape(ct, tuple(x.aval.shape[d] for d in dimensions))
     return [transpose(permuted, tuple(int(d) for d in np.argsort(dimensions)))]
 
 
+def _operand_sharding(aval, sharding):
+    """The sharding of a reshape's operand type ``aval`` over ``sharding``'s mesh."""
+    from plax.sharding import NamedSharding
+    from plax.sharding_types import dims_spec, type_dims
+    return NamedSharding(sharding.mesh, dims_spec(type_dims(aval)))
+
+
 deflinear(reshape_p, _reshape_transpose)
 
 
 @register_rule("batch", reshape_p)
-def _reshape_batch(vals, dims, *, new_sizes, dimensions=None):
+def _reshape_batch(vals, dims, *, new_sizes, dimensions=None, sharding=None):
     (x,), (d,) = vals, dims
     size = aval_of(x).shape[d]
     x = move_axis_to(x, d, 0, size)
     if dimensions is not None:
         dimensions = (0,) + tuple(k + 1 for k in dimensions)
-    return reshape(x, (size,) + tuple(new_sizes), dimensions), 0
+    if sharding is not None:  # the batch dimension split as the operand's (as JAX does)
+        from plax.sharding import NamedSharding, PartitionSpec
+        from plax.sharding_types import type_dims
+        batch = type_dims(aval_of(x))[0] if aval_of(x).ndim else ()
+        entry = batch[0] if len(batch) == 1 else (batch or None)
+        spec = PartitionSpec(entry, *sharding.spec.partitions)
+        sharding = NamedSharding(sharding.mesh, spec)
+    return _reshape(x, (size,) + tuple(new_sizes), dimensions, sharding), 0
 
 
 # ------------------------------------------------------------------ transpose

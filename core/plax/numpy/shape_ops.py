@@ -28,9 +28,6 @@ def reshape(a, shape=None, order: str = "C", *, newshape=None, copy=None, out_sh
       >>> jnp.arange(6).reshape(2, 3).shape
       (2, 3)
     """
-    if out_sharding is not None:
-        return with_out_sharding(lambda: reshape(a, shape, order, newshape=newshape, copy=copy),
-                                 out_sharding)
     if shape is None:
         shape = newshape
     if order != "C":
@@ -56,7 +53,7 @@ def reshape(a, shape=None, order: str = "C", *, newshape=None, copy=None, out_sh
     if math.prod(shape) != size:
         raise TypeError(f"reshape: cannot reshape array of shape {_shape(a)} (size {size}) into "
                         f"shape {tuple(shape)} (size {math.prod(shape)})")
-    return lax.reshape(a, tuple(shape))
+    return lax.reshape(a, tuple(shape), out_sharding=out_sharding)
 
 
 def _reshape_sizes(shape) -> list:
