@@ -828,6 +828,15 @@ class _MeshState(_threading.local):
 
 _mesh_state = _MeshState()
 _global_mesh: list = [None]
+#: whether a mesh may be current in some thread (the global one is set, or a ``use_mesh``
+#: block is open somewhere): one read on the eager and ``jit`` fast paths, which look up
+#: the current mesh only when it is true
+mesh_maybe_set: list = [False]
+_open_use_mesh = [0]  # ``use_mesh`` blocks open, in all threads
+
+
+def _refresh_mesh_flag() -> None:
+    mesh_maybe_set[0] = _global_mesh[0] is not None or _open_use_mesh[0] > 0
 
 
 def get_mesh() -> Mesh | None:
@@ -969,10 +978,14 @@ def use_mesh(mesh: Mesh):
     if not isinstance(mesh, Mesh):
         raise TypeError(f"use_mesh expects a plax.sharding.Mesh, got {mesh}")
     _mesh_state.stack.append(mesh)
+    _open_use_mesh[0] += 1
+    _refresh_mesh_flag()
     try:
         yield mesh
     finally:
         _mesh_state.stack.pop()
+        _open_use_mesh[0] -= 1
+        _refresh_mesh_flag()
 
 
 class _SetMesh:
@@ -986,6 +999,7 @@ class _SetMesh:
 
     def __exit__(self, *exc):
         _global_mesh[0] = self.previous
+        _refresh_mesh_flag()
         return False
 
 
@@ -1014,6 +1028,7 @@ def set_mesh(mesh: Mesh | None) -> _SetMesh:
         raise ValueError(f"Expected mesh of type `plax.sharding.Mesh`. Got {type(mesh)}")
     previous = _global_mesh[0]
     _global_mesh[0] = mesh
+    _refresh_mesh_flag()
     return _SetMesh(previous)
 
 

@@ -14,6 +14,7 @@ from plax.float0 import is_float0_value
 from plax.transforms.jit import jit_when_traced
 from plax.lax import base as _lax_base
 from plax.numpy.util import check_arraylike, to_dtype
+from plax.sharding import mesh_maybe_set as _mesh_maybe_set
 from plax.sharding_types import with_out_sharding
 
 
@@ -120,6 +121,9 @@ def array(object: Any, dtype: Any = None, copy: bool = True, order: str | None =
         if target is None and is_float0_value(host):
             return host  # float0 values are NumPy arrays, as in JAX (plax.float0)
         out = from_host(host, dtype=target)
+    if _mesh_maybe_set[0] and not isinstance(object, (Array, Tracer)):
+        from plax.sharding_eager import placed_host_value  # JAX 0.10: on the set mesh, P()
+        out = placed_host_value(out)
     if ndmin > out.ndim:
         out = lax.broadcast_in_dim(out, (1,) * (ndmin - out.ndim) + out.shape,
                                    tuple(range(ndmin - out.ndim, ndmin)))

@@ -438,7 +438,12 @@ def _seed_from_host(seed: Any, ctor: str):
         wide = arr.dtype.itemsize == 8 and config.x64_enabled
     bits = value & 0xFFFFFFFFFFFFFFFF
     hi = (bits >> 32) if wide else 0
-    return jnp.asarray(np.array([hi, bits & 0xFFFFFFFF], dtype=np.uint32))
+    data = jnp.asarray(np.array([hi, bits & 0xFFFFFFFF], dtype=np.uint32))
+    from plax.sharding import mesh_maybe_set
+    if mesh_maybe_set[0]:  # JAX computes the key: under a set mesh it is placed as results are
+        from plax.sharding_eager import placed_results
+        return placed_results([Array._new(data._buf, data.aval, data._device, False)])[0]
+    return data
 
 
 def _seed_from_array(seed: Any, ctor: str):

@@ -29,6 +29,7 @@ from plax.backend import executable_text
 from plax.config import config
 from plax.core.jaxpr import ClosedJaxpr
 from plax.core.shaped_array import ShapeDtypeStruct
+from plax.sharding import mesh_maybe_set as _mesh_maybe_set
 from plax.sharding_context import context_mesh_params
 from plax.state.types import Ref
 from plax.core.trace import DebugInfo, Tracer, fun_name, state as trace_state, trace_context
@@ -417,7 +418,7 @@ class JitFunction:
         # scalars, device moves, tracing) goes through _call_general, which fills the
         # fast cache when the call qualifies.
         if trace_state.depth or _general_only[0] or kwargs or self._donates or \
-                self._shardings is not None:
+                self._shardings is not None or _mesh_maybe_set[0]:
             if trace_state.depth:
                 return self._call_general(args, kwargs)  # in/out shardings inert (JAX)
             if self._shardings is not None:
@@ -473,7 +474,9 @@ class JitFunction:
             static = ()
             tree_in = (args, {})
         leaves, treedef = _tree_flatten(tree_in)
-        if _mesh_is_set():  # host arguments typed and placed on the mesh (JAX 0.10)
+        on_mesh = _mesh_maybe_set[0] and _mesh_is_set()
+        if on_mesh:  # JAX 0.10: arguments committed elsewhere refused, host ones placed
+            self._check_context_mesh(leaves, treedef, static, len(args))
             from plax.transforms.jit_shardings import placed_on_context_mesh
             leaves = placed_on_context_mesh(leaves) or leaves
         device = self._device
@@ -549,6 +552,9 @@ class JitFunction:
             if multi:  # arguments over a mesh of Auto axes: the partitioner's layouts
                 from plax.sharding_auto import place_jit_outputs
                 out_arrays = place_jit_outputs(entry.closed, leaves, out_arrays)
+        if on_mesh:  # results of a program with no argument on the mesh: placed on it
+            from plax.sharding_eager import placed_results
+            out_arrays = placed_results(out_arrays)
         if _checks[0]:  # jax_debug_nans / jax_debug_infs
             from plax.float_checks import check_jit_outputs
             check_jit_outputs(out_arrays, self._name, lambda: self._deoptimized(args, kwargs))
@@ -571,6 +577,22 @@ class JitFunction:
             f"at path {path}.\nThis typically means that a jit-wrapped function was called "
             "with a non-array argument, and this argument was not marked as static using the "
             "static_argnums or static_argnames parameters of jax.jit.")
+
+    def _check_context_mesh(self, leaves, treedef, static, nargs) -> None:
+        """JAX's ValueError for an argument committed to one device other than the current
+        mesh's devices (:func:`plax.sharding_eager.check_committed_devices`)."""
+        from plax.sharding_eager import check_committed_devices, current_mesh
+        mesh = current_mesh()
+        if mesh is None:
+            return
+        qualname = getattr(self.fun, "__qualname__", None) or fun_name(self.fun)
+
+        def name_of(i):
+            path = _leaf_paths(self._transform, self.fun, treedef, static, nargs,
+                               len(leaves))[i]
+            return f"argument {path} of {qualname}"
+
+        check_committed_devices(leaves, mesh, name_of)
 
     def _check_ref_aliasing(self, leaves, treedef, static, nargs, closed) -> None:
         """JAX's ValueErrors for one ref passed twice, or passed and also closed over: the

@@ -1,0 +1,206 @@
+"""Eager work while a mesh is set (``plax.set_mesh``), as JAX 0.10 places it.
+
+In JAX every eager operation is a small ``jit`` call, so under a set mesh it follows
+``jit``'s rules:
+
+* its result lies on the mesh: an operation on values held by no mesh (host values,
+  uncommitted arrays, arrays replicated on the mesh) gives ``NamedSharding(mesh,
+  P(None, ...))``, one ``None`` per dimension, and ``jnp.asarray``/``jnp.array`` of a host
+  value gives ``NamedSharding(mesh, P())`` (:func:`placed_host_value`);
+* an argument committed to one device that is not the mesh's set of devices is refused with
+  JAX's ``ValueError`` ("Received incompatible devices for jitted computation ... jit's
+  context mesh ..."), in an eager operation and in a ``jit`` call alike
+  (:func:`check_committed_devices`).
+
+This applies while the current mesh has an Explicit axis (a mesh of Auto axes places
+nothing; its device check applies all the same). A replicated value is computed once: CPU
+devices share the host's memory, so one buffer serves every device of a CPU mesh (another
+platform's devices get a copy each). Nothing here runs when no mesh is set: the eager and
+``jit`` fast paths read one flag (:data:`plax.sharding.mesh_maybe_set`).
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+from plax.array import _BUF, Array, _Piece, _ShardedArray, _sharded
+from plax.sharding import AxisType, NamedSharding, PartitionSpec, get_mesh
+from plax.state.types import Ref
+
+_REPLICATED: dict = {}  # (id(mesh), rank) -> NamedSharding(mesh, P(None, ...))
+
+
+def current_mesh():
+    """The current (concrete) mesh, or None."""
+    from plax.sharding import _mesh_of_abstract
+    mesh = get_mesh()
+    return None if mesh is None else _mesh_of_abstract(mesh)
+
+
+def _places(mesh) -> bool:
+    """Whether eager results are placed on ``mesh`` (it has an Explicit axis)."""
+    return mesh is not None and not mesh.empty and AxisType.Explicit in mesh.axis_types
+
+
+def replicated(mesh, rank: int | None) -> NamedSharding:
+    """``NamedSharding(mesh, P(None, ...))`` with ``rank`` entries (``P()`` for None).
+
+    Example:
+      >>> replicated(plax.make_mesh((1,), ("x",)), 2).spec
+      P(None, None)
+    """
+    key = (id(mesh), rank)  # (the sharding kept here holds the mesh: its id stays its own)
+    found = _REPLICATED.get(key)
+    if found is None:
+        spec = PartitionSpec() if rank is None else PartitionSpec(*(None,) * rank)
+        found = _REPLICATED[key] = NamedSharding(mesh, spec)
+    return found
+
+
+def incompatible_devices(what: str, aval, device_ids: Sequence[int], platform: str,
+                         mesh) -> ValueError:
+    """JAX's error for an argument (``what``: ``"argument x of f"``) on the devices
+    ``device_ids`` given to a computation under the context mesh ``mesh``."""
+    dims = ",".join(str(n) for n in aval.shape)
+    mesh_ids = [d.id for d in mesh.devices.flat]
+    mesh_platform = mesh.devices.flat[0].platform.upper()
+    return ValueError(
+        f"Received incompatible devices for jitted computation. Got {what} with shape "
+        f"{aval.dtype.name}[{dims}] and with device ids {list(device_ids)} on platform "
+        f"{platform.upper()} and jit's context mesh with device ids {mesh_ids} on platform "
+        f"{mesh_platform}")
+
+
+def check_committed_devices(leaves: Sequence, mesh, name_of: Callable[[int], str]) -> None:
+    """JAX's ValueError for the first of ``leaves`` committed to one device when the mesh's
+    devices are not that one device (``name_of(i)`` names leaf ``i``: ``"argument a of
+    f"``). Uncommitted arrays, host values and arrays on several devices pass.
+
+    Example:
+      >>> mesh = plax.make_mesh((1,), ("x",))
+      >>> check_committed_devices([plax.device_put(1.0, plax.devices()[0])], mesh, str)
+    """
+    devices = mesh.devices
+    only = devices.flat[0] if devices.size == 1 else None
+    for i, x in enumerate(leaves):
+        if isinstance(x, Array) and x._committed and x._device is not only and \
+                (type(x) is Array or len(getattr(x, "_pieces", ())) == 1):
+            raise incompatible_devices(name_of(i), x.aval, [x._device.id],
+                                       x._device.platform, mesh)
+
+
+#: the ``jax.numpy`` function JAX's message names for a primitive of another name
+_NUMPY_NAMES = {"mul": "multiply", "sub": "subtract", "div": "divide", "neg": "negative",
+                "max": "maximum", "min": "minimum", "pow": "power", "rem": "remainder",
+                "eq": "equal", "ne": "not_equal", "lt": "less", "le": "less_equal",
+                "gt": "greater", "ge": "greater_equal", "abs": "absolute"}
+
+
+def _eager_name(prim, i: int) -> str:
+    """How JAX's message names operand ``i`` of an eager operation (JAX runs it as the jitted
+    ``jax.numpy`` function, whose parameters are ``x``, ``y``)."""
+    arg = ("x", "y")[i] if i < 2 else f"args[{i}]"
+    return f"argument {arg} of {_NUMPY_NAMES.get(prim.name, prim.name)}"
+
+
+def _off_mesh_value(x, mesh) -> Any:
+    """``x`` as a one-device value when it is held by no mesh or replicated on ``mesh`` (a
+    replicated array's whole value on its first device), else None."""
+    t = type(x)
+    if t is Array:
+        return x
+    if t is _ShardedArray:
+        s = x._sharding
+        if s is replicated(mesh, x.ndim) or s is replicated(mesh, None) or (
+                isinstance(s, NamedSharding) and s.mesh == mesh and s.is_fully_replicated and
+                not s.spec.unreduced and not s.spec.reduced):
+            return Array._new(x._buf, _plain_aval(x.aval), x._device, False)
+        return None
+    if isinstance(x, Array) or type(x) is Ref:  # a pending array, a ref: computed as it is
+        return None
+    return x  # a host value
+
+
+def _plain_aval(aval):
+    from plax.core.shaped_array import ShapedArray
+    return ShapedArray(aval.shape, aval.dtype, aval.weak_type)
+
+
+def apply_on_mesh(prim, args: Sequence, params: dict, compute: Callable) -> Any:
+    """``compute(prim, args, params)`` (eager dispatch's general path) under the current
+    mesh: JAX's device check, then, when no operand is split (all are host values,
+    uncommitted or replicated on the mesh), computed once and placed replicated on the
+    mesh (see the module)."""
+    mesh = current_mesh()
+    if mesh is None:
+        return compute(prim, args, params)
+    check_committed_devices(args, mesh, lambda i: _eager_name(prim, i))
+    if not _places(mesh):
+        return compute(prim, args, params)
+    plain = []
+    for a in args:
+        v = _off_mesh_value(a, mesh)
+        if v is None:
+            return compute(prim, args, params)  # a split operand: computed where it lies
+        plain.append(v)
+    out = compute(prim, plain, params)
+    if prim.multiple_results:
+        return [place_replicated(o, mesh) for o in out]
+    return place_replicated(out, mesh)
+
+
+def place_replicated(x: Any, mesh, rank_spec: bool = True) -> Any:
+    """``x`` (a one-device Array) replicated on ``mesh``: ``P(None, ...)`` (``P()`` when not
+    ``rank_spec``), one shared buffer on a CPU mesh. Other values are returned as they are.
+
+    Example:
+      >>> mesh = plax.make_mesh((1,), ("x",))
+      >>> place_replicated(jnp.ones(3), mesh).sharding.spec
+      P(None,)
+    """
+    if type(x) is not Array:
+        return x
+    sharding = replicated(mesh, x.ndim if rank_spec else None)
+    devices = list(mesh.devices.flat)
+    if x._device.platform == "cpu" and all(d.platform == "cpu" for d in devices):
+        return _shared(x._buf, x.aval, sharding)
+    import plax
+    from plax.transforms.jit_shardings import with_weak_type
+    return with_weak_type(plax.device_put(x, sharding), x.aval.weak_type)
+
+
+_LAYOUTS: dict = {}  # (id(sharding), shape) -> [(device, index, backend)]
+
+
+def _shared(buf, aval, sharding: NamedSharding) -> Array:
+    """An Array replicated as ``sharding`` says whose every device holds the one host buffer
+    ``buf`` (CPU devices share the host's memory); the layout is cached per shape."""
+    key = (id(sharding), aval.shape)  # (a sharding of :func:`replicated`'s, kept there)
+    layout = _LAYOUTS.get(key)
+    if layout is None:
+        if len(_LAYOUTS) >= 512:  # bounded: eager shapes vary
+            _LAYOUTS.clear()
+        index = sharding.devices_indices_map(aval.shape)
+        layout = _LAYOUTS[key] = [(d, index[d], d.backend) for d in sharding._device_assignment]
+    out = _sharded(_plain_aval(aval), sharding, [_Piece(d, i, buf, b) for d, i, b in layout],
+                   True)
+    _BUF.__set__(out, buf)  # the whole value already: nothing to gather
+    return out
+
+
+def placed_host_value(x: Any) -> Any:
+    """What ``jnp.asarray``/``jnp.array`` of a host value gives under a set mesh with an
+    Explicit axis: the one-device Array ``x`` placed with ``NamedSharding(mesh, P())``
+    (as it is otherwise, or when no mesh is set)."""
+    mesh = current_mesh()
+    if not _places(mesh):
+        return x
+    return place_replicated(x, mesh, rank_spec=False)
+
+
+def placed_results(outs: list) -> list:
+    """The results of a top-level ``jit`` call under a set mesh with an Explicit axis, each
+    one-device result (a program with no argument on the mesh) placed replicated on it."""
+    mesh = current_mesh()
+    if not _places(mesh):
+        return outs
+    return [place_replicated(o, mesh) for o in outs]
