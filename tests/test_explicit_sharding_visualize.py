@@ -181,6 +181,7 @@ def test_inspect_array_sharding_eagerly_and_traced():
         plax.jit(lambda t: plax.debug.inspect_array_sharding(t * 2, callback=seen.append))(x)
     device = plax.devices()[0]
     named = plax.NamedSharding(mesh, plax.P("X"))
-    assert seen == [named, plax.sharding.SingleDeviceSharding(device), named]
+    # an array made under the mesh lies on it, replicated (as JAX places it)
+    assert seen == [named, plax.NamedSharding(mesh, plax.P(None)), named]
     assert plax.sharding.make_single_device_sharding(device) == \
         plax.sharding.SingleDeviceSharding(device)

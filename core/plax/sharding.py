@@ -836,7 +836,25 @@ _open_use_mesh = [0]  # ``use_mesh`` blocks open, in all threads
 
 
 def _refresh_mesh_flag() -> None:
-    mesh_maybe_set[0] = _global_mesh[0] is not None or _open_use_mesh[0] > 0
+    mesh_maybe_set[0] = (_global_mesh[0] is not None or _open_use_mesh[0] > 0) and \
+        not _internal[0]
+
+
+_internal = [0]  # internal eager work in progress (see internal_eager_work)
+
+
+@_contextlib.contextmanager
+def internal_eager_work():
+    """Eager work plax does for itself (a partitioned program's steps, an eager
+    ``shard_map`` body's blocks, compiling): its operations are neither placed on the set
+    mesh nor checked against it as a user's are (:mod:`plax.sharding_eager`)."""
+    _internal[0] += 1
+    mesh_maybe_set[0] = False
+    try:
+        yield
+    finally:
+        _internal[0] -= 1
+        _refresh_mesh_flag()
 
 
 def get_mesh() -> Mesh | None:

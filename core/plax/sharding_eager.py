@@ -23,7 +23,8 @@ from __future__ import annotations
 from typing import Any, Callable, Sequence
 
 from plax.array import _BUF, Array, _Piece, _ShardedArray, _sharded
-from plax.sharding import AxisType, NamedSharding, PartitionSpec, get_mesh
+from plax.sharding import (AxisType, NamedSharding, PartitionSpec, get_mesh,
+                           internal_eager_work)
 from plax.state.types import Ref
 
 _REPLICATED: dict = {}  # (id(mesh), rank) -> NamedSharding(mesh, P(None, ...))
@@ -121,6 +122,10 @@ def _off_mesh_value(x, mesh) -> Any:
 
 
 def _plain_aval(aval):
+    """``aval`` without a sharding. A value placed here keeps an unsharded type (its
+    ``.sharding`` says where it lies): plax runs a ``jax.numpy`` function as several eager
+    operations, whose intermediate values JAX's single ``jit`` would type unsharded, so
+    they go with split operands as constants do (``jnp.where(x > 0, x, 0.0)``)."""
     from plax.core.shaped_array import ShapedArray
     return ShapedArray(aval.shape, aval.dtype, aval.weak_type)
 
@@ -139,8 +144,9 @@ def apply_on_mesh(prim, args: Sequence, params: dict, compute: Callable) -> Any:
     plain = []
     for a in args:
         v = _off_mesh_value(a, mesh)
-        if v is None:
-            return compute(prim, args, params)  # a split operand: computed where it lies
+        if v is None:  # a split operand: computed where it lies (by plax's own eager work)
+            with internal_eager_work():
+                return compute(prim, args, params)
         plain.append(v)
     out = compute(prim, plain, params)
     if prim.multiple_results:
@@ -164,8 +170,9 @@ def place_replicated(x: Any, mesh, rank_spec: bool = True) -> Any:
     if x._device.platform == "cpu" and all(d.platform == "cpu" for d in devices):
         return _shared(x._buf, x.aval, sharding)
     import plax
-    from plax.transforms.jit_shardings import with_weak_type
-    return with_weak_type(plax.device_put(x, sharding), x.aval.weak_type)
+    placed = plax.device_put(x, sharding)
+    placed.aval = _plain_aval(x.aval)  # see _plain_aval
+    return placed
 
 
 _LAYOUTS: dict = {}  # (id(sharding), shape) -> [(device, index, backend)]
@@ -181,9 +188,9 @@ def _shared(buf, aval, sharding: NamedSharding) -> Array:
             _LAYOUTS.clear()
         index = sharding.devices_indices_map(aval.shape)
         layout = _LAYOUTS[key] = [(d, index[d], d.backend) for d in sharding._device_assignment]
-    out = _sharded(_plain_aval(aval), sharding, [_Piece(d, i, buf, b) for d, i, b in layout],
-                   True)
+    out = _sharded(aval, sharding, [_Piece(d, i, buf, b) for d, i, b in layout], True)
     _BUF.__set__(out, buf)  # the whole value already: nothing to gather
+    out.aval = _plain_aval(aval)  # see _plain_aval
     return out
 
 

@@ -307,6 +307,13 @@ def _execute(program: Program, devices: list, backends: dict, envs: dict, share)
     Loops and branches whose bodies hold exchanges run on every device too, the devices
     meeting at those exchanges inside the body. A small loop-free program runs its devices
     in turn in the caller's thread instead (:func:`_lockstep`)."""
+    from plax.sharding import internal_eager_work
+    with internal_eager_work():  # its host calls work on one device's blocks each
+        _execute_steps(program, devices, backends, envs, share)
+
+
+def _execute_steps(program: Program, devices: list, backends: dict, envs: dict,
+                   share) -> None:
     from plax.sharding_threads import on_each_device
     run = _Run(devices, backends, envs)
     run.prepare(program)

@@ -452,10 +452,12 @@ def untyped():
     """While active, operations on explicitly sharded values compute as on unsharded ones
     (eagerly on one device, traced without sharded types): for a jnp function that computes
     its result one way and types it as JAX does with :func:`cast` (``.at[]`` updates)."""
+    from plax.sharding import internal_eager_work
     previous = getattr(_override, "untyped", False)
     _override.untyped = True
     try:
-        yield
+        with internal_eager_work():  # its eager steps are plax's own (not placed, checked)
+            yield
     finally:
         _override.untyped = previous
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import sys
 from typing import Any, Callable, Iterator, Sequence
 
 from plax import errors
@@ -447,8 +448,13 @@ def eager_region() -> Iterator[None]:
     """Runs the body with no active transform (for work that must happen eagerly, e.g. compiling)."""
     saved = (state.stack, state.dynamic, state.depth, state.naming_levels)
     state.stack, state.dynamic, state.depth, state.naming_levels = [_base_main], _base_main, 0, 0
+    sharding = sys.modules.get("plax.sharding")  # loaded with plax; None while it loads
     try:
-        yield
+        if sharding is None:
+            yield
+        else:
+            with sharding.internal_eager_work():  # not a user's eager work (no placement)
+                yield
     finally:
         state.stack, state.dynamic, state.depth, state.naming_levels = saved
 

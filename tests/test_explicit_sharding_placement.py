@@ -1,0 +1,183 @@
+"""Where explicit sharding places values, beside JAX 0.10.2 (issue 25, the placement items).
+
+* ``lax.reshape``/``jnp.reshape``/``x.reshape`` given ``out_sharding=`` record it in the
+  equation's ``sharding=`` parameter (a NamedSharding over the abstract mesh, the spec as
+  given), printed as JAX prints it; ``grad`` and ``vmap`` record theirs as JAX's rules do; a
+  split that does not divide a dimension is JAX's ``ValueError``.
+* Under a set mesh, an argument committed to one device other than the mesh's devices is
+  refused by ``jit`` (and by an eager operation, which JAX runs as a ``jit``) with JAX's
+  ``ValueError``; uncommitted and host arguments, arrays on the mesh and a one-device mesh's
+  own device are accepted, and results lie on the mesh.
+* An Array made eagerly under a set mesh (``jnp.zeros``, ``arange``, ``asarray`` of a host
+  value, arithmetic on host values, ``random.normal``) is placed on it as JAX places it:
+  ``NamedSharding(mesh, P(None, ...))`` for results of operations, ``P()`` for
+  ``asarray``/``array`` of host values; ``asarray`` of an Array and ``device_put`` of a host
+  value are not placed.
+
+The script runs under plax and, where JAX is installed, under JAX; ``JAX_ANSWERS`` is JAX
+0.10.2's record, so CI (no JAX) checks plax against it.
+"""
+import importlib.util
+
+import pytest
+
+from sharding_child import PRELUDE, run_child
+
+SCRIPT = PRELUDE + r'''
+out = {}
+
+
+def err(f):  # "ok", or the error's type and first line
+    try:
+        f()
+        return "ok"
+    except Exception as e:  # noqa: BLE001
+        return [type(e).__name__, str(e).split("\n")[0].split(" This error occurs")[0]]
+
+
+def placed(r):  # how a result is placed: [sharding kind, spec or device ids, committed]
+    s = r.sharding
+    where = str(s.spec) if hasattr(s, "spec") else sorted(d.id for d in s.device_set)
+    return [type(s).__name__, where, bool(r.committed)]
+
+
+def reshape_shardings(f, *args):  # the sharding= parameter of each reshape staged by f
+    return [str(e.params.get("sharding")) for e in jax.make_jaxpr(f)(*args).jaxpr.eqns
+            if e.primitive.name == "reshape"]
+
+
+a = np.arange(32.0, dtype=np.float32).reshape(8, 4)
+d3 = jax.devices()[3]
+on_d3 = jax.device_put(np.ones(8, np.float32), d3)
+outside = jnp.ones(8)
+f = jax.jit(lambda v: v * 2)
+with jax.set_mesh(jax.make_mesh((2, 4), ("X", "Y"))):
+    x = jax.device_put(a, P("X", "Y"))
+    merge = lambda u: lax.reshape(u, (32,), out_sharding=P(("X", "Y")))
+    out["reshape_params"] = {
+        "lax": reshape_shardings(merge, x),
+        "method": reshape_shardings(lambda u: u.reshape((4, 8), out_sharding=P("X", None)), x),
+        "jnp": reshape_shardings(lambda u: jnp.reshape(u, (4, 8), out_sharding=P("X")), x),
+        "same_shape": reshape_shardings(lambda u: lax.reshape(u, (8, 4), out_sharding=P("X")), x),
+        "derived": reshape_shardings(lambda u: u.reshape(2, 4, 4), x),
+        "grad": reshape_shardings(jax.grad(lambda u: merge(u).sum()), x),
+        "vmap": reshape_shardings(jax.vmap(lambda u: lax.reshape(u, (4, 1), out_sharding=P("Y"))), x),
+    }
+    out["reshape_text"] = str(jax.make_jaxpr(
+        lambda u: lax.reshape(u, (4, 8), out_sharding=P("X", None)))(x))
+    r = jax.jit(merge)(x)
+    out["reshape_results"] = [ty(merge(x)), ty(r), bool(np.array_equal(np.asarray(r), a.reshape(32)))]
+    out["reshape_errors"] = [
+        err(lambda: lax.reshape(x, (2, 16), out_sharding=P("Y"))),
+        err(lambda: jax.jit(jax.vmap(lambda u: lax.reshape(u, (2, 2), out_sharding=P("Y"))))(x))]
+    out["jit_devices"] = {
+        "committed": err(lambda: f(on_d3)),
+        "in_a_dict": err(lambda: jax.jit(lambda d: d["k"] * 2)({"k": on_d3})),
+        "second_argument": err(lambda: jax.jit(lambda u, v: u * v)(jnp.ones(8), on_d3)),
+        "beside_a_split_one": err(lambda: jax.jit(lambda u, v: u + v)(on_d3, jax.device_put(np.ones(8, np.float32), P("X")))),
+        "uncommitted": placed(f(outside)),
+        "host": placed(f(np.ones(8, np.float32))),
+        "on_the_mesh": placed(f(jax.device_put(np.ones(8, np.float32), P("X")))),
+        "closed_over": placed(jax.jit(lambda: on_d3 * 2)()),
+        "no_argument": placed(jax.jit(lambda: jnp.ones(8))()),
+    }
+    out["eager_devices"] = [err(lambda: jnp.sin(on_d3)), err(lambda: on_d3 * 2)]
+    key = jax.random.PRNGKey(0)
+    z = jnp.zeros((8, 4))
+    made = {
+        "zeros": z, "arange": jnp.arange(8), "full": jnp.full((8,), 2.0),
+        "eye": jnp.eye(4), "linspace": jnp.linspace(0, 1, 8),
+        "asarray_numpy": jnp.asarray(np.ones(8, np.float32)), "array_list": jnp.array([1.0, 2.0]),
+        "array_scalar": jnp.array(3), "asarray_uncommitted": jnp.asarray(outside),
+        "uncommitted_plus_one": outside + 1, "zeros_plus_one": z + 1, "sum": z.sum(),
+        "index": jnp.arange(8)[0], "where": jnp.where(np.ones(8) > 0, 1.0, 2.0),
+        "prng_key": key, "normal": jax.random.normal(key, (8,)),
+        "device_put_host": jax.device_put(np.ones(8)), "split_plus_replicated": x + z,
+    }
+    out["eager_placed"] = {k: placed(v) for k, v in made.items()}
+    out["eager_values"] = [bool(np.array_equal(np.asarray(z + 1), np.ones((8, 4)))),
+                           bool(np.array_equal(np.asarray(x + z), a)),
+                           float(np.asarray(jnp.arange(8.0).sum())), ty(z + 1)]
+out["after_the_block"] = [placed(z), placed(z * 2)]
+with jax.set_mesh(jax.make_mesh((1,), ("X",))):
+    out["one_device_mesh"] = [placed(f(jax.device_put(np.ones(8, np.float32), jax.devices()[0]))),
+                              err(lambda: f(on_d3)), placed(jnp.zeros(3))]
+print(json.dumps(out))
+'''
+
+_AM = ("AbstractMesh('X': 2, 'Y': 4, axis_types=(Explicit, Explicit), device_kind=cpu, "
+       "num_cores=None, platform=cpu)")
+
+
+def _recorded(spec: str) -> str:
+    return f"NamedSharding(mesh={_AM}, spec={spec})"
+
+
+def _refused(what: str, shape: str = "float32[8]", mesh_ids: str = "[0, 1, 2, 3, 4, 5, 6, 7]"):
+    return ["ValueError", f"Received incompatible devices for jitted computation. Got argument "
+            f"{what} with shape {shape} and with device ids [3] on platform CPU and jit's "
+            f"context mesh with device ids {mesh_ids} on platform CPU"]
+
+
+def _undivided(axis: int, shape: str, spec: str):
+    return ["ValueError", f"Sharding spec ('Y',) implies that array axis {axis} is partitioned 4 "
+            f"times, but does not evenly divide the dimension size 2. Got shape: {shape} and "
+            f"sharding {_recorded(spec)}"]
+
+
+_NAMED = "NamedSharding"
+JAX_ANSWERS = {
+    "reshape_params": {
+        "lax": [_recorded("P(('X', 'Y'),)")], "method": [_recorded("P('X', None)")],
+        "jnp": [_recorded("P('X',)")], "same_shape": [_recorded("P('X',)")], "derived": ["None"],
+        "grad": [_recorded("P(('X', 'Y'),)"), _recorded("P('X', 'Y')")],
+        "vmap": [_recorded("P('X', 'Y')")]},
+    "reshape_text": (
+        "{ lambda ; a:f32[8@X,4@Y]. let\n    b:f32[4@X,8] = reshape[\n      dimensions=None\n"
+        "      new_sizes=(4, 8)\n      sharding=" + _recorded("P('X', None)") + "\n    ] a\n"
+        "  in (b,) }"),
+    "reshape_results": ["[32@(X,Y)]", "[32@(X,Y)]", True],
+    "reshape_errors": [_undivided(0, "(2, 16)", "P('Y', None)"),
+                       _undivided(1, "(8, 2, 2)", "P('X', 'Y', None)")],
+    "jit_devices": {
+        "committed": _refused("v of <lambda>"),
+        "in_a_dict": _refused("d['k'] of <lambda>.<locals>.<lambda>"),
+        "second_argument": _refused("v of <lambda>.<locals>.<lambda>"),
+        "beside_a_split_one": _refused("u of <lambda>.<locals>.<lambda>"),
+        "uncommitted": [_NAMED, "P(None,)", True], "host": [_NAMED, "P(None,)", True],
+        "on_the_mesh": [_NAMED, "P('X',)", True], "closed_over": [_NAMED, "P(None,)", True],
+        "no_argument": [_NAMED, "P(None,)", True]},
+    "eager_devices": [_refused("x of sin"), _refused("x of multiply")],
+    "eager_placed": {
+        "zeros": [_NAMED, "P(None, None)", True], "arange": [_NAMED, "P(None,)", True],
+        "full": [_NAMED, "P(None,)", True], "eye": [_NAMED, "P(None, None)", True],
+        "linspace": [_NAMED, "P(None,)", True], "asarray_numpy": [_NAMED, "P()", True],
+        "array_list": [_NAMED, "P()", True], "array_scalar": [_NAMED, "P()", True],
+        "asarray_uncommitted": ["SingleDeviceSharding", [0], False],
+        "uncommitted_plus_one": [_NAMED, "P(None,)", True],
+        "zeros_plus_one": [_NAMED, "P(None, None)", True], "sum": [_NAMED, "P()", True],
+        "index": [_NAMED, "P()", True], "where": [_NAMED, "P(None,)", True],
+        "prng_key": [_NAMED, "P(None,)", True], "normal": [_NAMED, "P(None,)", True],
+        "device_put_host": ["SingleDeviceSharding", [0], False],
+        "split_plus_replicated": [_NAMED, "P('X', 'Y')", True]},
+    "eager_values": [True, True, 28.0, "[8,4]"],
+    "after_the_block": [[_NAMED, "P(None, None)", True], [_NAMED, "P(None, None)", True]],
+    "one_device_mesh": [[_NAMED, "P(None,)", True], _refused("v of <lambda>", mesh_ids="[0]"),
+                        [_NAMED, "P(None,)", True]],
+}
+
+
+@pytest.mark.parametrize("key", sorted(JAX_ANSWERS))
+def test_plax_places_as_jax(plax_run, key):
+    assert plax_run[key] == JAX_ANSWERS[key]
+
+
+@pytest.fixture(scope="module")
+def plax_run():
+    return run_child(SCRIPT, "plax")
+
+
+def test_recorded_answers_are_jax_s():
+    if importlib.util.find_spec("jax") is None:
+        pytest.skip("jax is not installed (its answers are recorded in JAX_ANSWERS)")
+    assert run_child(SCRIPT, "jax") == JAX_ANSWERS
