@@ -23,6 +23,7 @@ from __future__ import annotations
 from typing import Any, Callable, Sequence
 
 from plax.array import _BUF, Array, _Piece, _ShardedArray, _sharded
+from plax.core.trace import state as trace_state
 from plax.sharding import (AxisType, NamedSharding, PartitionSpec, get_mesh,
                            internal_eager_work)
 from plax.state.types import Ref
@@ -197,17 +198,18 @@ def _shared(buf, aval, sharding: NamedSharding) -> Array:
 def placed_host_value(x: Any) -> Any:
     """What ``jnp.asarray``/``jnp.array`` of a host value gives under a set mesh with an
     Explicit axis: the one-device Array ``x`` placed with ``NamedSharding(mesh, P())``
-    (as it is otherwise, or when no mesh is set)."""
+    (as it is otherwise: no mesh set, or a constant of a function being traced)."""
     mesh = current_mesh()
-    if not _places(mesh):
+    if not _places(mesh) or trace_state.depth:
         return x
     return place_replicated(x, mesh, rank_spec=False)
 
 
 def placed_results(outs: list) -> list:
     """The results of a top-level ``jit`` call under a set mesh with an Explicit axis, each
-    one-device result (a program with no argument on the mesh) placed replicated on it."""
+    one-device result (a program with no argument on the mesh) placed replicated on it
+    (not while a function is traced: a value made then is one of its constants)."""
     mesh = current_mesh()
-    if not _places(mesh):
+    if not _places(mesh) or trace_state.depth:
         return outs
     return [place_replicated(o, mesh) for o in outs]
