@@ -12,7 +12,8 @@ In JAX every eager operation is a small ``jit`` call, so under a set mesh it fol
   context mesh ..."), in an eager operation and in a ``jit`` call alike
   (:func:`check_committed_devices`).
 
-This applies while the current mesh has an Explicit axis (a mesh of Auto axes places
+Values placed so keep unsharded types (see :func:`_plain_aval`). This applies while the
+current mesh has an Explicit axis (a mesh of Auto axes places
 nothing; its device check applies all the same). A replicated value is computed once: CPU
 devices share the host's memory, so one buffer serves every device of a CPU mesh (another
 platform's devices get a copy each). Nothing here runs when no mesh is set: the eager and
@@ -32,7 +33,12 @@ _REPLICATED: dict = {}  # (id(mesh), rank) -> NamedSharding(mesh, P(None, ...))
 
 
 def current_mesh():
-    """The current (concrete) mesh, or None."""
+    """The current mesh (``set_mesh``/``use_mesh``) with its devices, or None.
+
+    Example:
+      >>> current_mesh() is None  # no mesh set
+      True
+    """
     from plax.sharding import _mesh_of_abstract
     mesh = get_mesh()
     return None if mesh is None else _mesh_of_abstract(mesh)
@@ -61,7 +67,17 @@ def replicated(mesh, rank: int | None) -> NamedSharding:
 def incompatible_devices(what: str, aval, device_ids: Sequence[int], platform: str,
                          mesh) -> ValueError:
     """JAX's error for an argument (``what``: ``"argument x of f"``) on the devices
-    ``device_ids`` given to a computation under the context mesh ``mesh``."""
+    ``device_ids`` (of ``platform``) given to a computation under the context mesh ``mesh``.
+
+    Returns:
+      The ValueError, to raise.
+
+    Example:
+      >>> err = incompatible_devices("argument v of f", plax.typeof(jnp.ones(2)), [3], "cpu",
+      ...                            plax.make_mesh((1,), ("x",)))
+      >>> str(err)[:66]
+      'Received incompatible devices for jitted computation. Got argument'
+    """
     dims = ",".join(str(n) for n in aval.shape)
     mesh_ids = [d.id for d in mesh.devices.flat]
     mesh_platform = mesh.devices.flat[0].platform.upper()
@@ -135,7 +151,16 @@ def apply_on_mesh(prim, args: Sequence, params: dict, compute: Callable) -> Any:
     """``compute(prim, args, params)`` (eager dispatch's general path) under the current
     mesh: JAX's device check, then, when no operand is split (all are host values,
     uncommitted or replicated on the mesh), computed once and placed replicated on the
-    mesh (see the module)."""
+    mesh (see the module).
+
+    Returns:
+      The result(s) of ``prim``.
+
+    Example:
+      >>> with plax.set_mesh(plax.make_mesh((1,), ("x",))):
+      ...     (jnp.ones(2) + 1).sharding.spec
+      P(None,)
+    """
     mesh = current_mesh()
     if mesh is None:
         return compute(prim, args, params)
@@ -198,7 +223,13 @@ def _shared(buf, aval, sharding: NamedSharding) -> Array:
 def placed_host_value(x: Any) -> Any:
     """What ``jnp.asarray``/``jnp.array`` of a host value gives under a set mesh with an
     Explicit axis: the one-device Array ``x`` placed with ``NamedSharding(mesh, P())``
-    (as it is otherwise: no mesh set, or a constant of a function being traced)."""
+    (as it is otherwise: no mesh set, or a constant of a function being traced).
+
+    Example:
+      >>> with plax.set_mesh(plax.make_mesh((1,), ("x",))):
+      ...     jnp.asarray(np.ones(2)).sharding.spec
+      P()
+    """
     mesh = current_mesh()
     if not _places(mesh) or trace_state.depth:
         return x
@@ -208,7 +239,13 @@ def placed_host_value(x: Any) -> Any:
 def placed_results(outs: list) -> list:
     """The results of a top-level ``jit`` call under a set mesh with an Explicit axis, each
     one-device result (a program with no argument on the mesh) placed replicated on it
-    (not while a function is traced: a value made then is one of its constants)."""
+    (not while a function is traced: a value made then is one of its constants).
+
+    Example:
+      >>> with plax.set_mesh(plax.make_mesh((1,), ("x",))):
+      ...     plax.jit(lambda: jnp.ones(2))().sharding.spec
+      P(None,)
+    """
     mesh = current_mesh()
     if not _places(mesh) or trace_state.depth:
         return outs

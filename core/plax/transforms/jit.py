@@ -476,10 +476,11 @@ class JitFunction:
         leaves, treedef = _tree_flatten(tree_in)
         # JAX 0.10 under a set mesh: arguments committed elsewhere refused (not in plax's
         # own eager work: on_mesh), host ones placed, results placed on the mesh
-        on_mesh = _mesh_maybe_set[0] and _mesh_is_set()
+        mesh_set = _mesh_is_set()
+        on_mesh = mesh_set and _mesh_maybe_set[0]
         if on_mesh:
             self._check_context_mesh(leaves, treedef, static, len(args))
-        if on_mesh or _mesh_is_set():
+        if mesh_set:
             from plax.transforms.jit_shardings import placed_on_context_mesh
             leaves = placed_on_context_mesh(leaves) or leaves
         device = self._device
