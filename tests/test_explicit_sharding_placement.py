@@ -12,7 +12,7 @@
   value, arithmetic on host values, ``random.normal``) is placed on it as JAX places it:
   ``NamedSharding(mesh, P(None, ...))`` for results of operations, ``P()`` for
   ``asarray``/``array`` of host values; ``asarray`` of an Array and ``device_put`` of a host
-  value are not placed.
+  value are not placed. Under a mesh of Auto axes every such value is placed ``P()``.
 
 The script runs under plax and, where JAX is installed, under JAX; ``JAX_ANSWERS`` is JAX
 0.10.2's record, so CI (no JAX) checks plax against it.
@@ -99,6 +99,10 @@ with jax.set_mesh(jax.make_mesh((2, 4), ("X", "Y"))):
                            bool(np.array_equal(np.asarray(x + z), a)),
                            float(np.asarray(jnp.arange(8.0).sum())), ty(z + 1)]
 out["after_the_block"] = [placed(z), placed(z * 2)]
+with jax.set_mesh(jax.make_mesh((2, 4), ("X", "Y"), axis_types=(sharding.AxisType.Auto,) * 2)):
+    za = jnp.zeros((8, 4))
+    out["auto_mesh"] = [placed(za), placed(za + 1), placed(jnp.asarray(np.ones(8))),
+                        placed(f(np.ones(8, np.float32))), err(lambda: f(on_d3))]
 with jax.set_mesh(jax.make_mesh((1,), ("X",))):
     out["one_device_mesh"] = [placed(f(jax.device_put(np.ones(8, np.float32), jax.devices()[0]))),
                               err(lambda: f(on_d3)), placed(jnp.zeros(3))]
@@ -162,6 +166,7 @@ JAX_ANSWERS = {
         "split_plus_replicated": [_NAMED, "P('X', 'Y')", True]},
     "eager_values": [True, True, 28.0, "[8,4]"],
     "after_the_block": [[_NAMED, "P(None, None)", True], [_NAMED, "P(None, None)", True]],
+    "auto_mesh": [[_NAMED, "P()", True]] * 4 + [_refused("v of <lambda>")],
     "one_device_mesh": [[_NAMED, "P(None,)", True], _refused("v of <lambda>", mesh_ids="[0]"),
                         [_NAMED, "P(None,)", True]],
 }

@@ -363,8 +363,8 @@ def test_auto_axes_without_mesh_or_on_auto_axes_leaves_outputs(dev):
     y = f(jnp.ones(2))
     assert y.sharding == SingleDeviceSharding(dev) and np.asarray(y).tolist() == [2.0, 2.0]
     auto_mesh = Mesh(np.array([dev]), ("x",))
-    with use_mesh(auto_mesh):
-        assert f(jnp.ones(2)).sharding == SingleDeviceSharding(dev)
+    with use_mesh(auto_mesh):  # f's output as it is: an eager result lies on the mesh (JAX)
+        assert f(jnp.ones(2)).sharding == NamedSharding(auto_mesh, P())
 
 
 def test_auto_axes_under_jit(mesh):

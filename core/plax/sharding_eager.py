@@ -12,11 +12,10 @@ In JAX every eager operation is a small ``jit`` call, so under a set mesh it fol
   context mesh ..."), in an eager operation and in a ``jit`` call alike
   (:func:`check_committed_devices`).
 
-Values placed so keep unsharded types (see :func:`_plain_aval`). This applies while the
-current mesh has an Explicit axis (a mesh of Auto axes places
-nothing; its device check applies all the same). A replicated value is computed once: CPU
-devices share the host's memory, so one buffer serves every device of a CPU mesh (another
-platform's devices get a copy each). Nothing here runs when no mesh is set: the eager and
+Values placed so keep unsharded types (see :func:`_plain_aval`). Under a mesh of Auto axes
+every such value is placed ``P()``, as JAX places it there. A replicated value is computed
+once: CPU devices share the host's memory, so one buffer serves every device of a CPU mesh
+(another platform's devices get a copy each). Nothing here runs when no mesh is set: the eager and
 ``jit`` fast paths read one flag (:data:`plax.sharding.mesh_maybe_set`).
 """
 from __future__ import annotations
@@ -45,8 +44,15 @@ def current_mesh():
 
 
 def _places(mesh) -> bool:
-    """Whether eager results are placed on ``mesh`` (it has an Explicit axis)."""
-    return mesh is not None and not mesh.empty and AxisType.Explicit in mesh.axis_types
+    """Whether eager results are placed on ``mesh`` (one of Explicit or Auto axes; inside
+    ``shard_map`` a mesh of Manual axes places nothing)."""
+    return mesh is not None and not mesh.empty and AxisType.Manual not in mesh.axis_types
+
+
+def _rank_spec(mesh) -> bool:
+    """Whether results are placed ``P(None, ...)`` (a mesh with an Explicit axis: the spec
+    of an unsharded type) rather than ``P()`` (a mesh of Auto axes, as JAX places them)."""
+    return AxisType.Explicit in mesh.axis_types
 
 
 def replicated(mesh, rank: int | None) -> NamedSharding:
@@ -175,9 +181,10 @@ def apply_on_mesh(prim, args: Sequence, params: dict, compute: Callable) -> Any:
                 return compute(prim, args, params)
         plain.append(v)
     out = compute(prim, plain, params)
+    rank_spec = _rank_spec(mesh)
     if prim.multiple_results:
-        return [place_replicated(o, mesh) for o in out]
-    return place_replicated(out, mesh)
+        return [place_replicated(o, mesh, rank_spec) for o in out]
+    return place_replicated(out, mesh, rank_spec)
 
 
 def place_replicated(x: Any, mesh, rank_spec: bool = True) -> Any:
@@ -221,8 +228,8 @@ def _shared(buf, aval, sharding: NamedSharding) -> Array:
 
 
 def placed_host_value(x: Any) -> Any:
-    """What ``jnp.asarray``/``jnp.array`` of a host value gives under a set mesh with an
-    Explicit axis: the one-device Array ``x`` placed with ``NamedSharding(mesh, P())``
+    """What ``jnp.asarray``/``jnp.array`` of a host value gives under a set mesh: the
+    one-device Array ``x`` placed with ``NamedSharding(mesh, P())``
     (as it is otherwise: no mesh set, or a constant of a function being traced).
 
     Example:
@@ -237,7 +244,7 @@ def placed_host_value(x: Any) -> Any:
 
 
 def placed_results(outs: list) -> list:
-    """The results of a top-level ``jit`` call under a set mesh with an Explicit axis, each
+    """The results of a top-level ``jit`` call under a set mesh, each
     one-device result (a program with no argument on the mesh) placed replicated on it
     (not while a function is traced: a value made then is one of its constants).
 
@@ -249,4 +256,5 @@ def placed_results(outs: list) -> list:
     mesh = current_mesh()
     if not _places(mesh) or trace_state.depth:
         return outs
-    return [place_replicated(o, mesh) for o in outs]
+    rank_spec = _rank_spec(mesh)
+    return [place_replicated(o, mesh, rank_spec) for o in outs]
