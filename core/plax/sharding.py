@@ -841,6 +841,7 @@ def _refresh_mesh_flag() -> None:
 
 
 _internal = [0]  # internal eager work in progress (see internal_eager_work)
+_flag_lock = _threading.Lock()  # device threads may enter internal work together
 
 
 @_contextlib.contextmanager
@@ -848,13 +849,15 @@ def internal_eager_work():
     """Eager work plax does for itself (a partitioned program's steps, an eager
     ``shard_map`` body's blocks, compiling): its operations are neither placed on the set
     mesh nor checked against it as a user's are (:mod:`plax.sharding_eager`)."""
-    _internal[0] += 1
-    mesh_maybe_set[0] = False
+    with _flag_lock:
+        _internal[0] += 1
+        mesh_maybe_set[0] = False
     try:
         yield
     finally:
-        _internal[0] -= 1
-        _refresh_mesh_flag()
+        with _flag_lock:
+            _internal[0] -= 1
+            _refresh_mesh_flag()
 
 
 def get_mesh() -> Mesh | None:
@@ -996,14 +999,16 @@ def use_mesh(mesh: Mesh):
     if not isinstance(mesh, Mesh):
         raise TypeError(f"use_mesh expects a plax.sharding.Mesh, got {mesh}")
     _mesh_state.stack.append(mesh)
-    _open_use_mesh[0] += 1
-    _refresh_mesh_flag()
+    with _flag_lock:
+        _open_use_mesh[0] += 1
+        _refresh_mesh_flag()
     try:
         yield mesh
     finally:
         _mesh_state.stack.pop()
-        _open_use_mesh[0] -= 1
-        _refresh_mesh_flag()
+        with _flag_lock:
+            _open_use_mesh[0] -= 1
+            _refresh_mesh_flag()
 
 
 class _SetMesh:
