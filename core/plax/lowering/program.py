@@ -40,6 +40,46 @@ def lower(jaxpr: Jaxpr, emitter: Emitter, backend, device) -> Callable[..., list
     return _Program(jaxpr, emitter, backend, device).build()
 
 
+def fusion_units(jaxpr: Jaxpr, emitter) -> list:
+    """The fusion clusters and lone equations :func:`lower` offers ``emitter``, in order.
+
+    The one source of what a program's steps will be: :func:`lower` emits these, and a
+    backend that predicts its dispatch count (or a test that checks its kernels) asks here
+    rather than repeating the rewrites and the emitter's fusion options.
+
+    Args:
+      jaxpr: the program, its declined calls already spliced in (as :func:`lower` does).
+      emitter: the :class:`~plax.lowering.emitter.Emitter` (an instance or its class: only its
+        ``fuses*`` attributes are read).
+
+    Returns:
+      A list of :class:`~plax.lowering.fusion.Cluster` and ``JaxprEqn``; ``jaxpr.eqns`` as
+      they are for an emitter that does not fuse.
+
+    Example:
+      >>> class Fusing(Emitter): fuses = True
+      >>> def names(u): return getattr(u, 'primitive', None) and u.primitive.name or [
+      ...     e.primitive.name for e in u.eqns]
+      >>> f = lambda x: jnp.exp(x).sum(axis=0) * 2.0
+      >>> [names(u) for u in fusion_units(plax.make_jaxpr(f)(jnp.ones((3, 4))).jaxpr, Fusing)]
+      [['exp', 'reduce_sum'], 'mul']
+      >>> [names(u) for u in fusion_units(plax.make_jaxpr(f)(jnp.ones((1, 4))).jaxpr, Fusing)]
+      ['exp', 'reshape', 'mul']
+    """
+    if not emitter.fuses:
+        return list(jaxpr.eqns)
+    multi = emitter.fuses_multiple_results
+    index = emitter.fuses_index
+    scalars = getattr(emitter, "fuses_scalar_producers", False)
+    scans = dict(arg_reductions=getattr(emitter, "fuses_arg_reductions", False),
+                 cumulative=getattr(emitter, "fuses_cumulative", False))
+    # (a fusing generator reads an operand at the loop's index: size-1 broadcasts explicit;
+    # a reduction over size-1 axes is a reshape, a view rather than a kernel)
+    return list(find_clusters(order_for_fusion(explicit_broadcasts(unit_reductions(jaxpr)),
+                                               multi, index, **scans),
+                              multi, index, scalars, **scans))
+
+
 class _Program:
     def __init__(self, jaxpr: Jaxpr, emitter: Emitter, backend, device):
         self.emitter, self.backend, self.device = emitter, backend, device
@@ -109,19 +149,8 @@ class _Program:
 
     def units(self) -> list:
         """(step, invars, outvars, multiple_results) per cluster or equation, in order."""
-        multi = self.emitter.fuses_multiple_results
-        index = self.emitter.fuses_index
-        scalars = getattr(self.emitter, "fuses_scalar_producers", False)
-        scans = dict(arg_reductions=getattr(self.emitter, "fuses_arg_reductions", False),
-                     cumulative=getattr(self.emitter, "fuses_cumulative", False))
-        # (a fusing generator reads an operand at the loop's index: size-1 broadcasts explicit;
-        # a reduction over size-1 axes is a reshape, a view rather than a kernel)
-        source = (find_clusters(order_for_fusion(explicit_broadcasts(unit_reductions(
-                                    self.jaxpr)), multi, index, **scans),
-                                multi, index, scalars, **scans)
-                  if self.emitter.fuses else self.jaxpr.eqns)
         units = []
-        for unit in source:
+        for unit in fusion_units(self.jaxpr, self.emitter):
             if isinstance(unit, Cluster):
                 step = self.emitter.emit_cluster(unit)
                 if step is not None:
