@@ -20,7 +20,8 @@ from plax.lowering.fallback import fallback_step
 from plax.lowering.calls import _call_primitives, call_body, is_pinned_call, pinned_call_body
 from plax.lowering.fusion import Cluster, find_clusters, order_for_fusion
 from plax.lowering.literals import literal_value
-from plax.lowering.simplify import explicit_broadcasts, unit_reductions
+from plax.lowering.simplify import (common_subexpressions, compose_broadcasts, explicit_broadcasts,
+                                   sink_unit_reshapes, unit_reductions)
 
 def lower(jaxpr: Jaxpr, emitter: Emitter, backend, device) -> Callable[..., list]:
     """Compiles a constvar-free ``jaxpr`` into ``fn(*buffers) -> list of buffers``.
@@ -63,8 +64,9 @@ def fusion_units(jaxpr: Jaxpr, emitter) -> list:
       >>> f = lambda x: jnp.exp(x).sum(axis=0) * 2.0
       >>> [names(u) for u in fusion_units(plax.make_jaxpr(f)(jnp.ones((3, 4))).jaxpr, Fusing)]
       [['exp', 'reduce_sum'], 'mul']
+      >>> # a sum over an axis of size 1 is a reshape, and ``mul`` is computed before it
       >>> [names(u) for u in fusion_units(plax.make_jaxpr(f)(jnp.ones((1, 4))).jaxpr, Fusing)]
-      ['exp', 'reshape', 'mul']
+      [['exp', 'mul'], 'reshape']
     """
     if not emitter.fuses:
         return list(jaxpr.eqns)
@@ -74,9 +76,11 @@ def fusion_units(jaxpr: Jaxpr, emitter) -> list:
     scans = dict(arg_reductions=getattr(emitter, "fuses_arg_reductions", False),
                  cumulative=getattr(emitter, "fuses_cumulative", False))
     # (a fusing generator reads an operand at the loop's index: size-1 broadcasts explicit;
-    # a reduction over size-1 axes is a reshape, a view rather than a kernel)
-    return list(find_clusters(order_for_fusion(explicit_broadcasts(unit_reductions(jaxpr)),
-                                               multi, index, **scans),
+    # a reduction over size-1 axes is a reshape, a view rather than a kernel; a repeated
+    # equation, an elementwise one cut off by keepdims reshapes, a broadcast of a broadcast
+    # would each be a kernel of its own)
+    simple = compose_broadcasts(sink_unit_reshapes(common_subexpressions(unit_reductions(jaxpr))))
+    return list(find_clusters(order_for_fusion(explicit_broadcasts(simple), multi, index, **scans),
                               multi, index, scalars, **scans))
 
 
