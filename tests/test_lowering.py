@@ -478,6 +478,12 @@ def test_rewrites_before_fusion_merge_sink_and_compose():
                                        if b.primitive.name == "broadcast_in_dim"}
                for e in composed.eqns if e.primitive.name == "broadcast_in_dim"), composed
     assert all(id(v) in readers or v in composed.outvars for e in composed.eqns for v in e.outvars)
+    # the [4] divisions read only through broadcasts are computed in their [4, 3] readers
+    from plax.lowering.simplify import hoist_broadcasts
+    divs = lambda j: sorted(e.outvars[0].aval.shape for e in j.eqns  # noqa: E731
+                            if e.primitive.name == "div")
+    assert divs(composed) == [(), (4,), (4,), (4,)]
+    assert divs(compose_broadcasts(hoist_broadcasts(composed))) == [(), (4, 3), (4, 3), (4, 3)]
     # a repeated equation whose result is an output stays (the outputs keep their producers)
     j2 = plax.make_jaxpr(lambda v: (v.max(axis=0), v.max(axis=0)))(x).jaxpr
     assert count(common_subexpressions(j2), "reduce_max") == 2

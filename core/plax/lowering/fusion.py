@@ -256,7 +256,10 @@ def order_for_fusion(jaxpr: Jaxpr, multiple_results: bool = False,
     prev = None
     while len(order) < n:
         pick = None
-        if prev is not None and shapes[prev] is not None:
+        # (a reduction's readers never join its cluster: following one gains nothing, and a
+        # broadcast of its result would be cut off from the readers that come later)
+        if (prev is not None and shapes[prev] is not None
+                and fusion_kind(eqns[prev].primitive, True, True, True) not in _REDUCING):
             follow = [r for r in readers[prev]
                       if not waiting[r] and not done[r] and shapes[r] == shapes[prev]]
             pick = min(follow) if follow else None

@@ -376,6 +376,91 @@ def sink_unit_reshapes(jaxpr: Jaxpr) -> Jaxpr:
     return _finish(jaxpr, eqns)
 
 
+#: elementwise primitives cheap enough to compute at every element of a broadcast of their
+#: result rather than as a kernel of their own (one arithmetic instruction or so)
+CHEAP_ELEMENTWISE = ("add", "add_any", "sub", "mul", "div", "neg", "max", "min", "abs", "sign",
+                     "convert_element_type", "select_n", "eq", "ne", "lt", "le", "gt", "ge",
+                     "and", "or", "not", "xor")
+
+#: how many cheap equations deep :func:`hoist_broadcasts` moves one broadcast
+_HOIST_DEPTH = 4
+
+
+def hoist_broadcasts(jaxpr: Jaxpr) -> Jaxpr:
+    """``jaxpr`` with each ``broadcast_in_dim`` of a cheap elementwise result moved onto that
+    equation's operands, so the equation is computed inside the broadcast's reader.
+
+    The gradient of a softmax loss divides two ``f32[64]`` row values and broadcasts the
+    quotient to ``f32[64,10]``: the division alone is a kernel (a launch on a GPU) between the
+    two ``[64,10]`` ones. Where an elementwise equation of :data:`CHEAP_ELEMENTWISE` has no
+    reader but one broadcast (and is not an output), the broadcast is applied to its operands
+    instead (scalars stay scalars) and the equation computes the broadcast's result, in the
+    reader's cluster; the same values, the operation repeated per broadcast element. A
+    quotient of sums of products is moved through up to four such equations. Sub-jaxprs are
+    left as they are.
+
+    Args:
+      jaxpr: the program to rewrite (not modified).
+
+    Returns:
+      ``jaxpr`` itself when no broadcast reads a cheap single-use result, else a new
+      :class:`Jaxpr` with the same inputs and outputs.
+
+    Example:
+      >>> f = lambda a, b, c: c * jnp.broadcast_to((a / b)[:, None], (3, 4))
+      >>> j = plax.make_jaxpr(f)(jnp.ones(3), jnp.ones(3), jnp.ones((3, 4))).jaxpr
+      >>> j = hoist_broadcasts(compose_broadcasts(j))  # (the two broadcasts as one first)
+      >>> [(e.primitive.name, e.outvars[0].aval.shape) for e in j.eqns]
+      [('broadcast_in_dim', (3, 4)), ('broadcast_in_dim', (3, 4)), ('div', (3, 4)), ('mul', (3, 4))]
+    """
+    from plax.lowering.fusion import ELEMENTWISE, fusion_kind
+    broadcast_in_dim_p = _broadcast_in_dim_p()
+    reads: dict = {}
+    for e in jaxpr.eqns:
+        for v in e.invars:
+            if isinstance(v, Var):
+                reads[id(v)] = reads.get(id(v), 0) + 1
+    for v in jaxpr.outvars:
+        if isinstance(v, Var):
+            reads[id(v)] = reads.get(id(v), 0) + 2  # never moved
+    producer = {id(e.outvars[0]): e for e in jaxpr.eqns if len(e.outvars) == 1}
+
+    def movable(v) -> JaxprEqn | None:
+        e = producer.get(id(v)) if isinstance(v, Var) else None
+        if (e is None or e.primitive.name not in CHEAP_ELEMENTWISE or reads.get(id(v)) != 1
+                or fusion_kind(e.primitive) != ELEMENTWISE or not v.aval.shape):
+            return None
+        if any(a.aval.shape and a.aval.shape != v.aval.shape for a in e.invars):
+            return None  # (a size-1 broadcast inside it: left to explicit_broadcasts)
+        return e
+
+    def broadcast(v, out: Var, params: dict, depth: int, eqns: list) -> None:
+        e = movable(v) if depth < _HOIST_DEPTH else None
+        if e is None:
+            eqns.append(JaxprEqn(broadcast_in_dim_p, [v], [out], params))
+            return
+        args = []
+        for a in e.invars:
+            if a.aval.shape:
+                wide = Var(ShapedArray(out.aval.shape, a.aval.dtype, a.aval.weak_type))
+                broadcast(a, wide, params, depth + 1, eqns)
+                a = wide
+            args.append(a)
+        eqns.append(JaxprEqn(e.primitive, args, [out], e.params))
+
+    eqns: list = []
+    changed = False
+    for eqn in jaxpr.eqns:
+        if eqn.primitive is broadcast_in_dim_p and movable(eqn.invars[0]) is not None:
+            broadcast(eqn.invars[0], eqn.outvars[0], eqn.params, 0, eqns)
+            changed = True
+            continue
+        eqns.append(eqn)
+    if not changed:
+        return jaxpr
+    return _finish(jaxpr, eqns)
+
+
 def compose_broadcasts(jaxpr: Jaxpr) -> Jaxpr:
     """``jaxpr`` with each ``broadcast_in_dim`` of a ``broadcast_in_dim`` written as one
     broadcast of the first one's operand (dropped when nothing else reads it).
