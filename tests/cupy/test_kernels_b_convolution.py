@@ -211,8 +211,7 @@ def _in_layout(shape_nchw, spec):
 
 
 @pytest.mark.parametrize("layout", list(_LAYOUTS), ids=str)
-@pytest.mark.parametrize("groups", [1, 2], ids=lambda g: f"groups{g}")
-@pytest.mark.parametrize("batch", [1, 2], ids=lambda n: f"batch{n}")
+@pytest.mark.parametrize("groups, batch", [(1, 1), (1, 2), (2, 2)], ids=lambda g: str(g))
 def test_conv_implicit_gemm_layouts_and_launches(layout, groups, batch, gemm_always):
     # each layout form, values as the NumPy backend's; two launches (the gather, the product)
     # where no copy is needed: the kernel first and its result NCHW as it comes for one image
