@@ -20,8 +20,10 @@ with ``block_until_ready`` after each timed batch of calls):
   ``--tiny``/``--simulated``: 1e5, still split), GB/s of its 8 bytes per element;
 * a tiny jitted call (3 elements): the per-call latency;
 * a 3x3 convolution, NHWC/HWIO, 64 to 64 channels on 56 x 56 images, batch 32, float32
-  (``--tiny``/``--simulated``: 8 to 16 channels on 12 x 12, batch 2): one generated kernel per
-  call (``plax_cupy.kernels_convolution``), against JAX's (cuDNN).
+  (``--tiny``/``--simulated``: 8 to 16 channels on 12 x 12, batch 2), against JAX's (cuDNN):
+  the implicit GEMM of ``plax_cupy.kernels_convolution`` (a gather kernel and one cuBLAS
+  product: two launches) at full size, one direct generated kernel at the tiny size (72
+  products per output, below ``GEMM_MIN_TERMS``).
 
 A second table times the MLP step's **first call** (trace, lowering, kernel compilation and
 the run), each in a fresh process: with an empty kernel cache compiling one kernel at a time

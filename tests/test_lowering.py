@@ -446,3 +446,73 @@ def test_value_identities_are_erased_before_any_backend_compiles():
             total, ys = plax.jit(f, backend=backend)(jnp.arange(4.0))
             assert float(total) == 6.0
             np.testing.assert_array_equal(ys, 2.0 * np.arange(4.0))
+
+
+# ------------------------------------------------------------------ rewrites before fusion
+
+def _log_softmax_loss(x, y):
+    # as benchmarks/gpu.py's MLP loss: max written twice, keepdims reductions, a mean
+    logz = jnp.log(jnp.sum(jnp.exp(x - x.max(axis=1, keepdims=True)), axis=1, keepdims=True)) \
+        + x.max(axis=1, keepdims=True)
+    return -jnp.mean(jnp.sum(y * (x - logz), axis=1))
+
+
+def test_rewrites_before_fusion_merge_sink_and_compose():
+    from plax.lowering.simplify import (common_subexpressions, compose_broadcasts,
+                                        sink_unit_reshapes, unit_reductions)
+    x, y = jnp.ones((4, 3)), jnp.ones((4, 3))
+    jaxpr = unit_reductions(plax.make_jaxpr(plax.grad(_log_softmax_loss))(x, y).jaxpr)
+    count = lambda j, name: sum(e.primitive.name == name for e in j.eqns)  # noqa: E731
+    merged = common_subexpressions(jaxpr)
+    assert count(merged, "reduce_max") == 1 < count(jaxpr, "reduce_max")
+    assert merged.outvars == jaxpr.outvars and merged.invars == jaxpr.invars
+    sunk = sink_unit_reshapes(merged)
+    # every elementwise equation now has the shape of its operands' sources: none on [4, 1]
+    elementwise = [e for e in sunk.eqns if e.primitive.name in ("log", "add", "div", "mul")]
+    assert not [e for e in elementwise if e.outvars[0].aval.shape == (4, 1)], sunk
+    assert [e for e in jaxpr.eqns if e.primitive.name in ("log", "add", "div")
+            and e.outvars[0].aval.shape == (4, 1)]  # (there were some)
+    composed = compose_broadcasts(sunk)
+    readers = {id(v) for e in composed.eqns for v in e.invars}
+    assert all(id(e.invars[0]) not in {id(b.outvars[0]) for b in composed.eqns
+                                       if b.primitive.name == "broadcast_in_dim"}
+               for e in composed.eqns if e.primitive.name == "broadcast_in_dim"), composed
+    assert all(id(v) in readers or v in composed.outvars for e in composed.eqns for v in e.outvars)
+    # the [4] divisions read only through broadcasts are computed in their [4, 3] readers
+    from plax.lowering.simplify import hoist_broadcasts
+    divs = lambda j: sorted(e.outvars[0].aval.shape for e in j.eqns  # noqa: E731
+                            if e.primitive.name == "div")
+    assert divs(composed) == [(), (4,), (4,), (4,)]
+    assert divs(compose_broadcasts(hoist_broadcasts(composed))) == [(), (4, 3), (4, 3), (4, 3)]
+    # a repeated equation whose result is an output stays (the outputs keep their producers)
+    j2 = plax.make_jaxpr(lambda v: (v.max(axis=0), v.max(axis=0)))(x).jaxpr
+    assert count(common_subexpressions(j2), "reduce_max") == 2
+
+
+def test_rewritten_programs_equal_eager_on_a_fusing_backend():
+    # the loss and its gradient, jitted on a backend that runs each cluster of the rewritten
+    # program as one step (reference kernels), equal the eager values and a float64 reference
+    backend = _FusingBackend(_fresh("fusing"), ())
+    names = [plugins.register_plugin(type("P", (), {"plax_backends": hookimpl(
+        lambda self: [backend])})(), name=backend.name)]
+    try:
+        rng = np.random.default_rng(0)
+        x = rng.standard_normal((5, 4)).astype(np.float32)
+        y = np.eye(4, dtype=np.float32)[rng.integers(0, 4, 5)]
+        f = plax.value_and_grad(_log_softmax_loss)
+        (loss, g), (loss_e, g_e) = plax.jit(f, backend=backend.name)(x, y), f(x, y)
+        np.testing.assert_allclose(np.asarray(loss), np.asarray(loss_e), rtol=1e-6)
+        np.testing.assert_allclose(np.asarray(g), np.asarray(g_e), rtol=1e-6, atol=1e-7)
+        x64 = x.astype(np.float64)
+        p = np.exp(x64 - x64.max(axis=1, keepdims=True))
+        p /= p.sum(axis=1, keepdims=True)
+        np.testing.assert_allclose(np.asarray(g), (p - y) / 5, rtol=1e-5, atol=1e-6)
+        assert backend.emitters[0].clusters
+        # a broadcast of a broadcast (axis 0 of v -> 1 -> 2) read by a fused chain
+        v = np.arange(3, dtype=np.float32)
+        h = lambda v: jnp.broadcast_to(jnp.broadcast_to(v, (2, 3)), (4, 2, 3)) * 2.0 + v  # noqa: E731
+        np.testing.assert_array_equal(np.asarray(plax.jit(h, backend=backend.name)(v)),
+                                      np.broadcast_to(v, (4, 2, 3)) * 3.0)
+    finally:
+        for n in names:
+            plugins.unregister_plugin(n)

@@ -592,12 +592,19 @@ class Launcher:
                 runtime.TOTALS[runtime.LAUNCHES] += 1
             return outs
         grid, block, bpo = codegen.reduction_launch(plan.n_out, plan.n_red, sm)
-        partials = [cupy.empty(max(plan.n_out, 1) * bpo, red.acc) for _, red in plan.reductions]
         for j, _ in plan.reductions:
             outs[j] = _device_empty(plan.out_shapes[j], plan.out_dtypes[j])
+        red_args = [_bits(outs[j]) for j, _ in plan.reductions]
+        # one block per output (bpo == 1): the partial kernel stores the results itself and
+        # never reads its partial buffers (the results stand in for them)
+        partials = (red_args if bpo == 1 else
+                    [cupy.empty(max(plan.n_out, 1) * bpo, red.acc) for _, red in plan.reductions])
         if plan.n_out:
-            fns[0]((grid,), (block,), tuple(args + elem_args + partials
+            fns[0]((grid,), (block,), tuple(args + elem_args + partials + red_args
                                            + [np.int64(plan.n_out), np.int64(plan.n_red), np.int32(bpo)]))
+            if bpo == 1:
+                runtime.TOTALS[runtime.LAUNCHES] += 1
+                return outs
             fgrid, fblock = codegen.elementwise_launch(plan.n_out, sm)
             final = []
             for (j, _), p in zip(plan.reductions, partials):

@@ -22,8 +22,10 @@ The translation unit has three parts:
   with reductions ``plax_reduce_partial`` (blocks own (output element, chunk) pairs: each
   thread accumulates a strided part of the chunk, the block combines in shared memory, and
   writes one partial per block) and ``plax_reduce_final`` (one thread per output element
-  combines its partials in a fixed order and casts). No atomics: results are deterministic
-  for a given launch configuration. Under ``#ifdef PLAX_HOST`` the same ``plax_elem`` is
+  combines its partials in a fixed order and casts). Where one block covers each output
+  (:func:`reduction_launch`'s ``blocks_per_output`` is 1: short reductions, or many outputs)
+  the partial kernel stores the results itself and the final kernel is not launched: one
+  launch. No atomics: results are deterministic for a given launch configuration. Under ``#ifdef PLAX_HOST`` the same ``plax_elem`` is
   driven instead by a serial host function ``plax_host``.
 
 Shapes are baked into the source (index maps, extents): a kernel is compiled once per
@@ -1330,6 +1332,9 @@ def plan_cluster(cluster, *, literal_values: bool = True) -> ClusterKernel:
         call = ", ".join(["i"] + in_args + elem_out_args + slots)
         partial_params = kernel_params + [f"{ctype(red_.acc)}* __restrict__ p{r}"
                                           for r, (_, red_) in enumerate(reductions)]
+        # the results too: with one block per output (bpo == 1) the block's value is final,
+        # and this kernel stores it, so the second launch is skipped
+        partial_params += [f"{ctype(out_dtypes[j])}* __restrict__ r{j}" for j, _ in reductions]
         partial_params += ["long long n_out", "long long n_red", "int bpo"]
         src += ["#ifndef PLAX_HOST",
                 f"extern \"C\" __global__ void plax_reduce_partial({', '.join(partial_params)}) {{"]
@@ -1357,7 +1362,10 @@ def plan_cluster(cluster, *, literal_values: bool = True) -> ClusterKernel:
         for r, (_, red_) in enumerate(reductions):
             src.append(f"        s{r}[tid] = {red_.combine(f's{r}[tid]', f's{r}[tid + s]')};")
         src += ["      }", "      __syncthreads();", "    }",
-                "    if (tid == 0) {"]
+                "    if (tid == 0 && bpo == 1) {"]
+        for r, (j, red_) in enumerate(reductions):
+            src.append(f"      r{j}[o] = {store_expr(f's{r}[0]', out_dtypes[j], red_.acc)};")
+        src += ["    } else if (tid == 0) {"]
         for r in range(nr):
             src.append(f"      p{r}[o * bpo + chunk] = s{r}[0];")
         src += ["    }", "    __syncthreads();  // s* are rewritten by the next output", "  }", "}"]

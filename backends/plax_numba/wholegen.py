@@ -1312,10 +1312,15 @@ def largest_product(jaxpr: Jaxpr) -> int:
 
 def dispatch_steps(jaxpr: Jaxpr) -> tuple[int, bool]:
     """``(steps, has_dot)``: how many steps the per-cluster program of ``jaxpr`` dispatches
-    (clusters and lone equations, a call's body counted in place, control flow as its
-    bodies' steps plus two: it runs them many times), and whether one is a ``dot_general``."""
+    (clusters and lone equations as :func:`plax.lowering.fusion_units` forms them for the
+    Numba emitter, a call's body counted in place, control flow as its bodies' steps plus
+    two: it runs them many times), and whether one is a ``dot_general``."""
+    from plax.lowering import fusion_units
+    from plax_numba.emitter import NumbaEmitter
     steps, has_dot = 0, False
-    for unit in find_clusters(explicit_broadcasts(jaxpr)):  # as the program will be lowered
+    # the units the lowering itself offers the emitter (its rewrites and fusion options),
+    # calls spliced as the driver splices the ones the emitter declines
+    for unit in fusion_units(_spliced_calls(jaxpr), NumbaEmitter):
         if isinstance(unit, Cluster):
             steps += 1
             continue

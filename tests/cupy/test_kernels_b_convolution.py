@@ -1,8 +1,10 @@
 """``conv_general_dilated``'s GPU kernel (``plax_cupy.kernels_convolution``) on the simulated
 GPU against the NumPy backend's: 1 to 3 spatial dimensions, dimension numbers other than
 NCHW, strides, negative and positive padding, lhs and rhs dilation, feature and batch groups,
-both strategies (the generated kernel, and im2col with one cuBLAS product), every dtype and
-``preferred_element_type``; a 3x3 convolution is one launch (run by
+the three strategies (the generated kernel; the implicit GEMM: a gather kernel and one cuBLAS
+product, its thresholds forced to take small cases, every layout form and 16-bit type, also
+against a float64 reference; im2col through CuPy), every dtype and ``preferred_element_type``;
+a 3x3 convolution is one launch, the implicit GEMM two where the layouts need no copy (run by
 test_kernels_b_simulated.py)."""
 from __future__ import annotations
 
@@ -102,15 +104,14 @@ def test_conv_empty_operands():
 @pytest.mark.parametrize("case", ["2d strided padded", "2d lhs and rhs dilation",
                                   "feature groups", "batch groups", "3d"], ids=str)
 def test_conv_im2col_path(case, monkeypatch):
-    # the im2col copy and one cuBLAS product (what serves long sums: many channels, kernel
-    # gradients), forced on small cases
+    # the im2col copy through CuPy and one cupy.matmul (what serves long sums of the dtypes the
+    # implicit GEMM does not take: integers, complex), forced on small cases
     from plax_cupy import kernels_convolution
     monkeypatch.setattr(kernels_convolution, "DIRECT_MAX_TERMS", 0)
-    spec = dict(CASES[case])
-    lhs, rhs = data(spec.pop("lhs"), np.float32), data(spec.pop("rhs"), np.float32, 1)
-    conv(lhs, rhs, **spec)
-    lhs, rhs = data((2, 4, 6, 5), _bf16()), data((4, 2, 3, 2), _bf16(), 1)
-    conv(lhs, rhs, strides=(1, 2), padding=((1, 0), (1, 1)), feature_group_count=2)
+    for dtype in (np.int32, np.complex64):
+        spec = dict(CASES[case])
+        lhs, rhs = data(spec.pop("lhs"), dtype), data(spec.pop("rhs"), dtype, 1)
+        conv(lhs, rhs, **spec)
 
 
 def test_conv_long_sum_takes_im2col():
@@ -144,3 +145,98 @@ def test_conv_3x3_is_one_launch(dtype):
         assert c.host_to_device == 0 and c.device_to_host == 0, c
         np.testing.assert_allclose(np.asarray(got).astype(np.float64),
                                    want.astype(np.float64), rtol=1e-2, atol=1e-2)
+
+
+@pytest.fixture
+def gemm_always(monkeypatch):
+    """The implicit GEMM for every convolution of a GEMM dtype (its thresholds at zero)."""
+    from plax_cupy import kernels_convolution
+    monkeypatch.setattr(kernels_convolution, "GEMM_MIN_TERMS", 0)
+    monkeypatch.setattr(kernels_convolution, "GEMM_MIN_FEATURES", 0)
+    taken = []
+    original = kernels_convolution._via_gemm
+    monkeypatch.setattr(kernels_convolution, "_via_gemm",
+                        lambda *a, **k: taken.append(a[4]) or original(*a, **k))
+    return taken
+
+
+def _float64_reference(lhs, rhs, **spec):
+    """The NumPy backend's convolution of the operands in float64."""
+    lhs, rhs = lhs.astype(np.float64), rhs.astype(np.float64)
+    from test_kernels_a_simulated import reference
+    nsp = lhs.ndim - 2
+    ident = tuple(range(nsp + 2))
+    return reference(lax.conv_general_dilated_p, lhs, rhs,
+                     window_strides=spec.get("strides") or (1,) * nsp,
+                     padding=spec.get("padding") or ((0, 0),) * nsp,
+                     lhs_dilation=spec.get("lhs_dilation") or (1,) * nsp,
+                     rhs_dilation=spec.get("rhs_dilation") or (1,) * nsp,
+                     dimension_numbers=ConvDimensionNumbers(*(spec.get("dimension_numbers")
+                                                              or (ident, ident, ident))),
+                     feature_group_count=spec.get("feature_group_count", 1),
+                     batch_group_count=spec.get("batch_group_count", 1), precision=None,
+                     preferred_element_type=None)
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if c != "window wider than the input"], ids=str)
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, "bfloat16"],
+                         ids=lambda d: d if isinstance(d, str) else np.dtype(d).name)
+def test_conv_implicit_gemm(case, dtype, gemm_always):
+    dtype = _bf16() if dtype == "bfloat16" else np.dtype(dtype)
+    spec = dict(CASES[case])
+    lhs, rhs = data(spec.pop("lhs"), dtype), data(spec.pop("rhs"), dtype, 1)
+    got = np.asarray(conv(lhs, rhs, **spec)).astype(np.float64)
+    assert len(gemm_always) == 1, gemm_always
+    # and against float64: the result's rounding (float32 sums, one rounding to the type)
+    want = np.asarray(_float64_reference(lhs, rhs, **spec))
+    size = np.asarray(_float64_reference(np.abs(lhs), np.abs(rhs), **spec))  # sum of |terms|
+    eps = {"float16": 2.0 ** -11, "bfloat16": 2.0 ** -8, "float32": 2.0 ** -24}[dtype.name]
+    assert np.all(np.abs(got - want) <= eps * np.abs(want) + 4e-6 * size), case
+
+
+# (lhs layout, kernel layout, output layout) as JAX writes them: NCHW/OIHW, NHWC/HWIO, mixed
+_LAYOUTS = {"NCHW OIHW NCHW": ((0, 1, 2, 3), (0, 1, 2, 3), (0, 1, 2, 3)),
+            "NHWC HWIO NHWC": ((0, 3, 1, 2), (3, 2, 0, 1), (0, 3, 1, 2)),
+            "NHWC OIHW NHWC": ((0, 3, 1, 2), (0, 1, 2, 3), (0, 3, 1, 2)),
+            "NCHW HWIO NCHW": ((0, 1, 2, 3), (3, 2, 0, 1), (0, 1, 2, 3)),
+            "NHWC OHWI NCHW": ((0, 3, 1, 2), (0, 3, 1, 2), (0, 1, 2, 3))}
+
+
+def _in_layout(shape_nchw, spec):
+    """A logical NCHW/OIHW shape laid out as ``spec`` says (spec[i]: where logical axis i is)."""
+    shape = [0] * 4
+    for logical, axis in enumerate(spec):
+        shape[axis] = shape_nchw[logical]
+    return tuple(shape)
+
+
+@pytest.mark.parametrize("layout", list(_LAYOUTS), ids=str)
+@pytest.mark.parametrize("groups, batch", [(1, 1), (1, 2), (2, 2)], ids=lambda g: str(g))
+def test_conv_implicit_gemm_layouts_and_launches(layout, groups, batch, gemm_always):
+    # each layout form, values as the NumPy backend's; two launches (the gather, the product)
+    # where no copy is needed: the kernel first and its result NCHW as it comes for one image
+    # (OIHW into NCHW), the rows first and channels-last results as they come without groups
+    import plax_cupy
+    from plax_cupy.kernels_convolution import conv_general_dilated
+    ls, rs, os_ = _LAYOUTS[layout]
+    lhs = data(_in_layout((batch, 4, 7, 6), ls), np.float32)
+    rhs = data(_in_layout((6, 4 // groups, 3, 2), rs), np.float32, 1)
+    spec = dict(strides=(2, 1), padding=((1, 1), (0, 1)), rhs_dilation=(1, 2),
+                dimension_numbers=(ls, rs, os_), feature_group_count=groups)
+    conv(lhs, rhs, **spec)
+    import cupy
+    params = dict(window_strides=(2, 1), padding=((1, 1), (0, 1)), lhs_dilation=(1, 1),
+                  rhs_dilation=(1, 2), dimension_numbers=ConvDimensionNumbers(ls, rs, os_),
+                  feature_group_count=groups, batch_group_count=1, precision=None,
+                  preferred_element_type=None)
+    x, w = cupy.asarray(lhs), cupy.asarray(rhs)
+    with plax_cupy.count() as c:
+        conv_general_dilated(x, w, **params)
+    plan = gemm_always[-1]
+    if plan.kernel_first:  # the kernel as it is; the result NCHW as it comes for one image
+        copies = int(batch > 1)
+    else:  # each a copy unless its features are last in memory, without groups
+        copies = int(rs[0] != 3 or groups > 1) + int(os_[1] != 3 or groups > 1)
+    assert c.launches == 2 + copies and c.host_fallbacks == 0, (plan, c)
+    if layout in ("NCHW OIHW NCHW", "NHWC HWIO NHWC") and groups == 1 and batch == 1:
+        assert c.launches == 2, c

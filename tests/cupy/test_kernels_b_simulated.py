@@ -56,6 +56,19 @@ def test_generated_kernels_compile_with_nvrtc():
                                    batch_group_count=2)
         ptx = nvrtc.compile_ptx(codegen.PREAMBLE + source)
         assert f".entry {name}" in ptx and ".ftz" not in ptx, (operand, out)
+    # the implicit GEMM's gather (16-, 32- and 64-bit elements; both matrix forms, batch
+    # groups, lhs dilation, padding)
+    from plax_cupy.kernels_convolution import gather_source
+    oihw = ConvDimensionNumbers((0, 1, 2, 3), (0, 1, 2, 3), (0, 1, 2, 3))
+    for itemsize, numbers, batch_groups in ((2, dn, 2), (4, oihw, 1), (8, oihw, 2)):
+        shapes = (((4, 9, 9, 6), (3, 3, 3, 4), (2, 5, 9, 4)) if numbers is dn else
+                  ((4, 6, 9, 9), (4, 3, 3, 3), (4 // batch_groups, 4, 9, 17)))
+        source, name = gather_source(itemsize, *shapes, window_strides=(2, 1),
+                                     padding=((1, 1), (1, 1)), lhs_dilation=(1, 2),
+                                     rhs_dilation=(1, 1), dimension_numbers=numbers,
+                                     feature_group_count=2 // batch_groups,
+                                     batch_group_count=batch_groups)
+        assert f".entry {name}" in nvrtc.compile_ptx(codegen.PREAMBLE + source), itemsize
 
 
 # ---------------------------------------------------------------- helpers of the family files

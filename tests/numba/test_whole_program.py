@@ -161,3 +161,35 @@ def test_dead_cluster_in_a_loop_body_compiles():
         warnings.simplefilter("error", PlaxFallbackWarning)
         got, want, _ = run_both(f, np.float32(1.0), xs)
     assert_close(got, want, rtol=0)
+
+
+def test_dispatch_steps_are_the_lowerings_own_steps(numba_backend):
+    # whole_program_worthwhile's step count is what plax.lowering.lower makes of the program
+    # for the Numba emitter's fusion options (plax.lowering.fusion_units): the jit call's
+    # body spliced in place, a reduction over a size-1 axis a reshape that the elementwise
+    # equations around it are computed before (2 steps for the second program, where a count
+    # of find_clusters' own clusters said 4); no kernel is compiled here
+    from plax.lowering import Emitter, lower
+    from plax_numba.emitter import NumbaEmitter
+    from plax_numba.wholegen import dispatch_steps
+
+    class Counting(Emitter):  # the Numba emitter's fusion options, steps that run nothing
+        fuses = True
+        fuses_multiple_results = NumbaEmitter.fuses_multiple_results
+        fuses_index = NumbaEmitter.fuses_index
+        fuses_arg_reductions = NumbaEmitter.fuses_arg_reductions
+        fuses_cumulative = NumbaEmitter.fuses_cumulative
+
+        def emit_cluster(self, cluster):
+            return lambda *bufs: None
+
+        def emit_equation(self, eqn):
+            return None if eqn.primitive.name == "jit" else (lambda *bufs: None)
+
+    g = plax.jit(lambda x: jnp.exp(x).sum(axis=0))
+    for f in (lambda x: jnp.sin(g(x) * 2.0),
+              lambda x: jnp.tanh(x).sum(axis=0, keepdims=True) + x.max(axis=1)):
+        jaxpr = plax.make_jaxpr(f)(jnp.ones((1, 4))).jaxpr
+        source = lower(jaxpr, Counting(), numba_backend, plax.devices("cpu")[0]).__plax_source__
+        steps = source.count(" = _f")
+        assert dispatch_steps(jaxpr) == (steps, False), source

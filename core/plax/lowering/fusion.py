@@ -214,9 +214,10 @@ def order_for_fusion(jaxpr: Jaxpr, multiple_results: bool = False,
     Clusters are runs of *consecutive* equations (see the module docstring), so a program
     that interleaves independent chains of different shapes -- ``tree_map(lambda g: g / n,
     grads)`` followed by ``tree_map(lambda w, g: w - lr * g, params, grads)`` -- fuses
-    nothing as written. This list schedule emits, after each fusible equation, a ready
-    reader of its output with the same iteration shape when there is one, and otherwise the
-    ready equation that comes first in the program. It is a valid order (every equation
+    nothing as written. This list schedule emits, after each fusible equation other than a
+    reduction (whose readers never join its cluster), a ready reader of its output with the
+    same iteration shape when there is one, and otherwise the ready equation that comes
+    first in the program. It is a valid order (every equation
     after its operands' producers, effectful equations in their order), and a program whose
     chains are already consecutive keeps its order.
 
@@ -256,7 +257,10 @@ def order_for_fusion(jaxpr: Jaxpr, multiple_results: bool = False,
     prev = None
     while len(order) < n:
         pick = None
-        if prev is not None and shapes[prev] is not None:
+        # (a reduction's readers never join its cluster: following one gains nothing, and a
+        # broadcast of its result would be cut off from the readers that come later)
+        if (prev is not None and shapes[prev] is not None
+                and fusion_kind(eqns[prev].primitive, True, True, True) not in _REDUCING):
             follow = [r for r in readers[prev]
                       if not waiting[r] and not done[r] and shapes[r] == shapes[prev]]
             pick = min(follow) if follow else None

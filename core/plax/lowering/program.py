@@ -20,7 +20,8 @@ from plax.lowering.fallback import fallback_step
 from plax.lowering.calls import _call_primitives, call_body, is_pinned_call, pinned_call_body
 from plax.lowering.fusion import Cluster, find_clusters, order_for_fusion
 from plax.lowering.literals import literal_value
-from plax.lowering.simplify import explicit_broadcasts, unit_reductions
+from plax.lowering.simplify import (common_subexpressions, compose_broadcasts, explicit_broadcasts,
+                                   hoist_broadcasts, sink_unit_reshapes, unit_reductions)
 
 def lower(jaxpr: Jaxpr, emitter: Emitter, backend, device) -> Callable[..., list]:
     """Compiles a constvar-free ``jaxpr`` into ``fn(*buffers) -> list of buffers``.
@@ -38,6 +39,50 @@ def lower(jaxpr: Jaxpr, emitter: Emitter, backend, device) -> Callable[..., list
       UnsupportedPrimitiveError: an equation neither the emitter nor the reference runs.
     """
     return _Program(jaxpr, emitter, backend, device).build()
+
+
+def fusion_units(jaxpr: Jaxpr, emitter) -> list:
+    """The fusion clusters and lone equations :func:`lower` offers ``emitter``, in order.
+
+    The one source of what a program's steps will be: :func:`lower` emits these, and a
+    backend that predicts its dispatch count (or a test that checks its kernels) asks here
+    rather than repeating the rewrites and the emitter's fusion options.
+
+    Args:
+      jaxpr: the program, its declined calls already spliced in (as :func:`lower` does).
+      emitter: the :class:`~plax.lowering.emitter.Emitter` (an instance or its class: only its
+        ``fuses*`` attributes are read).
+
+    Returns:
+      A list of :class:`~plax.lowering.fusion.Cluster` and ``JaxprEqn``; ``jaxpr.eqns`` as
+      they are for an emitter that does not fuse.
+
+    Example:
+      >>> class Fusing(Emitter): fuses = True
+      >>> def names(u): return getattr(u, 'primitive', None) and u.primitive.name or [
+      ...     e.primitive.name for e in u.eqns]
+      >>> f = lambda x: jnp.exp(x).sum(axis=0) * 2.0
+      >>> [names(u) for u in fusion_units(plax.make_jaxpr(f)(jnp.ones((3, 4))).jaxpr, Fusing)]
+      [['exp', 'reduce_sum'], 'mul']
+      >>> # a sum over an axis of size 1 is a reshape, and ``mul`` is computed before it
+      >>> [names(u) for u in fusion_units(plax.make_jaxpr(f)(jnp.ones((1, 4))).jaxpr, Fusing)]
+      [['exp', 'mul'], 'reshape']
+    """
+    if not emitter.fuses:
+        return list(jaxpr.eqns)
+    multi = emitter.fuses_multiple_results
+    index = emitter.fuses_index
+    scalars = getattr(emitter, "fuses_scalar_producers", False)
+    scans = dict(arg_reductions=getattr(emitter, "fuses_arg_reductions", False),
+                 cumulative=getattr(emitter, "fuses_cumulative", False))
+    # (a fusing generator reads an operand at the loop's index: size-1 broadcasts explicit;
+    # a reduction over size-1 axes is a reshape, a view rather than a kernel; a repeated
+    # equation, an elementwise one cut off by keepdims reshapes, a cheap one read only through
+    # a broadcast, a broadcast of a broadcast would each be a kernel of its own)
+    simple = compose_broadcasts(sink_unit_reshapes(common_subexpressions(unit_reductions(jaxpr))))
+    simple = compose_broadcasts(hoist_broadcasts(simple))
+    return list(find_clusters(order_for_fusion(explicit_broadcasts(simple), multi, index, **scans),
+                              multi, index, scalars, **scans))
 
 
 class _Program:
@@ -109,19 +154,8 @@ class _Program:
 
     def units(self) -> list:
         """(step, invars, outvars, multiple_results) per cluster or equation, in order."""
-        multi = self.emitter.fuses_multiple_results
-        index = self.emitter.fuses_index
-        scalars = getattr(self.emitter, "fuses_scalar_producers", False)
-        scans = dict(arg_reductions=getattr(self.emitter, "fuses_arg_reductions", False),
-                     cumulative=getattr(self.emitter, "fuses_cumulative", False))
-        # (a fusing generator reads an operand at the loop's index: size-1 broadcasts explicit;
-        # a reduction over size-1 axes is a reshape, a view rather than a kernel)
-        source = (find_clusters(order_for_fusion(explicit_broadcasts(unit_reductions(
-                                    self.jaxpr)), multi, index, **scans),
-                                multi, index, scalars, **scans)
-                  if self.emitter.fuses else self.jaxpr.eqns)
         units = []
-        for unit in source:
+        for unit in fusion_units(self.jaxpr, self.emitter):
             if isinstance(unit, Cluster):
                 step = self.emitter.emit_cluster(unit)
                 if step is not None:

@@ -215,6 +215,296 @@ def unit_reductions(jaxpr: Jaxpr) -> Jaxpr:
     return Jaxpr(jaxpr.constvars, jaxpr.invars, jaxpr.outvars, eqns)
 
 
+def _pure(eqn: JaxprEqn) -> bool:
+    # a fusible primitive (elementwise, broadcast, reduction, ...) or a reshape: a function of
+    # its operands alone, with no sub-jaxpr and no effect
+    from plax.lowering.fusion import fusion_kind
+    return ((eqn.primitive is _reshape_p() or fusion_kind(eqn.primitive, True, True, True))
+            and not any(isinstance(v, (Jaxpr,)) or hasattr(v, "jaxpr") for v in eqn.params.values()))
+
+
+def _atom_key(atom, rename: dict):
+    if isinstance(atom, Var):
+        return id(rename.get(atom, atom))
+    if getattr(atom.val, "size", 1) != 1:  # (an array's repr elides its middle)
+        return id(atom)
+    return ("literal", repr(atom.val), str(atom.aval.dtype))
+
+
+def _params_key(params: dict):
+    return tuple((k, id(v) if getattr(v, "size", 1) != 1 and hasattr(v, "dtype") else repr(v))
+                 for k, v in sorted(params.items()))
+
+
+def _renamed(eqn: JaxprEqn, rename: dict) -> JaxprEqn:
+    if not rename or not any(isinstance(v, Var) and v in rename for v in eqn.invars):
+        return eqn
+    return JaxprEqn(eqn.primitive, [rename.get(v, v) if isinstance(v, Var) else v
+                                    for v in eqn.invars], eqn.outvars, eqn.params)
+
+
+def _finish(jaxpr: Jaxpr, eqns: list) -> Jaxpr:
+    """``jaxpr`` with ``eqns``, less the pure equations nothing reads any more (dead reshapes
+    and broadcasts a rewrite bypassed)."""
+    read = {id(v) for v in jaxpr.outvars if isinstance(v, Var)}
+    kept: list = []
+    for e in reversed(eqns):
+        if _pure(e) and not any(id(v) in read for v in e.outvars):
+            continue
+        read.update(id(v) for v in e.invars if isinstance(v, Var))
+        kept.append(e)
+    return Jaxpr(jaxpr.constvars, jaxpr.invars, jaxpr.outvars, kept[::-1])
+
+
+def common_subexpressions(jaxpr: Jaxpr) -> Jaxpr:
+    """``jaxpr`` with each pure equation that repeats an earlier one (same primitive,
+    parameters and operands) dropped, its readers reading the earlier one's results.
+
+    ``jnp.max(x, axis=1, keepdims=True)`` written twice, as the log-sum-exp of a softmax
+    loss is, stages two identical reductions; their gradients stage a third. XLA computes
+    each once, and so does a backend lowering this: one kernel (a launch on a GPU) less per
+    repeat. Only fusible primitives and reshapes are merged (functions of their operands
+    alone); an equation whose result is one of the jaxpr's outputs is kept. Sub-jaxprs are
+    left as they are.
+
+    Args:
+      jaxpr: the program to rewrite (not modified).
+
+    Returns:
+      ``jaxpr`` itself when nothing repeats, else a new :class:`Jaxpr` with the same inputs
+      and outputs.
+
+    Example:
+      >>> f = lambda x: x.max(axis=1) + x.max(axis=1)
+      >>> j = plax.make_jaxpr(f)(jnp.ones((2, 3))).jaxpr
+      >>> [e.primitive.name for e in common_subexpressions(j).eqns]
+      ['reduce_max', 'add']
+    """
+    outputs = {id(v) for v in jaxpr.outvars if isinstance(v, Var)}
+    seen: dict = {}
+    rename: dict = {}
+    eqns: list = []
+    for eqn in jaxpr.eqns:
+        eqn = _renamed(eqn, rename)
+        if _pure(eqn) and not any(id(v) in outputs for v in eqn.outvars):
+            key = (eqn.primitive, tuple(_atom_key(v, rename) for v in eqn.invars),
+                   _params_key(eqn.params))
+            first = seen.get(key)
+            if first is not None:
+                rename.update(zip(eqn.outvars, first.outvars))
+                continue
+            seen[key] = eqn
+        eqns.append(eqn)
+    if not rename:
+        return jaxpr
+    return Jaxpr(jaxpr.constvars, jaxpr.invars, jaxpr.outvars, eqns)
+
+
+def _unit_axes_only(a: tuple, b: tuple) -> bool:
+    # shapes that differ only by axes of size 1 (a reshape between them is a view)
+    return tuple(d for d in a if d != 1) == tuple(d for d in b if d != 1)
+
+
+def sink_unit_reshapes(jaxpr: Jaxpr) -> Jaxpr:
+    """``jaxpr`` with elementwise equations computed before the reshapes that only add or drop
+    axes of size 1 (``keepdims``), so that they fuse with their neighbours of the smaller
+    shape.
+
+    ``jnp.log(jnp.sum(e, axis=1, keepdims=True))`` stages ``reshape`` from ``f32[64]`` to
+    ``f32[64,1]`` and ``log`` on the ``[64,1]`` value, a shape of its own: a kernel of its own
+    beside the ``[64]`` equations around it. An elementwise equation whose operands (other
+    than scalars) are all such reshapes of values of one shape is computed on those values,
+    and its result reshaped to the equation's shape; a reshape of a reshape is one reshape (or
+    none, where it restores the shape). The values are the same; reshapes are views. Sub-jaxprs
+    are left as they are.
+
+    Args:
+      jaxpr: the program to rewrite (not modified).
+
+    Returns:
+      ``jaxpr`` itself when there is nothing to move, else a new :class:`Jaxpr` with the same
+      inputs and outputs.
+
+    Example:
+      >>> f = lambda x: jnp.log(x.sum(axis=1, keepdims=True)) + x.max(axis=1, keepdims=True)
+      >>> j = unit_reductions(plax.make_jaxpr(f)(jnp.ones((2, 3))).jaxpr)
+      >>> [(e.primitive.name, e.outvars[0].aval.shape) for e in sink_unit_reshapes(j).eqns]
+      [('reduce_sum', (2,)), ('log', (2,)), ('reduce_max', (2,)), ('add', (2,)), ('reshape', (2, 1))]
+    """
+    from plax.lowering.fusion import ELEMENTWISE, fusion_kind
+    reshape_p = _reshape_p()
+    outputs = {id(v) for v in jaxpr.outvars if isinstance(v, Var)}
+    source: dict = {}   # a unit reshape's output -> the value it reshapes
+    rename: dict = {}
+    eqns: list = []
+    changed = False
+    for eqn in jaxpr.eqns:
+        eqn = _renamed(eqn, rename)
+        out = eqn.outvars[0] if len(eqn.outvars) == 1 else None
+        if (eqn.primitive is reshape_p and eqn.params.get("dimensions") is None
+                and isinstance(eqn.invars[0], Var)
+                and _unit_axes_only(eqn.invars[0].aval.shape, out.aval.shape)):
+            src = source.get(eqn.invars[0], eqn.invars[0])
+            if src is not eqn.invars[0]:  # a reshape of a reshape: one reshape of the source
+                changed = True
+                if src.aval.shape == out.aval.shape and id(out) not in outputs:
+                    rename[out] = src
+                    continue
+                eqn = JaxprEqn(reshape_p, [src], [out], eqn.params)
+            source[out] = src
+            eqns.append(eqn)
+            continue
+        if out is not None and fusion_kind(eqn.primitive) == ELEMENTWISE and out.aval.shape:
+            wide = [v for v in eqn.invars if v.aval.shape]
+            srcs = [source.get(v) if isinstance(v, Var) else None for v in wide]
+            if (srcs and all(s is not None for s in srcs)
+                    and len({s.aval.shape for s in srcs}) == 1
+                    and all(v.aval.shape == out.aval.shape for v in wide)):
+                shape = srcs[0].aval.shape
+                args = [source.get(v, v) if isinstance(v, Var) and v.aval.shape else v
+                        for v in eqn.invars]
+                narrow = Var(ShapedArray(shape, out.aval.dtype, out.aval.weak_type))
+                eqns.append(JaxprEqn(eqn.primitive, args, [narrow], eqn.params))
+                eqns.append(JaxprEqn(reshape_p, [narrow], [out],
+                                     {"new_sizes": tuple(out.aval.shape), "dimensions": None}))
+                source[out] = narrow
+                changed = True
+                continue
+        eqns.append(eqn)
+    if not changed:
+        return jaxpr
+    return _finish(jaxpr, eqns)
+
+
+#: elementwise primitives cheap enough to compute at every element of a broadcast of their
+#: result rather than as a kernel of their own (one arithmetic instruction or so)
+CHEAP_ELEMENTWISE = ("add", "add_any", "sub", "mul", "div", "neg", "max", "min", "abs", "sign",
+                     "convert_element_type", "select_n", "eq", "ne", "lt", "le", "gt", "ge",
+                     "and", "or", "not", "xor")
+
+#: how many cheap equations deep :func:`hoist_broadcasts` moves one broadcast
+_HOIST_DEPTH = 4
+
+
+def hoist_broadcasts(jaxpr: Jaxpr) -> Jaxpr:
+    """``jaxpr`` with each ``broadcast_in_dim`` of a cheap elementwise result moved onto that
+    equation's operands, so the equation is computed inside the broadcast's reader.
+
+    The gradient of a softmax loss divides two ``f32[64]`` row values and broadcasts the
+    quotient to ``f32[64,10]``: the division alone is a kernel (a launch on a GPU) between the
+    two ``[64,10]`` ones. Where an elementwise equation of :data:`CHEAP_ELEMENTWISE` has no
+    reader but one broadcast (and is not an output), the broadcast is applied to its operands
+    instead (scalars stay scalars) and the equation computes the broadcast's result, in the
+    reader's cluster; the same values, the operation repeated per broadcast element. A
+    quotient of sums of products is moved through up to four such equations. Sub-jaxprs are
+    left as they are.
+
+    Args:
+      jaxpr: the program to rewrite (not modified).
+
+    Returns:
+      ``jaxpr`` itself when no broadcast reads a cheap single-use result, else a new
+      :class:`Jaxpr` with the same inputs and outputs.
+
+    Example:
+      >>> f = lambda a, b, c: c * jnp.broadcast_to((a / b)[:, None], (3, 4))
+      >>> j = plax.make_jaxpr(f)(jnp.ones(3), jnp.ones(3), jnp.ones((3, 4))).jaxpr
+      >>> j = hoist_broadcasts(compose_broadcasts(j))  # (the two broadcasts as one first)
+      >>> [(e.primitive.name, e.outvars[0].aval.shape) for e in j.eqns]
+      [('broadcast_in_dim', (3, 4)), ('broadcast_in_dim', (3, 4)), ('div', (3, 4)), ('mul', (3, 4))]
+    """
+    from plax.lowering.fusion import ELEMENTWISE, fusion_kind
+    broadcast_in_dim_p = _broadcast_in_dim_p()
+    reads: dict = {}
+    for e in jaxpr.eqns:
+        for v in e.invars:
+            if isinstance(v, Var):
+                reads[id(v)] = reads.get(id(v), 0) + 1
+    for v in jaxpr.outvars:
+        if isinstance(v, Var):
+            reads[id(v)] = reads.get(id(v), 0) + 2  # never moved
+    producer = {id(e.outvars[0]): e for e in jaxpr.eqns if len(e.outvars) == 1}
+
+    def movable(v) -> JaxprEqn | None:
+        e = producer.get(id(v)) if isinstance(v, Var) else None
+        if (e is None or e.primitive.name not in CHEAP_ELEMENTWISE or reads.get(id(v)) != 1
+                or fusion_kind(e.primitive) != ELEMENTWISE or not v.aval.shape):
+            return None
+        if any(a.aval.shape and a.aval.shape != v.aval.shape for a in e.invars):
+            return None  # (a size-1 broadcast inside it: left to explicit_broadcasts)
+        return e
+
+    def broadcast(v, out: Var, params: dict, depth: int, eqns: list) -> None:
+        e = movable(v) if depth < _HOIST_DEPTH else None
+        if e is None:
+            eqns.append(JaxprEqn(broadcast_in_dim_p, [v], [out], params))
+            return
+        args = []
+        for a in e.invars:
+            if a.aval.shape:
+                wide = Var(ShapedArray(out.aval.shape, a.aval.dtype, a.aval.weak_type))
+                broadcast(a, wide, params, depth + 1, eqns)
+                a = wide
+            args.append(a)
+        eqns.append(JaxprEqn(e.primitive, args, [out], e.params))
+
+    eqns: list = []
+    changed = False
+    for eqn in jaxpr.eqns:
+        if eqn.primitive is broadcast_in_dim_p and movable(eqn.invars[0]) is not None:
+            broadcast(eqn.invars[0], eqn.outvars[0], eqn.params, 0, eqns)
+            changed = True
+            continue
+        eqns.append(eqn)
+    if not changed:
+        return jaxpr
+    return _finish(jaxpr, eqns)
+
+
+def compose_broadcasts(jaxpr: Jaxpr) -> Jaxpr:
+    """``jaxpr`` with each ``broadcast_in_dim`` of a ``broadcast_in_dim`` written as one
+    broadcast of the first one's operand (dropped when nothing else reads it).
+
+    The gradient of ``jnp.mean`` broadcasts a scalar to ``f32[64]`` and that to ``f32[64,10]``:
+    the first is a lone equation (a kernel writing 64 copies), the second an index map inside
+    the cluster that reads it. Composed, the cluster reads the scalar itself. Sub-jaxprs are
+    left as they are.
+
+    Args:
+      jaxpr: the program to rewrite (not modified).
+
+    Returns:
+      ``jaxpr`` itself when no broadcast reads another, else a new :class:`Jaxpr` with the
+      same inputs and outputs.
+
+    Example:
+      >>> f = lambda s: jnp.broadcast_to(jnp.broadcast_to(s, (3,))[:, None], (3, 4))
+      >>> j = unit_reductions(plax.make_jaxpr(f)(1.0).jaxpr)
+      >>> [e.params["broadcast_dimensions"] for e in compose_broadcasts(j).eqns
+      ...  if e.primitive.name == "broadcast_in_dim"]
+      [()]
+    """
+    broadcast_in_dim_p = _broadcast_in_dim_p()
+    made: dict = {}  # a broadcast's output -> (its operand, its broadcast_dimensions)
+    eqns: list = []
+    changed = False
+    for eqn in jaxpr.eqns:
+        if eqn.primitive is broadcast_in_dim_p and isinstance(eqn.invars[0], Var):
+            dims = tuple(eqn.params["broadcast_dimensions"])
+            inner = made.get(eqn.invars[0])
+            if inner is not None:  # operand axis i -> middle axis d -> this one's dims[d]
+                operand, inner_dims = inner
+                dims = tuple(dims[d] for d in inner_dims)
+                eqn = JaxprEqn(broadcast_in_dim_p, [operand], eqn.outvars,
+                               {**eqn.params, "broadcast_dimensions": dims})
+                changed = True
+            made[eqn.outvars[0]] = (eqn.invars[0], dims)
+        eqns.append(eqn)
+    if not changed:
+        return jaxpr
+    return _finish(jaxpr, eqns)
+
+
 def _reshape_p():
     from plax.lax.shape import reshape_p
     return reshape_p
