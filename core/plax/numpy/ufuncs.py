@@ -406,9 +406,10 @@ def power(x, y, /):
             raise TypeError(f"Integers cannot be raised to negative powers, got "
                             f"integer_pow({get_aval(xa).str_short()}, {y})")
         return lax.integer_pow(xa, int(y))
-    if (isinstance(x, Tracer) or isinstance(y, Tracer)) and dtypes.is_inexact(_dt(x)) \
-            and dtypes.is_integer(_dt(y)):
-        return _power_inline(x, y)
+    if dtypes.is_inexact(_dt(x)) and dtypes.is_integer(_dt(y)):
+        if isinstance(x, Tracer) or isinstance(y, Tracer):
+            return _power_inline(x, y)
+        return lax.pow(*promote_shapes("power", x, y))  # (eagerly: no unused promotion)
     return _power(x, y)
 
 
