@@ -201,6 +201,10 @@ CASES = {
         jax.vmap(lambda x, y: jax.lax.dot_general(x, y, (((2,), (1,)), ((0,), (0,)))),
                  in_axes=(1, 1)),
         (np.ones((2, 4, 2, 3), np.float32), np.ones((2, 4, 3, 5), np.float32))),
+    # sort's batcher keeps the batch axis where it is and shifts the sorted dimension past it
+    "vmap_sort_in_axis": lambda jax, jnp: (
+        jax.vmap(lambda x: jnp.sort(x, axis=0), in_axes=1), (_t(),)),
+    "vmap_argsort": lambda jax, jnp: (jax.vmap(jnp.argsort, in_axes=1), (_m(),)),
     # (issue 25) pow of a float base and an integer exponent, and integer_pow's JVP
     "pow_traced_int": lambda jax, jnp: (lambda x, n: x ** n, (_v(), np.int32(3))),
     "power_int_array": lambda jax, jnp: (jnp.power, (_m(), np.array([1, 2, 3], np.int32))),
