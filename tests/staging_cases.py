@@ -177,6 +177,54 @@ CASES = {
     "copysign": lambda jax, jnp: (jnp.copysign, (_v(), _v())),
     "copysign_size_one": lambda jax, jnp: (jnp.copysign, (_col(), _row())),
     "signbit_float16": lambda jax, jnp: (jnp.signbit, (_v().astype(np.float16),)),
+    # (issue 25) vmap's parameters of JAX's types: reductions' shifted axes are NumPy ints,
+    # select_n moves its selector first and broadcasts unbatched operands with NumPy ints,
+    # dot_general of two batched operands adds the mapped axes to its batch dimensions
+    "vmap_sum_axis": lambda jax, jnp: (jax.vmap(lambda x: jnp.sum(x, axis=0), in_axes=1),
+                                       (_m(),)),
+    "vmap_max_axis": lambda jax, jnp: (jax.vmap(lambda x: jnp.max(x, axis=1)), (_t(),)),
+    "vmap_any": lambda jax, jnp: (jax.vmap(lambda x: jnp.any(x > 0, axis=0), in_axes=1),
+                                  (_t(),)),
+    "vmap_argmax": lambda jax, jnp: (jax.vmap(lambda x: jnp.argmax(x, axis=0), in_axes=1),
+                                     (_t(),)),
+    "vmap_mean": lambda jax, jnp: (jax.vmap(lambda x: jnp.mean(x, axis=0), in_axes=2), (_t(),)),
+    "vmap_where_unbatched": lambda jax, jnp: (
+        jax.vmap(lambda x, y: jnp.where(x > 0, x, y), in_axes=(1, None)), (_m(), _v()[:2])),
+    "vmap_triu": lambda jax, jnp: (jax.vmap(jnp.triu, in_axes=1),
+                                   (np.ones((3, 2, 3), np.float32),)),
+    "vmap_select_batched_alike": lambda jax, jnp: (
+        jax.vmap(lambda p, x: jax.lax.select(p, x, -x), in_axes=1),
+        (np.ones((2, 3), bool), _m())),
+    "vmap_dot_both_batched": lambda jax, jnp: (
+        jax.vmap(jnp.dot, in_axes=(1, 0)), (_t(), np.ones((5, 6, 2), np.float32))),
+    "vmap_dot_general_batch_dims": lambda jax, jnp: (
+        jax.vmap(lambda x, y: jax.lax.dot_general(x, y, (((2,), (1,)), ((0,), (0,)))),
+                 in_axes=(1, 1)),
+        (np.ones((2, 4, 2, 3), np.float32), np.ones((2, 4, 3, 5), np.float32))),
+    # sort's batcher keeps the batch axis where it is and shifts the sorted dimension past it
+    "vmap_sort_in_axis": lambda jax, jnp: (
+        jax.vmap(lambda x: jnp.sort(x, axis=0), in_axes=1), (_t(),)),
+    "vmap_argsort": lambda jax, jnp: (jax.vmap(jnp.argsort, in_axes=1), (_m(),)),
+    # (issue 25) pow of a float base and an integer exponent, and integer_pow's JVP
+    "pow_traced_int": lambda jax, jnp: (lambda x, n: x ** n, (_v(), np.int32(3))),
+    "power_int_array": lambda jax, jnp: (jnp.power, (_m(), np.array([1, 2, 3], np.int32))),
+    "lax_pow_int": lambda jax, jnp: (lambda x, n: jax.lax.pow(x, n), (_v(), np.int32(3))),
+    "lax_pow_python_int": lambda jax, jnp: (lambda x: jax.lax.pow(x, 3), (_v(),)),
+    "grad_pow_traced_int": lambda jax, jnp: (
+        jax.grad(lambda x, n: (x ** n).sum()), (_v(), np.int32(3))),
+    "grad_lax_pow_int": lambda jax, jnp: (
+        jax.grad(lambda x, n: jax.lax.pow(x, n).sum()), (_m(), np.int32(2))),
+    "jvp_pow_traced_int": lambda jax, jnp: (
+        lambda x, t, n: jax.jvp(lambda x: x ** n, (x,), (t,)), (_v(), _v(), np.int32(3))),
+    "jvp_power_int_row": lambda jax, jnp: (
+        lambda x, t, n: jax.jvp(lambda x: jnp.power(x, n), (x,), (t,)),
+        (_col(), _col(), np.array([[1, 2, 3, 4]], np.int32))),
+    "grad_pow_2": lambda jax, jnp: (jax.grad(lambda x: (x ** 2).sum()), (_v(),)),
+    "grad_pow_1": lambda jax, jnp: (jax.grad(lambda x: (x ** 1).sum()), (_v(),)),
+    "jvp_pow_3": lambda jax, jnp: (
+        lambda x, t: jax.jvp(lambda x: x ** 3, (x,), (t,)), (_v(), _v())),
+    "grad_grad_pow_3": lambda jax, jnp: (jax.grad(jax.grad(lambda x: x ** 3)),
+                                         (np.float32(2.0),)),
 }
 
 #: cases staged with ``jax_enable_x64`` on

@@ -312,6 +312,25 @@ ops = {
     "vmap": lambda u, v: jax.vmap(lambda t: t + t)(u),
     "checkpoint": lambda u, v: jax.checkpoint(lambda t: t + t)(u),
     "debug_callback": lambda u, v: (jax.debug.callback(lambda t: None, u), u)[1],
+    # .at updates scatter (their results are not unreduced); a direct dynamic_update_slice of
+    # a plain update into u is refused
+    "at_add": lambda u, v: u.at[0].add(v[0]), "at_add_uu": lambda u, v: u.at[0].add(u[0]),
+    "at_add_1": lambda u, v: u.at[1:3].add(1.0), "at_mul": lambda u, v: u.at[0].mul(2.0),
+    "at_min": lambda u, v: u.at[0].min(v[0]), "at_set_into_v": lambda u, v: v.at[0].set(u[0]),
+    "at_add_into_v": lambda u, v: v.at[0].add(u[0]), "at_add_all": lambda u, v: u.at[:].add(v),
+    "dus_plain_update": lambda u, v: lax.dynamic_update_slice(u, v[:1], (0, 0)),
+    # fills like u vary over its varying axes, as JAX's pvary after the fill
+    "zeros_like": lambda u, v: jnp.zeros_like(u), "ones_like": lambda u, v: jnp.ones_like(u),
+    "full_like": lambda u, v: jnp.full_like(u, 3.0), "empty_like": lambda u, v: jnp.empty_like(u),
+    "lax_full_like": lambda u, v: lax.full_like(u, 2.0),
+    "zeros_like_shape": lambda u, v: jnp.zeros_like(u, shape=(3,)),
+    "zeros_like_v_int": lambda u, v: jnp.zeros_like(v, dtype=jnp.int32),
+    # reverse mode: the cotangent of an unreduced output would be typed reduced ({R:Y})
+    "grad_sum": lambda u, v: jax.grad(lambda t: jnp.sum(t))(u),
+    "grad_square": lambda u, v: jax.grad(lambda t: jnp.sum(t ** 2))(u),
+    "grad_v": lambda u, v: jax.grad(lambda t: jnp.sum(t))(v),
+    "vjp_sum": lambda u, v: jax.vjp(lambda t: jnp.sum(t), u)[1](jnp.float32(1.0))[0],
+    "jvp_sum": lambda u, v: jax.jvp(lambda t: jnp.sum(t), (u,), (u,))[1],
 }
 
 
@@ -330,10 +349,13 @@ def typed(op, wrap):
     return rec[0]
 
 
-# eagerly (op by op), a sample: JAX 0.10.2's eager shard_map also refuses jnp.sort and a
-# debug callback of an unreduced block (its eager paths differ from its jit's there)
+# eagerly (op by op), a sample. JAX 0.10.2's eager shard_map also refuses jnp.sort ("unreduced
+# rule for eq is not implemented", from the comparator its eager sort traces) and a debug
+# callback ("device_indices_map doesn't work with unreduced") of an unreduced block, where its
+# jit accepts both: both messages ask for a bug report, so plax runs them as under jit
 EAGER = ("neg", "add_uu", "add_u1", "mul_uv", "sum1", "max1", "transpose", "gather", "dot",
-         "psum", "psum_X", "pmax", "psum_scatter", "all_gather_X", "axis_index", "jit", "fori")
+         "psum", "psum_X", "pmax", "psum_scatter", "all_gather_X", "axis_index", "jit", "fori",
+         "at_add", "at_set_into_v", "zeros_like", "grad_sum", "grad_square", "vjp_sum")
 out = {"jit": {k: typed(op, jax.jit) for k, op in ops.items()},
        "eager": {k: typed(ops[k], lambda f: f) for k in EAGER}}
 
@@ -387,6 +409,11 @@ _PVARY = ["ValueError", "pvary cannot accept args which are unreduced. Got "
 _DUS = ("dynamic_update_slice operand and update must be unreduced along the same axes. Got "
         "operand sharding float32[4,8]{V:X}({Manual: ('X', 'Y')}) and update sharding "
         "float32[2,8]{V:X, U:Y}({Manual: ('X', 'Y')}).")
+
+
+_VJP = ("unexpected JAX type (e.g. shape/dtype) for argument to VJP function: got {}, but "
+        "expected float32[]{{V:X, R:Y}} because the corresponding output of the differentiated "
+        "function had JAX type float32[]{{V:X, U:Y}}")
 
 
 def _rule(name):
@@ -444,12 +471,30 @@ UNREDUCED_TYPES = {
     "cond": _ok("float32[4,8]{V:X, U:Y}"), "fori": _ok("float32[4,8]{V:X, U:Y}"),
     "scan": _ok("float32[4,8]{V:X, U:Y}"), "vmap": _ok("float32[4,8]{V:X, U:Y}"),
     "checkpoint": _ok("float32[4,8]{V:X, U:Y}"), "debug_callback": _ok("float32[4,8]{V:X, U:Y}"),
+    "at_add": _ok("float32[4,8]{V:X}"), "at_add_uu": _ok("float32[4,8]{V:X}"),
+    "at_add_1": _ok("float32[4,8]{V:X}"), "at_mul": _ok("float32[4,8]{V:X}"),
+    "at_min": _ok("float32[4,8]{V:X}"), "at_set_into_v": _ok("float32[4,8]{V:X}"),
+    "at_add_into_v": _ok("float32[4,8]{V:X}"), "at_add_all": _ok("float32[4,8]{V:X}"),
+    "dus_plain_update": [
+        "ShardingTypeError", "dynamic_update_slice operand and update must be unreduced along the "
+        "same axes. Got operand sharding float32[4,8]{V:X, U:Y}({Manual: ('X', 'Y')}) and update "
+        "sharding float32[1,8]{V:X}({Manual: ('X', 'Y')})."],
+    "zeros_like": _ok("float32[4,8]{V:X}"), "ones_like": _ok("float32[4,8]{V:X}"),
+    "full_like": _ok("float32[4,8]{V:X}"), "empty_like": _ok("float32[4,8]{V:X}"),
+    "lax_full_like": _ok("float32[4,8]{V:X}"), "zeros_like_shape": _ok("float32[3]{V:X}"),
+    "zeros_like_v_int": _ok("int32[4,8]{V:X}"),
+    "grad_sum": ["ValueError", _VJP.format("float32[]{V:X}")],
+    "grad_square": ["ShardingTypeError", "LHS should be reduced along the same axes RHS is "
+                    "unreduced on. Got lhs=float32[]{V:X} and rhs=float32[4,8]{V:X, U:Y}"],
+    "grad_v": _ok("float32[4,8]{V:X}"), "vjp_sum": ["ValueError", _VJP.format("float32[]")],
+    "jvp_sum": _ok("float32[]{V:X, U:Y}"),
 }
 UNREDUCED_ANSWERS = {
     "jit": UNREDUCED_TYPES,
     "eager": {k: UNREDUCED_TYPES[k] for k in (
         "neg", "add_uu", "add_u1", "mul_uv", "sum1", "max1", "transpose", "gather", "dot", "psum",
-        "psum_X", "pmax", "psum_scatter", "all_gather_X", "axis_index", "jit", "fori")},
+        "psum_X", "pmax", "psum_scatter", "all_gather_X", "axis_index", "jit", "fori", "at_add",
+        "at_set_into_v", "zeros_like", "grad_sum", "grad_square", "vjp_sum")},
     "values": {
         "psum": ["[8@X,8]", True], "pmean_eager": ["[8@X,8]", True],
         "add_uu": ["[8@X,8]", True], "sum1": ["[8@X]", True],

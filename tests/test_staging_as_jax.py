@@ -111,6 +111,25 @@ def test_static_slices_values(index):
     np.testing.assert_array_equal(np.asarray(jnp.asarray(x)[index]), x[index])
 
 
+def test_pow_with_an_integer_exponent_values_and_derivative():
+    # x ** n for a traced int n is `pow a b:i32[]` (the exponent not promoted): the values of
+    # NumPy float64, and the derivative n * x ** (n - 1), 0 where n is 0 (also at x = 0)
+    x = np.array([0.0, 1.5, -2.0, 3.0], np.float32)
+    n = np.array([0, 1, 2, -1], np.int32)
+    x64 = x.astype(np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        want = x64 ** n
+        slope = np.where(n == 0, 0.0, n * x64 ** (n - 1))
+    np.testing.assert_allclose(np.asarray(x ** jnp.asarray(n)), want, rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(lax.pow(x, n)), want, rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(plax.jit(lambda x, n: x ** n)(x, n)), want, rtol=1e-6)
+    g = plax.grad(lambda x, n: jnp.sum(x ** n))(x, n)
+    np.testing.assert_allclose(np.asarray(g), slope, rtol=1e-6)
+    # an integer base is refused by lax.pow, with JAX's message
+    with pytest.raises(TypeError, match="the first argument to pow must have an inexact dtype"):
+        lax.pow(np.int32(2), np.int32(3))
+
+
 # ------------------------------------------------------------------ errors (JAX's)
 
 def test_stack_errors_as_jax():

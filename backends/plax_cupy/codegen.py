@@ -773,8 +773,9 @@ def _real_expr(eqn, a: list[str], din: list, dout) -> str:
             return f"plax_srem<{t}>({a[0]}, {a[1]})"
         if k == "u":
             return f"plax_urem<{t}>({a[0]}, {a[1]})"
-    if prim is lax.pow_p and k == "f":
-        return f"{_fn('pow', dout)}({a[0]}, {a[1]})"
+    if prim is lax.pow_p and k == "f":  # (an integer exponent converted to the base's dtype)
+        y = convert_expr(a[1], din[1], dout) if din[1].kind in "iu" else a[1]
+        return f"{_fn('pow', dout)}({a[0]}, {y})"
     if prim is lax.atan2_p and k == "f":
         return f"{_fn('atan2', dout)}({a[0]}, {a[1]})"
     if prim is lax.nextafter_p and k == "f":
@@ -866,8 +867,9 @@ def _complex_expr(eqn, a: list[str], din: list, dout) -> str:
         return f"({a[0]} {_COMPARE[prim]} {a[1]})"
     if prim in (lax.max_p, lax.min_p):
         return f"{'plax_max' if prim is lax.max_p else 'plax_min'}({a[0]}, {a[1]})"
-    if prim is lax.pow_p:
-        return f"plax_cpow({a[0]}, {a[1]})"
+    if prim is lax.pow_p:  # (an integer exponent converted to the base's dtype)
+        y = convert_expr(a[1], din[1], dout) if din[1].kind in "iu" else a[1]
+        return f"plax_cpow({a[0]}, {y})"
     if prim is lax.integer_pow_p:
         return _integer_pow(a[0], eqn.params["y"], dout)
     if prim is lax.select_n_p:

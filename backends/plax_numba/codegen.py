@@ -274,8 +274,9 @@ def elementwise(eqn, a: list[str]) -> str:
             return _cast(f"irem(np.int64({a[0]}), np.int64({a[1]}))", dout)
         if k == "u":
             return f"({a[0]} if {a[1]} == 0 else {_cast(f'{a[0]} % {a[1]}', dout)})"
-    if prim is lax.pow_p and k == "f":
-        return _cast(f"np.power({a[0]}, {a[1]})", dout)
+    if prim is lax.pow_p and k == "f":  # (an integer exponent converted to the base's dtype)
+        y = _cast(a[1], dout) if din[1].kind in "iu" else a[1]
+        return _cast(f"np.power({a[0]}, {y})", dout)
     if prim is lax.atan2_p and k == "f":
         return _cast(f"np.arctan2({a[0]}, {a[1]})", dout)
     if prim is lax.nextafter_p and k == "f":  # exact, on the bits (plax_numba.scalar)

@@ -139,6 +139,8 @@ for _prim, _uf in [(lax.atan2_p, np.arctan2), (lax.max_p, np.maximum), (lax.min_
 @lowp
 @_quiet
 def _pow(x, y):
+    if y.dtype.kind in "iu":  # an integer exponent: converted to the base's dtype, as XLA's
+        y = y.astype(x.dtype)
     out = np.power(x, y)
     if out.dtype.kind != "f":
         return out

@@ -231,3 +231,20 @@ def test_half_and_complex_kernels_compile_with_the_device_optimiser():
             plans.append(codegen.plan_equation(eqn))
     source, _ = batch_source([p.source for p in plans])
     nvrtc.compile_ptx(source, "types.cu")
+
+
+@needs_cxx
+@pytest.mark.parametrize("dtype", [np.float32, np.complex64], ids=str)  # the two code paths
+def test_pow_with_an_integer_exponent_converts_it_to_the_base_dtype(dtype):
+    """``pow a:f32[] n:i32[]`` (JAX 0.10.2's staging of ``x ** n`` for a traced int ``n``):
+    the generated kernel converts the exponent to the base's dtype, as XLA does, and gives
+    the NumPy backend's values."""
+    x = np.array([0.5, -1.5, 2.0, 3.0, -0.25, 1.0], dtype)
+    n = np.array([0, 1, 2, 3, -1, -2], np.int32)
+    eqn = make_eqn(lax.pow_p, [Var(aval(x.shape, dtype)), Var(aval(n.shape, np.int32))])
+    got, want = _run(eqn, x, n), reference(eqn, [x, n])
+    assert got.dtype == want.dtype == np.dtype(dtype)
+    np.testing.assert_allclose(got.astype(np.complex128), want.astype(np.complex128),
+                               rtol=1e-6)
+    np.testing.assert_allclose(want.astype(np.complex128), x.astype(np.complex128) ** n,
+                               rtol=1e-6)

@@ -39,6 +39,8 @@ _self_typed: set = set()
 _reducer: list = [None]
 # the rule typing results of operations on unreduced values (the multi-device plugin's)
 _unreduced_rule: list = [None]
+# the cast marking a value as varying over more axes (the multi-device plugin's ``pvary``)
+_caster: list = [None]
 
 
 def axes_of(aval: Any) -> frozenset:
@@ -83,6 +85,25 @@ def register_reducer(reduce: Callable[[Any, tuple], Any]) -> None:
     """Sets ``reduce(ct, axes)``, the sum of a cotangent over the devices along ``axes``
     (the multi-device plugin's ``psum``)."""
     _reducer[0] = reduce
+
+
+def register_caster(cast: Callable[[Any, tuple], Any]) -> None:
+    """Sets ``cast(x, axes)``, ``x`` typed as varying over ``axes`` too (the multi-device
+    plugin's ``pvary``)."""
+    _caster[0] = cast
+
+
+def vary_like(value: Any, like: Any) -> Any:
+    """``value`` typed as varying over the axes ``like`` varies over (not those it is
+    unreduced over), as JAX types a value made "like" another inside a typed body
+    (``zeros_like``, ``full_like``: a ``pvary`` after the fill). Outside a typed body, or
+    when ``value`` varies over them already, ``value`` itself."""
+    if stack[-1] is None or _caster[0] is None:
+        return value
+    missing = axes_of(get_aval(like)) - axes_of(get_aval(value))
+    if not missing:
+        return value
+    return _caster[0](value, tuple(sorted(missing, key=str)))
 
 
 def unreduced_of(aval: Any) -> frozenset:

@@ -84,8 +84,26 @@ add, sub, mul, div, rem = map(_bind2, (add_p, sub_p, mul_p, div_p, rem_p))
 max, min, atan2, nextafter = map(_bind2, (max_p, min_p, atan2_p, nextafter_p))
 
 
+@pow_p.def_abstract_eval
+def _pow_abstract_eval(x, y):
+    # an inexact base and an exponent of its dtype, or of any integer dtype (JAX's rule: the
+    # exponent is converted to the base's dtype where the power is computed)
+    if not (dtypes.is_inexact(x.dtype) and (dtypes.is_integer(y.dtype) or y.dtype == x.dtype)):
+        raise TypeError("the first argument to pow must have an inexact dtype (float or "
+                        "complex), and the second argument must have an inexact or integer "
+                        "dtype, and two inexact dtypes must match, but got "
+                        f"{x.dtype} and {y.dtype} respectively.")
+    return ShapedArray(broadcasting_shape("pow", (x, y)), x.dtype, x.weak_type and y.weak_type)
+
+
 def pow(x, y):
-    """``x ** y`` elementwise; ``y`` may be an integer array (then see integer_pow) or inexact."""
+    """``x ** y`` elementwise: ``x`` inexact, ``y`` of ``x``'s dtype or of an integer dtype
+    (staged as it is: ``pow a b:i32[]``); see :func:`integer_pow` for a static exponent.
+
+    Example:
+      >>> lax.pow(jnp.float32(2.0), 3)
+      Array(8., dtype=float32)
+    """
     x, y = asarray(x), asarray(y)
     return pow_p.bind(x, y)
 
@@ -207,8 +225,26 @@ def _pow_jvp_x(t, ans, x, y):
     # shape); no special case for an inexact y (0 ** 0 gives NaN), and in the strong type
     # (JAX's rule converts both operands to the result dtype)
     from plax.lax.shape import full_like
+    if dtypes.is_integer(aval_of(y).dtype):
+        return mul(t, _integer_exponent_jacobian(_strong(x), y))
     x, y = _strong(x), _strong(y)
     return mul(t, mul(y, pow(x, sub(y, full_like(y, 1)))))
+
+
+def _integer_exponent_jacobian(x, n):
+    """d/dx x**n for an integer ``n``, as JAX's rule stages it: ``n`` converted to ``x``'s
+    dtype, both broadcast to one shape, then ``n * x**(n-1)`` with 1 in place of a zero ``n``
+    in the factor, and 0 where ``n`` is 0 (so 0 ** 0 has derivative 0, not NaN)."""
+    from plax.lax.convert import convert_element_type
+    from plax.lax.select import select
+    from plax.lax.shape import broadcast_size_one, full_like
+    n = convert_element_type(n, aval_of(x).dtype)
+    shape = broadcasting_shape("pow", (aval_of(x), aval_of(n)))
+    x, n = broadcast_size_one(x, shape), broadcast_size_one(n, shape)
+    n_is_zero = eq(n, full_like_scalar(0, n))
+    zeros = full_like(n, 0)
+    factor = select(eq(n, full_like_scalar(0, n)), full_like(n, 1), n)
+    return select(n_is_zero, zeros, mul(factor, pow(x, sub(n, full_like(n, 1)))))
 
 
 def _strong(x):

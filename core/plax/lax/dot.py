@@ -10,7 +10,6 @@ from plax.core.primitive import Primitive
 from plax.core.registry import register_rule
 from plax.core.shaped_array import ShapedArray
 from plax.lax.base import NUMBER, asarray, aval_of, check_dtype
-from plax.transforms.batching import move_axis_to
 from plax.transforms.jvp import Zero, bilinear_jvp
 
 dot_general_p = Primitive("dot_general")
@@ -288,9 +287,9 @@ def _dot_general_batch(vals, dims, *, dimension_numbers, precision, preferred_el
     params = dict(precision=precision, preferred_element_type=preferred_element_type)
     shift = lambda ds, d: tuple(x + (x >= d) for x in ds)  # noqa: E731
     if dl is not None and dr is not None:
-        lhs = move_axis_to(lhs, dl, 0, aval_of(lhs).shape[dl])
-        rhs = move_axis_to(rhs, dr, 0, aval_of(rhs).shape[dr])
-        dn = ((shift(lc, 0), shift(rc, 0)), ((0,) + shift(lb, 0), (0,) + shift(rb, 0)))
+        # both batched: the mapped axes join the batch dimensions, first, where they are (as
+        # JAX's rule: no transposes), so the result's batch axis is its first
+        dn = ((shift(lc, dl), shift(rc, dr)), ((dl,) + shift(lb, dl), (dr,) + shift(rb, dr)))
         return dot_general_p.bind(lhs, rhs, dimension_numbers=dn, **params), 0
     if dl is not None:
         dn = ((shift(lc, dl), rc), (shift(lb, dl), rb))

@@ -23,6 +23,13 @@ def _check_axes(name, x, axes):
                          f"shape {x.shape}")
 
 
+def _shifted_past(axes, d: int) -> tuple:
+    """``axes`` of an operand batched along ``d``: each at or after ``d`` moves up by one,
+    as NumPy ints (JAX's batcher computes them with NumPy, so its jaxprs print
+    ``axes=(np.int64(1),)``)."""
+    return tuple(np.add(axes, np.greater_equal(axes, d), dtype=np.int64)) if axes else ()
+
+
 def _reduce_prim(name: str, allowed) -> Primitive:
     p = Primitive(name)
 
@@ -36,7 +43,7 @@ def _reduce_prim(name: str, allowed) -> Primitive:
 
     def batch(vals, dims, *, axes):
         (x,), (d,) = vals, dims
-        new_axes = tuple(a + (a >= d) for a in axes)
+        new_axes = _shifted_past(axes, d)
         out_dim = d - sum(a < d for a in axes)
         return p.bind(x, axes=new_axes), out_dim
 
@@ -156,7 +163,7 @@ def _arg_prim(name: str) -> Primitive:
     def batch(vals, dims, *, axes, index_dtype):
         (x,), (d,) = vals, dims
         (a,) = axes
-        return p.bind(x, axes=(a + (a >= d),), index_dtype=index_dtype), d - (a < d)
+        return p.bind(x, axes=_shifted_past(axes, d), index_dtype=index_dtype), d - (a < d)
 
     register_rule("batch", p)(batch)
     return p

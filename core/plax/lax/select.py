@@ -51,17 +51,23 @@ def select(pred, on_true, on_false):
 
 
 def _select_n_batch(vals, dims):
-    # Cases share one shape, so all move to batch axis 0 (unbatched ones broadcast). The selector
-    # stays a scalar only when it is unbatched and rank 0; otherwise it gets the cases' shape.
+    # As JAX's rule: operands batched along one axis (a case-shaped selector) stay where they
+    # are; an unbatched scalar selector picks among the cases moved to axis 0; otherwise the
+    # selector, then each case, goes to axis 0 (unbatched ones broadcast along it, with NumPy
+    # ints), and a selector that is a scalar per example gets the cases' shape.
     from plax.lax.shape import broadcast_in_dim
-    from plax.transforms.batching import axis_size, move_axis_to
+    from plax.transforms.batching import axis_size, bdim_at_front
     which, *cases = vals
     dw, *dcs = dims
     size = axis_size(vals, dims)
-    cases = [move_axis_to(c, d, 0, size) for c, d in zip(cases, dcs)]
+    if dw is not None and all(d == dw for d in dcs) and \
+            aval_of(which).shape == aval_of(cases[0]).shape:
+        return select_n_p.bind(which, *cases), dw
     if dw is None and aval_of(which).ndim == 0:
-        return select_n_p.bind(which, *cases), 0
-    which = move_axis_to(which, dw, 0, size)
+        return select_n_p.bind(which, *[bdim_at_front(c, d, size)
+                                        for c, d in zip(cases, dcs)]), 0
+    which = bdim_at_front(which, dw, size)
+    cases = [bdim_at_front(c, d, size) for c, d in zip(cases, dcs)]
     case_shape = aval_of(cases[0]).shape
     if aval_of(which).shape != case_shape:  # a selector that is a scalar per example
         which = broadcast_in_dim(which, case_shape, (0,))

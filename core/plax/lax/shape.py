@@ -14,6 +14,7 @@ from plax.core.primitive import Primitive
 from plax.lowering.fusion import BROADCAST, INDEX, register_fusible
 from plax.core.registry import register_rule
 from plax.core.shaped_array import ShapedArray
+from plax.core.varying import vary_like
 from plax.lax.base import (asarray, aval_of, canonicalize_axis, lax_shape, operator_index,
                           same_dtypes)
 from plax.transforms.batching import move_axis_to
@@ -175,8 +176,9 @@ def full_like(x, fill_value, dtype=None, shape=None):
     """An array like ``x`` (its shape and dtype unless given) filled with ``fill_value``."""
     a = aval_of(asarray(x)) if not hasattr(x, "aval") else x.aval
     dt = dtype if dtype is not None else a.dtype
-    return full(a.shape if shape is None else shape, fill_value, dt,
-                weak_type=dtype is None and a.weak_type)
+    out = full(a.shape if shape is None else shape, fill_value, dt,
+               weak_type=dtype is None and a.weak_type)
+    return vary_like(out, x)  # inside shard_map: varying as `x` is (JAX's pvary)
 
 
 def zeros_like_array(x):

@@ -84,7 +84,12 @@ def _sort_jvp(primals, tangents, *, dimension, is_stable, num_keys):
 
 @register_rule("batch", sort_p)
 def _sort_batch(vals, dims, *, dimension, is_stable, num_keys):
-    size = next(aval_of(v).shape[d] for v, d in zip(vals, dims) if d is not None)
-    moved = [move_axis_to(v, d, 0, size) for v, d in zip(vals, dims)]
-    return sort_p.bind(*moved, dimension=dimension + 1, is_stable=is_stable, num_keys=num_keys), 0
+    # as JAX's rule: the operands meet at the first batched one's axis, which stays where it
+    # is (the others moved there, unbatched ones broadcast along it), and the sorted dimension
+    # shifts past it
+    first, bdim = next((v, d) for v, d in zip(vals, dims) if d is not None)
+    size = aval_of(first).shape[bdim]
+    moved = [move_axis_to(v, d, bdim, size) for v, d in zip(vals, dims)]
+    return sort_p.bind(*moved, dimension=dimension + (bdim <= dimension), is_stable=is_stable,
+                       num_keys=num_keys), bdim
 

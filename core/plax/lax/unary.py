@@ -196,10 +196,13 @@ def integer_pow(x, y: int):
 
 
 def _integer_pow_jvp(t, x, *, y):
+    # y * x ** (y - 1), staged as JAX's rule stages it: the tangent itself for y = 1, and
+    # ``2 * x`` for y = 2 (no ``integer_pow[y=1]``)
     if y == 0:
         return B.zeros_like(t)
-    d = B.mul(_scalar(y, x), integer_pow(x, y - 1)) if y != 1 else B.full_like_scalar(1, x)
-    return B.mul(t, d)
+    if y == 1:
+        return t
+    return B.mul(t, B.mul(_scalar(y, x), x if y == 2 else integer_pow(x, y - 1)))
 
 
 defjvp(integer_pow_p, _integer_pow_jvp)

@@ -10,6 +10,7 @@ import numpy as np
 from plax import dtypes, lax
 from plax.array import Array, from_host
 from plax.core.trace import Tracer, get_aval
+from plax.core.varying import vary_like
 from plax.float0 import is_float0_value
 from plax.transforms.jit import jit_when_traced
 from plax.lax import base as _lax_base
@@ -310,7 +311,7 @@ def _like(a, dtype, shape, value):
     else:
         out = lax.full(new_shape, value, dt, weak_type=weak)
     if isinstance(a, Tracer):
-        return out
+        return vary_like(out, a)  # inside shard_map: varying as `a` is (JAX's pvary)
     if type(a) is Array and not a._committed:
         return out  # (the usual case: nothing more to do)
     return _placed_like(out, a, new_shape, weak)

@@ -22,6 +22,7 @@ import numpy as np
 
 from plax import dtypes, errors, lax
 from plax.array import Array
+from plax.core import varying as _varying
 from plax.core.trace import Tracer, get_aval
 from plax.lax.slicing import GatherDimensionNumbers, GatherScatterMode, ScatterDimensionNumbers
 from plax.sharding_indexing import index_typed
@@ -516,7 +517,10 @@ def scatter_update(x, idx, y, op: str, *, indices_are_sorted=False, unique_indic
     gmode = GatherScatterMode.FILL_OR_DROP if mode is None else GatherScatterMode.from_any(mode)
     if aval.size == 0:
         return x  # nothing to update (every index is out of bounds, hence dropped)
-    region = _static_region(aval.shape, idx)
+    # a box of static bounds is written with dynamic_update_slice, unless an operand holds
+    # partial sums (unreduced, inside shard_map): JAX's scatter types its result as not
+    # unreduced where slice, add and dynamic_update_slice would refuse or keep them
+    region = None if _any_unreduced(x, y) else _static_region(aval.shape, idx)
     if region is not None:
         return _update_region(x, region, y, op)
     n = aval.size
@@ -596,6 +600,10 @@ def _broadcast_update(y, shape, idx):
         raise ValueError(f"Incompatible shapes for .at[] update: values of shape "
                          f"{get_aval(y).shape} cannot be broadcast to the indexed shape {shape} "
                          f"(index {idx!r})") from None
+
+
+def _any_unreduced(*values) -> bool:
+    return _varying.active() and any(_varying.unreduced_of(get_aval(v)) for v in values)
 
 
 def _static_region(shape, idx):

@@ -775,12 +775,10 @@ def trace(a, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype=None):
 
 
 def _tri_mask(shape, k, lower):
-    rows = lax.broadcasted_iota(np.int32, shape[-2:], 0)
+    # staged in JAX's order: the rows' iota shifted by k, then the columns' iota
+    shifted = lax.add(lax.broadcasted_iota(np.int32, shape[-2:], 0), lax.full((), k, np.int32))
     cols = lax.broadcasted_iota(np.int32, shape[-2:], 1)
-    kk = lax.full((), k, np.int32)
-    if lower:
-        return lax.ge(lax.add(rows, kk), cols)
-    return lax.le(lax.add(rows, kk), cols)
+    return lax.ge(shifted, cols) if lower else lax.le(shifted, cols)
 
 
 @jit_when_traced(static_argnames=("k",))

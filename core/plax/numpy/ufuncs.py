@@ -13,8 +13,8 @@ import numpy as np
 
 from plax import dtypes, lax
 from plax.array import Array
-from plax.core.trace import get_aval
-from plax.transforms.jit import jit_when_traced
+from plax.core.trace import Tracer, get_aval
+from plax.transforms.jit import jit, jit_when_traced
 from plax.numpy.util import (asarray_weak, broadcast_all, broadcast_nonscalars, check_arraylike,
                              promote_args, promote_args_inexact, promote_shapes, to_dtype)
 
@@ -406,11 +406,32 @@ def power(x, y, /):
             raise TypeError(f"Integers cannot be raised to negative powers, got "
                             f"integer_pow({get_aval(xa).str_short()}, {y})")
         return lax.integer_pow(xa, int(y))
-    x, y = promote_args_numeric("power", x, y)
-    dt = _dt(x)
-    if dtypes.is_inexact(dt):
+    if dtypes.is_inexact(_dt(x)) and dtypes.is_integer(_dt(y)):
+        if isinstance(x, Tracer) or isinstance(y, Tracer):
+            return _power_inline(x, y)
+        return lax.pow(*promote_shapes("power", x, y))  # (eagerly: no unused promotion)
+    return _power(x, y)
+
+
+def _power(x, y):
+    """``power`` of operands other than a static integer exponent (JAX's ``_power``)."""
+    x, y = promote_shapes("power", x, y)  # ranks first, dtypes after, as JAX stages them
+    xp, yp = promote_args_numeric("power", x, y)
+    dt = _dt(xp)
+    if not dtypes.is_inexact(dt):
+        return _integer_power(xp, yp)
+    if dtypes.is_inexact(_dt(x)) and dtypes.is_integer(_dt(y)):
+        # an inexact base and an integer exponent meet in lax.pow unpromoted, as in JAX (so
+        # the derivative at x = 0 of x ** n is n * 0 ** (n - 1), not NaN; the promoted
+        # exponent above is left unused, as JAX leaves it)
         return lax.pow(x, y)
-    return _integer_power(x, y)
+    return lax.pow(xp, yp)
+
+
+# an inexact base and a traced integer exponent: one inlined jit, as in JAX, so that under
+# reverse mode the exponent's unused promotion is dropped (other operands reach _power
+# directly: their Python scalars stay literals)
+_power_inline = jit(_power, inline=True)
 
 
 def _integer_power(x, y):

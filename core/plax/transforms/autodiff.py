@@ -17,6 +17,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from plax import dtypes, tree_util
+from plax.core import varying as _varying
 from plax.core.interpret import eval_jaxpr
 from plax.core.jaxpr import ClosedJaxpr, Jaxpr
 from plax.core.passes import dce, has_unread_call_outputs
@@ -284,6 +285,13 @@ def _sharding_differs(ct, ct_aval, out_aval) -> bool:
     return type_dims(ct_aval) != type_dims(out_aval)
 
 
+def _as_reduced(aval) -> str:
+    """``aval``'s type with its unreduced axes reduced, as JAX prints a cotangent's type for
+    an unreduced output: ``float32[]{V:X, U:Y}`` -> ``float32[]{V:X, R:Y}``."""
+    text = str(aval)
+    return text[:text.index("{")] + text[text.index("{"):].replace("U:", "R:")
+
+
 class _VJPFunction:
     """The function ``vjp`` returns: maps output cotangents to input cotangents (a tuple).
 
@@ -321,6 +329,13 @@ class _VJPFunction:
                                  f"function: got {ca.str_short()}, but expected "
                                  f"{want.str_short()} because the corresponding output of the "
                                  f"function had shape {aval.shape}.")
+            if _varying.unreduced_of(aval):
+                # a cotangent of partial sums would be typed reduced over those axes
+                # ({V:X, R:Y}), which nothing in plax makes: JAX's error for any other
+                raise ValueError(f"unexpected JAX type (e.g. shape/dtype) for argument to VJP "
+                                 f"function: got {ca}, but expected {_as_reduced(aval)} "
+                                 f"because the corresponding output of the differentiated "
+                                 f"function had JAX type {aval}")
             if (ca.sharding is not None or aval.sharding is not None) and \
                     _sharding_differs(ct, ca, aval):
                 raise ValueError(f"unexpected JAX type (e.g. shape/dtype) for argument to VJP "

@@ -404,8 +404,15 @@ def move_axis_to(x: Any, src: int | None, dst: int, size: int):
 
 
 def bdim_at_front(x: Any, bdim: int | None, size: int):
-    """``x`` with its batch axis first (materialised if not batched)."""
-    return move_axis_to(x, bdim, 0, size)
+    """``x`` with its batch axis first: moved there, or (not batched) broadcast along a new
+    leading axis of ``size``, with the broadcast's dimensions as NumPy ints, as JAX's batcher
+    computes them (its jaxprs print ``broadcast_dimensions=(np.int64(1),)``)."""
+    if bdim is not None:
+        return move_axis_to(x, bdim, 0, size)
+    from plax import lax
+    shape = get_aval(x).shape
+    return lax.broadcast_in_dim_p.bind(x, shape=(size,) + tuple(shape),
+                                       broadcast_dimensions=tuple(np.arange(1, len(shape) + 1)))
 
 
 def axis_size(vals, dims) -> int:

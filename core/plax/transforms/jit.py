@@ -727,6 +727,11 @@ class JitFunction:
         placement.update(context_mesh_params())
         if self._inline:  # jit(inline=True): the body's equations, not a call (as JAX)
             from plax.core.interpret import jaxpr_as_fun
+            if _in_reverse_mode(leaves):
+                # JAX partially evaluates the call there, then inlines it: the body's
+                # equations whose results nothing reads are gone
+                from plax.core.passes import dce
+                closed = ClosedJaxpr(dce(closed.jaxpr), closed.consts)
             return _tree_unflatten(out_tree, jaxpr_as_fun(closed)(*captured, *leaves))
         if self._shardings is not None:  # in_shardings=/out_shardings=, recorded as JAX does
             placement.update(self._sharding_params(captured, leaves, treedef, out_tree,
@@ -811,6 +816,13 @@ class JitFunction:
 
 
 _STAGEABLE = (Array, Tracer, np.ndarray, np.generic, bool, int, float, complex)
+
+
+def _in_reverse_mode(leaves) -> bool:
+    """Whether an argument carries a tangent staged for transposition (``grad``, ``vjp``)."""
+    from plax.transforms.jvp import JVPTracer
+    from plax.transforms.staging import is_linearize_tracer
+    return any(type(x) is JVPTracer and is_linearize_tracer(x.tangent) for x in leaves)
 
 
 def jit_when_traced(fun: Callable | None = None, *, name: str | None = None,

@@ -476,6 +476,8 @@ registry.register_rule("batch", pvary_p)(lambda vals, dims, *, axes: (vals[0], d
 # (the vmap level binding the axes handles it even for a value from below that level, as it
 # does every collective, so the cast never reaches the transforms outside the shard_map)
 register_axis_primitive(pvary_p, lambda params: params["axes"])
+# what the core calls where a value is made like a varying one (zeros_like, full_like)
+_varying.register_caster(lambda x, axes: pvary_p.bind(x, axes=tuple(axes)))
 
 
 def pvary(x: Any, axis_name) -> Any:

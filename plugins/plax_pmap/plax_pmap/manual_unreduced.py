@@ -21,7 +21,14 @@ values) gives a block that type; the body's operations are then typed by :func:`
   ``ppermute``, ``u + axis_index('Y')``: "pvary cannot accept args which are unreduced"),
   and ``psum`` over a mix of varying and unreduced axes;
 * the rest drop the unreduced axes (JAX's result type then has none): ``integer_pow``,
-  ``reduce_max``/``argmax``, cumulative sums, ``gather``, ``rev``, bitcasts, scatters.
+  ``reduce_max``/``argmax``, cumulative sums, ``gather``, ``rev``, bitcasts, scatters
+  (``u.at[i].add(v)`` and the other ``.at`` updates scatter when an operand is unreduced,
+  as JAX stages them, rather than write a box with ``dynamic_update_slice``).
+
+Elsewhere, as in JAX: ``zeros_like(u)`` and the other fills are varying over ``u``'s varying
+axes, not unreduced (:func:`plax.core.varying.vary_like`), and the VJP of a function whose
+output is unreduced refuses the cotangent (it would have to be typed reduced,
+``{V:X, R:Y}``; :func:`plax.transforms.autodiff`'s check).
 
 The values themselves are computed as before (:mod:`plax_pmap.unreduced_specs`): the
 types only decide what is refused.
@@ -239,9 +246,7 @@ def _typed_operation(primitive, name: str, in_avals, sets: list, outs: list) -> 
     if name == "select_n":  # as its first case (JAX's rule)
         return [o.update(unreduced=sets[1] if len(sets) > 1 else _NONE) for o in outs]
     if name == "dynamic_update_slice":
-        if sets[0] and not sets[1]:
-            # plax's x.at[i].set(v) (JAX's scatter there, whose result is not unreduced)
-            return [o.update(unreduced=_NONE) for o in outs]
+        # (x.at[i].set(v) of an unreduced operand or update scatters, as in JAX)
         if sets[0] != sets[1]:
             axes = tuple(sorted(_varying.typed_axes(), key=str))
             raise ShardingTypeError(
