@@ -60,7 +60,7 @@ from plax import lax
 from plax.core.passes import inline_param
 from plax.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var
 from plax.core.shaped_array import ShapedArray
-from plax.lowering import (BROADCAST, ELEMENTWISE, REDUCTION, Cluster, call_body,
+from plax.lowering import (BROADCAST, ELEMENTWISE, REDUCTION, Cluster, FusionOptions, call_body,
                            explicit_broadcasts, find_clusters, fusion_kind, order_for_fusion,
                            sub_cluster)
 from plax.lowering.literals import literal_value
@@ -96,6 +96,10 @@ NOT_NATIVE = ("gather", "scatter*", "sort", "cumsum/cumprod/cummax/cumlogsumexp"
 #: warning printed inside JAX's own debugging page, around ``jax.debug.breakpoint`` in a
 #: ``cond``)
 HOST_CALLBACKS = frozenset({"debug_callback", "io_callback", "pure_callback"})
+
+#: what the loop kernels' clusters hold beyond the plain kinds: ``threefry2x32``'s two words
+#: hashed in one pass, ``iota`` from the loop index
+_FUSES = FusionOptions(multiple_results=True, index=True)
 
 
 class WholePlan:
@@ -217,7 +221,7 @@ class _Gen:
         # (and size-1 broadcasts of elementwise operands as the broadcast_in_dim they are)
         jaxpr = explicit_broadcasts(outer_products_as_multiplies(_spliced_calls(jaxpr)))
         self.sliced_concats |= _sliced_concatenates(jaxpr)  # (ids: bodies' too)
-        for unit in find_clusters(order_for_fusion(jaxpr, True, True), True, True):
+        for unit in find_clusters(order_for_fusion(jaxpr, _FUSES), _FUSES):
             if isinstance(unit, Cluster):
                 self.cluster(unit, env, lines, ind)
             else:

@@ -109,17 +109,14 @@ class _Program:
 
     def units(self) -> list:
         """(step, invars, outvars, multiple_results) per cluster or equation, in order."""
-        multi = self.emitter.fuses_multiple_results
-        index = self.emitter.fuses_index
-        scalars = getattr(self.emitter, "fuses_scalar_producers", False)
-        scans = dict(arg_reductions=getattr(self.emitter, "fuses_arg_reductions", False),
-                     cumulative=getattr(self.emitter, "fuses_cumulative", False))
-        # (a fusing generator reads an operand at the loop's index: size-1 broadcasts explicit;
-        # a reduction over size-1 axes is a reshape, a view rather than a kernel)
-        source = (find_clusters(order_for_fusion(explicit_broadcasts(unit_reductions(
-                                    self.jaxpr)), multi, index, **scans),
-                                multi, index, scalars, **scans)
-                  if self.emitter.fuses else self.jaxpr.eqns)
+        if self.emitter.fuses:
+            options = self.emitter.fusion_options()
+            # (a fusing generator reads an operand at the loop's index: size-1 broadcasts
+            # explicit; a reduction over size-1 axes is a reshape, a view rather than a kernel)
+            source = find_clusters(order_for_fusion(explicit_broadcasts(unit_reductions(
+                self.jaxpr)), options), options)
+        else:
+            source = self.jaxpr.eqns
         units = []
         for unit in source:
             if isinstance(unit, Cluster):
