@@ -43,8 +43,8 @@ import numpy as np
 
 from plax import lax
 from plax.core.jaxpr import Literal
-from plax.lowering import BROADCAST, ELEMENTWISE, REDUCTION, Cluster, FusionOptions, \
-    call_body, explicit_broadcasts, find_clusters, fusion_kind, order_for_fusion
+from plax.lowering import BROADCAST, ELEMENTWISE, REDUCTION, Cluster, call_body, \
+    explicit_broadcasts, find_clusters, fusion_kind, order_for_fusion
 from plax.lowering.literals import literal_value
 
 from plax_numba import codegen, llvm_tier
@@ -59,8 +59,6 @@ _ALIAS = (lax.reshape_p, lax.squeeze_p, lax.expand_dims_p)
 _MEMCPY = "declare void @llvm.memcpy.p0.p0.i64(ptr, ptr, i64, i1)"
 _SLOT_ALIGN = 64  # bytes: each scratch slot starts on a cache line
 _UNROLL = 8  # contracted indices per pass of a product's loop (numba's matvec_t: 8)
-#: the clusters as numba's whole-program kernel forms them (:data:`plax_numba.wholegen._FUSES`)
-_FUSES = FusionOptions(multiple_results=True, index=True)
 
 
 class _Value:
@@ -201,7 +199,9 @@ class _Program:
                     and v.aval.shape and id(v) not in self.targets:
                 self.targets[id(v)] = target
                 registered.append(id(v))
-        for unit in find_clusters(order_for_fusion(jaxpr, _FUSES), _FUSES):
+        # (the clusters of numba's whole-program kernel: one with an arg-reduction or a
+        # cumulative op, which the first tier does not write, is declined)
+        for unit in find_clusters(order_for_fusion(jaxpr, codegen.FUSES), codegen.FUSES):
             if isinstance(unit, Cluster):
                 self.cluster(unit, env)
             else:
