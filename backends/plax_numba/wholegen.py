@@ -61,9 +61,8 @@ from plax.core.passes import inline_param
 from plax.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var
 from plax.core.shaped_array import ShapedArray
 from plax.lowering import (ARG_REDUCTION, BROADCAST, CUMULATIVE, ELEMENTWISE, REDUCTION, Cluster,
-                           call_body,
-                           explicit_broadcasts, find_clusters, fusion_kind, order_for_fusion,
-                           sub_cluster)
+                           call_body, explicit_broadcasts, find_clusters, fusion_kind,
+                           order_for_fusion, sub_cluster)
 from plax.lowering.literals import literal_value
 
 from plax_numba import codegen
