@@ -20,8 +20,9 @@ from plax.backend import Backend, UnsupportedPrimitiveError
 from plax.core import Primitive, ShapedArray
 from plax.core.jaxpr import Literal, sub_jaxprs
 from plax.device import Device, cpu_devices
-from plax.lowering import (Cluster, Emitter, PlaxFallbackWarning, dead_after, find_clusters,
-                           last_uses, literal_value, lower, order_for_fusion, reference_kernel)
+from plax.lowering import (Cluster, Emitter, FusionOptions, PlaxFallbackWarning, dead_after,
+                           find_clusters, last_uses, literal_value, lower, order_for_fusion,
+                           reference_kernel)
 from plax.plugins import hookimpl
 
 _ids = itertools.count()
@@ -197,7 +198,7 @@ def test_scalar_producers_fold_into_their_one_reading_cluster():
     plain = list(find_clusters(jaxpr))
     assert any(isinstance(u, Cluster) and u.shape == () for u in plain) or \
         sum(not isinstance(u, Cluster) for u in plain) >= 1
-    (c,) = find_clusters(jaxpr, scalars=True)
+    (c,) = find_clusters(jaxpr, FusionOptions(scalars=True))
     assert c.shape == (8,) and c.eqns[0].outvars[0].aval.shape == ()
     assert {e.primitive.name for e in c.eqns} >= {"sub", "sin", "mul", "add"}
     assert all(v.aval.shape == () for v in c.inputs if v.aval.shape != (8,))
@@ -205,14 +206,14 @@ def test_scalar_producers_fold_into_their_one_reading_cluster():
     # the scalar also returned: it stays a unit of its own, before the cluster
     jaxpr = plax.make_jaxpr(lambda x, lo, hi: (jnp.sin(x) * (hi - lo), hi - lo))(
         jnp.ones(8), jnp.float32(1), jnp.float32(3)).jaxpr
-    units = list(find_clusters(jaxpr, scalars=True))
+    units = list(find_clusters(jaxpr, FusionOptions(scalars=True)))
     assert len(units) == 2 and units[1].shape == (8,)
     # read by two clusters of different shapes: not folded
     def two(x, y, s):
         t = s * 2.0
         return jnp.sin(x) * t, jnp.cos(y) * t
     jaxpr = plax.make_jaxpr(two)(jnp.ones(8), jnp.ones(5), jnp.float32(3)).jaxpr
-    units = list(find_clusters(jaxpr, scalars=True))
+    units = list(find_clusters(jaxpr, FusionOptions(scalars=True)))
     assert not isinstance(units[0], Cluster) and units[0].outvars[0].aval.shape == ()
     assert [u.shape for u in units[1:]] == [(8,), (5,)]
 

@@ -11,14 +11,15 @@ import numpy as np
 import plax
 from plax import lax
 from plax import numpy as jnp
-from plax.lowering import (ARG_REDUCTION, CUMULATIVE, Cluster, Emitter, find_clusters,
-                           fusion_kind, order_for_fusion)
+from plax.lowering import (ARG_REDUCTION, CUMULATIVE, Cluster, Emitter, FusionOptions,
+                           find_clusters, fusion_kind, order_for_fusion)
 
 
 def _units(f, *args, **flags):
     jaxpr = plax.make_jaxpr(f)(*args).jaxpr
     return [[e.primitive.name for e in u.eqns] if isinstance(u, Cluster) else u.primitive.name
-            for u in find_clusters(order_for_fusion(jaxpr, **flags), **flags)]
+            for u in find_clusters(order_for_fusion(jaxpr, FusionOptions(**flags)),
+                                   FusionOptions(**flags))]
 
 
 X = np.ones((4, 6), np.float32)
@@ -34,6 +35,19 @@ def test_kinds_are_reported_only_when_asked():
 
 def test_emitter_flags_default_off():
     assert Emitter.fuses_arg_reductions is False and Emitter.fuses_cumulative is False
+    assert Emitter.fusion_options() == FusionOptions()
+
+
+def test_fusion_options_are_the_emitters_flags():
+    """The lowering driver's one options value is derived from the ``fuses_*`` flags, each
+    flag to its own field."""
+    class Scans(Emitter):
+        fuses, fuses_cumulative, fuses_scalar_producers = True, True, True
+    assert Scans.fusion_options() == FusionOptions(cumulative=True, scalars=True)
+    from plax_numba.emitter import NumbaEmitter
+    numba = NumbaEmitter.fusion_options()
+    assert (numba.multiple_results, numba.index, numba.arg_reductions, numba.cumulative) == (
+        True, True, True, True)
 
 
 def test_without_the_flags_the_old_clusters():

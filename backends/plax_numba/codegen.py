@@ -35,7 +35,7 @@ import numpy as np
 
 from plax import dtypes, lax
 from plax.core.jaxpr import Literal, Var
-from plax.lowering import ARG_REDUCTION, CUMULATIVE, REDUCTION, fusion_kind
+from plax.lowering import ARG_REDUCTION, CUMULATIVE, REDUCTION, FusionOptions, fusion_kind
 
 #: dtypes the generated loops handle natively (no complex; float16 and bfloat16 below)
 DTYPES = frozenset(np.dtype(t) for t in (np.bool_, np.int8, np.int16, np.int32, np.int64,
@@ -176,11 +176,19 @@ _COMPARE = {lax.eq_p: "==", lax.ne_p: "!=", lax.lt_p: "<", lax.le_p: "<=", lax.g
 _BITWISE = {lax.and_p: "&", lax.or_p: "|", lax.xor_p: "^"}
 
 
+#: what this generator's clusters hold beyond the plain kinds (the Numba emitter's
+#: ``fuses_*`` flags are these; the kernels of native loops and whole programs,
+#: :mod:`plax_numba.wholegen`, and their first tier, :mod:`plax_numba.llvm_tier_loops`, form
+#: their clusters with them too): ``threefry2x32``'s two words hashed in one pass, ``iota``
+#: from the loop index, ``argmax``/``argmin`` and the cumulative ops after their producers
+FUSES = FusionOptions(multiple_results=True, index=True, arg_reductions=True, cumulative=True)
+
+
 def kind_of(primitive) -> str | None:
     """``primitive``'s fusion kind as this generator sees it: ``argmax``/``argmin`` as
     ``ARG_REDUCTION`` and the cumulative ops as ``CUMULATIVE`` (the Numba emitter opts in to
     both, :attr:`plax.lowering.Emitter.fuses_arg_reductions`), ``iota`` as ``INDEX``."""
-    return fusion_kind(primitive, index=True, arg_reductions=True, cumulative=True)
+    return fusion_kind(primitive, FUSES.index, FUSES.arg_reductions, FUSES.cumulative)
 
 
 def reduces(eqn) -> bool:

@@ -361,8 +361,20 @@ def submit(fn, *args) -> Future:
 
 def prestart() -> None:
     """Starts a worker now if none is running (it imports numba while the program's first
-    calls run), so the first compilation does not wait for its start-up."""
-    _pool.prestart()
+    calls run), so the first compilation does not wait for its start-up. The start runs on a
+    thread of its own: starting a process waits for its fork and exec (~1 ms of CPU, but
+    0.05-0.1 s of wall time on a loaded host), which the program's thread, lowering its
+    first program, then does not wait for. A start that fails there is retried, and
+    reported, by the first job submitted (:meth:`_Pool.dispatch`)."""
+    threading.Thread(target=_prestart_quietly, daemon=True,
+                     name="plax-numba-worker-start").start()
+
+
+def _prestart_quietly() -> None:
+    try:
+        _pool.prestart()
+    except OSError:  # (no process can start here: the first job's future says why)
+        pass
 
 
 def worker_pids() -> list[int]:

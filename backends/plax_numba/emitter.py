@@ -39,14 +39,14 @@ class NumbaEmitter(Emitter):
     fuses = True
     #: threefry2x32 joins clusters: the kernel hashes both words in one pass
     #: (codegen.multi_result), so iota -> threefry2x32 -> xor -> sampler is one loop
-    fuses_multiple_results = True
+    fuses_multiple_results = codegen.FUSES.multiple_results
     #: iota joins clusters as an expression of the loop index (codegen._iota): the counter
     #: random.normal hashes is never written to memory
-    fuses_index = True
+    fuses_index = codegen.FUSES.index
     #: argmax/argmin and the cumulative ops join clusters after their producers
     #: (codegen_scan.fused_arg / fused_cumulative): argmax(abs(x - y), axis=1) is one loop
-    fuses_arg_reductions = True
-    fuses_cumulative = True
+    fuses_arg_reductions = codegen.FUSES.arg_reductions
+    fuses_cumulative = codegen.FUSES.cumulative
 
     def __init__(self, backend, device, compile_kernels: bool = True,
                  parallel: bool | None = None):
@@ -813,6 +813,12 @@ def native_step(plan, interp, sync: bool, sources: list | None = None):
         # the build starts later by) is short beside the build (RNN scan 1000x64: 15 ms
         # against ~90 ms of LLVM); the loader's set-up starts now
         first = first_loop() if llvm_tier.enabled() and not at_once else None
+        linked_now = first is not None and llvm_tier.on_disk(first)
+        if first is not None and not linked_now:
+            # the loader's set-up queued first, as a cluster's is: tiered.counting below
+            # spawns the compile worker (a fork and exec, ~0.1 s of wall time on a loaded
+            # host), which the set-up then overlaps instead of following
+            llvm_tier.prestart()
 
         def first_job():
             fn = llvm_tier.build(first, plan.primitives, path)
@@ -827,7 +833,7 @@ def native_step(plan, interp, sync: bool, sources: list | None = None):
             cache.request(text, plan.arg_types)
         ns["_interp"] = tiered.counting(interp, job, tiered.compile_after(),
                                         request=request, at_once=at_once)
-        if first is not None and llvm_tier.on_disk(first):
+        if linked_now:
             # its machine code is cached (an earlier process built it): linked now, in
             # milliseconds once the loader is set up, so the program is fast from its first
             # call; numba's kernel is still requested when the step gets hot
@@ -840,8 +846,6 @@ def native_step(plan, interp, sync: bool, sources: list | None = None):
                     cache.request(text, plan.arg_types)
                 counted = tiered.counting(fn, job, tiered.compile_after(), request=hot)
                 ns["_entry"], ns["_ready"] = counted, True
-        elif first is not None:
-            llvm_tier.prestart()
     if sources is not None:
         sources.append((path, text))
     step = ns["step"]

@@ -199,7 +199,9 @@ class _Program:
                     and v.aval.shape and id(v) not in self.targets:
                 self.targets[id(v)] = target
                 registered.append(id(v))
-        for unit in find_clusters(order_for_fusion(jaxpr, True, True), True, True):
+        # (the clusters of numba's whole-program kernel: one with an arg-reduction or a
+        # cumulative op, which the first tier does not write, is declined)
+        for unit in find_clusters(order_for_fusion(jaxpr, codegen.FUSES), codegen.FUSES):
             if isinstance(unit, Cluster):
                 self.cluster(unit, env)
             else:

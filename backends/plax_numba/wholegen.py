@@ -60,9 +60,9 @@ from plax import lax
 from plax.core.passes import inline_param
 from plax.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var
 from plax.core.shaped_array import ShapedArray
-from plax.lowering import (BROADCAST, ELEMENTWISE, REDUCTION, Cluster, call_body,
-                           explicit_broadcasts, find_clusters, fusion_kind, order_for_fusion,
-                           sub_cluster)
+from plax.lowering import (ARG_REDUCTION, BROADCAST, CUMULATIVE, ELEMENTWISE, REDUCTION, Cluster,
+                           call_body, explicit_broadcasts, find_clusters, fusion_kind,
+                           order_for_fusion, sub_cluster)
 from plax.lowering.literals import literal_value
 
 from plax_numba import codegen
@@ -86,8 +86,8 @@ MATVEC_MAX = 64 * 64
 
 #: what a native loop or whole-program kernel does not compile: a body using one of these
 #: keeps the per-equation path (a Python loop calling the compiled body), with one warning
-NOT_NATIVE = ("gather", "scatter*", "sort", "cumsum/cumprod/cummax/cumlogsumexp", "argmax",
-              "argmin", "random_bits", "fft", "linalg", "conv_general_dilated",
+NOT_NATIVE = ("gather", "scatter*", "sort", "float16/bfloat16 argmax/argmin/cummax/cummin",
+              "random_bits", "fft", "linalg", "conv_general_dilated",
               "reduce_precision", "complex dtypes", "float16/bfloat16 dot_general",
               "callbacks")
 
@@ -213,11 +213,12 @@ class _Gen:
                 raise Unsupported(f"a value of dtype {np.dtype(v.aval.dtype)}")
         env = dict(zip(jaxpr.constvars, consts))
         env.update(zip(jaxpr.invars, ins))
-        # (threefry2x32 joins clusters: codegen hashes both words in the loop)
+        # (the clusters of the per-cluster program, codegen.FUSES: threefry2x32 hashed in one
+        # pass, iota from the index, argmax/argmin and the cumulative ops after their producers)
         # (and size-1 broadcasts of elementwise operands as the broadcast_in_dim they are)
         jaxpr = explicit_broadcasts(outer_products_as_multiplies(_spliced_calls(jaxpr)))
         self.sliced_concats |= _sliced_concatenates(jaxpr)  # (ids: bodies' too)
-        for unit in find_clusters(order_for_fusion(jaxpr, True, True), True, True):
+        for unit in find_clusters(order_for_fusion(jaxpr, codegen.FUSES), codegen.FUSES):
             if isinstance(unit, Cluster):
                 self.cluster(unit, env, lines, ind)
             else:
@@ -287,7 +288,8 @@ class _Gen:
             outs = self.jaxpr(body.jaxpr, ins, lines, ind, consts)
             env.update(zip(eqn.outvars, outs))
             return
-        kind = fusion_kind(prim)
+        # (iota as before: a lone one is a handler's array, not a cluster of its own)
+        kind = fusion_kind(prim, False, codegen.FUSES.arg_reductions, codegen.FUSES.cumulative)
         if kind is not None and (len(eqn.outvars) == 1 and not prim.multiple_results
                                  or kind == ELEMENTWISE):
             self.lone_fusible(eqn, kind, env, lines, ind)
@@ -312,7 +314,11 @@ class _Gen:
             self.numpy_call(eqn, env, lines, ind)
             return
         out = eqn.outvars[0]
-        if kind == REDUCTION:
+        if kind in (ARG_REDUCTION, CUMULATIVE):
+            from plax_numba import codegen_scan
+            if codegen_scan.own_kernel(eqn):  # (float16/bfloat16: a kernel of its own)
+                raise Unsupported(f"{eqn.primitive.name} on {np.dtype(out.aval.dtype)}")
+        if kind in (REDUCTION, ARG_REDUCTION, CUMULATIVE):
             shape = tuple(eqn.invars[0].aval.shape)
         else:
             shape = tuple(out.aval.shape)

@@ -169,11 +169,11 @@ def inline_calls(jaxpr: Jaxpr) -> Jaxpr:
     return Jaxpr(jaxpr.constvars, jaxpr.invars, [sub(v) for v in jaxpr.outvars], eqns)
 
 
-def cluster_options() -> dict:
+def cluster_options():
     """:func:`plax.lowering.find_clusters`'s options as the CuPy emitter asks for them (``iota``
-    and ``threefry2x32`` join clusters)."""
+    and ``threefry2x32`` join clusters; scalar producers are folded in)."""
     from plax_cupy.emitter import CupyEmitter
-    return dict(multiple_results=CupyEmitter.fuses_multiple_results, index=CupyEmitter.fuses_index)
+    return CupyEmitter.fusion_options()
 
 
 def lowered_form(jaxpr: Jaxpr) -> Jaxpr:
@@ -184,7 +184,7 @@ def lowered_form(jaxpr: Jaxpr) -> Jaxpr:
 
 def clusters_of(jaxpr: Jaxpr) -> list:
     """The fusion clusters of ``jaxpr`` as the lowering forms them (:func:`lowered_form`)."""
-    return [u for u in find_clusters(lowered_form(jaxpr), **cluster_options())
+    return [u for u in find_clusters(lowered_form(jaxpr), cluster_options())
             if isinstance(u, Cluster)]
 
 

@@ -133,7 +133,7 @@ def _run_program_on_host(jaxpr, consts, operands, lib, plans):
         return np.asarray(v.val, v.aval.dtype) if isinstance(v, Literal) else env[v]
 
     k = 0
-    for unit in find_clusters(lowered_form(jaxpr), **cluster_options()):  # as clusters_of
+    for unit in find_clusters(lowered_form(jaxpr), cluster_options()):  # as clusters_of
         if isinstance(unit, Cluster):
             plan, suffix = plans[k]
             k += 1

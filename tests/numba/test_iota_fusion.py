@@ -11,7 +11,8 @@ import pytest
 
 import plax
 from plax import lax, random
-from plax.lowering import Cluster, INDEX, find_clusters, fusion_kind, order_for_fusion
+from plax.lowering import (Cluster, FusionOptions, INDEX, find_clusters, fusion_kind,
+                           order_for_fusion)
 
 from numba_vs_numpy import assert_bits_equal, compiled_source, jit_both
 
@@ -31,7 +32,8 @@ def test_fusion_rule_takes_iota_only_when_asked():
     assert fusion_kind(lax.iota_p, index=True) == INDEX
     plain = list(find_clusters(order_for_fusion(jaxpr)))
     assert sum(getattr(u, "primitive", None) is lax.iota_p for u in plain) == 2
-    fused = list(find_clusters(order_for_fusion(jaxpr, index=True), index=True))
+    index = FusionOptions(index=True)
+    fused = list(find_clusters(order_for_fusion(jaxpr, index), index))
     (cluster,) = fused
     assert isinstance(cluster, Cluster)
     assert [e.primitive for e in cluster.eqns].count(lax.iota_p) == 2

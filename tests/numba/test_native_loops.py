@@ -8,6 +8,8 @@ parametrized cases reuse one traced function per shape of test.
 """
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -174,6 +176,32 @@ def test_native_loop_inside_a_larger_program(monkeypatch):
     got, want, text = run_both(lambda *a: f(*a)[1], *args)
     assert "whole-program" not in text and "for it" in text
     assert_close(got, want)
+
+
+def test_arg_reductions_and_cumulative_ops_inside_a_native_loop():
+    """A loop body mixing ``cumsum`` and ``argmax`` with other work is one native loop (their
+    fused clusters, ``codegen.FUSES``, inside the whole-program kernel), with no fallback
+    warning, and its values are the NumPy backend's bit for bit (a sum along rows in
+    order, an index, elementwise float32 arithmetic)."""
+    import warnings
+
+    from plax.lowering import PlaxFallbackWarning
+
+    def f(x, y):
+        def body(i, c):
+            v, best = c
+            s = jnp.cumsum(v * 0.5 + y, axis=1)
+            return s * 0.25 - v, best + jnp.argmax(jnp.abs(s - v), axis=1)
+        return lax.fori_loop(0, 5, body, (x, jnp.zeros(x.shape[0], jnp.int32)))
+    rng = np.random.default_rng(3)
+    x, y = (rng.standard_normal((3, 6)).astype(np.float32) for _ in range(2))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PlaxFallbackWarning)  # PlaxNativeLoopWarning included
+        got, want, text = run_both(f, x, y)
+    # the loop, the cumsum's row scan and the argmax's index, all in the one kernel
+    assert "for it" in text and "scan_lines(" in text, text
+    assert re.search(r"m\d+\[i0\] = q", text), text
+    assert_close(got, want, ulps=0)
 
 
 def test_unsupported_body_keeps_the_python_loop():

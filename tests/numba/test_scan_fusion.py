@@ -201,12 +201,13 @@ def test_first_tier_declines_scan_clusters():
     """The LLVM first tier does not express arg-reductions or scans: it declines such a
     cluster (numba's kernel runs it)."""
     from plax import make_jaxpr
-    from plax.lowering import Cluster, find_clusters
+    from plax.lowering import Cluster, FusionOptions, find_clusters
     from plax_numba import codegen, llvm_tier
     x = _values(np.float32, (8, 20), 8)
     for f in (lambda v: jnp.argmax(v * 2, axis=1), lambda v: jnp.cumsum(v * 2, axis=0)):
         jaxpr = make_jaxpr(f)(x).jaxpr
-        (cluster,) = [u for u in find_clusters(jaxpr, arg_reductions=True, cumulative=True)
+        scans = FusionOptions(arg_reductions=True, cumulative=True)
+        (cluster,) = [u for u in find_clusters(jaxpr, scans)
                       if isinstance(u, Cluster)]
         plan = codegen.plan_cluster(cluster, preallocate=True)
         assert llvm_tier.plan(cluster, plan) is None

@@ -12,7 +12,8 @@ import pytest
 
 import plax
 from plax import lax, random
-from plax.lowering import Cluster, PlaxFallbackWarning, find_clusters, order_for_fusion
+from plax.lowering import (Cluster, FusionOptions, PlaxFallbackWarning, find_clusters,
+                           order_for_fusion)
 
 from numba_vs_numpy import assert_bits_equal, compiled_source, jit_both
 
@@ -24,7 +25,8 @@ def _hash_then_mix(k, x):
 
 def _units(f, *args, multiple_results):
     jaxpr = plax.make_jaxpr(f)(*args).jaxpr
-    return list(find_clusters(order_for_fusion(jaxpr, multiple_results), multiple_results))
+    options = FusionOptions(multiple_results=multiple_results)
+    return list(find_clusters(order_for_fusion(jaxpr, options), options))
 
 
 def test_fusion_rule_takes_multi_result_equations_only_when_asked():

@@ -15,7 +15,7 @@ _WHERE = {
     "reference_kernel": "fallback",
     "BROADCAST": "fusion", "ELEMENTWISE": "fusion", "REDUCTION": "fusion", "INDEX": "fusion",
     "ARG_REDUCTION": "fusion", "CUMULATIVE": "fusion",
-    "Cluster": "fusion",
+    "Cluster": "fusion", "FusionOptions": "fusion",
     "find_clusters": "fusion", "fusion_kind": "fusion", "order_for_fusion": "fusion",
     "inserts_unit_axes": "fusion",
     "register_fusible": "fusion", "sub_cluster": "fusion",

@@ -12,6 +12,8 @@ from typing import Any, Callable
 
 import numpy as np
 
+from plax.lowering.fusion import FusionOptions
+
 
 class Step:
     """A callable the generated program calls, with what the driver may do around it.
@@ -54,6 +56,26 @@ class Emitter:
     #: whether the cumulative ops join clusters after their producers (``CUMULATIVE``): the
     #: generator walks the scan axis in order (see :func:`plax.lowering.find_clusters`)
     fuses_cumulative: bool = False
+
+    @classmethod
+    def fusion_options(cls) -> FusionOptions:
+        """The class's ``fuses_*`` flags as one :class:`~plax.lowering.fusion.FusionOptions`:
+        what :func:`plax.lowering.order_for_fusion` and :func:`plax.lowering.find_clusters`
+        may fuse for this generator (the lowering driver asks once per program).
+
+        Returns:
+          A frozen :class:`~plax.lowering.fusion.FusionOptions`.
+
+        Example:
+          >>> class Mine(Emitter):
+          ...     fuses, fuses_index = True, True
+          >>> Mine.fusion_options().index, Emitter.fusion_options().index
+          (True, False)
+        """
+        return FusionOptions(multiple_results=cls.fuses_multiple_results,
+                             index=cls.fuses_index, scalars=cls.fuses_scalar_producers,
+                             arg_reductions=cls.fuses_arg_reductions,
+                             cumulative=cls.fuses_cumulative)
 
     def emit_cluster(self, cluster) -> Callable | Step | None:
         """A step computing ``cluster.outputs`` (a list) from ``cluster.inputs``' buffers."""

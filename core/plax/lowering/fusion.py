@@ -12,8 +12,8 @@
 * ``REDUCTION``: the *operand* has the iteration shape; the output is smaller;
 * ``INDEX`` (``iota``): no operands; the output has the iteration shape and each element is
   a function of its position alone, which a generator computes from the loop's index
-  instead of reading a buffer (only for a backend that asks, ``index=True`` in
-  :func:`find_clusters`, from :attr:`plax.lowering.Emitter.fuses_index`; elsewhere such an
+  instead of reading a buffer (only for a backend that asks, ``index=True`` in its
+  :class:`FusionOptions`, from :attr:`plax.lowering.Emitter.fuses_index`; elsewhere such an
   equation stays a lone step and its value is written to memory).
 
 A cluster is a maximal run of *consecutive* equations of one iteration shape, each of a
@@ -25,13 +25,13 @@ are never fused. A run of one equation is not a cluster.
 **Multi-result equations.** An ``ELEMENTWISE`` primitive with several results of one shape
 (``threefry2x32``: two hashed words per counter pair) joins a cluster only for a backend
 whose generator computes all of its results in one pass (``multiple_results=True`` in
-:func:`find_clusters`, from :attr:`plax.lowering.Emitter.fuses_multiple_results`); the
+:class:`FusionOptions`, from :attr:`plax.lowering.Emitter.fuses_multiple_results`); the
 cluster may continue from any of them. Elsewhere such an equation stays a lone step.
 
 **Scalar producers.** Rank-0 elementwise equations (a bound converted and subtracted before
 ``random.uniform`` scales its samples) form a cluster of shape ``()`` or lone equations of
 their own: one more kernel launch for a few flops. For a generator that asks (``scalars=True``
-in :func:`find_clusters`, from :attr:`plax.lowering.Emitter.fuses_scalar_producers`), such a
+in :class:`FusionOptions`, from :attr:`plax.lowering.Emitter.fuses_scalar_producers`), such a
 producer whose values are read by exactly one later cluster of another shape, and are not the
 jaxpr's outputs, moves into that cluster ahead of its equations: the generator recomputes the
 few scalar operations per element from the producer's scalar inputs (registers; no memory).
@@ -41,7 +41,7 @@ that ``random.normal`` hashes is then an expression of the loop index in the has
 never an array in memory.
 
 **Arg-reductions and cumulative ops** (for a backend that asks: ``arg_reductions=True`` and
-``cumulative=True`` in :func:`find_clusters`, from
+``cumulative=True`` in :class:`FusionOptions`, from
 :attr:`plax.lowering.Emitter.fuses_arg_reductions` and
 :attr:`~plax.lowering.Emitter.fuses_cumulative`; elsewhere they stay lone equations):
 
@@ -59,6 +59,7 @@ never an array in memory.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Iterator, Union
 
 from plax.core.jaxpr import Jaxpr, JaxprEqn, Literal, Var
@@ -74,6 +75,44 @@ _KINDS = (ELEMENTWISE, BROADCAST, REDUCTION, INDEX, ARG_REDUCTION, CUMULATIVE)
 _REDUCING = (REDUCTION, ARG_REDUCTION, CUMULATIVE)
 
 _fusion_kinds: dict = {}
+
+
+@dataclass(frozen=True)
+class FusionOptions:
+    """What a backend's generator can fuse beyond the plain kinds (each field off by default);
+    :meth:`plax.lowering.Emitter.fusion_options` derives it from the emitter's ``fuses_*``
+    flags, and :func:`order_for_fusion` and :func:`find_clusters` take it.
+
+    Args:
+      multiple_results: elementwise equations with several results of one shape
+        (``threefry2x32``) may join clusters: the generator computes all of an equation's
+        results in one pass (``Emitter.fuses_multiple_results``).
+      index: ``INDEX`` equations (``iota``) may join clusters: the generator computes them
+        from the loop's index (``Emitter.fuses_index``).
+      scalars: scalar producers fold into the one cluster that reads them: the generator
+        computes a cluster's rank-0 equations per element from its scalar inputs
+        (``Emitter.fuses_scalar_producers``).
+      arg_reductions: ``argmax``/``argmin`` join clusters as ``ARG_REDUCTION``: the generator
+        tracks the best value's index (``Emitter.fuses_arg_reductions``).
+      cumulative: ``cumsum``/``cumprod``/``cummax``/``cummin``/``cumlogsumexp`` join clusters
+        as ``CUMULATIVE``: the generator walks the scan axis in order
+        (``Emitter.fuses_cumulative``).
+
+    Example:
+      >>> options = FusionOptions(index=True, cumulative=True)
+      >>> options.index, options.scalars
+      (True, False)
+    """
+
+    multiple_results: bool = False
+    index: bool = False
+    scalars: bool = False
+    arg_reductions: bool = False
+    cumulative: bool = False
+
+
+#: the plain kinds only (a backend that asks for nothing more)
+PLAIN = FusionOptions()
 
 
 def register_fusible(primitive, kind: str) -> None:
@@ -176,21 +215,20 @@ def sub_cluster(eqns: list, shape: tuple, read_later: set) -> Cluster:
     return Cluster(list(eqns), shape, inputs, outputs)
 
 
-def _iteration_shape(eqn: JaxprEqn, multiple_results: bool = False,
-                     index: bool = False, arg_reductions: bool = False,
-                     cumulative: bool = False) -> tuple | None:
+def _iteration_shape(eqn: JaxprEqn, options: FusionOptions = PLAIN) -> tuple | None:
     """The shape ``eqn`` iterates over if it may be fused at all, else None (a multi-result
-    equation only with ``multiple_results``, elementwise, every result of one shape; an
-    ``INDEX`` equation only with ``index``, of rank 1 or more; an ``ARG_REDUCTION`` or
-    ``CUMULATIVE`` one only when asked, over its operand of rank 1 or more)."""
-    kind = fusion_kind(eqn.primitive, index, arg_reductions, cumulative)
+    equation only with ``options.multiple_results``, elementwise, every result of one shape;
+    an ``INDEX`` equation only with ``options.index``, of rank 1 or more; an
+    ``ARG_REDUCTION`` or ``CUMULATIVE`` one only when asked, over its operand of rank 1 or
+    more)."""
+    kind = fusion_kind(eqn.primitive, options.index, options.arg_reductions, options.cumulative)
     if kind is None or not eqn.outvars:
         return None
     if kind == INDEX:
         shape = tuple(eqn.outvars[0].aval.shape)
-        return shape if index and shape and not eqn.invars and len(eqn.outvars) == 1 else None
+        return shape if shape and not eqn.invars and len(eqn.outvars) == 1 else None
     if eqn.primitive.multiple_results or len(eqn.outvars) != 1:
-        if not multiple_results or kind != ELEMENTWISE or len(
+        if not options.multiple_results or kind != ELEMENTWISE or len(
                 {tuple(v.aval.shape) for v in eqn.outvars}) != 1:
             return None
     if kind == REDUCTION:
@@ -206,9 +244,7 @@ def _iteration_shape(eqn: JaxprEqn, multiple_results: bool = False,
     return shape
 
 
-def order_for_fusion(jaxpr: Jaxpr, multiple_results: bool = False,
-                     index: bool = False, arg_reductions: bool = False,
-                     cumulative: bool = False) -> Jaxpr:
+def order_for_fusion(jaxpr: Jaxpr, options: FusionOptions = PLAIN) -> Jaxpr:
     """``jaxpr`` with its equations reordered so that each fusible chain is consecutive.
 
     Clusters are runs of *consecutive* equations (see the module docstring), so a program
@@ -223,12 +259,7 @@ def order_for_fusion(jaxpr: Jaxpr, multiple_results: bool = False,
 
     Args:
       jaxpr: the program.
-      multiple_results: whether multi-result elementwise equations may fuse (as in
-        :func:`find_clusters`).
-      index: whether ``INDEX`` equations (``iota``) may fuse (as in :func:`find_clusters`).
-      arg_reductions: whether ``ARG_REDUCTION`` equations may fuse (as in
-        :func:`find_clusters`).
-      cumulative: whether ``CUMULATIVE`` equations may fuse (as in :func:`find_clusters`).
+      options: what may fuse beyond the plain kinds (as in :func:`find_clusters`).
 
     Returns:
       ``jaxpr`` itself when the order does not change, else a new :class:`Jaxpr`.
@@ -248,8 +279,7 @@ def order_for_fusion(jaxpr: Jaxpr, multiple_results: bool = False,
     if n < 3:
         return jaxpr
     readers, waiting = dependency_graph(eqns)
-    shapes = [_iteration_shape(e, multiple_results, index, arg_reductions, cumulative)
-              for e in eqns]
+    shapes = [_iteration_shape(e, options) for e in eqns]
     ready = [i for i in range(n) if not waiting[i]]
     heapq.heapify(ready)
     done = [False] * n
@@ -280,26 +310,16 @@ def order_for_fusion(jaxpr: Jaxpr, multiple_results: bool = False,
     return Jaxpr(jaxpr.constvars, jaxpr.invars, jaxpr.outvars, [eqns[i] for i in order])
 
 
-def find_clusters(jaxpr: Jaxpr, multiple_results: bool = False, index: bool = False,
-                  scalars: bool = False, arg_reductions: bool = False,
-                  cumulative: bool = False) -> Iterator[Union[Cluster, JaxprEqn]]:
+def find_clusters(jaxpr: Jaxpr, options: FusionOptions = PLAIN
+                  ) -> Iterator[Union[Cluster, JaxprEqn]]:
     """Splits ``jaxpr.eqns`` into fusion clusters and lone equations, in program order.
 
     Args:
       jaxpr: the program.
-      multiple_results: whether elementwise equations with several results of one shape
-        (``threefry2x32``) may join clusters: for a generator that computes all of an
-        equation's results in one pass (see the module docstring).
-      index: whether ``INDEX`` equations (``iota``) may join clusters: for a generator
-        that computes them from the loop's index (see the module docstring).
-      scalars: whether scalar producers fold into the cluster that reads them (see the
-        module docstring): for a generator that computes rank-0 equations of a cluster once
-        per element from its scalar inputs.
-      arg_reductions: whether ``argmax``/``argmin`` join clusters as ``ARG_REDUCTION`` (see
-        the module docstring): for a generator that tracks the best value's index.
-      cumulative: whether ``cumsum``/``cumprod``/``cummax``/``cummin``/``cumlogsumexp`` join
-        clusters as ``CUMULATIVE`` (see the module docstring): for a generator that walks
-        the scan axis in order.
+      options: a :class:`FusionOptions`, what the generator fuses beyond the plain kinds
+        (multi-result, index, scalar-producer, arg-reduction and cumulative equations; see
+        the module docstring); a backend passes its emitter's
+        :meth:`~plax.lowering.Emitter.fusion_options`. Default: none of them.
 
     Yields:
       :class:`Cluster` objects (two or more equations) and :class:`JaxprEqn` objects.
@@ -309,17 +329,16 @@ def find_clusters(jaxpr: Jaxpr, multiple_results: bool = False, index: bool = Fa
       >>> list(find_clusters(jaxpr))   # reads x and the literal 2.0
       [Cluster(shape=(3,), [sin mul reduce_sum], 2 in, 1 out)]
       >>> jaxpr = plax.make_jaxpr(lambda x: jnp.cumsum(jnp.exp(x)))(jnp.ones(3)).jaxpr
-      >>> list(find_clusters(jaxpr, cumulative=True))
+      >>> list(find_clusters(jaxpr, FusionOptions(cumulative=True)))
       [Cluster(shape=(3,), [exp cumsum], 1 in, 1 out)]
     """
-    units = _find_clusters(jaxpr, multiple_results, index, arg_reductions, cumulative)
-    if scalars:
+    units = _find_clusters(jaxpr, options)
+    if options.scalars:
         units = _fold_scalar_producers(jaxpr, list(units))
     yield from units
 
 
-def _find_clusters(jaxpr: Jaxpr, multiple_results: bool, index: bool,
-                   arg_reductions: bool = False, cumulative: bool = False
+def _find_clusters(jaxpr: Jaxpr, options: FusionOptions
                    ) -> Iterator[Union[Cluster, JaxprEqn]]:
     readers_after: dict = {}  # var -> index of its last reader (the jaxpr's outputs: infinity)
     for i, eqn in enumerate(jaxpr.eqns):
@@ -341,7 +360,7 @@ def _find_clusters(jaxpr: Jaxpr, multiple_results: bool, index: bool,
 
     in_run: set = set()  # the outputs of the run's equations
     for i, eqn in enumerate(jaxpr.eqns):
-        shape = _iteration_shape(eqn, multiple_results, index, arg_reductions, cumulative)
+        shape = _iteration_shape(eqn, options)
         kind = _fusion_kinds.get(eqn.primitive) if shape is not None else None
         if (shape == () and run and run_shape != ()
                 and not any(v in in_run for v in eqn.invars if isinstance(v, Var))):

@@ -70,19 +70,14 @@ def fusion_units(jaxpr: Jaxpr, emitter) -> list:
     """
     if not emitter.fuses:
         return list(jaxpr.eqns)
-    multi = emitter.fuses_multiple_results
-    index = emitter.fuses_index
-    scalars = getattr(emitter, "fuses_scalar_producers", False)
-    scans = dict(arg_reductions=getattr(emitter, "fuses_arg_reductions", False),
-                 cumulative=getattr(emitter, "fuses_cumulative", False))
+    options = emitter.fusion_options()
     # (a fusing generator reads an operand at the loop's index: size-1 broadcasts explicit;
     # a reduction over size-1 axes is a reshape, a view rather than a kernel; a repeated
     # equation, an elementwise one cut off by keepdims reshapes, a cheap one read only through
     # a broadcast, a broadcast of a broadcast would each be a kernel of its own)
     simple = compose_broadcasts(sink_unit_reshapes(common_subexpressions(unit_reductions(jaxpr))))
     simple = compose_broadcasts(hoist_broadcasts(simple))
-    return list(find_clusters(order_for_fusion(explicit_broadcasts(simple), multi, index, **scans),
-                              multi, index, scalars, **scans))
+    return list(find_clusters(order_for_fusion(explicit_broadcasts(simple), options), options))
 
 
 class _Program:
