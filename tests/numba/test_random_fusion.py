@@ -21,9 +21,6 @@ from numba_vs_numpy import assert_bits_equal, compiled_source, jit_both
 
 # ---------------------------------------------------------------- samplers, end to end
 
-# The program runs as per-cluster kernels (not one whole-program kernel), which serve every
-# shape of a rank: the shapes cost little beyond the first. 65,537 elements take the threefry
-# kernel's and the clusters' parallel forms.
 @pytest.mark.parametrize("partitionable", [True, False])
 @pytest.mark.parametrize("shape", [(), (1,), (7,), (3, 5), (1000,), (65_537,)])
 @pytest.mark.parametrize("seed", [0, 42, 2**31 + 7])
@@ -32,8 +29,7 @@ def test_samplers_bit_identical_to_numpy_backend(partitionable, shape, seed):
         k1, k2, k3 = random.split(key, 3)
         return (random.normal(k1, shape), random.uniform(k2, shape, minval=-3.0, maxval=2.5),
                 random.truncated_normal(k3, -1.5, 2.0, shape),
-                random.normal(k1, shape, dtype=np.float32) * 2.0 + 1.0,
-                random.bits(k2, shape), random.randint(k3, shape, -5, 1000))
+                random.normal(k1, shape, dtype=np.float32) * 2.0 + 1.0)
 
     with plax.config.override("jax_threefry_partitionable", partitionable):
         key = random.PRNGKey(seed)

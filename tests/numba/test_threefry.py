@@ -122,13 +122,12 @@ def test_jitted_program_uses_the_native_kernel():
     assert threefry.threefry2x32 in fn.__globals__.values()
 
 
-# Small programs: one whole-program kernel each (plax_numba.wholegen), which is compiled
-# again for every shape (~8 CPU s): one shape a loop unrolls (odd, 1-d), one it loops over
-# (2-d), and an empty one (no kernel at all). Large samples, whose per-cluster kernels serve
-# every shape, are test_random_fusion.py's test_samplers_bit_identical_to_numpy_backend,
-# which draws these samplers too.
+# A small program is one whole-program kernel (plax_numba.wholegen), compiled again for
+# every shape (~8 CPU s): one shape whose loop is unrolled (odd, 1-d), one looped over (2-d),
+# an empty one (no kernel at all: plax.empty_programs) and a large one (per-cluster kernels,
+# the parallel threefry kernel).
 @pytest.mark.parametrize("partitionable", [True, False])
-@pytest.mark.parametrize("shape", [(0,), (3,), (4, 5)])
+@pytest.mark.parametrize("shape", [(0,), (3,), (4, 5), (100_003,)])
 def test_random_matches_numpy_backend(partitionable, shape):
     def sample(key):
         k1, k2 = random.split(key)
