@@ -667,59 +667,61 @@ def threefry_step(eqn, backend, sync: bool):
     failed compilation warns once and the reference kernel keeps running.
     """
     from plax_numba import threefry  # (not numba)
-    ranks = tuple(len(v.aval.shape) for v in eqn.invars)
-    if ranks in _threefry_ready:  # (loaded or compiled in this process)
+    if _threefry_ready:  # (loaded or compiled in this process)
         return threefry.threefry2x32
     if sync:
-        kernel = _threefry_compile(ranks)
+        kernel = _threefry_compile()
         return kernel if kernel is not None else backend.eager_impl(eqn.primitive)
-    on_disk = threefry.on_disk(ranks)
-    if on_disk and _threefry_load_now(ranks):
+    on_disk = threefry.on_disk()
+    if on_disk and _threefry_load_now():
         return threefry.threefry2x32
-    return tiered.switching(backend.eager_impl(eqn.primitive),
-                            lambda: _threefry_compile(ranks), tiered.compile_after(),
-                            at_once=on_disk)
+    return tiered.switching(backend.eager_impl(eqn.primitive), _threefry_compile,
+                            tiered.compile_after(), at_once=on_disk)
 
 
-def _threefry_load_now(ranks) -> bool:
-    """Loads both threefry kernels for ``ranks`` from the disk cache on this thread if that
-    can be done at once (:func:`cache.try_load`: never a compilation, never a wait on
-    numba's compiler lock)."""
+def _threefry_load_now() -> bool:
+    """Loads both threefry kernels from the disk cache on this thread if that can be done at
+    once (:func:`cache.try_load`: never a compilation, never a wait on numba's compiler
+    lock)."""
+    global _threefry_ready
     from plax_numba import threefry
     try:
-        if threefry.load_native(ranks):  # (the worker's native artifacts: no numba)
-            _threefry_ready.add(ranks)
+        if threefry.load_native():  # (the worker's native artifacts: no numba)
+            _threefry_ready = True
             return True
         if not cache.prepare_numba_now():
             cache.load_stats["missed here"] += 1
             return False
         from plax_numba import threefry_kernels as k
-        sig = threefry.signature(ranks)
+        sig = threefry.signature()
         if not all(cache.try_load(kernel, sig, parallel)
                    for kernel, parallel in ((k.hash_serial, False), (k.hash_parallel, True))):
             cache.load_stats["missed here"] += 1
             return False
     except Exception:  # noqa: BLE001 - the background thread's attempt reports its error
         return False
-    _threefry_ready.add(ranks)
+    _threefry_ready = True
     return True
 
 
-_threefry_ready: set = set()  # operand ranks the threefry kernels are compiled for
+#: whether the threefry kernels (one pair for every operand mix) are compiled or loaded in
+#: this process
+_threefry_ready = False
 
 
-def _threefry_compile(ranks):
+def _threefry_compile():
     """:func:`plax_numba.threefry.threefry2x32` once both its kernels are compiled (or loaded
-    from numba's disk cache) for operands of ``ranks``; None (warned about) on failure."""
+    from numba's disk cache); None (warned about) on failure."""
+    global _threefry_ready
     try:
         from plax_numba import threefry
-        threefry.precompile(ranks)
+        threefry.precompile()
     except Exception as err:  # noqa: BLE001 - reported; the reference kernel runs it
         import os
         tiered.compile_failed(["threefry2x32"],
                               os.path.join(os.path.dirname(__file__), "threefry.py"), err)
         return None
-    _threefry_ready.add(ranks)
+    _threefry_ready = True
     return threefry.threefry2x32
 
 

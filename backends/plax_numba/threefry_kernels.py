@@ -6,37 +6,35 @@ in the generated code exactly as NumPy's in-place ufuncs do), so the hash is bit
 to the reference kernel (``plax_numpy.impls_random``) and to JAX, and moves each element
 once instead of a hundred times.
 
-Each of the four operands is a ``uint32`` scalar (a rank-0 operand, broadcast) or a flat
-C-contiguous ``uint32`` array of the output's size; numba compiles one specialisation per
-combination (``_at`` reads an array element or returns the scalar). :func:`hash_parallel`
-splits the work over numba's threads in chunks. The kernels are ``nogil`` and cached on
-disk (``cache=True``).
+Every operand is a flat C-contiguous ``uint32`` array, so numba compiles one specialisation
+of each kernel whatever the mix of scalar and array operands (there used to be one per mix,
+sixteen, ~2.2 CPU s each; this one costs about what one of them did): an operand of the
+output's size is read at the element's index, a rank-0 operand arrives as its
+:func:`plax_numba.threefry.fill` (its value repeated over one :data:`FILL`-element block) and
+is read at the index within the block. Both reads are unit-stride, so LLVM vectorises the
+twenty rounds either way (a read ``a[i * step]`` with a step of 0 for a scalar does not
+vectorise, and ran ten times slower). :func:`hash_parallel` splits the work over numba's
+threads in :data:`CHUNK`-element work items; :func:`hash_serial` runs the same work items in
+turn. The kernels are ``nogil`` and cached on disk (``cache=True``).
 """
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange, types
-from numba.extending import overload
+from numba import njit, prange
 
 from plax.lax.random_bits import KS_PARITY, ROTATIONS
+from plax_numba import threefry
 
 _U32 = np.uint32
 
 #: Elements per parallel work item.
 CHUNK = 1 << 14
+#: Elements per block of a work item: the length of a scalar operand's fill (it stays in L1)
+FILL = 1 << 10
+# The fills are made without numba (plax_numba.threefry): the two lengths must agree.
+assert FILL == threefry.FILL, (FILL, threefry.FILL)
 
 _PARITY = _U32(KS_PARITY)
-
-
-def _at(a, i):  # pragma: no cover - replaced by the overload inside numba
-    raise NotImplementedError
-
-
-@overload(_at, inline="always")
-def _at_impl(a, i):
-    if isinstance(a, types.Array):
-        return lambda a, i: a[i]
-    return lambda a, i: a
 
 
 _opts = dict(cache=True, nogil=True, error_model="numpy", boundscheck=False)
@@ -100,23 +98,49 @@ def hash_words(k0, k1, x0, x1):
 assert ROTATIONS == ((13, 15, 26, 6), (17, 29, 16, 24)), ROTATIONS
 
 
+@njit(inline="always", nogil=True)
+def _block(a, b, m, n):
+    """The ``m`` elements of operand ``a`` for the block at element ``b``: from ``b`` for an
+    operand of the output's size ``n``, from 0 for a scalar's fill."""
+    return a[b if a.size == n else 0:][:m]
+
+
+# Compiled once and called by both kernels (inlined, it was compiled into each: twice the
+# compilation for no measurable gain, a call per work item being nothing beside the hashing).
+@njit(**_opts)
+def hash_item(k0, k1, x0, x1, out0, out1, start):
+    """Hashes the :data:`CHUNK`-element work item at ``start``, block by :data:`FILL`-element
+    block (an operand shorter than the output is a scalar's fill,
+    :func:`plax_numba.threefry.fill`). Generated kernels call it too
+    (:mod:`plax_numba.threefry`'s native forms)."""
+    n = out0.size
+    stop = min(start + CHUNK, n)
+    # A scalar key (the usual case) is read once, so LLVM hoists its share of the rounds out
+    # of the loop: the general loop below, reading it from its fills, is ~15% slower there.
+    scalar_key = k0.size != n and k1.size != n
+    c0, c1 = k0[0], k1[0]
+    for b in range(start, stop, FILL):
+        m = min(FILL, n - b)
+        a2, a3 = _block(x0, b, m, n), _block(x1, b, m, n)
+        o0, o1 = out0[b:b + m], out1[b:b + m]
+        if scalar_key:
+            for t in range(m):
+                o0[t], o1[t] = hash_words(c0, c1, a2[t], a3[t])
+        else:
+            a0, a1 = _block(k0, b, m, n), _block(k1, b, m, n)
+            for t in range(m):
+                o0[t], o1[t] = hash_words(a0[t], a1[t], a2[t], a3[t])
+
+
 @njit(**_opts)
 def hash_serial(k0, k1, x0, x1, out0, out1):
     """Hashes ``out0.size`` counter pairs into ``out0``, ``out1`` on the calling thread."""
-    for i in range(out0.size):
-        y0, y1 = hash_words(_at(k0, i), _at(k1, i), _at(x0, i), _at(x1, i))
-        out0[i] = y0
-        out1[i] = y1
+    for c in range((out0.size + CHUNK - 1) // CHUNK):
+        hash_item(k0, k1, x0, x1, out0, out1, c * CHUNK)
 
 
 @njit(parallel=True, **_opts)
 def hash_parallel(k0, k1, x0, x1, out0, out1):
-    """:func:`hash_serial` split into :data:`CHUNK`-element work items over numba's threads."""
-    n = out0.size
-    for c in prange((n + CHUNK - 1) // CHUNK):
-        start = c * CHUNK
-        stop = min(start + CHUNK, n)
-        for i in range(start, stop):
-            y0, y1 = hash_words(_at(k0, i), _at(k1, i), _at(x0, i), _at(x1, i))
-            out0[i] = y0
-            out1[i] = y1
+    """:func:`hash_serial`'s :data:`CHUNK`-element work items over numba's threads."""
+    for c in prange((out0.size + CHUNK - 1) // CHUNK):
+        hash_item(k0, k1, x0, x1, out0, out1, c * CHUNK)

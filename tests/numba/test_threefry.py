@@ -51,6 +51,26 @@ def test_kernel_matches_reference_any_operand_scalar(data, scalar):
     assert_same(threefry.threefry2x32(*args), impls_random.threefry2x32(*args))
 
 
+@pytest.mark.parametrize("mix", range(16))
+def test_kernel_every_operand_mix_over_blocks_and_work_items(mix):
+    # two work items (threefry.CHUNK), the second ending in a partial block (threefry.FILL):
+    # a scalar operand's fill is reread for every block, an array operand read through
+    n = threefry.CHUNK + 2 * threefry.FILL + 5
+    rng = np.random.default_rng(mix)
+    args = [U32(rng.integers(0, 2**32)) if mix >> i & 1
+            else rng.integers(0, 2**32, n, dtype=np.uint64).astype(U32) for i in range(4)]
+    assert_same(threefry.threefry2x32(*args), impls_random.threefry2x32(*args))
+
+
+def test_one_kernel_for_every_operand_mix():
+    from plax_numba import threefry_kernels
+    for scalar in ([True] * 4, [False] * 4, [True, True, False, True], [False, True] * 2):
+        args = [U32(9) if s else np.arange(threefry.FILL + 1, dtype=U32) for s in scalar]
+        threefry.threefry2x32(*args)
+    assert len(threefry_kernels.hash_serial.overloads) == 1
+    assert len(threefry_kernels.hash_parallel.overloads) <= 1
+
+
 @pytest.mark.parametrize("shape", [(), (0,), (1,), (3, 0, 2), (7,), (16,), (17,), (5, 9),
                                    (2, 3, 4), (threefry.PARALLEL_MIN + 123,)])
 @pytest.mark.parametrize("layout", ["scalar key", "array key", "scalar x1", "all scalar"])
@@ -102,8 +122,12 @@ def test_jitted_program_uses_the_native_kernel():
     assert threefry.threefry2x32 in fn.__globals__.values()
 
 
+# A small program is one whole-program kernel (plax_numba.wholegen), compiled again for
+# every shape (~8 CPU s): one shape whose loop is unrolled (odd, 1-d), one looped over (2-d),
+# an empty one (no kernel at all: plax.empty_programs) and a large one (per-cluster kernels,
+# the parallel threefry kernel).
 @pytest.mark.parametrize("partitionable", [True, False])
-@pytest.mark.parametrize("shape", [(0,), (3,), (17,), (4, 5), (100_003,)])
+@pytest.mark.parametrize("shape", [(0,), (3,), (4, 5), (100_003,)])
 def test_random_matches_numpy_backend(partitionable, shape):
     def sample(key):
         k1, k2 = random.split(key)

@@ -247,15 +247,14 @@ _THREEFRY_IN_WORKER = textwrap.dedent("""
     from plax import random
     from plax_numba import compile_worker, threefry, tiered
     from plax_numpy import impls_random
-    ranks = (0, 0, 1, 1)
-    assert not threefry.on_disk(ranks)
-    tiered.submit(lambda: threefry.precompile(ranks))   # as a hot program's step does
+    assert not threefry.on_disk()
+    tiered.submit(threefry.precompile)   # as a hot program's step does
     assert tiered.wait_idle(timeout=600)
     from plax_numba import threefry_kernels as k
-    sig = threefry.signature(ranks)
+    sig = threefry.signature()
     misses = sum(k.hash_serial.stats.cache_misses.values()) + sum(
         k.hash_parallel.stats.cache_misses.values())
-    print("on disk", threefry.on_disk(ranks), "loaded", tuple(sig) in k.hash_serial.overloads,
+    print("on disk", threefry.on_disk(), "loaded", tuple(sig) in k.hash_serial.overloads,
           tuple(sig) in k.hash_parallel.overloads, "compiled here", misses,
           "workers", compile_worker.started())
     x = np.arange(70000, dtype=np.uint32)

@@ -43,6 +43,7 @@ from plax.core.passes import prepare_for_backend, split_known
 from plax.core.primitive import Primitive
 from plax.core.shaped_array import ShapedArray
 from plax.core.trace import Tracer, eager_region, get_aval, new_main
+from plax.empty_programs import computes_nothing, empty_outputs
 from plax.float0 import is_float0_value, program_has_float0, strip_program, with_float0_outputs
 from plax.state.types import Ref
 from plax.transforms.batching import register_program_primitive
@@ -108,7 +109,10 @@ def compile_closed(closed: ClosedJaxpr, backend, device) -> Executable:
     if program_has_float0(jaxpr):  # float0 values carry no data: the backend never sees one
         jaxpr, float0_outputs = strip_program(jaxpr)
     with eager_region():
-        executable = backend.compile(jaxpr, device)
+        if computes_nothing(jaxpr):  # all outputs empty: no kernel to compile or run
+            executable = empty_outputs(jaxpr, backend, device)
+        else:
+            executable = backend.compile(jaxpr, device)
         const_bufs = [to_buffer(c, device) for c in consts]
     if float0_outputs is not None and any(float0_outputs):
         executable = with_float0_outputs(executable, float0_outputs, list(closed.out_avals))
