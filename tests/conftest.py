@@ -118,6 +118,39 @@ def pytest_runtest_protocol(item, nextitem):
         os.environ.pop("PLAX_NUMBA_COMPILE_AFTER", None)
 
 
+#: Node ID prefixes (from the repository root) of the suite's longest tests, in the order they
+#: should start: pytest-xdist's default ``load`` scheduling hands tests to its workers in
+#: collection order, so a minutes-long test collected last would keep one worker busy long
+#: after the other ran out of work (the two child suites of the installed-backend test, the docs
+#: build and the conformance kit's wheel are single tests or fixtures of a minute or more).
+#: :func:`pytest_collection_modifyitems` moves them to the front, keeping the order of
+#: everything else. A maintained list, not timings measured at run time: a run's order must not
+#: depend on the machine. Tests whose kernels another test loads from the session's cache stay
+#: where they are (tests/numba/test_special_iterative_forms.py's gamma samplers come after
+#: test_threefry_fusion.py's, which compile them).
+SLOW_FIRST = (
+    "tests/test_docs_build.py::test_docs_build_without_warnings",
+    "tests/test_installed_backend.py::test_suite_passes_with_installed_backend",
+    "tests/test_conformance_kit.py::",
+    "tests/numba/test_threefry_fusion.py::",
+    "tests/test_benchmark_scripts.py::",
+)
+
+
+def slow_first_rank(nodeid: str) -> int:
+    """The position of ``nodeid``'s prefix in :data:`SLOW_FIRST` (``len(SLOW_FIRST)`` for a
+    test not listed)."""
+    for rank, prefix in enumerate(SLOW_FIRST):
+        if nodeid.startswith(prefix):
+            return rank
+    return len(SLOW_FIRST)
+
+
+def pytest_collection_modifyitems(config, items):
+    # stable: the listed tests keep their relative order, and so does everything else
+    items.sort(key=lambda item: slow_first_rank(item.nodeid))
+
+
 def pytest_generate_tests(metafunc):
     if "backend_name" in metafunc.fixturenames:
         from plax.testing.conformance.plugin import selected_backends
