@@ -20,7 +20,10 @@ as the tests themselves (tests/lax: 27 s in the worker beside 28 s in pytest). T
 check the Numba backend's reference path, as before their clusters got hot; its compiled
 kernels are checked, with the real setting, by tests/numba (synchronous compilation, and
 tiering in its tiering tests), the conformance kit (``PLAX_NUMBA_SYNC=1``), the compiled
-composition matrix and the benchmark scripts (child interpreters: default settings).
+composition matrix and the benchmark scripts (child interpreters: default settings). The rest
+of the composition matrix runs once-called functions, as users' first calls do: it checks the
+Numba backend's reference path, and with tiering on its worker compiled whatever got hot
+(72 CPU s beside 56 s of tests, results arriving whenever they did).
 """
 from __future__ import annotations
 
@@ -87,10 +90,10 @@ def pytest_unconfigure(config):
 
 pytest_plugins = ["plax.testing.conformance.plugin"]
 
-#: where tests exercise Numba's compiled kernels or its tiering (paths under tests/): they
-#: keep the product's tiering setting
-TIERING_TESTS = ("numba/", "transforms/test_composition.py", "test_benchmark_scripts.py",
-                 "test_asv.py", "test_examples.py")
+#: where tests exercise Numba's compiled kernels or its tiering (paths under tests/, or
+#: ``path::test name`` prefixes): they keep the product's tiering setting
+TIERING_TESTS = ("numba/", "transforms/test_composition.py::test_composition_compiled",
+                 "test_benchmark_scripts.py", "test_asv.py", "test_examples.py")
 #: ``PLAX_NUMBA_COMPILE_AFTER`` elsewhere: no cluster ever gets hot, nothing is compiled
 NEVER_HOT = str(1 << 62)
 #: the environment's own setting (it wins over :data:`NEVER_HOT`)
@@ -98,17 +101,17 @@ USER_COMPILE_AFTER = os.environ.get("PLAX_NUMBA_COMPILE_AFTER")
 _TESTS_DIR = os.path.dirname(os.path.abspath(__file__))
 
 
-def tiering_wanted(path) -> bool:
-    """Whether the test in file ``path`` keeps Numba's tiering (clusters compiled in the
+def tiering_wanted(path, name: str = "") -> bool:
+    """Whether test ``name`` of file ``path`` keeps Numba's tiering (clusters compiled in the
     background once hot): those in :data:`TIERING_TESTS`, and any file outside tests/."""
     rel = os.path.relpath(os.path.abspath(str(path)), _TESTS_DIR).replace(os.sep, "/")
-    return rel.startswith("..") or rel.startswith(TIERING_TESTS)
+    return rel.startswith("..") or f"{rel}::{name}".startswith(TIERING_TESTS)
 
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item, nextitem):
     # an explicit PLAX_NUMBA_COMPILE_AFTER (the user's, or a parent session's) is left alone
-    if USER_COMPILE_AFTER is not None or tiering_wanted(item.path):
+    if USER_COMPILE_AFTER is not None or tiering_wanted(item.path, item.name):
         yield
         return
     os.environ["PLAX_NUMBA_COMPILE_AFTER"] = NEVER_HOT
@@ -116,6 +119,39 @@ def pytest_runtest_protocol(item, nextitem):
         yield
     finally:
         os.environ.pop("PLAX_NUMBA_COMPILE_AFTER", None)
+
+
+#: Node ID prefixes (from the repository root) of the suite's longest tests, in the order they
+#: should start: pytest-xdist's default ``load`` scheduling hands tests to its workers in
+#: collection order, so a minutes-long test collected last would keep one worker busy long
+#: after the other ran out of work (the two child suites of the installed-backend test, the docs
+#: build and the conformance kit's wheel are single tests or fixtures of a minute or more).
+#: :func:`pytest_collection_modifyitems` moves them to the front, keeping the order of
+#: everything else. A maintained list, not timings measured at run time: a run's order must not
+#: depend on the machine. Tests whose kernels another test loads from the session's cache stay
+#: where they are (tests/numba/test_special_iterative_forms.py's gamma samplers come after
+#: test_threefry_fusion.py's, which compile them).
+SLOW_FIRST = (
+    "tests/test_docs_build.py::test_docs_build_without_warnings",
+    "tests/test_installed_backend.py::test_suite_passes_with_installed_backend",
+    "tests/test_conformance_kit.py::",
+    "tests/numba/test_threefry_fusion.py::",
+    "tests/test_benchmark_scripts.py::",
+)
+
+
+def slow_first_rank(nodeid: str) -> int:
+    """The position of ``nodeid``'s prefix in :data:`SLOW_FIRST` (``len(SLOW_FIRST)`` for a
+    test not listed)."""
+    for rank, prefix in enumerate(SLOW_FIRST):
+        if nodeid.startswith(prefix):
+            return rank
+    return len(SLOW_FIRST)
+
+
+def pytest_collection_modifyitems(config, items):
+    # stable: the listed tests keep their relative order, and so does everything else
+    items.sort(key=lambda item: slow_first_rank(item.nodeid))
 
 
 def pytest_generate_tests(metafunc):

@@ -1,5 +1,5 @@
 """The test session's own settings (tests/conftest.py): Numba's tiering is off outside the
-tests of compiled kernels, and kept where they are."""
+tests of compiled kernels, and kept where they are; the longest tests are collected first."""
 from __future__ import annotations
 
 import os
@@ -27,10 +27,29 @@ def test_tiering_is_off_here(request):
 def test_tiering_kept_for_tests_of_compiled_kernels(request):
     conftest = _tests_conftest(request.config)
     tests = os.path.dirname(os.path.abspath(__file__))
-    kept = ["numba/test_tiering_worker.py", "transforms/test_composition.py",
-            "test_benchmark_scripts.py", "test_asv.py", "test_examples.py",
-            "../core/plax/testing/conformance/test_primitives.py"]
-    for path in kept:
-        assert conftest.tiering_wanted(os.path.join(tests, path)), path
-    for path in ["lax/test_control_flow.py", "test_array.py", "numpy/test_jnp_ufuncs.py"]:
-        assert not conftest.tiering_wanted(os.path.join(tests, path)), path
+    kept = [("numba/test_tiering_worker.py", "test_x"),
+            ("transforms/test_composition.py",
+             "test_composition_compiled_matches_reference[numba-cond-jit]"),
+            ("test_benchmark_scripts.py", "test_x"), ("test_asv.py", "test_x"),
+            ("test_examples.py", "test_x"),
+            ("../core/plax/testing/conformance/test_primitives.py", "test_values")]
+    for path, name in kept:
+        assert conftest.tiering_wanted(os.path.join(tests, path), name), path
+    # the composition matrix's functions are called once: the reference path, no compiling
+    off = [("lax/test_control_flow.py", "test_x"), ("test_array.py", "test_x"),
+           ("numpy/test_jnp_ufuncs.py", "test_x"),
+           ("transforms/test_composition.py", "test_composition_matches_reference[numba-cond-jit]")]
+    for path, name in off:
+        assert not conftest.tiering_wanted(os.path.join(tests, path), name), path
+
+
+def test_slow_tests_are_collected_first(request):
+    """The tests of :data:`SLOW_FIRST` are collected before every other test (pytest-xdist
+    hands tests out in collection order), in the list's order."""
+    conftest = _tests_conftest(request.config)
+    assert conftest.slow_first_rank("tests/test_docs_build.py::test_docs_build_without_warnings") \
+        == 0
+    assert conftest.slow_first_rank("tests/test_array.py::test_repr") == len(conftest.SLOW_FIRST)
+    items = request.session.items
+    ranks = [conftest.slow_first_rank(item.nodeid) for item in items]
+    assert ranks == sorted(ranks)
