@@ -64,11 +64,15 @@ def test_kernel_every_operand_mix_over_blocks_and_work_items(mix):
 
 def test_one_kernel_for_every_operand_mix():
     from plax_numba import threefry_kernels
+    # counted against what this process compiled before (another test in the worker may have
+    # met a read-only operand, numba's other array type): four mixes add at most one kernel
+    before = {k: set(k.overloads) for k in (threefry_kernels.hash_serial,
+                                            threefry_kernels.hash_parallel)}
     for scalar in ([True] * 4, [False] * 4, [True, True, False, True], [False, True] * 2):
         args = [U32(9) if s else np.arange(threefry.FILL + 1, dtype=U32) for s in scalar]
         threefry.threefry2x32(*args)
-    assert len(threefry_kernels.hash_serial.overloads) == 1
-    assert len(threefry_kernels.hash_parallel.overloads) <= 1
+    for kernel, known in before.items():
+        assert len(set(kernel.overloads) - known) <= 1, kernel
 
 
 @pytest.mark.parametrize("shape", [(), (0,), (1,), (3, 0, 2), (7,), (16,), (17,), (5, 9),
