@@ -58,13 +58,13 @@ def fill(value, n: int) -> np.ndarray:
       n: the output's size.
 
     Returns:
-      A flat uint32 array of ``min(n, FILL)`` elements.
+      A flat, read-only uint32 array of ``min(n, FILL)`` elements.
 
     Example::
 
       fill(42, 10)        # array([42, 42, ..., 42], dtype=uint32): ten elements
     """
-    return np.full(min(n, FILL), value, _U32)
+    return _read_only(np.full(min(n, FILL), value, _U32))
 
 
 def _operand(a, shape, n):
@@ -80,20 +80,31 @@ def _operand(a, shape, n):
         return fill(a.flat[0], n)
     if a.shape != shape:
         a = np.broadcast_to(a, shape)
-    return np.ascontiguousarray(a).reshape(n)
+    return _read_only(np.ascontiguousarray(a).reshape(n))
+
+
+def _read_only(a: np.ndarray) -> np.ndarray:
+    """``a`` as a read-only view: numba types a writable and a read-only array apart and
+    compiles a kernel for each, so every operand reaches the kernels read-only (a plax
+    Array's buffer already is)."""
+    if a.flags.writeable:
+        a = a.view()
+        a.flags.writeable = False
+    return a
 
 
 def signature():
     """The numba signature of the kernels: six flat C-contiguous uint32 arrays (four
-    operands, two outputs)."""
+    read-only operands, two outputs)."""
     import numba
     from numba import types
-    return (types.Array(numba.uint32, 1, "C"),) * 6
+    operand = types.Array(numba.uint32, 1, "C", readonly=True)
+    return (operand,) * 4 + (types.Array(numba.uint32, 1, "C"),) * 2
 
 
 #: The kernels' argument types in the plans' form (:func:`plax_numba.cache.numba_signature`
 #: gives :func:`signature`).
-_ARG_TYPES = [("array", np.dtype(_U32), 1)] * 6
+_ARG_TYPES = [("rarray", np.dtype(_U32), 1)] * 4 + [("array", np.dtype(_U32), 1)] * 2
 
 
 # The kernels the compile worker emits as native artifacts: threefry_kernels' loops as

@@ -64,13 +64,16 @@ def test_kernel_every_operand_mix_over_blocks_and_work_items(mix):
 
 def test_one_kernel_for_every_operand_mix():
     from plax_numba import threefry_kernels
-    # counted against what this process compiled before (another test in the worker may have
-    # met a read-only operand, numba's other array type): four mixes add at most one kernel
+    # counted against what this process compiled before: four mixes, writable and read-only
+    # operands (numba types them apart), add at most one kernel
     before = {k: set(k.overloads) for k in (threefry_kernels.hash_serial,
                                             threefry_kernels.hash_parallel)}
+    read_only = np.arange(threefry.FILL + 1, dtype=U32)
+    read_only.flags.writeable = False
     for scalar in ([True] * 4, [False] * 4, [True, True, False, True], [False, True] * 2):
         args = [U32(9) if s else np.arange(threefry.FILL + 1, dtype=U32) for s in scalar]
         threefry.threefry2x32(*args)
+        threefry.threefry2x32(*(read_only if np.ndim(a) else a for a in args))
     for kernel, known in before.items():
         assert len(set(kernel.overloads) - known) <= 1, kernel
 
