@@ -282,7 +282,7 @@ def key_sharding(sharding: Any, ndim: int) -> Any:
 
     Example:
       >>> mesh = plax.make_mesh((1,), ("x",))
-      >>> key_sharding(NamedSharding(mesh, P(None, None)), 1).spec
+      >>> key_sharding(plax.sharding.NamedSharding(mesh, plax.P(None, None)), 1).spec
       P(None,)
     """
     from plax.sharding import NamedSharding, PartitionSpec
