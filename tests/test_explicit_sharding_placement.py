@@ -13,6 +13,12 @@
   ``NamedSharding(mesh, P(None, ...))`` for results of operations, ``P()`` for
   ``asarray``/``array`` of host values; ``asarray`` of an Array and ``device_put`` of a host
   value are not placed. Under a mesh of Auto axes every such value is placed ``P()``.
+* JAX types a host value or an uncommitted array ``P()`` and one placed on the mesh
+  ``P(None, ...)``: a one-operand elementwise or cumulative operation (``jnp.sin``,
+  ``negative``, ``cumsum``) keeps its operand's, ``*_like`` of an array placed ``P()`` is
+  ``P()``, and ``jnp.array`` of an Array copies it (``P(None, ...)`` for one placed ``P()``).
+  Typed keys (``random.key``, ``split``, ``fold_in``) are placed as their data, less the key
+  words' dimension (``P()`` for one key), and typed so (``jax.typeof``).
 
 The script runs under plax and, where JAX is installed, under JAX; ``JAX_ANSWERS`` is JAX
 0.10.2's record, so CI (no JAX) checks plax against it.
@@ -95,6 +101,26 @@ with jax.set_mesh(jax.make_mesh((2, 4), ("X", "Y"))):
         "device_put_host": jax.device_put(np.ones(8)), "split_plus_replicated": x + z,
     }
     out["eager_placed"] = {k: placed(v) for k, v in made.items()}
+    n2, r0, k = np.ones((8, 4), np.float32), jnp.asarray(np.ones((8, 4), np.float32)), jax.random.key(0)
+    kept = {  # one-operand operations keep a host value's P(); *_like, jnp.array as JAX's
+        "sin_numpy": jnp.sin(n2), "neg_numpy": jnp.negative(n2),
+        "sin_int_numpy": jnp.sin(np.ones(8, np.int32)), "cumsum_numpy": jnp.cumsum(n2[0]),
+        "sin_uncommitted": jnp.sin(outside), "sin_placed": jnp.sin(r0), "sin_sin": jnp.sin(jnp.sin(n2)),
+        "add_numpy": jnp.add(n2, n2), "zeros_like_asarray": jnp.zeros_like(r0),
+        "ones_like_zeros": jnp.ones_like(z), "full_like_numpy": jnp.full_like(n2, 2.0),
+        "array_of_asarray": jnp.array(r0), "array_of_uncommitted": jnp.array(outside),
+        "array_no_copy": jnp.array(r0, copy=False), "array_of_split": jnp.array(x),
+        "key": k, "split": jax.random.split(k), "split_2d": jax.random.split(k, (2, 3)),
+        "fold_in": jax.random.fold_in(k, 1), "split_index": jax.random.split(k)[0],
+        "key_data": jax.random.key_data(k),
+    }
+    out["eager_kept"] = {name: placed(v) for name, v in kept.items()}
+    out["eager_kept_checks"] = [jnp.array(r0) is r0, jnp.asarray(r0) is r0,
+                                bool(np.allclose(np.asarray(jnp.sin(n2)), np.sin(n2), rtol=1e-6)),
+                                str(jax.typeof(k)), str(jax.typeof(jax.random.split(k, 8))),
+                                str(jax.typeof(k).sharding.spec),
+                                str(jax.typeof(jax.random.split(k, 8)).sharding.spec),
+                                str(jax.typeof(jax.device_put(jax.random.split(k, 8), P("X"))))]
     out["eager_values"] = [bool(np.array_equal(np.asarray(z + 1), np.ones((8, 4)))),
                            bool(np.array_equal(np.asarray(x + z), a)),
                            float(np.asarray(jnp.arange(8.0).sum())), ty(z + 1)]
@@ -103,6 +129,8 @@ with jax.set_mesh(jax.make_mesh((2, 4), ("X", "Y"), axis_types=(sharding.AxisTyp
     za = jnp.zeros((8, 4))
     out["auto_mesh"] = [placed(za), placed(za + 1), placed(jnp.asarray(np.ones(8))),
                         placed(f(np.ones(8, np.float32))), err(lambda: f(on_d3))]
+    out["auto_mesh_kept"] = [placed(jax.random.key(0)), placed(jnp.sin(np.ones(8))),
+                             placed(jnp.zeros_like(za)), placed(jnp.array(jnp.asarray(np.ones(8))))]
 with jax.set_mesh(jax.make_mesh((1,), ("X",))):
     out["one_device_mesh"] = [placed(f(jax.device_put(np.ones(8, np.float32), jax.devices()[0]))),
                               err(lambda: f(on_d3)), placed(jnp.zeros(3))]
@@ -164,9 +192,24 @@ JAX_ANSWERS = {
         "prng_key": [_NAMED, "P(None,)", True], "normal": [_NAMED, "P(None,)", True],
         "device_put_host": ["SingleDeviceSharding", [0], False],
         "split_plus_replicated": [_NAMED, "P('X', 'Y')", True]},
+    "eager_kept": {
+        "sin_numpy": [_NAMED, "P()", True], "neg_numpy": [_NAMED, "P()", True],
+        "sin_int_numpy": [_NAMED, "P()", True], "cumsum_numpy": [_NAMED, "P()", True],
+        "sin_uncommitted": [_NAMED, "P()", True], "sin_placed": [_NAMED, "P(None, None)", True],
+        "sin_sin": [_NAMED, "P(None, None)", True], "add_numpy": [_NAMED, "P(None, None)", True],
+        "zeros_like_asarray": [_NAMED, "P()", True], "ones_like_zeros": [_NAMED, "P(None, None)", True],
+        "full_like_numpy": [_NAMED, "P(None, None)", True],
+        "array_of_asarray": [_NAMED, "P(None, None)", True], "array_of_uncommitted": [_NAMED, "P()", True],
+        "array_no_copy": [_NAMED, "P()", True], "array_of_split": [_NAMED, "P('X', 'Y')", True],
+        "key": [_NAMED, "P()", True], "split": [_NAMED, "P(None,)", True],
+        "split_2d": [_NAMED, "P(None, None)", True], "fold_in": [_NAMED, "P()", True],
+        "split_index": [_NAMED, "P()", True], "key_data": [_NAMED, "P(None,)", True]},
+    "eager_kept_checks": [False, True, True, "key<fry>[]", "key<fry>[8]", "P()", "P(None,)",
+                          "key<fry>[8@X]"],
     "eager_values": [True, True, 28.0, "[8,4]"],
     "after_the_block": [[_NAMED, "P(None, None)", True], [_NAMED, "P(None, None)", True]],
     "auto_mesh": [[_NAMED, "P()", True]] * 4 + [_refused("v of <lambda>")],
+    "auto_mesh_kept": [[_NAMED, "P()", True]] * 4,
     "one_device_mesh": [[_NAMED, "P(None,)", True], _refused("v of <lambda>", mesh_ids="[0]"),
                         [_NAMED, "P(None,)", True]],
 }

@@ -54,8 +54,9 @@ def typeof(x: Any):
     from plax.core.shaped_array import ShapedArray
     from plax.core.trace import get_aval
     keys = sys.modules.get("plax.random.keys")  # loaded whenever a typed key exists
-    if keys is not None and isinstance(x, keys.PRNGKeyArray):
-        return ShapedArray(tuple(x.shape), x.dtype)
+    if keys is not None and isinstance(x, keys.PRNGKeyArray):  # its data's type, less the words
+        sharding = keys.key_sharding(typeof(x._data).sharding, x.ndim)
+        return ShapedArray(tuple(x.shape), x.dtype, sharding=sharding)
     from plax.core.shaped_array import ShapeDtypeStruct
     if isinstance(x, ShapeDtypeStruct):  # its type, sharding included, as jit traces it
         from plax.transforms.staging import abstractify

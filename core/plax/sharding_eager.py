@@ -181,10 +181,65 @@ def apply_on_mesh(prim, args: Sequence, params: dict, compute: Callable) -> Any:
                 return compute(prim, args, params)
         plain.append(v)
     out = compute(prim, plain, params)
-    rank_spec = _rank_spec(mesh)
+    rank_spec = _rank_spec(mesh) and not _keeps_short_type(prim, args)
     if prim.multiple_results:
         return [place_replicated(o, mesh, rank_spec) for o in out]
     return place_replicated(out, mesh, rank_spec)
+
+
+def _keeps_short_type(prim, args: Sequence) -> bool:
+    """Whether JAX's result is placed ``P()``: JAX types a host value or an uncommitted array
+    ``P()`` (a value placed on the mesh ``P(None, ...)``), and the rule of a one-operand
+    elementwise or cumulative operation (``sin``, ``neg``, ``cumsum``) forwards its operand's
+    type; every other rule writes one entry per dimension."""
+    if len(args) != 1:
+        return False
+    a = args[0]
+    if isinstance(a, Array) and (type(a) is not Array or a._committed):
+        return False
+    from plax.lowering.fusion import CUMULATIVE, ELEMENTWISE, fusion_kind
+    return fusion_kind(prim, cumulative=True) in (ELEMENTWISE, CUMULATIVE)
+
+
+def placed_copy(x: Any) -> Any:
+    """What ``jnp.array`` of the Array ``x`` (a copy) gives under a set mesh, as JAX's copy
+    places it (an eager one-operand operation): an uncommitted array ``P()``, an array
+    replicated on the mesh ``P(None, ...)`` (``P()`` over Auto axes); a split array (and one
+    committed to a device) is returned as it is.
+
+    Example:
+      >>> with plax.set_mesh(plax.make_mesh((1,), ("x",))):
+      ...     jnp.array(jnp.asarray(np.ones(2))).sharding.spec
+      P(None,)
+    """
+    mesh = current_mesh()
+    if not _places(mesh) or trace_state.depth or (type(x) is Array and x._committed):
+        return x
+    value = _off_mesh_value(x, mesh)
+    if value is None:
+        return x
+    return place_replicated(value, mesh, _rank_spec(mesh) and type(x) is not Array)
+
+
+def placed_like(x: Any, sharding: Any) -> Any:
+    """``x``, made eagerly, placed as JAX's eager ``full_like`` places a result like an
+    array of ``sharding``: when that is a replicated NamedSharding on the set mesh, as the
+    operand's spec is written (``P()`` or one ``None`` per dimension). None for any other.
+
+    Example:
+      >>> with plax.set_mesh(plax.make_mesh((1,), ("x",))):
+      ...     jnp.zeros_like(jnp.asarray(np.ones(2))).sharding.spec
+      P()
+    """
+    mesh = current_mesh()
+    if not _places(mesh) or not isinstance(sharding, NamedSharding) or \
+            sharding.mesh != mesh or not sharding.is_fully_replicated or \
+            sharding.spec.unreduced or sharding.spec.reduced:
+        return None
+    value = _off_mesh_value(x, mesh)
+    if value is None:
+        return None
+    return place_replicated(value, mesh, bool(sharding.spec.partitions))
 
 
 def place_replicated(x: Any, mesh, rank_spec: bool = True) -> Any:

@@ -296,3 +296,12 @@ def test_jit_retraces_when_the_layout_flag_changes():
     for partitionable in (True, False, True):
         with plax.config.override("jax_threefry_partitionable", partitionable):
             np.testing.assert_array_equal(np_(f(key)), np_(random.split(key)))
+
+
+def test_typed_key_sharding_and_committed_are_its_datas():
+    k = random.split(random.key(0), 3)
+    data = random.key_data(k)
+    assert k.sharding == data.sharding and k.committed == data.committed is False
+    put = plax.device_put(k, plax.devices()[0])
+    assert put.committed and put.sharding.device_set == {plax.devices()[0]}
+    assert plax.typeof(k).sharding.spec == plax.P(None)  # the data's (None, None), less the words

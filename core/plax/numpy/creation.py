@@ -91,6 +91,9 @@ def array(object: Any, dtype: Any = None, copy: bool = True, order: str | None =
         object = list(object)
     if isinstance(object, (Array, Tracer)):
         out = object if target is None else lax.convert_element_type(object, target)
+        if _mesh_maybe_set[0] and out is object and copy is not False:
+            from plax.sharding_eager import placed_copy  # JAX 0.10: a copy, placed as it is
+            out = placed_copy(out)
     elif isinstance(object, (list, tuple)) and _has_traced(object):
         leaves = _sequence_leaves(object)
         dt = target if target is not None else dtypes.result_type(*leaves)
@@ -294,6 +297,7 @@ def _like(a, dtype, shape, value):
     given; eagerly, placed as ``a`` is when ``a`` is committed, not weakly typed, and the
     shape is ``a``'s (or ``a`` is replicated)."""
     check_arraylike("full_like", a)
+    host = not isinstance(a, (Array, Tracer))  # no sharding to follow (placed or not)
     a = asarray(a)
     aval = get_aval(a)
     dt = aval.dtype if dtype is None else dtypes.check_user_dtype(dtype, "full_like")
@@ -312,7 +316,7 @@ def _like(a, dtype, shape, value):
         out = lax.full(new_shape, value, dt, weak_type=weak)
     if isinstance(a, Tracer):
         return vary_like(out, a)  # inside shard_map: varying as `a` is (JAX's pvary)
-    if type(a) is Array and not a._committed:
+    if host or (type(a) is Array and not a._committed):
         return out  # (the usual case: nothing more to do)
     return _placed_like(out, a, new_shape, weak)
 
@@ -322,6 +326,11 @@ def _placed_like(out, a, new_shape, weak: bool):
     sharding = getattr(a, "sharding", None)
     if sharding is None or weak or not getattr(a, "_committed", True):
         return out
+    if _mesh_maybe_set[0]:  # replicated on the set mesh: the spec as a's is written
+        from plax.sharding_eager import placed_like
+        placed = placed_like(out, sharding)
+        if placed is not None:
+            return placed
     if tuple(new_shape) != tuple(a.shape) and not sharding.is_fully_replicated:
         return out
     from plax.device import device_put

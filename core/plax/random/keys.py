@@ -226,6 +226,22 @@ class PRNGKeyArray:
     def devices(self) -> set:
         return self._data.devices()
 
+    @property
+    def sharding(self):
+        """Where the keys lie: their data's sharding without the key words' dimension (a
+        key made under a set mesh: ``NamedSharding(mesh, P())``, as in JAX).
+
+        Example:
+          >>> random.key(0).sharding.device_set == {plax.devices()[0]}
+          True
+        """
+        return key_sharding(self._data.sharding, self.ndim)
+
+    @property
+    def committed(self) -> bool:
+        """Whether the keys' data is committed to its devices (as an Array's ``committed``)."""
+        return self._data.committed
+
     def copy(self) -> "PRNGKeyArray":
         return self
 
@@ -258,6 +274,21 @@ class PRNGKeyArray:
         return f"{head} overlaying:\n{np.asarray(self._data)}"
 
     __str__ = __repr__
+
+
+def key_sharding(sharding: Any, ndim: int) -> Any:
+    """The sharding of typed keys of rank ``ndim`` whose data lies as ``sharding`` says: a
+    NamedSharding without the key words' (last) dimension; any other sharding as it is.
+
+    Example:
+      >>> mesh = plax.make_mesh((1,), ("x",))
+      >>> key_sharding(plax.sharding.NamedSharding(mesh, plax.P(None, None)), 1).spec
+      P(None,)
+    """
+    from plax.sharding import NamedSharding, PartitionSpec
+    if not isinstance(sharding, NamedSharding):
+        return sharding
+    return NamedSharding(sharding.mesh, PartitionSpec(*sharding.spec.partitions[:ndim]))
 
 
 def _reshape_target(size: int, shape: Sequence) -> tuple[int, ...]:
