@@ -174,6 +174,9 @@ class _Gen:
         #: parts, :func:`_slice`): the name standing for one -> (parts, their avals, axis)
         self.concats: dict[str, tuple] = {}
         self.sliced_concats: set = set()      # the ids of those concatenate equations
+        #: slices with one axis longer than 1 -> (that axis as a rank-1 strided view of the
+        #: operand, the slice's rank): :func:`_slices_in_place` reads them in place
+        self.slice_views: dict[str, tuple] = {}
 
     def fresh(self, prefix: str = "v") -> str:
         self.count += 1
@@ -228,6 +231,13 @@ class _Gen:
     def cluster(self, cluster: Cluster, env: dict, lines: list, ind: str) -> None:
         if not cluster.outputs:
             return  # dead code (e.g. broadcasts a loop body no longer reads): nothing to run
+        if _unit_axes_only(cluster):
+            # views, not a copying kernel: a key split's (n, k) words reshaped to (n, k, 1)
+            # for its concatenate were a full copy of both words at every split
+            for e in cluster.eqns:
+                env[e.outvars[0]] = _reshape(self, e, [self.atom(env, e.invars[0])], lines,
+                                             ind)[0]
+            return
         if any(codegen.reference_only(e) for e in cluster.eqns):
             for part in _split_at_reference_only(cluster):
                 if isinstance(part, Cluster):
@@ -429,6 +439,28 @@ def _sliced_concatenates(jaxpr: Jaxpr) -> set:
     return found
 
 
+def _inserts_unit_axes(eqn) -> bool:
+    """Whether ``eqn`` is a ``broadcast_in_dim`` of an array that only inserts axes of size
+    1 (the same elements in the same order: a reshape)."""
+    if eqn.primitive is not lax.broadcast_in_dim_p or eqn.params.get("sharding") is not None:
+        return False
+    x, out = eqn.invars[0], eqn.outvars[0]
+    if isinstance(x, Literal) or not x.aval.shape:
+        return False
+    dims = [int(d) for d in eqn.params["broadcast_dimensions"]]
+    oshape, ishape = tuple(out.aval.shape), tuple(x.aval.shape)
+    return (dims == sorted(set(dims)) and len(dims) == len(ishape)
+            and all(oshape[d] == n for d, n in zip(dims, ishape))
+            and all(oshape[d] == 1 for d in range(len(oshape)) if d not in dims))
+
+
+def _unit_axes_only(cluster: Cluster) -> bool:
+    """Whether every equation of ``cluster`` is a :func:`_inserts_unit_axes` broadcast of a
+    value from outside the cluster: the cluster is views of its inputs."""
+    made = {id(e.outvars[0]) for e in cluster.eqns}
+    return all(_inserts_unit_axes(e) and id(e.invars[0]) not in made for e in cluster.eqns)
+
+
 def _split_at_reference_only(cluster: Cluster) -> list:
     """``cluster`` as the runs between its reference-only equations
     (:func:`codegen.reference_only`) and those equations, in order: sub-clusters (two or
@@ -589,6 +621,11 @@ def _slice(gen, eqn, ins, lines, ind):
     if ins[0] in gen.concats:
         return [_slice_of_concatenate(gen, eqn, ins[0], lines, ind)]
     name = gen.fresh()
+    long_axes = [d for d, n in enumerate(out.aval.shape) if n != 1]
+    if len(long_axes) == 1:  # (a column of a key grid: the hashing reads it in place)
+        at = [parts[d] if d == long_axes[0] else str(int(a))
+              for d, a in enumerate(p["start_indices"])]
+        gen.slice_views[name] = (f"{ins[0]}[{_index(at)}]", len(out.aval.shape))
     if gen.buffers is not None and out.aval.shape:
         # in a loop body: a copy into a buffer that _leave_loop moves before the loop
         # when no value of the step outlives it (np.ascontiguousarray allocates per step)
@@ -616,6 +653,17 @@ def _slice_of_concatenate(gen, eqn, concat: str, lines, ind) -> str:
     if gen.buffers is not None:
         gen.buffers.append(name)
     lo, hi, offset = int(starts[axis]), int(limits[axis]), 0
+    long_axes = [d for d, n in enumerate(out.aval.shape) if n != 1]
+    for part, aval in zip(parts, avals):
+        size = int(aval.shape[axis])
+        if offset <= lo and hi <= offset + size and len(long_axes) == 1:
+            # within one part: a column of it, which _slices_in_place may read in place
+            at = [f"{int(s)}:{int(e)}:{int(st)}" if d == long_axes[0] else
+                  str(int(s) - (offset if d == axis else 0))
+                  for d, (s, e, st) in enumerate(zip(starts, limits, strides))]
+            gen.slice_views[name] = (f"{part}[{_index(at)}]", len(out.aval.shape))
+        offset += size
+    offset = 0
     for part, aval in zip(parts, avals):
         size = int(aval.shape[axis])
         a, b = max(lo, offset), min(hi, offset + size)
@@ -1006,6 +1054,62 @@ def _leave_loop(gen, saved, lines: list, start: int, ind: str) -> None:
                 break
 
 
+_KERNEL_CALL = re.compile(r"^\s*r\d+ = k\d+\(")
+
+
+def _read_by_kernels_only(name: str, lines: list, binding: int) -> bool:
+    """Whether every line of ``lines`` naming ``name``, but its binding (``lines[binding]``),
+    passes it to a cluster kernel."""
+    word = re.compile(rf"\b{name}\b")
+    return all(j == binding or not word.search(line) or _KERNEL_CALL.match(line)
+               for j, line in enumerate(lines))
+
+
+def _slices_in_place(lines: list, views: dict) -> list:
+    """``lines`` with the slices of ``views`` (``_Gen.slice_views``) read in place: a slice
+    with one axis longer than 1 whose value (or its rank-1 reshape) is only ever passed to
+    cluster kernels becomes a strided rank-1 view of its operand instead of a copy (a
+    kernel's rank-1 operand is indexed, never reshaped, so numba compiles it for the view's
+    layout). The view is read within the loop step that takes it, before any buffer its
+    operand lives in is written again: values do not outlive a step except as carries, and a
+    carry is no kernel operand's only reader (its update is another line).
+
+    A key split's words reach the next hash this way: ``random.gamma`` copied eight columns
+    of ``(n, 2)`` key grids per step of its rejection loop, serially."""
+    for name, (view, rank) in views.items():
+        word = re.compile(rf"\b{name}\b")
+        drop, aliases, direct = [], [], False
+        for j, line in enumerate(lines):
+            if not word.search(line):
+                continue
+            text = line.strip()
+            if text.startswith((f"{name} = np.empty(", f"{name}[",
+                                f"{name} = np.ascontiguousarray(")):
+                drop.append(j)
+                continue
+            alias = re.fullmatch(rf"(v\d+) = {name}\.reshape\(\(\d+,\)\)", text)
+            if alias and _read_by_kernels_only(alias.group(1), lines, j):
+                aliases.append(j)
+                continue
+            if rank == 1 and _KERNEL_CALL.match(line):
+                direct = True
+                continue
+            break
+        else:
+            if not drop or not (aliases or direct):
+                continue
+            lines = list(lines)
+            for j in aliases:
+                head, _ = lines[j].split(" = ", 1)
+                lines[j] = f"{head} = {view}"
+            at = drop[-1]  # (the copy: the operand is bound by then)
+            ind = lines[at][:len(lines[at]) - len(lines[at].lstrip())]
+            lines[at] = f"{ind}{name} = {view}" if direct else None
+            lines = [line for j, line in enumerate(lines)
+                     if line is not None and (j == at or j not in drop)]
+    return lines
+
+
 def _drop_unused(lines: list, pure: set) -> list:
     """``lines`` without the bindings of names in ``pure`` that nothing reads."""
     import re
@@ -1221,7 +1325,7 @@ def plan_program(jaxpr: Jaxpr) -> WholePlan:
     const_names = [f"kc{i}" for i in range(len(gen.consts))]
     head = ["@njit(**_OPTIONS)", f"def kernel({', '.join(const_names + params + ['unit'])}):"]
     lines.append(f"    return ({''.join(r + ', ' for r in rets)})")
-    lines = _drop_unused(lines, gen.pure)
+    lines = _drop_unused(_slices_in_place(lines, gen.slice_views), gen.pure)
     kernels = [src.replace(codegen._LOW_IMPORT, "").replace("def kernel(", f"def {name}(", 1)
                for src, name in gen.kernels.items()]
     source = "\n".join(kernels + ["\n".join(head + lines)]) + "\n"
