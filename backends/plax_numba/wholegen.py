@@ -174,12 +174,6 @@ class _Gen:
         #: parts, :func:`_slice`): the name standing for one -> (parts, their avals, axis)
         self.concats: dict[str, tuple] = {}
         self.sliced_concats: set = set()      # the ids of those concatenate equations
-        #: slices with one axis longer than 1 -> (that axis as a rank-1 strided view of the
-        #: operand, the slice's rank): :func:`_slices_in_place` reads them in place
-        self.slice_views: dict[str, tuple] = {}
-        #: slices' buffers -> where their elements come from (:func:`_window_view`)
-        self.windows: dict[str, tuple] = {}
-        self.squeezed: dict[str, tuple] = {}  # a squeeze's view -> (its operand, kept axes)
 
     def fresh(self, prefix: str = "v") -> str:
         self.count += 1
@@ -583,9 +577,6 @@ def _reshape(gen, eqn, ins, lines, ind):
         expr = f"np.full({_shape(oshape)}, {_bits(x, out.aval.dtype)}, {_st(out.aval.dtype)})"
     else:
         expr = f"{x}.reshape({_shape(oshape)})"
-        if eqn.primitive is lax.squeeze_p and x in gen.windows:  # (_window_view)
-            dims = {int(d) % len(ishape) for d in eqn.params["dimensions"]}
-            gen.squeezed[name] = (x, [d for d in range(len(ishape)) if d not in dims])
     lines.append(f"{ind}{name} = {expr}")
     return [name]
 
@@ -627,11 +618,6 @@ def _slice(gen, eqn, ins, lines, ind):
     if ins[0] in gen.concats:
         return [_slice_of_concatenate(gen, eqn, ins[0], lines, ind)]
     name = gen.fresh()
-    view = _window_view(gen, ins[0], eqn.invars[0].aval, p["start_indices"], strides,
-                        out.aval.shape)
-    if view is not None:  # (a column of a key grid: the hashing reads it in place)
-        gen.slice_views[name] = (view, len(out.aval.shape))
-    gen.windows[name] = ([ins[0]], [eqn.invars[0].aval], 0, p["start_indices"], strides)
     if gen.buffers is not None and out.aval.shape:
         # in a loop body: a copy into a buffer that _leave_loop moves before the loop
         # when no value of the step outlives it (np.ascontiguousarray allocates per step)
@@ -641,56 +627,6 @@ def _slice(gen, eqn, ins, lines, ind):
         return [name]
     lines.append(f"{ind}{name} = np.ascontiguousarray({ins[0]}[{_index(parts)}])")
     return [name]
-
-
-def _window_view(gen, x: str, aval, starts, strides, shape) -> str | None:
-    """A rank-1 strided view of the elements a slice of ``x`` (``starts``, ``strides``, the
-    result's ``shape``, one axis longer than 1) takes, read straight from the array they
-    come from: ``x`` itself, or, where ``x`` is a slice's buffer (``gen.windows``) or a
-    squeeze of one (``gen.squeezed``), the part of the concatenate or the operand that
-    buffer copies them from. None where the slice has not one long axis or spans parts."""
-    long_axes = [d for d, n in enumerate(shape) if n != 1]
-    if len(long_axes) != 1:
-        return None
-    (long,) = long_axes
-    # in x's coordinates: a start per axis, and the long axis' stride and length
-    index = [int(a) for a in starts]
-    stride, length = int(strides[long]), int(shape[long])
-    if x in gen.squeezed:  # back to the squeeze's operand: its unit axes at 0
-        x, kept = gen.squeezed[x]
-        rank = len(gen.windows[x][3]) if x in gen.windows else None
-        if rank is None:
-            return None
-        base = [0] * rank
-        for d, k in enumerate(kept):
-            base[k] = index[d]
-        index, long = base, kept[long]
-    if x in gen.windows:
-        parts, avals, axis, wstarts, wstrides = gen.windows[x]
-        if len(parts) == 1:  # a slice of an array (axis: unused)
-            part = parts[0]
-            index = [int(s) + i * int(st) for s, i, st in zip(wstarts, index, wstrides)]
-            stride *= int(wstrides[long])
-        else:
-            pos = int(wstarts[axis]) + index[axis]
-            last = pos + (length - 1) * stride if long == axis else pos
-            offset, part = 0, None
-            for name, a in zip(parts, avals):
-                size = int(a.shape[axis])
-                if offset <= pos and last < offset + size:
-                    part = name
-                    break
-                offset += size
-            if part is None:
-                return None
-            index = [pos - offset if d == axis else int(s) + i * int(st)
-                     for d, (s, i, st) in enumerate(zip(wstarts, index, wstrides))]
-            if long != axis:
-                stride *= int(wstrides[long])
-        x = part
-    at = [f"{index[d]}:{index[d] + length * stride}:{stride}" if d == long else str(index[d])
-          for d in range(len(index))]
-    return f"{x}[{_index(at)}]"
 
 
 def _slice_of_concatenate(gen, eqn, concat: str, lines, ind) -> str:
@@ -708,11 +644,6 @@ def _slice_of_concatenate(gen, eqn, concat: str, lines, ind) -> str:
     lines.append(f"{ind}{name} = np.empty({_shape(out.aval.shape)}, {_st(out.aval.dtype)})")
     if gen.buffers is not None:
         gen.buffers.append(name)
-    gen.windows[name] = (parts, avals, axis, starts, strides)
-    view = _window_view(gen, name, out.aval, [0] * len(starts), [1] * len(starts),
-                        out.aval.shape)
-    if view is not None:  # within one part: a column of it, read in place if it can be
-        gen.slice_views[name] = (view, len(out.aval.shape))
     lo, hi, offset = int(starts[axis]), int(limits[axis]), 0
     for part, aval in zip(parts, avals):
         size = int(aval.shape[axis])
@@ -1104,89 +1035,6 @@ def _leave_loop(gen, saved, lines: list, start: int, ind: str) -> None:
                 break
 
 
-_KERNEL_CALL = re.compile(r"^\s*r\d+ = k\d+\(")
-
-
-def _read_by_kernels_only(name: str, lines: list, binding: int) -> bool:
-    """Whether every line of ``lines`` naming ``name``, but its binding (``lines[binding]``),
-    passes it to a cluster kernel."""
-    word = re.compile(rf"\b{name}\b")
-    return all(j == binding or not word.search(line) or _KERNEL_CALL.match(line)
-               for j, line in enumerate(lines))
-
-
-def _slices_in_place(lines: list, views: dict) -> list:
-    """``lines`` with the slices of ``views`` (``_Gen.slice_views``) read in place: a slice
-    with one axis longer than 1 whose value (or its rank-1 reshape) is only ever passed to
-    cluster kernels becomes a strided rank-1 view of its operand instead of a copy (a
-    kernel's rank-1 operand is indexed, never reshaped, so numba compiles it for the view's
-    layout). The view is read within the loop step that takes it, before any buffer its
-    operand lives in is written again: values do not outlive a step except as carries, and a
-    carry is no kernel operand's only reader (its update is another line).
-
-    A key split's words reach the next hash this way: ``random.gamma`` copied eight columns
-    of ``(n, 2)`` key grids per step of its rejection loop, serially."""
-    for name, (view, rank) in views.items():
-        word = re.compile(rf"\b{name}\b")
-        drop, aliases, direct = [], [], False
-        for j, line in enumerate(lines):
-            if not word.search(line):
-                continue
-            text = line.strip()
-            if text.startswith((f"{name} = np.empty(", f"{name}[",
-                                f"{name} = np.ascontiguousarray(")):
-                drop.append(j)
-                continue
-            alias = re.fullmatch(rf"(v\d+) = {name}\.reshape\(\(\d+,\)\)", text)
-            if alias and _read_by_kernels_only(alias.group(1), lines, j):
-                aliases.append(j)
-                continue
-            if rank == 1 and _KERNEL_CALL.match(line):
-                direct = True
-                continue
-            break
-        else:
-            if not drop or not (aliases or direct):
-                continue
-            lines = list(lines)
-            for j in aliases:
-                head, _ = lines[j].split(" = ", 1)
-                lines[j] = f"{head} = {view}"
-            at = drop[-1]  # (the copy: the operand is bound by then)
-            ind = lines[at][:len(lines[at]) - len(lines[at].lstrip())]
-            lines[at] = f"{ind}{name} = {view}" if direct else None
-            lines = [line for j, line in enumerate(lines)
-                     if line is not None and (j == at or j not in drop)]
-    return lines
-
-
-def _unread_buffers_dropped(lines: list, buffers) -> list:
-    """``lines`` without the slices' buffers among ``buffers`` that nothing reads any more
-    (their columns are read in place, :func:`_slices_in_place`): their allocation, the
-    copies into them, and reshapes of them that nothing reads."""
-    for name in buffers:
-        word = re.compile(rf"\b{name}\b")
-        drop = []
-        for j, line in enumerate(lines):
-            if not word.search(line):
-                continue
-            text = line.strip()
-            if text.startswith((f"{name} = np.empty(", f"{name}[",
-                                f"{name} = np.ascontiguousarray(")):
-                drop.append(j)
-                continue
-            alias = re.fullmatch(rf"(v\d+) = {name}\.reshape\(\([\d, ]*\)\)", text)
-            if alias and sum(bool(re.search(rf"\b{alias.group(1)}\b", other))
-                             for other in lines) == 1:
-                drop.append(j)
-                continue
-            break
-        else:
-            if drop:
-                lines = [line for j, line in enumerate(lines) if j not in set(drop)]
-    return lines
-
-
 def _drop_unused(lines: list, pure: set) -> list:
     """``lines`` without the bindings of names in ``pure`` that nothing reads."""
     import re
@@ -1402,8 +1250,7 @@ def plan_program(jaxpr: Jaxpr) -> WholePlan:
     const_names = [f"kc{i}" for i in range(len(gen.consts))]
     head = ["@njit(**_OPTIONS)", f"def kernel({', '.join(const_names + params + ['unit'])}):"]
     lines.append(f"    return ({''.join(r + ', ' for r in rets)})")
-    lines = _drop_unused(_unread_buffers_dropped(_slices_in_place(lines, gen.slice_views),
-                                                 gen.windows), gen.pure)
+    lines = _drop_unused(lines, gen.pure)
     kernels = [src.replace(codegen._LOW_IMPORT, "").replace("def kernel(", f"def {name}(", 1)
                for src, name in gen.kernels.items()]
     source = "\n".join(kernels + ["\n".join(head + lines)]) + "\n"

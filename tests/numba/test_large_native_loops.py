@@ -5,8 +5,6 @@ slices' buffers are allocated once before a loop. Values and bits equal the NumP
 backend's."""
 from __future__ import annotations
 
-import re
-
 import numpy as np
 import pytest
 
@@ -62,32 +60,11 @@ def test_gamma_key_grid_is_indexed_and_never_concatenated():
     assert "i1 = i % n1" in text
     at = text.index("while True:")
     head = text[text.rindex("def kernel(", 0, at):at]  # the native loop's kernel, before it
-    assert "np.empty((20000, 1, 2), np.uint32)" in head  # a slice's buffer, before the loop
-    # each key's words reach the next hash as strided views, never copied (_slices_in_place);
-    # the hashed words' (n, 3, 1) forms for the concatenate are views too (_unit_axes_only)
-    assert re.search(r"v\d+ = c\d+\[0:20000:1, 0\]", text), text
-    assert "np.empty((20000, 1), np.uint32)" not in text
-    assert ".reshape((20000, 3, 1))" in text
+    assert "np.empty((20000, 1), np.uint32)" in head  # a slice's buffer, before the loop
+    # the hashed words' (n, 3, 1) forms for the concatenate are views, not copying kernels
+    assert ".reshape((20000, 3, 1))" in head + text[at:]
     got, want = jit_both(f, random.PRNGKey(4), fallback_is_error=True)
     assert_bits_equal(got[0], want[0])
-
-
-def _columns_loop(x):
-    def body(i, carry):
-        c, col = carry
-        # a column read by a kernel only (a view), and one that becomes a carry (a copy)
-        return c * 0.5 + c[:, 1][:, None] * col[:, None], c[:, 0]
-    return lax.fori_loop(0, 3, body, (x, x[:, 2]))
-
-
-def test_column_views_only_where_kernels_read_them():
-    x = np.arange(3 * 500, dtype=np.float32).reshape(500, 3) % 5
-    text = plax.jit(_columns_loop, backend="numba").lower(x).compile().as_text()
-    kernel = text[text.index("def kernel(a0"):]
-    assert re.search(r"v\d+ = c\d+\[0:500:1, 1\]", kernel), kernel  # read in place
-    got, want = jit_both(_columns_loop, x, fallback_is_error=True)
-    for g, w in zip(got, want):
-        assert_bits_equal(g, w)
 
 
 def test_native_loop_has_no_size_limit_by_default(monkeypatch):
