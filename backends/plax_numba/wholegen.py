@@ -228,6 +228,13 @@ class _Gen:
     def cluster(self, cluster: Cluster, env: dict, lines: list, ind: str) -> None:
         if not cluster.outputs:
             return  # dead code (e.g. broadcasts a loop body no longer reads): nothing to run
+        if _unit_axes_only(cluster):
+            # views, not a copying kernel: a key split's (n, k) words reshaped to (n, k, 1)
+            # for its concatenate were a full copy of both words at every split
+            for e in cluster.eqns:
+                env[e.outvars[0]] = _reshape(self, e, [self.atom(env, e.invars[0])], lines,
+                                             ind)[0]
+            return
         if any(codegen.reference_only(e) for e in cluster.eqns):
             for part in _split_at_reference_only(cluster):
                 if isinstance(part, Cluster):
@@ -427,6 +434,28 @@ def _sliced_concatenates(jaxpr: Jaxpr) -> set:
                for r in reads):
             found.add(id(e))
     return found
+
+
+def _inserts_unit_axes(eqn) -> bool:
+    """Whether ``eqn`` is a ``broadcast_in_dim`` of an array that only inserts axes of size
+    1 (the same elements in the same order: a reshape)."""
+    if eqn.primitive is not lax.broadcast_in_dim_p or eqn.params.get("sharding") is not None:
+        return False
+    x, out = eqn.invars[0], eqn.outvars[0]
+    if isinstance(x, Literal) or not x.aval.shape:
+        return False
+    dims = [int(d) for d in eqn.params["broadcast_dimensions"]]
+    oshape, ishape = tuple(out.aval.shape), tuple(x.aval.shape)
+    return (dims == sorted(set(dims)) and len(dims) == len(ishape)
+            and all(oshape[d] == n for d, n in zip(dims, ishape))
+            and all(oshape[d] == 1 for d in range(len(oshape)) if d not in dims))
+
+
+def _unit_axes_only(cluster: Cluster) -> bool:
+    """Whether every equation of ``cluster`` is a :func:`_inserts_unit_axes` broadcast of a
+    value from outside the cluster: the cluster is views of its inputs."""
+    made = {id(e.outvars[0]) for e in cluster.eqns}
+    return all(_inserts_unit_axes(e) and id(e.invars[0]) not in made for e in cluster.eqns)
 
 
 def _split_at_reference_only(cluster: Cluster) -> list:

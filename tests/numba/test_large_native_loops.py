@@ -61,6 +61,8 @@ def test_gamma_key_grid_is_indexed_and_never_concatenated():
     at = text.index("while True:")
     head = text[text.rindex("def kernel(", 0, at):at]  # the native loop's kernel, before it
     assert "np.empty((20000, 1), np.uint32)" in head  # a slice's buffer, before the loop
+    # the hashed words' (n, 3, 1) forms for the concatenate are views, not copying kernels
+    assert ".reshape((20000, 3, 1))" in head + text[at:]
     got, want = jit_both(f, random.PRNGKey(4), fallback_is_error=True)
     assert_bits_equal(got[0], want[0])
 
