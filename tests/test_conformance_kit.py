@@ -1,8 +1,9 @@
 """The conformance kit ships in plax's wheel and runs with nothing from this repository.
 
-A module fixture builds a wheel of plax from a copy of this checkout (``pip wheel``, offline,
+A fixture builds a wheel of plax from a copy of this checkout (``pip wheel``, offline,
 without build isolation: setuptools is a dev dependency) and installs it, and the toy backend
-package (tests/plugin_packages/plax_toybackend), into a temporary target directory. Each test
+package (tests/plugin_packages/plax_toybackend), into a target directory of the test session,
+once for all of the session's xdist workers. Each test
 then runs ``python -m pytest --pyargs plax.testing.conformance --plax-backend=NAME`` in a fresh
 interpreter, from an empty temporary directory, with only that target and the environment's
 site-packages (numpy, pytest, hypothesis) on ``PYTHONPATH``: the interpreter runs with ``-S``,
@@ -29,6 +30,7 @@ from pathlib import Path
 
 import pytest
 
+from session_caches import build_once_per_session
 from subprocess_util import REPO
 
 TOY_PACKAGE = REPO / "tests" / "plugin_packages" / "plax_toybackend"
@@ -73,10 +75,9 @@ def _pip(*args: str) -> None:
     assert proc.returncode == 0, f"pip {' '.join(args)} failed:\n{proc.stdout}\n{proc.stderr}"
 
 
-@pytest.fixture(scope="module")
-def kit_site(tmp_path_factory) -> Path:
-    """A target directory holding plax (installed from a freshly built wheel) and the toy backend."""
-    root = tmp_path_factory.mktemp("conformance_kit")
+def _build_kit_site(root: Path) -> None:
+    """Builds plax's wheel from a copy of this checkout into ``root`` and installs it, and the
+    toy backend, into ``root / "site"``."""
     src = root / "plax_src"
     for name in ("core", "backends"):
         shutil.copytree(REPO / name, src / name, ignore=_IGNORE)
@@ -101,7 +102,16 @@ def kit_site(tmp_path_factory) -> Path:
     toy_src = root / "toy_src"
     shutil.copytree(TOY_PACKAGE, toy_src, ignore=_IGNORE)
     _pip("install", "--no-build-isolation", "--target", str(site), str(toy_src))
-    return site
+
+
+@pytest.fixture(scope="module")
+def kit_site() -> Path:
+    """A target directory holding plax (installed from a freshly built wheel) and the toy backend.
+
+    Built once per test session (the wheel build is most of this file's time): under xdist the
+    first worker to get here builds it in the session's cache directory and the others wait for
+    it and reuse it (tests/session_caches.py)."""
+    return build_once_per_session("conformance-kit", _build_kit_site) / "site"
 
 
 # The backends the child finds: NumPy, the toy backend, and the Numba backend of the wheel where

@@ -4,8 +4,12 @@ temporary directory of its own, shared with its workers and children, never in t
 from __future__ import annotations
 
 import os
+import threading
 
-from session_caches import SESSION_CACHES_PREFIX, keep_caches_in_the_session
+import pytest
+
+from session_caches import (SESSION_CACHES_PREFIX, build_once_per_session,
+                            keep_caches_in_the_session)
 from subprocess_util import last_json, run_python
 
 
@@ -50,3 +54,52 @@ def test_a_child_interpreter_compiles_into_the_session_cache():
     """))
     caches = os.environ["XDG_CACHE_HOME"]
     assert out == [caches, os.path.join(caches, "plax_numba")]
+
+
+def test_a_shared_build_runs_once_and_the_waiting_process_reuses_it(tmp_path, monkeypatch):
+    # flock locks belong to open files, so two threads here stand for two xdist workers
+    pytest.importorskip("fcntl")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    started, release, builds, results = threading.Event(), threading.Event(), [], []
+
+    def build(directory):
+        builds.append(directory)
+        started.set()
+        assert release.wait(60)
+        (directory / "made").write_text("once")
+
+    first = threading.Thread(target=lambda: results.append(build_once_per_session("b", build)))
+    first.start()
+    assert started.wait(60)
+    second = threading.Thread(target=lambda: results.append(build_once_per_session("b", build)))
+    second.start()
+    second.join(0.5)
+    assert second.is_alive() and results == []  # waits for the first build
+    release.set()
+    first.join(60)
+    second.join(60)
+    assert results == [tmp_path / "session-builds" / "b"] * 2 and len(builds) == 1
+    assert (results[0] / "made").read_text() == "once"
+
+
+def test_a_failed_shared_build_fails_the_other_processes_at_once(tmp_path, monkeypatch):
+    pytest.importorskip("fcntl")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+
+    def broken(directory):
+        raise OSError("the compiler is missing")
+
+    with pytest.raises(OSError, match="the compiler is missing"):
+        build_once_per_session("b", broken)
+    with pytest.raises(RuntimeError, match="failed in another process(.|\n)*compiler is missing"):
+        build_once_per_session("b", lambda d: pytest.fail("built again"))
+
+
+def test_waiting_for_a_shared_build_times_out_with_a_clear_error(tmp_path, monkeypatch):
+    fcntl = pytest.importorskip("fcntl")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    (tmp_path / "session-builds").mkdir()
+    with open(tmp_path / "session-builds" / "b.lock", "a") as other:  # a builder that hangs
+        fcntl.flock(other, fcntl.LOCK_EX)
+        with pytest.raises(TimeoutError, match="waited 0 s for another process"):
+            build_once_per_session("b", lambda d: pytest.fail("built while locked"), timeout=0.3)

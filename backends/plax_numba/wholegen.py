@@ -557,8 +557,8 @@ def _reshape(gen, eqn, ins, lines, ind):
     if perm is not None and out.aval.shape:
         # JAX's transposition folded into the reshape: a contiguous transposed copy, viewed
         name = gen.fresh()
-        lines.append(f"{ind}{name} = np.ascontiguousarray({x}.transpose({_shape(perm)}))"
-                     f".reshape({_shape(out.aval.shape)})")
+        t = _transposed(gen, x, eqn.invars[0].aval, perm, lines, ind)
+        lines.append(f"{ind}{name} = {t}.reshape({_shape(out.aval.shape)})")
         return [name]
     oshape, ishape = tuple(out.aval.shape), tuple(eqn.invars[0].aval.shape)
     if oshape == ishape:
@@ -589,13 +589,56 @@ def _transpose(gen, eqn, ins, lines, ind):
     moved = [d for d in perm if shape[d] != 1]
     if moved == sorted(moved):  # only axes of size 1 move: the same memory order, a view
         return _reshape(gen, eqn, ins, lines, ind)
+    return [_transposed(gen, ins[0], eqn.invars[0].aval, perm, lines, ind)]
+
+
+def _transposed(gen, x: str, aval, perm, lines: list, ind: str) -> str:
+    """The name of a C-contiguous copy of ``x`` (of ``aval``) transposed by ``perm``.
+
+    Not ``np.ascontiguousarray(x.transpose(perm))``: numba's ``transpose`` with axes compiles
+    a helper whose shape check formats its error message, which compiles about 50 of numba's
+    unicode functions with every program holding one (~1.5 CPU seconds a process). A matrix
+    is transposed by ``.T`` (no helper); higher ranks are copied by loops."""
     name = gen.fresh()
-    lines.append(f"{ind}{name} = np.ascontiguousarray({ins[0]}.transpose({_shape(perm)}))")
-    return [name]
+    perm = [int(d) for d in perm]
+    if len(perm) == 2:
+        lines.append(f"{ind}{name} = np.ascontiguousarray({x}.T)")
+        return name
+    if not x.isidentifier():  # (an expression would be evaluated per element)
+        lines.append(f"{ind}{name} = np.ascontiguousarray({x}.transpose({_shape(perm)}))")
+        return name
+    shape = [int(aval.shape[d]) for d in perm]
+    lines.append(f"{ind}{name} = np.empty({_shape(shape)}, {_st(aval.dtype)})")
+    idx = [gen.fresh("j") for _ in shape]
+    for d, (n, i) in enumerate(zip(shape, idx)):
+        lines.append(f"{ind}{'    ' * d}for {i} in range({n}):")
+    src = [idx[perm.index(d)] for d in range(len(perm))]
+    lines.append(f"{ind}{'    ' * len(shape)}{name}[{_index(idx)}] = {x}[{_index(src)}]")
+    return name
 
 
 def _index(parts) -> str:
     return ", ".join(parts) if len(parts) != 1 else parts[0] + ","
+
+
+def _copy_block(gen, dst: str, dst_starts: list, src: str, src_starts: list, shape,
+                lines: list, ind: str) -> None:
+    """Copies a block of ``shape`` elements of the array ``src`` (from ``src_starts``, per
+    dimension ``(start, step)``) into the array ``dst`` (from ``dst_starts``), as loops.
+
+    Not as numba's slice assignment (``dst[a:b] = src[c:d]``): that checks at run time that
+    the two shapes agree, and its error message's string formatting is compiled with every
+    program holding one (about 90 helper compiles of numba's unicode functions, ~3 CPU
+    seconds a process), while the shapes here are static. A start is an int or the name of
+    a local (a clamped dynamic start)."""
+    idx = [gen.fresh("j") for _ in shape]
+    for d, (n, i) in enumerate(zip(shape, idx)):
+        lines.append(f"{ind}{'    ' * d}for {i} in range({int(n)}):")
+    to = [i if s == 0 else f"{s} + {i}" for s, i in zip(dst_starts, idx)]
+    at = [(i if step == 1 else f"{step} * {i}") if s == 0 else
+          (f"{s} + {i}" if step == 1 else f"{s} + {step} * {i}")
+          for (s, step), i in zip(src_starts, idx)]
+    lines.append(f"{ind}{'    ' * len(shape)}{dst}[{_index(to)}] = {src}[{_index(at)}]")
 
 
 def _rev(gen, eqn, ins, lines, ind):
@@ -622,7 +665,9 @@ def _slice(gen, eqn, ins, lines, ind):
         # in a loop body: a copy into a buffer that _leave_loop moves before the loop
         # when no value of the step outlives it (np.ascontiguousarray allocates per step)
         lines.append(f"{ind}{name} = np.empty({_shape(out.aval.shape)}, {_st(out.aval.dtype)})")
-        lines.append(f"{ind}{name}[{_index([':'] * len(parts))}] = {ins[0]}[{_index(parts)}]")
+        _copy_block(gen, name, [0] * len(parts), ins[0],
+                    [(int(a), int(s)) for a, s in zip(p["start_indices"], strides)],
+                    out.aval.shape, lines, ind)
         gen.buffers.append(name)
         return [name]
     lines.append(f"{ind}{name} = np.ascontiguousarray({ins[0]}[{_index(parts)}])")
@@ -649,11 +694,11 @@ def _slice_of_concatenate(gen, eqn, concat: str, lines, ind) -> str:
         size = int(aval.shape[axis])
         a, b = max(lo, offset), min(hi, offset + size)
         if a < b:
-            src = [f"{a - offset}:{b - offset}" if d == axis else
-                   f"{int(s)}:{int(e)}:{int(st)}" for d, (s, e, st) in
-                   enumerate(zip(starts, limits, strides))]
-            dst = [f"{a - lo}:{b - lo}" if d == axis else ":" for d in range(len(starts))]
-            lines.append(f"{ind}{name}[{_index(dst)}] = {part}[{_index(src)}]")
+            src = [(a - offset, 1) if d == axis else (int(s), int(st))
+                   for d, (s, st) in enumerate(zip(starts, strides))]
+            dst = [a - lo if d == axis else 0 for d in range(len(starts))]
+            block = [b - a if d == axis else n for d, n in enumerate(out.aval.shape)]
+            _copy_block(gen, name, dst, part, src, block, lines, ind)
         offset += size
     return name
 
@@ -687,7 +732,8 @@ def _dynamic_update_slice(gen, eqn, ins, lines, ind):
     parts = [f"{s}:{s} + {n}" for s, n in starts]
     name = gen.fresh()
     lines.append(f"{ind}{name} = {ins[0]}.copy()")
-    lines.append(f"{ind}{name}[{_index(parts)}] = {ins[1]}")
+    _copy_block(gen, name, [s for s, _ in starts], ins[1], [(0, 1)] * len(starts),
+                [n for _, n in starts], lines, ind)
     return [name]
 
 
@@ -737,9 +783,8 @@ def _pad(gen, eqn, ins, lines, ind):
                  f"{_bits(ins[1], out.aval.dtype)}, {_st(out.aval.dtype)})")
     if not out.aval.shape:
         return [ins[0]]
-    parts = [f"{int(lo)}:{int(lo) + int(n)}" for (lo, _, _), n in
-             zip(config, eqn.invars[0].aval.shape)]
-    lines.append(f"{ind}{name}[{_index(parts)}] = {ins[0]}")
+    _copy_block(gen, name, [int(lo) for lo, _, _ in config], ins[0],
+                [(0, 1)] * len(config), eqn.invars[0].aval.shape, lines, ind)
     return [name]
 
 
@@ -767,8 +812,8 @@ def _as3(gen, x: str, aval, perm: list, shape3: tuple, lines, ind) -> str:
     elif perm == list(range(len(perm))):
         lines.append(f"{ind}{name} = {x}.reshape({_shape(shape3)})")
     else:
-        lines.append(f"{ind}{name} = np.ascontiguousarray({x}.transpose({_shape(perm)}))"
-                     f".reshape({_shape(shape3)})")
+        t = _transposed(gen, x, aval, perm, lines, ind)
+        lines.append(f"{ind}{name} = {t}.reshape({_shape(shape3)})")
     return name
 
 
@@ -946,7 +991,7 @@ def _consumed_only(name: str, body: list, depth: int = 0) -> bool:
         # (a transpose that reaches np.ascontiguousarray changes the memory order: a copy)
         _CONSUMES = re.compile(r"^\s*(r\d+ = k\d+\(|matvec_t\(|dot_\w+\(|ys\d+\[i\d+(, j\d+)?\] = "
                                r"|yr\d+\[j\d+\] = "  # (a ys row's store, _scan_loop)
-                               r"|v\d+ = np\.ascontiguousarray\(v\d+\.transpose\("
+                               r"|v\d+ = np\.ascontiguousarray\(v\d+\.T\)"
                                r"|v\d+ = (np\.\w+\()?np\.dot\("  # (np.dot: a new array)
                                r"|v\d+\[[^=]*\] = )")  # (a copy into a slice's buffer, _slice)
     word = re.compile(rf"\b{name}\b")
