@@ -244,16 +244,10 @@ def _renamed(eqn: JaxprEqn, rename: dict) -> JaxprEqn:
 
 
 def _finish(jaxpr: Jaxpr, eqns: list) -> Jaxpr:
-    """``jaxpr`` with ``eqns``, less the pure equations nothing reads any more (dead reshapes
-    and broadcasts a rewrite bypassed)."""
-    read = {id(v) for v in jaxpr.outvars if isinstance(v, Var)}
-    kept: list = []
-    for e in reversed(eqns):
-        if _pure(e) and not any(id(v) in read for v in e.outvars):
-            continue
-        read.update(id(v) for v in e.invars if isinstance(v, Var))
-        kept.append(e)
-    return Jaxpr(jaxpr.constvars, jaxpr.invars, jaxpr.outvars, kept[::-1])
+    """``jaxpr`` with ``eqns``, less the equations nothing reads any more (the reshapes and
+    broadcasts a rewrite bypassed): :func:`plax.core.passes.dce`'s pass."""
+    from plax.core.passes import dce
+    return dce(Jaxpr(jaxpr.constvars, jaxpr.invars, jaxpr.outvars, eqns))
 
 
 def common_subexpressions(jaxpr: Jaxpr) -> Jaxpr:
