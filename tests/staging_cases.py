@@ -225,6 +225,20 @@ CASES = {
         lambda x, t: jax.jvp(lambda x: x ** 3, (x,), (t,)), (_v(), _v())),
     "grad_grad_pow_3": lambda jax, jnp: (jax.grad(jax.grad(lambda x: x ** 3)),
                                          (np.float32(2.0),)),
+    # cumulative reductions, constant padding and roll: one jit call each, as JAX's jitted
+    # functions (cumsum, _pad, _roll_static); the flattening for axis=None inside or outside
+    "cumsum": lambda jax, jnp: (jnp.cumsum, (_v(),)),
+    "cumsum_axis": lambda jax, jnp: (lambda x: jnp.cumsum(x, axis=1), (_m(),)),
+    "cumsum_dtype": lambda jax, jnp: (lambda x: jnp.cumsum(x, dtype=jnp.int32), (_v(),)),
+    "cumprod_flat": lambda jax, jnp: (jnp.cumprod, (_m(),)),
+    "nancumsum": lambda jax, jnp: (jnp.nancumsum, (_v(),)),
+    "grad_of_cumsum": lambda jax, jnp: (jax.grad(lambda x: jnp.cumsum(x).sum()), (_v(),)),
+    "pad": lambda jax, jnp: (lambda x: jnp.pad(x, 1), (_v(),)),
+    "pad_value": lambda jax, jnp: (
+        lambda x: jnp.pad(x, ((0, 1), (2, 0)), constant_values=3.0), (_m(),)),
+    "roll": lambda jax, jnp: (lambda x: jnp.roll(x, 1), (_v(),)),
+    "roll_axis": lambda jax, jnp: (lambda x: jnp.roll(x, -1, axis=1), (_m(),)),
+    "roll_flat": lambda jax, jnp: (lambda x: jnp.roll(x, 2), (_m(),)),
 }
 
 #: cases staged with ``jax_enable_x64`` on

@@ -156,9 +156,14 @@ def test_whole_array_argmax_is_a_scalar():
 def test_cumsum_against_a_float64_loop(dtype):
     """The fused blocked sum is close to a float64 running sum (the order moves the last
     digits only; the fused ``exp`` is the kernel's float32 form, within an ulp of NumPy's,
-    so bits are compared with exact producers, above)."""
+    so bits are compared with exact producers, above). ``jnp.cumsum`` stages a ``jit`` call
+    named ``cumsum``, as JAX's does; lowering splices it, so ``exp`` still fuses with it."""
+    import plax
     x = np.random.default_rng(5).standard_normal((4, 300)).astype(dtype)
     f = lambda v: jnp.cumsum(jnp.exp(v), axis=1)  # noqa: E731
+    staged = plax.make_jaxpr(f)(x).jaxpr.eqns
+    assert [e.primitive.name for e in staged] == ["exp", "jit"]
+    assert staged[1].params["name"] == "cumsum"
     _fused(f, x, names="exp cumsum")
     (got,), _ = jit_both(f, x, fallback_is_error=True)
     exact = np.cumsum(np.exp(x.astype(np.float64)), axis=1)

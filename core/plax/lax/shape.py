@@ -496,7 +496,7 @@ def _pad_abstract_eval(x, padding_value, *, padding_config):
         if interior < 0:
             raise ValueError(f"interior padding in padding_config must be nonnegative, got "
                              f"padding_config {padding_config}")
-        out = lo + hi + d + max(d - 1, 0) * interior
+        out = int(lo + hi + d + max(d - 1, 0) * interior)
         if out < 0:
             raise ValueError(f"Dimension size after padding is not at least 0, got result "
                              f"dimension {out} for padding_config {padding_config} and operand "
@@ -512,7 +512,9 @@ def pad(x, padding_value, padding_config: Sequence[tuple[int, int, int]]):
       >>> lax.pad(jnp.array([1., 2.]), 0., [(1, 0, 1)])
       Array([0., 1., 0., 2.], dtype=float32)
     """
-    cfg = tuple((int(lo), int(hi), int(i)) for lo, hi, i in padding_config)
+    # NumPy integers kept as given: JAX's jaxprs print them so (``np.int64(1)``)
+    cfg = tuple(tuple(v if isinstance(v, np.integer) else int(v) for v in c)
+                for c in padding_config)
     return pad_p.bind(asarray(x), asarray(padding_value), padding_config=cfg)
 
 

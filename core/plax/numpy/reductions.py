@@ -275,14 +275,29 @@ def _cumulative(name, fn, a, axis, dtype, promote):
     return fn(a, axis)
 
 
+@jit_when_traced(static_argnames=("axis", "dtype"))
 def cumsum(a, axis=None, dtype=None, out=None):
-    """Cumulative sum along ``axis`` (of the flattened array when ``axis`` is None)."""
+    """Cumulative sum along ``axis`` (of the flattened array when ``axis`` is None).
+
+    Staged as one ``jit`` call named ``cumsum``, as JAX stages it (lowering splices the call
+    into its caller, so a producer still fuses with the scan).
+
+    Example:
+      >>> jnp.cumsum(jnp.array([1, 2, 3]))
+      Array([1, 3, 6], dtype=int32)
+    """
     _no_out(out, "cumsum")
     return _cumulative("cumsum", lax.cumsum, a, axis, dtype, True)
 
 
+@jit_when_traced(static_argnames=("axis", "dtype"))
 def cumprod(a, axis=None, dtype=None, out=None):
-    """Cumulative product along ``axis``."""
+    """Cumulative product along ``axis``, staged as one ``jit`` call as :func:`cumsum` is.
+
+    Example:
+      >>> jnp.cumprod(jnp.array([1, 2, 3]))
+      Array([1, 2, 6], dtype=int32)
+    """
     _no_out(out, "cumprod")
     return _cumulative("cumprod", lax.cumprod, a, axis, dtype, True)
 

@@ -691,20 +691,33 @@ def flipud(m):
 
 
 def roll(a, shift, axis=None):
-    """Rolls elements along ``axis``; those shifted past the end come back at the start."""
+    """Rolls elements along ``axis``; those shifted past the end come back at the start.
+
+    As in JAX, the roll itself is staged as one ``jit`` call named ``_roll_static`` (of the
+    flattened array when ``axis`` is None).
+
+    Example:
+      >>> jnp.roll(jnp.array([1, 2, 3]), 1)
+      Array([3, 1, 2], dtype=int32)
+    """
     a = asarray_weak(a)
     if axis is None:
         return reshape(roll(ravel(a), shift, 0), _shape(a))
-    shifts = np.atleast_1d(shift)
-    axes = np.atleast_1d(axis)
-    if shifts.size == 1 and axes.size > 1:
-        shifts = np.repeat(shifts, axes.size)
-    for s, ax in zip(shifts, axes):
-        ax = canonicalize_axis(int(ax), get_aval(a).ndim)
+    shifts = tuple(int(s) for s in np.atleast_1d(shift))
+    axes = tuple(int(ax) for ax in np.atleast_1d(axis))
+    if len(shifts) == 1 and len(axes) > 1:
+        shifts *= len(axes)
+    return _roll_static(a, shifts, axes)
+
+
+@jit_when_traced(name="_roll_static", static_argnames=("shift", "axis"))
+def _roll_static(a, shift: tuple, axis: tuple):
+    for s, ax in zip(shift, axis):
+        ax = canonicalize_axis(ax, get_aval(a).ndim)
         n = _shape(a)[ax]
         if n == 0:
             continue
-        s = int(s) % n
+        s %= n
         if s:
             a = lax.concatenate([lax.slice_in_dim(a, n - s, n, 1, ax),
                                  lax.slice_in_dim(a, 0, n - s, 1, ax)], ax)
@@ -948,46 +961,61 @@ def pad(array, pad_width, mode: str = "constant", *, constant_values=0, **kwargs
     """
     check_arraylike("pad", array)
     array = asarray_weak(array)
-    nd = get_aval(array).ndim
-    pw = _pad_widths(pad_width, nd)
-    if mode in ("constant", "empty"):
-        from plax.numpy.util import to_dtype
-        dt, weak = get_aval(array).dtype, get_aval(array).weak_type
-        if mode == "constant" and np.ndim(constant_values) != 0:
-            if isinstance(constant_values, Tracer):
-                raise NotImplementedError("jnp.pad: traced constant_values must be a scalar")
-            host = np.asarray(constant_values)
-            try:
-                per_axis = np.broadcast_to(host, (nd, 2))
-            except ValueError:
-                raise ValueError(f"jnp.pad: constant_values of shape {host.shape} cannot be "
-                                 f"broadcast to one (before, after) pair for each of the "
-                                 f"array's {nd} axes") from None
-            # axis by axis, as NumPy: later axes' values fill the corners
-            for axis, ((lo, hi), (before, after)) in enumerate(zip(pw, per_axis)):
-                for width, value, side in ((lo, before, 0), (hi, after, 1)):
-                    if width:
-                        cfg = [(0, 0, 0)] * nd
-                        cfg[axis] = (width, 0, 0) if side == 0 else (0, width, 0)
-                        array = lax.pad(array, to_dtype(value[()], dt, weak), cfg)
-            return array
-        value = 0 if mode == "empty" else constant_values
-        cv = to_dtype(value, dt, weak)
-        return lax.pad(array, cv, [(lo, hi, 0) for lo, hi in pw])
-    if mode not in _INDEX_PAD_MODES:
+    pw = _pad_widths(pad_width, get_aval(array).ndim)
+    if mode not in ("constant", "empty") + _INDEX_PAD_MODES:
         raise NotImplementedError(f"jnp.pad mode {mode!r} is not supported; use one of "
                                   f"{('constant', 'empty') + _INDEX_PAD_MODES}.")
     if kwargs.get("reflect_type", "even") != "even":
         raise NotImplementedError("jnp.pad: only reflect_type='even' is supported")
-    for axis, (lo, hi) in enumerate(pw):
+    if mode == "constant" and np.ndim(constant_values) != 0:
+        return _pad_per_axis(array, pw, constant_values)
+    # as JAX: one jit call named _pad, the widths static (NumPy integers, as JAX's
+    # padding_config holds them) and the padding value its second operand
+    widths = tuple((np.int64(lo), np.int64(hi)) for lo, hi in pw)
+    return _pad(array, 0 if mode == "empty" else constant_values, pad_width=widths, mode=mode)
+
+
+@jit_when_traced(name="_pad", static_argnames=("pad_width", "mode"))
+def _pad(array, constant_values, pad_width: tuple, mode: str):
+    if mode in ("constant", "empty"):
+        from plax.numpy.util import to_dtype
+        aval = get_aval(array)
+        cv = to_dtype(constant_values, aval.dtype, aval.weak_type)
+        return lax.pad(array, cv, [(lo, hi, 0) for lo, hi in pad_width])
+    for axis, (lo, hi) in enumerate(pad_width):
         if lo or hi:
             n = _shape(array)[axis]
             if n == 0:
                 raise ValueError(f"can't extend empty axis {axis} using modes other than "
                                  "'constant' or 'empty'")
             # the padded axis reads source positions that NumPy's own pad gives for an iota
-            src = np.pad(np.arange(n), (lo, hi), mode=mode).astype(np.int32)
+            src = np.pad(np.arange(n), (int(lo), int(hi)), mode=mode).astype(np.int32)
             array = take(array, src, axis=axis, mode="clip")
+    return array
+
+
+def _pad_per_axis(array, pw: list, constant_values):
+    """``constant`` mode with a ``(before, after)`` value for every axis, or one pair per
+    axis: one ``pad`` per side, axis by axis, as NumPy fills the corners (later axes'
+    values win)."""
+    if isinstance(constant_values, Tracer):
+        raise NotImplementedError("jnp.pad: traced constant_values must be a scalar")
+    from plax.numpy.util import to_dtype
+    aval = get_aval(array)
+    nd = aval.ndim
+    host = np.asarray(constant_values)
+    try:
+        per_axis = np.broadcast_to(host, (nd, 2))
+    except ValueError:
+        raise ValueError(f"jnp.pad: constant_values of shape {host.shape} cannot be "
+                         f"broadcast to one (before, after) pair for each of the "
+                         f"array's {nd} axes") from None
+    for axis, ((lo, hi), (before, after)) in enumerate(zip(pw, per_axis)):
+        for width, value, side in ((lo, before, 0), (hi, after, 1)):
+            if width:
+                cfg = [(0, 0, 0)] * nd
+                cfg[axis] = (width, 0, 0) if side == 0 else (0, width, 0)
+                array = lax.pad(array, to_dtype(value[()], aval.dtype, aval.weak_type), cfg)
     return array
 
 

@@ -354,7 +354,8 @@ def _nancum(name: str, a, axis, dtype, out, fill: int):
     a = asarray_weak(a)
     if dtypes.is_inexact(get_aval(a).dtype):
         a = where(isnan(a), lax.full((), fill, get_aval(a).dtype), a)
-    fn = reductions.cumsum if name == "nancumsum" else reductions.cumprod
+    # the scan itself, not the jit call cumsum stages (JAX's nancumsum holds a bare cumsum)
+    fn = (reductions.cumsum if name == "nancumsum" else reductions.cumprod).__wrapped__
     return fn(a, axis=axis, dtype=dtype)
 
 
