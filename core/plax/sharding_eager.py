@@ -187,18 +187,93 @@ def apply_on_mesh(prim, args: Sequence, params: dict, compute: Callable) -> Any:
     return place_replicated(out, mesh, rank_spec)
 
 
+#: primitives whose JAX sharding rule keeps a short spec (``P()``, the spec JAX gives a host
+#: value) when every operand has one, besides one-operand elementwise and cumulative ones
+#: (which forward their operand's type) and reductions (which drop the reduced entries of an
+#: empty spec): the rest write one entry per dimension (``P(None, ...)``)
+_SHORT_SPEC_RULES = frozenset({"reshape", "transpose", "slice", "rev", "sort", "dot_general",
+                               "argmax", "argmin", "pad"})
+#: of those, the ones of several operands (the rest take one)
+_SEVERAL_OPERANDS = frozenset({"dot_general", "pad"})
+#: of those, the ones whose ``jax.numpy`` function (``transpose``, ``flip``, ``argmax``,
+#: ``argmin``, ``pad``) converts a host operand to an Array first when called eagerly, which
+#: places it on the mesh (``P(None, ...)`` then): inside a ``jit`` the conversion places
+#: nothing
+_CONVERTED_FIRST_EAGERLY = frozenset({"transpose", "rev", "argmax", "argmin", "pad"})
+
+
+def _keeps_short_spec(prim, n_operands: int, eager: bool) -> bool:
+    """Whether ``prim`` applied to ``n_operands`` operands all typed ``P()`` gives ``P()``
+    (see :data:`_SHORT_SPEC_RULES`), eagerly or inside a ``jit``."""
+    from plax.lowering.fusion import CUMULATIVE, ELEMENTWISE, REDUCTION, fusion_kind
+    kind = fusion_kind(prim, cumulative=True)
+    if kind in (ELEMENTWISE, CUMULATIVE):
+        return n_operands == 1
+    name = prim.name
+    if kind != REDUCTION and name not in _SHORT_SPEC_RULES:
+        return False
+    if eager and name in _CONVERTED_FIRST_EAGERLY:
+        return False
+    return n_operands == 1 or name in _SEVERAL_OPERANDS
+
+
 def _keeps_short_type(prim, args: Sequence) -> bool:
     """Whether JAX's result is placed ``P()``: JAX types a host value or an uncommitted array
-    ``P()`` (a value placed on the mesh ``P(None, ...)``), and the rule of a one-operand
-    elementwise or cumulative operation (``sin``, ``neg``, ``cumsum``) forwards its operand's
-    type; every other rule writes one entry per dimension."""
-    if len(args) != 1:
-        return False
-    a = args[0]
-    if isinstance(a, Array) and (type(a) is not Array or a._committed):
-        return False
-    from plax.lowering.fusion import CUMULATIVE, ELEMENTWISE, fusion_kind
-    return fusion_kind(prim, cumulative=True) in (ELEMENTWISE, CUMULATIVE)
+    ``P()`` (a value placed on the mesh ``P(None, ...)``), and the rule of ``prim`` keeps
+    that short spec (:func:`_keeps_short_spec`: ``sin``, ``cumsum``, ``sum``, ``dot``)."""
+    for a in args:
+        if isinstance(a, Array) and (type(a) is not Array or a._committed):
+            return False
+    return _keeps_short_spec(prim, len(args), eager=True)
+
+
+def short_outputs(jaxpr, short_inputs: Sequence[bool]) -> list[bool]:
+    """Which outputs of ``jaxpr`` JAX types ``P()`` when the inputs marked in
+    ``short_inputs`` are host values (typed ``P()`` by JAX's ``jit``): those computed from
+    them (or from literals, host scalars too) through rules that keep a short spec
+    (:func:`_keeps_short_spec`), nested ``jit`` calls followed into their bodies.
+
+    Example:
+      >>> jaxpr = plax.make_jaxpr(lambda v: (jnp.sin(v), v + 1))(np.ones(2)).jaxpr
+      >>> short_outputs(jaxpr, [True])
+      [True, False]
+    """
+    from plax.core.jaxpr import Var
+    from plax.lowering.calls import call_body
+    short = {v for v, s in zip(jaxpr.invars, short_inputs) if s}
+    for eqn in jaxpr.eqns:
+        ins = eqn.invars
+        if not ins or not all(v in short if isinstance(v, Var) else True for v in ins):
+            continue
+        body = call_body(eqn)
+        if body is not None:
+            marks = short_outputs(body.jaxpr, [True] * len(ins))
+            short.update(v for v, s in zip(eqn.outvars, marks) if s)
+        elif _keeps_short_spec(eqn.primitive, len(ins), eager=False):
+            short.update(eqn.outvars)
+    return [isinstance(v, Var) and v in short for v in jaxpr.outvars]
+
+
+def host_operands_placed(operands: Sequence) -> list:
+    """``operands`` with each host value converted to an Array placed on the set mesh as
+    ``jnp.asarray`` places it (``P()``), as JAX's ``jax.numpy`` functions that convert their
+    operands first (``tensordot``, ``einsum``) hand them to their rules: typed ``P(None,
+    ...)`` then, so their results are too. Arrays, tracers, and everything while no mesh
+    is set or a function is traced, are returned as they are.
+
+    Example:
+      >>> with plax.set_mesh(plax.make_mesh((1,), ("x",))):
+      ...     host_operands_placed([np.ones(2)])[0].sharding.spec
+      P()
+    """
+    mesh = current_mesh()
+    if not _places(mesh) or trace_state.depth:
+        return list(operands)
+    import numpy as np
+    from plax.array import from_host
+    host = (np.ndarray, np.generic, bool, int, float, complex)  # (others: the caller's error)
+    return [place_replicated(from_host(x), mesh, rank_spec=False) if isinstance(x, host)
+            else x for x in operands]
 
 
 def placed_copy(x: Any) -> Any:
@@ -298,10 +373,41 @@ def placed_host_value(x: Any) -> Any:
     return place_replicated(x, mesh, rank_spec=False)
 
 
-def placed_results(outs: list) -> list:
+def with_short_specs(outs: list, jaxpr, short_inputs: Sequence[bool]) -> list:
+    """``outs`` (results of a top-level ``jit`` call of ``jaxpr`` partitioned over the set
+    mesh) with each one JAX types ``P()`` (:func:`short_outputs`: computed from host
+    arguments, marked in ``short_inputs``, by rules that keep their short spec) placed so:
+    the same buffers, its sharding's spec ``P()`` rather than ``P(None, ...)``.
+
+    Example:
+      >>> with plax.set_mesh(plax.make_mesh((1,), ("x",))):
+      ...     plax.jit(jnp.sin)(np.ones(2)).sharding.spec
+      P()
+    """
+    if not any(short_inputs) or len(short_inputs) != len(jaxpr.invars) or \
+            len(outs) != len(jaxpr.outvars):
+        return outs
+    return [_short_spec(o) if s else o for o, s in zip(outs, short_outputs(jaxpr, short_inputs))]
+
+
+def _short_spec(x: Any) -> Any:
+    """``x``, replicated over a mesh, as an Array of the same buffers placed ``P()``."""
+    s = getattr(x, "_sharding", None)
+    if type(x) is not _ShardedArray or not isinstance(s, NamedSharding) or \
+            not s.is_fully_replicated or s.spec.unreduced or s.spec.reduced or \
+            not s.spec.partitions:
+        return x
+    out = _sharded(x.aval, replicated(s.mesh, None), list(x._pieces), x._committed)
+    _BUF.__set__(out, _BUF.__get__(x, _ShardedArray))
+    return out
+
+
+def placed_results(outs: list, jaxpr=None, short_inputs: Sequence[bool] = ()) -> list:
     """The results of a top-level ``jit`` call under a set mesh, each
     one-device result (a program with no argument on the mesh) placed replicated on it
-    (not while a function is traced: a value made then is one of its constants).
+    (not while a function is traced: a value made then is one of its constants):
+    ``P()`` where JAX's rules keep the short spec of host arguments (``short_inputs``
+    marks them among ``jaxpr``'s inputs; :func:`short_outputs`), else ``P(None, ...)``.
 
     Example:
       >>> with plax.set_mesh(plax.make_mesh((1,), ("x",))):
@@ -312,4 +418,10 @@ def placed_results(outs: list) -> list:
     if not _places(mesh) or trace_state.depth:
         return outs
     rank_spec = _rank_spec(mesh)
+    if rank_spec and any(short_inputs) and jaxpr is not None and \
+            len(short_inputs) == len(jaxpr.invars) and len(outs) == len(jaxpr.outvars):
+        # (a result typed by its program, placed already, keeps its buffers: _short_spec)
+        return [(place_replicated(o, mesh, False) if type(o) is Array else _short_spec(o))
+                if s else place_replicated(o, mesh)
+                for o, s in zip(outs, short_outputs(jaxpr, short_inputs))]
     return [place_replicated(o, mesh, rank_spec) for o in outs]

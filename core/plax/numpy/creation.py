@@ -317,6 +317,10 @@ def _like(a, dtype, shape, value):
     if isinstance(a, Tracer):
         return vary_like(out, a)  # inside shard_map: varying as `a` is (JAX's pvary)
     if host or (type(a) is Array and not a._committed):
+        if _mesh_maybe_set[0] and type(out) is Array:
+            # a scalar: lax.full ran no operation to place it; placed as JAX's result is
+            from plax.sharding_eager import placed_results
+            return placed_results([out])[0]
         return out  # (the usual case: nothing more to do)
     return _placed_like(out, a, new_shape, weak)
 

@@ -24,15 +24,21 @@ def _shape(x) -> tuple:
 def reshape(a, shape=None, order: str = "C", *, newshape=None, copy=None, out_sharding=None):
     """Gives ``a`` a new shape with the same number of elements (one entry may be -1).
 
+    As in JAX, a NumPy array (or scalar) is reshaped by its own ``reshape`` method: the
+    result is a NumPy array (a constant folded on the host under ``jit``).
+
     Example:
       >>> jnp.arange(6).reshape(2, 3).shape
       (2, 3)
     """
     if shape is None:
         shape = newshape
+    check_arraylike("reshape", a)
+    if out_sharding is None and isinstance(a, (np.ndarray, np.generic)):
+        # as JAX: a NumPy value's own reshape method (a NumPy array, never placed on a mesh)
+        return a.reshape(shape, order=order)
     if order != "C":
         raise NotImplementedError(f"reshape(order={order!r}): plax supports only order='C'")
-    check_arraylike("reshape", a)
     a = asarray_weak(a)
     shape = _reshape_sizes(shape)
     size = get_aval(a).size

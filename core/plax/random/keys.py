@@ -288,7 +288,10 @@ def key_sharding(sharding: Any, ndim: int) -> Any:
     from plax.sharding import NamedSharding, PartitionSpec
     if not isinstance(sharding, NamedSharding):
         return sharding
-    return NamedSharding(sharding.mesh, PartitionSpec(*sharding.spec.partitions[:ndim]))
+    # the data's spec written out to its rank first, as JAX's key rules do: data placed P()
+    # (over a mesh of Auto axes) gives keys P(None, ...), one entry per key dimension
+    kept = sharding.spec.partitions[:ndim]
+    return NamedSharding(sharding.mesh, PartitionSpec(*kept, *(None,) * (ndim - len(kept))))
 
 
 def _reshape_target(size: int, shape: Sequence) -> tuple[int, ...]:

@@ -480,6 +480,7 @@ class JitFunction:
         on_mesh = mesh_set and _mesh_maybe_set[0]
         if on_mesh:
             self._check_context_mesh(leaves, treedef, static, len(args))
+            host_inputs = [not isinstance(x, Array) for x in leaves]  # JAX types them P()
         if mesh_set:
             from plax.transforms.jit_shardings import placed_on_context_mesh
             leaves = placed_on_context_mesh(leaves) or leaves
@@ -543,6 +544,9 @@ class JitFunction:
             from plax.sharding_spmd import run_partitioned
             parts = run_partitioned(entry.closed, leaves, entry.backend)
             if parts is not None:
+                if on_mesh:  # host arguments' short type kept as JAX's rules keep it
+                    from plax.sharding_eager import with_short_specs
+                    parts = with_short_specs(parts, entry.closed.jaxpr, host_inputs)
                 return _tree_unflatten(entry.out_tree, parts)
         bufs, lent = _lend_buffers(leaves, device, avals)
         outs = _unlent_outputs(entry.executable(*entry.const_bufs, *bufs), lent)
@@ -558,7 +562,7 @@ class JitFunction:
                 out_arrays = place_jit_outputs(entry.closed, leaves, out_arrays)
         if on_mesh:  # results of a program with no argument on the mesh: placed on it
             from plax.sharding_eager import placed_results
-            out_arrays = placed_results(out_arrays)
+            out_arrays = placed_results(out_arrays, entry.closed.jaxpr, host_inputs)
         if _checks[0]:  # jax_debug_nans / jax_debug_infs
             from plax.float_checks import check_jit_outputs
             check_jit_outputs(out_arrays, self._name, lambda: self._deoptimized(args, kwargs))
