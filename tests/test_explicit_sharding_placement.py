@@ -18,7 +18,14 @@
   ``negative``, ``cumsum``) keeps its operand's, ``*_like`` of an array placed ``P()`` is
   ``P()``, and ``jnp.array`` of an Array copies it (``P(None, ...)`` for one placed ``P()``).
   Typed keys (``random.key``, ``split``, ``fold_in``) are placed as their data, less the key
-  words' dimension (``P()`` for one key), and typed so (``jax.typeof``).
+  words' dimension (``P()`` for one key), and typed so (``jax.typeof``); over a mesh of Auto
+  axes, where data is placed ``P()``, ``split`` keys are ``P(None, ...)``.
+* The rules that keep a host value's ``P()`` (reductions, ``reshape``, ``sort``,
+  ``dot_general``, one-operand elementwise and cumulative ones) keep it eagerly and through a
+  ``jit`` program of host or uncommitted arguments (``jit(jnp.sin)(np_array)`` is ``P()``);
+  ``jax.numpy`` functions that convert host operands first (``transpose``, ``argmax``,
+  ``pad``, ``einsum``, ``tensordot``) give ``P(None, ...)`` eagerly, ``zeros_like`` of a host
+  scalar is placed ``P()``, and ``jnp.reshape`` of a NumPy array is NumPy's (not placed).
 
 The script runs under plax and, where JAX is installed, under JAX; ``JAX_ANSWERS`` is JAX
 0.10.2's record, so CI (no JAX) checks plax against it.
@@ -121,6 +128,35 @@ with jax.set_mesh(jax.make_mesh((2, 4), ("X", "Y"))):
                                 str(jax.typeof(k).sharding.spec),
                                 str(jax.typeof(jax.random.split(k, 8)).sharding.spec),
                                 str(jax.typeof(jax.device_put(jax.random.split(k, 8), P("X"))))]
+    n1 = np.ones(8, np.float32)
+    out["jit_kept"] = {  # a jit call's host arguments are typed P(); rules that keep it
+        "sin": placed(jax.jit(jnp.sin)(n2)), "neg": placed(jax.jit(jnp.negative)(n1)),
+        "sum_axis": placed(jax.jit(lambda v: v.sum(0))(n2)),
+        "transpose": placed(jax.jit(lambda v: v.T)(n2)), "dot": placed(jax.jit(jnp.dot)(n2, n2.T)),
+        "cumsum": placed(jax.jit(jnp.cumsum)(n1)), "pad": placed(jax.jit(lambda v: jnp.pad(v, 1))(n1)),
+        "sort": placed(jax.jit(jnp.sort)(n1)), "argmax": placed(jax.jit(lambda v: v.argmax(1))(n2)),
+        "two_results": [placed(r) for r in jax.jit(lambda v: (jnp.sin(v), v * 2))(n1)],
+        "nested_jit": placed(jax.jit(lambda v: jax.jit(jnp.cos)(v))(n1)),
+        "identity": placed(jax.jit(lambda v: v)(n1)),
+        "add": placed(jax.jit(lambda v, w: v + w)(n1, n1)),
+        "times_literal": placed(jax.jit(lambda v: v * 2)(n1)),
+        "expand_dims": placed(jax.jit(lambda v: jnp.expand_dims(v, 0))(n1)),
+        "uncommitted": placed(jax.jit(jnp.sin)(outside)),
+        "dot_beside_placed": placed(jax.jit(jnp.dot)(n2, z.T)),
+    }
+    out["eager_kept_more"] = {name: placed(v) for name, v in {
+        "dot": jnp.dot(n2, n2.T), "matmul": jnp.matmul(n2, n2.T), "inner": jnp.inner(n2, n2),
+        "sum_axis": jnp.sum(n2, axis=0), "max_axis": jnp.max(n2, axis=1), "sort": jnp.sort(n1),
+        "ravel": jnp.ravel(n2), "transpose": jnp.transpose(n2), "argmax": jnp.argmax(n2, axis=1),
+        "einsum": jnp.einsum("ij,kj->ik", n2, n2), "einsum_sum": jnp.einsum("ij->j", n2),
+        "tensordot": jnp.tensordot(n2, n2.T, 1), "pad": jnp.pad(n1, 1), "mean": jnp.mean(n2, 0),
+        "zeros_like_float": jnp.zeros_like(1.0), "ones_like_int": jnp.ones_like(3),
+        "full_like_numpy_scalar": jnp.full_like(np.float32(1), 2.0),
+        "empty_like_float": jnp.empty_like(1.0)}.items()}
+    out["reshape_numpy"] = [type(jnp.reshape(n2, (32,))).__name__,
+                            type(jax.numpy.reshape(np.float32(1), (1,))).__name__,
+                            placed(jnp.reshape(jnp.asarray(n2), (32,))),
+                            err(lambda: jnp.reshape(n2, (5, 2)))]
     out["eager_values"] = [bool(np.array_equal(np.asarray(z + 1), np.ones((8, 4)))),
                            bool(np.array_equal(np.asarray(x + z), a)),
                            float(np.asarray(jnp.arange(8.0).sum())), ty(z + 1)]
@@ -131,6 +167,11 @@ with jax.set_mesh(jax.make_mesh((2, 4), ("X", "Y"), axis_types=(sharding.AxisTyp
                         placed(f(np.ones(8, np.float32))), err(lambda: f(on_d3))]
     out["auto_mesh_kept"] = [placed(jax.random.key(0)), placed(jnp.sin(np.ones(8))),
                              placed(jnp.zeros_like(za)), placed(jnp.array(jnp.asarray(np.ones(8))))]
+    ka = jax.random.key(0)
+    out["auto_mesh_keys"] = [placed(jax.random.split(ka)), placed(jax.random.split(ka, (2, 3))),
+                             placed(jax.random.split(jax.random.PRNGKey(0))),
+                             placed(jax.random.fold_in(ka, 1)), placed(jnp.zeros_like(1.0)),
+                             placed(jax.jit(jnp.sin)(np.ones(8)))]
 with jax.set_mesh(jax.make_mesh((1,), ("X",))):
     out["one_device_mesh"] = [placed(f(jax.device_put(np.ones(8, np.float32), jax.devices()[0]))),
                               err(lambda: f(on_d3)), placed(jnp.zeros(3))]
@@ -204,12 +245,32 @@ JAX_ANSWERS = {
         "key": [_NAMED, "P()", True], "split": [_NAMED, "P(None,)", True],
         "split_2d": [_NAMED, "P(None, None)", True], "fold_in": [_NAMED, "P()", True],
         "split_index": [_NAMED, "P()", True], "key_data": [_NAMED, "P(None,)", True]},
+    "jit_kept": {
+        **{k: [_NAMED, "P()", True] for k in (
+            "sin", "neg", "sum_axis", "transpose", "dot", "cumsum", "pad", "sort", "argmax",
+            "nested_jit", "identity", "uncommitted")},
+        "two_results": [[_NAMED, "P()", True], [_NAMED, "P(None,)", True]],
+        "add": [_NAMED, "P(None,)", True], "times_literal": [_NAMED, "P(None,)", True],
+        "expand_dims": [_NAMED, "P(None, None)", True],
+        "dot_beside_placed": [_NAMED, "P(None, None)", True]},
+    "eager_kept_more": {
+        **{k: [_NAMED, "P()", True] for k in (
+            "dot", "matmul", "inner", "sum_axis", "max_axis", "sort", "ravel", "zeros_like_float",
+            "ones_like_int", "full_like_numpy_scalar", "empty_like_float")},
+        "transpose": [_NAMED, "P(None, None)", True], "argmax": [_NAMED, "P(None,)", True],
+        "einsum": [_NAMED, "P(None, None)", True], "einsum_sum": [_NAMED, "P(None,)", True],
+        "tensordot": [_NAMED, "P(None, None)", True], "pad": [_NAMED, "P(None,)", True],
+        "mean": [_NAMED, "P(None,)", True]},
+    "reshape_numpy": ["ndarray", "ndarray", [_NAMED, "P(None,)", True],
+                      ["ValueError", "cannot reshape array of size 32 into shape (5,2)"]],
     "eager_kept_checks": [False, True, True, "key<fry>[]", "key<fry>[8]", "P()", "P(None,)",
                           "key<fry>[8@X]"],
     "eager_values": [True, True, 28.0, "[8,4]"],
     "after_the_block": [[_NAMED, "P(None, None)", True], [_NAMED, "P(None, None)", True]],
     "auto_mesh": [[_NAMED, "P()", True]] * 4 + [_refused("v of <lambda>")],
     "auto_mesh_kept": [[_NAMED, "P()", True]] * 4,
+    "auto_mesh_keys": [[_NAMED, "P(None,)", True], [_NAMED, "P(None, None)", True]] +
+                      [[_NAMED, "P()", True]] * 4,
     "one_device_mesh": [[_NAMED, "P(None,)", True], _refused("v of <lambda>", mesh_ids="[0]"),
                         [_NAMED, "P(None,)", True]],
 }
