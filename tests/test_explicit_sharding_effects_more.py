@@ -294,6 +294,12 @@ ops = {
     "at_set": lambda u, v: u.at[0].set(1.0), "dot": lambda u, v: u @ jnp.ones((8, 3)),
     "dot_uu": lambda u, v: u @ u.T, "einsum": lambda u, v: jnp.einsum("ij->i", u),
     "sort": lambda u, v: jnp.sort(u, axis=1), "copy": lambda u, v: jnp.copy(u),
+    # sort types each result as its own operand; top_k keeps both results unreduced
+    "argsort": lambda u, v: jnp.argsort(u, axis=1),
+    "sort_with_iota": lambda u, v: lax.sort(
+        (u, lax.broadcasted_iota(jnp.int32, u.shape, 1)), dimension=1, num_keys=1)[1],
+    "top_k_values": lambda u, v: lax.top_k(u, 2)[0],
+    "top_k_indices": lambda u, v: lax.top_k(u, 2)[1],
     "stop_gradient": lambda u, v: lax.stop_gradient(u),
     "psum": lambda u, v: lax.psum(u, "Y"), "psum_X": lambda u, v: lax.psum(u, "X"),
     "psum_XY": lambda u, v: lax.psum(u, ("X", "Y")), "pmean": lambda u, v: lax.pmean(u, "Y"),
@@ -457,6 +463,8 @@ UNREDUCED_TYPES = {
                "lhs=ShapedArray(float32[4,8]{V:X, U:Y}) and "
                "rhs=ShapedArray(float32[8,4]{V:X, U:Y})"],
     "einsum": _ok("float32[4]{V:X, U:Y}"), "sort": _ok("float32[4,8]{V:X, U:Y}"),
+    "argsort": _ok("int32[4,8]"), "sort_with_iota": _ok("int32[4,8]{V:X}"),
+    "top_k_values": _ok("float32[4,2]{V:X, U:Y}"), "top_k_indices": _ok("int32[4,2]{V:X, U:Y}"),
     "copy": _ok("float32[4,8]{V:X, U:Y}"), "stop_gradient": _ok("float32[4,8]{V:X, U:Y}"),
     "psum": _ok("float32[4,8]{V:X}"), "psum_X": _ok("float32[4,8]{U:Y}"),
     "psum_XY": ["ValueError", "jax.lax.psum can only accept axis_name which corresponds to one "
@@ -512,6 +520,12 @@ UNREDUCED_ANSWERS = {
 }
 
 
+#: where plax's answer differs from JAX's, and why: JAX's jitted argsort binds sort on its
+#: iota without making it vary over the block's axes (its indices are not even {V:X}), where
+#: its lax.sort of the same operands gives {V:X} (sort_with_iota); plax types both as the latter
+PLAX_DIFFERS = {"jit": {"argsort": _ok("int32[4,8]{V:X}")}}
+
+
 @pytest.fixture(scope="module")
 def plax_unreduced_run():
     return run_child(UNREDUCED_SCRIPT, "plax")
@@ -520,6 +534,7 @@ def plax_unreduced_run():
 def test_unreduced_blocks_in_shard_map_match_the_recorded_jax_answers(plax_unreduced_run):
     assert set(plax_unreduced_run) == set(UNREDUCED_ANSWERS) | {"plax_jaxpr"}
     for part, want in UNREDUCED_ANSWERS.items():
+        want = {**want, **PLAX_DIFFERS.get(part, {})}
         got = plax_unreduced_run[part]
         assert {k: got.get(k) for k in want if got.get(k) != want[k]} == {}, part
         assert set(got) == set(want), part

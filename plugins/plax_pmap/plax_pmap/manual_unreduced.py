@@ -9,8 +9,10 @@ values) gives a block that type; the body's operations are then typed by :func:`
 * kept unreduced (a sum of parts stays one): ``add`` of two values unreduced over the same
   axes, ``reduce_sum``, layout changes (``transpose``, ``reshape``, ``squeeze``,
   ``broadcast_in_dim``, ``slice``, ``pad``, ``concatenate``, ``dynamic_update_slice``),
-  dtype casts, ``copy``, ``sort``, ``select_n`` (as its first case), calls and control flow
-  (typed by their bodies), and collectives over axes the value is not unreduced over;
+  dtype casts, ``copy``, ``top_k`` (both results), ``sort`` (each result as its own operand:
+  ``argsort``'s indices are not unreduced), ``select_n`` (as its first case), calls and
+  control flow (typed by their bodies), and collectives over axes the value is not unreduced
+  over;
 * ``psum``/``pmean`` over the unreduced axes add the parts (the result is no longer
   unreduced); ``psum_scatter`` over them scatters the sum (varying over them);
 * refused with JAX's errors: ``mul`` of two unreduced values, or of one and a value not
@@ -105,9 +107,9 @@ def vary_unreduced_cast(x: Any, axes: tuple) -> Any:
 # a sum of parts stays one: the result is unreduced over the operands' axes
 _KEEPS = frozenset({
     "reduce_sum", "transpose", "reshape", "squeeze", "expand_dims", "broadcast_in_dim",
-    "slice", "pad", "convert_element_type", "copy", "copy_p", "reduce_precision", "sort",
+    "slice", "pad", "convert_element_type", "copy", "copy_p", "reduce_precision",
     "device_put", "optimization_barrier", "vary_unreduced_cast", "debug_callback",
-    "stop_gradient"})
+    "stop_gradient", "top_k"})
 # JAX's collectives: over axes the value is unreduced on, only psum and psum_scatter
 _COLLECTIVES = frozenset({"psum", "pmax", "pmin", "all_gather", "all_to_all", "reduce_scatter",
                           "ppermute", "pvary"})
@@ -256,6 +258,8 @@ def _typed_operation(primitive, name: str, in_avals, sets: list, outs: list) -> 
         return [o.update(unreduced=sets[0]) for o in outs]
     if name == "dynamic_slice":
         raise _unreduced_rule_error(name)
+    if name == "sort":  # each result as its own operand (JAX's rule): argsort's indices not
+        return [o.update(unreduced=s) for o, s in zip(outs, sets)]
     if name in _KEEPS:
         return [o.update(unreduced=sets[0] or first) for o in outs]
     if fusion_kind(primitive) == ELEMENTWISE and name not in _DROPS_ELEMENTWISE:
