@@ -3,7 +3,9 @@
 cluster of the elementwise chain producing their operand only for a generator that asks
 (:attr:`plax.lowering.Emitter.fuses_arg_reductions`, ``fuses_cumulative``, default off), an
 arg-reduction as a reduction (nothing in the cluster reads it), a cumulative op ending its
-cluster and never after a reduction of it."""
+cluster and never after a reduction of it. (Written with ``lax.cumsum``: ``jnp.cumsum`` stages
+a ``jit`` call, which lowering splices before clustering; ``numba/test_scan_fusion.py``
+checks ``jnp.cumsum`` end to end.)"""
 from __future__ import annotations
 
 import numpy as np
@@ -53,7 +55,7 @@ def test_fusion_options_are_the_emitters_flags():
 def test_without_the_flags_the_old_clusters():
     f = lambda x, y: jnp.argmax(jnp.abs(x - y), axis=1)  # noqa: E731
     assert _units(f, X, X) == [["sub", "abs"], "argmax"]
-    g = lambda x: jnp.cumsum(jnp.exp(x), axis=1)  # noqa: E731
+    g = lambda x: lax.cumsum(jnp.exp(x), axis=1)  # noqa: E731
     assert _units(g, X) == ["exp", "cumsum"]
 
 
@@ -72,16 +74,16 @@ def test_nothing_in_the_cluster_reads_an_arg_reduction():
 
 
 def test_cumulative_joins_its_producers_and_ends_the_cluster():
-    f = lambda x: jnp.cumsum(jnp.exp(x), axis=1) * 2  # noqa: E731
+    f = lambda x: lax.cumsum(jnp.exp(x), axis=1) * 2  # noqa: E731
     assert _units(f, X, cumulative=True) == [["exp", "cumsum"], "mul"]
     g = lambda x: lax.cummax(x + 1, 0, reverse=True)  # noqa: E731
     assert _units(g, X, cumulative=True) == [["add", "cummax"]]
 
 
 def test_one_scan_per_cluster_and_none_after_a_reduction():
-    f = lambda x: (jnp.cumsum(x * 2, axis=0), jnp.cumsum(x * 3, axis=1))  # noqa: E731
+    f = lambda x: (lax.cumsum(x * 2, axis=0), lax.cumsum(x * 3, axis=1))  # noqa: E731
     assert _units(f, X, cumulative=True) == [["mul", "cumsum"], ["mul", "cumsum"]]
-    g = lambda x: (jnp.sum(x * 2, axis=0), jnp.cumsum(x * 2, axis=1))  # noqa: E731
+    g = lambda x: (jnp.sum(x * 2, axis=0), lax.cumsum(x * 2, axis=1))  # noqa: E731
     units = _units(g, X, cumulative=True)
     assert units == [["mul", "reduce_sum", "mul"], "cumsum"]
 
@@ -89,7 +91,7 @@ def test_one_scan_per_cluster_and_none_after_a_reduction():
 def test_a_backend_that_does_not_opt_in_compiles_as_before():
     """The NumPy backend (no opt-in) runs such a program with unchanged values."""
     x = np.random.default_rng(0).standard_normal((5, 7)).astype(np.float32)
-    f = plax.jit(lambda v: (jnp.argmax(jnp.abs(v), axis=1), jnp.cumsum(v * 2, axis=0)),
+    f = plax.jit(lambda v: (jnp.argmax(jnp.abs(v), axis=1), lax.cumsum(v * 2, axis=0)),
                  backend="numpy")
     i, c = f(x)
     np.testing.assert_array_equal(np.asarray(i), np.argmax(np.abs(x), axis=1))
