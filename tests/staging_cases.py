@@ -239,6 +239,9 @@ CASES = {
     "roll": lambda jax, jnp: (lambda x: jnp.roll(x, 1), (_v(),)),
     "roll_axis": lambda jax, jnp: (lambda x: jnp.roll(x, -1, axis=1), (_m(),)),
     "roll_flat": lambda jax, jnp: (lambda x: jnp.roll(x, 2), (_m(),)),
+    "vmap_cumsum": lambda jax, jnp: (jax.vmap(jnp.cumsum), (_m(),)),
+    "vmap_pad": lambda jax, jnp: (jax.vmap(lambda x: jnp.pad(x, 1)), (_m(),)),
+    "vmap_roll": lambda jax, jnp: (jax.vmap(lambda x: jnp.roll(x, 1)), (_m(),)),
 }
 
 #: cases staged with ``jax_enable_x64`` on
