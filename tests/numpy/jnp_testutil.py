@@ -157,7 +157,9 @@ def jax_out_avals(jax_fn, *args, concrete: bool = False, **kwargs):
 
 def plax_avals(out):
     leaves = plax.tree_util.tree_leaves(out)
-    return [(np.dtype(o.dtype), bool(o.weak_type), tuple(o.shape)) for o in leaves]
+    # (a NumPy result, as jnp.reshape of a NumPy array gives in JAX too, is not weak)
+    return [(np.dtype(o.dtype), bool(getattr(o, "weak_type", False)), tuple(o.shape))
+            for o in leaves]
 
 
 def check_avals_like_jax(plax_out, jax_fn, *args, concrete: bool = False, check_weak=True,

@@ -328,7 +328,7 @@ def find_clusters(jaxpr: Jaxpr, options: FusionOptions = PLAIN
       >>> jaxpr = plax.make_jaxpr(lambda x: (jnp.sin(x) * 2).sum())(jnp.ones(3)).jaxpr
       >>> list(find_clusters(jaxpr))   # reads x and the literal 2.0
       [Cluster(shape=(3,), [sin mul reduce_sum], 2 in, 1 out)]
-      >>> jaxpr = plax.make_jaxpr(lambda x: jnp.cumsum(jnp.exp(x)))(jnp.ones(3)).jaxpr
+      >>> jaxpr = plax.make_jaxpr(lambda x: lax.cumsum(jnp.exp(x)))(jnp.ones(3)).jaxpr
       >>> list(find_clusters(jaxpr, FusionOptions(cumulative=True)))
       [Cluster(shape=(3,), [exp cumsum], 1 in, 1 out)]
     """
