@@ -9,7 +9,7 @@ import numpy as np
 
 from plax import dtypes, lax
 from plax.array import Array
-from plax.core.trace import Tracer, get_aval
+from plax.core.trace import Tracer, get_aval, state as _trace_state
 from plax.transforms.jit import jit_when_traced
 from plax.numpy.util import canonicalize_axis
 from plax.numpy.util import (asarray_weak, broadcast_shapes, broadcast_to, canonicalize_axis_tuple,
@@ -709,8 +709,9 @@ def roll(a, shift, axis=None):
     a = asarray_weak(a)
     if axis is None:
         return reshape(roll(ravel(a), shift, 0), _shape(a))
-    shifts = tuple(int(s) for s in np.atleast_1d(shift))
-    axes = tuple(int(ax) for ax in np.atleast_1d(axis))
+    # (the common single int shift and axis without NumPy's conversions: eager cost)
+    shifts = (shift,) if type(shift) is int else tuple(int(s) for s in np.atleast_1d(shift))
+    axes = (axis,) if type(axis) is int else tuple(int(ax) for ax in np.atleast_1d(axis))
     if len(shifts) == 1 and len(axes) > 1:
         shifts *= len(axes)
     return _roll_static(a, shifts, axes)
@@ -945,6 +946,7 @@ def append(arr, values, axis: int | None = None):
 
 
 _INDEX_PAD_MODES = ("edge", "reflect", "symmetric", "wrap")
+_PAD_MODES = frozenset(("constant", "empty") + _INDEX_PAD_MODES)
 
 
 def pad(array, pad_width, mode: str = "constant", *, constant_values=0, **kwargs):
@@ -968,17 +970,19 @@ def pad(array, pad_width, mode: str = "constant", *, constant_values=0, **kwargs
     check_arraylike("pad", array)
     array = asarray_weak(array)
     pw = _pad_widths(pad_width, get_aval(array).ndim)
-    if mode not in ("constant", "empty") + _INDEX_PAD_MODES:
+    if mode not in _PAD_MODES:
         raise NotImplementedError(f"jnp.pad mode {mode!r} is not supported; use one of "
                                   f"{('constant', 'empty') + _INDEX_PAD_MODES}.")
     if kwargs.get("reflect_type", "even") != "even":
         raise NotImplementedError("jnp.pad: only reflect_type='even' is supported")
     if mode == "constant" and np.ndim(constant_values) != 0:
         return _pad_per_axis(array, pw, constant_values)
-    # as JAX: one jit call named _pad, the widths static (NumPy integers, as JAX's
-    # padding_config holds them) and the padding value its second operand
-    widths = tuple((np.int64(lo), np.int64(hi)) for lo, hi in pw)
-    return _pad(array, 0 if mode == "empty" else constant_values, pad_width=widths, mode=mode)
+    # as JAX: one jit call named _pad, the widths static (NumPy integers when staged, as
+    # JAX's padding_config holds them; Python ints eagerly, cheaper to dispatch) and the
+    # padding value its second operand
+    widths = tuple((np.int64(lo), np.int64(hi)) for lo, hi in pw) if _trace_state.depth \
+        else tuple(pw)
+    return _pad(array, 0 if mode == "empty" else constant_values, widths, mode)
 
 
 @jit_when_traced(name="_pad", static_argnames=("pad_width", "mode"))
