@@ -143,6 +143,8 @@ with jax.set_mesh(jax.make_mesh((2, 4), ("X", "Y"))):
         "expand_dims": placed(jax.jit(lambda v: jnp.expand_dims(v, 0))(n1)),
         "uncommitted": placed(jax.jit(jnp.sin)(outside)),
         "dot_beside_placed": placed(jax.jit(jnp.dot)(n2, z.T)),
+        "beside_a_split_argument": [placed(r) for r in jax.jit(
+            lambda u, v: (u * 2, jnp.sin(v), v.sum(), v + 1))(x, n1)],
     }
     out["eager_kept_more"] = {name: placed(v) for name, v in {
         "dot": jnp.dot(n2, n2.T), "matmul": jnp.matmul(n2, n2.T), "inner": jnp.inner(n2, n2),
@@ -252,7 +254,9 @@ JAX_ANSWERS = {
         "two_results": [[_NAMED, "P()", True], [_NAMED, "P(None,)", True]],
         "add": [_NAMED, "P(None,)", True], "times_literal": [_NAMED, "P(None,)", True],
         "expand_dims": [_NAMED, "P(None, None)", True],
-        "dot_beside_placed": [_NAMED, "P(None, None)", True]},
+        "dot_beside_placed": [_NAMED, "P(None, None)", True],
+        "beside_a_split_argument": [[_NAMED, "P('X', 'Y')", True], [_NAMED, "P()", True],
+                                    [_NAMED, "P()", True], [_NAMED, "P(None,)", True]]},
     "eager_kept_more": {
         **{k: [_NAMED, "P()", True] for k in (
             "dot", "matmul", "inner", "sum_axis", "max_axis", "sort", "ravel", "zeros_like_float",
