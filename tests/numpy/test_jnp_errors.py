@@ -209,6 +209,15 @@ NOT_ARRAYLIKE = [
                               "at position 0."),
     (lambda m: m.add(1, [2]), "add requires ndarray or scalar arguments, got <class 'list'> "
                               "at position 1."),
+    # each *_like names itself (empty_like says ones_like, as JAX 0.10.2's does)
+    (lambda m: m.zeros_like([1.0]), "zeros_like requires ndarray or scalar arguments, got "
+                                    "<class 'list'> at position 0."),
+    (lambda m: m.ones_like([1.0]), "ones_like requires ndarray or scalar arguments, got "
+                                   "<class 'list'> at position 0."),
+    (lambda m: m.empty_like([1.0]), "ones_like requires ndarray or scalar arguments, got "
+                                    "<class 'list'> at position 0."),
+    (lambda m: m.full_like([1.0], 2), "full_like requires ndarray or scalar arguments, got "
+                                      "<class 'list'> at position 0."),
 ]
 
 

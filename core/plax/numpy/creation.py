@@ -291,12 +291,12 @@ def _default_or(dtype, name):
     return dtypes.default_float_dtype() if dtype is None else dtypes.check_user_dtype(dtype, name)
 
 
-def _like(a, dtype, shape, value):
+def _like(a, dtype, shape, value, name: str = "full_like"):
     """``value`` in the shape and dtype of ``a`` (or those given), sharded as JAX's
     ``lax.full_like`` shards it: traced, with ``a``'s type sharding when ``shape`` is not
     given; eagerly, placed as ``a`` is when ``a`` is committed, not weakly typed, and the
     shape is ``a``'s (or ``a`` is replicated)."""
-    check_arraylike("full_like", a)
+    check_arraylike(name, a)
     host = not isinstance(a, (Array, Tracer))  # no sharding to follow (placed or not)
     a = asarray(a)
     aval = get_aval(a)
@@ -345,21 +345,21 @@ def zeros_like(a: Any, dtype: Any = None, shape: Any = None, *, device=None, out
     """Zeros with the shape and dtype of ``a``."""
     if out_sharding is not None:
         return with_out_sharding(lambda: zeros_like(a, dtype, shape, device=device), out_sharding)
-    return _like(a, dtype, shape, 0)
+    return _like(a, dtype, shape, 0, "zeros_like")
 
 
 def ones_like(a: Any, dtype: Any = None, shape: Any = None, *, device=None, out_sharding=None):
     """Ones with the shape and dtype of ``a``."""
     if out_sharding is not None:
         return with_out_sharding(lambda: ones_like(a, dtype, shape, device=device), out_sharding)
-    return _like(a, dtype, shape, 1)
+    return _like(a, dtype, shape, 1, "ones_like")
 
 
 def empty_like(a: Any, dtype: Any = None, shape: Any = None, *, device=None, out_sharding=None):
     """Like :func:`zeros_like`."""
     if out_sharding is not None:
         return with_out_sharding(lambda: empty_like(a, dtype, shape, device=device), out_sharding)
-    return _like(a, dtype, shape, 0)
+    return _like(a, dtype, shape, 0, "ones_like")  # (the name JAX 0.10.2's error gives)
 
 
 def full_like(a: Any, fill_value: Any, dtype: Any = None, shape: Any = None, *, device=None,
