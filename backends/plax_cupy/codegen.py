@@ -80,6 +80,11 @@ WAVES = 8
 DEFAULT_SM_COUNT = 108
 #: elements a reduction thread accumulates before partials are worth another block
 ITEMS_PER_THREAD = 8
+#: the largest member (elements) of a multi-tensor kernel (:func:`plan_group`): below it a
+#: member's own kernel runs for a few launch costs at most, so a launch saved is a good part
+#: of its time (2^22 float32: 48 MB moved, ~11 us at an H200's 4.3 TB/s, against ~3-5 us per
+#: launch issued from Python); above it the grouping gains little (a guess, not measured)
+HORIZONTAL_MAX_ELEMENTS = 1 << 22
 
 
 class Unsupported(Exception):
@@ -1085,6 +1090,8 @@ class ClusterKernel:
       entry: the kernel names (``("plax_elementwise",)`` or
         ``("plax_reduce_partial", "plax_reduce_final")``).
       primitives: the fused primitives' names, for messages.
+      elem_source, helpers: the ``plax_elem`` function and the device helpers it calls (what
+        :func:`plan_group` puts in a multi-tensor kernel).
     """
 
     def __init__(self, **fields):
@@ -1407,7 +1414,84 @@ def plan_cluster(cluster, *, literal_values: bool = True) -> ClusterKernel:
     return ClusterKernel(
         source="\n".join(src), inputs=inputs, out_dtypes=out_dtypes, out_shapes=out_shapes,
         elem_outputs=elem_outputs, reductions=reductions, n=n, n_out=n_out, n_red=n_red,
-        entry=entry, primitives=[e.primitive.name for e in cluster.eqns], shape=shape)
+        entry=entry, primitives=[e.primitive.name for e in cluster.eqns], shape=shape,
+        elem_source="\n".join(elem), helpers=helpers)
+
+
+class GroupKernel:
+    """A multi-tensor kernel (:func:`plan_group`): several elementwise clusters of different
+    shapes in one launch over their concatenated element ranges.
+
+    Attributes:
+      source: the translation unit (:data:`PREAMBLE` included).
+      members: each member's :class:`ClusterKernel` (its ``inputs``, ``elem_outputs``,
+        ``out_shapes`` and ``out_dtypes`` say what it reads and writes).
+      offsets: where each member's range starts in the concatenation, then the total ``n``.
+      entry: ``("plax_multi",)``.
+    """
+
+    def __init__(self, **fields):
+        self.__dict__.update(fields)
+
+    def __repr__(self) -> str:
+        return f"GroupKernel({len(self.members)} members; n={self.n})"
+
+
+def plan_group(clusters, *, literal_values: bool = True) -> GroupKernel:
+    """One kernel computing several independent elementwise ``clusters`` (a
+    :class:`plax.lowering.HorizontalGroup`'s members) in one launch: a grid-stride loop over
+    the concatenation of their element ranges, each element computed by its member's
+    ``plax_elem`` at its index within the member (the member found by comparing with the
+    offsets, baked into the source: a warp mostly takes one branch).
+
+    Args:
+      clusters: :class:`plax.lowering.Cluster` objects without reductions.
+      literal_values: as in :func:`plan_cluster`.
+
+    Raises:
+      Unsupported: a member the generator does not express, or one that reduces.
+
+    Example:
+      >>> # two SGD updates, [3, 2] and [2]: elements 0..5 the first's, 6..7 the second's
+      >>> plan_group(group.members).offsets   # doctest: +SKIP
+      [0, 6, 8]
+    """
+    plans = [plan_cluster(c, literal_values=literal_values) for c in clusters]
+    if any(p.reductions for p in plans):
+        raise Unsupported("a reduction in a multi-tensor kernel")
+    offsets = [0]
+    for p in plans:
+        offsets.append(offsets[-1] + p.n)
+    params, calls, elems = [], [], []
+    for k, p in enumerate(plans):
+        names = [f"m{k}_{inp.name}" for inp in p.inputs]
+        params += [inp.param()[:-len(inp.name)] + name for inp, name in zip(p.inputs, names)]
+        outs = [f"m{k}_o{j}" for j in p.elem_outputs]
+        params += [f"{ctype(p.out_dtypes[j])}* __restrict__ m{k}_o{j}" for j in p.elem_outputs]
+        calls.append(f"plax_elem_m{k}(i - {offsets[k]}LL{''.join(', ' + a for a in names + outs)})")
+        elems.append(p.elem_source.replace("void plax_elem(", f"void plax_elem_m{k}(", 1))
+    text = "\n".join(elems)
+    helpers = special_source.helpers_for(text)
+    if "plax_threefry_elem(" in text:
+        helpers += _threefry_elem_source() + "\n"
+    shapes = " ".join(str(p.shape) for p in plans)
+    branch = []
+    for k, call in enumerate(calls):
+        test = "if" if k == 0 else "else if"
+        branch.append(f"    {test} (i < {offsets[k + 1]}LL) {call};" if k < len(calls) - 1
+                      else f"    else {call};" if k else f"    {call};")
+    signature = ", ".join(params + ["long long n"])
+    src = [PREAMBLE + helpers, f"// multi-tensor kernel over {shapes}", text, "",
+           "#ifndef PLAX_HOST",
+           f"extern \"C\" __global__ void plax_multi({signature}) {{",
+           "  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;",
+           "       i += (long long)blockDim.x * gridDim.x) {",
+           *branch, "  }", "}", "#else",
+           f"extern \"C\" void plax_host({signature}) {{",
+           "  for (long long i = 0; i < n; ++i) {", *branch, "  }", "}", "#endif", ""]
+    return GroupKernel(source="\n".join(src), members=plans, offsets=offsets, n=offsets[-1],
+                       entry=("plax_multi",), shape=(offsets[-1],),
+                       primitives=[f"[{' '.join(p.primitives)}]" for p in plans])
 
 
 def _to_acc(value: str, red: Reduction) -> str:
@@ -1515,6 +1599,6 @@ def describe(kernel: ClusterKernel) -> str:
     return f"// ---- CUDA kernel: {' '.join(kernel.primitives)} over {kernel.shape}\n{kernel.source}"
 
 
-__all__ = ["BLOCK", "ClusterKernel", "KernelInput", "Reduction", "Unsupported", "c_literal",
+__all__ = ["BLOCK", "ClusterKernel", "GroupKernel", "HORIZONTAL_MAX_ELEMENTS", "plan_group", "KernelInput", "Reduction", "Unsupported", "c_literal",
            "convert_expr", "describe", "elementwise_expr", "elementwise_launch", "plan_cluster",
            "plan_equation", "reduction_launch", "reduction_of", "threefry_source"]

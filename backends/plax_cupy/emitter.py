@@ -50,6 +50,19 @@ class CupyEmitter(Emitter):
     #: kernel recomputes them per element from its scalar inputs instead of a launch of their own
     fuses_scalar_producers = True
 
+    #: independent elementwise clusters ready at the same point, each of at most this many
+    #: elements, are one multi-tensor kernel (``codegen.plan_group``): the SGD update of every
+    #: parameter in one launch. Read when a program is lowered (:meth:`fusion_options`).
+    horizontal_max_elements = codegen.HORIZONTAL_MAX_ELEMENTS
+
+    @classmethod
+    def fusion_options(cls):
+        """The emitter's fusion options, the horizontal bound read from
+        ``codegen.HORIZONTAL_MAX_ELEMENTS`` now (so setting it takes effect on the next program)."""
+        import dataclasses
+        return dataclasses.replace(super().fusion_options(),
+                                   horizontal=codegen.HORIZONTAL_MAX_ELEMENTS)
+
     def __init__(self, backend, device):
         self.backend, self.device = backend, device
         self.kernel_sources: list = []
@@ -60,6 +73,17 @@ class CupyEmitter(Emitter):
         except codegen.Unsupported:
             return None
         return self._launch(plan)
+
+    def emit_group(self, group):
+        try:
+            plan = codegen.plan_group(group.members)
+        except codegen.Unsupported:
+            return None
+        from plax_cupy.backend import GroupLauncher
+        where = {id(v): k for k, v in enumerate(group.inputs)}
+        self.kernel_sources.append(plan)
+        return GroupLauncher(plan, self.backend, [[where[id(v)] for v in m.inputs]
+                                                  for m in group.members])
 
     def _launch(self, plan):
         from plax_cupy.backend import Launcher
