@@ -29,6 +29,7 @@ graph launch and copy of :mod:`plax_cupy.graphs`): :func:`plax_cupy.counters`,
 from __future__ import annotations
 
 import functools
+import itertools
 import os
 import threading
 import warnings
@@ -584,23 +585,27 @@ class Launcher:
         for j, _ in plan.reductions:
             outs[j] = _device_empty(plan.out_shapes[j], plan.out_dtypes[j])
         red_args = [_bits(outs[j]) for j, _ in plan.reductions]
-        # one block per output (bpo == 1): the partial kernel stores the results itself and
-        # never reads its partial buffers (the results stand in for them)
-        partials = (red_args if bpo == 1 else
-                    [cupy.empty(max(plan.n_out, 1) * bpo, red.acc) for _, red in plan.reductions])
-        if plan.n_out:
-            fns[0]((grid,), (block,), tuple(args + elem_args + partials + red_args
-                                           + [np.int64(plan.n_out), np.int64(plan.n_red), np.int32(bpo)]))
-            if bpo == 1:
-                runtime.TOTALS[runtime.LAUNCHES] += 1
-                return outs
-            fgrid, fblock = codegen.elementwise_launch(plan.n_out, sm)
-            final = []
-            for (j, _), p in zip(plan.reductions, partials):
-                final += [p, _bits(outs[j])]
-            fns[1]((fgrid,), (fblock,), tuple(final + [np.int64(plan.n_out), np.int32(bpo)]))
-            runtime.TOTALS[runtime.LAUNCHES] += 2
+        if not plan.n_out:
+            return outs
+        # one block per output (bpo == 1): the kernel stores the results itself and never
+        # reads its partial buffers or counters (the results stand in for them); else each
+        # output's blocks count themselves done on a tagged counter (scratch needs no clearing)
+        if bpo == 1:
+            partials, done = red_args, red_args[0]
+        else:
+            partials = [cupy.empty(plan.n_out * bpo, red.acc) for _, red in plan.reductions]
+            done = cupy.empty(plan.n_out, np.uint64)
+        tag = np.uint32(next(_REDUCTION_TAGS) % 0xFFFFFFFF + 1)
+        fns[0]((grid,), (block,), tuple(args + elem_args + partials + red_args
+                                       + [np.int64(plan.n_out), np.int64(plan.n_red),
+                                          np.int32(bpo), done, tag]))
+        runtime.TOTALS[runtime.LAUNCHES] += 1
         return outs
+
+
+#: the split reductions' counter tags: one per launch, so an uncleared counter of an earlier
+#: launch never counts (a replayed CUDA graph reuses its tag; the kernel leaves counters clear)
+_REDUCTION_TAGS = itertools.count(1)
 
 
 def _kernel_args(plan: codegen.ClusterKernel, buffers) -> list:

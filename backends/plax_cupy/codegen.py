@@ -249,14 +249,40 @@ PREAMBLE = r"""// ---- plax_cupy preamble: XLA semantics on top of C++ (see plax
 // with blockDim 1 the block reduction is a no-op and __syncthreads has nothing to wait for
 struct plax_dim3 { unsigned int x, y, z; };
 static plax_dim3 blockIdx = {0, 0, 0}, threadIdx = {0, 0, 0}, blockDim = {1, 1, 1}, gridDim = {1, 1, 1};
+static int plax_sim_fenced;
 extern "C" void plax_sim_block(unsigned int block, unsigned int grid) {
-  blockIdx.x = block; gridDim.x = grid; blockDim.x = 1; threadIdx.x = 0;
+  blockIdx.x = block; gridDim.x = grid; blockDim.x = 1; threadIdx.x = 0; plax_sim_fenced = 0;
 }
 #define __global__
 #define __shared__ static
 static inline void __syncthreads() {}
+// the memory model of a block counting itself done (plax_count_done): a fence since the
+// block's last count, or the count is an error the simulated launcher reports (its partials
+// might not be visible to the block that combines them)
+extern "C" { unsigned int plax_sim_unfenced_counts = 0; }
+static inline void plax_sim_fence() { plax_sim_fenced = 1; }
+static inline void plax_sim_counted() {
+  if (!plax_sim_fenced) ++plax_sim_unfenced_counts;
+  plax_sim_fenced = 0;
+}
 #endif
 #if defined(PLAX_HOST) || defined(PLAX_SIM)
+// the host builds' stand-ins for CUDA's atomics and fences (GCC builtins: a threaded host
+// test runs blocks as concurrent threads)
+#define PLAX_HOST_ATOMICS
+static inline unsigned long long atomicCAS(unsigned long long* p, unsigned long long expected,
+                                           unsigned long long desired) {
+  __atomic_compare_exchange_n(p, &expected, desired, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+  return expected;
+}
+static inline unsigned int atomicExch(unsigned int* p, unsigned int v) {
+  return __atomic_exchange_n(p, v, __ATOMIC_SEQ_CST);
+}
+#ifdef PLAX_SIM
+static inline void __threadfence() { __atomic_thread_fence(__ATOMIC_SEQ_CST); plax_sim_fence(); }
+#else
+static inline void __threadfence() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+#endif
 #include <cmath>
 #include <cstring>
 #include <cstdlib>
@@ -295,6 +321,29 @@ static inline double erfinv(double y) {
 }
 static inline float erfinvf(float y) { return (float)erfinv((double)y); }
 #endif
+// The count of blocks done before this one on the 64-bit counter `word`, tagged with `tag` in
+// its high half (a word of another tag counts as zero: scratch needs no clearing before a
+// launch); the caller fences its stores first
+__device__ __forceinline__ unsigned long long plax_count_done(unsigned long long* word,
+                                                              unsigned int tag) {
+#ifdef PLAX_SIM
+  plax_sim_counted();
+#endif
+  unsigned long long old = *(volatile unsigned long long*)word;
+  for (;;) {
+    const unsigned long long count = (old >> 32) == tag ? (old & 0xffffffffull) : 0ull;
+    const unsigned long long seen = atomicCAS(word, old, ((unsigned long long)tag << 32) | (count + 1));
+    if (seen == old) return count;
+    old = seen;
+  }
+}
+// A value another block stored before counting itself done: read past the L1 cache
+template <typename T> __device__ __forceinline__ T plax_read_published(const T* p) {
+  T v;
+  for (unsigned int i = 0; i < sizeof(T); ++i)
+    ((char*)&v)[i] = ((const volatile char*)p)[i];
+  return v;
+}
 template <typename To, typename From>
 __device__ __forceinline__ To plax_bitcast(From x) {
   static_assert(sizeof(To) == sizeof(From), "bitcast between different widths");
@@ -1341,15 +1390,25 @@ def plan_cluster(cluster, *, literal_values: bool = True) -> ClusterKernel:
         call = ", ".join(["i"] + in_args + elem_out_args + slots)
         partial_params = kernel_params + [f"{ctype(red_.acc)}* __restrict__ p{r}"
                                           for r, (_, red_) in enumerate(reductions)]
-        # the results too: with one block per output (bpo == 1) the block's value is final,
-        # and this kernel stores it, so the second launch is skipped
         partial_params += [f"{ctype(out_dtypes[j])}* __restrict__ r{j}" for j, _ in reductions]
-        partial_params += ["long long n_out", "long long n_red", "int bpo"]
+        partial_params += ["long long n_out", "long long n_red", "int bpo",
+                           "unsigned long long* __restrict__ done", "unsigned int tag"]
+        # one launch whatever bpo is: with one block per output the block's value is final;
+        # with several, each block stores its partial, fences, and counts itself done on the
+        # output's counter, and the last of them combines the partials in chunk order (a fixed
+        # tree: the result does not depend on which block finished last)
         src += ["#ifndef PLAX_HOST",
-                f"extern \"C\" __global__ void plax_reduce_partial({', '.join(partial_params)}) {{"]
+                f"extern \"C\" __global__ void plax_reduce({', '.join(partial_params)}) {{"]
         for r, (_, red_) in enumerate(reductions):
             src.append(f"  __shared__ {ctype(red_.acc)} s{r}[{BLOCK}];")
-        src += ["  const int tid = threadIdx.x;",
+        tree = ["    __syncthreads();",
+                "    for (int s = blockDim.x / 2; s > 0; s >>= 1) {",
+                "      if (tid < s) {"]
+        tree += [f"        s{r}[tid] = {red_.combine(f's{r}[tid]', f's{r}[tid + s]')};"
+                 for r, (_, red_) in enumerate(reductions)]
+        tree += ["      }", "      __syncthreads();", "    }"]
+        src += ["  __shared__ int last;",
+                "  const int tid = threadIdx.x;",
                 "  const long long chunk = blockIdx.x % bpo;",
                 "  const long long out_stride = gridDim.x / bpo;",
                 "  for (long long o = blockIdx.x / bpo; o < n_out; o += out_stride) {"]
@@ -1365,31 +1424,35 @@ def plan_cluster(cluster, *, literal_values: bool = True) -> ClusterKernel:
         src.append("    }")
         for r in range(nr):
             src.append(f"    s{r}[tid] = acc{r};")
-        src += ["    __syncthreads();",
-                "    for (int s = blockDim.x / 2; s > 0; s >>= 1) {",
-                "      if (tid < s) {"]
-        for r, (_, red_) in enumerate(reductions):
-            src.append(f"        s{r}[tid] = {red_.combine(f's{r}[tid]', f's{r}[tid + s]')};")
-        src += ["      }", "      __syncthreads();", "    }",
-                "    if (tid == 0 && bpo == 1) {"]
+        src += tree
+        src += ["    if (tid == 0) {",
+                "      if (bpo == 1) {"]
         for r, (j, red_) in enumerate(reductions):
-            src.append(f"      r{j}[o] = {store_expr(f's{r}[0]', out_dtypes[j], red_.acc)};")
-        src += ["    } else if (tid == 0) {"]
+            src.append(f"        r{j}[o] = {store_expr(f's{r}[0]', out_dtypes[j], red_.acc)};")
+        src += ["        last = 0;", "      } else {"]
         for r in range(nr):
-            src.append(f"      p{r}[o * bpo + chunk] = s{r}[0];")
-        src += ["    }", "    __syncthreads();  // s* are rewritten by the next output", "  }", "}"]
-        final_params = []
+            src.append(f"        p{r}[o * bpo + chunk] = s{r}[0];")
+        src += ["        __threadfence();  // the partials visible before the count says they are",
+                "        last = plax_count_done(done + o, tag) == (unsigned long long)(bpo - 1);",
+                "      }",
+                "    }",
+                "    __syncthreads();",
+                "    if (last) {  // (block-uniform) every partial of output o is stored",
+                "      __threadfence();"]
+        for r, (_, red_) in enumerate(reductions):
+            acc_t = ctype(red_.acc)
+            src += [f"      {acc_t} c{r} = {red_.init};",
+                    f"      for (long long c = tid; c < bpo; c += blockDim.x) "
+                    f"c{r} = {red_.combine(f'c{r}', f'plax_read_published(p{r} + o * bpo + c)')};",
+                    f"      s{r}[tid] = c{r};"]
+        src += ["  " + t for t in tree]
+        src += ["      if (tid == 0) {"]
         for r, (j, red_) in enumerate(reductions):
-            final_params += [f"const {ctype(red_.acc)}* __restrict__ p{r}",
-                             f"{ctype(out_dtypes[j])}* __restrict__ r{j}"]
-        src += [f"extern \"C\" __global__ void plax_reduce_final({', '.join(final_params + ['long long n_out', 'int bpo'])}) {{",
-                "  for (long long o = (long long)blockIdx.x * blockDim.x + threadIdx.x; o < n_out;",
-                "       o += (long long)blockDim.x * gridDim.x) {"]
-        for r, (j, red_) in enumerate(reductions):
-            src += [f"    {ctype(red_.acc)} acc{r} = p{r}[o * bpo];",
-                    f"    for (int c = 1; c < bpo; ++c) acc{r} = {red_.combine(f'acc{r}', f'p{r}[o * bpo + c]')};",
-                    f"    r{j}[o] = {store_expr(f'acc{r}', out_dtypes[j], red_.acc)};"]
-        src += ["  }", "}", "#else"]
+            src.append(f"        r{j}[o] = {store_expr(f's{r}[0]', out_dtypes[j], red_.acc)};")
+        src += ["        done[o] = 0ull;  // cleared: a CUDA graph replays this launch with its tag",
+                "      }", "    }",
+                "    __syncthreads();  // s*, last are rewritten by the next output", "  }", "}",
+                "#else"]
         # the host driver: every element once, in C order, accumulated serially
         host_params = kernel_params + [f"{ctype(out_dtypes[j])}* __restrict__ r{j}" for j, _ in reductions]
         src += [f"extern \"C\" void plax_host({', '.join(host_params + ['long long n_out', 'long long n_red'])}) {{"]
@@ -1409,7 +1472,7 @@ def plan_cluster(cluster, *, literal_values: bool = True) -> ClusterKernel:
             src += [f"  for (long long o = 0; o < n_out; ++o) r{j}[o] = {store_expr(f'acc{r}[o]', out_dtypes[j], red_.acc)};",
                     f"  free(acc{r});"]
         src += ["}", "#endif", ""]
-        entry = ("plax_reduce_partial", "plax_reduce_final")
+        entry = ("plax_reduce",)
 
     return ClusterKernel(
         source="\n".join(src), inputs=inputs, out_dtypes=out_dtypes, out_shapes=out_shapes,

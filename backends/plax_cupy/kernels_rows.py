@@ -93,6 +93,7 @@ _HELPERS = _NOINLINE + r"""
 // the host builds' stand-ins for CUDA's atomics and fences (GCC builtins: the threaded host
 // test runs blocks as concurrent threads)
 #include <sched.h>
+#ifndef PLAX_HOST_ATOMICS  // (codegen.PREAMBLE, before these sources, defines them)
 static inline unsigned long long atomicCAS(unsigned long long* p, unsigned long long expected,
                                            unsigned long long desired) {
   __atomic_compare_exchange_n(p, &expected, desired, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
@@ -102,6 +103,7 @@ static inline unsigned int atomicExch(unsigned int* p, unsigned int v) {
   return __atomic_exchange_n(p, v, __ATOMIC_SEQ_CST);
 }
 static inline void __threadfence() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+#endif
 #define PLAX_ROW_SPIN() sched_yield()
 #else
 #define PLAX_ROW_SPIN() ((void)0)
