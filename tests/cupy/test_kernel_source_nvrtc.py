@@ -23,10 +23,9 @@ import plax
 from plax import lax
 
 from gpu_env import requires_nvrtc
-from kernel_source_util import (COMPLEX_DECLINED, HAVE_CXX, batch_source, cluster_options,
-                                lowered_form,
-                                clusters_of, inline_calls, operands_for, primitive_cases,
-                                reference, run_host, assert_matches)
+from kernel_source_util import (COMPLEX_DECLINED, HAVE_CXX, batch_source, clusters_of,
+                                inline_calls, operands_for, primitive_cases, reference, run_host,
+                                assert_matches, units_of)
 from plax_cupy import codegen
 
 needs_cxx = pytest.mark.skipif(not HAVE_CXX, reason="no C++ compiler (g++) for the host check")
@@ -124,7 +123,7 @@ def _run_program_on_host(jaxpr, consts, operands, lib, plans):
     the NumPy backend's kernels."""
     import plax_numpy
     from plax.core.jaxpr import Literal
-    from plax.lowering import Cluster, find_clusters
+    from plax.lowering import Cluster
     impls = plax_numpy.impls()
     env = dict(zip(jaxpr.constvars, consts))
     env.update(zip(jaxpr.invars, operands))
@@ -133,7 +132,7 @@ def _run_program_on_host(jaxpr, consts, operands, lib, plans):
         return np.asarray(v.val, v.aval.dtype) if isinstance(v, Literal) else env[v]
 
     k = 0
-    for unit in find_clusters(lowered_form(jaxpr), cluster_options()):  # as clusters_of
+    for unit in units_of(jaxpr):  # (clusters in clusters_of's order)
         if isinstance(unit, Cluster):
             plan, suffix = plans[k]
             k += 1
@@ -237,7 +236,7 @@ def test_cluster_with_reductions_and_elementwise_outputs():
     closed = plax.make_jaxpr(f)(x, y)
     (cluster,) = clusters_of(closed.jaxpr)
     plan = codegen.plan_cluster(cluster)
-    assert plan.entry == ("plax_reduce_partial", "plax_reduce_final") and len(plan.reductions) == 2
+    assert plan.entry == ("plax_reduce",) and len(plan.reductions) == 2
     nvrtc.compile_ptx(plan.source)  # with the device optimiser: this is a launched shape
     lib = nvrtc.compile_host(plan.source)
     z, s, m = run_host(plan, lib.plax_host, [x, y])
