@@ -226,22 +226,8 @@ _CTYPES = {np.dtype(np.bool_): ctypes.c_bool, np.dtype(np.int8): ctypes.c_int8,
 def run_host(plan: codegen.ClusterKernel, fn, operands: list) -> list:
     """Runs ``plax_host`` (``fn``, from the g++-built library) of ``plan`` on NumPy operands
     (one per cluster input); returns the cluster's outputs as NumPy arrays."""
-    args, argtypes, keep = [], [], []
-    for inp, x in zip(plan.inputs, operands):
-        x = np.asarray(x, inp.dtype)
-        if inp.kind == "literal":
-            args.append(_CTYPES[inp.dtype](np.asarray(inp.value, inp.dtype)[()].item()))
-            argtypes.append(_CTYPES[inp.dtype])
-        else:
-            a = np.ascontiguousarray(x).reshape(-1) if x.size else np.zeros(1, inp.dtype)
-            keep.append(a)
-            args.append(a.ctypes.data)
-            argtypes.append(ctypes.c_void_p)
-    outs = [None] * len(plan.out_dtypes)
-    for j in plan.elem_outputs:
-        outs[j] = np.empty(plan.out_shapes[j], plan.out_dtypes[j])
-        args.append(outs[j].ctypes.data)
-        argtypes.append(ctypes.c_void_p)
+    args, argtypes, keep, outs = [], [], [], []
+    _member_args(plan, operands, args, argtypes, keep, outs)
     if not plan.reductions:
         args.append(plan.n)
         argtypes.append(ctypes.c_longlong)
@@ -256,6 +242,41 @@ def run_host(plan: codegen.ClusterKernel, fn, operands: list) -> list:
     fn.restype = None
     fn(*args)
     return outs
+
+
+def run_group_host(plan: codegen.GroupKernel, fn, operands: list) -> list:
+    """Runs ``plax_host`` (``fn``) of a multi-tensor kernel on NumPy operands (per member, one
+    per member input); returns every member's outputs, member after member."""
+    args, argtypes, keep, outs = [], [], [], []
+    for member, ops in zip(plan.members, operands):
+        _member_args(member, ops, args, argtypes, keep, outs)
+    args.append(plan.n)
+    argtypes.append(ctypes.c_longlong)
+    fn.argtypes = argtypes
+    fn.restype = None
+    fn(*args)
+    return outs
+
+
+def _member_args(plan, operands, args, argtypes, keep, outs) -> None:
+    """Appends the host arguments of ``plan``'s inputs and elementwise outputs (made here and
+    appended to ``outs``, indexed as the cluster's outputs)."""
+    for inp, x in zip(plan.inputs, operands):
+        x = np.asarray(x, inp.dtype)
+        if inp.kind == "literal":
+            args.append(_CTYPES[inp.dtype](np.asarray(inp.value, inp.dtype)[()].item()))
+            argtypes.append(_CTYPES[inp.dtype])
+        else:
+            a = np.ascontiguousarray(x).reshape(-1) if x.size else np.zeros(1, inp.dtype)
+            keep.append(a)
+            args.append(a.ctypes.data)
+            argtypes.append(ctypes.c_void_p)
+    mine = [None] * len(plan.out_dtypes)
+    for j in plan.elem_outputs:
+        mine[j] = np.empty(plan.out_shapes[j], plan.out_dtypes[j])
+        args.append(mine[j].ctypes.data)
+        argtypes.append(ctypes.c_void_p)
+    outs.extend(mine)
 
 
 # ---------------------------------------------------------------- operands and comparison

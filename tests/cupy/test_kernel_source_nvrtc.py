@@ -25,7 +25,7 @@ from plax import lax
 from gpu_env import requires_nvrtc
 from kernel_source_util import (COMPLEX_DECLINED, HAVE_CXX, batch_source, clusters_of,
                                 inline_calls, operands_for, primitive_cases, reference, run_host,
-                                assert_matches, units_of)
+                                assert_matches, groups_of, run_group_host, units_of)
 from plax_cupy import codegen
 
 needs_cxx = pytest.mark.skipif(not HAVE_CXX, reason="no C++ compiler (g++) for the host check")
@@ -244,6 +244,41 @@ def test_cluster_with_reductions_and_elementwise_outputs():
     np.testing.assert_allclose(z, want, rtol=1e-6)
     np.testing.assert_allclose(s, want.sum(0), rtol=1e-6)
     np.testing.assert_array_equal(m, z.max(0))  # the max of the kernel's own values, exactly
+
+
+@requires_nvrtc
+@needs_cxx
+def test_multi_tensor_kernel_compiles_and_computes_each_member():
+    """An SGD update of three parameters of different shapes (and dtypes) plus an independent
+    ``abs(z) * 2``: the lowering groups them (one :class:`plax.lowering.HorizontalGroup`), NVRTC
+    compiles the multi-tensor kernel, and on the host each member's values are the NumPy
+    backend's."""
+    import plax.numpy as jnp
+    from plax.core.jaxpr import Literal
+    from plax_cupy import nvrtc
+
+    def f(w, b, c, gw, gb, gc, z):
+        return w - 0.5 * gw, b - 0.5 * gb, c - np.float64(0.5) * gc, jnp.abs(z) * 2.0
+
+    rng = np.random.default_rng(0)
+    with plax.config.override("jax_enable_x64", True):
+        ops = [rng.normal(size=s).astype(d) for s, d in
+               [((4, 3), np.float32), ((3,), np.float32), ((5,), np.float64)] * 2
+               + [((2, 2), np.float32)]]
+        closed = plax.make_jaxpr(f)(*ops)
+        (group,) = groups_of(closed.jaxpr)
+        assert [m.shape for m in group.members] == [(4, 3), (3,), (5,), (2, 2)]
+        plan = codegen.plan_group(group.members)
+        assert plan.entry == ("plax_multi",) and plan.offsets == [0, 12, 15, 20, 24]
+        nvrtc.compile_ptx(plan.source, "multi.cu", options=nvrtc.NVRTC_CHECK_OPTIONS)
+        lib = nvrtc.compile_host(plan.source)
+        env = dict(zip(closed.jaxpr.invars, ops))
+        got = run_group_host(plan, lib.plax_host, [
+            [np.asarray(v.val) if isinstance(v, Literal) else env[v] for v in m.inputs]
+            for m in group.members])
+        want = plax.jit(f, backend="numpy")(*ops)
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, np.asarray(w))
 
 
 # ---------------------------------------------------------------- threefry2x32
