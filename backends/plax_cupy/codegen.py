@@ -19,14 +19,18 @@ The translation unit has three parts:
   needed), evaluates the chain in registers, stores the elementwise outputs and hands each
   reduction its operand;
 * the kernels: ``plax_elementwise`` (a grid-stride loop over the elements), or for a cluster
-  with reductions ``plax_reduce_partial`` (blocks own (output element, chunk) pairs: each
-  thread accumulates a strided part of the chunk, the block combines in shared memory, and
-  writes one partial per block) and ``plax_reduce_final`` (one thread per output element
-  combines its partials in a fixed order and casts). Where one block covers each output
-  (:func:`reduction_launch`'s ``blocks_per_output`` is 1: short reductions, or many outputs)
-  the partial kernel stores the results itself and the final kernel is not launched: one
-  launch. No atomics: results are deterministic for a given launch configuration. Under ``#ifdef PLAX_HOST`` the same ``plax_elem`` is
-  driven instead by a serial host function ``plax_host``.
+  with reductions ``plax_reduce`` (blocks own (output element, chunk) pairs: each thread
+  accumulates a strided part of the chunk and the block combines in shared memory). Where one
+  block covers each output (:func:`reduction_launch`'s ``blocks_per_output`` is 1: short
+  reductions, or many outputs) the block stores the result; otherwise each block stores its
+  partial, fences, and counts itself done on its output's tagged counter, and the last block
+  to count combines the partials in chunk order with a fixed tree and stores the result. One
+  launch either way, and deterministic for a launch configuration: the combine's order never
+  depends on which block finished last. Under ``#ifdef PLAX_HOST`` the same ``plax_elem`` is
+  driven instead by a serial host function ``plax_host``;
+* for a horizontal group (:func:`plan_group`), ``plax_multi``: one grid-stride loop over the
+  concatenated element ranges of several elementwise clusters, each with its own
+  ``plax_elem_m<k>``.
 
 Shapes are baked into the source (index maps, extents): a kernel is compiled once per
 cluster shape and dtype signature and cached by CuPy (in memory and on disk). Scalar literals
@@ -1137,7 +1141,7 @@ class ClusterKernel:
       n: elements of the iteration shape; ``n_out``/``n_red``: a reduction's output and
         reduced element counts (all reductions of a cluster reduce the same axes).
       entry: the kernel names (``("plax_elementwise",)`` or
-        ``("plax_reduce_partial", "plax_reduce_final")``).
+        ``("plax_reduce",)``).
       primitives: the fused primitives' names, for messages.
       elem_source, helpers: the ``plax_elem`` function and the device helpers it calls (what
         :func:`plan_group` puts in a multi-tensor kernel).

@@ -2,10 +2,13 @@
 lone equations one kernel or CuPy/cuBLAS call each.
 
 * a cluster (the shared fusion pass's grouping, ``iota`` and ``threefry2x32`` included) -> one
-  :class:`plax_cupy.backend.Launcher` (one kernel, or a partial and a final reduction kernel);
+  :class:`plax_cupy.backend.Launcher` (one kernel, a split reduction included);
   a cluster the generator declines
   (:class:`plax_cupy.codegen.Unsupported`: reductions over different axes, a dtype outside
   the generator's map) is split by the driver into its equations;
+* a horizontal group (independent small elementwise clusters ready at one point, as
+  :func:`plax.lowering.horizontal_groups` forms them) -> one multi-tensor kernel
+  (:func:`plax_cupy.codegen.plan_group`, a :class:`~plax_cupy.backend.GroupLauncher`);
 * a lone fusible equation -> its own generated kernel, or, where the generator declines it, the
   backend's eager kernel (the kernel table's; one
   :class:`~plax_cupy.backend.PlaxCupyFallbackWarning` per primitive and dtype);
