@@ -272,8 +272,7 @@ static inline void plax_sim_counted() {
 #endif
 #if defined(PLAX_HOST) || defined(PLAX_SIM)
 // the host builds' stand-ins for CUDA's atomics and fences (GCC builtins: a threaded host
-// test runs blocks as concurrent threads)
-#define PLAX_HOST_ATOMICS
+// test runs blocks as concurrent threads; kernels_rows' sources use them too)
 static inline unsigned long long atomicCAS(unsigned long long* p, unsigned long long expected,
                                            unsigned long long desired) {
   __atomic_compare_exchange_n(p, &expected, desired, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);

@@ -90,20 +90,9 @@ _HELPERS = _NOINLINE + r"""
 #ifndef PLAX_ROW_ATOMICS
 #define PLAX_ROW_ATOMICS
 #if defined(PLAX_HOST) || defined(PLAX_SIM)
-// the host builds' stand-ins for CUDA's atomics and fences (GCC builtins: the threaded host
-// test runs blocks as concurrent threads)
+// (the host builds' stand-ins for CUDA's atomics and fences are codegen.PREAMBLE's, which
+// comes before these sources)
 #include <sched.h>
-#ifndef PLAX_HOST_ATOMICS  // (codegen.PREAMBLE, before these sources, defines them)
-static inline unsigned long long atomicCAS(unsigned long long* p, unsigned long long expected,
-                                           unsigned long long desired) {
-  __atomic_compare_exchange_n(p, &expected, desired, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
-  return expected;
-}
-static inline unsigned int atomicExch(unsigned int* p, unsigned int v) {
-  return __atomic_exchange_n(p, v, __ATOMIC_SEQ_CST);
-}
-static inline void __threadfence() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
-#endif
 #define PLAX_ROW_SPIN() sched_yield()
 #else
 #define PLAX_ROW_SPIN() ((void)0)
