@@ -1484,6 +1484,11 @@ def plan_cluster(cluster, *, literal_values: bool = True) -> ClusterKernel:
         elem_source="\n".join(elem), helpers=helpers)
 
 
+#: a kernel's parameters may take 4 KiB (CUDA before 12.1): a group with more (8 bytes each,
+#: at most) is declined and its members run as their own kernels
+_MAX_PARAM_BYTES = 4096
+
+
 class GroupKernel:
     """A multi-tensor kernel (:func:`plan_group`): several elementwise clusters of different
     shapes in one launch over their concatenated element ranges.
@@ -1536,6 +1541,8 @@ def plan_group(clusters, *, literal_values: bool = True) -> GroupKernel:
         params += [f"{ctype(p.out_dtypes[j])}* __restrict__ m{k}_o{j}" for j in p.elem_outputs]
         calls.append(f"plax_elem_m{k}(i - {offsets[k]}LL{''.join(', ' + a for a in names + outs)})")
         elems.append(p.elem_source.replace("void plax_elem(", f"void plax_elem_m{k}(", 1))
+    if 8 * (len(params) + 1) > _MAX_PARAM_BYTES:
+        raise Unsupported(f"a multi-tensor kernel of {len(params)} parameters")
     text = "\n".join(elems)
     helpers = special_source.helpers_for(text)
     if "plax_threefry_elem(" in text:

@@ -384,7 +384,8 @@ class HorizontalGroup:
         return f"HorizontalGroup({len(self.members)} members: {shapes})"
 
 
-#: the most members one group takes (a kernel's parameter list is bounded: CUDA's 4 KiB)
+#: the most members one group takes (a generated kernel's parameter list is bounded on some
+#: devices; a backend may still decline a group it cannot take)
 HORIZONTAL_MAX_MEMBERS = 32
 
 
