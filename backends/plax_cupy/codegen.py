@@ -324,14 +324,10 @@ static inline double erfinv(double y) {
 }
 static inline float erfinvf(float y) { return (float)erfinv((double)y); }
 #endif
-// The count of blocks done before this one on the 64-bit counter `word`, tagged with `tag` in
-// its high half (a word of another tag counts as zero: scratch needs no clearing before a
-// launch); the caller fences its stores first
-__device__ __forceinline__ unsigned long long plax_count_done(unsigned long long* word,
-                                                              unsigned int tag) {
-#ifdef PLAX_SIM
-  plax_sim_counted();
-#endif
+// The count before this one of the 64-bit counter `word`, tagged with `tag` in its high half
+// (a word of another tag counts as zero: scratch needs no clearing before a launch)
+__device__ __forceinline__ unsigned long long plax_tagged_count(unsigned long long* word,
+                                                                unsigned int tag) {
   unsigned long long old = *(volatile unsigned long long*)word;
   for (;;) {
     const unsigned long long count = (old >> 32) == tag ? (old & 0xffffffffull) : 0ull;
@@ -340,7 +336,17 @@ __device__ __forceinline__ unsigned long long plax_count_done(unsigned long long
     old = seen;
   }
 }
-// A value another block stored before counting itself done: read past the L1 cache
+// The blocks done before this one on `word` (plax_tagged_count); the caller fences its stores
+// first, which the simulated GPU checks
+__device__ __forceinline__ unsigned long long plax_count_done(unsigned long long* word,
+                                                              unsigned int tag) {
+#ifdef PLAX_SIM
+  plax_sim_counted();
+#endif
+  return plax_tagged_count(word, tag);
+}
+// A value another block stored before counting itself done or raising its flag (then a
+// fence): read past the L1 cache
 template <typename T> __device__ __forceinline__ T plax_read_published(const T* p) {
   T v;
   for (unsigned int i = 0; i < sizeof(T); ++i)
