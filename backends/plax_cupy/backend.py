@@ -29,6 +29,7 @@ graph launch and copy of :mod:`plax_cupy.graphs`): :func:`plax_cupy.counters`,
 from __future__ import annotations
 
 import functools
+import itertools
 import os
 import threading
 import warnings
@@ -568,18 +569,7 @@ class Launcher:
         plan = self.plan
         device = cupy.cuda.Device()
         sm = self.backend.sm_count(device.id) if self.backend.gpus else codegen.DEFAULT_SM_COUNT
-        args: list = []
-        for inp, buf in zip(plan.inputs, buffers):
-            if inp.kind == "literal":
-                value = np.asarray(inp.value, inp.dtype)
-                args.append((value.view(np.uint16) if value.dtype == BF16 else value)[()])
-            else:  # bfloat16 travels as its bits (the kernel reads 16-bit patterns)
-                raw = buf.bits if isinstance(buf, Bf16Buffer) else buf
-                if not raw.flags.c_contiguous:  # a strided view: CuPy copies it (a launch)
-                    raw = cupy.ascontiguousarray(raw)
-                    runtime.TOTALS[runtime.LAUNCHES] += 1
-                    runtime.TOTALS[runtime.D2D] += 1
-                args.append(raw)
+        args = _kernel_args(plan, buffers)
         outs: list = [None] * len(plan.out_dtypes)
         for j in plan.elem_outputs:
             outs[j] = _device_empty(plan.out_shapes[j], plan.out_dtypes[j])
@@ -595,23 +585,78 @@ class Launcher:
         for j, _ in plan.reductions:
             outs[j] = _device_empty(plan.out_shapes[j], plan.out_dtypes[j])
         red_args = [_bits(outs[j]) for j, _ in plan.reductions]
-        # one block per output (bpo == 1): the partial kernel stores the results itself and
-        # never reads its partial buffers (the results stand in for them)
-        partials = (red_args if bpo == 1 else
-                    [cupy.empty(max(plan.n_out, 1) * bpo, red.acc) for _, red in plan.reductions])
-        if plan.n_out:
-            fns[0]((grid,), (block,), tuple(args + elem_args + partials + red_args
-                                           + [np.int64(plan.n_out), np.int64(plan.n_red), np.int32(bpo)]))
-            if bpo == 1:
-                runtime.TOTALS[runtime.LAUNCHES] += 1
-                return outs
-            fgrid, fblock = codegen.elementwise_launch(plan.n_out, sm)
-            final = []
-            for (j, _), p in zip(plan.reductions, partials):
-                final += [p, _bits(outs[j])]
-            fns[1]((fgrid,), (fblock,), tuple(final + [np.int64(plan.n_out), np.int32(bpo)]))
-            runtime.TOTALS[runtime.LAUNCHES] += 2
+        if not plan.n_out:
+            return outs
+        # one block per output (bpo == 1): the kernel stores the results itself and never
+        # reads its partial buffers or counters (the results stand in for them); else each
+        # output's blocks count themselves done on a tagged counter (scratch needs no clearing)
+        if bpo == 1:
+            partials, done = red_args, red_args[0]
+        else:
+            partials = [cupy.empty(plan.n_out * bpo, red.acc) for _, red in plan.reductions]
+            done = cupy.empty(plan.n_out, np.uint64)
+        tag = np.uint32(next(_REDUCTION_TAGS) % 0xFFFFFFFF + 1)
+        fns[0]((grid,), (block,), tuple(args + elem_args + partials + red_args
+                                       + [np.int64(plan.n_out), np.int64(plan.n_red),
+                                          np.int32(bpo), done, tag]))
+        runtime.TOTALS[runtime.LAUNCHES] += 1
         return outs
+
+
+#: the split reductions' counter tags: one per launch, so an uncleared counter of an earlier
+#: launch never counts (a replayed CUDA graph reuses its tag; the kernel leaves counters clear)
+_REDUCTION_TAGS = itertools.count(1)
+
+
+def _kernel_args(plan: codegen.ClusterKernel, buffers) -> list:
+    """The kernel arguments of ``plan``'s inputs: literals by value, arrays as contiguous
+    device buffers (bfloat16 as its bits; a strided view copied, a counted launch)."""
+    args: list = []
+    for inp, buf in zip(plan.inputs, buffers):
+        if inp.kind == "literal":
+            value = np.asarray(inp.value, inp.dtype)
+            args.append((value.view(np.uint16) if value.dtype == BF16 else value)[()])
+        else:  # bfloat16 travels as its bits (the kernel reads 16-bit patterns)
+            raw = buf.bits if isinstance(buf, Bf16Buffer) else buf
+            if not raw.flags.c_contiguous:  # a strided view: CuPy copies it (a launch)
+                raw = cupy.ascontiguousarray(raw)
+                runtime.TOTALS[runtime.LAUNCHES] += 1
+                runtime.TOTALS[runtime.D2D] += 1
+            args.append(raw)
+    return args
+
+
+class GroupLauncher(Launcher):
+    """Launches a :class:`plax_cupy.codegen.GroupKernel` (a multi-tensor kernel): called with
+    the group's input buffers (``HorizontalGroup.inputs``), it returns every member's outputs,
+    member after member, from one launch.
+
+    Args:
+      plan: the group's kernel.
+      backend: the backend.
+      member_inputs: per member, the index in the group's inputs of each of its inputs.
+    """
+
+    def __init__(self, plan: codegen.GroupKernel, backend: CupyBackend, member_inputs: list):
+        super().__init__(plan, backend)
+        self.member_inputs = member_inputs
+
+    def __call__(self, *buffers):
+        plan = self.plan
+        device = cupy.cuda.Device()
+        sm = self.backend.sm_count(device.id) if self.backend.gpus else codegen.DEFAULT_SM_COUNT
+        args, results = [], []
+        for member, where in zip(plan.members, self.member_inputs):
+            args += _kernel_args(member, [buffers[k] for k in where])
+            outs: list = [None] * len(member.out_dtypes)
+            for j in member.elem_outputs:
+                outs[j] = _device_empty(member.out_shapes[j], member.out_dtypes[j])
+            args += [_bits(outs[j]) for j in member.elem_outputs]
+            results += outs
+        grid, block = codegen.elementwise_launch(plan.n, sm)
+        self._functions(device.id)[0]((grid,), (block,), tuple(args + [np.int64(plan.n)]))
+        runtime.TOTALS[runtime.LAUNCHES] += 1
+        return results
 
 
 def _device_empty(shape, dtype):

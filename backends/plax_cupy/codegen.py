@@ -19,14 +19,18 @@ The translation unit has three parts:
   needed), evaluates the chain in registers, stores the elementwise outputs and hands each
   reduction its operand;
 * the kernels: ``plax_elementwise`` (a grid-stride loop over the elements), or for a cluster
-  with reductions ``plax_reduce_partial`` (blocks own (output element, chunk) pairs: each
-  thread accumulates a strided part of the chunk, the block combines in shared memory, and
-  writes one partial per block) and ``plax_reduce_final`` (one thread per output element
-  combines its partials in a fixed order and casts). Where one block covers each output
-  (:func:`reduction_launch`'s ``blocks_per_output`` is 1: short reductions, or many outputs)
-  the partial kernel stores the results itself and the final kernel is not launched: one
-  launch. No atomics: results are deterministic for a given launch configuration. Under ``#ifdef PLAX_HOST`` the same ``plax_elem`` is
-  driven instead by a serial host function ``plax_host``.
+  with reductions ``plax_reduce`` (blocks own (output element, chunk) pairs: each thread
+  accumulates a strided part of the chunk and the block combines in shared memory). Where one
+  block covers each output (:func:`reduction_launch`'s ``blocks_per_output`` is 1: short
+  reductions, or many outputs) the block stores the result; otherwise each block stores its
+  partial, fences, and counts itself done on its output's tagged counter, and the last block
+  to count combines the partials in chunk order with a fixed tree and stores the result. One
+  launch either way, and deterministic for a launch configuration: the combine's order never
+  depends on which block finished last. Under ``#ifdef PLAX_HOST`` the same ``plax_elem`` is
+  driven instead by a serial host function ``plax_host``;
+* for a horizontal group (:func:`plan_group`), ``plax_multi``: one grid-stride loop over the
+  concatenated element ranges of several elementwise clusters, each with its own
+  ``plax_elem_m<k>``.
 
 Shapes are baked into the source (index maps, extents): a kernel is compiled once per
 cluster shape and dtype signature and cached by CuPy (in memory and on disk). Scalar literals
@@ -80,6 +84,11 @@ WAVES = 8
 DEFAULT_SM_COUNT = 108
 #: elements a reduction thread accumulates before partials are worth another block
 ITEMS_PER_THREAD = 8
+#: the largest member (elements) of a multi-tensor kernel (:func:`plan_group`): below it a
+#: member's own kernel runs for a few launch costs at most, so a launch saved is a good part
+#: of its time (2^22 float32: 48 MB moved, ~11 us at an H200's 4.3 TB/s, against ~3-5 us per
+#: launch issued from Python); above it the grouping gains little (a guess, not measured)
+HORIZONTAL_MAX_ELEMENTS = 1 << 22
 
 
 class Unsupported(Exception):
@@ -244,14 +253,39 @@ PREAMBLE = r"""// ---- plax_cupy preamble: XLA semantics on top of C++ (see plax
 // with blockDim 1 the block reduction is a no-op and __syncthreads has nothing to wait for
 struct plax_dim3 { unsigned int x, y, z; };
 static plax_dim3 blockIdx = {0, 0, 0}, threadIdx = {0, 0, 0}, blockDim = {1, 1, 1}, gridDim = {1, 1, 1};
+static int plax_sim_fenced;
 extern "C" void plax_sim_block(unsigned int block, unsigned int grid) {
-  blockIdx.x = block; gridDim.x = grid; blockDim.x = 1; threadIdx.x = 0;
+  blockIdx.x = block; gridDim.x = grid; blockDim.x = 1; threadIdx.x = 0; plax_sim_fenced = 0;
 }
 #define __global__
 #define __shared__ static
 static inline void __syncthreads() {}
+// the memory model of a block counting itself done (plax_count_done): a fence since the
+// block's last count, or the count is an error the simulated launcher reports (its partials
+// might not be visible to the block that combines them)
+extern "C" { unsigned int plax_sim_unfenced_counts = 0; }
+static inline void plax_sim_fence() { plax_sim_fenced = 1; }
+static inline void plax_sim_counted() {
+  if (!plax_sim_fenced) ++plax_sim_unfenced_counts;
+  plax_sim_fenced = 0;
+}
 #endif
 #if defined(PLAX_HOST) || defined(PLAX_SIM)
+// the host builds' stand-ins for CUDA's atomics and fences (GCC builtins: a threaded host
+// test runs blocks as concurrent threads; kernels_rows' sources use them too)
+static inline unsigned long long atomicCAS(unsigned long long* p, unsigned long long expected,
+                                           unsigned long long desired) {
+  __atomic_compare_exchange_n(p, &expected, desired, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+  return expected;
+}
+static inline unsigned int atomicExch(unsigned int* p, unsigned int v) {
+  return __atomic_exchange_n(p, v, __ATOMIC_SEQ_CST);
+}
+#ifdef PLAX_SIM
+static inline void __threadfence() { __atomic_thread_fence(__ATOMIC_SEQ_CST); plax_sim_fence(); }
+#else
+static inline void __threadfence() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+#endif
 #include <cmath>
 #include <cstring>
 #include <cstdlib>
@@ -290,6 +324,35 @@ static inline double erfinv(double y) {
 }
 static inline float erfinvf(float y) { return (float)erfinv((double)y); }
 #endif
+// The count before this one of the 64-bit counter `word`, tagged with `tag` in its high half
+// (a word of another tag counts as zero: scratch needs no clearing before a launch)
+__device__ __forceinline__ unsigned long long plax_tagged_count(unsigned long long* word,
+                                                                unsigned int tag) {
+  unsigned long long old = *(volatile unsigned long long*)word;
+  for (;;) {
+    const unsigned long long count = (old >> 32) == tag ? (old & 0xffffffffull) : 0ull;
+    const unsigned long long seen = atomicCAS(word, old, ((unsigned long long)tag << 32) | (count + 1));
+    if (seen == old) return count;
+    old = seen;
+  }
+}
+// The blocks done before this one on `word` (plax_tagged_count); the caller fences its stores
+// first, which the simulated GPU checks
+__device__ __forceinline__ unsigned long long plax_count_done(unsigned long long* word,
+                                                              unsigned int tag) {
+#ifdef PLAX_SIM
+  plax_sim_counted();
+#endif
+  return plax_tagged_count(word, tag);
+}
+// A value another block stored before counting itself done or raising its flag (then a
+// fence): read past the L1 cache
+template <typename T> __device__ __forceinline__ T plax_read_published(const T* p) {
+  T v;
+  for (unsigned int i = 0; i < sizeof(T); ++i)
+    ((char*)&v)[i] = ((const volatile char*)p)[i];
+  return v;
+}
 template <typename To, typename From>
 __device__ __forceinline__ To plax_bitcast(From x) {
   static_assert(sizeof(To) == sizeof(From), "bitcast between different widths");
@@ -1083,8 +1146,10 @@ class ClusterKernel:
       n: elements of the iteration shape; ``n_out``/``n_red``: a reduction's output and
         reduced element counts (all reductions of a cluster reduce the same axes).
       entry: the kernel names (``("plax_elementwise",)`` or
-        ``("plax_reduce_partial", "plax_reduce_final")``).
+        ``("plax_reduce",)``).
       primitives: the fused primitives' names, for messages.
+      elem_source, helpers: the ``plax_elem`` function and the device helpers it calls (what
+        :func:`plan_group` puts in a multi-tensor kernel).
     """
 
     def __init__(self, **fields):
@@ -1334,15 +1399,25 @@ def plan_cluster(cluster, *, literal_values: bool = True) -> ClusterKernel:
         call = ", ".join(["i"] + in_args + elem_out_args + slots)
         partial_params = kernel_params + [f"{ctype(red_.acc)}* __restrict__ p{r}"
                                           for r, (_, red_) in enumerate(reductions)]
-        # the results too: with one block per output (bpo == 1) the block's value is final,
-        # and this kernel stores it, so the second launch is skipped
         partial_params += [f"{ctype(out_dtypes[j])}* __restrict__ r{j}" for j, _ in reductions]
-        partial_params += ["long long n_out", "long long n_red", "int bpo"]
+        partial_params += ["long long n_out", "long long n_red", "int bpo",
+                           "unsigned long long* __restrict__ done", "unsigned int tag"]
+        # one launch whatever bpo is: with one block per output the block's value is final;
+        # with several, each block stores its partial, fences, and counts itself done on the
+        # output's counter, and the last of them combines the partials in chunk order (a fixed
+        # tree: the result does not depend on which block finished last)
         src += ["#ifndef PLAX_HOST",
-                f"extern \"C\" __global__ void plax_reduce_partial({', '.join(partial_params)}) {{"]
+                f"extern \"C\" __global__ void plax_reduce({', '.join(partial_params)}) {{"]
         for r, (_, red_) in enumerate(reductions):
             src.append(f"  __shared__ {ctype(red_.acc)} s{r}[{BLOCK}];")
-        src += ["  const int tid = threadIdx.x;",
+        tree = ["    __syncthreads();",
+                "    for (int s = blockDim.x / 2; s > 0; s >>= 1) {",
+                "      if (tid < s) {"]
+        tree += [f"        s{r}[tid] = {red_.combine(f's{r}[tid]', f's{r}[tid + s]')};"
+                 for r, (_, red_) in enumerate(reductions)]
+        tree += ["      }", "      __syncthreads();", "    }"]
+        src += ["  __shared__ int last;",
+                "  const int tid = threadIdx.x;",
                 "  const long long chunk = blockIdx.x % bpo;",
                 "  const long long out_stride = gridDim.x / bpo;",
                 "  for (long long o = blockIdx.x / bpo; o < n_out; o += out_stride) {"]
@@ -1358,31 +1433,35 @@ def plan_cluster(cluster, *, literal_values: bool = True) -> ClusterKernel:
         src.append("    }")
         for r in range(nr):
             src.append(f"    s{r}[tid] = acc{r};")
-        src += ["    __syncthreads();",
-                "    for (int s = blockDim.x / 2; s > 0; s >>= 1) {",
-                "      if (tid < s) {"]
-        for r, (_, red_) in enumerate(reductions):
-            src.append(f"        s{r}[tid] = {red_.combine(f's{r}[tid]', f's{r}[tid + s]')};")
-        src += ["      }", "      __syncthreads();", "    }",
-                "    if (tid == 0 && bpo == 1) {"]
+        src += tree
+        src += ["    if (tid == 0) {",
+                "      if (bpo == 1) {"]
         for r, (j, red_) in enumerate(reductions):
-            src.append(f"      r{j}[o] = {store_expr(f's{r}[0]', out_dtypes[j], red_.acc)};")
-        src += ["    } else if (tid == 0) {"]
+            src.append(f"        r{j}[o] = {store_expr(f's{r}[0]', out_dtypes[j], red_.acc)};")
+        src += ["        last = 0;", "      } else {"]
         for r in range(nr):
-            src.append(f"      p{r}[o * bpo + chunk] = s{r}[0];")
-        src += ["    }", "    __syncthreads();  // s* are rewritten by the next output", "  }", "}"]
-        final_params = []
+            src.append(f"        p{r}[o * bpo + chunk] = s{r}[0];")
+        src += ["        __threadfence();  // the partials visible before the count says they are",
+                "        last = plax_count_done(done + o, tag) == (unsigned long long)(bpo - 1);",
+                "      }",
+                "    }",
+                "    __syncthreads();",
+                "    if (last) {  // (block-uniform) every partial of output o is stored",
+                "      __threadfence();"]
+        for r, (_, red_) in enumerate(reductions):
+            acc_t = ctype(red_.acc)
+            src += [f"      {acc_t} c{r} = {red_.init};",
+                    f"      for (long long c = tid; c < bpo; c += blockDim.x) "
+                    f"c{r} = {red_.combine(f'c{r}', f'plax_read_published(p{r} + o * bpo + c)')};",
+                    f"      s{r}[tid] = c{r};"]
+        src += ["  " + t for t in tree]
+        src += ["      if (tid == 0) {"]
         for r, (j, red_) in enumerate(reductions):
-            final_params += [f"const {ctype(red_.acc)}* __restrict__ p{r}",
-                             f"{ctype(out_dtypes[j])}* __restrict__ r{j}"]
-        src += [f"extern \"C\" __global__ void plax_reduce_final({', '.join(final_params + ['long long n_out', 'int bpo'])}) {{",
-                "  for (long long o = (long long)blockIdx.x * blockDim.x + threadIdx.x; o < n_out;",
-                "       o += (long long)blockDim.x * gridDim.x) {"]
-        for r, (j, red_) in enumerate(reductions):
-            src += [f"    {ctype(red_.acc)} acc{r} = p{r}[o * bpo];",
-                    f"    for (int c = 1; c < bpo; ++c) acc{r} = {red_.combine(f'acc{r}', f'p{r}[o * bpo + c]')};",
-                    f"    r{j}[o] = {store_expr(f'acc{r}', out_dtypes[j], red_.acc)};"]
-        src += ["  }", "}", "#else"]
+            src.append(f"        r{j}[o] = {store_expr(f's{r}[0]', out_dtypes[j], red_.acc)};")
+        src += ["        done[o] = 0ull;  // cleared: a CUDA graph replays this launch with its tag",
+                "      }", "    }",
+                "    __syncthreads();  // s*, last are rewritten by the next output", "  }", "}",
+                "#else"]
         # the host driver: every element once, in C order, accumulated serially
         host_params = kernel_params + [f"{ctype(out_dtypes[j])}* __restrict__ r{j}" for j, _ in reductions]
         src += [f"extern \"C\" void plax_host({', '.join(host_params + ['long long n_out', 'long long n_red'])}) {{"]
@@ -1402,12 +1481,96 @@ def plan_cluster(cluster, *, literal_values: bool = True) -> ClusterKernel:
             src += [f"  for (long long o = 0; o < n_out; ++o) r{j}[o] = {store_expr(f'acc{r}[o]', out_dtypes[j], red_.acc)};",
                     f"  free(acc{r});"]
         src += ["}", "#endif", ""]
-        entry = ("plax_reduce_partial", "plax_reduce_final")
+        entry = ("plax_reduce",)
 
     return ClusterKernel(
         source="\n".join(src), inputs=inputs, out_dtypes=out_dtypes, out_shapes=out_shapes,
         elem_outputs=elem_outputs, reductions=reductions, n=n, n_out=n_out, n_red=n_red,
-        entry=entry, primitives=[e.primitive.name for e in cluster.eqns], shape=shape)
+        entry=entry, primitives=[e.primitive.name for e in cluster.eqns], shape=shape,
+        elem_source="\n".join(elem), helpers=helpers)
+
+
+#: a kernel's parameters may take 4 KiB (CUDA before 12.1): a group with more (8 bytes each,
+#: at most) is declined and its members run as their own kernels
+_MAX_PARAM_BYTES = 4096
+
+
+class GroupKernel:
+    """A multi-tensor kernel (:func:`plan_group`): several elementwise clusters of different
+    shapes in one launch over their concatenated element ranges.
+
+    Attributes:
+      source: the translation unit (:data:`PREAMBLE` included).
+      members: each member's :class:`ClusterKernel` (its ``inputs``, ``elem_outputs``,
+        ``out_shapes`` and ``out_dtypes`` say what it reads and writes).
+      offsets: where each member's range starts in the concatenation, then the total ``n``.
+      entry: ``("plax_multi",)``.
+    """
+
+    def __init__(self, **fields):
+        self.__dict__.update(fields)
+
+    def __repr__(self) -> str:
+        return f"GroupKernel({len(self.members)} members; n={self.n})"
+
+
+def plan_group(clusters, *, literal_values: bool = True) -> GroupKernel:
+    """One kernel computing several independent elementwise ``clusters`` (a
+    :class:`plax.lowering.HorizontalGroup`'s members) in one launch: a grid-stride loop over
+    the concatenation of their element ranges, each element computed by its member's
+    ``plax_elem`` at its index within the member (the member found by comparing with the
+    offsets, baked into the source: a warp mostly takes one branch).
+
+    Args:
+      clusters: :class:`plax.lowering.Cluster` objects without reductions.
+      literal_values: as in :func:`plan_cluster`.
+
+    Raises:
+      Unsupported: a member the generator does not express, or one that reduces.
+
+    Example:
+      >>> # two SGD updates, [3, 2] and [2]: elements 0..5 the first's, 6..7 the second's
+      >>> plan_group(group.members).offsets   # doctest: +SKIP
+      [0, 6, 8]
+    """
+    plans = [plan_cluster(c, literal_values=literal_values) for c in clusters]
+    if any(p.reductions for p in plans):
+        raise Unsupported("a reduction in a multi-tensor kernel")
+    offsets = [0]
+    for p in plans:
+        offsets.append(offsets[-1] + p.n)
+    params, calls, elems = [], [], []
+    for k, p in enumerate(plans):
+        names = [f"m{k}_{inp.name}" for inp in p.inputs]
+        params += [inp.param()[:-len(inp.name)] + name for inp, name in zip(p.inputs, names)]
+        outs = [f"m{k}_o{j}" for j in p.elem_outputs]
+        params += [f"{ctype(p.out_dtypes[j])}* __restrict__ m{k}_o{j}" for j in p.elem_outputs]
+        calls.append(f"plax_elem_m{k}(i - {offsets[k]}LL{''.join(', ' + a for a in names + outs)})")
+        elems.append(p.elem_source.replace("void plax_elem(", f"void plax_elem_m{k}(", 1))
+    if 8 * (len(params) + 1) > _MAX_PARAM_BYTES:
+        raise Unsupported(f"a multi-tensor kernel of {len(params)} parameters")
+    text = "\n".join(elems)
+    helpers = special_source.helpers_for(text)
+    if "plax_threefry_elem(" in text:
+        helpers += _threefry_elem_source() + "\n"
+    shapes = " ".join(str(p.shape) for p in plans)
+    branch = []
+    for k, call in enumerate(calls):
+        test = "if" if k == 0 else "else if"
+        branch.append(f"    {test} (i < {offsets[k + 1]}LL) {call};" if k < len(calls) - 1
+                      else f"    else {call};" if k else f"    {call};")
+    signature = ", ".join(params + ["long long n"])
+    src = [PREAMBLE + helpers, f"// multi-tensor kernel over {shapes}", text, "",
+           "#ifndef PLAX_HOST",
+           f"extern \"C\" __global__ void plax_multi({signature}) {{",
+           "  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;",
+           "       i += (long long)blockDim.x * gridDim.x) {",
+           *branch, "  }", "}", "#else",
+           f"extern \"C\" void plax_host({signature}) {{",
+           "  for (long long i = 0; i < n; ++i) {", *branch, "  }", "}", "#endif", ""]
+    return GroupKernel(source="\n".join(src), members=plans, offsets=offsets, n=offsets[-1],
+                       entry=("plax_multi",), shape=(offsets[-1],),
+                       primitives=[f"[{' '.join(p.primitives)}]" for p in plans])
 
 
 def _to_acc(value: str, red: Reduction) -> str:
@@ -1515,6 +1678,6 @@ def describe(kernel: ClusterKernel) -> str:
     return f"// ---- CUDA kernel: {' '.join(kernel.primitives)} over {kernel.shape}\n{kernel.source}"
 
 
-__all__ = ["BLOCK", "ClusterKernel", "KernelInput", "Reduction", "Unsupported", "c_literal",
+__all__ = ["BLOCK", "ClusterKernel", "GroupKernel", "HORIZONTAL_MAX_ELEMENTS", "plan_group", "KernelInput", "Reduction", "Unsupported", "c_literal",
            "convert_expr", "describe", "elementwise_expr", "elementwise_launch", "plan_cluster",
            "plan_equation", "reduction_launch", "reduction_of", "threefry_source"]

@@ -2,10 +2,13 @@
 lone equations one kernel or CuPy/cuBLAS call each.
 
 * a cluster (the shared fusion pass's grouping, ``iota`` and ``threefry2x32`` included) -> one
-  :class:`plax_cupy.backend.Launcher` (one kernel, or a partial and a final reduction kernel);
+  :class:`plax_cupy.backend.Launcher` (one kernel, a split reduction included);
   a cluster the generator declines
   (:class:`plax_cupy.codegen.Unsupported`: reductions over different axes, a dtype outside
   the generator's map) is split by the driver into its equations;
+* a horizontal group (independent small elementwise clusters ready at one point, as
+  :func:`plax.lowering.horizontal_groups` forms them) -> one multi-tensor kernel
+  (:func:`plax_cupy.codegen.plan_group`, a :class:`~plax_cupy.backend.GroupLauncher`);
 * a lone fusible equation -> its own generated kernel, or, where the generator declines it, the
   backend's eager kernel (the kernel table's; one
   :class:`~plax_cupy.backend.PlaxCupyFallbackWarning` per primitive and dtype);
@@ -50,6 +53,19 @@ class CupyEmitter(Emitter):
     #: kernel recomputes them per element from its scalar inputs instead of a launch of their own
     fuses_scalar_producers = True
 
+    #: independent elementwise clusters ready at the same point, each of at most this many
+    #: elements, are one multi-tensor kernel (``codegen.plan_group``): the SGD update of every
+    #: parameter in one launch. Read when a program is lowered (:meth:`fusion_options`).
+    horizontal_max_elements = codegen.HORIZONTAL_MAX_ELEMENTS
+
+    @classmethod
+    def fusion_options(cls):
+        """The emitter's fusion options, the horizontal bound read from
+        ``codegen.HORIZONTAL_MAX_ELEMENTS`` now (so setting it takes effect on the next program)."""
+        import dataclasses
+        return dataclasses.replace(super().fusion_options(),
+                                   horizontal=codegen.HORIZONTAL_MAX_ELEMENTS)
+
     def __init__(self, backend, device):
         self.backend, self.device = backend, device
         self.kernel_sources: list = []
@@ -60,6 +76,17 @@ class CupyEmitter(Emitter):
         except codegen.Unsupported:
             return None
         return self._launch(plan)
+
+    def emit_group(self, group):
+        try:
+            plan = codegen.plan_group(group.members)
+        except codegen.Unsupported:
+            return None
+        from plax_cupy.backend import GroupLauncher
+        where = {id(v): k for k, v in enumerate(group.inputs)}
+        self.kernel_sources.append(plan)
+        return GroupLauncher(plan, self.backend, [[where[id(v)] for v in m.inputs]
+                                                  for m in group.members])
 
     def _launch(self, plan):
         from plax_cupy.backend import Launcher

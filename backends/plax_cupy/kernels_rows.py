@@ -90,41 +90,15 @@ _HELPERS = _NOINLINE + r"""
 #ifndef PLAX_ROW_ATOMICS
 #define PLAX_ROW_ATOMICS
 #if defined(PLAX_HOST) || defined(PLAX_SIM)
-// the host builds' stand-ins for CUDA's atomics and fences (GCC builtins: the threaded host
-// test runs blocks as concurrent threads)
+// (the host builds' stand-ins for CUDA's atomics and fences are codegen.PREAMBLE's, which
+// comes before these sources)
 #include <sched.h>
-static inline unsigned long long atomicCAS(unsigned long long* p, unsigned long long expected,
-                                           unsigned long long desired) {
-  __atomic_compare_exchange_n(p, &expected, desired, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
-  return expected;
-}
-static inline unsigned int atomicExch(unsigned int* p, unsigned int v) {
-  return __atomic_exchange_n(p, v, __ATOMIC_SEQ_CST);
-}
-static inline void __threadfence() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 #define PLAX_ROW_SPIN() sched_yield()
 #else
 #define PLAX_ROW_SPIN() ((void)0)
 #endif
-// The count before this one of a 64-bit counter `word` tagged with `tag` in its high half, a
-// word of another tag counting as zero (scratch memory needs no clearing before a launch)
-__device__ __forceinline__ unsigned long long plax_row_count(unsigned long long* word,
-                                                             unsigned int tag) {
-  unsigned long long old = *(volatile unsigned long long*)word;
-  for (;;) {
-    const unsigned long long count = (old >> 32) == tag ? (old & 0xffffffffull) : 0ull;
-    const unsigned long long seen = atomicCAS(word, old, ((unsigned long long)tag << 32) | (count + 1));
-    if (seen == old) return count;
-    old = seen;
-  }
-}
-// A value another block published (its flag seen, then a fence): read past the L1 cache
-template <typename T> __device__ __forceinline__ T plax_row_read(const T* p) {
-  T v;
-  for (unsigned int i = 0; i < sizeof(T); ++i)
-    ((char*)&v)[i] = ((const volatile char*)p)[i];
-  return v;
-}
+// (tagged counters and reads of published values: codegen.PREAMBLE's plax_tagged_count,
+// plax_count_done and plax_read_published)
 #endif
 template <typename T> __device__ __forceinline__ T plax_row_add(T a, T b) { return a + b; }
 template <typename T> __device__ __forceinline__ T plax_row_mul(T a, T b) { return a * b; }
@@ -286,8 +260,8 @@ __device__ PLAX_ROW_NOINLINE {T} {name}_look_back(unsigned int* flags, {T}* vals
     else PLAX_ROW_SPIN();  // not published yet in this launch
   }}
   __threadfence();
-  {T} carry = plax_row_read(inclusive + j);
-  for (long long i = j + 1; i < job; ++i) carry = {name}_op(carry, plax_row_read(aggregate + i));
+  {T} carry = plax_read_published(inclusive + j);
+  for (long long i = j + 1; i < job; ++i) carry = {name}_op(carry, plax_read_published(aggregate + i));
   inclusive[job] = {name}_op(carry, total);
   __threadfence();
   atomicExch(flags + job, inc);
@@ -302,7 +276,7 @@ extern "C" __global__ void {name}_single_pass(const {T}* __restrict__ x, {T}* __
   __shared__ int last;
   const long long tiles = (n + tile - 1) / tile, jobs = rows * tiles;
   for (;;) {{
-    if (threadIdx.x == 0) ticket = (long long)plax_row_count(state, tag);
+    if (threadIdx.x == 0) ticket = (long long)plax_tagged_count(state, tag);
     __syncthreads();
     const long long job = ticket;
     if (job >= jobs) break;
@@ -316,7 +290,7 @@ extern "C" __global__ void {name}_single_pass(const {T}* __restrict__ x, {T}* __
   }}
   if (threadIdx.x == 0) {{
     __threadfence();
-    last = plax_row_count(state + 1, tag) == gridDim.x - 1;
+    last = plax_count_done(state + 1, tag) == gridDim.x - 1;
   }}
   __syncthreads();
   if (last) {{  // every block is done with the scratch: clear it for a replay

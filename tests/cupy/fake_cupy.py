@@ -946,16 +946,50 @@ class _Function:
         run()
 
     def _runner(self, cargs, blocks):
-        def run():  # one thread per block, blocks in sequence
+        def run():  # one thread per block, blocks in sequence (in BLOCK_ORDER)
             saved = self.lib.plax_sim_fp_mode(_FTZ_DAZ, 1) if self.ftz else None
+            unfenced = _unfenced_counts(self.lib)
+            before = unfenced.value if unfenced is not None else 0
             try:
-                for b in range(blocks):
+                for b in _block_order(blocks):
                     self.lib.plax_sim_block(b, blocks)
                     self.fn(*cargs)
             finally:
                 if saved is not None:
                     self.lib.plax_sim_fp_mode(saved, 0)
+            if unfenced is not None and unfenced.value != before:
+                raise UnfencedCountError(
+                    f"{self.name}: {unfenced.value - before} block(s) counted themselves done "
+                    "(plax_count_done) without a __threadfence after their stores: on a GPU the "
+                    "block that combines the partials may not see them")
         return run
+
+
+class UnfencedCountError(RuntimeError):
+    """A kernel's block counted itself done on a counter without fencing its stores first."""
+
+
+#: the order the simulated GPU runs a launch's blocks in: "forward" (0, 1, ...), "reverse",
+#: or "shuffled" (a fixed permutation per grid size): a GPU promises no order, so a kernel's
+#: results must not depend on it (the last block to finish is a different one in each)
+BLOCK_ORDER = "forward"
+
+
+def _block_order(blocks: int):
+    if BLOCK_ORDER == "reverse":
+        return range(blocks - 1, -1, -1)
+    if BLOCK_ORDER == "shuffled":
+        return np.random.default_rng(blocks).permutation(blocks).tolist()
+    return range(blocks)
+
+
+def _unfenced_counts(lib):
+    """The module's count of blocks that counted themselves done unfenced (None where its
+    source has no such counter)."""
+    try:
+        return ctypes.c_uint.in_dll(lib, "plax_sim_unfenced_counts")
+    except ValueError:
+        return None
 
 
 #: MXCSR's flush-to-zero (bit 15) and denormals-are-zero (bit 6) bits

@@ -16,8 +16,7 @@ import numpy as np
 from plax import lax
 from plax.core.jaxpr import Jaxpr, JaxprEqn, Literal, Var
 from plax.core.shaped_array import ShapedArray
-from plax.lowering import Cluster, call_body, explicit_broadcasts, find_clusters
-from plax.lowering.simplify import unit_reductions
+from plax.lowering import Cluster, HorizontalGroup, call_body, fusion_units
 
 from plax_cupy import codegen
 
@@ -169,28 +168,37 @@ def inline_calls(jaxpr: Jaxpr) -> Jaxpr:
     return Jaxpr(jaxpr.constvars, jaxpr.invars, [sub(v) for v in jaxpr.outvars], eqns)
 
 
-def cluster_options():
-    """:func:`plax.lowering.find_clusters`'s options as the CuPy emitter asks for them (``iota``
-    and ``threefry2x32`` join clusters; scalar producers are folded in)."""
-    from plax_cupy.emitter import CupyEmitter
-    return CupyEmitter.fusion_options()
-
-
-def lowered_form(jaxpr: Jaxpr) -> Jaxpr:
-    """``jaxpr`` as the lowering clusters it: calls inlined, reductions over size-1 axes as
-    reshapes, size-1 broadcasts explicit (same inputs and outputs)."""
-    return explicit_broadcasts(unit_reductions(inline_calls(jaxpr)))
+def units_of(jaxpr: Jaxpr) -> list:
+    """The clusters and lone equations of ``jaxpr`` as the lowering hands them to the CuPy
+    emitter (:func:`plax.lowering.fusion_units`, calls inlined first), each horizontal group
+    replaced by its units (what the lowering runs where a group is declined;
+    :func:`groups_of` gives the groups)."""
+    out: list = []
+    for unit in _fusion_units(jaxpr):
+        out.extend(unit.units if isinstance(unit, HorizontalGroup) else [unit])
+    return out
 
 
 def clusters_of(jaxpr: Jaxpr) -> list:
-    """The fusion clusters of ``jaxpr`` as the lowering forms them (:func:`lowered_form`)."""
-    return [u for u in find_clusters(lowered_form(jaxpr), cluster_options())
-            if isinstance(u, Cluster)]
+    """The fusion clusters of ``jaxpr`` as the lowering forms them for the CuPy emitter
+    (:func:`units_of`), a horizontal group's member clusters included."""
+    return [u for u in units_of(jaxpr) if isinstance(u, Cluster)]
+
+
+def groups_of(jaxpr: Jaxpr) -> list:
+    """The horizontal groups (:class:`plax.lowering.HorizontalGroup`) the lowering forms in
+    ``jaxpr`` for the CuPy emitter."""
+    return [u for u in _fusion_units(jaxpr) if isinstance(u, HorizontalGroup)]
+
+
+def _fusion_units(jaxpr: Jaxpr) -> list:
+    from plax_cupy.emitter import CupyEmitter
+    return fusion_units(inline_calls(jaxpr), CupyEmitter)
 
 
 # ---------------------------------------------------------------- batching for NVRTC / g++
 
-_ENTRY = re.compile(r"\b(plax_elem|plax_elementwise|plax_reduce_partial|plax_reduce_final|plax_host)\b")
+_ENTRY = re.compile(r"\b(plax_elem(?:_m\d+)?|plax_elementwise|plax_reduce|plax_multi|plax_host)\b")
 
 
 def batch_source(sources: list[str]) -> tuple[str, list[str]]:
@@ -218,22 +226,8 @@ _CTYPES = {np.dtype(np.bool_): ctypes.c_bool, np.dtype(np.int8): ctypes.c_int8,
 def run_host(plan: codegen.ClusterKernel, fn, operands: list) -> list:
     """Runs ``plax_host`` (``fn``, from the g++-built library) of ``plan`` on NumPy operands
     (one per cluster input); returns the cluster's outputs as NumPy arrays."""
-    args, argtypes, keep = [], [], []
-    for inp, x in zip(plan.inputs, operands):
-        x = np.asarray(x, inp.dtype)
-        if inp.kind == "literal":
-            args.append(_CTYPES[inp.dtype](np.asarray(inp.value, inp.dtype)[()].item()))
-            argtypes.append(_CTYPES[inp.dtype])
-        else:
-            a = np.ascontiguousarray(x).reshape(-1) if x.size else np.zeros(1, inp.dtype)
-            keep.append(a)
-            args.append(a.ctypes.data)
-            argtypes.append(ctypes.c_void_p)
-    outs = [None] * len(plan.out_dtypes)
-    for j in plan.elem_outputs:
-        outs[j] = np.empty(plan.out_shapes[j], plan.out_dtypes[j])
-        args.append(outs[j].ctypes.data)
-        argtypes.append(ctypes.c_void_p)
+    args, argtypes, keep, outs = [], [], [], []
+    _member_args(plan, operands, args, argtypes, keep, outs)
     if not plan.reductions:
         args.append(plan.n)
         argtypes.append(ctypes.c_longlong)
@@ -248,6 +242,41 @@ def run_host(plan: codegen.ClusterKernel, fn, operands: list) -> list:
     fn.restype = None
     fn(*args)
     return outs
+
+
+def run_group_host(plan: codegen.GroupKernel, fn, operands: list) -> list:
+    """Runs ``plax_host`` (``fn``) of a multi-tensor kernel on NumPy operands (per member, one
+    per member input); returns every member's outputs, member after member."""
+    args, argtypes, keep, outs = [], [], [], []
+    for member, ops in zip(plan.members, operands):
+        _member_args(member, ops, args, argtypes, keep, outs)
+    args.append(plan.n)
+    argtypes.append(ctypes.c_longlong)
+    fn.argtypes = argtypes
+    fn.restype = None
+    fn(*args)
+    return outs
+
+
+def _member_args(plan, operands, args, argtypes, keep, outs) -> None:
+    """Appends the host arguments of ``plan``'s inputs and elementwise outputs (made here and
+    appended to ``outs``, indexed as the cluster's outputs)."""
+    for inp, x in zip(plan.inputs, operands):
+        x = np.asarray(x, inp.dtype)
+        if inp.kind == "literal":
+            args.append(_CTYPES[inp.dtype](np.asarray(inp.value, inp.dtype)[()].item()))
+            argtypes.append(_CTYPES[inp.dtype])
+        else:
+            a = np.ascontiguousarray(x).reshape(-1) if x.size else np.zeros(1, inp.dtype)
+            keep.append(a)
+            args.append(a.ctypes.data)
+            argtypes.append(ctypes.c_void_p)
+    mine = [None] * len(plan.out_dtypes)
+    for j in plan.elem_outputs:
+        mine[j] = np.empty(plan.out_shapes[j], plan.out_dtypes[j])
+        args.append(mine[j].ctypes.data)
+        argtypes.append(ctypes.c_void_p)
+    outs.extend(mine)
 
 
 # ---------------------------------------------------------------- operands and comparison

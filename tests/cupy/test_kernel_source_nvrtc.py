@@ -23,10 +23,9 @@ import plax
 from plax import lax
 
 from gpu_env import requires_nvrtc
-from kernel_source_util import (COMPLEX_DECLINED, HAVE_CXX, batch_source, cluster_options,
-                                lowered_form,
-                                clusters_of, inline_calls, operands_for, primitive_cases,
-                                reference, run_host, assert_matches)
+from kernel_source_util import (COMPLEX_DECLINED, HAVE_CXX, batch_source, clusters_of,
+                                inline_calls, operands_for, primitive_cases, reference, run_host,
+                                assert_matches, groups_of, run_group_host, units_of)
 from plax_cupy import codegen
 
 needs_cxx = pytest.mark.skipif(not HAVE_CXX, reason="no C++ compiler (g++) for the host check")
@@ -124,7 +123,7 @@ def _run_program_on_host(jaxpr, consts, operands, lib, plans):
     the NumPy backend's kernels."""
     import plax_numpy
     from plax.core.jaxpr import Literal
-    from plax.lowering import Cluster, find_clusters
+    from plax.lowering import Cluster
     impls = plax_numpy.impls()
     env = dict(zip(jaxpr.constvars, consts))
     env.update(zip(jaxpr.invars, operands))
@@ -133,7 +132,7 @@ def _run_program_on_host(jaxpr, consts, operands, lib, plans):
         return np.asarray(v.val, v.aval.dtype) if isinstance(v, Literal) else env[v]
 
     k = 0
-    for unit in find_clusters(lowered_form(jaxpr), cluster_options()):  # as clusters_of
+    for unit in units_of(jaxpr):  # (clusters in clusters_of's order)
         if isinstance(unit, Cluster):
             plan, suffix = plans[k]
             k += 1
@@ -237,7 +236,7 @@ def test_cluster_with_reductions_and_elementwise_outputs():
     closed = plax.make_jaxpr(f)(x, y)
     (cluster,) = clusters_of(closed.jaxpr)
     plan = codegen.plan_cluster(cluster)
-    assert plan.entry == ("plax_reduce_partial", "plax_reduce_final") and len(plan.reductions) == 2
+    assert plan.entry == ("plax_reduce",) and len(plan.reductions) == 2
     nvrtc.compile_ptx(plan.source)  # with the device optimiser: this is a launched shape
     lib = nvrtc.compile_host(plan.source)
     z, s, m = run_host(plan, lib.plax_host, [x, y])
@@ -245,6 +244,41 @@ def test_cluster_with_reductions_and_elementwise_outputs():
     np.testing.assert_allclose(z, want, rtol=1e-6)
     np.testing.assert_allclose(s, want.sum(0), rtol=1e-6)
     np.testing.assert_array_equal(m, z.max(0))  # the max of the kernel's own values, exactly
+
+
+@requires_nvrtc
+@needs_cxx
+def test_multi_tensor_kernel_compiles_and_computes_each_member():
+    """An SGD update of three parameters of different shapes (and dtypes) plus an independent
+    ``abs(z) * 2``: the lowering groups them (one :class:`plax.lowering.HorizontalGroup`), NVRTC
+    compiles the multi-tensor kernel, and on the host each member's values are the NumPy
+    backend's."""
+    import plax.numpy as jnp
+    from plax.core.jaxpr import Literal
+    from plax_cupy import nvrtc
+
+    def f(w, b, c, gw, gb, gc, z):
+        return w - 0.5 * gw, b - 0.5 * gb, c - np.float64(0.5) * gc, jnp.abs(z) * 2.0
+
+    rng = np.random.default_rng(0)
+    with plax.config.override("jax_enable_x64", True):
+        ops = [rng.normal(size=s).astype(d) for s, d in
+               [((4, 3), np.float32), ((3,), np.float32), ((5,), np.float64)] * 2
+               + [((2, 2), np.float32)]]
+        closed = plax.make_jaxpr(f)(*ops)
+        (group,) = groups_of(closed.jaxpr)
+        assert [m.shape for m in group.members] == [(4, 3), (3,), (5,), (2, 2)]
+        plan = codegen.plan_group(group.members)
+        assert plan.entry == ("plax_multi",) and plan.offsets == [0, 12, 15, 20, 24]
+        nvrtc.compile_ptx(plan.source, "multi.cu", options=nvrtc.NVRTC_CHECK_OPTIONS)
+        lib = nvrtc.compile_host(plan.source)
+        env = dict(zip(closed.jaxpr.invars, ops))
+        got = run_group_host(plan, lib.plax_host, [
+            [np.asarray(v.val) if isinstance(v, Literal) else env[v] for v in m.inputs]
+            for m in group.members])
+        want = plax.jit(f, backend="numpy")(*ops)
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, np.asarray(w))
 
 
 # ---------------------------------------------------------------- threefry2x32

@@ -135,25 +135,27 @@ def test_random_bits_with_size_one_operands(jitted):
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.int32], ids=lambda d: np.dtype(d).name)
-def test_fused_reduction_is_one_launch_where_one_block_covers_each_output(dtype, monkeypatch):
-    # with one block per output (codegen.reduction_launch's blocks_per_output 1) the partial
-    # kernel stores the results and the final kernel is skipped: one launch. A long sum over
-    # few outputs still splits over blocks (ITEMS_PER_THREAD 1 here: 600 terms over 256-thread
-    # blocks are 3 blocks per output on the simulated GPU's 2 multiprocessors): two launches.
-    # The values are the NumPy backend's either way.
+def test_fused_reduction_is_one_launch_split_or_not(dtype, monkeypatch):
+    # with one block per output (codegen.reduction_launch's blocks_per_output 1) the block
+    # stores its result: one launch. A long sum over few outputs splits over blocks
+    # (ITEMS_PER_THREAD 1 here: 600 terms over 256-thread blocks are 3 blocks per output on the
+    # simulated GPU's 2 multiprocessors), and is one launch too: the last block of each output
+    # combines the partials (two launches before, a partial and a final kernel). The values are
+    # the NumPy backend's either way.
     import plax_cupy
     from plax_cupy import codegen
     monkeypatch.setenv("PLAX_CUDA_GRAPHS", "0")  # (read at compile: count plain launches)
     x = (np.random.default_rng(1).standard_normal((6, 600)) * 9).astype(dtype)
     xg = plax.device_put(x, plax.devices("gpu")[0])
     rows, cols = (lambda v: (v * 3).sum(axis=1)), (lambda v: (v * 2).max(axis=0))
-    for items, row_launches in ((codegen.ITEMS_PER_THREAD, 1), (1, 2)):
+    for items, blocks_per_row in ((codegen.ITEMS_PER_THREAD, 1), (1, 3)):
         monkeypatch.setattr(codegen, "ITEMS_PER_THREAD", items)
-        for f, launches in ((rows, row_launches), (cols, 1)):
+        assert codegen.reduction_launch(6, 600, 2)[2] == blocks_per_row
+        for f in (rows, cols):
             want = np.asarray(plax.jit(f, backend="numpy")(x), np.float64)
             fn = plax.jit(lambda v: f(v))  # (a fresh program per setting)
             fn(xg).block_until_ready()
             with plax_cupy.count() as c:
                 got = fn(xg).block_until_ready()
-            assert c.launches == launches and c.host_fallbacks == 0, (items, c)
+            assert c.launches == 1 and c.host_fallbacks == 0, (items, c)
             np.testing.assert_allclose(np.asarray(got, np.float64), want, rtol=1e-5)

@@ -56,6 +56,10 @@ class Emitter:
     #: whether the cumulative ops join clusters after their producers (``CUMULATIVE``): the
     #: generator walks the scan axis in order (see :func:`plax.lowering.find_clusters`)
     fuses_cumulative: bool = False
+    #: the largest member (elements) of a horizontal group: independent elementwise clusters
+    #: ready at the same point that :meth:`emit_group` computes in one launch; 0: no groups
+    #: (see :func:`plax.lowering.horizontal_groups`)
+    horizontal_max_elements: int = 0
 
     @classmethod
     def fusion_options(cls) -> FusionOptions:
@@ -75,10 +79,18 @@ class Emitter:
         return FusionOptions(multiple_results=cls.fuses_multiple_results,
                              index=cls.fuses_index, scalars=cls.fuses_scalar_producers,
                              arg_reductions=cls.fuses_arg_reductions,
-                             cumulative=cls.fuses_cumulative)
+                             cumulative=cls.fuses_cumulative,
+                             horizontal=cls.horizontal_max_elements)
 
     def emit_cluster(self, cluster) -> Callable | Step | None:
         """A step computing ``cluster.outputs`` (a list) from ``cluster.inputs``' buffers."""
+        return None
+
+    def emit_group(self, group) -> Callable | Step | None:
+        """A step computing ``group.outputs`` (a list, member after member) from
+        ``group.inputs``' buffers, for a :class:`~plax.lowering.HorizontalGroup` (offered only
+        where :attr:`horizontal_max_elements` is set); declined, its units are lowered one by
+        one as if never grouped."""
         return None
 
     def emit_equation(self, eqn) -> Callable | Step | None:

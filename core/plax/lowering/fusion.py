@@ -56,6 +56,16 @@ never an array in memory.
   for ``reverse``). Like a reduction its value is complete only when the loop ends, so nothing
   in the cluster reads it; it joins only a run without reductions and ends its cluster, so a
   cluster holds at most one scan and the scan alone decides the loop's order.
+
+**Horizontal groups** (for a backend that asks: ``horizontal=N`` in :class:`FusionOptions`,
+from :attr:`plax.lowering.Emitter.horizontal_max_elements`): consecutive units that are
+independent (none reads what another computes) and elementwise (clusters without a reducing
+kind, lone ``ELEMENTWISE`` equations), each of at most ``N`` elements, form one
+:class:`HorizontalGroup` -- an SGD update's ``p - lr * g`` for every parameter, each of
+another shape -- which a generator may compute in one launch over their concatenated element
+ranges (a "multi-tensor" kernel). Running them all at the first one's place is a valid order:
+each reads only what was computed before the group. The bound keeps the grouping where a
+launch saved matters: a large tensor's kernel runs long enough that its launch is cheap.
 """
 from __future__ import annotations
 
@@ -97,6 +107,8 @@ class FusionOptions:
       cumulative: ``cumsum``/``cumprod``/``cummax``/``cummin``/``cumlogsumexp`` join clusters
         as ``CUMULATIVE``: the generator walks the scan axis in order
         (``Emitter.fuses_cumulative``).
+      horizontal: the largest element count of a member of a :class:`HorizontalGroup`; 0 (the
+        default) forms no groups (``Emitter.horizontal_max_elements``).
 
     Example:
       >>> options = FusionOptions(index=True, cumulative=True)
@@ -109,6 +121,7 @@ class FusionOptions:
     scalars: bool = False
     arg_reductions: bool = False
     cumulative: bool = False
+    horizontal: int = 0
 
 
 #: the plain kinds only (a backend that asks for nothing more)
@@ -335,7 +348,113 @@ def find_clusters(jaxpr: Jaxpr, options: FusionOptions = PLAIN
     units = _find_clusters(jaxpr, options)
     if options.scalars:
         units = _fold_scalar_producers(jaxpr, list(units))
+    if options.horizontal > 0:
+        units = horizontal_groups(list(units), options.horizontal)
     yield from units
+
+
+class HorizontalGroup:
+    """Independent elementwise units a backend may compute in one launch (see the module
+    docstring): each member over its own shape, none reading another's results.
+
+    Attributes:
+      units: the grouped units as :func:`find_clusters` made them (:class:`Cluster` or
+        ``JaxprEqn``), in program order: what the lowering runs one by one where the emitter
+        declines the group.
+      members: one :class:`Cluster` per unit (a lone equation as a cluster of one).
+      inputs: the atoms the members read, each once, in first-use order.
+      outputs: the members' outputs, member after member.
+    """
+
+    __slots__ = ("units", "members", "inputs", "outputs")
+
+    def __init__(self, units: list, members: list):
+        self.units, self.members = units, members
+        seen: set = set()
+        self.inputs = []
+        for m in members:
+            for v in m.inputs:
+                if id(v) not in seen:
+                    seen.add(id(v))
+                    self.inputs.append(v)
+        self.outputs = [v for m in members for v in m.outputs]
+
+    def __repr__(self) -> str:
+        shapes = " ".join(str(m.shape) for m in self.members)
+        return f"HorizontalGroup({len(self.members)} members: {shapes})"
+
+
+#: the most members one group takes (a generated kernel's parameter list is bounded on some
+#: devices; a backend may still decline a group it cannot take)
+HORIZONTAL_MAX_MEMBERS = 32
+
+
+def horizontal_groups(units: list, max_elements: int) -> list:
+    """``units`` with each run of two or more consecutive, independent elementwise units of at
+    most ``max_elements`` elements each made one :class:`HorizontalGroup`.
+
+    Args:
+      units: clusters and lone equations in program order (as :func:`find_clusters` yields).
+      max_elements: the largest member (elements of its iteration shape).
+
+    Returns:
+      A new list of :class:`Cluster`, ``JaxprEqn`` and :class:`HorizontalGroup`.
+
+    Example:
+      >>> def sgd(w, b, gw, gb):
+      ...     return w - 0.1 * gw, b - 0.1 * gb
+      >>> j = plax.make_jaxpr(sgd)(jnp.ones((3, 2)), jnp.ones(2), jnp.ones((3, 2)), jnp.ones(2))
+      >>> list(find_clusters(j.jaxpr, FusionOptions(horizontal=1024)))
+      [HorizontalGroup(2 members: (3, 2) (2,))]
+    """
+    out: list = []
+    run: list = []       # (unit, member cluster)
+    made: set = set()    # ids of every value the run's equations define
+
+    def close():
+        if len(run) >= 2:
+            out.append(HorizontalGroup([u for u, _ in run], [m for _, m in run]))
+        else:
+            out.extend(u for u, _ in run)
+        run.clear()
+        made.clear()
+
+    for unit in units:
+        member = _horizontal_member(unit, max_elements)
+        if member is not None and run and (
+                len(run) >= HORIZONTAL_MAX_MEMBERS
+                or any(isinstance(v, Var) and id(v) in made for v in member.inputs)):
+            close()
+        if member is None:
+            close()
+            out.append(unit)
+            continue
+        run.append((unit, member))
+        made.update(id(v) for e in member.eqns for v in e.outvars)
+    close()
+    return out
+
+
+def _horizontal_member(unit, max_elements: int) -> Cluster | None:
+    """``unit`` as a member of a :class:`HorizontalGroup`, or None where it cannot be one: a
+    cluster with a reducing equation, an equation that is not single-result ``ELEMENTWISE``,
+    a rank-0 or empty shape, or more than ``max_elements`` elements."""
+    if isinstance(unit, Cluster):
+        if any(_fusion_kinds.get(e.primitive) in _REDUCING for e in unit.eqns):
+            return None
+        member = unit
+    else:
+        if (_fusion_kinds.get(unit.primitive) != ELEMENTWISE or len(unit.outvars) != 1
+                or unit.primitive.multiple_results or _iteration_shape(unit) is None):
+            return None
+        member = Cluster([unit], tuple(unit.outvars[0].aval.shape), _inputs_of([unit]),
+                         list(unit.outvars))
+    size = 1
+    for d in member.shape:
+        size *= int(d)
+    if not member.shape or not 0 < size <= max_elements or not member.outputs:
+        return None
+    return member
 
 
 def _find_clusters(jaxpr: Jaxpr, options: FusionOptions

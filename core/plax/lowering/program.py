@@ -18,7 +18,7 @@ from plax.lowering.emitter import Emitter, Step
 from plax.lowering.bodies import body_step
 from plax.lowering.fallback import fallback_step
 from plax.lowering.calls import _call_primitives, call_body, is_pinned_call, pinned_call_body
-from plax.lowering.fusion import Cluster, find_clusters, order_for_fusion
+from plax.lowering.fusion import Cluster, HorizontalGroup, find_clusters, order_for_fusion
 from plax.lowering.literals import literal_value
 from plax.lowering.simplify import (common_subexpressions, compose_broadcasts, explicit_broadcasts,
                                    hoist_broadcasts, sink_unit_reshapes, unit_reductions)
@@ -54,8 +54,10 @@ def fusion_units(jaxpr: Jaxpr, emitter) -> list:
         ``fuses*`` attributes are read).
 
     Returns:
-      A list of :class:`~plax.lowering.fusion.Cluster` and ``JaxprEqn``; ``jaxpr.eqns`` as
-      they are for an emitter that does not fuse.
+      A list of :class:`~plax.lowering.fusion.Cluster`, ``JaxprEqn`` and (for an emitter with
+      :attr:`~plax.lowering.Emitter.horizontal_max_elements`)
+      :class:`~plax.lowering.fusion.HorizontalGroup`; ``jaxpr.eqns`` as they are for an
+      emitter that does not fuse.
 
     Example:
       >>> class Fusing(Emitter): fuses = True
@@ -151,16 +153,26 @@ class _Program:
         """(step, invars, outvars, multiple_results) per cluster or equation, in order."""
         units = []
         for unit in fusion_units(self.jaxpr, self.emitter):
-            if isinstance(unit, Cluster):
-                step = self.emitter.emit_cluster(unit)
+            if isinstance(unit, HorizontalGroup):  # one step, or its units one by one
+                step = self.emitter.emit_group(unit)
                 if step is not None:
                     units.append((_as_step(step), unit.inputs, unit.outputs, True))
                     continue
-                eqns = unit.eqns
+                for u in unit.units:
+                    units.extend(self.unit(u))
             else:
-                eqns = [unit]
-            units.extend(self.equation(e) for e in eqns)
+                units.extend(self.unit(unit))
         return units
+
+    def unit(self, unit) -> list:
+        """The steps of one cluster (one, or one per equation where the emitter declines it)
+        or lone equation."""
+        if isinstance(unit, Cluster):
+            step = self.emitter.emit_cluster(unit)
+            if step is not None:
+                return [(_as_step(step), unit.inputs, unit.outputs, True)]
+            return [self.equation(e) for e in unit.eqns]
+        return [self.equation(unit)]
 
     def equation(self, eqn: JaxprEqn):
         step = self.accepted_calls.get(id(eqn))
