@@ -29,7 +29,6 @@ graph launch and copy of :mod:`plax_cupy.graphs`): :func:`plax_cupy.counters`,
 from __future__ import annotations
 
 import functools
-import itertools
 import os
 import threading
 import warnings
@@ -595,17 +594,13 @@ class Launcher:
         else:
             partials = [cupy.empty(plan.n_out * bpo, red.acc) for _, red in plan.reductions]
             done = cupy.empty(plan.n_out, np.uint64)
-        tag = np.uint32(next(_REDUCTION_TAGS) % 0xFFFFFFFF + 1)
+        tag = codegen.launch_tag()
         fns[0]((grid,), (block,), tuple(args + elem_args + partials + red_args
                                        + [np.int64(plan.n_out), np.int64(plan.n_red),
                                           np.int32(bpo), done, tag]))
         runtime.TOTALS[runtime.LAUNCHES] += 1
         return outs
 
-
-#: the split reductions' counter tags: one per launch, so an uncleared counter of an earlier
-#: launch never counts (a replayed CUDA graph reuses its tag; the kernel leaves counters clear)
-_REDUCTION_TAGS = itertools.count(1)
 
 
 def _kernel_args(plan: codegen.ClusterKernel, buffers) -> list:

@@ -62,6 +62,7 @@ its kernel-table kernel, see :mod:`plax_cupy.emitter`).
 """
 from __future__ import annotations
 
+import itertools
 import math
 import re
 import numpy as np
@@ -127,7 +128,7 @@ def reduction_launch(n_out: int, n_red: int, sm_count: int = DEFAULT_SM_COUNT,
     Example:
       >>> reduction_launch(1, 10**8, sm_count=100)   # one sum of 1e8 elements
       (800, 256, 800)
-      >>> reduction_launch(4096, 512)                 # row sums: a block per row
+      >>> reduction_launch(4096, 512, sm_count=132)   # row sums on an H200: a block per row
       (4096, 256, 1)
     """
     if n_out < 0 or n_red < 0 or block <= 0 or sm_count <= 0:
@@ -245,6 +246,33 @@ def _wide_unsigned(dtype) -> str:
     """The unsigned type integer arithmetic of ``dtype`` is carried out in (never narrower than
     ``unsigned int``, so that C's promotion to ``int`` cannot overflow)."""
     return "unsigned long long" if np.dtype(dtype).itemsize == 8 else "unsigned int"
+
+
+#: how far apart consecutive launch tags lie (the golden ratio of 2**32): tags of one run are
+#: spread over the whole space, not small counts, so the chance that reused, uncleared scratch
+#: already holds this launch's tag is about one in 2**bits, not that of a small integer
+_TAG_STRIDE = 0x9E3779B9
+_LAUNCHES_TAGGED = itertools.count(1)
+
+
+def launch_tag(bits: int = 32) -> np.uint32:
+    """A nonzero tag of ``bits`` bits for one launch of a kernel whose blocks count or flag
+    themselves on uncleared scratch (``plax_tagged_count``; ``kernels_rows``' look-back): a word
+    holding another tag reads as unset, so scratch needs no clearing before the launch.
+
+    Args:
+      bits: the width the kernel keeps for the tag (32, or 30 where it packs two flag bits).
+
+    Returns:
+      A ``numpy.uint32`` in ``[1, 2**bits)``, different from the tags of the launches just before.
+
+    Example:
+      >>> 0 < int(launch_tag(30)) < 2 ** 30
+      True
+    """
+    mask = (1 << bits) - 1
+    tag = (next(_LAUNCHES_TAGGED) * _TAG_STRIDE) & mask
+    return np.uint32(tag or 1)
 
 
 PREAMBLE = r"""// ---- plax_cupy preamble: XLA semantics on top of C++ (see plax_cupy/codegen.py)

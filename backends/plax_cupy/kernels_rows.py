@@ -39,7 +39,6 @@ still wins. Every launch is plax-compiled and counted (``plax_cupy.counters().la
 from __future__ import annotations
 
 import functools
-import itertools
 import math
 import re
 
@@ -49,7 +48,7 @@ import cupy
 
 from plax import lax
 from plax.lax.cumlogsumexp import cumlogsumexp_p
-from plax_cupy import dtypes
+from plax_cupy import codegen, dtypes
 from plax_cupy.kernels import kernel
 
 #: threads per block of the row kernels (a power of two: the shared-memory scan halves it)
@@ -461,10 +460,6 @@ def _kernel_names(source: str) -> tuple:
 #: combine the tiles' totals in a fixed order, so results do not depend on timing
 SINGLE_PASS = True
 
-#: the look-back's tags: one per launch, so uncleared scratch never looks published
-_TAGS = itertools.count(1)
-
-
 def scan_rows(op: str, work, out, outer: int, n: int, inner: int, reverse: bool) -> None:
     """Writes the cumulative ``op`` of ``work`` (contiguous, viewed as ``(outer, n, inner)``)
     along its middle axis into ``out`` (same shape and dtype): one launch with a block per row,
@@ -495,7 +490,7 @@ def scan_rows(op: str, work, out, outer: int, n: int, inner: int, reverse: bool)
         state = cupy.empty((2,), np.uint64)
         flags = cupy.empty((jobs,), np.uint32)
         vals = cupy.empty((2 * jobs,), work.dtype)
-        tag = np.uint32(next(_TAGS) % ((1 << 30) - 1) + 1)
+        tag = codegen.launch_tag(30)
         _launch(source, name + "_single_pass", jobs, work, out, state, flags, vals, *common,
                 np.int64(TILE), tag)
         return
