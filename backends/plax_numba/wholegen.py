@@ -1141,6 +1141,10 @@ def _cond(gen, eqn, ins, lines, ind):
 
 
 def _while(gen, eqn, ins, lines, ind):
+    from plax_numba import active_blocks
+    form = active_blocks.form_for(eqn)
+    if form is not None:  # (elements that run independently: only the active ones, in blocks)
+        return active_blocks.blocks_while(gen, eqn, form, ins, lines, ind)
     p = eqn.params
     nc, nb = p["cond_nconsts"], p["body_nconsts"]
     cj, bj = p["cond_jaxpr"], p["body_jaxpr"]
@@ -1347,8 +1351,13 @@ def plan_program(jaxpr: Jaxpr) -> WholePlan:
 
 def equation_jaxpr(eqn: JaxprEqn) -> Jaxpr:
     """A jaxpr computing ``eqn`` alone, one input per operand position (literals included:
-    they are passed at run time, so equal loops differing in constants share a kernel)."""
-    invars = [Var(v.aval) for v in eqn.invars]
+    they are passed at run time, so equal loops differing in constants share a kernel).
+    Positions holding the same variable hold the same input (twice): a batched ``while``
+    passes its constants to both cond and body, and whether the body recomputes the cond's
+    predicate from the same values is what :mod:`plax_numba.active_blocks` asks."""
+    same: dict = {}
+    invars = [same.setdefault(id(v), Var(v.aval)) if isinstance(v, Var) else Var(v.aval)
+              for v in eqn.invars]
     return Jaxpr([], invars, list(eqn.outvars),
                  [JaxprEqn(eqn.primitive, invars, list(eqn.outvars), eqn.params)])
 
