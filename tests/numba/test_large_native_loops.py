@@ -51,9 +51,13 @@ def test_slices_of_a_concatenate_in_a_loop_equal_numpy():
     assert_bits_equal(got[0], want[0])
 
 
-def test_gamma_key_grid_is_indexed_and_never_concatenated():
+def test_gamma_key_grid_is_indexed_and_never_concatenated(monkeypatch):
     # 20,000 samples: the key split's (20000, 3) grid is an indexed threaded loop, its
     # (20000, 3, 2) concatenate is never built, slices' buffers are made before the loop
+    # (the loop over the whole batch, as written: not over its active elements in blocks,
+    # plax_numba.active_blocks, which tests/numba/test_active_blocks.py checks)
+    from plax_numba import active_blocks
+    monkeypatch.setattr(active_blocks, "MIN_SIZE", 1 << 62)
     f = lambda key: random.gamma(key, np.float32(2.0), (20_000,))  # noqa: E731
     text = plax.jit(f, backend="numba").lower(random.PRNGKey(4)).compile().as_text()
     assert "while True:" in text and "np.concatenate(" not in text
