@@ -8,7 +8,8 @@ import pytest
 import plax
 from plax import lax, random
 from plax import numpy as jnp
-from plax.lowering.batched_while import per_element_while, spliced
+from plax.lowering.batched_while import per_element_while
+from plax.lowering.calls import spliced_calls as spliced
 
 
 def _whiles(jaxpr):
@@ -94,3 +95,13 @@ def test_staged_jaxpr_is_unchanged():
     [eqn] = _whiles(plax.make_jaxpr(plax.vmap(_collatz))(x).jaxpr)
     per_element_while(eqn).resized(4)
     assert str(plax.make_jaxpr(plax.vmap(_collatz))(x)) == before
+
+
+def test_loop_with_effects_is_not_per_element():
+    def f(x):
+        def body(v):
+            plax.debug.print("round")   # once a round as written: not once a block
+            return v * 2
+        return lax.while_loop(lambda v: v < 10, body, x)
+    [eqn] = _whiles(plax.make_jaxpr(plax.vmap(f))(np.ones(8, np.float32)).jaxpr)
+    assert per_element_while(eqn) is None

@@ -63,6 +63,7 @@ from plax.core.shaped_array import ShapedArray
 from plax.lowering import (ARG_REDUCTION, BROADCAST, CUMULATIVE, ELEMENTWISE, REDUCTION, Cluster,
                            call_body, explicit_broadcasts, find_clusters, fusion_kind,
                            order_for_fusion, sub_cluster)
+from plax.lowering.calls import spliced_calls as _spliced_calls
 from plax.lowering.literals import literal_value
 
 from plax_numba import codegen
@@ -367,48 +368,6 @@ class _Gen:
         else:  # (flat in, flat out: views of C-contiguous values)
             lines.append(f"{ind}{name} = log1p_f{bits}({arg}.ravel())"
                          f".reshape({_shape(out.aval.shape)})")
-
-
-def _spliced_calls(jaxpr: Jaxpr) -> Jaxpr:
-    """``jaxpr`` with its call equations (``jit``, and ``custom_jvp_call``/``custom_vjp_call``,
-    whose primal body is what runs) replaced by their bodies' equations, recursively, so the
-    fusion clusters span them as the per-cluster program's do (the driver splices ``jit``
-    calls before clustering): ``random.normal`` inside a sampler's loop is ``bits_data``,
-    ``_uniform``, ``fma_`` and ``erf_inv_`` calls, which would otherwise be a kernel each.
-    Bodies with constants stay calls. Returns ``jaxpr`` itself when nothing changes."""
-    def body_of(e):
-        body = call_body(e)
-        if body is None and e.params.get(inline_param(e)) is not None:
-            body = e.params[inline_param(e)]
-            body = body if isinstance(body, ClosedJaxpr) else ClosedJaxpr(body, [])
-        return body if body is not None and not body.consts else None
-
-    if not any(body_of(e) is not None for e in jaxpr.eqns):
-        return jaxpr
-    rename: dict = {}
-
-    def sub(v):
-        return rename.get(v, v) if isinstance(v, Var) else v
-
-    eqns: list = []
-    for e in jaxpr.eqns:
-        body = body_of(e)
-        if body is None:
-            eqns.append(JaxprEqn(e.primitive, [sub(v) for v in e.invars], e.outvars, e.params))
-            continue
-        inner = _spliced_calls(body.jaxpr)
-        local = dict(zip(inner.invars, [sub(v) for v in e.invars]))
-
-        def lsub(v, local=local):
-            return local.get(v, v) if isinstance(v, Var) else v
-
-        for ie in inner.eqns:
-            outs = [Var(v.aval) for v in ie.outvars]
-            local.update(zip(ie.outvars, outs))
-            eqns.append(JaxprEqn(ie.primitive, [lsub(v) for v in ie.invars], outs, ie.params))
-        for outer, res in zip(e.outvars, inner.outvars):
-            rename[outer] = lsub(res)
-    return Jaxpr(jaxpr.constvars, jaxpr.invars, [sub(v) for v in jaxpr.outvars], eqns)
 
 
 def _sliced_concatenates(jaxpr: Jaxpr) -> set:

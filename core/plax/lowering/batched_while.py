@@ -25,10 +25,10 @@ from __future__ import annotations
 from typing import Callable
 
 from plax import lax
+from plax.core.effects import eqn_has_effects
 from plax.core.jaxpr import ClosedJaxpr, DropVar, Jaxpr, JaxprEqn, Literal, Var
-from plax.core.passes import inline_param
 from plax.core.shaped_array import ShapedArray
-from plax.lowering.calls import call_body
+from plax.lowering.calls import spliced_calls
 from plax.lowering.fusion import ARG_REDUCTION, CUMULATIVE, ELEMENTWISE, REDUCTION, \
     fusion_kind
 
@@ -55,9 +55,11 @@ class PerElementWhile:
         an element whose predicate is false as it was), aligned values ``k`` long on axis 0.
 
         Example:
-          >>> pred, body = form.resized(64)
-          >>> pred.out_avals[0].shape
-          (64,)
+          >>> f = plax.vmap(lambda x: lax.while_loop(lambda v: v < 10, lambda v: v * 2, x))
+          >>> form = per_element_while(plax.make_jaxpr(f)(jnp.ones(8)).jaxpr.eqns[-1])
+          >>> pred, body = form.resized(4)
+          >>> pred.out_avals[0].shape, body.out_avals[0].shape
+          ((4,), (4,))
         """
         got = self._resized.get(k)
         if got is None:
@@ -106,8 +108,8 @@ def per_element_while(eqn: JaxprEqn) -> PerElementWhile | None:
         return None
     aligned_consts = [bool(v.aval.shape) and int(v.aval.shape[0]) == size
                       for v in eqn.invars[:nc + nb]]
-    cond = spliced(p["cond_jaxpr"].jaxpr)
-    body = spliced(p["body_jaxpr"].jaxpr)
+    cond = spliced_calls(p["cond_jaxpr"].jaxpr)
+    body = spliced_calls(p["body_jaxpr"].jaxpr)
     found = _reduced_predicate(cond, size)
     if found is None:
         return None
@@ -125,52 +127,6 @@ def per_element_while(eqn: JaxprEqn) -> PerElementWhile | None:
     except _NotLocal:
         return None
     return PerElementWhile(eqn, size, aligned_consts, pred, body_closed)
-
-
-def spliced(jaxpr: Jaxpr) -> Jaxpr:
-    """``jaxpr`` with its call equations (``jit``; ``custom_jvp_call``/``custom_vjp_call``,
-    whose primal body is what runs) replaced by their bodies' equations, recursively; calls
-    whose bodies hold constants stay. Returns ``jaxpr`` itself when nothing changes.
-
-    Example:
-      >>> j = plax.make_jaxpr(lambda x: plax.jit(jnp.sin)(x) + 1)(1.0).jaxpr
-      >>> [e.primitive.name for e in spliced(j).eqns]
-      ['sin', 'add']
-    """
-    if not any(_call_of(e) is not None for e in jaxpr.eqns):
-        return jaxpr
-    rename: dict = {}
-
-    def sub(v):
-        return rename.get(v, v) if isinstance(v, Var) else v
-
-    eqns: list = []
-    for e in jaxpr.eqns:
-        body = _call_of(e)
-        if body is None:
-            eqns.append(JaxprEqn(e.primitive, [sub(v) for v in e.invars], e.outvars, e.params))
-            continue
-        inner = spliced(body.jaxpr)
-        local = dict(zip(inner.invars, [sub(v) for v in e.invars]))
-
-        def lsub(v, local=local):
-            return local.get(v, v) if isinstance(v, Var) else v
-
-        for ie in inner.eqns:
-            outs = [Var(v.aval) for v in ie.outvars]
-            local.update(zip(ie.outvars, outs))
-            eqns.append(JaxprEqn(ie.primitive, [lsub(v) for v in ie.invars], outs, ie.params))
-        for outer, res in zip(e.outvars, inner.outvars):
-            rename[outer] = lsub(res)
-    return Jaxpr(jaxpr.constvars, jaxpr.invars, [sub(v) for v in jaxpr.outvars], eqns)
-
-
-def _call_of(e: JaxprEqn) -> ClosedJaxpr | None:
-    body = call_body(e)
-    if body is None and e.params.get(inline_param(e)) is not None:
-        body = e.params[inline_param(e)]
-        body = body if isinstance(body, ClosedJaxpr) else ClosedJaxpr(body, [])
-    return body if body is not None and not body.consts else None
 
 
 # ---------------------------------------------------------------- the loop's shape
@@ -300,7 +256,7 @@ class _Resizer:
                            getattr(aval, "weak_type", False))
 
     def jaxpr(self, jaxpr: Jaxpr, aligned_in: list) -> tuple[Jaxpr, list]:
-        jaxpr = spliced(jaxpr)
+        jaxpr = spliced_calls(jaxpr)
         env: dict = {}      # id(old var) -> new var
         aligned: set = set()  # ids of the new aligned vars
         for v in jaxpr.constvars:
@@ -342,6 +298,8 @@ class _Resizer:
         """``(params, which outputs are aligned)`` of ``e`` resized."""
         prim, p, n_out = e.primitive, e.params, len(e.outvars)
         size = self.size
+        if eqn_has_effects(e):  # (run once a round as written, not once a block)
+            raise _NotLocal(f"{prim.name} has effects")
         if not any(flags):
             return self.unaligned(e)
         rule = _RULES.get(prim)
@@ -372,7 +330,10 @@ class _Resizer:
         """An equation of values the same for every element: kept, except that a broadcast
         (or an ``iota`` along another axis) to a leading axis of the batch's length whose
         rows are all equal becomes aligned (a block's rows are those rows)."""
-        p, out = e.params, e.outvars[0].aval
+        p = e.params
+        if not e.outvars:
+            return p, []
+        out = e.outvars[0].aval
         leading = bool(out.shape) and int(out.shape[0]) == self.size
         if leading and e.primitive is lax.broadcast_in_dim_p \
                 and 0 not in _axes(p, "broadcast_dimensions"):
