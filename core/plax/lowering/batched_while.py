@@ -153,11 +153,9 @@ def _keeps_finished(eqn: JaxprEqn, cond: Jaxpr, pred, body: Jaxpr) -> bool:
     """Whether each output of ``body`` is its carry, or ``select_n(q, carry, new)`` with
     ``q`` the cond's per-element predicate ``pred`` recomputed in ``body`` from the same
     operands (or it broadcast along the carry's trailing axes)."""
-    p = eqn.params
-    nc, nb = p["cond_nconsts"], p["body_nconsts"]
     same = _SameValue(eqn, cond, body)
     made = _producers(body)
-    carries = body.invars[nb:]
+    carries = body.invars[eqn.params["body_nconsts"]:]
     for k, out in enumerate(body.outvars):
         if out is carries[k]:
             continue
