@@ -78,16 +78,21 @@ def blocks_while(gen, eqn, form, ins: list, lines: list, ind: str) -> list:
         carries.append(c)
         carry_rows.append(rows_view(c, v.aval, size))
     # a block buffer for each value read by rows: the carries, the aligned constants
-    gathered, block_in = [], []
+    gathered, block_in, const_blocks = [], [], {}
     for j, (x, v) in enumerate(zip(ins, eqn.invars)):
         aligned = j >= nc + nb or form.aligned_consts[j]
         if not aligned:
             block_in.append(x)
             continue
+        if j < nc + nb and x in const_blocks:  # (a batched loop passes cond and body both)
+            block_in.append(const_blocks[x])
+            continue
         blk = gen.fresh("v")
         shape = (k,) + tuple(v.aval.shape[1:])
         lines.append(f"{ind}{blk} = np.empty({wg._shape(shape)}, {wg._st(v.aval.dtype)})")
         block_in.append(blk)
+        if j < nc + nb:
+            const_blocks[x] = blk
         src = carry_rows[j - nc - nb] if j >= nc + nb else rows_view(x, v.aval, size)
         gathered.append((src, rows_view(blk, v.aval, k), v.aval))
     active, spare, n = gen.fresh("ia"), gen.fresh("ib"), gen.fresh("na")
