@@ -17,7 +17,9 @@ array code inside ``kernel``:
   outputs), into a buffer allocated once per loop when the product does not outlive an
   iteration;
 * ``cond``/``switch`` as ``if``/``elif`` on the clamped index, ``while`` as a ``while``
-  loop, ``scan`` (``fori_loop`` lowers to it) as a ``for`` loop reading ``xs[i]`` in place
+  loop (a batched one whose elements run independently, as ``vmap`` and the rejection
+  samplers stage it, as a loop over its active elements only, in blocks:
+  :mod:`plax_numba.active_blocks`), ``scan`` (``fori_loop`` lowers to it) as a ``for`` loop reading ``xs[i]`` in place
   and storing into preallocated ``ys`` (``reverse`` honoured; ``unroll=k`` puts ``k`` copies
   of the body in each iteration, at most :data:`UNROLL_MAX`, then the remaining steps one by
   one: the same values), their bodies inlined, nested to any depth;
@@ -63,6 +65,7 @@ from plax.core.shaped_array import ShapedArray
 from plax.lowering import (ARG_REDUCTION, BROADCAST, CUMULATIVE, ELEMENTWISE, REDUCTION, Cluster,
                            call_body, explicit_broadcasts, find_clusters, fusion_kind,
                            order_for_fusion, sub_cluster)
+from plax.lowering.calls import spliced_calls as _spliced_calls
 from plax.lowering.literals import literal_value
 
 from plax_numba import codegen
@@ -367,48 +370,6 @@ class _Gen:
         else:  # (flat in, flat out: views of C-contiguous values)
             lines.append(f"{ind}{name} = log1p_f{bits}({arg}.ravel())"
                          f".reshape({_shape(out.aval.shape)})")
-
-
-def _spliced_calls(jaxpr: Jaxpr) -> Jaxpr:
-    """``jaxpr`` with its call equations (``jit``, and ``custom_jvp_call``/``custom_vjp_call``,
-    whose primal body is what runs) replaced by their bodies' equations, recursively, so the
-    fusion clusters span them as the per-cluster program's do (the driver splices ``jit``
-    calls before clustering): ``random.normal`` inside a sampler's loop is ``bits_data``,
-    ``_uniform``, ``fma_`` and ``erf_inv_`` calls, which would otherwise be a kernel each.
-    Bodies with constants stay calls. Returns ``jaxpr`` itself when nothing changes."""
-    def body_of(e):
-        body = call_body(e)
-        if body is None and e.params.get(inline_param(e)) is not None:
-            body = e.params[inline_param(e)]
-            body = body if isinstance(body, ClosedJaxpr) else ClosedJaxpr(body, [])
-        return body if body is not None and not body.consts else None
-
-    if not any(body_of(e) is not None for e in jaxpr.eqns):
-        return jaxpr
-    rename: dict = {}
-
-    def sub(v):
-        return rename.get(v, v) if isinstance(v, Var) else v
-
-    eqns: list = []
-    for e in jaxpr.eqns:
-        body = body_of(e)
-        if body is None:
-            eqns.append(JaxprEqn(e.primitive, [sub(v) for v in e.invars], e.outvars, e.params))
-            continue
-        inner = _spliced_calls(body.jaxpr)
-        local = dict(zip(inner.invars, [sub(v) for v in e.invars]))
-
-        def lsub(v, local=local):
-            return local.get(v, v) if isinstance(v, Var) else v
-
-        for ie in inner.eqns:
-            outs = [Var(v.aval) for v in ie.outvars]
-            local.update(zip(ie.outvars, outs))
-            eqns.append(JaxprEqn(ie.primitive, [lsub(v) for v in ie.invars], outs, ie.params))
-        for outer, res in zip(e.outvars, inner.outvars):
-            rename[outer] = lsub(res)
-    return Jaxpr(jaxpr.constvars, jaxpr.invars, [sub(v) for v in jaxpr.outvars], eqns)
 
 
 def _sliced_concatenates(jaxpr: Jaxpr) -> set:
@@ -1141,6 +1102,10 @@ def _cond(gen, eqn, ins, lines, ind):
 
 
 def _while(gen, eqn, ins, lines, ind):
+    from plax_numba import active_blocks
+    form = active_blocks.form_for(eqn)
+    if form is not None:  # (elements that run independently: only the active ones, in blocks)
+        return active_blocks.blocks_while(gen, eqn, form, ins, lines, ind)
     p = eqn.params
     nc, nb = p["cond_nconsts"], p["body_nconsts"]
     cj, bj = p["cond_jaxpr"], p["body_jaxpr"]
@@ -1347,8 +1312,13 @@ def plan_program(jaxpr: Jaxpr) -> WholePlan:
 
 def equation_jaxpr(eqn: JaxprEqn) -> Jaxpr:
     """A jaxpr computing ``eqn`` alone, one input per operand position (literals included:
-    they are passed at run time, so equal loops differing in constants share a kernel)."""
-    invars = [Var(v.aval) for v in eqn.invars]
+    they are passed at run time, so equal loops differing in constants share a kernel).
+    Positions holding the same variable hold the same input (twice): a batched ``while``
+    passes its constants to both cond and body, and whether the body recomputes the cond's
+    predicate from the same values is what :mod:`plax_numba.active_blocks` asks."""
+    same: dict = {}
+    invars = [same.setdefault(id(v), Var(v.aval)) if isinstance(v, Var) else Var(v.aval)
+              for v in eqn.invars]
     return Jaxpr([], invars, list(eqn.outvars),
                  [JaxprEqn(eqn.primitive, invars, list(eqn.outvars), eqn.params)])
 

@@ -1,8 +1,8 @@
 """Native loops over large bodies (issue 26, item 3): a cluster over a grid read through
 partial broadcasts is one flat threaded loop that recovers its indices (``indexed``), the
-slices of a concatenate read only by slices copy from its parts (it is never built), and
-slices' buffers are allocated once before a loop. Values and bits equal the NumPy
-backend's."""
+slices of a concatenate read only by slices copy from its parts (it is never built),
+slices' buffers are allocated once before a loop, and the samplers' rejection loops run over
+their active elements in blocks. Values and bits equal the NumPy backend's."""
 from __future__ import annotations
 
 import numpy as np
@@ -51,18 +51,20 @@ def test_slices_of_a_concatenate_in_a_loop_equal_numpy():
     assert_bits_equal(got[0], want[0])
 
 
-def test_gamma_key_grid_is_indexed_and_never_concatenated():
-    # 20,000 samples: the key split's (20000, 3) grid is an indexed threaded loop, its
-    # (20000, 3, 2) concatenate is never built, slices' buffers are made before the loop
+def test_gamma_loops_run_in_blocks_and_never_concatenate():
+    # 20,000 samples: the rejection loops run over their active elements in blocks
+    # (plax_numba.active_blocks), the key split's (n, 3, 2) concatenate is never built, the
+    # slices' buffers are made before the loops, the hashed words' (n, 3, 1) forms for the
+    # concatenate are views, not copying kernels; the bits are the NumPy backend's
+    from plax_numba.active_blocks import BLOCK
     f = lambda key: random.gamma(key, np.float32(2.0), (20_000,))  # noqa: E731
     text = plax.jit(f, backend="numba").lower(random.PRNGKey(4)).compile().as_text()
-    assert "while True:" in text and "np.concatenate(" not in text
-    assert "i1 = i % n1" in text
-    at = text.index("while True:")
+    assert f"the while loop over its active elements, {BLOCK} at a time" in text
+    assert "np.concatenate(" not in text
+    at = text.index("while na")
     head = text[text.rindex("def kernel(", 0, at):at]  # the native loop's kernel, before it
-    assert "np.empty((20000, 1), np.uint32)" in head  # a slice's buffer, before the loop
-    # the hashed words' (n, 3, 1) forms for the concatenate are views, not copying kernels
-    assert ".reshape((20000, 3, 1))" in head + text[at:]
+    assert f"np.empty(({BLOCK}, 1), np.uint32)" in head  # a slice's buffer, before the loop
+    assert f".reshape(({BLOCK}, 3, 1))" in text[at:]
     got, want = jit_both(f, random.PRNGKey(4), fallback_is_error=True)
     assert_bits_equal(got[0], want[0])
 

@@ -26,7 +26,7 @@ _WHERE = {
     "explicit_broadcasts": "simplify", "fold_transposed_products": "simplify",
     "BodyRunner": "bodies", "body_kernel": "bodies", "body_step": "bodies",
     "host_kernel": "bodies", "register_body_kernel": "bodies", "runner_for": "bodies",
-    "call_body": "calls", "lower": "program", "fusion_units": "program", "register_call_primitive": "calls",
+    "call_body": "calls", "spliced_calls": "calls", "lower": "program", "fusion_units": "program", "register_call_primitive": "calls",
 }
 
 __all__ = sorted(_WHERE)

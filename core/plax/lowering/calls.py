@@ -1,7 +1,8 @@
 """Call primitives: equations whose body is a sub-jaxpr (``jit``), which lowering may splice."""
 from __future__ import annotations
 
-from plax.core.jaxpr import ClosedJaxpr, JaxprEqn
+from plax.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Var
+from plax.core.passes import inline_param
 
 _call_primitives: dict = {}
 
@@ -69,3 +70,51 @@ def _body(eqn: JaxprEqn) -> ClosedJaxpr | None:
         return None
     body = eqn.params[param]
     return body if isinstance(body, ClosedJaxpr) else ClosedJaxpr(body, [])
+
+
+def spliced_calls(jaxpr: Jaxpr) -> Jaxpr:
+    """``jaxpr`` with its call equations (``jit``; ``custom_jvp_call``/``custom_vjp_call``,
+    whose primal body is what runs) replaced by their bodies' equations, recursively, so a
+    backend's fusion clusters span them (``random.normal`` inside a sampler's loop is
+    ``bits_data``, ``_uniform``, ``fma_`` and ``erf_inv_`` calls); calls whose bodies hold
+    constants stay. Returns ``jaxpr`` itself when nothing changes.
+
+    Example:
+      >>> j = plax.make_jaxpr(lambda x: plax.jit(jnp.sin)(x) + 1)(1.0).jaxpr
+      >>> [e.primitive.name for e in spliced_calls(j).eqns]
+      ['sin', 'add']
+    """
+    if not any(_call_of(e) is not None for e in jaxpr.eqns):
+        return jaxpr
+    rename: dict = {}
+
+    def sub(v):
+        return rename.get(v, v) if isinstance(v, Var) else v
+
+    eqns: list = []
+    for e in jaxpr.eqns:
+        body = _call_of(e)
+        if body is None:
+            eqns.append(JaxprEqn(e.primitive, [sub(v) for v in e.invars], e.outvars, e.params))
+            continue
+        inner = spliced_calls(body.jaxpr)
+        local = dict(zip(inner.invars, [sub(v) for v in e.invars]))
+
+        def lsub(v, local=local):
+            return local.get(v, v) if isinstance(v, Var) else v
+
+        for ie in inner.eqns:
+            outs = [Var(v.aval) for v in ie.outvars]
+            local.update(zip(ie.outvars, outs))
+            eqns.append(JaxprEqn(ie.primitive, [lsub(v) for v in ie.invars], outs, ie.params))
+        for outer, res in zip(e.outvars, inner.outvars):
+            rename[outer] = lsub(res)
+    return Jaxpr(jaxpr.constvars, jaxpr.invars, [sub(v) for v in jaxpr.outvars], eqns)
+
+
+def _call_of(e: JaxprEqn) -> ClosedJaxpr | None:
+    body = call_body(e)
+    if body is None and e.params.get(inline_param(e)) is not None:
+        body = e.params[inline_param(e)]
+        body = body if isinstance(body, ClosedJaxpr) else ClosedJaxpr(body, [])
+    return body if body is not None and not body.consts else None
