@@ -47,7 +47,7 @@ def _mlp_params(rng, sizes=(784, 512, 512, 10)):
     return params
 
 
-def make_workloads(quick: bool):
+def make_workloads(quick: bool, special_size: int | None = None):
     """``[(label, inputs, {library: factory})]``; a factory takes the library's namespace and
     returns ``(fn, args)`` where ``fn(*args)`` computes one call and returns its outputs."""
     rng = np.random.default_rng(0)
@@ -252,7 +252,7 @@ def make_workloads(quick: bool):
         # a fresh function object each time: trace, compile and run
         return (lambda *args: L.jit(mlp_update(L))(*args)), mlp_step(L)[1]
 
-    special_rows = special_workloads(quick)
+    special_rows = special_workloads(quick, special_size)
 
     k = "k" if n_normal < 1_000_000 else "M"
     nn = n_normal // 1000 if k == "k" else n_normal // 1_000_000
@@ -299,11 +299,11 @@ def special_functions() -> dict:
     return table
 
 
-def special_workloads(quick: bool) -> list:
-    """The special-function rows: ``f(x * 0.5, rest...) * 2 + 1`` on float32 (1M elements,
-    100k with ``--quick``), one fused loop on plax-numba, XLA's on JAX, SciPy's ufunc for
-    NumPy."""
-    n = 100_000 if quick else 1_000_000
+def special_workloads(quick: bool, size: int | None = None) -> list:
+    """The special-function rows: ``f(x * 0.5, rest...) * 2 + 1`` on float32 (``size``
+    elements: by default 1M, 100k with ``--quick``), one fused loop on plax-numba, XLA's on
+    JAX, SciPy's ufunc for NumPy."""
+    n = size or (100_000 if quick else 1_000_000)
     rng = np.random.default_rng(1)
     rows = []
     for name, (ref, domain) in special_functions().items():
@@ -323,7 +323,8 @@ def special_workloads(quick: bool) -> list:
                 ref = getattr(scipy.special, ref)
             half, two, one = np.float32(0.5), np.float32(2), np.float32(1)
             return (lambda v, *rest: ref(v * half, *rest) * two + one), args
-        label = f"{name} f32[{n // 1000}k] f(x/2)*2+1"
+        label = (f"{name} f32[{n // 1_000_000}M] f(x/2)*2+1" if n % 1_000_000 == 0
+                 else f"{name} f32[{n // 1000}k] f(x/2)*2+1")
         rows.append((label, {"plax": plax_side, "numpy": numpy_side}))
     return rows
 
@@ -423,12 +424,15 @@ def fmt(seconds: float | None) -> str:
     return f"{seconds:.2f} s"
 
 
-def measure(quick: bool, repeat: int) -> tuple[list[list[str]], list[str], dict]:
+def measure(quick: bool, repeat: int, match: list[str] | None = None,
+            special_size: int | None = None) -> tuple[list[list[str]], list[str], dict]:
     """The table's rows, the notes on missing libraries, and each row's times in seconds
-    (label -> column -> ``(wall, cpu)`` or None; a first-call row's cpu is None)."""
+    (label -> column -> ``(wall, cpu)`` or None; a first-call row's cpu is None); only the
+    rows whose label starts with one of ``match`` where given."""
     libs, notes = libraries()
     target = 0.01 if quick else 0.05
-    workloads = make_workloads(quick)
+    workloads = [w for w in make_workloads(quick, special_size)
+                 if not match or any(w[0].startswith(m) for m in match)]
     # "first call" rows before the steady-state ones: those compile their kernels
     # synchronously, and a fresh function whose clusters this process already compiled uses
     # them at once, which is not what a user's first call does (it runs the reference
@@ -509,6 +513,12 @@ def main(argv=None) -> None:
                         help="small sizes and few repetitions (a smoke test)")
     parser.add_argument("--repeat", type=int, default=None,
                         help="timing runs per cell (default 15, 3 with --quick)")
+    parser.add_argument("--match", default=None,
+                        help="comma-separated label prefixes: only those rows "
+                             "(e.g. 'selu,log1p,grad of scan')")
+    parser.add_argument("--special-size", type=int, default=None,
+                        help="elements of the special-function rows (default 1M, 100k "
+                             "with --quick; issue 26's goals are on 10M)")
     parser.add_argument("--tiering", action="store_true",
                         help="also print the tiered-compilation table (benchmarks/"
                              "numba_tiering.py: pauses, time to the fast path with and "
@@ -516,7 +526,8 @@ def main(argv=None) -> None:
                              "plax's own loading and linking)")
     args = parser.parse_args(argv)
     repeat = args.repeat or (3 if args.quick else 15)
-    rows, notes, raw = measure(args.quick, repeat)
+    rows, notes, raw = measure(args.quick, repeat, args.match and args.match.split(","),
+                               args.special_size)
     import plax
     for name, backend in sorted(plax.plugins.registry().backends.items()):
         info = getattr(backend, "info", lambda: {})() or {}
@@ -529,8 +540,9 @@ def main(argv=None) -> None:
           f"compares process CPU time (every thread){' (--quick sizes)' if args.quick else ''}"
           f"; load average {os.getloadavg()[0]:.1f}")
     print(table(rows))
+    jax_step = next((t["jax"] for label, t in raw.items() if label.startswith("MLP step 784")),
+                    None)
     floor = mlp_products_floor(repeat, args.quick)
-    jax_step = next(t["jax"] for label, t in raw.items() if label.startswith("MLP step 784"))
     print(f"the MLP step's 8 matrix products alone, in NumPy: {fmt(floor)}"
           + (f" ({floor / jax_step[0]:.2f} of JAX's whole step)" if jax_step else ""))
     if args.tiering:  # each of its measurements runs in fresh processes of its own
