@@ -28,21 +28,46 @@ def test_large_samplers_bit_identical(shape):
         assert_bits_equal(g, w)
 
 
-def test_chunked_split_cluster_with_several_outputs():
+def _several_outputs(x, s):
+    y = x * s - 0.25
+    z = lax.log1p(y)
+    w = z * x + s
+    return y, w, lax.log1p(w * w)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_chunked_split_cluster_with_several_outputs(dtype):
     n = emitter.CHUNK_MIN + codegen_split.CHUNK // 2 + 3   # a partial last chunk
     rng = np.random.default_rng(1)
-    x = rng.uniform(-0.999, 3.0, n).astype(np.float32)
+    x = rng.uniform(-0.999, 3.0, n).astype(dtype)
     x[:6] = [0.0, -0.0, np.inf, np.nan, -1.0, -0.5]
-
-    def f(x, s):
-        y = x * s - 0.25
-        z = lax.log1p(y)
-        w = z * x + s
-        return y, w, lax.log1p(w * w)
-
-    got, want = jit_both(f, x, np.float32(1.5), fallback_is_error=True)
+    with plax.config.override("jax_enable_x64", dtype == np.float64):
+        text = plax.jit(_several_outputs, backend="numba").lower(x, dtype(1.5)).compile().as_text()
+        got, want = jit_both(_several_outputs, x, dtype(1.5), fallback_is_error=True)
+    assert text.count("log1p_into(") == 2 and "for c in prange(" in text, text
     for g, w in zip(got, want):
         assert_bits_equal(g, w)
+
+
+def _split_cluster(f, *args):
+    from plax.lowering import Cluster, find_clusters
+    jaxpr = plax.make_jaxpr(f)(*args).jaxpr
+    return next(u for u in find_clusters(jaxpr, codegen.FUSES) if isinstance(u, Cluster))
+
+
+def test_split_plan_serial_when_asked_and_declines_broadcasts():
+    # (plans only, nothing compiled) a program whose BLAS threads hold the cores asks for
+    # serial loops: the chunks then run in order; an operand broadcast inside the cluster
+    # is not a flat chunk of it: the segments then run one after the other on whole arrays
+    x = np.ones(emitter.CHUNK_MIN, np.float32)
+    cluster = _split_cluster(_several_outputs, x, np.float32(1.5))
+    assert "for c in prange(" in codegen_split.plan_split(cluster).source
+    serial = codegen_split.plan_split(cluster, parallel=False).source
+    assert "prange(" not in serial and "for c in range(" in serial, serial
+    rows = lambda x, r: lax.log1p(x * lax.broadcast_in_dim(r, x.shape, (1,))) + 1.0  # noqa: E731
+    cluster = _split_cluster(rows, np.ones((256, 256), np.float32), np.ones(256, np.float32))
+    with pytest.raises(codegen.Unsupported, match="broadcast"):
+        codegen_split.plan_split(cluster)
 
 
 def test_large_kernels_take_preallocated_outputs():
@@ -90,13 +115,6 @@ def _tiered_calls(monkeypatch, f, *args, calls=3):
         runs.append(len(counted) - before)
     want = [np.asarray(x) for x in plax.tree_util.tree_leaves(plax.jit(f, backend="numpy")(*args))]
     return outs, runs, want
-
-
-def _several_outputs(x, s):
-    y = x * s - 0.25
-    z = lax.log1p(y)
-    w = z * x + s
-    return y, w, lax.log1p(w * w)
 
 
 @pytest.mark.parametrize("case", ["normal", "several_outputs"])
