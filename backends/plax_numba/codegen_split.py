@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import re
+from typing import Callable
 
 import numpy as np
 
@@ -35,21 +36,34 @@ from plax_numba.codegen import (KernelPlan, Unsupported, _Input, _preallocated_p
 CHUNK = int(os.environ.get("PLAX_NUMBA_CHUNK", 1 << 14))
 
 
-def _segments(cluster) -> list[list]:
-    """The cluster's equations cut into runs: each reference-only equation alone, the runs
-    between them together, in order."""
-    segments, run = [], []
+def split_cluster(cluster, cut: Callable = reference_only) -> list:
+    """``cluster`` cut at the equations where ``cut(eqn)`` holds (by default the
+    reference-only ones, :func:`codegen.reference_only`): ``[(equations, sub_cluster)]`` in
+    order, each such equation alone and the runs between them together; a part's
+    sub-cluster has for outputs what a later part or the cluster's reader needs. (The
+    emitter's segments, a native loop's parts, this module's kernel.)
+
+    Example::
+
+      for eqns, sub in split_cluster(cluster):
+          ...   # len(eqns) == 1 and reference_only(eqns[0]): NumPy's loop
+    """
+    parts, run = [], []
     for eqn in cluster.eqns:
-        if reference_only(eqn):
+        if cut(eqn):
             if run:
-                segments.append(run)
-            segments.append([eqn])
+                parts.append(run)
+            parts.append([eqn])
             run = []
         else:
             run.append(eqn)
     if run:
-        segments.append(run)
-    return segments
+        parts.append(run)
+    needed_after = [{id(v) for v in cluster.outputs}]
+    for part in reversed(parts[1:]):  # what each part's successors read
+        needed_after.insert(0, needed_after[0] | {id(v) for e in part for v in e.invars})
+    return [(part, sub_cluster(part, cluster.shape, later))
+            for part, later in zip(parts, needed_after)]
 
 
 def _native_call(eqn) -> str:
@@ -94,11 +108,8 @@ def plan_split(cluster, parallel: bool | None = None) -> KernelPlan:
     names = {id(inp.atom): (f"{inp.name}[lo:hi]" if inp.kind == "array" else inp.name)
              for inp in inputs}
     final = {id(v): j for j, v in enumerate(cluster.outputs)}
-    segments = _segments(cluster)
     helpers, body, index_base = [], [], False
-    for s, seg in enumerate(segments):
-        later = {id(v) for rest in segments[s + 1:] for e in rest for v in e.invars}
-        sub = sub_cluster(seg, shape, later | set(final))
+    for s, (seg, sub) in enumerate(split_cluster(cluster)):
         if any(tuple(v.aval.shape) != shape for v in sub.outputs):
             raise Unsupported("a value of another shape between chunk kernels")
         missing = [v for v in sub.inputs if id(v) not in names]

@@ -62,27 +62,24 @@ class NumbaEmitter(Emitter):
 
     # ------------------------------------------------------------ clusters
     def emit_cluster(self, cluster):
-        cuts = [i for i, e in enumerate(cluster.eqns) if codegen.reference_only(e)]
-        if cuts:
-            return self._emit_split(cluster, cuts)
+        if any(codegen.reference_only(e) for e in cluster.eqns):
+            return self._emit_split(cluster)
         step = self._emit_kernel(cluster)
         if step is None:  # (a scan the kernel cannot express: its producers still fuse)
-            scans = [i for i, e in enumerate(cluster.eqns) if codegen.kind_of(e.primitive)
-                     in (ARG_REDUCTION, CUMULATIVE)]
-            if scans:
-                return self._emit_split(cluster, scans)
+            if any(_scans(e) for e in cluster.eqns):
+                return self._emit_split(cluster, _scans)
         return step
 
-    def _emit_split(self, cluster, cuts):
-        """The cluster as kernels of the runs between its reference-only equations
-        (:func:`codegen.reference_only`), which run on their reference kernels in between.
-        From :data:`CHUNK_MIN` elements on, one kernel taking chunks through all of them
+    def _emit_split(self, cluster, cut=codegen.reference_only):
+        """The cluster as kernels of the runs between the equations ``cut`` selects (by
+        default the reference-only ones, :func:`codegen.reference_only`), which run on their
+        reference kernels in between. Split at reference-only equations from
+        :data:`CHUNK_MIN` elements on, one kernel taking chunks through all of them
         (:mod:`plax_numba.codegen_split`), tiered like any cluster's kernel (the reference
         kernels until it is compiled); the segments one after the other on whole arrays
         where it does not apply."""
-        from plax.lowering import sub_cluster
-        if (self.compile_kernels and math.prod(cluster.shape) >= CHUNK_MIN
-                and not llvm_tier.only()):
+        if (cut is codegen.reference_only and self.compile_kernels
+                and math.prod(cluster.shape) >= CHUNK_MIN and not llvm_tier.only()):
             try:
                 plan = codegen_split.plan_split(cluster, self.parallel)
             except codegen.Unsupported:
@@ -90,23 +87,11 @@ class NumbaEmitter(Emitter):
             step = plan and self._emit_kernel(cluster, plan)
             if step is not None:
                 return Step(step.fn, guarded=True)
-        eqns, segments, start = cluster.eqns, [], 0
-        for c in cuts:
-            if c > start:
-                segments.append(eqns[start:c])
-            segments.append([eqns[c]])
-            start = c + 1
-        if start < len(eqns):
-            segments.append(eqns[start:])
-        final = {id(v) for v in cluster.outputs}
-        parts, subs = [], []
-        for si, seg in enumerate(segments):
-            later = {id(v) for s in segments[si + 1:] for e in s for v in e.invars} | final
-            sub = sub_cluster(seg, cluster.shape, later)
+        parts = []
+        for seg, sub in codegen_split.split_cluster(cluster, cut):
             step = self._emit_kernel(sub) if len(seg) > 1 else None
             fn = step.fn if step is not None else self._interpreter(sub)
             parts.append((fn, [id(v) for v in sub.inputs], [id(v) for v in sub.outputs]))
-            subs.append(sub if len(seg) > 1 else None)
         in_keys = [id(v) for v in cluster.inputs]
         out_keys = [id(v) for v in cluster.outputs]
         dead = _with_dead(parts, out_keys)
@@ -465,6 +450,12 @@ def native_loop_max() -> int | None:
         return NATIVE_LOOP_MAX if value is None else int(value)
     except ValueError:
         return NATIVE_LOOP_MAX
+
+def _scans(eqn) -> bool:
+    """Whether ``eqn`` is an arg-reduction or cumulative op (a cluster whose kernel the
+    generator declines is split at them)."""
+    return codegen.kind_of(eqn.primitive) in (ARG_REDUCTION, CUMULATIVE)
+
 
 def _with_dead(plan, out_keys):
     """``(fn, ins, outs, dead)`` for each ``(fn, ins, outs)`` of ``plan``: ``dead`` the keys
