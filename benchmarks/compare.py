@@ -7,9 +7,12 @@ Columns: plax jitted with ``backend="numba"`` (kernels compiled before timing,
 ``PLAX_NUMBA_SYNC=1``), plax jitted with ``backend="numpy"`` (the reference interpreter), JAX's
 ``jax.jit`` (skipped, with a note, where JAX is not installed: ``pip install -e ".[bench]"``),
 NumPy eager (the same computation written directly in NumPy, gradients by hand; the NumPy
-generator's normal sampler for ``random.normal``) and the ratio plax-numba / JAX (below 1:
-plax is faster). Each cell is the median over ``--repeat`` runs of the time per call (each
-run makes enough calls to last about 50 ms, after a warm-up call); "first call" rows time one
+generator's normal sampler for ``random.normal``), the ratio plax-numba / JAX of wall-clock
+time (below 1: plax is faster) and the same ratio of process CPU time (every thread: numba's
+and XLA's thread pools alike). Each cell is the fastest, over ``--repeat`` batches of calls
+lasting about 50 ms, of the time per call, after a warm-up call that compiles; the columns'
+batches alternate, so all of a row's columns see the same moments of a shared host
+(:func:`fastest_per_call`). "first call" rows time one
 call of a freshly defined function (trace, compile, run), median over a few fresh functions,
 measured before the steady-state rows (no kernel of it compiled yet), with the Numba backend
 in its default tiered mode (a program runs on the reference kernels until it is hot, numba
@@ -44,7 +47,7 @@ def _mlp_params(rng, sizes=(784, 512, 512, 10)):
     return params
 
 
-def make_workloads(quick: bool):
+def make_workloads(quick: bool, special_size: int | None = None):
     """``[(label, inputs, {library: factory})]``; a factory takes the library's namespace and
     returns ``(fn, args)`` where ``fn(*args)`` computes one call and returns its outputs."""
     rng = np.random.default_rng(0)
@@ -249,7 +252,7 @@ def make_workloads(quick: bool):
         # a fresh function object each time: trace, compile and run
         return (lambda *args: L.jit(mlp_update(L))(*args)), mlp_step(L)[1]
 
-    special_rows = special_workloads(quick)
+    special_rows = special_workloads(quick, special_size)
 
     k = "k" if n_normal < 1_000_000 else "M"
     nn = n_normal // 1000 if k == "k" else n_normal // 1_000_000
@@ -296,11 +299,11 @@ def special_functions() -> dict:
     return table
 
 
-def special_workloads(quick: bool) -> list:
-    """The special-function rows: ``f(x * 0.5, rest...) * 2 + 1`` on float32 (1M elements,
-    100k with ``--quick``), one fused loop on plax-numba, XLA's on JAX, SciPy's ufunc for
-    NumPy."""
-    n = 100_000 if quick else 1_000_000
+def special_workloads(quick: bool, size: int | None = None) -> list:
+    """The special-function rows: ``f(x * 0.5, rest...) * 2 + 1`` on float32 (``size``
+    elements: by default 1M, 100k with ``--quick``), one fused loop on plax-numba, XLA's on
+    JAX, SciPy's ufunc for NumPy."""
+    n = size or (100_000 if quick else 1_000_000)
     rng = np.random.default_rng(1)
     rows = []
     for name, (ref, domain) in special_functions().items():
@@ -320,7 +323,8 @@ def special_workloads(quick: bool) -> list:
                 ref = getattr(scipy.special, ref)
             half, two, one = np.float32(0.5), np.float32(2), np.float32(1)
             return (lambda v, *rest: ref(v * half, *rest) * two + one), args
-        label = f"{name} f32[{n // 1000}k] f(x/2)*2+1"
+        label = (f"{name} f32[{n // 1_000_000}M] f(x/2)*2+1" if n % 1_000_000 == 0
+                 else f"{name} f32[{n // 1000}k] f(x/2)*2+1")
         rows.append((label, {"plax": plax_side, "numpy": numpy_side}))
     return rows
 
@@ -361,26 +365,43 @@ def libraries() -> tuple[dict, list[str]]:
 
 # ---------------------------------------------------------------- timing
 
-def median_seconds(fn: Callable[[], object], repeat: int, target: float) -> float:
-    """Median over ``repeat`` runs of the seconds per call, each run lasting about ``target``."""
-    fn()  # warm-up
-    number, elapsed = 1, 0.0
-    while True:
+def fastest_per_call(calls: dict[str, Callable[[], object]], repeat: int,
+                     target: float) -> dict[str, tuple[float, float]]:
+    """``{name: (wall, cpu)}``: for each zero-argument function of ``calls``, its seconds per
+    call, wall-clock and process CPU time, each the fastest over ``repeat`` batches of calls
+    lasting about ``target`` seconds, the functions' batches alternating.
+
+    Every function is called once before timing (it compiles there: ``PLAX_NUMBA_SYNC=1``
+    for plax, the first ``jax.jit`` call for JAX), so no batch holds a compilation.
+    Alternating batches let every column see the same moments of a shared host, and the
+    fastest batch is the least disturbed one: on a loaded host, medians of consecutive runs
+    measure the other jobs more than the program. CPU time (``time.process_time``: every
+    thread of this process) is what a call costs whatever the load and however many threads
+    it spreads over (numba's and XLA's threads alike); wall time is what the caller waits.
+    A batch's CPU time is read once per batch, not per call: the kernel accounts the time
+    of a thread still running on another core only when it stops or at a tick.
+
+    Example:
+      >>> best = fastest_per_call({"sum": lambda: sum(range(100))}, 3, 0.001)
+      >>> best["sum"][0] > 0
+      True
+    """
+    sizes = {}
+    for name, call in calls.items():
+        call()   # warm-up (compilation)
         t0 = time.perf_counter()
-        for _ in range(number):
-            fn()
-        elapsed = time.perf_counter() - t0
-        if elapsed >= target / 4 or number >= 1 << 20:
-            break
-        number *= 2
-    number = max(1, int(number * target / max(elapsed, 1e-9)))
-    runs = []
+        call()
+        sizes[name] = max(1, int(target / max(time.perf_counter() - t0, 1e-7)))
+    best = {name: (float("inf"), float("inf")) for name in calls}
     for _ in range(repeat):
-        t0 = time.perf_counter()
-        for _ in range(number):
-            fn()
-        runs.append((time.perf_counter() - t0) / number)
-    return statistics.median(runs)
+        for name, call in calls.items():
+            n = sizes[name]
+            w0, c0 = time.perf_counter(), time.process_time()
+            for _ in range(n):
+                call()
+            wall, cpu = (time.perf_counter() - w0) / n, (time.process_time() - c0) / n
+            best[name] = (min(best[name][0], wall), min(best[name][1], cpu))
+    return best
 
 
 def median_first_call(make: Callable[[], Callable[[], object]], repeat: int) -> float:
@@ -403,12 +424,15 @@ def fmt(seconds: float | None) -> str:
     return f"{seconds:.2f} s"
 
 
-def measure(quick: bool, repeat: int) -> tuple[list[list[str]], list[str], dict]:
+def measure(quick: bool, repeat: int, match: list[str] | None = None,
+            special_size: int | None = None) -> tuple[list[list[str]], list[str], dict]:
     """The table's rows, the notes on missing libraries, and each row's times in seconds
-    (label -> column -> seconds or None)."""
+    (label -> column -> ``(wall, cpu)`` or None; a first-call row's cpu is None); only the
+    rows whose label starts with one of ``match`` where given."""
     libs, notes = libraries()
     target = 0.01 if quick else 0.05
-    workloads = make_workloads(quick)
+    workloads = [w for w in make_workloads(quick, special_size)
+                 if not match or any(w[0].startswith(m) for m in match)]
     # "first call" rows before the steady-state ones: those compile their kernels
     # synchronously, and a fresh function whose clusters this process already compiled uses
     # them at once, which is not what a user's first call does (it runs the reference
@@ -418,34 +442,35 @@ def measure(quick: bool, repeat: int) -> tuple[list[list[str]], list[str], dict]
     raw: dict = {}
     for index in order:
         label, impls = workloads[index]
-        times: dict[str, float | None] = {}
+        times: dict[str, tuple | None] = {c: None for c in COLUMNS}
+        calls = {}
         for column in COLUMNS:
             if column == "numpy":
                 factory = impls.get("numpy")
-                if factory is None:
-                    times[column] = None
-                    continue
-                fn, args = factory(None)
-                times[column] = median_seconds(lambda: fn(*args), repeat, target)
+                if factory is not None:
+                    fn, args = factory(None)
+                    calls[column] = (lambda fn=fn, args=args: fn(*args))
                 continue
             lib = libs.get(column)
             if lib is None:
-                times[column] = None
                 continue
             fn, args = impls["plax"](lib)
             if impls.get("first"):
                 old = os.environ.pop("PLAX_NUMBA_SYNC", None)  # the default: tiered
                 try:
-                    times[column] = median_first_call(
-                        lambda: (lambda: lib.block(fn(*args))), max(1, min(repeat, 3)))
+                    times[column] = (median_first_call(
+                        lambda: (lambda: lib.block(fn(*args))), max(1, min(repeat, 3))), None)
                 finally:
                     if old is not None:
                         os.environ["PLAX_NUMBA_SYNC"] = old
             else:
-                times[column] = median_seconds(lambda: lib.block(fn(*args)), repeat, target)
+                calls[column] = (lambda lib=lib, fn=fn, args=args: lib.block(fn(*args)))
+        times.update(fastest_per_call(calls, repeat, target))
         numba_t, jax_t = times.get("plax-numba"), times.get("jax")
-        ratio = f"{numba_t / jax_t:.2f}" if numba_t and jax_t else "-"
-        rows[index] = [label] + [fmt(times[c]) for c in COLUMNS] + [ratio]
+        wall = f"{numba_t[0] / jax_t[0]:.2f}" if numba_t and jax_t else "-"
+        cpu = (f"{numba_t[1] / jax_t[1]:.2f}" if numba_t and jax_t and numba_t[1]
+               and jax_t[1] else "-")
+        rows[index] = [label] + [fmt(times[c] and times[c][0]) for c in COLUMNS] + [wall, cpu]
         raw[label] = times
     return rows, notes, raw
 
@@ -470,12 +495,14 @@ def mlp_products_floor(repeat: int, quick: bool, batch: int = 128) -> float:
             if i:
                 g @ w.T
 
-    return median_seconds(products, repeat, 0.01 if quick else 0.05)
+    return fastest_per_call({"products": products}, repeat,
+                            0.01 if quick else 0.05)["products"][0]
 
 
 def table(rows: list[list[str]]) -> str:
-    header = ["workload", "plax-numba", "plax-numpy", "JAX", "NumPy eager", "numba / JAX"]
-    lines = ["| " + " | ".join(header) + " |", "|" + "|".join(["---"] + ["---:"] * 5) + "|"]
+    header = ["workload", "plax-numba", "plax-numpy", "JAX", "NumPy eager", "numba / JAX",
+              "CPU numba / JAX"]
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join(["---"] + ["---:"] * 6) + "|"]
     lines += ["| " + " | ".join(r) + " |" for r in rows]
     return "\n".join(lines)
 
@@ -486,6 +513,12 @@ def main(argv=None) -> None:
                         help="small sizes and few repetitions (a smoke test)")
     parser.add_argument("--repeat", type=int, default=None,
                         help="timing runs per cell (default 15, 3 with --quick)")
+    parser.add_argument("--match", default=None,
+                        help="comma-separated label prefixes: only those rows "
+                             "(e.g. 'selu,log1p,grad of scan')")
+    parser.add_argument("--special-size", type=int, default=None,
+                        help="elements of the special-function rows (default 1M, 100k "
+                             "with --quick; issue 26's goals are on 10M)")
     parser.add_argument("--tiering", action="store_true",
                         help="also print the tiered-compilation table (benchmarks/"
                              "numba_tiering.py: pauses, time to the fast path with and "
@@ -493,7 +526,8 @@ def main(argv=None) -> None:
                              "plax's own loading and linking)")
     args = parser.parse_args(argv)
     repeat = args.repeat or (3 if args.quick else 15)
-    rows, notes, raw = measure(args.quick, repeat)
+    rows, notes, raw = measure(args.quick, repeat, args.match and args.match.split(","),
+                               args.special_size)
     import plax
     for name, backend in sorted(plax.plugins.registry().backends.items()):
         info = getattr(backend, "info", lambda: {})() or {}
@@ -502,12 +536,15 @@ def main(argv=None) -> None:
     print(f"{os.cpu_count()} CPU cores")
     for note in notes:
         print(note)
-    print(f"medians of {repeat} runs per cell{' (--quick sizes)' if args.quick else ''}")
+    print(f"fastest of {repeat} alternating batches per cell, wall-clock; the last column "
+          f"compares process CPU time (every thread){' (--quick sizes)' if args.quick else ''}"
+          f"; load average {os.getloadavg()[0]:.1f}")
     print(table(rows))
+    jax_step = next((t["jax"] for label, t in raw.items() if label.startswith("MLP step 784")),
+                    None)
     floor = mlp_products_floor(repeat, args.quick)
-    jax_step = next(t["jax"] for label, t in raw.items() if label.startswith("MLP step 784"))
     print(f"the MLP step's 8 matrix products alone, in NumPy: {fmt(floor)}"
-          + (f" ({floor / jax_step:.2f} of JAX's whole step)" if jax_step else ""))
+          + (f" ({floor / jax_step[0]:.2f} of JAX's whole step)" if jax_step else ""))
     if args.tiering:  # each of its measurements runs in fresh processes of its own
         import numba_tiering
         print("\ntiered compilation (benchmarks/numba_tiering.py):")

@@ -55,7 +55,8 @@ def test_compare_prints_one_table_with_every_workload():
     lines = _run("compare.py", "--quick", "--repeat", "1",
                  env={"PLAX_NUMBA_SYNC": "0", "PLAX_NUMBA_COMPILE_AFTER": str(1 << 62)})
     rows = [line for line in lines if line.startswith("| ")]
-    assert rows[0] == "| workload | plax-numba | plax-numpy | JAX | NumPy eager | numba / JAX |"
+    assert rows[0] == ("| workload | plax-numba | plax-numpy | JAX | NumPy eager | numba / JAX "
+                       "| CPU numba / JAX |")
     labels = [row.split(" | ")[0][2:] for row in rows[1:]]
     for prefix in ("selu f32[", "tiny jit call f32[3]", "linreg step", "MLP step 784-512-512-10",
                    "random.normal", "MLP step first call", "jit(vmap(apply_matrix))",
@@ -63,7 +64,10 @@ def test_compare_prints_one_table_with_every_workload():
                    "grad of scan tanh RNN", "tanh f32[", "log1p f32["):
         assert any(label.startswith(prefix) for label in labels), prefix
     for row in rows[1:]:
-        assert len(row.strip("|").split(" | ")) == 6, row
+        assert len(row.strip("|").split(" | ")) == 7, row
+        cells = row.strip("| ").split(" | ")
+        for ratio in cells[5:]:   # wall and CPU ratios: numbers, or "-" without JAX
+            assert ratio == "-" or float(ratio) > 0, row
     if "numpy" in plax.plugins.registry().backends:
         assert all(row.split(" | ")[2] != "-" for row in rows[1:])  # plax-numpy measured
     floor = [line for line in lines if line.startswith("the MLP step's 8 matrix products")]

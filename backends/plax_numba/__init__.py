@@ -30,8 +30,17 @@ import os as _os
 
 # Parallel kernels (prange) run on numba's OpenMP pool. With libgomp's default waiting this
 # 2-core host measured ~8 ms per parallel call, with OMP_WAIT_POLICY=passive ~50 us (a futex
-# wake-up per call), with GOMP_SPINCOUNT=10000 (a spin of a few microseconds) ~2 us: selu on
-# 2**16 float32 took 22 us against 37 us serially. (30000 measured ~1.5 ms per call inside
-# plax: keep it short.) libgomp reads it when the pool starts, so it is set here, before any
-# parallel kernel runs; a value the user set wins.
-_os.environ.setdefault("GOMP_SPINCOUNT", "10000")
+# wake-up per call), with GOMP_SPINCOUNT=10000 ~2 us: selu on 2**16 float32 took 22 us
+# against 37 us serially. (30000 measured ~1.5 ms per call inside plax: keep it short.) Each
+# spin step is a PAUSE, tens of cycles on these cores, so 10000 steps is up to ~0.25 ms of a
+# core per wait: on the shared host (load 8-16) a thread waiting at a loop's end for a
+# preempted partner, or for the next loop, burnt it, and the parallel rows of
+# benchmarks/compare.py cost 1.1-1.7x JAX's CPU time where their serial loops cost 0.45-0.9x.
+# 1000 steps keep back-to-back calls on the spinning path and burn a tenth as much: process
+# CPU per call, best of 20 batches, two rounds each, load ~8: selu 1M 0.65/0.67 ms (10000)
+# against 0.26/0.26 (1000), log1p(x/2)*2+1 1M 0.54/0.91 against 0.49/0.39, bessel_i0e 1M
+# 1.22/1.70 against 1.24/0.63, selu 100k 0.51/0.017 against 0.078/0.026, the RNN's grad
+# through scan 1.12/1.05 against 0.70/0.66 (load ~15); at load 1.3 the same either way
+# (selu 1M 0.22/0.20 against 0.21/0.20 ms, 100k 27/26 against 24/21 us). libgomp reads it when the pool starts,
+# so it is set here, before any parallel kernel runs; a value the user set wins.
+_os.environ.setdefault("GOMP_SPINCOUNT", "1000")

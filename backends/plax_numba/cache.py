@@ -64,7 +64,7 @@ _HELPERS = {
     "plax_numba.special_erf": ("erf_inv_f64",),
     "plax_numba.threefry_kernels": ("hash_words", "hash_item"),
     "plax_numba.numpy_calls": ("log1p_f32", "log1p_f64", "log1p_scalar_f32",
-                               "log1p_scalar_f64"),
+                               "log1p_scalar_f64", "log1p_into"),
     "plax_numba.arrays": ("dot_rows", "dot_loops", "dot_blas", "dot_blas_mv", "dot_bool",
                           "matvec_t"),
 }

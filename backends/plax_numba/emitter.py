@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextvars
 import functools
-import itertools
 import math
 import os
 import threading
@@ -21,7 +20,7 @@ import numpy as np
 from plax import lax
 from plax.lowering import ARG_REDUCTION, CUMULATIVE, Emitter, Step, body_step, call_body
 
-from plax_numba import cache, codegen, kernels, llvm_tier, tiered
+from plax_numba import cache, codegen, codegen_split, kernels, llvm_tier, tiered
 
 
 class NumbaEmitter(Emitter):
@@ -63,38 +62,36 @@ class NumbaEmitter(Emitter):
 
     # ------------------------------------------------------------ clusters
     def emit_cluster(self, cluster):
-        cuts = [i for i, e in enumerate(cluster.eqns) if codegen.reference_only(e)]
-        if cuts:
-            return self._emit_split(cluster, cuts)
+        if any(codegen.reference_only(e) for e in cluster.eqns):
+            return self._emit_split(cluster)
         step = self._emit_kernel(cluster)
         if step is None:  # (a scan the kernel cannot express: its producers still fuse)
-            scans = [i for i, e in enumerate(cluster.eqns) if codegen.kind_of(e.primitive)
-                     in (ARG_REDUCTION, CUMULATIVE)]
-            if scans:
-                return self._emit_split(cluster, scans)
+            if any(_scans(e) for e in cluster.eqns):
+                return self._emit_split(cluster, _scans)
         return step
 
-    def _emit_split(self, cluster, cuts):
-        """The cluster as kernels of the runs between its reference-only equations
-        (:func:`codegen.reference_only`), which run on their reference kernels in between."""
-        from plax.lowering import sub_cluster
-        eqns, segments, start = cluster.eqns, [], 0
-        for c in cuts:
-            if c > start:
-                segments.append(eqns[start:c])
-            segments.append([eqns[c]])
-            start = c + 1
-        if start < len(eqns):
-            segments.append(eqns[start:])
-        final = {id(v) for v in cluster.outputs}
-        parts, subs = [], []
-        for si, seg in enumerate(segments):
-            later = {id(v) for s in segments[si + 1:] for e in s for v in e.invars} | final
-            sub = sub_cluster(seg, cluster.shape, later)
+    def _emit_split(self, cluster, cut=codegen.reference_only):
+        """The cluster as kernels of the runs between the equations ``cut`` selects (by
+        default the reference-only ones, :func:`codegen.reference_only`), which run on their
+        reference kernels in between. Split at reference-only equations from
+        :data:`CHUNK_MIN` elements on, one kernel taking chunks through all of them
+        (:mod:`plax_numba.codegen_split`), tiered like any cluster's kernel (the reference
+        kernels until it is compiled); the segments one after the other on whole arrays
+        where it does not apply."""
+        if (cut is codegen.reference_only and self.compile_kernels
+                and math.prod(cluster.shape) >= CHUNK_MIN and not llvm_tier.only()):
+            try:
+                plan = codegen_split.plan_split(cluster, self.parallel)
+            except codegen.Unsupported:
+                plan = None
+            step = plan and self._emit_kernel(cluster, plan)
+            if step is not None:
+                return Step(step.fn, guarded=True)
+        parts = []
+        for seg, sub in codegen_split.split_cluster(cluster, cut):
             step = self._emit_kernel(sub) if len(seg) > 1 else None
             fn = step.fn if step is not None else self._interpreter(sub)
             parts.append((fn, [id(v) for v in sub.inputs], [id(v) for v in sub.outputs]))
-            subs.append(sub if len(seg) > 1 else None)
         in_keys = [id(v) for v in cluster.inputs]
         out_keys = [id(v) for v in cluster.outputs]
         dead = _with_dead(parts, out_keys)
@@ -107,90 +104,19 @@ class NumbaEmitter(Emitter):
                     del env[k]
             return [env[k] for k in out_keys]
 
-        chunked = self._chunked_split(cluster, parts, subs, in_keys, out_keys, run)
-        return Step(chunked if chunked is not None else run, guarded=True)
+        return Step(run, guarded=True)
 
-    def _chunked_split(self, cluster, parts, subs, in_keys, out_keys, unchunked):
-        """A split cluster of at least :data:`CHUNK_MIN` elements run chunk by chunk: each
-        chunk of :data:`CHUNK` elements goes through all the segments (serial kernels and
-        the reference kernels in between) while it is in cache, on :func:`_workers` threads
-        (the kernels are ``nogil``, NumPy's loops release the GIL), so no intermediate of
-        the cluster's size is allocated or written to memory, and the reference kernels run
-        on every core. Elementwise work on chunks gives the same bits as on whole arrays.
-
-        Tiered like a cluster's kernel (:func:`tiered.switching`): with synchronous
-        compilation, or its kernels already compiled in this process, the chunked runner at
-        once; otherwise ``unchunked`` (the segments one after the other on whole arrays)
-        until the step is hot, while the segments' serial kernels compile in the background
-        thread, then the chunked runner. A failed compilation warns and keeps ``unchunked``.
-        None where chunking does not apply (small, not flat, a segment the kernels cannot
-        express, a synchronous compilation failed)."""
-        n = math.prod(cluster.shape)
-        if not self.compile_kernels or n < CHUNK_MIN:
-            return None
-        if any(a.aval.shape and tuple(a.aval.shape) != tuple(cluster.shape)
-               for a in cluster.inputs):
-            return None
-        plans = []
-        for sub in subs:
-            if sub is None:
-                plans.append(None)
-                continue
-            try:
-                plan = codegen.plan_cluster(sub, preallocate=True, parallel=False)
-            except codegen.Unsupported:
-                return None
-            if not plan.out_params:
-                return None
-            plans.append((plan, cache.module_source(plan.source, plan.primitives)))
-        # as_text shows the chunk kernels too (serial, writing into the chunk's outputs)
-        self.kernel_sources.extend((cache.source_path(t), t) for _, t in filter(None, plans))
-
-        def build(load_only=False):
-            # load_only: on the program's thread, kernels compiled or on disk only loaded
-            # (cache.load_now); None if one is not ready at once
-            steps = []
-            for (fn, ins, outs), sub, p in zip(parts, subs, plans):
-                if p is None:
-                    steps.append((False, fn, ins, outs, None))
-                    continue
-                plan, text = p
-                try:
-                    if load_only:
-                        kernel = (cache.compiled_kernel(text, plan.arg_types)
-                                  or cache.load_now(text, plan.arg_types))
-                    else:
-                        kernel = cache.compile_kernel(text, plan.arg_types)
-                except Exception as err:  # noqa: BLE001 - reported; the unchunked path runs
-                    if load_only:
-                        return None
-                    tiered.compile_failed(plan.primitives, cache.source_path(text), err)
-                    return None
-                if kernel is None:
-                    return None
-                scalar = tuple(t[0] == "scalar" for t in plan.arg_types[:len(ins)])
-                dtypes = tuple(np.dtype(v.aval.dtype) for v in sub.outputs)
-                steps.append((True, cache.entry_point(kernel, plan.arg_types), ins, outs,
-                              (scalar, dtypes, plan.index_base)))
-            return _chunk_runner(steps, in_keys, out_keys,
-                                 [np.dtype(v.aval.dtype) for v in cluster.outputs],
-                                 tuple(cluster.shape))
-
-        if self.sync:
-            return build()
-        if all(p is None or cache.compiled_kernel(p[1], p[0].arg_types) is not None
-               or cache.on_disk(p[1], p[0].arg_types) for p in plans):
-            ready = build(load_only=True)
-            if ready is not None:
-                return ready
-            return tiered.switching(unchunked, build, 1, at_once=True)  # (a load missed)
-        return tiered.switching(unchunked, build, tiered.compile_after())
-
-    def _emit_kernel(self, cluster):
+    def _emit_kernel(self, cluster, plan=None):
+        """``cluster``'s kernel, tiered (the reference kernels until it is compiled); its plan
+        :func:`codegen.plan_cluster`'s unless ``plan`` is given (a split cluster's chunked
+        kernel, :mod:`plax_numba.codegen_split`: no first tier). None where the generator
+        declines the cluster, or a synchronous compilation failed."""
         if not self.compile_kernels:
             return Step(self._interpreter(cluster))
+        own_plan = plan is None
         try:
-            plan = codegen.plan_cluster(cluster, preallocate=True, parallel=self.parallel)
+            plan = plan or codegen.plan_cluster(cluster, preallocate=True,
+                                                parallel=self.parallel)
         except codegen.Unsupported:
             return None  # the driver runs the equations one by one
         text = cache.module_source(plan.source, plan.primitives)
@@ -247,7 +173,7 @@ class NumbaEmitter(Emitter):
                                       serial_form_runs=ns["_ready"])
 
         ready = cache.compiled_kernel(text, plan.arg_types)
-        only = llvm_tier.only() and llvm_tier.plan(cluster, plan)
+        only = own_plan and llvm_tier.only() and llvm_tier.plan(cluster, plan)
         if only:  # (a testing mode: the first tier alone, built now, no numba)
             ns["_kernel"] = llvm_tier.build(only, plan.primitives, path)
             ns["_ready"] = ns["_kernel"] is not None
@@ -264,7 +190,7 @@ class NumbaEmitter(Emitter):
             # the first tier: the loop as LLVM IR, built here in milliseconds while numba
             # compiles the final kernel in the worker (no serial numba form then)
             first = (llvm_tier.plan(cluster, plan)
-                     if llvm_tier.enabled() and not at_once else None)
+                     if own_plan and llvm_tier.enabled() and not at_once else None)
             if first is not None:
                 llvm_tier.prestart()
 
@@ -496,12 +422,10 @@ def reference_bodies(backend) -> _ReferenceBodies:
 #: (:meth:`NumbaEmitter._lone_kernel`); smaller ones run their reference kernel
 LONE_KERNEL_MIN = int(os.environ.get("PLAX_NUMBA_LONE_MIN", 1 << 14))
 
-#: split clusters (:meth:`NumbaEmitter._emit_split`) of at least this many elements run in
-#: chunks of :data:`CHUNK` elements (random.normal of 10M float32: its erf_inv cluster, split
-#: around NumPy's log1p, 23.7 -> ~14 ms on the 2-core host; chunks of 2**14 paid more in
-#: per-chunk Python work than they saved)
-CHUNK_MIN = int(os.environ.get("PLAX_NUMBA_CHUNK_MIN", 1 << 18))
-CHUNK = int(os.environ.get("PLAX_NUMBA_CHUNK", 1 << 16))
+#: split clusters (:meth:`NumbaEmitter._emit_split`) of at least this many elements run as
+#: one kernel over chunks (:mod:`plax_numba.codegen_split`): where its loop may be threaded
+#: (smaller ones: the segments one after the other on whole arrays)
+CHUNK_MIN = int(os.environ.get("PLAX_NUMBA_CHUNK_MIN", codegen.PARALLEL_MIN))
 
 #: ``cond``/``while``/``scan`` equations whose bodies hold a value of more than this many
 #: elements keep the per-equation path (the Python loop around bodies compiled as clusters)
@@ -527,88 +451,10 @@ def native_loop_max() -> int | None:
     except ValueError:
         return NATIVE_LOOP_MAX
 
-_pool = None
-_pool_lock = threading.Lock()
-
-
-def _workers() -> int:
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
-
-
-def _run_on_workers(work, chunks: int) -> None:
-    """Runs ``work`` on this thread and on up to ``_workers() - 1`` pool threads (each
-    takes chunks until none are left); returns when all have finished, re-raising the
-    first error."""
-    global _pool
-    helpers = min(_workers(), chunks) - 1
-    if helpers <= 0:
-        work()
-        return
-    if _pool is None:
-        with _pool_lock:
-            if _pool is None:
-                from concurrent.futures import ThreadPoolExecutor
-                _pool = ThreadPoolExecutor(_workers() - 1, thread_name_prefix="plax_numba")
-    futures = [_pool.submit(work) for _ in range(helpers)]
-    try:
-        work()
-    finally:
-        for f in futures:
-            f.result()
-
-
-def _chunk_runner(steps, in_keys, out_keys, out_dtypes, shape):
-    """Runs a split cluster chunk by chunk (:meth:`NumbaEmitter._chunked_split`): ``steps``
-    are ``(native, fn, ins, outs, info)``, a serial kernel's entry point writing into the
-    buffers it is given (``info``: which inputs are scalars, the outputs' dtypes, whether it
-    takes its chunk's flat offset, for an ``iota``) or a reference segment returning its
-    outputs."""
-    n = math.prod(shape)
-    final_pos = {k: j for j, k in enumerate(out_keys)}
-    chunks = (n + CHUNK - 1) // CHUNK
-
-    def run(*args):
-        results = [np.empty(shape, d) for d in out_dtypes]
-        flat_out = [r.reshape(n) for r in results]
-        flat_in = [(np.ascontiguousarray(a).reshape(n), True) if np.ndim(a) else (a, False)
-                   for a in args]
-        counter = itertools.count()
-
-        def work():
-            token = kernels.quiet_enter()
-            try:
-                while True:
-                    c = next(counter)
-                    if c >= chunks:
-                        return
-                    lo, hi = c * CHUNK, min(n, (c + 1) * CHUNK)
-                    env = {k: (a[lo:hi] if full else a)
-                           for k, (a, full) in zip(in_keys, flat_in)}
-                    for native, fn, ins, outs, info in steps:
-                        if native:
-                            scalar, dtypes, index_base = info
-                            bufs = [flat_out[final_pos[k]][lo:hi] if k in final_pos
-                                    else np.empty(hi - lo, d) for k, d in zip(outs, dtypes)]
-                            fn(*[env[k][()] if s else env[k] for k, s in zip(ins, scalar)],
-                               *bufs, hi - lo, *((lo,) if index_base else ()))
-                            env.update(zip(outs, bufs))
-                        else:
-                            res = fn(*[env[k] for k in ins])
-                            for k, r in zip(outs, res):
-                                if k in final_pos:
-                                    flat_out[final_pos[k]][lo:hi] = r
-                                env[k] = r
-            finally:
-                kernels.quiet_leave(token)
-
-        _run_on_workers(work, chunks)
-        return results
-
-    run.__plax_chunked__ = True  # tests: whether a split cluster's step runs in chunks
-    return run
+def _scans(eqn) -> bool:
+    """Whether ``eqn`` is an arg-reduction or cumulative op (a cluster whose kernel the
+    generator declines is split at them)."""
+    return codegen.kind_of(eqn.primitive) in (ARG_REDUCTION, CUMULATIVE)
 
 
 def _with_dead(plan, out_keys):

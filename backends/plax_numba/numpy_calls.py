@@ -103,6 +103,13 @@ def _log1p_scalar(typingctx, x):
     return x(x), codegen
 
 
+@njit(cache=True, nogil=True, inline="always")
+def log1p_into(x, out):
+    """``out[:] = np.log1p(x)`` by NumPy's loop, for rank-1 float32 or float64 arrays of one
+    length (any stride): a chunk of a split cluster (:mod:`plax_numba.codegen_split`)."""
+    _log1p_into(x, out)
+
+
 @njit(cache=True, nogil=True)
 def log1p_f32(x):
     """NumPy's ``log1p`` of a rank-1 float32 array."""

@@ -78,8 +78,8 @@ def bessel_i0e_f64(x):
     """``exp(-|x|) I0(x)`` of a float64 (``lax.bessel_i0e``); even, 0 at +-inf, NaN for NaN."""
     ax = abs(x)
     small = np.exp(-min(ax, _SPLIT64)) * _series0_64(0.25 * ax * ax)
-    big_x = max(ax, _SPLIT64)
-    big = _INV_SQRT_2PI / np.sqrt(big_x) * _hankel0_64(1.0 / big_x)
+    t = 1.0 / max(ax, _SPLIT64)   # (one division: sqrt(t) is 1 / sqrt(|x|))
+    big = _INV_SQRT_2PI * np.sqrt(t) * _hankel0_64(t)
     r = small if ax < _SPLIT64 else big
     r = 0.0 if ax == np.inf else r
     return x if x != x else r
@@ -91,8 +91,8 @@ def bessel_i1e_f64(x):
     for NaN."""
     ax = abs(x)
     small = np.exp(-min(ax, _SPLIT64)) * ax * _series1_64(0.25 * ax * ax)
-    big_x = max(ax, _SPLIT64)
-    big = _INV_SQRT_2PI / np.sqrt(big_x) * _hankel1_64(1.0 / big_x)
+    t = 1.0 / max(ax, _SPLIT64)   # (one division: sqrt(t) is 1 / sqrt(|x|))
+    big = _INV_SQRT_2PI * np.sqrt(t) * _hankel1_64(t)
     r = small if ax < _SPLIT64 else big
     r = 0.0 if ax == np.inf else r
     r = -r if x < 0 else r
@@ -105,8 +105,8 @@ def bessel_i0e_f32(x):
     :func:`plax_numba.libm_free.exp_f64`) and rounded once."""
     ax = abs(np.float64(x))
     small = exp_f64(-min(ax, _SPLIT32)) * _series0_32(0.25 * ax * ax)
-    big_x = max(ax, _SPLIT32)
-    big = _INV_SQRT_2PI / np.sqrt(big_x) * _hankel0_32(1.0 / big_x)
+    t = 1.0 / max(ax, _SPLIT32)   # (one division: sqrt(t) is 1 / sqrt(|x|))
+    big = _INV_SQRT_2PI * np.sqrt(t) * _hankel0_32(t)
     r = np.float32(small if ax < _SPLIT32 else big)
     return x if x != x else r
 
@@ -117,8 +117,8 @@ def bessel_i1e_f32(x):
     :func:`bessel_i0e_f32`); odd, +-0 at +-0."""
     ax = abs(np.float64(x))
     small = exp_f64(-min(ax, _SPLIT32)) * ax * _series1_32(0.25 * ax * ax)
-    big_x = max(ax, _SPLIT32)
-    big = _INV_SQRT_2PI / np.sqrt(big_x) * _hankel1_32(1.0 / big_x)
+    t = 1.0 / max(ax, _SPLIT32)   # (one division: sqrt(t) is 1 / sqrt(|x|))
+    big = _INV_SQRT_2PI * np.sqrt(t) * _hankel1_32(t)
     r = np.float32(small if ax < _SPLIT32 else big)
     r = -r if x < 0 else r
     return x if (x != x or x == 0) else r

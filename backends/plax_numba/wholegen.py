@@ -64,11 +64,11 @@ from plax.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var
 from plax.core.shaped_array import ShapedArray
 from plax.lowering import (ARG_REDUCTION, BROADCAST, CUMULATIVE, ELEMENTWISE, REDUCTION, Cluster,
                            call_body, explicit_broadcasts, find_clusters, fusion_kind,
-                           order_for_fusion, sub_cluster)
+                           order_for_fusion)
 from plax.lowering.calls import spliced_calls as _spliced_calls
 from plax.lowering.literals import literal_value
 
-from plax_numba import codegen
+from plax_numba import codegen, codegen_split
 from plax_numba.codegen import Unsupported, _cast, _t, constant
 from plax_numba.kernels import product_madds
 
@@ -239,11 +239,11 @@ class _Gen:
                                              ind)[0]
             return
         if any(codegen.reference_only(e) for e in cluster.eqns):
-            for part in _split_at_reference_only(cluster):
-                if isinstance(part, Cluster):
+            for eqns, part in codegen_split.split_cluster(cluster):
+                if len(eqns) > 1:
                     self.cluster(part, env, lines, ind)
                 else:
-                    self.equation(part, env, lines, ind)
+                    self.equation(eqns[0], env, lines, ind)
             return
         # in a loop body the kernel writes its array outputs into buffers allocated here,
         # which :func:`_leave_loop` moves before the loop when no value outlives a step
@@ -417,34 +417,6 @@ def _unit_axes_only(cluster: Cluster) -> bool:
     value from outside the cluster: the cluster is views of its inputs."""
     made = {id(e.outvars[0]) for e in cluster.eqns}
     return all(_inserts_unit_axes(e) and id(e.invars[0]) not in made for e in cluster.eqns)
-
-
-def _split_at_reference_only(cluster: Cluster) -> list:
-    """``cluster`` as the runs between its reference-only equations
-    (:func:`codegen.reference_only`) and those equations, in order: sub-clusters (two or
-    more equations, outputs what a later part or the cluster's reader needs) and lone
-    equations."""
-    eqns, parts, run = cluster.eqns, [], []
-    for e in eqns:
-        if codegen.reference_only(e):
-            if run:
-                parts.append(run)
-            parts.append([e])
-            run = []
-        else:
-            run.append(e)
-    if run:
-        parts.append(run)
-    needed_after = [{id(v) for v in cluster.outputs}]
-    for part in reversed(parts[1:]):  # what each part's successors read
-        needed_after.insert(0, needed_after[0] | {id(v) for e in part for v in e.invars})
-    out = []
-    for part, later in zip(parts, needed_after):
-        if len(part) == 1:
-            out.append(part[0])
-            continue
-        out.append(sub_cluster(part, cluster.shape, later))
-    return out
 
 
 # ---------------------------------------------------------------- rewrites
