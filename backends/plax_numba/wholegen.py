@@ -345,7 +345,10 @@ class _Gen:
                 lines.append(f"{ind}{', '.join(names)} = {codegen.multi_result(eqn, args)}")
                 return
             name = env[out] = self.fresh()
-            lines.append(f"{ind}{name} = {self.cast(codegen.elementwise(eqn, args), out.aval)}")
+            # (a reduction of a scalar, over no axes, is its operand: vmap leaves one in the
+            # predicate of a batched while whose batch was a single element)
+            value = args[0] if kind == REDUCTION else codegen.elementwise(eqn, args)
+            lines.append(f"{ind}{name} = {self.cast(value, out.aval)}")
             return
         inputs = list({id(v): v for v in eqn.invars}.values())  # each operand once, in order
         self.cluster(Cluster([eqn], shape, inputs, list(eqn.outvars)), env, lines, ind)

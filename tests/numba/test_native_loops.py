@@ -204,6 +204,28 @@ def test_arg_reductions_and_cumulative_ops_inside_a_native_loop():
     assert_close(got, want, ulps=0)
 
 
+def test_a_reduction_over_no_axes_in_a_loop_is_native():
+    """``vmap`` of a while over a one-element batch leaves ``reduce_or[axes=()]`` of a scalar
+    in the predicate (``random.poisson`` has one): the loop stays native, the reduction being
+    its operand."""
+    import warnings
+
+    from plax.lowering import PlaxFallbackWarning
+
+    def f(x):
+        def cond(c):
+            return lax.reduce_or(lax.reduce_or(c[1] < 7, axes=(0,)), axes=())
+        def body(c):
+            v, n = c
+            return v * 1.5 + lax.reduce_max(v, axes=()), n + 1
+        return lax.while_loop(cond, body, (x, jnp.zeros(3, jnp.int32)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PlaxFallbackWarning)  # PlaxNativeLoopWarning included
+        got, want, text = run_both(f, np.float32(0.25))
+    assert "while True" in text, text
+    assert_close(got, want, ulps=0)
+
+
 def test_unsupported_body_keeps_the_python_loop():
     from plax_numba.tiered import PlaxNativeLoopWarning
 
