@@ -65,7 +65,7 @@ from plax.lowering import (ARG_REDUCTION, BROADCAST, CUMULATIVE, ELEMENTWISE, RE
                            order_for_fusion, sub_cluster)
 from plax.lowering.literals import literal_value
 
-from plax_numba import codegen
+from plax_numba import cache, codegen
 from plax_numba.codegen import Unsupported, _cast, _t, constant
 from plax_numba.kernels import product_madds
 
@@ -163,7 +163,9 @@ def _supported(dtype) -> bool:
 class _Gen:
     def __init__(self):
         self.count = 0
-        self.kernels: dict[str, str] = {}     # cluster kernel source -> its name
+        #: cluster kernel source -> (its name here, its primitives): each is a module of its
+        #: own (:func:`_kernel_modules`)
+        self.kernels: dict[str, tuple[str, list]] = {}
         self.consts: list[np.ndarray] = []
         self.primitives: list[str] = []
         self.flat: dict[str, str] = {}      # value -> a rank-1 view of it already bound
@@ -247,9 +249,8 @@ class _Gen:
         into = self.buffers is not None
         plan = codegen.plan_cluster(cluster, into=into)
         self.primitives += plan.primitives
-        name = self.kernels.get(plan.source)
-        if name is None:
-            name = self.kernels[plan.source] = f"k{len(self.kernels)}"
+        name, _ = self.kernels.setdefault(plan.source,
+                                          (f"k{len(self.kernels)}", plan.primitives))
         given = plan.given if into else []
         bufs = []
         for j in given:
@@ -1296,11 +1297,10 @@ def plan_program(jaxpr: Jaxpr) -> WholePlan:
     head = ["@njit(**_OPTIONS)", f"def kernel({', '.join(const_names + params + ['unit'])}):"]
     lines.append(f"    return ({''.join(r + ', ' for r in rets)})")
     lines = _drop_unused(lines, gen.pure)
-    kernels = [src.replace(codegen._LOW_IMPORT, "").replace("def kernel(", f"def {name}(", 1)
-               for src, name in gen.kernels.items()]
-    source = "\n".join(kernels + ["\n".join(head + lines)]) + "\n"
+    source = "\n".join(head + lines) + "\n"
     if _USES_LOW.search(source):  # (float16/bfloat16 values: their conversions)
         source = codegen._LOW_IMPORT + source
+    source = _kernel_modules(gen.kernels) + source
 
     arg_types: list = []
     call: list[str] = []
@@ -1343,6 +1343,31 @@ def plan_program(jaxpr: Jaxpr) -> WholePlan:
     plan = WholePlan(source, wrapper, arg_types, wrapper_globals, gen.primitives)
     plan.jaxpr = jaxpr  # (the first tier, plax_numba.llvm_tier_loops, plans from it)
     return plan
+
+
+def _kernel_modules(kernels: dict) -> str:
+    """The lines binding the program's cluster kernels (``kernels``: source -> (name,
+    primitives)), each the ``kernel`` of a module of its own, keyed by its source
+    (:func:`plax_numba.cache.load_kernel`, which writes and imports it once per process).
+
+    Programs holding the same cluster kernel share its dispatcher, so numba compiles it once
+    per process for each argument type and keeps it in its disk cache like any kernel; each
+    program's compilation only links its code (numba links a callee's code into its caller's
+    LLVM module and optimises them together, inlining it as it did when the kernels were
+    functions of the program's module). The module text is written into the program's
+    source, so the program's module is complete by itself: a compile worker or a later
+    process importing it needs nothing else on disk.
+    """
+    if not kernels:
+        return ""
+    lines = ["from plax_numba.cache import load_kernel\n"]
+    for src, (name, primitives) in kernels.items():
+        text = cache.module_source(src, primitives)
+        # (read as it runs, one line per line, wherever it needs no escapes)
+        literal = (f"'''{text}'''" if "'''" not in text and "\\" not in text
+                   and not text.endswith("'") else repr(text))
+        lines.append(f"{name} = load_kernel({literal})\n")
+    return "\n".join(lines) + "\n"
 
 
 def equation_jaxpr(eqn: JaxprEqn) -> Jaxpr:
