@@ -1,7 +1,8 @@
 """plax on Numba beside plax on NumPy, JAX and plain NumPy: the Numba backend's workloads in one
 table, measured in one run.
 
-    python benchmarks/compare.py [--quick] [--repeat R]
+    python benchmarks/compare.py [--quick] [--repeat R] [--timer {wall,cpu}]
+                                 [--rows TEXT ...] [--columns NAME ...]
 
 Columns: plax jitted with ``backend="numba"`` (kernels compiled before timing,
 ``PLAX_NUMBA_SYNC=1``), plax jitted with ``backend="numpy"`` (the reference interpreter), JAX's
@@ -17,7 +18,11 @@ compiling in the background from its second run on: what a user sees). ``--quick
 repetitions (a smoke test; the sizes are in the row labels). The last rows time the special
 functions with scalar forms of the Numba backend's own (``f(x * 0.5) * 2 + 1`` on float32,
 one fused loop; benchmarks/special_bench.py prints their errors beside JAX's); ``--tiering``
-adds benchmarks/numba_tiering.py's table. See docs/performance.md.
+adds benchmarks/numba_tiering.py's table. ``--timer cpu`` times by this process's CPU time
+(every thread's: numba's and BLAS's included) instead of wall time, for comparisons on a
+shared, loaded machine; ``--rows`` keeps the rows whose label contains one of the texts and
+``--columns`` the named columns (say ``--columns plax-numba`` to compare two checkouts, run
+with each one's ``PYTHONPATH``). See docs/performance.md.
 """
 from __future__ import annotations
 
@@ -361,25 +366,31 @@ def libraries() -> tuple[dict, list[str]]:
 
 # ---------------------------------------------------------------- timing
 
-def median_seconds(fn: Callable[[], object], repeat: int, target: float) -> float:
-    """Median over ``repeat`` runs of the seconds per call, each run lasting about ``target``."""
+#: ``--timer``: wall time, or this process's CPU time
+TIMERS = {"wall": time.perf_counter, "cpu": time.process_time}
+
+
+def median_seconds(fn: Callable[[], object], repeat: int, target: float,
+                   timer: Callable[[], float] = time.perf_counter) -> float:
+    """Median over ``repeat`` runs of the seconds per call (by ``timer``), each run lasting
+    about ``target``."""
     fn()  # warm-up
     number, elapsed = 1, 0.0
     while True:
-        t0 = time.perf_counter()
+        t0 = timer()
         for _ in range(number):
             fn()
-        elapsed = time.perf_counter() - t0
+        elapsed = timer() - t0
         if elapsed >= target / 4 or number >= 1 << 20:
             break
         number *= 2
     number = max(1, int(number * target / max(elapsed, 1e-9)))
     runs = []
     for _ in range(repeat):
-        t0 = time.perf_counter()
+        t0 = timer()
         for _ in range(number):
             fn()
-        runs.append((time.perf_counter() - t0) / number)
+        runs.append((timer() - t0) / number)
     return statistics.median(runs)
 
 
@@ -403,12 +414,17 @@ def fmt(seconds: float | None) -> str:
     return f"{seconds:.2f} s"
 
 
-def measure(quick: bool, repeat: int) -> tuple[list[list[str]], list[str], dict]:
+def measure(quick: bool, repeat: int, timer: str = "wall", only_rows=None,
+            columns=None) -> tuple[list[list[str]], list[str], dict]:
     """The table's rows, the notes on missing libraries, and each row's times in seconds
-    (label -> column -> seconds or None)."""
+    (label -> column -> seconds or None), by the clock ``timer`` (:data:`TIMERS`; first-call
+    rows always by wall time), of the rows whose label contains one of ``only_rows`` (all:
+    None) in ``columns`` (all: None; the others are left empty)."""
     libs, notes = libraries()
+    clock = TIMERS[timer]
     target = 0.01 if quick else 0.05
-    workloads = make_workloads(quick)
+    workloads = [w for w in make_workloads(quick)
+                 if only_rows is None or any(text in w[0] for text in only_rows)]
     # "first call" rows before the steady-state ones: those compile their kernels
     # synchronously, and a fresh function whose clusters this process already compiled uses
     # them at once, which is not what a user's first call does (it runs the reference
@@ -420,13 +436,16 @@ def measure(quick: bool, repeat: int) -> tuple[list[list[str]], list[str], dict]
         label, impls = workloads[index]
         times: dict[str, float | None] = {}
         for column in COLUMNS:
+            if columns is not None and column not in columns:
+                times[column] = None
+                continue
             if column == "numpy":
                 factory = impls.get("numpy")
                 if factory is None:
                     times[column] = None
                     continue
                 fn, args = factory(None)
-                times[column] = median_seconds(lambda: fn(*args), repeat, target)
+                times[column] = median_seconds(lambda: fn(*args), repeat, target, clock)
                 continue
             lib = libs.get(column)
             if lib is None:
@@ -442,7 +461,8 @@ def measure(quick: bool, repeat: int) -> tuple[list[list[str]], list[str], dict]
                     if old is not None:
                         os.environ["PLAX_NUMBA_SYNC"] = old
             else:
-                times[column] = median_seconds(lambda: lib.block(fn(*args)), repeat, target)
+                times[column] = median_seconds(lambda: lib.block(fn(*args)), repeat, target,
+                                               clock)
         numba_t, jax_t = times.get("plax-numba"), times.get("jax")
         ratio = f"{numba_t / jax_t:.2f}" if numba_t and jax_t else "-"
         rows[index] = [label] + [fmt(times[c]) for c in COLUMNS] + [ratio]
@@ -491,9 +511,15 @@ def main(argv=None) -> None:
                              "numba_tiering.py: pauses, time to the fast path with and "
                              "without the LLVM first tier, warm starts, the GIL held by "
                              "plax's own loading and linking)")
+    parser.add_argument("--timer", choices=sorted(TIMERS), default="wall",
+                        help="wall time (default), or this process's CPU time, all threads")
+    parser.add_argument("--rows", nargs="+", default=None, metavar="TEXT",
+                        help="only the rows whose label contains one of these texts")
+    parser.add_argument("--columns", nargs="+", default=None, choices=COLUMNS,
+                        help="only these columns (the others are left empty)")
     args = parser.parse_args(argv)
     repeat = args.repeat or (3 if args.quick else 15)
-    rows, notes, raw = measure(args.quick, repeat)
+    rows, notes, raw = measure(args.quick, repeat, args.timer, args.rows, args.columns)
     import plax
     for name, backend in sorted(plax.plugins.registry().backends.items()):
         info = getattr(backend, "info", lambda: {})() or {}
@@ -502,8 +528,11 @@ def main(argv=None) -> None:
     print(f"{os.cpu_count()} CPU cores")
     for note in notes:
         print(note)
-    print(f"medians of {repeat} runs per cell{' (--quick sizes)' if args.quick else ''}")
+    print(f"medians of {repeat} runs per cell{' (--quick sizes)' if args.quick else ''}"
+          + (", process CPU time" if args.timer == "cpu" else ""))
     print(table(rows))
+    if args.rows is not None or args.columns is not None:
+        return  # (a selection: the table alone)
     floor = mlp_products_floor(repeat, args.quick)
     jax_step = next(t["jax"] for label, t in raw.items() if label.startswith("MLP step 784"))
     print(f"the MLP step's 8 matrix products alone, in NumPy: {fmt(floor)}"

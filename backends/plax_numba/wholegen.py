@@ -1,9 +1,10 @@
 """Whole jaxprs as one ``numba.njit`` function: native control flow and whole-program kernels.
 
 :func:`plan_program` writes a module whose ``kernel`` computes a complete jaxpr without
-returning to Python: fusion clusters become loop kernels of :mod:`plax_numba.codegen`
-(nested njit functions of the same module), and every other equation becomes a few lines of
-array code inside ``kernel``:
+returning to Python: fusion clusters become loop kernels of :mod:`plax_numba.codegen`, each
+the ``kernel`` of a module of its own keyed by its source, which every program holding it
+shares (compiled once per process, kept in numba's disk cache: :func:`_kernel_modules`), and
+every other equation becomes a few lines of array code inside ``kernel``:
 
 * ``reshape``/``squeeze``/``expand_dims`` as views, ``transpose``/``rev``/``slice`` as
   contiguous copies, ``dynamic_slice``/``dynamic_update_slice`` with XLA's clamped starts,
