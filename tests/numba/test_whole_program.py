@@ -1,10 +1,10 @@
 """Whole-program kernels on the Numba backend: a small jitted program (every value at most
 ``plax_numba.backend.WHOLE_MAX`` elements) compiles into one njit call
-(:mod:`plax_numba.wholegen`), checked against the NumPy backend; tiering, the fallbacks and
-the disk-cache key.
+(:mod:`plax_numba.wholegen`), checked against the NumPy backend; tiering, the fallbacks, the
+disk-cache key and cluster kernels shared between programs.
 
-Each test compiles one program (numba is slow to compile on the CI machine); the structural
-primitives share one program.
+Each test compiles one program (numba is slow to compile on the CI machine; two tiny ones for
+the sharing test); the structural primitives share one program.
 """
 from __future__ import annotations
 
