@@ -425,10 +425,12 @@ def fmt(seconds: float | None) -> str:
 
 
 def measure(quick: bool, repeat: int, match: list[str] | None = None,
-            special_size: int | None = None) -> tuple[list[list[str]], list[str], dict]:
+            special_size: int | None = None,
+            columns: list[str] | None = None) -> tuple[list[list[str]], list[str], dict]:
     """The table's rows, the notes on missing libraries, and each row's times in seconds
     (label -> column -> ``(wall, cpu)`` or None; a first-call row's cpu is None); only the
-    rows whose label starts with one of ``match`` where given."""
+    rows whose label starts with one of ``match``, and only the ``columns``, where given (the
+    others are left empty)."""
     libs, notes = libraries()
     target = 0.01 if quick else 0.05
     workloads = [w for w in make_workloads(quick, special_size)
@@ -445,6 +447,8 @@ def measure(quick: bool, repeat: int, match: list[str] | None = None,
         times: dict[str, tuple | None] = {c: None for c in COLUMNS}
         calls = {}
         for column in COLUMNS:
+            if columns and column not in columns:
+                continue
             if column == "numpy":
                 factory = impls.get("numpy")
                 if factory is not None:
@@ -519,6 +523,9 @@ def main(argv=None) -> None:
     parser.add_argument("--special-size", type=int, default=None,
                         help="elements of the special-function rows (default 1M, 100k "
                              "with --quick; issue 26's goals are on 10M)")
+    parser.add_argument("--columns", default=None,
+                        help="comma-separated columns to time (e.g. 'plax-numba'; default "
+                             f"all: {', '.join(COLUMNS)})")
     parser.add_argument("--tiering", action="store_true",
                         help="also print the tiered-compilation table (benchmarks/"
                              "numba_tiering.py: pauses, time to the fast path with and "
@@ -527,7 +534,7 @@ def main(argv=None) -> None:
     args = parser.parse_args(argv)
     repeat = args.repeat or (3 if args.quick else 15)
     rows, notes, raw = measure(args.quick, repeat, args.match and args.match.split(","),
-                               args.special_size)
+                               args.special_size, args.columns and args.columns.split(","))
     import plax
     for name, backend in sorted(plax.plugins.registry().backends.items()):
         info = getattr(backend, "info", lambda: {})() or {}

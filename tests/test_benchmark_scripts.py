@@ -89,3 +89,18 @@ def test_scan_rows_prints_every_scan_workload():
     for workload in ("scan tanh RNN", "scan 0.9c+0.1x", "scan tanh(0.9c+x)", "grad of scan tanh RNN"):
         [row] = [line for line in lines if line.startswith(f"| {workload} ")]
         assert row.count("µs") >= 1, row
+
+
+def test_numba_compiles_counts_a_command_s_compilations():
+    import pytest
+    pytest.importorskip("numba")
+    code = ("import numba\n"
+            "f = numba.njit(lambda x: x + 1)\n"
+            "g = numba.njit(lambda x: f(x) * 2)\n"
+            "print(g(3), g(4.5))\n")  # g compiled for int and float, f as its callee too
+    lines = _run("numba_compiles.py", "--", "-c", code)
+    assert lines[0] == "8 11.0"
+    rows = {line.split(" | ")[1]: int(line.split(" | ")[2]) for line in lines
+            if line.startswith("| compiled |")}
+    assert rows == {"other functions": 4}, lines  # (the -c command's own)
+    assert lines[-1].startswith("command CPU time: ") and lines[-1].endswith("exit status 0")

@@ -69,7 +69,7 @@ _HELPERS = {
                           "matvec_t"),
 }
 
-_lock = threading.Lock()
+_lock = threading.RLock()  # (re-entered: a program's module loads its cluster kernels')
 _kernels: dict[str, object] = {}   # file key -> dispatcher
 _dir: str | None = None
 

@@ -1,9 +1,10 @@
 """Whole jaxprs as one ``numba.njit`` function: native control flow and whole-program kernels.
 
 :func:`plan_program` writes a module whose ``kernel`` computes a complete jaxpr without
-returning to Python: fusion clusters become loop kernels of :mod:`plax_numba.codegen`
-(nested njit functions of the same module), and every other equation becomes a few lines of
-array code inside ``kernel``:
+returning to Python: fusion clusters become loop kernels of :mod:`plax_numba.codegen`, each
+the ``kernel`` of a module of its own keyed by its source, which every program holding it
+shares (compiled once per process, kept in numba's disk cache: :func:`_kernel_modules`), and
+every other equation becomes a few lines of array code inside ``kernel``:
 
 * ``reshape``/``squeeze``/``expand_dims`` as views, ``transpose``/``rev``/``slice`` as
   contiguous copies, ``dynamic_slice``/``dynamic_update_slice`` with XLA's clamped starts,
@@ -68,7 +69,7 @@ from plax.lowering import (ARG_REDUCTION, BROADCAST, CUMULATIVE, ELEMENTWISE, RE
 from plax.lowering.calls import spliced_calls as _spliced_calls
 from plax.lowering.literals import literal_value
 
-from plax_numba import codegen, codegen_split
+from plax_numba import cache, codegen, codegen_split
 from plax_numba.codegen import Unsupported, _cast, _t, constant
 from plax_numba.kernels import product_madds
 
@@ -166,7 +167,9 @@ def _supported(dtype) -> bool:
 class _Gen:
     def __init__(self):
         self.count = 0
-        self.kernels: dict[str, str] = {}     # cluster kernel source -> its name
+        #: cluster kernel source -> (its name here, its primitives): each is a module of its
+        #: own (:func:`_kernel_modules`)
+        self.kernels: dict[str, tuple[str, list]] = {}
         self.consts: list[np.ndarray] = []
         self.primitives: list[str] = []
         self.flat: dict[str, str] = {}      # value -> a rank-1 view of it already bound
@@ -250,9 +253,8 @@ class _Gen:
         into = self.buffers is not None
         plan = codegen.plan_cluster(cluster, into=into)
         self.primitives += plan.primitives
-        name = self.kernels.get(plan.source)
-        if name is None:
-            name = self.kernels[plan.source] = f"k{len(self.kernels)}"
+        name, _ = self.kernels.setdefault(plan.source,
+                                          (f"k{len(self.kernels)}", plan.primitives))
         given = plan.given if into else []
         bufs = []
         for j in given:
@@ -1236,11 +1238,10 @@ def plan_program(jaxpr: Jaxpr) -> WholePlan:
     head = ["@njit(**_OPTIONS)", f"def kernel({', '.join(const_names + params + ['unit'])}):"]
     lines.append(f"    return ({''.join(r + ', ' for r in rets)})")
     lines = _drop_unused(lines, gen.pure)
-    kernels = [src.replace(codegen._LOW_IMPORT, "").replace("def kernel(", f"def {name}(", 1)
-               for src, name in gen.kernels.items()]
-    source = "\n".join(kernels + ["\n".join(head + lines)]) + "\n"
+    source = "\n".join(head + lines) + "\n"
     if _USES_LOW.search(source):  # (float16/bfloat16 values: their conversions)
         source = codegen._LOW_IMPORT + source
+    source = _kernel_modules(gen.kernels) + source
 
     arg_types: list = []
     call: list[str] = []
@@ -1283,6 +1284,31 @@ def plan_program(jaxpr: Jaxpr) -> WholePlan:
     plan = WholePlan(source, wrapper, arg_types, wrapper_globals, gen.primitives)
     plan.jaxpr = jaxpr  # (the first tier, plax_numba.llvm_tier_loops, plans from it)
     return plan
+
+
+def _kernel_modules(kernels: dict) -> str:
+    """The lines binding the program's cluster kernels (``kernels``: source -> (name,
+    primitives)), each the ``kernel`` of a module of its own, keyed by its source
+    (:func:`plax_numba.cache.load_kernel`, which writes and imports it once per process).
+
+    Programs holding the same cluster kernel share its dispatcher, so numba compiles it once
+    per process for each argument type and keeps it in its disk cache like any kernel; each
+    program's compilation only links its code (numba links a callee's code into its caller's
+    LLVM module and optimises them together, inlining it as it did when the kernels were
+    functions of the program's module). The module text is written into the program's
+    source, so the program's module is complete by itself: a compile worker or a later
+    process importing it needs nothing else on disk.
+    """
+    if not kernels:
+        return ""
+    lines = ["from plax_numba.cache import load_kernel\n"]
+    for src, (name, primitives) in kernels.items():
+        text = cache.module_source(src, primitives)
+        # (read as it runs, one line per line, wherever it needs no escapes)
+        literal = (f"'''{text}'''" if "'''" not in text and "\\" not in text
+                   and not text.endswith("'") else repr(text))
+        lines.append(f"{name} = load_kernel({literal})\n")
+    return "\n".join(lines) + "\n"
 
 
 def equation_jaxpr(eqn: JaxprEqn) -> Jaxpr:

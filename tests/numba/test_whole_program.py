@@ -1,13 +1,15 @@
 """Whole-program kernels on the Numba backend: a small jitted program (every value at most
 ``plax_numba.backend.WHOLE_MAX`` elements) compiles into one njit call
-(:mod:`plax_numba.wholegen`), checked against the NumPy backend; tiering, the fallbacks and
-the disk-cache key.
+(:mod:`plax_numba.wholegen`), checked against the NumPy backend; tiering, the fallbacks, the
+disk-cache key and cluster kernels shared between programs.
 
-Each test compiles one program (numba is slow to compile on the CI machine); the structural
-primitives share one program.
+Each test compiles one program (numba is slow to compile on the CI machine; two tiny ones for
+the sharing test); the structural primitives share one program.
 """
 from __future__ import annotations
 
+import os
+import re
 import warnings
 
 import numpy as np
@@ -145,6 +147,48 @@ def test_disk_cache_key_covers_the_generated_source():
     t1 = cache.module_source(wholegen.plan_program(j1).source, ["x"])
     t2 = cache.module_source(wholegen.plan_program(j2).source, ["x"])
     assert t1 != t2 and cache.source_path(t1) != cache.source_path(t2)
+
+
+def _cluster_modules(text: str) -> dict:
+    """The cluster kernels' module texts a program's ``as_text()`` binds, by name."""
+    return dict(re.findall(r"^(k\d+) = load_kernel\('''(.*?)'''\)$", text, re.M | re.S))
+
+
+def test_programs_sharing_a_cluster_kernel_compile_it_once(monkeypatch):
+    # Two different programs (other constants and equations) hold the same cluster kernel,
+    # tanh(a + c) summed over a (3, 5) product: it is one module, compiled (or loaded from
+    # numba's disk cache) once in this process, and each program's kernel only links it.
+    # (numba specialises a callee for the constant extents a program passes: programs share
+    # the compiled kernel where those are equal)
+    from numba.core.dispatcher import Dispatcher
+    from plax_numba import cache
+    monkeypatch.setattr(cache, "_kernels", {})   # as a new process: nothing imported yet
+    monkeypatch.setattr(cache, "_compiled", {})
+    real, added = Dispatcher.compile, []
+
+    def compile(self, sig):  # (counts the overloads it adds: compiled or loaded)
+        before = len(self.overloads)
+        result = real(self, sig)
+        if len(self.overloads) > before:
+            added.append(self.py_func.__module__)
+        return result
+    monkeypatch.setattr(Dispatcher, "compile", compile)
+    x = np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4)
+    w = np.linspace(0.5, -0.5, 20, dtype=np.float32).reshape(5, 4)
+    texts = []
+    for f in (lambda x, w: jnp.tanh(x @ w.T + 1.0).sum(),
+              lambda x, w: jnp.tanh(x @ w.T + 0.5).sum() * 2.0 - x.sum()):
+        got, want, text = run_both(f, x, w)
+        assert "whole-program kernel" in text
+        assert_close(got, want)
+        texts.append(text)
+    shared = set(_cluster_modules(texts[0]).values()) & set(_cluster_modules(texts[1]).values())
+    assert len(shared) == 1, texts
+    module = "plax_numba_kernels." + os.path.basename(cache.source_path(shared.pop()))[:-3]
+    programs = {"plax_numba_kernels." + os.path.basename(p)[:-3]
+                for t in texts for p in re.findall(r"fused kernel \((\S+)\): the whole", t)}
+    assert added.count(module) == 1, added
+    assert len(programs) == 2 and all(added.count(p) == 1 for p in programs), added
 
 
 def test_dead_cluster_in_a_loop_body_compiles():
