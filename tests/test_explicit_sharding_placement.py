@@ -162,8 +162,9 @@ with jax.set_mesh(jax.make_mesh((2, 4), ("X", "Y"))):
         "moveaxis": jnp.moveaxis(n3, 0, 2), "matrix_transpose": jnp.linalg.matrix_transpose(n2),
         "lax_squeeze": lax.squeeze(n2[:1], (0,)), "squeeze": jnp.squeeze(n2[:1]),
         "astype": jnp.astype(n1, jnp.int32), "astype_same": jnp.astype(n1, jnp.float32),
-        "astype_copy": jnp.astype(n1, jnp.float32, copy=True), "astype_scalar": jnp.astype(1.5, jnp.int32),
-        "astype_asarray": jnp.astype(r1, jnp.int32), "matmul_mv": jnp.matmul(n2, np.ones(4, np.float32)),
+        "astype_copy": jnp.astype(n1, jnp.float32, copy=True),
+        "astype_scalar": jnp.astype(1.5, jnp.int32), "astype_asarray": jnp.astype(r1, jnp.int32),
+        "matmul_mv": jnp.matmul(n2, np.ones(4, np.float32)),
         "matmul_vm": jnp.matmul(n1, n2), "matmul_3d": jnp.matmul(n3, n2[:4, :3]),
         "matmul_uncommitted": outside2 @ np.ones(4, np.float32),
         "matmul_placed": jnp.matmul(r0, np.ones(4, np.float32)), "dot_scalar": jnp.dot(n2, 2.0),
@@ -177,7 +178,8 @@ with jax.set_mesh(jax.make_mesh((2, 4), ("X", "Y"))):
     z5 = jnp.zeros_like(z, shape=(5,))
     out["eager_one_jit_values"] = [
         np.asarray(jnp.matmul(n2, np.arange(4.0, dtype=np.float32))).tolist(),
-        np.asarray(jnp.dot(np.arange(3.0), 2.0)).tolist(), np.asarray(jnp.astype(n1 * 1.5, jnp.int32)).tolist(),
+        np.asarray(jnp.dot(np.arange(3.0), 2.0)).tolist(),
+        np.asarray(jnp.astype(n1 * 1.5, jnp.int32)).tolist(),
         np.asarray(jnp.swapaxes(a, 0, 1)).tolist() == a.T.tolist(), placed(z5 + 1), ty(z5)]
     out["reshape_numpy"] = [type(jnp.reshape(n2, (32,))).__name__,
                             type(jax.numpy.reshape(np.float32(1), (1,))).__name__,
