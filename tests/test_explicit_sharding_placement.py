@@ -62,7 +62,7 @@ def reshape_shardings(f, *args):  # the sharding= parameter of each reshape stag
 a = np.arange(32.0, dtype=np.float32).reshape(8, 4)
 d3 = jax.devices()[3]
 on_d3 = jax.device_put(np.ones(8, np.float32), d3)
-outside = jnp.ones(8)
+outside, outside2 = jnp.ones(8), jnp.ones((2, 4))
 f = jax.jit(lambda v: v * 2)
 with jax.set_mesh(jax.make_mesh((2, 4), ("X", "Y"))):
     x = jax.device_put(a, P("X", "Y"))
@@ -155,6 +155,32 @@ with jax.set_mesh(jax.make_mesh((2, 4), ("X", "Y"))):
         "zeros_like_float": jnp.zeros_like(1.0), "ones_like_int": jnp.ones_like(3),
         "full_like_numpy_scalar": jnp.full_like(np.float32(1), 2.0),
         "empty_like_float": jnp.empty_like(1.0)}.items()}
+    n3, r1 = np.ones((2, 3, 4), np.float32), jnp.asarray(n1)
+    out["eager_one_jit"] = {name: placed(v) for name, v in {  # as JAX's one jit of the function
+        "swapaxes": jnp.swapaxes(n2, 0, 1), "lax_transpose": lax.transpose(n2, (1, 0)),
+        "rollaxis": jnp.rollaxis(n3, 2), "transpose_uncommitted": jnp.transpose(outside2),
+        "moveaxis": jnp.moveaxis(n3, 0, 2), "matrix_transpose": jnp.linalg.matrix_transpose(n2),
+        "lax_squeeze": lax.squeeze(n2[:1], (0,)), "squeeze": jnp.squeeze(n2[:1]),
+        "astype": jnp.astype(n1, jnp.int32), "astype_same": jnp.astype(n1, jnp.float32),
+        "astype_copy": jnp.astype(n1, jnp.float32, copy=True),
+        "astype_scalar": jnp.astype(1.5, jnp.int32), "astype_asarray": jnp.astype(r1, jnp.int32),
+        "matmul_mv": jnp.matmul(n2, np.ones(4, np.float32)),
+        "matmul_vm": jnp.matmul(n1, n2), "matmul_3d": jnp.matmul(n3, n2[:4, :3]),
+        "matmul_uncommitted": outside2 @ np.ones(4, np.float32),
+        "matmul_placed": jnp.matmul(r0, np.ones(4, np.float32)), "dot_scalar": jnp.dot(n2, 2.0),
+        "dot_scalar_left": jnp.dot(np.float32(2), n1), "dot_scalar_placed": jnp.dot(r0, 2.0),
+        "zeros_like_shape_rank1": jnp.zeros_like(z, shape=(5,)),
+        "ones_like_shape_rank3": jnp.ones_like(z, shape=(2, 3, 4)),
+        "full_like_shape_rank0": jnp.full_like(z, 2.0, shape=()),
+        "zeros_like_shape_asarray": jnp.zeros_like(r0, shape=(5,)),
+        "jit_squeeze": jax.jit(jnp.squeeze)(n2[:1]),
+        "jit_matmul_mv": jax.jit(jnp.matmul)(n2, np.ones(4, np.float32))}.items()}
+    z5 = jnp.zeros_like(z, shape=(5,))
+    out["eager_one_jit_values"] = [
+        np.asarray(jnp.matmul(n2, np.arange(4.0, dtype=np.float32))).tolist(),
+        np.asarray(jnp.dot(np.arange(3.0), 2.0)).tolist(),
+        np.asarray(jnp.astype(n1 * 1.5, jnp.int32)).tolist(),
+        np.asarray(jnp.swapaxes(a, 0, 1)).tolist() == a.T.tolist(), placed(z5 + 1), ty(z5)]
     out["reshape_numpy"] = [type(jnp.reshape(n2, (32,))).__name__,
                             type(jax.numpy.reshape(np.float32(1), (1,))).__name__,
                             placed(jnp.reshape(jnp.asarray(n2), (32,))),
@@ -265,6 +291,20 @@ JAX_ANSWERS = {
         "einsum": [_NAMED, "P(None, None)", True], "einsum_sum": [_NAMED, "P(None,)", True],
         "tensordot": [_NAMED, "P(None, None)", True], "pad": [_NAMED, "P(None,)", True],
         "mean": [_NAMED, "P(None,)", True]},
+    "eager_one_jit": {
+        **{k: [_NAMED, "P()", True] for k in (
+            "swapaxes", "lax_transpose", "rollaxis", "transpose_uncommitted", "lax_squeeze",
+            "astype_same", "astype_scalar", "matmul_mv", "matmul_vm", "matmul_3d",
+            "matmul_uncommitted", "dot_scalar", "dot_scalar_left", "zeros_like_shape_asarray",
+            "jit_squeeze", "jit_matmul_mv")},
+        **{k: [_NAMED, "P(None, None)", True] for k in (
+            "matrix_transpose", "dot_scalar_placed", "zeros_like_shape_rank1",
+            "ones_like_shape_rank3", "full_like_shape_rank0")},
+        "moveaxis": [_NAMED, "P(None, None, None)", True], "squeeze": [_NAMED, "P(None,)", True],
+        "astype": [_NAMED, "P(None,)", True], "astype_copy": [_NAMED, "P(None,)", True],
+        "astype_asarray": [_NAMED, "P(None,)", True], "matmul_placed": [_NAMED, "P(None,)", True]},
+    "eager_one_jit_values": [[6.0] * 8, [0.0, 2.0, 4.0], [1] * 8, True,
+                             [_NAMED, "P(None,)", True], "[5]"],
     "reshape_numpy": ["ndarray", "ndarray", [_NAMED, "P(None,)", True],
                       ["ValueError", "cannot reshape array of size 32 into shape (5,2)"]],
     "eager_kept_checks": [False, True, True, "key<fry>[]", "key<fry>[8]", "P()", "P(None,)",

@@ -24,7 +24,7 @@ from typing import Any, Callable, Sequence
 
 from plax.array import _BUF, Array, _Piece, _ShardedArray, _sharded
 from plax.core.trace import state as trace_state
-from plax.sharding import (AxisType, NamedSharding, PartitionSpec, get_mesh,
+from plax.sharding import (AxisType, NamedSharding, PartitionSpec, _full_index, get_mesh,
                            internal_eager_work)
 from plax.state.types import Ref
 
@@ -191,15 +191,17 @@ def apply_on_mesh(prim, args: Sequence, params: dict, compute: Callable) -> Any:
 #: value) when every operand has one, besides one-operand elementwise and cumulative ones
 #: (which forward their operand's type) and reductions (which drop the reduced entries of an
 #: empty spec): the rest write one entry per dimension (``P(None, ...)``)
-_SHORT_SPEC_RULES = frozenset({"reshape", "transpose", "slice", "rev", "sort", "dot_general",
-                               "argmax", "argmin", "pad"})
+_SHORT_SPEC_RULES = frozenset({"reshape", "squeeze", "transpose", "slice", "rev", "sort",
+                               "dot_general", "argmax", "argmin", "pad"})
 #: of those, the ones of several operands (the rest take one)
 _SEVERAL_OPERANDS = frozenset({"dot_general", "pad"})
-#: of those, the ones whose ``jax.numpy`` function (``transpose``, ``flip``, ``argmax``,
-#: ``argmin``, ``pad``) converts a host operand to an Array first when called eagerly, which
-#: places it on the mesh (``P(None, ...)`` then): inside a ``jit`` the conversion places
-#: nothing
-_CONVERTED_FIRST_EAGERLY = frozenset({"transpose", "rev", "argmax", "argmin", "pad"})
+#: of those, the ones whose ``jax.numpy`` function (``flip``, ``argmax``, ``argmin``,
+#: ``pad``) converts a host operand to an Array first when called eagerly, which places it
+#: on the mesh (``P(None, ...)`` then): inside a ``jit`` the conversion places nothing.
+#: (``transpose`` and ``squeeze`` are not among them: ``lax.transpose``, ``swapaxes``,
+#: ``rollaxis`` and ``lax.squeeze`` keep ``P()``; ``jnp.transpose``, ``moveaxis`` and
+#: ``jnp.squeeze`` convert first, by :func:`host_operands_placed`.)
+_CONVERTED_FIRST_EAGERLY = frozenset({"rev", "argmax", "argmin", "pad"})
 
 
 def _keeps_short_spec(prim, n_operands: int, eager: bool) -> bool:
@@ -276,6 +278,36 @@ def host_operands_placed(operands: Sequence) -> list:
             else x for x in operands]
 
 
+def _short_operand(x) -> bool:
+    """Whether JAX types ``x`` ``P()`` in a ``jit`` call: a host value or an uncommitted
+    Array (tracers, committed and pending arrays are typed by what they hold)."""
+    if isinstance(x, Array):
+        return type(x) is Array and not x._committed
+    return type(x) is not Ref and not hasattr(x, "aval")
+
+
+def computed_as_one(fn: Callable, operands: Sequence) -> Any:
+    """``fn(*operands)``, a ``jax.numpy`` function that plax computes as several eager
+    operations where JAX runs one ``jit`` whose rules all keep a host value's ``P()``
+    (``matmul`` of a vector through ``reshape``, ``dot_general`` and ``squeeze``; ``dot``
+    with a scalar): when every operand is a host value or an uncommitted Array and a mesh
+    that places results is set, computed unplaced and its result placed ``P()``, as JAX's;
+    otherwise computed as it is. Call it only when :data:`plax.sharding.mesh_maybe_set`
+    is true (the no-mesh path reads that flag only).
+
+    Example:
+      >>> with plax.set_mesh(plax.make_mesh((1,), ("x",))):
+      ...     computed_as_one(jnp.matmul, (np.ones((2, 3)), np.ones(3))).sharding.spec
+      P()
+    """
+    mesh = current_mesh()
+    if not _places(mesh) or trace_state.depth or not all(map(_short_operand, operands)):
+        return fn(*operands)
+    with internal_eager_work():
+        out = fn(*operands)
+    return place_replicated(out, mesh, rank_spec=False)
+
+
 def placed_copy(x: Any) -> Any:
     """What ``jnp.array`` of the Array ``x`` (a copy) gives under a set mesh, as JAX's copy
     places it (an eager one-operand operation): an uncommitted array ``P()``, an array
@@ -314,12 +346,14 @@ def placed_like(x: Any, sharding: Any) -> Any:
     value = _off_mesh_value(x, mesh)
     if value is None:
         return None
-    return place_replicated(value, mesh, bool(sharding.spec.partitions))
+    # as JAX's: ``a``'s spec as written, whatever ``x``'s rank (``shape=`` may change it)
+    return place_replicated(value, mesh, len(sharding.spec.partitions) or None)
 
 
-def place_replicated(x: Any, mesh, rank_spec: bool = True) -> Any:
+def place_replicated(x: Any, mesh, rank_spec: bool | int | None = True) -> Any:
     """``x`` (a one-device Array) replicated on ``mesh``: ``P(None, ...)`` (``P()`` when not
-    ``rank_spec``), one shared buffer on a CPU mesh. Other values are returned as they are.
+    ``rank_spec``; an int: that many ``None``), one shared buffer on a CPU mesh. Other values
+    are returned as they are.
 
     Example:
       >>> mesh = plax.make_mesh((1,), ("x",))
@@ -328,7 +362,9 @@ def place_replicated(x: Any, mesh, rank_spec: bool = True) -> Any:
     """
     if type(x) is not Array:
         return x
-    sharding = replicated(mesh, x.ndim if rank_spec else None)
+    if rank_spec is True:
+        rank_spec = x.ndim
+    sharding = replicated(mesh, rank_spec or None)  # (False, 0 and None: ``P()``)
     devices = list(mesh.devices.flat)
     if x._device.platform == "cpu" and all(d.platform == "cpu" for d in devices):
         return _shared(x._buf, x.aval, sharding)
@@ -349,8 +385,10 @@ def _shared(buf, aval, sharding: NamedSharding) -> Array:
     if layout is None:
         if len(_LAYOUTS) >= 512:  # bounded: eager shapes vary
             _LAYOUTS.clear()
-        index = sharding.devices_indices_map(aval.shape)
-        layout = _LAYOUTS[key] = [(d, index[d], d.backend) for d in sharding._device_assignment]
+        # every device holds the whole value (the spec may be longer than the rank: JAX's
+        # full_like(a, shape=...) keeps a's spec as written)
+        whole = _full_index(len(aval.shape))
+        layout = _LAYOUTS[key] = [(d, whole, d.backend) for d in sharding._device_assignment]
     out = _sharded(aval, sharding, [_Piece(d, i, buf, b) for d, i, b in layout], True)
     _BUF.__set__(out, buf)  # the whole value already: nothing to gather
     out.aval = _plain_aval(aval)  # see _plain_aval

@@ -731,7 +731,7 @@ def matrix_transpose(x, /):
     if np.ndim(x) < 2:
         raise ValueError(f"matrix_transpose requires at least 2 dimensions, got shape "
                          f"{np.shape(x)}")
-    return _jnp().swapaxes(x, -1, -2)
+    return _jnp().matrix_transpose(x)  # (placed as JAX's: not as swapaxes)
 
 
 def diagonal(x, /, *, offset: int = 0):

@@ -15,6 +15,7 @@ import numpy as np
 
 from plax import dtypes, errors, lax
 from plax.core.trace import Tracer, get_aval
+from plax.sharding import mesh_maybe_set as _mesh_maybe_set
 from plax.numpy.util import (asarray_weak, canonicalize_axis, check_arraylike, promote_dtypes,
                              to_dtype)
 
@@ -777,11 +778,17 @@ def astype(x, dtype, /, *, copy: bool = False, device=None):
       Array([ 1, -1], dtype=int32)
     """
     check_arraylike("astype", x)
+    if _mesh_maybe_set[0]:  # JAX converts a host operand first: placed, so typed P(None, ...)
+        from plax.sharding_eager import host_operands_placed
+        x = host_operands_placed((x,))[0]
     x = asarray_weak(x)
     if dtype is None:
         dtype = dtypes.default_float_dtype()
     dt = dtypes.check_user_dtype(dtype, "astype")
     out = lax.convert_element_type(x, dt)
+    if copy and out is x and _mesh_maybe_set[0]:  # JAX's copy: an eager operation, placed
+        from plax.sharding_eager import placed_copy
+        out = placed_copy(out)
     if device is not None:
         from plax import device_put
         out = device_put(out, device)

@@ -44,6 +44,9 @@ def dot(a, b, *, precision=None, preferred_element_type=None, out_sharding=None)
     an, bn = get_aval(a).ndim, get_aval(b).ndim
     if an == 0 or bn == 0:
         from plax.numpy.ufuncs import multiply
+        if _mesh_maybe_set[0]:  # JAX's one dot_general keeps host operands' P()
+            from plax.sharding_eager import computed_as_one
+            return computed_as_one(multiply, (a, b))
         return multiply(a, b)
     contract_b = 0 if bn == 1 else bn - 2
     return lax.dot_general(a, b, (((an - 1,), (contract_b,)), ((), ())), precision, pet)
@@ -60,6 +63,14 @@ def matmul(a, b, *, precision=None, preferred_element_type=None, out_sharding=No
         return with_out_sharding(lambda: matmul(a, b, precision=precision,
                                                 preferred_element_type=preferred_element_type),
                                  out_sharding)
+    if _mesh_maybe_set[0]:  # JAX's one jit keeps host operands' P(); plax's steps would not
+        from plax.sharding_eager import computed_as_one
+        return computed_as_one(lambda a, b: _matmul(a, b, precision, preferred_element_type),
+                               (a, b))
+    return _matmul(a, b, precision, preferred_element_type)
+
+
+def _matmul(a, b, precision, preferred_element_type):
     a, b, pet = _prep("matmul", a, b, preferred_element_type)
     a_shape, b_shape = get_aval(a).shape, get_aval(b).shape
     if not a_shape or not b_shape:

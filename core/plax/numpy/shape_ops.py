@@ -14,6 +14,7 @@ from plax.transforms.jit import jit_when_traced
 from plax.numpy.util import canonicalize_axis
 from plax.numpy.util import (asarray_weak, broadcast_shapes, broadcast_to, canonicalize_axis_tuple,
                              check_arraylike, promote_dtypes)
+from plax.sharding import mesh_maybe_set as _mesh_maybe_set
 from plax.sharding_types import with_out_sharding
 
 
@@ -100,7 +101,7 @@ def ravel(a, order: str = "C"):
 def transpose(a, axes: Sequence[int] | None = None):
     """Permutes the axes (reverses them by default)."""
     check_arraylike("transpose", a)
-    a = asarray_weak(a)
+    a = asarray_weak(_converted_first(a))
     nd = get_aval(a).ndim
     if axes is None:
         axes = tuple(range(nd))[::-1]
@@ -115,9 +116,20 @@ def transpose(a, axes: Sequence[int] | None = None):
 permute_dims = transpose
 
 
+def _converted_first(a):
+    """``a``, a host value placed on the set mesh as JAX's ``transpose``, ``moveaxis``,
+    ``matrix_transpose`` and ``squeeze`` convert their operand first (so their eager result
+    is typed ``P(None, ...)``, where ``lax.transpose``, ``swapaxes``, ``rollaxis`` and
+    ``lax.squeeze`` keep ``P()``)."""
+    if _mesh_maybe_set[0]:
+        from plax.sharding_eager import host_operands_placed
+        return host_operands_placed((a,))[0]
+    return a
+
+
 def matrix_transpose(x):
     """Swaps the last two axes."""
-    x = asarray_weak(x)
+    x = asarray_weak(_converted_first(x))
     nd = get_aval(x).ndim
     if nd < 2:
         raise ValueError(f"matrix_transpose requires at least 2 dimensions, got {nd}")
@@ -126,7 +138,7 @@ def matrix_transpose(x):
 
 def moveaxis(a, source, destination):
     """Moves axes ``source`` to positions ``destination``."""
-    a = asarray_weak(a)
+    a = asarray_weak(_converted_first(a))
     nd = get_aval(a).ndim
     src = [canonicalize_axis(s, nd) for s in np.atleast_1d(source)]
     dst = [canonicalize_axis(d, nd) for d in np.atleast_1d(destination)]
@@ -150,7 +162,7 @@ def swapaxes(a, axis1: int, axis2: int):
 
 def squeeze(a, axis=None):
     """Removes axes of size one (all of them, or those in ``axis``)."""
-    a = asarray_weak(a)
+    a = asarray_weak(_converted_first(a))
     shape = _shape(a)
     if axis is None:
         axes = tuple(i for i, d in enumerate(shape) if d == 1)
