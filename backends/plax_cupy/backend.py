@@ -449,6 +449,10 @@ class CupyBackend(Backend):
         return run
 
     def sm_count(self, device_id: int) -> int:
+        """The streaming multiprocessors of GPU ``device_id`` (the launch grids' size; without
+        a GPU, as on the simulated one, :data:`plax_cupy.codegen.DEFAULT_SM_COUNT`)."""
+        if not self.gpus:
+            return codegen.DEFAULT_SM_COUNT
         return self.gpus[device_id].multiprocessors
 
     # ------------------------------------------------------------ compile
@@ -567,7 +571,7 @@ class Launcher:
     def __call__(self, *buffers):
         plan = self.plan
         device = cupy.cuda.Device()
-        sm = self.backend.sm_count(device.id) if self.backend.gpus else codegen.DEFAULT_SM_COUNT
+        sm = self.backend.sm_count(device.id)
         args = _kernel_args(plan, buffers)
         outs: list = [None] * len(plan.out_dtypes)
         for j in plan.elem_outputs:
@@ -600,7 +604,6 @@ class Launcher:
                                           np.int32(bpo), done, tag]))
         runtime.TOTALS[runtime.LAUNCHES] += 1
         return outs
-
 
 
 def _kernel_args(plan: codegen.ClusterKernel, buffers) -> list:
@@ -639,7 +642,7 @@ class GroupLauncher(Launcher):
     def __call__(self, *buffers):
         plan = self.plan
         device = cupy.cuda.Device()
-        sm = self.backend.sm_count(device.id) if self.backend.gpus else codegen.DEFAULT_SM_COUNT
+        sm = self.backend.sm_count(device.id)
         args, results = [], []
         for member, where in zip(plan.members, self.member_inputs):
             args += _kernel_args(member, [buffers[k] for k in where])

@@ -41,6 +41,7 @@ import os as _os
 # against 0.26/0.26 (1000), log1p(x/2)*2+1 1M 0.54/0.91 against 0.49/0.39, bessel_i0e 1M
 # 1.22/1.70 against 1.24/0.63, selu 100k 0.51/0.017 against 0.078/0.026, the RNN's grad
 # through scan 1.12/1.05 against 0.70/0.66 (load ~15); at load 1.3 the same either way
-# (selu 1M 0.22/0.20 against 0.21/0.20 ms, 100k 27/26 against 24/21 us). libgomp reads it when the pool starts,
-# so it is set here, before any parallel kernel runs; a value the user set wins.
+# (selu 1M 0.22/0.20 against 0.21/0.20 ms, 100k 27/26 against 24/21 us). libgomp reads it
+# when the pool starts, so it is set here, before any parallel kernel runs; a value the user
+# set wins.
 _os.environ.setdefault("GOMP_SPINCOUNT", "1000")

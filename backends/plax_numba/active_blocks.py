@@ -62,12 +62,13 @@ def blocks_while(gen, eqn, form, ins: list, lines: list, ind: str) -> list:
     generated["blocks"] += 1
     lines.append(f"{ind}# the while loop over its active elements, {k} at a time")
 
-    def rows_view(name: str, aval, n: int) -> str:
-        """A ``(n, row)`` view of the C-contiguous array ``name`` (itself at rank 1)."""
+    def rows_view(name: str, aval, n: int, at: str = ind) -> str:
+        """A ``(n, row)`` view of the C-contiguous array ``name`` (itself at rank 1), bound
+        at indentation ``at``."""
         if len(aval.shape) == 1:
             return name
         view = gen.fresh("v")
-        lines.append(f"{ind}{view} = {name}.reshape(({n}, {math.prod(aval.shape[1:])}))")
+        lines.append(f"{at}{view} = {name}.reshape(({n}, {math.prod(aval.shape[1:])}))")
         return view
 
     # the carries: writable copies of the initial values, updated row by row
@@ -115,14 +116,7 @@ def blocks_while(gen, eqn, form, ins: list, lines: list, ind: str) -> list:
     new = gen.jaxpr(body.jaxpr, consts[nc:] + blk_carries, lines, i2,
                     wg._closed_consts(gen, body))
     [q] = gen.jaxpr(pred.jaxpr, consts[:nc] + new, lines, i2, wg._closed_consts(gen, pred))
-    new_rows = []
-    for x, v in zip(new, eqn.invars[nc + nb:]):
-        if len(v.aval.shape) == 1:
-            new_rows.append(x)
-            continue
-        view = gen.fresh("v")
-        lines.append(f"{i2}{view} = {x}.reshape(({k}, {math.prod(v.aval.shape[1:])}))")
-        new_rows.append(view)
+    new_rows = [rows_view(x, v.aval, k, i2) for x, v in zip(new, eqn.invars[nc + nb:])]
     lines.append(f"{i2}for {j} in range({nl}):")
     lines.append(f"{i3}{e} = {active}[{s} + {j}]")
     for dst, src, v in zip(carry_rows, new_rows, eqn.invars[nc + nb:]):

@@ -20,8 +20,8 @@ every other equation becomes a few lines of array code inside ``kernel``:
 * ``cond``/``switch`` as ``if``/``elif`` on the clamped index, ``while`` as a ``while``
   loop (a batched one whose elements run independently, as ``vmap`` and the rejection
   samplers stage it, as a loop over its active elements only, in blocks:
-  :mod:`plax_numba.active_blocks`), ``scan`` (``fori_loop`` lowers to it) as a ``for`` loop reading ``xs[i]`` in place
-  and storing into preallocated ``ys`` (``reverse`` honoured; ``unroll=k`` puts ``k`` copies
+  :mod:`plax_numba.active_blocks`), ``scan`` (``fori_loop`` lowers to it) as a ``for``
+  loop reading ``xs[i]`` in place and storing into preallocated ``ys`` (``reverse`` honoured; ``unroll=k`` puts ``k`` copies
   of the body in each iteration, at most :data:`UNROLL_MAX`, then the remaining steps one by
   one: the same values), their bodies inlined, nested to any depth;
   ``jit`` and ``checkpoint`` calls inlined.

@@ -69,6 +69,7 @@ launch saved matters: a large tensor's kernel runs long enough that its launch i
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Iterator, Union
 
@@ -449,9 +450,7 @@ def _horizontal_member(unit, max_elements: int) -> Cluster | None:
             return None
         member = Cluster([unit], tuple(unit.outvars[0].aval.shape), _inputs_of([unit]),
                          list(unit.outvars))
-    size = 1
-    for d in member.shape:
-        size *= int(d)
+    size = math.prod(int(d) for d in member.shape)
     if not member.shape or not 0 < size <= max_elements or not member.outputs:
         return None
     return member
