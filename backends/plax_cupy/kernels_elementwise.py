@@ -68,8 +68,11 @@ def elementwise(expression: str, out_dtype, *operands: "cupy.ndarray") -> "cupy.
       >>> elementwise("plax_nextafter(a0, a1)", np.float32, x, y)   # doctest: +SKIP
     """
     from plax_cupy.kernels_special import launch_raw
-    arrays = [cupy.ascontiguousarray(a) for a in cupy.broadcast_arrays(*operands)]
-    out = cupy.empty(arrays[0].shape, np.dtype(out_dtype))
+    broadcast = cupy.broadcast_arrays(*operands)
+    # (the result's shape is the broadcast one: ascontiguousarray gives a rank-0 operand a
+    # dimension, as CuPy's and NumPy's do)
+    out = cupy.empty(broadcast[0].shape, np.dtype(out_dtype))
+    arrays = [cupy.ascontiguousarray(a) for a in broadcast]
     if out.size:
         source, name = elementwise_source(expression, tuple(dtypes.ctype(a.dtype) for a in arrays),
                                           dtypes.ctype(out_dtype))

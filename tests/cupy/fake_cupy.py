@@ -744,7 +744,9 @@ def asnumpy(a, stream=None, order="C", out=None, blocking=True):
 
 
 def ascontiguousarray(a, dtype=None):
-    if isinstance(a, ndarray) and a._a.flags.c_contiguous and (dtype is None or np.dtype(dtype) == a.dtype):
+    # (as CuPy's and NumPy's: at least one dimension, so a rank-0 array comes back as shape (1,))
+    if isinstance(a, ndarray) and a._a.flags.c_contiguous and a.ndim \
+            and (dtype is None or np.dtype(dtype) == a.dtype):
         return a
     if not isinstance(a, ndarray):
         return _to_device(np.ascontiguousarray(a, dtype=dtype), copy=False)
