@@ -14,6 +14,10 @@ otherwise hide a GPU bug:
   ``cupyx.scipy.special``, ``cupyx.scipy.ndimage``, ``cupyx.scipy.linalg``,
   ``cupyx.scipy.signal``) run the NumPy/SciPy function of a listed name on the wrapped host
   arrays and return device arrays (reductions return 0-d arrays, as CuPy's).
+* **CuPy's libraries answer as on a GPU** where their valid answers differ from NumPy's
+  (:mod:`fake_cupy_vendor`): a 1-d float32/float64 sort is CUB's radix sort on the bits (a
+  NaN with the sign bit set first), and eigen- and singular vectors come in other phases
+  than LAPACK's (others again for a batch).
 * **Host traffic is counted** (:data:`COUNTS`): device-to-host reads (``get``, ``item``,
   ``tolist``, ``float()``, ``repr``...), host-to-device copies, and simulated operations (each
   CuPy call; plax's own launch counter counts what plax dispatches, as on a real GPU).
@@ -61,6 +65,7 @@ import weakref
 import numpy as np
 
 import fake_cupy_api as _api
+import fake_cupy_vendor as _vendor
 import fake_nvrtc
 
 float16, float32, float64 = np.float16, np.float32, np.float64
@@ -479,7 +484,8 @@ class ndarray:
                  "numpy.fft": _api.NUMPY_FFT}.get(module)
         if table is None or func.__name__ not in table:
             return NotImplemented
-        return _call(func, args, kwargs, writes=_written(func.__name__, args, kwargs))
+        fn = _vendor.REPLACEMENTS.get((module, func.__name__), func)  # CuPy's own answers
+        return _call(fn, args, kwargs, writes=_written(func.__name__, args, kwargs))
 
     # ---- DLPack
     def __dlpack__(self, stream=None, max_version=None, dl_device=None, copy=None):
@@ -499,8 +505,8 @@ class ndarray:
     def fill(self, value):
         _call(np.ndarray.fill, (self, value), {}, writes=[self])
 
-    def sort(self, axis=-1):
-        _call(np.ndarray.sort, (self,), {"axis": axis}, writes=[self])
+    def sort(self, axis=-1, kind=None):
+        _call(_vendor.sort_in_place, (self,), {"axis": axis, "kind": kind}, writes=[self])
 
     def astype(self, dtype, order="K", casting=None, subok=None, copy=True):
         if not copy and np.dtype(dtype) == self.dtype:
@@ -514,7 +520,7 @@ class ndarray:
 
 
 def _method(name):
-    fn = getattr(np.ndarray, name)
+    fn = _vendor.REPLACEMENTS.get(("numpy", name), getattr(np.ndarray, name))
     flushes = name in _api.FLUSHES_FLOAT32
 
     def method(self, *args, **kwargs):
@@ -787,7 +793,8 @@ fromDlpack = from_dlpack
 
 def _namespace_function(module_name: str, name: str):
     """``cupy.<module>.<name>``: the NumPy/SciPy function of that name as a device operation."""
-    fn = getattr(importlib.import_module(module_name), name)
+    fn = _vendor.REPLACEMENTS.get((module_name, name)) or getattr(
+        importlib.import_module(module_name), name)
     if (module_name == "numpy" and name in _api.FLUSHES_FLOAT32) or module_name == "scipy.special":
         fn = _flushing(fn)
     writes_first = name in ("copyto", "put", "place", "putmask", "fill_diagonal", "put_along_axis")
