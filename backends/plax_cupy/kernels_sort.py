@@ -5,8 +5,16 @@ order of equal keys), with the reference kernels' order: NaN after every number,
 numbers by real part then imaginary part, ties in index order. Several keys sort as a
 least-significant-first sequence of stable sorts, so keys of different dtypes need no common
 type.
+
+Float keys are canonicalised first (:func:`canonical_float_key`: every NaN one positive NaN,
+``-0.0`` as ``0.0``): CuPy sorts a one-dimensional float32/float64 array with CUB's radix sort
+on the bits, where a NaN with the sign bit set comes before ``-inf`` (on the H200 ``sort`` of
+``[nan, -0.0, 0.0, -nan, ...]`` put a NaN first), and other shapes and dtypes with NaN-aware
+comparisons; canonical keys sort the same way through both.
 """
 from __future__ import annotations
+
+import numpy as np
 
 import cupy
 
@@ -15,11 +23,41 @@ from plax.lax.top_k import top_k_by_sorting, top_k_p
 from plax_cupy.kernels import kernel
 
 
+def canonical_float_key(key: "cupy.ndarray") -> "cupy.ndarray":
+    """``key`` with every NaN replaced by the positive quiet NaN and ``-0.0`` by ``0.0``, so
+    that a sort on the bits (CuPy's radix sort of a 1-d float32/float64 array) orders it as
+    JAX does: NaN last whatever its sign and payload, ``-0.0`` tied with ``0.0``. Done on the
+    bits with integer operations, so float32 subnormals are kept (CuPy's float comparisons
+    flush them to zero). Other dtypes come back as they are.
+
+    Args:
+      key: a device array (float16, float32 or float64 is canonicalised).
+
+    Returns:
+      A device array of ``key``'s shape and dtype.
+
+    Example:
+      >>> canonical_float_key(cupy.asarray([-np.nan, -0.0, 1.0]))  # [nan, 0., 1.], NaN positive
+    """
+    if key.dtype.kind != "f":
+        return key
+    u = np.dtype(f"u{key.dtype.itemsize}")
+    sign = u.type(1 << (8 * key.dtype.itemsize - 1))
+    inf_bits = np.asarray(np.inf, key.dtype).view(u)[()]
+    nan_bits = np.asarray(np.nan, key.dtype).view(u)[()]
+    bits = key.view(u)
+    magnitude = bits & u.type(~sign)
+    canonical = cupy.where(magnitude > inf_bits, nan_bits,
+                           cupy.where(magnitude == 0, u.type(0), bits))
+    return canonical.astype(u, copy=False).view(key.dtype)
+
+
 def _parts(key):
-    """The arrays a key sorts by, least significant first (complex: imaginary, then real)."""
+    """The arrays a key sorts by, least significant first (complex: imaginary, then real),
+    float ones canonicalised (:func:`canonical_float_key`)."""
     if key.dtype.kind == "c":
-        return [key.imag, key.real]
-    return [key]
+        return [canonical_float_key(key.imag), canonical_float_key(key.real)]
+    return [canonical_float_key(key)]
 
 
 def lexicographic_order(keys: list) -> "cupy.ndarray":
@@ -48,7 +86,8 @@ def lexicographic_order(keys: list) -> "cupy.ndarray":
 
 def sort_keys(key: "cupy.ndarray") -> list:
     """``key`` as :func:`lexicographic_order` keys, most significant first: a complex key is
-    its real then imaginary part, any other key itself.
+    its real then imaginary part, any other key itself; float keys canonicalised
+    (:func:`canonical_float_key`).
 
     Example:
       >>> [k.dtype.name for k in sort_keys(cupy.zeros(3, cupy.complex64))]

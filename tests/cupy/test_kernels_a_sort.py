@@ -79,3 +79,32 @@ def test_top_k_nan_first_as_jax():
         want_idx = _top_k_nan_first(x[0], 5)
         np.testing.assert_array_equal(np.asarray(idx)[0], want_idx)
         np.testing.assert_array_equal(values.astype(np.float64)[0], x[0, want_idx].astype(np.float64))
+
+
+#: the H200's failing keys (issue 24): NaN of both signs, -0.0 and infinities
+SIGNED_NAN_KEYS = [np.nan, -0.0, 0.0, -np.nan, 1.0, -np.inf, np.inf, -1.0, 0.0, np.nan]
+
+
+@pytest.mark.parametrize("dtype", [np.float16, ml_dtypes.bfloat16, np.float32, np.float64],
+                         ids=IDS)
+def test_sort_of_a_1d_key_puts_nan_of_either_sign_last(dtype):
+    # CuPy radix-sorts a 1-d float32/float64 array on its bits, where a NaN with the sign bit
+    # set comes first (the H200 returned [nan, -inf, ...]); the kernel canonicalises its keys,
+    # so every NaN is last and -0.0 ties with 0.0 (stable), as in JAX and the NumPy backend
+    keys = np.array(SIGNED_NAN_KEYS, dtype)
+    payload = np.arange(keys.size, dtype=np.int32)
+    _, order = check(lax.sort_p, keys, payload, dimension=0, is_stable=True, num_keys=1)
+    np.testing.assert_array_equal(order, [5, 7, 1, 2, 8, 4, 6, 0, 3, 9])
+    # (the NumPy backend's top_k does not order bfloat16 NaN: see test_top_k)
+    from test_kernels_a_simulated import run_kernel
+    _, idx = run_kernel(top_k_p, keys, k=4, axis=0)
+    np.testing.assert_array_equal(idx, [0, 3, 9, 6])  # NaN first, then inf
+
+
+def test_sort_of_a_1d_complex_key_orders_nan_parts_of_either_sign_last():
+    re = np.array([1.0, -np.nan, 1.0, 0.0, np.nan, -0.0])
+    im = np.array([-np.nan, 2.0, 0.5, -0.0, 1.0, 3.0])
+    keys = (re + 1j * im).astype(np.complex64)
+    keys.real, keys.imag = re, im  # (the multiplication would make NaN parts spread)
+    check(lax.sort_p, keys, np.arange(6, dtype=np.int32), dimension=0, is_stable=True,
+          num_keys=1)
