@@ -192,6 +192,10 @@ class Case:
       vmap: whether the vmap check uses this case.
       grad_operands: the operands the linearization check differentiates (default: every
         inexact one).
+      gauge: for outputs defined only up to a phase (eigen- and singular vectors):
+        ``gauge(actual_outputs, expected_outputs) -> actual_outputs`` brought to the expected
+        phases (:mod:`plax.testing.conformance.phases`), applied before every comparison of
+        this case's results (values and vmap).
     """
 
     params: dict
@@ -202,6 +206,7 @@ class Case:
     exact_bits: bool | str = False
     vmap: bool = True
     grad_operands: tuple | None = None
+    gauge: Callable[[list, list], list] | None = None
 
     def operands(self, seed: int = 0) -> list:
         return [np.asarray(a) for a in self.sample(np.random.default_rng(seed))]
@@ -326,15 +331,18 @@ def check_result(prim, case: Case, operands, outs, avals, how: str) -> None:
     expected = list(expected) if prim.multiple_results else [expected]
     assert len(outs) == len(avals) == len(expected), (
         f"{prim.name} {how} [{case.label}]: {len(outs)} outputs, abstract eval says {len(avals)}")
-    for k, (o, aval, e) in enumerate(zip(outs, avals, expected)):
-        host = np.asarray(o)
+    hosts = [np.asarray(o) for o in outs]
+    for k, (host, aval) in enumerate(zip(hosts, avals)):
         what = f"{prim.name} {how} [{case.label}] output {k}"
         assert host.dtype == aval.dtype, (
             f"{what}: backend returned dtype {host.dtype}, abstract eval says {aval.dtype}")
         assert host.shape == aval.shape, (
             f"{what}: backend returned shape {host.shape}, abstract eval says {aval.shape}")
+    if case.gauge is not None:
+        hosts = case.gauge(hosts, [np.asarray(e) for e in expected])
+    for k, (host, aval, e) in enumerate(zip(hosts, avals, expected)):
         assert_same(host, e, aval.dtype, tol_scale=case.tol_scale, exact_bits=case.exact_bits,
-                    what=what)
+                    what=f"{prim.name} {how} [{case.label}] output {k}")
 
 
 def to_arrays(operands, device=None) -> list:
@@ -568,7 +576,11 @@ def _compare_batched(got, expected, what, case: Case) -> None:
     assert len(got) == len(expected), f"{what}: {len(got)} outputs vs {len(expected)}"
     for g, e in zip(got, expected):
         assert g.dtype == e.dtype, f"{what}: dtype {g.dtype} != {e.dtype}"
-        assert_same(np.asarray(g), e, e.dtype, tol_scale=max(case.tol_scale, 4.0),
+    hosts = [np.asarray(g) for g in got]
+    if case.gauge is not None:  # (a batched solver's phases may differ from a single one's)
+        hosts = case.gauge(hosts, expected)
+    for g, e in zip(hosts, expected):
+        assert_same(g, e, e.dtype, tol_scale=max(case.tol_scale, 4.0),
                     exact_bits=case.exact_bits, what=what)
 
 
