@@ -20,6 +20,11 @@ library does on a GPU (read from CuPy 14's sources), so CI sees what a real devi
   multiplied by a factor other than NumPy's, and a batch (``ndim > 2``, CuPy's batched
   solvers) uses other factors than a single matrix, as on the H200 where the batched
   ``syevj`` and the single ``syevd`` disagreed with each other and with LAPACK.
+* **No exceptions from the solvers** (CuPy's default ``cupyx.seterr(linalg="ignore")``,
+  ``cupyx/scipy/linalg/_solve_triangular.py``): ``cupy.linalg.cholesky`` of a matrix that is
+  not positive definite returns ``potrf``'s partial factor (the failing pivot left on the
+  diagonal), ``cupyx.scipy.linalg.solve_triangular`` of a singular matrix is ``trsm``'s
+  infs/NaNs, where NumPy and SciPy raise ``LinAlgError``.
 """
 from __future__ import annotations
 
@@ -120,6 +125,61 @@ def eig(a):
     return type(np.linalg.eig(np.eye(1)))(w, v * _phases(np.asarray(a), v.shape[-1], v.dtype))
 
 
+def _matrices(x: np.ndarray, ndim: int) -> np.ndarray:
+    """``x``'s trailing ``ndim``-d blocks as one leading axis."""
+    return x.reshape((-1,) + x.shape[x.ndim - ndim:])
+
+
+def _potf2(m: np.ndarray) -> np.ndarray:
+    """LAPACK's unblocked Cholesky (``potf2``) of one matrix, stopping at the first pivot
+    that is not positive and leaving it on the diagonal (the rest of the lower triangle as it
+    was), as ``potrf`` leaves a matrix that is not positive definite."""
+    low = np.tril(m).copy()
+    for j in range(m.shape[-1]):
+        ajj = np.real(m[j, j] - np.vdot(low[j, :j], low[j, :j]))
+        if not ajj > 0:
+            low[j, j] = ajj
+            break
+        low[j, j] = np.sqrt(ajj)
+        low[j + 1:, j] = (m[j + 1:, j] - low[j + 1:, :j] @ np.conj(low[j, :j])) / low[j, j]
+    return low
+
+
+def cholesky(a):
+    """``cupy.linalg.cholesky``: cuSOLVER's ``potrf`` with CuPy's default error state
+    (``cupyx.seterr(linalg="ignore")``): a matrix that is not positive definite raises
+    nothing; its factor stops at the failing pivot, which stays on the diagonal."""
+    a = np.asarray(a)
+    try:
+        return np.linalg.cholesky(a)
+    except np.linalg.LinAlgError:
+        pass
+    with np.errstate(all="ignore"):
+        out = np.stack([_potf2(m) for m in _matrices(a, 2)]) if a.size else a.copy()
+    return out.reshape(a.shape)
+
+
+def solve_triangular(a, b, trans=0, lower=False, unit_diagonal=False, overwrite_b=False,
+                     check_finite=False):
+    """``cupyx.scipy.linalg.solve_triangular``: cuBLAS's ``trsm`` on a matrix or a batch; a
+    singular ``a`` raises nothing (SciPy's raises ``LinAlgError``) and gives infs/NaNs."""
+    from scipy.linalg import blas
+    a, b = np.asarray(a), np.asarray(b)
+    vector = b.ndim == a.ndim - 1
+    dtype = np.result_type(a.dtype, b.dtype, np.float32)
+    bs = b[..., None] if vector else b
+    mats, rhs = _matrices(a.astype(dtype), 2), _matrices(bs.astype(dtype), 2)
+    op = {0: 0, 1: 1, 2: 2, "N": 0, "T": 1, "C": 2}[trans]
+    out = np.empty(rhs.shape, dtype)
+    with np.errstate(all="ignore"):
+        for i, (m, r) in enumerate(zip(mats, rhs)):
+            trsm = blas.get_blas_funcs("trsm", (m, r))
+            out[i] = trsm(1.0, m, r, side=0, lower=int(bool(lower)), trans_a=op,
+                          diag=int(bool(unit_diagonal)))
+    out = out.reshape(bs.shape)
+    return out[..., 0] if vector else out
+
+
 #: (NumPy module, name) -> the function the simulated CuPy runs for it
 REPLACEMENTS = {
     ("numpy", "argsort"): argsort,
@@ -127,4 +187,6 @@ REPLACEMENTS = {
     ("numpy.linalg", "eigh"): eigh,
     ("numpy.linalg", "svd"): svd,
     ("numpy.linalg", "eig"): eig,
+    ("numpy.linalg", "cholesky"): cholesky,
+    ("scipy.linalg", "solve_triangular"): solve_triangular,
 }

@@ -243,3 +243,18 @@ def test_the_kit_compares_vectors_up_to_the_solvers_phases(name):
     for dtype in ("float32", "complex64"):
         harness.check_values(spec, dtype, backend(), "cupy")
     harness.check_vmap(spec, "cupy", with_jit=False)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.complex128], ids=ids)
+def test_triangular_solve_of_a_singular_matrix_gives_trsms_infs_as_the_reference(dtype):
+    # cuBLAS's trsm (CuPy's solve_triangular) divides by the zero pivot, as JAX and the NumPy
+    # backend do; the simulated CuPy used to raise SciPy's LinAlgError there, and the kernel's
+    # per-matrix fallback wrote NaNs over the whole solution
+    a = (np.tril(matrices((2, 3, 3), dtype)) + 3 * np.eye(3)).astype(dtype)
+    a[0, 1, 1] = 0
+    b = matrices((2, 3, 2), dtype, seed=1)
+    p = dict(left_side=True, lower=True, transpose_a=False, conjugate_a=False,
+             unit_diagonal=False)
+    got, want = run_kernel(L.triangular_solve_p, a, b, **p), reference(L.triangular_solve_p, a, b, **p)
+    assert not np.isfinite(as_wide(got)[0, 1:]).any() and np.isfinite(as_wide(got)[1]).all()
+    np.testing.assert_allclose(as_wide(got), as_wide(want), rtol=tol(dtype), atol=tol(dtype))

@@ -57,3 +57,15 @@ def test_eigen_and_singular_vectors_come_in_other_valid_phases(dtype):
         assert not np.allclose(u, u0, atol=1e-3)
         np.testing.assert_allclose((u[..., :3] * s[..., None, :]) @ vh[..., :3, :], a[:, :, :3],
                                    atol=1e-4)
+
+
+def test_the_solvers_raise_nothing_as_with_cupys_default_error_state():
+    a = np.array([[4.0, 2.0, 0.0], [2.0, 1.0, 0.0], [0.0, 0.0, 1.0]])  # second pivot 0
+    low = vendor.cholesky(np.stack([a, np.eye(3)]))
+    assert low[0, 1, 1] == 0 and low[0, 0, 0] == 2 and low[0, 1, 0] == 1
+    np.testing.assert_array_equal(low[1], np.eye(3))
+    singular = np.array([[2.0, 0.0, 0.0], [1.0, 0.0, 0.0], [1.0, 1.0, 1.0]])
+    x = vendor.solve_triangular(singular, np.ones(3), lower=True)
+    assert x[0] == 0.5 and np.isinf(x[1])
+    np.testing.assert_allclose(vendor.solve_triangular(np.eye(3) * 2, np.ones((3, 2)), trans="T"),
+                               np.full((3, 2), 0.5))
