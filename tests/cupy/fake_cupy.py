@@ -16,8 +16,9 @@ otherwise hide a GPU bug:
   arrays and return device arrays (reductions return 0-d arrays, as CuPy's).
 * **CuPy's libraries answer as on a GPU** where their valid answers differ from NumPy's
   (:mod:`fake_cupy_vendor`): a 1-d float32/float64 sort is CUB's radix sort on the bits (a
-  NaN with the sign bit set first), and eigen- and singular vectors come in other phases
-  than LAPACK's (others again for a batch).
+  NaN with the sign bit set first), eigen- and singular vectors come in other phases than
+  LAPACK's (others again for a batch), and the solvers raise no ``LinAlgError`` (CuPy's
+  default error state: ``cholesky``'s partial factor, ``solve_triangular``'s infs).
 * **Host traffic is counted** (:data:`COUNTS`): device-to-host reads (``get``, ``item``,
   ``tolist``, ``float()``, ``repr``...), host-to-device copies, and simulated operations (each
   CuPy call; plax's own launch counter counts what plax dispatches, as on a real GPU).
