@@ -24,6 +24,20 @@ with ``block_until_ready`` after each timed batch of calls):
   the implicit GEMM of ``plax_cupy.kernels_convolution`` (a gather kernel and one cuBLAS
   product: two launches) at full size, one direct generated kernel at the tiny size (72
   products per output, below ``GEMM_MIN_TERMS``).
+* the CPU table's workloads (benchmarks/compare.py: ``linreg step (grad, vmap)``, ``MLP step
+  784-512-512-10 b128``, ``random.normal 10M jit``, ``jit(vmap(apply_matrix))``, ``scan tanh
+  RNN 1000x64``; their ``--quick`` sizes with ``--quick``/``--tiny``), with both libraries on
+  the GPU, three repetitions each.
+
+One definition of each workload: selu, the MLP step (``compare.mlp_update``; the big MLP rows
+are it at 784-2048-2048-10) and the CPU table's rows are compare.py's, written against a
+jax-like library ``L`` (``compare._Lib``: plax jitted on the CuPy backend with arrays put on
+the GPU, or JAX on its first GPU); the rows built one at a time.
+
+The header gives the card's **device-to-device copy rate**, measured in the same run (a
+``cupy.copyto`` of 400 MB between two device buffers, bytes read plus written per second), and
+the bandwidth column gives each bandwidth row's GB/s as a share of it (issue 24's goal for
+selu: 80% or more) beside the share of the nominal peak.
 
 A second table times the MLP step's **first call** (trace, lowering, kernel compilation and
 the run), each in a fresh process: with an empty kernel cache compiling one kernel at a time
@@ -48,6 +62,9 @@ recurs in place (the same Arrays, the last call's results in a training loop, a 
 each call into the block the pool hands back) and copying in only those that do not, and hands
 its own output buffers out uncopied. ``MLP loop, batch uploaded`` is the training loop with the
 batch uploaded from the host each call (its two host-to-device copies are the upload).
+The last column, ``graph``, is the ``# CUDA graph:`` line of the row's program
+(``as_text()``, the outermost program its first call compiled), shortened: ``replayed``, or
+``no: <reason>`` (one launch, nothing to replay; a ``while``; graphs off...).
 
 The ratio column is plax-cupy / JAX (the issue's goal: <= 1.1 on the bandwidth- and BLAS-bound
 rows, <= 1.5 on latency). Each cell is the median over ``--repeat`` runs of enough calls to
