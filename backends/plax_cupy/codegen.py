@@ -1421,8 +1421,8 @@ def plan_cluster(cluster, *, literal_values: bool = True) -> ClusterKernel:
     if not reductions:
         call = ", ".join(["i"] + in_args + elem_out_args)
         vector_elem, vector_path, per_thread = _vector_kernel(
-            inputs, elem_outputs, out_dtypes, shape, need_index, params, body, call,
-            uses_helpers=bool(special_source.helpers_for("\n".join(elem))))
+            inputs, elem_outputs, out_dtypes, shape, need_index, params, body,
+            in_args + elem_out_args, uses_helpers=bool(special_source.helpers_for("\n".join(elem))))
         src += ["#ifndef PLAX_HOST", *vector_elem,
                 f"extern \"C\" __global__ void plax_elementwise({', '.join(kernel_params + ['long long n'])}) {{",
                 *vector_path,
@@ -1592,8 +1592,8 @@ __device__ __forceinline__ void plax_vstore(T* __restrict__ p, const T* r) {
 """
 
 
-def _vector_kernel(inputs, elem_outputs, out_dtypes, shape, need_index, params, body, call,
-                   uses_helpers: bool) -> tuple[list[str], list[str], int]:
+def _vector_kernel(inputs, elem_outputs, out_dtypes, shape, need_index, params, body,
+                   operands: list[str], uses_helpers: bool) -> tuple[list[str], list[str], int]:
     """The vector path of an elementwise kernel: ``(definitions, kernel lines, per_thread)``,
     or ``([], [], 1)`` where the kernel gets none.
 
@@ -1613,6 +1613,15 @@ def _vector_kernel(inputs, elem_outputs, out_dtypes, shape, need_index, params, 
     ``VECTOR_BYTES / 2`` bytes (complex128: one element per access already), where nothing
     is read or written at the loop's index, or where the kernel calls the special functions'
     helpers (compute-bound: the unrolled copies would cost compilation time, not save any).
+
+    Args:
+      inputs, elem_outputs, out_dtypes, shape: the cluster kernel's (:func:`plan_cluster`).
+      need_index: the iteration dimensions whose index the body reads (``idx<d>``).
+      params: the scalar ``plax_elem``'s parameters after its index.
+      body: the scalar ``plax_elem``'s lines (operands read ``a<k>[i]``, results stored
+        ``o<j>[i] = ...``).
+      operands: the scalar ``plax_elem``'s arguments after the index.
+      uses_helpers: whether the body calls :mod:`plax_cupy.special_source`'s helpers.
     """
     n = math.prod(shape)
     text = "\n".join(body)
@@ -1641,8 +1650,8 @@ def _vector_kernel(inputs, elem_outputs, out_dtypes, shape, need_index, params, 
     ins, outs = names, [f"o{j}" for j in elem_outputs]
     aligned = " | ".join(f"((unsigned long long){name} & {v * widths[name] - 1}u)"
                          for name in ins + outs)
-    args = ", ".join([f"{name}_r" if name in contiguous else name
-                      for name in call.split(", ")[1:]])
+    # the scalar plax_elem's arguments after the index, the contiguous ones as their registers
+    args = ", ".join(f"{name}_r" if name in contiguous else name for name in operands)
     chunk = f"(c + u * t) * {v}{suffix}"
     lines = [f"  // the vector path (codegen._vector_kernel): {v} elements per access, {u} "
              "accesses per operand in flight",
@@ -1670,7 +1679,7 @@ def _vector_kernel(inputs, elem_outputs, out_dtypes, shape, need_index, params, 
     if n % v:
         lines += [f"    for ({idx} i = nc * {v}{suffix} + ({idx})blockIdx.x * blockDim.x + "
                   f"threadIdx.x; i < {n}{suffix}; i += t)",
-                  f"      plax_elem((long long){call.split(', ', 1)[0]}, {call.split(', ', 1)[1]});"]
+                  f"      plax_elem((long long)i, {', '.join(operands)});"]
     lines += ["    return;", "  }"]
     return [VECTOR_SOURCE, *overload], lines, u * v
 
