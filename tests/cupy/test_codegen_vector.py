@@ -7,8 +7,9 @@ bandwidth), checked without a GPU.
   path for small kernels, complex128, reductions, nor the special functions' helpers;
 * NVRTC compiles it for every dtype the fused kernels take, mixed widths included, and the
   optimised PTX holds 128-bit loads and stores;
-* on the simulated GPU (this file again, in a child process) it computes what NumPy does,
-  with a tail of ``n % V`` elements, and so does the scalar fallback a misaligned view takes.
+* on the simulated GPU (this file again, in a child process; which builds the kernels
+  themselves for the host, the vector path included) and on a real one, it computes what NumPy
+  does, with a tail of ``n % V`` elements, and so does the scalar loop a misaligned view takes.
 """
 from __future__ import annotations
 
@@ -22,10 +23,14 @@ import pytest
 from plax import lax
 from plax.core.jaxpr import Literal, Var
 
-from gpu_env import requires_nvrtc
+from gpu_env import GPU_PROBLEM, requires_nvrtc
 from kernel_source_util import DTYPES, aval, batch_source, make_eqn
 from plax_cupy import codegen
-from test_simulated_streams import SIMULATED, on_simulated_gpu, run_file_on_simulated_gpu
+from test_simulated_streams import SIMULATED, run_file_on_simulated_gpu
+
+#: on the simulated GPU (the child process) or a real one
+on_a_gpu = pytest.mark.skipif(not SIMULATED and bool(GPU_PROBLEM),
+                              reason="needs a GPU, real or simulated (test_on_the_simulated_gpu)")
 
 #: above VECTOR_MIN_ELEMENTS, and not a multiple of any vector width: every kernel has a tail
 BIG = (codegen.VECTOR_MIN_ELEMENTS + 3,)
@@ -127,7 +132,7 @@ def test_on_the_simulated_gpu():
     run_file_on_simulated_gpu(__file__, skipped=2)   # (this one, and NVRTC there)
 
 
-@on_simulated_gpu
+@on_a_gpu
 @pytest.mark.parametrize("dtype", [np.float32, np.float16, np.int8])
 def test_vector_path_values_with_a_tail(dtype):
     import plax
@@ -139,7 +144,7 @@ def test_vector_path_values_with_a_tail(dtype):
     assert codegen.plan_equation(_selu_cluster_eqn(BIG, np.dtype(dtype))).per_thread > 1
 
 
-@on_simulated_gpu
+@on_a_gpu
 def test_misaligned_view_takes_the_scalar_loop():
     import cupy
     import plax
