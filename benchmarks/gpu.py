@@ -7,7 +7,10 @@ with ``block_until_ready`` after each timed batch of calls):
 
 * selu on 1e8 float32 -- bandwidth-bound: time and GB/s (8 bytes moved per element), and the
   share of the card's peak bandwidth (``--peak-gbs``; default: computed from the memory clock
-  and bus width the driver reports);
+  and bus width the driver reports); and the same compiled without the elementwise kernels'
+  vector path (``selu ..., scalar loop``: ``codegen.VECTOR_MIN_ELEMENTS`` out of reach while
+  it compiles, the kernel as it was before; docs/gpu.md "Elementwise kernels: the vector
+  path");
 * matmul 8192 x 8192, float32 (TF32 off in both: ``jax_default_matmul_precision="highest"``)
   and bfloat16;
 * one SGD step of an MLP 784-2048-2048-10, batch 4096 (value and grad, parameters updated),
@@ -215,8 +218,25 @@ def workloads(quick: bool, tiny: bool = False):
         return L.jit(lambda x, w: L.lax.conv_general_dilated(
             x, w, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC")))
 
+    def scalar_loop(L):
+        """selu compiled without the elementwise kernels' vector path (plax's kernel as it
+        was before it: the same card's before/after in one run; JAX's is its selu)."""
+        fn, args = L.jit(compare.selu_fn(L.jnp)), [L.put(x_selu)]
+        if L.jnp.__name__.startswith("jax"):
+            return fn, args
+        from plax_cupy import codegen
+
+        def call(x):
+            saved, codegen.VECTOR_MIN_ELEMENTS = codegen.VECTOR_MIN_ELEMENTS, 1 << 62
+            try:   # (read when the kernel is generated: the first call)
+                return fn(x)
+            finally:
+                codegen.VECTOR_MIN_ELEMENTS = saved
+        return call, args
+
     factories = {
         "selu": lambda L: (L.jit(compare.selu_fn(L.jnp)), [L.put(x_selu)]),
+        "selu scalar": scalar_loop,
         "matmul f32": lambda L: (L.jit(lambda a, b: a @ b), [L.put(a32), L.put(b32)]),
         "matmul bf16": lambda L: (L.jit(lambda a, b: a @ b),
                                   [L.put(a32).astype(L.jnp.bfloat16),
@@ -234,6 +254,7 @@ def workloads(quick: bool, tiny: bool = False):
         "conv 3x3": lambda L: (conv(L), [L.put(x_conv), L.put(w_conv)]),
     }
     rows = [(f"selu {n_big:.0e} f32", 8 * n_big, "selu"),
+            (f"selu {n_big:.0e}, scalar loop", 8 * n_big, "selu scalar"),
             (f"matmul {m}^2 f32", None, "matmul f32"),
             (f"matmul {m}^2 bf16", None, "matmul bf16"),
             (f"MLP step batch {batch}", None, "mlp step"),
