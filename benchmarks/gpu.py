@@ -8,9 +8,9 @@ with ``block_until_ready`` after each timed batch of calls):
 * selu on 1e8 float32 -- bandwidth-bound: time and GB/s (8 bytes moved per element), and the
   share of the card's peak bandwidth (``--peak-gbs``; default: computed from the memory clock
   and bus width the driver reports); and the same compiled without the elementwise kernels'
-  vector path (``selu ..., scalar loop``: ``codegen.VECTOR_MIN_ELEMENTS`` out of reach while
+  vector path (``selu ... f32, scalar``: ``codegen.VECTOR_MIN_ELEMENTS`` out of reach while
   it compiles, the kernel as it was before; docs/gpu.md "Elementwise kernels: the vector
-  path");
+  path"; ``random.normal ..., scalar`` likewise);
 * matmul 8192 x 8192, float32 (TF32 off in both: ``jax_default_matmul_precision="highest"``)
   and bfloat16;
 * one SGD step of an MLP 784-2048-2048-10, batch 4096 (value and grad, parameters updated),
@@ -218,25 +218,26 @@ def workloads(quick: bool, tiny: bool = False):
         return L.jit(lambda x, w: L.lax.conv_general_dilated(
             x, w, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC")))
 
-    def scalar_loop(L):
-        """selu compiled without the elementwise kernels' vector path (plax's kernel as it
-        was before it: the same card's before/after in one run; JAX's is its selu)."""
-        fn, args = L.jit(compare.selu_fn(L.jnp)), [L.put(x_selu)]
-        if L.jnp.__name__.startswith("jax"):
-            return fn, args
-        from plax_cupy import codegen
+    def scalar_loop(key):
+        """Row ``key`` compiled without the elementwise kernels' vector path (plax's kernel as
+        it was before it: the same card's before/after in one run; JAX's is the row's own)."""
+        def factory(L):
+            fn, args = factories[key](L)
+            if L.jnp.__name__.startswith("jax"):
+                return fn, args
+            from plax_cupy import codegen
 
-        def call(x):
-            saved, codegen.VECTOR_MIN_ELEMENTS = codegen.VECTOR_MIN_ELEMENTS, 1 << 62
-            try:   # (read when the kernel is generated: the first call)
-                return fn(x)
-            finally:
-                codegen.VECTOR_MIN_ELEMENTS = saved
-        return call, args
+            def call(*a):
+                saved, codegen.VECTOR_MIN_ELEMENTS = codegen.VECTOR_MIN_ELEMENTS, 1 << 62
+                try:   # (read when the kernel is generated: the first call)
+                    return fn(*a)
+                finally:
+                    codegen.VECTOR_MIN_ELEMENTS = saved
+            return call, args
+        return factory
 
     factories = {
         "selu": lambda L: (L.jit(compare.selu_fn(L.jnp)), [L.put(x_selu)]),
-        "selu scalar": scalar_loop,
         "matmul f32": lambda L: (L.jit(lambda a, b: a @ b), [L.put(a32), L.put(b32)]),
         "matmul bf16": lambda L: (L.jit(lambda a, b: a @ b),
                                   [L.put(a32).astype(L.jnp.bfloat16),
@@ -253,14 +254,17 @@ def workloads(quick: bool, tiny: bool = False):
         "cumsum": lambda L: (L.jit(lambda x: L.jnp.cumsum(x)), [L.put(x_scan)]),
         "conv 3x3": lambda L: (conv(L), [L.put(x_conv), L.put(w_conv)]),
     }
+    factories.update({"selu scalar": scalar_loop("selu"),
+                      "random.normal scalar": scalar_loop("random.normal")})
     rows = [(f"selu {n_big:.0e} f32", 8 * n_big, "selu"),
-            (f"selu {n_big:.0e}, scalar loop", 8 * n_big, "selu scalar"),
+            (f"selu {n_big:.0e} f32, scalar", 8 * n_big, "selu scalar"),
             (f"matmul {m}^2 f32", None, "matmul f32"),
             (f"matmul {m}^2 bf16", None, "matmul bf16"),
             (f"MLP step batch {batch}", None, "mlp step"),
             (f"MLP train loop batch {batch}", None, "mlp loop"),
             ("MLP loop, batch uploaded", None, "mlp loop upload"),
             (f"random.normal {n_big:.0e}", 4 * n_big, "random.normal"),
+            (f"random.normal {n_big:.0e}, scalar", 4 * n_big, "random.normal scalar"),
             ("tiny jit call", None, "tiny call"),
             (f"cumsum 1 row {n_scan:.0e} f32", 8 * n_scan, "cumsum"),
             (f"conv 3x3 {conv_n}x{conv_hw}^2x{conv_c} f32", None, "conv 3x3")]
@@ -473,7 +477,6 @@ def main(argv=None) -> int:
     import plax
     backend = _cupy_backend()
     rows, factories = workloads(opts.quick, opts.tiny)
-    factories_own = {key for _, _, key in rows if not key.startswith(CPU_TABLE_ROWS)} | {"random.normal"}
     plax_l = plax_lib(backend.devices()[0])
     jax_l, jax_note = jax_lib()
     peak = opts.peak_gbs or _peak_gbs()
@@ -487,8 +490,9 @@ def main(argv=None) -> int:
           f"{'launches':>8s} {'h2d':>4s} {'d2h':>4s} {'fallbk':>6s} {'d2d':>4s} {'no-graph':>8s}"
           f"  {'bandwidth':34s} graph")
     for label, nbytes, key in rows:
-        # (the CPU table's rows: three repetitions, the run fits a device slot)
-        repeat = min(opts.repeat, 3) if key not in factories_own else opts.repeat
+        # (the CPU table's rows, keyed by their label: three repetitions, so that the run
+        # fits a device slot)
+        repeat = min(opts.repeat, 3) if key == label else opts.repeat
         try:
             with _TopPrograms(backend) as programs:
                 call = _blocking(*factories[key](plax_l))
