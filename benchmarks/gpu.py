@@ -307,7 +307,8 @@ class _TopPrograms:
         self.backend, self.made, self._depth = backend, [], 0
 
     def __enter__(self):
-        compile_ = type(self.backend).compile.__get__(self.backend)
+        self._own = self.backend.__dict__.get("compile")   # (an instance's own, if any)
+        compile_ = self.backend.compile
 
         def recording(jaxpr, device):
             self._depth += 1
@@ -322,7 +323,10 @@ class _TopPrograms:
         return self
 
     def __exit__(self, *exc):
-        del self.backend.compile
+        if self._own is None:
+            del self.backend.compile
+        else:
+            self.backend.compile = self._own
 
 
 def graph_state(executable) -> str:
