@@ -47,9 +47,40 @@ def _mlp_params(rng, sizes=(784, 512, 512, 10)):
     return params
 
 
-def make_workloads(quick: bool, special_size: int | None = None):
-    """``[(label, inputs, {library: factory})]``; a factory takes the library's namespace and
-    returns ``(fn, args)`` where ``fn(*args)`` computes one call and returns its outputs."""
+def selu_fn(jnp):
+    """SELU written on ``jnp`` (plax's or JAX's NumPy): the bandwidth-bound row of the CPU and
+    GPU tables (benchmarks/gpu.py times it on 1e8 elements)."""
+    return lambda x: 1.05 * jnp.where(x > 0, x, 1.67 * jnp.exp(x) - 1.67)
+
+
+def mlp_update(L):
+    """One SGD step of a tanh MLP with a softmax cross-entropy loss, written on the jax-like
+    library ``L`` (``L.jnp``, ``L.grad``): ``step(params, x, y)`` returns the parameters
+    stepped by 0.01 of their gradient. The CPU table's MLP (784-512-512-10, batch 128) and the
+    GPU table's (784-2048-2048-10, batch 4096) are this step."""
+    jnp = L.jnp
+
+    def loss(params, x, y):
+        h = x
+        for w, b in params[:-1]:
+            h = jnp.tanh(h @ w + b)
+        w, b = params[-1]
+        logits = h @ w + b
+        logits = logits - jnp.max(logits, axis=1, keepdims=True)
+        logp = logits - jnp.log(jnp.sum(jnp.exp(logits), axis=1, keepdims=True))
+        return -jnp.mean(jnp.sum(logp * y, axis=1))
+
+    def step(params, x, y):
+        grads = L.grad(loss)(params, x, y)
+        return [(w - 0.01 * gw, b - 0.01 * gb) for (w, b), (gw, gb) in zip(params, grads)]
+    return step
+
+
+def make_workloads(quick: bool, special_size: int | None = None, specials: bool = True):
+    """``[(label, {library: factory})]``; a factory takes the library's namespace (a jax-like
+    ``L``: :class:`_Lib`) and returns ``(fn, args)`` where ``fn(*args)`` computes one call and
+    returns its outputs. ``specials=False`` leaves out the special-function rows
+    (benchmarks/gpu.py takes the others, with ``L`` on a GPU)."""
     rng = np.random.default_rng(0)
     n_selu = 100_000 if quick else 1_000_000
     n_normal = 100_000 if quick else 10_000_000
@@ -76,9 +107,7 @@ def make_workloads(quick: bool, special_size: int | None = None):
 
     # -- written once against a jax-like library L (L.jit, L.jnp, L.lax, L.random, L.grad, L.vmap)
     def selu(L):
-        jnp = L.jnp
-        return L.jit(lambda x: 1.05 * jnp.where(x > 0, x, 1.67 * jnp.exp(x) - 1.67)), \
-            (L.put(x_selu),)
+        return L.jit(selu_fn(L.jnp)), (L.put(x_selu),)
 
     def tiny_add(L):
         return L.jit(lambda a, b: a + b), tuple(L.put(a) for a in tiny)
@@ -96,30 +125,12 @@ def make_workloads(quick: bool, special_size: int | None = None):
             return W - 0.3 * L.grad(mse, 0)(W, b, x, y), b - 0.3 * L.grad(mse, 1)(W, b, x, y)
         return L.jit(update), tuple(L.put(a) for a in linreg)
 
-    def mlp_update(L):
-        jnp = L.jnp
-
-        def loss(params, x, y):
-            h = x
-            for w, b in params[:-1]:
-                h = jnp.tanh(h @ w + b)
-            w, b = params[-1]
-            logits = h @ w + b
-            logits = logits - jnp.max(logits, axis=1, keepdims=True)
-            logp = logits - jnp.log(jnp.sum(jnp.exp(logits), axis=1, keepdims=True))
-            return -jnp.mean(jnp.sum(logp * y, axis=1))
-
-        def step(params, x, y):
-            grads = L.grad(loss)(params, x, y)
-            return [(w - 0.01 * gw, b - 0.01 * gb) for (w, b), (gw, gb) in zip(params, grads)]
-        return step
-
     def mlp_step(L):
         return L.jit(mlp_update(L)), ([(L.put(w), L.put(b)) for w, b in mlp], L.put(images),
                                       L.put(labels))
 
     def normal(L):
-        return L.jit(lambda k: L.random.normal(k, (n_normal,))), (L.random.PRNGKey(0),)
+        return L.jit(lambda k: L.random.normal(k, (n_normal,))), (L.put(L.random.PRNGKey(0)),)
 
     def vmap_matvec(L):
         m = L.put(mat)
@@ -252,7 +263,7 @@ def make_workloads(quick: bool, special_size: int | None = None):
         # a fresh function object each time: trace, compile and run
         return (lambda *args: L.jit(mlp_update(L))(*args)), mlp_step(L)[1]
 
-    special_rows = special_workloads(quick, special_size)
+    special_rows = special_workloads(quick, special_size) if specials else []
 
     k = "k" if n_normal < 1_000_000 else "M"
     nn = n_normal // 1000 if k == "k" else n_normal // 1_000_000

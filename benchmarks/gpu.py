@@ -7,7 +7,10 @@ with ``block_until_ready`` after each timed batch of calls):
 
 * selu on 1e8 float32 -- bandwidth-bound: time and GB/s (8 bytes moved per element), and the
   share of the card's peak bandwidth (``--peak-gbs``; default: computed from the memory clock
-  and bus width the driver reports);
+  and bus width the driver reports); and the same compiled without the elementwise kernels'
+  vector path (``selu ... f32, scalar``: ``codegen.VECTOR_MIN_ELEMENTS`` out of reach while
+  it compiles, the kernel as it was before; docs/gpu.md "Elementwise kernels: the vector
+  path"; ``random.normal ..., scalar`` likewise);
 * matmul 8192 x 8192, float32 (TF32 off in both: ``jax_default_matmul_precision="highest"``)
   and bfloat16;
 * one SGD step of an MLP 784-2048-2048-10, batch 4096 (value and grad, parameters updated),
@@ -24,6 +27,20 @@ with ``block_until_ready`` after each timed batch of calls):
   the implicit GEMM of ``plax_cupy.kernels_convolution`` (a gather kernel and one cuBLAS
   product: two launches) at full size, one direct generated kernel at the tiny size (72
   products per output, below ``GEMM_MIN_TERMS``).
+* the CPU table's workloads (benchmarks/compare.py: ``linreg step (grad, vmap)``, ``MLP step
+  784-512-512-10 b128``, ``random.normal 10M jit``, ``jit(vmap(apply_matrix))``, ``scan tanh
+  RNN 1000x64``; their ``--quick`` sizes with ``--quick``/``--tiny``), with both libraries on
+  the GPU, three repetitions each.
+
+One definition of each workload: selu, the MLP step (``compare.mlp_update``; the big MLP rows
+are it at 784-2048-2048-10) and the CPU table's rows are compare.py's, written against a
+jax-like library ``L`` (``compare._Lib``: plax jitted on the CuPy backend with arrays put on
+the GPU, or JAX on its first GPU); the rows built one at a time.
+
+The header gives the card's **device-to-device copy rate**, measured in the same run (a
+``cupy.copyto`` of 400 MB between two device buffers, bytes read plus written per second), and
+the bandwidth column gives each bandwidth row's GB/s as a share of it (issue 24's goal for
+selu: 80% or more) beside the share of the nominal peak.
 
 A second table times the MLP step's **first call** (trace, lowering, kernel compilation and
 the run), each in a fresh process: with an empty kernel cache compiling one kernel at a time
@@ -48,6 +65,9 @@ recurs in place (the same Arrays, the last call's results in a training loop, a 
 each call into the block the pool hands back) and copying in only those that do not, and hands
 its own output buffers out uncopied. ``MLP loop, batch uploaded`` is the training loop with the
 batch uploaded from the host each call (its two host-to-device copies are the upload).
+The last column, ``graph``, is the ``# CUDA graph:`` line of the row's program
+(``as_text()``, the outermost program its first call compiled), shortened: ``replayed``, or
+``no: <reason>`` (one launch, nothing to replay; a ``while``; graphs off...).
 
 The ratio column is plax-cupy / JAX (the issue's goal: <= 1.1 on the bandwidth- and BLAS-bound
 rows, <= 1.5 on latency). Each cell is the median over ``--repeat`` runs of enough calls to
@@ -69,6 +89,7 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "backends"))  # a checkout without the entry point
+sys.path.insert(0, HERE)  # compare.py's workloads
 
 
 def _gpu_or_none():
@@ -114,14 +135,15 @@ def _per_call(call) -> str:
     return text
 
 
-def _launches_without_graphs(build_fns, key) -> int:
-    """Launches of one call of row ``key`` compiled with CUDA graphs off (PLAX_CUDA_GRAPHS=0 is
-    read when a program compiles, so the first call runs with it set)."""
+def _launches_without_graphs(build) -> int:
+    """Launches of one call of the row ``build()`` makes (``(fn, args)``), compiled with CUDA
+    graphs off (PLAX_CUDA_GRAPHS=0 is read when a program compiles, so the first call runs with
+    it set)."""
     import plax_cupy
     saved = os.environ.get("PLAX_CUDA_GRAPHS")
     os.environ["PLAX_CUDA_GRAPHS"] = "0"
     try:
-        call = _blocking(*build_fns()[key])
+        call = _blocking(*build())
         call()
     finally:
         if saved is None:
@@ -144,9 +166,19 @@ def _peak_gbs() -> float | None:
         return None
 
 
+#: the CPU table's rows (benchmarks/compare.py's workloads, by label prefix) timed here too,
+#: with plax and JAX both on the GPU (issue 24's "Speed, beside JAX on the same GPU")
+CPU_TABLE_ROWS = ("linreg step", "MLP step 784-512-512-10", "random.normal",
+                  "jit(vmap(apply_matrix))", "scan tanh RNN")
+
+
 def workloads(quick: bool, tiny: bool = False):
-    """``(rows, build)``: the table's rows ``(label, bytes moved or None, key)`` and
-    ``build(...)``, which makes ``{key: (fn, args)}`` for one library."""
+    """``(rows, factories)``: the table's rows ``(label, bytes moved or None, key)`` and
+    ``{key: factory}``, a factory taking a jax-like library ``L`` (compare.py's ``_Lib``: plax
+    on the CuPy backend, or JAX on its GPU) and returning ``(fn, args)``. The selu function,
+    the MLP step and the CPU table's rows are compare.py's (one definition of each workload);
+    the rows of this table alone are defined here."""
+    import compare
     scale = 10_000 if tiny else (10 if quick else 1)
     n_big = 100_000_000 // scale
     # (tiny: 1e5, still above kernels_rows.LONG_ROW, so the simulation counts the split path)
@@ -167,104 +199,173 @@ def workloads(quick: bool, tiny: bool = False):
     x_conv = rng.standard_normal((conv_n, conv_hw, conv_hw, conv_c)).astype(np.float32)
     w_conv = (rng.standard_normal((3, 3, conv_c, 2 * conv_c if tiny else conv_c))
               / np.sqrt(9 * conv_c)).astype(np.float32)
-    tiny = np.arange(3, dtype=np.float32)
+    x_tiny = np.arange(3, dtype=np.float32)
 
-    def build(lib, jnp, jit, grad, random, put):
-        def selu(x):
-            return 1.05 * jnp.where(x > 0, x, 1.67 * jnp.exp(x) - 1.67)
+    def fed_back(L, upload=False):
+        """A training loop: each call steps the parameters the last call returned (with
+        ``upload``, on a batch uploaded from the host for the call, as a data loader does)."""
+        step = L.jit(compare.mlp_update(L))
+        state = [[(L.put(w), L.put(b)) for w, b in params]]
 
-        def loss(p, x, y):
-            for w, b in p[:-1]:
-                x = jnp.tanh(x @ w + b)
-            w, b = p[-1]
-            logits = x @ w + b
-            logz = jnp.log(jnp.sum(jnp.exp(logits - logits.max(axis=1, keepdims=True)), axis=1,
-                                   keepdims=True)) + logits.max(axis=1, keepdims=True)
-            return -jnp.mean(jnp.sum(y * (logits - logz), axis=1))
+        def run(x, y):
+            if upload:
+                x, y = L.put(images), L.put(labels)
+            state[0] = step(state[0], x, y)
+            return state[0]
+        return run
 
-        def step(p, x, y):
-            g = grad(loss)(p, x, y)
-            return [(w - 0.01 * gw, b - 0.01 * gb) for (w, b), (gw, gb) in zip(p, g)]
+    def conv(L):
+        return L.jit(lambda x, w: L.lax.conv_general_dilated(
+            x, w, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC")))
 
-        def fed_back(step, p, upload=False):
-            """A training loop: each call steps the parameters the last call returned (with
-            ``upload``, on a batch uploaded from the host for the call, as a data loader does)."""
-            state = [p]
+    def scalar_loop(key):
+        """Row ``key`` compiled without the elementwise kernels' vector path (plax's kernel as
+        it was before it: the same card's before/after in one run; JAX's is the row's own)."""
+        def factory(L):
+            fn, args = factories[key](L)
+            if L.jnp.__name__.startswith("jax"):
+                return fn, args
+            from plax_cupy import codegen
 
-            def run(x, y):
-                if upload:
-                    x, y = put(images), put(labels)
-                state[0] = step(state[0], x, y)
-                return state[0]
-            return run
+            def call(*a):
+                saved, codegen.VECTOR_MIN_ELEMENTS = codegen.VECTOR_MIN_ELEMENTS, 1 << 62
+                try:   # (read when the kernel is generated: the first call)
+                    return fn(*a)
+                finally:
+                    codegen.VECTOR_MIN_ELEMENTS = saved
+            return call, args
+        return factory
 
-        key = random.PRNGKey(0)
-        bf16 = jnp.bfloat16
-        return {
-            "selu": (jit(selu), [put(x_selu)]),
-            "matmul f32": (jit(lambda a, b: a @ b), [put(a32), put(b32)]),
-            "matmul bf16": (jit(lambda a, b: a @ b), [put(a32).astype(bf16), put(b32).astype(bf16)]),
-            # (a program per row: one jitted function's programs would share their buffer plans)
-            "mlp step": (jit(lambda *a: step(*a)),
-                         [[(put(w), put(b)) for w, b in params], put(images), put(labels)]),
-            "mlp loop": (fed_back(jit(lambda *a: step(*a)), [(put(w), put(b)) for w, b in params]),
-                         [put(images), put(labels)]),
-            "mlp loop upload": (fed_back(jit(lambda *a: step(*a)),
-                                         [(put(w), put(b)) for w, b in params], True), [None, None]),
-            "random.normal": (jit(lambda k: random.normal(k, (n_big,))), [key]),
-            "tiny call": (jit(lambda x: x * 2.0 + 1.0), [put(tiny)]),
-            "cumsum": (jit(lambda x: jnp.cumsum(x)), [put(x_scan)]),
-            "conv 3x3": (jit(lambda x, w: lib_lax(lib).conv_general_dilated(
-                x, w, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"))),
-                         [put(x_conv), put(w_conv)]),
-        }
-
+    factories = {
+        "selu": lambda L: (L.jit(compare.selu_fn(L.jnp)), [L.put(x_selu)]),
+        "matmul f32": lambda L: (L.jit(lambda a, b: a @ b), [L.put(a32), L.put(b32)]),
+        "matmul bf16": lambda L: (L.jit(lambda a, b: a @ b),
+                                  [L.put(a32).astype(L.jnp.bfloat16),
+                                   L.put(b32).astype(L.jnp.bfloat16)]),
+        # (a program per row: one jitted function's programs would share their buffer plans)
+        "mlp step": lambda L: (L.jit(compare.mlp_update(L)),
+                               [[(L.put(w), L.put(b)) for w, b in params], L.put(images),
+                                L.put(labels)]),
+        "mlp loop": lambda L: (fed_back(L), [L.put(images), L.put(labels)]),
+        "mlp loop upload": lambda L: (fed_back(L, True), [None, None]),
+        "random.normal": lambda L: (L.jit(lambda k: L.random.normal(k, (n_big,))),
+                                    [L.put(L.random.PRNGKey(0))]),
+        "tiny call": lambda L: (L.jit(lambda x: x * 2.0 + 1.0), [L.put(x_tiny)]),
+        "cumsum": lambda L: (L.jit(lambda x: L.jnp.cumsum(x)), [L.put(x_scan)]),
+        "conv 3x3": lambda L: (conv(L), [L.put(x_conv), L.put(w_conv)]),
+    }
+    factories.update({"selu scalar": scalar_loop("selu"),
+                      "random.normal scalar": scalar_loop("random.normal")})
     rows = [(f"selu {n_big:.0e} f32", 8 * n_big, "selu"),
+            (f"selu {n_big:.0e} f32, scalar", 8 * n_big, "selu scalar"),
             (f"matmul {m}^2 f32", None, "matmul f32"),
             (f"matmul {m}^2 bf16", None, "matmul bf16"),
             (f"MLP step batch {batch}", None, "mlp step"),
             (f"MLP train loop batch {batch}", None, "mlp loop"),
             ("MLP loop, batch uploaded", None, "mlp loop upload"),
             (f"random.normal {n_big:.0e}", 4 * n_big, "random.normal"),
+            (f"random.normal {n_big:.0e}, scalar", 4 * n_big, "random.normal scalar"),
             ("tiny jit call", None, "tiny call"),
             (f"cumsum 1 row {n_scan:.0e} f32", 8 * n_scan, "cumsum"),
             (f"conv 3x3 {conv_n}x{conv_hw}^2x{conv_c} f32", None, "conv 3x3")]
-    return rows, build
+    # the CPU table's rows (its --quick sizes with --quick and --tiny)
+    for label, impls in compare.make_workloads(quick or tiny, specials=False):
+        if label.startswith(CPU_TABLE_ROWS):
+            rows.append((label, None, label))
+            factories[label] = impls["plax"]
+    return rows, factories
 
 
-def lib_lax(lib: str):
-    """The ``lax`` module of ``lib`` (``"plax"`` or ``"jax"``)."""
-    if lib == "jax":
-        from jax import lax
-    else:
-        from plax import lax
-    return lax
-
-
-def _plax_builder(build, gpu_device):
+def plax_lib(device):
+    """plax as compare.py's jax-like ``L``: jitted on the CuPy backend, arrays put on
+    ``device``."""
+    import compare
     import plax
-    import plax.numpy as pjnp
-    from plax import random as prandom
-
-    def jit(f):
-        return plax.jit(f, backend="cupy")
-
-    def put(x):
-        return plax.device_put(x, gpu_device)
-
-    return build("plax", pjnp, jit, plax.grad, prandom, put)
+    return compare._Lib(plax, lambda f: plax.jit(f, backend="cupy"),
+                        lambda x: plax.device_put(x, device), plax.block_until_ready)
 
 
-def _jax_builder(build):
+def jax_lib():
+    """``(L, note)``: JAX on its first GPU as compare.py's ``L`` (TF32 off, as plax), or
+    ``(None, why)`` where JAX has no GPU."""
     try:
         import jax
-        import jax.numpy as jjnp
         gpus = jax.devices("gpu")
     except Exception as err:  # noqa: BLE001 - reported in the table
         return None, f"JAX GPU unavailable ({type(err).__name__}: {str(err).splitlines()[0][:80]})"
+    import compare
     jax.config.update("jax_default_matmul_precision", "highest")  # no TF32, as plax
-    return build("jax", jjnp, jax.jit, jax.grad, jax.random,
-                 lambda x: jax.device_put(x, gpus[0])), ""
+    return compare._Lib(jax, jax.jit, lambda x: jax.device_put(x, gpus[0]),
+                        jax.block_until_ready), ""
+
+
+class _TopPrograms:
+    """Records the programs the CuPy backend compiles while active, outermost only (a
+    control-flow body compiled inside its program's compilation is not one of them)."""
+
+    def __init__(self, backend):
+        self.backend, self.made, self._depth = backend, [], 0
+
+    def __enter__(self):
+        self._own = self.backend.__dict__.get("compile")   # (an instance's own, if any)
+        compile_ = self.backend.compile
+
+        def recording(jaxpr, device):
+            self._depth += 1
+            try:
+                made = compile_(jaxpr, device)
+            finally:
+                self._depth -= 1
+            if not self._depth:
+                self.made.append(made)
+            return made
+        self.backend.compile = recording
+        return self
+
+    def __exit__(self, *exc):
+        if self._own is None:
+            del self.backend.compile
+        else:
+            self.backend.compile = self._own
+
+
+def graph_state(executable) -> str:
+    """The ``# CUDA graph:`` line of a compiled program's ``as_text()``, shortened:
+    ``replayed``, ``no: <reason>``, or the line as it stands."""
+    from plax.backend import executable_text
+    text = executable_text(executable) or ""
+    line = next((ln for ln in text.splitlines() if ln.startswith("# CUDA graph:")), None)
+    if line is None:
+        return "-"
+    state = line[len("# CUDA graph:"):].strip()
+    if state.startswith("captured"):
+        return "replayed"
+    if state.startswith("no"):
+        reason = state[state.find("(") + 1:state.rfind(")")] if "(" in state else state[2:]
+        return f"no: {reason.strip(' ,')}"
+    return state
+
+
+def copy_rate(nbytes: int, repeat: int) -> float:
+    """The card's device-to-device copy rate in GB/s: bytes read plus written per second by a
+    ``cupy.copyto`` of ``nbytes`` between two device buffers (synchronised after each copy)."""
+    import cupy
+    src = cupy.ones(nbytes // 4, np.float32)
+    dst = cupy.empty_like(src)
+
+    def copy():
+        cupy.copyto(dst, src)
+        cupy.cuda.runtime.deviceSynchronize()
+    return 2 * src.nbytes / _time(copy, repeat) / 1e9
+
+
+def _cupy_backend():
+    """The CuPy backend (registered here in a checkout without the entry point)."""
+    from plax import plugins
+    if "cupy" not in plugins.registry().backends:
+        import plax_cupy.plugin
+        plugins.register_plugin(plax_cupy.plugin, name="plax_cupy_bench")
+    return plugins.registry().get_backend("cupy")
 
 
 def _blocking(fn, args):
@@ -283,23 +384,18 @@ def _first_call_child(opts) -> int:
     """In a fresh process: the MLP step's first call (trace + compile + run), one JSON line."""
     import json
     gpu, reason = _gpu_or_none()
-    _, build = workloads(opts.quick, opts.tiny)
+    _, factories = workloads(opts.quick, opts.tiny)
     if opts.first_call_child == "jax":
-        fns, note = _jax_builder(build)
-        if fns is None:
+        lib, note = jax_lib()
+        if lib is None:
             print(json.dumps({"error": note}))
             return 0
     else:
         if gpu is None:
             print(json.dumps({"error": reason}))
             return 0
-        from plax import plugins
-        if "cupy" not in plugins.registry().backends:
-            import plax_cupy.plugin
-            plugins.register_plugin(plax_cupy.plugin, name="plax_cupy_bench")
-        device = plugins.registry().get_backend("cupy").devices()[0]
-        fns = _plax_builder(build, device)
-    call = _blocking(*fns["mlp step"])
+        lib = plax_lib(_cupy_backend().devices()[0])
+    call = _blocking(*factories["mlp step"](lib))
     t0 = time.perf_counter()
     call()
     seconds = time.perf_counter() - t0
@@ -383,31 +479,37 @@ def main(argv=None) -> int:
         first_call_table(opts)
         return 0
     import plax
-    from plax import plugins
-    if "cupy" not in plugins.registry().backends:  # a checkout without the entry point
-        import plax_cupy.plugin
-        plugins.register_plugin(plax_cupy.plugin, name="plax_cupy_bench")
-    device = plugins.registry().get_backend("cupy").devices()[0]
-    rows, build = workloads(opts.quick, opts.tiny)
-    plax_fns = _plax_builder(build, device)
-    jax_fns, jax_note = _jax_builder(build)
+    backend = _cupy_backend()
+    rows, factories = workloads(opts.quick, opts.tiny)
+    plax_l = plax_lib(backend.devices()[0])
+    jax_l, jax_note = jax_lib()
     peak = opts.peak_gbs or _peak_gbs()
+    copy_gbs = copy_rate((400_000_000 // (10_000 if opts.tiny else 1)), opts.repeat)
     print(f"GPU: {gpu.name} (cuda:{gpu.id}, sm_{gpu.compute_capability[0]}{gpu.compute_capability[1]}, "
-          f"{gpu.total_memory >> 30} GiB){f', peak {peak:.0f} GB/s' if peak else ''}; plax {plax.__version__}")
+          f"{gpu.total_memory >> 30} GiB){f', peak {peak:.0f} GB/s' if peak else ''}, "
+          f"device-to-device copy {copy_gbs:.0f} GB/s (read + written); plax {plax.__version__}")
     if jax_note:
         print(f"note: {jax_note}")
     print(f"{'workload':28s} {'plax-cupy':>12s} {'jax':>12s} {'plax/jax':>9s} "
-          f"{'launches':>8s} {'h2d':>4s} {'d2h':>4s} {'fallbk':>6s} {'d2d':>4s} {'no-graph':>8s}  bandwidth")
+          f"{'launches':>8s} {'h2d':>4s} {'d2h':>4s} {'fallbk':>6s} {'d2d':>4s} {'no-graph':>8s}"
+          f"  {'bandwidth':34s} graph")
     for label, nbytes, key in rows:
+        # (the CPU table's rows, keyed by their label: three repetitions, so that the run
+        # fits a device slot)
+        repeat = min(opts.repeat, 3) if key == label else opts.repeat
         try:
-            t_plax = _time(_blocking(*plax_fns[key]), opts.repeat)
+            with _TopPrograms(backend) as programs:
+                call = _blocking(*factories[key](plax_l))
+                t_plax = _time(call, repeat)
         except Exception as err:  # noqa: BLE001 - one failing row must not hide the others
             print(f"{label:28s} plax-cupy failed: {type(err).__name__}: {str(err)[:120]}")
             continue
-        cost = _per_call(_blocking(*plax_fns[key]))
-        cost += f" {_launches_without_graphs(lambda: _plax_builder(build, device), key):8d}"
+        cost = _per_call(call)
+        graph = graph_state(programs.made[0]) if programs.made else "-"
+        del call
+        cost += f" {_launches_without_graphs(lambda: factories[key](plax_l)):8d}"
         try:
-            t_jax = _time(_blocking(*jax_fns[key]), opts.repeat) if jax_fns else None
+            t_jax = _time(_blocking(*factories[key](jax_l)), repeat) if jax_l else None
         except Exception as err:  # noqa: BLE001
             print(f"{'':28s} (jax failed: {type(err).__name__}: {str(err)[:100]})")
             t_jax = None
@@ -415,9 +517,10 @@ def main(argv=None) -> int:
         bw = ""
         if nbytes:
             gbs = nbytes / t_plax / 1e9
-            bw = f"{gbs:7.0f} GB/s" + (f" ({100 * gbs / peak:.0f}% of peak)" if peak else "")
+            bw = f"{gbs:7.0f} GB/s ({100 * gbs / copy_gbs:.0f}% of copy" + \
+                (f", {100 * gbs / peak:.0f}% of peak)" if peak else ")")
         jt = f"{t_jax * 1e3:10.3f}ms" if t_jax else f"{'-':>12s}"
-        print(f"{label:28s} {t_plax * 1e3:10.3f}ms {jt} {ratio} {cost}  {bw}")
+        print(f"{label:28s} {t_plax * 1e3:10.3f}ms {jt} {ratio} {cost}  {bw:34s} {graph}")
     simulated = getattr(sys.modules.get("cupy"), "__version__", "").endswith("simulated")
     if not simulated:  # (child processes of minutes on the simulation: --simulated --first-call)
         first_call_table(opts)

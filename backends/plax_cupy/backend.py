@@ -580,7 +580,7 @@ class Launcher:
         elem_args = [_bits(outs[j]) for j in plan.elem_outputs]
         if not plan.reductions:
             if plan.n:
-                grid, block = codegen.elementwise_launch(plan.n, sm)
+                grid, block = codegen.elementwise_launch(plan.n, sm, per_thread=plan.per_thread)
                 fns[0]((grid,), (block,), tuple(args + elem_args + [np.int64(plan.n)]))
                 runtime.TOTALS[runtime.LAUNCHES] += 1
             return outs

@@ -90,6 +90,16 @@ ITEMS_PER_THREAD = 8
 #: of its time (2^22 float32: 48 MB moved, ~11 us at an H200's 4.3 TB/s, against ~3-5 us per
 #: launch issued from Python); above it the grouping gains little (a guess, not measured)
 HORIZONTAL_MAX_ELEMENTS = 1 << 22
+#: bytes of one vector access of an elementwise kernel's vector path (a 128-bit load or
+#: store: ``ld.global.nc.v4.u32``/``st.global.v4.u32``; see :func:`_vector_kernel`)
+VECTOR_BYTES = 16
+#: vector accesses per operand each thread issues before computing (chunks ``T`` apart, ``T``
+#: the grid's threads): independent loads in flight, which a streaming kernel needs to cover
+#: the memory latency of an H100/H200 (Little's law: about 32 KB in flight per SM)
+VECTOR_CHUNKS = 2
+#: the fewest elements for which an elementwise kernel gets a vector path: below it the kernel
+#: is bound by its launch, and the path would only add code to compile
+VECTOR_MIN_ELEMENTS = 1 << 16
 
 
 class Unsupported(Exception):
@@ -98,21 +108,35 @@ class Unsupported(Exception):
 
 # ---------------------------------------------------------------- launch configuration
 
-def elementwise_launch(n: int, sm_count: int = DEFAULT_SM_COUNT, block: int = BLOCK) -> tuple[int, int]:
+def elementwise_launch(n: int, sm_count: int = DEFAULT_SM_COUNT, block: int = BLOCK,
+                       per_thread: int = 1) -> tuple[int, int]:
     """``(grid, block)`` of an elementwise kernel over ``n`` elements.
 
     A grid-stride loop covers any ``n``, so the grid is capped at ``sm_count * WAVES * 4``
     blocks (more blocks than that only add scheduling work); at least one block.
+
+    Args:
+      n: the elements.
+      sm_count: the device's multiprocessors.
+      block: threads per block.
+      per_thread: elements a thread takes per step of its loop (a kernel's
+        ``ClusterKernel.per_thread``: ``VECTOR_CHUNKS`` vectors on the vector path, else 1).
+
+    Returns:
+      ``(grid, block)``.
 
     Example:
       >>> elementwise_launch(1000)
       (4, 256)
       >>> elementwise_launch(10**9, sm_count=100)
       (3200, 256)
+      >>> elementwise_launch(1 << 20, sm_count=132, per_thread=8)   # float32, vector path
+      (512, 256)
     """
-    if n < 0 or block <= 0 or sm_count <= 0:
-        raise ValueError(f"bad launch request n={n} block={block} sm_count={sm_count}")
-    grid = max(1, min(-(-n // block), sm_count * WAVES * 4))
+    if n < 0 or block <= 0 or sm_count <= 0 or per_thread <= 0:
+        raise ValueError(f"bad launch request n={n} block={block} sm_count={sm_count} "
+                         f"per_thread={per_thread}")
+    grid = max(1, min(-(-n // (block * per_thread)), sm_count * WAVES * 4))
     return grid, block
 
 
@@ -1393,10 +1417,15 @@ def plan_cluster(cluster, *, literal_values: bool = True) -> ClusterKernel:
                       *elem, ""]
     kernel_params = [inp.param() for inp in inputs]
     kernel_params += [f"{ctype(out_dtypes[j])}* __restrict__ o{j}" for j in elem_outputs]
+    per_thread = 1
     if not reductions:
         call = ", ".join(["i"] + in_args + elem_out_args)
-        src += ["#ifndef PLAX_HOST",
+        vector_elem, vector_path, per_thread = _vector_kernel(
+            inputs, elem_outputs, out_dtypes, shape, need_index, params, body,
+            in_args + elem_out_args, uses_helpers=bool(special_source.helpers_for("\n".join(elem))))
+        src += ["#ifndef PLAX_HOST", *vector_elem,
                 f"extern \"C\" __global__ void plax_elementwise({', '.join(kernel_params + ['long long n'])}) {{",
+                *vector_path,
                 "  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;",
                 "       i += (long long)blockDim.x * gridDim.x) {",
                 f"    plax_elem({call});",
@@ -1515,7 +1544,144 @@ def plan_cluster(cluster, *, literal_values: bool = True) -> ClusterKernel:
         source="\n".join(src), inputs=inputs, out_dtypes=out_dtypes, out_shapes=out_shapes,
         elem_outputs=elem_outputs, reductions=reductions, n=n, n_out=n_out, n_red=n_red,
         entry=entry, primitives=[e.primitive.name for e in cluster.eqns], shape=shape,
-        elem_source="\n".join(elem), helpers=helpers)
+        elem_source="\n".join(elem), helpers=helpers, per_thread=per_thread)
+
+
+#: the vector path's loads and stores (:func:`_vector_kernel`), once per translation unit.
+#: On the device a 16-, 8-, 4- or 2-byte word of ``V`` elements moves in one instruction
+#: (``ld.global.nc.v4.u32`` for 16 bytes: the operands are ``const __restrict__``); the
+#: simulated GPU's host build (``PLAX_SIM``) copies element by element (no aliasing games on
+#: the host compiler).
+VECTOR_SOURCE = r"""#ifndef PLAX_VECTOR_ACCESS
+#define PLAX_VECTOR_ACCESS
+#ifdef PLAX_SIM
+#define PLAX_UNROLL
+template <typename T, int V> static inline void plax_vload(T* r, const T* p) {
+  for (int k = 0; k < V; ++k) r[k] = p[k];
+}
+template <typename T, int V> static inline void plax_vstore(T* p, const T* r) {
+  for (int k = 0; k < V; ++k) p[k] = r[k];
+}
+#else
+#define PLAX_UNROLL _Pragma("unroll")
+template <int B> struct plax_word;
+template <> struct plax_word<16> { typedef uint4 type; };
+template <> struct plax_word<8> { typedef uint2 type; };
+template <> struct plax_word<4> { typedef unsigned int type; };
+template <> struct plax_word<2> { typedef unsigned short type; };
+// V elements of T as one aligned word (the caller checked the alignment): a union, as
+// plax_bitcast does, so the elements land in registers
+template <typename T, int V>
+__device__ __forceinline__ void plax_vload(T* r, const T* __restrict__ p) {
+  typedef typename plax_word<sizeof(T) * V>::type W;
+  union { W w; T t[V]; } u;
+  u.w = *reinterpret_cast<const W*>(p);
+  PLAX_UNROLL
+  for (int k = 0; k < V; ++k) r[k] = u.t[k];
+}
+template <typename T, int V>
+__device__ __forceinline__ void plax_vstore(T* __restrict__ p, const T* r) {
+  typedef typename plax_word<sizeof(T) * V>::type W;
+  union { W w; T t[V]; } u;
+  PLAX_UNROLL
+  for (int k = 0; k < V; ++k) u.t[k] = r[k];
+  *reinterpret_cast<W*>(p) = u.w;
+}
+#endif
+#endif
+"""
+
+
+def _vector_kernel(inputs, elem_outputs, out_dtypes, shape, need_index, params, body,
+                   operands: list[str], uses_helpers: bool) -> tuple[list[str], list[str], int]:
+    """The vector path of an elementwise kernel: ``(definitions, kernel lines, per_thread)``,
+    or ``([], [], 1)`` where the kernel gets none.
+
+    The path takes every operand read at the loop's own index (an input of the iteration
+    shape: contiguous, as the launcher passes it) and every result, ``V = VECTOR_BYTES /
+    (the widest of their itemsizes)`` consecutive elements at a time: each thread loads
+    ``VECTOR_CHUNKS`` such chunks, ``T`` chunks apart (``T`` the grid's threads, so a warp's
+    accesses stay coalesced), of every such input into registers, computes their elements with
+    a ``plax_elem`` overload that reads those registers (broadcast and rank-0 operands, ``iota``
+    and the element index are as in the scalar loop), and stores each result's chunks whole.
+    The last ``n % V`` elements are the scalar ``plax_elem``'s. The kernel checks at launch
+    that every such pointer is aligned to its chunk (``V`` times its itemsize; CuPy's pool
+    hands out 512-byte aligned blocks, a view at an offset may not be) and runs the scalar
+    grid-stride loop otherwise. Index arithmetic is 32-bit below 2**31 elements.
+
+    None where ``n < VECTOR_MIN_ELEMENTS`` (launch-bound), where the widest operand is over
+    ``VECTOR_BYTES / 2`` bytes (complex128: one element per access already), where nothing
+    is read or written at the loop's index, or where the kernel calls the special functions'
+    helpers (compute-bound: the unrolled copies would cost compilation time, not save any).
+
+    Args:
+      inputs, elem_outputs, out_dtypes, shape: the cluster kernel's (:func:`plan_cluster`).
+      need_index: the iteration dimensions whose index the body reads (``idx<d>``).
+      params: the scalar ``plax_elem``'s parameters after its index.
+      body: the scalar ``plax_elem``'s lines (operands read ``a<k>[i]``, results stored
+        ``o<j>[i] = ...``).
+      operands: the scalar ``plax_elem``'s arguments after the index.
+      uses_helpers: whether the body calls :mod:`plax_cupy.special_source`'s helpers.
+    """
+    n = math.prod(shape)
+    text = "\n".join(body)
+    names = [inp.name for inp in inputs if inp.kind == "array" and shape
+             and tuple(inp.atom.aval.shape) == shape and re.search(rf"\b{inp.name}\[i\]", text)]
+    widths = {inp.name: np.dtype(inp.dtype).itemsize for inp in inputs if inp.name in names}
+    widths.update({f"o{j}": np.dtype(out_dtypes[j]).itemsize for j in elem_outputs})
+    if n < VECTOR_MIN_ELEMENTS or uses_helpers or not widths:
+        return [], [], 1
+    v = VECTOR_BYTES // max(widths.values())
+    if v < 2:
+        return [], [], 1
+    u = VECTOR_CHUNKS
+    idx, suffix = ("unsigned int", "u") if n < 2 ** 31 else ("unsigned long long", "ull")
+    strides = _strides(shape)
+    contiguous = set(widths)
+    at_slot = re.compile(rf"\b({'|'.join(sorted(contiguous))})\[i\]")
+    head = [f"const {idx} idx{d} = (i / {strides[d]}{suffix}) % {shape[d]}{suffix};"
+            for d in sorted(need_index)]
+    overload = [f"__device__ __forceinline__ void plax_elem({idx} i, int s"
+                f"{''.join(', ' + p for p in params)}) {{"]
+    overload += ["  " + at_slot.sub(r"\1[s]", line) for line in head + body]
+    overload.append("}")
+    ctypes_of = {inp.name: ctype(inp.dtype) for inp in inputs}
+    ctypes_of.update({f"o{j}": ctype(out_dtypes[j]) for j in elem_outputs})
+    ins, outs = names, [f"o{j}" for j in elem_outputs]
+    aligned = " | ".join(f"((unsigned long long){name} & {v * widths[name] - 1}u)"
+                         for name in ins + outs)
+    # the scalar plax_elem's arguments after the index, the contiguous ones as their registers
+    args = ", ".join(f"{name}_r" if name in contiguous else name for name in operands)
+    chunk = f"(c + u * t) * {v}{suffix}"
+    lines = [f"  // the vector path (codegen._vector_kernel): {v} elements per access, {u} "
+             "accesses per operand in flight",
+             f"  if (({aligned}) == 0) {{",
+             f"    const {idx} t = ({idx})blockDim.x * gridDim.x;",
+             f"    const {idx} nc = {n // v}{suffix};",
+             f"    for ({idx} c = ({idx})blockIdx.x * blockDim.x + threadIdx.x; c < nc; "
+             f"c += {u}{suffix} * t) {{"]
+    lines += [f"      {ctypes_of[name]} {name}_r[{u * v}] = {{}};" for name in ins + outs]
+    lines += ["      PLAX_UNROLL",
+              f"      for ({idx} u = 0; u < {u}{suffix}; ++u) {{",
+              "        if (c + u * t < nc) {"]
+    lines += [f"          plax_vload<{ctypes_of[name]}, {v}>({name}_r + u * {v}, {name} + {chunk});"
+              for name in ins]
+    lines += ["        }", "      }",
+              "      PLAX_UNROLL",
+              f"      for (int s = 0; s < {u * v}; ++s)",
+              f"        plax_elem((c + (s / {v}) * t) * {v}{suffix} + s % {v}, s, {args});",
+              "      PLAX_UNROLL",
+              f"      for ({idx} u = 0; u < {u}{suffix}; ++u) {{",
+              "        if (c + u * t < nc) {"]
+    lines += [f"          plax_vstore<{ctypes_of[name]}, {v}>({name} + {chunk}, {name}_r + u * {v});"
+              for name in outs]
+    lines += ["        }", "      }", "    }"]
+    if n % v:
+        lines += [f"    for ({idx} i = nc * {v}{suffix} + ({idx})blockIdx.x * blockDim.x + "
+                  f"threadIdx.x; i < {n}{suffix}; i += t)",
+                  f"      plax_elem((long long)i, {', '.join(operands)});"]
+    lines += ["    return;", "  }"]
+    return [VECTOR_SOURCE, *overload], lines, u * v
 
 
 #: a kernel's parameters may take 4 KiB (CUDA before 12.1): a group with more (8 bytes each,

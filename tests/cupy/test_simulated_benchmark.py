@@ -5,7 +5,12 @@ columns must read 0 (the times mean nothing on the simulation); the MLP rows rep
 graph with no copy in, a training loop too, and one whose batch is uploaded each call (its two
 uploads are its only host copies), since the batch's blocks recur, and with graphs off they
 make at most 18 launches (``no-graph``; the six parameter updates one multi-tensor kernel); the long-row cumsum is one kernel (the split path's
-single pass) and the 3x3 convolution one generated kernel."""
+single pass) and the 3x3 convolution one generated kernel. The CPU table's rows
+(benchmarks/compare.py's workloads on the GPU: linreg step, MLP 784-512-512-10, random.normal,
+jit(vmap(apply_matrix)), the scan RNN) make one launch per call too, those of several kernels
+replayed as a graph (the ``graph`` column, from the program's ``# CUDA graph:`` line, says
+``replayed``); the header gives the measured device-to-device copy rate, and selu's bandwidth
+is given as a share of it."""
 from __future__ import annotations
 
 import os
@@ -21,17 +26,20 @@ from test_simulated_streams import REPO, SIMULATED, child_env
 ROWS = ("selu", "matmul 256^2 f32", "matmul 256^2 bf16", "MLP step", "MLP train loop",
         "random.normal", "tiny jit call")
 #: rows that replay as one CUDA graph: (launches, h2d, d2h, fallbacks, device copies) per call
-GRAPHED = {"MLP step": (1, 0, 0, 0, 0), "MLP train loop": (1, 0, 0, 0, 0),
-           "MLP loop, batch uploaded": (1, 2, 0, 0, 0)}
+GRAPHED = {"MLP step batch": (1, 0, 0, 0, 0), "MLP train loop": (1, 0, 0, 0, 0),
+           "MLP loop, batch uploaded": (1, 2, 0, 0, 0), "linreg step": (1, 0, 0, 0, 0),
+           "MLP step 784-512-512-10": (1, 0, 0, 0, 0), "scan tanh RNN": (1, 0, 0, 0, 0)}
 #: rows and their launches per call with CUDA graphs off (the ``no-graph`` column)
 UNGRAPHED = {"cumsum 1 row": 1, "conv 3x3": 1}
 #: rows and the most launches per call they may make with CUDA graphs off (issue 24: the MLP
 #: step was 54 with jnp's rank promotion, 45 with unit_reductions and folded transposes, 34
 #: with one-launch reductions, 23 with the lowering's rewrites before fusion, 18 with the
 #: parameter updates as one multi-tensor kernel; docs/gpu.md)
-UNGRAPHED_AT_MOST = {"MLP step": 18, "MLP train loop": 18, "MLP loop, batch uploaded": 18}
+UNGRAPHED_AT_MOST = {"MLP step batch": 18, "MLP train loop": 18, "MLP loop, batch uploaded": 18,
+                     "MLP step 784-512-512-10": 18}
 #: rows that are one kernel (a program of one launch runs plainly: nothing to replay)
-ONE_KERNEL = {"conv 3x3": (1, 0, 0, 0, 0), "cumsum 1 row": (1, 0, 0, 0, 0)}
+ONE_KERNEL = {"conv 3x3": (1, 0, 0, 0, 0), "cumsum 1 row": (1, 0, 0, 0, 0),
+              "random.normal 100k": (1, 0, 0, 0, 0), "jit(vmap(apply_matrix))": (1, 0, 0, 0, 0)}
 
 
 @pytest.mark.skipif(SIMULATED or shutil.which("g++") is None,
@@ -41,7 +49,10 @@ def test_benchmark_prints_launches_and_no_host_copies_per_call():
                           capture_output=True, text=True, env=child_env(), cwd=REPO, timeout=600)
     out = done.stdout
     assert done.returncode == 0, done.stderr[-3000:]
-    assert "launches" in out and "h2d" in out and "d2h" in out, out
+    assert "launches" in out and "h2d" in out and "d2h" in out and "graph" in out, out
+    assert re.search(r"device-to-device copy \d+ GB/s", out), out
+    selu = next(ln for ln in out.splitlines() if ln.startswith("selu"))
+    assert re.search(r"GB/s \(\d+% of copy", selu), selu
     for row in ROWS + tuple(GRAPHED) + tuple(ONE_KERNEL):
         line = next((ln for ln in out.splitlines() if ln.startswith(row)), None)
         assert line is not None and "failed" not in line, out
@@ -56,6 +67,8 @@ def test_benchmark_prints_launches_and_no_host_copies_per_call():
             assert no_graph <= UNGRAPHED_AT_MOST[row], line
         if row in GRAPHED or row in ONE_KERNEL:
             assert counts == {**GRAPHED, **ONE_KERNEL}[row], line
+        if row in GRAPHED:
+            assert line.endswith(" replayed"), line
         else:
             assert counts[0] >= 1, line
             assert counts[1:4] == (0, 0, 0), line
