@@ -35,7 +35,7 @@ def small_tiles(monkeypatch):
     """Tiles of 64 elements, rows from 128 split; float64 and complex128 kept (x64 on)."""
     import plax
     from plax_cupy import kernels_rows
-    monkeypatch.setattr(kernels_rows, "TILE", 64)
+    monkeypatch.setattr(kernels_rows, "tile_of", lambda itemsize: 64)
     monkeypatch.setattr(kernels_rows, "LONG_ROW", 128)
     with plax.config.override("jax_enable_x64", True):
         yield
