@@ -62,6 +62,9 @@ ITEM_BYTES = 128
 #: elements per thread of a tile at most (registers hold a thread's items while they are staged)
 MAX_ITEMS = 32
 
+#: loads each thread has in flight while staging a tile (registers bound it: see the source)
+LOAD_BATCH = 8
+
 #: predecessors a tile's look-back inspects per step (one memory round trip for all of them)
 WINDOW = 32
 
@@ -225,6 +228,7 @@ def cumulative_source(op: str, ctype: str) -> tuple[str, str]:
     T = ctype
     items = items_per_thread(_ITEMSIZE[ctype])
     cap = _capacity(ctype)
+    batch = min(items, LOAD_BATCH)
     staged = cap + cap // 32   # (one element of padding per 32: PLAX_ROW_PAD)
     source = _HELPERS + f"""
 __device__ __forceinline__ {T} {name}_op({T} a, {T} b) {{ return {combine}; }}
@@ -233,19 +237,20 @@ __device__ __forceinline__ {T} {name}_op({T} a, {T} b) {{ return {combine}; }}
 // thread issuing all its loads before storing any (one memory latency per batch, not per item)
 __device__ __forceinline__ void {name}_load(const {T}* __restrict__ x, long long base,
     long long n, long long inner, int reverse, long long start, long long len, {T}* buf) {{
-  const long long threads = blockDim.x;
-  for (long long p0 = threadIdx.x; p0 < len; p0 += threads * {items}) {{
-    {T} v[{items}];
+  // (batches of {batch}: a whole tile's items at once took 164 registers a thread for float32,
+  // one block per SM; {batch} in flight per thread over the blocks an SM holds cover the
+  // memory latency)
+  const long long threads = blockDim.x, step = reverse ? -inner : inner, stride = threads * step;
+  const {T}* src = x + plax_row_at(base, n, inner, reverse, start);
+  for (long long p0 = threadIdx.x; p0 < len; p0 += threads * {batch}) {{
+    {T} v[{batch}];
+    const {T}* q = src + p0 * step;
     #pragma unroll
-    for (int u = 0; u < {items}; ++u) {{
-      const long long p = p0 + u * threads;
-      if (p < len) v[u] = x[plax_row_at(base, n, inner, reverse, start + p)];
-    }}
+    for (int u = 0; u < {batch}; ++u, q += stride)
+      if (p0 + u * threads < len) v[u] = *q;
     #pragma unroll
-    for (int u = 0; u < {items}; ++u) {{
-      const long long p = p0 + u * threads;
-      if (p < len) buf[PLAX_ROW_PAD(p)] = v[u];
-    }}
+    for (int u = 0; u < {batch}; ++u)
+      if (p0 + u * threads < len) buf[PLAX_ROW_PAD(p0 + u * threads)] = v[u];
   }}
   __syncthreads();
 }}
