@@ -428,8 +428,11 @@ __device__ PLAX_ROW_NOINLINE {T} {name}_look_back(unsigned int* flags, {T}* vals
     const long long m = job - c < {WINDOW} ? job - c : {WINDOW};
     for (long long i = t; i < m; i += threads) window[i] = plax_row_read_published(aggregate + c + i);
     __syncthreads();
-    if (t == 0)
-      for (long long i = 0; i < m; ++i) acc = {name}_op(acc, window[i]);
+    if (t == 0) {{  // (unrolled: the window's loads issue together, then the chain of ops)
+      #pragma unroll
+      for (int i = 0; i < {WINDOW}; ++i)
+        if (i < m) acc = {name}_op(acc, window[i]);
+    }}
     ++steps;
     __syncthreads();
   }}
