@@ -10,28 +10,33 @@ XLA keep them.
 
 Layout: an operand is viewed as ``(outer, n, inner)`` around the axis (C order), one row per
 ``(outer, inner)`` pair; one thread block works on a row at a time (a grid-stride loop over
-rows). A cumulative row is split in contiguous chunks, one per thread: each thread folds its
-chunk, the chunk totals are scanned in shared memory (Hillis-Steele, ``log2(threads)`` steps),
-and each thread rescans its chunk from the total before it. ``reverse`` reads the row from its
-end. float16 is computed in float32 and rounded once, as the reference kernels accumulate it
-(bfloat16 reaches the table widened to float32 by the backend). These kernels serve every dtype
-the primitives take (their abstract evaluation refuses booleans).
+rows). A cumulative row is scanned a stretch of :func:`tile_of` elements at a time (32 KiB:
+8192 float32), staged through shared memory: consecutive threads load consecutive elements
+(coalesced), then each thread folds a contiguous chunk of the staged stretch, the chunk totals
+are scanned in shared memory (Hillis-Steele, ``log2(threads)`` steps), each thread rescans its
+chunk from the total before it, and the block stores the stretch back as it loaded it.
+``reverse`` reads the row from its end. float16 is computed in float32 and rounded once, as
+the reference kernels accumulate it (bfloat16 reaches the table widened to float32 by the
+backend). These kernels serve every dtype the primitives take (their abstract evaluation
+refuses booleans).
 
 Long rows: one block per row leaves most of the GPU idle when the rows are few (a 1-D cumsum
 of 1e8 elements ran on one SM). Below :data:`FEW_ROWS` rows of at least :data:`LONG_ROW`
-elements (:func:`tiles_for`), each row is cut into tiles of :data:`TILE` elements in scan
-order, one block per (row, tile). A scan then takes one launch (:data:`SINGLE_PASS`): tiles
-are taken in ticket order, each publishes its total, looks back to the nearest earlier tile of
-its row whose inclusive scan is published and folds the totals after it *in tile order*, so
-every carry is the same left fold of the totals whatever the timing (a decoupled look-back
-that stays deterministic), then scans its elements from that carry. Its scratch needs no
-clearing (flags and counters carry a per-launch tag) and the last block out clears it, so a
-CUDA graph replaying the launch with the same tag finds it clear. The inter-block protocol
-(ticket, flags, fences) has run only on the host (blocks as concurrent threads, and in
-sequence on the simulated GPU), never on a GPU. The three-pass form it replaces (reduce, then
-scan, then rescan: every tile's total, the scan of the ``(rows, tiles)`` totals -- the same
-dispatcher, so a very long row recurses --, every tile's scan started from the scanned total
-before it) stays, behind ``SINGLE_PASS = False``.
+elements (:func:`tiles_for`), each row is cut into tiles of one stretch each, in scan order,
+one block per (row, tile). A scan then takes one launch (:data:`SINGLE_PASS`): tiles are taken
+in ticket order, each publishes its total and looks back for the nearest earlier tile of its
+row whose inclusive scan is published, :data:`WINDOW` predecessors per memory round trip (their
+flags read at once, every published total passed), then reads the totals after it a window at
+a time and folds them *in tile order* in one thread, so every carry is the same left fold of
+the totals whatever the timing (a decoupled look-back that stays deterministic), and scans its
+staged elements from that carry. Its scratch needs no clearing (flags and counters carry a
+per-launch tag) and the last block out clears it, so a CUDA graph replaying the launch with
+the same tag finds it clear. The inter-block protocol (ticket, flags, fences) has run only on
+the host (blocks as concurrent threads, and in sequence on the simulated GPU, which counts the
+look-back's steps), never on a GPU. The three-pass form it replaces (reduce, then scan, then
+rescan: every tile's total, the scan of the ``(rows, tiles)`` totals -- the same dispatcher, so
+a very long row recurses --, every tile's scan started from the scanned total before it) stays,
+behind ``SINGLE_PASS = False``.
 argmax/argmin take two: every tile's best (value, index), then each row's best of its tiles'
 pairs in tile order with the same rules, so ties still go to the first index and the first NaN
 still wins. Every launch is plax-compiled and counted (``plax_cupy.counters().launches``).
