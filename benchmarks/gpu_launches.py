@@ -1,0 +1,114 @@
+"""Every kernel launch of one MLP training step (784-2048-2048-10, SGD), with its launch
+configuration, on the simulated GPU: how much parallelism each kernel has.
+
+    PYTHONPATH=$PYTHONPATH:tests/cupy python benchmarks/gpu_launches.py [--batch 4096] [--sms 132]
+
+For each plax-compiled kernel of one call (CUDA graphs off, so each launch is seen) it prints
+the kernel, the grid and block, the threads in all, and the longest serial loop of a thread:
+for a reduction (``plax_reduce``) the elements a thread accumulates (``ceil(n_red / (bpo *
+block))`` where ``bpo`` blocks share an output), with the outputs and their length; for an
+elementwise kernel the elements of its grid-stride loop. A kernel that cannot fill the GPU
+(fewer threads than ``sms * 2048``, the resident threads of the card) or whose threads mostly
+idle (a block of 256 reducing 10 elements) shows here. The products (cuBLAS) are counted, not
+listed. ``--sms`` sets the multiprocessor count the launch configuration assumes (an H200 has
+132: the simulated GPU is installed reporting it).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def _install_simulated_gpu(sms: int) -> None:
+    """tests/cupy's simulated CuPy in place of CuPy, reporting ``sms`` multiprocessors."""
+    sys.path.insert(0, os.path.join(HERE, "..", "tests", "cupy"))
+    import fake_cupy
+    fake_cupy.install(sm_count=sms)
+
+
+def _recorded_launches(fake_cupy) -> list:
+    """Wraps the simulated kernels' launch so that each records its scalar arguments too."""
+    calls: list = []
+    original = fake_cupy._Function.__call__
+
+    def call(self, grid, block, args, *rest, **kw):
+        scalars = [a.item() if isinstance(a, np.generic) else a for a in args
+                   if isinstance(a, (int, np.integer))]
+        calls.append((self.name, tuple(grid), tuple(block), scalars))
+        return original(self, grid, block, args, *rest, **kw)
+
+    fake_cupy._Function.__call__ = call
+    return calls
+
+
+def _serial(name: str, grid: int, block: int, scalars: list) -> str:
+    """The longest loop of one thread, from the kernel's scalar arguments."""
+    if name == "plax_reduce":   # (..., n_out, n_red, bpo, tag): done is a pointer
+        n_out, n_red, bpo = scalars[-4], scalars[-3], scalars[-2]
+        per_thread = -(-n_red // (bpo * block))
+        outputs = -(-n_out // max(grid // bpo, 1))
+        return (f"{per_thread} elements x {outputs} output(s) a block "
+                f"({n_out} outputs of {n_red}, {bpo} block(s) each)")
+    if name == "plax_elementwise":
+        n = scalars[-1]
+        return f"{-(-n // (grid * block))} elements ({n} in all)"
+    return "-"
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--batch", type=int, default=4096)
+    parser.add_argument("--sms", type=int, default=132)
+    opts = parser.parse_args(argv)
+    os.environ["PLAX_CUDA_GRAPHS"] = "0"
+    _install_simulated_gpu(opts.sms)
+    import fake_cupy
+    import plax
+    import plax.numpy as jnp
+    import plax_cupy
+    rng = np.random.default_rng(0)
+    sizes = (784, 2048, 2048, 10)
+    gpu = plax.devices("gpu")[0]
+    params = [(plax.device_put((rng.standard_normal((i, o)) / np.sqrt(i)).astype(np.float32), gpu),
+               plax.device_put(np.zeros(o, np.float32), gpu)) for i, o in zip(sizes[:-1], sizes[1:])]
+    x = plax.device_put(rng.standard_normal((opts.batch, 784)).astype(np.float32), gpu)
+    y = plax.device_put(np.eye(10, dtype=np.float32)[rng.integers(0, 10, opts.batch)], gpu)
+
+    def loss(p, x, y):
+        for w, b in p[:-1]:
+            x = jnp.tanh(x @ w + b)
+        w, b = p[-1]
+        logits = x @ w + b
+        logz = jnp.log(jnp.sum(jnp.exp(logits - logits.max(axis=1, keepdims=True)), axis=1,
+                               keepdims=True)) + logits.max(axis=1, keepdims=True)
+        return -jnp.mean(jnp.sum(y * (logits - logz), axis=1))
+
+    @plax.jit
+    def step(p, x, y):
+        g = plax.grad(loss)(p, x, y)
+        return [(w - 0.01 * gw, b - 0.01 * gb) for (w, b), (gw, gb) in zip(p, g)]
+
+    plax.block_until_ready(step(params, x, y))   # compiled; then one call, recorded
+    calls = _recorded_launches(fake_cupy)
+    with plax_cupy.count() as counted:
+        plax.block_until_ready(step(params, x, y))
+    resident = opts.sms * 2048
+    print(f"MLP 784-2048-2048-10 step, batch {opts.batch}, launch configuration for {opts.sms} "
+          f"SMs ({resident} resident threads): {counted.launches} launches, "
+          f"{len(calls)} plax-compiled kernels, {counted.launches - len(calls)} other (cuBLAS)")
+    print(f"{'kernel':28s} {'grid x block':>14s} {'threads':>9s}  longest serial loop a thread")
+    for name, grid, block, scalars in calls:
+        threads = grid[0] * block[0]
+        flag = "  (below the resident threads)" if threads < resident else ""
+        print(f"{name[:28]:28s} {grid[0]:>7d} x {block[0]:<4d} {threads:>9d}  "
+              f"{_serial(name, grid[0], block[0], scalars)}{flag}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
