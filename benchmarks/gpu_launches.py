@@ -7,9 +7,9 @@ For each plax-compiled kernel of one call (CUDA graphs off, so each launch is se
 the kernel, the grid and block, the threads in all, and the longest serial loop of a thread:
 for a reduction (``plax_reduce``) the elements a thread accumulates (``ceil(n_red / (bpo *
 block))`` where ``bpo`` blocks share an output), with the outputs and their length; for an
-elementwise kernel the elements of its grid-stride loop. A kernel that cannot fill the GPU
-(fewer threads than ``sms * 2048``, the resident threads of the card) or whose threads mostly
-idle (a block of 256 reducing 10 elements) shows here. The products (cuBLAS) are counted, not
+elementwise kernel the elements of its grid-stride loop. A kernel with too little parallelism
+(fewer threads than ``sms * 2048``, the resident threads of the card, each looping over more
+than 64 elements) is marked. The products (cuBLAS) are counted, not
 listed. ``--sms`` sets the multiprocessor count the launch configuration assumes (an H200 has
 132: the simulated GPU is installed reporting it).
 """
@@ -46,18 +46,35 @@ def _recorded_launches(fake_cupy) -> list:
     return calls
 
 
-def _serial(name: str, grid: int, block: int, scalars: list) -> str:
-    """The longest loop of one thread, from the kernel's scalar arguments."""
+def _serial(name: str, grid: int, block: int, scalars: list, opb: int) -> tuple[str, int]:
+    """The longest loop of one thread (text, elements), from the kernel's scalar arguments and
+    its outputs per block."""
     if name == "plax_reduce":   # (..., n_out, n_red, bpo, tag): done is a pointer
         n_out, n_red, bpo = scalars[-4], scalars[-3], scalars[-2]
-        per_thread = -(-n_red // (bpo * block))
-        outputs = -(-n_out // max(grid // bpo, 1))
-        return (f"{per_thread} elements x {outputs} output(s) a block "
-                f"({n_out} outputs of {n_red}, {bpo} block(s) each)")
+        per_thread = -(-n_red // (bpo * (block // opb)))
+        groups = -(-n_out // opb)
+        rounds = -(-groups // max(grid // bpo, 1))
+        return (f"{per_thread} elements ({n_out} outputs of {n_red}: {opb} a block, "
+                f"{bpo} block(s) a group, {rounds} group(s) a block)"), per_thread * rounds
     if name == "plax_elementwise":
         n = scalars[-1]
-        return f"{-(-n // (grid * block))} elements ({n} in all)"
-    return "-"
+        return f"{-(-n // (grid * block))} elements ({n} in all)", -(-n // (grid * block))
+    return "-", 0
+
+
+def _recorded_layouts() -> list:
+    """The outputs per block of each reduction launch from now on (``reduction_launch``
+    wrapped), in launch order."""
+    from plax_cupy import codegen
+    layouts: list = []
+    original = codegen.reduction_launch
+
+    def launch(*args, outputs_per_block=1, **kw):
+        layouts.append(outputs_per_block)
+        return original(*args, outputs_per_block=outputs_per_block, **kw)
+
+    codegen.reduction_launch = launch
+    return layouts
 
 
 def main(argv=None) -> int:
@@ -95,6 +112,7 @@ def main(argv=None) -> int:
 
     plax.block_until_ready(step(params, x, y))   # compiled; then one call, recorded
     calls = _recorded_launches(fake_cupy)
+    layouts = _recorded_layouts()
     with plax_cupy.count() as counted:
         plax.block_until_ready(step(params, x, y))
     resident = opts.sms * 2048
@@ -104,9 +122,11 @@ def main(argv=None) -> int:
     print(f"{'kernel':28s} {'grid x block':>14s} {'threads':>9s}  longest serial loop a thread")
     for name, grid, block, scalars in calls:
         threads = grid[0] * block[0]
-        flag = "  (below the resident threads)" if threads < resident else ""
-        print(f"{name[:28]:28s} {grid[0]:>7d} x {block[0]:<4d} {threads:>9d}  "
-              f"{_serial(name, grid[0], block[0], scalars)}{flag}")
+        opb = layouts.pop(0) if name == "plax_reduce" else 1
+        text, loop = _serial(name, grid[0], block[0], scalars, opb)
+        # (a kernel short of the resident threads whose threads loop long: too little parallelism)
+        flag = "  <- few threads, long loops" if threads < resident and loop > 64 else ""
+        print(f"{name[:28]:28s} {grid[0]:>7d} x {block[0]:<4d} {threads:>9d}  {text}{flag}")
     return 0
 
 
