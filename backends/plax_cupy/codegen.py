@@ -19,12 +19,15 @@ The translation unit has three parts:
   needed), evaluates the chain in registers, stores the elementwise outputs and hands each
   reduction its operand;
 * the kernels: ``plax_elementwise`` (a grid-stride loop over the elements), or for a cluster
-  with reductions ``plax_reduce`` (blocks own (output element, chunk) pairs: each thread
-  accumulates a strided part of the chunk and the block combines in shared memory). Where one
-  block covers each output (:func:`reduction_launch`'s ``blocks_per_output`` is 1: short
-  reductions, or many outputs) the block stores the result; otherwise each block stores its
-  partial, fences, and counts itself done on its output's tagged counter, and the last block
-  to count combines the partials in chunk order with a fixed tree and stores the result. One
+  with reductions ``plax_reduce`` (blocks own (output group, chunk) pairs: a group is
+  :func:`reduction_layout`'s outputs per block -- 32 consecutive outputs on a warp for column
+  sums, several short rows, or one output --, each of its threads accumulates a strided part
+  of the chunk of its output and the block combines each output's lanes in shared memory).
+  Where one block covers each group (:func:`reduction_launch`'s ``blocks_per_output`` is 1:
+  short reductions, or many outputs) the block stores the results; otherwise each block
+  stores its partials, fences, and counts itself done on its group's tagged counter, and the
+  last block to count combines the partials in chunk order with a fixed tree and stores the
+  results. One
   launch either way, and deterministic for a launch configuration: the combine's order never
   depends on which block finished last. Under ``#ifdef PLAX_HOST`` the same ``plax_elem`` is
   driven instead by a serial host function ``plax_host``;
