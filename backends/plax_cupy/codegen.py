@@ -1498,7 +1498,8 @@ def plan_cluster(cluster, *, literal_values: bool = True) -> ClusterKernel:
         # finished last)
         lanes = (["      const int oi = v % OPB, ri = v / OPB;"] if outputs_fastest else
                  ["      const int oi = v / TPO, ri = v % TPO;"])
-        step = "OPB" if outputs_fastest else "1"
+        step = "OPB" if outputs_fastest else "1"   # between a slot and its next reduced lane's
+        reduced_lane = "v / OPB" if outputs_fastest else "v % TPO"
         src += ["#ifndef PLAX_HOST",
                 f"extern \"C\" __global__ void plax_reduce({', '.join(partial_params)}) {{",
                 f"  constexpr int OPB = {opb}, TPO = {tpo};  // outputs a block, threads an output"]
@@ -1509,11 +1510,11 @@ def plan_cluster(cluster, *, literal_values: bool = True) -> ClusterKernel:
             lines = ["__syncthreads();",
                      "for (int s = TPO / 2; s > 0; s >>= 1) {",
                      "  for (int v = threadIdx.x; v < OPB * TPO; v += blockDim.x) {",
-                     "  " + lanes[0].strip(),
+                     f"    const int ri = {reduced_lane};",
                      "    if (ri < s) {"]
             lines += [f"      s{r}[v] = {red_.combine(f's{r}[v]', f's{r}[v + s * {step}]')};"
                       for r, (_, red_) in enumerate(reductions)]
-            lines += ["      (void)oi;", "    }", "  }", "  __syncthreads();", "}"]
+            lines += ["    }", "  }", "  __syncthreads();", "}"]
             return [indent + t for t in lines]
 
         src += ["  __shared__ int last;",
