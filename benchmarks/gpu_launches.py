@@ -1,7 +1,7 @@
 """Every kernel launch of one MLP training step (784-2048-2048-10, SGD), with its launch
 configuration, on the simulated GPU: how much parallelism each kernel has.
 
-    PYTHONPATH=$PYTHONPATH:tests/cupy python benchmarks/gpu_launches.py [--batch 4096] [--sms 132]
+    PYTHONPATH=$PYTHONPATH:tests/cupy python benchmarks/gpu_launches.py [--sms 132]
 
 For each plax-compiled kernel of one call (CUDA graphs off, so each launch is seen) it prints
 the kernel, the grid and block, the threads in all, and the longest serial loop of a thread:
@@ -79,7 +79,6 @@ def _recorded_layouts() -> list:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--batch", type=int, default=4096)
     parser.add_argument("--sms", type=int, default=132)
     opts = parser.parse_args(argv)
     os.environ["PLAX_CUDA_GRAPHS"] = "0"
@@ -88,35 +87,21 @@ def main(argv=None) -> int:
     import plax
     import plax.numpy as jnp
     import plax_cupy
-    rng = np.random.default_rng(0)
-    sizes = (784, 2048, 2048, 10)
-    gpu = plax.devices("gpu")[0]
-    params = [(plax.device_put((rng.standard_normal((i, o)) / np.sqrt(i)).astype(np.float32), gpu),
-               plax.device_put(np.zeros(o, np.float32), gpu)) for i, o in zip(sizes[:-1], sizes[1:])]
-    x = plax.device_put(rng.standard_normal((opts.batch, 784)).astype(np.float32), gpu)
-    y = plax.device_put(np.eye(10, dtype=np.float32)[rng.integers(0, 10, opts.batch)], gpu)
-
-    def loss(p, x, y):
-        for w, b in p[:-1]:
-            x = jnp.tanh(x @ w + b)
-        w, b = p[-1]
-        logits = x @ w + b
-        logz = jnp.log(jnp.sum(jnp.exp(logits - logits.max(axis=1, keepdims=True)), axis=1,
-                               keepdims=True)) + logits.max(axis=1, keepdims=True)
-        return -jnp.mean(jnp.sum(y * (logits - logz), axis=1))
-
-    @plax.jit
-    def step(p, x, y):
-        g = plax.grad(loss)(p, x, y)
-        return [(w - 0.01 * gw, b - 0.01 * gb) for (w, b), (gw, gb) in zip(p, g)]
-
-    plax.block_until_ready(step(params, x, y))   # compiled; then one call, recorded
+    sys.path.insert(0, HERE)
+    import gpu   # (benchmarks/gpu.py's workloads: the same MLP step)
+    gpu_device = plax.devices("gpu")[0]
+    build = gpu.workloads(quick=True)[1]   # (quick: batch 4096 still, the other rows smaller)
+    fns = build("plax", jnp, lambda f: plax.jit(f, backend="cupy"), plax.grad, plax.random,
+                lambda x: plax.device_put(x, gpu_device))
+    step, args = fns["mlp step"]
+    batch = args[1].shape[0]
+    plax.block_until_ready(step(*args))   # compiled; then one call, recorded
     calls = _recorded_launches(fake_cupy)
     layouts = _recorded_layouts()
     with plax_cupy.count() as counted:
-        plax.block_until_ready(step(params, x, y))
+        plax.block_until_ready(step(*args))
     resident = opts.sms * 2048
-    print(f"MLP 784-2048-2048-10 step, batch {opts.batch}, launch configuration for {opts.sms} "
+    print(f"MLP 784-2048-2048-10 step, batch {batch}, launch configuration for {opts.sms} "
           f"SMs ({resident} resident threads): {counted.launches} launches, "
           f"{len(calls)} plax-compiled kernels, {counted.launches - len(calls)} other (cuBLAS)")
     print(f"{'kernel':28s} {'grid x block':>14s} {'threads':>9s}  longest serial loop a thread")
