@@ -6,11 +6,11 @@ configuration, on the simulated GPU: how much parallelism each kernel has.
 For each plax-compiled kernel of one call (CUDA graphs off, so each launch is seen) it prints
 the kernel, the grid and block, the threads in all, and the longest serial loop of a thread:
 for a reduction (``plax_reduce``) the elements a thread accumulates (``ceil(n_red / (bpo *
-block))`` where ``bpo`` blocks share an output), with the outputs and their length; for an
-elementwise kernel the elements of its grid-stride loop. A kernel with too little parallelism
-(fewer threads than ``sms * 2048``, the resident threads of the card, each looping over more
-than 64 elements) is marked. The products (cuBLAS) are counted, not
-listed. ``--sms`` sets the multiprocessor count the launch configuration assumes (an H200 has
+block / opb))`` where a block reduces ``opb`` outputs and ``bpo`` blocks share them), with the
+outputs and their length; for an elementwise kernel the elements of its grid-stride loop. A
+kernel with too little parallelism (fewer threads than ``sms * 2048``, the resident threads of
+the card, each looping over more than 64 elements) is marked. The products (cuBLAS) are
+counted, not listed. ``--sms`` sets the multiprocessor count the launch configuration assumes (an H200 has
 132: the simulated GPU is installed reporting it).
 """
 from __future__ import annotations
