@@ -61,7 +61,7 @@ THREADS = 256
 
 #: bytes of a tile each thread stages (as at most :data:`MAX_ITEMS` elements): a tile of
 #: 8192 float32 elements or 4096 float64 is 32 KiB of shared memory, and one look-back per tile
-#: is paid on a quarter as many tiles as with the 4096-element tiles before
+#: is paid on half as many float32 tiles as with the 4096-element tiles before
 ITEM_BYTES = 128
 
 #: elements per thread of a tile at most (registers hold a thread's items while they are staged)
