@@ -174,9 +174,10 @@ __device__ __forceinline__ long long plax_row_at(long long base, long long n, lo
 // a value another block published (codegen.PREAMBLE's plax_read_published), a word at a time
 template <typename T> __device__ __forceinline__ T plax_row_read_published(const T* p) {
   if (sizeof(T) % 4 != 0) return plax_read_published(p);
+  unsigned int words[sizeof(T) / 4 ? sizeof(T) / 4 : 1];
+  for (unsigned int i = 0; i < sizeof(T) / 4; ++i) words[i] = ((const volatile unsigned int*)p)[i];
   T v;
-  for (unsigned int i = 0; i < sizeof(T) / 4; ++i)
-    ((unsigned int*)&v)[i] = ((const volatile unsigned int*)p)[i];
+  memcpy(&v, words, sizeof(T));  // (not a store through another type's pointer)
   return v;
 }
 #endif
