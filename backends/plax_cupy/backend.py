@@ -584,7 +584,8 @@ class Launcher:
                 fns[0]((grid,), (block,), tuple(args + elem_args + [np.int64(plan.n)]))
                 runtime.TOTALS[runtime.LAUNCHES] += 1
             return outs
-        grid, block, bpo = codegen.reduction_launch(plan.n_out, plan.n_red, sm)
+        grid, block, bpo = codegen.reduction_launch(plan.n_out, plan.n_red, sm,
+                                                    outputs_per_block=plan.outputs_per_block)
         for j, _ in plan.reductions:
             outs[j] = _device_empty(plan.out_shapes[j], plan.out_dtypes[j])
         red_args = [_bits(outs[j]) for j, _ in plan.reductions]

@@ -19,12 +19,15 @@ The translation unit has three parts:
   needed), evaluates the chain in registers, stores the elementwise outputs and hands each
   reduction its operand;
 * the kernels: ``plax_elementwise`` (a grid-stride loop over the elements), or for a cluster
-  with reductions ``plax_reduce`` (blocks own (output element, chunk) pairs: each thread
-  accumulates a strided part of the chunk and the block combines in shared memory). Where one
-  block covers each output (:func:`reduction_launch`'s ``blocks_per_output`` is 1: short
-  reductions, or many outputs) the block stores the result; otherwise each block stores its
-  partial, fences, and counts itself done on its output's tagged counter, and the last block
-  to count combines the partials in chunk order with a fixed tree and stores the result. One
+  with reductions ``plax_reduce`` (blocks own (output group, chunk) pairs: a group is
+  :func:`reduction_layout`'s outputs per block -- 32 consecutive outputs on a warp for column
+  sums, several short rows, or one output --, each of its threads accumulates a strided part
+  of the chunk of its output and the block combines each output's lanes in shared memory).
+  Where one block covers each group (:func:`reduction_launch`'s ``blocks_per_output`` is 1:
+  short reductions, or many outputs) the block stores the results; otherwise each block
+  stores its partials, fences, and counts itself done on its group's tagged counter, and the
+  last block to count combines the partials in chunk order with a fixed tree and stores the
+  results. One
   launch either way, and deterministic for a launch configuration: the combine's order never
   depends on which block finished last. Under ``#ifdef PLAX_HOST`` the same ``plax_elem`` is
   driven instead by a serial host function ``plax_host``;
@@ -141,28 +144,74 @@ def elementwise_launch(n: int, sm_count: int = DEFAULT_SM_COUNT, block: int = BL
 
 
 def reduction_launch(n_out: int, n_red: int, sm_count: int = DEFAULT_SM_COUNT,
-                     block: int = BLOCK) -> tuple[int, int, int]:
+                     block: int = BLOCK, outputs_per_block: int = 1) -> tuple[int, int, int]:
     """``(grid, block, blocks_per_output)`` of a reduction kernel.
 
-    Each of the ``n_out`` output elements reduces ``n_red`` elements. Its reduction is split
-    over ``blocks_per_output`` blocks (each thread accumulating about
-    :data:`ITEMS_PER_THREAD` elements or more), enough to occupy the device when there are
-    few outputs; outputs beyond the grid are covered by a grid-stride loop.
+    Each of the ``n_out`` output elements reduces ``n_red`` elements; a block reduces
+    ``outputs_per_block`` outputs together (a group, :func:`reduction_layout`), with ``block //
+    outputs_per_block`` threads each. A group's reduction is split over ``blocks_per_output``
+    blocks (each thread accumulating about :data:`ITEMS_PER_THREAD` elements or more), enough
+    to occupy the device when there are few groups; groups beyond the grid are covered by a
+    grid-stride loop.
 
     Example:
       >>> reduction_launch(1, 10**8, sm_count=100)   # one sum of 1e8 elements
       (800, 256, 800)
       >>> reduction_launch(4096, 512, sm_count=132)   # row sums on an H200: a block per row
       (4096, 256, 1)
+      >>> reduction_launch(2048, 4096, 132, outputs_per_block=32)   # column sums, 32 a block
+      (1088, 256, 17)
     """
     if n_out < 0 or n_red < 0 or block <= 0 or sm_count <= 0:
         raise ValueError(f"bad launch request n_out={n_out} n_red={n_red}")
+    if outputs_per_block < 1 or block % outputs_per_block:
+        raise ValueError(f"bad launch request: {outputs_per_block} outputs per block of {block}")
+    lanes = block // outputs_per_block                        # threads per output
+    groups = -(-n_out // outputs_per_block)
     target = sm_count * WAVES
-    want = -(-n_red // (block * ITEMS_PER_THREAD))           # blocks the work fills
-    share = -(-target // max(n_out, 1))                       # blocks the device has per output
+    want = -(-n_red // (lanes * ITEMS_PER_THREAD))           # blocks the work fills
+    share = -(-target // max(groups, 1))                      # blocks the device has per group
     bpo = max(1, min(want, share))
-    out_blocks = max(1, min(n_out, max(1, (target * 4) // bpo), 1 << 20))
+    out_blocks = max(1, min(groups, max(1, (target * 4) // bpo), 1 << 20))
     return bpo * out_blocks, block, bpo
+
+
+def reduction_layout(shape, red_axes, block: int = BLOCK) -> tuple[int, bool]:
+    """``(outputs_per_block, outputs_fastest)``: how a reduction kernel's block of ``block``
+    threads covers the outputs of a reduction of ``shape`` over ``red_axes``.
+
+    Where every reduced axis comes before every kept one (column sums, a bias gradient's sum
+    over the batch), a warp's threads take consecutive outputs (``outputs_fastest``: each load
+    a contiguous row of them; a thread per output and reduced lane, up to 32 outputs a block)
+    and the remaining threads split the reduced elements. Otherwise the threads of an output are
+    consecutive and take consecutive reduced elements, an output per block unless the reduced
+    extent is short (a row of 10 takes 16 threads, 16 rows a block): a block of 256 threads
+    over a row of 10 left 246 of them idle and paid a full tree for it.
+
+    Args:
+      shape: the iteration shape.
+      red_axes: the reduced axes (sorted).
+      block: threads per block (a power of two).
+
+    Returns:
+      The outputs a block reduces together (a power of two dividing ``block``) and whether
+      consecutive threads take consecutive outputs.
+
+    Example:
+      >>> reduction_layout((4096, 2048), (0,))
+      (32, True)
+      >>> reduction_layout((4096, 10), (1,))
+      (16, False)
+      >>> reduction_layout((8, 100000), (1,))
+      (1, False)
+    """
+    red_axes = tuple(red_axes)
+    n_out = math.prod(d for a, d in enumerate(shape) if a not in red_axes)
+    n_red = math.prod(shape[a] for a in red_axes)
+    if red_axes == tuple(range(len(red_axes))) and len(red_axes) < len(shape) and n_out > 1:
+        return min(32, block, 1 << (n_out - 1).bit_length()), True
+    lanes = min(block, max(1, 1 << (max(n_red, 1) - 1).bit_length()))
+    return block // lanes, False
 
 
 # ---------------------------------------------------------------- literals and helpers
@@ -1197,6 +1246,10 @@ class ClusterKernel:
       reductions: ``(output index, Reduction)`` per reduction output.
       n: elements of the iteration shape; ``n_out``/``n_red``: a reduction's output and
         reduced element counts (all reductions of a cluster reduce the same axes).
+      outputs_per_block: the outputs a block of ``plax_reduce`` reduces together
+        (:func:`reduction_layout`; pass it to :func:`reduction_launch`).
+      per_thread: elements a thread of ``plax_elementwise`` takes per step of its loop (the
+        vector path's, :func:`_vector_kernel`; pass it to :func:`elementwise_launch`).
       entry: the kernel names (``("plax_elementwise",)`` or
         ``("plax_reduce",)``).
       primitives: the fused primitives' names, for messages.
@@ -1438,6 +1491,7 @@ def plan_cluster(cluster, *, literal_values: bool = True) -> ClusterKernel:
                 "#endif", ""]
         entry = ("plax_elementwise",)
         n_out = n_red = 0
+        opb = 1
     else:
         kept = [d for d in range(rank) if d not in red_axes]
         red = list(red_axes)
@@ -1463,61 +1517,102 @@ def plan_cluster(cluster, *, literal_values: bool = True) -> ClusterKernel:
         # with several, each block stores its partial, fences, and counts itself done on the
         # output's counter, and the last of them combines the partials in chunk order (a fixed
         # tree: the result does not depend on which block finished last)
+        opb, outputs_fastest = reduction_layout(shape, red_axes)
+        tpo = BLOCK // opb
+        # a block reduces `opb` outputs (a group), `tpo` threads each: slot v of the block (a
+        # thread; with fewer threads, as on the simulated GPU, each takes several) is output
+        # lane `oi` and reduced lane `ri`, consecutive slots on consecutive outputs where the
+        # kept axes are the trailing ones (a warp reads a row of outputs: coalesced), else on
+        # consecutive reduced elements. With bpo blocks per group, each stores its partials,
+        # fences and counts itself done on the group's counter, and the last of them combines
+        # the partials in chunk order (a fixed tree: the result does not depend on which block
+        # finished last)
+        lanes = (["      const int oi = v % OPB, ri = v / OPB;"] if outputs_fastest else
+                 ["      const int oi = v / TPO, ri = v % TPO;"])
+        step = "OPB" if outputs_fastest else "1"   # between a slot and its next reduced lane's
+        reduced_lane = "v / OPB" if outputs_fastest else "v % TPO"
         src += ["#ifndef PLAX_HOST",
-                f"extern \"C\" __global__ void plax_reduce({', '.join(partial_params)}) {{"]
+                f"extern \"C\" __global__ void plax_reduce({', '.join(partial_params)}) {{",
+                f"  constexpr int OPB = {opb}, TPO = {tpo};  // outputs a block, threads an output"]
         for r, (_, red_) in enumerate(reductions):
             src.append(f"  __shared__ {ctype(red_.acc)} s{r}[{BLOCK}];")
-        tree = ["    __syncthreads();",
-                "    for (int s = blockDim.x / 2; s > 0; s >>= 1) {",
-                "      if (tid < s) {"]
-        tree += [f"        s{r}[tid] = {red_.combine(f's{r}[tid]', f's{r}[tid + s]')};"
-                 for r, (_, red_) in enumerate(reductions)]
-        tree += ["      }", "      __syncthreads();", "    }"]
+
+        def tree(indent: str) -> list:
+            lines = ["__syncthreads();",
+                     "for (int s = TPO / 2; s > 0; s >>= 1) {",
+                     "  for (int v = threadIdx.x; v < OPB * TPO; v += blockDim.x) {",
+                     f"    const int ri = {reduced_lane};",
+                     "    if (ri < s) {"]
+            lines += [f"      s{r}[v] = {red_.combine(f's{r}[v]', f's{r}[v + s * {step}]')};"
+                      for r, (_, red_) in enumerate(reductions)]
+            lines += ["    }", "  }", "  __syncthreads();", "}"]
+            return [indent + t for t in lines]
+
         src += ["  __shared__ int last;",
-                "  const int tid = threadIdx.x;",
                 "  const long long chunk = blockIdx.x % bpo;",
-                "  const long long out_stride = gridDim.x / bpo;",
-                "  for (long long o = blockIdx.x / bpo; o < n_out; o += out_stride) {"]
+                "  const long long group_stride = gridDim.x / bpo;",
+                "  const long long groups = (n_out + OPB - 1) / OPB;",
+                "  for (long long g = blockIdx.x / bpo; g < groups; g += group_stride) {",
+                "    for (int v = threadIdx.x; v < OPB * TPO; v += blockDim.x) {",
+                *lanes,
+                "      const long long o = g * OPB + oi;"]
         for r, (_, red_) in enumerate(reductions):
-            src.append(f"    {ctype(red_.acc)} acc{r} = {red_.init};")
-        src += ["    for (long long r = chunk * blockDim.x + tid; r < n_red; r += (long long)bpo * blockDim.x) {"]
-        src += ["      " + s for s in decompose]
+            src.append(f"      {ctype(red_.acc)} acc{r} = {red_.init};")
+        src += ["      if (o < n_out) {",
+                "        for (long long r = chunk * TPO + ri; r < n_red; r += (long long)bpo * TPO) {"]
+        src += ["          " + t for t in decompose]
         for r, (_, red_) in enumerate(reductions):
-            src.append(f"      {ctype(red_.acc)} v{r};")
-        src.append(f"      plax_elem({call});")
+            src.append(f"          {ctype(red_.acc)} v{r};")
+        src.append(f"          plax_elem({call});")
         for r, (_, red_) in enumerate(reductions):
-            src.append(f"      acc{r} = {red_.combine(f'acc{r}', f'v{r}')};")
-        src.append("    }")
+            src.append(f"          acc{r} = {red_.combine(f'acc{r}', f'v{r}')};")
+        src += ["        }", "      }"]
         for r in range(nr):
-            src.append(f"    s{r}[tid] = acc{r};")
-        src += tree
-        src += ["    if (tid == 0) {",
+            src.append(f"      s{r}[v] = acc{r};")
+        src += ["    }"]
+        src += tree("    ")
+        # (the tree leaves output lane oi's value in the slot of its reduced lane 0)
+        src += ["    for (int v = threadIdx.x; v < OPB * TPO; v += blockDim.x) {",
+                *lanes,
+                "      const long long o = g * OPB + oi;",
+                "      if (ri != 0 || o >= n_out) continue;",
                 "      if (bpo == 1) {"]
         for r, (j, red_) in enumerate(reductions):
-            src.append(f"        r{j}[o] = {store_expr(f's{r}[0]', out_dtypes[j], red_.acc)};")
-        src += ["        last = 0;", "      } else {"]
+            src.append(f"        r{j}[o] = {store_expr(f's{r}[v]', out_dtypes[j], red_.acc)};")
+        src += ["      } else {"]
         for r in range(nr):
-            src.append(f"        p{r}[o * bpo + chunk] = s{r}[0];")
+            src.append(f"        p{r}[o * bpo + chunk] = s{r}[v];")
         src += ["        __threadfence();  // the partials visible before the count says they are",
-                "        last = plax_count_done(done + o, tag) == (unsigned long long)(bpo - 1);",
                 "      }",
                 "    }",
                 "    __syncthreads();",
-                "    if (last) {  // (block-uniform) every partial of output o is stored",
-                "      __threadfence();"]
+                "    if (threadIdx.x == 0)",
+                "      last = bpo > 1 && plax_count_done(done + g, tag) == (unsigned long long)(bpo - 1);",
+                "    __syncthreads();",
+                "    if (last) {  // (block-uniform) every partial of group g is stored",
+                "      __threadfence();",
+                "      for (int v = threadIdx.x; v < OPB * TPO; v += blockDim.x) {",
+                "  " + lanes[0],
+                "        const long long o = g * OPB + oi;"]
         for r, (_, red_) in enumerate(reductions):
             acc_t = ctype(red_.acc)
-            src += [f"      {acc_t} c{r} = {red_.init};",
-                    f"      for (long long c = tid; c < bpo; c += blockDim.x) "
+            src += [f"        {acc_t} c{r} = {red_.init};",
+                    f"        if (o < n_out)",
+                    f"          for (long long c = ri; c < bpo; c += TPO) "
                     f"c{r} = {red_.combine(f'c{r}', f'plax_read_published(p{r} + o * bpo + c)')};",
-                    f"      s{r}[tid] = c{r};"]
-        src += ["  " + t for t in tree]
-        src += ["      if (tid == 0) {"]
+                    f"        s{r}[v] = c{r};"]
+        src += ["      }"]
+        src += tree("      ")
+        src += ["      for (int v = threadIdx.x; v < OPB * TPO; v += blockDim.x) {",
+                "  " + lanes[0],
+                "        const long long o = g * OPB + oi;",
+                "        if (ri != 0 || o >= n_out) continue;"]
         for r, (j, red_) in enumerate(reductions):
-            src.append(f"        r{j}[o] = {store_expr(f's{r}[0]', out_dtypes[j], red_.acc)};")
-        src += ["        done[o] = 0ull;  // cleared: a CUDA graph replays this launch with its tag",
-                "      }", "    }",
-                "    __syncthreads();  // s*, last are rewritten by the next output", "  }", "}",
+            src.append(f"        r{j}[o] = {store_expr(f's{r}[v]', out_dtypes[j], red_.acc)};")
+        src += ["      }",
+                "      if (threadIdx.x == 0) done[g] = 0ull;  // cleared: a CUDA graph replays this launch with its tag",
+                "    }",
+                "    __syncthreads();  // s*, last are rewritten by the next group", "  }", "}",
                 "#else"]
         # the host driver: every element once, in C order, accumulated serially
         host_params = kernel_params + [f"{ctype(out_dtypes[j])}* __restrict__ r{j}" for j, _ in reductions]
@@ -1543,8 +1638,8 @@ def plan_cluster(cluster, *, literal_values: bool = True) -> ClusterKernel:
     return ClusterKernel(
         source="\n".join(src), inputs=inputs, out_dtypes=out_dtypes, out_shapes=out_shapes,
         elem_outputs=elem_outputs, reductions=reductions, n=n, n_out=n_out, n_red=n_red,
-        entry=entry, primitives=[e.primitive.name for e in cluster.eqns], shape=shape,
-        elem_source="\n".join(elem), helpers=helpers, per_thread=per_thread)
+        outputs_per_block=opb, entry=entry, primitives=[e.primitive.name for e in cluster.eqns],
+        shape=shape, elem_source="\n".join(elem), helpers=helpers, per_thread=per_thread)
 
 
 #: the vector path's loads and stores (:func:`_vector_kernel`), once per translation unit.
@@ -1874,4 +1969,4 @@ def describe(kernel: ClusterKernel) -> str:
 
 __all__ = ["BLOCK", "ClusterKernel", "GroupKernel", "HORIZONTAL_MAX_ELEMENTS", "plan_group", "KernelInput", "Reduction", "Unsupported", "c_literal",
            "convert_expr", "describe", "elementwise_expr", "elementwise_launch", "plan_cluster",
-           "plan_equation", "reduction_launch", "reduction_of", "threefry_source"]
+           "plan_equation", "reduction_launch", "reduction_layout", "reduction_of", "threefry_source"]

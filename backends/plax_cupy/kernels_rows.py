@@ -10,28 +10,33 @@ XLA keep them.
 
 Layout: an operand is viewed as ``(outer, n, inner)`` around the axis (C order), one row per
 ``(outer, inner)`` pair; one thread block works on a row at a time (a grid-stride loop over
-rows). A cumulative row is split in contiguous chunks, one per thread: each thread folds its
-chunk, the chunk totals are scanned in shared memory (Hillis-Steele, ``log2(threads)`` steps),
-and each thread rescans its chunk from the total before it. ``reverse`` reads the row from its
-end. float16 is computed in float32 and rounded once, as the reference kernels accumulate it
-(bfloat16 reaches the table widened to float32 by the backend). These kernels serve every dtype
-the primitives take (their abstract evaluation refuses booleans).
+rows). A cumulative row is scanned a stretch of :func:`tile_of` elements at a time (32 KiB:
+8192 float32), staged through shared memory: consecutive threads load consecutive elements
+(coalesced), then each thread folds a contiguous chunk of the staged stretch, the chunk totals
+are scanned in shared memory (Hillis-Steele, ``log2(threads)`` steps), each thread rescans its
+chunk from the total before it, and the block stores the stretch back as it loaded it.
+``reverse`` reads the row from its end. float16 is computed in float32 and rounded once, as
+the reference kernels accumulate it (bfloat16 reaches the table widened to float32 by the
+backend). These kernels serve every dtype the primitives take (their abstract evaluation
+refuses booleans).
 
 Long rows: one block per row leaves most of the GPU idle when the rows are few (a 1-D cumsum
 of 1e8 elements ran on one SM). Below :data:`FEW_ROWS` rows of at least :data:`LONG_ROW`
-elements (:func:`tiles_for`), each row is cut into tiles of :data:`TILE` elements in scan
-order, one block per (row, tile). A scan then takes one launch (:data:`SINGLE_PASS`): tiles
-are taken in ticket order, each publishes its total, looks back to the nearest earlier tile of
-its row whose inclusive scan is published and folds the totals after it *in tile order*, so
-every carry is the same left fold of the totals whatever the timing (a decoupled look-back
-that stays deterministic), then scans its elements from that carry. Its scratch needs no
-clearing (flags and counters carry a per-launch tag) and the last block out clears it, so a
-CUDA graph replaying the launch with the same tag finds it clear. The inter-block protocol
-(ticket, flags, fences) has run only on the host (blocks as concurrent threads, and in
-sequence on the simulated GPU), never on a GPU. The three-pass form it replaces (reduce, then
-scan, then rescan: every tile's total, the scan of the ``(rows, tiles)`` totals -- the same
-dispatcher, so a very long row recurses --, every tile's scan started from the scanned total
-before it) stays, behind ``SINGLE_PASS = False``.
+elements (:func:`tiles_for`), each row is cut into tiles of one stretch each, in scan order,
+one block per (row, tile). A scan then takes one launch (:data:`SINGLE_PASS`): tiles are taken
+in ticket order, each publishes its total and looks back for the nearest earlier tile of its
+row whose inclusive scan is published, :data:`WINDOW` predecessors per memory round trip (their
+flags read at once, every published total passed), then reads the totals after it a window at
+a time and folds them *in tile order* in one thread, so every carry is the same left fold of
+the totals whatever the timing (a decoupled look-back that stays deterministic), and scans its
+staged elements from that carry. Its scratch needs no clearing (flags and counters carry a
+per-launch tag) and the last block out clears it, so a CUDA graph replaying the launch with
+the same tag finds it clear. The inter-block protocol (ticket, flags, fences) has run only on
+the host (blocks as concurrent threads, and in sequence on the simulated GPU, which counts the
+look-back's steps), never on a GPU. The three-pass form it replaces (reduce, then scan, then
+rescan: every tile's total, the scan of the ``(rows, tiles)`` totals -- the same dispatcher, so
+a very long row recurses --, every tile's scan started from the scanned total before it) stays,
+behind ``SINGLE_PASS = False``.
 argmax/argmin take two: every tile's best (value, index), then each row's best of its tiles'
 pairs in tile order with the same rules, so ties still go to the first index and the first NaN
 still wins. Every launch is plax-compiled and counted (``plax_cupy.counters().launches``).
@@ -54,14 +59,56 @@ from plax_cupy.kernels import kernel
 #: threads per block of the row kernels (a power of two: the shared-memory scan halves it)
 THREADS = 256
 
-#: elements per tile of a row split over several blocks (:func:`tiles_for`)
-TILE = 16 * THREADS
+#: bytes of a tile each thread stages (as at most :data:`MAX_ITEMS` elements): a tile of
+#: 8192 float32 elements or 4096 float64 is 32 KiB of shared memory, and one look-back per tile
+#: is paid on half as many float32 tiles as with the 4096-element tiles before
+ITEM_BYTES = 128
+
+#: elements per thread of a tile at most (registers hold a thread's items while they are staged)
+MAX_ITEMS = 32
+
+#: loads each thread has in flight while staging a tile (registers bound it: see the source)
+LOAD_BATCH = 8
+
+#: predecessors a tile's look-back inspects per step (one memory round trip for all of them)
+WINDOW = 32
 
 #: rows shorter than this stay one block each (three launches cost more than they save)
 LONG_ROW = 1 << 16
 
 #: with this many rows or more, one block per row already fills the GPU (two per SM of an A100)
 FEW_ROWS = 216
+
+#: the byte size of each element C type the row kernels take
+_ITEMSIZE = {ctype: dtype.itemsize for dtype, ctype in dtypes.CTYPES.items()}
+
+
+def items_per_thread(itemsize: int) -> int:
+    """Elements each thread stages of a tile of ``itemsize``-byte elements: :data:`ITEM_BYTES`
+    worth, at most :data:`MAX_ITEMS`.
+
+    Example:
+      >>> items_per_thread(4), items_per_thread(8), items_per_thread(16)
+      (32, 16, 8)
+    """
+    return max(1, min(MAX_ITEMS, ITEM_BYTES // itemsize))
+
+
+def tile_of(itemsize: int) -> int:
+    """Elements per tile of a split row of ``itemsize``-byte elements: as many as a block of
+    :data:`THREADS` stages in shared memory at once (the cumulative kernels' capacity).
+
+    Example:
+      >>> tile_of(4), tile_of(16)
+      (8192, 2048)
+    """
+    return THREADS * items_per_thread(itemsize)
+
+
+def _capacity(ctype: str) -> int:
+    """Elements a block of the cumulative kernels on ``ctype`` stages at once (a single-pass
+    tile holds at most this many)."""
+    return THREADS * items_per_thread(_ITEMSIZE[ctype])
 
 #: ``op`` -> C++ combining ``a`` (earlier in scan order) with ``b`` (later); ``U`` is the
 #: unsigned type of an integer's width (wrapping, as XLA; signed overflow is undefined in C++)
@@ -98,6 +145,41 @@ _HELPERS = _NOINLINE + r"""
 #endif
 // (tagged counters and reads of published values: codegen.PREAMBLE's plax_tagged_count,
 // plax_count_done and plax_read_published)
+#if defined(PLAX_HOST) || defined(PLAX_SIM)
+// the host builds count each tile's look-back steps (memory round trips: a window of flags, or
+// of totals to fold), read by tests through the module's symbols
+extern "C" {
+unsigned long long plax_sim_look_back_tiles = 0, plax_sim_look_back_steps = 0,
+    plax_sim_look_back_most = 0;
+}
+static inline void plax_row_note_look_back(unsigned long long steps) {
+  __atomic_fetch_add(&plax_sim_look_back_tiles, 1ull, __ATOMIC_RELAXED);
+  __atomic_fetch_add(&plax_sim_look_back_steps, steps, __ATOMIC_RELAXED);
+  unsigned long long most = __atomic_load_n(&plax_sim_look_back_most, __ATOMIC_RELAXED);
+  while (steps > most && !__atomic_compare_exchange_n(&plax_sim_look_back_most, &most, steps,
+                                                      false, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {}
+}
+#define PLAX_ROW_NOTE_LOOK_BACK(steps) plax_row_note_look_back(steps)
+#else
+#define PLAX_ROW_NOTE_LOOK_BACK(steps) ((void)(steps))
+#endif
+// element p of a row's scan order (from its end when reversed)
+__device__ __forceinline__ long long plax_row_at(long long base, long long n, long long inner,
+                                                 int reverse, long long p) {
+  return base + (reverse ? n - 1 - p : p) * inner;
+}
+// staged element p's place in shared memory: a word of padding per 32 elements, so a thread's
+// contiguous chunk (stride of items per thread) and the block's rows both fall on distinct banks
+#define PLAX_ROW_PAD(p) ((p) + ((p) >> 5))
+// a value another block published (codegen.PREAMBLE's plax_read_published), a word at a time
+template <typename T> __device__ __forceinline__ T plax_row_read_published(const T* p) {
+  if (sizeof(T) % 4 != 0) return plax_read_published(p);
+  unsigned int words[sizeof(T) / 4 ? sizeof(T) / 4 : 1];
+  for (unsigned int i = 0; i < sizeof(T) / 4; ++i) words[i] = ((const volatile unsigned int*)p)[i];
+  T v;
+  memcpy(&v, words, sizeof(T));  // (not a store through another type's pointer)
+  return v;
+}
 #endif
 template <typename T> __device__ __forceinline__ T plax_row_add(T a, T b) { return a + b; }
 template <typename T> __device__ __forceinline__ T plax_row_mul(T a, T b) { return a * b; }
@@ -120,17 +202,18 @@ template <typename T> __device__ __forceinline__ T plax_logaddexp(T a, T b) {
 def cumulative_source(op: str, ctype: str) -> tuple[str, str]:
     """The CUDA C++ source and kernel name of a cumulative ``op`` on ``ctype`` elements.
 
-    The source holds four kernels over one block-wide scan of a stretch of a row: ``name``
-    (one block per row; takes ``(x, y, rows, n, inner, reverse)``) and, for rows split in
-    tiles of ``tile`` elements (in scan order), ``name + "_single_pass"`` (the whole scan in
-    one launch with a look-back between tiles; takes ``(x, y, state, flags, vals, rows, n,
-    inner, reverse, tile, tag)``: scratch of 2 ``unsigned long long``, ``rows * tiles``
-    ``unsigned int`` and ``2 * rows * tiles`` elements, uncleared, and a tag in ``[1, 2**30)``
-    that no launch on that scratch has used, except a graph replaying this one), or the three
-    passes ``name + "_tile_totals"`` (each tile's total into ``sums[row * tiles + k]``; takes
-    ``(x, sums, rows, n, inner, reverse, tile)``), a scan of those totals, and ``name +
-    "_tiles"`` (each tile's scan, starting from the inclusive scan of the totals at the tile
-    before; takes ``(x, y, scanned, rows, n, inner, reverse, tile)``).
+    The source holds four kernels over one block-wide scan of a stretch of a row, staged
+    through shared memory :func:`tile_of` its element size at a time: ``name`` (one block per
+    row; takes ``(x, y, rows, n, inner, reverse)``) and, for rows split in tiles of ``tile``
+    elements (in scan order), ``name + "_single_pass"`` (the whole scan in one launch with a
+    look-back between tiles; takes ``(x, y, state, flags, vals, rows, n, inner, reverse, tile,
+    tag)``, ``tile`` at most that: scratch of 2 ``unsigned long long``, ``rows
+    * tiles`` ``unsigned int`` and ``2 * rows * tiles`` elements, uncleared, and a tag in ``[1,
+    2**30)`` that no launch on that scratch has used, except a graph replaying this one), or
+    the three passes ``name + "_tile_totals"`` (each tile's total into ``sums[row * tiles +
+    k]``; takes ``(x, sums, rows, n, inner, reverse, tile)``), a scan of those totals, and
+    ``name + "_tiles"`` (each tile's scan, starting from the inclusive scan of the totals at
+    the tile before; takes ``(x, y, scanned, rows, n, inner, reverse, tile)``).
 
     Args:
       op: ``"sum"``, ``"prod"``, ``"max"``, ``"min"`` or ``"logsumexp"``.
@@ -149,26 +232,53 @@ def cumulative_source(op: str, ctype: str) -> tuple[str, str]:
     name = f"plax_cumulative_{op}_{ctype.replace(' ', '_')}"
     combine = _COMBINE[op]
     T = ctype
+    items = items_per_thread(_ITEMSIZE[ctype])
+    cap = _capacity(ctype)
+    batch = min(items, LOAD_BATCH)
+    staged = cap + cap // 32   # (one element of padding per 32: PLAX_ROW_PAD)
     source = _HELPERS + f"""
 __device__ __forceinline__ {T} {name}_op({T} a, {T} b) {{ return {combine}; }}
-// Scans scan-order positions [start, stop) of the row at `base` with the whole block:
-// contiguous chunks, one per thread, folded; the chunk totals scanned in shared memory
-// (Hillis-Steele); each chunk rescanned from the total before it (and from `*carry`, the
-// rows's scan before `start`, when given) into `y` (skipped when `y` is null). Returns the
-// stretch's total (carry excluded) to every thread.
-__device__ PLAX_ROW_NOINLINE {T} {name}_block(const {T}* __restrict__ x, {T}* __restrict__ y, long long base,
-    long long n, long long inner, int reverse, long long start, long long stop,
-    const {T}* carry, {T}* totals) {{
-  const long long threads = blockDim.x, t = threadIdx.x, len = stop - start;
+// Stages scan-order positions [start, start + len) of the row at `base` (len <= {cap}) in
+// `buf`: consecutive threads read consecutive elements (coalesced where inner == 1), each
+// thread issuing all its loads before storing any (one memory latency per batch, not per item)
+__device__ __forceinline__ void {name}_load(const {T}* __restrict__ x, long long base,
+    long long n, long long inner, int reverse, long long start, long long len, {T}* buf) {{
+  // (batches of {batch}: a whole tile's items at once took 164 registers a thread for float32,
+  // one block per SM; {batch} in flight per thread over the blocks an SM holds cover the
+  // memory latency)
+  const long long threads = blockDim.x, step = reverse ? -inner : inner, stride = threads * step;
+  const {T}* src = x + plax_row_at(base, n, inner, reverse, start);
+  for (long long p0 = threadIdx.x; p0 < len; p0 += threads * {batch}) {{
+    {T} v[{batch}];
+    const {T}* q = src + p0 * step;
+    #pragma unroll
+    for (int u = 0; u < {batch}; ++u, q += stride)
+      if (p0 + u * threads < len) v[u] = *q;
+    #pragma unroll
+    for (int u = 0; u < {batch}; ++u)
+      if (p0 + u * threads < len) buf[PLAX_ROW_PAD(p0 + u * threads)] = v[u];
+  }}
+  __syncthreads();
+}}
+// Writes the `len` staged elements back to positions [start, start + len) of the row, as
+// {name}_load read them
+__device__ __forceinline__ void {name}_store({T}* __restrict__ y, long long base, long long n,
+    long long inner, int reverse, long long start, long long len, const {T}* buf) {{
+  for (long long p = threadIdx.x; p < len; p += blockDim.x)
+    y[plax_row_at(base, n, inner, reverse, start + p)] = buf[PLAX_ROW_PAD(p)];
+  __syncthreads();  // (buf is staged again next)
+}}
+// The total of the `len` staged elements, to every thread: contiguous chunks, one per thread,
+// folded; the chunk totals scanned (inclusive) in `totals` (Hillis-Steele), left there for
+// {name}_scan
+__device__ PLAX_ROW_NOINLINE {T} {name}_reduce(const {T}* buf, long long len, {T}* totals) {{
+  const long long threads = blockDim.x, t = threadIdx.x;
   const long long chunk = (len + threads - 1) / threads;
   const long long active = chunk ? (len + chunk - 1) / chunk : 0;  // threads holding elements
-  const long long lo = start + t * chunk, hi = lo + chunk < stop ? lo + chunk : stop;
-  // element p of the scan order
-  #define PLAX_AT(p) (base + (reverse ? n - 1 - (p) : (p)) * inner)
-  {T} acc;
+  const long long lo = t * chunk, hi = lo + chunk < len ? lo + chunk : len;
   if (t < active) {{
-    acc = x[PLAX_AT(lo)];
-    for (long long p = lo + 1; p < hi; ++p) acc = {name}_op(acc, x[PLAX_AT(p)]);
+    {T} acc = buf[PLAX_ROW_PAD(lo)];
+    for (long long p = lo + 1; p < hi; ++p) acc = {name}_op(acc, buf[PLAX_ROW_PAD(p)]);
     totals[t] = acc;
   }}
   __syncthreads();
@@ -180,39 +290,74 @@ __device__ PLAX_ROW_NOINLINE {T} {name}_block(const {T}* __restrict__ x, {T}* __
     if (take) totals[t] = {name}_op(before, totals[t]);
     __syncthreads();
   }}
-  const {T} total = totals[active > 0 ? active - 1 : 0];
-  if (y != nullptr && t < active) {{
-    acc = x[PLAX_AT(lo)];
+  return totals[active > 0 ? active - 1 : 0];
+}}
+// Rescans each thread's chunk of the staged elements in place from the chunk totals before it
+// (`totals`, as {name}_reduce left them) and from `*carry` (the row's scan before the stretch)
+// when given
+__device__ PLAX_ROW_NOINLINE void {name}_scan({T}* buf, long long len, const {T}* totals,
+    const {T}* carry) {{
+  const long long threads = blockDim.x, t = threadIdx.x;
+  const long long chunk = (len + threads - 1) / threads;
+  const long long active = chunk ? (len + chunk - 1) / chunk : 0;
+  const long long lo = t * chunk, hi = lo + chunk < len ? lo + chunk : len;
+  if (t < active) {{
+    {T} acc = buf[PLAX_ROW_PAD(lo)];
     if (t) acc = {name}_op(totals[t - 1], acc);
     if (carry != nullptr) acc = {name}_op(*carry, acc);
-    y[PLAX_AT(lo)] = acc;
+    buf[PLAX_ROW_PAD(lo)] = acc;
     for (long long p = lo + 1; p < hi; ++p) {{
-      acc = {name}_op(acc, x[PLAX_AT(p)]);
-      y[PLAX_AT(p)] = acc;
+      acc = {name}_op(acc, buf[PLAX_ROW_PAD(p)]);
+      buf[PLAX_ROW_PAD(p)] = acc;
     }}
   }}
-  #undef PLAX_AT
-  __syncthreads();  // (totals is reused by the next stretch)
+  __syncthreads();
+}}
+// Scans scan-order positions [start, stop) of the row at `base` with the whole block, {cap}
+// elements at a time through `buf`, from `*carry` (the row's scan before `start`) when given,
+// into `y` (skipped when `y` is null). Returns the stretch's total (carry excluded) to every
+// thread.
+__device__ PLAX_ROW_NOINLINE {T} {name}_block(const {T}* __restrict__ x, {T}* __restrict__ y,
+    long long base, long long n, long long inner, int reverse, long long start, long long stop,
+    const {T}* carry, {T}* buf, {T}* totals) {{
+  {T} total, running;
+  bool carried = carry != nullptr;
+  if (carried) running = *carry;
+  for (long long s = start; s < stop; s += {cap}) {{
+    const long long len = stop - s < {cap} ? stop - s : {cap};
+    {name}_load(x, base, n, inner, reverse, s, len, buf);
+    const {T} part = {name}_reduce(buf, len, totals);
+    if (y != nullptr) {{
+      {name}_scan(buf, len, totals, carried ? &running : nullptr);
+      {name}_store(y, base, n, inner, reverse, s, len, buf);
+    }}
+    total = s == start ? part : {name}_op(total, part);
+    running = carried ? {name}_op(running, part) : part;
+    carried = true;
+    __syncthreads();  // (totals is written again by the next stretch)
+  }}
   return total;
 }}
 extern "C" __global__ void {name}(const {T}* __restrict__ x, {T}* __restrict__ y,
     long long rows, long long n, long long inner, int reverse) {{
+  __shared__ {T} buf[{staged}];
   __shared__ {T} totals[{THREADS}];
   for (long long row = blockIdx.x; row < rows; row += gridDim.x) {{
     const long long base = (row / inner) * n * inner + row % inner;
-    {name}_block(x, y, base, n, inner, reverse, 0, n, nullptr, totals);
+    {name}_block(x, y, base, n, inner, reverse, 0, n, nullptr, buf, totals);
   }}
 }}
 // pass 1 of a row split in tiles: each tile's total, one block per (row, tile)
 extern "C" __global__ void {name}_tile_totals(const {T}* __restrict__ x, {T}* __restrict__ sums,
     long long rows, long long n, long long inner, int reverse, long long tile) {{
+  __shared__ {T} buf[{staged}];
   __shared__ {T} totals[{THREADS}];
   const long long tiles = (n + tile - 1) / tile;
   for (long long job = blockIdx.x; job < rows * tiles; job += gridDim.x) {{
     const long long row = job / tiles, start = (job % tiles) * tile;
     const long long base = (row / inner) * n * inner + row % inner;
     const {T} total = {name}_block(x, nullptr, base, n, inner, reverse, start,
-                                   start + tile < n ? start + tile : n, nullptr, totals);
+                                   start + tile < n ? start + tile : n, nullptr, buf, totals);
     if (threadIdx.x == 0) sums[job] = total;
   }}
 }}
@@ -220,13 +365,14 @@ extern "C" __global__ void {name}_tile_totals(const {T}* __restrict__ x, {T}* __
 extern "C" __global__ void {name}_tiles(const {T}* __restrict__ x, {T}* __restrict__ y,
     const {T}* __restrict__ scanned, long long rows, long long n, long long inner, int reverse,
     long long tile) {{
+  __shared__ {T} buf[{staged}];
   __shared__ {T} totals[{THREADS}];
   const long long tiles = (n + tile - 1) / tile;
   for (long long job = blockIdx.x; job < rows * tiles; job += gridDim.x) {{
     const long long row = job / tiles, k = job % tiles, start = k * tile;
     const long long base = (row / inner) * n * inner + row % inner;
     {name}_block(x, y, base, n, inner, reverse, start, start + tile < n ? start + tile : n,
-                 k ? scanned + job - 1 : nullptr, totals);
+                 k ? scanned + job - 1 : nullptr, buf, totals);
   }}
 }}
 // rows split in tiles in one launch: tiles taken in ticket order (a tile waits only on tiles
@@ -237,39 +383,82 @@ extern "C" __global__ void {name}_tiles(const {T}* __restrict__ x, {T}* __restri
 // `flags` (one per tile, (tag << 2) | 1 aggregate, | 2 inclusive) and `vals` (aggregates, then
 // inclusive scans) need no clearing: a word of another tag is unset; the last block out clears
 // them, so a CUDA graph replaying the launch with its tag finds them unset too.
+// The look-back takes {WINDOW} predecessors a step, one memory round trip each: the block's
+// threads read their flags at once (`seen`: 0 unset, 1 aggregate, 2 inclusive, nearest first),
+// and the walk passes every aggregate up to the nearest tile that is not one; the totals after
+// the inclusive scan found are then read {WINDOW} at a time (`window`) and folded in tile order
+// by one thread. The whole block calls it; it returns the carry (`*carry`, shared) to every
+// thread.
 __device__ PLAX_ROW_NOINLINE {T} {name}_look_back(unsigned int* flags, {T}* vals, long long jobs,
-    long long job, long long k, {T} total, unsigned int tag) {{
+    long long job, long long k, {T} total, unsigned int tag, unsigned int* seen, {T}* window,
+    {T}* carry) {{
   {T}* aggregate = vals;
   {T}* inclusive = vals + jobs;
   const unsigned int agg = (tag << 2) | 1u, inc = (tag << 2) | 2u;
-  if (k == 0) {{
-    inclusive[job] = total;
-    __threadfence();
-    atomicExch(flags + job, inc);
+  const long long t = threadIdx.x, threads = blockDim.x;
+  if (k == 0) {{  // the row's first tile: its total is its inclusive scan
+    if (t == 0) {{
+      inclusive[job] = total;
+      __threadfence();
+      atomicExch(flags + job, inc);
+    }}
     return total;  // (unused: the row's first tile has no carry)
   }}
-  aggregate[job] = total;
-  __threadfence();
-  atomicExch(flags + job, agg);
-  long long j = job - 1;  // (the row's first tile publishes its inclusive scan: j stays in the row)
-  for (;;) {{
-    const unsigned int f = *(volatile unsigned int*)(flags + j);
-    if (f == inc) break;
-    if (f == agg) --j;
-    else PLAX_ROW_SPIN();  // not published yet in this launch
+  if (t == 0) {{
+    aggregate[job] = total;
+    __threadfence();
+    atomicExch(flags + job, agg);
   }}
-  __threadfence();
-  {T} carry = plax_read_published(inclusive + j);
-  for (long long i = j + 1; i < job; ++i) carry = {name}_op(carry, plax_read_published(aggregate + i));
-  inclusive[job] = {name}_op(carry, total);
-  __threadfence();
-  atomicExch(flags + job, inc);
-  return carry;
+  const long long first = job - k;  // (the row's first tile publishes an inclusive scan)
+  long long end = job, found = -1;  // tiles [end, job) have published their totals
+  unsigned long long steps = 0;
+  while (found < 0) {{
+    const long long width = end - first < {WINDOW} ? end - first : {WINDOW};
+    for (long long i = t; i < width; i += threads) {{
+      const unsigned int f = *(volatile unsigned int*)(flags + end - 1 - i);
+      seen[i] = f == inc ? 2u : f == agg ? 1u : 0u;
+    }}
+    if (t < width) __threadfence();  // (a flag read before the value it publishes)
+    __syncthreads();
+    long long passed = 0;
+    while (passed < width && seen[passed] == 1u) ++passed;
+    if (passed < width && seen[passed] == 2u) found = end - 1 - passed;
+    end -= passed;
+    ++steps;
+    if (found < 0 && passed < width) PLAX_ROW_SPIN();  // tile end - 1 has not published yet
+    __syncthreads();  // (seen is written again next step)
+  }}
+  {T} acc;
+  if (t == 0) acc = plax_row_read_published(inclusive + found);
+  for (long long c = found + 1; c < job; c += {WINDOW}) {{
+    const long long m = job - c < {WINDOW} ? job - c : {WINDOW};
+    for (long long i = t; i < m; i += threads) window[i] = plax_row_read_published(aggregate + c + i);
+    __syncthreads();
+    if (t == 0) {{  // (unrolled: the window's loads issue together, then the chain of ops)
+      #pragma unroll
+      for (int i = 0; i < {WINDOW}; ++i)
+        if (i < m) acc = {name}_op(acc, window[i]);
+    }}
+    ++steps;
+    __syncthreads();
+  }}
+  if (t == 0) {{
+    inclusive[job] = {name}_op(acc, total);
+    __threadfence();
+    atomicExch(flags + job, inc);
+    *carry = acc;
+    PLAX_ROW_NOTE_LOOK_BACK(steps);
+  }}
+  __syncthreads();
+  return *carry;
 }}
 extern "C" __global__ void {name}_single_pass(const {T}* __restrict__ x, {T}* __restrict__ y,
     unsigned long long* state, unsigned int* flags, {T}* vals, long long rows, long long n,
     long long inner, int reverse, long long tile, unsigned int tag) {{
+  __shared__ {T} buf[{staged}];
   __shared__ {T} totals[{THREADS}];
+  __shared__ {T} window[{WINDOW}];
+  __shared__ unsigned int seen[{WINDOW}];
   __shared__ {T} carry;
   __shared__ long long ticket;
   __shared__ int last;
@@ -280,12 +469,13 @@ extern "C" __global__ void {name}_single_pass(const {T}* __restrict__ x, {T}* __
     const long long job = ticket;
     if (job >= jobs) break;
     const long long row = job / tiles, k = job % tiles, start = k * tile;
-    const long long stop = start + tile < n ? start + tile : n;
+    const long long len = start + tile < n ? tile : n - start;
     const long long base = (row / inner) * n * inner + row % inner;
-    const {T} total = {name}_block(x, nullptr, base, n, inner, reverse, start, stop, nullptr, totals);
-    if (threadIdx.x == 0) carry = {name}_look_back(flags, vals, jobs, job, k, total, tag);
-    __syncthreads();
-    {name}_block(x, y, base, n, inner, reverse, start, stop, k ? &carry : nullptr, totals);
+    {name}_load(x, base, n, inner, reverse, start, len, buf);
+    const {T} total = {name}_reduce(buf, len, totals);
+    {name}_look_back(flags, vals, jobs, job, k, total, tag, seen, window, &carry);
+    {name}_scan(buf, len, totals, k ? &carry : nullptr);
+    {name}_store(y, base, n, inner, reverse, start, len, buf);
   }}
   if (threadIdx.x == 0) {{
     __threadfence();
@@ -410,27 +600,28 @@ def _layout(shape, axis: int) -> tuple[int, int, int]:
     return math.prod(shape[:axis]), shape[axis], math.prod(shape[axis + 1:])
 
 
-def tiles_for(rows: int, n: int) -> int:
+def tiles_for(rows: int, n: int, tile: int) -> int:
     """How many tiles (blocks) each of ``rows`` rows of ``n`` elements is split in: 1 (one
     block per row) unless the rows are too few to occupy the GPU (below :data:`FEW_ROWS`) and
-    each is at least :data:`LONG_ROW` long, then ``ceil(n / TILE)``.
+    each is at least :data:`LONG_ROW` long (and two tiles), then ``ceil(n / tile)``.
 
     Args:
       rows: how many independent rows.
       n: elements per row.
+      tile: elements per tile (:func:`tile_of` the element size).
 
     Returns:
       The tile count per row (at least 1).
 
     Example:
-      >>> tiles_for(1, 10**8) == -(-10**8 // TILE)
+      >>> tiles_for(1, 10**8, 8192) == -(-10**8 // 8192)
       True
-      >>> tiles_for(4096, 10**5)
+      >>> tiles_for(4096, 10**5, 8192)
       1
     """
-    if rows >= FEW_ROWS or n < max(LONG_ROW, 2 * TILE):
+    if rows >= FEW_ROWS or n < max(LONG_ROW, 2 * tile):
         return 1
-    return -(-n // TILE)
+    return -(-n // tile)
 
 
 def _grid(jobs: int) -> int:
@@ -479,26 +670,31 @@ def scan_rows(op: str, work, out, outer: int, n: int, inner: int, reverse: bool)
       >>> scan_rows("sum", x, y, 1, x.size, 1, False)   # doctest: +SKIP
     """
     rows = outer * inner
-    source, name = cumulative_source(op, dtypes.ctype(work.dtype))
-    tiles = tiles_for(rows, n)
+    ctype = dtypes.ctype(work.dtype)
+    source, name = cumulative_source(op, ctype)
+    tile = tile_of(work.dtype.itemsize)
+    tiles = tiles_for(rows, n, tile)
     common = (np.int64(rows), np.int64(n), np.int64(inner), np.int32(bool(reverse)))
     if tiles == 1:
         _launch(source, name, rows, work, out, *common)
         return
     jobs = rows * tiles
     if SINGLE_PASS:
+        if tile > _capacity(ctype):
+            raise ValueError(f"a single-pass tile of {tile} elements exceeds what a block "
+                             f"stages ({_capacity(ctype)})")
         state = cupy.empty((2,), np.uint64)
         flags = cupy.empty((jobs,), np.uint32)
         vals = cupy.empty((2 * jobs,), work.dtype)
         tag = codegen.launch_tag(30)
         _launch(source, name + "_single_pass", jobs, work, out, state, flags, vals, *common,
-                np.int64(TILE), tag)
+                np.int64(tile), tag)
         return
     sums = cupy.empty((rows * tiles,), work.dtype)
-    _launch(source, name + "_tile_totals", rows * tiles, work, sums, *common, np.int64(TILE))
+    _launch(source, name + "_tile_totals", rows * tiles, work, sums, *common, np.int64(tile))
     scanned = cupy.empty_like(sums)
     scan_rows(op, sums, scanned, rows, tiles, 1, False)   # (tiles in scan order already)
-    _launch(source, name + "_tiles", rows * tiles, work, out, scanned, *common, np.int64(TILE))
+    _launch(source, name + "_tiles", rows * tiles, work, out, scanned, *common, np.int64(tile))
 
 
 def arg_rows(is_max: bool, work, out, outer: int, n: int, inner: int) -> None:
@@ -518,14 +714,15 @@ def arg_rows(is_max: bool, work, out, outer: int, n: int, inner: int) -> None:
     """
     rows = outer * inner
     source, name = argextreme_source(is_max, dtypes.ctype(work.dtype), dtypes.ctype(out.dtype))
-    tiles = tiles_for(rows, n)
+    tile = tile_of(work.dtype.itemsize)
+    tiles = tiles_for(rows, n, tile)
     if tiles == 1:
         _launch(source, name, rows, work, out, np.int64(rows), np.int64(n), np.int64(inner))
         return
     best = cupy.empty((rows * tiles,), work.dtype)
     best_at = cupy.empty((rows * tiles,), np.int64)
     _launch(source, name + "_tile_best", rows * tiles, work, best, best_at, np.int64(rows),
-            np.int64(n), np.int64(inner), np.int64(TILE))
+            np.int64(n), np.int64(inner), np.int64(tile))
     _launch(source, name + "_of_tiles", rows, best, best_at, out, np.int64(rows), np.int64(tiles))
 
 

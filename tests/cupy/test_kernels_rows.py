@@ -207,7 +207,7 @@ def host_rows(monkeypatch, tmp_path, request):
     """Small tiles (64 elements, rows from 128 split), kernels on the host build."""
     from plax_cupy import kernels_rows
     rows = _HostRows(tmp_path, request.param)
-    monkeypatch.setattr(kernels_rows, "TILE", 64)
+    monkeypatch.setattr(kernels_rows, "tile_of", lambda itemsize: 64)
     monkeypatch.setattr(kernels_rows, "LONG_ROW", 128)
     monkeypatch.setattr(kernels_rows, "_launch", rows.launch)
     monkeypatch.setattr(kernels_rows, "cupy", rows)
@@ -355,10 +355,13 @@ def test_argmax_argmin_over_several_blocks(host_rows):
 
 def test_tiles_for():
     from plax_cupy import kernels_rows as k
-    assert k.tiles_for(1, 10**8) == -(-10**8 // k.TILE)   # a long 1-D row: every SM
-    assert k.tiles_for(1, k.LONG_ROW - 1) == 1              # short: one launch
-    assert k.tiles_for(k.FEW_ROWS, 10**8) == 1              # many rows already fill the GPU
-    assert k.tiles_for(k.FEW_ROWS - 1, k.LONG_ROW) == -(-k.LONG_ROW // k.TILE)
+    tile = k.tile_of(4)
+    assert tile == k.THREADS * 32                            # 32 KiB of float32 per block
+    assert k.tile_of(8) == k.tile_of(16) * 2 == k.THREADS * 16
+    assert k.tiles_for(1, 10**8, tile) == -(-10**8 // tile)    # a long 1-D row: every SM
+    assert k.tiles_for(1, k.LONG_ROW - 1, tile) == 1             # short: one launch
+    assert k.tiles_for(k.FEW_ROWS, 10**8, tile) == 1             # many rows already fill the GPU
+    assert k.tiles_for(k.FEW_ROWS - 1, k.LONG_ROW, tile) == -(-k.LONG_ROW // tile)
 
 
 @pytest.mark.skipif(bool(NVRTC_PROBLEM), reason=NVRTC_PROBLEM or "nvrtc")
