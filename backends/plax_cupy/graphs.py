@@ -218,6 +218,11 @@ class _Plan:
         """The captured operations, where the graph says (the simulated GPU's does)."""
         return list(getattr(self.graph, "steps", ()))
 
+    def fit_keys(self, keys: list) -> bool:
+        """Whether every bound slot's pointer, shape, strides and dtype are those of ``keys``."""
+        return all(static is not None or key == mine
+                   for static, key, mine in zip(self.static, keys, self.keys))
+
     def fit(self, buffers: Sequence[Any], keys: list) -> list | None:
         """The static slots a replay on ``buffers`` must copy into, or ``None`` when a bound
         slot's pointer differs."""
@@ -354,6 +359,8 @@ class GraphedProgram:
         self.plain_calls = 0   # calls run plainly because no plan fitted nor could be captured
         self.captures = 0
         self.replays = 0
+        self.plain_runs = 0    # every call run plainly (the first, and each for a reason)
+        self.last_plain = ""   # why the last of them ran plainly
         self._recent: list = []       # the input keys of the last RECENT_CALLS calls
         self._stable: dict = {}       # id -> CuPy array of each buffer the plans write
         self._registry: dict = {}     # id -> buffer the plans write (one reference each)
@@ -366,13 +373,43 @@ class GraphedProgram:
         return self.plans[0] if self.plans else None
 
     def describe(self) -> str:
-        """One line for ``as_text()``: whether the program replays as a graph, and if not why."""
+        """One line for ``as_text()``: whether the program replays as a graph, and if not why;
+        then how many calls were captured, replayed and run plainly, and why the last plain
+        one was.
+
+        Example::
+
+          # CUDA graph: captured, 23 operations replayed as one launch (1 of at most 3 buffer
+          plans); calls: 1 captured, 8 replayed, 2 plain (last: every plan it fits writes
+          buffers the caller still holds)   (one line)
+        """
         if self.reason:
-            return f"# CUDA graph: no, runs plainly ({self.reason})"
-        if not self.plans:
-            return "# CUDA graph: to be captured on the second call"
-        return (f"# CUDA graph: captured, {len(self.plans[0].graph_steps())} operations replayed "
-                f"as one launch ({len(self.plans)} of at most {MAX_PLANS} buffer plans)")
+            state = f"no, runs plainly ({self.reason})"
+        elif not self.plans:
+            state = "to be captured on the second call"
+        else:
+            state = (f"captured, {len(self.plans[0].graph_steps())} operations replayed as one "
+                     f"launch ({len(self.plans)} of at most {MAX_PLANS} buffer plans)")
+        calls = f"{self.captures} captured, {self.replays} replayed, {self.plain_runs} plain"
+        if self.plain_runs:
+            calls += f" (last: {self.last_plain})"
+        return f"# CUDA graph: {state}; calls: {calls}"
+
+    def _plain(self, buffers, why: str) -> list:
+        """Runs the call plainly (one launch per kernel), noting why."""
+        self.plain_runs += 1
+        self.last_plain = why
+        return self.fn(*buffers)
+
+    def _why_no_plan(self, keys) -> str:
+        """Why a call that no plan took, and that was not captured, runs plainly."""
+        if any(plan.fit_keys(keys) for plan in self.plans):
+            return ("every plan it fits writes buffers the caller still holds (results kept, or "
+                    "views or exports of them)")
+        if not self._captures_pay():
+            return (f"no plan fits its inputs' pointers and captures no longer pay "
+                    f"({self.captures} captures, {self.replays} replays)")
+        return "no plan fits its inputs' pointers, and every plan's buffers are held (none to evict)"
 
     # ---------------------------------------------------------------- ownership
 
@@ -409,14 +446,14 @@ class GraphedProgram:
     # ---------------------------------------------------------------- calls
 
     def __call__(self, *buffers) -> list:
-        if self.reason:
-            return self.fn(*buffers)
+        if self.reason:   # (not under the lock: plain calls of a program may overlap)
+            return self._plain(buffers, self.reason)
         with self._lock:
             if self.reason:
-                return self.fn(*buffers)
+                return self._plain(buffers, self.reason)
             if any(_raw(b) is None for b in buffers):
                 self.reason = "an input is not a device array"
-                return self.fn(*buffers)
+                return self._plain(buffers, self.reason)
             stream = self.backend.stream(self.device)
             if stream.is_capturing():  # a body of a program being captured: its kernels join
                 return self.fn(*buffers)  # that graph (no graph launched inside a capture)
@@ -446,13 +483,14 @@ class GraphedProgram:
                     cupy.get_default_memory_pool().free_all_blocks()
                     raise GpuOutOfMemoryError(self.device, oom_bytes(err), str(err)) from None
                 except Exception as err:  # what capture refuses: run plainly from now on
-                    self.reason = f"capture failed ({type(err).__name__}: {err})"
-                    return self.fn(*buffers)
+                    first = str(err).strip().splitlines()[0] if str(err).strip() else ""
+                    self.reason = f"capture failed ({type(err).__name__}: {first})"
+                    return self._plain(buffers, self.reason)
                 finally:
                     self._settle(before)   # (the frames of the change are gone: exact counts)
                 if chosen is None:
                     self.plain_calls += 1
-                    return self.fn(*buffers)
+                    return self._plain(buffers, self._why_no_plan(keys))
             self.replays += 1
             return self.plans[chosen].replay(buffers, copies, stream, self._stable)
 
@@ -594,7 +632,7 @@ class GraphedProgram:
     def _first_call(self, buffers) -> list:
         """Runs plainly, and decides from what it did whether the program can be captured."""
         before, host_before = runtime.counters(), runtime.fallback_primitives()
-        out = self.fn(*buffers)
+        out = self._plain(buffers, "the first call, which compiles")
         after = runtime.counters()
         # (uploads of the first call may be constants of lazily compiled bodies; an upload
         # every call is refused by the capture itself)

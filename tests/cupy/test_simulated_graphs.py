@@ -482,6 +482,81 @@ def test_capture_refuses_host_traffic_and_poisons_its_outputs():
 
 
 @on_simulated_gpu
+def test_capture_refuses_cupys_library_calls():
+    """As CuPy's cuBLAS and cuSOLVER bindings (whose ``setStream`` raises while the stream
+    captures): a float product or a factorisation through CuPy is refused in a capture; an
+    integer product (CuPy's own kernel) is not."""
+    import cupy
+    s = cupy.cuda.Stream(non_blocking=True)
+    with s:
+        a = cupy.ones((2, 3, 3), dtype=cupy.float32)
+        n = cupy.ones((2, 3, 3), dtype=cupy.int32)
+        s.begin_capture()
+        try:
+            with pytest.raises(NotImplementedError, match="cuBLAS API during stream capture"):
+                cupy.matmul(a, a)
+            with pytest.raises(NotImplementedError, match="cuBLAS API"):
+                a @ a
+            with pytest.raises(NotImplementedError, match="cuSOLVER API"):
+                cupy.linalg.cholesky(a)
+            cupy.matmul(n, n)
+        finally:
+            s.end_capture()
+        cupy.matmul(a, a)   # not capturing: allowed
+
+
+def _hlines(executables) -> str:
+    return [line for line in _text(executables).splitlines() if line.startswith("# CUDA graph")][0]
+
+
+@on_simulated_gpu
+@pytest.mark.parametrize("direct", [True, False])
+def test_products_are_captured_through_the_loaded_cublas(direct, executables, monkeypatch):
+    """The H200's MLP step (issue 24): every capture of a program holding a product failed
+    (CuPy's cuBLAS binding refuses a capturing stream), so it ran plainly, one launch per kernel,
+    with graphs on as off. Through ``plax_cupy.cublas_direct`` (the simulated libcublas here,
+    found loaded in the process as the real one is) the product is captured: one launch a call,
+    the values of the plain path. Without it, the simulation does as the H200 did, and says
+    why in ``as_text()``."""
+    import plax
+    from plax_cupy import cublas_direct
+    if not direct:
+        monkeypatch.setattr(cublas_direct, "_binding", [None])
+    elif cublas_direct.binding() is not None:
+        assert isinstance(cublas_direct.binding().library, __import__("ctypes").CDLL)
+    p, x, y = _mlp_args(5)
+    args = plax.device_put((p, x, y), _gpu())
+    runs = _calls(plax.jit(lambda *a: _step(*a)), args, 4)   # (a program of its own)
+    launches = [c.launches for _, c, _, _ in runs]
+    line = _hlines(executables)
+    if direct:
+        assert launches[1:] == [1, 1, 1], launches
+        assert line.endswith("calls: 1 captured, 3 replayed, 1 plain (last: the first call, "
+                             "which compiles)"), line
+    else:
+        assert launches[1:] == launches[:1] * 3 and launches[0] > 1, launches
+        assert ("no, runs plainly (capture failed (NotImplementedError: calling cuBLAS API "
+                "during stream capture is currently unsupported))") in line, line
+        assert "calls: 0 captured, 0 replayed, 4 plain" in line, line
+    for host, *_ in runs[1:]:
+        for got, want in zip(host, runs[0][0]):
+            np.testing.assert_array_equal(got, want)
+
+
+@on_simulated_gpu
+def test_as_text_says_why_the_last_call_ran_plainly(executables):
+    """Results kept by the caller: the calls past the plans run plainly, and the line says so."""
+    import plax
+    f = plax.jit(lambda v: _scan(v))
+    xs = np.random.default_rng(9).normal(size=(5, 4)).astype(np.float32)
+    kept = [f(plax.device_put(xs, _gpu())) for _ in range(MAX_PLANS + 2)]
+    line = _hlines(executables)
+    assert f"calls: {MAX_PLANS} captured, {MAX_PLANS} replayed, 2 plain (last: every plan it " \
+        "fits writes buffers the caller still holds" in line, line
+    del kept
+
+
+@on_simulated_gpu
 def test_the_plan_owns_its_buffers(executables):
     """The graph's pointers stay valid however the caller's arrays come and go: freeing the
     plan's buffers is what a stale pointer would be, and the fake catches it."""
