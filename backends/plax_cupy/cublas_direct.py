@@ -68,6 +68,11 @@ class DirectCublas:
         self._set_mode = self._function(("cublasSetPointerMode_v2", "cublasSetPointerMode"),
                                         [_c_void_p, _c_int])
         self._gemm = self._function(("cublasGemmStridedBatchedEx",), _GEMM_ARGTYPES)
+        try:
+            self._set_workspace = self._function(("cublasSetWorkspace_v2", "cublasSetWorkspace"),
+                                                 [_c_void_p, _c_void_p, ctypes.c_size_t])
+        except AttributeError:   # (before cuBLAS 11.4: its own workspace only)
+            self._set_workspace = None
 
     def _function(self, names, argtypes):
         for name in names:
@@ -96,6 +101,12 @@ class DirectCublas:
     def setPointerMode(self, handle: int, mode: int) -> None:  # noqa: N802
         """``cublasSetPointerMode``."""
         self._check(self._set_mode, self._set_mode(handle, mode))
+
+    def setWorkspace(self, handle: int, pointer: int, nbytes: int) -> None:  # noqa: N802
+        """``cublasSetWorkspace`` (a no-op where the library lacks it). ``setStream`` resets
+        the workspace to cuBLAS's own, so this comes after it."""
+        if self._set_workspace is not None:
+            self._check(self._set_workspace, self._set_workspace(handle, pointer, nbytes))
 
     def gemmStridedBatchedEx(self, *arguments) -> None:  # noqa: N802
         """``cublasGemmStridedBatchedEx`` with CuPy's argument order (see
@@ -138,6 +149,29 @@ def loaded_library(maps: str = "/proc/self/maps"):
 
 _binding: list = []
 _binding_lock = threading.Lock()
+_workspaces: dict = {}   # device id -> the memory of its workspace (kept for good)
+
+
+def workspace(device_id: int) -> tuple[int, int]:
+    """A workspace for cuBLAS calls that a capture records, owned by plax for the life of the
+    process: ``(device pointer, bytes)``. Handed to cuBLAS (:meth:`DirectCublas.setWorkspace`)
+    so that a captured routine allocates nothing of its own (the graphs' pointers must stay
+    valid for as long as they replay); the size is cuBLAS's default workspace's (32 MiB from
+    Hopper, 4 MiB before), so the heuristics choose as in a plain call.
+
+    Example:
+      >>> pointer, nbytes = workspace(0)      # doctest: +SKIP
+    """
+    with _binding_lock:
+        memory = _workspaces.get(device_id)
+        if memory is None:
+            import cupy
+            major = int(str(cupy.cuda.Device(device_id).compute_capability)[:-1] or 0)
+            nbytes = (32 if major >= 9 else 4) << 20
+            # (from the pool directly: not an allocation of the capture under way)
+            memory = _workspaces[device_id] = (cupy.get_default_memory_pool().malloc(nbytes),
+                                               nbytes)
+        return memory[0].ptr, memory[1]
 
 
 def binding() -> DirectCublas | None:
@@ -174,4 +208,4 @@ def _load() -> DirectCublas | None:
         return None
 
 
-__all__ = ["CUBLASError", "DirectCublas", "binding", "loaded_library"]
+__all__ = ["CUBLASError", "DirectCublas", "binding", "loaded_library", "workspace"]

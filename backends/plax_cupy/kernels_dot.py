@@ -154,13 +154,16 @@ def _run_gemm(lib, gemm: Gemm, a, b, c, scalar=None) -> None:
     captures a CUDA graph, through :mod:`plax_cupy.cublas_direct` (CuPy's binding refuses a
     capturing stream). ``scalar``: the type of alpha and beta (default: the compute type's)."""
     stream = cupy.cuda.get_current_stream()
-    if stream.is_capturing():
+    capturing = stream.is_capturing()
+    if capturing:
         lib = cublas_direct.binding() or lib
     handle = cupy.cuda.device.get_cublas_handle()
     if scalar is None:
         scalar = np.int32 if gemm.compute_type == CUBLAS_COMPUTE_32I else np.float32
     one, zero = np.ones((), scalar), np.zeros((), scalar)
     lib.setStream(handle, stream.ptr)
+    if capturing and isinstance(lib, cublas_direct.DirectCublas):
+        lib.setWorkspace(handle, *cublas_direct.workspace(cupy.cuda.Device().id))
     mode = lib.getPointerMode(handle)
     lib.setPointerMode(handle, CUBLAS_POINTER_MODE_HOST)
     try:

@@ -1265,6 +1265,7 @@ void plax_sim_set_gemm(plax_sim_gemm_t fn) { gemm = fn; }
 int cublasSetStream_v2(void* handle, void* stream) { current_stream = stream; return 0; }
 int cublasGetPointerMode_v2(void* handle, int* mode) { *mode = pointer_mode; return 0; }
 int cublasSetPointerMode_v2(void* handle, int mode) { pointer_mode = mode; return 0; }
+int cublasSetWorkspace_v2(void* handle, void* workspace, unsigned long nbytes) { return 0; }
 int cublasGemmStridedBatchedEx(void* handle, int ta, int tb, int m, int n, int k,
     const void* alpha, const void* A, int at, int lda, long long sa, const void* B, int bt,
     int ldb, long long sb, const void* beta, void* C, int ct, int ldc, long long sc, int batch,

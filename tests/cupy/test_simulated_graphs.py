@@ -543,6 +543,40 @@ def test_products_are_captured_through_the_loaded_cublas(direct, executables, mo
             np.testing.assert_array_equal(got, want)
 
 
+def test_direct_cublas_binds_the_c_functions_and_checks_their_status(tmp_path):
+    """``plax_cupy.cublas_direct`` (no CuPy needed): the C entry points are bound with their
+    argument types, a status other than success raises ``CUBLASError`` naming it, and the
+    library is looked up among the files the process has mapped."""
+    import ctypes
+    from plax_cupy import cublas_direct
+    calls = []
+
+    class Library:   # C functions as ctypes hands them out (argtypes set by the binding)
+        def __getattr__(self, name):
+            if name not in ("cublasSetStream_v2", "cublasGetPointerMode_v2",
+                            "cublasSetPointerMode_v2", "cublasGemmStridedBatchedEx"):
+                raise AttributeError(name)
+
+            def fn(*args):
+                calls.append((name, args))
+                return 15 if name == "cublasGemmStridedBatchedEx" else 0
+            self.__dict__[name] = fn
+            return fn
+
+    lib = cublas_direct.DirectCublas(Library())
+    lib.setStream(1, 2)
+    lib.setWorkspace(1, 3, 4)     # (absent from this library: nothing called)
+    with pytest.raises(cublas_direct.CUBLASError, match="CUBLAS_STATUS_NOT_SUPPORTED"):
+        lib.gemmStridedBatchedEx(*range(23))
+    assert [c[0] for c in calls] == ["cublasSetStream_v2", "cublasGemmStridedBatchedEx"]
+    gemm = lib.library.cublasGemmStridedBatchedEx
+    assert len(gemm.argtypes) == 23 and gemm.argtypes[10] is ctypes.c_longlong
+    maps = tmp_path / "maps"
+    maps.write_text("7f00-7f01 r--p 00000000 00:00 0 \n7f01-7f02 r-xp 0 00:00 1   [vdso]\n")
+    assert cublas_direct.loaded_library(str(maps)) is None or \
+        os.path.basename(cublas_direct.loaded_library(str(maps))._name).startswith("libcublas")
+
+
 @on_simulated_gpu
 def test_as_text_says_why_the_last_call_ran_plainly(executables):
     """Results kept by the caller: the calls past the plans run plainly, and the line says so."""
