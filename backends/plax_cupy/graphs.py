@@ -66,6 +66,14 @@ synchronises (see :data:`UNCAPTURABLE`); or when its first call copied anything 
 and device or fell back to the host (counted by :mod:`plax_cupy.runtime`), or launched one
 kernel at most (nothing for a replay to save); or when ``PLAX_CUDA_GRAPHS=0``.
 
+Matrix products are captured too, though CuPy's cuBLAS binding raises ``NotImplementedError``
+on a capturing stream: while capturing, :mod:`plax_cupy.kernels_dot` makes them through
+:mod:`plax_cupy.cublas_direct` (the loaded ``libcublas`` called directly, the same call). A
+capture that fails all the same (cuSOLVER, whose CuPy binding refuses likewise; a
+synchronisation) leaves the program running plainly, with the exception in its reason.
+:meth:`GraphedProgram.describe` (the ``# CUDA graph:`` line of ``as_text()``) also counts the
+calls captured, replayed and run plainly, and says why the last plain one was.
+
 Threads: captures and replays on one device are serialised by a per-device lock, so a plan is
 never shared by two calls at once and no other graphed call's work lands in a capture.
 """
