@@ -543,6 +543,29 @@ def test_products_are_captured_through_the_loaded_cublas(direct, executables, mo
             np.testing.assert_array_equal(got, want)
 
 
+@on_simulated_gpu
+def test_an_implicit_gemm_convolution_is_captured(executables, monkeypatch):
+    """The H200's conv row (two launches with graphs on as off): its gather kernel and cuBLAS
+    product replay as one launch, with the plain call's values. (The case and thresholds of
+    test_kernels_b_convolution's NHWC implicit GEMM: the same gather kernel.)"""
+    import plax
+    from plax import lax
+    from plax_cupy import kernels_convolution
+    monkeypatch.setattr(kernels_convolution, "GEMM_MIN_TERMS", 0)
+    monkeypatch.setattr(kernels_convolution, "GEMM_MIN_FEATURES", 0)
+    r = np.random.default_rng(11)
+    x = plax.device_put(r.normal(size=(1, 7, 6, 4)).astype(np.float32), _gpu())
+    w = plax.device_put(r.normal(size=(3, 2, 4, 6)).astype(np.float32), _gpu())
+    f = plax.jit(lambda x, w: lax.conv_general_dilated(
+        x, w, (2, 1), ((1, 1), (0, 1)), rhs_dilation=(1, 2),
+        dimension_numbers=("NHWC", "HWIO", "NHWC")))
+    runs = _calls(f, (x, w), 3)
+    assert [c.launches for _, c, _, _ in runs] == [2, 1, 1]
+    assert "calls: 1 captured, 2 replayed, 1 plain" in _hlines(executables)
+    for host, *_ in runs[1:]:
+        np.testing.assert_array_equal(host[0], runs[0][0][0])
+
+
 def test_direct_cublas_binds_the_c_functions_and_checks_their_status(tmp_path):
     """``plax_cupy.cublas_direct`` (no CuPy needed): the C entry points are bound with their
     argument types, a status other than success raises ``CUBLASError`` naming it, and the
