@@ -285,7 +285,10 @@ class _Plan:
             for i in slots:
                 cupy.copyto(_raw(self.static[i]), _raw(buffers[i]))
         except Exception:  # noqa: BLE001 - fall back to copies issued from Python
-            stream.end_capture()
+            try:
+                stream.end_capture()
+            except Exception:  # noqa: BLE001 - (invalidated by what it refused)
+                pass
             return None
         return stream.end_capture()
 
@@ -316,8 +319,15 @@ class _Capture:
             stream.begin_capture(*(() if mode is None else (mode,)))
             try:
                 self.outputs = list(fn(*inputs))
+            except BaseException:
+                try:   # the capture ended; CUDA invalidated it if a call it refused caused this
+                    stream.end_capture()   # (cudaErrorStreamCaptureInvalidated): the first
+                except Exception:  # noqa: BLE001 - error says why, and is the one raised
+                    pass
+                raise
+            else:
+                self.graph = stream.end_capture()
             finally:
-                self.graph = stream.end_capture()  # ends (or abandons) the capture either way
                 # a captured kernel (or copy) is recorded, not run: the graph's launch is the
                 # one launch counted for all it replays
                 runtime.TOTALS[runtime.LAUNCHES] = launched

@@ -130,7 +130,7 @@ class Stream:
         return self
 
     def synchronize(self):
-        _refuse_in_capture(self, "Stream.synchronize")
+        _refuse_in_capture(self, "cudaStreamSynchronize", invalidates=True)
         self.done = self.launched
         self.synchronized += 1
 
@@ -150,6 +150,9 @@ class Stream:
             raise StreamCaptureError(f"{self!r} is not capturing")
         for block in graph.allocated:  # nothing ran while capturing: its outputs hold garbage
             block.buf.fill(0xFF)
+        if graph.invalidated:  # (CUDA ends the capture and returns no graph)
+            raise StreamCaptureError("cudaErrorStreamCaptureInvalidated: operation failed due "
+                                     f"to a previous error during capture ({graph.invalidated})")
         return graph
 
     def is_capturing(self) -> bool:
@@ -210,7 +213,7 @@ def _pending(stream: Stream, ticket: int, reader: Stream) -> bool:
 
 def _device_synchronize():
     for s in list(_STREAMS):
-        _refuse_in_capture(s, "a device synchronisation")
+        _refuse_in_capture(s, "cudaDeviceSynchronize", invalidates=True)
     for s in list(_STREAMS):
         s.done = s.launched
 
@@ -1091,6 +1094,8 @@ def install(sm_count: int = 2):
                                              "minor": 0, "multiProcessorCount": sm_count,
                                              "totalGlobalMem": MEMORY}
     runtime.deviceSynchronize = _device_synchronize
+    runtime.CUDARuntimeError = CUDARuntimeError
+    runtime.streamCaptureModeRelaxed = 2
     cuda.runtime = runtime
     cuda.nvrtc = fake_nvrtc
     device = types.ModuleType("cupy.cuda.device")
@@ -1124,15 +1129,28 @@ def install(sm_count: int = 2):
 
 # ---------------------------------------------------------------- CUDA graphs (stream capture)
 
-class StreamCaptureError(RuntimeError):
-    """What CUDA refuses while a stream captures (``cudaErrorStreamCaptureUnsupported``): a
-    synchronisation or a device-to-host copy, or a misuse of begin/end_capture."""
+class CUDARuntimeError(RuntimeError):
+    """CuPy's ``cupy.cuda.runtime.CUDARuntimeError``: ``"<CUDA error name>: <its text>"``."""
 
 
-def _refuse_in_capture(stream, what: str) -> None:
-    if stream.capture is not None:
-        raise StreamCaptureError(f"{what} while {stream!r} is capturing a CUDA graph: CUDA "
-                                 "refuses it (cudaErrorStreamCaptureUnsupported)")
+class StreamCaptureError(CUDARuntimeError):
+    """What CUDA or CuPy refuses while a stream captures: a synchronisation
+    (``cudaErrorStreamCaptureUnsupported``, which also invalidates the capture, so that
+    ``end_capture`` raises ``cudaErrorStreamCaptureInvalidated``, as CUDA does), a copy between
+    host and device (CuPy refuses it before calling CUDA: the capture goes on), or a misuse of
+    begin/end_capture."""
+
+
+def _refuse_in_capture(stream, what: str, invalidates: bool = False) -> None:
+    if stream.capture is None:
+        return
+    if invalidates:
+        stream.capture.invalidated = stream.capture.invalidated or what
+        raise StreamCaptureError(f"cudaErrorStreamCaptureUnsupported: operation not permitted "
+                                 f"when stream is capturing ({what} while {stream!r} captures)")
+    raise StreamCaptureError(f"{what} while {stream!r} is capturing a CUDA graph: CuPy refuses "
+                             "it (the current stream is capturing, so synchronous API calls are "
+                             "disallowed)")
 
 
 #: CuPy functions that run on cuBLAS for float and complex operands (CuPy's own kernels for
@@ -1180,6 +1198,7 @@ class Graph:
     def __init__(self):
         self.steps: list = []      # (run, [(block, generation)])
         self.allocated: list = []  # blocks allocated while capturing
+        self.invalidated = ""      # the call that invalidated the capture, if one did
         self.launches = 0
 
     def record(self, run, arrays) -> None:

@@ -482,6 +482,36 @@ def test_capture_refuses_host_traffic_and_poisons_its_outputs():
 
 
 @on_simulated_gpu
+def test_a_failed_capture_names_its_first_error(executables):
+    """A synchronisation inside a capture: CUDA refuses it and invalidates the capture, so
+    ending it raises too; the program's reason is the first error, not the invalidation."""
+    import plax
+    import plax.numpy as jnp
+    import fake_cupy
+    x = plax.device_put(np.arange(12, dtype=np.float32).reshape(3, 4), _gpu())
+    f = plax.jit(lambda x: (jnp.sin(x) + 1) @ x.T)
+    want = np.asarray(f(x))
+    program = executables[0].graphed
+    fn = program.fn
+
+    def synchronising(*buffers):
+        program.backend.stream(program.device).synchronize()
+        return fn(*buffers)
+    program.fn = synchronising
+    np.testing.assert_array_equal(np.asarray(f(x)), want)   # (run plainly instead)
+    line = program.describe()
+    assert "capture failed (StreamCaptureError: cudaErrorStreamCaptureUnsupported" in line, line
+    assert "1 captured" not in line and "2 plain" in line, line
+    s = fake_cupy.Stream(non_blocking=True)
+    s.begin_capture()
+    with pytest.raises(fake_cupy.StreamCaptureError):
+        s.synchronize()
+    with pytest.raises(fake_cupy.StreamCaptureError, match="cudaErrorStreamCaptureInvalidated"):
+        s.end_capture()
+    assert not s.is_capturing()
+
+
+@on_simulated_gpu
 def test_capture_refuses_cupys_library_calls():
     """As CuPy's cuBLAS and cuSOLVER bindings (whose ``setStream`` raises while the stream
     captures): a float product or a factorisation through CuPy is refused in a capture; an
