@@ -31,6 +31,10 @@ per dtype and reason.
 
 The kernel takes bfloat16 operands as :class:`~plax_cupy.backend.Bf16Buffer` itself
 (``dot_general.bf16 == "bits"``), so they are never widened before the product.
+
+While the stream captures a CUDA graph (:mod:`plax_cupy.graphs`), CuPy's cuBLAS binding refuses
+to run (``NotImplementedError``), so the same cuBLAS calls are made through
+:mod:`plax_cupy.cublas_direct` instead, ``cupy.matmul``'s included (:func:`matmul`).
 """
 from __future__ import annotations
 
