@@ -140,7 +140,7 @@ step 01-install 10 40 python3 -m pip install --no-index --no-deps --no-build-iso
   -e . -e plugins/plax_checkify -e plugins/plax_jet -e plugins/plax_cost_analysis -e plugins/plax_pmap
 step 02-info 5 15 python3 -m plax info
 step 03-graphs 10 45 python3 -c "$GRAPHS"
-sed 's/^/    /' "$OUT/03-graphs.log" | grep -E '^    (MLP step|conv 3x3):' >> "$OUT/summary.txt"
+grep -E '^(MLP step|conv 3x3):' "$OUT/03-graphs.log" 2>/dev/null | sed 's/^/    /' >> "$OUT/summary.txt"
 step 04-tests 30 110 python3 -m pytest -v -rfE --tb=short -n 12 -p no:cacheprovider tests/cupy
 step 05-kit 30 120 env PLAX_GPU_MEMORY_FRACTION=0.06 python3 -m pytest -v -rfE --tb=short -n 12 \
   -p no:cacheprovider --pyargs plax.testing.conformance --plax-backend=cupy
