@@ -74,8 +74,10 @@ synchronisation) leaves the program running plainly, with the exception in its r
 :meth:`GraphedProgram.describe` (the ``# CUDA graph:`` line of ``as_text()``) also counts the
 calls captured, replayed and run plainly, and says why the last plain one was.
 
-Threads: captures and replays on one device are serialised by a per-device lock, so a plan is
-never shared by two calls at once and no other graphed call's work lands in a capture.
+Threads: captures and replays on one device are serialised by a per-device lock
+(:func:`device_lock`), so a plan is never shared by two calls at once and no other graphed
+call's work lands in a capture; the backend's reads to the host and ``block_until_ready`` take
+it too, since CUDA refuses a synchronisation of a capturing stream (and drops the capture).
 """
 from __future__ import annotations
 
@@ -135,7 +137,16 @@ def capture_blocker(jaxpr) -> str | None:
     return None
 
 
-def _device_lock(device_id: int) -> threading.RLock:
+def device_lock(device_id: int) -> threading.RLock:
+    """The lock that serialises captures and replays on GPU ``device_id``; whoever waits for
+    the device's stream from the host (a read to the host, ``block_until_ready``) holds it too,
+    since CUDA refuses a synchronisation of a stream while it captures, and invalidates the
+    capture (another thread's, which would then run plainly for good).
+
+    Example:
+      >>> with device_lock(0):                   # doctest: +SKIP
+      ...     stream.synchronize()
+    """
     with _locks_lock:
         lock = _device_locks.get(device_id)
         if lock is None:
@@ -383,7 +394,7 @@ class GraphedProgram:
         self._stable: dict = {}       # id -> CuPy array of each buffer the plans write
         self._registry: dict = {}     # id -> buffer the plans write (one reference each)
         self._accounted: dict = {}    # id -> the _holders counts the program accounts for
-        self._lock = _device_lock(device.id)
+        self._lock = device_lock(device.id)
 
     @property
     def plan(self) -> "_Plan | None":

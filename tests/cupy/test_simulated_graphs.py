@@ -674,6 +674,10 @@ def test_four_threads_share_one_compiled_program():
     want = [[np.asarray(o) for o in plax.jit(_step, backend="numpy")(
         *plax.device_put(_mlp_args(seed), plax.devices("cpu")[0]))] for seed in range(4)]
     errors, got = [], {}
+    # traced (and run plainly) once first: tracing one function in several threads at once
+    # mixes their traces (UnexpectedTracerError, in plax's core), which is not this test's
+    # subject; the threads share the compiled program's captures and replays
+    f(*inputs[0])
 
     def worker(i):
         try:
@@ -691,6 +695,42 @@ def test_four_threads_share_one_compiled_program():
     for i in range(4):
         for a, b in zip(got[i], want[i]):
             np.testing.assert_allclose(a, b, rtol=2e-5, atol=1e-6)
+
+
+@on_simulated_gpu
+def test_a_read_to_the_host_waits_for_another_threads_capture():
+    """CUDA refuses to synchronise a capturing stream (and drops the capture): a read to the
+    host on another thread waits for the capture to end (the device's graph lock)."""
+    import plax
+    from plax_cupy import graphs
+    x = plax.device_put(np.arange(6, dtype=np.float32), _gpu())
+    backend, device = plax.plugins.registry().get_backend("cupy"), _gpu()
+    stream = backend.stream(device)
+    capturing, ended, errors, got = threading.Event(), [], [], []
+
+    def capture():
+        with graphs.device_lock(device.id):
+            stream.begin_capture()
+            capturing.set()
+            for _ in range(200):   # (time for the reader to try)
+                threading.Event().wait(0.001)
+            ended.append(True)
+            stream.end_capture()
+
+    def read():
+        capturing.wait()
+        try:
+            got.append((backend.to_host(x._buffer_on(device)), bool(ended)))
+        except BaseException as err:  # pragma: no cover - reported below
+            errors.append(err)
+    threads = [threading.Thread(target=capture), threading.Thread(target=read)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    np.testing.assert_array_equal(got[0][0], np.arange(6))
+    assert got[0][1]   # (read after the capture ended)
 
 
 @on_simulated_gpu
