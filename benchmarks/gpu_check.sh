@@ -2,27 +2,39 @@
 # The real-GPU check of the CuPy backend (issue 24) in one command, within one time budget.
 #
 #   bash benchmarks/gpu_check.sh            # from the repository root, on the GPU machine
-#   TOTAL_S=540 OUT=/some/dir bash benchmarks/gpu_check.sh
+#   TOTAL_S=600 OUT=/some/dir bash benchmarks/gpu_check.sh
+#   GRAPH_SIZES=tiny bash benchmarks/gpu_check.sh   # (04-graphs at minute sizes)
 #
 # Installs this checkout over what the machine has (no network: --no-index --no-deps), then
-# runs, each under what is left of TOTAL_S seconds (default 540) and logging to $OUT
-# (default ./gpu_check_out):
-#   00-env.log       nvidia-smi, the Python packages that matter
-#   01-install.log   pip install -e . and the four plugins
-#   02-kit.log       the conformance kit on the GPU: --plax-backend=cupy -n 12
-#   03-tests.log     pytest tests/cupy -q (the simulated-GPU tests skip where the GPU is real)
-#   03-info.log      python -m plax info (after the install: the devices plax sees)
-#   04-bench.log     python benchmarks/gpu.py (the GPU table beside JAX, launches, host copies)
-#   05-tune.log      python benchmarks/gpu_tune.py (the thresholds' tables, docs/gpu.md)
-#   summary.txt      one line per step: exit status and seconds (124: its time ran out)
-# A step that fails does not stop the others; the script's exit status is the first failure's.
-# JAX (used by the tests for comparisons only) must not take the card: it is kept from
-# preallocating, and the kit's 12 workers each cap plax's CuPy pool at 6% of the card
-# (PLAX_GPU_MEMORY_FRACTION; tests/conftest.py does the same for tests/cupy).
+# runs these steps, logging each to $OUT (default ./gpu_check_out). Each step has a time cap
+# (seconds, the second column) so that one slow step cannot starve those after it; a step runs
+# under min(cap, time left of TOTAL_S, default 420) and is skipped if less than its minimum
+# (the first column) is left. Most informative first:
+#   step          min  cap
+#   00-env          5   10   nvidia-smi, the Python packages that matter
+#   01-install     10   40   pip install -e . and the four plugins
+#   02-info         5   15   python -m plax info (the devices plax sees)
+#   03-graphs      10   45   the MLP step's and the conv's "# CUDA graph:" lines (captured,
+#                            replayed, plain calls and why), launches per call
+#   04-tests       30  110   pytest tests/cupy -n 12 (the simulated-GPU tests skip where the
+#                            GPU is real; their launchers run them on the simulated one)
+#   05-kit         30  120   the conformance kit: --plax-backend=cupy -n 12 (115 s on the H200)
+#   06-bench       60  150   python benchmarks/gpu.py (the GPU table beside JAX)
+#   07-tune        30   60   python benchmarks/gpu_tune.py --repeat 3, if time is left
+# The caps of 00-06 add up to 490 s, but the steps seldom use theirs; 06-bench gets what is
+# left (at least 60 s) and 07-tune runs only in what remains.
+#   summary.txt    per step its exit status and seconds (124: its cap or the total ran out),
+#                  and for a pytest step the FAILED/ERROR test ids with their first error line
+# pytest steps are stopped with SIGINT when their time is up, so pytest still prints the
+# failures it has seen; with -v each outcome is also logged as it happens, so the ids of the
+# failures survive even a hard kill. A step that fails does not stop the others; the script's
+# exit status is the first failure's. JAX (used by the tests for comparisons only) must not take
+# the card: it is kept from preallocating, and the kit's 12 workers each cap plax's CuPy pool at
+# 6% of the card (PLAX_GPU_MEMORY_FRACTION; tests/conftest.py does the same for tests/cupy).
 set -u
 cd "$(dirname "$0")/.."
 OUT="${OUT:-$PWD/gpu_check_out}"
-TOTAL_S="${TOTAL_S:-540}"
+TOTAL_S="${TOTAL_S:-420}"
 mkdir -p "$OUT"
 START=$(date +%s)
 STATUS=0
@@ -32,32 +44,111 @@ export PYTHONUNBUFFERED=1
 
 left() { echo $(( TOTAL_S - ($(date +%s) - START) )); }
 
-step() {  # step NAME MIN_SECONDS COMMAND...: runs COMMAND with what is left, logs it
-  local name=$1 need=$2; shift 2
-  local budget t0 rc
+failures() {  # failures LOG: each FAILED/ERROR test id with its first error line, at most 40
+  local log=$1 ids
+  # the short summary (-rfE): "FAILED id - Error: first line"; if pytest was cut off before
+  # printing it, the outcomes -v logged as they happened ("[gw3] [ 5%] FAILED id")
+  ids=$(grep -E '^(FAILED|ERROR) ' "$log" | cut -c1-240)
+  [ -n "$ids" ] || ids=$(grep -oE '(FAILED|ERROR) [^ ]+::[^ ]+' "$log" | sort -u)
+  [ -n "$ids" ] && echo "$ids" | head -n 40 | sed 's/^/    /'
+  local n
+  n=$(echo "$ids" | grep -c . )
+  [ "$n" -gt 40 ] && echo "    ... and $(( n - 40 )) more (see $(basename "$log"))"
+  grep -E '^=+ .*(passed|failed|error).* =+$' "$log" | tail -n 1 | sed 's/^/    /'
+  return 0
+}
+
+step() {  # step NAME MIN_SECONDS CAP_SECONDS COMMAND...: runs COMMAND within its time, logs it
+  local name=$1 need=$2 cap=$3; shift 3
+  local budget t0 rc signal=TERM
   budget=$(left)
   if [ "$budget" -lt "$need" ]; then
     echo "$name: skipped (${budget}s left, needs ${need}s)" | tee -a "$OUT/summary.txt"
     [ "$STATUS" -eq 0 ] && STATUS=124
     return
   fi
+  [ "$budget" -gt "$cap" ] && budget=$cap
+  case " $* " in *" pytest "*) signal=INT ;; esac   # (pytest reports what it saw on SIGINT)
   t0=$(date +%s)
-  timeout --kill-after=10 "$budget" "$@" > "$OUT/$name.log" 2>&1
+  timeout -s "$signal" --kill-after=15 "$budget" "$@" > "$OUT/$name.log" 2>&1
   rc=$?
-  echo "$name: rc=$rc $(( $(date +%s) - t0 ))s" | tee -a "$OUT/summary.txt"
+  echo "$name: rc=$rc $(( $(date +%s) - t0 ))s (cap ${budget}s)" | tee -a "$OUT/summary.txt"
+  case " $* " in *" pytest "*) failures "$OUT/$name.log" | tee -a "$OUT/summary.txt" ;; esac
   if [ "$rc" -ne 0 ] && [ "$STATUS" -eq 0 ]; then STATUS=$rc; fi
   tail -n 5 "$OUT/$name.log"
 }
 
-step 00-env 10 bash -c "nvidia-smi; python3 -m pip list 2>/dev/null | grep -iE \
+# 03-graphs: the bench's MLP step and conv, each compiled once and called four times (results
+# dropped, as the bench does); prints launches per call and the program's "# CUDA graph:" line
+read -r -d '' GRAPHS <<'PY'
+import os, sys
+import numpy as np
+import plax, plax.numpy as jnp, plax_cupy
+from plax import lax
+tiny = os.environ.get("GRAPH_SIZES") == "tiny"
+gpu = plax.devices("gpu")[0]
+r = np.random.default_rng(0)
+sizes, batch = ((784, 64, 64, 10), 16) if tiny else ((784, 2048, 2048, 10), 4096)
+put = lambda a: plax.device_put(np.asarray(a, np.float32), gpu)
+params = [(put(r.standard_normal((i, o)) / np.sqrt(i)), put(np.zeros(o)))
+          for i, o in zip(sizes[:-1], sizes[1:])]
+images, labels = put(r.standard_normal((batch, 784))), put(np.eye(10)[r.integers(0, 10, batch)])
+def loss(p, x, y):
+    for w, b in p[:-1]:
+        x = jnp.tanh(x @ w + b)
+    w, b = p[-1]
+    logits = x @ w + b
+    m = logits.max(axis=1, keepdims=True)
+    logz = jnp.log(jnp.sum(jnp.exp(logits - m), axis=1, keepdims=True)) + m
+    return -jnp.mean(jnp.sum(y * (logits - logz), axis=1))
+def step(p, x, y):
+    g = plax.grad(loss)(p, x, y)
+    return [(w - 0.01 * gw, b - 0.01 * gb) for (w, b), (gw, gb) in zip(p, g)]
+n, hw, c = (2, 12, 16) if tiny else (32, 56, 64)
+xc, wc = put(r.standard_normal((n, hw, hw, c))), put(r.standard_normal((3, 3, c, c)) / np.sqrt(9 * c))
+conv = lambda x, w: lax.conv_general_dilated(x, w, (1, 1), "SAME",
+                                             dimension_numbers=("NHWC", "HWIO", "NHWC"))
+from plax_cupy.backend import CupyBackend
+made, compile_ = [], CupyBackend.compile
+def recording(self, jaxpr, device):  # (the programs compiled, the jit's own first)
+    made.append(compile_(self, jaxpr, device))
+    return made[-1]
+CupyBackend.compile = recording
+status = 0
+for name, fn, args in [("MLP step", step, (params, images, labels)), ("conv 3x3", conv, (xc, wc))]:
+    try:
+        jitted, first = plax.jit(fn, backend="cupy"), len(made)
+        launches = []
+        for _ in range(4):
+            with plax_cupy.count() as counts:
+                out = jitted(*args)
+                for leaf in plax.tree_util.tree_leaves(out):
+                    leaf.block_until_ready()
+            del out, leaf
+            launches.append(counts.launches)
+        line = [l for l in made[first].as_text().splitlines() if l.startswith("# CUDA graph")]
+        print(f"{name}: launches per call {launches}; {line[0] if line else 'no # CUDA graph line'}")
+    except Exception as err:  # noqa: BLE001 - the other program still reports
+        print(f"{name}: failed: {type(err).__name__}: {str(err)[:300]}")
+        status = 1
+sys.exit(status)
+PY
+
+step 00-env 5 10 bash -c "nvidia-smi; python3 -m pip list 2>/dev/null | grep -iE \
   '^(cupy|numpy|numba|jax|jaxlib|ml.dtypes|torch|pytest|hypothesis|plax)'; true"
-step 01-install 30 python3 -m pip install --no-index --no-deps --no-build-isolation \
+step 01-install 10 40 python3 -m pip install --no-index --no-deps --no-build-isolation \
   -e . -e plugins/plax_checkify -e plugins/plax_jet -e plugins/plax_cost_analysis -e plugins/plax_pmap
-step 02-kit 60 env PLAX_GPU_MEMORY_FRACTION=0.06 python3 -m pytest -q -n 12 -p no:cacheprovider \
-  --pyargs plax.testing.conformance --plax-backend=cupy
-step 03-tests 60 python3 -m pytest -q -p no:cacheprovider tests/cupy
-step 03-info 10 python3 -m plax info
-step 04-bench 60 python3 benchmarks/gpu.py
-step 05-tune 30 python3 benchmarks/gpu_tune.py --repeat 3
+step 02-info 5 15 python3 -m plax info
+step 03-graphs 10 45 python3 -c "$GRAPHS"
+grep -E '^(MLP step|conv 3x3):' "$OUT/03-graphs.log" 2>/dev/null | sed 's/^/    /' >> "$OUT/summary.txt"
+step 04-tests 30 110 python3 -m pytest -v -rfE --tb=short -n 12 -p no:cacheprovider tests/cupy
+step 05-kit 30 120 env PLAX_GPU_MEMORY_FRACTION=0.06 python3 -m pytest -v -rfE --tb=short -n 12 \
+  -p no:cacheprovider --pyargs plax.testing.conformance --plax-backend=cupy
+step 06-bench 60 150 python3 benchmarks/gpu.py
+if [ "$(left)" -ge 30 ]; then  # (optional: skipping it is no failure)
+  step 07-tune 30 60 python3 benchmarks/gpu_tune.py --repeat 3
+else
+  echo "07-tune: skipped ($(left)s left)" | tee -a "$OUT/summary.txt"
+fi
 echo "total: $(( $(date +%s) - START ))s of ${TOTAL_S}s; status $STATUS" | tee -a "$OUT/summary.txt"
 exit "$STATUS"

@@ -41,7 +41,7 @@ import cupy
 from plax.backend import Backend, UnsupportedPrimitiveError
 from plax.device import CudaDevice
 
-from plax_cupy import codegen, kernel_modules, nvrtc, runtime
+from plax_cupy import codegen, graphs, kernel_modules, nvrtc, runtime
 from plax_cupy.runtime import GpuInfo, GpuOutOfMemoryError, memory_fraction, oom_bytes
 
 
@@ -204,7 +204,8 @@ class CupyBackend(Backend):
         runtime.TOTALS[runtime.D2H] += 1
         device = self.device_of(buffer)
         s = self.stream(device)
-        with cupy.cuda.Device(device.id):
+        # (not while another thread captures a CUDA graph on that stream: CUDA would refuse)
+        with graphs.device_lock(device.id), cupy.cuda.Device(device.id):
             out = buffer.get(stream=s)
             s.synchronize()
         return out
@@ -218,7 +219,8 @@ class CupyBackend(Backend):
             return None if bits is None else Bf16Buffer(bits)
         if not isinstance(buffer, cupy.ndarray):
             return None
-        self.stream(src_device).synchronize()  # the source's producer may still be running
+        with graphs.device_lock(src_device.id):  # the source's producer may still be running
+            self.stream(src_device).synchronize()
         with self.on(dst_device):
             out = self._alloc(dst_device, lambda: cupy.array(buffer, copy=True), buffer.nbytes)
         runtime.note_launch()
@@ -229,7 +231,9 @@ class CupyBackend(Backend):
         if isinstance(buffer, Bf16Buffer):
             buffer = buffer.bits
         if isinstance(buffer, cupy.ndarray):
-            self.stream(self.device_of(buffer)).synchronize()
+            device = self.device_of(buffer)
+            with graphs.device_lock(device.id):
+                self.stream(device).synchronize()
 
     def _alloc(self, device, make: Callable, nbytes: int | None):
         """``make()`` with CuPy's out-of-memory error turned into :class:`GpuOutOfMemoryError`

@@ -66,8 +66,18 @@ synchronises (see :data:`UNCAPTURABLE`); or when its first call copied anything 
 and device or fell back to the host (counted by :mod:`plax_cupy.runtime`), or launched one
 kernel at most (nothing for a replay to save); or when ``PLAX_CUDA_GRAPHS=0``.
 
-Threads: captures and replays on one device are serialised by a per-device lock, so a plan is
-never shared by two calls at once and no other graphed call's work lands in a capture.
+Matrix products are captured too, though CuPy's cuBLAS binding raises ``NotImplementedError``
+on a capturing stream: while capturing, :mod:`plax_cupy.kernels_dot` makes them through
+:mod:`plax_cupy.cublas_direct` (the loaded ``libcublas`` called directly, the same call). A
+capture that fails all the same (cuSOLVER, whose CuPy binding refuses likewise; a
+synchronisation) leaves the program running plainly, with the exception in its reason.
+:meth:`GraphedProgram.describe` (the ``# CUDA graph:`` line of ``as_text()``) also counts the
+calls captured, replayed and run plainly, and says why the last plain one was.
+
+Threads: captures and replays on one device are serialised by a per-device lock
+(:func:`device_lock`), so a plan is never shared by two calls at once and no other graphed
+call's work lands in a capture; the backend's reads to the host and ``block_until_ready`` take
+it too, since CUDA refuses a synchronisation of a capturing stream (and drops the capture).
 """
 from __future__ import annotations
 
@@ -127,7 +137,16 @@ def capture_blocker(jaxpr) -> str | None:
     return None
 
 
-def _device_lock(device_id: int) -> threading.RLock:
+def device_lock(device_id: int) -> threading.RLock:
+    """The lock that serialises captures and replays on GPU ``device_id``; whoever waits for
+    the device's stream from the host (a read to the host, ``block_until_ready``) holds it too,
+    since CUDA refuses a synchronisation of a stream while it captures, and invalidates the
+    capture (another thread's, which would then run plainly for good).
+
+    Example:
+      >>> with device_lock(0):                   # doctest: +SKIP
+      ...     stream.synchronize()
+    """
     with _locks_lock:
         lock = _device_locks.get(device_id)
         if lock is None:
@@ -218,6 +237,11 @@ class _Plan:
         """The captured operations, where the graph says (the simulated GPU's does)."""
         return list(getattr(self.graph, "steps", ()))
 
+    def fit_keys(self, keys: list) -> bool:
+        """Whether every bound slot's pointer, shape, strides and dtype are those of ``keys``."""
+        return all(static is not None or key == mine
+                   for static, key, mine in zip(self.static, keys, self.keys))
+
     def fit(self, buffers: Sequence[Any], keys: list) -> list | None:
         """The static slots a replay on ``buffers`` must copy into, or ``None`` when a bound
         slot's pointer differs."""
@@ -272,7 +296,10 @@ class _Plan:
             for i in slots:
                 cupy.copyto(_raw(self.static[i]), _raw(buffers[i]))
         except Exception:  # noqa: BLE001 - fall back to copies issued from Python
-            stream.end_capture()
+            try:
+                stream.end_capture()
+            except Exception:  # noqa: BLE001 - (invalidated by what it refused)
+                pass
             return None
         return stream.end_capture()
 
@@ -303,8 +330,15 @@ class _Capture:
             stream.begin_capture(*(() if mode is None else (mode,)))
             try:
                 self.outputs = list(fn(*inputs))
+            except BaseException:
+                try:   # the capture ended; CUDA invalidated it if a call it refused caused this
+                    stream.end_capture()   # (cudaErrorStreamCaptureInvalidated): the first
+                except Exception:  # noqa: BLE001 - error says why, and is the one raised
+                    pass
+                raise
+            else:
+                self.graph = stream.end_capture()
             finally:
-                self.graph = stream.end_capture()  # ends (or abandons) the capture either way
                 # a captured kernel (or copy) is recorded, not run: the graph's launch is the
                 # one launch counted for all it replays
                 runtime.TOTALS[runtime.LAUNCHES] = launched
@@ -354,11 +388,13 @@ class GraphedProgram:
         self.plain_calls = 0   # calls run plainly because no plan fitted nor could be captured
         self.captures = 0
         self.replays = 0
+        self.plain_runs = 0    # every call run plainly (the first, and each for a reason)
+        self.last_plain = ""   # why the last of them ran plainly
         self._recent: list = []       # the input keys of the last RECENT_CALLS calls
         self._stable: dict = {}       # id -> CuPy array of each buffer the plans write
         self._registry: dict = {}     # id -> buffer the plans write (one reference each)
         self._accounted: dict = {}    # id -> the _holders counts the program accounts for
-        self._lock = _device_lock(device.id)
+        self._lock = device_lock(device.id)
 
     @property
     def plan(self) -> "_Plan | None":
@@ -366,13 +402,43 @@ class GraphedProgram:
         return self.plans[0] if self.plans else None
 
     def describe(self) -> str:
-        """One line for ``as_text()``: whether the program replays as a graph, and if not why."""
+        """One line for ``as_text()``: whether the program replays as a graph, and if not why;
+        then how many calls were captured, replayed and run plainly, and why the last plain
+        one was.
+
+        Example::
+
+          # CUDA graph: captured, 23 operations replayed as one launch (1 of at most 3 buffer
+          plans); calls: 1 captured, 8 replayed, 2 plain (last: every plan it fits writes
+          buffers the caller still holds)   (one line)
+        """
         if self.reason:
-            return f"# CUDA graph: no, runs plainly ({self.reason})"
-        if not self.plans:
-            return "# CUDA graph: to be captured on the second call"
-        return (f"# CUDA graph: captured, {len(self.plans[0].graph_steps())} operations replayed "
-                f"as one launch ({len(self.plans)} of at most {MAX_PLANS} buffer plans)")
+            state = f"no, runs plainly ({self.reason})"
+        elif not self.plans:
+            state = "to be captured on the second call"
+        else:
+            state = (f"captured, {len(self.plans[0].graph_steps())} operations replayed as one "
+                     f"launch ({len(self.plans)} of at most {MAX_PLANS} buffer plans)")
+        calls = f"{self.captures} captured, {self.replays} replayed, {self.plain_runs} plain"
+        if self.plain_runs:
+            calls += f" (last: {self.last_plain})"
+        return f"# CUDA graph: {state}; calls: {calls}"
+
+    def _plain(self, buffers, why: str) -> list:
+        """Runs the call plainly (one launch per kernel), noting why."""
+        self.plain_runs += 1
+        self.last_plain = why
+        return self.fn(*buffers)
+
+    def _why_no_plan(self, keys) -> str:
+        """Why a call that no plan took, and that was not captured, runs plainly."""
+        if any(plan.fit_keys(keys) for plan in self.plans):
+            return ("every plan it fits writes buffers the caller still holds (results kept, or "
+                    "views or exports of them)")
+        if not self._captures_pay():
+            return (f"no plan fits its inputs' pointers and captures no longer pay "
+                    f"({self.captures} captures, {self.replays} replays)")
+        return "no plan fits its inputs' pointers, and every plan's buffers are held (none to evict)"
 
     # ---------------------------------------------------------------- ownership
 
@@ -409,14 +475,14 @@ class GraphedProgram:
     # ---------------------------------------------------------------- calls
 
     def __call__(self, *buffers) -> list:
-        if self.reason:
-            return self.fn(*buffers)
+        if self.reason:   # (not under the lock: plain calls of a program may overlap)
+            return self._plain(buffers, self.reason)
         with self._lock:
             if self.reason:
-                return self.fn(*buffers)
+                return self._plain(buffers, self.reason)
             if any(_raw(b) is None for b in buffers):
                 self.reason = "an input is not a device array"
-                return self.fn(*buffers)
+                return self._plain(buffers, self.reason)
             stream = self.backend.stream(self.device)
             if stream.is_capturing():  # a body of a program being captured: its kernels join
                 return self.fn(*buffers)  # that graph (no graph launched inside a capture)
@@ -446,13 +512,14 @@ class GraphedProgram:
                     cupy.get_default_memory_pool().free_all_blocks()
                     raise GpuOutOfMemoryError(self.device, oom_bytes(err), str(err)) from None
                 except Exception as err:  # what capture refuses: run plainly from now on
-                    self.reason = f"capture failed ({type(err).__name__}: {err})"
-                    return self.fn(*buffers)
+                    first = str(err).strip().splitlines()[0] if str(err).strip() else ""
+                    self.reason = f"capture failed ({type(err).__name__}: {first})"
+                    return self._plain(buffers, self.reason)
                 finally:
                     self._settle(before)   # (the frames of the change are gone: exact counts)
                 if chosen is None:
                     self.plain_calls += 1
-                    return self.fn(*buffers)
+                    return self._plain(buffers, self._why_no_plan(keys))
             self.replays += 1
             return self.plans[chosen].replay(buffers, copies, stream, self._stable)
 
@@ -594,7 +661,7 @@ class GraphedProgram:
     def _first_call(self, buffers) -> list:
         """Runs plainly, and decides from what it did whether the program can be captured."""
         before, host_before = runtime.counters(), runtime.fallback_primitives()
-        out = self.fn(*buffers)
+        out = self._plain(buffers, "the first call, which compiles")
         after = runtime.counters()
         # (uploads of the first call may be constants of lazily compiled bodies; an upload
         # every call is refused by the capture itself)

@@ -54,6 +54,7 @@ from plax.lax.convolution import (conv_compute_dtype, conv_general_dilated_p, co
 from plax_cupy import codegen, dtypes
 from plax_cupy.backend import BF16, Bf16Buffer, narrow_bf16, widen_bf16
 from plax_cupy.kernels import kernel
+from plax_cupy.kernels_dot import matmul
 
 #: above this many products per output element (window positions times input features per
 #: group), the im2col copy and one cuBLAS product replace the direct kernel
@@ -372,7 +373,7 @@ def _im2col_conv(xg, wg, nsp, strides, rhs_dilation, out_sp):
                        xp=cupy)
     last = view.ndim - 1 - nsp  # C's axis in the view, before the window axes
     cols = cupy.moveaxis(view, last, -1).reshape(groups, rows, math.prod(window) * c)
-    return cupy.matmul(cols, wg.reshape(groups, math.prod(window) * c, o))
+    return matmul(cols, wg.reshape(groups, math.prod(window) * c, o))  # (capturable: kernels_dot)
 
 
 @kernel(conv_general_dilated_p)

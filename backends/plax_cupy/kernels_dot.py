@@ -31,6 +31,10 @@ per dtype and reason.
 
 The kernel takes bfloat16 operands as :class:`~plax_cupy.backend.Bf16Buffer` itself
 (``dot_general.bf16 == "bits"``), so they are never widened before the product.
+
+While the stream captures a CUDA graph (:mod:`plax_cupy.graphs`), CuPy's cuBLAS binding refuses
+to run (``NotImplementedError``), so the same cuBLAS calls are made through
+:mod:`plax_cupy.cublas_direct` instead, ``cupy.matmul``'s included (:func:`matmul`).
 """
 from __future__ import annotations
 
@@ -44,10 +48,12 @@ import cupy
 
 from plax import lax
 from plax.lax.dot import dot_result_dtype
+from plax_cupy import cublas_direct
 from plax_cupy.kernels import kernel
 
 # cudaDataType_t (library_types.h) and cublasComputeType_t / cublasGemmAlgo_t (cublas_api.h)
 CUDA_R_32F, CUDA_R_64F, CUDA_R_16F, CUDA_R_8I, CUDA_R_32I, CUDA_R_16BF = 0, 1, 2, 3, 10, 14
+CUDA_C_32F, CUDA_C_64F = 4, 5
 CUBLAS_COMPUTE_32F, CUBLAS_COMPUTE_32I, CUBLAS_COMPUTE_32F_FAST_TF32 = 68, 72, 77
 CUBLAS_COMPUTE_32F_FAST_16F, CUBLAS_COMPUTE_32F_FAST_16BF = 74, 75
 CUBLAS_OP_N = 0
@@ -147,12 +153,21 @@ def _warn(key, message: str) -> None:
     warn_once(("dot_general",) + key, f"plax_cupy: dot_general {message}")
 
 
-def _run_gemm(lib, gemm: Gemm, a, b, c) -> None:
-    """``c[...] = a @ b`` by cuBLAS on the current device and stream."""
+def _run_gemm(lib, gemm: Gemm, a, b, c, scalar=None) -> None:
+    """``c[...] = a @ b`` by cuBLAS on the current device and stream; while the stream
+    captures a CUDA graph, through :mod:`plax_cupy.cublas_direct` (CuPy's binding refuses a
+    capturing stream). ``scalar``: the type of alpha and beta (default: the compute type's)."""
+    stream = cupy.cuda.get_current_stream()
+    capturing = stream.is_capturing()
+    if capturing:
+        lib = cublas_direct.binding() or lib
     handle = cupy.cuda.device.get_cublas_handle()
-    scalar = np.int32 if gemm.compute_type == CUBLAS_COMPUTE_32I else np.float32
+    if scalar is None:
+        scalar = np.int32 if gemm.compute_type == CUBLAS_COMPUTE_32I else np.float32
     one, zero = np.ones((), scalar), np.zeros((), scalar)
-    lib.setStream(handle, cupy.cuda.get_current_stream().ptr)
+    lib.setStream(handle, stream.ptr)
+    if capturing and isinstance(lib, cublas_direct.DirectCublas):
+        lib.setWorkspace(handle, *cublas_direct.workspace(cupy.cuda.Device().id))
     mode = lib.getPointerMode(handle)
     lib.setPointerMode(handle, CUBLAS_POINTER_MODE_HOST)
     try:
@@ -318,7 +333,7 @@ def _matmul(a, b, in_dtype, out_dtype, b_dtype=None):
         compute = np.dtype(np.int32)
     elif compute.itemsize == 2 and compute.kind in "fV":
         compute = np.dtype(np.float32)
-    out = cupy.matmul(_widen(a, in_dtype, compute), _widen(b, b_dtype or in_dtype, compute))
+    out = matmul(_widen(a, in_dtype, compute), _widen(b, b_dtype or in_dtype, compute))
     if complex_in and out_dtype.kind != "c":
         out = out.real
     if out_dtype.kind == "b":
@@ -327,6 +342,44 @@ def _matmul(a, b, in_dtype, out_dtype, b_dtype=None):
         return narrow_bf16(out).bits
     from plax_cupy.kernels_elementwise import astype
     return astype(out, out_dtype)
+
+
+#: the cudaDataType_t CuPy's matmul passes cuBLAS (as operand, result and compute type)
+_CUPY_MATMUL_TYPES = {"float32": CUDA_R_32F, "float64": CUDA_R_64F, "complex64": CUDA_C_32F,
+                      "complex128": CUDA_C_64F}
+
+
+def matmul(a, b):
+    """``cupy.matmul(a, b)``; while the current stream captures a CUDA graph, a float or
+    complex product of C-contiguous ``(batch, m, k)`` and ``(batch, k, n)`` operands of one
+    dtype is made by the very cuBLAS call CuPy's ``matmul`` makes
+    (``cublasGemmStridedBatchedEx``, the dtype's ``cudaDataType_t`` as compute type: the same
+    bits), through :mod:`plax_cupy.cublas_direct`, since CuPy's binding refuses a capturing
+    stream.
+
+    Args:
+      a, b: CuPy arrays.
+
+    Returns:
+      The product (a new CuPy array).
+
+    Example:
+      >>> matmul(cupy.ones((1, 2, 3), "f"), cupy.ones((1, 3, 4), "f")).shape   # doctest: +SKIP
+      (1, 2, 4)
+    """
+    kind = _CUPY_MATMUL_TYPES.get(a.dtype.name)
+    if kind is None or a.dtype != b.dtype or a.ndim != 3 or b.ndim != 3 \
+            or a.shape[0] != b.shape[0] or a.shape[2] != b.shape[1] or 0 in a.shape + b.shape \
+            or not (a.flags.c_contiguous and b.flags.c_contiguous) \
+            or not cupy.cuda.get_current_stream().is_capturing():
+        return cupy.matmul(a, b)
+    direct = cublas_direct.binding()
+    if direct is None:
+        return cupy.matmul(a, b)   # (refused: the capture fails, the program runs plainly)
+    (nb, m, k), n = a.shape, b.shape[2]
+    c = cupy.empty((nb, m, n), a.dtype)
+    _run_gemm(direct, Gemm(nb, m, n, k, kind, kind, kind), a, b, c, scalar=a.dtype.type)
+    return c
 
 
 def _widen(x, dtype, compute):
@@ -338,4 +391,4 @@ def _widen(x, dtype, compute):
     return astype(x, compute)
 
 
-__all__ = ["Gemm", "cublas_library", "dot_general", "gemm_arguments", "int8_shape_ok"]
+__all__ = ["Gemm", "cublas_library", "dot_general", "gemm_arguments", "int8_shape_ok", "matmul"]

@@ -54,9 +54,11 @@ from __future__ import annotations
 
 import builtins
 import ctypes
+import hashlib
 import importlib
 import operator
 import os
+import subprocess
 import sys
 import tempfile
 import threading
@@ -134,7 +136,7 @@ class Stream:
         return self
 
     def synchronize(self):
-        _refuse_in_capture(self, "Stream.synchronize")
+        _refuse_in_capture(self, "cudaStreamSynchronize", invalidates=True)
         self.done = self.launched
         self.synchronized += 1
 
@@ -154,6 +156,9 @@ class Stream:
             raise StreamCaptureError(f"{self!r} is not capturing")
         for block in graph.allocated:  # nothing ran while capturing: its outputs hold garbage
             block.buf.fill(0xFF)
+        if graph.invalidated:  # (CUDA ends the capture and returns no graph)
+            raise StreamCaptureError("cudaErrorStreamCaptureInvalidated: operation failed due "
+                                     f"to a previous error during capture ({graph.invalidated})")
         return graph
 
     def is_capturing(self) -> bool:
@@ -214,7 +219,7 @@ def _pending(stream: Stream, ticket: int, reader: Stream) -> bool:
 
 def _device_synchronize():
     for s in list(_STREAMS):
-        _refuse_in_capture(s, "a device synchronisation")
+        _refuse_in_capture(s, "cudaDeviceSynchronize", invalidates=True)
     for s in list(_STREAMS):
         s.done = s.launched
 
@@ -302,6 +307,7 @@ class MemoryPool:
             block.readers = {}
         else:
             block = _Block(np.full(size, 0xFF, np.uint8), stream)
+            _BLOCKS[block.buf.__array_interface__["data"][0]] = block
         block.writer, block.ticket = stream, stream.launched
         block.generation += 1
         block.live = True
@@ -313,6 +319,8 @@ class MemoryPool:
 
 
 _POOL = MemoryPool()
+#: device address -> the pool's block there (for cuBLAS, which is handed bare pointers)
+_BLOCKS: "weakref.WeakValueDictionary" = weakref.WeakValueDictionary()
 
 
 def get_default_memory_pool():
@@ -661,6 +669,8 @@ def _call(fn, args, kwargs, writes=(), allow_host=False):
     arrays: list = []
     host_args = _unwrap(tuple(args), arrays, allow_host)
     host_kwargs = _unwrap(kwargs, arrays, allow_host) if kwargs else {}
+    if stream.capture is not None:
+        _refuse_library_in_capture(fn, arrays)
     by_owner = {id(_owner(a._a)): a._mem for a in arrays}
     allocations = _POOL.allocations
     with np.errstate(all="ignore"):
@@ -1092,14 +1102,20 @@ def install(sm_count: int = 2):
                                              "minor": 0, "multiProcessorCount": sm_count,
                                              "totalGlobalMem": MEMORY}
     runtime.deviceSynchronize = _device_synchronize
+    runtime.CUDARuntimeError = CUDARuntimeError
+    runtime.streamCaptureModeRelaxed = 2
     cuda.runtime = runtime
     cuda.nvrtc = fake_nvrtc
+    device = types.ModuleType("cupy.cuda.device")
+    device.get_cublas_handle = get_cublas_handle
+    cuda.device = device
     me.cuda = cuda
     sys.modules["cupy"] = me
     sys.modules["cupy.cuda"] = cuda
     sys.modules["cupy.cuda.memory"] = memory
     sys.modules["cupy.cuda.runtime"] = runtime
     sys.modules["cupy.cuda.nvrtc"] = fake_nvrtc
+    sys.modules["cupy.cuda.device"] = device
     # plax's kernel cache of this simulation: apart from the user's (fake binaries)
     os.environ.setdefault("PLAX_CUPY_CACHE_DIR",
                           os.path.join(tempfile.gettempdir(), "plax_cupy_simulated"))
@@ -1121,15 +1137,61 @@ def install(sm_count: int = 2):
 
 # ---------------------------------------------------------------- CUDA graphs (stream capture)
 
-class StreamCaptureError(RuntimeError):
-    """What CUDA refuses while a stream captures (``cudaErrorStreamCaptureUnsupported``): a
-    synchronisation or a device-to-host copy, or a misuse of begin/end_capture."""
+class CUDARuntimeError(RuntimeError):
+    """CuPy's ``cupy.cuda.runtime.CUDARuntimeError``: ``"<CUDA error name>: <its text>"``."""
 
 
-def _refuse_in_capture(stream, what: str) -> None:
-    if stream.capture is not None:
-        raise StreamCaptureError(f"{what} while {stream!r} is capturing a CUDA graph: CUDA "
-                                 "refuses it (cudaErrorStreamCaptureUnsupported)")
+class StreamCaptureError(CUDARuntimeError):
+    """What CUDA or CuPy refuses while a stream captures: a synchronisation
+    (``cudaErrorStreamCaptureUnsupported``, which also invalidates the capture, so that
+    ``end_capture`` raises ``cudaErrorStreamCaptureInvalidated``, as CUDA does), a copy between
+    host and device (CuPy refuses it before calling CUDA: the capture goes on), or a misuse of
+    begin/end_capture."""
+
+
+def _refuse_in_capture(stream, what: str, invalidates: bool = False) -> None:
+    if stream.capture is None:
+        return
+    if invalidates:
+        stream.capture.invalidated = stream.capture.invalidated or what
+        raise StreamCaptureError(f"cudaErrorStreamCaptureUnsupported: operation not permitted "
+                                 f"when stream is capturing ({what} while {stream!r} captures)")
+    raise StreamCaptureError(f"{what} while {stream!r} is capturing a CUDA graph: CuPy refuses "
+                             "it (the current stream is capturing, so synchronous API calls are "
+                             "disallowed)")
+
+
+#: CuPy functions that run on cuBLAS for float and complex operands (CuPy's own kernels for
+#: integers and booleans): ``tensordot_core``/``matmul`` call ``cublas.gemmEx``,
+#: ``gemmStridedBatchedEx``, ``sgemmEx``...; ``vdot`` ``cublas.dotc``
+_CUBLAS_FUNCTIONS = {np.matmul, np.dot, np.tensordot, np.inner, np.vdot, np.einsum,
+                     np.ndarray.dot}
+#: of ``cupy.linalg`` (cuSOLVER and cuBLAS), the functions that do not
+_NOT_LIBRARY_LINALG = {"norm", "matrix_norm", "vector_norm", "matrix_transpose", "outer",
+                       "cross", "diagonal", "trace", "vecdot", "LinAlgError"}
+
+
+def _library_of(fn, arrays) -> str | None:
+    """The CUDA library (``"cuBLAS"``, ``"cuSOLVER"``) CuPy calls for ``fn`` on ``arrays``."""
+    fn = getattr(fn, "__wrapped__", fn)
+    module = getattr(fn, "__module__", None) or ""
+    if module.startswith("scipy.linalg") or (
+            module.startswith("numpy.linalg") and getattr(fn, "__name__", "") not in _NOT_LIBRARY_LINALG):
+        return "cuSOLVER"
+    if fn in _CUBLAS_FUNCTIONS and any(a.dtype.kind in "fc" for a in arrays):
+        return "cuBLAS"
+    return None
+
+
+def _refuse_library_in_capture(fn, arrays) -> None:
+    """As CuPy's cuBLAS/cuSOLVER/cuRAND/cuSPARSE bindings: their ``setStream``, called by every
+    routine, raises while the current stream captures (``cupy_backends/cuda/libs/cublas.pyx``:
+    "calling cuBLAS API during stream capture is currently unsupported"), whatever CUDA itself
+    would allow."""
+    library = _library_of(fn, arrays)
+    if library is not None:
+        raise NotImplementedError(f"calling {library} API during stream capture is currently "
+                                  "unsupported")
 
 
 class Graph:
@@ -1144,6 +1206,7 @@ class Graph:
     def __init__(self):
         self.steps: list = []      # (run, [(block, generation)])
         self.allocated: list = []  # blocks allocated while capturing
+        self.invalidated = ""      # the call that invalidated the capture, if one did
         self.launches = 0
 
     def record(self, run, arrays) -> None:
@@ -1209,3 +1272,132 @@ class using_allocator:
     def __exit__(self, *exc):
         _tls.allocator = self.saved
         return False
+
+
+# ---------------------------------------------------------------- cuBLAS (the library itself)
+
+#: a host library standing in for ``libcublas``: the entry points plax calls directly
+#: (``plax_cupy.cublas_direct``), each handing its arguments to :func:`_gemm` here. CuPy's own
+#: cuBLAS binding (``cupy.cuda.cublas``) is not simulated: where plax would use it, it falls back
+#: to ``cupy.matmul``, which refuses a capturing stream as CuPy's binding does.
+_CUBLAS_SOURCE = r"""
+typedef int (*plax_sim_gemm_t)(void*, void*, int, int, int, int, int, const void*, const void*,
+                               int, int, long long, const void*, int, int, long long,
+                               const void*, void*, int, int, long long, int, int, int);
+static plax_sim_gemm_t gemm = 0;
+static void* current_stream = 0;
+static int pointer_mode = 0;
+extern "C" {
+void plax_sim_set_gemm(plax_sim_gemm_t fn) { gemm = fn; }
+int cublasSetStream_v2(void* handle, void* stream) { current_stream = stream; return 0; }
+int cublasGetPointerMode_v2(void* handle, int* mode) { *mode = pointer_mode; return 0; }
+int cublasSetPointerMode_v2(void* handle, int mode) { pointer_mode = mode; return 0; }
+int cublasSetWorkspace_v2(void* handle, void* workspace, unsigned long nbytes) { return 0; }
+int cublasGemmStridedBatchedEx(void* handle, int ta, int tb, int m, int n, int k,
+    const void* alpha, const void* A, int at, int lda, long long sa, const void* B, int bt,
+    int ldb, long long sb, const void* beta, void* C, int ct, int ldc, long long sc, int batch,
+    int compute, int algo) {
+  if (!gemm || pointer_mode != 0) return 7;  /* CUBLAS_STATUS_INVALID_VALUE */
+  return gemm(handle, current_stream, ta, tb, m, n, k, alpha, A, at, lda, sa, B, bt, ldb, sb,
+              beta, C, ct, ldc, sc, batch, compute, algo);
+}
+}
+"""
+_GEMM_T = ctypes.CFUNCTYPE(
+    ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, *[ctypes.c_int] * 5, ctypes.c_void_p,
+    ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_longlong, ctypes.c_void_p,
+    ctypes.c_int, ctypes.c_int, ctypes.c_longlong, ctypes.c_void_p, ctypes.c_void_p,
+    ctypes.c_int, ctypes.c_int, ctypes.c_longlong, ctypes.c_int, ctypes.c_int, ctypes.c_int)
+#: cudaDataType_t -> dtype, and the compute types each takes (its own, as CuPy's matmul
+#: passes it, or CUBLAS_COMPUTE_32F / _64F)
+_CUBLAS_TYPES = {0: (np.float32, (0, 68)), 1: (np.float64, (1, 70)),
+                 4: (np.complex64, (4, 68)), 5: (np.complex128, (5, 70))}
+#: errors raised inside the simulated library (it returns CUBLAS_STATUS_INTERNAL_ERROR)
+CUBLAS_ERRORS: list = []
+_cublas: list = []   # [the loaded library, the callback kept alive]
+
+
+def get_cublas_handle() -> int:
+    """``cupy.cuda.device.get_cublas_handle()``: loads the simulated ``libcublas`` (as CuPy
+    loads the real one) and returns a handle."""
+    if not _cublas:
+        digest = hashlib.sha1(_CUBLAS_SOURCE.encode()).hexdigest()[:12]
+        folder = os.path.join(tempfile.gettempdir(), f"plax_sim_cublas_{digest}")
+        path = os.path.join(folder, "libcublas.so.13")
+        if not os.path.exists(path):
+            os.makedirs(folder, exist_ok=True)
+            src, tmp = path + f".{os.getpid()}.cpp", path + f".{os.getpid()}.tmp"
+            with open(src, "w") as f:
+                f.write(_CUBLAS_SOURCE)
+            subprocess.run([os.environ.get("CXX", "g++"), "-shared", "-fPIC", "-O1",
+                            "-Wl,-soname,libcublas.so.13", "-o", tmp, src], check=True)
+            os.replace(tmp, path)
+            os.remove(src)
+        lib = ctypes.CDLL(path)
+        callback = _GEMM_T(_gemm_entry)
+        lib.plax_sim_set_gemm.argtypes = [_GEMM_T]
+        lib.plax_sim_set_gemm(callback)
+        _cublas[:] = [lib, callback]
+    return 0x5EB1A5
+
+
+def _block_at(address: int, nbytes: int):
+    """The pool block holding ``nbytes`` from device address ``address``, and the offset."""
+    for start, block in list(_BLOCKS.items()):
+        if start <= address and address + nbytes <= start + block.buf.nbytes:
+            return block, address - start
+    raise ValueError(f"cuBLAS was given {address:#x}, which no live allocation holds")
+
+
+def _gemm_entry(*args) -> int:
+    try:
+        return _gemm(*args)
+    except Exception as err:  # noqa: BLE001 - a C caller: the error is kept, a status returned
+        CUBLAS_ERRORS.append(err)
+        return 14
+
+
+def _gemm(handle, stream_ptr, ta, tb, m, n, k, alpha, a, at, lda, sa, b, bt, ldb, sb, beta, c,
+          ct, ldc, sc, batch, compute, algo) -> int:
+    """``cublasGemmStridedBatchedEx`` (no transposes, column-major) on the pool's blocks, on the
+    stream last set: checked, ordered and recorded into a capture as a kernel is."""
+    if ta or tb or not (at == bt == ct) or at not in _CUBLAS_TYPES \
+            or compute not in _CUBLAS_TYPES[at][1]:
+        return 15   # CUBLAS_STATUS_NOT_SUPPORTED
+    dt = np.dtype(_CUBLAS_TYPES[at][0])
+    it = dt.itemsize
+    stream = next((s for s in list(_STREAMS) if s.ptr == (stream_ptr or 0)), Stream.null)
+    scale = [np.frombuffer(ctypes.string_at(p, it), dt)[0] for p in (alpha, beta)]
+
+    def view(pointer, shape, strides):
+        span = (sum((d - 1) * s for d, s in zip(shape, strides)) + 1) * it
+        block, offset = _block_at(pointer, span)
+        return block, np.ndarray(shape, dt, buffer=block.buf, offset=offset,
+                                 strides=tuple(s * it for s in strides))
+
+    # column-major C' = A' B' is row-major C'^T = B'^T A'^T, each transpose a row-major view
+    block_a, rows_a = view(a, (batch, k, m), (sa, lda, 1))
+    block_b, rows_b = view(b, (batch, n, k), (sb, ldb, 1))
+    block_c, rows_c = view(c, (batch, n, m), (sc, ldc, 1))
+    blocks = list({id(x): x for x in (block_a, block_b, block_c)}.values())
+    for block in blocks:
+        if _pending(block.writer, block.ticket, stream):
+            raise StreamOrderError(f"cuBLAS on {stream!r} reads memory whose producer on "
+                                   f"{block.writer!r} is pending")
+
+    def run():
+        with np.errstate(all="ignore"):
+            product = np.matmul(rows_b, rows_a)
+            if scale[0] != 1:
+                product = product * scale[0]
+            rows_c[...] = product if scale[1] == 0 else product + scale[1] * rows_c
+
+    ticket = stream._next()
+    for block in blocks:
+        block.readers[stream] = ticket
+        block.writer, block.ticket = stream, ticket
+    if stream.capture is not None:
+        stream.capture.steps.append((run, [(x, x.generation) for x in blocks]))
+    run()
+    COUNTS["operations"] += 1
+    return 0

@@ -482,6 +482,168 @@ def test_capture_refuses_host_traffic_and_poisons_its_outputs():
 
 
 @on_simulated_gpu
+def test_a_failed_capture_names_its_first_error(executables):
+    """A synchronisation inside a capture: CUDA refuses it and invalidates the capture, so
+    ending it raises too; the program's reason is the first error, not the invalidation."""
+    import plax
+    import plax.numpy as jnp
+    import fake_cupy
+    x = plax.device_put(np.arange(12, dtype=np.float32).reshape(3, 4), _gpu())
+    f = plax.jit(lambda x: (jnp.sin(x) + 1) @ x.T)
+    want = np.asarray(f(x))
+    program = executables[0].graphed
+    fn = program.fn
+
+    def synchronising(*buffers):
+        program.backend.stream(program.device).synchronize()
+        return fn(*buffers)
+    program.fn = synchronising
+    np.testing.assert_array_equal(np.asarray(f(x)), want)   # (run plainly instead)
+    line = program.describe()
+    assert "capture failed (StreamCaptureError: cudaErrorStreamCaptureUnsupported" in line, line
+    assert "1 captured" not in line and "2 plain" in line, line
+    s = fake_cupy.Stream(non_blocking=True)
+    s.begin_capture()
+    with pytest.raises(fake_cupy.StreamCaptureError):
+        s.synchronize()
+    with pytest.raises(fake_cupy.StreamCaptureError, match="cudaErrorStreamCaptureInvalidated"):
+        s.end_capture()
+    assert not s.is_capturing()
+
+
+@on_simulated_gpu
+def test_capture_refuses_cupys_library_calls():
+    """As CuPy's cuBLAS and cuSOLVER bindings (whose ``setStream`` raises while the stream
+    captures): a float product or a factorisation through CuPy is refused in a capture; an
+    integer product (CuPy's own kernel) is not."""
+    import cupy
+    s = cupy.cuda.Stream(non_blocking=True)
+    with s:
+        a = cupy.ones((2, 3, 3), dtype=cupy.float32)
+        n = cupy.ones((2, 3, 3), dtype=cupy.int32)
+        s.begin_capture()
+        try:
+            with pytest.raises(NotImplementedError, match="cuBLAS API during stream capture"):
+                cupy.matmul(a, a)
+            with pytest.raises(NotImplementedError, match="cuBLAS API"):
+                a @ a
+            with pytest.raises(NotImplementedError, match="cuSOLVER API"):
+                cupy.linalg.cholesky(a)
+            cupy.matmul(n, n)
+        finally:
+            s.end_capture()
+        cupy.matmul(a, a)   # not capturing: allowed
+
+
+def _hlines(executables) -> str:
+    return [line for line in _text(executables).splitlines() if line.startswith("# CUDA graph")][0]
+
+
+@on_simulated_gpu
+@pytest.mark.parametrize("direct", [True, False])
+def test_products_are_captured_through_the_loaded_cublas(direct, executables, monkeypatch):
+    """The H200's MLP step (issue 24): every capture of a program holding a product failed
+    (CuPy's cuBLAS binding refuses a capturing stream), so it ran plainly, one launch per kernel,
+    with graphs on as off. Through ``plax_cupy.cublas_direct`` (the simulated libcublas here,
+    found loaded in the process as the real one is) the product is captured: one launch a call,
+    the values of the plain path. Without it, the simulation does as the H200 did, and says
+    why in ``as_text()``."""
+    import plax
+    from plax_cupy import cublas_direct
+    if not direct:
+        monkeypatch.setattr(cublas_direct, "_binding", [None])
+    elif cublas_direct.binding() is not None:
+        assert isinstance(cublas_direct.binding().library, __import__("ctypes").CDLL)
+    p, x, y = _mlp_args(5)
+    args = plax.device_put((p, x, y), _gpu())
+    runs = _calls(plax.jit(lambda *a: _step(*a)), args, 4)   # (a program of its own)
+    launches = [c.launches for _, c, _, _ in runs]
+    line = _hlines(executables)
+    if direct:
+        assert launches[1:] == [1, 1, 1], launches
+        assert line.endswith("calls: 1 captured, 3 replayed, 1 plain (last: the first call, "
+                             "which compiles)"), line
+    else:
+        assert launches[1:] == launches[:1] * 3 and launches[0] > 1, launches
+        assert ("no, runs plainly (capture failed (NotImplementedError: calling cuBLAS API "
+                "during stream capture is currently unsupported))") in line, line
+        assert "calls: 0 captured, 0 replayed, 4 plain" in line, line
+    for host, *_ in runs[1:]:
+        for got, want in zip(host, runs[0][0]):
+            np.testing.assert_array_equal(got, want)
+
+
+@on_simulated_gpu
+def test_an_implicit_gemm_convolution_is_captured(executables, monkeypatch):
+    """The H200's conv row (two launches with graphs on as off): its gather kernel and cuBLAS
+    product replay as one launch, with the plain call's values. (The case and thresholds of
+    test_kernels_b_convolution's NHWC implicit GEMM: the same gather kernel.)"""
+    import plax
+    from plax import lax
+    from plax_cupy import kernels_convolution
+    monkeypatch.setattr(kernels_convolution, "GEMM_MIN_TERMS", 0)
+    monkeypatch.setattr(kernels_convolution, "GEMM_MIN_FEATURES", 0)
+    r = np.random.default_rng(11)
+    x = plax.device_put(r.normal(size=(1, 7, 6, 4)).astype(np.float32), _gpu())
+    w = plax.device_put(r.normal(size=(3, 2, 4, 6)).astype(np.float32), _gpu())
+    f = plax.jit(lambda x, w: lax.conv_general_dilated(
+        x, w, (2, 1), ((1, 1), (0, 1)), rhs_dilation=(1, 2),
+        dimension_numbers=("NHWC", "HWIO", "NHWC")))
+    runs = _calls(f, (x, w), 3)
+    assert [c.launches for _, c, _, _ in runs] == [2, 1, 1]
+    assert "calls: 1 captured, 2 replayed, 1 plain" in _hlines(executables)
+    for host, *_ in runs[1:]:
+        np.testing.assert_array_equal(host[0], runs[0][0][0])
+
+
+def test_direct_cublas_binds_the_c_functions_and_checks_their_status(tmp_path):
+    """``plax_cupy.cublas_direct`` (no CuPy needed): the C entry points are bound with their
+    argument types, a status other than success raises ``CUBLASError`` naming it, and the
+    library is looked up among the files the process has mapped."""
+    import ctypes
+    from plax_cupy import cublas_direct
+    calls = []
+
+    class Library:   # C functions as ctypes hands them out (argtypes set by the binding)
+        def __getattr__(self, name):
+            if name not in ("cublasSetStream_v2", "cublasGetPointerMode_v2",
+                            "cublasSetPointerMode_v2", "cublasGemmStridedBatchedEx"):
+                raise AttributeError(name)
+
+            def fn(*args):
+                calls.append((name, args))
+                return 15 if name == "cublasGemmStridedBatchedEx" else 0
+            self.__dict__[name] = fn
+            return fn
+
+    lib = cublas_direct.DirectCublas(Library())
+    lib.setStream(1, 2)
+    lib.setWorkspace(1, 3, 4)     # (absent from this library: nothing called)
+    with pytest.raises(cublas_direct.CUBLASError, match="CUBLAS_STATUS_NOT_SUPPORTED"):
+        lib.gemmStridedBatchedEx(*range(23))
+    assert [c[0] for c in calls] == ["cublasSetStream_v2", "cublasGemmStridedBatchedEx"]
+    gemm = lib.library.cublasGemmStridedBatchedEx
+    assert len(gemm.argtypes) == 23 and gemm.argtypes[10] is ctypes.c_longlong
+    maps = tmp_path / "maps"
+    maps.write_text("7f00-7f01 r--p 00000000 00:00 0 \n7f01-7f02 r-xp 0 00:00 1   [vdso]\n")
+    assert cublas_direct.loaded_library(str(maps)) is None or \
+        os.path.basename(cublas_direct.loaded_library(str(maps))._name).startswith("libcublas")
+
+
+@on_simulated_gpu
+def test_as_text_says_why_the_last_call_ran_plainly(executables):
+    """Results kept by the caller: the calls past the plans run plainly, and the line says so."""
+    import plax
+    f = plax.jit(lambda v: _scan(v))
+    xs = np.random.default_rng(9).normal(size=(5, 4)).astype(np.float32)
+    kept = [f(plax.device_put(xs, _gpu())) for _ in range(MAX_PLANS + 2)]
+    line = _hlines(executables)
+    assert f"calls: {MAX_PLANS} captured, {MAX_PLANS} replayed, 2 plain (last: every plan it " \
+        "fits writes buffers the caller still holds" in line, line
+    del kept
+
+
+@on_simulated_gpu
 def test_the_plan_owns_its_buffers(executables):
     """The graph's pointers stay valid however the caller's arrays come and go: freeing the
     plan's buffers is what a stale pointer would be, and the fake catches it."""
@@ -512,6 +674,10 @@ def test_four_threads_share_one_compiled_program():
     want = [[np.asarray(o) for o in plax.jit(_step, backend="numpy")(
         *plax.device_put(_mlp_args(seed), plax.devices("cpu")[0]))] for seed in range(4)]
     errors, got = [], {}
+    # traced (and run plainly) once first: tracing one function in several threads at once
+    # mixes their traces (UnexpectedTracerError, in plax's core), which is not this test's
+    # subject; the threads share the compiled program's captures and replays
+    f(*inputs[0])
 
     def worker(i):
         try:
@@ -529,6 +695,42 @@ def test_four_threads_share_one_compiled_program():
     for i in range(4):
         for a, b in zip(got[i], want[i]):
             np.testing.assert_allclose(a, b, rtol=2e-5, atol=1e-6)
+
+
+@on_simulated_gpu
+def test_a_read_to_the_host_waits_for_another_threads_capture():
+    """CUDA refuses to synchronise a capturing stream (and drops the capture): a read to the
+    host on another thread waits for the capture to end (the device's graph lock)."""
+    import plax
+    from plax_cupy import graphs
+    x = plax.device_put(np.arange(6, dtype=np.float32), _gpu())
+    backend, device = plax.plugins.registry().get_backend("cupy"), _gpu()
+    stream = backend.stream(device)
+    capturing, ended, errors, got = threading.Event(), [], [], []
+
+    def capture():
+        with graphs.device_lock(device.id):
+            stream.begin_capture()
+            capturing.set()
+            for _ in range(200):   # (time for the reader to try)
+                threading.Event().wait(0.001)
+            ended.append(True)
+            stream.end_capture()
+
+    def read():
+        capturing.wait()
+        try:
+            got.append((backend.to_host(x._buffer_on(device)), bool(ended)))
+        except BaseException as err:  # pragma: no cover - reported below
+            errors.append(err)
+    threads = [threading.Thread(target=capture), threading.Thread(target=read)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    np.testing.assert_array_equal(got[0][0], np.arange(6))
+    assert got[0][1]   # (read after the capture ended)
 
 
 @on_simulated_gpu
