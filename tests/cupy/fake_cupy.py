@@ -1175,6 +1175,8 @@ def _library_of(fn, arrays) -> str | None:
     """The CUDA library (``"cuBLAS"``, ``"cuSOLVER"``) CuPy calls for ``fn`` on ``arrays``."""
     fn = getattr(fn, "__wrapped__", fn)
     module = getattr(fn, "__module__", None) or ""
+    # (a vendor replacement answers for the NumPy/SciPy function it stands for)
+    module = next((m for (m, _), f in _vendor.REPLACEMENTS.items() if f is fn), module)
     if module.startswith("scipy.linalg") or (
             module.startswith("numpy.linalg") and getattr(fn, "__name__", "") not in _NOT_LIBRARY_LINALG):
         return "cuSOLVER"
