@@ -87,6 +87,8 @@ import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import pause_probe  # noqa: E402
 WORKLOADS = {"selu": "selu f32", "mlp": "MLP step 784", "scan": "scan tanh RNN"}
 MODES = {"thread": {"PLAX_NUMBA_WORKERS": "0"}, "worker": {},
          "worker, no first tier": {"PLAX_NUMBA_FIRST_TIER": "0"},
@@ -94,6 +96,7 @@ MODES = {"thread": {"PLAX_NUMBA_WORKERS": "0"}, "worker": {},
          "worker, numba set up": {}, "sync": {"PLAX_NUMBA_SYNC": "1"},
          "first tier only": {"PLAX_NUMBA_FIRST_TIER": "only"}}
 TICK = 0.0005
+COMPILING, QUIET_TAG = "compiling", "nothing compiling"  # the probe's tags in child()
 
 
 class Ticker:
@@ -138,6 +141,33 @@ class Ticker:
             self.gc_longest = max(self.gc_longest, time.perf_counter() - self._gc_start)
 
 
+def _summary(gaps: list, tag: str) -> tuple[float, float]:
+    """The longest pause and the 99th percentile of the pauses tagged ``tag``."""
+    values = sorted(g for t, g in gaps if t == tag) or [0.0]
+    return values[-1], values[int(0.99 * (len(values) - 1))]
+
+
+class GcClock:
+    """The longest collection of Python's cyclic garbage collector (it holds the GIL
+    throughout) while ``tag`` is set."""
+
+    def __init__(self):
+        self.tag, self.longest, self._start = None, 0.0, 0.0
+
+    def _gc(self, phase, info):
+        if phase == "start":
+            self._start = time.perf_counter()
+        elif self.tag is not None:
+            self.longest = max(self.longest, time.perf_counter() - self._start)
+
+    def __enter__(self):
+        gc.callbacks.append(self._gc)
+        return self
+
+    def __exit__(self, *exc):
+        gc.callbacks.remove(self._gc)
+
+
 def _cpu_seconds(pid: int) -> float:
     """The CPU time (user + system) process ``pid`` has used so far (Linux; 0 elsewhere)."""
     try:
@@ -167,6 +197,8 @@ class GilClock:
     def __init__(self):
         import threading
         self.steps: dict = {}
+        #: (thread id, step, start, end) of each step, perf_counter times (pause_probe)
+        self.intervals: list = []
         self._local = threading.local()
 
     def install(self) -> None:
@@ -203,9 +235,12 @@ class GilClock:
             step = {"cpu": 0.0, "released": 0.0, "longest": 0.0}
             local.step, start = step, time.thread_time()
             local.held_since = start
+            began = time.perf_counter()
             try:
                 return original(*args, **kwargs)
             finally:
+                self.intervals.append((threading.get_native_id(), label, began,
+                                       time.perf_counter()))
                 end = time.thread_time()
                 step["longest"] = max(step["longest"], end - local.held_since)
                 step["cpu"] = end - start
@@ -228,7 +263,6 @@ def _gil_text(steps: dict) -> str:
 
 
 def child(workload: str, mode: str) -> dict:
-    sys.path.insert(0, HERE)
     import compare  # sets PLAX_NUMBA_SYNC=1 by default: undone below unless measuring sync
     from plax_numba import cache, llvm_tier, native_loader, tiered
     gil = GilClock()
@@ -253,16 +287,21 @@ def child(workload: str, mode: str) -> dict:
 
     # The pauses are recorded while compilation runs: from the call that makes the steps hot
     # (the second by default) until the fast path is in use; with PLAX_NUMBA_SYNC, during the
-    # first call (which also traces and lowers the program on this thread).
-    with Ticker() as ticker:
+    # first call (which also traces and lowers the program on this thread). The probe
+    # (pause_probe.AttributingTicker) explains each pause over 1 ms: what ran meanwhile.
+    from plax_numba import compile_worker
+    probe = pause_probe.AttributingTicker(TICK, worker_pids=compile_worker.worker_pids,
+                                          steps=gil.intervals)
+    collections = GcClock()
+    with probe, collections:
         if mode == "sync":
-            ticker.recording.set()
+            probe.tag = collections.tag = COMPILING
         cpu_start = time.process_time()
         start = time.perf_counter()
         call()
         first = time.perf_counter() - start
         calls = 1
-        ticker.recording.set()
+        probe.tag = collections.tag = COMPILING
         # this process's CPU time (all its threads) until a first kernel is in use: on a
         # loaded host the wall-clock time to it is mostly the scheduler's share
         cpu_to_kernel = None if mode != "sync" else time.process_time() - cpu_start
@@ -275,22 +314,24 @@ def child(workload: str, mode: str) -> dict:
                 break
         to_fast = time.perf_counter() - start
         cpu_here = time.process_time() - cpu_start
-    from plax_numba import compile_worker
-    cpu_worker = sum(_cpu_seconds(pid) for pid in compile_worker.worker_pids())
-    pause, pause99 = ticker.summary()
-    gc_pause = ticker.gc_longest
-    times = []
-    for _ in range(5):
-        t = time.perf_counter()
-        call()
-        times.append(time.perf_counter() - t)
-    with Ticker() as quiet:
-        quiet.recording.set()
+        probe.tag = collections.tag = None
+        cpu_worker = sum(_cpu_seconds(pid) for pid in compile_worker.worker_pids())
+        times = []
+        for _ in range(5):
+            t = time.perf_counter()
+            call()
+            times.append(time.perf_counter() - t)
+        probe.tag = QUIET_TAG
         end = time.perf_counter() + 1.0
         while time.perf_counter() < end:
             call()
+        probe.tag = None
+    pause, pause99 = _summary(probe.gaps, COMPILING)
+    quiet_pause, quiet99 = _summary(probe.gaps, QUIET_TAG)
+    compiling = [r for r in probe.records if r["tag"] == COMPILING]
+    quiet_records = [r for r in probe.records if r["tag"] == QUIET_TAG]
+    gc_pause = collections.longest
     loads = cache.load_times
-    quiet_pause, quiet99 = quiet.summary()
     # the first kernel in use: a parallel kernel's serial form, or a final kernel
     ready = [t["at"] for t in loads] + list(cache.serial_loaded_at) + list(llvm_tier.built_at)
     to_kernel = min(ready) - start if ready else to_fast
@@ -301,7 +342,16 @@ def child(workload: str, mode: str) -> dict:
             "first_tier": llvm_tier.stats["built"],
             "first_tier_all": (max(llvm_tier.built_at) - start) if llvm_tier.built_at else None,
             "gil": gil.steps, "pause": pause,
-            "pause99": pause99, "gc": gc_pause, "quiet_pause": quiet_pause,
+            "pause99": pause99, "gc": gc_pause,
+            "attributable": max((pause_probe.attributable(r) for r in compiling), default=0.0),
+            "quiet_attributable": max((pause_probe.attributable(r) for r in quiet_records),
+                                      default=0.0),
+            "longest": [pause_probe.describe(r) for r in
+                        sorted(compiling, key=lambda r: -r["gap"])[:3]],
+            "most_attributable": [pause_probe.describe(r) for r in sorted(
+                compiling, key=lambda r: -pause_probe.attributable(r))[:2]],
+            "quiet_longest": [pause_probe.describe(r) for r in
+                              sorted(quiet_records, key=lambda r: -r["gap"])[:1]], "quiet_pause": quiet_pause,
             "quiet99": quiet99, "fast_call": sorted(times)[2],
             "prepare": sum(t["import numba"] for t in loads),
             "load": sum(t["load"] for t in loads), "loaded": cache.load_stats["loaded"],
@@ -382,7 +432,8 @@ def main(argv=None) -> None:
     print(f"{os.cpu_count()} CPU cores, load average {load:.1f}; a tick every {TICK * 1e3} ms")
     head = ["workload", "compiling in", "first call", "first call -> first kernel",
             "first call -> all final kernels (calls)",
-            "pause while compiling: longest / p99", "longest GC collection then",
+            "pause while compiling: longest / p99",
+            "of which compiling caused at most (longest)", "longest GC collection then",
             "same pauses, nothing compiling", "fast call",
             "numba set-up + load here", "numba imported here (native loads)",
             "CPU until then: here + worker",
@@ -403,11 +454,20 @@ def main(argv=None) -> None:
         print(f"| {workload} | {mode} | {fmt_s(r['first'])} | {fmt_s(r['to_kernel'])}{serial} | "
               f"{fmt_s(r['to_fast'])} "
               f"({r['calls']}) | {r['pause'] * 1e3:.2f} / {r['pause99'] * 1e3:.2f} ms | "
+              f"{r['attributable'] * 1e3:.2f} ms | "
               f"{r['gc'] * 1e3:.1f} ms | "
               f"{r['quiet_pause'] * 1e3:.2f} / {r['quiet99'] * 1e3:.2f} ms | "
               f"{fmt_s(r['fast_call'])} | {here} | "
               f"{'yes' if r['numba_imported'] else 'no'} ({r['native']}) | "
               f"{r['cpu_here']:.2f} + {r['cpu_worker']:.2f} s | {_gil_text(r['gil'])} |")
+    print("\nThe pauses over 1 ms explained (benchmarks/pause_probe.py: what ran meanwhile, ms; "
+          "'attributable' bounds the compilation's part). While compiling, the longest and "
+          "the most attributable; with nothing compiling, the longest:")
+    for workload, mode, r in rows:
+        for kind, key in (("compiling", "longest"), ("compiling", "most_attributable"),
+                          ("nothing compiling", "quiet_longest")):
+            for line in r[key]:
+                print(f"- {workload} / {mode} / {kind}: {line}")
 
 
 # ---------------------------------------------------------------- --profile: where it goes
