@@ -449,6 +449,8 @@ def _warm_up(job_waiting=lambda: False) -> None:
 
 
 def _serve(in_fd: int, out_fd: int) -> None:
+    from plax_numba import cpu_priority
+    cpu_priority.yield_worker()  # the program's threads get the cores they want first
     reader, writer = os.fdopen(in_fd, "rb"), os.fdopen(out_fd, "wb")
     import warnings
     warnings.simplefilter("ignore")  # numba's performance hints: the user's process decides
