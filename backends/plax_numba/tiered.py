@@ -353,8 +353,6 @@ def wait_idle(timeout: float | None = None) -> bool:
 def _run(jobs: "queue.Queue") -> None:
     global _pending
     _here.background = True
-    from plax_numba import cpu_priority
-    cpu_priority.yield_thread()  # a waking program thread preempts this one at once
     while True:
         job = jobs.get()
         try:
