@@ -17,6 +17,8 @@ cache calls the jitted function in a loop until every compile job has finished:
 * ``worker, numba set up``: the same, in a process that set numba up before (what every
   compilation after a process's first one sees);
 * ``sync``: ``PLAX_NUMBA_SYNC=1``, the first call compiles everything;
+* ``worker, idle priority``: ``PLAX_NUMBA_WORKER_PRIORITY=idle``, the worker at
+  ``SCHED_IDLE`` in the program's session (``plax_numba.cpu_priority``);
 * ``first tier only``: ``PLAX_NUMBA_FIRST_TIER=only``, the first tier alone (numba compiles
   only what it declines): its warm row is a process whose first-tier machine code is on disk
   but whose numba kernels are not (as after a script that ended before numba's compilation);
@@ -94,7 +96,8 @@ MODES = {"thread": {"PLAX_NUMBA_WORKERS": "0"}, "worker": {},
          "worker, no first tier": {"PLAX_NUMBA_FIRST_TIER": "0"},
          "worker, numba loader": {"PLAX_NUMBA_NATIVE": "0"},
          "worker, numba set up": {}, "sync": {"PLAX_NUMBA_SYNC": "1"},
-         "first tier only": {"PLAX_NUMBA_FIRST_TIER": "only"}}
+         "first tier only": {"PLAX_NUMBA_FIRST_TIER": "only"},
+         "worker, idle priority": {"PLAX_NUMBA_WORKER_PRIORITY": "idle"}}
 TICK = 0.0005
 COMPILING, QUIET_TAG = "compiling", "nothing compiling"  # the probe's tags in child()
 
@@ -368,7 +371,8 @@ def _a_kernel_in_use(cache, llvm_tier) -> bool:
 
 def run_child(workload: str, mode: str, cache_dir: str) -> dict:
     env = {k: v for k, v in os.environ.items()
-           if k not in ("PLAX_NUMBA_SYNC", "PLAX_NUMBA_WORKERS", "PLAX_NUMBA_COMPILE_AFTER")}
+           if k not in ("PLAX_NUMBA_SYNC", "PLAX_NUMBA_WORKERS", "PLAX_NUMBA_COMPILE_AFTER",
+                        "PLAX_NUMBA_WORKER_PRIORITY")}
     env.update(MODES[mode], PLAX_NUMBA_CACHE_DIR=cache_dir)
     proc = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", workload, mode],
                           capture_output=True, text=True, env=env, timeout=900)
