@@ -102,48 +102,6 @@ TICK = 0.0005
 COMPILING, QUIET_TAG = "compiling", "nothing compiling"  # the probe's tags in child()
 
 
-class Ticker:
-    """A thread waking every :data:`TICK` seconds, recording the longest gap between wakeups
-    beyond the tick itself (a pause: it waited for the GIL or for a core)."""
-
-    def __init__(self):
-        self.gaps, self.recording, self._stop = [], threading.Event(), threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def _run(self):
-        last = time.perf_counter()
-        while not self._stop.is_set():
-            time.sleep(TICK)
-            now = time.perf_counter()
-            if self.recording.is_set():
-                self.gaps.append(now - last - TICK)
-            last = now
-
-    def summary(self) -> tuple[float, float]:
-        """The longest pause and the 99th percentile of the pauses."""
-        gaps = sorted(self.gaps) or [0.0]
-        return gaps[-1], gaps[int(0.99 * (len(gaps) - 1))]
-
-    def __enter__(self):
-        gc.callbacks.append(self._gc)
-        self.gc_longest, self._gc_start = 0.0, 0.0
-        self._thread.start()
-        time.sleep(0.01)
-        return self
-
-    def __exit__(self, *exc):
-        self._stop.set()
-        self._thread.join()
-        gc.callbacks.remove(self._gc)
-
-    def _gc(self, phase, info):
-        # the cyclic garbage collector holds the GIL for a whole collection
-        if phase == "start":
-            self._gc_start = time.perf_counter()
-        elif self.recording.is_set():
-            self.gc_longest = max(self.gc_longest, time.perf_counter() - self._gc_start)
-
-
 def _summary(gaps: list, tag: str) -> tuple[float, float]:
     """The longest pause and the 99th percentile of the pauses tagged ``tag``."""
     values = sorted(g for t, g in gaps if t == tag) or [0.0]
@@ -354,7 +312,8 @@ def child(workload: str, mode: str) -> dict:
             "most_attributable": [pause_probe.describe(r) for r in sorted(
                 compiling, key=lambda r: -pause_probe.attributable(r))[:2]],
             "quiet_longest": [pause_probe.describe(r) for r in
-                              sorted(quiet_records, key=lambda r: -r["gap"])[:1]], "quiet_pause": quiet_pause,
+                              sorted(quiet_records, key=lambda r: -r["gap"])[:1]],
+            "quiet_pause": quiet_pause,
             "quiet99": quiet99, "fast_call": sorted(times)[2],
             "prepare": sum(t["import numba"] for t in loads),
             "load": sum(t["load"] for t in loads), "loaded": cache.load_stats["loaded"],
@@ -701,26 +660,6 @@ def profile(workloads: list) -> None:
 
 # ---------------------------------------------------------------- --pauses: a histogram
 
-class TaggedTicker(Ticker):
-    """A :class:`Ticker` whose every pause is recorded under the tag set when it ended
-    (``ticker.tag = "..."``), so pauses with and without a compilation running, measured in
-    one run and interleaved in time, see the same host."""
-
-    def __init__(self):
-        super().__init__()
-        self.tag = None
-        self.tagged: dict = {}
-
-    def _run(self):
-        last = time.perf_counter()
-        while not self._stop.is_set():
-            time.sleep(TICK)
-            now = time.perf_counter()
-            if self.tag is not None:
-                self.tagged.setdefault(self.tag, []).append(now - last - TICK)
-            last = now
-
-
 PAUSE_BUCKETS_MS = (0.5, 1.0, 2.0, 5.0, 10.0, 50.0)
 QUIET, FIRST, LATER = ("nothing compiling", "first kernel compiling (the loader set up here)",
                        "later kernels compiling")
@@ -740,7 +679,8 @@ def pauses_child(rounds: int) -> dict:
             call()
             if tiered.wait_idle(0):
                 return
-    with TaggedTicker() as ticker:
+    # (the pauses kept by tag; no counters read: the histogram as before the probe)
+    with pause_probe.AttributingTicker(TICK, explain=False) as ticker:
         lib.block(fn(*args))  # (the first call traces and lowers: not a compilation's pause)
         ticker.tag = FIRST
         until_idle(lambda: lib.block(fn(*args)))
@@ -756,7 +696,10 @@ def pauses_child(rounds: int) -> dict:
                 lib.block(variant(*args))
             until_idle(lambda: lib.block(fn(*args)))
         ticker.tag = None
-    return ticker.tagged
+    tagged: dict = {}
+    for tag, gap in ticker.gaps:
+        tagged.setdefault(tag, []).append(gap)
+    return tagged
 
 
 # ---------------------------------------------------------------- --calls: per-call cost

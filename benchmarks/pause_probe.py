@@ -63,11 +63,12 @@ class AttributingTicker:
       worker_pids: a function returning the compile workers' process ids.
       steps: a list that plax's loading steps append ``(thread id, label, start, end)`` to
         (``perf_counter`` times), or None.
+      explain: False records the pauses only (no counters read: a plain ticking thread).
     """
 
     def __init__(self, tick: float, threshold: float = 0.001, worker_pids=lambda: [],
-                 steps: list | None = None):
-        self.tick, self.threshold = tick, threshold
+                 steps: list | None = None, explain: bool = True):
+        self.tick, self.threshold, self.explain = tick, threshold, explain
         self.worker_pids, self.steps = worker_pids, steps if steps is not None else []
         self.gaps: list = []
         self.records: list = []
@@ -111,7 +112,8 @@ class AttributingTicker:
     def _run(self) -> None:
         me = threading.get_native_id()
         pid = os.getpid()
-        self._watch()
+        if self.explain:
+            self._watch()
         read_at = time.perf_counter()  # when the counters in `before` were being read
         before = self._snapshot()
         last = time.perf_counter()
@@ -120,13 +122,13 @@ class AttributingTicker:
             time.sleep(self.tick)
             now = time.perf_counter()
             wakes += 1
-            if wakes % 64 == 0:
+            if wakes % 64 == 0 and self.explain:
                 self._watch()
             after = self._snapshot()
             gap = now - last - self.tick
             if self.tag is not None:
                 self.gaps.append((self.tag, gap))
-                if gap > self.threshold:
+                if gap > self.threshold and self.explain:
                     # (the counters' window: from the reading before to the end of this one;
                     # the probe may be descheduled mid-reading, so it can exceed the pause)
                     window = time.perf_counter() - read_at
