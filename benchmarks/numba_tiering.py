@@ -18,7 +18,8 @@ cache calls the jitted function in a loop until every compile job has finished:
   compilation after a process's first one sees);
 * ``sync``: ``PLAX_NUMBA_SYNC=1``, the first call compiles everything;
 * ``worker, idle priority``: ``PLAX_NUMBA_WORKER_PRIORITY=idle``, the worker at
-  ``SCHED_IDLE`` in the program's session (``plax_numba.cpu_priority``);
+  ``SCHED_IDLE`` in the program's session (``plax_numba.cpu_priority``; only when named in
+  ``--modes``);
 * ``first tier only``: ``PLAX_NUMBA_FIRST_TIER=only``, the first tier alone (numba compiles
   only what it declines): its warm row is a process whose first-tier machine code is on disk
   but whose numba kernels are not (as after a script that ended before numba's compilation);
@@ -347,7 +348,10 @@ def fmt_s(seconds: float) -> str:
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workloads", nargs="*", default=list(WORKLOADS), choices=WORKLOADS)
-    parser.add_argument("--modes", nargs="*", default=list(MODES), choices=MODES)
+    parser.add_argument("--modes", nargs="*", choices=MODES,
+                        default=[m for m in MODES if m != "worker, idle priority"],
+                        help="(default: all but 'worker, idle priority', whose MLP row can "
+                        "take minutes on a busy host)")
     parser.add_argument("--profile", action="store_true",
                         help="print where a cold compilation's CPU time goes, and a load's")
     parser.add_argument("--pauses", type=int, metavar="ROUNDS", default=0,
