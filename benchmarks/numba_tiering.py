@@ -42,6 +42,15 @@ scheduling noise); and, for the worker, the seconds this process spent preparing
 (import, runtime: once per process, overlapped with the worker's compilation) and loading
 the machine code.
 
+The pauses are measured by ``pause_probe.AttributingTicker``, which also explains each one
+over 1 ms from the scheduler's counters (what ran, what queued, the worker's CPU, plax's
+steps, page faults): "of which compiling caused at most" is the longest pause's part that
+compiling can have caused (``pause_probe.attributable``: plax's background threads' CPU,
+plax's steps on the program's thread, the queueing up to the worker's CPU time), and the
+lines below the table explain each run's longest and most attributable pauses. On this
+host the pauses with nothing compiling already exceed 2 ms; this column is the part of the
+raw figure that the compilation can be blamed for.
+
 The CPU column is the time spent from the first call until every final kernel was in
 use, by this process (the program's calls included) and by the compile worker (its start
 and warm-up included): on a loaded host the wall-clock times measure mostly the scheduler's
