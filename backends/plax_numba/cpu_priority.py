@@ -4,22 +4,22 @@
 Measured on a 2-core host (issue 26, the main thread's longest pause;
 ``benchmarks/pause_probe.py``, and the kernel's own scheduling events): while a kernel
 compiles, the program's threads are not waiting for the GIL (plax's loading holds it under
-3 ms at a stretch) nor for page faults, but on a run queue: runnable while the compile
+4 ms at a stretch) nor for page faults, but on a run queue: runnable while the compile
 worker, plax's first-tier thread, the program's own busy threads and other processes hold
 both cores, each until the scheduler's next tick (4 ms on a 250 Hz kernel) or longer. How
 much of that the worker causes depends on how it is scheduled:
 
 * ``normal`` (the default): a process of its own session (Linux's ``autogroup`` shares the
-  CPU between sessions first), with a share of the CPU like any other program's, as a
-  synchronous compilation has: the worker's compilation is never slower than that. When it
-  holds the core a program thread wants, that thread waits for the tick (measured: up to
-  8-20 ms on the loaded host).
+  CPU between sessions first), with a share of the CPU like any other program's, the share
+  a synchronous compilation would have. When it holds the core a program thread wants,
+  that thread waits for the tick (measured: up to 8-20 ms on the loaded host).
 * ``idle``: ``SCHED_IDLE``, in the program's session. A waking program thread preempts it
   at once and the program's busy threads always run first, so it only uses what the
   program leaves of a core (measured: the program's threads queued behind it at most one
   tick, 4 ms). But it gets no CPU while the program (its BLAS threads or parallel loops
-  included) or other processes keep every core busy: on the loaded host it got a fifth of
-  the CPU time it got at ``normal``, so its kernels arrive that much later. Use it where
+  included) or other processes keep every core busy: on the loaded host it got a tenth of
+  the CPU time it got at ``normal``, and the MLP step's kernels took 19-169 s instead of
+  3-11 s. Use it where
   the program leaves a core free and its threads' latency matters more than when the
   kernels arrive.
 
