@@ -19,9 +19,8 @@ much of that the worker causes depends on how it is scheduled:
   tick, 4 ms). But it gets no CPU while the program (its BLAS threads or parallel loops
   included) or other processes keep every core busy: on the loaded host it got a tenth of
   the CPU time it got at ``normal``, and the MLP step's kernels took 19-169 s instead of
-  3-11 s. Use it where
-  the program leaves a core free and its threads' latency matters more than when the
-  kernels arrive.
+  3-11 s. Use it where the program leaves a core free and its threads' latency matters
+  more than when the kernels arrive.
 
 The settings ruled out: ``nice`` does nothing across autogroups, and a nice autogroup
 starves the worker (selu's time to the fast path went from 2 s to 26 s on the loaded host);
