@@ -28,13 +28,11 @@ from __future__ import annotations
 import argparse
 import bisect
 import collections
-import ctypes
 import json
 import os
 import platform
 import re
 import statistics
-import struct
 import subprocess
 import sys
 import tempfile

@@ -5,7 +5,6 @@ never on timing (``benchmarks/numba_tiering.py`` measures the pauses)."""
 from __future__ import annotations
 
 import os
-import sys
 import time
 import warnings
 
