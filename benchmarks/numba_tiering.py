@@ -17,6 +17,9 @@ cache calls the jitted function in a loop until every compile job has finished:
 * ``worker, numba set up``: the same, in a process that set numba up before (what every
   compilation after a process's first one sees);
 * ``sync``: ``PLAX_NUMBA_SYNC=1``, the first call compiles everything;
+* ``worker, idle priority``: ``PLAX_NUMBA_WORKER_PRIORITY=idle``, the worker at
+  ``SCHED_IDLE`` in the program's session (``plax_numba.cpu_priority``; only when named in
+  ``--modes``);
 * ``first tier only``: ``PLAX_NUMBA_FIRST_TIER=only``, the first tier alone (numba compiles
   only what it declines): its warm row is a process whose first-tier machine code is on disk
   but whose numba kernels are not (as after a script that ended before numba's compilation);
@@ -38,6 +41,15 @@ pauses measured afterwards for 1 s of fast calls, nothing compiling (the host's 
 scheduling noise); and, for the worker, the seconds this process spent preparing numba
 (import, runtime: once per process, overlapped with the worker's compilation) and loading
 the machine code.
+
+The pauses are measured by ``pause_probe.AttributingTicker``, which also explains each one
+over 1 ms from the scheduler's counters (what ran, what queued, the worker's CPU, plax's
+steps, page faults): "of which compiling caused at most" is the longest pause's part that
+compiling can have caused (``pause_probe.attributable``: plax's background threads' CPU,
+plax's steps on the program's thread, the queueing up to the worker's CPU time), and the
+lines below the table explain each run's longest and most attributable pauses. On this
+host the pauses with nothing compiling already exceed 2 ms; this column is the part of the
+raw figure that the compilation can be blamed for.
 
 The CPU column is the time spent from the first call until every final kernel was in
 use, by this process (the program's calls included) and by the compile worker (its start
@@ -87,55 +99,44 @@ import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import pause_probe  # noqa: E402
 WORKLOADS = {"selu": "selu f32", "mlp": "MLP step 784", "scan": "scan tanh RNN"}
 MODES = {"thread": {"PLAX_NUMBA_WORKERS": "0"}, "worker": {},
          "worker, no first tier": {"PLAX_NUMBA_FIRST_TIER": "0"},
          "worker, numba loader": {"PLAX_NUMBA_NATIVE": "0"},
          "worker, numba set up": {}, "sync": {"PLAX_NUMBA_SYNC": "1"},
-         "first tier only": {"PLAX_NUMBA_FIRST_TIER": "only"}}
+         "first tier only": {"PLAX_NUMBA_FIRST_TIER": "only"},
+         "worker, idle priority": {"PLAX_NUMBA_WORKER_PRIORITY": "idle"}}
 TICK = 0.0005
+COMPILING, QUIET_TAG = "compiling", "nothing compiling"  # the probe's tags in child()
 
 
-class Ticker:
-    """A thread waking every :data:`TICK` seconds, recording the longest gap between wakeups
-    beyond the tick itself (a pause: it waited for the GIL or for a core)."""
+def _summary(gaps: list, tag: str) -> tuple[float, float]:
+    """The longest pause and the 99th percentile of the pauses tagged ``tag``."""
+    values = sorted(g for t, g in gaps if t == tag) or [0.0]
+    return values[-1], values[int(0.99 * (len(values) - 1))]
+
+
+class GcClock:
+    """The longest collection of Python's cyclic garbage collector (it holds the GIL
+    throughout) while ``tag`` is set."""
 
     def __init__(self):
-        self.gaps, self.recording, self._stop = [], threading.Event(), threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
+        self.tag, self.longest, self._start = None, 0.0, 0.0
 
-    def _run(self):
-        last = time.perf_counter()
-        while not self._stop.is_set():
-            time.sleep(TICK)
-            now = time.perf_counter()
-            if self.recording.is_set():
-                self.gaps.append(now - last - TICK)
-            last = now
-
-    def summary(self) -> tuple[float, float]:
-        """The longest pause and the 99th percentile of the pauses."""
-        gaps = sorted(self.gaps) or [0.0]
-        return gaps[-1], gaps[int(0.99 * (len(gaps) - 1))]
+    def _gc(self, phase, info):
+        if phase == "start":
+            self._start = time.perf_counter()
+        elif self.tag is not None:
+            self.longest = max(self.longest, time.perf_counter() - self._start)
 
     def __enter__(self):
         gc.callbacks.append(self._gc)
-        self.gc_longest, self._gc_start = 0.0, 0.0
-        self._thread.start()
-        time.sleep(0.01)
         return self
 
     def __exit__(self, *exc):
-        self._stop.set()
-        self._thread.join()
         gc.callbacks.remove(self._gc)
-
-    def _gc(self, phase, info):
-        # the cyclic garbage collector holds the GIL for a whole collection
-        if phase == "start":
-            self._gc_start = time.perf_counter()
-        elif self.recording.is_set():
-            self.gc_longest = max(self.gc_longest, time.perf_counter() - self._gc_start)
 
 
 def _cpu_seconds(pid: int) -> float:
@@ -167,6 +168,8 @@ class GilClock:
     def __init__(self):
         import threading
         self.steps: dict = {}
+        #: (thread id, step, start, end) of each step, perf_counter times (pause_probe)
+        self.intervals: list = []
         self._local = threading.local()
 
     def install(self) -> None:
@@ -203,9 +206,12 @@ class GilClock:
             step = {"cpu": 0.0, "released": 0.0, "longest": 0.0}
             local.step, start = step, time.thread_time()
             local.held_since = start
+            began = time.perf_counter()
             try:
                 return original(*args, **kwargs)
             finally:
+                self.intervals.append((threading.get_native_id(), label, began,
+                                       time.perf_counter()))
                 end = time.thread_time()
                 step["longest"] = max(step["longest"], end - local.held_since)
                 step["cpu"] = end - start
@@ -228,7 +234,6 @@ def _gil_text(steps: dict) -> str:
 
 
 def child(workload: str, mode: str) -> dict:
-    sys.path.insert(0, HERE)
     import compare  # sets PLAX_NUMBA_SYNC=1 by default: undone below unless measuring sync
     from plax_numba import cache, llvm_tier, native_loader, tiered
     gil = GilClock()
@@ -253,16 +258,21 @@ def child(workload: str, mode: str) -> dict:
 
     # The pauses are recorded while compilation runs: from the call that makes the steps hot
     # (the second by default) until the fast path is in use; with PLAX_NUMBA_SYNC, during the
-    # first call (which also traces and lowers the program on this thread).
-    with Ticker() as ticker:
+    # first call (which also traces and lowers the program on this thread). The probe
+    # (pause_probe.AttributingTicker) explains each pause over 1 ms: what ran meanwhile.
+    from plax_numba import compile_worker
+    probe = pause_probe.AttributingTicker(TICK, worker_pids=compile_worker.worker_pids,
+                                          steps=gil.intervals)
+    collections = GcClock()
+    with probe, collections:
         if mode == "sync":
-            ticker.recording.set()
+            probe.tag = collections.tag = COMPILING
         cpu_start = time.process_time()
         start = time.perf_counter()
         call()
         first = time.perf_counter() - start
         calls = 1
-        ticker.recording.set()
+        probe.tag = collections.tag = COMPILING
         # this process's CPU time (all its threads) until a first kernel is in use: on a
         # loaded host the wall-clock time to it is mostly the scheduler's share
         cpu_to_kernel = None if mode != "sync" else time.process_time() - cpu_start
@@ -275,22 +285,24 @@ def child(workload: str, mode: str) -> dict:
                 break
         to_fast = time.perf_counter() - start
         cpu_here = time.process_time() - cpu_start
-    from plax_numba import compile_worker
-    cpu_worker = sum(_cpu_seconds(pid) for pid in compile_worker.worker_pids())
-    pause, pause99 = ticker.summary()
-    gc_pause = ticker.gc_longest
-    times = []
-    for _ in range(5):
-        t = time.perf_counter()
-        call()
-        times.append(time.perf_counter() - t)
-    with Ticker() as quiet:
-        quiet.recording.set()
+        probe.tag = collections.tag = None
+        cpu_worker = sum(_cpu_seconds(pid) for pid in compile_worker.worker_pids())
+        times = []
+        for _ in range(5):
+            t = time.perf_counter()
+            call()
+            times.append(time.perf_counter() - t)
+        probe.tag = QUIET_TAG
         end = time.perf_counter() + 1.0
         while time.perf_counter() < end:
             call()
+        probe.tag = None
+    pause, pause99 = _summary(probe.gaps, COMPILING)
+    quiet_pause, quiet99 = _summary(probe.gaps, QUIET_TAG)
+    compiling = [r for r in probe.records if r["tag"] == COMPILING]
+    quiet_records = [r for r in probe.records if r["tag"] == QUIET_TAG]
+    gc_pause = collections.longest
     loads = cache.load_times
-    quiet_pause, quiet99 = quiet.summary()
     # the first kernel in use: a parallel kernel's serial form, or a final kernel
     ready = [t["at"] for t in loads] + list(cache.serial_loaded_at) + list(llvm_tier.built_at)
     to_kernel = min(ready) - start if ready else to_fast
@@ -301,7 +313,17 @@ def child(workload: str, mode: str) -> dict:
             "first_tier": llvm_tier.stats["built"],
             "first_tier_all": (max(llvm_tier.built_at) - start) if llvm_tier.built_at else None,
             "gil": gil.steps, "pause": pause,
-            "pause99": pause99, "gc": gc_pause, "quiet_pause": quiet_pause,
+            "pause99": pause99, "gc": gc_pause,
+            "attributable": max((pause_probe.attributable(r) for r in compiling), default=0.0),
+            "quiet_attributable": max((pause_probe.attributable(r) for r in quiet_records),
+                                      default=0.0),
+            "longest": [pause_probe.describe(r) for r in
+                        sorted(compiling, key=lambda r: -r["gap"])[:3]],
+            "most_attributable": [pause_probe.describe(r) for r in sorted(
+                compiling, key=lambda r: -pause_probe.attributable(r))[:2]],
+            "quiet_longest": [pause_probe.describe(r) for r in
+                              sorted(quiet_records, key=lambda r: -r["gap"])[:1]],
+            "quiet_pause": quiet_pause,
             "quiet99": quiet99, "fast_call": sorted(times)[2],
             "prepare": sum(t["import numba"] for t in loads),
             "load": sum(t["load"] for t in loads), "loaded": cache.load_stats["loaded"],
@@ -318,7 +340,8 @@ def _a_kernel_in_use(cache, llvm_tier) -> bool:
 
 def run_child(workload: str, mode: str, cache_dir: str) -> dict:
     env = {k: v for k, v in os.environ.items()
-           if k not in ("PLAX_NUMBA_SYNC", "PLAX_NUMBA_WORKERS", "PLAX_NUMBA_COMPILE_AFTER")}
+           if k not in ("PLAX_NUMBA_SYNC", "PLAX_NUMBA_WORKERS", "PLAX_NUMBA_COMPILE_AFTER",
+                        "PLAX_NUMBA_WORKER_PRIORITY")}
     env.update(MODES[mode], PLAX_NUMBA_CACHE_DIR=cache_dir)
     proc = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", workload, mode],
                           capture_output=True, text=True, env=env, timeout=900)
@@ -334,7 +357,10 @@ def fmt_s(seconds: float) -> str:
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workloads", nargs="*", default=list(WORKLOADS), choices=WORKLOADS)
-    parser.add_argument("--modes", nargs="*", default=list(MODES), choices=MODES)
+    parser.add_argument("--modes", nargs="*", choices=MODES,
+                        default=[m for m in MODES if m != "worker, idle priority"],
+                        help="(default: all but 'worker, idle priority', whose MLP row can "
+                        "take minutes on a busy host)")
     parser.add_argument("--profile", action="store_true",
                         help="print where a cold compilation's CPU time goes, and a load's")
     parser.add_argument("--pauses", type=int, metavar="ROUNDS", default=0,
@@ -382,7 +408,8 @@ def main(argv=None) -> None:
     print(f"{os.cpu_count()} CPU cores, load average {load:.1f}; a tick every {TICK * 1e3} ms")
     head = ["workload", "compiling in", "first call", "first call -> first kernel",
             "first call -> all final kernels (calls)",
-            "pause while compiling: longest / p99", "longest GC collection then",
+            "pause while compiling: longest / p99",
+            "of which compiling caused at most (longest)", "longest GC collection then",
             "same pauses, nothing compiling", "fast call",
             "numba set-up + load here", "numba imported here (native loads)",
             "CPU until then: here + worker",
@@ -403,11 +430,20 @@ def main(argv=None) -> None:
         print(f"| {workload} | {mode} | {fmt_s(r['first'])} | {fmt_s(r['to_kernel'])}{serial} | "
               f"{fmt_s(r['to_fast'])} "
               f"({r['calls']}) | {r['pause'] * 1e3:.2f} / {r['pause99'] * 1e3:.2f} ms | "
+              f"{r['attributable'] * 1e3:.2f} ms | "
               f"{r['gc'] * 1e3:.1f} ms | "
               f"{r['quiet_pause'] * 1e3:.2f} / {r['quiet99'] * 1e3:.2f} ms | "
               f"{fmt_s(r['fast_call'])} | {here} | "
               f"{'yes' if r['numba_imported'] else 'no'} ({r['native']}) | "
               f"{r['cpu_here']:.2f} + {r['cpu_worker']:.2f} s | {_gil_text(r['gil'])} |")
+    print("\nThe pauses over 1 ms explained (benchmarks/pause_probe.py: what ran meanwhile, ms; "
+          "'attributable' bounds the compilation's part). While compiling, the longest and "
+          "the most attributable; with nothing compiling, the longest:")
+    for workload, mode, r in rows:
+        for kind, key in (("compiling", "longest"), ("compiling", "most_attributable"),
+                          ("nothing compiling", "quiet_longest")):
+            for line in r[key]:
+                print(f"- {workload} / {mode} / {kind}: {line}")
 
 
 # ---------------------------------------------------------------- --profile: where it goes
@@ -637,26 +673,6 @@ def profile(workloads: list) -> None:
 
 # ---------------------------------------------------------------- --pauses: a histogram
 
-class TaggedTicker(Ticker):
-    """A :class:`Ticker` whose every pause is recorded under the tag set when it ended
-    (``ticker.tag = "..."``), so pauses with and without a compilation running, measured in
-    one run and interleaved in time, see the same host."""
-
-    def __init__(self):
-        super().__init__()
-        self.tag = None
-        self.tagged: dict = {}
-
-    def _run(self):
-        last = time.perf_counter()
-        while not self._stop.is_set():
-            time.sleep(TICK)
-            now = time.perf_counter()
-            if self.tag is not None:
-                self.tagged.setdefault(self.tag, []).append(now - last - TICK)
-            last = now
-
-
 PAUSE_BUCKETS_MS = (0.5, 1.0, 2.0, 5.0, 10.0, 50.0)
 QUIET, FIRST, LATER = ("nothing compiling", "first kernel compiling (the loader set up here)",
                        "later kernels compiling")
@@ -676,7 +692,8 @@ def pauses_child(rounds: int) -> dict:
             call()
             if tiered.wait_idle(0):
                 return
-    with TaggedTicker() as ticker:
+    # (the pauses kept by tag; no counters read: the histogram as before the probe)
+    with pause_probe.AttributingTicker(TICK, explain=False) as ticker:
         lib.block(fn(*args))  # (the first call traces and lowers: not a compilation's pause)
         ticker.tag = FIRST
         until_idle(lambda: lib.block(fn(*args)))
@@ -692,7 +709,10 @@ def pauses_child(rounds: int) -> dict:
                 lib.block(variant(*args))
             until_idle(lambda: lib.block(fn(*args)))
         ticker.tag = None
-    return ticker.tagged
+    tagged: dict = {}
+    for tag, gap in ticker.gaps:
+        tagged.setdefault(tag, []).append(gap)
+    return tagged
 
 
 # ---------------------------------------------------------------- --calls: per-call cost

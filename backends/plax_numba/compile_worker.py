@@ -16,7 +16,9 @@ shares the CPU between sessions). They start lazily, warm up once (:func:`_warm_
 import, the kernels' helpers, a serial and a parallel compilation, cut short when a job is
 waiting) and stay warm. ``PLAX_NUMBA_WORKERS`` sets how many at most (default 1; 0 compiles
 in the user's process, in the background thread, as before); a further one starts only when
-:data:`BACKLOG_FOR_ANOTHER` jobs wait.
+:data:`BACKLOG_FOR_ANOTHER` jobs wait. ``PLAX_NUMBA_WORKER_PRIORITY=idle`` runs them at
+``SCHED_IDLE`` in the program's session instead, using only what the program leaves of the
+CPU (:mod:`plax_numba.cpu_priority`: what each setting costs, measured).
 
 A job is a module-level function and its arguments (pickled by reference), run in the
 worker; :func:`submit` returns a :class:`concurrent.futures.Future` of its result. Jobs wait
@@ -43,8 +45,12 @@ import threading
 import traceback
 from concurrent.futures import Future
 
+from plax_numba import cpu_priority
+
 _HEADER = struct.Struct("<Q")  # each message: its pickle's length, then the pickle
 _WARM = 0  # the job id of a worker's first message: warmed up, ready for jobs
+#: set by the program for its worker: "1" runs it at SCHED_IDLE (plax_numba.cpu_priority)
+_IDLE_VARIABLE = "PLAX_NUMBA_WORKER_IDLE"
 
 
 class WorkerCompileError(RuntimeError):
@@ -114,11 +120,15 @@ class _Worker:
         from plax_numba import cache
         env["PLAX_NUMBA_CACHE_DIR"] = cache.cache_dir()  # one cache for both processes
         env["PLAX_NUMBA_SYNC"] = "1"  # inside the worker, compile in place
+        # at idle priority the worker stays in the program's session: across sessions the
+        # scheduler weighs the sessions first, and the policy would change nothing
+        idle = cpu_priority.worker_runs_idle()
+        env[_IDLE_VARIABLE] = "1" if idle else "0"
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "plax_numba.compile_worker", str(to_child_r),
              str(from_child_w)],
             pass_fds=(to_child_r, from_child_w), env=env, stdin=subprocess.DEVNULL,
-            close_fds=True, start_new_session=_own_session())
+            close_fds=True, start_new_session=_own_session() and not idle)
         os.close(to_child_r)
         os.close(from_child_w)
         self.writer = os.fdopen(to_child_w, "wb")
@@ -449,6 +459,7 @@ def _warm_up(job_waiting=lambda: False) -> None:
 
 
 def _serve(in_fd: int, out_fd: int) -> None:
+    cpu_priority.enter_worker_priority(os.environ.get(_IDLE_VARIABLE) == "1")
     reader, writer = os.fdopen(in_fd, "rb"), os.fdopen(out_fd, "wb")
     import warnings
     warnings.simplefilter("ignore")  # numba's performance hints: the user's process decides

@@ -1,0 +1,82 @@
+"""How the compile worker competes with the program for the CPU
+(``PLAX_NUMBA_WORKER_PRIORITY``: ``normal``, the default, or ``idle``).
+
+Measured on a 2-core host (issue 26, the main thread's longest pause;
+``benchmarks/pause_probe.py``, and the kernel's own scheduling events): while a kernel
+compiles, the program's threads are not waiting for the GIL (plax's loading holds it under
+4 ms at a stretch) nor for page faults, but on a run queue: runnable while the compile
+worker, plax's first-tier thread, the program's own busy threads and other processes hold
+both cores, each until the scheduler's next tick (4 ms on a 250 Hz kernel) or longer. How
+much of that the worker causes depends on how it is scheduled:
+
+* ``normal`` (the default): a process of its own session (Linux's ``autogroup`` shares the
+  CPU between sessions first), with a share of the CPU like any other program's, the share
+  a synchronous compilation would have. When it holds the core a program thread wants,
+  that thread waits for the tick (measured: up to 8-20 ms on the loaded host).
+* ``idle``: ``SCHED_IDLE``, in the program's session. A waking program thread preempts it
+  at once and the program's busy threads always run first, so it only uses what the
+  program leaves of a core (measured: the program's threads queued behind it at most one
+  tick, 4 ms). But it gets no CPU while the program (its BLAS threads or parallel loops
+  included) or other processes keep every core busy: on the loaded host it got a tenth of
+  the CPU time it got at ``normal``, and the MLP step's kernels took 19-169 s instead of
+  3-11 s. Use it where the program leaves a core free and its threads' latency matters
+  more than when the kernels arrive.
+
+The settings ruled out: ``nice`` does nothing across autogroups, and a nice autogroup
+starves the worker (selu's time to the fast path went from 2 s to 26 s on the loaded host);
+``SCHED_IDLE`` in the worker's own session is weighed only against its own session, so it
+changed nothing; a long EEVDF time slice (``sched_setattr``, Linux 6.12+) lets a waking
+thread preempt the worker, but then a busy program thread queued behind it waits up to that
+slice (one pause of 100 ms measured).
+"""
+from __future__ import annotations
+
+import os
+import warnings
+
+PRIORITIES = ("normal", "idle")
+
+
+def worker_priority() -> str:
+    """``PLAX_NUMBA_WORKER_PRIORITY``: ``normal`` (default) or ``idle`` (see the module); any
+    other value warns, naming it, and counts as ``normal``."""
+    value = os.environ.get("PLAX_NUMBA_WORKER_PRIORITY", "").strip().lower() or "normal"
+    if value not in PRIORITIES:
+        # (read where a worker starts, on a background thread: an exception there would
+        # read as a failed compilation)
+        warnings.warn(f"PLAX_NUMBA_WORKER_PRIORITY={value!r} is not one of "
+                      f"{', '.join(PRIORITIES)}; the compile worker runs at normal "
+                      "priority. Set it to idle to run the worker only on what the "
+                      "program leaves of the CPU.", stacklevel=2)
+        return "normal"
+    return value
+
+
+def idle_available() -> bool:
+    """Whether this system has the ``SCHED_IDLE`` policy (Linux)."""
+    return hasattr(os, "SCHED_IDLE") and hasattr(os, "sched_setscheduler")
+
+
+def worker_runs_idle() -> bool:
+    """Whether a compile worker started now runs at ``SCHED_IDLE`` in the program's session
+    (``PLAX_NUMBA_WORKER_PRIORITY=idle`` where the policy exists)."""
+    return worker_priority() == "idle" and idle_available()
+
+
+def enter_worker_priority(idle: bool) -> None:
+    """Called by a compile worker as it starts: puts it at ``SCHED_IDLE`` when ``idle``
+    (the threads it starts later inherit the policy). Best effort: a refusal (a sandbox)
+    leaves the normal policy.
+
+    Args:
+      idle: the program asked for :func:`worker_runs_idle`.
+
+    Example::
+
+      enter_worker_priority(os.environ.get("PLAX_NUMBA_WORKER_IDLE") == "1")
+    """
+    if idle and idle_available():
+        try:
+            os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+        except OSError:
+            pass
