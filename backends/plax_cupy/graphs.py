@@ -99,6 +99,8 @@ UNCAPTURABLE = {
     "io_callback": "a host callback copies to the host",
     "debug_callback": "a host callback copies to the host",
     "eig": "the general eigensolver synchronises with the host",
+    "fft": "cuFFT's plan lives in CuPy's plan cache, which may destroy it while a graph "
+           "still reads it",
 }
 
 _device_locks: dict = {}

@@ -671,6 +671,8 @@ def _call(fn, args, kwargs, writes=(), allow_host=False):
     host_kwargs = _unwrap(kwargs, arrays, allow_host) if kwargs else {}
     if stream.capture is not None:
         _refuse_library_in_capture(fn, arrays)
+        _refuse_size_read_in_capture(fn, args, stream)
+    library_blocks = _library_memory(fn, arrays, host_args, host_kwargs, stream)
     by_owner = {id(_owner(a._a)): a._mem for a in arrays}
     allocations = _POOL.allocations
     with np.errstate(all="ignore"):
@@ -689,6 +691,7 @@ def _call(fn, args, kwargs, writes=(), allow_host=False):
         operands = {id(m) for m in by_owner.values()}
         stream.capture.record_operation(fn, host_args, host_kwargs, out, operands,
                                         arrays + _flat(out) + _flat(list(writes)))
+        stream.capture.steps[-1][1].extend((b, b.generation) for b in library_blocks)
     COUNTS["operations"] += 1
     return out
 
@@ -1133,6 +1136,9 @@ def install(sm_count: int = 2):
                     sys.modules[grand] = types.ModuleType(grand)
                 setattr(sys.modules[grand], pleaf, sys.modules[parent])
         setattr(sys.modules[parent], leaf, module)
+    config = types.ModuleType("cupy.fft.config")   # (cupy/fft/config.py: the plan cache)
+    config.get_plan_cache = lambda: _FFT_PLANS
+    sys.modules["cupy.fft"].config = sys.modules["cupy.fft.config"] = config
 
 
 # ---------------------------------------------------------------- CUDA graphs (stream capture)
@@ -1194,6 +1200,99 @@ def _refuse_library_in_capture(fn, arrays) -> None:
     if library is not None:
         raise NotImplementedError(f"calling {library} API during stream capture is currently "
                                   "unsupported")
+
+
+#: CuPy functions whose result's size is data-dependent: CuPy reads it to the host with
+#: ``int(scan[-1])`` (``cupy/_core/_routines_indexing.pyx``: ``_ndarray_nonzero``, "#
+#: synchronize!", and ``_prepare_mask_indexing_single`` for a boolean mask; ``cupy.unique``
+#: and ``extract``/``compress`` go through a boolean mask), a device-to-host copy that CuPy's
+#: ``memory.pyx`` refuses on a capturing stream
+_SIZE_READS = {np.nonzero, np.flatnonzero, np.argwhere, np.unique, np.extract, np.compress,
+               np.ndarray.nonzero}
+
+
+def _refuse_size_read_in_capture(fn, args, stream) -> None:
+    """As CuPy: a call whose result's size depends on the data (``nonzero``, ``argwhere``,
+    ``unique``, ``where(cond)``, ``x[mask]``) copies that size to the host, refused while the
+    stream captures (the capture goes on)."""
+    one_arg_where = fn is np.where and len(args) == 1
+    mask_index = fn is operator.getitem and len(args) == 2 and (
+        (isinstance(args[1], ndarray) and args[1].dtype == np.bool_)
+        or (isinstance(args[1], tuple) and any(isinstance(k, ndarray) and k.dtype == np.bool_
+                                                for k in args[1])))
+    if fn in _SIZE_READS or getattr(fn, "__wrapped__", None) in _SIZE_READS or one_arg_where or mask_index:
+        name = "a boolean mask index" if mask_index else getattr(fn, "__name__", repr(fn))
+        _refuse_in_capture(stream, f"a device-to-host copy ({name} reads its result's size)")
+
+
+#: CuPy's sorts, which call Thrust (``cupy/cuda/thrust.pyx``, ``cupy/cuda/cupy_thrust.cu``)
+_THRUST_SORTS = {_vendor.argsort, _vendor.sort, _vendor.sort_in_place, np.lexsort, np.argsort,
+                 np.sort}
+#: ``numpy.fft`` names of the transforms CuPy runs through a cached cuFFT plan
+_FFT_TRANSFORMS = {"fft", "ifft", "rfft", "irfft", "fft2", "ifft2", "rfft2", "irfft2", "fftn",
+                   "ifftn", "rfftn", "irfftn", "hfft", "ihfft"}
+
+
+class FftPlanCache:
+    """CuPy's per-device cache of cuFFT plans (``cupy/fft/_cache.pyx``: an LRU of 16 plans by
+    default; ``cupy.fft.config.get_plan_cache()``). A plan owns memory cuFFT allocated itself
+    (not through CuPy's pool), freed when the plan is evicted or the cache cleared
+    (``cufftDestroy``): a CUDA graph that captured a transform reads it on every replay."""
+
+    def __init__(self, size: int = 16):
+        self.size = size
+        self.plans: dict = {}   # key -> the plan's _Block, least recently used first
+
+    def plan(self, key) -> "_Block":
+        block = self.plans.pop(key, None)
+        if block is None:
+            block = _Block(np.zeros(_ROUND, np.uint8), get_current_stream())
+        self.plans[key] = block
+        while len(self.plans) > max(self.size, 0):
+            self._destroy(next(iter(self.plans)))
+        return block
+
+    def _destroy(self, key) -> None:
+        self.plans.pop(key).live = False
+
+    def set_size(self, size: int) -> None:
+        self.size = size
+        while len(self.plans) > max(size, 0):
+            self._destroy(next(iter(self.plans)))
+
+    def clear(self) -> None:
+        for key in list(self.plans):
+            self._destroy(key)
+
+    def get_size(self) -> int:
+        return self.size
+
+
+_FFT_PLANS = FftPlanCache()
+
+
+def _library_memory(fn, arrays, host_args, host_kwargs, stream) -> list:
+    """The device memory a library call uses beyond its operands and result, which a capture
+    of it records (so a replay checks it is still there):
+
+    * a cuFFT transform: its cached plan's memory (:class:`FftPlanCache`), created on a miss;
+    * a Thrust sort, while capturing: its temporary storage, allocated through CuPy's current
+      allocator (``thrust.pyx``: ``cupy_malloc`` calls ``memory.alloc``) and freed when the
+      sort returns (``cupy_free``). Thrust runs with ``thrust::cuda::par_nosync``
+      (``cupy_thrust.cu``), so nothing synchronises: the sort is captured, but the graph writes
+      that storage on every replay, so whoever captures must keep it (plax's capture allocator
+      holds every allocation), or the pool hands it to another array.
+    """
+    base = getattr(fn, "__wrapped__", fn)
+    if (getattr(base, "__module__", "") or "").startswith("numpy.fft") and \
+            getattr(base, "__name__", "") in _FFT_TRANSFORMS:
+        key = (base.__name__, tuple((a.shape, a.dtype.str) for a in arrays),
+               repr(host_args[1:]), repr(sorted(host_kwargs.items())))
+        return [_FFT_PLANS.plan(key)]
+    if stream.capture is not None and (fn in _THRUST_SORTS or base in _THRUST_SORTS) and arrays:
+        scratch = _allocate((max(_ROUND, 3 * arrays[0].nbytes),), np.uint8, stream)
+        return [scratch._mem.block]   # (scratch dies here: back to the pool unless held)
+    return []
 
 
 class Graph:

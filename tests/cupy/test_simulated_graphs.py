@@ -748,3 +748,116 @@ def test_out_of_memory_while_capturing():
             f(xs)
     finally:
         fake_cupy.MEMORY = saved
+
+
+# ---------------------------------------------------------------- which CuPy calls a capture takes
+# (CuPy 14.2's sources, tag v14.2.0; the table in docs/gpu.md, "Which library calls a CUDA graph
+# capture takes")
+
+@on_simulated_gpu
+def test_capture_refuses_calls_that_read_their_results_size():
+    """``nonzero`` (and ``where(cond)``, ``argwhere``, ``unique``, a boolean mask index) read
+    the size of their result to the host: ``cupy/_core/_routines_indexing.pyx`` line 123,
+    ``count_nonzero = int(scan_index[-1])  # synchronize!``, and line 802 for a mask; the
+    device-to-host copy is refused by ``cupy/cuda/memory.pyx`` line 718 ("the current stream
+    is capturing, so D2H transfers ...") before CUDA sees it, so the capture goes on."""
+    import cupy
+    import fake_cupy
+    s = cupy.cuda.Stream(non_blocking=True)
+    with s:
+        a = cupy.arange(6, dtype=cupy.float32) - 2
+        s.begin_capture()
+        calls = {"nonzero": lambda: cupy.nonzero(a), "where": lambda: cupy.where(a > 0),
+                 "argwhere": lambda: cupy.argwhere(a), "unique": lambda: cupy.unique(a),
+                 "mask": lambda: a[a > 0], "method": lambda: a.nonzero()}
+        for name, call in calls.items():
+            with pytest.raises(fake_cupy.StreamCaptureError, match="result's size"):
+                call()
+        b = cupy.where(a > 0, a, 0)                     # (three operands: a kernel)
+        graph = s.end_capture()                         # (not invalidated)
+        graph.launch(s)
+        np.testing.assert_array_equal(b.get(), [0, 0, 0, 1, 2, 3])
+        assert len(cupy.nonzero(a)[0]) == 5             # not capturing: allowed
+
+
+@on_simulated_gpu
+def test_a_captured_thrust_sort_writes_scratch_the_capturer_must_hold():
+    """CuPy's sorts call Thrust with ``thrust::cuda::par_nosync`` (``cupy/cuda/cupy_thrust.cu``
+    line 324: no synchronisation, so the capture takes them), whose temporary storage comes
+    from CuPy's allocator (``cupy/cuda/thrust.pyx`` line 39, ``memory.alloc``) and goes back to
+    the pool when the sort returns: a replay writes it again, so it must stay the graph's."""
+    import cupy
+    import fake_cupy
+    x = np.array([3.0, -1.0, 2.0, 0.5] * 64, np.float32)
+    want = np.argsort(x, kind="stable")
+    s = cupy.cuda.Stream(non_blocking=True)
+    with s:
+        a = cupy.asarray(x)
+        s.begin_capture()
+        order = cupy.argsort(a)
+        graph = s.end_capture()
+        junk = cupy.empty(3 * a.nbytes, cupy.uint8)     # the pool hands the scratch out again
+        with pytest.raises(fake_cupy.UseAfterFreeError, match="stale"):
+            graph.launch(s)
+        del junk, order, graph
+        held = []
+
+        def holding(nbytes):                            # (as plax's capture allocator)
+            held.append(cupy.get_default_memory_pool().malloc(nbytes))
+            return held[-1]
+        with cupy.cuda.using_allocator(holding):
+            s.begin_capture()
+            order = cupy.argsort(a)
+            graph = s.end_capture()
+        junk = cupy.empty(3 * a.nbytes, cupy.uint8)
+        graph.launch(s)
+        np.testing.assert_array_equal(order.get(), want)
+        del junk
+
+
+@on_simulated_gpu
+def test_a_captured_fft_reads_its_cached_cufft_plan():
+    """``cupy.fft`` transforms through a plan from CuPy's LRU cache (``cupy/fft/_cache.pyx``
+    line 265, 16 plans; ``cupy/fft/_fft.py`` line 155); ``cufftSetStream`` is not refused
+    (``cupy/cuda/cufft.pyx`` line 574, no capture check), so the transform is captured, but an
+    eviction destroys the plan (``cufftDestroy``) whose memory the graph reads on replay."""
+    import cupy
+    import fake_cupy
+    x = (np.arange(16) % 5).astype(np.complex64)
+    s = cupy.cuda.Stream(non_blocking=True)
+    with s:
+        a = cupy.asarray(x)
+        cupy.fft.fft(a)                                 # the plan, made outside the capture
+        s.begin_capture()
+        y = cupy.fft.fft(a)
+        graph = s.end_capture()
+        graph.launch(s)
+        np.testing.assert_allclose(y.get(), np.fft.fft(x), rtol=1e-5, atol=1e-4)
+        cache = cupy.fft.config.get_plan_cache()
+        for n in range(17, 17 + cache.get_size()):      # sixteen other transforms evict it
+            cupy.fft.fft(cupy.ones(n, cupy.complex64))
+        with pytest.raises(fake_cupy.UseAfterFreeError, match="stale"):
+            graph.launch(s)
+
+
+@on_simulated_gpu
+def test_a_sort_program_replays_and_an_fft_program_runs_plainly(executables):
+    """plax's ``sort`` (Thrust) is captured; ``fft`` (a cached cuFFT plan the graph does not
+    own) makes its program run plainly, with the reason on the ``# CUDA graph`` line."""
+    import plax
+    import plax.numpy as jnp
+    x = plax.device_put(np.array([3.0, -1.0, np.nan, 2.0, -0.0, 0.0] * 4, np.float32), _gpu())
+    f = plax.jit(lambda v: jnp.sort(v * 2 + 1) - 1)
+    runs = _calls(f, (x,), 4)
+    want = np.sort(np.asarray(x) * 2 + 1) - 1
+    for host, _, _, _ in runs:
+        np.testing.assert_array_equal(host[0], want)
+    assert runs[-1][2] == 0 and "1 captured, 3 replayed" in _hlines(executables), \
+        _hlines(executables)
+    del executables[:]
+    g = plax.jit(lambda v: jnp.fft.fft(v * 2) + 1)
+    z = plax.device_put(np.arange(8, dtype=np.complex64), _gpu())
+    for _ in range(3):
+        np.testing.assert_allclose(np.asarray(g(z)), np.fft.fft(np.arange(8) * 2) + 1, atol=1e-4)
+    assert executables[0].graphed.plans == []
+    assert "CUDA graph: no, runs plainly" in _text(executables) and "cuFFT" in _text(executables)
