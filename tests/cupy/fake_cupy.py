@@ -672,7 +672,6 @@ def _call(fn, args, kwargs, writes=(), allow_host=False):
     if stream.capture is not None:
         _refuse_library_in_capture(fn, arrays)
         _refuse_size_read_in_capture(fn, args, stream)
-    library_blocks = _library_memory(fn, arrays, host_args, host_kwargs, stream)
     by_owner = {id(_owner(a._a)): a._mem for a in arrays}
     allocations = _POOL.allocations
     with np.errstate(all="ignore"):
@@ -680,6 +679,8 @@ def _call(fn, args, kwargs, writes=(), allow_host=False):
     out = _wrap(result, by_owner, stream)
     if _POOL.allocations == allocations and not writes:
         return out
+    # (after the result's allocation, as CuPy allocates a library's scratch)
+    library = _library_memory(fn, arrays, host_args, host_kwargs, stream)
     for a in arrays:
         _check_read(a, stream)
     ticket = stream._next()
@@ -691,7 +692,8 @@ def _call(fn, args, kwargs, writes=(), allow_host=False):
         operands = {id(m) for m in by_owner.values()}
         stream.capture.record_operation(fn, host_args, host_kwargs, out, operands,
                                         arrays + _flat(out) + _flat(list(writes)))
-        stream.capture.steps[-1][1].extend((b, b.generation) for b in library_blocks)
+        stream.capture.steps[-1][1].extend((m.block, m.block.generation) for m in library)
+    del library   # (scratch goes back to the pool here, unless the allocator holds it)
     COUNTS["operations"] += 1
     return out
 
@@ -1225,9 +1227,14 @@ def _refuse_size_read_in_capture(fn, args, stream) -> None:
         _refuse_in_capture(stream, f"a device-to-host copy ({name} reads its result's size)")
 
 
-#: CuPy's sorts, which call Thrust (``cupy/cuda/thrust.pyx``, ``cupy/cuda/cupy_thrust.cu``)
-_THRUST_SORTS = {_vendor.argsort, _vendor.sort, _vendor.sort_in_place, np.lexsort, np.argsort,
-                 np.sort}
+#: CuPy's calls that take temporary device storage from CuPy's allocator and give it back
+#: before returning, by name (NumPy's function or ``ndarray`` method of that name): the sorts
+#: (Thrust: ``cupy/cuda/thrust.pyx`` line 39, ``cupy_malloc`` -> ``memory.alloc``) and the
+#: reductions and scans CUB runs (CuPy's default ``CUPY_ACCELERATORS=cub``,
+#: ``cupy/_core/_accelerator.pyx`` line 52: ``cupy/_core/_cub_reduction.pyx`` line 451,
+#: ``cupy/cuda/cub.pyx`` lines 190, 263 and 299)
+_SCRATCH_CALLS = {"argsort", "sort", "sort_in_place", "lexsort", "sum", "prod", "max", "min",
+                  "amax", "amin", "argmax", "argmin", "cumsum", "cumprod", "nansum", "nanprod"}
 #: ``numpy.fft`` names of the transforms CuPy runs through a cached cuFFT plan
 _FFT_TRANSFORMS = {"fft", "ifft", "rfft", "irfft", "fft2", "ifft2", "rfft2", "irfft2", "fftn",
                    "ifftn", "rfftn", "irfftn", "hfft", "ihfft"}
@@ -1272,26 +1279,29 @@ _FFT_PLANS = FftPlanCache()
 
 
 def _library_memory(fn, arrays, host_args, host_kwargs, stream) -> list:
-    """The device memory a library call uses beyond its operands and result, which a capture
-    of it records (so a replay checks it is still there):
+    """The device memory a library call uses beyond its operands and result (objects with a
+    ``block``), which a capture of it records, so that a replay checks it is still there:
 
     * a cuFFT transform: its cached plan's memory (:class:`FftPlanCache`), created on a miss;
-    * a Thrust sort, while capturing: its temporary storage, allocated through CuPy's current
-      allocator (``thrust.pyx``: ``cupy_malloc`` calls ``memory.alloc``) and freed when the
-      sort returns (``cupy_free``). Thrust runs with ``thrust::cuda::par_nosync``
-      (``cupy_thrust.cu``), so nothing synchronises: the sort is captured, but the graph writes
-      that storage on every replay, so whoever captures must keep it (plax's capture allocator
-      holds every allocation), or the pool hands it to another array.
+    * a Thrust sort or a CUB reduction or scan (:data:`_SCRATCH_CALLS`), while capturing: its
+      temporary storage, allocated through CuPy's current allocator and freed when the call
+      returns (``thrust.pyx``: ``cupy_free``). Thrust runs with ``thrust::cuda::par_nosync``
+      (``cupy_thrust.cu`` line 324) and CUB takes the stream, so nothing synchronises: the
+      call is captured, but the graph writes that storage on every replay, so whoever captures
+      must keep it (plax's capture allocator holds every allocation), or the pool hands it to
+      another array.
     """
     base = getattr(fn, "__wrapped__", fn)
     if (getattr(base, "__module__", "") or "").startswith("numpy.fft") and \
             getattr(base, "__name__", "") in _FFT_TRANSFORMS:
         key = (base.__name__, tuple((a.shape, a.dtype.str) for a in arrays),
                repr(host_args[1:]), repr(sorted(host_kwargs.items())))
-        return [_FFT_PLANS.plan(key)]
-    if stream.capture is not None and (fn in _THRUST_SORTS or base in _THRUST_SORTS) and arrays:
-        scratch = _allocate((max(_ROUND, 3 * arrays[0].nbytes),), np.uint8, stream)
-        return [scratch._mem.block]   # (scratch dies here: back to the pool unless held)
+        return [types.SimpleNamespace(block=_FFT_PLANS.plan(key))]
+    if stream.capture is not None and arrays and getattr(base, "__name__", "") in _SCRATCH_CALLS \
+            and (getattr(base, "__module__", "") or "").partition(".")[0] in ("numpy", "fake_cupy", "fake_cupy_vendor", ""):
+        sorts = "sort" in base.__name__
+        scratch = _allocate((max(_ROUND, 3 * arrays[0].nbytes if sorts else 0),), np.uint8, stream)
+        return [scratch._mem]   # (the caller drops it once the call is recorded)
     return []
 
 

@@ -781,22 +781,25 @@ def test_capture_refuses_calls_that_read_their_results_size():
 
 
 @on_simulated_gpu
-def test_a_captured_thrust_sort_writes_scratch_the_capturer_must_hold():
+@pytest.mark.parametrize("call", ["argsort", "sum"])
+def test_a_captured_library_call_writes_scratch_the_capturer_must_hold(call):
     """CuPy's sorts call Thrust with ``thrust::cuda::par_nosync`` (``cupy/cuda/cupy_thrust.cu``
     line 324: no synchronisation, so the capture takes them), whose temporary storage comes
     from CuPy's allocator (``cupy/cuda/thrust.pyx`` line 39, ``memory.alloc``) and goes back to
-    the pool when the sort returns: a replay writes it again, so it must stay the graph's."""
+    the pool when the sort returns: a replay writes it again, so it must stay the graph's. CUB's
+    reductions likewise (``cupy/_core/_cub_reduction.pyx`` line 451, ``memory.alloc``)."""
     import cupy
     import fake_cupy
     x = np.array([3.0, -1.0, 2.0, 0.5] * 64, np.float32)
-    want = np.argsort(x, kind="stable")
+    want = np.argsort(x, kind="stable") if call == "argsort" else x.sum()
+    scratch = 3 * x.nbytes if call == "argsort" else 512
     s = cupy.cuda.Stream(non_blocking=True)
     with s:
         a = cupy.asarray(x)
         s.begin_capture()
-        order = cupy.argsort(a)
+        order = getattr(cupy, call)(a)
         graph = s.end_capture()
-        junk = cupy.empty(3 * a.nbytes, cupy.uint8)     # the pool hands the scratch out again
+        junk = cupy.empty(scratch, cupy.uint8)          # the pool hands the scratch out again
         with pytest.raises(fake_cupy.UseAfterFreeError, match="stale"):
             graph.launch(s)
         del junk, order, graph
@@ -807,9 +810,9 @@ def test_a_captured_thrust_sort_writes_scratch_the_capturer_must_hold():
             return held[-1]
         with cupy.cuda.using_allocator(holding):
             s.begin_capture()
-            order = cupy.argsort(a)
+            order = getattr(cupy, call)(a)
             graph = s.end_capture()
-        junk = cupy.empty(3 * a.nbytes, cupy.uint8)
+        junk = cupy.empty(scratch, cupy.uint8)
         graph.launch(s)
         np.testing.assert_array_equal(order.get(), want)
         del junk
