@@ -1222,7 +1222,8 @@ def _refuse_size_read_in_capture(fn, args, stream) -> None:
         (isinstance(args[1], ndarray) and args[1].dtype == np.bool_)
         or (isinstance(args[1], tuple) and any(isinstance(k, ndarray) and k.dtype == np.bool_
                                                 for k in args[1])))
-    if fn in _SIZE_READS or getattr(fn, "__wrapped__", None) in _SIZE_READS or one_arg_where or mask_index:
+    named = fn in _SIZE_READS or getattr(fn, "__wrapped__", None) in _SIZE_READS
+    if named or one_arg_where or mask_index:
         name = "a boolean mask index" if mask_index else getattr(fn, "__name__", repr(fn))
         _refuse_in_capture(stream, f"a device-to-host copy ({name} reads its result's size)")
 
@@ -1297,10 +1298,11 @@ def _library_memory(fn, arrays, host_args, host_kwargs, stream) -> list:
         key = (base.__name__, tuple((a.shape, a.dtype.str) for a in arrays),
                repr(host_args[1:]), repr(sorted(host_kwargs.items())))
         return [types.SimpleNamespace(block=_FFT_PLANS.plan(key))]
+    package = (getattr(base, "__module__", "") or "").partition(".")[0]
     if stream.capture is not None and arrays and getattr(base, "__name__", "") in _SCRATCH_CALLS \
-            and (getattr(base, "__module__", "") or "").partition(".")[0] in ("numpy", "fake_cupy", "fake_cupy_vendor", ""):
-        sorts = "sort" in base.__name__
-        scratch = _allocate((max(_ROUND, 3 * arrays[0].nbytes if sorts else 0),), np.uint8, stream)
+            and package in ("numpy", "fake_cupy", "fake_cupy_vendor", ""):
+        size = 3 * arrays[0].nbytes if "sort" in base.__name__ else 0   # (keys, values, spare)
+        scratch = _allocate((max(_ROUND, size),), np.uint8, stream)
         return [scratch._mem]   # (the caller drops it once the call is recorded)
     return []
 

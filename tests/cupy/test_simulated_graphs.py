@@ -15,6 +15,10 @@ issued on the stream and replays them over the same device memory on ``Graph.lau
 * a program of one fused kernel (selu), and programs with ``cond``/``while``/host callbacks,
   run plainly, with the reason in ``as_text()``; ``PLAX_CUDA_GRAPHS=0`` disables graphs;
 * a stale captured pointer (a buffer freed after capture) is caught on replay;
+* CuPy's library calls in a capture as CuPy 14.2 treats them (each test cites the source line):
+  cuBLAS/cuSOLVER and size reads (``nonzero``, masks) refused; Thrust sorts and CUB reductions
+  captured, their scratch held by the capturer; a captured cuFFT transform needs its cached plan
+  (so plax runs ``fft`` programs plainly, ``sort`` programs replay);
 * four threads calling one compiled program get their own results;
 * out of memory while capturing raises ``GpuOutOfMemoryError``.
 
