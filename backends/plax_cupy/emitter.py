@@ -38,8 +38,10 @@ class CupyEmitter(Emitter):
       device: the device the program runs on.
 
     Attributes:
-      kernel_sources: the :class:`~plax_cupy.codegen.ClusterKernel` of each generated kernel,
-        in program order (``as_text`` shows their source).
+      kernel_sources: the :class:`~plax_cupy.codegen.ClusterKernel` (or
+        :class:`~plax_cupy.scan_kernel.ScanKernel`) of each generated kernel, in program order
+        (``as_text`` shows their source).
+      notes: why each ``scan`` that kept its host loop did (``as_text`` shows them).
     """
 
     fuses = True
@@ -69,6 +71,7 @@ class CupyEmitter(Emitter):
     def __init__(self, backend, device):
         self.backend, self.device = backend, device
         self.kernel_sources: list = []
+        self.notes: list[str] = []   # why a scan kept its host loop (shown by as_text)
 
     def emit_cluster(self, cluster):
         try:
@@ -109,6 +112,12 @@ class CupyEmitter(Emitter):
                           "of a generated kernel.")
             else:
                 return lambda *bufs: launcher(*bufs)[0]
+        if prim.name == "scan":  # the whole scan as one kernel where its body allows it
+            launcher = self.backend.scan_launcher(eqn.params)
+            if not isinstance(launcher, str):
+                self.kernel_sources.append(launcher.plan)
+                return launcher
+            self.notes.append(f"// scan of {eqn.params['length']} steps kept as a host loop: {launcher}")
         kernel = self.backend.eager_impl(prim)
         params = eqn.params
         if not params:
