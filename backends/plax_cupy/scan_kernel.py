@@ -13,8 +13,11 @@ block:
 * each step runs the body's equations as block-wide **phases** -- ``for (i = tid; i < n; i +=
   blockDim.x)`` over a phase's output elements, ``__syncthreads()`` between phases. Consecutive
   elementwise equations of one shape share a phase (a thread reads only the elements it wrote);
-  ``reshape``/``squeeze``/``expand_dims`` are aliases (no phase); ``dot_general`` is a thread per
-  output element looping over the contraction; a reduction a thread per output element;
+  ``reshape``/``squeeze``/``expand_dims`` are aliases (no phase); ``broadcast_in_dim``,
+  ``transpose``, ``rev``, ``slice`` and ``dynamic_slice`` read through an index map;
+  ``dot_general`` is a thread per output element looping over the contraction; a reduction a
+  thread per output element; calls (``jit``: ``jnp.where``, ``remainder``) are spliced in
+  first;
 * ``xs[t]`` is read in place and ``ys[t]`` written into the stacked outputs; ``reverse`` and
   ``length`` are baked into the source.
 
@@ -33,12 +36,14 @@ and the scan keeps the host loop (``Compiled.as_text()`` says why).
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 
 from plax import lax
 from plax.core.jaxpr import Literal
 from plax.lowering import BROADCAST, ELEMENTWISE, INDEX, REDUCTION, fusion_kind
+from plax.lowering.calls import spliced_calls
 
 from plax_cupy import codegen, special_source
 from plax_cupy.codegen import Unsupported, c_literal, load_expr, store_expr
@@ -137,6 +142,10 @@ class _Body:
         """One block-wide loop over ``n`` elements, then a barrier."""
         self.phases += 1
         self.widest = max(self.widest, n)
+        # index variables nothing reads would be NVRTC warnings
+        text = "\n".join(body)
+        body = [b for b in body if not (b.startswith("const int q") and len(
+            re.findall(rf"\b{b.split()[2]}\b", text)) == 1)]
         self.lines += ["    {", *["      " + h for h in head],
                        f"      for (int i = threadIdx.x; i < {n}; i += blockDim.x) {{",
                        *["        " + b for b in body], "      }", "    }", "    __syncthreads();"]
@@ -215,6 +224,10 @@ def _structural(body: _Body, eqn) -> None:
     elif prim == "transpose":
         perm = [int(p) for p in params["permutation"]]
         terms = [f"q{d} * {st[perm[d]]}" for d in range(len(shape))]
+    elif prim == "rev":
+        dims = {int(d) for d in params["dimensions"]}
+        terms = [f"({shape[d] - 1} - q{d}) * {st[d]}" if d in dims else f"q{d} * {st[d]}"
+                 for d in range(len(shape))]
     elif prim == "slice":
         start = [int(s) for s in params["start_indices"]]
         step = [int(s) for s in (params.get("strides") or [1] * len(shape))]
@@ -318,7 +331,7 @@ def plan_scan(params: dict) -> ScanKernel:
       plan = plan_scan(eqn.params)   # plan.source: one kernel for all the steps
     """
     closed = params["jaxpr"]
-    jaxpr = closed.jaxpr
+    jaxpr = spliced_calls(closed.jaxpr)  # jnp.where, remainder...: their bodies in place
     length, reverse = int(params["length"]), bool(params["reverse"])
     nc, ncarry = int(params["num_consts"]), int(params["num_carry"])
     invars = list(jaxpr.invars)
@@ -381,7 +394,7 @@ def plan_scan(params: dict) -> ScanKernel:
             continue
         if kind == REDUCTION:
             _reduction(body, eqn)
-        elif kind == BROADCAST or prim.name in ("transpose", "slice", "dynamic_slice"):
+        elif kind == BROADCAST or prim.name in ("transpose", "rev", "slice", "dynamic_slice"):
             _structural(body, eqn)
         elif prim is lax.dot_general_p:
             _dot(body, eqn)
