@@ -66,7 +66,7 @@ MAX_BLOCK = 256
 _ALIASES = ("reshape", "squeeze", "expand_dims")
 
 
-class ScanKernel:
+class ScanKernel(codegen.ClusterKernel):
     """A generated persistent scan kernel and how to launch it.
 
     Attributes:
@@ -78,19 +78,11 @@ class ScanKernel:
       primitives, shape: for :func:`plax_cupy.codegen.describe`.
     """
 
-    def __init__(self, **fields):
-        self.__dict__.update(fields)
-
     def __repr__(self) -> str:
         return f"ScanKernel(length={self.shape[0]}, block={self.block}, phases={self.phases})"
 
 
-def _strides(shape) -> list[int]:
-    out, acc = [], 1
-    for d in reversed(shape):
-        out.append(acc)
-        acc *= d
-    return out[::-1]
+_strides = codegen._strides  # (C order)
 
 
 def _check_dtype(v) -> np.dtype:
@@ -299,18 +291,18 @@ def _dot(body: _Body, eqn) -> None:
     lterms += [f"((c / {cst[j]}) % {csizes[j]}) * {lst[d]}" for j, d in enumerate(lc)]
     rterms += [f"((c / {cst[j]}) % {csizes[j]}) * {rst[d]}" for j, d in enumerate(rc)]
     k = math.prod(csizes)
-    if is_floating(dout):
-        acc = "double" if any(np.dtype(v.aval.dtype) == np.float64 for v in (lhs, rhs, out)) else "float"
-        a, b = f"({acc}){body.read(lhs, _offset(lterms))}", f"({acc}){body.read(rhs, _offset(rterms))}"
-        step = f"acc += {a} * {b};"
+    if is_floating(dout):  # float64 operands in double, the rest in float (as cuBLAS does)
+        wide = any(np.dtype(v.aval.dtype) == np.float64 for v in (lhs, rhs, out))
+        acc = np.dtype(np.float64 if wide else np.float32)
     else:  # integers wrap, as the reference's fixed-width arithmetic does
-        acc = "unsigned long long"
-        a, b = f"({acc}){body.read(lhs, _offset(lterms))}", f"({acc}){body.read(rhs, _offset(rterms))}"
-        step = f"acc += {a} * {b};"
+        acc = np.dtype(np.uint64)
+    t = ctype(acc)
+    a = f"({t}){body.read(lhs, _offset(lterms))}"
+    b = f"({t}){body.read(rhs, _offset(rterms))}"
     n = math.prod(shape)
     body.work += n * max(k, 1)
-    body.phase(n, _index(shape) + [f"{acc} acc = 0;", f"for (int c = 0; c < {k}; ++c) {step}",
-                                   f"{body.where[id(out)]}[i] = {store_expr('acc', dout, np.float64 if acc == 'double' else (np.float32 if acc == 'float' else np.uint64))};"])
+    body.phase(n, _index(shape) + [f"{t} acc = 0;", f"for (int c = 0; c < {k}; ++c) acc += {a} * {b};",
+                                   f"{body.where[id(out)]}[i] = {store_expr('acc', dout, acc)};"])
 
 
 def plan_scan(params: dict) -> ScanKernel:
