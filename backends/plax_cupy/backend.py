@@ -9,7 +9,8 @@ Eager execution, per primitive (:meth:`CupyBackend.eager_impl`, in this order):
 
 * a plugin's kernel (:meth:`CupyBackend.register_kernel`);
 * ``cond``/``while``/``scan``: host loops over bodies compiled by this backend, on the
-  device's stream like every other operation;
+  device's stream like every other operation; a ``scan`` whose body is small is one kernel
+  instead (:meth:`CupyBackend.scan_launcher`, :mod:`plax_cupy.scan_kernel`);
 * fusible primitives: the generated CUDA kernel of the one equation
   (:func:`plax_cupy.codegen.plan_equation`), the same code ``jit`` fuses, so eager and compiled
   results agree bit for bit; where the generator declines a dtype, the kernel table's kernel;

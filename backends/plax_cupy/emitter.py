@@ -12,6 +12,9 @@ lone equations one kernel or CuPy/cuBLAS call each.
 * a lone fusible equation -> its own generated kernel, or, where the generator declines it, the
   backend's eager kernel (the kernel table's; one
   :class:`~plax_cupy.backend.PlaxCupyFallbackWarning` per primitive and dtype);
+* a ``scan`` whose body is small -> one persistent kernel for all its steps
+  (:mod:`plax_cupy.scan_kernel`); one it declines, like ``cond`` and ``while`` -> the host
+  loop, the reason in ``as_text``;
 * everything else -> the backend's eager kernel (see :mod:`plax_cupy.backend`): the kernel
   table (cuBLAS, cuSOLVER, cuFFT, CuPy), control flow as host loops over compiled bodies, and
   the host reference kernels only for a primitive with no GPU path (counted and warned);

@@ -10,7 +10,8 @@ On the simulated GPU (the generated kernel built for the host, one thread per bl
   select_n, convert_element_type, iota, reductions), a pytree carry of float32, int32 and bool,
   ``reverse=True``; ``xs=None`` on float16 and bfloat16; an eager ``scan``;
 * a body the kernel declines (a value over ``scan_kernel.MAX_ELEMENTS``, a nested ``scan``)
-  keeps the host loop, and ``as_text()`` says why.
+  keeps the host loop, and ``as_text()`` says why; the host loop still replays as one CUDA
+  graph.
 
 Without the simulation, NVRTC compiles the kernels' source (with ``-G``'s checks).
 :func:`test_on_the_simulated_gpu` runs this file again in a child process with
@@ -118,6 +119,24 @@ def test_rnn_is_one_launch_and_matches_numpy(monkeypatch):
         loop(*dev)
     assert many.launches >= 12
     assert "kept as a host loop: disabled" in _text(loop, *dev)
+
+
+@on_simulated_gpu
+def test_a_declined_scan_still_replays_as_one_graph(monkeypatch):
+    """The host loop (here forced by PLAX_CUPY_SCAN_KERNEL=0) is what a declined body gets:
+    captured whole on the second call, one launch from the third."""
+    import plax
+    import plax_cupy
+    monkeypatch.setenv("PLAX_CUPY_SCAN_KERNEL", "0")
+    args = _rnn_args(4)
+    dev = _put(args)
+    f = plax.jit(lambda *a: _rnn(*a), backend="cupy")
+    for _ in range(2):
+        f(*dev)
+    with plax_cupy.count() as c:
+        out = f(*dev)
+    assert c.launches == 1
+    _close(out, plax.jit(_rnn, backend="numpy")(*args))
 
 
 @on_simulated_gpu
