@@ -459,13 +459,14 @@ def plan_scan(params: dict) -> ScanKernel:
         prefetch.append(f"if (ahead < {length}LL) for (long long b = threadIdx.x * 128LL; b < {row}LL; "
                         f"b += blockDim.x * 128LL) plax_prefetch_l2((const unsigned char*)xs{j} + "
                         f"{f'({length - 1}LL - ahead)' if reverse else 'ahead'} * {row}LL + b);")
-    src += ["  __syncthreads();",
-            f"  for (long long s = -{PREFETCH_STEPS}; s < 0; ++s) {{",
-            f"    const long long ahead = s + {PREFETCH_STEPS};", *["    " + p for p in prefetch], "  }",
-            f"  for (long long s = 0; s < {length}LL; ++s) {{",
+    ahead = [f"    const long long ahead = s + {PREFETCH_STEPS};"] if prefetch else []
+    src += ["  __syncthreads();"]
+    if prefetch:
+        src += [f"  for (long long s = -{PREFETCH_STEPS}; s < 0; ++s) {{", *ahead,
+                *["    " + p for p in prefetch], "  }"]
+    src += [f"  for (long long s = 0; s < {length}LL; ++s) {{",
             f"    const long long t = {f'{length - 1}LL - s' if reverse else 's'};",
-            f"    const long long ahead = s + {PREFETCH_STEPS};",
-            "    (void)t; (void)ahead;", *["    " + p for p in prefetch],
+            "    (void)t;", *ahead, *["    " + p for p in prefetch],
             *step_ptrs, *body.lines, "  }"]
     for j, v in enumerate(carry):
         src.append(f"  for (int i = threadIdx.x; i < {sizes[j]}; i += blockDim.x) "
