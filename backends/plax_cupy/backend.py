@@ -9,7 +9,8 @@ Eager execution, per primitive (:meth:`CupyBackend.eager_impl`, in this order):
 
 * a plugin's kernel (:meth:`CupyBackend.register_kernel`);
 * ``cond``/``while``/``scan``: host loops over bodies compiled by this backend, on the
-  device's stream like every other operation;
+  device's stream like every other operation; a ``scan`` whose body is small is one kernel
+  instead (:meth:`CupyBackend.scan_launcher`, :mod:`plax_cupy.scan_kernel`);
 * fusible primitives: the generated CUDA kernel of the one equation
   (:func:`plax_cupy.codegen.plan_equation`), the same code ``jit`` fuses, so eager and compiled
   results agree bit for bit; where the generator declines a dtype, the kernel table's kernel;
@@ -32,6 +33,7 @@ import functools
 import os
 import threading
 import warnings
+import weakref
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -138,6 +140,7 @@ class CupyBackend(Backend):
         self._kernels: dict = {}          # plugin kernels (register_kernel)
         self._eager: dict = {}            # primitive -> eager kernel
         self._launchers: dict = {}        # (signature) -> Launcher
+        self._scan_plans = weakref.WeakKeyDictionary()  # scan body -> {params: launcher or reason}
         self._limits_set = False
         self.reference = None             # the NumPy backend's table, on first use
 
@@ -428,6 +431,27 @@ class CupyBackend(Backend):
             launcher = self._launchers["threefry"] = ThreefryLauncher(self)
         return launcher(k0, k1, x0, x1)
 
+    def scan_launcher(self, params: dict):
+        """The one-kernel form of a ``scan`` (:mod:`plax_cupy.scan_kernel`): a
+        :class:`ScanLauncher`, or the reason (a string) the scan keeps the host loop. Cached per
+        body and parameters; ``PLAX_CUPY_SCAN_KERNEL=0`` keeps every scan a host loop."""
+        if os.environ.get("PLAX_CUPY_SCAN_KERNEL", "1").strip().lower() in ("0", "false", "no", "off"):
+            return "disabled (PLAX_CUPY_SCAN_KERNEL=0)"
+        from plax_cupy import scan_kernel
+        per_body = self._scan_plans.get(params["jaxpr"])
+        if per_body is None:
+            per_body = self._scan_plans[params["jaxpr"]] = {}
+        key = (int(params["length"]), bool(params["reverse"]), int(params["num_consts"]),
+               int(params["num_carry"]))
+        found = per_body.get(key)
+        if found is None:
+            try:
+                found = ScanLauncher(scan_kernel.plan_scan(params), self)
+            except codegen.Unsupported as why:
+                found = str(why)
+            per_body[key] = found
+        return found
+
     def _control_flow(self, name: str) -> Callable:
         from plax_cupy import control_flow
         runners: dict = {}
@@ -449,6 +473,10 @@ class CupyBackend(Backend):
             # legacy default stream, which does not wait for the backend's non-blocking stream
             device = self._device_for(buffers)
             with self.on(device):
+                if name == "scan":  # the whole scan as one kernel where the body allows it
+                    launcher = self.scan_launcher(params)
+                    if not isinstance(launcher, str):
+                        return self._alloc(device, lambda: launcher(*buffers), None)
                 return fn(runner_for(device), *buffers, **params)
         return run
 
@@ -473,8 +501,9 @@ class CupyBackend(Backend):
         source = fn.__plax_source__
         # the program's kernels compiled concurrently now, not one by one at their first launch
         kernel_modules.compile_all([(k.source, k.entry) for k in emitter.kernel_sources], device.id)
-        if emitter.kernel_sources:
-            source = "\n".join([source] + [codegen.describe(k) for k in emitter.kernel_sources])
+        if emitter.kernel_sources or emitter.notes:
+            source = "\n".join([source] + emitter.notes
+                               + [codegen.describe(k) for k in emitter.kernel_sources])
         on = self.on
         # CUDA graphs: captured on the second call, one launch from the third (plax_cupy.graphs)
         from plax_cupy.graphs import GraphedProgram
@@ -607,6 +636,43 @@ class Launcher:
         fns[0]((grid,), (block,), tuple(args + elem_args + partials + red_args
                                        + [np.int64(plan.n_out), np.int64(plan.n_red),
                                           np.int32(bpo), done, tag]))
+        runtime.TOTALS[runtime.LAUNCHES] += 1
+        return outs
+
+
+class ScanLauncher:
+    """Launches a :class:`plax_cupy.scan_kernel.ScanKernel`: the whole ``scan`` as one kernel
+    of one block. Called with the scan's operands (consts, initial carry, xs), it returns the
+    final carry and the stacked ys.
+    """
+
+    def __init__(self, plan, backend: CupyBackend):
+        self.plan, self.backend = plan, backend
+        self._fns: dict = {}     # device id -> the kernel
+        self._consts: dict = {}  # device id -> the body's own constants, put once
+
+    def __call__(self, *buffers):
+        plan = self.plan
+        device_id = cupy.cuda.Device().id
+        fn = self._fns.get(device_id)
+        if fn is None:
+            built = kernel_modules.module(plan.source, plan.entry, device_id=device_id)
+            fn = self._fns[device_id] = built.get_function(plan.entry[0])
+            device = self.backend._devices[device_id]
+            self._consts[device_id] = [self.backend.put(np.asarray(c), device) for c in plan.body_consts]
+        args = []
+        for buf in list(self._consts[device_id]) + list(buffers):
+            raw = _bits(buf)
+            if not raw.flags.c_contiguous:  # a strided view: CuPy copies it (a launch)
+                raw = cupy.ascontiguousarray(raw)
+                runtime.TOTALS[runtime.LAUNCHES] += 1
+                runtime.TOTALS[runtime.D2D] += 1
+            args.append(raw)
+        outs = [_device_empty(s, d) for s, d in zip(plan.out_shapes, plan.out_dtypes)]
+        args += [_bits(o) for o in outs]
+        if plan.scratch_bytes:
+            args.append(cupy.empty(plan.scratch_bytes, np.uint8))
+        fn((1,), (plan.block,), tuple(args))
         runtime.TOTALS[runtime.LAUNCHES] += 1
         return outs
 

@@ -11,8 +11,9 @@
   copy) and stacking the per-step ``ys`` at the end (one copy); no synchronisation at all.
 
 The cost is a Python call sequence per iteration (tens of microseconds with kernel launches)
-plus, for ``cond`` and ``while``, a host round trip per decision; device-side loops are not
-generated (docs/gpu.md). The functions here are written against a small interface
+plus, for ``cond`` and ``while``, a host round trip per decision. A ``scan`` whose body is small
+does not come here: it runs as one device-side loop in one kernel (:mod:`plax_cupy.scan_kernel`,
+docs/gpu.md); this loop is for the bodies that kernel declines. The functions here are written against a small interface
 (:class:`BodyRunner`), so the logic is unit-tested on the CPU with the NumPy backend.
 """
 from __future__ import annotations

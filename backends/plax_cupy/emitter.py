@@ -12,6 +12,9 @@ lone equations one kernel or CuPy/cuBLAS call each.
 * a lone fusible equation -> its own generated kernel, or, where the generator declines it, the
   backend's eager kernel (the kernel table's; one
   :class:`~plax_cupy.backend.PlaxCupyFallbackWarning` per primitive and dtype);
+* a ``scan`` whose body is small -> one persistent kernel for all its steps
+  (:mod:`plax_cupy.scan_kernel`); one it declines, like ``cond`` and ``while`` -> the host
+  loop, the reason in ``as_text``;
 * everything else -> the backend's eager kernel (see :mod:`plax_cupy.backend`): the kernel
   table (cuBLAS, cuSOLVER, cuFFT, CuPy), control flow as host loops over compiled bodies, and
   the host reference kernels only for a primitive with no GPU path (counted and warned);
@@ -38,8 +41,10 @@ class CupyEmitter(Emitter):
       device: the device the program runs on.
 
     Attributes:
-      kernel_sources: the :class:`~plax_cupy.codegen.ClusterKernel` of each generated kernel,
-        in program order (``as_text`` shows their source).
+      kernel_sources: the :class:`~plax_cupy.codegen.ClusterKernel` (or
+        :class:`~plax_cupy.scan_kernel.ScanKernel`) of each generated kernel, in program order
+        (``as_text`` shows their source).
+      notes: why each ``scan`` that kept its host loop did (``as_text`` shows them).
     """
 
     fuses = True
@@ -69,6 +74,7 @@ class CupyEmitter(Emitter):
     def __init__(self, backend, device):
         self.backend, self.device = backend, device
         self.kernel_sources: list = []
+        self.notes: list[str] = []   # why a scan kept its host loop (shown by as_text)
 
     def emit_cluster(self, cluster):
         try:
@@ -109,6 +115,12 @@ class CupyEmitter(Emitter):
                           "of a generated kernel.")
             else:
                 return lambda *bufs: launcher(*bufs)[0]
+        if prim.name == "scan":  # the whole scan as one kernel where its body allows it
+            launcher = self.backend.scan_launcher(eqn.params)
+            if not isinstance(launcher, str):
+                self.kernel_sources.append(launcher.plan)
+                return launcher
+            self.notes.append(f"// scan of {eqn.params['length']} steps kept as a host loop: {launcher}")
         kernel = self.backend.eager_impl(prim)
         params = eqn.params
         if not params:

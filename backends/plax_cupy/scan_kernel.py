@@ -1,0 +1,486 @@
+"""A ``scan`` with a small body as one persistent CUDA kernel: one thread block loops over the
+steps on the device.
+
+The host loop of :mod:`plax_cupy.control_flow` launches the body's kernels once per step (a CUDA
+graph replays them, but still as a node per kernel and step: ~2 us of GPU time each). Where the
+body is small, :func:`plan_scan` generates instead one kernel, ``plax_scan``, run by a single
+block:
+
+* the body's values live in the block's shared memory (or, past :data:`SHARED_BYTES`, in a
+  global scratch buffer of at most :data:`SCRATCH_BYTES`); the carry is double-buffered (step
+  ``s`` reads buffer ``s & 1`` and writes the other), so a step's outputs never overwrite what
+  the step still reads;
+* each step runs the body's equations as block-wide **phases** -- ``for (i = tid; i < n; i +=
+  blockDim.x)`` over a phase's output elements, ``__syncthreads()`` between phases. Consecutive
+  elementwise equations of one shape share a phase (a thread reads only the elements it wrote);
+  ``reshape``/``squeeze``/``expand_dims`` are aliases (no phase); ``broadcast_in_dim``,
+  ``transpose``, ``rev``, ``slice`` and ``dynamic_slice`` read through an index map;
+  ``dot_general`` is a thread per output element looping over the contraction; a reduction a
+  thread per output element; calls (``jit``: ``jnp.where``, ``remainder``) are spliced in
+  first;
+* ``xs[t]`` is read in place and ``ys[t]`` written into the stacked outputs; ``reverse`` and
+  ``length`` are baked into the source.
+
+The scalar code of each elementwise primitive and reduction is the fused generator's
+(:func:`plax_cupy.codegen.elementwise_expr`, :func:`~plax_cupy.codegen.reduction_of`), so a
+step computes what the host loop's kernels compute (reductions and contractions fold in another
+order: float results within the conformance tolerances).
+
+A body the kernel does not express -- a primitive outside the list above (nested control flow,
+host callbacks, cuSOLVER/cuFFT operations, gathers...), complex or boolean contractions, a value
+over :data:`MAX_ELEMENTS` elements, a working set over :data:`SCRATCH_BYTES`, or more than
+:data:`MAX_STEP_WORK` multiply-adds per step (where one block would be slower than the library
+kernels the host loop launches) -- raises :class:`plax_cupy.codegen.Unsupported` with the reason,
+and the scan keeps the host loop (``Compiled.as_text()`` says why).
+"""
+from __future__ import annotations
+
+import math
+import re
+
+import numpy as np
+
+from plax import lax
+from plax.core.jaxpr import Literal
+from plax.lowering import BROADCAST, ELEMENTWISE, INDEX, REDUCTION, fusion_kind
+from plax.lowering.calls import spliced_calls
+
+from plax_cupy import codegen, special_source
+from plax_cupy.codegen import Unsupported, c_literal, load_expr, store_expr
+from plax_cupy.dtypes import UnsupportedDtype, ctype, is_floating, value_ctype
+
+#: the most elements of any one value of the body (an intermediate, the carry, a slice of xs)
+MAX_ELEMENTS = 1 << 14
+#: the working set (every body value, the carry twice) kept in the block's static shared
+#: memory up to this many bytes (of the 48 KiB a block may declare statically)
+SHARED_BYTES = 40 * 1024
+#: past SHARED_BYTES, the working set lives in a global scratch buffer of at most this many
+#: bytes (L1/L2-resident for one block); beyond it the scan keeps the host loop
+SCRATCH_BYTES = 1 << 20
+#: the most multiply-adds (elements times contraction or reduced extent, summed over the body)
+#: one step may cost: past it a single block is slower than the host loop's library kernels
+MAX_STEP_WORK = 1 << 20
+#: how many steps ahead the rows of ``xs`` are prefetched into L2 (a row is read once, when
+#: its step comes: without it each step would wait for HBM, ~0.5 us on an H200)
+PREFETCH_STEPS = 8
+#: the most threads of the block (a multiple of 32; fewer when the body's values are smaller)
+MAX_BLOCK = 256
+
+_ALIASES = ("reshape", "squeeze", "expand_dims")
+
+
+class ScanKernel(codegen.ClusterKernel):
+    """A generated persistent scan kernel and how to launch it.
+
+    Attributes:
+      source: the CUDA C++ translation unit; ``entry``: ``("plax_scan",)``.
+      block: threads of its one block.
+      n_inputs: array inputs in order (body constants, scan consts, initial carry, xs).
+      out_shapes, out_dtypes: the scan's outputs (final carry, then stacked ys).
+      scratch_bytes: the global scratch it needs (0: the working set is in shared memory).
+      primitives, shape: for :func:`plax_cupy.codegen.describe`.
+    """
+
+    def __repr__(self) -> str:
+        return f"ScanKernel(length={self.shape[0]}, block={self.block}, phases={self.phases})"
+
+
+_strides = codegen._strides  # (C order)
+
+
+def _check_dtype(v) -> np.dtype:
+    dtype = np.dtype(v.aval.dtype)
+    if 0 in tuple(v.aval.shape):
+        raise Unsupported("an empty value in the scan body")
+    try:
+        ctype(dtype)
+    except UnsupportedDtype as err:
+        raise Unsupported(f"scan body value of {err}") from None
+    return dtype
+
+
+class _Body:
+    """The kernel source of one body, built phase by phase."""
+
+    def __init__(self):
+        self.where: dict = {}       # id(var) -> C pointer expression of its elements
+        self.offset = 0             # bytes of the working set so far
+        self.decls: list[str] = []  # working-set pointers, declared once
+        self.lines: list[str] = []  # the step's code
+        self.phases = 0
+        self.widest = 1
+        self.work = 0
+
+    def slot(self, var, name: str, copies: int = 1) -> str:
+        """Places ``var`` in the working set (``copies`` times, one after the other)."""
+        dtype = _check_dtype(var)
+        size = math.prod(var.aval.shape)
+        if size > MAX_ELEMENTS:
+            raise Unsupported(f"a body value of {size} elements (the kernel takes at most "
+                              f"{MAX_ELEMENTS})")
+        self.offset = (self.offset + 15) // 16 * 16
+        self.decls.append(f"{ctype(dtype)}* const {name} = ({ctype(dtype)}*)(plax_work + {self.offset});")
+        self.offset += max(size, 1) * np.dtype(dtype).itemsize * copies
+        self.widest = max(self.widest, size)
+        return name
+
+    def read(self, atom, index: str) -> str:
+        """The value (value type) of ``atom`` at flat ``index``."""
+        if isinstance(atom, Literal):
+            if atom.aval.shape:
+                raise Unsupported("an array literal in the scan body")
+            return c_literal(atom.val, atom.aval.dtype)
+        return load_expr(f"{self.where[id(atom)]}[{index if atom.aval.shape else '0'}]",
+                         atom.aval.dtype)
+
+    def phase(self, n: int, body: list[str], head: list[str] = ()) -> None:
+        """One block-wide loop over ``n`` elements, then a barrier."""
+        self.phases += 1
+        self.widest = max(self.widest, n)
+        # index variables nothing reads would be NVRTC warnings
+        text = "\n".join(body)
+        body = [b for b in body if not (b.startswith("const int q") and len(
+            re.findall(rf"\b{b.split()[2]}\b", text)) == 1)]
+        self.lines += ["    {", *["      " + h for h in head],
+                       f"      for (int i = threadIdx.x; i < {n}; i += blockDim.x) {{",
+                       *["        " + b for b in body], "      }", "    }", "    __syncthreads();"]
+
+
+def _index(shape, var: str = "q") -> list[str]:
+    """Lines decomposing the flat index ``i`` over ``shape`` into ``q0, q1...``."""
+    st = _strides(shape)
+    return [f"const int {var}{d} = (i / {st[d]}) % {shape[d]};" for d in range(len(shape))]
+
+
+def _offset(terms: list[str]) -> str:
+    return " + ".join(terms) or "0"
+
+
+def _operand_offset(op_shape, out_shape) -> str:
+    """The flat index of an elementwise operand broadcast along its size-1 axes."""
+    st = _strides(op_shape)
+    return _offset([f"q{d} * {st[d]}" for d in range(len(op_shape)) if op_shape[d] != 1])
+
+
+def _elementwise_group(body: _Body, eqns: list, k0: int) -> None:
+    """Consecutive elementwise (and iota) equations of one output shape as one phase."""
+    shape = tuple(eqns[0].outvars[0].aval.shape)
+    n = math.prod(shape)
+    lines: list[str] = []
+    local: dict = {}   # id(var) -> register holding its element i (made in this phase)
+    need_q = False
+    for k, eqn in enumerate(eqns, k0):
+        out = eqn.outvars[0]
+        dout = _check_dtype(out)
+        if fusion_kind(eqn.primitive, index=True) == INDEX:
+            if dout.kind == "c":
+                raise Unsupported("complex iota in the scan body")
+            need_q = need_q or len(shape) > 0
+            pos = f"q{int(eqn.params['dimension'])}" if shape else "0"
+            expr = f"(({value_ctype(dout)}){pos})"
+        else:
+            args = []
+            for j, v in enumerate(eqn.invars):
+                _check_dtype(v)
+                if id(v) in local:
+                    args.append(local[id(v)])
+                    continue
+                vshape = tuple(v.aval.shape)
+                if not vshape or vshape == shape:
+                    value = body.read(v, "i")
+                elif len(vshape) == len(shape):
+                    need_q = True
+                    value = body.read(v, _operand_offset(vshape, shape))
+                else:
+                    raise Unsupported(f"{eqn.primitive.name}: operand shape {vshape}")
+                name = f"e{k}_{j}"
+                lines.append(f"const {value_ctype(v.aval.dtype)} {name} = {value};")
+                args.append(name)
+            expr = codegen.elementwise_expr(eqn, args)
+        lines.append(f"const {value_ctype(dout)} t{k} = {expr};")
+        lines.append(f"{body.where[id(out)]}[i] = {store_expr(f't{k}', dout)};")
+        local[id(out)] = f"t{k}"
+    body.work += n * len(eqns)
+    body.phase(n, (_index(shape) if need_q else []) + lines)
+
+
+def _structural(body: _Body, eqn) -> None:
+    """broadcast_in_dim, transpose, slice, dynamic_slice: a gather through an index map."""
+    prim, params = eqn.primitive.name, eqn.params
+    op, out = eqn.invars[0], eqn.outvars[0]
+    shape, oshape = tuple(out.aval.shape), tuple(op.aval.shape)
+    st = _strides(oshape)
+    head: list[str] = []
+    if prim == "broadcast_in_dim":
+        if params.get("sharding") is not None:
+            raise Unsupported("broadcast_in_dim with a sharding")
+        bd = [int(d) for d in params["broadcast_dimensions"]]
+        terms = [f"q{bd[j]} * {st[j]}" for j in range(len(oshape)) if oshape[j] != 1]
+    elif prim == "transpose":
+        perm = [int(p) for p in params["permutation"]]
+        terms = [f"q{d} * {st[perm[d]]}" for d in range(len(shape))]
+    elif prim == "rev":
+        dims = {int(d) for d in params["dimensions"]}
+        terms = [f"({shape[d] - 1} - q{d}) * {st[d]}" if d in dims else f"q{d} * {st[d]}"
+                 for d in range(len(shape))]
+    elif prim == "slice":
+        start = [int(s) for s in params["start_indices"]]
+        step = [int(s) for s in (params.get("strides") or [1] * len(shape))]
+        terms = [f"({start[d]} + q{d} * {step[d]}) * {st[d]}" for d in range(len(shape))]
+    elif prim == "dynamic_slice":
+        sizes = [int(s) for s in params["slice_sizes"]]
+        for d, idx in enumerate(eqn.invars[1:]):
+            if idx.aval.shape or np.dtype(idx.aval.dtype).kind not in "iu":
+                raise Unsupported("dynamic_slice with a non-scalar or non-integer index")
+            hi = oshape[d] - sizes[d]
+            head.append(f"long long s{d} = (long long){body.read(idx, '0')};")
+            head.append(f"s{d} = s{d} < 0 ? 0 : (s{d} > {hi} ? {hi} : s{d});")
+        terms = [f"(s{d} + q{d}) * {st[d]}" for d in range(len(shape))]
+    else:
+        raise Unsupported(f"{prim} in the scan body")
+    n = math.prod(shape)
+    body.work += n
+    src = body.read(op, _offset(terms))
+    body.phase(n, _index(shape) + [f"{body.where[id(out)]}[i] = {store_expr(src, out.aval.dtype)};"],
+               head)
+
+
+def _reduction(body: _Body, eqn) -> None:
+    """A reduction: a thread per output element folding the reduced elements in order."""
+    red = codegen.reduction_of(eqn)
+    op, out = eqn.invars[0], eqn.outvars[0]
+    oshape = tuple(op.aval.shape)
+    axes = sorted(int(a) for a in eqn.params["axes"])
+    kept = [d for d in range(len(oshape)) if d not in axes]
+    n_red = math.prod(oshape[d] for d in axes)
+    if n_red == 0:
+        red.init = red.empty_identity()
+    st = _strides(oshape)
+    kst, rst = _strides([oshape[d] for d in kept]), _strides([oshape[d] for d in axes])
+    at = " + ".join([f"((i / {kst[j]}) % {oshape[d]}) * {st[d]}" for j, d in enumerate(kept)]
+                    + [f"((r / {rst[j]}) % {oshape[d]}) * {st[d]}" for j, d in enumerate(axes)]) or "0"
+    acc = ctype(red.acc)
+    value = codegen._to_acc(body.read(op, at), red)
+    n = math.prod(oshape[d] for d in kept)
+    body.work += n * max(n_red, 1)
+    body.phase(n, [f"{acc} acc = {red.init};",
+                   f"for (int r = 0; r < {n_red}; ++r) acc = {red.combine('acc', value)};",
+                   f"{body.where[id(out)]}[i] = {store_expr('acc', out.aval.dtype, red.acc)};"])
+
+
+def _dot(body: _Body, eqn) -> None:
+    """dot_general: a thread per output element, looping over the contraction."""
+    lhs, rhs = eqn.invars
+    out = eqn.outvars[0]
+    dout = _check_dtype(out)
+    for v in (lhs, rhs, out):
+        d = np.dtype(v.aval.dtype)
+        if not (is_floating(d) or d.kind in "iu"):
+            raise Unsupported(f"dot_general of {d} in the scan body")
+    (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
+    lc, rc, lb, rb = ([int(a) for a in x] for x in (lc, rc, lb, rb))
+    ls, rs = tuple(lhs.aval.shape), tuple(rhs.aval.shape)
+    lf = [d for d in range(len(ls)) if d not in lc and d not in lb]
+    rf = [d for d in range(len(rs)) if d not in rc and d not in rb]
+    shape = tuple(out.aval.shape)
+    lst, rst = _strides(ls), _strides(rs)
+    # output axes: batch, lhs free, rhs free
+    lterms = [f"q{j} * {lst[d]}" for j, d in enumerate(lb)]
+    rterms = [f"q{j} * {rst[d]}" for j, d in enumerate(rb)]
+    lterms += [f"q{len(lb) + j} * {lst[d]}" for j, d in enumerate(lf)]
+    rterms += [f"q{len(lb) + len(lf) + j} * {rst[d]}" for j, d in enumerate(rf)]
+    csizes = [ls[d] for d in lc]
+    cst = _strides(csizes)
+    lterms += [f"((c / {cst[j]}) % {csizes[j]}) * {lst[d]}" for j, d in enumerate(lc)]
+    rterms += [f"((c / {cst[j]}) % {csizes[j]}) * {rst[d]}" for j, d in enumerate(rc)]
+    k = math.prod(csizes)
+    if is_floating(dout):  # float64 operands in double, the rest in float (as cuBLAS does)
+        wide = any(np.dtype(v.aval.dtype) == np.float64 for v in (lhs, rhs, out))
+        acc = np.dtype(np.float64 if wide else np.float32)
+    else:  # integers wrap, as the reference's fixed-width arithmetic does
+        acc = np.dtype(np.uint64)
+    t = ctype(acc)
+    a = f"({t}){body.read(lhs, _offset(lterms))}"
+    b = f"({t}){body.read(rhs, _offset(rterms))}"
+    n = math.prod(shape)
+    body.work += n * max(k, 1)
+    body.phase(n, _index(shape) + [f"{t} acc = 0;", f"for (int c = 0; c < {k}; ++c) acc += {a} * {b};",
+                                   f"{body.where[id(out)]}[i] = {store_expr('acc', dout, acc)};"])
+
+
+def plan_scan(params: dict) -> ScanKernel:
+    """The persistent kernel of a ``scan`` equation's parameters.
+
+    Args:
+      params: the ``scan`` equation's parameters (``jaxpr``, ``length``, ``reverse``,
+        ``num_consts``, ``num_carry``).
+
+    Returns:
+      A :class:`ScanKernel`.
+
+    Raises:
+      Unsupported: a body the kernel does not express (the message says what).
+
+    Example::
+
+      plan = plan_scan(eqn.params)   # plan.source: one kernel for all the steps
+    """
+    closed = params["jaxpr"]
+    jaxpr = spliced_calls(closed.jaxpr)  # jnp.where, remainder...: their bodies in place
+    length, reverse = int(params["length"]), bool(params["reverse"])
+    nc, ncarry = int(params["num_consts"]), int(params["num_carry"])
+    invars = list(jaxpr.invars)
+    consts, carry, xs = invars[:nc], invars[nc:nc + ncarry], invars[nc + ncarry:]
+    outs = list(jaxpr.outvars)
+    carry_out, ys = outs[:ncarry], outs[ncarry:]
+    body = _Body()
+    params_c: list[str] = []
+    inputs: list = []   # (kind, var) of each array argument, in order
+    for j, v in enumerate(list(jaxpr.constvars) + consts):
+        t = ctype(_check_dtype(v))
+        params_c.append(f"const {t}* __restrict__ k{j}")
+        body.where[id(v)] = f"k{j}"
+        inputs.append(v)
+    for j, v in enumerate(carry):
+        t = ctype(_check_dtype(v))
+        params_c.append(f"const {t}* __restrict__ init{j}")
+        inputs.append(v)
+        body.slot(v, f"cb{j}", copies=2)
+        body.where[id(v)] = f"c{j}"
+    for j, v in enumerate(xs):
+        t = ctype(_check_dtype(v))
+        params_c.append(f"const {t}* __restrict__ xs{j}")
+        body.where[id(v)] = f"x{j}"
+        inputs.append(v)
+    out_params = [f"{ctype(_check_dtype(v))}* __restrict__ cout{j}" for j, v in enumerate(carry_out)]
+    out_params += [f"{ctype(_check_dtype(v))}* __restrict__ ys{j}" for j, v in enumerate(ys)]
+
+    eqns = list(jaxpr.eqns)
+    k = 0
+    while k < len(eqns):
+        eqn = eqns[k]
+        prim = eqn.primitive
+        if len(eqn.outvars) != 1:
+            raise Unsupported(f"{prim.name} (several results) in the scan body")
+        out = eqn.outvars[0]
+        if prim.name in _ALIASES and not (prim.name == "reshape" and eqn.params.get("dimensions")) \
+                and not isinstance(eqn.invars[0], Literal):
+            _check_dtype(out)
+            body.where[id(out)] = body.where[id(eqn.invars[0])]  # same elements, same order
+            k += 1
+            continue
+        body.where[id(out)] = body.slot(out, f"v{k}")
+        kind = fusion_kind(prim, index=True)
+        if kind in (ELEMENTWISE, INDEX):
+            group = [eqn]
+            shape = tuple(out.aval.shape)
+            made = {id(out)}
+            while k + len(group) < len(eqns):
+                nxt = eqns[k + len(group)]
+                if fusion_kind(nxt.primitive, index=True) not in (ELEMENTWISE, INDEX) or \
+                        len(nxt.outvars) != 1 or tuple(nxt.outvars[0].aval.shape) != shape or \
+                        any(id(v) in made and tuple(v.aval.shape) != shape for v in nxt.invars):
+                    break
+                body.where[id(nxt.outvars[0])] = body.slot(nxt.outvars[0], f"v{k + len(group)}")
+                made.add(id(nxt.outvars[0]))
+                group.append(nxt)
+            _elementwise_group(body, group, k)
+            k += len(group)
+            continue
+        if kind == REDUCTION:
+            _reduction(body, eqn)
+        elif kind == BROADCAST or prim.name in ("transpose", "rev", "slice", "dynamic_slice"):
+            _structural(body, eqn)
+        elif prim is lax.dot_general_p:
+            _dot(body, eqn)
+        else:
+            raise Unsupported(f"{prim.name} in the scan body")
+        k += 1
+    if body.work > MAX_STEP_WORK:
+        raise Unsupported(f"{body.work} multiply-adds a step (the kernel takes at most {MAX_STEP_WORK})")
+
+    # the step's results: ys[t] and the next carry buffer, in one phase (the carry is
+    # double-buffered: nothing this step reads is overwritten)
+    def stored(v) -> str:  # element i as stored: bits copied, a literal converted
+        if isinstance(v, Literal):
+            return store_expr(body.read(v, "i"), v.aval.dtype)
+        return f"{body.where[id(v)]}[{'i' if v.aval.shape else '0'}]"
+
+    copy: list[str] = []
+    for j, v in enumerate(ys):
+        size = math.prod(v.aval.shape)
+        copy.append(f"if (i < {size}) ys{j}[t * {size}LL + i] = {stored(v)};")
+    for j, v in enumerate(carry_out):  # (a carry passed through unchanged is copied too)
+        size = math.prod(v.aval.shape)
+        copy.append(f"if (i < {size}) cn{j}[i] = {stored(v)};")
+    widest = max([math.prod(v.aval.shape) for v in outs] + [1])
+    if copy:
+        body.phase(widest, copy)
+
+    work_bytes = body.offset
+    scratch = 0 if work_bytes <= SHARED_BYTES else work_bytes
+    if scratch > SCRATCH_BYTES:
+        raise Unsupported(f"a working set of {work_bytes} bytes (the kernel takes at most "
+                          f"{SCRATCH_BYTES})")
+    block = min(MAX_BLOCK, max(32, (body.widest + 31) // 32 * 32))
+    sizes = [max(math.prod(v.aval.shape), 1) for v in carry]
+    step_ptrs = [f"    const {ctype(v.aval.dtype)}* const c{j} = cb{j} + (s & 1) * {sizes[j]};"
+                 for j, v in enumerate(carry)]
+    step_ptrs += [f"    {ctype(v.aval.dtype)}* const cn{j} = cb{j} + ((s + 1) & 1) * {sizes[j]};"
+                  for j, v in enumerate(carry)]
+    step_ptrs += [f"    const {ctype(v.aval.dtype)}* const x{j} = xs{j} + t * {math.prod(v.aval.shape)}LL;"
+                  for j, v in enumerate(xs)]
+    all_params = params_c + out_params + (["unsigned char* __restrict__ scratch"] if scratch else [])
+    src = ["", "struct alignas(16) plax_scan_word { unsigned long long lo, hi; };",
+           "#ifdef PLAX_SIM",
+           "static inline void plax_prefetch_l2(const void*) {}",
+           "#else",
+           "__device__ __forceinline__ void plax_prefetch_l2(const void* p) {",
+           "  asm volatile(\"prefetch.global.L2 [%0];\" :: \"l\"(p));",
+           "}",
+           "#endif",
+           f"// scan: {length} steps{' (reverse)' if reverse else ''} of "
+               f"{' '.join(e.primitive.name for e in eqns)}",
+           f"extern \"C\" __global__ void plax_scan({', '.join(all_params)}) {{"]
+    if scratch:
+        src.append("  unsigned char* const plax_work = scratch;")
+    else:
+        # (16-byte words: every value type, complex128 included, is aligned in them)
+        src += [f"  __shared__ plax_scan_word plax_smem[{max((work_bytes + 15) // 16, 1)}];",
+                "  unsigned char* const plax_work = (unsigned char*)plax_smem;"]
+    src += ["  " + d for d in body.decls]
+    for j, v in enumerate(carry):
+        src.append(f"  for (int i = threadIdx.x; i < {sizes[j]}; i += blockDim.x) cb{j}[i] = init{j}[i];")
+    # the rows of xs PREFETCH_STEPS steps ahead are asked into L2 at the start of each step
+    # (one prefetch a 128-byte line): the step that reads them waits for L2, not for HBM
+    prefetch = []
+    for j, v in enumerate(xs):
+        row = math.prod(v.aval.shape) * np.dtype(v.aval.dtype).itemsize
+        prefetch.append(f"if (ahead < {length}LL) for (long long b = threadIdx.x * 128LL; b < {row}LL; "
+                        f"b += blockDim.x * 128LL) plax_prefetch_l2((const unsigned char*)xs{j} + "
+                        f"{f'({length - 1}LL - ahead)' if reverse else 'ahead'} * {row}LL + b);")
+    ahead = [f"    const long long ahead = s + {PREFETCH_STEPS};"] if prefetch else []
+    src += ["  __syncthreads();"]
+    if prefetch:
+        src += [f"  for (long long s = -{PREFETCH_STEPS}; s < 0; ++s) {{", *ahead,
+                *["    " + p for p in prefetch], "  }"]
+    src += [f"  for (long long s = 0; s < {length}LL; ++s) {{",
+            f"    const long long t = {f'{length - 1}LL - s' if reverse else 's'};",
+            "    (void)t;", *ahead, *["    " + p for p in prefetch],
+            *step_ptrs, *body.lines, "  }"]
+    for j, v in enumerate(carry):
+        src.append(f"  for (int i = threadIdx.x; i < {sizes[j]}; i += blockDim.x) "
+                   f"cout{j}[i] = cb{j}[({length}LL & 1) * {sizes[j]} + i];")
+    src.append("}")
+    text = "\n".join(src)
+    helpers = special_source.helpers_for(text)
+    out_shapes = [tuple(v.aval.shape) for v in carry_out] + [(length,) + tuple(v.aval.shape) for v in ys]
+    out_dtypes = [np.dtype(v.aval.dtype) for v in outs]
+    return ScanKernel(source=codegen.PREAMBLE + helpers + text, entry=("plax_scan",), block=block,
+                      n_consts=len(jaxpr.constvars), out_shapes=out_shapes, out_dtypes=out_dtypes,
+                      scratch_bytes=scratch, primitives=["scan"] + [e.primitive.name for e in eqns],
+                      shape=(length,), phases=body.phases, in_dtypes=[np.dtype(v.aval.dtype) for v in inputs],
+                      body_consts=list(closed.consts))
+
+
+__all__ = ["MAX_ELEMENTS", "MAX_STEP_WORK", "SCRATCH_BYTES", "SHARED_BYTES", "ScanKernel", "plan_scan"]

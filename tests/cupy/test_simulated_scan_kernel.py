@@ -1,0 +1,250 @@
+"""A ``scan`` with a small body as one persistent kernel (``plax_cupy.scan_kernel``).
+
+On the simulated GPU (the generated kernel built for the host, one thread per block):
+
+* the tanh RNN ``scan(lambda c, x: (tanh(c @ W + x), c), h0, xs)`` is one launch per call with
+  CUDA graphs off (the host loop launches kernels every step), values equal to the NumPy
+  backend's; its gradient's two scans (the forward one with residuals and the reverse one)
+  take the kernel too;
+* a body of many primitives (dot_general, broadcast_in_dim, transpose, slice, dynamic_slice,
+  select_n, convert_element_type, iota, reductions), a pytree carry of float32, int32 and bool,
+  ``reverse=True``; ``xs=None`` on float16 and bfloat16; an eager ``scan``;
+* a body the kernel declines (a value over ``scan_kernel.MAX_ELEMENTS``, a nested ``scan``)
+  keeps the host loop, and ``as_text()`` says why; the host loop still replays as one CUDA
+  graph.
+
+Without the simulation, NVRTC compiles the kernels' source (with ``-G``'s checks).
+:func:`test_on_the_simulated_gpu` runs this file again in a child process with
+``-p fake_cupy_plugin``; the simulated tests skip here.
+"""
+from __future__ import annotations
+
+import shutil
+
+import numpy as np
+import pytest
+
+from gpu_env import requires_nvrtc
+from test_simulated_streams import SIMULATED, on_simulated_gpu, run_file_on_simulated_gpu
+
+
+@pytest.mark.skipif(SIMULATED or shutil.which("g++") is None,
+                    reason="already on the simulated GPU, or no C++ compiler (g++) for it")
+def test_on_the_simulated_gpu():
+    run_file_on_simulated_gpu(__file__, skipped=2)
+
+
+def _rnn(W, h0, xs):
+    import plax.numpy as jnp
+    from plax import lax
+    return lax.scan(lambda c, x: (jnp.tanh(c @ W + x), c), h0, xs)
+
+
+def _rnn_loss(W, h0, xs):
+    h, hs = _rnn(W, h0, xs)
+    return (h * h).sum() + (hs * 0.5).sum()
+
+
+def _many(consts, carry, xs):
+    """A body of many primitives, a pytree carry (float32 matrix row, int32 counter, bool)."""
+    import plax.numpy as jnp
+    from plax import lax
+    M, table = consts
+
+    def body(c, x):
+        v, n, flag = c
+        m = jnp.broadcast_to(v[:, None], (4, 4)) + M.T           # broadcast_in_dim, transpose
+        r = m.sum(axis=0) / 4.0 + jnp.max(m, axis=1)[::-1] * 0.1  # reductions, rev... slice
+        w = lax.dynamic_slice(table, (n % 3,), (4,))              # dynamic_slice, rem
+        r = jnp.where(flag, r + w, r - w) + jnp.arange(4, dtype=jnp.float32) * x[0]
+        r = r + (x[1:3] @ M[1:3]).astype(jnp.float32) * 0.01       # slice, dot_general, convert
+        return (jnp.tanh(r), n + x.astype(jnp.int32)[0] + 1, ~flag), (r.sum(), n)
+    return lax.scan(body, carry, xs, reverse=True)
+
+
+def _many_args():
+    rng = np.random.default_rng(1)
+    M = rng.normal(size=(4, 4)).astype(np.float32)
+    table = rng.normal(size=(8,)).astype(np.float32)
+    carry = (rng.normal(size=4).astype(np.float32), np.int32(2), np.bool_(True))
+    xs = (rng.normal(size=(9, 4)) * 2).astype(np.float32)
+    return (M, table), carry, xs
+
+
+def _put(tree):
+    import plax
+    gpu = plax.devices("gpu")[0]
+    return plax.tree_util.tree_map(lambda a: plax.device_put(a, gpu), tree)
+
+
+def _text(f, *args):
+    return f.lower(*args).compile().as_text()
+
+
+def _close(got, want, rtol=1e-5, atol=1e-6):
+    import plax
+    for g, w in zip(plax.tree_util.tree_leaves(got), plax.tree_util.tree_leaves(want)):
+        g, w = np.asarray(g), np.asarray(w)
+        assert g.dtype == w.dtype and g.shape == w.shape
+        np.testing.assert_allclose(g.astype(np.float64), w.astype(np.float64), rtol=rtol, atol=atol)
+
+
+def _rnn_args(steps=12):
+    rng = np.random.default_rng(0)
+    return ((rng.normal(size=(64, 64)) * 0.2).astype(np.float32), np.zeros(64, np.float32),
+            rng.normal(size=(steps, 64)).astype(np.float32))
+
+
+@on_simulated_gpu
+def test_rnn_is_one_launch_and_matches_numpy(monkeypatch):
+    import plax
+    import plax_cupy
+    monkeypatch.setenv("PLAX_CUDA_GRAPHS", "0")
+    args = _rnn_args()
+    dev = _put(args)
+    f = plax.jit(_rnn, backend="cupy")
+    want = plax.jit(_rnn, backend="numpy")(*args)
+    _close(f(*dev), want)
+    with plax_cupy.count() as one:
+        out = f(*dev)
+    assert one.launches == 1 and one.host_fallbacks == 0
+    _close(out, want)
+    text = _text(f, *dev)
+    assert "plax_scan" in text and "host loop" not in text
+    # the host loop, for comparison, launches kernels every step
+    monkeypatch.setenv("PLAX_CUPY_SCAN_KERNEL", "0")
+    loop = plax.jit(lambda *a: _rnn(*a), backend="cupy")
+    _close(loop(*dev), want)
+    with plax_cupy.count() as many:
+        loop(*dev)
+    assert many.launches >= 12
+    assert "kept as a host loop: disabled" in _text(loop, *dev)
+
+
+@on_simulated_gpu
+def test_a_declined_scan_still_replays_as_one_graph(monkeypatch):
+    """The host loop (here forced by PLAX_CUPY_SCAN_KERNEL=0) is what a declined body gets:
+    captured whole on the second call, one launch from the third."""
+    import plax
+    import plax_cupy
+    monkeypatch.setenv("PLAX_CUPY_SCAN_KERNEL", "0")
+    args = _rnn_args(4)
+    dev = _put(args)
+    f = plax.jit(lambda *a: _rnn(*a), backend="cupy")
+    for _ in range(2):
+        f(*dev)
+    with plax_cupy.count() as c:
+        out = f(*dev)
+    assert c.launches == 1
+    _close(out, plax.jit(_rnn, backend="numpy")(*args))
+
+
+@on_simulated_gpu
+def test_rnn_gradient_takes_the_kernel(monkeypatch):
+    import plax
+    monkeypatch.setenv("PLAX_CUDA_GRAPHS", "0")
+    args = _rnn_args(6)
+    g = plax.jit(plax.grad(_rnn_loss, argnums=(0, 1)), backend="cupy")
+    _close(g(*_put(args)), plax.jit(plax.grad(_rnn_loss, argnums=(0, 1)), backend="numpy")(*args),
+           rtol=2e-5, atol=2e-5)
+    text = _text(g, *_put(args))
+    assert text.count("void plax_scan(") == 2 and "host loop" not in text
+
+
+@on_simulated_gpu
+def test_body_of_many_primitives_reverse_and_pytree_carry(monkeypatch):
+    import plax
+    monkeypatch.setenv("PLAX_CUDA_GRAPHS", "0")
+    args = _many_args()
+    f = plax.jit(_many, backend="cupy")
+    _close(f(*_put(args)), plax.jit(_many, backend="numpy")(*args))
+    text = _text(f, *_put(args))
+    assert "void plax_scan(" in text and "host loop" not in text
+
+
+@on_simulated_gpu
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_xs_none_on_half_types(dtype):
+    import plax
+    import plax.numpy as jnp
+    from plax import lax
+
+    def f(c):
+        return lax.scan(lambda c, _: (jnp.tanh(c * 0.75 + 0.5), c.sum()), c, None, length=7)
+    c = np.linspace(-2, 2, 16).astype(plax.numpy.dtype(dtype))
+    g = plax.jit(f, backend="cupy")
+    _close(g(_put(c)), plax.jit(f, backend="numpy")(c), rtol=2e-2, atol=2e-2)
+    assert "void plax_scan(" in _text(g, _put(c))
+
+
+@on_simulated_gpu
+def test_eager_scan_is_one_launch():
+    import plax
+    import plax_cupy
+    args = _put(_rnn_args(5))
+    want = plax.jit(_rnn, backend="numpy")(*_rnn_args(5))
+    _close(_rnn(*args), want)
+    with plax_cupy.count() as c:
+        out = _rnn(*args)
+    assert c.launches == 1
+    _close(out, want)
+
+
+@on_simulated_gpu
+def test_declined_bodies_keep_the_host_loop_and_say_why(monkeypatch):
+    import plax
+    import plax.numpy as jnp
+    from plax import lax
+    from plax_cupy import scan_kernel
+    monkeypatch.setenv("PLAX_CUDA_GRAPHS", "0")
+    big = scan_kernel.MAX_ELEMENTS + 16
+
+    def wide(c):
+        return lax.scan(lambda c, _: (c * 0.5 + 1.0, None), c, None, length=3)[0]
+
+    def nested(c):
+        inner = lambda c, _: (c * 0.5 + 1.0, None)  # noqa: E731
+        return lax.scan(lambda c, _: (lax.scan(inner, c, None, length=2)[0], None), c, None,
+                        length=3)[0]
+
+    for fn, x, reason in ((wide, np.ones(big, np.float32), f"a body value of {big} elements"),
+                          (nested, np.ones(8, np.float32), "scan in the scan body")):
+        g = plax.jit(fn, backend="cupy")
+        _close(g(_put(x)), plax.jit(fn, backend="numpy")(x))
+        assert f"kept as a host loop: {reason}" in _text(g, _put(x))
+    # the nested scan's inner scan takes the kernel itself, once a step of the outer host loop
+    import fake_cupy
+    before = len(fake_cupy.LAUNCHES)
+    plax.jit(nested, backend="cupy")(_put(np.ones(8, np.float32)))
+    assert [name for name, *_ in fake_cupy.LAUNCHES[before:]].count("plax_scan") == 3
+
+
+@requires_nvrtc
+def test_kernel_sources_compile_with_nvrtc():
+    import plax
+    from plax_cupy import nvrtc, scan_kernel
+
+    def scans(fn, *args):
+        jaxpr = plax.make_jaxpr(fn)(*args)
+        found = []
+
+        def walk(j):
+            for e in j.eqns:
+                if e.primitive.name == "scan":
+                    found.append(e.params)
+                for p in e.params.values():
+                    if hasattr(p, "jaxpr"):
+                        walk(p.jaxpr)
+        walk(jaxpr.jaxpr)
+        return found
+
+    bodies = (scans(_rnn, *_rnn_args()) + scans(plax.grad(_rnn_loss), *_rnn_args())
+              + scans(_many, *_many_args()))
+    for dtype in ("float16", "bfloat16"):
+        from plax import lax
+        bodies += scans(lambda c: lax.scan(lambda c, _: (plax.numpy.tanh(c * 0.5), c.sum()), c, None,
+                                           length=3), np.ones(8, plax.numpy.dtype(dtype)))
+    assert len(bodies) == 6
+    for params in bodies:
+        plan = scan_kernel.plan_scan(params)
+        nvrtc.compile_ptx(plan.source, "scan.cu", options=nvrtc.NVRTC_CHECK_OPTIONS)
