@@ -32,7 +32,8 @@ from plax.core.shaped_array import ShapeDtypeStruct
 from plax.sharding import mesh_maybe_set as _mesh_maybe_set
 from plax.sharding_context import context_mesh_params
 from plax.state.types import Ref
-from plax.core.trace import DebugInfo, Tracer, fun_name, state as trace_state, trace_context
+from plax.core.trace import (DebugInfo, Tracer, fun_name, shared as _trace_shared,
+                             state as trace_state, trace_context)
 from plax.device import default_device as _default_device
 from plax.transforms.call import (call_target, check_pinned, compile_closed, jit_p,
                                   lend_buffers as _lend_buffers, pinned_device,
@@ -417,9 +418,11 @@ class JitFunction:
         # signature seen before. Everything else (first call, kwargs, static arguments,
         # scalars, device moves, tracing) goes through _call_general, which fills the
         # fast cache when the call qualifies.
-        if trace_state.depth or _general_only[0] or kwargs or self._donates or \
+        # (_trace_shared.active: some thread traces; only then is the thread-local depth read)
+        tracing = _trace_shared.active and trace_state.depth
+        if tracing or _general_only[0] or kwargs or self._donates or \
                 self._shardings is not None or _mesh_maybe_set[0]:
-            if trace_state.depth:
+            if tracing:
                 return self._call_general(args, kwargs)  # in/out shardings inert (JAX)
             if self._shardings is not None:
                 return self._call_sharded(args, kwargs)
@@ -465,7 +468,7 @@ class JitFunction:
 
     def _call_general(self, args, kwargs):
         """Any call: resolves static arguments, devices and scalars; compiles on a miss."""
-        if trace_state.depth or _flags["disable_jit"]:
+        if (_trace_shared.active and trace_state.depth) or _flags["disable_jit"]:
             return self._call_traced(args, kwargs)
         if self.sig.any_static or kwargs:
             dyn_args, dyn_kwargs, static = self.sig.split(args, kwargs)
@@ -850,11 +853,11 @@ def jit_when_traced(fun: Callable | None = None, *, name: str | None = None,
     jitted = JitFunction(fun, None, static_argnames, None, None, None, False, False)
     if name is not None:
         jitted._name = name
-    state = trace_state
+    state, shared = trace_state, _trace_shared
 
     @functools.wraps(fun)
     def traced_as_jit(*args, **kwargs):
-        if state.depth == 0:  # eager: exactly the function, no jit machinery
+        if shared.active == 0 or state.depth == 0:  # eager: the function, no jit machinery
             return fun(*args, **kwargs)
         return jitted._call_or_inline(args, kwargs)
 
