@@ -223,3 +223,24 @@ def test_enable_x64_context_in_one_thread_while_others_jit():
         dtypes = _in_threads(work)
         assert dtypes[0] == np.float64
         assert all(d == np.float32 for d in dtypes[1:])
+
+
+def test_threads_calling_a_new_jit_at_once_trace_and_compile_it_once():
+    # the first calls of one signature from all threads at once: one thread traces and
+    # compiles, the others wait for its entry (and a new signature is compiled again)
+    for _ in range(ROUNDS):
+        traced = []
+
+        def f(x, y):
+            traced.append(threading.get_ident())
+            return jnp.tanh(x @ y).sum() + jnp.sin(x).mean()
+
+        g = plax.jit(f, backend="numpy")
+        outs = _in_threads(lambda k: np.asarray(g(*_inputs(k))))
+        assert len(traced) == 1
+        for k, out in enumerate(outs):
+            x, y = (np.asarray(a, np.float64) for a in _inputs(k))
+            np.testing.assert_allclose(out, np.tanh(x @ y).sum() + np.sin(x).mean(),
+                                       rtol=1e-5)
+        g(jnp.ones((2, 3)), jnp.ones((3, 2)))  # another signature
+        assert len(traced) == 2

@@ -293,7 +293,7 @@ class _Shared:
     """What every wrapper of one function under one set of jit options shares: the resolved
     signature, the traced jaxprs, the compiled executables (general and fast-path keys)."""
 
-    __slots__ = ("sig", "compiled", "fast", "jaxprs", "lock")
+    __slots__ = ("sig", "compiled", "fast", "jaxprs", "lock", "compiling")
 
     def __init__(self, sig: _Signature):
         self.sig = sig
@@ -301,6 +301,9 @@ class _Shared:
         self.fast: dict = {}
         self.jaxprs: dict = {}
         self.lock = threading.Lock()
+        # key -> (Event, thread id): a compile in progress, which other threads wait for
+        # (one compile per signature however many threads call at once, as in JAX)
+        self.compiling: dict = {}
 
 
 # function -> {options: _Shared}. Weak: the caches of a function go when the function goes
@@ -372,6 +375,7 @@ class JitFunction:
         self._fast_cache: dict = shared.fast
         self._jaxpr_cache: dict = shared.jaxprs
         self._lock = shared.lock
+        self._compiling: dict = shared.compiling
         functools.update_wrapper(self, fun, updated=())
 
     # ---- the call path
@@ -690,6 +694,31 @@ class JitFunction:
         return result
 
     def _compile(self, key, args, kwargs, leaves, treedef, avals, static, device):
+        """The cache entry of ``key``, compiled now, or by another thread compiling it
+        already (this one waits for it). An entry enters the cache only when complete."""
+        me = threading.get_ident()
+        while True:
+            with self._lock:
+                entry = self._cache.get(key)
+                if entry is not None:
+                    return entry
+                claim = self._compiling.get(key)
+                if claim is None:
+                    claim = self._compiling[key] = (threading.Event(), me)
+                    break
+                if claim[1] == me:  # re-entered from its own compile: no claim to wait for
+                    claim = None
+                    break
+            claim[0].wait()  # then its entry is cached, or it failed: this thread tries
+        try:
+            return self._compile_now(key, args, leaves, treedef, avals, static, device)
+        finally:
+            if claim is not None:
+                with self._lock:
+                    del self._compiling[key]
+                claim[0].set()
+
+    def _compile_now(self, key, args, leaves, treedef, avals, static, device):
         closed, out_tree, _ = self._trace(len(args), static, treedef, avals)
         # a call inside pinned to a device (jit(g, device=d) called by f): as in JAX, the
         # program runs there (arguments committed elsewhere are an error: _call_general)
