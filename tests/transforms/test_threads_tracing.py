@@ -244,3 +244,20 @@ def test_threads_calling_a_new_jit_at_once_trace_and_compile_it_once():
                                        rtol=1e-5)
         g(jnp.ones((2, 3)), jnp.ones((3, 2)))  # another signature
         assert len(traced) == 2
+
+
+def test_saved_residuals_from_many_threads_keep_their_source_lines():
+    # each thread's capture of source lines is its own: one ending does not drop another's
+    # records, and none records another thread's equations
+    from plax.ad_checkpoint import saved_residuals
+
+    def f(x):
+        y = jnp.sin(x)
+        z = jnp.cos(y) * x
+        return (z * y).sum()
+
+    expected = [d for _, d in saved_residuals(f, jnp.ones(3))]
+    assert any(" from " in d and d.endswith(".f)") for d in expected)
+    for _ in range(ROUNDS):
+        got = _in_threads(lambda k: [d for _, d in saved_residuals(f, jnp.ones(3) * k)])
+        assert got == [expected] * N_THREADS
