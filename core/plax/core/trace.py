@@ -453,11 +453,11 @@ def new_main(trace_type: type, dynamic: bool = False, payload: Any = None,
     st = state  # this thread's (one thread-local lookup)
     stack = st.stack
     main = MainTrace(len(stack), trace_type, payload, debug)
+    naming = trace_type.binds_names(payload)
     with shared.lock:
         shared.active += 1
     stack.append(main)
     st.depth += 1
-    naming = trace_type.binds_names(payload)
     st.naming_levels += naming
     prev_dynamic = st.dynamic
     if dynamic:
