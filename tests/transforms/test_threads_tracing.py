@@ -261,3 +261,26 @@ def test_saved_residuals_from_many_threads_keep_their_source_lines():
     for _ in range(ROUNDS):
         got = _in_threads(lambda k: [d for _, d in saved_residuals(f, jnp.ones(3) * k)])
         assert got == [expected] * N_THREADS
+
+
+def test_pmap_of_grad_with_a_collective_from_many_threads():
+    # pmap binds its axis name around its trace (a per-thread binding): each thread's psum
+    # sees its own pmap's axis, over as many devices as there are
+    n = plax.local_device_count()
+
+    def make():
+        def loss(x):
+            return plax.lax.psum(jnp.tanh(x).sum(), "i")
+        return plax.pmap(plax.grad(loss), axis_name="i")
+
+    def inputs(k):
+        return (jnp.asarray(np.linspace(-1, 1, 3 * n, dtype=np.float32).reshape(n, 3)
+                            * (1 + 0.25 * k)),)
+
+    for _ in range(ROUNDS):
+        reference = make()
+        expected = [np.asarray(reference(*inputs(k))) for k in range(N_THREADS)]
+        shared = make()
+        outs = _in_threads(lambda k: np.asarray(shared(*inputs(k))))
+        for k, out in enumerate(outs):
+            np.testing.assert_allclose(out, expected[k], rtol=1e-6)
