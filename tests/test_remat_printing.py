@@ -79,7 +79,7 @@ def test_saved_residuals_print_source_lines_as_jax(which, capsys):
 def test_sources_are_not_recorded_outside_print_saved_residuals():
     from plax.core import source_info
     plax.make_jaxpr(jnp.sin)(1.0)
-    assert not source_info.capturing[0] and not source_info._sources
+    assert not source_info.capturing[0] and not source_info._capture.sources
 
 
 def _grad_of_remat(jx, np_):

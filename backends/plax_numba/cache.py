@@ -118,7 +118,9 @@ def cache_dir() -> str:
     for path in candidates:
         try:
             os.makedirs(path, exist_ok=True)
-            probe = os.path.join(path, f".probe{os.getpid()}")
+            # per process and thread: two threads probing at once must not remove each
+            # other's probe (which made both give up on a writable directory)
+            probe = os.path.join(path, f".probe{os.getpid()}_{threading.get_ident()}")
             with open(probe, "w"):
                 pass
             os.remove(probe)

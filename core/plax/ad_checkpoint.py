@@ -101,12 +101,13 @@ class _capturing:
 
     def __enter__(self):
         from plax.transforms import checkpoint
-        self.saved, checkpoint.policies_seen = checkpoint.policies_seen, []
+        seen = checkpoint.policies_seen  # the running thread's
+        self.saved, seen.policies = seen.policies, []
         self.sources.__enter__()
 
     def __exit__(self, *exc):
         from plax.transforms import checkpoint
-        checkpoint.policies_seen = self.saved
+        checkpoint.policies_seen.policies = self.saved
         return self.sources.__exit__(*exc)
 
 
@@ -144,7 +145,7 @@ def _saved_residuals(f: Callable, args, kwargs) -> list[tuple[Any, str, str]]:
 
     from plax.transforms import checkpoint
     jaxpr = make_jaxpr(residuals)(*leaves).jaxpr
-    policies = list(checkpoint.policies_seen or ())
+    policies = list(checkpoint.policies_seen.policies or ())
     wanted = {id(v) for v in jaxpr.outvars if not isinstance(v, Literal)}
     out: list[tuple[Any, str, str]] = [(v.aval, "from a literal", "") for v in jaxpr.outvars
                                        if isinstance(v, Literal)]

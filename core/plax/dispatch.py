@@ -157,4 +157,4 @@ def _to_arrays(prim, args):
     return out
 
 
-trace.state.eval_primitive = apply_primitive
+trace.shared.eval_primitive = apply_primitive  # every thread's eager path

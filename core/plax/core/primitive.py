@@ -5,6 +5,10 @@ from typing import Any, Callable
 
 from plax.core import trace as _trace
 
+_shared = _trace.shared  # process-wide: the eager evaluator, the count of active transforms
+_state = _trace.state  # the running thread's trace stack (thread-local)
+_bind_with_trace = _trace.bind_with_trace
+
 
 class Primitive:
     """An atomic operation that every transform and backend knows by name.
@@ -62,6 +66,8 @@ class Primitive:
 
     def bind(self, *args, **params) -> Any:
         """Applies the primitive: eagerly when no transform is active, else via the top trace."""
-        if _trace.state.depth == 0:
-            return _trace.state.eval_primitive(self, args, params)
-        return _trace.bind_with_trace(self, args, params)
+        # no transform active in any thread (the common case: one plain attribute read), or
+        # none in this one (a thread-local read, paid only while some thread traces)
+        if _shared.active == 0 or _state.depth == 0:
+            return _shared.eval_primitive(self, args, params)
+        return _bind_with_trace(self, args, params)

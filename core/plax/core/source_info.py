@@ -14,14 +14,27 @@ import contextlib
 import itertools
 import os
 import sys
+import threading
 from typing import Iterator
 
-# capturing[0]: whether a capture is active (read by the staging trace and eval_jaxpr)
-capturing: list[bool] = [False]
-_sources: dict[int, tuple] = {}  # id(Var) -> (Var, source): the Var kept alive with its id
-_current: list[str] = []  # sources of equations being evaluated again, innermost last
+# capturing[0]: how many threads capture now (read by the staging trace and eval_jaxpr: 0,
+# the common case, costs them one list read); what a capture records is its thread's own
+_count_lock = threading.Lock()
+capturing: list[int] = [0]
 _own_dirs: list[str] = []
-_boundary: list = [None]  # the frame that asked: frames from it outward are not searched
+
+
+class _Capture(threading.local):
+    """The running thread's capture: another thread tracing meanwhile records nothing."""
+
+    def __init__(self) -> None:
+        self.active = False
+        self.sources: dict[int, tuple] = {}  # id(Var) -> (Var, source): Var kept alive
+        self.current: list[str] = []  # sources of equations evaluated again, innermost last
+        self.boundary = None  # the frame that asked: frames from it outward are not searched
+
+
+_capture = _Capture()
 
 
 class SourceInfo(str):
@@ -47,7 +60,8 @@ def user_frame_source() -> SourceInfo | None:
     ``file:line:col (function)``; None if there is none below the frame that started the
     capture (a value made by plax itself on the way, as JAX leaves it without a source)."""
     frame = sys._getframe(1)
-    while frame is not None and frame is not _boundary[0]:
+    boundary = _capture.boundary
+    while frame is not None and frame is not boundary:
         filename = frame.f_code.co_filename
         if not any(filename.startswith(d) for d in _own_dirs) and \
                 not filename.startswith("<frozen "):
@@ -67,15 +81,18 @@ def user_frame_source() -> SourceInfo | None:
 def record(out_vars) -> None:
     """Records where the values ``out_vars`` (Vars of a staged equation) come from: the
     equation being evaluated again, else the user's frame."""
-    source = _current[-1] if _current else user_frame_source()
+    cap = _capture
+    if not cap.active:  # another thread is capturing, not this one
+        return
+    source = cap.current[-1] if cap.current else user_frame_source()
     if source is not None:
         for v in out_vars:
-            _sources[id(v)] = (v, source)
+            cap.sources[id(v)] = (v, source)
 
 
 def source_of(var) -> SourceInfo | None:
     """Where ``var`` was recorded to come from (inside :func:`capturing`), or None."""
-    hit = _sources.get(id(var))
+    hit = _capture.sources.get(id(var))
     return hit[1] if hit is not None and hit[0] is var else None
 
 
@@ -86,17 +103,18 @@ def entered(eqn) -> Iterator[None]:
     if source is None:
         yield
         return
-    _current.append(source)
+    current = _capture.current
+    current.append(source)
     try:
         yield
     finally:
-        _current.pop()
+        current.pop()
 
 
 @contextlib.contextmanager
 def capturing_sources(boundary=None) -> Iterator[None]:
-    """Records sources while the block runs (not re-entrant across threads: one capture at a
-    time, the records dropped at its end). ``boundary``: the frame of the code that asked;
+    """Records sources while the block runs, in the running thread (each thread has its own
+    capture; the records are dropped at its end). ``boundary``: the frame of the code that asked;
     it and the frames calling it are never a value's source.
 
     Example:
@@ -105,16 +123,21 @@ def capturing_sources(boundary=None) -> Iterator[None]:
       ...     source_of(closed.jaxpr.eqns[0].outvars[0])  # doctest: +SKIP
       '/path/to/script.py:2:13 (<module>)'
     """
-    if capturing[0]:
+    cap = _capture
+    if cap.active:
         yield
         return
     _own_dirs[:] = _package_dirs()
-    _boundary[0] = boundary
-    capturing[0] = True
+    cap.boundary = boundary
+    cap.active = True
+    with _count_lock:
+        capturing[0] += 1
     try:
         yield
     finally:
-        capturing[0] = False
-        _boundary[0] = None
-        _sources.clear()
-        _current.clear()
+        with _count_lock:
+            capturing[0] -= 1
+        cap.active = False
+        cap.boundary = None
+        cap.sources.clear()
+        cap.current.clear()

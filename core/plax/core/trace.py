@@ -15,12 +15,19 @@ applied to plain constants are then staged into it instead of running eagerly.
 
 When no transform is active (``state.depth == 0``) ``Primitive.bind`` skips all
 of this and calls the eager dispatcher directly.
+
+The trace state is per thread, as JAX's trace context is: two threads tracing (the same
+jitted function, say) at once each have their own stack, and a tracer of one never reaches
+the other. What all threads share (the eager evaluator, and a count of the transforms
+active in any thread, which lets ``bind`` skip the thread-local lookup when nothing is
+traced anywhere) lives in :data:`shared`.
 """
 from __future__ import annotations
 
 import contextlib
 import functools
 import sys
+import threading
 from typing import Any, Callable, Iterator, Sequence
 
 from plax import errors
@@ -47,27 +54,51 @@ class MainTrace:
         return f"MainTrace({self.level}, {self.trace_type.__name__})"
 
 
-class TraceState:
-    """The trace stack. ``depth`` is the number of active transforms (0: pure eager)."""
+class SharedState:
+    """What every thread shares: the eager evaluator (``eval_primitive``, set by
+    :mod:`plax.dispatch`) and ``active``, the number of transforms active over all threads.
+    ``active == 0`` means no thread traces: ``bind`` then evaluates eagerly without reading
+    the thread-local :data:`state` (one attribute read instead of a thread-local lookup)."""
 
-    __slots__ = ("stack", "dynamic", "depth", "eval_primitive", "naming_levels")
+    __slots__ = ("eval_primitive", "active", "lock")
 
     def __init__(self):
-        self.stack: list[MainTrace] = []
-        self.dynamic: MainTrace | None = None
-        self.depth = 0
-        # active levels that bind names primitives refer to (see Trace.binds_names): only
-        # then may an application belong above its operands (see bind_with_trace)
-        self.naming_levels = 0
-        # Set by plax.dispatch: the eager path of Primitive.bind.
         self.eval_primitive: Callable = _no_dispatcher
+        self.active = 0
+        self.lock = threading.Lock()  # guards ``active`` (``+=`` is not atomic across threads)
 
 
 def _no_dispatcher(prim, args, params):
     raise RuntimeError("plax.dispatch has not been imported; import plax first.")
 
 
-state = TraceState()
+shared = SharedState()
+
+
+class TraceState(threading.local):
+    """The trace stack of the running thread. ``depth`` is the number of active transforms
+    (0: pure eager). Each thread starts with only the eager level (JAX's trace context is
+    thread-local too): a thread started while another traces does not see its transforms."""
+
+    def __init__(self):
+        self.stack: list[MainTrace] = [_base_main]
+        self.dynamic: MainTrace = _base_main
+        self.depth = 0
+        # active levels that bind names primitives refer to (see Trace.binds_names): only
+        # then may an application belong above its operands (see bind_with_trace)
+        self.naming_levels = 0
+        # the varying-axes typing stack of plax.core.varying (None: untyped)
+        self.vma: list = [None]
+
+    # The eager path of Primitive.bind, shared by all threads (set by plax.dispatch, wrapped
+    # by plax.float_checks): a property, so that setting it through ``state`` sets it for all.
+    @property
+    def eval_primitive(self) -> Callable:
+        return shared.eval_primitive
+
+    @eval_primitive.setter
+    def eval_primitive(self, fn: Callable) -> None:
+        shared.eval_primitive = fn
 
 
 class Trace:
@@ -134,7 +165,7 @@ class EvalTrace(Trace):
     lift = pure
 
     def process_primitive(self, primitive, tracers, params):
-        return state.eval_primitive(primitive, tracers, params)
+        return shared.eval_primitive(primitive, tracers, params)
 
     def process_custom_jvp_call(self, primitive, fun, jvp, tracers, **params):
         return fun(*tracers)
@@ -143,9 +174,8 @@ class EvalTrace(Trace):
         return fun(*tracers)
 
 
-_base_main = MainTrace(0, EvalTrace)
-state.stack.append(_base_main)
-state.dynamic = _base_main
+_base_main = MainTrace(0, EvalTrace)  # level 0 of every thread's stack
+state = TraceState()
 
 
 class Tracer:
@@ -420,23 +450,28 @@ def new_main(trace_type: type, dynamic: bool = False, payload: Any = None,
     Yields:
       The new MainTrace.
     """
-    stack = state.stack
+    st = state  # this thread's (one thread-local lookup)
+    stack = st.stack
     main = MainTrace(len(stack), trace_type, payload, debug)
-    stack.append(main)
-    state.depth += 1
     naming = trace_type.binds_names(payload)
-    state.naming_levels += naming
-    prev_dynamic = state.dynamic
+    with shared.lock:
+        shared.active += 1
+    stack.append(main)
+    st.depth += 1
+    st.naming_levels += naming
+    prev_dynamic = st.dynamic
     if dynamic:
-        state.dynamic = main
+        st.dynamic = main
     try:
         yield main
     finally:
-        state.dynamic = prev_dynamic
+        st.dynamic = prev_dynamic
         stack.pop()
-        state.depth -= 1
-        state.naming_levels -= naming
+        st.depth -= 1
+        st.naming_levels -= naming
         main.active = False
+        with shared.lock:
+            shared.active -= 1
         if debug is not None:
             # the input tracers point back to this main: drop them so that the tracers (and
             # the residuals a staged tangent holds) are freed by reference counting
@@ -446,8 +481,9 @@ def new_main(trace_type: type, dynamic: bool = False, payload: Any = None,
 @contextlib.contextmanager
 def eager_region() -> Iterator[None]:
     """Runs the body with no active transform (for work that must happen eagerly, e.g. compiling)."""
-    saved = (state.stack, state.dynamic, state.depth, state.naming_levels)
-    state.stack, state.dynamic, state.depth, state.naming_levels = [_base_main], _base_main, 0, 0
+    st = state
+    saved = (st.stack, st.dynamic, st.depth, st.naming_levels)
+    st.stack, st.dynamic, st.depth, st.naming_levels = [_base_main], _base_main, 0, 0
     sharding = sys.modules.get("plax.sharding")  # loaded with plax; None while it loads
     try:
         if sharding is None:
@@ -456,7 +492,7 @@ def eager_region() -> Iterator[None]:
             with sharding.internal_eager_work():  # not a user's eager work (no placement)
                 yield
     finally:
-        state.stack, state.dynamic, state.depth, state.naming_levels = saved
+        st.stack, st.dynamic, st.depth, st.naming_levels = saved
 
 
 # What, besides a function's arguments, changes the jaxpr that tracing it produces: each
@@ -541,8 +577,9 @@ def register_level_rule(rule: Callable[[Any, dict, "MainTrace"], "MainTrace"],
 def bind_with_trace(primitive, args, params):
     """Binds ``primitive`` on the top trace among ``args`` (the slow path of ``bind``)."""
     trace = find_top_trace(args)
-    if state.naming_levels and primitive in _level_primitives[0] and \
-            len(state.stack) > trace.main.level + 1:
+    st = state
+    if st.naming_levels and primitive in _level_primitives[0] and \
+            len(st.stack) > trace.main.level + 1:
         main = _level_rule[0](primitive, params, trace.main)
         if main is not trace.main:
             trace = main.with_cur_trace()

@@ -25,14 +25,14 @@ from __future__ import annotations
 import contextlib
 from typing import Any, Callable, Hashable, Iterable, Iterator
 
-from plax.core.trace import get_aval
+from plax.core.trace import get_aval, state as _trace_state
 
 _NO_AXES: frozenset = frozenset()
 
-#: The typing stack: ``stack[-1]`` holds the mesh axes of the typed body being traced, None
-#: when untyped (an untyped mapped body inside a typed one pushes None). Hot paths read it
-#: directly; everything else calls :func:`active` / :func:`typed_axes`.
-stack: list = [None]
+# The typing stack is per thread (``plax.core.trace.state.vma``, beside the trace stack it
+# types): its top holds the mesh axes of the typed body being traced, None when untyped (an
+# untyped mapped body inside a typed one pushes None). Read it with :func:`current`,
+# :func:`active` or :func:`typed_axes`.
 # primitives whose abstract evaluation sets the vma of its results itself (collectives,
 # calls whose body was traced typed); others get the union of their operands'
 _self_typed: set = set()
@@ -48,14 +48,19 @@ def axes_of(aval: Any) -> frozenset:
     return getattr(aval, "vma", _NO_AXES)
 
 
+def current() -> frozenset | None:
+    """The mesh axes of the typed body the running thread traces now, or None (untyped)."""
+    return _trace_state.vma[-1]
+
+
 def active() -> bool:
     """Whether values traced now are typed by their varying axes."""
-    return stack[-1] is not None
+    return _trace_state.vma[-1] is not None
 
 
 def typed_axes() -> frozenset:
     """The mesh axes that values traced now are typed over (empty when untyped)."""
-    return stack[-1] or _NO_AXES
+    return _trace_state.vma[-1] or _NO_AXES
 
 
 @contextlib.contextmanager
@@ -68,6 +73,7 @@ def typing(axes: Iterable[Hashable] | None) -> Iterator[None]:
       ...     active(), typed_axes()
       (True, frozenset({'x'}))
     """
+    stack = _trace_state.vma
     stack.append(None if axes is None else frozenset(axes))
     try:
         yield
@@ -98,7 +104,7 @@ def vary_like(value: Any, like: Any) -> Any:
     unreduced over), as JAX types a value made "like" another inside a typed body
     (``zeros_like``, ``full_like``: a ``pvary`` after the fill). Outside a typed body, or
     when ``value`` varies over them already, ``value`` itself."""
-    if stack[-1] is None or _caster[0] is None:
+    if _trace_state.vma[-1] is None or _caster[0] is None:
         return value
     missing = axes_of(get_aval(like)) - axes_of(get_aval(value))
     if not missing:

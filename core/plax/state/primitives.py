@@ -15,6 +15,7 @@ compiled program never sees them: ``jit`` discharges them first
 from __future__ import annotations
 
 import contextlib
+import threading
 from typing import Any, Iterator, Sequence
 
 import numpy as np
@@ -421,8 +422,17 @@ def new_ref(init_val: Any, *, memory_space: Any = None, kind: str | None = None)
                         dict(memory_space=memory_space, kind=kind))
 
 
-# The stack level whose rule is processing a new_ref now (see bind_new_ref).
-_making_level: list[int] = []
+class _RefLevels(threading.local):
+    """Per thread, as the trace stack whose levels they name: ``making``, the stack levels
+    whose rules are processing a new_ref now (see bind_new_ref); ``inline``, the bodies
+    evaluated inline by a rule (see inline_body)."""
+
+    def __init__(self) -> None:
+        self.making: list[int] = []
+        self.inline: list[tuple[int, int]] = []
+
+
+_levels = _RefLevels()
 
 
 def bind_new_ref(x, level: int, params: dict, skip_linearize: bool = True):
@@ -433,6 +443,7 @@ def bind_new_ref(x, level: int, params: dict, skip_linearize: bool = True):
     tangents only, so a primal ref passes them by."""
     from plax.transforms.staging import LinearizeTrace
     stack = trace_state.stack
+    _inline_bodies = _levels.inline
     if _inline_bodies:
         # a body evaluated inline by a rule (see :func:`inline_body`): the transforms between
         # its inputs and the rule's own level are not transforming it (the one whose rule is
@@ -450,14 +461,12 @@ def bind_new_ref(x, level: int, params: dict, skip_linearize: bool = True):
         # transforms below make it when they run that program
         return new_ref_p.bind(x, **params)
     x = stack[level].with_cur_trace().full_raise(x)
-    _making_level.append(level)
+    making = _levels.making
+    making.append(level)
     try:
         return new_ref_p.bind(x, **params)
     finally:
-        _making_level.pop()
-
-
-_inline_bodies: list[tuple[int, int]] = []
+        making.pop()
 
 
 @contextlib.contextmanager
@@ -467,17 +476,18 @@ def inline_body(inputs: Sequence[Any]) -> Iterator[None]:
     transforms its ``inputs`` live in, not by the transform whose rule is running (its
     values there are already lowered; a ref made at its level would leak its tracers)."""
     levels = [x._trace.main.level for x in inputs if isinstance(x, Tracer)]
-    _inline_bodies.append((max(levels, default=trace_state.dynamic.level),
-                           len(trace_state.stack)))
+    inline = _levels.inline
+    inline.append((max(levels, default=trace_state.dynamic.level), len(trace_state.stack)))
     try:
         yield
     finally:
-        _inline_bodies.pop()
+        inline.pop()
 
 
 def making_level() -> int:
     """The level processing the ``new_ref`` being bound (for its rules)."""
-    return _making_level[-1] if _making_level else len(trace_state.stack) - 1
+    making = _levels.making
+    return making[-1] if making else len(trace_state.stack) - 1
 
 
 def freeze(ref) -> Any:

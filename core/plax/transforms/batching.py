@@ -160,7 +160,7 @@ class BatchTracer(Tracer):
         shape = aval.shape[:self.batch_dim] + aval.shape[self.batch_dim + 1:]
         if type(aval) is not ShapedArray:  # a batched ref (plax.state) stays a ref
             return aval.update(shape=shape)
-        typed = _varying.stack[-1]
+        typed = _varying.current()
         if typed is not None and self._trace.main.payload.name in typed:
             # shard_map's vmap formulation: a value batched along a mesh axis varies over it
             return ShapedArray(shape, aval.dtype, aval.weak_type,
@@ -214,7 +214,7 @@ class BatchTrace(Trace):
         if primitive.multiple_results:
             if not isinstance(out_dim, (list, tuple)):
                 out_dim = [out_dim] * len(out)
-            typed = _varying.stack[-1]
+            typed = _varying.current()
             if typed is not None and self.axis_data.name in typed:
                 out, out_dim = self._unbatch_invariant(primitive, tracers, params, out, out_dim)
             return [BatchTracer(self, o, d) for o, d in zip(out, out_dim)]

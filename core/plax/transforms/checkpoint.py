@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextvars
 import functools
+import threading
 import weakref
 from typing import Callable, Sequence
 
@@ -185,15 +186,23 @@ _batch.needs_axis_data = True
 registry.register_rule("batch", checkpoint_p)(_batch)
 
 
-#: The policies of the checkpoints differentiated while ``ad_checkpoint.saved_residuals``
-#: traces (None otherwise): it asks them which residuals they offload to host memory.
-policies_seen: list | None = None
+class _PoliciesSeen(threading.local):
+    """``policies``: the policies of the checkpoints differentiated while
+    ``ad_checkpoint.saved_residuals`` traces in the running thread (None otherwise): it asks
+    them which residuals they offload to host memory. Per thread, as the trace."""
+
+    def __init__(self) -> None:
+        self.policies: list | None = None
+
+
+policies_seen = _PoliciesSeen()
 
 
 def _jvp(primals, tangents, *, jaxpr: ClosedJaxpr, prevent_cse, differentiated, policy):
     from plax.transforms.call import _is_zero_tangent, _jvp_inline, _with_zeros, jvp_jaxpr
-    if policies_seen is not None and policy is not None:
-        policies_seen.append(policy)
+    seen = policies_seen.policies
+    if seen is not None and policy is not None:
+        seen.append(policy)
     from plax.transforms.staging import is_linearize_tracer
     nonzeros = tuple(not _is_zero_tangent(t) for t in tangents)
     nz = [t for t, z in zip(tangents, nonzeros) if z]

@@ -32,7 +32,8 @@ from plax.core.shaped_array import ShapeDtypeStruct
 from plax.sharding import mesh_maybe_set as _mesh_maybe_set
 from plax.sharding_context import context_mesh_params
 from plax.state.types import Ref
-from plax.core.trace import DebugInfo, Tracer, fun_name, state as trace_state, trace_context
+from plax.core.trace import (DebugInfo, Tracer, fun_name, shared as _trace_shared,
+                             state as trace_state, trace_context)
 from plax.device import default_device as _default_device
 from plax.transforms.call import (call_target, check_pinned, compile_closed, jit_p,
                                   lend_buffers as _lend_buffers, pinned_device,
@@ -292,7 +293,7 @@ class _Shared:
     """What every wrapper of one function under one set of jit options shares: the resolved
     signature, the traced jaxprs, the compiled executables (general and fast-path keys)."""
 
-    __slots__ = ("sig", "compiled", "fast", "jaxprs", "lock")
+    __slots__ = ("sig", "compiled", "fast", "jaxprs", "lock", "compiling")
 
     def __init__(self, sig: _Signature):
         self.sig = sig
@@ -300,6 +301,9 @@ class _Shared:
         self.fast: dict = {}
         self.jaxprs: dict = {}
         self.lock = threading.Lock()
+        # key -> (Event, thread id): a compile in progress, which other threads wait for
+        # (one compile per signature however many threads call at once, as in JAX)
+        self.compiling: dict = {}
 
 
 # function -> {options: _Shared}. Weak: the caches of a function go when the function goes
@@ -371,6 +375,7 @@ class JitFunction:
         self._fast_cache: dict = shared.fast
         self._jaxpr_cache: dict = shared.jaxprs
         self._lock = shared.lock
+        self._compiling: dict = shared.compiling
         functools.update_wrapper(self, fun, updated=())
 
     # ---- the call path
@@ -417,9 +422,11 @@ class JitFunction:
         # signature seen before. Everything else (first call, kwargs, static arguments,
         # scalars, device moves, tracing) goes through _call_general, which fills the
         # fast cache when the call qualifies.
-        if trace_state.depth or _general_only[0] or kwargs or self._donates or \
+        # (_trace_shared.active: some thread traces; only then is the thread-local depth read)
+        tracing = _trace_shared.active and trace_state.depth
+        if tracing or _general_only[0] or kwargs or self._donates or \
                 self._shardings is not None or _mesh_maybe_set[0]:
-            if trace_state.depth:
+            if tracing:
                 return self._call_general(args, kwargs)  # in/out shardings inert (JAX)
             if self._shardings is not None:
                 return self._call_sharded(args, kwargs)
@@ -465,7 +472,7 @@ class JitFunction:
 
     def _call_general(self, args, kwargs):
         """Any call: resolves static arguments, devices and scalars; compiles on a miss."""
-        if trace_state.depth or _flags["disable_jit"]:
+        if (_trace_shared.active and trace_state.depth) or _flags["disable_jit"]:
             return self._call_traced(args, kwargs)
         if self.sig.any_static or kwargs:
             dyn_args, dyn_kwargs, static = self.sig.split(args, kwargs)
@@ -687,6 +694,31 @@ class JitFunction:
         return result
 
     def _compile(self, key, args, kwargs, leaves, treedef, avals, static, device):
+        """The cache entry of ``key``, compiled now, or by another thread compiling it
+        already (this one waits for it). An entry enters the cache only when complete."""
+        me = threading.get_ident()
+        while True:
+            with self._lock:
+                entry = self._cache.get(key)
+                if entry is not None:
+                    return entry
+                claim = self._compiling.get(key)
+                if claim is None:
+                    claim = self._compiling[key] = (threading.Event(), me)
+                    break
+                if claim[1] == me:  # re-entered from its own compile: no claim to wait for
+                    claim = None
+                    break
+            claim[0].wait()  # then its entry is cached, or it failed: this thread tries
+        try:
+            return self._compile_now(key, args, leaves, treedef, avals, static, device)
+        finally:
+            if claim is not None:
+                with self._lock:
+                    del self._compiling[key]
+                claim[0].set()
+
+    def _compile_now(self, key, args, leaves, treedef, avals, static, device):
         closed, out_tree, _ = self._trace(len(args), static, treedef, avals)
         # a call inside pinned to a device (jit(g, device=d) called by f): as in JAX, the
         # program runs there (arguments committed elsewhere are an error: _call_general)
@@ -850,11 +882,11 @@ def jit_when_traced(fun: Callable | None = None, *, name: str | None = None,
     jitted = JitFunction(fun, None, static_argnames, None, None, None, False, False)
     if name is not None:
         jitted._name = name
-    state = trace_state
+    state, shared = trace_state, _trace_shared
 
     @functools.wraps(fun)
     def traced_as_jit(*args, **kwargs):
-        if state.depth == 0:  # eager: exactly the function, no jit machinery
+        if shared.active == 0 or state.depth == 0:  # eager: the function, no jit machinery
             return fun(*args, **kwargs)
         return jitted._call_or_inline(args, kwargs)
 

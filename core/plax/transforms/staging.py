@@ -151,7 +151,7 @@ class JaxprTrace(Trace):
     def process_primitive(self, primitive, tracers, params):
         in_avals = [t.aval for t in tracers]
         avals_out = primitive.abstract_eval(*in_avals, **params)
-        if _varying.stack[-1] is not None:  # in shard_map(check_vma=True): varying axes
+        if _varying.current() is not None:  # in shard_map(check_vma=True): varying axes
             vma = _varying.result_vma(primitive, in_avals)
             if vma is not None:
                 avals_out = ([a.update(vma=vma) for a in avals_out]

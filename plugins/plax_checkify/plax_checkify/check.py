@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 from typing import Any
 
 import numpy as np
@@ -23,12 +24,19 @@ check_p = Primitive("check", multiple_results=True)
 # no outputs: without this, dead-code elimination would drop every check
 register_effectful(check_p)
 
-# How many checkify traces are running: a check may be staged only inside one.
-_functionalizing = [0]
+class _Functionalizing(threading.local):
+    """How many checkify traces the running thread is in (a check may be staged only inside
+    one; per thread, as the traces: another thread's checkify does not admit this one's)."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+
+_functionalizing = _Functionalizing()
 
 
 def _check_abstract_eval(pred, *fmt_avals, msg, fmt_tree, where):
-    if not _functionalizing[0]:
+    if not _functionalizing.count:
         raise ValueError(
             "Cannot abstractly evaluate a checkify.check which was not functionalized. This "
             "probably means you tried to stage (jit/scan/pmap/...) a `check` without "

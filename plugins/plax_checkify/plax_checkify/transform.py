@@ -315,12 +315,12 @@ def checkify(f: Callable, errors: frozenset = user_checks) -> Callable:
             out_tree.append(tree)
             return out_leaves
 
-        _functionalizing[0] += 1
+        _functionalizing.count += 1
         try:
             closed, _ = trace_to_jaxpr(flat, [],
                                        where=f"the checkified function {fun_name(f)}")
         finally:
-            _functionalizing[0] -= 1
+            _functionalizing.count -= 1
         ctx = ErrorState.new(errors)
         outs = interpret(closed.jaxpr, closed.consts, [], ctx)
         return ctx.to_error(), tree_util.tree_unflatten(out_tree[0], outs)
