@@ -31,31 +31,30 @@ def _two_sum(x, y):
     return s, (x - (s - yy)) + (y - yy)
 
 
-def _odd(s, e):
-    """``s + e`` (``s = fl(s + e)``) rounded to odd in float64: inexact sums whose nearest
-    value is even move one step toward the exact value."""
-    even = (s.view(np.uint64) & np.uint64(1)) == 0
-    nudge = np.isfinite(s) & (e != 0) & even
-    return np.where(nudge, np.nextafter(s, np.copysign(np.inf, e)), s)
-
-
-def _odd_float32(s, e):
-    """``s + e`` (``s = fl(s + e)``, float64) rounded to odd in float32 (keeping float32's
-    overflow to infinity, which the narrower targets share)."""
-    f = s.astype(_F32)
-    d = s - f.astype(_F64)                      # exact: f is s rounded to fewer bits
-    toward = np.where(d != 0, d, e)
-    even = (f.view(np.uint32) & np.uint32(1)) == 0
-    nudge = np.isfinite(f) & (toward != 0) & even
-    return np.where(nudge, np.nextafter(f, np.copysign(np.inf, toward).astype(_F32)), f)
+def _round_to_odd(v, err):
+    """``v + err`` rounded to odd, where ``v`` is that sum rounded to nearest in ``v``'s float
+    type and ``err`` has the sign of the remainder (zero where exact; NaN with non-finite
+    ``v``, left as it is): the truncation toward zero of the exact value with its last bit set,
+    on the bit patterns (one step toward zero where the remainder points inward)."""
+    v = np.asarray(v)
+    u = np.dtype(f"u{v.dtype.itemsize}")
+    inexact = np.abs(err) > 0
+    inward = inexact & (np.signbit(err) != np.signbit(v))
+    bits = v.view(u) - inward.astype(u)
+    return (bits | inexact.astype(u)).view(v.dtype)
 
 
 def _fma_narrow(a, b, c):
     x, y, z = a.astype(_F64), b.astype(_F64), c.astype(_F64)
     s, e = _two_sum(x * y, z)                   # the product is exact in float64
     if a.dtype == _F32:
-        return _odd(s, e).astype(_F32)          # 53 >= 24 + 2 bits: one correct rounding
-    return _odd_float32(s, e).astype(a.dtype)   # 24 >= 11 + 2 (float16), 8 + 2 (bfloat16)
+        return _round_to_odd(s, e).astype(_F32)  # 53 >= 24 + 2 bits: one correct rounding
+    # to odd in float32 (24 >= 11 + 2 and 8 + 2 bits), then once to float16/bfloat16: the
+    # remainder of float32's nearest value is d + e (d = s - f exact, |e| <= |d| / 2 unless
+    # d == 0); float32's overflow to infinity rounds to odd as its largest value, which
+    # overflows the narrow types too
+    f = s.astype(_F32)
+    return _round_to_odd(f, (s - f.astype(_F64)) + e).astype(a.dtype)
 
 
 #: float64 operands and intermediate values inside these magnitudes keep the error-free
@@ -76,7 +75,7 @@ def _fma_f64(a, b, c):
     bh, bl = _split(b)
     ep = (((ah * bh - p) + ah * bl) + al * bh) + al * bl   # p + ep == a * b exactly
     th, tl = _two_sum(c, p)
-    v = _odd(*_two_sum(tl, ep))
+    v = _round_to_odd(*_two_sum(tl, ep))
     out = th + v
     finite = np.isfinite(a) & np.isfinite(b) & np.isfinite(c)
     zero_product = (a == 0) | (b == 0)
@@ -126,5 +125,15 @@ def fma_rational(a: float, b: float, c: float) -> float:
 @quiet
 def _fma(a, b, c):
     a, b, c = np.broadcast_arrays(np.asarray(a), np.asarray(b), np.asarray(c))
-    out = _fma_f64(a, b, c) if a.dtype == _F64 else _fma_narrow(a, b, c)
-    return np.asarray(out, a.dtype)
+    kernel = _fma_f64 if a.dtype == _F64 else _fma_narrow
+    if a.size <= _CHUNK:
+        return np.asarray(kernel(a, b, c), a.dtype)
+    # chunk by chunk, so that the dozen float64 temporaries stay in the cache
+    out = np.empty(a.shape, a.dtype)
+    flat, ops = out.reshape(-1), [np.ravel(x) for x in (a, b, c)]
+    for i in range(0, a.size, _CHUNK):
+        flat[i:i + _CHUNK] = kernel(*(x[i:i + _CHUNK] for x in ops))
+    return out
+
+
+_CHUNK = 1 << 14

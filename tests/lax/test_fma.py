@@ -92,3 +92,21 @@ def test_numba_fuses_fma_with_the_reference_bits():
     want = np.array([abs(fma_reference(float(x), float(y), float(z), np.dtype(np.float32)))
                      for x, y, z in zip(a, b, c)], np.float32)
     assert np.array_equal(_bits(out), _bits(want))
+
+
+def test_reference_kernel_in_chunks_with_broadcast_operands():
+    import plax_numpy
+    from plax_numpy.impls_fma import _CHUNK
+    kernel = plax_numpy.impls()[fma_p]
+    rng = np.random.default_rng(3)
+    rows = (2 * _CHUNK + 3) // 4 + 1                  # more elements than two chunks
+    a = rng.standard_normal((rows, 4)).astype(np.float32)
+    b = rng.standard_normal((1, 4)).astype(np.float32)  # broadcast along the rows
+    c = (-(a.astype(np.float64) * b) * (1 + rng.standard_normal((rows, 4)) * 2.0**-20))
+    out = np.asarray(kernel(a, b, c.astype(np.float32)))
+    assert out.shape == (rows, 4) and out.dtype == np.float32
+    picks = rng.integers(0, out.size, 200)
+    i, j = np.unravel_index(picks, out.shape)
+    want = [fma_reference(float(a[r, k]), float(b[0, k]), float(np.float32(c[r, k])),
+                          np.dtype(np.float32)) for r, k in zip(i, j)]
+    assert np.array_equal(_bits(out[i, j]), _bits(np.array(want, np.float32)))
