@@ -72,6 +72,7 @@ import numpy as np
 
 from plax import lax
 from plax.core.jaxpr import Literal
+from plax.lax.fused_multiply_add import fma_p
 from plax.lowering import BROADCAST, INDEX, REDUCTION, fusion_kind
 
 from plax_cupy import special_source
@@ -579,6 +580,30 @@ __device__ __forceinline__ float plax_nextafter_bf16(float x, float y) {
   if (x == 0.0f) return plax_bf16_value(y < 0.0f ? 0x8001u : 0x0001u);
   return plax_bf16_value((unsigned short)(((y > x) == (x > 0.0f)) ? b + 1 : b - 1));
 }
+// fma of float16/bfloat16 values (held as float): a * b + c rounded to odd in float, so that
+// the one rounding to the narrow type that follows is the correctly rounded fma (24 bits >=
+// 11 + 2 and 8 + 2). In double the product is exact; two-sum gives the sum's error; float's
+// nearest value moves one step toward the exact sum where inexact and even. The _rn
+// intrinsics keep -fmad=true from contracting the error-free steps (host builds: -ffp-contract=off).
+#if defined(PLAX_HOST) || defined(PLAX_SIM)
+#define plax_dadd_rn(x, y) ((x) + (y))
+#define plax_dsub_rn(x, y) ((x) - (y))
+#define plax_dmul_rn(x, y) ((x) * (y))
+#else
+#define plax_dadd_rn __dadd_rn
+#define plax_dsub_rn __dsub_rn
+#define plax_dmul_rn __dmul_rn
+#endif
+__device__ __forceinline__ float plax_fma_odd_f32(float a, float b, float c) {
+  const double p = plax_dmul_rn((double)a, (double)b), z = (double)c;
+  const double s = plax_dadd_rn(p, z), zz = plax_dsub_rn(s, p);
+  const double e = plax_dadd_rn(plax_dsub_rn(p, plax_dsub_rn(s, zz)), plax_dsub_rn(z, zz));
+  const float f = (float)s;
+  const double d = plax_dsub_rn(s, (double)f);
+  const double toward = d != 0.0 ? d : e;
+  if ((plax_bitcast<unsigned int>(f) & 1u) || toward == 0.0 || isinf(f) || f != f) return f;
+  return plax_nextafter(f, plax_bitcast<float>(toward > 0.0 ? 0x7f800000u : 0xff800000u));
+}
 __device__ __forceinline__ float plax_qnan(float) { return plax_bitcast<float>(0x7fc00000u); }
 __device__ __forceinline__ double plax_qnan(double) { return plax_bitcast<double>(0x7ff8000000000000ull); }
 // ---- complex64 / complex128: NumPy's layout; arithmetic and functions as NumPy computes them
@@ -948,6 +973,8 @@ def _real_expr(eqn, a: list[str], din: list, dout) -> str:
             fn = "plax_nextafter_f16" if dout == np.float16 else "plax_nextafter_bf16"
             return f"{fn}({a[0]}, {a[1]})"
         return f"plax_nextafter({a[0]}, {a[1]})"
+    if prim is fma_p:  # one rounding: the device's FMA; halves rounded to odd, then once
+        return f"plax_fma_odd_f32({', '.join(a)})" if is_half(dout) else f"{_fn('fma', dout)}({', '.join(a)})"
     if prim is lax.bitcast_convert_type_p:
         if din[0] == dout:
             return a[0]

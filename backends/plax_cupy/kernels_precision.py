@@ -18,6 +18,7 @@ import cupy
 
 from plax import lax
 from plax.lax.extra_elementwise import clz_array, clz_p, mulhi_array, mulhi_p, square_p
+from plax.lax.fused_multiply_add import fma_p
 from plax.lax.precision import reduce_precision_array, reduce_precision_p
 from plax_cupy.backend import BF16, Bf16Buffer
 from plax_cupy.codegen import convert_expr
@@ -108,6 +109,25 @@ def _nextafter(x, y):
 
 
 _nextafter.bf16 = "bits"
+
+
+@kernel(fma_p)
+def _fma(a, b, c):
+    """``a * b + c`` rounded once: the device's ``fma``/``fmaf``; float16 and bfloat16 through
+    the generated kernels' own ``plax_fma_odd_f32`` (rounded to odd in float32, then once to the
+    narrow type), on their 16-bit patterns. One plax-compiled kernel (no flushing)."""
+    if isinstance(a, Bf16Buffer):
+        return Bf16Buffer(elementwise(_FMA_16.format(t="bf16"), np.uint16, a.bits, b.bits, c.bits))
+    if a.dtype == np.float16:
+        halves = (x.view(np.uint16) for x in (a, b, c))
+        return elementwise(_FMA_16.format(t="f16"), np.uint16, *halves).view(np.float16)
+    return elementwise("fmaf(a0, a1, a2)" if a.dtype == np.float32 else "fma(a0, a1, a2)",
+                       a.dtype, a, b, c)
+
+
+_fma.bf16 = "bits"
+_FMA_16 = ("plax_{t}_bits(plax_fma_odd_f32(plax_{t}_value(a0), plax_{t}_value(a1), "
+           "plax_{t}_value(a2)))")
 
 
 # ---------------------------------------------------------------- extra elementwise

@@ -50,7 +50,7 @@ _PARALLEL = dict(_OPTIONS, parallel=True)
 _HELPERS = {
     "plax_numba.scalar": ("fmax", "fmin", "idiv", "irem", "fsign", "logistic", "round_away",
                           "exp_f32", "tanh_f32", "logistic_f32", "bitcast", "nextafter_f32",
-                          "nextafter_f64"),
+                          "nextafter_f64", "fma_f32", "fma_f64", "fma_odd_f32"),
     "plax_numba.libm_free": ("log_f32", "expm1_f32", "erf_f32", "erfc_f32", "sin_f32",
                              "cos_f32", "erf_inv_f32", "lgamma_f32", "digamma_f32"),
     "plax_numba.special": ("bessel_i0e_f32", "bessel_i0e_f64", "bessel_i1e_f32",

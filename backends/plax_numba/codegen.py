@@ -35,6 +35,7 @@ import numpy as np
 
 from plax import dtypes, lax
 from plax.core.jaxpr import Literal, Var
+from plax.lax.fused_multiply_add import fma_p
 from plax.lowering import ARG_REDUCTION, CUMULATIVE, REDUCTION, FusionOptions, fusion_kind
 
 #: dtypes the generated loops handle natively (no complex; float16 and bfloat16 below)
@@ -289,6 +290,8 @@ def elementwise(eqn, a: list[str]) -> str:
         return _cast(f"np.arctan2({a[0]}, {a[1]})", dout)
     if prim is lax.nextafter_p and k == "f":  # exact, on the bits (plax_numba.scalar)
         return f"nextafter_f{bits}({a[0]}, {a[1]})"
+    if prim is fma_p:  # llvm.fma: the CPU's FMA instruction, or libm's correctly rounded fma
+        return f"fma_f{bits}({', '.join(a)})"
     if prim is lax.bitcast_convert_type_p:
         if din[0] == dout:
             return a[0]
@@ -348,6 +351,8 @@ def _low_float(eqn, a: list[str]) -> str:
                 else f"{_t(dout)}({bits})")
     if prim is lax.nextafter_p:
         raise Unsupported(f"nextafter on {dout}")
+    if prim is fma_p:  # rounded to odd in float32, then once to the narrow format
+        return f"{_t(dout)}(fma_odd_f32({', '.join(a)}))"
     if prim is lax.convert_element_type_p and dout in LOW_FLOATS:
         src = din[0]
         if src in LOW_FLOATS or src == np.float32 or src == np.bool_:

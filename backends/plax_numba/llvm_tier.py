@@ -48,6 +48,7 @@ import numpy as np
 
 from plax import lax
 from plax.core.jaxpr import Literal
+from plax.lax.fused_multiply_add import fma_p
 from plax.lowering import PlaxFallbackWarning
 
 from plax_numba import f32_coefficients as C
@@ -225,6 +226,9 @@ def _value(body: _Body, eqn, args: list[str]) -> str:
         name = "fabs" if prim is lax.abs_p else "sqrt"
         bits = 32 if dout == _F32 else 64
         return body.call(f"llvm.{name}.f{bits}", t, f"{t} {args[0]}")
+    if prim is fma_p and floats:  # numba's kernel's fma_f32 / fma_f64: llvm.fma
+        bits = 32 if dout == _F32 else 64
+        return body.call(f"llvm.fma.f{bits}", t, *(f"{t} {a}" for a in args))
     if prim in (lax.max_p, lax.min_p) and floats:  # plax_numba.scalar.fmax / fmin
         a, b = args
         cmp = "ogt" if prim is lax.max_p else "olt"

@@ -290,6 +290,26 @@ def nextafter_f64(x, y):
     return x + y if (x != x or y != y) else r
 
 
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def fma_odd_f32(a, b, c):
+    """``a * b + c`` of float16/bfloat16 values (held as float32) rounded to odd in float32,
+    so that the one rounding to the narrow format that follows is the correctly rounded fma
+    (24 bits >= 11 + 2 and 8 + 2). Computed in float64, where the product is exact: the
+    sum's error by two-sum, then float32's nearest value moved one step toward the exact sum
+    where it is inexact and even (the NumPy backend's ``plax_numpy.impls_fma``, scalar)."""
+    p = np.float64(a) * np.float64(b)
+    z = np.float64(c)
+    s = p + z
+    zz = s - p
+    e = (p - (s - zz)) + (z - zz)
+    f = np.float32(s)
+    d = s - np.float64(f)
+    toward = d if d != 0 else e
+    odd = (bitcast(f, np.int32(0)) & np.int32(1)) != 0
+    keep = odd or toward == 0 or not np.isfinite(f)
+    return f if keep else nextafter_f32(f, np.float32(np.inf) if toward > 0 else np.float32(-np.inf))
+
+
 # ---------------------------------------------------------------- float16 and bfloat16
 #
 # The generated kernels hold float16/bfloat16 values as float32 locals (every such value is

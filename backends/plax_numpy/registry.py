@@ -20,6 +20,7 @@ LAZY_KERNELS = {
     "plax.lax.cumlogsumexp": "plax_numpy.impls_precision",
     "plax.lax.linalg": "plax_numpy.impls_linalg",
     "plax.lax.extra_elementwise": "plax_numpy.impls_extra_elementwise",
+    "plax.lax.fused_multiply_add": "plax_numpy.impls_fma",
     "plax.lax.bit_generator": "plax_numpy.impls_rng_bit_generator",
 }
 

@@ -111,7 +111,7 @@ BINARY = {"add", "add_any", "sub", "mul", "div", "rem", "pow", "max", "min", "at
 
 #: the special functions of more than one operand
 SPECIAL_ARITY = {"igamma": 2, "igammac": 2, "igamma_grad_a": 2, "random_gamma_grad": 2,
-                 "zeta": 2, "polygamma": 2, "regularized_incomplete_beta": 3}
+                 "zeta": 2, "polygamma": 2, "regularized_incomplete_beta": 3, "fma": 3}
 
 
 def _arity(prim) -> int:

@@ -83,6 +83,8 @@ _FAMILIES = {
     "ragged": ("ragged_dot", "ragged_dot_general", "RaggedDotDimensionNumbers"),
     "bit_generator": ("rng_bit_generator", "rng_bit_generator_p"),
     "block_scaled": ("scaled_dot",),
+    # plax's own fused multiply-add (not in JAX's lax: its samplers' rounding, see the module)
+    "fused_multiply_add": ("fma_p",),
     "linalg": ("cholesky_p", "triangular_solve_p", "lu_p", "qr_p", "eigh_p", "svd_p", "eig_p"),
     # composites, shape helpers and JAX's enums/types (no primitives of their own)
     "extras": ("AccuracyMode", "ConvGeneralDilatedDimensionNumbers", "DotAlgorithm",

@@ -47,6 +47,7 @@ NAN_PRIMITIVES = frozenset({
     "reduce_prod", "reduce_sum", "reduce_window", "reduce_window_sum",
     "regularized_incomplete_beta", "rem", "rng_uniform", "rsqrt", "sin", "sinh", "sqrt", "sub",
     "tan", "tanh",
+    "fma",  # plax's fused multiply-add: JAX's mul and add, which XLA fuses into it
 })
 
 

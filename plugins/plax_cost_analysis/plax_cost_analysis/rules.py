@@ -40,6 +40,7 @@ COMPOSITE = {
     "atanh": (6, 2), "lgamma": (53, 4), "digamma": (73, 3), "bessel_i0e": (83, 1),
     "bessel_i1e": (83, 1), "nextafter": (24, 0), "igamma": (183, 6), "igammac": (183, 6),
     "zeta": (122, 11), "polygamma": (262, 19),
+    "fma": (2, 0),  # plax's fused multiply-add: the mul and add XLA counts before fusing them
 }
 # No computation: bytes read and written only.
 DATA_MOVEMENT = (

@@ -12,6 +12,7 @@ from . import spec_precision
 from . import spec_control_flow
 from . import spec_linalg
 from . import spec_special
+from . import spec_fma
 from .harness import Spec, needs_x64
 
 FAMILIES: dict[str, list[Spec]] = {
@@ -30,6 +31,7 @@ FAMILIES: dict[str, list[Spec]] = {
     "control_flow": spec_control_flow.SPECS,
     "linalg": spec_linalg.SPECS,
     "special": spec_special.SPECS,
+    "fma": spec_fma.SPECS,
 }
 
 ALL_SPECS: list[Spec] = [s for family in FAMILIES.values() for s in family]

@@ -54,6 +54,9 @@ BAD = [
     (lax.polygamma_p, [A((2,)), A((3,))], {}, TypeError, ["(2,)", "(3,)"]),
     (lax.pow_p, [A((2,)), A((2,), "float16")], {}, TypeError, ["float32", "float16"]),
     (lax.integer_pow_p, [A((2,), I32)], {"y": -2}, TypeError, ["-2", "int32"]),
+    # the fused multiply-add: three operands of one float dtype, broadcasting as add does
+    (lax.fma_p, [A((2,)), A((2,)), A((2,), "float64")], {}, TypeError, ["float32", "float64"]),
+    (lax.fma_p, [A((2, 3)), A((3,)), A((2, 3))], {}, TypeError, ["(2, 3)", "(3,)"]),
     (lax.select_n_p, [A((3,), F32), A((3,)), A((3,))], {}, TypeError, ["float32"]),
     (lax.select_n_p, [A((2,), "bool"), A((3,)), A((3,))], {}, TypeError, ["(2,)", "(3,)"]),
     (lax.select_n_p, [A((3,), "bool"), A((3,)), A((3,)), A((3,))], {}, TypeError, ["3"]),
