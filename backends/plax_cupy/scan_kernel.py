@@ -432,7 +432,7 @@ def plan_scan(params: dict) -> ScanKernel:
                   for j, v in enumerate(xs)]
     all_params = params_c + out_params + (["unsigned char* __restrict__ scratch"] if scratch else [])
     src = ["", "struct alignas(16) plax_scan_word { unsigned long long lo, hi; };",
-           "#ifdef PLAX_SIM",
+           "#if defined(PLAX_HOST) || defined(PLAX_SIM)",
            "static inline void plax_prefetch_l2(const void*) {}",
            "#else",
            "__device__ __forceinline__ void plax_prefetch_l2(const void* p) {",

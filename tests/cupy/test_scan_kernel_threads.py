@@ -1,0 +1,280 @@
+"""The persistent scan kernel (``plax_scan``, :mod:`plax_cupy.scan_kernel`) run by a real
+block of threads.
+
+The simulated GPU runs one thread per block, so a missing ``__syncthreads()`` between two of a
+step's phases, a phase reading what another thread of the same phase writes, or a carry
+buffer overwritten while another thread still reads it would pass every simulated test. Here
+each kernel is built for the host as ``test_kernels_rows.py`` builds its row kernels (the
+block's threads as ``std::thread``\\ s, ``__syncthreads()`` a ``std::barrier``, ``__shared__``
+memory shared between them) and run with 32, 64 and 256 threads -- sizes that are not
+multiples of the thread count, so threads own different numbers of elements -- several times
+over (a race shows only in some interleavings), against the NumPy backend's ``scan``.
+
+Bodies: the tanh RNN and its gradient's two scans, a reverse scan with a pytree carry
+(float32, int32, bool) through broadcasts, transposes, reductions, ``dynamic_slice`` and
+``dot_general``, ``xs=None`` on float64 and float16, a batched ``dot_general`` with a
+transpose and a reduction, and a body whose working set lives in the global scratch.
+
+:func:`test_every_phase_is_fenced` audits the generated source itself: a barrier after every
+phase and after the carry's initial copy, and no phase reading a value it writes at another
+element than its own.
+"""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+from test_kernels_rows import _kernels, needs_cxx20
+
+THREADS = (32, 64, 256)
+
+
+def _scans(fn, *args) -> list:
+    """The parameters of every ``scan`` equation of ``fn``'s jaxpr (nested ones too)."""
+    import plax
+    found = []
+
+    def walk(jaxpr):
+        for eqn in jaxpr.eqns:
+            if eqn.primitive.name == "scan":
+                found.append(eqn.params)
+            for p in eqn.params.values():
+                if hasattr(p, "jaxpr"):
+                    walk(p.jaxpr)
+    walk(plax.make_jaxpr(fn)(*args).jaxpr)
+    return found
+
+
+def _operands(params, rng) -> list:
+    """Random operands of the scan equation's avals (consts, initial carry, xs)."""
+    import plax
+    closed = params["jaxpr"]
+    length = int(params["length"])
+    nc, ncarry = int(params["num_consts"]), int(params["num_carry"])
+    out = []
+    for j, v in enumerate(closed.jaxpr.invars):
+        shape = tuple(v.aval.shape) if j < nc + ncarry else (length,) + tuple(v.aval.shape)
+        dtype = np.dtype(v.aval.dtype)
+        if dtype == np.bool_:
+            out.append(rng.integers(0, 2, shape).astype(bool))
+        elif dtype.kind in "iu":
+            out.append(rng.integers(-3, 4, shape).astype(dtype))
+        else:   # (bfloat16 and float16 through float32)
+            out.append((rng.normal(size=shape) * 0.5).astype(np.float32).astype(dtype))
+    del plax
+    return out
+
+
+def _reference(params, operands) -> list:
+    """The scan on the NumPy backend."""
+    import plax
+    from plax import lax
+    fn = plax.jit(lambda *a: lax.scan_p.bind(*a, **params), backend="numpy")
+    return [np.asarray(r) for r in fn(*operands)]
+
+
+def _run_threads(tmp_path, plan, operands, threads) -> list:
+    """``plan``'s kernel on the host with one block of ``threads`` threads; outputs and the
+    scratch prefilled with 7s (an element nobody writes shows)."""
+    run = _kernels(tmp_path, plan.source, preamble=False)["plax_scan"]
+    ins = [np.ascontiguousarray(np.asarray(c)) for c in plan.body_consts]
+    ins += [np.ascontiguousarray(a) for a in operands]
+    for a, dtype in zip(ins, plan.in_dtypes):
+        assert a.dtype == dtype, (a.dtype, dtype)
+    outs = [np.full(s, 7, d) for s, d in zip(plan.out_shapes, plan.out_dtypes)]
+    extra = [np.full(plan.scratch_bytes, 7, np.uint8)] if plan.scratch_bytes else []
+    run(1, threads, *ins, *outs, *extra)
+    return outs
+
+
+def _check(tmp_path, params, rng, repeats, rtol=1e-5, atol=1e-5):
+    """``params``' scan as one kernel: one thread (the simulated GPU's way) against the NumPy
+    backend, then ``repeats`` runs with each block size bit for bit equal to it (each element
+    is one thread's, folded in a fixed order, whatever the block size: any difference is a
+    race). Returns the plan."""
+    from plax_cupy import scan_kernel
+    plan = scan_kernel.plan_scan(params)
+    operands = _operands(params, rng)
+    want = _reference(params, operands)
+    alone = _run_threads(tmp_path, plan, operands, 1)
+    for k, (g, w) in enumerate(zip(alone, want)):
+        assert g.dtype == w.dtype and g.shape == w.shape, (k, g.dtype, w.dtype)
+        if g.dtype.kind in "biu":
+            np.testing.assert_array_equal(g, w, err_msg=f"output {k}")
+        else:   # (sums and contractions fold in another order than NumPy's)
+            np.testing.assert_allclose(g.astype(np.float64), w.astype(np.float64),
+                                       rtol=rtol, atol=atol, err_msg=f"output {k}")
+    for threads in THREADS:
+        for rep in range(repeats):
+            got = _run_threads(tmp_path, plan, operands, threads)
+            for k, (g, a) in enumerate(zip(got, alone)):
+                np.testing.assert_array_equal(g.reshape(-1).view(np.uint8), a.reshape(-1).view(np.uint8),
+                                              err_msg=f"output {k}, {threads} threads, run {rep}")
+    return plan
+
+
+def _rnn(W, h0, xs):
+    import plax.numpy as jnp
+    from plax import lax
+    return lax.scan(lambda c, x: (jnp.tanh(c @ W + x), c), h0, xs)
+
+
+def _rnn_loss(W, h0, xs):
+    h, hs = _rnn(W, h0, xs)
+    return (h * h).sum() + (hs * 0.5).sum()
+
+
+def _rnn_args(hidden=37, steps=9):
+    rng = np.random.default_rng(0)
+    return ((rng.normal(size=(hidden, hidden)) * 0.3).astype(np.float32),
+            rng.normal(size=hidden).astype(np.float32),
+            rng.normal(size=(steps, hidden)).astype(np.float32))
+
+
+@needs_cxx20
+def test_rnn_with_a_block_of_threads(tmp_path):
+    # 37 hidden units: the 32-thread block's first thread owns two elements, the others one;
+    # 64 and 256 threads leave some idle (20 runs each: races are probabilistic)
+    (params,) = _scans(_rnn, *_rnn_args())
+    _check(tmp_path, params, np.random.default_rng(1), repeats=20)
+
+
+@needs_cxx20
+def test_rnn_gradient_scans_with_a_block_of_threads(tmp_path):
+    import plax
+    forward, backward = _scans(plax.grad(_rnn_loss, argnums=(0, 1)), *_rnn_args(hidden=21, steps=7))
+    assert backward["reverse"] and not forward["reverse"]
+    for params in (forward, backward):
+        _check(tmp_path, params, np.random.default_rng(2), repeats=4)
+
+
+def _many(consts, carry, xs):
+    """A reverse scan, a pytree carry (float32 row, int32 counter, bool) and a body of many
+    primitives (broadcast_in_dim, transpose, reductions, rev, dynamic_slice, rem, select_n,
+    iota, slice, dot_general, convert_element_type)."""
+    import plax.numpy as jnp
+    from plax import lax
+    M, table = consts
+
+    def body(c, x):
+        v, n, flag = c
+        m = jnp.broadcast_to(v[:, None], (5, 5)) + M.T
+        r = m.sum(axis=0) / 5.0 + jnp.max(m, axis=1)[::-1] * 0.1
+        w = lax.dynamic_slice(table, (n % 3,), (5,))
+        r = jnp.where(flag, r + w, r - w) + jnp.arange(5, dtype=jnp.float32) * x[0]
+        r = r + (x[1:4] @ M[1:4]).astype(jnp.float32) * 0.01
+        return (jnp.tanh(r), n + x.astype(jnp.int32)[0] + 1, ~flag), (r.sum(), n)
+    return lax.scan(body, carry, xs, reverse=True)
+
+
+def _many_args():
+    rng = np.random.default_rng(3)
+    M = rng.normal(size=(5, 5)).astype(np.float32)
+    table = rng.normal(size=(9,)).astype(np.float32)
+    carry = (rng.normal(size=5).astype(np.float32), np.int32(2), np.bool_(True))
+    xs = (rng.normal(size=(11, 5)) * 2).astype(np.float32)
+    return (M, table), carry, xs
+
+
+def _batched(W, c, xs):
+    """A batched dot_general (batch axis 0) with a transposed operand, a broadcast along a
+    middle axis, reductions over two axes: every index map of the kernel at uneven sizes."""
+    import plax.numpy as jnp
+    from plax import lax
+
+    def body(c, x):                                        # c (3, 7), x (3, 5), W (3, 7, 5)
+        y = jnp.einsum("bk,bjk->bj", x, W)                 # batch, contraction over 5
+        z = jnp.transpose(c + y)[:, :, None] * x[None, :, 1:3].transpose(0, 1, 2)  # (7, 3, 2)
+        s = z.sum(axis=(0, 2))                             # (3,)
+        m = jnp.max(jnp.abs(z), axis=1)                    # (7, 2)
+        new = jnp.tanh(c * 0.5 + s[:, None] * 0.1 - m.sum() * 0.01)
+        return new, (s, m.T)
+    return lax.scan(body, c, xs)
+
+
+@needs_cxx20
+def test_reverse_pytree_carry_and_index_maps_with_a_block_of_threads(tmp_path):
+    (many,) = _scans(_many, *_many_args())
+    plan = _check(tmp_path, many, np.random.default_rng(4), repeats=4)
+    assert {"broadcast_in_dim", "transpose", "dynamic_slice", "dot_general", "reduce_max",
+            "rev"} <= set(plan.primitives)
+    rng = np.random.default_rng(5)
+    args = (rng.normal(size=(3, 7, 5)).astype(np.float32), rng.normal(size=(3, 7)).astype(np.float32),
+            rng.normal(size=(6, 3, 5)).astype(np.float32))
+    (batched,) = _scans(_batched, *args)
+    plan = _check(tmp_path, batched, np.random.default_rng(6), repeats=4)
+    assert {"dot_general", "transpose", "broadcast_in_dim", "reduce_sum", "reduce_max"} <= set(plan.primitives)
+
+
+@needs_cxx20
+@pytest.mark.parametrize("dtype", ["float64", "float16"])
+def test_xs_none_with_a_block_of_threads(tmp_path, dtype):
+    import plax
+    from plax import lax
+
+    def f(c):
+        return lax.scan(lambda c, _: (plax.numpy.tanh(c[::-1] * 0.75 + 0.5), c.sum()), c, None,
+                        length=7)
+    with plax.config.override("jax_enable_x64", True):   # (float64 kept as it is)
+        (params,) = _scans(f, np.ones(45, plax.numpy.dtype(dtype)))
+        assert params["jaxpr"].jaxpr.invars[0].aval.dtype == plax.numpy.dtype(dtype)
+        tol = 1e-12 if dtype == "float64" else 1e-2   # (float16: rounded after each operation)
+        _check(tmp_path, params, np.random.default_rng(7), repeats=4, rtol=tol, atol=tol)
+
+
+@needs_cxx20
+def test_working_set_in_the_global_scratch_with_a_block_of_threads(tmp_path):
+    import plax.numpy as jnp
+    from plax import lax
+    from plax_cupy import scan_kernel
+
+    def f(c, xs):   # c (13, 101): every value 5 KiB, a dozen of them, the carry twice
+        def body(c, x):
+            a = jnp.transpose(c)[::-1]                     # (101, 13), a transpose and a rev
+            b = jnp.tanh(a * 0.5 + x[:, None])             # x (101,) broadcast
+            d = jnp.exp(-b * b) + jnp.sin(a)
+            e = jnp.transpose(d + b)[:, ::-1] + c * 0.25
+            return e / (1.0 + jnp.abs(e).max(axis=1, keepdims=True)), e.sum(axis=0)
+        return lax.scan(body, c, xs)
+    rng = np.random.default_rng(8)
+    (params,) = _scans(f, rng.normal(size=(13, 101)).astype(np.float32),
+                       rng.normal(size=(5, 101)).astype(np.float32))
+    plan = _check(tmp_path, params, rng, repeats=3)
+    assert plan.scratch_bytes > scan_kernel.SHARED_BYTES
+
+
+def _phases(source: str) -> list[tuple[str, str]]:
+    """The step loop's phases as (code, what follows up to the next phase)."""
+    step = source[source.index("for (long long s = 0;"):]
+    parts = re.split(r"\n    \{\n", step)[1:]
+    return [(p[:p.index("\n    }\n")], p[p.index("\n    }\n"):]) for p in parts]
+
+
+def test_every_phase_is_fenced():
+    """The audit, on the generated source: every phase (including the last one, which stores
+    ys[t] and the next carry) is followed by a barrier before the next phase or the next step;
+    the carry's initial copy by one before the loop; a phase writes only element ``i`` of its
+    values and reads a value it writes only at ``i`` (the thread's own element); the step
+    reads carry buffer ``s & 1`` and writes ``(s + 1) & 1``."""
+    import plax
+    from plax_cupy import scan_kernel
+    bodies = (_scans(_rnn, *_rnn_args()) + _scans(plax.grad(_rnn_loss), *_rnn_args())
+              + _scans(_many, *_many_args()))
+    for params in bodies:
+        plan = scan_kernel.plan_scan(params)
+        src = plan.source
+        phases = _phases(src)
+        assert len(phases) == plan.phases > 0
+        for code, after in phases:
+            assert after.lstrip("\n }").startswith("__syncthreads();"), after[:80]
+            written = set(re.findall(r"(\w+)\[[^\]]*\] = ", code))
+            assert written, code
+            for name in written - {n for n in written if n.startswith("ys")}:   # ys[t * n + i]
+                for index in re.findall(rf"\b{name}\[([^\]]*)\]", code):
+                    assert index == "i", (name, index, code)
+        init = src[src.index("cb0[i] = init0[i];"):src.index("for (long long s = 0;")]
+        assert "__syncthreads();" in init
+        assert re.search(r"c0 = cb0 \+ \(s & 1\) \* \d+;", src)
+        assert re.search(r"cn0 = cb0 \+ \(\(s \+ 1\) & 1\) \* \d+;", src)
