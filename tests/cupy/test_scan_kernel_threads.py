@@ -138,7 +138,9 @@ def test_rnn_with_a_block_of_threads(tmp_path):
     # 37 hidden units: the 32-thread block's first thread owns two elements, the others one;
     # 64 and 256 threads leave some idle (20 runs each: races are probabilistic)
     (params,) = _scans(_rnn, *_rnn_args())
-    _check(tmp_path, params, np.random.default_rng(1), repeats=20)
+    plan = _check(tmp_path, params, np.random.default_rng(1), repeats=20)
+    # W (constant across steps) is staged in shared memory once, before the loop
+    assert re.search(r"ks0\[i\] = k0\[", plan.source) and "* (float)ks0[" in plan.source
 
 
 @needs_cxx20
@@ -146,6 +148,11 @@ def test_rnn_gradient_scans_with_a_block_of_threads(tmp_path):
     import plax
     forward, backward = _scans(plax.grad(_rnn_loss, argnums=(0, 1)), *_rnn_args(hidden=21, steps=7))
     assert backward["reverse"] and not forward["reverse"]
+    from plax_cupy import scan_kernel
+    # the reverse scan reads W transposed: staged transposed (the output's axis, consecutive
+    # threads, walks the copy's last axis: no shared-memory bank conflicts)
+    back = scan_kernel.plan_scan(backward).source
+    assert "ks0[i] = k0[((i / 21) % 21) * 1 + ((i / 1) % 21) * 21];" in back, back
     for params in (forward, backward):
         _check(tmp_path, params, np.random.default_rng(2), repeats=4)
 
@@ -230,19 +237,21 @@ def test_working_set_in_the_global_scratch_with_a_block_of_threads(tmp_path):
     from plax import lax
     from plax_cupy import scan_kernel
 
-    def f(c, xs):   # c (13, 101): every value 5 KiB, a dozen of them, the carry twice
+    def f(P, c, xs):   # c (13, 101): every value 5 KiB, a dozen of them, the carry twice
         def body(c, x):
-            a = jnp.transpose(c)[::-1]                     # (101, 13), a transpose and a rev
+            a = jnp.transpose(c @ P)[::-1]                 # (101, 13), a transpose and a rev
             b = jnp.tanh(a * 0.5 + x[:, None])             # x (101,) broadcast
             d = jnp.exp(-b * b) + jnp.sin(a)
             e = jnp.transpose(d + b)[:, ::-1] + c * 0.25
             return e / (1.0 + jnp.abs(e).max(axis=1, keepdims=True)), e.sum(axis=0)
         return lax.scan(body, c, xs)
     rng = np.random.default_rng(8)
-    (params,) = _scans(f, rng.normal(size=(13, 101)).astype(np.float32),
+    (params,) = _scans(f, (rng.normal(size=(101, 101)) * 0.1).astype(np.float32),
+                       rng.normal(size=(13, 101)).astype(np.float32),
                        rng.normal(size=(5, 101)).astype(np.float32))
     plan = _check(tmp_path, params, rng, repeats=3)
     assert plan.scratch_bytes > scan_kernel.SHARED_BYTES
+    assert "ks0" not in plan.source and "* (float)k0[" in plan.source   # P read in place
 
 
 def _phases(source: str) -> list[tuple[str, str]]:
