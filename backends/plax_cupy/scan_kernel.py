@@ -11,8 +11,10 @@ block:
   ``s`` reads buffer ``s & 1`` and writes the other), so a step's outputs never overwrite what
   the step still reads;
 * each step runs the body's equations as block-wide **phases** -- ``for (i = tid; i < n; i +=
-  blockDim.x)`` over a phase's output elements, ``__syncthreads()`` between phases. Consecutive
-  elementwise equations of one shape share a phase (a thread reads only the elements it wrote);
+  blockDim.x)`` over a phase's output elements, a ``__syncthreads()`` before a phase that reads
+  an element another thread wrote since the last one (:meth:`_Body.phase`) and at the end of
+  each step. Consecutive elementwise equations of one shape share a phase (a thread reads only
+  the elements it wrote);
   ``reshape``/``squeeze``/``expand_dims`` are aliases (no phase); ``broadcast_in_dim``,
   ``transpose``, ``rev``, ``slice`` and ``dynamic_slice`` read through an index map;
   ``dot_general`` is a thread per output element looping over the contraction; a reduction a
@@ -78,11 +80,13 @@ class ScanKernel(codegen.ClusterKernel):
       n_inputs: array inputs in order (body constants, scan consts, initial carry, xs).
       out_shapes, out_dtypes: the scan's outputs (final carry, then stacked ys).
       scratch_bytes: the global scratch it needs (0: the working set is in shared memory).
+      phases, barriers: a step's block-wide loops and ``__syncthreads()``.
       primitives, shape: for :func:`plax_cupy.codegen.describe`.
     """
 
     def __repr__(self) -> str:
-        return f"ScanKernel(length={self.shape[0]}, block={self.block}, phases={self.phases})"
+        return (f"ScanKernel(length={self.shape[0]}, block={self.block}, phases={self.phases}, "
+                f"barriers={self.barriers})")
 
 
 _strides = codegen._strides  # (C order)
@@ -112,6 +116,8 @@ class _Body:
         self.work = 0
         self.consts: dict = {}      # id(var) -> j of the kernel parameter k{j} (constant in steps)
         self.staged: list = []      # (var, j, perm, marker, staged read, direct read) per operand
+        self.dirty: set = set()     # arrays written since the last barrier
+        self.barriers = 0           # in a step
 
     def slot(self, var, name: str, copies: int = 1) -> str:
         """Places ``var`` in the working set (``copies`` times, one after the other)."""
@@ -136,7 +142,14 @@ class _Body:
                          atom.aval.dtype)
 
     def phase(self, n: int, body: list[str], head: list[str] = ()) -> None:
-        """One block-wide loop over ``n`` elements, then a barrier."""
+        """One block-wide loop over ``n`` elements, after a barrier where it reads an element
+        another thread may have written since the last barrier.
+
+        Element ``i`` of every phase is thread ``i % blockDim.x``'s, so a phase reading only
+        element ``i`` of the values written since the last barrier reads what its own thread
+        wrote: no barrier. Each value is written once a step (its own slot), so a phase never
+        overwrites what an earlier phase of the step reads; the end of the step
+        (:meth:`barrier`) separates one step's reads from the next step's writes."""
         self.phases += 1
         self.widest = max(self.widest, n)
         # index variables nothing reads would be NVRTC warnings
@@ -144,9 +157,20 @@ class _Body:
         text += "".join(staged + direct for *_, marker, staged, direct in self.staged if marker in text)
         body = [b for b in body if not (b.startswith("const int q") and len(
             re.findall(rf"\b{b.split()[2]}\b", text)) == 1)]
+        reads = "\n".join([text, *head])
+        if any(index != "i" for name in self.dirty
+               for index in re.findall(rf"\b{name}\[([^\]]*)\]", reads)):
+            self.barrier()
         self.lines += ["    {", *["      " + h for h in head],
                        f"      for (int i = threadIdx.x; i < {n}; i += blockDim.x) {{",
-                       *["        " + b for b in body], "      }", "    }", "    __syncthreads();"]
+                       *["        " + b for b in body], "      }", "    }"]
+        self.dirty |= set(re.findall(r"\b(\w+)\[i\] = ", text))
+
+    def barrier(self) -> None:
+        """``__syncthreads()``: every thread's writes so far visible to every other."""
+        self.lines.append("    __syncthreads();")
+        self.barriers += 1
+        self.dirty.clear()
 
 
 def _staged_read(body: _Body, var, axis_of_last, terms_of) -> str:
@@ -477,6 +501,7 @@ def plan_scan(params: dict) -> ScanKernel:
     widest = max([math.prod(v.aval.shape) for v in outs] + [1])
     if copy:
         body.phase(widest, copy)
+    body.barrier()   # the end of the step: the next one reads the carry at any element
 
     staging = _place_staged(body)
     work_bytes = body.offset
@@ -542,7 +567,7 @@ def plan_scan(params: dict) -> ScanKernel:
     return ScanKernel(source=codegen.PREAMBLE + helpers + text, entry=("plax_scan",), block=block,
                       n_consts=len(jaxpr.constvars), out_shapes=out_shapes, out_dtypes=out_dtypes,
                       scratch_bytes=scratch, primitives=["scan"] + [e.primitive.name for e in eqns],
-                      shape=(length,), phases=body.phases, in_dtypes=[np.dtype(v.aval.dtype) for v in inputs],
+                      shape=(length,), phases=body.phases, barriers=body.barriers, in_dtypes=[np.dtype(v.aval.dtype) for v in inputs],
                       body_consts=list(closed.consts))
 
 

@@ -254,36 +254,51 @@ def test_working_set_in_the_global_scratch_with_a_block_of_threads(tmp_path):
     assert "ks0" not in plan.source and "* (float)k0[" in plan.source   # P read in place
 
 
-def _phases(source: str) -> list[tuple[str, str]]:
-    """The step loop's phases as (code, what follows up to the next phase)."""
+def _step_code(source: str) -> str:
+    """The body of the step loop."""
     step = source[source.index("for (long long s = 0;"):]
-    parts = re.split(r"\n    \{\n", step)[1:]
-    return [(p[:p.index("\n    }\n")], p[p.index("\n    }\n"):]) for p in parts]
+    return step[:step.index("\n  }\n")]
 
 
 def test_every_phase_is_fenced():
-    """The audit, on the generated source: every phase (including the last one, which stores
-    ys[t] and the next carry) is followed by a barrier before the next phase or the next step;
-    the carry's initial copy by one before the loop; a phase writes only element ``i`` of its
-    values and reads a value it writes only at ``i`` (the thread's own element); the step
-    reads carry buffer ``s & 1`` and writes ``(s + 1) & 1``."""
+    """The audit, on the generated source (independently of how the generator decides): walking
+    a step's phases and barriers in order, no phase reads an element other than ``i`` (another
+    thread's: element ``i`` of every phase is thread ``i % blockDim.x``'s) of an array some
+    phase wrote since the last barrier; phases write only element ``i`` of their arrays (and
+    ``ys[t * n + i]``); the step ends with a barrier (the next step reads the carry at any
+    element, and rewrites the slots this one read); the carry's initial copy and the staged
+    constants are fenced before the loop; the step reads carry buffer ``s & 1`` and writes
+    ``(s + 1) & 1``. The RNN needs one barrier a step (its phases read their own elements)."""
     import plax
     from plax_cupy import scan_kernel
+    rng = np.random.default_rng(5)
     bodies = (_scans(_rnn, *_rnn_args()) + _scans(plax.grad(_rnn_loss), *_rnn_args())
-              + _scans(_many, *_many_args()))
+              + _scans(_many, *_many_args())
+              + _scans(_batched, *(rng.normal(size=s).astype(np.float32) for s in ((3, 7, 5), (3, 7), (6, 3, 5)))))
     for params in bodies:
         plan = scan_kernel.plan_scan(params)
-        src = plan.source
-        phases = _phases(src)
-        assert len(phases) == plan.phases > 0
-        for code, after in phases:
-            assert after.lstrip("\n }").startswith("__syncthreads();"), after[:80]
-            written = set(re.findall(r"(\w+)\[[^\]]*\] = ", code))
-            assert written, code
-            for name in written - {n for n in written if n.startswith("ys")}:   # ys[t * n + i]
-                for index in re.findall(rf"\b{name}\[([^\]]*)\]", code):
-                    assert index == "i", (name, index, code)
-        init = src[src.index("cb0[i] = init0[i];"):src.index("for (long long s = 0;")]
-        assert "__syncthreads();" in init
-        assert re.search(r"c0 = cb0 \+ \(s & 1\) \* \d+;", src)
-        assert re.search(r"cn0 = cb0 \+ \(\(s \+ 1\) & 1\) \* \d+;", src)
+        code = _step_code(plan.source)
+        assert code.rstrip().endswith("__syncthreads();"), code[-200:]
+        dirty: set = set()
+        phases = barriers = 0
+        for piece in re.split(r"(__syncthreads\(\);)", code):
+            if piece == "__syncthreads();":
+                dirty.clear()
+                barriers += 1
+                continue
+            for phase in re.split(r"\n    \{\n", piece)[1:]:
+                phases += 1
+                writes = re.findall(r"\b(\w+)\[([^\]]*)\] = ", phase)
+                for name, index in writes:
+                    assert index == "i" or (name.startswith("ys") and index.endswith("LL + i")), phase
+                for name in dirty:
+                    for index in re.findall(rf"\b{name}\[([^\]]*)\]", phase):
+                        assert index == "i", f"{name}[{index}] read unfenced:\n{phase}"
+                dirty |= {name for name, _ in writes}
+        assert (phases, barriers) == (plan.phases, plan.barriers) and phases > 0
+        before = plan.source[plan.source.index("cb0[i] = init0[i];"):plan.source.index("for (long long s = 0;")]
+        assert "__syncthreads();" in before
+        assert re.search(r"c0 = cb0 \+ \(s & 1\) \* \d+;", plan.source)
+        assert re.search(r"cn0 = cb0 \+ \(\(s \+ 1\) & 1\) \* \d+;", plan.source)
+    rnn = scan_kernel.plan_scan(bodies[0])
+    assert (rnn.phases, rnn.barriers) == (3, 1)
