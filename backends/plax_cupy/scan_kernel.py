@@ -17,9 +17,10 @@ block:
   the elements it wrote);
   ``reshape``/``squeeze``/``expand_dims`` are aliases (no phase); ``broadcast_in_dim``,
   ``transpose``, ``rev``, ``slice`` and ``dynamic_slice`` read through an index map;
-  ``dot_general`` is a thread per output element looping over the contraction; a reduction a
-  thread per output element; calls (``jit``: ``jnp.where``, ``remainder``) are spliced in
-  first;
+  ``dot_general`` is a thread per output element looping over the contraction (an operand
+  constant across steps, such as an RNN's weights, staged in shared memory once before the
+  loop where it fits: :func:`_place_staged`); a reduction a thread per output element; calls
+  (``jit``: ``jnp.where``, ``remainder``) are spliced in first;
 * ``xs[t]`` is read in place and ``ys[t]`` written into the stacked outputs; ``reverse`` and
   ``length`` are baked into the source.
 
