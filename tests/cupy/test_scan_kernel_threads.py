@@ -8,16 +8,21 @@ each kernel is built for the host as ``test_kernels_rows.py`` builds its row ker
 block's threads as ``std::thread``\\ s, ``__syncthreads()`` a ``std::barrier``, ``__shared__``
 memory shared between them) and run with 32, 64 and 256 threads -- sizes that are not
 multiples of the thread count, so threads own different numbers of elements -- several times
-over (a race shows only in some interleavings), against the NumPy backend's ``scan``.
+over (a race shows only in some interleavings). Each output element is one thread's, folded in
+a fixed order whatever the block size, so every run must equal the one-thread run bit for bit;
+the one-thread run is checked against the NumPy backend's ``scan`` (within rounding).
 
-Bodies: the tanh RNN and its gradient's two scans, a reverse scan with a pytree carry
-(float32, int32, bool) through broadcasts, transposes, reductions, ``dynamic_slice`` and
-``dot_general``, ``xs=None`` on float64 and float16, a batched ``dot_general`` with a
-transpose and a reduction, and a body whose working set lives in the global scratch.
+Bodies: the tanh RNN (its ``W`` staged in shared memory) and its gradient's two scans (``W``
+staged transposed), a reverse scan with a pytree carry (float32, int32, bool) through
+broadcasts, transposes, reductions, ``dynamic_slice`` and ``dot_general``, ``xs=None`` on
+float64 and float16, a batched ``dot_general`` with a transpose and reductions, and a body
+whose working set lives in the global scratch.
 
-:func:`test_every_phase_is_fenced` audits the generated source itself: a barrier after every
-phase and after the carry's initial copy, and no phase reading a value it writes at another
-element than its own.
+:func:`test_every_phase_is_fenced` audits the generated source itself, walking a step's phases
+and barriers: no phase reads another thread's element of an array written since the last
+barrier, and the step, the carry's initial copy and the staged constants end with a barrier.
+
+Cost: one g++ build (``-O0``) per body, about 1 s each; the file takes about 6-8 CPU-seconds.
 """
 from __future__ import annotations
 
@@ -27,29 +32,13 @@ import numpy as np
 import pytest
 
 from test_kernels_rows import _kernels, needs_cxx20
+from test_simulated_scan_kernel import _many, _many_args, _rnn, _rnn_loss, _scans
 
 THREADS = (32, 64, 256)
 
 
-def _scans(fn, *args) -> list:
-    """The parameters of every ``scan`` equation of ``fn``'s jaxpr (nested ones too)."""
-    import plax
-    found = []
-
-    def walk(jaxpr):
-        for eqn in jaxpr.eqns:
-            if eqn.primitive.name == "scan":
-                found.append(eqn.params)
-            for p in eqn.params.values():
-                if hasattr(p, "jaxpr"):
-                    walk(p.jaxpr)
-    walk(plax.make_jaxpr(fn)(*args).jaxpr)
-    return found
-
-
 def _operands(params, rng) -> list:
     """Random operands of the scan equation's avals (consts, initial carry, xs)."""
-    import plax
     closed = params["jaxpr"]
     length = int(params["length"])
     nc, ncarry = int(params["num_consts"]), int(params["num_carry"])
@@ -63,7 +52,6 @@ def _operands(params, rng) -> list:
             out.append(rng.integers(-3, 4, shape).astype(dtype))
         else:   # (bfloat16 and float16 through float32)
             out.append((rng.normal(size=shape) * 0.5).astype(np.float32).astype(dtype))
-    del plax
     return out
 
 
@@ -115,17 +103,6 @@ def _check(tmp_path, params, rng, repeats, rtol=1e-5, atol=1e-5):
     return plan
 
 
-def _rnn(W, h0, xs):
-    import plax.numpy as jnp
-    from plax import lax
-    return lax.scan(lambda c, x: (jnp.tanh(c @ W + x), c), h0, xs)
-
-
-def _rnn_loss(W, h0, xs):
-    h, hs = _rnn(W, h0, xs)
-    return (h * h).sum() + (hs * 0.5).sum()
-
-
 def _rnn_args(hidden=37, steps=9):
     rng = np.random.default_rng(0)
     return ((rng.normal(size=(hidden, hidden)) * 0.3).astype(np.float32),
@@ -157,34 +134,6 @@ def test_rnn_gradient_scans_with_a_block_of_threads(tmp_path):
         _check(tmp_path, params, np.random.default_rng(2), repeats=4)
 
 
-def _many(consts, carry, xs):
-    """A reverse scan, a pytree carry (float32 row, int32 counter, bool) and a body of many
-    primitives (broadcast_in_dim, transpose, reductions, rev, dynamic_slice, rem, select_n,
-    iota, slice, dot_general, convert_element_type)."""
-    import plax.numpy as jnp
-    from plax import lax
-    M, table = consts
-
-    def body(c, x):
-        v, n, flag = c
-        m = jnp.broadcast_to(v[:, None], (5, 5)) + M.T
-        r = m.sum(axis=0) / 5.0 + jnp.max(m, axis=1)[::-1] * 0.1
-        w = lax.dynamic_slice(table, (n % 3,), (5,))
-        r = jnp.where(flag, r + w, r - w) + jnp.arange(5, dtype=jnp.float32) * x[0]
-        r = r + (x[1:4] @ M[1:4]).astype(jnp.float32) * 0.01
-        return (jnp.tanh(r), n + x.astype(jnp.int32)[0] + 1, ~flag), (r.sum(), n)
-    return lax.scan(body, carry, xs, reverse=True)
-
-
-def _many_args():
-    rng = np.random.default_rng(3)
-    M = rng.normal(size=(5, 5)).astype(np.float32)
-    table = rng.normal(size=(9,)).astype(np.float32)
-    carry = (rng.normal(size=5).astype(np.float32), np.int32(2), np.bool_(True))
-    xs = (rng.normal(size=(11, 5)) * 2).astype(np.float32)
-    return (M, table), carry, xs
-
-
 def _batched(W, c, xs):
     """A batched dot_general (batch axis 0) with a transposed operand, a broadcast along a
     middle axis, reductions over two axes: every index map of the kernel at uneven sizes."""
@@ -203,7 +152,7 @@ def _batched(W, c, xs):
 
 @needs_cxx20
 def test_reverse_pytree_carry_and_index_maps_with_a_block_of_threads(tmp_path):
-    (many,) = _scans(_many, *_many_args())
+    (many,) = _scans(_many, *_many_args(k=5, steps=11, seed=3))
     plan = _check(tmp_path, many, np.random.default_rng(4), repeats=4)
     assert {"broadcast_in_dim", "transpose", "dynamic_slice", "dot_general", "reduce_max",
             "rev"} <= set(plan.primitives)
@@ -273,7 +222,7 @@ def test_every_phase_is_fenced():
     from plax_cupy import scan_kernel
     rng = np.random.default_rng(5)
     bodies = (_scans(_rnn, *_rnn_args()) + _scans(plax.grad(_rnn_loss), *_rnn_args())
-              + _scans(_many, *_many_args())
+              + _scans(_many, *_many_args(k=5, steps=11, seed=3))
               + _scans(_batched, *(rng.normal(size=s).astype(np.float32) for s in ((3, 7, 5), (3, 7), (6, 3, 5)))))
     for params in bodies:
         plan = scan_kernel.plan_scan(params)
