@@ -21,6 +21,7 @@ whose working set lives in the global scratch.
 :func:`test_every_phase_is_fenced` audits the generated source itself, walking a step's phases
 and barriers: no phase reads another thread's element of an array written since the last
 barrier, and the step, the carry's initial copy and the staged constants end with a barrier.
+With NVRTC, the same bodies' sources (staged constants included) compile with its checks.
 
 Cost: one g++ build (``-O0``) per body, about 1 s each; the file takes about 6-8 CPU-seconds.
 """
@@ -31,6 +32,7 @@ import re
 import numpy as np
 import pytest
 
+from gpu_env import requires_nvrtc
 from test_kernels_rows import _kernels, needs_cxx20
 from test_simulated_scan_kernel import _many, _many_args, _rnn, _rnn_loss, _scans
 
@@ -209,6 +211,25 @@ def _step_code(source: str) -> str:
     return step[:step.index("\n  }\n")]
 
 
+def _bodies() -> list:
+    """The scans of this file's bodies (the RNN's forward and gradient scans with ``W``
+    staged, straight and transposed; many primitives; the batched contraction)."""
+    import plax
+    rng = np.random.default_rng(5)
+    return (_scans(_rnn, *_rnn_args()) + _scans(plax.grad(_rnn_loss), *_rnn_args())
+            + _scans(_many, *_many_args(k=5, steps=11, seed=3))
+            + _scans(_batched, *(rng.normal(size=s).astype(np.float32)
+                                 for s in ((3, 7, 5), (3, 7), (6, 3, 5)))))
+
+
+@requires_nvrtc
+def test_staged_sources_compile_with_nvrtc():
+    from plax_cupy import nvrtc, scan_kernel
+    for params in _bodies():
+        nvrtc.compile_ptx(scan_kernel.plan_scan(params).source, "scan.cu",
+                          options=nvrtc.NVRTC_CHECK_OPTIONS)
+
+
 def test_every_phase_is_fenced():
     """The audit, on the generated source (independently of how the generator decides): walking
     a step's phases and barriers in order, no phase reads an element other than ``i`` (another
@@ -218,12 +239,8 @@ def test_every_phase_is_fenced():
     element, and rewrites the slots this one read); the carry's initial copy and the staged
     constants are fenced before the loop; the step reads carry buffer ``s & 1`` and writes
     ``(s + 1) & 1``. The RNN needs one barrier a step (its phases read their own elements)."""
-    import plax
     from plax_cupy import scan_kernel
-    rng = np.random.default_rng(5)
-    bodies = (_scans(_rnn, *_rnn_args()) + _scans(plax.grad(_rnn_loss), *_rnn_args())
-              + _scans(_many, *_many_args(k=5, steps=11, seed=3))
-              + _scans(_batched, *(rng.normal(size=s).astype(np.float32) for s in ((3, 7, 5), (3, 7), (6, 3, 5)))))
+    bodies = _bodies()
     for params in bodies:
         plan = scan_kernel.plan_scan(params)
         code = _step_code(plan.source)
