@@ -11,13 +11,16 @@ block:
   ``s`` reads buffer ``s & 1`` and writes the other), so a step's outputs never overwrite what
   the step still reads;
 * each step runs the body's equations as block-wide **phases** -- ``for (i = tid; i < n; i +=
-  blockDim.x)`` over a phase's output elements, ``__syncthreads()`` between phases. Consecutive
-  elementwise equations of one shape share a phase (a thread reads only the elements it wrote);
+  blockDim.x)`` over a phase's output elements, a ``__syncthreads()`` before a phase that reads
+  an element another thread wrote since the last one (:meth:`_Body.phase`) and at the end of
+  each step. Consecutive elementwise equations of one shape share a phase (a thread reads only
+  the elements it wrote);
   ``reshape``/``squeeze``/``expand_dims`` are aliases (no phase); ``broadcast_in_dim``,
   ``transpose``, ``rev``, ``slice`` and ``dynamic_slice`` read through an index map;
-  ``dot_general`` is a thread per output element looping over the contraction; a reduction a
-  thread per output element; calls (``jit``: ``jnp.where``, ``remainder``) are spliced in
-  first;
+  ``dot_general`` is a thread per output element looping over the contraction (an operand
+  constant across steps, such as an RNN's weights, staged in shared memory once before the
+  loop where it fits: :func:`_place_staged`); a reduction a thread per output element; calls
+  (``jit``: ``jnp.where``, ``remainder``) are spliced in first;
 * ``xs[t]`` is read in place and ``ys[t]`` written into the stacked outputs; ``reverse`` and
   ``length`` are baked into the source.
 
@@ -78,11 +81,13 @@ class ScanKernel(codegen.ClusterKernel):
       n_inputs: array inputs in order (body constants, scan consts, initial carry, xs).
       out_shapes, out_dtypes: the scan's outputs (final carry, then stacked ys).
       scratch_bytes: the global scratch it needs (0: the working set is in shared memory).
+      phases, barriers: a step's block-wide loops and ``__syncthreads()``.
       primitives, shape: for :func:`plax_cupy.codegen.describe`.
     """
 
     def __repr__(self) -> str:
-        return f"ScanKernel(length={self.shape[0]}, block={self.block}, phases={self.phases})"
+        return (f"ScanKernel(length={self.shape[0]}, block={self.block}, phases={self.phases}, "
+                f"barriers={self.barriers})")
 
 
 _strides = codegen._strides  # (C order)
@@ -110,6 +115,10 @@ class _Body:
         self.phases = 0
         self.widest = 1
         self.work = 0
+        self.consts: dict = {}      # id(var) -> j of the kernel parameter k{j} (constant in steps)
+        self.staged: list = []      # (var, j, perm, marker, staged read, direct read) per operand
+        self.dirty: set = set()     # arrays written since the last barrier
+        self.barriers = 0           # in a step
 
     def slot(self, var, name: str, copies: int = 1) -> str:
         """Places ``var`` in the working set (``copies`` times, one after the other)."""
@@ -134,16 +143,86 @@ class _Body:
                          atom.aval.dtype)
 
     def phase(self, n: int, body: list[str], head: list[str] = ()) -> None:
-        """One block-wide loop over ``n`` elements, then a barrier."""
+        """One block-wide loop over ``n`` elements, after a barrier where it reads an element
+        another thread may have written since the last barrier.
+
+        Element ``i`` of every phase is thread ``i % blockDim.x``'s, so a phase reading only
+        element ``i`` of the values written since the last barrier reads what its own thread
+        wrote: no barrier. Each value is written once a step (its own slot), so a phase never
+        overwrites what an earlier phase of the step reads; the end of the step
+        (:meth:`barrier`) separates one step's reads from the next step's writes."""
         self.phases += 1
         self.widest = max(self.widest, n)
         # index variables nothing reads would be NVRTC warnings
         text = "\n".join(body)
+        text += "".join(staged + direct for *_, marker, staged, direct in self.staged if marker in text)
         body = [b for b in body if not (b.startswith("const int q") and len(
             re.findall(rf"\b{b.split()[2]}\b", text)) == 1)]
+        reads = "\n".join([text, *head])
+        if any(index != "i" for name in self.dirty
+               for index in re.findall(rf"\b{name}\[([^\]]*)\]", reads)):
+            self.barrier()
         self.lines += ["    {", *["      " + h for h in head],
                        f"      for (int i = threadIdx.x; i < {n}; i += blockDim.x) {{",
-                       *["        " + b for b in body], "      }", "    }", "    __syncthreads();"]
+                       *["        " + b for b in body], "      }", "    }"]
+        self.dirty |= set(re.findall(r"\b(\w+)\[i\] = ", text))
+
+    def barrier(self) -> None:
+        """``__syncthreads()``: every thread's writes so far visible to every other."""
+        self.lines.append("    __syncthreads();")
+        self.barriers += 1
+        self.dirty.clear()
+
+
+def _staged_read(body: _Body, var, axis_of_last, terms_of) -> str:
+    """The read of constant ``var`` by a ``dot_general`` phase, left as a marker that
+    :func:`_place_staged` replaces: from a copy staged in shared memory before the loop where
+    it fits (its axis ``axis_of_last`` -- the one the output's last axis, consecutive threads,
+    walks -- moved last, so a warp reads consecutive words: no bank conflicts), else from
+    global memory. ``terms_of(strides)``: the flat index of the element read, given the strides
+    of ``var``'s axes."""
+    shape = tuple(var.aval.shape)
+    rank = len(shape)
+    perm = list(range(rank))
+    if axis_of_last is not None:
+        perm = [d for d in perm if d != axis_of_last] + [axis_of_last]
+    pst = _strides([shape[d] for d in perm])
+    staged_strides = [pst[perm.index(d)] for d in range(rank)]
+    j = body.consts[id(var)]
+    marker = f"@plax_staged{len(body.staged)}@"
+    staged = load_expr(f"ks{len(body.staged)}[{_offset(terms_of(staged_strides))}]", var.aval.dtype)
+    direct = body.read(var, _offset(terms_of(_strides(shape))))
+    body.staged.append((var, j, perm, marker, staged, direct))
+    return marker
+
+
+def _place_staged(body: _Body) -> list[str]:
+    """Stages the constant operands of the body's contractions in shared memory (after the
+    working set, while the total stays within :data:`SHARED_BYTES`; none where the working set
+    is in the global scratch): their declarations, and the lines that copy them before the
+    loop. Replaces every marker of :func:`_staged_read` in ``body.lines``."""
+    copies: list[str] = []
+    chosen: dict = {}
+    for n, (var, j, perm, marker, staged, direct) in enumerate(body.staged):
+        shape = tuple(var.aval.shape)
+        size = max(math.prod(shape), 1)
+        dtype = np.dtype(var.aval.dtype)
+        at = (body.offset + 15) // 16 * 16
+        if body.offset > SHARED_BYTES or at + size * dtype.itemsize > SHARED_BYTES:
+            chosen[marker] = direct
+            continue
+        body.offset = at + size * dtype.itemsize
+        t = ctype(dtype)
+        body.decls.append(f"{t}* const ks{n} = ({t}*)(plax_work + {at});")
+        pshape = [shape[d] for d in perm]
+        pst, st = _strides(pshape), _strides(shape)
+        src_at = _offset([f"((i / {pst[k]}) % {pshape[k]}) * {st[d]}" for k, d in enumerate(perm)])
+        copies.append(f"  for (int i = threadIdx.x; i < {size}; i += blockDim.x) ks{n}[i] = k{j}[{src_at}];")
+        chosen[marker] = staged
+    if chosen:
+        pattern = re.compile("|".join(re.escape(m) for m in chosen))
+        body.lines = [pattern.sub(lambda m: chosen[m.group(0)], line) for line in body.lines]
+    return copies
 
 
 def _index(shape, var: str = "q") -> list[str]:
@@ -284,24 +363,30 @@ def _dot(body: _Body, eqn) -> None:
     rf = [d for d in range(len(rs)) if d not in rc and d not in rb]
     shape = tuple(out.aval.shape)
     lst, rst = _strides(ls), _strides(rs)
-    # output axes: batch, lhs free, rhs free
-    lterms = [f"q{j} * {lst[d]}" for j, d in enumerate(lb)]
-    rterms = [f"q{j} * {rst[d]}" for j, d in enumerate(rb)]
-    lterms += [f"q{len(lb) + j} * {lst[d]}" for j, d in enumerate(lf)]
-    rterms += [f"q{len(lb) + len(lf) + j} * {rst[d]}" for j, d in enumerate(rf)]
     csizes = [ls[d] for d in lc]
     cst = _strides(csizes)
-    lterms += [f"((c / {cst[j]}) % {csizes[j]}) * {lst[d]}" for j, d in enumerate(lc)]
-    rterms += [f"((c / {cst[j]}) % {csizes[j]}) * {rst[d]}" for j, d in enumerate(rc)]
     k = math.prod(csizes)
+    # output axes: batch, lhs free, rhs free; then the contraction (index c)
+    l_axes = [(j, d) for j, d in enumerate(lb)] + [(len(lb) + j, d) for j, d in enumerate(lf)]
+    r_axes = [(j, d) for j, d in enumerate(rb)] + [(len(lb) + len(lf) + j, d) for j, d in enumerate(rf)]
+
+    def terms_of(axes, contracted):
+        return lambda st: ([f"q{q} * {st[d]}" for q, d in axes]
+                           + [f"((c / {cst[j]}) % {csizes[j]}) * {st[d]}" for j, d in enumerate(contracted)])
+
+    def operand(v, axes, contracted, strides) -> str:
+        if id(v) in body.consts and v.aval.shape:   # constant across steps: staged once
+            last = [d for q, d in axes if q == len(shape) - 1]
+            return _staged_read(body, v, last[0] if last else None, terms_of(axes, contracted))
+        return body.read(v, _offset(terms_of(axes, contracted)(strides)))
     if is_floating(dout):  # float64 operands in double, the rest in float (as cuBLAS does)
         wide = any(np.dtype(v.aval.dtype) == np.float64 for v in (lhs, rhs, out))
         acc = np.dtype(np.float64 if wide else np.float32)
     else:  # integers wrap, as the reference's fixed-width arithmetic does
         acc = np.dtype(np.uint64)
     t = ctype(acc)
-    a = f"({t}){body.read(lhs, _offset(lterms))}"
-    b = f"({t}){body.read(rhs, _offset(rterms))}"
+    a = f"({t}){operand(lhs, l_axes, lc, lst)}"
+    b = f"({t}){operand(rhs, r_axes, rc, rst)}"
     n = math.prod(shape)
     body.work += n * max(k, 1)
     body.phase(n, _index(shape) + [f"{t} acc = 0;", f"for (int c = 0; c < {k}; ++c) acc += {a} * {b};",
@@ -340,6 +425,7 @@ def plan_scan(params: dict) -> ScanKernel:
         t = ctype(_check_dtype(v))
         params_c.append(f"const {t}* __restrict__ k{j}")
         body.where[id(v)] = f"k{j}"
+        body.consts[id(v)] = j
         inputs.append(v)
     for j, v in enumerate(carry):
         t = ctype(_check_dtype(v))
@@ -416,7 +502,9 @@ def plan_scan(params: dict) -> ScanKernel:
     widest = max([math.prod(v.aval.shape) for v in outs] + [1])
     if copy:
         body.phase(widest, copy)
+    body.barrier()   # the end of the step: the next one reads the carry at any element
 
+    staging = _place_staged(body)
     work_bytes = body.offset
     scratch = 0 if work_bytes <= SHARED_BYTES else work_bytes
     if scratch > SCRATCH_BYTES:
@@ -432,7 +520,7 @@ def plan_scan(params: dict) -> ScanKernel:
                   for j, v in enumerate(xs)]
     all_params = params_c + out_params + (["unsigned char* __restrict__ scratch"] if scratch else [])
     src = ["", "struct alignas(16) plax_scan_word { unsigned long long lo, hi; };",
-           "#ifdef PLAX_SIM",
+           "#if defined(PLAX_HOST) || defined(PLAX_SIM)",
            "static inline void plax_prefetch_l2(const void*) {}",
            "#else",
            "__device__ __forceinline__ void plax_prefetch_l2(const void* p) {",
@@ -451,6 +539,7 @@ def plan_scan(params: dict) -> ScanKernel:
     src += ["  " + d for d in body.decls]
     for j, v in enumerate(carry):
         src.append(f"  for (int i = threadIdx.x; i < {sizes[j]}; i += blockDim.x) cb{j}[i] = init{j}[i];")
+    src += staging   # (the constant operands of the contractions, into shared memory once)
     # the rows of xs PREFETCH_STEPS steps ahead are asked into L2 at the start of each step
     # (one prefetch a 128-byte line): the step that reads them waits for L2, not for HBM
     prefetch = []
@@ -479,7 +568,7 @@ def plan_scan(params: dict) -> ScanKernel:
     return ScanKernel(source=codegen.PREAMBLE + helpers + text, entry=("plax_scan",), block=block,
                       n_consts=len(jaxpr.constvars), out_shapes=out_shapes, out_dtypes=out_dtypes,
                       scratch_bytes=scratch, primitives=["scan"] + [e.primitive.name for e in eqns],
-                      shape=(length,), phases=body.phases, in_dtypes=[np.dtype(v.aval.dtype) for v in inputs],
+                      shape=(length,), phases=body.phases, barriers=body.barriers, in_dtypes=[np.dtype(v.aval.dtype) for v in inputs],
                       body_consts=list(closed.consts))
 
 

@@ -11,6 +11,7 @@ source compiles with plax's device options, with no flush-to-zero instruction.
 from __future__ import annotations
 
 import ctypes
+import hashlib
 import os
 import re
 import shutil
@@ -62,24 +63,28 @@ _C_PARAM = {"long long": ctypes.c_longlong, "int": ctypes.c_int, "unsigned int":
 _BUILT: dict = {}   # source -> {kernel name: host driver} (one g++ build per source)
 
 
-def _kernels(tmp_path, source: str) -> dict:
+def _kernels(tmp_path, source: str, preamble: bool = True) -> dict:
     """Every ``extern "C" __global__`` kernel of ``source`` built for the host with a driver
     ``run_NAME(params..., grid, threads)`` (blocks in sequence, a block's threads as
-    ``std::thread``\\ s): ``{name: fn(grid, threads, *args)}``, arrays passed as NumPy arrays."""
+    ``std::thread``\\ s): ``{name: fn(grid, threads, *args)}``, arrays passed as NumPy arrays.
+    ``preamble=False``: ``source`` already begins with plax_cupy's preamble."""
     if source not in _BUILT:
-        _BUILT[source] = _build_now(tmp_path, source)
+        _BUILT[source] = _build_now(tmp_path, source, preamble)
     return _BUILT[source]
 
 
-def _build_now(tmp_path, source: str) -> dict:
+def _build_now(tmp_path, source: str, preamble: bool = True) -> dict:
+    """``source`` (after plax_cupy's preamble unless ``preamble`` is False: a source that
+    already has it) built now: what :func:`_kernels` caches."""
     from plax_cupy import codegen
     signatures = re.findall(r'extern "C" __global__ void (\w+)\(([^)]*)\)', source)
     drivers = []
     for name, params in signatures:
         names = [re.findall(r"\w+", p)[-1] for p in params.split(",")]
         drivers.append(_DRIVER.format(name=name, params=params, args=", ".join(names)))
-    text = _HOST_BLOCK + codegen.PREAMBLE + source + "".join(drivers)
-    stem = signatures[0][0]
+    text = _HOST_BLOCK + (codegen.PREAMBLE if preamble else "") + source + "".join(drivers)
+    # (a name per source: dlopen would hand back a library already loaded from the same path)
+    stem = f"{signatures[0][0]}_{hashlib.sha1(text.encode()).hexdigest()[:12]}"
     src, lib = tmp_path / f"{stem}.cc", tmp_path / f"{stem}.so"
     src.write_text(text)
     done = subprocess.run(["g++", "-std=c++20", "-O0", "-shared", "-fPIC", "-pthread",

@@ -53,22 +53,40 @@ def _many(consts, carry, xs):
 
     def body(c, x):
         v, n, flag = c
-        m = jnp.broadcast_to(v[:, None], (4, 4)) + M.T           # broadcast_in_dim, transpose
-        r = m.sum(axis=0) / 4.0 + jnp.max(m, axis=1)[::-1] * 0.1  # reductions, rev... slice
-        w = lax.dynamic_slice(table, (n % 3,), (4,))              # dynamic_slice, rem
-        r = jnp.where(flag, r + w, r - w) + jnp.arange(4, dtype=jnp.float32) * x[0]
+        k = M.shape[0]
+        m = jnp.broadcast_to(v[:, None], (k, k)) + M.T           # broadcast_in_dim, transpose
+        r = m.sum(axis=0) / float(k) + jnp.max(m, axis=1)[::-1] * 0.1  # reductions, rev... slice
+        w = lax.dynamic_slice(table, (n % 3,), (k,))              # dynamic_slice, rem
+        r = jnp.where(flag, r + w, r - w) + jnp.arange(k, dtype=jnp.float32) * x[0]
         r = r + (x[1:3] @ M[1:3]).astype(jnp.float32) * 0.01       # slice, dot_general, convert
         return (jnp.tanh(r), n + x.astype(jnp.int32)[0] + 1, ~flag), (r.sum(), n)
     return lax.scan(body, carry, xs, reverse=True)
 
 
-def _many_args():
-    rng = np.random.default_rng(1)
-    M = rng.normal(size=(4, 4)).astype(np.float32)
-    table = rng.normal(size=(8,)).astype(np.float32)
-    carry = (rng.normal(size=4).astype(np.float32), np.int32(2), np.bool_(True))
-    xs = (rng.normal(size=(9, 4)) * 2).astype(np.float32)
+def _many_args(k=4, steps=9, seed=1):
+    """Operands of :func:`_many`: a row of ``k`` (at least 3) elements, ``steps`` steps."""
+    rng = np.random.default_rng(seed)
+    M = rng.normal(size=(k, k)).astype(np.float32)
+    table = rng.normal(size=(k + 4,)).astype(np.float32)
+    carry = (rng.normal(size=k).astype(np.float32), np.int32(2), np.bool_(True))
+    xs = (rng.normal(size=(steps, k)) * 2).astype(np.float32)
     return (M, table), carry, xs
+
+
+def _scans(fn, *args) -> list:
+    """The parameters of every ``scan`` equation of ``fn``'s jaxpr (nested ones too)."""
+    import plax
+    found = []
+
+    def walk(jaxpr):
+        for eqn in jaxpr.eqns:
+            if eqn.primitive.name == "scan":
+                found.append(eqn.params)
+            for p in eqn.params.values():
+                if hasattr(p, "jaxpr"):
+                    walk(p.jaxpr)
+    walk(plax.make_jaxpr(fn)(*args).jaxpr)
+    return found
 
 
 def _put(tree):
@@ -224,20 +242,7 @@ def test_kernel_sources_compile_with_nvrtc():
     import plax
     from plax_cupy import nvrtc, scan_kernel
 
-    def scans(fn, *args):
-        jaxpr = plax.make_jaxpr(fn)(*args)
-        found = []
-
-        def walk(j):
-            for e in j.eqns:
-                if e.primitive.name == "scan":
-                    found.append(e.params)
-                for p in e.params.values():
-                    if hasattr(p, "jaxpr"):
-                        walk(p.jaxpr)
-        walk(jaxpr.jaxpr)
-        return found
-
+    scans = _scans
     bodies = (scans(_rnn, *_rnn_args()) + scans(plax.grad(_rnn_loss), *_rnn_args())
               + scans(_many, *_many_args()))
     for dtype in ("float16", "bfloat16"):
