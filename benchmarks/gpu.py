@@ -337,12 +337,15 @@ def graph_state(executable) -> str:
     line = next((ln for ln in text.splitlines() if ln.startswith("# CUDA graph:")), None)
     if line is None:
         return "-"
-    state = line[len("# CUDA graph:"):].strip()
+    # "<state>; calls: C captured, R replayed, P plain (last: why)" (graphs.describe)
+    state = line[len("# CUDA graph:"):].strip().partition("; calls:")[0].strip()
     if state.startswith("captured"):
         return "replayed"
     if state.startswith("no"):
-        reason = state[state.find("(") + 1:state.rfind(")")] if "(" in state else state[2:]
-        return f"no: {reason.strip(' ,')}"
+        reason = state[2:].strip(" ,").removeprefix("runs plainly").strip()
+        if reason.startswith("(") and reason.endswith(")"):
+            reason = reason[1:-1]
+        return f"no: {reason}"
     return state
 
 
