@@ -660,14 +660,7 @@ class ScanLauncher:
             fn = self._fns[device_id] = built.get_function(plan.entry[0])
             device = self.backend._devices[device_id]
             self._consts[device_id] = [self.backend.put(np.asarray(c), device) for c in plan.body_consts]
-        args = []
-        for buf in list(self._consts[device_id]) + list(buffers):
-            raw = _bits(buf)
-            if not raw.flags.c_contiguous:  # a strided view: CuPy copies it (a launch)
-                raw = cupy.ascontiguousarray(raw)
-                runtime.TOTALS[runtime.LAUNCHES] += 1
-                runtime.TOTALS[runtime.D2D] += 1
-            args.append(raw)
+        args = [_contiguous_bits(buf) for buf in list(self._consts[device_id]) + list(buffers)]
         outs = [_device_empty(s, d) for s, d in zip(plan.out_shapes, plan.out_dtypes)]
         args += [_bits(o) for o in outs]
         if plan.scratch_bytes:
@@ -685,14 +678,20 @@ def _kernel_args(plan: codegen.ClusterKernel, buffers) -> list:
         if inp.kind == "literal":
             value = np.asarray(inp.value, inp.dtype)
             args.append((value.view(np.uint16) if value.dtype == BF16 else value)[()])
-        else:  # bfloat16 travels as its bits (the kernel reads 16-bit patterns)
-            raw = buf.bits if isinstance(buf, Bf16Buffer) else buf
-            if not raw.flags.c_contiguous:  # a strided view: CuPy copies it (a launch)
-                raw = cupy.ascontiguousarray(raw)
-                runtime.TOTALS[runtime.LAUNCHES] += 1
-                runtime.TOTALS[runtime.D2D] += 1
-            args.append(raw)
+        else:
+            args.append(_contiguous_bits(buf))
     return args
+
+
+def _contiguous_bits(buf):
+    """Device buffer ``buf`` as a kernel argument: bfloat16 as its bits (the kernel reads
+    16-bit patterns), a strided view copied contiguous (by CuPy: a counted launch)."""
+    raw = _bits(buf)
+    if not raw.flags.c_contiguous:
+        raw = cupy.ascontiguousarray(raw)
+        runtime.TOTALS[runtime.LAUNCHES] += 1
+        runtime.TOTALS[runtime.D2D] += 1
+    return raw
 
 
 class GroupLauncher(Launcher):
