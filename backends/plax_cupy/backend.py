@@ -640,27 +640,26 @@ class Launcher:
         return outs
 
 
-class ScanLauncher:
+class ScanLauncher(Launcher):
     """Launches a :class:`plax_cupy.scan_kernel.ScanKernel`: the whole ``scan`` as one kernel
     of one block. Called with the scan's operands (consts, initial carry, xs), it returns the
     final carry and the stacked ys.
     """
 
     def __init__(self, plan, backend: CupyBackend):
-        self.plan, self.backend = plan, backend
-        self._fns: dict = {}     # device id -> the kernel
+        super().__init__(plan, backend)
         self._consts: dict = {}  # device id -> the body's own constants, put once
 
     def __call__(self, *buffers):
         plan = self.plan
         device_id = cupy.cuda.Device().id
-        fn = self._fns.get(device_id)
-        if fn is None:
-            built = kernel_modules.module(plan.source, plan.entry, device_id=device_id)
-            fn = self._fns[device_id] = built.get_function(plan.entry[0])
+        fn = self._functions(device_id)[0]
+        consts = self._consts.get(device_id)
+        if consts is None:
             device = self.backend._devices[device_id]
-            self._consts[device_id] = [self.backend.put(np.asarray(c), device) for c in plan.body_consts]
-        args = [_contiguous_bits(buf) for buf in list(self._consts[device_id]) + list(buffers)]
+            consts = self._consts[device_id] = [self.backend.put(np.asarray(c), device)
+                                                for c in plan.body_consts]
+        args = [_contiguous_bits(buf) for buf in consts + list(buffers)]
         outs = [_device_empty(s, d) for s, d in zip(plan.out_shapes, plan.out_dtypes)]
         args += [_bits(o) for o in outs]
         if plan.scratch_bytes:
