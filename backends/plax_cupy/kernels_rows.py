@@ -626,7 +626,6 @@ def tiles_for(rows: int, n: int, tile: int) -> int:
 
 def _grid(jobs: int) -> int:
     """Blocks of a launch with ``jobs`` block-sized jobs (a grid-stride loop covers the rest)."""
-    from plax_cupy import codegen
     return max(1, min(jobs, codegen.DEFAULT_SM_COUNT * codegen.WAVES * 4))
 
 
@@ -634,7 +633,7 @@ def _launch(source: str, name: str, jobs: int, *args) -> None:
     """Kernel ``name`` of ``source`` on :data:`THREADS`-thread blocks, one per job (a
     grid-stride loop covers jobs beyond the grid), compiled by plax (keeping subnormals: one
     module per source, so a source's kernels share it) and counted as one launch."""
-    from plax_cupy import codegen, kernel_modules, runtime
+    from plax_cupy import kernel_modules, runtime
     module = kernel_modules.module(codegen.PREAMBLE + source, _kernel_names(source))
     module.get_function(name)((_grid(jobs),), (THREADS,), tuple(args))
     runtime.note_launch()
