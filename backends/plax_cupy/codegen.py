@@ -1280,8 +1280,8 @@ class ClusterKernel:
       entry: the kernel names (``("plax_elementwise",)`` or
         ``("plax_reduce",)``).
       primitives: the fused primitives' names, for messages.
-      elem_source, helpers: the ``plax_elem`` function and the device helpers it calls (what
-        :func:`plan_group` puts in a multi-tensor kernel).
+      elem_source: the ``plax_elem`` function (what :func:`plan_group` puts in a multi-tensor
+        kernel, with the helpers it calls).
     """
 
     def __init__(self, **fields):
@@ -1489,8 +1489,10 @@ def plan_cluster(cluster, *, literal_values: bool = True) -> ClusterKernel:
     elem_out_args = [f"o{j}" for j in elem_outputs]
 
     # the helpers CUDA's library lacks, only in the kernels that call them
-    helpers = special_source.helpers_for("\n".join(elem))
-    if "plax_threefry_elem(" in "\n".join(elem):
+    elem_source = "\n".join(elem)
+    special = special_source.helpers_for(elem_source)
+    helpers = special
+    if "plax_threefry_elem(" in elem_source:
         helpers += _threefry_elem_source() + "\n"
     src: list[str] = [PREAMBLE + helpers,
                       f"// cluster: {' '.join(e.primitive.name for e in cluster.eqns)} over {shape}",
@@ -1502,7 +1504,7 @@ def plan_cluster(cluster, *, literal_values: bool = True) -> ClusterKernel:
         call = ", ".join(["i"] + in_args + elem_out_args)
         vector_elem, vector_path, per_thread = _vector_kernel(
             inputs, elem_outputs, out_dtypes, shape, need_index, params, body,
-            in_args + elem_out_args, uses_helpers=bool(special_source.helpers_for("\n".join(elem))))
+            in_args + elem_out_args, uses_helpers=bool(special))
         src += ["#ifndef PLAX_HOST", *vector_elem,
                 f"extern \"C\" __global__ void plax_elementwise({', '.join(kernel_params + ['long long n'])}) {{",
                 *vector_path,
@@ -1666,7 +1668,7 @@ def plan_cluster(cluster, *, literal_values: bool = True) -> ClusterKernel:
         source="\n".join(src), inputs=inputs, out_dtypes=out_dtypes, out_shapes=out_shapes,
         elem_outputs=elem_outputs, reductions=reductions, n=n, n_out=n_out, n_red=n_red,
         outputs_per_block=opb, entry=entry, primitives=[e.primitive.name for e in cluster.eqns],
-        shape=shape, elem_source="\n".join(elem), helpers=helpers, per_thread=per_thread)
+        shape=shape, elem_source=elem_source, per_thread=per_thread)
 
 
 #: the vector path's loads and stores (:func:`_vector_kernel`), once per translation unit.
