@@ -239,11 +239,6 @@ class _Plan:
         """The captured operations, where the graph says (the simulated GPU's does)."""
         return list(getattr(self.graph, "steps", ()))
 
-    def fit_keys(self, keys: list) -> bool:
-        """Whether every bound slot's pointer, shape, strides and dtype are those of ``keys``."""
-        return all(static is not None or key == mine
-                   for static, key, mine in zip(self.static, keys, self.keys))
-
     def fit(self, buffers: Sequence[Any], keys: list) -> list | None:
         """The static slots a replay on ``buffers`` must copy into, or ``None`` when a bound
         slot's pointer differs."""
@@ -432,9 +427,9 @@ class GraphedProgram:
         self.last_plain = why
         return self.fn(*buffers)
 
-    def _why_no_plan(self, keys) -> str:
+    def _why_no_plan(self, buffers, keys) -> str:
         """Why a call that no plan took, and that was not captured, runs plainly."""
-        if any(plan.fit_keys(keys) for plan in self.plans):
+        if any(plan.fit(buffers, keys) is not None for plan in self.plans):
             return ("every plan it fits writes buffers the caller still holds (results kept, or "
                     "views or exports of them)")
         if not self._captures_pay():
@@ -521,7 +516,7 @@ class GraphedProgram:
                     self._settle(before)   # (the frames of the change are gone: exact counts)
                 if chosen is None:
                     self.plain_calls += 1
-                    return self._plain(buffers, self._why_no_plan(keys))
+                    return self._plain(buffers, self._why_no_plan(buffers, keys))
             self.replays += 1
             return self.plans[chosen].replay(buffers, copies, stream, self._stable)
 
