@@ -1542,10 +1542,7 @@ def plan_cluster(cluster, *, literal_values: bool = True) -> ClusterKernel:
         partial_params += [f"{ctype(out_dtypes[j])}* __restrict__ r{j}" for j, _ in reductions]
         partial_params += ["long long n_out", "long long n_red", "int bpo",
                            "unsigned long long* __restrict__ done", "unsigned int tag"]
-        # one launch whatever bpo is: with one block per output the block's value is final;
-        # with several, each block stores its partial, fences, and counts itself done on the
-        # output's counter, and the last of them combines the partials in chunk order (a fixed
-        # tree: the result does not depend on which block finished last)
+        # one launch whatever bpo is: with one block per group the block's value is final
         opb, outputs_fastest = reduction_layout(shape, red_axes)
         tpo = BLOCK // opb
         # a block reduces `opb` outputs (a group), `tpo` threads each: slot v of the block (a
