@@ -84,11 +84,11 @@ def _on_config_change(name: str, value: Any) -> None:
     # keep the check installed (invalid_kind reads each thread's own options)
     on = active() or config.has_thread_contexts()
     if on and _checked_eval[0] is None:
-        _unchecked_eval[0] = trace.state.eval_primitive
-        _checked_eval[0] = trace.state.eval_primitive = _checking_eval
+        _unchecked_eval[0] = trace.shared.eval_primitive
+        _checked_eval[0] = trace.shared.eval_primitive = _checking_eval
     elif not on and _checked_eval[0] is not None:
-        if trace.state.eval_primitive is _checking_eval:
-            trace.state.eval_primitive = _unchecked_eval[0]
+        if trace.shared.eval_primitive is _checking_eval:
+            trace.shared.eval_primitive = _unchecked_eval[0]
         _checked_eval[0] = None
 
 

@@ -90,16 +90,6 @@ class TraceState(threading.local):
         # the varying-axes typing stack of plax.core.varying (None: untyped)
         self.vma: list = [None]
 
-    # The eager path of Primitive.bind, shared by all threads (set by plax.dispatch, wrapped
-    # by plax.float_checks): a property, so that setting it through ``state`` sets it for all.
-    @property
-    def eval_primitive(self) -> Callable:
-        return shared.eval_primitive
-
-    @eval_primitive.setter
-    def eval_primitive(self, fn: Callable) -> None:
-        shared.eval_primitive = fn
-
 
 class Trace:
     """The interpreter of one transform at one level. Subclasses override the ``process_*`` methods."""

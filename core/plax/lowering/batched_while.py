@@ -110,10 +110,10 @@ def per_element_while(eqn: JaxprEqn) -> PerElementWhile | None:
                       for v in eqn.invars[:nc + nb]]
     cond = spliced_calls(p["cond_jaxpr"].jaxpr)
     body = spliced_calls(p["body_jaxpr"].jaxpr)
-    found = _reduced_predicate(cond, size)
-    if found is None:
+    reduce = _reduced_predicate(cond, size)
+    if reduce is None:
         return None
-    reduce = _producers(cond)[id(cond.outvars[0])][0]
+    found = reduce.invars[0]
     pred = ClosedJaxpr(Jaxpr(cond.constvars, cond.invars, [found],
                              [e for e in cond.eqns if e is not reduce]),
                        p["cond_jaxpr"].consts)
@@ -135,8 +135,9 @@ def _producers(jaxpr: Jaxpr) -> dict:
     return {id(v): (e, j) for e in jaxpr.eqns for j, v in enumerate(e.outvars)}
 
 
-def _reduced_predicate(cond: Jaxpr, size: int):
-    """The ``bool[size]`` operand of the ``reduce_or`` over axis 0 that ``cond`` returns."""
+def _reduced_predicate(cond: Jaxpr, size: int) -> JaxprEqn | None:
+    """The ``reduce_or`` over axis 0 of a ``bool[size]`` operand that ``cond`` returns (its
+    operand is the per-element predicate), else None."""
     out = cond.outvars[0]
     made = _producers(cond).get(id(out))
     if made is None or made[0].primitive is not lax.reduce_or_p:
@@ -146,7 +147,7 @@ def _reduced_predicate(cond: Jaxpr, size: int):
     if (isinstance(x, Literal) or tuple(x.aval.shape) != (size,)
             or tuple(int(a) for a in e.params["axes"]) != (0,)):
         return None
-    return x
+    return e
 
 
 def _keeps_finished(eqn: JaxprEqn, cond: Jaxpr, pred, body: Jaxpr) -> bool:
@@ -154,7 +155,7 @@ def _keeps_finished(eqn: JaxprEqn, cond: Jaxpr, pred, body: Jaxpr) -> bool:
     ``q`` the cond's per-element predicate ``pred`` recomputed in ``body`` from the same
     operands (or it broadcast along the carry's trailing axes)."""
     same = _SameValue(eqn, cond, body)
-    made = _producers(body)
+    made = same.body_made
     carries = body.invars[eqn.params["body_nconsts"]:]
     for k, out in enumerate(body.outvars):
         if out is carries[k]:
