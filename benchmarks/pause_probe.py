@@ -74,7 +74,7 @@ class AttributingTicker:
         self.records: list = []
         self.tag = None  # records and gaps are kept while a tag is set
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True, name="pause-probe")
+        self.thread = threading.Thread(target=self._run, daemon=True, name="pause-probe")
         self._fds: dict = {}  # (pid, tid) -> (schedstat fd, stat fd or None)
         self._main_tid = threading.main_thread().native_id
 
@@ -163,13 +163,13 @@ class AttributingTicker:
                 "stacks": _plax_stacks(names, me)}
 
     def __enter__(self):
-        self._thread.start()
+        self.thread.start()
         time.sleep(0.01)
         return self
 
     def __exit__(self, *exc):
         self._stop.set()
-        self._thread.join()
+        self.thread.join()
         for sched, stat in self._fds.values():
             os.close(sched)
             if stat is not None:
