@@ -330,23 +330,16 @@ class _TopPrograms:
 
 
 def graph_state(executable) -> str:
-    """The ``# CUDA graph:`` line of a compiled program's ``as_text()``, shortened:
-    ``replayed``, ``no: <reason>``, or the line as it stands."""
-    from plax.backend import executable_text
-    text = executable_text(executable) or ""
-    line = next((ln for ln in text.splitlines() if ln.startswith("# CUDA graph:")), None)
-    if line is None:
+    """The state the ``# CUDA graph:`` line of a compiled program's ``as_text()`` gives
+    (``graphs.GraphedProgram.describe``), shortened: ``replayed``, ``no: <reason>``, or ``to be
+    captured on the second call``; read from the program's ``GraphedProgram`` itself
+    (``executable.graphed``), ``-`` where it has none."""
+    program = getattr(executable, "graphed", None)
+    if program is None:
         return "-"
-    # "<state>; calls: C captured, R replayed, P plain (last: why)" (graphs.describe)
-    state = line[len("# CUDA graph:"):].strip().partition("; calls:")[0].strip()
-    if state.startswith("captured"):
-        return "replayed"
-    if state.startswith("no"):
-        reason = state[2:].strip(" ,").removeprefix("runs plainly").strip()
-        if reason.startswith("(") and reason.endswith(")"):
-            reason = reason[1:-1]
-        return f"no: {reason}"
-    return state
+    if program.reason:
+        return f"no: {program.reason}"
+    return "replayed" if program.plans else "to be captured on the second call"
 
 
 def copy_rate(nbytes: int, repeat: int) -> float:

@@ -83,8 +83,10 @@ step() {  # step NAME MIN_SECONDS CAP_SECONDS COMMAND...: runs COMMAND within it
 read -r -d '' GRAPHS <<'PY'
 import os, sys
 import numpy as np
-import plax, plax.numpy as jnp, plax_cupy
+import plax, plax_cupy
 from plax import lax
+sys.path.insert(0, "benchmarks")
+import compare, gpu as gpu_bench  # (the bench's MLP step: compare.mlp_update)
 tiny = os.environ.get("GRAPH_SIZES") == "tiny"
 gpu = plax.devices("gpu")[0]
 r = np.random.default_rng(0)
@@ -93,17 +95,7 @@ put = lambda a: plax.device_put(np.asarray(a, np.float32), gpu)
 params = [(put(r.standard_normal((i, o)) / np.sqrt(i)), put(np.zeros(o)))
           for i, o in zip(sizes[:-1], sizes[1:])]
 images, labels = put(r.standard_normal((batch, 784))), put(np.eye(10)[r.integers(0, 10, batch)])
-def loss(p, x, y):
-    for w, b in p[:-1]:
-        x = jnp.tanh(x @ w + b)
-    w, b = p[-1]
-    logits = x @ w + b
-    m = logits.max(axis=1, keepdims=True)
-    logz = jnp.log(jnp.sum(jnp.exp(logits - m), axis=1, keepdims=True)) + m
-    return -jnp.mean(jnp.sum(y * (logits - logz), axis=1))
-def step(p, x, y):
-    g = plax.grad(loss)(p, x, y)
-    return [(w - 0.01 * gw, b - 0.01 * gb) for (w, b), (gw, gb) in zip(p, g)]
+step = compare.mlp_update(gpu_bench.plax_lib(gpu))
 n, hw, c = (2, 12, 16) if tiny else (32, 56, 64)
 xc, wc = put(r.standard_normal((n, hw, hw, c))), put(r.standard_normal((3, 3, c, c)) / np.sqrt(9 * c))
 conv = lambda x, w: lax.conv_general_dilated(x, w, (1, 1), "SAME",

@@ -85,15 +85,11 @@ def main(argv=None) -> int:
     _install_simulated_gpu(opts.sms)
     import fake_cupy
     import plax
-    import plax.numpy as jnp
     import plax_cupy
     sys.path.insert(0, HERE)
     import gpu   # (benchmarks/gpu.py's workloads: the same MLP step)
-    gpu_device = plax.devices("gpu")[0]
-    build = gpu.workloads(quick=True)[1]   # (quick: batch 4096 still, the other rows smaller)
-    fns = build("plax", jnp, lambda f: plax.jit(f, backend="cupy"), plax.grad, plax.random,
-                lambda x: plax.device_put(x, gpu_device))
-    step, args = fns["mlp step"]
+    factories = gpu.workloads(quick=True)[1]   # (quick: batch 4096 still, the other rows smaller)
+    step, args = factories["mlp step"](gpu.plax_lib(plax.devices("gpu")[0]))
     batch = args[1].shape[0]
     plax.block_until_ready(step(*args))   # compiled; then one call, recorded
     calls = _recorded_launches(fake_cupy)

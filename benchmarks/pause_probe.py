@@ -1,11 +1,11 @@
 """What a probe thread's pauses wait on while kernels compile (issue 26: the main thread's
 longest pause): a benchmark-only instrument, nothing of it runs in plax itself.
 
-:class:`AttributingTicker` is a thread waking every ``tick`` seconds, as
-``benchmarks/numba_tiering.py``'s ``Ticker``; at each wake it reads the scheduler's counters
-of every thread of this process and of the compile workers (Linux's
-``/proc/<pid>/task/<tid>/schedstat``: nanoseconds run on a CPU, nanoseconds waited runnable
-on a run queue) and the page faults of this process's threads
+:class:`AttributingTicker` is a thread waking every ``tick`` seconds (the probe of
+``benchmarks/numba_tiering.py`` and ``benchmarks/worker_scheduling.py``); at each wake it
+reads the scheduler's counters of every thread of this process and of the compile workers
+(Linux's ``/proc/<pid>/task/<tid>/schedstat``: nanoseconds run on a CPU, nanoseconds waited
+runnable on a run queue) and the page faults of this process's threads
 (``/proc/<pid>/task/<tid>/stat``), and for each pause longer than ``threshold`` keeps what
 changed between the wake before it and the wake that ended it:
 
@@ -74,7 +74,7 @@ class AttributingTicker:
         self.records: list = []
         self.tag = None  # records and gaps are kept while a tag is set
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True, name="pause-probe")
+        self.thread = threading.Thread(target=self._run, daemon=True, name="pause-probe")
         self._fds: dict = {}  # (pid, tid) -> (schedstat fd, stat fd or None)
         self._main_tid = threading.main_thread().native_id
 
@@ -163,13 +163,13 @@ class AttributingTicker:
                 "stacks": _plax_stacks(names, me)}
 
     def __enter__(self):
-        self._thread.start()
+        self.thread.start()
         time.sleep(0.01)
         return self
 
     def __exit__(self, *exc):
         self._stop.set()
-        self._thread.join()
+        self.thread.join()
         for sched, stat in self._fds.values():
             os.close(sched)
             if stat is not None:

@@ -2,7 +2,8 @@
 own progress (issue 26, the main thread's longest pause; ``plax_numba.cpu_priority``).
 
 A stand-in program (its main thread busy on NumPy calls that release the GIL, and a thread
-waking every 0.5 ms that records its pauses, as ``numba_tiering.py``'s probe) runs beside a
+waking every 0.5 ms that records its pauses: ``pause_probe.AttributingTicker`` without its
+counters, as ``numba_tiering.py``'s histogram) runs beside a
 stand-in worker (a CPU-bound process, as numba compiling), for each setting in turn, the
 settings alternating over ``--rounds`` rounds so that all see the same host:
 
@@ -39,6 +40,8 @@ import tempfile
 import threading
 import time
 
+import pause_probe  # (benchmarks/: the directory of this script)
+
 TICK = 0.0005
 #: setting -> (the worker in a session of its own, what it sets on itself)
 SETTINGS = {"none": (True, None), "normal, own session": (True, ""),
@@ -70,32 +73,23 @@ def run(setting: str, seconds: float, ids_out=None) -> dict:
     own, how = SETTINGS[setting]
     if how == "autogroup" and not own:
         raise ValueError("a nice autogroup only for a worker in a session of its own")
-    gaps, stop = [], threading.Event()
-
-    def probe():
-        last = time.perf_counter()
-        while not stop.is_set():
-            time.sleep(TICK)
-            now = time.perf_counter()
-            gaps.append(now - last - TICK)
-            last = now
     worker = None if how is None else subprocess.Popen(
         [sys.executable, "-c", WORKER, how, str(seconds)], stdout=subprocess.PIPE, text=True,
         start_new_session=own)
-    thread = threading.Thread(target=probe, name="probe")
-    thread.start()
-    if ids_out is not None:
-        ids_out.update(probe=thread.native_id, main=threading.get_native_id(),
-                       worker=worker.pid if worker else None)
-    a = np.linspace(0, 1, 100_000)
-    b = np.empty_like(a)
-    end = time.perf_counter() + seconds
-    while time.perf_counter() < end:  # the program's calls, releasing the GIL
-        np.exp(a, out=b)
-    stop.set()
-    thread.join()
+    # (the probe records its pauses only: no counters read)
+    with pause_probe.AttributingTicker(TICK, explain=False) as ticker:
+        if ids_out is not None:
+            ids_out.update(probe=ticker.thread.native_id, main=threading.get_native_id(),
+                           worker=worker.pid if worker else None)
+        a = np.linspace(0, 1, 100_000)
+        b = np.empty_like(a)
+        ticker.tag = "program"
+        end = time.perf_counter() + seconds
+        while time.perf_counter() < end:  # the program's calls, releasing the GIL
+            np.exp(a, out=b)
+        ticker.tag = None
     worker_cpu = float(worker.communicate()[0]) if worker else 0.0
-    gaps.sort()
+    gaps = sorted(gap for _, gap in ticker.gaps)
     at = lambda q: gaps[int(q * (len(gaps) - 1))] * 1e3  # noqa: E731
     return {"longest": gaps[-1] * 1e3, "p999": at(0.999), "p99": at(0.99),
             "worker_cpu": worker_cpu}

@@ -8,6 +8,7 @@ import pytest
 import plax
 from plax import lax, random
 from plax import numpy as jnp
+from plax.core.jaxpr import sub_jaxprs
 from plax.lowering.batched_while import per_element_while
 from plax.lowering.calls import spliced_calls as spliced
 
@@ -18,9 +19,8 @@ def _whiles(jaxpr):
     for e in spliced(jaxpr).eqns:
         if e.primitive is lax.while_p:
             found.append(e)
-        for v in e.params.values():
-            if hasattr(v, "jaxpr") and hasattr(v, "consts"):
-                found += _whiles(v.jaxpr)
+        for sub in sub_jaxprs(e.params):
+            found += _whiles(sub)
     return found
 
 

@@ -58,7 +58,8 @@ extern "C" void run_{name}({params}, unsigned int grid, unsigned int threads) {{
 """
 
 #: a kernel's C parameter type -> its ctypes type (pointers are passed as addresses)
-_C_PARAM = {"long long": ctypes.c_longlong, "int": ctypes.c_int, "unsigned int": ctypes.c_uint}
+_C_PARAM = {"long long": ctypes.c_longlong, "int": ctypes.c_int, "unsigned int": ctypes.c_uint,
+            "float": ctypes.c_float}   # (a float literal operand is passed by value)
 
 _BUILT: dict = {}   # source -> {kernel name: host driver} (one g++ build per source)
 
@@ -103,7 +104,8 @@ def _build_now(tmp_path, source: str, preamble: bool = True) -> dict:
 
 def _caller(fn):
     def call(grid, threads, *args):
-        fn(*[a.ctypes.data if isinstance(a, np.ndarray) else int(a) for a in args], grid, threads)
+        fn(*[a.ctypes.data if isinstance(a, np.ndarray) else a if isinstance(a, float) else int(a)
+             for a in args], grid, threads)
     return call
 
 

@@ -14,14 +14,10 @@ several of the block's slots), one or several blocks per output group, against N
 """
 from __future__ import annotations
 
-import ctypes
-import re
-import subprocess
-
 import numpy as np
 import pytest
 
-from test_kernels_rows import _C_PARAM, _DRIVER, _HOST_BLOCK, needs_cxx20
+from test_kernels_rows import _kernels, needs_cxx20
 
 H200_SMS = 132
 
@@ -69,26 +65,11 @@ def _reduce_kernel(fn, x):
 
 
 def _host_build(tmp_path, plan):
-    """``plax_reduce`` of ``plan`` built for the host: ``fn(grid, threads, *args)``."""
+    """``plax_reduce`` of ``plan`` built for the host (:func:`test_kernels_rows._kernels`; the
+    source's ``#ifndef PLAX_HOST`` around the kernel lifted): ``fn(grid, threads, *args)``."""
     source = plan.source.replace('#ifndef PLAX_HOST\nextern "C" __global__ void plax_reduce(',
                                  '#if 1\nextern "C" __global__ void plax_reduce(')
-    name, params = re.search(r'extern "C" __global__ void (plax_reduce)\(([^)]*)\)', source).groups()
-    names = [re.findall(r"\w+", p)[-1] for p in params.split(",")]
-    text = _HOST_BLOCK + source + _DRIVER.format(name=name, params=params, args=", ".join(names))
-    src, lib = tmp_path / "reduce.cc", tmp_path / "reduce.so"
-    src.write_text(text)
-    done = subprocess.run(["g++", "-std=c++20", "-O0", "-shared", "-fPIC", "-pthread",
-                           "-DPLAX_HOST", str(src), "-o", str(lib)], capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr[-4000:]
-    fn = getattr(ctypes.CDLL(str(lib)), f"run_{name}")
-    types = {**_C_PARAM, "float": ctypes.c_float}   # (a literal operand is passed by value)
-    fn.argtypes = [ctypes.c_void_p if "*" in p else types[p.replace("const", "").strip()
-                                                          .rsplit(" ", 1)[0].strip()]
-                   for p in params.split(",")] + [ctypes.c_uint, ctypes.c_uint]
-
-    def call(grid, threads, *args):
-        fn(*[a.ctypes.data if isinstance(a, np.ndarray) else a for a in args], grid, threads)
-    return call
+    return _kernels(tmp_path, source, preamble=False)["plax_reduce"]
 
 
 @needs_cxx20

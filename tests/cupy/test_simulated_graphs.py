@@ -678,10 +678,6 @@ def test_four_threads_share_one_compiled_program():
     want = [[np.asarray(o) for o in plax.jit(_step, backend="numpy")(
         *plax.device_put(_mlp_args(seed), plax.devices("cpu")[0]))] for seed in range(4)]
     errors, got = [], {}
-    # traced (and run plainly) once first: tracing one function in several threads at once
-    # mixes their traces (UnexpectedTracerError, in plax's core), which is not this test's
-    # subject; the threads share the compiled program's captures and replays
-    f(*inputs[0])
 
     def worker(i):
         try:

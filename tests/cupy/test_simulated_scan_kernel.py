@@ -76,15 +76,15 @@ def _many_args(k=4, steps=9, seed=1):
 def _scans(fn, *args) -> list:
     """The parameters of every ``scan`` equation of ``fn``'s jaxpr (nested ones too)."""
     import plax
+    from plax.core.jaxpr import sub_jaxprs
     found = []
 
     def walk(jaxpr):
         for eqn in jaxpr.eqns:
             if eqn.primitive.name == "scan":
                 found.append(eqn.params)
-            for p in eqn.params.values():
-                if hasattr(p, "jaxpr"):
-                    walk(p.jaxpr)
+            for sub in sub_jaxprs(eqn.params):
+                walk(sub)
     walk(plax.make_jaxpr(fn)(*args).jaxpr)
     return found
 
