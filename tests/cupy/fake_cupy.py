@@ -1336,7 +1336,9 @@ class PlanNd:
                                    np.uint8, stream)   # (memory.alloc: the current allocator)
 
     def __del__(self):
-        self._internal.live = False   # cufftDestroy (the work area goes back with its array)
+        internal = getattr(self, "_internal", None)   # (cufftDestroy; the work area goes
+        if internal is not None:                      # back to the pool with its array)
+            internal.live = False
 
     def __enter__(self):
         raise NotImplementedError("the simulated cuFFT takes plans as fft(a, out, direction)")
@@ -1368,7 +1370,7 @@ class PlanNd:
         ins = a._a.reshape((self.batch,) + self.inembed)
         outs = out._a.reshape((self.batch,) + self.onembed)
         axes = tuple(range(1, len(self.shape) + 1))
-        fft_type = self.fft_type
+        fft_type, lengths = self.fft_type, self.shape   # (a graph holds no plan object)
 
         def run():
             with np.errstate(all="ignore"):
@@ -1378,7 +1380,7 @@ class PlanNd:
                 elif out_dt.kind == "c":
                     r = np.fft.rfftn(ins, axes=axes)
                 else:
-                    r = np.fft.irfftn(ins, s=self.shape, axes=axes, norm="forward")
+                    r = np.fft.irfftn(ins, s=lengths, axes=axes, norm="forward")
                 np.copyto(outs, r, casting="unsafe")
                 if fft_type in _C2R_TYPES:   # (cuFFT's C2R may use its input as scratch)
                     ins[...] = np.nan
