@@ -45,6 +45,11 @@ otherwise hide a GPU bug:
   ``argmax``, ``maximum``, ...; as ``cupy.<name>``, operators, methods or NumPy's dispatch) and
   every ``cupyx.scipy.special`` function flush float32 and complex64 subnormals in their
   operands and results likewise.
+* **cuFFT plans are memory a graph reads.** ``cupy.fft`` takes plans from an LRU cache of 16
+  (:class:`FftPlanCache`), ``cupy.cuda.cufft.PlanNd`` is a plan of one's own (:class:`PlanNd`:
+  its work area from the current allocator); a plan made while the stream captures is refused
+  and invalidates the capture, and a replay of a transform whose plan was destroyed since (an
+  eviction, the last reference dropped) raises :class:`UseAfterFreeError`.
 
 What it cannot show: CuPy's own kernels, cuBLAS, timing, concurrency between the threads of a
 block, real memory. Install it with :func:`install` *before* ``plax_cupy.backend`` is imported
