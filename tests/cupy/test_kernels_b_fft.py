@@ -1,6 +1,8 @@
-"""The ``fft`` primitive's GPU kernel (``plax_cupy.kernels_fft``) on the simulated GPU against
-the NumPy backend's: the four transforms, ranks 1 to 3, batched, every dtype they take, odd and
-empty lengths (run by test_kernels_b_simulated.py)."""
+"""The ``fft`` primitive's GPU kernels (``plax_cupy.kernels_fft``) on the simulated GPU (or a
+real one) against the NumPy backend's: the four transforms, ranks 1 to 3, batched, every dtype
+they take, odd and empty lengths (run by test_kernels_b_simulated.py); and in compiled programs,
+on cuFFT plans each program owns (``plax_cupy.fft_plans``): replayed as one CUDA graph whatever
+other transforms run between calls, where the plan of CuPy's cache fails the simulation."""
 from __future__ import annotations
 
 import numpy as np
