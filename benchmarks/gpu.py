@@ -27,6 +27,9 @@ with ``block_until_ready`` after each timed batch of calls):
   the implicit GEMM of ``plax_cupy.kernels_convolution`` (a gather kernel and one cuBLAS
   product: two launches) at full size, one direct generated kernel at the tiny size (72
   products per output, below ``GEMM_MIN_TERMS``).
+* an FFT filter of a 2^20-element complex64 batch (1024 rows of 1024; ``--tiny``/``--simulated``:
+  16 rows of 64): ``ifft(fft(x) * w)`` over the last axis, three launches, replayed as one
+  CUDA graph on the cuFFT plans the program owns (``plax_cupy.fft_plans``), against JAX's;
 * the CPU table's workloads (benchmarks/compare.py: ``linreg step (grad, vmap)``, ``MLP step
   784-512-512-10 b128``, ``random.normal 10M jit``, ``jit(vmap(apply_matrix))``, ``scan tanh
   RNN 1000x64``; their ``--quick`` sizes with ``--quick``/``--tiny``), with both libraries on
@@ -200,6 +203,10 @@ def workloads(quick: bool, tiny: bool = False):
     w_conv = (rng.standard_normal((3, 3, conv_c, 2 * conv_c if tiny else conv_c))
               / np.sqrt(9 * conv_c)).astype(np.float32)
     x_tiny = np.arange(3, dtype=np.float32)
+    fft_rows, fft_n = (16, 64) if tiny else (1024, 1024)   # (a 2^20 batch at full size)
+    x_fft = (rng.standard_normal((fft_rows, fft_n))
+             + 1j * rng.standard_normal((fft_rows, fft_n))).astype(np.complex64)
+    w_fft = np.exp(-np.linspace(0.0, 4.0, fft_n)).astype(np.complex64)   # a low-pass filter
 
     def fed_back(L, upload=False):
         """A training loop: each call steps the parameters the last call returned (with
@@ -253,6 +260,8 @@ def workloads(quick: bool, tiny: bool = False):
         "tiny call": lambda L: (L.jit(lambda x: x * 2.0 + 1.0), [L.put(x_tiny)]),
         "cumsum": lambda L: (L.jit(lambda x: L.jnp.cumsum(x)), [L.put(x_scan)]),
         "conv 3x3": lambda L: (conv(L), [L.put(x_conv), L.put(w_conv)]),
+        "fft filter": lambda L: (L.jit(lambda x, w: L.jnp.fft.ifft(L.jnp.fft.fft(x) * w)),
+                                 [L.put(x_fft), L.put(w_fft)]),
     }
     factories.update({"selu scalar": scalar_loop("selu"),
                       "random.normal scalar": scalar_loop("random.normal")})
@@ -267,7 +276,8 @@ def workloads(quick: bool, tiny: bool = False):
             (f"random.normal {n_big:.0e}, scalar", 4 * n_big, "random.normal scalar"),
             ("tiny jit call", None, "tiny call"),
             (f"cumsum 1 row {n_scan:.0e} f32", 8 * n_scan, "cumsum"),
-            (f"conv 3x3 {conv_n}x{conv_hw}^2x{conv_c} f32", None, "conv 3x3")]
+            (f"conv 3x3 {conv_n}x{conv_hw}^2x{conv_c} f32", None, "conv 3x3"),
+            (f"FFT filter {fft_rows}x{fft_n} c64", None, "fft filter")]
     # the CPU table's rows (its --quick sizes with --quick and --tiny)
     for label, impls in compare.make_workloads(quick or tiny, specials=False):
         if label.startswith(CPU_TABLE_ROWS):

@@ -287,6 +287,22 @@ class CupyBackend(Backend):
             fn = self._eager[primitive] = self._make_eager(primitive)
         return fn
 
+    def program_impl(self, primitive, params: dict) -> Callable | None:
+        """The kernel one equation of a compiled program runs, made for that equation and held
+        by the program (:func:`plax_cupy.kernels.program_kernel`: a cuFFT ``fft`` owning its
+        plans), or ``None`` where the primitive has none or a plugin replaced its kernel
+        (:meth:`register_kernel`): the program then calls :meth:`eager_impl`'s.
+
+        Example:
+          >>> fn = backend.program_impl(fft_p, eqn.params)       # doctest: +SKIP
+          >>> fn(x)                                              # on x's device and stream
+        """
+        from plax_cupy import kernels
+        factory = kernels.program_impls().get(primitive)
+        if factory is None or primitive in self._kernels:
+            return None
+        return self._wrap(factory(**params), primitive)
+
     def execute(self, primitive, *buffers: Any, **params: Any) -> Any:
         return self.eager_impl(primitive)(*buffers, **params)
 

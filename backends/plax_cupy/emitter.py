@@ -15,6 +15,8 @@ lone equations one kernel or CuPy/cuBLAS call each.
 * a ``scan`` whose body is small -> one persistent kernel for all its steps
   (:mod:`plax_cupy.scan_kernel`); one it declines, like ``cond`` and ``while`` -> the host
   loop, the reason in ``as_text``;
+* a primitive with a program kernel (``fft``: cuFFT plans of its own) -> that kernel, made
+  for the equation and held by the program (:meth:`~plax_cupy.backend.CupyBackend.program_impl`);
 * everything else -> the backend's eager kernel (see :mod:`plax_cupy.backend`): the kernel
   table (cuBLAS, cuSOLVER, cuFFT, CuPy), control flow as host loops over compiled bodies, and
   the host reference kernels only for a primitive with no GPU path (counted and warned);
@@ -121,6 +123,9 @@ class CupyEmitter(Emitter):
                 self.kernel_sources.append(launcher.plan)
                 return launcher
             self.notes.append(f"// scan of {eqn.params['length']} steps kept as a host loop: {launcher}")
+        own = self.backend.program_impl(prim, eqn.params)   # (state the program holds)
+        if own is not None:
+            return own
         kernel = self.backend.eager_impl(prim)
         params = eqn.params
         if not params:

@@ -68,7 +68,9 @@ kernel at most (nothing for a replay to save); or when ``PLAX_CUDA_GRAPHS=0``.
 
 Matrix products are captured too, though CuPy's cuBLAS binding raises ``NotImplementedError``
 on a capturing stream: while capturing, :mod:`plax_cupy.kernels_dot` makes them through
-:mod:`plax_cupy.cublas_direct` (the loaded ``libcublas`` called directly, the same call). A
+:mod:`plax_cupy.cublas_direct` (the loaded ``libcublas`` called directly, the same call). ``fft`` is
+captured on plans the program owns (:mod:`plax_cupy.fft_plans`, made on its first call), not
+on CuPy's cached ones, which any later transform may destroy while a graph reads them. A
 capture that fails all the same (cuSOLVER, whose CuPy binding refuses likewise; a
 synchronisation) leaves the program running plainly, with the exception in its reason.
 :meth:`GraphedProgram.describe` (the ``# CUDA graph:`` line of ``as_text()``) also counts the
@@ -99,8 +101,7 @@ UNCAPTURABLE = {
     "io_callback": "a host callback copies to the host",
     "debug_callback": "a host callback copies to the host",
     "eig": "the general eigensolver synchronises with the host",
-    "fft": "cuFFT's plan lives in CuPy's plan cache, which may destroy it while a graph "
-           "still reads it",
+    # (fft is captured: a compiled program owns its cuFFT plans, plax_cupy.fft_plans)
 }
 
 _device_locks: dict = {}

@@ -12,6 +12,13 @@ arrays, and never the host. Only host callbacks run on the host.
 
 The table is public (:func:`impls`), like ``plax_numpy.impls()``; a plugin that adds a
 primitive registers its GPU kernel with ``CupyBackend.register_kernel``.
+
+A family may also give a primitive a **program kernel** (:func:`program_kernel`): a factory
+called once per equation of a compiled program with the equation's parameters, whose result
+(``fn(*device_buffers)``) the program holds for its lifetime. It is for state that must live
+exactly as long as the program and no longer than it, such as the cuFFT plans a CUDA graph of
+the program reads on every replay (:mod:`plax_cupy.kernels_fft`); eager calls keep the table's
+kernel.
 """
 from __future__ import annotations
 
@@ -37,6 +44,8 @@ FAMILIES = (
 
 #: primitive -> ``fn(*device_buffers, **params)``
 KERNELS: dict = {}
+#: primitive -> ``factory(**params) -> fn(*device_buffers)``, one per equation of a program
+PROGRAM_KERNELS: dict = {}
 
 _loaded: list = []
 
@@ -58,6 +67,33 @@ def kernel(*primitives) -> Callable:
     return register
 
 
+def program_kernel(*primitives) -> Callable:
+    """Registers the decorated factory as the program kernel of ``primitives``: called once
+    per equation of a compiled program, ``factory(**params)`` returns the ``fn(*buffers)`` that
+    equation runs, held by the program for its lifetime (see the module).
+
+    Example:
+      >>> @program_kernel(fft_p)
+      ... class ProgramFft:
+      ...     def __init__(self, *, fft_type, fft_lengths): self.plans = {}
+      ...     def __call__(self, x): ...
+    """
+
+    def register(factory: Callable) -> Callable:
+        for p in primitives:
+            PROGRAM_KERNELS[p] = factory
+        return factory
+
+    return register
+
+
+def program_impls() -> dict:
+    """The program kernels: primitive -> ``factory(**params)`` (see :func:`program_kernel`),
+    every family loaded. Read-only."""
+    impls()
+    return PROGRAM_KERNELS
+
+
 def impls() -> dict:
     """The GPU kernel table: primitive -> ``fn(*cupy_arrays, **params)``, every family loaded.
 
@@ -76,4 +112,5 @@ def impls() -> dict:
     return KERNELS
 
 
-__all__ = ["FAMILIES", "KERNELS", "impls", "kernel"]
+__all__ = ["FAMILIES", "KERNELS", "PROGRAM_KERNELS", "impls", "kernel", "program_impls",
+           "program_kernel"]

@@ -45,6 +45,11 @@ otherwise hide a GPU bug:
   ``argmax``, ``maximum``, ...; as ``cupy.<name>``, operators, methods or NumPy's dispatch) and
   every ``cupyx.scipy.special`` function flush float32 and complex64 subnormals in their
   operands and results likewise.
+* **cuFFT plans are memory a graph reads.** ``cupy.fft`` takes plans from an LRU cache of 16
+  (:class:`FftPlanCache`), ``cupy.cuda.cufft.PlanNd`` is a plan of one's own (:class:`PlanNd`:
+  its work area from the current allocator); a plan made while the stream captures is refused
+  and invalidates the capture, and a replay of a transform whose plan was destroyed since (an
+  eviction, the last reference dropped) raises :class:`UseAfterFreeError`.
 
 What it cannot show: CuPy's own kernels, cuBLAS, timing, concurrency between the threads of a
 block, real memory. Install it with :func:`install` *before* ``plax_cupy.backend`` is imported
@@ -1141,6 +1146,7 @@ def install(sm_count: int = 2):
     config = types.ModuleType("cupy.fft.config")   # (cupy/fft/config.py: the plan cache)
     config.get_plan_cache = lambda: _FFT_PLANS
     sys.modules["cupy.fft"].config = sys.modules["cupy.fft.config"] = config
+    cuda.cufft = sys.modules["cupy.cuda.cufft"] = _cufft_module()
 
 
 # ---------------------------------------------------------------- CUDA graphs (stream capture)
@@ -1253,7 +1259,8 @@ class FftPlanCache:
 
     def plan(self, key) -> "_Block":
         block = self.plans.pop(key, None)
-        if block is None:
+        if block is None:   # (a miss makes a plan: refused while the stream captures)
+            _refuse_plan_in_capture(get_current_stream())
             block = _Block(np.zeros(_ROUND, np.uint8), get_current_stream())
         self.plans[key] = block
         while len(self.plans) > max(self.size, 0):
@@ -1277,6 +1284,135 @@ class FftPlanCache:
 
 
 _FFT_PLANS = FftPlanCache()
+
+
+# ---------------------------------------------------------------- cuFFT plans (cupy.cuda.cufft)
+
+class CuFFTError(RuntimeError):
+    """CuPy's ``cupy.cuda.cufft.CuFFTError``: a cuFFT status other than success."""
+
+
+#: cufftType values (cufft.h) -> (input dtype, output dtype)
+_CUFFT_TYPES = {0x29: (np.complex64, np.complex64), 0x2a: (np.float32, np.complex64),
+                0x2c: (np.complex64, np.float32), 0x69: (np.complex128, np.complex128),
+                0x6a: (np.float64, np.complex128), 0x6c: (np.complex128, np.float64)}
+_C2R_TYPES = (0x2c, 0x6c)
+
+
+def _refuse_plan_in_capture(stream) -> None:
+    """A cuFFT plan made while ``stream`` captures: ``cufftMakePlan*`` allocates and uploads
+    the plan's tables with synchronous CUDA calls, which a capture does not record (treated
+    as CUDA treats a synchronisation: refused, and the capture invalidated). A plan must be
+    made before the capture, and live as long as the graph."""
+    _refuse_in_capture(stream, "cufftMakePlanMany (a cuFFT plan made during the capture)",
+                       invalidates=True)
+
+
+class PlanNd:
+    """``cupy.cuda.cufft.PlanNd`` (``cupy/cuda/cufft.pyx``): a cuFFT plan of a batch of 1-3
+    dimensional transforms, made with ``cufftMakePlanMany`` outside any capture. As CuPy's, it
+    turns cuFFT's auto-allocation off and takes its work area from CuPy's current allocator
+    (``memory.alloc``: a capture's allocator, if one is set); cuFFT's own plan memory lives
+    until the plan is destroyed (``cufftDestroy``, when the object dies). ``fft`` runs on the
+    current stream (``cufftSetStream``, not refused while it captures: no capture check in
+    CuPy's binding) and is recorded into a capture like a kernel, reading the work area and
+    the plan's memory on every replay. A C2R transform overwrites its input, as cuFFT's may.
+    Only C-ordered layouts with unit strides (what plax makes) are simulated."""
+
+    def __init__(self, shape, inembed, istride, idist, onembed, ostride, odist, fft_type,
+                 batch, order, last_axis, last_size, *, prealloc_plan=0):
+        stream = get_current_stream()
+        _refuse_plan_in_capture(stream)
+        shape = tuple(int(n) for n in shape)
+        if not 1 <= len(shape) <= 3 or min(shape) < 1 or fft_type not in _CUFFT_TYPES \
+                or batch < 0 or order not in ("C", "F"):
+            raise CuFFTError("CUFFT_INVALID_VALUE")
+        if order != "C" or istride != 1 or ostride != 1:
+            raise NotImplementedError("the simulated cuFFT takes C-ordered unit-stride layouts")
+        self.shape, self.fft_type, self.batch, self.order = shape, fft_type, int(batch), order
+        self.inembed = tuple(inembed) if inembed is not None else shape
+        self.onembed = tuple(onembed) if onembed is not None else shape
+        self.idist, self.odist = int(idist), int(odist)
+        self.last_axis, self.last_size = last_axis, last_size
+        self.gpus = None
+        self._internal = _Block(np.zeros(_ROUND, np.uint8), stream)   # cuFFT's own memory
+        in_item = np.dtype(_CUFFT_TYPES[fft_type][0]).itemsize
+        self.work_area = _allocate((2 * self.batch * self.idist * in_item if batch else 0,),
+                                   np.uint8, stream)   # (memory.alloc: the current allocator)
+
+    def __del__(self):
+        internal = getattr(self, "_internal", None)   # (cufftDestroy; the work area goes
+        if internal is not None:                      # back to the pool with its array)
+            internal.live = False
+
+    def __enter__(self):
+        raise NotImplementedError("the simulated cuFFT takes plans as fft(a, out, direction)")
+
+    def __exit__(self, *exc):
+        return False
+
+    def fft(self, a, out, direction):
+        """``cufftSetStream`` to the current stream, then ``cufftExec*`` of ``a`` into ``out``
+        (unnormalised in both directions)."""
+        stream = get_current_stream()
+        in_dt, out_dt = (np.dtype(t) for t in _CUFFT_TYPES[self.fft_type])
+        if not isinstance(a, ndarray) or not isinstance(out, ndarray):
+            raise TypeError("cuFFT takes device arrays")
+        if a.dtype != in_dt or out.dtype != out_dt or direction not in (-1, 1):
+            raise CuFFTError(f"CUFFT_INVALID_TYPE: a {a.dtype}, out {out.dtype} for cufftType "
+                             f"{self.fft_type:#x}")
+        if a.size != self.batch * self.idist or out.size != self.batch * self.odist \
+                or not a._a.flags.c_contiguous or not out._a.flags.c_contiguous:
+            raise CuFFTError(f"the arrays (shapes {a.shape}, {out.shape}) do not have the "
+                             f"plan's layout (batch {self.batch} of {self.inembed} -> "
+                             f"{self.onembed}): cuFFT would read or write out of bounds")
+        work, internal = self.work_area._mem.block, self._internal
+        for block in (work, internal):
+            if not block.live:
+                raise UseAfterFreeError("cufftExec on a destroyed plan")
+        _check_read(a, stream)
+        _check_read(out, stream)
+        ins = a._a.reshape((self.batch,) + self.inembed)
+        outs = out._a.reshape((self.batch,) + self.onembed)
+        axes = tuple(range(1, len(self.shape) + 1))
+        fft_type, lengths = self.fft_type, self.shape   # (a graph holds no plan object)
+
+        def run():
+            with np.errstate(all="ignore"):
+                if in_dt.kind == "c" and out_dt.kind == "c":
+                    r = (np.fft.fftn(ins, axes=axes) if direction == -1
+                         else np.fft.ifftn(ins, axes=axes, norm="forward"))
+                elif out_dt.kind == "c":
+                    r = np.fft.rfftn(ins, axes=axes)
+                else:
+                    r = np.fft.irfftn(ins, s=lengths, axes=axes, norm="forward")
+                np.copyto(outs, r, casting="unsafe")
+                if fft_type in _C2R_TYPES:   # (cuFFT's C2R may use its input as scratch)
+                    ins[...] = np.nan
+
+        blocks = list({id(b): b for b in (a._mem.block, out._mem.block, work, internal)}.values())
+        ticket = stream._next()
+        for block in blocks:
+            block.readers[stream] = ticket
+        out._mem.block.writer, out._mem.block.ticket = stream, ticket
+        if fft_type in _C2R_TYPES:
+            a._mem.block.writer, a._mem.block.ticket = stream, ticket
+        if stream.capture is not None:
+            stream.capture.steps.append((run, [(b, b.generation) for b in blocks]))
+        run()
+        COUNTS["operations"] += 1
+
+
+def _cufft_module() -> types.ModuleType:
+    """``cupy.cuda.cufft``: the plan class plax makes its own plans with, and the constants."""
+    module = types.ModuleType("cupy.cuda.cufft")
+    module.PlanNd, module.CuFFTError = PlanNd, CuFFTError
+    module.get_current_plan = lambda: None
+    for name, value in (("CUFFT_C2C", 0x29), ("CUFFT_R2C", 0x2a), ("CUFFT_C2R", 0x2c),
+                        ("CUFFT_Z2Z", 0x69), ("CUFFT_D2Z", 0x6a), ("CUFFT_Z2D", 0x6c),
+                        ("CUFFT_FORWARD", -1), ("CUFFT_INVERSE", 1)):
+        setattr(module, name, value)
+    return module
 
 
 def _library_memory(fn, arrays, host_args, host_kwargs, stream) -> list:

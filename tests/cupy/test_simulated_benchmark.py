@@ -28,9 +28,9 @@ ROWS = ("selu", "matmul 256^2 f32", "matmul 256^2 bf16", "MLP step", "MLP train 
 #: rows that replay as one CUDA graph: (launches, h2d, d2h, fallbacks, device copies) per call
 GRAPHED = {"MLP step batch": (1, 0, 0, 0, 0), "MLP train loop": (1, 0, 0, 0, 0),
            "MLP loop, batch uploaded": (1, 2, 0, 0, 0), "linreg step": (1, 0, 0, 0, 0),
-           "MLP step 784-512-512-10": (1, 0, 0, 0, 0)}
+           "MLP step 784-512-512-10": (1, 0, 0, 0, 0), "FFT filter": (1, 0, 0, 0, 0)}
 #: rows and their launches per call with CUDA graphs off (the ``no-graph`` column)
-UNGRAPHED = {"cumsum 1 row": 1, "conv 3x3": 1, "scan tanh RNN": 1}
+UNGRAPHED = {"cumsum 1 row": 1, "conv 3x3": 1, "scan tanh RNN": 1, "FFT filter": 3}
 #: rows and the most launches per call they may make with CUDA graphs off (issue 24: the MLP
 #: step was 54 with jnp's rank promotion, 45 with unit_reductions and folded transposes, 34
 #: with one-launch reductions, 23 with the lowering's rewrites before fusion, 18 with the
