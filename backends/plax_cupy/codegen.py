@@ -104,6 +104,11 @@ VECTOR_CHUNKS = 2
 #: the fewest elements for which an elementwise kernel gets a vector path: below it the kernel
 #: is bound by its launch, and the path would only add code to compile
 VECTOR_MIN_ELEMENTS = 1 << 16
+#: the fewest equations of its own (values only it reads) some case of a ``select_n`` needs
+#: for the select to become a branch computing only the selected case
+#: (:func:`_branch_selects`): below it a divergent warp's cost of running both branches and
+#: the branch itself outweigh what the warps that agree save (a guess; selu's ``where`` owns 3)
+LAZY_SELECT_MIN_EQUATIONS = 8
 
 
 class Unsupported(Exception):
@@ -1360,6 +1365,9 @@ def plan_cluster(cluster, *, literal_values: bool = True) -> ClusterKernel:
     out_shapes = [tuple(v.aval.shape) for v in cluster.outputs]
 
     body: list[str] = []
+    load_lines: set = set()   # indices in body of operand loads (never moved into a branch)
+    marks: list[int] = []     # where each equation's lines start in body
+    selects: dict = {}        # k -> (local, operand expressions, dtype) of a select_n
     loaded: dict = {}   # id(atom) -> local holding its element i
     locals_: dict = {}  # id(var) -> expression
 
@@ -1387,6 +1395,7 @@ def plan_cluster(cluster, *, literal_values: bool = True) -> ClusterKernel:
         else:
             raise Unsupported(f"operand {atom} of shape {atom.aval.shape} is not readable in the loop")
         local = f"{inp.name}_v"
+        load_lines.add(len(body))
         body.append(f"const {value_ctype(inp.dtype)} {local} = {load_expr(expr, inp.dtype)};")
         loaded[key] = local
         return local
@@ -1403,6 +1412,7 @@ def plan_cluster(cluster, *, literal_values: bool = True) -> ClusterKernel:
     red_operands: list[str] = []
     need_index: set = set()   # iteration dimensions a broadcast operand's index map reads
     for k, eqn in enumerate(cluster.eqns):
+        marks.append(len(body))
         out = eqn.outvars[0]
         prim = eqn.primitive
         dout = np.dtype(out.aval.dtype)
@@ -1466,12 +1476,16 @@ def plan_cluster(cluster, *, literal_values: bool = True) -> ClusterKernel:
             args = [load(v) for v in eqn.invars]
             local = f"t{k}"
             body.append(f"const {value_ctype(dout)} {local} = {elementwise_expr(eqn, args)};")
+            if prim is lax.select_n_p and len(args) > 2 and dout.kind != "c":
+                selects[k] = (local, args, dout)
         locals_[id(out)] = local
         j = outputs.get(id(out))
         if j is not None:
             elem_outputs.append(j)
             body.append(f"o{j}[i] = {store_expr(local, dout)};")
 
+    marks.append(len(body))
+    body = _branch_selects(cluster.eqns, live, outputs, body, marks, load_lines, selects)
     # loads nothing reads (an operand integer_pow with y=0 ignores) would be NVRTC warnings
     for key, local in loaded.items():
         uses = sum(len(re.findall(rf"\b{local}\b", line)) for line in body)
@@ -1711,6 +1725,80 @@ __device__ __forceinline__ void plax_vstore(T* __restrict__ p, const T* r) {
 #endif
 #endif
 """
+
+
+def _branch_selects(eqns, live: set, outputs: dict, body: list[str], marks: list[int],
+                    load_lines: set, selects: dict) -> list[str]:
+    """``plax_elem``'s lines with each ``select_n`` whose cases need enough work of their own
+    computed lazily: an ``if``/``else`` whose branch computes only the case it selects.
+
+    A case's own work is the equations whose values only it reads (through each other, not
+    the predicate, another case, a reduction or an output of the cluster). Where some case owns
+    at least :data:`LAZY_SELECT_MIN_EQUATIONS` equations, those equations' lines move into
+    the case's branch and the select becomes an assignment there. The values are the same
+    expressions, so the bits are the eager select's; an element computes one case where it
+    computed all (the inverse-erf transform of ``random.normal``: one of its two polynomials,
+    and no square root on the common branch), at the cost of a branch, which a warp whose
+    elements disagree takes both ways. Operand loads stay where they were.
+
+    Args:
+      eqns: the cluster's equations.
+      live: ids of the variables something reads.
+      outputs: ids of the cluster's outputs.
+      body: the lines of ``plax_elem`` in equation order.
+      marks: where each equation's lines start in ``body`` (one more at the end).
+      load_lines: indices in ``body`` of operand loads.
+      selects: equation index -> ``(local, operand expressions, dtype)`` of the ``select_n``
+        equations with two cases or more (real dtypes).
+
+    Returns:
+      The lines of ``plax_elem``.
+    """
+    own_lines = [[body[j] for j in range(marks[k], marks[k + 1]) if j not in load_lines]
+                 for k in range(len(eqns))]
+    loads = [[body[j] for j in range(marks[k], marks[k + 1]) if j in load_lines]
+             for k in range(len(eqns))]
+    if not selects:
+        return body
+    uses: dict = {}   # id(var) -> [(reading equation, operand position)]
+    for k, eqn in enumerate(eqns):
+        if any(id(v) in live for v in eqn.outvars):
+            for pos, v in enumerate(eqn.invars):
+                if not isinstance(v, Literal):
+                    uses.setdefault(id(v), []).append((k, pos))
+    for s in sorted(selects):
+        local, args, dtype = selects[s]
+        owned = []
+        for case in range(1, len(args)):
+            mine: set = set()
+            for k in range(s - 1, -1, -1):
+                eqn = eqns[k]
+                if not own_lines[k] or fusion_kind(eqn.primitive) == REDUCTION or \
+                        any(id(v) in outputs for v in eqn.outvars):
+                    continue
+                readers = [r for v in eqn.outvars for r in uses.get(id(v), [])]
+                if readers and all(r == (s, case) or r[0] in mine for r in readers):
+                    mine.add(k)
+            owned.append(sorted(mine))
+        if max(len(m) for m in owned) < LAZY_SELECT_MIN_EQUATIONS:
+            continue
+        which, cases = args[0], args[1:]
+
+        def branch(c: int) -> list[str]:
+            return ["  " + line for k in owned[c] for line in own_lines[k]] + [f"  {local} = {cases[c]};"]
+
+        lines = [f"{value_ctype(dtype)} {local};"]
+        if np.dtype(eqns[s].invars[0].aval.dtype) == np.bool_:   # true selects case 1
+            lines += [f"if ({which}) {{", *branch(1), "} else {", *branch(0), "}"]
+        else:   # an index past the last case selects the last, as the expression form
+            for c in range(len(cases) - 1):
+                lines += [f"{'} else ' if c else ''}if ({which} == {c}) {{", *branch(c)]
+            lines += ["} else {", *branch(len(cases) - 1), "}"]
+        for k in (k for mine in owned for k in mine):
+            own_lines[k] = []
+        declared = f"const {value_ctype(dtype)} {local} ="
+        own_lines[s] = lines + [line for line in own_lines[s] if not line.startswith(declared)]
+    return [line for k in range(len(eqns)) for line in loads[k] + own_lines[k]]
 
 
 def _vector_kernel(inputs, elem_outputs, out_dtypes, shape, need_index, params, body,
