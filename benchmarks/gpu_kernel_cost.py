@@ -21,6 +21,8 @@ columns count the shortest. ``regs`` and ``sass`` (static machine instructions, 
 each) are ``ptxas``'s for the whole kernel. ``--n`` sets the element count: below
 ``codegen.VECTOR_MIN_ELEMENTS`` (65536) the kernels have only the scalar loop, the one counted
 here (the vector path unrolls the same per-element code ``per_thread`` times).
+``--no-branches`` plans every ``select_n`` as an expression, as the generator did before it
+computed only the selected case (``codegen._branch_selects``): run both to compare.
 """
 from __future__ import annotations
 
@@ -42,18 +44,21 @@ KINDS = ("int", "flt", "fma", "sfu", "mem", "mov", "br", "arg")
 
 # ---------------------------------------------------------------- the kernels of a program
 
-def planned_kernels(workload: str, n: int) -> list[dict]:
+def planned_kernels(workload: str, n: int, branches: bool = True) -> list[dict]:
     """The generated kernels that compiling ``workload`` under ``jit`` plans on the simulated
     GPU: ``{"entry", "n", "primitives", "source"}`` each, in planning order. Planned in a
-    child process (the simulated CuPy replaces NVRTC there; this process keeps the real one)."""
-    out = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", workload, "--n", str(n)],
+    child process (the simulated CuPy replaces NVRTC there; this process keeps the real one).
+    ``branches=False`` plans every ``select_n`` as an expression (``codegen._branch_selects``
+    off), as before it existed."""
+    out = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", workload, "--n", str(n)]
+                         + ([] if branches else ["--no-branches"]),
                          capture_output=True, text=True, env=os.environ)
     if out.returncode:
         raise RuntimeError(f"planning {workload} failed:\n{out.stderr}")
     return json.loads(out.stdout.splitlines()[-1])
 
 
-def _child(workload: str, n: int) -> None:
+def _child(workload: str, n: int, branches: bool) -> None:
     """Runs ``workload`` once on the simulated GPU, printing its planned kernels as JSON."""
     os.environ["PLAX_CUDA_GRAPHS"] = "0"
     sys.path.insert(0, os.path.join(HERE, "..", "tests", "cupy"))
@@ -61,6 +66,8 @@ def _child(workload: str, n: int) -> None:
     fake_cupy.install(sm_count=132)
     import plax
     from plax_cupy import codegen
+    if not branches:
+        codegen.LAZY_SELECT_MIN_EQUATIONS = 1 << 30
     plans: list = []
     for name in ("plan_cluster", "plan_group", "plan_equation"):
         def recording(*args, _original=getattr(codegen, name), **kw):
@@ -262,10 +269,12 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--n", type=int, default=4096)
     parser.add_argument("--child", help=argparse.SUPPRESS)
+    parser.add_argument("--no-branches", action="store_true",
+                        help="every select_n as an expression (the kernels before codegen._branch_selects)")
     parser.add_argument("--only", help="the workloads whose names contain this")
     opts = parser.parse_args(argv)
     if opts.child:
-        _child(opts.child, opts.n)
+        _child(opts.child, opts.n, not opts.no_branches)
         return 0
     cols = ("path", *KINDS, "regs", "sass")
     print(f"{'workload / kernel':44s} " + " ".join(f"{c:>7s}" for c in cols))
@@ -273,7 +282,7 @@ def main(argv=None) -> int:
         if opts.only and opts.only not in name:
             continue
         print(name)
-        for plan in planned_kernels(name, opts.n):
+        for plan in planned_kernels(name, opts.n, not opts.no_branches):
             row = kernel_cost(plan)
             path = f"{row['short']}" if row["short"] == row["long"] else f"{row['short']}-{row['long']}"
             vals = [path] + [str(row[k]) for k in KINDS] + [str(row["regs"]), str(row["sass"])]
