@@ -1475,7 +1475,9 @@ def plan_cluster(cluster, *, literal_values: bool = True) -> ClusterKernel:
         else:
             args = [load(v) for v in eqn.invars]
             local = f"t{k}"
-            body.append(f"const {value_ctype(dout)} {local} = {elementwise_expr(eqn, args)};")
+            expr = _max_min_of_a_number(eqn, args, [by_atom.get(id(v)) for v in eqn.invars]) \
+                or elementwise_expr(eqn, args)
+            body.append(f"const {value_ctype(dout)} {local} = {expr};")
             if prim is lax.select_n_p and len(args) > 2 and dout.kind != "c":
                 selects[k] = (local, args, dout)
         locals_[id(out)] = local
@@ -1725,6 +1727,30 @@ __device__ __forceinline__ void plax_vstore(T* __restrict__ p, const T* r) {
 #endif
 #endif
 """
+
+
+def _max_min_of_a_number(eqn, args: list[str], inputs: list) -> str | None:
+    """``max``/``min`` of a real float where an operand is a literal passed by value that is
+    not NaN: the NaN test of that operand left out (``random.uniform``'s clamp to ``minval``),
+    with ``plax_max``/``plax_min``'s results on every value, signed zeros and NaNs included;
+    None elsewhere.
+
+    Args:
+      eqn: the equation.
+      args: its operand expressions.
+      inputs: each operand's :class:`KernelInput` where it is a cluster input, else None.
+    """
+    if eqn.primitive not in (lax.max_p, lax.min_p) or \
+            np.dtype(eqn.outvars[0].aval.dtype) not in (np.dtype(np.float32), np.dtype(np.float64)):
+        return None
+    number = [inp is not None and inp.kind == "literal" and not np.isnan(inp.value) for inp in inputs]
+    op = ">" if eqn.primitive is lax.max_p else "<"
+    a, b = args
+    if number[0]:   # a NaN b fails the comparison and is the result, as plax_max gives it
+        return f"({a} {op} {b} ? {a} : {b})"
+    if number[1]:
+        return f"(({a} != {a} || {a} {op} {b}) ? {a} : {b})"
+    return None
 
 
 def _branch_selects(eqns, live: set, outputs: dict, body: list[str], marks: list[int],

@@ -1,7 +1,10 @@
-"""A ``select_n`` whose cases own enough work is generated as a branch computing only the
-selected case (``plax_cupy.codegen._branch_selects``), checked without a GPU: the source's
-form, NVRTC compiling it without a warning, and its host build (g++) giving the NumPy
-backend's bits.
+"""Less work per element in generated kernels, checked without a GPU (the source's form,
+NVRTC compiling it without a warning, its host build (g++) giving the NumPy backend's bits):
+
+* a ``select_n`` whose cases own enough work is a branch computing only the selected case
+  (``plax_cupy.codegen._branch_selects``);
+* ``max``/``min`` with a literal that is not NaN skip that operand's NaN test
+  (``codegen._max_min_of_a_number``).
 """
 from __future__ import annotations
 
@@ -118,3 +121,27 @@ def test_branch_form_compiles_with_nvrtc_without_warnings():
         for fn, args in ((three_cases, (x, k)), (two_cases, (x,))):
             _, plan = _plan(fn, *args)
             assert ".entry plax_elementwise" in nvrtc.compile_ptx(plan.source)
+
+
+def clamps(x):
+    return (jnp.maximum(-0.5, x), jnp.minimum(x, 0.0), jnp.maximum(x, -0.0),
+            jnp.minimum(np.float32(np.nan), x), jnp.maximum(x, jnp.float32(np.inf)))
+
+
+def test_max_min_with_a_number_literal_skip_its_nan_test():
+    x = np.array([np.nan, -np.nan, 0.0, -0.0, -0.5, 0.5, -np.inf, np.inf, 1e-45, -3.0], np.float32)
+    jaxpr = inline_calls(plax.make_jaxpr(clamps)(x).jaxpr)
+    (cluster,) = clusters_of(jaxpr)
+    plan = codegen.plan_cluster(cluster)
+    body = plan.source[plan.source.index("void plax_elem("):]
+    assert body.count("plax_max(") + body.count("plax_min(") == 1   # the NaN literal's min
+    if HAVE_CXX:
+        from plax_cupy import nvrtc
+        lib = nvrtc.compile_host(plan.source)
+        env = dict(zip(jaxpr.invars, (x,)))
+        got = dict(zip(cluster.outputs, run_host(plan, lib.plax_host,
+                                                 [_value(a, env) for a in cluster.inputs])))
+        for v, w in zip(jaxpr.outvars, plax.jit(clamps, backend="numpy")(x)):
+            w = np.asarray(w)
+            same = (got[v].view(np.uint32) == w.view(np.uint32)) | (np.isnan(got[v]) & np.isnan(w))
+            assert same.all(), (got[v], w)
