@@ -123,20 +123,27 @@ def test_samplers_bits_equal_the_numpy_backend(sampler, partitionable):
 def test_normal_kernel_computes_one_inverse_erf_polynomial(monkeypatch):
     """The inverse erf's ``select_n`` between its two polynomials is a branch in the fused
     kernel (``codegen._branch_selects``): the square root and the tail polynomial only on the
-    ``else`` side; samples equal bit for bit those of the kernel computing both."""
+    ``else`` side, in the scalar loop and the vector path's copy of the per-element code (the
+    size takes the vector path and leaves a tail); samples equal bit for bit those of the
+    kernel computing both, and the NumPy backend's to a few ulps."""
     import plax
     from plax import random
     from plax_cupy import codegen
+    n = codegen.VECTOR_MIN_ELEMENTS + 3
     key = plax.device_put(random.PRNGKey(5), plax.devices("gpu")[0])
-    f = plax.jit(lambda k: random.normal(k, (999,)))
+    f = plax.jit(lambda k: random.normal(k, (n,)))
     text = f.lower(key).compile().as_text()
-    elem = text[text.index("void plax_elem("):]
-    elem = elem[:elem.index("\n}\n")]
-    assert elem.count("sqrtf(") == 1 and elem.count("if (") == 1
-    assert elem.index("if (") < elem.index("} else {") < elem.index("sqrtf(")
+    elems = text.split("void plax_elem(")[1:]
+    assert len(elems) == 2 and "plax_vstore" in text   # the scalar and the vector copies
+    for elem in elems:
+        elem = elem[:elem.index("\n}\n")]
+        assert elem.count("sqrtf(") == 1 and elem.count("if (") == 1
+        assert elem.index("if (") < elem.index("} else {") < elem.index("sqrtf(")
     branched = np.asarray(f(key))
     monkeypatch.setattr(codegen, "LAZY_SELECT_MIN_EQUATIONS", 1 << 30)
-    g = plax.jit(lambda k: random.normal(k, (999,)))
+    g = plax.jit(lambda k: random.normal(k, (n,)))
     text = g.lower(key).compile().as_text()
-    assert "if (" not in text[text.index("void plax_elem("):]
+    assert "if (" not in text[text.index("void plax_elem("):].split("\n}\n")[0]
     np.testing.assert_array_equal(_bits(g(key)), _bits(branched))
+    want = np.asarray(plax.jit(lambda k: random.normal(k, (n,)), backend="numpy")(random.PRNGKey(5)))
+    np.testing.assert_allclose(branched, want, rtol=5e-7, atol=5e-7)
