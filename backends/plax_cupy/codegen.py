@@ -1368,6 +1368,7 @@ def plan_cluster(cluster, *, literal_values: bool = True) -> ClusterKernel:
     load_lines: set = set()   # indices in body of operand loads (never moved into a branch)
     marks: list[int] = []     # where each equation's lines start in body
     selects: dict = {}        # k -> (local, operand expressions, dtype) of a select_n
+    numbers: set = set()      # ids of scalar values known not to be NaN (_is_number)
     loaded: dict = {}   # id(atom) -> local holding its element i
     locals_: dict = {}  # id(var) -> expression
 
@@ -1475,9 +1476,12 @@ def plan_cluster(cluster, *, literal_values: bool = True) -> ClusterKernel:
         else:
             args = [load(v) for v in eqn.invars]
             local = f"t{k}"
-            expr = _max_min_of_a_number(eqn, args, [by_atom.get(id(v)) for v in eqn.invars]) \
+            expr = _max_min_of_a_number(eqn, args, [_is_number(v, by_atom, numbers) for v in eqn.invars]) \
                 or elementwise_expr(eqn, args)
             body.append(f"const {value_ctype(dout)} {local} = {expr};")
+            if prim is lax.convert_element_type_p and dout.kind == "f" and \
+                    _is_number(eqn.invars[0], by_atom, numbers):
+                numbers.add(id(out))   # (a float's conversion to a float: NaN only from NaN)
             if prim is lax.select_n_p and len(args) > 2 and dout.kind != "c":
                 selects[k] = (local, args, dout)
         locals_[id(out)] = local
@@ -1729,21 +1733,31 @@ __device__ __forceinline__ void plax_vstore(T* __restrict__ p, const T* r) {
 """
 
 
-def _max_min_of_a_number(eqn, args: list[str], inputs: list) -> str | None:
-    """``max``/``min`` of a real float where an operand is a literal passed by value that is
-    not NaN: the NaN test of that operand left out (``random.uniform``'s clamp to ``minval``),
-    with ``plax_max``/``plax_min``'s results on every value, signed zeros and NaNs included;
-    None elsewhere.
+def _is_number(atom, by_atom: dict, numbers: set) -> bool:
+    """Whether the kernel source may assume ``atom`` is not NaN: a floating literal passed by
+    value that is not (its value is in the source's signature: a NaN one is another kernel),
+    or a value ``numbers`` holds (a float conversion of one)."""
+    if id(atom) in numbers:
+        return True
+    inp = by_atom.get(id(atom))
+    return inp is not None and inp.kind == "literal" and inp.dtype.kind == "f" and \
+        not np.isnan(inp.value)
+
+
+def _max_min_of_a_number(eqn, args: list[str], number: list[bool]) -> str | None:
+    """``max``/``min`` of a real float where an operand is known not to be NaN
+    (:func:`_is_number`): that operand's NaN test left out (``random.uniform``'s clamp to
+    ``minval``), with ``plax_max``/``plax_min``'s results on every value, signed zeros and
+    NaNs included; None elsewhere.
 
     Args:
       eqn: the equation.
       args: its operand expressions.
-      inputs: each operand's :class:`KernelInput` where it is a cluster input, else None.
+      number: for each operand, whether it is known not to be NaN.
     """
     if eqn.primitive not in (lax.max_p, lax.min_p) or \
             np.dtype(eqn.outvars[0].aval.dtype) not in (np.dtype(np.float32), np.dtype(np.float64)):
         return None
-    number = [inp is not None and inp.kind == "literal" and not np.isnan(inp.value) for inp in inputs]
     op = ">" if eqn.primitive is lax.max_p else "<"
     a, b = args
     if number[0]:   # a NaN b fails the comparison and is the result, as plax_max gives it

@@ -123,9 +123,17 @@ def test_branch_form_compiles_with_nvrtc_without_warnings():
             assert ".entry plax_elementwise" in nvrtc.compile_ptx(plan.source)
 
 
+@plax.jit
+def _clamp_converted(lo, x):
+    # (a jitted call's literal argument: inlined, its conversion is in the cluster, as
+    # random.uniform's minval is)
+    return lax.max(lax.convert_element_type(lo, np.float32), x)
+
+
 def clamps(x):
     return (jnp.maximum(-0.5, x), jnp.minimum(x, 0.0), jnp.maximum(x, -0.0),
-            jnp.minimum(np.float32(np.nan), x), jnp.maximum(x, jnp.float32(np.inf)))
+            jnp.minimum(np.float32(np.nan), x), jnp.maximum(x, jnp.float32(np.inf)),
+            _clamp_converted(0.25, x), _clamp_converted(np.nan, x))
 
 
 def test_max_min_with_a_number_literal_skip_its_nan_test():
@@ -134,7 +142,8 @@ def test_max_min_with_a_number_literal_skip_its_nan_test():
     (cluster,) = clusters_of(jaxpr)
     plan = codegen.plan_cluster(cluster)
     body = plan.source[plan.source.index("void plax_elem("):]
-    assert body.count("plax_max(") + body.count("plax_min(") == 1   # the NaN literal's min
+    # (the NaN literal's min and the NaN's conversion's max keep their NaN tests)
+    assert body.count("plax_max(") + body.count("plax_min(") == 2, body
     if HAVE_CXX:
         from plax_cupy import nvrtc
         lib = nvrtc.compile_host(plan.source)
