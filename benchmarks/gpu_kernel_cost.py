@@ -20,7 +20,9 @@ path (an element takes one of them; a warp whose elements disagree runs both), a
 columns count the shortest. ``regs`` and ``sass`` (static machine instructions, 16 bytes
 each) are ``ptxas``'s for the whole kernel. ``--n`` sets the element count: below
 ``codegen.VECTOR_MIN_ELEMENTS`` (65536) the kernels have only the scalar loop, the one counted
-here (the vector path unrolls the same per-element code ``per_thread`` times).
+here (the vector path unrolls the same per-element code ``per_thread`` times, and its
+shortest path skips the guarded chunks: read its longest). A reduction kernel's row is of its
+longest loop, the accumulation's or the combine's: not a per-element count.
 ``--no-branches`` plans every ``select_n`` as an expression, as the generator did before it
 computed only the selected case (``codegen._branch_selects``): run both to compare.
 """
