@@ -3,9 +3,9 @@
     PYTHONPATH=$PYTHONPATH:backends:tests/cupy python benchmarks/gpu_kernel_cost.py [--n 4096]
 
 Each workload (``random.normal``, ``random.uniform``, ``random.bernoulli``, selu, one MLP
-training step) is traced, split into the fusion clusters and horizontal groups the CuPy
-emitter receives, and each generated kernel (``codegen.plan_cluster``/``plan_group``) is
-compiled by NVRTC with the device options to PTX for ``sm_90`` and assembled by ``ptxas``
+training step at small widths) is compiled under ``jit`` on the simulated GPU
+(``tests/cupy/fake_cupy.py``, in a child process), and each kernel it plans
+(``codegen.plan_cluster``/``plan_group``/``plan_equation``) is compiled by the real NVRTC with the device options to PTX for ``sm_90`` and assembled by ``ptxas``
 (when on the PATH) for its registers and machine-code size.
 
 For each kernel the table gives the PTX instructions of one iteration of its grid-stride loop
