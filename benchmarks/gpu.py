@@ -17,7 +17,10 @@ with ``block_until_ready`` after each timed batch of calls):
   called on the same parameters (``MLP step``) and in a training loop, each call stepping the
   parameters the last one returned (``MLP train loop``; ``MLP loop, batch uploaded``: with the
   batch uploaded from the host each call);
-* ``random.normal`` of 1e8 float32 (threefry2x32 and the inverse-erf transform);
+* ``random.normal`` of 1e8 float32 (threefry2x32 and the inverse-erf transform); ``...,
+  both cases``: compiled with its inverse erf's ``select_n`` computing both polynomials
+  (``codegen.LAZY_SELECT_MIN_EQUATIONS`` out of reach: the kernel as it was before the
+  branch; docs/gpu.md "Arithmetic per element");
 * ``cumsum`` of one row of 1e7 float32: a long row split over every SM
   (``plax_cupy.kernels_rows``: one launch, the tiles chained by a deterministic look-back;
   ``--tiny``/``--simulated``: 1e5, still split), GB/s of its 8 bytes per element;
@@ -225,9 +228,11 @@ def workloads(quick: bool, tiny: bool = False):
         return L.jit(lambda x, w: L.lax.conv_general_dilated(
             x, w, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC")))
 
-    def scalar_loop(key):
-        """Row ``key`` compiled without the elementwise kernels' vector path (plax's kernel as
-        it was before it: the same card's before/after in one run; JAX's is the row's own)."""
+    def compiled_without(key, constant="VECTOR_MIN_ELEMENTS"):
+        """Row ``key`` compiled with ``codegen.<constant>`` out of reach: without the
+        elementwise kernels' vector path (``VECTOR_MIN_ELEMENTS``) or with every ``select_n``
+        computing all its cases (``LAZY_SELECT_MIN_EQUATIONS``), plax's kernel as it was
+        before that: the same card's before/after in one run; JAX's is the row's own."""
         def factory(L):
             fn, args = factories[key](L)
             if L.jnp.__name__.startswith("jax"):
@@ -235,11 +240,12 @@ def workloads(quick: bool, tiny: bool = False):
             from plax_cupy import codegen
 
             def call(*a):
-                saved, codegen.VECTOR_MIN_ELEMENTS = codegen.VECTOR_MIN_ELEMENTS, 1 << 62
+                saved = getattr(codegen, constant)
+                setattr(codegen, constant, 1 << 62)
                 try:   # (read when the kernel is generated: the first call)
                     return fn(*a)
                 finally:
-                    codegen.VECTOR_MIN_ELEMENTS = saved
+                    setattr(codegen, constant, saved)
             return call, args
         return factory
 
@@ -263,8 +269,10 @@ def workloads(quick: bool, tiny: bool = False):
         "fft filter": lambda L: (L.jit(lambda x, w: L.jnp.fft.ifft(L.jnp.fft.fft(x) * w)),
                                  [L.put(x_fft), L.put(w_fft)]),
     }
-    factories.update({"selu scalar": scalar_loop("selu"),
-                      "random.normal scalar": scalar_loop("random.normal")})
+    factories.update({"selu scalar": compiled_without("selu"),
+                      "random.normal scalar": compiled_without("random.normal"),
+                      "random.normal both cases": compiled_without("random.normal",
+                                                                   "LAZY_SELECT_MIN_EQUATIONS")})
     rows = [(f"selu {n_big:.0e} f32", 8 * n_big, "selu"),
             (f"selu {n_big:.0e} f32, scalar", 8 * n_big, "selu scalar"),
             (f"matmul {m}^2 f32", None, "matmul f32"),
@@ -274,6 +282,7 @@ def workloads(quick: bool, tiny: bool = False):
             ("MLP loop, batch uploaded", None, "mlp loop upload"),
             (f"random.normal {n_big:.0e}", 4 * n_big, "random.normal"),
             (f"random.normal {n_big:.0e}, scalar", 4 * n_big, "random.normal scalar"),
+            (f"random.normal {n_big:.0e}, both cases", 4 * n_big, "random.normal both cases"),
             ("tiny jit call", None, "tiny call"),
             (f"cumsum 1 row {n_scan:.0e} f32", 8 * n_scan, "cumsum"),
             (f"conv 3x3 {conv_n}x{conv_hw}^2x{conv_c} f32", None, "conv 3x3"),

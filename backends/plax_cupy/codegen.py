@@ -104,6 +104,11 @@ VECTOR_CHUNKS = 2
 #: the fewest elements for which an elementwise kernel gets a vector path: below it the kernel
 #: is bound by its launch, and the path would only add code to compile
 VECTOR_MIN_ELEMENTS = 1 << 16
+#: the fewest equations of its own (values only it reads) some case of a ``select_n`` needs
+#: for the select to become a branch computing only the selected case
+#: (:func:`_branch_selects`): below it a divergent warp's cost of running both branches and
+#: the branch itself outweigh what the warps that agree save (a guess; selu's ``where`` owns 3)
+LAZY_SELECT_MIN_EQUATIONS = 8
 
 
 class Unsupported(Exception):
@@ -1360,6 +1365,10 @@ def plan_cluster(cluster, *, literal_values: bool = True) -> ClusterKernel:
     out_shapes = [tuple(v.aval.shape) for v in cluster.outputs]
 
     body: list[str] = []
+    load_lines: set = set()   # indices in body of operand loads (never moved into a branch)
+    marks: list[int] = []     # where each equation's lines start in body
+    selects: dict = {}        # k -> (local, operand expressions, dtype) of a select_n
+    numbers: set = set()      # ids of scalar values known not to be NaN (_is_number)
     loaded: dict = {}   # id(atom) -> local holding its element i
     locals_: dict = {}  # id(var) -> expression
 
@@ -1387,6 +1396,7 @@ def plan_cluster(cluster, *, literal_values: bool = True) -> ClusterKernel:
         else:
             raise Unsupported(f"operand {atom} of shape {atom.aval.shape} is not readable in the loop")
         local = f"{inp.name}_v"
+        load_lines.add(len(body))
         body.append(f"const {value_ctype(inp.dtype)} {local} = {load_expr(expr, inp.dtype)};")
         loaded[key] = local
         return local
@@ -1403,6 +1413,7 @@ def plan_cluster(cluster, *, literal_values: bool = True) -> ClusterKernel:
     red_operands: list[str] = []
     need_index: set = set()   # iteration dimensions a broadcast operand's index map reads
     for k, eqn in enumerate(cluster.eqns):
+        marks.append(len(body))
         out = eqn.outvars[0]
         prim = eqn.primitive
         dout = np.dtype(out.aval.dtype)
@@ -1465,13 +1476,22 @@ def plan_cluster(cluster, *, literal_values: bool = True) -> ClusterKernel:
         else:
             args = [load(v) for v in eqn.invars]
             local = f"t{k}"
-            body.append(f"const {value_ctype(dout)} {local} = {elementwise_expr(eqn, args)};")
+            expr = _max_min_of_a_number(eqn, args, [_is_number(v, by_atom, numbers) for v in eqn.invars]) \
+                or elementwise_expr(eqn, args)
+            body.append(f"const {value_ctype(dout)} {local} = {expr};")
+            if prim is lax.convert_element_type_p and dout.kind == "f" and \
+                    _is_number(eqn.invars[0], by_atom, numbers):
+                numbers.add(id(out))   # (a float's conversion to a float: NaN only from NaN)
+            if prim is lax.select_n_p and len(args) > 2 and dout.kind != "c":
+                selects[k] = (local, args, dout)
         locals_[id(out)] = local
         j = outputs.get(id(out))
         if j is not None:
             elem_outputs.append(j)
             body.append(f"o{j}[i] = {store_expr(local, dout)};")
 
+    marks.append(len(body))
+    body = _branch_selects(cluster.eqns, live, outputs, body, marks, load_lines, selects)
     # loads nothing reads (an operand integer_pow with y=0 ignores) would be NVRTC warnings
     for key, local in loaded.items():
         uses = sum(len(re.findall(rf"\b{local}\b", line)) for line in body)
@@ -1711,6 +1731,114 @@ __device__ __forceinline__ void plax_vstore(T* __restrict__ p, const T* r) {
 #endif
 #endif
 """
+
+
+def _is_number(atom, by_atom: dict, numbers: set) -> bool:
+    """Whether the kernel source may assume ``atom`` is not NaN: a floating literal passed by
+    value that is not (its value is in the source's signature: a NaN one is another kernel),
+    or a value ``numbers`` holds (a float conversion of one)."""
+    if id(atom) in numbers:
+        return True
+    inp = by_atom.get(id(atom))
+    return inp is not None and inp.kind == "literal" and inp.dtype.kind == "f" and \
+        not np.isnan(inp.value)
+
+
+def _max_min_of_a_number(eqn, args: list[str], number: list[bool]) -> str | None:
+    """``max``/``min`` of a real float where an operand is known not to be NaN
+    (:func:`_is_number`): that operand's NaN test left out (``random.uniform``'s clamp to
+    ``minval``), with ``plax_max``/``plax_min``'s results on every value, signed zeros and
+    NaNs included; None elsewhere.
+
+    Args:
+      eqn: the equation.
+      args: its operand expressions.
+      number: for each operand, whether it is known not to be NaN.
+    """
+    if eqn.primitive not in (lax.max_p, lax.min_p) or \
+            np.dtype(eqn.outvars[0].aval.dtype) not in (np.dtype(np.float32), np.dtype(np.float64)):
+        return None
+    op = ">" if eqn.primitive is lax.max_p else "<"
+    a, b = args
+    if number[0]:   # a NaN b fails the comparison and is the result, as plax_max gives it
+        return f"({a} {op} {b} ? {a} : {b})"
+    if number[1]:
+        return f"(({a} != {a} || {a} {op} {b}) ? {a} : {b})"
+    return None
+
+
+def _branch_selects(eqns, live: set, outputs: dict, body: list[str], marks: list[int],
+                    load_lines: set, selects: dict) -> list[str]:
+    """``plax_elem``'s lines with each ``select_n`` whose cases need enough work of their own
+    computed lazily: an ``if``/``else`` whose branch computes only the case it selects.
+
+    A case's own work is the equations whose values only it reads (through each other, not
+    the predicate, another case, a reduction or an output of the cluster). Where some case owns
+    at least :data:`LAZY_SELECT_MIN_EQUATIONS` equations, those equations' lines move into
+    the case's branch and the select becomes an assignment there. The values are the same
+    expressions, so the bits are the eager select's; an element computes one case where it
+    computed all (the inverse-erf transform of ``random.normal``: one of its two polynomials,
+    and no square root on the common branch), at the cost of a branch, which a warp whose
+    elements disagree takes both ways. Operand loads stay where they were.
+
+    Args:
+      eqns: the cluster's equations.
+      live: ids of the variables something reads.
+      outputs: ids of the cluster's outputs.
+      body: the lines of ``plax_elem`` in equation order.
+      marks: where each equation's lines start in ``body`` (one more at the end).
+      load_lines: indices in ``body`` of operand loads.
+      selects: equation index -> ``(local, operand expressions, dtype)`` of the ``select_n``
+        equations with two cases or more (real dtypes).
+
+    Returns:
+      The lines of ``plax_elem``.
+    """
+    own_lines = [[body[j] for j in range(marks[k], marks[k + 1]) if j not in load_lines]
+                 for k in range(len(eqns))]
+    loads = [[body[j] for j in range(marks[k], marks[k + 1]) if j in load_lines]
+             for k in range(len(eqns))]
+    if not selects:
+        return body
+    uses: dict = {}   # id(var) -> [(reading equation, operand position)]
+    for k, eqn in enumerate(eqns):
+        if any(id(v) in live for v in eqn.outvars):
+            for pos, v in enumerate(eqn.invars):
+                if not isinstance(v, Literal):
+                    uses.setdefault(id(v), []).append((k, pos))
+    for s in sorted(selects):
+        local, args, dtype = selects[s]
+        owned = []
+        for case in range(1, len(args)):
+            mine: set = set()
+            for k in range(s - 1, -1, -1):
+                eqn = eqns[k]
+                if not own_lines[k] or fusion_kind(eqn.primitive) == REDUCTION or \
+                        any(id(v) in outputs for v in eqn.outvars):
+                    continue
+                readers = [r for v in eqn.outvars for r in uses.get(id(v), [])]
+                if readers and all(r == (s, case) or r[0] in mine for r in readers):
+                    mine.add(k)
+            owned.append(sorted(mine))
+        if max(len(m) for m in owned) < LAZY_SELECT_MIN_EQUATIONS:
+            continue
+        which, cases = args[0], args[1:]
+
+        def branch(c: int) -> list[str]:
+            return ["  " + line for k in owned[c] for line in own_lines[k]] + [f"  {local} = {cases[c]};"]
+
+        lines = [f"{value_ctype(dtype)} {local};"]
+        if np.dtype(eqns[s].invars[0].aval.dtype) == np.bool_:   # true selects case 1
+            lines += [f"if ({which}) {{", *branch(1), "} else {", *branch(0), "}"]
+        else:   # an index past the last case selects the last, as the expression form
+            for c in range(len(cases) - 1):
+                lines += [f"{'} else ' if c else ''}if ({which} == {c}) {{", *branch(c)]
+            lines += ["} else {", *branch(len(cases) - 1), "}"]
+        for k in (k for mine in owned for k in mine):
+            own_lines[k] = []
+        declared = f"const {value_ctype(dtype)} {local} ="
+        own_lines[s] = lines + [line for line in own_lines[s] if not line.startswith(declared)]
+    return [line for k in range(len(eqns)) for line in loads[k] + own_lines[k]]
 
 
 def _vector_kernel(inputs, elem_outputs, out_dtypes, shape, need_index, params, body,

@@ -57,3 +57,93 @@ def test_random_samplers_hash_in_their_fused_kernel(sampler, monkeypatch):
         np.testing.assert_array_equal(got, want)
     else:
         np.testing.assert_allclose(got, want, rtol=2e-6, atol=2e-6)
+
+
+def _samplers():
+    from plax import dtypes, random
+    from plax import numpy as jnp
+    import plax
+    return {
+        "bits_u32": lambda k, n: random.bits(k, (n,)),
+        "bits_u8": lambda k, n: random.bits(k, (n,), jnp.uint8),
+        "uniform_f32": lambda k, n: random.uniform(k, (n,), minval=-1.0, maxval=2.0),
+        "uniform_bf16": lambda k, n: random.uniform(k, (n,), dtypes.bfloat16),
+        "normal_f32": lambda k, n: random.normal(k, (n,)),
+        "normal_f16": lambda k, n: random.normal(k, (n,), jnp.float16),
+        "normal_bf16": lambda k, n: random.normal(k, (n, 3), dtypes.bfloat16),
+        "bernoulli": lambda k, n: random.bernoulli(k, 0.3, (n,)),
+        "split": lambda k, n: random.split(k, n),
+        "fold_in": lambda k, n: plax.vmap(lambda d: random.fold_in(k, d))(jnp.arange(n, dtype=jnp.uint32)),
+    }
+
+
+def _bits(x) -> np.ndarray:
+    x = np.asarray(x)
+    return x.view(np.dtype(f"u{x.dtype.itemsize}")) if x.dtype != np.bool_ else x
+
+
+# (the original threefry mode, which hashes counter halves and concatenates, on three samplers)
+_MODES = [(s, True) for s in sorted(_samplers())] + [(s, False) for s in ("bits_u32", "normal_f32", "split")]
+
+
+@pytest.mark.parametrize("sampler,partitionable", _MODES,
+                         ids=[f"{s}-{'partitionable' if p else 'original'}" for s, p in _MODES])
+def test_samplers_bits_equal_the_numpy_backend(sampler, partitionable):
+    """Every sampler jitted on the GPU gives the NumPy backend's bits (normal samples to a few
+    ulps, as before the inverse erf became a branch), at an odd size, and the float32 ones at
+    one element and none; in both threefry modes (the original one hashes counter halves, then
+    concatenates)."""
+    import plax
+    from plax import random
+    fn = _samplers()[sampler]
+    sizes = (0, 1, 1001) if sampler in ("bits_u32", "uniform_f32", "normal_f32") else (1001,)
+    key = random.PRNGKey(20261130)
+    gpu = plax.devices("gpu")[0]
+    saved = plax.config.read("jax_threefry_partitionable")
+    plax.config.update("jax_threefry_partitionable", partitionable)
+    try:
+        for n in sizes:
+            got = plax.jit(lambda k: fn(k, n))(plax.device_put(key, gpu))
+            want = plax.jit(lambda k: fn(k, n), backend="numpy")(key)
+            assert np.asarray(got).shape == np.asarray(want).shape
+            if sampler.startswith("normal"):
+                # (log1p: CUDA's, or on the simulated GPU the C library's, against NumPy's
+                # float32 loop, which may differ in the last bits; the branch form itself is
+                # bit for bit the select's, test_normal_kernel_computes_one_inverse_erf_polynomial)
+                import ml_dtypes
+                eps = float(ml_dtypes.finfo(np.asarray(want).dtype).eps)
+                np.testing.assert_allclose(np.asarray(got, np.float32), np.asarray(want, np.float32),
+                                           rtol=4 * eps, atol=4 * eps, err_msg=f"{sampler} n={n}")
+            else:
+                np.testing.assert_array_equal(_bits(got), _bits(want), err_msg=f"{sampler} n={n}")
+    finally:
+        plax.config.update("jax_threefry_partitionable", saved)
+
+
+def test_normal_kernel_computes_one_inverse_erf_polynomial(monkeypatch):
+    """The inverse erf's ``select_n`` between its two polynomials is a branch in the fused
+    kernel (``codegen._branch_selects``): the square root and the tail polynomial only on the
+    ``else`` side, in the scalar loop and the vector path's copy of the per-element code (the
+    size takes the vector path and leaves a tail); samples equal bit for bit those of the
+    kernel computing both, and the NumPy backend's to a few ulps."""
+    import plax
+    from plax import random
+    from plax_cupy import codegen
+    n = codegen.VECTOR_MIN_ELEMENTS + 3
+    key = plax.device_put(random.PRNGKey(5), plax.devices("gpu")[0])
+    f = plax.jit(lambda k: random.normal(k, (n,)))
+    text = f.lower(key).compile().as_text()
+    elems = text.split("void plax_elem(")[1:]
+    assert len(elems) == 2 and "plax_vstore" in text   # the scalar and the vector copies
+    for elem in elems:
+        elem = elem[:elem.index("\n}\n")]
+        assert elem.count("sqrtf(") == 1 and elem.count("if (") == 1
+        assert elem.index("if (") < elem.index("} else {") < elem.index("sqrtf(")
+    branched = np.asarray(f(key))
+    monkeypatch.setattr(codegen, "LAZY_SELECT_MIN_EQUATIONS", 1 << 30)
+    g = plax.jit(lambda k: random.normal(k, (n,)))
+    text = g.lower(key).compile().as_text()
+    assert "if (" not in text[text.index("void plax_elem("):].split("\n}\n")[0]
+    np.testing.assert_array_equal(_bits(g(key)), _bits(branched))
+    want = np.asarray(plax.jit(lambda k: random.normal(k, (n,)), backend="numpy")(random.PRNGKey(5)))
+    np.testing.assert_allclose(branched, want, rtol=5e-7, atol=5e-7)
