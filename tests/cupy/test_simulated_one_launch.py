@@ -137,3 +137,30 @@ def test_parameter_updates_are_one_multi_tensor_launch(monkeypatch):
         assert (c.launches, c.host_fallbacks) == (launches, 0), (bound, c)
         for g, w in zip(got, want):
             np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
+
+
+@on_simulated_gpu
+def test_an_emitter_subclass_sets_the_horizontal_bound(monkeypatch):
+    """A subclass of the CuPy emitter setting ``horizontal_max_elements`` (the attribute the
+    plugin guide documents) changes the grouping, ``codegen.HORIZONTAL_MAX_ELEMENTS`` left as
+    it is; the emitter itself reads that constant (its default)."""
+    import plax
+    import plax_cupy
+    from plax_cupy import codegen, emitter
+    monkeypatch.setenv("PLAX_CUDA_GRAPHS", "0")
+    assert emitter.CupyEmitter.horizontal_max_elements == codegen.HORIZONTAL_MAX_ELEMENTS > 160
+
+    class Bounded(emitter.CupyEmitter):
+        horizontal_max_elements = 100   # the [20, 8] update above it: its own launch
+
+    monkeypatch.setattr(emitter, "CupyEmitter", Bounded)   # (what the backend compiles with)
+    params, grads = _sgd_args(4)
+    want = plax.jit(_sgd, backend="numpy")(params, grads)
+    args = (_put(params), _put(grads))
+    f = plax.jit(lambda p, g: _sgd(p, g), backend="cupy")
+    f(*args)
+    with plax_cupy.count() as c:
+        got = f(*args)
+    assert (c.launches, c.host_fallbacks) == (2, 0), c
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
