@@ -278,9 +278,17 @@ def host_operands_placed(operands: Sequence) -> list:
             else x for x in operands]
 
 
-def _short_operand(x) -> bool:
-    """Whether JAX types ``x`` ``P()`` in a ``jit`` call: a host value or an uncommitted
-    Array (tracers, committed and pending arrays are typed by what they hold)."""
+def typed_short(x: Any) -> bool:
+    """Whether JAX types the operand ``x`` of a ``jit`` call under a set mesh ``P()`` (the
+    spec it gives a host value): a host value or an uncommitted Array. Committed, sharded and
+    pending arrays, tracers and refs are typed by what they hold (JAX 0.10: the reads of a
+    ``new_ref`` of a one-device value are typed on that device, not ``P()``). A ``jit``
+    call's arguments and :func:`computed_as_one`'s operands are asked alike.
+
+    Example:
+      >>> typed_short(np.ones(2)), typed_short(plax.new_ref(jnp.ones(2)))
+      (True, False)
+    """
     if isinstance(x, Array):
         return type(x) is Array and not x._committed
     return type(x) is not Ref and not hasattr(x, "aval")
@@ -301,7 +309,7 @@ def computed_as_one(fn: Callable, operands: Sequence) -> Any:
       P()
     """
     mesh = current_mesh()
-    if not _places(mesh) or trace_state.depth or not all(map(_short_operand, operands)):
+    if not _places(mesh) or trace_state.depth or not all(map(typed_short, operands)):
         return fn(*operands)
     with internal_eager_work():
         out = fn(*operands)
