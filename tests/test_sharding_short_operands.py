@@ -62,3 +62,21 @@ def test_jax_types_a_one_device_ref_argument_by_its_device():
         a = jax.jit(lambda r: jax.numpy.sin(r[...]))(ref)
     assert not (isinstance(a.sharding, jax.sharding.NamedSharding) and
                 a.sharding.spec == jax.sharding.PartitionSpec())
+
+
+def test_computed_as_one_leaves_other_threads_placement_alone():
+    other = []
+
+    def steps(a, b):
+        # another thread's eager operation while this one computes its steps unplaced
+        t = threading.Thread(target=lambda: other.append(jnp.asarray(np.ones(2)) + 1))
+        t.start()
+        t.join()
+        return jnp.matmul(a, b)
+
+    with plax.set_mesh(_mesh()):
+        out = sharding_eager.computed_as_one(steps, (np.ones((2, 3)), np.ones(3)))
+    assert out.sharding.spec == PartitionSpec()   # JAX's one jit keeps the host operands' P()
+    np.testing.assert_array_equal(np.asarray(out), np.full(2, 3.0))
+    assert isinstance(other[0].sharding, NamedSharding)   # placed on the mesh, as ever
+    assert other[0].sharding.spec == PartitionSpec(None)

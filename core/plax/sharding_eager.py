@@ -25,7 +25,7 @@ from typing import Any, Callable, Sequence
 from plax.array import _BUF, Array, _Piece, _ShardedArray, _sharded
 from plax.core.trace import state as trace_state
 from plax.sharding import (AxisType, NamedSharding, PartitionSpec, _full_index, get_mesh,
-                           internal_eager_work)
+                           internal_eager_work, no_mesh_in_this_thread)
 from plax.state.types import Ref
 
 _REPLICATED: dict = {}  # (id(mesh), rank) -> NamedSharding(mesh, P(None, ...))
@@ -311,7 +311,7 @@ def computed_as_one(fn: Callable, operands: Sequence) -> Any:
     mesh = current_mesh()
     if not _places(mesh) or trace_state.depth or not all(map(typed_short, operands)):
         return fn(*operands)
-    with internal_eager_work():
+    with no_mesh_in_this_thread():   # (other threads' eager work is placed meanwhile)
         out = fn(*operands)
     return place_replicated(out, mesh, rank_spec=False)
 
