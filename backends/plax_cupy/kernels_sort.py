@@ -46,7 +46,8 @@ def canonical_float_key(key: "cupy.ndarray") -> "cupy.ndarray":
     kind = key.dtype.kind
     if kind == "c":   # both parts at once: the interleaved float words of a contiguous copy
         part = np.dtype(f"f{key.dtype.itemsize // 2}")
-        return canonical_float_key(cupy.ascontiguousarray(key).view(part)).view(key.dtype)
+        words = cupy.ascontiguousarray(key).reshape(-1).view(part)   # (rank 0 too)
+        return canonical_float_key(words).view(key.dtype).reshape(key.shape)
     if kind != "f":
         return key
     bits = 8 * key.dtype.itemsize
