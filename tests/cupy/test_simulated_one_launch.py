@@ -19,11 +19,13 @@ multi-tensor kernels, each one launch.
 """
 from __future__ import annotations
 
+import re
 import shutil
 
 import numpy as np
 import pytest
 
+from gpu_env import requires_nvrtc
 from test_simulated_streams import SIMULATED, on_simulated_gpu, run_file_on_simulated_gpu
 
 
@@ -164,3 +166,20 @@ def test_an_emitter_subclass_sets_the_horizontal_bound(monkeypatch):
     assert (c.launches, c.host_fallbacks) == (2, 0), c
     for g, w in zip(got, want):
         np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
+
+
+@requires_nvrtc
+def test_published_partials_are_read_a_word_at_a_time():
+    # the combining block reads the other blocks' partials past the L1 cache (volatile
+    # loads, codegen.PREAMBLE's plax_read_published): one 32-bit load per word of a 4- or
+    # 8-byte value (was one per byte), a byte at a time only for a 2-byte one
+    from plax_cupy import codegen, nvrtc
+    types = ("float", "double", "plax_c64", "plax_c128", "long long", "unsigned short")
+    params = ", ".join(f"const {t}* p{i}, {t}* o{i}" for i, t in enumerate(types))
+    reads = " ".join(f"o{i}[0] = plax_read_published(p{i});" for i in range(len(types)))
+    source = codegen.PREAMBLE + f'extern "C" __global__ void plax_reads({params}) {{ {reads} }}'
+    ptx = nvrtc.compile_ptx(source, "published.cu",
+                            options=("-arch=compute_80",) + nvrtc.DEVICE_OPTIONS)
+    loads = re.findall(r"ld\.volatile\.global\.(\w+)", ptx)
+    assert sorted(loads) == ["u32"] * (1 + 2 + 2 + 4 + 2) + ["u8"] * 2, loads
+    nvrtc.compile_ptx(source, "published.cu", options=nvrtc.NVRTC_CHECK_OPTIONS)  # no warning
