@@ -1,7 +1,7 @@
 """Every kernel launch of one MLP training step (784-2048-2048-10, SGD), with its launch
 configuration, on the simulated GPU: how much parallelism each kernel has.
 
-    PYTHONPATH=$PYTHONPATH:tests/cupy python benchmarks/gpu_launches.py [--sms 132]
+    PYTHONPATH=$PYTHONPATH:tests/cupy python benchmarks/gpu_launches.py [--sms 132] [--tiny]
 
 For each plax-compiled kernel of one call (CUDA graphs off, so each launch is seen) it prints
 the kernel, the grid and block, the threads in all, and the longest serial loop of a thread:
@@ -11,7 +11,8 @@ outputs and their length; for an elementwise kernel the elements of its grid-str
 kernel with too little parallelism (fewer threads than ``sms * 2048``, the resident threads of
 the card, each looping over more than 64 elements) is marked. The products (cuBLAS) are
 counted, not listed. ``--sms`` sets the multiprocessor count the launch configuration assumes (an H200 has
-132: the simulated GPU is installed reporting it).
+132: the simulated GPU is installed reporting it). ``--tiny`` takes a batch of 64 (gpu.py's
+``--tiny`` sizes; a smoke test): the same kernels, launched over fewer elements.
 """
 from __future__ import annotations
 
@@ -80,6 +81,7 @@ def _recorded_layouts() -> list:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sms", type=int, default=132)
+    parser.add_argument("--tiny", action="store_true", help="batch 64 (a smoke test)")
     opts = parser.parse_args(argv)
     os.environ["PLAX_CUDA_GRAPHS"] = "0"
     _install_simulated_gpu(opts.sms)
@@ -88,7 +90,8 @@ def main(argv=None) -> int:
     import plax_cupy
     sys.path.insert(0, HERE)
     import gpu   # (benchmarks/gpu.py's workloads: the same MLP step)
-    factories = gpu.workloads(quick=True)[1]   # (quick: batch 4096 still, the other rows smaller)
+    # (quick: batch 4096 still, the other rows smaller; tiny: batch 64)
+    factories = gpu.workloads(quick=True, tiny=opts.tiny)[1]
     step, args = factories["mlp step"](gpu.plax_lib(plax.devices("gpu")[0]))
     batch = args[1].shape[0]
     plax.block_until_ready(step(*args))   # compiled; then one call, recorded

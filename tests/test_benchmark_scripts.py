@@ -104,3 +104,28 @@ def test_numba_compiles_counts_a_command_s_compilations():
             if line.startswith("| compiled |")}
     assert rows == {"other functions": 4}, lines  # (the -c command's own)
     assert lines[-1].startswith("command CPU time: ") and lines[-1].endswith("exit status 0")
+
+
+def test_gpu_launches_lists_the_mlp_step_s_kernels():
+    # on the simulated GPU (the script installs it; g++ builds its kernels), batch 64
+    import re
+    import shutil
+
+    import pytest
+    if shutil.which("g++") is None:
+        pytest.skip("no C++ compiler (g++) for the simulated GPU")
+    lines = _run("gpu_launches.py", "--tiny", "--sms", "2")
+    head = re.fullmatch(r"MLP 784-2048-2048-10 step, batch 64, launch configuration for 2 SMs "
+                        r"\(4096 resident threads\): (\d+) launches, (\d+) plax-compiled "
+                        r"kernels, (\d+) other \(cuBLAS\)", lines[0])
+    assert head, lines[0]
+    launches, kernels, cublas = map(int, head.groups())
+    assert launches == kernels + cublas and kernels > 0 and cublas > 0
+    assert lines[1].split()[:3] == ["kernel", "grid", "x"]
+    rows = lines[2:]
+    assert len(rows) == kernels, lines   # one row per plax-compiled launch
+    names = {row.split()[0] for row in rows}
+    assert {"plax_elementwise", "plax_reduce"} <= names, rows
+    for row in rows:   # grid x block = threads
+        grid, block, threads = re.match(r"\S+\s+(\d+) x (\d+)\s+(\d+)", row).groups()
+        assert int(grid) * int(block) == int(threads), row

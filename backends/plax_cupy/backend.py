@@ -41,6 +41,7 @@ import numpy as np
 import cupy
 
 from plax.backend import Backend, UnsupportedPrimitiveError
+from plax.config import env_flag
 from plax.device import CudaDevice
 
 from plax_cupy import codegen, graphs, kernel_modules, nvrtc, runtime
@@ -451,7 +452,7 @@ class CupyBackend(Backend):
         """The one-kernel form of a ``scan`` (:mod:`plax_cupy.scan_kernel`): a
         :class:`ScanLauncher`, or the reason (a string) the scan keeps the host loop. Cached per
         body and parameters; ``PLAX_CUPY_SCAN_KERNEL=0`` keeps every scan a host loop."""
-        if os.environ.get("PLAX_CUPY_SCAN_KERNEL", "1").strip().lower() in ("0", "false", "no", "off"):
+        if not env_flag("PLAX_CUPY_SCAN_KERNEL", True):
             return "disabled (PLAX_CUPY_SCAN_KERNEL=0)"
         from plax_cupy import scan_kernel
         per_body = self._scan_plans.get(params["jaxpr"])

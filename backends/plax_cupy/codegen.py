@@ -453,11 +453,18 @@ __device__ __forceinline__ unsigned long long plax_count_done(unsigned long long
   return plax_tagged_count(word, tag);
 }
 // A value another block stored before counting itself done or raising its flag (then a
-// fence): read past the L1 cache
+// fence): read past the L1 cache (volatile loads), a 32-bit word at a time where its size
+// allows (a float: one load, not four), else a byte at a time
 template <typename T> __device__ __forceinline__ T plax_read_published(const T* p) {
   T v;
-  for (unsigned int i = 0; i < sizeof(T); ++i)
-    ((char*)&v)[i] = ((const volatile char*)p)[i];
+  if (sizeof(T) % 4 == 0) {
+    unsigned int words[(sizeof(T) + 3) / 4];  // (the bound of a 2-byte T's dead branch: 1)
+    for (unsigned int i = 0; i < (sizeof(T) + 3) / 4; ++i)
+      words[i] = ((const volatile unsigned int*)p)[i];
+    memcpy(&v, words, sizeof(T));  // (not a store through another type's pointer)
+  } else {
+    for (unsigned int i = 0; i < sizeof(T); ++i) ((char*)&v)[i] = ((const volatile char*)p)[i];
+  }
   return v;
 }
 template <typename To, typename From>

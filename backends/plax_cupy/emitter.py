@@ -35,6 +35,15 @@ from plax.lowering import Emitter, call_body, fusion_kind, inserts_unit_axes
 from plax_cupy import codegen
 
 
+class _CodegenHorizontalBound:
+    """:attr:`CupyEmitter.horizontal_max_elements`: reads ``codegen.HORIZONTAL_MAX_ELEMENTS``
+    whenever it is read, so that setting the constant takes effect on the next program while
+    a subclass's own ``horizontal_max_elements = N`` replaces it as any class attribute does."""
+
+    def __get__(self, instance, owner) -> int:
+        return codegen.HORIZONTAL_MAX_ELEMENTS
+
+
 class CupyEmitter(Emitter):
     """Generates one program for :func:`plax.lowering.lower`.
 
@@ -62,16 +71,10 @@ class CupyEmitter(Emitter):
 
     #: independent elementwise clusters ready at the same point, each of at most this many
     #: elements, are one multi-tensor kernel (``codegen.plan_group``): the SGD update of every
-    #: parameter in one launch. Read when a program is lowered (:meth:`fusion_options`).
-    horizontal_max_elements = codegen.HORIZONTAL_MAX_ELEMENTS
-
-    @classmethod
-    def fusion_options(cls):
-        """The emitter's fusion options, the horizontal bound read from
-        ``codegen.HORIZONTAL_MAX_ELEMENTS`` now (so setting it takes effect on the next program)."""
-        import dataclasses
-        return dataclasses.replace(super().fusion_options(),
-                                   horizontal=codegen.HORIZONTAL_MAX_ELEMENTS)
+    #: parameter in one launch. Read when a program is lowered (:meth:`fusion_options`): here
+    #: ``codegen.HORIZONTAL_MAX_ELEMENTS`` at that moment (tuned as every CuPy threshold is),
+    #: unless a subclass sets its own bound.
+    horizontal_max_elements = _CodegenHorizontalBound()
 
     def __init__(self, backend, device):
         self.backend, self.device = backend, device

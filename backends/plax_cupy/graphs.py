@@ -90,6 +90,7 @@ from typing import Any, Callable, Sequence
 
 import cupy
 
+from plax.config import env_flag
 from plax_cupy import runtime
 from plax_cupy.runtime import GpuOutOfMemoryError, oom_bytes
 
@@ -110,7 +111,7 @@ _locks_lock = threading.Lock()
 
 def graphs_enabled() -> bool:
     """Whether compiled programs may replay as CUDA graphs (``PLAX_CUDA_GRAPHS``, default on)."""
-    return os.environ.get("PLAX_CUDA_GRAPHS", "1").strip().lower() not in ("0", "false", "no", "off")
+    return env_flag("PLAX_CUDA_GRAPHS", True)
 
 
 def capture_blocker(jaxpr) -> str | None:

@@ -47,6 +47,7 @@ import numpy as np
 import cupy
 
 from plax import lax
+from plax.config import env_flag
 from plax.lax.dot import dot_result_dtype
 from plax_cupy import cublas_direct
 from plax_cupy.kernels import kernel
@@ -259,9 +260,8 @@ def float32_compute_type(precision) -> int | None:
       >>> float32_compute_type(("HIGHEST", "HIGHEST")) is None
       True
     """
-    import os
     if precision is None:
-        if os.environ.get("PLAX_GPU_ALLOW_TF32") != "1":
+        if not env_flag("PLAX_GPU_ALLOW_TF32", False):
             return None
         precision = "DEFAULT"
     names = [str(p).rsplit(".", 1)[-1].upper()

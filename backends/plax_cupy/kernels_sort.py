@@ -20,18 +20,22 @@ import cupy
 
 from plax import lax
 from plax.lax.top_k import top_k_by_sorting, top_k_p
+from plax_cupy import dtypes
 from plax_cupy.kernels import kernel
+from plax_cupy.kernels_elementwise import elementwise
 
 
 def canonical_float_key(key: "cupy.ndarray") -> "cupy.ndarray":
-    """``key`` with every NaN replaced by the positive quiet NaN and ``-0.0`` by ``0.0``, so
-    that a sort on the bits (CuPy's radix sort of a 1-d float32/float64 array) orders it as
-    JAX does: NaN last whatever its sign and payload, ``-0.0`` tied with ``0.0``. Done on the
-    bits with integer operations, so float32 subnormals are kept (CuPy's float comparisons
-    flush them to zero). Other dtypes come back as they are.
+    """``key`` with every NaN replaced by the positive quiet NaN and ``-0.0`` by ``0.0`` (in
+    both parts of a complex key), so that a sort on the bits (CuPy's radix sort of a 1-d
+    float32/float64 array) orders it as JAX does: NaN last whatever its sign and payload,
+    ``-0.0`` tied with ``0.0``. One plax-compiled kernel on the bits (integer operations, so
+    float32 subnormals are kept: CuPy's float comparisons flush them to zero). Other dtypes
+    come back as they are.
 
     Args:
-      key: a device array (float16, float32 or float64 is canonicalised).
+      key: a device array (float16, float32, float64, complex64 or complex128 is
+        canonicalised).
 
     Returns:
       A device array of ``key``'s shape and dtype.
@@ -39,25 +43,30 @@ def canonical_float_key(key: "cupy.ndarray") -> "cupy.ndarray":
     Example:
       >>> canonical_float_key(cupy.asarray([-np.nan, -0.0, 1.0]))  # [nan, 0., 1.], NaN positive
     """
-    if key.dtype.kind != "f":
+    kind = key.dtype.kind
+    if kind == "c":   # both parts at once: the interleaved float words of a contiguous copy
+        part = np.dtype(f"f{key.dtype.itemsize // 2}")
+        words = cupy.ascontiguousarray(key).reshape(-1).view(part)   # (rank 0 too)
+        return canonical_float_key(words).view(key.dtype).reshape(key.shape)
+    if kind != "f":
         return key
+    bits = 8 * key.dtype.itemsize
     u = np.dtype(f"u{key.dtype.itemsize}")
-    sign = u.type(1 << (8 * key.dtype.itemsize - 1))
+    ctype = dtypes.ctype(u)
+    word = lambda v: f"(({ctype}){int(v):#x}ull)"   # noqa: E731
     inf_bits = np.asarray(np.inf, key.dtype).view(u)[()]
     nan_bits = np.asarray(np.nan, key.dtype).view(u)[()]
-    bits = key.view(u)
-    magnitude = bits & u.type(~sign)
-    canonical = cupy.where(magnitude > inf_bits, nan_bits,
-                           cupy.where(magnitude == 0, u.type(0), bits))
-    return canonical.astype(u, copy=False).view(key.dtype)
+    magnitude = f"(a0 & {word((1 << (bits - 1)) - 1)})"
+    expression = (f"{magnitude} > {word(inf_bits)} ? {word(nan_bits)} : "
+                  f"({magnitude} == 0 ? ({ctype})0 : a0)")
+    return elementwise(expression, u, key.view(u)).view(key.dtype)
 
 
 def _parts(key):
     """The arrays a key sorts by, least significant first (complex: imaginary, then real),
     float ones canonicalised (:func:`canonical_float_key`)."""
-    if key.dtype.kind == "c":
-        return [canonical_float_key(key.imag), canonical_float_key(key.real)]
-    return [canonical_float_key(key)]
+    key = canonical_float_key(key)
+    return [key.imag, key.real] if key.dtype.kind == "c" else [key]
 
 
 def lexicographic_order(keys: list) -> "cupy.ndarray":

@@ -86,8 +86,8 @@ def _own_session() -> bool:
     like any other process. It still exits with the program (end of file on its pipe) and
     is killed at the program's exit; it no longer gets the terminal's Ctrl-C, which it
     needs not."""
-    return os.environ.get("PLAX_NUMBA_WORKER_SESSION", "1").strip().lower() not in (
-        "0", "false", "no", "off")
+    from plax.config import env_flag
+    return env_flag("PLAX_NUMBA_WORKER_SESSION", True)
 
 
 # ---------------------------------------------------------------- the user's side

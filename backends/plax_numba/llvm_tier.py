@@ -47,6 +47,7 @@ import warnings
 import numpy as np
 
 from plax import lax
+from plax.config import env_flag
 from plax.core.jaxpr import Literal
 from plax.lax.fused_multiply_add import fma_p
 from plax.lowering import PlaxFallbackWarning
@@ -73,8 +74,7 @@ class Unsupported(Exception):
 def enabled() -> bool:
     """Whether hot elementwise kernels get a first tier (``PLAX_NUMBA_FIRST_TIER``, default
     on)."""
-    return os.environ.get("PLAX_NUMBA_FIRST_TIER", "1").strip().lower() not in (
-        "0", "false", "no", "off")
+    return only() or env_flag("PLAX_NUMBA_FIRST_TIER", True)  # ("only": on, alone)
 
 
 def only() -> bool:

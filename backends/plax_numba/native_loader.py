@@ -30,6 +30,7 @@ import sys
 import threading
 
 from plax.atomic_file import write_atomically
+from plax.config import env_flag
 
 #: kernels loaded here, and why the others were not (reason -> count; tests read them)
 stats = {"loaded": 0}
@@ -44,8 +45,7 @@ _resolved: set = set()   # symbols LLVM's linker resolves (registered, or in the
 
 def enabled() -> bool:
     """Whether kernels load through this module (``PLAX_NUMBA_NATIVE``, default on)."""
-    return os.environ.get("PLAX_NUMBA_NATIVE", "1").strip().lower() not in (
-        "0", "false", "no", "off")
+    return env_flag("PLAX_NUMBA_NATIVE", True)
 
 
 def count_fallback(reason: str) -> None:

@@ -45,6 +45,7 @@ import traceback
 import warnings
 from collections.abc import Callable
 
+from plax.config import env_flag
 from plax.lowering import PlaxFallbackWarning
 
 #: the background threads, by lane: "compile" waits on the worker and loads numba's
@@ -60,7 +61,7 @@ _pending = 0
 
 def sync_mode() -> bool:
     """Whether kernels compile before the first call (``PLAX_NUMBA_SYNC=1``)."""
-    return os.environ.get("PLAX_NUMBA_SYNC", "").strip().lower() in ("1", "true", "yes", "on")
+    return env_flag("PLAX_NUMBA_SYNC", False)
 
 
 def compile_after() -> int:
@@ -287,8 +288,7 @@ def not_native(primitive: str, reason: str) -> None:
 def freezing_gc() -> bool:
     """Whether compile windows freeze the garbage collector's heap (``PLAX_NUMBA_GC_FREEZE``,
     default on; :func:`compile_window_open`)."""
-    return os.environ.get("PLAX_NUMBA_GC_FREEZE", "1").strip().lower() not in (
-        "0", "false", "no", "off")
+    return env_flag("PLAX_NUMBA_GC_FREEZE", True)
 
 
 _frozen_by_us = [False]

@@ -72,7 +72,8 @@ def limited(n_devices: int) -> Iterator[None]:
       >>> with limited(2):
       ...     _ = np.ones((4, 4)) @ np.ones((4, 4))
     """
-    if n_devices <= 1 or os.environ.get("PLAX_PMAP_LIMIT_BLAS", "1") == "0":
+    from plax.config import env_flag
+    if n_devices <= 1 or not env_flag("PLAX_PMAP_LIMIT_BLAS", True):
         yield
         return
     with _lock:

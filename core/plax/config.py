@@ -36,7 +36,7 @@ _ENUMS: dict[str, tuple[tuple, bool]] = {
                              "auto"), False),
 }
 
-# Options plax reads as booleans (and, from the environment, as "1"/"true"/"yes"/"on").
+# Options plax reads as booleans (from the environment through env_flag).
 _BOOLS = frozenset(name[4:] for name, v in JAX_OPTIONS.items()
                    if name.startswith("jax_") and isinstance(v, bool))
 
@@ -85,6 +85,48 @@ class _ThreadedValues(dict):
         return dict.get(self, key, default)
 
 
+_TRUE_WORDS = ("1", "true", "yes", "on")
+_FALSE_WORDS = ("0", "false", "no", "off")
+
+
+def env_flag(name: str, default: bool) -> bool:
+    """The boolean environment variable ``name``, read now: ``1``/``true``/``yes``/``on`` is
+    True and ``0``/``false``/``no``/``off`` False (any case, spaces around ignored); unset or
+    empty gives ``default``. The one parse of plax's and its backends' on/off switches
+    (``PLAX_CUDA_GRAPHS``, ``PLAX_NUMBA_SYNC``, ``JAX_ENABLE_X64``, ...).
+
+    Args:
+      name: the variable's name.
+      default: the value when it is unset or empty.
+
+    Returns:
+      The flag.
+
+    Raises:
+      ValueError: any other value (as JAX's boolean variables raise), naming the variable
+        and the accepted words.
+
+    Example:
+      >>> os.environ["PLAX_EXAMPLE_FLAG"] = " Off"
+      >>> env_flag("PLAX_EXAMPLE_FLAG", True), env_flag("PLAX_UNSET_EXAMPLE_FLAG", True)
+      (False, True)
+      >>> del os.environ["PLAX_EXAMPLE_FLAG"]
+    """
+    raw = os.environ.get(name)
+    if raw is None:
+        return default
+    word = raw.strip().lower()
+    if not word:
+        return default
+    if word in _TRUE_WORDS:
+        return True
+    if word in _FALSE_WORDS:
+        return False
+    raise ValueError(f"invalid value {raw!r} for the environment variable {name}: expected "
+                     f"one of {', '.join(_TRUE_WORDS)} (on) or {', '.join(_FALSE_WORDS)} (off), "
+                     "or leave it unset")
+
+
 def _short(name: str) -> str:
     return name[4:] if name.startswith("jax_") else name
 
@@ -100,7 +142,7 @@ def _from_env(name: str, default: Any) -> Any:
         if not raw:  # unset or empty: the next variable, else the default
             continue
         if name in _BOOLS:
-            return raw.strip().lower() in ("1", "true", "yes", "on")
+            return env_flag(key, default)
         if isinstance(default, int) and not isinstance(default, bool):
             try:
                 return int(raw)

@@ -22,6 +22,8 @@ from __future__ import annotations
 import os
 import sys
 
+from plax.config import env_flag
+
 #: blocks of fewer bytes come from the heap (glibc's dynamic threshold stops at 32 MiB)
 MMAP_THRESHOLD = 32 << 20
 #: free space at the top of a heap is returned to the kernel above this many bytes
@@ -44,7 +46,7 @@ def keep_freed_memory() -> bool:
         return _state["applied"]
     _state["decided"] = True
     if (not sys.platform.startswith("linux")
-            or os.environ.get("PLAX_KEEP_FREED_MEMORY", "1") == "0"
+            or not env_flag("PLAX_KEEP_FREED_MEMORY", True)
             or "MALLOC_MMAP_THRESHOLD_" in os.environ
             or "MALLOC_TRIM_THRESHOLD_" in os.environ):
         return False

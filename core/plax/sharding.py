@@ -860,6 +860,26 @@ def internal_eager_work():
             _refresh_mesh_flag()
 
 
+@_contextlib.contextmanager
+def no_mesh_in_this_thread():
+    """Inside the block the running thread has no current mesh (:func:`get_mesh` is None:
+    its eager work is neither placed nor checked, its ``jit`` calls see no context mesh);
+    other threads keep theirs. (:func:`internal_eager_work` turns placement off for every
+    thread: its device threads share the work.)
+
+    Example:
+      >>> with set_mesh(make_mesh((1,), ("x",))), no_mesh_in_this_thread():
+      ...     get_mesh() is None
+      True
+    """
+    stack = _mesh_state.stack
+    stack.append(None)   # (read by get_mesh; a use_mesh block inside stacks above it)
+    try:
+        yield
+    finally:
+        stack.pop()
+
+
 def get_mesh() -> Mesh | None:
     """The mesh set with :func:`use_mesh` (innermost) or :func:`set_mesh`, or None."""
     stack = _mesh_state.stack

@@ -25,7 +25,7 @@ from typing import Any, Callable, Sequence
 from plax.array import _BUF, Array, _Piece, _ShardedArray, _sharded
 from plax.core.trace import state as trace_state
 from plax.sharding import (AxisType, NamedSharding, PartitionSpec, _full_index, get_mesh,
-                           internal_eager_work)
+                           internal_eager_work, no_mesh_in_this_thread)
 from plax.state.types import Ref
 
 _REPLICATED: dict = {}  # (id(mesh), rank) -> NamedSharding(mesh, P(None, ...))
@@ -278,9 +278,17 @@ def host_operands_placed(operands: Sequence) -> list:
             else x for x in operands]
 
 
-def _short_operand(x) -> bool:
-    """Whether JAX types ``x`` ``P()`` in a ``jit`` call: a host value or an uncommitted
-    Array (tracers, committed and pending arrays are typed by what they hold)."""
+def typed_short(x: Any) -> bool:
+    """Whether JAX types the operand ``x`` of a ``jit`` call under a set mesh ``P()`` (the
+    spec it gives a host value): a host value or an uncommitted Array. Committed, sharded and
+    pending arrays, tracers and refs are typed by what they hold (JAX 0.10: the reads of a
+    ``new_ref`` of a one-device value are typed on that device, not ``P()``). A ``jit``
+    call's arguments and :func:`computed_as_one`'s operands are asked alike.
+
+    Example:
+      >>> typed_short(np.ones(2)), typed_short(plax.new_ref(jnp.ones(2)))
+      (True, False)
+    """
     if isinstance(x, Array):
         return type(x) is Array and not x._committed
     return type(x) is not Ref and not hasattr(x, "aval")
@@ -301,9 +309,9 @@ def computed_as_one(fn: Callable, operands: Sequence) -> Any:
       P()
     """
     mesh = current_mesh()
-    if not _places(mesh) or trace_state.depth or not all(map(_short_operand, operands)):
+    if not _places(mesh) or trace_state.depth or not all(map(typed_short, operands)):
         return fn(*operands)
-    with internal_eager_work():
+    with no_mesh_in_this_thread():   # (other threads' eager work is placed meanwhile)
         out = fn(*operands)
     return place_replicated(out, mesh, rank_spec=False)
 

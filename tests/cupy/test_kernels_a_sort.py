@@ -108,3 +108,48 @@ def test_sort_of_a_1d_complex_key_orders_nan_parts_of_either_sign_last():
     keys.real, keys.imag = re, im  # (the multiplication would make NaN parts spread)
     check(lax.sort_p, keys, np.arange(6, dtype=np.int32), dimension=0, is_stable=True,
           num_keys=1)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64, np.complex64,
+                                   np.complex128], ids=IDS)
+def test_canonical_float_key_is_one_launch_on_the_bits(dtype):
+    # every NaN (either sign, any payload) the positive quiet NaN, -0.0 as 0.0, every other
+    # value's bits unchanged (a float32 subnormal too: no flush), in one launch for the key
+    # (both parts of a complex one); bfloat16 keys reach it widened (the sort tests above)
+    import cupy
+    from plax_cupy.kernels_sort import canonical_float_key
+    real = np.dtype(dtype).kind == "f"
+    part = np.dtype(dtype) if real else np.dtype(f"f{np.dtype(dtype).itemsize // 2}")
+    u = np.dtype(f"u{part.itemsize}")
+    sign, quiet = u.type(1 << (8 * part.itemsize - 1)), np.asarray(np.nan, part).view(u)[()]
+    values = np.array([np.nan, -0.0, 0.0, 1.0, -np.inf, np.inf, -2.5, np.finfo(part).tiny / 4],
+                      part)
+    bits = values.view(u).copy()
+    bits[0] |= sign | u.type(1)                    # a negative NaN with a payload
+    bits = np.concatenate([bits, [quiet | u.type(2)]]).astype(u)   # a positive one
+    host = bits.view(part)
+    if not real:   # the same words, paired into complex numbers (one part NaN in some)
+        host = np.concatenate([host, host[::-1]]).view(dtype)
+    key = cupy.asarray(host)
+    counts = lambda: fake_counts(cupy)   # noqa: E731
+    before = counts()
+    out = canonical_float_key(key)
+    assert counts() - before == 1
+    assert out.dtype == key.dtype and out.shape == key.shape
+    got = cupy.asnumpy(out).view(part).view(u)
+    words = host.view(part).view(u)
+    magnitude = words & u.type(~sign)
+    want = np.where(magnitude > np.asarray(np.inf, part).view(u)[()], quiet,
+                    np.where(magnitude == 0, u.type(0), words)).astype(u)
+    np.testing.assert_array_equal(got, want)
+    assert (want != words).sum() == (3 if real else 6)   # the two NaN and -0.0 changed
+
+
+def fake_counts(cupy) -> int:
+    """CuPy operations and raw kernel launches so far (each one launch on a GPU): on the
+    simulated GPU its counters; on a GPU, plax's launch count (raw kernels only)."""
+    counts = getattr(cupy, "COUNTS", None)
+    if counts is not None:
+        return counts["operations"] + counts["kernel_launches"]
+    import plax_cupy
+    return plax_cupy.counters().launches

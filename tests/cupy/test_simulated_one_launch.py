@@ -19,18 +19,20 @@ multi-tensor kernels, each one launch.
 """
 from __future__ import annotations
 
+import re
 import shutil
 
 import numpy as np
 import pytest
 
+from gpu_env import requires_nvrtc
 from test_simulated_streams import SIMULATED, on_simulated_gpu, run_file_on_simulated_gpu
 
 
 @pytest.mark.skipif(SIMULATED or shutil.which("g++") is None,
                     reason="already on the simulated GPU, or no C++ compiler (g++) for it")
 def test_on_the_simulated_gpu():
-    run_file_on_simulated_gpu(__file__)
+    run_file_on_simulated_gpu(__file__, skipped=2)   # (this one and the NVRTC check skip there)
 
 
 def _put(x):
@@ -137,3 +139,48 @@ def test_parameter_updates_are_one_multi_tensor_launch(monkeypatch):
         assert (c.launches, c.host_fallbacks) == (launches, 0), (bound, c)
         for g, w in zip(got, want):
             np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
+
+
+@on_simulated_gpu
+def test_an_emitter_subclass_sets_the_horizontal_bound(monkeypatch):
+    """A subclass of the CuPy emitter setting ``horizontal_max_elements`` (the attribute the
+    plugin guide documents) changes the grouping, ``codegen.HORIZONTAL_MAX_ELEMENTS`` left as
+    it is; the emitter itself reads that constant (its default)."""
+    import plax
+    import plax_cupy
+    from plax_cupy import codegen, emitter
+    monkeypatch.setenv("PLAX_CUDA_GRAPHS", "0")
+    assert emitter.CupyEmitter.horizontal_max_elements == codegen.HORIZONTAL_MAX_ELEMENTS > 160
+
+    class Bounded(emitter.CupyEmitter):
+        horizontal_max_elements = 100   # the [20, 8] update above it: its own launch
+
+    monkeypatch.setattr(emitter, "CupyEmitter", Bounded)   # (what the backend compiles with)
+    params, grads = _sgd_args(4)
+    want = plax.jit(_sgd, backend="numpy")(params, grads)
+    args = (_put(params), _put(grads))
+    f = plax.jit(lambda p, g: _sgd(p, g), backend="cupy")
+    f(*args)
+    with plax_cupy.count() as c:
+        got = f(*args)
+    assert (c.launches, c.host_fallbacks) == (2, 0), c
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
+
+
+@pytest.mark.skipif(SIMULATED, reason="compiles with the real NVRTC: run outside the simulation")
+@requires_nvrtc
+def test_published_partials_are_read_a_word_at_a_time():
+    # the combining block reads the other blocks' partials past the L1 cache (volatile
+    # loads, codegen.PREAMBLE's plax_read_published): one 32-bit load per word of a 4- or
+    # 8-byte value (was one per byte), a byte at a time only for a 2-byte one
+    from plax_cupy import codegen, nvrtc
+    types = ("float", "double", "plax_c64", "plax_c128", "long long", "unsigned short")
+    params = ", ".join(f"const {t}* p{i}, {t}* o{i}" for i, t in enumerate(types))
+    reads = " ".join(f"o{i}[0] = plax_read_published(p{i});" for i in range(len(types)))
+    source = codegen.PREAMBLE + f'extern "C" __global__ void plax_reads({params}) {{ {reads} }}'
+    ptx = nvrtc.compile_ptx(source, "published.cu",
+                            options=("-arch=compute_80",) + nvrtc.DEVICE_OPTIONS)
+    loads = re.findall(r"ld\.volatile\.global\.(\w+)", ptx)
+    assert sorted(loads) == ["u32"] * (1 + 2 + 2 + 4 + 2) + ["u8"] * 2, loads
+    nvrtc.compile_ptx(source, "published.cu", options=nvrtc.NVRTC_CHECK_OPTIONS)  # no warning

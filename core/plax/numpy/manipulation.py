@@ -16,8 +16,8 @@ import numpy as np
 from plax import dtypes, errors, lax
 from plax.core.trace import Tracer, get_aval
 from plax.sharding import mesh_maybe_set as _mesh_maybe_set
-from plax.numpy.util import (asarray_weak, canonicalize_axis, check_arraylike, promote_dtypes,
-                             to_dtype)
+from plax.numpy.util import (asarray_weak, canonicalize_axis, check_arraylike, converted_first,
+                             promote_dtypes, to_dtype)
 
 
 def _idx() -> np.dtype:
@@ -778,10 +778,7 @@ def astype(x, dtype, /, *, copy: bool = False, device=None):
       Array([ 1, -1], dtype=int32)
     """
     check_arraylike("astype", x)
-    if _mesh_maybe_set[0]:  # JAX converts a host operand first: placed, so typed P(None, ...)
-        from plax.sharding_eager import host_operands_placed
-        x = host_operands_placed((x,))[0]
-    x = asarray_weak(x)
+    x = asarray_weak(converted_first(x)[0])  # (as JAX's: a host x placed, typed P(None, ...))
     if dtype is None:
         dtype = dtypes.default_float_dtype()
     dt = dtypes.check_user_dtype(dtype, "astype")

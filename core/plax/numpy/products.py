@@ -8,7 +8,8 @@ from plax import dtypes, lax
 from plax.array import Array
 from plax.core.trace import get_aval
 from plax.transforms.jit import jit_when_traced
-from plax.numpy.util import canonicalize_axis, check_arraylike, promote_dtypes
+from plax.numpy.util import (canonicalize_axis, check_arraylike, converted_first,
+                              promote_dtypes)
 from plax.sharding import mesh_maybe_set as _mesh_maybe_set
 from plax.sharding_types import with_out_sharding
 
@@ -163,9 +164,7 @@ def outer(a, b, out=None):
 
 def tensordot(a, b, axes=2, *, precision=None, preferred_element_type=None):
     """Contracts the last ``axes`` axes of ``a`` with the first of ``b`` (or the given pairs)."""
-    if _mesh_maybe_set[0]:  # JAX converts host operands first: placed, so typed P(None, ...)
-        from plax.sharding_eager import host_operands_placed
-        a, b = host_operands_placed((a, b))
+    a, b = converted_first(a, b)
     a, b, pet = _prep("tensordot", a, b, preferred_element_type)
     an, bn = get_aval(a).ndim, get_aval(b).ndim
     if isinstance(axes, (int, np.integer)):
@@ -243,9 +242,7 @@ def einsum(subscripts: str, *operands, optimize=None, precision=None,
                            preferred_element_type=preferred_element_type,
                            _dot_general=_dot_general), out_sharding)
     from plax.numpy._einsum import einsum as _einsum
-    if _mesh_maybe_set[0]:  # as tensordot
-        from plax.sharding_eager import host_operands_placed
-        operands = host_operands_placed(operands)
+    operands = converted_first(*operands)
     return _einsum(subscripts, *operands, precision=precision,
                    preferred_element_type=preferred_element_type)
 

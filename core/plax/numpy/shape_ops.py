@@ -13,8 +13,7 @@ from plax.core.trace import Tracer, get_aval, state as _trace_state
 from plax.transforms.jit import jit_when_traced
 from plax.numpy.util import canonicalize_axis
 from plax.numpy.util import (asarray_weak, broadcast_shapes, broadcast_to, canonicalize_axis_tuple,
-                             check_arraylike, promote_dtypes)
-from plax.sharding import mesh_maybe_set as _mesh_maybe_set
+                             check_arraylike, converted_first, promote_dtypes)
 from plax.sharding_types import with_out_sharding
 
 
@@ -101,7 +100,9 @@ def ravel(a, order: str = "C"):
 def transpose(a, axes: Sequence[int] | None = None):
     """Permutes the axes (reverses them by default)."""
     check_arraylike("transpose", a)
-    a = asarray_weak(_converted_first(a))
+    # converted first, as JAX's (placed under a mesh: typed P(None, ...) where
+    # lax.transpose, swapaxes and rollaxis keep a host operand's P())
+    a = asarray_weak(converted_first(a)[0])
     nd = get_aval(a).ndim
     if axes is None:
         axes = tuple(range(nd))[::-1]
@@ -116,20 +117,9 @@ def transpose(a, axes: Sequence[int] | None = None):
 permute_dims = transpose
 
 
-def _converted_first(a):
-    """``a``, a host value placed on the set mesh as JAX's ``transpose``, ``moveaxis``,
-    ``matrix_transpose`` and ``squeeze`` convert their operand first (so their eager result
-    is typed ``P(None, ...)``, where ``lax.transpose``, ``swapaxes``, ``rollaxis`` and
-    ``lax.squeeze`` keep ``P()``)."""
-    if _mesh_maybe_set[0]:
-        from plax.sharding_eager import host_operands_placed
-        return host_operands_placed((a,))[0]
-    return a
-
-
 def matrix_transpose(x):
     """Swaps the last two axes."""
-    x = asarray_weak(_converted_first(x))
+    x = asarray_weak(converted_first(x)[0])
     nd = get_aval(x).ndim
     if nd < 2:
         raise ValueError(f"matrix_transpose requires at least 2 dimensions, got {nd}")
@@ -138,7 +128,7 @@ def matrix_transpose(x):
 
 def moveaxis(a, source, destination):
     """Moves axes ``source`` to positions ``destination``."""
-    a = asarray_weak(_converted_first(a))
+    a = asarray_weak(converted_first(a)[0])
     nd = get_aval(a).ndim
     src = [canonicalize_axis(s, nd) for s in np.atleast_1d(source)]
     dst = [canonicalize_axis(d, nd) for d in np.atleast_1d(destination)]
@@ -162,7 +152,7 @@ def swapaxes(a, axis1: int, axis2: int):
 
 def squeeze(a, axis=None):
     """Removes axes of size one (all of them, or those in ``axis``)."""
-    a = asarray_weak(_converted_first(a))
+    a = asarray_weak(converted_first(a)[0])  # (as JAX's: lax.squeeze keeps a host P())
     shape = _shape(a)
     if axis is None:
         axes = tuple(i for i, d in enumerate(shape) if d == 1)

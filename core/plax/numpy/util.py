@@ -12,6 +12,7 @@ from plax.lax import shape as _lax_shape
 from plax.array import Array, from_host
 from plax.config import config as _config
 from plax.core.trace import Tracer, get_aval, state as _trace_state
+from plax.sharding import mesh_maybe_set as _mesh_maybe_set
 
 _scalar_types = (bool, int, float, complex)
 
@@ -33,6 +34,28 @@ def check_arraylike(fun_name: str, *args: Any) -> None:
                     if isinstance(arg, (list, tuple)) else "")
             raise TypeError(f"{fun_name} requires ndarray or scalar arguments, got {type(arg)} "
                             f"at position {pos}.{hint}")
+
+
+def converted_first(*operands: Any) -> tuple:
+    """``operands``, each host value converted to an Array as the ``jax.numpy`` functions
+    that call ``asarray`` on their operands first (``transpose``, ``squeeze``, ``astype``,
+    ``tensordot``, ``einsum``) convert it: under a set mesh that places it ``P()``, so the
+    function's eager result is typed ``P(None, ...)``
+    (:func:`plax.sharding_eager.host_operands_placed`). With no mesh set, ``operands`` as
+    they are, after one flag read.
+
+    Returns:
+      A tuple of the operands, in order.
+
+    Example:
+      >>> with plax.set_mesh(plax.make_mesh((1,), ("x",))):
+      ...     converted_first(np.ones(2), 1.0)[0].sharding.spec
+      P()
+    """
+    if not _mesh_maybe_set[0]:
+        return operands
+    from plax.sharding_eager import host_operands_placed
+    return tuple(host_operands_placed(operands))
 
 
 def asarray_weak(x: Any):

@@ -487,9 +487,8 @@ class JitFunction:
         on_mesh = mesh_set and _mesh_maybe_set[0]
         if on_mesh:
             self._check_context_mesh(leaves, treedef, static, len(args))
-            # host values and uncommitted arrays: JAX types them P()
-            host_inputs = [not isinstance(x, Array) or (type(x) is Array and not x._committed)
-                           for x in leaves]
+            from plax.sharding_eager import typed_short  # (host values, uncommitted arrays)
+            host_inputs = [typed_short(x) for x in leaves]
         if mesh_set:
             from plax.transforms.jit_shardings import placed_on_context_mesh
             leaves = placed_on_context_mesh(leaves) or leaves

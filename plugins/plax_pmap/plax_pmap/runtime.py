@@ -24,6 +24,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from plax.config import env_flag
 from plax.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var, sub_jaxprs
 from plax.core.passes import dependency_graph
 from plax.distributed import collective_timeout
@@ -79,7 +80,7 @@ def threaded_control_flow(across_processes: bool) -> bool:
     was as fast or faster on a 2-core host (a 50-step ``fori_loop`` with a ``pmean``: 9.3 ms
     against 12.0 ms, the threads' barriers costing ~50 us a step), so the threads run it
     only with ``PLAX_PMAP_THREADED_CONTROL_FLOW=1``."""
-    return across_processes or os.environ.get("PLAX_PMAP_THREADED_CONTROL_FLOW", "0") == "1"
+    return across_processes or env_flag("PLAX_PMAP_THREADED_CONTROL_FLOW", False)
 
 
 def flatten_calls(closed: ClosedJaxpr, control_flow: bool = True) -> ClosedJaxpr | None:
