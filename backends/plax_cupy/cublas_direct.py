@@ -10,7 +10,9 @@ when ``cudaStreamIsCapturing`` says so -- whatever cuBLAS itself allows. cuBLAS 
 12.2 its workspace comes from ``cudaMallocAsync`` during a capture). So every matrix product
 of a program captured as a CUDA graph (:mod:`plax_cupy.graphs`) goes through this binding
 while the stream captures, with the arguments CuPy's binding would have passed (the same
-call, the same bits), and through CuPy's otherwise.
+call, the same bits), and through CuPy's otherwise; so is every triangular solve
+(``trsm``/``trsmBatched``, :mod:`plax_cupy.kernels_linalg`), with the arguments
+``cupyx.scipy.linalg.solve_triangular`` passes.
 
 The library is the one already mapped into the process (``/proc/self/maps``, else ``dlopen``
 with ``RTLD_NOLOAD`` of its sonames): never a second copy, whose handles would not be CuPy's.
@@ -31,6 +33,20 @@ STATUS_NAMES = {0: "CUBLAS_STATUS_SUCCESS", 1: "CUBLAS_STATUS_NOT_INITIALIZED",
 SONAMES = ("libcublas.so.13", "libcublas.so.12", "libcublas.so.11", "libcublas.so")
 
 _c_int, _c_ll, _c_void_p = ctypes.c_int, ctypes.c_longlong, ctypes.c_void_p
+
+# the cuBLAS enumerations the solves pass (cublas_api.h; CuPy's ``cupy.cuda.cublas`` names)
+CUBLAS_SIDE_LEFT = 0
+CUBLAS_FILL_MODE_LOWER, CUBLAS_FILL_MODE_UPPER = 0, 1
+CUBLAS_OP_N, CUBLAS_OP_T, CUBLAS_OP_C = 0, 1, 2
+CUBLAS_DIAG_NON_UNIT, CUBLAS_DIAG_UNIT = 0, 1
+CUBLAS_POINTER_MODE_HOST = 0
+#: dtype name -> the BLAS letter of its routines (``cublasStrsm_v2``, ``cusolverDnDpotrf``)
+LETTERS = {"float32": "S", "float64": "D", "complex64": "C", "complex128": "Z"}
+#: cublas<t>trsm_v2(handle, side, uplo, trans, diag, m, n, alpha, A, lda, B, ldb); the
+#: batched form takes device arrays of matrix pointers for A and B, then batchCount
+_TRSM_ARGTYPES = [_c_void_p, _c_int, _c_int, _c_int, _c_int, _c_int, _c_int, _c_void_p,
+                  _c_void_p, _c_int, _c_void_p, _c_int]
+_TRSM_BATCHED_ARGTYPES = _TRSM_ARGTYPES + [_c_int]
 #: cublasGemmStridedBatchedEx(handle, transa, transb, m, n, k, alpha, A, Atype, lda, strideA,
 #: B, Btype, ldb, strideB, beta, C, Ctype, ldc, strideC, batchCount, computeType, algo)
 _GEMM_ARGTYPES = [_c_void_p, _c_int, _c_int, _c_int, _c_int, _c_int, _c_void_p,
@@ -45,6 +61,26 @@ class CUBLASError(RuntimeError):
     def __init__(self, status: int, call: str):
         self.status = status
         super().__init__(f"{call}: {STATUS_NAMES.get(status, f'cuBLAS status {status}')}")
+
+
+def bind_function(library, names, argtypes):
+    """The first of ``names`` that ``library`` (a ``ctypes.CDLL``) has, with ``argtypes`` and
+    an ``int`` (status) result, its name in ``plax_name``.
+
+    Raises:
+      AttributeError: the library has none of them.
+
+    Example:
+      >>> bind_function(lib, ("cublasSetStream_v2",), [ctypes.c_void_p] * 2)   # doctest: +SKIP
+    """
+    for name in names:
+        fn = getattr(library, name, None)
+        if fn is not None:
+            fn.argtypes, fn.restype = argtypes, _c_int
+            fn.plax_name = name
+            return fn
+    raise AttributeError(f"{getattr(library, '_name', 'the library')} has none of "
+                         f"{', '.join(names)}")
 
 
 class DirectCublas:
@@ -73,15 +109,36 @@ class DirectCublas:
                                                  [_c_void_p, _c_void_p, ctypes.c_size_t])
         except AttributeError:   # (before cuBLAS 11.4: its own workspace only)
             self._set_workspace = None
+        self._routines: dict = {}   # (routine, dtype name) -> bound C function, on first use
 
     def _function(self, names, argtypes):
-        for name in names:
-            fn = getattr(self.library, name, None)
-            if fn is not None:
-                fn.argtypes, fn.restype = argtypes, _c_int
-                fn.plax_name = name
-                return fn
-        raise AttributeError(f"libcublas has none of {', '.join(names)}")
+        return bind_function(self.library, names, argtypes)
+
+    def has(self, routine: str, dtype) -> bool:
+        """Whether the library has ``routine`` (``"trsm"``, ``"trsmBatched"``) for ``dtype``
+        (float32/float64/complex64/complex128).
+
+        Example:
+          >>> binding().has("trsmBatched", np.float32)                   # doctest: +SKIP
+          True
+        """
+        try:
+            self._routine(routine, dtype)
+        except (AttributeError, KeyError):
+            return False
+        return True
+
+    def _routine(self, routine: str, dtype):
+        key = (routine, str(dtype))
+        fn = self._routines.get(key)
+        if fn is None:
+            letter = LETTERS[str(dtype)]
+            names, argtypes = {
+                "trsm": ((f"cublas{letter}trsm_v2", f"cublas{letter}trsm"), _TRSM_ARGTYPES),
+                "trsmBatched": ((f"cublas{letter}trsmBatched",), _TRSM_BATCHED_ARGTYPES),
+            }[routine]
+            fn = self._routines[key] = self._function(names, argtypes)
+        return fn
 
     @staticmethod
     def _check(fn, status: int) -> None:
@@ -113,12 +170,33 @@ class DirectCublas:
         :func:`plax_cupy.kernels_dot.gemm_arguments`), on the handle's stream."""
         self._check(self._gemm, self._gemm(*arguments))
 
+    def trsm(self, dtype, handle: int, side: int, uplo: int, trans: int, diag: int, m: int,
+             n: int, alpha: int, a: int, lda: int, b: int, ldb: int) -> None:
+        """``cublas<t>trsm_v2`` for ``dtype`` (the letter from it; CuPy's ``strsm``... take
+        the same arguments): ``B := alpha op(A)^-1 B`` in place, column-major, on the handle's
+        stream; ``alpha`` a host pointer (``CUBLAS_POINTER_MODE_HOST``)."""
+        fn = self._routine("trsm", dtype)
+        self._check(fn, fn(handle, side, uplo, trans, diag, m, n, alpha, a, lda, b, ldb))
 
-def loaded_library(maps: str = "/proc/self/maps"):
-    """The ``libcublas`` already loaded in this process as a ``ctypes.CDLL``, or ``None``.
+    def trsmBatched(self, dtype, handle: int, side: int, uplo: int, trans: int,  # noqa: N802
+                    diag: int, m: int, n: int, alpha: int, a_array: int, lda: int,
+                    b_array: int, ldb: int, batch: int) -> None:
+        """``cublas<t>trsmBatched``: :meth:`trsm` on ``batch`` matrices, ``a_array`` and
+        ``b_array`` device arrays of their pointers."""
+        fn = self._routine("trsmBatched", dtype)
+        self._check(fn, fn(handle, side, uplo, trans, diag, m, n, alpha, a_array, lda, b_array,
+                           ldb, batch))
+
+
+def loaded_library(maps: str = "/proc/self/maps", prefix: str = "libcublas.so",
+                   sonames: tuple = SONAMES):
+    """The library named ``prefix...`` (``libcublas`` by default) already loaded in this
+    process as a ``ctypes.CDLL``, or ``None``.
 
     Args:
       maps: the process's memory map (Linux).
+      prefix: the start of the library's file name.
+      sonames: the names tried with ``RTLD_NOLOAD`` where ``maps`` cannot be read.
 
     Returns:
       The library (``dlopen`` of the mapped file hands back the loaded copy), or ``None``.
@@ -132,14 +210,14 @@ def loaded_library(maps: str = "/proc/self/maps"):
             for line in f:
                 fields = line.split(None, 5)
                 path = fields[5].strip() if len(fields) == 6 else ""
-                if os.path.basename(path).startswith("libcublas.so"):
+                if os.path.basename(path).startswith(prefix):
                     return ctypes.CDLL(path)
     except OSError:
         pass
     noload = getattr(os, "RTLD_NOLOAD", None)
     if noload is None:
         return None
-    for soname in SONAMES:
+    for soname in sonames:
         try:
             return ctypes.CDLL(soname, mode=noload)
         except OSError:
@@ -208,4 +286,5 @@ def _load() -> DirectCublas | None:
         return None
 
 
-__all__ = ["CUBLASError", "DirectCublas", "binding", "loaded_library", "workspace"]
+__all__ = ["CUBLASError", "DirectCublas", "bind_function", "binding", "loaded_library",
+           "workspace"]

@@ -7,11 +7,22 @@ error flags unread (its default ``linalg`` error state is ``ignore``), so each k
 its results itself and writes NaNs where JAX has them (a matrix that is not positive definite,
 non-finite input to an iterative solver).
 
+**In a CUDA graph.** CuPy's cuBLAS and cuSOLVER bindings refuse a capturing stream, so while
+the stream captures (:mod:`plax_cupy.graphs`) ``triangular_solve`` and ``cholesky`` make the
+very library calls CuPy's functions make (the same routines, arguments, layouts and copies:
+the same bits) through :mod:`plax_cupy.cublas_direct` and :mod:`plax_cupy.cusolver_direct`.
+``potrf``'s workspace size is asked for on the program's plain first call
+(:class:`ProgramCholesky`, a program kernel), and its memory, ``devInfo`` and the batched
+routines' pointer arrays are allocations of the capture, which the plan holds as long as its
+graph; nothing is read back to the host. Where a binding is missing, CuPy's path runs, its
+refusal fails the capture, and the program runs plainly with that reason in ``as_text()``.
+
 =====================  ================================================================
 primitive              GPU path
 =====================  ================================================================
-``cholesky``           ``cupy.linalg.cholesky`` (batched ``potrf``)
-``triangular_solve``   ``cupyx.scipy.linalg.solve_triangular`` (batched ``trsm``)
+``cholesky``           ``cupy.linalg.cholesky`` (``potrf``; a batch: ``potrfBatched``)
+``triangular_solve``   ``cupyx.scipy.linalg.solve_triangular`` (``trsm``; a batch:
+                       ``trsmBatched``)
 ``lu``                 matrices up to 32 x 32: a generated kernel, one thread per
                        matrix (LAPACK's ``getf2``), the whole batch in one launch;
                        larger: ``cupyx.scipy.linalg.lu_factor`` (``getrf``) per
@@ -36,7 +47,12 @@ import cupy
 
 from plax.lax.linalg import (cholesky_p, eig_p, eigh_p, lu_p, qr_of_empty, qr_p, svd_of_empty,
                              svd_p, triangular_solve_p)
-from plax_cupy.kernels import kernel
+from plax_cupy import cublas_direct, cusolver_direct
+from plax_cupy.cublas_direct import (CUBLAS_DIAG_NON_UNIT, CUBLAS_DIAG_UNIT,
+                                     CUBLAS_FILL_MODE_LOWER, CUBLAS_FILL_MODE_UPPER,
+                                     CUBLAS_OP_C, CUBLAS_OP_N, CUBLAS_OP_T,
+                                     CUBLAS_POINTER_MODE_HOST, CUBLAS_SIDE_LEFT)
+from plax_cupy.kernels import kernel, program_kernel
 
 
 def _real_dtype(dtype) -> np.dtype:
@@ -93,17 +109,99 @@ def cholesky(a: "cupy.ndarray") -> "cupy.ndarray":
     Example:
       >>> cholesky(cupy.asarray([[4., 2.], [2., 2.]]))  # [[2, 0], [1, 1]]
     """
+    return _cholesky(a)
+
+
+def _cholesky(a, lwork: int | None = None):
+    """:func:`cholesky`; ``lwork``: ``potrf``'s workspace size for ``a``, if known."""
     if a.size == 0:
         return cupy.zeros(a.shape, a.dtype)
     n = a.shape[-1]
-    (factor,) = _guarded(lambda m: [cupy.linalg.cholesky(m).astype(a.dtype, copy=False)], [a],
-                         [((n, n), a.dtype)])
+    direct = _capturing_with(cusolver_direct, "potrf" if a.ndim == 2 else "potrfBatched",
+                             a.dtype)
+    if direct is not None:
+        factor = _potrf_captured(direct, a, lwork)
+    else:
+        (factor,) = _guarded(lambda m: [cupy.linalg.cholesky(m).astype(a.dtype, copy=False)],
+                             [a], [((n, n), a.dtype)])
     # potrf stops at the first non-positive pivot and leaves it on the diagonal: a factor is
     # good exactly when its diagonal is positive and finite
     diag = cupy.diagonal(factor, axis1=-2, axis2=-1)
     good = ((diag.real > 0) & cupy.isfinite(diag)).all(axis=-1) & _finite_matrices(a)
     nan_tril = cupy.tril(cupy.full(a.shape[-2:], np.nan, a.dtype))
     return cupy.where(good[..., None, None], factor, nan_tril)
+
+
+@program_kernel(cholesky_p)
+class ProgramCholesky:
+    """The ``cholesky`` of one equation of a compiled program: :func:`cholesky`, which asks
+    ``potrf_bufferSize`` on the program's plain calls, so that a capture asks nothing of the
+    library but the factorisation (see the module).
+
+    Returns (when called on a device array): what :func:`cholesky` returns.
+
+    Example:
+      >>> run = ProgramCholesky()                                   # doctest: +SKIP
+      >>> run(cupy.asarray([[4., 2.], [2., 2.]]))                   # [[2, 0], [1, 1]]
+    """
+
+    def __init__(self, **params):
+        self.lwork: dict = {}   # (n, dtype) -> potrf's workspace size, in elements
+
+    def __call__(self, a: "cupy.ndarray") -> "cupy.ndarray":
+        key = (a.shape[-1], a.dtype.str)
+        if a.ndim == 2 and a.size and key not in self.lwork and \
+                not cupy.cuda.get_current_stream().is_capturing():
+            direct = cusolver_direct.binding()
+            if direct is not None and direct.has("potrf_bufferSize", a.dtype):
+                n = a.shape[-1]
+                self.lwork[key] = direct.potrf_bufferSize(
+                    a.dtype, cusolver_direct.handle(), CUBLAS_FILL_MODE_UPPER, n, a.data.ptr, n)
+        return _cholesky(a, self.lwork.get(key))
+
+
+def _capturing_with(module, routine: str, dtype):
+    """The capturable binding of ``module`` (:mod:`plax_cupy.cublas_direct` or
+    :mod:`plax_cupy.cusolver_direct`) when the current stream captures and the binding has
+    ``routine`` for ``dtype``; else ``None`` (CuPy's own path: plain calls, or a capture that
+    CuPy refuses)."""
+    if not cupy.cuda.get_current_stream().is_capturing():
+        return None
+    direct = module.binding()
+    return direct if direct is not None and direct.has(routine, dtype) else None
+
+
+def _matrix_pointers(x):
+    """A device array of the pointers of the matrices of C-contiguous ``x`` (``(batch, r,
+    c)``), as CuPy makes them for its batched routines (``cupy.arange`` of the addresses)."""
+    step = x.shape[-2] * x.shape[-1] * x.itemsize
+    start = x.data.ptr
+    return cupy.arange(start, start + step * x.shape[0], step, dtype=np.uintp)
+
+
+def _potrf_captured(direct, a, lwork: int | None):
+    """``cupy.linalg.cholesky(a)`` while the stream captures: the same copy of ``a``, the same
+    ``potrf`` (one matrix) or ``potrfBatched`` (a batch) on its upper column-major triangle
+    (the lower row-major one), then ``tril``; ``devInfo`` left unread on the device."""
+    n = a.shape[-1]
+    x = a.astype(a.dtype, order="C", copy=True)
+    handle = cusolver_direct.handle()
+    direct.setStream(handle, cupy.cuda.get_current_stream().ptr)
+    if a.ndim == 2:
+        if lwork is None:   # (a body not run plainly first: a host-only query)
+            lwork = direct.potrf_bufferSize(a.dtype, handle, CUBLAS_FILL_MODE_UPPER, n,
+                                            x.data.ptr, n)
+        workspace = cupy.empty(lwork, a.dtype)
+        info = cupy.empty(1, np.int32)
+        direct.potrf(a.dtype, handle, CUBLAS_FILL_MODE_UPPER, n, x.data.ptr, n,
+                     workspace.data.ptr, lwork, info.data.ptr)
+        return cupy.tril(x)
+    mats = x.reshape((-1, n, n))
+    pointers = _matrix_pointers(mats)
+    info = cupy.empty(mats.shape[0], np.int32)
+    direct.potrfBatched(a.dtype, handle, CUBLAS_FILL_MODE_UPPER, n, pointers.data.ptr, n,
+                        info.data.ptr, mats.shape[0])
+    return cupy.tril(x)
 
 
 @kernel(triangular_solve_p)
@@ -155,6 +253,9 @@ def _conj(a):
 
 
 def _solve_triangular(a, b, trans, lower, unit_diagonal):
+    direct = _capturing_with(cublas_direct, "trsm" if a.ndim == 2 else "trsmBatched", a.dtype)
+    if direct is not None and a.dtype == b.dtype:
+        return _trsm_captured(direct, a, b, trans, lower, unit_diagonal)
     from cupyx.scipy.linalg import solve_triangular
 
     def solve(a_, b_):
@@ -162,6 +263,54 @@ def _solve_triangular(a, b, trans, lower, unit_diagonal):
                                  unit_diagonal=unit_diagonal).astype(b.dtype, copy=False)]
     (x,) = _guarded(solve, [a, b], [(b.shape[-2:], b.dtype)])
     return x
+
+
+def _trsm_captured(direct, a, b, trans: str, lower: bool, unit_diagonal: bool):
+    """``cupyx.scipy.linalg.solve_triangular(a, b, trans, lower, unit_diagonal)`` (CuPy 14)
+    while the stream captures: the same copies and layouts, the same ``trsm`` (one matrix) or
+    ``trsmBatched`` (a batch: C-order matrices read as Fortran ones, so ``N``/``T`` swap and
+    ``lower`` flips, complex ``C`` transposing ``a`` instead), ``alpha = 1`` from the host."""
+    dtype = a.dtype
+    if a.ndim == 2:
+        op = {"N": CUBLAS_OP_N, "T": CUBLAS_OP_T, "C": CUBLAS_OP_C}[trans]
+        # (Fortran order as transposes of C-order arrays: CuPy's ``cupy.array(a, order="F",
+        # copy=None)`` and ``cupy.array(b, order="F", copy=True)``, the same memory layout)
+        a_f = cupy.ascontiguousarray(a.T).T
+        x = b.T.copy().T
+        m, n = x.shape
+        pointers = None
+    else:
+        count = int(np.prod(a.shape[:-2], dtype=np.int64))
+        m, n = b.shape[-2:]
+        mats = a.reshape(count, m, m)
+        if trans == "C" and dtype.kind == "c":
+            op, a_f = CUBLAS_OP_C, cupy.ascontiguousarray(mats.transpose(0, 2, 1))
+        else:   # Fortran "upper" of a C-order matrix is its "lower" transposed
+            op, lower = (CUBLAS_OP_T if trans == "N" else CUBLAS_OP_N), not lower
+            a_f = cupy.ascontiguousarray(mats)
+        x = cupy.ascontiguousarray(b.reshape(count, m, n).transpose(0, 2, 1))
+        if x.data.ptr == b.data.ptr:   # (b itself: the solve must not write the input)
+            x = x.copy()
+        pointers = (_matrix_pointers(a_f), _matrix_pointers(x))
+    one = np.ones((), dtype)
+    uplo = CUBLAS_FILL_MODE_LOWER if lower else CUBLAS_FILL_MODE_UPPER
+    diag = CUBLAS_DIAG_UNIT if unit_diagonal else CUBLAS_DIAG_NON_UNIT
+    handle = cupy.cuda.device.get_cublas_handle()
+    direct.setStream(handle, cupy.cuda.get_current_stream().ptr)
+    direct.setWorkspace(handle, *cublas_direct.workspace(cupy.cuda.Device().id))
+    mode = direct.getPointerMode(handle)
+    direct.setPointerMode(handle, CUBLAS_POINTER_MODE_HOST)
+    try:
+        if pointers is None:
+            direct.trsm(dtype, handle, CUBLAS_SIDE_LEFT, uplo, op, diag, m, n, one.ctypes.data,
+                        a_f.data.ptr, m, x.data.ptr, m)
+        else:
+            direct.trsmBatched(dtype, handle, CUBLAS_SIDE_LEFT, uplo, op, diag, m, n,
+                               one.ctypes.data, pointers[0].data.ptr, m, pointers[1].data.ptr,
+                               m, len(pointers[0]))
+    finally:
+        direct.setPointerMode(handle, mode)
+    return x if pointers is None else x.transpose(0, 2, 1).reshape(b.shape)
 
 
 #: CUDA source: the row permutations of a batch of LAPACK pivot vectors (one thread each)

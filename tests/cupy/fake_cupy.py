@@ -59,11 +59,9 @@ from __future__ import annotations
 
 import builtins
 import ctypes
-import hashlib
 import importlib
 import operator
 import os
-import subprocess
 import sys
 import tempfile
 import threading
@@ -73,6 +71,7 @@ import weakref
 import numpy as np
 
 import fake_cupy_api as _api
+import fake_cupy_linalg
 import fake_cupy_vendor as _vendor
 import fake_nvrtc
 
@@ -1118,6 +1117,7 @@ def install(sm_count: int = 2):
     cuda.nvrtc = fake_nvrtc
     device = types.ModuleType("cupy.cuda.device")
     device.get_cublas_handle = get_cublas_handle
+    device.get_cusolver_handle = fake_cupy_linalg.get_cusolver_handle
     cuda.device = device
     me.cuda = cuda
     sys.modules["cupy"] = me
@@ -1570,19 +1570,9 @@ def get_cublas_handle() -> int:
     """``cupy.cuda.device.get_cublas_handle()``: loads the simulated ``libcublas`` (as CuPy
     loads the real one) and returns a handle."""
     if not _cublas:
-        digest = hashlib.sha1(_CUBLAS_SOURCE.encode()).hexdigest()[:12]
-        folder = os.path.join(tempfile.gettempdir(), f"plax_sim_cublas_{digest}")
-        path = os.path.join(folder, "libcublas.so.13")
-        if not os.path.exists(path):
-            os.makedirs(folder, exist_ok=True)
-            src, tmp = path + f".{os.getpid()}.cpp", path + f".{os.getpid()}.tmp"
-            with open(src, "w") as f:
-                f.write(_CUBLAS_SOURCE)
-            subprocess.run([os.environ.get("CXX", "g++"), "-shared", "-fPIC", "-O1",
-                            "-Wl,-soname,libcublas.so.13", "-o", tmp, src], check=True)
-            os.replace(tmp, path)
-            os.remove(src)
-        lib = ctypes.CDLL(path)
+        lib = fake_cupy_linalg.build(_CUBLAS_SOURCE + fake_cupy_linalg.CUBLAS_SOURCE,
+                                     "libcublas.so.13")
+        fake_cupy_linalg.attach(lib)   # (the triangular solves)
         callback = _GEMM_T(_gemm_entry)
         lib.plax_sim_set_gemm.argtypes = [_GEMM_T]
         lib.plax_sim_set_gemm(callback)
