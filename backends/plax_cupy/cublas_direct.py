@@ -23,6 +23,8 @@ import ctypes
 import os
 import threading
 
+import numpy as np
+
 #: cublasStatus_t names (cublas_api.h)
 STATUS_NAMES = {0: "CUBLAS_STATUS_SUCCESS", 1: "CUBLAS_STATUS_NOT_INITIALIZED",
                 3: "CUBLAS_STATUS_ALLOC_FAILED", 7: "CUBLAS_STATUS_INVALID_VALUE",
@@ -61,6 +63,19 @@ class CUBLASError(RuntimeError):
     def __init__(self, status: int, call: str):
         self.status = status
         super().__init__(f"{call}: {STATUS_NAMES.get(status, f'cuBLAS status {status}')}")
+
+
+def letter(dtype) -> str:
+    """The BLAS letter of ``dtype``'s routines (``S``, ``D``, ``C``, ``Z``).
+
+    Raises:
+      KeyError: a dtype the libraries have no routines for.
+
+    Example:
+      >>> letter(np.complex64)
+      'C'
+    """
+    return LETTERS[np.dtype(dtype).name]
 
 
 def bind_function(library, names, argtypes):
@@ -109,7 +124,7 @@ class DirectCublas:
                                                  [_c_void_p, _c_void_p, ctypes.c_size_t])
         except AttributeError:   # (before cuBLAS 11.4: its own workspace only)
             self._set_workspace = None
-        self._routines: dict = {}   # (routine, dtype name) -> bound C function, on first use
+        self._routines: dict = {}   # (routine, letter) -> bound C function, on first use
 
     def _function(self, names, argtypes):
         return bind_function(self.library, names, argtypes)
@@ -124,20 +139,19 @@ class DirectCublas:
         """
         try:
             self._routine(routine, dtype)
-        except (AttributeError, KeyError):
+        except (AttributeError, KeyError, TypeError):
             return False
         return True
 
     def _routine(self, routine: str, dtype):
-        key = (routine, str(dtype))
-        fn = self._routines.get(key)
+        t = letter(dtype)
+        fn = self._routines.get((routine, t))
         if fn is None:
-            letter = LETTERS[str(dtype)]
             names, argtypes = {
-                "trsm": ((f"cublas{letter}trsm_v2", f"cublas{letter}trsm"), _TRSM_ARGTYPES),
-                "trsmBatched": ((f"cublas{letter}trsmBatched",), _TRSM_BATCHED_ARGTYPES),
+                "trsm": ((f"cublas{t}trsm_v2", f"cublas{t}trsm"), _TRSM_ARGTYPES),
+                "trsmBatched": ((f"cublas{t}trsmBatched",), _TRSM_BATCHED_ARGTYPES),
             }[routine]
-            fn = self._routines[key] = self._function(names, argtypes)
+            fn = self._routines[(routine, t)] = self._function(names, argtypes)
         return fn
 
     @staticmethod
@@ -286,5 +300,5 @@ def _load() -> DirectCublas | None:
         return None
 
 
-__all__ = ["CUBLASError", "DirectCublas", "bind_function", "binding", "loaded_library",
-           "workspace"]
+__all__ = ["CUBLASError", "DirectCublas", "bind_function", "binding", "letter",
+           "loaded_library", "workspace"]

@@ -19,7 +19,7 @@ from __future__ import annotations
 import ctypes
 import threading
 
-from plax_cupy.cublas_direct import LETTERS, bind_function, loaded_library
+from plax_cupy.cublas_direct import bind_function, letter, loaded_library
 
 #: cusolverStatus_t names (cusolver_common.h)
 STATUS_NAMES = {0: "CUSOLVER_STATUS_SUCCESS", 1: "CUSOLVER_STATUS_NOT_INITIALIZED",
@@ -71,7 +71,7 @@ class DirectCusolver:
         self.library = library
         self._set_stream = bind_function(library, ("cusolverDnSetStream",),
                                          [_c_void_p, _c_void_p])
-        self._routines: dict = {}   # (routine, dtype name) -> bound C function, on first use
+        self._routines: dict = {}   # (routine, letter) -> bound C function, on first use
 
     def has(self, routine: str, dtype) -> bool:
         """Whether the library has ``routine`` (a key of the binding's table: ``"potrf"``,
@@ -83,17 +83,17 @@ class DirectCusolver:
         """
         try:
             self._routine(routine, dtype)
-        except (AttributeError, KeyError):
+        except (AttributeError, KeyError, TypeError):
             return False
         return True
 
     def _routine(self, routine: str, dtype):
-        key = (routine, str(dtype))
-        fn = self._routines.get(key)
+        t = letter(dtype)
+        fn = self._routines.get((routine, t))
         if fn is None:
             pattern, argtypes = _ROUTINES[routine]
-            fn = self._routines[key] = bind_function(
-                self.library, (pattern.format(t=LETTERS[str(dtype)]),), argtypes)
+            fn = self._routines[(routine, t)] = bind_function(
+                self.library, (pattern.format(t=t),), argtypes)
         return fn
 
     def _call(self, routine: str, dtype, *arguments) -> None:

@@ -1180,6 +1180,9 @@ def _refuse_in_capture(stream, what: str, invalidates: bool = False) -> None:
 #: ``gemmStridedBatchedEx``, ``sgemmEx``...; ``vdot`` ``cublas.dotc``
 _CUBLAS_FUNCTIONS = {np.matmul, np.dot, np.tensordot, np.inner, np.vdot, np.einsum,
                      np.ndarray.dot}
+#: of ``cupyx.scipy.linalg``, the functions that call cuBLAS, not cuSOLVER
+#: (``_solve_triangular.py``: ``cublas.<t>trsm``/``<t>trsmBatched``)
+_CUBLAS_LINALG = {"solve_triangular"}
 #: of ``cupy.linalg`` (cuSOLVER and cuBLAS), the functions that do not
 _NOT_LIBRARY_LINALG = {"norm", "matrix_norm", "vector_norm", "matrix_transpose", "outer",
                        "cross", "diagonal", "trace", "vecdot", "LinAlgError"}
@@ -1191,6 +1194,8 @@ def _library_of(fn, arrays) -> str | None:
     module = getattr(fn, "__module__", None) or ""
     # (a vendor replacement answers for the NumPy/SciPy function it stands for)
     module = next((m for (m, _), f in _vendor.REPLACEMENTS.items() if f is fn), module)
+    if module.startswith("scipy.linalg") and getattr(fn, "__name__", "") in _CUBLAS_LINALG:
+        return "cuBLAS"
     if module.startswith("scipy.linalg") or (
             module.startswith("numpy.linalg") and getattr(fn, "__name__", "") not in _NOT_LIBRARY_LINALG):
         return "cuSOLVER"
