@@ -4,12 +4,13 @@ called through ``ctypes`` on the very ``libcusolver`` CuPy loaded, with CuPy's h
 CuPy's binding (``cupy_backends/cuda/libs/cusolver.pyx``) refuses a capturing stream as its
 cuBLAS binding does (its ``setStream`` raises ``NotImplementedError`` while the current stream
 captures). The routines bound here launch device work only, on the handle's stream, and read
-nothing back to the host: ``potrf`` (its workspace given by the caller, sized by
-``potrf_bufferSize``, a host-only query) and ``potrfBatched`` (no workspace); ``devInfo`` is
-written on the device and left there, as CuPy leaves it under its default
-``cupyx.seterr(linalg="ignore")``. So a compiled program holding ``cholesky`` is captured
-(:mod:`plax_cupy.kernels_linalg` calls them, with the arguments ``cupy.linalg.cholesky``
-passes, while the stream captures; CuPy's path otherwise).
+nothing back to the host: ``potrf`` and ``getrf`` (their workspace given by the caller, sized
+by ``potrf_bufferSize``/``getrf_bufferSize``, host-only queries) and ``potrfBatched`` (no
+workspace); ``devInfo`` is written on the device and left there, as CuPy leaves it under its
+default ``cupyx.seterr(linalg="ignore")``. So a compiled program holding ``cholesky`` or
+``lu`` is captured (:mod:`plax_cupy.kernels_linalg` calls them, with the arguments
+``cupy.linalg.cholesky`` and ``cupyx.scipy.linalg.lu_factor`` pass, while the stream captures;
+CuPy's path otherwise).
 
 The library is found as :mod:`plax_cupy.cublas_direct` finds ``libcublas``: the copy already
 mapped into the process (CuPy's handle is made first, which loads it), never a second one.
@@ -43,6 +44,12 @@ _ROUTINES = {
     # (handle, uplo, n, Aarray, lda, infoArray, batchSize)
     "potrfBatched": ("cusolverDn{t}potrfBatched",
                      [_c_void_p, _c_int, _c_int, _c_void_p, _c_int, _c_void_p, _c_int]),
+    # (handle, m, n, A, lda, int* Lwork)
+    "getrf_bufferSize": ("cusolverDn{t}getrf_bufferSize",
+                         [_c_void_p, _c_int, _c_int, _c_void_p, _c_int, _P_INT]),
+    # (handle, m, n, A, lda, Workspace, devIpiv, devInfo)
+    "getrf": ("cusolverDn{t}getrf",
+              [_c_void_p, _c_int, _c_int, _c_void_p, _c_int, _c_void_p, _c_void_p, _c_void_p]),
 }
 
 
@@ -126,6 +133,19 @@ class DirectCusolver:
         """``cusolverDn<t>potrfBatched``: :meth:`potrf` of ``batch`` matrices, ``a_array`` a
         device array of their pointers (no workspace)."""
         self._call("potrfBatched", dtype, handle, uplo, n, a_array, lda, info_array, batch)
+
+    def getrf_bufferSize(self, dtype, handle: int, m: int, n: int, a: int,  # noqa: N802
+                         lda: int) -> int:
+        """``cusolverDn<t>getrf_bufferSize``: the workspace ``getrf`` needs, in elements."""
+        lwork = _c_int(0)
+        self._call("getrf_bufferSize", dtype, handle, m, n, a, lda, ctypes.byref(lwork))
+        return lwork.value
+
+    def getrf(self, dtype, handle: int, m: int, n: int, a: int, lda: int, workspace: int,
+              pivots: int, dev_info: int) -> None:
+        """``cusolverDn<t>getrf``: LU with partial pivoting of column-major ``a`` in place,
+        1-based pivots and ``devInfo`` written on the device."""
+        self._call("getrf", dtype, handle, m, n, a, lda, workspace, pivots, dev_info)
 
 
 _binding: list = []

@@ -8,11 +8,11 @@ its results itself and writes NaNs where JAX has them (a matrix that is not posi
 non-finite input to an iterative solver).
 
 **In a CUDA graph.** CuPy's cuBLAS and cuSOLVER bindings refuse a capturing stream, so while
-the stream captures (:mod:`plax_cupy.graphs`) ``triangular_solve`` and ``cholesky`` make the
-very library calls CuPy's functions make (the same routines, arguments, layouts and copies:
+the stream captures (:mod:`plax_cupy.graphs`) ``triangular_solve``, ``cholesky`` and ``lu``
+make the very library calls CuPy's functions make (the same routines, arguments, layouts and copies:
 the same bits) through :mod:`plax_cupy.cublas_direct` and :mod:`plax_cupy.cusolver_direct`.
-``potrf``'s workspace size is asked for on the program's plain first call
-(:class:`ProgramCholesky`, a program kernel), and its memory, ``devInfo`` and the batched
+``potrf``'s and ``getrf``'s workspace sizes are asked for on the program's plain first call
+(:class:`ProgramCholesky`, :class:`ProgramLu`: program kernels), and their memory, ``devInfo`` and the batched
 routines' pointer arrays are allocations of the capture, which the plan holds as long as its
 graph; nothing is read back to the host. Where a binding is missing, CuPy's path runs, its
 refusal fails the capture, and the program runs plainly with that reason in ``as_text()``.
@@ -27,8 +27,8 @@ primitive              GPU path
                        matrix (LAPACK's ``getf2``), the whole batch in one launch;
                        larger: ``cupyx.scipy.linalg.lu_factor`` (``getrf``) per
                        matrix, which reads ``getrf``'s flag on the host (one
-                       synchronisation per matrix); the permutation built from the
-                       pivots by a generated kernel
+                       synchronisation per matrix; none in a CUDA graph, below); the
+                       permutation built from the pivots by a generated kernel
 ``qr``                 ``cupy.linalg.qr`` (``geqrf``/``orgqr``)
 ``svd``                ``cupy.linalg.svd`` (``gesvd``/batched ``gesvdj``)
 ``eigh``               ``cupy.linalg.eigh`` (``syevd``/batched ``syevj``)
@@ -132,11 +132,40 @@ def _cholesky(a, lwork: int | None = None):
     return cupy.where(good[..., None, None], factor, nan_tril)
 
 
+class _ProgramSolver:
+    """A program kernel (:func:`plax_cupy.kernels.program_kernel`) running a cuSOLVER routine
+    with a workspace: it asks the routine's workspace size (``<routine>_bufferSize``, a host
+    call) on the program's plain calls and hands it to ``run``, so that a capture asks nothing
+    of the library but the routine itself (see the module).
+
+    Subclasses set ``routine`` (``"potrf"``, ``"getrf"``), ``query(direct, handle, a)`` and
+    ``run(a, lwork)``.
+    """
+
+    routine = ""
+
+    def __init__(self, **params):
+        self.lwork: dict = {}   # (matrix shape, dtype) -> the workspace size, in elements
+
+    def __call__(self, a: "cupy.ndarray"):
+        key = (a.shape[-2:], a.dtype.str)
+        if a.size and key not in self.lwork and self.needs_workspace(a) and \
+                not cupy.cuda.get_current_stream().is_capturing():
+            direct = cusolver_direct.binding()
+            if direct is not None and direct.has(self.routine + "_bufferSize", a.dtype):
+                self.lwork[key] = self.query(direct, cusolver_direct.handle(), a)
+        return self.run(a, self.lwork.get(key))
+
+    def needs_workspace(self, a) -> bool:
+        """Whether ``a``'s factorisation runs the routine with a workspace."""
+        return True
+
+
 @program_kernel(cholesky_p)
-class ProgramCholesky:
-    """The ``cholesky`` of one equation of a compiled program: :func:`cholesky`, which asks
-    ``potrf_bufferSize`` on the program's plain calls, so that a capture asks nothing of the
-    library but the factorisation (see the module).
+class ProgramCholesky(_ProgramSolver):
+    """The ``cholesky`` of one equation of a compiled program: :func:`cholesky`, with
+    ``potrf``'s workspace size asked on the program's plain calls (a batch runs
+    ``potrfBatched``, which takes none).
 
     Returns (when called on a device array): what :func:`cholesky` returns.
 
@@ -145,19 +174,17 @@ class ProgramCholesky:
       >>> run(cupy.asarray([[4., 2.], [2., 2.]]))                   # [[2, 0], [1, 1]]
     """
 
-    def __init__(self, **params):
-        self.lwork: dict = {}   # (n, dtype) -> potrf's workspace size, in elements
+    routine = "potrf"
 
-    def __call__(self, a: "cupy.ndarray") -> "cupy.ndarray":
-        key = (a.shape[-1], a.dtype.str)
-        if a.ndim == 2 and a.size and key not in self.lwork and \
-                not cupy.cuda.get_current_stream().is_capturing():
-            direct = cusolver_direct.binding()
-            if direct is not None and direct.has("potrf_bufferSize", a.dtype):
-                n = a.shape[-1]
-                self.lwork[key] = direct.potrf_bufferSize(
-                    a.dtype, cusolver_direct.handle(), CUBLAS_FILL_MODE_UPPER, n, a.data.ptr, n)
-        return _cholesky(a, self.lwork.get(key))
+    def needs_workspace(self, a) -> bool:
+        return a.ndim == 2
+
+    def query(self, direct, handle, a) -> int:
+        n = a.shape[-1]
+        return direct.potrf_bufferSize(a.dtype, handle, CUBLAS_FILL_MODE_UPPER, n, a.data.ptr, n)
+
+    def run(self, a, lwork):
+        return _cholesky(a, lwork)
 
 
 def _capturing_with(module, routine: str, dtype):
@@ -477,6 +504,50 @@ def _small_lu(mats):
     return lu_, pivots, perm
 
 
+@program_kernel(lu_p)
+class ProgramLu(_ProgramSolver):
+    """The ``lu`` of one equation of a compiled program: :func:`lu`, with ``getrf``'s
+    workspace size asked on the program's plain calls (matrices larger than :data:`SMALL_LU`;
+    smaller ones are the generated kernel's).
+
+    Returns (when called on a device array): what :func:`lu` returns.
+
+    Example:
+      >>> lu_, piv, perm = ProgramLu()(cupy.eye(40))                 # doctest: +SKIP
+    """
+
+    routine = "getrf"
+
+    def needs_workspace(self, a) -> bool:
+        return max(a.shape[-2:]) > SMALL_LU
+
+    def query(self, direct, handle, a) -> int:
+        m, n = a.shape[-2:]
+        return direct.getrf_bufferSize(a.dtype, handle, m, n, a.data.ptr, m)
+
+    def run(self, a, lwork):
+        return _lu(a, lwork)
+
+
+def _getrf_captured(direct, x, lwork: int | None):
+    """``cupyx.scipy.linalg.lu_factor(x, check_finite=False)`` while the stream captures: the
+    same Fortran-order copy, ``getrf`` with its workspace, the pivots made 0-based on the
+    device; ``devInfo`` left unread (CuPy reads it to warn of an exactly singular ``U``)."""
+    m, n = x.shape
+    f = x.T.copy().T   # (CuPy's ``x.astype(dtype, order="F", copy=True)``: the same layout)
+    handle = cusolver_direct.handle()
+    direct.setStream(handle, cupy.cuda.get_current_stream().ptr)
+    if lwork is None:   # (a body not run plainly first: a host-only query)
+        lwork = direct.getrf_bufferSize(x.dtype, handle, m, n, f.data.ptr, m)
+    workspace = cupy.empty(lwork, x.dtype)
+    pivots = cupy.empty((min(m, n),), np.intc)
+    info = cupy.empty(1, np.int32)
+    direct.getrf(x.dtype, handle, m, n, f.data.ptr, m, workspace.data.ptr, pivots.data.ptr,
+                 info.data.ptr)
+    pivots -= 1
+    return f, pivots
+
+
 @kernel(lu_p)
 def lu(a: "cupy.ndarray") -> list:
     """LU factorisation with partial pivoting of a batch of ``(m, n)`` matrices.
@@ -492,6 +563,11 @@ def lu(a: "cupy.ndarray") -> list:
     Example:
       >>> lu_, piv, perm = lu(cupy.asarray([[1., 2.], [3., 4.]]))  # piv [1, 1], perm [1, 0]
     """
+    return _lu(a)
+
+
+def _lu(a, lwork: int | None = None) -> list:
+    """:func:`lu`; ``lwork``: ``getrf``'s workspace size for ``a``'s matrices, if known."""
     from cupyx.scipy.linalg import lu_factor
     m, n = a.shape[-2:]
     k = min(m, n)
@@ -508,8 +584,10 @@ def lu(a: "cupy.ndarray") -> list:
     with warnings.catch_warnings():
         # CuPy warns on an exactly singular U (reading getrf's flag); JAX returns it as is
         warnings.simplefilter("ignore", RuntimeWarning)
+        direct = _capturing_with(cusolver_direct, "getrf", a.dtype)
         for x in mats:  # cuSOLVER's getrf takes one matrix per call
-            f, p = lu_factor(x, check_finite=False)
+            f, p = (lu_factor(x, check_finite=False) if direct is None
+                    else _getrf_captured(direct, x, lwork))
             factors.append(f)
             pivots.append(p)
     lu_ = cupy.ascontiguousarray(cupy.stack(factors)).astype(a.dtype, copy=False)

@@ -16,7 +16,9 @@ the graph's own kernels wrote there). CuPy's own cuSOLVER binding is not simulat
   :mod:`fake_cupy`'s stand-in by :data:`CUBLAS_SOURCE`);
 * ``libcusolver.so.12``: ``cusolverDnSetStream``, ``cusolverDn<t>potrf_bufferSize`` (``2 n``
   elements), ``cusolverDn<t>potrf`` and ``cusolverDn<t>potrfBatched``, ``devInfo`` written
-  on the device as cuSOLVER writes it (``j + 1`` for the first pivot that is not positive).
+  on the device as cuSOLVER writes it (``j + 1`` for the first pivot that is not positive);
+  ``cusolverDn<t>getrf_bufferSize`` (``m + n`` elements) and ``cusolverDn<t>getrf`` (LAPACK's
+  ``getrf``: 1-based pivots, ``devInfo``).
 
 :data:`CALLS` counts the routines run (captured ones once per replay too).
 """
@@ -37,7 +39,7 @@ ERRORS: list = []
 
 _LETTERS = "SDCZ"
 _DTYPES = (np.float32, np.float64, np.complex64, np.complex128)
-_ROUTINES = ("trsm", "trsmBatched", "potrf", "potrfBatched")
+_ROUTINES = ("trsm", "trsmBatched", "potrf", "potrfBatched", "getrf")
 
 # (C: the entry points; each packs its arguments and calls plax_sim_call(routine, stream, ...))
 _FORWARD = r"""
@@ -53,7 +55,7 @@ void plax_sim_set_call(plax_sim_call_t fn) { plax_sim_call = fn; }
 int cublas{t}trsm_v2(void* h, int side, int uplo, int trans, int diag, int m, int n,
                      const void* alpha, const void* a, int lda, void* b, int ldb) {{
   if (!plax_sim_call || pointer_mode != 0) return 7;  /* CUBLAS_STATUS_INVALID_VALUE */
-  long long v[] = {{side, uplo, trans, diag, m, n, (long long)alpha, (long long)a, lda,
+  long long v[12] = {{side, uplo, trans, diag, m, n, (long long)alpha, (long long)a, lda,
                    (long long)b, ldb, 1}};
   return plax_sim_call({4 * 0 + i}, current_stream, v);
 }}
@@ -61,7 +63,7 @@ int cublas{t}trsmBatched(void* h, int side, int uplo, int trans, int diag, int m
                          const void* alpha, const void* a, int lda, void* b, int ldb,
                          int batch) {{
   if (!plax_sim_call || pointer_mode != 0) return 7;
-  long long v[] = {{side, uplo, trans, diag, m, n, (long long)alpha, (long long)a, lda,
+  long long v[12] = {{side, uplo, trans, diag, m, n, (long long)alpha, (long long)a, lda,
                    (long long)b, ldb, batch}};
   return plax_sim_call({4 * 1 + i}, current_stream, v);
 }}
@@ -81,14 +83,25 @@ int cusolverDn{t}potrf_bufferSize(void* h, int uplo, int n, void* a, int lda, in
 int cusolverDn{t}potrf(void* h, int uplo, int n, void* a, int lda, void* work, int lwork,
                        int* info) {{
   if (!plax_sim_call) return 1;  /* CUSOLVER_STATUS_NOT_INITIALIZED */
-  long long v[] = {{uplo, n, (long long)a, lda, (long long)work, lwork, (long long)info, 1}};
+  long long v[12] = {{uplo, n, (long long)a, lda, (long long)work, lwork, (long long)info, 1}};
   return plax_sim_call({4 * 2 + i}, current_stream, v);
 }}
 int cusolverDn{t}potrfBatched(void* h, int uplo, int n, void* a, int lda, int* info,
                               int batch) {{
   if (!plax_sim_call) return 1;
-  long long v[] = {{uplo, n, (long long)a, lda, 0, 0, (long long)info, batch}};
+  long long v[12] = {{uplo, n, (long long)a, lda, 0, 0, (long long)info, batch}};
   return plax_sim_call({4 * 3 + i}, current_stream, v);
+}}
+int cusolverDn{t}getrf_bufferSize(void* h, int m, int n, void* a, int lda, int* lwork) {{
+  *lwork = m + n > 0 ? m + n : 1;
+  return 0;
+}}
+int cusolverDn{t}getrf(void* h, int m, int n, void* a, int lda, void* work, int* ipiv,
+                       int* info) {{
+  if (!plax_sim_call) return 1;
+  long long v[12] = {{m, n, (long long)a, lda, (long long)work, (long long)ipiv,
+                     (long long)info}};
+  return plax_sim_call({4 * 4 + i}, current_stream, v);
 }}
 """ for i, t in enumerate(_LETTERS)) + "}\n"
 
@@ -265,7 +278,33 @@ def _potrf(stream, dtype, v, batched: bool) -> int:
     return 0
 
 
+def _getrf(stream, dtype, v) -> int:
+    """``cusolverDn<t>getrf``: LU with partial pivoting of a column-major ``(m, n)`` matrix in
+    place (LAPACK's ``getrf``), 1-based pivots to ``ipiv``, ``devInfo`` (``j`` for an exactly
+    zero ``U[j-1, j-1]``); the workspace must be live and as large as the size query said
+    (``m + n`` elements)."""
+    from scipy.linalg import lapack
+    m, n, a, lda, work, ipiv, info = v[:7]
+    k = min(m, n)
+    if m < 0 or n < 0 or lda < max(1, m):
+        return 3   # CUSOLVER_STATUS_INVALID_VALUE
+    blocks = [_view(work, (m + n,), (1,), dtype)[0], _view(ipiv, (k,), (1,), np.dtype(np.int32))[0],
+              _view(info, (1,), (1,), np.dtype(np.int32))[0], _column_major(a, m, n, lda, dtype)[0]]
+
+    def run():
+        _, mat = _column_major(a, m, n, lda, dtype)
+        getrf = lapack.get_lapack_funcs("getrf", (mat,))
+        with np.errstate(all="ignore"):
+            lu, piv, flag = getrf(np.array(mat))
+        mat[...] = lu
+        _view(ipiv, (k,), (1,), np.dtype(np.int32))[1][...] = piv[:k] + 1
+        _view(info, (1,), (1,), np.dtype(np.int32))[1][0] = flag
+    _launch("getrf", stream, blocks, run)
+    return 0
+
+
 _RUN = {"trsm": lambda s, d, v: _trsm(s, d, v, False),
         "trsmBatched": lambda s, d, v: _trsm(s, d, v, True),
         "potrf": lambda s, d, v: _potrf(s, d, v, False),
-        "potrfBatched": lambda s, d, v: _potrf(s, d, v, True)}
+        "potrfBatched": lambda s, d, v: _potrf(s, d, v, True),
+        "getrf": _getrf}

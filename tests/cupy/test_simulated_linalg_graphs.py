@@ -7,10 +7,11 @@ On the simulated GPU (:mod:`fake_cupy`, whose stand-in ``libcublas``/``libcusolv
 (:mod:`fake_cupy_linalg`) record their routines into a capture and compute with NumPy/SciPy,
 while CuPy's own ``cupy.linalg``/``cupyx.scipy.linalg`` calls are still refused in a capture):
 
-* a Gaussian-process solve (``cholesky`` then two triangular solves) and programs of every
-  ``triangular_solve`` option replay as one launch from the second call, with the values of
-  the NumPy backend (single matrices and batches, the four dtypes, a batch holding a matrix
-  that is not positive definite: JAX's NaNs);
+* a Gaussian-process solve (``cholesky`` then two triangular solves), programs of every
+  ``triangular_solve`` option and an ``lu`` of large matrices (``getrf``) replay as one
+  launch from the second call, with the values of the NumPy backend (single matrices and
+  batches, the four dtypes, a batch holding a matrix that is not positive definite: JAX's
+  NaNs);
 * ``potrf``'s workspace size is asked only on a plain call, never while capturing;
 * with a binding hidden the program runs plainly, with CuPy's refusal as the reason;
 * the ctypes bindings set the C functions' types and raise on a failing status.
@@ -169,6 +170,29 @@ def test_every_triangular_solve_option_replays(dtype, batch, executables):
     b_left = r.normal(size=batch + (4, 3)).astype(dtype)
     b_right = r.normal(size=batch + (3, 4)).astype(dtype)
     _check_replays(_every_solve, (a, b_left, b_right), executables)
+
+
+@on_simulated_gpu
+@pytest.mark.parametrize("shape", [(40, 40), (2, 36, 34)], ids=["one-matrix", "batch"])
+@pytest.mark.parametrize("dtype", ["float32", "complex128"])
+def test_an_lu_of_large_matrices_replays_as_one_graph(dtype, shape, executables):
+    """Matrices larger than the generated kernel takes: ``getrf`` per matrix (CuPy's
+    ``lu_factor``, which reads ``devInfo`` on the host, outside a capture), the pivots and the
+    permutation of the NumPy backend, the factors to rounding."""
+    import fake_cupy_linalg
+    from plax.lax import linalg
+    r = np.random.default_rng(6)
+    a = r.normal(size=shape)
+    if np.dtype(dtype).kind == "c":
+        a = a + 1j * r.normal(size=shape)
+    before = fake_cupy_linalg.CALLS.get("getrf", 0)
+
+    def factors(x):   # (more than the one launch a replay is: a program worth capturing)
+        lu, pivots, permutation = linalg.lu(x)
+        return lu * 2, pivots, permutation
+    _check_replays(factors, (a.astype(dtype),), executables)
+    count = int(np.prod(shape[:-2], dtype=np.int64))
+    assert fake_cupy_linalg.CALLS.get("getrf", 0) - before == 4 * count
 
 
 @on_simulated_gpu
