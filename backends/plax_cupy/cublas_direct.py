@@ -98,7 +98,39 @@ def bind_function(library, names, argtypes):
                          f"{', '.join(names)}")
 
 
-class DirectCublas:
+class TypedRoutines:
+    """A library's routines that come in one C function per dtype (``cublas<t>trsm_v2``,
+    ``cusolverDn<t>potrf``), bound on first use: a subclass sets ``library`` and
+    ``ROUTINES``, ``routine -> (C names with {t} for the dtype's letter, argtypes)``."""
+
+    ROUTINES: dict = {}
+
+    def has(self, routine: str, dtype) -> bool:
+        """Whether the library has ``routine`` (a key of ``ROUTINES``) for ``dtype``
+        (float32/float64/complex64/complex128).
+
+        Example:
+          >>> binding().has("trsmBatched", np.float32)                   # doctest: +SKIP
+          True
+        """
+        try:
+            self._routine(routine, dtype)
+        except (AttributeError, KeyError, TypeError):
+            return False
+        return True
+
+    def _routine(self, routine: str, dtype):
+        bound = self.__dict__.setdefault("_bound", {})   # (routine, letter) -> C function
+        t = letter(dtype)
+        fn = bound.get((routine, t))
+        if fn is None:
+            names, argtypes = self.ROUTINES[routine]
+            fn = bound[(routine, t)] = bind_function(
+                self.library, tuple(name.format(t=t) for name in names), argtypes)
+        return fn
+
+
+class DirectCublas(TypedRoutines):
     """The cuBLAS routines plax calls, with the signatures of CuPy's binding
     (``cupy.cuda.cublas``), on the library ``library`` (a ``ctypes.CDLL``).
 
@@ -109,6 +141,9 @@ class DirectCublas:
       >>> lib = binding()                                    # doctest: +SKIP
       >>> lib.setStream(handle, stream.ptr); lib.gemmStridedBatchedEx(*arguments)
     """
+
+    ROUTINES = {"trsm": (("cublas{t}trsm_v2", "cublas{t}trsm"), _TRSM_ARGTYPES),
+                "trsmBatched": (("cublas{t}trsmBatched",), _TRSM_BATCHED_ARGTYPES)}
 
     def __init__(self, library):
         self.library = library
@@ -124,35 +159,9 @@ class DirectCublas:
                                                  [_c_void_p, _c_void_p, ctypes.c_size_t])
         except AttributeError:   # (before cuBLAS 11.4: its own workspace only)
             self._set_workspace = None
-        self._routines: dict = {}   # (routine, letter) -> bound C function, on first use
 
     def _function(self, names, argtypes):
         return bind_function(self.library, names, argtypes)
-
-    def has(self, routine: str, dtype) -> bool:
-        """Whether the library has ``routine`` (``"trsm"``, ``"trsmBatched"``) for ``dtype``
-        (float32/float64/complex64/complex128).
-
-        Example:
-          >>> binding().has("trsmBatched", np.float32)                   # doctest: +SKIP
-          True
-        """
-        try:
-            self._routine(routine, dtype)
-        except (AttributeError, KeyError, TypeError):
-            return False
-        return True
-
-    def _routine(self, routine: str, dtype):
-        t = letter(dtype)
-        fn = self._routines.get((routine, t))
-        if fn is None:
-            names, argtypes = {
-                "trsm": ((f"cublas{t}trsm_v2", f"cublas{t}trsm"), _TRSM_ARGTYPES),
-                "trsmBatched": ((f"cublas{t}trsmBatched",), _TRSM_BATCHED_ARGTYPES),
-            }[routine]
-            fn = self._routines[(routine, t)] = self._function(names, argtypes)
-        return fn
 
     @staticmethod
     def _check(fn, status: int) -> None:
@@ -275,30 +284,55 @@ def binding() -> DirectCublas | None:
       >>> binding() is None or hasattr(binding(), "gemmStridedBatchedEx")   # doctest: +SKIP
       True
     """
-    if not _binding:
-        with _binding_lock:
-            if not _binding:
-                _binding.append(_load())
-    return _binding[0]
+    return made_once(_binding, _binding_lock,
+                     lambda: load_direct("get_cublas_handle", "libcublas.so", SONAMES,
+                                         DirectCublas))
 
 
-def _load() -> DirectCublas | None:
+def made_once(cache: list, lock, make):
+    """``cache[0]``, made by ``make()`` on the first call (under ``lock``).
+
+    Example:
+      >>> made_once([], threading.Lock(), lambda: 42)
+      42
+    """
+    if not cache:
+        with lock:
+            if not cache:
+                cache.append(make())
+    return cache[0]
+
+
+def load_direct(handle_getter: str, prefix: str, sonames: tuple, make):
+    """``make(library)`` on the library CuPy loaded for its handle, or ``None`` where there is
+    none (no ``cupy.cuda.device.<handle_getter>``, a failing one, no such library mapped, a
+    missing entry point).
+
+    Args:
+      handle_getter: CuPy's handle function (``"get_cublas_handle"``), called first: CuPy
+        loads the library for it.
+      prefix, sonames: how the library is found (:func:`loaded_library`).
+      make: the binding's class.
+
+    Example:
+      >>> load_direct("get_cublas_handle", "libcublas.so", SONAMES, DirectCublas) # doctest: +SKIP
+    """
     import cupy
     device = getattr(getattr(cupy, "cuda", None), "device", None)
-    if device is None or not hasattr(device, "get_cublas_handle"):
+    if device is None or not hasattr(device, handle_getter):
         return None
     try:
-        device.get_cublas_handle()  # (CuPy loads libcublas for it)
-    except Exception:  # noqa: BLE001 - no cuBLAS here: products are not captured
+        getattr(device, handle_getter)()
+    except Exception:  # noqa: BLE001 - no such library here: its calls are not captured
         return None
-    library = loaded_library()
+    library = loaded_library(prefix=prefix, sonames=sonames)
     if library is None:
         return None
     try:
-        return DirectCublas(library)
+        return make(library)
     except AttributeError:
         return None
 
 
-__all__ = ["CUBLASError", "DirectCublas", "bind_function", "binding", "letter",
-           "loaded_library", "workspace"]
+__all__ = ["CUBLASError", "DirectCublas", "TypedRoutines", "bind_function", "binding", "letter",
+           "load_direct", "loaded_library", "made_once", "workspace"]

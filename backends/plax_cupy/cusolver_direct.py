@@ -20,7 +20,7 @@ from __future__ import annotations
 import ctypes
 import threading
 
-from plax_cupy.cublas_direct import bind_function, letter, loaded_library
+from plax_cupy.cublas_direct import TypedRoutines, bind_function, load_direct, made_once
 
 #: cusolverStatus_t names (cusolver_common.h)
 STATUS_NAMES = {0: "CUSOLVER_STATUS_SUCCESS", 1: "CUSOLVER_STATUS_NOT_INITIALIZED",
@@ -33,22 +33,22 @@ SONAMES = ("libcusolver.so.12", "libcusolver.so.11", "libcusolver.so")
 
 _c_int, _c_void_p = ctypes.c_int, ctypes.c_void_p
 _P_INT = ctypes.POINTER(_c_int)
-#: routine -> (C name pattern, argtypes); ``{t}`` is the dtype's letter
+#: routine -> (C names, ``{t}`` the dtype's letter; argtypes)
 _ROUTINES = {
     # (handle, uplo, n, A, lda, int* Lwork)
-    "potrf_bufferSize": ("cusolverDn{t}potrf_bufferSize",
+    "potrf_bufferSize": (("cusolverDn{t}potrf_bufferSize",),
                          [_c_void_p, _c_int, _c_int, _c_void_p, _c_int, _P_INT]),
     # (handle, uplo, n, A, lda, Workspace, Lwork, devInfo)
-    "potrf": ("cusolverDn{t}potrf",
+    "potrf": (("cusolverDn{t}potrf",),
               [_c_void_p, _c_int, _c_int, _c_void_p, _c_int, _c_void_p, _c_int, _c_void_p]),
     # (handle, uplo, n, Aarray, lda, infoArray, batchSize)
-    "potrfBatched": ("cusolverDn{t}potrfBatched",
+    "potrfBatched": (("cusolverDn{t}potrfBatched",),
                      [_c_void_p, _c_int, _c_int, _c_void_p, _c_int, _c_void_p, _c_int]),
     # (handle, m, n, A, lda, int* Lwork)
-    "getrf_bufferSize": ("cusolverDn{t}getrf_bufferSize",
+    "getrf_bufferSize": (("cusolverDn{t}getrf_bufferSize",),
                          [_c_void_p, _c_int, _c_int, _c_void_p, _c_int, _P_INT]),
     # (handle, m, n, A, lda, Workspace, devIpiv, devInfo)
-    "getrf": ("cusolverDn{t}getrf",
+    "getrf": (("cusolverDn{t}getrf",),
               [_c_void_p, _c_int, _c_int, _c_void_p, _c_int, _c_void_p, _c_void_p, _c_void_p]),
 }
 
@@ -61,7 +61,7 @@ class CUSOLVERError(RuntimeError):
         super().__init__(f"{call}: {STATUS_NAMES.get(status, f'cuSOLVER status {status}')}")
 
 
-class DirectCusolver:
+class DirectCusolver(TypedRoutines):
     """The cuSOLVER routines plax captures, with the arguments of CuPy's binding
     (``cupy_backends.cuda.libs.cusolver``) after the dtype, on ``library``.
 
@@ -74,40 +74,23 @@ class DirectCusolver:
       >>> lwork = lib.potrf_bufferSize(np.float32, handle, 1, n, a.data.ptr, n)
     """
 
+    ROUTINES = _ROUTINES
+
     def __init__(self, library):
         self.library = library
         self._set_stream = bind_function(library, ("cusolverDnSetStream",),
                                          [_c_void_p, _c_void_p])
-        self._routines: dict = {}   # (routine, letter) -> bound C function, on first use
-
-    def has(self, routine: str, dtype) -> bool:
-        """Whether the library has ``routine`` (a key of the binding's table: ``"potrf"``,
-        ``"potrf_bufferSize"``, ``"potrfBatched"``) for ``dtype``.
-
-        Example:
-          >>> binding().has("potrfBatched", np.complex64)                # doctest: +SKIP
-          True
-        """
-        try:
-            self._routine(routine, dtype)
-        except (AttributeError, KeyError, TypeError):
-            return False
-        return True
-
-    def _routine(self, routine: str, dtype):
-        t = letter(dtype)
-        fn = self._routines.get((routine, t))
-        if fn is None:
-            pattern, argtypes = _ROUTINES[routine]
-            fn = self._routines[(routine, t)] = bind_function(
-                self.library, (pattern.format(t=t),), argtypes)
-        return fn
 
     def _call(self, routine: str, dtype, *arguments) -> None:
         fn = self._routine(routine, dtype)
         status = fn(*arguments)
         if status != 0:
             raise CUSOLVERError(status, fn.plax_name)
+
+    def _size(self, routine: str, dtype, *arguments) -> int:
+        lwork = _c_int(0)   # (a size query: its last argument is the int it writes)
+        self._call(routine, dtype, *arguments, ctypes.byref(lwork))
+        return lwork.value
 
     def setStream(self, handle: int, stream: int) -> None:  # noqa: N802 - CuPy's names
         """``cusolverDnSetStream`` (not refused while ``stream`` captures)."""
@@ -118,9 +101,7 @@ class DirectCusolver:
     def potrf_bufferSize(self, dtype, handle: int, uplo: int, n: int, a: int,  # noqa: N802
                          lda: int) -> int:
         """``cusolverDn<t>potrf_bufferSize``: the workspace ``potrf`` needs, in elements."""
-        lwork = _c_int(0)
-        self._call("potrf_bufferSize", dtype, handle, uplo, n, a, lda, ctypes.byref(lwork))
-        return lwork.value
+        return self._size("potrf_bufferSize", dtype, handle, uplo, n, a, lda)
 
     def potrf(self, dtype, handle: int, uplo: int, n: int, a: int, lda: int, workspace: int,
               lwork: int, dev_info: int) -> None:
@@ -137,9 +118,7 @@ class DirectCusolver:
     def getrf_bufferSize(self, dtype, handle: int, m: int, n: int, a: int,  # noqa: N802
                          lda: int) -> int:
         """``cusolverDn<t>getrf_bufferSize``: the workspace ``getrf`` needs, in elements."""
-        lwork = _c_int(0)
-        self._call("getrf_bufferSize", dtype, handle, m, n, a, lda, ctypes.byref(lwork))
-        return lwork.value
+        return self._size("getrf_bufferSize", dtype, handle, m, n, a, lda)
 
     def getrf(self, dtype, handle: int, m: int, n: int, a: int, lda: int, workspace: int,
               pivots: int, dev_info: int) -> None:
@@ -161,11 +140,9 @@ def binding() -> DirectCusolver | None:
       >>> binding() is None or binding().has("potrf", np.float32)          # doctest: +SKIP
       True
     """
-    if not _binding:
-        with _binding_lock:
-            if not _binding:
-                _binding.append(_load())
-    return _binding[0]
+    return made_once(_binding, _binding_lock,
+                     lambda: load_direct("get_cusolver_handle", "libcusolver.so", SONAMES,
+                                         DirectCusolver))
 
 
 def handle() -> int:
@@ -176,24 +153,6 @@ def handle() -> int:
     """
     import cupy
     return cupy.cuda.device.get_cusolver_handle()
-
-
-def _load() -> DirectCusolver | None:
-    import cupy
-    device = getattr(getattr(cupy, "cuda", None), "device", None)
-    if device is None or not hasattr(device, "get_cusolver_handle"):
-        return None
-    try:
-        device.get_cusolver_handle()  # (CuPy loads libcusolver for it)
-    except Exception:  # noqa: BLE001 - no cuSOLVER here: factorisations are not captured
-        return None
-    library = loaded_library(prefix="libcusolver.so", sonames=SONAMES)
-    if library is None:
-        return None
-    try:
-        return DirectCusolver(library)
-    except AttributeError:
-        return None
 
 
 __all__ = ["CUSOLVERError", "DirectCusolver", "binding", "handle"]

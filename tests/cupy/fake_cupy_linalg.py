@@ -184,9 +184,10 @@ def _pointers(address: int, count: int) -> list:
     return [int(p) for p in _view(address, (count,), (1,), np.dtype(np.uintp))[1]]
 
 
-def _launch(name: str, stream, blocks: list, compute) -> None:
-    """Runs ``compute`` as routine ``name``'s kernel on ``stream`` touching ``blocks``: ordered
-    after their pending producers, recorded into a capture under way."""
+def launch(name: str, stream, blocks: list, compute) -> None:
+    """Runs ``compute`` as library routine ``name``'s kernel on ``stream`` touching ``blocks``
+    (pool blocks): ordered after their pending producers (else ``StreamOrderError``),
+    recorded into a capture under way, counted in :data:`CALLS`."""
     import fake_cupy
 
     def run():
@@ -196,8 +197,8 @@ def _launch(name: str, stream, blocks: list, compute) -> None:
     blocks = list({id(b): b for b in blocks}.values())
     for block in blocks:
         if fake_cupy._pending(block.writer, block.ticket, stream):
-            raise fake_cupy.StreamOrderError(f"a library routine on {stream!r} reads memory "
-                                             f"whose producer on {block.writer!r} is pending")
+            raise fake_cupy.StreamOrderError(f"{name} on {stream!r} reads memory whose "
+                                             f"producer on {block.writer!r} is pending")
     ticket = stream._next()
     for block in blocks:
         block.readers[stream] = ticket
@@ -231,7 +232,7 @@ def _trsm(stream, dtype, v, batched: bool) -> int:
                 solve = blas.get_blas_funcs("trsm", (mat, rhs))
                 rhs[...] = solve(scale, np.array(mat), np.array(rhs), side=0, lower=int(uplo == 0),
                                  trans_a=trans, diag=diag)
-    _launch("trsmBatched" if batched else "trsm", stream, blocks, run)
+    launch("trsmBatched" if batched else "trsm", stream, blocks, run)
     return 0
 
 
@@ -274,7 +275,7 @@ def _potrf(stream, dtype, v, batched: bool) -> int:
                 mat[rows, cols] = low[rows, cols]
             else:
                 mat[cols, rows] = np.conj(low[rows, cols])
-    _launch("potrfBatched" if batched else "potrf", stream, blocks, run)
+    launch("potrfBatched" if batched else "potrf", stream, blocks, run)
     return 0
 
 
@@ -299,7 +300,7 @@ def _getrf(stream, dtype, v) -> int:
         mat[...] = lu
         _view(ipiv, (k,), (1,), np.dtype(np.int32))[1][...] = piv[:k] + 1
         _view(info, (1,), (1,), np.dtype(np.int32))[1][0] = flag
-    _launch("getrf", stream, blocks, run)
+    launch("getrf", stream, blocks, run)
     return 0
 
 
