@@ -50,6 +50,21 @@ _ROUTINES = {
     # (handle, m, n, A, lda, Workspace, devIpiv, devInfo)
     "getrf": (("cusolverDn{t}getrf",),
               [_c_void_p, _c_int, _c_int, _c_void_p, _c_int, _c_void_p, _c_void_p, _c_void_p]),
+    # (handle, m, n, A, lda, int* Lwork)
+    "geqrf_bufferSize": (("cusolverDn{t}geqrf_bufferSize",),
+                         [_c_void_p, _c_int, _c_int, _c_void_p, _c_int, _P_INT]),
+    # (handle, m, n, A, lda, TAU, Workspace, Lwork, devInfo)
+    "geqrf": (("cusolverDn{t}geqrf",),
+              [_c_void_p, _c_int, _c_int, _c_void_p, _c_int, _c_void_p, _c_void_p, _c_int,
+               _c_void_p]),
+    # (handle, m, n, k, A, lda, tau, int* Lwork): orgqr for real types, ungqr for complex
+    "orgqr_bufferSize": (("cusolverDn{t}orgqr_bufferSize", "cusolverDn{t}ungqr_bufferSize"),
+                         [_c_void_p, _c_int, _c_int, _c_int, _c_void_p, _c_int, _c_void_p,
+                          _P_INT]),
+    # (handle, m, n, k, A, lda, tau, work, lwork, devInfo)
+    "orgqr": (("cusolverDn{t}orgqr", "cusolverDn{t}ungqr"),
+              [_c_void_p, _c_int, _c_int, _c_int, _c_void_p, _c_int, _c_void_p, _c_void_p,
+               _c_int, _c_void_p]),
 }
 
 
@@ -125,6 +140,28 @@ class DirectCusolver(TypedRoutines):
         """``cusolverDn<t>getrf``: LU with partial pivoting of column-major ``a`` in place,
         1-based pivots and ``devInfo`` written on the device."""
         self._call("getrf", dtype, handle, m, n, a, lda, workspace, pivots, dev_info)
+
+    def geqrf_bufferSize(self, dtype, handle: int, m: int, n: int, a: int,  # noqa: N802
+                         lda: int) -> int:
+        """``cusolverDn<t>geqrf_bufferSize``: the workspace ``geqrf`` needs, in elements."""
+        return self._size("geqrf_bufferSize", dtype, handle, m, n, a, lda)
+
+    def geqrf(self, dtype, handle: int, m: int, n: int, a: int, lda: int, tau: int,
+              workspace: int, lwork: int, dev_info: int) -> None:
+        """``cusolverDn<t>geqrf``: Householder QR of column-major ``a`` in place (``R`` and
+        the reflectors), their scalars to ``tau``."""
+        self._call("geqrf", dtype, handle, m, n, a, lda, tau, workspace, lwork, dev_info)
+
+    def orgqr_bufferSize(self, dtype, handle: int, m: int, n: int, k: int, a: int,  # noqa: N802
+                         lda: int, tau: int) -> int:
+        """``cusolverDn<t>orgqr_bufferSize`` (``ungqr`` for complex dtypes)."""
+        return self._size("orgqr_bufferSize", dtype, handle, m, n, k, a, lda, tau)
+
+    def orgqr(self, dtype, handle: int, m: int, n: int, k: int, a: int, lda: int, tau: int,
+              workspace: int, lwork: int, dev_info: int) -> None:
+        """``cusolverDn<t>orgqr`` (``ungqr`` for complex dtypes): the first ``n`` columns of
+        ``Q`` from ``k`` reflectors, in place in column-major ``a``."""
+        self._call("orgqr", dtype, handle, m, n, k, a, lda, tau, workspace, lwork, dev_info)
 
 
 _binding: list = []

@@ -8,11 +8,12 @@ its results itself and writes NaNs where JAX has them (a matrix that is not posi
 non-finite input to an iterative solver).
 
 **In a CUDA graph.** CuPy's cuBLAS and cuSOLVER bindings refuse a capturing stream, so while
-the stream captures (:mod:`plax_cupy.graphs`) ``triangular_solve``, ``cholesky`` and ``lu``
-make the very library calls CuPy's functions make (the same routines, arguments, layouts and copies:
+the stream captures (:mod:`plax_cupy.graphs`) ``triangular_solve``, ``cholesky``, ``lu`` and
+``qr`` make the very library calls CuPy's functions make (the same routines, arguments, layouts and copies:
 the same bits) through :mod:`plax_cupy.cublas_direct` and :mod:`plax_cupy.cusolver_direct`.
-``potrf``'s and ``getrf``'s workspace sizes are asked for on the program's plain first call
-(:class:`ProgramCholesky`, :class:`ProgramLu`: program kernels), and their memory, ``devInfo`` and the batched
+``potrf``'s, ``getrf``'s, ``geqrf``'s and ``orgqr``'s workspace sizes are asked for on the
+program's plain first call (:class:`ProgramCholesky`, :class:`ProgramLu`, :class:`ProgramQr`:
+program kernels), and their memory, ``devInfo`` and the batched
 routines' pointer arrays are allocations of the capture, which the plan holds as long as its
 graph; nothing is read back to the host. Where a binding is missing, CuPy's path runs, its
 refusal fails the capture, and the program runs plainly with that reason in ``as_text()``.
@@ -29,7 +30,7 @@ primitive              GPU path
                        matrix, which reads ``getrf``'s flag on the host (one
                        synchronisation per matrix; none in a CUDA graph, below); the
                        permutation built from the pivots by a generated kernel
-``qr``                 ``cupy.linalg.qr`` (``geqrf``/``orgqr``)
+``qr``                 ``cupy.linalg.qr`` (``geqrf``/``orgqr``, a batch matrix by matrix)
 ``svd``                ``cupy.linalg.svd`` (``gesvd``/batched ``gesvdj``)
 ``eigh``               ``cupy.linalg.eigh`` (``syevd``/batched ``syevj``)
 ``eig``                ``cupy.linalg.eig`` (``geev``, CuPy >= 14 with CUDA >= 12.6); left
@@ -596,6 +597,72 @@ def _lu(a, lwork: int | None = None) -> list:
     return [lu_.reshape(a.shape), piv.reshape(batch + (k,)), perm.reshape(batch + (m,))]
 
 
+@program_kernel(qr_p)
+class ProgramQr(_ProgramSolver):
+    """The ``qr`` of one equation of a compiled program: :func:`qr`, with ``geqrf``'s and
+    ``orgqr``'s (``ungqr``'s) workspace sizes asked on the program's plain calls.
+
+    Args:
+      full_matrices: as :func:`qr`.
+
+    Returns (when called on a device array): what :func:`qr` returns.
+
+    Example:
+      >>> q, r = ProgramQr(full_matrices=False)(cupy.eye(3))          # doctest: +SKIP
+    """
+
+    routine = "geqrf"
+
+    def __init__(self, *, full_matrices: bool):
+        super().__init__()
+        self.full_matrices = full_matrices
+
+    def query(self, direct, handle, a) -> tuple:
+        m, n = a.shape[-2:]
+        k = min(m, n)
+        mc = m if self.full_matrices and m > n else k
+        return (direct.geqrf_bufferSize(a.dtype, handle, m, n, a.data.ptr, n),
+                direct.orgqr_bufferSize(a.dtype, handle, m, mc, k, a.data.ptr, m, a.data.ptr))
+
+    def run(self, a, lwork):
+        return _qr(a, self.full_matrices, lwork)
+
+
+def _geqrf_orgqr_captured(direct, a, full_matrices: bool, lwork: tuple | None):
+    """``cupy.linalg.qr(a, mode)`` (CuPy 14: one matrix, or a batch through
+    ``cupyx.cusolver._geqrf_orgqr_batched``) while the stream captures: the same transposed
+    copy, ``geqrf`` per matrix on one workspace, ``R`` from its upper triangle, ``Q`` made by
+    ``orgqr``/``ungqr`` per matrix on a second; ``devInfo`` left unread."""
+    m, n = a.shape[-2:]
+    k = min(m, n)
+    x = cupy.swapaxes(a, -2, -1).astype(a.dtype, order="C", copy=True).reshape(-1, n, m)
+    count, size = x.shape[0], a.dtype.itemsize
+    handle = cusolver_direct.handle()
+    direct.setStream(handle, cupy.cuda.get_current_stream().ptr)
+    lw_qr = lwork[0] if lwork else direct.geqrf_bufferSize(a.dtype, handle, m, n, x.data.ptr, n)
+    workspace = cupy.empty(lw_qr, a.dtype)
+    tau = cupy.empty((count, k), a.dtype)
+    info = cupy.empty(count, np.int32)
+    for i in range(count):   # (CuPy's geqrf loop: one matrix per call)
+        direct.geqrf(a.dtype, handle, m, n, x.data.ptr + i * m * n * size, m,
+                     tau.data.ptr + i * k * size, workspace.data.ptr, lw_qr,
+                     info.data.ptr + 4 * i)
+    mc = m if full_matrices and m > n else k
+    q = cupy.empty((count, max(mc, n), m), a.dtype)
+    q[:, :n, :] = x
+    lw_q = lwork[1] if lwork else direct.orgqr_bufferSize(a.dtype, handle, m, mc, k,
+                                                          q.data.ptr, m, tau.data.ptr)
+    workspace_q = cupy.empty(lw_q, a.dtype)
+    for i in range(count):   # (and its orgqr loop)
+        direct.orgqr(a.dtype, handle, m, mc, k, q.data.ptr + i * m * q.shape[1] * size, m,
+                     tau.data.ptr + i * k * size, workspace_q.data.ptr, lw_q,
+                     info.data.ptr + 4 * i)
+    lead = a.shape[:-2]
+    q = cupy.swapaxes(q[:, :mc, :], -2, -1).reshape(lead + (m, mc))
+    r = cupy.triu(cupy.swapaxes(x[:, :, :mc], -2, -1)).reshape(lead + (mc, n))
+    return q, r
+
+
 @kernel(qr_p)
 def qr(a: "cupy.ndarray", *, full_matrices: bool) -> list:
     """QR factorisation of a batch of matrices.
@@ -610,9 +677,18 @@ def qr(a: "cupy.ndarray", *, full_matrices: bool) -> list:
     Example:
       >>> q, r = qr(cupy.eye(3), full_matrices=True)
     """
+    return _qr(a, full_matrices)
+
+
+def _qr(a, full_matrices: bool, lwork: tuple | None = None) -> list:
+    """:func:`qr`; ``lwork``: ``geqrf``'s and ``orgqr``'s workspace sizes, if known."""
     if a.size == 0:
         return qr_of_empty(a, full_matrices, xp=cupy)
-    q, r = cupy.linalg.qr(a, mode="complete" if full_matrices else "reduced")
+    direct = _capturing_with(cusolver_direct, "geqrf", a.dtype)
+    if direct is not None and direct.has("orgqr", a.dtype):
+        q, r = _geqrf_orgqr_captured(direct, a, full_matrices, lwork)
+    else:
+        q, r = cupy.linalg.qr(a, mode="complete" if full_matrices else "reduced")
     return [q.astype(a.dtype, copy=False), r.astype(a.dtype, copy=False)]
 
 

@@ -18,7 +18,8 @@ the graph's own kernels wrote there). CuPy's own cuSOLVER binding is not simulat
   elements), ``cusolverDn<t>potrf`` and ``cusolverDn<t>potrfBatched``, ``devInfo`` written
   on the device as cuSOLVER writes it (``j + 1`` for the first pivot that is not positive);
   ``cusolverDn<t>getrf_bufferSize`` (``m + n`` elements) and ``cusolverDn<t>getrf`` (LAPACK's
-  ``getrf``: 1-based pivots, ``devInfo``).
+  ``getrf``: 1-based pivots, ``devInfo``); ``cusolverDn<t>geqrf`` and ``<t>orgqr``/``<t>ungqr``
+  with their size queries (``m + n`` elements; LAPACK's routines).
 
 :data:`CALLS` counts the routines run (captured ones once per replay too).
 """
@@ -39,7 +40,7 @@ ERRORS: list = []
 
 _LETTERS = "SDCZ"
 _DTYPES = (np.float32, np.float64, np.complex64, np.complex128)
-_ROUTINES = ("trsm", "trsmBatched", "potrf", "potrfBatched", "getrf")
+_ROUTINES = ("trsm", "trsmBatched", "potrf", "potrfBatched", "getrf", "geqrf", "orgqr")
 
 # (C: the entry points; each packs its arguments and calls plax_sim_call(routine, stream, ...))
 _FORWARD = r"""
@@ -102,6 +103,29 @@ int cusolverDn{t}getrf(void* h, int m, int n, void* a, int lda, void* work, int*
   long long v[12] = {{m, n, (long long)a, lda, (long long)work, (long long)ipiv,
                      (long long)info}};
   return plax_sim_call({4 * 4 + i}, current_stream, v);
+}}
+int cusolverDn{t}geqrf_bufferSize(void* h, int m, int n, void* a, int lda, int* lwork) {{
+  *lwork = m + n > 0 ? m + n : 1;
+  return 0;
+}}
+int cusolverDn{t}geqrf(void* h, int m, int n, void* a, int lda, void* tau, void* work,
+                       int lwork, int* info) {{
+  if (!plax_sim_call) return 1;
+  long long v[12] = {{m, n, 0, (long long)a, lda, (long long)tau, (long long)work, lwork,
+                     (long long)info}};
+  return plax_sim_call({4 * 5 + i}, current_stream, v);
+}}
+int cusolverDn{t}{"ungqr" if t in "CZ" else "orgqr"}_bufferSize(void* h, int m, int n, int k,
+    const void* a, int lda, const void* tau, int* lwork) {{
+  *lwork = m + n > 0 ? m + n : 1;
+  return 0;
+}}
+int cusolverDn{t}{"ungqr" if t in "CZ" else "orgqr"}(void* h, int m, int n, int k, void* a,
+    int lda, const void* tau, void* work, int lwork, int* info) {{
+  if (!plax_sim_call) return 1;
+  long long v[12] = {{m, n, k, (long long)a, lda, (long long)tau, (long long)work, lwork,
+                     (long long)info}};
+  return plax_sim_call({4 * 6 + i}, current_stream, v);
 }}
 """ for i, t in enumerate(_LETTERS)) + "}\n"
 
@@ -304,8 +328,40 @@ def _getrf(stream, dtype, v) -> int:
     return 0
 
 
+def _householder(stream, dtype, v, form_q: bool) -> int:
+    """``cusolverDn<t>geqrf`` (``form_q`` false: Householder QR of a column-major ``(m, n)``
+    matrix in place, the ``min(m, n)`` scalars to ``tau``) or ``<t>orgqr``/``<t>ungqr``
+    (``form_q``: the first ``n`` columns of ``Q`` from ``k`` reflectors, in place): LAPACK's
+    routines; the workspace must be live and as large as the size query said (``m + n``)."""
+    from scipy.linalg import lapack
+    m, n, k, a, lda, tau, work, lwork, info = v[:9]
+    k = k if form_q else min(m, n)
+    if m < 0 or n < 0 or lda < max(1, m) or lwork < m + n or (form_q and not k <= n <= m):
+        return 3   # CUSOLVER_STATUS_INVALID_VALUE
+    blocks = [_view(work, (lwork,), (1,), dtype)[0], _view(tau, (max(k, 1),), (1,), dtype)[0],
+              _view(info, (1,), (1,), np.dtype(np.int32))[0], _column_major(a, m, n, lda, dtype)[0]]
+
+    def run():
+        _, mat = _column_major(a, m, n, lda, dtype)
+        _, scalars = _view(tau, (max(k, 1),), (1,), dtype)
+        with np.errstate(all="ignore"):
+            if form_q:
+                name = "ungqr" if dtype.kind == "c" else "orgqr"
+                q, _, flag = lapack.get_lapack_funcs(name, (mat,))(np.array(mat), scalars[:k])
+                mat[...] = q
+            else:
+                qr, t, _, flag = lapack.get_lapack_funcs("geqrf", (mat,))(np.array(mat))
+                mat[...] = qr
+                scalars[:k] = t[:k]
+        _view(info, (1,), (1,), np.dtype(np.int32))[1][0] = flag
+    launch("orgqr" if form_q else "geqrf", stream, blocks, run)
+    return 0
+
+
 _RUN = {"trsm": lambda s, d, v: _trsm(s, d, v, False),
         "trsmBatched": lambda s, d, v: _trsm(s, d, v, True),
         "potrf": lambda s, d, v: _potrf(s, d, v, False),
         "potrfBatched": lambda s, d, v: _potrf(s, d, v, True),
-        "getrf": _getrf}
+        "getrf": _getrf,
+        "geqrf": lambda s, d, v: _householder(s, d, v, False),
+        "orgqr": lambda s, d, v: _householder(s, d, v, True)}

@@ -8,8 +8,8 @@ On the simulated GPU (:mod:`fake_cupy`, whose stand-in ``libcublas``/``libcusolv
 while CuPy's own ``cupy.linalg``/``cupyx.scipy.linalg`` calls are still refused in a capture):
 
 * a Gaussian-process solve (``cholesky`` then two triangular solves), programs of every
-  ``triangular_solve`` option and an ``lu`` of large matrices (``getrf``) replay as one
-  launch from the second call, with the values of the NumPy backend (single matrices and
+  ``triangular_solve`` option, an ``lu`` of large matrices (``getrf``) and a ``qr``
+  (``geqrf``, ``orgqr``/``ungqr``) replay as one launch from the second call, with the values of the NumPy backend (single matrices and
   batches, the four dtypes, a batch holding a matrix that is not positive definite: JAX's
   NaNs);
 * ``potrf``'s workspace size is asked only on a plain call, never while capturing;
@@ -193,6 +193,30 @@ def test_an_lu_of_large_matrices_replays_as_one_graph(dtype, shape, executables)
     _check_replays(factors, (a.astype(dtype),), executables)
     count = int(np.prod(shape[:-2], dtype=np.int64))
     assert fake_cupy_linalg.CALLS.get("getrf", 0) - before == 4 * count
+
+
+@on_simulated_gpu
+@pytest.mark.parametrize("shape,full_matrices", [((5, 3), True), ((5, 3), False),
+                                                 ((2, 3, 5), True), ((2, 6, 4), False)])
+@pytest.mark.parametrize("dtype", ["float32", "complex128"])
+def test_a_qr_replays_as_one_graph(dtype, shape, full_matrices, executables):
+    """``geqrf`` then ``orgqr``/``ungqr``, matrix by matrix as CuPy's batched loop, complete
+    and reduced, tall and wide: the NumPy backend's ``q`` and ``r`` (both LAPACK's Householder
+    convention)."""
+    import fake_cupy_linalg
+    from plax.lax import linalg
+    r = np.random.default_rng(7)
+    a = r.normal(size=shape)
+    if np.dtype(dtype).kind == "c":
+        a = a + 1j * r.normal(size=shape)
+    before = fake_cupy_linalg.CALLS.get("orgqr", 0)
+
+    def factors(x):   # (two launches at least: a program worth capturing)
+        q, r = linalg.qr(x, full_matrices=full_matrices)
+        return q, r * 2
+    _check_replays(factors, (a.astype(dtype),), executables)
+    count = int(np.prod(shape[:-2], dtype=np.int64))
+    assert fake_cupy_linalg.CALLS.get("orgqr", 0) - before == 4 * count
 
 
 @on_simulated_gpu
