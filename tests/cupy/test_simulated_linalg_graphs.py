@@ -14,7 +14,9 @@ while CuPy's own ``cupy.linalg``/``cupyx.scipy.linalg`` calls are still refused 
   NaNs);
 * ``potrf``'s workspace size is asked only on a plain call, never while capturing;
 * with a binding hidden the program runs plainly, with CuPy's refusal as the reason;
-* the ctypes bindings set the C functions' types and raise on a failing status.
+* the ctypes bindings set the C functions' types and raise on a failing status;
+* on a real GPU (skipped elsewhere), the same programs are captured and every replay gives the
+  plain first call's bits.
 
 :func:`test_on_the_simulated_gpu` runs this file again in a child process with
 ``-p fake_cupy_plugin``; the other GPU tests skip here.
@@ -34,7 +36,7 @@ DTYPES = ["float32", "float64", "complex64", "complex128"]
 @pytest.mark.skipif(SIMULATED or shutil.which("g++") is None,
                     reason="already on the simulated GPU, or no C++ compiler (g++) for it")
 def test_on_the_simulated_gpu():
-    run_file_on_simulated_gpu(__file__)
+    run_file_on_simulated_gpu(__file__, skipped=5)   # (this one, the real-GPU tests)
 
 
 @pytest.fixture
@@ -98,9 +100,9 @@ def _gp_solve(s, b):
     return low, x
 
 
-def _check_replays(f, args, executables):
+def _check_replays(f, args, executables, compare: bool = True):
     """``f`` jitted on the GPU: one launch a call from the second, captured once, the values of
-    the NumPy backend on every call."""
+    the NumPy backend on every call (unless not ``compare``); returns :func:`_calls`'s runs."""
     import plax
     with plax.config.override("enable_x64", True):
         runs = _calls(plax.jit(lambda *a: f(*a)), _on("gpu", args), 4)   # (a program of its own)
@@ -113,10 +115,11 @@ def _check_replays(f, args, executables):
     assert "captured, " in line and "replayed as one launch" in line, line
     assert line.endswith("calls: 1 captured, 3 replayed, 1 plain (last: the first call, which "
                          "compiles)"), line
-    for host, _ in runs:
+    for host, _ in runs if compare else ():
         for got, w in zip(host, want):
             tol = _tolerance(w.dtype)
             np.testing.assert_allclose(got, w, rtol=tol, atol=tol, equal_nan=True)
+    return runs
 
 
 @on_simulated_gpu
@@ -261,6 +264,45 @@ def test_without_a_binding_the_program_runs_plainly_with_cupys_refusal(library, 
     assert (f"no, runs plainly (capture failed (NotImplementedError: calling {library} API "
             "during stream capture is currently unsupported))") in line, line
     assert "calls: 0 captured, 0 replayed, 3 plain" in line, line
+
+
+def _real_gpu_problem() -> str:
+    if SIMULATED:
+        return "the simulated GPU: the tests above"
+    from gpu_env import GPU_PROBLEM
+    return GPU_PROBLEM
+
+
+@pytest.mark.skipif(bool(_real_gpu_problem()), reason=_real_gpu_problem() or "gpu")
+@pytest.mark.parametrize("program", ["gp-solve", "gp-solve-batch", "lu", "qr-batch"])
+def test_on_a_real_gpu_the_captured_calls_give_the_plain_calls_bits(program, executables):
+    """On a GPU (the check the simulation cannot make): the program is captured through the
+    direct bindings, and every replay's results equal the plain first call's bit for bit (the
+    same routines with the same arguments as CuPy's), and the NumPy backend's to rounding."""
+    from plax.lax import linalg
+    r = np.random.default_rng(8)
+    if program.startswith("gp-solve"):
+        batch = (3,) if program.endswith("batch") else ()
+        f, args = _gp_solve, (_hermitian_pd(batch + (48, 48), "float32", 9),
+                              r.normal(size=batch + (48, 2)).astype(np.float32))
+    elif program == "lu":
+        def f(x):
+            lu, pivots, permutation = linalg.lu(x)
+            return lu * 2, pivots, permutation
+        args = (r.normal(size=(40, 40)),)
+    else:
+        def f(x):
+            q, r_ = linalg.qr(x, full_matrices=False)
+            return q, r_ * 2
+        args = ((r.normal(size=(2, 48, 40)) + 1j * r.normal(size=(2, 48, 40))).astype(np.complex64),)
+    # (cuSOLVER's Householder vectors may differ in phase from LAPACK's: q r checked instead)
+    runs = _check_replays(f, args, executables, compare=program != "qr-batch")
+    if program == "qr-batch":
+        q, r2 = runs[0][0]
+        np.testing.assert_allclose(q @ (r2 / 2), args[0], rtol=1e-4, atol=1e-4)
+    for host, _ in runs[1:]:
+        for got, plain in zip(host, runs[0][0]):
+            np.testing.assert_array_equal(got, plain)
 
 
 class _Library:
