@@ -9,14 +9,16 @@ non-finite input to an iterative solver).
 
 **In a CUDA graph.** CuPy's cuBLAS and cuSOLVER bindings refuse a capturing stream, so while
 the stream captures (:mod:`plax_cupy.graphs`) ``triangular_solve``, ``cholesky``, ``lu`` and
-``qr`` make the very library calls CuPy's functions make (the same routines, arguments, layouts and copies:
-the same bits) through :mod:`plax_cupy.cublas_direct` and :mod:`plax_cupy.cusolver_direct`.
-``potrf``'s, ``getrf``'s, ``geqrf``'s and ``orgqr``'s workspace sizes are asked for on the
-program's plain first call (:class:`ProgramCholesky`, :class:`ProgramLu`, :class:`ProgramQr`:
-program kernels), and their memory, ``devInfo`` and the batched
-routines' pointer arrays are allocations of the capture, which the plan holds as long as its
-graph; nothing is read back to the host. Where a binding is missing, CuPy's path runs, its
-refusal fails the capture, and the program runs plainly with that reason in ``as_text()``.
+``qr`` make the very library calls CuPy's functions make (the same routines, arguments,
+layouts and copies: the same bits) through :mod:`plax_cupy.cublas_direct` and
+:mod:`plax_cupy.cusolver_direct`. ``potrf``'s, ``getrf``'s, ``geqrf``'s and ``orgqr``'s
+workspace sizes are asked for on the program's plain first call (:class:`ProgramCholesky`,
+:class:`ProgramLu`, :class:`ProgramQr`: program kernels); the workspaces, ``devInfo`` and the
+batched routines' pointer arrays are allocations of the capture, which the plan holds as long
+as its graph (no two graphs share one); nothing is read back to the host. Where a binding is
+missing, CuPy's path runs, its refusal fails the capture, and the program runs plainly with
+that reason in ``as_text()``. ``svd`` and ``eigh`` are not bound (CuPy's ``eigh`` runs
+``Xsyevd`` with a host workspace): their programs run plainly.
 
 =====================  ================================================================
 primitive              GPU path
@@ -139,11 +141,11 @@ class _ProgramSolver:
     call) on the program's plain calls and hands it to ``run``, so that a capture asks nothing
     of the library but the routine itself (see the module).
 
-    Subclasses set ``routine`` (``"potrf"``, ``"getrf"``), ``query(direct, handle, a)`` and
-    ``run(a, lwork)``.
+    Subclasses set ``routines`` (those whose sizes ``query(direct, handle, a)`` asks:
+    ``("potrf",)``, ``("getrf",)``, ``("geqrf", "orgqr")``) and ``run(a, lwork)``.
     """
 
-    routine = ""
+    routines: tuple = ()
 
     def __init__(self, **params):
         self.lwork: dict = {}   # (matrix shape, dtype) -> the workspace size, in elements
@@ -153,7 +155,8 @@ class _ProgramSolver:
         if a.size and key not in self.lwork and self.needs_workspace(a) and \
                 not cupy.cuda.get_current_stream().is_capturing():
             direct = cusolver_direct.binding()
-            if direct is not None and direct.has(self.routine + "_bufferSize", a.dtype):
+            if direct is not None and all(direct.has(r + "_bufferSize", a.dtype)
+                                          for r in self.routines):
                 self.lwork[key] = self.query(direct, cusolver_direct.handle(), a)
         return self.run(a, self.lwork.get(key))
 
@@ -175,7 +178,7 @@ class ProgramCholesky(_ProgramSolver):
       >>> run(cupy.asarray([[4., 2.], [2., 2.]]))                   # [[2, 0], [1, 1]]
     """
 
-    routine = "potrf"
+    routines = ("potrf",)
 
     def needs_workspace(self, a) -> bool:
         return a.ndim == 2
@@ -517,7 +520,7 @@ class ProgramLu(_ProgramSolver):
       >>> lu_, piv, perm = ProgramLu()(cupy.eye(40))                 # doctest: +SKIP
     """
 
-    routine = "getrf"
+    routines = ("getrf",)
 
     def needs_workspace(self, a) -> bool:
         return max(a.shape[-2:]) > SMALL_LU
@@ -611,7 +614,7 @@ class ProgramQr(_ProgramSolver):
       >>> q, r = ProgramQr(full_matrices=False)(cupy.eye(3))          # doctest: +SKIP
     """
 
-    routine = "geqrf"
+    routines = ("geqrf", "orgqr")
 
     def __init__(self, *, full_matrices: bool):
         super().__init__()

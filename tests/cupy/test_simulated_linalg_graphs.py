@@ -9,9 +9,9 @@ while CuPy's own ``cupy.linalg``/``cupyx.scipy.linalg`` calls are still refused 
 
 * a Gaussian-process solve (``cholesky`` then two triangular solves), programs of every
   ``triangular_solve`` option, an ``lu`` of large matrices (``getrf``) and a ``qr``
-  (``geqrf``, ``orgqr``/``ungqr``) replay as one launch from the second call, with the values of the NumPy backend (single matrices and
-  batches, the four dtypes, a batch holding a matrix that is not positive definite: JAX's
-  NaNs);
+  (``geqrf``, ``orgqr``/``ungqr``) replay as one launch from the second call, with the values
+  of the NumPy backend (single matrices and batches, the four dtypes, a batch holding a
+  matrix that is not positive definite: JAX's NaNs);
 * ``potrf``'s workspace size is asked only on a plain call, never while capturing;
 * with a binding hidden the program runs plainly, with CuPy's refusal as the reason;
 * the ctypes bindings set the C functions' types and raise on a failing status;
@@ -294,7 +294,8 @@ def test_on_a_real_gpu_the_captured_calls_give_the_plain_calls_bits(program, exe
         def f(x):
             q, r_ = linalg.qr(x, full_matrices=False)
             return q, r_ * 2
-        args = ((r.normal(size=(2, 48, 40)) + 1j * r.normal(size=(2, 48, 40))).astype(np.complex64),)
+        args = ((r.normal(size=(2, 48, 40))
+                 + 1j * r.normal(size=(2, 48, 40))).astype(np.complex64),)
     # (cuSOLVER's Householder vectors may differ in phase from LAPACK's: q r checked instead)
     runs = _check_replays(f, args, executables, compare=program != "qr-batch")
     if program == "qr-batch":
