@@ -157,7 +157,12 @@ class _ProgramSolver:
             direct = cusolver_direct.binding()
             if direct is not None and all(direct.has(r + "_bufferSize", a.dtype)
                                           for r in self.routines):
-                self.lwork[key] = self.query(direct, cusolver_direct.handle(), a)
+                try:
+                    self.lwork[key] = self.query(direct, cusolver_direct.handle(), a)
+                except cusolver_direct.CUSOLVERError:
+                    # (the plain call needs no size: a capture asks again, and if the library
+                    # refuses there too, the program runs plainly with that reason)
+                    self.lwork[key] = None
         return self.run(a, self.lwork.get(key))
 
     def needs_workspace(self, a) -> bool:

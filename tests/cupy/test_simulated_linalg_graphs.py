@@ -12,7 +12,8 @@ while CuPy's own ``cupy.linalg``/``cupyx.scipy.linalg`` calls are still refused 
   (``geqrf``, ``orgqr``/``ungqr``) replay as one launch from the second call, with the values
   of the NumPy backend (single matrices and batches, the four dtypes, a batch holding a
   matrix that is not positive definite: JAX's NaNs);
-* ``potrf``'s workspace size is asked only on a plain call, never while capturing;
+* ``potrf``'s workspace size is asked only on a plain call, never while capturing; a library
+  refusing the query costs the capture, not the program;
 * with a binding hidden the program runs plainly, with CuPy's refusal as the reason;
 * the ctypes bindings set the C functions' types and raise on a failing status;
 * on a real GPU (skipped elsewhere), the same programs are captured and every replay gives the
@@ -240,6 +241,27 @@ def test_the_workspace_size_is_asked_on_a_plain_call_only(executables, monkeypat
     b = np.ones((5, 2))
     _check_replays(_gp_solve, (s, b), executables)
     assert asked == [False], asked
+
+
+@on_simulated_gpu
+def test_a_failing_size_query_leaves_the_program_running_plainly(executables, monkeypatch):
+    """A library that refuses ``potrf_bufferSize`` costs the capture, not the program: the
+    plain calls give the factor, the capture fails naming the refusal."""
+    import plax
+    from plax.lax import linalg
+    from plax_cupy import cusolver_direct
+    direct = cusolver_direct.binding()
+
+    def refusing(*args):
+        raise cusolver_direct.CUSOLVERError(7, "cusolverDnSpotrf_bufferSize")
+    monkeypatch.setattr(direct, "potrf_bufferSize", refusing)
+    s = _hermitian_pd((5, 5), "float32", seed=10)
+    runs = _calls(plax.jit(lambda s: linalg.cholesky(s) * 2), _on("gpu", (s,)), 3)
+    for host, _ in runs:
+        np.testing.assert_allclose(host[0], 2 * np.linalg.cholesky(s), rtol=1e-5, atol=1e-5)
+    line = _graph_line(executables)
+    assert ("capture failed (CUSOLVERError: cusolverDnSpotrf_bufferSize: "
+            "CUSOLVER_STATUS_INTERNAL_ERROR)") in line, line
 
 
 @on_simulated_gpu
