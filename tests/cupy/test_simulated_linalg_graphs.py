@@ -41,16 +41,9 @@ def test_on_the_simulated_gpu():
 
 
 @pytest.fixture
-def executables(monkeypatch):
-    """The executables CupyBackend.compile returns in the test, latest last."""
-    from plax_cupy.backend import CupyBackend
-    made, compile_ = [], CupyBackend.compile
-
-    def recording(self, jaxpr, device):
-        made.append(compile_(self, jaxpr, device))
-        return made[-1]
-    monkeypatch.setattr(CupyBackend, "compile", recording)
-    return made
+def executables(compiled_programs):
+    """The executables compiled in the test (``conftest.compiled_programs``)."""
+    return compiled_programs
 
 
 def _graph_line(executables) -> str:
