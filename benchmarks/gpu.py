@@ -33,6 +33,9 @@ with ``block_until_ready`` after each timed batch of calls):
 * an FFT filter of a 2^20-element complex64 batch (1024 rows of 1024; ``--tiny``/``--simulated``:
   16 rows of 64): ``ifft(fft(x) * w)`` over the last axis, three launches, replayed as one
   CUDA graph on the cuFFT plans the program owns (``plax_cupy.fft_plans``), against JAX's;
+* a Gaussian-process solve, ``K^-1 y`` for a 512 x 512 float32 ``K`` (``--tiny``/``--simulated``:
+  64 x 64) by its Cholesky factor and two triangular solves, replayed as one CUDA graph
+  through plax's direct cuSOLVER ``potrf`` and cuBLAS ``trsm`` bindings, against JAX's;
 * the CPU table's workloads (benchmarks/compare.py: ``linreg step (grad, vmap)``, ``MLP step
   784-512-512-10 b128``, ``random.normal 10M jit``, ``jit(vmap(apply_matrix))``, ``scan tanh
   RNN 1000x64``; their ``--quick`` sizes with ``--quick``/``--tiny``), with both libraries on
@@ -211,6 +214,20 @@ def workloads(quick: bool, tiny: bool = False):
              + 1j * rng.standard_normal((fft_rows, fft_n))).astype(np.complex64)
     w_fft = np.exp(-np.linspace(0.0, 4.0, fft_n)).astype(np.complex64)   # a low-pass filter
 
+    gp_n = 64 if tiny else 512
+    k_gp = rng.standard_normal((gp_n, gp_n)).astype(np.float32)
+    s_gp = (k_gp @ k_gp.T / gp_n + np.eye(gp_n)).astype(np.float32)   # positive definite
+    y_gp = rng.standard_normal((gp_n, 1)).astype(np.float32)
+
+    def gp_solve(L):
+        linalg = L.lax.linalg
+
+        def solve(s, y):   # s^-1 y = L^-T (L^-1 y)
+            low = linalg.cholesky(s)
+            z = linalg.triangular_solve(low, y, left_side=True, lower=True)
+            return linalg.triangular_solve(low, z, left_side=True, lower=True, transpose_a=True)
+        return L.jit(solve)
+
     def fed_back(L, upload=False):
         """A training loop: each call steps the parameters the last call returned (with
         ``upload``, on a batch uploaded from the host for the call, as a data loader does)."""
@@ -268,6 +285,7 @@ def workloads(quick: bool, tiny: bool = False):
         "conv 3x3": lambda L: (conv(L), [L.put(x_conv), L.put(w_conv)]),
         "fft filter": lambda L: (L.jit(lambda x, w: L.jnp.fft.ifft(L.jnp.fft.fft(x) * w)),
                                  [L.put(x_fft), L.put(w_fft)]),
+        "gp solve": lambda L: (gp_solve(L), [L.put(s_gp), L.put(y_gp)]),
     }
     factories.update({"selu scalar": compiled_without("selu"),
                       "random.normal scalar": compiled_without("random.normal"),
@@ -286,7 +304,8 @@ def workloads(quick: bool, tiny: bool = False):
             ("tiny jit call", None, "tiny call"),
             (f"cumsum 1 row {n_scan:.0e} f32", 8 * n_scan, "cumsum"),
             (f"conv 3x3 {conv_n}x{conv_hw}^2x{conv_c} f32", None, "conv 3x3"),
-            (f"FFT filter {fft_rows}x{fft_n} c64", None, "fft filter")]
+            (f"FFT filter {fft_rows}x{fft_n} c64", None, "fft filter"),
+            (f"GP solve {gp_n}^2 f32", None, "gp solve")]
     # the CPU table's rows (its --quick sizes with --quick and --tiny)
     for label, impls in compare.make_workloads(quick or tiny, specials=False):
         if label.startswith(CPU_TABLE_ROWS):

@@ -7,18 +7,32 @@ error flags unread (its default ``linalg`` error state is ``ignore``), so each k
 its results itself and writes NaNs where JAX has them (a matrix that is not positive definite,
 non-finite input to an iterative solver).
 
+**In a CUDA graph.** CuPy's cuBLAS and cuSOLVER bindings refuse a capturing stream, so while
+the stream captures (:mod:`plax_cupy.graphs`) ``triangular_solve``, ``cholesky``, ``lu`` and
+``qr`` make the very library calls CuPy's functions make (the same routines, arguments,
+layouts and copies: the same bits) through :mod:`plax_cupy.cublas_direct` and
+:mod:`plax_cupy.cusolver_direct`. ``potrf``'s, ``getrf``'s, ``geqrf``'s and ``orgqr``'s
+workspace sizes are asked for on the program's plain first call (:class:`ProgramCholesky`,
+:class:`ProgramLu`, :class:`ProgramQr`: program kernels); the workspaces, ``devInfo`` and the
+batched routines' pointer arrays are allocations of the capture, which the plan holds as long
+as its graph (no two graphs share one); nothing is read back to the host. Where a binding is
+missing, CuPy's path runs, its refusal fails the capture, and the program runs plainly with
+that reason in ``as_text()``. ``svd`` and ``eigh`` are not bound (CuPy's ``eigh`` runs
+``Xsyevd`` with a host workspace): their programs run plainly.
+
 =====================  ================================================================
 primitive              GPU path
 =====================  ================================================================
-``cholesky``           ``cupy.linalg.cholesky`` (batched ``potrf``)
-``triangular_solve``   ``cupyx.scipy.linalg.solve_triangular`` (batched ``trsm``)
+``cholesky``           ``cupy.linalg.cholesky`` (``potrf``; a batch: ``potrfBatched``)
+``triangular_solve``   ``cupyx.scipy.linalg.solve_triangular`` (``trsm``; a batch:
+                       ``trsmBatched``)
 ``lu``                 matrices up to 32 x 32: a generated kernel, one thread per
                        matrix (LAPACK's ``getf2``), the whole batch in one launch;
                        larger: ``cupyx.scipy.linalg.lu_factor`` (``getrf``) per
                        matrix, which reads ``getrf``'s flag on the host (one
-                       synchronisation per matrix); the permutation built from the
-                       pivots by a generated kernel
-``qr``                 ``cupy.linalg.qr`` (``geqrf``/``orgqr``)
+                       synchronisation per matrix; none in a CUDA graph, below); the
+                       permutation built from the pivots by a generated kernel
+``qr``                 ``cupy.linalg.qr`` (``geqrf``/``orgqr``, a batch matrix by matrix)
 ``svd``                ``cupy.linalg.svd`` (``gesvd``/batched ``gesvdj``)
 ``eigh``               ``cupy.linalg.eigh`` (``syevd``/batched ``syevj``)
 ``eig``                ``cupy.linalg.eig`` (``geev``, CuPy >= 14 with CUDA >= 12.6); left
@@ -36,7 +50,12 @@ import cupy
 
 from plax.lax.linalg import (cholesky_p, eig_p, eigh_p, lu_p, qr_of_empty, qr_p, svd_of_empty,
                              svd_p, triangular_solve_p)
-from plax_cupy.kernels import kernel
+from plax_cupy import cublas_direct, cusolver_direct
+from plax_cupy.cublas_direct import (CUBLAS_DIAG_NON_UNIT, CUBLAS_DIAG_UNIT,
+                                     CUBLAS_FILL_MODE_LOWER, CUBLAS_FILL_MODE_UPPER,
+                                     CUBLAS_OP_C, CUBLAS_OP_N, CUBLAS_OP_T,
+                                     CUBLAS_POINTER_MODE_HOST, CUBLAS_SIDE_LEFT)
+from plax_cupy.kernels import kernel, program_kernel
 
 
 def _real_dtype(dtype) -> np.dtype:
@@ -93,17 +112,132 @@ def cholesky(a: "cupy.ndarray") -> "cupy.ndarray":
     Example:
       >>> cholesky(cupy.asarray([[4., 2.], [2., 2.]]))  # [[2, 0], [1, 1]]
     """
+    return _cholesky(a)
+
+
+def _cholesky(a, lwork: int | None = None):
+    """:func:`cholesky`; ``lwork``: ``potrf``'s workspace size for ``a``, if known."""
     if a.size == 0:
         return cupy.zeros(a.shape, a.dtype)
     n = a.shape[-1]
-    (factor,) = _guarded(lambda m: [cupy.linalg.cholesky(m).astype(a.dtype, copy=False)], [a],
-                         [((n, n), a.dtype)])
+    direct = _capturing_with(cusolver_direct, "potrf" if a.ndim == 2 else "potrfBatched",
+                             a.dtype)
+    if direct is not None:
+        factor = _potrf_captured(direct, a, lwork)
+    else:
+        (factor,) = _guarded(lambda m: [cupy.linalg.cholesky(m).astype(a.dtype, copy=False)],
+                             [a], [((n, n), a.dtype)])
     # potrf stops at the first non-positive pivot and leaves it on the diagonal: a factor is
     # good exactly when its diagonal is positive and finite
     diag = cupy.diagonal(factor, axis1=-2, axis2=-1)
     good = ((diag.real > 0) & cupy.isfinite(diag)).all(axis=-1) & _finite_matrices(a)
     nan_tril = cupy.tril(cupy.full(a.shape[-2:], np.nan, a.dtype))
     return cupy.where(good[..., None, None], factor, nan_tril)
+
+
+class _ProgramSolver:
+    """A program kernel (:func:`plax_cupy.kernels.program_kernel`) running a cuSOLVER routine
+    with a workspace: it asks the routine's workspace size (``<routine>_bufferSize``, a host
+    call) on the program's plain calls and hands it to ``run``, so that a capture asks nothing
+    of the library but the routine itself (see the module).
+
+    Subclasses set ``routines`` (those whose sizes ``query(direct, handle, a)`` asks:
+    ``("potrf",)``, ``("getrf",)``, ``("geqrf", "orgqr")``) and ``run(a, lwork)``.
+    """
+
+    routines: tuple = ()
+
+    def __init__(self, **params):
+        self.lwork: dict = {}   # (matrix shape, dtype) -> the workspace size, in elements
+
+    def __call__(self, a: "cupy.ndarray"):
+        key = (a.shape[-2:], a.dtype.str)
+        if a.size and key not in self.lwork and self.needs_workspace(a) and \
+                not cupy.cuda.get_current_stream().is_capturing():
+            direct = cusolver_direct.binding()
+            if direct is not None and all(direct.has(r + "_bufferSize", a.dtype)
+                                          for r in self.routines):
+                try:
+                    self.lwork[key] = self.query(direct, cusolver_direct.handle(), a)
+                except cusolver_direct.CUSOLVERError:
+                    # (the plain call needs no size: a capture asks again, and if the library
+                    # refuses there too, the program runs plainly with that reason)
+                    self.lwork[key] = None
+        return self.run(a, self.lwork.get(key))
+
+    def needs_workspace(self, a) -> bool:
+        """Whether ``a``'s factorisation runs the routine with a workspace."""
+        return True
+
+
+@program_kernel(cholesky_p)
+class ProgramCholesky(_ProgramSolver):
+    """The ``cholesky`` of one equation of a compiled program: :func:`cholesky`, with
+    ``potrf``'s workspace size asked on the program's plain calls (a batch runs
+    ``potrfBatched``, which takes none).
+
+    Returns (when called on a device array): what :func:`cholesky` returns.
+
+    Example:
+      >>> run = ProgramCholesky()                                   # doctest: +SKIP
+      >>> run(cupy.asarray([[4., 2.], [2., 2.]]))                   # [[2, 0], [1, 1]]
+    """
+
+    routines = ("potrf",)
+
+    def needs_workspace(self, a) -> bool:
+        return a.ndim == 2
+
+    def query(self, direct, handle, a) -> int:
+        n = a.shape[-1]
+        return direct.potrf_bufferSize(a.dtype, handle, CUBLAS_FILL_MODE_UPPER, n, a.data.ptr, n)
+
+    def run(self, a, lwork):
+        return _cholesky(a, lwork)
+
+
+def _capturing_with(module, routine: str, dtype):
+    """The capturable binding of ``module`` (:mod:`plax_cupy.cublas_direct` or
+    :mod:`plax_cupy.cusolver_direct`) when the current stream captures and the binding has
+    ``routine`` for ``dtype``; else ``None`` (CuPy's own path: plain calls, or a capture that
+    CuPy refuses)."""
+    if not cupy.cuda.get_current_stream().is_capturing():
+        return None
+    direct = module.binding()
+    return direct if direct is not None and direct.has(routine, dtype) else None
+
+
+def _matrix_pointers(x):
+    """A device array of the pointers of the matrices of C-contiguous ``x`` (``(batch, r,
+    c)``), as CuPy makes them for its batched routines (``cupy.arange`` of the addresses)."""
+    step = x.shape[-2] * x.shape[-1] * x.itemsize
+    start = x.data.ptr
+    return cupy.arange(start, start + step * x.shape[0], step, dtype=np.uintp)
+
+
+def _potrf_captured(direct, a, lwork: int | None):
+    """``cupy.linalg.cholesky(a)`` while the stream captures: the same copy of ``a``, the same
+    ``potrf`` (one matrix) or ``potrfBatched`` (a batch) on its upper column-major triangle
+    (the lower row-major one), then ``tril``; ``devInfo`` left unread on the device."""
+    n = a.shape[-1]
+    x = a.astype(a.dtype, order="C", copy=True)
+    handle = cusolver_direct.handle()
+    direct.setStream(handle, cupy.cuda.get_current_stream().ptr)
+    if a.ndim == 2:
+        if lwork is None:   # (a body not run plainly first: a host-only query)
+            lwork = direct.potrf_bufferSize(a.dtype, handle, CUBLAS_FILL_MODE_UPPER, n,
+                                            x.data.ptr, n)
+        workspace = cupy.empty(lwork, a.dtype)
+        info = cupy.empty(1, np.int32)
+        direct.potrf(a.dtype, handle, CUBLAS_FILL_MODE_UPPER, n, x.data.ptr, n,
+                     workspace.data.ptr, lwork, info.data.ptr)
+        return cupy.tril(x)
+    mats = x.reshape((-1, n, n))
+    pointers = _matrix_pointers(mats)
+    info = cupy.empty(mats.shape[0], np.int32)
+    direct.potrfBatched(a.dtype, handle, CUBLAS_FILL_MODE_UPPER, n, pointers.data.ptr, n,
+                        info.data.ptr, mats.shape[0])
+    return cupy.tril(x)
 
 
 @kernel(triangular_solve_p)
@@ -155,6 +289,9 @@ def _conj(a):
 
 
 def _solve_triangular(a, b, trans, lower, unit_diagonal):
+    direct = _capturing_with(cublas_direct, "trsm" if a.ndim == 2 else "trsmBatched", a.dtype)
+    if direct is not None and a.dtype == b.dtype:
+        return _trsm_captured(direct, a, b, trans, lower, unit_diagonal)
     from cupyx.scipy.linalg import solve_triangular
 
     def solve(a_, b_):
@@ -162,6 +299,54 @@ def _solve_triangular(a, b, trans, lower, unit_diagonal):
                                  unit_diagonal=unit_diagonal).astype(b.dtype, copy=False)]
     (x,) = _guarded(solve, [a, b], [(b.shape[-2:], b.dtype)])
     return x
+
+
+def _trsm_captured(direct, a, b, trans: str, lower: bool, unit_diagonal: bool):
+    """``cupyx.scipy.linalg.solve_triangular(a, b, trans, lower, unit_diagonal)`` (CuPy 14)
+    while the stream captures: the same copies and layouts, the same ``trsm`` (one matrix) or
+    ``trsmBatched`` (a batch: C-order matrices read as Fortran ones, so ``N``/``T`` swap and
+    ``lower`` flips, complex ``C`` transposing ``a`` instead), ``alpha = 1`` from the host."""
+    dtype = a.dtype
+    if a.ndim == 2:
+        op = {"N": CUBLAS_OP_N, "T": CUBLAS_OP_T, "C": CUBLAS_OP_C}[trans]
+        # (Fortran order as transposes of C-order arrays: CuPy's ``cupy.array(a, order="F",
+        # copy=None)`` and ``cupy.array(b, order="F", copy=True)``, the same memory layout)
+        a_f = cupy.ascontiguousarray(a.T).T
+        x = b.T.copy().T
+        m, n = x.shape
+        pointers = None
+    else:
+        count = int(np.prod(a.shape[:-2], dtype=np.int64))
+        m, n = b.shape[-2:]
+        mats = a.reshape(count, m, m)
+        if trans == "C" and dtype.kind == "c":
+            op, a_f = CUBLAS_OP_C, cupy.ascontiguousarray(mats.transpose(0, 2, 1))
+        else:   # Fortran "upper" of a C-order matrix is its "lower" transposed
+            op, lower = (CUBLAS_OP_T if trans == "N" else CUBLAS_OP_N), not lower
+            a_f = cupy.ascontiguousarray(mats)
+        x = cupy.ascontiguousarray(b.reshape(count, m, n).transpose(0, 2, 1))
+        if x.data.ptr == b.data.ptr:   # (b itself: the solve must not write the input)
+            x = x.copy()
+        pointers = (_matrix_pointers(a_f), _matrix_pointers(x))
+    one = np.ones((), dtype)
+    uplo = CUBLAS_FILL_MODE_LOWER if lower else CUBLAS_FILL_MODE_UPPER
+    diag = CUBLAS_DIAG_UNIT if unit_diagonal else CUBLAS_DIAG_NON_UNIT
+    handle = cupy.cuda.device.get_cublas_handle()
+    direct.setStream(handle, cupy.cuda.get_current_stream().ptr)
+    direct.setWorkspace(handle, *cublas_direct.workspace(cupy.cuda.Device().id))
+    mode = direct.getPointerMode(handle)
+    direct.setPointerMode(handle, CUBLAS_POINTER_MODE_HOST)
+    try:
+        if pointers is None:
+            direct.trsm(dtype, handle, CUBLAS_SIDE_LEFT, uplo, op, diag, m, n, one.ctypes.data,
+                        a_f.data.ptr, m, x.data.ptr, m)
+        else:
+            direct.trsmBatched(dtype, handle, CUBLAS_SIDE_LEFT, uplo, op, diag, m, n,
+                               one.ctypes.data, pointers[0].data.ptr, m, pointers[1].data.ptr,
+                               m, len(pointers[0]))
+    finally:
+        direct.setPointerMode(handle, mode)
+    return x if pointers is None else x.transpose(0, 2, 1).reshape(b.shape)
 
 
 #: CUDA source: the row permutations of a batch of LAPACK pivot vectors (one thread each)
@@ -328,6 +513,50 @@ def _small_lu(mats):
     return lu_, pivots, perm
 
 
+@program_kernel(lu_p)
+class ProgramLu(_ProgramSolver):
+    """The ``lu`` of one equation of a compiled program: :func:`lu`, with ``getrf``'s
+    workspace size asked on the program's plain calls (matrices larger than :data:`SMALL_LU`;
+    smaller ones are the generated kernel's).
+
+    Returns (when called on a device array): what :func:`lu` returns.
+
+    Example:
+      >>> lu_, piv, perm = ProgramLu()(cupy.eye(40))                 # doctest: +SKIP
+    """
+
+    routines = ("getrf",)
+
+    def needs_workspace(self, a) -> bool:
+        return max(a.shape[-2:]) > SMALL_LU
+
+    def query(self, direct, handle, a) -> int:
+        m, n = a.shape[-2:]
+        return direct.getrf_bufferSize(a.dtype, handle, m, n, a.data.ptr, m)
+
+    def run(self, a, lwork):
+        return _lu(a, lwork)
+
+
+def _getrf_captured(direct, x, lwork: int | None):
+    """``cupyx.scipy.linalg.lu_factor(x, check_finite=False)`` while the stream captures: the
+    same Fortran-order copy, ``getrf`` with its workspace, the pivots made 0-based on the
+    device; ``devInfo`` left unread (CuPy reads it to warn of an exactly singular ``U``)."""
+    m, n = x.shape
+    f = x.T.copy().T   # (CuPy's ``x.astype(dtype, order="F", copy=True)``: the same layout)
+    handle = cusolver_direct.handle()
+    direct.setStream(handle, cupy.cuda.get_current_stream().ptr)
+    if lwork is None:   # (a body not run plainly first: a host-only query)
+        lwork = direct.getrf_bufferSize(x.dtype, handle, m, n, f.data.ptr, m)
+    workspace = cupy.empty(lwork, x.dtype)
+    pivots = cupy.empty((min(m, n),), np.intc)
+    info = cupy.empty(1, np.int32)
+    direct.getrf(x.dtype, handle, m, n, f.data.ptr, m, workspace.data.ptr, pivots.data.ptr,
+                 info.data.ptr)
+    pivots -= 1
+    return f, pivots
+
+
 @kernel(lu_p)
 def lu(a: "cupy.ndarray") -> list:
     """LU factorisation with partial pivoting of a batch of ``(m, n)`` matrices.
@@ -343,6 +572,11 @@ def lu(a: "cupy.ndarray") -> list:
     Example:
       >>> lu_, piv, perm = lu(cupy.asarray([[1., 2.], [3., 4.]]))  # piv [1, 1], perm [1, 0]
     """
+    return _lu(a)
+
+
+def _lu(a, lwork: int | None = None) -> list:
+    """:func:`lu`; ``lwork``: ``getrf``'s workspace size for ``a``'s matrices, if known."""
     from cupyx.scipy.linalg import lu_factor
     m, n = a.shape[-2:]
     k = min(m, n)
@@ -359,14 +593,82 @@ def lu(a: "cupy.ndarray") -> list:
     with warnings.catch_warnings():
         # CuPy warns on an exactly singular U (reading getrf's flag); JAX returns it as is
         warnings.simplefilter("ignore", RuntimeWarning)
+        direct = _capturing_with(cusolver_direct, "getrf", a.dtype)
         for x in mats:  # cuSOLVER's getrf takes one matrix per call
-            f, p = lu_factor(x, check_finite=False)
+            f, p = (lu_factor(x, check_finite=False) if direct is None
+                    else _getrf_captured(direct, x, lwork))
             factors.append(f)
             pivots.append(p)
     lu_ = cupy.ascontiguousarray(cupy.stack(factors)).astype(a.dtype, copy=False)
     piv = cupy.stack(pivots).astype(np.int32, copy=False)
     perm = _permutation_from_pivots(piv, m)
     return [lu_.reshape(a.shape), piv.reshape(batch + (k,)), perm.reshape(batch + (m,))]
+
+
+@program_kernel(qr_p)
+class ProgramQr(_ProgramSolver):
+    """The ``qr`` of one equation of a compiled program: :func:`qr`, with ``geqrf``'s and
+    ``orgqr``'s (``ungqr``'s) workspace sizes asked on the program's plain calls.
+
+    Args:
+      full_matrices: as :func:`qr`.
+
+    Returns (when called on a device array): what :func:`qr` returns.
+
+    Example:
+      >>> q, r = ProgramQr(full_matrices=False)(cupy.eye(3))          # doctest: +SKIP
+    """
+
+    routines = ("geqrf", "orgqr")
+
+    def __init__(self, *, full_matrices: bool):
+        super().__init__()
+        self.full_matrices = full_matrices
+
+    def query(self, direct, handle, a) -> tuple:
+        m, n = a.shape[-2:]
+        k = min(m, n)
+        mc = m if self.full_matrices and m > n else k
+        return (direct.geqrf_bufferSize(a.dtype, handle, m, n, a.data.ptr, n),
+                direct.orgqr_bufferSize(a.dtype, handle, m, mc, k, a.data.ptr, m, a.data.ptr))
+
+    def run(self, a, lwork):
+        return _qr(a, self.full_matrices, lwork)
+
+
+def _geqrf_orgqr_captured(direct, a, full_matrices: bool, lwork: tuple | None):
+    """``cupy.linalg.qr(a, mode)`` (CuPy 14: one matrix, or a batch through
+    ``cupyx.cusolver._geqrf_orgqr_batched``) while the stream captures: the same transposed
+    copy, ``geqrf`` per matrix on one workspace, ``R`` from its upper triangle, ``Q`` made by
+    ``orgqr``/``ungqr`` per matrix on a second; ``devInfo`` left unread."""
+    m, n = a.shape[-2:]
+    k = min(m, n)
+    x = cupy.swapaxes(a, -2, -1).astype(a.dtype, order="C", copy=True).reshape(-1, n, m)
+    count, size = x.shape[0], a.dtype.itemsize
+    handle = cusolver_direct.handle()
+    direct.setStream(handle, cupy.cuda.get_current_stream().ptr)
+    lw_qr = lwork[0] if lwork else direct.geqrf_bufferSize(a.dtype, handle, m, n, x.data.ptr, n)
+    workspace = cupy.empty(lw_qr, a.dtype)
+    tau = cupy.empty((count, k), a.dtype)
+    info = cupy.empty(count, np.int32)
+    for i in range(count):   # (CuPy's geqrf loop: one matrix per call)
+        direct.geqrf(a.dtype, handle, m, n, x.data.ptr + i * m * n * size, m,
+                     tau.data.ptr + i * k * size, workspace.data.ptr, lw_qr,
+                     info.data.ptr + 4 * i)
+    mc = m if full_matrices and m > n else k
+    q = cupy.empty((count, max(mc, n), m), a.dtype)
+    q[:, :n, :] = x
+    lw_q = lwork[1] if lwork else direct.orgqr_bufferSize(a.dtype, handle, m, mc, k,
+                                                          q.data.ptr, m, tau.data.ptr)
+    workspace_q = cupy.empty(lw_q, a.dtype)
+    for i in range(count):   # (and its orgqr loop)
+        direct.orgqr(a.dtype, handle, m, mc, k, q.data.ptr + i * m * q.shape[1] * size, m,
+                     tau.data.ptr + i * k * size, workspace_q.data.ptr, lw_q,
+                     info.data.ptr + 4 * i)
+    lead = a.shape[:-2]
+    q = cupy.swapaxes(q[:, :mc, :], -2, -1).reshape(lead + (m, mc))
+    r = cupy.triu(cupy.swapaxes(x[:, :, :mc], -2, -1)).reshape(lead + (mc, n))
+    return q, r
 
 
 @kernel(qr_p)
@@ -383,9 +685,18 @@ def qr(a: "cupy.ndarray", *, full_matrices: bool) -> list:
     Example:
       >>> q, r = qr(cupy.eye(3), full_matrices=True)
     """
+    return _qr(a, full_matrices)
+
+
+def _qr(a, full_matrices: bool, lwork: tuple | None = None) -> list:
+    """:func:`qr`; ``lwork``: ``geqrf``'s and ``orgqr``'s workspace sizes, if known."""
     if a.size == 0:
         return qr_of_empty(a, full_matrices, xp=cupy)
-    q, r = cupy.linalg.qr(a, mode="complete" if full_matrices else "reduced")
+    direct = _capturing_with(cusolver_direct, "geqrf", a.dtype)
+    if direct is not None and direct.has("orgqr", a.dtype):
+        q, r = _geqrf_orgqr_captured(direct, a, full_matrices, lwork)
+    else:
+        q, r = cupy.linalg.qr(a, mode="complete" if full_matrices else "reduced")
     return [q.astype(a.dtype, copy=False), r.astype(a.dtype, copy=False)]
 
 

@@ -41,3 +41,17 @@ def cupy_backend():
     yield plugins.registry().get_backend("cupy")
     if registered:
         plugins.unregister_plugin(registered)
+
+
+@pytest.fixture
+def compiled_programs(monkeypatch):
+    """The executables ``CupyBackend.compile`` returns during the test, latest last (their
+    ``as_text()`` ends with the ``# CUDA graph:`` line)."""
+    from plax_cupy.backend import CupyBackend
+    made, compile_ = [], CupyBackend.compile
+
+    def recording(self, jaxpr, device):
+        made.append(compile_(self, jaxpr, device))
+        return made[-1]
+    monkeypatch.setattr(CupyBackend, "compile", recording)
+    return made

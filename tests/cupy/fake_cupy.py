@@ -59,11 +59,9 @@ from __future__ import annotations
 
 import builtins
 import ctypes
-import hashlib
 import importlib
 import operator
 import os
-import subprocess
 import sys
 import tempfile
 import threading
@@ -73,6 +71,7 @@ import weakref
 import numpy as np
 
 import fake_cupy_api as _api
+import fake_cupy_linalg
 import fake_cupy_vendor as _vendor
 import fake_nvrtc
 
@@ -1118,6 +1117,7 @@ def install(sm_count: int = 2):
     cuda.nvrtc = fake_nvrtc
     device = types.ModuleType("cupy.cuda.device")
     device.get_cublas_handle = get_cublas_handle
+    device.get_cusolver_handle = fake_cupy_linalg.get_cusolver_handle
     cuda.device = device
     me.cuda = cuda
     sys.modules["cupy"] = me
@@ -1180,6 +1180,9 @@ def _refuse_in_capture(stream, what: str, invalidates: bool = False) -> None:
 #: ``gemmStridedBatchedEx``, ``sgemmEx``...; ``vdot`` ``cublas.dotc``
 _CUBLAS_FUNCTIONS = {np.matmul, np.dot, np.tensordot, np.inner, np.vdot, np.einsum,
                      np.ndarray.dot}
+#: of ``cupyx.scipy.linalg``, the functions that call cuBLAS, not cuSOLVER
+#: (``_solve_triangular.py``: ``cublas.<t>trsm``/``<t>trsmBatched``)
+_CUBLAS_LINALG = {"solve_triangular"}
 #: of ``cupy.linalg`` (cuSOLVER and cuBLAS), the functions that do not
 _NOT_LIBRARY_LINALG = {"norm", "matrix_norm", "vector_norm", "matrix_transpose", "outer",
                        "cross", "diagonal", "trace", "vecdot", "LinAlgError"}
@@ -1191,6 +1194,8 @@ def _library_of(fn, arrays) -> str | None:
     module = getattr(fn, "__module__", None) or ""
     # (a vendor replacement answers for the NumPy/SciPy function it stands for)
     module = next((m for (m, _), f in _vendor.REPLACEMENTS.items() if f is fn), module)
+    if module.startswith("scipy.linalg") and getattr(fn, "__name__", "") in _CUBLAS_LINALG:
+        return "cuBLAS"
     if module.startswith("scipy.linalg") or (
             module.startswith("numpy.linalg") and getattr(fn, "__name__", "") not in _NOT_LIBRARY_LINALG):
         return "cuSOLVER"
@@ -1570,19 +1575,9 @@ def get_cublas_handle() -> int:
     """``cupy.cuda.device.get_cublas_handle()``: loads the simulated ``libcublas`` (as CuPy
     loads the real one) and returns a handle."""
     if not _cublas:
-        digest = hashlib.sha1(_CUBLAS_SOURCE.encode()).hexdigest()[:12]
-        folder = os.path.join(tempfile.gettempdir(), f"plax_sim_cublas_{digest}")
-        path = os.path.join(folder, "libcublas.so.13")
-        if not os.path.exists(path):
-            os.makedirs(folder, exist_ok=True)
-            src, tmp = path + f".{os.getpid()}.cpp", path + f".{os.getpid()}.tmp"
-            with open(src, "w") as f:
-                f.write(_CUBLAS_SOURCE)
-            subprocess.run([os.environ.get("CXX", "g++"), "-shared", "-fPIC", "-O1",
-                            "-Wl,-soname,libcublas.so.13", "-o", tmp, src], check=True)
-            os.replace(tmp, path)
-            os.remove(src)
-        lib = ctypes.CDLL(path)
+        lib = fake_cupy_linalg.build(_CUBLAS_SOURCE + fake_cupy_linalg.CUBLAS_SOURCE,
+                                     "libcublas.so.13")
+        fake_cupy_linalg.attach(lib)   # (the triangular solves)
         callback = _GEMM_T(_gemm_entry)
         lib.plax_sim_set_gemm.argtypes = [_GEMM_T]
         lib.plax_sim_set_gemm(callback)
@@ -1628,11 +1623,6 @@ def _gemm(handle, stream_ptr, ta, tb, m, n, k, alpha, a, at, lda, sa, b, bt, ldb
     block_a, rows_a = view(a, (batch, k, m), (sa, lda, 1))
     block_b, rows_b = view(b, (batch, n, k), (sb, ldb, 1))
     block_c, rows_c = view(c, (batch, n, m), (sc, ldc, 1))
-    blocks = list({id(x): x for x in (block_a, block_b, block_c)}.values())
-    for block in blocks:
-        if _pending(block.writer, block.ticket, stream):
-            raise StreamOrderError(f"cuBLAS on {stream!r} reads memory whose producer on "
-                                   f"{block.writer!r} is pending")
 
     def run():
         with np.errstate(all="ignore"):
@@ -1641,12 +1631,5 @@ def _gemm(handle, stream_ptr, ta, tb, m, n, k, alpha, a, at, lda, sa, b, bt, ldb
                 product = product * scale[0]
             rows_c[...] = product if scale[1] == 0 else product + scale[1] * rows_c
 
-    ticket = stream._next()
-    for block in blocks:
-        block.readers[stream] = ticket
-        block.writer, block.ticket = stream, ticket
-    if stream.capture is not None:
-        stream.capture.steps.append((run, [(x, x.generation) for x in blocks]))
-    run()
-    COUNTS["operations"] += 1
+    fake_cupy_linalg.launch("gemmStridedBatchedEx", stream, [block_a, block_b, block_c], run)
     return 0

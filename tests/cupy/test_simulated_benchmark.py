@@ -4,7 +4,8 @@ copies. A jitted program's call makes no host copy and runs nothing on the host,
 columns must read 0 (the times mean nothing on the simulation); the MLP rows replay as one CUDA
 graph with no copy in, a training loop too, and one whose batch is uploaded each call (its two
 uploads are its only host copies), since the batch's blocks recur, and with graphs off they
-make at most 18 launches (``no-graph``; the six parameter updates one multi-tensor kernel); the long-row cumsum is one kernel (the split path's
+make at most 18 launches (``no-graph``; the six parameter updates one multi-tensor kernel); the
+Gaussian-process solve (cholesky and two triangular solves) replays as one graph; the long-row cumsum is one kernel (the split path's
 single pass) and the 3x3 convolution one generated kernel. The CPU table's rows
 (benchmarks/compare.py's workloads on the GPU: linreg step, MLP 784-512-512-10, random.normal,
 jit(vmap(apply_matrix)), the scan RNN) make one launch per call too, those of several kernels
@@ -28,7 +29,8 @@ ROWS = ("selu", "matmul 256^2 f32", "matmul 256^2 bf16", "MLP step", "MLP train 
 #: rows that replay as one CUDA graph: (launches, h2d, d2h, fallbacks, device copies) per call
 GRAPHED = {"MLP step batch": (1, 0, 0, 0, 0), "MLP train loop": (1, 0, 0, 0, 0),
            "MLP loop, batch uploaded": (1, 2, 0, 0, 0), "linreg step": (1, 0, 0, 0, 0),
-           "MLP step 784-512-512-10": (1, 0, 0, 0, 0), "FFT filter": (1, 0, 0, 0, 0)}
+           "MLP step 784-512-512-10": (1, 0, 0, 0, 0), "FFT filter": (1, 0, 0, 0, 0),
+           "GP solve": (1, 0, 0, 0, 0)}
 #: rows and their launches per call with CUDA graphs off (the ``no-graph`` column)
 UNGRAPHED = {"cumsum 1 row": 1, "conv 3x3": 1, "scan tanh RNN": 1, "FFT filter": 3}
 #: rows and the most launches per call they may make with CUDA graphs off (issue 24: the MLP

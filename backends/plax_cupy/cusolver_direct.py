@@ -1,0 +1,195 @@
+"""cuSOLVER calls that a CUDA stream capture can record: the few dense routines plax captures,
+called through ``ctypes`` on the very ``libcusolver`` CuPy loaded, with CuPy's handle.
+
+CuPy's binding (``cupy_backends/cuda/libs/cusolver.pyx``) refuses a capturing stream as its
+cuBLAS binding does (its ``setStream`` raises ``NotImplementedError`` while the current stream
+captures). The routines bound here launch device work only, on the handle's stream, and read
+nothing back to the host: ``potrf`` and ``getrf`` (their workspace given by the caller, sized
+by ``potrf_bufferSize``/``getrf_bufferSize``, host-only queries) and ``potrfBatched`` (no
+workspace); ``devInfo`` is written on the device and left there, as CuPy leaves it under its
+default ``cupyx.seterr(linalg="ignore")``. So a compiled program holding ``cholesky`` or
+``lu`` is captured (:mod:`plax_cupy.kernels_linalg` calls them, with the arguments
+``cupy.linalg.cholesky`` and ``cupyx.scipy.linalg.lu_factor`` pass, while the stream captures;
+CuPy's path otherwise).
+
+The library is found as :mod:`plax_cupy.cublas_direct` finds ``libcublas``: the copy already
+mapped into the process (CuPy's handle is made first, which loads it), never a second one.
+"""
+from __future__ import annotations
+
+import ctypes
+import threading
+
+from plax_cupy.cublas_direct import TypedRoutines, bind_function, load_direct, made_once
+
+#: cusolverStatus_t names (cusolver_common.h)
+STATUS_NAMES = {0: "CUSOLVER_STATUS_SUCCESS", 1: "CUSOLVER_STATUS_NOT_INITIALIZED",
+                2: "CUSOLVER_STATUS_ALLOC_FAILED", 3: "CUSOLVER_STATUS_INVALID_VALUE",
+                4: "CUSOLVER_STATUS_ARCH_MISMATCH", 5: "CUSOLVER_STATUS_MAPPING_ERROR",
+                6: "CUSOLVER_STATUS_EXECUTION_FAILED", 7: "CUSOLVER_STATUS_INTERNAL_ERROR",
+                8: "CUSOLVER_STATUS_MATRIX_TYPE_NOT_SUPPORTED", 9: "CUSOLVER_STATUS_NOT_SUPPORTED"}
+#: the sonames tried with RTLD_NOLOAD where /proc/self/maps cannot be read (CUDA 13, 12, 11)
+SONAMES = ("libcusolver.so.12", "libcusolver.so.11", "libcusolver.so")
+
+_c_int, _c_void_p = ctypes.c_int, ctypes.c_void_p
+_P_INT = ctypes.POINTER(_c_int)
+#: routine -> (C names, ``{t}`` the dtype's letter; argtypes)
+_ROUTINES = {
+    # (handle, uplo, n, A, lda, int* Lwork)
+    "potrf_bufferSize": (("cusolverDn{t}potrf_bufferSize",),
+                         [_c_void_p, _c_int, _c_int, _c_void_p, _c_int, _P_INT]),
+    # (handle, uplo, n, A, lda, Workspace, Lwork, devInfo)
+    "potrf": (("cusolverDn{t}potrf",),
+              [_c_void_p, _c_int, _c_int, _c_void_p, _c_int, _c_void_p, _c_int, _c_void_p]),
+    # (handle, uplo, n, Aarray, lda, infoArray, batchSize)
+    "potrfBatched": (("cusolverDn{t}potrfBatched",),
+                     [_c_void_p, _c_int, _c_int, _c_void_p, _c_int, _c_void_p, _c_int]),
+    # (handle, m, n, A, lda, int* Lwork)
+    "getrf_bufferSize": (("cusolverDn{t}getrf_bufferSize",),
+                         [_c_void_p, _c_int, _c_int, _c_void_p, _c_int, _P_INT]),
+    # (handle, m, n, A, lda, Workspace, devIpiv, devInfo)
+    "getrf": (("cusolverDn{t}getrf",),
+              [_c_void_p, _c_int, _c_int, _c_void_p, _c_int, _c_void_p, _c_void_p, _c_void_p]),
+    # (handle, m, n, A, lda, int* Lwork)
+    "geqrf_bufferSize": (("cusolverDn{t}geqrf_bufferSize",),
+                         [_c_void_p, _c_int, _c_int, _c_void_p, _c_int, _P_INT]),
+    # (handle, m, n, A, lda, TAU, Workspace, Lwork, devInfo)
+    "geqrf": (("cusolverDn{t}geqrf",),
+              [_c_void_p, _c_int, _c_int, _c_void_p, _c_int, _c_void_p, _c_void_p, _c_int,
+               _c_void_p]),
+    # (handle, m, n, k, A, lda, tau, int* Lwork): orgqr for real types, ungqr for complex
+    "orgqr_bufferSize": (("cusolverDn{t}orgqr_bufferSize", "cusolverDn{t}ungqr_bufferSize"),
+                         [_c_void_p, _c_int, _c_int, _c_int, _c_void_p, _c_int, _c_void_p,
+                          _P_INT]),
+    # (handle, m, n, k, A, lda, tau, work, lwork, devInfo)
+    "orgqr": (("cusolverDn{t}orgqr", "cusolverDn{t}ungqr"),
+              [_c_void_p, _c_int, _c_int, _c_int, _c_void_p, _c_int, _c_void_p, _c_void_p,
+               _c_int, _c_void_p]),
+}
+
+
+class CUSOLVERError(RuntimeError):
+    """A cuSOLVER status other than success (named as CuPy's ``CUSOLVERError``)."""
+
+    def __init__(self, status: int, call: str):
+        self.status = status
+        super().__init__(f"{call}: {STATUS_NAMES.get(status, f'cuSOLVER status {status}')}")
+
+
+class DirectCusolver(TypedRoutines):
+    """The cuSOLVER routines plax captures, with the arguments of CuPy's binding
+    (``cupy_backends.cuda.libs.cusolver``) after the dtype, on ``library``.
+
+    Args:
+      library: the loaded ``libcusolver`` (or an object with the same C functions).
+
+    Example:
+      >>> lib = binding()                                              # doctest: +SKIP
+      >>> lib.setStream(handle, stream.ptr)
+      >>> lwork = lib.potrf_bufferSize(np.float32, handle, 1, n, a.data.ptr, n)
+    """
+
+    ROUTINES = _ROUTINES
+
+    def __init__(self, library):
+        self.library = library
+        self._set_stream = bind_function(library, ("cusolverDnSetStream",),
+                                         [_c_void_p, _c_void_p])
+
+    def _call(self, routine: str, dtype, *arguments) -> None:
+        fn = self._routine(routine, dtype)
+        status = fn(*arguments)
+        if status != 0:
+            raise CUSOLVERError(status, fn.plax_name)
+
+    def _size(self, routine: str, dtype, *arguments) -> int:
+        lwork = _c_int(0)   # (a size query: its last argument is the int it writes)
+        self._call(routine, dtype, *arguments, ctypes.byref(lwork))
+        return lwork.value
+
+    def setStream(self, handle: int, stream: int) -> None:  # noqa: N802 - CuPy's names
+        """``cusolverDnSetStream`` (not refused while ``stream`` captures)."""
+        status = self._set_stream(handle, stream)
+        if status != 0:
+            raise CUSOLVERError(status, "cusolverDnSetStream")
+
+    def potrf_bufferSize(self, dtype, handle: int, uplo: int, n: int, a: int,  # noqa: N802
+                         lda: int) -> int:
+        """``cusolverDn<t>potrf_bufferSize``: the workspace ``potrf`` needs, in elements."""
+        return self._size("potrf_bufferSize", dtype, handle, uplo, n, a, lda)
+
+    def potrf(self, dtype, handle: int, uplo: int, n: int, a: int, lda: int, workspace: int,
+              lwork: int, dev_info: int) -> None:
+        """``cusolverDn<t>potrf``: the Cholesky factor of column-major ``a`` in place (the
+        ``uplo`` triangle), ``devInfo`` written on the device."""
+        self._call("potrf", dtype, handle, uplo, n, a, lda, workspace, lwork, dev_info)
+
+    def potrfBatched(self, dtype, handle: int, uplo: int, n: int, a_array: int,  # noqa: N802
+                     lda: int, info_array: int, batch: int) -> None:
+        """``cusolverDn<t>potrfBatched``: :meth:`potrf` of ``batch`` matrices, ``a_array`` a
+        device array of their pointers (no workspace)."""
+        self._call("potrfBatched", dtype, handle, uplo, n, a_array, lda, info_array, batch)
+
+    def getrf_bufferSize(self, dtype, handle: int, m: int, n: int, a: int,  # noqa: N802
+                         lda: int) -> int:
+        """``cusolverDn<t>getrf_bufferSize``: the workspace ``getrf`` needs, in elements."""
+        return self._size("getrf_bufferSize", dtype, handle, m, n, a, lda)
+
+    def getrf(self, dtype, handle: int, m: int, n: int, a: int, lda: int, workspace: int,
+              pivots: int, dev_info: int) -> None:
+        """``cusolverDn<t>getrf``: LU with partial pivoting of column-major ``a`` in place,
+        1-based pivots and ``devInfo`` written on the device."""
+        self._call("getrf", dtype, handle, m, n, a, lda, workspace, pivots, dev_info)
+
+    def geqrf_bufferSize(self, dtype, handle: int, m: int, n: int, a: int,  # noqa: N802
+                         lda: int) -> int:
+        """``cusolverDn<t>geqrf_bufferSize``: the workspace ``geqrf`` needs, in elements."""
+        return self._size("geqrf_bufferSize", dtype, handle, m, n, a, lda)
+
+    def geqrf(self, dtype, handle: int, m: int, n: int, a: int, lda: int, tau: int,
+              workspace: int, lwork: int, dev_info: int) -> None:
+        """``cusolverDn<t>geqrf``: Householder QR of column-major ``a`` in place (``R`` and
+        the reflectors), their scalars to ``tau``."""
+        self._call("geqrf", dtype, handle, m, n, a, lda, tau, workspace, lwork, dev_info)
+
+    def orgqr_bufferSize(self, dtype, handle: int, m: int, n: int, k: int, a: int,  # noqa: N802
+                         lda: int, tau: int) -> int:
+        """``cusolverDn<t>orgqr_bufferSize`` (``ungqr`` for complex dtypes)."""
+        return self._size("orgqr_bufferSize", dtype, handle, m, n, k, a, lda, tau)
+
+    def orgqr(self, dtype, handle: int, m: int, n: int, k: int, a: int, lda: int, tau: int,
+              workspace: int, lwork: int, dev_info: int) -> None:
+        """``cusolverDn<t>orgqr`` (``ungqr`` for complex dtypes): the first ``n`` columns of
+        ``Q`` from ``k`` reflectors, in place in column-major ``a``."""
+        self._call("orgqr", dtype, handle, m, n, k, a, lda, tau, workspace, lwork, dev_info)
+
+
+_binding: list = []
+_binding_lock = threading.Lock()
+
+
+def binding() -> DirectCusolver | None:
+    """The capturable cuSOLVER binding, or ``None`` where there is none (no
+    ``cupy.cuda.device.get_cusolver_handle``, no library loaded, no ``cusolverDnSetStream``).
+    Made once: CuPy's handle of the current device is created first, which loads the library.
+
+    Example:
+      >>> binding() is None or binding().has("potrf", np.float32)          # doctest: +SKIP
+      True
+    """
+    return made_once(_binding, _binding_lock,
+                     lambda: load_direct("get_cusolver_handle", "libcusolver.so", SONAMES,
+                                         DirectCusolver))
+
+
+def handle() -> int:
+    """CuPy's cuSOLVER handle of the current device (``cupy.cuda.device.get_cusolver_handle``).
+
+    Example:
+      >>> binding().setStream(handle(), stream.ptr)                       # doctest: +SKIP
+    """
+    import cupy
+    return cupy.cuda.device.get_cusolver_handle()
+
+
+__all__ = ["CUSOLVERError", "DirectCusolver", "binding", "handle"]

@@ -1,0 +1,367 @@
+"""The simulated CuPy's linear-algebra libraries, as plax calls them directly
+(``plax_cupy.cublas_direct``, ``plax_cupy.cusolver_direct``): cuBLAS's triangular solves and a
+stand-in ``libcusolver``.
+
+Host libraries built with g++ (as :mod:`fake_cupy`'s ``libcublas`` stand-in) hold the C entry
+points; each hands its arguments to one Python callback here, which computes with NumPy/SciPy
+on the pool's blocks (found by their addresses), on the stream last set, checked and ordered as
+a kernel is, and recorded into a capture under way, so a graph replays it. What a GPU would
+refuse is refused: a pointer no live allocation holds, a pointer mode other than host, a
+workspace smaller than ``potrf_bufferSize`` said, an unsupported side; the pointer arrays of
+the batched routines are read from device memory when the routine runs (a replay reads what
+the graph's own kernels wrote there). CuPy's own cuSOLVER binding is not simulated: CuPy's
+``cupy.linalg`` functions still refuse a capturing stream (:mod:`fake_cupy`).
+
+* ``libcublas``: ``cublas<t>trsm_v2`` and ``cublas<t>trsmBatched`` (appended to
+  :mod:`fake_cupy`'s stand-in by :data:`CUBLAS_SOURCE`);
+* ``libcusolver.so.12``: ``cusolverDnSetStream``, ``cusolverDn<t>potrf_bufferSize`` (``2 n``
+  elements), ``cusolverDn<t>potrf`` and ``cusolverDn<t>potrfBatched``, ``devInfo`` written
+  on the device as cuSOLVER writes it (``j + 1`` for the first pivot that is not positive);
+  ``cusolverDn<t>getrf_bufferSize`` (``m + n`` elements) and ``cusolverDn<t>getrf`` (LAPACK's
+  ``getrf``: 1-based pivots, ``devInfo``); ``cusolverDn<t>geqrf`` and ``<t>orgqr``/``<t>ungqr``
+  with their size queries (``m + n`` elements; LAPACK's routines).
+
+:data:`CALLS` counts the routines run (captured ones once per replay too).
+"""
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import subprocess
+import tempfile
+
+import numpy as np
+
+#: routine name -> times run (at capture and at each replay)
+CALLS: dict = {}
+#: errors raised inside the simulated libraries (they return an internal-error status)
+ERRORS: list = []
+
+_LETTERS = "SDCZ"
+_DTYPES = (np.float32, np.float64, np.complex64, np.complex128)
+_ROUTINES = ("trsm", "trsmBatched", "potrf", "potrfBatched", "getrf", "geqrf", "orgqr")
+
+# (C: the entry points; each packs its arguments and calls plax_sim_call(routine, stream, ...))
+_FORWARD = r"""
+typedef int (*plax_sim_call_t)(int routine, void* stream, const long long* args);
+static plax_sim_call_t plax_sim_call = 0;
+"""
+
+#: appended to fake_cupy's libcublas source (its ``current_stream`` and ``pointer_mode``)
+CUBLAS_SOURCE = _FORWARD + r"""
+extern "C" {
+void plax_sim_set_call(plax_sim_call_t fn) { plax_sim_call = fn; }
+""" + "".join(rf"""
+int cublas{t}trsm_v2(void* h, int side, int uplo, int trans, int diag, int m, int n,
+                     const void* alpha, const void* a, int lda, void* b, int ldb) {{
+  if (!plax_sim_call || pointer_mode != 0) return 7;  /* CUBLAS_STATUS_INVALID_VALUE */
+  long long v[12] = {{side, uplo, trans, diag, m, n, (long long)alpha, (long long)a, lda,
+                   (long long)b, ldb, 1}};
+  return plax_sim_call({4 * 0 + i}, current_stream, v);
+}}
+int cublas{t}trsmBatched(void* h, int side, int uplo, int trans, int diag, int m, int n,
+                         const void* alpha, const void* a, int lda, void* b, int ldb,
+                         int batch) {{
+  if (!plax_sim_call || pointer_mode != 0) return 7;
+  long long v[12] = {{side, uplo, trans, diag, m, n, (long long)alpha, (long long)a, lda,
+                   (long long)b, ldb, batch}};
+  return plax_sim_call({4 * 1 + i}, current_stream, v);
+}}
+""" for i, t in enumerate(_LETTERS)) + "}\n"
+
+#: the stand-in libcusolver
+CUSOLVER_SOURCE = _FORWARD + r"""
+static void* current_stream = 0;
+extern "C" {
+void plax_sim_set_call(plax_sim_call_t fn) { plax_sim_call = fn; }
+int cusolverDnSetStream(void* h, void* stream) { current_stream = stream; return 0; }
+""" + "".join(rf"""
+int cusolverDn{t}potrf_bufferSize(void* h, int uplo, int n, void* a, int lda, int* lwork) {{
+  *lwork = n > 0 ? 2 * n : 1;
+  return 0;
+}}
+int cusolverDn{t}potrf(void* h, int uplo, int n, void* a, int lda, void* work, int lwork,
+                       int* info) {{
+  if (!plax_sim_call) return 1;  /* CUSOLVER_STATUS_NOT_INITIALIZED */
+  long long v[12] = {{uplo, n, (long long)a, lda, (long long)work, lwork, (long long)info, 1}};
+  return plax_sim_call({4 * 2 + i}, current_stream, v);
+}}
+int cusolverDn{t}potrfBatched(void* h, int uplo, int n, void* a, int lda, int* info,
+                              int batch) {{
+  if (!plax_sim_call) return 1;
+  long long v[12] = {{uplo, n, (long long)a, lda, 0, 0, (long long)info, batch}};
+  return plax_sim_call({4 * 3 + i}, current_stream, v);
+}}
+int cusolverDn{t}getrf_bufferSize(void* h, int m, int n, void* a, int lda, int* lwork) {{
+  *lwork = m + n > 0 ? m + n : 1;
+  return 0;
+}}
+int cusolverDn{t}getrf(void* h, int m, int n, void* a, int lda, void* work, int* ipiv,
+                       int* info) {{
+  if (!plax_sim_call) return 1;
+  long long v[12] = {{m, n, (long long)a, lda, (long long)work, (long long)ipiv,
+                     (long long)info}};
+  return plax_sim_call({4 * 4 + i}, current_stream, v);
+}}
+int cusolverDn{t}geqrf_bufferSize(void* h, int m, int n, void* a, int lda, int* lwork) {{
+  *lwork = m + n > 0 ? m + n : 1;
+  return 0;
+}}
+int cusolverDn{t}geqrf(void* h, int m, int n, void* a, int lda, void* tau, void* work,
+                       int lwork, int* info) {{
+  if (!plax_sim_call) return 1;
+  long long v[12] = {{m, n, 0, (long long)a, lda, (long long)tau, (long long)work, lwork,
+                     (long long)info}};
+  return plax_sim_call({4 * 5 + i}, current_stream, v);
+}}
+int cusolverDn{t}{"ungqr" if t in "CZ" else "orgqr"}_bufferSize(void* h, int m, int n, int k,
+    const void* a, int lda, const void* tau, int* lwork) {{
+  *lwork = m + n > 0 ? m + n : 1;
+  return 0;
+}}
+int cusolverDn{t}{"ungqr" if t in "CZ" else "orgqr"}(void* h, int m, int n, int k, void* a,
+    int lda, const void* tau, void* work, int lwork, int* info) {{
+  if (!plax_sim_call) return 1;
+  long long v[12] = {{m, n, k, (long long)a, lda, (long long)tau, (long long)work, lwork,
+                     (long long)info}};
+  return plax_sim_call({4 * 6 + i}, current_stream, v);
+}}
+""" for i, t in enumerate(_LETTERS)) + "}\n"
+
+_CALL_T = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int, ctypes.c_void_p,
+                           ctypes.POINTER(ctypes.c_longlong))
+_callback = _CALL_T(lambda routine, stream, args: _entry(routine, stream, args))
+_cusolver: list = []   # [the loaded stand-in libcusolver]
+
+
+def build(source: str, soname: str):
+    """The host library of ``source`` (C++), built once per source into the temporary
+    folder under the file name ``soname``, loaded with ``ctypes``.
+
+    Example:
+      >>> lib = build(CUSOLVER_SOURCE, "libcusolver.so.12")       # doctest: +SKIP
+    """
+    digest = hashlib.sha1(source.encode()).hexdigest()[:12]
+    folder = os.path.join(tempfile.gettempdir(), f"plax_sim_{soname.split('.')[0]}_{digest}")
+    path = os.path.join(folder, soname)
+    if not os.path.exists(path):
+        os.makedirs(folder, exist_ok=True)
+        src, tmp = path + f".{os.getpid()}.cpp", path + f".{os.getpid()}.tmp"
+        with open(src, "w") as f:
+            f.write(source)
+        subprocess.run([os.environ.get("CXX", "g++"), "-shared", "-fPIC", "-O1",
+                        f"-Wl,-soname,{soname}", "-o", tmp, src], check=True)
+        os.replace(tmp, path)
+        os.remove(src)
+    return ctypes.CDLL(path)
+
+
+def attach(library) -> None:
+    """Points ``library``'s entry points (a stand-in built with :data:`CUBLAS_SOURCE` or
+    :data:`CUSOLVER_SOURCE`) at this module's routines."""
+    library.plax_sim_set_call.argtypes = [_CALL_T]
+    library.plax_sim_set_call(_callback)
+
+
+def get_cusolver_handle() -> int:
+    """``cupy.cuda.device.get_cusolver_handle()``: loads the stand-in ``libcusolver`` (as CuPy
+    loads the real one) and returns a handle."""
+    if not _cusolver:
+        library = build(CUSOLVER_SOURCE, "libcusolver.so.12")
+        attach(library)
+        _cusolver.append(library)
+    return 0x5017E5
+
+
+def _entry(routine: int, stream_ptr, args) -> int:
+    try:
+        name, dtype = _ROUTINES[routine // 4], np.dtype(_DTYPES[routine % 4])
+        return _RUN[name](_stream(stream_ptr), dtype, [args[k] for k in range(12)])
+    except Exception as err:  # noqa: BLE001 - a C caller: the error is kept, a status returned
+        ERRORS.append(err)
+        return 14 if routine < 8 else 7   # CUBLAS_/CUSOLVER_STATUS_INTERNAL_ERROR
+
+
+def _stream(pointer):
+    import fake_cupy
+    return next((s for s in list(fake_cupy._STREAMS) if s.ptr == (pointer or 0)),
+                fake_cupy.Stream.null)
+
+
+def _view(address: int, shape: tuple, strides: tuple, dtype):
+    """The pool block holding the elements at ``address`` with element ``strides``, and a
+    NumPy view of them (raises where no live allocation holds them all)."""
+    import fake_cupy
+    span = (sum((d - 1) * s for d, s in zip(shape, strides)) + 1) * dtype.itemsize
+    block, offset = fake_cupy._block_at(address, span)
+    return block, np.ndarray(shape, dtype, buffer=block.buf, offset=offset,
+                             strides=tuple(s * dtype.itemsize for s in strides))
+
+
+def _column_major(address: int, rows: int, cols: int, ld: int, dtype):
+    return _view(address, (rows, cols), (1, ld), dtype)
+
+
+def _pointers(address: int, count: int) -> list:
+    """The ``count`` device pointers stored at device ``address`` (read now)."""
+    return [int(p) for p in _view(address, (count,), (1,), np.dtype(np.uintp))[1]]
+
+
+def launch(name: str, stream, blocks: list, compute) -> None:
+    """Runs ``compute`` as library routine ``name``'s kernel on ``stream`` touching ``blocks``
+    (pool blocks): ordered after their pending producers (else ``StreamOrderError``),
+    recorded into a capture under way, counted in :data:`CALLS`."""
+    import fake_cupy
+
+    def run():
+        compute()
+        CALLS[name] = CALLS.get(name, 0) + 1
+
+    blocks = list({id(b): b for b in blocks}.values())
+    for block in blocks:
+        if fake_cupy._pending(block.writer, block.ticket, stream):
+            raise fake_cupy.StreamOrderError(f"{name} on {stream!r} reads memory whose "
+                                             f"producer on {block.writer!r} is pending")
+    ticket = stream._next()
+    for block in blocks:
+        block.readers[stream] = ticket
+        block.writer, block.ticket = stream, ticket
+    if stream.capture is not None:
+        stream.capture.steps.append((run, [(b, b.generation) for b in blocks]))
+    run()
+    fake_cupy.COUNTS["operations"] += 1
+
+
+def _trsm(stream, dtype, v, batched: bool) -> int:
+    """``cublas<t>trsm[Batched]``: ``B := alpha op(A)^-1 B``, column-major, left side only
+    (as CuPy calls it); ``alpha`` read from the host now (captured by value)."""
+    from scipy.linalg import blas
+    side, uplo, trans, diag, m, n, alpha, a, lda, b, ldb, count = v
+    if side != 0 or uplo not in (0, 1) or trans not in (0, 1, 2) or diag not in (0, 1) \
+            or lda < max(1, m) or ldb < max(1, m):
+        return 7   # CUBLAS_STATUS_INVALID_VALUE
+    scale = np.frombuffer(ctypes.string_at(alpha, dtype.itemsize), dtype)[0]
+    pairs = list(zip(_pointers(a, count), _pointers(b, count))) if batched else [(a, b)]
+    blocks = [_view(a, (count,), (1,), np.dtype(np.uintp))[0],
+              _view(b, (count,), (1,), np.dtype(np.uintp))[0]] if batched else []
+    for pa, pb in pairs:   # (checked now: every matrix is in live memory)
+        blocks += [_column_major(pa, m, m, lda, dtype)[0], _column_major(pb, m, n, ldb, dtype)[0]]
+
+    def run():
+        for pa, pb in (zip(_pointers(a, count), _pointers(b, count)) if batched else pairs):
+            _, mat = _column_major(pa, m, m, lda, dtype)
+            _, rhs = _column_major(pb, m, n, ldb, dtype)
+            with np.errstate(all="ignore"):
+                solve = blas.get_blas_funcs("trsm", (mat, rhs))
+                rhs[...] = solve(scale, np.array(mat), np.array(rhs), side=0, lower=int(uplo == 0),
+                                 trans_a=trans, diag=diag)
+    launch("trsmBatched" if batched else "trsm", stream, blocks, run)
+    return 0
+
+
+def _factor(h: np.ndarray) -> tuple:
+    """LAPACK's Cholesky (``potf2``) of Hermitian ``h`` read from its lower triangle: the
+    lower factor, stopped at the first pivot that is not positive (left on the diagonal), and
+    ``info`` (0, or that pivot's 1-based index)."""
+    low = np.tril(h).copy()
+    for j in range(h.shape[-1]):
+        ajj = np.real(h[j, j] - np.vdot(low[j, :j], low[j, :j]))
+        if not ajj > 0:
+            low[j, j] = ajj
+            return low, j + 1
+        low[j, j] = np.sqrt(ajj)
+        low[j + 1:, j] = (h[j + 1:, j] - low[j + 1:, :j] @ np.conj(low[j, :j])) / low[j, j]
+    return low, 0
+
+
+def _potrf(stream, dtype, v, batched: bool) -> int:
+    """``cusolverDn<t>potrf[Batched]``: the Cholesky factor of each column-major matrix in
+    place, in its ``uplo`` triangle (the other untouched); ``devInfo`` per matrix."""
+    uplo, n, a, lda, work, lwork, info, count = v[:8]
+    if uplo not in (0, 1) or lda < max(1, n) or (not batched and lwork < 2 * n):
+        return 3   # CUSOLVER_STATUS_INVALID_VALUE
+    mats = _pointers(a, count) if batched else [a]
+    blocks = [_view(info, (count,), (1,), np.dtype(np.int32))[0]]
+    blocks += [_view(a, (count,), (1,), np.dtype(np.uintp))[0]] if batched else \
+        [_view(work, (lwork,), (1,), dtype)[0]]   # (the workspace must be live memory)
+    blocks += [_column_major(p, n, n, lda, dtype)[0] for p in mats]
+
+    def run():
+        _, flags = _view(info, (count,), (1,), np.dtype(np.int32))
+        for k, p in enumerate(_pointers(a, count) if batched else mats):
+            _, mat = _column_major(p, n, n, lda, dtype)
+            h = mat if uplo == 0 else np.conj(mat.T)   # (upper: A = U^H U, U^H lower)
+            with np.errstate(all="ignore"):
+                low, flags[k] = _factor(np.tril(h) + np.conj(np.tril(h, -1).T))
+            rows, cols = np.tril_indices(n)
+            if uplo == 0:
+                mat[rows, cols] = low[rows, cols]
+            else:
+                mat[cols, rows] = np.conj(low[rows, cols])
+    launch("potrfBatched" if batched else "potrf", stream, blocks, run)
+    return 0
+
+
+def _getrf(stream, dtype, v) -> int:
+    """``cusolverDn<t>getrf``: LU with partial pivoting of a column-major ``(m, n)`` matrix in
+    place (LAPACK's ``getrf``), 1-based pivots to ``ipiv``, ``devInfo`` (``j`` for an exactly
+    zero ``U[j-1, j-1]``); the workspace must be live and as large as the size query said
+    (``m + n`` elements)."""
+    from scipy.linalg import lapack
+    m, n, a, lda, work, ipiv, info = v[:7]
+    k = min(m, n)
+    if m < 0 or n < 0 or lda < max(1, m):
+        return 3   # CUSOLVER_STATUS_INVALID_VALUE
+    blocks = [_view(work, (m + n,), (1,), dtype)[0], _view(ipiv, (k,), (1,), np.dtype(np.int32))[0],
+              _view(info, (1,), (1,), np.dtype(np.int32))[0], _column_major(a, m, n, lda, dtype)[0]]
+
+    def run():
+        _, mat = _column_major(a, m, n, lda, dtype)
+        getrf = lapack.get_lapack_funcs("getrf", (mat,))
+        with np.errstate(all="ignore"):
+            lu, piv, flag = getrf(np.array(mat))
+        mat[...] = lu
+        _view(ipiv, (k,), (1,), np.dtype(np.int32))[1][...] = piv[:k] + 1
+        _view(info, (1,), (1,), np.dtype(np.int32))[1][0] = flag
+    launch("getrf", stream, blocks, run)
+    return 0
+
+
+def _householder(stream, dtype, v, form_q: bool) -> int:
+    """``cusolverDn<t>geqrf`` (``form_q`` false: Householder QR of a column-major ``(m, n)``
+    matrix in place, the ``min(m, n)`` scalars to ``tau``) or ``<t>orgqr``/``<t>ungqr``
+    (``form_q``: the first ``n`` columns of ``Q`` from ``k`` reflectors, in place): LAPACK's
+    routines; the workspace must be live and as large as the size query said (``m + n``)."""
+    from scipy.linalg import lapack
+    m, n, k, a, lda, tau, work, lwork, info = v[:9]
+    k = k if form_q else min(m, n)
+    if m < 0 or n < 0 or lda < max(1, m) or lwork < m + n or (form_q and not k <= n <= m):
+        return 3   # CUSOLVER_STATUS_INVALID_VALUE
+    blocks = [_view(work, (lwork,), (1,), dtype)[0], _view(tau, (max(k, 1),), (1,), dtype)[0],
+              _view(info, (1,), (1,), np.dtype(np.int32))[0], _column_major(a, m, n, lda, dtype)[0]]
+
+    def run():
+        _, mat = _column_major(a, m, n, lda, dtype)
+        _, scalars = _view(tau, (max(k, 1),), (1,), dtype)
+        with np.errstate(all="ignore"):
+            if form_q:
+                name = "ungqr" if dtype.kind == "c" else "orgqr"
+                q, _, flag = lapack.get_lapack_funcs(name, (mat,))(np.array(mat), scalars[:k])
+                mat[...] = q
+            else:
+                qr, t, _, flag = lapack.get_lapack_funcs("geqrf", (mat,))(np.array(mat))
+                mat[...] = qr
+                scalars[:k] = t[:k]
+        _view(info, (1,), (1,), np.dtype(np.int32))[1][0] = flag
+    launch("orgqr" if form_q else "geqrf", stream, blocks, run)
+    return 0
+
+
+_RUN = {"trsm": lambda s, d, v: _trsm(s, d, v, False),
+        "trsmBatched": lambda s, d, v: _trsm(s, d, v, True),
+        "potrf": lambda s, d, v: _potrf(s, d, v, False),
+        "potrfBatched": lambda s, d, v: _potrf(s, d, v, True),
+        "getrf": _getrf,
+        "geqrf": lambda s, d, v: _householder(s, d, v, False),
+        "orgqr": lambda s, d, v: _householder(s, d, v, True)}

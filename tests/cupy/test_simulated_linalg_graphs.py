@@ -1,0 +1,380 @@
+"""Compiled programs holding ``cholesky`` and ``triangular_solve`` replay as one CUDA graph
+(issue 24): CuPy's cuBLAS and cuSOLVER bindings refuse a capturing stream, so while capturing
+plax calls the loaded libraries directly (``plax_cupy.cublas_direct``: ``trsm``/
+``trsmBatched``; ``plax_cupy.cusolver_direct``: ``potrf``/``potrfBatched``).
+
+On the simulated GPU (:mod:`fake_cupy`, whose stand-in ``libcublas``/``libcusolver``
+(:mod:`fake_cupy_linalg`) record their routines into a capture and compute with NumPy/SciPy,
+while CuPy's own ``cupy.linalg``/``cupyx.scipy.linalg`` calls are still refused in a capture):
+
+* a Gaussian-process solve (``cholesky`` then two triangular solves), programs of every
+  ``triangular_solve`` option, an ``lu`` of large matrices (``getrf``) and a ``qr``
+  (``geqrf``, ``orgqr``/``ungqr``) replay as one launch from the second call, with the values
+  of the NumPy backend (single matrices and batches, the four dtypes, a batch holding a
+  matrix that is not positive definite: JAX's NaNs);
+* ``potrf``'s workspace size is asked only on a plain call, never while capturing; a library
+  refusing the query costs the capture, not the program;
+* with a binding hidden the program runs plainly, with CuPy's refusal as the reason;
+* the ctypes bindings set the C functions' types and raise on a failing status;
+* on a real GPU (skipped elsewhere), the same programs are captured and every replay gives the
+  plain first call's bits.
+
+:func:`test_on_the_simulated_gpu` runs this file again in a child process with
+``-p fake_cupy_plugin``; the other GPU tests skip here.
+"""
+from __future__ import annotations
+
+import shutil
+
+import numpy as np
+import pytest
+
+from test_simulated_streams import SIMULATED, on_simulated_gpu, run_file_on_simulated_gpu
+
+DTYPES = ["float32", "float64", "complex64", "complex128"]
+
+
+@pytest.mark.skipif(SIMULATED or shutil.which("g++") is None,
+                    reason="already on the simulated GPU, or no C++ compiler (g++) for it")
+def test_on_the_simulated_gpu():
+    run_file_on_simulated_gpu(__file__, skipped=5)   # (this one, the real-GPU tests)
+
+
+@pytest.fixture
+def executables(compiled_programs):
+    """The executables compiled in the test (``conftest.compiled_programs``)."""
+    return compiled_programs
+
+
+def _graph_line(executables) -> str:
+    return next(line for line in executables[0].as_text().splitlines()
+                if line.startswith("# CUDA graph"))
+
+
+def _calls(f, args, n):
+    """``n`` calls of ``f`` on ``args``, each call's results read and dropped before the next:
+    ``[(host results, launches)]``."""
+    import plax
+    import plax_cupy
+    runs = []
+    for _ in range(n):
+        with plax_cupy.count() as c:
+            out = plax.tree_util.tree_leaves(f(*args))
+        runs.append(([np.asarray(o) for o in out], c.launches))
+        del out
+    return runs
+
+
+def _on(device_kind, args):
+    import plax
+    return plax.device_put(args, plax.devices(device_kind)[0])
+
+
+def _hermitian_pd(shape, dtype, seed):
+    r = np.random.default_rng(seed)
+    n = shape[-1]
+    a = r.normal(size=shape)
+    if np.dtype(dtype).kind == "c":
+        a = a + 1j * r.normal(size=shape)
+    h = a @ np.conj(np.swapaxes(a, -1, -2)) + n * np.eye(n)
+    return h.astype(dtype)
+
+
+def _tolerance(dtype):
+    return 2e-4 if np.dtype(dtype) in (np.float32, np.complex64) else 1e-11
+
+
+def _gp_solve(s, b):
+    """``s^-1 b`` through the Cholesky factor: ``L^-H (L^-1 b)``; returns ``L`` too."""
+    from plax.lax import linalg
+    low = linalg.cholesky(s)
+    y = linalg.triangular_solve(low, b, left_side=True, lower=True)
+    x = linalg.triangular_solve(low, y, left_side=True, lower=True, transpose_a=True,
+                                conjugate_a=True)
+    return low, x
+
+
+def _check_replays(f, args, executables, compare: bool = True):
+    """``f`` jitted on the GPU: one launch a call from the second, captured once, the values of
+    the NumPy backend on every call (unless not ``compare``); returns :func:`_calls`'s runs."""
+    import plax
+    with plax.config.override("enable_x64", True):
+        runs = _calls(plax.jit(lambda *a: f(*a)), _on("gpu", args), 4)   # (a program of its own)
+        want = [np.asarray(w)
+                for w in plax.tree_util.tree_leaves(plax.jit(f)(*_on("cpu", args)))]
+    assert all(h.dtype == w.dtype for h, w in zip(runs[0][0], want))
+    launches = [n for _, n in runs]
+    assert launches[0] > 1 and launches[1:] == [1, 1, 1], launches
+    line = _graph_line(executables)
+    assert "captured, " in line and "replayed as one launch" in line, line
+    assert line.endswith("calls: 1 captured, 3 replayed, 1 plain (last: the first call, which "
+                         "compiles)"), line
+    for host, _ in runs if compare else ():
+        for got, w in zip(host, want):
+            tol = _tolerance(w.dtype)
+            np.testing.assert_allclose(got, w, rtol=tol, atol=tol, equal_nan=True)
+    return runs
+
+
+@on_simulated_gpu
+@pytest.mark.parametrize("batch", [(), (3,)], ids=["one-matrix", "batch"])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_a_cholesky_solve_replays_as_one_graph(dtype, batch, executables):
+    """``potrf`` + ``trsm`` (one matrix) or ``potrfBatched`` + ``trsmBatched`` (a batch, whose
+    second matrix is not positive definite: NaNs, as JAX), captured through the direct
+    bindings."""
+    import fake_cupy_linalg
+    s = _hermitian_pd(batch + (6, 6), dtype, seed=1)
+    if batch:
+        s[1] = -s[1]
+    b = np.random.default_rng(2).normal(size=batch + (6, 3)).astype(dtype)
+    before = dict(fake_cupy_linalg.CALLS)
+    _check_replays(_gp_solve, (s, b), executables)
+    suffix = "Batched" if batch else ""
+    # run at the capture and on each of the 3 replays: 4 runs (2 solves each)
+    assert fake_cupy_linalg.CALLS.get("potrf" + suffix, 0) - before.get("potrf" + suffix, 0) == 4
+    assert fake_cupy_linalg.CALLS.get("trsm" + suffix, 0) - before.get("trsm" + suffix, 0) == 8
+
+
+def _every_solve(a, b_left, b_right):
+    """``triangular_solve`` with every combination of its options, in one program."""
+    from plax.lax import linalg
+    out = []
+    conjugates = (False, True) if np.dtype(a.dtype).kind == "c" else (False,)
+    for left_side in (True, False):
+        for lower in (True, False):
+            for transpose_a in (False, True):
+                for conjugate_a in conjugates:
+                    for unit_diagonal in (False, True):
+                        out.append(linalg.triangular_solve(
+                            a, b_left if left_side else b_right, left_side=left_side,
+                            lower=lower, transpose_a=transpose_a, conjugate_a=conjugate_a,
+                            unit_diagonal=unit_diagonal))
+    return out
+
+
+@on_simulated_gpu
+@pytest.mark.parametrize("batch", [(), (2,)], ids=["one-matrix", "batch"])
+@pytest.mark.parametrize("dtype", ["float32", "complex128"])
+def test_every_triangular_solve_option_replays(dtype, batch, executables):
+    """Left and right side, lower and upper, transposed (and conjugated), unit diagonal: the
+    direct ``trsm``/``trsmBatched`` with the layouts and operations CuPy's
+    ``solve_triangular`` chooses give the NumPy backend's values."""
+    r = np.random.default_rng(3)
+    a = (r.normal(size=batch + (4, 4)) + 4 * np.eye(4)).astype(dtype)
+    if np.dtype(dtype).kind == "c":
+        a = (a + 1j * r.normal(size=a.shape)).astype(dtype)
+    b_left = r.normal(size=batch + (4, 3)).astype(dtype)
+    b_right = r.normal(size=batch + (3, 4)).astype(dtype)
+    _check_replays(_every_solve, (a, b_left, b_right), executables)
+
+
+@on_simulated_gpu
+@pytest.mark.parametrize("shape", [(40, 40), (2, 36, 34)], ids=["one-matrix", "batch"])
+@pytest.mark.parametrize("dtype", ["float32", "complex128"])
+def test_an_lu_of_large_matrices_replays_as_one_graph(dtype, shape, executables):
+    """Matrices larger than the generated kernel takes: ``getrf`` per matrix (CuPy's
+    ``lu_factor``, which reads ``devInfo`` on the host, outside a capture), the pivots and the
+    permutation of the NumPy backend, the factors to rounding."""
+    import fake_cupy_linalg
+    from plax.lax import linalg
+    r = np.random.default_rng(6)
+    a = r.normal(size=shape)
+    if np.dtype(dtype).kind == "c":
+        a = a + 1j * r.normal(size=shape)
+    before = fake_cupy_linalg.CALLS.get("getrf", 0)
+
+    def factors(x):   # (more than the one launch a replay is: a program worth capturing)
+        lu, pivots, permutation = linalg.lu(x)
+        return lu * 2, pivots, permutation
+    _check_replays(factors, (a.astype(dtype),), executables)
+    count = int(np.prod(shape[:-2], dtype=np.int64))
+    assert fake_cupy_linalg.CALLS.get("getrf", 0) - before == 4 * count
+
+
+@on_simulated_gpu
+@pytest.mark.parametrize("shape,full_matrices", [((5, 3), True), ((5, 3), False),
+                                                 ((2, 3, 5), True), ((2, 6, 4), False)])
+@pytest.mark.parametrize("dtype", ["float32", "complex128"])
+def test_a_qr_replays_as_one_graph(dtype, shape, full_matrices, executables):
+    """``geqrf`` then ``orgqr``/``ungqr``, matrix by matrix as CuPy's batched loop, complete
+    and reduced, tall and wide: the NumPy backend's ``q`` and ``r`` (both LAPACK's Householder
+    convention)."""
+    import fake_cupy_linalg
+    from plax.lax import linalg
+    r = np.random.default_rng(7)
+    a = r.normal(size=shape)
+    if np.dtype(dtype).kind == "c":
+        a = a + 1j * r.normal(size=shape)
+    before = fake_cupy_linalg.CALLS.get("orgqr", 0)
+
+    def factors(x):   # (two launches at least: a program worth capturing)
+        q, r = linalg.qr(x, full_matrices=full_matrices)
+        return q, r * 2
+    _check_replays(factors, (a.astype(dtype),), executables)
+    count = int(np.prod(shape[:-2], dtype=np.int64))
+    assert fake_cupy_linalg.CALLS.get("orgqr", 0) - before == 4 * count
+
+
+@on_simulated_gpu
+def test_the_workspace_size_is_asked_on_a_plain_call_only(executables, monkeypatch):
+    """``potrf_bufferSize`` is a host call: asked on the program's first (plain) call and held
+    by the program (``ProgramCholesky``), never while the stream captures."""
+    import cupy
+    from plax_cupy import cusolver_direct
+    direct = cusolver_direct.binding()
+    asked = []
+    query = direct.potrf_bufferSize
+
+    def recording(*args):
+        asked.append(cupy.cuda.get_current_stream().is_capturing())
+        return query(*args)
+    monkeypatch.setattr(direct, "potrf_bufferSize", recording)
+    s = _hermitian_pd((5, 5), "float64", seed=4)
+    b = np.ones((5, 2))
+    _check_replays(_gp_solve, (s, b), executables)
+    assert asked == [False], asked
+
+
+@on_simulated_gpu
+def test_a_failing_size_query_leaves_the_program_running_plainly(executables, monkeypatch):
+    """A library that refuses ``potrf_bufferSize`` costs the capture, not the program: the
+    plain calls give the factor, the capture fails naming the refusal."""
+    import plax
+    from plax.lax import linalg
+    from plax_cupy import cusolver_direct
+    direct = cusolver_direct.binding()
+
+    def refusing(*args):
+        raise cusolver_direct.CUSOLVERError(7, "cusolverDnSpotrf_bufferSize")
+    monkeypatch.setattr(direct, "potrf_bufferSize", refusing)
+    s = _hermitian_pd((5, 5), "float32", seed=10)
+    runs = _calls(plax.jit(lambda s: linalg.cholesky(s) * 2), _on("gpu", (s,)), 3)
+    for host, _ in runs:
+        np.testing.assert_allclose(host[0], 2 * np.linalg.cholesky(s), rtol=1e-5, atol=1e-5)
+    line = _graph_line(executables)
+    assert ("capture failed (CUSOLVERError: cusolverDnSpotrf_bufferSize: "
+            "CUSOLVER_STATUS_INTERNAL_ERROR)") in line, line
+
+
+@on_simulated_gpu
+@pytest.mark.parametrize("library", ["cuSOLVER", "cuBLAS"])
+def test_without_a_binding_the_program_runs_plainly_with_cupys_refusal(library, executables,
+                                                                       monkeypatch):
+    """With the direct binding missing, CuPy's own call runs in the capture and is refused as
+    CuPy refuses it: the program runs plainly for good, one launch per kernel, saying why."""
+    import plax
+    from plax.lax import linalg
+    from plax_cupy import cublas_direct, cusolver_direct
+    monkeypatch.setattr(cusolver_direct if library == "cuSOLVER" else cublas_direct,
+                        "_binding", [None])
+    s = _hermitian_pd((5, 5), "float32", seed=5)
+    b = np.ones((5, 2), np.float32)
+    f = (lambda s, b: linalg.cholesky(s) * 2) if library == "cuSOLVER" else \
+        (lambda s, b: linalg.triangular_solve(s, b, left_side=True, lower=True) * 2)
+    runs = _calls(plax.jit(f), _on("gpu", (s, b)), 3)
+    launches = [n for _, n in runs]
+    assert launches == launches[:1] * 3 and launches[0] > 1, launches
+    line = _graph_line(executables)
+    assert (f"no, runs plainly (capture failed (NotImplementedError: calling {library} API "
+            "during stream capture is currently unsupported))") in line, line
+    assert "calls: 0 captured, 0 replayed, 3 plain" in line, line
+
+
+def _real_gpu_problem() -> str:
+    if SIMULATED:
+        return "the simulated GPU: the tests above"
+    from gpu_env import GPU_PROBLEM
+    return GPU_PROBLEM
+
+
+@pytest.mark.skipif(bool(_real_gpu_problem()), reason=_real_gpu_problem() or "gpu")
+@pytest.mark.parametrize("program", ["gp-solve", "gp-solve-batch", "lu", "qr-batch"])
+def test_on_a_real_gpu_the_captured_calls_give_the_plain_calls_bits(program, executables):
+    """On a GPU (the check the simulation cannot make): the program is captured through the
+    direct bindings, and every replay's results equal the plain first call's bit for bit (the
+    same routines with the same arguments as CuPy's), and the NumPy backend's to rounding."""
+    from plax.lax import linalg
+    r = np.random.default_rng(8)
+    if program.startswith("gp-solve"):
+        batch = (3,) if program.endswith("batch") else ()
+        f, args = _gp_solve, (_hermitian_pd(batch + (48, 48), "float32", 9),
+                              r.normal(size=batch + (48, 2)).astype(np.float32))
+    elif program == "lu":
+        def f(x):
+            lu, pivots, permutation = linalg.lu(x)
+            return lu * 2, pivots, permutation
+        args = (r.normal(size=(40, 40)),)
+    else:
+        def f(x):
+            q, r_ = linalg.qr(x, full_matrices=False)
+            return q, r_ * 2
+        args = ((r.normal(size=(2, 48, 40))
+                 + 1j * r.normal(size=(2, 48, 40))).astype(np.complex64),)
+    # (cuSOLVER's Householder vectors may differ in phase from LAPACK's: q r checked instead)
+    runs = _check_replays(f, args, executables, compare=program != "qr-batch")
+    if program == "qr-batch":
+        q, r2 = runs[0][0]
+        np.testing.assert_allclose(q @ (r2 / 2), args[0], rtol=1e-4, atol=1e-4)
+    for host, _ in runs[1:]:
+        for got, plain in zip(host, runs[0][0]):
+            np.testing.assert_array_equal(got, plain)
+
+
+class _Library:
+    """C functions as ctypes hands them out: each records its call and returns ``status``."""
+
+    def __init__(self, names, status=0):
+        self.names, self.status, self.calls = set(names), status, []
+
+    def __getattr__(self, name):
+        if name.startswith("__") or name not in self.__dict__.get("names", ()):
+            raise AttributeError(name)
+        calls, status = self.calls, self.status
+
+        def fn(*args):
+            calls.append((name, args))
+            return 0 if name.endswith("SetStream") else status
+        self.__dict__[name] = fn
+        return fn
+
+
+def test_direct_cusolver_binds_the_c_functions_and_checks_their_status():
+    """``plax_cupy.cusolver_direct`` (no CuPy needed): the dtype picks the routine's letter,
+    the C types are set, a failing status raises ``CUSOLVERError`` naming the routine, and a
+    routine the library lacks is reported missing rather than called."""
+    pytest.importorskip("plax_cupy")
+    from plax_cupy import cusolver_direct
+    lib = _Library(["cusolverDnSetStream", "cusolverDnDpotrf", "cusolverDnCpotrfBatched"], 3)
+    direct = cusolver_direct.DirectCusolver(lib)
+    direct.setStream(1, 2)
+    assert direct.has("potrf", np.float64) and not direct.has("potrf", np.float32)
+    assert not direct.has("potrfBatched", np.float16)
+    with pytest.raises(cusolver_direct.CUSOLVERError,
+                       match="cusolverDnDpotrf: CUSOLVER_STATUS_INVALID_VALUE"):
+        direct.potrf(np.float64, 1, 1, 4, 100, 4, 200, 8, 300)
+    with pytest.raises(cusolver_direct.CUSOLVERError, match="cusolverDnCpotrfBatched"):
+        direct.potrfBatched(np.complex64, 1, 1, 4, 100, 4, 300, 2)
+    assert [c[0] for c in lib.calls] == ["cusolverDnSetStream", "cusolverDnDpotrf",
+                                         "cusolverDnCpotrfBatched"]
+    assert len(lib.cusolverDnDpotrf.argtypes) == 8
+    assert len(lib.cusolverDnCpotrfBatched.argtypes) == 7
+
+
+def test_direct_cublas_binds_the_triangular_solves():
+    """``plax_cupy.cublas_direct``'s ``trsm``/``trsmBatched``: the ``_v2`` entry point for
+    one matrix, the batched one for a batch, the dtype's letter, the status checked."""
+    pytest.importorskip("plax_cupy")
+    from plax_cupy import cublas_direct
+    names = ["cublasSetStream_v2", "cublasGetPointerMode_v2", "cublasSetPointerMode_v2",
+             "cublasGemmStridedBatchedEx", "cublasZtrsm_v2", "cublasStrsmBatched"]
+    lib = _Library(names, 15)
+    direct = cublas_direct.DirectCublas(lib)
+    assert direct.has("trsm", np.complex128) and direct.has("trsmBatched", np.float32)
+    assert not direct.has("trsm", np.float32)
+    with pytest.raises(cublas_direct.CUBLASError, match="cublasZtrsm_v2: CUBLAS_STATUS_NOT_SUP"):
+        direct.trsm(np.complex128, 1, 0, 0, 0, 0, 4, 2, 10, 20, 4, 30, 4)
+    with pytest.raises(cublas_direct.CUBLASError, match="cublasStrsmBatched"):
+        direct.trsmBatched(np.float32, 1, 0, 0, 0, 0, 4, 2, 10, 20, 4, 30, 4, 5)
+    assert len(lib.cublasZtrsm_v2.argtypes) == 12
+    assert len(lib.cublasStrsmBatched.argtypes) == 13
