@@ -13,7 +13,8 @@ NAME = "PLAX_TEST_ENV_FLAG"
 
 @pytest.mark.parametrize("raw, expected", [
     ("1", True), ("true", True), (" YES ", True), ("On", True),
-    ("0", False), ("false", False), ("No", False), (" off\n", False)])
+    ("0", False), ("false", False), ("No", False), (" off\n", False),
+    ("t", True), ("Y", True), ("F", False), ("n", False)])   # (JAX's one-letter words too)
 def test_words(monkeypatch, raw, expected):
     monkeypatch.setenv(NAME, raw)
     assert env_flag(NAME, not expected) is expected
@@ -47,3 +48,13 @@ def test_backend_switches_read_it(monkeypatch):
     monkeypatch.setenv("PLAX_PMAP_LIMIT_BLAS", "false")   # (was: only "0" turned it off)
     with blas_threads.limited(2):   # no limit: nothing to enter
         assert blas_threads._depth[0] == 0
+
+
+def test_the_words_are_jax_s(monkeypatch):
+    """Every word JAX's boolean variables accept reads as JAX reads it (``JAX_ENABLE_X64=t``
+    is on in JAX: ``import plax`` must not refuse it)."""
+    bool_env = pytest.importorskip("jax._src.config").bool_env
+    for word in ("y", "yes", "t", "true", "on", "1", "n", "no", "f", "false", "off", "0"):
+        for raw in (word, word.upper()):
+            monkeypatch.setenv(NAME, raw)
+            assert env_flag(NAME, False) is bool_env(NAME, False), raw

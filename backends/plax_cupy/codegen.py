@@ -1801,12 +1801,12 @@ def _branch_selects(eqns, live: set, outputs: dict, body: list[str], marks: list
     Returns:
       The lines of ``plax_elem``.
     """
+    if not selects:
+        return body
     own_lines = [[body[j] for j in range(marks[k], marks[k + 1]) if j not in load_lines]
                  for k in range(len(eqns))]
     loads = [[body[j] for j in range(marks[k], marks[k + 1]) if j in load_lines]
              for k in range(len(eqns))]
-    if not selects:
-        return body
     uses: dict = {}   # id(var) -> [(reading equation, operand position)]
     for k, eqn in enumerate(eqns):
         if any(id(v) in live for v in eqn.outvars):

@@ -85,15 +85,17 @@ class _ThreadedValues(dict):
         return dict.get(self, key, default)
 
 
-_TRUE_WORDS = ("1", "true", "yes", "on")
-_FALSE_WORDS = ("0", "false", "no", "off")
+# JAX's words (jax._src.config.bool_env): a JAX_ variable JAX accepts, plax accepts
+_TRUE_WORDS = ("1", "true", "yes", "on", "t", "y")
+_FALSE_WORDS = ("0", "false", "no", "off", "f", "n")
 
 
 def env_flag(name: str, default: bool) -> bool:
-    """The boolean environment variable ``name``, read now: ``1``/``true``/``yes``/``on`` is
-    True and ``0``/``false``/``no``/``off`` False (any case, spaces around ignored); unset or
-    empty gives ``default``. The one parse of plax's and its backends' on/off switches
-    (``PLAX_CUDA_GRAPHS``, ``PLAX_NUMBA_SYNC``, ``JAX_ENABLE_X64``, ...).
+    """The boolean environment variable ``name``, read now: ``1``/``true``/``yes``/``on``
+    (or ``t``/``y``) is True and ``0``/``false``/``no``/``off`` (or ``f``/``n``) False, JAX's
+    words (any case, spaces around ignored); unset or empty gives ``default``. The one parse
+    of plax's and its backends' on/off switches (``PLAX_CUDA_GRAPHS``, ``PLAX_NUMBA_SYNC``,
+    ``JAX_ENABLE_X64``, ...).
 
     Args:
       name: the variable's name.
