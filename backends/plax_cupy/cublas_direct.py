@@ -275,6 +275,32 @@ def workspace(device_id: int) -> tuple[int, int]:
         return memory[0].ptr, memory[1]
 
 
+def call_with_host_scalars(lib, handle: int, stream: int, routine, *arguments) -> None:
+    """``routine(*arguments)``, a cuBLAS routine taking its scalars from the host, on CuPy's
+    ``handle`` set up for it: the ``stream`` (a pointer), plax's :func:`workspace` where
+    ``lib`` is a :class:`DirectCublas` (the binding a capture calls), ``CUBLAS_POINTER_MODE_HOST``
+    (the handle's mode restored after, whatever ``routine`` raises).
+
+    Args:
+      lib: CuPy's ``cupy.cuda.cublas`` or a :class:`DirectCublas`.
+      routine: a routine of ``lib`` (``lib.gemmStridedBatchedEx``, ``lib.trsm``...).
+
+    Example:
+      >>> call_with_host_scalars(lib, handle, stream.ptr, lib.gemmStridedBatchedEx, *arguments)
+      ... # doctest: +SKIP
+    """
+    lib.setStream(handle, stream)
+    if isinstance(lib, DirectCublas):
+        import cupy
+        lib.setWorkspace(handle, *workspace(cupy.cuda.Device().id))
+    mode = lib.getPointerMode(handle)
+    lib.setPointerMode(handle, CUBLAS_POINTER_MODE_HOST)
+    try:
+        routine(*arguments)
+    finally:
+        lib.setPointerMode(handle, mode)
+
+
 def binding() -> DirectCublas | None:
     """The capturable cuBLAS binding, or ``None`` where there is no cuBLAS (no
     ``cupy.cuda.device.get_cublas_handle``, no library loaded, a missing entry point). Made
@@ -334,5 +360,6 @@ def load_direct(handle_getter: str, prefix: str, sonames: tuple, make):
         return None
 
 
-__all__ = ["CUBLASError", "DirectCublas", "TypedRoutines", "bind_function", "binding", "letter",
-           "load_direct", "loaded_library", "made_once", "workspace"]
+__all__ = ["CUBLASError", "DirectCublas", "TypedRoutines", "bind_function", "binding",
+           "call_with_host_scalars", "letter", "load_direct", "loaded_library", "made_once",
+           "workspace"]

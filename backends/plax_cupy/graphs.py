@@ -70,9 +70,11 @@ Matrix products are captured too, though CuPy's cuBLAS binding raises ``NotImple
 on a capturing stream: while capturing, :mod:`plax_cupy.kernels_dot` makes them through
 :mod:`plax_cupy.cublas_direct` (the loaded ``libcublas`` called directly, the same call). ``fft`` is
 captured on plans the program owns (:mod:`plax_cupy.fft_plans`, made on its first call), not
-on CuPy's cached ones, which any later transform may destroy while a graph reads them. A
-capture that fails all the same (cuSOLVER, whose CuPy binding refuses likewise; a
-synchronisation) leaves the program running plainly, with the exception in its reason.
+on CuPy's cached ones, which any later transform may destroy while a graph reads them;
+``cholesky``, ``triangular_solve``, ``lu`` and ``qr`` through the direct cuSOLVER and cuBLAS
+bindings (:mod:`plax_cupy.kernels_linalg`). A capture that fails all the same (``svd`` and
+``eigh``, whose cuSOLVER calls CuPy's binding refuses likewise; a synchronisation) leaves the
+program running plainly, with the exception in its reason.
 :meth:`GraphedProgram.describe` (the ``# CUDA graph:`` line of ``as_text()``) also counts the
 calls captured, replayed and run plainly, and says why the last plain one was.
 

@@ -59,7 +59,6 @@ CUBLAS_COMPUTE_32F, CUBLAS_COMPUTE_32I, CUBLAS_COMPUTE_32F_FAST_TF32 = 68, 72, 7
 CUBLAS_COMPUTE_32F_FAST_16F, CUBLAS_COMPUTE_32F_FAST_16BF = 74, 75
 CUBLAS_OP_N = 0
 CUBLAS_GEMM_DEFAULT = -1
-CUBLAS_POINTER_MODE_HOST = 0
 
 _BF16_NAME = "bfloat16"
 
@@ -159,23 +158,16 @@ def _run_gemm(lib, gemm: Gemm, a, b, c, scalar=None) -> None:
     captures a CUDA graph, through :mod:`plax_cupy.cublas_direct` (CuPy's binding refuses a
     capturing stream). ``scalar``: the type of alpha and beta (default: the compute type's)."""
     stream = cupy.cuda.get_current_stream()
-    capturing = stream.is_capturing()
-    if capturing:
+    if stream.is_capturing():
         lib = cublas_direct.binding() or lib
     handle = cupy.cuda.device.get_cublas_handle()
     if scalar is None:
         scalar = np.int32 if gemm.compute_type == CUBLAS_COMPUTE_32I else np.float32
     one, zero = np.ones((), scalar), np.zeros((), scalar)
-    lib.setStream(handle, stream.ptr)
-    if capturing and isinstance(lib, cublas_direct.DirectCublas):
-        lib.setWorkspace(handle, *cublas_direct.workspace(cupy.cuda.Device().id))
-    mode = lib.getPointerMode(handle)
-    lib.setPointerMode(handle, CUBLAS_POINTER_MODE_HOST)
-    try:
-        lib.gemmStridedBatchedEx(*gemm_arguments(handle, gemm, a.data.ptr, b.data.ptr, c.data.ptr,
-                                                 one.ctypes.data, zero.ctypes.data))
-    finally:
-        lib.setPointerMode(handle, mode)
+    cublas_direct.call_with_host_scalars(
+        lib, handle, stream.ptr, lib.gemmStridedBatchedEx,
+        *gemm_arguments(handle, gemm, a.data.ptr, b.data.ptr, c.data.ptr, one.ctypes.data,
+                        zero.ctypes.data))
 
 
 def _arrange(x, batch, free, contract, lhs: bool):

@@ -53,8 +53,7 @@ from plax.lax.linalg import (cholesky_p, eig_p, eigh_p, lu_p, qr_of_empty, qr_p,
 from plax_cupy import cublas_direct, cusolver_direct
 from plax_cupy.cublas_direct import (CUBLAS_DIAG_NON_UNIT, CUBLAS_DIAG_UNIT,
                                      CUBLAS_FILL_MODE_LOWER, CUBLAS_FILL_MODE_UPPER,
-                                     CUBLAS_OP_C, CUBLAS_OP_N, CUBLAS_OP_T,
-                                     CUBLAS_POINTER_MODE_HOST, CUBLAS_SIDE_LEFT)
+                                     CUBLAS_OP_C, CUBLAS_OP_N, CUBLAS_OP_T, CUBLAS_SIDE_LEFT)
 from plax_cupy.kernels import kernel, program_kernel
 
 
@@ -332,20 +331,16 @@ def _trsm_captured(direct, a, b, trans: str, lower: bool, unit_diagonal: bool):
     uplo = CUBLAS_FILL_MODE_LOWER if lower else CUBLAS_FILL_MODE_UPPER
     diag = CUBLAS_DIAG_UNIT if unit_diagonal else CUBLAS_DIAG_NON_UNIT
     handle = cupy.cuda.device.get_cublas_handle()
-    direct.setStream(handle, cupy.cuda.get_current_stream().ptr)
-    direct.setWorkspace(handle, *cublas_direct.workspace(cupy.cuda.Device().id))
-    mode = direct.getPointerMode(handle)
-    direct.setPointerMode(handle, CUBLAS_POINTER_MODE_HOST)
-    try:
-        if pointers is None:
-            direct.trsm(dtype, handle, CUBLAS_SIDE_LEFT, uplo, op, diag, m, n, one.ctypes.data,
-                        a_f.data.ptr, m, x.data.ptr, m)
-        else:
-            direct.trsmBatched(dtype, handle, CUBLAS_SIDE_LEFT, uplo, op, diag, m, n,
-                               one.ctypes.data, pointers[0].data.ptr, m, pointers[1].data.ptr,
-                               m, len(pointers[0]))
-    finally:
-        direct.setPointerMode(handle, mode)
+    stream = cupy.cuda.get_current_stream().ptr
+    if pointers is None:
+        cublas_direct.call_with_host_scalars(
+            direct, handle, stream, direct.trsm, dtype, handle, CUBLAS_SIDE_LEFT, uplo, op, diag,
+            m, n, one.ctypes.data, a_f.data.ptr, m, x.data.ptr, m)
+    else:
+        cublas_direct.call_with_host_scalars(
+            direct, handle, stream, direct.trsmBatched, dtype, handle, CUBLAS_SIDE_LEFT, uplo,
+            op, diag, m, n, one.ctypes.data, pointers[0].data.ptr, m, pointers[1].data.ptr, m,
+            len(pointers[0]))
     return x if pointers is None else x.transpose(0, 2, 1).reshape(b.shape)
 
 

@@ -64,19 +64,6 @@ TOL = {np.dtype(np.complex64): 2e-4, np.dtype(np.float32): 2e-4,
        np.dtype(np.complex128): 1e-10, np.dtype(np.float64): 1e-10}
 
 
-@pytest.fixture
-def executables(monkeypatch):
-    """The executables CupyBackend.compile returns in the test, latest last."""
-    from plax_cupy.backend import CupyBackend
-    made, compile_ = [], CupyBackend.compile
-
-    def recording(self, jaxpr, device):
-        made.append(compile_(self, jaxpr, device))
-        return made[-1]
-    monkeypatch.setattr(CupyBackend, "compile", recording)
-    return made
-
-
 def _graph_line(executable) -> str:
     return next(line for line in executable.as_text().splitlines()
                 if line.startswith("# CUDA graph"))
@@ -117,7 +104,7 @@ def _program(kind, dtype):
                                         ("real", np.float32), ("real", np.float64)],
                          ids=["FFT-IFFT-complex64", "FFT-IFFT-complex128", "RFFT-IRFFT-float32",
                               "RFFT-IRFFT-float64"])
-def test_a_program_holding_fft_replays_as_one_graph(kind, dtype, executables):
+def test_a_program_holding_fft_replays_as_one_graph(kind, dtype, compiled_programs):
     """Issue 24: a jitted program holding ``fft`` owns its cuFFT plans, so it is captured on the
     second call and replays as one launch from the third, with NumPy's values on every call;
     sixteen and more other (eager, CuPy-cached) transforms between replays do not disturb it,
@@ -147,7 +134,7 @@ def test_a_program_holding_fft_replays_as_one_graph(kind, dtype, executables):
         for arg, h in zip(args, host):
             np.testing.assert_array_equal(np.asarray(arg), h)
     assert launches[2:] == [1, 1, 1, 1], launches
-    line = _graph_line(executables[0])
+    line = _graph_line(compiled_programs[0])
     assert line.startswith("# CUDA graph: captured, ") and "1 captured, 5 replayed, 1 plain" in line, line
 
 
@@ -168,7 +155,7 @@ def test_empty_transforms_in_a_program():
 
 
 @only_simulated
-def test_the_cached_plan_path_fails_the_simulation(executables, monkeypatch):
+def test_the_cached_plan_path_fails_the_simulation(compiled_programs, monkeypatch):
     """The bug the program's own plans fix, shown by the simulation: a program that captured
     its transform through CuPy's plan cache (the eager kernel) replays on a destroyed plan
     once 16 other transforms evicted it, which the simulated graph refuses."""
@@ -183,7 +170,7 @@ def test_the_cached_plan_path_fails_the_simulation(executables, monkeypatch):
     f = plax.jit(lambda v: lax.fft(lax.fft(v, FftType.FFT, (8,)), FftType.IFFT, (8,)))
     for _ in range(3):
         np.testing.assert_allclose(np.asarray(f(x)), np.asarray(x), rtol=1e-5, atol=1e-5)
-    assert "1 captured, 2 replayed" in _graph_line(executables[0])   # (the capture: one)
+    assert "1 captured, 2 replayed" in _graph_line(compiled_programs[0])   # (the capture: one)
     for n in range(9, 9 + 16):
         jnp.fft.fft(plax.device_put(np.ones(n, np.complex64), gpu)).block_until_ready()
     with pytest.raises(fake_cupy.UseAfterFreeError, match="stale"):

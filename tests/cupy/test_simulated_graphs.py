@@ -18,7 +18,7 @@ issued on the stream and replays them over the same device memory on ``Graph.lau
 * CuPy's library calls in a capture as CuPy 14.2 treats them (each test cites the source line):
   cuBLAS/cuSOLVER and size reads (``nonzero``, masks) refused; Thrust sorts and CUB reductions
   captured, their scratch held by the capturer; a captured cuFFT transform needs its cached plan
-  (so plax's ``fft`` programs own their plans: ``test_simulated_fft_graphs.py``), ``sort``
+  (so plax's ``fft`` programs own their plans: ``test_kernels_b_fft.py``), ``sort``
   programs replay;
 * four threads calling one compiled program get their own results;
 * out of memory while capturing raises ``GpuOutOfMemoryError``.
@@ -846,7 +846,7 @@ def test_a_captured_fft_reads_its_cached_cufft_plan():
 
 @on_simulated_gpu
 def test_a_sort_program_replays(executables):
-    """plax's ``sort`` (Thrust) is captured (``fft`` programs: test_simulated_fft_graphs.py)."""
+    """plax's ``sort`` (Thrust) is captured (``fft`` programs: test_kernels_b_fft.py)."""
     import plax
     import plax.numpy as jnp
     x = plax.device_put(np.array([3.0, -1.0, np.nan, 2.0, -0.0, 0.0] * 4, np.float32), _gpu())
