@@ -42,10 +42,11 @@ import struct
 import subprocess
 import sys
 import threading
+import time
 import traceback
 from concurrent.futures import Future
 
-from plax_numba import cpu_priority
+from plax_numba import cpu_priority, starvation_guard
 
 _HEADER = struct.Struct("<Q")  # each message: its pickle's length, then the pickle
 _WARM = 0  # the job id of a worker's first message: warmed up, ready for jobs
@@ -131,6 +132,11 @@ class _Worker:
             close_fds=True, start_new_session=_own_session() and not idle)
         os.close(to_child_r)
         os.close(from_child_w)
+        #: an idle worker's starvation guard (None: a normal worker, or no guard here), run
+        #: by the writer thread while the worker has jobs
+        self.guard = (starvation_guard.StarvationGuard(self.proc.pid) if idle else None)
+        if self.guard is not None and not self.guard.active:
+            self.guard = None
         self.writer = os.fdopen(to_child_w, "wb")
         self.reader = os.fdopen(from_child_r, "rb")
         self.write_lock = threading.Lock()
@@ -166,8 +172,24 @@ class _Worker:
     def _write(self) -> None:
         # A failed write means the worker is gone: its reader sees the end of the pipe and
         # hands the pending jobs to a fresh worker (Pool.worker_died).
+        guard, due = self.guard, None
         while True:
-            message = self.outbox.get()
+            if guard is not None and (self.pending or guard.promoted):
+                # the starvation guard's checks (plax_numba.starvation_guard): every
+                # guard.interval while the worker has jobs, once more when it has none
+                now = time.monotonic()
+                if due is None or now >= due:
+                    guard.check(busy=bool(self.pending))
+                    due = now + guard.interval
+                try:
+                    message = self.outbox.get(timeout=max(0.0, due - now))
+                except queue.Empty:
+                    continue
+            else:
+                if due is not None:  # (the queue emptied: the next job's checks start anew)
+                    guard.check(busy=False)
+                    due = None
+                message = self.outbox.get()
             if message is None:
                 break
             try:
@@ -391,6 +413,16 @@ def worker_pids() -> list[int]:
     """The process ids of the running compile workers (tests kill one to see it replaced)."""
     with _pool.lock:
         return [w.pid for w in _pool.workers if w.alive]
+
+
+def guard_counts() -> dict:
+    """What the running workers' starvation guards did (:mod:`plax_numba.starvation_guard`):
+    ``{"guarded": workers watched, "promotions": times raised, "demotions": times
+    lowered}`` (benchmarks report it)."""
+    with _pool.lock:
+        guards = [w.guard for w in _pool.workers if w.guard is not None]
+    return {"guarded": len(guards), "promotions": sum(g.promotions for g in guards),
+            "demotions": sum(g.demotions for g in guards)}
 
 
 def started() -> int:

@@ -57,6 +57,33 @@ def idle_available() -> bool:
     return hasattr(os, "SCHED_IDLE") and hasattr(os, "sched_setscheduler")
 
 
+def can_leave_idle() -> bool:
+    """Whether this process may raise a worker it started at ``SCHED_IDLE`` back to the
+    normal policy (what :mod:`plax_numba.starvation_guard` does to a starved worker): Linux
+    allows it with ``CAP_SYS_NICE`` (root, usually) or where ``RLIMIT_NICE`` permits the
+    worker's nice value (an unprivileged user's limit is usually 0, which does not)."""
+    if not idle_available():
+        return False
+    try:
+        with open("/proc/self/status") as f:
+            caps = next(int(line.split()[1], 16) for line in f if line.startswith("CapEff:"))
+        if caps >> _CAP_SYS_NICE & 1:
+            return True
+    except (OSError, StopIteration, ValueError, IndexError):
+        pass
+    try:
+        import resource
+        soft = resource.getrlimit(resource.RLIMIT_NICE)[0]
+        nice = os.getpriority(os.PRIO_PROCESS, 0)
+    except (ImportError, AttributeError, OSError):
+        return False
+    # (the kernel's test: 20 - nice <= RLIMIT_NICE, the worker's nice being this process's)
+    return soft == resource.RLIM_INFINITY or 20 - nice <= soft
+
+
+_CAP_SYS_NICE = 23  # the capability's bit in /proc/<pid>/status's CapEff
+
+
 def worker_runs_idle() -> bool:
     """Whether a compile worker started now runs at ``SCHED_IDLE`` in the program's session
     (``PLAX_NUMBA_WORKER_PRIORITY=idle`` where the policy exists)."""

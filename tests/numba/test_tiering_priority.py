@@ -73,3 +73,118 @@ def test_a_refused_policy_leaves_the_worker_running(monkeypatch):
         cpu_priority.enter_worker_priority(True)
         cpu_priority.enter_worker_priority(False)
     assert [a[1] for a in calls] == [os.SCHED_IDLE]
+
+
+# ---------------------------------------------------------------- the starvation guard
+
+class _FakeWorker:
+    """A worker's CPU time and policy as the guard sees them, on a fake clock."""
+
+    def __init__(self):
+        self.now, self.cpu, self.idle, self.refuse = 0.0, 0.0, True, False
+        self.calls = []
+
+    def advance(self, seconds: float, share: float) -> None:
+        self.now += seconds
+        self.cpu += seconds * share
+
+    def set_policy(self, pid: int, idle: bool) -> None:
+        self.calls.append((pid, idle))
+        if self.refuse and not idle:
+            raise PermissionError("leaving SCHED_IDLE takes CAP_SYS_NICE")
+        self.idle = idle
+
+    def guard(self, **settings):
+        from plax_numba.starvation_guard import StarvationGuard
+        settings = {"interval": 0.1, "checks": 3, "share": 0.2, **settings}
+        return StarvationGuard(7, cpu_seconds=lambda pid: self.cpu,
+                               set_policy=self.set_policy, clock=lambda: self.now, **settings)
+
+
+def test_the_guard_raises_a_starved_worker_after_its_stalled_checks_and_lowers_it_idle():
+    fake = _FakeWorker()
+    guard = fake.guard()
+    guard.check(busy=True)  # the first check only takes the worker's CPU time
+    for _ in range(2):
+        fake.advance(0.1, share=0.05)  # (under 0.2 of a core: stalled)
+        guard.check(busy=True)
+        assert fake.idle and not guard.promoted
+    fake.advance(0.1, share=0.5)  # progress: the count starts again
+    guard.check(busy=True)
+    for _ in range(2):
+        fake.advance(0.1, share=0.0)
+        guard.check(busy=True)
+    assert fake.idle and guard.stalled == 2
+    fake.advance(0.1, share=0.0)
+    guard.check(busy=True)  # the third stalled check in a row
+    assert not fake.idle and guard.promoted and guard.promotions == 1
+    for _ in range(5):  # raised for the rest of its queue, whatever it gets now
+        fake.advance(0.1, share=1.0)
+        guard.check(busy=True)
+    assert fake.calls == [(7, False)]
+    guard.check(busy=False)  # its queue is empty: lowered again
+    assert fake.idle and not guard.promoted and guard.demotions == 1
+    assert fake.calls == [(7, False), (7, True)]
+
+
+def test_a_worker_that_progresses_or_a_refusal_is_left_idle():
+    fake = _FakeWorker()
+    guard = fake.guard()
+    for _ in range(10):
+        guard.check(busy=True)
+        fake.advance(0.1, share=0.3)
+    assert fake.calls == [] and guard.stalled == 0
+    fake.refuse = True
+    for _ in range(4):
+        fake.advance(0.1, share=0.0)
+        guard.check(busy=True)
+    assert guard.refused and not guard.active and fake.idle and fake.calls == [(7, False)]
+    for _ in range(4):  # a refused guard stops trying
+        fake.advance(0.1, share=0.0)
+        guard.check(busy=True)
+    assert fake.calls == [(7, False)]
+
+
+def test_the_guard_settings_are_read_and_a_typo_is_named(monkeypatch):
+    from plax_numba import starvation_guard
+    monkeypatch.setenv("PLAX_NUMBA_GUARD_INTERVAL", "0")
+    assert starvation_guard.guard_interval() == 0
+    assert not _FakeWorker().guard(interval=None).active
+    monkeypatch.setenv("PLAX_NUMBA_GUARD_CHECKS", "5")
+    assert starvation_guard.guard_checks() == 5
+    monkeypatch.setenv("PLAX_NUMBA_GUARD_MIN_SHARE", "lots")
+    with pytest.warns(UserWarning, match="PLAX_NUMBA_GUARD_MIN_SHARE='lots'"):
+        assert starvation_guard.guard_min_share() == starvation_guard.GUARD_MIN_SHARE
+
+
+def test_a_real_idle_worker_is_raised_by_its_guard_and_lowered_when_its_queue_empties(
+        monkeypatch):
+    """The scheduler's own record of the worker's policy: SCHED_IDLE at rest, SCHED_OTHER
+    after a forced promotion, and the pool's guard (on the writer thread) raising it while a
+    job makes no progress (it sleeps) and lowering it once its queue is empty."""
+    from plax_numba import compile_worker, starvation_guard
+    if not cpu_priority.can_leave_idle():
+        pytest.skip("leaving SCHED_IDLE takes CAP_SYS_NICE or RLIMIT_NICE >= 20 here")
+    monkeypatch.setenv("PLAX_NUMBA_GUARD_INTERVAL", "0.02")
+    monkeypatch.setenv("PLAX_NUMBA_GUARD_CHECKS", "2")
+    try:
+        pid = _worker(monkeypatch, "idle")
+        assert os.sched_getscheduler(pid) == os.SCHED_IDLE
+        forced = starvation_guard.StarvationGuard(pid, interval=1.0, checks=1, share=1.0,
+                                                  cpu_seconds=lambda pid: 0.0)
+        forced.check(busy=True)
+        forced.check(busy=True)  # (a fake reader: no progress at all)
+        assert forced.promoted and os.sched_getscheduler(pid) == os.SCHED_OTHER
+        forced.check(busy=False)
+        assert os.sched_getscheduler(pid) == os.SCHED_IDLE
+        # a job that sleeps: busy without progress, as a starved one is
+        compile_worker.submit(time.sleep, 0.5).result(timeout=120)
+        deadline = time.monotonic() + 60
+        while compile_worker.guard_counts()["demotions"] < 1:
+            assert time.monotonic() < deadline, "the guard never lowered the worker again"
+            time.sleep(0.01)
+        assert compile_worker.guard_counts()["promotions"] >= 1
+        assert os.sched_getscheduler(pid) == os.SCHED_IDLE
+    finally:
+        compile_worker.shutdown()
+        compile_worker.restart_allowed()
