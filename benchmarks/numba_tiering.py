@@ -167,7 +167,10 @@ class GilClock:
     ctypes.pythonapi, unpickling an artifact). ``longest`` is the longest stretch of one
     step's thread CPU time between two llvmlite calls: with other threads waiting for the
     GIL, a stretch of Python gives it up every switch interval, so this bounds from above the
-    longest single wait the step can cause.
+    longest single wait the step can cause; ``wait`` is that bound, the stretch capped by
+    the switch interval where the step ran under :func:`plax_numba.tiered.yielding_gil`
+    (``LOAD_SWITCH_INTERVAL``: the first tier's ``plan`` while a compile window is open, the
+    loader's steps always).
 
     Steps: ``plan`` (:func:`plax_numba.llvm_tier.plan`, or for a native loop
     :func:`plax_numba.llvm_tier_loops.plan`, on the program's thread while it lowers), ``set-up`` (:func:`plax_numba.native_loader.prepare`: llvmlite, numba's C
@@ -199,6 +202,15 @@ class GilClock:
                 local.held_since = time.thread_time()
                 step["released"] += local.held_since - now
         ffi._lib_fn_wrapper.__call__ = timed
+        from plax_numba import tiered
+        yielding = tiered.yielding_gil
+
+        def marked(*args, **kwargs):  # the step hands the GIL over every switch interval
+            step = getattr(local, "step", None)
+            if step is not None:
+                step["yields"] = True
+            return yielding(*args, **kwargs)
+        tiered.yielding_gil = marked
         self._wrap(llvm_tier, "plan", "plan")
         self._wrap(llvm_tier_loops, "plan", "plan")  # (a native loop's: scan, while)
         self._wrap(native_loader, "prepare", "set-up")
@@ -212,7 +224,10 @@ class GilClock:
         def wrapped(*args, **kwargs):
             if getattr(local, "step", None) is not None:  # nested: the outer step counts it
                 return original(*args, **kwargs)
-            step = {"cpu": 0.0, "released": 0.0, "longest": 0.0}
+            from plax_numba import tiered
+            # (yielding already: a caller entered tiered.yielding_gil around the step)
+            step = {"cpu": 0.0, "released": 0.0, "longest": 0.0,
+                    "yields": sys.getswitchinterval() <= tiered.LOAD_SWITCH_INTERVAL + 1e-6}
             local.step, start = step, time.thread_time()
             local.held_since = start
             began = time.perf_counter()
@@ -225,8 +240,11 @@ class GilClock:
                 step["longest"] = max(step["longest"], end - local.held_since)
                 step["cpu"] = end - start
                 local.step = None
+                wait = (min(step["longest"], tiered.LOAD_SWITCH_INTERVAL) if step["yields"]
+                        else step["longest"])
                 total = steps.setdefault(label, {"n": 0, "cpu": 0.0, "held": 0.0,
-                                                 "longest": 0.0})
+                                                 "longest": 0.0, "wait": 0.0})
+                total["wait"] = max(total["wait"], wait)
                 total["n"] += 1
                 total["cpu"] += step["cpu"]
                 total["held"] += step["cpu"] - step["released"]
@@ -238,6 +256,7 @@ def _gil_text(steps: dict) -> str:
     """``GilClock.steps`` as table text: per step, GIL-held CPU in total and longest."""
     order = ("plan", "set-up", "link", "first tier")
     parts = [f"{label} {steps[label]['held'] * 1e3:.1f} / {steps[label]['longest'] * 1e3:.2f}"
+             f" ({steps[label].get('wait', steps[label]['longest']) * 1e3:.2f})"
              for label in order if label in steps]
     return "; ".join(parts) + " ms" if parts else "-"
 
@@ -428,7 +447,8 @@ def main(argv=None) -> None:
             "same pauses, nothing compiling", "fast call",
             "numba set-up + load here", "numba imported here (native loads)",
             "CPU until then: here + worker",
-            "GIL held here by plax's loading, total / longest stretch"]
+            "GIL held here by plax's loading, total / longest stretch (longest wait it "
+            "can cause)"]
     print("| " + " | ".join(head) + " |")
     print("|" + "---|" * len(head))
     for workload, mode, r in rows:

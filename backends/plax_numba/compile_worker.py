@@ -491,7 +491,10 @@ def _warm_up(job_waiting=lambda: False) -> None:
 
 
 def _serve(in_fd: int, out_fd: int) -> None:
-    cpu_priority.enter_worker_priority(os.environ.get(_IDLE_VARIABLE) == "1")
+    idle = os.environ.get(_IDLE_VARIABLE) == "1"
+    if idle:  # (first: a starved worker's guard may ask it to leave the session soon)
+        starvation_guard.leave_session_on_request()
+    cpu_priority.enter_worker_priority(idle)
     reader, writer = os.fdopen(in_fd, "rb"), os.fdopen(out_fd, "wb")
     import warnings
     warnings.simplefilter("ignore")  # numba's performance hints: the user's process decides

@@ -7,9 +7,13 @@ step's BLAS threads on a 2-core host) it gets next to nothing, and its kernels a
 :data:`GUARD_INTERVAL` seconds it reads the worker's CPU time (``/proc``), and after
 :data:`GUARD_STALLED_CHECKS` checks in a row in which the worker ran less than
 :data:`GUARD_MIN_SHARE` of one core, it raises the worker to the normal policy
-(``SCHED_OTHER``) for the rest of its queue; once its queue is empty it lowers it to
-``SCHED_IDLE`` again. So an idle worker costs the program nothing where the program leaves
-a core free, and no more than a normal worker where it does not.
+(``SCHED_OTHER``) for the rest of its queue and moves it to a session of its own (as a
+normal worker runs: :func:`ask_to_leave_session`); once its queue is empty it lowers it to
+``SCHED_IDLE`` again. So an idle worker costs the program little where the program and the
+host leave a core free, and its kernels arrive about as soon as a normal worker's where
+they do not (after the stalled checks). Once moved, the worker stays in its own session,
+where ``SCHED_IDLE`` is weighed only against itself: from then on it runs as a normal
+worker does.
 
 The checks run on the worker's writer thread (:mod:`plax_numba.compile_worker`), a thread of
 plax's that waits for jobs to send, never on the program's calls; a check costs two small
@@ -31,6 +35,7 @@ Settings (environment variables, read when a worker starts):
 from __future__ import annotations
 
 import os
+import signal
 import time
 import warnings
 from collections.abc import Callable
@@ -123,6 +128,51 @@ def set_idle(pid: int, idle: bool) -> None:
                 raise
 
 
+#: the signal asking an idle worker to leave the program's session (``os.setsid``; the
+#: worker's handler: :func:`leave_session_on_request`)
+LEAVE_SESSION_SIGNAL = getattr(signal, "SIGUSR1", None)
+
+
+def leave_session_on_request() -> None:
+    """Called by an idle worker as it starts: on :data:`LEAVE_SESSION_SIGNAL` it moves to a
+    session of its own (:func:`ask_to_leave_session`)."""
+    def leave(signum, frame):
+        try:
+            os.setsid()
+        except OSError:  # (a session leader already)
+            pass
+    if LEAVE_SESSION_SIGNAL is not None:
+        signal.signal(LEAVE_SESSION_SIGNAL, leave)
+
+
+def ask_to_leave_session(pid: int) -> bool:
+    """Asks worker ``pid`` to move to a session of its own, once its handler is in place
+    (``/proc/<pid>/status``'s caught signals: before it, the signal would kill it). True if
+    asked; False if not yet (the caller asks again at its next check).
+
+    Why: raised to the normal policy in the program's session, the worker would share the
+    program's one share of the CPU with the program's own busy threads (Linux's autogroups:
+    :func:`plax_numba.compile_worker._own_session`); in a session of its own it gets a share
+    like any other program, as a normal-priority worker does. The move is for good (no
+    process can rejoin a session), so a worker lowered again afterwards is weighed only
+    against its own session and runs as a normal worker does."""
+    if LEAVE_SESSION_SIGNAL is None:
+        return True
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            caught = next(int(line.split()[1], 16) for line in f
+                          if line.startswith("SigCgt:"))
+    except (OSError, StopIteration, ValueError, IndexError):
+        return False
+    if not caught >> (LEAVE_SESSION_SIGNAL - 1) & 1:
+        return False
+    try:
+        os.kill(pid, LEAVE_SESSION_SIGNAL)
+    except OSError:
+        return False
+    return True
+
+
 class StarvationGuard:
     """Watches one idle-priority worker: :meth:`check`, called every :attr:`interval`
     seconds while the worker has jobs (and once when its queue empties), raises it after
@@ -135,6 +185,8 @@ class StarvationGuard:
       cpu_seconds: reads a process's CPU time (tests inject one; default
         :func:`process_cpu_seconds`).
       set_policy: ``set_policy(pid, idle)`` (default :func:`set_idle`).
+      leave_session: ``leave_session(pid)``, asks a raised worker to leave the program's
+        session, True once asked (default :func:`ask_to_leave_session`).
       clock: the wall clock (tests inject one).
 
     Example::
@@ -147,12 +199,15 @@ class StarvationGuard:
                  share: float | None = None,
                  cpu_seconds: Callable[[int], float | None] = process_cpu_seconds,
                  set_policy: Callable[[int, bool], None] = set_idle,
+                 leave_session: Callable[[int], bool] = ask_to_leave_session,
                  clock: Callable[[], float] = time.monotonic):
         self.pid = pid
         self.interval = guard_interval() if interval is None else interval
         self.checks = guard_checks() if checks is None else checks
         self.share = guard_min_share() if share is None else share
         self._cpu_seconds, self._set_policy, self._clock = cpu_seconds, set_policy, clock
+        self._leave_session = leave_session
+        self.own_session = False  # the worker was asked to leave the program's session
         self._last: tuple[float, float] | None = None  # (clock, CPU seconds) at the last check
         self.stalled = 0       # stalled checks in a row
         self.promoted = False  # the worker runs at the normal policy now
@@ -181,6 +236,8 @@ class StarvationGuard:
                 except OSError:  # (gone: its reader thread replaces it)
                     pass
             return
+        if self.promoted and not self.own_session:
+            self.own_session = self._leave_session(self.pid)
         if not self.active:
             return
         now, cpu = self._clock(), self._cpu_seconds(self.pid)
@@ -203,3 +260,5 @@ class StarvationGuard:
                 return
             self.promoted = True
             self.promotions += 1
+            if not self.own_session:
+                self.own_session = self._leave_session(self.pid)

@@ -83,6 +83,7 @@ class _FakeWorker:
     def __init__(self):
         self.now, self.cpu, self.idle, self.refuse = 0.0, 0.0, True, False
         self.calls = []
+        self.handler = False  # the worker's handler for the session move is in place
 
     def advance(self, seconds: float, share: float) -> None:
         self.now += seconds
@@ -94,11 +95,16 @@ class _FakeWorker:
             raise PermissionError("leaving SCHED_IDLE takes CAP_SYS_NICE")
         self.idle = idle
 
+    def leave_session(self, pid: int) -> bool:
+        self.calls.append((pid, "leave session"))
+        return self.handler
+
     def guard(self, **settings):
         from plax_numba.starvation_guard import StarvationGuard
         settings = {"interval": 0.1, "checks": 3, "share": 0.2, **settings}
         return StarvationGuard(7, cpu_seconds=lambda pid: self.cpu,
-                               set_policy=self.set_policy, clock=lambda: self.now, **settings)
+                               set_policy=self.set_policy, leave_session=self.leave_session,
+                               clock=lambda: self.now, **settings)
 
 
 def test_the_guard_raises_a_starved_worker_after_its_stalled_checks_and_lowers_it_idle():
@@ -118,13 +124,18 @@ def test_the_guard_raises_a_starved_worker_after_its_stalled_checks_and_lowers_i
     fake.advance(0.1, share=0.0)
     guard.check(busy=True)  # the third stalled check in a row
     assert not fake.idle and guard.promoted and guard.promotions == 1
-    for _ in range(5):  # raised for the rest of its queue, whatever it gets now
+    # raised for the rest of its queue, whatever it gets now; asked to leave the program's
+    # session at each check until its handler is in place, then no more
+    fake.advance(0.1, share=1.0)
+    guard.check(busy=True)
+    fake.handler = True
+    for _ in range(3):
         fake.advance(0.1, share=1.0)
         guard.check(busy=True)
-    assert fake.calls == [(7, False)]
+    assert fake.calls == [(7, False)] + [(7, "leave session")] * 3 and guard.own_session
     guard.check(busy=False)  # its queue is empty: lowered again
     assert fake.idle and not guard.promoted and guard.demotions == 1
-    assert fake.calls == [(7, False), (7, True)]
+    assert fake.calls[-1] == (7, True)
 
 
 def test_a_worker_that_progresses_or_a_refusal_is_left_idle():
@@ -142,7 +153,7 @@ def test_a_worker_that_progresses_or_a_refusal_is_left_idle():
     for _ in range(4):  # a refused guard stops trying
         fake.advance(0.1, share=0.0)
         guard.check(busy=True)
-    assert fake.calls == [(7, False)]
+    assert fake.calls == [(7, False)] and not guard.own_session
 
 
 def test_the_guard_settings_are_read_and_a_typo_is_named(monkeypatch):
@@ -160,7 +171,7 @@ def test_the_guard_settings_are_read_and_a_typo_is_named(monkeypatch):
 def test_a_real_idle_worker_is_raised_by_its_guard_and_lowered_when_its_queue_empties(
         monkeypatch):
     """The scheduler's own record of the worker's policy: SCHED_IDLE at rest, SCHED_OTHER
-    after a forced promotion, and the pool's guard (on the writer thread) raising it while a
+    (and a session of its own) after a forced promotion, and the pool's guard (on the writer thread) raising it while a
     job makes no progress (it sleeps) and lowering it once its queue is empty."""
     from plax_numba import compile_worker, starvation_guard
     if not cpu_priority.can_leave_idle():
@@ -175,6 +186,13 @@ def test_a_real_idle_worker_is_raised_by_its_guard_and_lowered_when_its_queue_em
         forced.check(busy=True)
         forced.check(busy=True)  # (a fake reader: no progress at all)
         assert forced.promoted and os.sched_getscheduler(pid) == os.SCHED_OTHER
+        # and it moves to a session of its own when asked (its handler was in place:
+        # numba imported comes after it)
+        assert forced.own_session
+        deadline = time.monotonic() + 60
+        while os.getsid(pid) != pid:
+            assert time.monotonic() < deadline, "the worker never left the program's session"
+            time.sleep(0.01)
         forced.check(busy=False)
         assert os.sched_getscheduler(pid) == os.SCHED_IDLE
         # a job that sleeps: busy without progress, as a starved one is
