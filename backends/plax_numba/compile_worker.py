@@ -18,7 +18,9 @@ waiting) and stay warm. ``PLAX_NUMBA_WORKERS`` sets how many at most (default 1;
 in the user's process, in the background thread, as before); a further one starts only when
 :data:`BACKLOG_FOR_ANOTHER` jobs wait. ``PLAX_NUMBA_WORKER_PRIORITY=idle`` runs them at
 ``SCHED_IDLE`` in the program's session instead, using only what the program leaves of the
-CPU (:mod:`plax_numba.cpu_priority`: what each setting costs, measured).
+CPU (:mod:`plax_numba.cpu_priority`: what each setting costs, measured), each watched by a
+starvation guard on its writer thread that raises it while its jobs make no progress
+(:mod:`plax_numba.starvation_guard`).
 
 A job is a module-level function and its arguments (pickled by reference), run in the
 worker; :func:`submit` returns a :class:`concurrent.futures.Future` of its result. Jobs wait
