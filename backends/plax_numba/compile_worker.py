@@ -132,6 +132,9 @@ class _Worker:
              str(from_child_w)],
             pass_fds=(to_child_r, from_child_w), env=env, stdin=subprocess.DEVNULL,
             close_fds=True, start_new_session=_own_session() and not idle)
+        # its policy is set here, by the program alone (the starvation guard below raises
+        # it): the first milliseconds of its interpreter's start run at the normal policy
+        cpu_priority.enter_worker_priority(idle, self.proc.pid)
         os.close(to_child_r)
         os.close(from_child_w)
         #: an idle worker's starvation guard (None: a normal worker, or no guard here), run
@@ -182,7 +185,7 @@ class _Worker:
                 now = time.monotonic()
                 if due is None or now >= due:
                     guard.check(busy=bool(self.pending))
-                    due = now + guard.interval
+                    due = now + guard.next_check()
                 try:
                     message = self.outbox.get(timeout=max(0.0, due - now))
                 except queue.Empty:
@@ -493,10 +496,9 @@ def _warm_up(job_waiting=lambda: False) -> None:
 
 
 def _serve(in_fd: int, out_fd: int) -> None:
-    idle = os.environ.get(_IDLE_VARIABLE) == "1"
-    if idle:  # (first: a starved worker's guard may ask it to leave the session soon)
+    if os.environ.get(_IDLE_VARIABLE) == "1":  # (the program set its policy: Popen's caller)
+        # first: a starved worker's guard asks it to leave the program's session
         starvation_guard.leave_session_on_request()
-    cpu_priority.enter_worker_priority(idle)
     reader, writer = os.fdopen(in_fd, "rb"), os.fdopen(out_fd, "wb")
     import warnings
     warnings.simplefilter("ignore")  # numba's performance hints: the user's process decides

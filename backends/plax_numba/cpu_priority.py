@@ -90,20 +90,23 @@ def worker_runs_idle() -> bool:
     return worker_priority() == "idle" and idle_available()
 
 
-def enter_worker_priority(idle: bool) -> None:
-    """Called by a compile worker as it starts: puts it at ``SCHED_IDLE`` when ``idle``
-    (the threads it starts later inherit the policy). Best effort: a refusal (a sandbox)
-    leaves the normal policy.
+def enter_worker_priority(idle: bool, pid: int = 0) -> None:
+    """Puts compile worker ``pid`` (0: this process) at ``SCHED_IDLE`` when ``idle``: called
+    by the program right after it starts the worker, so that only the program sets the
+    worker's policy (its starvation guard raises it later; a worker lowering itself could
+    undo that). The threads the worker starts later inherit the policy. Best effort: a
+    refusal (a sandbox) leaves the normal policy.
 
     Args:
       idle: the program asked for :func:`worker_runs_idle`.
+      pid: the worker's process id.
 
     Example::
 
-      enter_worker_priority(os.environ.get("PLAX_NUMBA_WORKER_IDLE") == "1")
+      enter_worker_priority(cpu_priority.worker_runs_idle(), proc.pid)
     """
     if idle and idle_available():
         try:
-            os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+            os.sched_setscheduler(pid, os.SCHED_IDLE, os.sched_param(0))
         except OSError:
             pass

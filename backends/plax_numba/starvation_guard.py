@@ -128,6 +128,10 @@ def set_idle(pid: int, idle: bool) -> None:
                 raise
 
 
+#: seconds between asks to a raised worker whose handler for the session move is not in
+#: place yet (its interpreter is starting: milliseconds once raised)
+ASK_AGAIN = 0.01
+
 #: the signal asking an idle worker to leave the program's session (``os.setsid``; the
 #: worker's handler: :func:`leave_session_on_request`)
 LEAVE_SESSION_SIGNAL = getattr(signal, "SIGUSR1", None)
@@ -219,6 +223,12 @@ class StarvationGuard:
     def active(self) -> bool:
         """Whether the guard watches at all (a positive interval, not refused)."""
         return self.interval > 0 and not self.refused
+
+    def next_check(self) -> float:
+        """Seconds until the next check: :attr:`interval`, or :data:`ASK_AGAIN` while a
+        raised worker has not been asked to leave the program's session yet (its handler
+        was not in place: meanwhile it shares the program's CPU)."""
+        return ASK_AGAIN if self.promoted and not self.own_session else self.interval
 
     def check(self, busy: bool) -> None:
         """One check: ``busy`` says whether the worker has a job now (sent, not answered).

@@ -37,8 +37,8 @@ def _worker(monkeypatch, priority: str) -> int:
     compile_worker.restart_allowed()
     compile_worker._pool.prestart()
     (pid,) = compile_worker.worker_pids()
-    # (the policy is set as the worker's interpreter starts: wait for its first import of
-    # numba, which comes after, without timing anything)
+    # (the policy is set as the worker starts, and the worker's handler for the session
+    # move is in place before it imports numba: wait for that import, timing nothing)
     deadline = time.monotonic() + 120
     while "numba" not in open(f"/proc/{pid}/maps").read():
         assert time.monotonic() < deadline, "the worker never imported numba"
@@ -70,9 +70,9 @@ def test_a_refused_policy_leaves_the_worker_running(monkeypatch):
     monkeypatch.setattr(os, "sched_setscheduler", refuse)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        cpu_priority.enter_worker_priority(True)
-        cpu_priority.enter_worker_priority(False)
-    assert [a[1] for a in calls] == [os.SCHED_IDLE]
+        cpu_priority.enter_worker_priority(True, 1234)
+        cpu_priority.enter_worker_priority(False, 1234)
+    assert [a[:2] for a in calls] == [(1234, os.SCHED_IDLE)]
 
 
 # ---------------------------------------------------------------- the starvation guard
@@ -108,6 +108,7 @@ class _FakeWorker:
 
 
 def test_the_guard_raises_a_starved_worker_after_its_stalled_checks_and_lowers_it_idle():
+    from plax_numba import starvation_guard
     fake = _FakeWorker()
     guard = fake.guard()
     guard.check(busy=True)  # the first check only takes the worker's CPU time
@@ -126,6 +127,7 @@ def test_the_guard_raises_a_starved_worker_after_its_stalled_checks_and_lowers_i
     assert not fake.idle and guard.promoted and guard.promotions == 1
     # raised for the rest of its queue, whatever it gets now; asked to leave the program's
     # session at each check until its handler is in place, then no more
+    assert guard.next_check() == starvation_guard.ASK_AGAIN  # (asked again soon)
     fake.advance(0.1, share=1.0)
     guard.check(busy=True)
     fake.handler = True
@@ -133,6 +135,7 @@ def test_the_guard_raises_a_starved_worker_after_its_stalled_checks_and_lowers_i
         fake.advance(0.1, share=1.0)
         guard.check(busy=True)
     assert fake.calls == [(7, False)] + [(7, "leave session")] * 3 and guard.own_session
+    assert guard.next_check() == guard.interval
     guard.check(busy=False)  # its queue is empty: lowered again
     assert fake.idle and not guard.promoted and guard.demotions == 1
     assert fake.calls[-1] == (7, True)
