@@ -179,12 +179,15 @@ class _Worker:
         # hands the pending jobs to a fresh worker (Pool.worker_died).
         guard, due = self.guard, None
         while True:
-            if guard is not None and (self.pending or guard.promoted):
+            # the worker has work: jobs, or its start and warm-up (which its first job
+            # waits for: a worker starved there is as late as one starved in a job)
+            busy = bool(self.pending) or (not self.warm and self.alive)
+            if guard is not None and (busy or guard.promoted):
                 # the starvation guard's checks (plax_numba.starvation_guard): every
-                # guard.interval while the worker has jobs, once more when it has none
+                # guard.interval while the worker has work, once more when it has none
                 now = time.monotonic()
                 if due is None or now >= due:
-                    guard.check(busy=bool(self.pending))
+                    guard.check(busy=busy)
                     due = now + guard.next_check()
                 try:
                     message = self.outbox.get(timeout=max(0.0, due - now))

@@ -15,7 +15,8 @@ they do not (after the stalled checks). Once moved, the worker stays in its own 
 where ``SCHED_IDLE`` is weighed only against itself: from then on it runs as a normal
 worker does.
 
-The checks run on the worker's writer thread (:mod:`plax_numba.compile_worker`), a thread of
+A worker's start and warm-up (numba's import, two small compilations: its first job waits
+for them) count as work too. The checks run on the worker's writer thread (:mod:`plax_numba.compile_worker`), a thread of
 plax's that waits for jobs to send, never on the program's calls; a check costs two small
 ``/proc`` reads. The guard is off (the worker stays idle whatever happens) where the CPU time
 cannot be read (not Linux), with ``PLAX_NUMBA_GUARD_INTERVAL=0``, or where the system refuses
@@ -231,7 +232,8 @@ class StarvationGuard:
         return ASK_AGAIN if self.promoted and not self.own_session else self.interval
 
     def check(self, busy: bool) -> None:
-        """One check: ``busy`` says whether the worker has a job now (sent, not answered).
+        """One check: ``busy`` says whether the worker has work now (a job sent and not
+        answered, or its warm-up).
 
         A busy worker that ran less than :attr:`share` of a core since the last check
         counts one stalled check; :attr:`checks` in a row raise it. An idle one is lowered
