@@ -16,11 +16,19 @@ much of that the worker causes depends on how it is scheduled:
 * ``idle``: ``SCHED_IDLE``, in the program's session. A waking program thread preempts it
   at once and the program's busy threads always run first, so it only uses what the
   program leaves of a core (measured: the program's threads queued behind it at most one
-  tick, 4 ms). But it gets no CPU while the program (its BLAS threads or parallel loops
+  tick, 4 ms). Alone, it gets no CPU while the program (its BLAS threads or parallel loops
   included) or other processes keep every core busy: on the loaded host it got a tenth of
-  the CPU time it got at ``normal``, and the MLP step's kernels took 19-169 s instead of
-  3-11 s. Use it where the program leaves a core free and its threads' latency matters
-  more than when the kernels arrive.
+  the CPU time it got at ``normal``, and the MLP step's kernels took 19-234 s instead of
+  3-11 s. So it runs under a starvation guard (:mod:`plax_numba.starvation_guard`): a
+  worker whose work (its warm-up, its jobs) makes no progress for 0.3 s is raised to the
+  normal policy and moved to a session of its own, as a ``normal`` worker runs, and lowered
+  when its queue is empty. Guarded, its kernels arrived with a normal worker's on the
+  loaded host (load average 8-16, where the guard raised it in every run), and the pauses
+  it causes were not clearly lower there (``docs/performance.md``, "The starvation
+  guard"); the guard needs ``CAP_SYS_NICE`` or a high ``RLIMIT_NICE``
+  (:func:`can_leave_idle`), without which an idle worker stays idle. Use it where the
+  program leaves a core free and its threads' latency matters more than when the kernels
+  arrive.
 
 The settings ruled out: ``nice`` does nothing across autogroups, and a nice autogroup
 starves the worker (selu's time to the fast path went from 2 s to 26 s on the loaded host);
