@@ -62,9 +62,15 @@ share, which the CPU times do not.
 The last column is how long plax's own loading and linking steps in this process held the
 GIL (:class:`GilClock`): per step (the first tier's ``plan`` on the program's thread, the
 loader's ``set-up``, each numba artifact's ``link``, each ``first tier`` build), the
-thread CPU time outside llvmlite's GIL-releasing C calls, in total and its longest stretch.
+thread CPU time outside llvmlite's GIL-releasing C calls, in total and its longest stretch
+(in brackets, the longest wait that stretch can cause another thread: the switch interval
+where the step hands the GIL over every ``tiered.LOAD_SWITCH_INTERVAL``).
 The host pauses a ticking thread by tens of milliseconds with nothing compiling, so the
 pause columns cannot show a few milliseconds; this measures the steps themselves.
+
+After the table, one line per cold run states issue 26's pause goal (at most 2 ms caused by
+compiling): the raw longest pause and p99 while compiling, the part compiling caused at
+most, and the same process's pauses with nothing compiling.
 
 Run ``python benchmarks/numba_tiering.py`` (``--workloads selu`` for one); it prints the table.
 Times depend on the host's load: compare rows of one run.
