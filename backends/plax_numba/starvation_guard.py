@@ -22,7 +22,9 @@ plax's that waits for jobs to send, never on the program's calls; a check costs 
 cannot be read (not Linux), with ``PLAX_NUMBA_GUARD_INTERVAL=0``, or where the system refuses
 to raise the policy: leaving ``SCHED_IDLE`` takes ``CAP_SYS_NICE`` or a ``RLIMIT_NICE`` of
 20 or more (:func:`plax_numba.cpu_priority.can_leave_idle`), which an unprivileged user
-usually lacks; the default priority is then ``normal``.
+usually lacks (the guard turns itself off at its first refused promotion). Measured, it
+did not make ``idle`` a better default than ``normal`` on a busy host
+(``docs/performance.md``, "The starvation guard").
 
 Settings (environment variables, read when a worker starts):
 
