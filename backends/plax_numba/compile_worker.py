@@ -19,8 +19,8 @@ in the user's process, in the background thread, as before); a further one start
 :data:`BACKLOG_FOR_ANOTHER` jobs wait. ``PLAX_NUMBA_WORKER_PRIORITY=idle`` runs them at
 ``SCHED_IDLE`` in the program's session instead, using only what the program leaves of the
 CPU (:mod:`plax_numba.cpu_priority`: what each setting costs, measured), each watched by a
-starvation guard on its writer thread that raises it while its jobs make no progress
-(:mod:`plax_numba.starvation_guard`).
+starvation guard on its writer thread that raises it while its work (its warm-up, its jobs)
+makes no progress (:mod:`plax_numba.starvation_guard`).
 
 A job is a module-level function and its arguments (pickled by reference), run in the
 worker; :func:`submit` returns a :class:`concurrent.futures.Future` of its result. Jobs wait
@@ -52,7 +52,8 @@ from plax_numba import cpu_priority, starvation_guard
 
 _HEADER = struct.Struct("<Q")  # each message: its pickle's length, then the pickle
 _WARM = 0  # the job id of a worker's first message: warmed up, ready for jobs
-#: set by the program for its worker: "1" runs it at SCHED_IDLE (plax_numba.cpu_priority)
+#: set by the program for its worker: "1", the program runs it at SCHED_IDLE
+#: (plax_numba.cpu_priority), and it takes its guard's request to leave the session
 _IDLE_VARIABLE = "PLAX_NUMBA_WORKER_IDLE"
 
 
@@ -138,7 +139,7 @@ class _Worker:
         os.close(to_child_r)
         os.close(from_child_w)
         #: an idle worker's starvation guard (None: a normal worker, or no guard here), run
-        #: by the writer thread while the worker has jobs
+        #: by the writer thread while the worker has work (its warm-up, jobs)
         self.guard = (starvation_guard.StarvationGuard(self.proc.pid) if idle else None)
         if self.guard is not None and not self.guard.active:
             self.guard = None
