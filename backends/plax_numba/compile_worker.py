@@ -18,7 +18,9 @@ waiting) and stay warm. ``PLAX_NUMBA_WORKERS`` sets how many at most (default 1;
 in the user's process, in the background thread, as before); a further one starts only when
 :data:`BACKLOG_FOR_ANOTHER` jobs wait. ``PLAX_NUMBA_WORKER_PRIORITY=idle`` runs them at
 ``SCHED_IDLE`` in the program's session instead, using only what the program leaves of the
-CPU (:mod:`plax_numba.cpu_priority`: what each setting costs, measured).
+CPU (:mod:`plax_numba.cpu_priority`: what each setting costs, measured), each watched by a
+starvation guard on its writer thread that raises it while its work (its warm-up, its jobs)
+makes no progress (:mod:`plax_numba.starvation_guard`).
 
 A job is a module-level function and its arguments (pickled by reference), run in the
 worker; :func:`submit` returns a :class:`concurrent.futures.Future` of its result. Jobs wait
@@ -42,14 +44,16 @@ import struct
 import subprocess
 import sys
 import threading
+import time
 import traceback
 from concurrent.futures import Future
 
-from plax_numba import cpu_priority
+from plax_numba import cpu_priority, starvation_guard
 
 _HEADER = struct.Struct("<Q")  # each message: its pickle's length, then the pickle
 _WARM = 0  # the job id of a worker's first message: warmed up, ready for jobs
-#: set by the program for its worker: "1" runs it at SCHED_IDLE (plax_numba.cpu_priority)
+#: set by the program for its worker: "1", the program runs it at SCHED_IDLE
+#: (plax_numba.cpu_priority), and it takes its guard's request to leave the session
 _IDLE_VARIABLE = "PLAX_NUMBA_WORKER_IDLE"
 
 
@@ -129,8 +133,16 @@ class _Worker:
              str(from_child_w)],
             pass_fds=(to_child_r, from_child_w), env=env, stdin=subprocess.DEVNULL,
             close_fds=True, start_new_session=_own_session() and not idle)
+        # its policy is set here, by the program alone (the starvation guard below raises
+        # it): the first milliseconds of its interpreter's start run at the normal policy
+        cpu_priority.enter_worker_priority(idle, self.proc.pid)
         os.close(to_child_r)
         os.close(from_child_w)
+        #: an idle worker's starvation guard (None: a normal worker, or no guard here), run
+        #: by the writer thread while the worker has work (its warm-up, jobs)
+        self.guard = (starvation_guard.StarvationGuard(self.proc.pid) if idle else None)
+        if self.guard is not None and not self.guard.active:
+            self.guard = None
         self.writer = os.fdopen(to_child_w, "wb")
         self.reader = os.fdopen(from_child_r, "rb")
         self.write_lock = threading.Lock()
@@ -166,8 +178,27 @@ class _Worker:
     def _write(self) -> None:
         # A failed write means the worker is gone: its reader sees the end of the pipe and
         # hands the pending jobs to a fresh worker (Pool.worker_died).
+        guard, due = self.guard, None
         while True:
-            message = self.outbox.get()
+            # the worker has work: jobs, or its start and warm-up (which its first job
+            # waits for: a worker starved there is as late as one starved in a job)
+            busy = bool(self.pending) or (not self.warm and self.alive)
+            if guard is not None and (busy or guard.promoted):
+                # the starvation guard's checks (plax_numba.starvation_guard): every
+                # guard.interval while the worker has work, once more when it has none
+                now = time.monotonic()
+                if due is None or now >= due:
+                    guard.check(busy=busy)
+                    due = now + guard.next_check()
+                try:
+                    message = self.outbox.get(timeout=max(0.0, due - now))
+                except queue.Empty:
+                    continue
+            else:
+                if due is not None:  # (the queue emptied: the next job's checks start anew)
+                    guard.check(busy=False)
+                    due = None
+                message = self.outbox.get()
             if message is None:
                 break
             try:
@@ -393,6 +424,16 @@ def worker_pids() -> list[int]:
         return [w.pid for w in _pool.workers if w.alive]
 
 
+def guard_counts() -> dict:
+    """What the running workers' starvation guards did (:mod:`plax_numba.starvation_guard`):
+    ``{"guarded": workers watched, "promotions": times raised, "demotions": times
+    lowered}`` (benchmarks report it)."""
+    with _pool.lock:
+        guards = [w.guard for w in _pool.workers if w.guard is not None]
+    return {"guarded": len(guards), "promotions": sum(g.promotions for g in guards),
+            "demotions": sum(g.demotions for g in guards)}
+
+
 def started() -> int:
     """How many worker processes this process has started (restarts included)."""
     return _pool.started
@@ -459,7 +500,9 @@ def _warm_up(job_waiting=lambda: False) -> None:
 
 
 def _serve(in_fd: int, out_fd: int) -> None:
-    cpu_priority.enter_worker_priority(os.environ.get(_IDLE_VARIABLE) == "1")
+    if os.environ.get(_IDLE_VARIABLE) == "1":  # (the program set its policy: Popen's caller)
+        # first: a starved worker's guard asks it to leave the program's session
+        starvation_guard.leave_session_on_request()
     reader, writer = os.fdopen(in_fd, "rb"), os.fdopen(out_fd, "wb")
     import warnings
     warnings.simplefilter("ignore")  # numba's performance hints: the user's process decides

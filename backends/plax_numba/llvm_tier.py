@@ -297,8 +297,12 @@ def plan(cluster, kernel_plan) -> FirstTier | None:
       if first is not None:
           build(first, plan.primitives, path)
     """
+    from plax_numba import tiered
     try:
-        return _plan(cluster, kernel_plan)
+        # (milliseconds of Python per cluster: handed over at short intervals while a
+        # compilation is in flight, so the program's other threads do not wait behind it)
+        with tiered.yielding_while_compiling():
+            return _plan(cluster, kernel_plan)
     except Unsupported as err:
         reason = str(err)
         declined[reason] = declined.get(reason, 0) + 1

@@ -642,8 +642,10 @@ def plan(jaxpr, whole_plan) -> FirstTier | None:
       if first is not None:
           step = llvm_tier.build(first, plan.primitives, path)
     """
+    from plax_numba import tiered
     try:
-        return _plan(jaxpr, whole_plan)
+        with tiered.yielding_while_compiling():  # (as llvm_tier.plan's)
+            return _plan(jaxpr, whole_plan)
     except (Unsupported, codegen.Unsupported) as err:
         reason = f"native loop: {err}"
         llvm_tier.declined[reason] = llvm_tier.declined.get(reason, 0) + 1

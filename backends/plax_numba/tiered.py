@@ -115,6 +115,21 @@ def yielding_gil():
                 sys.setswitchinterval(_yielding[1])
 
 
+def yielding_while_compiling():
+    """:func:`yielding_gil` while a compile window is open (:func:`compile_window_open`),
+    else nothing: for plax's pure-Python steps on the program's thread (a first tier's
+    ``plan``, milliseconds per cluster) while another of its threads waits on a compilation
+    to load: they then hand the GIL to a waiting thread (the program's own, pmap's device
+    threads) every :data:`LOAD_SWITCH_INTERVAL` instead of every 5 ms.
+
+    Example::
+
+      with yielding_while_compiling():
+          first = llvm_tier.plan(cluster, kernel_plan)
+    """
+    return yielding_gil() if compile_window_open() else contextlib.nullcontext()
+
+
 def counting(interp, job, after: int, request=None, at_once: bool = False):
     """``interp`` that submits ``job`` (the compilation) once it has run ``after`` times.
     A compile worker starts now (:func:`plax_numba.compile_worker.prestart`): its start-up

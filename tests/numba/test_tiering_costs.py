@@ -9,6 +9,7 @@ import sys
 import textwrap
 
 import numpy as np
+import pytest
 
 import plax
 from plax import numpy as jnp
@@ -73,3 +74,25 @@ def test_the_worker_compiles_a_kernel_without_importing_plax(tmp_path):
     x = np.linspace(-1, 1, 9, dtype=np.float32)
     np.testing.assert_allclose(eval(values), np.exp(x.astype(np.float64)) * 0.5, rtol=1e-6)
     assert modules == "[]"
+
+
+def test_the_first_tiers_plan_hands_the_gil_over_often_while_a_compile_is_in_flight(
+        monkeypatch):
+    """A first tier's ``plan`` (milliseconds of Python, on the program's thread) runs with
+    the interpreter's switch interval lowered while a compile window is open, so a thread
+    waiting for the GIL gets it within ``LOAD_SWITCH_INTERVAL`` (counted, not timed)."""
+    from plax_numba import llvm_tier, llvm_tier_loops, tiered
+    seen = []
+    monkeypatch.setattr(llvm_tier, "_plan", lambda *a: seen.append(sys.getswitchinterval()))
+    monkeypatch.setattr(llvm_tier_loops, "_plan",
+                        lambda *a: seen.append(sys.getswitchinterval()))
+    default = sys.getswitchinterval()
+    assert default > tiered.LOAD_SWITCH_INTERVAL
+    for window_open in (False, True):
+        monkeypatch.setattr(tiered, "compile_window_open", lambda: window_open)
+        llvm_tier.plan(None, None)
+        llvm_tier_loops.plan(None, None)
+    # (the interpreter keeps the interval in microseconds)
+    assert seen == pytest.approx([default, default, tiered.LOAD_SWITCH_INTERVAL,
+                                  tiered.LOAD_SWITCH_INTERVAL], abs=1e-6)
+    assert sys.getswitchinterval() == default
