@@ -383,6 +383,9 @@ static inline unsigned long long atomicCAS(unsigned long long* p, unsigned long 
 static inline unsigned int atomicExch(unsigned int* p, unsigned int v) {
   return __atomic_exchange_n(p, v, __ATOMIC_SEQ_CST);
 }
+static inline unsigned long long atomicExch(unsigned long long* p, unsigned long long v) {
+  return __atomic_exchange_n(p, v, __ATOMIC_SEQ_CST);
+}
 #ifdef PLAX_SIM
 static inline void __threadfence() { __atomic_thread_fence(__ATOMIC_SEQ_CST); plax_sim_fence(); }
 #else

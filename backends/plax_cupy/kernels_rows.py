@@ -163,6 +163,11 @@ static inline void plax_row_note_look_back(unsigned long long steps) {
 #else
 #define PLAX_ROW_NOTE_LOOK_BACK(steps) ((void)(steps))
 #endif
+// (a threaded host test defines it to hold a tile between publishing its total and its
+// inclusive scan, so later tiles meet totals to pass and fold)
+#ifndef PLAX_ROW_AFTER_TOTAL
+#define PLAX_ROW_AFTER_TOTAL(job) ((void)(job))
+#endif
 // element p of a row's scan order (from its end when reversed)
 __device__ __forceinline__ long long plax_row_at(long long base, long long n, long long inner,
                                                  int reverse, long long p) {
@@ -196,6 +201,249 @@ template <typename T> __device__ __forceinline__ T plax_logaddexp(T a, T b) {
   if (d <= 0) return b + log1p(exp(d));
   return d;  // NaN
 }
+"""
+
+
+#: predecessors whose published values a tile's packed look-back holds (in shared memory) while
+#: it walks back; a tile that passes this many totals without meeting an inclusive scan waits on
+#: the farthest one's (that tile was taken earlier, so it finishes: no deadlock)
+LOOK_BACK_SPAN = 256
+
+
+def packs(itemsize: int) -> bool:
+    """Whether a tile of ``itemsize``-byte elements publishes its status and value in one 64-bit
+    word (the packed look-back: one load per predecessor, no fence between flag and value): up to
+    4-byte elements. Wider ones publish a flag word and a value apart (two ordered reads).
+
+    Example:
+      >>> packs(4), packs(2), packs(8)
+      (True, True, False)
+    """
+    return itemsize <= 4
+
+
+def look_back_scratch(jobs: int, dtype) -> list:
+    """The uncleared scratch of a single-pass scan of ``jobs`` tiles of ``dtype`` elements, in the
+    kernel's parameter order after ``state`` (two ``uint64`` tagged counters, allocated apart):
+    ``[words]`` (a ``uint64`` per tile) where :func:`packs`, else ``[flags, vals]`` (a ``uint32``
+    per tile, and two elements per tile: aggregates, then inclusive scans).
+
+    Example:
+      >>> [a.dtype for a in look_back_scratch(4, np.float32)]   # doctest: +SKIP
+      [dtype('uint64')]
+    """
+    dtype = np.dtype(dtype)
+    if packs(dtype.itemsize):
+        return [cupy.empty((jobs,), np.uint64)]
+    return [cupy.empty((jobs,), np.uint32), cupy.empty((2 * jobs,), dtype)]
+
+
+def _packed_look_back(name: str, T: str) -> str:
+    """The packed look-back of ``name`` on ``T`` (at most 4 bytes): see :func:`_single_pass_source`."""
+    return f"""
+// A tile's status and value in one 64-bit word: ((tag << 2) | status) << 32 | the value's bits
+// (status 1: the tile's total, 2: its inclusive scan). One store publishes both and one load
+// reads both (a naturally aligned 64-bit access is single-copy atomic): no fence between a flag
+// and its value, and one memory round trip per window of predecessors.
+__device__ __forceinline__ unsigned long long {name}_pack({T} v, unsigned int status) {{
+  unsigned int bits = 0u;
+  memcpy(&bits, &v, sizeof({T}));
+  return ((unsigned long long)status << 32) | bits;
+}}
+__device__ __forceinline__ {T} {name}_unpack(unsigned long long word) {{
+  const unsigned int bits = (unsigned int)word;
+  {T} v;
+  memcpy(&v, &bits, sizeof({T}));
+  return v;
+}}
+// The walk reads {WINDOW} predecessors' words a step (the block's threads at once), keeps their
+// values in `held` (slot d - 1 for the tile d before this one), and passes every total up to the
+// nearest tile that has not published one; it stops at an inclusive scan. One thread then folds
+// the held values in tile order from that inclusive scan. A tile that passes {LOOK_BACK_SPAN}
+// totals re-reads the farthest one until it is an inclusive scan. The whole block calls it; it
+// returns the carry (`*carry`, shared) to every thread.
+__device__ PLAX_ROW_NOINLINE {T} {name}_look_back(unsigned long long* words, long long job,
+    long long k, {T} total, unsigned int tag, unsigned int* seen, {T}* held, {T}* carry) {{
+  const unsigned int agg = (tag << 2) | 1u, inc = (tag << 2) | 2u;
+  const long long t = threadIdx.x, threads = blockDim.x;
+  if (k == 0) {{  // the row's first tile: its total is its inclusive scan
+    if (t == 0) atomicExch(words + job, {name}_pack(total, inc));
+    return total;  // (unused: the row's first tile has no carry)
+  }}
+  if (t == 0) atomicExch(words + job, {name}_pack(total, agg));
+  PLAX_ROW_AFTER_TOTAL(job);
+  const long long first = job - k;  // (the row's first tile publishes an inclusive scan)
+  const long long reach = k < {LOOK_BACK_SPAN} ? first : job - {LOOK_BACK_SPAN};  // (held slots)
+  long long end = job, found = -1;  // tiles [end, job) have published their totals
+  unsigned long long steps = 0;
+  while (found < 0) {{
+    const bool waits = end == reach;  // (passed every held slot: wait on the farthest)
+    if (waits) end = reach + 1;
+    const long long width = end - reach < {WINDOW} ? end - reach : {WINDOW};
+    for (long long i = t; i < width; i += threads) {{
+      const unsigned long long w = *(volatile unsigned long long*)(words + end - 1 - i);
+      const unsigned int status = (unsigned int)(w >> 32);
+      seen[i] = status == inc ? 2u : status == agg ? 1u : 0u;
+      held[job - end + i] = {name}_unpack(w);
+    }}
+    __syncthreads();
+    long long passed = 0;
+    while (passed < width && seen[passed] == 1u) ++passed;
+    if (passed < width && seen[passed] == 2u) found = end - 1 - passed;
+    end -= passed;
+    ++steps;
+    if (found < 0 && (passed < width || waits)) PLAX_ROW_SPIN();  // (a tile not done yet)
+    __syncthreads();  // (seen is written again next step)
+  }}
+  if (t == 0) {{
+    {T} acc = held[job - 1 - found];
+    for (long long c = found + 1; c < job; ++c) acc = {name}_op(acc, held[job - 1 - c]);
+    atomicExch(words + job, {name}_pack({name}_op(acc, total), inc));
+    *carry = acc;
+    PLAX_ROW_NOTE_LOOK_BACK(steps);
+  }}
+  __syncthreads();
+  return *carry;
+}}
+"""
+
+
+def _two_word_look_back(name: str, T: str) -> str:
+    """The two-word look-back of ``name`` on ``T`` (over 4 bytes): see :func:`_single_pass_source`."""
+    return f"""
+// The two-word look-back (elements over 4 bytes: a flag and a value apart, so a value is read
+// after its flag and a fence) takes {WINDOW} predecessors a step: the block's threads read
+// their flags at once (`seen`: 0 unset, 1 aggregate, 2 inclusive, nearest first), and the walk
+// passes every aggregate up to the nearest tile that is not one; the totals after
+// the inclusive scan found are then read {WINDOW} at a time (`window`) and folded in tile order
+// by one thread. The whole block calls it; it returns the carry (`*carry`, shared) to every
+// thread.
+__device__ PLAX_ROW_NOINLINE {T} {name}_look_back(unsigned int* flags, {T}* vals, long long jobs,
+    long long job, long long k, {T} total, unsigned int tag, unsigned int* seen, {T}* window,
+    {T}* carry) {{
+  {T}* aggregate = vals;
+  {T}* inclusive = vals + jobs;
+  const unsigned int agg = (tag << 2) | 1u, inc = (tag << 2) | 2u;
+  const long long t = threadIdx.x, threads = blockDim.x;
+  if (k == 0) {{  // the row's first tile: its total is its inclusive scan
+    if (t == 0) {{
+      inclusive[job] = total;
+      __threadfence();
+      atomicExch(flags + job, inc);
+    }}
+    return total;  // (unused: the row's first tile has no carry)
+  }}
+  if (t == 0) {{
+    aggregate[job] = total;
+    __threadfence();
+    atomicExch(flags + job, agg);
+  }}
+  PLAX_ROW_AFTER_TOTAL(job);
+  const long long first = job - k;  // (the row's first tile publishes an inclusive scan)
+  long long end = job, found = -1;  // tiles [end, job) have published their totals
+  unsigned long long steps = 0;
+  while (found < 0) {{
+    const long long width = end - first < {WINDOW} ? end - first : {WINDOW};
+    for (long long i = t; i < width; i += threads) {{
+      const unsigned int f = *(volatile unsigned int*)(flags + end - 1 - i);
+      seen[i] = f == inc ? 2u : f == agg ? 1u : 0u;
+    }}
+    if (t < width) __threadfence();  // (a flag read before the value it publishes)
+    __syncthreads();
+    long long passed = 0;
+    while (passed < width && seen[passed] == 1u) ++passed;
+    if (passed < width && seen[passed] == 2u) found = end - 1 - passed;
+    end -= passed;
+    ++steps;
+    if (found < 0 && passed < width) PLAX_ROW_SPIN();  // tile end - 1 has not published yet
+    __syncthreads();  // (seen is written again next step)
+  }}
+  {T} acc;
+  if (t == 0) acc = plax_row_read_published(inclusive + found);
+  for (long long c = found + 1; c < job; c += {WINDOW}) {{
+    const long long m = job - c < {WINDOW} ? job - c : {WINDOW};
+    for (long long i = t; i < m; i += threads) window[i] = plax_row_read_published(aggregate + c + i);
+    __syncthreads();
+    if (t == 0) {{  // (unrolled: the window's loads issue together, then the chain of ops)
+      #pragma unroll
+      for (int i = 0; i < {WINDOW}; ++i)
+        if (i < m) acc = {name}_op(acc, window[i]);
+    }}
+    ++steps;
+    __syncthreads();
+  }}
+  if (t == 0) {{
+    inclusive[job] = {name}_op(acc, total);
+    __threadfence();
+    atomicExch(flags + job, inc);
+    *carry = acc;
+    PLAX_ROW_NOTE_LOOK_BACK(steps);
+  }}
+  __syncthreads();
+  return *carry;
+}}
+"""
+
+
+def _single_pass_source(name: str, T: str, staged: int) -> str:
+    """The single-pass kernel ``name + "_single_pass"`` on ``T`` elements (with its look-back:
+    packed where :func:`packs` the element size, else two words), for :func:`cumulative_source`,
+    whose helpers it calls; ``staged``: the shared elements a tile is staged in."""
+    packed = packs(_ITEMSIZE[T])
+    if packed:
+        scratch, look_back = "unsigned long long* words", _packed_look_back(name, T)
+        walk_shared = f"__shared__ {T} held[{LOOK_BACK_SPAN}];"
+        call = f"{name}_look_back(words, job, k, total, tag, seen, held, &carry);"
+        clear = "words[i] = 0ull;"
+    else:
+        scratch, look_back = f"unsigned int* flags, {T}* vals", _two_word_look_back(name, T)
+        walk_shared = f"__shared__ {T} window[{WINDOW}];"
+        call = f"{name}_look_back(flags, vals, jobs, job, k, total, tag, seen, window, &carry);"
+        clear = "flags[i] = 0u;"
+    return f"""// rows split in tiles in one launch: tiles taken in ticket order (a tile waits only on tiles
+// taken before it, by running blocks); each publishes its total, looks back to the nearest
+// tile of its row with a published inclusive scan and folds the totals after it in tile order
+// (so every carry is the same left fold of the totals, whoever finished first), publishes its
+// inclusive scan, then scans its elements from the carry. `state` (two tagged counters),
+// `words` (packed: a status and value per tile) or `flags` (one per tile, (tag << 2) | 1
+// aggregate, | 2 inclusive) and `vals` (aggregates, then inclusive scans) need no clearing: a
+// word of another tag is unset; the last block out clears them, so a CUDA graph replaying the
+// launch with its tag finds them unset too.
+{look_back}extern "C" __global__ void {name}_single_pass(const {T}* __restrict__ x, {T}* __restrict__ y,
+    unsigned long long* state, {scratch}, long long rows, long long n,
+    long long inner, int reverse, long long tile, unsigned int tag) {{
+  __shared__ {T} buf[{staged}];
+  __shared__ {T} totals[{THREADS}];
+  {walk_shared}
+  __shared__ unsigned int seen[{WINDOW}];
+  __shared__ {T} carry;
+  __shared__ long long ticket;
+  __shared__ int last;
+  const long long tiles = (n + tile - 1) / tile, jobs = rows * tiles;
+  for (;;) {{
+    if (threadIdx.x == 0) ticket = (long long)plax_tagged_count(state, tag);
+    __syncthreads();
+    const long long job = ticket;
+    if (job >= jobs) break;
+    const long long row = job / tiles, k = job % tiles, start = k * tile;
+    const long long len = start + tile < n ? tile : n - start;
+    const long long base = (row / inner) * n * inner + row % inner;
+    {name}_load(x, base, n, inner, reverse, start, len, buf);
+    const {T} total = {name}_reduce(buf, len, totals);
+    {call}
+    {name}_scan(buf, len, totals, k ? &carry : nullptr);
+    {name}_store(y, base, n, inner, reverse, start, len, buf);
+  }}
+  if (threadIdx.x == 0) {{
+    __threadfence();
+    last = plax_count_done(state + 1, tag) == gridDim.x - 1;
+  }}
+  __syncthreads();
+  if (last) {{  // every block is done with the scratch: clear it for a replay
+    for (long long i = threadIdx.x; i < jobs; i += blockDim.x) {clear}
+    if (threadIdx.x == 0) {{ state[0] = 0ull; state[1] = 0ull; }}
+  }}
+}}
 """
 
 
@@ -375,119 +623,8 @@ extern "C" __global__ void {name}_tiles(const {T}* __restrict__ x, {T}* __restri
                  k ? scanned + job - 1 : nullptr, buf, totals);
   }}
 }}
-// rows split in tiles in one launch: tiles taken in ticket order (a tile waits only on tiles
-// taken before it, by running blocks); each publishes its total, looks back to the nearest
-// tile of its row with a published inclusive scan and folds the totals after it in tile order
-// (so every carry is the same left fold of the totals, whoever finished first), publishes its
-// inclusive scan, then scans its elements from the carry. `state` (two tagged counters),
-// `flags` (one per tile, (tag << 2) | 1 aggregate, | 2 inclusive) and `vals` (aggregates, then
-// inclusive scans) need no clearing: a word of another tag is unset; the last block out clears
-// them, so a CUDA graph replaying the launch with its tag finds them unset too.
-// The look-back takes {WINDOW} predecessors a step, one memory round trip each: the block's
-// threads read their flags at once (`seen`: 0 unset, 1 aggregate, 2 inclusive, nearest first),
-// and the walk passes every aggregate up to the nearest tile that is not one; the totals after
-// the inclusive scan found are then read {WINDOW} at a time (`window`) and folded in tile order
-// by one thread. The whole block calls it; it returns the carry (`*carry`, shared) to every
-// thread.
-__device__ PLAX_ROW_NOINLINE {T} {name}_look_back(unsigned int* flags, {T}* vals, long long jobs,
-    long long job, long long k, {T} total, unsigned int tag, unsigned int* seen, {T}* window,
-    {T}* carry) {{
-  {T}* aggregate = vals;
-  {T}* inclusive = vals + jobs;
-  const unsigned int agg = (tag << 2) | 1u, inc = (tag << 2) | 2u;
-  const long long t = threadIdx.x, threads = blockDim.x;
-  if (k == 0) {{  // the row's first tile: its total is its inclusive scan
-    if (t == 0) {{
-      inclusive[job] = total;
-      __threadfence();
-      atomicExch(flags + job, inc);
-    }}
-    return total;  // (unused: the row's first tile has no carry)
-  }}
-  if (t == 0) {{
-    aggregate[job] = total;
-    __threadfence();
-    atomicExch(flags + job, agg);
-  }}
-  const long long first = job - k;  // (the row's first tile publishes an inclusive scan)
-  long long end = job, found = -1;  // tiles [end, job) have published their totals
-  unsigned long long steps = 0;
-  while (found < 0) {{
-    const long long width = end - first < {WINDOW} ? end - first : {WINDOW};
-    for (long long i = t; i < width; i += threads) {{
-      const unsigned int f = *(volatile unsigned int*)(flags + end - 1 - i);
-      seen[i] = f == inc ? 2u : f == agg ? 1u : 0u;
-    }}
-    if (t < width) __threadfence();  // (a flag read before the value it publishes)
-    __syncthreads();
-    long long passed = 0;
-    while (passed < width && seen[passed] == 1u) ++passed;
-    if (passed < width && seen[passed] == 2u) found = end - 1 - passed;
-    end -= passed;
-    ++steps;
-    if (found < 0 && passed < width) PLAX_ROW_SPIN();  // tile end - 1 has not published yet
-    __syncthreads();  // (seen is written again next step)
-  }}
-  {T} acc;
-  if (t == 0) acc = plax_row_read_published(inclusive + found);
-  for (long long c = found + 1; c < job; c += {WINDOW}) {{
-    const long long m = job - c < {WINDOW} ? job - c : {WINDOW};
-    for (long long i = t; i < m; i += threads) window[i] = plax_row_read_published(aggregate + c + i);
-    __syncthreads();
-    if (t == 0) {{  // (unrolled: the window's loads issue together, then the chain of ops)
-      #pragma unroll
-      for (int i = 0; i < {WINDOW}; ++i)
-        if (i < m) acc = {name}_op(acc, window[i]);
-    }}
-    ++steps;
-    __syncthreads();
-  }}
-  if (t == 0) {{
-    inclusive[job] = {name}_op(acc, total);
-    __threadfence();
-    atomicExch(flags + job, inc);
-    *carry = acc;
-    PLAX_ROW_NOTE_LOOK_BACK(steps);
-  }}
-  __syncthreads();
-  return *carry;
-}}
-extern "C" __global__ void {name}_single_pass(const {T}* __restrict__ x, {T}* __restrict__ y,
-    unsigned long long* state, unsigned int* flags, {T}* vals, long long rows, long long n,
-    long long inner, int reverse, long long tile, unsigned int tag) {{
-  __shared__ {T} buf[{staged}];
-  __shared__ {T} totals[{THREADS}];
-  __shared__ {T} window[{WINDOW}];
-  __shared__ unsigned int seen[{WINDOW}];
-  __shared__ {T} carry;
-  __shared__ long long ticket;
-  __shared__ int last;
-  const long long tiles = (n + tile - 1) / tile, jobs = rows * tiles;
-  for (;;) {{
-    if (threadIdx.x == 0) ticket = (long long)plax_tagged_count(state, tag);
-    __syncthreads();
-    const long long job = ticket;
-    if (job >= jobs) break;
-    const long long row = job / tiles, k = job % tiles, start = k * tile;
-    const long long len = start + tile < n ? tile : n - start;
-    const long long base = (row / inner) * n * inner + row % inner;
-    {name}_load(x, base, n, inner, reverse, start, len, buf);
-    const {T} total = {name}_reduce(buf, len, totals);
-    {name}_look_back(flags, vals, jobs, job, k, total, tag, seen, window, &carry);
-    {name}_scan(buf, len, totals, k ? &carry : nullptr);
-    {name}_store(y, base, n, inner, reverse, start, len, buf);
-  }}
-  if (threadIdx.x == 0) {{
-    __threadfence();
-    last = plax_count_done(state + 1, tag) == gridDim.x - 1;
-  }}
-  __syncthreads();
-  if (last) {{  // every block is done with the scratch: clear it for a replay
-    for (long long i = threadIdx.x; i < jobs; i += blockDim.x) flags[i] = 0u;
-    if (threadIdx.x == 0) {{ state[0] = 0ull; state[1] = 0ull; }}
-  }}
-}}
 """
+    source += _single_pass_source(name, T, staged)
     return source, name
 
 
@@ -683,10 +820,9 @@ def scan_rows(op: str, work, out, outer: int, n: int, inner: int, reverse: bool)
             raise ValueError(f"a single-pass tile of {tile} elements exceeds what a block "
                              f"stages ({_capacity(ctype)})")
         state = cupy.empty((2,), np.uint64)
-        flags = cupy.empty((jobs,), np.uint32)
-        vals = cupy.empty((2 * jobs,), work.dtype)
+        scratch = look_back_scratch(jobs, work.dtype)
         tag = codegen.launch_tag(30)
-        _launch(source, name + "_single_pass", jobs, work, out, state, flags, vals, *common,
+        _launch(source, name + "_single_pass", jobs, work, out, state, *scratch, *common,
                 np.int64(tile), tag)
         return
     sums = cupy.empty((rows * tiles,), work.dtype)

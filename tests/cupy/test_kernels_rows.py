@@ -282,6 +282,11 @@ static plax_dim3 blockDim = {1, 1, 1}, gridDim;
 static inline void __syncthreads() {}
 #define __global__
 #define __shared__ static thread_local
+// four tiles in five hold a while between publishing their totals and their inclusive scans,
+// so the tiles after them pass several totals and fold them
+#include <chrono>
+#define PLAX_ROW_AFTER_TOTAL(job) \
+  if ((job) % 5) std::this_thread::sleep_for(std::chrono::microseconds(200))
 """
 
 _CONCURRENT_DRIVER = r"""
@@ -295,42 +300,62 @@ extern "C" void run_concurrently({params}, unsigned int grid) {{
 """
 
 
-@needs_cxx20
-def test_single_pass_scan_with_concurrent_blocks(tmp_path):
-    """The look-back between blocks running at once (host threads: x86's memory order, not
-    a GPU's, so the fences are not tested): values against NumPy, bit for bit the same as
-    blocks in sequence whatever the timing (the carries are one left fold of the tile
-    totals), and the scratch left cleared for a replay with the same tag."""
+def _concurrent_single_pass(tmp_path, ctype):
+    """The single-pass kernel on ``ctype`` built with blocks as concurrent host threads:
+    ``run(grid, x, y, state, *scratch, rows, n, inner, reverse, tile, tag)``."""
     from plax_cupy import codegen, kernels_rows
-    source, name = kernels_rows.cumulative_source("sum", "float")
+    source, name = kernels_rows.cumulative_source("sum", ctype)
     kernel = name + "_single_pass"
     params = re.search(rf'void {kernel}\(([^)]*)\)', source).group(1)
     args = ", ".join(re.findall(r"\w+", p)[-1] for p in params.split(","))
     text = (_CONCURRENT_BLOCKS + codegen.PREAMBLE + source
             + _CONCURRENT_DRIVER.format(params=params, name=kernel, args=args))
-    src, lib = tmp_path / "concurrent.cc", tmp_path / "concurrent.so"
+    stem = f"concurrent_{hashlib.sha1(text.encode()).hexdigest()[:12]}"
+    src, lib = tmp_path / f"{stem}.cc", tmp_path / f"{stem}.so"
     src.write_text(text)
     done = subprocess.run(["g++", "-std=c++20", "-O1", "-shared", "-fPIC", "-pthread",
                            "-DPLAX_HOST", str(src), "-o", str(lib)], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-4000:]
-    run = getattr(ctypes.CDLL(str(lib)), "run_concurrently")
-    run.argtypes = [ctypes.c_void_p] * 5 + [ctypes.c_longlong] * 3 + [ctypes.c_int,
-                                                                      ctypes.c_longlong,
-                                                                      ctypes.c_uint, ctypes.c_uint]
+    fn = getattr(ctypes.CDLL(str(lib)), "run_concurrently")
+    pointers = params.count("*")
+    fn.argtypes = [ctypes.c_void_p] * pointers + [ctypes.c_longlong] * 3 + [
+        ctypes.c_int, ctypes.c_longlong, ctypes.c_uint, ctypes.c_uint]
+
+    def run(grid, *arrays_then_ints):
+        arrays, ints = arrays_then_ints[:pointers], arrays_then_ints[pointers:]
+        fn(*[a.ctypes.data for a in arrays], *ints, grid)
+    return run
+
+
+@needs_cxx20
+@pytest.mark.parametrize("dtype, span", [(np.float32, None), (np.float32, 3),
+                                         (np.float64, None)])
+def test_single_pass_scan_with_concurrent_blocks(tmp_path, monkeypatch, dtype, span):
+    """The look-back between blocks running at once (host threads: x86's memory order, not
+    a GPU's, so the fences are not tested): values against NumPy, bit for bit the same as
+    blocks in sequence whatever the timing (the carries are one left fold of the tile
+    totals, in tile order), and the scratch left cleared for a replay with the same tag.
+    float32 publishes a tile's status and total in one word (the packed look-back; ``span``
+    3: a tile passing 3 totals waits on the farthest, so the bounded walk runs too), float64
+    as a flag and a value apart."""
+    from plax_cupy import kernels_rows
+    if span is not None:
+        monkeypatch.setattr(kernels_rows, "LOOK_BACK_SPAN", span)
+    run = _concurrent_single_pass(tmp_path, CTYPES_OF[np.dtype(dtype)])
     rng = np.random.default_rng(5)
     rows, n, tile = 3, 2000, 32
-    x = (rng.normal(size=(rows, n)) * 10.0 ** rng.integers(-3, 4, (rows, n))).astype(np.float32)
+    x = (rng.normal(size=(rows, n)) * 10.0 ** rng.integers(-3, 4, (rows, n))).astype(dtype)
     jobs = rows * -(-n // tile)
     state = np.full(2, 7, np.uint64)
-    flags = np.full(jobs, 7, np.uint32)
-    vals = np.full(2 * jobs, 7, np.float32)
+    packed = kernels_rows.packs(x.itemsize)
+    scratch = ([np.full(jobs, 7, np.uint64)] if packed else
+               [np.full(jobs, 7, np.uint32), np.full(2 * jobs, 7, dtype)])
     results = []
     for trial, grid in enumerate([1, 8, 8, 5, 8]):   # grid 1: the blocks in sequence
         for reverse in (0, 1):
             y = np.full_like(x, 7)
-            run(x.ctypes.data, y.ctypes.data, state.ctypes.data, flags.ctypes.data,
-                vals.ctypes.data, rows, n, 1, reverse, tile, 1 + trial % 2, grid)
-            assert not state.any() and not flags.any(), "scratch left set"
+            run(grid, x, y, state, *scratch, rows, n, 1, reverse, tile, 1 + trial % 2)
+            assert not state.any() and not scratch[0].any(), "scratch left set"
             want = _reference("sum", x.astype(np.float64), 1, bool(reverse))
             np.testing.assert_allclose(y, want, rtol=1e-4, atol=1e-3 * np.abs(x).max())
             results.append((reverse, y))

@@ -197,31 +197,37 @@ def _look_back_counters(module) -> dict:
 
 
 @on_simulated_gpu
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("running", [40, 200])
-def test_look_back_takes_a_window_of_predecessors_per_step(running):
+def test_look_back_takes_a_window_of_predecessors_per_step(running, dtype):
     """A tile whose predecessors have published only their totals (their blocks still running)
-    walks back over them a window of :data:`~plax_cupy.kernels_rows.WINDOW` at a time and
-    reads the totals it folds a window at a time: ``ceil(m / W) + ceil((m - 1) / W)`` memory
-    round trips for ``m`` predecessors, not one or two per tile; a tile whose predecessor
-    published its inclusive scan takes one. The state of ``running`` tiles taken by blocks
-    still at work is set up in the scratch (their tickets taken, tile 0's inclusive scan and
-    the others' totals published), then one block scans the rest: bit for bit as a plain run."""
+    walks back over them a window of :data:`~plax_cupy.kernels_rows.WINDOW` at a time: with a
+    tile's status and total packed in one word (float32) that is ``ceil(m / W)`` memory round
+    trips for ``m`` predecessors, the totals read with their flags; with a flag and a value
+    apart (float64) the totals are read again after the walk, ``ceil((m - 1) / W)`` more: the
+    packed form halves the round trips. A tile whose predecessor published its inclusive scan
+    takes one. The state of ``running`` tiles taken by blocks still at work is set up in the
+    scratch (their tickets taken, tile 0's inclusive scan and the others' totals published),
+    then one block scans the rest: bit for bit as a plain run (the carries are the same left
+    fold of the totals in tile order)."""
     import cupy
     from plax_cupy import codegen, kernel_modules, kernels_rows
     tile, tiles, window = 64, 260, kernels_rows.WINDOW
-    x = np.random.default_rng(7).normal(size=tile * tiles).astype(np.float32)
-    source, name = kernels_rows.cumulative_source("sum", "float")
+    x = np.random.default_rng(7).normal(size=tile * tiles).astype(dtype)
+    packed = kernels_rows.packs(x.itemsize)
+    source, name = kernels_rows.cumulative_source("sum", "float" if packed else "double")
     module = kernel_modules.module(codegen.PREAMBLE + source, kernels_rows._kernel_names(source))
     kernel = module.get_function(name + "_single_pass")
     counters = _look_back_counters(module)
     xd, state = cupy.asarray(x), cupy.zeros((2,), np.uint64)
-    flags, vals = cupy.zeros((tiles,), np.uint32), cupy.zeros((2 * tiles,), np.float32)
+    scratch = ([cupy.zeros((tiles,), np.uint64)] if packed else
+               [cupy.zeros((tiles,), np.uint32), cupy.zeros((2 * tiles,), dtype)])
 
     def scan(tag, grid):
         for c in counters.values():
             c.value = 0
         y = cupy.zeros_like(xd)
-        kernel((grid,), (1,), (xd, y, state, flags, vals, np.int64(1), np.int64(x.size),
+        kernel((grid,), (1,), (xd, y, state, *scratch, np.int64(1), np.int64(x.size),
                                np.int64(1), np.int32(0), np.int64(tile), np.uint32(tag)))
         return y.get(), {key: c.value for key, c in counters.items()}
 
@@ -229,18 +235,24 @@ def test_look_back_takes_a_window_of_predecessors_per_step(running):
     # blocks in sequence: every predecessor's inclusive scan is out, one step a tile
     assert seen == {"tiles": tiles - 1, "steps": tiles - 1, "most": 1}, seen
     np.testing.assert_allclose(plain, np.cumsum(x, dtype=np.float64), rtol=1e-4, atol=1e-3)
-    # (the plain run left every tile's total in vals[:tiles] and tile 0's inclusive scan at
-    # vals[tiles]; it cleared the flags and counters)
     tag = 6
-    host_flags = np.zeros(tiles, np.uint32)
-    host_flags[0] = (tag << 2) | 2
-    host_flags[1:running] = (tag << 2) | 1
-    flags[...] = cupy.asarray(host_flags)
+    if packed:   # (a tile's total: its elements folded in order, as one thread reduces them)
+        totals = np.add.accumulate(x.reshape(tiles, tile), axis=1, dtype=dtype)[:, -1]
+        words = totals[:running].view(np.uint32).astype(np.uint64)
+        words[0] |= np.uint64(((tag << 2) | 2) << 32)
+        words[1:] |= np.uint64(((tag << 2) | 1) << 32)
+        scratch[0][:running] = cupy.asarray(words)
+    else:   # (the plain run left every tile's total in vals[:tiles] and tile 0's inclusive
+        # scan at vals[tiles]; it cleared the flags and counters)
+        host_flags = np.zeros(tiles, np.uint32)
+        host_flags[0] = (tag << 2) | 2
+        host_flags[1:running] = (tag << 2) | 1
+        scratch[0][...] = cupy.asarray(host_flags)
     state[...] = cupy.asarray(np.array([(tag << 32) | running, 0], np.uint64))
     resumed, seen = scan(tag, 1)
-    expect = -(-running // window) + -(-(running - 1) // window)
+    expect = -(-running // window) + (0 if packed else -(-(running - 1) // window))
     assert seen["most"] == expect < running, (seen, expect)
     assert seen == {"tiles": tiles - running, "steps": expect + tiles - running - 1,
                     "most": expect}, seen
     np.testing.assert_array_equal(resumed[running * tile:], plain[running * tile:])
-    assert not flags.get().any() and not state.get().any()
+    assert not scratch[0].get().any() and not state.get().any()
