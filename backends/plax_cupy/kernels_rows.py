@@ -79,6 +79,15 @@ LONG_ROW = 1 << 16
 #: with this many rows or more, one block per row already fills the GPU (two per SM of an A100)
 FEW_ROWS = 216
 
+#: columns from which a cumulative op along a non-last axis runs as columns (a thread a column,
+#: a warp on consecutive columns: coalesced) rather than a block per strided row
+COLUMN_MIN = 32
+
+#: most segments of a column group: a block of :data:`THREADS` threads is ``THREADS / segs``
+#: columns by ``segs`` segments of the axis (8: 32 columns, a warp's 128-byte row segment of
+#: float32 per load)
+COLUMN_SEGMENTS = 8
+
 #: the byte size of each element C type the row kernels take
 _ITEMSIZE = {ctype: dtype.itemsize for dtype, ctype in dtypes.CTYPES.items()}
 
@@ -103,6 +112,37 @@ def tile_of(itemsize: int) -> int:
       (8192, 2048)
     """
     return THREADS * items_per_thread(itemsize)
+
+
+def column_items(itemsize: int) -> int:
+    """Rows of its column each thread of the column kernel loads per stretch (in flight at
+    once, then scanned in registers): 64 bytes' worth, at most 16.
+
+    Example:
+      >>> column_items(4), column_items(8), column_items(16)
+      (16, 8, 4)
+    """
+    return max(1, min(16, 64 // itemsize))
+
+
+def column_segments(n: int, inner: int, itemsize: int) -> int:
+    """Segments of the axis a block of the column kernel splits each stretch in (a power of
+    two, at most :data:`COLUMN_SEGMENTS`): as many as ``n`` rows fill at :func:`column_items`
+    rows a segment, and at least enough that a block's ``THREADS / segs`` columns do not
+    exceed ``inner`` by more than a warp's worth (threads past the last column idle).
+
+    Example:
+      >>> column_segments(4096, 4096, 4), column_segments(8, 10**6, 4), column_segments(64, 32, 4)
+      (8, 1, 8)
+    """
+    by_rows = 1
+    while by_rows < COLUMN_SEGMENTS and 2 * by_rows * column_items(itemsize) <= n:
+        by_rows *= 2
+    width = 32
+    while width < THREADS and width < inner:
+        width *= 2
+    by_columns = min(COLUMN_SEGMENTS, max(1, THREADS // width))
+    return max(by_rows, by_columns)
 
 
 def _capacity(ctype: str) -> int:
@@ -450,18 +490,20 @@ def _single_pass_source(name: str, T: str, staged: int) -> str:
 def cumulative_source(op: str, ctype: str) -> tuple[str, str]:
     """The CUDA C++ source and kernel name of a cumulative ``op`` on ``ctype`` elements.
 
-    The source holds four kernels over one block-wide scan of a stretch of a row, staged
-    through shared memory :func:`tile_of` its element size at a time: ``name`` (one block per
-    row; takes ``(x, y, rows, n, inner, reverse)``) and, for rows split in tiles of ``tile``
-    elements (in scan order), ``name + "_single_pass"`` (the whole scan in one launch with a
-    look-back between tiles; takes ``(x, y, state, flags, vals, rows, n, inner, reverse, tile,
-    tag)``, ``tile`` at most that: scratch of 2 ``unsigned long long``, ``rows
-    * tiles`` ``unsigned int`` and ``2 * rows * tiles`` elements, uncleared, and a tag in ``[1,
-    2**30)`` that no launch on that scratch has used, except a graph replaying this one), or
+    The source holds five kernels. Four work on one block-wide scan of a stretch of a row,
+    staged through shared memory :func:`tile_of` its element size at a time: ``name`` (one
+    block per row; takes ``(x, y, rows, n, inner, reverse)``) and, for rows split in tiles of
+    ``tile`` elements (in scan order), ``name + "_single_pass"`` (the whole scan in one launch
+    with a look-back between tiles; takes ``(x, y, state, *scratch, rows, n, inner, reverse,
+    tile, tag)``, ``tile`` at most that: ``state`` 2 ``unsigned long long`` and
+    :func:`look_back_scratch`, uncleared, and a tag in ``[1, 2**30)`` that no launch on that
+    scratch has used, except a graph replaying this one), or
     the three passes ``name + "_tile_totals"`` (each tile's total into ``sums[row * tiles +
     k]``; takes ``(x, sums, rows, n, inner, reverse, tile)``), a scan of those totals, and
     ``name + "_tiles"`` (each tile's scan, starting from the inclusive scan of the totals at
-    the tile before; takes ``(x, y, scanned, rows, n, inner, reverse, tile)``).
+    the tile before; takes ``(x, y, scanned, rows, n, inner, reverse, tile)``). The fifth,
+    ``name + "_columns"``, scans along a non-last axis a thread a column (takes ``(x, y, outer,
+    n, inner, reverse, segs)``, ``segs`` from :func:`column_segments`).
 
     Args:
       op: ``"sum"``, ``"prod"``, ``"max"``, ``"min"`` or ``"logsumexp"``.
@@ -483,6 +525,7 @@ def cumulative_source(op: str, ctype: str) -> tuple[str, str]:
     items = items_per_thread(_ITEMSIZE[ctype])
     cap = _capacity(ctype)
     batch = min(items, LOAD_BATCH)
+    citems = column_items(_ITEMSIZE[ctype])
     staged = cap + cap // 32   # (one element of padding per 32: PLAX_ROW_PAD)
     source = _HELPERS + f"""
 __device__ __forceinline__ {T} {name}_op({T} a, {T} b) {{ return {combine}; }}
@@ -621,6 +664,61 @@ extern "C" __global__ void {name}_tiles(const {T}* __restrict__ x, {T}* __restri
     const long long base = (row / inner) * n * inner + row % inner;
     {name}_block(x, y, base, n, inner, reverse, start, start + tile < n ? start + tile : n,
                  k ? scanned + job - 1 : nullptr, buf, totals);
+  }}
+}}
+// A non-last axis of many columns (inner >= {COLUMN_MIN}): a block per group of THREADS / segs
+// consecutive columns of one outer slice (a warp's loads read consecutive columns: coalesced),
+// the axis taken a stretch of segs * {citems} rows at a time. Thread (segment s, column c) loads
+// its {citems} rows of the stretch at once and scans them in registers (segment 0 from the
+// column's carry: its scan before the stretch); one thread a column folds the other segments'
+// totals in order after segment 0's; each thread of those adds the carry before its segment, and
+// all store. With one segment a column is one sequential fold (NumPy's order).
+extern "C" __global__ void {name}_columns(const {T}* __restrict__ x, {T}* __restrict__ y,
+    long long outer, long long n, long long inner, int reverse, int segments) {{
+  __shared__ {T} totals[{THREADS}];
+  __shared__ {T} carries[{THREADS}];
+  // (a block narrower than `segments` threads, as the simulated GPU's one: a segment a thread)
+  const long long segs = segments < (int)blockDim.x ? segments : blockDim.x;
+  const long long width = blockDim.x / segs, c = threadIdx.x % width, s = threadIdx.x / width;
+  const long long groups = (inner + width - 1) / width;
+  for (long long job = blockIdx.x; job < outer * groups; job += gridDim.x) {{
+    const long long col = (job % groups) * width + c;
+    const bool live = col < inner;
+    const long long base = (job / groups) * n * inner + col;
+    for (long long r0 = 0; r0 < n; r0 += segs * {citems}) {{
+      const long long lo = r0 + s * {citems};
+      const int m = !live || lo >= n ? 0 : n - lo < {citems} ? (int)(n - lo) : {citems};
+      {T} v[{citems}];
+      #pragma unroll
+      for (int u = 0; u < {citems}; ++u)
+        if (u < m) v[u] = x[plax_row_at(base, n, inner, reverse, lo + u)];
+      if (m && s == 0 && r0 > 0) v[0] = {name}_op(carries[c], v[0]);  // (its own, last stretch)
+      #pragma unroll
+      for (int u = 1; u < {citems}; ++u)
+        if (u < m) v[u] = {name}_op(v[u - 1], v[u]);
+      if (m) totals[threadIdx.x] = v[m - 1];
+      __syncthreads();
+      if (s == 0 && live) {{  // segment 0's scan, then the others' totals folded in order
+        {T} run = totals[c];
+        for (long long k = 1; k < segs && lo + k * {citems} < n; ++k) {{
+          const {T} part = totals[k * width + c];
+          totals[k * width + c] = run;
+          run = {name}_op(run, part);
+        }}
+        carries[c] = run;
+      }}
+      __syncthreads();
+      if (m && s > 0) {{
+        const {T} before = totals[threadIdx.x];
+        #pragma unroll
+        for (int u = 0; u < {citems}; ++u)
+          if (u < m) v[u] = {name}_op(before, v[u]);
+      }}
+      #pragma unroll
+      for (int u = 0; u < {citems}; ++u)
+        if (u < m) y[plax_row_at(base, n, inner, reverse, lo + u)] = v[u];
+      __syncthreads();  // (totals is written again next stretch)
+    }}
   }}
 }}
 """
@@ -789,8 +887,9 @@ SINGLE_PASS = True
 
 def scan_rows(op: str, work, out, outer: int, n: int, inner: int, reverse: bool) -> None:
     """Writes the cumulative ``op`` of ``work`` (contiguous, viewed as ``(outer, n, inner)``)
-    along its middle axis into ``out`` (same shape and dtype): one launch with a block per row,
-    or for few long rows (:func:`tiles_for`) one launch of a block per tile with a look-back
+    along its middle axis into ``out`` (same shape and dtype): one launch with a block per row
+    (or, along a non-last axis of at least :data:`COLUMN_MIN` columns, a block per group of
+    columns, a thread a column: ``name + "_columns"``), or for few long rows (:func:`tiles_for`) one launch of a block per tile with a look-back
     (:data:`SINGLE_PASS`; a replayed CUDA graph reuses its tag and scratch, which the kernel
     leaves cleared), else three: the tiles' totals, their scan (this function again, on the
     ``(rows, tiles)`` totals), each tile's scan from the totals before.
@@ -811,6 +910,12 @@ def scan_rows(op: str, work, out, outer: int, n: int, inner: int, reverse: bool)
     tile = tile_of(work.dtype.itemsize)
     tiles = tiles_for(rows, n, tile)
     common = (np.int64(rows), np.int64(n), np.int64(inner), np.int32(bool(reverse)))
+    if tiles == 1 and inner >= COLUMN_MIN:
+        segs = column_segments(n, inner, work.dtype.itemsize)
+        groups = -(-inner // (THREADS // segs))
+        _launch(source, name + "_columns", outer * groups, work, out, np.int64(outer),
+                np.int64(n), np.int64(inner), np.int32(bool(reverse)), np.int32(segs))
+        return
     if tiles == 1:
         _launch(source, name, rows, work, out, *common)
         return

@@ -170,6 +170,39 @@ def test_cumulative_with_a_block_of_threads(tmp_path, threads):
 
 @needs_cxx20
 @pytest.mark.parametrize("threads", [256, 32])
+def test_cumulative_columns_with_a_block_of_threads(tmp_path, threads):
+    """The column kernel (a non-last axis of many columns: a thread a column, a stretch's
+    segments folded in order) with real threads, every segment count, against NumPy: bit for
+    bit with one segment (a column is then NumPy's sequential fold) and for integers, max and
+    min; close otherwise (the segments' totals change the order of a float sum)."""
+    from plax_cupy import kernels_rows
+    rng = np.random.default_rng(4)
+    # (the sources of the test above: no new g++ build)
+    cases = [("sum", np.float64, (300, 40), 0), ("max", np.float32, (3, 50, 33), 1),
+             ("min", np.int64, (9, 70), 0), ("prod", np.complex128, (40, 2, 32), 0),
+             ("sum", np.int32, (130, 64), 0), ("logsumexp", np.float64, (2, 100, 40), 1)]
+    for op, dtype, shape, axis in cases:
+        x = _operand(rng, op, dtype, shape)
+        if op == "max":
+            x[1, 30, 5] = np.nan   # NaN propagates down its column from there
+        source, name = kernels_rows.cumulative_source(op, CTYPES_OF[x.dtype])
+        outer, n, inner = kernels_rows._layout(x.shape, axis)
+        chosen = kernels_rows.column_segments(n, inner, x.itemsize)
+        for segs in sorted({1, 2, 8, chosen}):
+            for reverse in (False, True):
+                y = np.full_like(x, 7)
+                _kernels(tmp_path, source)[name + "_columns"](2, threads, x, y, outer, n, inner,
+                                                              int(reverse), segs)
+                want = _reference(op, x, axis, reverse)
+                msg = f"{op} {dtype} {shape} segs {segs} reverse {reverse}"
+                if segs == 1 or op in ("max", "min") or x.dtype.kind in "iu":
+                    np.testing.assert_array_equal(y, want, err_msg=msg)
+                else:
+                    np.testing.assert_allclose(y, want, rtol=1e-12, atol=1e-11, err_msg=msg)
+
+
+@needs_cxx20
+@pytest.mark.parametrize("threads", [256, 32])
 def test_argmax_argmin_with_a_block_of_threads(tmp_path, threads):
     from plax_cupy import kernels_rows
     rng = np.random.default_rng(1)

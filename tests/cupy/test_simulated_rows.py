@@ -101,40 +101,61 @@ def test_long_row_cumsum_launches_and_values(small_tiles, monkeypatch, single_pa
         assert c.launches == launches, (graphs, c)
 
 
-@on_simulated_gpu
-@pytest.mark.parametrize("dtype", [np.float16, ml_dtypes.bfloat16, np.float32, np.float64,
-                                   np.complex64, np.complex128, np.int64, np.uint8])
-def test_long_rows_every_dtype_any_axis(small_tiles, dtype):
-    from plax import lax
-    rng = np.random.default_rng(1)
-    shape = (700, 3)
+def _operand(rng, dtype, shape):
     if np.dtype(dtype).kind == "c":
-        x = (rng.uniform(0.99, 1.01, shape) + 1j * rng.uniform(-0.01, 0.01, shape)).astype(dtype)
-    elif np.dtype(dtype).kind == "f":
-        x = rng.uniform(-1, 1, shape).astype(dtype)
-    else:
-        x = rng.integers(0, 100, shape).astype(dtype)
+        return (rng.uniform(0.99, 1.01, shape) + 1j * rng.uniform(-0.01, 0.01, shape)).astype(dtype)
+    if np.dtype(dtype).kind == "f":
+        return rng.uniform(-1, 1, shape).astype(dtype)
+    return rng.integers(0, 100, shape).astype(dtype)
+
+
+def _check_cumulative(x, axis, reverse, kernel_suffix):
+    """Every cumulative op ``x``'s dtype takes along ``axis`` on the simulated GPU: one launch,
+    of the row kernel whose name ends with ``kernel_suffix`` (``""``: the block-a-row one), no
+    host fallback, values
+    as NumPy's in float64 (complex128)."""
+    import fake_cupy
+    from plax import lax
     wide = x.astype(np.complex128 if x.dtype.kind == "c" else np.float64)
     ops = [(lax.cumsum, np.add), (lax.cummax, np.maximum), (lax.cummin, np.minimum)]
     if x.dtype.kind in "fc":
         ops.append((lax.cumprod, np.multiply))
-    for axis, reverse in ((0, False), (0, True), (1, True)):
-        for op, ufunc in ops:
-            got, c = _counted(lambda v: op(v, axis=axis, reverse=reverse), _gpu_put(x))
-            assert c.host_fallbacks == 0, c.fallbacks
-            # axis 0: 3 rows of 700 split; axis 1: 700 rows of 3: one launch either way
-            assert c.launches == 1, (op, axis, c)
-            src = np.flip(wide, axis) if reverse else wide
-            want = ufunc.accumulate(src, axis=axis)
-            want = np.flip(want, axis) if reverse else want
-            if x.dtype.kind in "iu":
-                np.testing.assert_array_equal(got, want.astype(x.dtype), err_msg=f"{op} {axis}")
-            else:
-                tol = 1e-12 if dtype in (np.float64, np.complex128) else 1e-5
-                if np.dtype(dtype) == ml_dtypes.bfloat16 or dtype == np.float16:
-                    tol = 0.1 if op is lax.cumsum else 2e-2
-                np.testing.assert_allclose(got.astype(want.dtype), want, rtol=tol, atol=tol,
-                                           err_msg=f"{op} {dtype} {axis} {reverse}")
+    for op, ufunc in ops:
+        del fake_cupy.LAUNCHES[:]
+        got, c = _counted(lambda v: op(v, axis=axis, reverse=reverse), _gpu_put(x))
+        assert c.host_fallbacks == 0, c.fallbacks
+        assert c.launches == 1, (op, axis, c)
+        kernels = [name for name, _, _ in fake_cupy.LAUNCHES if "cumulative" in name]
+        assert len(kernels) == 1, kernels
+        assert (kernels[0].endswith(kernel_suffix) if kernel_suffix else
+                not kernels[0].endswith(("_columns", "_single_pass"))), kernels
+        src = np.flip(wide, axis) if reverse else wide
+        want = ufunc.accumulate(src, axis=axis)
+        want = np.flip(want, axis) if reverse else want
+        if x.dtype.kind in "iu":
+            np.testing.assert_array_equal(got, want.astype(x.dtype), err_msg=f"{op} {axis}")
+        else:
+            tol = 1e-12 if x.dtype in (np.float64, np.complex128) else 1e-5
+            if x.dtype in (ml_dtypes.bfloat16, np.float16):
+                tol = 0.1 if op is lax.cumsum else 2e-2
+            np.testing.assert_allclose(got.astype(want.dtype), want, rtol=tol, atol=tol,
+                                       err_msg=f"{op} {x.dtype} {axis} {reverse}")
+
+
+@on_simulated_gpu
+@pytest.mark.parametrize("dtype", [np.float16, ml_dtypes.bfloat16, np.float32, np.float64,
+                                   np.complex64, np.complex128, np.int64, np.uint8])
+def test_long_rows_every_dtype_any_axis(small_tiles, dtype):
+    rng = np.random.default_rng(1)
+    x = _operand(rng, dtype, (700, 3))
+    # axis 0: 3 rows of 700 split (the single pass); axis 1: 700 rows of 3, a block a row
+    for axis, reverse, suffix in ((0, False, "_single_pass"), (0, True, "_single_pass"),
+                                  (1, True, "")):
+        _check_cumulative(x, axis, reverse, suffix)
+    # a non-last axis of 33 or 40 columns: a thread a column (the column kernel)
+    for shape, axis in (((50, 40), 0), ((2, 30, 33), 1)):
+        for reverse in (False, True):
+            _check_cumulative(_operand(rng, dtype, shape), axis, reverse, "_columns")
 
 
 @on_simulated_gpu
