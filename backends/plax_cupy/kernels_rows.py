@@ -145,6 +145,18 @@ def column_segments(n: int, inner: int, itemsize: int) -> int:
     return max(by_rows, by_columns)
 
 
+def column_tile_rows(tile: int, inner: int) -> int:
+    """Rows of the axis in a tile of the few-columns single pass (``1 < inner <``
+    :data:`COLUMN_MIN`): as many as ``tile`` elements hold across ``inner`` columns, a multiple
+    of 32 (so each column's stretch of shared memory starts on a padded line), at least 32.
+
+    Example:
+      >>> column_tile_rows(8192, 4), column_tile_rows(8192, 31), column_tile_rows(64, 3)
+      (2048, 256, 32)
+    """
+    return max(32, tile // inner // 32 * 32)
+
+
 def _capacity(ctype: str) -> int:
     """Elements a block of the cumulative kernels on ``ctype`` stages at once (a single-pass
     tile holds at most this many)."""
@@ -426,20 +438,44 @@ __device__ PLAX_ROW_NOINLINE {T} {name}_look_back(unsigned int* flags, {T}* vals
 
 
 def _single_pass_source(name: str, T: str, staged: int) -> str:
-    """The single-pass kernel ``name + "_single_pass"`` on ``T`` elements (with its look-back:
-    packed where :func:`packs` the element size, else two words), for :func:`cumulative_source`,
-    whose helpers it calls; ``staged``: the shared elements a tile is staged in."""
-    packed = packs(_ITEMSIZE[T])
-    if packed:
+    """The single-pass kernels on ``T`` elements (with their look-back: packed where
+    :func:`packs` the element size, else two words), for :func:`cumulative_source`, whose
+    helpers they call: ``name + "_single_pass"`` (rows split in tiles) and ``name +
+    "_columns_single_pass"`` (a long non-last axis of few columns: a tile is some rows of the
+    axis by every column); ``staged``: the shared elements a tile is staged in."""
+    if packs(_ITEMSIZE[T]):
         scratch, look_back = "unsigned long long* words", _packed_look_back(name, T)
         walk_shared = f"__shared__ {T} held[{LOOK_BACK_SPAN}];"
-        call = f"{name}_look_back(words, job, k, total, tag, seen, held, &carry);"
+        call = f"{name}_look_back(words, {{job}}, k, total, tag, seen, held, &carry);"
         clear = "words[i] = 0ull;"
     else:
         scratch, look_back = f"unsigned int* flags, {T}* vals", _two_word_look_back(name, T)
         walk_shared = f"__shared__ {T} window[{WINDOW}];"
-        call = f"{name}_look_back(flags, vals, jobs, job, k, total, tag, seen, window, &carry);"
+        call = (f"{name}_look_back(flags, vals, {{jobs}}, {{job}}, k, total, tag, seen, window, "
+                f"&carry);")
         clear = "flags[i] = 0u;"
+    shared = f"""  __shared__ {T} buf[{staged}];
+  __shared__ {T} totals[{THREADS}];
+  {walk_shared}
+  __shared__ unsigned int seen[{WINDOW}];
+  __shared__ {T} carry;
+  __shared__ long long ticket;
+  __shared__ int last;"""
+    take_ticket = """    if (threadIdx.x == 0) ticket = (long long)plax_tagged_count(state, tag);
+    __syncthreads();
+    const long long job = ticket;
+    if (job >= jobs) break;"""
+
+    def clear_at_exit(count: str) -> str:
+        return f"""  if (threadIdx.x == 0) {{
+    __threadfence();
+    last = plax_count_done(state + 1, tag) == gridDim.x - 1;
+  }}
+  __syncthreads();
+  if (last) {{  // every block is done with the scratch: clear it for a replay
+    for (long long i = threadIdx.x; i < {count}; i += blockDim.x) {clear}
+    if (threadIdx.x == 0) {{ state[0] = 0ull; state[1] = 0ull; }}
+  }}"""
     return f"""// rows split in tiles in one launch: tiles taken in ticket order (a tile waits only on tiles
 // taken before it, by running blocks); each publishes its total, looks back to the nearest
 // tile of its row with a published inclusive scan and folds the totals after it in tile order
@@ -452,37 +488,61 @@ def _single_pass_source(name: str, T: str, staged: int) -> str:
 {look_back}extern "C" __global__ void {name}_single_pass(const {T}* __restrict__ x, {T}* __restrict__ y,
     unsigned long long* state, {scratch}, long long rows, long long n,
     long long inner, int reverse, long long tile, unsigned int tag) {{
-  __shared__ {T} buf[{staged}];
-  __shared__ {T} totals[{THREADS}];
-  {walk_shared}
-  __shared__ unsigned int seen[{WINDOW}];
-  __shared__ {T} carry;
-  __shared__ long long ticket;
-  __shared__ int last;
+{shared}
   const long long tiles = (n + tile - 1) / tile, jobs = rows * tiles;
   for (;;) {{
-    if (threadIdx.x == 0) ticket = (long long)plax_tagged_count(state, tag);
-    __syncthreads();
-    const long long job = ticket;
-    if (job >= jobs) break;
+{take_ticket}
     const long long row = job / tiles, k = job % tiles, start = k * tile;
     const long long len = start + tile < n ? tile : n - start;
     const long long base = (row / inner) * n * inner + row % inner;
     {name}_load(x, base, n, inner, reverse, start, len, buf);
     const {T} total = {name}_reduce(buf, len, totals);
-    {call}
+    {call.format(job="job", jobs="jobs")}
     {name}_scan(buf, len, totals, k ? &carry : nullptr);
     {name}_store(y, base, n, inner, reverse, start, len, buf);
   }}
-  if (threadIdx.x == 0) {{
-    __threadfence();
-    last = plax_count_done(state + 1, tag) == gridDim.x - 1;
+{clear_at_exit("jobs")}
+}}
+// A long non-last axis of few columns (1 < inner < {COLUMN_MIN}), in one launch: a tile is
+// `tile_rows` rows of the axis (a multiple of 32) by all `inner` columns, contiguous in memory:
+// staged with coalesced loads, each column gathered into its own stretch of `buf` (column c at
+// c * tile_rows, scan order); tiles taken in ticket order ((outer slice, tile) pairs); each
+// column of a tile then reduces, looks back and scans as a tile of a row does, its look-back
+// slots numbered as rows' tiles are ((o * inner + c) * tiles + k); the tile is stored back as
+// it was loaded.
+extern "C" __global__ void {name}_columns_single_pass(const {T}* __restrict__ x,
+    {T}* __restrict__ y, unsigned long long* state, {scratch}, long long outer, long long n,
+    long long inner, int reverse, long long tile_rows, unsigned int tag) {{
+{shared}
+  const long long tiles = (n + tile_rows - 1) / tile_rows, jobs = outer * tiles;
+  const long long slots = jobs * inner;
+  for (;;) {{
+{take_ticket}
+    const long long o = job / tiles, k = job % tiles, start = k * tile_rows;
+    const long long len = start + tile_rows < n ? tile_rows : n - start;
+    const long long first = reverse ? n - start - len : start;  // (the tile's first row in memory)
+    const long long count = len * inner;
+    const {T}* src = x + (o * n + first) * inner;
+    for (long long q = threadIdx.x; q < count; q += blockDim.x) {{
+      const long long a = q / inner, c = q % inner;
+      buf[PLAX_ROW_PAD(c * tile_rows + (reverse ? len - 1 - a : a))] = src[q];
+    }}
+    __syncthreads();
+    for (long long c = 0; c < inner; ++c) {{
+      {T}* column = buf + PLAX_ROW_PAD(c * tile_rows);  // (tile_rows % 32 == 0: pads line up)
+      const {T} total = {name}_reduce(column, len, totals);
+      const long long slot = (o * inner + c) * tiles + k;
+      {call.format(job="slot", jobs="slots")}
+      {name}_scan(column, len, totals, k ? &carry : nullptr);
+    }}
+    {T}* dst = y + (o * n + first) * inner;
+    for (long long q = threadIdx.x; q < count; q += blockDim.x) {{
+      const long long a = q / inner, c = q % inner;
+      dst[q] = buf[PLAX_ROW_PAD(c * tile_rows + (reverse ? len - 1 - a : a))];
+    }}
+    __syncthreads();  // (buf is staged again next)
   }}
-  __syncthreads();
-  if (last) {{  // every block is done with the scratch: clear it for a replay
-    for (long long i = threadIdx.x; i < jobs; i += blockDim.x) {clear}
-    if (threadIdx.x == 0) {{ state[0] = 0ull; state[1] = 0ull; }}
-  }}
+{clear_at_exit("slots")}
 }}
 """
 
@@ -889,9 +949,11 @@ def scan_rows(op: str, work, out, outer: int, n: int, inner: int, reverse: bool)
     """Writes the cumulative ``op`` of ``work`` (contiguous, viewed as ``(outer, n, inner)``)
     along its middle axis into ``out`` (same shape and dtype): one launch with a block per row
     (or, along a non-last axis of at least :data:`COLUMN_MIN` columns, a block per group of
-    columns, a thread a column: ``name + "_columns"``), or for few long rows (:func:`tiles_for`) one launch of a block per tile with a look-back
-    (:data:`SINGLE_PASS`; a replayed CUDA graph reuses its tag and scratch, which the kernel
-    leaves cleared), else three: the tiles' totals, their scan (this function again, on the
+    columns, a thread a column: ``name + "_columns"``), or for few long rows (:func:`tiles_for`)
+    one launch of a block per tile with a look-back (:data:`SINGLE_PASS`; along a non-last axis
+    of fewer columns a tile is rows of the axis by every column, loaded whole:
+    ``name + "_columns_single_pass"``; a replayed CUDA graph reuses its tag and scratch, which
+    the kernel leaves cleared), else three: the tiles' totals, their scan (this function again, on the
     ``(rows, tiles)`` totals), each tile's scan from the totals before.
 
     Args:
@@ -920,6 +982,18 @@ def scan_rows(op: str, work, out, outer: int, n: int, inner: int, reverse: bool)
         _launch(source, name, rows, work, out, *common)
         return
     jobs = rows * tiles
+    if SINGLE_PASS and 1 < inner < COLUMN_MIN:   # (a tile: rows of the axis by every column)
+        tile_rows = column_tile_rows(tile, inner)
+        if tile_rows * inner > _capacity(ctype):
+            raise ValueError(f"a tile of {tile_rows} rows by {inner} columns exceeds what a "
+                             f"block stages ({_capacity(ctype)})")
+        tickets = outer * -(-n // tile_rows)
+        state = cupy.empty((2,), np.uint64)
+        scratch = look_back_scratch(tickets * inner, work.dtype)
+        _launch(source, name + "_columns_single_pass", tickets, work, out, state, *scratch,
+                np.int64(outer), np.int64(n), np.int64(inner), np.int32(bool(reverse)),
+                np.int64(tile_rows), codegen.launch_tag(30))
+        return
     if SINGLE_PASS:
         if tile > _capacity(ctype):
             raise ValueError(f"a single-pass tile of {tile} elements exceeds what a block "

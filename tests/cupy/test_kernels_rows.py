@@ -269,9 +269,11 @@ def test_cumulative_over_several_blocks(host_rows, single_pass, monkeypatch):
     from plax_cupy import kernels_rows
     monkeypatch.setattr(kernels_rows, "SINGLE_PASS", single_pass)
     rng = np.random.default_rng(2)
-    # (shape, axis): one row of 16 tiles (the last partial), two rows along axis 0 (inner 2),
+    # (shape, axis): one row of 16 tiles (the last partial), two rows along axis 0 (inner 2:
+    # the few-columns single pass), five columns of two outer slices (likewise),
     # one row of 157 tiles (its totals split again: a second level), rows below LONG_ROW
     cases = [("sum", np.float32, (1000,), 0), ("sum", np.float64, (1000, 2), 0),
+             ("sum", np.float32, (2, 300, 5), 1),
              ("max", np.float32, (3, 1000), 1), ("min", np.int64, (2, 300), 1),
              ("prod", np.complex128, (1, 700), 1), ("sum", np.int32, (10000,), 0),
              ("logsumexp", np.float64, (2, 500), 1), ("sum", np.float64, (1, 129), 1),
@@ -293,6 +295,10 @@ def test_cumulative_over_several_blocks(host_rows, single_pass, monkeypatch):
             levels = (tiles > 1) + (second > 1)
             assert len(host_rows.launches) == (1 if single_pass else 1 + 2 * levels), \
                 (shape, host_rows.launches)
+            if single_pass and tiles > 1:   # (a non-last axis of few columns: tiles of them all)
+                suffix = "_columns_single_pass" if 1 < inner < 32 else "_single_pass"
+                assert re.search(rf"_(float|double|int|long_long|plax_c128){suffix}$",
+                                 host_rows.launches[0]), (shape, host_rows.launches)
             want = _reference(op, x.astype(np.complex128 if x.dtype.kind == "c" else
                                            np.float64 if x.dtype.kind == "f" else x.dtype),
                               axis, reverse)
@@ -333,12 +339,13 @@ extern "C" void run_concurrently({params}, unsigned int grid) {{
 """
 
 
-def _concurrent_single_pass(tmp_path, ctype):
-    """The single-pass kernel on ``ctype`` built with blocks as concurrent host threads:
-    ``run(grid, x, y, state, *scratch, rows, n, inner, reverse, tile, tag)``."""
+def _concurrent_single_pass(tmp_path, ctype, kernel_suffix="_single_pass"):
+    """The single-pass kernel (``name + kernel_suffix``) on ``ctype`` built with blocks as
+    concurrent host threads: ``run(grid, x, y, state, *scratch, rows, n, inner, reverse, tile,
+    tag)`` (``_columns_single_pass``: ``outer`` for ``rows``, ``tile_rows`` for ``tile``)."""
     from plax_cupy import codegen, kernels_rows
     source, name = kernels_rows.cumulative_source("sum", ctype)
-    kernel = name + "_single_pass"
+    kernel = name + kernel_suffix
     params = re.search(rf'void {kernel}\(([^)]*)\)', source).group(1)
     args = ", ".join(re.findall(r"\w+", p)[-1] for p in params.split(","))
     text = (_CONCURRENT_BLOCKS + codegen.PREAMBLE + source
@@ -361,33 +368,38 @@ def _concurrent_single_pass(tmp_path, ctype):
 
 
 @needs_cxx20
-@pytest.mark.parametrize("dtype, span", [(np.float32, None), (np.float32, 3),
-                                         (np.float64, None)])
-def test_single_pass_scan_with_concurrent_blocks(tmp_path, monkeypatch, dtype, span):
+@pytest.mark.parametrize("dtype, span, columns", [(np.float32, None, 1), (np.float32, 3, 1),
+                                                  (np.float64, None, 1), (np.float32, None, 3),
+                                                  (np.float64, None, 3)])
+def test_single_pass_scan_with_concurrent_blocks(tmp_path, monkeypatch, dtype, span, columns):
     """The look-back between blocks running at once (host threads: x86's memory order, not
     a GPU's, so the fences are not tested): values against NumPy, bit for bit the same as
     blocks in sequence whatever the timing (the carries are one left fold of the tile
     totals, in tile order), and the scratch left cleared for a replay with the same tag.
     float32 publishes a tile's status and total in one word (the packed look-back; ``span``
     3: a tile passing 3 totals waits on the farthest, so the bounded walk runs too), float64
-    as a flag and a value apart."""
+    as a flag and a value apart. ``columns`` 3: the scan runs along axis 1 of ``(2, n, 3)``,
+    tiles of 32 rows by the 3 columns (the few-columns single pass)."""
     from plax_cupy import kernels_rows
     if span is not None:
         monkeypatch.setattr(kernels_rows, "LOOK_BACK_SPAN", span)
-    run = _concurrent_single_pass(tmp_path, CTYPES_OF[np.dtype(dtype)])
+    suffix = "_single_pass" if columns == 1 else "_columns_single_pass"
+    run = _concurrent_single_pass(tmp_path, CTYPES_OF[np.dtype(dtype)], suffix)
     rng = np.random.default_rng(5)
-    rows, n, tile = 3, 2000, 32
-    x = (rng.normal(size=(rows, n)) * 10.0 ** rng.integers(-3, 4, (rows, n))).astype(dtype)
-    jobs = rows * -(-n // tile)
+    n, tile = 2000 if columns == 1 else 700, 32
+    shape = (3, n) if columns == 1 else (2, n, columns)
+    x = (rng.normal(size=shape) * 10.0 ** rng.integers(-3, 4, shape)).astype(dtype)
+    slots = x.size // n * -(-n // tile)
     state = np.full(2, 7, np.uint64)
     packed = kernels_rows.packs(x.itemsize)
-    scratch = ([np.full(jobs, 7, np.uint64)] if packed else
-               [np.full(jobs, 7, np.uint32), np.full(2 * jobs, 7, dtype)])
+    scratch = ([np.full(slots, 7, np.uint64)] if packed else
+               [np.full(slots, 7, np.uint32), np.full(2 * slots, 7, dtype)])
     results = []
     for trial, grid in enumerate([1, 8, 8, 5, 8]):   # grid 1: the blocks in sequence
         for reverse in (0, 1):
             y = np.full_like(x, 7)
-            run(grid, x, y, state, *scratch, rows, n, 1, reverse, tile, 1 + trial % 2)
+            run(grid, x, y, state, *scratch, shape[0], n, 1 if columns == 1 else columns,
+                reverse, tile, 1 + trial % 2)
             assert not state.any() and not scratch[0].any(), "scratch left set"
             want = _reference("sum", x.astype(np.float64), 1, bool(reverse))
             np.testing.assert_allclose(y, want, rtol=1e-4, atol=1e-3 * np.abs(x).max())

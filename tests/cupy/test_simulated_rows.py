@@ -129,6 +129,7 @@ def _check_cumulative(x, axis, reverse, kernel_suffix):
         assert len(kernels) == 1, kernels
         assert (kernels[0].endswith(kernel_suffix) if kernel_suffix else
                 not kernels[0].endswith(("_columns", "_single_pass"))), kernels
+        assert not kernels[0].endswith("_columns_single_pass") or "columns" in kernel_suffix
         src = np.flip(wide, axis) if reverse else wide
         want = ufunc.accumulate(src, axis=axis)
         want = np.flip(want, axis) if reverse else want
@@ -148,10 +149,13 @@ def _check_cumulative(x, axis, reverse, kernel_suffix):
 def test_long_rows_every_dtype_any_axis(small_tiles, dtype):
     rng = np.random.default_rng(1)
     x = _operand(rng, dtype, (700, 3))
-    # axis 0: 3 rows of 700 split (the single pass); axis 1: 700 rows of 3, a block a row
-    for axis, reverse, suffix in ((0, False, "_single_pass"), (0, True, "_single_pass"),
-                                  (1, True, "")):
+    # axis 0: 3 columns of 700 split (the few-columns single pass: tiles of rows by every
+    # column); axis 1: 700 rows of 3, a block a row; a row of 700 (the rows' single pass)
+    for axis, reverse, suffix in ((0, False, "_columns_single_pass"),
+                                  (0, True, "_columns_single_pass"), (1, True, "")):
         _check_cumulative(x, axis, reverse, suffix)
+    for reverse in (False, True):
+        _check_cumulative(np.ascontiguousarray(x[:, 0]), 0, reverse, "_single_pass")
     # a non-last axis of 33 or 40 columns: a thread a column (the column kernel)
     for shape, axis in (((50, 40), 0), ((2, 30, 33), 1)):
         for reverse in (False, True):
