@@ -348,8 +348,13 @@ __device__ PLAX_ROW_NOINLINE {T} {name}_look_back(unsigned long long* words, lon
     __syncthreads();  // (seen is written again next step)
   }}
   if (t == 0) {{
-    {T} acc = held[job - 1 - found];
-    for (long long c = found + 1; c < job; ++c) acc = {name}_op(acc, held[job - 1 - c]);
+    // (held[d]: the tile d + 1 before this one; from the inclusive scan found, nearer tiles
+    // in turn. Not unrolled, 32-bit: unrolled, the float32 kernel took 72 registers a thread,
+    // 3 blocks an SM where 64 leave 4)
+    const int far = (int)(job - 1 - found);
+    {T} acc = held[far];
+    #pragma unroll 1
+    for (int d = far - 1; d >= 0; --d) acc = {name}_op(acc, held[d]);
     atomicExch(words + job, {name}_pack({name}_op(acc, total), inc));
     *carry = acc;
     PLAX_ROW_NOTE_LOOK_BACK(steps);
@@ -521,24 +526,30 @@ extern "C" __global__ void {name}_columns_single_pass(const {T}* __restrict__ x,
     const long long o = job / tiles, k = job % tiles, start = k * tile_rows;
     const long long len = start + tile_rows < n ? tile_rows : n - start;
     const long long first = reverse ? n - start - len : start;  // (the tile's first row in memory)
-    const long long count = len * inner;
+    // (32-bit index arithmetic within the tile: its elements fit a block's shared memory)
+    const int count = (int)(len * inner), columns = (int)inner, rows_in = (int)len;
+    const int stride = (int)tile_rows;
     const {T}* src = x + (o * n + first) * inner;
-    for (long long q = threadIdx.x; q < count; q += blockDim.x) {{
-      const long long a = q / inner, c = q % inner;
-      buf[PLAX_ROW_PAD(c * tile_rows + (reverse ? len - 1 - a : a))] = src[q];
+    #pragma unroll 1
+    for (int q = threadIdx.x; q < count; q += blockDim.x) {{
+      const int a = q / columns, c = q % columns;
+      buf[PLAX_ROW_PAD(c * stride + (reverse ? rows_in - 1 - a : a))] = src[q];
     }}
     __syncthreads();
-    for (long long c = 0; c < inner; ++c) {{
-      {T}* column = buf + PLAX_ROW_PAD(c * tile_rows);  // (tile_rows % 32 == 0: pads line up)
+    // (not unrolled: unrolled, the float32 kernel took 92 registers a thread, 2 blocks an SM)
+    const long long slot0 = o * inner * tiles + k;
+    #pragma unroll 1
+    for (int c = 0; c < columns; ++c) {{
+      {T}* column = buf + PLAX_ROW_PAD(c * stride);  // (tile_rows % 32 == 0: pads line up)
       const {T} total = {name}_reduce(column, len, totals);
-      const long long slot = (o * inner + c) * tiles + k;
+      const long long slot = slot0 + c * tiles;
       {call.format(job="slot", jobs="slots")}
       {name}_scan(column, len, totals, k ? &carry : nullptr);
     }}
     {T}* dst = y + (o * n + first) * inner;
-    for (long long q = threadIdx.x; q < count; q += blockDim.x) {{
-      const long long a = q / inner, c = q % inner;
-      dst[q] = buf[PLAX_ROW_PAD(c * tile_rows + (reverse ? len - 1 - a : a))];
+    for (int q = threadIdx.x; q < count; q += blockDim.x) {{
+      const int a = q / columns, c = q % columns;
+      dst[q] = buf[PLAX_ROW_PAD(c * stride + (reverse ? rows_in - 1 - a : a))];
     }}
     __syncthreads();  // (buf is staged again next)
   }}
@@ -753,10 +764,11 @@ extern "C" __global__ void {name}_columns(const {T}* __restrict__ x, {T}* __rest
       for (int u = 0; u < {citems}; ++u)
         if (u < m) v[u] = x[plax_row_at(base, n, inner, reverse, lo + u)];
       if (m && s == 0 && r0 > 0) v[0] = {name}_op(carries[c], v[0]);  // (its own, last stretch)
+      {T} last = v[0];  // (v[m - 1], kept in a register: a dynamic index puts v in local memory)
       #pragma unroll
       for (int u = 1; u < {citems}; ++u)
-        if (u < m) v[u] = {name}_op(v[u - 1], v[u]);
-      if (m) totals[threadIdx.x] = v[m - 1];
+        if (u < m) last = v[u] = {name}_op(v[u - 1], v[u]);
+      if (m) totals[threadIdx.x] = last;
       __syncthreads();
       if (s == 0 && live) {{  // segment 0's scan, then the others' totals folded in order
         {T} run = totals[c];
