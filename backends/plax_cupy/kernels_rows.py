@@ -220,6 +220,17 @@ static inline void plax_row_note_look_back(unsigned long long steps) {
 #ifndef PLAX_ROW_AFTER_TOTAL
 #define PLAX_ROW_AFTER_TOTAL(job) ((void)(job))
 #endif
+// A look-back step over `seen` (the window's statuses, nearest first: 1 a total, 2 an inclusive
+// scan, 0 unset): passes the totals, moving `*end` back over them, and sets `*found` at an
+// inclusive scan; returns whether it stopped short of the window's end (the walk goes on)
+__device__ __forceinline__ bool plax_row_pass(const unsigned int* seen, long long width,
+                                              long long* end, long long* found) {
+  long long passed = 0;
+  while (passed < width && seen[passed] == 1u) ++passed;
+  if (passed < width && seen[passed] == 2u) *found = *end - 1 - passed;
+  *end -= passed;
+  return passed < width;
+}
 // element p of a row's scan order (from its end when reversed)
 __device__ __forceinline__ long long plax_row_at(long long base, long long n, long long inner,
                                                  int reverse, long long p) {
@@ -339,12 +350,9 @@ __device__ PLAX_ROW_NOINLINE {T} {name}_look_back(unsigned long long* words, lon
       held[job - end + i] = {name}_unpack(w);
     }}
     __syncthreads();
-    long long passed = 0;
-    while (passed < width && seen[passed] == 1u) ++passed;
-    if (passed < width && seen[passed] == 2u) found = end - 1 - passed;
-    end -= passed;
+    const bool short_of_window = plax_row_pass(seen, width, &end, &found);
     ++steps;
-    if (found < 0 && (passed < width || waits)) PLAX_ROW_SPIN();  // (a tile not done yet)
+    if (found < 0 && (short_of_window || waits)) PLAX_ROW_SPIN();  // (a tile not done yet)
     __syncthreads();  // (seen is written again next step)
   }}
   if (t == 0) {{
@@ -407,12 +415,9 @@ __device__ PLAX_ROW_NOINLINE {T} {name}_look_back(unsigned int* flags, {T}* vals
     }}
     if (t < width) __threadfence();  // (a flag read before the value it publishes)
     __syncthreads();
-    long long passed = 0;
-    while (passed < width && seen[passed] == 1u) ++passed;
-    if (passed < width && seen[passed] == 2u) found = end - 1 - passed;
-    end -= passed;
+    const bool short_of_window = plax_row_pass(seen, width, &end, &found);
     ++steps;
-    if (found < 0 && passed < width) PLAX_ROW_SPIN();  // tile end - 1 has not published yet
+    if (found < 0 && short_of_window) PLAX_ROW_SPIN();  // tile end - 1 has not published yet
     __syncthreads();  // (seen is written again next step)
   }}
   {T} acc;
