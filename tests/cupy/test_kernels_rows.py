@@ -442,7 +442,7 @@ def test_tiles_for():
 
 
 @pytest.mark.skipif(bool(NVRTC_PROBLEM), reason=NVRTC_PROBLEM or "nvrtc")
-def test_every_row_kernel_compiles_with_nvrtc_without_flush_to_zero():
+def test_every_row_kernel_compiles_with_nvrtc_without_warnings_or_flush_to_zero():
     from plax_cupy import codegen, dtypes, kernels_rows, nvrtc
     sources = []
     for dtype in [np.float32, np.float64, np.int8, np.int32, np.int64, np.uint16, np.uint64,
@@ -456,8 +456,9 @@ def test_every_row_kernel_compiles_with_nvrtc_without_flush_to_zero():
                 sources.append(kernels_rows.argextreme_source(is_max, ctype, "int")[0])
     # (one translation unit per source: each repeats the row helpers)
     for source in sources:
-        ptx = nvrtc.compile_binary(codegen.PREAMBLE + source,
-                                   nvrtc.DEVICE_OPTIONS + ("-arch=compute_80",), "ptx").decode()
+        # (compile_ptx: a warning in NVRTC's log fails the test)
+        ptx = nvrtc.compile_ptx(codegen.PREAMBLE + source,
+                                options=nvrtc.DEVICE_OPTIONS + ("-arch=compute_80",))
         # (CUDA's math library seeds its expf/log1p with ex2.approx.ftz / rcp.approx.ftz on
         # range-reduced arguments whatever -ftz says: never a subnormal there; the check is on
         # the arithmetic and comparisons: add, mul, fma, setp, max, min, cvt)
