@@ -82,13 +82,11 @@ def test_big_members_take_units_of_a_vector():
 
 @requires_nvrtc
 def test_group_vector_path_compiles_without_warnings():
-    import re
     from plax_cupy import nvrtc
+    from test_codegen_vector import assert_128_bit_accesses
     plan, _ = _plan()
     nvrtc.compile_ptx(plan.source, "group.cu", options=nvrtc.NVRTC_CHECK_OPTIONS)
-    ptx = nvrtc.compile_ptx(plan.source, "group.cu",
-                            options=("-arch=compute_80",) + nvrtc.DEVICE_OPTIONS)
-    assert re.search(r"ld\.global\.nc\.v4\.u32", ptx) and re.search(r"st\.global\.v4\.", ptx)
+    assert_128_bit_accesses(plan.source)
 
 
 # ---------------------------------------------------------------- on the simulated GPU
