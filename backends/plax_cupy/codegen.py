@@ -1669,8 +1669,7 @@ def plan_cluster(cluster, *, literal_values: bool = True) -> ClusterKernel:
         source="\n".join(src), inputs=inputs, out_dtypes=out_dtypes, out_shapes=out_shapes,
         elem_outputs=elem_outputs, reductions=reductions, n=n, n_out=n_out, n_red=n_red,
         outputs_per_block=opb, entry=entry, primitives=[e.primitive.name for e in cluster.eqns],
-        shape=shape, elem_source=elem_source, per_thread=per_thread,
-        vector=vector)
+        shape=shape, elem_source=elem_source, per_thread=per_thread, vector=vector)
 
 
 #: the vector path's loads and stores (:func:`_vector_kernel`), once per translation unit.
@@ -1747,7 +1746,16 @@ def _vector_plan(inputs, elem_outputs, out_dtypes, shape, need_index, params, bo
     is over ``VECTOR_BYTES / 2`` bytes (complex128: one element per access already), where
     nothing is read or written at the loop's index, or where the body calls the special
     functions' helpers (compute-bound: the unrolled copies would cost compilation time, not
-    save any)."""
+    save any).
+
+    Args:
+      inputs, elem_outputs, out_dtypes, shape: the cluster kernel's (:func:`plan_cluster`).
+      need_index: the iteration dimensions whose index the body reads (``idx<d>``).
+      params: the scalar ``plax_elem``'s parameters after its index.
+      body: the scalar ``plax_elem``'s lines (operands read ``a<k>[i]``, results stored
+        ``o<j>[i] = ...``).
+      uses_helpers: whether the body calls :mod:`plax_cupy.special_source`'s helpers.
+    """
     n = math.prod(shape)
     text = "\n".join(body)
     names = [inp.name for inp in inputs if inp.kind == "array" and shape
