@@ -37,9 +37,20 @@ look-back's steps), never on a GPU. The three-pass form it replaces (reduce, the
 rescan: every tile's total, the scan of the ``(rows, tiles)`` totals -- the same dispatcher, so
 a very long row recurses --, every tile's scan started from the scanned total before it) stays,
 behind ``SINGLE_PASS = False``.
+A tile of elements up to 4 bytes publishes its status and value in one 64-bit word
+(:func:`packs`): the look-back reads both with one load per predecessor, one round trip per
+window, and keeps the totals it passes in shared memory (:data:`LOOK_BACK_SPAN`); wider
+elements publish a flag and a value apart.
 argmax/argmin take two: every tile's best (value, index), then each row's best of its tiles'
 pairs in tile order with the same rules, so ties still go to the first index and the first NaN
 still wins. Every launch is plax-compiled and counted (``plax_cupy.counters().launches``).
+
+A non-last axis (``inner`` > 1) reads a row with a stride of ``inner`` elements. The cumulative
+ops avoid it: with at least :data:`COLUMN_MIN` columns, where rows would each get a block, a
+thread takes a column (``_columns``: a warp on consecutive columns, the axis in segments whose
+totals are folded in order); with 2 to 31 columns along a long axis, a tile is rows of the axis
+by every column, loaded whole, each column looking back as a row's tile does
+(``_columns_single_pass``).
 """
 from __future__ import annotations
 

@@ -145,7 +145,7 @@ def _check_cumulative(x, axis, reverse, kernel_suffix):
 
 @on_simulated_gpu
 @pytest.mark.parametrize("dtype", [np.float16, ml_dtypes.bfloat16, np.float32, np.float64,
-                                   np.complex64, np.complex128, np.int64, np.uint8])
+                                   np.complex64, np.complex128, np.int64, np.int32, np.uint8])
 def test_long_rows_every_dtype_any_axis(small_tiles, dtype):
     rng = np.random.default_rng(1)
     x = _operand(rng, dtype, (700, 3))
