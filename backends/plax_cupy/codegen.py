@@ -1735,8 +1735,8 @@ class VectorPlan:
     def aligned(self, prefix: str = "") -> str:
         """A C expression, 0 when every such operand (named ``prefix + name``) is aligned to
         its ``v``-element chunk."""
-        return " | ".join(f"((unsigned long long){prefix}{name} & {self.v * self.widths[name] - 1}u)"
-                          for name in self.ins + self.outs)
+        return " | ".join(f"((unsigned long long){prefix}{name} & "
+                          f"{self.v * self.widths[name] - 1}u)" for name in self.ins + self.outs)
 
 
 def _vector_plan(inputs, elem_outputs, out_dtypes, shape, need_index, params, body,
@@ -1946,7 +1946,8 @@ def _group_vector_loop(plans, offsets: list[int], widths: list[int]) -> list[str
     units = [0]
     for p, v in zip(plans, widths):
         units.append(units[-1] + -(-p.n // v))
-    lines = [f"  // units: {' '.join(map(str, widths))} elements of each member (codegen.plan_group)"]
+    lines = [f"  // units: {' '.join(map(str, widths))} elements of each member "
+             "(codegen.plan_group)"]
     lines += [f"  const bool aligned{k} = (({p.vector.aligned(f'm{k}_')}) == 0);"
               for k, p in enumerate(plans) if p.vector is not None]
     lines += ["  for (long long u = (long long)blockIdx.x * blockDim.x + threadIdx.x; "
@@ -1966,13 +1967,14 @@ def _group_vector_loop(plans, offsets: list[int], widths: list[int]) -> list[str
         regs = ", ".join(f"{a}_r" if a[len(f'm{k}_'):] in plan.widths else a for a in operands)
         lines += [head, f"      const long long e = (u - {units[k]}LL) * {v}LL;",
                   f"      if (aligned{k} && e + {v} <= {p.n}LL) {{"]
-        lines += [f"        {plan.ctypes[name]} {local[name]}_r[{v}];" for name in plan.ins + plan.outs]
-        lines += [f"        plax_vload<{plan.ctypes[name]}, {v}>({local[name]}_r, {local[name]} + e);"
-                  for name in plan.ins]
+        lines += [f"        {plan.ctypes[name]} {local[name]}_r[{v}];"
+                  for name in plan.ins + plan.outs]
+        lines += [f"        plax_vload<{plan.ctypes[name]}, {v}>({local[name]}_r, "
+                  f"{local[name]} + e);" for name in plan.ins]
         lines += ["        PLAX_UNROLL", f"        for (int s = 0; s < {v}; ++s)",
                   f"          plax_elem_m{k}(({plan.idx})e + s, s, {regs});"]
-        lines += [f"        plax_vstore<{plan.ctypes[name]}, {v}>({local[name]} + e, {local[name]}_r);"
-                  for name in plan.outs]
+        lines += [f"        plax_vstore<{plan.ctypes[name]}, {v}>({local[name]} + e, "
+                  f"{local[name]}_r);" for name in plan.outs]
         lines += ["      } else {",
                   f"        for (long long i = e; i < e + {v} && i < {p.n}LL; ++i) {scalar};",
                   "      }", "    }"]

@@ -313,7 +313,8 @@ def look_back_scratch(jobs: int, dtype) -> list:
 
 
 def _packed_look_back(name: str, T: str) -> str:
-    """The packed look-back of ``name`` on ``T`` (at most 4 bytes): see :func:`_single_pass_source`."""
+    """The packed look-back of ``name`` on ``T`` (at most 4 bytes): see
+    :func:`_single_pass_source`."""
     return f"""
 // A tile's status and value in one 64-bit word: ((tag << 2) | status) << 32 | the value's bits
 // (status 1: the tile's total, 2: its inclusive scan). One store publishes both and one load
@@ -385,7 +386,8 @@ __device__ PLAX_ROW_NOINLINE {T} {name}_look_back(unsigned long long* words, lon
 
 
 def _two_word_look_back(name: str, T: str) -> str:
-    """The two-word look-back of ``name`` on ``T`` (over 4 bytes): see :func:`_single_pass_source`."""
+    """The two-word look-back of ``name`` on ``T`` (over 4 bytes): see
+    :func:`_single_pass_source`."""
     return f"""
 // The two-word look-back (elements over 4 bytes: a flag and a value apart, so a value is read
 // after its flag and a fence) takes {WINDOW} predecessors a step: the block's threads read

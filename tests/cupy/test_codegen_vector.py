@@ -125,7 +125,8 @@ def assert_128_bit_accesses(source: str) -> None:
     """``source`` compiled as plax compiles for a device (optimised, ``compute_80``), without a
     warning, loads and stores 128 bits at a time."""
     from plax_cupy import nvrtc
-    ptx = nvrtc.compile_ptx(source, "vector.cu", options=("-arch=compute_80",) + nvrtc.DEVICE_OPTIONS)
+    ptx = nvrtc.compile_ptx(source, "vector.cu",
+                            options=("-arch=compute_80",) + nvrtc.DEVICE_OPTIONS)
     assert re.search(r"ld\.global\.nc\.v4\.u32", ptx) and re.search(r"st\.global\.v4\.", ptx)
 
 
