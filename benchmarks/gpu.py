@@ -24,6 +24,12 @@ with ``block_until_ready`` after each timed batch of calls):
 * ``cumsum`` of one row of 1e7 float32: a long row split over every SM
   (``plax_cupy.kernels_rows``: one launch, the tiles chained by a deterministic look-back;
   ``--tiny``/``--simulated``: 1e5, still split), GB/s of its 8 bytes per element;
+* ``cumsum`` along axis 0 of (1e6, 4), (4096, 4096) and (8, 1e6) float32 (``kernels_rows``:
+  the few-columns single pass, and the column kernel with 8 and 1 segments; ``--tiny``/
+  ``--simulated``: (1e5, 4), (256, 256), (8, 1e4)), GB/s of 8 bytes per element;
+* the SGD update of the MLP 784-2048-2048-10's 6 parameters alone (``p - 0.01 * g`` each: one
+  multi-tensor kernel, ``codegen.plan_group``), GB/s of its 12 bytes per element, beside the
+  selu row's (docs/gpu.md "Multi-tensor kernels and the vector path");
 * a tiny jitted call (3 elements): the per-call latency;
 * a 3x3 convolution, NHWC/HWIO, 64 to 64 channels on 56 x 56 images, batch 32, float32
   (``--tiny``/``--simulated``: 8 to 16 channels on 12 x 12, batch 2), against JAX's (cuDNN):
@@ -228,6 +234,14 @@ def workloads(quick: bool, tiny: bool = False):
             return linalg.triangular_solve(low, z, left_side=True, lower=True, transpose_a=True)
         return L.jit(solve)
 
+    # cumsum along axis 0: a long axis of 4 columns (the few-columns single pass), a square
+    # (the column kernel: a thread a column, 8 segments of the axis a block) and a short axis
+    # of many columns (the column kernel, one segment); --tiny/--simulated: smaller, same paths
+    column_shapes = (((100_000, 4), (256, 256), (8, 10_000)) if tiny else
+                     ((1_000_000, 4), (4096, 4096), (8, 1_000_000)))
+    x_columns = {shape: rng.standard_normal(shape).astype(np.float32) for shape in column_shapes}
+    flat_params = [a for layer in params for a in layer]   # (the MLP's 6 parameters)
+
     def fed_back(L, upload=False):
         """A training loop: each call steps the parameters the last call returned (with
         ``upload``, on a batch uploaded from the host for the call, as a data loader does)."""
@@ -282,6 +296,12 @@ def workloads(quick: bool, tiny: bool = False):
                                     [L.put(L.random.PRNGKey(0))]),
         "tiny call": lambda L: (L.jit(lambda x: x * 2.0 + 1.0), [L.put(x_tiny)]),
         "cumsum": lambda L: (L.jit(lambda x: L.jnp.cumsum(x)), [L.put(x_scan)]),
+        **{f"cumsum axis 0 {shape}": (lambda x: lambda L: (
+            L.jit(lambda v: L.jnp.cumsum(v, axis=0)), [L.put(x)]))(x)
+           for shape, x in x_columns.items()},
+        "sgd update": lambda L: (L.jit(lambda ps, gs: [p - 0.01 * g for p, g in zip(ps, gs)]),
+                                 [[L.put(a) for a in flat_params],
+                                  [L.put(a) for a in flat_params]]),
         "conv 3x3": lambda L: (conv(L), [L.put(x_conv), L.put(w_conv)]),
         "fft filter": lambda L: (L.jit(lambda x, w: L.jnp.fft.ifft(L.jnp.fft.fft(x) * w)),
                                  [L.put(x_fft), L.put(w_fft)]),
@@ -303,6 +323,10 @@ def workloads(quick: bool, tiny: bool = False):
             (f"random.normal {n_big:.0e}, both cases", 4 * n_big, "random.normal both cases"),
             ("tiny jit call", None, "tiny call"),
             (f"cumsum 1 row {n_scan:.0e} f32", 8 * n_scan, "cumsum"),
+            *[(f"cumsum axis 0 {shape[0]}x{shape[1]} f32", 8 * x.size, f"cumsum axis 0 {shape}")
+              for shape, x in x_columns.items()],
+            ("SGD update 784-2048-2048-10 params", 12 * sum(a.size for a in flat_params),
+             "sgd update"),
             (f"conv 3x3 {conv_n}x{conv_hw}^2x{conv_c} f32", None, "conv 3x3"),
             (f"FFT filter {fft_rows}x{fft_n} c64", None, "fft filter"),
             (f"GP solve {gp_n}^2 f32", None, "gp solve")]

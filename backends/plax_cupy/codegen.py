@@ -388,6 +388,9 @@ static inline unsigned long long atomicCAS(unsigned long long* p, unsigned long 
 static inline unsigned int atomicExch(unsigned int* p, unsigned int v) {
   return __atomic_exchange_n(p, v, __ATOMIC_SEQ_CST);
 }
+static inline unsigned long long atomicExch(unsigned long long* p, unsigned long long v) {
+  return __atomic_exchange_n(p, v, __ATOMIC_SEQ_CST);
+}
 #ifdef PLAX_SIM
 static inline void __threadfence() { __atomic_thread_fence(__ATOMIC_SEQ_CST); plax_sim_fence(); }
 #else
@@ -1294,6 +1297,7 @@ class ClusterKernel:
       primitives: the fused primitives' names, for messages.
       elem_source: the ``plax_elem`` function (what :func:`plan_group` puts in a multi-tensor
         kernel, with the helpers it calls).
+      vector: the elementwise body's :class:`VectorPlan` (None: no vector path).
     """
 
     def __init__(self, **fields):
@@ -1526,12 +1530,12 @@ def plan_cluster(cluster, *, literal_values: bool = True) -> ClusterKernel:
                       *elem, ""]
     kernel_params = [inp.param() for inp in inputs]
     kernel_params += [f"{ctype(out_dtypes[j])}* __restrict__ o{j}" for j in elem_outputs]
-    per_thread = 1
+    per_thread, vector = 1, None
     if not reductions:
         call = ", ".join(["i"] + in_args + elem_out_args)
-        vector_elem, vector_path, per_thread = _vector_kernel(
-            inputs, elem_outputs, out_dtypes, shape, need_index, params, body,
-            in_args + elem_out_args, uses_helpers=bool(special))
+        vector = _vector_plan(inputs, elem_outputs, out_dtypes, shape, need_index, params,
+                              body, uses_helpers=bool(special))
+        vector_elem, vector_path, per_thread = _vector_kernel(vector, n, in_args + elem_out_args)
         src += ["#ifndef PLAX_HOST", *vector_elem,
                 f"extern \"C\" __global__ void plax_elementwise({', '.join(kernel_params + ['long long n'])}) {{",
                 *vector_path,
@@ -1692,7 +1696,7 @@ def plan_cluster(cluster, *, literal_values: bool = True) -> ClusterKernel:
         source="\n".join(src), inputs=inputs, out_dtypes=out_dtypes, out_shapes=out_shapes,
         elem_outputs=elem_outputs, reductions=reductions, n=n, n_out=n_out, n_red=n_red,
         outputs_per_block=opb, entry=entry, primitives=[e.primitive.name for e in cluster.eqns],
-        shape=shape, elem_source=elem_source, per_thread=per_thread)
+        shape=shape, elem_source=elem_source, per_thread=per_thread, vector=vector)
 
 
 #: the vector path's loads and stores (:func:`_vector_kernel`), once per translation unit.
@@ -1848,10 +1852,75 @@ def _branch_selects(eqns, live: set, outputs: dict, body: list[str], marks: list
     return [line for k in range(len(eqns)) for line in loads[k] + own_lines[k]]
 
 
-def _vector_kernel(inputs, elem_outputs, out_dtypes, shape, need_index, params, body,
-                   operands: list[str], uses_helpers: bool) -> tuple[list[str], list[str], int]:
+class VectorPlan:
+    """How an elementwise kernel's body runs ``v`` elements at a time (:func:`_vector_plan`).
+
+    Attributes:
+      v: elements per access (``VECTOR_BYTES`` over the widest such operand's itemsize).
+      ins, outs: the operands read (inputs) and written (results) at the loop's own index.
+      ctypes: each such operand's element C type; widths: its itemsize.
+      idx, suffix: the index type (``unsigned int`` below 2**31 elements) and literal suffix.
+      overload: the lines of a ``plax_elem(idx i, int s, params...)`` overload reading and
+        writing those operands at ``[s]`` (registers), the rest as the scalar one.
+    """
+
+    def __init__(self, **fields):
+        self.__dict__.update(fields)
+
+    def aligned(self, prefix: str = "") -> str:
+        """A C expression, 0 when every such operand (named ``prefix + name``) is aligned to
+        its ``v``-element chunk."""
+        return " | ".join(f"((unsigned long long){prefix}{name} & "
+                          f"{self.v * self.widths[name] - 1}u)" for name in self.ins + self.outs)
+
+
+def _vector_plan(inputs, elem_outputs, out_dtypes, shape, need_index, params, body,
+                 uses_helpers: bool) -> VectorPlan | None:
+    """The vector path's plan of an elementwise body (see :func:`_vector_kernel`), or None
+    where it gets none: below ``VECTOR_MIN_ELEMENTS`` (launch-bound), where the widest operand
+    is over ``VECTOR_BYTES / 2`` bytes (complex128: one element per access already), where
+    nothing is read or written at the loop's index, or where the body calls the special
+    functions' helpers (compute-bound: the unrolled copies would cost compilation time, not
+    save any).
+
+    Args:
+      inputs, elem_outputs, out_dtypes, shape: the cluster kernel's (:func:`plan_cluster`).
+      need_index: the iteration dimensions whose index the body reads (``idx<d>``).
+      params: the scalar ``plax_elem``'s parameters after its index.
+      body: the scalar ``plax_elem``'s lines (operands read ``a<k>[i]``, results stored
+        ``o<j>[i] = ...``).
+      uses_helpers: whether the body calls :mod:`plax_cupy.special_source`'s helpers.
+    """
+    n = math.prod(shape)
+    text = "\n".join(body)
+    names = [inp.name for inp in inputs if inp.kind == "array" and shape
+             and tuple(inp.atom.aval.shape) == shape and re.search(rf"\b{inp.name}\[i\]", text)]
+    widths = {inp.name: np.dtype(inp.dtype).itemsize for inp in inputs if inp.name in names}
+    widths.update({f"o{j}": np.dtype(out_dtypes[j]).itemsize for j in elem_outputs})
+    if n < VECTOR_MIN_ELEMENTS or uses_helpers or not widths:
+        return None
+    v = VECTOR_BYTES // max(widths.values())
+    if v < 2:
+        return None
+    idx, suffix = ("unsigned int", "u") if n < 2 ** 31 else ("unsigned long long", "ull")
+    strides = _strides(shape)
+    at_slot = re.compile(rf"\b({'|'.join(sorted(widths))})\[i\]")
+    head = [f"const {idx} idx{d} = (i / {strides[d]}{suffix}) % {shape[d]}{suffix};"
+            for d in sorted(need_index)]
+    overload = [f"__device__ __forceinline__ void plax_elem({idx} i, int s"
+                f"{''.join(', ' + p for p in params)}) {{"]
+    overload += ["  " + at_slot.sub(r"\1[s]", line) for line in head + body]
+    overload.append("}")
+    ctypes_of = {inp.name: ctype(inp.dtype) for inp in inputs}
+    ctypes_of.update({f"o{j}": ctype(out_dtypes[j]) for j in elem_outputs})
+    return VectorPlan(v=v, ins=names, outs=[f"o{j}" for j in elem_outputs], ctypes=ctypes_of,
+                      widths=widths, idx=idx, suffix=suffix, overload=overload)
+
+
+def _vector_kernel(plan: VectorPlan | None, n: int,
+                   operands: list[str]) -> tuple[list[str], list[str], int]:
     """The vector path of an elementwise kernel: ``(definitions, kernel lines, per_thread)``,
-    or ``([], [], 1)`` where the kernel gets none.
+    or ``([], [], 1)`` where the kernel gets none (``plan`` None: :func:`_vector_plan`).
 
     The path takes every operand read at the loop's own index (an input of the iteration
     shape: contiguous, as the launcher passes it) and every result, ``V = VECTOR_BYTES /
@@ -1865,53 +1934,21 @@ def _vector_kernel(inputs, elem_outputs, out_dtypes, shape, need_index, params, 
     hands out 512-byte aligned blocks, a view at an offset may not be) and runs the scalar
     grid-stride loop otherwise. Index arithmetic is 32-bit below 2**31 elements.
 
-    None where ``n < VECTOR_MIN_ELEMENTS`` (launch-bound), where the widest operand is over
-    ``VECTOR_BYTES / 2`` bytes (complex128: one element per access already), where nothing
-    is read or written at the loop's index, or where the kernel calls the special functions'
-    helpers (compute-bound: the unrolled copies would cost compilation time, not save any).
-
     Args:
-      inputs, elem_outputs, out_dtypes, shape: the cluster kernel's (:func:`plan_cluster`).
-      need_index: the iteration dimensions whose index the body reads (``idx<d>``).
-      params: the scalar ``plax_elem``'s parameters after its index.
-      body: the scalar ``plax_elem``'s lines (operands read ``a<k>[i]``, results stored
-        ``o<j>[i] = ...``).
+      plan: the body's vector plan.
+      n: elements of the iteration shape.
       operands: the scalar ``plax_elem``'s arguments after the index.
-      uses_helpers: whether the body calls :mod:`plax_cupy.special_source`'s helpers.
     """
-    n = math.prod(shape)
-    text = "\n".join(body)
-    names = [inp.name for inp in inputs if inp.kind == "array" and shape
-             and tuple(inp.atom.aval.shape) == shape and re.search(rf"\b{inp.name}\[i\]", text)]
-    widths = {inp.name: np.dtype(inp.dtype).itemsize for inp in inputs if inp.name in names}
-    widths.update({f"o{j}": np.dtype(out_dtypes[j]).itemsize for j in elem_outputs})
-    if n < VECTOR_MIN_ELEMENTS or uses_helpers or not widths:
+    if plan is None:
         return [], [], 1
-    v = VECTOR_BYTES // max(widths.values())
-    if v < 2:
-        return [], [], 1
-    u = VECTOR_CHUNKS
-    idx, suffix = ("unsigned int", "u") if n < 2 ** 31 else ("unsigned long long", "ull")
-    strides = _strides(shape)
-    contiguous = set(widths)
-    at_slot = re.compile(rf"\b({'|'.join(sorted(contiguous))})\[i\]")
-    head = [f"const {idx} idx{d} = (i / {strides[d]}{suffix}) % {shape[d]}{suffix};"
-            for d in sorted(need_index)]
-    overload = [f"__device__ __forceinline__ void plax_elem({idx} i, int s"
-                f"{''.join(', ' + p for p in params)}) {{"]
-    overload += ["  " + at_slot.sub(r"\1[s]", line) for line in head + body]
-    overload.append("}")
-    ctypes_of = {inp.name: ctype(inp.dtype) for inp in inputs}
-    ctypes_of.update({f"o{j}": ctype(out_dtypes[j]) for j in elem_outputs})
-    ins, outs = names, [f"o{j}" for j in elem_outputs]
-    aligned = " | ".join(f"((unsigned long long){name} & {v * widths[name] - 1}u)"
-                         for name in ins + outs)
+    v, u, idx, suffix = plan.v, VECTOR_CHUNKS, plan.idx, plan.suffix
+    ins, outs, ctypes_of = plan.ins, plan.outs, plan.ctypes
     # the scalar plax_elem's arguments after the index, the contiguous ones as their registers
-    args = ", ".join(f"{name}_r" if name in contiguous else name for name in operands)
+    args = ", ".join(f"{name}_r" if name in plan.widths else name for name in operands)
     chunk = f"(c + u * t) * {v}{suffix}"
     lines = [f"  // the vector path (codegen._vector_kernel): {v} elements per access, {u} "
              "accesses per operand in flight",
-             f"  if (({aligned}) == 0) {{",
+             f"  if (({plan.aligned()}) == 0) {{",
              f"    const {idx} t = ({idx})blockDim.x * gridDim.x;",
              f"    const {idx} nc = {n // v}{suffix};",
              f"    for ({idx} c = ({idx})blockIdx.x * blockDim.x + threadIdx.x; c < nc; "
@@ -1937,7 +1974,7 @@ def _vector_kernel(inputs, elem_outputs, out_dtypes, shape, need_index, params, 
                   f"threadIdx.x; i < {n}{suffix}; i += t)",
                   f"      plax_elem((long long)i, {', '.join(operands)});"]
     lines += ["    return;", "  }"]
-    return [VECTOR_SOURCE, *overload], lines, u * v
+    return [VECTOR_SOURCE, *plan.overload], lines, u * v
 
 
 #: a kernel's parameters may take 4 KiB (CUDA before 12.1): a group with more (8 bytes each,
@@ -1954,6 +1991,8 @@ class GroupKernel:
       members: each member's :class:`ClusterKernel` (its ``inputs``, ``elem_outputs``,
         ``out_shapes`` and ``out_dtypes`` say what it reads and writes).
       offsets: where each member's range starts in the concatenation, then the total ``n``.
+      widths: elements of each member a thread takes at once (its vector path's ``v``, else
+        1: :func:`_group_vector_loop`).
       entry: ``("plax_multi",)``.
     """
 
@@ -2010,17 +2049,72 @@ def plan_group(clusters, *, literal_values: bool = True) -> GroupKernel:
         branch.append(f"    {test} (i < {offsets[k + 1]}LL) {call};" if k < len(calls) - 1
                       else f"    else {call};" if k else f"    {call};")
     signature = ", ".join(params + ["long long n"])
+    widths = [p.vector.v if p.vector is not None else 1 for p in plans]
+    if max(widths) > 1:   # some member moves VECTOR_BYTES at a time: a loop over units
+        device_loop = _group_vector_loop(plans, offsets, widths)
+        text = "\n".join([VECTOR_SOURCE, text] + [
+            "\n".join(p.vector.overload).replace("void plax_elem(", f"void plax_elem_m{k}(", 1)
+            for k, p in enumerate(plans) if p.vector is not None])
+    else:
+        device_loop = ["  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;",
+                       "       i += (long long)blockDim.x * gridDim.x) {", *branch, "  }"]
     src = [PREAMBLE + helpers, f"// multi-tensor kernel over {shapes}", text, "",
            "#ifndef PLAX_HOST",
            f"extern \"C\" __global__ void plax_multi({signature}) {{",
-           "  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;",
-           "       i += (long long)blockDim.x * gridDim.x) {",
-           *branch, "  }", "}", "#else",
+           *device_loop, "}", "#else",
            f"extern \"C\" void plax_host({signature}) {{",
            "  for (long long i = 0; i < n; ++i) {", *branch, "  }", "}", "#endif", ""]
     return GroupKernel(source="\n".join(src), members=plans, offsets=offsets, n=offsets[-1],
-                       entry=("plax_multi",), shape=(offsets[-1],),
+                       entry=("plax_multi",), shape=(offsets[-1],), widths=widths,
                        primitives=[f"[{' '.join(p.primitives)}]" for p in plans])
+
+
+def _group_vector_loop(plans, offsets: list[int], widths: list[int]) -> list[str]:
+    """The device loop of a multi-tensor kernel some of whose members have a vector path: a
+    grid-stride loop over *units*, a unit being ``widths[k]`` consecutive elements of member
+    ``k`` (``VectorPlan.v`` where the member has a vector path, else 1), members in turn. A
+    vector unit loads its member's contiguous operands ``v`` elements at a time into registers,
+    computes them with the member's ``plax_elem`` overload and stores its results whole, where
+    the member's pointers are aligned to their chunks (checked once per launch) and the unit
+    is whole; otherwise (a view at an offset, the member's last ``n % v`` elements) it runs the
+    scalar ``plax_elem`` on each of its elements."""
+    units = [0]
+    for p, v in zip(plans, widths):
+        units.append(units[-1] + -(-p.n // v))
+    lines = [f"  // units: {' '.join(map(str, widths))} elements of each member "
+             "(codegen.plan_group)"]
+    lines += [f"  const bool aligned{k} = (({p.vector.aligned(f'm{k}_')}) == 0);"
+              for k, p in enumerate(plans) if p.vector is not None]
+    lines += ["  for (long long u = (long long)blockIdx.x * blockDim.x + threadIdx.x; "
+              f"u < {units[-1]}LL;", "       u += (long long)blockDim.x * gridDim.x) {"]
+    for k, (p, v) in enumerate(zip(plans, widths)):
+        test = "if" if k == 0 else "else if"
+        head = f"    {test} (u < {units[k + 1]}LL) {{" if k < len(plans) - 1 else (
+            "    else {" if k else "    {")
+        operands = [f"m{k}_{inp.name}" for inp in p.inputs] + [f"m{k}_o{j}" for j in p.elem_outputs]
+        scalar = f"plax_elem_m{k}(i{''.join(', ' + a for a in operands)})"
+        if v == 1:
+            lines += [head, f"      const long long i = u - {units[k]}LL;", f"      {scalar};",
+                      "    }"]
+            continue
+        plan = p.vector
+        local = {name: f"m{k}_{name}" for name in plan.ins + plan.outs}
+        regs = ", ".join(f"{a}_r" if a[len(f'm{k}_'):] in plan.widths else a for a in operands)
+        lines += [head, f"      const long long e = (u - {units[k]}LL) * {v}LL;",
+                  f"      if (aligned{k} && e + {v} <= {p.n}LL) {{"]
+        lines += [f"        {plan.ctypes[name]} {local[name]}_r[{v}];"
+                  for name in plan.ins + plan.outs]
+        lines += [f"        plax_vload<{plan.ctypes[name]}, {v}>({local[name]}_r, "
+                  f"{local[name]} + e);" for name in plan.ins]
+        lines += ["        PLAX_UNROLL", f"        for (int s = 0; s < {v}; ++s)",
+                  f"          plax_elem_m{k}(({plan.idx})e + s, s, {regs});"]
+        lines += [f"        plax_vstore<{plan.ctypes[name]}, {v}>({local[name]} + e, "
+                  f"{local[name]}_r);" for name in plan.outs]
+        lines += ["      } else {",
+                  f"        for (long long i = e; i < e + {v} && i < {p.n}LL; ++i) {scalar};",
+                  "      }", "    }"]
+    lines.append("  }")
+    return lines
 
 
 def _to_acc(value: str, red: Reduction) -> str:

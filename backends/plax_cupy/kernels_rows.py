@@ -37,9 +37,20 @@ look-back's steps), never on a GPU. The three-pass form it replaces (reduce, the
 rescan: every tile's total, the scan of the ``(rows, tiles)`` totals -- the same dispatcher, so
 a very long row recurses --, every tile's scan started from the scanned total before it) stays,
 behind ``SINGLE_PASS = False``.
+A tile of elements up to 4 bytes publishes its status and value in one 64-bit word
+(:func:`packs`): the look-back reads both with one load per predecessor, one round trip per
+window, and keeps the totals it passes in shared memory (:data:`LOOK_BACK_SPAN`); wider
+elements publish a flag and a value apart.
 argmax/argmin take two: every tile's best (value, index), then each row's best of its tiles'
 pairs in tile order with the same rules, so ties still go to the first index and the first NaN
 still wins. Every launch is plax-compiled and counted (``plax_cupy.counters().launches``).
+
+A non-last axis (``inner`` > 1) reads a row with a stride of ``inner`` elements. The cumulative
+ops avoid it: with at least :data:`COLUMN_MIN` columns, where rows would each get a block, a
+thread takes a column (``_columns``: a warp on consecutive columns, the axis in segments whose
+totals are folded in order); with 2 to 31 columns along a long axis, a tile is rows of the axis
+by every column, loaded whole, each column looking back as a row's tile does
+(``_columns_single_pass``).
 """
 from __future__ import annotations
 
@@ -79,6 +90,15 @@ LONG_ROW = 1 << 16
 #: with this many rows or more, one block per row already fills the GPU (two per SM of an A100)
 FEW_ROWS = 216
 
+#: columns from which a cumulative op along a non-last axis runs as columns (a thread a column,
+#: a warp on consecutive columns: coalesced) rather than a block per strided row
+COLUMN_MIN = 32
+
+#: most segments of a column group: a block of :data:`THREADS` threads is ``THREADS / segs``
+#: columns by ``segs`` segments of the axis (8: 32 columns, a warp's 128-byte row segment of
+#: float32 per load)
+COLUMN_SEGMENTS = 8
+
 #: the byte size of each element C type the row kernels take
 _ITEMSIZE = {ctype: dtype.itemsize for dtype, ctype in dtypes.CTYPES.items()}
 
@@ -103,6 +123,49 @@ def tile_of(itemsize: int) -> int:
       (8192, 2048)
     """
     return THREADS * items_per_thread(itemsize)
+
+
+def column_items(itemsize: int) -> int:
+    """Rows of its column each thread of the column kernel loads per stretch (in flight at
+    once, then scanned in registers): 64 bytes' worth, at most 16.
+
+    Example:
+      >>> column_items(4), column_items(8), column_items(16)
+      (16, 8, 4)
+    """
+    return max(1, min(16, 64 // itemsize))
+
+
+def column_segments(n: int, inner: int, itemsize: int) -> int:
+    """Segments of the axis a block of the column kernel splits each stretch in (a power of
+    two, at most :data:`COLUMN_SEGMENTS`): as many as ``n`` rows fill at :func:`column_items`
+    rows a segment, and at least enough that a block's ``THREADS / segs`` columns do not
+    exceed ``inner`` by more than a warp's worth (threads past the last column idle).
+
+    Example:
+      >>> column_segments(4096, 4096, 4), column_segments(8, 10**6, 4), column_segments(64, 32, 4)
+      (8, 1, 8)
+    """
+    by_rows = 1
+    while by_rows < COLUMN_SEGMENTS and 2 * by_rows * column_items(itemsize) <= n:
+        by_rows *= 2
+    width = 32
+    while width < THREADS and width < inner:
+        width *= 2
+    by_columns = min(COLUMN_SEGMENTS, max(1, THREADS // width))
+    return max(by_rows, by_columns)
+
+
+def column_tile_rows(tile: int, inner: int) -> int:
+    """Rows of the axis in a tile of the few-columns single pass (``1 < inner <``
+    :data:`COLUMN_MIN`): as many as ``tile`` elements hold across ``inner`` columns, a multiple
+    of 32 (so each column's stretch of shared memory starts on a padded line), at least 32.
+
+    Example:
+      >>> column_tile_rows(8192, 4), column_tile_rows(8192, 31), column_tile_rows(64, 3)
+      (2048, 256, 32)
+    """
+    return max(32, tile // inner // 32 * 32)
 
 
 def _capacity(ctype: str) -> int:
@@ -163,6 +226,22 @@ static inline void plax_row_note_look_back(unsigned long long steps) {
 #else
 #define PLAX_ROW_NOTE_LOOK_BACK(steps) ((void)(steps))
 #endif
+// (a threaded host test defines it to hold a tile between publishing its total and its
+// inclusive scan, so later tiles meet totals to pass and fold)
+#ifndef PLAX_ROW_AFTER_TOTAL
+#define PLAX_ROW_AFTER_TOTAL(job) ((void)(job))
+#endif
+// A look-back step over `seen` (the window's statuses, nearest first: 1 a total, 2 an inclusive
+// scan, 0 unset): passes the totals, moving `*end` back over them, and sets `*found` at an
+// inclusive scan; returns whether it stopped short of the window's end (the walk goes on)
+__device__ __forceinline__ bool plax_row_pass(const unsigned int* seen, long long width,
+                                              long long* end, long long* found) {
+  long long passed = 0;
+  while (passed < width && seen[passed] == 1u) ++passed;
+  if (passed < width && seen[passed] == 2u) *found = *end - 1 - passed;
+  *end -= passed;
+  return passed < width;
+}
 // element p of a row's scan order (from its end when reversed)
 __device__ __forceinline__ long long plax_row_at(long long base, long long n, long long inner,
                                                  int reverse, long long p) {
@@ -199,21 +278,321 @@ template <typename T> __device__ __forceinline__ T plax_logaddexp(T a, T b) {
 """
 
 
+#: predecessors whose published values a tile's packed look-back holds (in shared memory) while
+#: it walks back; a tile that passes this many totals without meeting an inclusive scan waits on
+#: the farthest one's (that tile was taken earlier, so it finishes: no deadlock)
+LOOK_BACK_SPAN = 256
+
+
+def packs(itemsize: int) -> bool:
+    """Whether a tile of ``itemsize``-byte elements publishes its status and value in one 64-bit
+    word (the packed look-back: one load per predecessor, no fence between flag and value): up to
+    4-byte elements. Wider ones publish a flag word and a value apart (two ordered reads).
+
+    Example:
+      >>> packs(4), packs(2), packs(8)
+      (True, True, False)
+    """
+    return itemsize <= 4
+
+
+def look_back_scratch(jobs: int, dtype) -> list:
+    """The uncleared scratch of a single-pass scan of ``jobs`` tiles of ``dtype`` elements, in the
+    kernel's parameter order after ``state`` (two ``uint64`` tagged counters, allocated apart):
+    ``[words]`` (a ``uint64`` per tile) where :func:`packs`, else ``[flags, vals]`` (a ``uint32``
+    per tile, and two elements per tile: aggregates, then inclusive scans).
+
+    Example:
+      >>> [a.dtype for a in look_back_scratch(4, np.float32)]   # doctest: +SKIP
+      [dtype('uint64')]
+    """
+    dtype = np.dtype(dtype)
+    if packs(dtype.itemsize):
+        return [cupy.empty((jobs,), np.uint64)]
+    return [cupy.empty((jobs,), np.uint32), cupy.empty((2 * jobs,), dtype)]
+
+
+def _packed_look_back(name: str, T: str) -> str:
+    """The packed look-back of ``name`` on ``T`` (at most 4 bytes): see
+    :func:`_single_pass_source`."""
+    return f"""
+// A tile's status and value in one 64-bit word: ((tag << 2) | status) << 32 | the value's bits
+// (status 1: the tile's total, 2: its inclusive scan). One store publishes both and one load
+// reads both (a naturally aligned 64-bit access is single-copy atomic): no fence between a flag
+// and its value, and one memory round trip per window of predecessors.
+__device__ __forceinline__ unsigned long long {name}_pack({T} v, unsigned int status) {{
+  unsigned int bits = 0u;
+  memcpy(&bits, &v, sizeof({T}));
+  return ((unsigned long long)status << 32) | bits;
+}}
+__device__ __forceinline__ {T} {name}_unpack(unsigned long long word) {{
+  const unsigned int bits = (unsigned int)word;
+  {T} v;
+  memcpy(&v, &bits, sizeof({T}));
+  return v;
+}}
+// The walk reads {WINDOW} predecessors' words a step (the block's threads at once), keeps their
+// values in `held` (slot d - 1 for the tile d before this one), and passes every total up to the
+// nearest tile that has not published one; it stops at an inclusive scan. One thread then folds
+// the held values in tile order from that inclusive scan. A tile that passes {LOOK_BACK_SPAN}
+// totals re-reads the farthest one until it is an inclusive scan. The whole block calls it; it
+// returns the carry (`*carry`, shared) to every thread.
+__device__ PLAX_ROW_NOINLINE {T} {name}_look_back(unsigned long long* words, long long job,
+    long long k, {T} total, unsigned int tag, unsigned int* seen, {T}* held, {T}* carry) {{
+  const unsigned int agg = (tag << 2) | 1u, inc = (tag << 2) | 2u;
+  const long long t = threadIdx.x, threads = blockDim.x;
+  if (k == 0) {{  // the row's first tile: its total is its inclusive scan
+    if (t == 0) atomicExch(words + job, {name}_pack(total, inc));
+    return total;  // (unused: the row's first tile has no carry)
+  }}
+  if (t == 0) atomicExch(words + job, {name}_pack(total, agg));
+  PLAX_ROW_AFTER_TOTAL(job);
+  const long long first = job - k;  // (the row's first tile publishes an inclusive scan)
+  const long long reach = k < {LOOK_BACK_SPAN} ? first : job - {LOOK_BACK_SPAN};  // (held slots)
+  long long end = job, found = -1;  // tiles [end, job) have published their totals
+  unsigned long long steps = 0;
+  while (found < 0) {{
+    const bool waits = end == reach;  // (passed every held slot: wait on the farthest)
+    if (waits) end = reach + 1;
+    const long long width = end - reach < {WINDOW} ? end - reach : {WINDOW};
+    for (long long i = t; i < width; i += threads) {{
+      const unsigned long long w = *(volatile unsigned long long*)(words + end - 1 - i);
+      const unsigned int status = (unsigned int)(w >> 32);
+      seen[i] = status == inc ? 2u : status == agg ? 1u : 0u;
+      held[job - end + i] = {name}_unpack(w);
+    }}
+    __syncthreads();
+    const bool short_of_window = plax_row_pass(seen, width, &end, &found);
+    ++steps;
+    if (found < 0 && (short_of_window || waits)) PLAX_ROW_SPIN();  // (a tile not done yet)
+    __syncthreads();  // (seen is written again next step)
+  }}
+  if (t == 0) {{
+    // (held[d]: the tile d + 1 before this one; from the inclusive scan found, nearer tiles
+    // in turn. Not unrolled, 32-bit: unrolled, the float32 kernel took 72 registers a thread,
+    // 3 blocks an SM where 64 leave 4)
+    const int far = (int)(job - 1 - found);
+    {T} acc = held[far];
+    #pragma unroll 1
+    for (int d = far - 1; d >= 0; --d) acc = {name}_op(acc, held[d]);
+    atomicExch(words + job, {name}_pack({name}_op(acc, total), inc));
+    *carry = acc;
+    PLAX_ROW_NOTE_LOOK_BACK(steps);
+  }}
+  __syncthreads();
+  return *carry;
+}}
+"""
+
+
+def _two_word_look_back(name: str, T: str) -> str:
+    """The two-word look-back of ``name`` on ``T`` (over 4 bytes): see
+    :func:`_single_pass_source`."""
+    return f"""
+// The two-word look-back (elements over 4 bytes: a flag and a value apart, so a value is read
+// after its flag and a fence) takes {WINDOW} predecessors a step: the block's threads read
+// their flags at once (`seen`: 0 unset, 1 aggregate, 2 inclusive, nearest first), and the walk
+// passes every aggregate up to the nearest tile that is not one; the totals after
+// the inclusive scan found are then read {WINDOW} at a time (`window`) and folded in tile order
+// by one thread. The whole block calls it; it returns the carry (`*carry`, shared) to every
+// thread.
+__device__ PLAX_ROW_NOINLINE {T} {name}_look_back(unsigned int* flags, {T}* vals, long long jobs,
+    long long job, long long k, {T} total, unsigned int tag, unsigned int* seen, {T}* window,
+    {T}* carry) {{
+  {T}* aggregate = vals;
+  {T}* inclusive = vals + jobs;
+  const unsigned int agg = (tag << 2) | 1u, inc = (tag << 2) | 2u;
+  const long long t = threadIdx.x, threads = blockDim.x;
+  if (k == 0) {{  // the row's first tile: its total is its inclusive scan
+    if (t == 0) {{
+      inclusive[job] = total;
+      __threadfence();
+      atomicExch(flags + job, inc);
+    }}
+    return total;  // (unused: the row's first tile has no carry)
+  }}
+  if (t == 0) {{
+    aggregate[job] = total;
+    __threadfence();
+    atomicExch(flags + job, agg);
+  }}
+  PLAX_ROW_AFTER_TOTAL(job);
+  const long long first = job - k;  // (the row's first tile publishes an inclusive scan)
+  long long end = job, found = -1;  // tiles [end, job) have published their totals
+  unsigned long long steps = 0;
+  while (found < 0) {{
+    const long long width = end - first < {WINDOW} ? end - first : {WINDOW};
+    for (long long i = t; i < width; i += threads) {{
+      const unsigned int f = *(volatile unsigned int*)(flags + end - 1 - i);
+      seen[i] = f == inc ? 2u : f == agg ? 1u : 0u;
+    }}
+    if (t < width) __threadfence();  // (a flag read before the value it publishes)
+    __syncthreads();
+    const bool short_of_window = plax_row_pass(seen, width, &end, &found);
+    ++steps;
+    if (found < 0 && short_of_window) PLAX_ROW_SPIN();  // tile end - 1 has not published yet
+    __syncthreads();  // (seen is written again next step)
+  }}
+  {T} acc;
+  if (t == 0) acc = plax_row_read_published(inclusive + found);
+  for (long long c = found + 1; c < job; c += {WINDOW}) {{
+    const long long m = job - c < {WINDOW} ? job - c : {WINDOW};
+    for (long long i = t; i < m; i += threads) window[i] = plax_row_read_published(aggregate + c + i);
+    __syncthreads();
+    if (t == 0) {{  // (unrolled: the window's loads issue together, then the chain of ops)
+      #pragma unroll
+      for (int i = 0; i < {WINDOW}; ++i)
+        if (i < m) acc = {name}_op(acc, window[i]);
+    }}
+    ++steps;
+    __syncthreads();
+  }}
+  if (t == 0) {{
+    inclusive[job] = {name}_op(acc, total);
+    __threadfence();
+    atomicExch(flags + job, inc);
+    *carry = acc;
+    PLAX_ROW_NOTE_LOOK_BACK(steps);
+  }}
+  __syncthreads();
+  return *carry;
+}}
+"""
+
+
+def _single_pass_source(name: str, T: str, staged: int) -> str:
+    """The single-pass kernels on ``T`` elements (with their look-back: packed where
+    :func:`packs` the element size, else two words), for :func:`cumulative_source`, whose
+    helpers they call: ``name + "_single_pass"`` (rows split in tiles) and ``name +
+    "_columns_single_pass"`` (a long non-last axis of few columns: a tile is some rows of the
+    axis by every column); ``staged``: the shared elements a tile is staged in."""
+    if packs(_ITEMSIZE[T]):
+        scratch, look_back = "unsigned long long* words", _packed_look_back(name, T)
+        walk_shared = f"__shared__ {T} held[{LOOK_BACK_SPAN}];"
+        call = f"{name}_look_back(words, {{job}}, k, total, tag, seen, held, &carry);"
+        clear = "words[i] = 0ull;"
+    else:
+        scratch, look_back = f"unsigned int* flags, {T}* vals", _two_word_look_back(name, T)
+        walk_shared = f"__shared__ {T} window[{WINDOW}];"
+        call = (f"{name}_look_back(flags, vals, {{jobs}}, {{job}}, k, total, tag, seen, window, "
+                f"&carry);")
+        clear = "flags[i] = 0u;"
+    shared = f"""  __shared__ {T} buf[{staged}];
+  __shared__ {T} totals[{THREADS}];
+  {walk_shared}
+  __shared__ unsigned int seen[{WINDOW}];
+  __shared__ {T} carry;
+  __shared__ long long ticket;
+  __shared__ int last;"""
+    take_ticket = """    if (threadIdx.x == 0) ticket = (long long)plax_tagged_count(state, tag);
+    __syncthreads();
+    const long long job = ticket;
+    if (job >= jobs) break;"""
+
+    def clear_at_exit(count: str) -> str:
+        return f"""  if (threadIdx.x == 0) {{
+    __threadfence();
+    last = plax_count_done(state + 1, tag) == gridDim.x - 1;
+  }}
+  __syncthreads();
+  if (last) {{  // every block is done with the scratch: clear it for a replay
+    for (long long i = threadIdx.x; i < {count}; i += blockDim.x) {clear}
+    if (threadIdx.x == 0) {{ state[0] = 0ull; state[1] = 0ull; }}
+  }}"""
+    return f"""// rows split in tiles in one launch: tiles taken in ticket order (a tile waits only on tiles
+// taken before it, by running blocks); each publishes its total, looks back to the nearest
+// tile of its row with a published inclusive scan and folds the totals after it in tile order
+// (so every carry is the same left fold of the totals, whoever finished first), publishes its
+// inclusive scan, then scans its elements from the carry. `state` (two tagged counters),
+// `words` (packed: a status and value per tile) or `flags` (one per tile, (tag << 2) | 1
+// aggregate, | 2 inclusive) and `vals` (aggregates, then inclusive scans) need no clearing: a
+// word of another tag is unset; the last block out clears them, so a CUDA graph replaying the
+// launch with its tag finds them unset too.
+{look_back}extern "C" __global__ void {name}_single_pass(const {T}* __restrict__ x, {T}* __restrict__ y,
+    unsigned long long* state, {scratch}, long long rows, long long n,
+    long long inner, int reverse, long long tile, unsigned int tag) {{
+{shared}
+  const long long tiles = (n + tile - 1) / tile, jobs = rows * tiles;
+  for (;;) {{
+{take_ticket}
+    const long long row = job / tiles, k = job % tiles, start = k * tile;
+    const long long len = start + tile < n ? tile : n - start;
+    const long long base = (row / inner) * n * inner + row % inner;
+    {name}_load(x, base, n, inner, reverse, start, len, buf);
+    const {T} total = {name}_reduce(buf, len, totals);
+    {call.format(job="job", jobs="jobs")}
+    {name}_scan(buf, len, totals, k ? &carry : nullptr);
+    {name}_store(y, base, n, inner, reverse, start, len, buf);
+  }}
+{clear_at_exit("jobs")}
+}}
+// A long non-last axis of few columns (1 < inner < {COLUMN_MIN}), in one launch: a tile is
+// `tile_rows` rows of the axis (a multiple of 32) by all `inner` columns, contiguous in memory:
+// staged with coalesced loads, each column gathered into its own stretch of `buf` (column c at
+// c * tile_rows, scan order); tiles taken in ticket order ((outer slice, tile) pairs); each
+// column of a tile then reduces, looks back and scans as a tile of a row does, its look-back
+// slots numbered as rows' tiles are ((o * inner + c) * tiles + k); the tile is stored back as
+// it was loaded.
+extern "C" __global__ void {name}_columns_single_pass(const {T}* __restrict__ x,
+    {T}* __restrict__ y, unsigned long long* state, {scratch}, long long outer, long long n,
+    long long inner, int reverse, long long tile_rows, unsigned int tag) {{
+{shared}
+  const long long tiles = (n + tile_rows - 1) / tile_rows, jobs = outer * tiles;
+  const long long slots = jobs * inner;
+  for (;;) {{
+{take_ticket}
+    const long long o = job / tiles, k = job % tiles, start = k * tile_rows;
+    const long long len = start + tile_rows < n ? tile_rows : n - start;
+    const long long first = reverse ? n - start - len : start;  // (the tile's first row in memory)
+    // (32-bit index arithmetic within the tile: its elements fit a block's shared memory)
+    const int count = (int)(len * inner), columns = (int)inner, rows_in = (int)len;
+    const int stride = (int)tile_rows;
+    const {T}* src = x + (o * n + first) * inner;
+    #pragma unroll 1
+    for (int q = threadIdx.x; q < count; q += blockDim.x) {{
+      const int a = q / columns, c = q % columns;
+      buf[PLAX_ROW_PAD(c * stride + (reverse ? rows_in - 1 - a : a))] = src[q];
+    }}
+    __syncthreads();
+    // (not unrolled: unrolled, the float32 kernel took 92 registers a thread, 2 blocks an SM)
+    const long long slot0 = o * inner * tiles + k;
+    #pragma unroll 1
+    for (int c = 0; c < columns; ++c) {{
+      {T}* column = buf + PLAX_ROW_PAD(c * stride);  // (tile_rows % 32 == 0: pads line up)
+      const {T} total = {name}_reduce(column, len, totals);
+      const long long slot = slot0 + c * tiles;
+      {call.format(job="slot", jobs="slots")}
+      {name}_scan(column, len, totals, k ? &carry : nullptr);
+    }}
+    {T}* dst = y + (o * n + first) * inner;
+    for (int q = threadIdx.x; q < count; q += blockDim.x) {{
+      const int a = q / columns, c = q % columns;
+      dst[q] = buf[PLAX_ROW_PAD(c * stride + (reverse ? rows_in - 1 - a : a))];
+    }}
+    __syncthreads();  // (buf is staged again next)
+  }}
+{clear_at_exit("slots")}
+}}
+"""
+
+
 def cumulative_source(op: str, ctype: str) -> tuple[str, str]:
     """The CUDA C++ source and kernel name of a cumulative ``op`` on ``ctype`` elements.
 
-    The source holds four kernels over one block-wide scan of a stretch of a row, staged
-    through shared memory :func:`tile_of` its element size at a time: ``name`` (one block per
-    row; takes ``(x, y, rows, n, inner, reverse)``) and, for rows split in tiles of ``tile``
-    elements (in scan order), ``name + "_single_pass"`` (the whole scan in one launch with a
-    look-back between tiles; takes ``(x, y, state, flags, vals, rows, n, inner, reverse, tile,
-    tag)``, ``tile`` at most that: scratch of 2 ``unsigned long long``, ``rows
-    * tiles`` ``unsigned int`` and ``2 * rows * tiles`` elements, uncleared, and a tag in ``[1,
-    2**30)`` that no launch on that scratch has used, except a graph replaying this one), or
+    The source holds five kernels. Four work on one block-wide scan of a stretch of a row,
+    staged through shared memory :func:`tile_of` its element size at a time: ``name`` (one
+    block per row; takes ``(x, y, rows, n, inner, reverse)``) and, for rows split in tiles of
+    ``tile`` elements (in scan order), ``name + "_single_pass"`` (the whole scan in one launch
+    with a look-back between tiles; takes ``(x, y, state, *scratch, rows, n, inner, reverse,
+    tile, tag)``, ``tile`` at most that: ``state`` 2 ``unsigned long long`` and
+    :func:`look_back_scratch`, uncleared, and a tag in ``[1, 2**30)`` that no launch on that
+    scratch has used, except a graph replaying this one), or
     the three passes ``name + "_tile_totals"`` (each tile's total into ``sums[row * tiles +
     k]``; takes ``(x, sums, rows, n, inner, reverse, tile)``), a scan of those totals, and
     ``name + "_tiles"`` (each tile's scan, starting from the inclusive scan of the totals at
-    the tile before; takes ``(x, y, scanned, rows, n, inner, reverse, tile)``).
+    the tile before; takes ``(x, y, scanned, rows, n, inner, reverse, tile)``). The fifth,
+    ``name + "_columns"``, scans along a non-last axis a thread a column (takes ``(x, y, outer,
+    n, inner, reverse, segs)``, ``segs`` from :func:`column_segments`).
 
     Args:
       op: ``"sum"``, ``"prod"``, ``"max"``, ``"min"`` or ``"logsumexp"``.
@@ -235,6 +614,7 @@ def cumulative_source(op: str, ctype: str) -> tuple[str, str]:
     items = items_per_thread(_ITEMSIZE[ctype])
     cap = _capacity(ctype)
     batch = min(items, LOAD_BATCH)
+    citems = column_items(_ITEMSIZE[ctype])
     staged = cap + cap // 32   # (one element of padding per 32: PLAX_ROW_PAD)
     source = _HELPERS + f"""
 __device__ __forceinline__ {T} {name}_op({T} a, {T} b) {{ return {combine}; }}
@@ -375,119 +755,64 @@ extern "C" __global__ void {name}_tiles(const {T}* __restrict__ x, {T}* __restri
                  k ? scanned + job - 1 : nullptr, buf, totals);
   }}
 }}
-// rows split in tiles in one launch: tiles taken in ticket order (a tile waits only on tiles
-// taken before it, by running blocks); each publishes its total, looks back to the nearest
-// tile of its row with a published inclusive scan and folds the totals after it in tile order
-// (so every carry is the same left fold of the totals, whoever finished first), publishes its
-// inclusive scan, then scans its elements from the carry. `state` (two tagged counters),
-// `flags` (one per tile, (tag << 2) | 1 aggregate, | 2 inclusive) and `vals` (aggregates, then
-// inclusive scans) need no clearing: a word of another tag is unset; the last block out clears
-// them, so a CUDA graph replaying the launch with its tag finds them unset too.
-// The look-back takes {WINDOW} predecessors a step, one memory round trip each: the block's
-// threads read their flags at once (`seen`: 0 unset, 1 aggregate, 2 inclusive, nearest first),
-// and the walk passes every aggregate up to the nearest tile that is not one; the totals after
-// the inclusive scan found are then read {WINDOW} at a time (`window`) and folded in tile order
-// by one thread. The whole block calls it; it returns the carry (`*carry`, shared) to every
-// thread.
-__device__ PLAX_ROW_NOINLINE {T} {name}_look_back(unsigned int* flags, {T}* vals, long long jobs,
-    long long job, long long k, {T} total, unsigned int tag, unsigned int* seen, {T}* window,
-    {T}* carry) {{
-  {T}* aggregate = vals;
-  {T}* inclusive = vals + jobs;
-  const unsigned int agg = (tag << 2) | 1u, inc = (tag << 2) | 2u;
-  const long long t = threadIdx.x, threads = blockDim.x;
-  if (k == 0) {{  // the row's first tile: its total is its inclusive scan
-    if (t == 0) {{
-      inclusive[job] = total;
-      __threadfence();
-      atomicExch(flags + job, inc);
-    }}
-    return total;  // (unused: the row's first tile has no carry)
-  }}
-  if (t == 0) {{
-    aggregate[job] = total;
-    __threadfence();
-    atomicExch(flags + job, agg);
-  }}
-  const long long first = job - k;  // (the row's first tile publishes an inclusive scan)
-  long long end = job, found = -1;  // tiles [end, job) have published their totals
-  unsigned long long steps = 0;
-  while (found < 0) {{
-    const long long width = end - first < {WINDOW} ? end - first : {WINDOW};
-    for (long long i = t; i < width; i += threads) {{
-      const unsigned int f = *(volatile unsigned int*)(flags + end - 1 - i);
-      seen[i] = f == inc ? 2u : f == agg ? 1u : 0u;
-    }}
-    if (t < width) __threadfence();  // (a flag read before the value it publishes)
-    __syncthreads();
-    long long passed = 0;
-    while (passed < width && seen[passed] == 1u) ++passed;
-    if (passed < width && seen[passed] == 2u) found = end - 1 - passed;
-    end -= passed;
-    ++steps;
-    if (found < 0 && passed < width) PLAX_ROW_SPIN();  // tile end - 1 has not published yet
-    __syncthreads();  // (seen is written again next step)
-  }}
-  {T} acc;
-  if (t == 0) acc = plax_row_read_published(inclusive + found);
-  for (long long c = found + 1; c < job; c += {WINDOW}) {{
-    const long long m = job - c < {WINDOW} ? job - c : {WINDOW};
-    for (long long i = t; i < m; i += threads) window[i] = plax_row_read_published(aggregate + c + i);
-    __syncthreads();
-    if (t == 0) {{  // (unrolled: the window's loads issue together, then the chain of ops)
-      #pragma unroll
-      for (int i = 0; i < {WINDOW}; ++i)
-        if (i < m) acc = {name}_op(acc, window[i]);
-    }}
-    ++steps;
-    __syncthreads();
-  }}
-  if (t == 0) {{
-    inclusive[job] = {name}_op(acc, total);
-    __threadfence();
-    atomicExch(flags + job, inc);
-    *carry = acc;
-    PLAX_ROW_NOTE_LOOK_BACK(steps);
-  }}
-  __syncthreads();
-  return *carry;
-}}
-extern "C" __global__ void {name}_single_pass(const {T}* __restrict__ x, {T}* __restrict__ y,
-    unsigned long long* state, unsigned int* flags, {T}* vals, long long rows, long long n,
-    long long inner, int reverse, long long tile, unsigned int tag) {{
-  __shared__ {T} buf[{staged}];
+// A non-last axis of many columns (inner >= {COLUMN_MIN}): a block per group of THREADS / segs
+// consecutive columns of one outer slice (a warp's loads read consecutive columns: coalesced),
+// the axis taken a stretch of segs * {citems} rows at a time. Thread (segment s, column c) loads
+// its {citems} rows of the stretch at once and scans them in registers (segment 0 from the
+// column's carry: its scan before the stretch); one thread a column folds the other segments'
+// totals in order after segment 0's; each thread of those adds the carry before its segment, and
+// all store. With one segment a column is one sequential fold (NumPy's order).
+extern "C" __global__ void {name}_columns(const {T}* __restrict__ x, {T}* __restrict__ y,
+    long long outer, long long n, long long inner, int reverse, int segments) {{
   __shared__ {T} totals[{THREADS}];
-  __shared__ {T} window[{WINDOW}];
-  __shared__ unsigned int seen[{WINDOW}];
-  __shared__ {T} carry;
-  __shared__ long long ticket;
-  __shared__ int last;
-  const long long tiles = (n + tile - 1) / tile, jobs = rows * tiles;
-  for (;;) {{
-    if (threadIdx.x == 0) ticket = (long long)plax_tagged_count(state, tag);
-    __syncthreads();
-    const long long job = ticket;
-    if (job >= jobs) break;
-    const long long row = job / tiles, k = job % tiles, start = k * tile;
-    const long long len = start + tile < n ? tile : n - start;
-    const long long base = (row / inner) * n * inner + row % inner;
-    {name}_load(x, base, n, inner, reverse, start, len, buf);
-    const {T} total = {name}_reduce(buf, len, totals);
-    {name}_look_back(flags, vals, jobs, job, k, total, tag, seen, window, &carry);
-    {name}_scan(buf, len, totals, k ? &carry : nullptr);
-    {name}_store(y, base, n, inner, reverse, start, len, buf);
-  }}
-  if (threadIdx.x == 0) {{
-    __threadfence();
-    last = plax_count_done(state + 1, tag) == gridDim.x - 1;
-  }}
-  __syncthreads();
-  if (last) {{  // every block is done with the scratch: clear it for a replay
-    for (long long i = threadIdx.x; i < jobs; i += blockDim.x) flags[i] = 0u;
-    if (threadIdx.x == 0) {{ state[0] = 0ull; state[1] = 0ull; }}
+  __shared__ {T} carries[{THREADS}];
+  // (a block narrower than `segments` threads, as the simulated GPU's one: a segment a thread)
+  const long long segs = segments < (int)blockDim.x ? segments : blockDim.x;
+  const long long width = blockDim.x / segs, c = threadIdx.x % width, s = threadIdx.x / width;
+  const long long groups = (inner + width - 1) / width;
+  for (long long job = blockIdx.x; job < outer * groups; job += gridDim.x) {{
+    const long long col = (job % groups) * width + c;
+    const bool live = col < inner;
+    const long long base = (job / groups) * n * inner + col;
+    for (long long r0 = 0; r0 < n; r0 += segs * {citems}) {{
+      const long long lo = r0 + s * {citems};
+      const int m = !live || lo >= n ? 0 : n - lo < {citems} ? (int)(n - lo) : {citems};
+      {T} v[{citems}];
+      #pragma unroll
+      for (int u = 0; u < {citems}; ++u)
+        if (u < m) v[u] = x[plax_row_at(base, n, inner, reverse, lo + u)];
+      if (m && s == 0 && r0 > 0) v[0] = {name}_op(carries[c], v[0]);  // (its own, last stretch)
+      {T} last = v[0];  // (v[m - 1], kept in a register: a dynamic index puts v in local memory)
+      #pragma unroll
+      for (int u = 1; u < {citems}; ++u)
+        if (u < m) last = v[u] = {name}_op(v[u - 1], v[u]);
+      if (m) totals[threadIdx.x] = last;
+      __syncthreads();
+      if (s == 0 && live) {{  // segment 0's scan, then the others' totals folded in order
+        {T} run = totals[c];
+        for (long long k = 1; k < segs && lo + k * {citems} < n; ++k) {{
+          const {T} part = totals[k * width + c];
+          totals[k * width + c] = run;
+          run = {name}_op(run, part);
+        }}
+        carries[c] = run;
+      }}
+      __syncthreads();
+      if (m && s > 0) {{
+        const {T} before = totals[threadIdx.x];
+        #pragma unroll
+        for (int u = 0; u < {citems}; ++u)
+          if (u < m) v[u] = {name}_op(before, v[u]);
+      }}
+      #pragma unroll
+      for (int u = 0; u < {citems}; ++u)
+        if (u < m) y[plax_row_at(base, n, inner, reverse, lo + u)] = v[u];
+      __syncthreads();  // (totals is written again next stretch)
+    }}
   }}
 }}
 """
+    source += _single_pass_source(name, T, staged)
     return source, name
 
 
@@ -652,10 +977,13 @@ SINGLE_PASS = True
 
 def scan_rows(op: str, work, out, outer: int, n: int, inner: int, reverse: bool) -> None:
     """Writes the cumulative ``op`` of ``work`` (contiguous, viewed as ``(outer, n, inner)``)
-    along its middle axis into ``out`` (same shape and dtype): one launch with a block per row,
-    or for few long rows (:func:`tiles_for`) one launch of a block per tile with a look-back
-    (:data:`SINGLE_PASS`; a replayed CUDA graph reuses its tag and scratch, which the kernel
-    leaves cleared), else three: the tiles' totals, their scan (this function again, on the
+    along its middle axis into ``out`` (same shape and dtype): one launch with a block per row
+    (or, along a non-last axis of at least :data:`COLUMN_MIN` columns, a block per group of
+    columns, a thread a column: ``name + "_columns"``), or for few long rows (:func:`tiles_for`)
+    one launch of a block per tile with a look-back (:data:`SINGLE_PASS`; along a non-last axis
+    of fewer columns a tile is rows of the axis by every column, loaded whole:
+    ``name + "_columns_single_pass"``; a replayed CUDA graph reuses its tag and scratch, which
+    the kernel leaves cleared), else three: the tiles' totals, their scan (this function again, on the
     ``(rows, tiles)`` totals), each tile's scan from the totals before.
 
     Args:
@@ -674,19 +1002,36 @@ def scan_rows(op: str, work, out, outer: int, n: int, inner: int, reverse: bool)
     tile = tile_of(work.dtype.itemsize)
     tiles = tiles_for(rows, n, tile)
     common = (np.int64(rows), np.int64(n), np.int64(inner), np.int32(bool(reverse)))
+    if tiles == 1 and inner >= COLUMN_MIN:
+        segs = column_segments(n, inner, work.dtype.itemsize)
+        groups = -(-inner // (THREADS // segs))
+        _launch(source, name + "_columns", outer * groups, work, out, np.int64(outer),
+                np.int64(n), np.int64(inner), np.int32(bool(reverse)), np.int32(segs))
+        return
     if tiles == 1:
         _launch(source, name, rows, work, out, *common)
         return
     jobs = rows * tiles
+    if SINGLE_PASS and 1 < inner < COLUMN_MIN:   # (a tile: rows of the axis by every column)
+        tile_rows = column_tile_rows(tile, inner)
+        if tile_rows * inner > _capacity(ctype):
+            raise ValueError(f"a tile of {tile_rows} rows by {inner} columns exceeds what a "
+                             f"block stages ({_capacity(ctype)})")
+        tickets = outer * -(-n // tile_rows)
+        state = cupy.empty((2,), np.uint64)
+        scratch = look_back_scratch(tickets * inner, work.dtype)
+        _launch(source, name + "_columns_single_pass", tickets, work, out, state, *scratch,
+                np.int64(outer), np.int64(n), np.int64(inner), np.int32(bool(reverse)),
+                np.int64(tile_rows), codegen.launch_tag(30))
+        return
     if SINGLE_PASS:
         if tile > _capacity(ctype):
             raise ValueError(f"a single-pass tile of {tile} elements exceeds what a block "
                              f"stages ({_capacity(ctype)})")
         state = cupy.empty((2,), np.uint64)
-        flags = cupy.empty((jobs,), np.uint32)
-        vals = cupy.empty((2 * jobs,), work.dtype)
+        scratch = look_back_scratch(jobs, work.dtype)
         tag = codegen.launch_tag(30)
-        _launch(source, name + "_single_pass", jobs, work, out, state, flags, vals, *common,
+        _launch(source, name + "_single_pass", jobs, work, out, state, *scratch, *common,
                 np.int64(tile), tag)
         return
     sums = cupy.empty((rows * tiles,), work.dtype)

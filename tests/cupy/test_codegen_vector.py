@@ -118,8 +118,14 @@ def test_vector_path_compiles_for_every_dtype():
     source, _ = batch_source([p.source for p in plans])
     ptx = nvrtc.compile_ptx(source, "vector.cu", options=nvrtc.NVRTC_CHECK_OPTIONS)
     assert ptx.count(".entry") == len(plans)
-    # optimised as plax compiles for a device: 128-bit accesses
-    ptx = nvrtc.compile_ptx(codegen.plan_equation(_selu_cluster_eqn(BIG)).source, "one.cu",
+    assert_128_bit_accesses(codegen.plan_equation(_selu_cluster_eqn(BIG)).source)
+
+
+def assert_128_bit_accesses(source: str) -> None:
+    """``source`` compiled as plax compiles for a device (optimised, ``compute_80``), without a
+    warning, loads and stores 128 bits at a time."""
+    from plax_cupy import nvrtc
+    ptx = nvrtc.compile_ptx(source, "vector.cu",
                             options=("-arch=compute_80",) + nvrtc.DEVICE_OPTIONS)
     assert re.search(r"ld\.global\.nc\.v4\.u32", ptx) and re.search(r"st\.global\.v4\.", ptx)
 

@@ -101,40 +101,65 @@ def test_long_row_cumsum_launches_and_values(small_tiles, monkeypatch, single_pa
         assert c.launches == launches, (graphs, c)
 
 
-@on_simulated_gpu
-@pytest.mark.parametrize("dtype", [np.float16, ml_dtypes.bfloat16, np.float32, np.float64,
-                                   np.complex64, np.complex128, np.int64, np.uint8])
-def test_long_rows_every_dtype_any_axis(small_tiles, dtype):
-    from plax import lax
-    rng = np.random.default_rng(1)
-    shape = (700, 3)
+def _operand(rng, dtype, shape):
     if np.dtype(dtype).kind == "c":
-        x = (rng.uniform(0.99, 1.01, shape) + 1j * rng.uniform(-0.01, 0.01, shape)).astype(dtype)
-    elif np.dtype(dtype).kind == "f":
-        x = rng.uniform(-1, 1, shape).astype(dtype)
-    else:
-        x = rng.integers(0, 100, shape).astype(dtype)
+        return (rng.uniform(0.99, 1.01, shape) + 1j * rng.uniform(-0.01, 0.01, shape)).astype(dtype)
+    if np.dtype(dtype).kind == "f":
+        return rng.uniform(-1, 1, shape).astype(dtype)
+    return rng.integers(0, 100, shape).astype(dtype)
+
+
+def _check_cumulative(x, axis, reverse, kernel_suffix):
+    """Every cumulative op ``x``'s dtype takes along ``axis`` on the simulated GPU: one launch,
+    of the row kernel whose name ends with ``kernel_suffix`` (``""``: the block-a-row one), no
+    host fallback, values
+    as NumPy's in float64 (complex128)."""
+    import fake_cupy
+    from plax import lax
     wide = x.astype(np.complex128 if x.dtype.kind == "c" else np.float64)
     ops = [(lax.cumsum, np.add), (lax.cummax, np.maximum), (lax.cummin, np.minimum)]
     if x.dtype.kind in "fc":
         ops.append((lax.cumprod, np.multiply))
-    for axis, reverse in ((0, False), (0, True), (1, True)):
-        for op, ufunc in ops:
-            got, c = _counted(lambda v: op(v, axis=axis, reverse=reverse), _gpu_put(x))
-            assert c.host_fallbacks == 0, c.fallbacks
-            # axis 0: 3 rows of 700 split; axis 1: 700 rows of 3: one launch either way
-            assert c.launches == 1, (op, axis, c)
-            src = np.flip(wide, axis) if reverse else wide
-            want = ufunc.accumulate(src, axis=axis)
-            want = np.flip(want, axis) if reverse else want
-            if x.dtype.kind in "iu":
-                np.testing.assert_array_equal(got, want.astype(x.dtype), err_msg=f"{op} {axis}")
-            else:
-                tol = 1e-12 if dtype in (np.float64, np.complex128) else 1e-5
-                if np.dtype(dtype) == ml_dtypes.bfloat16 or dtype == np.float16:
-                    tol = 0.1 if op is lax.cumsum else 2e-2
-                np.testing.assert_allclose(got.astype(want.dtype), want, rtol=tol, atol=tol,
-                                           err_msg=f"{op} {dtype} {axis} {reverse}")
+    for op, ufunc in ops:
+        del fake_cupy.LAUNCHES[:]
+        got, c = _counted(lambda v: op(v, axis=axis, reverse=reverse), _gpu_put(x))
+        assert c.host_fallbacks == 0, c.fallbacks
+        assert c.launches == 1, (op, axis, c)
+        kernels = [name for name, _, _ in fake_cupy.LAUNCHES if "cumulative" in name]
+        assert len(kernels) == 1, kernels
+        assert (kernels[0].endswith(kernel_suffix) if kernel_suffix else
+                not kernels[0].endswith(("_columns", "_single_pass"))), kernels
+        assert not kernels[0].endswith("_columns_single_pass") or "columns" in kernel_suffix
+        src = np.flip(wide, axis) if reverse else wide
+        want = ufunc.accumulate(src, axis=axis)
+        want = np.flip(want, axis) if reverse else want
+        if x.dtype.kind in "iu":
+            np.testing.assert_array_equal(got, want.astype(x.dtype), err_msg=f"{op} {axis}")
+        else:
+            tol = 1e-12 if x.dtype in (np.float64, np.complex128) else 1e-5
+            if x.dtype in (ml_dtypes.bfloat16, np.float16):
+                tol = 0.1 if op is lax.cumsum else 2e-2
+            np.testing.assert_allclose(got.astype(want.dtype), want, rtol=tol, atol=tol,
+                                       err_msg=f"{op} {x.dtype} {axis} {reverse}")
+
+
+@on_simulated_gpu
+@pytest.mark.parametrize("dtype", [np.float16, ml_dtypes.bfloat16, np.float32, np.float64,
+                                   np.complex64, np.complex128, np.int64, np.int32, np.uint8])
+def test_long_rows_every_dtype_any_axis(small_tiles, dtype):
+    rng = np.random.default_rng(1)
+    x = _operand(rng, dtype, (700, 3))
+    # axis 0: 3 columns of 700 split (the few-columns single pass: tiles of rows by every
+    # column); axis 1: 700 rows of 3, a block a row; a row of 700 (the rows' single pass)
+    for axis, reverse, suffix in ((0, False, "_columns_single_pass"),
+                                  (0, True, "_columns_single_pass"), (1, True, "")):
+        _check_cumulative(x, axis, reverse, suffix)
+    for reverse in (False, True):
+        _check_cumulative(np.ascontiguousarray(x[:, 0]), 0, reverse, "_single_pass")
+    # a non-last axis of 33 or 40 columns: a thread a column (the column kernel)
+    for shape, axis in (((50, 40), 0), ((2, 30, 33), 1)):
+        for reverse in (False, True):
+            _check_cumulative(_operand(rng, dtype, shape), axis, reverse, "_columns")
 
 
 @on_simulated_gpu
@@ -197,31 +222,37 @@ def _look_back_counters(module) -> dict:
 
 
 @on_simulated_gpu
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("running", [40, 200])
-def test_look_back_takes_a_window_of_predecessors_per_step(running):
+def test_look_back_takes_a_window_of_predecessors_per_step(running, dtype):
     """A tile whose predecessors have published only their totals (their blocks still running)
-    walks back over them a window of :data:`~plax_cupy.kernels_rows.WINDOW` at a time and
-    reads the totals it folds a window at a time: ``ceil(m / W) + ceil((m - 1) / W)`` memory
-    round trips for ``m`` predecessors, not one or two per tile; a tile whose predecessor
-    published its inclusive scan takes one. The state of ``running`` tiles taken by blocks
-    still at work is set up in the scratch (their tickets taken, tile 0's inclusive scan and
-    the others' totals published), then one block scans the rest: bit for bit as a plain run."""
+    walks back over them a window of :data:`~plax_cupy.kernels_rows.WINDOW` at a time: with a
+    tile's status and total packed in one word (float32) that is ``ceil(m / W)`` memory round
+    trips for ``m`` predecessors, the totals read with their flags; with a flag and a value
+    apart (float64) the totals are read again after the walk, ``ceil((m - 1) / W)`` more: the
+    packed form halves the round trips. A tile whose predecessor published its inclusive scan
+    takes one. The state of ``running`` tiles taken by blocks still at work is set up in the
+    scratch (their tickets taken, tile 0's inclusive scan and the others' totals published),
+    then one block scans the rest: bit for bit as a plain run (the carries are the same left
+    fold of the totals in tile order)."""
     import cupy
     from plax_cupy import codegen, kernel_modules, kernels_rows
     tile, tiles, window = 64, 260, kernels_rows.WINDOW
-    x = np.random.default_rng(7).normal(size=tile * tiles).astype(np.float32)
-    source, name = kernels_rows.cumulative_source("sum", "float")
+    x = np.random.default_rng(7).normal(size=tile * tiles).astype(dtype)
+    packed = kernels_rows.packs(x.itemsize)
+    source, name = kernels_rows.cumulative_source("sum", "float" if packed else "double")
     module = kernel_modules.module(codegen.PREAMBLE + source, kernels_rows._kernel_names(source))
     kernel = module.get_function(name + "_single_pass")
     counters = _look_back_counters(module)
     xd, state = cupy.asarray(x), cupy.zeros((2,), np.uint64)
-    flags, vals = cupy.zeros((tiles,), np.uint32), cupy.zeros((2 * tiles,), np.float32)
+    scratch = ([cupy.zeros((tiles,), np.uint64)] if packed else
+               [cupy.zeros((tiles,), np.uint32), cupy.zeros((2 * tiles,), dtype)])
 
     def scan(tag, grid):
         for c in counters.values():
             c.value = 0
         y = cupy.zeros_like(xd)
-        kernel((grid,), (1,), (xd, y, state, flags, vals, np.int64(1), np.int64(x.size),
+        kernel((grid,), (1,), (xd, y, state, *scratch, np.int64(1), np.int64(x.size),
                                np.int64(1), np.int32(0), np.int64(tile), np.uint32(tag)))
         return y.get(), {key: c.value for key, c in counters.items()}
 
@@ -229,18 +260,24 @@ def test_look_back_takes_a_window_of_predecessors_per_step(running):
     # blocks in sequence: every predecessor's inclusive scan is out, one step a tile
     assert seen == {"tiles": tiles - 1, "steps": tiles - 1, "most": 1}, seen
     np.testing.assert_allclose(plain, np.cumsum(x, dtype=np.float64), rtol=1e-4, atol=1e-3)
-    # (the plain run left every tile's total in vals[:tiles] and tile 0's inclusive scan at
-    # vals[tiles]; it cleared the flags and counters)
     tag = 6
-    host_flags = np.zeros(tiles, np.uint32)
-    host_flags[0] = (tag << 2) | 2
-    host_flags[1:running] = (tag << 2) | 1
-    flags[...] = cupy.asarray(host_flags)
+    if packed:   # (a tile's total: its elements folded in order, as one thread reduces them)
+        totals = np.add.accumulate(x.reshape(tiles, tile), axis=1, dtype=dtype)[:, -1]
+        words = totals[:running].view(np.uint32).astype(np.uint64)
+        words[0] |= np.uint64(((tag << 2) | 2) << 32)
+        words[1:] |= np.uint64(((tag << 2) | 1) << 32)
+        scratch[0][:running] = cupy.asarray(words)
+    else:   # (the plain run left every tile's total in vals[:tiles] and tile 0's inclusive
+        # scan at vals[tiles]; it cleared the flags and counters)
+        host_flags = np.zeros(tiles, np.uint32)
+        host_flags[0] = (tag << 2) | 2
+        host_flags[1:running] = (tag << 2) | 1
+        scratch[0][...] = cupy.asarray(host_flags)
     state[...] = cupy.asarray(np.array([(tag << 32) | running, 0], np.uint64))
     resumed, seen = scan(tag, 1)
-    expect = -(-running // window) + -(-(running - 1) // window)
+    expect = -(-running // window) + (0 if packed else -(-(running - 1) // window))
     assert seen["most"] == expect < running, (seen, expect)
     assert seen == {"tiles": tiles - running, "steps": expect + tiles - running - 1,
                     "most": expect}, seen
     np.testing.assert_array_equal(resumed[running * tile:], plain[running * tile:])
-    assert not flags.get().any() and not state.get().any()
+    assert not scratch[0].get().any() and not state.get().any()

@@ -1,0 +1,70 @@
+"""The launches of the cumulative ops' row kernels (``plax_cupy.kernels_rows``) for the shapes
+of ``benchmarks/gpu.py``'s cumsum rows, on the simulated GPU: which kernel, its grid and block,
+and the scratch words its look-back reads.
+
+    PYTHONPATH=$PYTHONPATH:tests/cupy python benchmarks/gpu_rows.py [--sms 132]
+
+For each ``cumsum`` (float32; a row of 1e7, and axis 0 of (1e6, 4), (4096, 4096) and (8, 1e6))
+it prints every plax-compiled launch of one call with its grid and block, and the look-back
+scratch it was given (``uint64`` words per tile where a tile's status and total are one word,
+else a ``uint32`` flag and two values per tile). The simulated GPU runs the kernels (one thread
+a block), so the values are checked against NumPy too. docs/gpu.md ("Cumulative ops along a
+non-last axis", "Long rows in one launch") models what these launches cost on an H200.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+#: (label, shape, axis) of the rows
+SHAPES = (("1 row 1e7", (10_000_000,), 0), ("axis 0 of (1e6, 4)", (1_000_000, 4), 0),
+          ("axis 0 of (4096, 4096)", (4096, 4096), 0), ("axis 0 of (8, 1e6)", (8, 1_000_000), 0))
+
+
+def main(argv=None) -> int:
+    """Prints the table; returns 1 if a result differs from NumPy's (float64) beyond float32
+    rounding."""
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--sms", type=int, default=132)
+    opts = ap.parse_args(argv)
+    sys.path.insert(0, os.path.join(HERE, "..", "tests", "cupy"))
+    import fake_cupy
+    fake_cupy.install(sm_count=opts.sms)
+    import plax
+    import plax.numpy as jnp
+
+    calls: list = []
+    original = fake_cupy._Function.__call__
+
+    def record(self, grid, block, args, *rest, **kw):
+        scratch = [f"{a.dtype}[{a.size}]" for a in args if hasattr(a, "dtype") and a.ndim == 1
+                   and a.dtype in (np.uint64, np.uint32)]
+        calls.append((self.name, tuple(grid), tuple(block), scratch))
+        return original(self, grid, block, args, *rest, **kw)
+
+    fake_cupy._Function.__call__ = record
+    gpu = plax.devices("gpu")[0]
+    rng = np.random.default_rng(0)
+    failed = 0
+    print(f"{'cumsum float32':24} {'kernel':44} {'grid':>6} {'block':>5}  scratch")
+    for label, shape, axis in SHAPES:
+        x = rng.standard_normal(shape).astype(np.float32)
+        del calls[:]
+        got = np.asarray(jnp.cumsum(plax.device_put(x, gpu), axis=axis))
+        want = np.cumsum(x, axis=axis, dtype=np.float64)
+        if not np.allclose(got, want, rtol=1e-4, atol=1e-3 * np.sqrt(shape[axis])):
+            failed += 1
+            label += " (WRONG)"
+        for name, grid, block, scratch in calls:
+            print(f"{label:24} {name:44} {grid[0]:>6} {block[0]:>5}  {' '.join(scratch)}")
+            label = ""
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
