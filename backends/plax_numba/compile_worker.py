@@ -183,9 +183,10 @@ class _Worker:
             # the worker has work: jobs, or its start and warm-up (which its first job
             # waits for: a worker starved there is as late as one starved in a job)
             busy = bool(self.pending) or (not self.warm and self.alive)
-            if guard is not None and (busy or guard.promoted):
+            if guard is not None and guard.active and (busy or guard.promoted):
                 # the starvation guard's checks (plax_numba.starvation_guard): every
                 # guard.interval while the worker has work, once more when it has none
+                # (none once the system refused to raise it: the writer just waits)
                 now = time.monotonic()
                 if due is None or now >= due:
                     guard.check(busy=busy)

@@ -250,20 +250,18 @@ class StarvationGuard:
                 except OSError:  # (gone: its reader thread replaces it)
                     pass
             return
-        if self.promoted and not self.own_session:
-            self.own_session = self._leave_session(self.pid)
-        if not self.active:
-            return
-        now, cpu = self._clock(), self._cpu_seconds(self.pid)
-        if cpu is None:
-            return
-        if self._last is not None:
-            elapsed = now - self._last[0]
-            if elapsed > 0:
-                ran = cpu - self._last[1]
-                self.stalled = self.stalled + 1 if ran < self.share * elapsed else 0
-        self._last = (now, cpu)
-        if not self.promoted and self.stalled >= self.checks:
+        if self.active and not self.promoted:  # (a raised worker's progress is not watched)
+            now, cpu = self._clock(), self._cpu_seconds(self.pid)
+            if cpu is None:
+                return
+            if self._last is not None:
+                elapsed = now - self._last[0]
+                if elapsed > 0:
+                    ran = cpu - self._last[1]
+                    self.stalled = self.stalled + 1 if ran < self.share * elapsed else 0
+            self._last = (now, cpu)
+            if self.stalled < self.checks:
+                return
             self.stalled = 0
             try:
                 self._set_policy(self.pid, False)
@@ -274,5 +272,5 @@ class StarvationGuard:
                 return
             self.promoted = True
             self.promotions += 1
-            if not self.own_session:
-                self.own_session = self._leave_session(self.pid)
+        if self.promoted and not self.own_session:
+            self.own_session = self._leave_session(self.pid)
