@@ -940,9 +940,16 @@ def tiles_for(rows: int, n: int, tile: int) -> int:
     return -(-n // tile)
 
 
-def _grid(jobs: int) -> int:
-    """Blocks of a launch with ``jobs`` block-sized jobs (a grid-stride loop covers the rest)."""
-    return max(1, min(jobs, codegen.DEFAULT_SM_COUNT * codegen.WAVES * 4))
+def _grid(jobs: int, device: int) -> int:
+    """Blocks of a launch with ``jobs`` block-sized jobs on GPU ``device``: at most
+    ``codegen.WAVES * 4`` a multiprocessor, as :func:`plax_cupy.codegen.elementwise_launch`
+    (a grid-stride loop covers the rest). The multiprocessors are the backend's
+    (:func:`plax_cupy.runtime.probe`, cached for the process: the simulated GPU reports its
+    own), :data:`plax_cupy.codegen.DEFAULT_SM_COUNT` for a device it did not list."""
+    from plax_cupy import runtime
+    gpus, _ = runtime.probe()
+    sms = gpus[device].multiprocessors if device < len(gpus) else codegen.DEFAULT_SM_COUNT
+    return max(1, min(jobs, sms * codegen.WAVES * 4))
 
 
 def _launch(source: str, name: str, jobs: int, *args) -> None:
@@ -950,8 +957,10 @@ def _launch(source: str, name: str, jobs: int, *args) -> None:
     grid-stride loop covers jobs beyond the grid), compiled by plax (keeping subnormals: one
     module per source, so a source's kernels share it) and counted as one launch."""
     from plax_cupy import kernel_modules, runtime
-    module = kernel_modules.module(codegen.PREAMBLE + source, _kernel_names(source))
-    module.get_function(name)((_grid(jobs),), (THREADS,), tuple(args))
+    device = cupy.cuda.Device().id
+    module = kernel_modules.module(codegen.PREAMBLE + source, _kernel_names(source),
+                                   device_id=device)
+    module.get_function(name)((_grid(jobs, device),), (THREADS,), tuple(args))
     runtime.note_launch()
 
 
