@@ -2051,7 +2051,7 @@ def plan_group(clusters, *, literal_values: bool = True) -> GroupKernel:
     signature = ", ".join(params + ["long long n"])
     widths = [p.vector.v if p.vector is not None else 1 for p in plans]
     if max(widths) > 1:   # some member moves VECTOR_BYTES at a time: a loop over units
-        device_loop = _group_vector_loop(plans, offsets, widths)
+        device_loop = _group_vector_loop(plans, widths)
         text = "\n".join([VECTOR_SOURCE, text] + [
             "\n".join(p.vector.overload).replace("void plax_elem(", f"void plax_elem_m{k}(", 1)
             for k, p in enumerate(plans) if p.vector is not None])
@@ -2069,7 +2069,7 @@ def plan_group(clusters, *, literal_values: bool = True) -> GroupKernel:
                        primitives=[f"[{' '.join(p.primitives)}]" for p in plans])
 
 
-def _group_vector_loop(plans, offsets: list[int], widths: list[int]) -> list[str]:
+def _group_vector_loop(plans, widths: list[int]) -> list[str]:
     """The device loop of a multi-tensor kernel some of whose members have a vector path: a
     grid-stride loop over *units*, a unit being ``widths[k]`` consecutive elements of member
     ``k`` (``VectorPlan.v`` where the member has a vector path, else 1), members in turn. A

@@ -250,15 +250,6 @@ __device__ __forceinline__ long long plax_row_at(long long base, long long n, lo
 // staged element p's place in shared memory: a word of padding per 32 elements, so a thread's
 // contiguous chunk (stride of items per thread) and the block's rows both fall on distinct banks
 #define PLAX_ROW_PAD(p) ((p) + ((p) >> 5))
-// a value another block published (codegen.PREAMBLE's plax_read_published), a word at a time
-template <typename T> __device__ __forceinline__ T plax_row_read_published(const T* p) {
-  if (sizeof(T) % 4 != 0) return plax_read_published(p);
-  unsigned int words[sizeof(T) / 4 ? sizeof(T) / 4 : 1];
-  for (unsigned int i = 0; i < sizeof(T) / 4; ++i) words[i] = ((const volatile unsigned int*)p)[i];
-  T v;
-  memcpy(&v, words, sizeof(T));  // (not a store through another type's pointer)
-  return v;
-}
 #endif
 template <typename T> __device__ __forceinline__ T plax_row_add(T a, T b) { return a + b; }
 template <typename T> __device__ __forceinline__ T plax_row_mul(T a, T b) { return a * b; }
@@ -434,10 +425,10 @@ __device__ PLAX_ROW_NOINLINE {T} {name}_look_back(unsigned int* flags, {T}* vals
     __syncthreads();  // (seen is written again next step)
   }}
   {T} acc;
-  if (t == 0) acc = plax_row_read_published(inclusive + found);
+  if (t == 0) acc = plax_read_published(inclusive + found);
   for (long long c = found + 1; c < job; c += {WINDOW}) {{
     const long long m = job - c < {WINDOW} ? job - c : {WINDOW};
-    for (long long i = t; i < m; i += threads) window[i] = plax_row_read_published(aggregate + c + i);
+    for (long long i = t; i < m; i += threads) window[i] = plax_read_published(aggregate + c + i);
     __syncthreads();
     if (t == 0) {{  // (unrolled: the window's loads issue together, then the chain of ops)
       #pragma unroll
@@ -949,9 +940,16 @@ def tiles_for(rows: int, n: int, tile: int) -> int:
     return -(-n // tile)
 
 
-def _grid(jobs: int) -> int:
-    """Blocks of a launch with ``jobs`` block-sized jobs (a grid-stride loop covers the rest)."""
-    return max(1, min(jobs, codegen.DEFAULT_SM_COUNT * codegen.WAVES * 4))
+def _grid(jobs: int, device: int) -> int:
+    """Blocks of a launch with ``jobs`` block-sized jobs on GPU ``device``: at most
+    ``codegen.WAVES * 4`` a multiprocessor, as :func:`plax_cupy.codegen.elementwise_launch`
+    (a grid-stride loop covers the rest). The multiprocessors are the backend's
+    (:func:`plax_cupy.runtime.probe`, cached for the process: the simulated GPU reports its
+    own), :data:`plax_cupy.codegen.DEFAULT_SM_COUNT` for a device it did not list."""
+    from plax_cupy import runtime
+    gpus, _ = runtime.probe()
+    sms = gpus[device].multiprocessors if device < len(gpus) else codegen.DEFAULT_SM_COUNT
+    return max(1, min(jobs, sms * codegen.WAVES * 4))
 
 
 def _launch(source: str, name: str, jobs: int, *args) -> None:
@@ -959,8 +957,10 @@ def _launch(source: str, name: str, jobs: int, *args) -> None:
     grid-stride loop covers jobs beyond the grid), compiled by plax (keeping subnormals: one
     module per source, so a source's kernels share it) and counted as one launch."""
     from plax_cupy import kernel_modules, runtime
-    module = kernel_modules.module(codegen.PREAMBLE + source, _kernel_names(source))
-    module.get_function(name)((_grid(jobs),), (THREADS,), tuple(args))
+    device = cupy.cuda.Device().id
+    module = kernel_modules.module(codegen.PREAMBLE + source, _kernel_names(source),
+                                   device_id=device)
+    module.get_function(name)((_grid(jobs, device),), (THREADS,), tuple(args))
     runtime.note_launch()
 
 
