@@ -71,13 +71,13 @@ class WorkerDiedError(WorkerCompileError):
 
 
 def workers_wanted() -> int:
-    """How many worker processes may compile kernels (``PLAX_NUMBA_WORKERS``, default 1; 0:
-    none, kernels compile in the user's process). Beyond the first, a worker starts only
-    when :data:`BACKLOG_FOR_ANOTHER` jobs wait for one."""
-    try:
-        return max(0, int(os.environ.get("PLAX_NUMBA_WORKERS", "1")))
-    except ValueError:
-        return 1
+    """How many worker processes may compile kernels (``PLAX_NUMBA_WORKERS``, default 1; 0
+    or less: none, kernels compile in the user's process). Beyond the first, a worker starts
+    only when :data:`BACKLOG_FOR_ANOTHER` jobs wait for one. A value that is not an integer
+    is named in a warning and gives 1 (read on the background compile thread, where an
+    exception would read as a failed compilation)."""
+    from plax.config import env_number
+    return max(0, env_number("PLAX_NUMBA_WORKERS", 1, warn=True))
 
 
 def _own_session() -> bool:

@@ -40,7 +40,6 @@ from __future__ import annotations
 import os
 import signal
 import time
-import warnings
 from collections.abc import Callable
 
 #: seconds between two checks of a busy idle worker (``PLAX_NUMBA_GUARD_INTERVAL``; 0: off)
@@ -54,20 +53,9 @@ GUARD_MIN_SHARE = 0.2
 
 
 def _setting(name: str, default: float, kind=float) -> float:
-    value = os.environ.get(name, "").strip()
-    if not value:
-        return default
-    try:
-        parsed = kind(value)
-        if parsed < 0:
-            raise ValueError(value)
-        return parsed
-    except ValueError:
-        # (read where a worker starts, on a background thread: an exception there would read
-        # as a failed compilation, so the bad setting is named in a warning)
-        warnings.warn(f"{name}={value!r} is not a non-negative {kind.__name__}; using "
-                      f"{default}. See plax_numba.starvation_guard.", stacklevel=3)
-        return default
+    from plax.config import env_number
+    # (read where a worker starts, on a background thread: a bad value is named in a warning)
+    return env_number(name, default, kind=kind, minimum=0, warn=True)
 
 
 def guard_interval() -> float:

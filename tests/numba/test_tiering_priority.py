@@ -169,7 +169,7 @@ def test_the_guard_settings_are_read_and_a_typo_is_named(monkeypatch):
     monkeypatch.setenv("PLAX_NUMBA_GUARD_CHECKS", "5")
     assert starvation_guard.guard_checks() == 5
     monkeypatch.setenv("PLAX_NUMBA_GUARD_MIN_SHARE", "lots")
-    with pytest.warns(UserWarning, match="PLAX_NUMBA_GUARD_MIN_SHARE='lots'"):
+    with pytest.warns(UserWarning, match="'lots' for the environment variable PLAX_NUMBA_GUARD_MIN_SHARE"):
         assert starvation_guard.guard_min_share() == starvation_guard.GUARD_MIN_SHARE
 
 
