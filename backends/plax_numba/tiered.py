@@ -36,7 +36,6 @@ from __future__ import annotations
 import atexit
 import contextlib
 import gc
-import os
 import sys
 import queue
 import threading
