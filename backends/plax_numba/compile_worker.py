@@ -94,6 +94,16 @@ def _own_session() -> bool:
     return env_flag("PLAX_NUMBA_WORKER_SESSION", True)
 
 
+def _guard_for(pid: int) -> "starvation_guard.StarvationGuard | None":
+    """The starvation guard of idle worker ``pid``, None where it would not watch (its
+    interval is 0). Once it raises the worker it asks it to leave the program's session only
+    where workers get sessions of their own (:func:`_own_session`); with
+    ``PLAX_NUMBA_WORKER_SESSION=0`` the raised worker stays, only its policy changes."""
+    leave = starvation_guard.ask_to_leave_session if _own_session() else None
+    guard = starvation_guard.StarvationGuard(pid, leave_session=leave)
+    return guard if guard.active else None
+
+
 # ---------------------------------------------------------------- the user's side
 
 def _environment_copy(environ=None) -> dict:
@@ -140,9 +150,7 @@ class _Worker:
         os.close(from_child_w)
         #: an idle worker's starvation guard (None: a normal worker, or no guard here), run
         #: by the writer thread while the worker has work (its warm-up, jobs)
-        self.guard = (starvation_guard.StarvationGuard(self.proc.pid) if idle else None)
-        if self.guard is not None and not self.guard.active:
-            self.guard = None
+        self.guard = _guard_for(self.proc.pid) if idle else None
         self.writer = os.fdopen(to_child_w, "wb")
         self.reader = os.fdopen(from_child_r, "rb")
         self.write_lock = threading.Lock()

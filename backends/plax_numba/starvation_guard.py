@@ -181,7 +181,9 @@ class StarvationGuard:
         :func:`process_cpu_seconds`).
       set_policy: ``set_policy(pid, idle)`` (default :func:`set_idle`).
       leave_session: ``leave_session(pid)``, asks a raised worker to leave the program's
-        session, True once asked (default :func:`ask_to_leave_session`).
+        session, True once asked (default :func:`ask_to_leave_session`); None: a raised
+        worker stays in the program's session, only its policy changes
+        (``PLAX_NUMBA_WORKER_SESSION=0``: :func:`plax_numba.compile_worker._own_session`).
       clock: the wall clock (tests inject one).
 
     Example::
@@ -194,7 +196,7 @@ class StarvationGuard:
                  share: float | None = None,
                  cpu_seconds: Callable[[int], float | None] = process_cpu_seconds,
                  set_policy: Callable[[int, bool], None] = set_idle,
-                 leave_session: Callable[[int], bool] = ask_to_leave_session,
+                 leave_session: Callable[[int], bool] | None = ask_to_leave_session,
                  clock: Callable[[], float] = time.monotonic):
         self.pid = pid
         self.interval = guard_interval() if interval is None else interval
@@ -219,7 +221,11 @@ class StarvationGuard:
         """Seconds until the next check: :attr:`interval`, or :data:`ASK_AGAIN` while a
         raised worker has not been asked to leave the program's session yet (its handler
         was not in place: meanwhile it shares the program's CPU)."""
-        return ASK_AGAIN if self.promoted and not self.own_session else self.interval
+        return ASK_AGAIN if self._to_ask() else self.interval
+
+    def _to_ask(self) -> bool:
+        """Whether a raised worker is still to be asked to leave the program's session."""
+        return self.promoted and not self.own_session and self._leave_session is not None
 
     def check(self, busy: bool) -> None:
         """One check: ``busy`` says whether the worker has work now (a job sent and not
@@ -260,5 +266,5 @@ class StarvationGuard:
                 return
             self.promoted = True
             self.promotions += 1
-        if self.promoted and not self.own_session:
+        if self._to_ask():
             self.own_session = self._leave_session(self.pid)
