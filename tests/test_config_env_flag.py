@@ -130,6 +130,12 @@ def test_numeric_settings_read_it(monkeypatch):
     assert starvation_guard.guard_interval() == 0.5
     monkeypatch.setenv("PLAX_NUMBA_GUARD_CHECKS", "0")   # (at least 1, as before)
     assert starvation_guard.guard_checks() == 1
+    backend = pytest.importorskip("plax_numba.backend")
+    monkeypatch.setenv("PLAX_NUMBA_WHOLE_MAX", "0")
+    assert backend.whole_max() == 0
+    monkeypatch.setenv("PLAX_NUMBA_WHOLE_MAX", "big")   # (was: silently the default)
+    with pytest.warns(UserWarning, match="PLAX_NUMBA_WHOLE_MAX"):
+        assert backend.whole_max() == backend.WHOLE_MAX
     monkeypatch.setenv("PLAX_NUMBA_GUARD_MIN_SHARE", "-0.1")
     with pytest.warns(UserWarning, match="at least 0"):
         assert starvation_guard.guard_min_share() == starvation_guard.GUARD_MIN_SHARE
