@@ -1,12 +1,13 @@
 """``plax.config.env_flag``: the one parse of the on/off environment variables of plax and its
 backends (``PLAX_CUDA_GRAPHS``, ``PLAX_NUMBA_SYNC``, ``PLAX_PMAP_LIMIT_BLAS``, ...): the
 accepted words, the default when unset or empty, and a ValueError naming the variable for
-anything else (a typo no longer reads as "on")."""
+anything else (a typo no longer reads as "on"); and ``plax.config.env_number``, the one parse
+of the numeric ones, with the sites that read it."""
 from __future__ import annotations
 
 import pytest
 
-from plax.config import env_flag
+from plax.config import env_flag, env_number
 
 NAME = "PLAX_TEST_ENV_FLAG"
 
@@ -58,3 +59,83 @@ def test_the_words_are_jax_s(monkeypatch):
         for raw in (word, word.upper()):
             monkeypatch.setenv(NAME, raw)
             assert env_flag(NAME, False) is bool_env(NAME, False), raw
+
+
+@pytest.mark.parametrize("raw, kind, expected", [
+    ("3", int, 3), (" -2\n", int, -2), ("+7", int, 7), ("0.25", float, 0.25),
+    (" 4 ", float, 4.0), ("1e-3", float, 1e-3)])
+def test_numbers(monkeypatch, raw, kind, expected):
+    monkeypatch.setenv(NAME, raw)
+    value = env_number(NAME, 99, kind=kind)
+    assert value == expected and type(value) is kind
+
+
+def test_unset_or_empty_number_is_the_default(monkeypatch):
+    monkeypatch.delenv(NAME, raising=False)
+    assert env_number(NAME, 5) == 5
+    for raw in ("", "  "):
+        monkeypatch.setenv(NAME, raw)
+        assert env_number(NAME, 0.5, kind=float, minimum=1.0) == 0.5   # (not checked)
+
+
+@pytest.mark.parametrize("raw, kind, minimum, expected", [
+    ("two", int, None, "expected an integer"), ("1.5", int, None, "expected an integer"),
+    ("nan", float, None, "expected a number"), ("0x10", float, None, "expected a number"),
+    ("-1", int, 0, "expected an integer of at least 0"),
+    ("0.05", float, 0.1, "expected a number of at least 0.1")])
+def test_bad_numbers_raise_naming_the_variable_and_value(monkeypatch, raw, kind, minimum,
+                                                          expected):
+    monkeypatch.setenv(NAME, raw)
+    with pytest.raises(ValueError, match=f"{raw!r} for the environment variable {NAME}: "
+                                         f"{expected}"):
+        env_number(NAME, 1, kind=kind, minimum=minimum)
+
+
+def test_a_bad_number_can_warn_and_give_the_default(monkeypatch):
+    monkeypatch.setenv(NAME, "-3")
+    with pytest.warns(UserWarning, match=f"'-3' for the environment variable {NAME}: "
+                                         "expected an integer of at least 0; using 4"):
+        assert env_number(NAME, 4, minimum=0, warn=True) == 4
+    monkeypatch.setenv(NAME, "8")
+    assert env_number(NAME, 4, minimum=0, warn=True) == 8
+
+
+def test_number_kind_is_int_or_float():
+    with pytest.raises(TypeError, match="int or float"):
+        env_number(NAME, 1, kind=bool)
+
+
+def test_numeric_settings_read_it(monkeypatch):
+    """The numba backend's numeric settings: valid values as before; a bad one is named in a
+    warning and gives the default (``PLAX_NUMBA_WORKERS``: was silent; the others as before),
+    since they are read on the compile thread, or where tiering's choice must not fail."""
+    tiered = pytest.importorskip("plax_numba.tiered")
+    from plax_numba import compile_worker, starvation_guard
+    monkeypatch.setenv("PLAX_NUMBA_COMPILE_AFTER", "0")   # (at least 1, as before)
+    assert tiered.compile_after() == 1
+    monkeypatch.setenv("PLAX_NUMBA_COMPILE_AFTER", "2x")
+    with pytest.warns(UserWarning, match="PLAX_NUMBA_COMPILE_AFTER: expected an integer"):
+        assert tiered.compile_after() == 2
+    monkeypatch.setenv("PLAX_NUMBA_WORKERS", "-1")   # (none, as before)
+    assert compile_worker.workers_wanted() == 0
+    monkeypatch.setenv("PLAX_NUMBA_WORKERS", "two")
+    with pytest.warns(UserWarning, match="'two' for the environment variable PLAX_NUMBA_WORKERS"):
+        assert compile_worker.workers_wanted() == 1
+    monkeypatch.setenv("PLAX_NUMBA_CHOICE_TRIALS", "5")
+    assert tiered.choice_trials() == 5
+    monkeypatch.setenv("PLAX_NUMBA_CHOICE_TRIALS", "some")
+    with pytest.warns(UserWarning, match="PLAX_NUMBA_CHOICE_TRIALS"):
+        assert tiered.choice_trials() == tiered.CHOICE_TRIALS
+    monkeypatch.setenv("PLAX_NUMBA_GUARD_INTERVAL", " 0.5 ")
+    assert starvation_guard.guard_interval() == 0.5
+    monkeypatch.setenv("PLAX_NUMBA_GUARD_CHECKS", "0")   # (at least 1, as before)
+    assert starvation_guard.guard_checks() == 1
+    backend = pytest.importorskip("plax_numba.backend")
+    monkeypatch.setenv("PLAX_NUMBA_WHOLE_MAX", "0")
+    assert backend.whole_max() == 0
+    monkeypatch.setenv("PLAX_NUMBA_WHOLE_MAX", "big")   # (was: silently the default)
+    with pytest.warns(UserWarning, match="PLAX_NUMBA_WHOLE_MAX"):
+        assert backend.whole_max() == backend.WHOLE_MAX
+    monkeypatch.setenv("PLAX_NUMBA_GUARD_MIN_SHARE", "-0.1")
+    with pytest.warns(UserWarning, match="at least 0"):
+        assert starvation_guard.guard_min_share() == starvation_guard.GUARD_MIN_SHARE

@@ -498,8 +498,10 @@ class CupyBackend(Backend):
         return run
 
     def sm_count(self, device_id: int) -> int:
-        """The streaming multiprocessors of GPU ``device_id`` (the launch grids' size; without
-        a GPU, as on the simulated one, :data:`plax_cupy.codegen.DEFAULT_SM_COUNT`)."""
+        """The streaming multiprocessors of GPU ``device_id`` (the launch grids' size), as
+        :func:`plax_cupy.runtime.probe` read them: the simulated GPU reports its own (2 by
+        default: ``fake_cupy.install(sm_count=...)``); :data:`plax_cupy.codegen.DEFAULT_SM_COUNT`
+        only where the backend lists no GPU."""
         if not self.gpus:
             return codegen.DEFAULT_SM_COUNT
         return self.gpus[device_id].multiprocessors

@@ -39,6 +39,7 @@ from typing import Iterable, Sequence
 
 import cupy
 
+from plax.config import env_number
 from plax_cupy import kernel_cache, nvrtc
 
 #: the NVRTC options of plax's kernels, besides the device's ``-arch`` (see the module)
@@ -57,16 +58,8 @@ def compile_threads() -> int:
     Raises:
       ValueError: a value that is not a positive integer.
     """
-    raw = os.environ.get("PLAX_CUPY_COMPILE_THREADS", "").strip()
-    if not raw:
-        return max(1, min(8, os.cpu_count() or 1))
-    try:
-        value = int(raw)
-        if value < 1:
-            raise ValueError
-    except ValueError:
-        raise ValueError(f"PLAX_CUPY_COMPILE_THREADS must be a positive integer, got {raw!r}") from None
-    return value
+    return env_number("PLAX_CUPY_COMPILE_THREADS", max(1, min(8, os.cpu_count() or 1)),
+                      minimum=1)
 
 
 def module(source: str, entries: Sequence[str], options: tuple = OPTIONS, device_id: int | None = None):

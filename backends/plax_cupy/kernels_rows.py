@@ -567,6 +567,18 @@ extern "C" __global__ void {name}_columns_single_pass(const {T}* __restrict__ x,
 """
 
 
+#: the module settings the row kernels' sources read: part of their cache key, so a changed
+#: setting (a test's or a tuning run's) builds another source rather than reusing a stale one
+_SOURCE_SETTINGS = ("THREADS", "ITEM_BYTES", "MAX_ITEMS", "LOAD_BATCH", "WINDOW",
+                    "LOOK_BACK_SPAN", "COLUMN_MIN")
+
+
+def _settings() -> tuple:
+    """The current values of :data:`_SOURCE_SETTINGS`, in order."""
+    here = globals()
+    return tuple(here[setting] for setting in _SOURCE_SETTINGS)
+
+
 def cumulative_source(op: str, ctype: str) -> tuple[str, str]:
     """The CUDA C++ source and kernel name of a cumulative ``op`` on ``ctype`` elements.
 
@@ -599,6 +611,19 @@ def cumulative_source(op: str, ctype: str) -> tuple[str, str]:
       >>> name + "_tiles" in source
       True
     """
+    return _cached_cumulative_source(op, ctype, _settings())
+
+
+@functools.lru_cache(maxsize=None)
+def _cached_cumulative_source(op: str, ctype: str, settings: tuple) -> tuple[str, str]:
+    """:func:`cumulative_source` built once per ``(op, ctype)`` and :func:`_settings` (only a
+    key here: the builder reads the settings itself), so a repeated launch does no string work
+    and hands :func:`_launch` the same source object (whose hash Python keeps)."""
+    return _build_cumulative_source(op, ctype)
+
+
+def _build_cumulative_source(op: str, ctype: str) -> tuple[str, str]:
+    """Builds :func:`cumulative_source` (uncached)."""
     name = f"plax_cumulative_{op}_{ctype.replace(' ', '_')}"
     combine = _COMBINE[op]
     T = ctype
@@ -831,6 +856,19 @@ def argextreme_source(is_max: bool, ctype: str, index_ctype: str) -> tuple[str, 
       >>> argextreme_source(True, "float", "int")[1]
       'plax_argmax_float_int'
     """
+    return _cached_argextreme_source(is_max, ctype, index_ctype, _settings())
+
+
+@functools.lru_cache(maxsize=None)
+def _cached_argextreme_source(is_max: bool, ctype: str, index_ctype: str,
+                              settings: tuple) -> tuple[str, str]:
+    """:func:`argextreme_source` built once per its arguments and :func:`_settings` (as
+    :func:`_cached_cumulative_source`)."""
+    return _build_argextreme_source(is_max, ctype, index_ctype)
+
+
+def _build_argextreme_source(is_max: bool, ctype: str, index_ctype: str) -> tuple[str, str]:
+    """Builds :func:`argextreme_source` (uncached)."""
     kind = "argmax" if is_max else "argmin"
     name = f"plax_{kind}_{ctype.replace(' ', '_')}_{index_ctype.replace(' ', '_')}"
     T = ctype
@@ -958,10 +996,17 @@ def _launch(source: str, name: str, jobs: int, *args) -> None:
     module per source, so a source's kernels share it) and counted as one launch."""
     from plax_cupy import kernel_modules, runtime
     device = cupy.cuda.Device().id
-    module = kernel_modules.module(codegen.PREAMBLE + source, _kernel_names(source),
-                                   device_id=device)
+    module = kernel_modules.module(_module_text(codegen.PREAMBLE, source),
+                                   _kernel_names(source), device_id=device)
     module.get_function(name)((_grid(jobs, device),), (THREADS,), tuple(args))
     runtime.note_launch()
+
+
+@functools.lru_cache(maxsize=None)
+def _module_text(preamble: str, source: str) -> str:
+    """``preamble + source``, joined once: the same object for the same (cached) source, so
+    the module lookup's key hashes and compares without reading ~50 KB again."""
+    return preamble + source
 
 
 @functools.lru_cache(maxsize=None)

@@ -24,15 +24,16 @@ element needs, in blocks small enough to stay in cache.
 from __future__ import annotations
 
 import math
-import os
+
+from plax.config import env_number
 
 #: elements per block (``PLAX_NUMBA_WHILE_BLOCK``): large enough that a block's kernels
 #: run vectorised with little per-call cost, small enough that a block's values stay in
 #: the cache and that a last round's few active elements cost little
-BLOCK = int(os.environ.get("PLAX_NUMBA_WHILE_BLOCK", 1024))
+BLOCK = env_number("PLAX_NUMBA_WHILE_BLOCK", 1024)
 
 #: batches of fewer elements keep the loop as written (a round over the whole batch)
-MIN_SIZE = int(os.environ.get("PLAX_NUMBA_WHILE_BLOCKS_MIN", 4 * BLOCK))
+MIN_SIZE = env_number("PLAX_NUMBA_WHILE_BLOCKS_MIN", 4 * BLOCK)
 
 #: how many loops each form was generated for, by form (tests read it)
 generated = {"blocks": 0}

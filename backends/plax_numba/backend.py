@@ -246,9 +246,7 @@ def whole_program_worthwhile(jaxpr) -> bool:
 
 
 def whole_max() -> int:
-    """:data:`WHOLE_MAX`, or ``$PLAX_NUMBA_WHOLE_MAX`` where set (read at each compile)."""
-    value = __import__("os").environ.get("PLAX_NUMBA_WHOLE_MAX")
-    try:
-        return WHOLE_MAX if value is None else int(value)
-    except ValueError:
-        return WHOLE_MAX
+    """:data:`WHOLE_MAX`, or ``$PLAX_NUMBA_WHOLE_MAX`` where set (read at each compile; a
+    value that is not an integer is named in a warning and gives :data:`WHOLE_MAX`)."""
+    from plax.config import env_number
+    return env_number("PLAX_NUMBA_WHOLE_MAX", WHOLE_MAX, warn=True)

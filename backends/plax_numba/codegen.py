@@ -28,11 +28,11 @@ equations one by one.
 from __future__ import annotations
 
 import math
-import os
 from typing import Callable
 
 import numpy as np
 
+from plax.config import env_number
 from plax import dtypes, lax
 from plax.core.jaxpr import Literal, Var
 from plax.lax.fused_multiply_add import fma_p
@@ -60,7 +60,7 @@ _LOW_IMPORT = ("from plax_numba.scalar import f16_value, f16_bits, round_f16, bf
 #: overhead). Reductions stay serial: their order, hence their rounding, is fixed. Measured on
 #: the 2-core host (selu / tanh, float32): parallel breaks even near 2**12, wins 1.5x at 2**15
 #: and ~2x from 2**16 (see GOMP_SPINCOUNT in plax_numba/__init__.py).
-PARALLEL_MIN = int(os.environ.get("PLAX_NUMBA_PARALLEL_MIN", 1 << 15))
+PARALLEL_MIN = env_number("PLAX_NUMBA_PARALLEL_MIN", 1 << 15)
 
 
 class Unsupported(Exception):

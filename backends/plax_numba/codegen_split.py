@@ -16,12 +16,12 @@ arrays, so the results are the NumPy backend's bit for bit.
 """
 from __future__ import annotations
 
-import os
 import re
 from typing import Callable
 
 import numpy as np
 
+from plax.config import env_number
 from plax import lax
 from plax.lowering import sub_cluster
 
@@ -33,7 +33,7 @@ from plax_numba.codegen import (KernelPlan, Unsupported, _Input, _preallocated_p
 #: float32 on one thread, loaded 2-core host, best of 40 batches, two rounds: 0.38-0.41 ms
 #: for chunks of 2**12, 0.43-0.46 for 2**13, 0.38-0.42 for 2**14, 0.39 for 2**16; the three
 #: passes on whole arrays 0.94 ms.)
-CHUNK = int(os.environ.get("PLAX_NUMBA_CHUNK", 1 << 14))
+CHUNK = env_number("PLAX_NUMBA_CHUNK", 1 << 14)
 
 
 def split_cluster(cluster, cut: Callable = reference_only) -> list:

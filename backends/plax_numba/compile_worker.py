@@ -71,13 +71,13 @@ class WorkerDiedError(WorkerCompileError):
 
 
 def workers_wanted() -> int:
-    """How many worker processes may compile kernels (``PLAX_NUMBA_WORKERS``, default 1; 0:
-    none, kernels compile in the user's process). Beyond the first, a worker starts only
-    when :data:`BACKLOG_FOR_ANOTHER` jobs wait for one."""
-    try:
-        return max(0, int(os.environ.get("PLAX_NUMBA_WORKERS", "1")))
-    except ValueError:
-        return 1
+    """How many worker processes may compile kernels (``PLAX_NUMBA_WORKERS``, default 1; 0
+    or less: none, kernels compile in the user's process). Beyond the first, a worker starts
+    only when :data:`BACKLOG_FOR_ANOTHER` jobs wait for one. A value that is not an integer
+    is named in a warning and gives 1 (read on the background compile thread, where an
+    exception would read as a failed compilation)."""
+    from plax.config import env_number
+    return max(0, env_number("PLAX_NUMBA_WORKERS", 1, warn=True))
 
 
 def _own_session() -> bool:
@@ -92,6 +92,16 @@ def _own_session() -> bool:
     needs not."""
     from plax.config import env_flag
     return env_flag("PLAX_NUMBA_WORKER_SESSION", True)
+
+
+def _guard_for(pid: int) -> "starvation_guard.StarvationGuard | None":
+    """The starvation guard of idle worker ``pid``, None where it would not watch (its
+    interval is 0). Once it raises the worker it asks it to leave the program's session only
+    where workers get sessions of their own (:func:`_own_session`); with
+    ``PLAX_NUMBA_WORKER_SESSION=0`` the raised worker stays, only its policy changes."""
+    leave = starvation_guard.ask_to_leave_session if _own_session() else None
+    guard = starvation_guard.StarvationGuard(pid, leave_session=leave)
+    return guard if guard.active else None
 
 
 # ---------------------------------------------------------------- the user's side
@@ -140,9 +150,7 @@ class _Worker:
         os.close(from_child_w)
         #: an idle worker's starvation guard (None: a normal worker, or no guard here), run
         #: by the writer thread while the worker has work (its warm-up, jobs)
-        self.guard = (starvation_guard.StarvationGuard(self.proc.pid) if idle else None)
-        if self.guard is not None and not self.guard.active:
-            self.guard = None
+        self.guard = _guard_for(self.proc.pid) if idle else None
         self.writer = os.fdopen(to_child_w, "wb")
         self.reader = os.fdopen(from_child_r, "rb")
         self.write_lock = threading.Lock()

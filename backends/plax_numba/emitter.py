@@ -17,6 +17,7 @@ import threading
 
 import numpy as np
 
+from plax.config import env_number
 from plax import lax
 from plax.lowering import ARG_REDUCTION, CUMULATIVE, Emitter, Step, body_step, call_body
 
@@ -420,12 +421,12 @@ def reference_bodies(backend) -> _ReferenceBodies:
 
 #: lone elementwise equations without a ufunc of at least this many elements are compiled
 #: (:meth:`NumbaEmitter._lone_kernel`); smaller ones run their reference kernel
-LONE_KERNEL_MIN = int(os.environ.get("PLAX_NUMBA_LONE_MIN", 1 << 14))
+LONE_KERNEL_MIN = env_number("PLAX_NUMBA_LONE_MIN", 1 << 14)
 
 #: split clusters (:meth:`NumbaEmitter._emit_split`) of at least this many elements run as
 #: one kernel over chunks (:mod:`plax_numba.codegen_split`): where its loop may be threaded
 #: (smaller ones: the segments one after the other on whole arrays)
-CHUNK_MIN = int(os.environ.get("PLAX_NUMBA_CHUNK_MIN", codegen.PARALLEL_MIN))
+CHUNK_MIN = env_number("PLAX_NUMBA_CHUNK_MIN", codegen.PARALLEL_MIN)
 
 #: ``cond``/``while``/``scan`` equations whose bodies hold a value of more than this many
 #: elements keep the per-equation path (the Python loop around bodies compiled as clusters)

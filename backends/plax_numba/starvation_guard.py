@@ -40,7 +40,6 @@ from __future__ import annotations
 import os
 import signal
 import time
-import warnings
 from collections.abc import Callable
 
 #: seconds between two checks of a busy idle worker (``PLAX_NUMBA_GUARD_INTERVAL``; 0: off)
@@ -54,20 +53,9 @@ GUARD_MIN_SHARE = 0.2
 
 
 def _setting(name: str, default: float, kind=float) -> float:
-    value = os.environ.get(name, "").strip()
-    if not value:
-        return default
-    try:
-        parsed = kind(value)
-        if parsed < 0:
-            raise ValueError(value)
-        return parsed
-    except ValueError:
-        # (read where a worker starts, on a background thread: an exception there would read
-        # as a failed compilation, so the bad setting is named in a warning)
-        warnings.warn(f"{name}={value!r} is not a non-negative {kind.__name__}; using "
-                      f"{default}. See plax_numba.starvation_guard.", stacklevel=3)
-        return default
+    from plax.config import env_number
+    # (read where a worker starts, on a background thread: a bad value is named in a warning)
+    return env_number(name, default, kind=kind, minimum=0, warn=True)
 
 
 def guard_interval() -> float:
@@ -193,7 +181,9 @@ class StarvationGuard:
         :func:`process_cpu_seconds`).
       set_policy: ``set_policy(pid, idle)`` (default :func:`set_idle`).
       leave_session: ``leave_session(pid)``, asks a raised worker to leave the program's
-        session, True once asked (default :func:`ask_to_leave_session`).
+        session, True once asked (default :func:`ask_to_leave_session`); None: a raised
+        worker stays in the program's session, only its policy changes
+        (``PLAX_NUMBA_WORKER_SESSION=0``: :func:`plax_numba.compile_worker._own_session`).
       clock: the wall clock (tests inject one).
 
     Example::
@@ -206,7 +196,7 @@ class StarvationGuard:
                  share: float | None = None,
                  cpu_seconds: Callable[[int], float | None] = process_cpu_seconds,
                  set_policy: Callable[[int, bool], None] = set_idle,
-                 leave_session: Callable[[int], bool] = ask_to_leave_session,
+                 leave_session: Callable[[int], bool] | None = ask_to_leave_session,
                  clock: Callable[[], float] = time.monotonic):
         self.pid = pid
         self.interval = guard_interval() if interval is None else interval
@@ -231,7 +221,11 @@ class StarvationGuard:
         """Seconds until the next check: :attr:`interval`, or :data:`ASK_AGAIN` while a
         raised worker has not been asked to leave the program's session yet (its handler
         was not in place: meanwhile it shares the program's CPU)."""
-        return ASK_AGAIN if self.promoted and not self.own_session else self.interval
+        return ASK_AGAIN if self._to_ask() else self.interval
+
+    def _to_ask(self) -> bool:
+        """Whether a raised worker is still to be asked to leave the program's session."""
+        return self.promoted and not self.own_session and self._leave_session is not None
 
     def check(self, busy: bool) -> None:
         """One check: ``busy`` says whether the worker has work now (a job sent and not
@@ -272,5 +266,5 @@ class StarvationGuard:
                 return
             self.promoted = True
             self.promotions += 1
-        if self.promoted and not self.own_session:
+        if self._to_ask():
             self.own_session = self._leave_session(self.pid)

@@ -36,7 +36,6 @@ from __future__ import annotations
 import atexit
 import contextlib
 import gc
-import os
 import sys
 import queue
 import threading
@@ -45,7 +44,7 @@ import traceback
 import warnings
 from collections.abc import Callable
 
-from plax.config import env_flag
+from plax.config import env_flag, env_number
 from plax.lowering import PlaxFallbackWarning
 
 #: the background threads, by lane: "compile" waits on the worker and loads numba's
@@ -65,19 +64,11 @@ def sync_mode() -> bool:
 
 
 def compile_after() -> int:
-    """How many runs make a cluster hot (``PLAX_NUMBA_COMPILE_AFTER``, default 2; 1 starts
-    compiling at the first call)."""
-    value = os.environ.get("PLAX_NUMBA_COMPILE_AFTER", "").strip()
-    if not value:
-        return 2
-    try:
-        return max(1, int(value))
-    except ValueError:
-        # a silent default would hide a typo that the user set to change tiering
-        warnings.warn(f"PLAX_NUMBA_COMPILE_AFTER={value!r} is not an integer; compiling "
-                      "after 2 runs. Set it to a count such as 1 (compile at the first "
-                      "call) or 5.", stacklevel=2)
-        return 2
+    """How many runs make a cluster hot (``PLAX_NUMBA_COMPILE_AFTER``, default 2; 1 or less
+    starts compiling at the first call). A value that is not an integer is named in a
+    warning and gives 2 (:func:`plax.config.env_number`; silently ignored, it would hide a
+    typo meant to change tiering)."""
+    return max(1, env_number("PLAX_NUMBA_COMPILE_AFTER", 2, warn=True))
 
 
 def compiles_in_worker() -> bool:
@@ -195,18 +186,9 @@ choices: dict = {}
 def choice_trials() -> int:
     """:data:`CHOICE_TRIALS`, or ``$PLAX_NUMBA_CHOICE_TRIALS`` where set (0: no timing, the
     last form is kept at once)."""
-    value = os.environ.get("PLAX_NUMBA_CHOICE_TRIALS", "").strip()
-    if not value:
-        return CHOICE_TRIALS
-    try:
-        return max(0, int(value))
-    except ValueError:
-        # (read where a kernel is installed, maybe on the compile thread: an exception there
-        # would read as a failed compilation, so the bad setting is named in a warning)
-        warnings.warn(f"PLAX_NUMBA_CHOICE_TRIALS={value!r} is not an integer; timing "
-                      f"{CHOICE_TRIALS} calls of each form. Set it to a count such as 3, "
-                      "or 0 to keep the parallel form without timing.", stacklevel=2)
-        return CHOICE_TRIALS
+    # (read where a kernel is installed, maybe on the compile thread: a bad value is named in
+    # a warning; 0 keeps the parallel form without timing)
+    return max(0, env_number("PLAX_NUMBA_CHOICE_TRIALS", CHOICE_TRIALS, warn=True))
 
 
 def faster_of(forms: dict[str, Callable], keep: Callable[[str, Callable], None],

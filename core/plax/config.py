@@ -129,6 +129,61 @@ def env_flag(name: str, default: bool) -> bool:
                      "or leave it unset")
 
 
+
+def env_number(name: str, default: float, *, kind: type = int, minimum: float | None = None,
+               warn: bool = False) -> float:
+    """The numeric environment variable ``name``, read now: parsed as ``kind`` (``int`` or
+    ``float``; spaces around ignored); unset or empty gives ``default``. The one parse of
+    plax's and its backends' numeric settings (``PLAX_NUMBA_WORKERS``,
+    ``PLAX_NUMBA_COMPILE_AFTER``, ``PLAX_NUMBA_GUARD_INTERVAL``, ...), as :func:`env_flag` is
+    of the on/off ones.
+
+    Args:
+      name: the variable's name.
+      default: the value when it is unset or empty (returned as given, not checked).
+      kind: ``int`` (decimal digits, an optional sign) or ``float`` (not NaN).
+      minimum: the smallest value accepted, if any.
+      warn: a bad value is named in a warning and gives ``default``, rather than raising:
+        for settings read on a background thread, where an exception would read as a
+        failure of the work it does (the numba backend's compile thread).
+
+    Returns:
+      The value, a ``kind``.
+
+    Raises:
+      ValueError: a value that does not parse as ``kind``, or one below ``minimum``, naming
+        the variable and the value (unless ``warn``).
+      TypeError: a ``kind`` other than ``int`` or ``float``.
+
+    Example:
+      >>> os.environ["PLAX_EXAMPLE_COUNT"] = " 3"
+      >>> env_number("PLAX_EXAMPLE_COUNT", 1), env_number("PLAX_UNSET_EXAMPLE", 0.5, kind=float)
+      (3, 0.5)
+      >>> del os.environ["PLAX_EXAMPLE_COUNT"]
+    """
+    if kind is not int and kind is not float:
+        raise TypeError(f"env_number: kind must be int or float, not {kind!r}")
+    raw = os.environ.get(name)
+    if raw is None or not raw.strip():
+        return default
+    what = "an integer" if kind is int else "a number"
+    try:
+        value = kind(raw.strip())
+    except ValueError:
+        value = None
+    if value is None or value != value:   # (unparsable, or NaN: it compares with nothing)
+        problem = f"expected {what}"
+    elif minimum is not None and value < minimum:
+        problem = f"expected {what} of at least {minimum}"
+    else:
+        return value
+    message = f"invalid value {raw!r} for the environment variable {name}: {problem}"
+    if not warn:
+        raise ValueError(message + ", or leave it unset")
+    import warnings
+    warnings.warn(f"{message}; using {default}", stacklevel=2)
+    return default
+
 def _short(name: str) -> str:
     return name[4:] if name.startswith("jax_") else name
 

@@ -441,6 +441,42 @@ def test_tiles_for():
     assert k.tiles_for(k.FEW_ROWS - 1, k.LONG_ROW, tile) == -(-k.LONG_ROW // tile)
 
 
+
+def test_a_repeated_launch_builds_its_source_once(monkeypatch):
+    """A second ``scan_rows`` / ``arg_rows`` of the same form calls no source builder again
+    and hands the module lookup the same preamble-and-source object (no string work per
+    launch); a changed setting the source reads (``LOOK_BACK_SPAN``) is another cache entry,
+    built once, with the new value in it. (No GPU: the launch is recorded, not run.)"""
+    from types import SimpleNamespace
+    from plax_cupy import kernel_modules, kernels_rows
+    built, texts = [], []
+
+    def counting(builder):
+        def build(*args):
+            built.append(args)
+            return builder(*args)
+        return build
+
+    for builder in ("_build_cumulative_source", "_build_argextreme_source"):
+        monkeypatch.setattr(kernels_rows, builder, counting(getattr(kernels_rows, builder)))
+    module = SimpleNamespace(get_function=lambda name: lambda *launch: None)
+    monkeypatch.setattr(kernel_modules, "module",
+                        lambda text, names, device_id=None: texts.append(text) or module)
+    monkeypatch.setattr(kernels_rows, "cupy",
+                        SimpleNamespace(cuda=SimpleNamespace(Device=lambda: SimpleNamespace(id=0))))
+    monkeypatch.setattr(kernels_rows, "_grid", lambda jobs, device: 1)
+    x, y = np.zeros(10, np.float32), np.zeros(10, np.float32)
+    where = np.zeros(1, np.int32)
+    for span in (5, 5, 9, 9):   # (spans no other test uses: fresh cache entries)
+        monkeypatch.setattr(kernels_rows, "LOOK_BACK_SPAN", span)
+        kernels_rows.scan_rows("sum", x, y, 1, 10, 1, True)
+    kernels_rows.arg_rows(True, x, where, 1, 10, 1)
+    kernels_rows.arg_rows(True, x, where, 1, 10, 1)
+    assert built[:2] == [("sum", "float"), ("sum", "float")]
+    assert built[2:] in ([], [(True, "float", "int")])   # (built already by an earlier test)
+    assert texts[0] is texts[1] and texts[2] is texts[3] and texts[4] is texts[5]
+    assert "held[5]" in texts[0] and "held[9]" in texts[2]
+
 @pytest.mark.skipif(bool(NVRTC_PROBLEM), reason=NVRTC_PROBLEM or "nvrtc")
 def test_every_row_kernel_compiles_with_nvrtc_without_warnings_or_flush_to_zero():
     from plax_cupy import codegen, dtypes, kernels_rows, nvrtc

@@ -113,5 +113,5 @@ def test_compile_threads_setting(monkeypatch):
     monkeypatch.setenv("PLAX_CUPY_COMPILE_THREADS", "2")
     assert kernel_modules.compile_threads() == 2
     monkeypatch.setenv("PLAX_CUPY_COMPILE_THREADS", "zero")
-    with pytest.raises(ValueError, match="PLAX_CUPY_COMPILE_THREADS must be a positive integer"):
+    with pytest.raises(ValueError, match="'zero' for the environment variable PLAX_CUPY_COMPILE_THREADS: expected an integer"):
         kernel_modules.compile_threads()

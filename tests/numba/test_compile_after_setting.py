@@ -19,5 +19,5 @@ def test_integer_is_honoured(monkeypatch, value, want):
 def test_bad_value_warns_and_keeps_the_default(monkeypatch):
     from plax_numba import tiered
     monkeypatch.setenv("PLAX_NUMBA_COMPILE_AFTER", "soon")
-    with pytest.warns(UserWarning, match="PLAX_NUMBA_COMPILE_AFTER='soon' is not an integer"):
+    with pytest.warns(UserWarning, match="'soon' for the environment variable PLAX_NUMBA_COMPILE_AFTER: expected an integer"):
         assert tiered.compile_after() == 2

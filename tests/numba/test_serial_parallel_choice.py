@@ -67,7 +67,7 @@ def test_no_trials_keeps_the_last_form_at_once(monkeypatch):
 def test_a_malformed_trial_count_is_named_in_a_warning(monkeypatch):
     from plax_numba import tiered
     monkeypatch.setenv("PLAX_NUMBA_CHOICE_TRIALS", "three")
-    with pytest.warns(UserWarning, match="PLAX_NUMBA_CHOICE_TRIALS='three'"):
+    with pytest.warns(UserWarning, match="'three' for the environment variable PLAX_NUMBA_CHOICE_TRIALS"):
         assert tiered.choice_trials() == tiered.CHOICE_TRIALS
 
 

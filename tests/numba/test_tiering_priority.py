@@ -103,10 +103,10 @@ class _FakeWorker:
 
     def guard(self, **settings):
         from plax_numba.starvation_guard import StarvationGuard
-        settings = {"interval": 0.1, "checks": 3, "share": 0.2, **settings}
+        settings = {"interval": 0.1, "checks": 3, "share": 0.2,
+                    "leave_session": self.leave_session, **settings}
         return StarvationGuard(7, cpu_seconds=lambda pid: self.cpu,
-                               set_policy=self.set_policy, leave_session=self.leave_session,
-                               clock=lambda: self.now, **settings)
+                               set_policy=self.set_policy, clock=lambda: self.now, **settings)
 
 
 def test_the_guard_raises_a_starved_worker_after_its_stalled_checks_and_lowers_it_idle():
@@ -143,6 +143,32 @@ def test_the_guard_raises_a_starved_worker_after_its_stalled_checks_and_lowers_i
     assert fake.calls[-1] == (7, True)
 
 
+def test_with_worker_sessions_off_a_raised_worker_stays_in_the_program_s_session(monkeypatch):
+    """``PLAX_NUMBA_WORKER_SESSION=0``: the guard raises a starved worker (its policy) but
+    never asks it to leave the program's session, and checks at its interval, not
+    :data:`ASK_AGAIN`; on (the default) the worker's guard asks. The pool's guard is
+    built by ``compile_worker._guard_for`` from the setting."""
+    from plax_numba import compile_worker, starvation_guard
+    fake = _FakeWorker()
+    fake.handler = True
+    guard = fake.guard(leave_session=None)
+    guard.check(busy=True)
+    for _ in range(3):
+        fake.advance(0.1, share=0.0)
+        guard.check(busy=True)
+    assert guard.promoted and not fake.idle and fake.calls == [(7, False)]
+    assert guard.next_check() == guard.interval and not guard.own_session
+    guard.check(busy=False)   # lowered again, still without a session move
+    assert fake.calls == [(7, False), (7, True)]
+    monkeypatch.delenv("PLAX_NUMBA_GUARD_INTERVAL", raising=False)
+    monkeypatch.setenv("PLAX_NUMBA_WORKER_SESSION", "0")
+    assert compile_worker._guard_for(7)._leave_session is None
+    monkeypatch.setenv("PLAX_NUMBA_WORKER_SESSION", "1")
+    assert compile_worker._guard_for(7)._leave_session is starvation_guard.ask_to_leave_session
+    monkeypatch.setenv("PLAX_NUMBA_GUARD_INTERVAL", "0")   # (a guard that would not watch)
+    assert compile_worker._guard_for(7) is None
+
+
 def test_a_worker_that_progresses_or_a_refusal_is_left_idle():
     fake = _FakeWorker()
     guard = fake.guard()
@@ -169,7 +195,7 @@ def test_the_guard_settings_are_read_and_a_typo_is_named(monkeypatch):
     monkeypatch.setenv("PLAX_NUMBA_GUARD_CHECKS", "5")
     assert starvation_guard.guard_checks() == 5
     monkeypatch.setenv("PLAX_NUMBA_GUARD_MIN_SHARE", "lots")
-    with pytest.warns(UserWarning, match="PLAX_NUMBA_GUARD_MIN_SHARE='lots'"):
+    with pytest.warns(UserWarning, match="'lots' for the environment variable PLAX_NUMBA_GUARD_MIN_SHARE"):
         assert starvation_guard.guard_min_share() == starvation_guard.GUARD_MIN_SHARE
 
 
