@@ -42,7 +42,8 @@ def probe() -> tuple[list[GpuInfo], str]:
 
 
 def _probe() -> tuple[list[GpuInfo], str]:
-    if os.environ.get("PLAX_CUPY_DISABLE"):
+    from plax.config import env_flag
+    if env_flag("PLAX_CUPY_DISABLE", False):   # (0/false/no/off: not disabled)
         return [], "disabled by PLAX_CUPY_DISABLE"
     if importlib.util.find_spec("cupy") is None:
         return [], "CuPy is not installed (pip install 'plax[cuda12]')"

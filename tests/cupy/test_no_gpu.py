@@ -86,3 +86,17 @@ def test_gpu_benchmark_exits_quietly_without_a_gpu():
     done = subprocess.run([sys.executable, script], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("benchmarks/gpu.py: no GPU to measure on"), done.stdout
+
+
+@pytest.mark.parametrize("value, disabled", [("1", True), ("true", True), ("0", False),
+                                             ("off", False), ("", False)])
+def test_the_disable_switch_reads_as_an_on_off_setting(monkeypatch, value, disabled):
+    """``PLAX_CUPY_DISABLE`` is an on/off setting (``plax.config.env_flag``): ``0`` does not
+    disable the backend (any non-empty value did), and a word that is neither raises."""
+    from plax_cupy import runtime
+    monkeypatch.setenv("PLAX_CUPY_DISABLE", value)
+    gpus, reason = runtime._probe()
+    assert (reason == "disabled by PLAX_CUPY_DISABLE") == disabled, reason
+    monkeypatch.setenv("PLAX_CUPY_DISABLE", "maybe")
+    with pytest.raises(ValueError, match="PLAX_CUPY_DISABLE"):
+        runtime._probe()
