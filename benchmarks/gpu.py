@@ -104,7 +104,9 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "backends"))  # a checkout without the entry point
-sys.path.insert(0, HERE)  # compare.py's workloads
+sys.path.insert(0, HERE)  # compare.py's workloads, simulated_gpu
+
+import simulated_gpu  # noqa: E402
 
 
 def _gpu_or_none():
@@ -128,14 +130,6 @@ def _time(fn, repeat: int, budget: float = 0.1) -> float:
             fn()
         samples.append((time.perf_counter() - t0) / calls)
     return statistics.median(samples)
-
-
-def _install_simulated_gpu() -> None:
-    """tests/cupy's simulated CuPy in place of CuPy (before plax_cupy imports it); launches
-    are counted as on a real GPU (``plax_cupy.counters``)."""
-    sys.path.insert(0, os.path.join(HERE, "..", "tests", "cupy"))
-    import fake_cupy
-    fake_cupy.install()
 
 
 def _per_call(call) -> str:
@@ -523,7 +517,7 @@ def main(argv=None) -> int:
     ap.add_argument("--first-call-child", choices=("plax", "jax"), help=argparse.SUPPRESS)
     opts = ap.parse_args(argv)
     if opts.simulated:
-        _install_simulated_gpu()
+        simulated_gpu.install()
         opts.tiny = True
     if opts.tiny:
         opts.repeat = 1

@@ -1,6 +1,6 @@
 """The arithmetic per output element of plax's generated CUDA kernels, without a GPU.
 
-    PYTHONPATH=$PYTHONPATH:backends:tests/cupy python benchmarks/gpu_kernel_cost.py [--n 4096]
+    PYTHONPATH=$PYTHONPATH:backends python benchmarks/gpu_kernel_cost.py [--n 4096]
 
 Each workload (``random.normal``, ``random.uniform``, ``random.bernoulli``, selu, one MLP
 training step at small widths) is compiled under ``jit`` on the simulated GPU
@@ -40,6 +40,8 @@ import tempfile
 
 import numpy as np
 
+import simulated_gpu  # (this folder is on sys.path when run as a script)
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 KINDS = ("int", "flt", "fma", "sfu", "mem", "mov", "br", "arg")
 
@@ -63,9 +65,7 @@ def planned_kernels(workload: str, n: int, branches: bool = True) -> list[dict]:
 def _child(workload: str, n: int, branches: bool) -> None:
     """Runs ``workload`` once on the simulated GPU, printing its planned kernels as JSON."""
     os.environ["PLAX_CUDA_GRAPHS"] = "0"
-    sys.path.insert(0, os.path.join(HERE, "..", "tests", "cupy"))
-    import fake_cupy
-    fake_cupy.install(sm_count=132)
+    simulated_gpu.install(sm_count=132)
     import plax
     from plax_cupy import codegen
     if not branches:
@@ -77,7 +77,7 @@ def _child(workload: str, n: int, branches: bool) -> None:
             plans.append(plan)
             return plan
         setattr(codegen, name, recording)
-    fn, args = workloads(n)[workload]
+    fn, args = WORKLOADS[workload](n)
     plax.block_until_ready(plax.jit(fn)(*args))
     rows = [{"entry": list(p.entry), "n": int(p.n),
              "primitives": list(getattr(p, "primitives", ["(group)"])), "source": p.source}
@@ -229,18 +229,31 @@ def kernel_cost(plan: dict) -> dict:
 
 # ---------------------------------------------------------------- workloads
 
-def workloads(n: int) -> dict:
-    """``{name: (fn, args)}``: the programs whose kernels are counted."""
-    from plax import grad, nn, numpy as jnp, random
-    key = random.PRNGKey(0)
-    rng = np.random.default_rng(0)
-    x = rng.standard_normal(n).astype(np.float32)
+def _sampler(name: str):
+    """The workload of ``plax.random.<name>`` (``bernoulli`` with p = 0.3) of ``n`` values."""
+    def build(n: int) -> tuple:
+        from plax import random
+        sample = getattr(random, name)
+        extra = (0.3,) if name == "bernoulli" else ()
+        return (lambda k: sample(k, *extra, (n,))), (random.PRNGKey(0),)
+    return build
+
+
+def _selu(n: int) -> tuple:
+    from plax import numpy as jnp
+    x = np.random.default_rng(0).standard_normal(n).astype(np.float32)
 
     def selu(v):
         return 1.0507 * jnp.where(v > 0, v, 1.6733 * jnp.exp(v) - 1.6733)
+    return selu, (x,)
 
-    # the MLP step of benchmarks/gpu.py (SGD on a softmax cross-entropy), at small widths:
-    # its kernels' per-element code does not depend on the sizes
+
+def _mlp_step(n: int) -> tuple:
+    """The MLP step of benchmarks/gpu.py (SGD on a softmax cross-entropy), at small widths:
+    its kernels' per-element code does not depend on the sizes (nor on ``n``)."""
+    from plax import grad, nn, numpy as jnp
+    rng = np.random.default_rng(0)
+    rng.standard_normal(n)   # (the generator's state of before, when selu's data came first)
     sizes = (64, 32, 32, 10)
     params = [((rng.standard_normal((i, o)) / np.sqrt(i)).astype(np.float32), np.zeros(o, np.float32))
               for i, o in zip(sizes[:-1], sizes[1:])]
@@ -257,14 +270,18 @@ def workloads(n: int) -> dict:
     def step(params, images, labels):
         grads = grad(loss)(params, images, labels)
         return [(w - 0.01 * dw, b - 0.01 * db) for (w, b), (dw, db) in zip(params, grads)]
+    return step, (params, images, labels)
 
-    return {
-        "random.normal f32": (lambda k: random.normal(k, (n,)), (key,)),
-        "random.uniform f32": (lambda k: random.uniform(k, (n,)), (key,)),
-        "random.bernoulli": (lambda k: random.bernoulli(k, 0.3, (n,)), (key,)),
-        "selu f32": (selu, (x,)),
-        "MLP step 64-32-32-10 b16": (step, (params, images, labels)),
-    }
+
+#: ``{name: build(n) -> (fn, args)}``: the programs whose kernels are counted, each built only
+#: in the child process that plans it
+WORKLOADS = {
+    "random.normal f32": _sampler("normal"),
+    "random.uniform f32": _sampler("uniform"),
+    "random.bernoulli": _sampler("bernoulli"),
+    "selu f32": _selu,
+    "MLP step 64-32-32-10 b16": _mlp_step,
+}
 
 
 def main(argv=None) -> int:
@@ -280,7 +297,7 @@ def main(argv=None) -> int:
         return 0
     cols = ("path", *KINDS, "regs", "sass")
     print(f"{'workload / kernel':44s} " + " ".join(f"{c:>7s}" for c in cols))
-    for name in workloads(opts.n):
+    for name in WORKLOADS:
         if opts.only and opts.only not in name:
             continue
         print(name)

@@ -22,14 +22,9 @@ import sys
 
 import numpy as np
 
+import simulated_gpu  # (this folder is on sys.path when run as a script)
+
 HERE = os.path.dirname(os.path.abspath(__file__))
-
-
-def _install_simulated_gpu(sms: int) -> None:
-    """tests/cupy's simulated CuPy in place of CuPy, reporting ``sms`` multiprocessors."""
-    sys.path.insert(0, os.path.join(HERE, "..", "tests", "cupy"))
-    import fake_cupy
-    fake_cupy.install(sm_count=sms)
 
 
 def _recorded_launches(fake_cupy) -> list:
@@ -84,8 +79,7 @@ def main(argv=None) -> int:
     parser.add_argument("--tiny", action="store_true", help="batch 64 (a smoke test)")
     opts = parser.parse_args(argv)
     os.environ["PLAX_CUDA_GRAPHS"] = "0"
-    _install_simulated_gpu(opts.sms)
-    import fake_cupy
+    fake_cupy = simulated_gpu.install(sm_count=opts.sms)
     import plax
     import plax_cupy
     sys.path.insert(0, HERE)

@@ -14,12 +14,11 @@ non-last axis", "Long rows in one launch") models what these launches cost on an
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 
 import numpy as np
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+import simulated_gpu  # (this folder is on sys.path when run as a script)
 
 #: (label, shape, axis) of the rows
 SHAPES = (("1 row 1e7", (10_000_000,), 0), ("axis 0 of (1e6, 4)", (1_000_000, 4), 0),
@@ -32,9 +31,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sms", type=int, default=132)
     opts = ap.parse_args(argv)
-    sys.path.insert(0, os.path.join(HERE, "..", "tests", "cupy"))
-    import fake_cupy
-    fake_cupy.install(sm_count=opts.sms)
+    fake_cupy = simulated_gpu.install(sm_count=opts.sms)
     import plax
     import plax.numpy as jnp
 

@@ -34,6 +34,8 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "backends"))  # a checkout without the entry point
 
+import simulated_gpu  # noqa: E402  (this folder is on sys.path when run as a script)
+
 
 def _median_seconds(call, repeat: int, budget: float = 0.1) -> float:
     """Median seconds per call of ``call`` (which blocks until its result is ready)."""
@@ -79,14 +81,6 @@ def workloads(n: int) -> list:
     ]
 
 
-def _install_simulated_gpu() -> None:
-    sys.path.insert(0, os.path.join(HERE, "..", "tests", "cupy"))
-    import fake_cupy
-    fake_cupy.install()
-    from plax_cupy import runtime
-    fake_cupy.LAUNCH_HOOK = runtime.note_launch
-
-
 def _jax_gpu():
     try:
         import jax
@@ -103,7 +97,7 @@ def main(argv=None) -> int:
                     help="1000 elements on tests/cupy's simulated GPU (counts, not times)")
     opts = ap.parse_args(argv)
     if opts.simulated:
-        _install_simulated_gpu()
+        simulated_gpu.install()
         opts.size, opts.repeat = 1000, 1
     from plax_cupy.runtime import probe
     gpus, reason = probe()

@@ -31,7 +31,8 @@ import numpy as np
 
 os.environ["PLAX_CUDA_GRAPHS"] = "0"  # (read when a program compiles)
 
-from gpu import _blocking, _gpu_or_none, _install_simulated_gpu, _time  # noqa: E402
+import simulated_gpu  # noqa: E402  (this folder is on sys.path when run as a script)
+from gpu import _blocking, _gpu_or_none, _time  # noqa: E402
 
 
 def conv_table(repeat: int, small: bool) -> None:
@@ -119,7 +120,7 @@ def main(argv=None) -> int:
                     help="two small shapes per table on tests/cupy's simulated GPU (CI: it runs)")
     opts = ap.parse_args(argv)
     if opts.simulated:
-        _install_simulated_gpu()
+        simulated_gpu.install()
         opts.repeat = 1
     gpu, reason = _gpu_or_none()
     if gpu is None:

@@ -296,8 +296,8 @@ def test_environment_selection(env, expected, backend):
 
 
 @pytest.mark.parametrize("env,error,fragments", [
-    ({"PLAX_NUM_CPU_DEVICES": "0"}, "RuntimeError", ["PLAX_NUM_CPU_DEVICES", "got '0'"]),
-    ({"PLAX_NUM_CPU_DEVICES": "four"}, "RuntimeError", ["PLAX_NUM_CPU_DEVICES", "got 'four'"]),
+    ({"PLAX_NUM_CPU_DEVICES": "0"}, "RuntimeError", ["PLAX_NUM_CPU_DEVICES", "got 0"]),
+    ({"PLAX_NUM_CPU_DEVICES": "four"}, "RuntimeError", ["PLAX_NUM_CPU_DEVICES", "'four'"]),
     ({"PLAX_PLATFORMS": "tpu"}, "RuntimeError", ["PLAX_PLATFORMS='tpu'", "['tpu']", "'cpu'"]),
     ({"PLAX_PLATFORMS": "gpu,cpu"}, "RuntimeError", ["['gpu']"]),
     ({"JAX_PLATFORMS": "tpu"}, "RuntimeError", ["JAX_PLATFORMS='tpu'", "['tpu']"]),
@@ -314,6 +314,60 @@ def test_bad_environment_values_give_clear_errors(env, error, fragments):
     assert out["error"] == error, out
     for fragment in fragments:
         assert fragment in out["message"], (fragment, out["message"])
+
+
+_COUNT_VARIABLES = ("PLAX_NUM_CPU_DEVICES", "JAX_NUM_CPU_DEVICES", "XLA_FLAGS")
+_XLA = "--xla_cpu_enable_fast_math=false --xla_force_host_platform_device_count="
+
+
+def _count_environment(monkeypatch, env: dict, option: int = -1) -> None:
+    """``env`` as the only device-count settings, and ``jax_num_cpu_devices`` at ``option``
+    (set in the option table directly: update() is refused once this process has devices)."""
+    for name in _COUNT_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setitem(plax.config._values, "num_cpu_devices", option)
+
+
+@pytest.mark.parametrize("env,option,expected", [
+    ({}, -1, 1),
+    ({"PLAX_NUM_CPU_DEVICES": " 3"}, -1, 3),
+    ({"PLAX_NUM_CPU_DEVICES": "", "JAX_NUM_CPU_DEVICES": "2"}, -1, 2),  # empty: unset
+    ({"PLAX_NUM_CPU_DEVICES": "3", "JAX_NUM_CPU_DEVICES": "2"}, -1, 3),
+    ({"PLAX_NUM_CPU_DEVICES": "2", "XLA_FLAGS": _XLA + "4"}, -1, 2),    # JAX: the option wins
+    ({"XLA_FLAGS": _XLA + "4"}, -1, 4),
+    # as in JAX, a negative count is no count: the next source decides
+    ({"PLAX_NUM_CPU_DEVICES": "-1", "XLA_FLAGS": _XLA + "4"}, -1, 4),
+    ({"JAX_NUM_CPU_DEVICES": "-3"}, -1, 1),
+    ({"PLAX_NUM_CPU_DEVICES": "3"}, 2, 2),                            # config.update wins
+    ({"PLAX_NUM_CPU_DEVICES": "3"}, -2, 3),
+])
+def test_cpu_device_count_sources(monkeypatch, env, option, expected):
+    from plax.device import cpu_device_count
+    _count_environment(monkeypatch, env, option)
+    assert cpu_device_count() == expected
+
+
+@pytest.mark.parametrize("env,option,fragments", [
+    # JAX: a word (or an empty value) is a ValueError, zero fails when its CPU client starts
+    ({"PLAX_NUM_CPU_DEVICES": "four"}, -1, ["PLAX_NUM_CPU_DEVICES", "'four'"]),
+    ({"JAX_NUM_CPU_DEVICES": "2.5"}, -1, ["JAX_NUM_CPU_DEVICES", "'2.5'"]),
+    ({"PLAX_NUM_CPU_DEVICES": "0"}, -1, ["PLAX_NUM_CPU_DEVICES", "got 0"]),
+    ({"PLAX_NUM_CPU_DEVICES": "0", "XLA_FLAGS": _XLA + "2"}, -1, ["PLAX_NUM_CPU_DEVICES"]),
+    ({}, 0, ["jax_num_cpu_devices", "got 0"]),
+    # XLA aborts on a word and fails on a count below 1
+    ({"XLA_FLAGS": _XLA + "0"}, -1, ["--xla_force_host_platform_device_count", "'0'"]),
+    ({"XLA_FLAGS": _XLA + "-2"}, -1, ["--xla_force_host_platform_device_count", "'-2'"]),
+    ({"XLA_FLAGS": _XLA + "many"}, -1, ["--xla_force_host_platform_device_count", "'many'"]),
+])
+def test_cpu_device_count_bad_values_name_their_source(monkeypatch, env, option, fragments):
+    from plax.device import cpu_device_count
+    _count_environment(monkeypatch, env, option)
+    with pytest.raises(ValueError) as info:
+        cpu_device_count()
+    for fragment in fragments:
+        assert fragment in str(info.value), (fragment, str(info.value))
 
 
 # ------------------------------------------------------------------ thread safety of the default

@@ -112,6 +112,15 @@ class NumbaEmitter(Emitter):
         :func:`codegen.plan_cluster`'s unless ``plan`` is given (a split cluster's chunked
         kernel, :mod:`plax_numba.codegen_split`: no first tier). None where the generator
         declines the cluster, or a synchronous compilation failed."""
+        # Planning (codegen.plan_cluster, the first tier's llvm_tier.plan, the wrapper's
+        # compile) is milliseconds of pure Python per cluster on the program's thread: while
+        # a compile window is open its other threads wait on the GIL behind it, so it is
+        # handed over at short intervals (one switch for the whole step, not one per plan)
+        with tiered.yielding_while_compiling():
+            return self._plan_kernel(cluster, plan)
+
+    def _plan_kernel(self, cluster, plan):
+        """:meth:`_emit_kernel`'s work."""
         if not self.compile_kernels:
             return Step(self._interpreter(cluster))
         own_plan = plan is None

@@ -297,12 +297,10 @@ def plan(cluster, kernel_plan) -> FirstTier | None:
       if first is not None:
           build(first, plan.primitives, path)
     """
-    from plax_numba import tiered
     try:
-        # (milliseconds of Python per cluster: handed over at short intervals while a
-        # compilation is in flight, so the program's other threads do not wait behind it)
-        with tiered.yielding_while_compiling():
-            return _plan(cluster, kernel_plan)
+        # (milliseconds of Python per cluster: its caller, the emitter's _emit_kernel, hands
+        # the GIL over at short intervals while a compile window is open)
+        return _plan(cluster, kernel_plan)
     except Unsupported as err:
         reason = str(err)
         declined[reason] = declined.get(reason, 0) + 1

@@ -644,7 +644,10 @@ def plan(jaxpr, whole_plan) -> FirstTier | None:
     """
     from plax_numba import tiered
     try:
-        with tiered.yielding_while_compiling():  # (as llvm_tier.plan's)
+        # (milliseconds of Python, handed over at short intervals while a compile window is
+        # open, as the emitter's _emit_kernel does for a cluster: it also runs outside the
+        # emitter, for a whole-program kernel)
+        with tiered.yielding_while_compiling():
             return _plan(jaxpr, whole_plan)
     except (Unsupported, codegen.Unsupported) as err:
         reason = f"native loop: {err}"

@@ -108,15 +108,15 @@ def yielding_gil():
 
 def yielding_while_compiling():
     """:func:`yielding_gil` while a compile window is open (:func:`compile_window_open`),
-    else nothing: for plax's pure-Python steps on the program's thread (a first tier's
-    ``plan``, milliseconds per cluster) while another of its threads waits on a compilation
+    else nothing: for plax's pure-Python steps on the program's thread (planning a
+    cluster's kernels, milliseconds per cluster) while another of its threads waits on a compilation
     to load: they then hand the GIL to a waiting thread (the program's own, pmap's device
     threads) every :data:`LOAD_SWITCH_INTERVAL` instead of every 5 ms.
 
     Example::
 
       with yielding_while_compiling():
-          first = llvm_tier.plan(cluster, kernel_plan)
+          plan = codegen.plan_cluster(cluster, preallocate=True)
     """
     return yielding_gil() if compile_window_open() else contextlib.nullcontext()
 

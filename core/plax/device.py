@@ -26,7 +26,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from plax.config import config
+from plax.config import config, env_number
 from plax.sharding_unreduced import has_unreduced
 
 
@@ -104,28 +104,51 @@ class CudaDevice(Device):
 _XLA_DEVICE_COUNT = re.compile(r"--xla_force_host_platform_device_count=(\S*)")
 
 
-def _cpu_device_count() -> int:
-    """The number of CPU devices asked for: ``jax.config.update("jax_num_cpu_devices", N)``,
-    else ``PLAX_NUM_CPU_DEVICES`` / ``JAX_NUM_CPU_DEVICES``, else the
-    ``--xla_force_host_platform_device_count=N`` of ``XLA_FLAGS`` (older notebooks), else 1."""
-    n = config.read("num_cpu_devices")
-    if n != -1:
-        source, raw = "jax_num_cpu_devices", str(n)
-    else:
+def cpu_device_count() -> int:
+    """The number of CPU devices asked for, read now: the one parse of the setting, shared
+    by :func:`cpu_devices` and the multi-process transports (each process's count).
+
+    In order: ``jax.config.update("jax_num_cpu_devices", N)``, else ``PLAX_NUM_CPU_DEVICES``
+    / ``JAX_NUM_CPU_DEVICES`` (unset, empty or negative: the next one), else the
+    ``--xla_force_host_platform_device_count=N`` of ``XLA_FLAGS`` (older notebooks), else 1.
+    As in JAX, a negative count (``-1``, the option's default) leaves the count unset, so
+    that the next source decides, and zero is refused.
+
+    Returns:
+      The number of CPU devices, at least 1.
+
+    Raises:
+      ValueError: a value that is not an integer, or zero (or, in ``XLA_FLAGS``, below 1),
+        naming where it was set.
+
+    Example:
+      >>> os.environ["PLAX_NUM_CPU_DEVICES"] = "2"
+      >>> cpu_device_count()   # (if jax_num_cpu_devices was not set with config.update)
+      2
+      >>> del os.environ["PLAX_NUM_CPU_DEVICES"]
+    """
+    n, source = config.read("num_cpu_devices"), "jax_num_cpu_devices"
+    if n < 0:
         for source in ("PLAX_NUM_CPU_DEVICES", "JAX_NUM_CPU_DEVICES"):
-            raw = os.environ.get(source)
-            if raw is not None:
+            n = env_number(source, -1, kind=int)  # (a word: a ValueError naming the variable)
+            if n >= 0:
                 break
         else:
             found = _XLA_DEVICE_COUNT.findall(os.environ.get("XLA_FLAGS", ""))
-            source, raw = "XLA_FLAGS --xla_force_host_platform_device_count", \
-                (found[-1] if found else "1")
-    try:
-        n = int(raw)
-        if n < 1:
-            raise ValueError
-    except ValueError:
-        raise ValueError(f"{source} must be a positive integer, got {raw!r}") from None
+            if not found:
+                return 1
+            # XLA itself aborts on a word and fails on a count below 1
+            source, raw = "XLA_FLAGS --xla_force_host_platform_device_count", found[-1]
+            try:
+                n = int(raw)
+            except ValueError:
+                n = 0
+            if n < 1:
+                raise ValueError(f"{source} must be a positive integer, got {raw!r}")
+    if n == 0:
+        # JAX fails later, while starting its CPU client, with a message naming no setting
+        raise ValueError(f"{source} must be a positive integer (a negative one leaves the "
+                         "count unset), got 0")
     return n
 
 
@@ -144,8 +167,8 @@ config.guard("num_cpu_devices", _refuse_after_devices)
 @functools.lru_cache(maxsize=None)
 def cpu_devices() -> tuple[CpuDevice, ...]:
     """The process's CPU devices, shared by every CPU backend (their number from
-    :func:`_cpu_device_count`)."""
-    n = _cpu_device_count()
+    :func:`cpu_device_count`)."""
+    n = cpu_device_count()
     # In a multi-process run (plax.distributed.initialize) ids are global: process p's
     # devices are p*N ... p*N + N-1, as JAX numbers them.
     from plax import distributed

@@ -76,23 +76,48 @@ def test_the_worker_compiles_a_kernel_without_importing_plax(tmp_path):
     assert modules == "[]"
 
 
-def test_the_first_tiers_plan_hands_the_gil_over_often_while_a_compile_is_in_flight(
-        monkeypatch):
-    """A first tier's ``plan`` (milliseconds of Python, on the program's thread) runs with
-    the interpreter's switch interval lowered while a compile window is open, so a thread
-    waiting for the GIL gets it within ``LOAD_SWITCH_INTERVAL`` (counted, not timed)."""
-    from plax_numba import llvm_tier, llvm_tier_loops, tiered
+def test_planning_hands_the_gil_over_often_while_a_compile_is_in_flight(monkeypatch):
+    """A cluster's planning (``codegen.plan_cluster``, then the first tier's ``plan``:
+    milliseconds of Python, on the program's thread) and a native loop's first-tier plan run
+    with the interpreter's switch interval lowered while a compile window is open, and only
+    then, so a thread waiting for the GIL gets it within ``LOAD_SWITCH_INTERVAL`` (counted,
+    not timed)."""
+    from plax.lowering.fusion import sub_cluster
+    from plax_numba import cache, codegen, emitter, llvm_tier, llvm_tier_loops, tiered
     seen = []
-    monkeypatch.setattr(llvm_tier, "_plan", lambda *a: seen.append(sys.getswitchinterval()))
-    monkeypatch.setattr(llvm_tier_loops, "_plan",
-                        lambda *a: seen.append(sys.getswitchinterval()))
+
+    def recording(name, original=None):
+        def record(*args, **kw):
+            seen.append((name, sys.getswitchinterval()))
+            return original(*args, **kw) if original else None
+        return record
+
+    monkeypatch.setattr(codegen, "plan_cluster", recording("cluster", codegen.plan_cluster))
+    monkeypatch.setattr(llvm_tier, "_plan", recording("first tier"))   # (None: declined)
+    monkeypatch.setattr(llvm_tier_loops, "_plan", recording("loop"))
+    # the step's kernel not compiled yet, nor on disk, nor a worker started: the path on
+    # which the first tier is planned, with nothing started by this test
+    monkeypatch.setattr(cache, "compiled_kernel", lambda *a: None)
+    monkeypatch.setattr(cache, "on_disk", lambda *a: False)
+    monkeypatch.setattr(emitter, "_loaded_now", lambda *a: False)
+    monkeypatch.setattr(llvm_tier, "enabled", lambda: True)
+    monkeypatch.setattr(llvm_tier, "only", lambda: False)
+    monkeypatch.setattr(tiered, "counting", lambda interp, *a, **kw: interp)
+    backend = plax.plugins.registry().backends["numba"]
+    closed = plax.make_jaxpr(lambda x: jnp.exp(x) * 2.5 + 1.5)(np.ones(8, np.float32))
+    jaxpr = closed.jaxpr
+    cluster = sub_cluster(jaxpr.eqns, (8,), {id(v) for v in jaxpr.outvars})
     default = sys.getswitchinterval()
     assert default > tiered.LOAD_SWITCH_INTERVAL
     for window_open in (False, True):
         monkeypatch.setattr(tiered, "compile_window_open", lambda: window_open)
-        llvm_tier.plan(None, None)
+        emit = emitter.NumbaEmitter(backend, plax.devices("cpu")[0])
+        emit.sync, emit.compile_kernels = False, True
+        assert emit._emit_kernel(cluster) is not None
         llvm_tier_loops.plan(None, None)
     # (the interpreter keeps the interval in microseconds)
-    assert seen == pytest.approx([default, default, tiered.LOAD_SWITCH_INTERVAL,
-                                  tiered.LOAD_SWITCH_INTERVAL], abs=1e-6)
+    names = [name for name, _ in seen]
+    assert names == ["cluster", "first tier", "loop"] * 2
+    expected = [default] * 3 + [tiered.LOAD_SWITCH_INTERVAL] * 3
+    assert [interval for _, interval in seen] == pytest.approx(expected, abs=1e-6)
     assert sys.getswitchinterval() == default

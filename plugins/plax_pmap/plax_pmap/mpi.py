@@ -10,10 +10,11 @@ devices' operands, as in one process. ``plax.experimental.multihost_utils`` uses
 """
 from __future__ import annotations
 
-import os
 import time
 
 import numpy as np
+
+from plax.device import cpu_device_count
 
 
 class MpiTransport:
@@ -30,7 +31,8 @@ class MpiTransport:
         self.comm = MPI.COMM_WORLD.Dup()  # plax's own messages never meet the user's
         self.rank = self.comm.Get_rank()
         self.size = self.comm.Get_size()
-        n = int(os.environ.get("PLAX_NUM_CPU_DEVICES", "1"))
+        # parsed as the devices are, so that this count is the number of devices listed
+        n = cpu_device_count()
         self.local_counts = self.comm.allgather(n)
         if len(set(self.local_counts)) != 1:
             raise RuntimeError(f"plax.distributed: every process must have the same number of "
