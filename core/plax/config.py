@@ -129,7 +129,6 @@ def env_flag(name: str, default: bool) -> bool:
                      "or leave it unset")
 
 
-
 def env_number(name: str, default: float, *, kind: type = int, minimum: float | None = None,
                warn: bool = False) -> float:
     """The numeric environment variable ``name``, read now: parsed as ``kind`` (``int`` or
@@ -183,6 +182,7 @@ def env_number(name: str, default: float, *, kind: type = int, minimum: float | 
     import warnings
     warnings.warn(f"{message}; using {default}", stacklevel=2)
     return default
+
 
 def _short(name: str) -> str:
     return name[4:] if name.startswith("jax_") else name
