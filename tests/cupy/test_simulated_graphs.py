@@ -99,19 +99,10 @@ def _calls(f, args, n):
 
 
 @pytest.fixture(autouse=True)
-def executables(monkeypatch):
-    """The executables CupyBackend.compile returns in the test, latest last."""
-    if not SIMULATED:
-        yield []
-        return
-    from plax_cupy.backend import CupyBackend
-    made, compile_ = [], CupyBackend.compile
-
-    def recording(self, jaxpr, device):
-        made.append(compile_(self, jaxpr, device))
-        return made[-1]
-    monkeypatch.setattr(CupyBackend, "compile", recording)
-    yield made
+def executables(request):
+    """The executables CupyBackend.compile returns in the test, latest last (conftest's
+    ``compiled_programs``, on the simulated GPU only)."""
+    return request.getfixturevalue("compiled_programs") if SIMULATED else []
 
 
 def _text(executables, first: int = 0) -> str:
