@@ -10,7 +10,22 @@ workspace); ``devInfo`` is written on the device and left there, as CuPy leaves 
 default ``cupyx.seterr(linalg="ignore")``. So a compiled program holding ``cholesky`` or
 ``lu`` is captured (:mod:`plax_cupy.kernels_linalg` calls them, with the arguments
 ``cupy.linalg.cholesky`` and ``cupyx.scipy.linalg.lu_factor`` pass, while the stream captures;
-CuPy's path otherwise).
+CuPy's path otherwise); so are ``qr`` (``geqrf``, ``orgqr``/``ungqr``), ``eigh`` and ``svd``.
+
+**Which routines for ``eigh`` and ``svd``.** CuPy 14 runs ``eigh`` of one matrix with the
+64-bit generic ``cusolverDnXsyevd``, whose workspace is split between the device and the
+*host* (``xsyevd_bufferSize`` returns both sizes; the host part is a NumPy buffer cuSOLVER
+works in while the call runs), and a batch with ``syevjBatched`` on a ``syevjInfo_t`` params
+object; ``svd`` of one matrix with ``<t>gesvd`` (device workspace only; ``m >= n``, so CuPy
+transposes a wide matrix), and a batch with ``gesvdjBatched`` (matrices up to 32 x 32, on a
+``gesvdjInfo_t``) or ``gesvd`` matrix by matrix. A capture records device work only: a host
+workspace that cuSOLVER fills while the call runs would be read at capture time, not at each
+replay. So plax binds the legacy 32-bit ``<t>syevd``/``<t>heevd`` (divide and conquer, as
+``Xsyevd``; its workspace, sized by ``<t>syevd_bufferSize``, is a device array) and
+``<t>gesvd`` (with ``<t>gesvd_bufferSize``), and runs a batch matrix by matrix on them: no
+params object to create and keep alive beside the graph, and one routine (one set of bits)
+for a matrix whether it comes alone or in a batch. ``syevjBatched``/``gesvdjBatched`` would
+make a batch of small matrices one launch; they are left for later.
 
 The library is found as :mod:`plax_cupy.cublas_direct` finds ``libcublas``: the copy already
 mapped into the process (CuPy's handle is made first, which loads it), never a second one.
@@ -65,7 +80,26 @@ _ROUTINES = {
     "orgqr": (("cusolverDn{t}orgqr", "cusolverDn{t}ungqr"),
               [_c_void_p, _c_int, _c_int, _c_int, _c_void_p, _c_int, _c_void_p, _c_void_p,
                _c_int, _c_void_p]),
+    # (handle, jobz, uplo, n, A, lda, W, int* Lwork): syevd for real types, heevd for complex
+    "syevd_bufferSize": (("cusolverDn{t}syevd_bufferSize", "cusolverDn{t}heevd_bufferSize"),
+                         [_c_void_p, _c_int, _c_int, _c_int, _c_void_p, _c_int, _c_void_p,
+                          _P_INT]),
+    # (handle, jobz, uplo, n, A, lda, W, work, lwork, devInfo)
+    "syevd": (("cusolverDn{t}syevd", "cusolverDn{t}heevd"),
+              [_c_void_p, _c_int, _c_int, _c_int, _c_void_p, _c_int, _c_void_p, _c_void_p,
+               _c_int, _c_void_p]),
+    # (handle, m, n, int* Lwork)
+    "gesvd_bufferSize": (("cusolverDn{t}gesvd_bufferSize",),
+                         [_c_void_p, _c_int, _c_int, _P_INT]),
+    # (handle, signed char jobu, signed char jobvt, m, n, A, lda, S, U, ldu, VT, ldvt, work,
+    #  lwork, rwork, devInfo)
+    "gesvd": (("cusolverDn{t}gesvd",),
+              [_c_void_p, ctypes.c_byte, ctypes.c_byte, _c_int, _c_int, _c_void_p, _c_int,
+               _c_void_p, _c_void_p, _c_int, _c_void_p, _c_int, _c_void_p, _c_int, _c_void_p,
+               _c_void_p]),
 }
+#: cusolverEigMode_t (cusolver_common.h)
+CUSOLVER_EIG_MODE_NOVECTOR, CUSOLVER_EIG_MODE_VECTOR = 0, 1
 
 
 class CUSOLVERError(RuntimeError):
@@ -163,6 +197,35 @@ class DirectCusolver(TypedRoutines):
         ``Q`` from ``k`` reflectors, in place in column-major ``a``."""
         self._call("orgqr", dtype, handle, m, n, k, a, lda, tau, workspace, lwork, dev_info)
 
+    def syevd_bufferSize(self, dtype, handle: int, jobz: int, uplo: int, n: int,  # noqa: N802
+                         a: int, lda: int, w: int) -> int:
+        """``cusolverDn<t>syevd_bufferSize`` (``heevd`` for complex dtypes): the device
+        workspace ``syevd`` needs, in elements of ``dtype``."""
+        return self._size("syevd_bufferSize", dtype, handle, jobz, uplo, n, a, lda, w)
+
+    def syevd(self, dtype, handle: int, jobz: int, uplo: int, n: int, a: int, lda: int,
+              w: int, workspace: int, lwork: int, dev_info: int) -> None:
+        """``cusolverDn<t>syevd`` (``heevd`` for complex dtypes): the ascending eigenvalues of
+        the Hermitian column-major ``a`` (read from its ``uplo`` triangle) to ``w`` (real),
+        and with ``jobz`` vector mode the orthonormal eigenvectors over ``a``, in place;
+        ``devInfo`` (``> 0``: no convergence) written on the device."""
+        self._call("syevd", dtype, handle, jobz, uplo, n, a, lda, w, workspace, lwork, dev_info)
+
+    def gesvd_bufferSize(self, dtype, handle: int, m: int, n: int) -> int:  # noqa: N802
+        """``cusolverDn<t>gesvd_bufferSize``: the device workspace ``gesvd`` needs, in
+        elements of ``dtype``."""
+        return self._size("gesvd_bufferSize", dtype, handle, m, n)
+
+    def gesvd(self, dtype, handle: int, jobu: int, jobvt: int, m: int, n: int, a: int,
+              lda: int, s: int, u: int, ldu: int, vt: int, ldvt: int, workspace: int,
+              lwork: int, rwork: int, dev_info: int) -> None:
+        """``cusolverDn<t>gesvd``: the SVD ``a = U S VT`` of column-major ``a`` (``m >= n``),
+        ``jobu``/``jobvt`` LAPACK's (``ord('A')``, ``'S'``, ``'O'``: over ``a``, ``'N'``);
+        ``a`` destroyed; ``devInfo`` (``> 0``: superdiagonals that did not converge) written
+        on the device; ``rwork`` may be 0."""
+        self._call("gesvd", dtype, handle, jobu, jobvt, m, n, a, lda, s, u, ldu, vt, ldvt,
+                   workspace, lwork, rwork, dev_info)
+
 
 _binding: list = []
 _binding_lock = threading.Lock()
@@ -192,4 +255,19 @@ def handle() -> int:
     return cupy.cuda.device.get_cusolver_handle()
 
 
-__all__ = ["CUSOLVERError", "DirectCusolver", "binding", "handle"]
+def handle_on_current_stream(direct: DirectCusolver) -> int:
+    """:func:`handle`, set (through ``direct``) to run on CuPy's current stream: what each
+    captured routine is called with.
+
+    Example:
+      >>> h = handle_on_current_stream(binding())                          # doctest: +SKIP
+      >>> binding().potrf(np.float32, h, 1, n, a.data.ptr, n, work.data.ptr, lwork, info.data.ptr)
+    """
+    import cupy
+    h = handle()
+    direct.setStream(h, cupy.cuda.get_current_stream().ptr)
+    return h
+
+
+__all__ = ["CUSOLVER_EIG_MODE_NOVECTOR", "CUSOLVER_EIG_MODE_VECTOR", "CUSOLVERError",
+           "DirectCusolver", "binding", "handle", "handle_on_current_stream"]

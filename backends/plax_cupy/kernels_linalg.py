@@ -11,14 +11,20 @@ non-finite input to an iterative solver).
 the stream captures (:mod:`plax_cupy.graphs`) ``triangular_solve``, ``cholesky``, ``lu`` and
 ``qr`` make the very library calls CuPy's functions make (the same routines, arguments,
 layouts and copies: the same bits) through :mod:`plax_cupy.cublas_direct` and
-:mod:`plax_cupy.cusolver_direct`. ``potrf``'s, ``getrf``'s, ``geqrf``'s and ``orgqr``'s
-workspace sizes are asked for on the program's plain first call (:class:`ProgramCholesky`,
-:class:`ProgramLu`, :class:`ProgramQr`: program kernels); the workspaces, ``devInfo`` and the
-batched routines' pointer arrays are allocations of the capture, which the plan holds as long
-as its graph (no two graphs share one); nothing is read back to the host. Where a binding is
-missing, CuPy's path runs, its refusal fails the capture, and the program runs plainly with
-that reason in ``as_text()``. ``svd`` and ``eigh`` are not bound (CuPy's ``eigh`` runs
-``Xsyevd`` with a host workspace): their programs run plainly.
+:mod:`plax_cupy.cusolver_direct`. ``eigh`` and ``svd`` run ``syevd``/``heevd`` and ``gesvd``
+there, a batch matrix by matrix (CuPy's ``eigh`` runs ``Xsyevd``, whose workspace is partly
+on the host, and its batched paths ``syevj``/``gesvdj`` on params objects: see
+:mod:`plax_cupy.cusolver_direct`); a compiled program runs them on its plain calls too
+(:class:`ProgramEigh`, :class:`ProgramSvd`), so that every call of a program gives the same
+bits. The workspace sizes are asked for on the program's plain first call
+(:class:`ProgramCholesky`, :class:`ProgramLu`, :class:`ProgramQr`, :class:`ProgramEigh`,
+:class:`ProgramSvd`: program kernels), by the same functions (``_potrf_lwork``...) a capture
+of a body not run plainly asks; the workspaces, ``devInfo`` and the batched routines' pointer
+arrays are allocations of the capture, which the plan holds as long as its graph (no two
+graphs share one); nothing is read back to the host (``eigh``'s and ``svd``'s ``devInfo``
+turns a matrix that did not converge to NaNs on the device). Where a binding is missing,
+CuPy's path runs, its refusal fails the capture, and the program runs plainly with that
+reason in ``as_text()``.
 
 =====================  ================================================================
 primitive              GPU path
@@ -33,8 +39,11 @@ primitive              GPU path
                        synchronisation per matrix; none in a CUDA graph, below); the
                        permutation built from the pivots by a generated kernel
 ``qr``                 ``cupy.linalg.qr`` (``geqrf``/``orgqr``, a batch matrix by matrix)
-``svd``                ``cupy.linalg.svd`` (``gesvd``/batched ``gesvdj``)
-``eigh``               ``cupy.linalg.eigh`` (``syevd``/batched ``syevj``)
+``svd``                in a compiled program: ``gesvd`` per matrix (direct binding);
+                       eagerly: ``cupy.linalg.svd`` (``gesvd``/batched ``gesvdj``)
+``eigh``               in a compiled program: ``syevd``/``heevd`` per matrix (direct
+                       binding); eagerly: ``cupy.linalg.eigh`` (``Xsyevd``/batched
+                       ``syevj``)
 ``eig``                ``cupy.linalg.eig`` (``geev``, CuPy >= 14 with CUDA >= 12.6); left
                        eigenvectors from the right ones (``inv``); both normalised by a
                        plax-compiled kernel (``-ftz=false``, :data:`UNIT_COLUMNS_SOURCE`)
@@ -141,7 +150,9 @@ class _ProgramSolver:
     of the library but the routine itself (see the module).
 
     Subclasses set ``routines`` (those whose sizes ``query(direct, handle, a)`` asks:
-    ``("potrf",)``, ``("getrf",)``, ``("geqrf", "orgqr")``) and ``run(a, lwork)``.
+    ``("potrf",)``, ``("getrf",)``, ``("geqrf", "orgqr")``...) and ``run(a, lwork)``;
+    ``query`` calls the very size function the captured path falls back on
+    (:func:`_potrf_lwork`...), so the two cannot disagree.
     """
 
     routines: tuple = ()
@@ -188,11 +199,16 @@ class ProgramCholesky(_ProgramSolver):
         return a.ndim == 2
 
     def query(self, direct, handle, a) -> int:
-        n = a.shape[-1]
-        return direct.potrf_bufferSize(a.dtype, handle, CUBLAS_FILL_MODE_UPPER, n, a.data.ptr, n)
+        return _potrf_lwork(direct, handle, a)
 
     def run(self, a, lwork):
         return _cholesky(a, lwork)
+
+
+def _potrf_lwork(direct, handle, a) -> int:
+    """``potrf``'s workspace size for ``a``'s matrices (a host-only query)."""
+    n = a.shape[-1]
+    return direct.potrf_bufferSize(a.dtype, handle, CUBLAS_FILL_MODE_UPPER, n, a.data.ptr, n)
 
 
 def _capturing_with(module, routine: str, dtype):
@@ -220,12 +236,10 @@ def _potrf_captured(direct, a, lwork: int | None):
     (the lower row-major one), then ``tril``; ``devInfo`` left unread on the device."""
     n = a.shape[-1]
     x = a.astype(a.dtype, order="C", copy=True)
-    handle = cusolver_direct.handle()
-    direct.setStream(handle, cupy.cuda.get_current_stream().ptr)
+    handle = cusolver_direct.handle_on_current_stream(direct)
     if a.ndim == 2:
         if lwork is None:   # (a body not run plainly first: a host-only query)
-            lwork = direct.potrf_bufferSize(a.dtype, handle, CUBLAS_FILL_MODE_UPPER, n,
-                                            x.data.ptr, n)
+            lwork = _potrf_lwork(direct, handle, x)
         workspace = cupy.empty(lwork, a.dtype)
         info = cupy.empty(1, np.int32)
         direct.potrf(a.dtype, handle, CUBLAS_FILL_MODE_UPPER, n, x.data.ptr, n,
@@ -526,11 +540,16 @@ class ProgramLu(_ProgramSolver):
         return max(a.shape[-2:]) > SMALL_LU
 
     def query(self, direct, handle, a) -> int:
-        m, n = a.shape[-2:]
-        return direct.getrf_bufferSize(a.dtype, handle, m, n, a.data.ptr, m)
+        return _getrf_lwork(direct, handle, a)
 
     def run(self, a, lwork):
         return _lu(a, lwork)
+
+
+def _getrf_lwork(direct, handle, a) -> int:
+    """``getrf``'s workspace size for ``a``'s matrices (a host-only query)."""
+    m, n = a.shape[-2:]
+    return direct.getrf_bufferSize(a.dtype, handle, m, n, a.data.ptr, m)
 
 
 def _getrf_captured(direct, x, lwork: int | None):
@@ -539,10 +558,9 @@ def _getrf_captured(direct, x, lwork: int | None):
     device; ``devInfo`` left unread (CuPy reads it to warn of an exactly singular ``U``)."""
     m, n = x.shape
     f = x.T.copy().T   # (CuPy's ``x.astype(dtype, order="F", copy=True)``: the same layout)
-    handle = cusolver_direct.handle()
-    direct.setStream(handle, cupy.cuda.get_current_stream().ptr)
+    handle = cusolver_direct.handle_on_current_stream(direct)
     if lwork is None:   # (a body not run plainly first: a host-only query)
-        lwork = direct.getrf_bufferSize(x.dtype, handle, m, n, f.data.ptr, m)
+        lwork = _getrf_lwork(direct, handle, f)
     workspace = cupy.empty(lwork, x.dtype)
     pivots = cupy.empty((min(m, n),), np.intc)
     info = cupy.empty(1, np.int32)
@@ -621,14 +639,20 @@ class ProgramQr(_ProgramSolver):
         self.full_matrices = full_matrices
 
     def query(self, direct, handle, a) -> tuple:
-        m, n = a.shape[-2:]
-        k = min(m, n)
-        mc = m if self.full_matrices and m > n else k
-        return (direct.geqrf_bufferSize(a.dtype, handle, m, n, a.data.ptr, n),
-                direct.orgqr_bufferSize(a.dtype, handle, m, mc, k, a.data.ptr, m, a.data.ptr))
+        return _qr_lwork(direct, handle, a, self.full_matrices)
 
     def run(self, a, lwork):
         return _qr(a, self.full_matrices, lwork)
+
+
+def _qr_lwork(direct, handle, a, full_matrices: bool) -> tuple:
+    """``geqrf``'s and ``orgqr``'s workspace sizes for ``a``'s matrices (host-only queries,
+    with CuPy's leading dimensions)."""
+    m, n = a.shape[-2:]
+    k = min(m, n)
+    mc = m if full_matrices and m > n else k
+    return (direct.geqrf_bufferSize(a.dtype, handle, m, n, a.data.ptr, n),   # (CuPy's lda)
+            direct.orgqr_bufferSize(a.dtype, handle, m, mc, k, a.data.ptr, m, a.data.ptr))
 
 
 def _geqrf_orgqr_captured(direct, a, full_matrices: bool, lwork: tuple | None):
@@ -640,9 +664,8 @@ def _geqrf_orgqr_captured(direct, a, full_matrices: bool, lwork: tuple | None):
     k = min(m, n)
     x = cupy.swapaxes(a, -2, -1).astype(a.dtype, order="C", copy=True).reshape(-1, n, m)
     count, size = x.shape[0], a.dtype.itemsize
-    handle = cusolver_direct.handle()
-    direct.setStream(handle, cupy.cuda.get_current_stream().ptr)
-    lw_qr = lwork[0] if lwork else direct.geqrf_bufferSize(a.dtype, handle, m, n, x.data.ptr, n)
+    handle = cusolver_direct.handle_on_current_stream(direct)
+    lw_qr, lw_q = lwork or _qr_lwork(direct, handle, a, full_matrices)
     workspace = cupy.empty(lw_qr, a.dtype)
     tau = cupy.empty((count, k), a.dtype)
     info = cupy.empty(count, np.int32)
@@ -653,8 +676,6 @@ def _geqrf_orgqr_captured(direct, a, full_matrices: bool, lwork: tuple | None):
     mc = m if full_matrices and m > n else k
     q = cupy.empty((count, max(mc, n), m), a.dtype)
     q[:, :n, :] = x
-    lw_q = lwork[1] if lwork else direct.orgqr_bufferSize(a.dtype, handle, m, mc, k,
-                                                          q.data.ptr, m, tau.data.ptr)
     workspace_q = cupy.empty(lw_q, a.dtype)
     for i in range(count):   # (and its orgqr loop)
         direct.orgqr(a.dtype, handle, m, mc, k, q.data.ptr + i * m * q.shape[1] * size, m,
@@ -704,22 +725,105 @@ def eigh(a: "cupy.ndarray", *, lower: bool) -> list:
 
     Returns:
       ``[v, w]``: eigenvectors (columns) and ascending real eigenvalues; NaNs for a matrix
-      with non-finite entries, as in JAX.
+      with non-finite entries or that cuSOLVER did not converge on, as in JAX.
 
     Example:
       >>> v, w = eigh(cupy.asarray([[2., 1.], [1., 2.]]), lower=True)  # w [1, 3]
     """
+    return _eigh(a, lower)
+
+
+@program_kernel(eigh_p)
+class ProgramEigh(_ProgramSolver):
+    """The ``eigh`` of one equation of a compiled program: :func:`eigh` through
+    ``syevd``/``heevd`` (:mod:`plax_cupy.cusolver_direct`) on every call, plain or captured
+    (a batch matrix by matrix), with the workspace size asked on the plain calls; CuPy's
+    ``eigh`` (``Xsyevd``, batched ``syevj``: other routines, other bits) only where the
+    binding or its size query is missing.
+
+    Args:
+      lower: as :func:`eigh`.
+
+    Returns (when called on a device array): what :func:`eigh` returns.
+
+    Example:
+      >>> v, w = ProgramEigh(lower=True)(cupy.eye(3))                # doctest: +SKIP
+    """
+
+    routines = ("syevd",)
+
+    def __init__(self, *, lower: bool):
+        super().__init__()
+        self.lower = lower
+
+    def query(self, direct, handle, a) -> int:
+        return _syevd_lwork(direct, handle, a, self.lower)
+
+    def run(self, a, lwork):
+        return _eigh(a, self.lower, lwork)
+
+
+def _direct_solver(routine: str, dtype, lwork):
+    """The cuSOLVER binding ``eigh``/``svd`` run on: while the stream captures, or on a
+    program's plain calls once its workspace size is known (``lwork``), so that a program's
+    plain and replayed calls run the same routine; else ``None`` (CuPy's path)."""
+    if lwork is None:
+        return _capturing_with(cusolver_direct, routine, dtype)
+    direct = cusolver_direct.binding()
+    return direct if direct is not None and direct.has(routine, dtype) else None
+
+
+def _eigh(a, lower: bool, lwork: int | None = None) -> list:
+    """:func:`eigh`; ``lwork``: ``syevd``'s workspace size for ``a``'s matrices, if known."""
     rdt = _real_dtype(a.dtype)
     if a.size == 0:
         return [cupy.zeros(a.shape, a.dtype), cupy.zeros(a.shape[:-1], rdt)]
     finite = _finite_matrices(a)
     safe = cupy.where(finite[..., None, None], a, cupy.zeros((), a.dtype))
     n = a.shape[-1]
-    w, v = _guarded(lambda m: cupy.linalg.eigh(m, UPLO="L" if lower else "U"), [safe],
-                    [((n,), rdt), ((n, n), a.dtype)])
     bad = ~finite
+    direct = _direct_solver("syevd", a.dtype, lwork)
+    if direct is not None:
+        v, w, info = _syevd_direct(direct, safe, lower, lwork)
+        bad |= info != 0
+    else:
+        w, v = _guarded(lambda m: cupy.linalg.eigh(m, UPLO="L" if lower else "U"), [safe],
+                        [((n,), rdt), ((n, n), a.dtype)])
     return [_nan_where(bad, v.astype(a.dtype, copy=False), 2),
             _nan_where(bad, w.astype(rdt, copy=False), 1)]
+
+
+def _syevd_lwork(direct, handle, a, lower: bool) -> int:
+    """``syevd``'s (``heevd``'s) workspace size for ``a``'s matrices, eigenvectors asked (a
+    host-only query)."""
+    n = a.shape[-1]
+    uplo = CUBLAS_FILL_MODE_LOWER if lower else CUBLAS_FILL_MODE_UPPER
+    return direct.syevd_bufferSize(a.dtype, handle, cusolver_direct.CUSOLVER_EIG_MODE_VECTOR,
+                                   uplo, n, a.data.ptr, n, a.data.ptr)
+
+
+def _syevd_direct(direct, a, lower: bool, lwork: int | None):
+    """``syevd``/``heevd`` of each matrix of ``a`` (finite), as CuPy's ``_syevd`` calls it on
+    one: a column-major copy (``lda = n``), the ``lower`` (else upper) triangle, eigenvectors
+    over the copy; one device workspace for the batch; ``devInfo`` per matrix, left on the
+    device. Returns ``(v, w, info)`` shaped as ``a``'s batch."""
+    n = a.shape[-1]
+    lead = a.shape[:-2]
+    x = cupy.swapaxes(a, -2, -1).astype(a.dtype, order="C", copy=True).reshape(-1, n, n)
+    count, size = x.shape[0], a.dtype.itemsize
+    w = cupy.empty((count, n), _real_dtype(a.dtype))
+    info = cupy.empty(count, np.int32)
+    handle = cusolver_direct.handle_on_current_stream(direct)
+    if lwork is None:   # (a body not run plainly first: a host-only query)
+        lwork = _syevd_lwork(direct, handle, a, lower)
+    workspace = cupy.empty(lwork, a.dtype)
+    uplo = CUBLAS_FILL_MODE_LOWER if lower else CUBLAS_FILL_MODE_UPPER
+    for i in range(count):   # (syevd takes one matrix per call)
+        direct.syevd(a.dtype, handle, cusolver_direct.CUSOLVER_EIG_MODE_VECTOR, uplo, n,
+                     x.data.ptr + i * n * n * size, n, w.data.ptr + i * n * w.itemsize,
+                     workspace.data.ptr, lwork, info.data.ptr + 4 * i)
+    v = cupy.swapaxes(x, -2, -1).reshape(a.shape)
+    return v, w.reshape(lead + (n,)), info.reshape(lead)
 
 
 @kernel(svd_p)
@@ -733,11 +837,45 @@ def svd(a: "cupy.ndarray", *, full_matrices: bool, compute_uv: bool) -> list:
 
     Returns:
       ``[s]`` or ``[s, u, vh]`` (descending real ``s``); NaNs for a matrix with non-finite
-      entries, as in JAX.
+      entries or that cuSOLVER did not converge on, as in JAX.
 
     Example:
       >>> (s,) = svd(cupy.eye(2), full_matrices=False, compute_uv=False)  # [1, 1]
     """
+    return _svd(a, full_matrices, compute_uv)
+
+
+@program_kernel(svd_p)
+class ProgramSvd(_ProgramSolver):
+    """The ``svd`` of one equation of a compiled program: :func:`svd` through ``gesvd``
+    (:mod:`plax_cupy.cusolver_direct`) on every call, plain or captured (a batch matrix by
+    matrix, as CuPy runs one matrix), with the workspace size asked on the plain calls;
+    CuPy's ``svd`` only where the binding or its size query is missing.
+
+    Args:
+      full_matrices, compute_uv: as :func:`svd`.
+
+    Returns (when called on a device array): what :func:`svd` returns.
+
+    Example:
+      >>> s, u, vh = ProgramSvd(full_matrices=False, compute_uv=True)(cupy.eye(3))  # doctest: +SKIP
+    """
+
+    routines = ("gesvd",)
+
+    def __init__(self, *, full_matrices: bool, compute_uv: bool):
+        super().__init__()
+        self.full_matrices, self.compute_uv = full_matrices, compute_uv
+
+    def query(self, direct, handle, a) -> int:
+        return _gesvd_lwork(direct, handle, a)
+
+    def run(self, a, lwork):
+        return _svd(a, self.full_matrices, self.compute_uv, lwork)
+
+
+def _svd(a, full_matrices: bool, compute_uv: bool, lwork: int | None = None) -> list:
+    """:func:`svd`; ``lwork``: ``gesvd``'s workspace size for ``a``'s matrices, if known."""
     m, n = a.shape[-2:]
     k = min(m, n)
     rdt = _real_dtype(a.dtype)
@@ -747,14 +885,78 @@ def svd(a: "cupy.ndarray", *, full_matrices: bool, compute_uv: bool) -> list:
     finite = _finite_matrices(a)
     safe = cupy.where(finite[..., None, None], a, cupy.zeros((), a.dtype))
     bad = ~finite
-    if not compute_uv:
+    direct = _direct_solver("gesvd", a.dtype, lwork)
+    if direct is not None:
+        s, u, vh, info = _gesvd_direct(direct, safe, full_matrices, compute_uv, lwork)
+        bad |= info != 0
+    elif not compute_uv:
         (s,) = _guarded(lambda x: [cupy.linalg.svd(x, compute_uv=False)], [safe], [((k,), rdt)])
-        return [_nan_where(bad, s.astype(rdt, copy=False), 1)]
-    u, s, vh = _guarded(lambda x: cupy.linalg.svd(x, full_matrices=full_matrices), [safe],
-                        [((m, mu), a.dtype), ((k,), rdt), ((nv, n), a.dtype)])
-    return [_nan_where(bad, s.astype(rdt, copy=False), 1),
-            _nan_where(bad, u.astype(a.dtype, copy=False), 2),
+    else:
+        u, s, vh = _guarded(lambda x: cupy.linalg.svd(x, full_matrices=full_matrices), [safe],
+                            [((m, mu), a.dtype), ((k,), rdt), ((nv, n), a.dtype)])
+    s = _nan_where(bad, s.astype(rdt, copy=False), 1)
+    if not compute_uv:
+        return [s]
+    return [s, _nan_where(bad, u.astype(a.dtype, copy=False), 2),
             _nan_where(bad, vh.astype(a.dtype, copy=False), 2)]
+
+
+def _gesvd_shape(a) -> tuple:
+    """``(m, n, wide)``: the column-major matrix ``gesvd`` factors for each ``(r, c)`` matrix
+    of ``a`` as CuPy's ``svd`` lays it out (``m >= n``, which ``gesvd`` needs): a wide or
+    square matrix's C-order copy read as its ``(c, r)`` transpose (``wide``), a tall one's
+    transpose copied, read as itself."""
+    r, c = a.shape[-2:]
+    return (c, r, True) if c >= r else (r, c, False)
+
+
+def _gesvd_lwork(direct, handle, a) -> int:
+    """``gesvd``'s workspace size for ``a``'s matrices (a host-only query)."""
+    m, n, _ = _gesvd_shape(a)
+    return direct.gesvd_bufferSize(a.dtype, handle, m, n)
+
+
+def _gesvd_direct(direct, a, full_matrices: bool, compute_uv: bool, lwork: int | None):
+    """``gesvd`` of each matrix of ``a`` (finite) with the layouts and jobs of CuPy's ``svd``
+    of one matrix (CuPy 14, ``cupy/linalg/_decomposition.py``): the ``m >= n`` copy of
+    :func:`_gesvd_shape`; full matrices: ``U`` (``jobu 'A'``) to its own array, ``VT`` over
+    the copy (``jobvt 'O'``); reduced: ``U`` over the copy (``'O'``), ``VT`` to its own array
+    (``'S'``); values only: ``'N'``, ``'N'``. One device workspace for the batch, no
+    ``rwork``, ``devInfo`` per matrix left on the device. Returns ``(s, u, vh, info)``
+    shaped as ``a``'s batch (``u``, ``vh`` ``None`` without ``compute_uv``)."""
+    lead = a.shape[:-2]
+    m, n, wide = _gesvd_shape(a)
+    mats = a.reshape((-1,) + a.shape[-2:])
+    x = (mats if wide else cupy.swapaxes(mats, -2, -1)).astype(a.dtype, order="C", copy=True)
+    count, size, dtype = x.shape[0], a.dtype.itemsize, a.dtype
+    s = cupy.empty((count, n), _real_dtype(dtype))
+    info = cupy.empty(count, np.int32)
+    if not compute_uv:
+        jobs, u, vt, u_step, vt_step = (ord("N"), ord("N")), None, None, 0, 0
+    elif full_matrices:
+        u, vt = cupy.empty((count, m, m), dtype), x[:, :, :n]
+        jobs, u_step, vt_step = (ord("A"), ord("O")), m * m, m * n
+    else:
+        u, vt = x, cupy.empty((count, n, n), dtype)
+        jobs, u_step, vt_step = (ord("O"), ord("S")), m * n, n * n
+    handle = cusolver_direct.handle_on_current_stream(direct)
+    if lwork is None:   # (a body not run plainly first: a host-only query)
+        lwork = _gesvd_lwork(direct, handle, a)
+    workspace = cupy.empty(lwork, dtype)
+    for i in range(count):   # (gesvd takes one matrix per call)
+        direct.gesvd(dtype, handle, *jobs, m, n, x.data.ptr + i * m * n * size, m,
+                     s.data.ptr + i * n * s.itemsize,
+                     0 if u is None else u.data.ptr + i * u_step * size, m,
+                     0 if vt is None else vt.data.ptr + i * vt_step * size, n,
+                     workspace.data.ptr, lwork, 0, info.data.ptr + 4 * i)
+    s, info = s.reshape(lead + (n,)), info.reshape(lead)
+    if not compute_uv:
+        return s, None, None, info
+    # (C-order views of column-major U and VT are their transposes: a^T = U S VT for a wide
+    # matrix, so a = VT^T S U^T; a tall one's a = U S VT)
+    u_out, vh_out = (vt, u) if wide else (cupy.swapaxes(u, -2, -1), cupy.swapaxes(vt, -2, -1))
+    return (s, u_out.reshape(lead + u_out.shape[-2:]), vh_out.reshape(lead + vh_out.shape[-2:]),
+            info)
 
 
 #: CUDA source: LAPACK's normalisation of a batch of eigenvector matrices, one thread per
