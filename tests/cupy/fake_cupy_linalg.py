@@ -19,7 +19,10 @@ the graph's own kernels wrote there). CuPy's own cuSOLVER binding is not simulat
   on the device as cuSOLVER writes it (``j + 1`` for the first pivot that is not positive);
   ``cusolverDn<t>getrf_bufferSize`` (``m + n`` elements) and ``cusolverDn<t>getrf`` (LAPACK's
   ``getrf``: 1-based pivots, ``devInfo``); ``cusolverDn<t>geqrf`` and ``<t>orgqr``/``<t>ungqr``
-  with their size queries (``m + n`` elements; LAPACK's routines).
+  with their size queries (``m + n`` elements; LAPACK's routines); ``cusolverDn<t>syevd``
+  (``<t>heevd``) with ``syevd_bufferSize`` (``n^2 + 2 n`` elements) and ``cusolverDn<t>gesvd``
+  with ``gesvd_bufferSize`` (``m n + m + n``; ``m >= n`` only, as cuSOLVER's), LAPACK's
+  ``syevd``/``heevd``/``gesvd``, ``devInfo`` on the device.
 
 :data:`CALLS` counts the routines run (captured ones once per replay too).
 """
@@ -40,7 +43,10 @@ ERRORS: list = []
 
 _LETTERS = "SDCZ"
 _DTYPES = (np.float32, np.float64, np.complex64, np.complex128)
-_ROUTINES = ("trsm", "trsmBatched", "potrf", "potrfBatched", "getrf", "geqrf", "orgqr")
+_ROUTINES = ("trsm", "trsmBatched", "potrf", "potrfBatched", "getrf", "geqrf", "orgqr",
+             "syevd", "gesvd")
+#: the arguments each entry point hands over (after the handle)
+_ARGS = 16
 
 # (C: the entry points; each packs its arguments and calls plax_sim_call(routine, stream, ...))
 _FORWARD = r"""
@@ -56,7 +62,7 @@ void plax_sim_set_call(plax_sim_call_t fn) { plax_sim_call = fn; }
 int cublas{t}trsm_v2(void* h, int side, int uplo, int trans, int diag, int m, int n,
                      const void* alpha, const void* a, int lda, void* b, int ldb) {{
   if (!plax_sim_call || pointer_mode != 0) return 7;  /* CUBLAS_STATUS_INVALID_VALUE */
-  long long v[12] = {{side, uplo, trans, diag, m, n, (long long)alpha, (long long)a, lda,
+  long long v[16] = {{side, uplo, trans, diag, m, n, (long long)alpha, (long long)a, lda,
                    (long long)b, ldb, 1}};
   return plax_sim_call({4 * 0 + i}, current_stream, v);
 }}
@@ -64,7 +70,7 @@ int cublas{t}trsmBatched(void* h, int side, int uplo, int trans, int diag, int m
                          const void* alpha, const void* a, int lda, void* b, int ldb,
                          int batch) {{
   if (!plax_sim_call || pointer_mode != 0) return 7;
-  long long v[12] = {{side, uplo, trans, diag, m, n, (long long)alpha, (long long)a, lda,
+  long long v[16] = {{side, uplo, trans, diag, m, n, (long long)alpha, (long long)a, lda,
                    (long long)b, ldb, batch}};
   return plax_sim_call({4 * 1 + i}, current_stream, v);
 }}
@@ -84,13 +90,13 @@ int cusolverDn{t}potrf_bufferSize(void* h, int uplo, int n, void* a, int lda, in
 int cusolverDn{t}potrf(void* h, int uplo, int n, void* a, int lda, void* work, int lwork,
                        int* info) {{
   if (!plax_sim_call) return 1;  /* CUSOLVER_STATUS_NOT_INITIALIZED */
-  long long v[12] = {{uplo, n, (long long)a, lda, (long long)work, lwork, (long long)info, 1}};
+  long long v[16] = {{uplo, n, (long long)a, lda, (long long)work, lwork, (long long)info, 1}};
   return plax_sim_call({4 * 2 + i}, current_stream, v);
 }}
 int cusolverDn{t}potrfBatched(void* h, int uplo, int n, void* a, int lda, int* info,
                               int batch) {{
   if (!plax_sim_call) return 1;
-  long long v[12] = {{uplo, n, (long long)a, lda, 0, 0, (long long)info, batch}};
+  long long v[16] = {{uplo, n, (long long)a, lda, 0, 0, (long long)info, batch}};
   return plax_sim_call({4 * 3 + i}, current_stream, v);
 }}
 int cusolverDn{t}getrf_bufferSize(void* h, int m, int n, void* a, int lda, int* lwork) {{
@@ -100,7 +106,7 @@ int cusolverDn{t}getrf_bufferSize(void* h, int m, int n, void* a, int lda, int* 
 int cusolverDn{t}getrf(void* h, int m, int n, void* a, int lda, void* work, int* ipiv,
                        int* info) {{
   if (!plax_sim_call) return 1;
-  long long v[12] = {{m, n, (long long)a, lda, (long long)work, (long long)ipiv,
+  long long v[16] = {{m, n, (long long)a, lda, (long long)work, (long long)ipiv,
                      (long long)info}};
   return plax_sim_call({4 * 4 + i}, current_stream, v);
 }}
@@ -111,7 +117,7 @@ int cusolverDn{t}geqrf_bufferSize(void* h, int m, int n, void* a, int lda, int* 
 int cusolverDn{t}geqrf(void* h, int m, int n, void* a, int lda, void* tau, void* work,
                        int lwork, int* info) {{
   if (!plax_sim_call) return 1;
-  long long v[12] = {{m, n, 0, (long long)a, lda, (long long)tau, (long long)work, lwork,
+  long long v[16] = {{m, n, 0, (long long)a, lda, (long long)tau, (long long)work, lwork,
                      (long long)info}};
   return plax_sim_call({4 * 5 + i}, current_stream, v);
 }}
@@ -123,9 +129,34 @@ int cusolverDn{t}{"ungqr" if t in "CZ" else "orgqr"}_bufferSize(void* h, int m, 
 int cusolverDn{t}{"ungqr" if t in "CZ" else "orgqr"}(void* h, int m, int n, int k, void* a,
     int lda, const void* tau, void* work, int lwork, int* info) {{
   if (!plax_sim_call) return 1;
-  long long v[12] = {{m, n, k, (long long)a, lda, (long long)tau, (long long)work, lwork,
+  long long v[16] = {{m, n, k, (long long)a, lda, (long long)tau, (long long)work, lwork,
                      (long long)info}};
   return plax_sim_call({4 * 6 + i}, current_stream, v);
+}}
+int cusolverDn{t}{"heevd" if t in "CZ" else "syevd"}_bufferSize(void* h, int jobz, int uplo, int n,
+    const void* a, int lda, const void* w, int* lwork) {{
+  *lwork = n > 0 ? n * n + 2 * n : 1;
+  return 0;
+}}
+int cusolverDn{t}{"heevd" if t in "CZ" else "syevd"}(void* h, int jobz, int uplo, int n, void* a,
+    int lda, void* w, void* work, int lwork, int* info) {{
+  if (!plax_sim_call) return 1;
+  long long v[16] = {{jobz, uplo, n, (long long)a, lda, (long long)w, (long long)work, lwork,
+                     (long long)info}};
+  return plax_sim_call({4 * 7 + i}, current_stream, v);
+}}
+int cusolverDn{t}gesvd_bufferSize(void* h, int m, int n, int* lwork) {{
+  *lwork = m + n > 0 ? m * n + m + n : 1;
+  return 0;
+}}
+int cusolverDn{t}gesvd(void* h, signed char jobu, signed char jobvt, int m, int n, void* a,
+    int lda, void* s, void* u, int ldu, void* vt, int ldvt, void* work, int lwork, void* rwork,
+    int* info) {{
+  if (!plax_sim_call) return 1;
+  long long v[16] = {{jobu, jobvt, m, n, (long long)a, lda, (long long)s, (long long)u, ldu,
+                     (long long)vt, ldvt, (long long)work, lwork, (long long)rwork,
+                     (long long)info}};
+  return plax_sim_call({4 * 8 + i}, current_stream, v);
 }}
 """ for i, t in enumerate(_LETTERS)) + "}\n"
 
@@ -177,7 +208,7 @@ def get_cusolver_handle() -> int:
 def _entry(routine: int, stream_ptr, args) -> int:
     try:
         name, dtype = _ROUTINES[routine // 4], np.dtype(_DTYPES[routine % 4])
-        return _RUN[name](_stream(stream_ptr), dtype, [args[k] for k in range(12)])
+        return _RUN[name](_stream(stream_ptr), dtype, [args[k] for k in range(_ARGS)])
     except Exception as err:  # noqa: BLE001 - a C caller: the error is kept, a status returned
         ERRORS.append(err)
         return 14 if routine < 8 else 7   # CUBLAS_/CUSOLVER_STATUS_INTERNAL_ERROR
@@ -358,10 +389,81 @@ def _householder(stream, dtype, v, form_q: bool) -> int:
     return 0
 
 
+def _eigenvalues(stream, dtype, v) -> int:
+    """``cusolverDn<t>syevd``/``<t>heevd``: the ascending eigenvalues of the Hermitian
+    column-major ``(n, n)`` matrix read from its ``uplo`` triangle to real ``w``, and (vector
+    mode) its orthonormal eigenvectors over it (LAPACK's ``syevd``/``heevd``), ``devInfo``;
+    the workspace must be live and as large as the size query said (``n^2 + 2 n``)."""
+    from scipy.linalg import lapack
+    jobz, uplo, n, a, lda, w, work, lwork, info = v[:9]
+    real = np.dtype(dtype.char.lower()) if dtype.kind == "c" else dtype
+    if jobz not in (0, 1) or uplo not in (0, 1) or n < 0 or lda < max(1, n) \
+            or lwork < max(1, n * n + 2 * n):
+        return 3   # CUSOLVER_STATUS_INVALID_VALUE
+    blocks = [_view(work, (lwork,), (1,), dtype)[0], _view(w, (max(n, 1),), (1,), real)[0],
+              _view(info, (1,), (1,), np.dtype(np.int32))[0], _column_major(a, n, n, lda, dtype)[0]]
+
+    def run():
+        _, mat = _column_major(a, n, n, lda, dtype)
+        name = "heevd" if dtype.kind == "c" else "syevd"
+        with np.errstate(all="ignore"):
+            values, vectors, flag = lapack.get_lapack_funcs(name, (mat,))(
+                np.array(mat), compute_v=jobz, lower=int(uplo == 0))
+        _view(w, (max(n, 1),), (1,), real)[1][:n] = values
+        if jobz:
+            mat[...] = vectors
+        _view(info, (1,), (1,), np.dtype(np.int32))[1][0] = flag
+    launch("syevd", stream, blocks, run)
+    return 0
+
+
+def _singular_values(stream, dtype, v) -> int:
+    """``cusolverDn<t>gesvd``: ``A = U S VT`` of a column-major ``(m, n)`` matrix, ``m >= n``
+    (cuSOLVER's restriction), LAPACK's ``gesvd``; ``jobu``/``jobvt`` ``A`` (all), ``S`` (the
+    first ``n``), ``O`` (over ``A``; not both), ``N`` (none), a pointer needed only where its
+    job writes there; ``A`` destroyed; ``devInfo``; the workspace must be live and as large as
+    the size query said (``m n + m + n``)."""
+    from scipy.linalg import lapack
+    jobu, jobvt, m, n, a, lda, s, u, ldu, vt, ldvt, work, lwork, rwork, info = v[:15]
+    jobu, jobvt = chr(jobu), chr(jobvt)
+    real = np.dtype(dtype.char.lower()) if dtype.kind == "c" else dtype
+    if not 0 <= n <= m or jobu not in "ASON" or jobvt not in "ASON" or jobu == jobvt == "O" \
+            or lda < max(1, m) or lwork < max(1, m * n + m + n) \
+            or (jobu in "AS" and ldu < max(1, m)) or (jobvt in "AS" and ldvt < max(1, n)):
+        return 3   # CUSOLVER_STATUS_INVALID_VALUE
+    u_cols = {"A": m, "S": n}.get(jobu, 0)
+    blocks = [_view(work, (lwork,), (1,), dtype)[0], _view(s, (max(n, 1),), (1,), real)[0],
+              _view(info, (1,), (1,), np.dtype(np.int32))[0], _column_major(a, m, n, lda, dtype)[0]]
+    blocks += [_column_major(u, m, u_cols, ldu, dtype)[0]] if u_cols else []
+    blocks += [_column_major(vt, n, n, ldvt, dtype)[0]] if jobvt in "AS" else []
+
+    def run():
+        _, mat = _column_major(a, m, n, lda, dtype)
+        want_uv = jobu != "N" or jobvt != "N"
+        with np.errstate(all="ignore"):
+            uu, ss, vv, flag = lapack.get_lapack_funcs("gesvd", (mat,))(
+                np.array(mat), compute_uv=int(want_uv), full_matrices=int(jobu == "A"))
+        _view(s, (max(n, 1),), (1,), real)[1][:n] = ss[:n]
+        if u_cols:
+            _column_major(u, m, u_cols, ldu, dtype)[1][...] = uu[:, :u_cols]
+        if jobvt in "AS":
+            _column_major(vt, n, n, ldvt, dtype)[1][...] = vv[:n]
+        mat[...] = np.nan   # (A is destroyed: what no job writes there is garbage)
+        if jobu == "O":
+            mat[...] = uu[:, :n]
+        elif jobvt == "O":
+            mat[:n, :] = vv[:n]
+        _view(info, (1,), (1,), np.dtype(np.int32))[1][0] = flag
+    launch("gesvd", stream, blocks, run)
+    return 0
+
+
 _RUN = {"trsm": lambda s, d, v: _trsm(s, d, v, False),
         "trsmBatched": lambda s, d, v: _trsm(s, d, v, True),
         "potrf": lambda s, d, v: _potrf(s, d, v, False),
         "potrfBatched": lambda s, d, v: _potrf(s, d, v, True),
         "getrf": _getrf,
         "geqrf": lambda s, d, v: _householder(s, d, v, False),
-        "orgqr": lambda s, d, v: _householder(s, d, v, True)}
+        "orgqr": lambda s, d, v: _householder(s, d, v, True),
+        "syevd": _eigenvalues,
+        "gesvd": _singular_values}
