@@ -1,7 +1,8 @@
-"""Compiled programs holding ``cholesky`` and ``triangular_solve`` replay as one CUDA graph
-(issue 24): CuPy's cuBLAS and cuSOLVER bindings refuse a capturing stream, so while capturing
-plax calls the loaded libraries directly (``plax_cupy.cublas_direct``: ``trsm``/
-``trsmBatched``; ``plax_cupy.cusolver_direct``: ``potrf``/``potrfBatched``).
+"""Compiled programs holding ``cholesky``, ``triangular_solve``, ``lu``, ``qr``, ``eigh`` and
+``svd`` replay as one CUDA graph (issue 24): CuPy's cuBLAS and cuSOLVER bindings refuse a
+capturing stream, so while capturing plax calls the loaded libraries directly
+(``plax_cupy.cublas_direct``: ``trsm``/``trsmBatched``; ``plax_cupy.cusolver_direct``:
+``potrf``/``potrfBatched``, ``getrf``, ``geqrf``/``orgqr``, ``syevd``/``heevd``, ``gesvd``).
 
 On the simulated GPU (:mod:`fake_cupy`, whose stand-in ``libcublas``/``libcusolver``
 (:mod:`fake_cupy_linalg`) record their routines into a capture and compute with NumPy/SciPy,
@@ -9,9 +10,10 @@ while CuPy's own ``cupy.linalg``/``cupyx.scipy.linalg`` calls are still refused 
 
 * a Gaussian-process solve (``cholesky`` then two triangular solves), programs of every
   ``triangular_solve`` option, an ``lu`` of large matrices (``getrf``) and a ``qr``
-  (``geqrf``, ``orgqr``/``ungqr``) replay as one launch from the second call, with the values
-  of the NumPy backend (single matrices and batches, the four dtypes, a batch holding a
-  matrix that is not positive definite: JAX's NaNs);
+  (``geqrf``, ``orgqr``/``ungqr``), an ``eigh`` (``syevd``/``heevd``) and a PCA-like ``svd``
+  program (``gesvd``) replay as one launch from the second call, with the values of the NumPy
+  backend (single matrices and batches, the four dtypes, a batch holding a matrix that is not
+  positive definite or not finite, or that the solver did not converge on: JAX's NaNs);
 * ``potrf``'s workspace size is asked only on a plain call, never while capturing; a library
   refusing the query costs the capture, not the program;
 * with a binding hidden the program runs plainly, with CuPy's refusal as the reason;
@@ -37,7 +39,7 @@ DTYPES = ["float32", "float64", "complex64", "complex128"]
 @pytest.mark.skipif(SIMULATED or shutil.which("g++") is None,
                     reason="already on the simulated GPU, or no C++ compiler (g++) for it")
 def test_on_the_simulated_gpu():
-    run_file_on_simulated_gpu(__file__, skipped=5)   # (this one, the real-GPU tests)
+    run_file_on_simulated_gpu(__file__, skipped=7)   # (this one, the real-GPU tests)
 
 
 @pytest.fixture
@@ -216,6 +218,120 @@ def test_a_qr_replays_as_one_graph(dtype, shape, full_matrices, executables):
     assert fake_cupy_linalg.CALLS.get("orgqr", 0) - before == 4 * count
 
 
+def _spectrum(a, lower):
+    """``eigh`` read through what does not depend on each eigenvector's phase: the eigenvalues,
+    ``v diag(w) v^H`` (the Hermitian matrix of ``a``'s ``lower`` triangle) and the projector
+    onto the first eigenvector."""
+    from plax import numpy as pnp
+    from plax.lax import linalg
+    v, w = linalg.eigh(a, lower=lower)
+    vh = pnp.conj(pnp.swapaxes(v, -1, -2))
+    return w, (v * w[..., None, :].astype(v.dtype)) @ vh, v[..., :1] @ vh[..., :1, :]
+
+
+@on_simulated_gpu
+@pytest.mark.parametrize("batch,lower", [((), True), ((3,), False)], ids=["one-matrix", "batch"])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_an_eigh_replays_as_one_graph(dtype, batch, lower, executables):
+    """``syevd``/``heevd`` per matrix on a column-major copy, from the ``lower`` or the upper
+    triangle (the other one garbage), on the program's plain calls and in its graph: the
+    NumPy backend's eigenvalues and eigenspaces; a batch's non-finite matrix gives NaNs, the
+    others their values."""
+    import fake_cupy_linalg
+    r = np.random.default_rng(11)
+    a = _hermitian_pd(batch + (5, 5), dtype, seed=12) - 5 * np.eye(5, dtype=dtype)
+    junk = r.normal(size=a.shape).astype(dtype)   # (the triangle not read)
+    unread = ~np.tri(5, dtype=bool) if lower else np.tri(5, k=-1, dtype=bool)
+    a = np.where(unread, junk, a)
+    if batch:
+        a[1, 2, 1 if lower else 3] = np.nan
+    before = fake_cupy_linalg.CALLS.get("syevd", 0)
+    runs = _check_replays(lambda x: _spectrum(x, lower), (a,), executables)
+    count = int(np.prod(batch, dtype=np.int64))
+    # (the plain first call, the capture and the 3 replays: one program, one routine)
+    assert fake_cupy_linalg.CALLS.get("syevd", 0) - before == 5 * count
+    if batch:
+        w = runs[1][0][0]
+        assert np.isnan(w[1]).all() and np.isfinite(w[[0, 2]]).all()
+
+
+def _pca(x, full_matrices, compute_uv, rank=2):
+    """A small PCA: ``x`` centred, its SVD; the explained variances, and (with ``compute_uv``)
+    the rank-``rank`` reconstruction and the whole one (neither depends on the singular
+    vectors' phases)."""
+    from plax import numpy as pnp
+    from plax.lax import linalg
+    c = x - pnp.mean(x, axis=-2, keepdims=True)
+    if not compute_uv:
+        s = linalg.svd(c, full_matrices=full_matrices, compute_uv=False)
+        return s * s / pnp.sum(s * s, axis=-1, keepdims=True)
+    u, s, vh = linalg.svd(c, full_matrices=full_matrices, compute_uv=True)
+    k = s.shape[-1]
+    us = u[..., :, :k] * s[..., None, :].astype(u.dtype)
+    return s * s, us[..., :, :rank] @ vh[..., :rank, :], us @ vh[..., :k, :]
+
+
+@on_simulated_gpu
+@pytest.mark.parametrize("shape,full_matrices,compute_uv", [
+    ((6, 3), True, True), ((3, 6), False, True), ((2, 4, 6), True, True),
+    ((3, 6, 4), False, True), ((2, 3, 5), False, False)])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_a_pca_svd_replays_as_one_graph(dtype, shape, full_matrices, compute_uv, executables):
+    """``gesvd`` per matrix with the layouts and jobs of CuPy's ``svd`` (a wide matrix's
+    transpose, ``U``/``VT`` over the copy or in their own arrays, values only), then products:
+    the NumPy backend's values; a batch's non-finite matrix gives NaNs."""
+    import fake_cupy_linalg
+    r = np.random.default_rng(13)
+    x = r.normal(size=shape)
+    if np.dtype(dtype).kind == "c":
+        x = x + 1j * r.normal(size=shape)
+    x = x.astype(dtype)
+    if len(shape) == 3 and shape[0] == 3:
+        x[1, 0, 0] = np.inf
+    before = fake_cupy_linalg.CALLS.get("gesvd", 0)
+    runs = _check_replays(lambda a: _pca(a, full_matrices, compute_uv), (x,), executables)
+    count = int(np.prod(shape[:-2], dtype=np.int64))
+    # (the plain first call, the capture and the 3 replays: one program, one routine)
+    assert fake_cupy_linalg.CALLS.get("gesvd", 0) - before == 5 * count
+    if len(shape) == 3 and shape[0] == 3:
+        variances = runs[1][0][0]
+        assert np.isnan(variances[1]).all() and np.isfinite(variances[[0, 2]]).all()
+
+
+@on_simulated_gpu
+@pytest.mark.parametrize("routine", ["syevd", "gesvd"])
+def test_a_matrix_the_solver_does_not_converge_on_gives_nans(routine, executables,
+                                                             monkeypatch):
+    """``devInfo > 0`` (no convergence), written on the device, turns that matrix's results to
+    NaNs without a host read, in the plain calls and the replays alike (the stand-in made to
+    report it for the second matrix of each batch)."""
+    import plax
+    import fake_cupy_linalg
+    from plax.lax import linalg
+    original, calls = fake_cupy_linalg._RUN[routine], []
+    info_at = {"syevd": 8, "gesvd": 14}[routine]
+
+    def not_converging(stream, dtype, v):
+        status = original(stream, dtype, v)
+        calls.append(v[info_at])
+        if len(calls) % 2 == 0:   # (the second matrix of the pair)
+            block, flag = fake_cupy_linalg._view(v[info_at], (1,), (1,), np.dtype(np.int32))
+
+            def flag_it():
+                flag[0] = 3
+            fake_cupy_linalg.launch(routine + "-no-convergence", stream, [block], flag_it)
+        return status
+    monkeypatch.setitem(fake_cupy_linalg._RUN, routine, not_converging)
+    a = _hermitian_pd((2, 4, 4), "float32", seed=14)
+    f = (lambda x: [t * 2 for t in linalg.eigh(x)]) if routine == "syevd" else \
+        (lambda x: linalg.svd(x, compute_uv=False) * 2)
+    runs = _calls(plax.jit(f), _on("gpu", (a,)), 3)
+    assert [n for _, n in runs][1:] == [1, 1], runs
+    for host, _ in runs:
+        for out in host:
+            assert np.isnan(out[1]).all() and np.isfinite(out[0]).all()
+
+
 @on_simulated_gpu
 def test_the_workspace_size_is_asked_on_a_plain_call_only(executables, monkeypatch):
     """``potrf_bufferSize`` is a host call: asked on the program's first (plain) call and held
@@ -289,7 +405,8 @@ def _real_gpu_problem() -> str:
 
 
 @pytest.mark.skipif(bool(_real_gpu_problem()), reason=_real_gpu_problem() or "gpu")
-@pytest.mark.parametrize("program", ["gp-solve", "gp-solve-batch", "lu", "qr-batch"])
+@pytest.mark.parametrize("program", ["gp-solve", "gp-solve-batch", "lu", "qr-batch",
+                                     "eigh-batch", "svd-pca"])
 def test_on_a_real_gpu_the_captured_calls_give_the_plain_calls_bits(program, executables):
     """On a GPU (the check the simulation cannot make): the program is captured through the
     direct bindings, and every replay's results equal the plain first call's bit for bit (the
@@ -305,6 +422,14 @@ def test_on_a_real_gpu_the_captured_calls_give_the_plain_calls_bits(program, exe
             lu, pivots, permutation = linalg.lu(x)
             return lu * 2, pivots, permutation
         args = (r.normal(size=(40, 40)),)
+    elif program == "eigh-batch":
+        def f(x):
+            return _spectrum(x, lower=True)
+        args = (_hermitian_pd((3, 40, 40), "complex64", 15),)
+    elif program == "svd-pca":
+        def f(x):
+            return _pca(x, full_matrices=False, compute_uv=True, rank=4)
+        args = (r.normal(size=(64, 24)).astype(np.float32),)
     else:
         def f(x):
             q, r_ = linalg.qr(x, full_matrices=False)
