@@ -268,7 +268,7 @@ def _trsm(stream, dtype, v, batched: bool) -> int:
     """``cublas<t>trsm[Batched]``: ``B := alpha op(A)^-1 B``, column-major, left side only
     (as CuPy calls it); ``alpha`` read from the host now (captured by value)."""
     from scipy.linalg import blas
-    side, uplo, trans, diag, m, n, alpha, a, lda, b, ldb, count = v
+    side, uplo, trans, diag, m, n, alpha, a, lda, b, ldb, count = v[:12]
     if side != 0 or uplo not in (0, 1) or trans not in (0, 1, 2) or diag not in (0, 1) \
             or lda < max(1, m) or ldb < max(1, m):
         return 7   # CUBLAS_STATUS_INVALID_VALUE
