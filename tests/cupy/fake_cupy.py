@@ -1395,17 +1395,9 @@ class PlanNd:
                 if fft_type in _C2R_TYPES:   # (cuFFT's C2R may use its input as scratch)
                     ins[...] = np.nan
 
-        blocks = list({id(b): b for b in (a._mem.block, out._mem.block, work, internal)}.values())
-        ticket = stream._next()
-        for block in blocks:
-            block.readers[stream] = ticket
-        out._mem.block.writer, out._mem.block.ticket = stream, ticket
-        if fft_type in _C2R_TYPES:
-            a._mem.block.writer, a._mem.block.ticket = stream, ticket
-        if stream.capture is not None:
-            stream.capture.steps.append((run, [(b, b.generation) for b in blocks]))
-        run()
-        COUNTS["operations"] += 1
+        written = [out._mem.block] + ([a._mem.block] if fft_type in _C2R_TYPES else [])
+        fake_cupy_linalg.launch("cufftExec", stream, [a._mem.block, out._mem.block, work,
+                                                      internal], run, writes=written)
 
 
 def _cufft_module() -> types.ModuleType:

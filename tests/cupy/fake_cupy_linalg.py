@@ -239,10 +239,12 @@ def _pointers(address: int, count: int) -> list:
     return [int(p) for p in _view(address, (count,), (1,), np.dtype(np.uintp))[1]]
 
 
-def launch(name: str, stream, blocks: list, compute) -> None:
+def launch(name: str, stream, blocks: list, compute, writes: list | None = None) -> None:
     """Runs ``compute`` as library routine ``name``'s kernel on ``stream`` touching ``blocks``
-    (pool blocks): ordered after their pending producers (else ``StreamOrderError``),
-    recorded into a capture under way, counted in :data:`CALLS`."""
+    (pool blocks) and writing ``writes`` (all of ``blocks`` by default): ordered after their
+    pending producers (else ``StreamOrderError``), recorded into a capture under way, counted
+    in :data:`CALLS`. The simulated cuBLAS's products and cuFFT's transforms are recorded
+    through it too."""
     import fake_cupy
 
     def run():
@@ -257,6 +259,7 @@ def launch(name: str, stream, blocks: list, compute) -> None:
     ticket = stream._next()
     for block in blocks:
         block.readers[stream] = ticket
+    for block in blocks if writes is None else writes:
         block.writer, block.ticket = stream, ticket
     if stream.capture is not None:
         stream.capture.steps.append((run, [(b, b.generation) for b in blocks]))
