@@ -413,8 +413,8 @@ def _eigenvalues(stream, dtype, v) -> int:
             values, vectors, flag = lapack.get_lapack_funcs(name, (mat,))(
                 np.array(mat), compute_v=jobz, lower=int(uplo == 0))
         _view(w, (max(n, 1),), (1,), real)[1][:n] = values
-        if jobz:
-            mat[...] = vectors
+        if jobz:   # (in other phases than LAPACK's, as cuSOLVER's may be)
+            mat[...] = vectors * np.where(np.arange(n) % 2, -1, 1).astype(dtype)
         _view(info, (1,), (1,), np.dtype(np.int32))[1][0] = flag
     launch("syevd", stream, blocks, run)
     return 0
@@ -446,6 +446,9 @@ def _singular_values(stream, dtype, v) -> int:
         with np.errstate(all="ignore"):
             uu, ss, vv, flag = lapack.get_lapack_funcs("gesvd", (mat,))(
                 np.array(mat), compute_uv=int(want_uv), full_matrices=int(jobu == "A"))
+        if want_uv:   # (pairs of singular vectors in other phases than LAPACK's)
+            phases = np.where(np.arange(uu.shape[1]) % 2, -1, 1).astype(dtype)
+            uu, vv = uu * phases, vv * np.conj(phases[:vv.shape[0], None])
         _view(s, (max(n, 1),), (1,), real)[1][:n] = ss[:n]
         if u_cols:
             _column_major(u, m, u_cols, ldu, dtype)[1][...] = uu[:, :u_cols]
