@@ -42,6 +42,10 @@ with ``block_until_ready`` after each timed batch of calls):
 * a Gaussian-process solve, ``K^-1 y`` for a 512 x 512 float32 ``K`` (``--tiny``/``--simulated``:
   64 x 64) by its Cholesky factor and two triangular solves, replayed as one CUDA graph
   through plax's direct cuSOLVER ``potrf`` and cuBLAS ``trsm`` bindings, against JAX's;
+* a PCA of 4096 samples of 256 float32 features (``--tiny``/``--simulated``: 64 of 16): the
+  centred data's reduced SVD and its rank-8 reconstruction, and an ``eigh`` of their 256 x 256
+  covariance with ``v diag(w) v^T``, replayed as one CUDA graph each through plax's direct
+  cuSOLVER ``gesvd`` and ``syevd`` bindings, against JAX's;
 * the CPU table's workloads (benchmarks/compare.py: ``linreg step (grad, vmap)``, ``MLP step
   784-512-512-10 b128``, ``random.normal 10M jit``, ``jit(vmap(apply_matrix))``, ``scan tanh
   RNN 1000x64``; their ``--quick`` sizes with ``--quick``/``--tiny``), with both libraries on
@@ -228,6 +232,26 @@ def workloads(quick: bool, tiny: bool = False):
             return linalg.triangular_solve(low, z, left_side=True, lower=True, transpose_a=True)
         return L.jit(solve)
 
+    pca_n, pca_d = (64, 16) if tiny else (4096, 256)
+    x_pca = (rng.standard_normal((pca_n, pca_d))
+             * np.linspace(3.0, 0.1, pca_d)).astype(np.float32)   # (distinct variances)
+
+    def pca(L, rank=8):
+        """The centred data's reduced SVD and its rank-``rank`` reconstruction (neither
+        depends on the singular vectors' signs, which differ between libraries)."""
+        def fit(x):
+            c = x - L.jnp.mean(x, axis=0)
+            u, s, vh = L.jnp.linalg.svd(c, full_matrices=False)
+            return s, (u[:, :rank] * s[:rank]) @ vh[:rank]
+        return L.jit(fit)
+
+    def covariance_eigh(L):
+        def fit(x):
+            c = x - L.jnp.mean(x, axis=0)
+            w, v = L.jnp.linalg.eigh(c.T @ c / x.shape[0])
+            return w, (v * w) @ v.T
+        return L.jit(fit)
+
     # cumsum along axis 0: a long axis of 4 columns (the few-columns single pass), a square
     # (the column kernel: a thread a column, 8 segments of the axis a block) and a short axis
     # of many columns (the column kernel, one segment); --tiny/--simulated: smaller, same paths
@@ -300,6 +324,8 @@ def workloads(quick: bool, tiny: bool = False):
         "fft filter": lambda L: (L.jit(lambda x, w: L.jnp.fft.ifft(L.jnp.fft.fft(x) * w)),
                                  [L.put(x_fft), L.put(w_fft)]),
         "gp solve": lambda L: (gp_solve(L), [L.put(s_gp), L.put(y_gp)]),
+        "pca svd": lambda L: (pca(L), [L.put(x_pca)]),
+        "covariance eigh": lambda L: (covariance_eigh(L), [L.put(x_pca)]),
     }
     factories.update({"selu scalar": compiled_without("selu"),
                       "random.normal scalar": compiled_without("random.normal"),
@@ -323,7 +349,9 @@ def workloads(quick: bool, tiny: bool = False):
              "sgd update"),
             (f"conv 3x3 {conv_n}x{conv_hw}^2x{conv_c} f32", None, "conv 3x3"),
             (f"FFT filter {fft_rows}x{fft_n} c64", None, "fft filter"),
-            (f"GP solve {gp_n}^2 f32", None, "gp solve")]
+            (f"GP solve {gp_n}^2 f32", None, "gp solve"),
+            (f"PCA svd {pca_n}x{pca_d} f32", None, "pca svd"),
+            (f"covariance eigh {pca_d}^2 f32", None, "covariance eigh")]
     # the CPU table's rows (its --quick sizes with --quick and --tiny)
     for label, impls in compare.make_workloads(quick or tiny, specials=False):
         if label.startswith(CPU_TABLE_ROWS):
