@@ -333,6 +333,39 @@ def test_a_matrix_the_solver_does_not_converge_on_gives_nans(routine, executable
 
 
 @on_simulated_gpu
+def test_the_stand_in_solvers_refuse_what_cusolver_refuses():
+    """The simulated ``syevd``/``gesvd`` refuse an undersized workspace, ``gesvd`` a wide
+    matrix (cuSOLVER's takes ``m >= n`` only) and both jobs ``'O'``, and both a host pointer
+    where device memory is due: plax's calls (which pass every test above) are held to the
+    real library's rules."""
+    import cupy
+    from plax_cupy import cusolver_direct
+    direct = cusolver_direct.binding()
+    h = cusolver_direct.handle_on_current_stream(direct)
+    a, w = cupy.eye(4, dtype=np.float32), cupy.empty(4, np.float32)
+    info = cupy.empty(1, np.int32)
+    lwork = direct.syevd_bufferSize(np.float32, h, 1, 0, 4, a.data.ptr, 4, w.data.ptr)
+    work = cupy.empty(lwork, np.float32)
+    direct.syevd(np.float32, h, 1, 0, 4, a.data.ptr, 4, w.data.ptr, work.data.ptr, lwork,
+                 info.data.ptr)
+    np.testing.assert_allclose(cupy.asnumpy(w), np.ones(4))
+    with pytest.raises(cusolver_direct.CUSOLVERError, match="INVALID_VALUE"):
+        direct.syevd(np.float32, h, 1, 0, 4, a.data.ptr, 4, w.data.ptr, work.data.ptr,
+                     lwork - 1, info.data.ptr)
+    host = np.empty(lwork, np.float32)
+    with pytest.raises(cusolver_direct.CUSOLVERError, match="INTERNAL_ERROR"):
+        direct.syevd(np.float32, h, 1, 0, 4, a.data.ptr, 4, w.data.ptr, host.ctypes.data,
+                     lwork, info.data.ptr)
+    wide = cupy.ones((3, 5), np.float32)   # (column-major 5 x 3 read as m = 3, n = 5)
+    lwork = direct.gesvd_bufferSize(np.float32, h, 5, 3)
+    work, u = cupy.empty(lwork, np.float32), cupy.empty((5, 5), np.float32)
+    for jobs, m, n in (((ord("N"), ord("N")), 3, 5), ((ord("O"), ord("O")), 5, 3)):
+        with pytest.raises(cusolver_direct.CUSOLVERError, match="INVALID_VALUE"):
+            direct.gesvd(np.float32, h, *jobs, m, n, wide.data.ptr, m, w.data.ptr, u.data.ptr,
+                         m, u.data.ptr, n, work.data.ptr, lwork, 0, info.data.ptr)
+
+
+@on_simulated_gpu
 def test_the_workspace_size_is_asked_on_a_plain_call_only(executables, monkeypatch):
     """``potrf_bufferSize`` is a host call: asked on the program's first (plain) call and held
     by the program (``ProgramCholesky``), never while the stream captures."""
