@@ -149,15 +149,17 @@ class _ProgramSolver:
     call) on the program's plain calls and hands it to ``run``, so that a capture asks nothing
     of the library but the routine itself (see the module).
 
-    Subclasses set ``routines`` (those whose sizes ``query(direct, handle, a)`` asks:
-    ``("potrf",)``, ``("getrf",)``, ``("geqrf", "orgqr")``...) and ``run(a, lwork)``;
-    ``query`` calls the very size function the captured path falls back on
-    (:func:`_potrf_lwork`...), so the two cannot disagree.
+    Subclasses set ``routines`` (those whose sizes are asked: ``("potrf",)``, ``("getrf",)``,
+    ``("geqrf", "orgqr")``...), ``sizes(direct, handle, a, **params)`` (the very size
+    function the captured path falls back on, :func:`_potrf_lwork`..., so the two cannot
+    disagree) and ``solve(a, lwork=..., **params)``; ``params`` are the equation's.
     """
 
     routines: tuple = ()
+    sizes = solve = None
 
     def __init__(self, **params):
+        self.params = params
         self.lwork: dict = {}   # (matrix shape, dtype) -> the workspace size, in elements
 
     def __call__(self, a: "cupy.ndarray"):
@@ -168,16 +170,24 @@ class _ProgramSolver:
             if direct is not None and all(direct.has(r + "_bufferSize", a.dtype)
                                           for r in self.routines):
                 try:
-                    self.lwork[key] = self.query(direct, cusolver_direct.handle(), a)
+                    self.lwork[key] = type(self).sizes(direct, cusolver_direct.handle(), a,
+                                                       **self.params)
                 except cusolver_direct.CUSOLVERError:
                     # (the plain call needs no size: a capture asks again, and if the library
                     # refuses there too, the program runs plainly with that reason)
                     self.lwork[key] = None
-        return self.run(a, self.lwork.get(key))
+        return type(self).solve(a, lwork=self.lwork.get(key), **self.params)
 
     def needs_workspace(self, a) -> bool:
         """Whether ``a``'s factorisation runs the routine with a workspace."""
         return True
+
+
+
+def _potrf_lwork(direct, handle, a) -> int:
+    """``potrf``'s workspace size for ``a``'s matrices (a host-only query)."""
+    n = a.shape[-1]
+    return direct.potrf_bufferSize(a.dtype, handle, CUBLAS_FILL_MODE_UPPER, n, a.data.ptr, n)
 
 
 @program_kernel(cholesky_p)
@@ -194,21 +204,11 @@ class ProgramCholesky(_ProgramSolver):
     """
 
     routines = ("potrf",)
+    sizes = staticmethod(_potrf_lwork)
+    solve = staticmethod(_cholesky)
 
     def needs_workspace(self, a) -> bool:
         return a.ndim == 2
-
-    def query(self, direct, handle, a) -> int:
-        return _potrf_lwork(direct, handle, a)
-
-    def run(self, a, lwork):
-        return _cholesky(a, lwork)
-
-
-def _potrf_lwork(direct, handle, a) -> int:
-    """``potrf``'s workspace size for ``a``'s matrices (a host-only query)."""
-    n = a.shape[-1]
-    return direct.potrf_bufferSize(a.dtype, handle, CUBLAS_FILL_MODE_UPPER, n, a.data.ptr, n)
 
 
 def _capturing_with(module, routine: str, dtype):
@@ -522,29 +522,6 @@ def _small_lu(mats):
     return lu_, pivots, perm
 
 
-@program_kernel(lu_p)
-class ProgramLu(_ProgramSolver):
-    """The ``lu`` of one equation of a compiled program: :func:`lu`, with ``getrf``'s
-    workspace size asked on the program's plain calls (matrices larger than :data:`SMALL_LU`;
-    smaller ones are the generated kernel's).
-
-    Returns (when called on a device array): what :func:`lu` returns.
-
-    Example:
-      >>> lu_, piv, perm = ProgramLu()(cupy.eye(40))                 # doctest: +SKIP
-    """
-
-    routines = ("getrf",)
-
-    def needs_workspace(self, a) -> bool:
-        return max(a.shape[-2:]) > SMALL_LU
-
-    def query(self, direct, handle, a) -> int:
-        return _getrf_lwork(direct, handle, a)
-
-    def run(self, a, lwork):
-        return _lu(a, lwork)
-
 
 def _getrf_lwork(direct, handle, a) -> int:
     """``getrf``'s workspace size for ``a``'s matrices (a host-only query)."""
@@ -618,31 +595,24 @@ def _lu(a, lwork: int | None = None) -> list:
     return [lu_.reshape(a.shape), piv.reshape(batch + (k,)), perm.reshape(batch + (m,))]
 
 
-@program_kernel(qr_p)
-class ProgramQr(_ProgramSolver):
-    """The ``qr`` of one equation of a compiled program: :func:`qr`, with ``geqrf``'s and
-    ``orgqr``'s (``ungqr``'s) workspace sizes asked on the program's plain calls.
+@program_kernel(lu_p)
+class ProgramLu(_ProgramSolver):
+    """The ``lu`` of one equation of a compiled program: :func:`lu`, with ``getrf``'s
+    workspace size asked on the program's plain calls (matrices larger than :data:`SMALL_LU`;
+    smaller ones are the generated kernel's).
 
-    Args:
-      full_matrices: as :func:`qr`.
-
-    Returns (when called on a device array): what :func:`qr` returns.
+    Returns (when called on a device array): what :func:`lu` returns.
 
     Example:
-      >>> q, r = ProgramQr(full_matrices=False)(cupy.eye(3))          # doctest: +SKIP
+      >>> lu_, piv, perm = ProgramLu()(cupy.eye(40))                 # doctest: +SKIP
     """
 
-    routines = ("geqrf", "orgqr")
+    routines = ("getrf",)
+    sizes = staticmethod(_getrf_lwork)
+    solve = staticmethod(_lu)
 
-    def __init__(self, *, full_matrices: bool):
-        super().__init__()
-        self.full_matrices = full_matrices
-
-    def query(self, direct, handle, a) -> tuple:
-        return _qr_lwork(direct, handle, a, self.full_matrices)
-
-    def run(self, a, lwork):
-        return _qr(a, self.full_matrices, lwork)
+    def needs_workspace(self, a) -> bool:
+        return max(a.shape[-2:]) > SMALL_LU
 
 
 def _qr_lwork(direct, handle, a, full_matrices: bool) -> tuple:
@@ -716,6 +686,25 @@ def _qr(a, full_matrices: bool, lwork: tuple | None = None) -> list:
     return [q.astype(a.dtype, copy=False), r.astype(a.dtype, copy=False)]
 
 
+@program_kernel(qr_p)
+class ProgramQr(_ProgramSolver):
+    """The ``qr`` of one equation of a compiled program: :func:`qr`, with ``geqrf``'s and
+    ``orgqr``'s (``ungqr``'s) workspace sizes asked on the program's plain calls.
+
+    Args:
+      full_matrices: as :func:`qr`.
+
+    Returns (when called on a device array): what :func:`qr` returns.
+
+    Example:
+      >>> q, r = ProgramQr(full_matrices=False)(cupy.eye(3))          # doctest: +SKIP
+    """
+
+    routines = ("geqrf", "orgqr")
+    sizes = staticmethod(_qr_lwork)
+    solve = staticmethod(_qr)
+
+
 @kernel(eigh_p)
 def eigh(a: "cupy.ndarray", *, lower: bool) -> list:
     """Eigendecomposition of a batch of Hermitian matrices.
@@ -731,36 +720,6 @@ def eigh(a: "cupy.ndarray", *, lower: bool) -> list:
       >>> v, w = eigh(cupy.asarray([[2., 1.], [1., 2.]]), lower=True)  # w [1, 3]
     """
     return _eigh(a, lower)
-
-
-@program_kernel(eigh_p)
-class ProgramEigh(_ProgramSolver):
-    """The ``eigh`` of one equation of a compiled program: :func:`eigh` through
-    ``syevd``/``heevd`` (:mod:`plax_cupy.cusolver_direct`) on every call, plain or captured
-    (a batch matrix by matrix), with the workspace size asked on the plain calls; CuPy's
-    ``eigh`` (``Xsyevd``, batched ``syevj``: other routines, other bits) only where the
-    binding or its size query is missing.
-
-    Args:
-      lower: as :func:`eigh`.
-
-    Returns (when called on a device array): what :func:`eigh` returns.
-
-    Example:
-      >>> v, w = ProgramEigh(lower=True)(cupy.eye(3))                # doctest: +SKIP
-    """
-
-    routines = ("syevd",)
-
-    def __init__(self, *, lower: bool):
-        super().__init__()
-        self.lower = lower
-
-    def query(self, direct, handle, a) -> int:
-        return _syevd_lwork(direct, handle, a, self.lower)
-
-    def run(self, a, lwork):
-        return _eigh(a, self.lower, lwork)
 
 
 def _direct_solver(routine: str, dtype, lwork):
@@ -800,6 +759,28 @@ def _syevd_lwork(direct, handle, a, lower: bool) -> int:
     uplo = CUBLAS_FILL_MODE_LOWER if lower else CUBLAS_FILL_MODE_UPPER
     return direct.syevd_bufferSize(a.dtype, handle, cusolver_direct.CUSOLVER_EIG_MODE_VECTOR,
                                    uplo, n, a.data.ptr, n, a.data.ptr)
+
+
+@program_kernel(eigh_p)
+class ProgramEigh(_ProgramSolver):
+    """The ``eigh`` of one equation of a compiled program: :func:`eigh` through
+    ``syevd``/``heevd`` (:mod:`plax_cupy.cusolver_direct`) on every call, plain or captured
+    (a batch matrix by matrix), with the workspace size asked on the plain calls; CuPy's
+    ``eigh`` (``Xsyevd``, batched ``syevj``: other routines, other bits) only where the
+    binding or its size query is missing.
+
+    Args:
+      lower: as :func:`eigh`.
+
+    Returns (when called on a device array): what :func:`eigh` returns.
+
+    Example:
+      >>> v, w = ProgramEigh(lower=True)(cupy.eye(3))                # doctest: +SKIP
+    """
+
+    routines = ("syevd",)
+    sizes = staticmethod(_syevd_lwork)
+    solve = staticmethod(_eigh)
 
 
 def _syevd_direct(direct, a, lower: bool, lwork: int | None):
@@ -845,35 +826,6 @@ def svd(a: "cupy.ndarray", *, full_matrices: bool, compute_uv: bool) -> list:
     return _svd(a, full_matrices, compute_uv)
 
 
-@program_kernel(svd_p)
-class ProgramSvd(_ProgramSolver):
-    """The ``svd`` of one equation of a compiled program: :func:`svd` through ``gesvd``
-    (:mod:`plax_cupy.cusolver_direct`) on every call, plain or captured (a batch matrix by
-    matrix, as CuPy runs one matrix), with the workspace size asked on the plain calls;
-    CuPy's ``svd`` only where the binding or its size query is missing.
-
-    Args:
-      full_matrices, compute_uv: as :func:`svd`.
-
-    Returns (when called on a device array): what :func:`svd` returns.
-
-    Example:
-      >>> s, u, vh = ProgramSvd(full_matrices=False, compute_uv=True)(cupy.eye(3))  # doctest: +SKIP
-    """
-
-    routines = ("gesvd",)
-
-    def __init__(self, *, full_matrices: bool, compute_uv: bool):
-        super().__init__()
-        self.full_matrices, self.compute_uv = full_matrices, compute_uv
-
-    def query(self, direct, handle, a) -> int:
-        return _gesvd_lwork(direct, handle, a)
-
-    def run(self, a, lwork):
-        return _svd(a, self.full_matrices, self.compute_uv, lwork)
-
-
 def _svd(a, full_matrices: bool, compute_uv: bool, lwork: int | None = None) -> list:
     """:func:`svd`; ``lwork``: ``gesvd``'s workspace size for ``a``'s matrices, if known."""
     m, n = a.shape[-2:]
@@ -910,10 +862,32 @@ def _gesvd_shape(a) -> tuple:
     return (c, r, True) if c >= r else (r, c, False)
 
 
-def _gesvd_lwork(direct, handle, a) -> int:
-    """``gesvd``'s workspace size for ``a``'s matrices (a host-only query)."""
+def _gesvd_lwork(direct, handle, a, **_jobs) -> int:
+    """``gesvd``'s workspace size for ``a``'s matrices (a host-only query; the same for
+    every job, ``_jobs`` being ``svd``'s ``full_matrices``/``compute_uv``)."""
     m, n, _ = _gesvd_shape(a)
     return direct.gesvd_bufferSize(a.dtype, handle, m, n)
+
+
+@program_kernel(svd_p)
+class ProgramSvd(_ProgramSolver):
+    """The ``svd`` of one equation of a compiled program: :func:`svd` through ``gesvd``
+    (:mod:`plax_cupy.cusolver_direct`) on every call, plain or captured (a batch matrix by
+    matrix, as CuPy runs one matrix), with the workspace size asked on the plain calls;
+    CuPy's ``svd`` only where the binding or its size query is missing.
+
+    Args:
+      full_matrices, compute_uv: as :func:`svd`.
+
+    Returns (when called on a device array): what :func:`svd` returns.
+
+    Example:
+      >>> s, u, vh = ProgramSvd(full_matrices=False, compute_uv=True)(cupy.eye(3))  # doctest: +SKIP
+    """
+
+    routines = ("gesvd",)
+    sizes = staticmethod(_gesvd_lwork)
+    solve = staticmethod(_svd)
 
 
 def _gesvd_direct(direct, a, full_matrices: bool, compute_uv: bool, lwork: int | None):
