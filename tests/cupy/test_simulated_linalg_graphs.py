@@ -458,7 +458,7 @@ def test_on_a_real_gpu_the_captured_calls_give_the_plain_calls_bits(program, exe
     elif program == "eigh-batch":
         def f(x):
             return _spectrum(x, lower=True)
-        args = (_hermitian_pd((3, 40, 40), "complex64", 15),)
+        args = (_hermitian_pd((3, 16, 16), "complex64", 15),)
     elif program == "svd-pca":
         def f(x):
             return _pca(x, full_matrices=False, compute_uv=True, rank=4)
