@@ -146,7 +146,7 @@ def _cholesky(a, lwork: int | None = None):
 class _ProgramSolver:
     """A program kernel (:func:`plax_cupy.kernels.program_kernel`) running a cuSOLVER routine
     with a workspace: it asks the routine's workspace size (``<routine>_bufferSize``, a host
-    call) on the program's plain calls and hands it to ``run``, so that a capture asks nothing
+    call) on the program's plain calls and hands it to ``solve``, so that a capture asks nothing
     of the library but the routine itself (see the module).
 
     Subclasses set ``routines`` (those whose sizes are asked: ``("potrf",)``, ``("getrf",)``,
@@ -181,7 +181,6 @@ class _ProgramSolver:
     def needs_workspace(self, a) -> bool:
         """Whether ``a``'s factorisation runs the routine with a workspace."""
         return True
-
 
 
 def _potrf_lwork(direct, handle, a) -> int:
@@ -520,7 +519,6 @@ def _small_lu(mats):
     launch_raw(SMALL_LU_SOURCE, SMALL_LU_ENTRY[mats.dtype.name], count, lu_, pivots, perm,
                np.int64(count), np.int32(m), np.int32(n))
     return lu_, pivots, perm
-
 
 
 def _getrf_lwork(direct, handle, a) -> int:
