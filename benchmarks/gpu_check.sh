@@ -14,8 +14,9 @@
 #   00-env          5   10   nvidia-smi, the Python packages that matter
 #   01-install     10   40   pip install -e . and the four plugins
 #   02-info         5   15   python -m plax info (the devices plax sees)
-#   03-graphs      10   45   the MLP step's and the conv's "# CUDA graph:" lines (captured,
-#                            replayed, plain calls and why), launches per call
+#   03-graphs      10   45   the MLP step's, the conv's, a PCA's (svd) and a covariance eigh's
+#                            "# CUDA graph:" lines (captured, replayed, plain calls and why),
+#                            launches per call
 #   04-tests       30  110   pytest tests/cupy -n 12 (the simulated-GPU tests skip where the
 #                            GPU is real; their launchers run them on the simulated one)
 #   05-kit         30  120   the conformance kit: --plax-backend=cupy -n 12 (115 s on the H200)
@@ -100,6 +101,14 @@ n, hw, c = (2, 12, 16) if tiny else (32, 56, 64)
 xc, wc = put(r.standard_normal((n, hw, hw, c))), put(r.standard_normal((3, 3, c, c)) / np.sqrt(9 * c))
 conv = lambda x, w: lax.conv_general_dilated(x, w, (1, 1), "SAME",
                                              dimension_numbers=("NHWC", "HWIO", "NHWC"))
+xp = put(r.standard_normal((512, 64)) * np.linspace(3.0, 0.1, 64))  # (captured gesvd, syevd)
+def pca(x):
+    u, s, vh = plax.numpy.linalg.svd(x - x.mean(axis=0), full_matrices=False)
+    return s, (u[:, :8] * s[:8]) @ vh[:8]
+def covariance_eigh(x):
+    c = x - x.mean(axis=0)
+    w, v = plax.numpy.linalg.eigh(c.T @ c / x.shape[0])
+    return w, (v * w) @ v.T
 from plax_cupy.backend import CupyBackend
 made, compile_ = [], CupyBackend.compile
 def recording(self, jaxpr, device):  # (the programs compiled, the jit's own first)
@@ -107,7 +116,8 @@ def recording(self, jaxpr, device):  # (the programs compiled, the jit's own fir
     return made[-1]
 CupyBackend.compile = recording
 status = 0
-for name, fn, args in [("MLP step", step, (params, images, labels)), ("conv 3x3", conv, (xc, wc))]:
+for name, fn, args in [("MLP step", step, (params, images, labels)), ("conv 3x3", conv, (xc, wc)),
+                       ("PCA svd", pca, (xp,)), ("covariance eigh", covariance_eigh, (xp,))]:
     try:
         jitted, first = plax.jit(fn, backend="cupy"), len(made)
         launches = []
@@ -132,7 +142,7 @@ step 01-install 10 40 python3 -m pip install --no-index --no-deps --no-build-iso
   -e . -e plugins/plax_checkify -e plugins/plax_jet -e plugins/plax_cost_analysis -e plugins/plax_pmap
 step 02-info 5 15 python3 -m plax info
 step 03-graphs 10 45 python3 -c "$GRAPHS"
-grep -E '^(MLP step|conv 3x3):' "$OUT/03-graphs.log" 2>/dev/null | sed 's/^/    /' >> "$OUT/summary.txt"
+grep -E '^(MLP step|conv 3x3|PCA svd|covariance eigh):' "$OUT/03-graphs.log" 2>/dev/null | sed 's/^/    /' >> "$OUT/summary.txt"
 step 04-tests 30 110 python3 -m pytest -v -rfE --tb=short -n 12 -p no:cacheprovider tests/cupy
 step 05-kit 30 120 env PLAX_GPU_MEMORY_FRACTION=0.06 python3 -m pytest -v -rfE --tb=short -n 12 \
   -p no:cacheprovider --pyargs plax.testing.conformance --plax-backend=cupy
