@@ -224,7 +224,7 @@ def _spectrum(a, lower):
     onto the first eigenvector."""
     from plax import numpy as pnp
     from plax.lax import linalg
-    v, w = linalg.eigh(a, lower=lower)
+    v, w = linalg.eigh(a, lower=lower, symmetrize_input=False)   # (one triangle read)
     vh = pnp.conj(pnp.swapaxes(v, -1, -2))
     return w, (v * w[..., None, :].astype(v.dtype)) @ vh, v[..., :1] @ vh[..., :1, :]
 
