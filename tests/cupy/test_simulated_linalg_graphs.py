@@ -519,6 +519,28 @@ def test_direct_cusolver_binds_the_c_functions_and_checks_their_status():
     assert len(lib.cusolverDnCpotrfBatched.argtypes) == 7
 
 
+def test_direct_cusolver_binds_the_eigensolver_and_the_svd():
+    """``syevd`` is ``heevd`` for complex dtypes (as ``orgqr`` is ``ungqr``), ``gesvd`` takes
+    its jobs as ``signed char``; a failing status names the C function."""
+    import ctypes
+    pytest.importorskip("plax_cupy")
+    from plax_cupy import cusolver_direct
+    lib = _Library(["cusolverDnSetStream", "cusolverDnSsyevd", "cusolverDnZheevd",
+                    "cusolverDnCgesvd"], 6)
+    direct = cusolver_direct.DirectCusolver(lib)
+    assert direct.has("syevd", np.float32) and direct.has("syevd", np.complex128)
+    assert not direct.has("syevd", np.complex64) and not direct.has("gesvd", np.float32)
+    with pytest.raises(cusolver_direct.CUSOLVERError,
+                       match="cusolverDnZheevd: CUSOLVER_STATUS_EXECUTION_FAILED"):
+        direct.syevd(np.complex128, 1, 1, 0, 4, 100, 4, 200, 300, 8, 400)
+    with pytest.raises(cusolver_direct.CUSOLVERError, match="cusolverDnCgesvd"):
+        direct.gesvd(np.complex64, 1, ord("A"), ord("O"), 5, 3, 100, 5, 200, 300, 5, 100, 3,
+                     400, 8, 0, 500)
+    assert len(lib.cusolverDnZheevd.argtypes) == 10
+    assert len(lib.cusolverDnCgesvd.argtypes) == 16
+    assert lib.cusolverDnCgesvd.argtypes[1:3] == [ctypes.c_byte, ctypes.c_byte]
+
+
 def test_direct_cublas_binds_the_triangular_solves():
     """``plax_cupy.cublas_direct``'s ``trsm``/``trsmBatched``: the ``_v2`` entry point for
     one matrix, the batched one for a batch, the dtype's letter, the status checked."""
