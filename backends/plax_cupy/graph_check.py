@@ -171,11 +171,12 @@ def _difference(r: np.ndarray, p: np.ndarray, rule: Rule) -> str | None:
                     f"index {flat}: {r.flat[flat]!r} against {p.flat[flat]!r})")
         return None
     r_nan, p_nan = np.isnan(r), np.isnan(p)
-    if not np.array_equal(r_nan, p_nan):
-        return f"NaN in {int(np.count_nonzero(r_nan))} elements against {int(np.count_nonzero(p_nan))}"
     finite = np.isfinite(p) & np.isfinite(r)
+    if not np.array_equal(r_nan, p_nan):
+        return (f"NaN in {int(np.count_nonzero(r_nan))} elements against "
+                f"{int(np.count_nonzero(p_nan))}; {_largest(r, p, finite)}")
     if not np.array_equal(r[~finite & ~p_nan], p[~finite & ~p_nan]):
-        return "infinities differ"
+        return f"infinities differ; {_largest(r, p, finite)}"
     if not rule.tolerant:
         unsigned = np.dtype(f"u{p.dtype.itemsize}") if kind == "f" else None
         same = (r.view(unsigned) == p.view(unsigned)) if unsigned is not None else None
@@ -196,6 +197,15 @@ def _difference(r: np.ndarray, p: np.ndarray, rule: Rule) -> str | None:
         return (f"largest difference {largest:.6g} (allowed {allowed:.3g}: "
                 f"{'bit for bit' if not rule.tolerant else f'output scale {scale:.3g}'})")
     return None
+
+
+def _largest(r: np.ndarray, p: np.ndarray, finite: np.ndarray) -> str:
+    """The largest difference where both are finite, in words."""
+    if not finite.any():
+        return "largest difference: none measurable (no element is finite in both)"
+    wide = np.complex128 if p.dtype.kind == "c" else np.float64
+    return (f"largest difference where both are finite: "
+            f"{float(np.abs(r[finite].astype(wide) - p[finite].astype(wide)).max()):.6g}")
 
 
 def to_host(buffer: Any) -> np.ndarray:

@@ -1517,7 +1517,7 @@ FAULT_KINDS = {
 
 
 class replay_fault:
-    """Context manager: every capture ended inside the block makes its first step whose name
+    """Context manager: every capture ended inside the block makes each step whose name
     (:func:`step_name`) contains ``step`` replay wrongly in one of the ways a capture that
     *succeeds* can still be wrong on a GPU, silently (no error, wrong numbers):
 
@@ -1578,12 +1578,12 @@ def _inject_faults(graph: "Graph", stream: "Stream") -> None:
             if part in step_name(run):
                 graph.steps[k] = (_faulty(kind, run, blocks, graph, stream), blocks)
                 FAULTS_INJECTED[0] += 1
-                break
 
 
 def _faulty(kind: str, run, blocks: list, graph: "Graph", stream: "Stream"):
     """``run`` made wrong in the way ``kind`` names; by the stand-ins' convention a step's
     last block is the one it writes, the others its operands."""
+    blocks = [b for b, _ in blocks]   # (a step's blocks come with their generations)
     out = blocks[-1]
     if kind == "baked":
         mine = {id(b) for b in graph.allocated}
