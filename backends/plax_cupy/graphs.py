@@ -412,6 +412,7 @@ class GraphedProgram:
         self.check = graph_check.Rule.of(_equations(jaxpr)) if verify_enabled() else None
         self._primitives = list(dict.fromkeys(e.primitive.name for e, _ in _equations(jaxpr)))
         self.verified = 0      # plans whose first two launches equalled a plain run
+        self.mismatch = ""     # the first difference of a wrong launch, once one was caught
         self.calls = 0
         self.plans: list[_Plan] = []
         self.plain_calls = 0   # calls run plainly because no plan fitted nor could be captured
@@ -590,6 +591,7 @@ class GraphedProgram:
             self.verified += 1
             return outputs
         del outputs, plan   # (no reference to a plan's buffers outlives the plans)
+        self.mismatch = f"{which}: {problem}"
         self._give_up(f"{which} differed from a plain run of the same call: {problem}")
         self.plain_runs += 1   # (this call's results are the plain run's)
         self.last_plain = self.reason
