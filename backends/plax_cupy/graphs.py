@@ -64,7 +64,8 @@ A program runs plainly for ever, with the reason in ``as_text()``, when a walk o
 finds a host decision (``cond``, ``while``), a host callback, or a primitive whose GPU path
 synchronises (see :data:`UNCAPTURABLE`); or when its first call copied anything between host
 and device or fell back to the host (counted by :mod:`plax_cupy.runtime`), or launched one
-kernel at most (nothing for a replay to save); or when ``PLAX_CUDA_GRAPHS=0``.
+kernel at most (nothing for a replay to save); or when ``PLAX_CUDA_GRAPHS=0``; or once a new
+plan's launch differed from a plain run of the same call (below).
 
 Matrix products are captured too, though CuPy's cuBLAS binding raises ``NotImplementedError``
 on a capturing stream: while capturing, :mod:`plax_cupy.kernels_dot` makes them through
@@ -75,8 +76,25 @@ on CuPy's cached ones, which any later transform may destroy while a graph reads
 bindings (:mod:`plax_cupy.kernels_linalg`). A capture that fails all the same (``svd`` and
 ``eigh``, whose cuSOLVER calls CuPy's binding refuses likewise; a synchronisation) leaves the
 program running plainly, with the exception in its reason.
+
+**Each new plan is checked** (:mod:`plax_cupy.graph_check`,
+:meth:`GraphedProgram._checked_launches`): a capture that succeeds may still replay wrongly on a
+GPU (a host value or workspace pointer baked in, a library's allocation freed after the
+capture, scratch a launch leaves dirty), and would return wrong numbers silently. So the call
+that captures a plan launches it, runs the program plainly on the same inputs (fresh buffers),
+launches it again, and compares both launches' outputs with the plain run's: bit for bit, or
+within a tolerance for a program whose capture calls a library through another entry point than
+its plain run. Equal: the plan's outputs are returned and the plan replays unchecked from then
+on. Different: a :class:`ReplayMismatchWarning`, the plain run's results returned, every plan
+dropped, and the program runs plainly for good with the difference in its reason. Every capture
+is checked (the plans' own machinery has not run on a GPU either); the cost, one plain run, a
+launch and three reads of each output per capture, is paid off the replay path and counted
+apart (``verify_launches``, ``verify_reads`` of :class:`plax_cupy.runtime.Counters`).
+``PLAX_CUDA_GRAPHS_VERIFY=0`` turns it off.
+
 :meth:`GraphedProgram.describe` (the ``# CUDA graph:`` line of ``as_text()``) also counts the
-calls captured, replayed and run plainly, and says why the last plain one was.
+calls captured, replayed and run plainly, says why the last plain one was, and how many plans
+were verified.
 
 Threads: captures and replays on one device are serialised by a per-device lock
 (:func:`device_lock`), so a plan is never shared by two calls at once and no other graphed
