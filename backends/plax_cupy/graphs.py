@@ -602,6 +602,11 @@ class GraphedProgram:
                 problem = graph_check.compare([graph_check.to_host(o) for o in outputs],
                                               expected, self.check)
                 which = "its replay"
+        except BaseException:   # (out of memory, say: an unchecked plan must not replay;
+            del outputs, plan     # the next call captures and checks again)
+            self.plans = []
+            self._settle({})
+            raise
         finally:   # (the check's launches apart from the program's: runtime.Counters)
             totals[runtime.VERIFY_LAUNCHES] += totals[runtime.LAUNCHES] - launched
             totals[runtime.LAUNCHES], totals[runtime.D2D] = launched, copied
