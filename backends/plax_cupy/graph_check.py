@@ -114,11 +114,12 @@ class Rule(NamedTuple):
             length += times * _reduction_length(eqn)
         return cls(paths, tolerant, max(1, length))
 
-    def tolerance(self, dtype) -> float:
-        """The largest difference allowed, relative to an output's scale, for ``dtype``."""
+    def tolerance(self, dtype, eps: float | None = None) -> float:
+        """The largest difference allowed, relative to an output's scale, for ``dtype`` (or
+        a machine epsilon ``eps`` given instead: bfloat16's, widened to float32 on the host)."""
         if not self.tolerant:
             return 0.0
-        eps = float(np.finfo(dtype).eps)
+        eps = float(np.finfo(dtype).eps) if eps is None else eps
         return min(MAX_TOLERANCE, ULPS_PER_TERM * eps * self.length)
 
     def describe(self) -> str:
@@ -129,13 +130,16 @@ class Rule(NamedTuple):
                 f"scale (at most {MAX_TOLERANCE:g})")
 
 
-def compare(replayed: Sequence[np.ndarray], plain: Sequence[np.ndarray], rule: Rule) -> str | None:
+def compare(replayed: Sequence[np.ndarray], plain: Sequence[np.ndarray], rule: Rule,
+            eps: Sequence[float | None] = ()) -> str | None:
     """The first difference between a launch's outputs and the plain run's, or ``None``.
 
     Args:
       replayed: the launch's outputs, on the host (bfloat16 widened to float32).
       plain: the plain run's, likewise.
       rule: the program's :class:`Rule`.
+      eps: per output, the machine epsilon of its dtype where the host array's is not it
+        (:func:`epsilon`: bfloat16's), else ``None``; missing entries are ``None``.
 
     Returns:
       ``None`` when every output agrees; else one line naming the output, its dtype and shape,
@@ -151,13 +155,14 @@ def compare(replayed: Sequence[np.ndarray], plain: Sequence[np.ndarray], rule: R
         what = f"output {j} ({p.dtype}{list(p.shape)})"
         if r.shape != p.shape or r.dtype != p.dtype:
             return f"{what}: the replay gave {r.dtype}{list(r.shape)}"
-        problem = _difference(np.asarray(r), np.asarray(p), rule)
+        problem = _difference(np.asarray(r), np.asarray(p), rule,
+                              eps[j] if j < len(eps) else None)
         if problem:
             return f"{what}: {problem}"
     return None
 
 
-def _difference(r: np.ndarray, p: np.ndarray, rule: Rule) -> str | None:
+def _difference(r: np.ndarray, p: np.ndarray, rule: Rule, eps: float | None) -> str | None:
     """How ``r`` differs from ``p`` beyond the rule, or ``None``."""
     if r.size == 0:
         return None
@@ -192,7 +197,7 @@ def _difference(r: np.ndarray, p: np.ndarray, rule: Rule) -> str | None:
     scale = max(float(np.abs(p[finite]).max()) if diff.size else 0.0,
                 float(np.abs(r[finite]).max()) if diff.size else 0.0)
     dtype = p.dtype if kind == "f" else np.empty(0, p.dtype).real.dtype
-    allowed = rule.tolerance(dtype) * scale
+    allowed = rule.tolerance(dtype, eps) * scale
     if largest > allowed or not rule.tolerant:
         return (f"largest difference {largest:.6g} (allowed {allowed:.3g}: "
                 f"{'bit for bit' if not rule.tolerant else f'output scale {scale:.3g}'})")
@@ -206,6 +211,13 @@ def _largest(r: np.ndarray, p: np.ndarray, finite: np.ndarray) -> str:
     wide = np.complex128 if p.dtype.kind == "c" else np.float64
     return (f"largest difference where both are finite: "
             f"{float(np.abs(r[finite].astype(wide) - p[finite].astype(wide)).max()):.6g}")
+
+
+def epsilon(buffer: Any) -> float | None:
+    """The machine epsilon of a program output whose host copy (:func:`to_host`) has another
+    dtype's: ``2**-7`` for a bfloat16 buffer (its bits widened to float32), else ``None``."""
+    import cupy
+    return 2.0 ** -7 if isinstance(getattr(buffer, "bits", None), cupy.ndarray) else None
 
 
 def to_host(buffer: Any) -> np.ndarray:
@@ -224,4 +236,4 @@ def to_host(buffer: Any) -> np.ndarray:
     return host
 
 
-__all__ = ["CAPTURE_PATHS", "Rule", "compare", "to_host"]
+__all__ = ["CAPTURE_PATHS", "Rule", "compare", "epsilon", "to_host"]

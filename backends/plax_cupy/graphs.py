@@ -467,9 +467,9 @@ class GraphedProgram:
         else:
             state = (f"captured, {len(self.plans[0].graph_steps())} operations replayed as one "
                      f"launch ({len(self.plans)} of at most {MAX_PLANS} buffer plans)")
-        if self.check is None:
+        if self.check is None and not self.reason:
             state += "; replays not verified (PLAX_CUDA_GRAPHS_VERIFY=0)"
-        elif self.verified:
+        elif self.verified and not self.reason:
             state += (f"; verified: {self.verified} plan(s)' first two launches equal to a plain "
                       f"run ({self.check.describe()})")
         calls = f"{self.captures} captured, {self.replays} replayed, {self.plain_runs} plain"
@@ -594,13 +594,14 @@ class GraphedProgram:
             found = [graph_check.to_host(o) for o in outputs]
             reference = self.fn(*buffers)   # (after the launch: a stray write of the graph's
             expected = [graph_check.to_host(o) for o in reference]   # cannot reach these)
-            problem = graph_check.compare(found, expected, self.check)
+            eps = [graph_check.epsilon(o) for o in reference]
+            problem = graph_check.compare(found, expected, self.check, eps)
             which = "the capture's launch"
             if problem is None:
                 outputs = plan.replay(buffers, [], stream, self._stable)
                 plan.replays -= 1   # (the check's launch: not a call's, for the evictions)
                 problem = graph_check.compare([graph_check.to_host(o) for o in outputs],
-                                              expected, self.check)
+                                              expected, self.check, eps)
                 which = "its replay"
         except BaseException:   # (out of memory, say: an unchecked plan must not replay;
             del outputs, plan     # the next call captures and checks again)

@@ -83,6 +83,11 @@ def test_compare_finds_what_a_wrong_replay_gives_and_passes_rounding():
     z = np.array([1 + 1j, 2 - 1j], np.complex64)
     assert compare([z.copy()], [z], bits) is None and compare([z * 0], [z], tolerant)
     assert "2 outputs against 1" in compare([p, p], [p], bits)
+    # bfloat16, widened to float32 on the host: its own epsilon (a bf16 ulp is not a wrong replay)
+    wide = np.array([1.0, 0.5], np.float32)
+    bf16_ulp = wide + np.float32(2.0 ** -7)
+    assert compare([bf16_ulp], [wide], tolerant) is not None
+    assert compare([bf16_ulp], [wide], tolerant, [2.0 ** -7]) is None
 
 
 # ---------------------------------------------------------------- on the simulated GPU
