@@ -603,14 +603,23 @@ class GraphedProgram:
                 problem = graph_check.compare([graph_check.to_host(o) for o in outputs],
                                               expected, self.check, eps)
                 which = "its replay"
-        except BaseException:   # (out of memory, say: an unchecked plan must not replay;
-            del outputs, plan     # the next call captures and checks again)
+        except BaseException as err:   # (an unchecked plan must not replay)
+            del outputs, plan
             self.plans = []
             self._settle({})
-            raise
+            if not isinstance(err, cupy.cuda.memory.OutOfMemoryError):
+                raise
+            out_of_memory = True   # (the plain run beside the plans' buffers did not fit)
+        else:
+            out_of_memory = False
         finally:   # (the check's launches apart from the program's: runtime.Counters)
             totals[runtime.VERIFY_LAUNCHES] += totals[runtime.LAUNCHES] - launched
             totals[runtime.LAUNCHES], totals[runtime.D2D] = launched, copied
+        if out_of_memory:   # without the plans' buffers, as every plain call since the first
+            cupy.get_default_memory_pool().free_all_blocks()
+            self.reason = ("checking a capture against a plain run ran out of memory (the "
+                           "plans' buffers and the plain run's together)")
+            return self._plain(buffers, self.reason)
         if problem is None:
             self.verified += 1
             return outputs

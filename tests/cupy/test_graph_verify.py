@@ -197,3 +197,24 @@ def test_with_the_check_off_the_wrong_replay_is_returned(monkeypatch, executable
     for got, c in runs[1:]:   # what the check guards against: garbage, silently
         assert c.verify_launches == 0 and not np.allclose(got[0], want[0], equal_nan=False)
     assert "replays not verified (PLAX_CUDA_GRAPHS_VERIFY=0)" in executables[0].as_text()
+
+
+@on_simulated_gpu
+def test_a_check_out_of_memory_runs_the_call_plainly(monkeypatch, executables):
+    import cupy
+    import plax
+    from plax_cupy import graph_check
+    host_args, want = _expected()
+    args = plax.device_put(host_args, _gpu())
+    f = plax.jit(_fresh_step())
+    _run(f, args)
+
+    def full(buffer):   # (the plain run beside the plans' buffers does not fit)
+        raise cupy.cuda.memory.OutOfMemoryError(1 << 40, 0, 1 << 30)
+    monkeypatch.setattr(graph_check, "to_host", full)
+    got, _ = _run(f, args)   # the capture: its check runs out of memory
+    monkeypatch.undo()
+    for g, w in zip(got + _run(f, args)[0], want + want):
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
+    program = executables[0].graphed
+    assert program.plans == [] and "ran out of memory" in program.reason
