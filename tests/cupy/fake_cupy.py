@@ -45,6 +45,10 @@ otherwise hide a GPU bug:
   ``argmax``, ``maximum``, ...; as ``cupy.<name>``, operators, methods or NumPy's dispatch) and
   every ``cupyx.scipy.special`` function flush float32 and complex64 subnormals in their
   operands and results likewise.
+* **A capture can be made to replay wrongly** (:class:`replay_fault`), silently, as one that
+  succeeds could on a GPU: a host value baked in at capture, scratch a launch leaves dirty, a
+  library workspace freed after the capture; plax's check of each new plan against a plain
+  run (``plax_cupy.graph_check``) must catch each.
 * **cuFFT plans are memory a graph reads.** ``cupy.fft`` takes plans from an LRU cache of 16
   (:class:`FftPlanCache`), ``cupy.cuda.cufft.PlanNd`` is a plan of one's own (:class:`PlanNd`:
   its work area from the current allocator); a plan made while the stream captures is refused
@@ -1532,15 +1536,19 @@ class replay_fault:
       capturer's allocator, and freed it when the capture ended (it goes back to the pool and
       to the next allocation of its size); every replay reads its result back out of it.
 
+    ``written``: the index, among the blocks the step touches (in the order of its arguments),
+    of the one it writes: by default the last, as the library stand-ins pass them (``A``,
+    ``B``, then ``C``); a generated kernel's output is where its launch passes it.
+
     Example:
       >>> with fake_cupy.replay_fault("baked", "gemm"):   # doctest: +SKIP
       ...     f(x)   # its capture's cuBLAS call replays with garbage operands
     """
 
-    def __init__(self, kind: str, step: str):
+    def __init__(self, kind: str, step: str, written: int = -1):
         if kind not in FAULT_KINDS:
             raise ValueError(f"replay_fault: kind must be one of {sorted(FAULT_KINDS)}, got {kind!r}")
-        self.fault = (kind, step)
+        self.fault = (kind, step, written)
 
     def __enter__(self):
         REPLAY_FAULTS.append(self.fault)
@@ -1573,22 +1581,22 @@ def step_name(run) -> str:
 
 def _inject_faults(graph: "Graph", stream: "Stream") -> None:
     """Makes the steps the armed faults name replay wrongly (see :class:`replay_fault`)."""
-    for kind, part in REPLAY_FAULTS:
+    for kind, part, written in REPLAY_FAULTS:
         for k, (run, blocks) in enumerate(graph.steps):
             if part in step_name(run):
-                graph.steps[k] = (_faulty(kind, run, blocks, graph, stream), blocks)
+                graph.steps[k] = (_faulty(kind, run, blocks, written, graph, stream), blocks)
                 FAULTS_INJECTED[0] += 1
 
 
-def _faulty(kind: str, run, blocks: list, graph: "Graph", stream: "Stream"):
-    """``run`` made wrong in the way ``kind`` names; by the stand-ins' convention a step's
-    last block is the one it writes, the others its operands."""
+def _faulty(kind: str, run, blocks: list, written: int, graph: "Graph", stream: "Stream"):
+    """``run`` made wrong in the way ``kind`` names; ``blocks[written]`` is the block the step
+    writes, the others its operands."""
     blocks = [b for b, _ in blocks]   # (a step's blocks come with their generations)
-    out = blocks[-1]
+    out = blocks[written]
     if kind == "baked":
         mine = {id(b) for b in graph.allocated}
         then = [(b, np.full_like(b.buf, 0xFF) if id(b) in mine else b.buf.copy())
-                for b in blocks[:-1]]
+                for b in blocks if b is not out]
 
         def baked():
             now = [b.buf.copy() for b, _ in then]

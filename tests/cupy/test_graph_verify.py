@@ -150,18 +150,37 @@ def test_a_correct_program_is_verified_silently(executables):
     assert executables[0].graphed.plans and not executables[0].graphed.reason
 
 
+def _long_cumsum(v):
+    """A long row's cumsum (one look-back kernel, kernels_rows) and a fused kernel after it."""
+    import plax.numpy as jnp
+    return jnp.cumsum(v) * 2
+
+
 @on_simulated_gpu
-@pytest.mark.parametrize("kind,caught_at", [("baked", "the capture's launch"),
-                                            ("uncleared", "its replay"),
-                                            ("freed-workspace", "the capture's launch")])
-def test_a_wrong_replay_is_caught_and_the_program_runs_plainly(kind, caught_at, executables):
+@pytest.mark.parametrize("kind,step,written,caught_at", [
+    ("baked", "gemm", -1, "the capture's launch"),
+    ("uncleared", "gemm", -1, "its replay"),
+    ("freed-workspace", "gemm", -1, "the capture's launch"),
+    # the look-back's output (its launch passes the input, then the output, then the scratch)
+    ("uncleared", "cumulative_sum_float_single_pass", 1, "its replay"),
+])
+def test_a_wrong_replay_is_caught_and_the_program_runs_plainly(kind, step, written, caught_at,
+                                                               executables):
     import plax
     import fake_cupy
+    from plax_cupy import kernels_rows
     from plax_cupy.graphs import ReplayMismatchWarning
-    host_args, want = _expected()
+    if step == "gemm":   # (the MLP step's cuBLAS calls, captured through cublas_direct)
+        host_args, want = _expected()
+        fn, path, shape = _fresh_step(), "dot_general (cuBLAS gemm (cublas_direct))", "[8, 16]"
+    else:
+        v = np.random.default_rng(3).normal(size=4 * kernels_rows.LONG_ROW).astype(np.float32)
+        host_args, want = (v,), [np.asarray(plax.jit(_long_cumsum, backend="numpy")(v))]
+        fn, path = (lambda v: _long_cumsum(v)), "cumsum (the look-back scratch (kernels_rows))"
+        shape = f"[{v.size}]"
     args = plax.device_put(host_args, _gpu())
-    f = plax.jit(_fresh_step())
-    with fake_cupy.replay_fault(kind, "gemm"):   # (the product's cuBLAS call, captured)
+    f = plax.jit(fn)
+    with fake_cupy.replay_fault(kind, step, written):
         runs = [_run(f, args)]
         with pytest.warns(ReplayMismatchWarning) as caught:
             runs.append(_run(f, args))
@@ -171,11 +190,14 @@ def test_a_wrong_replay_is_caught_and_the_program_runs_plainly(kind, caught_at, 
             runs += [_run(f, args) for _ in range(2)]
     message = str(caught[0].message)
     assert len(caught) == 1 and f"{caught_at} differed from a plain run" in message, message
-    assert "output 0 (float32[8, 16])" in message and "largest difference" in message, message
-    assert "dot_general (cuBLAS gemm (cublas_direct))" in message, message
-    for got, _ in runs:   # every call correct: the plain run's results where the graph's were not
+    assert f"output 0 (float32{shape})" in message and "largest difference" in message, message
+    assert path in message, message
+    # every call correct: the plain run's results where the graph's were not (a long float32
+    # cumsum: another summation order than the NumPy backend's)
+    atol = 1e-6 if step == "gemm" else 1e-2
+    for got, _ in runs:
         for g, w in zip(got, want):
-            np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
+            np.testing.assert_allclose(g, w, rtol=1e-5, atol=atol)
     assert fake_cupy.COUNTS.get("graph_launches", 0) == graphs   # plain from then on
     assert all(c.launches == runs[0][1].launches for _, c in runs[2:])
     program = executables[0].graphed
