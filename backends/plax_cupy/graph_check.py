@@ -66,7 +66,16 @@ INTEGER_FLIPS = 64
 
 
 def _reduction_length(eqn) -> int:
-    """How many terms one output element of ``eqn`` sums or eliminates over (0: none)."""
+    """How many terms one output element of ``eqn`` sums or eliminates over (0: none, or
+    parameters of a form not foreseen: the bound only widens a tolerance, never decides what
+    compiles)."""
+    try:
+        return _terms(eqn)
+    except (KeyError, IndexError, TypeError, ValueError):
+        return 0
+
+
+def _terms(eqn) -> int:
     name = eqn.primitive.name
     shapes = [tuple(getattr(getattr(v, "aval", None), "shape", ()) or ()) for v in eqn.invars]
     if not shapes:

@@ -4,9 +4,10 @@ Each new buffer plan's capture launch and its first replay are compared with a p
 the same call (:mod:`plax_cupy.graph_check`). On the simulated GPU, ``fake_cupy.replay_fault``
 makes a capture that succeeds replay wrongly, silently, in the ways a real one could (a host
 value baked in at capture, scratch a launch leaves dirty, a library workspace freed after the
-capture); for each: the warning names the output, the largest difference and the direct
-library bindings, every call returns correct values, the program runs plainly afterwards, and
-warns once. A correct program is verified silently (``fake_cupy_plugin`` fails any test in
+capture), in the MLP step's cuBLAS calls and (uncleared scratch) the look-back ``cumsum``; for
+each: the warning names the output, the largest difference and the direct library bindings or
+scratch-keeping kernels, every call returns correct values, the program runs plainly
+afterwards, and warns once. A check that runs out of memory runs the call plainly. A correct program is verified silently (``fake_cupy_plugin`` fails any test in
 which a program replayed wrongly without a fault injected: every simulated graph test runs
 with the check on). With ``PLAX_CUDA_GRAPHS_VERIFY=0`` the wrong replay is returned.
 
