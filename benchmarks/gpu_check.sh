@@ -140,7 +140,8 @@ paths = [
     ("gemm (cuBLAS)", lambda a, b: jnp.tanh(a @ b) @ b, (mat, mat)),
     ("potrf+trsm (cuSOLVER, cuBLAS)", lambda s, b: linalg.triangular_solve(
         linalg.cholesky(s), b, left_side=True, lower=True) * 2, (spd, rhs)),
-    ("getrf (cuSOLVER)", lambda a: [o * 2 if o.dtype == a.dtype else o for o in linalg.lu(a)], (mat,)),
+    ("getrf (cuSOLVER)", lambda a: [o * 2 if o.dtype == a.dtype else o
+                                    for o in linalg.lu(a)], (mat,)),
     ("geqrf+orgqr (cuSOLVER)", lambda a: [o * 2 for o in linalg.qr(a)], (mat,)),
     ("fft (cuFFT plans)", lambda x: jnp.fft.ifft(jnp.fft.fft(x) * 2).real, (mat,)),
     ("scan kernel", lambda x: lax.scan(lambda c, v: (jnp.tanh(c * 0.5 + v), c), jnp.zeros(48),

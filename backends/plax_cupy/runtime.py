@@ -200,7 +200,8 @@ def counters() -> Counters:
     Example:
       >>> import plax_cupy
       >>> plax_cupy.counters()   # doctest: +SKIP
-      Counters(host_to_device=2, device_to_host=1, launches=5, host_fallbacks=0, device_copies=0, verify_launches=0, verify_reads=0)
+      Counters(host_to_device=2, device_to_host=1, launches=5, host_fallbacks=0, device_copies=0,
+               verify_launches=0, verify_reads=0)
     """
     return Counters(*TOTALS)
 

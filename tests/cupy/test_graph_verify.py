@@ -7,9 +7,10 @@ value baked in at capture, scratch a launch leaves dirty, a library workspace fr
 capture), in the MLP step's cuBLAS calls and (uncleared scratch) the look-back ``cumsum``; for
 each: the warning names the output, the largest difference and the direct library bindings or
 scratch-keeping kernels, every call returns correct values, the program runs plainly
-afterwards, and warns once. A check that runs out of memory runs the call plainly. A correct program is verified silently (``fake_cupy_plugin`` fails any test in
-which a program replayed wrongly without a fault injected: every simulated graph test runs
-with the check on). With ``PLAX_CUDA_GRAPHS_VERIFY=0`` the wrong replay is returned.
+afterwards, and warns once. A check that runs out of memory runs the call plainly. A correct
+program is verified silently (``fake_cupy_plugin`` fails any test in which a program replayed
+wrongly without a fault injected: every simulated graph test runs with the check on). With
+``PLAX_CUDA_GRAPHS_VERIFY=0`` the wrong replay is returned.
 
 The rule itself (bits, or the tolerance of a program whose capture takes another library entry
 point) is checked on host arrays here, without a GPU; :func:`test_on_the_simulated_gpu` runs
