@@ -85,8 +85,12 @@ each call into the block the pool hands back) and copying in only those that do 
 its own output buffers out uncopied. ``MLP loop, batch uploaded`` is the training loop with the
 batch uploaded from the host each call (its two host-to-device copies are the upload).
 The last column, ``graph``, is the ``# CUDA graph:`` line of the row's program
-(``as_text()``, the outermost program its first call compiled), shortened: ``replayed``, or
-``no: <reason>`` (one launch, nothing to replay; a ``while``; graphs off...).
+(``as_text()``, the outermost program its first call compiled), shortened: ``replayed,
+verified`` (its plans' first two launches gave the bits, or within rounding the results, of a
+plain run of the same call: ``plax_cupy.graph_check``), ``WRONG REPLAY caught (runs plainly):
+<output, largest difference>`` (a binding that does not work in a graph on this GPU: the row
+then times plain launches), or ``no: <reason>`` (one launch, nothing to replay; a ``while``;
+graphs off...).
 
 The ratio column is plax-cupy / JAX (the issue's goal: <= 1.1 on the bandwidth- and BLAS-bound
 rows, <= 1.5 on latency). Each cell is the median over ``--repeat`` runs of enough calls to
@@ -415,15 +419,24 @@ class _TopPrograms:
 
 def graph_state(executable) -> str:
     """The state the ``# CUDA graph:`` line of a compiled program's ``as_text()`` gives
-    (``graphs.GraphedProgram.describe``), shortened: ``replayed``, ``no: <reason>``, or ``to be
-    captured on the second call``; read from the program's ``GraphedProgram`` itself
-    (``executable.graphed``), ``-`` where it has none."""
+    (``graphs.GraphedProgram.describe``), shortened: ``replayed, verified`` (each plan's first
+    two launches equal to a plain run of the same call, ``plax_cupy.graph_check``), ``replayed,
+    not verified`` (``PLAX_CUDA_GRAPHS_VERIFY=0``), ``WRONG REPLAY caught (runs plainly):
+    <the first difference>``, ``no: <reason>``, or ``to be captured on the second call``; read
+    from the program's ``GraphedProgram`` itself (``executable.graphed``), ``-`` where it has
+    none."""
     program = getattr(executable, "graphed", None)
     if program is None:
         return "-"
+    if getattr(program, "mismatch", ""):
+        return f"WRONG REPLAY caught (runs plainly): {program.mismatch}"
     if program.reason:
         return f"no: {program.reason}"
-    return "replayed" if program.plans else "to be captured on the second call"
+    if not program.plans:
+        return "to be captured on the second call"
+    if getattr(program, "check", None) is None:
+        return "replayed, not verified (PLAX_CUDA_GRAPHS_VERIFY=0)"
+    return "replayed, verified" if program.verified else "replayed, not yet verified"
 
 
 def copy_rate(nbytes: int, repeat: int) -> float:

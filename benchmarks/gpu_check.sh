@@ -14,15 +14,20 @@
 #   00-env          5   10   nvidia-smi, the Python packages that matter
 #   01-install     10   40   pip install -e . and the four plugins
 #   02-info         5   15   python -m plax info (the devices plax sees)
-#   03-graphs      10   45   the MLP step's, the conv's, a PCA's (svd) and a covariance eigh's
+#   03-graphs      10   75   the MLP step's, the conv's, a PCA's (svd) and a covariance eigh's
 #                            "# CUDA graph:" lines (captured, replayed, plain calls and why),
-#                            launches per call
+#                            launches per call; then one small
+#                            program per capture path (cuBLAS gemm/trsm, cuSOLVER potrf/getrf/
+#                            geqrf+orgqr, cuFFT plans, the one-kernel scan, the look-back
+#                            cumsum): "verified" (each plan's first two launches equal to a
+#                            plain run, plax_cupy.graph_check) or "WRONG REPLAY caught" with the
+#                            first difference -- which bindings work in a graph on this GPU
 #   04-tests       30  110   pytest tests/cupy -n 12 (the simulated-GPU tests skip where the
 #                            GPU is real; their launchers run them on the simulated one)
 #   05-kit         30  120   the conformance kit: --plax-backend=cupy -n 12 (115 s on the H200)
 #   06-bench       60  150   python benchmarks/gpu.py (the GPU table beside JAX)
 #   07-tune        30   60   python benchmarks/gpu_tune.py --repeat 3, if time is left
-# The caps of 00-06 add up to 490 s, but the steps seldom use theirs; 06-bench gets what is
+# The caps of 00-06 add up to 520 s, but the steps seldom use theirs; 06-bench gets what is
 # left (at least 60 s) and 07-tune runs only in what remains.
 #   summary.txt    per step its exit status and seconds (124: its cap or the total ran out),
 #                  and for a pytest step the FAILED/ERROR test ids with their first error line
@@ -129,9 +134,45 @@ for name, fn, args in [("MLP step", step, (params, images, labels)), ("conv 3x3"
             del out, leaf
             launches.append(counts.launches)
         line = [l for l in made[first].as_text().splitlines() if l.startswith("# CUDA graph")]
-        print(f"{name}: launches per call {launches}; {line[0] if line else 'no # CUDA graph line'}")
+        print(f"{name}: launches per call {launches}; {gpu_bench.graph_state(made[first])}; "
+              f"{line[0] if line else 'no # CUDA graph line'}")
     except Exception as err:  # noqa: BLE001 - the other program still reports
         print(f"{name}: failed: {type(err).__name__}: {str(err)[:300]}")
+        status = 1
+# one small program per capture path, each more than one launch (a single kernel is not
+# captured), called three times on the same inputs: capture + check on the second call
+import warnings
+import plax.numpy as jnp
+from plax.lax import linalg
+spd = r.standard_normal((48, 48)); spd = put(spd @ spd.T + 48 * np.eye(48))
+mat, rhs = put(r.standard_normal((48, 48))), put(r.standard_normal((48, 4)))
+paths = [
+    ("gemm (cuBLAS)", lambda a, b: jnp.tanh(a @ b) @ b, (mat, mat)),
+    ("potrf+trsm (cuSOLVER, cuBLAS)", lambda s, b: linalg.triangular_solve(
+        linalg.cholesky(s), b, left_side=True, lower=True) * 2, (spd, rhs)),
+    ("getrf (cuSOLVER)", lambda a: [o * 2 if o.dtype == a.dtype else o
+                                    for o in linalg.lu(a)], (mat,)),
+    ("geqrf+orgqr (cuSOLVER)", lambda a: [o * 2 for o in linalg.qr(a)], (mat,)),
+    ("fft (cuFFT plans)", lambda x: jnp.fft.ifft(jnp.fft.fft(x) * 2).real, (mat,)),
+    ("scan kernel", lambda x: lax.scan(lambda c, v: (jnp.tanh(c * 0.5 + v), c), jnp.zeros(48),
+                                       x)[1] * 2, (mat,)),
+    ("look-back cumsum", lambda x: jnp.cumsum(x) * 2, (put(r.standard_normal(1 << 20)),)),
+]
+for name, fn, args in paths:
+    try:
+        jitted, first = plax.jit(fn, backend="cupy"), len(made)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            for _ in range(3):
+                out = jitted(*args)
+                for leaf in plax.tree_util.tree_leaves(out):
+                    leaf.block_until_ready()
+                del out, leaf
+        wrong = [str(w.message)[:300] for w in caught if "CUDA graph replay" in str(w.message)]
+        print(f"binding {name}: {gpu_bench.graph_state(made[first])}"
+              + (f"; warned: {wrong[0]}" if wrong else ""))
+    except Exception as err:  # noqa: BLE001 - the other programs still report
+        print(f"binding {name}: failed: {type(err).__name__}: {str(err)[:300]}")
         status = 1
 sys.exit(status)
 PY
@@ -141,8 +182,9 @@ step 00-env 5 10 bash -c "nvidia-smi; python3 -m pip list 2>/dev/null | grep -iE
 step 01-install 10 40 python3 -m pip install --no-index --no-deps --no-build-isolation \
   -e . -e plugins/plax_checkify -e plugins/plax_jet -e plugins/plax_cost_analysis -e plugins/plax_pmap
 step 02-info 5 15 python3 -m plax info
-step 03-graphs 10 45 python3 -c "$GRAPHS"
-grep -E '^(MLP step|conv 3x3|PCA svd|covariance eigh):' "$OUT/03-graphs.log" 2>/dev/null | sed 's/^/    /' >> "$OUT/summary.txt"
+step 03-graphs 10 75 python3 -c "$GRAPHS"
+grep -E '^(MLP step|conv 3x3|PCA svd|covariance eigh|binding [^:]*):' "$OUT/03-graphs.log" 2>/dev/null | cut -c1-400 \
+  | sed 's/^/    /' >> "$OUT/summary.txt"
 step 04-tests 30 110 python3 -m pytest -v -rfE --tb=short -n 12 -p no:cacheprovider tests/cupy
 step 05-kit 30 120 env PLAX_GPU_MEMORY_FRACTION=0.06 python3 -m pytest -v -rfE --tb=short -n 12 \
   -p no:cacheprovider --pyargs plax.testing.conformance --plax-backend=cupy

@@ -64,7 +64,8 @@ A program runs plainly for ever, with the reason in ``as_text()``, when a walk o
 finds a host decision (``cond``, ``while``), a host callback, or a primitive whose GPU path
 synchronises (see :data:`UNCAPTURABLE`); or when its first call copied anything between host
 and device or fell back to the host (counted by :mod:`plax_cupy.runtime`), or launched one
-kernel at most (nothing for a replay to save); or when ``PLAX_CUDA_GRAPHS=0``.
+kernel at most (nothing for a replay to save); or when ``PLAX_CUDA_GRAPHS=0``; or once a new
+plan's launch differed from a plain run of the same call (below).
 
 Matrix products are captured too, though CuPy's cuBLAS binding raises ``NotImplementedError``
 on a capturing stream: while capturing, :mod:`plax_cupy.kernels_dot` makes them through
@@ -75,8 +76,25 @@ on CuPy's cached ones, which any later transform may destroy while a graph reads
 bindings (:mod:`plax_cupy.kernels_linalg`). A capture that fails all the same (``svd`` and
 ``eigh``, whose cuSOLVER calls CuPy's binding refuses likewise; a synchronisation) leaves the
 program running plainly, with the exception in its reason.
+
+**Each new plan is checked** (:mod:`plax_cupy.graph_check`,
+:meth:`GraphedProgram._checked_launches`): a capture that succeeds may still replay wrongly on a
+GPU (a host value or workspace pointer baked in, a library's allocation freed after the
+capture, scratch a launch leaves dirty), and would return wrong numbers silently. So the call
+that captures a plan launches it, runs the program plainly on the same inputs (fresh buffers),
+launches it again, and compares both launches' outputs with the plain run's: bit for bit, or
+within a tolerance for a program whose capture calls a library through another entry point than
+its plain run. Equal: the plan's outputs are returned and the plan replays unchecked from then
+on. Different: a :class:`ReplayMismatchWarning`, the plain run's results returned, every plan
+dropped, and the program runs plainly for good with the difference in its reason. Every capture
+is checked (the plans' own machinery has not run on a GPU either); the cost, one plain run, a
+launch and three reads of each output per capture, is paid off the replay path and counted
+apart (``verify_launches``, ``verify_reads`` of :class:`plax_cupy.runtime.Counters`).
+``PLAX_CUDA_GRAPHS_VERIFY=0`` turns it off.
+
 :meth:`GraphedProgram.describe` (the ``# CUDA graph:`` line of ``as_text()``) also counts the
-calls captured, replayed and run plainly, and says why the last plain one was.
+calls captured, replayed and run plainly, says why the last plain one was, and how many plans
+were verified.
 
 Threads: captures and replays on one device are serialised by a per-device lock
 (:func:`device_lock`), so a plan is never shared by two calls at once and no other graphed
@@ -88,12 +106,13 @@ from __future__ import annotations
 import os
 import sys
 import threading
+import warnings
 from typing import Any, Callable, Sequence
 
 import cupy
 
 from plax.config import env_flag
-from plax_cupy import runtime
+from plax_cupy import graph_check, runtime
 from plax_cupy.runtime import GpuOutOfMemoryError, oom_bytes
 
 #: primitive name -> why a program holding it cannot be captured
@@ -116,6 +135,36 @@ def graphs_enabled() -> bool:
     return env_flag("PLAX_CUDA_GRAPHS", True)
 
 
+def verify_enabled() -> bool:
+    """Whether each new plan's first two launches are checked against a plain run of the same
+    call (``PLAX_CUDA_GRAPHS_VERIFY``, default on; see :mod:`plax_cupy.graph_check`)."""
+    return env_flag("PLAX_CUDA_GRAPHS_VERIFY", True)
+
+
+#: how many programs of this process gave up their graphs after a wrong launch (a list, so
+#: that a test reads the running count)
+MISMATCHES = [0]
+
+
+class ReplayMismatchWarning(RuntimeWarning):
+    """A captured CUDA graph's launch gave other results than a plain run of the same call:
+    the program returned the plain run's results and runs plainly from then on."""
+
+
+def _equations(jaxpr, times: int = 1):
+    """Every equation of ``jaxpr`` and of its sub-jaxprs (``jit``, ``scan`` bodies, custom
+    rules...), each with how many times one call runs it (a ``scan`` body: its length)."""
+    inner = getattr(jaxpr, "jaxpr", jaxpr)
+    for eqn in getattr(inner, "eqns", ()):
+        yield eqn, times
+        inner_times = times * int(eqn.params.get("length", 1) or 1) \
+            if eqn.primitive.name == "scan" else times
+        for value in eqn.params.values():
+            for sub in value if isinstance(value, (tuple, list)) else (value,):
+                if hasattr(sub, "eqns") or hasattr(getattr(sub, "jaxpr", None), "eqns"):
+                    yield from _equations(sub, inner_times)
+
+
 def capture_blocker(jaxpr) -> str | None:
     """Why ``jaxpr`` cannot be captured as a CUDA graph, or ``None`` if it can.
 
@@ -129,17 +178,10 @@ def capture_blocker(jaxpr) -> str | None:
     Example:
       >>> capture_blocker(plax.make_jaxpr(lambda x: x * 2)(1.0))   # doctest: +SKIP
     """
-    inner = getattr(jaxpr, "jaxpr", jaxpr)
-    for eqn in getattr(inner, "eqns", ()):
+    for eqn, _ in _equations(jaxpr):
         name = eqn.primitive.name
         if name in UNCAPTURABLE:
             return f"{name}: {UNCAPTURABLE[name]}"
-        for value in eqn.params.values():
-            for sub in value if isinstance(value, (tuple, list)) else (value,):
-                if hasattr(sub, "eqns") or hasattr(getattr(sub, "jaxpr", None), "eqns"):
-                    reason = capture_blocker(sub)
-                    if reason:
-                        return reason
     return None
 
 
@@ -384,6 +426,11 @@ class GraphedProgram:
         self.fn, self.backend, self.device = fn, backend, device
         self.reason = ("disabled (PLAX_CUDA_GRAPHS=0)" if not graphs_enabled()
                        else capture_blocker(jaxpr))
+        # (read at compile, as PLAX_CUDA_GRAPHS: how a new plan's launches are checked)
+        self.check = graph_check.Rule.of(_equations(jaxpr)) if verify_enabled() else None
+        self._primitives = list(dict.fromkeys(e.primitive.name for e, _ in _equations(jaxpr)))
+        self.verified = 0      # plans whose first two launches equalled a plain run
+        self.mismatch = ""     # the first difference of a wrong launch, once one was caught
         self.calls = 0
         self.plans: list[_Plan] = []
         self.plain_calls = 0   # calls run plainly because no plan fitted nor could be captured
@@ -420,6 +467,11 @@ class GraphedProgram:
         else:
             state = (f"captured, {len(self.plans[0].graph_steps())} operations replayed as one "
                      f"launch ({len(self.plans)} of at most {MAX_PLANS} buffer plans)")
+        if self.check is None and not self.reason:
+            state += "; replays not verified (PLAX_CUDA_GRAPHS_VERIFY=0)"
+        elif self.verified and not self.reason:
+            state += (f"; verified: {self.verified} plan(s)' first two launches equal to a plain "
+                      f"run ({self.check.describe()})")
         calls = f"{self.captures} captured, {self.replays} replayed, {self.plain_runs} plain"
         if self.plain_runs:
             calls += f" (last: {self.last_plain})"
@@ -521,8 +573,80 @@ class GraphedProgram:
                 if chosen is None:
                     self.plain_calls += 1
                     return self._plain(buffers, self._why_no_plan(buffers, keys))
+                if self.check is not None:   # (a new plan: its launches checked, once)
+                    self.replays += 1
+                    return self._checked_launches(buffers, stream)
             self.replays += 1
             return self.plans[chosen].replay(buffers, copies, stream, self._stable)
+
+    def _checked_launches(self, buffers, stream) -> list:
+        """Launches the plan just captured twice on ``buffers`` (the capture's launch and the
+        first replay after a launch, which finds the scratch and workspaces that launch left)
+        and runs the program plainly on them too (fresh buffers); returns the plan's outputs
+        when both launches equal the plain run by the program's rule
+        (:mod:`plax_cupy.graph_check`), else warns, drops the plans and returns the plain
+        run's outputs, the program running plainly from then on."""
+        plan = self.plans[-1]
+        outputs = plan.replay(buffers, [], stream, self._stable)   # (the call's own launch)
+        totals = runtime.TOTALS
+        launched, copied = totals[runtime.LAUNCHES], totals[runtime.D2D]
+        try:
+            found = [graph_check.to_host(o) for o in outputs]
+            reference = self.fn(*buffers)   # (after the launch: a stray write of the graph's
+            expected = [graph_check.to_host(o) for o in reference]   # cannot reach these)
+            eps = [graph_check.epsilon(o) for o in reference]
+            problem = graph_check.compare(found, expected, self.check, eps)
+            which = "the capture's launch"
+            if problem is None:
+                outputs = plan.replay(buffers, [], stream, self._stable)
+                plan.replays -= 1   # (the check's launch: not a call's, for the evictions)
+                problem = graph_check.compare([graph_check.to_host(o) for o in outputs],
+                                              expected, self.check, eps)
+                which = "its replay"
+        except BaseException as err:   # (an unchecked plan must not replay)
+            del outputs, plan
+            self.plans = []
+            self._settle({})
+            if not isinstance(err, cupy.cuda.memory.OutOfMemoryError):
+                raise
+            out_of_memory = True   # (the plain run beside the plans' buffers did not fit)
+        else:
+            out_of_memory = False
+        finally:   # (the check's launches apart from the program's: runtime.Counters)
+            totals[runtime.VERIFY_LAUNCHES] += totals[runtime.LAUNCHES] - launched
+            totals[runtime.LAUNCHES], totals[runtime.D2D] = launched, copied
+        if out_of_memory:   # without the plans' buffers, as every plain call since the first
+            cupy.get_default_memory_pool().free_all_blocks()
+            self.reason = ("checking a capture against a plain run ran out of memory (the "
+                           "plans' buffers and the plain run's together)")
+            return self._plain(buffers, self.reason)
+        if problem is None:
+            self.verified += 1
+            return outputs
+        del outputs, plan   # (no reference to a plan's buffers outlives the plans)
+        self.mismatch = f"{which}: {problem}"
+        self._give_up(f"{which} differed from a plain run of the same call: {problem}")
+        self.plain_runs += 1   # (this call's results are the plain run's)
+        self.last_plain = self.reason
+        return reference
+
+    def _give_up(self, why: str) -> None:
+        """Warns that a captured graph replayed wrongly, drops every plan and runs the program
+        plainly from now on, ``why`` in its reason."""
+        paths = self.check.paths if self.check is not None else {}
+        bound = ", ".join(f"{p} ({what})" for p, what in sorted(paths.items()))
+        self.reason = f"a CUDA graph of it replayed wrongly: {why}"
+        warnings.warn(
+            f"CUDA graph replay differs from a plain run on {self.device}: {why}. The program "
+            f"(primitives: {', '.join(self._primitives[:12])}"
+            f"{', ...' if len(self._primitives) > 12 else ''}) "
+            f"returned the plain run's results and runs plainly from now on. Captured through "
+            f"direct library bindings or scratch-keeping kernels: {bound or 'none'}. "
+            f"(PLAX_CUDA_GRAPHS_VERIFY=0 turns this check off; PLAX_CUDA_GRAPHS=0 all graphs.)",
+            ReplayMismatchWarning, stacklevel=4)
+        MISMATCHES[0] += 1
+        self.plans = []
+        self._settle({})   # (nothing registered: every count now is outside the program's)
 
     def _pick(self, buffers, keys) -> tuple:
         """The index of the plan that fits ``buffers`` with the fewest copies in and whose

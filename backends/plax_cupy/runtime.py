@@ -148,6 +148,12 @@ class Counters(NamedTuple):
         replayed in a graph of copies), a strided operand made contiguous for a generated
         kernel, a move between two GPUs. Views, and the copies CuPy or cuBLAS make inside a
         kernel-table call, are not counted.
+      verify_launches: what checking a new CUDA graph plan against a plain run launched
+        (:mod:`plax_cupy.graph_check`, once per capture, ``PLAX_CUDA_GRAPHS_VERIFY``): the
+        plain run's launches and copies and the graph's second launch, counted here rather
+        than in ``launches`` and ``device_copies`` so that those stay the program's own work.
+      verify_reads: the device-to-host copies of that check (each output of the graph's two
+        launches and of the plain run), counted here rather than in ``device_to_host``.
     """
 
     host_to_device: int
@@ -155,13 +161,15 @@ class Counters(NamedTuple):
     launches: int
     host_fallbacks: int
     device_copies: int = 0
+    verify_launches: int = 0
+    verify_reads: int = 0
 
 
-H2D, D2H, LAUNCHES, FALLBACKS, D2D = range(5)
+H2D, D2H, LAUNCHES, FALLBACKS, D2D, VERIFY_LAUNCHES, VERIFY_READS = range(7)
 
-#: the process's running totals, indexed by H2D, D2H, LAUNCHES, FALLBACKS, D2D (plain ints: an
-#: increment is the whole cost)
-TOTALS = [0, 0, 0, 0, 0]
+#: the process's running totals, indexed by H2D, D2H, LAUNCHES, FALLBACKS, D2D,
+#: VERIFY_LAUNCHES, VERIFY_READS (plain ints: an increment is the whole cost)
+TOTALS = [0, 0, 0, 0, 0, 0, 0]
 
 #: primitive name -> host fallbacks so far
 FALLBACK_PRIMITIVES: dict = {}
@@ -192,7 +200,8 @@ def counters() -> Counters:
     Example:
       >>> import plax_cupy
       >>> plax_cupy.counters()   # doctest: +SKIP
-      Counters(host_to_device=2, device_to_host=1, launches=5, host_fallbacks=0, device_copies=0)
+      Counters(host_to_device=2, device_to_host=1, launches=5, host_fallbacks=0, device_copies=0,
+               verify_launches=0, verify_reads=0)
     """
     return Counters(*TOTALS)
 
@@ -240,6 +249,8 @@ class count:
     launches = property(lambda self: self._delta(LAUNCHES))
     host_fallbacks = property(lambda self: self._delta(FALLBACKS))
     device_copies = property(lambda self: self._delta(D2D))
+    verify_launches = property(lambda self: self._delta(VERIFY_LAUNCHES))
+    verify_reads = property(lambda self: self._delta(VERIFY_READS))
 
     @property
     def fallbacks(self) -> dict:

@@ -45,6 +45,10 @@ otherwise hide a GPU bug:
   ``argmax``, ``maximum``, ...; as ``cupy.<name>``, operators, methods or NumPy's dispatch) and
   every ``cupyx.scipy.special`` function flush float32 and complex64 subnormals in their
   operands and results likewise.
+* **A capture can be made to replay wrongly** (:class:`replay_fault`), silently, as one that
+  succeeds could on a GPU: a host value baked in at capture, scratch a launch leaves dirty, a
+  library workspace freed after the capture; plax's check of each new plan against a plain
+  run (``plax_cupy.graph_check``) must catch each.
 * **cuFFT plans are memory a graph reads.** ``cupy.fft`` takes plans from an LRU cache of 16
   (:class:`FftPlanCache`), ``cupy.cuda.cufft.PlanNd`` is a plan of one's own (:class:`PlanNd`:
   its work area from the current allocator); a plan made while the stream captures is refused
@@ -163,6 +167,7 @@ class Stream:
         if graph.invalidated:  # (CUDA ends the capture and returns no graph)
             raise StreamCaptureError("cudaErrorStreamCaptureInvalidated: operation failed due "
                                      f"to a previous error during capture ({graph.invalidated})")
+        _inject_faults(graph, self)
         return graph
 
     def is_capturing(self) -> bool:
@@ -1491,6 +1496,126 @@ class Graph:
                 block.writer, block.ticket = stream, ticket
         self.launches += 1
         COUNTS["graph_launches"] = COUNTS.get("graph_launches", 0) + 1
+
+
+# ---------------------------------------------------------------- replays made wrong on purpose
+
+#: the faults armed by :class:`replay_fault`: ``(kind, part of a step's name)``
+REPLAY_FAULTS: list = []
+#: how many captured steps a fault was injected into so far (never reset)
+FAULTS_INJECTED = [0]
+#: what each kind of fault stands for (see :class:`replay_fault`)
+FAULT_KINDS = {
+    "baked": "a host value read at capture: the step's operands as the device held them then",
+    "uncleared": "scratch a launch leaves dirty: launches after the first combine into it",
+    "freed-workspace": "a library workspace freed after the capture, read back by each launch",
+}
+
+
+class replay_fault:
+    """Context manager: every capture ended inside the block makes each step whose name
+    (:func:`step_name`) contains ``step`` replay wrongly in one of the ways a capture that
+    *succeeds* can still be wrong on a GPU, silently (no error, wrong numbers):
+
+    * ``"baked"``: the step reads a value on the host while the stream captures (a host scalar
+      passed by value, a library's host-side copy): nothing has run at capture on a GPU, so
+      every replay computes with its operands as they were then -- the 0xFF garbage of the
+      capture's own allocations, the capture-time contents of the others;
+    * ``"uncleared"``: the step relies on scratch that its first launch leaves dirty (a flag,
+      a counter, an accumulator cleared outside the graph): each later launch XORs its result
+      with the previous launch's (equal inputs: zeros);
+    * ``"freed-workspace"``: the library allocated a work area while capturing, outside the
+      capturer's allocator, and freed it when the capture ended (it goes back to the pool and
+      to the next allocation of its size); every replay reads its result back out of it.
+
+    ``written``: the index, among the blocks the step touches (in the order of its arguments),
+    of the one it writes: by default the last, as the library stand-ins pass them (``A``,
+    ``B``, then ``C``); a generated kernel's output is where its launch passes it.
+
+    Example:
+      >>> with fake_cupy.replay_fault("baked", "gemm"):   # doctest: +SKIP
+      ...     f(x)   # its capture's cuBLAS call replays with garbage operands
+    """
+
+    def __init__(self, kind: str, step: str, written: int = -1):
+        if kind not in FAULT_KINDS:
+            raise ValueError(f"replay_fault: kind must be one of {sorted(FAULT_KINDS)}, got {kind!r}")
+        self.fault = (kind, step, written)
+
+    def __enter__(self):
+        REPLAY_FAULTS.append(self.fault)
+        return self
+
+    def __exit__(self, *exc):
+        REPLAY_FAULTS.remove(self.fault)
+        return False
+
+
+def step_name(run) -> str:
+    """What a captured step runs: a library routine's name (``gemmStridedBatchedEx``,
+    ``potrf``... :func:`fake_cupy_linalg.launch`), ``fft``, a generated kernel's name, or the
+    function of a CuPy operation."""
+    code = getattr(run, "__code__", None)
+    cells = {}
+    for name, cell in zip(code.co_freevars if code else (), run.__closure__ or ()):
+        try:
+            cells[name] = cell.cell_contents
+        except ValueError:   # (an empty cell)
+            pass
+    if isinstance(cells.get("name"), str):
+        return cells["name"]
+    if "fft_type" in cells:
+        return "fft"
+    if isinstance(cells.get("self"), _Function):
+        return cells["self"].name
+    return getattr(cells.get("fn"), "__name__", "?")
+
+
+def _inject_faults(graph: "Graph", stream: "Stream") -> None:
+    """Makes the steps the armed faults name replay wrongly (see :class:`replay_fault`)."""
+    for kind, part, written in REPLAY_FAULTS:
+        for k, (run, blocks) in enumerate(graph.steps):
+            if part in step_name(run):
+                graph.steps[k] = (_faulty(kind, run, blocks, written, graph, stream), blocks)
+                FAULTS_INJECTED[0] += 1
+
+
+def _faulty(kind: str, run, blocks: list, written: int, graph: "Graph", stream: "Stream"):
+    """``run`` made wrong in the way ``kind`` names; ``blocks[written]`` is the block the step
+    writes, the others its operands."""
+    blocks = [b for b, _ in blocks]   # (a step's blocks come with their generations)
+    out = blocks[written]
+    if kind == "baked":
+        mine = {id(b) for b in graph.allocated}
+        then = [(b, np.full_like(b.buf, 0xFF) if id(b) in mine else b.buf.copy())
+                for b in blocks if b is not out]
+
+        def baked():
+            now = [b.buf.copy() for b, _ in then]
+            for b, value in then:
+                b.buf[...] = value
+            try:
+                run()
+            finally:
+                for (b, _), value in zip(then, now):
+                    b.buf[...] = value
+        return baked
+    if kind == "uncleared":
+        launches = [0]
+
+        def uncleared():
+            before = out.buf.copy()
+            run()
+            if launches[0]:
+                out.buf[...] ^= before
+            launches[0] += 1
+        return uncleared
+    workspace = _POOL.malloc(out.buf.nbytes, stream).block   # (its _Memory dies now: freed)
+
+    def freed_workspace():
+        run()
+        out.buf[...] = workspace.buf[:out.buf.nbytes]
+    return freed_workspace
 
 
 def _refill(result, out, operands: set) -> None:

@@ -27,6 +27,24 @@ def _register():
 _register()
 
 
+# ---------------------------------------------------------------- graphs replay correctly
+
+import pytest  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _no_wrong_replay():
+    """Fails a test during which a captured CUDA graph replayed otherwise than a plain run
+    (``plax_cupy.graphs.MISMATCHES``), unless the test made one do so on purpose
+    (``fake_cupy.replay_fault``): a correct program never warns."""
+    from plax_cupy import graphs
+    mismatches, injected = graphs.MISMATCHES[0], fake_cupy.FAULTS_INJECTED[0]
+    yield
+    if graphs.MISMATCHES[0] != mismatches and fake_cupy.FAULTS_INJECTED[0] == injected:
+        pytest.fail(f"{graphs.MISMATCHES[0] - mismatches} compiled program(s) replayed a CUDA "
+                    "graph otherwise than a plain run (graphs.ReplayMismatchWarning)")
+
+
 # ---------------------------------------------------------------- host traffic per test
 
 #: with ``PLAX_SIM_TRAFFIC=path``, each test's host traffic is written there (JSON) at the end
@@ -53,7 +71,7 @@ def _install_traffic_hooks():
             writes = fake_cupy.COUNTS["host_to_device"]
             with plax_cupy.count() as c:
                 yield
-            raw_reads = fake_cupy.COUNTS["device_to_host"] - reads
+            raw_reads = fake_cupy.COUNTS["device_to_host"] - reads - c.verify_reads
             raw_writes = fake_cupy.COUNTS["host_to_device"] - writes
             if c.host_fallbacks or raw_reads != c.device_to_host or raw_writes != c.host_to_device:
                 _TRAFFIC[item.nodeid] = {"fallbacks": c.fallbacks,

@@ -78,7 +78,7 @@ def test_benchmark_prints_launches_and_no_host_copies_per_call():
         if row in GRAPHED or row in ONE_KERNEL:
             assert counts == {**GRAPHED, **ONE_KERNEL}[row], line
         if row in GRAPHED:
-            assert line.endswith(" replayed"), line
+            assert line.endswith(" replayed, verified"), line   # (graph_check)
         else:
             assert counts[0] >= 1, line
             assert counts[1:4] == (0, 0, 0), line

@@ -1,0 +1,248 @@
+"""Whether a captured CUDA graph computes what the program computes: a new plan's first
+launches compared with a plain run of the same call (:mod:`plax_cupy.graphs` runs the check).
+
+A capture that *fails* is seen (the program runs plainly, the reason in ``as_text()``); one that
+succeeds but replays wrongly would not be: a library call that bakes in a host value or a
+workspace pointer, a library-internal allocation freed once the capture ended, scratch a kernel
+expects clear but a previous launch left dirty. So each new plan's graph is launched twice on
+the capturing call's inputs, the program is run plainly once on the same inputs (fresh
+buffers), and each launch's outputs are compared with the plain run's
+(:func:`compare`). The rule (:func:`Rule.of`):
+
+* **Bits**, for integer and boolean outputs, and for every output of a program whose captured
+  path runs the same kernels as its plain run: plax's generated kernels, CuPy's own (CUB,
+  Thrust), cuFFT on the plan the program owns (the same plan both times), the one-kernel scan
+  and the look-back row kernels (whose carries are a left fold in tile order whatever the
+  timing: :mod:`plax_cupy.kernels_rows`). None of them uses floating-point atomics, so two
+  runs give the same bits; NaNs compare equal whatever their payload.
+* **A tolerance**, for the floating outputs of a program holding a primitive whose capture
+  takes another entry point than its plain run (:data:`CAPTURE_PATHS` with ``differs``:
+  cuBLAS through :mod:`plax_cupy.cublas_direct` where the plain run calls CuPy's ``matmul``,
+  cuSOLVER through :mod:`plax_cupy.cusolver_direct` where it calls ``cupy.linalg``): another
+  entry point may pick another algorithm (its heuristic sees another workspace), which rounds
+  differently. NaN and infinity positions must agree; elsewhere the largest difference must be
+  at most ``tol * max(|plain|, |replay|)`` over the output, with ``tol = min(1/16, 32 * eps *
+  R)``: ``eps`` the dtype's, ``R`` the program's reduction length (the summed lengths of its
+  contractions, reductions, factorisations and cumulative ops, a ``scan`` body's times its
+  length), a generous bound of the rounding two summation orders can accumulate, relative to
+  the output's scale rather than to each element so that cancellation cannot false-alarm. The
+  replays this check exists for are wrong by the size of the values themselves (stale or
+  garbage operands, zeros, NaN-filled scratch), far beyond it. An integer or boolean output of
+  such a program may differ in at most one element in 64 (at least one): a near tie
+  (``argmax``, a pivot) decided the other way after a rounding difference.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, NamedTuple, Sequence
+
+import numpy as np
+
+#: primitive -> (what its capture goes through, whether that differs from its plain run's path)
+CAPTURE_PATHS: dict = {
+    "dot_general": ("cuBLAS gemm (cublas_direct)", True),
+    "conv_general_dilated": ("cuBLAS gemm (cublas_direct, implicit GEMM)", True),
+    "triangular_solve": ("cuBLAS trsm (cublas_direct)", True),
+    "cholesky": ("cuSOLVER potrf (cusolver_direct)", True),
+    "lu": ("cuSOLVER getrf (cusolver_direct)", True),
+    "qr": ("cuSOLVER geqrf/orgqr (cusolver_direct)", True),
+    "eigh": ("cuSOLVER (eigh)", True),
+    "svd": ("cuSOLVER (svd)", True),
+    "fft": ("cuFFT on the program's own plans (fft_plans)", False),
+    "scan": ("the one-kernel scan's scratch (scan_kernel)", False),
+    "cumsum": ("the look-back scratch (kernels_rows)", False),
+    "cumprod": ("the look-back scratch (kernels_rows)", False),
+    "cummax": ("the look-back scratch (kernels_rows)", False),
+    "cummin": ("the look-back scratch (kernels_rows)", False),
+    "cumlogsumexp": ("the look-back scratch (kernels_rows)", False),
+}
+
+#: the largest tolerance, relative to an output's scale (a wrong replay is off by its scale)
+MAX_TOLERANCE = 2.0 ** -4
+#: ulps of rounding allowed per element of reduction length
+ULPS_PER_TERM = 32
+#: an integer output of a tolerant program may differ in one element in this many
+INTEGER_FLIPS = 64
+
+
+def _reduction_length(eqn) -> int:
+    """How many terms one output element of ``eqn`` sums or eliminates over (0: none, or
+    parameters of a form not foreseen: the bound only widens a tolerance, never decides what
+    compiles)."""
+    try:
+        return _terms(eqn)
+    except (KeyError, IndexError, TypeError, ValueError):
+        return 0
+
+
+def _terms(eqn) -> int:
+    name = eqn.primitive.name
+    shapes = [tuple(getattr(getattr(v, "aval", None), "shape", ()) or ()) for v in eqn.invars]
+    if not shapes:
+        return 0
+    if name == "dot_general":
+        (contract, _), _ = eqn.params["dimension_numbers"]
+        return math.prod(shapes[0][d] for d in contract)
+    if name == "conv_general_dilated":
+        return math.prod(shapes[1]) if len(shapes) > 1 else 0
+    if name in ("triangular_solve", "cholesky", "lu", "qr", "eigh", "svd"):
+        return shapes[0][-1] if shapes[0] else 0
+    if name.startswith("cum"):
+        axis = eqn.params.get("axis", 0)
+        return shapes[0][axis] if shapes[0] else 0
+    if name.startswith("reduce_") or name.startswith("arg"):
+        outs = [math.prod(getattr(v.aval, "shape", ()) or ()) for v in eqn.outvars]
+        return math.prod(shapes[0]) // max(1, outs[0] if outs else 1)
+    return 0
+
+
+class Rule(NamedTuple):
+    """How a program's outputs are compared (see the module).
+
+    Attributes:
+      paths: ``{primitive: what its capture goes through}`` for the program's primitives in
+        :data:`CAPTURE_PATHS` (named in a mismatch's warning).
+      tolerant: whether a primitive's capture takes another entry point than its plain run.
+      length: the program's reduction length ``R``.
+    """
+
+    paths: dict
+    tolerant: bool
+    length: int
+
+    @classmethod
+    def of(cls, equations) -> "Rule":
+        """The rule of a program, from ``(equation, times run)`` pairs (all of its jaxpr's)."""
+        paths, tolerant, length = {}, False, 0
+        for eqn, times in equations:
+            name = eqn.primitive.name
+            if name in CAPTURE_PATHS:
+                what, differs = CAPTURE_PATHS[name]
+                paths[name] = what
+                tolerant = tolerant or differs
+            length += times * _reduction_length(eqn)
+        return cls(paths, tolerant, max(1, length))
+
+    def tolerance(self, dtype, eps: float | None = None) -> float:
+        """The largest difference allowed, relative to an output's scale, for ``dtype`` (or
+        a machine epsilon ``eps`` given instead: bfloat16's, widened to float32 on the host)."""
+        if not self.tolerant:
+            return 0.0
+        eps = float(np.finfo(dtype).eps) if eps is None else eps
+        return min(MAX_TOLERANCE, ULPS_PER_TERM * eps * self.length)
+
+    def describe(self) -> str:
+        """``bits`` or ``within <tol> (float32)``-style words for ``as_text()``."""
+        if not self.tolerant:
+            return "bit for bit"
+        return (f"within {ULPS_PER_TERM} ulps x reduction length {self.length} of each output's "
+                f"scale (at most {MAX_TOLERANCE:g})")
+
+
+def compare(replayed: Sequence[np.ndarray], plain: Sequence[np.ndarray], rule: Rule,
+            eps: Sequence[float | None] = ()) -> str | None:
+    """The first difference between a launch's outputs and the plain run's, or ``None``.
+
+    Args:
+      replayed: the launch's outputs, on the host (bfloat16 widened to float32).
+      plain: the plain run's, likewise.
+      rule: the program's :class:`Rule`.
+      eps: per output, the machine epsilon of its dtype where the host array's is not it
+        (:func:`epsilon`: bfloat16's), else ``None``; missing entries are ``None``.
+
+    Returns:
+      ``None`` when every output agrees; else one line naming the output, its dtype and shape,
+      and the largest difference against the one allowed.
+
+    Example:
+      >>> compare([np.ones(3)], [np.ones(3)], Rule({}, False, 1)) is None
+      True
+    """
+    if len(replayed) != len(plain):
+        return f"{len(replayed)} outputs against {len(plain)}"
+    for j, (r, p) in enumerate(zip(replayed, plain)):
+        what = f"output {j} ({p.dtype}{list(p.shape)})"
+        if r.shape != p.shape or r.dtype != p.dtype:
+            return f"{what}: the replay gave {r.dtype}{list(r.shape)}"
+        problem = _difference(np.asarray(r), np.asarray(p), rule,
+                              eps[j] if j < len(eps) else None)
+        if problem:
+            return f"{what}: {problem}"
+    return None
+
+
+def _difference(r: np.ndarray, p: np.ndarray, rule: Rule, eps: float | None) -> str | None:
+    """How ``r`` differs from ``p`` beyond the rule, or ``None``."""
+    if r.size == 0:
+        return None
+    kind = p.dtype.kind
+    if kind not in "fc":   # integers, booleans (and anything else): equal elements
+        differ = int(np.count_nonzero(r != p))
+        allowed = max(1, p.size // INTEGER_FLIPS) if rule.tolerant else 0
+        if differ > allowed:
+            flat = np.flatnonzero(r != p)[0]
+            return (f"{differ} of {p.size} elements differ (allowed {allowed}; first at flat "
+                    f"index {flat}: {r.flat[flat]!r} against {p.flat[flat]!r})")
+        return None
+    r_nan, p_nan = np.isnan(r), np.isnan(p)
+    finite = np.isfinite(p) & np.isfinite(r)
+    if not np.array_equal(r_nan, p_nan):
+        return (f"NaN in {int(np.count_nonzero(r_nan))} elements against "
+                f"{int(np.count_nonzero(p_nan))}; {_largest(r, p, finite)}")
+    if not np.array_equal(r[~finite & ~p_nan], p[~finite & ~p_nan]):
+        return f"infinities differ; {_largest(r, p, finite)}"
+    if not rule.tolerant:
+        unsigned = np.dtype(f"u{p.dtype.itemsize}") if kind == "f" else None
+        same = (r.view(unsigned) == p.view(unsigned)) if unsigned is not None else None
+        if same is None:   # complex: both halves' bits
+            half = np.dtype(f"u{p.dtype.itemsize // 2}")
+            same = (r.view(half) == p.view(half)).reshape(r.shape + (2,)).all(axis=-1)
+        same |= r_nan
+        if same.all():
+            return None
+    diff = np.abs(r[finite].astype(np.complex128 if kind == "c" else np.float64)
+                  - p[finite].astype(np.complex128 if kind == "c" else np.float64))
+    largest = float(diff.max()) if diff.size else 0.0
+    scale = max(float(np.abs(p[finite]).max()) if diff.size else 0.0,
+                float(np.abs(r[finite]).max()) if diff.size else 0.0)
+    dtype = p.dtype if kind == "f" else np.empty(0, p.dtype).real.dtype
+    allowed = rule.tolerance(dtype, eps) * scale
+    if largest > allowed or not rule.tolerant:
+        return (f"largest difference {largest:.6g} (allowed {allowed:.3g}: "
+                f"{'bit for bit' if not rule.tolerant else f'output scale {scale:.3g}'})")
+    return None
+
+
+def _largest(r: np.ndarray, p: np.ndarray, finite: np.ndarray) -> str:
+    """The largest difference where both are finite, in words."""
+    if not finite.any():
+        return "largest difference: none measurable (no element is finite in both)"
+    wide = np.complex128 if p.dtype.kind == "c" else np.float64
+    return (f"largest difference where both are finite: "
+            f"{float(np.abs(r[finite].astype(wide) - p[finite].astype(wide)).max()):.6g}")
+
+
+def epsilon(buffer: Any) -> float | None:
+    """The machine epsilon of a program output whose host copy (:func:`to_host`) has another
+    dtype's: ``2**-7`` for a bfloat16 buffer (its bits widened to float32), else ``None``."""
+    import cupy
+    return 2.0 ** -7 if isinstance(getattr(buffer, "bits", None), cupy.ndarray) else None
+
+
+def to_host(buffer: Any) -> np.ndarray:
+    """A program output on the host for :func:`compare`: a CuPy array's copy (counted in
+    ``plax_cupy.counters().verify_reads``), a bfloat16 buffer's bits widened to float32,
+    anything else as NumPy sees it."""
+    import cupy
+    from plax_cupy import runtime
+    raw = getattr(buffer, "bits", buffer)
+    if not isinstance(raw, cupy.ndarray):
+        return np.asarray(buffer)
+    host = raw.get()
+    runtime.TOTALS[runtime.VERIFY_READS] += 1
+    if raw is not buffer:   # (a bfloat16 buffer's uint16 bits: the top half of a float32)
+        host = (host.astype(np.uint32) << 16).view(np.float32)
+    return host
+
+
+__all__ = ["CAPTURE_PATHS", "Rule", "compare", "epsilon", "to_host"]

@@ -1,0 +1,244 @@
+"""A captured CUDA graph that would replay wrongly on a GPU is caught, not returned (issue 24).
+
+Each new buffer plan's capture launch and its first replay are compared with a plain run of
+the same call (:mod:`plax_cupy.graph_check`). On the simulated GPU, ``fake_cupy.replay_fault``
+makes a capture that succeeds replay wrongly, silently, in the ways a real one could (a host
+value baked in at capture, scratch a launch leaves dirty, a library workspace freed after the
+capture), in the MLP step's cuBLAS calls and (uncleared scratch) the look-back ``cumsum``; for
+each: the warning names the output, the largest difference and the direct library bindings or
+scratch-keeping kernels, every call returns correct values, the program runs plainly
+afterwards, and warns once. A check that runs out of memory runs the call plainly. A correct
+program is verified silently (``fake_cupy_plugin`` fails any test in which a program replayed
+wrongly without a fault injected: every simulated graph test runs with the check on). With
+``PLAX_CUDA_GRAPHS_VERIFY=0`` the wrong replay is returned.
+
+The rule itself (bits, or the tolerance of a program whose capture takes another library entry
+point) is checked on host arrays here, without a GPU; :func:`test_on_the_simulated_gpu` runs
+the rest in a child process with ``-p fake_cupy_plugin``.
+"""
+from __future__ import annotations
+
+import shutil
+import warnings
+
+import numpy as np
+import pytest
+
+from test_simulated_graphs import _mlp_args, _step
+from test_simulated_streams import SIMULATED, on_simulated_gpu, run_file_on_simulated_gpu
+
+
+@pytest.mark.skipif(SIMULATED or shutil.which("g++") is None,
+                    reason="already on the simulated GPU, or no C++ compiler (g++) for it")
+def test_on_the_simulated_gpu():
+    run_file_on_simulated_gpu(__file__)
+
+
+# ---------------------------------------------------------------- the rule (host arrays)
+
+def _rule(fn, *args):
+    import plax
+    from plax_cupy import graph_check
+    from plax_cupy.graphs import _equations
+    return graph_check.Rule.of(_equations(plax.make_jaxpr(fn)(*args)))
+
+
+def test_the_rule_is_bits_unless_a_capture_takes_another_library_entry_point():
+    import plax.numpy as jnp
+    from plax import lax
+    x = np.ones((3, 5), np.float32)
+    elementwise = _rule(lambda a: jnp.tanh(a) * 2, x)
+    assert not elementwise.tolerant and elementwise.tolerance(np.float32) == 0.0
+    looked_back = _rule(lambda a: jnp.cumsum(a, axis=1) + 1, x)
+    assert not looked_back.tolerant and "cumsum" in looked_back.paths
+    # a product: cuBLAS through cublas_direct in the capture, CuPy's matmul when plain; its
+    # reduction length is the contraction's (5) plus the sum's (3), a scan body's times its length
+    product = _rule(lambda a, w: jnp.sum(a @ w, axis=0), x, np.ones((5, 2), np.float32))
+    assert product.tolerant and product.length == 5 + 3 and "dot_general" in product.paths
+    scanned = _rule(lambda w, xs: lax.scan(lambda c, v: (c @ w + v, c), jnp.zeros(5), xs),
+                    np.ones((5, 5), np.float32), np.ones((7, 5), np.float32))
+    assert scanned.length == 7 * 5
+    assert product.tolerance(np.float32) == pytest.approx(32 * np.finfo(np.float32).eps * 8)
+    assert product.tolerance(np.dtype("float16")) == 2.0 ** -4   # (capped)
+
+
+def test_compare_finds_what_a_wrong_replay_gives_and_passes_rounding():
+    from plax_cupy.graph_check import Rule, compare
+    bits, tolerant = Rule({}, False, 1), Rule({"dot_general": "cuBLAS"}, True, 100)
+    p = np.array([1.0, -2.0, np.nan, np.inf, 0.0], np.float32)
+    assert compare([p.copy()], [p], bits) is None
+    nudged = p.copy()
+    nudged[0] = np.nextafter(np.float32(1), np.float32(2))
+    assert "largest difference" in compare([nudged], [p], bits)     # one ulp: not the same bits
+    assert compare([nudged], [p], tolerant) is None                  # within rounding
+    assert "NaN" in compare([np.where(np.isnan(p), 0, p)], [p], tolerant)
+    stale = p.copy()
+    stale[1] = 0.0                                                   # a zero where -2 was
+    assert "output 0 (float32[5]): largest difference 2" in compare([stale], [p], tolerant)
+    assert "infinities" in compare([np.where(np.isinf(p), -np.inf, p)], [p], tolerant)
+    labels = np.arange(128)
+    flipped = labels.copy()
+    flipped[3] = 4                                                   # a near tie decided otherwise
+    assert compare([flipped], [labels], tolerant) is None
+    assert "1 of 128 elements differ" in compare([flipped], [labels], bits)
+    assert "3 of 128" in compare([np.where(labels < 3, 9, labels)], [labels], tolerant)
+    z = np.array([1 + 1j, 2 - 1j], np.complex64)
+    assert compare([z.copy()], [z], bits) is None and compare([z * 0], [z], tolerant)
+    assert "2 outputs against 1" in compare([p, p], [p], bits)
+    # bfloat16, widened to float32 on the host: its own epsilon (a bf16 ulp is not a wrong replay)
+    wide = np.array([1.0, 0.5], np.float32)
+    bf16_ulp = wide + np.float32(2.0 ** -7)
+    assert compare([bf16_ulp], [wide], tolerant) is not None
+    assert compare([bf16_ulp], [wide], tolerant, [2.0 ** -7]) is None
+
+
+# ---------------------------------------------------------------- on the simulated GPU
+
+def _gpu():
+    import plax
+    return plax.devices("gpu")[0]
+
+
+def _run(f, args):
+    """One call's results on the host, and its counts."""
+    import plax
+    import plax_cupy
+    with plax_cupy.count() as c:
+        out = plax.tree_util.tree_leaves(f(*args))
+    return [np.asarray(o) for o in out], c
+
+
+def _fresh_step():
+    """The MLP step as a function of its own: a program jit has not compiled yet (its kernels
+    are the same, already built)."""
+    return lambda p, x, y: _step(p, x, y)
+
+
+def _expected():
+    import plax
+    args = _mlp_args()
+    ref = plax.jit(_step, backend="numpy")(*plax.device_put(args, plax.devices("cpu")[0]))
+    return args, [np.asarray(o) for o in plax.tree_util.tree_leaves(ref)]
+
+
+@pytest.fixture(autouse=True)
+def executables(request):
+    """The executables CupyBackend.compile returns in the test, latest last."""
+    return request.getfixturevalue("compiled_programs") if SIMULATED else []
+
+
+@on_simulated_gpu
+def test_a_correct_program_is_verified_silently(executables):
+    import plax
+    from plax_cupy.graphs import ReplayMismatchWarning
+    host_args, want = _expected()
+    args = plax.device_put(host_args, _gpu())
+    f = plax.jit(_fresh_step())
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ReplayMismatchWarning)
+        runs = [_run(f, args) for _ in range(4)]
+    for got, _ in runs:
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
+    (_, plain), (_, capture), (_, replay) = runs[0], runs[1], runs[2]
+    n_out = len(want)
+    # the capture's own launch is the call's; the plain run and the second launch are the
+    # check's, its reads (each output of the two launches and of the plain run) too
+    assert (capture.launches, capture.device_to_host, capture.device_copies) == (1, 0, 0)
+    assert capture.verify_launches == plain.launches + 1 and capture.verify_reads == 3 * n_out
+    assert (replay.launches, replay.verify_launches, replay.verify_reads) == (1, 0, 0)
+    text = executables[0].as_text()
+    assert "verified: 1 plan(s)' first two launches equal to a plain run (within" in text, text
+    assert executables[0].graphed.plans and not executables[0].graphed.reason
+
+
+def _long_cumsum(v):
+    """A long row's cumsum (one look-back kernel, kernels_rows) and a fused kernel after it."""
+    import plax.numpy as jnp
+    return jnp.cumsum(v) * 2
+
+
+@on_simulated_gpu
+@pytest.mark.parametrize("kind,step,written,caught_at", [
+    ("baked", "gemm", -1, "the capture's launch"),
+    ("uncleared", "gemm", -1, "its replay"),
+    ("freed-workspace", "gemm", -1, "the capture's launch"),
+    # the look-back's output (its launch passes the input, then the output, then the scratch)
+    ("uncleared", "cumulative_sum_float_single_pass", 1, "its replay"),
+])
+def test_a_wrong_replay_is_caught_and_the_program_runs_plainly(kind, step, written, caught_at,
+                                                               executables):
+    import plax
+    import fake_cupy
+    from plax_cupy import kernels_rows
+    from plax_cupy.graphs import ReplayMismatchWarning
+    if step == "gemm":   # (the MLP step's cuBLAS calls, captured through cublas_direct)
+        host_args, want = _expected()
+        fn, path, shape = _fresh_step(), "dot_general (cuBLAS gemm (cublas_direct))", "[8, 16]"
+    else:
+        v = np.random.default_rng(3).normal(size=4 * kernels_rows.LONG_ROW).astype(np.float32)
+        host_args, want = (v,), [np.asarray(plax.jit(_long_cumsum, backend="numpy")(v))]
+        fn, path = (lambda v: _long_cumsum(v)), "cumsum (the look-back scratch (kernels_rows))"
+        shape = f"[{v.size}]"
+    args = plax.device_put(host_args, _gpu())
+    f = plax.jit(fn)
+    with fake_cupy.replay_fault(kind, step, written):
+        runs = [_run(f, args)]
+        with pytest.warns(ReplayMismatchWarning) as caught:
+            runs.append(_run(f, args))
+        graphs = fake_cupy.COUNTS.get("graph_launches", 0)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", ReplayMismatchWarning)   # (it warns once)
+            runs += [_run(f, args) for _ in range(2)]
+    message = str(caught[0].message)
+    assert len(caught) == 1 and f"{caught_at} differed from a plain run" in message, message
+    assert f"output 0 (float32{shape})" in message and "largest difference" in message, message
+    assert path in message, message
+    # every call correct: the plain run's results where the graph's were not (a long float32
+    # cumsum: another summation order than the NumPy backend's)
+    atol = 1e-6 if step == "gemm" else 1e-2
+    for got, _ in runs:
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(g, w, rtol=1e-5, atol=atol)
+    assert fake_cupy.COUNTS.get("graph_launches", 0) == graphs   # plain from then on
+    assert all(c.launches == runs[0][1].launches for _, c in runs[2:])
+    program = executables[0].graphed
+    assert program.plans == [] and "replayed wrongly" in program.reason
+    assert "runs plainly (a CUDA graph of it replayed wrongly" in executables[0].as_text()
+
+
+@on_simulated_gpu
+def test_with_the_check_off_the_wrong_replay_is_returned(monkeypatch, executables):
+    import plax
+    import fake_cupy
+    monkeypatch.setenv("PLAX_CUDA_GRAPHS_VERIFY", "0")   # (read when the program compiles)
+    host_args, want = _expected()
+    args = plax.device_put(host_args, _gpu())
+    f = plax.jit(_fresh_step())
+    with fake_cupy.replay_fault("baked", "gemm"):
+        runs = [_run(f, args) for _ in range(3)]
+    np.testing.assert_allclose(runs[0][0][0], want[0], rtol=1e-5, atol=1e-6)
+    for got, c in runs[1:]:   # what the check guards against: garbage, silently
+        assert c.verify_launches == 0 and not np.allclose(got[0], want[0], equal_nan=False)
+    assert "replays not verified (PLAX_CUDA_GRAPHS_VERIFY=0)" in executables[0].as_text()
+
+
+@on_simulated_gpu
+def test_a_check_out_of_memory_runs_the_call_plainly(monkeypatch, executables):
+    import cupy
+    import plax
+    from plax_cupy import graph_check
+    host_args, want = _expected()
+    args = plax.device_put(host_args, _gpu())
+    f = plax.jit(_fresh_step())
+    _run(f, args)
+
+    def full(buffer):   # (the plain run beside the plans' buffers does not fit)
+        raise cupy.cuda.memory.OutOfMemoryError(1 << 40, 0, 1 << 30)
+    monkeypatch.setattr(graph_check, "to_host", full)
+    got, _ = _run(f, args)   # the capture: its check runs out of memory
+    monkeypatch.undo()
+    for g, w in zip(got + _run(f, args)[0], want + want):
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
+    program = executables[0].graphed
+    assert program.plans == [] and "ran out of memory" in program.reason
