@@ -303,6 +303,19 @@ def look_back_scratch(jobs: int, dtype) -> list:
     return [cupy.empty((jobs,), np.uint32), cupy.empty((2 * jobs,), dtype)]
 
 
+def group_scratch(jobs: int, width: int, dtype) -> list:
+    """The uncleared scratch of a look-back over ``jobs`` tiles of ``width`` columns of
+    ``dtype`` elements (``name + "_group_look_back"``), after ``state``: ``[flags, vals]``, a
+    ``uint32`` flag per tile and ``2 * jobs * width`` elements (the tiles' column totals, then
+    their inclusive scans).
+
+    Example:
+      >>> [a.size for a in group_scratch(5, 4, np.float32)]   # doctest: +SKIP
+      [5, 40]
+    """
+    return [cupy.empty((jobs,), np.uint32), cupy.empty((2 * jobs * width,), np.dtype(dtype))]
+
+
 def _packed_look_back(name: str, T: str) -> str:
     """The packed look-back of ``name`` on ``T`` (at most 4 bytes): see
     :func:`_single_pass_source`."""
@@ -451,6 +464,79 @@ __device__ PLAX_ROW_NOINLINE {T} {name}_look_back(unsigned int* flags, {T}* vals
 """
 
 
+def _group_look_back(name: str, T: str) -> str:
+    """The look-back of a tile of several columns (``name + "_group_look_back"``): see
+    :func:`_single_pass_source`."""
+    return f"""
+// The look-back of a tile of `width` columns (one chain of tiles per column group; a tile's
+// predecessor in its chain is `stride` tickets before it, `k` its place in the chain): the
+// tile publishes all its columns' totals (`total`, shared) and then ONE flag for the tile, so a
+// predecessor's state is one flag read, whatever the columns: {WINDOW} predecessors' flags a
+// step (the block's threads at once), passing every aggregate up to the nearest tile that is
+// not one; then the columns' values after the inclusive scan found, a window of tiles by every
+// column at a time (`window`, {THREADS} values), each column folded in tile order by its own
+// thread. `vals`: the aggregates of `jobs` tiles by `width` columns, then their inclusive scans.
+// The whole block calls it; the carries are left in `carries` (shared) for every thread.
+__device__ PLAX_ROW_NOINLINE void {name}_group_look_back(unsigned int* flags, {T}* vals,
+    long long jobs, long long job, long long stride, long long k, int width, const {T}* total,
+    unsigned int tag, unsigned int* seen, {T}* window, {T}* carries) {{
+  {T}* aggregate = vals;
+  {T}* inclusive = vals + jobs * width;
+  const unsigned int agg = (tag << 2) | 1u, inc = (tag << 2) | 2u;
+  const int t = threadIdx.x, threads = blockDim.x;
+  {T}* mine = (k == 0 ? inclusive : aggregate) + job * width;
+  for (int c = t; c < width; c += threads) mine[c] = total[c];
+  __threadfence();  // (each writer's values before the barrier, the barrier before the flag)
+  __syncthreads();
+  if (t == 0) atomicExch(flags + job, k == 0 ? inc : agg);
+  if (k == 0) return;  // (the chain's first tile: its totals are its inclusive scans)
+  PLAX_ROW_AFTER_TOTAL(job);
+  long long end = k, found = -1;  // (places in the chain: tiles [end, k) published totals)
+  unsigned long long steps = 0;
+  while (found < 0) {{
+    const long long w = end < {WINDOW} ? end : {WINDOW};
+    for (long long i = t; i < w; i += threads) {{
+      const unsigned int f = *(volatile unsigned int*)(flags + job - (k - end + 1 + i) * stride);
+      seen[i] = f == inc ? 2u : f == agg ? 1u : 0u;
+    }}
+    if (t < w) __threadfence();  // (a flag read before the values it publishes)
+    __syncthreads();
+    const bool short_of_window = plax_row_pass(seen, w, &end, &found);
+    ++steps;
+    if (found < 0 && short_of_window) PLAX_ROW_SPIN();  // (a tile not published yet)
+    __syncthreads();  // (seen is written again next step)
+  }}
+  const long long found_job = job - (k - found) * stride;
+  for (int c = t; c < width; c += threads)
+    carries[c] = plax_read_published(inclusive + found_job * width + c);
+  // (tiles a window: as many as the block reads at once by every column, at most {WINDOW})
+  const long long per = threads / width < 1 ? 1 : threads / width < {WINDOW} ? threads / width : {WINDOW};
+  for (long long j0 = found + 1; j0 < k; j0 += per) {{
+    const long long m = k - j0 < per ? k - j0 : per;
+    for (long long q = t; q < m * width; q += threads) {{
+      const long long d = q / width, c = q % width;
+      window[q] = plax_read_published(aggregate + (job - (k - j0 - d) * stride) * width + c);
+    }}
+    __syncthreads();
+    for (int c = t; c < width; c += threads) {{  // (each column's totals in tile order)
+      {T} acc = carries[c];
+      for (long long d = 0; d < m; ++d) acc = {name}_op(acc, window[d * width + c]);
+      carries[c] = acc;
+    }}
+    ++steps;
+    __syncthreads();
+  }}
+  for (int c = t; c < width; c += threads) inclusive[job * width + c] = {name}_op(carries[c], total[c]);
+  __threadfence();
+  __syncthreads();
+  if (t == 0) {{
+    atomicExch(flags + job, inc);
+    PLAX_ROW_NOTE_LOOK_BACK(steps);
+  }}
+}}
+"""
+
+
 def _single_pass_source(name: str, T: str, staged: int) -> str:
     """The single-pass kernels on ``T`` elements (with their look-back: packed where
     :func:`packs` the element size, else two words), for :func:`cumulative_source`, whose
@@ -468,6 +554,14 @@ def _single_pass_source(name: str, T: str, staged: int) -> str:
         call = (f"{name}_look_back(flags, vals, {{jobs}}, {{job}}, k, total, tag, seen, window, "
                 f"&carry);")
         clear = "flags[i] = 0u;"
+    group_shared = f"""  __shared__ {T} buf[{staged}];
+  __shared__ {T} totals[{THREADS}];
+  __shared__ {T} window[{THREADS}];
+  __shared__ {T} column_totals[{COLUMN_MIN}];
+  __shared__ {T} carries[{COLUMN_MIN}];
+  __shared__ unsigned int seen[{WINDOW}];
+  __shared__ long long ticket;
+  __shared__ int last;"""
     shared = f"""  __shared__ {T} buf[{staged}];
   __shared__ {T} totals[{THREADS}];
   {walk_shared}
@@ -480,7 +574,7 @@ def _single_pass_source(name: str, T: str, staged: int) -> str:
     const long long job = ticket;
     if (job >= jobs) break;"""
 
-    def clear_at_exit(count: str) -> str:
+    def clear_at_exit(count: str, clear: str = clear) -> str:
         return f"""  if (threadIdx.x == 0) {{
     __threadfence();
     last = plax_count_done(state + 1, tag) == gridDim.x - 1;
@@ -490,7 +584,7 @@ def _single_pass_source(name: str, T: str, staged: int) -> str:
     for (long long i = threadIdx.x; i < {count}; i += blockDim.x) {clear}
     if (threadIdx.x == 0) {{ state[0] = 0ull; state[1] = 0ull; }}
   }}"""
-    return f"""// rows split in tiles in one launch: tiles taken in ticket order (a tile waits only on tiles
+    return _group_look_back(name, T) + f"""// rows split in tiles in one launch: tiles taken in ticket order (a tile waits only on tiles
 // taken before it, by running blocks); each publishes its total, looks back to the nearest
 // tile of its row with a published inclusive scan and folds the totals after it in tile order
 // (so every carry is the same left fold of the totals, whoever finished first), publishes its
@@ -520,16 +614,17 @@ def _single_pass_source(name: str, T: str, staged: int) -> str:
 // A long non-last axis of few columns (1 < inner < {COLUMN_MIN}), in one launch: a tile is
 // `tile_rows` rows of the axis (a multiple of 32) by all `inner` columns, contiguous in memory:
 // staged with coalesced loads, each column gathered into its own stretch of `buf` (column c at
-// c * tile_rows, scan order); tiles taken in ticket order ((outer slice, tile) pairs); each
-// column of a tile then reduces, looks back and scans as a tile of a row does, its look-back
-// slots numbered as rows' tiles are ((o * inner + c) * tiles + k); the tile is stored back as
-// it was loaded.
+// c * tile_rows, scan order); tiles taken in ticket order ((outer slice, tile) pairs). Every
+// column's total first, then one look-back for the tile (one flag a predecessor, its columns'
+// totals beside it: {name}_group_look_back), then each column's scan from its carry (reduced
+// again: its chunk totals, as the first pass folded them); the tile is stored back as it was
+// loaded.
 extern "C" __global__ void {name}_columns_single_pass(const {T}* __restrict__ x,
-    {T}* __restrict__ y, unsigned long long* state, {scratch}, long long outer, long long n,
-    long long inner, int reverse, long long tile_rows, unsigned int tag) {{
-{shared}
+    {T}* __restrict__ y, unsigned long long* state, unsigned int* flags, {T}* vals,
+    long long outer, long long n, long long inner, int reverse, long long tile_rows,
+    unsigned int tag) {{
+{group_shared}
   const long long tiles = (n + tile_rows - 1) / tile_rows, jobs = outer * tiles;
-  const long long slots = jobs * inner;
   for (;;) {{
 {take_ticket}
     const long long o = job / tiles, k = job % tiles, start = k * tile_rows;
@@ -546,14 +641,19 @@ extern "C" __global__ void {name}_columns_single_pass(const {T}* __restrict__ x,
     }}
     __syncthreads();
     // (not unrolled: unrolled, the float32 kernel took 92 registers a thread, 2 blocks an SM)
-    const long long slot0 = o * inner * tiles + k;
+    #pragma unroll 1
+    for (int c = 0; c < columns; ++c) {{  // (tile_rows % 32 == 0: the pads line up)
+      const {T} total = {name}_reduce(buf + PLAX_ROW_PAD(c * stride), len, totals);
+      if (threadIdx.x == 0) column_totals[c] = total;
+      __syncthreads();  // (totals is written again by the next column's reduction)
+    }}
+    {name}_group_look_back(flags, vals, jobs, job, 1, k, columns, column_totals, tag, seen,
+                           window, carries);
     #pragma unroll 1
     for (int c = 0; c < columns; ++c) {{
-      {T}* column = buf + PLAX_ROW_PAD(c * stride);  // (tile_rows % 32 == 0: pads line up)
-      const {T} total = {name}_reduce(column, len, totals);
-      const long long slot = slot0 + c * tiles;
-      {call.format(job="slot", jobs="slots")}
-      {name}_scan(column, len, totals, k ? &carry : nullptr);
+      {T}* column = buf + PLAX_ROW_PAD(c * stride);
+      {name}_reduce(column, len, totals);
+      {name}_scan(column, len, totals, k ? carries + c : nullptr);
     }}
     {T}* dst = y + (o * n + first) * inner;
     for (int q = threadIdx.x; q < count; q += blockDim.x) {{
@@ -562,7 +662,7 @@ extern "C" __global__ void {name}_columns_single_pass(const {T}* __restrict__ x,
     }}
     __syncthreads();  // (buf is staged again next)
   }}
-{clear_at_exit("slots")}
+{clear_at_exit("jobs", "flags[i] = 0u;")}
 }}
 """
 
@@ -1064,7 +1164,7 @@ def scan_rows(op: str, work, out, outer: int, n: int, inner: int, reverse: bool)
                              f"block stages ({_capacity(ctype)})")
         tickets = outer * -(-n // tile_rows)
         state = cupy.empty((2,), np.uint64)
-        scratch = look_back_scratch(tickets * inner, work.dtype)
+        scratch = group_scratch(tickets, inner, work.dtype)
         _launch(source, name + "_columns_single_pass", tickets, work, out, state, *scratch,
                 np.int64(outer), np.int64(n), np.int64(inner), np.int32(bool(reverse)),
                 np.int64(tile_rows), codegen.launch_tag(30))

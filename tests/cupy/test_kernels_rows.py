@@ -392,8 +392,12 @@ def test_single_pass_scan_with_concurrent_blocks(tmp_path, monkeypatch, dtype, s
     slots = x.size // n * -(-n // tile)
     state = np.full(2, 7, np.uint64)
     packed = kernels_rows.packs(x.itemsize)
-    scratch = ([np.full(slots, 7, np.uint64)] if packed else
-               [np.full(slots, 7, np.uint32), np.full(2 * slots, 7, dtype)])
+    if columns > 1:   # (a flag a tile, its columns' totals beside it)
+        tickets = slots // columns
+        scratch = [np.full(tickets, 7, np.uint32), np.full(2 * tickets * columns, 7, dtype)]
+    else:
+        scratch = ([np.full(slots, 7, np.uint64)] if packed else
+                   [np.full(slots, 7, np.uint32), np.full(2 * slots, 7, dtype)])
     results = []
     for trial, grid in enumerate([1, 8, 8, 5, 8]):   # grid 1: the blocks in sequence
         for reverse in (0, 1):
