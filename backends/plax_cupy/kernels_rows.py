@@ -156,6 +156,35 @@ def column_segments(n: int, inner: int, itemsize: int) -> int:
     return max(by_rows, by_columns)
 
 
+#: column chains (outer slices x column groups of the column kernel) from which they alone give
+#: a GPU enough blocks (several resident a multiprocessor: 1024 is ~8 on an H200's 132, ~9.5 on
+#: an A100's 108); fewer are cut along the axis (:func:`column_part_rows`)
+COLUMN_CHAINS = 1024
+
+#: stretches (``segs * column_items`` rows each) in a part of the axis of the split column
+#: kernel: 4 (512 float32 rows, 2 KiB of a column; a (4096, 4096) float32 axis in 8 parts)
+COLUMN_PART_STRETCHES = 4
+
+
+def column_part_rows(chains: int, n: int, segs: int, itemsize: int) -> int:
+    """Rows of the axis in each part of the column kernel (``n``: one part, the kernel without
+    a look-back): with fewer than :data:`COLUMN_CHAINS` chains (outer slices by column groups),
+    parts of :data:`COLUMN_PART_STRETCHES` stretches of ``segs`` segments, when the axis holds
+    two or more. A function of the shape alone (never of the device), so a float sum's fold
+    order is too; the device's multiprocessors set only the grid (:func:`_grid`).
+
+    Example:
+      >>> column_part_rows(128, 4096, 8, 4), column_part_rows(2, 100, 8, 4)
+      (512, 100)
+      >>> column_part_rows(2048, 4096, 8, 4)
+      4096
+    """
+    part = COLUMN_PART_STRETCHES * segs * column_items(itemsize)
+    if chains >= COLUMN_CHAINS or n < 2 * part:
+        return n
+    return part
+
+
 def column_tile_rows(tile: int, inner: int) -> int:
     """Rows of the axis in a tile of the few-columns single pass (``1 < inner <``
     :data:`COLUMN_MIN`): as many as ``tile`` elements hold across ``inner`` columns, a multiple
@@ -584,7 +613,7 @@ def _single_pass_source(name: str, T: str, staged: int) -> str:
     for (long long i = threadIdx.x; i < {count}; i += blockDim.x) {clear}
     if (threadIdx.x == 0) {{ state[0] = 0ull; state[1] = 0ull; }}
   }}"""
-    return _group_look_back(name, T) + f"""// rows split in tiles in one launch: tiles taken in ticket order (a tile waits only on tiles
+    return f"""// rows split in tiles in one launch: tiles taken in ticket order (a tile waits only on tiles
 // taken before it, by running blocks); each publishes its total, looks back to the nearest
 // tile of its row with a published inclusive scan and folds the totals after it in tile order
 // (so every carry is the same left fold of the totals, whoever finished first), publishes its
@@ -734,7 +763,7 @@ def _build_cumulative_source(op: str, ctype: str) -> tuple[str, str]:
     staged = cap + cap // 32   # (one element of padding per 32: PLAX_ROW_PAD)
     source = _HELPERS + f"""
 __device__ __forceinline__ {T} {name}_op({T} a, {T} b) {{ return {combine}; }}
-// Stages scan-order positions [start, start + len) of the row at `base` (len <= {cap}) in
+{_group_look_back(name, T)}// Stages scan-order positions [start, start + len) of the row at `base` (len <= {cap}) in
 // `buf`: consecutive threads read consecutive elements (coalesced where inner == 1), each
 // thread issuing all its loads before storing any (one memory latency per batch, not per item)
 __device__ __forceinline__ void {name}_load(const {T}* __restrict__ x, long long base,
@@ -871,13 +900,55 @@ extern "C" __global__ void {name}_tiles(const {T}* __restrict__ x, {T}* __restri
                  k ? scanned + job - 1 : nullptr, buf, totals);
   }}
 }}
-// A non-last axis of many columns (inner >= {COLUMN_MIN}): a block per group of THREADS / segs
-// consecutive columns of one outer slice (a warp's loads read consecutive columns: coalesced),
-// the axis taken a stretch of segs * {citems} rows at a time. Thread (segment s, column c) loads
-// its {citems} rows of the stretch at once and scans them in registers (segment 0 from the
-// column's carry: its scan before the stretch); one thread a column folds the other segments'
-// totals in order after segment 0's; each thread of those adds the carry before its segment, and
-// all store. With one segment a column is one sequential fold (NumPy's order).
+// A non-last axis of many columns (inner >= {COLUMN_MIN}): a block per group of `width` =
+// THREADS / segs consecutive columns of one outer slice (a warp's loads read consecutive
+// columns: coalesced), the axis taken a stretch of segs * {citems} rows at a time. Thread
+// (segment s, column c) loads its {citems} rows of the stretch at once and scans them in
+// registers (segment 0 from the column's carry: its scan before the stretch); one thread a
+// column folds the other segments' totals in order after segment 0's; each thread of those adds
+// the carry before its segment, and all store. With one segment a column is one sequential fold
+// (NumPy's order). {name}_column_stretches scans rows [begin, end) so (from `carries[c]` when
+// `carried`), leaving each column's scan at `end - 1` in `carries[c]`.
+__device__ __forceinline__ void {name}_column_stretches(const {T}* __restrict__ x,
+    {T}* __restrict__ y, long long base, long long n, long long inner, int reverse, bool live,
+    long long c, long long s, long long width, long long segs, long long begin, long long end,
+    bool carried, {T}* totals, {T}* carries) {{
+  for (long long r0 = begin; r0 < end; r0 += segs * {citems}) {{
+    const long long lo = r0 + s * {citems};
+    const int m = !live || lo >= end ? 0 : end - lo < {citems} ? (int)(end - lo) : {citems};
+    {T} v[{citems}];
+    #pragma unroll
+    for (int u = 0; u < {citems}; ++u)
+      if (u < m) v[u] = x[plax_row_at(base, n, inner, reverse, lo + u)];
+    if (m && s == 0 && (r0 > begin || carried)) v[0] = {name}_op(carries[c], v[0]);
+    {T} last = v[0];  // (v[m - 1], kept in a register: a dynamic index puts v in local memory)
+    #pragma unroll
+    for (int u = 1; u < {citems}; ++u)
+      if (u < m) last = v[u] = {name}_op(v[u - 1], v[u]);
+    if (m) totals[threadIdx.x] = last;
+    __syncthreads();
+    if (s == 0 && live) {{  // segment 0's scan, then the others' totals folded in order
+      {T} run = totals[c];
+      for (long long k = 1; k < segs && lo + k * {citems} < end; ++k) {{
+        const {T} part = totals[k * width + c];
+        totals[k * width + c] = run;
+        run = {name}_op(run, part);
+      }}
+      carries[c] = run;
+    }}
+    __syncthreads();
+    if (m && s > 0) {{
+      const {T} before = totals[threadIdx.x];
+      #pragma unroll
+      for (int u = 0; u < {citems}; ++u)
+        if (u < m) v[u] = {name}_op(before, v[u]);
+    }}
+    #pragma unroll
+    for (int u = 0; u < {citems}; ++u)
+      if (u < m) y[plax_row_at(base, n, inner, reverse, lo + u)] = v[u];
+    __syncthreads();  // (totals is written again next stretch)
+  }}
+}}
 extern "C" __global__ void {name}_columns(const {T}* __restrict__ x, {T}* __restrict__ y,
     long long outer, long long n, long long inner, int reverse, int segments) {{
   __shared__ {T} totals[{THREADS}];
@@ -888,43 +959,82 @@ extern "C" __global__ void {name}_columns(const {T}* __restrict__ x, {T}* __rest
   const long long groups = (inner + width - 1) / width;
   for (long long job = blockIdx.x; job < outer * groups; job += gridDim.x) {{
     const long long col = (job % groups) * width + c;
+    {name}_column_stretches(x, y, (job / groups) * n * inner + col, n, inner, reverse,
+                            col < inner, c, s, width, segs, 0, n, false, totals, carries);
+  }}
+}}
+// The column kernel with the axis cut in parts of `part_rows` rows (a multiple of a stretch),
+// in one launch: a job is (part k, column group), taken in ticket order part by part (a part's
+// predecessor in its group's chain was taken `chains` tickets before it). A block folds its
+// part's rows per column (each segment's rows in order, then the segments in order), publishes
+// the group's totals with one flag ({name}_group_look_back), takes the carries (the left fold
+// of the earlier parts' totals, in part order) and scans its part as the column kernel does.
+// The parts depend on the shape alone, so the fold order does too.
+extern "C" __global__ void {name}_columns_look_back(const {T}* __restrict__ x,
+    {T}* __restrict__ y, unsigned long long* state, unsigned int* flags, {T}* vals,
+    long long outer, long long n, long long inner, int reverse, int segments,
+    long long part_rows, unsigned int tag) {{
+  __shared__ {T} totals[{THREADS}];
+  __shared__ {T} carries[{THREADS}];
+  __shared__ {T} window[{THREADS}];
+  __shared__ {T} part_totals[{THREADS}];
+  __shared__ unsigned int seen[{WINDOW}];
+  __shared__ long long ticket;
+  __shared__ int last;
+  const long long segs = segments < (int)blockDim.x ? segments : blockDim.x;
+  const long long width = blockDim.x / segs, c = threadIdx.x % width, s = threadIdx.x / width;
+  const long long groups = (inner + width - 1) / width, chains = outer * groups;
+  const long long parts = (n + part_rows - 1) / part_rows, jobs = chains * parts;
+  for (;;) {{
+    if (threadIdx.x == 0) ticket = (long long)plax_tagged_count(state, tag);
+    __syncthreads();
+    const long long job = ticket;
+    if (job >= jobs) break;
+    const long long k = job / chains, chain = job % chains;
+    const long long col = (chain % groups) * width + c;
     const bool live = col < inner;
-    const long long base = (job / groups) * n * inner + col;
-    for (long long r0 = 0; r0 < n; r0 += segs * {citems}) {{
+    const long long base = (chain / groups) * n * inner + col;
+    const long long begin = k * part_rows, end = begin + part_rows < n ? begin + part_rows : n;
+    {T} acc;
+    bool any = false;
+    for (long long r0 = begin; r0 < end; r0 += segs * {citems}) {{
       const long long lo = r0 + s * {citems};
-      const int m = !live || lo >= n ? 0 : n - lo < {citems} ? (int)(n - lo) : {citems};
+      const int m = !live || lo >= end ? 0 : end - lo < {citems} ? (int)(end - lo) : {citems};
       {T} v[{citems}];
       #pragma unroll
       for (int u = 0; u < {citems}; ++u)
         if (u < m) v[u] = x[plax_row_at(base, n, inner, reverse, lo + u)];
-      if (m && s == 0 && r0 > 0) v[0] = {name}_op(carries[c], v[0]);  // (its own, last stretch)
-      {T} last = v[0];  // (v[m - 1], kept in a register: a dynamic index puts v in local memory)
-      #pragma unroll
-      for (int u = 1; u < {citems}; ++u)
-        if (u < m) last = v[u] = {name}_op(v[u - 1], v[u]);
-      if (m) totals[threadIdx.x] = last;
-      __syncthreads();
-      if (s == 0 && live) {{  // segment 0's scan, then the others' totals folded in order
-        {T} run = totals[c];
-        for (long long k = 1; k < segs && lo + k * {citems} < n; ++k) {{
-          const {T} part = totals[k * width + c];
-          totals[k * width + c] = run;
-          run = {name}_op(run, part);
-        }}
-        carries[c] = run;
-      }}
-      __syncthreads();
-      if (m && s > 0) {{
-        const {T} before = totals[threadIdx.x];
+      if (m) {{
+        {T} a = any ? {name}_op(acc, v[0]) : v[0];
         #pragma unroll
-        for (int u = 0; u < {citems}; ++u)
-          if (u < m) v[u] = {name}_op(before, v[u]);
+        for (int u = 1; u < {citems}; ++u)
+          if (u < m) a = {name}_op(a, v[u]);
+        acc = a;
+        any = true;
       }}
-      #pragma unroll
-      for (int u = 0; u < {citems}; ++u)
-        if (u < m) y[plax_row_at(base, n, inner, reverse, lo + u)] = v[u];
-      __syncthreads();  // (totals is written again next stretch)
     }}
+    if (any) totals[threadIdx.x] = acc;
+    __syncthreads();
+    if (s == 0 && live) {{
+      {T} run = totals[c];
+      for (long long q = 1; q < segs && begin + q * {citems} < end; ++q)
+        run = {name}_op(run, totals[q * width + c]);
+      part_totals[c] = run;
+    }}
+    __syncthreads();
+    {name}_group_look_back(flags, vals, jobs, job, chains, k, (int)width, part_totals, tag,
+                           seen, window, carries);
+    {name}_column_stretches(x, y, base, n, inner, reverse, live, c, s, width, segs, begin, end,
+                            k > 0, totals, carries);
+  }}
+  if (threadIdx.x == 0) {{
+    __threadfence();
+    last = plax_count_done(state + 1, tag) == gridDim.x - 1;
+  }}
+  __syncthreads();
+  if (last) {{  // every block is done with the scratch: clear it for a replay
+    for (long long i = threadIdx.x; i < jobs; i += blockDim.x) flags[i] = 0u;
+    if (threadIdx.x == 0) {{ state[0] = 0ull; state[1] = 0ull; }}
   }}
 }}
 """
@@ -1147,11 +1257,8 @@ def scan_rows(op: str, work, out, outer: int, n: int, inner: int, reverse: bool)
     tile = tile_of(work.dtype.itemsize)
     tiles = tiles_for(rows, n, tile)
     common = (np.int64(rows), np.int64(n), np.int64(inner), np.int32(bool(reverse)))
-    if tiles == 1 and inner >= COLUMN_MIN:
-        segs = column_segments(n, inner, work.dtype.itemsize)
-        groups = -(-inner // (THREADS // segs))
-        _launch(source, name + "_columns", outer * groups, work, out, np.int64(outer),
-                np.int64(n), np.int64(inner), np.int32(bool(reverse)), np.int32(segs))
+    if inner >= COLUMN_MIN:
+        _scan_columns(source, name, work, out, outer, n, inner, reverse)
         return
     if tiles == 1:
         _launch(source, name, rows, work, out, *common)
@@ -1184,6 +1291,31 @@ def scan_rows(op: str, work, out, outer: int, n: int, inner: int, reverse: bool)
     scanned = cupy.empty_like(sums)
     scan_rows(op, sums, scanned, rows, tiles, 1, False)   # (tiles in scan order already)
     _launch(source, name + "_tiles", rows * tiles, work, out, scanned, *common, np.int64(tile))
+
+
+def _scan_columns(source: str, name: str, work, out, outer: int, n: int, inner: int,
+                  reverse: bool) -> None:
+    """:func:`scan_rows` along a non-last axis of at least :data:`COLUMN_MIN` columns: the
+    column kernel (``name + "_columns"``), or with the axis in parts (:func:`column_part_rows`)
+    its split form (``name + "_columns_look_back"``), one launch either way."""
+    itemsize = work.dtype.itemsize
+    segs = column_segments(n, inner, itemsize)
+    width = THREADS // segs
+    groups = -(-inner // width)
+    part_rows = column_part_rows(outer * groups, n, segs, itemsize)
+    if part_rows >= n:
+        _launch(source, name + "_columns", outer * groups, work, out, np.int64(outer),
+                np.int64(n), np.int64(inner), np.int32(bool(reverse)), np.int32(segs))
+        return
+    parts = -(-n // part_rows)
+    # (sized for any block width the kernel meets: a narrower block, as the simulated GPU's
+    # one thread, makes groups of fewer columns, so more flags and as many values)
+    state = cupy.empty((2,), np.uint64)
+    scratch = [cupy.empty((outer * inner * parts,), np.uint32),
+               cupy.empty((2 * outer * (inner + width - 1) * parts,), work.dtype)]
+    _launch(source, name + "_columns_look_back", outer * groups * parts, work, out, state,
+            *scratch, np.int64(outer), np.int64(n), np.int64(inner), np.int32(bool(reverse)),
+            np.int32(segs), np.int64(part_rows), codegen.launch_tag(30))
 
 
 def arg_rows(is_max: bool, work, out, outer: int, n: int, inner: int) -> None:

@@ -358,8 +358,9 @@ def _concurrent_single_pass(tmp_path, ctype, kernel_suffix="_single_pass"):
     assert done.returncode == 0, done.stderr[-4000:]
     fn = getattr(ctypes.CDLL(str(lib)), "run_concurrently")
     pointers = params.count("*")
-    fn.argtypes = [ctypes.c_void_p] * pointers + [ctypes.c_longlong] * 3 + [
-        ctypes.c_int, ctypes.c_longlong, ctypes.c_uint, ctypes.c_uint]
+    fn.argtypes = [ctypes.c_void_p if "*" in p else
+                   _C_PARAM[p.replace("const", "").strip().rsplit(" ", 1)[0].strip()]
+                   for p in params.split(",")] + [ctypes.c_uint]
 
     def run(grid, *arrays_then_ints):
         arrays, ints = arrays_then_ints[:pointers], arrays_then_ints[pointers:]
@@ -410,6 +411,72 @@ def test_single_pass_scan_with_concurrent_blocks(tmp_path, monkeypatch, dtype, s
             results.append((reverse, y))
     for reverse, y in results[2:]:
         np.testing.assert_array_equal(y, results[reverse][1])   # bit for bit, any timing
+
+
+@needs_cxx20
+def test_split_column_scan_with_concurrent_blocks(tmp_path):
+    """The column kernel with its axis in parts (``_columns_look_back``: a part's columns look
+    back once, one flag a part) with its blocks as concurrent host threads, four parts in five
+    held between publishing their totals and their inclusive scans: values against NumPy, bit
+    for bit the same whatever the timing and as blocks in sequence, scratch left clear."""
+    from plax_cupy import kernels_rows
+    run = _concurrent_single_pass(tmp_path, "float", "_columns_look_back")
+    rng = np.random.default_rng(6)
+    outer, n, inner, part_rows = 2, 300, 33, 16
+    x = (rng.normal(size=(outer, n, inner)) * 10.0 ** rng.integers(-3, 4, (outer, n, inner))
+         ).astype(np.float32)
+    parts = -(-n // part_rows)
+    state = np.full(2, 7, np.uint64)
+    # (blocks of one thread: a group a column)
+    scratch = [np.full(outer * inner * parts, 7, np.uint32),
+               np.full(2 * outer * inner * parts, 7, np.float32)]
+    results = []
+    for trial, grid in enumerate([1, 8, 8, 5]):
+        for reverse in (0, 1):
+            y = np.full_like(x, 7)
+            run(grid, x, y, state, *scratch, outer, n, inner, reverse, 8, part_rows,
+                1 + trial % 2)
+            assert not state.any() and not scratch[0].any(), "scratch left set"
+            want = _reference("sum", x.astype(np.float64), 1, bool(reverse))
+            np.testing.assert_allclose(y, want, rtol=1e-4, atol=1e-3 * np.abs(x).max())
+            results.append((reverse, y))
+    for reverse, y in results[2:]:
+        np.testing.assert_array_equal(y, results[reverse][1])   # bit for bit, any timing
+
+
+@needs_cxx20
+@pytest.mark.parametrize("host_rows", [32, 8], indirect=True)
+def test_split_column_scan_over_several_blocks(host_rows, monkeypatch):
+    """A non-last axis of 32 columns or more cut in parts (``_columns_look_back``; parts of one
+    stretch forced), with a block of 32 or 8 threads: one launch, values as NumPy's (bit for
+    bit for integers, max and min; NaN carried into later parts), either direction; and few
+    rows of many columns along a long axis (they took the rows' strided single pass before)."""
+    from plax_cupy import kernels_rows
+    monkeypatch.setattr(kernels_rows, "COLUMN_PART_STRETCHES", 1)
+    rng = np.random.default_rng(9)
+    # (ops and dtypes of the tests above: no new g++ build)
+    cases = [("sum", np.float64, (300, 40), 0), ("max", np.float32, (2, 400, 33), 1),
+             ("min", np.int64, (500, 32), 0), ("sum", np.int32, (1000, 64), 0),
+             ("prod", np.complex128, (200, 32), 0), ("logsumexp", np.float64, (300, 36), 0)]
+    for op, dtype, shape, axis in cases:
+        x = _operand(rng, op, dtype, shape)
+        if op == "max":
+            x[1, 130, 5] = np.nan   # from a later part on, NaN down its column
+        outer, n, inner = kernels_rows._layout(x.shape, axis)
+        for reverse in (False, True):
+            host_rows.launches.clear()
+            got = np.full_like(x, 7)
+            kernels_rows.scan_rows(op, x, got, outer, n, inner, reverse)
+            assert host_rows.launches and all(
+                name.endswith("_columns_look_back") for name in host_rows.launches), \
+                (shape, host_rows.launches)
+            assert len(host_rows.launches) == 1, host_rows.launches
+            want = _reference(op, x, axis, reverse)
+            msg = f"{op} {dtype} {shape} reverse {reverse}"
+            if op in ("max", "min") or x.dtype.kind in "iu":
+                np.testing.assert_array_equal(got, want, err_msg=msg)
+            else:
+                np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-11, err_msg=msg)
 
 
 @needs_cxx20

@@ -281,3 +281,34 @@ def test_look_back_takes_a_window_of_predecessors_per_step(running, dtype):
                     "most": expect}, seen
     np.testing.assert_array_equal(resumed[running * tile:], plain[running * tile:])
     assert not scratch[0].get().any() and not state.get().any()
+
+
+@on_simulated_gpu
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_few_columns_look_back_once_per_tile(dtype):
+    """The few-columns single pass (a tile: rows of the axis by every column) looks back once
+    per tile, whatever the columns: a predecessor's state is one flag, its columns' totals
+    beside it. Counted by the simulated module: blocks in sequence find their predecessor's
+    inclusive scans out, so each tile after a chain's first takes one step (it took one per
+    column before: ``inner`` look-backs of one step per tile); values against NumPy, bit for
+    bit for an integer-valued operand."""
+    import cupy
+    from plax_cupy import codegen, kernel_modules, kernels_rows
+    outer, n, inner, tile_rows = 2, 700, 4, 32
+    tiles = -(-n // tile_rows)
+    x = np.random.default_rng(8).integers(-50, 50, (outer, n, inner)).astype(dtype)
+    source, name = kernels_rows.cumulative_source("sum", "float" if dtype == np.float32 else "double")
+    module = kernel_modules.module(codegen.PREAMBLE + source, kernels_rows._kernel_names(source))
+    counters = _look_back_counters(module)
+    for c in counters.values():
+        c.value = 0
+    xd, y = cupy.asarray(x), cupy.zeros(x.shape, dtype)
+    state = cupy.zeros((2,), np.uint64)
+    scratch = kernels_rows.group_scratch(outer * tiles, inner, dtype)
+    module.get_function(name + "_columns_single_pass")(
+        (5,), (1,), (xd, y, state, *scratch, np.int64(outer), np.int64(n), np.int64(inner),
+                     np.int32(1), np.int64(tile_rows), np.uint32(3)))
+    seen = {key: c.value for key, c in counters.items()}
+    assert seen == {"tiles": outer * (tiles - 1), "steps": outer * (tiles - 1), "most": 1}, seen
+    np.testing.assert_array_equal(y.get(), np.flip(np.cumsum(np.flip(x, 1), axis=1), 1))
+    assert not scratch[0].get().any() and not state.get().any()   # (left clear for a replay)
