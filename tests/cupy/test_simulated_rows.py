@@ -146,7 +146,9 @@ def _check_cumulative(x, axis, reverse, kernel_suffix):
 @on_simulated_gpu
 @pytest.mark.parametrize("dtype", [np.float16, ml_dtypes.bfloat16, np.float32, np.float64,
                                    np.complex64, np.complex128, np.int64, np.int32, np.uint8])
-def test_long_rows_every_dtype_any_axis(small_tiles, dtype):
+def test_long_rows_every_dtype_any_axis(small_tiles, monkeypatch, dtype):
+    from plax_cupy import kernels_rows
+    monkeypatch.setattr(kernels_rows, "COLUMN_PART_STRETCHES", 1)
     rng = np.random.default_rng(1)
     x = _operand(rng, dtype, (700, 3))
     # axis 0: 3 columns of 700 split (the few-columns single pass: tiles of rows by every
@@ -160,6 +162,9 @@ def test_long_rows_every_dtype_any_axis(small_tiles, dtype):
     for shape, axis in (((50, 40), 0), ((2, 30, 33), 1)):
         for reverse in (False, True):
             _check_cumulative(_operand(rng, dtype, shape), axis, reverse, "_columns")
+    # a long axis of 40 columns: the column kernel with the axis in parts (a look-back a part)
+    for reverse in (False, True):
+        _check_cumulative(_operand(rng, dtype, (300, 40)), 0, reverse, "_columns_look_back")
 
 
 @on_simulated_gpu
