@@ -1083,7 +1083,16 @@ def _build_argextreme_source(is_max: bool, ctype: str, index_ctype: str) -> tupl
     name = f"plax_{kind}_{ctype.replace(' ', '_')}_{index_ctype.replace(' ', '_')}"
     T = ctype
     better = "v > best" if is_max else "v < best"
+    better_u = "v[u] > b" if is_max else "v[u] < b"
+    citems = column_items(_ITEMSIZE[ctype])
     source = _NOINLINE + f"""
+// whether (v, i) beats (b, j) (j < 0: nothing yet): the first NaN, else the {"largest" if is_max else "smallest"}, else the
+// earlier index
+__device__ __forceinline__ bool {name}_wins({T} v, long long i, {T} b, long long j) {{
+  const bool b_nan = b != b, v_nan = v != v;
+  return j < 0 || (v_nan && (!b_nan || i < j)) ||
+      (!b_nan && !v_nan && ({"v > b" if is_max else "v < b"} || (v == b && i < j)));
+}}
 // The best (value, index) of positions [start, stop) of the row at `base` (element p at
 // x[base + p * inner], its index p, or index[base + p] when `index` is given, rising with p),
 // left in values[0], where[0] (where[0] < 0: an empty stretch). A strided pass per thread,
@@ -1106,12 +1115,9 @@ __device__ PLAX_ROW_NOINLINE void {name}_block(const {T}* __restrict__ x, const 
   __syncthreads();
   for (long long s = threads / 2; s > 0; s >>= 1) {{  // tree: the better, else the earlier
     if (t < s && where[t + s] >= 0) {{
-      const {T} v = values[t + s], b = values[t];
-      const long long i = where[t + s], j = where[t];
-      const bool b_nan = b != b, v_nan = v != v;
-      const bool wins = j < 0 || (v_nan && (!b_nan || i < j)) ||
-          (!b_nan && !v_nan && ({"v > b" if is_max else "v < b"} || (v == b && i < j)));
-      if (wins) {{ values[t] = v; where[t] = i; }}
+      const {T} v = values[t + s];
+      const long long i = where[t + s];
+      if ({name}_wins(v, i, values[t], where[t])) {{ values[t] = v; where[t] = i; }}
     }}
     __syncthreads();
   }}
@@ -1141,6 +1147,62 @@ extern "C" __global__ void {name}_tile_best(const {T}* __restrict__ x, {T}* __re
                  where);
     if (threadIdx.x == 0) {{ best[job] = values[0]; best_at[job] = where[0]; }}
     __syncthreads();
+  }}
+}}
+// A non-last axis (inner > 1), coalesced: a block per (column group, part of the axis), the
+// group `width` consecutive columns, its threads `segs` segments by `width` columns (thread t:
+// segment t / width, column t % width; threads past segs * width idle), segment s reading rows
+// s, s + segs, ... of the part, {citems} loads in flight: a warp reads consecutive columns of a
+// row (or, with fewer than 32 columns, consecutive rows whole), memory in order. The segments'
+// bests are combined per column in segment order by the earlier-index rule; `parts` 1: the
+// index goes to `out[o * inner + col]`, else the part's pair to `best`, `best_at` at
+// `(o * inner + col) * parts + k`, for {name}_of_tiles.
+extern "C" __global__ void {name}_columns(const {T}* __restrict__ x, {T}* __restrict__ best,
+    long long* __restrict__ best_at, {index_ctype}* __restrict__ out, long long outer,
+    long long n, long long inner, int segments, long long part_rows) {{
+  __shared__ {T} values[{THREADS}];
+  __shared__ long long where[{THREADS}];
+  const long long segs = segments < (int)blockDim.x ? segments : blockDim.x;
+  const long long width = blockDim.x / segs, c = threadIdx.x % width, s = threadIdx.x / width;
+  const long long groups = (inner + width - 1) / width, chains = outer * groups;
+  const long long parts = (n + part_rows - 1) / part_rows;
+  for (long long job = blockIdx.x; job < chains * parts; job += gridDim.x) {{
+    const long long chain = job / parts, k = job % parts;
+    const long long o = chain / groups, col = (chain % groups) * width + c;
+    const bool live = col < inner && s < segs;
+    const {T}* src = x + o * n * inner + col;
+    const long long begin = k * part_rows, end = begin + part_rows < n ? begin + part_rows : n;
+    {T} b = src[begin * inner - col];  // (any element: replaced by the first one taken)
+    long long at = -1;
+    for (long long r0 = begin + s; live && r0 < end; r0 += segs * {citems}) {{
+      {T} v[{citems}];
+      #pragma unroll
+      for (int u = 0; u < {citems}; ++u)
+        if (r0 + u * segs < end) v[u] = src[(r0 + u * segs) * inner];
+      #pragma unroll
+      for (int u = 0; u < {citems}; ++u)  // (rows rise: a tie keeps the earlier)
+        if (r0 + u * segs < end && (at < 0 || (b == b && (v[u] != v[u] || {better_u})))) {{
+          b = v[u];
+          at = r0 + u * segs;
+        }}
+    }}
+    values[threadIdx.x] = b;
+    where[threadIdx.x] = at;
+    __syncthreads();
+    if (s == 0 && col < inner) {{
+      for (long long q = 1; q < segs; ++q) {{
+        const {T} v = values[q * width + c];
+        const long long i = where[q * width + c];
+        if (i >= 0 && {name}_wins(v, i, b, at)) {{ b = v; at = i; }}
+      }}
+      if (parts == 1) {{
+        out[o * inner + col] = ({index_ctype})at;
+      }} else {{
+        best[(o * inner + col) * parts + k] = b;
+        best_at[(o * inner + col) * parts + k] = at;
+      }}
+    }}
+    __syncthreads();  // (values is written again next job)
   }}
 }}
 // pass 2: each row's best of its tiles' pairs
@@ -1335,6 +1397,9 @@ def arg_rows(is_max: bool, work, out, outer: int, n: int, inner: int) -> None:
     """
     rows = outer * inner
     source, name = argextreme_source(is_max, dtypes.ctype(work.dtype), dtypes.ctype(out.dtype))
+    if inner > 1:
+        _arg_columns(source, name, work, out, outer, n, inner)
+        return
     tile = tile_of(work.dtype.itemsize)
     tiles = tiles_for(rows, n, tile)
     if tiles == 1:
@@ -1345,6 +1410,40 @@ def arg_rows(is_max: bool, work, out, outer: int, n: int, inner: int) -> None:
     _launch(source, name + "_tile_best", rows * tiles, work, best, best_at, np.int64(rows),
             np.int64(n), np.int64(inner), np.int64(tile))
     _launch(source, name + "_of_tiles", rows, best, best_at, out, np.int64(rows), np.int64(tiles))
+
+
+def arg_column_segments(n: int, inner: int, itemsize: int) -> int:
+    """Segments of the axis a block of the argmax/argmin column kernel reads in: as the
+    cumulative column kernel (:func:`column_segments`) from :data:`COLUMN_MIN` columns, else
+    as many as :data:`THREADS` threads hold rows of ``inner`` columns (a warp then reads whole
+    consecutive rows: contiguous memory).
+
+    Example:
+      >>> arg_column_segments(4096, 4096, 4), arg_column_segments(10**6, 4, 4)
+      (8, 64)
+    """
+    if inner >= COLUMN_MIN:
+        return column_segments(n, inner, itemsize)
+    return THREADS // inner
+
+
+def _arg_columns(source: str, name: str, work, out, outer: int, n: int, inner: int) -> None:
+    """:func:`arg_rows` along a non-last axis: ``name + "_columns"`` (coalesced), with the
+    axis in parts (:func:`column_part_rows`) then each column's best of its parts' pairs
+    (``name + "_of_tiles"``, in part order): one launch, or two."""
+    itemsize = work.dtype.itemsize
+    segs = arg_column_segments(n, inner, itemsize)
+    width = THREADS // segs
+    groups = -(-inner // width)
+    part_rows = column_part_rows(outer * groups, n, segs, itemsize)
+    parts = -(-n // part_rows)
+    best = cupy.empty((outer * inner * parts if parts > 1 else 1,), work.dtype)
+    best_at = cupy.empty(best.shape, np.int64)
+    _launch(source, name + "_columns", outer * groups * parts, work, best, best_at, out,
+            np.int64(outer), np.int64(n), np.int64(inner), np.int32(segs), np.int64(part_rows))
+    if parts > 1:
+        _launch(source, name + "_of_tiles", outer * inner, best, best_at, out,
+                np.int64(outer * inner), np.int64(parts))
 
 
 def _compute_dtype(dtype: np.dtype) -> np.dtype:

@@ -481,8 +481,15 @@ def test_split_column_scan_over_several_blocks(host_rows, monkeypatch):
 
 @needs_cxx20
 @pytest.mark.parametrize("host_rows", [32, 8], indirect=True)
-def test_argmax_argmin_over_several_blocks(host_rows):
+def test_argmax_argmin_over_several_blocks(host_rows, monkeypatch):
+    """Rows split in tiles (two launches: each tile's best, then each row's of those), and a
+    non-last axis as columns (coalesced: a warp reads consecutive columns of a row, or with
+    fewer than 32 columns consecutive rows whole), its axis in parts of 64 rows (forced) and
+    each column's best of its parts in part order (a second launch), or in one part (one
+    launch): ties and NaN across tiles, segments and parts go to the first index."""
     from plax_cupy import kernels_rows
+    monkeypatch.setattr(kernels_rows, "column_part_rows",
+                        lambda chains, n, segs, itemsize: 64 if n >= 128 else n)
     rng = np.random.default_rng(3)
     x = rng.integers(-3, 4, (4, 700)).astype(np.float32)   # ties across tiles: the first wins
     x[1, [650, 20]] = np.nan                                 # the first NaN wins, across tiles
@@ -490,13 +497,22 @@ def test_argmax_argmin_over_several_blocks(host_rows):
     x[2, [300, 600]] = 1e-45                                 # a subnormal above zero, twice
     x[3, 699] = 9                                            # in the last (partial) tile
     x[3, 698] = -9
+    wide = rng.integers(-3, 4, (300, 40)).astype(np.float32)
+    wide[[250, 70], 3] = np.nan
+    wide[:, 39] = 0
+    wide[[200, 90], 39] = 1e-45
     for is_max, numpy_fn in ((True, np.argmax), (False, np.argmin)):
-        for data, axis in ((x, 1), (x.T.copy(), 0), (x[:, :100].copy(), 1)):
+        for data, axis in ((x, 1), (x.T.copy(), 0), (x[:, :100].copy(), 1), (wide, 0),
+                           (wide.reshape(3, 100, 40), 1), (x[:, :100].T.copy(), 0)):
             host_rows.launches.clear()
             outer, n, inner = kernels_rows._layout(data.shape, axis)
             out = np.full(outer * inner, -7, np.int32)
             kernels_rows.arg_rows(is_max, data, out, outer, n, inner)
-            assert len(host_rows.launches) == (2 if n >= 128 else 1), host_rows.launches
+            kinds = [name.rsplit("_int", 1)[-1] for name in host_rows.launches]
+            if inner > 1:
+                assert kinds == (["_columns", "_of_tiles"] if n >= 128 else ["_columns"]), kinds
+            else:
+                assert kinds == (["_tile_best", "_of_tiles"] if n >= 128 else [""]), kinds
             np.testing.assert_array_equal(out, numpy_fn(data, axis=axis).reshape(-1),
                                           err_msg=f"{is_max} {data.shape} {axis}")
 
