@@ -587,3 +587,8 @@ def test_every_row_kernel_compiles_with_nvrtc_without_warnings_or_flush_to_zero(
         # the arithmetic and comparisons: add, mul, fma, setp, max, min, cvt)
         flushing = [line for line in ptx.splitlines() if ".ftz" in line and ".approx.ftz" not in line]
         assert not flushing, flushing[:3]
+        # (every kernel of the source is in the module: the split column scan, the few-columns
+        # single pass with its one look-back a tile, the coalesced argmax/argmin columns)
+        entries = set(re.findall(r"\.entry (\w+)\(", ptx))
+        assert set(kernels_rows._kernel_names(source)) <= entries, \
+            set(kernels_rows._kernel_names(source)) - entries

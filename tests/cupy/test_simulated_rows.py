@@ -178,16 +178,27 @@ def test_long_row_cumlogsumexp(small_tiles):
 
 
 @on_simulated_gpu
-def test_long_row_argmax_argmin(small_tiles):
+def test_long_row_argmax_argmin(small_tiles, monkeypatch):
+    import fake_cupy
     import plax.numpy as jnp
+    from plax_cupy import kernels_rows
+    # (a non-last axis: the coalesced column kernel, its axis in parts of 64 rows, forced)
+    monkeypatch.setattr(kernels_rows, "column_part_rows",
+                        lambda chains, n, segs, itemsize: 64 if n >= 128 else n)
     x = np.random.default_rng(3).integers(-3, 4, (3, 700)).astype(np.float32)  # ties
     x[1, [650, 20]] = np.nan                    # the first NaN, in another tile than the second
     x[2, :] = 0
     x[2, [300, 600]] = 1e-45                    # a subnormal above zero: kept, the first wins
+    wide = np.random.default_rng(4).integers(-3, 4, (300, 40)).astype(np.float32)
+    wide[[250, 70], 3] = np.nan
     for fn, ref in ((jnp.argmax, np.argmax), (jnp.argmin, np.argmin)):
-        for data, axis in ((x, 1), (x.T.copy(), 0)):
+        for data, axis in ((x, 1), (x.T.copy(), 0), (wide, 0)):
+            del fake_cupy.LAUNCHES[:]
             got, c = _counted(lambda v: fn(v, axis=axis), _gpu_put(data))
             assert c.launches == 2 and c.host_fallbacks == 0, c
+            kinds = [name.rsplit("_long", 1)[-1] for name, _, _ in fake_cupy.LAUNCHES]
+            assert kinds == (["_tile_best", "_of_tiles"] if axis == 1 else
+                             ["_columns", "_of_tiles"]), kinds
             np.testing.assert_array_equal(got, ref(data, axis=axis))
         for half in (np.float16, ml_dtypes.bfloat16):   # (the ties survive the rounding)
             h = x.astype(half)
