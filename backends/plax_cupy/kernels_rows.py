@@ -45,12 +45,18 @@ argmax/argmin take two: every tile's best (value, index), then each row's best o
 pairs in tile order with the same rules, so ties still go to the first index and the first NaN
 still wins. Every launch is plax-compiled and counted (``plax_cupy.counters().launches``).
 
-A non-last axis (``inner`` > 1) reads a row with a stride of ``inner`` elements. The cumulative
-ops avoid it: with at least :data:`COLUMN_MIN` columns, where rows would each get a block, a
-thread takes a column (``_columns``: a warp on consecutive columns, the axis in segments whose
-totals are folded in order); with 2 to 31 columns along a long axis, a tile is rows of the axis
-by every column, loaded whole, each column looking back as a row's tile does
-(``_columns_single_pass``).
+A non-last axis (``inner`` > 1) would read a row with a stride of ``inner`` elements; these
+kernels read it coalesced instead. With at least :data:`COLUMN_MIN` columns a thread takes a
+column (``_columns``: a warp on consecutive columns, the axis in segments whose totals are
+folded in order); when the column groups are fewer than :data:`COLUMN_CHAINS` the axis is also
+cut in parts of :data:`COLUMN_PART_STRETCHES` stretches (:func:`column_part_rows`, a function of
+the shape alone, so the fold order is too), a block a (part, group), each part looking back
+once for all its columns (``_columns_look_back``). With 2 to 31 columns along a long axis, a
+tile is rows of the axis by every column, loaded whole (``_columns_single_pass``), its columns'
+totals published beside one flag and looked back at once (``_group_look_back``: one flag read
+per predecessor, not one per column). argmax/argmin along a non-last axis read a column group
+(or, under 32 columns, whole rows) a warp at a time (``_columns``), in parts combined in part
+order by a second launch.
 """
 from __future__ import annotations
 
@@ -724,7 +730,12 @@ def cumulative_source(op: str, ctype: str) -> tuple[str, str]:
     ``name + "_tiles"`` (each tile's scan, starting from the inclusive scan of the totals at
     the tile before; takes ``(x, y, scanned, rows, n, inner, reverse, tile)``). The fifth,
     ``name + "_columns"``, scans along a non-last axis a thread a column (takes ``(x, y, outer,
-    n, inner, reverse, segs)``, ``segs`` from :func:`column_segments`).
+    n, inner, reverse, segs)``, ``segs`` from :func:`column_segments`); ``name +
+    "_columns_look_back"`` is it with the axis in parts (takes ``(x, y, state, flags, vals,
+    outer, n, inner, reverse, segs, part_rows, tag)``, the scratch sized for blocks of one
+    column: ``outer * inner * parts`` flags, ``2 * outer * (inner + width - 1) * parts`` values),
+    and ``name + "_columns_single_pass"`` the few-columns single pass (takes ``(x, y, state,
+    flags, vals, outer, n, inner, reverse, tile_rows, tag)``, :func:`group_scratch`).
 
     Args:
       op: ``"sum"``, ``"prod"``, ``"max"``, ``"min"`` or ``"logsumexp"``.
@@ -1052,7 +1063,10 @@ def argextreme_source(is_max: bool, ctype: str, index_ctype: str) -> tuple[str, 
     and index into ``values[row * tiles + k]``, ``where[...]`` (``long long``); takes ``(x,
     values, where, rows, n, inner, tile)``) and ``name + "_of_tiles"`` (each row's best of its
     tiles' pairs, in tile order, so the same first-index and first-NaN rules pick the same
-    element; takes ``(values, where, out, rows, tiles)``).
+    element; takes ``(values, where, out, rows, tiles)``), and ``name + "_columns"`` (a non-last
+    axis read coalesced, in parts of ``part_rows`` rows: the index, or with several parts each
+    part's pair for ``_of_tiles``; takes ``(x, values, where, out, outer, n, inner, segs,
+    part_rows)``, ``segs`` from :func:`arg_column_segments`).
 
     Args:
       is_max: argmax, else argmin.
@@ -1296,7 +1310,8 @@ def scan_rows(op: str, work, out, outer: int, n: int, inner: int, reverse: bool)
     """Writes the cumulative ``op`` of ``work`` (contiguous, viewed as ``(outer, n, inner)``)
     along its middle axis into ``out`` (same shape and dtype): one launch with a block per row
     (or, along a non-last axis of at least :data:`COLUMN_MIN` columns, a block per group of
-    columns, a thread a column: ``name + "_columns"``), or for few long rows (:func:`tiles_for`)
+    columns, a thread a column: ``name + "_columns"``, with the axis in parts for few groups:
+    ``name + "_columns_look_back"``), or for few long rows (:func:`tiles_for`)
     one launch of a block per tile with a look-back (:data:`SINGLE_PASS`; along a non-last axis
     of fewer columns a tile is rows of the axis by every column, loaded whole:
     ``name + "_columns_single_pass"``; a replayed CUDA graph reuses its tag and scratch, which
@@ -1384,7 +1399,9 @@ def arg_rows(is_max: bool, work, out, outer: int, n: int, inner: int) -> None:
     """Writes argmax (``is_max``) or argmin of ``work`` (contiguous, viewed as ``(outer, n,
     inner)``, ``n >= 1``) along its middle axis into ``out`` (``outer * inner`` indices): one
     launch with a block per row, or for few long rows (:func:`tiles_for`) two: each tile's
-    best (value, index), then each row's best of those.
+    best (value, index), then each row's best of those. Along a non-last axis (``inner`` > 1)
+    the coalesced column kernel, and with its axis in parts (:func:`column_part_rows`) each
+    column's best of its parts' pairs: one launch, or two.
 
     Args:
       is_max: argmax, else argmin.
