@@ -920,17 +920,25 @@ extern "C" __global__ void {name}_tiles(const {T}* __restrict__ x, {T}* __restri
 // the carry before its segment, and all store. With one segment a column is one sequential fold
 // (NumPy's order). {name}_column_stretches scans rows [begin, end) so (from `carries[c]` when
 // `carried`), leaving each column's scan at `end - 1` in `carries[c]`.
+// Loads rows [lo, lo + {citems}) of a column (those before `end`; none where not `live`) into
+// `v`, all in flight at once; returns how many
+__device__ __forceinline__ int {name}_column_load(const {T}* __restrict__ x, long long base,
+    long long n, long long inner, int reverse, bool live, long long lo, long long end,
+    {T} (&v)[{citems}]) {{
+  const int m = !live || lo >= end ? 0 : end - lo < {citems} ? (int)(end - lo) : {citems};
+  #pragma unroll
+  for (int u = 0; u < {citems}; ++u)
+    if (u < m) v[u] = x[plax_row_at(base, n, inner, reverse, lo + u)];
+  return m;
+}}
 __device__ __forceinline__ void {name}_column_stretches(const {T}* __restrict__ x,
     {T}* __restrict__ y, long long base, long long n, long long inner, int reverse, bool live,
     long long c, long long s, long long width, long long segs, long long begin, long long end,
     bool carried, {T}* totals, {T}* carries) {{
   for (long long r0 = begin; r0 < end; r0 += segs * {citems}) {{
     const long long lo = r0 + s * {citems};
-    const int m = !live || lo >= end ? 0 : end - lo < {citems} ? (int)(end - lo) : {citems};
     {T} v[{citems}];
-    #pragma unroll
-    for (int u = 0; u < {citems}; ++u)
-      if (u < m) v[u] = x[plax_row_at(base, n, inner, reverse, lo + u)];
+    const int m = {name}_column_load(x, base, n, inner, reverse, live, lo, end, v);
     if (m && s == 0 && (r0 > begin || carried)) v[0] = {name}_op(carries[c], v[0]);
     {T} last = v[0];  // (v[m - 1], kept in a register: a dynamic index puts v in local memory)
     #pragma unroll
@@ -1010,11 +1018,8 @@ extern "C" __global__ void {name}_columns_look_back(const {T}* __restrict__ x,
     bool any = false;
     for (long long r0 = begin; r0 < end; r0 += segs * {citems}) {{
       const long long lo = r0 + s * {citems};
-      const int m = !live || lo >= end ? 0 : end - lo < {citems} ? (int)(end - lo) : {citems};
       {T} v[{citems}];
-      #pragma unroll
-      for (int u = 0; u < {citems}; ++u)
-        if (u < m) v[u] = x[plax_row_at(base, n, inner, reverse, lo + u)];
+      const int m = {name}_column_load(x, base, n, inner, reverse, live, lo, end, v);
       if (m) {{
         {T} a = any ? {name}_op(acc, v[0]) : v[0];
         #pragma unroll
