@@ -371,7 +371,7 @@ def _concurrent_single_pass(tmp_path, ctype, kernel_suffix="_single_pass"):
 @needs_cxx20
 @pytest.mark.parametrize("dtype, span, columns", [(np.float32, None, 1), (np.float32, 3, 1),
                                                   (np.float64, None, 1), (np.float32, None, 3),
-                                                  (np.float64, None, 3)])
+                                                  (np.float64, None, 3), (np.float32, None, 33)])
 def test_single_pass_scan_with_concurrent_blocks(tmp_path, monkeypatch, dtype, span, columns):
     """The look-back between blocks running at once (host threads: x86's memory order, not
     a GPU's, so the fences are not tested): values against NumPy, bit for bit the same as
@@ -380,22 +380,25 @@ def test_single_pass_scan_with_concurrent_blocks(tmp_path, monkeypatch, dtype, s
     float32 publishes a tile's status and total in one word (the packed look-back; ``span``
     3: a tile passing 3 totals waits on the farthest, so the bounded walk runs too), float64
     as a flag and a value apart. ``columns`` 3: the scan runs along axis 1 of ``(2, n, 3)``,
-    tiles of 32 rows by the 3 columns (the few-columns single pass)."""
+    tiles of 32 rows by the 3 columns (the few-columns single pass: one look-back a tile for
+    its columns); 33: the column kernel with its axis in parts of 32 rows (``_columns_look_back``;
+    blocks of one thread: a group a column; it fails when a part ignores its carry)."""
     from plax_cupy import kernels_rows
     if span is not None:
         monkeypatch.setattr(kernels_rows, "LOOK_BACK_SPAN", span)
-    suffix = "_single_pass" if columns == 1 else "_columns_single_pass"
+    suffix = ("_single_pass" if columns == 1 else "_columns_single_pass" if columns < 32 else
+              "_columns_look_back")
     run = _concurrent_single_pass(tmp_path, CTYPES_OF[np.dtype(dtype)], suffix)
     rng = np.random.default_rng(5)
-    n, tile = 2000 if columns == 1 else 700, 32
+    n, tile = 2000 if columns == 1 else 700 if columns < 32 else 300, 32
     shape = (3, n) if columns == 1 else (2, n, columns)
     x = (rng.normal(size=shape) * 10.0 ** rng.integers(-3, 4, shape)).astype(dtype)
     slots = x.size // n * -(-n // tile)
     state = np.full(2, 7, np.uint64)
     packed = kernels_rows.packs(x.itemsize)
     if columns > 1:   # (a flag a tile, its columns' totals beside it)
-        tickets = slots // columns
-        scratch = [np.full(tickets, 7, np.uint32), np.full(2 * tickets * columns, 7, dtype)]
+        tickets = slots // columns if columns < 32 else slots
+        scratch = [np.full(tickets, 7, np.uint32), np.full(2 * slots, 7, dtype)]
     else:
         scratch = ([np.full(slots, 7, np.uint64)] if packed else
                    [np.full(slots, 7, np.uint32), np.full(2 * slots, 7, dtype)])
@@ -403,39 +406,9 @@ def test_single_pass_scan_with_concurrent_blocks(tmp_path, monkeypatch, dtype, s
     for trial, grid in enumerate([1, 8, 8, 5, 8]):   # grid 1: the blocks in sequence
         for reverse in (0, 1):
             y = np.full_like(x, 7)
+            segments = (8,) if columns >= 32 else ()   # (the split column kernel's)
             run(grid, x, y, state, *scratch, shape[0], n, 1 if columns == 1 else columns,
-                reverse, tile, 1 + trial % 2)
-            assert not state.any() and not scratch[0].any(), "scratch left set"
-            want = _reference("sum", x.astype(np.float64), 1, bool(reverse))
-            np.testing.assert_allclose(y, want, rtol=1e-4, atol=1e-3 * np.abs(x).max())
-            results.append((reverse, y))
-    for reverse, y in results[2:]:
-        np.testing.assert_array_equal(y, results[reverse][1])   # bit for bit, any timing
-
-
-@needs_cxx20
-def test_split_column_scan_with_concurrent_blocks(tmp_path):
-    """The column kernel with its axis in parts (``_columns_look_back``: a part's columns look
-    back once, one flag a part) with its blocks as concurrent host threads, four parts in five
-    held between publishing their totals and their inclusive scans: values against NumPy, bit
-    for bit the same whatever the timing and as blocks in sequence, scratch left clear."""
-    from plax_cupy import kernels_rows
-    run = _concurrent_single_pass(tmp_path, "float", "_columns_look_back")
-    rng = np.random.default_rng(6)
-    outer, n, inner, part_rows = 2, 300, 33, 16
-    x = (rng.normal(size=(outer, n, inner)) * 10.0 ** rng.integers(-3, 4, (outer, n, inner))
-         ).astype(np.float32)
-    parts = -(-n // part_rows)
-    state = np.full(2, 7, np.uint64)
-    # (blocks of one thread: a group a column)
-    scratch = [np.full(outer * inner * parts, 7, np.uint32),
-               np.full(2 * outer * inner * parts, 7, np.float32)]
-    results = []
-    for trial, grid in enumerate([1, 8, 8, 5]):
-        for reverse in (0, 1):
-            y = np.full_like(x, 7)
-            run(grid, x, y, state, *scratch, outer, n, inner, reverse, 8, part_rows,
-                1 + trial % 2)
+                reverse, *segments, tile, 1 + trial % 2)
             assert not state.any() and not scratch[0].any(), "scratch left set"
             want = _reference("sum", x.astype(np.float64), 1, bool(reverse))
             np.testing.assert_allclose(y, want, rtol=1e-4, atol=1e-3 * np.abs(x).max())
