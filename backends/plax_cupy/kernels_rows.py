@@ -911,15 +911,6 @@ extern "C" __global__ void {name}_tiles(const {T}* __restrict__ x, {T}* __restri
                  k ? scanned + job - 1 : nullptr, buf, totals);
   }}
 }}
-// A non-last axis of many columns (inner >= {COLUMN_MIN}): a block per group of `width` =
-// THREADS / segs consecutive columns of one outer slice (a warp's loads read consecutive
-// columns: coalesced), the axis taken a stretch of segs * {citems} rows at a time. Thread
-// (segment s, column c) loads its {citems} rows of the stretch at once and scans them in
-// registers (segment 0 from the column's carry: its scan before the stretch); one thread a
-// column folds the other segments' totals in order after segment 0's; each thread of those adds
-// the carry before its segment, and all store. With one segment a column is one sequential fold
-// (NumPy's order). {name}_column_stretches scans rows [begin, end) so (from `carries[c]` when
-// `carried`), leaving each column's scan at `end - 1` in `carries[c]`.
 // Loads rows [lo, lo + {citems}) of a column (those before `end`; none where not `live`) into
 // `v`, all in flight at once; returns how many
 __device__ __forceinline__ int {name}_column_load(const {T}* __restrict__ x, long long base,
@@ -931,6 +922,15 @@ __device__ __forceinline__ int {name}_column_load(const {T}* __restrict__ x, lon
     if (u < m) v[u] = x[plax_row_at(base, n, inner, reverse, lo + u)];
   return m;
 }}
+// A non-last axis of many columns (inner >= {COLUMN_MIN}): a block per group of `width` =
+// THREADS / segs consecutive columns of one outer slice (a warp's loads read consecutive
+// columns: coalesced), the axis taken a stretch of segs * {citems} rows at a time. Thread
+// (segment s, column c) loads its {citems} rows of the stretch at once and scans them in
+// registers (segment 0 from the column's carry: its scan before the stretch); one thread a
+// column folds the other segments' totals in order after segment 0's; each thread of those adds
+// the carry before its segment, and all store. With one segment a column is one sequential fold
+// (NumPy's order). {name}_column_stretches scans rows [begin, end) so (from `carries[c]` when
+// `carried`), leaving each column's scan at `end - 1` in `carries[c]`.
 __device__ __forceinline__ void {name}_column_stretches(const {T}* __restrict__ x,
     {T}* __restrict__ y, long long base, long long n, long long inner, int reverse, bool live,
     long long c, long long s, long long width, long long segs, long long begin, long long end,

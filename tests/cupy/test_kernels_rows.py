@@ -329,7 +329,7 @@ static inline void __syncthreads() {}
 """
 
 _CONCURRENT_DRIVER = r"""
-extern "C" void run_concurrently({params}, unsigned int grid) {{
+extern "C" void run_{name}({params}, unsigned int grid) {{
   gridDim.x = grid;
   std::vector<std::thread> blocks;
   for (unsigned int b = 0; b < grid; ++b)
@@ -338,30 +338,50 @@ extern "C" void run_concurrently({params}, unsigned int grid) {{
 }}
 """
 
+#: the look-back kernels a concurrent build drives (one g++ build per source for all three)
+_LOOK_BACK_KERNELS = ("_single_pass", "_columns_single_pass", "_columns_look_back")
+
+_CONCURRENT_BUILT: dict = {}   # source -> {kernel suffix: run}
+
 
 def _concurrent_single_pass(tmp_path, ctype, kernel_suffix="_single_pass"):
-    """The single-pass kernel (``name + kernel_suffix``) on ``ctype`` built with blocks as
-    concurrent host threads: ``run(grid, x, y, state, *scratch, rows, n, inner, reverse, tile,
-    tag)`` (``_columns_single_pass``: ``outer`` for ``rows``, ``tile_rows`` for ``tile``)."""
+    """The single-pass kernel (``name + kernel_suffix``, one of :data:`_LOOK_BACK_KERNELS`) on
+    ``ctype`` built with blocks as concurrent host threads: ``run(grid, *the kernel's
+    arguments)`` (arrays first, as NumPy arrays). One build per source drives all three."""
     from plax_cupy import codegen, kernels_rows
     source, name = kernels_rows.cumulative_source("sum", ctype)
-    kernel = name + kernel_suffix
-    params = re.search(rf'void {kernel}\(([^)]*)\)', source).group(1)
-    args = ", ".join(re.findall(r"\w+", p)[-1] for p in params.split(","))
-    text = (_CONCURRENT_BLOCKS + codegen.PREAMBLE + source
-            + _CONCURRENT_DRIVER.format(params=params, name=kernel, args=args))
+    if source not in _CONCURRENT_BUILT:
+        _CONCURRENT_BUILT[source] = _build_concurrent(tmp_path, codegen.PREAMBLE + source, name)
+    return _CONCURRENT_BUILT[source][kernel_suffix]
+
+
+def _build_concurrent(tmp_path, source: str, name: str) -> dict:
+    """``source``'s :data:`_LOOK_BACK_KERNELS` built for :func:`_concurrent_single_pass`."""
+    signatures = {suffix: re.search(rf'void {name + suffix}\(([^)]*)\)', source).group(1)
+                  for suffix in _LOOK_BACK_KERNELS}
+    drivers = [_CONCURRENT_DRIVER.format(
+        params=params, name=name + suffix,
+        args=", ".join(re.findall(r"\w+", p)[-1] for p in params.split(",")))
+        for suffix, params in signatures.items()]
+    text = _CONCURRENT_BLOCKS + source + "".join(drivers)
     stem = f"concurrent_{hashlib.sha1(text.encode()).hexdigest()[:12]}"
     src, lib = tmp_path / f"{stem}.cc", tmp_path / f"{stem}.so"
     src.write_text(text)
     done = subprocess.run(["g++", "-std=c++20", "-O1", "-shared", "-fPIC", "-pthread",
                            "-DPLAX_HOST", str(src), "-o", str(lib)], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-4000:]
-    fn = getattr(ctypes.CDLL(str(lib)), "run_concurrently")
-    pointers = params.count("*")
-    fn.argtypes = [ctypes.c_void_p if "*" in p else
-                   _C_PARAM[p.replace("const", "").strip().rsplit(" ", 1)[0].strip()]
-                   for p in params.split(",")] + [ctypes.c_uint]
+    built = ctypes.CDLL(str(lib))
+    runs = {}
+    for suffix, params in signatures.items():
+        fn = getattr(built, f"run_{name + suffix}")
+        fn.argtypes = [ctypes.c_void_p if "*" in p else
+                       _C_PARAM[p.replace("const", "").strip().rsplit(" ", 1)[0].strip()]
+                       for p in params.split(",")] + [ctypes.c_uint]
+        runs[suffix] = _concurrent_caller(fn, params.count("*"))
+    return runs
 
+
+def _concurrent_caller(fn, pointers: int):
     def run(grid, *arrays_then_ints):
         arrays, ints = arrays_then_ints[:pointers], arrays_then_ints[pointers:]
         fn(*[a.ctypes.data for a in arrays], *ints, grid)
