@@ -328,3 +328,27 @@ def test_few_columns_look_back_once_per_tile(dtype):
     assert seen == {"tiles": outer * (tiles - 1), "steps": outer * (tiles - 1), "most": 1}, seen
     np.testing.assert_array_equal(y.get(), np.flip(np.cumsum(np.flip(x, 1), axis=1), 1))
     assert not scratch[0].get().any() and not state.get().any()   # (left clear for a replay)
+
+
+@on_simulated_gpu
+def test_split_column_scan_replays_as_a_graph(small_tiles, monkeypatch):
+    """The column kernel with its axis in parts (``_columns_look_back``) under ``jit`` with CUDA
+    graphs on: one launch a call, and fed its own results the replayed graph (the captured tag
+    and scratch) stays right, since the kernel's last block clears the flags and counters."""
+    import plax
+    import plax_cupy
+    from plax import lax
+    from plax_cupy import kernels_rows
+    monkeypatch.setattr(kernels_rows, "COLUMN_PART_STRETCHES", 1)
+    monkeypatch.setenv("PLAX_CUDA_GRAPHS", "1")
+    x = np.random.default_rng(10).uniform(-1, 1, (300, 40)).astype(np.float32)
+    f = plax.jit(lambda v: lax.cumsum(v, axis=0) * np.float32(0.01))
+    v = _gpu_put(x)
+    for step in range(4):
+        before = np.asarray(v).astype(np.float64)
+        with plax_cupy.count() as c:
+            v = f(v)
+        want = np.cumsum(before, axis=0) * 0.01
+        np.testing.assert_allclose(np.asarray(v), want, rtol=1e-4,
+                                   atol=1e-5 * np.abs(want).max(), err_msg=f"step {step}")
+    assert c.launches == 1, c
