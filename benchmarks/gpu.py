@@ -24,9 +24,13 @@ with ``block_until_ready`` after each timed batch of calls):
 * ``cumsum`` of one row of 1e7 float32: a long row split over every SM
   (``plax_cupy.kernels_rows``: one launch, the tiles chained by a deterministic look-back;
   ``--tiny``/``--simulated``: 1e5, still split), GB/s of its 8 bytes per element;
-* ``cumsum`` along axis 0 of (1e6, 4), (4096, 4096) and (8, 1e6) float32 (``kernels_rows``:
-  the few-columns single pass, and the column kernel with 8 and 1 segments; ``--tiny``/
-  ``--simulated``: (1e5, 4), (256, 256), (8, 1e4)), GB/s of 8 bytes per element;
+* ``cumsum`` along axis 0 of (1e6, 4), (4096, 4096), (8, 1e6), (64, 1e5) and (1e5, 64)
+  float32 (``kernels_rows``: the few-columns single pass (one look-back a tile), the column
+  kernel with its axis in 8 parts (a look-back a part), with 1 and 2 segments, and in 196
+  parts; ``--tiny``/``--simulated``: (1e5, 4), (2048, 256), (8, 1e4), (64, 1e3), (1e4, 64)),
+  GB/s of 8 bytes per element; ``argmax`` along axis 0 of (4096, 4096) float32 (the coalesced
+  column kernel, its axis in 8 parts, then each column's best of its parts: two launches;
+  ``--tiny``/``--simulated``: (2048, 256)), GB/s of 4 bytes per element;
 * the SGD update of the MLP 784-2048-2048-10's 6 parameters alone (``p - 0.01 * g`` each: one
   multi-tensor kernel, ``codegen.plan_group``), GB/s of its 12 bytes per element, beside the
   selu row's (docs/gpu.md "Multi-tensor kernels and the vector path");
@@ -259,9 +263,13 @@ def workloads(quick: bool, tiny: bool = False):
     # cumsum along axis 0: a long axis of 4 columns (the few-columns single pass), a square
     # (the column kernel: a thread a column, 8 segments of the axis a block) and a short axis
     # of many columns (the column kernel, one segment); --tiny/--simulated: smaller, same paths
-    column_shapes = (((100_000, 4), (256, 256), (8, 10_000)) if tiny else
-                     ((1_000_000, 4), (4096, 4096), (8, 1_000_000)))
+    # (the square cut in parts along the axis: a look-back a part; (1e5, 64): few rows of
+    # many columns, the strided rows' single pass before)
+    column_shapes = (((100_000, 4), (2048, 256), (8, 10_000), (64, 1000), (10_000, 64)) if tiny
+                     else ((1_000_000, 4), (4096, 4096), (8, 1_000_000), (64, 100_000),
+                           (100_000, 64)))
     x_columns = {shape: rng.standard_normal(shape).astype(np.float32) for shape in column_shapes}
+    x_argmax = x_columns[column_shapes[1]]
     flat_params = [a for layer in params for a in layer]   # (the MLP's 6 parameters)
 
     def fed_back(L, upload=False):
@@ -321,6 +329,7 @@ def workloads(quick: bool, tiny: bool = False):
         **{f"cumsum axis 0 {shape}": (lambda x: lambda L: (
             L.jit(lambda v: L.jnp.cumsum(v, axis=0)), [L.put(x)]))(x)
            for shape, x in x_columns.items()},
+        "argmax axis 0": lambda L: (L.jit(lambda v: L.jnp.argmax(v, axis=0)), [L.put(x_argmax)]),
         "sgd update": lambda L: (L.jit(lambda ps, gs: [p - 0.01 * g for p, g in zip(ps, gs)]),
                                  [[L.put(a) for a in flat_params],
                                   [L.put(a) for a in flat_params]]),
@@ -349,6 +358,8 @@ def workloads(quick: bool, tiny: bool = False):
             (f"cumsum 1 row {n_scan:.0e} f32", 8 * n_scan, "cumsum"),
             *[(f"cumsum axis 0 {shape[0]}x{shape[1]} f32", 8 * x.size, f"cumsum axis 0 {shape}")
               for shape, x in x_columns.items()],
+            (f"argmax axis 0 {x_argmax.shape[0]}x{x_argmax.shape[1]} f32", 4 * x_argmax.size,
+             "argmax axis 0"),
             ("SGD update 784-2048-2048-10 params", 12 * sum(a.size for a in flat_params),
              "sgd update"),
             (f"conv 3x3 {conv_n}x{conv_hw}^2x{conv_c} f32", None, "conv 3x3"),

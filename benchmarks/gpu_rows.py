@@ -4,8 +4,10 @@ and the scratch words its look-back reads.
 
     PYTHONPATH=$PYTHONPATH:tests/cupy python benchmarks/gpu_rows.py [--sms 132]
 
-For each ``cumsum`` (float32; a row of 1e7, and axis 0 of (1e6, 4), (4096, 4096) and (8, 1e6))
-it prints every plax-compiled launch of one call with its grid and block, and the look-back
+For each ``cumsum`` (float32; a row of 1e7, and axis 0 of (1e6, 4), (4096, 4096), (8, 1e6),
+(64, 1e5) and (1e5, 64)) and ``argmax`` (axis 0 of (4096, 4096) and (1e6, 4)) it prints every
+plax-compiled launch of one call with its grid and block, the look-backs the simulated module
+counted (one per tile that has a predecessor) and their memory round trips, and the look-back
 scratch it was given (``uint64`` words per tile where a tile's status and total are one word,
 else a ``uint32`` flag and two values per tile). The simulated GPU runs the kernels (one thread
 a block), so the values are checked against NumPy too. docs/gpu.md ("Cumulative ops along a
@@ -20,9 +22,27 @@ import numpy as np
 
 import simulated_gpu  # (this folder is on sys.path when run as a script)
 
-#: (label, shape, axis) of the rows
-SHAPES = (("1 row 1e7", (10_000_000,), 0), ("axis 0 of (1e6, 4)", (1_000_000, 4), 0),
-          ("axis 0 of (4096, 4096)", (4096, 4096), 0), ("axis 0 of (8, 1e6)", (8, 1_000_000), 0))
+#: (label, shape, axis, op) of the rows
+SHAPES = (("1 row 1e7", (10_000_000,), 0, "cumsum"),
+          ("axis 0 of (1e6, 4)", (1_000_000, 4), 0, "cumsum"),
+          ("axis 0 of (4096, 4096)", (4096, 4096), 0, "cumsum"),
+          ("axis 0 of (8, 1e6)", (8, 1_000_000), 0, "cumsum"),
+          ("axis 0 of (64, 1e5)", (64, 100_000), 0, "cumsum"),
+          ("axis 0 of (1e5, 64)", (100_000, 64), 0, "cumsum"),
+          ("axis 0 of (4096, 4096)", (4096, 4096), 0, "argmax"),
+          ("axis 0 of (1e6, 4)", (1_000_000, 4), 0, "argmax"))
+
+
+def _look_back_counters():
+    """The simulated float32 cumsum module's look-back counters (``plax_sim_look_back_*``:
+    look-backs, and their memory round trips), as ctypes values to reset and read."""
+    import ctypes
+    from plax_cupy import codegen, kernel_modules, kernels_rows
+    source, _ = kernels_rows.cumulative_source("sum", "float")
+    module = kernel_modules.module(kernels_rows._module_text(codegen.PREAMBLE, source),
+                                   kernels_rows._kernel_names(source), device_id=0)
+    return [ctypes.c_ulonglong.in_dll(module.lib, f"plax_sim_look_back_{key}")
+            for key in ("tiles", "steps")]
 
 
 def main(argv=None) -> int:
@@ -48,18 +68,30 @@ def main(argv=None) -> int:
     gpu = plax.devices("gpu")[0]
     rng = np.random.default_rng(0)
     failed = 0
-    print(f"{'cumsum float32':24} {'kernel':44} {'grid':>6} {'block':>5}  scratch")
-    for label, shape, axis in SHAPES:
+    counters = _look_back_counters()
+    print(f"{'float32':31} {'kernel':44} {'grid':>6} {'block':>5}  {'look-backs':>10} "
+          f"{'round trips':>11}  scratch")
+    for label, shape, axis, op in SHAPES:
         x = rng.standard_normal(shape).astype(np.float32)
         del calls[:]
-        got = np.asarray(jnp.cumsum(plax.device_put(x, gpu), axis=axis))
-        want = np.cumsum(x, axis=axis, dtype=np.float64)
-        if not np.allclose(got, want, rtol=1e-4, atol=1e-3 * np.sqrt(shape[axis])):
+        for counter in counters:
+            counter.value = 0
+        if op == "cumsum":
+            got = np.asarray(jnp.cumsum(plax.device_put(x, gpu), axis=axis))
+            want = np.cumsum(x, axis=axis, dtype=np.float64)
+            right = np.allclose(got, want, rtol=1e-4, atol=1e-3 * np.sqrt(shape[axis]))
+        else:
+            got = np.asarray(jnp.argmax(plax.device_put(x, gpu), axis=axis))
+            right = np.array_equal(got, np.argmax(x, axis=axis))
+        label = f"{op} {label}"
+        if not right:
             failed += 1
             label += " (WRONG)"
+        looks, trips = (str(counter.value) for counter in counters)
         for name, grid, block, scratch in calls:
-            print(f"{label:24} {name:44} {grid[0]:>6} {block[0]:>5}  {' '.join(scratch)}")
-            label = ""
+            print(f"{label:31} {name:44} {grid[0]:>6} {block[0]:>5}  {looks:>10} {trips:>11}  "
+                  f"{' '.join(scratch)}")
+            label, looks, trips = "", "", ""
     return 1 if failed else 0
 
 

@@ -45,12 +45,18 @@ argmax/argmin take two: every tile's best (value, index), then each row's best o
 pairs in tile order with the same rules, so ties still go to the first index and the first NaN
 still wins. Every launch is plax-compiled and counted (``plax_cupy.counters().launches``).
 
-A non-last axis (``inner`` > 1) reads a row with a stride of ``inner`` elements. The cumulative
-ops avoid it: with at least :data:`COLUMN_MIN` columns, where rows would each get a block, a
-thread takes a column (``_columns``: a warp on consecutive columns, the axis in segments whose
-totals are folded in order); with 2 to 31 columns along a long axis, a tile is rows of the axis
-by every column, loaded whole, each column looking back as a row's tile does
-(``_columns_single_pass``).
+A non-last axis (``inner`` > 1) would read a row with a stride of ``inner`` elements; these
+kernels read it coalesced instead. With at least :data:`COLUMN_MIN` columns a thread takes a
+column (``_columns``: a warp on consecutive columns, the axis in segments whose totals are
+folded in order); when the column groups are fewer than :data:`COLUMN_CHAINS` the axis is also
+cut in parts of :data:`COLUMN_PART_STRETCHES` stretches (:func:`column_part_rows`, a function of
+the shape alone, so the fold order is too), a block a (part, group), each part looking back
+once for all its columns (``_columns_look_back``). With 2 to 31 columns along a long axis, a
+tile is rows of the axis by every column, loaded whole (``_columns_single_pass``), its columns'
+totals published beside one flag and looked back at once (``_group_look_back``: one flag read
+per predecessor, not one per column). argmax/argmin along a non-last axis read a column group
+(or, under 32 columns, whole rows) a warp at a time (``_columns``), in parts combined in part
+order by a second launch.
 """
 from __future__ import annotations
 
@@ -154,6 +160,35 @@ def column_segments(n: int, inner: int, itemsize: int) -> int:
         width *= 2
     by_columns = min(COLUMN_SEGMENTS, max(1, THREADS // width))
     return max(by_rows, by_columns)
+
+
+#: column chains (outer slices x column groups of the column kernel) from which they alone give
+#: a GPU enough blocks (several resident a multiprocessor: 1024 is ~8 on an H200's 132, ~9.5 on
+#: an A100's 108); fewer are cut along the axis (:func:`column_part_rows`)
+COLUMN_CHAINS = 1024
+
+#: stretches (``segs * column_items`` rows each) in a part of the axis of the split column
+#: kernel: 4 (512 float32 rows, 2 KiB of a column; a (4096, 4096) float32 axis in 8 parts)
+COLUMN_PART_STRETCHES = 4
+
+
+def column_part_rows(chains: int, n: int, segs: int, itemsize: int) -> int:
+    """Rows of the axis in each part of the column kernel (``n``: one part, the kernel without
+    a look-back): with fewer than :data:`COLUMN_CHAINS` chains (outer slices by column groups),
+    parts of :data:`COLUMN_PART_STRETCHES` stretches of ``segs`` segments, when the axis holds
+    two or more. A function of the shape alone (never of the device), so a float sum's fold
+    order is too; the device's multiprocessors set only the grid (:func:`_grid`).
+
+    Example:
+      >>> column_part_rows(128, 4096, 8, 4), column_part_rows(2, 100, 8, 4)
+      (512, 100)
+      >>> column_part_rows(2048, 4096, 8, 4)
+      4096
+    """
+    part = COLUMN_PART_STRETCHES * segs * column_items(itemsize)
+    if chains >= COLUMN_CHAINS or n < 2 * part:
+        return n
+    return part
 
 
 def column_tile_rows(tile: int, inner: int) -> int:
@@ -301,6 +336,19 @@ def look_back_scratch(jobs: int, dtype) -> list:
     if packs(dtype.itemsize):
         return [cupy.empty((jobs,), np.uint64)]
     return [cupy.empty((jobs,), np.uint32), cupy.empty((2 * jobs,), dtype)]
+
+
+def group_scratch(jobs: int, width: int, dtype) -> list:
+    """The uncleared scratch of a look-back over ``jobs`` tiles of ``width`` columns of
+    ``dtype`` elements (``name + "_group_look_back"``), after ``state``: ``[flags, vals]``, a
+    ``uint32`` flag per tile and ``2 * jobs * width`` elements (the tiles' column totals, then
+    their inclusive scans).
+
+    Example:
+      >>> [a.size for a in group_scratch(5, 4, np.float32)]   # doctest: +SKIP
+      [5, 40]
+    """
+    return [cupy.empty((jobs,), np.uint32), cupy.empty((2 * jobs * width,), np.dtype(dtype))]
 
 
 def _packed_look_back(name: str, T: str) -> str:
@@ -451,6 +499,79 @@ __device__ PLAX_ROW_NOINLINE {T} {name}_look_back(unsigned int* flags, {T}* vals
 """
 
 
+def _group_look_back(name: str, T: str) -> str:
+    """The look-back of a tile of several columns (``name + "_group_look_back"``): see
+    :func:`_single_pass_source`."""
+    return f"""
+// The look-back of a tile of `width` columns (one chain of tiles per column group; a tile's
+// predecessor in its chain is `stride` tickets before it, `k` its place in the chain): the
+// tile publishes all its columns' totals (`total`, shared) and then ONE flag for the tile, so a
+// predecessor's state is one flag read, whatever the columns: {WINDOW} predecessors' flags a
+// step (the block's threads at once), passing every aggregate up to the nearest tile that is
+// not one; then the columns' values after the inclusive scan found, a window of tiles by every
+// column at a time (`window`, {THREADS} values), each column folded in tile order by its own
+// thread. `vals`: the aggregates of `jobs` tiles by `width` columns, then their inclusive scans.
+// The whole block calls it; the carries are left in `carries` (shared) for every thread.
+__device__ PLAX_ROW_NOINLINE void {name}_group_look_back(unsigned int* flags, {T}* vals,
+    long long jobs, long long job, long long stride, long long k, int width, const {T}* total,
+    unsigned int tag, unsigned int* seen, {T}* window, {T}* carries) {{
+  {T}* aggregate = vals;
+  {T}* inclusive = vals + jobs * width;
+  const unsigned int agg = (tag << 2) | 1u, inc = (tag << 2) | 2u;
+  const int t = threadIdx.x, threads = blockDim.x;
+  {T}* mine = (k == 0 ? inclusive : aggregate) + job * width;
+  for (int c = t; c < width; c += threads) mine[c] = total[c];
+  __threadfence();  // (each writer's values before the barrier, the barrier before the flag)
+  __syncthreads();
+  if (t == 0) atomicExch(flags + job, k == 0 ? inc : agg);
+  if (k == 0) return;  // (the chain's first tile: its totals are its inclusive scans)
+  PLAX_ROW_AFTER_TOTAL(job);
+  long long end = k, found = -1;  // (places in the chain: tiles [end, k) published totals)
+  unsigned long long steps = 0;
+  while (found < 0) {{
+    const long long w = end < {WINDOW} ? end : {WINDOW};
+    for (long long i = t; i < w; i += threads) {{
+      const unsigned int f = *(volatile unsigned int*)(flags + job - (k - end + 1 + i) * stride);
+      seen[i] = f == inc ? 2u : f == agg ? 1u : 0u;
+    }}
+    if (t < w) __threadfence();  // (a flag read before the values it publishes)
+    __syncthreads();
+    const bool short_of_window = plax_row_pass(seen, w, &end, &found);
+    ++steps;
+    if (found < 0 && short_of_window) PLAX_ROW_SPIN();  // (a tile not published yet)
+    __syncthreads();  // (seen is written again next step)
+  }}
+  const long long found_job = job - (k - found) * stride;
+  for (int c = t; c < width; c += threads)
+    carries[c] = plax_read_published(inclusive + found_job * width + c);
+  // (tiles a window: as many as the block reads at once by every column, at most {WINDOW})
+  const long long per = threads / width < 1 ? 1 : threads / width < {WINDOW} ? threads / width : {WINDOW};
+  for (long long j0 = found + 1; j0 < k; j0 += per) {{
+    const long long m = k - j0 < per ? k - j0 : per;
+    for (long long q = t; q < m * width; q += threads) {{
+      const long long d = q / width, c = q % width;
+      window[q] = plax_read_published(aggregate + (job - (k - j0 - d) * stride) * width + c);
+    }}
+    __syncthreads();
+    for (int c = t; c < width; c += threads) {{  // (each column's totals in tile order)
+      {T} acc = carries[c];
+      for (long long d = 0; d < m; ++d) acc = {name}_op(acc, window[d * width + c]);
+      carries[c] = acc;
+    }}
+    ++steps;
+    __syncthreads();
+  }}
+  for (int c = t; c < width; c += threads) inclusive[job * width + c] = {name}_op(carries[c], total[c]);
+  __threadfence();
+  __syncthreads();
+  if (t == 0) {{
+    atomicExch(flags + job, inc);
+    PLAX_ROW_NOTE_LOOK_BACK(steps);
+  }}
+}}
+"""
+
+
 def _single_pass_source(name: str, T: str, staged: int) -> str:
     """The single-pass kernels on ``T`` elements (with their look-back: packed where
     :func:`packs` the element size, else two words), for :func:`cumulative_source`, whose
@@ -468,6 +589,14 @@ def _single_pass_source(name: str, T: str, staged: int) -> str:
         call = (f"{name}_look_back(flags, vals, {{jobs}}, {{job}}, k, total, tag, seen, window, "
                 f"&carry);")
         clear = "flags[i] = 0u;"
+    group_shared = f"""  __shared__ {T} buf[{staged}];
+  __shared__ {T} totals[{THREADS}];
+  __shared__ {T} window[{THREADS}];
+  __shared__ {T} column_totals[{COLUMN_MIN}];
+  __shared__ {T} carries[{COLUMN_MIN}];
+  __shared__ unsigned int seen[{WINDOW}];
+  __shared__ long long ticket;
+  __shared__ int last;"""
     shared = f"""  __shared__ {T} buf[{staged}];
   __shared__ {T} totals[{THREADS}];
   {walk_shared}
@@ -480,7 +609,7 @@ def _single_pass_source(name: str, T: str, staged: int) -> str:
     const long long job = ticket;
     if (job >= jobs) break;"""
 
-    def clear_at_exit(count: str) -> str:
+    def clear_at_exit(count: str, clear: str = clear) -> str:
         return f"""  if (threadIdx.x == 0) {{
     __threadfence();
     last = plax_count_done(state + 1, tag) == gridDim.x - 1;
@@ -520,16 +649,17 @@ def _single_pass_source(name: str, T: str, staged: int) -> str:
 // A long non-last axis of few columns (1 < inner < {COLUMN_MIN}), in one launch: a tile is
 // `tile_rows` rows of the axis (a multiple of 32) by all `inner` columns, contiguous in memory:
 // staged with coalesced loads, each column gathered into its own stretch of `buf` (column c at
-// c * tile_rows, scan order); tiles taken in ticket order ((outer slice, tile) pairs); each
-// column of a tile then reduces, looks back and scans as a tile of a row does, its look-back
-// slots numbered as rows' tiles are ((o * inner + c) * tiles + k); the tile is stored back as
-// it was loaded.
+// c * tile_rows, scan order); tiles taken in ticket order ((outer slice, tile) pairs). Every
+// column's total first, then one look-back for the tile (one flag a predecessor, its columns'
+// totals beside it: {name}_group_look_back), then each column's scan from its carry (reduced
+// again: its chunk totals, as the first pass folded them); the tile is stored back as it was
+// loaded.
 extern "C" __global__ void {name}_columns_single_pass(const {T}* __restrict__ x,
-    {T}* __restrict__ y, unsigned long long* state, {scratch}, long long outer, long long n,
-    long long inner, int reverse, long long tile_rows, unsigned int tag) {{
-{shared}
+    {T}* __restrict__ y, unsigned long long* state, unsigned int* flags, {T}* vals,
+    long long outer, long long n, long long inner, int reverse, long long tile_rows,
+    unsigned int tag) {{
+{group_shared}
   const long long tiles = (n + tile_rows - 1) / tile_rows, jobs = outer * tiles;
-  const long long slots = jobs * inner;
   for (;;) {{
 {take_ticket}
     const long long o = job / tiles, k = job % tiles, start = k * tile_rows;
@@ -546,14 +676,19 @@ extern "C" __global__ void {name}_columns_single_pass(const {T}* __restrict__ x,
     }}
     __syncthreads();
     // (not unrolled: unrolled, the float32 kernel took 92 registers a thread, 2 blocks an SM)
-    const long long slot0 = o * inner * tiles + k;
+    #pragma unroll 1
+    for (int c = 0; c < columns; ++c) {{  // (tile_rows % 32 == 0: the pads line up)
+      const {T} total = {name}_reduce(buf + PLAX_ROW_PAD(c * stride), len, totals);
+      if (threadIdx.x == 0) column_totals[c] = total;
+      __syncthreads();  // (totals is written again by the next column's reduction)
+    }}
+    {name}_group_look_back(flags, vals, jobs, job, 1, k, columns, column_totals, tag, seen,
+                           window, carries);
     #pragma unroll 1
     for (int c = 0; c < columns; ++c) {{
-      {T}* column = buf + PLAX_ROW_PAD(c * stride);  // (tile_rows % 32 == 0: pads line up)
-      const {T} total = {name}_reduce(column, len, totals);
-      const long long slot = slot0 + c * tiles;
-      {call.format(job="slot", jobs="slots")}
-      {name}_scan(column, len, totals, k ? &carry : nullptr);
+      {T}* column = buf + PLAX_ROW_PAD(c * stride);
+      {name}_reduce(column, len, totals);
+      {name}_scan(column, len, totals, k ? carries + c : nullptr);
     }}
     {T}* dst = y + (o * n + first) * inner;
     for (int q = threadIdx.x; q < count; q += blockDim.x) {{
@@ -562,7 +697,7 @@ extern "C" __global__ void {name}_columns_single_pass(const {T}* __restrict__ x,
     }}
     __syncthreads();  // (buf is staged again next)
   }}
-{clear_at_exit("slots")}
+{clear_at_exit("jobs", "flags[i] = 0u;")}
 }}
 """
 
@@ -595,7 +730,12 @@ def cumulative_source(op: str, ctype: str) -> tuple[str, str]:
     ``name + "_tiles"`` (each tile's scan, starting from the inclusive scan of the totals at
     the tile before; takes ``(x, y, scanned, rows, n, inner, reverse, tile)``). The fifth,
     ``name + "_columns"``, scans along a non-last axis a thread a column (takes ``(x, y, outer,
-    n, inner, reverse, segs)``, ``segs`` from :func:`column_segments`).
+    n, inner, reverse, segs)``, ``segs`` from :func:`column_segments`); ``name +
+    "_columns_look_back"`` is it with the axis in parts (takes ``(x, y, state, flags, vals,
+    outer, n, inner, reverse, segs, part_rows, tag)``, the scratch sized for blocks of one
+    column: ``outer * inner * parts`` flags, ``2 * outer * (inner + width - 1) * parts`` values),
+    and ``name + "_columns_single_pass"`` the few-columns single pass (takes ``(x, y, state,
+    flags, vals, outer, n, inner, reverse, tile_rows, tag)``, :func:`group_scratch`).
 
     Args:
       op: ``"sum"``, ``"prod"``, ``"max"``, ``"min"`` or ``"logsumexp"``.
@@ -634,7 +774,7 @@ def _build_cumulative_source(op: str, ctype: str) -> tuple[str, str]:
     staged = cap + cap // 32   # (one element of padding per 32: PLAX_ROW_PAD)
     source = _HELPERS + f"""
 __device__ __forceinline__ {T} {name}_op({T} a, {T} b) {{ return {combine}; }}
-// Stages scan-order positions [start, start + len) of the row at `base` (len <= {cap}) in
+{_group_look_back(name, T)}// Stages scan-order positions [start, start + len) of the row at `base` (len <= {cap}) in
 // `buf`: consecutive threads read consecutive elements (coalesced where inner == 1), each
 // thread issuing all its loads before storing any (one memory latency per batch, not per item)
 __device__ __forceinline__ void {name}_load(const {T}* __restrict__ x, long long base,
@@ -771,13 +911,63 @@ extern "C" __global__ void {name}_tiles(const {T}* __restrict__ x, {T}* __restri
                  k ? scanned + job - 1 : nullptr, buf, totals);
   }}
 }}
-// A non-last axis of many columns (inner >= {COLUMN_MIN}): a block per group of THREADS / segs
-// consecutive columns of one outer slice (a warp's loads read consecutive columns: coalesced),
-// the axis taken a stretch of segs * {citems} rows at a time. Thread (segment s, column c) loads
-// its {citems} rows of the stretch at once and scans them in registers (segment 0 from the
-// column's carry: its scan before the stretch); one thread a column folds the other segments'
-// totals in order after segment 0's; each thread of those adds the carry before its segment, and
-// all store. With one segment a column is one sequential fold (NumPy's order).
+// Loads rows [lo, lo + {citems}) of a column (those before `end`; none where not `live`) into
+// `v`, all in flight at once; returns how many
+__device__ __forceinline__ int {name}_column_load(const {T}* __restrict__ x, long long base,
+    long long n, long long inner, int reverse, bool live, long long lo, long long end,
+    {T} (&v)[{citems}]) {{
+  const int m = !live || lo >= end ? 0 : end - lo < {citems} ? (int)(end - lo) : {citems};
+  #pragma unroll
+  for (int u = 0; u < {citems}; ++u)
+    if (u < m) v[u] = x[plax_row_at(base, n, inner, reverse, lo + u)];
+  return m;
+}}
+// A non-last axis of many columns (inner >= {COLUMN_MIN}): a block per group of `width` =
+// THREADS / segs consecutive columns of one outer slice (a warp's loads read consecutive
+// columns: coalesced), the axis taken a stretch of segs * {citems} rows at a time. Thread
+// (segment s, column c) loads its {citems} rows of the stretch at once and scans them in
+// registers (segment 0 from the column's carry: its scan before the stretch); one thread a
+// column folds the other segments' totals in order after segment 0's; each thread of those adds
+// the carry before its segment, and all store. With one segment a column is one sequential fold
+// (NumPy's order). {name}_column_stretches scans rows [begin, end) so (from `carries[c]` when
+// `carried`), leaving each column's scan at `end - 1` in `carries[c]`.
+__device__ __forceinline__ void {name}_column_stretches(const {T}* __restrict__ x,
+    {T}* __restrict__ y, long long base, long long n, long long inner, int reverse, bool live,
+    long long c, long long s, long long width, long long segs, long long begin, long long end,
+    bool carried, {T}* totals, {T}* carries) {{
+  for (long long r0 = begin; r0 < end; r0 += segs * {citems}) {{
+    const long long lo = r0 + s * {citems};
+    {T} v[{citems}];
+    const int m = {name}_column_load(x, base, n, inner, reverse, live, lo, end, v);
+    if (m && s == 0 && (r0 > begin || carried)) v[0] = {name}_op(carries[c], v[0]);
+    {T} last = v[0];  // (v[m - 1], kept in a register: a dynamic index puts v in local memory)
+    #pragma unroll
+    for (int u = 1; u < {citems}; ++u)
+      if (u < m) last = v[u] = {name}_op(v[u - 1], v[u]);
+    if (m) totals[threadIdx.x] = last;
+    __syncthreads();
+    if (s == 0 && live) {{  // segment 0's scan, then the others' totals folded in order
+      {T} run = totals[c];
+      for (long long k = 1; k < segs && lo + k * {citems} < end; ++k) {{
+        const {T} part = totals[k * width + c];
+        totals[k * width + c] = run;
+        run = {name}_op(run, part);
+      }}
+      carries[c] = run;
+    }}
+    __syncthreads();
+    if (m && s > 0) {{
+      const {T} before = totals[threadIdx.x];
+      #pragma unroll
+      for (int u = 0; u < {citems}; ++u)
+        if (u < m) v[u] = {name}_op(before, v[u]);
+    }}
+    #pragma unroll
+    for (int u = 0; u < {citems}; ++u)
+      if (u < m) y[plax_row_at(base, n, inner, reverse, lo + u)] = v[u];
+    __syncthreads();  // (totals is written again next stretch)
+  }}
+}}
 extern "C" __global__ void {name}_columns(const {T}* __restrict__ x, {T}* __restrict__ y,
     long long outer, long long n, long long inner, int reverse, int segments) {{
   __shared__ {T} totals[{THREADS}];
@@ -788,43 +978,79 @@ extern "C" __global__ void {name}_columns(const {T}* __restrict__ x, {T}* __rest
   const long long groups = (inner + width - 1) / width;
   for (long long job = blockIdx.x; job < outer * groups; job += gridDim.x) {{
     const long long col = (job % groups) * width + c;
+    {name}_column_stretches(x, y, (job / groups) * n * inner + col, n, inner, reverse,
+                            col < inner, c, s, width, segs, 0, n, false, totals, carries);
+  }}
+}}
+// The column kernel with the axis cut in parts of `part_rows` rows (a multiple of a stretch),
+// in one launch: a job is (part k, column group), taken in ticket order part by part (a part's
+// predecessor in its group's chain was taken `chains` tickets before it). A block folds its
+// part's rows per column (each segment's rows in order, then the segments in order), publishes
+// the group's totals with one flag ({name}_group_look_back), takes the carries (the left fold
+// of the earlier parts' totals, in part order) and scans its part as the column kernel does.
+// The parts depend on the shape alone, so the fold order does too.
+extern "C" __global__ void {name}_columns_look_back(const {T}* __restrict__ x,
+    {T}* __restrict__ y, unsigned long long* state, unsigned int* flags, {T}* vals,
+    long long outer, long long n, long long inner, int reverse, int segments,
+    long long part_rows, unsigned int tag) {{
+  __shared__ {T} totals[{THREADS}];
+  __shared__ {T} carries[{THREADS}];
+  __shared__ {T} window[{THREADS}];
+  __shared__ {T} part_totals[{THREADS}];
+  __shared__ unsigned int seen[{WINDOW}];
+  __shared__ long long ticket;
+  __shared__ int last;
+  const long long segs = segments < (int)blockDim.x ? segments : blockDim.x;
+  const long long width = blockDim.x / segs, c = threadIdx.x % width, s = threadIdx.x / width;
+  const long long groups = (inner + width - 1) / width, chains = outer * groups;
+  const long long parts = (n + part_rows - 1) / part_rows, jobs = chains * parts;
+  for (;;) {{
+    if (threadIdx.x == 0) ticket = (long long)plax_tagged_count(state, tag);
+    __syncthreads();
+    const long long job = ticket;
+    if (job >= jobs) break;
+    const long long k = job / chains, chain = job % chains;
+    const long long col = (chain % groups) * width + c;
     const bool live = col < inner;
-    const long long base = (job / groups) * n * inner + col;
-    for (long long r0 = 0; r0 < n; r0 += segs * {citems}) {{
+    const long long base = (chain / groups) * n * inner + col;
+    const long long begin = k * part_rows, end = begin + part_rows < n ? begin + part_rows : n;
+    {T} acc;
+    bool any = false;
+    for (long long r0 = begin; r0 < end; r0 += segs * {citems}) {{
       const long long lo = r0 + s * {citems};
-      const int m = !live || lo >= n ? 0 : n - lo < {citems} ? (int)(n - lo) : {citems};
       {T} v[{citems}];
-      #pragma unroll
-      for (int u = 0; u < {citems}; ++u)
-        if (u < m) v[u] = x[plax_row_at(base, n, inner, reverse, lo + u)];
-      if (m && s == 0 && r0 > 0) v[0] = {name}_op(carries[c], v[0]);  // (its own, last stretch)
-      {T} last = v[0];  // (v[m - 1], kept in a register: a dynamic index puts v in local memory)
-      #pragma unroll
-      for (int u = 1; u < {citems}; ++u)
-        if (u < m) last = v[u] = {name}_op(v[u - 1], v[u]);
-      if (m) totals[threadIdx.x] = last;
-      __syncthreads();
-      if (s == 0 && live) {{  // segment 0's scan, then the others' totals folded in order
-        {T} run = totals[c];
-        for (long long k = 1; k < segs && lo + k * {citems} < n; ++k) {{
-          const {T} part = totals[k * width + c];
-          totals[k * width + c] = run;
-          run = {name}_op(run, part);
-        }}
-        carries[c] = run;
-      }}
-      __syncthreads();
-      if (m && s > 0) {{
-        const {T} before = totals[threadIdx.x];
+      const int m = {name}_column_load(x, base, n, inner, reverse, live, lo, end, v);
+      if (m) {{
+        {T} a = any ? {name}_op(acc, v[0]) : v[0];
         #pragma unroll
-        for (int u = 0; u < {citems}; ++u)
-          if (u < m) v[u] = {name}_op(before, v[u]);
+        for (int u = 1; u < {citems}; ++u)
+          if (u < m) a = {name}_op(a, v[u]);
+        acc = a;
+        any = true;
       }}
-      #pragma unroll
-      for (int u = 0; u < {citems}; ++u)
-        if (u < m) y[plax_row_at(base, n, inner, reverse, lo + u)] = v[u];
-      __syncthreads();  // (totals is written again next stretch)
     }}
+    if (any) totals[threadIdx.x] = acc;
+    __syncthreads();
+    if (s == 0 && live) {{
+      {T} run = totals[c];
+      for (long long q = 1; q < segs && begin + q * {citems} < end; ++q)
+        run = {name}_op(run, totals[q * width + c]);
+      part_totals[c] = run;
+    }}
+    __syncthreads();
+    {name}_group_look_back(flags, vals, jobs, job, chains, k, (int)width, part_totals, tag,
+                           seen, window, carries);
+    {name}_column_stretches(x, y, base, n, inner, reverse, live, c, s, width, segs, begin, end,
+                            k > 0, totals, carries);
+  }}
+  if (threadIdx.x == 0) {{
+    __threadfence();
+    last = plax_count_done(state + 1, tag) == gridDim.x - 1;
+  }}
+  __syncthreads();
+  if (last) {{  // every block is done with the scratch: clear it for a replay
+    for (long long i = threadIdx.x; i < jobs; i += blockDim.x) flags[i] = 0u;
+    if (threadIdx.x == 0) {{ state[0] = 0ull; state[1] = 0ull; }}
   }}
 }}
 """
@@ -842,7 +1068,10 @@ def argextreme_source(is_max: bool, ctype: str, index_ctype: str) -> tuple[str, 
     and index into ``values[row * tiles + k]``, ``where[...]`` (``long long``); takes ``(x,
     values, where, rows, n, inner, tile)``) and ``name + "_of_tiles"`` (each row's best of its
     tiles' pairs, in tile order, so the same first-index and first-NaN rules pick the same
-    element; takes ``(values, where, out, rows, tiles)``).
+    element; takes ``(values, where, out, rows, tiles)``), and ``name + "_columns"`` (a non-last
+    axis read coalesced, in parts of ``part_rows`` rows: the index, or with several parts each
+    part's pair for ``_of_tiles``; takes ``(x, values, where, out, outer, n, inner, segs,
+    part_rows)``, ``segs`` from :func:`arg_column_segments`).
 
     Args:
       is_max: argmax, else argmin.
@@ -873,7 +1102,16 @@ def _build_argextreme_source(is_max: bool, ctype: str, index_ctype: str) -> tupl
     name = f"plax_{kind}_{ctype.replace(' ', '_')}_{index_ctype.replace(' ', '_')}"
     T = ctype
     better = "v > best" if is_max else "v < best"
+    better_u = "v[u] > b" if is_max else "v[u] < b"
+    citems = column_items(_ITEMSIZE[ctype])
     source = _NOINLINE + f"""
+// whether (v, i) beats (b, j) (j < 0: nothing yet): the first NaN, else the {"largest" if is_max else "smallest"}, else the
+// earlier index
+__device__ __forceinline__ bool {name}_wins({T} v, long long i, {T} b, long long j) {{
+  const bool b_nan = b != b, v_nan = v != v;
+  return j < 0 || (v_nan && (!b_nan || i < j)) ||
+      (!b_nan && !v_nan && ({"v > b" if is_max else "v < b"} || (v == b && i < j)));
+}}
 // The best (value, index) of positions [start, stop) of the row at `base` (element p at
 // x[base + p * inner], its index p, or index[base + p] when `index` is given, rising with p),
 // left in values[0], where[0] (where[0] < 0: an empty stretch). A strided pass per thread,
@@ -896,12 +1134,9 @@ __device__ PLAX_ROW_NOINLINE void {name}_block(const {T}* __restrict__ x, const 
   __syncthreads();
   for (long long s = threads / 2; s > 0; s >>= 1) {{  // tree: the better, else the earlier
     if (t < s && where[t + s] >= 0) {{
-      const {T} v = values[t + s], b = values[t];
-      const long long i = where[t + s], j = where[t];
-      const bool b_nan = b != b, v_nan = v != v;
-      const bool wins = j < 0 || (v_nan && (!b_nan || i < j)) ||
-          (!b_nan && !v_nan && ({"v > b" if is_max else "v < b"} || (v == b && i < j)));
-      if (wins) {{ values[t] = v; where[t] = i; }}
+      const {T} v = values[t + s];
+      const long long i = where[t + s];
+      if ({name}_wins(v, i, values[t], where[t])) {{ values[t] = v; where[t] = i; }}
     }}
     __syncthreads();
   }}
@@ -931,6 +1166,62 @@ extern "C" __global__ void {name}_tile_best(const {T}* __restrict__ x, {T}* __re
                  where);
     if (threadIdx.x == 0) {{ best[job] = values[0]; best_at[job] = where[0]; }}
     __syncthreads();
+  }}
+}}
+// A non-last axis (inner > 1), coalesced: a block per (column group, part of the axis), the
+// group `width` consecutive columns, its threads `segs` segments by `width` columns (thread t:
+// segment t / width, column t % width; threads past segs * width idle), segment s reading rows
+// s, s + segs, ... of the part, {citems} loads in flight: a warp reads consecutive columns of a
+// row (or, with fewer than 32 columns, consecutive rows whole), memory in order. The segments'
+// bests are combined per column in segment order by the earlier-index rule; `parts` 1: the
+// index goes to `out[o * inner + col]`, else the part's pair to `best`, `best_at` at
+// `(o * inner + col) * parts + k`, for {name}_of_tiles.
+extern "C" __global__ void {name}_columns(const {T}* __restrict__ x, {T}* __restrict__ best,
+    long long* __restrict__ best_at, {index_ctype}* __restrict__ out, long long outer,
+    long long n, long long inner, int segments, long long part_rows) {{
+  __shared__ {T} values[{THREADS}];
+  __shared__ long long where[{THREADS}];
+  const long long segs = segments < (int)blockDim.x ? segments : blockDim.x;
+  const long long width = blockDim.x / segs, c = threadIdx.x % width, s = threadIdx.x / width;
+  const long long groups = (inner + width - 1) / width, chains = outer * groups;
+  const long long parts = (n + part_rows - 1) / part_rows;
+  for (long long job = blockIdx.x; job < chains * parts; job += gridDim.x) {{
+    const long long chain = job / parts, k = job % parts;
+    const long long o = chain / groups, col = (chain % groups) * width + c;
+    const bool live = col < inner && s < segs;
+    const {T}* src = x + o * n * inner + col;
+    const long long begin = k * part_rows, end = begin + part_rows < n ? begin + part_rows : n;
+    {T} b = src[begin * inner - col];  // (any element: replaced by the first one taken)
+    long long at = -1;
+    for (long long r0 = begin + s; live && r0 < end; r0 += segs * {citems}) {{
+      {T} v[{citems}];
+      #pragma unroll
+      for (int u = 0; u < {citems}; ++u)
+        if (r0 + u * segs < end) v[u] = src[(r0 + u * segs) * inner];
+      #pragma unroll
+      for (int u = 0; u < {citems}; ++u)  // (rows rise: a tie keeps the earlier)
+        if (r0 + u * segs < end && (at < 0 || (b == b && (v[u] != v[u] || {better_u})))) {{
+          b = v[u];
+          at = r0 + u * segs;
+        }}
+    }}
+    values[threadIdx.x] = b;
+    where[threadIdx.x] = at;
+    __syncthreads();
+    if (s == 0 && col < inner) {{
+      for (long long q = 1; q < segs; ++q) {{
+        const {T} v = values[q * width + c];
+        const long long i = where[q * width + c];
+        if (i >= 0 && {name}_wins(v, i, b, at)) {{ b = v; at = i; }}
+      }}
+      if (parts == 1) {{
+        out[o * inner + col] = ({index_ctype})at;
+      }} else {{
+        best[(o * inner + col) * parts + k] = b;
+        best_at[(o * inner + col) * parts + k] = at;
+      }}
+    }}
+    __syncthreads();  // (values is written again next job)
   }}
 }}
 // pass 2: each row's best of its tiles' pairs
@@ -1024,7 +1315,8 @@ def scan_rows(op: str, work, out, outer: int, n: int, inner: int, reverse: bool)
     """Writes the cumulative ``op`` of ``work`` (contiguous, viewed as ``(outer, n, inner)``)
     along its middle axis into ``out`` (same shape and dtype): one launch with a block per row
     (or, along a non-last axis of at least :data:`COLUMN_MIN` columns, a block per group of
-    columns, a thread a column: ``name + "_columns"``), or for few long rows (:func:`tiles_for`)
+    columns, a thread a column: ``name + "_columns"``, with the axis in parts for few groups:
+    ``name + "_columns_look_back"``), or for few long rows (:func:`tiles_for`)
     one launch of a block per tile with a look-back (:data:`SINGLE_PASS`; along a non-last axis
     of fewer columns a tile is rows of the axis by every column, loaded whole:
     ``name + "_columns_single_pass"``; a replayed CUDA graph reuses its tag and scratch, which
@@ -1047,11 +1339,8 @@ def scan_rows(op: str, work, out, outer: int, n: int, inner: int, reverse: bool)
     tile = tile_of(work.dtype.itemsize)
     tiles = tiles_for(rows, n, tile)
     common = (np.int64(rows), np.int64(n), np.int64(inner), np.int32(bool(reverse)))
-    if tiles == 1 and inner >= COLUMN_MIN:
-        segs = column_segments(n, inner, work.dtype.itemsize)
-        groups = -(-inner // (THREADS // segs))
-        _launch(source, name + "_columns", outer * groups, work, out, np.int64(outer),
-                np.int64(n), np.int64(inner), np.int32(bool(reverse)), np.int32(segs))
+    if inner >= COLUMN_MIN:
+        _scan_columns(source, name, work, out, outer, n, inner, reverse)
         return
     if tiles == 1:
         _launch(source, name, rows, work, out, *common)
@@ -1064,7 +1353,7 @@ def scan_rows(op: str, work, out, outer: int, n: int, inner: int, reverse: bool)
                              f"block stages ({_capacity(ctype)})")
         tickets = outer * -(-n // tile_rows)
         state = cupy.empty((2,), np.uint64)
-        scratch = look_back_scratch(tickets * inner, work.dtype)
+        scratch = group_scratch(tickets, inner, work.dtype)
         _launch(source, name + "_columns_single_pass", tickets, work, out, state, *scratch,
                 np.int64(outer), np.int64(n), np.int64(inner), np.int32(bool(reverse)),
                 np.int64(tile_rows), codegen.launch_tag(30))
@@ -1086,11 +1375,38 @@ def scan_rows(op: str, work, out, outer: int, n: int, inner: int, reverse: bool)
     _launch(source, name + "_tiles", rows * tiles, work, out, scanned, *common, np.int64(tile))
 
 
+def _scan_columns(source: str, name: str, work, out, outer: int, n: int, inner: int,
+                  reverse: bool) -> None:
+    """:func:`scan_rows` along a non-last axis of at least :data:`COLUMN_MIN` columns: the
+    column kernel (``name + "_columns"``), or with the axis in parts (:func:`column_part_rows`)
+    its split form (``name + "_columns_look_back"``), one launch either way."""
+    itemsize = work.dtype.itemsize
+    segs = column_segments(n, inner, itemsize)
+    width = THREADS // segs
+    groups = -(-inner // width)
+    part_rows = column_part_rows(outer * groups, n, segs, itemsize)
+    if part_rows >= n:
+        _launch(source, name + "_columns", outer * groups, work, out, np.int64(outer),
+                np.int64(n), np.int64(inner), np.int32(bool(reverse)), np.int32(segs))
+        return
+    parts = -(-n // part_rows)
+    # (sized for any block width the kernel meets: a narrower block, as the simulated GPU's
+    # one thread, makes groups of fewer columns, so more flags and as many values)
+    state = cupy.empty((2,), np.uint64)
+    scratch = [cupy.empty((outer * inner * parts,), np.uint32),
+               cupy.empty((2 * outer * (inner + width - 1) * parts,), work.dtype)]
+    _launch(source, name + "_columns_look_back", outer * groups * parts, work, out, state,
+            *scratch, np.int64(outer), np.int64(n), np.int64(inner), np.int32(bool(reverse)),
+            np.int32(segs), np.int64(part_rows), codegen.launch_tag(30))
+
+
 def arg_rows(is_max: bool, work, out, outer: int, n: int, inner: int) -> None:
     """Writes argmax (``is_max``) or argmin of ``work`` (contiguous, viewed as ``(outer, n,
     inner)``, ``n >= 1``) along its middle axis into ``out`` (``outer * inner`` indices): one
     launch with a block per row, or for few long rows (:func:`tiles_for`) two: each tile's
-    best (value, index), then each row's best of those.
+    best (value, index), then each row's best of those. Along a non-last axis (``inner`` > 1)
+    the coalesced column kernel, and with its axis in parts (:func:`column_part_rows`) each
+    column's best of its parts' pairs: one launch, or two.
 
     Args:
       is_max: argmax, else argmin.
@@ -1103,6 +1419,9 @@ def arg_rows(is_max: bool, work, out, outer: int, n: int, inner: int) -> None:
     """
     rows = outer * inner
     source, name = argextreme_source(is_max, dtypes.ctype(work.dtype), dtypes.ctype(out.dtype))
+    if inner > 1:
+        _arg_columns(source, name, work, out, outer, n, inner)
+        return
     tile = tile_of(work.dtype.itemsize)
     tiles = tiles_for(rows, n, tile)
     if tiles == 1:
@@ -1113,6 +1432,40 @@ def arg_rows(is_max: bool, work, out, outer: int, n: int, inner: int) -> None:
     _launch(source, name + "_tile_best", rows * tiles, work, best, best_at, np.int64(rows),
             np.int64(n), np.int64(inner), np.int64(tile))
     _launch(source, name + "_of_tiles", rows, best, best_at, out, np.int64(rows), np.int64(tiles))
+
+
+def arg_column_segments(n: int, inner: int, itemsize: int) -> int:
+    """Segments of the axis a block of the argmax/argmin column kernel reads in: as the
+    cumulative column kernel (:func:`column_segments`) from :data:`COLUMN_MIN` columns, else
+    as many as :data:`THREADS` threads hold rows of ``inner`` columns (a warp then reads whole
+    consecutive rows: contiguous memory).
+
+    Example:
+      >>> arg_column_segments(4096, 4096, 4), arg_column_segments(10**6, 4, 4)
+      (8, 64)
+    """
+    if inner >= COLUMN_MIN:
+        return column_segments(n, inner, itemsize)
+    return THREADS // inner
+
+
+def _arg_columns(source: str, name: str, work, out, outer: int, n: int, inner: int) -> None:
+    """:func:`arg_rows` along a non-last axis: ``name + "_columns"`` (coalesced), with the
+    axis in parts (:func:`column_part_rows`) then each column's best of its parts' pairs
+    (``name + "_of_tiles"``, in part order): one launch, or two."""
+    itemsize = work.dtype.itemsize
+    segs = arg_column_segments(n, inner, itemsize)
+    width = THREADS // segs
+    groups = -(-inner // width)
+    part_rows = column_part_rows(outer * groups, n, segs, itemsize)
+    parts = -(-n // part_rows)
+    best = cupy.empty((outer * inner * parts if parts > 1 else 1,), work.dtype)
+    best_at = cupy.empty(best.shape, np.int64)
+    _launch(source, name + "_columns", outer * groups * parts, work, best, best_at, out,
+            np.int64(outer), np.int64(n), np.int64(inner), np.int32(segs), np.int64(part_rows))
+    if parts > 1:
+        _launch(source, name + "_of_tiles", outer * inner, best, best_at, out,
+                np.int64(outer * inner), np.int64(parts))
 
 
 def _compute_dtype(dtype: np.dtype) -> np.dtype:

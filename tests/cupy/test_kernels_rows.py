@@ -329,7 +329,7 @@ static inline void __syncthreads() {}
 """
 
 _CONCURRENT_DRIVER = r"""
-extern "C" void run_concurrently({params}, unsigned int grid) {{
+extern "C" void run_{name}({params}, unsigned int grid) {{
   gridDim.x = grid;
   std::vector<std::thread> blocks;
   for (unsigned int b = 0; b < grid; ++b)
@@ -338,29 +338,50 @@ extern "C" void run_concurrently({params}, unsigned int grid) {{
 }}
 """
 
+#: the look-back kernels a concurrent build drives (one g++ build per source for all three)
+_LOOK_BACK_KERNELS = ("_single_pass", "_columns_single_pass", "_columns_look_back")
+
+_CONCURRENT_BUILT: dict = {}   # source -> {kernel suffix: run}
+
 
 def _concurrent_single_pass(tmp_path, ctype, kernel_suffix="_single_pass"):
-    """The single-pass kernel (``name + kernel_suffix``) on ``ctype`` built with blocks as
-    concurrent host threads: ``run(grid, x, y, state, *scratch, rows, n, inner, reverse, tile,
-    tag)`` (``_columns_single_pass``: ``outer`` for ``rows``, ``tile_rows`` for ``tile``)."""
+    """The single-pass kernel (``name + kernel_suffix``, one of :data:`_LOOK_BACK_KERNELS`) on
+    ``ctype`` built with blocks as concurrent host threads: ``run(grid, *the kernel's
+    arguments)`` (arrays first, as NumPy arrays). One build per source drives all three."""
     from plax_cupy import codegen, kernels_rows
     source, name = kernels_rows.cumulative_source("sum", ctype)
-    kernel = name + kernel_suffix
-    params = re.search(rf'void {kernel}\(([^)]*)\)', source).group(1)
-    args = ", ".join(re.findall(r"\w+", p)[-1] for p in params.split(","))
-    text = (_CONCURRENT_BLOCKS + codegen.PREAMBLE + source
-            + _CONCURRENT_DRIVER.format(params=params, name=kernel, args=args))
+    if source not in _CONCURRENT_BUILT:
+        _CONCURRENT_BUILT[source] = _build_concurrent(tmp_path, codegen.PREAMBLE + source, name)
+    return _CONCURRENT_BUILT[source][kernel_suffix]
+
+
+def _build_concurrent(tmp_path, source: str, name: str) -> dict:
+    """``source``'s :data:`_LOOK_BACK_KERNELS` built for :func:`_concurrent_single_pass`."""
+    signatures = {suffix: re.search(rf'void {name + suffix}\(([^)]*)\)', source).group(1)
+                  for suffix in _LOOK_BACK_KERNELS}
+    drivers = [_CONCURRENT_DRIVER.format(
+        params=params, name=name + suffix,
+        args=", ".join(re.findall(r"\w+", p)[-1] for p in params.split(",")))
+        for suffix, params in signatures.items()]
+    text = _CONCURRENT_BLOCKS + source + "".join(drivers)
     stem = f"concurrent_{hashlib.sha1(text.encode()).hexdigest()[:12]}"
     src, lib = tmp_path / f"{stem}.cc", tmp_path / f"{stem}.so"
     src.write_text(text)
     done = subprocess.run(["g++", "-std=c++20", "-O1", "-shared", "-fPIC", "-pthread",
                            "-DPLAX_HOST", str(src), "-o", str(lib)], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-4000:]
-    fn = getattr(ctypes.CDLL(str(lib)), "run_concurrently")
-    pointers = params.count("*")
-    fn.argtypes = [ctypes.c_void_p] * pointers + [ctypes.c_longlong] * 3 + [
-        ctypes.c_int, ctypes.c_longlong, ctypes.c_uint, ctypes.c_uint]
+    built = ctypes.CDLL(str(lib))
+    runs = {}
+    for suffix, params in signatures.items():
+        fn = getattr(built, f"run_{name + suffix}")
+        fn.argtypes = [ctypes.c_void_p if "*" in p else
+                       _C_PARAM[p.replace("const", "").strip().rsplit(" ", 1)[0].strip()]
+                       for p in params.split(",")] + [ctypes.c_uint]
+        runs[suffix] = _concurrent_caller(fn, params.count("*"))
+    return runs
 
+
+def _concurrent_caller(fn, pointers: int):
     def run(grid, *arrays_then_ints):
         arrays, ints = arrays_then_ints[:pointers], arrays_then_ints[pointers:]
         fn(*[a.ctypes.data for a in arrays], *ints, grid)
@@ -370,7 +391,7 @@ def _concurrent_single_pass(tmp_path, ctype, kernel_suffix="_single_pass"):
 @needs_cxx20
 @pytest.mark.parametrize("dtype, span, columns", [(np.float32, None, 1), (np.float32, 3, 1),
                                                   (np.float64, None, 1), (np.float32, None, 3),
-                                                  (np.float64, None, 3)])
+                                                  (np.float64, None, 3), (np.float32, None, 33)])
 def test_single_pass_scan_with_concurrent_blocks(tmp_path, monkeypatch, dtype, span, columns):
     """The look-back between blocks running at once (host threads: x86's memory order, not
     a GPU's, so the fences are not tested): values against NumPy, bit for bit the same as
@@ -379,27 +400,35 @@ def test_single_pass_scan_with_concurrent_blocks(tmp_path, monkeypatch, dtype, s
     float32 publishes a tile's status and total in one word (the packed look-back; ``span``
     3: a tile passing 3 totals waits on the farthest, so the bounded walk runs too), float64
     as a flag and a value apart. ``columns`` 3: the scan runs along axis 1 of ``(2, n, 3)``,
-    tiles of 32 rows by the 3 columns (the few-columns single pass)."""
+    tiles of 32 rows by the 3 columns (the few-columns single pass: one look-back a tile for
+    its columns); 33: the column kernel with its axis in parts of 32 rows (``_columns_look_back``;
+    blocks of one thread: a group a column; it fails when a part ignores its carry)."""
     from plax_cupy import kernels_rows
     if span is not None:
         monkeypatch.setattr(kernels_rows, "LOOK_BACK_SPAN", span)
-    suffix = "_single_pass" if columns == 1 else "_columns_single_pass"
+    suffix = ("_single_pass" if columns == 1 else "_columns_single_pass" if columns < 32 else
+              "_columns_look_back")
     run = _concurrent_single_pass(tmp_path, CTYPES_OF[np.dtype(dtype)], suffix)
     rng = np.random.default_rng(5)
-    n, tile = 2000 if columns == 1 else 700, 32
+    n, tile = 2000 if columns == 1 else 700 if columns < 32 else 300, 32
     shape = (3, n) if columns == 1 else (2, n, columns)
     x = (rng.normal(size=shape) * 10.0 ** rng.integers(-3, 4, shape)).astype(dtype)
     slots = x.size // n * -(-n // tile)
     state = np.full(2, 7, np.uint64)
     packed = kernels_rows.packs(x.itemsize)
-    scratch = ([np.full(slots, 7, np.uint64)] if packed else
-               [np.full(slots, 7, np.uint32), np.full(2 * slots, 7, dtype)])
+    if columns > 1:   # (a flag a tile, its columns' totals beside it)
+        tickets = slots // columns if columns < 32 else slots
+        scratch = [np.full(tickets, 7, np.uint32), np.full(2 * slots, 7, dtype)]
+    else:
+        scratch = ([np.full(slots, 7, np.uint64)] if packed else
+                   [np.full(slots, 7, np.uint32), np.full(2 * slots, 7, dtype)])
     results = []
     for trial, grid in enumerate([1, 8, 8, 5, 8]):   # grid 1: the blocks in sequence
         for reverse in (0, 1):
             y = np.full_like(x, 7)
+            segments = (8,) if columns >= 32 else ()   # (the split column kernel's)
             run(grid, x, y, state, *scratch, shape[0], n, 1 if columns == 1 else columns,
-                reverse, tile, 1 + trial % 2)
+                reverse, *segments, tile, 1 + trial % 2)
             assert not state.any() and not scratch[0].any(), "scratch left set"
             want = _reference("sum", x.astype(np.float64), 1, bool(reverse))
             np.testing.assert_allclose(y, want, rtol=1e-4, atol=1e-3 * np.abs(x).max())
@@ -410,8 +439,50 @@ def test_single_pass_scan_with_concurrent_blocks(tmp_path, monkeypatch, dtype, s
 
 @needs_cxx20
 @pytest.mark.parametrize("host_rows", [32, 8], indirect=True)
-def test_argmax_argmin_over_several_blocks(host_rows):
+def test_split_column_scan_over_several_blocks(host_rows, monkeypatch):
+    """A non-last axis of 32 columns or more cut in parts (``_columns_look_back``; parts of one
+    stretch forced), with a block of 32 or 8 threads: one launch, values as NumPy's (bit for
+    bit for integers, max and min; NaN carried into later parts), either direction; and few
+    rows of many columns along a long axis (they took the rows' strided single pass before)."""
     from plax_cupy import kernels_rows
+    monkeypatch.setattr(kernels_rows, "COLUMN_PART_STRETCHES", 1)
+    rng = np.random.default_rng(9)
+    # (ops and dtypes of the tests above: no new g++ build)
+    cases = [("sum", np.float64, (300, 40), 0), ("max", np.float32, (2, 400, 33), 1),
+             ("min", np.int64, (500, 32), 0), ("sum", np.int32, (1000, 64), 0),
+             ("prod", np.complex128, (200, 32), 0), ("logsumexp", np.float64, (300, 36), 0)]
+    for op, dtype, shape, axis in cases:
+        x = _operand(rng, op, dtype, shape)
+        if op == "max":
+            x[1, 130, 5] = np.nan   # from a later part on, NaN down its column
+        outer, n, inner = kernels_rows._layout(x.shape, axis)
+        for reverse in (False, True):
+            host_rows.launches.clear()
+            got = np.full_like(x, 7)
+            kernels_rows.scan_rows(op, x, got, outer, n, inner, reverse)
+            assert host_rows.launches and all(
+                name.endswith("_columns_look_back") for name in host_rows.launches), \
+                (shape, host_rows.launches)
+            assert len(host_rows.launches) == 1, host_rows.launches
+            want = _reference(op, x, axis, reverse)
+            msg = f"{op} {dtype} {shape} reverse {reverse}"
+            if op in ("max", "min") or x.dtype.kind in "iu":
+                np.testing.assert_array_equal(got, want, err_msg=msg)
+            else:
+                np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-11, err_msg=msg)
+
+
+@needs_cxx20
+@pytest.mark.parametrize("host_rows", [32, 8], indirect=True)
+def test_argmax_argmin_over_several_blocks(host_rows, monkeypatch):
+    """Rows split in tiles (two launches: each tile's best, then each row's of those), and a
+    non-last axis as columns (coalesced: a warp reads consecutive columns of a row, or with
+    fewer than 32 columns consecutive rows whole), its axis in parts of 64 rows (forced) and
+    each column's best of its parts in part order (a second launch), or in one part (one
+    launch): ties and NaN across tiles, segments and parts go to the first index."""
+    from plax_cupy import kernels_rows
+    monkeypatch.setattr(kernels_rows, "column_part_rows",
+                        lambda chains, n, segs, itemsize: 64 if n >= 128 else n)
     rng = np.random.default_rng(3)
     x = rng.integers(-3, 4, (4, 700)).astype(np.float32)   # ties across tiles: the first wins
     x[1, [650, 20]] = np.nan                                 # the first NaN wins, across tiles
@@ -419,13 +490,22 @@ def test_argmax_argmin_over_several_blocks(host_rows):
     x[2, [300, 600]] = 1e-45                                 # a subnormal above zero, twice
     x[3, 699] = 9                                            # in the last (partial) tile
     x[3, 698] = -9
+    wide = rng.integers(-3, 4, (300, 40)).astype(np.float32)
+    wide[[250, 70], 3] = np.nan
+    wide[:, 39] = 0
+    wide[[200, 90], 39] = 1e-45
     for is_max, numpy_fn in ((True, np.argmax), (False, np.argmin)):
-        for data, axis in ((x, 1), (x.T.copy(), 0), (x[:, :100].copy(), 1)):
+        for data, axis in ((x, 1), (x.T.copy(), 0), (x[:, :100].copy(), 1), (wide, 0),
+                           (wide.reshape(3, 100, 40), 1), (x[:, :100].T.copy(), 0)):
             host_rows.launches.clear()
             outer, n, inner = kernels_rows._layout(data.shape, axis)
             out = np.full(outer * inner, -7, np.int32)
             kernels_rows.arg_rows(is_max, data, out, outer, n, inner)
-            assert len(host_rows.launches) == (2 if n >= 128 else 1), host_rows.launches
+            kinds = [name.rsplit("_int", 1)[-1] for name in host_rows.launches]
+            if inner > 1:
+                assert kinds == (["_columns", "_of_tiles"] if n >= 128 else ["_columns"]), kinds
+            else:
+                assert kinds == (["_tile_best", "_of_tiles"] if n >= 128 else [""]), kinds
             np.testing.assert_array_equal(out, numpy_fn(data, axis=axis).reshape(-1),
                                           err_msg=f"{is_max} {data.shape} {axis}")
 
@@ -500,3 +580,8 @@ def test_every_row_kernel_compiles_with_nvrtc_without_warnings_or_flush_to_zero(
         # the arithmetic and comparisons: add, mul, fma, setp, max, min, cvt)
         flushing = [line for line in ptx.splitlines() if ".ftz" in line and ".approx.ftz" not in line]
         assert not flushing, flushing[:3]
+        # (every kernel of the source is in the module: the split column scan, the few-columns
+        # single pass with its one look-back a tile, the coalesced argmax/argmin columns)
+        entries = set(re.findall(r"\.entry (\w+)\(", ptx))
+        assert set(kernels_rows._kernel_names(source)) <= entries, \
+            set(kernels_rows._kernel_names(source)) - entries

@@ -7,11 +7,12 @@ uploads are its only host copies), since the batch's blocks recur, and with grap
 make at most 18 launches (``no-graph``; the six parameter updates one multi-tensor kernel); the
 Gaussian-process solve (cholesky and two triangular solves) replays as one graph; the long-row
 cumsum is one kernel (the split path's single pass) and the 3x3 convolution one generated
-kernel, as are the cumsums along axis 0 (the few-columns single pass, the column kernel) and
-the SGD update of six parameters (one multi-tensor kernel). The CPU table's rows
+kernel, as are the cumsums along axis 0 (the few-columns single pass, the column kernel, with
+its axis in parts or not) and the SGD update of six parameters (one multi-tensor kernel). The CPU table's rows
 (benchmarks/compare.py's workloads on the GPU: linreg step, MLP 784-512-512-10, random.normal,
 jit(vmap(apply_matrix)), the scan RNN) make one launch per call too, those of several kernels
-replayed as a graph (the ``graph`` column, from the program's ``# CUDA graph:`` line, says
+replayed as a graph (argmax along axis 0: its column kernel and each column's best of its
+parts, two launches, one replay; the ``graph`` column, from the program's ``# CUDA graph:`` line, says
 ``replayed``); the header gives the measured device-to-device copy rate, and selu's bandwidth
 is given as a share of it."""
 from __future__ import annotations
@@ -32,9 +33,12 @@ ROWS = ("selu", "matmul 256^2 f32", "matmul 256^2 bf16", "MLP step", "MLP train 
 GRAPHED = {"MLP step batch": (1, 0, 0, 0, 0), "MLP train loop": (1, 0, 0, 0, 0),
            "MLP loop, batch uploaded": (1, 2, 0, 0, 0), "linreg step": (1, 0, 0, 0, 0),
            "MLP step 784-512-512-10": (1, 0, 0, 0, 0), "FFT filter": (1, 0, 0, 0, 0),
-           "GP solve": (1, 0, 0, 0, 0)}
+           "GP solve": (1, 0, 0, 0, 0),
+           "argmax axis 0 2048x256": (1, 0, 0, 0, 0)}   # (its column kernel and parts' best)
 #: rows and their launches per call with CUDA graphs off (the ``no-graph`` column)
 UNGRAPHED = {"cumsum 1 row": 1, "conv 3x3": 1, "scan tanh RNN": 1, "FFT filter": 3,
+             "argmax axis 0 2048x256": 2, "cumsum axis 0 2048x256": 1,
+             "cumsum axis 0 10000x64": 1,
              "SGD update 784-2048-2048-10": 1}   # (its six updates: one multi-tensor kernel)
 #: rows and the most launches per call they may make with CUDA graphs off (issue 24: the MLP
 #: step was 54 with jnp's rank promotion, 45 with unit_reductions and folded transposes, 34
@@ -46,9 +50,11 @@ UNGRAPHED_AT_MOST = {"MLP step batch": 18, "MLP train loop": 18, "MLP loop, batc
 ONE_KERNEL = {"conv 3x3": (1, 0, 0, 0, 0), "cumsum 1 row": (1, 0, 0, 0, 0),
               "random.normal 100k": (1, 0, 0, 0, 0), "jit(vmap(apply_matrix))": (1, 0, 0, 0, 0),
               "scan tanh RNN": (1, 0, 0, 0, 0),   # (plax_cupy.scan_kernel: all the steps)
-              # (kernels_rows: the few-columns single pass; the column kernel, 8 and 1 segments)
-              "cumsum axis 0 100000x4": (1, 0, 0, 0, 0), "cumsum axis 0 256x256": (1, 0, 0, 0, 0),
-              "cumsum axis 0 8x10000": (1, 0, 0, 0, 0),
+              # (kernels_rows: the few-columns single pass; the column kernel with its axis in
+              # parts, with 1 and 2 segments, and in parts again)
+              "cumsum axis 0 100000x4": (1, 0, 0, 0, 0), "cumsum axis 0 2048x256": (1, 0, 0, 0, 0),
+              "cumsum axis 0 8x10000": (1, 0, 0, 0, 0), "cumsum axis 0 64x1000": (1, 0, 0, 0, 0),
+              "cumsum axis 0 10000x64": (1, 0, 0, 0, 0),
               "SGD update 784-2048-2048-10": (1, 0, 0, 0, 0)}
 
 

@@ -146,7 +146,9 @@ def _check_cumulative(x, axis, reverse, kernel_suffix):
 @on_simulated_gpu
 @pytest.mark.parametrize("dtype", [np.float16, ml_dtypes.bfloat16, np.float32, np.float64,
                                    np.complex64, np.complex128, np.int64, np.int32, np.uint8])
-def test_long_rows_every_dtype_any_axis(small_tiles, dtype):
+def test_long_rows_every_dtype_any_axis(small_tiles, monkeypatch, dtype):
+    from plax_cupy import kernels_rows
+    monkeypatch.setattr(kernels_rows, "COLUMN_PART_STRETCHES", 1)
     rng = np.random.default_rng(1)
     x = _operand(rng, dtype, (700, 3))
     # axis 0: 3 columns of 700 split (the few-columns single pass: tiles of rows by every
@@ -160,6 +162,9 @@ def test_long_rows_every_dtype_any_axis(small_tiles, dtype):
     for shape, axis in (((50, 40), 0), ((2, 30, 33), 1)):
         for reverse in (False, True):
             _check_cumulative(_operand(rng, dtype, shape), axis, reverse, "_columns")
+    # a long axis of 40 columns: the column kernel with the axis in parts (a look-back a part)
+    for reverse in (False, True):
+        _check_cumulative(_operand(rng, dtype, (300, 40)), 0, reverse, "_columns_look_back")
 
 
 @on_simulated_gpu
@@ -173,16 +178,27 @@ def test_long_row_cumlogsumexp(small_tiles):
 
 
 @on_simulated_gpu
-def test_long_row_argmax_argmin(small_tiles):
+def test_long_row_argmax_argmin(small_tiles, monkeypatch):
+    import fake_cupy
     import plax.numpy as jnp
+    from plax_cupy import kernels_rows
+    # (a non-last axis: the coalesced column kernel, its axis in parts of 64 rows, forced)
+    monkeypatch.setattr(kernels_rows, "column_part_rows",
+                        lambda chains, n, segs, itemsize: 64 if n >= 128 else n)
     x = np.random.default_rng(3).integers(-3, 4, (3, 700)).astype(np.float32)  # ties
     x[1, [650, 20]] = np.nan                    # the first NaN, in another tile than the second
     x[2, :] = 0
     x[2, [300, 600]] = 1e-45                    # a subnormal above zero: kept, the first wins
+    wide = np.random.default_rng(4).integers(-3, 4, (300, 40)).astype(np.float32)
+    wide[[250, 70], 3] = np.nan
     for fn, ref in ((jnp.argmax, np.argmax), (jnp.argmin, np.argmin)):
-        for data, axis in ((x, 1), (x.T.copy(), 0)):
+        for data, axis in ((x, 1), (x.T.copy(), 0), (wide, 0)):
+            del fake_cupy.LAUNCHES[:]
             got, c = _counted(lambda v: fn(v, axis=axis), _gpu_put(data))
             assert c.launches == 2 and c.host_fallbacks == 0, c
+            kinds = [name.rsplit("_long", 1)[-1] for name, _, _ in fake_cupy.LAUNCHES]
+            assert kinds == (["_tile_best", "_of_tiles"] if axis == 1 else
+                             ["_columns", "_of_tiles"]), kinds
             np.testing.assert_array_equal(got, ref(data, axis=axis))
         for half in (np.float16, ml_dtypes.bfloat16):   # (the ties survive the rounding)
             h = x.astype(half)
@@ -281,3 +297,58 @@ def test_look_back_takes_a_window_of_predecessors_per_step(running, dtype):
                     "most": expect}, seen
     np.testing.assert_array_equal(resumed[running * tile:], plain[running * tile:])
     assert not scratch[0].get().any() and not state.get().any()
+
+
+@on_simulated_gpu
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_few_columns_look_back_once_per_tile(dtype):
+    """The few-columns single pass (a tile: rows of the axis by every column) looks back once
+    per tile, whatever the columns: a predecessor's state is one flag, its columns' totals
+    beside it. Counted by the simulated module: blocks in sequence find their predecessor's
+    inclusive scans out, so each tile after a chain's first takes one step (it took one per
+    column before: ``inner`` look-backs of one step per tile); values against NumPy, bit for
+    bit for an integer-valued operand."""
+    import cupy
+    from plax_cupy import codegen, kernel_modules, kernels_rows
+    outer, n, inner, tile_rows = 2, 700, 4, 32
+    tiles = -(-n // tile_rows)
+    x = np.random.default_rng(8).integers(-50, 50, (outer, n, inner)).astype(dtype)
+    source, name = kernels_rows.cumulative_source("sum", "float" if dtype == np.float32 else "double")
+    module = kernel_modules.module(codegen.PREAMBLE + source, kernels_rows._kernel_names(source))
+    counters = _look_back_counters(module)
+    for c in counters.values():
+        c.value = 0
+    xd, y = cupy.asarray(x), cupy.zeros(x.shape, dtype)
+    state = cupy.zeros((2,), np.uint64)
+    scratch = kernels_rows.group_scratch(outer * tiles, inner, dtype)
+    module.get_function(name + "_columns_single_pass")(
+        (5,), (1,), (xd, y, state, *scratch, np.int64(outer), np.int64(n), np.int64(inner),
+                     np.int32(1), np.int64(tile_rows), np.uint32(3)))
+    seen = {key: c.value for key, c in counters.items()}
+    assert seen == {"tiles": outer * (tiles - 1), "steps": outer * (tiles - 1), "most": 1}, seen
+    np.testing.assert_array_equal(y.get(), np.flip(np.cumsum(np.flip(x, 1), axis=1), 1))
+    assert not scratch[0].get().any() and not state.get().any()   # (left clear for a replay)
+
+
+@on_simulated_gpu
+def test_split_column_scan_replays_as_a_graph(small_tiles, monkeypatch):
+    """The column kernel with its axis in parts (``_columns_look_back``) under ``jit`` with CUDA
+    graphs on: one launch a call, and fed its own results the replayed graph (the captured tag
+    and scratch) stays right, since the kernel's last block clears the flags and counters."""
+    import plax
+    import plax_cupy
+    from plax import lax
+    from plax_cupy import kernels_rows
+    monkeypatch.setattr(kernels_rows, "COLUMN_PART_STRETCHES", 1)
+    monkeypatch.setenv("PLAX_CUDA_GRAPHS", "1")
+    x = np.random.default_rng(10).uniform(-1, 1, (300, 40)).astype(np.float32)
+    f = plax.jit(lambda v: lax.cumsum(v, axis=0) * np.float32(0.01))
+    v = _gpu_put(x)
+    for step in range(4):
+        before = np.asarray(v).astype(np.float64)
+        with plax_cupy.count() as c:
+            v = f(v)
+        want = np.cumsum(before, axis=0) * 0.01
+        np.testing.assert_allclose(np.asarray(v), want, rtol=1e-4,
+                                   atol=1e-5 * np.abs(want).max(), err_msg=f"step {step}")
+    assert c.launches == 1, c
