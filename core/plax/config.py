@@ -261,6 +261,7 @@ class Config:
           RuntimeError: for ``jax_num_cpu_devices`` once the devices have been listed.
 
         Example:
+          >>> import plax
           >>> plax.config.update("jax_log_compiles", False)
         """
         key = self._key(name)
@@ -299,6 +300,7 @@ class Config:
         """The value of option ``name`` (with or without the ``jax_`` prefix).
 
         Example:
+          >>> import plax
           >>> plax.config.read("jax_numpy_rank_promotion")
           'allow'
         """
@@ -309,6 +311,7 @@ class Config:
         environment): such a setting wins over the environment, read again later.
 
         Example:
+          >>> import plax
           >>> plax.config.was_updated("jax_xla_backend")
           False
         """
@@ -327,6 +330,7 @@ class Config:
         per thread.
 
         Example:
+          >>> import plax
           >>> with plax.debug_nans(True):
           ...     plax.config.has_thread_contexts()
           True
@@ -355,6 +359,7 @@ class Config:
         in this thread until it ends.
 
         Example:
+          >>> import plax
           >>> with plax.config.override("jax_numpy_rank_promotion", "raise"):
           ...     plax.config.jax_numpy_rank_promotion
           'raise'
@@ -424,6 +429,7 @@ enable_x64 = _context("enable_x64", """Context manager that turns 64-bit types o
     inside its block.
 
     Example:
+      >>> import plax
       >>> with plax.enable_x64():
       ...     plax.numpy.ones(1).dtype
       dtype('float64')
@@ -432,6 +438,7 @@ debug_nans = _context("debug_nans", """Inside the block, an operation (eager, or
     call run again op by op to find it) that produces a NaN raises ``FloatingPointError``.
 
     Example:
+      >>> import plax
       >>> with plax.debug_nans(True):
       ...     plax.numpy.log(-1.0)  # doctest: +SKIP
       FloatingPointError: invalid value (nan) encountered in log
@@ -439,6 +446,7 @@ debug_nans = _context("debug_nans", """Inside the block, an operation (eager, or
 debug_infs = _context("debug_infs", """As :func:`debug_nans`, for infinities.
 
     Example:
+      >>> import plax
       >>> with plax.debug_infs(True):
       ...     plax.numpy.ones(2) / 0  # doctest: +SKIP
       FloatingPointError: invalid value (inf) encountered in div
@@ -447,6 +455,7 @@ enable_checks = _context("enable_checks", """Inside the block, ``jit`` type-chec
     it traces (slower; for debugging plax itself).
 
     Example:
+      >>> import plax
       >>> with plax.enable_checks(True):
       ...     plax.jit(lambda x: x + 1)(1.0)
       Array(2., dtype=float32, weak_type=True)
@@ -455,6 +464,7 @@ log_compiles = _context("log_compiles", """Inside the block, ``jit`` logs (``log
     level WARNING) each function it traces and compiles, with its argument types.
 
     Example:
+      >>> import plax
       >>> with plax.log_compiles():
       ...     _ = plax.jit(lambda x: x + 1)(1.0)  # doctest: +SKIP
     """)
@@ -463,6 +473,7 @@ explain_cache_misses = _context("explain_cache_misses", """Inside the block, ``j
     dtype, weak type, static value or tree structure changed.
 
     Example:
+      >>> import plax
       >>> with plax.explain_cache_misses():
       ...     _ = plax.jit(lambda x: x + 1)(1.0)  # doctest: +SKIP
     """)
@@ -471,6 +482,7 @@ numpy_rank_promotion = _context("numpy_rank_promotion", """Inside the block, Num
     ``"raise"``-s ``ValueError``.
 
     Example:
+      >>> import plax
       >>> with plax.numpy_rank_promotion("raise"):
       ...     plax.numpy.ones(3) + plax.numpy.ones((2, 3))  # doctest: +SKIP
       ValueError: Operands could not be broadcast together for add on shapes (3,) (2, 3) ...
@@ -480,6 +492,7 @@ numpy_dtype_promotion = _context("numpy_dtype_promotion", """Inside the block, i
     kind promote; anything else raises ``TypePromotionError``).
 
     Example:
+      >>> import plax
       >>> with plax.numpy_dtype_promotion("strict"):
       ...     (plax.numpy.ones(2) + 1).dtype
       dtype('float32')
@@ -491,6 +504,7 @@ default_matmul_precision = _context("default_matmul_precision", """Inside the bl
     see docs/config.md).
 
     Example:
+      >>> import plax
       >>> with plax.default_matmul_precision("float32"):
       ...     plax.numpy.dot(plax.numpy.ones(2), plax.numpy.ones(2))
       Array(2., dtype=float32)
@@ -502,6 +516,7 @@ threefry_partitionable = _context("threefry_partitionable", """Inside the block,
     one (False).
 
     Example:
+      >>> import plax
       >>> with plax.threefry_partitionable(False):
       ...     int(plax.random.bits(plax.random.key(0), ()))  # doctest: +SKIP
     """)
@@ -529,6 +544,7 @@ def context_manager(name: str):
     """The context manager JAX names ``name`` (``"transfer_guard"``), for ``plax.<name>``.
 
     Example:
+      >>> import plax
       >>> with plax.transfer_guard("log"):
       ...     plax.config.jax_transfer_guard
       'log'
