@@ -25,19 +25,24 @@ from typing import Any, Callable, Sequence
 from plax.array import _BUF, Array, _Piece, _ShardedArray, _sharded
 from plax.core.trace import state as trace_state
 from plax.sharding import (AxisType, NamedSharding, PartitionSpec, _full_index, get_mesh,
-                           internal_eager_work, no_mesh_in_this_thread)
+                           in_internal_eager_work, internal_eager_work,
+                           no_mesh_in_this_thread)
 from plax.state.types import Ref
 
 _REPLICATED: dict = {}  # (id(mesh), rank) -> NamedSharding(mesh, P(None, ...))
 
 
 def current_mesh():
-    """The current mesh (``set_mesh``/``use_mesh``) with its devices, or None.
+    """The current mesh (``set_mesh``/``use_mesh``) with its devices, that eager work and
+    ``jit`` calls are placed on and checked against; None when none is set or the running
+    thread does plax's own eager work (:func:`plax.sharding.internal_eager_work`).
 
     Example:
       >>> current_mesh() is None  # no mesh set
       True
     """
+    if in_internal_eager_work():
+        return None
     from plax.sharding import _mesh_of_abstract
     mesh = get_mesh()
     return None if mesh is None else _mesh_of_abstract(mesh)

@@ -29,6 +29,7 @@ from plax.backend import executable_text
 from plax.config import config
 from plax.core.jaxpr import ClosedJaxpr
 from plax.core.shaped_array import ShapeDtypeStruct
+from plax.sharding import in_internal_eager_work as _in_internal_eager_work
 from plax.sharding import mesh_maybe_set as _mesh_maybe_set
 from plax.sharding_context import context_mesh_params
 from plax.state.types import Ref
@@ -484,7 +485,7 @@ class JitFunction:
         # JAX 0.10 under a set mesh: arguments committed elsewhere refused (not in plax's
         # own eager work: on_mesh), host ones placed, results placed on the mesh
         mesh_set = _mesh_is_set()
-        on_mesh = mesh_set and _mesh_maybe_set[0]
+        on_mesh = mesh_set and _mesh_maybe_set[0] and not _in_internal_eager_work()
         if on_mesh:
             self._check_context_mesh(leaves, treedef, static, len(args))
             from plax.sharding_eager import typed_short  # (host values, uncommitted arrays)
