@@ -134,7 +134,12 @@ def check_committed_devices(leaves: Sequence, mesh, name_of: Callable[[int], str
     devices = mesh.devices
     only = devices.flat[0] if devices.size == 1 else None
     for i, x in enumerate(leaves):
-        device = one_device_of(x)
+        if type(x) is Array:  # (the usual operand: no call)
+            device = x._device if x._committed else None
+        elif type(x) is Ref or isinstance(x, Array):
+            device = one_device_of(x)
+        else:
+            continue
         if device is not None and device is not only:
             raise incompatible_devices(name_of(i), x.aval, [device.id], device.platform, mesh)
 
