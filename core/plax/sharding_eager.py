@@ -27,7 +27,7 @@ from plax.core.trace import state as trace_state
 from plax.sharding import (AxisType, NamedSharding, PartitionSpec, _full_index, get_mesh,
                            in_internal_eager_work, internal_eager_work,
                            no_mesh_in_this_thread)
-from plax.state.types import Ref
+from plax.state.types import Ref, is_ref_aval
 
 _REPLICATED: dict = {}  # (id(mesh), rank) -> NamedSharding(mesh, P(None, ...))
 
@@ -91,7 +91,7 @@ def incompatible_devices(what: str, aval, device_ids: Sequence[int], platform: s
     """
     dims = ",".join(str(n) for n in aval.shape)
     shape = f"{aval.dtype.name}[{dims}]"
-    if type(aval).__name__ == "AbstractRef":  # (a ref's type, as JAX writes it)
+    if is_ref_aval(aval):  # (a ref's type, as JAX writes it)
         shape = f"Ref{{{shape}}}"
     mesh_ids = [d.id for d in mesh.devices.flat]
     mesh_platform = mesh.devices.flat[0].platform.upper()
