@@ -86,3 +86,19 @@ def test_import_plax_refuses_it():
     assert done.returncode != 0
     assert ("ValueError: invalid value 'abc' for the environment variable JAX_NUM_CPU_DEVICES"
             in done.stderr), done.stderr
+
+
+def test_the_choices_are_jax_s():
+    """plax's table of enumerated options (checked by update() and read from the
+    environment) is JAX's: every enum option of JAX, with its values in JAX's order."""
+    jax = pytest.importorskip("jax")
+    table = sys.modules["plax.config"]._ENUMS
+    words = sys.modules["plax.config"]._ENV_WORDS
+    for name, (kind, _, meta) in jax.config.meta.items():
+        short = name[4:] if name.startswith("jax_") else name
+        if kind == "enum":
+            assert table[short][0] == tuple(meta["enum_values"]), name
+        elif kind == "enum_class":
+            values = tuple(str(m.value) if isinstance(m.value, str) else m.name.lower()
+                           for m in meta["enum_class"])
+            assert (table.get(short) or (words[short],))[0] == values, name
