@@ -302,3 +302,20 @@ def test_promotion_options_are_part_of_jit_s_cache_key():
     with plax.numpy_dtype_promotion("strict"):
         with pytest.raises(dtypes.TypePromotionError):
             g(jnp.ones(3, jnp.float16), jnp.ones(3))
+
+
+def test_config_examples_run_on_their_own():
+    """``python -m pytest --doctest-modules core/plax/config.py`` passes: each example imports
+    what it uses (the suite's docstring runner adds ``plax`` to every module's globals, which
+    hid ten examples that failed alone with NameError)."""
+    import doctest
+    import sys
+    module = sys.modules["plax.config"]   # (``plax.config`` the attribute is the option table)
+    flags = dict(plax.config._values)
+    try:
+        result = doctest.testmod(module, optionflags=doctest.ELLIPSIS, report=False)
+    finally:
+        for key, value in flags.items():
+            if plax.config.read(key) != value:
+                plax.config.update(key, value)
+    assert result.attempted >= 19 and result.failed == 0, result

@@ -139,3 +139,63 @@ def test_numeric_settings_read_it(monkeypatch):
     monkeypatch.setenv("PLAX_NUMBA_GUARD_MIN_SHARE", "-0.1")
     with pytest.warns(UserWarning, match="at least 0"):
         assert starvation_guard.guard_min_share() == starvation_guard.GUARD_MIN_SHARE
+
+
+@pytest.mark.parametrize("raw, bounds, expected", [
+    ("0", dict(above=0), "expected a number above 0"),
+    ("1.5", dict(above=0, maximum=1), "expected a number above 0 and at most 1"),
+    ("-1", dict(minimum=0, maximum=3), "expected a number of at least 0 and at most 3")])
+def test_bounds_name_what_is_accepted(monkeypatch, raw, bounds, expected):
+    monkeypatch.setenv(NAME, raw)
+    with pytest.raises(ValueError, match=f"{raw!r} for the environment variable {NAME}: "
+                                         f"{expected}, or leave it unset"):
+        env_number(NAME, 1.0, kind=float, **bounds)
+    assert env_number(NAME, 1.0, kind=float) == float(raw)   # (no bounds: accepted)
+
+
+def test_bounds_are_inclusive_or_not_as_named(monkeypatch):
+    monkeypatch.setenv(NAME, "1")
+    assert env_number(NAME, 0.5, kind=float, above=0, maximum=1) == 1.0
+    assert env_number(NAME, 0, minimum=1) == 1
+    with pytest.raises(ValueError, match="above 1"):
+        env_number(NAME, 0, above=1)
+
+
+def test_choices(monkeypatch):
+    from plax.config import env_choice
+    monkeypatch.setenv(NAME, " warn ")
+    assert env_choice(NAME, "allow", ("allow", "warn")) == "warn"
+    monkeypatch.setenv(NAME, "WARN")   # (spelt exactly, as JAX reads its enum variables)
+    with pytest.raises(ValueError, match=f"'WARN' for the environment variable {NAME}: "
+                                         "expected one of allow, warn, or leave it unset"):
+        env_choice(NAME, "allow", ("allow", "warn"))
+    monkeypatch.setenv(NAME, "")
+    assert env_choice(NAME, None, ("allow", "warn")) is None
+
+
+def test_collective_timeout_reads_it(monkeypatch):
+    from plax.distributed import collective_timeout
+    monkeypatch.delenv("PLAX_COLLECTIVE_TIMEOUT", raising=False)
+    assert collective_timeout() == 300.0
+    monkeypatch.setenv("PLAX_COLLECTIVE_TIMEOUT", "0.5")
+    assert collective_timeout() == 0.5
+    for bad in ("0", "-2", "soon", "nan"):
+        monkeypatch.setenv("PLAX_COLLECTIVE_TIMEOUT", bad)
+        with pytest.raises(ValueError, match=f"{bad!r} for the environment variable "
+                                             "PLAX_COLLECTIVE_TIMEOUT: expected a number above 0"):
+            collective_timeout()
+
+
+def test_gpu_memory_fraction_reads_it(monkeypatch):
+    """``plax_cupy.runtime`` imports without CuPy (it only finds out whether CuPy is there)."""
+    memory_fraction = pytest.importorskip("plax_cupy.runtime").memory_fraction
+    monkeypatch.delenv("PLAX_GPU_MEMORY_FRACTION", raising=False)
+    assert memory_fraction() is None
+    monkeypatch.setenv("PLAX_GPU_MEMORY_FRACTION", "1")
+    assert memory_fraction() == 1.0
+    for bad in ("0", "1.01", "half"):
+        monkeypatch.setenv("PLAX_GPU_MEMORY_FRACTION", bad)
+        with pytest.raises(ValueError, match=f"{bad!r} for the environment variable "
+                                             "PLAX_GPU_MEMORY_FRACTION: expected a number "
+                                             "above 0 and at most 1"):
+            memory_fraction()

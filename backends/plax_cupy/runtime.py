@@ -83,18 +83,10 @@ def memory_fraction() -> float | None:
     """``PLAX_GPU_MEMORY_FRACTION`` as a float in (0, 1], or None where unset.
 
     Raises:
-      ValueError: a value that is not a number in (0, 1].
+      ValueError: a value that is not a number in (0, 1], naming the variable and the value.
     """
-    raw = os.environ.get("PLAX_GPU_MEMORY_FRACTION")
-    if not raw:
-        return None
-    try:
-        value = float(raw)
-        if not 0.0 < value <= 1.0:
-            raise ValueError
-    except ValueError:
-        raise ValueError(f"PLAX_GPU_MEMORY_FRACTION must be a number in (0, 1], got {raw!r}") from None
-    return value
+    from plax.config import env_number
+    return env_number("PLAX_GPU_MEMORY_FRACTION", None, kind=float, above=0, maximum=1)
 
 
 class GpuOutOfMemoryError(MemoryError):

@@ -34,7 +34,30 @@ _ENUMS: dict[str, tuple[tuple, bool]] = {
                            "philox4x32"), False),
     "traceback_filtering": (("off", "tracebackhide", "remove_frames", "quiet_remove_frames",
                              "auto"), False),
+    "cpu_collectives_implementation": (("gloo", "mpi", "megascale"), False),
+    "error_checking_behavior_divide": (("ignore", "raise"), False),
+    "error_checking_behavior_nan": (("ignore", "raise"), False),
+    "error_checking_behavior_oob": (("ignore", "raise"), False),
+    "logging_level": (("NOTSET", "DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"), False),
+    "memory_fitting_level": (("UNKNOWN", "O0", "O1", "O2", "O3"), False),
+    "optimization_level": (("UNKNOWN", "O0", "O1", "O2", "O3"), False),
+    "use_magma": (("off", "on", "auto"), False),
+    "legacy_prng_key": (("allow", "warn", "error"), False),
+    "send_traceback_to_runtime": (("off", "on", "full"), False),
+    "array_garbage_collection_guard": (("allow", "log", "fatal"), True),
+    **{name: (("allow", "log", "disallow", "log_explicit", "disallow_explicit"), True)
+       for name in ("transfer_guard", "transfer_guard_host_to_device",
+                    "transfer_guard_device_to_device", "transfer_guard_device_to_host")},
 }
+
+# Options JAX reads from the environment as a word of its own, stored as the word (JAX
+# keeps jax_explicit_x64_dtypes as an integer enum, set from JAX_EXPLICIT_X64_DTYPES=allow).
+_ENV_WORDS = {"explicit_x64_dtypes": ("warn", "error", "allow")}
+
+# Options JAX never reads from the environment (set only with config.update): plax ignores
+# JAX_<NAME> / PLAX_<NAME> for them too, so a value there neither sets nor breaks anything.
+_NOT_FROM_ENV = frozenset({"mock_num_gpu_processes", "cross_host_transfer_timeout_seconds",
+                           "cross_host_transfer_transfer_size"})
 
 # Options plax reads as booleans (from the environment through env_flag).
 _BOOLS = frozenset(name[4:] for name, v in JAX_OPTIONS.items()
@@ -90,6 +113,12 @@ _TRUE_WORDS = ("1", "true", "yes", "on", "t", "y")
 _FALSE_WORDS = ("0", "false", "no", "off", "f", "n")
 
 
+def _invalid(name: str, raw: str, expected: str) -> str:
+    """What is wrong with the value ``raw`` of environment variable ``name``: names it, the
+    value and what is accepted (one wording for every setting plax reads)."""
+    return f"invalid value {raw!r} for the environment variable {name}: expected {expected}"
+
+
 def env_flag(name: str, default: bool) -> bool:
     """The boolean environment variable ``name``, read now: ``1``/``true``/``yes``/``on``
     (or ``t``/``y``) is True and ``0``/``false``/``no``/``off`` (or ``f``/``n``) False, JAX's
@@ -124,24 +153,26 @@ def env_flag(name: str, default: bool) -> bool:
         return True
     if word in _FALSE_WORDS:
         return False
-    raise ValueError(f"invalid value {raw!r} for the environment variable {name}: expected "
-                     f"one of {', '.join(_TRUE_WORDS)} (on) or {', '.join(_FALSE_WORDS)} (off), "
-                     "or leave it unset")
+    raise ValueError(_invalid(name, raw, f"one of {', '.join(_TRUE_WORDS)} (on) or "
+                                         f"{', '.join(_FALSE_WORDS)} (off)") + ", or leave it unset")
 
 
 def env_number(name: str, default: float, *, kind: type = int, minimum: float | None = None,
+               maximum: float | None = None, above: float | None = None,
                warn: bool = False) -> float:
     """The numeric environment variable ``name``, read now: parsed as ``kind`` (``int`` or
     ``float``; spaces around ignored); unset or empty gives ``default``. The one parse of
     plax's and its backends' numeric settings (``PLAX_NUMBA_WORKERS``,
-    ``PLAX_NUMBA_COMPILE_AFTER``, ``PLAX_NUMBA_GUARD_INTERVAL``, ...), as :func:`env_flag` is
-    of the on/off ones.
+    ``PLAX_COLLECTIVE_TIMEOUT``, ``JAX_NUM_CPU_DEVICES``, ...), as :func:`env_flag` is of the
+    on/off ones and :func:`env_choice` of the named ones.
 
     Args:
       name: the variable's name.
       default: the value when it is unset or empty (returned as given, not checked).
       kind: ``int`` (decimal digits, an optional sign) or ``float`` (not NaN).
       minimum: the smallest value accepted, if any.
+      maximum: the largest value accepted, if any.
+      above: a bound the value must exceed, if any (``above=0``: positive).
       warn: a bad value is named in a warning and gives ``default``, rather than raising:
         for settings read on a background thread, where an exception would read as a
         failure of the work it does (the numba backend's compile thread).
@@ -150,14 +181,18 @@ def env_number(name: str, default: float, *, kind: type = int, minimum: float | 
       The value, a ``kind``.
 
     Raises:
-      ValueError: a value that does not parse as ``kind``, or one below ``minimum``, naming
-        the variable and the value (unless ``warn``).
+      ValueError: a value that does not parse as ``kind``, or one outside the bounds,
+        naming the variable, the value and what is accepted (unless ``warn``).
       TypeError: a ``kind`` other than ``int`` or ``float``.
 
     Example:
       >>> os.environ["PLAX_EXAMPLE_COUNT"] = " 3"
       >>> env_number("PLAX_EXAMPLE_COUNT", 1), env_number("PLAX_UNSET_EXAMPLE", 0.5, kind=float)
       (3, 0.5)
+      >>> env_number("PLAX_EXAMPLE_COUNT", 1, maximum=2)  # doctest: +ELLIPSIS
+      Traceback (most recent call last):
+      ...
+      ValueError: invalid value ' 3' for ... PLAX_EXAMPLE_COUNT: expected an integer at most 2, ...
       >>> del os.environ["PLAX_EXAMPLE_COUNT"]
     """
     if kind is not int and kind is not float:
@@ -165,23 +200,55 @@ def env_number(name: str, default: float, *, kind: type = int, minimum: float | 
     raw = os.environ.get(name)
     if raw is None or not raw.strip():
         return default
-    what = "an integer" if kind is int else "a number"
+    bounds = [f"above {above}"] if above is not None else []
+    bounds += [f"of at least {minimum}"] if minimum is not None else []
+    bounds += [f"at most {maximum}"] if maximum is not None else []
+    expected = ("an integer" if kind is int else "a number") + "".join(
+        " " + bound if i == 0 else " and " + bound for i, bound in enumerate(bounds))
     try:
         value = kind(raw.strip())
     except ValueError:
         value = None
-    if value is None or value != value:   # (unparsable, or NaN: it compares with nothing)
-        problem = f"expected {what}"
-    elif minimum is not None and value < minimum:
-        problem = f"expected {what} of at least {minimum}"
-    else:
+    if (value is not None and value == value  # (unparsable, or NaN: it compares with nothing)
+            and (above is None or value > above) and (minimum is None or value >= minimum)
+            and (maximum is None or value <= maximum)):
         return value
-    message = f"invalid value {raw!r} for the environment variable {name}: {problem}"
+    message = _invalid(name, raw, expected)
     if not warn:
         raise ValueError(message + ", or leave it unset")
     import warnings
     warnings.warn(f"{message}; using {default}", stacklevel=2)
     return default
+
+
+def env_choice(name: str, default: Any, choices: tuple[str, ...]) -> Any:
+    """The environment variable ``name`` that names one of ``choices``, read now (exactly
+    as spelt, as JAX reads its enum options; spaces around ignored); unset or empty gives
+    ``default``.
+
+    Args:
+      name: the variable's name.
+      default: the value when it is unset or empty.
+      choices: the words accepted.
+
+    Returns:
+      The word, or ``default``.
+
+    Raises:
+      ValueError: any other value, naming the variable, the value and the choices.
+
+    Example:
+      >>> os.environ["PLAX_EXAMPLE_MODE"] = "warn"
+      >>> env_choice("PLAX_EXAMPLE_MODE", "allow", ("allow", "warn", "raise"))
+      'warn'
+      >>> del os.environ["PLAX_EXAMPLE_MODE"]
+    """
+    raw = os.environ.get(name)
+    if raw is None or not raw.strip():
+        return default
+    if raw.strip() in choices:
+        return raw.strip()
+    raise ValueError(_invalid(name, raw, f"one of {', '.join(choices)}") + ", or leave it unset")
 
 
 def _short(name: str) -> str:
@@ -193,25 +260,28 @@ _JAX_NAME = {_short(n): n for n in JAX_OPTIONS}
 
 
 def _from_env(name: str, default: Any) -> Any:
-    """The option's starting value: ``PLAX_<NAME>`` or ``JAX_<NAME>`` when set."""
+    """The option's starting value: ``PLAX_<NAME>`` or ``JAX_<NAME>`` when set (the first).
+
+    A value that is not one the option takes raises ``ValueError`` naming the variable, as
+    ``import jax`` does for its ``JAX_<NAME>`` (both variables are checked, also the one
+    not used). Unlike JAX, an empty variable counts as unset, as for plax's own settings.
+    """
+    if name in _NOT_FROM_ENV:
+        return default
+    found = []
     for key in ("PLAX_" + name.upper(), "JAX_" + name.upper()):
         raw = os.environ.get(key)
-        if not raw:  # unset or empty: the next variable, else the default
+        if raw is None or not raw.strip():  # unset or empty: the next variable, else the default
             continue
         if name in _BOOLS:
-            return env_flag(key, default)
-        if isinstance(default, int) and not isinstance(default, bool):
-            try:
-                return int(raw)
-            except ValueError:
-                return default  # checked where the option is used (num_cpu_devices)
-        if isinstance(default, float):
-            try:
-                return float(raw)
-            except ValueError:
-                return default
-        return raw
-    return default
+            found.append(env_flag(key, default))
+        elif name in _ENUMS or name in _ENV_WORDS:
+            found.append(env_choice(key, default, _ENV_WORDS.get(name) or _ENUMS[name][0]))
+        elif isinstance(default, (int, float)):  # (bool is in _BOOLS)
+            found.append(env_number(key, default, kind=type(default)))
+        else:
+            found.append(raw)
+    return found[0] if found else default
 
 
 class Config:
@@ -232,8 +302,8 @@ class Config:
         self._contexts_lock = threading.Lock()
         for name, default in JAX_OPTIONS.items():
             short = _short(name)
-            self._values[short] = default if short in _BEFORE_DEVICES else \
-                _from_env(short, default)
+            value = _from_env(short, default)  # (a bad value raises now, as in JAX)
+            self._values[short] = default if short in _BEFORE_DEVICES else value
         self._listeners: list[Callable[[str, Any], None]] = []
         self._guards: dict[str, Callable[[str], None]] = {}
         self._updated: set[str] = set()  # options set with update(), not from the environment
@@ -261,6 +331,7 @@ class Config:
           RuntimeError: for ``jax_num_cpu_devices`` once the devices have been listed.
 
         Example:
+          >>> import plax
           >>> plax.config.update("jax_log_compiles", False)
         """
         key = self._key(name)
@@ -299,6 +370,7 @@ class Config:
         """The value of option ``name`` (with or without the ``jax_`` prefix).
 
         Example:
+          >>> import plax
           >>> plax.config.read("jax_numpy_rank_promotion")
           'allow'
         """
@@ -309,6 +381,7 @@ class Config:
         environment): such a setting wins over the environment, read again later.
 
         Example:
+          >>> import plax
           >>> plax.config.was_updated("jax_xla_backend")
           False
         """
@@ -327,6 +400,7 @@ class Config:
         per thread.
 
         Example:
+          >>> import plax
           >>> with plax.debug_nans(True):
           ...     plax.config.has_thread_contexts()
           True
@@ -355,6 +429,7 @@ class Config:
         in this thread until it ends.
 
         Example:
+          >>> import plax
           >>> with plax.config.override("jax_numpy_rank_promotion", "raise"):
           ...     plax.config.jax_numpy_rank_promotion
           'raise'
@@ -424,6 +499,7 @@ enable_x64 = _context("enable_x64", """Context manager that turns 64-bit types o
     inside its block.
 
     Example:
+      >>> import plax
       >>> with plax.enable_x64():
       ...     plax.numpy.ones(1).dtype
       dtype('float64')
@@ -432,6 +508,7 @@ debug_nans = _context("debug_nans", """Inside the block, an operation (eager, or
     call run again op by op to find it) that produces a NaN raises ``FloatingPointError``.
 
     Example:
+      >>> import plax
       >>> with plax.debug_nans(True):
       ...     plax.numpy.log(-1.0)  # doctest: +SKIP
       FloatingPointError: invalid value (nan) encountered in log
@@ -439,6 +516,7 @@ debug_nans = _context("debug_nans", """Inside the block, an operation (eager, or
 debug_infs = _context("debug_infs", """As :func:`debug_nans`, for infinities.
 
     Example:
+      >>> import plax
       >>> with plax.debug_infs(True):
       ...     plax.numpy.ones(2) / 0  # doctest: +SKIP
       FloatingPointError: invalid value (inf) encountered in div
@@ -447,6 +525,7 @@ enable_checks = _context("enable_checks", """Inside the block, ``jit`` type-chec
     it traces (slower; for debugging plax itself).
 
     Example:
+      >>> import plax
       >>> with plax.enable_checks(True):
       ...     plax.jit(lambda x: x + 1)(1.0)
       Array(2., dtype=float32, weak_type=True)
@@ -455,6 +534,7 @@ log_compiles = _context("log_compiles", """Inside the block, ``jit`` logs (``log
     level WARNING) each function it traces and compiles, with its argument types.
 
     Example:
+      >>> import plax
       >>> with plax.log_compiles():
       ...     _ = plax.jit(lambda x: x + 1)(1.0)  # doctest: +SKIP
     """)
@@ -463,6 +543,7 @@ explain_cache_misses = _context("explain_cache_misses", """Inside the block, ``j
     dtype, weak type, static value or tree structure changed.
 
     Example:
+      >>> import plax
       >>> with plax.explain_cache_misses():
       ...     _ = plax.jit(lambda x: x + 1)(1.0)  # doctest: +SKIP
     """)
@@ -471,6 +552,7 @@ numpy_rank_promotion = _context("numpy_rank_promotion", """Inside the block, Num
     ``"raise"``-s ``ValueError``.
 
     Example:
+      >>> import plax
       >>> with plax.numpy_rank_promotion("raise"):
       ...     plax.numpy.ones(3) + plax.numpy.ones((2, 3))  # doctest: +SKIP
       ValueError: Operands could not be broadcast together for add on shapes (3,) (2, 3) ...
@@ -480,6 +562,7 @@ numpy_dtype_promotion = _context("numpy_dtype_promotion", """Inside the block, i
     kind promote; anything else raises ``TypePromotionError``).
 
     Example:
+      >>> import plax
       >>> with plax.numpy_dtype_promotion("strict"):
       ...     (plax.numpy.ones(2) + 1).dtype
       dtype('float32')
@@ -491,6 +574,7 @@ default_matmul_precision = _context("default_matmul_precision", """Inside the bl
     see docs/config.md).
 
     Example:
+      >>> import plax
       >>> with plax.default_matmul_precision("float32"):
       ...     plax.numpy.dot(plax.numpy.ones(2), plax.numpy.ones(2))
       Array(2., dtype=float32)
@@ -502,6 +586,7 @@ threefry_partitionable = _context("threefry_partitionable", """Inside the block,
     one (False).
 
     Example:
+      >>> import plax
       >>> with plax.threefry_partitionable(False):
       ...     int(plax.random.bits(plax.random.key(0), ()))  # doctest: +SKIP
     """)
@@ -529,6 +614,7 @@ def context_manager(name: str):
     """The context manager JAX names ``name`` (``"transfer_guard"``), for ``plax.<name>``.
 
     Example:
+      >>> import plax
       >>> with plax.transfer_guard("log"):
       ...     plax.config.jax_transfer_guard
       'log'

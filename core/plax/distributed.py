@@ -18,6 +18,8 @@ from __future__ import annotations
 import os
 from typing import Any, Sequence
 
+from plax.config import env_number
+
 __all__ = ["initialize", "shutdown", "is_initialized", "launched_process_count",
            "collective_timeout"]
 
@@ -131,17 +133,9 @@ def collective_timeout() -> float:
     instead of hanging.
 
     Raises:
-      ValueError: the variable is not a positive number.
+      ValueError: the variable is not a positive number, naming it and the value.
     """
-    raw = os.environ.get("PLAX_COLLECTIVE_TIMEOUT", "300")
-    try:
-        value = float(raw)
-        if value <= 0:
-            raise ValueError
-    except ValueError:
-        raise ValueError(f"PLAX_COLLECTIVE_TIMEOUT must be a positive number of seconds, got "
-                         f"{raw!r}") from None
-    return value
+    return env_number("PLAX_COLLECTIVE_TIMEOUT", 300.0, kind=float, above=0)
 
 
 def transport() -> Any:

@@ -824,6 +824,7 @@ import threading as _threading
 class _MeshState(_threading.local):
     def __init__(self):
         self.stack: list = []
+        self.internal = 0  # this thread's internal eager work in progress (internal_eager_work)
 
 
 _mesh_state = _MeshState()
@@ -835,37 +836,51 @@ mesh_maybe_set: list = [False]
 _open_use_mesh = [0]  # ``use_mesh`` blocks open, in all threads
 
 
+_flag_lock = _threading.Lock()  # threads may open and close use_mesh blocks together
+
+
 def _refresh_mesh_flag() -> None:
-    mesh_maybe_set[0] = (_global_mesh[0] is not None or _open_use_mesh[0] > 0) and \
-        not _internal[0]
-
-
-_internal = [0]  # internal eager work in progress (see internal_eager_work)
-_flag_lock = _threading.Lock()  # device threads may enter internal work together
+    mesh_maybe_set[0] = _global_mesh[0] is not None or _open_use_mesh[0] > 0
 
 
 @_contextlib.contextmanager
 def internal_eager_work():
     """Eager work plax does for itself (a partitioned program's steps, an eager
-    ``shard_map`` body's blocks, compiling): its operations are neither placed on the set
-    mesh nor checked against it as a user's are (:mod:`plax.sharding_eager`)."""
-    with _flag_lock:
-        _internal[0] += 1
-        mesh_maybe_set[0] = False
+    ``shard_map`` body's blocks, compiling), in the running thread: its operations are
+    neither placed on the set mesh nor checked against it as a user's are
+    (:mod:`plax.sharding_eager`); other threads' eager work is placed meanwhile. The device
+    threads of a partitioned program share their caller's state
+    (:func:`plax.sharding_threads.on_each_device`).
+
+    Example:
+      >>> with set_mesh(make_mesh((1,), ("x",))), internal_eager_work():
+      ...     in_internal_eager_work(), get_mesh() is not None
+      (True, True)
+    """
+    state = _mesh_state
+    state.internal += 1
     try:
         yield
     finally:
-        with _flag_lock:
-            _internal[0] -= 1
-            _refresh_mesh_flag()
+        state.internal -= 1
+
+
+def in_internal_eager_work() -> bool:
+    """Whether the running thread is inside :func:`internal_eager_work`.
+
+    Example:
+      >>> in_internal_eager_work()
+      False
+    """
+    return _mesh_state.internal > 0
 
 
 @_contextlib.contextmanager
 def no_mesh_in_this_thread():
     """Inside the block the running thread has no current mesh (:func:`get_mesh` is None:
     its eager work is neither placed nor checked, its ``jit`` calls see no context mesh);
-    other threads keep theirs. (:func:`internal_eager_work` turns placement off for every
-    thread: its device threads share the work.)
+    other threads keep theirs. (:func:`internal_eager_work` turns only placement and its
+    checks off, and keeps the mesh current.)
 
     Example:
       >>> with set_mesh(make_mesh((1,), ("x",))), no_mesh_in_this_thread():

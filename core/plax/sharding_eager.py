@@ -25,19 +25,24 @@ from typing import Any, Callable, Sequence
 from plax.array import _BUF, Array, _Piece, _ShardedArray, _sharded
 from plax.core.trace import state as trace_state
 from plax.sharding import (AxisType, NamedSharding, PartitionSpec, _full_index, get_mesh,
-                           internal_eager_work, no_mesh_in_this_thread)
-from plax.state.types import Ref
+                           in_internal_eager_work, internal_eager_work,
+                           no_mesh_in_this_thread)
+from plax.state.types import Ref, is_ref_aval
 
 _REPLICATED: dict = {}  # (id(mesh), rank) -> NamedSharding(mesh, P(None, ...))
 
 
 def current_mesh():
-    """The current mesh (``set_mesh``/``use_mesh``) with its devices, or None.
+    """The current mesh (``set_mesh``/``use_mesh``) with its devices, that eager work and
+    ``jit`` calls are placed on and checked against; None when none is set or the running
+    thread does plax's own eager work (:func:`plax.sharding.internal_eager_work`).
 
     Example:
       >>> current_mesh() is None  # no mesh set
       True
     """
+    if in_internal_eager_work():
+        return None
     from plax.sharding import _mesh_of_abstract
     mesh = get_mesh()
     return None if mesh is None else _mesh_of_abstract(mesh)
@@ -85,19 +90,42 @@ def incompatible_devices(what: str, aval, device_ids: Sequence[int], platform: s
       'Received incompatible devices for jitted computation. Got argument'
     """
     dims = ",".join(str(n) for n in aval.shape)
+    shape = f"{aval.dtype.name}[{dims}]"
+    if is_ref_aval(aval):  # (a ref's type, as JAX writes it)
+        shape = f"Ref{{{shape}}}"
     mesh_ids = [d.id for d in mesh.devices.flat]
     mesh_platform = mesh.devices.flat[0].platform.upper()
     return ValueError(
         f"Received incompatible devices for jitted computation. Got {what} with shape "
-        f"{aval.dtype.name}[{dims}] and with device ids {list(device_ids)} on platform "
+        f"{shape} and with device ids {list(device_ids)} on platform "
         f"{platform.upper()} and jit's context mesh with device ids {mesh_ids} on platform "
         f"{mesh_platform}")
 
 
+def one_device_of(x: Any) -> Any:
+    """The one device ``x`` is committed to: a committed one-device Array's, or a ref's
+    whose value lies on one device (JAX 0.10 commits a ``new_ref`` made off any mesh to its
+    value's device, committed or not); else None (host values, uncommitted arrays, values
+    over a mesh).
+
+    Example:
+      >>> one_device_of(plax.new_ref(jnp.ones(2))), one_device_of(jnp.ones(2))
+      (CpuDevice(id=0), None)
+    """
+    if type(x) is Ref:
+        x = x._value
+        return x._device if type(x) is Array else None
+    if isinstance(x, Array) and x._committed and \
+            (type(x) is Array or len(getattr(x, "_pieces", ())) == 1):
+        return x._device
+    return None
+
+
 def check_committed_devices(leaves: Sequence, mesh, name_of: Callable[[int], str]) -> None:
-    """JAX's ValueError for the first of ``leaves`` committed to one device when the mesh's
-    devices are not that one device (``name_of(i)`` names leaf ``i``: ``"argument a of
-    f"``). Uncommitted arrays, host values and arrays on several devices pass.
+    """JAX's ValueError for the first of ``leaves`` committed to one device
+    (:func:`one_device_of`: refs too) when the mesh's devices are not that one device
+    (``name_of(i)`` names leaf ``i``: ``"argument a of f"``). Uncommitted arrays, host
+    values and arrays on several devices pass.
 
     Example:
       >>> mesh = plax.make_mesh((1,), ("x",))
@@ -106,10 +134,30 @@ def check_committed_devices(leaves: Sequence, mesh, name_of: Callable[[int], str
     devices = mesh.devices
     only = devices.flat[0] if devices.size == 1 else None
     for i, x in enumerate(leaves):
-        if isinstance(x, Array) and x._committed and x._device is not only and \
-                (type(x) is Array or len(getattr(x, "_pieces", ())) == 1):
-            raise incompatible_devices(name_of(i), x.aval, [x._device.id],
-                                       x._device.platform, mesh)
+        if type(x) is Array:  # (the usual operand: no call)
+            device = x._device if x._committed else None
+        elif type(x) is Ref or isinstance(x, Array):
+            device = one_device_of(x)
+        else:
+            continue
+        if device is not None and device is not only:
+            raise incompatible_devices(name_of(i), x.aval, [device.id], device.platform, mesh)
+
+
+def kept_on_device(leaves: Sequence, mesh) -> bool:
+    """Whether the results of a computation of ``leaves`` under ``mesh`` stay on one
+    device rather than being placed on the mesh: JAX 0.10 commits them to the device of an
+    operand committed there (:func:`one_device_of`, which :func:`check_committed_devices`
+    has matched with the mesh's one device; not a value placed on a mesh) when the mesh has
+    no Explicit axis (an Explicit one types them on the mesh).
+
+    Example:
+      >>> auto = plax.make_mesh((1,), ("x",), axis_types=(plax.sharding.AxisType.Auto,))
+      >>> kept_on_device([plax.new_ref(jnp.ones(2))], auto), kept_on_device([1.0], auto)
+      (True, False)
+    """
+    return AxisType.Explicit not in mesh.axis_types and any(
+        one_device_of(x) is not None and type(x) in (Array, Ref) for x in leaves)
 
 
 #: the ``jax.numpy`` function JAX's message names for a primitive of another name
@@ -171,7 +219,7 @@ def apply_on_mesh(prim, args: Sequence, params: dict, compute: Callable) -> Any:
     if mesh is None:
         return compute(prim, args, params)
     check_committed_devices(args, mesh, lambda i: _eager_name(prim, i))
-    if not _places(mesh):
+    if not _places(mesh) or kept_on_device(args, mesh):
         return compute(prim, args, params)
     plain = []
     for a in args:
@@ -419,6 +467,27 @@ def placed_host_value(x: Any) -> Any:
     return place_replicated(x, mesh, rank_spec=False)
 
 
+def placed_ref_value(x: Any) -> Any:
+    """The value ``new_ref(x)`` holds when made eagerly under a set mesh: JAX 0.10 copies
+    ``x`` there, so a host value or an uncommitted one-device Array is placed
+    ``NamedSharding(mesh, P())``, one committed to another device than the mesh's one is
+    its ``ValueError``, and a value on the mesh stays as it is.
+
+    Example:
+      >>> x = jnp.ones(2)  # (made off the mesh: uncommitted, on one device)
+      >>> with plax.set_mesh(plax.make_mesh((1,), ("x",))):
+      ...     plax.new_ref(x).sharding.spec
+      P()
+    """
+    mesh = current_mesh()
+    if not _places(mesh) or trace_state.depth:
+        return x
+    check_committed_devices([x], mesh, lambda i: "argument args[0] of copy")
+    if type(x) is Array and not x._committed:
+        return place_replicated(x, mesh, rank_spec=False)
+    return x
+
+
 def with_short_specs(outs: list, jaxpr, short_inputs: Sequence[bool]) -> list:
     """``outs`` (results of a top-level ``jit`` call of ``jaxpr`` partitioned over the set
     mesh) with each one JAX types ``P()`` (:func:`short_outputs`: computed from host
@@ -448,12 +517,15 @@ def _short_spec(x: Any) -> Any:
     return out
 
 
-def placed_results(outs: list, jaxpr=None, short_inputs: Sequence[bool] = ()) -> list:
+def placed_results(outs: list, jaxpr=None, short_inputs: Sequence[bool] = (),
+                   kept: bool = False) -> list:
     """The results of a top-level ``jit`` call under a set mesh, each
     one-device result (a program with no argument on the mesh) placed replicated on it
     (not while a function is traced: a value made then is one of its constants):
     ``P()`` where JAX's rules keep the short spec of host arguments (``short_inputs``
     marks them among ``jaxpr``'s inputs; :func:`short_outputs`), else ``P(None, ...)``.
+    ``kept``: an argument keeps them on its device (:func:`kept_on_device`); they are
+    committed there instead.
 
     Example:
       >>> with plax.set_mesh(plax.make_mesh((1,), ("x",))):
@@ -463,6 +535,9 @@ def placed_results(outs: list, jaxpr=None, short_inputs: Sequence[bool] = ()) ->
     mesh = current_mesh()
     if not _places(mesh) or trace_state.depth:
         return outs
+    if kept:
+        return [Array._new(o._buf, o.aval, o._device, True) if type(o) is Array else o
+                for o in outs]
     rank_spec = _rank_spec(mesh)
     if rank_spec and any(short_inputs) and jaxpr is not None and \
             len(short_inputs) == len(jaxpr.invars) and len(outs) == len(jaxpr.outvars):

@@ -56,7 +56,14 @@ def on_each_device(devices: Sequence[Any], work: Callable[[int], Any],
 
 
 def _run(n: int, work: Callable[[int], Any], devices: Sequence[Any]) -> list:
-    futures = [_executor(n).submit(work, i) for i in range(1, n)]
+    from plax.sharding import in_internal_eager_work, internal_eager_work
+    if in_internal_eager_work():  # the device threads do the caller's (plax's own) work
+        def others(i: int, work=work) -> Any:
+            with internal_eager_work():
+                return work(i)
+    else:
+        others = work
+    futures = [_executor(n).submit(others, i) for i in range(1, n)]
     first_error = None
     try:
         results = [work(0)]

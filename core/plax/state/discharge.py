@@ -403,10 +403,22 @@ def compile_stateful(closed: ClosedJaxpr, compile_pure: Callable, device):
         ins = [r._value._buffer_on(device) for r in const_refs] + args
         outs = inner(*consts, *ins)
         for r, b, aval in zip(refs, outs[n_out:], final_avals):
-            r._value = new(b, aval, device, r._value._committed)
+            old = r._value
+            r._value = new(b, aval, device, old._committed)
+            if type(old) is not Array:  # a ref of a value over a mesh stays placed so
+                r._value = _placed_as(r._value, old)
         return outs[:n_out]
 
     return run, compiled.const_bufs
+
+
+def _placed_as(value, old):
+    """``value`` (a one-device Array) laid out as ``old`` (a ref's previous value, over a
+    mesh) was, with ``old``'s type: a ref keeps its placement across a one-device run."""
+    import plax
+    placed = plax.device_put(value, old.sharding)
+    placed.aval = old.aval
+    return placed
 
 
 def apply_with_refs(prim, args, params):

@@ -417,6 +417,10 @@ def new_ref(init_val: Any, *, memory_space: Any = None, kind: str | None = None)
         from plax.array import from_host
         init_val = from_host(init_val)
     if trace_state.depth == 0:
+        from plax.sharding import mesh_maybe_set
+        if mesh_maybe_set[0]:  # JAX 0.10 copies the value onto the set mesh
+            from plax.sharding_eager import placed_ref_value
+            init_val = placed_ref_value(init_val)
         return Ref(init_val)
     return bind_new_ref(init_val, len(trace_state.stack) - 1,
                         dict(memory_space=memory_space, kind=kind))

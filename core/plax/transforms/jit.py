@@ -29,6 +29,7 @@ from plax.backend import executable_text
 from plax.config import config
 from plax.core.jaxpr import ClosedJaxpr
 from plax.core.shaped_array import ShapeDtypeStruct
+from plax.sharding import in_internal_eager_work as _in_internal_eager_work
 from plax.sharding import mesh_maybe_set as _mesh_maybe_set
 from plax.sharding_context import context_mesh_params
 from plax.state.types import Ref
@@ -484,11 +485,13 @@ class JitFunction:
         # JAX 0.10 under a set mesh: arguments committed elsewhere refused (not in plax's
         # own eager work: on_mesh), host ones placed, results placed on the mesh
         mesh_set = _mesh_is_set()
-        on_mesh = mesh_set and _mesh_maybe_set[0]
+        on_mesh = mesh_set and _mesh_maybe_set[0] and not _in_internal_eager_work()
         if on_mesh:
-            self._check_context_mesh(leaves, treedef, static, len(args))
-            from plax.sharding_eager import typed_short  # (host values, uncommitted arrays)
-            host_inputs = [typed_short(x) for x in leaves]
+            mesh = self._check_context_mesh(leaves, treedef, static, len(args))
+            from plax.sharding_eager import kept_on_device, typed_short
+            host_inputs = [typed_short(x) for x in leaves]  # (host values, uncommitted arrays)
+            # (asked before the run: it writes the refs' final values)
+            kept = mesh is not None and kept_on_device(leaves, mesh)
         if mesh_set:
             from plax.transforms.jit_shardings import placed_on_context_mesh
             leaves = placed_on_context_mesh(leaves) or leaves
@@ -570,7 +573,7 @@ class JitFunction:
                 out_arrays = place_jit_outputs(entry.closed, leaves, out_arrays)
         if on_mesh:  # results of a program with no argument on the mesh: placed on it
             from plax.sharding_eager import placed_results
-            out_arrays = placed_results(out_arrays, entry.closed.jaxpr, host_inputs)
+            out_arrays = placed_results(out_arrays, entry.closed.jaxpr, host_inputs, kept)
         if _checks[0]:  # jax_debug_nans / jax_debug_infs
             from plax.float_checks import check_jit_outputs
             check_jit_outputs(out_arrays, self._name, lambda: self._deoptimized(args, kwargs))
@@ -594,13 +597,14 @@ class JitFunction:
             "with a non-array argument, and this argument was not marked as static using the "
             "static_argnums or static_argnames parameters of jax.jit.")
 
-    def _check_context_mesh(self, leaves, treedef, static, nargs) -> None:
+    def _check_context_mesh(self, leaves, treedef, static, nargs):
         """JAX's ValueError for an argument committed to one device other than the current
-        mesh's devices (:func:`plax.sharding_eager.check_committed_devices`)."""
+        mesh's devices (:func:`plax.sharding_eager.check_committed_devices`); returns that
+        mesh (None when there is none)."""
         from plax.sharding_eager import check_committed_devices, current_mesh
         mesh = current_mesh()
         if mesh is None:
-            return
+            return None
         qualname = getattr(self.fun, "__qualname__", None) or fun_name(self.fun)
 
         def name_of(i):
@@ -609,6 +613,7 @@ class JitFunction:
             return f"argument {path} of {qualname}"
 
         check_committed_devices(leaves, mesh, name_of)
+        return mesh
 
     def _check_ref_aliasing(self, leaves, treedef, static, nargs, closed) -> None:
         """JAX's ValueErrors for one ref passed twice, or passed and also closed over: the
