@@ -48,15 +48,31 @@ PRIORITIES = ("normal", "idle")
 def worker_priority() -> str:
     """``PLAX_NUMBA_WORKER_PRIORITY``: ``normal`` (default) or ``idle`` (see the module); any
     other value warns, naming it, and counts as ``normal``."""
-    value = os.environ.get("PLAX_NUMBA_WORKER_PRIORITY", "").strip().lower() or "normal"
+    return setting("PLAX_NUMBA_WORKER_PRIORITY", "normal", "the compile worker")
+
+
+def setting(name: str, default: str, what: str) -> str:
+    """The priority setting ``name`` (one of :data:`PRIORITIES`), ``default`` where unset;
+    any other value warns, naming it, and counts as ``default``.
+
+    Args:
+      name: the environment variable (``PLAX_NUMBA_WORKER_PRIORITY``,
+        ``PLAX_NUMBA_THREAD_PRIORITY``).
+      default: its default.
+      what: what it sets, for the warning.
+
+    Example::
+
+      setting("PLAX_NUMBA_THREAD_PRIORITY", "normal", "plax's background compile threads")
+    """
+    value = os.environ.get(name, "").strip().lower() or default
     if value not in PRIORITIES:
-        # (read where a worker starts, on a background thread: an exception there would
-        # read as a failed compilation)
-        warnings.warn(f"PLAX_NUMBA_WORKER_PRIORITY={value!r} is not one of "
-                      f"{', '.join(PRIORITIES)}; the compile worker runs at normal "
-                      "priority. Set it to idle to run the worker only on what the "
-                      "program leaves of the CPU.", stacklevel=2)
-        return "normal"
+        # (read where a worker or thread starts, in the background: an exception there
+        # would read as a failed compilation)
+        warnings.warn(f"{name}={value!r} is not one of {', '.join(PRIORITIES)}; using "
+                      f"{default}. Set it to idle to run {what} only on what the program "
+                      "leaves of the CPU.", stacklevel=3)
+        return default
     return value
 
 

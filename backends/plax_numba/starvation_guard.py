@@ -95,6 +95,21 @@ def process_cpu_seconds(pid: int) -> float | None:
         return None
 
 
+def thread_cpu_seconds(tid: int) -> float | None:
+    """The CPU time of thread ``tid`` of this process, in seconds (Linux's
+    ``/proc/self/task/<tid>/schedstat``); None where it cannot be read.
+
+    Example::
+
+      thread_cpu_seconds(threading.get_native_id())  # 0.02
+    """
+    try:
+        with open(f"/proc/self/task/{tid}/schedstat", "rb") as f:
+            return int(f.read().split()[0]) / 1e9
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def set_idle(pid: int, idle: bool) -> None:
     """Puts every thread of process ``pid`` at ``SCHED_IDLE`` (``idle``) or ``SCHED_OTHER``.
 

@@ -350,6 +350,9 @@ def wait_idle(timeout: float | None = None) -> bool:
 def _run(jobs: "queue.Queue") -> None:
     global _pending
     _here.background = True
+    from plax_numba import idle_threads
+    # its LLVM work runs at SCHED_IDLE (PLAX_NUMBA_THREAD_PRIORITY, plax_numba.idle_threads)
+    idle_threads.register()
     while True:
         job = jobs.get()
         try:
@@ -358,6 +361,8 @@ def _run(jobs: "queue.Queue") -> None:
         except BaseException:  # a job reports its own errors; never kill the worker
             pass
         finally:
+            if jobs.empty():  # (a raise by the thread guard lasts until the queue empties)
+                idle_threads.lane_idle()
             with _idle:
                 _pending -= 1
                 if _pending == 0:
