@@ -116,13 +116,21 @@ MODES = {"thread": {"PLAX_NUMBA_WORKERS": "0"}, "worker": {},
          "worker, numba loader": {"PLAX_NUMBA_NATIVE": "0"},
          "worker, numba set up": {}, "sync": {"PLAX_NUMBA_SYNC": "1"},
          "first tier only": {"PLAX_NUMBA_FIRST_TIER": "only"},
-         "worker, normal priority": {"PLAX_NUMBA_WORKER_PRIORITY": "normal"},
-         "worker, guarded idle": {"PLAX_NUMBA_WORKER_PRIORITY": "idle"},
+         "worker, normal priority": {"PLAX_NUMBA_WORKER_PRIORITY": "normal",
+                                     "PLAX_NUMBA_THREAD_PRIORITY": "normal"},
+         "worker, guarded idle": {"PLAX_NUMBA_WORKER_PRIORITY": "idle",
+                                  "PLAX_NUMBA_THREAD_PRIORITY": "normal"},
          "worker, idle priority": {"PLAX_NUMBA_WORKER_PRIORITY": "idle",
-                                   "PLAX_NUMBA_GUARD_INTERVAL": "0"}}
+                                   "PLAX_NUMBA_THREAD_PRIORITY": "normal",
+                                   "PLAX_NUMBA_GUARD_INTERVAL": "0"},
+         "threads idle": {"PLAX_NUMBA_WORKER_PRIORITY": "normal",
+                          "PLAX_NUMBA_THREAD_PRIORITY": "idle"},
+         "all background idle": {"PLAX_NUMBA_WORKER_PRIORITY": "idle",
+                                 "PLAX_NUMBA_THREAD_PRIORITY": "idle"}}
 #: the modes run only when named in --modes (the unguarded idle worker's MLP row can take
 #: minutes on a busy host; the others repeat the default's row under another name)
-EXTRA_MODES = ("worker, normal priority", "worker, guarded idle", "worker, idle priority")
+EXTRA_MODES = ("worker, normal priority", "worker, guarded idle", "worker, idle priority",
+               "threads idle", "all background idle")
 TICK = 0.0005
 COMPILING, QUIET_TAG = "compiling", "nothing compiling"  # the probe's tags in child()
 
@@ -324,6 +332,9 @@ def child(workload: str, mode: str) -> dict:
         # the starvation guard's doings (plax_numba.starvation_guard): times an idle worker
         # was raised to the normal policy while it had jobs
         guards = compile_worker.guard_counts()
+        # the same for plax's threads at SCHED_IDLE (plax_numba.idle_threads): times raised
+        from plax_numba import idle_threads
+        thread_guards = idle_threads.policy_counts()
         times = []
         for _ in range(5):
             t = time.perf_counter()
@@ -368,6 +379,7 @@ def child(workload: str, mode: str) -> dict:
             "recached": cache.load_stats["recached"],
             "numba_imported": "numba" in sys.modules,
             "promotions": guards["promotions"], "guarded": guards["guarded"],
+            "idle_threads": thread_guards["threads"], "thread_raises": thread_guards["raises"],
             "native": native_loader.stats["loaded"]}
 
 
@@ -379,7 +391,8 @@ def _a_kernel_in_use(cache, llvm_tier) -> bool:
 def run_child(workload: str, mode: str, cache_dir: str) -> dict:
     env = {k: v for k, v in os.environ.items()
            if k not in ("PLAX_NUMBA_SYNC", "PLAX_NUMBA_WORKERS", "PLAX_NUMBA_COMPILE_AFTER",
-                        "PLAX_NUMBA_WORKER_PRIORITY", "PLAX_NUMBA_GUARD_INTERVAL")}
+                        "PLAX_NUMBA_WORKER_PRIORITY", "PLAX_NUMBA_GUARD_INTERVAL",
+                        "PLAX_NUMBA_THREAD_PRIORITY")}
     env.update(MODES[mode], PLAX_NUMBA_CACHE_DIR=cache_dir)
     proc = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", workload, mode],
                           capture_output=True, text=True, env=env, timeout=900)
@@ -409,6 +422,10 @@ def main(argv=None) -> None:
     parser.add_argument("--calls", type=int, metavar="NUMBER", default=0,
                         help="print the per-call cost of a kernel's entry point, native loader "
                         "against numba's (NUMBER calls per timing, best of 5)")
+    parser.add_argument("--rounds", type=int, default=0, metavar="N",
+                        help="run only the cold rows, the modes alternating N rounds (the "
+                        "load average beside each run), and print each run and the medians: "
+                        "for comparing the priority modes on a shared host")
     parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
     parser.add_argument("--pauses-child", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--profile-child", nargs="+", help=argparse.SUPPRESS)
@@ -434,6 +451,9 @@ def main(argv=None) -> None:
         return
     if args.child:
         print(json.dumps(child(*args.child)))
+        return
+    if args.rounds:
+        alternate(args.workloads, args.modes, args.rounds)
         return
     rows = []
     for workload in args.workloads:
@@ -470,6 +490,8 @@ def main(argv=None) -> None:
         serial += f" ({r['cpu_to_kernel']:.2f} CPU s here)"
         if r.get("guarded"):
             mode += f" (guard raised it {r['promotions']}x)"
+        if r.get("idle_threads"):
+            mode += f" ({r['idle_threads']} idle threads, raised {r['thread_raises']}x)"
         print(f"| {workload} | {mode} | {fmt_s(r['first'])} | {fmt_s(r['to_kernel'])}{serial} | "
               f"{fmt_s(r['to_fast'])} "
               f"({r['calls']}) | {r['pause'] * 1e3:.2f} / {r['pause99'] * 1e3:.2f} ms | "
@@ -488,6 +510,43 @@ def main(argv=None) -> None:
                           ("nothing compiling", "quiet_longest")):
             for line in r[key]:
                 print(f"- {workload} / {mode} / {kind}: {line}")
+
+
+def alternate(workloads: list, modes: list, rounds: int) -> None:
+    """``--rounds``: each workload's cold run in each mode, the modes in turn, ``rounds``
+    times (so that the host's load changes every mode alike), one line per run with the load
+    average when it started, then the medians per workload and mode."""
+    import statistics
+    runs: dict = {}
+    print(f"{os.cpu_count()} CPU cores; a tick every {TICK * 1e3} ms; cold runs, the modes "
+          "alternating")
+    print("| round | workload | mode | load (1 min) | attributable pause | raw longest / p99 | "
+          "first call -> first kernel | -> all final kernels | raised (worker, threads) |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for n in range(rounds):
+        for workload in workloads:
+            for mode in modes:
+                load = os.getloadavg()[0]
+                with tempfile.TemporaryDirectory(prefix="plax_tiering_") as cache_dir:
+                    r = run_child(workload, mode, cache_dir)
+                runs.setdefault((workload, mode), []).append(r)
+                print(f"| {n + 1} | {workload} | {mode} | {load:.1f} | "
+                      f"{r['attributable'] * 1e3:.2f} ms | {r['pause'] * 1e3:.2f} / "
+                      f"{r['pause99'] * 1e3:.2f} ms | {fmt_s(r['to_kernel'])} | "
+                      f"{fmt_s(r['to_fast'])} | {r.get('promotions', 0)}, "
+                      f"{r.get('thread_raises', 0)} |", flush=True)
+    print("\nMedians over the rounds (min-max):")
+    print("| workload | mode | attributable pause | raw longest | p99 | first kernel | "
+          "all final kernels |")
+    print("|---|---|---|---|---|---|---|")
+    for (workload, mode), rs in runs.items():
+        def cell(key, ms=True):
+            values = [r[key] for r in rs]
+            f = (lambda v: f"{v * 1e3:.2f}") if ms else fmt_s
+            return f"{f(statistics.median(values))} ({f(min(values))}-{f(max(values))})"
+        print(f"| {workload} | {mode} | {cell('attributable')} ms | {cell('pause')} ms | "
+              f"{cell('pause99')} ms | {cell('to_kernel', False)} | "
+              f"{cell('to_fast', False)} |")
 
 
 #: issue 26's goal for the main thread's longest pause while a compile runs

@@ -81,11 +81,12 @@ _wake = threading.Event()          # a section started: the guard thread checks
 _guard_thread: list = []
 
 
-def register(cpu_seconds=None, set_policy=None, clock=None) -> Watched | None:
+def register(cpu_seconds=None, set_policy=None, clock=None, **settings) -> Watched | None:
     """Called by a background thread as it starts (:mod:`plax_numba.tiered`'s lanes): from
     now on its :func:`native_section` blocks run at ``SCHED_IDLE`` when :func:`runs_idle`.
     Returns its state (None: it stays at the normal policy). The arguments are the guard's
-    (tests inject fakes; default: this thread's ``/proc`` counters, ``sched_setscheduler``).
+    (tests inject fakes; default: this thread's ``/proc`` counters, ``sched_setscheduler``,
+    the settings' ``interval``, ``checks`` and ``share`` from the environment).
 
     Example::
 
@@ -99,7 +100,7 @@ def register(cpu_seconds=None, set_policy=None, clock=None) -> Watched | None:
     guard = starvation_guard.StarvationGuard(
         tid, cpu_seconds=cpu_seconds or starvation_guard.thread_cpu_seconds,
         set_policy=set_policy or (lambda t, idle: _raise(watched, idle)),
-        leave_session=None, clock=clock or time.monotonic)
+        leave_session=None, clock=clock or time.monotonic, **settings)
     watched.guard = guard
     with _lock:
         _watched[tid] = watched
