@@ -25,11 +25,12 @@ queue is empty, so the program waits for LLVM's work, never for a starved thread
 
 A section's thread that gets no CPU (the program's busy threads and the host's other
 processes keep every core busy) is raised by a starvation guard
-(:class:`plax_numba.starvation_guard.StarvationGuard`, its settings, the thread's CPU time
-from ``/proc/self/task/<tid>/schedstat``): after its stalled checks in a row inside one
-section it runs at the normal policy until its lane's queue is empty (:func:`lane_idle`).
-The checks run on a thread of their own (``plax-numba-thread-guard``, normal policy,
-sleeping but for a ``/proc`` read per check while a section runs).
+(:class:`plax_numba.starvation_guard.StarvationGuard`, with the worker's checks and share
+but every :data:`THREAD_GUARD_INTERVAL`, the thread's CPU time from
+``/proc/self/task/<tid>/schedstat``): after its stalled checks in a row inside one section
+it runs at the normal policy until its lane's queue is empty (:func:`lane_idle`). The
+checks run on a thread of their own (``plax-numba-thread-guard``, normal policy, sleeping
+but for a ``/proc`` read per check while a section runs).
 
 Idle sections need the right to leave ``SCHED_IDLE`` (a thread lowers itself, then raises
 itself at the section's end): ``CAP_SYS_NICE`` or a ``RLIMIT_NICE`` of 20
@@ -54,6 +55,22 @@ def thread_priority() -> str:
     other value warns, naming it, and counts as the default."""
     return cpu_priority.setting("PLAX_NUMBA_THREAD_PRIORITY", DEFAULT,
                                 "plax's background compile threads")
+
+
+#: seconds between two checks of a thread in an idle section
+#: (``PLAX_NUMBA_THREAD_GUARD_INTERVAL``; 0: no guard): a section is one of LLVM's steps of a
+#: first-tier kernel (milliseconds to tens of them), so a starved one is raised after
+#: :func:`plax_numba.starvation_guard.guard_checks` of these (60 ms by default), not after
+#: the worker's 0.3 s (measured at 0.1 s: the first tier arrived 0.3-0.4 s later on a
+#: loaded host, where the guard raised it in nearly every run)
+THREAD_GUARD_INTERVAL = 0.02
+
+
+def thread_guard_interval() -> float:
+    """:data:`THREAD_GUARD_INTERVAL`, or ``$PLAX_NUMBA_THREAD_GUARD_INTERVAL`` (0: off)."""
+    from plax.config import env_number
+    return env_number("PLAX_NUMBA_THREAD_GUARD_INTERVAL", THREAD_GUARD_INTERVAL, kind=float,
+                      minimum=0, warn=True)
 
 
 def runs_idle() -> bool:
@@ -97,6 +114,7 @@ def register(cpu_seconds=None, set_policy=None, clock=None, **settings) -> Watch
         return None
     tid = threading.get_native_id()
     watched = Watched(tid, None)
+    settings.setdefault("interval", thread_guard_interval())
     guard = starvation_guard.StarvationGuard(
         tid, cpu_seconds=cpu_seconds or starvation_guard.thread_cpu_seconds,
         set_policy=set_policy or (lambda t, idle: _raise(watched, idle)),
@@ -221,7 +239,7 @@ def check_all() -> bool:
 
 
 def _start_guard() -> None:
-    if _guard_thread or starvation_guard.guard_interval() <= 0:
+    if _guard_thread or thread_guard_interval() <= 0:
         return
     with _lock:
         if _guard_thread:
@@ -234,7 +252,7 @@ def _start_guard() -> None:
 def _guard_loop() -> None:
     with contextlib.suppress(OSError):  # (the normal policy, whoever started it)
         os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
-    interval = starvation_guard.guard_interval()
+    interval = thread_guard_interval()
     while True:
         _wake.wait()
         _wake.clear()
