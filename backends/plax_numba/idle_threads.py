@@ -188,6 +188,29 @@ def native_section():
                 watched.idle = False
 
 
+def holding_the_gil(fn):
+    """``fn`` wrapped to run at the normal policy when it is called inside an idle section:
+    for Python callbacks that LLVM makes from a section (the object cache's), which take the
+    GIL back (at ``SCHED_IDLE``, a thread holding the GIL could be starved while the
+    program's thread waits for it).
+
+    Example::
+
+      engine.set_object_cache(idle_threads.holding_the_gil(notify), ...)
+    """
+    def wrapped(*args):
+        watched = getattr(_here, "watched", None)
+        if watched is None or not watched.idle:
+            return fn(*args)
+        os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
+        try:
+            return fn(*args)
+        finally:
+            if watched.idle and not watched.raised:
+                os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+    return wrapped
+
+
 def lane_idle() -> None:
     """Called by a background thread when its lane's queue is empty: a raise (by the guard
     or :func:`hurry`) lasts until then."""

@@ -459,9 +459,11 @@ def link_ir(text: str, entry: str, opt: int = 2, cache_path: str | None = None):
         engine = llvm.create_mcjit_compiler(module, machine)
         engine._owned = True  # never disposed: the kernel may run until the last moment
         if cache_path is not None:
+            # (LLVM calls them from finalize_object, an idle section: they take the GIL)
             engine.set_object_cache(
-                lambda _module, data: _write_object(cache_path, data),
-                lambda _module: cached)
+                idle_threads.holding_the_gil(lambda _module, data: _write_object(cache_path,
+                                                                                 data)),
+                idle_threads.holding_the_gil(lambda _module: cached))
         with idle_threads.native_section():
             engine.finalize_object()
         address = engine.get_function_address(entry)

@@ -99,6 +99,9 @@ def test_a_lane_thread_is_idle_in_its_native_sections_only_and_a_forced_raise_la
             with idle_threads.native_section():  # (nested: one lowering, one raise)
                 seen["in"] = os.sched_getscheduler(0)
             seen["still in"] = os.sched_getscheduler(0)
+            # a callback LLVM makes from a section takes the GIL: at the normal policy
+            seen["callback"] = idle_threads.holding_the_gil(os.sched_getscheduler)(0)
+            seen["after callback"] = os.sched_getscheduler(0)
             inside.set()
             release.wait(60)
     try:
@@ -106,7 +109,8 @@ def test_a_lane_thread_is_idle_in_its_native_sections_only_and_a_forced_raise_la
         assert os.sched_getscheduler(lane.tid) == os.SCHED_OTHER  # at rest
         release.set()
         assert lane.run(section) == os.SCHED_OTHER  # back after it
-        assert seen == {"in": os.SCHED_IDLE, "still in": os.SCHED_IDLE}
+        assert seen == {"in": os.SCHED_IDLE, "still in": os.SCHED_IDLE,
+                        "callback": os.SCHED_OTHER, "after callback": os.SCHED_IDLE}
         # forced: the program's thread raises a thread in a section (hurry(), before it
         # takes a lock such a thread may hold); it stays raised until its queue is empty
         inside.clear()
