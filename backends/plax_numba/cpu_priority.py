@@ -1,5 +1,7 @@
 """How the compile worker competes with the program for the CPU
-(``PLAX_NUMBA_WORKER_PRIORITY``: ``normal``, the default, or ``idle``).
+(``PLAX_NUMBA_WORKER_PRIORITY``: ``normal``, the default, or ``idle``; plax's compile
+threads in the program's process have a setting of their own, ``PLAX_NUMBA_THREAD_PRIORITY``:
+:mod:`plax_numba.idle_threads`).
 
 Measured on a 2-core host (issue 26, the main thread's longest pause;
 ``benchmarks/pause_probe.py``, and the kernel's own scheduling events): while a kernel

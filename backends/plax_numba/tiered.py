@@ -18,7 +18,10 @@ first, and the background thread waits for it with the GIL released and then loa
 machine code (:func:`compiles_in_worker`, :func:`plax_numba.cache.load_compiled`), so the
 program's threads never wait on the compiler; it links the object code the worker emitted
 with llvmlite, without importing numba in this process (:mod:`plax_numba.native_loader`). ``PLAX_NUMBA_WORKERS=0`` compiles in the
-background thread instead (numba holds the GIL for milliseconds at a time there).
+background thread instead (numba holds the GIL for milliseconds at a time there). With
+``PLAX_NUMBA_THREAD_PRIORITY=idle`` the lanes' threads run their LLVM work (parsing,
+passes, code generation, linking: never their Python code) at ``SCHED_IDLE``, guarded
+against starvation (:mod:`plax_numba.idle_threads`).
 
 A cluster's step (the wrapper made by :mod:`plax_numba.codegen`) reads two globals of its
 own namespace: ``_ready`` and ``_kernel``. The compile job sets them when numba is done, so
