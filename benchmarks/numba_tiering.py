@@ -365,6 +365,13 @@ def child(workload: str, mode: str) -> dict:
             "attributable": max((pause_probe.attributable(r) for r in compiling), default=0.0),
             "quiet_attributable": max((pause_probe.attributable(r) for r in quiet_records),
                                       default=0.0),
+            # what PLAX_NUMBA_THREAD_PRIORITY changes: plax's threads running while the probe
+            # waited (the longest such CPU time in one pause, and the pauses it explains most)
+            "background_in_pause": max((pause_probe.background_cpu(r) for r in compiling),
+                                       default=0.0),
+            "background_caused": sum(pause_probe.cause(r) == "plax background threads ran"
+                                     for r in compiling),
+            "pauses_over_1ms": len(compiling),
             "longest": [pause_probe.describe(r) for r in
                         sorted(compiling, key=lambda r: -r["gap"])[:3]],
             "most_attributable": [pause_probe.describe(r) for r in sorted(
@@ -521,8 +528,9 @@ def alternate(workloads: list, modes: list, rounds: int) -> None:
     print(f"{os.cpu_count()} CPU cores; a tick every {TICK * 1e3} ms; cold runs, the modes "
           "alternating")
     print("| round | workload | mode | load (1 min) | attributable pause | raw longest / p99 | "
-          "first call -> first kernel | -> all final kernels | raised (worker, threads) |")
-    print("|---|---|---|---|---|---|---|---|---|")
+          "first call -> first kernel | -> all final kernels | raised (worker, threads) | "
+          "plax threads' CPU in one pause, most | pauses > 1 ms (by plax's threads) |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for n in range(rounds):
         for workload in workloads:
             for mode in modes:
@@ -534,11 +542,12 @@ def alternate(workloads: list, modes: list, rounds: int) -> None:
                       f"{r['attributable'] * 1e3:.2f} ms | {r['pause'] * 1e3:.2f} / "
                       f"{r['pause99'] * 1e3:.2f} ms | {fmt_s(r['to_kernel'])} | "
                       f"{fmt_s(r['to_fast'])} | {r.get('promotions', 0)}, "
-                      f"{r.get('thread_raises', 0)} |", flush=True)
+                      f"{r.get('thread_raises', 0)} | {r['background_in_pause'] * 1e3:.2f} ms | "
+                      f"{r['pauses_over_1ms']} ({r['background_caused']}) |", flush=True)
     print("\nMedians over the rounds (min-max):")
     print("| workload | mode | attributable pause | raw longest | p99 | first kernel | "
-          "all final kernels |")
-    print("|---|---|---|---|---|---|---|")
+          "all final kernels | plax threads' CPU in one pause |")
+    print("|---|---|---|---|---|---|---|---|")
     for (workload, mode), rs in runs.items():
         def cell(key, ms=True):
             values = [r[key] for r in rs]
@@ -546,7 +555,7 @@ def alternate(workloads: list, modes: list, rounds: int) -> None:
             return f"{f(statistics.median(values))} ({f(min(values))}-{f(max(values))})"
         print(f"| {workload} | {mode} | {cell('attributable')} ms | {cell('pause')} ms | "
               f"{cell('pause99')} ms | {cell('to_kernel', False)} | "
-              f"{cell('to_fast', False)} |")
+              f"{cell('to_fast', False)} | {cell('background_in_pause')} ms |")
 
 
 #: issue 26's goal for the main thread's longest pause while a compile runs
