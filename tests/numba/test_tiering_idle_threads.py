@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from plax_numba import cpu_priority, idle_threads
+from test_tiering_worker import tiered_fresh  # noqa: F401 - the fixture (an empty cache)
 
 # (SCHED_IDLE is Linux's; a thread leaving it needs CAP_SYS_NICE or RLIMIT_NICE >= 20,
 # without which idle_threads keeps every thread at the normal policy)
@@ -62,7 +63,28 @@ class _Lane:
         assert self.ready.acquire(timeout=60)
         return self.policies[-1]
 
+    def enter_section(self):
+        """Starts a step that enters a native section and stays in it until
+        :meth:`leave_section`; returns once the thread is in it."""
+        self.inside, self.release = threading.Event(), threading.Event()
+
+        def section():
+            with idle_threads.native_section():
+                self.inside.set()
+                self.release.wait(60)
+        self.steps.append(section)
+        self.go.release()
+        assert self.inside.wait(60)
+
+    def leave_section(self) -> int:
+        """Ends :meth:`enter_section`'s step; the thread's policy afterwards."""
+        self.release.set()
+        assert self.ready.acquire(timeout=60)
+        return self.policies[-1]
+
     def stop(self):
+        if getattr(self, "release", None) is not None:
+            self.release.set()
         self.steps.append(None)
         self.go.release()
         self.thread.join(timeout=60)
@@ -91,7 +113,6 @@ def test_a_setting_typo_is_named_and_normal_registers_nothing(monkeypatch):
 def test_a_lane_thread_is_idle_in_its_native_sections_only_and_a_forced_raise_lasts(
         isolated):
     lane = _Lane()
-    inside, release = threading.Event(), threading.Event()
     seen = {}
 
     def section():
@@ -102,27 +123,19 @@ def test_a_lane_thread_is_idle_in_its_native_sections_only_and_a_forced_raise_la
             # a callback LLVM makes from a section takes the GIL: at the normal policy
             seen["callback"] = idle_threads.holding_the_gil(os.sched_getscheduler)(0)
             seen["after callback"] = os.sched_getscheduler(0)
-            inside.set()
-            release.wait(60)
     try:
         assert lane.watched is not None and lane.watched.tid == lane.tid
         assert os.sched_getscheduler(lane.tid) == os.SCHED_OTHER  # at rest
-        release.set()
         assert lane.run(section) == os.SCHED_OTHER  # back after it
         assert seen == {"in": os.SCHED_IDLE, "still in": os.SCHED_IDLE,
                         "callback": os.SCHED_OTHER, "after callback": os.SCHED_IDLE}
         # forced: the program's thread raises a thread in a section (hurry(), before it
         # takes a lock such a thread may hold); it stays raised until its queue is empty
-        inside.clear()
-        release.clear()
-        lane.steps.append(section)
-        lane.go.release()
-        assert inside.wait(60)
+        lane.enter_section()
         assert os.sched_getscheduler(lane.tid) == os.SCHED_IDLE
         assert idle_threads.hurry() == 1
         assert os.sched_getscheduler(lane.tid) == os.SCHED_OTHER
-        release.set()
-        assert lane.ready.acquire(timeout=60) and lane.policies[-1] == os.SCHED_OTHER
+        assert lane.leave_section() == os.SCHED_OTHER
         lane.run(section)
         assert seen["in"] == os.SCHED_OTHER and lane.watched.raises == 1  # still raised
         lane.run(idle_threads.lane_idle)  # its queue emptied: idle sections again
@@ -130,28 +143,26 @@ def test_a_lane_thread_is_idle_in_its_native_sections_only_and_a_forced_raise_la
         assert seen["in"] == os.SCHED_IDLE
         assert idle_threads.hurry() == 0  # (nobody in a section)
     finally:
-        release.set()
         lane.stop()
+
+
+def _fake_lane():
+    """A lane whose guard reads a fake clock and a fake CPU time (both lists of one float,
+    returned with it), at the guard's default checks and share."""
+    clock, cpu = [0.0], [0.0]
+    lane = _Lane(cpu_seconds=lambda tid: cpu[0], clock=lambda: clock[0],
+                 interval=0.1, checks=3, share=0.2)
+    return lane, clock, cpu
 
 
 def test_the_guard_raises_a_thread_starved_in_a_section(isolated):
     """The guard's thread path, on a fake clock and a fake CPU reader: a thread in an idle
     section that runs under the guard's share for its checks in a row is raised (its real
     policy), for the rest of its lane's queue; one out of a section is not checked."""
-    clock, cpu = [0.0], [0.0]
-    lane = _Lane(cpu_seconds=lambda tid: cpu[0], clock=lambda: clock[0],
-                 interval=0.1, checks=3, share=0.2)
-    inside, release = threading.Event(), threading.Event()
-
-    def section():
-        with idle_threads.native_section():
-            inside.set()
-            release.wait(60)
+    lane, clock, cpu = _fake_lane()
     try:
         assert not idle_threads.check_all()  # at rest: not busy, nothing done
-        lane.steps.append(section)
-        lane.go.release()
-        assert inside.wait(60)
+        lane.enter_section()
         assert idle_threads.check_all()  # the first check only reads its CPU time
         for _ in range(2):
             clock[0] += 0.1
@@ -163,43 +174,30 @@ def test_the_guard_raises_a_thread_starved_in_a_section(isolated):
         assert os.sched_getscheduler(lane.tid) == os.SCHED_OTHER
         assert lane.watched.raises == 1 and lane.watched.raised
         assert idle_threads.policy_counts() == {"threads": 1, "raises": 1}
-        release.set()
-        assert lane.ready.acquire(timeout=60) and lane.policies[-1] == os.SCHED_OTHER
+        assert lane.leave_section() == os.SCHED_OTHER
         clock[0] += 0.1
         assert not idle_threads.check_all()  # out of its section: the guard lets it be
         lane.run(idle_threads.lane_idle)
         assert not lane.watched.raised
     finally:
-        release.set()
         lane.stop()
 
 
 def test_a_section_that_progresses_is_left_idle(isolated):
-    clock, cpu = [0.0], [0.0]
-    lane = _Lane(cpu_seconds=lambda tid: cpu[0], clock=lambda: clock[0],
-                 interval=0.1, checks=3, share=0.2)
-    inside, release = threading.Event(), threading.Event()
-
-    def section():
-        with idle_threads.native_section():
-            inside.set()
-            release.wait(60)
+    lane, clock, cpu = _fake_lane()
     try:
-        lane.steps.append(section)
-        lane.go.release()
-        assert inside.wait(60)
+        lane.enter_section()
         for _ in range(6):
             idle_threads.check_all()
             clock[0] += 0.1
             cpu[0] += 0.05  # half a core: progress
         assert os.sched_getscheduler(lane.tid) == os.SCHED_IDLE and lane.watched.raises == 0
     finally:
-        release.set()
         lane.stop()
 
 
 def test_tiering_with_idle_threads_and_worker_falls_back_once_on_a_failed_compile(
-        monkeypatch, tmp_path):
+        monkeypatch, tiered_fresh):
     """The whole path at idle priority (threads and worker): a kernel the worker fails to
     compile warns once and the reference path keeps giving the right values; the lane
     threads started for it run at the normal policy at rest."""
@@ -209,12 +207,6 @@ def test_tiering_with_idle_threads_and_worker_falls_back_once_on_a_failed_compil
     from plax_numba import cache, compile_worker, tiered
     monkeypatch.setenv("PLAX_NUMBA_THREAD_PRIORITY", "idle")
     monkeypatch.setenv("PLAX_NUMBA_WORKER_PRIORITY", "idle")
-    monkeypatch.delenv("PLAX_NUMBA_SYNC", raising=False)
-    monkeypatch.delenv("PLAX_NUMBA_WORKERS", raising=False)
-    monkeypatch.setenv("PLAX_NUMBA_COMPILE_AFTER", "1")
-    monkeypatch.setattr(cache, "_dir", str(tmp_path))
-    monkeypatch.setattr(cache, "_compiled", {})
-    monkeypatch.setattr(cache, "_kernels", {})
     assert tiered.wait_idle(timeout=300)
     monkeypatch.setattr(tiered, "_lanes", {})  # (fresh lane threads, registered as idle)
     real = cache.module_source
