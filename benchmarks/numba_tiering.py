@@ -529,8 +529,9 @@ def alternate(workloads: list, modes: list, rounds: int) -> None:
           "alternating")
     print("| round | workload | mode | load (1 min) | attributable pause | raw longest / p99 | "
           "first call -> first kernel | -> all final kernels | raised (worker, threads) | "
-          "plax threads' CPU in one pause, most | pauses > 1 ms (by plax's threads) |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+          "plax threads' CPU in one pause, most | pauses > 1 ms (by plax's threads) | "
+          "nothing compiling: longest |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for n in range(rounds):
         for workload in workloads:
             for mode in modes:
@@ -543,7 +544,8 @@ def alternate(workloads: list, modes: list, rounds: int) -> None:
                       f"{r['pause99'] * 1e3:.2f} ms | {fmt_s(r['to_kernel'])} | "
                       f"{fmt_s(r['to_fast'])} | {r.get('promotions', 0)}, "
                       f"{r.get('thread_raises', 0)} | {r['background_in_pause'] * 1e3:.2f} ms | "
-                      f"{r['pauses_over_1ms']} ({r['background_caused']}) |", flush=True)
+                      f"{r['pauses_over_1ms']} ({r['background_caused']}) | "
+                      f"{r['quiet_pause'] * 1e3:.2f} ms |", flush=True)
     print("\nMedians over the rounds (min-max):")
     print("| workload | mode | attributable pause | raw longest | p99 | first kernel | "
           "all final kernels | plax threads' CPU in one pause |")
