@@ -199,14 +199,16 @@ def test_a_section_that_progresses_is_left_idle(isolated):
 def test_tiering_with_idle_threads_and_worker_falls_back_once_on_a_failed_compile(
         monkeypatch, tiered_fresh):
     """The whole path at idle priority (threads and worker): a kernel the worker fails to
-    compile warns once and the reference path keeps giving the right values; the lane
-    threads started for it run at the normal policy at rest."""
+    compile warns once and its first tier (built in an idle section) keeps giving the right
+    values; every thread of plax's (the lanes, the guard's, the worker's reader and writer)
+    is at the normal policy at rest."""
     import plax
     from plax import numpy as jnp
     from plax.lowering import PlaxFallbackWarning
-    from plax_numba import cache, compile_worker, tiered
+    from plax_numba import cache, compile_worker, llvm_tier, tiered
     monkeypatch.setenv("PLAX_NUMBA_THREAD_PRIORITY", "idle")
     monkeypatch.setenv("PLAX_NUMBA_WORKER_PRIORITY", "idle")
+    monkeypatch.setenv("PLAX_NUMBA_FIRST_TIER", "1")  # (the default; conftest turns it off)
     assert tiered.wait_idle(timeout=300)
     monkeypatch.setattr(tiered, "_lanes", {})  # (fresh lane threads, registered as idle)
     real = cache.module_source
@@ -215,7 +217,8 @@ def test_tiering_with_idle_threads_and_worker_falls_back_once_on_a_failed_compil
         return real(kernel_source, primitives) + "\nraise RuntimeError('simulated failure')\n"
     monkeypatch.setattr(cache, "module_source", failing)
     x = np.linspace(0, 1, 7, dtype=np.float32)
-    f = plax.jit(lambda x: jnp.cos(x) * 1.5 - x, backend="numba")
+    f = plax.jit(lambda x: jnp.tanh(x) * 1.5 - x, backend="numba")
+    built = llvm_tier.stats["built"]
     compile_worker.shutdown()
     compile_worker.restart_allowed()
     try:
@@ -229,10 +232,13 @@ def test_tiering_with_idle_threads_and_worker_falls_back_once_on_a_failed_compil
                 and "compile worker" in str(w.message)]
         assert len(msgs) == 1 and "simulated failure" in msgs[0], msgs
         for out in outs:
-            np.testing.assert_allclose(out, np.cos(x) * 1.5 - x, rtol=1e-6)
-        lanes = [thread for _, thread in tiered._lanes.values()]
-        assert lanes and all(os.sched_getscheduler(t.native_id) == os.SCHED_OTHER
-                             for t in lanes)
+            np.testing.assert_allclose(out, np.tanh(x) * 1.5 - x, rtol=1e-6, atol=1e-6)
+        assert llvm_tier.stats["built"] == built + 1
+        ours = {t.name: os.sched_getscheduler(t.native_id) for t in threading.enumerate()
+                if t.name.startswith("plax-numba")}
+        assert {"plax-numba-first-tier", "plax-numba-compile",
+                "plax-numba-thread-guard"} <= set(ours), ours
+        assert set(ours.values()) == {os.SCHED_OTHER}, ours
         assert compile_worker.worker_pids()
     finally:
         compile_worker.shutdown()
