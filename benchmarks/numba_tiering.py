@@ -22,7 +22,12 @@ cache calls the jitted function in a loop until every compile job has finished:
   normal policy in a session of its own; ``=idle``, at ``SCHED_IDLE`` in the program's
   session, raised by its starvation guard while starved (``plax_numba.starvation_guard``;
   the mode column says how often); the same with the guard off
-  (``PLAX_NUMBA_GUARD_INTERVAL=0``) (``plax_numba.cpu_priority``);
+  (``PLAX_NUMBA_GUARD_INTERVAL=0``) (``plax_numba.cpu_priority``); plax's threads at the
+  normal policy in all three;
+* ``threads idle``, ``all background idle`` (only when named in ``--modes``):
+  ``PLAX_NUMBA_THREAD_PRIORITY=idle``, plax's compile threads run their LLVM work at
+  ``SCHED_IDLE`` under a guard of their own (``plax_numba.idle_threads``), beside a normal
+  worker, or beside a guarded idle one;
 * ``first tier only``: ``PLAX_NUMBA_FIRST_TIER=only``, the first tier alone (numba compiles
   only what it declines): its warm row is a process whose first-tier machine code is on disk
   but whose numba kernels are not (as after a script that ended before numba's compilation);
@@ -73,7 +78,10 @@ compiling): the raw longest pause and p99 while compiling, the part compiling ca
 most, and the same process's pauses with nothing compiling.
 
 Run ``python benchmarks/numba_tiering.py`` (``--workloads selu`` for one); it prints the table.
-Times depend on the host's load: compare rows of one run.
+Times depend on the host's load: compare rows of one run. ``--rounds N`` runs only the cold
+rows, the modes alternating N times, one line per run with the load average when it
+started (and the CPU plax's threads ran inside one pause), then the medians: for comparing
+the priority modes on a shared host.
 
 ``--profile`` prints, per workload, where a cold compilation's CPU time goes: the jobs the
 compile worker gets are captured, then replayed in a fresh process as a fresh worker runs
