@@ -22,12 +22,7 @@ cache calls the jitted function in a loop until every compile job has finished:
   normal policy in a session of its own; ``=idle``, at ``SCHED_IDLE`` in the program's
   session, raised by its starvation guard while starved (``plax_numba.starvation_guard``;
   the mode column says how often); the same with the guard off
-  (``PLAX_NUMBA_GUARD_INTERVAL=0``) (``plax_numba.cpu_priority``); plax's threads at the
-  normal policy in all three;
-* ``threads idle``, ``all background idle`` (only when named in ``--modes``):
-  ``PLAX_NUMBA_THREAD_PRIORITY=idle``, plax's compile threads run their LLVM work at
-  ``SCHED_IDLE`` under a guard of their own (``plax_numba.idle_threads``), beside a normal
-  worker, or beside a guarded idle one;
+  (``PLAX_NUMBA_GUARD_INTERVAL=0``) (``plax_numba.cpu_priority``);
 * ``first tier only``: ``PLAX_NUMBA_FIRST_TIER=only``, the first tier alone (numba compiles
   only what it declines): its warm row is a process whose first-tier machine code is on disk
   but whose numba kernels are not (as after a script that ended before numba's compilation);
@@ -124,21 +119,13 @@ MODES = {"thread": {"PLAX_NUMBA_WORKERS": "0"}, "worker": {},
          "worker, numba loader": {"PLAX_NUMBA_NATIVE": "0"},
          "worker, numba set up": {}, "sync": {"PLAX_NUMBA_SYNC": "1"},
          "first tier only": {"PLAX_NUMBA_FIRST_TIER": "only"},
-         "worker, normal priority": {"PLAX_NUMBA_WORKER_PRIORITY": "normal",
-                                     "PLAX_NUMBA_THREAD_PRIORITY": "normal"},
-         "worker, guarded idle": {"PLAX_NUMBA_WORKER_PRIORITY": "idle",
-                                  "PLAX_NUMBA_THREAD_PRIORITY": "normal"},
+         "worker, normal priority": {"PLAX_NUMBA_WORKER_PRIORITY": "normal"},
+         "worker, guarded idle": {"PLAX_NUMBA_WORKER_PRIORITY": "idle"},
          "worker, idle priority": {"PLAX_NUMBA_WORKER_PRIORITY": "idle",
-                                   "PLAX_NUMBA_THREAD_PRIORITY": "normal",
-                                   "PLAX_NUMBA_GUARD_INTERVAL": "0"},
-         "threads idle": {"PLAX_NUMBA_WORKER_PRIORITY": "normal",
-                          "PLAX_NUMBA_THREAD_PRIORITY": "idle"},
-         "all background idle": {"PLAX_NUMBA_WORKER_PRIORITY": "idle",
-                                 "PLAX_NUMBA_THREAD_PRIORITY": "idle"}}
+                                   "PLAX_NUMBA_GUARD_INTERVAL": "0"}}
 #: the modes run only when named in --modes (the unguarded idle worker's MLP row can take
 #: minutes on a busy host; the others repeat the default's row under another name)
-EXTRA_MODES = ("worker, normal priority", "worker, guarded idle", "worker, idle priority",
-               "threads idle", "all background idle")
+EXTRA_MODES = ("worker, normal priority", "worker, guarded idle", "worker, idle priority")
 TICK = 0.0005
 COMPILING, QUIET_TAG = "compiling", "nothing compiling"  # the probe's tags in child()
 
@@ -340,9 +327,6 @@ def child(workload: str, mode: str) -> dict:
         # the starvation guard's doings (plax_numba.starvation_guard): times an idle worker
         # was raised to the normal policy while it had jobs
         guards = compile_worker.guard_counts()
-        # the same for plax's threads at SCHED_IDLE (plax_numba.idle_threads): times raised
-        from plax_numba import idle_threads
-        thread_guards = idle_threads.policy_counts()
         times = []
         for _ in range(5):
             t = time.perf_counter()
@@ -373,8 +357,8 @@ def child(workload: str, mode: str) -> dict:
             "attributable": max((pause_probe.attributable(r) for r in compiling), default=0.0),
             "quiet_attributable": max((pause_probe.attributable(r) for r in quiet_records),
                                       default=0.0),
-            # what PLAX_NUMBA_THREAD_PRIORITY changes: plax's threads running while the probe
-            # waited (the longest such CPU time in one pause, and the pauses it explains most)
+            # plax's threads running while the probe waited (the longest such CPU time in one
+            # pause, and the pauses it explains most)
             "background_in_pause": max((pause_probe.background_cpu(r) for r in compiling),
                                        default=0.0),
             "background_caused": sum(pause_probe.cause(r) == "plax background threads ran"
@@ -394,7 +378,6 @@ def child(workload: str, mode: str) -> dict:
             "recached": cache.load_stats["recached"],
             "numba_imported": "numba" in sys.modules,
             "promotions": guards["promotions"], "guarded": guards["guarded"],
-            "idle_threads": thread_guards["threads"], "thread_raises": thread_guards["raises"],
             "native": native_loader.stats["loaded"]}
 
 
@@ -406,8 +389,7 @@ def _a_kernel_in_use(cache, llvm_tier) -> bool:
 def run_child(workload: str, mode: str, cache_dir: str) -> dict:
     env = {k: v for k, v in os.environ.items()
            if k not in ("PLAX_NUMBA_SYNC", "PLAX_NUMBA_WORKERS", "PLAX_NUMBA_COMPILE_AFTER",
-                        "PLAX_NUMBA_WORKER_PRIORITY", "PLAX_NUMBA_GUARD_INTERVAL",
-                        "PLAX_NUMBA_THREAD_PRIORITY")}
+                        "PLAX_NUMBA_WORKER_PRIORITY", "PLAX_NUMBA_GUARD_INTERVAL")}
     env.update(MODES[mode], PLAX_NUMBA_CACHE_DIR=cache_dir)
     proc = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", workload, mode],
                           capture_output=True, text=True, env=env, timeout=900)
@@ -505,8 +487,6 @@ def main(argv=None) -> None:
         serial += f" ({r['cpu_to_kernel']:.2f} CPU s here)"
         if r.get("guarded"):
             mode += f" (guard raised it {r['promotions']}x)"
-        if r.get("idle_threads"):
-            mode += f" ({r['idle_threads']} idle threads, raised {r['thread_raises']}x)"
         print(f"| {workload} | {mode} | {fmt_s(r['first'])} | {fmt_s(r['to_kernel'])}{serial} | "
               f"{fmt_s(r['to_fast'])} "
               f"({r['calls']}) | {r['pause'] * 1e3:.2f} / {r['pause99'] * 1e3:.2f} ms | "
@@ -536,7 +516,7 @@ def alternate(workloads: list, modes: list, rounds: int) -> None:
     print(f"{os.cpu_count()} CPU cores; a tick every {TICK * 1e3} ms; cold runs, the modes "
           "alternating")
     print("| round | workload | mode | load (1 min) | attributable pause | raw longest / p99 | "
-          "first call -> first kernel | -> all final kernels | raised (worker, threads) | "
+          "first call -> first kernel | -> all final kernels | worker raised | "
           "plax threads' CPU in one pause, most | pauses > 1 ms (by plax's threads) | "
           "nothing compiling: longest |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
@@ -550,8 +530,8 @@ def alternate(workloads: list, modes: list, rounds: int) -> None:
                 print(f"| {n + 1} | {workload} | {mode} | {load:.1f} | "
                       f"{r['attributable'] * 1e3:.2f} ms | {r['pause'] * 1e3:.2f} / "
                       f"{r['pause99'] * 1e3:.2f} ms | {fmt_s(r['to_kernel'])} | "
-                      f"{fmt_s(r['to_fast'])} | {r.get('promotions', 0)}, "
-                      f"{r.get('thread_raises', 0)} | {r['background_in_pause'] * 1e3:.2f} ms | "
+                      f"{fmt_s(r['to_fast'])} | {r.get('promotions', 0)}x | "
+                      f"{r['background_in_pause'] * 1e3:.2f} ms | "
                       f"{r['pauses_over_1ms']} ({r['background_caused']}) | "
                       f"{r['quiet_pause'] * 1e3:.2f} ms |", flush=True)
     print("\nMedians over the rounds (min-max):")

@@ -1,7 +1,5 @@
 """How the compile worker competes with the program for the CPU
-(``PLAX_NUMBA_WORKER_PRIORITY``: ``normal``, the default, or ``idle``; plax's compile
-threads in the program's process have a setting of their own, ``PLAX_NUMBA_THREAD_PRIORITY``:
-:mod:`plax_numba.idle_threads`).
+(``PLAX_NUMBA_WORKER_PRIORITY``: ``normal``, the default, or ``idle``).
 
 Measured on a 2-core host (issue 26, the main thread's longest pause;
 ``benchmarks/pause_probe.py``, and the kernel's own scheduling events): while a kernel
@@ -50,31 +48,15 @@ PRIORITIES = ("normal", "idle")
 def worker_priority() -> str:
     """``PLAX_NUMBA_WORKER_PRIORITY``: ``normal`` (default) or ``idle`` (see the module); any
     other value warns, naming it, and counts as ``normal``."""
-    return setting("PLAX_NUMBA_WORKER_PRIORITY", "normal", "the compile worker")
-
-
-def setting(name: str, default: str, what: str) -> str:
-    """The priority setting ``name`` (one of :data:`PRIORITIES`), ``default`` where unset;
-    any other value warns, naming it, and counts as ``default``.
-
-    Args:
-      name: the environment variable (``PLAX_NUMBA_WORKER_PRIORITY``,
-        ``PLAX_NUMBA_THREAD_PRIORITY``).
-      default: its default.
-      what: what it sets, for the warning.
-
-    Example::
-
-      setting("PLAX_NUMBA_THREAD_PRIORITY", "normal", "plax's background compile threads")
-    """
-    value = os.environ.get(name, "").strip().lower() or default
+    value = os.environ.get("PLAX_NUMBA_WORKER_PRIORITY", "").strip().lower() or "normal"
     if value not in PRIORITIES:
-        # (read where a worker or thread starts, in the background: an exception there
-        # would read as a failed compilation)
-        warnings.warn(f"{name}={value!r} is not one of {', '.join(PRIORITIES)}; using "
-                      f"{default}. Set it to idle to run {what} only on what the program "
-                      "leaves of the CPU.", stacklevel=3)
-        return default
+        # (read where a worker starts, on a background thread: an exception there would
+        # read as a failed compilation)
+        warnings.warn(f"PLAX_NUMBA_WORKER_PRIORITY={value!r} is not one of "
+                      f"{', '.join(PRIORITIES)}; the compile worker runs at normal "
+                      "priority. Set it to idle to run the worker only on what the "
+                      "program leaves of the CPU.", stacklevel=2)
+        return "normal"
     return value
 
 

@@ -96,10 +96,8 @@ def _preload(paths: list[str]) -> None:
     except (OSError, AttributeError):
         return
     dlopen.argtypes, dlopen.restype = [ctypes.c_char_p, ctypes.c_int], ctypes.c_void_p
-    from plax_numba import idle_threads
-    with idle_threads.native_section():  # (GIL released: a background thread runs it idle)
-        for path in paths:
-            dlopen(os.fsencode(path), os.RTLD_NOW)  # (the mode ctypes and imports use)
+    for path in paths:
+        dlopen(os.fsencode(path), os.RTLD_NOW)  # (the mode ctypes and imports use)
 
 
 def _layout_matches() -> bool:
@@ -347,8 +345,6 @@ def load(path: str) -> NativeKernel | None:
     if "unsupported" in artifact:
         count_fallback(artifact["unsupported"])
         return None
-    from plax_numba import idle_threads
-    idle_threads.hurry()  # (a thread of plax's may hold these locks at SCHED_IDLE)
     with _lock:
         if not _set_up():
             count_fallback(f"loader unavailable: {_unusable[0]}")
@@ -369,10 +365,9 @@ def load(path: str) -> NativeKernel | None:
             engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), machine)
             # never disposed, not even at exit: the kernel may run until the last moment
             engine._owned = True
-            with idle_threads.native_section():  # (linking, GIL released)
-                for obj in artifact["objects"]:
-                    engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
-                engine.finalize_object()
+            for obj in artifact["objects"]:
+                engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
+            engine.finalize_object()
             entry = engine.get_function_address(artifact["entry"])
             slot = engine.get_global_value_address(artifact["entry"] + "_ndarray_type")
             if not entry or not slot:
@@ -422,18 +417,13 @@ def link_ir(text: str, entry: str, opt: int = 2, cache_path: str | None = None):
 
       function = link_ir(first.ir, first.entry)
     """
-    from plax_numba import idle_threads
-    idle_threads.hurry()  # (a thread of plax's may hold these locks at SCHED_IDLE)
     with _lock:
         if not _set_up():
             raise RuntimeError(f"the native loader cannot work here: {_unusable[0]}")
         llvm, target, here = _ready
     triple, cpu, features = here
-    # LLVM's work (parsing, passes, code generation) runs in llvmlite's C calls, GIL
-    # released: at SCHED_IDLE on plax's background threads (plax_numba.idle_threads)
-    with idle_threads.native_section():
-        module = llvm.parse_assembly(text)
-        module.verify()
+    module = llvm.parse_assembly(text)
+    module.verify()
     machine = target.create_target_machine(cpu=cpu, features=features, opt=opt,
                                            codemodel="jitdefault", jit=True)
     module.triple = triple
@@ -443,8 +433,7 @@ def link_ir(text: str, entry: str, opt: int = 2, cache_path: str | None = None):
         tuning = llvm.create_pipeline_tuning_options(speed_level=opt)
         tuning.loop_vectorization = tuning.slp_vectorization = opt >= 2
         builder = llvm.create_pass_builder(machine, tuning)
-        with idle_threads.native_section():
-            builder.getModulePassManager().run(module, builder)
+        builder.getModulePassManager().run(module, builder)
     undefined = ([f.name for f in module.functions
                   if f.is_declaration and not f.name.startswith("llvm.")]
                  + [g.name for g in module.global_variables if g.is_declaration])
@@ -459,13 +448,10 @@ def link_ir(text: str, entry: str, opt: int = 2, cache_path: str | None = None):
         engine = llvm.create_mcjit_compiler(module, machine)
         engine._owned = True  # never disposed: the kernel may run until the last moment
         if cache_path is not None:
-            # (LLVM calls them from finalize_object, an idle section: they take the GIL)
             engine.set_object_cache(
-                idle_threads.holding_the_gil(lambda _module, data: _write_object(cache_path,
-                                                                                 data)),
-                idle_threads.holding_the_gil(lambda _module: cached))
-        with idle_threads.native_section():
-            engine.finalize_object()
+                lambda _module, data: _write_object(cache_path, data),
+                lambda _module: cached)
+        engine.finalize_object()
         address = engine.get_function_address(entry)
         slot = engine.get_global_value_address(entry + "_ndarray_type")
         if not address or not slot:

@@ -93,17 +93,6 @@ def process_cpu_seconds(pid: int) -> float | None:
         return None
 
 
-def thread_cpu_seconds(tid: int) -> float | None:
-    """The CPU time of thread ``tid`` of this process, in seconds (Linux's
-    ``/proc/self/task/<tid>/schedstat``); None where it cannot be read.
-
-    Example::
-
-      thread_cpu_seconds(threading.get_native_id())  # 0.02
-    """
-    return _schedstat_seconds(f"/proc/self/task/{tid}/schedstat")
-
-
 def _schedstat_seconds(path: str) -> float | None:
     """The first field of the ``schedstat`` file at ``path`` (nanoseconds run), in seconds;
     None where it cannot be read."""

@@ -18,10 +18,7 @@ first, and the background thread waits for it with the GIL released and then loa
 machine code (:func:`compiles_in_worker`, :func:`plax_numba.cache.load_compiled`), so the
 program's threads never wait on the compiler; it links the object code the worker emitted
 with llvmlite, without importing numba in this process (:mod:`plax_numba.native_loader`). ``PLAX_NUMBA_WORKERS=0`` compiles in the
-background thread instead (numba holds the GIL for milliseconds at a time there). With
-``PLAX_NUMBA_THREAD_PRIORITY=idle`` the lanes' threads run their LLVM work (parsing,
-passes, code generation, linking: never their Python code) at ``SCHED_IDLE``, guarded
-against starvation (:mod:`plax_numba.idle_threads`).
+background thread instead (numba holds the GIL for milliseconds at a time there).
 
 A cluster's step (the wrapper made by :mod:`plax_numba.codegen`) reads two globals of its
 own namespace: ``_ready`` and ``_kernel``. The compile job sets them when numba is done, so
@@ -353,9 +350,6 @@ def wait_idle(timeout: float | None = None) -> bool:
 def _run(jobs: "queue.Queue") -> None:
     global _pending
     _here.background = True
-    from plax_numba import idle_threads
-    # its LLVM work runs at SCHED_IDLE (PLAX_NUMBA_THREAD_PRIORITY, plax_numba.idle_threads)
-    idle_threads.register()
     while True:
         job = jobs.get()
         try:
@@ -364,8 +358,6 @@ def _run(jobs: "queue.Queue") -> None:
         except BaseException:  # a job reports its own errors; never kill the worker
             pass
         finally:
-            if jobs.empty():  # (a raise by the thread guard lasts until the queue empties)
-                idle_threads.lane_idle()
             with _idle:
                 _pending -= 1
                 if _pending == 0:
