@@ -73,7 +73,10 @@ compiling): the raw longest pause and p99 while compiling, the part compiling ca
 most, and the same process's pauses with nothing compiling.
 
 Run ``python benchmarks/numba_tiering.py`` (``--workloads selu`` for one); it prints the table.
-Times depend on the host's load: compare rows of one run.
+Times depend on the host's load: compare rows of one run. ``--rounds N`` runs only the cold
+rows, the modes alternating N times, one line per run with the load average when it
+started (and the CPU plax's threads ran inside one pause), then the medians: for comparing
+the priority modes on a shared host.
 
 ``--profile`` prints, per workload, where a cold compilation's CPU time goes: the jobs the
 compile worker gets are captured, then replayed in a fresh process as a fresh worker runs
@@ -354,6 +357,13 @@ def child(workload: str, mode: str) -> dict:
             "attributable": max((pause_probe.attributable(r) for r in compiling), default=0.0),
             "quiet_attributable": max((pause_probe.attributable(r) for r in quiet_records),
                                       default=0.0),
+            # plax's threads running while the probe waited (the longest such CPU time in one
+            # pause, and the pauses it explains most)
+            "background_in_pause": max((pause_probe.background_cpu(r) for r in compiling),
+                                       default=0.0),
+            "background_caused": sum(pause_probe.cause(r) == "plax background threads ran"
+                                     for r in compiling),
+            "pauses_over_1ms": len(compiling),
             "longest": [pause_probe.describe(r) for r in
                         sorted(compiling, key=lambda r: -r["gap"])[:3]],
             "most_attributable": [pause_probe.describe(r) for r in sorted(
@@ -409,6 +419,10 @@ def main(argv=None) -> None:
     parser.add_argument("--calls", type=int, metavar="NUMBER", default=0,
                         help="print the per-call cost of a kernel's entry point, native loader "
                         "against numba's (NUMBER calls per timing, best of 5)")
+    parser.add_argument("--rounds", type=int, default=0, metavar="N",
+                        help="run only the cold rows, the modes alternating N rounds (the "
+                        "load average beside each run), and print each run and the medians: "
+                        "for comparing the priority modes on a shared host")
     parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
     parser.add_argument("--pauses-child", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--profile-child", nargs="+", help=argparse.SUPPRESS)
@@ -434,6 +448,9 @@ def main(argv=None) -> None:
         return
     if args.child:
         print(json.dumps(child(*args.child)))
+        return
+    if args.rounds:
+        alternate(args.workloads, args.modes, args.rounds)
         return
     rows = []
     for workload in args.workloads:
@@ -488,6 +505,47 @@ def main(argv=None) -> None:
                           ("nothing compiling", "quiet_longest")):
             for line in r[key]:
                 print(f"- {workload} / {mode} / {kind}: {line}")
+
+
+def alternate(workloads: list, modes: list, rounds: int) -> None:
+    """``--rounds``: each workload's cold run in each mode, the modes in turn, ``rounds``
+    times (so that the host's load changes every mode alike), one line per run with the load
+    average when it started, then the medians per workload and mode."""
+    import statistics
+    runs: dict = {}
+    print(f"{os.cpu_count()} CPU cores; a tick every {TICK * 1e3} ms; cold runs, the modes "
+          "alternating")
+    print("| round | workload | mode | load (1 min) | attributable pause | raw longest / p99 | "
+          "first call -> first kernel | -> all final kernels | worker raised | "
+          "plax threads' CPU in one pause, most | pauses > 1 ms (by plax's threads) | "
+          "nothing compiling: longest |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for n in range(rounds):
+        for workload in workloads:
+            for mode in modes:
+                load = os.getloadavg()[0]
+                with tempfile.TemporaryDirectory(prefix="plax_tiering_") as cache_dir:
+                    r = run_child(workload, mode, cache_dir)
+                runs.setdefault((workload, mode), []).append(r)
+                print(f"| {n + 1} | {workload} | {mode} | {load:.1f} | "
+                      f"{r['attributable'] * 1e3:.2f} ms | {r['pause'] * 1e3:.2f} / "
+                      f"{r['pause99'] * 1e3:.2f} ms | {fmt_s(r['to_kernel'])} | "
+                      f"{fmt_s(r['to_fast'])} | {r.get('promotions', 0)}x | "
+                      f"{r['background_in_pause'] * 1e3:.2f} ms | "
+                      f"{r['pauses_over_1ms']} ({r['background_caused']}) | "
+                      f"{r['quiet_pause'] * 1e3:.2f} ms |", flush=True)
+    print("\nMedians over the rounds (min-max):")
+    print("| workload | mode | attributable pause | raw longest | p99 | first kernel | "
+          "all final kernels | plax threads' CPU in one pause |")
+    print("|---|---|---|---|---|---|---|---|")
+    for (workload, mode), rs in runs.items():
+        def cell(key, ms=True):
+            values = [r[key] for r in rs]
+            f = (lambda v: f"{v * 1e3:.2f}") if ms else fmt_s
+            return f"{f(statistics.median(values))} ({f(min(values))}-{f(max(values))})"
+        print(f"| {workload} | {mode} | {cell('attributable')} ms | {cell('pause')} ms | "
+              f"{cell('pause99')} ms | {cell('to_kernel', False)} | "
+              f"{cell('to_fast', False)} | {cell('background_in_pause')} ms |")
 
 
 #: issue 26's goal for the main thread's longest pause while a compile runs

@@ -82,15 +82,23 @@ def process_cpu_seconds(pid: int) -> float | None:
 
       process_cpu_seconds(os.getpid())  # 0.41
     """
-    try:
-        with open(f"/proc/{pid}/schedstat", "rb") as f:
-            return int(f.read().split()[0]) / 1e9
-    except (OSError, ValueError, IndexError):
-        pass
+    seconds = _schedstat_seconds(f"/proc/{pid}/schedstat")
+    if seconds is not None:
+        return seconds
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
             fields = f.read().rsplit(b")", 1)[1].split()
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _schedstat_seconds(path: str) -> float | None:
+    """The first field of the ``schedstat`` file at ``path`` (nanoseconds run), in seconds;
+    None where it cannot be read."""
+    try:
+        with open(path, "rb") as f:
+            return int(f.read().split()[0]) / 1e9
     except (OSError, ValueError, IndexError):
         return None
 
