@@ -712,7 +712,9 @@ def eigh(a: "cupy.ndarray", *, lower: bool) -> list:
 
     Returns:
       ``[v, w]``: eigenvectors (columns) and ascending real eigenvalues; NaNs for a matrix
-      with non-finite entries or that cuSOLVER did not converge on, as in JAX.
+      with non-finite entries or that cuSOLVER did not converge on, as in JAX (the latter
+      where ``syevd`` runs directly, :class:`ProgramEigh`; through CuPy's ``eigh`` only
+      under ``cupyx.seterr(linalg="raise")``, :func:`_guarded`).
 
     Example:
       >>> v, w = eigh(cupy.asarray([[2., 1.], [1., 2.]]), lower=True)  # w [1, 3]
@@ -816,7 +818,9 @@ def svd(a: "cupy.ndarray", *, full_matrices: bool, compute_uv: bool) -> list:
 
     Returns:
       ``[s]`` or ``[s, u, vh]`` (descending real ``s``); NaNs for a matrix with non-finite
-      entries or that cuSOLVER did not converge on, as in JAX.
+      entries or that cuSOLVER did not converge on, as in JAX (the latter where ``gesvd``
+      runs directly, :class:`ProgramSvd`; through CuPy's ``svd`` only under
+      ``cupyx.seterr(linalg="raise")``, :func:`_guarded`).
 
     Example:
       >>> (s,) = svd(cupy.eye(2), full_matrices=False, compute_uv=False)  # [1, 1]

@@ -16,7 +16,9 @@ while CuPy's own ``cupy.linalg``/``cupyx.scipy.linalg`` calls are still refused 
   positive definite or not finite, or that the solver did not converge on: JAX's NaNs);
 * ``potrf``'s workspace size is asked only on a plain call, never while capturing; a library
   refusing the query costs the capture, not the program;
-* with a binding hidden the program runs plainly, with CuPy's refusal as the reason;
+* with a binding hidden the program runs plainly, with CuPy's refusal as the reason; with
+  one symbol hidden (a ``libcusolver`` without the legacy ``syevd``/``heevd``/``gesvd`` or
+  their size queries) ``eigh`` and ``svd`` run CuPy's path on every call, the eager bits;
 * the ctypes bindings set the C functions' types and raise on a failing status;
 * on a real GPU (skipped elsewhere), the same programs are captured and every replay gives the
   plain first call's bits.
@@ -430,6 +432,63 @@ def test_without_a_binding_the_program_runs_plainly_with_cupys_refusal(library, 
     line = _graph_line(executables)
     assert (f"no, runs plainly (capture failed (NotImplementedError: calling {library} API "
             "during stream capture is currently unsupported))") in line, line
+    assert "calls: 0 captured, 0 replayed, 3 plain" in line, line
+
+
+
+class _Hiding:
+    """A loaded library without some of its C functions (as a ``libcusolver`` that no longer
+    exports the legacy 32-bit ``<t>syevd``/``<t>heevd``/``<t>gesvd`` would be)."""
+
+    def __init__(self, library, hidden):
+        self._library, self._hidden = library, set(hidden)
+
+    def __getattr__(self, name):
+        if name in self._hidden:
+            raise AttributeError(name)
+        return getattr(self._library, name)
+
+
+@on_simulated_gpu
+@pytest.mark.parametrize("routine,missing,dtype", [
+    ("eigh", "cusolverDnSsyevd", "float32"), ("eigh", "cusolverDnCheevd_bufferSize", "complex64"),
+    ("eigh", "libcusolver", "float64"), ("svd", "cusolverDnDgesvd", "float64"),
+    ("svd", "cusolverDnZgesvd_bufferSize", "complex128"), ("svd", "libcusolver", "complex64")])
+def test_a_missing_symbol_leaves_eigh_and_svd_on_cupys_path(routine, missing, dtype,
+                                                            executables, monkeypatch):
+    """A routine or its size query the library does not export (or no library at all):
+    every call of the program runs CuPy's ``eigh``/``svd`` and gives the eager call's bits (a
+    batch); the capture fails, not the program, saying why (a missing size query by its name,
+    a missing routine or library by CuPy's refusal of the capture)."""
+    import plax
+    from plax.lax import linalg
+    from plax_cupy import cusolver_direct
+    hiding = None if missing == "libcusolver" else \
+        cusolver_direct.DirectCusolver(_Hiding(cusolver_direct.binding().library, [missing]))
+    monkeypatch.setattr(cusolver_direct, "_binding", [hiding])
+    a = _hermitian_pd((2, 5, 5), dtype, seed=16)
+    solve = linalg.eigh if routine == "eigh" else \
+        (lambda x: linalg.svd(x, full_matrices=False, compute_uv=True))
+
+    def f(x):
+        return [t * 2 for t in solve(x)]
+    with plax.config.override("enable_x64", True):   # (the dtype whose symbol is hidden)
+        args = _on("gpu", (a,))
+        eager = [np.asarray(o) for o in plax.tree_util.tree_leaves(f(*args))]
+        runs = _calls(plax.jit(f), args, 3)
+    assert eager[0].dtype == dtype   # (v or u: the operand's dtype)
+    for host, _ in runs:
+        for got, want in zip(host, eager):
+            np.testing.assert_array_equal(got, want)
+    launches = [n for _, n in runs]
+    assert launches == launches[:1] * 3 and launches[0] > 1, launches
+    line = _graph_line(executables)
+    if missing.endswith("_bufferSize"):
+        assert "no, runs plainly (capture failed (AttributeError: " in line, line
+        assert "has none of " in line and missing in line, line
+    else:
+        assert ("no, runs plainly (capture failed (NotImplementedError: calling cuSOLVER API "
+                "during stream capture is currently unsupported))") in line, line
     assert "calls: 0 captured, 0 replayed, 3 plain" in line, line
 
 
