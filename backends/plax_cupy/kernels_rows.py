@@ -572,6 +572,29 @@ __device__ PLAX_ROW_NOINLINE void {name}_group_look_back(unsigned int* flags, {T
 """
 
 
+#: a look-back kernel's next ticket, in its loop over them (``state[0]``: the tagged count of
+#: tickets taken; the loop ends past ``jobs``)
+_TAKE_TICKET = """    if (threadIdx.x == 0) ticket = (long long)plax_tagged_count(state, tag);
+    __syncthreads();
+    const long long job = ticket;
+    if (job >= jobs) break;"""
+
+
+def _clear_at_exit(count: str, clear: str) -> str:
+    """A look-back kernel's exit: the last block out (``state[1]``: the tagged count of blocks
+    done) runs ``clear`` for each ``i`` below ``count`` and zeroes ``state``, so a CUDA graph
+    replaying the launch with its tag finds the scratch unset."""
+    return f"""  if (threadIdx.x == 0) {{
+    __threadfence();
+    last = plax_count_done(state + 1, tag) == gridDim.x - 1;
+  }}
+  __syncthreads();
+  if (last) {{  // every block is done with the scratch: clear it for a replay
+    for (long long i = threadIdx.x; i < {count}; i += blockDim.x) {clear}
+    if (threadIdx.x == 0) {{ state[0] = 0ull; state[1] = 0ull; }}
+  }}"""
+
+
 def _single_pass_source(name: str, T: str, staged: int) -> str:
     """The single-pass kernels on ``T`` elements (with their look-back: packed where
     :func:`packs` the element size, else two words), for :func:`cumulative_source`, whose
@@ -604,21 +627,6 @@ def _single_pass_source(name: str, T: str, staged: int) -> str:
   __shared__ {T} carry;
   __shared__ long long ticket;
   __shared__ int last;"""
-    take_ticket = """    if (threadIdx.x == 0) ticket = (long long)plax_tagged_count(state, tag);
-    __syncthreads();
-    const long long job = ticket;
-    if (job >= jobs) break;"""
-
-    def clear_at_exit(count: str, clear: str = clear) -> str:
-        return f"""  if (threadIdx.x == 0) {{
-    __threadfence();
-    last = plax_count_done(state + 1, tag) == gridDim.x - 1;
-  }}
-  __syncthreads();
-  if (last) {{  // every block is done with the scratch: clear it for a replay
-    for (long long i = threadIdx.x; i < {count}; i += blockDim.x) {clear}
-    if (threadIdx.x == 0) {{ state[0] = 0ull; state[1] = 0ull; }}
-  }}"""
     return f"""// rows split in tiles in one launch: tiles taken in ticket order (a tile waits only on tiles
 // taken before it, by running blocks); each publishes its total, looks back to the nearest
 // tile of its row with a published inclusive scan and folds the totals after it in tile order
@@ -634,7 +642,7 @@ def _single_pass_source(name: str, T: str, staged: int) -> str:
 {shared}
   const long long tiles = (n + tile - 1) / tile, jobs = rows * tiles;
   for (;;) {{
-{take_ticket}
+{_TAKE_TICKET}
     const long long row = job / tiles, k = job % tiles, start = k * tile;
     const long long len = start + tile < n ? tile : n - start;
     const long long base = (row / inner) * n * inner + row % inner;
@@ -644,7 +652,7 @@ def _single_pass_source(name: str, T: str, staged: int) -> str:
     {name}_scan(buf, len, totals, k ? &carry : nullptr);
     {name}_store(y, base, n, inner, reverse, start, len, buf);
   }}
-{clear_at_exit("jobs")}
+{_clear_at_exit("jobs", clear)}
 }}
 // A long non-last axis of few columns (1 < inner < {COLUMN_MIN}), in one launch: a tile is
 // `tile_rows` rows of the axis (a multiple of 32) by all `inner` columns, contiguous in memory:
@@ -661,7 +669,7 @@ extern "C" __global__ void {name}_columns_single_pass(const {T}* __restrict__ x,
 {group_shared}
   const long long tiles = (n + tile_rows - 1) / tile_rows, jobs = outer * tiles;
   for (;;) {{
-{take_ticket}
+{_TAKE_TICKET}
     const long long o = job / tiles, k = job % tiles, start = k * tile_rows;
     const long long len = start + tile_rows < n ? tile_rows : n - start;
     const long long first = reverse ? n - start - len : start;  // (the tile's first row in memory)
@@ -697,7 +705,7 @@ extern "C" __global__ void {name}_columns_single_pass(const {T}* __restrict__ x,
     }}
     __syncthreads();  // (buf is staged again next)
   }}
-{clear_at_exit("jobs", "flags[i] = 0u;")}
+{_clear_at_exit("jobs", "flags[i] = 0u;")}
 }}
 """
 
@@ -1005,10 +1013,7 @@ extern "C" __global__ void {name}_columns_look_back(const {T}* __restrict__ x,
   const long long groups = (inner + width - 1) / width, chains = outer * groups;
   const long long parts = (n + part_rows - 1) / part_rows, jobs = chains * parts;
   for (;;) {{
-    if (threadIdx.x == 0) ticket = (long long)plax_tagged_count(state, tag);
-    __syncthreads();
-    const long long job = ticket;
-    if (job >= jobs) break;
+{_TAKE_TICKET}
     const long long k = job / chains, chain = job % chains;
     const long long col = (chain % groups) * width + c;
     const bool live = col < inner;
@@ -1043,15 +1048,7 @@ extern "C" __global__ void {name}_columns_look_back(const {T}* __restrict__ x,
     {name}_column_stretches(x, y, base, n, inner, reverse, live, c, s, width, segs, begin, end,
                             k > 0, totals, carries);
   }}
-  if (threadIdx.x == 0) {{
-    __threadfence();
-    last = plax_count_done(state + 1, tag) == gridDim.x - 1;
-  }}
-  __syncthreads();
-  if (last) {{  // every block is done with the scratch: clear it for a replay
-    for (long long i = threadIdx.x; i < jobs; i += blockDim.x) flags[i] = 0u;
-    if (threadIdx.x == 0) {{ state[0] = 0ull; state[1] = 0ull; }}
-  }}
+{_clear_at_exit("jobs", "flags[i] = 0u;")}
 }}
 """
     source += _single_pass_source(name, T, staged)
