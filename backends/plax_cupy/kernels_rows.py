@@ -277,6 +277,33 @@ __device__ __forceinline__ bool plax_row_pass(const unsigned int* seen, long lon
   *end -= passed;
   return passed < width;
 }
+// A look-back's walk over one flag a tile ((tag << 2) | 1: its total published, | 2: its
+// inclusive scan; anything else: unset) for the tile at place `k` > 0 of its chain, ticket
+// `job` (the tile at place p: ticket job - (k - p) * stride): `window` predecessors' flags a
+// step, the block's threads at once, nearest first, each reader fencing before the values
+// the flags publish are read; passes every total up to the nearest inclusive scan and returns
+// its place in the chain, adding its steps to `*steps`. The whole block calls it.
+__device__ __forceinline__ long long plax_row_walk_flags(unsigned int* flags, long long job,
+    long long stride, long long k, unsigned int tag, long long window, unsigned int* seen,
+    unsigned long long* steps) {
+  const unsigned int agg = (tag << 2) | 1u, inc = (tag << 2) | 2u;
+  const int t = threadIdx.x, threads = blockDim.x;
+  long long end = k, found = -1;  // (places in the chain: tiles [end, k) published totals)
+  while (found < 0) {
+    const long long w = end < window ? end : window;
+    for (long long i = t; i < w; i += threads) {
+      const unsigned int f = *(volatile unsigned int*)(flags + job - (k - end + 1 + i) * stride);
+      seen[i] = f == inc ? 2u : f == agg ? 1u : 0u;
+    }
+    if (t < w) __threadfence();  // (a flag read before the values it publishes)
+    __syncthreads();
+    const bool short_of_window = plax_row_pass(seen, w, &end, &found);
+    ++*steps;
+    if (found < 0 && short_of_window) PLAX_ROW_SPIN();  // (a tile not published yet)
+    __syncthreads();  // (seen is written again next step)
+  }
+  return found;
+}
 // element p of a row's scan order (from its end when reversed)
 __device__ __forceinline__ long long plax_row_at(long long base, long long n, long long inner,
                                                  int reverse, long long p) {
@@ -431,10 +458,10 @@ def _two_word_look_back(name: str, T: str) -> str:
 // The two-word look-back (elements over 4 bytes: a flag and a value apart, so a value is read
 // after its flag and a fence) takes {WINDOW} predecessors a step: the block's threads read
 // their flags at once (`seen`: 0 unset, 1 aggregate, 2 inclusive, nearest first), and the walk
-// passes every aggregate up to the nearest tile that is not one; the totals after
-// the inclusive scan found are then read {WINDOW} at a time (`window`) and folded in tile order
-// by one thread. The whole block calls it; it returns the carry (`*carry`, shared) to every
-// thread.
+// passes every aggregate up to the nearest tile that is not one (plax_row_walk_flags); the
+// totals after the inclusive scan found are then read {WINDOW} at a time (`window`) and folded
+// in tile order by one thread. The whole block calls it; it returns the carry (`*carry`,
+// shared) to every thread.
 __device__ PLAX_ROW_NOINLINE {T} {name}_look_back(unsigned int* flags, {T}* vals, long long jobs,
     long long job, long long k, {T} total, unsigned int tag, unsigned int* seen, {T}* window,
     {T}* carry) {{
@@ -456,22 +483,10 @@ __device__ PLAX_ROW_NOINLINE {T} {name}_look_back(unsigned int* flags, {T}* vals
     atomicExch(flags + job, agg);
   }}
   PLAX_ROW_AFTER_TOTAL(job);
-  const long long first = job - k;  // (the row's first tile publishes an inclusive scan)
-  long long end = job, found = -1;  // tiles [end, job) have published their totals
   unsigned long long steps = 0;
-  while (found < 0) {{
-    const long long width = end - first < {WINDOW} ? end - first : {WINDOW};
-    for (long long i = t; i < width; i += threads) {{
-      const unsigned int f = *(volatile unsigned int*)(flags + end - 1 - i);
-      seen[i] = f == inc ? 2u : f == agg ? 1u : 0u;
-    }}
-    if (t < width) __threadfence();  // (a flag read before the value it publishes)
-    __syncthreads();
-    const bool short_of_window = plax_row_pass(seen, width, &end, &found);
-    ++steps;
-    if (found < 0 && short_of_window) PLAX_ROW_SPIN();  // tile end - 1 has not published yet
-    __syncthreads();  // (seen is written again next step)
-  }}
+  // (the row's tiles are consecutive tickets, its first at job - k publishing an inclusive scan)
+  const long long found = job - k + plax_row_walk_flags(flags, job, 1, k, tag, {WINDOW}, seen,
+                                                        &steps);
   {T} acc;
   if (t == 0) acc = plax_read_published(inclusive + found);
   for (long long c = found + 1; c < job; c += {WINDOW}) {{
@@ -508,10 +523,11 @@ def _group_look_back(name: str, T: str) -> str:
 // tile publishes all its columns' totals (`total`, shared) and then ONE flag for the tile, so a
 // predecessor's state is one flag read, whatever the columns: {WINDOW} predecessors' flags a
 // step (the block's threads at once), passing every aggregate up to the nearest tile that is
-// not one; then the columns' values after the inclusive scan found, a window of tiles by every
-// column at a time (`window`, {THREADS} values), each column folded in tile order by its own
-// thread. `vals`: the aggregates of `jobs` tiles by `width` columns, then their inclusive scans.
-// The whole block calls it; the carries are left in `carries` (shared) for every thread.
+// not one (plax_row_walk_flags, as the two-word look-back's); then the columns' values after
+// the inclusive scan found, a window of tiles by every column at a time (`window`, {THREADS}
+// values), each column folded in tile order by its own thread. `vals`: the aggregates of `jobs`
+// tiles by `width` columns, then their inclusive scans. The whole block calls it; the carries
+// are left in `carries` (shared) for every thread.
 __device__ PLAX_ROW_NOINLINE void {name}_group_look_back(unsigned int* flags, {T}* vals,
     long long jobs, long long job, long long stride, long long k, int width, const {T}* total,
     unsigned int tag, unsigned int* seen, {T}* window, {T}* carries) {{
@@ -526,21 +542,8 @@ __device__ PLAX_ROW_NOINLINE void {name}_group_look_back(unsigned int* flags, {T
   if (t == 0) atomicExch(flags + job, k == 0 ? inc : agg);
   if (k == 0) return;  // (the chain's first tile: its totals are its inclusive scans)
   PLAX_ROW_AFTER_TOTAL(job);
-  long long end = k, found = -1;  // (places in the chain: tiles [end, k) published totals)
   unsigned long long steps = 0;
-  while (found < 0) {{
-    const long long w = end < {WINDOW} ? end : {WINDOW};
-    for (long long i = t; i < w; i += threads) {{
-      const unsigned int f = *(volatile unsigned int*)(flags + job - (k - end + 1 + i) * stride);
-      seen[i] = f == inc ? 2u : f == agg ? 1u : 0u;
-    }}
-    if (t < w) __threadfence();  // (a flag read before the values it publishes)
-    __syncthreads();
-    const bool short_of_window = plax_row_pass(seen, w, &end, &found);
-    ++steps;
-    if (found < 0 && short_of_window) PLAX_ROW_SPIN();  // (a tile not published yet)
-    __syncthreads();  // (seen is written again next step)
-  }}
+  const long long found = plax_row_walk_flags(flags, job, stride, k, tag, {WINDOW}, seen, &steps);
   const long long found_job = job - (k - found) * stride;
   for (int c = t; c < width; c += threads)
     carries[c] = plax_read_published(inclusive + found_job * width + c);
@@ -570,6 +573,29 @@ __device__ PLAX_ROW_NOINLINE void {name}_group_look_back(unsigned int* flags, {T
   }}
 }}
 """
+
+
+#: a look-back kernel's next ticket, in its loop over them (``state[0]``: the tagged count of
+#: tickets taken; the loop ends past ``jobs``)
+_TAKE_TICKET = """    if (threadIdx.x == 0) ticket = (long long)plax_tagged_count(state, tag);
+    __syncthreads();
+    const long long job = ticket;
+    if (job >= jobs) break;"""
+
+
+def _clear_at_exit(count: str, clear: str) -> str:
+    """A look-back kernel's exit: the last block out (``state[1]``: the tagged count of blocks
+    done) runs ``clear`` for each ``i`` below ``count`` and zeroes ``state``, so a CUDA graph
+    replaying the launch with its tag finds the scratch unset."""
+    return f"""  if (threadIdx.x == 0) {{
+    __threadfence();
+    last = plax_count_done(state + 1, tag) == gridDim.x - 1;
+  }}
+  __syncthreads();
+  if (last) {{  // every block is done with the scratch: clear it for a replay
+    for (long long i = threadIdx.x; i < {count}; i += blockDim.x) {clear}
+    if (threadIdx.x == 0) {{ state[0] = 0ull; state[1] = 0ull; }}
+  }}"""
 
 
 def _single_pass_source(name: str, T: str, staged: int) -> str:
@@ -604,21 +630,6 @@ def _single_pass_source(name: str, T: str, staged: int) -> str:
   __shared__ {T} carry;
   __shared__ long long ticket;
   __shared__ int last;"""
-    take_ticket = """    if (threadIdx.x == 0) ticket = (long long)plax_tagged_count(state, tag);
-    __syncthreads();
-    const long long job = ticket;
-    if (job >= jobs) break;"""
-
-    def clear_at_exit(count: str, clear: str = clear) -> str:
-        return f"""  if (threadIdx.x == 0) {{
-    __threadfence();
-    last = plax_count_done(state + 1, tag) == gridDim.x - 1;
-  }}
-  __syncthreads();
-  if (last) {{  // every block is done with the scratch: clear it for a replay
-    for (long long i = threadIdx.x; i < {count}; i += blockDim.x) {clear}
-    if (threadIdx.x == 0) {{ state[0] = 0ull; state[1] = 0ull; }}
-  }}"""
     return f"""// rows split in tiles in one launch: tiles taken in ticket order (a tile waits only on tiles
 // taken before it, by running blocks); each publishes its total, looks back to the nearest
 // tile of its row with a published inclusive scan and folds the totals after it in tile order
@@ -634,7 +645,7 @@ def _single_pass_source(name: str, T: str, staged: int) -> str:
 {shared}
   const long long tiles = (n + tile - 1) / tile, jobs = rows * tiles;
   for (;;) {{
-{take_ticket}
+{_TAKE_TICKET}
     const long long row = job / tiles, k = job % tiles, start = k * tile;
     const long long len = start + tile < n ? tile : n - start;
     const long long base = (row / inner) * n * inner + row % inner;
@@ -644,7 +655,7 @@ def _single_pass_source(name: str, T: str, staged: int) -> str:
     {name}_scan(buf, len, totals, k ? &carry : nullptr);
     {name}_store(y, base, n, inner, reverse, start, len, buf);
   }}
-{clear_at_exit("jobs")}
+{_clear_at_exit("jobs", clear)}
 }}
 // A long non-last axis of few columns (1 < inner < {COLUMN_MIN}), in one launch: a tile is
 // `tile_rows` rows of the axis (a multiple of 32) by all `inner` columns, contiguous in memory:
@@ -661,7 +672,7 @@ extern "C" __global__ void {name}_columns_single_pass(const {T}* __restrict__ x,
 {group_shared}
   const long long tiles = (n + tile_rows - 1) / tile_rows, jobs = outer * tiles;
   for (;;) {{
-{take_ticket}
+{_TAKE_TICKET}
     const long long o = job / tiles, k = job % tiles, start = k * tile_rows;
     const long long len = start + tile_rows < n ? tile_rows : n - start;
     const long long first = reverse ? n - start - len : start;  // (the tile's first row in memory)
@@ -697,7 +708,7 @@ extern "C" __global__ void {name}_columns_single_pass(const {T}* __restrict__ x,
     }}
     __syncthreads();  // (buf is staged again next)
   }}
-{clear_at_exit("jobs", "flags[i] = 0u;")}
+{_clear_at_exit("jobs", "flags[i] = 0u;")}
 }}
 """
 
@@ -1005,10 +1016,7 @@ extern "C" __global__ void {name}_columns_look_back(const {T}* __restrict__ x,
   const long long groups = (inner + width - 1) / width, chains = outer * groups;
   const long long parts = (n + part_rows - 1) / part_rows, jobs = chains * parts;
   for (;;) {{
-    if (threadIdx.x == 0) ticket = (long long)plax_tagged_count(state, tag);
-    __syncthreads();
-    const long long job = ticket;
-    if (job >= jobs) break;
+{_TAKE_TICKET}
     const long long k = job / chains, chain = job % chains;
     const long long col = (chain % groups) * width + c;
     const bool live = col < inner;
@@ -1043,15 +1051,7 @@ extern "C" __global__ void {name}_columns_look_back(const {T}* __restrict__ x,
     {name}_column_stretches(x, y, base, n, inner, reverse, live, c, s, width, segs, begin, end,
                             k > 0, totals, carries);
   }}
-  if (threadIdx.x == 0) {{
-    __threadfence();
-    last = plax_count_done(state + 1, tag) == gridDim.x - 1;
-  }}
-  __syncthreads();
-  if (last) {{  // every block is done with the scratch: clear it for a replay
-    for (long long i = threadIdx.x; i < jobs; i += blockDim.x) flags[i] = 0u;
-    if (threadIdx.x == 0) {{ state[0] = 0ull; state[1] = 0ull; }}
-  }}
+{_clear_at_exit("jobs", "flags[i] = 0u;")}
 }}
 """
     source += _single_pass_source(name, T, staged)
