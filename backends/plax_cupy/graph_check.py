@@ -38,6 +38,8 @@ from typing import Any, NamedTuple, Sequence
 
 import numpy as np
 
+from plax import dtypes
+
 #: primitive -> (what its capture goes through, whether that differs from its plain run's path)
 CAPTURE_PATHS: dict = {
     "dot_general": ("cuBLAS gemm (cublas_direct)", True),
@@ -123,13 +125,12 @@ class Rule(NamedTuple):
             length += times * _reduction_length(eqn)
         return cls(paths, tolerant, max(1, length))
 
-    def tolerance(self, dtype, eps: float | None = None) -> float:
-        """The largest difference allowed, relative to an output's scale, for ``dtype`` (or
-        a machine epsilon ``eps`` given instead: bfloat16's, widened to float32 on the host)."""
+    def tolerance(self, dtype) -> float:
+        """The largest difference allowed, relative to an output's scale, for ``dtype``
+        (bfloat16 included: :func:`plax.dtypes.finfo`)."""
         if not self.tolerant:
             return 0.0
-        eps = float(np.finfo(dtype).eps) if eps is None else eps
-        return min(MAX_TOLERANCE, ULPS_PER_TERM * eps * self.length)
+        return min(MAX_TOLERANCE, ULPS_PER_TERM * float(dtypes.finfo(dtype).eps) * self.length)
 
     def describe(self) -> str:
         """``bits`` or ``within <tol> (float32)``-style words for ``as_text()``."""
@@ -139,16 +140,13 @@ class Rule(NamedTuple):
                 f"scale (at most {MAX_TOLERANCE:g})")
 
 
-def compare(replayed: Sequence[np.ndarray], plain: Sequence[np.ndarray], rule: Rule,
-            eps: Sequence[float | None] = ()) -> str | None:
+def compare(replayed: Sequence[np.ndarray], plain: Sequence[np.ndarray], rule: Rule) -> str | None:
     """The first difference between a launch's outputs and the plain run's, or ``None``.
 
     Args:
-      replayed: the launch's outputs, on the host (bfloat16 widened to float32).
+      replayed: the launch's outputs, on the host (:func:`to_host`).
       plain: the plain run's, likewise.
       rule: the program's :class:`Rule`.
-      eps: per output, the machine epsilon of its dtype where the host array's is not it
-        (:func:`epsilon`: bfloat16's), else ``None``; missing entries are ``None``.
 
     Returns:
       ``None`` when every output agrees; else one line naming the output, its dtype and shape,
@@ -164,17 +162,19 @@ def compare(replayed: Sequence[np.ndarray], plain: Sequence[np.ndarray], rule: R
         what = f"output {j} ({p.dtype}{list(p.shape)})"
         if r.shape != p.shape or r.dtype != p.dtype:
             return f"{what}: the replay gave {r.dtype}{list(r.shape)}"
-        problem = _difference(np.asarray(r), np.asarray(p), rule,
-                              eps[j] if j < len(eps) else None)
+        problem = _difference(np.asarray(r), np.asarray(p), rule)
         if problem:
             return f"{what}: {problem}"
     return None
 
 
-def _difference(r: np.ndarray, p: np.ndarray, rule: Rule, eps: float | None) -> str | None:
+def _difference(r: np.ndarray, p: np.ndarray, rule: Rule) -> str | None:
     """How ``r`` differs from ``p`` beyond the rule, or ``None``."""
     if r.size == 0:
         return None
+    dtype = p.real.dtype   # (the tolerance's: a complex output's part, bfloat16 itself)
+    if dtype == dtypes.bfloat16:   # (compared as its exact float32 widening)
+        r, p = r.astype(np.float32), p.astype(np.float32)
     kind = p.dtype.kind
     if kind not in "fc":   # integers, booleans (and anything else): equal elements
         differ = int(np.count_nonzero(r != p))
@@ -191,26 +191,27 @@ def _difference(r: np.ndarray, p: np.ndarray, rule: Rule, eps: float | None) -> 
                 f"{int(np.count_nonzero(p_nan))}; {_largest(r, p, finite)}")
     if not np.array_equal(r[~finite & ~p_nan], p[~finite & ~p_nan]):
         return f"infinities differ; {_largest(r, p, finite)}"
-    if not rule.tolerant:
-        unsigned = np.dtype(f"u{p.dtype.itemsize}") if kind == "f" else None
-        same = (r.view(unsigned) == p.view(unsigned)) if unsigned is not None else None
-        if same is None:   # complex: both halves' bits
-            half = np.dtype(f"u{p.dtype.itemsize // 2}")
-            same = (r.view(half) == p.view(half)).reshape(r.shape + (2,)).all(axis=-1)
-        same |= r_nan
-        if same.all():
+    if not rule.tolerant:   # (complex: both parts' bits; views of one itemsize, any shape)
+        same = _bits(r.real) == _bits(p.real)
+        if kind == "c":
+            same &= _bits(r.imag) == _bits(p.imag)
+        if (same | r_nan).all():
             return None
     diff = np.abs(r[finite].astype(np.complex128 if kind == "c" else np.float64)
                   - p[finite].astype(np.complex128 if kind == "c" else np.float64))
     largest = float(diff.max()) if diff.size else 0.0
     scale = max(float(np.abs(p[finite]).max()) if diff.size else 0.0,
                 float(np.abs(r[finite]).max()) if diff.size else 0.0)
-    dtype = p.dtype if kind == "f" else np.empty(0, p.dtype).real.dtype
-    allowed = rule.tolerance(dtype, eps) * scale
+    allowed = rule.tolerance(dtype) * scale
     if largest > allowed or not rule.tolerant:
         return (f"largest difference {largest:.6g} (allowed {allowed:.3g}: "
                 f"{'bit for bit' if not rule.tolerant else f'output scale {scale:.3g}'})")
     return None
+
+
+def _bits(x: np.ndarray) -> np.ndarray:
+    """The bit patterns of a real float array (a view as the unsigned type of its size)."""
+    return x.view(np.dtype(f"u{x.dtype.itemsize}"))
 
 
 def _largest(r: np.ndarray, p: np.ndarray, finite: np.ndarray) -> str:
@@ -222,17 +223,10 @@ def _largest(r: np.ndarray, p: np.ndarray, finite: np.ndarray) -> str:
             f"{float(np.abs(r[finite].astype(wide) - p[finite].astype(wide)).max()):.6g}")
 
 
-def epsilon(buffer: Any) -> float | None:
-    """The machine epsilon of a program output whose host copy (:func:`to_host`) has another
-    dtype's: ``2**-7`` for a bfloat16 buffer (its bits widened to float32), else ``None``."""
-    import cupy
-    return 2.0 ** -7 if isinstance(getattr(buffer, "bits", None), cupy.ndarray) else None
-
-
 def to_host(buffer: Any) -> np.ndarray:
     """A program output on the host for :func:`compare`: a CuPy array's copy (counted in
-    ``plax_cupy.counters().verify_reads``), a bfloat16 buffer's bits widened to float32,
-    anything else as NumPy sees it."""
+    ``plax_cupy.counters().verify_reads``), a bfloat16 buffer's bits as bfloat16, anything
+    else as NumPy sees it."""
     import cupy
     from plax_cupy import runtime
     raw = getattr(buffer, "bits", buffer)
@@ -240,9 +234,7 @@ def to_host(buffer: Any) -> np.ndarray:
         return np.asarray(buffer)
     host = raw.get()
     runtime.TOTALS[runtime.VERIFY_READS] += 1
-    if raw is not buffer:   # (a bfloat16 buffer's uint16 bits: the top half of a float32)
-        host = (host.astype(np.uint32) << 16).view(np.float32)
-    return host
+    return host if raw is buffer else host.view(dtypes.bfloat16)   # (a Bf16Buffer's bits)
 
 
-__all__ = ["CAPTURE_PATHS", "Rule", "compare", "epsilon", "to_host"]
+__all__ = ["CAPTURE_PATHS", "Rule", "compare", "to_host"]

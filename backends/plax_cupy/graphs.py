@@ -594,14 +594,13 @@ class GraphedProgram:
             found = [graph_check.to_host(o) for o in outputs]
             reference = self.fn(*buffers)   # (after the launch: a stray write of the graph's
             expected = [graph_check.to_host(o) for o in reference]   # cannot reach these)
-            eps = [graph_check.epsilon(o) for o in reference]
-            problem = graph_check.compare(found, expected, self.check, eps)
+            problem = graph_check.compare(found, expected, self.check)
             which = "the capture's launch"
             if problem is None:
                 outputs = plan.replay(buffers, [], stream, self._stable)
                 plan.replays -= 1   # (the check's launch: not a call's, for the evictions)
                 problem = graph_check.compare([graph_check.to_host(o) for o in outputs],
-                                              expected, self.check, eps)
+                                              expected, self.check)
                 which = "its replay"
         except BaseException as err:   # (an unchecked plan must not replay)
             del outputs, plan

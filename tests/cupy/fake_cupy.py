@@ -1553,8 +1553,8 @@ class replay_fault:
 
 def step_name(run) -> str:
     """What a captured step runs: a library routine's name (``gemmStridedBatchedEx``,
-    ``potrf``... :func:`fake_cupy_linalg.launch`), ``fft``, a generated kernel's name, or the
-    function of a CuPy operation."""
+    ``potrf``, ``cufftExec``... :func:`fake_cupy_linalg.launch`), a generated kernel's name, or
+    the function of a CuPy operation."""
     code = getattr(run, "__code__", None)
     cells = {}
     for name, cell in zip(code.co_freevars if code else (), run.__closure__ or ()):
@@ -1564,8 +1564,6 @@ def step_name(run) -> str:
             pass
     if isinstance(cells.get("name"), str):
         return cells["name"]
-    if "fft_type" in cells:
-        return "fft"
     if isinstance(cells.get("self"), _Function):
         return cells["self"].name
     return getattr(cells.get("fn"), "__name__", "?")

@@ -63,6 +63,7 @@ def test_the_rule_is_bits_unless_a_capture_takes_another_library_entry_point():
 
 
 def test_compare_finds_what_a_wrong_replay_gives_and_passes_rounding():
+    from plax.dtypes import bfloat16
     from plax_cupy.graph_check import Rule, compare
     bits, tolerant = Rule({}, False, 1), Rule({"dot_general": "cuBLAS"}, True, 100)
     p = np.array([1.0, -2.0, np.nan, np.inf, 0.0], np.float32)
@@ -84,12 +85,17 @@ def test_compare_finds_what_a_wrong_replay_gives_and_passes_rounding():
     assert "3 of 128" in compare([np.where(labels < 3, 9, labels)], [labels], tolerant)
     z = np.array([1 + 1j, 2 - 1j], np.complex64)
     assert compare([z.copy()], [z], bits) is None and compare([z * 0], [z], tolerant)
+    # a complex scalar and a transposed (Fortran-ordered) complex output: each part's bits
+    for c in (np.complex64(1 - 2j) * np.ones((), np.complex64),
+              np.asfortranarray(np.outer(z, z).astype(np.complex64))):
+        assert compare([c.copy()], [c], bits) is None
+        assert "largest difference" in compare([c + np.complex64(1j)], [c], bits)
     assert "2 outputs against 1" in compare([p, p], [p], bits)
-    # bfloat16, widened to float32 on the host: its own epsilon (a bf16 ulp is not a wrong replay)
+    # bfloat16 (compared widened to float32): its own epsilon (a bf16 ulp is not a wrong replay)
     wide = np.array([1.0, 0.5], np.float32)
     bf16_ulp = wide + np.float32(2.0 ** -7)
     assert compare([bf16_ulp], [wide], tolerant) is not None
-    assert compare([bf16_ulp], [wide], tolerant, [2.0 ** -7]) is None
+    assert compare([bf16_ulp.astype(bfloat16)], [wide.astype(bfloat16)], tolerant) is None
 
 
 # ---------------------------------------------------------------- on the simulated GPU
