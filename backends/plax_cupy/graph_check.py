@@ -25,7 +25,9 @@ buffers), and each launch's outputs are compared with the plain run's
   R)``: ``eps`` the dtype's, ``R`` the program's reduction length (the summed lengths of its
   contractions, reductions, factorisations and cumulative ops, a ``scan`` body's times its
   length), a generous bound of the rounding two summation orders can accumulate, relative to
-  the output's scale rather than to each element so that cancellation cannot false-alarm. The
+  the output's scale rather than to each element, so that rounding in a well-scaled output
+  cannot false-alarm (an output that is all cancellation noise, or floats that jump on a
+  threshold, could: the cost is a warning and plain runs, never a wrong result). The
   replays this check exists for are wrong by the size of the values themselves (stale or
   garbage operands, zeros, NaN-filled scratch), far beyond it. An integer or boolean output of
   such a program may differ in at most one element in 64 (at least one): a near tie
@@ -48,8 +50,8 @@ CAPTURE_PATHS: dict = {
     "cholesky": ("cuSOLVER potrf (cusolver_direct)", True),
     "lu": ("cuSOLVER getrf (cusolver_direct)", True),
     "qr": ("cuSOLVER geqrf/orgqr (cusolver_direct)", True),
-    "eigh": ("cuSOLVER (eigh)", True),
-    "svd": ("cuSOLVER (svd)", True),
+    "eigh": ("cuSOLVER syevd/heevd (cusolver_direct)", True),
+    "svd": ("cuSOLVER gesvd (cusolver_direct)", True),
     "fft": ("cuFFT on the program's own plans (fft_plans)", False),
     "scan": ("the one-kernel scan's scratch (scan_kernel)", False),
     "cumsum": ("the look-back scratch (kernels_rows)", False),

@@ -72,10 +72,10 @@ on a capturing stream: while capturing, :mod:`plax_cupy.kernels_dot` makes them 
 :mod:`plax_cupy.cublas_direct` (the loaded ``libcublas`` called directly, the same call). ``fft`` is
 captured on plans the program owns (:mod:`plax_cupy.fft_plans`, made on its first call), not
 on CuPy's cached ones, which any later transform may destroy while a graph reads them;
-``cholesky``, ``triangular_solve``, ``lu`` and ``qr`` through the direct cuSOLVER and cuBLAS
-bindings (:mod:`plax_cupy.kernels_linalg`). A capture that fails all the same (``svd`` and
-``eigh``, whose cuSOLVER calls CuPy's binding refuses likewise; a synchronisation) leaves the
-program running plainly, with the exception in its reason.
+``cholesky``, ``triangular_solve``, ``lu``, ``qr``, ``eigh`` and ``svd`` through the direct
+cuSOLVER and cuBLAS bindings (:mod:`plax_cupy.kernels_linalg`). A capture that fails all the
+same (a routine the loaded library lacks, so CuPy's binding is called and refuses the capturing
+stream; a synchronisation) leaves the program running plainly, with the exception in its reason.
 
 **Each new plan is checked** (:mod:`plax_cupy.graph_check`,
 :meth:`GraphedProgram._checked_launches`): a capture that succeeds may still replay wrongly on a
