@@ -200,11 +200,6 @@ def env_number(name: str, default: float, *, kind: type = int, minimum: float | 
     raw = os.environ.get(name)
     if raw is None or not raw.strip():
         return default
-    bounds = [f"above {above}"] if above is not None else []
-    bounds += [f"of at least {minimum}"] if minimum is not None else []
-    bounds += [f"at most {maximum}"] if maximum is not None else []
-    expected = ("an integer" if kind is int else "a number") + "".join(
-        " " + bound if i == 0 else " and " + bound for i, bound in enumerate(bounds))
     try:
         value = kind(raw.strip())
     except ValueError:
@@ -213,6 +208,12 @@ def env_number(name: str, default: float, *, kind: type = int, minimum: float | 
             and (above is None or value > above) and (minimum is None or value >= minimum)
             and (maximum is None or value <= maximum)):
         return value
+    bounds = [f"above {above}"] if above is not None else []
+    bounds += [f"of at least {minimum}"] if minimum is not None else []
+    bounds += [f"at most {maximum}"] if maximum is not None else []
+    expected = "an integer" if kind is int else "a number"
+    if bounds:
+        expected += " " + " and ".join(bounds)
     message = _invalid(name, raw, expected)
     if not warn:
         raise ValueError(message + ", or leave it unset")

@@ -26,6 +26,7 @@ from plax.core import registry, trace
 from plax.core.trace import Tracer
 from plax.device import default_device
 from plax.float0 import apply_eagerly as float0_eagerly, is_float0_value
+from plax.sharding import in_internal_eager_work as _in_internal_eager_work
 from plax.sharding import mesh_maybe_set as _mesh_maybe_set
 from plax.state.types import Ref
 
@@ -76,7 +77,9 @@ def apply_primitive(prim, args, params):
     rule = _impl_rules.get(prim)
     if rule is not None:
         return rule(*args, **params)
-    if _mesh_maybe_set[0]:  # JAX 0.10: results placed on the set mesh, its device check
+    # JAX 0.10: results placed on the set mesh, its device check (not in plax's own eager
+    # work, which takes the fast path below as it does with no mesh)
+    if _mesh_maybe_set[0] and not _in_internal_eager_work():
         from plax.sharding_eager import apply_on_mesh
         return apply_on_mesh(prim, args, params, _apply_general)
     # Fast path: Arrays on one device, none committed.

@@ -121,18 +121,30 @@ def one_device_of(x: Any) -> Any:
     return None
 
 
-def check_committed_devices(leaves: Sequence, mesh, name_of: Callable[[int], str]) -> None:
+def check_committed_devices(leaves: Sequence, mesh, name_of: Callable[[int], str]) -> bool:
     """JAX's ValueError for the first of ``leaves`` committed to one device
     (:func:`one_device_of`: refs too) when the mesh's devices are not that one device
     (``name_of(i)`` names leaf ``i``: ``"argument a of f"``). Uncommitted arrays, host
     values and arrays on several devices pass.
 
+    Returns:
+      Whether the results of a computation of ``leaves`` under ``mesh`` stay on the
+      mesh's one device rather than being placed on the mesh: JAX 0.10 commits them to
+      the device of an operand committed there (an Array or a ref, not a value placed on a
+      mesh) when the mesh has no Explicit axis (an Explicit one types them on the mesh).
+
     Example:
-      >>> mesh = plax.make_mesh((1,), ("x",))
-      >>> check_committed_devices([plax.device_put(1.0, plax.devices()[0])], mesh, str)
+      >>> auto = plax.make_mesh((1,), ("x",), axis_types=(plax.sharding.AxisType.Auto,))
+      >>> check_committed_devices([plax.device_put(1.0, plax.devices()[0])], auto, str)
+      True
+      >>> check_committed_devices([plax.new_ref(jnp.ones(2))], plax.make_mesh((1,), ("x",)), str)
+      False
+      >>> check_committed_devices([1.0], auto, str)
+      False
     """
     devices = mesh.devices
     only = devices.flat[0] if devices.size == 1 else None
+    kept = False
     for i, x in enumerate(leaves):
         if type(x) is Array:  # (the usual operand: no call)
             device = x._device if x._committed else None
@@ -140,24 +152,12 @@ def check_committed_devices(leaves: Sequence, mesh, name_of: Callable[[int], str
             device = one_device_of(x)
         else:
             continue
-        if device is not None and device is not only:
-            raise incompatible_devices(name_of(i), x.aval, [device.id], device.platform, mesh)
-
-
-def kept_on_device(leaves: Sequence, mesh) -> bool:
-    """Whether the results of a computation of ``leaves`` under ``mesh`` stay on one
-    device rather than being placed on the mesh: JAX 0.10 commits them to the device of an
-    operand committed there (:func:`one_device_of`, which :func:`check_committed_devices`
-    has matched with the mesh's one device; not a value placed on a mesh) when the mesh has
-    no Explicit axis (an Explicit one types them on the mesh).
-
-    Example:
-      >>> auto = plax.make_mesh((1,), ("x",), axis_types=(plax.sharding.AxisType.Auto,))
-      >>> kept_on_device([plax.new_ref(jnp.ones(2))], auto), kept_on_device([1.0], auto)
-      (True, False)
-    """
-    return AxisType.Explicit not in mesh.axis_types and any(
-        one_device_of(x) is not None and type(x) in (Array, Ref) for x in leaves)
+        if device is not None:
+            if device is not only:
+                raise incompatible_devices(name_of(i), x.aval, [device.id], device.platform,
+                                           mesh)
+            kept = kept or type(x) is Array or type(x) is Ref
+    return kept and AxisType.Explicit not in mesh.axis_types
 
 
 #: the ``jax.numpy`` function JAX's message names for a primitive of another name
@@ -218,8 +218,8 @@ def apply_on_mesh(prim, args: Sequence, params: dict, compute: Callable) -> Any:
     mesh = current_mesh()
     if mesh is None:
         return compute(prim, args, params)
-    check_committed_devices(args, mesh, lambda i: _eager_name(prim, i))
-    if not _places(mesh) or kept_on_device(args, mesh):
+    kept = check_committed_devices(args, mesh, lambda i: _eager_name(prim, i))
+    if not _places(mesh) or kept:
         return compute(prim, args, params)
     plain = []
     for a in args:
@@ -524,8 +524,8 @@ def placed_results(outs: list, jaxpr=None, short_inputs: Sequence[bool] = (),
     (not while a function is traced: a value made then is one of its constants):
     ``P()`` where JAX's rules keep the short spec of host arguments (``short_inputs``
     marks them among ``jaxpr``'s inputs; :func:`short_outputs`), else ``P(None, ...)``.
-    ``kept``: an argument keeps them on its device (:func:`kept_on_device`); they are
-    committed there instead.
+    ``kept``: an argument keeps them on its device (what :func:`check_committed_devices`
+    returns); they are committed there instead.
 
     Example:
       >>> with plax.set_mesh(plax.make_mesh((1,), ("x",))):

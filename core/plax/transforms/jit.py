@@ -487,11 +487,10 @@ class JitFunction:
         mesh_set = _mesh_is_set()
         on_mesh = mesh_set and _mesh_maybe_set[0] and not _in_internal_eager_work()
         if on_mesh:
-            mesh = self._check_context_mesh(leaves, treedef, static, len(args))
-            from plax.sharding_eager import kept_on_device, typed_short
-            host_inputs = [typed_short(x) for x in leaves]  # (host values, uncommitted arrays)
             # (asked before the run: it writes the refs' final values)
-            kept = mesh is not None and kept_on_device(leaves, mesh)
+            kept = self._check_context_mesh(leaves, treedef, static, len(args))
+            from plax.sharding_eager import typed_short
+            host_inputs = [typed_short(x) for x in leaves]  # (host values, uncommitted arrays)
         if mesh_set:
             from plax.transforms.jit_shardings import placed_on_context_mesh
             leaves = placed_on_context_mesh(leaves) or leaves
@@ -597,14 +596,14 @@ class JitFunction:
             "with a non-array argument, and this argument was not marked as static using the "
             "static_argnums or static_argnames parameters of jax.jit.")
 
-    def _check_context_mesh(self, leaves, treedef, static, nargs):
+    def _check_context_mesh(self, leaves, treedef, static, nargs) -> bool:
         """JAX's ValueError for an argument committed to one device other than the current
-        mesh's devices (:func:`plax.sharding_eager.check_committed_devices`); returns that
-        mesh (None when there is none)."""
+        mesh's devices (:func:`plax.sharding_eager.check_committed_devices`); returns
+        whether the results stay on that device (False when there is no mesh)."""
         from plax.sharding_eager import check_committed_devices, current_mesh
         mesh = current_mesh()
         if mesh is None:
-            return None
+            return False
         qualname = getattr(self.fun, "__qualname__", None) or fun_name(self.fun)
 
         def name_of(i):
@@ -612,8 +611,7 @@ class JitFunction:
                                len(leaves))[i]
             return f"argument {path} of {qualname}"
 
-        check_committed_devices(leaves, mesh, name_of)
-        return mesh
+        return check_committed_devices(leaves, mesh, name_of)
 
     def _check_ref_aliasing(self, leaves, treedef, static, nargs, closed) -> None:
         """JAX's ValueErrors for one ref passed twice, or passed and also closed over: the
