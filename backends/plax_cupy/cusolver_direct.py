@@ -22,10 +22,19 @@ transposes a wide matrix), and a batch with ``gesvdjBatched`` (matrices up to 32
 workspace that cuSOLVER fills while the call runs would be read at capture time, not at each
 replay. So plax binds the legacy 32-bit ``<t>syevd``/``<t>heevd`` (divide and conquer, as
 ``Xsyevd``; its workspace, sized by ``<t>syevd_bufferSize``, is a device array) and
-``<t>gesvd`` (with ``<t>gesvd_bufferSize``), and runs a batch matrix by matrix on them: no
-params object to create and keep alive beside the graph, and one routine (one set of bits)
-for a matrix whether it comes alone or in a batch. ``syevjBatched``/``gesvdjBatched`` would
-make a batch of small matrices one launch; they are left for later.
+``<t>gesvd`` (with ``<t>gesvd_bufferSize``) for one matrix and for batches of larger ones
+(matrix by matrix), and ``<t>syevjBatched``/``<t>heevjBatched`` and ``<t>gesvdjBatched``
+(with their size queries, which take the params object and the batch size after the size
+they write) for a batch of matrices up to 32 x 32: one call, one launch group in a graph.
+Their params objects are :class:`JacobiParams` (``cusolverDnCreateSyevjInfo``/``Destroy``,
+``cusolverDnCreateGesvdjInfo``/``Destroy``, and the ``cusolverDnX<kind>SetTolerance``/
+``SetMaxSweeps`` setters, unused by default: CuPy keeps cuSOLVER's defaults), owned by the
+compiled program's solver (:class:`plax_cupy.kernels_linalg.ProgramEigh`, ``ProgramSvd``)
+and destroyed with it, so a params object outlives every graph that recorded a call with it.
+
+A routine that returns an error status raises :class:`CUSOLVERError` naming the C function;
+the program kernels turn one on a plain call into CuPy's path for that program (never the
+user's exception), and a capture into its reason in ``as_text()``.
 
 The library is found as :mod:`plax_cupy.cublas_direct` finds ``libcublas``: the copy already
 mapped into the process (CuPy's handle is made first, which loads it), never a second one.

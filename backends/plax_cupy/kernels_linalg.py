@@ -12,11 +12,13 @@ the stream captures (:mod:`plax_cupy.graphs`) ``triangular_solve``, ``cholesky``
 ``qr`` make the very library calls CuPy's functions make (the same routines, arguments,
 layouts and copies: the same bits) through :mod:`plax_cupy.cublas_direct` and
 :mod:`plax_cupy.cusolver_direct`. ``eigh`` and ``svd`` run ``syevd``/``heevd`` and ``gesvd``
-there, a batch matrix by matrix (CuPy's ``eigh`` runs ``Xsyevd``, whose workspace is partly
-on the host, and its batched paths ``syevj``/``gesvdj`` on params objects: see
-:mod:`plax_cupy.cusolver_direct`); a compiled program runs them on its plain calls too
-(:class:`ProgramEigh`, :class:`ProgramSvd`), so that every call of a program gives the same
-bits. The workspace sizes are asked for on the program's plain first call
+there matrix by matrix (CuPy's ``eigh`` runs ``Xsyevd``, whose workspace is partly on the
+host: see :mod:`plax_cupy.cusolver_direct`), and a batch of matrices up to
+:data:`JACOBI_LIMIT` in one ``syevjBatched``/``heevjBatched`` or ``gesvdjBatched`` call, as
+CuPy runs such a batch, on a params object the program owns; a compiled program runs them
+on its plain calls too (:class:`ProgramEigh`, :class:`ProgramSvd`), so that every call of a
+program gives the same bits, and a direct call failing there turns the program to CuPy's
+path (:class:`_ProgramSolver`). The workspace sizes are asked for on the program's plain first call
 (:class:`ProgramCholesky`, :class:`ProgramLu`, :class:`ProgramQr`, :class:`ProgramEigh`,
 :class:`ProgramSvd`: program kernels), by the same functions (``_potrf_lwork``...) a capture
 of a body not run plainly asks; the workspaces, ``devInfo`` and the batched routines' pointer
@@ -24,7 +26,8 @@ arrays are allocations of the capture, which the plan holds as long as its graph
 graphs share one); nothing is read back to the host (``eigh``'s and ``svd``'s ``devInfo``
 turns a matrix that did not converge to NaNs on the device). Where a binding is missing,
 CuPy's path runs, its refusal fails the capture, and the program runs plainly with that
-reason in ``as_text()``.
+reason in ``as_text()``; where the binding lacks the routine, the capture fails naming its
+C function.
 
 =====================  ================================================================
 primitive              GPU path
@@ -39,11 +42,14 @@ primitive              GPU path
                        synchronisation per matrix; none in a CUDA graph, below); the
                        permutation built from the pivots by a generated kernel
 ``qr``                 ``cupy.linalg.qr`` (``geqrf``/``orgqr``, a batch matrix by matrix)
-``svd``                in a compiled program: ``gesvd`` per matrix (direct binding);
-                       eagerly: ``cupy.linalg.svd`` (``gesvd``/batched ``gesvdj``)
-``eigh``               in a compiled program: ``syevd``/``heevd`` per matrix (direct
-                       binding); eagerly: ``cupy.linalg.eigh`` (``Xsyevd``/batched
-                       ``syevj``)
+``svd``                in a compiled program (direct binding): a batch of matrices up
+                       to 32 x 32 one ``gesvdjBatched`` call, else ``gesvd`` per
+                       matrix; eagerly: ``cupy.linalg.svd`` (``gesvd``/batched
+                       ``gesvdj``)
+``eigh``               in a compiled program (direct binding): a batch of matrices up
+                       to 32 x 32 one ``syevjBatched``/``heevjBatched`` call, else
+                       ``syevd``/``heevd`` per matrix; eagerly: ``cupy.linalg.eigh``
+                       (``Xsyevd``/batched ``syevj``)
 ``eig``                ``cupy.linalg.eig`` (``geev``, CuPy >= 14 with CUDA >= 12.6); left
                        eigenvectors from the right ones (``inv``); both normalised by a
                        plax-compiled kernel (``-ftz=false``, :data:`UNIT_COLUMNS_SOURCE`)
@@ -51,6 +57,7 @@ primitive              GPU path
 """
 from __future__ import annotations
 
+import threading
 import warnings
 
 import numpy as np
@@ -174,6 +181,7 @@ class _ProgramSolver:
         self.lwork: dict = {}    # (operand shape, dtype) -> the workspace size, in elements
         self.failed: dict = {}   # (operand shape, dtype) -> the error of a failed direct call
         self.jacobi_params = None   # (the cusolver_direct.JacobiParams, made on first use)
+        self._lock = threading.Lock()
 
     def plan(self, a, capturing: bool) -> tuple:
         """``(routines, sizes, extra)`` for ``a``: the routines whose sizes are asked, the
@@ -184,12 +192,13 @@ class _ProgramSolver:
         routine = cusolver_direct.JACOBI[self.jacobi][0]
         if self.jacobi_params is None:
             direct = cusolver_direct.binding()
-            try:
-                if direct is not None:
-                    self.jacobi_params = cusolver_direct.JacobiParams(direct, self.jacobi)
-            except (AttributeError, cusolver_direct.CUSOLVERError):
-                if capturing:   # (the capture fails naming the missing or refusing creator)
-                    raise
+            with self._lock:   # (plain calls may overlap: one params object a program)
+                try:
+                    if direct is not None and self.jacobi_params is None:
+                        self.jacobi_params = cusolver_direct.JacobiParams(direct, self.jacobi)
+                except (AttributeError, cusolver_direct.CUSOLVERError):
+                    if capturing:   # (the capture fails naming the missing or refusing creator)
+                        raise
         return (routine,), type(self).sizes, {"params": self.jacobi_params}
 
     def __call__(self, a: "cupy.ndarray"):
