@@ -22,7 +22,12 @@ the graph's own kernels wrote there). CuPy's own cuSOLVER binding is not simulat
   with their size queries (``m + n`` elements; LAPACK's routines); ``cusolverDn<t>syevd``
   (``<t>heevd``) with ``syevd_bufferSize`` (``n^2 + 2 n`` elements) and ``cusolverDn<t>gesvd``
   with ``gesvd_bufferSize`` (``m n + m + n``; ``m >= n`` only, as cuSOLVER's), LAPACK's
-  ``syevd``/``heevd``/``gesvd``, ``devInfo`` on the device.
+  ``syevd``/``heevd``/``gesvd``, ``devInfo`` on the device; ``cusolverDn<t>syevjBatched``
+  (``<t>heevjBatched``) and ``cusolverDn<t>gesvdjBatched`` with their size queries (one
+  recorded launch for the batch, LAPACK inside; ``gesvdj`` refuses a matrix over 32) and
+  their params objects (``cusolverDnCreateSyevjInfo``/``Destroy``..., and the tolerance and
+  sweeps setters): a null or destroyed one is refused, :func:`params_alive` counts the live
+  ones.
 
 :data:`CALLS` counts the routines run (captured ones once per replay too).
 """
