@@ -41,7 +41,7 @@ DTYPES = ["float32", "float64", "complex64", "complex128"]
 @pytest.mark.skipif(SIMULATED or shutil.which("g++") is None,
                     reason="already on the simulated GPU, or no C++ compiler (g++) for it")
 def test_on_the_simulated_gpu():
-    run_file_on_simulated_gpu(__file__, skipped=7)   # (this one, the real-GPU tests)
+    run_file_on_simulated_gpu(__file__, skipped=8)   # (this one, the real-GPU tests)
 
 
 @pytest.fixture
@@ -637,7 +637,7 @@ def _real_gpu_problem() -> str:
 
 @pytest.mark.skipif(bool(_real_gpu_problem()), reason=_real_gpu_problem() or "gpu")
 @pytest.mark.parametrize("program", ["gp-solve", "gp-solve-batch", "lu", "qr-batch",
-                                     "eigh-batch", "svd-pca"])
+                                     "eigh-batch", "svd-pca", "svd-batch"])
 def test_on_a_real_gpu_the_captured_calls_give_the_plain_calls_bits(program, executables):
     """On a GPU (the check the simulation cannot make): the program is captured through the
     direct bindings, and every replay's results equal the plain first call's bit for bit (the
@@ -657,6 +657,10 @@ def test_on_a_real_gpu_the_captured_calls_give_the_plain_calls_bits(program, exe
         def f(x):
             return _spectrum(x, lower=True)
         args = (_hermitian_pd((3, 16, 16), "complex64", 15),)
+    elif program == "svd-batch":   # (gesvdjBatched: one call for the batch)
+        def f(x):
+            return _pca(x, full_matrices=True, compute_uv=True, rank=3)
+        args = (r.normal(size=(16, 8, 6)).astype(np.float32),)
     elif program == "svd-pca":
         def f(x):
             return _pca(x, full_matrices=False, compute_uv=True, rank=4)
