@@ -2,7 +2,8 @@
 ``svd`` replay as one CUDA graph (issue 24): CuPy's cuBLAS and cuSOLVER bindings refuse a
 capturing stream, so while capturing plax calls the loaded libraries directly
 (``plax_cupy.cublas_direct``: ``trsm``/``trsmBatched``; ``plax_cupy.cusolver_direct``:
-``potrf``/``potrfBatched``, ``getrf``, ``geqrf``/``orgqr``, ``syevd``/``heevd``, ``gesvd``).
+``potrf``/``potrfBatched``, ``getrf``, ``geqrf``/``orgqr``, ``syevd``/``heevd``, ``gesvd``,
+and for batches of small matrices ``syevjBatched``/``heevjBatched`` and ``gesvdjBatched``).
 
 On the simulated GPU (:mod:`fake_cupy`, whose stand-in ``libcublas``/``libcusolver``
 (:mod:`fake_cupy_linalg`) record their routines into a capture and compute with NumPy/SciPy,
@@ -16,9 +17,13 @@ while CuPy's own ``cupy.linalg``/``cupyx.scipy.linalg`` calls are still refused 
   positive definite or not finite, or that the solver did not converge on: JAX's NaNs);
 * ``potrf``'s workspace size is asked only on a plain call, never while capturing; a library
   refusing the query costs the capture, not the program;
+* a batch of small matrices is one ``syevjBatched``/``gesvdjBatched`` call per run, on a
+  params object the program owns and destroys when freed;
 * with a binding hidden the program runs plainly, with CuPy's refusal as the reason; with
-  one symbol hidden (a ``libcusolver`` without the legacy ``syevd``/``heevd``/``gesvd`` or
-  their size queries) ``eigh`` and ``svd`` run CuPy's path on every call, the eager bits;
+  one symbol hidden (a routine, its size query or a params object's creator) ``eigh`` and
+  ``svd`` run CuPy's path on every call, the eager bits, the capture's reason naming the
+  symbol; a direct routine returning an error status on a plain call turns the program to
+  CuPy's path (never the user's exception), the reason naming the routine;
 * the ctypes bindings set the C functions' types and raise on a failing status;
 * on a real GPU (skipped elsewhere), the same programs are captured and every replay gives the
   plain first call's bits.
