@@ -22,10 +22,19 @@ transposes a wide matrix), and a batch with ``gesvdjBatched`` (matrices up to 32
 workspace that cuSOLVER fills while the call runs would be read at capture time, not at each
 replay. So plax binds the legacy 32-bit ``<t>syevd``/``<t>heevd`` (divide and conquer, as
 ``Xsyevd``; its workspace, sized by ``<t>syevd_bufferSize``, is a device array) and
-``<t>gesvd`` (with ``<t>gesvd_bufferSize``), and runs a batch matrix by matrix on them: no
-params object to create and keep alive beside the graph, and one routine (one set of bits)
-for a matrix whether it comes alone or in a batch. ``syevjBatched``/``gesvdjBatched`` would
-make a batch of small matrices one launch; they are left for later.
+``<t>gesvd`` (with ``<t>gesvd_bufferSize``) for one matrix and for batches of larger ones
+(matrix by matrix), and ``<t>syevjBatched``/``<t>heevjBatched`` and ``<t>gesvdjBatched``
+(with their size queries, which take the params object and the batch size after the size
+they write) for a batch of matrices up to 32 x 32: one call, one launch group in a graph.
+Their params objects are :class:`JacobiParams` (``cusolverDnCreateSyevjInfo``/``Destroy``,
+``cusolverDnCreateGesvdjInfo``/``Destroy``, and the ``cusolverDnX<kind>SetTolerance``/
+``SetMaxSweeps`` setters, unused by default: CuPy keeps cuSOLVER's defaults), owned by the
+compiled program's solver (:class:`plax_cupy.kernels_linalg.ProgramEigh`, ``ProgramSvd``)
+and destroyed with it, so a params object outlives every graph that recorded a call with it.
+
+A routine that returns an error status raises :class:`CUSOLVERError` naming the C function;
+the program kernels turn one on a plain call into CuPy's path for that program (never the
+user's exception), and a capture into its reason in ``as_text()``.
 
 The library is found as :mod:`plax_cupy.cublas_direct` finds ``libcublas``: the copy already
 mapped into the process (CuPy's handle is made first, which loads it), never a second one.
@@ -34,6 +43,7 @@ from __future__ import annotations
 
 import ctypes
 import threading
+import weakref
 
 from plax_cupy.cublas_direct import TypedRoutines, bind_function, load_direct, made_once
 
@@ -97,7 +107,41 @@ _ROUTINES = {
               [_c_void_p, ctypes.c_byte, ctypes.c_byte, _c_int, _c_int, _c_void_p, _c_int,
                _c_void_p, _c_void_p, _c_int, _c_void_p, _c_int, _c_void_p, _c_int, _c_void_p,
                _c_void_p]),
+    # (handle, jobz, uplo, n, A, lda, W, int* Lwork, params, batchSize): heevj for complex
+    "syevjBatched_bufferSize": (("cusolverDn{t}syevjBatched_bufferSize",
+                                 "cusolverDn{t}heevjBatched_bufferSize"),
+                                [_c_void_p, _c_int, _c_int, _c_int, _c_void_p, _c_int, _c_void_p,
+                                 _P_INT, _c_void_p, _c_int]),
+    # (handle, jobz, uplo, n, A, lda, W, work, lwork, info, params, batchSize)
+    "syevjBatched": (("cusolverDn{t}syevjBatched", "cusolverDn{t}heevjBatched"),
+                     [_c_void_p, _c_int, _c_int, _c_int, _c_void_p, _c_int, _c_void_p, _c_void_p,
+                      _c_int, _c_void_p, _c_void_p, _c_int]),
+    # (handle, jobz, m, n, A, lda, S, U, ldu, V, ldv, int* Lwork, params, batchSize)
+    "gesvdjBatched_bufferSize": (("cusolverDn{t}gesvdjBatched_bufferSize",),
+                                 [_c_void_p, _c_int, _c_int, _c_int, _c_void_p, _c_int,
+                                  _c_void_p, _c_void_p, _c_int, _c_void_p, _c_int, _P_INT,
+                                  _c_void_p, _c_int]),
+    # (handle, jobz, m, n, A, lda, S, U, ldu, V, ldv, work, lwork, info, params, batchSize)
+    "gesvdjBatched": (("cusolverDn{t}gesvdjBatched",),
+                      [_c_void_p, _c_int, _c_int, _c_int, _c_void_p, _c_int, _c_void_p,
+                       _c_void_p, _c_int, _c_void_p, _c_int, _c_void_p, _c_int, _c_void_p,
+                       _c_void_p, _c_int]),
+    # the Jacobi routines' params objects (one C function for every dtype: no ``{t}``)
+    "createSyevjInfo": (("cusolverDnCreateSyevjInfo",), [ctypes.POINTER(_c_void_p)]),
+    "destroySyevjInfo": (("cusolverDnDestroySyevjInfo",), [_c_void_p]),
+    "xsyevjSetTolerance": (("cusolverDnXsyevjSetTolerance",), [_c_void_p, ctypes.c_double]),
+    "xsyevjSetMaxSweeps": (("cusolverDnXsyevjSetMaxSweeps",), [_c_void_p, _c_int]),
+    "createGesvdjInfo": (("cusolverDnCreateGesvdjInfo",), [ctypes.POINTER(_c_void_p)]),
+    "destroyGesvdjInfo": (("cusolverDnDestroyGesvdjInfo",), [_c_void_p]),
+    "xgesvdjSetTolerance": (("cusolverDnXgesvdjSetTolerance",), [_c_void_p, ctypes.c_double]),
+    "xgesvdjSetMaxSweeps": (("cusolverDnXgesvdjSetMaxSweeps",), [_c_void_p, _c_int]),
 }
+#: the Jacobi kinds: kind -> (its batched routine, creator, destroyer, tolerance and sweeps
+#: setters)
+JACOBI = {"syevj": ("syevjBatched", "createSyevjInfo", "destroySyevjInfo",
+                    "xsyevjSetTolerance", "xsyevjSetMaxSweeps"),
+          "gesvdj": ("gesvdjBatched", "createGesvdjInfo", "destroyGesvdjInfo",
+                     "xgesvdjSetTolerance", "xgesvdjSetMaxSweeps")}
 #: cusolverEigMode_t (cusolver_common.h)
 CUSOLVER_EIG_MODE_NOVECTOR, CUSOLVER_EIG_MODE_VECTOR = 0, 1
 
@@ -136,9 +180,9 @@ class DirectCusolver(TypedRoutines):
         if status != 0:
             raise CUSOLVERError(status, fn.plax_name)
 
-    def _size(self, routine: str, dtype, *arguments) -> int:
-        lwork = _c_int(0)   # (a size query: its last argument is the int it writes)
-        self._call(routine, dtype, *arguments, ctypes.byref(lwork))
+    def _size(self, routine: str, dtype, *arguments, after: tuple = ()) -> int:
+        lwork = _c_int(0)   # (a size query: the int it writes comes after ``arguments``)
+        self._call(routine, dtype, *arguments, ctypes.byref(lwork), *after)
         return lwork.value
 
     def setStream(self, handle: int, stream: int) -> None:  # noqa: N802 - CuPy's names
@@ -226,6 +270,88 @@ class DirectCusolver(TypedRoutines):
         self._call("gesvd", dtype, handle, jobu, jobvt, m, n, a, lda, s, u, ldu, vt, ldvt,
                    workspace, lwork, rwork, dev_info)
 
+    def syevjBatched_bufferSize(self, dtype, handle: int, jobz: int, uplo: int,  # noqa: N802
+                                n: int, a: int, lda: int, w: int, params: int,
+                                batch: int) -> int:
+        """``cusolverDn<t>syevjBatched_bufferSize`` (``heevj`` for complex dtypes): the
+        device workspace ``syevjBatched`` needs for ``batch`` matrices, in elements."""
+        return self._size("syevjBatched_bufferSize", dtype, handle, jobz, uplo, n, a, lda, w,
+                          after=(params, batch))
+
+    def syevjBatched(self, dtype, handle: int, jobz: int, uplo: int, n: int, a: int,  # noqa: N802
+                     lda: int, w: int, workspace: int, lwork: int, info: int, params: int,
+                     batch: int) -> None:
+        """``cusolverDn<t>syevjBatched`` (``heevjBatched`` for complex dtypes): Jacobi
+        eigendecompositions of ``batch`` contiguous column-major Hermitian ``(n, n)`` matrices
+        (``n <= 32``) in one call: ascending eigenvalues to ``w`` (``n`` a matrix), vectors over
+        ``a``; ``info`` one flag a matrix, on the device; ``params`` a ``syevjInfo_t``."""
+        self._call("syevjBatched", dtype, handle, jobz, uplo, n, a, lda, w, workspace, lwork,
+                   info, params, batch)
+
+    def gesvdjBatched_bufferSize(self, dtype, handle: int, jobz: int, m: int,  # noqa: N802
+                                 n: int, a: int, lda: int, s: int, u: int, ldu: int, v: int,
+                                 ldv: int, params: int, batch: int) -> int:
+        """``cusolverDn<t>gesvdjBatched_bufferSize``: the device workspace ``gesvdjBatched``
+        needs for ``batch`` matrices, in elements."""
+        return self._size("gesvdjBatched_bufferSize", dtype, handle, jobz, m, n, a, lda, s, u,
+                          ldu, v, ldv, after=(params, batch))
+
+    def gesvdjBatched(self, dtype, handle: int, jobz: int, m: int, n: int, a: int,  # noqa: N802
+                      lda: int, s: int, u: int, ldu: int, v: int, ldv: int, workspace: int,
+                      lwork: int, info: int, params: int, batch: int) -> None:
+        """``cusolverDn<t>gesvdjBatched``: Jacobi SVDs ``a = U S V^H`` of ``batch`` contiguous
+        column-major ``(m, n)`` matrices (both at most 32) in one call: descending ``s``
+        (``min(m, n)`` a matrix), full ``U`` (``m x m``) and ``V`` (``n x n``, not
+        transposed) with vector mode; ``info`` one flag a matrix; ``params`` a
+        ``gesvdjInfo_t``."""
+        self._call("gesvdjBatched", dtype, handle, jobz, m, n, a, lda, s, u, ldu, v, ldv,
+                   workspace, lwork, info, params, batch)
+
+
+class JacobiParams:
+    """A ``syevjInfo_t`` or ``gesvdjInfo_t`` (cuSOLVER's params object of its Jacobi
+    routines), owned by whoever holds this object: destroyed when it is collected, so a
+    compiled program that holds it (:class:`plax_cupy.kernels_linalg.ProgramEigh`) keeps it
+    as long as the CUDA graphs that recorded a call with it. Made with cuSOLVER's defaults,
+    as CuPy makes its own (tolerance: the dtype's machine precision; 100 sweeps; sorted
+    results) unless ``tolerance``/``max_sweeps`` are given. A host-only call: allowed while
+    a stream captures.
+
+    Args:
+      direct: the binding (:func:`binding`).
+      kind: ``"syevj"`` or ``"gesvdj"`` (a key of :data:`JACOBI`).
+      tolerance, max_sweeps: optional settings (``cusolverDnX<kind>SetTolerance``...).
+
+    Raises:
+      AttributeError: the library lacks the creator (named).
+      CUSOLVERError: the library refuses to make it.
+
+    Example:
+      >>> params = JacobiParams(binding(), "syevj")                       # doctest: +SKIP
+      >>> binding().syevjBatched(np.float32, h, 1, 0, 4, a, 4, w, work, lwork, info,
+      ...                        params.ptr, 64)                          # doctest: +SKIP
+    """
+
+    def __init__(self, direct: DirectCusolver, kind: str, tolerance: float | None = None,
+                 max_sweeps: int | None = None):
+        _, create, destroy, set_tolerance, set_sweeps = JACOBI[kind]
+        creator = direct._routine(create, "float32")   # (one function for every dtype)
+        destroyer = direct._routine(destroy, "float32")
+        pointer = _c_void_p(0)
+        status = creator(ctypes.byref(pointer))
+        if status != 0:
+            raise CUSOLVERError(status, creator.plax_name)
+        self.kind, self.ptr = kind, int(pointer.value or 0)
+        self._finalizer = weakref.finalize(self, destroyer, self.ptr)
+        if tolerance is not None:
+            direct._call(set_tolerance, "float32", self.ptr, tolerance)
+        if max_sweeps is not None:
+            direct._call(set_sweeps, "float32", self.ptr, max_sweeps)
+
+    def destroy(self) -> None:
+        """Destroys the params object now (once; also done when this object is collected)."""
+        self._finalizer()
+
 
 _binding: list = []
 _binding_lock = threading.Lock()
@@ -270,4 +396,5 @@ def handle_on_current_stream(direct: DirectCusolver) -> int:
 
 
 __all__ = ["CUSOLVER_EIG_MODE_NOVECTOR", "CUSOLVER_EIG_MODE_VECTOR", "CUSOLVERError",
-           "DirectCusolver", "binding", "handle", "handle_on_current_stream"]
+           "DirectCusolver", "JACOBI", "JacobiParams", "binding", "handle",
+           "handle_on_current_stream"]

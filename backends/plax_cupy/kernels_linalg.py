@@ -12,11 +12,13 @@ the stream captures (:mod:`plax_cupy.graphs`) ``triangular_solve``, ``cholesky``
 ``qr`` make the very library calls CuPy's functions make (the same routines, arguments,
 layouts and copies: the same bits) through :mod:`plax_cupy.cublas_direct` and
 :mod:`plax_cupy.cusolver_direct`. ``eigh`` and ``svd`` run ``syevd``/``heevd`` and ``gesvd``
-there, a batch matrix by matrix (CuPy's ``eigh`` runs ``Xsyevd``, whose workspace is partly
-on the host, and its batched paths ``syevj``/``gesvdj`` on params objects: see
-:mod:`plax_cupy.cusolver_direct`); a compiled program runs them on its plain calls too
-(:class:`ProgramEigh`, :class:`ProgramSvd`), so that every call of a program gives the same
-bits. The workspace sizes are asked for on the program's plain first call
+there matrix by matrix (CuPy's ``eigh`` runs ``Xsyevd``, whose workspace is partly on the
+host: see :mod:`plax_cupy.cusolver_direct`), and a batch of matrices up to
+:data:`JACOBI_LIMIT` in one ``syevjBatched``/``heevjBatched`` or ``gesvdjBatched`` call, as
+CuPy runs such a batch, on a params object the program owns; a compiled program runs them
+on its plain calls too (:class:`ProgramEigh`, :class:`ProgramSvd`), so that every call of a
+program gives the same bits, and a direct call failing there turns the program to CuPy's
+path (:class:`_ProgramSolver`). The workspace sizes are asked for on the program's plain first call
 (:class:`ProgramCholesky`, :class:`ProgramLu`, :class:`ProgramQr`, :class:`ProgramEigh`,
 :class:`ProgramSvd`: program kernels), by the same functions (``_potrf_lwork``...) a capture
 of a body not run plainly asks; the workspaces, ``devInfo`` and the batched routines' pointer
@@ -24,7 +26,8 @@ arrays are allocations of the capture, which the plan holds as long as its graph
 graphs share one); nothing is read back to the host (``eigh``'s and ``svd``'s ``devInfo``
 turns a matrix that did not converge to NaNs on the device). Where a binding is missing,
 CuPy's path runs, its refusal fails the capture, and the program runs plainly with that
-reason in ``as_text()``.
+reason in ``as_text()``; where the binding lacks the routine, the capture fails naming its
+C function.
 
 =====================  ================================================================
 primitive              GPU path
@@ -39,11 +42,14 @@ primitive              GPU path
                        synchronisation per matrix; none in a CUDA graph, below); the
                        permutation built from the pivots by a generated kernel
 ``qr``                 ``cupy.linalg.qr`` (``geqrf``/``orgqr``, a batch matrix by matrix)
-``svd``                in a compiled program: ``gesvd`` per matrix (direct binding);
-                       eagerly: ``cupy.linalg.svd`` (``gesvd``/batched ``gesvdj``)
-``eigh``               in a compiled program: ``syevd``/``heevd`` per matrix (direct
-                       binding); eagerly: ``cupy.linalg.eigh`` (``Xsyevd``/batched
-                       ``syevj``)
+``svd``                in a compiled program (direct binding): a batch of matrices up
+                       to 32 x 32 one ``gesvdjBatched`` call, else ``gesvd`` per
+                       matrix; eagerly: ``cupy.linalg.svd`` (``gesvd``/batched
+                       ``gesvdj``)
+``eigh``               in a compiled program (direct binding): a batch of matrices up
+                       to 32 x 32 one ``syevjBatched``/``heevjBatched`` call, else
+                       ``syevd``/``heevd`` per matrix; eagerly: ``cupy.linalg.eigh``
+                       (``Xsyevd``/batched ``syevj``)
 ``eig``                ``cupy.linalg.eig`` (``geev``, CuPy >= 14 with CUDA >= 12.6); left
                        eigenvectors from the right ones (``inv``); both normalised by a
                        plax-compiled kernel (``-ftz=false``, :data:`UNIT_COLUMNS_SOURCE`)
@@ -51,6 +57,7 @@ primitive              GPU path
 """
 from __future__ import annotations
 
+import threading
 import warnings
 
 import numpy as np
@@ -152,35 +159,94 @@ class _ProgramSolver:
     Subclasses set ``routines`` (those whose sizes are asked: ``("potrf",)``, ``("getrf",)``,
     ``("geqrf", "orgqr")``...), ``sizes(direct, handle, a, **params)`` (the very size
     function the captured path falls back on, :func:`_potrf_lwork`..., so the two cannot
-    disagree) and ``solve(a, lwork=..., **params)``; ``params`` are the equation's.
+    disagree) and ``solve(a, lwork=..., **params)``; ``params`` are the equation's. A
+    subclass whose batches of small matrices run a Jacobi routine (:class:`ProgramEigh`,
+    :class:`ProgramSvd`) sets ``jacobi`` (a kind of :data:`plax_cupy.cusolver_direct.JACOBI`):
+    for such a batch it owns the routine's params object (made once, destroyed with the
+    program, so it outlives every graph that recorded a call with it) and hands it to
+    ``sizes`` and ``solve`` as ``params``.
+
+    A direct call that fails on a plain call (a library returning an error status) is not the
+    user's error: that call and every later one of the operand's signature run CuPy's path
+    (``solve`` without a workspace size), and a capture re-raises the failure, so the program
+    runs plainly with it as the reason in ``as_text()``.
     """
 
     routines: tuple = ()
     sizes = solve = None
+    jacobi: str | None = None
 
     def __init__(self, **params):
         self.params = params
-        self.lwork: dict = {}   # (matrix shape, dtype) -> the workspace size, in elements
+        self.lwork: dict = {}    # (operand shape, dtype) -> the workspace size, in elements
+        self.failed: dict = {}   # (operand shape, dtype) -> the error of a failed direct call
+        self.jacobi_params = None   # (the cusolver_direct.JacobiParams, made on first use)
+        self._lock = threading.Lock()
+
+    def plan(self, a, capturing: bool) -> tuple:
+        """``(routines, sizes, extra)`` for ``a``: the routines whose sizes are asked, the
+        size function, and the keyword arguments (a Jacobi params object) ``sizes`` and
+        ``solve`` take beyond the equation's."""
+        if self.jacobi is None or not _jacobi_batch(a):
+            return self.routines, type(self).sizes, {}
+        routine = cusolver_direct.JACOBI[self.jacobi][0]
+        if self.jacobi_params is None:
+            direct = cusolver_direct.binding()
+            with self._lock:   # (plain calls may overlap: one params object a program)
+                try:
+                    if direct is not None and self.jacobi_params is None:
+                        self.jacobi_params = cusolver_direct.JacobiParams(direct, self.jacobi)
+                except (AttributeError, cusolver_direct.CUSOLVERError):
+                    if capturing:   # (the capture fails naming the missing or refusing creator)
+                        raise
+        return (routine,), type(self).sizes, {"params": self.jacobi_params}
 
     def __call__(self, a: "cupy.ndarray"):
-        key = (a.shape[-2:], a.dtype.str)
-        if a.size and key not in self.lwork and self.needs_workspace(a) and \
-                not cupy.cuda.get_current_stream().is_capturing():
+        key = (a.shape, a.dtype.str)
+        capturing = cupy.cuda.get_current_stream().is_capturing()
+        failed = self.failed.get(key)
+        if failed is not None:
+            if capturing:
+                raise failed
+            return type(self).solve(a, **self.params)
+        routines, sizes, extra = self.plan(a, capturing)
+        if a.size and key not in self.lwork and self.needs_workspace(a) and not capturing \
+                and None not in extra.values():
             direct = cusolver_direct.binding()
             if direct is not None and all(direct.has(r + "_bufferSize", a.dtype)
-                                          for r in self.routines):
+                                          for r in routines):
                 try:
-                    self.lwork[key] = type(self).sizes(direct, cusolver_direct.handle(), a,
-                                                       **self.params)
+                    self.lwork[key] = sizes(direct, cusolver_direct.handle(), a, **extra,
+                                            **self.params)
                 except cusolver_direct.CUSOLVERError:
                     # (the plain call needs no size: a capture asks again, and if the library
                     # refuses there too, the program runs plainly with that reason)
                     self.lwork[key] = None
-        return type(self).solve(a, lwork=self.lwork.get(key), **self.params)
+        if extra.get("params", 0) is None:
+            extra = {}   # (no params object: the per-matrix routine, or CuPy's path)
+        try:
+            return type(self).solve(a, lwork=self.lwork.get(key), **extra, **self.params)
+        except cusolver_direct.CUSOLVERError as err:
+            if capturing:
+                raise
+            self.failed[key] = err
+            return type(self).solve(a, **self.params)
 
     def needs_workspace(self, a) -> bool:
         """Whether ``a``'s factorisation runs the routine with a workspace."""
         return True
+
+
+#: matrices at most this large (both sides) in a batch run cuSOLVER's batched Jacobi routines
+#: in a compiled program (``syevjBatched``, ``gesvdjBatched``: one call for the batch);
+#: ``gesvdjBatched``'s limit, and where CuPy 14 runs them too (its ``eigh`` runs
+#: ``syevjBatched`` for every batch, its ``svd`` ``gesvdjBatched`` up to 32 x 32)
+JACOBI_LIMIT = 32
+
+
+def _jacobi_batch(a) -> bool:
+    """Whether ``a`` is a batch of matrices small enough for a batched Jacobi routine."""
+    return a.ndim > 2 and max(a.shape[-2:]) <= JACOBI_LIMIT
 
 
 def _potrf_lwork(direct, handle, a) -> int:
@@ -213,12 +279,25 @@ class ProgramCholesky(_ProgramSolver):
 def _capturing_with(module, routine: str, dtype):
     """The capturable binding of ``module`` (:mod:`plax_cupy.cublas_direct` or
     :mod:`plax_cupy.cusolver_direct`) when the current stream captures and the binding has
-    ``routine`` for ``dtype``; else ``None`` (CuPy's own path: plain calls, or a capture that
-    CuPy refuses)."""
+    ``routine`` for ``dtype``; else ``None`` (CuPy's own path: plain calls, or, with no
+    binding at all, a capture that CuPy refuses).
+
+    Raises:
+      AttributeError: while capturing, the binding lacks ``routine`` (naming its C function:
+        the capture's reason in ``as_text()``).
+    """
     if not cupy.cuda.get_current_stream().is_capturing():
         return None
     direct = module.binding()
-    return direct if direct is not None and direct.has(routine, dtype) else None
+    if direct is None:
+        return None
+    try:
+        direct._routine(routine, dtype)
+    except (KeyError, TypeError):   # (a dtype the library has no routine for)
+        return None
+    # (a binding without the routine raised AttributeError naming its C function above:
+    # the capture fails with that reason rather than CuPy's generic refusal)
+    return direct
 
 
 def _matrix_pointers(x):
@@ -726,14 +805,18 @@ def _direct_solver(routine: str, dtype, lwork):
     """The cuSOLVER binding ``eigh``/``svd`` run on: while the stream captures, or on a
     program's plain calls once its workspace size is known (``lwork``), so that a program's
     plain and replayed calls run the same routine; else ``None`` (CuPy's path)."""
-    if lwork is None:
-        return _capturing_with(cusolver_direct, routine, dtype)
+    direct = _capturing_with(cusolver_direct, routine, dtype)
+    if direct is not None or lwork is None:
+        return direct
     direct = cusolver_direct.binding()
     return direct if direct is not None and direct.has(routine, dtype) else None
 
 
-def _eigh(a, lower: bool, lwork: int | None = None) -> list:
-    """:func:`eigh`; ``lwork``: ``syevd``'s workspace size for ``a``'s matrices, if known."""
+def _eigh(a, lower: bool, lwork: int | None = None, params=None) -> list:
+    """:func:`eigh`; ``lwork``: ``syevd``'s workspace size for ``a``'s matrices, if known;
+    ``params``: a ``syevjInfo_t`` (:class:`plax_cupy.cusolver_direct.JacobiParams`), given
+    by :class:`ProgramEigh` for a batch of small matrices: ``syevjBatched`` runs instead (and
+    ``lwork`` is its size for the batch)."""
     rdt = _real_dtype(a.dtype)
     if a.size == 0:
         return [cupy.zeros(a.shape, a.dtype), cupy.zeros(a.shape[:-1], rdt)]
@@ -741,9 +824,9 @@ def _eigh(a, lower: bool, lwork: int | None = None) -> list:
     safe = cupy.where(finite[..., None, None], a, cupy.zeros((), a.dtype))
     n = a.shape[-1]
     bad = ~finite
-    direct = _direct_solver("syevd", a.dtype, lwork)
+    direct = _direct_solver("syevd" if params is None else "syevjBatched", a.dtype, lwork)
     if direct is not None:
-        v, w, info = _syevd_direct(direct, safe, lower, lwork)
+        v, w, info = _syevd_direct(direct, safe, lower, lwork, params)
         bad |= info != 0
     else:
         w, v = _guarded(lambda m: cupy.linalg.eigh(m, UPLO="L" if lower else "U"), [safe],
@@ -752,22 +835,31 @@ def _eigh(a, lower: bool, lwork: int | None = None) -> list:
             _nan_where(bad, w.astype(rdt, copy=False), 1)]
 
 
-def _syevd_lwork(direct, handle, a, lower: bool) -> int:
+def _syevd_lwork(direct, handle, a, lower: bool, params=None) -> int:
     """``syevd``'s (``heevd``'s) workspace size for ``a``'s matrices, eigenvectors asked (a
-    host-only query)."""
+    host-only query); with ``params``, ``syevjBatched``'s for the whole batch."""
     n = a.shape[-1]
     uplo = CUBLAS_FILL_MODE_LOWER if lower else CUBLAS_FILL_MODE_UPPER
-    return direct.syevd_bufferSize(a.dtype, handle, cusolver_direct.CUSOLVER_EIG_MODE_VECTOR,
-                                   uplo, n, a.data.ptr, n, a.data.ptr)
+    vector = cusolver_direct.CUSOLVER_EIG_MODE_VECTOR
+    if params is not None:
+        return direct.syevjBatched_bufferSize(a.dtype, handle, vector, uplo, n, a.data.ptr, n,
+                                              a.data.ptr, params.ptr, _batch_count(a))
+    return direct.syevd_bufferSize(a.dtype, handle, vector, uplo, n, a.data.ptr, n, a.data.ptr)
+
+
+def _batch_count(a) -> int:
+    return int(np.prod(a.shape[:-2], dtype=np.int64))
 
 
 @program_kernel(eigh_p)
 class ProgramEigh(_ProgramSolver):
-    """The ``eigh`` of one equation of a compiled program: :func:`eigh` through
-    ``syevd``/``heevd`` (:mod:`plax_cupy.cusolver_direct`) on every call, plain or captured
-    (a batch matrix by matrix), with the workspace size asked on the plain calls; CuPy's
-    ``eigh`` (``Xsyevd``, batched ``syevj``: other routines, other bits) only where the
-    binding or its size query is missing.
+    """The ``eigh`` of one equation of a compiled program: :func:`eigh` through the direct
+    binding (:mod:`plax_cupy.cusolver_direct`) on every call, plain or captured, with the
+    workspace size asked on the plain calls: a batch of matrices up to :data:`JACOBI_LIMIT`
+    in one ``syevjBatched``/``heevjBatched`` call on a params object the program owns
+    (cuSOLVER's defaults, as CuPy's), other operands ``syevd``/``heevd`` matrix by matrix;
+    CuPy's ``eigh`` only where the binding, a routine or its size query is missing, or a
+    direct call failed on a plain call.
 
     Args:
       lower: as :func:`eigh`.
@@ -779,15 +871,18 @@ class ProgramEigh(_ProgramSolver):
     """
 
     routines = ("syevd",)
+    jacobi = "syevj"
     sizes = staticmethod(_syevd_lwork)
     solve = staticmethod(_eigh)
 
 
-def _syevd_direct(direct, a, lower: bool, lwork: int | None):
+def _syevd_direct(direct, a, lower: bool, lwork: int | None, params=None):
     """``syevd``/``heevd`` of each matrix of ``a`` (finite), as CuPy's ``_syevd`` calls it on
     one: a column-major copy (``lda = n``), the ``lower`` (else upper) triangle, eigenvectors
     over the copy; one device workspace for the batch; ``devInfo`` per matrix, left on the
-    device. Returns ``(v, w, info)`` shaped as ``a``'s batch."""
+    device. With ``params`` (a ``syevjInfo_t``), one ``syevjBatched`` call for the batch
+    instead, with the layout of CuPy's ``_syevj_batched`` (the same copy, the eigenvalues
+    contiguous). Returns ``(v, w, info)`` shaped as ``a``'s batch."""
     n = a.shape[-1]
     lead = a.shape[:-2]
     x = cupy.swapaxes(a, -2, -1).astype(a.dtype, order="C", copy=True).reshape(-1, n, n)
@@ -796,13 +891,18 @@ def _syevd_direct(direct, a, lower: bool, lwork: int | None):
     info = cupy.empty(count, np.int32)
     handle = cusolver_direct.handle_on_current_stream(direct)
     if lwork is None:   # (a body not run plainly first: a host-only query)
-        lwork = _syevd_lwork(direct, handle, a, lower)
+        lwork = _syevd_lwork(direct, handle, a, lower, params)
     workspace = cupy.empty(lwork, a.dtype)
     uplo = CUBLAS_FILL_MODE_LOWER if lower else CUBLAS_FILL_MODE_UPPER
-    for i in range(count):   # (syevd takes one matrix per call)
-        direct.syevd(a.dtype, handle, cusolver_direct.CUSOLVER_EIG_MODE_VECTOR, uplo, n,
-                     x.data.ptr + i * n * n * size, n, w.data.ptr + i * n * w.itemsize,
-                     workspace.data.ptr, lwork, info.data.ptr + 4 * i)
+    vector = cusolver_direct.CUSOLVER_EIG_MODE_VECTOR
+    if params is not None:
+        direct.syevjBatched(a.dtype, handle, vector, uplo, n, x.data.ptr, n, w.data.ptr,
+                            workspace.data.ptr, lwork, info.data.ptr, params.ptr, count)
+    else:
+        for i in range(count):   # (syevd takes one matrix per call)
+            direct.syevd(a.dtype, handle, vector, uplo, n, x.data.ptr + i * n * n * size, n,
+                         w.data.ptr + i * n * w.itemsize, workspace.data.ptr, lwork,
+                         info.data.ptr + 4 * i)
     v = cupy.swapaxes(x, -2, -1).reshape(a.shape)
     return v, w.reshape(lead + (n,)), info.reshape(lead)
 
@@ -828,8 +928,12 @@ def svd(a: "cupy.ndarray", *, full_matrices: bool, compute_uv: bool) -> list:
     return _svd(a, full_matrices, compute_uv)
 
 
-def _svd(a, full_matrices: bool, compute_uv: bool, lwork: int | None = None) -> list:
-    """:func:`svd`; ``lwork``: ``gesvd``'s workspace size for ``a``'s matrices, if known."""
+def _svd(a, full_matrices: bool, compute_uv: bool, lwork: int | None = None,
+         params=None) -> list:
+    """:func:`svd`; ``lwork``: ``gesvd``'s workspace size for ``a``'s matrices, if known;
+    ``params``: a ``gesvdjInfo_t`` (:class:`plax_cupy.cusolver_direct.JacobiParams`), given
+    by :class:`ProgramSvd` for a batch of small matrices: ``gesvdjBatched`` runs instead (and
+    ``lwork`` is its size for the batch)."""
     m, n = a.shape[-2:]
     k = min(m, n)
     rdt = _real_dtype(a.dtype)
@@ -839,9 +943,11 @@ def _svd(a, full_matrices: bool, compute_uv: bool, lwork: int | None = None) -> 
     finite = _finite_matrices(a)
     safe = cupy.where(finite[..., None, None], a, cupy.zeros((), a.dtype))
     bad = ~finite
-    direct = _direct_solver("gesvd", a.dtype, lwork)
+    direct = _direct_solver("gesvd" if params is None else "gesvdjBatched", a.dtype, lwork)
     if direct is not None:
-        s, u, vh, info = _gesvd_direct(direct, safe, full_matrices, compute_uv, lwork)
+        s, u, vh, info = (_gesvd_direct(direct, safe, full_matrices, compute_uv, lwork)
+                          if params is None else
+                          _gesvdj_batched(direct, safe, full_matrices, compute_uv, lwork, params))
         bad |= info != 0
     elif not compute_uv:
         (s,) = _guarded(lambda x: [cupy.linalg.svd(x, compute_uv=False)], [safe], [((k,), rdt)])
@@ -864,19 +970,30 @@ def _gesvd_shape(a) -> tuple:
     return (c, r, True) if c >= r else (r, c, False)
 
 
-def _gesvd_lwork(direct, handle, a, **_jobs) -> int:
+def _gesvd_lwork(direct, handle, a, params=None, compute_uv: bool = True, **_jobs) -> int:
     """``gesvd``'s workspace size for ``a``'s matrices (a host-only query; the same for
-    every job, ``_jobs`` being ``svd``'s ``full_matrices``/``compute_uv``)."""
+    every job, ``_jobs`` being ``svd``'s ``full_matrices``); with ``params``,
+    ``gesvdjBatched``'s for the whole batch, with :func:`_gesvdj_batched`'s arguments."""
+    if params is not None:
+        m, n = a.shape[-2:]
+        jobz = cusolver_direct.CUSOLVER_EIG_MODE_VECTOR if compute_uv else \
+            cusolver_direct.CUSOLVER_EIG_MODE_NOVECTOR
+        return direct.gesvdjBatched_bufferSize(a.dtype, handle, jobz, m, n, a.data.ptr, m,
+                                               a.data.ptr, a.data.ptr, m, a.data.ptr, n,
+                                               params.ptr, _batch_count(a))
     m, n, _ = _gesvd_shape(a)
     return direct.gesvd_bufferSize(a.dtype, handle, m, n)
 
 
 @program_kernel(svd_p)
 class ProgramSvd(_ProgramSolver):
-    """The ``svd`` of one equation of a compiled program: :func:`svd` through ``gesvd``
-    (:mod:`plax_cupy.cusolver_direct`) on every call, plain or captured (a batch matrix by
-    matrix, as CuPy runs one matrix), with the workspace size asked on the plain calls;
-    CuPy's ``svd`` only where the binding or its size query is missing.
+    """The ``svd`` of one equation of a compiled program: :func:`svd` through the direct
+    binding (:mod:`plax_cupy.cusolver_direct`) on every call, plain or captured, with the
+    workspace size asked on the plain calls: a batch of matrices up to :data:`JACOBI_LIMIT`
+    x :data:`JACOBI_LIMIT` in one ``gesvdjBatched`` call on a params object the program owns
+    (as CuPy runs such a batch), other operands ``gesvd`` matrix by matrix (as CuPy runs one
+    matrix); CuPy's ``svd`` only where the binding, a routine or its size query is missing,
+    or a direct call failed on a plain call.
 
     Args:
       full_matrices, compute_uv: as :func:`svd`.
@@ -888,6 +1005,7 @@ class ProgramSvd(_ProgramSolver):
     """
 
     routines = ("gesvd",)
+    jacobi = "gesvdj"
     sizes = staticmethod(_gesvd_lwork)
     solve = staticmethod(_svd)
 
@@ -931,6 +1049,42 @@ def _gesvd_direct(direct, a, full_matrices: bool, compute_uv: bool, lwork: int |
     # (C-order views of column-major U and VT are their transposes: a^T = U S VT for a wide
     # matrix, so a = VT^T S U^T; a tall one's a = U S VT)
     u_out, vh_out = (vt, u) if wide else (cupy.swapaxes(u, -2, -1), cupy.swapaxes(vt, -2, -1))
+    return (s, u_out.reshape(lead + u_out.shape[-2:]), vh_out.reshape(lead + vh_out.shape[-2:]),
+            info)
+
+
+def _gesvdj_batched(direct, a, full_matrices: bool, compute_uv: bool, lwork: int | None,
+                    params):
+    """One ``gesvdjBatched`` call for the matrices of ``a`` (finite, each at most
+    :data:`JACOBI_LIMIT` x :data:`JACOBI_LIMIT`) with the layout of CuPy 14's
+    ``_gesvdj_batched``: column-major copies (``lda = m``), full column-major ``U``
+    (``m x m``) and ``V`` (``n x n``) in their own arrays, cut to ``min(m, n)`` columns for
+    reduced matrices; ``info`` per matrix left on the device. Returns ``(s, u, vh, info)``
+    shaped as ``a``'s batch (``u``, ``vh`` ``None`` without ``compute_uv``)."""
+    lead = a.shape[:-2]
+    m, n = a.shape[-2:]
+    k, dtype = min(m, n), a.dtype
+    x = cupy.swapaxes(a.reshape((-1, m, n)), -2, -1).astype(dtype, order="C", copy=True)
+    count = x.shape[0]
+    s = cupy.empty((count, k), _real_dtype(dtype))
+    u, v = cupy.empty((count, m, m), dtype), cupy.empty((count, n, n), dtype)
+    info = cupy.empty(count, np.int32)
+    jobz = cusolver_direct.CUSOLVER_EIG_MODE_VECTOR if compute_uv else \
+        cusolver_direct.CUSOLVER_EIG_MODE_NOVECTOR
+    handle = cusolver_direct.handle_on_current_stream(direct)
+    if lwork is None:   # (a body not run plainly first: a host-only query)
+        lwork = _gesvd_lwork(direct, handle, a, params, compute_uv)
+    workspace = cupy.empty(lwork, dtype)
+    direct.gesvdjBatched(dtype, handle, jobz, m, n, x.data.ptr, m, s.data.ptr, u.data.ptr, m,
+                         v.data.ptr, n, workspace.data.ptr, lwork, info.data.ptr, params.ptr,
+                         count)
+    s, info = s.reshape(lead + (k,)), info.reshape(lead)
+    if not compute_uv:
+        return s, None, None, info
+    # (a C-order view of column-major U is U^T; of V, V^T, whose conjugate is V^H)
+    u_out, vh_out = cupy.swapaxes(u, -2, -1), _conj(v)
+    if not full_matrices:
+        u_out, vh_out = u_out[..., :k], vh_out[..., :k, :]
     return (s, u_out.reshape(lead + u_out.shape[-2:]), vh_out.reshape(lead + vh_out.shape[-2:]),
             info)
 

@@ -22,7 +22,12 @@ the graph's own kernels wrote there). CuPy's own cuSOLVER binding is not simulat
   with their size queries (``m + n`` elements; LAPACK's routines); ``cusolverDn<t>syevd``
   (``<t>heevd``) with ``syevd_bufferSize`` (``n^2 + 2 n`` elements) and ``cusolverDn<t>gesvd``
   with ``gesvd_bufferSize`` (``m n + m + n``; ``m >= n`` only, as cuSOLVER's), LAPACK's
-  ``syevd``/``heevd``/``gesvd``, ``devInfo`` on the device.
+  ``syevd``/``heevd``/``gesvd``, ``devInfo`` on the device; ``cusolverDn<t>syevjBatched``
+  (``<t>heevjBatched``) and ``cusolverDn<t>gesvdjBatched`` with their size queries (one
+  recorded launch for the batch, LAPACK inside; ``gesvdj`` refuses a matrix over 32) and
+  their params objects (``cusolverDnCreateSyevjInfo``/``Destroy``..., and the tolerance and
+  sweeps setters): a null or destroyed one is refused, :func:`params_alive` counts the live
+  ones.
 
 :data:`CALLS` counts the routines run (captured ones once per replay too).
 """
@@ -44,7 +49,7 @@ ERRORS: list = []
 _LETTERS = "SDCZ"
 _DTYPES = (np.float32, np.float64, np.complex64, np.complex128)
 _ROUTINES = ("trsm", "trsmBatched", "potrf", "potrfBatched", "getrf", "geqrf", "orgqr",
-             "syevd", "gesvd")
+             "syevd", "gesvd", "syevjBatched", "gesvdjBatched")
 #: the arguments each entry point hands over (after the handle)
 _ARGS = 16
 
@@ -82,6 +87,44 @@ static void* current_stream = 0;
 extern "C" {
 void plax_sim_set_call(plax_sim_call_t fn) { plax_sim_call = fn; }
 int cusolverDnSetStream(void* h, void* stream) { current_stream = stream; return 0; }
+/* the Jacobi routines' params objects: {kind, tolerance, sweeps}; live ones counted */
+struct plax_sim_jacobi { int kind; double tolerance; int sweeps; };
+static int plax_sim_live_params = 0;
+int plax_sim_params_alive() { return plax_sim_live_params; }
+static int plax_sim_create(void** info, int kind) {
+  if (!info) return 3;
+  plax_sim_jacobi* p = new plax_sim_jacobi{kind, 0.0, 100};
+  *info = p;
+  ++plax_sim_live_params;
+  return 0;
+}
+static int plax_sim_destroy(void* info, int kind) {
+  plax_sim_jacobi* p = (plax_sim_jacobi*)info;
+  if (!p || p->kind != kind) return 3;
+  p->kind = -1;   /* (a destroyed object: its memory kept, so a later use is caught) */
+  --plax_sim_live_params;
+  return 0;
+}
+int cusolverDnCreateSyevjInfo(void** info) { return plax_sim_create(info, 1); }
+int cusolverDnDestroySyevjInfo(void* info) { return plax_sim_destroy(info, 1); }
+int cusolverDnCreateGesvdjInfo(void** info) { return plax_sim_create(info, 2); }
+int cusolverDnDestroyGesvdjInfo(void* info) { return plax_sim_destroy(info, 2); }
+int cusolverDnXsyevjSetTolerance(void* info, double t) {
+  if (!info) return 3; ((plax_sim_jacobi*)info)->tolerance = t; return 0;
+}
+int cusolverDnXsyevjSetMaxSweeps(void* info, int s) {
+  if (!info) return 3; ((plax_sim_jacobi*)info)->sweeps = s; return 0;
+}
+int cusolverDnXgesvdjSetTolerance(void* info, double t) {
+  if (!info) return 3; ((plax_sim_jacobi*)info)->tolerance = t; return 0;
+}
+int cusolverDnXgesvdjSetMaxSweeps(void* info, int s) {
+  if (!info) return 3; ((plax_sim_jacobi*)info)->sweeps = s; return 0;
+}
+/* a params object of the kind (1 syevj, 2 gesvdj) that is live */
+static int plax_sim_params_ok(void* info, int kind) {
+  return info && ((plax_sim_jacobi*)info)->kind == kind;
+}
 """ + "".join(rf"""
 int cusolverDn{t}potrf_bufferSize(void* h, int uplo, int n, void* a, int lda, int* lwork) {{
   *lwork = n > 0 ? 2 * n : 1;
@@ -157,6 +200,36 @@ int cusolverDn{t}gesvd(void* h, signed char jobu, signed char jobvt, int m, int 
                      (long long)vt, ldvt, (long long)work, lwork, (long long)rwork,
                      (long long)info}};
   return plax_sim_call({4 * 8 + i}, current_stream, v);
+}}
+int cusolverDn{t}{"heevj" if t in "CZ" else "syevj"}Batched_bufferSize(void* h, int jobz, int uplo,
+    int n, const void* a, int lda, const void* w, int* lwork, void* params, int batch) {{
+  if (!plax_sim_params_ok(params, 1) || n > 32) return 3;
+  *lwork = n > 0 && batch > 0 ? batch * (n * n + 2 * n) : 1;
+  return 0;
+}}
+int cusolverDn{t}{"heevj" if t in "CZ" else "syevj"}Batched(void* h, int jobz, int uplo, int n,
+    void* a, int lda, void* w, void* work, int lwork, int* info, void* params, int batch) {{
+  if (!plax_sim_call) return 1;
+  if (!plax_sim_params_ok(params, 1)) return 3;  /* CUSOLVER_STATUS_INVALID_VALUE */
+  long long v[16] = {{jobz, uplo, n, (long long)a, lda, (long long)w, (long long)work, lwork,
+                     (long long)info, batch}};
+  return plax_sim_call({4 * 9 + i}, current_stream, v);
+}}
+int cusolverDn{t}gesvdjBatched_bufferSize(void* h, int jobz, int m, int n, const void* a, int lda,
+    const void* s, const void* u, int ldu, const void* v, int ldv, int* lwork, void* params,
+    int batch) {{
+  if (!plax_sim_params_ok(params, 2) || m > 32 || n > 32) return 3;
+  *lwork = m > 0 && n > 0 && batch > 0 ? batch * (m * n + m + n) : 1;
+  return 0;
+}}
+int cusolverDn{t}gesvdjBatched(void* h, int jobz, int m, int n, void* a, int lda, void* s,
+    void* u, int ldu, void* v, int ldv, void* work, int lwork, int* info, void* params,
+    int batch) {{
+  if (!plax_sim_call) return 1;
+  if (!plax_sim_params_ok(params, 2)) return 3;
+  long long w[16] = {{jobz, m, n, (long long)a, lda, (long long)s, (long long)u, ldu,
+                     (long long)v, ldv, (long long)work, lwork, (long long)info, batch}};
+  return plax_sim_call({4 * 10 + i}, current_stream, w);
 }}
 """ for i, t in enumerate(_LETTERS)) + "}\n"
 
@@ -464,6 +537,89 @@ def _singular_values(stream, dtype, v) -> int:
     return 0
 
 
+def _jacobi_eigenvalues(stream, dtype, v) -> int:
+    """``cusolverDn<t>syevjBatched``/``<t>heevjBatched``: the eigendecompositions of
+    ``batch`` contiguous column-major Hermitian ``(n, n)`` matrices (``n <= 32``, each read
+    from its ``uplo`` triangle) in one launch: ascending eigenvalues to ``w`` (``n`` a matrix,
+    contiguous), vectors over the matrices (vector mode), one ``info`` a matrix; the workspace
+    must be live and as large as the size query said (``batch (n^2 + 2 n)``). LAPACK's
+    ``heevr``/``syevr`` stands in for Jacobi (other routines than ``syevd``'s, other last bits),
+    the eigenvectors in other phases."""
+    from scipy.linalg import lapack
+    jobz, uplo, n, a, lda, w, work, lwork, info, count = v[:10]
+    real = np.dtype(dtype.char.lower()) if dtype.kind == "c" else dtype
+    if jobz not in (0, 1) or uplo not in (0, 1) or not 0 <= n <= 32 or lda < max(1, n) \
+            or count < 0 or lwork < max(1, count * (n * n + 2 * n)):
+        return 3   # CUSOLVER_STATUS_INVALID_VALUE
+    step = lda * n
+    blocks = [_view(work, (lwork,), (1,), dtype)[0], _view(w, (count * n,), (1,), real)[0],
+              _view(info, (count,), (1,), np.dtype(np.int32))[0],
+              _view(a, (count, n, n), (step, 1, lda), dtype)[0]]
+
+    def run():
+        _, mats = _view(a, (count, n, n), (step, 1, lda), dtype)
+        _, values = _view(w, (count, n), (n, 1), real)
+        _, flags = _view(info, (count,), (1,), np.dtype(np.int32))
+        name = "heevr" if dtype.kind == "c" else "syevr"
+        for k in range(count):
+            with np.errstate(all="ignore"):
+                out = lapack.get_lapack_funcs(name, (mats[k],))(
+                    np.array(mats[k]), compute_v=jobz, lower=int(uplo == 0))
+            values[k] = out[0]
+            if jobz:
+                mats[k] = out[1] * np.where(np.arange(n) % 2, 1, -1).astype(dtype)
+            flags[k] = out[-1]
+    launch("syevjBatched", stream, blocks, run)
+    return 0
+
+
+def _jacobi_singular_values(stream, dtype, v) -> int:
+    """``cusolverDn<t>gesvdjBatched``: ``A = U S V^H`` of ``batch`` contiguous column-major
+    ``(m, n)`` matrices (both at most 32, else refused) in one launch: descending ``s``
+    (``min(m, n)`` a matrix), with vector mode the full ``U`` (``m x m``) and ``V``
+    (``n x n``); one ``info`` a matrix; the workspace live and as large as the size query
+    said (``batch (m n + m + n)``); LAPACK's ``gesdd`` inside, pairs of vectors in other
+    phases."""
+    jobz, m, n, a, lda, s, u, ldu, vv, ldv, work, lwork, info, count = v[:14]
+    real = np.dtype(dtype.char.lower()) if dtype.kind == "c" else dtype
+    k = min(m, n)
+    if jobz not in (0, 1) or not 0 <= m <= 32 or not 0 <= n <= 32 or lda < max(1, m) \
+            or count < 0 or lwork < max(1, count * (m * n + m + n)) \
+            or (jobz and (ldu < max(1, m) or ldv < max(1, n))):
+        return 3   # CUSOLVER_STATUS_INVALID_VALUE
+    blocks = [_view(work, (lwork,), (1,), dtype)[0], _view(s, (count * k,), (1,), real)[0],
+              _view(info, (count,), (1,), np.dtype(np.int32))[0],
+              _view(a, (count, m, n), (lda * n, 1, lda), dtype)[0]]
+    if jobz:
+        blocks += [_view(u, (count, m, m), (ldu * m, 1, ldu), dtype)[0],
+                   _view(vv, (count, n, n), (ldv * n, 1, ldv), dtype)[0]]
+
+    def run():
+        _, mats = _view(a, (count, m, n), (lda * n, 1, lda), dtype)
+        _, values = _view(s, (count, k), (k, 1), real)
+        for j in range(count):
+            with np.errstate(all="ignore"):
+                uu, ss, vh = np.linalg.svd(np.array(mats[j]), full_matrices=True)
+            values[j] = ss
+            if jobz:
+                phases = np.where(np.arange(m) % 2, 1, -1).astype(dtype)
+                uu = uu * phases
+                vh[:k] = vh[:k] * np.conj(phases[:k, None])
+                _view(u, (count, m, m), (ldu * m, 1, ldu), dtype)[1][j] = uu
+                _view(vv, (count, n, n), (ldv * n, 1, ldv), dtype)[1][j] = np.conj(vh.T)
+        _view(info, (count,), (1,), np.dtype(np.int32))[1][...] = 0
+        mats[...] = np.nan   # (A is destroyed)
+    launch("gesvdjBatched", stream, blocks, run)
+    return 0
+
+
+def params_alive() -> int:
+    """How many Jacobi params objects (``syevjInfo_t``, ``gesvdjInfo_t``) the stand-in
+    ``libcusolver`` holds: made and not yet destroyed."""
+    get_cusolver_handle()
+    return int(_cusolver[0].plax_sim_params_alive())
+
+
 _RUN = {"trsm": lambda s, d, v: _trsm(s, d, v, False),
         "trsmBatched": lambda s, d, v: _trsm(s, d, v, True),
         "potrf": lambda s, d, v: _potrf(s, d, v, False),
@@ -472,4 +628,6 @@ _RUN = {"trsm": lambda s, d, v: _trsm(s, d, v, False),
         "geqrf": lambda s, d, v: _householder(s, d, v, False),
         "orgqr": lambda s, d, v: _householder(s, d, v, True),
         "syevd": _eigenvalues,
-        "gesvd": _singular_values}
+        "gesvd": _singular_values,
+        "syevjBatched": _jacobi_eigenvalues,
+        "gesvdjBatched": _jacobi_singular_values}

@@ -2,7 +2,8 @@
 ``svd`` replay as one CUDA graph (issue 24): CuPy's cuBLAS and cuSOLVER bindings refuse a
 capturing stream, so while capturing plax calls the loaded libraries directly
 (``plax_cupy.cublas_direct``: ``trsm``/``trsmBatched``; ``plax_cupy.cusolver_direct``:
-``potrf``/``potrfBatched``, ``getrf``, ``geqrf``/``orgqr``, ``syevd``/``heevd``, ``gesvd``).
+``potrf``/``potrfBatched``, ``getrf``, ``geqrf``/``orgqr``, ``syevd``/``heevd``, ``gesvd``,
+and for batches of small matrices ``syevjBatched``/``heevjBatched`` and ``gesvdjBatched``).
 
 On the simulated GPU (:mod:`fake_cupy`, whose stand-in ``libcublas``/``libcusolver``
 (:mod:`fake_cupy_linalg`) record their routines into a capture and compute with NumPy/SciPy,
@@ -16,9 +17,13 @@ while CuPy's own ``cupy.linalg``/``cupyx.scipy.linalg`` calls are still refused 
   positive definite or not finite, or that the solver did not converge on: JAX's NaNs);
 * ``potrf``'s workspace size is asked only on a plain call, never while capturing; a library
   refusing the query costs the capture, not the program;
+* a batch of small matrices is one ``syevjBatched``/``gesvdjBatched`` call per run, on a
+  params object the program owns and destroys when freed;
 * with a binding hidden the program runs plainly, with CuPy's refusal as the reason; with
-  one symbol hidden (a ``libcusolver`` without the legacy ``syevd``/``heevd``/``gesvd`` or
-  their size queries) ``eigh`` and ``svd`` run CuPy's path on every call, the eager bits;
+  one symbol hidden (a routine, its size query or a params object's creator) ``eigh`` and
+  ``svd`` run CuPy's path on every call, the eager bits, the capture's reason naming the
+  symbol; a direct routine returning an error status on a plain call turns the program to
+  CuPy's path (never the user's exception), the reason naming the routine;
 * the ctypes bindings set the C functions' types and raise on a failing status;
 * on a real GPU (skipped elsewhere), the same programs are captured and every replay gives the
   plain first call's bits.
@@ -41,7 +46,7 @@ DTYPES = ["float32", "float64", "complex64", "complex128"]
 @pytest.mark.skipif(SIMULATED or shutil.which("g++") is None,
                     reason="already on the simulated GPU, or no C++ compiler (g++) for it")
 def test_on_the_simulated_gpu():
-    run_file_on_simulated_gpu(__file__, skipped=7)   # (this one, the real-GPU tests)
+    run_file_on_simulated_gpu(__file__, skipped=8)   # (this one, the real-GPU tests)
 
 
 @pytest.fixture
@@ -236,9 +241,10 @@ def _spectrum(a, lower):
 @pytest.mark.parametrize("batch,lower", [((), True), ((3,), False)], ids=["one-matrix", "batch"])
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_an_eigh_replays_as_one_graph(dtype, batch, lower, executables):
-    """``syevd``/``heevd`` per matrix on a column-major copy, from the ``lower`` or the upper
-    triangle (the other one garbage), on the program's plain calls and in its graph: the
-    NumPy backend's eigenvalues and eigenspaces; a batch's non-finite matrix gives NaNs, the
+    """``syevd``/``heevd`` (one matrix) or one ``syevjBatched``/``heevjBatched`` call (a
+    batch of small matrices) on a column-major copy, from the ``lower`` or the upper triangle
+    (the other one garbage), on the program's plain calls and in its graph: the NumPy
+    backend's eigenvalues and eigenspaces; a batch's non-finite matrix gives NaNs, the
     others their values."""
     import fake_cupy_linalg
     r = np.random.default_rng(11)
@@ -248,15 +254,24 @@ def test_an_eigh_replays_as_one_graph(dtype, batch, lower, executables):
     a = np.where(unread, junk, a)
     if batch:
         a[1, 2, 1 if lower else 3] = np.nan
-    before = fake_cupy_linalg.CALLS.get("syevd", 0)
+    routine = "syevjBatched" if batch else "syevd"
+    before = dict(fake_cupy_linalg.CALLS)
     runs = _check_replays(lambda x: _spectrum(x, lower), (a,), executables)
-    count = int(np.prod(batch, dtype=np.int64))
     # (the plain first call; the capture, its launch, the check's plain run and second launch;
-    # the 2 replays after: one program, one routine on plain calls and in the graph)
-    assert fake_cupy_linalg.CALLS.get("syevd", 0) - before == 7 * count
+    # the 2 replays after: one program, one routine on plain calls and in the graph, one call
+    # for the whole batch)
+    assert _calls_since(before) == {routine: 7}
     if batch:
         w = runs[1][0][0]
         assert np.isnan(w[1]).all() and np.isfinite(w[[0, 2]]).all()
+
+
+def _calls_since(before: dict) -> dict:
+    """The stand-in cuSOLVER routines run since ``before`` (a copy of ``CALLS``), by name."""
+    import fake_cupy_linalg
+    solvers = ("potrf", "getrf", "geqrf", "orgqr", "syev", "gesvd")
+    return {name: n - before.get(name, 0) for name, n in fake_cupy_linalg.CALLS.items()
+            if name.startswith(solvers) and n != before.get(name, 0)}
 
 
 def _pca(x, full_matrices, compute_uv, rank=2):
@@ -281,9 +296,10 @@ def _pca(x, full_matrices, compute_uv, rank=2):
     ((3, 6, 4), False, True), ((2, 3, 5), False, False)])
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_a_pca_svd_replays_as_one_graph(dtype, shape, full_matrices, compute_uv, executables):
-    """``gesvd`` per matrix with the layouts and jobs of CuPy's ``svd`` (a wide matrix's
-    transpose, ``U``/``VT`` over the copy or in their own arrays, values only), then products:
-    the NumPy backend's values; a batch's non-finite matrix gives NaNs."""
+    """``gesvd`` (one matrix) with the layouts and jobs of CuPy's ``svd`` (a wide matrix's
+    transpose, ``U``/``VT`` over the copy or in their own arrays, values only), or one
+    ``gesvdjBatched`` call (a batch of small matrices), then products: the NumPy backend's
+    values; a batch's non-finite matrix gives NaNs."""
     import fake_cupy_linalg
     r = np.random.default_rng(13)
     x = r.normal(size=shape)
@@ -292,46 +308,49 @@ def test_a_pca_svd_replays_as_one_graph(dtype, shape, full_matrices, compute_uv,
     x = x.astype(dtype)
     if len(shape) == 3 and shape[0] == 3:
         x[1, 0, 0] = np.inf
-    before = fake_cupy_linalg.CALLS.get("gesvd", 0)
+    before = dict(fake_cupy_linalg.CALLS)
     runs = _check_replays(lambda a: _pca(a, full_matrices, compute_uv), (x,), executables)
-    count = int(np.prod(shape[:-2], dtype=np.int64))
     # (the plain first call; the capture, its launch, the check's plain run and second launch;
     # the 2 replays after: one program, one routine on plain calls and in the graph)
-    assert fake_cupy_linalg.CALLS.get("gesvd", 0) - before == 7 * count
+    assert _calls_since(before) == ({"gesvdjBatched": 7} if len(shape) == 3 else {"gesvd": 7})
     if len(shape) == 3 and shape[0] == 3:
         variances = runs[1][0][0]
         assert np.isnan(variances[1]).all() and np.isfinite(variances[[0, 2]]).all()
 
 
 @on_simulated_gpu
-@pytest.mark.parametrize("routine", ["syevd", "gesvd"])
+@pytest.mark.parametrize("routine", ["syevd", "gesvd", "syevjBatched", "gesvdjBatched"])
 def test_a_matrix_the_solver_does_not_converge_on_gives_nans(routine, executables,
                                                              monkeypatch):
     """``devInfo > 0`` (no convergence), written on the device, turns that matrix's results to
     NaNs without a host read, in the plain calls and the replays alike (the stand-in made to
-    report it for the second matrix of each batch)."""
+    report it for the second matrix of each batch: matrices over :data:`JACOBI_LIMIT` run the
+    per-matrix routines, smaller ones the batched Jacobi routines)."""
     import plax
     import fake_cupy_linalg
     from plax.lax import linalg
     original, calls = fake_cupy_linalg._RUN[routine], []
-    info_at = {"syevd": 8, "gesvd": 14}[routine]
+    info_at = {"syevd": 8, "gesvd": 14, "syevjBatched": 8, "gesvdjBatched": 12}[routine]
+    batched = routine.endswith("Batched")
 
     def not_converging(stream, dtype, v):
         status = original(stream, dtype, v)
         calls.append(v[info_at])
-        if len(calls) % 2 == 0:   # (the second matrix of the pair)
-            block, flag = fake_cupy_linalg._view(v[info_at], (1,), (1,), np.dtype(np.int32))
+        if batched or len(calls) % 2 == 0:   # (the second matrix of the pair)
+            block, flag = fake_cupy_linalg._view(v[info_at] + 4 * batched, (1,), (1,),
+                                                 np.dtype(np.int32))
 
             def flag_it():
                 flag[0] = 3
             fake_cupy_linalg.launch(routine + "-no-convergence", stream, [block], flag_it)
         return status
     monkeypatch.setitem(fake_cupy_linalg._RUN, routine, not_converging)
-    a = _hermitian_pd((2, 4, 4), "float32", seed=14)
-    f = (lambda x: [t * 2 for t in linalg.eigh(x)]) if routine == "syevd" else \
+    a = _hermitian_pd((2, 4, 4) if batched else (2, 34, 34), "float32", seed=14)
+    f = (lambda x: [t * 2 for t in linalg.eigh(x)]) if routine.startswith("syev") else \
         (lambda x: linalg.svd(x, compute_uv=False) * 2)
     runs = _calls(plax.jit(f), _on("gpu", (a,)), 3)
     assert [n for _, n in runs][1:] == [1, 1], runs
+    assert calls
     for host, _ in runs:
         for out in host:
             assert np.isnan(out[1]).all() and np.isfinite(out[0]).all()
@@ -450,23 +469,28 @@ class _Hiding:
 
 
 @on_simulated_gpu
-@pytest.mark.parametrize("routine,missing,dtype", [
-    ("eigh", "cusolverDnSsyevd", "float32"), ("eigh", "cusolverDnCheevd_bufferSize", "complex64"),
-    ("eigh", "libcusolver", "float64"), ("svd", "cusolverDnDgesvd", "float64"),
-    ("svd", "cusolverDnZgesvd_bufferSize", "complex128"), ("svd", "libcusolver", "complex64")])
-def test_a_missing_symbol_leaves_eigh_and_svd_on_cupys_path(routine, missing, dtype,
+@pytest.mark.parametrize("routine,missing,dtype,shape", [
+    ("eigh", "cusolverDnSsyevd", "float32", (5, 5)),
+    ("eigh", "cusolverDnSsyevjBatched", "float32", (2, 5, 5)),
+    ("eigh", "cusolverDnCheevjBatched_bufferSize", "complex64", (2, 5, 5)),
+    ("eigh", "libcusolver", "float64", (2, 5, 5)),
+    ("svd", "cusolverDnDgesvd", "float64", (5, 5)),
+    ("svd", "cusolverDnZgesvdjBatched_bufferSize", "complex128", (2, 5, 5)),
+    ("svd", "cusolverDnCreateGesvdjInfo", "complex64", (2, 5, 5)),
+    ("svd", "libcusolver", "complex64", (2, 5, 5))])
+def test_a_missing_symbol_leaves_eigh_and_svd_on_cupys_path(routine, missing, dtype, shape,
                                                             executables, monkeypatch):
-    """A routine or its size query the library does not export (or no library at all):
-    every call of the program runs CuPy's ``eigh``/``svd`` and gives the eager call's bits (a
-    batch); the capture fails, not the program, saying why (a missing size query by its name,
-    a missing routine or library by CuPy's refusal of the capture)."""
+    """A routine, its size query or its params object's creator the library does not export
+    (or no library at all): every call of the program runs CuPy's ``eigh``/``svd`` and gives
+    the eager call's bits; the capture fails, not the program, saying why: the missing C
+    function by its name (no library at all: CuPy's refusal of the capture)."""
     import plax
     from plax.lax import linalg
     from plax_cupy import cusolver_direct
     hiding = None if missing == "libcusolver" else \
         cusolver_direct.DirectCusolver(_Hiding(cusolver_direct.binding().library, [missing]))
     monkeypatch.setattr(cusolver_direct, "_binding", [hiding])
-    a = _hermitian_pd((2, 5, 5), dtype, seed=16)
+    a = _hermitian_pd(shape, dtype, seed=16)
     solve = linalg.eigh if routine == "eigh" else \
         (lambda x: linalg.svd(x, full_matrices=False, compute_uv=True))
 
@@ -483,13 +507,130 @@ def test_a_missing_symbol_leaves_eigh_and_svd_on_cupys_path(routine, missing, dt
     launches = [n for _, n in runs]
     assert launches == launches[:1] * 3 and launches[0] > 1, launches
     line = _graph_line(executables)
-    if missing.endswith("_bufferSize"):
-        assert "no, runs plainly (capture failed (AttributeError: " in line, line
-        assert "has none of " in line and missing in line, line
-    else:
+    if missing == "libcusolver":
         assert ("no, runs plainly (capture failed (NotImplementedError: calling cuSOLVER API "
                 "during stream capture is currently unsupported))") in line, line
+    else:
+        assert "no, runs plainly (capture failed (AttributeError: " in line, line
+        assert "has none of " in line and missing in line, line
     assert "calls: 0 captured, 0 replayed, 3 plain" in line, line
+
+
+@on_simulated_gpu
+def test_a_batch_of_small_matrices_is_one_jacobi_call(executables):
+    """64 4 x 4 ``eigh`` and 16 8 x 6 ``svd`` in one program: one ``syevjBatched`` and one
+    ``gesvdjBatched`` call per run (plain or replayed), no per-matrix routine, the program one
+    launch from its second call, the NumPy backend's values; a NaN matrix gives NaNs for that
+    matrix only."""
+    import fake_cupy_linalg
+    r = np.random.default_rng(17)
+    h = _hermitian_pd((64, 4, 4), "float32", seed=18)
+    h[5, 0, 0] = np.nan
+    x = r.normal(size=(16, 8, 6)).astype(np.float32)
+
+    def f(h, x):
+        return _spectrum(h, lower=True) + _pca(x, full_matrices=False, compute_uv=True)
+    before = dict(fake_cupy_linalg.CALLS)
+    runs = _check_replays(f, (h, x), executables)
+    assert _calls_since(before) == {"syevjBatched": 7, "gesvdjBatched": 7}
+    w = runs[-1][0][0]
+    assert np.isnan(w[5]).all() and np.isfinite(np.delete(w, 5, axis=0)).all()
+
+
+@on_simulated_gpu
+def test_the_program_owns_the_jacobi_params_object():
+    """``ProgramEigh``/``ProgramSvd`` make one params object (``syevjInfo_t``/
+    ``gesvdjInfo_t``) on their first batch, reuse it on every call, and destroy it when they
+    are freed (with the program that holds them, after its graphs)."""
+    import gc
+    import cupy
+    import fake_cupy_linalg
+    from plax_cupy import kernels_linalg
+    gc.collect()   # (earlier tests' programs freed first)
+    alive = fake_cupy_linalg.params_alive()
+    eigh = kernels_linalg.ProgramEigh(lower=True)
+    svd = kernels_linalg.ProgramSvd(full_matrices=True, compute_uv=False)
+    h = cupy.asarray(_hermitian_pd((3, 4, 4), "float64", seed=19))
+    for _ in range(2):
+        v, w = eigh(h)
+        (s,) = svd(h)
+    np.testing.assert_allclose(cupy.asnumpy(w), np.linalg.eigvalsh(cupy.asnumpy(h)), rtol=1e-12)
+    np.testing.assert_allclose(cupy.asnumpy(s), np.linalg.svd(cupy.asnumpy(h), compute_uv=False),
+                               rtol=1e-12)
+    assert fake_cupy_linalg.params_alive() == alive + 2
+    eigh(cupy.asarray(_hermitian_pd((40, 40), "float64", seed=20)))   # (syevd: none more)
+    assert fake_cupy_linalg.params_alive() == alive + 2
+    del eigh, svd
+    gc.collect()
+    assert fake_cupy_linalg.params_alive() == alive
+
+
+@on_simulated_gpu
+@pytest.mark.parametrize("routine,stand_in,shape", [("eigh", "syevjBatched", (3, 4, 4)),
+                                                    ("svd", "gesvd", (6, 4))])
+def test_a_failing_direct_routine_falls_back_to_cupys_path(routine, stand_in, shape,
+                                                           executables, monkeypatch):
+    """A routine that exists but returns an error status (``NOT_SUPPORTED``) on the program's
+    plain call: that call and every later one run CuPy's path (the eager call's bits), never
+    an exception; the capture fails naming the routine and the status."""
+    import plax
+    import fake_cupy_linalg
+    from plax.lax import linalg
+    monkeypatch.setitem(fake_cupy_linalg._RUN, stand_in, lambda stream, dtype, v: 9)
+    a = _hermitian_pd(shape, "float32", seed=21) if routine == "eigh" else \
+        np.random.default_rng(22).normal(size=shape).astype(np.float32)
+    solve = linalg.eigh if routine == "eigh" else \
+        (lambda x: linalg.svd(x, full_matrices=False, compute_uv=True))
+
+    def f(x):
+        return [t * 2 for t in solve(x)]
+    args = _on("gpu", (a,))
+    eager = [np.asarray(o) for o in plax.tree_util.tree_leaves(f(*args))]
+    runs = _calls(plax.jit(f), args, 3)
+    for host, _ in runs:
+        for got, want in zip(host, eager):
+            np.testing.assert_array_equal(got, want)
+    line = _graph_line(executables)
+    name = "cusolverDnSsyevjBatched" if routine == "eigh" else "cusolverDnSgesvd"
+    assert (f"no, runs plainly (capture failed (CUSOLVERError: {name}: "
+            "CUSOLVER_STATUS_NOT_SUPPORTED))") in line, line
+    assert "calls: 0 captured, 0 replayed, 3 plain" in line, line
+
+
+@on_simulated_gpu
+def test_the_stand_in_jacobi_solvers_refuse_what_cusolver_refuses():
+    """The simulated ``syevjBatched``/``gesvdjBatched`` refuse an undersized workspace, a null
+    or destroyed params object, and ``gesvdjBatched`` a matrix over 32 (its size query too)."""
+    import cupy
+    from plax_cupy import cusolver_direct
+    direct = cusolver_direct.binding()
+    h = cusolver_direct.handle_on_current_stream(direct)
+    params = cusolver_direct.JacobiParams(direct, "syevj", tolerance=1e-6, max_sweeps=20)
+    a = cupy.asarray(np.tile(np.eye(4, dtype=np.float32), (2, 1, 1)) * 3)
+    w, info = cupy.empty((2, 4), np.float32), cupy.empty(2, np.int32)
+    lwork = direct.syevjBatched_bufferSize(np.float32, h, 1, 0, 4, a.data.ptr, 4, w.data.ptr,
+                                           params.ptr, 2)
+    work = cupy.empty(lwork, np.float32)
+    direct.syevjBatched(np.float32, h, 1, 0, 4, a.data.ptr, 4, w.data.ptr, work.data.ptr,
+                        lwork, info.data.ptr, params.ptr, 2)
+    np.testing.assert_allclose(cupy.asnumpy(w), np.full((2, 4), 3.0))
+    for size, pointer in ((lwork - 1, params.ptr), (lwork, 0)):
+        with pytest.raises(cusolver_direct.CUSOLVERError, match="INVALID_VALUE"):
+            direct.syevjBatched(np.float32, h, 1, 0, 4, a.data.ptr, 4, w.data.ptr,
+                                work.data.ptr, size, info.data.ptr, pointer, 2)
+    stale = params.ptr
+    params.destroy()
+    with pytest.raises(cusolver_direct.CUSOLVERError, match="INVALID_VALUE"):
+        direct.syevjBatched(np.float32, h, 1, 0, 4, a.data.ptr, 4, w.data.ptr, work.data.ptr,
+                            lwork, info.data.ptr, stale, 2)
+    gesvdj = cusolver_direct.JacobiParams(direct, "gesvdj")
+    big = cupy.zeros((2, 33, 4), np.float32)
+    with pytest.raises(cusolver_direct.CUSOLVERError, match="INVALID_VALUE"):
+        direct.gesvdjBatched_bufferSize(np.float32, h, 0, 33, 4, big.data.ptr, 33, w.data.ptr,
+                                        0, 33, 0, 4, gesvdj.ptr, 2)
+    with pytest.raises(cusolver_direct.CUSOLVERError, match="INVALID_VALUE"):
+        direct.gesvdjBatched(np.float32, h, 0, 33, 4, big.data.ptr, 33, w.data.ptr, 0, 33, 0,
+                             4, work.data.ptr, 10 ** 6, info.data.ptr, gesvdj.ptr, 2)
 
 
 def _real_gpu_problem() -> str:
@@ -501,7 +642,7 @@ def _real_gpu_problem() -> str:
 
 @pytest.mark.skipif(bool(_real_gpu_problem()), reason=_real_gpu_problem() or "gpu")
 @pytest.mark.parametrize("program", ["gp-solve", "gp-solve-batch", "lu", "qr-batch",
-                                     "eigh-batch", "svd-pca"])
+                                     "eigh-batch", "svd-pca", "svd-batch"])
 def test_on_a_real_gpu_the_captured_calls_give_the_plain_calls_bits(program, executables):
     """On a GPU (the check the simulation cannot make): the program is captured through the
     direct bindings, and every replay's results equal the plain first call's bit for bit (the
@@ -521,6 +662,10 @@ def test_on_a_real_gpu_the_captured_calls_give_the_plain_calls_bits(program, exe
         def f(x):
             return _spectrum(x, lower=True)
         args = (_hermitian_pd((3, 16, 16), "complex64", 15),)
+    elif program == "svd-batch":   # (gesvdjBatched: one call for the batch)
+        def f(x):
+            return _pca(x, full_matrices=True, compute_uv=True, rank=3)
+        args = (r.normal(size=(16, 8, 6)).astype(np.float32),)
     elif program == "svd-pca":
         def f(x):
             return _pca(x, full_matrices=False, compute_uv=True, rank=4)
@@ -601,6 +746,43 @@ def test_direct_cusolver_binds_the_eigensolver_and_the_svd():
     assert len(lib.cusolverDnZheevd.argtypes) == 10
     assert len(lib.cusolverDnCgesvd.argtypes) == 16
     assert lib.cusolverDnCgesvd.argtypes[1:3] == [ctypes.c_byte, ctypes.c_byte]
+
+
+def test_direct_cusolver_binds_the_batched_jacobi_routines():
+    """``syevjBatched`` is ``heevjBatched`` for complex dtypes, the size queries write the
+    int before the params object and the batch size, and a params object is made by its
+    creator and destroyed once (explicitly or when collected)."""
+    import gc
+    pytest.importorskip("plax_cupy")
+    from plax_cupy import cusolver_direct
+    lib = _Library(["cusolverDnSetStream", "cusolverDnZheevjBatched", "cusolverDnSgesvdjBatched",
+                    "cusolverDnDsyevjBatched_bufferSize", "cusolverDnCreateSyevjInfo",
+                    "cusolverDnDestroySyevjInfo", "cusolverDnXsyevjSetMaxSweeps"], 0)
+    direct = cusolver_direct.DirectCusolver(lib)
+    assert direct.has("syevjBatched", np.complex128) and direct.has("gesvdjBatched", np.float32)
+    assert not direct.has("gesvdjBatched", np.float64)
+    assert direct.syevjBatched_bufferSize(np.float64, 1, 1, 0, 4, 100, 4, 200, 300, 8) == 0
+    name, args = lib.calls[-1]
+    assert name == "cusolverDnDsyevjBatched_bufferSize" and args[-2:] == (300, 8)
+    params = cusolver_direct.JacobiParams(direct, "syevj", max_sweeps=7)
+    params.destroy()
+    params.destroy()
+    assert [c[0] for c in lib.calls[-3:]] == ["cusolverDnCreateSyevjInfo",
+                                              "cusolverDnXsyevjSetMaxSweeps",
+                                              "cusolverDnDestroySyevjInfo"]
+    cusolver_direct.JacobiParams(direct, "syevj")
+    gc.collect()
+    assert [c[0] for c in lib.calls[-2:]] == ["cusolverDnCreateSyevjInfo",
+                                              "cusolverDnDestroySyevjInfo"]
+    with pytest.raises(AttributeError, match="cusolverDnCreateGesvdjInfo"):
+        cusolver_direct.JacobiParams(direct, "gesvdj")
+    failing = cusolver_direct.DirectCusolver(_Library(["cusolverDnSetStream",
+                                                           "cusolverDnZheevjBatched"], 9))
+    with pytest.raises(cusolver_direct.CUSOLVERError,
+                       match="cusolverDnZheevjBatched: CUSOLVER_STATUS_NOT_SUPPORTED"):
+        failing.syevjBatched(np.complex128, 1, 1, 0, 4, 100, 4, 200, 300, 8, 400, 500, 2)
+    assert len(lib.cusolverDnZheevjBatched.argtypes) == 12
+    assert len(lib.cusolverDnSgesvdjBatched.argtypes) == 16
 
 
 def test_direct_cublas_binds_the_triangular_solves():
