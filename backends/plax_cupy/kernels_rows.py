@@ -1370,16 +1370,26 @@ def scan_rows(op: str, work, out, outer: int, n: int, inner: int, reverse: bool)
     _launch(source, name + "_tiles", rows * tiles, work, out, scanned, *common, np.int64(tile))
 
 
+def _column_plan(segments, outer: int, n: int, inner: int,
+                 itemsize: int) -> tuple[int, int, int, int]:
+    """``(segs, width, groups, part_rows)`` of a column kernel on an ``(outer, n, inner)``
+    layout of ``itemsize``-byte elements: ``segs = segments(n, inner, itemsize)`` segments of
+    the axis (:func:`column_segments` or :func:`arg_column_segments`), ``width`` columns a block
+    of :data:`THREADS`, ``groups`` column groups an outer slice, and the rows of each part of the
+    axis (:func:`column_part_rows`, looked up when called: tests force it)."""
+    segs = segments(n, inner, itemsize)
+    width = THREADS // segs
+    groups = -(-inner // width)
+    return segs, width, groups, column_part_rows(outer * groups, n, segs, itemsize)
+
+
 def _scan_columns(source: str, name: str, work, out, outer: int, n: int, inner: int,
                   reverse: bool) -> None:
     """:func:`scan_rows` along a non-last axis of at least :data:`COLUMN_MIN` columns: the
     column kernel (``name + "_columns"``), or with the axis in parts (:func:`column_part_rows`)
     its split form (``name + "_columns_look_back"``), one launch either way."""
     itemsize = work.dtype.itemsize
-    segs = column_segments(n, inner, itemsize)
-    width = THREADS // segs
-    groups = -(-inner // width)
-    part_rows = column_part_rows(outer * groups, n, segs, itemsize)
+    segs, width, groups, part_rows = _column_plan(column_segments, outer, n, inner, itemsize)
     if part_rows >= n:
         _launch(source, name + "_columns", outer * groups, work, out, np.int64(outer),
                 np.int64(n), np.int64(inner), np.int32(bool(reverse)), np.int32(segs))
@@ -1448,11 +1458,8 @@ def _arg_columns(source: str, name: str, work, out, outer: int, n: int, inner: i
     """:func:`arg_rows` along a non-last axis: ``name + "_columns"`` (coalesced), with the
     axis in parts (:func:`column_part_rows`) then each column's best of its parts' pairs
     (``name + "_of_tiles"``, in part order): one launch, or two."""
-    itemsize = work.dtype.itemsize
-    segs = arg_column_segments(n, inner, itemsize)
-    width = THREADS // segs
-    groups = -(-inner // width)
-    part_rows = column_part_rows(outer * groups, n, segs, itemsize)
+    segs, _, groups, part_rows = _column_plan(arg_column_segments, outer, n, inner,
+                                              work.dtype.itemsize)
     parts = -(-n // part_rows)
     best = cupy.empty((outer * inner * parts if parts > 1 else 1,), work.dtype)
     best_at = cupy.empty(best.shape, np.int64)
