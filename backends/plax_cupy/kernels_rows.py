@@ -1101,8 +1101,7 @@ def _build_argextreme_source(is_max: bool, ctype: str, index_ctype: str) -> tupl
     kind = "argmax" if is_max else "argmin"
     name = f"plax_{kind}_{ctype.replace(' ', '_')}_{index_ctype.replace(' ', '_')}"
     T = ctype
-    better = "v > best" if is_max else "v < best"
-    better_u = "v[u] > b" if is_max else "v[u] < b"
+    beats = ">" if is_max else "<"   # (value a `beats` value b: a is better, ties aside)
     citems = column_items(_ITEMSIZE[ctype])
     source = _NOINLINE + f"""
 // whether (v, i) beats (b, j) (j < 0: nothing yet): the first NaN, else the {"largest" if is_max else "smallest"}, else the
@@ -1110,7 +1109,7 @@ def _build_argextreme_source(is_max: bool, ctype: str, index_ctype: str) -> tupl
 __device__ __forceinline__ bool {name}_wins({T} v, long long i, {T} b, long long j) {{
   const bool b_nan = b != b, v_nan = v != v;
   return j < 0 || (v_nan && (!b_nan || i < j)) ||
-      (!b_nan && !v_nan && ({"v > b" if is_max else "v < b"} || (v == b && i < j)));
+      (!b_nan && !v_nan && (v {beats} b || (v == b && i < j)));
 }}
 // The best (value, index) of positions [start, stop) of the contiguous row at `base` (element
 // p at x[base + p], its index p, or index[base + p] when `index` is given, rising with p), left
@@ -1124,7 +1123,7 @@ __device__ PLAX_ROW_NOINLINE void {name}_block(const {T}* __restrict__ x, const 
   for (long long p = start + t; p < stop; p += threads) {{
     const {T} v = x[base + p];
     // (p rises: on a tie the earlier index stays; the first NaN stays once taken)
-    if (at < 0 || (best == best && (v != v || {better}))) {{
+    if (at < 0 || (best == best && (v != v || v {beats} best))) {{
       best = v;
       at = index != nullptr ? index[base + p] : p;
     }}
@@ -1195,7 +1194,7 @@ extern "C" __global__ void {name}_columns(const {T}* __restrict__ x, {T}* __rest
         if (r0 + u * segs < end) v[u] = src[(r0 + u * segs) * inner];
       #pragma unroll
       for (int u = 0; u < {citems}; ++u)  // (rows rise: a tie keeps the earlier)
-        if (r0 + u * segs < end && (at < 0 || (b == b && (v[u] != v[u] || {better_u})))) {{
+        if (r0 + u * segs < end && (at < 0 || (b == b && (v[u] != v[u] || v[u] {beats} b)))) {{
           b = v[u];
           at = r0 + u * segs;
         }}
@@ -1331,12 +1330,12 @@ def scan_rows(op: str, work, out, outer: int, n: int, inner: int, reverse: bool)
     rows = outer * inner
     ctype = dtypes.ctype(work.dtype)
     source, name = cumulative_source(op, ctype)
-    tile = tile_of(work.dtype.itemsize)
-    tiles = tiles_for(rows, n, tile)
-    common = (np.int64(rows), np.int64(n), np.int64(inner), np.int32(bool(reverse)))
     if inner >= COLUMN_MIN:
         _scan_columns(source, name, work, out, outer, n, inner, reverse)
         return
+    tile = tile_of(work.dtype.itemsize)
+    tiles = tiles_for(rows, n, tile)
+    common = (np.int64(rows), np.int64(n), np.int64(inner), np.int32(bool(reverse)))
     if tiles == 1:
         _launch(source, name, rows, work, out, *common)
         return
