@@ -242,9 +242,75 @@ def test_a_check_out_of_memory_runs_the_call_plainly(monkeypatch, executables):
     def full(buffer):   # (the plain run beside the plans' buffers does not fit)
         raise cupy.cuda.memory.OutOfMemoryError(1 << 40, 0, 1 << 30)
     monkeypatch.setattr(graph_check, "to_host", full)
-    got, _ = _run(f, args)   # the capture: its check runs out of memory
+    got, c = _run(f, args)   # the capture: its check runs out of memory
     monkeypatch.undo()
-    for g, w in zip(got + _run(f, args)[0], want + want):
+    later, plain = _run(f, args)
+    for g, w in zip(got + later, want + want):
         np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
     program = executables[0].graphed
     assert program.plans == [] and "ran out of memory" in program.reason
+    # the call ran plainly: its launches are a plain run's, the graph's launch the check's,
+    # and it was no replay
+    assert (c.launches, c.verify_launches) == (plain.launches, 1), c
+    assert (program.captures, program.replays, program.plain_runs) == (1, 0, 3)
+
+
+@on_simulated_gpu
+def test_only_the_checking_threads_work_counts_as_the_checks(monkeypatch):
+    """While one thread checks a new plan, another thread's launches (a plain program: on
+    another GPU it would not wait for the device's lock) count as launches, not as the
+    check's; the check's own launches and reads count as verify_* alone."""
+    import threading
+    import plax
+    import plax_cupy
+    from plax_cupy import graph_check
+    host_args, want = _expected()
+    args = plax.device_put(host_args, _gpu())
+    n_out = len(want)
+    f = plax.jit(_fresh_step())
+    _, plain = _run(f, args)                       # the first call: plain
+    monkeypatch.setenv("PLAX_CUDA_GRAPHS", "0")    # (read when the program compiles)
+    other = plax.jit(_fresh_step())
+    _, alone = _run(other, args)                   # compiled, plain, not under the lock
+    monkeypatch.delenv("PLAX_CUDA_GRAPHS")
+    checking, other_done, errors, results = threading.Event(), threading.Event(), [], {}
+    real_to_host = graph_check.to_host
+
+    def to_host(buffer):   # (the check's first read waits for the other thread's call)
+        if not checking.is_set():
+            checking.set()
+            assert other_done.wait(60), "the other thread's call did not end"
+        return real_to_host(buffer)
+
+    def capture():
+        try:
+            results["capture"] = f(*args)
+        except BaseException as err:  # pragma: no cover - reported below
+            errors.append(err)
+            checking.set()
+
+    def meanwhile():
+        try:
+            assert checking.wait(60), "the check did not begin"
+            results["other"] = other(*args)
+        except BaseException as err:  # pragma: no cover - reported below
+            errors.append(err)
+        finally:
+            other_done.set()
+
+    monkeypatch.setattr(graph_check, "to_host", to_host)
+    threads = [threading.Thread(target=capture), threading.Thread(target=meanwhile)]
+    with plax_cupy.count() as c:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    assert not errors, errors
+    # the capture's launch and the other thread's plain run; the check's plain run and second
+    # launch, and its reads (each output of the two launches and of the plain run)
+    assert c.launches == 1 + alone.launches and c.device_copies == 0, c
+    assert c.verify_launches == plain.launches + 1 and c.verify_reads == 3 * n_out, c
+    assert alone.verify_launches == 0 and plain.launches == alone.launches
+    for key in ("capture", "other"):
+        for g, w in zip(plax.tree_util.tree_leaves(results[key]), want):
+            np.testing.assert_allclose(np.asarray(g), w, rtol=1e-5, atol=1e-6)
