@@ -98,6 +98,41 @@ def test_compare_finds_what_a_wrong_replay_gives_and_passes_rounding():
     assert compare([bf16_ulp.astype(bfloat16)], [wide.astype(bfloat16)], tolerant) is None
 
 
+def test_counts_routed_by_one_thread_leave_another_threads_alone():
+    """``runtime.counted_as``: within the block this thread's launches count where the route
+    says (the check's: verify_launches; a capture's: nowhere), a nested route in turn, while
+    another thread's count as usual; afterwards the totals are a plain list again."""
+    import threading
+    from plax_cupy import runtime
+    routed, done, other = threading.Event(), threading.Event(), []
+
+    def meanwhile():
+        assert routed.wait(60)
+        runtime.note_launch(5)
+        runtime.TOTALS[runtime.D2H] += 1
+        done.set()
+
+    thread = threading.Thread(target=meanwhile)
+    thread.start()
+    with runtime.count() as c:
+        with runtime.counted_as(runtime.CHECKING):
+            runtime.note_launch(2)
+            runtime.note_copy()
+            runtime.TOTALS[runtime.D2H] += 3
+            with runtime.counted_as(runtime.CAPTURING):
+                runtime.note_launch(7)
+                runtime.note_copy(7)
+            routed.set()
+            assert done.wait(60)
+            runtime.move_counts(runtime.LAUNCHES, runtime.VERIFY_LAUNCHES, 4)  # (net nothing)
+        runtime.note_launch()
+        runtime.move_counts(runtime.LAUNCHES, runtime.VERIFY_LAUNCHES, 1)
+        thread.join()
+    assert (c.launches, c.device_copies, c.device_to_host) == (5, 0, 1), c
+    assert (c.verify_launches, c.verify_reads) == (3, 3), c
+    assert type(runtime.TOTALS) is runtime._Totals   # (no route left: increments at list speed)
+
+
 # ---------------------------------------------------------------- on the simulated GPU
 
 def _gpu():
