@@ -426,7 +426,7 @@ class GraphedProgram:
         self.reason = ("disabled (PLAX_CUDA_GRAPHS=0)" if not graphs_enabled()
                        else capture_blocker(jaxpr))
         # (read at compile, as PLAX_CUDA_GRAPHS: how a new plan's launches are checked)
-        self.check = graph_check.Rule.of(_equations(jaxpr)) if verify_enabled() else None
+        self.check = graph_check.Rule.of(_equations(jaxpr), jaxpr) if verify_enabled() else None
         self._primitives = list(dict.fromkeys(e.primitive.name for e, _ in _equations(jaxpr)))
         self.verified = 0      # plans whose first two launches equalled a plain run
         self.mismatch = ""     # the first difference of a wrong launch, once one was caught

@@ -40,7 +40,8 @@ def _rule(fn, *args):
     import plax
     from plax_cupy import graph_check
     from plax_cupy.graphs import _equations
-    return graph_check.Rule.of(_equations(plax.make_jaxpr(fn)(*args)))
+    jaxpr = plax.make_jaxpr(fn)(*args)
+    return graph_check.Rule.of(_equations(jaxpr), jaxpr)
 
 
 def test_the_rule_is_bits_unless_a_capture_takes_another_library_entry_point():
@@ -62,10 +63,61 @@ def test_the_rule_is_bits_unless_a_capture_takes_another_library_entry_point():
     assert product.tolerance(np.dtype("float16")) == 2.0 ** -4   # (capped)
 
 
+def test_an_integer_output_may_differ_only_where_a_near_tie_decides_it():
+    """In a program whose capture takes another library entry point (a product), an integer
+    output may differ in an element only where a near tie could decide it -- an argmax of a
+    product's floats, a comparison or conversion of them, a sort they key, lu's pivots, also
+    through a scan's carry, a while's trip count, a cond's branch -- else (a step counter, an
+    argmax of the inputs themselves, a loop counter) it must be equal: a wrong counter is
+    caught."""
+    import plax.numpy as jnp
+    from plax import lax
+    from plax_cupy.graph_check import compare
+
+    def step(w, x, n):
+        h = x @ w
+        counted = lax.scan(lambda c, v: (c + 1, jnp.argmax(v @ w)), n, x)
+        summed = lax.scan(lambda c, v: (c + jnp.argmax(v @ w), 0), n, x)
+        return (jnp.argmax(h, axis=1), n + 1, counted, jnp.argmax(x, axis=1),
+                (h > 1).astype(jnp.int32), jnp.argsort(h[0]), summed[0],
+                lax.while_loop(lambda c: c[0] < c[1], lambda c: (c[0] + 1, c[1]),
+                               (0, jnp.argmax(h).astype(jnp.int32)))[0],
+                lax.fori_loop(0, 3, lambda i, c: c + i, n), lax.linalg.lu(w)[1],
+                lax.cond(h[0, 0] > 1, lambda a: a + 1, lambda a: a, n),
+                lax.cond(n > 0, lambda a: a @ w, lambda a: a, x))
+    w, x = np.eye(3, dtype=np.float32), np.ones((4, 3), np.float32)
+    rule = _rule(step, w, x, np.int32(0))
+    assert rule.tolerant
+    assert rule.ties == (True,    # argmax of the product
+                         False,   # the step counter
+                         False,   # a scan's counting carry ...
+                         True,    # ... and its argmaxes of products
+                         False,   # argmax of an input
+                         True,    # a comparison of the product
+                         True,    # a sort it keys
+                         True,    # a carry summing argmaxes of products
+                         True,    # a while whose trip count an argmax of the product sets
+                         False,   # a fori_loop's sum of its counter
+                         True,    # lu's pivots
+                         True,    # a cond a comparison of the product picks
+                         True)    # a float output (its tolerance)
+    labels, counter = np.arange(128, dtype=np.int32), np.int32(5)
+    flipped = labels.copy()
+    flipped[3] = 4
+    assert compare([flipped, counter], [labels, counter], rule) is None     # a near tie
+    problem = compare([labels, counter + 1], [labels, counter], rule)       # a wrong counter
+    assert problem.startswith("output 1 (int32[]): 1 of 1 elements differ (allowed 0"), problem
+    # a program of bit-exact kernels only: nothing may differ (no tie is possible)
+    exact = _rule(lambda x, n: (jnp.argmax(jnp.tanh(x), axis=1), n + 1), x, np.int32(0))
+    assert not exact.tolerant and exact.ties == ()
+    assert "1 of 128" in compare([flipped, counter], [labels, counter], exact)
+
+
 def test_compare_finds_what_a_wrong_replay_gives_and_passes_rounding():
     from plax.dtypes import bfloat16
     from plax_cupy.graph_check import Rule, compare
-    bits, tolerant = Rule({}, False, 1), Rule({"dot_general": "cuBLAS"}, True, 100)
+    bits = Rule({}, False, 1)
+    tolerant = Rule({"dot_general": "cuBLAS"}, True, 100, (True, True))  # (outputs may tie)
     p = np.array([1.0, -2.0, np.nan, np.inf, 0.0], np.float32)
     assert compare([p.copy()], [p], bits) is None
     nudged = p.copy()
@@ -82,6 +134,9 @@ def test_compare_finds_what_a_wrong_replay_gives_and_passes_rounding():
     flipped[3] = 4                                                   # a near tie decided otherwise
     assert compare([flipped], [labels], tolerant) is None
     assert "1 of 128 elements differ" in compare([flipped], [labels], bits)
+    # (an integer output no near tie decides: equal bits, in a tolerant program too)
+    assert "1 of 128 elements differ" in compare([p, flipped], [p, labels], tolerant._replace(
+        ties=(True, False)))
     assert "3 of 128" in compare([np.where(labels < 3, 9, labels)], [labels], tolerant)
     z = np.array([1 + 1j, 2 - 1j], np.complex64)
     assert compare([z.copy()], [z], bits) is None and compare([z * 0], [z], tolerant)
