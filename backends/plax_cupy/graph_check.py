@@ -44,7 +44,7 @@ from typing import Any, NamedTuple, Sequence
 import numpy as np
 
 from plax import dtypes
-from plax.core.jaxpr import sub_jaxprs
+from plax.core.jaxpr import Var, sub_jaxprs
 
 #: primitive -> (what its capture goes through, whether that differs from its plain run's path)
 CAPTURE_PATHS: dict = {
@@ -110,7 +110,7 @@ def _terms(eqn) -> int:
 
 def _is_var(v) -> bool:
     """Whether ``v`` is a jaxpr variable (not a literal: a literal never differs)."""
-    return not hasattr(v, "val")
+    return isinstance(v, Var)
 
 
 def _inexact(v) -> bool:
