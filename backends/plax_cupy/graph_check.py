@@ -162,7 +162,7 @@ def _equation_differs(eqn, ins: list[bool]) -> list[bool]:
     p = eqn.params
     if name == "scan":
         nc, nk = p["num_consts"], p["num_carry"]
-        carry, ys = _loop_carry(subs[0], ins[:nc], ins[nc:nc + nk], ins[nc + nk:])
+        carry, ys = _loop_carry(p["jaxpr"], ins[:nc], ins[nc:nc + nk], ins[nc + nk:])
         return carry + ys[nk:]
     if name == "while":
         cc, bc = p["cond_nconsts"], p["body_nconsts"]
