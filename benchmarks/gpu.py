@@ -431,23 +431,22 @@ class _TopPrograms:
 def graph_state(executable) -> str:
     """The state the ``# CUDA graph:`` line of a compiled program's ``as_text()`` gives
     (``graphs.GraphedProgram.describe``), shortened: ``replayed, verified`` (each plan's first
-    two launches equal to a plain run of the same call, ``plax_cupy.graph_check``), ``replayed,
-    not verified`` (``PLAX_CUDA_GRAPHS_VERIFY=0``), ``WRONG REPLAY caught (runs plainly):
-    <the first difference>``, ``no: <reason>``, or ``to be captured on the second call``; read
-    from the program's ``GraphedProgram`` itself (``executable.graphed``), ``-`` where it has
-    none."""
-    program = getattr(executable, "graphed", None)
-    if program is None:
-        return "-"
-    if getattr(program, "mismatch", ""):
+    two launches equal to a plain run of the same call, ``plax_cupy.graph_check``: a plan that
+    fails it is dropped, so a plan kept with the check on is verified), ``replayed, not
+    verified`` (``PLAX_CUDA_GRAPHS_VERIFY=0``), ``WRONG REPLAY caught (runs plainly): <the first
+    difference>``, ``no: <reason>``, or ``to be captured on the second call``; read from the
+    program's ``GraphedProgram`` itself (``executable.graphed``, set on every program the CuPy
+    backend compiles)."""
+    program = executable.graphed
+    if program.mismatch:
         return f"WRONG REPLAY caught (runs plainly): {program.mismatch}"
     if program.reason:
         return f"no: {program.reason}"
     if not program.plans:
         return "to be captured on the second call"
-    if getattr(program, "check", None) is None:
+    if program.check is None:
         return "replayed, not verified (PLAX_CUDA_GRAPHS_VERIFY=0)"
-    return "replayed, verified" if program.verified else "replayed, not yet verified"
+    return "replayed, verified"
 
 
 def copy_rate(nbytes: int, repeat: int) -> float:

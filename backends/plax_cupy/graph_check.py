@@ -30,8 +30,11 @@ buffers), and each launch's outputs are compared with the plain run's
   threshold, could: the cost is a warning and plain runs, never a wrong result). The
   replays this check exists for are wrong by the size of the values themselves (stale or
   garbage operands, zeros, NaN-filled scratch), far beyond it. An integer or boolean output of
-  such a program may differ in at most one element in 64 (at least one): a near tie
-  (``argmax``, a pivot) decided the other way after a rounding difference.
+  such a program that a near tie could decide (:func:`near_ties`: it depends on a float that
+  may round differently -- an ``argmax``/``argmin``, a ``sort``'s indices, a float->int
+  conversion or a comparison of a library result -- or on a pivoting factorisation's pivots,
+  ``lu``) may differ in at most one element in 64 (at least one); any other integer output (a
+  step counter, a shape computation) must have equal bits.
 """
 from __future__ import annotations
 
@@ -41,6 +44,7 @@ from typing import Any, NamedTuple, Sequence
 import numpy as np
 
 from plax import dtypes
+from plax.core.jaxpr import Var, sub_jaxprs
 
 #: primitive -> (what its capture goes through, whether that differs from its plain run's path)
 CAPTURE_PATHS: dict = {
@@ -65,8 +69,12 @@ CAPTURE_PATHS: dict = {
 MAX_TOLERANCE = 2.0 ** -4
 #: ulps of rounding allowed per element of reduction length
 ULPS_PER_TERM = 32
-#: an integer output of a tolerant program may differ in one element in this many
+#: an integer output a near tie could decide may differ in one element in this many
 INTEGER_FLIPS = 64
+
+#: library primitives whose integer outputs are chosen by comparing floats they computed (the
+#: pivots of a pivoting factorisation): a near tie there may go the other way
+PIVOTING = frozenset({"lu"})
 
 
 def _reduction_length(eqn) -> int:
@@ -100,6 +108,98 @@ def _terms(eqn) -> int:
     return 0
 
 
+def _is_var(v) -> bool:
+    """Whether ``v`` is a jaxpr variable (not a literal: a literal never differs)."""
+    return isinstance(v, Var)
+
+
+def _inexact(v) -> bool:
+    """Whether jaxpr variable ``v`` holds floats (complex and bfloat16 included)."""
+    return dtypes.issubdtype(v.aval.dtype, np.inexact)
+
+
+def _differing(jaxpr, inputs: Sequence[bool]) -> list[bool]:
+    """Per output of ``jaxpr`` (a ``Jaxpr`` or ``ClosedJaxpr``): whether it may differ between a
+    plain run and a captured launch, given which of its inputs may (:func:`near_ties`)."""
+    inner = getattr(jaxpr, "jaxpr", jaxpr)
+    differs = {v for v, d in zip(inner.invars, inputs) if d}
+    for eqn in inner.eqns:
+        ins = [_is_var(v) and v in differs for v in eqn.invars]
+        differs.update(v for v, d in zip(eqn.outvars, _equation_differs(eqn, ins)) if d)
+    return [_is_var(v) and v in differs for v in inner.outvars]
+
+
+def _holds_library_rounding(jaxpr) -> bool:
+    """Whether ``jaxpr`` or a sub-jaxpr holds a primitive whose capture may round differently."""
+    for eqn in getattr(jaxpr, "jaxpr", jaxpr).eqns:
+        name = eqn.primitive.name
+        if CAPTURE_PATHS.get(name, (None, False))[1]:
+            return True
+        if any(_holds_library_rounding(sub) for sub in sub_jaxprs(eqn.params)):
+            return True
+    return False
+
+
+def _loop_carry(body, consts: list, carry: list, rest: list) -> tuple[list, list]:
+    """A loop body's fixed point: ``(carry, outputs)`` flags once the carry's stop growing
+    (the body's outputs begin with the carry)."""
+    while True:
+        outs = _differing(body, consts + carry + rest)
+        grown = [a or b for a, b in zip(carry, outs[:len(carry)])]
+        if grown == carry:
+            return carry, outs
+        carry = grown
+
+
+def _equation_differs(eqn, ins: list[bool]) -> list[bool]:
+    """Per output of ``eqn``: whether it may differ, given which inputs may (``ins``)."""
+    name, outs = eqn.primitive.name, eqn.outvars
+    if CAPTURE_PATHS.get(name, (None, False))[1]:   # (another entry point: rounds otherwise)
+        return [any(ins) or _inexact(v) or name in PIVOTING for v in outs]
+    subs = sub_jaxprs(eqn.params)
+    if not subs:
+        return [any(ins)] * len(outs)
+    p = eqn.params
+    if name == "scan":
+        nc, nk = p["num_consts"], p["num_carry"]
+        carry, ys = _loop_carry(p["jaxpr"], ins[:nc], ins[nc:nc + nk], ins[nc + nk:])
+        return carry + ys[nk:]
+    if name == "while":
+        cc, bc = p["cond_nconsts"], p["body_nconsts"]
+        carry, _ = _loop_carry(p["body_jaxpr"], ins[cc:cc + bc], ins[cc + bc:], [])
+        if _differing(p["cond_jaxpr"], ins[:cc] + carry)[0]:   # (the trip count itself)
+            return [True] * len(outs)
+        return carry
+    if name == "cond":
+        if ins[0]:   # (the branch taken)
+            return [True] * len(outs)
+        per = [_differing(b, ins[1:]) for b in p["branches"]]
+        return [any(flags) for flags in zip(*per)]
+    if len(subs) == 1 and len(subs[0].invars) == len(ins):
+        return _differing(subs[0], ins)   # (jit, checkpoint, a custom rule's call)
+    # (a form not foreseen: any output may differ where anything inside could)
+    return [any(ins) or any(_holds_library_rounding(s) for s in subs)] * len(outs)
+
+
+def near_ties(jaxpr) -> tuple[bool, ...]:
+    """Per output of ``jaxpr``: whether it may differ between a plain run and a captured launch
+    of a correct graph. A float may round differently where it depends on a primitive whose
+    capture takes another library entry point (:data:`CAPTURE_PATHS`); an integer or boolean
+    where it depends on such a float (an ``argmax``/``argmin`` of it, a ``sort`` it keys, its
+    conversion or comparison: a near tie decided the other way) or on the pivots of a pivoting
+    factorisation (:data:`PIVOTING`). Flows through ``jit``, ``scan`` and ``while`` carries
+    (to a fixed point) and ``cond`` branches; anything else holding sub-jaxprs, as a whole.
+
+    Example:
+      >>> import plax, plax.numpy as jnp
+      >>> near_ties(plax.make_jaxpr(lambda w, n: (jnp.argmax(w @ w), n + 1))(  # doctest: +SKIP
+      ...     np.eye(2, dtype=np.float32), 0))
+      (True, False)
+    """
+    inner = getattr(jaxpr, "jaxpr", jaxpr)
+    return tuple(_differing(jaxpr, [False] * len(inner.invars)))
+
+
 class Rule(NamedTuple):
     """How a program's outputs are compared (see the module).
 
@@ -108,15 +208,19 @@ class Rule(NamedTuple):
         :data:`CAPTURE_PATHS` (named in a mismatch's warning).
       tolerant: whether a primitive's capture takes another entry point than its plain run.
       length: the program's reduction length ``R``.
+      ties: per output, whether it may differ (:func:`near_ties`): an integer or boolean
+        output may then differ in one element in :data:`INTEGER_FLIPS`, else in none.
     """
 
     paths: dict
     tolerant: bool
     length: int
+    ties: tuple = ()
 
     @classmethod
-    def of(cls, equations) -> "Rule":
-        """The rule of a program, from ``(equation, times run)`` pairs (all of its jaxpr's)."""
+    def of(cls, equations, jaxpr=None) -> "Rule":
+        """The rule of a program, from ``(equation, times run)`` pairs (all of its jaxpr's) and
+        the jaxpr itself (for :func:`near_ties`; without it, no integer output may differ)."""
         paths, tolerant, length = {}, False, 0
         for eqn, times in equations:
             name = eqn.primitive.name
@@ -125,7 +229,12 @@ class Rule(NamedTuple):
                 paths[name] = what
                 tolerant = tolerant or differs
             length += times * _reduction_length(eqn)
-        return cls(paths, tolerant, max(1, length))
+        ties = near_ties(jaxpr) if tolerant and jaxpr is not None else ()
+        return cls(paths, tolerant, max(1, length), ties)
+
+    def may_tie(self, j: int) -> bool:
+        """Whether integer or boolean output ``j`` may differ at a near tie."""
+        return j < len(self.ties) and self.ties[j]
 
     def tolerance(self, dtype) -> float:
         """The largest difference allowed, relative to an output's scale, for ``dtype``
@@ -164,14 +273,15 @@ def compare(replayed: Sequence[np.ndarray], plain: Sequence[np.ndarray], rule: R
         what = f"output {j} ({p.dtype}{list(p.shape)})"
         if r.shape != p.shape or r.dtype != p.dtype:
             return f"{what}: the replay gave {r.dtype}{list(r.shape)}"
-        problem = _difference(np.asarray(r), np.asarray(p), rule)
+        problem = _difference(np.asarray(r), np.asarray(p), rule, rule.may_tie(j))
         if problem:
             return f"{what}: {problem}"
     return None
 
 
-def _difference(r: np.ndarray, p: np.ndarray, rule: Rule) -> str | None:
-    """How ``r`` differs from ``p`` beyond the rule, or ``None``."""
+def _difference(r: np.ndarray, p: np.ndarray, rule: Rule, may_tie: bool) -> str | None:
+    """How ``r`` differs from ``p`` beyond the rule, or ``None`` (``may_tie``: an integer or
+    boolean output a near tie could decide)."""
     if r.size == 0:
         return None
     dtype = p.real.dtype   # (the tolerance's: a complex output's part, bfloat16 itself)
@@ -180,7 +290,7 @@ def _difference(r: np.ndarray, p: np.ndarray, rule: Rule) -> str | None:
     kind = p.dtype.kind
     if kind not in "fc":   # integers, booleans (and anything else): equal elements
         differ = int(np.count_nonzero(r != p))
-        allowed = max(1, p.size // INTEGER_FLIPS) if rule.tolerant else 0
+        allowed = max(1, p.size // INTEGER_FLIPS) if may_tie else 0
         if differ > allowed:
             flat = np.flatnonzero(r != p)[0]
             return (f"{differ} of {p.size} elements differ (allowed {allowed}; first at flat "
@@ -239,4 +349,4 @@ def to_host(buffer: Any) -> np.ndarray:
     return host if raw is buffer else host.view(dtypes.bfloat16)   # (a Bf16Buffer's bits)
 
 
-__all__ = ["CAPTURE_PATHS", "Rule", "compare", "to_host"]
+__all__ = ["CAPTURE_PATHS", "Rule", "compare", "near_ties", "to_host"]

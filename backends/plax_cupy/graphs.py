@@ -207,6 +207,9 @@ MAX_PLANS = 3
 #: how many recent calls' input pointers count as recurring (see the module)
 RECENT_CALLS = 2
 
+#: the launches a plan's replay counts when no input is copied in: the graph's
+_UNCOPIED_REPLAY = 1
+
 
 def _raw(buffer):
     """The CuPy array holding ``buffer``'s memory (a bfloat16 buffer's bits), or ``None``."""
@@ -306,7 +309,7 @@ class _Plan:
         living as long as their plans) has a fixed address, so its copy is captured too: the
         copies from one set of such buffers are one graph launch."""
         from_plans = tuple(i for i in copies if stable.get(id(_raw(buffers[i]))) is _raw(buffers[i]))
-        launches = 1
+        launches = _UNCOPIED_REPLAY
         for i in copies:
             if i in from_plans:
                 continue
@@ -368,8 +371,9 @@ class _Capture:
             return memory
 
         mode = getattr(cupy.cuda.runtime, "streamCaptureModeRelaxed", None)
-        launched, copied = runtime.TOTALS[runtime.LAUNCHES], runtime.TOTALS[runtime.D2D]
-        with cupy.cuda.using_allocator(allocate):
+        # (a captured kernel (or copy) is recorded, not run: the graph's launch is the one
+        # launch counted for all it replays; this thread's alone, another's count meanwhile)
+        with cupy.cuda.using_allocator(allocate), runtime.counted_as(runtime.CAPTURING):
             stream.begin_capture(*(() if mode is None else (mode,)))
             try:
                 self.outputs = list(fn(*inputs))
@@ -381,11 +385,6 @@ class _Capture:
                 raise
             else:
                 self.graph = stream.end_capture()
-            finally:
-                # a captured kernel (or copy) is recorded, not run: the graph's launch is the
-                # one launch counted for all it replays
-                runtime.TOTALS[runtime.LAUNCHES] = launched
-                runtime.TOTALS[runtime.D2D] = copied
 
     def allocation_of(self, buffer) -> int | None:
         """The index of the allocation ``buffer`` is the whole of, or ``None``."""
@@ -427,7 +426,7 @@ class GraphedProgram:
         self.reason = ("disabled (PLAX_CUDA_GRAPHS=0)" if not graphs_enabled()
                        else capture_blocker(jaxpr))
         # (read at compile, as PLAX_CUDA_GRAPHS: how a new plan's launches are checked)
-        self.check = graph_check.Rule.of(_equations(jaxpr)) if verify_enabled() else None
+        self.check = graph_check.Rule.of(_equations(jaxpr), jaxpr) if verify_enabled() else None
         self._primitives = list(dict.fromkeys(e.primitive.name for e, _ in _equations(jaxpr)))
         self.verified = 0      # plans whose first two launches equalled a plain run
         self.mismatch = ""     # the first difference of a wrong launch, once one was caught
@@ -574,7 +573,6 @@ class GraphedProgram:
                     self.plain_calls += 1
                     return self._plain(buffers, self._why_no_plan(buffers, keys))
                 if self.check is not None:   # (a new plan: its launches checked, once)
-                    self.replays += 1
                     return self._checked_launches(buffers, stream)
             self.replays += 1
             return self.plans[chosen].replay(buffers, copies, stream, self._stable)
@@ -585,23 +583,14 @@ class GraphedProgram:
         and runs the program plainly on them too (fresh buffers); returns the plan's outputs
         when both launches equal the plain run by the program's rule
         (:mod:`plax_cupy.graph_check`), else warns, drops the plans and returns the plain
-        run's outputs, the program running plainly from then on."""
+        run's outputs, the program running plainly from then on. Every launch, copy and read
+        of the check but the call's own launch counts in ``verify_*`` (this thread's:
+        :func:`plax_cupy.runtime.counted_as`)."""
         plan = self.plans[-1]
         outputs = plan.replay(buffers, [], stream, self._stable)   # (the call's own launch)
-        totals = runtime.TOTALS
-        launched, copied = totals[runtime.LAUNCHES], totals[runtime.D2D]
         try:
-            found = [graph_check.to_host(o) for o in outputs]
-            reference = self.fn(*buffers)   # (after the launch: a stray write of the graph's
-            expected = [graph_check.to_host(o) for o in reference]   # cannot reach these)
-            problem = graph_check.compare(found, expected, self.check)
-            which = "the capture's launch"
-            if problem is None:
-                outputs = plan.replay(buffers, [], stream, self._stable)
-                plan.replays -= 1   # (the check's launch: not a call's, for the evictions)
-                problem = graph_check.compare([graph_check.to_host(o) for o in outputs],
-                                              expected, self.check)
-                which = "its replay"
+            with runtime.counted_as(runtime.CHECKING):
+                problem, which, reference, outputs = self._check(plan, buffers, outputs, stream)
         except BaseException as err:   # (an unchecked plan must not replay)
             del outputs, plan
             self.plans = []
@@ -611,14 +600,14 @@ class GraphedProgram:
             out_of_memory = True   # (the plain run beside the plans' buffers did not fit)
         else:
             out_of_memory = False
-        finally:   # (the check's launches apart from the program's: runtime.Counters)
-            totals[runtime.VERIFY_LAUNCHES] += totals[runtime.LAUNCHES] - launched
-            totals[runtime.LAUNCHES], totals[runtime.D2D] = launched, copied
         if out_of_memory:   # without the plans' buffers, as every plain call since the first
+            # (the call runs plainly: its graph launch was the check's alone, and no replay)
+            runtime.move_counts(runtime.LAUNCHES, runtime.VERIFY_LAUNCHES, _UNCOPIED_REPLAY)
             cupy.get_default_memory_pool().free_all_blocks()
             self.reason = ("checking a capture against a plain run ran out of memory (the "
                            "plans' buffers and the plain run's together)")
             return self._plain(buffers, self.reason)
+        self.replays += 1
         if problem is None:
             self.verified += 1
             return outputs
@@ -628,6 +617,23 @@ class GraphedProgram:
         self.plain_runs += 1   # (this call's results are the plain run's)
         self.last_plain = self.reason
         return reference
+
+    def _check(self, plan, buffers, outputs, stream) -> tuple:
+        """:meth:`_checked_launches`' comparisons of the capture's launch (``outputs``) and of
+        a second launch with a plain run: ``(problem or None, which launch, the plain run's
+        outputs, the plan's outputs)``."""
+        found = [graph_check.to_host(o) for o in outputs]
+        reference = self.fn(*buffers)   # (after the launch: a stray write of the graph's
+        expected = [graph_check.to_host(o) for o in reference]   # cannot reach these)
+        problem = graph_check.compare(found, expected, self.check)
+        which = "the capture's launch"
+        if problem is None:
+            outputs = plan.replay(buffers, [], stream, self._stable)
+            plan.replays -= 1   # (the check's launch: not a call's, for the evictions)
+            problem = graph_check.compare([graph_check.to_host(o) for o in outputs],
+                                          expected, self.check)
+            which = "its replay"
+        return problem, which, reference, outputs
 
     def _give_up(self, why: str) -> None:
         """Warns that a captured graph replayed wrongly, drops every plan and runs the program

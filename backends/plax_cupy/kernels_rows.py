@@ -1063,10 +1063,10 @@ def argextreme_source(is_max: bool, ctype: str, index_ctype: str) -> tuple[str, 
     axis: the first index of the largest (smallest) value, the first NaN where there is one,
     as NumPy and XLA.
 
-    The source holds ``name`` (one block per row; takes ``(x, out, rows, n, inner)``) and, for
-    rows split in tiles of ``tile`` elements, ``name + "_tile_best"`` (each tile's best value
-    and index into ``values[row * tiles + k]``, ``where[...]`` (``long long``); takes ``(x,
-    values, where, rows, n, inner, tile)``) and ``name + "_of_tiles"`` (each row's best of its
+    The source holds, for contiguous rows (a last axis), ``name`` (one block per row; takes
+    ``(x, out, rows, n)``) and, for rows split in tiles of ``tile`` elements, ``name +
+    "_tile_best"`` (each tile's best value and index into ``values[row * tiles + k]``,
+    ``where[...]`` (``long long``); takes ``(x, values, where, rows, n, tile)``) and ``name + "_of_tiles"`` (each row's best of its
     tiles' pairs, in tile order, so the same first-index and first-NaN rules pick the same
     element; takes ``(values, where, out, rows, tiles)``), and ``name + "_columns"`` (a non-last
     axis read coalesced, in parts of ``part_rows`` rows: the index, or with several parts each
@@ -1101,8 +1101,7 @@ def _build_argextreme_source(is_max: bool, ctype: str, index_ctype: str) -> tupl
     kind = "argmax" if is_max else "argmin"
     name = f"plax_{kind}_{ctype.replace(' ', '_')}_{index_ctype.replace(' ', '_')}"
     T = ctype
-    better = "v > best" if is_max else "v < best"
-    better_u = "v[u] > b" if is_max else "v[u] < b"
+    beats = ">" if is_max else "<"   # (value a `beats` value b: a is better, ties aside)
     citems = column_items(_ITEMSIZE[ctype])
     source = _NOINLINE + f"""
 // whether (v, i) beats (b, j) (j < 0: nothing yet): the first NaN, else the {"largest" if is_max else "smallest"}, else the
@@ -1110,22 +1109,21 @@ def _build_argextreme_source(is_max: bool, ctype: str, index_ctype: str) -> tupl
 __device__ __forceinline__ bool {name}_wins({T} v, long long i, {T} b, long long j) {{
   const bool b_nan = b != b, v_nan = v != v;
   return j < 0 || (v_nan && (!b_nan || i < j)) ||
-      (!b_nan && !v_nan && ({"v > b" if is_max else "v < b"} || (v == b && i < j)));
+      (!b_nan && !v_nan && (v {beats} b || (v == b && i < j)));
 }}
-// The best (value, index) of positions [start, stop) of the row at `base` (element p at
-// x[base + p * inner], its index p, or index[base + p] when `index` is given, rising with p),
-// left in values[0], where[0] (where[0] < 0: an empty stretch). A strided pass per thread,
-// then a tree: the better, else the earlier.
+// The best (value, index) of positions [start, stop) of the contiguous row at `base` (element
+// p at x[base + p], its index p, or index[base + p] when `index` is given, rising with p), left
+// in values[0], where[0] (where[0] < 0: an empty stretch). A strided pass per thread, then a
+// tree: the better, else the earlier. (A non-last axis goes to {name}_columns.)
 __device__ PLAX_ROW_NOINLINE void {name}_block(const {T}* __restrict__ x, const long long* __restrict__ index,
-    long long base, long long inner, long long start, long long stop, {T}* values,
-    long long* where) {{
+    long long base, long long start, long long stop, {T}* values, long long* where) {{
   const long long threads = blockDim.x, t = threadIdx.x;
-  {T} best = x[base + start * inner];
+  {T} best = x[base + start];
   long long at = -1;  // (no element of this thread's stride yet)
   for (long long p = start + t; p < stop; p += threads) {{
-    const {T} v = x[base + p * inner];
+    const {T} v = x[base + p];
     // (p rises: on a tie the earlier index stays; the first NaN stays once taken)
-    if (at < 0 || (best == best && (v != v || {better}))) {{
+    if (at < 0 || (best == best && (v != v || v {beats} best))) {{
       best = v;
       at = index != nullptr ? index[base + p] : p;
     }}
@@ -1142,28 +1140,24 @@ __device__ PLAX_ROW_NOINLINE void {name}_block(const {T}* __restrict__ x, const 
   }}
 }}
 extern "C" __global__ void {name}(const {T}* __restrict__ x, {index_ctype}* __restrict__ out,
-    long long rows, long long n, long long inner) {{
+    long long rows, long long n) {{
   __shared__ {T} values[{THREADS}];
   __shared__ long long where[{THREADS}];
   for (long long row = blockIdx.x; row < rows; row += gridDim.x) {{
-    const long long base = (row / inner) * n * inner + row % inner;
-    {name}_block(x, nullptr, base, inner, 0, n, values, where);
+    {name}_block(x, nullptr, row * n, 0, n, values, where);
     if (threadIdx.x == 0) out[row] = ({index_ctype})where[0];
     __syncthreads();
   }}
 }}
 // pass 1 of a row split in tiles: each tile's best pair, one block per (row, tile)
 extern "C" __global__ void {name}_tile_best(const {T}* __restrict__ x, {T}* __restrict__ best,
-    long long* __restrict__ best_at, long long rows, long long n, long long inner,
-    long long tile) {{
+    long long* __restrict__ best_at, long long rows, long long n, long long tile) {{
   __shared__ {T} values[{THREADS}];
   __shared__ long long where[{THREADS}];
   const long long tiles = (n + tile - 1) / tile;
   for (long long job = blockIdx.x; job < rows * tiles; job += gridDim.x) {{
     const long long row = job / tiles, start = (job % tiles) * tile;
-    const long long base = (row / inner) * n * inner + row % inner;
-    {name}_block(x, nullptr, base, inner, start, start + tile < n ? start + tile : n, values,
-                 where);
+    {name}_block(x, nullptr, row * n, start, start + tile < n ? start + tile : n, values, where);
     if (threadIdx.x == 0) {{ best[job] = values[0]; best_at[job] = where[0]; }}
     __syncthreads();
   }}
@@ -1200,7 +1194,7 @@ extern "C" __global__ void {name}_columns(const {T}* __restrict__ x, {T}* __rest
         if (r0 + u * segs < end) v[u] = src[(r0 + u * segs) * inner];
       #pragma unroll
       for (int u = 0; u < {citems}; ++u)  // (rows rise: a tie keeps the earlier)
-        if (r0 + u * segs < end && (at < 0 || (b == b && (v[u] != v[u] || {better_u})))) {{
+        if (r0 + u * segs < end && (at < 0 || (b == b && (v[u] != v[u] || v[u] {beats} b)))) {{
           b = v[u];
           at = r0 + u * segs;
         }}
@@ -1231,7 +1225,7 @@ extern "C" __global__ void {name}_of_tiles(const {T}* __restrict__ best,
   __shared__ {T} values[{THREADS}];
   __shared__ long long where[{THREADS}];
   for (long long row = blockIdx.x; row < rows; row += gridDim.x) {{
-    {name}_block(best, best_at, row * tiles, 1, 0, tiles, values, where);
+    {name}_block(best, best_at, row * tiles, 0, tiles, values, where);
     if (threadIdx.x == 0) out[row] = ({index_ctype})where[0];
     __syncthreads();
   }}
@@ -1336,12 +1330,12 @@ def scan_rows(op: str, work, out, outer: int, n: int, inner: int, reverse: bool)
     rows = outer * inner
     ctype = dtypes.ctype(work.dtype)
     source, name = cumulative_source(op, ctype)
-    tile = tile_of(work.dtype.itemsize)
-    tiles = tiles_for(rows, n, tile)
-    common = (np.int64(rows), np.int64(n), np.int64(inner), np.int32(bool(reverse)))
     if inner >= COLUMN_MIN:
         _scan_columns(source, name, work, out, outer, n, inner, reverse)
         return
+    tile = tile_of(work.dtype.itemsize)
+    tiles = tiles_for(rows, n, tile)
+    common = (np.int64(rows), np.int64(n), np.int64(inner), np.int32(bool(reverse)))
     if tiles == 1:
         _launch(source, name, rows, work, out, *common)
         return
@@ -1375,16 +1369,26 @@ def scan_rows(op: str, work, out, outer: int, n: int, inner: int, reverse: bool)
     _launch(source, name + "_tiles", rows * tiles, work, out, scanned, *common, np.int64(tile))
 
 
+def _column_plan(segments, outer: int, n: int, inner: int,
+                 itemsize: int) -> tuple[int, int, int, int]:
+    """``(segs, width, groups, part_rows)`` of a column kernel on an ``(outer, n, inner)``
+    layout of ``itemsize``-byte elements: ``segs = segments(n, inner, itemsize)`` segments of
+    the axis (:func:`column_segments` or :func:`arg_column_segments`), ``width`` columns a block
+    of :data:`THREADS`, ``groups`` column groups an outer slice, and the rows of each part of the
+    axis (:func:`column_part_rows`, looked up when called: tests force it)."""
+    segs = segments(n, inner, itemsize)
+    width = THREADS // segs
+    groups = -(-inner // width)
+    return segs, width, groups, column_part_rows(outer * groups, n, segs, itemsize)
+
+
 def _scan_columns(source: str, name: str, work, out, outer: int, n: int, inner: int,
                   reverse: bool) -> None:
     """:func:`scan_rows` along a non-last axis of at least :data:`COLUMN_MIN` columns: the
     column kernel (``name + "_columns"``), or with the axis in parts (:func:`column_part_rows`)
     its split form (``name + "_columns_look_back"``), one launch either way."""
     itemsize = work.dtype.itemsize
-    segs = column_segments(n, inner, itemsize)
-    width = THREADS // segs
-    groups = -(-inner // width)
-    part_rows = column_part_rows(outer * groups, n, segs, itemsize)
+    segs, width, groups, part_rows = _column_plan(column_segments, outer, n, inner, itemsize)
     if part_rows >= n:
         _launch(source, name + "_columns", outer * groups, work, out, np.int64(outer),
                 np.int64(n), np.int64(inner), np.int32(bool(reverse)), np.int32(segs))
@@ -1425,12 +1429,12 @@ def arg_rows(is_max: bool, work, out, outer: int, n: int, inner: int) -> None:
     tile = tile_of(work.dtype.itemsize)
     tiles = tiles_for(rows, n, tile)
     if tiles == 1:
-        _launch(source, name, rows, work, out, np.int64(rows), np.int64(n), np.int64(inner))
+        _launch(source, name, rows, work, out, np.int64(rows), np.int64(n))
         return
     best = cupy.empty((rows * tiles,), work.dtype)
     best_at = cupy.empty((rows * tiles,), np.int64)
     _launch(source, name + "_tile_best", rows * tiles, work, best, best_at, np.int64(rows),
-            np.int64(n), np.int64(inner), np.int64(tile))
+            np.int64(n), np.int64(tile))
     _launch(source, name + "_of_tiles", rows, best, best_at, out, np.int64(rows), np.int64(tiles))
 
 
@@ -1453,11 +1457,8 @@ def _arg_columns(source: str, name: str, work, out, outer: int, n: int, inner: i
     """:func:`arg_rows` along a non-last axis: ``name + "_columns"`` (coalesced), with the
     axis in parts (:func:`column_part_rows`) then each column's best of its parts' pairs
     (``name + "_of_tiles"``, in part order): one launch, or two."""
-    itemsize = work.dtype.itemsize
-    segs = arg_column_segments(n, inner, itemsize)
-    width = THREADS // segs
-    groups = -(-inner // width)
-    part_rows = column_part_rows(outer * groups, n, segs, itemsize)
+    segs, _, groups, part_rows = _column_plan(arg_column_segments, outer, n, inner,
+                                              work.dtype.itemsize)
     parts = -(-n // part_rows)
     best = cupy.empty((outer * inner * parts if parts > 1 else 1,), work.dtype)
     best_at = cupy.empty(best.shape, np.int64)

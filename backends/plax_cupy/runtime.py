@@ -8,11 +8,13 @@ where it found a GPU, so a machine with CuPy but without a GPU sees nothing chan
 """
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
 import sys
+import threading
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Iterator, NamedTuple
 
 
 @dataclass(frozen=True)
@@ -142,8 +144,11 @@ class Counters(NamedTuple):
         kernel-table call, are not counted.
       verify_launches: what checking a new CUDA graph plan against a plain run launched
         (:mod:`plax_cupy.graph_check`, once per capture, ``PLAX_CUDA_GRAPHS_VERIFY``): the
-        plain run's launches and copies and the graph's second launch, counted here rather
-        than in ``launches`` and ``device_copies`` so that those stay the program's own work.
+        plain run's launches and copies and the graph's second launch (and its first, when the
+        check ran out of memory and the call ran plainly), counted here rather than in
+        ``launches`` and ``device_copies`` so that those stay the program's own work. Only the
+        checking thread's work counts here (:func:`counted_as`): another thread's launches
+        meanwhile (on another GPU) count as usual.
       verify_reads: the device-to-host copies of that check (each output of the graph's two
         launches and of the plain run), counted here rather than in ``device_to_host``.
     """
@@ -159,9 +164,81 @@ class Counters(NamedTuple):
 
 H2D, D2H, LAUNCHES, FALLBACKS, D2D, VERIFY_LAUNCHES, VERIFY_READS = range(7)
 
+#: how a thread's counts go while it checks a new CUDA graph plan against a plain run
+#: (:func:`counted_as`, :mod:`plax_cupy.graph_check`): its launches (copies included) as
+#: ``verify_launches``, its reads to the host as ``verify_reads``, its device copies nowhere else
+CHECKING = {LAUNCHES: VERIFY_LAUNCHES, D2D: None, D2H: VERIFY_READS}
+
+#: how a thread's counts go while it captures a CUDA graph: the kernels and copies it issues are
+#: recorded, not run (the graph's launch is the one counted for all it replays)
+CAPTURING = {LAUNCHES: None, D2D: None}
+
+
+class _Route(threading.local):
+    """This thread's route of counts (:func:`counted_as`): ``None``, or ``{index: index it
+    counts in instead, or None: not counted}``."""
+
+    route = None
+
+
+_THREAD = _Route()
+_routing_lock = threading.Lock()
+_routing = [0]   # threads inside counted_as now
+
+
+class _Totals(list):
+    """The running totals, as fast as a list to increment (no method of its own)."""
+
+    __slots__ = ()
+
+
+class _RoutedTotals(_Totals):
+    """The running totals while some thread routes its counts (:func:`counted_as`): an
+    increment by a thread with a route lands where the route says."""
+
+    __slots__ = ()
+
+    def __setitem__(self, i, value) -> None:
+        route = _THREAD.route
+        if route is None or i not in route:
+            list.__setitem__(self, i, value)
+            return
+        j = route[i]
+        if j is not None:   # (`TOTALS[i] += n` sets TOTALS[i] + n: n moves to j)
+            list.__setitem__(self, j, list.__getitem__(self, j) + value - list.__getitem__(self, i))
+
+
 #: the process's running totals, indexed by H2D, D2H, LAUNCHES, FALLBACKS, D2D,
-#: VERIFY_LAUNCHES, VERIFY_READS (plain ints: an increment is the whole cost)
-TOTALS = [0, 0, 0, 0, 0, 0, 0]
+#: VERIFY_LAUNCHES, VERIFY_READS (an increment is the whole cost: they are a list, switched to
+#: :class:`_RoutedTotals` only while some thread routes its counts)
+TOTALS = _Totals([0, 0, 0, 0, 0, 0, 0])
+
+
+@contextlib.contextmanager
+def counted_as(route: dict) -> Iterator[None]:
+    """Within the block, this thread's counts go where ``route`` says (:data:`CHECKING`,
+    :data:`CAPTURING`); other threads' count as usual, and so do this thread's after the block
+    (a block nested in another uses its own route, then the outer one's again).
+
+    Args:
+      route: ``{counter index: the index it counts in instead, or None for nowhere}``.
+
+    Example:
+      >>> with counted_as(CHECKING):   # doctest: +SKIP
+      ...     reference = program(*buffers)   # its launches count as verify_launches
+    """
+    with _routing_lock:
+        _routing[0] += 1
+        TOTALS.__class__ = _RoutedTotals
+    outer, _THREAD.route = _THREAD.route, route
+    try:
+        yield
+    finally:
+        _THREAD.route = outer
+        with _routing_lock:
+            _routing[0] -= 1
+            if not _routing[0]:
+                TOTALS.__class__ = _Totals
 
 #: primitive name -> host fallbacks so far
 FALLBACK_PRIMITIVES: dict = {}
@@ -175,6 +252,18 @@ def note_launch(n: int = 1) -> None:
 def note_copy(n: int = 1) -> None:
     """Counts ``n`` device-to-device copies (their launches are counted by the caller)."""
     TOTALS[D2D] += n
+
+
+def move_counts(source: int, target: int, n: int) -> None:
+    """Moves ``n`` counts from total ``source`` to ``target`` (indices of :data:`TOTALS`): work
+    counted before it was known to be ``target``'s (a graph's launch that a check, running out
+    of memory, made its own: :mod:`plax_cupy.graphs`). Routed as any count of this thread.
+
+    Example:
+      >>> move_counts(LAUNCHES, VERIFY_LAUNCHES, 1)   # doctest: +SKIP
+    """
+    TOTALS[source] -= n
+    TOTALS[target] += n
 
 
 def note_fallback(primitive_name: str) -> None:

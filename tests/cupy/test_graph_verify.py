@@ -40,7 +40,8 @@ def _rule(fn, *args):
     import plax
     from plax_cupy import graph_check
     from plax_cupy.graphs import _equations
-    return graph_check.Rule.of(_equations(plax.make_jaxpr(fn)(*args)))
+    jaxpr = plax.make_jaxpr(fn)(*args)
+    return graph_check.Rule.of(_equations(jaxpr), jaxpr)
 
 
 def test_the_rule_is_bits_unless_a_capture_takes_another_library_entry_point():
@@ -62,10 +63,61 @@ def test_the_rule_is_bits_unless_a_capture_takes_another_library_entry_point():
     assert product.tolerance(np.dtype("float16")) == 2.0 ** -4   # (capped)
 
 
+def test_an_integer_output_may_differ_only_where_a_near_tie_decides_it():
+    """In a program whose capture takes another library entry point (a product), an integer
+    output may differ in an element only where a near tie could decide it -- an argmax of a
+    product's floats, a comparison or conversion of them, a sort they key, lu's pivots, also
+    through a scan's carry, a while's trip count, a cond's branch -- else (a step counter, an
+    argmax of the inputs themselves, a loop counter) it must be equal: a wrong counter is
+    caught."""
+    import plax.numpy as jnp
+    from plax import lax
+    from plax_cupy.graph_check import compare
+
+    def step(w, x, n):
+        h = x @ w
+        counted = lax.scan(lambda c, v: (c + 1, jnp.argmax(v @ w)), n, x)
+        summed = lax.scan(lambda c, v: (c + jnp.argmax(v @ w), 0), n, x)
+        return (jnp.argmax(h, axis=1), n + 1, counted, jnp.argmax(x, axis=1),
+                (h > 1).astype(jnp.int32), jnp.argsort(h[0]), summed[0],
+                lax.while_loop(lambda c: c[0] < c[1], lambda c: (c[0] + 1, c[1]),
+                               (0, jnp.argmax(h).astype(jnp.int32)))[0],
+                lax.fori_loop(0, 3, lambda i, c: c + i, n), lax.linalg.lu(w)[1],
+                lax.cond(h[0, 0] > 1, lambda a: a + 1, lambda a: a, n),
+                lax.cond(n > 0, lambda a: a @ w, lambda a: a, x))
+    w, x = np.eye(3, dtype=np.float32), np.ones((4, 3), np.float32)
+    rule = _rule(step, w, x, np.int32(0))
+    assert rule.tolerant
+    assert rule.ties == (True,    # argmax of the product
+                         False,   # the step counter
+                         False,   # a scan's counting carry ...
+                         True,    # ... and its argmaxes of products
+                         False,   # argmax of an input
+                         True,    # a comparison of the product
+                         True,    # a sort it keys
+                         True,    # a carry summing argmaxes of products
+                         True,    # a while whose trip count an argmax of the product sets
+                         False,   # a fori_loop's sum of its counter
+                         True,    # lu's pivots
+                         True,    # a cond a comparison of the product picks
+                         True)    # a float output (its tolerance)
+    labels, counter = np.arange(128, dtype=np.int32), np.int32(5)
+    flipped = labels.copy()
+    flipped[3] = 4
+    assert compare([flipped, counter], [labels, counter], rule) is None     # a near tie
+    problem = compare([labels, counter + 1], [labels, counter], rule)       # a wrong counter
+    assert problem.startswith("output 1 (int32[]): 1 of 1 elements differ (allowed 0"), problem
+    # a program of bit-exact kernels only: nothing may differ (no tie is possible)
+    exact = _rule(lambda x, n: (jnp.argmax(jnp.tanh(x), axis=1), n + 1), x, np.int32(0))
+    assert not exact.tolerant and exact.ties == ()
+    assert "1 of 128" in compare([flipped, counter], [labels, counter], exact)
+
+
 def test_compare_finds_what_a_wrong_replay_gives_and_passes_rounding():
     from plax.dtypes import bfloat16
     from plax_cupy.graph_check import Rule, compare
-    bits, tolerant = Rule({}, False, 1), Rule({"dot_general": "cuBLAS"}, True, 100)
+    bits = Rule({}, False, 1)
+    tolerant = Rule({"dot_general": "cuBLAS"}, True, 100, (True, True))  # (outputs may tie)
     p = np.array([1.0, -2.0, np.nan, np.inf, 0.0], np.float32)
     assert compare([p.copy()], [p], bits) is None
     nudged = p.copy()
@@ -82,6 +134,9 @@ def test_compare_finds_what_a_wrong_replay_gives_and_passes_rounding():
     flipped[3] = 4                                                   # a near tie decided otherwise
     assert compare([flipped], [labels], tolerant) is None
     assert "1 of 128 elements differ" in compare([flipped], [labels], bits)
+    # (an integer output no near tie decides: equal bits, in a tolerant program too)
+    assert "1 of 128 elements differ" in compare([p, flipped], [p, labels], tolerant._replace(
+        ties=(True, False)))
     assert "3 of 128" in compare([np.where(labels < 3, 9, labels)], [labels], tolerant)
     z = np.array([1 + 1j, 2 - 1j], np.complex64)
     assert compare([z.copy()], [z], bits) is None and compare([z * 0], [z], tolerant)
@@ -96,6 +151,41 @@ def test_compare_finds_what_a_wrong_replay_gives_and_passes_rounding():
     bf16_ulp = wide + np.float32(2.0 ** -7)
     assert compare([bf16_ulp], [wide], tolerant) is not None
     assert compare([bf16_ulp.astype(bfloat16)], [wide.astype(bfloat16)], tolerant) is None
+
+
+def test_counts_routed_by_one_thread_leave_another_threads_alone():
+    """``runtime.counted_as``: within the block this thread's launches count where the route
+    says (the check's: verify_launches; a capture's: nowhere), a nested route in turn, while
+    another thread's count as usual; afterwards the totals are a plain list again."""
+    import threading
+    from plax_cupy import runtime
+    routed, done, other = threading.Event(), threading.Event(), []
+
+    def meanwhile():
+        assert routed.wait(60)
+        runtime.note_launch(5)
+        runtime.TOTALS[runtime.D2H] += 1
+        done.set()
+
+    thread = threading.Thread(target=meanwhile)
+    thread.start()
+    with runtime.count() as c:
+        with runtime.counted_as(runtime.CHECKING):
+            runtime.note_launch(2)
+            runtime.note_copy()
+            runtime.TOTALS[runtime.D2H] += 3
+            with runtime.counted_as(runtime.CAPTURING):
+                runtime.note_launch(7)
+                runtime.note_copy(7)
+            routed.set()
+            assert done.wait(60)
+            runtime.move_counts(runtime.LAUNCHES, runtime.VERIFY_LAUNCHES, 4)  # (net nothing)
+        runtime.note_launch()
+        runtime.move_counts(runtime.LAUNCHES, runtime.VERIFY_LAUNCHES, 1)
+        thread.join()
+    assert (c.launches, c.device_copies, c.device_to_host) == (5, 0, 1), c
+    assert (c.verify_launches, c.verify_reads) == (3, 3), c
+    assert type(runtime.TOTALS) is runtime._Totals   # (no route left: increments at list speed)
 
 
 # ---------------------------------------------------------------- on the simulated GPU
@@ -242,9 +332,75 @@ def test_a_check_out_of_memory_runs_the_call_plainly(monkeypatch, executables):
     def full(buffer):   # (the plain run beside the plans' buffers does not fit)
         raise cupy.cuda.memory.OutOfMemoryError(1 << 40, 0, 1 << 30)
     monkeypatch.setattr(graph_check, "to_host", full)
-    got, _ = _run(f, args)   # the capture: its check runs out of memory
+    got, c = _run(f, args)   # the capture: its check runs out of memory
     monkeypatch.undo()
-    for g, w in zip(got + _run(f, args)[0], want + want):
+    later, plain = _run(f, args)
+    for g, w in zip(got + later, want + want):
         np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
     program = executables[0].graphed
     assert program.plans == [] and "ran out of memory" in program.reason
+    # the call ran plainly: its launches are a plain run's, the graph's launch the check's,
+    # and it was no replay
+    assert (c.launches, c.verify_launches) == (plain.launches, 1), c
+    assert (program.captures, program.replays, program.plain_runs) == (1, 0, 3)
+
+
+@on_simulated_gpu
+def test_only_the_checking_threads_work_counts_as_the_checks(monkeypatch):
+    """While one thread checks a new plan, another thread's launches (a plain program: on
+    another GPU it would not wait for the device's lock) count as launches, not as the
+    check's; the check's own launches and reads count as verify_* alone."""
+    import threading
+    import plax
+    import plax_cupy
+    from plax_cupy import graph_check
+    host_args, want = _expected()
+    args = plax.device_put(host_args, _gpu())
+    n_out = len(want)
+    f = plax.jit(_fresh_step())
+    _, plain = _run(f, args)                       # the first call: plain
+    monkeypatch.setenv("PLAX_CUDA_GRAPHS", "0")    # (read when the program compiles)
+    other = plax.jit(_fresh_step())
+    _, alone = _run(other, args)                   # compiled, plain, not under the lock
+    monkeypatch.delenv("PLAX_CUDA_GRAPHS")
+    checking, other_done, errors, results = threading.Event(), threading.Event(), [], {}
+    real_to_host = graph_check.to_host
+
+    def to_host(buffer):   # (the check's first read waits for the other thread's call)
+        if not checking.is_set():
+            checking.set()
+            assert other_done.wait(60), "the other thread's call did not end"
+        return real_to_host(buffer)
+
+    def capture():
+        try:
+            results["capture"] = f(*args)
+        except BaseException as err:  # pragma: no cover - reported below
+            errors.append(err)
+            checking.set()
+
+    def meanwhile():
+        try:
+            assert checking.wait(60), "the check did not begin"
+            results["other"] = other(*args)
+        except BaseException as err:  # pragma: no cover - reported below
+            errors.append(err)
+        finally:
+            other_done.set()
+
+    monkeypatch.setattr(graph_check, "to_host", to_host)
+    threads = [threading.Thread(target=capture), threading.Thread(target=meanwhile)]
+    with plax_cupy.count() as c:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    assert not errors, errors
+    # the capture's launch and the other thread's plain run; the check's plain run and second
+    # launch, and its reads (each output of the two launches and of the plain run)
+    assert c.launches == 1 + alone.launches and c.device_copies == 0, c
+    assert c.verify_launches == plain.launches + 1 and c.verify_reads == 3 * n_out, c
+    assert alone.verify_launches == 0 and plain.launches == alone.launches
+    for key in ("capture", "other"):
+        for g, w in zip(plax.tree_util.tree_leaves(results[key]), want):
+            np.testing.assert_allclose(np.asarray(g), w, rtol=1e-5, atol=1e-6)

@@ -215,7 +215,13 @@ def test_argmax_argmin_with_a_block_of_threads(tmp_path, threads):
             source, name = kernels_rows.argextreme_source(is_max, "float", "int")
             outer, n, inner = kernels_rows._layout(data.shape, axis)
             out = np.full(outer * inner, -7, np.int32)
-            _kernels(tmp_path, source)[name](2, threads, data, out, outer * inner, n, inner)
+            if inner == 1:   # (contiguous rows: a block a row)
+                _kernels(tmp_path, source)[name](2, threads, data, out, outer, n)
+            else:            # (a non-last axis: the coalesced column kernel, in one part)
+                segs = kernels_rows.arg_column_segments(n, inner, data.itemsize)
+                unused = np.zeros(1, np.float32), np.zeros(1, np.int64)
+                _kernels(tmp_path, source)[name + "_columns"](2, threads, data, *unused, out,
+                                                              outer, n, inner, segs, n)
             np.testing.assert_array_equal(out, numpy_fn(data, axis=axis), err_msg=f"{is_max} {axis}")
 
 
