@@ -518,21 +518,23 @@ def _short_spec(x: Any) -> Any:
 
 
 def placed_results(outs: list, jaxpr=None, short_inputs: Sequence[bool] = (),
-                   kept: bool = False) -> list:
+                   kept: bool = False, mesh: Any = None) -> list:
     """The results of a top-level ``jit`` call under a set mesh, each
     one-device result (a program with no argument on the mesh) placed replicated on it
     (not while a function is traced: a value made then is one of its constants):
     ``P()`` where JAX's rules keep the short spec of host arguments (``short_inputs``
     marks them among ``jaxpr``'s inputs; :func:`short_outputs`), else ``P(None, ...)``.
     ``kept``: an argument keeps them on its device (what :func:`check_committed_devices`
-    returns); they are committed there instead.
+    returns); they are committed there instead. ``mesh``: the current mesh when the
+    caller has it (:func:`current_mesh`: a ``jit`` call works it out once), else looked up.
 
     Example:
       >>> with plax.set_mesh(plax.make_mesh((1,), ("x",))):
       ...     plax.jit(lambda: jnp.ones(2))().sharding.spec
       P(None,)
     """
-    mesh = current_mesh()
+    if mesh is None:
+        mesh = current_mesh()
     if not _places(mesh) or trace_state.depth:
         return outs
     if kept:
