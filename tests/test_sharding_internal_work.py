@@ -90,3 +90,25 @@ def test_a_jit_call_in_internal_work_takes_the_fast_path(monkeypatch):
     for out in inside:
         assert _one_device(out)
         np.testing.assert_array_equal(np.asarray(out), np.full(3, 2.0))
+
+
+def test_a_jit_call_under_a_mesh_works_out_the_mesh_once(monkeypatch):
+    from plax import sharding_eager
+    f = plax.jit(lambda a, b: (a + b, a * b))
+    x = jnp.ones(3)
+    calls = []
+    current_mesh = sharding_eager.current_mesh
+
+    def counting():
+        calls.append(1)
+        return current_mesh()
+
+    monkeypatch.setattr(sharding_eager, "current_mesh", counting)
+    mesh = plax.make_mesh((1,), ("x",), axis_types=(plax.sharding.AxisType.Auto,))
+    with plax.set_mesh(mesh):
+        f(x, x)   # (compiled)
+        del calls[:]
+        outs = f(x, np.ones(3, np.float32))
+    assert len(calls) == 1
+    assert all(o.sharding.mesh is mesh for o in outs)
+    np.testing.assert_array_equal(np.asarray(outs[0]), np.full(3, 2.0))
