@@ -5,6 +5,7 @@ float or enum option; plax's message also says what is accepted), and the few op
 never reads from the environment are not read from it."""
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -14,12 +15,18 @@ import pytest
 from plax.config import Config
 
 
+def _option_variable(key: str) -> bool:
+    """Whether ``key`` may set an option (CHECK_VMA and JAX2TF_* too)."""
+    return key.startswith(("PLAX_", "JAX_", "JAX2TF_")) or key in (
+        "CHECK_VMA", "EAGER_CONSTANT_FOLDING")
+
+
 @pytest.fixture
 def env(monkeypatch):
-    """Sets variables for one table; clears every PLAX_/JAX_ option variable first (CI may
-    set some, e.g. JAX_PLATFORMS)."""
+    """Sets variables for one table; clears every option variable first (CI may set some,
+    e.g. JAX_PLATFORMS)."""
     for key in list(os.environ):
-        if key.startswith(("PLAX_", "JAX_")) and key not in ("PLAX_PLATFORMS", "JAX_PLATFORMS"):
+        if _option_variable(key) and key not in ("PLAX_PLATFORMS", "JAX_PLATFORMS"):
             monkeypatch.delenv(key)
     return monkeypatch.setenv
 
@@ -102,3 +109,80 @@ def test_the_choices_are_jax_s():
             values = tuple(str(m.value) if isinstance(m.value, str) else m.name.lower()
                            for m in meta["enum_class"])
             assert (table.get(short) or (words[short],))[0] == values, name
+
+
+# Settings import jax 0.10.2 accepts, with the value it gives (recorded one by one with
+# `JAX_PLATFORMS=cpu VAR=value python -c "import jax; print(jax.config.values[option])"`;
+# test_the_accepted_table_is_jax_s checks them against the live JAX): (variable, value,
+# option, JAX's value). Each option appears once, so one process can set them all.
+ACCEPTED = [
+    # its enum reads any case (the other enum options must be spelt exactly: REFUSED)
+    ("JAX_SEND_TRACEBACK_TO_RUNTIME", "ON", "jax_send_traceback_to_runtime", "on"),
+    ("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "nan",
+     "jax_persistent_cache_min_compile_time_secs", float("nan")),
+    ("JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "+1_000",
+     "jax_persistent_cache_min_entry_size_bytes", 1000),
+    # options JAX never reads from the environment: a value there is ignored, even a bad one
+    ("JAX_CHECK_PROXY_ENVS", "maybe", "jax_check_proxy_envs", True),
+    ("JAX_CPU_ENABLE_ASYNC_DISPATCH", "0", "jax_cpu_enable_async_dispatch", True),
+    ("JAX_FORCE_DCN_CROSS_HOST_TRANSFERS", "x", "jax_force_dcn_cross_host_transfers", False),
+    ("JAX_SORT_DEVICES_BY_PROCESS_INDEX", "0", "jax_sort_devices_by_process_index", True),
+    ("JAX_CUDA_VISIBLE_DEVICES", "0", "jax_cuda_visible_devices", "all"),
+    ("JAX_XLA_BACKEND", "foo", "jax_xla_backend", ""),
+    # options JAX reads under another name (the option's name in upper case)
+    ("CHECK_VMA", "1", "check_vma", True),
+    ("JAX_EAGER_CONSTANT_FOLDING", "1", "eager_constant_folding", False),   # (not its name)
+    ("JAX2TF_ASSOCIATIVE_SCAN_REDUCTIONS", "1", "jax2tf_associative_scan_reductions", True),
+    ("JAX2TF_DEFAULT_NATIVE_SERIALIZATION", "off", "jax2tf_default_native_serialization",
+     False),
+    ("JAX_EXPORT_IGNORE_FORWARD_COMPATIBILIY", "1", "jax_export_ignore_forward_compatibility",
+     True),   # (JAX's spelling, read besides JAX_EXPORT_IGNORE_FORWARD_COMPATIBILITY)
+    # read in lower case
+    ("JAX_BACKEND_TARGET", "LOCAL", "jax_backend_target", "local"),
+    ("JAX_PLATFORM_NAME", "CPU", "jax_platform_name", "cpu"),
+]
+
+# Settings import jax 0.10.2 refuses (ValueError), recorded as above.
+REFUSED = [("JAX_SEND_TRACEBACK_TO_RUNTIME", "bad"), ("JAX_LEGACY_PRNG_KEY", "WARN"),
+           ("JAX_USE_MAGMA", "ON"), ("JAX_OPTIMIZATION_LEVEL", "o1"), ("CHECK_VMA", "bad")]
+
+
+def _same(a, b) -> bool:
+    return a == b or (a != a and b != b)   # (NaN is NaN's match)
+
+
+@pytest.mark.parametrize("key, raw, option, jax_value", ACCEPTED)
+def test_a_setting_jax_accepts_is_read_as_jax_reads_it(env, key, raw, option, jax_value):
+    env(key, raw)
+    value = Config().read(option)
+    assert _same(value, jax_value) and type(value) is type(jax_value), (value, jax_value)
+
+
+@pytest.mark.parametrize("key, raw", REFUSED)
+def test_a_setting_jax_refuses_is_refused(env, key, raw):
+    env(key, raw)
+    with pytest.raises(ValueError, match=f"invalid value {raw!r} for the environment "
+                                         f"variable {key}"):
+        Config()
+
+
+def test_the_accepted_table_is_jax_s():
+    """ACCEPTED and REFUSED, asked of the live JAX: the accepted settings all at once in one
+    process (each option once), each refused one in its own."""
+    pytest.importorskip("jax")
+    clean = {k: v for k, v in os.environ.items() if not _option_variable(k)}
+    clean["JAX_PLATFORMS"] = "cpu"
+    options = sorted({option for _, _, option, _ in ACCEPTED})
+    script = ("import json, jax; v = jax.config.values; "
+              f"print(json.dumps({{n: v[n] if isinstance(v[n], (bool, int, float)) else str(v[n])"
+              f" for n in {options!r}}}))")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=300, env=dict(clean, **{k: raw for k, raw, _, _ in ACCEPTED}))
+    assert done.returncode == 0, done.stderr
+    values = json.loads(done.stdout.splitlines()[-1])
+    for key, raw, option, jax_value in ACCEPTED:
+        assert _same(values[option], jax_value), (key, raw, values[option])
+    for key, raw in REFUSED:
+        done = subprocess.run([sys.executable, "-c", "import jax"], capture_output=True,
+                              text=True, timeout=300, env=dict(clean, **{key: raw}))
+        assert done.returncode != 0 and "ValueError" in done.stderr, (key, raw)

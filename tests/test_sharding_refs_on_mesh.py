@@ -5,11 +5,15 @@
   ``ValueError`` (its type shown ``Ref{float32[3]}``); under a mesh of that one device with
   no Explicit axis every result is committed to the device (as with a committed Array
   argument), with an Explicit axis the results are typed on the mesh.
+* Eager reads and writes (``r[...]``, ``r[...] = v``, ``addupdate``) run as JAX runs them,
+  one primitive taking the ref as ``args[0]``: such a ref under a mesh of other devices is
+  refused; under its device's mesh it stays on that device and its reads are committed to
+  it (``plax.sharding_eager.ref_access``).
 * ``new_ref`` under a mesh copies its value there, as JAX does: a host value (a NumPy array,
   a Python scalar) or an uncommitted Array is held placed ``P()`` on the mesh, one committed
   to another device is JAX's ``ValueError`` (``argument args[0] of copy``); a ``jit``
   reading such a ref places its results on the mesh, and the ref keeps its placement after
-  the call.
+  the call and after an eager write of a value placed otherwise.
 
 The script runs under plax and, where JAX is installed, under JAX; ``JAX_ANSWERS`` is JAX
 0.10.2's record, so CI (no JAX) checks plax against it.
@@ -70,6 +74,26 @@ for kind, axis_type in (("explicit", Explicit), ("auto", Auto)):
         except ValueError as e:
             refused = str(e).split(" This error occurs")[0]
         out[f"new_ref_copies_{kind}"] = [str(jax.new_ref(uncommitted).sharding.spec), refused]
+    # eager reads and writes of a ref under a mesh (each runs as one primitive of the ref)
+    for where, devices in (("other", jax.devices()[1:2]), ("its", [d0])):
+        r = jax.new_ref(jnp.ones(3))
+        with jax.set_mesh(mesh_of(devices, axis_type)):
+            accesses = [("read", lambda: [placed(r[...]), placed(r[...] + 1)]),
+                        ("write", lambda: r.__setitem__(..., np.full(3, 2, "f4")))]
+            if kind == "auto":   # (JAX's own discharge of it mistypes under Explicit axes)
+                accesses.append(("add", lambda: jax.ref.addupdate(r, 0, 1.0)))
+            for name, access in accesses:
+                try:
+                    got = access()
+                except ValueError as e:
+                    got = str(e).split(" This error occurs")[0]
+                out[f"eager_{name}_{where}_{kind}"] = got
+        out[f"eager_ref_after_{where}_{kind}"] = [type(r.sharding).__name__,
+                                                  np.asarray(r[...]).tolist()]
+    with jax.set_mesh(mesh_of(jax.devices(), axis_type)):
+        r = jax.new_ref(np.ones(3, np.float32))   # over the mesh: P()
+        r[...] = jnp.full(3, 2.0)                 # (placed on the mesh, P(None,) if Explicit)
+        out[f"eager_write_on_mesh_{kind}"] = [str(r.sharding.spec), placed(r[...])]
 print(json.dumps(out))
 '''
 
@@ -81,6 +105,9 @@ _COPY = ("Received incompatible devices for jitted computation. Got argument arg
          "with device ids [0, 1, 2, 3, 4, 5, 6, 7] on platform CPU")
 _ONE = ["SingleDeviceSharding", [0], True]
 _NAMED = "NamedSharding"
+_EAGER = ("Received incompatible devices for jitted computation. Got argument args[0] of %s "
+          "with shape Ref{float32[3]} and with device ids [0] on platform CPU and jit's "
+          "context mesh with device ids [1] on platform CPU")
 
 JAX_ANSWERS = {
     "ref_all_devices_explicit": _REFUSED % "[0, 1, 2, 3, 4, 5, 6, 7]",
@@ -97,6 +124,26 @@ JAX_ANSWERS = {
     "new_ref_copies_auto": ["P()", _COPY],
     "new_ref_host_auto": ["P()", [_NAMED, "P()", True], "P()", [_NAMED, "P()", True],
                           [_NAMED, "P()", True], _NAMED, 4.0],
+    # eager reads and writes: a ref made off any mesh is refused under a mesh of another
+    # device (and left as it was); under its device's mesh it stays there, its reads
+    # committed to it (r[...] + 1 too, but under an Explicit axis, which types it on the mesh)
+    "eager_read_other_explicit": _EAGER % "get",
+    "eager_read_other_auto": _EAGER % "get",
+    "eager_write_other_explicit": _EAGER % "swap",
+    "eager_write_other_auto": _EAGER % "swap",
+    "eager_add_other_auto": _EAGER % "addupdate",
+    "eager_ref_after_other_explicit": ["SingleDeviceSharding", [1.0, 1.0, 1.0]],
+    "eager_ref_after_other_auto": ["SingleDeviceSharding", [1.0, 1.0, 1.0]],
+    "eager_read_its_explicit": [_ONE, [_NAMED, "P(None,)", True]],
+    "eager_read_its_auto": [_ONE, _ONE],
+    "eager_write_its_explicit": None,
+    "eager_write_its_auto": None,
+    "eager_add_its_auto": None,
+    "eager_ref_after_its_explicit": ["SingleDeviceSharding", [2.0, 2.0, 2.0]],
+    "eager_ref_after_its_auto": ["SingleDeviceSharding", [3.0, 2.0, 2.0]],
+    # a ref over the mesh keeps its type when a value placed otherwise is written
+    "eager_write_on_mesh_explicit": ["P()", [_NAMED, "P()", True]],
+    "eager_write_on_mesh_auto": ["P()", [_NAMED, "P()", True]],
 }
 
 

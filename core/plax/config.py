@@ -54,14 +54,36 @@ _ENUMS: dict[str, tuple[tuple, bool]] = {
 # keeps jax_explicit_x64_dtypes as an integer enum, set from JAX_EXPLICIT_X64_DTYPES=allow).
 _ENV_WORDS = {"explicit_x64_dtypes": ("warn", "error", "allow")}
 
-# Options JAX never reads from the environment (set only with config.update): plax ignores
-# JAX_<NAME> / PLAX_<NAME> for them too, so a value there neither sets nor breaks anything.
-_NOT_FROM_ENV = frozenset({"mock_num_gpu_processes", "cross_host_transfer_timeout_seconds",
-                           "cross_host_transfer_transfer_size"})
+# Enum options whose variable JAX reads in any case (JAX_SEND_TRACEBACK_TO_RUNTIME=ON: its
+# enum class looks a word up by its upper-case name); the others must be spelt exactly.
+_ANY_CASE = frozenset({"send_traceback_to_runtime"})
+
+# Options JAX never reads from the environment (its absl-style flags, set only with
+# config.update or a command-line flag): plax ignores JAX_<NAME> / PLAX_<NAME> for them too,
+# so a value there neither sets nor breaks anything.
+_NOT_FROM_ENV = frozenset({
+    "mock_num_gpu_processes", "cross_host_transfer_timeout_seconds",
+    "cross_host_transfer_transfer_size", "check_proxy_envs", "cpu_enable_async_dispatch",
+    "force_dcn_cross_host_transfers", "sort_devices_by_process_index", "xla_backend",
+    "cuda_visible_devices", "rocm_visible_devices", "oneapi_visible_devices",
+    "mock_gpu_topology", "cross_host_transfer_socket_address",
+    "cross_host_transport_addresses"})
+
+# Variables JAX also reads for an option, after its own (JAX's spelling kept: the option's
+# default is read from it).
+_MORE_ENV_NAMES = {"export_ignore_forward_compatibility":
+                   ("JAX_EXPORT_IGNORE_FORWARD_COMPATIBILIY",)}
+
+# Options whose variable JAX reads in lower case (JAX_PLATFORM_NAME=CPU gives "cpu").
+_LOWERED_FROM_ENV = frozenset({"backend_target", "platform_name"})
+
+
+def _short(name: str) -> str:
+    return name[4:] if name.startswith("jax_") else name
+
 
 # Options plax reads as booleans (from the environment through env_flag).
-_BOOLS = frozenset(name[4:] for name, v in JAX_OPTIONS.items()
-                   if name.startswith("jax_") and isinstance(v, bool))
+_BOOLS = frozenset(_short(name) for name, v in JAX_OPTIONS.items() if isinstance(v, bool))
 
 # Options read once, when the devices are first listed: changing them later raises.
 _BEFORE_DEVICES = frozenset({"num_cpu_devices"})
@@ -159,7 +181,7 @@ def env_flag(name: str, default: bool) -> bool:
 
 def env_number(name: str, default: float, *, kind: type = int, minimum: float | None = None,
                maximum: float | None = None, above: float | None = None,
-               warn: bool = False) -> float:
+               nan: bool = False, warn: bool = False) -> float:
     """The numeric environment variable ``name``, read now: parsed as ``kind`` (``int`` or
     ``float``; spaces around ignored); unset or empty gives ``default``. The one parse of
     plax's and its backends' numeric settings (``PLAX_NUMBA_WORKERS``,
@@ -169,10 +191,11 @@ def env_number(name: str, default: float, *, kind: type = int, minimum: float | 
     Args:
       name: the variable's name.
       default: the value when it is unset or empty (returned as given, not checked).
-      kind: ``int`` (decimal digits, an optional sign) or ``float`` (not NaN).
+      kind: ``int`` (decimal digits, an optional sign) or ``float`` (NaN only if ``nan``).
       minimum: the smallest value accepted, if any.
       maximum: the largest value accepted, if any.
       above: a bound the value must exceed, if any (``above=0``: positive).
+      nan: a ``float`` may be NaN (``nan``, as JAX's float options take it; no bound then).
       warn: a bad value is named in a warning and gives ``default``, rather than raising:
         for settings read on a background thread, where an exception would read as a
         failure of the work it does (the numba backend's compile thread).
@@ -204,6 +227,8 @@ def env_number(name: str, default: float, *, kind: type = int, minimum: float | 
         value = kind(raw.strip())
     except ValueError:
         value = None
+    if nan and value is not None and value != value:
+        return value
     if (value is not None and value == value  # (unparsable, or NaN: it compares with nothing)
             and (above is None or value > above) and (minimum is None or value >= minimum)
             and (maximum is None or value <= maximum)):
@@ -222,18 +247,20 @@ def env_number(name: str, default: float, *, kind: type = int, minimum: float | 
     return default
 
 
-def env_choice(name: str, default: Any, choices: tuple[str, ...]) -> Any:
+def env_choice(name: str, default: Any, choices: tuple[str, ...], *,
+               any_case: bool = False) -> Any:
     """The environment variable ``name`` that names one of ``choices``, read now (exactly
-    as spelt, as JAX reads its enum options; spaces around ignored); unset or empty gives
-    ``default``.
+    as spelt, as JAX reads most of its enum options, or in any case; spaces around
+    ignored); unset or empty gives ``default``.
 
     Args:
       name: the variable's name.
       default: the value when it is unset or empty.
       choices: the words accepted.
+      any_case: a word is recognised in any case (``ON`` for ``on``).
 
     Returns:
-      The word, or ``default``.
+      The word as ``choices`` spell it, or ``default``.
 
     Raises:
       ValueError: any other value, naming the variable, the value and the choices.
@@ -242,46 +269,70 @@ def env_choice(name: str, default: Any, choices: tuple[str, ...]) -> Any:
       >>> os.environ["PLAX_EXAMPLE_MODE"] = "warn"
       >>> env_choice("PLAX_EXAMPLE_MODE", "allow", ("allow", "warn", "raise"))
       'warn'
+      >>> os.environ["PLAX_EXAMPLE_MODE"] = "Warn"
+      >>> env_choice("PLAX_EXAMPLE_MODE", "allow", ("allow", "warn", "raise"), any_case=True)
+      'warn'
       >>> del os.environ["PLAX_EXAMPLE_MODE"]
     """
     raw = os.environ.get(name)
     if raw is None or not raw.strip():
         return default
-    if raw.strip() in choices:
-        return raw.strip()
+    word = raw.strip()
+    for choice in choices:
+        if word == choice or (any_case and word.lower() == choice.lower()):
+            return choice
     raise ValueError(_invalid(name, raw, f"one of {', '.join(choices)}") + ", or leave it unset")
-
-
-def _short(name: str) -> str:
-    return name[4:] if name.startswith("jax_") else name
 
 
 # short name -> the name JAX spells it with (``check_vma`` has no prefix)
 _JAX_NAME = {_short(n): n for n in JAX_OPTIONS}
 
 
+def env_names(name: str) -> tuple[str, ...]:
+    """The environment variables option ``name`` starts from, the first set winning:
+    ``PLAX_<NAME>``, then the one JAX reads, the option's JAX name in upper case
+    (``JAX_ENABLE_X64``; ``CHECK_VMA`` for ``check_vma``, ``JAX2TF_...`` for the ``jax2tf_``
+    options), then any other JAX reads too. None for an option JAX never reads from the
+    environment (``jax_cpu_enable_async_dispatch``, ...).
+
+    Example:
+      >>> env_names("jax_enable_x64"), env_names("check_vma")
+      (('PLAX_ENABLE_X64', 'JAX_ENABLE_X64'), ('PLAX_CHECK_VMA', 'CHECK_VMA'))
+      >>> env_names("jax_sort_devices_by_process_index") is None
+      True
+    """
+    short = _short(name)
+    if short in _NOT_FROM_ENV:
+        return None
+    return ("PLAX_" + short.upper(), _JAX_NAME.get(short, name).upper(),
+            *_MORE_ENV_NAMES.get(short, ()))
+
+
 def _from_env(name: str, default: Any) -> Any:
-    """The option's starting value: ``PLAX_<NAME>`` or ``JAX_<NAME>`` when set (the first).
+    """The option's starting value: the first of :func:`env_names` that is set.
 
     A value that is not one the option takes raises ``ValueError`` naming the variable, as
-    ``import jax`` does for its ``JAX_<NAME>`` (both variables are checked, also the one
-    not used). Unlike JAX, an empty variable counts as unset, as for plax's own settings.
+    ``import jax`` does for its variable (every variable is checked, also those not used).
+    Unlike JAX, an empty variable counts as unset, as for plax's own settings.
     """
-    if name in _NOT_FROM_ENV:
+    keys = env_names(name)
+    if keys is None:
         return default
     found = []
-    for key in ("PLAX_" + name.upper(), "JAX_" + name.upper()):
+    for key in keys:
         raw = os.environ.get(key)
         if raw is None or not raw.strip():  # unset or empty: the next variable, else the default
             continue
         if name in _BOOLS:
             found.append(env_flag(key, default))
         elif name in _ENUMS or name in _ENV_WORDS:
-            found.append(env_choice(key, default, _ENV_WORDS.get(name) or _ENUMS[name][0]))
+            found.append(env_choice(key, default, _ENV_WORDS.get(name) or _ENUMS[name][0],
+                                    any_case=name in _ANY_CASE))
         elif isinstance(default, (int, float)):  # (bool is in _BOOLS)
-            found.append(env_number(key, default, kind=type(default)))
+            kind = type(default)
+            found.append(env_number(key, default, kind=kind, nan=kind is float))
         else:
-            found.append(raw)
+            found.append(raw.lower() if name in _LOWERED_FROM_ENV else raw)
     return found[0] if found else default
 
 

@@ -488,6 +488,86 @@ def placed_ref_value(x: Any) -> Any:
     return x
 
 
+def ref_access(name: str, ref: Ref, operands: Sequence, compute: Callable) -> Any:
+    """``compute(*operands)``: the eager ``get``, ``swap`` or ``addupdate`` (``name``) of the
+    concrete ``ref`` with ``operands`` (the value written, then the indices), placed as JAX
+    0.10 places it under the current mesh, where it runs as one primitive taking the ref as
+    ``args[0]``:
+
+    * a ref committed to one device (a ref made off any mesh: :func:`one_device_of`) under a
+      mesh of other devices is JAX's ``ValueError`` (``argument args[0] of get``), as is an
+      operand committed elsewhere;
+    * under a mesh of the ref's one device, the access runs there unplaced: what it reads
+      and the ref's new value are committed to that device (JAX keeps the ref there);
+    * a ref over the mesh keeps its placement (its type): a value written is laid out as the
+      one it replaces (:func:`laid_out_as`), and reads are placed as eager work is.
+
+    With no mesh set (or in plax's own eager work) it is ``compute(*operands)``.
+
+    Example:
+      >>> r = plax.new_ref(jnp.ones(2))
+      >>> with plax.set_mesh(plax.make_mesh((1,), ("x",))):
+      ...     r[...] = np.zeros(2, np.float32)
+      >>> r.sharding
+      SingleDeviceSharding(device=CpuDevice(id=0), memory_kind=device)
+    """
+    mesh = current_mesh()
+    if not _places(mesh):
+        return compute(*operands)
+    check_committed_devices([ref, *operands], mesh, lambda i: f"argument args[{i}] of {name}")
+    old = ref._value
+    device = one_device_of(ref)
+    if device is None:  # over the mesh
+        out = compute(*operands)
+        if ref._value is not old:
+            ref._value = laid_out_as(ref._value, old)
+        return out
+    plain = []
+    for x in operands:
+        v = _off_mesh_value(x, mesh)
+        plain.append(x if v is None else v)
+    with internal_eager_work():  # (the mesh is the ref's device: nothing to place)
+        out = compute(*plain)
+    ref._value = _committed_to(ref._value, device, mesh)
+    return _committed_to(out, device, mesh)
+
+
+def _committed_to(x: Any, device, mesh) -> Any:
+    """``x`` (an access's result: an Array, or a value replicated on ``mesh``, the mesh of
+    ``device`` alone) as an Array committed to ``device``; anything else as it is."""
+    if isinstance(x, Array):
+        v = _off_mesh_value(x, mesh)
+        if type(v) is Array and v._device is device:
+            return v if v._committed else Array._new(v._buf, v.aval, device, True)
+    return x
+
+
+def laid_out_as(value: Any, old: Any) -> Any:
+    """``value``, written into a ref that held ``old`` (a value over a mesh), laid out as
+    ``old`` was and typed as it: a ref keeps its placement across writes (one-device runs,
+    values placed otherwise). Returned as it is when it already lies so.
+
+    Example:
+      >>> mesh = plax.make_mesh((1,), ("x",))
+      >>> old = plax.device_put(jnp.ones(2), plax.NamedSharding(mesh, plax.P()))
+      >>> laid_out_as(jnp.zeros(2), old).sharding.spec
+      P()
+    """
+    if value is old:
+        return value
+    sharding = old.sharding
+    if type(value) is _ShardedArray and value._sharding == sharding:
+        # the same layout (P(None,) is P()): its buffers, under the ref's sharding and type
+        out = _sharded(old.aval, sharding, list(value._pieces), True)
+        _BUF.__set__(out, _BUF.__get__(value, _ShardedArray))
+        out.aval = old.aval
+        return out
+    import plax
+    placed = plax.device_put(value, sharding)
+    placed.aval = old.aval
+    return placed
+
+
 def with_short_specs(outs: list, jaxpr, short_inputs: Sequence[bool]) -> list:
     """``outs`` (results of a top-level ``jit`` call of ``jaxpr`` partitioned over the set
     mesh) with each one JAX types ``P()`` (:func:`short_outputs`: computed from host
@@ -518,21 +598,23 @@ def _short_spec(x: Any) -> Any:
 
 
 def placed_results(outs: list, jaxpr=None, short_inputs: Sequence[bool] = (),
-                   kept: bool = False) -> list:
+                   kept: bool = False, mesh: Any = None) -> list:
     """The results of a top-level ``jit`` call under a set mesh, each
     one-device result (a program with no argument on the mesh) placed replicated on it
     (not while a function is traced: a value made then is one of its constants):
     ``P()`` where JAX's rules keep the short spec of host arguments (``short_inputs``
     marks them among ``jaxpr``'s inputs; :func:`short_outputs`), else ``P(None, ...)``.
     ``kept``: an argument keeps them on its device (what :func:`check_committed_devices`
-    returns); they are committed there instead.
+    returns); they are committed there instead. ``mesh``: the current mesh when the
+    caller has it (:func:`current_mesh`: a ``jit`` call works it out once), else looked up.
 
     Example:
       >>> with plax.set_mesh(plax.make_mesh((1,), ("x",))):
       ...     plax.jit(lambda: jnp.ones(2))().sharding.spec
       P(None,)
     """
-    mesh = current_mesh()
+    if mesh is None:
+        mesh = current_mesh()
     if not _places(mesh) or trace_state.depth:
         return outs
     if kept:

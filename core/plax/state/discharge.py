@@ -406,19 +406,11 @@ def compile_stateful(closed: ClosedJaxpr, compile_pure: Callable, device):
             old = r._value
             r._value = new(b, aval, device, old._committed)
             if type(old) is not Array:  # a ref of a value over a mesh stays placed so
-                r._value = _placed_as(r._value, old)
+                from plax.sharding_eager import laid_out_as
+                r._value = laid_out_as(r._value, old)
         return outs[:n_out]
 
     return run, compiled.const_bufs
-
-
-def _placed_as(value, old):
-    """``value`` (a one-device Array) laid out as ``old`` (a ref's previous value, over a
-    mesh) was, with ``old``'s type: a ref keeps its placement across a one-device run."""
-    import plax
-    placed = plax.device_put(value, old.sharding)
-    placed.aval = old.aval
-    return placed
 
 
 def apply_with_refs(prim, args, params):

@@ -24,6 +24,7 @@ from plax.core import effects, registry
 from plax.core.primitive import Primitive
 from plax.core.shaped_array import ShapedArray
 from plax.core.trace import Tracer, state as trace_state
+from plax.sharding import mesh_maybe_set as _mesh_maybe_set
 from plax.state.types import AbstractRef, Ref, RefIndexer, is_ref_aval
 
 new_ref_p = Primitive("new_ref")
@@ -301,6 +302,9 @@ def ref_get(ref, idx=None):
     indexer, dyn = RefIndexer.parse(aval.shape, idx)
     _check_sharded_index(aval, indexer)
     if _is_eager(ref):
+        if _mesh_maybe_set[0]:  # placed as JAX places it (plax.sharding_eager.ref_access)
+            from plax.sharding_eager import ref_access
+            return ref_access("get", ref, dyn, lambda *d: read_value(ref._value, indexer, d))
         return read_value(ref._value, indexer, dyn)
     return get_p.bind(ref, *dyn, indexer=indexer)
 
@@ -319,6 +323,10 @@ def ref_swap(ref, idx, value, _function_name: str = "ref_swap"):
     value = _as_value(value, aval)
     if _is_eager(ref) and not isinstance(value, Tracer):
         _check_write(aval, value.aval, [getattr(d, "aval", d) for d in dyn], indexer, "swap")
+        if _mesh_maybe_set[0]:
+            from plax.sharding_eager import ref_access
+            return ref_access("swap", ref, (value, *dyn),
+                              lambda v, *d: _swap_impl(ref, v, *d, indexer=indexer))
         return _swap_impl(ref, value, *dyn, indexer=indexer)
     return swap_p.bind(ref, value, *dyn, indexer=indexer)
 
@@ -349,6 +357,11 @@ def ref_addupdate(ref, idx, x) -> None:
     x = _as_value(x, aval)
     if _is_eager(ref) and not isinstance(x, Tracer):
         _check_write(aval, x.aval, [getattr(d, "aval", d) for d in dyn], indexer, "addupdate")
+        if _mesh_maybe_set[0]:
+            from plax.sharding_eager import ref_access
+            ref_access("addupdate", ref, (x, *dyn),
+                       lambda v, *d: _addupdate_impl(ref, v, *d, indexer=indexer))
+            return
         _addupdate_impl(ref, x, *dyn, indexer=indexer)
         return
     addupdate_p.bind(ref, x, *dyn, indexer=indexer)
@@ -417,8 +430,7 @@ def new_ref(init_val: Any, *, memory_space: Any = None, kind: str | None = None)
         from plax.array import from_host
         init_val = from_host(init_val)
     if trace_state.depth == 0:
-        from plax.sharding import mesh_maybe_set
-        if mesh_maybe_set[0]:  # JAX 0.10 copies the value onto the set mesh
+        if _mesh_maybe_set[0]:  # JAX 0.10 copies the value onto the set mesh
             from plax.sharding_eager import placed_ref_value
             init_val = placed_ref_value(init_val)
         return Ref(init_val)

@@ -15,7 +15,6 @@ import contextlib
 import functools
 import inspect
 import operator
-import sys
 import threading
 import time
 import weakref
@@ -425,8 +424,10 @@ class JitFunction:
         # fast cache when the call qualifies.
         # (_trace_shared.active: some thread traces; only then is the thread-local depth read)
         tracing = _trace_shared.active and trace_state.depth
+        # (under a set mesh only plax's own eager work takes it: internal_eager_work)
         if tracing or _general_only[0] or kwargs or self._donates or \
-                self._shardings is not None or _mesh_maybe_set[0]:
+                self._shardings is not None or \
+                (_mesh_maybe_set[0] and not _in_internal_eager_work()):
             if tracing:
                 return self._call_general(args, kwargs)  # in/out shardings inert (JAX)
             if self._shardings is not None:
@@ -482,18 +483,18 @@ class JitFunction:
             static = ()
             tree_in = (args, {})
         leaves, treedef = _tree_flatten(tree_in)
-        # JAX 0.10 under a set mesh: arguments committed elsewhere refused (not in plax's
-        # own eager work: on_mesh), host ones placed, results placed on the mesh
-        mesh_set = _mesh_is_set()
-        on_mesh = mesh_set and _mesh_maybe_set[0] and not _in_internal_eager_work()
+        # JAX 0.10 under a set mesh: arguments committed elsewhere refused, host ones
+        # placed, results placed on the mesh. The mesh is worked out once per call, and is
+        # None in plax's own eager work (internal_eager_work), as on the fast path.
+        mesh = _call_mesh()
+        on_mesh = mesh is not None
         if on_mesh:
             # (asked before the run: it writes the refs' final values)
-            kept = self._check_context_mesh(leaves, treedef, static, len(args))
+            kept = self._check_context_mesh(leaves, treedef, static, len(args), mesh)
             from plax.sharding_eager import typed_short
             host_inputs = [typed_short(x) for x in leaves]  # (host values, uncommitted arrays)
-        if mesh_set:
             from plax.transforms.jit_shardings import placed_on_context_mesh
-            leaves = placed_on_context_mesh(leaves) or leaves
+            leaves = placed_on_context_mesh(leaves, mesh) or leaves
         device = self._device
         committed = device is not None
         avals = []
@@ -572,7 +573,8 @@ class JitFunction:
                 out_arrays = place_jit_outputs(entry.closed, leaves, out_arrays)
         if on_mesh:  # results of a program with no argument on the mesh: placed on it
             from plax.sharding_eager import placed_results
-            out_arrays = placed_results(out_arrays, entry.closed.jaxpr, host_inputs, kept)
+            out_arrays = placed_results(out_arrays, entry.closed.jaxpr, host_inputs, kept,
+                                        mesh)
         if _checks[0]:  # jax_debug_nans / jax_debug_infs
             from plax.float_checks import check_jit_outputs
             check_jit_outputs(out_arrays, self._name, lambda: self._deoptimized(args, kwargs))
@@ -596,14 +598,11 @@ class JitFunction:
             "with a non-array argument, and this argument was not marked as static using the "
             "static_argnums or static_argnames parameters of jax.jit.")
 
-    def _check_context_mesh(self, leaves, treedef, static, nargs) -> bool:
-        """JAX's ValueError for an argument committed to one device other than the current
-        mesh's devices (:func:`plax.sharding_eager.check_committed_devices`); returns
-        whether the results stay on that device (False when there is no mesh)."""
-        from plax.sharding_eager import check_committed_devices, current_mesh
-        mesh = current_mesh()
-        if mesh is None:
-            return False
+    def _check_context_mesh(self, leaves, treedef, static, nargs, mesh) -> bool:
+        """JAX's ValueError for an argument committed to one device other than the devices
+        of ``mesh``, the current one (:func:`plax.sharding_eager.check_committed_devices`);
+        returns whether the results stay on that device."""
+        from plax.sharding_eager import check_committed_devices
         qualname = getattr(self.fun, "__qualname__", None) or fun_name(self.fun)
 
         def name_of(i):
@@ -1228,10 +1227,14 @@ def eval_shape(fun: Callable, *args, **kwargs):
                        transform="eval_shape").eval_shape(*args, **kwargs)
 
 
-def _mesh_is_set() -> bool:
-    """Whether a mesh is set (``plax.set_mesh``/``use_mesh``): one lookup, no import."""
-    sharding = sys.modules.get("plax.sharding")
-    return sharding is not None and sharding.get_mesh() is not None
+def _call_mesh():
+    """The mesh a top-level call is placed on and checked against
+    (:func:`plax.sharding_eager.current_mesh`): None when none is set (one flag read) or
+    the running thread does plax's own eager work."""
+    if not _mesh_maybe_set[0]:
+        return None
+    from plax.sharding_eager import current_mesh
+    return current_mesh()
 
 
 def _placed_as_typed(results: list) -> list:

@@ -421,21 +421,28 @@ def _type_sharding(aval: Any) -> Any:
 
 # ------------------------------------------------------------------ host arguments
 
-def placed_on_context_mesh(leaves: list) -> list | None:
+def placed_on_context_mesh(leaves: list, mesh: Any) -> list | None:
     """The argument leaves of a top-level ``jit`` call with each host value (a NumPy array,
-    a Python or NumPy scalar) and each uncommitted Array placed replicated on the current
-    mesh, as JAX 0.10 types and places them when the mesh (``plax.set_mesh``) has Explicit
+    a Python or NumPy scalar) and each uncommitted Array placed replicated on ``mesh``, as
+    JAX 0.10 types and places them when the current mesh (``plax.set_mesh``) has Explicit
     axes: ``NamedSharding(mesh, P())``, so the results lie on the mesh too
-    (``jit(f)(np.ones((8, 4))).sharding`` is ``NamedSharding(mesh, P(None, None))``). None
-    when no such mesh is set or nothing needs placing (the usual case, at the cost of one
-    lookup).
+    (``jit(f)(np.ones((8, 4))).sharding`` is ``NamedSharding(mesh, P(None, None))``).
+
+    Args:
+      leaves: the call's argument leaves.
+      mesh: the current mesh as :func:`plax.sharding_eager.current_mesh` gives it (the
+        call works it out once): None in plax's own eager work, which places nothing.
+
+    Returns:
+      The leaves, placed; None when ``mesh`` has no Explicit axis or nothing needs
+      placing (the usual case).
+
+    Example:
+      >>> mesh = plax.make_mesh((1,), ("x",))
+      >>> placed_on_context_mesh([np.ones(2)], mesh)[0].sharding.spec
+      P()
     """
-    from plax.sharding import get_mesh
-    mesh = get_mesh()
-    if mesh is None:
-        return None
-    from plax.sharding import AxisType, _mesh_of_abstract
-    mesh = _mesh_of_abstract(mesh)
+    from plax.sharding import AxisType
     if mesh is None or mesh.empty or AxisType.Explicit not in mesh.axis_types:
         return None
     import numpy as np
