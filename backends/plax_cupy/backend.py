@@ -342,17 +342,18 @@ class CupyBackend(Backend):
         unless it launched generated kernels (which count themselves) or returned only views
         of its operands (a reshape, a slice: no device work)."""
         on_bits = getattr(fn, "bf16", None) == "bits"  # the kernel takes Bf16Buffers itself
-        totals, launches = runtime.TOTALS, runtime.LAUNCHES
+        launches = runtime.LAUNCHES   # (runtime.TOTALS read each time: it is rebound)
 
         def run(*buffers, **params):
             device = self._device_for(buffers)
-            launched = totals[launches]
+            launched = runtime.TOTALS[launches]
             with self.on(device):
                 if not on_bits and (any(isinstance(b, Bf16Buffer) for b in buffers)
                                     or _mentions_bf16(params)):
                     out = self._alloc(device, lambda: self._bf16_call(primitive, fn, buffers, params), None)
                 else:
                     out = self._alloc(device, lambda: fn(*buffers, **params), None)
+            totals = runtime.TOTALS
             if counted and totals[launches] == launched and not _views_of(out, buffers):
                 totals[launches] += 1
             return out

@@ -185,33 +185,56 @@ _THREAD = _Route()
 _routing_lock = threading.Lock()
 _routing = [0]   # threads inside counted_as now
 
-
-class _Totals(list):
-    """The running totals, as fast as a list to increment (no method of its own)."""
-
-    __slots__ = ()
+#: the running totals' storage, indexed by H2D, D2H, LAUNCHES, FALLBACKS, D2D,
+#: VERIFY_LAUNCHES, VERIFY_READS
+_COUNTS = [0, 0, 0, 0, 0, 0, 0]
 
 
-class _RoutedTotals(_Totals):
-    """The running totals while some thread routes its counts (:func:`counted_as`): an
-    increment by a thread with a route lands where the route says."""
+class _RoutedTotals:
+    """:data:`TOTALS` while some thread routes its counts (:func:`counted_as`): :data:`_COUNTS`
+    read and written, a write by a thread with a route landing where the route says."""
 
     __slots__ = ()
+
+    def __getitem__(self, i) -> int:
+        return _COUNTS[i]
+
+    def __len__(self) -> int:
+        return len(_COUNTS)
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(list(_COUNTS))
 
     def __setitem__(self, i, value) -> None:
         route = _THREAD.route
         if route is None or i not in route:
-            list.__setitem__(self, i, value)
+            _COUNTS[i] = value
             return
         j = route[i]
         if j is not None:   # (`TOTALS[i] += n` sets TOTALS[i] + n: n moves to j)
-            list.__setitem__(self, j, list.__getitem__(self, j) + value - list.__getitem__(self, i))
+            _COUNTS[j] += value - _COUNTS[i]
 
 
-#: the process's running totals, indexed by H2D, D2H, LAUNCHES, FALLBACKS, D2D,
-#: VERIFY_LAUNCHES, VERIFY_READS (an increment is the whole cost: they are a list, switched to
-#: :class:`_RoutedTotals` only while some thread routes its counts)
-TOTALS = _Totals([0, 0, 0, 0, 0, 0, 0])
+#: the process's running totals (an increment is the whole cost: while no thread routes its
+#: counts, this is :data:`_COUNTS`, a plain list, else a :class:`_RoutedTotals` of it; read it
+#: as ``runtime.TOTALS`` each time, never keep it)
+TOTALS = _COUNTS
+_ROUTED = _RoutedTotals()
+
+
+def _begin_routing() -> None:
+    global TOTALS
+    with _routing_lock:
+        _routing[0] += 1
+        TOTALS = _ROUTED
+
+
+def _end_routing() -> None:
+    global TOTALS
+    with _routing_lock:
+        _routing[0] -= 1
+        if not _routing[0]:
+            TOTALS = _COUNTS
 
 
 @contextlib.contextmanager
@@ -227,18 +250,13 @@ def counted_as(route: dict) -> Iterator[None]:
       >>> with counted_as(CHECKING):   # doctest: +SKIP
       ...     reference = program(*buffers)   # its launches count as verify_launches
     """
-    with _routing_lock:
-        _routing[0] += 1
-        TOTALS.__class__ = _RoutedTotals
+    _begin_routing()
     outer, _THREAD.route = _THREAD.route, route
     try:
         yield
     finally:
         _THREAD.route = outer
-        with _routing_lock:
-            _routing[0] -= 1
-            if not _routing[0]:
-                TOTALS.__class__ = _Totals
+        _end_routing()
 
 #: primitive name -> host fallbacks so far
 FALLBACK_PRIMITIVES: dict = {}
@@ -340,7 +358,7 @@ class count:
 
     def snapshot(self) -> Counters:
         """The deltas as a :class:`Counters`."""
-        return Counters(*(self._delta(i) for i in range(len(TOTALS))))
+        return Counters(*(self._delta(i) for i in range(len(_COUNTS))))
 
     def __repr__(self) -> str:
         return f"count({', '.join(f'{k}={v}' for k, v in self.snapshot()._asdict().items())})"
