@@ -790,19 +790,15 @@ class GraphedProgram:
 
     def _first_call(self, buffers) -> list:
         """Runs plainly, and decides from what it did whether the program can be captured."""
-        before, host_before = runtime.counters(), runtime.fallback_primitives()
-        out = self._plain(buffers, "the first call, which compiles")
-        after = runtime.counters()
+        with runtime.count(this_thread=True) as mine:   # (not another thread's meanwhile)
+            out = self._plain(buffers, "the first call, which compiles")
         # (uploads of the first call may be constants of lazily compiled bodies; an upload
         # every call is refused by the capture itself)
-        if after.host_fallbacks != before.host_fallbacks:
-            on_host = runtime.fallback_primitives()
-            self.reason = "a primitive runs on the host: " + ", ".join(
-                sorted(p for p, n in on_host.items() if n != host_before.get(p, 0)))
-        elif after.device_to_host != before.device_to_host:
+        if mine.host_fallbacks:
+            self.reason = "a primitive runs on the host: " + ", ".join(sorted(mine.fallbacks))
+        elif mine.device_to_host:
             self.reason = "it reads device memory on the host"
-        elif after.launches - before.launches <= 1:
+        elif mine.launches <= 1:
             # a replay is one launch at best: a single fused kernel gains nothing
-            self.reason = (f"{after.launches - before.launches} launches per call, no more than "
-                           "a replay's 1")
+            self.reason = f"{mine.launches} launches per call, no more than a replay's 1"
         return out

@@ -174,16 +174,18 @@ CHECKING = {LAUNCHES: VERIFY_LAUNCHES, D2D: None, D2H: VERIFY_READS}
 CAPTURING = {LAUNCHES: None, D2D: None}
 
 
-class _Route(threading.local):
+class _Thread(threading.local):
     """This thread's route of counts (:func:`counted_as`): ``None``, or ``{index: index it
-    counts in instead, or None: not counted}``."""
+    counts in instead, or None: not counted}``; and the tallies of its own counts that
+    :class:`count` ``(this_thread=True)`` blocks keep: ``(totals, {primitive: fallbacks})``."""
 
     route = None
+    tallies = ()
 
 
-_THREAD = _Route()
+_THREAD = _Thread()
 _routing_lock = threading.Lock()
-_routing = [0]   # threads inside counted_as now
+_routing = [0]   # threads inside counted_as or a this-thread count now
 
 #: the running totals' storage, indexed by H2D, D2H, LAUNCHES, FALLBACKS, D2D,
 #: VERIFY_LAUNCHES, VERIFY_READS
@@ -191,8 +193,8 @@ _COUNTS = [0, 0, 0, 0, 0, 0, 0]
 
 
 class _RoutedTotals:
-    """:data:`TOTALS` while some thread routes its counts (:func:`counted_as`): :data:`_COUNTS`
-    read and written, a write by a thread with a route landing where the route says."""
+    """:data:`TOTALS` while some thread routes or tallies its counts: :data:`_COUNTS` read and
+    written, a write by such a thread landing where its route says (and in its tallies)."""
 
     __slots__ = ()
 
@@ -206,18 +208,22 @@ class _RoutedTotals:
         return iter(list(_COUNTS))
 
     def __setitem__(self, i, value) -> None:
-        route = _THREAD.route
-        if route is None or i not in route:
+        state = _THREAD
+        route, tallies = state.route, state.tallies
+        if route is None and not tallies:
             _COUNTS[i] = value
             return
-        j = route[i]
-        if j is not None:   # (`TOTALS[i] += n` sets TOTALS[i] + n: n moves to j)
-            _COUNTS[j] += value - _COUNTS[i]
+        n = value - _COUNTS[i]   # (`TOTALS[i] += n` sets TOTALS[i] + n: n moves to j)
+        j = i if route is None else route.get(i, i)
+        if j is not None:
+            _COUNTS[j] += n
+            for totals, _ in tallies:
+                totals[j] += n
 
 
-#: the process's running totals (an increment is the whole cost: while no thread routes its
-#: counts, this is :data:`_COUNTS`, a plain list, else a :class:`_RoutedTotals` of it; read it
-#: as ``runtime.TOTALS`` each time, never keep it)
+#: the process's running totals (an increment is the whole cost: while no thread routes or
+#: tallies its counts, this is :data:`_COUNTS`, a plain list, else a :class:`_RoutedTotals`
+#: of it; read it as ``runtime.TOTALS`` each time, never keep it)
 TOTALS = _COUNTS
 _ROUTED = _RoutedTotals()
 
@@ -288,6 +294,8 @@ def note_fallback(primitive_name: str) -> None:
     """Counts one host fallback of ``primitive_name``."""
     TOTALS[FALLBACKS] += 1
     FALLBACK_PRIMITIVES[primitive_name] = FALLBACK_PRIMITIVES.get(primitive_name, 0) + 1
+    for _, names in _THREAD.tallies:
+        names[primitive_name] = names.get(primitive_name, 0) + 1
 
 
 def counters() -> Counters:
@@ -317,6 +325,11 @@ class count:
     The object's attributes (those of :class:`Counters`) are the deltas since the block began,
     frozen when it ends; ``fallbacks`` is ``{primitive: count}`` of its host fallbacks.
 
+    Args:
+      this_thread: count only what the thread that enters the block does in it (all threads'
+        work by default); while such a block is open, every thread's counts go through
+        :class:`_RoutedTotals` (a Python method: for a program's first call, not a hot loop).
+
     Example:
       >>> with plax_cupy.count() as c:   # doctest: +SKIP
       ...     y = f(x).block_until_ready()
@@ -324,24 +337,41 @@ class count:
       (1, 0, 0, 0)
     """
 
-    def __init__(self):
+    def __init__(self, this_thread: bool = False):
+        self._this_thread = this_thread
+        self._tally = None
         self._start = self._end = None
         self._fb_start: dict = {}
         self._fb_end: dict | None = None
 
     def __enter__(self) -> "count":
-        self._start, self._end = list(TOTALS), None
-        self._fb_start, self._fb_end = dict(FALLBACK_PRIMITIVES), None
+        if self._this_thread:
+            self._tally = ([0] * len(_COUNTS), {})
+            self._start, self._fb_start = [0] * len(_COUNTS), {}
+            _begin_routing()
+            _THREAD.tallies += (self._tally,)
+        else:
+            self._start, self._fb_start = list(TOTALS), dict(FALLBACK_PRIMITIVES)
+        self._end = self._fb_end = None
         return self
 
     def __exit__(self, *exc) -> bool:
-        self._end, self._fb_end = list(TOTALS), dict(FALLBACK_PRIMITIVES)
+        if self._tally is not None:
+            _THREAD.tallies = tuple(t for t in _THREAD.tallies if t is not self._tally)
+            _end_routing()
+        self._end, self._fb_end = list(self._totals()), dict(self._fallbacks())
         return False
+
+    def _totals(self):
+        return TOTALS if self._tally is None else self._tally[0]
+
+    def _fallbacks(self) -> dict:
+        return FALLBACK_PRIMITIVES if self._tally is None else self._tally[1]
 
     def _delta(self, i: int) -> int:
         if self._start is None:
             raise RuntimeError("plax_cupy.count(): use it as `with plax_cupy.count() as c:`")
-        return (self._end or TOTALS)[i] - self._start[i]
+        return (self._end or self._totals())[i] - self._start[i]
 
     host_to_device = property(lambda self: self._delta(H2D))
     device_to_host = property(lambda self: self._delta(D2H))
@@ -353,7 +383,7 @@ class count:
 
     @property
     def fallbacks(self) -> dict:
-        end = self._fb_end if self._fb_end is not None else FALLBACK_PRIMITIVES
+        end = self._fb_end if self._fb_end is not None else self._fallbacks()
         return {k: v - self._fb_start.get(k, 0) for k, v in end.items() if v != self._fb_start.get(k, 0)}
 
     def snapshot(self) -> Counters:

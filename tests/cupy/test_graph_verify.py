@@ -190,6 +190,61 @@ def test_counts_routed_by_one_thread_leave_another_threads_alone():
 
 # ---------------------------------------------------------------- on the simulated GPU
 
+
+@on_simulated_gpu
+def test_a_first_call_is_judged_by_its_own_threads_work_alone(monkeypatch, executables):
+    """A program's first call decides whether it can be captured from what the calling thread
+    did (``runtime.count(this_thread=True)``): another thread's host copy and host fallback
+    meanwhile neither bar it from graphs nor show in its reason, and its own still do."""
+    import threading
+    import plax
+    from plax_cupy import graphs, runtime
+    from test_simulated_graphs import _host_only_primitive
+    host_only = _host_only_primitive()
+    host_args, want = _expected()
+    args = plax.device_put(host_args, _gpu())
+    x = plax.device_put(np.linspace(0.5, 2, 8).astype(np.float32), _gpu())
+    first_call, other_done, errors = threading.Event(), threading.Event(), []
+    real_plain = graphs.GraphedProgram._plain
+
+    def plain(self, buffers, why):   # (a first call waits, before it ends, for the other's work)
+        out = real_plain(self, buffers, why)
+        if why.startswith("the first call") and not first_call.is_set():
+            first_call.set()
+            assert other_done.wait(60), "the other thread's work did not end"
+        return out
+
+    def meanwhile():
+        try:
+            assert first_call.wait(60), "the first call did not begin"
+            # a host copy and a host fallback, counted as another GPU's would be (on this one
+            # a copy counts, then waits for the device's lock, which the first call holds)
+            runtime.TOTALS[runtime.D2H] += 1
+            runtime.note_fallback("simulated_elsewhere")
+        except BaseException as err:  # pragma: no cover - reported below
+            errors.append(err)
+        finally:
+            other_done.set()
+
+    monkeypatch.setattr(graphs.GraphedProgram, "_plain", plain)
+    thread = threading.Thread(target=meanwhile)
+    thread.start()
+    with runtime.count() as c:
+        _run(plax.jit(_fresh_step()), args)
+    thread.join()
+    assert not errors, errors
+    assert c.device_to_host >= 1 and c.fallbacks == {"simulated_elsewhere": 1}, c
+    assert not executables[0].graphed.reason, executables[0].graphed.reason
+    # its own host fallback bars it, and its reason names its own alone
+    first_call.clear(), other_done.clear()
+    thread = threading.Thread(target=meanwhile)
+    thread.start()
+    plax.jit(lambda z: host_only.bind(z * 0.3) * 2 + plax.numpy.exp(z) - z)(x)
+    thread.join()
+    assert not errors, errors
+    reason = executables[-1].graphed.reason
+    assert reason == "a primitive runs on the host: simulated_host_only", reason
+
 def _gpu():
     import plax
     return plax.devices("gpu")[0]
