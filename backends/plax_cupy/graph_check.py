@@ -113,11 +113,6 @@ def _is_var(v) -> bool:
     return isinstance(v, Var)
 
 
-def _inexact(v) -> bool:
-    """Whether jaxpr variable ``v`` holds floats (complex and bfloat16 included)."""
-    return dtypes.issubdtype(v.aval.dtype, np.inexact)
-
-
 def _differing(jaxpr, inputs: Sequence[bool]) -> list[bool]:
     """Per output of ``jaxpr`` (a ``Jaxpr`` or ``ClosedJaxpr``): whether it may differ between a
     plain run and a captured launch, given which of its inputs may (:func:`near_ties`)."""
@@ -155,7 +150,7 @@ def _equation_differs(eqn, ins: list[bool]) -> list[bool]:
     """Per output of ``eqn``: whether it may differ, given which inputs may (``ins``)."""
     name, outs = eqn.primitive.name, eqn.outvars
     if CAPTURE_PATHS.get(name, (None, False))[1]:   # (another entry point: rounds otherwise)
-        return [any(ins) or _inexact(v) or name in PIVOTING for v in outs]
+        return [any(ins) or dtypes.is_inexact(v.aval.dtype) or name in PIVOTING for v in outs]
     subs = sub_jaxprs(eqn.params)
     if not subs:
         return [any(ins)] * len(outs)
