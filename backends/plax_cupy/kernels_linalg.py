@@ -184,11 +184,11 @@ class _ProgramSolver:
         self._lock = threading.Lock()
 
     def plan(self, a, capturing: bool) -> tuple:
-        """``(routines, sizes, extra)`` for ``a``: the routines whose sizes are asked, the
-        size function, and the keyword arguments (a Jacobi params object) ``sizes`` and
-        ``solve`` take beyond the equation's."""
+        """``(routines, extra)`` for ``a``: the routines whose sizes are asked, and the
+        keyword arguments (a Jacobi params object) ``sizes`` and ``solve`` take beyond the
+        equation's."""
         if self.jacobi is None or not _jacobi_batch(a):
-            return self.routines, type(self).sizes, {}
+            return self.routines, {}
         routine = cusolver_direct.JACOBI[self.jacobi][0]
         if self.jacobi_params is None:
             direct = cusolver_direct.binding()
@@ -199,7 +199,7 @@ class _ProgramSolver:
                 except (AttributeError, cusolver_direct.CUSOLVERError):
                     if capturing:   # (the capture fails naming the missing or refusing creator)
                         raise
-        return (routine,), type(self).sizes, {"params": self.jacobi_params}
+        return (routine,), {"params": self.jacobi_params}
 
     def __call__(self, a: "cupy.ndarray"):
         key = (a.shape, a.dtype.str)
@@ -209,15 +209,15 @@ class _ProgramSolver:
             if capturing:
                 raise failed
             return type(self).solve(a, **self.params)
-        routines, sizes, extra = self.plan(a, capturing)
+        routines, extra = self.plan(a, capturing)
         if a.size and key not in self.lwork and self.needs_workspace(a) and not capturing \
                 and None not in extra.values():
             direct = cusolver_direct.binding()
             if direct is not None and all(direct.has(r + "_bufferSize", a.dtype)
                                           for r in routines):
                 try:
-                    self.lwork[key] = sizes(direct, cusolver_direct.handle(), a, **extra,
-                                            **self.params)
+                    self.lwork[key] = type(self).sizes(direct, cusolver_direct.handle(), a,
+                                                       **extra, **self.params)
                 except cusolver_direct.CUSOLVERError:
                     # (the plain call needs no size: a capture asks again, and if the library
                     # refuses there too, the program runs plainly with that reason)
