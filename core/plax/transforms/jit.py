@@ -1243,6 +1243,14 @@ def _placed_as_typed(results: list) -> list:
     if not any(r.aval.sharding is not None for r in results):
         return results
     from plax.device import _shard_leaf
+    from plax.sharding_eager import replica_on_host
     from plax.transforms.jit_shardings import with_weak_type
-    return [r if r.aval.sharding is None else
-            with_weak_type(_shard_leaf(r, r.aval.sharding), r.aval.weak_type) for r in results]
+    out = []
+    for r in results:
+        s = r.aval.sharding
+        if s is not None:  # (replicated over CPU devices: one buffer they all hold)
+            placed = replica_on_host(r, s)
+            r = placed if placed is not None else \
+                with_weak_type(_shard_leaf(r, s), r.aval.weak_type)
+        out.append(r)
+    return out
