@@ -39,6 +39,9 @@ from plax.transforms.call import (call_target, check_pinned, compile_closed, jit
                                   lend_buffers as _lend_buffers, pinned_device,
                                   wrap_outputs as _wrap_outputs,
                                   unlent_outputs as _unlent_outputs)
+from plax.transforms.jit_mesh_calls import (host_buffer as _host_buffer,
+                                            leaf_kinds as _leaf_kinds, recipe as _recipe,
+                                            replayed as _replayed)
 from plax.transforms.staging import abstractify, convert_tracer_consts, trace_to_jaxpr
 
 _tree_flatten = tree_util.tree_flatten
@@ -53,6 +56,9 @@ _trace_flags = [(False, True, "allow", "standard", "threefry2x32", None)]
 # outputs (one read on the fast path, as before)
 _general_only = [False]
 _checks = [False]
+
+_LOOK_UP = object()  # JitFunction._call_general: the caller did not work out the mesh
+_ON_MESH = "on mesh"  # marks a fast-cache key of the mesh fast path (JitFunction._call_on_mesh)
 
 
 def _current_trace_flags() -> tuple:
@@ -432,8 +438,13 @@ class JitFunction:
                 return self._call_general(args, kwargs)  # in/out shardings inert (JAX)
             if self._shardings is not None:
                 return self._call_sharded(args, kwargs)
-            return self._call_donating(args, kwargs) if self._donates else \
-                self._call_general(args, kwargs)
+            if self._donates:
+                return self._call_donating(args, kwargs)
+            if not _general_only[0] and not kwargs:  # under a set mesh, the mesh fast path
+                mesh = _call_mesh()
+                out = self._call_on_mesh(args, mesh) if mesh is not None else None
+                return out if out is not None else self._call_general(args, kwargs, mesh)
+            return self._call_general(args, kwargs)
         static_nums = self._static_nums
         if static_nums is None:
             static_key = ()
@@ -472,8 +483,53 @@ class JitFunction:
         return _tree_unflatten(entry.out_tree, [new(b, a, device, committed)
                                                 for b, a in zip(outs, entry.out_avals)])
 
-    def _call_general(self, args, kwargs):
-        """Any call: resolves static arguments, devices and scalars; compiles on a miss."""
+    def _call_on_mesh(self, args, mesh):
+        """A call under ``mesh`` (the current one), of Explicit axes on CPU devices, whose
+        argument leaves are all host values or uncommitted Arrays, with a signature the
+        general path recorded (:mod:`plax.transforms.jit_mesh_calls`); None for any other
+        call."""
+        static_nums = self._static_nums
+        if static_nums is None:
+            static_key = ()
+            leaves, treedef = _tree_flatten(args)
+        else:
+            if not static_nums or static_nums[-1] >= len(args):
+                return None
+            static_key = tuple([(type(args[i]), args[i]) for i in static_nums])
+            leaves, treedef = _tree_flatten(
+                tuple([a for i, a in enumerate(args) if i not in static_nums]))
+        kinds = _leaf_kinds(leaves)
+        if kinds is None:
+            return None
+        try:
+            found = self._fast_cache.get((treedef, kinds, static_key, _ON_MESH, id(mesh),
+                                          _trace_flags[0]))
+        except TypeError:  # an unhashable static argument: _call_general explains
+            return None
+        if found is None or found[0] is not mesh:  # (a mesh since freed had its address)
+            return None
+        _, entry, parts = found
+        device = entry.device
+        outs = entry.executable(*entry.const_bufs, *[_host_buffer(x, device) for x in leaves])
+        return _tree_unflatten(entry.out_tree, _replayed(parts, outs))
+
+    def _record_mesh_call(self, args, raw, mesh, entry, outs, results, flags) -> None:
+        """Records how this call under ``mesh`` placed its ``results`` from the program's
+        ``outs``, for :meth:`_call_on_mesh` to replay, when its argument leaves ``raw`` (as
+        passed) are all host values or uncommitted Arrays."""
+        kinds = _leaf_kinds(raw)
+        parts = _recipe(outs, results) if kinds is not None else None
+        if parts is None:
+            return
+        nums = self._static_nums or ()
+        static_key = tuple([(type(args[i]), args[i]) for i in nums])
+        fast_tree = _tree_flatten(tuple([a for i, a in enumerate(args) if i not in nums]))[1]
+        self._fast_cache[(fast_tree, kinds, static_key, _ON_MESH, id(mesh), flags)] = \
+            (mesh, entry, parts)
+
+    def _call_general(self, args, kwargs, mesh=_LOOK_UP):
+        """Any call: resolves static arguments, devices and scalars; compiles on a miss.
+        ``mesh``: the current mesh when the caller worked it out (:func:`_call_mesh`)."""
         if (_trace_shared.active and trace_state.depth) or _flags["disable_jit"]:
             return self._call_traced(args, kwargs)
         if self.sig.any_static or kwargs:
@@ -486,7 +542,8 @@ class JitFunction:
         # JAX 0.10 under a set mesh: arguments committed elsewhere refused, host ones
         # placed, results placed on the mesh. The mesh is worked out once per call, and is
         # None in plax's own eager work (internal_eager_work), as on the fast path.
-        mesh = _call_mesh()
+        if mesh is _LOOK_UP:
+            mesh = _call_mesh()
         on_mesh = mesh is not None
         if on_mesh:
             # (asked before the run: it writes the refs' final values)
@@ -494,6 +551,7 @@ class JitFunction:
             from plax.sharding_eager import typed_short
             host_inputs = [typed_short(x) for x in leaves]  # (host values, uncommitted arrays)
             from plax.transforms.jit_shardings import placed_on_context_mesh
+            raw = leaves
             leaves = placed_on_context_mesh(leaves, mesh) or leaves
         device = self._device
         committed = device is not None
@@ -575,6 +633,12 @@ class JitFunction:
             from plax.sharding_eager import placed_results
             out_arrays = placed_results(out_arrays, entry.closed.jaxpr, host_inputs, kept,
                                         mesh)
+            if leaves is not raw and not kept and not has_refs and not kwargs and \
+                    entry.pinned is None and not entry.ref_consts and not lent and \
+                    self._device is None and not self._donates and \
+                    self._shardings is None and device.platform == "cpu" and \
+                    self._fast_eligible(args):  # (all placed on a CPU mesh: leaves is not raw)
+                self._record_mesh_call(args, raw, mesh, entry, outs, out_arrays, flags)
         if _checks[0]:  # jax_debug_nans / jax_debug_infs
             from plax.float_checks import check_jit_outputs
             check_jit_outputs(out_arrays, self._name, lambda: self._deoptimized(args, kwargs))
