@@ -24,9 +24,9 @@ from typing import Any, Callable, Sequence
 
 from plax.array import _BUF, Array, _Piece, _ShardedArray, _sharded
 from plax.core.trace import state as trace_state
-from plax.sharding import (AxisType, NamedSharding, PartitionSpec, _full_index, get_mesh,
-                           in_internal_eager_work, internal_eager_work,
-                           no_mesh_in_this_thread)
+from plax.sharding import (AxisType, NamedSharding, PartitionSpec, _full_index,
+                           _mesh_of_abstract, get_mesh, in_internal_eager_work,
+                           internal_eager_work, no_mesh_in_this_thread)
 from plax.state.types import Ref, is_ref_aval
 
 _REPLICATED: dict = {}  # (id(mesh), rank) -> NamedSharding(mesh, P(None, ...))
@@ -43,7 +43,6 @@ def current_mesh():
     """
     if in_internal_eager_work():
         return None
-    from plax.sharding import _mesh_of_abstract
     mesh = get_mesh()
     return None if mesh is None else _mesh_of_abstract(mesh)
 

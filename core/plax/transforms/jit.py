@@ -1297,8 +1297,8 @@ def _call_mesh():
     the running thread does plax's own eager work."""
     if not _mesh_maybe_set[0]:
         return None
-    from plax.sharding_eager import current_mesh
-    return current_mesh()
+    import plax.sharding_eager as eager  # (loaded once a mesh is set: a module look-up)
+    return eager.current_mesh()
 
 
 def _placed_as_typed(results: list) -> list:

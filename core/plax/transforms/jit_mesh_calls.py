@@ -17,7 +17,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from plax.array import _BUF, Array, _ShardedArray, _sharded, _Piece
+from plax.array import _BUF, Array, _Piece, _ShardedArray, _host_numpy, _sharded, from_host
 
 _SCALARS = (bool, int, float, complex)
 
@@ -102,5 +102,6 @@ def host_buffer(x: Any, device) -> Any:
     """
     if type(x) is Array:
         return x._buf
-    from plax.array import from_host
+    if type(x) is np.ndarray and x.dtype.kind in "biufc":  # (from_host's copy, no Array)
+        return device.backend.put(_host_numpy(x, None)[0], device)
     return from_host(x, device=device)._buf
