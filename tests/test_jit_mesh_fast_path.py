@@ -1,7 +1,7 @@
-"""A ``jit`` call under a set mesh of Explicit axes on CPU devices with host values and
+"""A ``jit`` call under a set mesh of CPU devices with host values and
 uncommitted Arrays as arguments (:mod:`plax.transforms.jit_mesh_calls`): the first call of a
-signature takes the general path, which places every argument ``P()`` on the mesh and the
-results on it; later calls replay what it made. Whichever path a call takes, its results
+signature takes the general path, which places every argument ``P()`` on a mesh of Explicit
+axes and the results on the mesh; later calls replay what it made. Whichever path a call takes, its results
 are the same -- type, ``.sharding``, committedness, pieces, values -- and a NumPy argument
 written by its owner after the call, or a donated one, behaves as on the general path."""
 from __future__ import annotations
@@ -17,6 +17,7 @@ from plax.transforms import jit as jit_module
 from plax.transforms.jit_shardings import placed_on_context_mesh
 
 MESH = plax.make_mesh((1,), ("x",))
+AUTO = plax.make_mesh((1,), ("x",), axis_types=(plax.sharding.AxisType.Auto,))
 
 
 def _described(x) -> tuple:
@@ -53,12 +54,13 @@ _KINDS = {
 }
 
 
+@pytest.mark.parametrize("mesh", [MESH, AUTO], ids=["Explicit", "Auto"])
 @pytest.mark.parametrize("kind", list(_KINDS))
-def test_every_call_gives_what_the_general_path_gives(kind, replays):
+def test_every_call_gives_what_the_general_path_gives(kind, mesh, replays):
     f = plax.jit(lambda a, b: (a * 2 + b, b, a))
     a = _KINDS[kind]()
     b = jnp.ones(3)
-    with plax.set_mesh(MESH):
+    with plax.set_mesh(mesh):
         first = f(a, b)          # the general path: recorded
         assert replays[0] == 0
         again = [f(a, b) for _ in range(2)]
@@ -67,9 +69,9 @@ def test_every_call_gives_what_the_general_path_gives(kind, replays):
     np.testing.assert_array_equal(np.asarray(first[0]), want)
     for out in again:
         assert [_described(o) for o in out] == [_described(o) for o in first]
-    # a host or uncommitted argument is placed P() (its own output keeps it), the rest
-    # P(None,): each typed on the mesh, committed
-    assert first[1].sharding == NamedSharding(MESH, P()) and first[1]._committed
+    # on the mesh, committed (Explicit: a host or uncommitted argument is placed P(), and
+    # its own output keeps it; Auto: every result P())
+    assert first[1].sharding == NamedSharding(mesh, P()) and first[1]._committed
 
 
 def test_a_numpy_argument_written_after_the_call_leaves_results_as_they_were(replays):

@@ -444,7 +444,7 @@ def placed_argument(x: Any, mesh) -> Any:
       P()
     """
     sharding = replicated(mesh, None)
-    if type(x) is not Array and _cpu_mesh(mesh):
+    if type(x) is not Array and cpu_mesh(mesh):
         from plax.array import from_host
         x = from_host(x, device=sharding._device_assignment[0])  # (the one copy)
     if type(x) is Array:
@@ -487,8 +487,13 @@ def replica_on_host(x: Any, sharding) -> Any:
 _CPU_MESHES: dict = {}  # id(mesh) -> (mesh, whether every device of it is a CPU device)
 
 
-def _cpu_mesh(mesh) -> bool:
-    """Whether every device of ``mesh`` is a CPU device (asked once per mesh)."""
+def cpu_mesh(mesh) -> bool:
+    """Whether every device of ``mesh`` is a CPU device (asked once per mesh).
+
+    Example:
+      >>> cpu_mesh(plax.make_mesh((1,), ("x",)))
+      True
+    """
     found = _CPU_MESHES.get(id(mesh))
     if found is None or found[0] is not mesh:
         if len(_CPU_MESHES) >= 64:
@@ -511,7 +516,7 @@ def _host_layout(sharding, shape: tuple) -> list | None:
     if found is not None and found[0] is sharding:
         return found[1]
     layout = None
-    if type(sharding) is NamedSharding and _cpu_mesh(sharding.mesh):
+    if type(sharding) is NamedSharding and cpu_mesh(sharding.mesh):
         spec = sharding.spec
         if not spec.unreduced and not spec.reduced and sharding.is_fully_replicated:
             if all(e is None for e in spec):

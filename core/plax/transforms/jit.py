@@ -484,7 +484,7 @@ class JitFunction:
                                                 for b, a in zip(outs, entry.out_avals)])
 
     def _call_on_mesh(self, args, mesh):
-        """A call under ``mesh`` (the current one), of Explicit axes on CPU devices, whose
+        """A call under ``mesh`` (the current one), of CPU devices, whose
         argument leaves are all host values or uncommitted Arrays, with a signature the
         general path recorded (:mod:`plax.transforms.jit_mesh_calls`); None for any other
         call."""
@@ -630,14 +630,14 @@ class JitFunction:
                 from plax.sharding_auto import place_jit_outputs
                 out_arrays = place_jit_outputs(entry.closed, leaves, out_arrays)
         if on_mesh:  # results of a program with no argument on the mesh: placed on it
-            from plax.sharding_eager import placed_results
+            from plax.sharding_eager import cpu_mesh, placed_results
             out_arrays = placed_results(out_arrays, entry.closed.jaxpr, host_inputs, kept,
                                         mesh)
-            if leaves is not raw and not kept and not has_refs and not kwargs and \
+            if cpu_mesh(mesh) and not kept and not has_refs and not kwargs and \
                     entry.pinned is None and not entry.ref_consts and not lent and \
                     self._device is None and not self._donates and \
                     self._shardings is None and device.platform == "cpu" and \
-                    self._fast_eligible(args):  # (all placed on a CPU mesh: leaves is not raw)
+                    self._fast_eligible(args):
                 self._record_mesh_call(args, raw, mesh, entry, outs, out_arrays, flags)
         if _checks[0]:  # jax_debug_nans / jax_debug_infs
             from plax.float_checks import check_jit_outputs

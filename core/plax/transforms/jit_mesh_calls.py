@@ -1,15 +1,15 @@
-"""The fast path of a top-level ``jit`` call under a set mesh of Explicit axes on CPU devices.
+"""The fast path of a top-level ``jit`` call under a set mesh of CPU devices.
 
 JAX 0.10 places every host value and uncommitted array argument of such a call replicated
-on the mesh (``NamedSharding(mesh, P())``), runs the program, and places its results on the
-mesh. On a mesh of CPU devices plax's general path (``JitFunction._call_general``) does so
-with one host buffer that every device holds (:func:`plax.sharding_eager.placed_argument`),
-so the program runs on the arguments' own buffers (a host value's one copy) and each
-result holds the program's output buffer. What the general path made of a signature's
-results -- each one's type, sharding and pieces -- is recorded once (:func:`recipe`), and
-later calls with arguments of the same kinds run the program and wrap its buffers so
-(:func:`replayed`), skipping the placement, checks and result placement that would give the
-same answer again.
+on the mesh when it has Explicit axes (``NamedSharding(mesh, P())``), runs the program, and
+places its results on the mesh (Explicit or Auto axes). On a mesh of CPU devices plax's
+general path (``JitFunction._call_general``) does so with one host buffer that every device
+holds (:func:`plax.sharding_eager.placed_argument`, ``place_replicated``), so the program
+runs on the arguments' own buffers (a host value's one copy) and each result holds the
+program's output buffer. What the general path made of a signature's results -- each one's
+type, sharding and pieces -- is recorded once (:func:`recipe`), and later calls with
+arguments of the same kinds run the program and wrap its buffers so (:func:`replayed`),
+skipping the placement, checks and result placement that would give the same answer again.
 """
 from __future__ import annotations
 
