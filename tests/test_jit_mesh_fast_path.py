@@ -1,5 +1,5 @@
 """A ``jit`` call under a set mesh of CPU devices with host values and
-uncommitted Arrays as arguments (:mod:`plax.transforms.jit_mesh_calls`): the first call of a
+Arrays as arguments (:mod:`plax.transforms.jit_mesh_calls`): the first call of a
 signature takes the general path, which places every argument ``P()`` on a mesh of Explicit
 axes and the results on the mesh; later calls replay what it made. Whichever path a call takes, its results
 are the same -- type, ``.sharding``, committedness, pieces, values -- and a NumPy argument
@@ -51,7 +51,10 @@ _KINDS = {
     "Python int": lambda: 3,
     "NumPy scalar": lambda: np.float32(1.5),
     "weak uncommitted Array": lambda: plax.device_put(2.0),
+    "committed Array": lambda: plax.device_put(jnp.arange(3.0), plax.devices()[0]),
+    "Array placed P()": lambda: plax.device_put(jnp.arange(3.0), NamedSharding(MESH, P())),
 }
+_COMMITTED = ("committed Array", "Array placed P()")
 
 
 @pytest.mark.parametrize("mesh", [MESH, AUTO], ids=["Explicit", "Auto"])
@@ -64,14 +67,18 @@ def test_every_call_gives_what_the_general_path_gives(kind, mesh, replays):
         first = f(a, b)          # the general path: recorded
         assert replays[0] == 0
         again = [f(a, b) for _ in range(2)]
-    assert replays[0] == 2
+    # (under Auto axes the results of an argument committed to the mesh's one device stay
+    # there, plain one-device Arrays: nothing to replay)
+    kept = kind == "committed Array" and mesh is AUTO
+    assert replays[0] == (0 if kept else 2)
     want = np.asarray(a, np.float32) * 2 + 1
     np.testing.assert_array_equal(np.asarray(first[0]), want)
     for out in again:
         assert [_described(o) for o in out] == [_described(o) for o in first]
-    # on the mesh, committed (Explicit: a host or uncommitted argument is placed P(), and
-    # its own output keeps it; Auto: every result P())
-    assert first[1].sharding == NamedSharding(mesh, P()) and first[1]._committed
+    if kind not in _COMMITTED:
+        # on the mesh, committed (Explicit: a host or uncommitted argument is placed P(),
+        # and its own output keeps it; Auto: every result P())
+        assert first[1].sharding == NamedSharding(mesh, P()) and first[1]._committed
 
 
 def test_a_numpy_argument_written_after_the_call_leaves_results_as_they_were(replays):
@@ -113,17 +120,27 @@ def test_a_donated_argument_is_deleted_on_every_call(replays):
     assert replays[0] == 0   # (a donating jit takes its own path)
 
 
-def test_arguments_over_the_mesh_and_refs_take_the_general_path(replays):
-    f = plax.jit(lambda a, b: a + b)
+def test_refs_take_the_general_path(replays):
+    g = plax.jit(lambda ref, b: ref[...] + b)
     with plax.set_mesh(MESH):
-        over = plax.device_put(np.ones(3, np.float32), P())   # committed over the mesh
-        first = f(over, 1.0)
-        again = f(over, 1.0)
         r = plax.new_ref(jnp.ones(3))
-        plax.jit(lambda ref, b: ref[...] + b)(r, 1.0)
-        plax.jit(lambda ref, b: ref[...] + b)(r, 1.0)
+        first, again = g(r, 1.0), g(r, 1.0)
     assert replays[0] == 0
     assert _described(again) == _described(first)
+
+
+def test_an_argument_over_another_mesh_is_told_apart(replays):
+    """The signature holds an argument's sharding: one over another mesh of the same device
+    is not taken for one over the current mesh."""
+    f = plax.jit(lambda a: a * 3)
+    other = plax.make_mesh((1,), ("y",))
+    with plax.set_mesh(MESH):
+        here = plax.device_put(np.ones(2, np.float32), P())
+        there = plax.device_put(np.ones(2, np.float32), NamedSharding(other, P()))
+        outs = [f(v) for v in (here, there, here, there)]
+    assert replays[0] == 2
+    assert _described(outs[2]) == _described(outs[0])
+    assert _described(outs[3]) == _described(outs[1])
 
 
 def test_a_signature_is_replayed_under_its_own_mesh_only(replays):

@@ -484,9 +484,8 @@ class JitFunction:
                                                 for b, a in zip(outs, entry.out_avals)])
 
     def _call_on_mesh(self, args, mesh):
-        """A call under ``mesh`` (the current one), of CPU devices, whose
-        argument leaves are all host values or uncommitted Arrays, with a signature the
-        general path recorded (:mod:`plax.transforms.jit_mesh_calls`); None for any other
+        """A call under ``mesh`` (the current one), of CPU devices, whose argument leaves
+        are all host values or Arrays, with a signature the general path recorded (:mod:`plax.transforms.jit_mesh_calls`); None for any other
         call."""
         static_nums = self._static_nums
         if static_nums is None:

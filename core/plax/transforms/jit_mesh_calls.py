@@ -23,10 +23,12 @@ _SCALARS = (bool, int, float, complex)
 
 
 def leaf_kinds(leaves: Sequence) -> tuple | None:
-    """What a recorded call's signature says of each argument leaf: an uncommitted Array on
-    a CPU device by its type, a NumPy array by its shape and dtype, a scalar by its Python
-    or NumPy type (its value's type follows from it); None when some leaf is of another
-    kind (committed or over a mesh, a ref, ...): the call takes the general path.
+    """What a recorded call's signature says of each argument leaf, all that the general
+    path's placement of the call depends on: an Array on a CPU device by its type, and when
+    committed by its device too; an Array over several devices (or placed on a mesh) by its
+    type and sharding; a NumPy array by its shape and dtype; a scalar by its Python or NumPy
+    type (its value's type follows from it). None when some leaf is of another kind (a
+    pending array, a ref, ...): the call takes the general path.
 
     Example:
       >>> leaf_kinds([jnp.ones(2), np.zeros(3, np.float32), 1.0])
@@ -36,9 +38,11 @@ def leaf_kinds(leaves: Sequence) -> tuple | None:
     for x in leaves:
         t = type(x)
         if t is Array:
-            if x._committed or x._device.platform != "cpu":
+            if x._device.platform != "cpu":
                 return None
-            kinds.append(x.aval)
+            kinds.append((x.aval, x._device) if x._committed else x.aval)
+        elif t is _ShardedArray:
+            kinds.append((x.aval, x._sharding, x._committed))
         elif t is np.ndarray:
             kinds.append((x.shape, x.dtype))
         elif t in _SCALARS or isinstance(x, np.generic):
@@ -93,7 +97,7 @@ def replayed(parts: Sequence, out_bufs: Sequence) -> list:
 
 def host_buffer(x: Any, device) -> Any:
     """The buffer a call runs on for the argument leaf ``x`` (of a kind :func:`leaf_kinds`
-    accepts): an Array's own, else one copy of the host value on ``device`` (its owner may
+    accepts): an Array's own (over a mesh: its buffer on ``device``), else one copy of the host value on ``device`` (its owner may
     write to it after the call), as :func:`plax.sharding_eager.placed_argument` makes it.
 
     Example:
@@ -102,6 +106,8 @@ def host_buffer(x: Any, device) -> Any:
     """
     if type(x) is Array:
         return x._buf
+    if type(x) is _ShardedArray:  # (as the general path takes it: one CPU buffer, if shared)
+        return x._buffer_on(device)
     if type(x) is np.ndarray and x.dtype.kind in "biufc":  # (from_host's copy, no Array)
         return device.backend.put(_host_numpy(x, None)[0], device)
     return from_host(x, device=device)._buf
