@@ -485,18 +485,12 @@ class JitFunction:
 
     def _call_on_mesh(self, args, mesh):
         """A call under ``mesh`` (the current one), of CPU devices, whose argument leaves
-        are all host values or Arrays, with a signature the general path recorded (:mod:`plax.transforms.jit_mesh_calls`); None for any other
-        call."""
-        static_nums = self._static_nums
-        if static_nums is None:
-            static_key = ()
-            leaves, treedef = _tree_flatten(args)
-        else:
-            if not static_nums or static_nums[-1] >= len(args):
-                return None
-            static_key = tuple([(type(args[i]), args[i]) for i in static_nums])
-            leaves, treedef = _tree_flatten(
-                tuple([a for i, a in enumerate(args) if i not in static_nums]))
+        are all host values or Arrays, with a signature the general path recorded
+        (:mod:`plax.transforms.jit_mesh_calls`); None for any other call."""
+        split = self._split_static(args)
+        if split is None:
+            return None
+        leaves, treedef, static_key = split
         kinds = _leaf_kinds(leaves)
         if kinds is None:
             return None
@@ -515,16 +509,26 @@ class JitFunction:
     def _record_mesh_call(self, args, raw, mesh, entry, outs, results, flags) -> None:
         """Records how this call under ``mesh`` placed its ``results`` from the program's
         ``outs``, for :meth:`_call_on_mesh` to replay, when its argument leaves ``raw`` (as
-        passed) are all host values or uncommitted Arrays."""
+        passed) are all of kinds it replays (:func:`_leaf_kinds`)."""
         kinds = _leaf_kinds(raw)
         parts = _recipe(outs, results) if kinds is not None else None
         if parts is None:
             return
-        nums = self._static_nums or ()
-        static_key = tuple([(type(args[i]), args[i]) for i in nums])
-        fast_tree = _tree_flatten(tuple([a for i, a in enumerate(args) if i not in nums]))[1]
+        _, fast_tree, static_key = self._split_static(args)
         self._fast_cache[(fast_tree, kinds, static_key, _ON_MESH, id(mesh), flags)] = \
             (mesh, entry, parts)
+
+    def _split_static(self, args):
+        """``(leaves, treedef, static_key)`` of a positional call's dynamic and static
+        arguments as the fast caches key them; None when the static positions do not fit
+        ``args`` (the general path resolves them)."""
+        static_nums = self._static_nums
+        if static_nums is None:
+            return (*_tree_flatten(args), ())
+        if not static_nums or static_nums[-1] >= len(args):
+            return None
+        return (*_tree_flatten(tuple([a for i, a in enumerate(args) if i not in static_nums])),
+                tuple([(type(args[i]), args[i]) for i in static_nums]))
 
     def _call_general(self, args, kwargs, mesh=_LOOK_UP):
         """Any call: resolves static arguments, devices and scalars; compiles on a miss.
