@@ -13,7 +13,7 @@ import plax
 import plax.numpy as jnp
 from plax.array import _BUF
 from plax.sharding import NamedSharding, PartitionSpec as P
-from plax.transforms import jit as jit_module
+from plax.transforms import jit_mesh_calls
 from plax.transforms.jit_shardings import placed_on_context_mesh
 
 MESH = plax.make_mesh((1,), ("x",))
@@ -31,13 +31,13 @@ def _described(x) -> tuple:
 def replays(monkeypatch):
     """Counts the calls that replay a recorded signature (the mesh fast path)."""
     count = [0]
-    replayed = jit_module._replayed
+    replayed = jit_mesh_calls.replayed
 
     def counting(parts, bufs):
         count[0] += 1
         return replayed(parts, bufs)
 
-    monkeypatch.setattr(jit_module, "_replayed", counting)
+    monkeypatch.setattr(jit_mesh_calls, "replayed", counting)
     return count
 
 

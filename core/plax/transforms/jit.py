@@ -39,9 +39,6 @@ from plax.transforms.call import (call_target, check_pinned, compile_closed, jit
                                   lend_buffers as _lend_buffers, pinned_device,
                                   wrap_outputs as _wrap_outputs,
                                   unlent_outputs as _unlent_outputs)
-from plax.transforms.jit_mesh_calls import (host_buffer as _host_buffer,
-                                            leaf_kinds as _leaf_kinds, recipe as _recipe,
-                                            replayed as _replayed)
 from plax.transforms.staging import abstractify, convert_tracer_consts, trace_to_jaxpr
 
 _tree_flatten = tree_util.tree_flatten
@@ -491,7 +488,8 @@ class JitFunction:
         if split is None:
             return None
         leaves, treedef, static_key = split
-        kinds = _leaf_kinds(leaves)
+        calls = _mesh_calls[0] or _load_mesh_calls()
+        kinds = calls.leaf_kinds(leaves)
         if kinds is None:
             return None
         try:
@@ -503,15 +501,17 @@ class JitFunction:
             return None
         _, entry, parts = found
         device = entry.device
-        outs = entry.executable(*entry.const_bufs, *[_host_buffer(x, device) for x in leaves])
-        return _tree_unflatten(entry.out_tree, _replayed(parts, outs))
+        host_buffer = calls.host_buffer
+        outs = entry.executable(*entry.const_bufs, *[host_buffer(x, device) for x in leaves])
+        return _tree_unflatten(entry.out_tree, calls.replayed(parts, outs))
 
     def _record_mesh_call(self, args, raw, mesh, entry, outs, results, flags) -> None:
         """Records how this call under ``mesh`` placed its ``results`` from the program's
         ``outs``, for :meth:`_call_on_mesh` to replay, when its argument leaves ``raw`` (as
-        passed) are all of kinds it replays (:func:`_leaf_kinds`)."""
-        kinds = _leaf_kinds(raw)
-        parts = _recipe(outs, results) if kinds is not None else None
+        passed) are all of kinds it replays (:func:`plax.transforms.jit_mesh_calls.leaf_kinds`)."""
+        calls = _mesh_calls[0] or _load_mesh_calls()
+        kinds = calls.leaf_kinds(raw)
+        parts = calls.recipe(outs, results) if kinds is not None else None
         if parts is None:
             return
         _, fast_tree, static_key = self._split_static(args)
@@ -1292,6 +1292,15 @@ def eval_shape(fun: Callable, *args, **kwargs):
         return fun.eval_shape(*args, **kwargs)
     return JitFunction(fun, None, None, None, None, None, False, False,
                        transform="eval_shape").eval_shape(*args, **kwargs)
+
+
+_mesh_calls: list = [None]  # plax.transforms.jit_mesh_calls, loaded by the first call on a mesh
+
+
+def _load_mesh_calls():
+    import plax.transforms.jit_mesh_calls as module
+    _mesh_calls[0] = module
+    return module
 
 
 def _call_mesh():
