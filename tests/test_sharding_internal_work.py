@@ -74,9 +74,9 @@ def test_a_jit_call_in_internal_work_takes_the_fast_path(monkeypatch):
     general = []
     call_general = JitFunction._call_general
 
-    def recording(self, args, kwargs):
+    def recording(self, args, kwargs, *mesh):
         general.append(args)
-        return call_general(self, args, kwargs)
+        return call_general(self, args, kwargs, *mesh)
 
     monkeypatch.setattr(JitFunction, "_call_general", recording)
     mesh = plax.make_mesh((1,), ("x",))

@@ -739,7 +739,9 @@ def from_buffer(buffer: Any, aval: ShapedArray, device, committed: bool = False,
 def _sharded(aval: ShapedArray, sharding: Sharding, pieces: list, committed: bool) -> Array:
     a = object.__new__(_ShardedArray)
     _BUF.__set__(a, _NOT_GATHERED)
-    if isinstance(sharding, NamedSharding) and AxisType.Explicit in sharding.mesh.axis_types:
+    if isinstance(sharding, NamedSharding) and AxisType.Explicit in sharding.mesh.axis_types \
+            and not (type(aval) is ShapedArray and aval.sharding is sharding and
+                     not aval.unreduced):  # (typed so already: kept)
         # Sharding in types: the aval records it (plax.typeof prints f32[8@X,4]).
         aval = ShapedArray(aval.shape, aval.dtype, aval.weak_type, aval.vma, sharding)
     a.aval = aval

@@ -288,7 +288,7 @@ def env_choice(name: str, default: Any, choices: tuple[str, ...], *,
 _JAX_NAME = {_short(n): n for n in JAX_OPTIONS}
 
 
-def env_names(name: str) -> tuple[str, ...]:
+def env_names(name: str) -> tuple[str, ...] | None:
     """The environment variables option ``name`` starts from, the first set winning:
     ``PLAX_<NAME>``, then the one JAX reads, the option's JAX name in upper case
     (``JAX_ENABLE_X64``; ``CHECK_VMA`` for ``check_vma``, ``JAX2TF_...`` for the ``jax2tf_``

@@ -1120,8 +1120,9 @@ def _mesh_of_abstract(mesh: "Mesh | None") -> "Mesh | None":
     inside ``use_abstract_mesh`` with an abstract mesh of other axes, that abstract mesh laid
     over the current mesh's devices (of the default devices without one) in their order, as
     JAX lays it over the devices of the computation."""
-    from plax.sharding_abstract import current_abstract_mesh
-    abstract = current_abstract_mesh()
+    # (until plax.sharding_abstract is loaded no use_abstract_mesh block can be open)
+    module = _sys.modules.get("plax.sharding_abstract")
+    abstract = None if module is None else module.current_abstract_mesh()
     if abstract is None or abstract.empty or (mesh is not None and
                                               mesh.abstract_mesh == abstract):
         return mesh

@@ -24,9 +24,9 @@ from typing import Any, Callable, Sequence
 
 from plax.array import _BUF, Array, _Piece, _ShardedArray, _sharded
 from plax.core.trace import state as trace_state
-from plax.sharding import (AxisType, NamedSharding, PartitionSpec, _full_index, get_mesh,
-                           in_internal_eager_work, internal_eager_work,
-                           no_mesh_in_this_thread)
+from plax.sharding import (AxisType, NamedSharding, PartitionSpec, _full_index,
+                           _mesh_of_abstract, get_mesh, in_internal_eager_work,
+                           internal_eager_work, no_mesh_in_this_thread)
 from plax.state.types import Ref, is_ref_aval
 
 _REPLICATED: dict = {}  # (id(mesh), rank) -> NamedSharding(mesh, P(None, ...))
@@ -43,7 +43,6 @@ def current_mesh():
     """
     if in_internal_eager_work():
         return None
-    from plax.sharding import _mesh_of_abstract
     mesh = get_mesh()
     return None if mesh is None else _mesh_of_abstract(mesh)
 
@@ -421,33 +420,128 @@ def place_replicated(x: Any, mesh, rank_spec: bool | int | None = True) -> Any:
     if rank_spec is True:
         rank_spec = x.ndim
     sharding = replicated(mesh, rank_spec or None)  # (False, 0 and None: ``P()``)
-    devices = list(mesh.devices.flat)
-    if x._device.platform == "cpu" and all(d.platform == "cpu" for d in devices):
-        return _shared(x._buf, x.aval, sharding)
+    if x._device.platform == "cpu":
+        layout = _host_layout(sharding, x.aval.shape)
+        if layout is not None:
+            return _shared(x._buf, x.aval, sharding, layout)
     import plax
     placed = plax.device_put(x, sharding)
     placed.aval = _plain_aval(x.aval)  # see _plain_aval
     return placed
 
 
-_LAYOUTS: dict = {}  # (id(sharding), shape) -> [(device, index, backend)]
+def placed_argument(x: Any, mesh) -> Any:
+    """``x`` (a host value, or an uncommitted one-device Array) as ``plax.device_put(x,
+    NamedSharding(mesh, P()))`` places it -- typed with that sharding when ``mesh`` has an
+    Explicit axis -- and weakly typed where ``x`` is (a Python scalar): how a ``jit`` call
+    under a set mesh of Explicit axes takes its host and uncommitted arguments. On a mesh of
+    CPU devices one buffer serves every device (:func:`replica_on_host`): an Array's own,
+    or one copy of a host value (its owner may write to it after the call).
+
+    Example:
+      >>> mesh = plax.make_mesh((1,), ("x",))
+      >>> placed_argument(np.ones(2), mesh).sharding.spec
+      P()
+    """
+    sharding = replicated(mesh, None)
+    if type(x) is not Array and cpu_mesh(mesh):
+        from plax.array import from_host
+        x = from_host(x, device=sharding._device_assignment[0])  # (the one copy)
+    if type(x) is Array:
+        placed = replica_on_host(x, sharding)
+        if placed is not None:
+            return placed
+        weak = x.aval.weak_type
+    else:
+        from plax.transforms.staging import abstractify
+        weak = abstractify(x).weak_type
+    import plax
+    from plax.transforms.jit_shardings import with_weak_type
+    return with_weak_type(plax.device_put(x, sharding), weak)
 
 
-def _shared(buf, aval, sharding: NamedSharding) -> Array:
-    """An Array replicated as ``sharding`` says whose every device holds the one host buffer
-    ``buf`` (CPU devices share the host's memory); the layout is cached per shape."""
-    key = (id(sharding), aval.shape)  # (a sharding of :func:`replicated`'s, kept there)
-    layout = _LAYOUTS.get(key)
+def replica_on_host(x: Any, sharding) -> Any:
+    """``x`` (a plain Array) placed as ``plax.device_put(x, sharding)`` places it, typed as
+    that places it (with ``x``'s weak type), when ``sharding`` gives every device the whole
+    value and those devices and ``x``'s are CPU devices: every device then holds ``x``'s one
+    buffer (CPU devices share the host's memory, and an Array's buffer is never written),
+    where ``device_put`` copies it to each. None otherwise.
+
+    Example:
+      >>> s = plax.NamedSharding(plax.make_mesh((1,), ("x",)), plax.P())
+      >>> replica_on_host(jnp.ones(2), s).sharding.spec
+      P()
+    """
+    if type(x) is not Array or x._device.platform != "cpu":
+        return None
+    aval = x.aval
+    layout = _host_layout(sharding, aval.shape)
     if layout is None:
-        if len(_LAYOUTS) >= 512:  # bounded: eager shapes vary
-            _LAYOUTS.clear()
-        # every device holds the whole value (the spec may be longer than the rank: JAX's
-        # full_like(a, shape=...) keeps a's spec as written)
-        whole = _full_index(len(aval.shape))
-        layout = _LAYOUTS[key] = [(d, whole, d.backend) for d in sharding._device_assignment]
+        return None
+    from plax.core.shaped_array import ShapedArray
+    # (typed as device_put types a placed value: its shape, dtype and weak type only)
+    return _shared(x._buf, ShapedArray(aval.shape, aval.dtype, aval.weak_type), sharding,
+                   layout, plain=False)
+
+
+_CPU_MESHES: dict = {}  # id(mesh) -> (mesh, whether every device of it is a CPU device)
+
+
+def cpu_mesh(mesh) -> bool:
+    """Whether every device of ``mesh`` is a CPU device (asked once per mesh).
+
+    Example:
+      >>> cpu_mesh(plax.make_mesh((1,), ("x",)))
+      True
+    """
+    found = _CPU_MESHES.get(id(mesh))
+    if found is None or found[0] is not mesh:
+        if len(_CPU_MESHES) >= 64:
+            _CPU_MESHES.clear()
+        found = _CPU_MESHES[id(mesh)] = (mesh, all(d.platform == "cpu"
+                                                   for d in mesh.devices.flat))
+    return found[1]
+
+
+_LAYOUTS: dict = {}  # (id(sharding), shape) -> (sharding, [(device, index, backend)] | None)
+
+
+def _host_layout(sharding, shape: tuple) -> list | None:
+    """The pieces ``(device, index, backend)`` of a value of ``shape`` placed as ``sharding``
+    says when that is a NamedSharding giving each of its devices, all CPU devices, the whole
+    value; else None. Worked out once per sharding and shape (the sharding is kept with it,
+    so a later one at the same address is not taken for it)."""
+    key = (id(sharding), shape)
+    found = _LAYOUTS.get(key)
+    if found is not None and found[0] is sharding:
+        return found[1]
+    layout = None
+    if type(sharding) is NamedSharding and cpu_mesh(sharding.mesh):
+        spec = sharding.spec
+        if not spec.unreduced and not spec.reduced and sharding.is_fully_replicated:
+            if all(e is None for e in spec):
+                # every device holds the whole value (the spec may be longer than the rank:
+                # JAX's full_like(a, shape=...) keeps a's spec as written)
+                whole = _full_index(len(shape))
+                indices = dict.fromkeys(sharding._device_assignment, whole)
+            else:  # axes of size 1: their index, as device_put writes it
+                indices = sharding.devices_indices_map(shape)
+            layout = [(d, indices[d], d.backend) for d in sharding._device_assignment]
+    if len(_LAYOUTS) >= 512:  # bounded: eager shapes vary
+        _LAYOUTS.clear()
+    _LAYOUTS[key] = (sharding, layout)
+    return layout
+
+
+def _shared(buf, aval, sharding: NamedSharding, layout: list, plain: bool = True) -> Array:
+    """An Array replicated as ``sharding`` says whose every device holds the one host buffer
+    ``buf`` (CPU devices share the host's memory), with the pieces ``layout`` lists
+    (:func:`_host_layout`). ``plain``: typed unsharded (see :func:`_plain_aval`), else as a
+    placed value (``_sharded``: with the sharding over an Explicit mesh)."""
     out = _sharded(aval, sharding, [_Piece(d, i, buf, b) for d, i, b in layout], True)
     _BUF.__set__(out, buf)  # the whole value already: nothing to gather
-    out.aval = _plain_aval(aval)  # see _plain_aval
+    if plain:
+        out.aval = _plain_aval(aval)  # see _plain_aval
     return out
 
 

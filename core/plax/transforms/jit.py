@@ -54,6 +54,9 @@ _trace_flags = [(False, True, "allow", "standard", "threefry2x32", None)]
 _general_only = [False]
 _checks = [False]
 
+_LOOK_UP = object()  # JitFunction._call_general: the caller did not work out the mesh
+_ON_MESH = "on mesh"  # marks a fast-cache key of the mesh fast path (JitFunction._call_on_mesh)
+
 
 def _current_trace_flags() -> tuple:
     return (_flags["enable_x64"], _flags["threefry_partitionable"],
@@ -432,8 +435,13 @@ class JitFunction:
                 return self._call_general(args, kwargs)  # in/out shardings inert (JAX)
             if self._shardings is not None:
                 return self._call_sharded(args, kwargs)
-            return self._call_donating(args, kwargs) if self._donates else \
-                self._call_general(args, kwargs)
+            if self._donates:
+                return self._call_donating(args, kwargs)
+            if not _general_only[0] and not kwargs:  # under a set mesh, the mesh fast path
+                mesh = _call_mesh()
+                out = self._call_on_mesh(args, mesh) if mesh is not None else None
+                return out if out is not None else self._call_general(args, kwargs, mesh)
+            return self._call_general(args, kwargs)
         static_nums = self._static_nums
         if static_nums is None:
             static_key = ()
@@ -472,8 +480,59 @@ class JitFunction:
         return _tree_unflatten(entry.out_tree, [new(b, a, device, committed)
                                                 for b, a in zip(outs, entry.out_avals)])
 
-    def _call_general(self, args, kwargs):
-        """Any call: resolves static arguments, devices and scalars; compiles on a miss."""
+    def _call_on_mesh(self, args, mesh):
+        """A call under ``mesh`` (the current one), of CPU devices, whose argument leaves
+        are all host values or Arrays, with a signature the general path recorded
+        (:mod:`plax.transforms.jit_mesh_calls`); None for any other call."""
+        split = self._split_static(args)
+        if split is None:
+            return None
+        leaves, treedef, static_key = split
+        calls = _mesh_calls[0] or _load_mesh_calls()
+        kinds = calls.leaf_kinds(leaves)
+        if kinds is None:
+            return None
+        try:
+            found = self._fast_cache.get((treedef, kinds, static_key, _ON_MESH, id(mesh),
+                                          _trace_flags[0]))
+        except TypeError:  # an unhashable static argument: _call_general explains
+            return None
+        if found is None or found[0] is not mesh:  # (a mesh since freed had its address)
+            return None
+        _, entry, parts = found
+        device = entry.device
+        host_buffer = calls.host_buffer
+        outs = entry.executable(*entry.const_bufs, *[host_buffer(x, device) for x in leaves])
+        return _tree_unflatten(entry.out_tree, calls.replayed(parts, outs))
+
+    def _record_mesh_call(self, args, raw, mesh, entry, outs, results, flags) -> None:
+        """Records how this call under ``mesh`` placed its ``results`` from the program's
+        ``outs``, for :meth:`_call_on_mesh` to replay, when its argument leaves ``raw`` (as
+        passed) are all of kinds it replays (:func:`plax.transforms.jit_mesh_calls.leaf_kinds`)."""
+        calls = _mesh_calls[0] or _load_mesh_calls()
+        kinds = calls.leaf_kinds(raw)
+        parts = calls.recipe(outs, results) if kinds is not None else None
+        if parts is None:
+            return
+        _, fast_tree, static_key = self._split_static(args)
+        self._fast_cache[(fast_tree, kinds, static_key, _ON_MESH, id(mesh), flags)] = \
+            (mesh, entry, parts)
+
+    def _split_static(self, args):
+        """``(leaves, treedef, static_key)`` of a positional call's dynamic and static
+        arguments as the fast caches key them; None when the static positions do not fit
+        ``args`` (the general path resolves them)."""
+        static_nums = self._static_nums
+        if static_nums is None:
+            return (*_tree_flatten(args), ())
+        if not static_nums or static_nums[-1] >= len(args):
+            return None
+        return (*_tree_flatten(tuple([a for i, a in enumerate(args) if i not in static_nums])),
+                tuple([(type(args[i]), args[i]) for i in static_nums]))
+
+    def _call_general(self, args, kwargs, mesh=_LOOK_UP):
+        """Any call: resolves static arguments, devices and scalars; compiles on a miss.
+        ``mesh``: the current mesh when the caller worked it out (:func:`_call_mesh`)."""
         if (_trace_shared.active and trace_state.depth) or _flags["disable_jit"]:
             return self._call_traced(args, kwargs)
         if self.sig.any_static or kwargs:
@@ -486,7 +545,8 @@ class JitFunction:
         # JAX 0.10 under a set mesh: arguments committed elsewhere refused, host ones
         # placed, results placed on the mesh. The mesh is worked out once per call, and is
         # None in plax's own eager work (internal_eager_work), as on the fast path.
-        mesh = _call_mesh()
+        if mesh is _LOOK_UP:
+            mesh = _call_mesh()
         on_mesh = mesh is not None
         if on_mesh:
             # (asked before the run: it writes the refs' final values)
@@ -494,6 +554,7 @@ class JitFunction:
             from plax.sharding_eager import typed_short
             host_inputs = [typed_short(x) for x in leaves]  # (host values, uncommitted arrays)
             from plax.transforms.jit_shardings import placed_on_context_mesh
+            raw = leaves
             leaves = placed_on_context_mesh(leaves, mesh) or leaves
         device = self._device
         committed = device is not None
@@ -572,9 +633,15 @@ class JitFunction:
                 from plax.sharding_auto import place_jit_outputs
                 out_arrays = place_jit_outputs(entry.closed, leaves, out_arrays)
         if on_mesh:  # results of a program with no argument on the mesh: placed on it
-            from plax.sharding_eager import placed_results
+            from plax.sharding_eager import cpu_mesh, placed_results
             out_arrays = placed_results(out_arrays, entry.closed.jaxpr, host_inputs, kept,
                                         mesh)
+            if cpu_mesh(mesh) and not kept and not has_refs and not kwargs and \
+                    entry.pinned is None and not entry.ref_consts and not lent and \
+                    self._device is None and not self._donates and \
+                    self._shardings is None and device.platform == "cpu" and \
+                    self._fast_eligible(args):
+                self._record_mesh_call(args, raw, mesh, entry, outs, out_arrays, flags)
         if _checks[0]:  # jax_debug_nans / jax_debug_infs
             from plax.float_checks import check_jit_outputs
             check_jit_outputs(out_arrays, self._name, lambda: self._deoptimized(args, kwargs))
@@ -1227,14 +1294,23 @@ def eval_shape(fun: Callable, *args, **kwargs):
                        transform="eval_shape").eval_shape(*args, **kwargs)
 
 
+_mesh_calls: list = [None]  # plax.transforms.jit_mesh_calls, loaded by the first call on a mesh
+
+
+def _load_mesh_calls():
+    import plax.transforms.jit_mesh_calls as module
+    _mesh_calls[0] = module
+    return module
+
+
 def _call_mesh():
     """The mesh a top-level call is placed on and checked against
     (:func:`plax.sharding_eager.current_mesh`): None when none is set (one flag read) or
     the running thread does plax's own eager work."""
     if not _mesh_maybe_set[0]:
         return None
-    from plax.sharding_eager import current_mesh
-    return current_mesh()
+    import plax.sharding_eager as eager  # (loaded once a mesh is set: a module look-up)
+    return eager.current_mesh()
 
 
 def _placed_as_typed(results: list) -> list:
@@ -1243,6 +1319,14 @@ def _placed_as_typed(results: list) -> list:
     if not any(r.aval.sharding is not None for r in results):
         return results
     from plax.device import _shard_leaf
+    from plax.sharding_eager import replica_on_host
     from plax.transforms.jit_shardings import with_weak_type
-    return [r if r.aval.sharding is None else
-            with_weak_type(_shard_leaf(r, r.aval.sharding), r.aval.weak_type) for r in results]
+    out = []
+    for r in results:
+        s = r.aval.sharding
+        if s is not None:  # (replicated over CPU devices: one buffer they all hold)
+            placed = replica_on_host(r, s)
+            r = placed if placed is not None else \
+                with_weak_type(_shard_leaf(r, s), r.aval.weak_type)
+        out.append(r)
+    return out

@@ -453,15 +453,10 @@ def placed_on_context_mesh(leaves: list, mesh: Any) -> list | None:
             (not isinstance(x, Array) and isinstance(x, host))]
     if not todo:
         return None
-    from plax.device import device_put
-    from plax.sharding import NamedSharding, PartitionSpec
-    from plax.transforms.staging import abstractify
-    replicated = NamedSharding(mesh, PartitionSpec())
+    from plax.sharding_eager import placed_argument
     out = list(leaves)
     for i in todo:
-        x = leaves[i]
-        weak = x.aval.weak_type if isinstance(x, Array) else abstractify(x).weak_type
-        out[i] = with_weak_type(device_put(x, replicated), weak)  # a Python scalar stays weak
+        out[i] = placed_argument(leaves[i], mesh)
     return out
 
 
