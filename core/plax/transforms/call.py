@@ -140,24 +140,37 @@ LEND_MIN_BYTES = 1 << 16
 
 def lend_buffers(leaves, device, avals) -> tuple[list, list]:
     """``(buffers, lent)``: each leaf's buffer on ``device`` for one call of a compiled
-    program. A C-contiguous NumPy array of at least :data:`LEND_MIN_BYTES` whose dtype is
-    already its aval's is handed to the backend's ``put`` as it is, not copied (a copy of a
-    large argument costs a pass over it and, worse, fresh pages for every call: an MLP step
-    called with NumPy weights faulted ~2000 pages per call); ``lent`` lists those the backend
-    kept as its buffer. The call must pass its outputs through :func:`unlent_outputs`: a
-    program may return a lent array or a view of one, and an Array must not change when the
-    caller later writes to their NumPy array. Other leaves go through :func:`to_buffer`."""
+    program, given the leaves' abstract values ``avals``. A NumPy array of a numeric dtype
+    is copied into its aval's dtype (the canonical one: float64 -> float32 without x64), as
+    :func:`plax.array.from_host` copies it, without making an Array of it; one that is
+    C-contiguous, of at least :data:`LEND_MIN_BYTES`, and whose dtype is already its aval's
+    is handed to the backend's ``put`` as it is, not copied (a copy of a large argument costs
+    a pass over it and, worse, fresh pages for every call: an MLP step called with NumPy
+    weights faulted ~2000 pages per call); ``lent`` lists those the backend kept as its
+    buffer. The call must pass its outputs through :func:`unlent_outputs`: a program may
+    return a lent array or a view of one, and an Array must not change when the caller later
+    writes to their NumPy array. Other leaves go through :func:`to_buffer`.
+
+    Example:
+      >>> x = np.arange(3.0)
+      >>> bufs, lent = lend_buffers([x], plax.devices()[0], [ShapedArray((3,), np.float32)])
+      >>> bufs[0].dtype, bufs[0] is x, lent
+      (dtype('float32'), False, [])
+    """
     bufs, lent = [], []
     backend = None
     for x, aval in zip(leaves, avals):
-        if type(x) is Array and x._device == device:
+        t = type(x)
+        if t is Array and (x._device is device or x._device == device):
             bufs.append(x._buf)
-        elif (type(x) is np.ndarray and x.nbytes >= LEND_MIN_BYTES and x.dtype == aval.dtype
-              and x.flags.c_contiguous and x.dtype.kind in "biufc"):
+        elif t is np.ndarray and x.dtype.kind in "biufc":
             backend = backend or device.backend
-            buf = backend.put(x, device)
-            if buf is x:
-                lent.append(x)
+            if x.nbytes >= LEND_MIN_BYTES and x.dtype == aval.dtype and x.flags.c_contiguous:
+                buf = backend.put(x, device)
+                if buf is x:
+                    lent.append(x)
+            else:  # the call's own copy: the caller may write to x afterwards
+                buf = backend.put(x.astype(aval.dtype), device)
             bufs.append(buf)
         else:
             bufs.append(to_buffer(x, device))

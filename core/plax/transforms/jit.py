@@ -56,6 +56,36 @@ _checks = [False]
 
 _LOOK_UP = object()  # JitFunction._call_general: the caller did not work out the mesh
 _ON_MESH = "on mesh"  # marks a fast-cache key of the mesh fast path (JitFunction._call_on_mesh)
+# marks a fast-cache key of a call with host arguments (JitFunction._call_host_leaves)
+_HOST_LEAVES = "host leaves"
+_SCALARS = (bool, int, float, complex)
+
+
+def _host_kinds(leaves, device) -> tuple | None:
+    """``(kinds, committed)`` of a call's argument leaves for the fast path of calls with
+    host arguments: an Array on ``device`` by its aval, a NumPy array of a numeric dtype by
+    its shape and dtype, a Python or NumPy scalar by its type (with the x64 flag in the key,
+    each determines the argument's canonical type and weak type); ``committed``: whether an
+    Array among them is. None when some leaf is of another kind (an Array elsewhere, a ref,
+    a string, ...): the call takes the general path."""
+    kinds = []
+    committed = False
+    for x in leaves:
+        t = type(x)
+        if t is np.ndarray:
+            if x.dtype.kind not in "biufc":
+                return None
+            kinds.append((x.shape, x.dtype))
+        elif t is Array:
+            if x._device is not device:
+                return None
+            committed = committed or x._committed
+            kinds.append(x.aval)
+        elif t in _SCALARS or (isinstance(x, np.generic) and x.dtype.kind in "biufc"):
+            kinds.append(t)
+        else:
+            return None
+    return tuple(kinds), committed
 
 
 def _current_trace_flags() -> tuple:
@@ -462,7 +492,8 @@ class JitFunction:
                 _default_device()
         for x in leaves:
             if type(x) is not Array or x._device is not device:
-                return self._call_general(args, kwargs)
+                return self._call_host_leaves(args, leaves, treedef, static_key, device,
+                                              committed)
             if x._committed:
                 committed = True
         try:
@@ -477,6 +508,32 @@ class JitFunction:
         if entry.single_output:
             return Array._new(outs[0], entry.out_avals[0], device, committed)
         new = Array._new
+        return _tree_unflatten(entry.out_tree, [new(b, a, device, committed)
+                                                for b, a in zip(outs, entry.out_avals)])
+
+    def _call_host_leaves(self, args, leaves, treedef, static_key, device, committed):
+        """The fast path of a positional call (no mesh set) some of whose argument leaves are
+        host values -- NumPy arrays, scalars -- and the rest Arrays on ``device``, with a
+        signature the general path recorded (keyed by :func:`_host_kinds`): each host value
+        copied into its canonical dtype on ``device`` (:func:`plax.transforms.call.lend_buffers`),
+        the program run, its outputs wrapped as the general path wraps them."""
+        kinds = _host_kinds(leaves, device)
+        if kinds is None:
+            return self._call_general(args, {})
+        try:
+            found = self._fast_cache.get((treedef, kinds[0], static_key, _HOST_LEAVES,
+                                          id(device), _trace_flags[0]))
+        except TypeError:  # an unhashable static argument: _call_general explains
+            found = None
+        if found is None:
+            return self._call_general(args, {})
+        entry, avals = found
+        committed = committed or kinds[1]
+        bufs, lent = _lend_buffers(leaves, device, avals)
+        outs = _unlent_outputs(entry.executable(*entry.const_bufs, *bufs), lent)
+        new = Array._new
+        if entry.single_output:
+            return new(outs[0], entry.out_avals[0], device, committed)
         return _tree_unflatten(entry.out_tree, [new(b, a, device, committed)
                                                 for b, a in zip(outs, entry.out_avals)])
 
@@ -517,6 +574,15 @@ class JitFunction:
         _, fast_tree, static_key = self._split_static(args)
         self._fast_cache[(fast_tree, kinds, static_key, _ON_MESH, id(mesh), flags)] = \
             (mesh, entry, parts)
+
+    def _record_host_call(self, args, leaves, device, avals, entry, flags) -> None:
+        """Records ``entry`` for :meth:`_call_host_leaves` when the argument ``leaves`` of
+        this call are all host values or Arrays on ``device`` (:func:`_host_kinds`)."""
+        kinds = _host_kinds(leaves, device)
+        if kinds is not None:
+            _, fast_tree, static_key = self._split_static(args)
+            self._fast_cache[(fast_tree, kinds[0], static_key, _HOST_LEAVES, id(device),
+                              flags)] = (entry, tuple(avals))
 
     def _split_static(self, args):
         """``(leaves, treedef, static_key)`` of a positional call's dynamic and static
@@ -611,6 +677,11 @@ class JitFunction:
             static_key = tuple([(type(args[i]), args[i]) for i in nums])
             fast_tree = _tree_flatten(tuple([a for i, a in enumerate(args) if i not in nums]))[1]
             self._fast_cache[(fast_tree, tuple(avals), static_key, id(device), flags)] = entry
+        elif not all_arrays and not on_mesh and not kwargs and entry.device is device and \
+                not entry.float0_outputs and entry.pinned is None and not multi and \
+                self._fast_eligible(args) and \
+                all(a.sharding is None for a in entry.out_avals):  # (else _placed_as_typed)
+            self._record_host_call(args, leaves, device, avals, entry, flags)
         if multi and not entry.float0_outputs:
             # explicit sharding: a blockwise program runs on every device on its own blocks
             from plax.sharding_spmd import run_partitioned
