@@ -28,6 +28,7 @@ def test_jit_overhead_names_backend_and_device():
     lines = _run("jit_overhead.py", "--number", "5", "--repeat", "1", "--backend", "numpy")
     assert lines[0] == "plax: backend 'numpy' on CpuDevice(id=0) (platform cpu)"
     assert any(line.startswith("add(x, y) on f32[3]") for line in lines)
+    assert any(line.startswith("add(x, y), NumPy f32[3]") for line in lines)
 
 
 def test_random_normal_names_each_backends_device():
