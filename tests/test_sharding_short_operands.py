@@ -40,9 +40,9 @@ def test_a_jit_call_marks_a_ref_argument_as_typed_by_what_it_holds(monkeypatch):
     seen = []
     placed_results = sharding_eager.placed_results
 
-    def recording(outs, jaxpr=None, short_inputs=(), kept=False, mesh=None):
+    def recording(outs, jaxpr=None, short_inputs=(), *rest):
         seen.append(list(short_inputs))
-        return placed_results(outs, jaxpr, short_inputs, kept, mesh)
+        return placed_results(outs, jaxpr, short_inputs, *rest)
 
     monkeypatch.setattr(sharding_eager, "placed_results", recording)
     ref = plax.new_ref(np.arange(2.0, dtype=np.float32))

@@ -736,10 +736,15 @@ def from_buffer(buffer: Any, aval: ShapedArray, device, committed: bool = False,
                     [_Piece(device, (slice(None),) * len(aval.shape), buffer, backend)], committed)
 
 
-def _sharded(aval: ShapedArray, sharding: Sharding, pieces: list, committed: bool) -> Array:
+def _sharded(aval: ShapedArray, sharding: Sharding, pieces: list, committed: bool,
+             typed: bool = True) -> Array:
+    """An Array of ``pieces`` laid out as ``sharding``. ``typed``: its aval records a
+    sharding over an Explicit mesh (sharding in types); False: ``aval`` is kept as given (a
+    caller that knows the type, e.g. the one a value it replaces had)."""
     a = object.__new__(_ShardedArray)
     _BUF.__set__(a, _NOT_GATHERED)
-    if isinstance(sharding, NamedSharding) and AxisType.Explicit in sharding.mesh.axis_types \
+    if typed and isinstance(sharding, NamedSharding) and \
+            AxisType.Explicit in sharding.mesh.axis_types \
             and not (type(aval) is ShapedArray and aval.sharding is sharding and
                      not aval.unreduced):  # (typed so already: kept)
         # Sharding in types: the aval records it (plax.typeof prints f32[8@X,4]).

@@ -538,10 +538,9 @@ def _shared(buf, aval, sharding: NamedSharding, layout: list, plain: bool = True
     ``buf`` (CPU devices share the host's memory), with the pieces ``layout`` lists
     (:func:`_host_layout`). ``plain``: typed unsharded (see :func:`_plain_aval`), else as a
     placed value (``_sharded``: with the sharding over an Explicit mesh)."""
-    out = _sharded(aval, sharding, [_Piece(d, i, buf, b) for d, i, b in layout], True)
+    out = _sharded(_plain_aval(aval) if plain else aval, sharding,  # see _plain_aval
+                   [_Piece(d, i, buf, b) for d, i, b in layout], True, typed=not plain)
     _BUF.__set__(out, buf)  # the whole value already: nothing to gather
-    if plain:
-        out.aval = _plain_aval(aval)  # see _plain_aval
     return out
 
 
@@ -652,9 +651,8 @@ def laid_out_as(value: Any, old: Any) -> Any:
     sharding = old.sharding
     if type(value) is _ShardedArray and value._sharding == sharding:
         # the same layout (P(None,) is P()): its buffers, under the ref's sharding and type
-        out = _sharded(old.aval, sharding, list(value._pieces), True)
+        out = _sharded(old.aval, sharding, list(value._pieces), True, typed=False)
         _BUF.__set__(out, _BUF.__get__(value, _ShardedArray))
-        out.aval = old.aval
         return out
     import plax
     placed = plax.device_put(value, sharding)
@@ -691,8 +689,12 @@ def _short_spec(x: Any) -> Any:
     return out
 
 
+#: ``placed_results(mesh=...)`` not given: the current mesh is looked up (None: no mesh)
+_CURRENT = object()
+
+
 def placed_results(outs: list, jaxpr=None, short_inputs: Sequence[bool] = (),
-                   kept: bool = False, mesh: Any = None) -> list:
+                   kept: bool = False, mesh: Any = _CURRENT) -> list:
     """The results of a top-level ``jit`` call under a set mesh, each
     one-device result (a program with no argument on the mesh) placed replicated on it
     (not while a function is traced: a value made then is one of its constants):
@@ -700,14 +702,15 @@ def placed_results(outs: list, jaxpr=None, short_inputs: Sequence[bool] = (),
     marks them among ``jaxpr``'s inputs; :func:`short_outputs`), else ``P(None, ...)``.
     ``kept``: an argument keeps them on its device (what :func:`check_committed_devices`
     returns); they are committed there instead. ``mesh``: the current mesh when the
-    caller has it (:func:`current_mesh`: a ``jit`` call works it out once), else looked up.
+    caller has worked it out (a ``jit`` call does, once; None: no mesh is set, nothing is
+    placed); not given, it is looked up (:func:`current_mesh`).
 
     Example:
       >>> with plax.set_mesh(plax.make_mesh((1,), ("x",))):
       ...     plax.jit(lambda: jnp.ones(2))().sharding.spec
       P(None,)
     """
-    if mesh is None:
+    if mesh is _CURRENT:
         mesh = current_mesh()
     if not _places(mesh) or trace_state.depth:
         return outs

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from typing import Any, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
@@ -283,6 +283,17 @@ def _as_value(x, ref_aval):
     return x
 
 
+def _eager_access(name: str, impl: Callable, ref, operands: Sequence, indexer):
+    """``impl(ref, *operands, indexer=indexer)``: the eager ``get``, ``swap`` or
+    ``addupdate`` (``name``) of the concrete ``ref``, with the value written (if any) and
+    the indices as ``operands``; under a set mesh placed as JAX places it
+    (:func:`plax.sharding_eager.ref_access`)."""
+    if _mesh_maybe_set[0]:
+        from plax.sharding_eager import ref_access
+        return ref_access(name, ref, operands, lambda *ops: impl(ref, *ops, indexer=indexer))
+    return impl(ref, *operands, indexer=indexer)
+
+
 def ref_get(ref, idx=None):
     """``ref[idx]``: reads the indexed part of a mutable array reference.
 
@@ -302,10 +313,7 @@ def ref_get(ref, idx=None):
     indexer, dyn = RefIndexer.parse(aval.shape, idx)
     _check_sharded_index(aval, indexer)
     if _is_eager(ref):
-        if _mesh_maybe_set[0]:  # placed as JAX places it (plax.sharding_eager.ref_access)
-            from plax.sharding_eager import ref_access
-            return ref_access("get", ref, dyn, lambda *d: read_value(ref._value, indexer, d))
-        return read_value(ref._value, indexer, dyn)
+        return _eager_access("get", _get_impl, ref, dyn, indexer)
     return get_p.bind(ref, *dyn, indexer=indexer)
 
 
@@ -323,11 +331,7 @@ def ref_swap(ref, idx, value, _function_name: str = "ref_swap"):
     value = _as_value(value, aval)
     if _is_eager(ref) and not isinstance(value, Tracer):
         _check_write(aval, value.aval, [getattr(d, "aval", d) for d in dyn], indexer, "swap")
-        if _mesh_maybe_set[0]:
-            from plax.sharding_eager import ref_access
-            return ref_access("swap", ref, (value, *dyn),
-                              lambda v, *d: _swap_impl(ref, v, *d, indexer=indexer))
-        return _swap_impl(ref, value, *dyn, indexer=indexer)
+        return _eager_access("swap", _swap_impl, ref, (value, *dyn), indexer)
     return swap_p.bind(ref, value, *dyn, indexer=indexer)
 
 
@@ -357,12 +361,7 @@ def ref_addupdate(ref, idx, x) -> None:
     x = _as_value(x, aval)
     if _is_eager(ref) and not isinstance(x, Tracer):
         _check_write(aval, x.aval, [getattr(d, "aval", d) for d in dyn], indexer, "addupdate")
-        if _mesh_maybe_set[0]:
-            from plax.sharding_eager import ref_access
-            ref_access("addupdate", ref, (x, *dyn),
-                       lambda v, *d: _addupdate_impl(ref, v, *d, indexer=indexer))
-            return
-        _addupdate_impl(ref, x, *dyn, indexer=indexer)
+        _eager_access("addupdate", _addupdate_impl, ref, (x, *dyn), indexer)
         return
     addupdate_p.bind(ref, x, *dyn, indexer=indexer)
 

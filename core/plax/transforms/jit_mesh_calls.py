@@ -88,9 +88,10 @@ def replayed(parts: Sequence, out_bufs: Sequence) -> list:
     """
     outs = []
     for (aval, sharding, layout), buf in zip(parts, out_bufs):
-        out = _sharded(aval, sharding, [_Piece(d, i, buf, b) for d, i, b in layout], True)
+        # (typed=False: the recorded type itself, as the general path typed it)
+        out = _sharded(aval, sharding, [_Piece(d, i, buf, b) for d, i, b in layout], True,
+                       typed=False)
         _BUF.__set__(out, buf)  # the whole value: nothing to gather
-        out.aval = aval  # (the recorded type itself, as the general path typed it)
         outs.append(out)
     return outs
 
