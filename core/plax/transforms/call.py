@@ -35,7 +35,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from plax import dtypes
-from plax.array import Array, from_host
+from plax.array import _PY_SCALARS, Array, _host_numpy, from_host
 from plax.core import registry, varying
 from plax.core.interpret import jaxpr_as_fun
 from plax.core.jaxpr import ClosedJaxpr, Jaxpr
@@ -149,7 +149,8 @@ def lend_buffers(leaves, device, avals) -> tuple[list, list]:
     weights faulted ~2000 pages per call); ``lent`` lists those the backend kept as its
     buffer. The call must pass its outputs through :func:`unlent_outputs`: a program may
     return a lent array or a view of one, and an Array must not change when the caller later
-    writes to their NumPy array. Other leaves go through :func:`to_buffer`.
+    writes to their NumPy array. A scalar becomes an array of its aval's dtype; other
+    leaves go through :func:`to_buffer`.
 
     Example:
       >>> x = np.arange(3.0)
@@ -172,6 +173,9 @@ def lend_buffers(leaves, device, avals) -> tuple[list, list]:
             else:  # the call's own copy: the caller may write to x afterwards
                 buf = backend.put(x.astype(aval.dtype), device)
             bufs.append(buf)
+        elif t in _PY_SCALARS or (isinstance(x, np.generic) and x.dtype.kind in "biufc"):
+            backend = backend or device.backend  # (a Python int's range checked)
+            bufs.append(backend.put(_host_numpy(x, aval.dtype)[0], device))
         else:
             bufs.append(to_buffer(x, device))
     return bufs, lent

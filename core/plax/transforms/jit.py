@@ -23,7 +23,7 @@ from typing import Any, Callable, Iterable, Sequence
 import numpy as np
 
 from plax import dtypes, tree_util
-from plax.array import Array, from_host
+from plax.array import _PY_SCALARS, Array, from_host
 from plax.backend import executable_text
 from plax.config import config
 from plax.core.jaxpr import ClosedJaxpr
@@ -58,7 +58,6 @@ _LOOK_UP = object()  # JitFunction._call_general: the caller did not work out th
 _ON_MESH = "on mesh"  # marks a fast-cache key of the mesh fast path (JitFunction._call_on_mesh)
 # marks a fast-cache key of a call with host arguments (JitFunction._call_host_leaves)
 _HOST_LEAVES = "host leaves"
-_SCALARS = (bool, int, float, complex)
 
 
 def _host_kinds(leaves, device) -> tuple | None:
@@ -81,7 +80,7 @@ def _host_kinds(leaves, device) -> tuple | None:
                 return None
             committed = committed or x._committed
             kinds.append(x.aval)
-        elif t in _SCALARS or (isinstance(x, np.generic) and x.dtype.kind in "biufc"):
+        elif t in _PY_SCALARS or (isinstance(x, np.generic) and x.dtype.kind in "biufc"):
             kinds.append(t)
         else:
             return None
