@@ -451,8 +451,9 @@ class JitFunction:
 
     def __call__(self, *args, **kwargs):
         # The fast path: positional Array arguments already on the target device, and a
-        # signature seen before. Everything else (first call, kwargs, static arguments,
-        # scalars, device moves, tracing) goes through _call_general, which fills the
+        # signature seen before; with host values (NumPy arrays, scalars) among them,
+        # _call_host_leaves. Everything else (first call, kwargs, unresolved static
+        # arguments, device moves, tracing) goes through _call_general, which fills the
         # fast cache when the call qualifies.
         # (_trace_shared.active: some thread traces; only then is the thread-local depth read)
         tracing = _trace_shared.active and trace_state.depth
