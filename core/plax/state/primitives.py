@@ -283,15 +283,14 @@ def _as_value(x, ref_aval):
     return x
 
 
-def _eager_access(name: str, impl: Callable, ref, operands: Sequence, indexer):
+def _access_on_mesh(name: str, impl: Callable, ref, operands: Sequence, indexer):
     """``impl(ref, *operands, indexer=indexer)``: the eager ``get``, ``swap`` or
     ``addupdate`` (``name``) of the concrete ``ref``, with the value written (if any) and
-    the indices as ``operands``; under a set mesh placed as JAX places it
-    (:func:`plax.sharding_eager.ref_access`)."""
-    if _mesh_maybe_set[0]:
-        from plax.sharding_eager import ref_access
-        return ref_access(name, ref, operands, lambda *ops: impl(ref, *ops, indexer=indexer))
-    return impl(ref, *operands, indexer=indexer)
+    the indices as ``operands``, placed as JAX places it under the set mesh
+    (:func:`plax.sharding_eager.ref_access`). Asked only when a mesh may be set
+    (``mesh_maybe_set``): without one the callers run ``impl`` themselves, one call less."""
+    from plax.sharding_eager import ref_access
+    return ref_access(name, ref, operands, lambda *ops: impl(ref, *ops, indexer=indexer))
 
 
 def ref_get(ref, idx=None):
@@ -313,7 +312,9 @@ def ref_get(ref, idx=None):
     indexer, dyn = RefIndexer.parse(aval.shape, idx)
     _check_sharded_index(aval, indexer)
     if _is_eager(ref):
-        return _eager_access("get", _get_impl, ref, dyn, indexer)
+        if _mesh_maybe_set[0]:
+            return _access_on_mesh("get", _get_impl, ref, dyn, indexer)
+        return read_value(ref._value, indexer, dyn)
     return get_p.bind(ref, *dyn, indexer=indexer)
 
 
@@ -331,7 +332,9 @@ def ref_swap(ref, idx, value, _function_name: str = "ref_swap"):
     value = _as_value(value, aval)
     if _is_eager(ref) and not isinstance(value, Tracer):
         _check_write(aval, value.aval, [getattr(d, "aval", d) for d in dyn], indexer, "swap")
-        return _eager_access("swap", _swap_impl, ref, (value, *dyn), indexer)
+        if _mesh_maybe_set[0]:
+            return _access_on_mesh("swap", _swap_impl, ref, (value, *dyn), indexer)
+        return _swap_impl(ref, value, *dyn, indexer=indexer)
     return swap_p.bind(ref, value, *dyn, indexer=indexer)
 
 
@@ -361,7 +364,10 @@ def ref_addupdate(ref, idx, x) -> None:
     x = _as_value(x, aval)
     if _is_eager(ref) and not isinstance(x, Tracer):
         _check_write(aval, x.aval, [getattr(d, "aval", d) for d in dyn], indexer, "addupdate")
-        _eager_access("addupdate", _addupdate_impl, ref, (x, *dyn), indexer)
+        if _mesh_maybe_set[0]:
+            _access_on_mesh("addupdate", _addupdate_impl, ref, (x, *dyn), indexer)
+        else:
+            _addupdate_impl(ref, x, *dyn, indexer=indexer)
         return
     addupdate_p.bind(ref, x, *dyn, indexer=indexer)
 
