@@ -41,6 +41,26 @@ def test_live_arrays_lists_arrays_alive_and_forgets_deleted_ones():
         plax.live_arrays("tpu")
 
 
+def test_live_arrays_skips_a_dead_weak_proxy():
+    """A ``weakref.proxy`` whose referent is gone, alive somewhere in the process (the garbage
+    collector lists it), is neither an array nor an error: asking it its class raises
+    ReferenceError, so the scan must not."""
+    import weakref
+
+    class Referent:
+        pass
+
+    target = Referent()
+    held = [weakref.proxy(target)]
+    del target
+    gc.collect()
+    with pytest.raises(ReferenceError):
+        isinstance(held[0], plax.Array)   # (what the scan used to ask)
+    x = jnp.arange(3.0) + 1
+    assert any(a is x for a in plax.live_arrays())
+    assert held   # (the proxy stays alive through the scan)
+
+
 def test_copy_to_host_async_returns_its_argument():
     tree = {"a": jnp.ones(2), "b": [1.0, "text"], "c": np.zeros(1)}
     assert plax.copy_to_host_async(tree) is tree

@@ -37,7 +37,9 @@ def live_arrays(platform: str | None = None) -> list[Array]:
     wanted = set(devices(platform))  # validates the name with plax.devices' error
     found = []
     for obj in gc.get_objects():
-        if isinstance(obj, Array) and not obj.is_deleted() and obj.devices() <= wanted:
+        # (by the object's own type: isinstance would ask a weakref.proxy for its __class__,
+        # which raises ReferenceError once its referent is gone)
+        if issubclass(type(obj), Array) and not obj.is_deleted() and obj.devices() <= wanted:
             found.append(obj)
     return found
 
