@@ -673,9 +673,7 @@ class JitFunction:
         if all_arrays and not kwargs and entry.device is device and \
                 not entry.float0_outputs and entry.pinned is None and not multi and \
                 all(x._device is device for x in leaves) and self._fast_eligible(args):
-            nums = self._static_nums or ()
-            static_key = tuple([(type(args[i]), args[i]) for i in nums])
-            fast_tree = _tree_flatten(tuple([a for i, a in enumerate(args) if i not in nums]))[1]
+            _, fast_tree, static_key = self._split_static(args)
             self._fast_cache[(fast_tree, tuple(avals), static_key, id(device), flags)] = entry
         elif not all_arrays and not on_mesh and not kwargs and entry.device is device and \
                 not entry.float0_outputs and entry.pinned is None and not multi and \
