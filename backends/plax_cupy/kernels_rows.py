@@ -168,24 +168,34 @@ def column_segments(n: int, inner: int, itemsize: int) -> int:
 COLUMN_CHAINS = 1024
 
 #: stretches (``segs * column_items`` rows each) in a part of the axis of the split column
-#: kernel: 4 (512 float32 rows, 2 KiB of a column; a (4096, 4096) float32 axis in 8 parts)
+#: kernels: 4 for argmax/argmin (512 float32 rows, 2 KiB of a column; a (4096, 4096) float32
+#: axis in 8 parts); the cumulative ops' parts take at most :data:`COLUMN_STAGED_STRETCHES`
 COLUMN_PART_STRETCHES = 4
 
+#: stretches of its part the split cumulative column kernel (``_columns_look_back``) stages in
+#: shared memory between folding the part's totals and scanning it (each element read from
+#: global memory once): a stretch is :data:`THREADS` x 64 bytes, so 2 are 32 KiB a block
+COLUMN_STAGED_STRETCHES = 2
 
-def column_part_rows(chains: int, n: int, segs: int, itemsize: int) -> int:
+
+def column_part_rows(chains: int, n: int, segs: int, itemsize: int,
+                     stretches: int | None = None) -> int:
     """Rows of the axis in each part of the column kernel (``n``: one part, the kernel without
     a look-back): with fewer than :data:`COLUMN_CHAINS` chains (outer slices by column groups),
-    parts of :data:`COLUMN_PART_STRETCHES` stretches of ``segs`` segments, when the axis holds
-    two or more. A function of the shape alone (never of the device), so a float sum's fold
-    order is too; the device's multiprocessors set only the grid (:func:`_grid`).
+    parts of ``stretches`` (:data:`COLUMN_PART_STRETCHES` unless given) stretches of ``segs``
+    segments, when the axis holds two or more. A function of the shape alone (never of the
+    device), so a float sum's fold order is too; the device's multiprocessors set only the grid
+    (:func:`_grid`).
 
     Example:
       >>> column_part_rows(128, 4096, 8, 4), column_part_rows(2, 100, 8, 4)
       (512, 100)
-      >>> column_part_rows(2048, 4096, 8, 4)
-      4096
+      >>> column_part_rows(2048, 4096, 8, 4), column_part_rows(128, 4096, 8, 4, 2)
+      (4096, 256)
     """
-    part = COLUMN_PART_STRETCHES * segs * column_items(itemsize)
+    if stretches is None:
+        stretches = COLUMN_PART_STRETCHES
+    part = stretches * segs * column_items(itemsize)
     if chains >= COLUMN_CHAINS or n < 2 * part:
         return n
     return part
@@ -367,20 +377,26 @@ def look_back_scratch(jobs: int, dtype) -> list:
 
 def group_scratch(jobs: int, width: int, dtype) -> list:
     """The uncleared scratch of a look-back over ``jobs`` tiles of ``width`` columns of
-    ``dtype`` elements (``name + "_group_look_back"``), after ``state``: ``[flags, vals]``, a
-    ``uint32`` flag per tile and ``2 * jobs * width`` elements (the tiles' column totals, then
+    ``dtype`` elements (``name + "_group_look_back"``), after ``state``: ``[words]``, a
+    ``uint64`` per column a tile (its status and total: :func:`packs`), else ``[flags, vals]``,
+    a ``uint32`` flag per tile and ``2 * jobs * width`` elements (the tiles' column totals, then
     their inclusive scans).
 
     Example:
       >>> [a.size for a in group_scratch(5, 4, np.float32)]   # doctest: +SKIP
+      [20]
+      >>> [a.size for a in group_scratch(5, 4, np.float64)]   # doctest: +SKIP
       [5, 40]
     """
-    return [cupy.empty((jobs,), np.uint32), cupy.empty((2 * jobs * width,), np.dtype(dtype))]
+    dtype = np.dtype(dtype)
+    if packs(dtype.itemsize):
+        return [cupy.empty((jobs * width,), np.uint64)]
+    return [cupy.empty((jobs,), np.uint32), cupy.empty((2 * jobs * width,), dtype)]
 
 
-def _packed_look_back(name: str, T: str) -> str:
-    """The packed look-back of ``name`` on ``T`` (at most 4 bytes): see
-    :func:`_single_pass_source`."""
+def _packed_words(name: str, T: str) -> str:
+    """The packed words' helpers of ``name`` on ``T`` (at most 4 bytes: :func:`packs`), for the
+    packed look-backs (one column: :func:`_packed_look_back`; several: :func:`_group_look_back`)."""
     return f"""
 // A tile's status and value in one 64-bit word: ((tag << 2) | status) << 32 | the value's bits
 // (status 1: the tile's total, 2: its inclusive scan). One store publishes both and one load
@@ -397,6 +413,24 @@ __device__ __forceinline__ {T} {name}_unpack(unsigned long long word) {{
   memcpy(&v, &bits, sizeof({T}));
   return v;
 }}
+// The carry of a packed look-back: the values held for the tiles `far` .. 1 before this one
+// (`held[(d - 1) * stride]` for the tile d before; the farthest an inclusive scan, the others
+// totals) folded in tile order. Not unrolled, 32-bit: unrolled, the float32 single pass took 72
+// registers a thread, 3 blocks an SM where 64 leave 4.
+__device__ __forceinline__ {T} {name}_fold_held(const {T}* held, int far, int stride) {{
+  int i = (far - 1) * stride;
+  {T} acc = held[i];
+  #pragma unroll 1
+  for (i -= stride; i >= 0; i -= stride) acc = {name}_op(acc, held[i]);
+  return acc;
+}}
+"""
+
+
+def _packed_look_back(name: str, T: str) -> str:
+    """The packed look-back of ``name`` on ``T`` (at most 4 bytes): see
+    :func:`_single_pass_source` (its helpers: :func:`_packed_words`)."""
+    return f"""
 // The walk reads {WINDOW} predecessors' words a step (the block's threads at once), keeps their
 // values in `held` (slot d - 1 for the tile d before this one), and passes every total up to the
 // nearest tile that has not published one; it stops at an inclusive scan. One thread then folds
@@ -434,13 +468,7 @@ __device__ PLAX_ROW_NOINLINE {T} {name}_look_back(unsigned long long* words, lon
     __syncthreads();  // (seen is written again next step)
   }}
   if (t == 0) {{
-    // (held[d]: the tile d + 1 before this one; from the inclusive scan found, nearer tiles
-    // in turn. Not unrolled, 32-bit: unrolled, the float32 kernel took 72 registers a thread,
-    // 3 blocks an SM where 64 leave 4)
-    const int far = (int)(job - 1 - found);
-    {T} acc = held[far];
-    #pragma unroll 1
-    for (int d = far - 1; d >= 0; --d) acc = {name}_op(acc, held[d]);
+    const {T} acc = {name}_fold_held(held, (int)(job - found), 1);
     atomicExch(words + job, {name}_pack({name}_op(acc, total), inc));
     *carry = acc;
     PLAX_ROW_NOTE_LOOK_BACK(steps);
@@ -489,6 +517,8 @@ __device__ PLAX_ROW_NOINLINE {T} {name}_look_back(unsigned int* flags, {T}* vals
                                                         &steps);
   {T} acc;
   if (t == 0) acc = plax_read_published(inclusive + found);
+  // (a round trip after the flags' own: with the first window of totals, or alone)
+  if (found + 1 == job) ++steps;
   for (long long c = found + 1; c < job; c += {WINDOW}) {{
     const long long m = job - c < {WINDOW} ? job - c : {WINDOW};
     for (long long i = t; i < m; i += threads) window[i] = plax_read_published(aggregate + c + i);
@@ -514,20 +544,115 @@ __device__ PLAX_ROW_NOINLINE {T} {name}_look_back(unsigned int* flags, {T}* vals
 """
 
 
+#: values a packed group look-back holds in shared memory for the totals it passes: a tile of
+#: ``width`` columns holds ``min(LOOK_BACK_SPAN, GROUP_HELD // width)`` predecessors' (256 of 4
+#: columns, 32 of 32, 4 of 256) and then waits on the farthest, as :data:`LOOK_BACK_SPAN`
+GROUP_HELD = 1024
+
+
 def _group_look_back(name: str, T: str) -> str:
-    """The look-back of a tile of several columns (``name + "_group_look_back"``): see
-    :func:`_single_pass_source`."""
+    """The look-back of a tile of several columns (``name + "_group_look_back"``): packed where
+    :func:`packs` the element size (one word per column a tile, one round trip per window of
+    predecessors), else a flag a tile and its columns' values apart (two round trips)."""
+    if packs(_ITEMSIZE[T]):
+        return _packed_words(name, T) + _packed_group_look_back(name, T)
+    return _two_word_group_look_back(name, T)
+
+
+def _packed_group_look_back(name: str, T: str) -> str:
+    """The packed look-back of a tile of several columns on ``T`` (at most 4 bytes): see
+    :func:`_group_look_back`."""
     return f"""
 // The look-back of a tile of `width` columns (one chain of tiles per column group; a tile's
-// predecessor in its chain is `stride` tickets before it, `k` its place in the chain): the
-// tile publishes all its columns' totals (`total`, shared) and then ONE flag for the tile, so a
-// predecessor's state is one flag read, whatever the columns: {WINDOW} predecessors' flags a
-// step (the block's threads at once), passing every aggregate up to the nearest tile that is
-// not one (plax_row_walk_flags, as the two-word look-back's); then the columns' values after
-// the inclusive scan found, a window of tiles by every column at a time (`window`, {THREADS}
-// values), each column folded in tile order by its own thread. `vals`: the aggregates of `jobs`
-// tiles by `width` columns, then their inclusive scans. The whole block calls it; the carries
-// are left in `carries` (shared) for every thread.
+// predecessor in its chain is `stride` tickets before it, `k` its place in the chain), each
+// column's status and total in one word (`words[ticket * width + column]`: {name}_pack): every
+// column walks back on its own, nearest first, passing totals up to an inclusive scan, and all
+// the walking columns' next {WINDOW} predecessors are read at once (the block's threads: one
+// memory round trip a step, whatever the columns), their values kept in `held` (slot
+// `(d - 1) * width + c` for the tile d before, column c; at most `span` tiles, then the column
+// waits on the farthest). A column that meets an unset word reads on from it next step. Each
+// column's carry is then the held values folded in tile order from its inclusive scan: the same
+// left fold of the chain's totals wherever each column stopped (an inclusive scan is that fold),
+// so the result does not depend on timing. `walk[c]`: the totals column c has passed, or minus
+// the distance of its inclusive scan; `more`: two flags (one per step parity, so a step clears
+// the next one's while no thread reads it) set by a column still walking. The whole block calls
+// it; the carries are left in `carries` (shared) for every thread.
+__device__ PLAX_ROW_NOINLINE void {name}_group_look_back(unsigned long long* words,
+    long long job, long long stride, long long k, int width, const {T}* total, unsigned int tag,
+    unsigned char* seen, {T}* held, int* walk, volatile int* more, {T}* carries) {{
+  const unsigned int agg = (tag << 2) | 1u, inc = (tag << 2) | 2u;
+  const int t = threadIdx.x, threads = blockDim.x;
+  unsigned long long* mine = words + job * width;
+  for (int c = t; c < width; c += threads)
+    atomicExch(mine + c, {name}_pack(total[c], k == 0 ? inc : agg));
+  if (k == 0) return;  // (the chain's first tile: its totals are its inclusive scans)
+  PLAX_ROW_AFTER_TOTAL(job);
+  const int cap = {GROUP_HELD} / width < {LOOK_BACK_SPAN} ? {GROUP_HELD} / width : {LOOK_BACK_SPAN};
+  // (within `cap` of the chain's first tile, that tile's inclusive scan ends every walk)
+  const int span = k < cap ? (int)k : cap, w = span < {WINDOW} ? span : {WINDOW};
+  for (int c = t; c < width; c += threads) walk[c] = 0;
+  if (t == 0) more[0] = 0;
+  __syncthreads();
+  unsigned long long steps = 0;
+  for (int step = 0;; ++step) {{
+    for (int q = t; q < w * width; q += threads) {{
+      const int i = q / width, c = q % width, passed = walk[c];
+      // (the tile d before: the next ones after those passed, or, all `span` passed, the farthest)
+      const int d = passed < 0 ? 0 : passed < span ? passed + 1 + i : i == 0 ? span : 0;
+      if (d == 0 || d > span) continue;
+      const unsigned long long word =
+          *(volatile unsigned long long*)(words + (job - d * stride) * width + c);
+      const unsigned int status = (unsigned int)(word >> 32);
+      seen[q] = status == inc ? 2 : status == agg ? 1 : 0;
+      held[(d - 1) * width + c] = {name}_unpack(word);
+    }}
+    __syncthreads();
+    if (t == 0) more[(step + 1) & 1] = 0;  // (read last by every thread before the barrier)
+    for (int c = t; c < width; c += threads) {{
+      const int passed = walk[c];
+      if (passed < 0) continue;
+      int i = 0;
+      const int m = passed < span ? (span - passed < w ? span - passed : w) : 1;
+      while (i < m && seen[i * width + c] == 1 && passed < span) ++i;
+      if (i < m && seen[i * width + c] == 2) {{
+        walk[c] = passed < span ? -(passed + i + 1) : -span;
+      }} else {{
+        walk[c] = passed + i;
+        more[step & 1] = 1;
+      }}
+    }}
+    ++steps;
+    __syncthreads();
+    if (!more[step & 1]) break;
+    PLAX_ROW_SPIN();  // (a tile not published yet)
+  }}
+  for (int c = t; c < width; c += threads) {{
+    const {T} acc = {name}_fold_held(held + c, -walk[c], width);
+    carries[c] = acc;
+    atomicExch(mine + c, {name}_pack({name}_op(acc, total[c]), inc));
+  }}
+  if (t == 0) PLAX_ROW_NOTE_LOOK_BACK(steps);
+  __syncthreads();
+}}
+"""
+
+
+def _two_word_group_look_back(name: str, T: str) -> str:
+    """The look-back of a tile of several columns on ``T`` over 4 bytes: see
+    :func:`_group_look_back`."""
+    return f"""
+// The look-back of a tile of `width` columns, elements over 4 bytes (one chain of tiles per
+// column group; a tile's predecessor in its chain is `stride` tickets before it, `k` its place
+// in the chain): the tile publishes all its columns' totals (`total`, shared) and then ONE flag
+// for the tile, so a predecessor's state is one flag read, whatever the columns: {WINDOW}
+// predecessors' flags a step (the block's threads at once), passing every aggregate up to the
+// nearest tile that is not one (plax_row_walk_flags, as the two-word look-back's); then the
+// columns' values after the inclusive scan found, a window of tiles by every column at a time
+// (`window`, {THREADS} values), each column folded in tile order by its own thread: two round
+// trips per window of predecessors. (No 64-bit word holds a status and such a value, and a
+// value read with its flag, before the fence, could be one written before that flag: so they
+// stay apart.) `vals`: the aggregates of `jobs` tiles by `width` columns, then their inclusive
+// scans. The whole block calls it; the carries are left in `carries` (shared) for every thread.
 __device__ PLAX_ROW_NOINLINE void {name}_group_look_back(unsigned int* flags, {T}* vals,
     long long jobs, long long job, long long stride, long long k, int width, const {T}* total,
     unsigned int tag, unsigned int* seen, {T}* window, {T}* carries) {{
@@ -547,6 +672,8 @@ __device__ PLAX_ROW_NOINLINE void {name}_group_look_back(unsigned int* flags, {T
   const long long found_job = job - (k - found) * stride;
   for (int c = t; c < width; c += threads)
     carries[c] = plax_read_published(inclusive + found_job * width + c);
+  // (a round trip after the flags' own: with the first window of totals, or alone)
+  if (found + 1 == k) ++steps;
   // (tiles a window: as many as the block reads at once by every column, at most {WINDOW})
   const long long per = threads / width < 1 ? 1 : threads / width < {WINDOW} ? threads / width : {WINDOW};
   for (long long j0 = found + 1; j0 < k; j0 += per) {{
@@ -598,6 +725,31 @@ def _clear_at_exit(count: str, clear: str) -> str:
   }}"""
 
 
+def _group_form(T: str, most_columns: int,
+                window: str | None = None) -> tuple[str, str, str, tuple[str, str]]:
+    """How a kernel holding ``{name}_group_look_back`` on ``T`` declares and calls it:
+    ``(scratch parameters, shared arrays, call, (clear count, clear statement))``, the call a
+    template of ``name``, ``stride``, ``width`` and ``total``, the count of ``jobs`` and
+    ``width``; ``most_columns``: the widest tile it calls with; ``window``: a shared array of
+    :data:`THREADS` elements the caller lends the two-word form (unused during the look-back),
+    else one of its own."""
+    if packs(_ITEMSIZE[T]):
+        return ("unsigned long long* words",
+                f"""  __shared__ {T} held[{GROUP_HELD}];
+  __shared__ unsigned char seen[{GROUP_HELD}];
+  __shared__ int walk[{most_columns}];
+  __shared__ volatile int more[2];""",
+                "{name}_group_look_back(words, job, {stride}, k, {width}, {total}, tag, seen, "
+                "held, walk, more, carries);",
+                ("jobs * {width}", "words[i] = 0ull;"))
+    own = "" if window else f"\n  __shared__ {T} window[{THREADS}];"
+    return (f"unsigned int* flags, {T}* vals",
+            f"  __shared__ unsigned int seen[{WINDOW}];" + own,
+            "{name}_group_look_back(flags, vals, jobs, job, {stride}, k, {width}, {total}, tag, "
+            f"seen, {window or 'window'}, carries);",
+            ("jobs", "flags[i] = 0u;"))
+
+
 def _single_pass_source(name: str, T: str, staged: int) -> str:
     """The single-pass kernels on ``T`` elements (with their look-back: packed where
     :func:`packs` the element size, else two words), for :func:`cumulative_source`, whose
@@ -615,12 +767,13 @@ def _single_pass_source(name: str, T: str, staged: int) -> str:
         call = (f"{name}_look_back(flags, vals, {{jobs}}, {{job}}, k, total, tag, seen, window, "
                 f"&carry);")
         clear = "flags[i] = 0u;"
+    group_scratch_params, group_walk, group_call, (group_count, group_clear) = _group_form(
+        T, COLUMN_MIN)
     group_shared = f"""  __shared__ {T} buf[{staged}];
   __shared__ {T} totals[{THREADS}];
-  __shared__ {T} window[{THREADS}];
   __shared__ {T} column_totals[{COLUMN_MIN}];
   __shared__ {T} carries[{COLUMN_MIN}];
-  __shared__ unsigned int seen[{WINDOW}];
+{group_walk}
   __shared__ long long ticket;
   __shared__ int last;"""
     shared = f"""  __shared__ {T} buf[{staged}];
@@ -660,24 +813,29 @@ def _single_pass_source(name: str, T: str, staged: int) -> str:
 // A long non-last axis of few columns (1 < inner < {COLUMN_MIN}), in one launch: a tile is
 // `tile_rows` rows of the axis (a multiple of 32) by all `inner` columns, contiguous in memory:
 // staged with coalesced loads, each column gathered into its own stretch of `buf` (column c at
-// c * tile_rows, scan order); tiles taken in ticket order ((outer slice, tile) pairs). Every
-// column's total first, then one look-back for the tile (one flag a predecessor, its columns'
-// totals beside it: {name}_group_look_back), then each column's scan from its carry (reduced
-// again: its chunk totals, as the first pass folded them); the tile is stored back as it was
-// loaded.
+// c * tile_rows, scan order); tiles taken in ticket order ((outer slice, tile) pairs). The
+// columns are reduced at once, `per` = blockDim / inner threads a column (a block narrower than
+// its columns: a thread a column, `together` columns at a time), each column's chunk totals
+// kept in its own `per` slots of `totals` for its scan; then one look-back for the tile
+// ({name}_group_look_back: its columns' totals a round trip), then each column's scan from its
+// carry; the tile is stored back as it was loaded. A column's fold order: chunks of
+// ceil(len / per) rows folded in order, their totals scanned (Hillis-Steele), the carry first.
 extern "C" __global__ void {name}_columns_single_pass(const {T}* __restrict__ x,
-    {T}* __restrict__ y, unsigned long long* state, unsigned int* flags, {T}* vals,
+    {T}* __restrict__ y, unsigned long long* state, {group_scratch_params},
     long long outer, long long n, long long inner, int reverse, long long tile_rows,
     unsigned int tag) {{
 {group_shared}
   const long long tiles = (n + tile_rows - 1) / tile_rows, jobs = outer * tiles;
+  const int columns = (int)inner, threads = (int)blockDim.x;
+  const int per = threads / columns > 0 ? threads / columns : 1, together = threads / per;
+  const int g = (int)threadIdx.x / per, lt = (int)threadIdx.x % per;  // (its column, its place)
   for (;;) {{
 {_TAKE_TICKET}
     const long long o = job / tiles, k = job % tiles, start = k * tile_rows;
     const long long len = start + tile_rows < n ? tile_rows : n - start;
     const long long first = reverse ? n - start - len : start;  // (the tile's first row in memory)
     // (32-bit index arithmetic within the tile: its elements fit a block's shared memory)
-    const int count = (int)(len * inner), columns = (int)inner, rows_in = (int)len;
+    const int count = (int)(len * inner), rows_in = (int)len;
     const int stride = (int)tile_rows;
     const {T}* src = x + (o * n + first) * inner;
     #pragma unroll 1
@@ -686,20 +844,24 @@ extern "C" __global__ void {name}_columns_single_pass(const {T}* __restrict__ x,
       buf[PLAX_ROW_PAD(c * stride + (reverse ? rows_in - 1 - a : a))] = src[q];
     }}
     __syncthreads();
-    // (not unrolled: unrolled, the float32 kernel took 92 registers a thread, 2 blocks an SM)
+    // (tile_rows % 32 == 0: each column's pads line up. Several rounds only with one thread a
+    // column, whose scan reads no chunk totals: `totals` may be rewritten by the next round)
     #pragma unroll 1
-    for (int c = 0; c < columns; ++c) {{  // (tile_rows % 32 == 0: the pads line up)
-      const {T} total = {name}_reduce(buf + PLAX_ROW_PAD(c * stride), len, totals);
-      if (threadIdx.x == 0) column_totals[c] = total;
-      __syncthreads();  // (totals is written again by the next column's reduction)
+    for (int c0 = 0; c0 < columns; c0 += together) {{
+      const bool live = g < together && c0 + g < columns;
+      const int c = live ? c0 + g : 0;
+      const {T} total = {name}_reduce_group(buf + PLAX_ROW_PAD(c * stride), len,
+                                            totals + (live ? g * per : 0), lt, per, live);
+      if (live && lt == 0) column_totals[c] = total;
     }}
-    {name}_group_look_back(flags, vals, jobs, job, 1, k, columns, column_totals, tag, seen,
-                           window, carries);
+    __syncthreads();
+    {group_call.format(name=name, stride="1", width="columns", total="column_totals")}
     #pragma unroll 1
-    for (int c = 0; c < columns; ++c) {{
-      {T}* column = buf + PLAX_ROW_PAD(c * stride);
-      {name}_reduce(column, len, totals);
-      {name}_scan(column, len, totals, k ? carries + c : nullptr);
+    for (int c0 = 0; c0 < columns; c0 += together) {{
+      const bool live = g < together && c0 + g < columns;
+      const int c = live ? c0 + g : 0;
+      {name}_scan_group(buf + PLAX_ROW_PAD(c * stride), len, totals + (live ? g * per : 0),
+                        k ? carries + c : nullptr, lt, per, live);
     }}
     {T}* dst = y + (o * n + first) * inner;
     for (int q = threadIdx.x; q < count; q += blockDim.x) {{
@@ -708,7 +870,7 @@ extern "C" __global__ void {name}_columns_single_pass(const {T}* __restrict__ x,
     }}
     __syncthreads();  // (buf is staged again next)
   }}
-{_clear_at_exit("jobs", "flags[i] = 0u;")}
+{_clear_at_exit(group_count.format(width="inner"), group_clear)}
 }}
 """
 
@@ -716,7 +878,7 @@ extern "C" __global__ void {name}_columns_single_pass(const {T}* __restrict__ x,
 #: the module settings the row kernels' sources read: part of their cache key, so a changed
 #: setting (a test's or a tuning run's) builds another source rather than reusing a stale one
 _SOURCE_SETTINGS = ("THREADS", "ITEM_BYTES", "MAX_ITEMS", "LOAD_BATCH", "WINDOW",
-                    "LOOK_BACK_SPAN", "COLUMN_MIN")
+                    "LOOK_BACK_SPAN", "COLUMN_MIN", "GROUP_HELD", "COLUMN_STAGED_STRETCHES")
 
 
 def _settings() -> tuple:
@@ -783,6 +945,9 @@ def _build_cumulative_source(op: str, ctype: str) -> tuple[str, str]:
     batch = min(items, LOAD_BATCH)
     citems = column_items(_ITEMSIZE[ctype])
     staged = cap + cap // 32   # (one element of padding per 32: PLAX_ROW_PAD)
+    # (the split column kernel's look-back; its two-word form borrows `totals`, unused then)
+    group_scratch_params, group_walk, group_call, (group_count, group_clear) = _group_form(
+        T, THREADS, window="totals")
     source = _HELPERS + f"""
 __device__ __forceinline__ {T} {name}_op({T} a, {T} b) {{ return {combine}; }}
 {_group_look_back(name, T)}// Stages scan-order positions [start, start + len) of the row at `base` (len <= {cap}) in
@@ -815,22 +980,26 @@ __device__ __forceinline__ void {name}_store({T}* __restrict__ y, long long base
     y[plax_row_at(base, n, inner, reverse, start + p)] = buf[PLAX_ROW_PAD(p)];
   __syncthreads();  // (buf is staged again next)
 }}
-// The total of the `len` staged elements, to every thread: contiguous chunks, one per thread,
-// folded; the chunk totals scanned (inclusive) in `totals` (Hillis-Steele), left there for
-// {name}_scan
-__device__ PLAX_ROW_NOINLINE {T} {name}_reduce(const {T}* buf, long long len, {T}* totals) {{
-  const long long threads = blockDim.x, t = threadIdx.x;
+// The total of the `len` staged elements, to every thread of a group of `threads` (the block, or
+// the block's `threads` threads from `threadIdx.x - t` in the few-columns single pass: its
+// columns at once), `t` this thread's place in it: contiguous chunks, one per thread, folded;
+// the chunk totals scanned (inclusive) in `totals` (Hillis-Steele), left there for
+// {name}_scan. Every thread of the block calls it (the barriers are the block's); one of no
+// group (`live` false) only keeps step. (Inlined into two callers, one for the whole block, one
+// for groups: the block's kept the registers it had before groups.)
+__device__ __forceinline__ {T} {name}_reduce_in(const {T}* buf, long long len, {T}* totals,
+    long long t, long long threads, bool live) {{
   const long long chunk = (len + threads - 1) / threads;
   const long long active = chunk ? (len + chunk - 1) / chunk : 0;  // threads holding elements
   const long long lo = t * chunk, hi = lo + chunk < len ? lo + chunk : len;
-  if (t < active) {{
+  if (live && t < active) {{
     {T} acc = buf[PLAX_ROW_PAD(lo)];
     for (long long p = lo + 1; p < hi; ++p) acc = {name}_op(acc, buf[PLAX_ROW_PAD(p)]);
     totals[t] = acc;
   }}
   __syncthreads();
   for (long long s = 1; s < active; s <<= 1) {{  // inclusive scan of the chunk totals
-    const bool take = t >= s && t < active;
+    const bool take = live && t >= s && t < active;
     {T} before;
     if (take) before = totals[t - s];
     __syncthreads();
@@ -840,15 +1009,14 @@ __device__ PLAX_ROW_NOINLINE {T} {name}_reduce(const {T}* buf, long long len, {T
   return totals[active > 0 ? active - 1 : 0];
 }}
 // Rescans each thread's chunk of the staged elements in place from the chunk totals before it
-// (`totals`, as {name}_reduce left them) and from `*carry` (the row's scan before the stretch)
-// when given
-__device__ PLAX_ROW_NOINLINE void {name}_scan({T}* buf, long long len, const {T}* totals,
-    const {T}* carry) {{
-  const long long threads = blockDim.x, t = threadIdx.x;
+// (`totals`, as {name}_reduce left them for the same group) and from `*carry` (the row's scan
+// before the stretch) when given
+__device__ __forceinline__ void {name}_scan_in({T}* buf, long long len, const {T}* totals,
+    const {T}* carry, long long t, long long threads, bool live) {{
   const long long chunk = (len + threads - 1) / threads;
   const long long active = chunk ? (len + chunk - 1) / chunk : 0;
   const long long lo = t * chunk, hi = lo + chunk < len ? lo + chunk : len;
-  if (t < active) {{
+  if (live && t < active) {{
     {T} acc = buf[PLAX_ROW_PAD(lo)];
     if (t) acc = {name}_op(totals[t - 1], acc);
     if (carry != nullptr) acc = {name}_op(*carry, acc);
@@ -859,6 +1027,22 @@ __device__ PLAX_ROW_NOINLINE void {name}_scan({T}* buf, long long len, const {T}
     }}
   }}
   __syncthreads();
+}}
+__device__ PLAX_ROW_NOINLINE {T} {name}_reduce(const {T}* buf, long long len, {T}* totals) {{
+  return {name}_reduce_in(buf, len, totals, threadIdx.x, blockDim.x, true);
+}}
+__device__ PLAX_ROW_NOINLINE void {name}_scan({T}* buf, long long len, const {T}* totals,
+                                              const {T}* carry) {{
+  {name}_scan_in(buf, len, totals, carry, threadIdx.x, blockDim.x, true);
+}}
+// (a group's: the few-columns single pass)
+__device__ PLAX_ROW_NOINLINE {T} {name}_reduce_group(const {T}* buf, long long len, {T}* totals,
+                                                    int t, int threads, bool live) {{
+  return {name}_reduce_in(buf, len, totals, t, threads, live);
+}}
+__device__ PLAX_ROW_NOINLINE void {name}_scan_group({T}* buf, long long len, const {T}* totals,
+                                                   const {T}* carry, int t, int threads, bool live) {{
+  {name}_scan_in(buf, len, totals, carry, t, threads, live);
 }}
 // Scans scan-order positions [start, stop) of the row at `base` with the whole block, {cap}
 // elements at a time through `buf`, from `*carry` (the row's scan before `start`) when given,
@@ -933,6 +1117,17 @@ __device__ __forceinline__ int {name}_column_load(const {T}* __restrict__ x, lon
     if (u < m) v[u] = x[plax_row_at(base, n, inner, reverse, lo + u)];
   return m;
 }}
+// The same rows as {name}_column_load, from where the split column kernel staged them in shared
+// memory (its thread's item u of stretch j at `stage[(j * {citems} + u) * {THREADS} + threadIdx.x]`,
+// `at` pointing at item 0 of the stretch: consecutive threads, consecutive words)
+__device__ __forceinline__ int {name}_column_unstage(const {T}* at, bool live, long long lo,
+    long long end, {T} (&v)[{citems}]) {{
+  const int m = !live || lo >= end ? 0 : end - lo < {citems} ? (int)(end - lo) : {citems};
+  #pragma unroll
+  for (int u = 0; u < {citems}; ++u)
+    if (u < m) v[u] = at[u * {THREADS}];
+  return m;
+}}
 // A non-last axis of many columns (inner >= {COLUMN_MIN}): a block per group of `width` =
 // THREADS / segs consecutive columns of one outer slice (a warp's loads read consecutive
 // columns: coalesced), the axis taken a stretch of segs * {citems} rows at a time. Thread
@@ -941,15 +1136,18 @@ __device__ __forceinline__ int {name}_column_load(const {T}* __restrict__ x, lon
 // column folds the other segments' totals in order after segment 0's; each thread of those adds
 // the carry before its segment, and all store. With one segment a column is one sequential fold
 // (NumPy's order). {name}_column_stretches scans rows [begin, end) so (from `carries[c]` when
-// `carried`), leaving each column's scan at `end - 1` in `carries[c]`.
+// `carried`), leaving each column's scan at `end - 1` in `carries[c]`; it reads them from `x`,
+// or where given from `stage` ({name}_column_unstage).
 __device__ __forceinline__ void {name}_column_stretches(const {T}* __restrict__ x,
     {T}* __restrict__ y, long long base, long long n, long long inner, int reverse, bool live,
     long long c, long long s, long long width, long long segs, long long begin, long long end,
-    bool carried, {T}* totals, {T}* carries) {{
-  for (long long r0 = begin; r0 < end; r0 += segs * {citems}) {{
+    bool carried, {T}* totals, {T}* carries, const {T}* stage) {{
+  const {T}* at = stage + threadIdx.x;  // (item 0 of this thread's first stretch, when staged)
+  for (long long r0 = begin; r0 < end; r0 += segs * {citems}, at += {citems} * {THREADS}) {{
     const long long lo = r0 + s * {citems};
     {T} v[{citems}];
-    const int m = {name}_column_load(x, base, n, inner, reverse, live, lo, end, v);
+    const int m = stage != nullptr ? {name}_column_unstage(at, live, lo, end, v)
+                                   : {name}_column_load(x, base, n, inner, reverse, live, lo, end, v);
     if (m && s == 0 && (r0 > begin || carried)) v[0] = {name}_op(carries[c], v[0]);
     {T} last = v[0];  // (v[m - 1], kept in a register: a dynamic index puts v in local memory)
     #pragma unroll
@@ -990,25 +1188,27 @@ extern "C" __global__ void {name}_columns(const {T}* __restrict__ x, {T}* __rest
   for (long long job = blockIdx.x; job < outer * groups; job += gridDim.x) {{
     const long long col = (job % groups) * width + c;
     {name}_column_stretches(x, y, (job / groups) * n * inner + col, n, inner, reverse,
-                            col < inner, c, s, width, segs, 0, n, false, totals, carries);
+                            col < inner, c, s, width, segs, 0, n, false, totals, carries,
+                            nullptr);
   }}
 }}
-// The column kernel with the axis cut in parts of `part_rows` rows (a multiple of a stretch),
-// in one launch: a job is (part k, column group), taken in ticket order part by part (a part's
-// predecessor in its group's chain was taken `chains` tickets before it). A block folds its
-// part's rows per column (each segment's rows in order, then the segments in order), publishes
-// the group's totals with one flag ({name}_group_look_back), takes the carries (the left fold
-// of the earlier parts' totals, in part order) and scans its part as the column kernel does.
-// The parts depend on the shape alone, so the fold order does too.
+// The column kernel with the axis cut in parts of `part_rows` rows (a multiple of a stretch, at
+// most {COLUMN_STAGED_STRETCHES} stretches), in one launch: a job is (part k, column group), taken in ticket
+// order part by part (a part's predecessor in its group's chain was taken `chains` tickets
+// before it). A block reads its part once: it folds the part's rows per column (each segment's
+// rows in order, then the segments in order) as it stages them in shared memory (`stage`),
+// publishes the group's totals ({name}_group_look_back), takes the carries (the left fold of
+// the earlier parts' totals, in part order) and scans the staged part as the column kernel
+// does, storing it. The parts depend on the shape alone, so the fold order does too.
 extern "C" __global__ void {name}_columns_look_back(const {T}* __restrict__ x,
-    {T}* __restrict__ y, unsigned long long* state, unsigned int* flags, {T}* vals,
+    {T}* __restrict__ y, unsigned long long* state, {group_scratch_params},
     long long outer, long long n, long long inner, int reverse, int segments,
     long long part_rows, unsigned int tag) {{
+  __shared__ {T} stage[{COLUMN_STAGED_STRETCHES * THREADS * citems}];
   __shared__ {T} totals[{THREADS}];
   __shared__ {T} carries[{THREADS}];
-  __shared__ {T} window[{THREADS}];
   __shared__ {T} part_totals[{THREADS}];
-  __shared__ unsigned int seen[{WINDOW}];
+{group_walk}
   __shared__ long long ticket;
   __shared__ int last;
   const long long segs = segments < (int)blockDim.x ? segments : blockDim.x;
@@ -1024,7 +1224,8 @@ extern "C" __global__ void {name}_columns_look_back(const {T}* __restrict__ x,
     const long long begin = k * part_rows, end = begin + part_rows < n ? begin + part_rows : n;
     {T} acc;
     bool any = false;
-    for (long long r0 = begin; r0 < end; r0 += segs * {citems}) {{
+    {T}* at = stage + threadIdx.x;
+    for (long long r0 = begin; r0 < end; r0 += segs * {citems}, at += {citems} * {THREADS}) {{
       const long long lo = r0 + s * {citems};
       {T} v[{citems}];
       const int m = {name}_column_load(x, base, n, inner, reverse, live, lo, end, v);
@@ -1036,6 +1237,9 @@ extern "C" __global__ void {name}_columns_look_back(const {T}* __restrict__ x,
         acc = a;
         any = true;
       }}
+      #pragma unroll
+      for (int u = 0; u < {citems}; ++u)  // (this thread's own words: no barrier before it reads them)
+        if (u < m) at[u * {THREADS}] = v[u];
     }}
     if (any) totals[threadIdx.x] = acc;
     __syncthreads();
@@ -1046,12 +1250,11 @@ extern "C" __global__ void {name}_columns_look_back(const {T}* __restrict__ x,
       part_totals[c] = run;
     }}
     __syncthreads();
-    {name}_group_look_back(flags, vals, jobs, job, chains, k, (int)width, part_totals, tag,
-                           seen, window, carries);
+    {group_call.format(name=name, stride="chains", width="(int)width", total="part_totals")}
     {name}_column_stretches(x, y, base, n, inner, reverse, live, c, s, width, segs, begin, end,
-                            k > 0, totals, carries);
+                            k > 0, totals, carries, stage);
   }}
-{_clear_at_exit("jobs", "flags[i] = 0u;")}
+{_clear_at_exit(group_count.format(width="width"), group_clear)}
 }}
 """
     source += _single_pass_source(name, T, staged)
@@ -1369,36 +1572,39 @@ def scan_rows(op: str, work, out, outer: int, n: int, inner: int, reverse: bool)
     _launch(source, name + "_tiles", rows * tiles, work, out, scanned, *common, np.int64(tile))
 
 
-def _column_plan(segments, outer: int, n: int, inner: int,
-                 itemsize: int) -> tuple[int, int, int, int]:
+def _column_plan(segments, outer: int, n: int, inner: int, itemsize: int,
+                 *stretches: int) -> tuple[int, int, int, int]:
     """``(segs, width, groups, part_rows)`` of a column kernel on an ``(outer, n, inner)``
     layout of ``itemsize``-byte elements: ``segs = segments(n, inner, itemsize)`` segments of
     the axis (:func:`column_segments` or :func:`arg_column_segments`), ``width`` columns a block
     of :data:`THREADS`, ``groups`` column groups an outer slice, and the rows of each part of the
-    axis (:func:`column_part_rows`, looked up when called: tests force it)."""
+    axis (:func:`column_part_rows`, of ``stretches`` where given; looked up when called: tests
+    force it)."""
     segs = segments(n, inner, itemsize)
     width = THREADS // segs
     groups = -(-inner // width)
-    return segs, width, groups, column_part_rows(outer * groups, n, segs, itemsize)
+    return segs, width, groups, column_part_rows(outer * groups, n, segs, itemsize, *stretches)
 
 
 def _scan_columns(source: str, name: str, work, out, outer: int, n: int, inner: int,
                   reverse: bool) -> None:
     """:func:`scan_rows` along a non-last axis of at least :data:`COLUMN_MIN` columns: the
-    column kernel (``name + "_columns"``), or with the axis in parts (:func:`column_part_rows`)
-    its split form (``name + "_columns_look_back"``), one launch either way."""
+    column kernel (``name + "_columns"``), or with the axis in parts (:func:`column_part_rows`
+    of at most :data:`COLUMN_STAGED_STRETCHES` stretches) its split form (``name +
+    "_columns_look_back"``), one launch either way."""
     itemsize = work.dtype.itemsize
-    segs, width, groups, part_rows = _column_plan(column_segments, outer, n, inner, itemsize)
+    stretches = min(COLUMN_PART_STRETCHES, COLUMN_STAGED_STRETCHES)
+    segs, width, groups, part_rows = _column_plan(column_segments, outer, n, inner, itemsize,
+                                                  stretches)
     if part_rows >= n:
         _launch(source, name + "_columns", outer * groups, work, out, np.int64(outer),
                 np.int64(n), np.int64(inner), np.int32(bool(reverse)), np.int32(segs))
         return
     parts = -(-n // part_rows)
     # (sized for any block width the kernel meets: a narrower block, as the simulated GPU's
-    # one thread, makes groups of fewer columns, so more flags and as many values)
+    # one thread, makes groups of fewer columns, so more tiles and as many columns)
     state = cupy.empty((2,), np.uint64)
-    scratch = [cupy.empty((outer * inner * parts,), np.uint32),
-               cupy.empty((2 * outer * (inner + width - 1) * parts,), work.dtype)]
+    scratch = group_scratch(outer * (inner + width - 1) * parts, 1, work.dtype)
     _launch(source, name + "_columns_look_back", outer * groups * parts, work, out, state,
             *scratch, np.int64(outer), np.int64(n), np.int64(inner), np.int32(bool(reverse)),
             np.int32(segs), np.int64(part_rows), codegen.launch_tag(30))

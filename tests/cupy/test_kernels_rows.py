@@ -397,18 +397,21 @@ def _concurrent_caller(fn, pointers: int):
 @needs_cxx20
 @pytest.mark.parametrize("dtype, span, columns", [(np.float32, None, 1), (np.float32, 3, 1),
                                                   (np.float64, None, 1), (np.float32, None, 3),
-                                                  (np.float64, None, 3), (np.float32, None, 33)])
+                                                  (np.float64, None, 3), (np.float32, None, 33),
+                                                  (np.float32, 3, 3), (np.float32, 3, 33)])
 def test_single_pass_scan_with_concurrent_blocks(tmp_path, monkeypatch, dtype, span, columns):
     """The look-back between blocks running at once (host threads: x86's memory order, not
     a GPU's, so the fences are not tested): values against NumPy, bit for bit the same as
     blocks in sequence whatever the timing (the carries are one left fold of the tile
     totals, in tile order), and the scratch left cleared for a replay with the same tag.
     float32 publishes a tile's status and total in one word (the packed look-back; ``span``
-    3: a tile passing 3 totals waits on the farthest, so the bounded walk runs too), float64
-    as a flag and a value apart. ``columns`` 3: the scan runs along axis 1 of ``(2, n, 3)``,
-    tiles of 32 rows by the 3 columns (the few-columns single pass: one look-back a tile for
-    its columns); 33: the column kernel with its axis in parts of 32 rows (``_columns_look_back``;
-    blocks of one thread: a group a column; it fails when a part ignores its carry)."""
+    3: a tile passing 3 totals waits on the farthest, so the bounded walk runs too, for one
+    column or each column of a group), float64 as a flag and a value apart. ``columns`` 3: the
+    scan runs along axis 1 of ``(2, n, 3)``, tiles of 32 rows by the 3 columns (the few-columns
+    single pass: one look-back a tile for its columns, float32 a word a column); 33: the column
+    kernel with its axis in parts of 32 rows (``_columns_look_back``; blocks of one thread: a
+    group a column; it fails when a part ignores its carry). (The span-3 cases share one
+    build.)"""
     from plax_cupy import kernels_rows
     if span is not None:
         monkeypatch.setattr(kernels_rows, "LOOK_BACK_SPAN", span)
@@ -422,9 +425,10 @@ def test_single_pass_scan_with_concurrent_blocks(tmp_path, monkeypatch, dtype, s
     slots = x.size // n * -(-n // tile)
     state = np.full(2, 7, np.uint64)
     packed = kernels_rows.packs(x.itemsize)
-    if columns > 1:   # (a flag a tile, its columns' totals beside it)
+    if columns > 1:   # (a word a column and tile; or a flag a tile, its columns' totals beside it)
         tickets = slots // columns if columns < 32 else slots
-        scratch = [np.full(tickets, 7, np.uint32), np.full(2 * slots, 7, dtype)]
+        scratch = ([np.full(slots, 7, np.uint64)] if packed else
+                   [np.full(tickets, 7, np.uint32), np.full(2 * slots, 7, dtype)])
     else:
         scratch = ([np.full(slots, 7, np.uint64)] if packed else
                    [np.full(slots, 7, np.uint32), np.full(2 * slots, 7, dtype)])
