@@ -944,6 +944,8 @@ def _build_cumulative_source(op: str, ctype: str) -> tuple[str, str]:
     cap = _capacity(ctype)
     batch = min(items, LOAD_BATCH)
     citems = column_items(_ITEMSIZE[ctype])
+    # (a thread's staged items of a stretch, padded by one under 16 bytes: see _column_unstage)
+    cpad = citems + (_ITEMSIZE[ctype] < 16)
     staged = cap + cap // 32   # (one element of padding per 32: PLAX_ROW_PAD)
     # (the split column kernel's look-back; its two-word form borrows `totals`, unused then)
     group_scratch_params, group_walk, group_call, (group_count, group_clear) = _group_form(
@@ -1118,14 +1120,15 @@ __device__ __forceinline__ int {name}_column_load(const {T}* __restrict__ x, lon
   return m;
 }}
 // The same rows as {name}_column_load, from where the split column kernel staged them in shared
-// memory (its thread's item u of stretch j at `stage[(j * {citems} + u) * {THREADS} + threadIdx.x]`,
-// `at` pointing at item 0 of the stretch: consecutive threads, consecutive words)
+// memory: a thread's items of a stretch together, `at` pointing at its item 0 (item u of
+// stretch j of thread t at `stage[(j * blockDim.x + t) * {cpad} + u]`: {cpad} elements a thread,
+// so that for elements under 16 bytes a warp's item u falls on distinct banks)
 __device__ __forceinline__ int {name}_column_unstage(const {T}* at, bool live, long long lo,
     long long end, {T} (&v)[{citems}]) {{
   const int m = !live || lo >= end ? 0 : end - lo < {citems} ? (int)(end - lo) : {citems};
   #pragma unroll
   for (int u = 0; u < {citems}; ++u)
-    if (u < m) v[u] = at[u * {THREADS}];
+    if (u < m) v[u] = at[u];
   return m;
 }}
 // A non-last axis of many columns (inner >= {COLUMN_MIN}): a block per group of `width` =
@@ -1142,8 +1145,8 @@ __device__ __forceinline__ void {name}_column_stretches(const {T}* __restrict__ 
     {T}* __restrict__ y, long long base, long long n, long long inner, int reverse, bool live,
     long long c, long long s, long long width, long long segs, long long begin, long long end,
     bool carried, {T}* totals, {T}* carries, const {T}* stage) {{
-  const {T}* at = stage + threadIdx.x;  // (item 0 of this thread's first stretch, when staged)
-  for (long long r0 = begin; r0 < end; r0 += segs * {citems}, at += {citems} * {THREADS}) {{
+  const {T}* at = stage + threadIdx.x * {cpad};  // (its item 0 of the first stretch, when staged)
+  for (long long r0 = begin; r0 < end; r0 += segs * {citems}, at += {cpad} * blockDim.x) {{
     const long long lo = r0 + s * {citems};
     {T} v[{citems}];
     const int m = stage != nullptr ? {name}_column_unstage(at, live, lo, end, v)
@@ -1204,7 +1207,7 @@ extern "C" __global__ void {name}_columns_look_back(const {T}* __restrict__ x,
     {T}* __restrict__ y, unsigned long long* state, {group_scratch_params},
     long long outer, long long n, long long inner, int reverse, int segments,
     long long part_rows, unsigned int tag) {{
-  __shared__ {T} stage[{COLUMN_STAGED_STRETCHES * THREADS * citems}];
+  __shared__ {T} stage[{COLUMN_STAGED_STRETCHES * THREADS * cpad}];
   __shared__ {T} totals[{THREADS}];
   __shared__ {T} carries[{THREADS}];
   __shared__ {T} part_totals[{THREADS}];
@@ -1224,8 +1227,8 @@ extern "C" __global__ void {name}_columns_look_back(const {T}* __restrict__ x,
     const long long begin = k * part_rows, end = begin + part_rows < n ? begin + part_rows : n;
     {T} acc;
     bool any = false;
-    {T}* at = stage + threadIdx.x;
-    for (long long r0 = begin; r0 < end; r0 += segs * {citems}, at += {citems} * {THREADS}) {{
+    {T}* at = stage + threadIdx.x * {cpad};
+    for (long long r0 = begin; r0 < end; r0 += segs * {citems}, at += {cpad} * blockDim.x) {{
       const long long lo = r0 + s * {citems};
       {T} v[{citems}];
       const int m = {name}_column_load(x, base, n, inner, reverse, live, lo, end, v);
@@ -1239,7 +1242,7 @@ extern "C" __global__ void {name}_columns_look_back(const {T}* __restrict__ x,
       }}
       #pragma unroll
       for (int u = 0; u < {citems}; ++u)  // (this thread's own words: no barrier before it reads them)
-        if (u < m) at[u * {THREADS}] = v[u];
+        if (u < m) at[u] = v[u];
     }}
     if (any) totals[threadIdx.x] = acc;
     __syncthreads();

@@ -247,7 +247,8 @@ def test_look_back_takes_a_window_of_predecessors_per_step(running, dtype):
     trips for ``m`` predecessors, the totals read with their flags; with a flag and a value
     apart (float64) the totals are read again after the walk, ``ceil((m - 1) / W)`` more: the
     packed form halves the round trips. A tile whose predecessor published its inclusive scan
-    takes one. The state of ``running`` tiles taken by blocks still at work is set up in the
+    takes one (packed), or two (the flag, then the value). The state of ``running`` tiles taken
+    by blocks still at work is set up in the
     scratch (their tickets taken, tile 0's inclusive scan and the others' totals published),
     then one block scans the rest: bit for bit as a plain run (the carries are the same left
     fold of the totals in tile order)."""
@@ -273,8 +274,10 @@ def test_look_back_takes_a_window_of_predecessors_per_step(running, dtype):
         return y.get(), {key: c.value for key, c in counters.items()}
 
     plain, seen = scan(5, 4)
-    # blocks in sequence: every predecessor's inclusive scan is out, one step a tile
-    assert seen == {"tiles": tiles - 1, "steps": tiles - 1, "most": 1}, seen
+    # blocks in sequence: every predecessor's inclusive scan is out, one round trip a tile
+    # packed, two apart
+    least = 1 if packed else 2
+    assert seen == {"tiles": tiles - 1, "steps": least * (tiles - 1), "most": least}, seen
     np.testing.assert_allclose(plain, np.cumsum(x, dtype=np.float64), rtol=1e-4, atol=1e-3)
     tag = 6
     if packed:   # (a tile's total: its elements folded in order, as one thread reduces them)
@@ -293,7 +296,7 @@ def test_look_back_takes_a_window_of_predecessors_per_step(running, dtype):
     resumed, seen = scan(tag, 1)
     expect = -(-running // window) + (0 if packed else -(-(running - 1) // window))
     assert seen["most"] == expect < running, (seen, expect)
-    assert seen == {"tiles": tiles - running, "steps": expect + tiles - running - 1,
+    assert seen == {"tiles": tiles - running, "steps": expect + least * (tiles - running - 1),
                     "most": expect}, seen
     np.testing.assert_array_equal(resumed[running * tile:], plain[running * tile:])
     assert not scratch[0].get().any() and not state.get().any()
@@ -303,31 +306,79 @@ def test_look_back_takes_a_window_of_predecessors_per_step(running, dtype):
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_few_columns_look_back_once_per_tile(dtype):
     """The few-columns single pass (a tile: rows of the axis by every column) looks back once
-    per tile, whatever the columns: a predecessor's state is one flag, its columns' totals
-    beside it. Counted by the simulated module: blocks in sequence find their predecessor's
-    inclusive scans out, so each tile after a chain's first takes one step (it took one per
-    column before: ``inner`` look-backs of one step per tile); values against NumPy, bit for
-    bit for an integer-valued operand."""
+    per tile, whatever the columns. Counted by the simulated module (memory round trips): blocks
+    in sequence find their predecessor's inclusive scans out, so each tile after a chain's first
+    takes one round trip for float32 (each column's status and total in one word, every column
+    read at once) and two for float64 (one flag a tile, then its columns' values). Then
+    ``running`` tiles are set up as taken by blocks still at work (the chain's first with its
+    inclusive scans out, the others their totals) and one block scans the rest: the first walks
+    back over them all, ``ceil(running / W)`` round trips packed (the totals read with their
+    status), and apart as many more as windows of passed totals. Values against NumPy bit for bit (an integer-valued
+    operand), and the scratch left clear."""
     import cupy
     from plax_cupy import codegen, kernel_modules, kernels_rows
-    outer, n, inner, tile_rows = 2, 700, 4, 32
+    outer, n, inner, tile_rows, running = 2, 3000, 4, 32, 40
     tiles = -(-n // tile_rows)
     x = np.random.default_rng(8).integers(-50, 50, (outer, n, inner)).astype(dtype)
-    source, name = kernels_rows.cumulative_source("sum", "float" if dtype == np.float32 else "double")
+    packed = kernels_rows.packs(x.itemsize)
+    source, name = kernels_rows.cumulative_source("sum", "float" if packed else "double")
     module = kernel_modules.module(codegen.PREAMBLE + source, kernels_rows._kernel_names(source))
+    kernel = module.get_function(name + "_columns_single_pass")
     counters = _look_back_counters(module)
-    for c in counters.values():
-        c.value = 0
-    xd, y = cupy.asarray(x), cupy.zeros(x.shape, dtype)
+    xd = cupy.asarray(x)
     state = cupy.zeros((2,), np.uint64)
     scratch = kernels_rows.group_scratch(outer * tiles, inner, dtype)
-    module.get_function(name + "_columns_single_pass")(
-        (5,), (1,), (xd, y, state, *scratch, np.int64(outer), np.int64(n), np.int64(inner),
-                     np.int32(1), np.int64(tile_rows), np.uint32(3)))
-    seen = {key: c.value for key, c in counters.items()}
-    assert seen == {"tiles": outer * (tiles - 1), "steps": outer * (tiles - 1), "most": 1}, seen
-    np.testing.assert_array_equal(y.get(), np.flip(np.cumsum(np.flip(x, 1), axis=1), 1))
-    assert not scratch[0].get().any() and not state.get().any()   # (left clear for a replay)
+    want = np.flip(np.cumsum(np.flip(x, 1), axis=1), 1)
+
+    def scan(tag, grid):
+        for c in counters.values():
+            c.value = 0
+        y = cupy.zeros(x.shape, dtype)
+        kernel((grid,), (1,), (xd, y, state, *scratch, np.int64(outer), np.int64(n),
+                               np.int64(inner), np.int32(1), np.int64(tile_rows), np.uint32(tag)))
+        assert not scratch[0].get().any() and not state.get().any()   # (left clear for a replay)
+        return y.get(), {key: c.value for key, c in counters.items()}
+
+    got, seen = scan(3, 5)
+    least = 1 if packed else 2
+    assert seen == {"tiles": outer * (tiles - 1), "steps": least * outer * (tiles - 1),
+                    "most": least}, seen
+    np.testing.assert_array_equal(got, want)
+    # (outer slice 0's first `running` tiles taken and published by blocks still at work: tile
+    # 0's inclusive scans, the others' totals; tile k's totals fold its rows n - 32 (k + 1) ..)
+    tag = 6
+    totals = np.flip(x[0], 0)[:running * tile_rows].reshape(running, tile_rows, inner).sum(1)
+    inclusive = np.cumsum(totals, axis=0)
+    if packed:
+        words = totals.astype(dtype).view(np.uint32).astype(np.uint64)
+        words[0] = inclusive[0].astype(dtype).view(np.uint32)
+        words[0] |= np.uint64(((tag << 2) | 2) << 32)
+        words[1:] |= np.uint64(((tag << 2) | 1) << 32)
+        scratch[0][:running * inner] = cupy.asarray(words.reshape(-1))
+    else:
+        flags = np.zeros(outer * tiles, np.uint32)
+        flags[0], flags[1:running] = (tag << 2) | 2, (tag << 2) | 1
+        vals = np.zeros(2 * outer * tiles * inner, dtype)
+        vals[:running * inner] = totals.reshape(-1)
+        vals[outer * tiles * inner:][:inner] = inclusive[0]
+        scratch[0][...] = cupy.asarray(flags)
+        scratch[1][...] = cupy.asarray(vals)
+    # (tickets 0 .. running - 1 taken: the block takes tile `running` of slice 0 first)
+    state[...] = cupy.asarray(np.array([(tag << 32) | running, 0], np.uint64))
+    resumed, seen = scan(tag, 1)
+    window = kernels_rows.WINDOW
+    # (apart, the passed totals are read a window of threads // inner tiles by every column at
+    # a time: with the simulated block's one thread, a tile a round trip)
+    per = max(1, min(window, 1 // inner))
+    expect = -(-running // window) + (0 if packed else -(-(running - 1) // per))
+    assert seen["most"] == expect, (seen, expect)
+    assert packed or expect > running
+    # (the rest in sequence, one look-back each but slice 1's first tile's)
+    later = outer * tiles - running - 1
+    assert seen == {"tiles": later, "steps": expect + least * (later - 1), "most": expect}, seen
+    np.testing.assert_array_equal(resumed[0, :n - running * tile_rows],
+                                  want[0, :n - running * tile_rows])
+    np.testing.assert_array_equal(resumed[1], want[1])
 
 
 @on_simulated_gpu
