@@ -3,6 +3,7 @@ of ``benchmarks/gpu.py``'s cumsum rows, on the simulated GPU: which kernel, its 
 and the scratch words its look-back reads.
 
     PYTHONPATH=$PYTHONPATH:tests/cupy python benchmarks/gpu_rows.py [--sms 132]
+    python benchmarks/gpu_rows.py --registers     # ptxas's registers and spills, sm_90
 
 For each ``cumsum`` (float32; a row of 1e7, and axis 0 of (1e6, 4), (4096, 4096), (8, 1e6),
 (64, 1e5) and (1e5, 64)) and ``argmax`` (axis 0 of (4096, 4096) and (1e6, 4)) it prints every
@@ -16,6 +17,7 @@ non-last axis", "Long rows in one launch") models what these launches cost on an
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 import numpy as np
@@ -33,24 +35,62 @@ SHAPES = (("1 row 1e7", (10_000_000,), 0, "cumsum"),
           ("axis 0 of (1e6, 4)", (1_000_000, 4), 0, "argmax"))
 
 
-def _look_back_counters():
+def _look_back_counters(fake_cupy):
     """The simulated float32 cumsum module's look-back counters (``plax_sim_look_back_*``:
     look-backs, and their memory round trips), as ctypes values to reset and read."""
-    import ctypes
     from plax_cupy import codegen, kernel_modules, kernels_rows
     source, _ = kernels_rows.cumulative_source("sum", "float")
     module = kernel_modules.module(kernels_rows._module_text(codegen.PREAMBLE, source),
                                    kernels_rows._kernel_names(source), device_id=0)
-    return [ctypes.c_ulonglong.in_dll(module.lib, f"plax_sim_look_back_{key}")
-            for key in ("tiles", "steps")]
+    counters = fake_cupy.look_back_counters(module)
+    return [counters["tiles"], counters["steps"]]
+
+
+def registers() -> int:
+    """Prints, for the cumulative sum's kernels on float32 and float64, the registers a thread
+    and the spill bytes ``ptxas -arch=sm_90`` reports for NVRTC's PTX (real NVRTC, no GPU);
+    returns 1 where either tool is missing or a kernel spills."""
+    import re
+    import shutil
+    import subprocess
+    import tempfile
+    from plax_cupy import codegen, kernels_rows, nvrtc
+    if shutil.which("ptxas") is None:
+        print("no ptxas on the PATH")
+        return 1
+    spills = 0
+    print(f"{'sm_90':8} {'kernel':24} {'registers':>9} {'spill bytes':>11}")
+    for ctype in ("float", "double"):
+        source, name = kernels_rows.cumulative_source("sum", ctype)
+        ptx = nvrtc.compile_ptx(codegen.PREAMBLE + source,
+                                options=nvrtc.DEVICE_OPTIONS + ("-arch=compute_90",))
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "rows.ptx")
+            with open(path, "w") as f:
+                f.write(ptx)
+            log = subprocess.run(["ptxas", "-arch=sm_90", "-v", path, "-o",
+                                  os.path.join(tmp, "rows.cubin")],
+                                 capture_output=True, text=True, check=True).stderr
+        # (each entry's "Function properties" line, its frame and spills, then its registers)
+        for kernel, stores, loads, regs in re.findall(
+                r"Function properties for (\w+)\n\s*\d+ bytes stack frame, (\d+) bytes spill "
+                r"stores, (\d+) bytes spill loads\n[^\n]*Used (\d+) registers", log):
+            spilled = int(stores) + int(loads)
+            spills += spilled
+            print(f"{ctype:8} {kernel[len(name):] or '(a block a row)':24} {regs:>9} {spilled:>11}")
+    return 1 if spills else 0
 
 
 def main(argv=None) -> int:
     """Prints the table; returns 1 if a result differs from NumPy's (float64) beyond float32
-    rounding."""
+    rounding. ``--registers``: the kernels' registers instead (:func:`registers`)."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sms", type=int, default=132)
+    ap.add_argument("--registers", action="store_true",
+                    help="print each cumulative kernel's registers and spills (ptxas, sm_90)")
     opts = ap.parse_args(argv)
+    if opts.registers:
+        return registers()
     fake_cupy = simulated_gpu.install(sm_count=opts.sms)
     import plax
     import plax.numpy as jnp
@@ -68,7 +108,7 @@ def main(argv=None) -> int:
     gpu = plax.devices("gpu")[0]
     rng = np.random.default_rng(0)
     failed = 0
-    counters = _look_back_counters()
+    counters = _look_back_counters(fake_cupy)
     print(f"{'float32':31} {'kernel':44} {'grid':>6} {'block':>5}  {'look-backs':>10} "
           f"{'round trips':>11}  scratch")
     for label, shape, axis, op in SHAPES:

@@ -1017,6 +1017,15 @@ def _block_order(blocks: int):
     return range(blocks)
 
 
+def look_back_counters(module) -> dict:
+    """The look-back counters of a simulated module built from a ``kernels_rows`` source
+    (``plax_sim_look_back_tiles``, ``_steps``, ``_most``: the tiles that looked back, their
+    memory round trips, the most of one tile), as ctypes values to reset and read:
+    ``{"tiles": ..., "steps": ..., "most": ...}``."""
+    return {key: ctypes.c_ulonglong.in_dll(module.lib, f"plax_sim_look_back_{key}")
+            for key in ("tiles", "steps", "most")}
+
+
 def _unfenced_counts(lib):
     """The module's count of blocks that counted themselves done unfenced (None where its
     source has no such counter)."""

@@ -232,9 +232,8 @@ def _aval(x):
 
 def _look_back_counters(module) -> dict:
     """The simulated module's look-back counters (tiles, steps, the most steps of one tile)."""
-    import ctypes
-    return {key: ctypes.c_ulonglong.in_dll(module.lib, f"plax_sim_look_back_{key}")
-            for key in ("tiles", "steps", "most")}
+    import fake_cupy
+    return fake_cupy.look_back_counters(module)
 
 
 @on_simulated_gpu
