@@ -413,12 +413,12 @@ __device__ __forceinline__ {T} {name}_unpack(unsigned long long word) {{
   memcpy(&v, &bits, sizeof({T}));
   return v;
 }}
-// The carry of a packed look-back: the values held for the tiles `far` .. 1 before this one
-// (`held[(d - 1) * stride]` for the tile d before; the farthest an inclusive scan, the others
-// totals) folded in tile order. Not unrolled, 32-bit: unrolled, the float32 single pass took 72
-// registers a thread, 3 blocks an SM where 64 leave 4.
+// The carry of a packed look-back: the values held for the tiles `far` + 1 .. 1 before this
+// one (`held[(d - 1) * stride]` for the tile d before; the farthest an inclusive scan, the
+// others totals) folded in tile order. Not unrolled, 32-bit: unrolled, the float32 single pass
+// took 72 registers a thread, 3 blocks an SM where 64 leave 4.
 __device__ __forceinline__ {T} {name}_fold_held(const {T}* held, int far, int stride) {{
-  int i = (far - 1) * stride;
+  int i = far * stride;
   {T} acc = held[i];
   #pragma unroll 1
   for (i -= stride; i >= 0; i -= stride) acc = {name}_op(acc, held[i]);
@@ -468,7 +468,7 @@ __device__ PLAX_ROW_NOINLINE {T} {name}_look_back(unsigned long long* words, lon
     __syncthreads();  // (seen is written again next step)
   }}
   if (t == 0) {{
-    const {T} acc = {name}_fold_held(held, (int)(job - found), 1);
+    const {T} acc = {name}_fold_held(held, (int)(job - 1 - found), 1);
     atomicExch(words + job, {name}_pack({name}_op(acc, total), inc));
     *carry = acc;
     PLAX_ROW_NOTE_LOOK_BACK(steps);
@@ -627,7 +627,7 @@ __device__ PLAX_ROW_NOINLINE void {name}_group_look_back(unsigned long long* wor
     PLAX_ROW_SPIN();  // (a tile not published yet)
   }}
   for (int c = t; c < width; c += threads) {{
-    const {T} acc = {name}_fold_held(held + c, -walk[c], width);
+    const {T} acc = {name}_fold_held(held + c, -walk[c] - 1, width);
     carries[c] = acc;
     atomicExch(mine + c, {name}_pack({name}_op(acc, total[c]), inc));
   }}
