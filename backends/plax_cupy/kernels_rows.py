@@ -51,10 +51,15 @@ column (``_columns``: a warp on consecutive columns, the axis in segments whose 
 folded in order); when the column groups are fewer than :data:`COLUMN_CHAINS` the axis is also
 cut in parts of :data:`COLUMN_PART_STRETCHES` stretches (:func:`column_part_rows`, a function of
 the shape alone, so the fold order is too), a block a (part, group), each part looking back
-once for all its columns (``_columns_look_back``). With 2 to 31 columns along a long axis, a
-tile is rows of the axis by every column, loaded whole (``_columns_single_pass``), its columns'
-totals published beside one flag and looked back at once (``_group_look_back``: one flag read
-per predecessor, not one per column). argmax/argmin along a non-last axis read a column group
+once for all its columns (``_columns_look_back``), each part read from global memory once (its
+:data:`COLUMN_STAGED_STRETCHES` stretches staged in shared memory between folding its totals and
+scanning it). With 2 to 31 columns along a long axis, a tile is rows of the axis by every
+column, loaded whole (``_columns_single_pass``), its columns reduced at once (``256 // inner``
+threads a column) and looked back at once (``_group_look_back``). A group look-back on elements
+up to 4 bytes publishes each column's status and total in one 64-bit word, and reads every
+walking column's next :data:`WINDOW` predecessors in one round trip; wider elements publish a
+flag a tile beside its columns' values (a round trip for the flags, then one for the values).
+argmax/argmin along a non-last axis read a column group
 (or, under 32 columns, whole rows) a warp at a time (``_columns``), in parts combined in part
 order by a second launch.
 """

@@ -595,3 +595,33 @@ def test_every_row_kernel_compiles_with_nvrtc_without_warnings_or_flush_to_zero(
         entries = set(re.findall(r"\.entry (\w+)\(", ptx))
         assert set(kernels_rows._kernel_names(source)) <= entries, \
             set(kernels_rows._kernel_names(source)) - entries
+
+
+@pytest.mark.skipif(bool(NVRTC_PROBLEM) or shutil.which("ptxas") is None,
+                    reason=NVRTC_PROBLEM or "no ptxas on the PATH")
+def test_look_back_kernels_assemble_for_sm90_without_spills():
+    """The group look-back takes a word a column for elements up to 4 bytes, a flag and
+    values above; the look-back kernels of float32 (packed words) and complex128 (two words,
+    the most shared memory: 16-byte staged parts) assemble for sm_90 (``ptxas`` refuses more
+    than 48 KiB of static shared memory a block) with no spill."""
+    import tempfile
+    from plax_cupy import codegen, kernels_rows, nvrtc
+    for ctype, packed in (("float", True), ("double", False), ("plax_c128", False)):
+        source, name = kernels_rows.cumulative_source("sum", ctype)
+        for kernel in ("_columns_single_pass", "_columns_look_back"):
+            params = re.search(rf"void {name + kernel}\(([^)]*)\)", source).group(1)
+            assert ("unsigned long long* words" in params) == packed, (ctype, kernel, params)
+            assert ("unsigned int* flags" in params) == (not packed), (ctype, kernel, params)
+        if ctype == "double":
+            continue   # (between the two: one ptxas run fewer)
+        ptx = nvrtc.compile_ptx(codegen.PREAMBLE + source,
+                                options=nvrtc.DEVICE_OPTIONS + ("-arch=compute_90",))
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "rows.ptx")
+            with open(path, "w") as f:
+                f.write(ptx)
+            done = subprocess.run(["ptxas", "-arch=sm_90", "-v", path, "-o",
+                                   os.path.join(tmp, "rows.cubin")], capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr[-2000:]
+        spills = re.findall(r"(\d+) bytes spill stores, (\d+) bytes spill loads", done.stderr)
+        assert spills and all(a == b == "0" for a, b in spills), (ctype, spills)
