@@ -483,6 +483,44 @@ def test_split_column_scan_over_several_blocks(host_rows, monkeypatch):
 
 
 @needs_cxx20
+def test_column_look_backs_with_a_gpu_block(tmp_path, monkeypatch):
+    """The two column look-back kernels as a GPU runs them: blocks of 256 threads and the real
+    tiles and parts (the few-columns single pass: tiles of 2048 rows by 4 columns, each column
+    reduced by 64 threads at once; the split column kernel: parts of 2 stretches of 8 segments,
+    staged in shared memory), so their fold order is the one a GPU gives. Float sums equal
+    NumPy's float64 ones within the tolerance the other tests use (float32 2e-5 of the running
+    magnitude, float64 1e-12), integers bit for bit; the scratch is sized by ``scan_rows``."""
+    from plax_cupy import kernels_rows
+    rows = _HostRows(tmp_path, 256, grid=2)
+    monkeypatch.setattr(kernels_rows, "LONG_ROW", 128)
+    monkeypatch.setattr(kernels_rows, "_launch", rows.launch)
+    monkeypatch.setattr(kernels_rows, "cupy", rows)
+    rng = np.random.default_rng(11)
+    # (sources the tests above build: no new g++ build)
+    cases = [(np.float32, (20000, 4), "_columns_single_pass"),
+             (np.int32, (20000, 4), "_columns_single_pass"),
+             (np.float64, (600, 64), "_columns_look_back")]
+    for dtype, shape, suffix in cases:
+        x = _operand(rng, "sum", dtype, shape)
+        outer, n, inner = kernels_rows._layout(x.shape, 0)
+        for reverse in (False, True):
+            rows.launches.clear()
+            got = np.full_like(x, 7)
+            kernels_rows.scan_rows("sum", x, got, outer, n, inner, reverse)
+            assert len(rows.launches) == 1 and rows.launches[0].endswith(suffix), rows.launches
+            want = _reference("sum", x.astype(np.float64) if x.dtype.kind == "f" else x, 0,
+                              reverse)
+            if x.dtype.kind in "iu":
+                np.testing.assert_array_equal(got, want, err_msg=f"{shape} {reverse}")
+            elif dtype == np.float32:
+                scale = np.maximum(np.abs(want), np.sqrt(np.arange(1, n + 1))[::-1 if reverse else 1, None])
+                assert np.all(np.abs(got - want) <= 2e-5 * scale), (shape, reverse)
+            else:
+                np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-11,
+                                           err_msg=f"{shape} {reverse}")
+
+
+@needs_cxx20
 @pytest.mark.parametrize("host_rows", [32, 8], indirect=True)
 def test_argmax_argmin_over_several_blocks(host_rows, monkeypatch):
     """Rows split in tiles (two launches: each tile's best, then each row's of those), and a
