@@ -46,21 +46,21 @@ def _look_back_counters(fake_cupy):
     return [counters["tiles"], counters["steps"]]
 
 
-def registers() -> int:
-    """Prints, for the cumulative sum's kernels on float32 and float64, the registers a thread
-    and the spill bytes ``ptxas -arch=sm_90`` reports for NVRTC's PTX (real NVRTC, no GPU);
-    returns 1 where either tool is missing or a kernel spills."""
+def registers(ctypes=("float", "double", "plax_c128")) -> int:
+    """Prints, for the cumulative sum's kernels on float32, float64 and complex128 (the most
+    shared memory a block: ``ptxas`` refuses more than 48 KiB), the registers a thread and the
+    spill bytes ``ptxas -arch=sm_90`` reports for NVRTC's PTX (real NVRTC, no GPU); returns 1
+    where a kernel spills (and fails where either tool is missing or refuses a kernel)."""
     import re
     import shutil
     import subprocess
     import tempfile
     from plax_cupy import codegen, kernels_rows, nvrtc
     if shutil.which("ptxas") is None:
-        print("no ptxas on the PATH")
-        return 1
+        raise SystemExit("no ptxas on the PATH")
     spills = 0
-    print(f"{'sm_90':8} {'kernel':24} {'registers':>9} {'spill bytes':>11}")
-    for ctype in ("float", "double"):
+    print(f"{'sm_90':9} {'kernel':24} {'registers':>9} {'spill bytes':>11}")
+    for ctype in ctypes:
         source, name = kernels_rows.cumulative_source("sum", ctype)
         ptx = nvrtc.compile_ptx(codegen.PREAMBLE + source,
                                 options=nvrtc.DEVICE_OPTIONS + ("-arch=compute_90",))
@@ -77,7 +77,7 @@ def registers() -> int:
                 r"stores, (\d+) bytes spill loads\n[^\n]*Used (\d+) registers", log):
             spilled = int(stores) + int(loads)
             spills += spilled
-            print(f"{ctype:8} {kernel[len(name):] or '(a block a row)':24} {regs:>9} {spilled:>11}")
+            print(f"{ctype:9} {kernel[len(name):] or '(a block a row)':24} {regs:>9} {spilled:>11}")
     return 1 if spills else 0
 
 

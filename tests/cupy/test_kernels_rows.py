@@ -639,27 +639,23 @@ def test_every_row_kernel_compiles_with_nvrtc_without_warnings_or_flush_to_zero(
                     reason=NVRTC_PROBLEM or "no ptxas on the PATH")
 def test_look_back_kernels_assemble_for_sm90_without_spills():
     """The group look-back takes a word a column for elements up to 4 bytes, a flag and
-    values above; the look-back kernels of float32 (packed words) and complex128 (two words,
-    the most shared memory: 16-byte staged parts) assemble for sm_90 (``ptxas`` refuses more
-    than 48 KiB of static shared memory a block) with no spill."""
-    import tempfile
-    from plax_cupy import codegen, kernels_rows, nvrtc
+    values above; ``benchmarks/gpu_rows.py --registers`` assembles the cumulative kernels of
+    float32 (packed words), float64 and complex128 (two words; complex128's staged parts the
+    most shared memory: ``ptxas`` refuses more than 48 KiB a block) for sm_90 and finds no
+    spill in any (its exit status), printing every look-back kernel of each."""
+    import sys
+    from plax_cupy import kernels_rows
     for ctype, packed in (("float", True), ("double", False), ("plax_c128", False)):
         source, name = kernels_rows.cumulative_source("sum", ctype)
         for kernel in ("_columns_single_pass", "_columns_look_back"):
             params = re.search(rf"void {name + kernel}\(([^)]*)\)", source).group(1)
             assert ("unsigned long long* words" in params) == packed, (ctype, kernel, params)
             assert ("unsigned int* flags" in params) == (not packed), (ctype, kernel, params)
-        if ctype == "double":
-            continue   # (between the two: one ptxas run fewer)
-        ptx = nvrtc.compile_ptx(codegen.PREAMBLE + source,
-                                options=nvrtc.DEVICE_OPTIONS + ("-arch=compute_90",))
-        with tempfile.TemporaryDirectory() as tmp:
-            path = os.path.join(tmp, "rows.ptx")
-            with open(path, "w") as f:
-                f.write(ptx)
-            done = subprocess.run(["ptxas", "-arch=sm_90", "-v", path, "-o",
-                                   os.path.join(tmp, "rows.cubin")], capture_output=True, text=True)
-        assert done.returncode == 0, done.stderr[-2000:]
-        spills = re.findall(r"(\d+) bytes spill stores, (\d+) bytes spill loads", done.stderr)
-        assert spills and all(a == b == "0" for a, b in spills), (ctype, spills)
+    repo = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+    done = subprocess.run([sys.executable, os.path.join(repo, "benchmarks", "gpu_rows.py"),
+                           "--registers"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr[-2000:]
+    listed = re.findall(r"^(\w+)\s+(_\w+)\s+\d+\s+0$", done.stdout, re.MULTILINE)
+    for ctype in ("float", "double", "plax_c128"):
+        for kernel in ("_single_pass", "_columns_single_pass", "_columns_look_back"):
+            assert (ctype, kernel) in listed, (ctype, kernel, done.stdout)
