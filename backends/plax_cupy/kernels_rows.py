@@ -567,6 +567,9 @@ def _group_look_back(name: str, T: str) -> str:
 def _packed_group_look_back(name: str, T: str) -> str:
     """The packed look-back of a tile of several columns on ``T`` (at most 4 bytes): see
     :func:`_group_look_back`."""
+    if GROUP_HELD < THREADS:   # (a group of THREADS columns would hold no predecessor: no walk)
+        raise ValueError(f"GROUP_HELD ({GROUP_HELD}) holds less than a value of each of the "
+                         f"widest group's {THREADS} columns")
     return f"""
 // The look-back of a tile of `width` columns (one chain of tiles per column group; a tile's
 // predecessor in its chain is `stride` tickets before it, `k` its place in the chain), each
