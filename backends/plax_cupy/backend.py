@@ -189,7 +189,7 @@ class CupyBackend(Backend):
 
     def put(self, host_array: np.ndarray, device) -> Any:
         host = np.asarray(host_array)
-        runtime.TOTALS[runtime.H2D] += 1
+        runtime.THIS_THREAD.counts[runtime.H2D] += 1
         if host.dtype == BF16:  # CuPy has no bfloat16: its bits
             bits = np.array(host, copy=True).view(np.uint16)  # (ascontiguousarray makes 0-d 1-d)
             with self.on(device):
@@ -205,7 +205,7 @@ class CupyBackend(Backend):
             return self.to_host(buffer.bits).view(BF16)
         if not isinstance(buffer, cupy.ndarray):
             return np.asarray(buffer)
-        runtime.TOTALS[runtime.D2H] += 1
+        runtime.THIS_THREAD.counts[runtime.D2H] += 1
         device = self.device_of(buffer)
         s = self.stream(device)
         # (not while another thread captures a CUDA graph on that stream: CUDA would refuse)
@@ -339,23 +339,26 @@ class CupyBackend(Backend):
         This is where every kernel-table (and plugin) kernel is dispatched, eagerly and under
         ``jit`` alike, so it is where they are counted (``plax_cupy.counters``): a call counts
         as one launch however many CuPy, cuBLAS, cuSOLVER or cuFFT kernels it issues inside,
-        unless it launched generated kernels (which count themselves) or returned only views
-        of its operands (a reshape, a slice: no device work)."""
+        unless it launched generated kernels (which count themselves; judged by the calling
+        thread's own counts, :data:`plax_cupy.runtime.THIS_THREAD`, so that another thread's
+        launches meanwhile do not hide this one) or returned only views of its operands (a
+        reshape, a slice: no device work)."""
         on_bits = getattr(fn, "bf16", None) == "bits"  # the kernel takes Bf16Buffers itself
-        launches = runtime.LAUNCHES   # (runtime.TOTALS read each time: it is rebound)
+        launches, this_thread = runtime.LAUNCHES, runtime.THIS_THREAD
 
         def run(*buffers, **params):
             device = self._device_for(buffers)
-            launched = runtime.TOTALS[launches]
+            # (this thread's counts: another thread's launch meanwhile is not this call's)
+            counts = this_thread.counts
+            launched = counts[launches]
             with self.on(device):
                 if not on_bits and (any(isinstance(b, Bf16Buffer) for b in buffers)
                                     or _mentions_bf16(params)):
                     out = self._alloc(device, lambda: self._bf16_call(primitive, fn, buffers, params), None)
                 else:
                     out = self._alloc(device, lambda: fn(*buffers, **params), None)
-            totals = runtime.TOTALS
-            if counted and totals[launches] == launched and not _views_of(out, buffers):
-                totals[launches] += 1
+            if counted and counts[launches] == launched and not _views_of(out, buffers):
+                counts[launches] += 1
             return out
         return run
 
@@ -635,7 +638,7 @@ class Launcher:
             if plan.n:
                 grid, block = codegen.elementwise_launch(plan.n, sm, per_thread=plan.per_thread)
                 fns[0]((grid,), (block,), tuple(args + elem_args + [np.int64(plan.n)]))
-                runtime.TOTALS[runtime.LAUNCHES] += 1
+                runtime.THIS_THREAD.counts[runtime.LAUNCHES] += 1
             return outs
         grid, block, bpo = codegen.reduction_launch(plan.n_out, plan.n_red, sm,
                                                     outputs_per_block=plan.outputs_per_block)
@@ -656,7 +659,7 @@ class Launcher:
         fns[0]((grid,), (block,), tuple(args + elem_args + partials + red_args
                                        + [np.int64(plan.n_out), np.int64(plan.n_red),
                                           np.int32(bpo), done, tag]))
-        runtime.TOTALS[runtime.LAUNCHES] += 1
+        runtime.THIS_THREAD.counts[runtime.LAUNCHES] += 1
         return outs
 
 
@@ -685,7 +688,7 @@ class ScanLauncher(Launcher):
         if plan.scratch_bytes:
             args.append(cupy.empty(plan.scratch_bytes, np.uint8))
         fn((1,), (plan.block,), tuple(args))
-        runtime.TOTALS[runtime.LAUNCHES] += 1
+        runtime.THIS_THREAD.counts[runtime.LAUNCHES] += 1
         return outs
 
 
@@ -708,8 +711,8 @@ def _contiguous_bits(buf):
     raw = _bits(buf)
     if not raw.flags.c_contiguous:
         raw = cupy.ascontiguousarray(raw)
-        runtime.TOTALS[runtime.LAUNCHES] += 1
-        runtime.TOTALS[runtime.D2D] += 1
+        runtime.THIS_THREAD.counts[runtime.LAUNCHES] += 1
+        runtime.THIS_THREAD.counts[runtime.D2D] += 1
     return raw
 
 
@@ -742,7 +745,7 @@ class GroupLauncher(Launcher):
             results += outs
         grid, block = codegen.elementwise_launch(plan.n, sm)
         self._functions(device.id)[0]((grid,), (block,), tuple(args + [np.int64(plan.n)]))
-        runtime.TOTALS[runtime.LAUNCHES] += 1
+        runtime.THIS_THREAD.counts[runtime.LAUNCHES] += 1
         return results
 
 
@@ -783,7 +786,7 @@ class ThreefryLauncher:
         if n:
             grid, block = codegen.elementwise_launch(n, self.backend.sm_count(cupy.cuda.Device().id))
             self._fn((grid,), (block,), tuple(ops + [y0, y1, np.int64(n)] + strides))
-            runtime.TOTALS[runtime.LAUNCHES] += 1
+            runtime.THIS_THREAD.counts[runtime.LAUNCHES] += 1
         return [y0, y1]
 
 

@@ -156,15 +156,17 @@ def test_compare_finds_what_a_wrong_replay_gives_and_passes_rounding():
 def test_counts_routed_by_one_thread_leave_another_threads_alone():
     """``runtime.counted_as``: within the block this thread's launches count where the route
     says (the check's: verify_launches; a capture's: nowhere), a nested route in turn, while
-    another thread's count as usual; afterwards the totals are a plain list again."""
+    another thread's count as usual, its increments a plain list's all along; afterwards this
+    thread's are a plain list's again."""
     import threading
     from plax_cupy import runtime
     routed, done, other = threading.Event(), threading.Event(), []
 
     def meanwhile():
         assert routed.wait(60)
+        other.append(type(runtime.THIS_THREAD.counts))
         runtime.note_launch(5)
-        runtime.TOTALS[runtime.D2H] += 1
+        runtime.THIS_THREAD.counts[runtime.D2H] += 1
         done.set()
 
     thread = threading.Thread(target=meanwhile)
@@ -173,7 +175,7 @@ def test_counts_routed_by_one_thread_leave_another_threads_alone():
         with runtime.counted_as(runtime.CHECKING):
             runtime.note_launch(2)
             runtime.note_copy()
-            runtime.TOTALS[runtime.D2H] += 3
+            runtime.THIS_THREAD.counts[runtime.D2H] += 3
             with runtime.counted_as(runtime.CAPTURING):
                 runtime.note_launch(7)
                 runtime.note_copy(7)
@@ -185,7 +187,8 @@ def test_counts_routed_by_one_thread_leave_another_threads_alone():
         thread.join()
     assert (c.launches, c.device_copies, c.device_to_host) == (5, 0, 1), c
     assert (c.verify_launches, c.verify_reads) == (3, 3), c
-    assert type(runtime.TOTALS) is list   # (no route left: increments at list speed)
+    assert other == [list], other   # (another thread's increments never routed)
+    assert type(runtime.THIS_THREAD.counts) is list   # (no route left: a plain list again)
 
 
 # ---------------------------------------------------------------- on the simulated GPU
@@ -219,7 +222,7 @@ def test_a_first_call_is_judged_by_its_own_threads_work_alone(monkeypatch, execu
             assert first_call.wait(60), "the first call did not begin"
             # a host copy and a host fallback, counted as another GPU's would be (on this one
             # a copy counts, then waits for the device's lock, which the first call holds)
-            runtime.TOTALS[runtime.D2H] += 1
+            runtime.THIS_THREAD.counts[runtime.D2H] += 1
             runtime.note_fallback("simulated_elsewhere")
         except BaseException as err:  # pragma: no cover - reported below
             errors.append(err)
