@@ -302,7 +302,10 @@ class CupyBackend(Backend):
         factory = kernels.program_impls().get(primitive)
         if factory is None or primitive in self._kernels:
             return None
-        return self._wrap(factory(**params), primitive)
+        held = factory(**params)
+        run = self._wrap(held, primitive)
+        run.program_kernel = held   # (its describe(), if any, joins the program's as_text())
+        return run
 
     def execute(self, primitive, *buffers: Any, **params: Any) -> Any:
         return self.eager_impl(primitive)(*buffers, **params)
@@ -541,7 +544,13 @@ class CupyBackend(Backend):
                     raise GpuOutOfMemoryError(device, oom_bytes(err), str(err)) from None
 
         run.__plax_source__ = source
-        run.as_text = lambda: source + "\n" + program.describe()  # (the graph's state now)
+        held = [k for k in emitter.program_kernels if hasattr(k, "describe")]
+
+        def as_text() -> str:   # (the state now: the graph's, the program kernels')
+            states = [(type(k).__name__, k.describe()) for k in held]
+            return "\n".join([source] + [f"// {name}: {text}" for name, text in states if text]
+                             + [program.describe()])
+        run.as_text = as_text
         run.graphed = program
         return run
 
