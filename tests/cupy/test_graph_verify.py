@@ -14,10 +14,11 @@ wrongly without a fault injected: every simulated graph test runs with the check
 
 The rule itself (bits, or the tolerance of a program whose capture takes another library entry
 point) is checked on host arrays here, without a GPU; :func:`test_on_the_simulated_gpu` runs
-the rest in a child process with ``-p fake_cupy_plugin``.
+the rest in a child process with ``-p fake_cupy_plugin`` (with ``test_simulated_threads.py``).
 """
 from __future__ import annotations
 
+import os
 import shutil
 import warnings
 
@@ -31,7 +32,9 @@ from test_simulated_streams import SIMULATED, on_simulated_gpu, run_file_on_simu
 @pytest.mark.skipif(SIMULATED or shutil.which("g++") is None,
                     reason="already on the simulated GPU, or no C++ compiler (g++) for it")
 def test_on_the_simulated_gpu():
-    run_file_on_simulated_gpu(__file__)
+    # (and the threads' tests of the counters, graphs and Jacobi params: one child for both)
+    run_file_on_simulated_gpu(__file__, os.path.join(os.path.dirname(__file__),
+                                                     "test_simulated_threads.py"))
 
 
 # ---------------------------------------------------------------- the rule (host arrays)
