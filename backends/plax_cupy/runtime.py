@@ -1,6 +1,7 @@
 """What the CuPy backend asks of the machine: is there CuPy, a driver and a GPU; memory limits;
 out-of-memory errors that name the device; the counters of host traffic and kernel launches
-(:func:`counters`, :class:`count`).
+(:func:`counters`, :class:`count`: each thread counts in a list of its own, :data:`THIS_THREAD`,
+summed when read).
 
 :func:`probe` never raises: it returns the GPUs it found (possibly none) and, when none, one
 line saying why (CuPy missing, no driver, no device). The plugin hook reports the backend only

@@ -194,6 +194,25 @@ def test_counts_routed_by_one_thread_leave_another_threads_alone():
     assert type(runtime.THIS_THREAD.counts) is list   # (no route left: a plain list again)
 
 
+def test_an_ended_threads_counts_stay_in_the_totals():
+    """Each thread counts in a list of its own; when a thread ends, its counts are folded into
+    the totals of ended threads: the process's totals keep them, and the registry of live
+    threads' lists does not grow with the threads a program starts."""
+    import threading
+    from plax_cupy import runtime
+    before, live = runtime.counters(), len(runtime._LIVE)
+    for _ in range(20):
+        thread = threading.Thread(target=lambda: (runtime.note_launch(3),
+                                                  runtime.note_fallback("simulated_ended")))
+        thread.start()
+        thread.join()
+    after = runtime.counters()
+    assert (after.launches - before.launches, after.host_fallbacks - before.host_fallbacks) \
+        == (60, 20), (before, after)
+    assert runtime.fallback_primitives()["simulated_ended"] >= 20
+    assert len(runtime._LIVE) == live
+
+
 # ---------------------------------------------------------------- on the simulated GPU
 
 
