@@ -30,7 +30,9 @@ Their params objects are :class:`JacobiParams` (``cusolverDnCreateSyevjInfo``/``
 ``cusolverDnCreateGesvdjInfo``/``Destroy``, and the ``cusolverDnX<kind>SetTolerance``/
 ``SetMaxSweeps`` setters, unused by default: CuPy keeps cuSOLVER's defaults), owned by the
 compiled program's solver (:class:`plax_cupy.kernels_linalg.ProgramEigh`, ``ProgramSvd``)
-and destroyed with it, so a params object outlives every graph that recorded a call with it.
+and destroyed with it, so the one its captures use outlives every graph that recorded a call
+with it; its plain calls use one per calling thread (a call writes the object: never shared by
+two calls in flight, ``_ProgramSolver._params``).
 
 A routine that returns an error status raises :class:`CUSOLVERError` naming the C function;
 the program kernels turn one on a plain call into CuPy's path for that program (never the
@@ -303,7 +305,8 @@ class JacobiParams:
     """A ``syevjInfo_t`` or ``gesvdjInfo_t`` (cuSOLVER's params object of its Jacobi
     routines), owned by whoever holds this object: destroyed when it is collected, so a
     compiled program that holds it (:class:`plax_cupy.kernels_linalg.ProgramEigh`) keeps it
-    as long as the CUDA graphs that recorded a call with it. Made with cuSOLVER's defaults,
+    as long as the CUDA graphs that recorded a call with it. A call writes it (the last
+    ``syevj``'s residual and sweeps): one object serves one call at a time. Made with cuSOLVER's defaults,
     as CuPy makes its own (tolerance: the dtype's machine precision; 100 sweeps; sorted
     results) unless ``tolerance``/``max_sweeps`` are given. A host-only call: allowed while
     a stream captures.
