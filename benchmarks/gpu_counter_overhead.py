@@ -95,6 +95,7 @@ def main() -> None:
     if args.child:
         print(json.dumps(_child(args.number, args.repeats)))
         return
+    args.trees = list(dict.fromkeys(args.trees))
     best: dict = {tree: {} for tree in args.trees}
     for _ in range(args.rounds):
         for tree in args.trees:

@@ -190,7 +190,7 @@ class _Retiring:
     which folds the thread's counts into the retired ones (the totals stay whole while the
     registry of live threads stays as small as the threads that count)."""
 
-    __slots__ = ("__weakref__",)
+    __slots__ = ()
 
     def __del__(self) -> None:
         try:
