@@ -189,7 +189,7 @@ class CupyBackend(Backend):
 
     def put(self, host_array: np.ndarray, device) -> Any:
         host = np.asarray(host_array)
-        runtime.TOTALS[runtime.H2D] += 1
+        runtime.THIS_THREAD.counts[runtime.H2D] += 1
         if host.dtype == BF16:  # CuPy has no bfloat16: its bits
             bits = np.array(host, copy=True).view(np.uint16)  # (ascontiguousarray makes 0-d 1-d)
             with self.on(device):
@@ -205,7 +205,7 @@ class CupyBackend(Backend):
             return self.to_host(buffer.bits).view(BF16)
         if not isinstance(buffer, cupy.ndarray):
             return np.asarray(buffer)
-        runtime.TOTALS[runtime.D2H] += 1
+        runtime.THIS_THREAD.counts[runtime.D2H] += 1
         device = self.device_of(buffer)
         s = self.stream(device)
         # (not while another thread captures a CUDA graph on that stream: CUDA would refuse)
@@ -302,7 +302,10 @@ class CupyBackend(Backend):
         factory = kernels.program_impls().get(primitive)
         if factory is None or primitive in self._kernels:
             return None
-        return self._wrap(factory(**params), primitive)
+        held = factory(**params)
+        run = self._wrap(held, primitive)
+        run.program_kernel = held   # (its describe(), if any, joins the program's as_text())
+        return run
 
     def execute(self, primitive, *buffers: Any, **params: Any) -> Any:
         return self.eager_impl(primitive)(*buffers, **params)
@@ -339,23 +342,26 @@ class CupyBackend(Backend):
         This is where every kernel-table (and plugin) kernel is dispatched, eagerly and under
         ``jit`` alike, so it is where they are counted (``plax_cupy.counters``): a call counts
         as one launch however many CuPy, cuBLAS, cuSOLVER or cuFFT kernels it issues inside,
-        unless it launched generated kernels (which count themselves) or returned only views
-        of its operands (a reshape, a slice: no device work)."""
+        unless it launched generated kernels (which count themselves; judged by the calling
+        thread's own counts, :data:`plax_cupy.runtime.THIS_THREAD`, so that another thread's
+        launches meanwhile do not hide this one) or returned only views of its operands (a
+        reshape, a slice: no device work)."""
         on_bits = getattr(fn, "bf16", None) == "bits"  # the kernel takes Bf16Buffers itself
-        launches = runtime.LAUNCHES   # (runtime.TOTALS read each time: it is rebound)
+        launches, this_thread = runtime.LAUNCHES, runtime.THIS_THREAD
 
         def run(*buffers, **params):
             device = self._device_for(buffers)
-            launched = runtime.TOTALS[launches]
+            # (this thread's counts: another thread's launch meanwhile is not this call's)
+            counts = this_thread.counts
+            launched = counts[launches]
             with self.on(device):
                 if not on_bits and (any(isinstance(b, Bf16Buffer) for b in buffers)
                                     or _mentions_bf16(params)):
                     out = self._alloc(device, lambda: self._bf16_call(primitive, fn, buffers, params), None)
                 else:
                     out = self._alloc(device, lambda: fn(*buffers, **params), None)
-            totals = runtime.TOTALS
-            if counted and totals[launches] == launched and not _views_of(out, buffers):
-                totals[launches] += 1
+            if counted and counts[launches] == launched and not _views_of(out, buffers):
+                counts[launches] += 1
             return out
         return run
 
@@ -538,7 +544,13 @@ class CupyBackend(Backend):
                     raise GpuOutOfMemoryError(device, oom_bytes(err), str(err)) from None
 
         run.__plax_source__ = source
-        run.as_text = lambda: source + "\n" + program.describe()  # (the graph's state now)
+        held = [k for k in emitter.program_kernels if hasattr(k, "describe")]
+
+        def as_text() -> str:   # (the state now: the graph's, the program kernels')
+            states = [(type(k).__name__, k.describe()) for k in held]
+            return "\n".join([source] + [f"// {name}: {text}" for name, text in states if text]
+                             + [program.describe()])
+        run.as_text = as_text
         run.graphed = program
         return run
 
@@ -635,7 +647,7 @@ class Launcher:
             if plan.n:
                 grid, block = codegen.elementwise_launch(plan.n, sm, per_thread=plan.per_thread)
                 fns[0]((grid,), (block,), tuple(args + elem_args + [np.int64(plan.n)]))
-                runtime.TOTALS[runtime.LAUNCHES] += 1
+                runtime.THIS_THREAD.counts[runtime.LAUNCHES] += 1
             return outs
         grid, block, bpo = codegen.reduction_launch(plan.n_out, plan.n_red, sm,
                                                     outputs_per_block=plan.outputs_per_block)
@@ -656,7 +668,7 @@ class Launcher:
         fns[0]((grid,), (block,), tuple(args + elem_args + partials + red_args
                                        + [np.int64(plan.n_out), np.int64(plan.n_red),
                                           np.int32(bpo), done, tag]))
-        runtime.TOTALS[runtime.LAUNCHES] += 1
+        runtime.THIS_THREAD.counts[runtime.LAUNCHES] += 1
         return outs
 
 
@@ -685,7 +697,7 @@ class ScanLauncher(Launcher):
         if plan.scratch_bytes:
             args.append(cupy.empty(plan.scratch_bytes, np.uint8))
         fn((1,), (plan.block,), tuple(args))
-        runtime.TOTALS[runtime.LAUNCHES] += 1
+        runtime.THIS_THREAD.counts[runtime.LAUNCHES] += 1
         return outs
 
 
@@ -708,8 +720,8 @@ def _contiguous_bits(buf):
     raw = _bits(buf)
     if not raw.flags.c_contiguous:
         raw = cupy.ascontiguousarray(raw)
-        runtime.TOTALS[runtime.LAUNCHES] += 1
-        runtime.TOTALS[runtime.D2D] += 1
+        runtime.THIS_THREAD.counts[runtime.LAUNCHES] += 1
+        runtime.THIS_THREAD.counts[runtime.D2D] += 1
     return raw
 
 
@@ -742,7 +754,7 @@ class GroupLauncher(Launcher):
             results += outs
         grid, block = codegen.elementwise_launch(plan.n, sm)
         self._functions(device.id)[0]((grid,), (block,), tuple(args + [np.int64(plan.n)]))
-        runtime.TOTALS[runtime.LAUNCHES] += 1
+        runtime.THIS_THREAD.counts[runtime.LAUNCHES] += 1
         return results
 
 
@@ -783,7 +795,7 @@ class ThreefryLauncher:
         if n:
             grid, block = codegen.elementwise_launch(n, self.backend.sm_count(cupy.cuda.Device().id))
             self._fn((grid,), (block,), tuple(ops + [y0, y1, np.int64(n)] + strides))
-            runtime.TOTALS[runtime.LAUNCHES] += 1
+            runtime.THIS_THREAD.counts[runtime.LAUNCHES] += 1
         return [y0, y1]
 
 

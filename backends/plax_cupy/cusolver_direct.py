@@ -30,7 +30,9 @@ Their params objects are :class:`JacobiParams` (``cusolverDnCreateSyevjInfo``/``
 ``cusolverDnCreateGesvdjInfo``/``Destroy``, and the ``cusolverDnX<kind>SetTolerance``/
 ``SetMaxSweeps`` setters, unused by default: CuPy keeps cuSOLVER's defaults), owned by the
 compiled program's solver (:class:`plax_cupy.kernels_linalg.ProgramEigh`, ``ProgramSvd``)
-and destroyed with it, so a params object outlives every graph that recorded a call with it.
+and destroyed with it, so the one its captures use outlives every graph that recorded a call
+with it; its plain calls use one per calling thread (a call writes the object: never shared by
+two calls in flight, ``_ProgramSolver._params``).
 
 A routine that returns an error status raises :class:`CUSOLVERError` naming the C function;
 the program kernels turn one on a plain call into CuPy's path for that program (never the
@@ -58,74 +60,44 @@ SONAMES = ("libcusolver.so.12", "libcusolver.so.11", "libcusolver.so")
 
 _c_int, _c_void_p = ctypes.c_int, ctypes.c_void_p
 _P_INT = ctypes.POINTER(_c_int)
-#: routine -> (C names, ``{t}`` the dtype's letter; argtypes)
+_LDA = [_c_int, _c_void_p, _c_int]   # (n, A, lda)
+#: routine -> (C names, ``{t}`` the dtype's letter; argtypes); each size query
+#: (``<routine>_bufferSize``) is added from :data:`_SIZE_QUERIES`
 _ROUTINES = {
-    # (handle, uplo, n, A, lda, int* Lwork)
-    "potrf_bufferSize": (("cusolverDn{t}potrf_bufferSize",),
-                         [_c_void_p, _c_int, _c_int, _c_void_p, _c_int, _P_INT]),
     # (handle, uplo, n, A, lda, Workspace, Lwork, devInfo)
-    "potrf": (("cusolverDn{t}potrf",),
-              [_c_void_p, _c_int, _c_int, _c_void_p, _c_int, _c_void_p, _c_int, _c_void_p]),
+    "potrf": (("cusolverDn{t}potrf",), [_c_void_p, _c_int] + _LDA + [_c_void_p, _c_int, _c_void_p]),
     # (handle, uplo, n, Aarray, lda, infoArray, batchSize)
     "potrfBatched": (("cusolverDn{t}potrfBatched",),
-                     [_c_void_p, _c_int, _c_int, _c_void_p, _c_int, _c_void_p, _c_int]),
-    # (handle, m, n, A, lda, int* Lwork)
-    "getrf_bufferSize": (("cusolverDn{t}getrf_bufferSize",),
-                         [_c_void_p, _c_int, _c_int, _c_void_p, _c_int, _P_INT]),
+                     [_c_void_p, _c_int] + _LDA + [_c_void_p, _c_int]),
     # (handle, m, n, A, lda, Workspace, devIpiv, devInfo)
-    "getrf": (("cusolverDn{t}getrf",),
-              [_c_void_p, _c_int, _c_int, _c_void_p, _c_int, _c_void_p, _c_void_p, _c_void_p]),
-    # (handle, m, n, A, lda, int* Lwork)
-    "geqrf_bufferSize": (("cusolverDn{t}geqrf_bufferSize",),
-                         [_c_void_p, _c_int, _c_int, _c_void_p, _c_int, _P_INT]),
+    "getrf": (("cusolverDn{t}getrf",), [_c_void_p, _c_int] + _LDA + [_c_void_p] * 3),
     # (handle, m, n, A, lda, TAU, Workspace, Lwork, devInfo)
     "geqrf": (("cusolverDn{t}geqrf",),
-              [_c_void_p, _c_int, _c_int, _c_void_p, _c_int, _c_void_p, _c_void_p, _c_int,
-               _c_void_p]),
-    # (handle, m, n, k, A, lda, tau, int* Lwork): orgqr for real types, ungqr for complex
-    "orgqr_bufferSize": (("cusolverDn{t}orgqr_bufferSize", "cusolverDn{t}ungqr_bufferSize"),
-                         [_c_void_p, _c_int, _c_int, _c_int, _c_void_p, _c_int, _c_void_p,
-                          _P_INT]),
-    # (handle, m, n, k, A, lda, tau, work, lwork, devInfo)
+              [_c_void_p, _c_int] + _LDA + [_c_void_p, _c_void_p, _c_int, _c_void_p]),
+    # (handle, m, n, k, A, lda, tau, work, lwork, devInfo): orgqr for real types, ungqr for
+    # complex
     "orgqr": (("cusolverDn{t}orgqr", "cusolverDn{t}ungqr"),
-              [_c_void_p, _c_int, _c_int, _c_int, _c_void_p, _c_int, _c_void_p, _c_void_p,
-               _c_int, _c_void_p]),
-    # (handle, jobz, uplo, n, A, lda, W, int* Lwork): syevd for real types, heevd for complex
-    "syevd_bufferSize": (("cusolverDn{t}syevd_bufferSize", "cusolverDn{t}heevd_bufferSize"),
-                         [_c_void_p, _c_int, _c_int, _c_int, _c_void_p, _c_int, _c_void_p,
-                          _P_INT]),
-    # (handle, jobz, uplo, n, A, lda, W, work, lwork, devInfo)
+              [_c_void_p, _c_int, _c_int] + _LDA + [_c_void_p, _c_void_p, _c_int, _c_void_p]),
+    # (handle, jobz, uplo, n, A, lda, W, work, lwork, devInfo): syevd for real types, heevd
+    # for complex
     "syevd": (("cusolverDn{t}syevd", "cusolverDn{t}heevd"),
-              [_c_void_p, _c_int, _c_int, _c_int, _c_void_p, _c_int, _c_void_p, _c_void_p,
-               _c_int, _c_void_p]),
-    # (handle, m, n, int* Lwork)
-    "gesvd_bufferSize": (("cusolverDn{t}gesvd_bufferSize",),
-                         [_c_void_p, _c_int, _c_int, _P_INT]),
+              [_c_void_p, _c_int, _c_int] + _LDA + [_c_void_p, _c_void_p, _c_int, _c_void_p]),
     # (handle, signed char jobu, signed char jobvt, m, n, A, lda, S, U, ldu, VT, ldvt, work,
     #  lwork, rwork, devInfo)
     "gesvd": (("cusolverDn{t}gesvd",),
-              [_c_void_p, ctypes.c_byte, ctypes.c_byte, _c_int, _c_int, _c_void_p, _c_int,
-               _c_void_p, _c_void_p, _c_int, _c_void_p, _c_int, _c_void_p, _c_int, _c_void_p,
-               _c_void_p]),
-    # (handle, jobz, uplo, n, A, lda, W, int* Lwork, params, batchSize): heevj for complex
-    "syevjBatched_bufferSize": (("cusolverDn{t}syevjBatched_bufferSize",
-                                 "cusolverDn{t}heevjBatched_bufferSize"),
-                                [_c_void_p, _c_int, _c_int, _c_int, _c_void_p, _c_int, _c_void_p,
-                                 _P_INT, _c_void_p, _c_int]),
-    # (handle, jobz, uplo, n, A, lda, W, work, lwork, info, params, batchSize)
+              [_c_void_p, ctypes.c_byte, ctypes.c_byte, _c_int] + _LDA
+              + [_c_void_p, _c_void_p, _c_int, _c_void_p, _c_int, _c_void_p, _c_int, _c_void_p,
+                 _c_void_p]),
+    # (handle, jobz, uplo, n, A, lda, W, work, lwork, info, params, batchSize): heevj for
+    # complex
     "syevjBatched": (("cusolverDn{t}syevjBatched", "cusolverDn{t}heevjBatched"),
-                     [_c_void_p, _c_int, _c_int, _c_int, _c_void_p, _c_int, _c_void_p, _c_void_p,
-                      _c_int, _c_void_p, _c_void_p, _c_int]),
-    # (handle, jobz, m, n, A, lda, S, U, ldu, V, ldv, int* Lwork, params, batchSize)
-    "gesvdjBatched_bufferSize": (("cusolverDn{t}gesvdjBatched_bufferSize",),
-                                 [_c_void_p, _c_int, _c_int, _c_int, _c_void_p, _c_int,
-                                  _c_void_p, _c_void_p, _c_int, _c_void_p, _c_int, _P_INT,
-                                  _c_void_p, _c_int]),
+                     [_c_void_p, _c_int, _c_int] + _LDA
+                     + [_c_void_p, _c_void_p, _c_int, _c_void_p, _c_void_p, _c_int]),
     # (handle, jobz, m, n, A, lda, S, U, ldu, V, ldv, work, lwork, info, params, batchSize)
     "gesvdjBatched": (("cusolverDn{t}gesvdjBatched",),
-                      [_c_void_p, _c_int, _c_int, _c_int, _c_void_p, _c_int, _c_void_p,
-                       _c_void_p, _c_int, _c_void_p, _c_int, _c_void_p, _c_int, _c_void_p,
-                       _c_void_p, _c_int]),
+                      [_c_void_p, _c_int, _c_int] + _LDA
+                      + [_c_void_p, _c_void_p, _c_int, _c_void_p, _c_int, _c_void_p, _c_int,
+                         _c_void_p, _c_void_p, _c_int]),
     # the Jacobi routines' params objects (one C function for every dtype: no ``{t}``)
     "createSyevjInfo": (("cusolverDnCreateSyevjInfo",), [ctypes.POINTER(_c_void_p)]),
     "destroySyevjInfo": (("cusolverDnDestroySyevjInfo",), [_c_void_p]),
@@ -136,6 +108,27 @@ _ROUTINES = {
     "xgesvdjSetTolerance": (("cusolverDnXgesvdjSetTolerance",), [_c_void_p, ctypes.c_double]),
     "xgesvdjSetMaxSweeps": (("cusolverDnXgesvdjSetMaxSweeps",), [_c_void_p, _c_int]),
 }
+#: routine -> (the arguments of its size query before the ``int* Lwork`` it writes, those
+#: after it); the query's C names are the routine's with ``_bufferSize``
+_SIZE_QUERIES = {
+    "potrf": ([_c_void_p, _c_int] + _LDA, []),                   # (handle, uplo, n, A, lda)
+    "getrf": ([_c_void_p, _c_int] + _LDA, []),                   # (handle, m, n, A, lda)
+    "geqrf": ([_c_void_p, _c_int] + _LDA, []),                   # (handle, m, n, A, lda)
+    "orgqr": ([_c_void_p, _c_int, _c_int] + _LDA + [_c_void_p], []),  # (h, m, n, k, A, lda, tau)
+    # (handle, jobz, uplo, n, A, lda, W)
+    "syevd": ([_c_void_p, _c_int, _c_int] + _LDA + [_c_void_p], []),
+    "gesvd": ([_c_void_p, _c_int, _c_int], []),                  # (handle, m, n)
+    # (handle, jobz, uplo, n, A, lda, W; params, batchSize)
+    "syevjBatched": ([_c_void_p, _c_int, _c_int] + _LDA + [_c_void_p], [_c_void_p, _c_int]),
+    # (handle, jobz, m, n, A, lda, S, U, ldu, V, ldv; params, batchSize)
+    "gesvdjBatched": ([_c_void_p, _c_int, _c_int] + _LDA + [_c_void_p, _c_void_p, _c_int,
+                                                            _c_void_p, _c_int],
+                      [_c_void_p, _c_int]),
+}
+_ROUTINES.update({
+    f"{routine}_bufferSize": (tuple(f"{name}_bufferSize" for name in _ROUTINES[routine][0]),
+                              before + [_P_INT] + after)
+    for routine, (before, after) in _SIZE_QUERIES.items()})
 #: the Jacobi kinds: kind -> (its batched routine, creator, destroyer, tolerance and sweeps
 #: setters)
 JACOBI = {"syevj": ("syevjBatched", "createSyevjInfo", "destroySyevjInfo",
@@ -312,7 +305,8 @@ class JacobiParams:
     """A ``syevjInfo_t`` or ``gesvdjInfo_t`` (cuSOLVER's params object of its Jacobi
     routines), owned by whoever holds this object: destroyed when it is collected, so a
     compiled program that holds it (:class:`plax_cupy.kernels_linalg.ProgramEigh`) keeps it
-    as long as the CUDA graphs that recorded a call with it. Made with cuSOLVER's defaults,
+    as long as the CUDA graphs that recorded a call with it. A call writes it (the last
+    ``syevj``'s residual and sweeps): one object serves one call at a time. Made with cuSOLVER's defaults,
     as CuPy makes its own (tolerance: the dtype's machine precision; 100 sweeps; sorted
     results) unless ``tolerance``/``max_sweeps`` are given. A host-only call: allowed while
     a stream captures.

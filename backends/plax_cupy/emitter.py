@@ -56,6 +56,9 @@ class CupyEmitter(Emitter):
         :class:`~plax_cupy.scan_kernel.ScanKernel`) of each generated kernel, in program order
         (``as_text`` shows their source).
       notes: why each ``scan`` that kept its host loop did (``as_text`` shows them).
+      program_kernels: the kernels the program holds (:meth:`CupyBackend.program_impl`'s
+        ``program_kernel``), whose ``describe()``, where they have one, ``as_text`` shows at
+        each call (their state changes as the program runs).
     """
 
     fuses = True
@@ -80,6 +83,7 @@ class CupyEmitter(Emitter):
         self.backend, self.device = backend, device
         self.kernel_sources: list = []
         self.notes: list[str] = []   # why a scan kept its host loop (shown by as_text)
+        self.program_kernels: list = []
 
     def emit_cluster(self, cluster):
         try:
@@ -128,6 +132,7 @@ class CupyEmitter(Emitter):
             self.notes.append(f"// scan of {eqn.params['length']} steps kept as a host loop: {launcher}")
         own = self.backend.program_impl(prim, eqn.params)   # (state the program holds)
         if own is not None:
+            self.program_kernels.append(own.program_kernel)
             return own
         kernel = self.backend.eager_impl(prim)
         params = eqn.params

@@ -340,7 +340,7 @@ def to_host(buffer: Any) -> np.ndarray:
     if not isinstance(raw, cupy.ndarray):
         return np.asarray(buffer)
     host = raw.get()
-    runtime.TOTALS[runtime.VERIFY_READS] += 1
+    runtime.THIS_THREAD.counts[runtime.VERIFY_READS] += 1
     return host if raw is buffer else host.view(dtypes.bfloat16)   # (a Bf16Buffer's bits)
 
 

@@ -37,7 +37,7 @@ def to_host(buffer: Any) -> np.ndarray:
     if isinstance(buffer, Bf16Buffer):
         return to_host(buffer.bits).view(BF16)
     if isinstance(buffer, cupy.ndarray):
-        runtime.TOTALS[runtime.D2H] += 1
+        runtime.THIS_THREAD.counts[runtime.D2H] += 1
         return buffer.get()
     return np.asarray(buffer)
 
@@ -50,7 +50,7 @@ def to_device(value: Any) -> Any:
       >>> to_device(np.arange(3, dtype=np.float32))
     """
     host = np.asarray(value)
-    runtime.TOTALS[runtime.H2D] += 1
+    runtime.THIS_THREAD.counts[runtime.H2D] += 1
     if host.dtype == BF16:
         # np.array keeps a 0-d array 0-d (ascontiguousarray would make it 1-d)
         return Bf16Buffer(cupy.asarray(np.array(host, copy=True).view(np.uint16)))

@@ -162,9 +162,9 @@ class _ProgramSolver:
     disagree) and ``solve(a, lwork=..., **params)``; ``params`` are the equation's. A
     subclass whose batches of small matrices run a Jacobi routine (:class:`ProgramEigh`,
     :class:`ProgramSvd`) sets ``jacobi`` (a kind of :data:`plax_cupy.cusolver_direct.JACOBI`):
-    for such a batch it owns the routine's params object (made once, destroyed with the
-    program, so it outlives every graph that recorded a call with it) and hands it to
-    ``sizes`` and ``solve`` as ``params``.
+    for such a batch it hands ``sizes`` and ``solve`` a params object as ``params``: in a
+    capture its own (made once, destroyed with the program, so it outlives every graph that
+    recorded a call with it), on a plain call the calling thread's (:meth:`_params`).
 
     A direct call that fails on a plain call (a library returning an error status) is not the
     user's error: that call and every later one of the operand's signature run CuPy's path
@@ -180,7 +180,9 @@ class _ProgramSolver:
         self.params = params
         self.lwork: dict = {}    # (operand shape, dtype) -> the workspace size, in elements
         self.failed: dict = {}   # (operand shape, dtype) -> the error of a failed direct call
-        self.jacobi_params = None   # (the cusolver_direct.JacobiParams, made on first use)
+        self.jacobi_params = None   # (the program's own params object: its captures')
+        self.jacobi_failure: Exception | None = None   # (why none could be made: not retried)
+        self._thread_params = threading.local()   # (.params: the calling thread's)
         self._lock = threading.Lock()
 
     def plan(self, a, capturing: bool) -> tuple:
@@ -189,17 +191,70 @@ class _ProgramSolver:
         equation's."""
         if self.jacobi is None or not _jacobi_batch(a):
             return self.routines, {}
-        routine = cusolver_direct.JACOBI[self.jacobi][0]
-        if self.jacobi_params is None:
-            direct = cusolver_direct.binding()
-            with self._lock:   # (plain calls may overlap: one params object a program)
-                try:
-                    if direct is not None and self.jacobi_params is None:
-                        self.jacobi_params = cusolver_direct.JacobiParams(direct, self.jacobi)
-                except (AttributeError, cusolver_direct.CUSOLVERError):
-                    if capturing:   # (the capture fails naming the missing or refusing creator)
-                        raise
-        return (routine,), {"params": self.jacobi_params}
+        return (cusolver_direct.JACOBI[self.jacobi][0],), {"params": self._params(capturing)}
+
+    def _params(self, capturing: bool):
+        """The Jacobi params object this call runs with (``None``: there is none, and the call
+        takes another path): inside a capture the program's own, which its graphs replay with
+        and which lives as long as the program; on a plain call the calling thread's.
+
+        Why one per thread (cuSOLVER's API reference, cuSolverDN helper functions): a
+        ``syevjInfo_t``/``gesvdjInfo_t`` holds the settings of the Jacobi routines
+        (``cusolverDnCreateSyevjInfo`` makes one with the defaults of ``syevj``,
+        ``syevjBatched`` and ``sygvj``; the ``SetTolerance``/``SetMaxSweeps``/``SetSortEig``
+        setters change it) and is where a call leaves its results
+        (``cusolverDnXsyevjGetResidual``/``GetSweeps`` read the residual and sweeps of the last
+        ``syevj`` run with it, and answer ``CUSOLVER_STATUS_NOT_SUPPORTED`` after the batched
+        routine, which reports none): a structure a call writes. The documentation lets the
+        library be called from several host threads but nowhere lets two calls in flight
+        (other threads, other streams) share one such object (its sibling cuSPARSE says
+        outright that simultaneous writes of one object or handle are not safe). CuPy makes
+        one per call. A program's plain calls may overlap from several threads
+        (:class:`plax_cupy.graphs.GraphedProgram` serialises only captures and replays), so
+        each thread keeps its own for its plain calls, and captures (under the device's lock)
+        use the program's. All are made with cuSOLVER's defaults, so every call computes the
+        same bits. A library that cannot make one (a missing creator,
+        an allocation refused) is asked once: the failure is kept (:meth:`describe`), plain
+        calls take CuPy's path and a capture fails with it as the reason."""
+        if self.jacobi_failure is not None:
+            if capturing:
+                raise self.jacobi_failure
+            return None
+        if capturing:
+            held = self.jacobi_params
+        else:
+            held = getattr(self._thread_params, "params", None)
+        if held is not None:
+            return held
+        direct = cusolver_direct.binding()
+        if direct is None:
+            return None
+        with self._lock:
+            if self.jacobi_failure is not None:   # (another thread's attempt failed meanwhile)
+                return self._params(capturing)
+            try:
+                made = cusolver_direct.JacobiParams(direct, self.jacobi)
+            except (AttributeError, cusolver_direct.CUSOLVERError) as err:
+                self.jacobi_failure = err
+                return self._params(capturing)
+            if capturing:
+                self.jacobi_params = made
+            else:
+                self._thread_params.params = made
+        return made
+
+    def describe(self) -> str:
+        """What ``as_text()`` says of this kernel's state (``""``: nothing to say): a Jacobi
+        params object that could not be made, a direct call that failed on a plain call."""
+        notes = []
+        if self.jacobi_failure is not None:
+            err = self.jacobi_failure
+            notes.append(f"no {self.jacobi} params object ({type(err).__name__}: {err}): its "
+                         "batches of small matrices run CuPy's path")
+        for (shape, dtype), err in list(self.failed.items()):
+            notes.append(f"{dtype}{list(shape)}: a direct call failed ({type(err).__name__}: "
+                         f"{err}): CuPy's path")
+        return "; ".join(notes)
 
     def __call__(self, a: "cupy.ndarray"):
         key = (a.shape, a.dtype.str)

@@ -1,6 +1,7 @@
 """What the CuPy backend asks of the machine: is there CuPy, a driver and a GPU; memory limits;
 out-of-memory errors that name the device; the counters of host traffic and kernel launches
-(:func:`counters`, :class:`count`).
+(:func:`counters`, :class:`count`: each thread counts in a list of its own, :data:`THIS_THREAD`,
+summed when read).
 
 :func:`probe` never raises: it returns the GPUs it found (possibly none) and, when none, one
 line saying why (CuPy missing, no driver, no device). The plugin hook reports the backend only
@@ -163,6 +164,7 @@ class Counters(NamedTuple):
 
 
 H2D, D2H, LAUNCHES, FALLBACKS, D2D, VERIFY_LAUNCHES, VERIFY_READS = range(7)
+_KINDS = 7
 
 #: how a thread's counts go while it checks a new CUDA graph plan against a plain run
 #: (:func:`counted_as`, :mod:`plax_cupy.graph_check`): its launches (copies included) as
@@ -173,81 +175,107 @@ CHECKING = {LAUNCHES: VERIFY_LAUNCHES, D2D: None, D2H: VERIFY_READS}
 #: recorded, not run (the graph's launch is the one counted for all it replays)
 CAPTURING = {LAUNCHES: None, D2D: None}
 
-
-class _Thread(threading.local):
-    """This thread's route of counts (:func:`counted_as`): ``None``, or ``{index: index it
-    counts in instead, or None: not counted}``; and the tallies of its own counts that
-    :class:`count` ``(this_thread=True)`` blocks keep: ``(totals, {primitive: fallbacks})``."""
-
-    route = None
-    tallies = ()
-
-
-_THREAD = _Thread()
-_routing_lock = threading.Lock()
-_routing = [0]   # threads inside counted_as or a this-thread count now
-
-#: the running totals' storage, indexed by H2D, D2H, LAUNCHES, FALLBACKS, D2D,
-#: VERIFY_LAUNCHES, VERIFY_READS
-_COUNTS = [0, 0, 0, 0, 0, 0, 0]
+# Each thread counts in a list of its own (``THIS_THREAD.own``), so that an increment is a
+# plain list's, never contended, and what one thread did is known without asking the others:
+# whether a kernel-table call launched a generated kernel (``CupyBackend._wrap``), what a
+# program's first call did (``count(this_thread=True)``). The process's totals are the sum of
+# the live threads' lists and of the retired ones' (folded in when a thread ends).
+_tallies_lock = threading.RLock()
+_LIVE: dict = {}                       # id of a thread's _Retiring -> (its own counts, fallbacks)
+_RETIRED: tuple = ([0] * _KINDS, {})   # the counts and fallbacks of threads that have ended
 
 
-class _RoutedTotals:
-    """:data:`TOTALS` while some thread routes or tallies its counts: :data:`_COUNTS` read and
-    written, a write by such a thread landing where its route says (and in its tallies)."""
+class _Retiring:
+    """Held by one thread's :data:`THIS_THREAD` state alone: dropped when the thread ends,
+    which folds the thread's counts into the retired ones (the totals stay whole while the
+    registry of live threads stays as small as the threads that count)."""
 
     __slots__ = ()
 
-    def __getitem__(self, i) -> int:
-        return _COUNTS[i]
+    def __del__(self) -> None:
+        try:
+            with _tallies_lock:
+                entry = _LIVE.pop(id(self), None)
+                if entry is not None:
+                    _add(_RETIRED, entry)
+        except (AttributeError, TypeError):   # (at interpreter exit: the module's names gone)
+            pass
+
+
+def _add(into: tuple, tally: tuple) -> None:
+    """Adds ``tally`` (``(counts, {primitive: fallbacks})``) into ``into``."""
+    counts, fallbacks = into
+    for i, n in enumerate(tally[0]):
+        counts[i] += n
+    for name, n in list(tally[1].items()):
+        fallbacks[name] = fallbacks.get(name, 0) + n
+
+
+class _Routed:
+    """A thread's :attr:`_Thread.counts` while it routes them (:func:`counted_as`): a read
+    gives what the thread issued (``issued``: unrouted, so that a comparison before and after
+    a call sees the call's own work whatever the route), a write lands in the thread's own
+    counts where ``route`` says."""
+
+    __slots__ = ("own", "route", "issued")
+
+    def __init__(self, own: list, route: dict, issued: list):
+        self.own, self.route, self.issued = own, route, issued
+
+    def __getitem__(self, i: int) -> int:
+        return self.issued[i]
+
+    def __setitem__(self, i: int, value: int) -> None:
+        n = value - self.issued[i]   # (`counts[i] += n` sets counts[i] + n: n moves to j)
+        self.issued[i] = value
+        j = self.route.get(i, i)
+        if j is not None:
+            self.own[j] += n
 
     def __len__(self) -> int:
-        return len(_COUNTS)
-
-    def __iter__(self) -> Iterator[int]:
-        return iter(list(_COUNTS))
-
-    def __setitem__(self, i, value) -> None:
-        state = _THREAD
-        route, tallies = state.route, state.tallies
-        if route is None and not tallies:
-            _COUNTS[i] = value
-            return
-        n = value - _COUNTS[i]   # (`TOTALS[i] += n` sets TOTALS[i] + n: n moves to j)
-        j = i if route is None else route.get(i, i)
-        if j is not None:
-            _COUNTS[j] += n
-            for totals, _ in tallies:
-                totals[j] += n
+        return _KINDS
 
 
-#: the process's running totals (an increment is the whole cost: while no thread routes or
-#: tallies its counts, this is :data:`_COUNTS`, a plain list, else a :class:`_RoutedTotals`
-#: of it; read it as ``runtime.TOTALS`` each time, never keep it)
-TOTALS = _COUNTS
-_ROUTED = _RoutedTotals()
+class _Thread(threading.local):
+    """One thread's counting state (made on the thread's first count).
+
+    Attributes:
+      own: the thread's own counts (indexed by :data:`H2D`...), a plain list.
+      counts: where its increments go: ``own``, or a :class:`_Routed` of it within
+        :func:`counted_as` (``runtime.THIS_THREAD.counts[runtime.LAUNCHES] += 1``).
+      fallbacks: ``{primitive: host fallbacks}`` of the thread.
+    """
+
+    def __init__(self):
+        self.own = self.counts = [0] * _KINDS
+        self.fallbacks: dict = {}
+        self._retiring = _Retiring()
+        with _tallies_lock:
+            _LIVE[id(self._retiring)] = (self.own, self.fallbacks)
 
 
-def _begin_routing() -> None:
-    global TOTALS
-    with _routing_lock:
-        _routing[0] += 1
-        TOTALS = _ROUTED
+#: this thread's counts: ``runtime.THIS_THREAD.counts[runtime.H2D] += 1`` counts a copy (read
+#: ``runtime.THIS_THREAD.counts`` each time, never keep it past the operation: a route swaps it)
+THIS_THREAD = _Thread()
 
 
-def _end_routing() -> None:
-    global TOTALS
-    with _routing_lock:
-        _routing[0] -= 1
-        if not _routing[0]:
-            TOTALS = _COUNTS
+def _tally() -> tuple:
+    """The process's ``(counts, {primitive: fallbacks})`` so far: every thread's, ended ones'
+    included."""
+    total: tuple = ([0] * _KINDS, {})
+    with _tallies_lock:
+        _add(total, _RETIRED)
+        for entry in list(_LIVE.values()):
+            _add(total, entry)
+    return total
 
 
 @contextlib.contextmanager
 def counted_as(route: dict) -> Iterator[None]:
     """Within the block, this thread's counts go where ``route`` says (:data:`CHECKING`,
-    :data:`CAPTURING`); other threads' count as usual, and so do this thread's after the block
-    (a block nested in another uses its own route, then the outer one's again).
+    :data:`CAPTURING`); other threads' count as usual (their increments untouched), and so do
+    this thread's after the block (a block nested in another uses its own route, then the outer
+    one's again).
 
     Args:
       route: ``{counter index: the index it counts in instead, or None for nowhere}``.
@@ -256,46 +284,44 @@ def counted_as(route: dict) -> Iterator[None]:
       >>> with counted_as(CHECKING):   # doctest: +SKIP
       ...     reference = program(*buffers)   # its launches count as verify_launches
     """
-    _begin_routing()
-    outer, _THREAD.route = _THREAD.route, route
+    state = THIS_THREAD
+    outer = state.counts
+    issued = outer.issued if isinstance(outer, _Routed) else list(outer)
+    state.counts = _Routed(state.own, route, issued)
     try:
         yield
     finally:
-        _THREAD.route = outer
-        _end_routing()
-
-#: primitive name -> host fallbacks so far
-FALLBACK_PRIMITIVES: dict = {}
+        state.counts = outer
 
 
 def note_launch(n: int = 1) -> None:
     """Counts ``n`` kernel launches."""
-    TOTALS[LAUNCHES] += n
+    THIS_THREAD.counts[LAUNCHES] += n
 
 
 def note_copy(n: int = 1) -> None:
     """Counts ``n`` device-to-device copies (their launches are counted by the caller)."""
-    TOTALS[D2D] += n
+    THIS_THREAD.counts[D2D] += n
 
 
 def move_counts(source: int, target: int, n: int) -> None:
-    """Moves ``n`` counts from total ``source`` to ``target`` (indices of :data:`TOTALS`): work
-    counted before it was known to be ``target``'s (a graph's launch that a check, running out
-    of memory, made its own: :mod:`plax_cupy.graphs`). Routed as any count of this thread.
+    """Moves ``n`` counts from total ``source`` to ``target`` (indices of :class:`Counters`):
+    work counted before it was known to be ``target``'s (a graph's launch that a check, running
+    out of memory, made its own: :mod:`plax_cupy.graphs`). Routed as any count of this thread.
 
     Example:
       >>> move_counts(LAUNCHES, VERIFY_LAUNCHES, 1)   # doctest: +SKIP
     """
-    TOTALS[source] -= n
-    TOTALS[target] += n
+    counts = THIS_THREAD.counts
+    counts[source] -= n
+    counts[target] += n
 
 
 def note_fallback(primitive_name: str) -> None:
     """Counts one host fallback of ``primitive_name``."""
-    TOTALS[FALLBACKS] += 1
-    FALLBACK_PRIMITIVES[primitive_name] = FALLBACK_PRIMITIVES.get(primitive_name, 0) + 1
-    for _, names in _THREAD.tallies:
-        names[primitive_name] = names.get(primitive_name, 0) + 1
+    state = THIS_THREAD
+    state.counts[FALLBACKS] += 1
+    state.fallbacks[primitive_name] = state.fallbacks.get(primitive_name, 0) + 1
 
 
 def counters() -> Counters:
@@ -310,13 +336,13 @@ def counters() -> Counters:
       Counters(host_to_device=2, device_to_host=1, launches=5, host_fallbacks=0, device_copies=0,
                verify_launches=0, verify_reads=0)
     """
-    return Counters(*TOTALS)
+    return Counters(*_tally()[0])
 
 
 def fallback_primitives() -> dict:
     """``{primitive name: count}`` of the host fallbacks so far (primitives without a GPU
     path), for tests and benchmarks that say which ones left the device."""
-    return dict(FALLBACK_PRIMITIVES)
+    return _tally()[1]
 
 
 class count:
@@ -327,8 +353,8 @@ class count:
 
     Args:
       this_thread: count only what the thread that enters the block does in it (all threads'
-        work by default); while such a block is open, every thread's counts go through
-        :class:`_RoutedTotals` (a Python method: for a program's first call, not a hot loop).
+        work by default). Either costs nothing while the block is open: each thread counts in
+        its own tallies (:data:`THIS_THREAD`), which the block reads when it begins and ends.
 
     Example:
       >>> with plax_cupy.count() as c:   # doctest: +SKIP
@@ -339,39 +365,32 @@ class count:
 
     def __init__(self, this_thread: bool = False):
         self._this_thread = this_thread
-        self._tally = None
+        self._thread: "_Thread | None" = None
         self._start = self._end = None
         self._fb_start: dict = {}
         self._fb_end: dict | None = None
 
     def __enter__(self) -> "count":
-        if self._this_thread:
-            self._tally = ([0] * len(_COUNTS), {})
-            self._start, self._fb_start = [0] * len(_COUNTS), {}
-            _begin_routing()
-            _THREAD.tallies += (self._tally,)
-        else:
-            self._start, self._fb_start = list(TOTALS), dict(FALLBACK_PRIMITIVES)
+        self._thread = THIS_THREAD if self._this_thread else None
         self._end = self._fb_end = None
+        self._start, self._fb_start = self._read()
         return self
 
     def __exit__(self, *exc) -> bool:
-        if self._tally is not None:
-            _THREAD.tallies = tuple(t for t in _THREAD.tallies if t is not self._tally)
-            _end_routing()
-        self._end, self._fb_end = list(self._totals()), dict(self._fallbacks())
+        self._end, self._fb_end = self._read()
         return False
 
-    def _totals(self):
-        return TOTALS if self._tally is None else self._tally[0]
-
-    def _fallbacks(self) -> dict:
-        return FALLBACK_PRIMITIVES if self._tally is None else self._tally[1]
+    def _read(self) -> tuple:
+        """``(counts, fallbacks)`` now: the entering thread's own, or the process's."""
+        if self._thread is None:
+            return _tally()
+        # (the entering thread's state, kept: another thread reading this block reads it)
+        return list(self._thread.own), dict(self._thread.fallbacks)
 
     def _delta(self, i: int) -> int:
         if self._start is None:
             raise RuntimeError("plax_cupy.count(): use it as `with plax_cupy.count() as c:`")
-        return (self._end or self._totals())[i] - self._start[i]
+        return (self._end or self._read()[0])[i] - self._start[i]
 
     host_to_device = property(lambda self: self._delta(H2D))
     device_to_host = property(lambda self: self._delta(D2H))
@@ -383,12 +402,12 @@ class count:
 
     @property
     def fallbacks(self) -> dict:
-        end = self._fb_end if self._fb_end is not None else self._fallbacks()
+        end = self._fb_end if self._fb_end is not None else self._read()[1]
         return {k: v - self._fb_start.get(k, 0) for k, v in end.items() if v != self._fb_start.get(k, 0)}
 
     def snapshot(self) -> Counters:
         """The deltas as a :class:`Counters`."""
-        return Counters(*(self._delta(i) for i in range(len(_COUNTS))))
+        return Counters(*(self._delta(i) for i in range(_KINDS)))
 
     def __repr__(self) -> str:
         return f"count({', '.join(f'{k}={v}' for k, v in self.snapshot()._asdict().items())})"

@@ -27,7 +27,8 @@ the graph's own kernels wrote there). CuPy's own cuSOLVER binding is not simulat
   recorded launch for the batch, LAPACK inside; ``gesvdj`` refuses a matrix over 32) and
   their params objects (``cusolverDnCreateSyevjInfo``/``Destroy``..., and the tolerance and
   sweeps setters): a null or destroyed one is refused, :func:`params_alive` counts the live
-  ones.
+  ones, and :func:`params_shared` the calls that ran while another call was inside with the
+  same one (which cuSOLVER's documentation does not allow: a call writes the object).
 
 :data:`CALLS` counts the routines run (captured ones once per replay too).
 """
@@ -87,13 +88,24 @@ static void* current_stream = 0;
 extern "C" {
 void plax_sim_set_call(plax_sim_call_t fn) { plax_sim_call = fn; }
 int cusolverDnSetStream(void* h, void* stream) { current_stream = stream; return 0; }
-/* the Jacobi routines' params objects: {kind, tolerance, sweeps}; live ones counted */
-struct plax_sim_jacobi { int kind; double tolerance; int sweeps; };
+/* the Jacobi routines' params objects: {kind, tolerance, sweeps, calls inside now}; live
+   ones counted, and the calls that found another call inside theirs */
+struct plax_sim_jacobi { int kind; double tolerance; int sweeps; int inside; };
 static int plax_sim_live_params = 0;
+static int plax_sim_shared = 0;
 int plax_sim_params_alive() { return plax_sim_live_params; }
+int plax_sim_params_shared() { return __atomic_load_n(&plax_sim_shared, __ATOMIC_SEQ_CST); }
+static void plax_sim_enter(void* info) {
+  if (__atomic_fetch_add(&((plax_sim_jacobi*)info)->inside, 1, __ATOMIC_SEQ_CST))
+    __atomic_fetch_add(&plax_sim_shared, 1, __ATOMIC_SEQ_CST);
+}
+static int plax_sim_leave(void* info, int status) {
+  __atomic_fetch_sub(&((plax_sim_jacobi*)info)->inside, 1, __ATOMIC_SEQ_CST);
+  return status;
+}
 static int plax_sim_create(void** info, int kind) {
   if (!info) return 3;
-  plax_sim_jacobi* p = new plax_sim_jacobi{kind, 0.0, 100};
+  plax_sim_jacobi* p = new plax_sim_jacobi{kind, 0.0, 100, 0};
   *info = p;
   ++plax_sim_live_params;
   return 0;
@@ -213,7 +225,8 @@ int cusolverDn{t}{"heevj" if t in "CZ" else "syevj"}Batched(void* h, int jobz, i
   if (!plax_sim_params_ok(params, 1)) return 3;  /* CUSOLVER_STATUS_INVALID_VALUE */
   long long v[16] = {{jobz, uplo, n, (long long)a, lda, (long long)w, (long long)work, lwork,
                      (long long)info, batch}};
-  return plax_sim_call({4 * 9 + i}, current_stream, v);
+  plax_sim_enter(params);
+  return plax_sim_leave(params, plax_sim_call({4 * 9 + i}, current_stream, v));
 }}
 int cusolverDn{t}gesvdjBatched_bufferSize(void* h, int jobz, int m, int n, const void* a, int lda,
     const void* s, const void* u, int ldu, const void* v, int ldv, int* lwork, void* params,
@@ -229,7 +242,8 @@ int cusolverDn{t}gesvdjBatched(void* h, int jobz, int m, int n, void* a, int lda
   if (!plax_sim_params_ok(params, 2)) return 3;
   long long w[16] = {{jobz, m, n, (long long)a, lda, (long long)s, (long long)u, ldu,
                      (long long)v, ldv, (long long)work, lwork, (long long)info, batch}};
-  return plax_sim_call({4 * 10 + i}, current_stream, w);
+  plax_sim_enter(params);
+  return plax_sim_leave(params, plax_sim_call({4 * 10 + i}, current_stream, w));
 }}
 """ for i, t in enumerate(_LETTERS)) + "}\n"
 
@@ -291,6 +305,11 @@ def _stream(pointer):
     import fake_cupy
     return next((s for s in list(fake_cupy._STREAMS) if s.ptr == (pointer or 0)),
                 fake_cupy.Stream.null)
+
+
+def _real(dtype: np.dtype) -> np.dtype:
+    """The real dtype of ``dtype``'s values (a complex type's parts)."""
+    return np.dtype(dtype.char.lower()) if dtype.kind == "c" else dtype
 
 
 def _view(address: int, shape: tuple, strides: tuple, dtype):
@@ -472,7 +491,7 @@ def _eigenvalues(stream, dtype, v) -> int:
     the workspace must be live and as large as the size query said (``n^2 + 2 n``)."""
     from scipy.linalg import lapack
     jobz, uplo, n, a, lda, w, work, lwork, info = v[:9]
-    real = np.dtype(dtype.char.lower()) if dtype.kind == "c" else dtype
+    real = _real(dtype)
     if jobz not in (0, 1) or uplo not in (0, 1) or n < 0 or lda < max(1, n) \
             or lwork < max(1, n * n + 2 * n):
         return 3   # CUSOLVER_STATUS_INVALID_VALUE
@@ -502,7 +521,7 @@ def _singular_values(stream, dtype, v) -> int:
     from scipy.linalg import lapack
     jobu, jobvt, m, n, a, lda, s, u, ldu, vt, ldvt, work, lwork, rwork, info = v[:15]
     jobu, jobvt = chr(jobu), chr(jobvt)
-    real = np.dtype(dtype.char.lower()) if dtype.kind == "c" else dtype
+    real = _real(dtype)
     if not 0 <= n <= m or jobu not in "ASON" or jobvt not in "ASON" or jobu == jobvt == "O" \
             or lda < max(1, m) or lwork < max(1, m * n + m + n) \
             or (jobu in "AS" and ldu < max(1, m)) or (jobvt in "AS" and ldvt < max(1, n)):
@@ -547,7 +566,7 @@ def _jacobi_eigenvalues(stream, dtype, v) -> int:
     the eigenvectors in other phases."""
     from scipy.linalg import lapack
     jobz, uplo, n, a, lda, w, work, lwork, info, count = v[:10]
-    real = np.dtype(dtype.char.lower()) if dtype.kind == "c" else dtype
+    real = _real(dtype)
     if jobz not in (0, 1) or uplo not in (0, 1) or not 0 <= n <= 32 or lda < max(1, n) \
             or count < 0 or lwork < max(1, count * (n * n + 2 * n)):
         return 3   # CUSOLVER_STATUS_INVALID_VALUE
@@ -581,7 +600,7 @@ def _jacobi_singular_values(stream, dtype, v) -> int:
     said (``batch (m n + m + n)``); LAPACK's ``gesdd`` inside, pairs of vectors in other
     phases."""
     jobz, m, n, a, lda, s, u, ldu, vv, ldv, work, lwork, info, count = v[:14]
-    real = np.dtype(dtype.char.lower()) if dtype.kind == "c" else dtype
+    real = _real(dtype)
     k = min(m, n)
     if jobz not in (0, 1) or not 0 <= m <= 32 or not 0 <= n <= 32 or lda < max(1, m) \
             or count < 0 or lwork < max(1, count * (m * n + m + n)) \
@@ -618,6 +637,13 @@ def params_alive() -> int:
     ``libcusolver`` holds: made and not yet destroyed."""
     get_cusolver_handle()
     return int(_cusolver[0].plax_sim_params_alive())
+
+
+def params_shared() -> int:
+    """How many ``syevjBatched``/``gesvdjBatched`` calls so far began while another call with
+    the same params object had not returned (host threads sharing one object)."""
+    get_cusolver_handle()
+    return int(_cusolver[0].plax_sim_params_shared())
 
 
 _RUN = {"trsm": lambda s, d, v: _trsm(s, d, v, False),

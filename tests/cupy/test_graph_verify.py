@@ -14,10 +14,11 @@ wrongly without a fault injected: every simulated graph test runs with the check
 
 The rule itself (bits, or the tolerance of a program whose capture takes another library entry
 point) is checked on host arrays here, without a GPU; :func:`test_on_the_simulated_gpu` runs
-the rest in a child process with ``-p fake_cupy_plugin``.
+the rest in a child process with ``-p fake_cupy_plugin`` (with ``test_simulated_threads.py``).
 """
 from __future__ import annotations
 
+import os
 import shutil
 import warnings
 
@@ -31,7 +32,9 @@ from test_simulated_streams import SIMULATED, on_simulated_gpu, run_file_on_simu
 @pytest.mark.skipif(SIMULATED or shutil.which("g++") is None,
                     reason="already on the simulated GPU, or no C++ compiler (g++) for it")
 def test_on_the_simulated_gpu():
-    run_file_on_simulated_gpu(__file__)
+    # (and the threads' tests of the counters, graphs and Jacobi params: one child for both)
+    run_file_on_simulated_gpu(__file__, os.path.join(os.path.dirname(__file__),
+                                                     "test_simulated_threads.py"))
 
 
 # ---------------------------------------------------------------- the rule (host arrays)
@@ -156,15 +159,17 @@ def test_compare_finds_what_a_wrong_replay_gives_and_passes_rounding():
 def test_counts_routed_by_one_thread_leave_another_threads_alone():
     """``runtime.counted_as``: within the block this thread's launches count where the route
     says (the check's: verify_launches; a capture's: nowhere), a nested route in turn, while
-    another thread's count as usual; afterwards the totals are a plain list again."""
+    another thread's count as usual, its increments a plain list's all along; afterwards this
+    thread's are a plain list's again."""
     import threading
     from plax_cupy import runtime
     routed, done, other = threading.Event(), threading.Event(), []
 
     def meanwhile():
         assert routed.wait(60)
+        other.append(type(runtime.THIS_THREAD.counts))
         runtime.note_launch(5)
-        runtime.TOTALS[runtime.D2H] += 1
+        runtime.THIS_THREAD.counts[runtime.D2H] += 1
         done.set()
 
     thread = threading.Thread(target=meanwhile)
@@ -173,7 +178,7 @@ def test_counts_routed_by_one_thread_leave_another_threads_alone():
         with runtime.counted_as(runtime.CHECKING):
             runtime.note_launch(2)
             runtime.note_copy()
-            runtime.TOTALS[runtime.D2H] += 3
+            runtime.THIS_THREAD.counts[runtime.D2H] += 3
             with runtime.counted_as(runtime.CAPTURING):
                 runtime.note_launch(7)
                 runtime.note_copy(7)
@@ -185,7 +190,27 @@ def test_counts_routed_by_one_thread_leave_another_threads_alone():
         thread.join()
     assert (c.launches, c.device_copies, c.device_to_host) == (5, 0, 1), c
     assert (c.verify_launches, c.verify_reads) == (3, 3), c
-    assert type(runtime.TOTALS) is list   # (no route left: increments at list speed)
+    assert other == [list], other   # (another thread's increments never routed)
+    assert type(runtime.THIS_THREAD.counts) is list   # (no route left: a plain list again)
+
+
+def test_an_ended_threads_counts_stay_in_the_totals():
+    """Each thread counts in a list of its own; when a thread ends, its counts are folded into
+    the totals of ended threads: the process's totals keep them, and the registry of live
+    threads' lists does not grow with the threads a program starts."""
+    import threading
+    from plax_cupy import runtime
+    before, live = runtime.counters(), len(runtime._LIVE)
+    for _ in range(20):
+        thread = threading.Thread(target=lambda: (runtime.note_launch(3),
+                                                  runtime.note_fallback("simulated_ended")))
+        thread.start()
+        thread.join()
+    after = runtime.counters()
+    assert (after.launches - before.launches, after.host_fallbacks - before.host_fallbacks) \
+        == (60, 20), (before, after)
+    assert runtime.fallback_primitives()["simulated_ended"] >= 20
+    assert len(runtime._LIVE) == live
 
 
 # ---------------------------------------------------------------- on the simulated GPU
@@ -219,7 +244,7 @@ def test_a_first_call_is_judged_by_its_own_threads_work_alone(monkeypatch, execu
             assert first_call.wait(60), "the first call did not begin"
             # a host copy and a host fallback, counted as another GPU's would be (on this one
             # a copy counts, then waits for the device's lock, which the first call holds)
-            runtime.TOTALS[runtime.D2H] += 1
+            runtime.THIS_THREAD.counts[runtime.D2H] += 1
             runtime.note_fallback("simulated_elsewhere")
         except BaseException as err:  # pragma: no cover - reported below
             errors.append(err)

@@ -540,8 +540,9 @@ def test_a_batch_of_small_matrices_is_one_jacobi_call(executables):
 @on_simulated_gpu
 def test_the_program_owns_the_jacobi_params_object():
     """``ProgramEigh``/``ProgramSvd`` make one params object (``syevjInfo_t``/
-    ``gesvdjInfo_t``) on their first batch, reuse it on every call, and destroy it when they
-    are freed (with the program that holds them, after its graphs)."""
+    ``gesvdjInfo_t``) for a thread's plain calls on its first batch, reuse it on every plain
+    call of that thread, and destroy it when they are freed (a capture's, the program's own,
+    likewise with the program that holds them, after its graphs)."""
     import gc
     import cupy
     import fake_cupy_linalg
