@@ -19,7 +19,8 @@
 #                            launches per call; then one small
 #                            program per capture path (cuBLAS gemm/trsm, cuSOLVER potrf/getrf/
 #                            geqrf+orgqr, cuFFT plans, the one-kernel scan, the look-back
-#                            cumsum): "verified" (each plan's first two launches equal to a
+#                            cumsum, the column scans' single pass and look-back, a column
+#                            argmax): "verified" (each plan's first two launches equal to a
 #                            plain run, plax_cupy.graph_check) or "WRONG REPLAY caught" with the
 #                            first difference -- which bindings work in a graph on this GPU
 #   04-tests       30  110   pytest tests/cupy -n 12 (the simulated-GPU tests skip where the
@@ -157,6 +158,11 @@ paths = [
     ("scan kernel", lambda x: lax.scan(lambda c, v: (jnp.tanh(c * 0.5 + v), c), jnp.zeros(48),
                                        x)[1] * 2, (mat,)),
     ("look-back cumsum", lambda x: jnp.cumsum(x) * 2, (put(r.standard_normal(1 << 20)),)),
+    ("columns single-pass cumsum", lambda x: jnp.cumsum(x, axis=0) * 2,
+     (put(r.standard_normal((1 << 17, 4))),)),
+    ("columns look-back cumsum", lambda x: jnp.cumsum(x, axis=0) * 2,
+     (put(r.standard_normal((1 << 15, 64))),)),
+    ("column argmax", lambda x: jnp.argmax(x, axis=0) * 2, (put(r.standard_normal((4096, 512))),)),
 ]
 for name, fn, args in paths:
     try:
