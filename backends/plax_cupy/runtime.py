@@ -365,13 +365,14 @@ class count:
 
     def __init__(self, this_thread: bool = False):
         self._this_thread = this_thread
-        self._thread: "_Thread | None" = None
+        self._own: tuple | None = None   # (the entering thread's (counts, fallbacks), kept)
         self._start = self._end = None
         self._fb_start: dict = {}
         self._fb_end: dict | None = None
 
     def __enter__(self) -> "count":
-        self._thread = THIS_THREAD if self._this_thread else None
+        state = THIS_THREAD
+        self._own = (state.own, state.fallbacks) if self._this_thread else None
         self._end = self._fb_end = None
         self._start, self._fb_start = self._read()
         return self
@@ -382,10 +383,12 @@ class count:
 
     def _read(self) -> tuple:
         """``(counts, fallbacks)`` now: the entering thread's own, or the process's."""
-        if self._thread is None:
+        if self._own is None:
             return _tally()
-        # (the entering thread's state, kept: another thread reading this block reads it)
-        return list(self._thread.own), dict(self._thread.fallbacks)
+        # (the entering thread's lists themselves: THIS_THREAD read from another thread would
+        # give that thread's)
+        own, fallbacks = self._own
+        return list(own), dict(fallbacks)
 
     def _delta(self, i: int) -> int:
         if self._start is None:

@@ -213,6 +213,27 @@ def test_an_ended_threads_counts_stay_in_the_totals():
     assert len(runtime._LIVE) == live
 
 
+def test_a_this_thread_count_read_from_another_thread_is_the_entering_threads():
+    """A ``count(this_thread=True)`` block read by another thread while it is open gives the
+    entering thread's work, not the reading thread's own."""
+    import threading
+    from plax_cupy import runtime
+    seen = []
+    with runtime.count(this_thread=True) as c:
+        runtime.note_launch(3)
+        runtime.note_fallback("simulated_entering")
+
+        def elsewhere():
+            runtime.note_launch(100)
+            runtime.note_fallback("simulated_reading")
+            seen.append((c.launches, c.fallbacks))
+        thread = threading.Thread(target=elsewhere)
+        thread.start()
+        thread.join()
+    assert seen == [(3, {"simulated_entering": 1})], seen
+    assert (c.launches, c.fallbacks) == (3, {"simulated_entering": 1}), c
+
+
 # ---------------------------------------------------------------- on the simulated GPU
 
 
