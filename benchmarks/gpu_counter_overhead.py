@@ -29,6 +29,7 @@ def _child(number: int, repeats: int) -> dict:
     import time
     sys.path.insert(0, HERE)
     import simulated_gpu
+    from eager_overhead import time_per_call
     simulated_gpu.install()
     import numpy as np
     import plax
@@ -40,20 +41,11 @@ def _child(number: int, repeats: int) -> dict:
     add = plax.jit(lambda a, b: a + b)
     calls = {"x + y": lambda: x + y, "jnp.sin(x)": lambda: jnp.sin(x),
              "x.sum()": lambda: x.sum(), "jit add": lambda: add(x, y)}
-    for call in calls.values():   # (compiled, cached, captured)
-        for _ in range(5):
-            call()
     best: dict = {}
 
-    def measure(suffix: str) -> None:
+    def measure(suffix: str) -> None:   # (time_per_call's warm-up compiles, caches, captures)
         for name, call in calls.items():
-            times = []
-            for _ in range(repeats):
-                start = time.process_time()
-                for _ in range(number):
-                    call()
-                times.append((time.process_time() - start) / number * 1e6)
-            best[name + suffix] = min(times)
+            best[name + suffix] = time_per_call(call, number, repeats, time.process_time) * 1e6
 
     measure("")
     entered, leave = threading.Event(), threading.Event()
