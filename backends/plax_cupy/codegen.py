@@ -75,7 +75,7 @@ from plax.core.jaxpr import Literal
 from plax.lax.fused_multiply_add import fma_p
 from plax.lowering import BROADCAST, INDEX, REDUCTION, fusion_kind
 
-from plax_cupy import special_source
+from plax_cupy import codegen_structural, special_source
 from plax_cupy.dtypes import (UnsupportedDtype, accumulator, ctype, is_floating, is_half,
                               unsigned_ctype, value_ctype)
 
@@ -1423,12 +1423,38 @@ def plan_cluster(cluster, *, literal_values: bool = True) -> ClusterKernel:
     reductions: list[tuple[int, Reduction]] = []
     red_operands: list[str] = []
     need_index: set = set()   # iteration dimensions a broadcast operand's index map reads
+    # a cluster holding structural equations (slice, concatenate, ...: the fusion pass's
+    # ``structural`` option): those and what feeds them are computed where they are read
+    # (codegen_structural); the loop computes at ``i`` only what is needed there
+    reads, at_i = None, set()
+    produced = {id(v) for e in cluster.eqns for v in e.outvars}
+    if any(codegen_structural.is_structural(e, produced, shape) for e in cluster.eqns):
+        reads = codegen_structural.StructuralReads(shape, cluster.eqns, by_atom, locals_, load)
+        at_i = {id(v) for v in cluster.outputs}
+        for eqn in reversed(cluster.eqns):
+            if any(id(v) in at_i for v in eqn.outvars) and \
+                    not codegen_structural.is_structural(eqn, produced, shape):
+                at_i.update(id(v) for v in eqn.invars
+                            if tuple(v.aval.shape) in (shape, ()) or fusion_kind(eqn.primitive) == BROADCAST)
     for k, eqn in enumerate(cluster.eqns):
         marks.append(len(body))
         out = eqn.outvars[0]
         prim = eqn.primitive
         dout = np.dtype(out.aval.dtype)
         if not any(id(v) in live for v in eqn.outvars):
+            continue
+        if reads is not None and (codegen_structural.is_structural(eqn, produced, shape)
+                                  or not any(id(v) in at_i for v in eqn.outvars)):
+            if not any(id(v) in at_i for v in eqn.outvars):
+                continue   # (computed where a structural read needs it)
+            lines: list = []
+            local = reads.value(out, "i", lines, {})
+            body.extend(lines)
+            locals_[id(out)] = local
+            j = outputs.get(id(out))
+            if j is not None:
+                elem_outputs.append(j)
+                body.append(f"o{j}[i] = {store_expr(local, dout)};")
             continue
         if prim is lax.threefry2x32_p:  # both hashed words in one pass (multiple results)
             args = [load(v) for v in eqn.invars]

@@ -68,6 +68,10 @@ class CupyEmitter(Emitter):
     #: rank-0 producers (random.uniform's bounds) fold into the cluster that reads them: the
     #: kernel recomputes them per element from its scalar inputs instead of a launch of their own
     fuses_scalar_producers = True
+    #: slice/concatenate/reshape/squeeze fuse with what feeds them and what reads them: each
+    #: value is computed at the index its reader needs (``codegen_structural``), so the
+    #: original threefry layout's halves, concatenation and pad are one kernel with its sampler
+    fuses_structural = True
 
     #: independent elementwise clusters ready at the same point, each of at most this many
     #: elements, are one multi-tensor kernel (``codegen.plan_group``): the SGD update of every

@@ -57,6 +57,23 @@ never an array in memory.
   in the cluster reads it; it joins only a run without reductions and ends its cluster, so a
   cluster holds at most one scan and the scan alone decides the loop's order.
 
+**Structural equations** (``slice``, ``concatenate``, ``reshape``, ``squeeze``; for a backend
+that asks: ``structural=True`` in :class:`FusionOptions`, from
+:attr:`plax.lowering.Emitter.fuses_structural`; elsewhere they stay lone equations): each
+output element is one operand element at an index that is a function of the output's index
+alone. Such an equation never joins a run; instead, after the runs are found, a unit (a
+cluster, a lone fusible or structural equation) absorbs the units that feed it through
+structural equations -- clusters without a reducing kind, lone elementwise, index, broadcast
+and structural equations whose every value only that unit reads -- and becomes one cluster
+over its own shape holding equations of several shapes. Its generator computes each value
+*at the index its reader needs*: through a slice at an offset, through a concatenation the
+piece the element falls in, through a reshape the same flat index. The original threefry
+layout (counter halves hashed as pairs, the two words concatenated, the pad sliced off) and
+a key's words sliced from its data are then part of the kernel that uses the bits. A
+broadcast that repeats a value computed in the group is not absorbed through (each element
+would recompute its operand), and a group is formed only where a structural equation joins
+it, so programs without one keep their clusters.
+
 **Horizontal groups** (for a backend that asks: ``horizontal=N`` in :class:`FusionOptions`,
 from :attr:`plax.lowering.Emitter.horizontal_max_elements`): consecutive units that are
 independent (none reads what another computes) and elementwise (clusters without a reducing
@@ -81,7 +98,8 @@ REDUCTION = "reduction"
 INDEX = "index"
 ARG_REDUCTION = "arg_reduction"
 CUMULATIVE = "cumulative"
-_KINDS = (ELEMENTWISE, BROADCAST, REDUCTION, INDEX, ARG_REDUCTION, CUMULATIVE)
+STRUCTURAL = "structural"
+_KINDS = (ELEMENTWISE, BROADCAST, REDUCTION, INDEX, ARG_REDUCTION, CUMULATIVE, STRUCTURAL)
 #: the kinds whose result is complete only when the cluster's loop ends
 _REDUCING = (REDUCTION, ARG_REDUCTION, CUMULATIVE)
 
@@ -110,6 +128,9 @@ class FusionOptions:
         (``Emitter.fuses_cumulative``).
       horizontal: the largest element count of a member of a :class:`HorizontalGroup`; 0 (the
         default) forms no groups (``Emitter.horizontal_max_elements``).
+      structural: ``slice``/``concatenate``/``reshape``/``squeeze`` (``STRUCTURAL``) join the
+        unit that reads them with the units feeding them: the generator computes each value
+        at the index its reader needs (``Emitter.fuses_structural``).
 
     Example:
       >>> options = FusionOptions(index=True, cumulative=True)
@@ -123,6 +144,7 @@ class FusionOptions:
     arg_reductions: bool = False
     cumulative: bool = False
     horizontal: int = 0
+    structural: bool = False
 
 
 #: the plain kinds only (a backend that asks for nothing more)
@@ -171,8 +193,8 @@ def fusion_kind(primitive, index: bool = False, arg_reductions: bool = False,
     """
     kind = _fusion_kinds.get(primitive)
     if ((kind == INDEX and not index) or (kind == ARG_REDUCTION and not arg_reductions)
-            or (kind == CUMULATIVE and not cumulative)):
-        return None
+            or (kind == CUMULATIVE and not cumulative) or kind == STRUCTURAL):
+        return None  # (STRUCTURAL: only through _fold_structural, which reads the table)
     return kind
 
 
@@ -349,6 +371,8 @@ def find_clusters(jaxpr: Jaxpr, options: FusionOptions = PLAIN
     units = _find_clusters(jaxpr, options)
     if options.scalars:
         units = _fold_scalar_producers(jaxpr, list(units))
+    if options.structural:
+        units = _fold_structural(jaxpr, list(units))
     if options.horizontal > 0:
         units = horizontal_groups(list(units), options.horizontal)
     yield from units
@@ -565,6 +589,93 @@ def _fold_scalar_producers(jaxpr: Jaxpr, units: list) -> list:
             if isinstance(v, Var):
                 where.setdefault(id(v), set()).discard(i)
                 where[id(v)].add(j)
+    return [u for u in units if u is not None]
+
+
+def _unit_eqns(unit) -> list:
+    return unit.eqns if isinstance(unit, Cluster) else [unit]
+
+
+def _absorbable(unit) -> bool:
+    """Whether ``unit`` may be computed inside a later unit at the indices it is read at: its
+    equations elementwise (multi-result ones too), index, broadcast or structural ones, none
+    reducing."""
+    return all(_fusion_kinds.get(e.primitive) in (ELEMENTWISE, INDEX, BROADCAST, STRUCTURAL)
+               for e in _unit_eqns(unit))
+
+
+def _repeats_its_operand(eqn: JaxprEqn) -> bool:
+    """A ``broadcast_in_dim`` that repeats elements of a non-scalar operand (not only adding
+    unit axes): its operand computed in the same kernel would be computed once per copy."""
+    if _fusion_kinds.get(eqn.primitive) != BROADCAST:
+        return False
+    shape = tuple(eqn.invars[0].aval.shape)
+    return bool(shape) and not inserts_unit_axes(eqn.primitive, shape, eqn.params)
+
+
+def _fold_structural(jaxpr: Jaxpr, units: list) -> list:
+    """``units`` with each unit that reads values through structural equations merged with the
+    units that feed it (see the module docstring): the merged cluster takes the reader's
+    place and shape. Moving the absorbed equations to the reader's place keeps the order
+    valid: each is read only by the group, and what it reads was computed before its old
+    place."""
+    outputs = {id(v) for v in jaxpr.outvars if isinstance(v, Var)}
+    producer: dict = {}   # id(var) -> index of the unit defining it
+    readers: dict = {}    # id(var) -> indices of the units reading it
+    for i, unit in enumerate(units):
+        for e in _unit_eqns(unit):
+            for v in e.invars:
+                if isinstance(v, Var):
+                    readers.setdefault(id(v), set()).add(i)
+            for v in e.outvars:
+                producer[id(v)] = i
+    for j in range(len(units) - 1, -1, -1):   # (last first: a reader takes its whole feed)
+        sink = units[j]
+        if sink is None or isinstance(sink, HorizontalGroup):
+            continue
+        if isinstance(sink, Cluster):
+            if any(_fusion_kinds.get(e.primitive) not in (ELEMENTWISE, INDEX, BROADCAST, REDUCTION)
+                   for e in sink.eqns):
+                continue
+        elif (_fusion_kinds.get(sink.primitive) not in (ELEMENTWISE, STRUCTURAL)
+              or len(sink.outvars) != 1):
+            continue
+        group = {j}
+        grew = True
+        while grew:
+            grew = False
+            for g in sorted(group):
+                for e in _unit_eqns(units[g]):
+                    if _repeats_its_operand(e):
+                        continue
+                    for v in e.invars:
+                        p = producer.get(id(v)) if isinstance(v, Var) else None
+                        if p is None or p in group or units[p] is None or \
+                                not _absorbable(units[p]):
+                            continue
+                        made = [w for e2 in _unit_eqns(units[p]) for w in e2.outvars]
+                        if any(id(w) in outputs or not readers.get(id(w), set()) <= group | {p}
+                               for w in made):
+                            continue
+                        group.add(p)
+                        grew = True
+        eqns = [e for g in sorted(group) for e in _unit_eqns(units[g])]
+        if len(group) == 1 or not any(_fusion_kinds.get(e.primitive) == STRUCTURAL
+                                      for e in eqns):
+            continue
+        if isinstance(sink, Cluster):
+            shape, outs = sink.shape, list(sink.outputs)
+        else:
+            shape, outs = tuple(sink.outvars[0].aval.shape), list(sink.outvars)
+        units[j] = Cluster(eqns, shape, _inputs_of(eqns), outs)
+        for g in group - {j}:
+            units[g] = None
+        for v in _inputs_of(eqns):   # (what the absorbed equations read is now read by unit j)
+            if isinstance(v, Var):
+                readers[id(v)] = (readers.get(id(v), set()) - group) | {j}
+        for e in eqns:
+            for v in e.outvars:
+                producer[id(v)] = j
     return [u for u in units if u is not None]
 
 
