@@ -223,12 +223,17 @@ class Cluster:
       shape: the iteration shape.
       inputs: the atoms (Vars and Literals) read from outside the cluster, in first-use order.
       outputs: the Vars defined in the cluster and read after it (or returned by the jaxpr).
+      parts: for a cluster made by structural fusion, the units it was made of, in an order
+        valid at its place (a generator that declines it has them lowered one by one, as
+        they were); else None.
     """
 
-    __slots__ = ("eqns", "shape", "inputs", "outputs")
+    __slots__ = ("eqns", "shape", "inputs", "outputs", "parts")
 
-    def __init__(self, eqns: list, shape: tuple, inputs: list, outputs: list):
+    def __init__(self, eqns: list, shape: tuple, inputs: list, outputs: list,
+                 parts: list | None = None):
         self.eqns, self.shape, self.inputs, self.outputs = eqns, shape, inputs, outputs
+        self.parts = parts
 
     def __repr__(self) -> str:
         prims = " ".join(e.primitive.name for e in self.eqns)
@@ -613,6 +618,15 @@ def _repeats_its_operand(eqn: JaxprEqn) -> bool:
     return bool(shape) and not inserts_unit_axes(eqn.primitive, shape, eqn.params)
 
 
+def _moves_elements(eqn: JaxprEqn) -> bool:
+    """A structural equation that is not a view in C order: a slice or a concatenation, or a
+    reshape with a transposition."""
+    if _fusion_kinds.get(eqn.primitive) != STRUCTURAL:
+        return False
+    return eqn.primitive.name not in ("reshape", "squeeze") or \
+        eqn.params.get("dimensions") is not None and eqn.primitive.name == "reshape"
+
+
 def _fold_structural(jaxpr: Jaxpr, units: list) -> list:
     """``units`` with each unit that reads values through structural equations merged with the
     units that feed it (see the module docstring): the merged cluster takes the reader's
@@ -660,14 +674,13 @@ def _fold_structural(jaxpr: Jaxpr, units: list) -> list:
                         group.add(p)
                         grew = True
         eqns = [e for g in sorted(group) for e in _unit_eqns(units[g])]
-        if len(group) == 1 or not any(_fusion_kinds.get(e.primitive) == STRUCTURAL
-                                      for e in eqns):
-            continue
+        if len(group) == 1 or not any(_moves_elements(e) for e in eqns):
+            continue   # (a reshape or squeeze alone is a view: nothing to save)
         if isinstance(sink, Cluster):
             shape, outs = sink.shape, list(sink.outputs)
         else:
             shape, outs = tuple(sink.outvars[0].aval.shape), list(sink.outvars)
-        units[j] = Cluster(eqns, shape, _inputs_of(eqns), outs)
+        units[j] = Cluster(eqns, shape, _inputs_of(eqns), outs, [units[g] for g in sorted(group)])
         for g in group - {j}:
             units[g] = None
         for v in _inputs_of(eqns):   # (what the absorbed equations read is now read by unit j)

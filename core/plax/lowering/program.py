@@ -171,6 +171,8 @@ class _Program:
             step = self.emitter.emit_cluster(unit)
             if step is not None:
                 return [(_as_step(step), unit.inputs, unit.outputs, True)]
+            if unit.parts is not None:   # (structural fusion declined: its units as they were)
+                return [s for part in unit.parts for s in self.unit(part)]
             return [self.equation(e) for e in unit.eqns]
         return [self.equation(unit)]
 
