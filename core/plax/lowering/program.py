@@ -199,6 +199,17 @@ class _Program:
         for v in jaxpr.outvars:
             if isinstance(v, Var):
                 last[v] = len(units)
+        # a step that does not allocate its result (a slice, a reshape: NumPy hands back a
+        # view) may return its operand's memory: an operand lives as long as such a result,
+        # else a ufunc writing in place into the dead operand changes the view (last first:
+        # a view of a view extends its base too)
+        for step, ins, outs, multiple in reversed(units):
+            if step.accepts_out and not multiple:
+                continue
+            end = max((last.get(o, -1) for o in outs), default=-1)
+            for v in ins:
+                if isinstance(v, Var) and last.get(v, -1) < end:
+                    last[v] = end
         caller_owned = set(jaxpr.invars)
         fresh: set = set()  # values this function allocated (a dead one may take a result)
         body = []
