@@ -1528,6 +1528,8 @@ def plan_cluster(cluster, *, literal_values: bool = True) -> ClusterKernel:
             body.append(f"o{j}[i] = {store_expr(local, dout)};")
 
     marks.append(len(body))
+    if reads is not None:   # (indices and values a structural read computed for nothing)
+        body = reads.pruned(body, marks, load_lines)
     body = _branch_selects(cluster.eqns, live, outputs, body, marks, load_lines, selects)
     # loads nothing reads (an operand integer_pow with y=0 ignores) would be NVRTC warnings
     for key, local in loaded.items():

@@ -103,6 +103,27 @@ class StructuralReads:
         self.producer = {id(v): (e, r) for e in eqns for r, v in enumerate(e.outvars)}
         self.count = 0
 
+    @staticmethod
+    def pruned(body: list, marks: list, load_lines: set) -> list:
+        """``plax_elem``'s lines without the constants of structural reads nothing reads (an
+        index computed for an operand that turned out to be a scalar, a literal or a value at
+        hand): NVRTC warns of each. ``marks`` (where each equation's lines start) and
+        ``load_lines`` (indices of operand loads) are updated in place."""
+        declared = re.compile(r"^\s*const [\w ]+? ([srv]\d+) = ")
+        while True:
+            text = "\n".join(body)
+            drop = {j for j, line in enumerate(body) if (m := declared.match(line))
+                    and len(re.findall(rf"\b{m.group(1)}\b", text)) == 1}
+            if not drop:
+                return body
+            kept = [j for j in range(len(body)) if j not in drop]
+            moved = {j: n for n, j in enumerate(kept)}
+            marks[:] = [sum(1 for j in kept if j < m) for m in marks]
+            loads = {moved[j] for j in load_lines if j in moved}
+            load_lines.clear()
+            load_lines.update(loads)
+            body = [body[j] for j in kept]
+
     def _fresh(self, prefix: str = "s") -> str:
         self.count += 1
         return f"{prefix}{self.count}"

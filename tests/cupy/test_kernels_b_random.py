@@ -130,9 +130,9 @@ def test_samplers_bits_equal_the_numpy_backend(sampler, partitionable):
 #: (_launches) launches of one jitted call with CUDA graphs off: (program, partitionable,
 #: original); 1 is
 #: one fused kernel (counter, key words, hash, halves, bits to samples); categorical's argmax
-#: is a kernel of its own (the CuPy generator does not fuse arg-reductions), permutation sorts
-#: (sort is CuPy's); 8- and 16-bit original-mode bits repeat each hashed word over its fields
-#: (a broadcast of a computed value is not fused: each field would hash again)
+#: is a kernel of its own (the CuPy generator does not fuse arg-reductions); 8- and 16-bit
+#: bits in the original mode compute each field's word (the fields' broadcast repeats it at
+#: most 4 times, ``plax.lowering.fusion.STRUCTURAL_MAX_REPEAT``)
 def _launches():
     from plax import numpy as jnp, random
     return [
@@ -149,7 +149,8 @@ def _launches():
          lambda k: random.key_data(random.split(random.wrap_key_data(k), 3)), 1, 1),
         ("typed key: normal", lambda k: random.normal(random.wrap_key_data(k), (5,)), 1, 1),
         ("categorical (5, 7)", lambda k: random.categorical(k, jnp.zeros((5, 7))), 2, 2),
-        ("bits uint8 (999,)", lambda k: random.bits(k, (999,), jnp.uint8), 1, 2),
+        ("bits uint8 (999,)", lambda k: random.bits(k, (999,), jnp.uint8), 1, 1),
+        ("normal bfloat16 (999,)", lambda k: random.normal(k, (999,), jnp.bfloat16), 1, 1),
     ]
 
 

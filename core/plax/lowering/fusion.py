@@ -71,8 +71,11 @@ piece the element falls in, through a reshape the same flat index. The original 
 layout (counter halves hashed as pairs, the two words concatenated, the pad sliced off) and
 a key's words sliced from its data are then part of the kernel that uses the bits. A
 broadcast that repeats a value computed in the group is not absorbed through (each element
-would recompute its operand), and a group is formed only where a structural equation joins
-it, so programs without one keep their clusters.
+would recompute its operand) unless it makes at most ``STRUCTURAL_MAX_REPEAT`` copies of
+each element or the value is cheap (indices, broadcast scalars, ``CHEAP_ELEMENTWISE``
+arithmetic: the 8-bit fields' shifts), and a group is formed only where a slice or a concatenation joins it (a
+reshape alone is a view), so programs without one keep their clusters; a generator that
+declines such a cluster has its parts lowered as they were (:attr:`Cluster.parts`).
 
 **Horizontal groups** (for a backend that asks: ``horizontal=N`` in :class:`FusionOptions`,
 from :attr:`plax.lowering.Emitter.horizontal_max_elements`): consecutive units that are
@@ -609,13 +612,23 @@ def _absorbable(unit) -> bool:
                for e in _unit_eqns(unit))
 
 
+#: the most copies of each element of a non-scalar value a broadcast may make for structural
+#: fusion to compute the value in the broadcast's reader (once per copy): four, the 8-bit
+#: fields unpacked from a 32-bit random word (an element then computes one word, as in the
+#: partitionable layout); a broadcast repeating more (a bias over a batch) is not absorbed
+STRUCTURAL_MAX_REPEAT = 4
+
+
 def _repeats_its_operand(eqn: JaxprEqn) -> bool:
-    """A ``broadcast_in_dim`` that repeats elements of a non-scalar operand (not only adding
-    unit axes): its operand computed in the same kernel would be computed once per copy."""
+    """A ``broadcast_in_dim`` that repeats each element of a non-scalar operand more than
+    :data:`STRUCTURAL_MAX_REPEAT` times: its operand computed in the same kernel would be
+    computed once per copy."""
     if _fusion_kinds.get(eqn.primitive) != BROADCAST:
         return False
     shape = tuple(eqn.invars[0].aval.shape)
-    return bool(shape) and not inserts_unit_axes(eqn.primitive, shape, eqn.params)
+    size = math.prod(shape)
+    return bool(shape) and size > 0 and \
+        math.prod(eqn.params["shape"]) > STRUCTURAL_MAX_REPEAT * size
 
 
 def _moves_elements(eqn: JaxprEqn) -> bool:
@@ -625,6 +638,15 @@ def _moves_elements(eqn: JaxprEqn) -> bool:
         return False
     return eqn.primitive.name not in ("reshape", "squeeze") or \
         eqn.params.get("dimensions") is not None and eqn.primitive.name == "reshape"
+
+
+def _cheap(unit) -> bool:
+    """Whether ``unit`` computes only indices (``iota``), broadcast scalars and cheap
+    arithmetic (``CHEAP_ELEMENTWISE``): nothing to save by computing it once per element."""
+    from plax.lowering.simplify import CHEAP_ELEMENTWISE
+    return all(_fusion_kinds.get(e.primitive) == INDEX
+               or (_fusion_kinds.get(e.primitive) == BROADCAST and not e.invars[0].aval.shape)
+               or e.primitive.name in CHEAP_ELEMENTWISE for e in _unit_eqns(unit))
 
 
 def _fold_structural(jaxpr: Jaxpr, units: list) -> list:
@@ -660,12 +682,11 @@ def _fold_structural(jaxpr: Jaxpr, units: list) -> list:
             grew = False
             for g in sorted(group):
                 for e in _unit_eqns(units[g]):
-                    if _repeats_its_operand(e):
-                        continue
+                    repeats = _repeats_its_operand(e)
                     for v in e.invars:
                         p = producer.get(id(v)) if isinstance(v, Var) else None
                         if p is None or p in group or units[p] is None or \
-                                not _absorbable(units[p]):
+                                not _absorbable(units[p]) or (repeats and not _cheap(units[p])):
                             continue
                         made = [w for e2 in _unit_eqns(units[p]) for w in e2.outvars]
                         if any(id(w) in outputs or not readers.get(id(w), set()) <= group | {p}
