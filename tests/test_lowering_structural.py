@@ -54,22 +54,33 @@ def test_original_threefry_layout_is_one_cluster_over_the_output():
     assert [u.shape for u in fusion_units(jaxpr, fusing) if isinstance(u, Cluster)] == [(999,)]
 
 
-def test_no_absorption_of_values_read_elsewhere_or_repeated_by_a_broadcast():
+def test_no_absorption_of_values_read_elsewhere_or_too_small_to_recompute():
+    from plax.lowering.fusion import STRUCTURAL_MAX_REPEAT
+
     def shared(x):
         y = jnp.exp(x)
         return jnp.concatenate([y, y[:2]]), y * 2.0   # y is an output's operand too
 
     def repeated(x):
-        y = jnp.exp(x)
-        z = lax.broadcast_in_dim(y, (3, 4), (1,))      # each element of y three times
-        return jnp.reshape(z, (12,))[1:] + 1.0
+        y = jnp.exp(x)                                  # 4 values, each read 8 times
+        z = lax.broadcast_in_dim(y, (8, 4), (1,))
+        return jnp.reshape(z, (32,))[1:] + jnp.reshape(lax.broadcasted_iota(np.float32, (8, 4), 0), (32,))[1:]
 
     x = np.ones(4, np.float32)
     units = _names(find_clusters(plax.make_jaxpr(shared)(x).jaxpr, _ALL))
     assert ["exp"] not in units and "exp" in units and ["slice", "concatenate"] in units, units
-    units = list(find_clusters(plax.make_jaxpr(repeated)(x).jaxpr, _ALL))
-    merged = [u for u in _names(units) if isinstance(u, list) and "slice" in u]
-    assert merged and all("exp" not in u for u in merged), _names(units)
+    # exp is not cheap and has fewer than 1/STRUCTURAL_MAX_REPEAT of the reader's 31 elements;
+    # the iota is cheap (an index map): it joins
+    assert 4 * STRUCTURAL_MAX_REPEAT < 31
+    jaxpr = plax.make_jaxpr(repeated)(x).jaxpr
+    units = _names(find_clusters(jaxpr, _ALL))
+    merged = [u for u in units if isinstance(u, list) and "slice" in u]
+    assert len(merged) == 1 and "exp" not in merged[0] and "iota" in merged[0], units
+    # unless the reader is small enough for any value to be computed per element
+    options = FusionOptions(multiple_results=True, index=True, structural=True,
+                            recompute_max_elements=31)
+    (unit,) = find_clusters(jaxpr, options)
+    assert "exp" in _names([unit])[0]
 
 
 def test_structural_kinds_are_registered():

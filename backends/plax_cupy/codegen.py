@@ -94,6 +94,12 @@ ITEMS_PER_THREAD = 8
 #: of its time (2^22 float32: 48 MB moved, ~11 us at an H200's 4.3 TB/s, against ~3-5 us per
 #: launch issued from Python); above it the grouping gains little (a guess, not measured)
 HORIZONTAL_MAX_ELEMENTS = 1 << 22
+#: the largest kernel (elements) that computes per element a value it reads through a
+#: structural equation however costly (``plax.lowering.FusionOptions.recompute_max_elements``:
+#: a key split before a sampler hashed again by each sample): below it a launch of ~3-5 us
+#: issued from Python costs more than the repeated work (four hashes of ~100 integer
+#: instructions per element: 2^16 elements take ~1 us of an H200's integer throughput)
+RECOMPUTE_MAX_ELEMENTS = 1 << 16
 #: bytes of one vector access of an elementwise kernel's vector path (a 128-bit load or
 #: store: ``ld.global.nc.v4.u32``/``st.global.v4.u32``; see :func:`_vector_kernel`)
 VECTOR_BYTES = 16

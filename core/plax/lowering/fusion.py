@@ -64,18 +64,19 @@ output element is one operand element at an index that is a function of the outp
 alone. Such an equation never joins a run; instead, after the runs are found, a unit (a
 cluster, a lone fusible or structural equation) absorbs the units that feed it through
 structural equations -- clusters without a reducing kind, lone elementwise, index, broadcast
-and structural equations whose every value only that unit reads -- and becomes one cluster
+and structural equations whose every value only that unit reads, each either cheap (index
+maps and cheap arithmetic) or with values of at least ``1 / STRUCTURAL_MAX_REPEAT`` of the
+reader's elements (each element computes what it reads) or read by a reader of at most
+``recompute_max_elements`` -- and becomes one cluster
 over its own shape holding equations of several shapes. Its generator computes each value
 *at the index its reader needs*: through a slice at an offset, through a concatenation the
 piece the element falls in, through a reshape the same flat index. The original threefry
 layout (counter halves hashed as pairs, the two words concatenated, the pad sliced off) and
-a key's words sliced from its data are then part of the kernel that uses the bits. A
-broadcast that repeats a value computed in the group is not absorbed through (each element
-would recompute its operand) unless it makes at most ``STRUCTURAL_MAX_REPEAT`` copies of
-each element or the value is cheap (indices, broadcast scalars, ``CHEAP_ELEMENTWISE``
-arithmetic: the 8-bit fields' shifts), and a group is formed only where a slice or a concatenation joins it (a
-reshape alone is a view), so programs without one keep their clusters; a generator that
-declines such a cluster has its parts lowered as they were (:attr:`Cluster.parts`).
+a key's words sliced from its data are then part of the kernel that uses the bits. A group
+is formed only where a slice or a concatenation joins it (a reshape alone is a view) and
+something other than views does (views alone launch nothing), so programs without one keep
+their clusters; a generator that declines such a cluster has its
+parts lowered as they were (:attr:`Cluster.parts`).
 
 **Horizontal groups** (for a backend that asks: ``horizontal=N`` in :class:`FusionOptions`,
 from :attr:`plax.lowering.Emitter.horizontal_max_elements`): consecutive units that are
@@ -134,6 +135,11 @@ class FusionOptions:
       structural: ``slice``/``concatenate``/``reshape``/``squeeze`` (``STRUCTURAL``) join the
         unit that reads them with the units feeding them: the generator computes each value
         at the index its reader needs (``Emitter.fuses_structural``).
+      recompute_max_elements: with ``structural``, the largest reader (elements) that may
+        compute per element a value of any size, however costly (a key split before a small
+        sampler: a launch saved is worth more than the repeated hashes); above it only cheap
+        values and values of at least ``1 / STRUCTURAL_MAX_REPEAT`` of the reader's elements
+        (``Emitter.recompute_max_elements``).
 
     Example:
       >>> options = FusionOptions(index=True, cumulative=True)
@@ -148,6 +154,7 @@ class FusionOptions:
     cumulative: bool = False
     horizontal: int = 0
     structural: bool = False
+    recompute_max_elements: int = 0
 
 
 #: the plain kinds only (a backend that asks for nothing more)
@@ -380,7 +387,7 @@ def find_clusters(jaxpr: Jaxpr, options: FusionOptions = PLAIN
     if options.scalars:
         units = _fold_scalar_producers(jaxpr, list(units))
     if options.structural:
-        units = _fold_structural(jaxpr, list(units))
+        units = _fold_structural(jaxpr, list(units), options.recompute_max_elements)
     if options.horizontal > 0:
         units = horizontal_groups(list(units), options.horizontal)
     yield from units
@@ -612,23 +619,38 @@ def _absorbable(unit) -> bool:
                for e in _unit_eqns(unit))
 
 
-#: the most copies of each element of a non-scalar value a broadcast may make for structural
-#: fusion to compute the value in the broadcast's reader (once per copy): four, the 8-bit
-#: fields unpacked from a 32-bit random word (an element then computes one word, as in the
-#: partitionable layout); a broadcast repeating more (a bias over a batch) is not absorbed
+#: how many times over structural fusion may compute a value that is not cheap: a unit whose
+#: values have fewer than ``1 / STRUCTURAL_MAX_REPEAT`` of the reader's elements is not
+#: absorbed unless it is cheap (:func:`_cheap`), as each element of the reader computes the
+#: value it reads (above ``FusionOptions.recompute_max_elements``). Four: the 8-bit fields
+#: unpacked from a 32-bit random word (an element then hashes one counter pair, as in the
+#: partitionable layout); a key split in the program before a large sampler stays a kernel of
+#: its own (else each sample would hash the key again)
 STRUCTURAL_MAX_REPEAT = 4
 
 
-def _repeats_its_operand(eqn: JaxprEqn) -> bool:
-    """A ``broadcast_in_dim`` that repeats each element of a non-scalar operand more than
-    :data:`STRUCTURAL_MAX_REPEAT` times: its operand computed in the same kernel would be
-    computed once per copy."""
-    if _fusion_kinds.get(eqn.primitive) != BROADCAST:
+def _cheap(unit) -> bool:
+    """Whether ``unit`` computes only index maps (structural equations, ``iota``, broadcasts)
+    and cheap arithmetic (``CHEAP_ELEMENTWISE``): nothing to save by computing it once."""
+    from plax.lowering.simplify import CHEAP_ELEMENTWISE
+    return all(_fusion_kinds.get(e.primitive) in (INDEX, BROADCAST, STRUCTURAL)
+               or e.primitive.name in CHEAP_ELEMENTWISE for e in _unit_eqns(unit))
+
+
+def _too_small(unit, size: int, recompute_max_elements: int) -> bool:
+    """Whether ``unit``'s values are too small, for a reader of ``size`` elements (above
+    ``recompute_max_elements``), to be computed per element (:data:`STRUCTURAL_MAX_REPEAT`),
+    and not cheap."""
+    if size <= recompute_max_elements:
         return False
-    shape = tuple(eqn.invars[0].aval.shape)
-    size = math.prod(shape)
-    return bool(shape) and size > 0 and \
-        math.prod(eqn.params["shape"]) > STRUCTURAL_MAX_REPEAT * size
+    largest = max((math.prod(v.aval.shape) for e in _unit_eqns(unit) for v in e.outvars),
+                  default=0)
+    return largest * STRUCTURAL_MAX_REPEAT < size and not _cheap(unit)
+
+
+def _is_view(eqn: JaxprEqn) -> bool:
+    """A slice, reshape or squeeze: a backend can hand back its operand's memory."""
+    return _fusion_kinds.get(eqn.primitive) == STRUCTURAL and eqn.primitive.name != "concatenate"
 
 
 def _moves_elements(eqn: JaxprEqn) -> bool:
@@ -640,16 +662,7 @@ def _moves_elements(eqn: JaxprEqn) -> bool:
         eqn.params.get("dimensions") is not None and eqn.primitive.name == "reshape"
 
 
-def _cheap(unit) -> bool:
-    """Whether ``unit`` computes only indices (``iota``), broadcast scalars and cheap
-    arithmetic (``CHEAP_ELEMENTWISE``): nothing to save by computing it once per element."""
-    from plax.lowering.simplify import CHEAP_ELEMENTWISE
-    return all(_fusion_kinds.get(e.primitive) == INDEX
-               or (_fusion_kinds.get(e.primitive) == BROADCAST and not e.invars[0].aval.shape)
-               or e.primitive.name in CHEAP_ELEMENTWISE for e in _unit_eqns(unit))
-
-
-def _fold_structural(jaxpr: Jaxpr, units: list) -> list:
+def _fold_structural(jaxpr: Jaxpr, units: list, recompute: int = 0) -> list:
     """``units`` with each unit that reads values through structural equations merged with the
     units that feed it (see the module docstring): the merged cluster takes the reader's
     place and shape. Moving the absorbed equations to the reader's place keeps the order
@@ -674,19 +687,19 @@ def _fold_structural(jaxpr: Jaxpr, units: list) -> list:
                    for e in sink.eqns):
                 continue
         elif (_fusion_kinds.get(sink.primitive) not in (ELEMENTWISE, STRUCTURAL)
-              or len(sink.outvars) != 1):
-            continue
+              or len({tuple(v.aval.shape) for v in sink.outvars}) != 1):
+            continue   # (a multi-result sink, threefry2x32, stores its results of one shape)
+        size = math.prod(sink.shape if isinstance(sink, Cluster) else sink.outvars[0].aval.shape)
         group = {j}
         grew = True
         while grew:
             grew = False
             for g in sorted(group):
                 for e in _unit_eqns(units[g]):
-                    repeats = _repeats_its_operand(e)
                     for v in e.invars:
                         p = producer.get(id(v)) if isinstance(v, Var) else None
                         if p is None or p in group or units[p] is None or \
-                                not _absorbable(units[p]) or (repeats and not _cheap(units[p])):
+                                not _absorbable(units[p]) or _too_small(units[p], size, recompute):
                             continue
                         made = [w for e2 in _unit_eqns(units[p]) for w in e2.outvars]
                         if any(id(w) in outputs or not readers.get(id(w), set()) <= group | {p}
@@ -695,8 +708,9 @@ def _fold_structural(jaxpr: Jaxpr, units: list) -> list:
                         group.add(p)
                         grew = True
         eqns = [e for g in sorted(group) for e in _unit_eqns(units[g])]
-        if len(group) == 1 or not any(_moves_elements(e) for e in eqns):
-            continue   # (a reshape or squeeze alone is a view: nothing to save)
+        if len(group) == 1 or not any(_moves_elements(e) for e in eqns) or \
+                all(_is_view(e) for e in eqns):
+            continue   # (views alone launch nothing: a kernel would only copy)
         if isinstance(sink, Cluster):
             shape, outs = sink.shape, list(sink.outputs)
         else:
