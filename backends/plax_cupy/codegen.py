@@ -1442,6 +1442,14 @@ def plan_cluster(cluster, *, literal_values: bool = True) -> ClusterKernel:
                     not codegen_structural.is_structural(eqn, produced, shape):
                 at_i.update(id(v) for v in eqn.invars
                             if tuple(v.aval.shape) in (shape, ()) or fusion_kind(eqn.primitive) == BROADCAST)
+    def computed(out, local: str, dout) -> None:
+        """``out``'s value at ``i`` is ``local``: stored where it is a cluster output."""
+        locals_[id(out)] = local
+        j = outputs.get(id(out))
+        if j is not None:
+            elem_outputs.append(j)
+            body.append(f"o{j}[i] = {store_expr(local, dout)};")
+
     for k, eqn in enumerate(cluster.eqns):
         marks.append(len(body))
         out = eqn.outvars[0]
@@ -1456,11 +1464,7 @@ def plan_cluster(cluster, *, literal_values: bool = True) -> ClusterKernel:
             lines: list = []
             local = reads.value(out, "i", lines, {})
             body.extend(lines)
-            locals_[id(out)] = local
-            j = outputs.get(id(out))
-            if j is not None:
-                elem_outputs.append(j)
-                body.append(f"o{j}[i] = {store_expr(local, dout)};")
+            computed(out, local, dout)
             continue
         if prim is lax.threefry2x32_p:  # both hashed words in one pass (multiple results)
             args = [load(v) for v in eqn.invars]
@@ -1486,11 +1490,7 @@ def plan_cluster(cluster, *, literal_values: bool = True) -> ClusterKernel:
                 expr = f"(({value_ctype(dout)}){position})"
             local = f"t{k}"
             body.append(f"const {value_ctype(dout)} {local} = {expr};")
-            locals_[id(out)] = local
-            j = outputs.get(id(out))
-            if j is not None:
-                elem_outputs.append(j)
-                body.append(f"o{j}[i] = {store_expr(local, dout)};")
+            computed(out, local, dout)
             continue
         if fusion_kind(prim) == REDUCTION:
             red = reduction_of(eqn)
@@ -1527,11 +1527,7 @@ def plan_cluster(cluster, *, literal_values: bool = True) -> ClusterKernel:
                 numbers.add(id(out))   # (a float's conversion to a float: NaN only from NaN)
             if prim is lax.select_n_p and len(args) > 2 and dout.kind != "c":
                 selects[k] = (local, args, dout)
-        locals_[id(out)] = local
-        j = outputs.get(id(out))
-        if j is not None:
-            elem_outputs.append(j)
-            body.append(f"o{j}[i] = {store_expr(local, dout)};")
+        computed(out, local, dout)
 
     marks.append(len(body))
     if reads is not None:   # (indices and values a structural read computed for nothing)
