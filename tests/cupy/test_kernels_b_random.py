@@ -112,7 +112,7 @@ def test_samplers_bits_equal_the_numpy_backend(sampler, partitionable):
     saved = plax.config.read("jax_threefry_partitionable")
     plax.config.update("jax_threefry_partitionable", partitionable)
     try:
-        for n in (0, 1, 1001):
+        for n in (0, 1, 999):   # (999: the size test_random_calls_launch_... compiles too)
             got = plax.jit(lambda k: fn(k, n))(plax.device_put(key, gpu))
             want = plax.jit(lambda k: fn(k, n), backend="numpy")(key)
             assert np.asarray(got).shape == np.asarray(want).shape
