@@ -64,19 +64,18 @@ output element is one operand element at an index that is a function of the outp
 alone. Such an equation never joins a run; instead, after the runs are found, a unit (a
 cluster, a lone fusible or structural equation) absorbs the units that feed it through
 structural equations -- clusters without a reducing kind, lone elementwise, index, broadcast
-and structural equations whose every value only that unit reads, each either cheap (index
-maps and cheap arithmetic) or with values of at least ``1 / STRUCTURAL_MAX_REPEAT`` of the
-reader's elements (each element computes what it reads) or read by a reader of at most
-``recompute_max_elements`` -- and becomes one cluster
-over its own shape holding equations of several shapes. Its generator computes each value
-*at the index its reader needs*: through a slice at an offset, through a concatenation the
-piece the element falls in, through a reshape the same flat index. The original threefry
-layout (counter halves hashed as pairs, the two words concatenated, the pad sliced off) and
-a key's words sliced from its data are then part of the kernel that uses the bits. A group
-is formed only where a slice or a concatenation joins it (a reshape alone is a view) and
-something other than views does (views alone launch nothing), so programs without one keep
-their clusters; a generator that declines such a cluster has its
-parts lowered as they were (:attr:`Cluster.parts`).
+and structural equations whose every value only that unit reads, each cheap (index maps and
+cheap arithmetic), or with values of at least ``1 / STRUCTURAL_MAX_REPEAT`` of the reader's
+elements (each element computes what it reads), or read by a reader of at most
+``recompute_max_elements`` -- and becomes one cluster over its own shape holding equations of
+several shapes. Its generator computes each value *at the index its reader needs*: through a
+slice at an offset, through a concatenation the piece the element falls in, through a
+reshape the same flat index. The original threefry layout (counter halves hashed as pairs,
+the two words concatenated, the pad sliced off) and a key's words sliced from its data are
+then part of the kernel that uses the bits. A group is formed only where a slice or a
+concatenation joins it (a reshape alone is a view) and something other than views does
+(views alone launch nothing), so programs without one keep their clusters; a generator that
+declines such a cluster has its parts lowered as they were (:attr:`Cluster.parts`).
 
 **Horizontal groups** (for a backend that asks: ``horizontal=N`` in :class:`FusionOptions`,
 from :attr:`plax.lowering.Emitter.horizontal_max_elements`): consecutive units that are
@@ -654,12 +653,10 @@ def _is_view(eqn: JaxprEqn) -> bool:
 
 
 def _moves_elements(eqn: JaxprEqn) -> bool:
-    """A structural equation that is not a view in C order: a slice or a concatenation, or a
-    reshape with a transposition."""
-    if _fusion_kinds.get(eqn.primitive) != STRUCTURAL:
-        return False
-    return eqn.primitive.name not in ("reshape", "squeeze") or \
-        eqn.params.get("dimensions") is not None and eqn.primitive.name == "reshape"
+    """A slice or a concatenation: a structural equation that is not the same elements in the
+    same order (a reshape or squeeze, which a generator reads at the same flat index)."""
+    return eqn.primitive.name in ("slice", "concatenate") and \
+        _fusion_kinds.get(eqn.primitive) == STRUCTURAL
 
 
 def _fold_structural(jaxpr: Jaxpr, units: list, recompute: int = 0) -> list:
