@@ -275,7 +275,8 @@ class StructuralReads:
 
     def _words_of_one_equation(self, pieces):
         """``(equation, result index per piece)`` where every piece is a distinct result of one
-        multi-result equation, each of the same shape, reached through flat-index-keeping
+        ``threefry2x32`` equation (the multi-result equation the generator computes), each of
+        the same shape, reached through flat-index-keeping
         equations only; else None."""
         if len(pieces) < 2:
             return None
@@ -288,8 +289,9 @@ class StructuralReads:
             if id(v) not in self.producer:
                 return None
             eqn, r = self.producer[id(v)]
-            if len(eqn.outvars) < 2 or (source is not None and eqn is not source) or r in results:
-                return None
+            if eqn.primitive is not lax.threefry2x32_p or (source is not None and eqn is not source) \
+                    or r in results:
+                return None   # (threefry2x32: the multi-result equation the generator computes)
             source = eqn
             results.append(r)
         if len({tuple(o.aval.shape) for o in source.outvars}) != 1:
