@@ -20,7 +20,9 @@ with ``block_until_ready`` after each timed batch of calls):
 * ``random.normal`` of 1e8 float32 (threefry2x32 and the inverse-erf transform); ``...,
   both cases``: compiled with its inverse erf's ``select_n`` computing both polynomials
   (``codegen.LAZY_SELECT_MIN_EQUATIONS`` out of reach: the kernel as it was before the
-  branch; docs/gpu.md "Arithmetic per element");
+  branch; docs/gpu.md "Arithmetic per element"); ``..., original``: in the original threefry
+  layout (``jax_threefry_partitionable=False``, JAX's too; one kernel in plax: docs/gpu.md
+  "The PRNG in one kernel");
 * ``cumsum`` of one row of 1e7 float32: a long row split over every SM
   (``plax_cupy.kernels_rows``: one launch, the tiles chained by a deterministic look-back;
   ``--tiny``/``--simulated``: 1e5, still split), GB/s of its 8 bytes per element;
@@ -310,6 +312,24 @@ def workloads(quick: bool, tiny: bool = False):
             return call, args
         return factory
 
+    def original_threefry(key):
+        """Row ``key`` in the original threefry layout (``jax_threefry_partitionable=False``),
+        plax's and JAX's alike: the flag set around every call (each library reads it when it
+        traces, and JAX keys its compiled programs by it)."""
+        def factory(L):
+            fn, args = factories[key](L)
+            config = sys.modules[L.jnp.__name__.split(".")[0]].config
+
+            def call(*a):
+                saved = config.jax_threefry_partitionable
+                config.update("jax_threefry_partitionable", False)
+                try:
+                    return fn(*a)
+                finally:
+                    config.update("jax_threefry_partitionable", saved)
+            return call, args
+        return factory
+
     factories = {
         "selu": lambda L: (L.jit(compare.selu_fn(L.jnp)), [L.put(x_selu)]),
         "matmul f32": lambda L: (L.jit(lambda a, b: a @ b), [L.put(a32), L.put(b32)]),
@@ -343,7 +363,8 @@ def workloads(quick: bool, tiny: bool = False):
     factories.update({"selu scalar": compiled_without("selu"),
                       "random.normal scalar": compiled_without("random.normal"),
                       "random.normal both cases": compiled_without("random.normal",
-                                                                   "LAZY_SELECT_MIN_EQUATIONS")})
+                                                                   "LAZY_SELECT_MIN_EQUATIONS"),
+                      "random.normal original": original_threefry("random.normal")})
     rows = [(f"selu {n_big:.0e} f32", 8 * n_big, "selu"),
             (f"selu {n_big:.0e} f32, scalar", 8 * n_big, "selu scalar"),
             (f"matmul {m}^2 f32", None, "matmul f32"),
@@ -354,6 +375,7 @@ def workloads(quick: bool, tiny: bool = False):
             (f"random.normal {n_big:.0e}", 4 * n_big, "random.normal"),
             (f"random.normal {n_big:.0e}, scalar", 4 * n_big, "random.normal scalar"),
             (f"random.normal {n_big:.0e}, both cases", 4 * n_big, "random.normal both cases"),
+            (f"random.normal {n_big:.0e}, original", 4 * n_big, "random.normal original"),
             ("tiny jit call", None, "tiny call"),
             (f"cumsum 1 row {n_scan:.0e} f32", 8 * n_scan, "cumsum"),
             *[(f"cumsum axis 0 {shape[0]}x{shape[1]} f32", 8 * x.size, f"cumsum axis 0 {shape}")

@@ -229,10 +229,13 @@ def kernel_cost(plan: dict) -> dict:
 
 # ---------------------------------------------------------------- workloads
 
-def _sampler(name: str):
-    """The workload of ``plax.random.<name>`` (``bernoulli`` with p = 0.3) of ``n`` values."""
+def _sampler(name: str, partitionable: bool = True):
+    """The workload of ``plax.random.<name>`` (``bernoulli`` with p = 0.3) of ``n`` values,
+    in the given ``jax_threefry_partitionable`` mode."""
     def build(n: int) -> tuple:
+        import plax
         from plax import random
+        plax.config.update("jax_threefry_partitionable", partitionable)
         sample = getattr(random, name)
         extra = (0.3,) if name == "bernoulli" else ()
         return (lambda k: sample(k, *extra, (n,))), (random.PRNGKey(0),)
@@ -279,6 +282,8 @@ WORKLOADS = {
     "random.normal f32": _sampler("normal"),
     "random.uniform f32": _sampler("uniform"),
     "random.bernoulli": _sampler("bernoulli"),
+    "random.normal f32, original": _sampler("normal", partitionable=False),
+    "random.uniform f32, original": _sampler("uniform", partitionable=False),
     "selu f32": _selu,
     "MLP step 64-32-32-10 b16": _mlp_step,
 }

@@ -518,3 +518,17 @@ def test_rewritten_programs_equal_eager_on_a_fusing_backend():
     finally:
         for n in names:
             plugins.unregister_plugin(n)
+
+
+def test_a_view_keeps_its_base_from_being_overwritten_in_place():
+    # ``y[1:]`` is a NumPy view of y; y's last reader, exp, may write its result into a dead
+    # operand's buffer, and wrote into y while the view still read it (the first four
+    # elements came out as 1 + exp(y[1:])): a view's operand lives as long as the view
+    def f(x):
+        y = jnp.sin(x) * 2.0
+        return jnp.concatenate([y[1:], jnp.exp(y)]) + 1.0
+
+    x = np.linspace(-1, 1, 5).astype(np.float32)
+    y = np.sin(x.astype(np.float64)) * 2
+    want = np.concatenate([y[1:], np.exp(y)]) + 1
+    np.testing.assert_allclose(np.asarray(plax.jit(f, backend="numpy")(x)), want, rtol=1e-6)

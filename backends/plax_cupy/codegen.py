@@ -75,7 +75,7 @@ from plax.core.jaxpr import Literal
 from plax.lax.fused_multiply_add import fma_p
 from plax.lowering import BROADCAST, INDEX, REDUCTION, fusion_kind
 
-from plax_cupy import special_source
+from plax_cupy import codegen_structural, special_source
 from plax_cupy.dtypes import (UnsupportedDtype, accumulator, ctype, is_floating, is_half,
                               unsigned_ctype, value_ctype)
 
@@ -94,6 +94,12 @@ ITEMS_PER_THREAD = 8
 #: of its time (2^22 float32: 48 MB moved, ~11 us at an H200's 4.3 TB/s, against ~3-5 us per
 #: launch issued from Python); above it the grouping gains little (a guess, not measured)
 HORIZONTAL_MAX_ELEMENTS = 1 << 22
+#: the largest kernel (elements) that computes per element a value it reads through a
+#: structural equation however costly (``plax.lowering.FusionOptions.recompute_max_elements``:
+#: a key split before a sampler hashed again by each sample): below it a launch of ~3-5 us
+#: issued from Python costs more than the repeated work (four hashes of ~100 integer
+#: instructions per element: 2^16 elements take ~1 us of an H200's integer throughput)
+RECOMPUTE_MAX_ELEMENTS = 1 << 16
 #: bytes of one vector access of an elementwise kernel's vector path (a 128-bit load or
 #: store: ``ld.global.nc.v4.u32``/``st.global.v4.u32``; see :func:`_vector_kernel`)
 VECTOR_BYTES = 16
@@ -1423,12 +1429,42 @@ def plan_cluster(cluster, *, literal_values: bool = True) -> ClusterKernel:
     reductions: list[tuple[int, Reduction]] = []
     red_operands: list[str] = []
     need_index: set = set()   # iteration dimensions a broadcast operand's index map reads
+    # a cluster holding structural equations (slice, concatenate, ...: the fusion pass's
+    # ``structural`` option): those and what feeds them are computed where they are read
+    # (codegen_structural); the loop computes at ``i`` only what is needed there
+    reads, at_i = None, set()
+    produced = {id(v) for e in cluster.eqns for v in e.outvars}
+    if any(codegen_structural.is_structural(e, produced, shape) for e in cluster.eqns):
+        reads = codegen_structural.StructuralReads(shape, cluster.eqns, by_atom, locals_, load)
+        at_i = {id(v) for v in cluster.outputs}
+        for eqn in reversed(cluster.eqns):
+            if any(id(v) in at_i for v in eqn.outvars) and \
+                    not codegen_structural.is_structural(eqn, produced, shape):
+                at_i.update(id(v) for v in eqn.invars
+                            if tuple(v.aval.shape) in (shape, ()) or fusion_kind(eqn.primitive) == BROADCAST)
+    def computed(out, local: str, dout) -> None:
+        """``out``'s value at ``i`` is ``local``: stored where it is a cluster output."""
+        locals_[id(out)] = local
+        j = outputs.get(id(out))
+        if j is not None:
+            elem_outputs.append(j)
+            body.append(f"o{j}[i] = {store_expr(local, dout)};")
+
     for k, eqn in enumerate(cluster.eqns):
         marks.append(len(body))
         out = eqn.outvars[0]
         prim = eqn.primitive
         dout = np.dtype(out.aval.dtype)
         if not any(id(v) in live for v in eqn.outvars):
+            continue
+        if reads is not None and (codegen_structural.is_structural(eqn, produced, shape)
+                                  or not any(id(v) in at_i for v in eqn.outvars)):
+            if not any(id(v) in at_i for v in eqn.outvars):
+                continue   # (computed where a structural read needs it)
+            lines: list = []
+            local = reads.value(out, "i", lines, {})
+            body.extend(lines)
+            computed(out, local, dout)
             continue
         if prim is lax.threefry2x32_p:  # both hashed words in one pass (multiple results)
             args = [load(v) for v in eqn.invars]
@@ -1454,11 +1490,7 @@ def plan_cluster(cluster, *, literal_values: bool = True) -> ClusterKernel:
                 expr = f"(({value_ctype(dout)}){position})"
             local = f"t{k}"
             body.append(f"const {value_ctype(dout)} {local} = {expr};")
-            locals_[id(out)] = local
-            j = outputs.get(id(out))
-            if j is not None:
-                elem_outputs.append(j)
-                body.append(f"o{j}[i] = {store_expr(local, dout)};")
+            computed(out, local, dout)
             continue
         if fusion_kind(prim) == REDUCTION:
             red = reduction_of(eqn)
@@ -1495,13 +1527,11 @@ def plan_cluster(cluster, *, literal_values: bool = True) -> ClusterKernel:
                 numbers.add(id(out))   # (a float's conversion to a float: NaN only from NaN)
             if prim is lax.select_n_p and len(args) > 2 and dout.kind != "c":
                 selects[k] = (local, args, dout)
-        locals_[id(out)] = local
-        j = outputs.get(id(out))
-        if j is not None:
-            elem_outputs.append(j)
-            body.append(f"o{j}[i] = {store_expr(local, dout)};")
+        computed(out, local, dout)
 
     marks.append(len(body))
+    if reads is not None:   # (indices and values a structural read computed for nothing)
+        body = reads.pruned(body, marks, load_lines)
     body = _branch_selects(cluster.eqns, live, outputs, body, marks, load_lines, selects)
     # loads nothing reads (an operand integer_pow with y=0 ignores) would be NVRTC warnings
     for key, local in loaded.items():

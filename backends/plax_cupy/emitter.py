@@ -35,13 +35,17 @@ from plax.lowering import Emitter, call_body, fusion_kind, inserts_unit_axes
 from plax_cupy import codegen
 
 
-class _CodegenHorizontalBound:
-    """:attr:`CupyEmitter.horizontal_max_elements`: reads ``codegen.HORIZONTAL_MAX_ELEMENTS``
-    whenever it is read, so that setting the constant takes effect on the next program while
-    a subclass's own ``horizontal_max_elements = N`` replaces it as any class attribute does."""
+class _CodegenBound:
+    """A :class:`CupyEmitter` bound that reads the ``codegen`` constant ``name`` whenever it is
+    read (``horizontal_max_elements``: ``codegen.HORIZONTAL_MAX_ELEMENTS``), so that setting
+    the constant takes effect on the next program while a subclass's own ``... = N``
+    replaces it as any class attribute does."""
+
+    def __init__(self, name: str):
+        self.name = name
 
     def __get__(self, instance, owner) -> int:
-        return codegen.HORIZONTAL_MAX_ELEMENTS
+        return getattr(codegen, self.name)
 
 
 class CupyEmitter(Emitter):
@@ -71,13 +75,21 @@ class CupyEmitter(Emitter):
     #: rank-0 producers (random.uniform's bounds) fold into the cluster that reads them: the
     #: kernel recomputes them per element from its scalar inputs instead of a launch of their own
     fuses_scalar_producers = True
+    #: slice/concatenate/reshape/squeeze fuse with what feeds them and what reads them: each
+    #: value is computed at the index its reader needs (``codegen_structural``), so the
+    #: original threefry layout's halves, concatenation and pad are one kernel with its sampler
+    fuses_structural = True
+    #: a reader of at most this many elements computes per element what it reads through a
+    #: structural equation, however costly (``codegen.RECOMPUTE_MAX_ELEMENTS``, read when a
+    #: program is lowered): a key split before a small sampler is part of its kernel
+    recompute_max_elements = _CodegenBound("RECOMPUTE_MAX_ELEMENTS")
 
     #: independent elementwise clusters ready at the same point, each of at most this many
     #: elements, are one multi-tensor kernel (``codegen.plan_group``): the SGD update of every
     #: parameter in one launch. Read when a program is lowered (:meth:`fusion_options`): here
     #: ``codegen.HORIZONTAL_MAX_ELEMENTS`` at that moment (tuned as every CuPy threshold is),
     #: unless a subclass sets its own bound.
-    horizontal_max_elements = _CodegenHorizontalBound()
+    horizontal_max_elements = _CodegenBound("HORIZONTAL_MAX_ELEMENTS")
 
     def __init__(self, backend, device):
         self.backend, self.device = backend, device

@@ -47,8 +47,10 @@ def make_eqn(prim, invars, **params) -> JaxprEqn:
 def _fusible():
     from plax.lowering import fusion
     # (multi-result primitives, threefry2x32, fuse only where an emitter asks for them,
-    # Emitter.fuses_multiple_results; the CuPy generator does not)
-    return sorted(((p, k) for p, k in fusion._fusion_kinds.items() if not p.multiple_results),
+    # Emitter.fuses_multiple_results; the CuPy generator does not; structural ones only inside
+    # a cluster that reads through them: test_codegen_structural.py)
+    return sorted(((p, k) for p, k in fusion._fusion_kinds.items()
+                   if not p.multiple_results and k != fusion.STRUCTURAL),
                   key=lambda kv: kv[0].name)
 
 

@@ -11,7 +11,7 @@ import plax.lax.binary as B
 from plax import dtypes
 from plax.core.pretty_print import pp_param_rules
 from plax.core.primitive import Primitive
-from plax.lowering.fusion import BROADCAST, INDEX, register_fusible
+from plax.lowering.fusion import BROADCAST, INDEX, STRUCTURAL, register_fusible
 from plax.core.registry import register_rule
 from plax.core.shaped_array import ShapedArray
 from plax.core.varying import vary_like
@@ -188,6 +188,7 @@ def zeros_like_array(x):
 # ------------------------------------------------------------------ reshape
 
 reshape_p = Primitive("reshape")
+register_fusible(reshape_p, STRUCTURAL)  # (a generator reads its operand at the same flat index)
 # JAX's reshape also records the result's sharding (plax's types carry shardings): printed at
 # the value JAX has for it; ``dimensions`` (a transposition before the reshape) is None when
 # there is none, and printed as JAX prints it when a rule bound the primitive without it
@@ -357,6 +358,7 @@ def _transpose_batch(vals, dims, *, permutation):
 # ------------------------------------------------------------------ squeeze / expand_dims
 
 squeeze_p = Primitive("squeeze")
+register_fusible(squeeze_p, STRUCTURAL)  # (a generator reads its operand at the same flat index)
 
 
 @squeeze_p.def_abstract_eval
@@ -563,6 +565,7 @@ def _pad_batch(vals, dims, *, padding_config):
 # ------------------------------------------------------------------ concatenate
 
 concatenate_p = Primitive("concatenate")
+register_fusible(concatenate_p, STRUCTURAL)  # (a generator reads the piece an element falls in)
 
 
 @concatenate_p.def_abstract_eval

@@ -29,6 +29,7 @@ from plax.lax.base import (ANY, INTEGRAL, NUMBER, asarray, aval_of, lax_shape,
                            check_dtype, same_dtypes)
 from plax.transforms.batching import move_axis_to
 from plax.transforms.jvp import Zero, deflinear, instantiate, linear_in_first_jvp
+from plax.lowering.fusion import STRUCTURAL, register_fusible
 
 
 def _undefined(x) -> bool:
@@ -39,6 +40,7 @@ def _undefined(x) -> bool:
 # ------------------------------------------------------------------ slice
 
 slice_p = Primitive("slice")
+register_fusible(slice_p, STRUCTURAL)  # (a generator reads its operand at the mapped index)
 
 
 @slice_p.def_abstract_eval

@@ -14,7 +14,7 @@ _WHERE = {
     "PlaxFallbackWarning": "fallback", "reference_backend": "fallback",
     "reference_kernel": "fallback",
     "BROADCAST": "fusion", "ELEMENTWISE": "fusion", "REDUCTION": "fusion", "INDEX": "fusion",
-    "ARG_REDUCTION": "fusion", "CUMULATIVE": "fusion",
+    "ARG_REDUCTION": "fusion", "CUMULATIVE": "fusion", "STRUCTURAL": "fusion",
     "Cluster": "fusion", "FusionOptions": "fusion", "HorizontalGroup": "fusion",
     "horizontal_groups": "fusion",
     "find_clusters": "fusion", "fusion_kind": "fusion", "order_for_fusion": "fusion",

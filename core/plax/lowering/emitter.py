@@ -60,6 +60,14 @@ class Emitter:
     #: ready at the same point that :meth:`emit_group` computes in one launch; 0: no groups
     #: (see :func:`plax.lowering.horizontal_groups`)
     horizontal_max_elements: int = 0
+    #: whether ``slice``/``concatenate``/``reshape``/``squeeze`` (``STRUCTURAL``) fuse: a unit
+    #: reading values through them absorbs the units feeding it, and the generator computes
+    #: each value at the index its reader needs (see :func:`plax.lowering.find_clusters`)
+    fuses_structural: bool = False
+    #: with ``fuses_structural``, the largest reader (elements) that computes per element a
+    #: value fed through a structural equation however costly it is (see
+    #: :class:`plax.lowering.FusionOptions`); 0: only cheap or large enough values
+    recompute_max_elements: int = 0
 
     @classmethod
     def fusion_options(cls) -> FusionOptions:
@@ -80,7 +88,9 @@ class Emitter:
                              index=cls.fuses_index, scalars=cls.fuses_scalar_producers,
                              arg_reductions=cls.fuses_arg_reductions,
                              cumulative=cls.fuses_cumulative,
-                             horizontal=cls.horizontal_max_elements)
+                             horizontal=cls.horizontal_max_elements,
+                             structural=cls.fuses_structural,
+                             recompute_max_elements=cls.recompute_max_elements)
 
     def emit_cluster(self, cluster) -> Callable | Step | None:
         """A step computing ``cluster.outputs`` (a list) from ``cluster.inputs``' buffers."""

@@ -57,6 +57,26 @@ never an array in memory.
   in the cluster reads it; it joins only a run without reductions and ends its cluster, so a
   cluster holds at most one scan and the scan alone decides the loop's order.
 
+**Structural equations** (``slice``, ``concatenate``, ``reshape``, ``squeeze``; for a backend
+that asks: ``structural=True`` in :class:`FusionOptions`, from
+:attr:`plax.lowering.Emitter.fuses_structural`; elsewhere they stay lone equations): each
+output element is one operand element at an index that is a function of the output's index
+alone. Such an equation never joins a run; instead, after the runs are found, a unit (a
+cluster, a lone fusible or structural equation) absorbs the units that feed it through
+structural equations -- clusters without a reducing kind, lone elementwise, index, broadcast
+and structural equations whose every value only that unit reads, each cheap (index maps and
+cheap arithmetic), or with values of at least ``1 / STRUCTURAL_MAX_REPEAT`` of the reader's
+elements (each element computes what it reads), or read by a reader of at most
+``recompute_max_elements`` -- and becomes one cluster over its own shape holding equations of
+several shapes. Its generator computes each value *at the index its reader needs*: through a
+slice at an offset, through a concatenation the piece the element falls in, through a
+reshape the same flat index. The original threefry layout (counter halves hashed as pairs,
+the two words concatenated, the pad sliced off) and a key's words sliced from its data are
+then part of the kernel that uses the bits. A group is formed only where a slice or a
+concatenation joins it (a reshape alone is a view) and something other than views does
+(views alone launch nothing), so programs without one keep their clusters; a generator that
+declines such a cluster has its parts lowered as they were (:attr:`Cluster.parts`).
+
 **Horizontal groups** (for a backend that asks: ``horizontal=N`` in :class:`FusionOptions`,
 from :attr:`plax.lowering.Emitter.horizontal_max_elements`): consecutive units that are
 independent (none reads what another computes) and elementwise (clusters without a reducing
@@ -81,7 +101,8 @@ REDUCTION = "reduction"
 INDEX = "index"
 ARG_REDUCTION = "arg_reduction"
 CUMULATIVE = "cumulative"
-_KINDS = (ELEMENTWISE, BROADCAST, REDUCTION, INDEX, ARG_REDUCTION, CUMULATIVE)
+STRUCTURAL = "structural"
+_KINDS = (ELEMENTWISE, BROADCAST, REDUCTION, INDEX, ARG_REDUCTION, CUMULATIVE, STRUCTURAL)
 #: the kinds whose result is complete only when the cluster's loop ends
 _REDUCING = (REDUCTION, ARG_REDUCTION, CUMULATIVE)
 
@@ -110,6 +131,14 @@ class FusionOptions:
         (``Emitter.fuses_cumulative``).
       horizontal: the largest element count of a member of a :class:`HorizontalGroup`; 0 (the
         default) forms no groups (``Emitter.horizontal_max_elements``).
+      structural: ``slice``/``concatenate``/``reshape``/``squeeze`` (``STRUCTURAL``) join the
+        unit that reads them with the units feeding them: the generator computes each value
+        at the index its reader needs (``Emitter.fuses_structural``).
+      recompute_max_elements: with ``structural``, the largest reader (elements) that may
+        compute per element a value of any size, however costly (a key split before a small
+        sampler: a launch saved is worth more than the repeated hashes); above it only cheap
+        values and values of at least ``1 / STRUCTURAL_MAX_REPEAT`` of the reader's elements
+        (``Emitter.recompute_max_elements``).
 
     Example:
       >>> options = FusionOptions(index=True, cumulative=True)
@@ -123,6 +152,8 @@ class FusionOptions:
     arg_reductions: bool = False
     cumulative: bool = False
     horizontal: int = 0
+    structural: bool = False
+    recompute_max_elements: int = 0
 
 
 #: the plain kinds only (a backend that asks for nothing more)
@@ -171,8 +202,8 @@ def fusion_kind(primitive, index: bool = False, arg_reductions: bool = False,
     """
     kind = _fusion_kinds.get(primitive)
     if ((kind == INDEX and not index) or (kind == ARG_REDUCTION and not arg_reductions)
-            or (kind == CUMULATIVE and not cumulative)):
-        return None
+            or (kind == CUMULATIVE and not cumulative) or kind == STRUCTURAL):
+        return None  # (STRUCTURAL: only through _fold_structural, which reads the table)
     return kind
 
 
@@ -201,12 +232,17 @@ class Cluster:
       shape: the iteration shape.
       inputs: the atoms (Vars and Literals) read from outside the cluster, in first-use order.
       outputs: the Vars defined in the cluster and read after it (or returned by the jaxpr).
+      parts: for a cluster made by structural fusion, the units it was made of, in an order
+        valid at its place (a generator that declines it has them lowered one by one, as
+        they were); else None.
     """
 
-    __slots__ = ("eqns", "shape", "inputs", "outputs")
+    __slots__ = ("eqns", "shape", "inputs", "outputs", "parts")
 
-    def __init__(self, eqns: list, shape: tuple, inputs: list, outputs: list):
+    def __init__(self, eqns: list, shape: tuple, inputs: list, outputs: list,
+                 parts: list | None = None):
         self.eqns, self.shape, self.inputs, self.outputs = eqns, shape, inputs, outputs
+        self.parts = parts
 
     def __repr__(self) -> str:
         prims = " ".join(e.primitive.name for e in self.eqns)
@@ -349,6 +385,8 @@ def find_clusters(jaxpr: Jaxpr, options: FusionOptions = PLAIN
     units = _find_clusters(jaxpr, options)
     if options.scalars:
         units = _fold_scalar_producers(jaxpr, list(units))
+    if options.structural:
+        units = _fold_structural(jaxpr, list(units), options.recompute_max_elements)
     if options.horizontal > 0:
         units = horizontal_groups(list(units), options.horizontal)
     yield from units
@@ -565,6 +603,124 @@ def _fold_scalar_producers(jaxpr: Jaxpr, units: list) -> list:
             if isinstance(v, Var):
                 where.setdefault(id(v), set()).discard(i)
                 where[id(v)].add(j)
+    return [u for u in units if u is not None]
+
+
+def _unit_eqns(unit) -> list:
+    return unit.eqns if isinstance(unit, Cluster) else [unit]
+
+
+def _absorbable(unit) -> bool:
+    """Whether ``unit`` may be computed inside a later unit at the indices it is read at: its
+    equations elementwise (multi-result ones too), index, broadcast or structural ones, none
+    reducing."""
+    return all(_fusion_kinds.get(e.primitive) in (ELEMENTWISE, INDEX, BROADCAST, STRUCTURAL)
+               for e in _unit_eqns(unit))
+
+
+#: how many times over structural fusion may compute a value that is not cheap: a unit whose
+#: values have fewer than ``1 / STRUCTURAL_MAX_REPEAT`` of the reader's elements is not
+#: absorbed unless it is cheap (:func:`_cheap`), as each element of the reader computes the
+#: value it reads (above ``FusionOptions.recompute_max_elements``). Four: the 8-bit fields
+#: unpacked from a 32-bit random word (an element then hashes one counter pair, as in the
+#: partitionable layout); a key split in the program before a large sampler stays a kernel of
+#: its own (else each sample would hash the key again)
+STRUCTURAL_MAX_REPEAT = 4
+
+
+def _cheap(unit) -> bool:
+    """Whether ``unit`` computes only index maps (structural equations, ``iota``, broadcasts)
+    and cheap arithmetic (``CHEAP_ELEMENTWISE``): nothing to save by computing it once."""
+    from plax.lowering.simplify import CHEAP_ELEMENTWISE
+    return all(_fusion_kinds.get(e.primitive) in (INDEX, BROADCAST, STRUCTURAL)
+               or e.primitive.name in CHEAP_ELEMENTWISE for e in _unit_eqns(unit))
+
+
+def _too_small(unit, size: int, recompute_max_elements: int) -> bool:
+    """Whether ``unit``'s values are too small, for a reader of ``size`` elements (above
+    ``recompute_max_elements``), to be computed per element (:data:`STRUCTURAL_MAX_REPEAT`),
+    and not cheap."""
+    if size <= recompute_max_elements:
+        return False
+    largest = max((math.prod(v.aval.shape) for e in _unit_eqns(unit) for v in e.outvars),
+                  default=0)
+    return largest * STRUCTURAL_MAX_REPEAT < size and not _cheap(unit)
+
+
+def _is_view(eqn: JaxprEqn) -> bool:
+    """A slice, reshape or squeeze: a backend can hand back its operand's memory."""
+    return _fusion_kinds.get(eqn.primitive) == STRUCTURAL and eqn.primitive.name != "concatenate"
+
+
+def _moves_elements(eqn: JaxprEqn) -> bool:
+    """A slice or a concatenation: a structural equation that is not the same elements in the
+    same order (a reshape or squeeze, which a generator reads at the same flat index)."""
+    return eqn.primitive.name in ("slice", "concatenate") and \
+        _fusion_kinds.get(eqn.primitive) == STRUCTURAL
+
+
+def _fold_structural(jaxpr: Jaxpr, units: list, recompute: int = 0) -> list:
+    """``units`` with each unit that reads values through structural equations merged with the
+    units that feed it (see the module docstring): the merged cluster takes the reader's
+    place and shape. Moving the absorbed equations to the reader's place keeps the order
+    valid: each is read only by the group, and what it reads was computed before its old
+    place."""
+    outputs = {id(v) for v in jaxpr.outvars if isinstance(v, Var)}
+    producer: dict = {}   # id(var) -> index of the unit defining it
+    readers: dict = {}    # id(var) -> indices of the units reading it
+    for i, unit in enumerate(units):
+        for e in _unit_eqns(unit):
+            for v in e.invars:
+                if isinstance(v, Var):
+                    readers.setdefault(id(v), set()).add(i)
+            for v in e.outvars:
+                producer[id(v)] = i
+    for j in range(len(units) - 1, -1, -1):   # (last first: a reader takes its whole feed)
+        sink = units[j]
+        if sink is None or isinstance(sink, HorizontalGroup):
+            continue
+        if isinstance(sink, Cluster):
+            if any(_fusion_kinds.get(e.primitive) not in (ELEMENTWISE, INDEX, BROADCAST, REDUCTION)
+                   for e in sink.eqns):
+                continue
+        elif (_fusion_kinds.get(sink.primitive) not in (ELEMENTWISE, STRUCTURAL)
+              or len({tuple(v.aval.shape) for v in sink.outvars}) != 1):
+            continue   # (a multi-result sink, threefry2x32, stores its results of one shape)
+        size = math.prod(sink.shape if isinstance(sink, Cluster) else sink.outvars[0].aval.shape)
+        group = {j}
+        grew = True
+        while grew:
+            grew = False
+            for g in sorted(group):
+                for e in _unit_eqns(units[g]):
+                    for v in e.invars:
+                        p = producer.get(id(v)) if isinstance(v, Var) else None
+                        if p is None or p in group or units[p] is None or \
+                                not _absorbable(units[p]) or _too_small(units[p], size, recompute):
+                            continue
+                        made = [w for e2 in _unit_eqns(units[p]) for w in e2.outvars]
+                        if any(id(w) in outputs or not readers.get(id(w), set()) <= group | {p}
+                               for w in made):
+                            continue
+                        group.add(p)
+                        grew = True
+        eqns = [e for g in sorted(group) for e in _unit_eqns(units[g])]
+        if len(group) == 1 or not any(_moves_elements(e) for e in eqns) or \
+                all(_is_view(e) for e in eqns):
+            continue   # (views alone launch nothing: a kernel would only copy)
+        if isinstance(sink, Cluster):
+            shape, outs = sink.shape, list(sink.outputs)
+        else:
+            shape, outs = tuple(sink.outvars[0].aval.shape), list(sink.outvars)
+        units[j] = Cluster(eqns, shape, _inputs_of(eqns), outs, [units[g] for g in sorted(group)])
+        for g in group - {j}:
+            units[g] = None
+        for v in _inputs_of(eqns):   # (what the absorbed equations read is now read by unit j)
+            if isinstance(v, Var):
+                readers[id(v)] = (readers.get(id(v), set()) - group) | {j}
+        for e in eqns:
+            for v in e.outvars:
+                producer[id(v)] = j
     return [u for u in units if u is not None]
 
 

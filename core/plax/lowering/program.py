@@ -171,6 +171,8 @@ class _Program:
             step = self.emitter.emit_cluster(unit)
             if step is not None:
                 return [(_as_step(step), unit.inputs, unit.outputs, True)]
+            if unit.parts is not None:   # (structural fusion declined: its units as they were)
+                return [s for part in unit.parts for s in self.unit(part)]
             return [self.equation(e) for e in unit.eqns]
         return [self.equation(unit)]
 
@@ -197,6 +199,17 @@ class _Program:
         for v in jaxpr.outvars:
             if isinstance(v, Var):
                 last[v] = len(units)
+        # a step that does not allocate its result (a slice, a reshape: NumPy hands back a
+        # view) may return its operand's memory: an operand lives as long as such a result,
+        # else a ufunc writing in place into the dead operand changes the view (last first:
+        # a view of a view extends its base too)
+        for step, ins, outs, multiple in reversed(units):
+            if step.accepts_out and not multiple:
+                continue
+            end = max((last.get(o, -1) for o in outs), default=-1)
+            for v in ins:
+                if isinstance(v, Var) and last.get(v, -1) < end:
+                    last[v] = end
         caller_owned = set(jaxpr.invars)
         fresh: set = set()  # values this function allocated (a dead one may take a result)
         body = []

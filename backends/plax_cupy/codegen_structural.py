@@ -1,0 +1,299 @@
+"""Values of a fusion cluster computed at the index their reader needs (structural fusion).
+
+A cluster that absorbed the units feeding it through ``slice``, ``concatenate``, ``reshape``
+or ``squeeze`` (:func:`plax.lowering.find_clusters` with ``structural=True``) holds equations
+of several shapes. ``plax_elem(i)`` computes the cluster's own values at the loop's index
+``i``; a structural equation's operand is computed where the element reads it:
+
+* ``reshape``, ``squeeze``: the same flat (C-order) index;
+* ``slice``: each coordinate ``start + c * stride``;
+* ``concatenate``: the piece the element's coordinate along the axis falls in, at that
+  coordinate minus the piece's offset (an ``if``/``else`` chain computing only that piece);
+  where the pieces are the results of one multi-result equation (the original threefry
+  layout's two hashed words) the equation is computed once, at the piece-local index, and
+  the element takes the word of its piece (no branch, one hash);
+* ``broadcast_in_dim``, ``iota``, elementwise equations and cluster inputs: as in the loop,
+  at the mapped index.
+
+:class:`StructuralReads` writes the C++ lines; :func:`plax_cupy.codegen.plan_cluster` asks it
+for each structural equation whose value the loop needs at ``i``.
+"""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from plax import lax
+from plax.core.jaxpr import Literal
+from plax.lowering import BROADCAST, ELEMENTWISE, INDEX, STRUCTURAL, fusion_kind
+from plax.lowering.fusion import _fusion_kinds
+
+from plax_cupy import codegen as _cg
+
+#: primitives that keep an element's flat (C-order) index
+_FLAT = ("reshape", "squeeze")
+
+
+def is_structural(eqn, produced: set, shape: tuple) -> bool:
+    """Whether ``eqn`` of a cluster over ``shape`` is computed through index maps rather than
+    at the loop's index: a structural equation, a broadcast of a non-scalar value the cluster
+    computes, or an equation whose results have another shape than the loop's (and not a
+    reduction's).
+
+    Args:
+      eqn: the equation.
+      produced: ids of the values the cluster's equations define.
+      shape: the cluster's iteration shape.
+    """
+    kind = _fusion_kinds.get(eqn.primitive)
+    if kind == STRUCTURAL:
+        return True
+    if kind == BROADCAST:
+        op = eqn.invars[0]
+        return id(op) in produced and bool(op.aval.shape) and tuple(op.aval.shape) != shape
+    if fusion_kind(eqn.primitive) not in (ELEMENTWISE, BROADCAST) and \
+            fusion_kind(eqn.primitive, index=True) != INDEX:
+        return False
+    return any(tuple(v.aval.shape) not in (shape, ()) for v in eqn.outvars)
+
+
+def _coords(idx: str, shape) -> list[str]:
+    """C expressions of the coordinates of flat index ``idx`` in ``shape``."""
+    strides = _cg._strides(shape)
+    if len(shape) == 1:
+        return [f"({idx})"]
+    return [f"(({idx}) / {s}LL % {d}LL)" for s, d in zip(strides, shape)]
+
+
+def _flat(coords: list[str], shape) -> str:
+    """The flat index of ``coords`` in ``shape`` (C order)."""
+    strides = _cg._strides(shape)
+    terms = [c if s == 1 else f"{c} * {s}LL" for c, s, d in zip(coords, strides, shape) if d != 1]
+    return " + ".join(terms) or "0LL"
+
+
+def _keeps_flat(eqn) -> bool:
+    """Whether ``eqn`` hands each element its operand's element at the same flat index."""
+    name = eqn.primitive.name
+    if name in _FLAT:
+        return eqn.params.get("dimensions") is None or name == "squeeze"
+    if name == "broadcast_in_dim":
+        dims = list(eqn.params["broadcast_dimensions"])
+        op = tuple(eqn.invars[0].aval.shape)
+        out = tuple(eqn.params["shape"])
+        return dims == sorted(dims) and all(op[j] == out[d] for j, d in enumerate(dims)) and \
+            all(out[k] == 1 for k in range(len(out)) if k not in dims)
+    return False
+
+
+class StructuralReads:
+    """Writes the C++ computing a cluster's values at index expressions (module docstring).
+
+    Args:
+      shape: the cluster's iteration shape.
+      eqns: the cluster's equations.
+      by_atom: ``id(atom) -> KernelInput`` of the cluster's inputs.
+      locals_: ``id(var) -> local`` of the values the loop computed at ``i`` so far.
+      load: the loop's operand load at ``i`` (``plan_cluster``'s ``load``).
+    """
+
+    def __init__(self, shape, eqns, by_atom: dict, locals_: dict, load):
+        self.shape, self.by_atom, self.locals_, self.load = tuple(shape), by_atom, locals_, load
+        self.producer = {id(v): (e, r) for e in eqns for r, v in enumerate(e.outvars)}
+        self.count = 0
+
+    @staticmethod
+    def pruned(body: list, marks: list, load_lines: set) -> list:
+        """``plax_elem``'s lines without the constants of structural reads nothing reads (an
+        index computed for an operand that turned out to be a scalar, a literal or a value at
+        hand): NVRTC warns of each. ``marks`` (where each equation's lines start) and
+        ``load_lines`` (indices of operand loads) are updated in place."""
+        declared = re.compile(r"^\s*const [\w ]+? ([srv]\d+) = ")
+        while True:
+            text = "\n".join(body)
+            drop = {j for j, line in enumerate(body) if (m := declared.match(line))
+                    and len(re.findall(rf"\b{m.group(1)}\b", text)) == 1}
+            if not drop:
+                return body
+            kept = [j for j in range(len(body)) if j not in drop]
+            moved = {j: n for n, j in enumerate(kept)}
+            marks[:] = [sum(1 for j in kept if j < m) for m in marks]
+            loads = {moved[j] for j in load_lines if j in moved}
+            load_lines.clear()
+            load_lines.update(loads)
+            body = [body[j] for j in kept]
+
+    def _fresh(self, prefix: str = "s") -> str:
+        self.count += 1
+        return f"{prefix}{self.count}"
+
+    def value(self, atom, idx: str, lines: list, memo: dict) -> str:
+        """The C expression of ``atom`` at flat index ``idx`` (``"i"``: the loop's), its
+        computation appended to ``lines``; ``memo`` holds what ``lines`` computed so far."""
+        shape = tuple(atom.aval.shape)
+        if not shape:
+            idx = "0LL"
+        key = (id(atom), idx)
+        if key in memo:
+            return memo[key]
+        if ((idx == "i" and shape == self.shape) or not shape) and id(atom) in self.locals_:
+            return self.locals_[id(atom)]
+        if isinstance(atom, Literal) or id(atom) not in self.producer:
+            expr = self._input(atom, idx, shape, lines)
+        else:
+            eqn, r = self.producer[id(atom)]
+            expr = self._computed(eqn, r, idx, shape, lines, memo)
+        memo[key] = expr
+        return expr
+
+    def _input(self, atom, idx: str, shape, lines: list) -> str:
+        inp = self.by_atom.get(id(atom))
+        if inp is None:
+            raise _cg.Unsupported(f"operand {atom} is not readable in the loop")
+        if inp.kind == "literal":
+            return inp.name
+        if idx == "i" and shape == self.shape:
+            return self.load(atom)
+        local = self._fresh("r")
+        lines.append(f"const {_cg.value_ctype(inp.dtype)} {local} = "
+                     f"{_cg.load_expr(f'{inp.name}[{idx}]', inp.dtype)};")
+        return local
+
+    def _computed(self, eqn, r: int, idx: str, shape, lines: list, memo: dict) -> str:
+        prim = eqn.primitive
+        out = eqn.outvars[r]
+        dout = np.dtype(out.aval.dtype)
+        name = prim.name
+        if prim is lax.threefry2x32_p:
+            return self._multi(eqn, idx, lines, memo)[r]
+        if _keeps_flat(eqn):
+            return self.value(eqn.invars[0], idx, lines, memo)
+        if name in ("reshape", "squeeze"):
+            raise _cg.Unsupported(f"{name} with a transposition")
+        if name == "slice":
+            op_shape = tuple(eqn.invars[0].aval.shape)
+            starts = eqn.params["start_indices"]
+            steps = eqn.params.get("strides") or (1,) * len(op_shape)
+            coords = [c if (s0 == 0 and st == 1) else f"({s0}LL + {c} * {st}LL)"
+                      for c, s0, st in zip(_coords(idx, shape), starts, steps)]
+            return self.value(eqn.invars[0], self._index(_flat(coords, op_shape), lines), lines, memo)
+        if name == "concatenate":
+            return self._concatenate(eqn, idx, shape, lines, memo)
+        kind = fusion_kind(prim, index=True)
+        local = self._fresh("v")
+        if kind == INDEX:
+            position = _coords(idx, shape)[int(eqn.params["dimension"])]
+            if dout.kind == "c":
+                part = _cg._part_ctype(dout)
+                expr = f"plax_cplx<{part}>(({part}){position}, ({part})0)"
+            else:
+                expr = f"(({_cg.value_ctype(dout)}){position})"
+        elif kind == BROADCAST:
+            op = eqn.invars[0]
+            op_shape = tuple(op.aval.shape)
+            if not op_shape:
+                expr = self.value(op, "0LL", lines, memo)
+            else:
+                coords = _coords(idx, shape)
+                dims = eqn.params["broadcast_dimensions"]
+                mapped = [coords[d] if op_shape[j] != 1 else "0LL" for j, d in enumerate(dims)]
+                expr = self.value(op, self._index(_flat(mapped, op_shape), lines), lines, memo)
+        elif kind == ELEMENTWISE and len(eqn.outvars) == 1:
+            args = [self.value(v, idx if v.aval.shape else "0LL", lines, memo) for v in eqn.invars]
+            expr = _cg.elementwise_expr(eqn, args)
+        else:
+            raise _cg.Unsupported(f"{name} inside a structural read")
+        lines.append(f"const {_cg.value_ctype(dout)} {local} = {expr};")
+        return local
+
+    def _index(self, expr: str, lines: list) -> str:
+        """``expr`` as a named index (a local), so memo keys stay short and equal indices share."""
+        if re.fullmatch(r"[A-Za-z_]\w*|\d+LL", expr):
+            return expr
+        local = self._fresh("s")
+        lines.append(f"const long long {local} = {expr};")
+        return local
+
+    def _multi(self, eqn, idx: str, lines: list, memo: dict) -> tuple:
+        """Every result of the multi-result ``eqn`` (``threefry2x32``) at ``idx``, computed once."""
+        key = (id(eqn), idx)
+        if key not in memo:
+            args = [self.value(v, idx if v.aval.shape else "0LL", lines, memo) for v in eqn.invars]
+            words = tuple(self._fresh("w") for _ in eqn.outvars)
+            lines.append(f"unsigned int {', '.join(words)};")
+            lines.append(f"plax_threefry_elem({', '.join(args)}, {', '.join('&' + w for w in words)});")
+            memo[key] = words
+        return memo[key]
+
+    def _concatenate(self, eqn, idx: str, shape, lines: list, memo: dict) -> str:
+        dim = int(eqn.params["dimension"])
+        pieces, offsets, at = [], [], 0
+        for v in eqn.invars:
+            extent = int(v.aval.shape[dim])
+            if extent:
+                pieces.append(v)
+                offsets.append(at)
+            at += extent
+        coords = _coords(idx, shape)
+        c = self._index(coords[dim], lines)
+        words = self._words_of_one_equation(pieces)
+        if words is not None:   # one evaluation at the piece-local index, its piece's word
+            source, results = words
+            p = self._fresh("p")
+            lines.append(f"const int {p} = {' + '.join(f'({c} >= {o}LL)' for o in offsets[1:]) or '0'};")
+            shift = "0LL"
+            for k in range(1, len(offsets)):
+                shift = f"({p} == {k} ? {offsets[k]}LL : {shift})"
+            local_coords = list(coords)
+            local_coords[dim] = f"({c} - {shift})"
+            local_idx = self._index(_flat(local_coords, tuple(pieces[0].aval.shape)), lines)
+            ws = self._multi(source, local_idx, lines, memo)
+            expr = ws[results[-1]]
+            for k in range(len(results) - 2, -1, -1):
+                expr = f"({p} == {k} ? {ws[results[k]]} : {expr})"
+            return expr
+        dout = np.dtype(eqn.outvars[0].aval.dtype)
+        local = self._fresh("v")
+        lines.append(f"{_cg.value_ctype(dout)} {local};")
+        for k, (v, off) in enumerate(zip(pieces, offsets)):
+            local_coords = list(coords)
+            local_coords[dim] = f"({c} - {off}LL)" if off else c
+            branch: list = []
+            inner = dict(memo)   # (what a branch computes is not visible after it)
+            piece_idx = self._index(_flat(local_coords, tuple(v.aval.shape)), branch)
+            expr = self.value(v, piece_idx, branch, inner)
+            branch.append(f"{local} = {expr};")
+            if k == len(pieces) - 1:
+                head = "} else {" if k else "{"
+            else:
+                head = f"{'} else ' if k else ''}if ({c} < {offsets[k + 1]}LL) {{"
+            lines.append(head)
+            lines.extend("  " + line for line in branch)
+        lines.append("}")
+        return local
+
+    def _words_of_one_equation(self, pieces):
+        """``(equation, result index per piece)`` where every piece is a distinct result of one
+        ``threefry2x32`` equation (the multi-result equation the generator computes), each of
+        the same shape, reached through flat-index-keeping
+        equations only; else None."""
+        if len(pieces) < 2:
+            return None
+        source, results = None, []
+        for v in pieces:
+            if tuple(v.aval.shape) != tuple(pieces[0].aval.shape):
+                return None
+            while id(v) in self.producer and _keeps_flat(self.producer[id(v)][0]):
+                v = self.producer[id(v)][0].invars[0]
+            if id(v) not in self.producer:
+                return None
+            eqn, r = self.producer[id(v)]
+            if eqn.primitive is not lax.threefry2x32_p or (source is not None and eqn is not source) \
+                    or r in results:
+                return None   # (threefry2x32: the multi-result equation the generator computes)
+            source = eqn
+            results.append(r)
+        if len({tuple(o.aval.shape) for o in source.outvars}) != 1:
+            return None
+        return source, results

@@ -1,0 +1,71 @@
+"""Structural fusion's kernels (``plax_cupy.codegen_structural``) checked without a GPU: the
+PRNG in both threefry modes and concatenations of slices plan as one kernel each, and NVRTC
+compiles every such kernel (the scalar loop and the vector path) without an error or a
+warning. Their values run on the simulated GPU (``test_kernels_b_random.py``)."""
+from __future__ import annotations
+
+import numpy as np
+
+import plax
+from plax import numpy as jnp
+from plax import random
+from gpu_env import requires_nvrtc
+from kernel_source_util import batch_source, clusters_of, units_of
+from plax.lowering import spliced_calls
+from plax_cupy import codegen
+
+
+def _programs() -> list:
+    """``(name, fn, partitionable, example arguments)`` of programs holding structural reads."""
+    key = np.asarray(random.PRNGKey(1))
+    x = np.linspace(-1, 1, 9).astype(np.float32)
+    big = codegen.VECTOR_MIN_ELEMENTS + 5   # (the vector path, and a tail)
+    return [
+        ("normal, original", lambda k: random.normal(k, (999,)), False, (key,)),
+        ("normal vector path, original", lambda k: random.normal(k, (big,)), False, (key,)),
+        ("bits u64, original", lambda k: random.bits(k, (5,), jnp.uint64), False, (key,)),
+        ("normal bf16 2-D, original", lambda k: random.normal(k, (7, 3), jnp.bfloat16), False, (key,)),
+        ("split, original", lambda k: random.split(k, 7), False, (key,)),
+        ("split, partitionable", lambda k: random.split(k, 7), True, (key,)),
+        ("fold_in", lambda k: random.fold_in(k, 3), True, (key,)),
+        ("concatenate of slices", lambda x: jnp.concatenate(
+            [jnp.exp(x), jnp.sin(x[::2]) * 2.0, x[:2] + 1.0])[1:-1] * 3.0, True, (x,)),
+        ("concatenate along an inner axis", lambda x: jnp.concatenate(
+            [jnp.reshape(x, (3, 3)), jnp.reshape(jnp.cos(x), (3, 3))[:, :1]], axis=1), True, (x,)),
+    ]
+
+
+def _clusters(fn, partitionable: bool, args) -> tuple:
+    saved = plax.config.read("jax_threefry_partitionable")
+    plax.config.update("jax_threefry_partitionable", partitionable)
+    try:
+        jaxpr = spliced_calls(plax.make_jaxpr(fn)(*args).jaxpr)
+    finally:
+        plax.config.update("jax_threefry_partitionable", saved)
+    return clusters_of(jaxpr), units_of(jaxpr)
+
+
+def test_structural_programs_plan_one_kernel_each():
+    for name, fn, partitionable, args in _programs():
+        clusters, units = _clusters(fn, partitionable, args)
+        assert len(units) == 1 and len(clusters) == 1, (name, units)
+        plan = codegen.plan_cluster(clusters[0])
+        if "original" in name and "split" not in name:
+            # one hash per element: the two words' pieces share one evaluation (no branch)
+            assert plan.elem_source.count("plax_threefry_elem(") == 1, name
+
+
+@requires_nvrtc
+def test_structural_kernels_compile_with_nvrtc_without_warnings():
+    from plax_cupy import nvrtc
+    plans = []
+    for name, fn, partitionable, args in _programs():
+        clusters, _ = _clusters(fn, partitionable, args)
+        plans += [codegen.plan_cluster(c) for c in clusters]
+    assert any(p.vector is not None for p in plans)
+    # (one translation unit each: the kernels holding a hash each define its helper)
+    hashing = [p for p in plans if "plax_threefry_elem(" in p.source]
+    others, _ = batch_source([p.source for p in plans if p not in hashing])
+    for k, source in enumerate([others] + [p.source for p in hashing]):
+        ptx = nvrtc.compile_ptx(source, f"structural{k}.cu")   # (a warning is an error)
+        assert ".entry plax_elementwise" in ptx

@@ -1,0 +1,141 @@
+"""Structural fusion (``FusionOptions(structural=True)``, ``Emitter.fuses_structural``): a unit
+reading values through ``slice``/``concatenate``/``reshape``/``squeeze`` absorbs the units
+feeding it, and becomes one cluster over its own shape; only where a generator asks, never
+through a broadcast that repeats a computed value, never taking a value something else reads."""
+from __future__ import annotations
+
+import numpy as np
+
+import plax
+from plax import lax, random
+from plax import numpy as jnp
+from plax.lowering import STRUCTURAL, Cluster, Emitter, FusionOptions, find_clusters, fusion_kind
+from plax.lowering import fusion_units, spliced_calls
+
+_ALL = FusionOptions(multiple_results=True, index=True, scalars=True, structural=True)
+
+
+def _names(units):
+    return [[e.primitive.name for e in u.eqns] if isinstance(u, Cluster) else u.primitive.name
+            for u in units]
+
+
+def _original_bits_jaxpr(n: int):
+    """``random.bits`` of ``n`` words in the original threefry layout, its calls inlined."""
+    class Fusing(Emitter):
+        fuses = fuses_index = fuses_multiple_results = fuses_structural = True
+    saved = plax.config.read("jax_threefry_partitionable")
+    plax.config.update("jax_threefry_partitionable", False)
+    try:
+        closed = plax.make_jaxpr(lambda k: random.bits(k, (n,)))(random.PRNGKey(0))
+    finally:
+        plax.config.update("jax_threefry_partitionable", saved)
+    return spliced_calls(closed.jaxpr), Fusing
+
+
+def test_structural_primitives_fuse_only_when_asked():
+    assert fusion_kind(lax.slice_p) is None and fusion_kind(lax.concatenate_p) is None
+    assert not Emitter.fuses_structural and not FusionOptions().structural
+    jaxpr, _ = _original_bits_jaxpr(999)
+    plain = list(find_clusters(jaxpr, FusionOptions(multiple_results=True, index=True)))
+    assert "concatenate" in _names(plain) and len(plain) > 3
+
+
+def test_original_threefry_layout_is_one_cluster_over_the_output():
+    # counters 0..998 padded to 1000, halves hashed as pairs, words concatenated, pad sliced
+    jaxpr, fusing = _original_bits_jaxpr(999)
+    (cluster,) = find_clusters(jaxpr, _ALL)   # (the key's words sliced from its data too)
+    assert cluster.shape == (999,) and cluster.outputs == list(jaxpr.outvars)
+    assert cluster.inputs[0] is jaxpr.invars[0]
+    names = [e.primitive.name for e in cluster.eqns]
+    assert names.count("threefry2x32") == 1 and names.count("concatenate") == 2, names
+    assert fusing.fusion_options().structural
+    # the lowering driver's units for that emitter: the same single cluster
+    assert [u.shape for u in fusion_units(jaxpr, fusing) if isinstance(u, Cluster)] == [(999,)]
+
+
+def test_no_absorption_of_values_read_elsewhere_or_too_small_to_recompute():
+    from plax.lowering.fusion import STRUCTURAL_MAX_REPEAT
+
+    def shared(x):
+        y = jnp.exp(x)
+        return jnp.concatenate([y, y[:2]]), y * 2.0   # y is an output's operand too
+
+    def repeated(x):
+        y = jnp.exp(x)                                  # 4 values, each read 8 times
+        z = lax.broadcast_in_dim(y, (8, 4), (1,))
+        return jnp.reshape(z, (32,))[1:] + jnp.reshape(lax.broadcasted_iota(np.float32, (8, 4), 0), (32,))[1:]
+
+    x = np.ones(4, np.float32)
+    units = _names(find_clusters(plax.make_jaxpr(shared)(x).jaxpr, _ALL))
+    assert ["exp"] not in units and "exp" in units and ["slice", "concatenate"] in units, units
+    # exp is not cheap and has fewer than 1/STRUCTURAL_MAX_REPEAT of the reader's 31 elements;
+    # the iota is cheap (an index map): it joins
+    assert 4 * STRUCTURAL_MAX_REPEAT < 31
+    jaxpr = plax.make_jaxpr(repeated)(x).jaxpr
+    units = _names(find_clusters(jaxpr, _ALL))
+    merged = [u for u in units if isinstance(u, list) and "slice" in u]
+    assert len(merged) == 1 and "exp" not in merged[0] and "iota" in merged[0], units
+    # unless the reader is small enough for any value to be computed per element
+    options = FusionOptions(multiple_results=True, index=True, structural=True,
+                            recompute_max_elements=31)
+    (unit,) = find_clusters(jaxpr, options)
+    assert "exp" in _names([unit])[0]
+
+
+def test_structural_kinds_are_registered():
+    from plax.lowering.fusion import _fusion_kinds
+    assert all(_fusion_kinds[p] == STRUCTURAL
+               for p in (lax.slice_p, lax.concatenate_p, lax.reshape_p, lax.squeeze_p))
+
+
+class _Declining(Emitter):
+    """Fuses structurally but declines every cluster made by structural fusion (runs others as
+    their equations in one step, on NumPy's kernels): the driver lowers the units it was made
+    of as they were."""
+
+    fuses = fuses_structural = True
+
+    def __init__(self):
+        import plax_numpy
+        self.impls, self.offered = plax_numpy.impls(), []
+
+    def emit_equation(self, eqn):
+        kernel = self.impls[eqn.primitive]
+        return (lambda *bufs: kernel(*bufs, **eqn.params)) if not eqn.primitive.multiple_results \
+            else (lambda *bufs: list(kernel(*bufs, **eqn.params)))
+
+    def emit_cluster(self, cluster):
+        self.offered.append(cluster)
+        if cluster.parts is not None:
+            return None
+
+        def run(*bufs):
+            env = {id(v): b for v, b in zip(cluster.inputs, bufs)}
+            for e in cluster.eqns:
+                out = self.impls[e.primitive](*[env.get(id(v), getattr(v, "val", None))
+                                                for v in e.invars], **e.params)
+                env[id(e.outvars[0])] = out
+            return [env[id(v)] for v in cluster.outputs]
+        return run
+
+
+def test_a_declined_structural_cluster_is_lowered_as_its_parts():
+    from plax import plugins
+    from plax.lowering import lower
+
+    def f(x):
+        y = jnp.sin(x) * 2.0
+        return jnp.concatenate([y[1:], jnp.exp(y)]) + 1.0
+
+    x = np.linspace(-1, 1, 5).astype(np.float32)
+    jaxpr = plax.make_jaxpr(f)(x).jaxpr
+    emitter = _Declining()
+    fn = lower(jaxpr, emitter, plugins.registry().backends["numpy"], plax.devices("cpu")[0])
+    merged = [c for c in emitter.offered if c.parts is not None]
+    assert len(merged) == 1 and len(merged[0].parts) >= 2
+    # the parts were offered again as they were: the sin, mul, exp cluster among them
+    assert any(c.parts is None and [e.primitive.name for e in c.eqns] == ["sin", "mul", "exp"]
+               for c in emitter.offered), emitter.offered
+    np.testing.assert_allclose(np.asarray(fn(x)[0]), np.asarray(plax.jit(f, backend="numpy")(x)),
+                               rtol=1e-6)
