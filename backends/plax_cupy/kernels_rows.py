@@ -374,10 +374,7 @@ def look_back_scratch(jobs: int, dtype) -> list:
       >>> [a.dtype for a in look_back_scratch(4, np.float32)]   # doctest: +SKIP
       [dtype('uint64')]
     """
-    dtype = np.dtype(dtype)
-    if packs(dtype.itemsize):
-        return [cupy.empty((jobs,), np.uint64)]
-    return [cupy.empty((jobs,), np.uint32), cupy.empty((2 * jobs,), dtype)]
+    return group_scratch(jobs, 1, dtype)   # (a tile of one column)
 
 
 def group_scratch(jobs: int, width: int, dtype) -> list:
