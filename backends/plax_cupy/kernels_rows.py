@@ -374,10 +374,7 @@ def look_back_scratch(jobs: int, dtype) -> list:
       >>> [a.dtype for a in look_back_scratch(4, np.float32)]   # doctest: +SKIP
       [dtype('uint64')]
     """
-    dtype = np.dtype(dtype)
-    if packs(dtype.itemsize):
-        return [cupy.empty((jobs,), np.uint64)]
-    return [cupy.empty((jobs,), np.uint32), cupy.empty((2 * jobs,), dtype)]
+    return group_scratch(jobs, 1, dtype)   # (a tile of one column)
 
 
 def group_scratch(jobs: int, width: int, dtype) -> list:
@@ -912,11 +909,12 @@ def cumulative_source(op: str, ctype: str) -> tuple[str, str]:
     the tile before; takes ``(x, y, scanned, rows, n, inner, reverse, tile)``). The fifth,
     ``name + "_columns"``, scans along a non-last axis a thread a column (takes ``(x, y, outer,
     n, inner, reverse, segs)``, ``segs`` from :func:`column_segments`); ``name +
-    "_columns_look_back"`` is it with the axis in parts (takes ``(x, y, state, flags, vals,
+    "_columns_look_back"`` is it with the axis in parts (takes ``(x, y, state, *scratch,
     outer, n, inner, reverse, segs, part_rows, tag)``, the scratch sized for blocks of one
-    column: ``outer * inner * parts`` flags, ``2 * outer * (inner + width - 1) * parts`` values),
-    and ``name + "_columns_single_pass"`` the few-columns single pass (takes ``(x, y, state,
-    flags, vals, outer, n, inner, reverse, tile_rows, tag)``, :func:`group_scratch`).
+    column: :func:`group_scratch` of ``outer * (inner + width - 1) * parts`` tiles of one
+    column), and ``name + "_columns_single_pass"`` the few-columns single pass (takes ``(x, y,
+    state, *scratch, outer, n, inner, reverse, tile_rows, tag)``, :func:`group_scratch` of its
+    tiles by ``inner`` columns).
 
     Args:
       op: ``"sum"``, ``"prod"``, ``"max"``, ``"min"`` or ``"logsumexp"``.

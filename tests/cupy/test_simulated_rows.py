@@ -230,12 +230,6 @@ def _aval(x):
     return ShapedArray(tuple(x.shape), np.dtype(x.dtype))
 
 
-def _look_back_counters(module) -> dict:
-    """The simulated module's look-back counters (tiles, steps, the most steps of one tile)."""
-    import fake_cupy
-    return fake_cupy.look_back_counters(module)
-
-
 @on_simulated_gpu
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("running", [40, 200])
@@ -252,6 +246,7 @@ def test_look_back_takes_a_window_of_predecessors_per_step(running, dtype):
     then one block scans the rest: bit for bit as a plain run (the carries are the same left
     fold of the totals in tile order)."""
     import cupy
+    import fake_cupy
     from plax_cupy import codegen, kernel_modules, kernels_rows
     tile, tiles, window = 64, 260, kernels_rows.WINDOW
     x = np.random.default_rng(7).normal(size=tile * tiles).astype(dtype)
@@ -259,7 +254,7 @@ def test_look_back_takes_a_window_of_predecessors_per_step(running, dtype):
     source, name = kernels_rows.cumulative_source("sum", "float" if packed else "double")
     module = kernel_modules.module(codegen.PREAMBLE + source, kernels_rows._kernel_names(source))
     kernel = module.get_function(name + "_single_pass")
-    counters = _look_back_counters(module)
+    counters = fake_cupy.look_back_counters(module)
     xd, state = cupy.asarray(x), cupy.zeros((2,), np.uint64)
     scratch = ([cupy.zeros((tiles,), np.uint64)] if packed else
                [cupy.zeros((tiles,), np.uint32), cupy.zeros((2 * tiles,), dtype)])
@@ -315,6 +310,7 @@ def test_few_columns_look_back_once_per_tile(dtype):
     status), and apart as many more as windows of passed totals. Values against NumPy bit for bit (an integer-valued
     operand), and the scratch left clear."""
     import cupy
+    import fake_cupy
     from plax_cupy import codegen, kernel_modules, kernels_rows
     outer, n, inner, tile_rows, running = 2, 3000, 4, 32, 40
     tiles = -(-n // tile_rows)
@@ -323,7 +319,7 @@ def test_few_columns_look_back_once_per_tile(dtype):
     source, name = kernels_rows.cumulative_source("sum", "float" if packed else "double")
     module = kernel_modules.module(codegen.PREAMBLE + source, kernels_rows._kernel_names(source))
     kernel = module.get_function(name + "_columns_single_pass")
-    counters = _look_back_counters(module)
+    counters = fake_cupy.look_back_counters(module)
     xd = cupy.asarray(x)
     state = cupy.zeros((2,), np.uint64)
     scratch = kernels_rows.group_scratch(outer * tiles, inner, dtype)
