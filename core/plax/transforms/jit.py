@@ -35,7 +35,8 @@ from plax.state.types import Ref
 from plax.core.trace import (DebugInfo, Tracer, fun_name, shared as _trace_shared,
                              state as trace_state, trace_context)
 from plax.device import default_device as _default_device
-from plax.transforms.call import (call_target, check_pinned, compile_closed, jit_p,
+from plax.transforms.call import (BFLOAT16 as _BFLOAT16, call_target, check_pinned,
+                                  compile_closed, jit_p,
                                   lend_buffers as _lend_buffers, pinned_device,
                                   wrap_outputs as _wrap_outputs,
                                   unlent_outputs as _unlent_outputs)
@@ -62,8 +63,8 @@ _HOST_LEAVES = "host leaves"
 
 def _host_kinds(leaves, device) -> tuple | None:
     """``(kinds, committed)`` of a call's argument leaves for the fast path of calls with
-    host arguments: an Array on ``device`` by its aval, a NumPy array of a numeric dtype by
-    its shape and dtype, a Python or NumPy scalar by its type (with the x64 flag in the key,
+    host arguments: an Array on ``device`` by its aval, a NumPy array of a numeric dtype
+    (bfloat16 too) by its shape and dtype, a Python or NumPy scalar by its type (with the x64 flag in the key,
     each determines the argument's canonical type and weak type); ``committed``: whether an
     Array among them is. None when some leaf is of another kind (an Array elsewhere, a ref,
     a string, ...): the call takes the general path."""
@@ -72,7 +73,7 @@ def _host_kinds(leaves, device) -> tuple | None:
     for x in leaves:
         t = type(x)
         if t is np.ndarray:
-            if x.dtype.kind not in "biufc":
+            if x.dtype.kind not in "biufc" and x.dtype is not _BFLOAT16:
                 return None
             kinds.append((x.shape, x.dtype))
         elif t is Array:
@@ -80,7 +81,8 @@ def _host_kinds(leaves, device) -> tuple | None:
                 return None
             committed = committed or x._committed
             kinds.append(x.aval)
-        elif t in _PY_SCALARS or (isinstance(x, np.generic) and x.dtype.kind in "biufc"):
+        elif t in _PY_SCALARS or (isinstance(x, np.generic) and
+                                  (x.dtype.kind in "biufc" or x.dtype is _BFLOAT16)):
             kinds.append(t)
         else:
             return None
