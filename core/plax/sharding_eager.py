@@ -88,17 +88,40 @@ def incompatible_devices(what: str, aval, device_ids: Sequence[int], platform: s
       >>> str(err)[:66]
       'Received incompatible devices for jitted computation. Got argument'
     """
-    dims = ",".join(str(n) for n in aval.shape)
-    shape = f"{aval.dtype.name}[{dims}]"
-    if is_ref_aval(aval):  # (a ref's type, as JAX writes it)
-        shape = f"Ref{{{shape}}}"
     mesh_ids = [d.id for d in mesh.devices.flat]
     mesh_platform = mesh.devices.flat[0].platform.upper()
     return ValueError(
         f"Received incompatible devices for jitted computation. Got {what} with shape "
-        f"{shape} and with device ids {list(device_ids)} on platform "
+        f"{_type_text(aval)} and with device ids {list(device_ids)} on platform "
         f"{platform.upper()} and jit's context mesh with device ids {mesh_ids} on platform "
         f"{mesh_platform}")
+
+
+def _type_text(aval) -> str:
+    """A value's type as JAX's device errors write it: ``float32[3]``, ``Ref{float32[]}``."""
+    dims = ",".join(str(n) for n in aval.shape)
+    shape = f"{aval.dtype.name}[{dims}]"
+    return f"Ref{{{shape}}}" if is_ref_aval(aval) else shape  # (a ref's type, as JAX's)
+
+
+def incompatible_operands(name: str, first: tuple, second: tuple) -> ValueError:
+    """JAX's error for operands ``args[i]`` and ``args[j]`` of the eager operation ``name``
+    (``"swap"``) committed to two devices; ``first``/``second``: ``(i, aval, device)``.
+
+    Returns:
+      The ValueError, to raise.
+
+    Example:
+      >>> d = plax.devices()[0]
+      >>> aval = plax.typeof(jnp.ones(2))
+      >>> str(incompatible_operands("swap", (0, aval, d), (1, aval, d)))[:68]
+      'Received incompatible devices for jitted computation. Got argument a'
+    """
+    parts = [f"argument args[{i}] of {name} with shape {_type_text(aval)} and with device "
+             f"ids {[device.id]} on platform {device.platform.upper()}"
+             for i, aval, device in (first, second)]
+    return ValueError("Received incompatible devices for jitted computation. Got "
+                      + " and ".join(parts))
 
 
 def one_device_of(x: Any) -> Any:

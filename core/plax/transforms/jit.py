@@ -248,6 +248,30 @@ class _CacheEntry:
         self.ref_consts = tuple(c for c in closed.consts if type(c) is Ref)
 
 
+def _incompatible_devices(device, other) -> ValueError:
+    """The error for a call whose arguments (arrays, refs) are committed to two devices."""
+    return ValueError(f"Received incompatible devices for jitted computation: {device!r} and "
+                      f"{other!r}. Move arguments with plax.device_put first.")
+
+
+def _closed_ref_device(refs: tuple, device, committed: bool):
+    """The device the one-device refs a program closes over (``refs``) are committed to
+    (JAX 0.10 commits a ref made off any mesh); None when none is. A ref committed to
+    another device than the call's committed arguments' (``device``, when ``committed``)
+    or another ref's is JAX's ValueError."""
+    found = None
+    for r in refs:
+        v = r._value
+        if type(v) is Array and v._committed:
+            if found is None:
+                found = v._device
+                if committed and found != device:
+                    raise _incompatible_devices(device, found)
+            elif v._device != found:
+                raise _incompatible_devices(found, v._device)
+    return found
+
+
 def _sharded_ref(refs: tuple) -> bool:
     """Whether one of ``refs`` holds a value of another Array kind than a one-device one (a
     sharded value: the program may run per device on its blocks)."""
@@ -641,9 +665,7 @@ class JitFunction:
                         if self._device is not None:
                             leaves[i] = x = _moved(x, device)
                         else:
-                            raise ValueError(f"Received incompatible devices for jitted "
-                                             f"computation: {device!r} and {x._device!r}. Move "
-                                             "arguments with plax.device_put first.")
+                            raise _incompatible_devices(device, x._device)
                     device, committed = x._device, True
             else:
                 all_arrays = False
@@ -653,8 +675,15 @@ class JitFunction:
                     raise self._bad_argument(leaves, treedef, static, len(args)) from None
                 if type(x) is Ref:
                     has_refs = True
+                    value = x._value
                     # a ref of a sharded value: the program may run per device on its blocks
-                    multi = multi or type(x._value) is not Array
+                    multi = multi or type(value) is not Array
+                    if type(value) is Array and value._committed and self._device is None:
+                        # JAX 0.10 commits a ref made off any mesh to its device: the call
+                        # runs there, its results committed, as a committed Array's would
+                        if committed and value._device != device:
+                            raise _incompatible_devices(device, value._device)
+                        device, committed = value._device, True
         if device is None:
             device = _default_device()
         flags = _trace_flags[0] or _current_trace_flags()
@@ -672,6 +701,18 @@ class JitFunction:
         device = entry.device  # backend= may have picked a device of another platform
         if entry.ref_consts and not multi:
             multi = _sharded_ref(entry.ref_consts)
+            if not multi and self._device is None:
+                # closed-over refs are committed to their device as arguments are (above):
+                # the call runs there (compiled for it once) and its results are committed
+                ref_device = _closed_ref_device(entry.ref_consts, device, committed)
+                if ref_device is not None:
+                    if ref_device is not device:
+                        device = ref_device
+                        key = (treedef, tuple(avals), static, device, len(args), flags)
+                        entry = self._cache.get(key) or self._compile(
+                            key, args, kwargs, leaves, treedef, avals, static, device)
+                        device = entry.device
+                    committed = True
         if all_arrays and not kwargs and entry.device is device and \
                 not entry.float0_outputs and entry.pinned is None and not multi and \
                 all(x._device is device for x in leaves) and self._fast_eligible(args):
