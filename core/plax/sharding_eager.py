@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
-from plax.array import _BUF, Array, _Piece, _ShardedArray, _sharded
+from plax.array import _BUF, Array, _Piece, _ShardedArray, _sharded, host_or_uncommitted
 from plax.core.trace import state as trace_state
 from plax.sharding import (AxisType, NamedSharding, PartitionSpec, _full_index,
                            _mesh_of_abstract, get_mesh, in_internal_eager_work,
@@ -168,12 +168,9 @@ def check_committed_devices(leaves: Sequence, mesh, name_of: Callable[[int], str
     only = devices.flat[0] if devices.size == 1 else None
     kept = False
     for i, x in enumerate(leaves):
-        if type(x) is Array:  # (the usual operand: no call)
-            device = x._device if x._committed else None
-        elif type(x) is Ref or isinstance(x, Array):
-            device = one_device_of(x)
-        else:
+        if host_or_uncommitted(x):
             continue
+        device = one_device_of(x)
         if device is not None:
             if device is not only:
                 raise incompatible_devices(name_of(i), x.aval, [device.id], device.platform,
@@ -341,27 +338,10 @@ def host_operands_placed(operands: Sequence) -> list:
     mesh = current_mesh()
     if not _places(mesh) or trace_state.depth:
         return list(operands)
-    import numpy as np
-    from plax.array import from_host
-    host = (np.ndarray, np.generic, bool, int, float, complex)  # (others: the caller's error)
-    return [place_replicated(from_host(x), mesh, rank_spec=False) if isinstance(x, host)
-            else x for x in operands]
-
-
-def typed_short(x: Any) -> bool:
-    """Whether JAX types the operand ``x`` of a ``jit`` call under a set mesh ``P()`` (the
-    spec it gives a host value): a host value or an uncommitted Array. Committed, sharded and
-    pending arrays, tracers and refs are typed by what they hold (JAX 0.10: the reads of a
-    ``new_ref`` of a one-device value are typed on that device, not ``P()``). A ``jit``
-    call's arguments and :func:`computed_as_one`'s operands are asked alike.
-
-    Example:
-      >>> typed_short(np.ones(2)), typed_short(plax.new_ref(jnp.ones(2)))
-      (True, False)
-    """
-    if isinstance(x, Array):
-        return type(x) is Array and not x._committed
-    return type(x) is not Ref and not hasattr(x, "aval")
+    from plax.array import HOST_VALUE_TYPES, from_host
+    # (other objects: the caller's error)
+    return [place_replicated(from_host(x), mesh, rank_spec=False)
+            if isinstance(x, HOST_VALUE_TYPES) else x for x in operands]
 
 
 def computed_as_one(fn: Callable, operands: Sequence) -> Any:
@@ -379,7 +359,7 @@ def computed_as_one(fn: Callable, operands: Sequence) -> Any:
       P()
     """
     mesh = current_mesh()
-    if not _places(mesh) or trace_state.depth or not all(map(typed_short, operands)):
+    if not _places(mesh) or trace_state.depth or not all(map(host_or_uncommitted, operands)):
         return fn(*operands)
     with no_mesh_in_this_thread():   # (other threads' eager work is placed meanwhile)
         out = fn(*operands)

@@ -23,7 +23,7 @@ from typing import Any, Callable, Iterable, Sequence
 import numpy as np
 
 from plax import dtypes, tree_util
-from plax.array import _PY_SCALARS, Array, from_host
+from plax.array import _PY_SCALARS, Array, from_host, host_or_uncommitted
 from plax.backend import executable_text
 from plax.config import config
 from plax.core.jaxpr import ClosedJaxpr
@@ -64,10 +64,10 @@ _HOST_LEAVES = "host leaves"
 def _host_kinds(leaves, device) -> tuple | None:
     """``(kinds, committed)`` of a call's argument leaves for the fast path of calls with
     host arguments: an Array on ``device`` by its aval, a NumPy array of a numeric dtype
-    (bfloat16 too) by its shape and dtype, a Python or NumPy scalar by its type (with the x64 flag in the key,
-    each determines the argument's canonical type and weak type); ``committed``: whether an
-    Array among them is. None when some leaf is of another kind (an Array elsewhere, a ref,
-    a string, ...): the call takes the general path."""
+    (bfloat16 too) by its shape and dtype, a Python or NumPy scalar by its type (with the
+    x64 flag in the key, each determines the argument's canonical type and weak type);
+    ``committed``: whether an Array among them is. None when some leaf is of another kind
+    (an Array elsewhere, a ref, a string, ...): the call takes the general path."""
     kinds = []
     committed = False
     for x in leaves:
@@ -643,8 +643,7 @@ class JitFunction:
         if on_mesh:
             # (asked before the run: it writes the refs' final values)
             kept = self._check_context_mesh(leaves, treedef, static, len(args), mesh)
-            from plax.sharding_eager import typed_short
-            host_inputs = [typed_short(x) for x in leaves]  # (host values, uncommitted arrays)
+            host_inputs = [host_or_uncommitted(x) for x in leaves]  # (typed P() by JAX)
             from plax.transforms.jit_shardings import placed_on_context_mesh
             raw = leaves
             leaves = placed_on_context_mesh(leaves, mesh) or leaves
