@@ -14,9 +14,10 @@ In JAX every eager operation is a small ``jit`` call, so under a set mesh it fol
 
 Values placed so keep unsharded types (see :func:`_plain_aval`). Under a mesh of Auto axes
 every such value is placed ``P()``, as JAX places it there. A replicated value is computed
-once: CPU devices share the host's memory, so one buffer serves every device of a CPU mesh
-(another platform's devices get a copy each). Nothing here runs when no mesh is set: the eager and
-``jit`` fast paths read one flag (:data:`plax.sharding.mesh_maybe_set`).
+once: CPU devices share the host's memory, so one buffer serves every device of a CPU mesh,
+as it serves a mesh of one device of any platform (several GPUs get a copy each). Nothing
+here runs when no mesh is set: the eager and ``jit`` fast paths read one flag
+(:data:`plax.sharding.mesh_maybe_set`).
 """
 from __future__ import annotations
 
@@ -423,10 +424,9 @@ def place_replicated(x: Any, mesh, rank_spec: bool | int | None = True) -> Any:
     if rank_spec is True:
         rank_spec = x.ndim
     sharding = replicated(mesh, rank_spec or None)  # (False, 0 and None: ``P()``)
-    if x._device.platform == "cpu":
-        layout = _host_layout(sharding, x.aval.shape)
-        if layout is not None:
-            return _shared(x._buf, x.aval, sharding, layout)
+    layout = _one_buffer_layout(sharding, x.aval.shape, x._device)
+    if layout is not None:
+        return _shared(x._buf, x.aval, sharding, layout)
     import plax
     placed = plax.device_put(x, sharding)
     placed.aval = _plain_aval(x.aval)  # see _plain_aval
@@ -447,7 +447,7 @@ def placed_argument(x: Any, mesh) -> Any:
       P()
     """
     sharding = replicated(mesh, None)
-    if type(x) is not Array and cpu_mesh(mesh):
+    if type(x) is not Array and one_buffer_mesh(mesh):
         from plax.array import from_host
         x = from_host(x, device=sharding._device_assignment[0])  # (the one copy)
     if type(x) is Array:
@@ -466,19 +466,20 @@ def placed_argument(x: Any, mesh) -> Any:
 def replica_on_host(x: Any, sharding) -> Any:
     """``x`` (a plain Array) placed as ``plax.device_put(x, sharding)`` places it, typed as
     that places it (with ``x``'s weak type), when ``sharding`` gives every device the whole
-    value and those devices and ``x``'s are CPU devices: every device then holds ``x``'s one
-    buffer (CPU devices share the host's memory, and an Array's buffer is never written),
-    where ``device_put`` copies it to each. None otherwise.
+    value and those devices and ``x``'s are CPU devices, or the sharding's one device is
+    ``x``'s: every device then holds ``x``'s one buffer (CPU devices share the host's memory,
+    and an Array's buffer is never written), where ``device_put`` copies it to each. None
+    otherwise.
 
     Example:
       >>> s = plax.NamedSharding(plax.make_mesh((1,), ("x",)), plax.P())
       >>> replica_on_host(jnp.ones(2), s).sharding.spec
       P()
     """
-    if type(x) is not Array or x._device.platform != "cpu":
+    if type(x) is not Array:
         return None
     aval = x.aval
-    layout = _host_layout(sharding, aval.shape)
+    layout = _one_buffer_layout(sharding, aval.shape, x._device)
     if layout is None:
         return None
     from plax.core.shaped_array import ShapedArray
@@ -487,39 +488,55 @@ def replica_on_host(x: Any, sharding) -> Any:
                    layout, plain=False)
 
 
-_CPU_MESHES: dict = {}  # id(mesh) -> (mesh, whether every device of it is a CPU device)
+_ONE_BUFFER_MESHES: dict = {}  # id(mesh) -> (mesh, whether one_buffer_mesh(mesh))
 
 
-def cpu_mesh(mesh) -> bool:
-    """Whether every device of ``mesh`` is a CPU device (asked once per mesh).
+def one_buffer_mesh(mesh) -> bool:
+    """Whether one buffer can serve every device of ``mesh`` as a replicated value's piece:
+    all are CPU devices (they share the host's memory), or there is one device, of any
+    platform (asked once per mesh).
 
     Example:
-      >>> cpu_mesh(plax.make_mesh((1,), ("x",)))
+      >>> one_buffer_mesh(plax.make_mesh((1,), ("x",)))
       True
     """
-    found = _CPU_MESHES.get(id(mesh))
+    found = _ONE_BUFFER_MESHES.get(id(mesh))
     if found is None or found[0] is not mesh:
-        if len(_CPU_MESHES) >= 64:
-            _CPU_MESHES.clear()
-        found = _CPU_MESHES[id(mesh)] = (mesh, all(d.platform == "cpu"
-                                                   for d in mesh.devices.flat))
+        if len(_ONE_BUFFER_MESHES) >= 64:
+            _ONE_BUFFER_MESHES.clear()
+        devices = mesh.devices
+        found = _ONE_BUFFER_MESHES[id(mesh)] = (
+            mesh, devices.size == 1 or all(d.platform == "cpu" for d in devices.flat))
     return found[1]
 
 
 _LAYOUTS: dict = {}  # (id(sharding), shape) -> (sharding, [(device, index, backend)] | None)
 
 
-def _host_layout(sharding, shape: tuple) -> list | None:
+def _one_buffer_layout(sharding, shape: tuple, device) -> list | None:
+    """:func:`_layout` when the one buffer of a value on ``device`` can serve each of its
+    pieces: ``device`` and the sharding's devices are CPU devices, or the sharding's one
+    device is ``device``; else None (a copy per device is needed)."""
+    layout = _layout(sharding, shape)
+    if layout is not None:
+        first = layout[0][0]
+        if first is device or (first.platform == "cpu" and device.platform == "cpu"):
+            return layout
+    return None
+
+
+def _layout(sharding, shape: tuple) -> list | None:
     """The pieces ``(device, index, backend)`` of a value of ``shape`` placed as ``sharding``
-    says when that is a NamedSharding giving each of its devices, all CPU devices, the whole
-    value; else None. Worked out once per sharding and shape (the sharding is kept with it,
-    so a later one at the same address is not taken for it)."""
+    says when that is a NamedSharding giving each of its devices the whole value over a mesh
+    of CPU devices or of one device (:func:`one_buffer_mesh`); else None. Worked out once per
+    sharding and shape (the sharding is kept with it, so a later one at the same address is
+    not taken for it)."""
     key = (id(sharding), shape)
     found = _LAYOUTS.get(key)
     if found is not None and found[0] is sharding:
         return found[1]
     layout = None
-    if type(sharding) is NamedSharding and cpu_mesh(sharding.mesh):
+    if type(sharding) is NamedSharding and one_buffer_mesh(sharding.mesh):
         spec = sharding.spec
         if not spec.unreduced and not spec.reduced and sharding.is_fully_replicated:
             if all(e is None for e in spec):
@@ -537,9 +554,9 @@ def _host_layout(sharding, shape: tuple) -> list | None:
 
 
 def _shared(buf, aval, sharding: NamedSharding, layout: list, plain: bool = True) -> Array:
-    """An Array replicated as ``sharding`` says whose every device holds the one host buffer
+    """An Array replicated as ``sharding`` says whose every device holds the one buffer
     ``buf`` (CPU devices share the host's memory), with the pieces ``layout`` lists
-    (:func:`_host_layout`). ``plain``: typed unsharded (see :func:`_plain_aval`), else as a
+    (:func:`_one_buffer_layout`). ``plain``: typed unsharded (see :func:`_plain_aval`), else as a
     placed value (``_sharded``: with the sharding over an Explicit mesh)."""
     out = _sharded(_plain_aval(aval) if plain else aval, sharding,  # see _plain_aval
                    [_Piece(d, i, buf, b) for d, i, b in layout], True, typed=not plain)

@@ -594,6 +594,9 @@ class JitFunction:
         passed) are all of kinds it replays (:func:`plax.transforms.jit_mesh_calls.leaf_kinds`)."""
         calls = _mesh_calls[0] or _load_mesh_calls()
         kinds = calls.leaf_kinds(raw)
+        if kinds is not None and entry.device.platform != "cpu" and \
+                any(type(x) is Array and x._device is not entry.device for x in raw):
+            return  # (a replay hands an uncommitted Array's own buffer to the program)
         parts = calls.recipe(outs, results) if kinds is not None else None
         if parts is None:
             return
@@ -744,14 +747,15 @@ class JitFunction:
                 from plax.sharding_auto import place_jit_outputs
                 out_arrays = place_jit_outputs(entry.closed, leaves, out_arrays)
         if on_mesh:  # results of a program with no argument on the mesh: placed on it
-            from plax.sharding_eager import cpu_mesh, placed_results
+            from plax.sharding_eager import placed_results
             out_arrays = placed_results(out_arrays, entry.closed.jaxpr, host_inputs, kept,
                                         mesh)
-            if cpu_mesh(mesh) and not kept and not has_refs and not kwargs and \
+            # (any platform: what can be replayed -- each result holding the program's own
+            # output buffer, as on a CPU mesh or a mesh of one device -- recipe decides)
+            if not kept and not has_refs and not kwargs and \
                     entry.pinned is None and not entry.ref_consts and not lent and \
                     self._device is None and not self._donates and \
-                    self._shardings is None and device.platform == "cpu" and \
-                    self._fast_eligible(args):
+                    self._shardings is None and self._fast_eligible(args):
                 self._record_mesh_call(args, raw, mesh, entry, outs, out_arrays, flags)
         if _checks[0]:  # jax_debug_nans / jax_debug_infs
             from plax.float_checks import check_jit_outputs
