@@ -82,12 +82,16 @@ def apply_primitive(prim, args, params):
     if _mesh_maybe_set[0] and not _in_internal_eager_work():
         from plax.sharding_eager import apply_on_mesh
         return apply_on_mesh(prim, args, params, _apply_general)
-    # Fast path: Arrays on one device, none committed.
+    # Fast path: Arrays on one device, committed there or not (what _apply_general would
+    # decide for them: that device, results committed if an operand is; refs' reads are
+    # committed arrays, as in JAX 0.10)
     device = None
+    committed = False
     for a in args:
-        if type(a) is not Array or a._committed or (device is not None and a._device is not device):
+        if type(a) is not Array or (device is not None and a._device is not device):
             return _apply_general(prim, args, params)
         device = a._device
+        committed = committed or a._committed
     if device is None:
         return _apply_general(prim, args, params)
     avals = tuple([a.aval for a in args])
@@ -102,8 +106,8 @@ def apply_primitive(prim, args, params):
         fn = kernel(device, prim)
     out = fn(*[a._buf for a in args], **params)
     if prim.multiple_results:
-        return [_new_array(b, av, device, False) for b, av in zip(out, out_aval)]
-    return _new_array(out, out_aval, device, False)
+        return [_new_array(b, av, device, committed) for b, av in zip(out, out_aval)]
+    return _new_array(out, out_aval, device, committed)
 
 
 def _apply_general(prim, args, params):

@@ -20,6 +20,7 @@ from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
+from plax.array import Array
 from plax.core import effects, registry
 from plax.core.primitive import Primitive
 from plax.core.shaped_array import ShapedArray
@@ -288,7 +289,6 @@ def _committed_value(x):
     one-device Array that is not committed yet is copied onto the default device (where
     ``plax.default_device`` says now) and committed there; anything else as it is (a
     committed Array, a value over a mesh)."""
-    from plax.array import Array
     if type(x) is Array and not x._committed:
         from plax.device import default_device
         device = default_device()
@@ -301,7 +301,6 @@ def _onto_ref_device(name: str, ref, value):
     ``ref`` takes it: an uncommitted one copied onto the device the ref is committed to (a
     ref made off any mesh) and committed there, so the ref stays committed; one committed
     to another device is JAX's ValueError. Values of a ref over a mesh: as they are."""
-    from plax.array import Array
     old = ref._value
     if type(old) is not Array or type(value) is not Array or not old._committed:
         return value
