@@ -90,7 +90,7 @@ def answers(lib, jnp):
             v = f()
             out[name] = [v.committed, sorted(d.id for d in v.devices())]
         except ValueError as e:
-            out[name] = ["ValueError", "incompatible devices" in str(e)]
+            out[name] = ["ValueError", str(e)]
 
     on1 = lib.new_ref(lib.device_put(jnp.ones(3), d1))  # committed to d1
     on0 = lib.new_ref(jnp.ones(3))                       # uncommitted: the default device
@@ -134,7 +134,9 @@ def test_refs_committed_on_two_devices():
     got = last_json(run_python(env={"PLAX_NUM_CPU_DEVICES": "2", "PLAX_PLATFORMS": "cpu",
                                     "JAX_PLATFORMS": "cpu"}, args=["-c", _TWO_DEVICES]))
     refused = ["ValueError", True]
-    assert got["plax"] == {
+    plax_got = {k: ["ValueError", "Received incompatible devices" in v[1]]
+                if v[0] == "ValueError" else v for k, v in got["plax"].items()}
+    assert plax_got == {
         "read d1": [True, [1]], "jit argument d1": [True, [1]],
         "jit closed over d1": [True, [1]], "jit ref d1 and array d1": [True, [1]],
         "jit ref d0 and array d1": refused, "eager ref d0 read and array d1": refused,
@@ -142,5 +144,5 @@ def test_refs_committed_on_two_devices():
         "host value under default_device d1": [True, [1]],
         "its jit under default_device d1": [True, [1]],
         "read outside default_device": [True, [1]], "uncommitted d1 value": [True, [0]]}
-    if "jax" in got:
+    if "jax" in got:  # the same answers, JAX's messages word for word
         assert got["jax"] == got["plax"]

@@ -34,7 +34,18 @@ _impl_rules = registry.rule_table("impl")
 _new_array = Array._new
 
 
-def _incompatible(prim, arrays) -> ValueError:
+def _incompatible(prim, args) -> ValueError:
+    """The error for operands ``args`` of ``prim`` committed to two devices: JAX's (naming
+    the two operands as its ``jax.numpy`` function's) when each lies on one device."""
+    arrays = [a for a in args if a._committed]
+    first = next(i for i, a in enumerate(args) if a._committed)
+    second = next((i for i, a in enumerate(args) if a._committed and
+                   a._device != args[first]._device), None)
+    if second is not None and type(args[first]) is Array and type(args[second]) is Array:
+        from plax.sharding_eager import eager_operand_name, incompatible_arguments
+        return incompatible_arguments(
+            *[(eager_operand_name(prim, i), args[i].aval, args[i]._device)
+              for i in (first, second)])
     # An array on several devices is committed to its first one (where it is gathered).
     places = sorted({repr(a._device) if len(a.devices()) == 1 else
                      f"{a._device!r} (first of {sorted(map(repr, a.devices()))})" for a in arrays})
@@ -135,7 +146,7 @@ def _apply_general(prim, args, params):
     for a in args:
         if a._committed:
             if committed and a._device != device:
-                raise _incompatible(prim, [x for x in args if x._committed])
+                raise _incompatible(prim, args)
             device, committed = a._device, True
         elif device is None:
             device = a._device

@@ -105,9 +105,10 @@ def _type_text(aval) -> str:
     return f"Ref{{{shape}}}" if is_ref_aval(aval) else shape  # (a ref's type, as JAX's)
 
 
-def incompatible_operands(name: str, first: tuple, second: tuple) -> ValueError:
-    """JAX's error for operands ``args[i]`` and ``args[j]`` of the eager operation ``name``
-    (``"swap"``) committed to two devices; ``first``/``second``: ``(i, aval, device)``.
+def incompatible_arguments(first: tuple, second: tuple) -> ValueError:
+    """JAX's error for two operands of one computation committed to two devices; ``first``
+    and ``second``: ``(what, aval, device)``, ``what`` naming the operand as JAX does
+    (``"argument x of f"``, ``"argument args[0] of swap"``).
 
     Returns:
       The ValueError, to raise.
@@ -115,12 +116,12 @@ def incompatible_operands(name: str, first: tuple, second: tuple) -> ValueError:
     Example:
       >>> d = plax.devices()[0]
       >>> aval = plax.typeof(jnp.ones(2))
-      >>> str(incompatible_operands("swap", (0, aval, d), (1, aval, d)))[:68]
-      'Received incompatible devices for jitted computation. Got argument a'
+      >>> err = incompatible_arguments(("argument x of f", aval, d), ("argument y of f", aval, d))
+      >>> str(err)[:73]
+      'Received incompatible devices for jitted computation. Got argument x of f'
     """
-    parts = [f"argument args[{i}] of {name} with shape {_type_text(aval)} and with device "
-             f"ids {[device.id]} on platform {device.platform.upper()}"
-             for i, aval, device in (first, second)]
+    parts = [f"{what} with shape {_type_text(aval)} and with device ids {[device.id]} on "
+             f"platform {device.platform.upper()}" for what, aval, device in (first, second)]
     return ValueError("Received incompatible devices for jitted computation. Got "
                       + " and ".join(parts))
 
@@ -187,9 +188,14 @@ _NUMPY_NAMES = {"mul": "multiply", "sub": "subtract", "div": "divide", "neg": "n
                 "gt": "greater", "ge": "greater_equal", "abs": "absolute"}
 
 
-def _eager_name(prim, i: int) -> str:
+def eager_operand_name(prim, i: int) -> str:
     """How JAX's message names operand ``i`` of an eager operation (JAX runs it as the jitted
-    ``jax.numpy`` function, whose parameters are ``x``, ``y``)."""
+    ``jax.numpy`` function, whose parameters are ``x``, ``y``).
+
+    Example:
+      >>> eager_operand_name(plax.lax.add_p, 1)
+      'argument y of add'
+    """
     arg = ("x", "y")[i] if i < 2 else f"args[{i}]"
     return f"argument {arg} of {_NUMPY_NAMES.get(prim.name, prim.name)}"
 
@@ -238,7 +244,7 @@ def apply_on_mesh(prim, args: Sequence, params: dict, compute: Callable) -> Any:
     mesh = current_mesh()
     if mesh is None:
         return compute(prim, args, params)
-    kept = check_committed_devices(args, mesh, lambda i: _eager_name(prim, i))
+    kept = check_committed_devices(args, mesh, lambda i: eager_operand_name(prim, i))
     if not _places(mesh) or kept:
         return compute(prim, args, params)
     plain = []

@@ -308,9 +308,10 @@ def _onto_ref_device(name: str, ref, value):
     if value._device is device:
         return value if value._committed else Array._new(value._buf, value.aval, device, True)
     if value._committed:
-        from plax.sharding_eager import incompatible_operands
-        raise incompatible_operands(name, (0, ref.aval, device),
-                                    (1, value.aval, value._device))
+        from plax.sharding_eager import incompatible_arguments
+        raise incompatible_arguments((f"argument args[0] of {name}", ref.aval, device),
+                                     (f"argument args[1] of {name}", value.aval,
+                                      value._device))
     return Array._new(value._buffer_on(device), value.aval, device, True)
 
 

@@ -249,9 +249,11 @@ class _CacheEntry:
 
 
 def _incompatible_devices(device, other) -> ValueError:
-    """The error for a call whose arguments (arrays, refs) are committed to two devices."""
+    """The error for a call whose arguments and the refs it closes over are committed to
+    two devices (JAX's names the argument, then "ARG_SHARDING" for the ref)."""
     return ValueError(f"Received incompatible devices for jitted computation: {device!r} and "
-                      f"{other!r}. Move arguments with plax.device_put first.")
+                      f"{other!r} (a ref the function closes over). Move arguments with "
+                      "plax.device_put first.")
 
 
 def _closed_ref_device(refs: tuple, device, committed: bool):
@@ -656,6 +658,7 @@ class JitFunction:
         all_arrays = True
         has_refs = False
         multi = False  # an argument of another Array kind (sharded, pending)
+        first = None  # the leaf that committed the call to ``device``
         for i, x in enumerate(leaves):
             if isinstance(x, Array):  # sharded and pending arrays too (not the fast path's)
                 if type(x) is not Array:
@@ -667,7 +670,10 @@ class JitFunction:
                         if self._device is not None:
                             leaves[i] = x = _moved(x, device)
                         else:
-                            raise _incompatible_devices(device, x._device)
+                            raise self._incompatible(leaves, treedef, static, len(args),
+                                                     first, i)
+                    if first is None:
+                        first = i
                     device, committed = x._device, True
             else:
                 all_arrays = False
@@ -684,7 +690,10 @@ class JitFunction:
                         # JAX 0.10 commits a ref made off any mesh to its device: the call
                         # runs there, its results committed, as a committed Array's would
                         if committed and value._device != device:
-                            raise _incompatible_devices(device, value._device)
+                            raise self._incompatible(leaves, treedef, static, len(args),
+                                                     first, i)
+                        if first is None:
+                            first = i
                         device, committed = value._device, True
         if device is None:
             device = _default_device()
@@ -779,6 +788,20 @@ class JitFunction:
             f"at path {path}.\nThis typically means that a jit-wrapped function was called "
             "with a non-array argument, and this argument was not marked as static using the "
             "static_argnums or static_argnames parameters of jax.jit.")
+
+    def _incompatible(self, leaves, treedef, static, nargs, i, j) -> ValueError:
+        """JAX's ValueError for argument leaves ``i`` and ``j`` (Arrays or refs) committed to
+        two devices, naming each by its path as JAX does (``argument x['p'] of f``)."""
+        from plax.sharding_eager import incompatible_arguments
+        qualname = getattr(self.fun, "__qualname__", None) or fun_name(self.fun)
+        paths = _leaf_paths(self._transform, self.fun, treedef, static, nargs, len(leaves))
+
+        def described(k):
+            x = leaves[k]
+            device = x._value._device if type(x) is Ref else x._device
+            return f"argument {paths[k]} of {qualname}", x.aval, device
+
+        return incompatible_arguments(described(i), described(j))
 
     def _check_context_mesh(self, leaves, treedef, static, nargs, mesh) -> bool:
         """JAX's ValueError for an argument committed to one device other than the devices
