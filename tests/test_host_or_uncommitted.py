@@ -105,3 +105,26 @@ def test_the_three_users_agree(kind):
             # operand by each primitive's rule -- sin keeps it on its device, add places it
             # on the mesh -- where plax places them on the mesh: not this predicate's call)
             assert want[2] == kept
+
+
+_REFUSING = {"jnp.sin": lambda lib, w: lib.numpy.sin(w),
+             "jnp.add": lambda lib, w: lib.numpy.add(w, 1.0),
+             "jit": lambda lib, w: lib.jit(lambda v: v * 2)(w),
+             "lax.add": lambda lib, w: lib.lax.add(w, lib.numpy.ones(2))}
+
+
+@pytest.mark.parametrize("where", list(_REFUSING))
+def test_objects_with_jax_array_are_refused_as_operands_as_jax(where):
+    """JAX 0.10 no longer converts an object with ``__jax_array__`` given as an operand:
+    a ValueError saying what to do, in a ``jax.numpy`` function, a ``jit`` call, a
+    primitive."""
+    with pytest.raises(ValueError, match=r"__jax_array__\(\) during abstractification") as got:
+        _REFUSING[where](plax, _Wrapped())
+    if jax is not None:
+        class Wrapped:
+            def __jax_array__(self):
+                return jax.numpy.ones(2)
+
+        with pytest.raises(ValueError) as want:
+            _REFUSING[where](jax, Wrapped())
+        assert str(got.value) == str(want.value)

@@ -646,6 +646,10 @@ def _host_numpy(x: Any, dtype: np.dtype | None) -> tuple[np.ndarray, bool]:
                             f"Supported dtypes: {names}.")
         target = dtype if dtype is not None else dtypes.canonicalize_dtype(arr.dtype)
         return arr.astype(target, copy=True), False
+    from plax.errors import jax_array_operand
+    refused = jax_array_operand(x)
+    if refused is not None:
+        raise refused
     raise TypeError(f"Value {x!r} of type {t.__name__} is not a valid plax array type: expected "
                     "an array, a NumPy array, or a Python scalar.")
 

@@ -776,11 +776,16 @@ class JitFunction:
         with config.override("disable_jit", True):
             return self.fun(*args, **kwargs)
 
-    def _bad_argument(self, leaves, treedef, static, nargs) -> TypeError:
+    def _bad_argument(self, leaves, treedef, static, nargs) -> Exception:
         """JAX's TypeError for the first argument leaf that is not an array (a string, an
-        object of an unregistered class): it names the function and the argument's path."""
+        object of an unregistered class): it names the function and the argument's path.
+        (An object with ``__jax_array__``: JAX 0.10's ValueError.)"""
         bad = next(i for i, x in enumerate(leaves)
                    if not isinstance(x, (Array, Tracer)) and _not_abstractable(x))
+        from plax.errors import jax_array_operand
+        refused = jax_array_operand(leaves[bad])
+        if refused is not None:
+            return refused
         path = _leaf_paths(self._transform, self.fun, treedef, static, nargs, len(leaves))[bad]
         return TypeError(
             f"Error interpreting argument to {self.fun!r} as an abstract array. The "
