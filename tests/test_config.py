@@ -75,7 +75,7 @@ def test_enum_values_are_checked_as_jax_checks_them(name, value):
     if jax is not None:
         with pytest.raises(ValueError) as ref:
             jax.config.update(name, value)
-        assert str(info.value) == str(ref.value)
+        assert str(info.value).endswith(str(ref.value))  # (plax's names the option first)
 
 
 def test_accepted_options_without_meaning_are_stored(restore_config):

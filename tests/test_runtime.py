@@ -338,7 +338,9 @@ def test_committed_to_two_devices_is_an_error(register):
     for fn in (lambda: a + b, lambda: plax.jit(jnp.add)(a, b)):
         with pytest.raises(ValueError, match="incompatible devices") as err:
             fn()
-        assert "FakeDevice(id=0)" in str(err.value)
+        # JAX's message: each operand with its device ids and platform
+        assert "device ids [0] on platform AALPHA" in str(err.value)
+        assert "device ids [0] on platform ABETA" in str(err.value)
 
 
 def test_move_buffer_rules():

@@ -1,4 +1,4 @@
-"""Which operands JAX types ``P()`` under a set mesh (:func:`plax.sharding_eager.typed_short`),
+"""Which operands JAX types ``P()`` under a set mesh (:func:`plax.array.host_or_uncommitted`),
 asked alike by a ``jit`` call's arguments and by ``computed_as_one``; and ``computed_as_one``
 leaving other threads' placement alone.
 
@@ -20,6 +20,7 @@ import pytest
 import plax
 import plax.numpy as jnp
 from plax import sharding_eager
+from plax.array import host_or_uncommitted
 from plax.sharding import NamedSharding, PartitionSpec
 
 
@@ -27,11 +28,11 @@ def _mesh():
     return plax.make_mesh((1,), ("x",))
 
 
-def test_typed_short():
+def test_host_or_uncommitted():
     committed = plax.device_put(np.ones(2, np.float32), plax.devices()[0])
     with plax.set_mesh(_mesh()):
         placed = jnp.ones(2) + 1   # on the mesh, P(None,)
-    assert [sharding_eager.typed_short(v) for v in
+    assert [host_or_uncommitted(v) for v in
             (np.ones(2), 1.5, jnp.ones(2), committed, placed, plax.new_ref(jnp.ones(2)))] == \
         [True, True, True, False, False, False]
 

@@ -593,6 +593,34 @@ def _unpickle(host: np.ndarray, weak_type: bool) -> Array:
 
 
 _PY_SCALARS = (bool, int, float, complex)
+#: the host values an operation or a ``jit`` call takes as arrays: NumPy arrays and scalars,
+#: Python scalars
+HOST_VALUE_TYPES = (np.ndarray, np.generic, *_PY_SCALARS)
+
+
+def host_or_uncommitted(x: Any) -> bool:
+    """Whether ``x`` is committed to no device, as JAX 0.10 decides it for an operand of an
+    operation or a ``jit`` call: a host value (a NumPy array or scalar, a Python scalar) or
+    an uncommitted one-device Array. Under a set mesh JAX types such a value ``P()`` and
+    places it there, and checks no device of it. Committed, sharded and pending Arrays,
+    refs (JAX 0.10 commits every ref), tracers (typed by their trace) and other objects
+    (one with ``__jax_array__``, which JAX 0.10 refuses as an operand) are not.
+
+    Args:
+      x: an operand or argument leaf.
+
+    Returns:
+      True for a host value or an uncommitted one-device Array.
+
+    Example:
+      >>> host_or_uncommitted(np.ones(2)), host_or_uncommitted(jnp.ones(2))
+      (True, True)
+      >>> host_or_uncommitted(plax.device_put(jnp.ones(2), plax.devices()[0]))
+      False
+    """
+    if type(x) is Array:  # (the usual operand first: one type check)
+        return not x._committed
+    return not isinstance(x, Array) and isinstance(x, HOST_VALUE_TYPES)
 
 
 def _host_numpy(x: Any, dtype: np.dtype | None) -> tuple[np.ndarray, bool]:
@@ -618,6 +646,10 @@ def _host_numpy(x: Any, dtype: np.dtype | None) -> tuple[np.ndarray, bool]:
                             f"Supported dtypes: {names}.")
         target = dtype if dtype is not None else dtypes.canonicalize_dtype(arr.dtype)
         return arr.astype(target, copy=True), False
+    from plax.errors import jax_array_operand
+    refused = jax_array_operand(x)
+    if refused is not None:
+        raise refused
     raise TypeError(f"Value {x!r} of type {t.__name__} is not a valid plax array type: expected "
                     "an array, a NumPy array, or a Python scalar.")
 

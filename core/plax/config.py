@@ -54,8 +54,9 @@ _ENUMS: dict[str, tuple[tuple, bool]] = {
 # keeps jax_explicit_x64_dtypes as an integer enum, set from JAX_EXPLICIT_X64_DTYPES=allow).
 _ENV_WORDS = {"explicit_x64_dtypes": ("warn", "error", "allow")}
 
-# Enum options whose variable JAX reads in any case (JAX_SEND_TRACEBACK_TO_RUNTIME=ON: its
-# enum class looks a word up by its upper-case name); the others must be spelt exactly.
+# Enum options JAX takes in any case, from its variable and from config.update alike
+# (JAX_SEND_TRACEBACK_TO_RUNTIME=ON: its enum class looks a word up by its upper-case name);
+# the others must be spelt exactly.
 _ANY_CASE = frozenset({"send_traceback_to_runtime"})
 
 # Options JAX never reads from the environment (its absl-style flags, set only with
@@ -403,12 +404,15 @@ class Config:
             choices, none_ok = _ENUMS[key]
             if value is None and none_ok:
                 return value
-            if isinstance(value, str) and key != "default_matmul_precision":
+            if key in _ANY_CASE and isinstance(value, str):
+                # (JAX looks these up by the enum member's name, in any case; every other
+                # enum option takes its words exactly as spelt: "ALLOW" is refused)
                 value = value.lower() if value.lower() in choices else value
             if value not in choices:
                 none = "None or " if none_ok else ""
-                raise ValueError(f"new enum value must be {none}in {list(choices)}, got "
-                                 f"{value} of type {type(value)}.")
+                raise ValueError(f"Invalid value for jax_{key}: new enum value must be "
+                                 f"{none}in {list(choices)}, got {value} of type "
+                                 f"{type(value)}.")
             return value
         if key == "num_cpu_devices":
             try:

@@ -34,7 +34,18 @@ _impl_rules = registry.rule_table("impl")
 _new_array = Array._new
 
 
-def _incompatible(prim, arrays) -> ValueError:
+def _incompatible(prim, args) -> ValueError:
+    """The error for operands ``args`` of ``prim`` committed to two devices: JAX's (naming
+    the two operands as its ``jax.numpy`` function's) when each lies on one device."""
+    arrays = [a for a in args if a._committed]
+    first = next(i for i, a in enumerate(args) if a._committed)
+    second = next((i for i, a in enumerate(args) if a._committed and
+                   a._device != args[first]._device), None)
+    if second is not None and type(args[first]) is Array and type(args[second]) is Array:
+        from plax.sharding_eager import eager_operand_name, incompatible_arguments
+        return incompatible_arguments(
+            *[(eager_operand_name(prim, i), args[i].aval, args[i]._device)
+              for i in (first, second)])
     # An array on several devices is committed to its first one (where it is gathered).
     places = sorted({repr(a._device) if len(a.devices()) == 1 else
                      f"{a._device!r} (first of {sorted(map(repr, a.devices()))})" for a in arrays})
@@ -82,12 +93,16 @@ def apply_primitive(prim, args, params):
     if _mesh_maybe_set[0] and not _in_internal_eager_work():
         from plax.sharding_eager import apply_on_mesh
         return apply_on_mesh(prim, args, params, _apply_general)
-    # Fast path: Arrays on one device, none committed.
+    # Fast path: Arrays on one device, committed there or not (what _apply_general would
+    # decide for them: that device, results committed if an operand is; refs' reads are
+    # committed arrays, as in JAX 0.10)
     device = None
+    committed = False
     for a in args:
-        if type(a) is not Array or a._committed or (device is not None and a._device is not device):
+        if type(a) is not Array or (device is not None and a._device is not device):
             return _apply_general(prim, args, params)
         device = a._device
+        committed = committed or a._committed
     if device is None:
         return _apply_general(prim, args, params)
     avals = tuple([a.aval for a in args])
@@ -102,8 +117,8 @@ def apply_primitive(prim, args, params):
         fn = kernel(device, prim)
     out = fn(*[a._buf for a in args], **params)
     if prim.multiple_results:
-        return [_new_array(b, av, device, False) for b, av in zip(out, out_aval)]
-    return _new_array(out, out_aval, device, False)
+        return [_new_array(b, av, device, committed) for b, av in zip(out, out_aval)]
+    return _new_array(out, out_aval, device, committed)
 
 
 def _apply_general(prim, args, params):
@@ -131,7 +146,7 @@ def _apply_general(prim, args, params):
     for a in args:
         if a._committed:
             if committed and a._device != device:
-                raise _incompatible(prim, [x for x in args if x._committed])
+                raise _incompatible(prim, args)
             device, committed = a._device, True
         elif device is None:
             device = a._device

@@ -22,6 +22,25 @@ def _error_repr(tracer) -> str:
     return f"traced array with shape {aval.dtype.name}[{','.join(map(str, aval.shape))}]"
 
 
+def jax_array_operand(x) -> ValueError | None:
+    """JAX 0.10's ValueError for ``x`` given as an operand (of a ``jax.numpy`` function, a
+    primitive or a ``jit`` call) when it is an object with ``__jax_array__``, which JAX no
+    longer converts there (``jnp.asarray`` does); None for any other object.
+
+    Example:
+      >>> class Wrapped:
+      ...     def __jax_array__(self):
+      ...         return jnp.ones(2)
+      >>> type(jax_array_operand(Wrapped())).__name__, jax_array_operand(1.0)
+      ('ValueError', None)
+    """
+    if not hasattr(type(x), "__jax_array__"):
+        return None
+    return ValueError("Triggering __jax_array__() during abstractification is no longer "
+                      "supported. To avoid this error, either explicitly convert your object "
+                      "using jax.numpy.array(), or register your object as a pytree.")
+
+
 class JAXTypeError(TypeError):
     """Base class of plax's tracer-related type errors."""
 

@@ -14,15 +14,16 @@ In JAX every eager operation is a small ``jit`` call, so under a set mesh it fol
 
 Values placed so keep unsharded types (see :func:`_plain_aval`). Under a mesh of Auto axes
 every such value is placed ``P()``, as JAX places it there. A replicated value is computed
-once: CPU devices share the host's memory, so one buffer serves every device of a CPU mesh
-(another platform's devices get a copy each). Nothing here runs when no mesh is set: the eager and
-``jit`` fast paths read one flag (:data:`plax.sharding.mesh_maybe_set`).
+once: CPU devices share the host's memory, so one buffer serves every device of a CPU mesh,
+as it serves a mesh of one device of any platform (several GPUs get a copy each). Nothing
+here runs when no mesh is set: the eager and ``jit`` fast paths read one flag
+(:data:`plax.sharding.mesh_maybe_set`).
 """
 from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
-from plax.array import _BUF, Array, _Piece, _ShardedArray, _sharded
+from plax.array import _BUF, Array, _Piece, _ShardedArray, _sharded, host_or_uncommitted
 from plax.core.trace import state as trace_state
 from plax.sharding import (AxisType, NamedSharding, PartitionSpec, _full_index,
                            _mesh_of_abstract, get_mesh, in_internal_eager_work,
@@ -88,17 +89,41 @@ def incompatible_devices(what: str, aval, device_ids: Sequence[int], platform: s
       >>> str(err)[:66]
       'Received incompatible devices for jitted computation. Got argument'
     """
-    dims = ",".join(str(n) for n in aval.shape)
-    shape = f"{aval.dtype.name}[{dims}]"
-    if is_ref_aval(aval):  # (a ref's type, as JAX writes it)
-        shape = f"Ref{{{shape}}}"
     mesh_ids = [d.id for d in mesh.devices.flat]
     mesh_platform = mesh.devices.flat[0].platform.upper()
     return ValueError(
         f"Received incompatible devices for jitted computation. Got {what} with shape "
-        f"{shape} and with device ids {list(device_ids)} on platform "
+        f"{_type_text(aval)} and with device ids {list(device_ids)} on platform "
         f"{platform.upper()} and jit's context mesh with device ids {mesh_ids} on platform "
         f"{mesh_platform}")
+
+
+def _type_text(aval) -> str:
+    """A value's type as JAX's device errors write it: ``float32[3]``, ``Ref{float32[]}``."""
+    dims = ",".join(str(n) for n in aval.shape)
+    shape = f"{aval.dtype.name}[{dims}]"
+    return f"Ref{{{shape}}}" if is_ref_aval(aval) else shape  # (a ref's type, as JAX's)
+
+
+def incompatible_arguments(first: tuple, second: tuple) -> ValueError:
+    """JAX's error for two operands of one computation committed to two devices; ``first``
+    and ``second``: ``(what, aval, device)``, ``what`` naming the operand as JAX does
+    (``"argument x of f"``, ``"argument args[0] of swap"``).
+
+    Returns:
+      The ValueError, to raise.
+
+    Example:
+      >>> d = plax.devices()[0]
+      >>> aval = plax.typeof(jnp.ones(2))
+      >>> err = incompatible_arguments(("argument x of f", aval, d), ("argument y of f", aval, d))
+      >>> str(err)[:73]
+      'Received incompatible devices for jitted computation. Got argument x of f'
+    """
+    parts = [f"{what} with shape {_type_text(aval)} and with device ids {[device.id]} on "
+             f"platform {device.platform.upper()}" for what, aval, device in (first, second)]
+    return ValueError("Received incompatible devices for jitted computation. Got "
+                      + " and ".join(parts))
 
 
 def one_device_of(x: Any) -> Any:
@@ -145,12 +170,9 @@ def check_committed_devices(leaves: Sequence, mesh, name_of: Callable[[int], str
     only = devices.flat[0] if devices.size == 1 else None
     kept = False
     for i, x in enumerate(leaves):
-        if type(x) is Array:  # (the usual operand: no call)
-            device = x._device if x._committed else None
-        elif type(x) is Ref or isinstance(x, Array):
-            device = one_device_of(x)
-        else:
+        if host_or_uncommitted(x):
             continue
+        device = one_device_of(x)
         if device is not None:
             if device is not only:
                 raise incompatible_devices(name_of(i), x.aval, [device.id], device.platform,
@@ -166,9 +188,14 @@ _NUMPY_NAMES = {"mul": "multiply", "sub": "subtract", "div": "divide", "neg": "n
                 "gt": "greater", "ge": "greater_equal", "abs": "absolute"}
 
 
-def _eager_name(prim, i: int) -> str:
+def eager_operand_name(prim, i: int) -> str:
     """How JAX's message names operand ``i`` of an eager operation (JAX runs it as the jitted
-    ``jax.numpy`` function, whose parameters are ``x``, ``y``)."""
+    ``jax.numpy`` function, whose parameters are ``x``, ``y``).
+
+    Example:
+      >>> eager_operand_name(plax.lax.add_p, 1)
+      'argument y of add'
+    """
     arg = ("x", "y")[i] if i < 2 else f"args[{i}]"
     return f"argument {arg} of {_NUMPY_NAMES.get(prim.name, prim.name)}"
 
@@ -217,7 +244,7 @@ def apply_on_mesh(prim, args: Sequence, params: dict, compute: Callable) -> Any:
     mesh = current_mesh()
     if mesh is None:
         return compute(prim, args, params)
-    kept = check_committed_devices(args, mesh, lambda i: _eager_name(prim, i))
+    kept = check_committed_devices(args, mesh, lambda i: eager_operand_name(prim, i))
     if not _places(mesh) or kept:
         return compute(prim, args, params)
     plain = []
@@ -318,27 +345,10 @@ def host_operands_placed(operands: Sequence) -> list:
     mesh = current_mesh()
     if not _places(mesh) or trace_state.depth:
         return list(operands)
-    import numpy as np
-    from plax.array import from_host
-    host = (np.ndarray, np.generic, bool, int, float, complex)  # (others: the caller's error)
-    return [place_replicated(from_host(x), mesh, rank_spec=False) if isinstance(x, host)
-            else x for x in operands]
-
-
-def typed_short(x: Any) -> bool:
-    """Whether JAX types the operand ``x`` of a ``jit`` call under a set mesh ``P()`` (the
-    spec it gives a host value): a host value or an uncommitted Array. Committed, sharded and
-    pending arrays, tracers and refs are typed by what they hold (JAX 0.10: the reads of a
-    ``new_ref`` of a one-device value are typed on that device, not ``P()``). A ``jit``
-    call's arguments and :func:`computed_as_one`'s operands are asked alike.
-
-    Example:
-      >>> typed_short(np.ones(2)), typed_short(plax.new_ref(jnp.ones(2)))
-      (True, False)
-    """
-    if isinstance(x, Array):
-        return type(x) is Array and not x._committed
-    return type(x) is not Ref and not hasattr(x, "aval")
+    from plax.array import HOST_VALUE_TYPES, from_host
+    # (other objects: the caller's error)
+    return [place_replicated(from_host(x), mesh, rank_spec=False)
+            if isinstance(x, HOST_VALUE_TYPES) else x for x in operands]
 
 
 def computed_as_one(fn: Callable, operands: Sequence) -> Any:
@@ -356,7 +366,7 @@ def computed_as_one(fn: Callable, operands: Sequence) -> Any:
       P()
     """
     mesh = current_mesh()
-    if not _places(mesh) or trace_state.depth or not all(map(typed_short, operands)):
+    if not _places(mesh) or trace_state.depth or not all(map(host_or_uncommitted, operands)):
         return fn(*operands)
     with no_mesh_in_this_thread():   # (other threads' eager work is placed meanwhile)
         out = fn(*operands)
@@ -420,10 +430,9 @@ def place_replicated(x: Any, mesh, rank_spec: bool | int | None = True) -> Any:
     if rank_spec is True:
         rank_spec = x.ndim
     sharding = replicated(mesh, rank_spec or None)  # (False, 0 and None: ``P()``)
-    if x._device.platform == "cpu":
-        layout = _host_layout(sharding, x.aval.shape)
-        if layout is not None:
-            return _shared(x._buf, x.aval, sharding, layout)
+    layout = _one_buffer_layout(sharding, x.aval.shape, x._device)
+    if layout is not None:
+        return _shared(x._buf, x.aval, sharding, layout)
     import plax
     placed = plax.device_put(x, sharding)
     placed.aval = _plain_aval(x.aval)  # see _plain_aval
@@ -444,7 +453,7 @@ def placed_argument(x: Any, mesh) -> Any:
       P()
     """
     sharding = replicated(mesh, None)
-    if type(x) is not Array and cpu_mesh(mesh):
+    if type(x) is not Array and one_buffer_mesh(mesh):
         from plax.array import from_host
         x = from_host(x, device=sharding._device_assignment[0])  # (the one copy)
     if type(x) is Array:
@@ -463,19 +472,20 @@ def placed_argument(x: Any, mesh) -> Any:
 def replica_on_host(x: Any, sharding) -> Any:
     """``x`` (a plain Array) placed as ``plax.device_put(x, sharding)`` places it, typed as
     that places it (with ``x``'s weak type), when ``sharding`` gives every device the whole
-    value and those devices and ``x``'s are CPU devices: every device then holds ``x``'s one
-    buffer (CPU devices share the host's memory, and an Array's buffer is never written),
-    where ``device_put`` copies it to each. None otherwise.
+    value and those devices and ``x``'s are CPU devices, or the sharding's one device is
+    ``x``'s: every device then holds ``x``'s one buffer (CPU devices share the host's memory,
+    and an Array's buffer is never written), where ``device_put`` copies it to each. None
+    otherwise.
 
     Example:
       >>> s = plax.NamedSharding(plax.make_mesh((1,), ("x",)), plax.P())
       >>> replica_on_host(jnp.ones(2), s).sharding.spec
       P()
     """
-    if type(x) is not Array or x._device.platform != "cpu":
+    if type(x) is not Array:
         return None
     aval = x.aval
-    layout = _host_layout(sharding, aval.shape)
+    layout = _one_buffer_layout(sharding, aval.shape, x._device)
     if layout is None:
         return None
     from plax.core.shaped_array import ShapedArray
@@ -484,39 +494,55 @@ def replica_on_host(x: Any, sharding) -> Any:
                    layout, plain=False)
 
 
-_CPU_MESHES: dict = {}  # id(mesh) -> (mesh, whether every device of it is a CPU device)
+_ONE_BUFFER_MESHES: dict = {}  # id(mesh) -> (mesh, whether one_buffer_mesh(mesh))
 
 
-def cpu_mesh(mesh) -> bool:
-    """Whether every device of ``mesh`` is a CPU device (asked once per mesh).
+def one_buffer_mesh(mesh) -> bool:
+    """Whether one buffer can serve every device of ``mesh`` as a replicated value's piece:
+    all are CPU devices (they share the host's memory), or there is one device, of any
+    platform (asked once per mesh).
 
     Example:
-      >>> cpu_mesh(plax.make_mesh((1,), ("x",)))
+      >>> one_buffer_mesh(plax.make_mesh((1,), ("x",)))
       True
     """
-    found = _CPU_MESHES.get(id(mesh))
+    found = _ONE_BUFFER_MESHES.get(id(mesh))
     if found is None or found[0] is not mesh:
-        if len(_CPU_MESHES) >= 64:
-            _CPU_MESHES.clear()
-        found = _CPU_MESHES[id(mesh)] = (mesh, all(d.platform == "cpu"
-                                                   for d in mesh.devices.flat))
+        if len(_ONE_BUFFER_MESHES) >= 64:
+            _ONE_BUFFER_MESHES.clear()
+        devices = mesh.devices
+        found = _ONE_BUFFER_MESHES[id(mesh)] = (
+            mesh, devices.size == 1 or all(d.platform == "cpu" for d in devices.flat))
     return found[1]
 
 
 _LAYOUTS: dict = {}  # (id(sharding), shape) -> (sharding, [(device, index, backend)] | None)
 
 
-def _host_layout(sharding, shape: tuple) -> list | None:
+def _one_buffer_layout(sharding, shape: tuple, device) -> list | None:
+    """:func:`_layout` when the one buffer of a value on ``device`` can serve each of its
+    pieces: ``device`` and the sharding's devices are CPU devices, or the sharding's one
+    device is ``device``; else None (a copy per device is needed)."""
+    layout = _layout(sharding, shape)
+    if layout is not None:
+        first = layout[0][0]
+        if first is device or (first.platform == "cpu" and device.platform == "cpu"):
+            return layout
+    return None
+
+
+def _layout(sharding, shape: tuple) -> list | None:
     """The pieces ``(device, index, backend)`` of a value of ``shape`` placed as ``sharding``
-    says when that is a NamedSharding giving each of its devices, all CPU devices, the whole
-    value; else None. Worked out once per sharding and shape (the sharding is kept with it,
-    so a later one at the same address is not taken for it)."""
+    says when that is a NamedSharding giving each of its devices the whole value over a mesh
+    of CPU devices or of one device (:func:`one_buffer_mesh`); else None. Worked out once per
+    sharding and shape (the sharding is kept with it, so a later one at the same address is
+    not taken for it)."""
     key = (id(sharding), shape)
     found = _LAYOUTS.get(key)
     if found is not None and found[0] is sharding:
         return found[1]
     layout = None
-    if type(sharding) is NamedSharding and cpu_mesh(sharding.mesh):
+    if type(sharding) is NamedSharding and one_buffer_mesh(sharding.mesh):
         spec = sharding.spec
         if not spec.unreduced and not spec.reduced and sharding.is_fully_replicated:
             if all(e is None for e in spec):
@@ -534,9 +560,9 @@ def _host_layout(sharding, shape: tuple) -> list | None:
 
 
 def _shared(buf, aval, sharding: NamedSharding, layout: list, plain: bool = True) -> Array:
-    """An Array replicated as ``sharding`` says whose every device holds the one host buffer
+    """An Array replicated as ``sharding`` says whose every device holds the one buffer
     ``buf`` (CPU devices share the host's memory), with the pieces ``layout`` lists
-    (:func:`_host_layout`). ``plain``: typed unsharded (see :func:`_plain_aval`), else as a
+    (:func:`_one_buffer_layout`). ``plain``: typed unsharded (see :func:`_plain_aval`), else as a
     placed value (``_sharded``: with the sharding over an Explicit mesh)."""
     out = _sharded(_plain_aval(aval) if plain else aval, sharding,  # see _plain_aval
                    [_Piece(d, i, buf, b) for d, i, b in layout], True, typed=not plain)

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import plax
-from plax import numpy as jnp
+from plax import dtypes, numpy as jnp
 from plax.transforms.call import LEND_MIN_BYTES
 from plax.transforms.jit import JitFunction
 
@@ -67,6 +67,8 @@ _HOST = {
     "Python complex": (lambda: 1 + 2j, True),
     "NumPy float64 scalar": (lambda: np.float64(1.5), False),
     "NumPy int64 scalar": (lambda: np.int64(7), False),
+    "bfloat16 array": (lambda: np.arange(3.0).astype(dtypes.bfloat16), False),
+    "bfloat16 scalar": (lambda: dtypes.bfloat16.type(1.5), False),
 }
 _NARROW = {np.dtype(np.float64): np.dtype(np.float32), np.dtype(np.int64): np.dtype(np.int32),
            np.dtype(np.complex128): np.dtype(np.complex64)}
@@ -116,6 +118,27 @@ def test_numpy_argument_written_after_the_call(backend_name, backend, general_ca
         again, _ = f(a, b)
         np.testing.assert_array_equal(np.asarray(again), np.arange(n) + 1.0)
         np.testing.assert_array_equal(np.asarray(same), np.arange(n, dtype=np.float32))
+
+
+def test_bfloat16_numpy_arguments_on_the_fast_path(backend_name, backend, general_calls):
+    f = plax.jit(lambda a, s: (a, a * s), backend=backend_name)
+    general = 0 if _takes_fast_path(backend) else 1
+    for n in (3, LEND_MIN_BYTES // 2):  # copied, then lent to the backend (64 KiB)
+        a = np.arange(n, dtype=np.float32).astype(dtypes.bfloat16)
+        s = dtypes.bfloat16.type(2.0)
+        first = f(a, s)
+        calls = general_calls[0]
+        second = f(a, s)
+        assert general_calls[0] == calls + general
+        for x, y in zip(first, second):
+            assert _described(y) == _described(x)
+            assert (y.dtype, y.aval.weak_type, y.committed) == (dtypes.bfloat16, False, False)
+        a[:] = 7.0  # the caller reuses their buffer: no result changes
+        np.testing.assert_array_equal(np.asarray(second[0], np.float32),
+                                      np.arange(n, dtype=np.float32).astype(dtypes.bfloat16))
+        np.testing.assert_array_equal(np.asarray(second[1], np.float32),
+                                      np.arange(n, dtype=np.float32).astype(dtypes.bfloat16)
+                                      .astype(np.float32) * 2)
 
 
 def test_pytree_of_numpy_leaves_and_arrays(backend_name, backend, general_calls):

@@ -29,6 +29,10 @@ def check_arraylike(fun_name: str, *args: Any) -> None:
     """
     for pos, arg in enumerate(args):
         if not is_arraylike(arg):
+            from plax.errors import jax_array_operand
+            refused = jax_array_operand(arg)
+            if refused is not None:
+                raise refused
             # JAX's first line; the advice on a line of its own after it
             hint = ("\nUse jnp.array(...) to convert a list or tuple."
                     if isinstance(arg, (list, tuple)) else "")

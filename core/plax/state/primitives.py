@@ -20,6 +20,7 @@ from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
+from plax.array import Array
 from plax.core import effects, registry
 from plax.core.primitive import Primitive
 from plax.core.shaped_array import ShapedArray
@@ -283,6 +284,37 @@ def _as_value(x, ref_aval):
     return x
 
 
+def _committed_value(x):
+    """The value a ref made off any mesh holds: JAX 0.10 commits it to a device, so a
+    one-device Array that is not committed yet is copied onto the default device (where
+    ``plax.default_device`` says now) and committed there; anything else as it is (a
+    committed Array, a value over a mesh)."""
+    if type(x) is Array and not x._committed:
+        from plax.device import default_device
+        device = default_device()
+        return Array._new(x._buffer_on(device), x.aval, device, True)
+    return x
+
+
+def _onto_ref_device(name: str, ref, value):
+    """``value`` (an Array) as the write ``name`` (``"swap"``, ``"addupdate"``) of the eager
+    ``ref`` takes it: an uncommitted one copied onto the device the ref is committed to (a
+    ref made off any mesh) and committed there, so the ref stays committed; one committed
+    to another device is JAX's ValueError. Values of a ref over a mesh: as they are."""
+    old = ref._value
+    if type(old) is not Array or type(value) is not Array or not old._committed:
+        return value
+    device = old._device
+    if value._device is device:
+        return value if value._committed else Array._new(value._buf, value.aval, device, True)
+    if value._committed:
+        from plax.sharding_eager import incompatible_arguments
+        raise incompatible_arguments((f"argument args[0] of {name}", ref.aval, device),
+                                     (f"argument args[1] of {name}", value.aval,
+                                      value._device))
+    return Array._new(value._buffer_on(device), value.aval, device, True)
+
+
 def _access_on_mesh(name: str, impl: Callable, ref, operands: Sequence, indexer):
     """``impl(ref, *operands, indexer=indexer)``: the eager ``get``, ``swap`` or
     ``addupdate`` (``name``) of the concrete ``ref``, with the value written (if any) and
@@ -332,6 +364,7 @@ def ref_swap(ref, idx, value, _function_name: str = "ref_swap"):
     value = _as_value(value, aval)
     if _is_eager(ref) and not isinstance(value, Tracer):
         _check_write(aval, value.aval, [getattr(d, "aval", d) for d in dyn], indexer, "swap")
+        value = _onto_ref_device("swap", ref, value)
         if _mesh_maybe_set[0]:
             return _access_on_mesh("swap", _swap_impl, ref, (value, *dyn), indexer)
         return _swap_impl(ref, value, *dyn, indexer=indexer)
@@ -364,6 +397,7 @@ def ref_addupdate(ref, idx, x) -> None:
     x = _as_value(x, aval)
     if _is_eager(ref) and not isinstance(x, Tracer):
         _check_write(aval, x.aval, [getattr(d, "aval", d) for d in dyn], indexer, "addupdate")
+        x = _onto_ref_device("addupdate", ref, x)
         if _mesh_maybe_set[0]:
             _access_on_mesh("addupdate", _addupdate_impl, ref, (x, *dyn), indexer)
         else:
@@ -438,7 +472,7 @@ def new_ref(init_val: Any, *, memory_space: Any = None, kind: str | None = None)
         if _mesh_maybe_set[0]:  # JAX 0.10 copies the value onto the set mesh
             from plax.sharding_eager import placed_ref_value
             init_val = placed_ref_value(init_val)
-        return Ref(init_val)
+        return Ref(_committed_value(init_val))
     return bind_new_ref(init_val, len(trace_state.stack) - 1,
                         dict(memory_space=memory_space, kind=kind))
 

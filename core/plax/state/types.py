@@ -295,6 +295,9 @@ class Ref:
     size = property(lambda self: self._value.size)
     weak_type = property(lambda self: self._value.aval.weak_type)
     sharding = property(lambda self: self._value.sharding)
+    #: whether the value is committed to its device(s): JAX 0.10 commits every ref made
+    #: eagerly (off any mesh to one device), so its reads are committed arrays
+    committed = property(lambda self: self._value.committed)
 
     def __len__(self) -> int:
         if not self.shape:

@@ -23,7 +23,7 @@ from typing import Any, Callable, Iterable, Sequence
 import numpy as np
 
 from plax import dtypes, tree_util
-from plax.array import _PY_SCALARS, Array, from_host
+from plax.array import _PY_SCALARS, Array, from_host, host_or_uncommitted
 from plax.backend import executable_text
 from plax.config import config
 from plax.core.jaxpr import ClosedJaxpr
@@ -35,7 +35,8 @@ from plax.state.types import Ref
 from plax.core.trace import (DebugInfo, Tracer, fun_name, shared as _trace_shared,
                              state as trace_state, trace_context)
 from plax.device import default_device as _default_device
-from plax.transforms.call import (call_target, check_pinned, compile_closed, jit_p,
+from plax.transforms.call import (BFLOAT16 as _BFLOAT16, call_target, check_pinned,
+                                  compile_closed, jit_p,
                                   lend_buffers as _lend_buffers, pinned_device,
                                   wrap_outputs as _wrap_outputs,
                                   unlent_outputs as _unlent_outputs)
@@ -62,17 +63,17 @@ _HOST_LEAVES = "host leaves"
 
 def _host_kinds(leaves, device) -> tuple | None:
     """``(kinds, committed)`` of a call's argument leaves for the fast path of calls with
-    host arguments: an Array on ``device`` by its aval, a NumPy array of a numeric dtype by
-    its shape and dtype, a Python or NumPy scalar by its type (with the x64 flag in the key,
-    each determines the argument's canonical type and weak type); ``committed``: whether an
-    Array among them is. None when some leaf is of another kind (an Array elsewhere, a ref,
-    a string, ...): the call takes the general path."""
+    host arguments: an Array on ``device`` by its aval, a NumPy array of a numeric dtype
+    (bfloat16 too) by its shape and dtype, a Python or NumPy scalar by its type (with the
+    x64 flag in the key, each determines the argument's canonical type and weak type);
+    ``committed``: whether an Array among them is. None when some leaf is of another kind
+    (an Array elsewhere, a ref, a string, ...): the call takes the general path."""
     kinds = []
     committed = False
     for x in leaves:
         t = type(x)
         if t is np.ndarray:
-            if x.dtype.kind not in "biufc":
+            if x.dtype.kind not in "biufc" and x.dtype is not _BFLOAT16:
                 return None
             kinds.append((x.shape, x.dtype))
         elif t is Array:
@@ -80,7 +81,8 @@ def _host_kinds(leaves, device) -> tuple | None:
                 return None
             committed = committed or x._committed
             kinds.append(x.aval)
-        elif t in _PY_SCALARS or (isinstance(x, np.generic) and x.dtype.kind in "biufc"):
+        elif t in _PY_SCALARS or (isinstance(x, np.generic) and
+                                  (x.dtype.kind in "biufc" or x.dtype is _BFLOAT16)):
             kinds.append(t)
         else:
             return None
@@ -244,6 +246,32 @@ class _CacheEntry:
         # the refs the function closed over: one holding a sharded value makes the program
         # run per device even when no argument is sharded (read per call: a ref's value moves)
         self.ref_consts = tuple(c for c in closed.consts if type(c) is Ref)
+
+
+def _incompatible_devices(device, other) -> ValueError:
+    """The error for a call whose arguments and the refs it closes over are committed to
+    two devices (JAX's names the argument, then "ARG_SHARDING" for the ref)."""
+    return ValueError(f"Received incompatible devices for jitted computation: {device!r} and "
+                      f"{other!r} (a ref the function closes over). Move arguments with "
+                      "plax.device_put first.")
+
+
+def _closed_ref_device(refs: tuple, device, committed: bool):
+    """The device the one-device refs a program closes over (``refs``) are committed to
+    (JAX 0.10 commits a ref made off any mesh); None when none is. A ref committed to
+    another device than the call's committed arguments' (``device``, when ``committed``)
+    or another ref's is JAX's ValueError."""
+    found = None
+    for r in refs:
+        v = r._value
+        if type(v) is Array and v._committed:
+            if found is None:
+                found = v._device
+                if committed and found != device:
+                    raise _incompatible_devices(device, found)
+            elif v._device != found:
+                raise _incompatible_devices(found, v._device)
+    return found
 
 
 def _sharded_ref(refs: tuple) -> bool:
@@ -568,6 +596,9 @@ class JitFunction:
         passed) are all of kinds it replays (:func:`plax.transforms.jit_mesh_calls.leaf_kinds`)."""
         calls = _mesh_calls[0] or _load_mesh_calls()
         kinds = calls.leaf_kinds(raw)
+        if kinds is not None and entry.device.platform != "cpu" and \
+                any(type(x) is Array and x._device is not entry.device for x in raw):
+            return  # (a replay hands an uncommitted Array's own buffer to the program)
         parts = calls.recipe(outs, results) if kinds is not None else None
         if parts is None:
             return
@@ -617,8 +648,7 @@ class JitFunction:
         if on_mesh:
             # (asked before the run: it writes the refs' final values)
             kept = self._check_context_mesh(leaves, treedef, static, len(args), mesh)
-            from plax.sharding_eager import typed_short
-            host_inputs = [typed_short(x) for x in leaves]  # (host values, uncommitted arrays)
+            host_inputs = [host_or_uncommitted(x) for x in leaves]  # (typed P() by JAX)
             from plax.transforms.jit_shardings import placed_on_context_mesh
             raw = leaves
             leaves = placed_on_context_mesh(leaves, mesh) or leaves
@@ -628,6 +658,7 @@ class JitFunction:
         all_arrays = True
         has_refs = False
         multi = False  # an argument of another Array kind (sharded, pending)
+        first = None  # the leaf that committed the call to ``device``
         for i, x in enumerate(leaves):
             if isinstance(x, Array):  # sharded and pending arrays too (not the fast path's)
                 if type(x) is not Array:
@@ -639,9 +670,10 @@ class JitFunction:
                         if self._device is not None:
                             leaves[i] = x = _moved(x, device)
                         else:
-                            raise ValueError(f"Received incompatible devices for jitted "
-                                             f"computation: {device!r} and {x._device!r}. Move "
-                                             "arguments with plax.device_put first.")
+                            raise self._incompatible(leaves, treedef, static, len(args),
+                                                     first, i)
+                    if first is None:
+                        first = i
                     device, committed = x._device, True
             else:
                 all_arrays = False
@@ -651,8 +683,18 @@ class JitFunction:
                     raise self._bad_argument(leaves, treedef, static, len(args)) from None
                 if type(x) is Ref:
                     has_refs = True
+                    value = x._value
                     # a ref of a sharded value: the program may run per device on its blocks
-                    multi = multi or type(x._value) is not Array
+                    multi = multi or type(value) is not Array
+                    if type(value) is Array and value._committed and self._device is None:
+                        # JAX 0.10 commits a ref made off any mesh to its device: the call
+                        # runs there, its results committed, as a committed Array's would
+                        if committed and value._device != device:
+                            raise self._incompatible(leaves, treedef, static, len(args),
+                                                     first, i)
+                        if first is None:
+                            first = i
+                        device, committed = value._device, True
         if device is None:
             device = _default_device()
         flags = _trace_flags[0] or _current_trace_flags()
@@ -670,6 +712,18 @@ class JitFunction:
         device = entry.device  # backend= may have picked a device of another platform
         if entry.ref_consts and not multi:
             multi = _sharded_ref(entry.ref_consts)
+            if not multi and self._device is None:
+                # closed-over refs are committed to their device as arguments are (above):
+                # the call runs there (compiled for it once) and its results are committed
+                ref_device = _closed_ref_device(entry.ref_consts, device, committed)
+                if ref_device is not None:
+                    if ref_device is not device:
+                        device = ref_device
+                        key = (treedef, tuple(avals), static, device, len(args), flags)
+                        entry = self._cache.get(key) or self._compile(
+                            key, args, kwargs, leaves, treedef, avals, static, device)
+                        device = entry.device
+                    committed = True
         if all_arrays and not kwargs and entry.device is device and \
                 not entry.float0_outputs and entry.pinned is None and not multi and \
                 all(x._device is device for x in leaves) and self._fast_eligible(args):
@@ -702,14 +756,15 @@ class JitFunction:
                 from plax.sharding_auto import place_jit_outputs
                 out_arrays = place_jit_outputs(entry.closed, leaves, out_arrays)
         if on_mesh:  # results of a program with no argument on the mesh: placed on it
-            from plax.sharding_eager import cpu_mesh, placed_results
+            from plax.sharding_eager import placed_results
             out_arrays = placed_results(out_arrays, entry.closed.jaxpr, host_inputs, kept,
                                         mesh)
-            if cpu_mesh(mesh) and not kept and not has_refs and not kwargs and \
+            # (any platform: what can be replayed -- each result holding the program's own
+            # output buffer, as on a CPU mesh or a mesh of one device -- recipe decides)
+            if not kept and not has_refs and not kwargs and \
                     entry.pinned is None and not entry.ref_consts and not lent and \
                     self._device is None and not self._donates and \
-                    self._shardings is None and device.platform == "cpu" and \
-                    self._fast_eligible(args):
+                    self._shardings is None and self._fast_eligible(args):
                 self._record_mesh_call(args, raw, mesh, entry, outs, out_arrays, flags)
         if _checks[0]:  # jax_debug_nans / jax_debug_infs
             from plax.float_checks import check_jit_outputs
@@ -721,11 +776,16 @@ class JitFunction:
         with config.override("disable_jit", True):
             return self.fun(*args, **kwargs)
 
-    def _bad_argument(self, leaves, treedef, static, nargs) -> TypeError:
+    def _bad_argument(self, leaves, treedef, static, nargs) -> Exception:
         """JAX's TypeError for the first argument leaf that is not an array (a string, an
-        object of an unregistered class): it names the function and the argument's path."""
+        object of an unregistered class): it names the function and the argument's path.
+        (An object with ``__jax_array__``: JAX 0.10's ValueError.)"""
         bad = next(i for i, x in enumerate(leaves)
                    if not isinstance(x, (Array, Tracer)) and _not_abstractable(x))
+        from plax.errors import jax_array_operand
+        refused = jax_array_operand(leaves[bad])
+        if refused is not None:
+            return refused
         path = _leaf_paths(self._transform, self.fun, treedef, static, nargs, len(leaves))[bad]
         return TypeError(
             f"Error interpreting argument to {self.fun!r} as an abstract array. The "
@@ -733,6 +793,20 @@ class JitFunction:
             f"at path {path}.\nThis typically means that a jit-wrapped function was called "
             "with a non-array argument, and this argument was not marked as static using the "
             "static_argnums or static_argnames parameters of jax.jit.")
+
+    def _incompatible(self, leaves, treedef, static, nargs, i, j) -> ValueError:
+        """JAX's ValueError for argument leaves ``i`` and ``j`` (Arrays or refs) committed to
+        two devices, naming each by its path as JAX does (``argument x['p'] of f``)."""
+        from plax.sharding_eager import incompatible_arguments
+        qualname = getattr(self.fun, "__qualname__", None) or fun_name(self.fun)
+        paths = _leaf_paths(self._transform, self.fun, treedef, static, nargs, len(leaves))
+
+        def described(k):
+            x = leaves[k]
+            device = x._value._device if type(x) is Ref else x._device
+            return f"argument {paths[k]} of {qualname}", x.aval, device
+
+        return incompatible_arguments(described(i), described(j))
 
     def _check_context_mesh(self, leaves, treedef, static, nargs, mesh) -> bool:
         """JAX's ValueError for an argument committed to one device other than the devices

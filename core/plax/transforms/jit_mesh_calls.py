@@ -1,4 +1,5 @@
-"""The fast path of a top-level ``jit`` call under a set mesh of CPU devices.
+"""The fast path of a top-level ``jit`` call under a set mesh (of CPU devices, or of one
+device of any platform).
 
 JAX 0.10 places every host value and uncommitted array argument of such a call replicated
 on the mesh when it has Explicit axes (``NamedSharding(mesh, P())``), runs the program, and
@@ -6,7 +7,10 @@ places its results on the mesh (Explicit or Auto axes). On a mesh of CPU devices
 general path (``JitFunction._call_general``) does so with one host buffer that every device
 holds (:func:`plax.sharding_eager.placed_argument`, ``place_replicated``), so the program
 runs on the arguments' own buffers (a host value's one copy) and each result holds the
-program's output buffer. What the general path made of a signature's results -- each one's
+program's output buffer; on a mesh of one device of another platform (a GPU) the
+arguments are put on that device once and the result holds the output buffer too (a mesh
+of several GPUs copies each result to every device: nothing to replay, :func:`recipe`
+says None). What the general path made of a signature's results -- each one's
 type, sharding and pieces -- is recorded once (:func:`recipe`), and later calls with
 arguments of the same kinds run the program and wrap its buffers so (:func:`replayed`),
 skipping the placement, checks and result placement that would give the same answer again.
@@ -24,8 +28,8 @@ _SCALARS = (bool, int, float, complex)
 
 def leaf_kinds(leaves: Sequence) -> tuple | None:
     """What a recorded call's signature says of each argument leaf, all that the general
-    path's placement of the call depends on: an Array on a CPU device by its type, and when
-    committed by its device too; an Array over several devices (or placed on a mesh) by its
+    path's placement of the call depends on: an Array by its type, and by its device too
+    when committed or on another platform than the CPU; an Array over several devices (or placed on a mesh) by its
     type and sharding; a NumPy array by its shape and dtype; a scalar by its Python or NumPy
     type (its value's type follows from it). None when some leaf is of another kind (a
     pending array, a ref, ...): the call takes the general path.
@@ -38,9 +42,12 @@ def leaf_kinds(leaves: Sequence) -> tuple | None:
     for x in leaves:
         t = type(x)
         if t is Array:
-            if x._device.platform != "cpu":
-                return None
-            kinds.append((x.aval, x._device) if x._committed else x.aval)
+            if x._committed:
+                kinds.append((x.aval, x._device))
+            elif x._device.platform == "cpu":  # (every CPU device reads its buffer)
+                kinds.append(x.aval)
+            else:  # (the program reads its buffer on its own device)
+                kinds.append((x.aval, x._device, False))
         elif t is _ShardedArray:
             kinds.append((x.aval, x._sharding, x._committed))
         elif t is np.ndarray:

@@ -445,12 +445,8 @@ def placed_on_context_mesh(leaves: list, mesh: Any) -> list | None:
     from plax.sharding import AxisType
     if mesh is None or mesh.empty or AxisType.Explicit not in mesh.axis_types:
         return None
-    import numpy as np
-    from plax.array import Array
-    host = (np.ndarray, np.generic, bool, int, float, complex)
-    todo = [i for i, x in enumerate(leaves)
-            if (type(x) is Array and not x._committed) or
-            (not isinstance(x, Array) and isinstance(x, host))]
+    from plax.array import host_or_uncommitted
+    todo = [i for i, x in enumerate(leaves) if host_or_uncommitted(x)]
     if not todo:
         return None
     from plax.sharding_eager import placed_argument
