@@ -248,6 +248,16 @@ def env_number(name: str, default: float, *, kind: type = int, minimum: float | 
     return default
 
 
+def _named_choice(word: str, choices: tuple, any_case: bool) -> Any:
+    """The one of ``choices`` that ``word`` names: spelt exactly, or (``any_case``, the
+    options of :data:`_ANY_CASE`) in any case; None if none. The one rule of an enum
+    option's variable (:func:`env_choice`) and of ``config.update`` on it."""
+    for choice in choices:
+        if word == choice or (any_case and word.lower() == choice.lower()):
+            return choice
+    return None
+
+
 def env_choice(name: str, default: Any, choices: tuple[str, ...], *,
                any_case: bool = False) -> Any:
     """The environment variable ``name`` that names one of ``choices``, read now (exactly
@@ -278,10 +288,9 @@ def env_choice(name: str, default: Any, choices: tuple[str, ...], *,
     raw = os.environ.get(name)
     if raw is None or not raw.strip():
         return default
-    word = raw.strip()
-    for choice in choices:
-        if word == choice or (any_case and word.lower() == choice.lower()):
-            return choice
+    choice = _named_choice(raw.strip(), choices, any_case)
+    if choice is not None:
+        return choice
     raise ValueError(_invalid(name, raw, f"one of {', '.join(choices)}") + ", or leave it unset")
 
 
@@ -407,7 +416,7 @@ class Config:
             if key in _ANY_CASE and isinstance(value, str):
                 # (JAX looks these up by the enum member's name, in any case; every other
                 # enum option takes its words exactly as spelt: "ALLOW" is refused)
-                value = value.lower() if value.lower() in choices else value
+                value = _named_choice(value, choices, True) or value
             if value not in choices:
                 none = "None or " if none_ok else ""
                 raise ValueError(f"Invalid value for jax_{key}: new enum value must be "
