@@ -20,7 +20,7 @@ from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
-from plax.array import Array
+from plax.array import HOST_VALUE_TYPES, Array
 from plax.core import effects, registry
 from plax.core.primitive import Primitive
 from plax.core.shaped_array import ShapedArray
@@ -456,13 +456,11 @@ def new_ref(init_val: Any, *, memory_space: Any = None, kind: str | None = None)
       >>> r
       Ref([0., 2., 0.], dtype=float32)
     """
-    from plax.array import Array
     if isinstance(init_val, Ref) or is_ref_aval(getattr(init_val, "aval", None)):
         raise TypeError("new_ref expects an array, got a mutable array reference. Read it "
                         "with ref[...] (or plax.freeze) first.")
     if not isinstance(init_val, (Array, Tracer)):
-        import numpy as np
-        if not isinstance(init_val, (bool, int, float, complex, np.ndarray, np.generic)):
+        if not isinstance(init_val, HOST_VALUE_TYPES):
             raise TypeError(f"Error interpreting argument to new_ref as a JAX value. The "
                             f"problematic value is of type {type(init_val)} and was passed to "
                             "new_ref at position 0.\n")
@@ -553,7 +551,6 @@ def freeze(ref) -> Any:
       >>> jax.freeze(r)
       Array([1., 0.], dtype=float32)
     """
-    from plax.array import Array
     if isinstance(ref, Array):  # JAX accepts an array and returns it
         return ref
     _ref_aval(ref, "freeze")
