@@ -23,7 +23,7 @@ from typing import Any, Callable, Iterable, Sequence
 import numpy as np
 
 from plax import dtypes, tree_util
-from plax.array import _PY_SCALARS, Array, from_host, host_or_uncommitted
+from plax.array import HOST_VALUE_TYPES, _PY_SCALARS, Array, from_host, host_or_uncommitted
 from plax.backend import executable_text
 from plax.config import config
 from plax.core.jaxpr import ClosedJaxpr
@@ -1064,7 +1064,7 @@ class JitFunction:
         return functools.partial(self, obj)
 
 
-_STAGEABLE = (Array, Tracer, np.ndarray, np.generic, bool, int, float, complex)
+_STAGEABLE = (Array, Tracer, *HOST_VALUE_TYPES)
 
 
 def _in_reverse_mode(leaves) -> bool:
