@@ -74,6 +74,23 @@ def test_the_array_a_ref_is_made_of_stays_uncommitted():
     np.testing.assert_array_equal(np.asarray(r[...]), [5.0, 1.0, 1.0])
 
 
+def _repeated_calls(lib, numpy_lib) -> list:
+    """What each of three calls of a ``jit`` closing over a ref gives (the first compiles,
+    the later ones take the fast paths: Array arguments, host arguments)."""
+    r = lib.new_ref(numpy_lib.ones(3))
+    f = lib.jit(lambda x: x + r[...])
+    x = numpy_lib.arange(3.0)
+    return [[_described(f(x)), _described(f(np.ones(3, np.float32))), _described(f(2.0))]
+            for _ in range(3)]
+
+
+def test_jit_closing_over_a_ref_has_committed_results_on_every_call():
+    got = _repeated_calls(plax, jnp)
+    assert got == [[(True, [0], "float32")] * 3] * 3
+    if jax is not None:
+        assert _repeated_calls(jax, jax_numpy) == got
+
+
 # ------------------------------------------------------------------ two devices, one child
 
 _TWO_DEVICES = r'''

@@ -532,6 +532,9 @@ class JitFunction:
             entry = None
         if entry is None:
             return self._call_general(args, kwargs)
+        if not committed and entry.ref_consts:  # a committed ref closed over commits the
+            # results, as _call_general decides on the first call
+            committed = _closed_ref_device(entry.ref_consts, device, False) is not None
         outs = entry.executable(*entry.const_bufs, *[x._buf for x in leaves])
         if entry.single_output:
             return Array._new(outs[0], entry.out_avals[0], device, committed)
@@ -557,6 +560,9 @@ class JitFunction:
             return self._call_general(args, {})
         entry, avals = found
         committed = committed or kinds[1]
+        if not committed and entry.ref_consts:  # a committed ref closed over commits the
+            # results, as _call_general decides on the first call
+            committed = _closed_ref_device(entry.ref_consts, device, False) is not None
         bufs, lent = _lend_buffers(leaves, device, avals)
         outs = _unlent_outputs(entry.executable(*entry.const_bufs, *bufs), lent)
         new = Array._new
