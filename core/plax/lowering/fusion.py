@@ -688,6 +688,12 @@ def _fold_structural(jaxpr: Jaxpr, units: list, recompute: int = 0) -> list:
                     readers.setdefault(id(v), set()).add(i)
             for v in e.outvars:
                 producer[id(v)] = i
+    # a member of a dropped group, itself a reader of at least that group's reader's size,
+    # would grow a part of that group (its bound on what is too small no tighter) while no
+    # merge changed what the group saw: dropped too (else each unit of a long chain cut off
+    # from its slice grew the chain again: quadratic)
+    merges = 0
+    dropped: dict = {}   # unit index -> (reader's size, merges) of a dropped group holding it
     for j in range(len(units) - 1, -1, -1):   # (last first: a reader takes its whole feed)
         sink = units[j]
         if sink is None or isinstance(sink, HorizontalGroup) or not (moves[j] and other[j]):
@@ -700,6 +706,9 @@ def _fold_structural(jaxpr: Jaxpr, units: list, recompute: int = 0) -> list:
               or len({tuple(v.aval.shape) for v in sink.outvars}) != 1):
             continue   # (a multi-result sink, threefry2x32, stores its results of one shape)
         size = math.prod(sink.shape if isinstance(sink, Cluster) else sink.outvars[0].aval.shape)
+        seen = dropped.get(j)
+        if seen is not None and seen[0] <= size and seen[1] == merges:
+            continue
         # each member, once it joins, offers the units feeding it; a unit refused only because
         # another reader is not in the group yet is offered again when that reader joins
         group = {j}
@@ -721,7 +730,12 @@ def _fold_structural(jaxpr: Jaxpr, units: list, recompute: int = 0) -> list:
         eqns = [e for g in sorted(group) for e in _unit_eqns(units[g])]
         if len(group) == 1 or not any(_moves_elements(e) for e in eqns) or \
                 all(_is_view(e) for e in eqns):
-            continue   # (views alone launch nothing: a kernel would only copy)
+            for g in group:   # (views alone launch nothing: a kernel would only copy)
+                seen = dropped.get(g)
+                if seen is None or seen[1] != merges or seen[0] > size:
+                    dropped[g] = (size, merges)
+            continue
+        merges += 1
         if isinstance(sink, Cluster):
             shape, outs = sink.shape, list(sink.outputs)
         else:
