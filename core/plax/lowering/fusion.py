@@ -674,12 +674,13 @@ def _fold_structural(jaxpr: Jaxpr, units: list, recompute: int = 0) -> list:
     # views and elementwise equations grew each unit's whole feed: cubic in its length)
     moves: list = []
     other: list = []
+    opens: list = []   # whether the unit could be absorbed at all
     for i, unit in enumerate(units):
         eqns = _unit_eqns(unit)
-        feeds = {producer[id(v)] for e in eqns for v in e.invars
-                 if isinstance(v, Var) and id(v) in producer}
-        feeds = [p for p in feeds if p != i and _absorbable(units[p]) and
-                 not any(id(w) in outputs for e in _unit_eqns(units[p]) for w in e.outvars)]
+        opens.append(_absorbable(unit) and
+                     not any(id(w) in outputs for e in eqns for w in e.outvars))
+        feeds = [p for p in {producer.get(id(v)) for e in eqns for v in e.invars
+                             if isinstance(v, Var)} if p is not None and opens[p]]
         moves.append(any(map(_moves_elements, eqns)) or any(moves[p] for p in feeds))
         other.append(not all(map(_is_view, eqns)) or any(other[p] for p in feeds))
         for e in eqns:
