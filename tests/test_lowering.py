@@ -532,3 +532,22 @@ def test_a_view_keeps_its_base_from_being_overwritten_in_place():
     y = np.sin(x.astype(np.float64)) * 2
     want = np.concatenate([y[1:], np.exp(y)]) + 1
     np.testing.assert_allclose(np.asarray(plax.jit(f, backend="numpy")(x)), want, rtol=1e-6)
+
+
+def test_a_result_that_may_be_a_view_does_not_delay_its_operands_del():
+    # a step without ``accepts_out`` (dot here) may return a view of its operand: only the
+    # reuse of the operand's buffer waits for the result; the operand is still deleted after
+    # its last reader (each temporary of a chain of products freed as the chain goes on)
+    from plax_numpy.backend import NumpyEmitter
+
+    def f(x):
+        a = x @ x
+        b = jnp.sin(a) @ a
+        return (b @ b).sum(axis=0)
+
+    x = np.ones((4, 4), np.float32)
+    backend = plugins.registry().backends["numpy"]
+    source = lower(plax.make_jaxpr(f)(x).jaxpr, NumpyEmitter(backend.impls), backend,
+                   plax.devices("cpu")[0]).__plax_source__
+    lines = [line.strip() for line in source.splitlines()]
+    assert lines.index("del v1, v2") < lines.index("v4 = _f3(v3, v3)"), source

@@ -1434,14 +1434,16 @@ def plan_cluster(cluster, *, literal_values: bool = True) -> ClusterKernel:
     # (codegen_structural); the loop computes at ``i`` only what is needed there
     reads, at_i = None, set()
     produced = {id(v) for e in cluster.eqns for v in e.outvars}
-    if any(codegen_structural.is_structural(e, produced, shape) for e in cluster.eqns):
+    structural = {id(e) for e in cluster.eqns
+                  if codegen_structural.is_structural(e, produced, shape)}
+    if structural:
         reads = codegen_structural.StructuralReads(shape, cluster.eqns, by_atom, locals_, load)
         at_i = {id(v) for v in cluster.outputs}
         for eqn in reversed(cluster.eqns):
-            if any(id(v) in at_i for v in eqn.outvars) and \
-                    not codegen_structural.is_structural(eqn, produced, shape):
+            if any(id(v) in at_i for v in eqn.outvars) and id(eqn) not in structural:
                 at_i.update(id(v) for v in eqn.invars
                             if tuple(v.aval.shape) in (shape, ()) or fusion_kind(eqn.primitive) == BROADCAST)
+
     def computed(out, local: str, dout) -> None:
         """``out``'s value at ``i`` is ``local``: stored where it is a cluster output."""
         locals_[id(out)] = local
@@ -1457,10 +1459,9 @@ def plan_cluster(cluster, *, literal_values: bool = True) -> ClusterKernel:
         dout = np.dtype(out.aval.dtype)
         if not any(id(v) in live for v in eqn.outvars):
             continue
-        if reads is not None and (codegen_structural.is_structural(eqn, produced, shape)
-                                  or not any(id(v) in at_i for v in eqn.outvars)):
-            if not any(id(v) in at_i for v in eqn.outvars):
-                continue   # (computed where a structural read needs it)
+        if reads is not None and not any(id(v) in at_i for v in eqn.outvars):
+            continue   # (computed where a structural read needs it)
+        if id(eqn) in structural:
             lines: list = []
             local = reads.value(out, "i", lines, {})
             body.extend(lines)

@@ -668,16 +668,36 @@ def _fold_structural(jaxpr: Jaxpr, units: list, recompute: int = 0) -> list:
     outputs = {id(v) for v in jaxpr.outvars if isinstance(v, Var)}
     producer: dict = {}   # id(var) -> index of the unit defining it
     readers: dict = {}    # id(var) -> indices of the units reading it
+    # whether a slice or concatenation / an equation other than a view is in the unit or in
+    # what it could absorb (absorbable units upstream, none an output): a group of a unit
+    # without both is dropped however it grows (below), so it is not grown (else a program of
+    # views and elementwise equations grew each unit's whole feed: cubic in its length)
+    moves: list = []
+    other: list = []
+    opens: list = []   # whether the unit could be absorbed at all
     for i, unit in enumerate(units):
-        for e in _unit_eqns(unit):
+        eqns = _unit_eqns(unit)
+        opens.append(_absorbable(unit) and
+                     not any(id(w) in outputs for e in eqns for w in e.outvars))
+        feeds = [p for p in {producer.get(id(v)) for e in eqns for v in e.invars
+                             if isinstance(v, Var)} if p is not None and opens[p]]
+        moves.append(any(map(_moves_elements, eqns)) or any(moves[p] for p in feeds))
+        other.append(not all(map(_is_view, eqns)) or any(other[p] for p in feeds))
+        for e in eqns:
             for v in e.invars:
                 if isinstance(v, Var):
                     readers.setdefault(id(v), set()).add(i)
             for v in e.outvars:
                 producer[id(v)] = i
+    # a member of a dropped group, itself a reader of at least that group's reader's size,
+    # would grow a part of that group (its bound on what is too small no tighter) while no
+    # merge changed what the group saw: dropped too (else each unit of a long chain cut off
+    # from its slice grew the chain again: quadratic)
+    merges = 0
+    dropped: dict = {}   # unit index -> (reader's size, merges) of a dropped group holding it
     for j in range(len(units) - 1, -1, -1):   # (last first: a reader takes its whole feed)
         sink = units[j]
-        if sink is None or isinstance(sink, HorizontalGroup):
+        if sink is None or isinstance(sink, HorizontalGroup) or not (moves[j] and other[j]):
             continue
         if isinstance(sink, Cluster):
             if any(_fusion_kinds.get(e.primitive) not in (ELEMENTWISE, INDEX, BROADCAST, REDUCTION)
@@ -687,35 +707,45 @@ def _fold_structural(jaxpr: Jaxpr, units: list, recompute: int = 0) -> list:
               or len({tuple(v.aval.shape) for v in sink.outvars}) != 1):
             continue   # (a multi-result sink, threefry2x32, stores its results of one shape)
         size = math.prod(sink.shape if isinstance(sink, Cluster) else sink.outvars[0].aval.shape)
+        seen = dropped.get(j)
+        if seen is not None and seen[0] <= size and seen[1] == merges:
+            continue
+        # each member, once it joins, offers the units feeding it; a unit refused only because
+        # another reader is not in the group yet is offered again when that reader joins
         group = {j}
-        grew = True
-        while grew:
-            grew = False
-            for g in sorted(group):
-                for e in _unit_eqns(units[g]):
-                    for v in e.invars:
-                        p = producer.get(id(v)) if isinstance(v, Var) else None
-                        if p is None or p in group or units[p] is None or \
-                                not _absorbable(units[p]) or _too_small(units[p], size, recompute):
-                            continue
-                        made = [w for e2 in _unit_eqns(units[p]) for w in e2.outvars]
-                        if any(id(w) in outputs or not readers.get(id(w), set()) <= group | {p}
-                               for w in made):
-                            continue
-                        group.add(p)
-                        grew = True
+        todo = [j]
+        while todo:
+            for e in _unit_eqns(units[todo.pop()]):
+                for v in e.invars:
+                    p = producer.get(id(v)) if isinstance(v, Var) else None
+                    if p is None or p in group or units[p] is None or \
+                            not _absorbable(units[p]) or _too_small(units[p], size, recompute):
+                        continue
+                    made = [w for e2 in _unit_eqns(units[p]) for w in e2.outvars]
+                    if any(id(w) in outputs or
+                           any(r != p and r not in group for r in readers.get(id(w), ()))
+                           for w in made):
+                        continue
+                    group.add(p)
+                    todo.append(p)
         eqns = [e for g in sorted(group) for e in _unit_eqns(units[g])]
         if len(group) == 1 or not any(_moves_elements(e) for e in eqns) or \
                 all(_is_view(e) for e in eqns):
-            continue   # (views alone launch nothing: a kernel would only copy)
+            for g in group:   # (views alone launch nothing: a kernel would only copy)
+                seen = dropped.get(g)
+                if seen is None or seen[1] != merges or seen[0] > size:
+                    dropped[g] = (size, merges)
+            continue
+        merges += 1
         if isinstance(sink, Cluster):
             shape, outs = sink.shape, list(sink.outputs)
         else:
             shape, outs = tuple(sink.outvars[0].aval.shape), list(sink.outvars)
-        units[j] = Cluster(eqns, shape, _inputs_of(eqns), outs, [units[g] for g in sorted(group)])
+        inputs = _inputs_of(eqns)
+        units[j] = Cluster(eqns, shape, inputs, outs, [units[g] for g in sorted(group)])
         for g in group - {j}:
             units[g] = None
-        for v in _inputs_of(eqns):   # (what the absorbed equations read is now read by unit j)
+        for v in inputs:   # (what the absorbed equations read is now read by unit j)
             if isinstance(v, Var):
                 readers[id(v)] = (readers.get(id(v), set()) - group) | {j}
         for e in eqns:

@@ -200,16 +200,19 @@ class _Program:
             if isinstance(v, Var):
                 last[v] = len(units)
         # a step that does not allocate its result (a slice, a reshape: NumPy hands back a
-        # view) may return its operand's memory: an operand lives as long as such a result,
-        # else a ufunc writing in place into the dead operand changes the view (last first:
-        # a view of a view extends its base too)
+        # view) may return its operand's memory: an operand's buffer is not taken for a result
+        # in place while such a result is live, else the ufunc writing into it changes the view
+        # (last first: a view of a view holds its base too). Only the reuse waits: ``del`` of
+        # the name still comes after its last reader (a view keeps its base's memory itself,
+        # and a result that is no view lets it go)
+        held: dict = {}   # value -> the last step at which a result that may be its view is live
         for step, ins, outs, multiple in reversed(units):
             if step.accepts_out and not multiple:
                 continue
-            end = max((last.get(o, -1) for o in outs), default=-1)
+            end = max((max(last.get(o, -1), held.get(o, -1)) for o in outs), default=-1)
             for v in ins:
-                if isinstance(v, Var) and last.get(v, -1) < end:
-                    last[v] = end
+                if isinstance(v, Var) and held.get(v, -1) < end:
+                    held[v] = end
         caller_owned = set(jaxpr.invars)
         fresh: set = set()  # values this function allocated (a dead one may take a result)
         body = []
@@ -220,7 +223,7 @@ class _Program:
             args = ", ".join(self.name_of(v) for v in ins)
             out_names = [self.name_of(v) for v in outs]
             if step.accepts_out and not multiple:
-                reuse = _dead_operand(ins, outs[0], i, fresh, last)
+                reuse = _dead_operand(ins, outs[0], i, fresh, last, held)
                 if reuse is not None:
                     args += f", out={self.name_of(reuse)}"
                 if outs[0].aval.shape:
@@ -256,13 +259,14 @@ def _as_step(step) -> Step:
     return step if isinstance(step, Step) else Step(step)
 
 
-def _dead_operand(ins, out: Var, i: int, fresh: set, last: dict):
+def _dead_operand(ins, out: Var, i: int, fresh: set, last: dict, held: dict):
     """An operand whose buffer can take the result: allocated here, dead after step ``i``,
-    and of the result's shape and dtype."""
+    no result that may be its view live after it (``held``), and of the result's shape and
+    dtype."""
     if not out.aval.shape:
         return None
     for v in ins:
-        if (isinstance(v, Var) and v in fresh and last.get(v) == i
+        if (isinstance(v, Var) and v in fresh and last.get(v) == i and held.get(v, -1) <= i
                 and v.aval.shape == out.aval.shape and v.aval.dtype == out.aval.dtype):
             return v
     return None
