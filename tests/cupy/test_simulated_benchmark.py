@@ -65,6 +65,7 @@ def test_benchmark_prints_launches_and_no_host_copies_per_call():
                           capture_output=True, text=True, env=child_env(), cwd=REPO, timeout=600)
     out = done.stdout
     assert done.returncode == 0, done.stderr[-3000:]
+    assert "failed" not in out, out   # (no row failed, nor JAX's beside it)
     assert "launches" in out and "h2d" in out and "d2h" in out and "graph" in out, out
     assert re.search(r"device-to-device copy \d+ GB/s", out), out
     selu = next(ln for ln in out.splitlines() if ln.startswith("selu"))
