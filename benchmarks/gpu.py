@@ -13,7 +13,8 @@ with ``block_until_ready`` after each timed batch of calls):
   path"; ``random.normal ..., scalar`` likewise);
 * matmul 8192 x 8192, float32 (TF32 off in both: ``jax_default_matmul_precision="highest"``)
   and bfloat16;
-* one SGD step of an MLP 784-2048-2048-10, batch 4096 (value and grad, parameters updated),
+* one SGD step of an MLP 784-2048-2048-10, batch 4096 (``--tiny``/``--simulated``:
+  784-512-512-10, batch 64; value and grad, parameters updated),
   called on the same parameters (``MLP step``) and in a training loop, each call stepping the
   parameters the last one returned (``MLP train loop``; ``MLP loop, batch uploaded``: with the
   batch uploaded from the host each call);
@@ -211,7 +212,9 @@ def workloads(quick: bool, tiny: bool = False):
     x_scan = rng.standard_normal(n_scan).astype(np.float32)
     a32 = rng.standard_normal((m, m)).astype(np.float32)
     b32 = rng.standard_normal((m, m)).astype(np.float32)
-    sizes = (784, 2048, 2048, 10)
+    # (--tiny/--simulated: 512 wide, a ninth of the work on the simulation, same kernels and
+    # paths: the launch, copy and graph columns are those of 784-2048-2048-10)
+    sizes = (784, 512, 512, 10) if tiny else (784, 2048, 2048, 10)
     params = [((rng.standard_normal((i, o)) / np.sqrt(i)).astype(np.float32), np.zeros(o, np.float32))
               for i, o in zip(sizes[:-1], sizes[1:])]
     images = rng.standard_normal((batch, 784)).astype(np.float32)
@@ -360,8 +363,8 @@ def workloads(quick: bool, tiny: bool = False):
               for shape, x in x_columns.items()],
             (f"argmax axis 0 {x_argmax.shape[0]}x{x_argmax.shape[1]} f32", 4 * x_argmax.size,
              "argmax axis 0"),
-            ("SGD update 784-2048-2048-10 params", 12 * sum(a.size for a in flat_params),
-             "sgd update"),
+            (f"SGD update {'-'.join(map(str, sizes))} params",
+             12 * sum(a.size for a in flat_params), "sgd update"),
             (f"conv 3x3 {conv_n}x{conv_hw}^2x{conv_c} f32", None, "conv 3x3"),
             (f"FFT filter {fft_rows}x{fft_n} c64", None, "fft filter"),
             (f"GP solve {gp_n}^2 f32", None, "gp solve"),
