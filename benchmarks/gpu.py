@@ -99,9 +99,9 @@ graphs off...).
 
 The ratio column is plax-cupy / JAX (the issue's goal: <= 1.1 on the bandwidth- and BLAS-bound
 rows, <= 1.5 on latency). Each cell is the median over ``--repeat`` runs of enough calls to
-last about 100 ms, after warm-up calls (compilation excluded). Without a GPU (no CuPy, no
-driver, no device) the script prints why and exits 0; without JAX's GPU build the JAX column
-says so. ``--quick`` shrinks the sizes tenfold (a smoke test); ``--simulated`` runs the
+last about 100 ms (``--tiny``: one run of one call), after warm-up calls (compilation
+excluded). Without a GPU (no CuPy, no driver, no device) the script prints why and exits 0;
+without JAX's GPU build the JAX column says so. ``--quick`` shrinks the sizes tenfold (a smoke test); ``--simulated`` runs the
 ``--tiny`` sizes on tests/cupy's simulated GPU (CI without a GPU: the counters are the point,
 the times mean nothing; launches are counted as on a real GPU).
 """
@@ -452,7 +452,7 @@ def graph_state(executable) -> str:
     return "replayed, verified"
 
 
-def copy_rate(nbytes: int, repeat: int) -> float:
+def copy_rate(nbytes: int, repeat: int, budget: float = 0.1) -> float:
     """The card's device-to-device copy rate in GB/s: bytes read plus written per second by a
     ``cupy.copyto`` of ``nbytes`` between two device buffers (synchronised after each copy)."""
     import cupy
@@ -462,7 +462,7 @@ def copy_rate(nbytes: int, repeat: int) -> float:
     def copy():
         cupy.copyto(dst, src)
         cupy.cuda.runtime.deviceSynchronize()
-    return 2 * src.nbytes / _time(copy, repeat) / 1e9
+    return 2 * src.nbytes / _time(copy, repeat, budget) / 1e9
 
 
 def _cupy_backend():
@@ -563,7 +563,8 @@ def main(argv=None) -> int:
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--peak-gbs", type=float, default=None)
     ap.add_argument("--tiny", action="store_true",
-                    help="minute sizes, one repetition (checks the script runs, e.g. on tests/cupy's simulated GPU)")
+                    help="minute sizes, one timed call a cell (checks the script runs, e.g. on "
+                         "tests/cupy's simulated GPU)")
     ap.add_argument("--simulated", action="store_true",
                     help="--tiny on tests/cupy's simulated GPU (fake_cupy), for CI without a GPU")
     ap.add_argument("--first-call", action="store_true",
@@ -590,7 +591,10 @@ def main(argv=None) -> int:
     plax_l = plax_lib(backend.devices()[0])
     jax_l, jax_note = jax_lib()
     peak = opts.peak_gbs or _peak_gbs()
-    copy_gbs = copy_rate((400_000_000 // (10_000 if opts.tiny else 1)), opts.repeat)
+    # (--tiny: one timed call a cell, no batch of calls filling 0.1 s: the times mean nothing
+    # at those sizes, and on the simulated GPU the counters are the point)
+    budget = 0.0 if opts.tiny else 0.1
+    copy_gbs = copy_rate((400_000_000 // (10_000 if opts.tiny else 1)), opts.repeat, budget)
     print(f"GPU: {gpu.name} (cuda:{gpu.id}, sm_{gpu.compute_capability[0]}{gpu.compute_capability[1]}, "
           f"{gpu.total_memory >> 30} GiB){f', peak {peak:.0f} GB/s' if peak else ''}, "
           f"device-to-device copy {copy_gbs:.0f} GB/s (read + written); plax {plax.__version__}")
@@ -606,7 +610,7 @@ def main(argv=None) -> int:
         try:
             with _TopPrograms(backend) as programs:
                 call = _blocking(*factories[key](plax_l))
-                t_plax = _time(call, repeat)
+                t_plax = _time(call, repeat, budget)
         except Exception as err:  # noqa: BLE001 - one failing row must not hide the others
             print(f"{label:28s} plax-cupy failed: {type(err).__name__}: {str(err)[:120]}")
             continue
@@ -615,7 +619,8 @@ def main(argv=None) -> int:
         del call
         cost += f" {_launches_without_graphs(lambda: factories[key](plax_l)):8d}"
         try:
-            t_jax = _time(_blocking(*factories[key](jax_l)), repeat) if jax_l else None
+            t_jax = (_time(_blocking(*factories[key](jax_l)), repeat, budget) if jax_l
+                     else None)
         except Exception as err:  # noqa: BLE001
             print(f"{'':28s} (jax failed: {type(err).__name__}: {str(err)[:100]})")
             t_jax = None
