@@ -101,9 +101,10 @@ The ratio column is plax-cupy / JAX (the issue's goal: <= 1.1 on the bandwidth- 
 rows, <= 1.5 on latency). Each cell is the median over ``--repeat`` runs of enough calls to
 last about 100 ms (``--tiny``: one run of one call), after warm-up calls (compilation
 excluded). Without a GPU (no CuPy, no driver, no device) the script prints why and exits 0;
-without JAX's GPU build the JAX column says so. ``--quick`` shrinks the sizes tenfold (a smoke test); ``--simulated`` runs the
-``--tiny`` sizes on tests/cupy's simulated GPU (CI without a GPU: the counters are the point,
-the times mean nothing; launches are counted as on a real GPU).
+without JAX's GPU build the JAX column says so. ``--quick`` shrinks the sizes tenfold (a
+smoke test); ``--simulated`` runs the ``--tiny`` sizes on tests/cupy's simulated GPU (CI
+without a GPU: the counters are the point, the times mean nothing; launches are counted as on
+a real GPU).
 """
 from __future__ import annotations
 
