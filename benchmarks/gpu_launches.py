@@ -12,7 +12,8 @@ kernel with too little parallelism (fewer threads than ``sms * 2048``, the resid
 the card, each looping over more than 64 elements) is marked. The products (cuBLAS) are
 counted, not listed. ``--sms`` sets the multiprocessor count the launch configuration assumes (an H200 has
 132: the simulated GPU is installed reporting it). ``--tiny`` takes a batch of 64 (gpu.py's
-``--tiny`` sizes; a smoke test): the same kernels, launched over fewer elements.
+``--tiny`` sizes, 784-512-512-10; a smoke test): the same kernels, launched over fewer
+elements.
 """
 from __future__ import annotations
 
@@ -88,14 +89,15 @@ def main(argv=None) -> int:
     factories = gpu.workloads(quick=True, tiny=opts.tiny)[1]
     step, args = factories["mlp step"](gpu.plax_lib(plax.devices("gpu")[0]))
     batch = args[1].shape[0]
+    sizes = [w.shape[0] for w, _ in args[0]] + [args[0][-1][0].shape[1]]   # (the layers)
     plax.block_until_ready(step(*args))   # compiled; then one call, recorded
     calls = _recorded_launches(fake_cupy)
     layouts = _recorded_layouts()
     with plax_cupy.count() as counted:
         plax.block_until_ready(step(*args))
     resident = opts.sms * 2048
-    print(f"MLP 784-2048-2048-10 step, batch {batch}, launch configuration for {opts.sms} "
-          f"SMs ({resident} resident threads): {counted.launches} launches, "
+    print(f"MLP {'-'.join(map(str, sizes))} step, batch {batch}, launch configuration for "
+          f"{opts.sms} SMs ({resident} resident threads): {counted.launches} launches, "
           f"{len(calls)} plax-compiled kernels, {counted.launches - len(calls)} other (cuBLAS)")
     print(f"{'kernel':28s} {'grid x block':>14s} {'threads':>9s}  longest serial loop a thread")
     for name, grid, block, scalars in calls:

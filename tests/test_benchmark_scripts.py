@@ -108,7 +108,8 @@ def test_numba_compiles_counts_a_command_s_compilations():
 
 
 def test_gpu_launches_lists_the_mlp_step_s_kernels():
-    # on the simulated GPU (the script installs it; g++ builds its kernels), batch 64
+    # on the simulated GPU (the script installs it; g++ builds its kernels), gpu.py's --tiny
+    # MLP: 784-512-512-10, batch 64
     import re
     import shutil
 
@@ -116,7 +117,7 @@ def test_gpu_launches_lists_the_mlp_step_s_kernels():
     if shutil.which("g++") is None:
         pytest.skip("no C++ compiler (g++) for the simulated GPU")
     lines = _run("gpu_launches.py", "--tiny", "--sms", "2")
-    head = re.fullmatch(r"MLP 784-2048-2048-10 step, batch 64, launch configuration for 2 SMs "
+    head = re.fullmatch(r"MLP 784-512-512-10 step, batch 64, launch configuration for 2 SMs "
                         r"\(4096 resident threads\): (\d+) launches, (\d+) plax-compiled "
                         r"kernels, (\d+) other \(cuBLAS\)", lines[0])
     assert head, lines[0]
