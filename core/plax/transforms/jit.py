@@ -782,8 +782,15 @@ class JitFunction:
                 out_arrays = place_jit_outputs(entry.closed, leaves, out_arrays)
         if on_mesh:  # results of a program with no argument on the mesh: placed on it
             from plax.sharding_eager import placed_results
+            unplaced = out_arrays
             out_arrays = placed_results(out_arrays, entry.closed.jaxpr, host_inputs, kept,
                                         mesh)
+            if not kept:  # an Explicit axis: some may stay on a committed argument's device
+                from plax.sharding_device_typed import device_typed_outputs
+                stay = device_typed_outputs(entry.closed.jaxpr, raw, mesh)
+                if stay is not None and any(stay):
+                    kept = True  # (not replayed: jit_mesh_calls places every result)
+                    out_arrays = [u if s else o for u, o, s in zip(unplaced, out_arrays, stay)]
             # (any platform: what can be replayed -- each result holding the program's own
             # output buffer, as on a CPU mesh or a mesh of one device -- recipe decides)
             if not kept and not has_refs and not kwargs and \
