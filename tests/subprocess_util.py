@@ -55,3 +55,31 @@ def run_python(code: str = "", *extra_path: Path, env: dict | None = None, args=
 def last_json(proc: subprocess.CompletedProcess):
     """The JSON value the child printed on its last line of output."""
     return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+_ANSWERS_TAIL = r'''
+
+import plax
+result = {"plax": answers(plax, plax.numpy)}
+try:
+    import jax
+except ImportError:
+    jax = None
+if jax is not None:
+    jax.config.update("jax_num_cpu_devices", 2)
+    result["jax"] = answers(jax, jax.numpy)
+print(json.dumps(result))
+'''
+
+
+def two_cpu_device_answers(code: str) -> dict:
+    """Runs ``code`` -- which defines ``answers(lib, jnp)`` returning a JSON-able dict, and
+    imports ``json`` -- in one child interpreter with two CPU devices, under plax and (where
+    installed) JAX.
+
+    Returns:
+      ``{"plax": ..., "jax": ...}`` (no ``"jax"`` without JAX).
+    """
+    return last_json(run_python(env={"PLAX_NUM_CPU_DEVICES": "2", "PLAX_PLATFORMS": "cpu",
+                                     "JAX_PLATFORMS": "cpu"},
+                                args=["-c", code + _ANSWERS_TAIL]))

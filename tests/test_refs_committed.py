@@ -14,7 +14,7 @@ import pytest
 
 import plax
 import plax.numpy as jnp
-from subprocess_util import last_json, run_python
+from subprocess_util import two_cpu_device_answers
 
 try:
     import jax
@@ -133,23 +133,11 @@ def answers(lib, jnp):
     note("uncommitted d1 value", lambda: lib.new_ref(x)[...])
     return out
 
-
-import plax
-result = {"plax": answers(plax, plax.numpy)}
-try:
-    import jax
-except ImportError:
-    jax = None
-if jax is not None:
-    jax.config.update("jax_num_cpu_devices", 2)
-    result["jax"] = answers(jax, jax.numpy)
-print(json.dumps(result))
 '''
 
 
 def test_refs_committed_on_two_devices():
-    got = last_json(run_python(env={"PLAX_NUM_CPU_DEVICES": "2", "PLAX_PLATFORMS": "cpu",
-                                    "JAX_PLATFORMS": "cpu"}, args=["-c", _TWO_DEVICES]))
+    got = two_cpu_device_answers(_TWO_DEVICES)
     refused = ["ValueError", True]
     plax_got = {k: ["ValueError", "Received incompatible devices" in v[1]]
                 if v[0] == "ValueError" else v for k, v in got["plax"].items()}

@@ -247,6 +247,9 @@ def apply_on_mesh(prim, args: Sequence, params: dict, compute: Callable) -> Any:
     kept = check_committed_devices(args, mesh, lambda i: eager_operand_name(prim, i))
     if not _places(mesh) or kept:
         return compute(prim, args, params)
+    from plax.sharding_device_typed import stays_on_device
+    if stays_on_device(prim, args, mesh):  # an Explicit axis: typed with no mesh (see there)
+        return compute(prim, args, params)
     plain = []
     for a in args:
         v = _off_mesh_value(a, mesh)

@@ -20,11 +20,14 @@ def _defer(fn):
     """Binary operator: return NotImplemented for operands plax does not know (lets Python try
     the other operand's reflected method)."""
     from plax.array import Array
+    from plax.numpy.jax_array_protocol import unwrapped_operand
     from plax.numpy.util import is_arraylike
 
     def op(self, other):
         if type(other) is not Array and not is_arraylike(other):
-            return NotImplemented
+            other = unwrapped_operand(other)  # JAX 0.10 reads __jax_array__ here
+            if not is_arraylike(other):
+                return NotImplemented
         return fn(self, other)
     op.__name__ = fn.__name__
     return op

@@ -14,6 +14,7 @@ from plax.core.varying import vary_like
 from plax.float0 import is_float0_value
 from plax.transforms.jit import jit_when_traced
 from plax.lax import base as _lax_base
+from plax.numpy.jax_array_protocol import array_from_jax_array, has_jax_array, unwrap_leaves
 from plax.numpy.util import check_arraylike, to_dtype
 from plax.sharding import mesh_maybe_set as _mesh_maybe_set
 from plax.sharding_types import with_out_sharding
@@ -28,11 +29,13 @@ def canonicalize_shape(shape: Any) -> tuple[int, ...]:
 
 
 def _has_traced(obj) -> bool:
+    """Whether nested lists hold an Array, a tracer or an object with ``__jax_array__``
+    (which may return either)."""
     if isinstance(obj, (Array, Tracer)):
         return True
     if isinstance(obj, (list, tuple)):
         return any(_has_traced(o) for o in obj)
-    return False
+    return has_jax_array(obj)
 
 
 def _sequence_leaves(obj) -> list:
@@ -94,7 +97,12 @@ def array(object: Any, dtype: Any = None, copy: bool = True, order: str | None =
         if _mesh_maybe_set[0] and out is object and copy is not False:
             from plax.sharding_eager import placed_copy  # JAX 0.10: a copy, placed as it is
             out = placed_copy(out)
+    elif has_jax_array(object):
+        return array_from_jax_array(object, lambda v: array(v, dtype, copy, order, ndmin), dtype)
     elif isinstance(object, (list, tuple)) and _has_traced(object):
+        object = unwrap_leaves(object)  # (JAX reads each item's __jax_array__ once)
+        if not _has_traced(object):
+            return array(object, dtype, copy, order, ndmin)
         leaves = _sequence_leaves(object)
         dt = target if target is not None else dtypes.result_type(*leaves)
         out = _join_traced_rows(object, dt)
@@ -296,6 +304,8 @@ def _like(a, dtype, shape, value, name: str = "full_like"):
     ``lax.full_like`` shards it: traced, with ``a``'s type sharding when ``shape`` is not
     given; eagerly, placed as ``a`` is when ``a`` is committed, not weakly typed, and the
     shape is ``a``'s (or ``a`` is replicated)."""
+    if has_jax_array(a) and not (hasattr(a, "dtype") and hasattr(a, "shape")):
+        a = a.__jax_array__()  # (JAX 0.10 reads a wrapper's array here, once)
     check_arraylike(name, a)
     host = not isinstance(a, (Array, Tracer))  # no sharding to follow (placed or not)
     a = asarray(a)

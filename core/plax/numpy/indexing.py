@@ -24,6 +24,7 @@ from plax import dtypes, errors, lax
 from plax.array import Array
 from plax.core import varying as _varying
 from plax.core.trace import Tracer, get_aval
+from plax.numpy.jax_array_protocol import has_jax_array
 from plax.lax.slicing import GatherDimensionNumbers, GatherScatterMode, ScatterDimensionNumbers
 from plax.sharding_indexing import index_typed
 from plax.sharding_types import explicit_type, is_untyped, with_out_sharding
@@ -48,7 +49,10 @@ def _is_int_scalar(i) -> bool:
     return isinstance(i, (int, np.integer)) and not isinstance(i, (bool, np.bool_))
 
 
-def _index_error_for(i) -> TypeError:
+def _index_error_for(i) -> TypeError | ValueError:
+    refused = errors.jax_array_operand(i)  # JAX 0.10 reads no __jax_array__ of an index
+    if refused is not None:
+        return refused
     if isinstance(i, str):
         return TypeError(f"JAX does not support string indexing; got idx={i!r}")
     dt = getattr(i, "dtype", None)
@@ -499,7 +503,7 @@ def scatter_update(x, idx, y, op: str, *, indices_are_sorted=False, unique_indic
                            values=y)
     if op not in _SCATTERS:
         raise ValueError(f"unknown .at[] update {op!r}; expected one of {sorted(_SCATTERS)}")
-    if isinstance(y, (list, tuple)):
+    if isinstance(y, (list, tuple)) or has_jax_array(y):  # (JAX: jnp.asarray(y))
         from plax.numpy.creation import array
         y = array(y)
     work_dtype = _scatter_dtype(x, y, aval)

@@ -227,7 +227,8 @@ def _hashable(value, where):
 
 class _CacheEntry:
     __slots__ = ("executable", "const_bufs", "out_tree", "out_avals", "closed", "device",
-                 "backend", "single_output", "float0_outputs", "pinned", "ref_consts")
+                 "backend", "single_output", "float0_outputs", "pinned", "ref_consts",
+                 "unread")
 
     def __init__(self, executable, const_bufs, out_tree, out_avals, closed, device, backend,
                  pinned=None):
@@ -246,6 +247,20 @@ class _CacheEntry:
         # the refs the function closed over: one holding a sharded value makes the program
         # run per device even when no argument is sharded (read per call: a ref's value moves)
         self.ref_consts = tuple(c for c in closed.consts if type(c) is Ref)
+        # the argument leaves the program does not read: their devices and committedness do
+        # not count (JAX 0.10, keep_unused=False; set by _compile_now)
+        self.unread = frozenset()
+
+
+def _reads_committed(leaves, unread: frozenset) -> bool:
+    """Whether an argument leaf the program reads (not in ``unread``) is committed (an
+    Array, or a ref holding one): JAX 0.10 commits a call's results by those alone."""
+    for i, x in enumerate(leaves):
+        if i not in unread:
+            value = x._value if type(x) is Ref else x
+            if isinstance(value, Array) and value._committed:
+                return True
+    return False
 
 
 def _incompatible_devices(device, other) -> ValueError:
@@ -532,6 +547,8 @@ class JitFunction:
             entry = None
         if entry is None:
             return self._call_general(args, kwargs)
+        if committed and entry.unread and self._device is None:
+            committed = _reads_committed(leaves, entry.unread)
         if not committed and entry.ref_consts:  # a committed ref closed over commits the
             # results, as _call_general decides on the first call
             committed = _closed_ref_device(entry.ref_consts, device, False) is not None
@@ -560,6 +577,8 @@ class JitFunction:
             return self._call_general(args, {})
         entry, avals = found
         committed = committed or kinds[1]
+        if committed and entry.unread and self._device is None:
+            committed = _reads_committed(leaves, entry.unread)
         if not committed and entry.ref_consts:  # a committed ref closed over commits the
             # results, as _call_general decides on the first call
             committed = _closed_ref_device(entry.ref_consts, device, False) is not None
@@ -633,9 +652,10 @@ class JitFunction:
         return (*_tree_flatten(tuple([a for i, a in enumerate(args) if i not in static_nums])),
                 tuple([(type(args[i]), args[i]) for i in static_nums]))
 
-    def _call_general(self, args, kwargs, mesh=_LOOK_UP):
+    def _call_general(self, args, kwargs, mesh=_LOOK_UP, unread=frozenset()):
         """Any call: resolves static arguments, devices and scalars; compiles on a miss.
-        ``mesh``: the current mesh when the caller worked it out (:func:`_call_mesh`)."""
+        ``mesh``: the current mesh when the caller worked it out (:func:`_call_mesh`).
+        ``unread``: argument leaves whose devices do not count (:meth:`_call_unread`)."""
         if (_trace_shared.active and trace_state.depth) or _flags["disable_jit"]:
             return self._call_traced(args, kwargs)
         if self.sig.any_static or kwargs:
@@ -671,13 +691,13 @@ class JitFunction:
                     all_arrays = False
                     multi = True
                 avals.append(x.aval)
-                if x._committed:
+                if x._committed and i not in unread:
                     if committed and x._device != device:
                         if self._device is not None:
                             leaves[i] = x = _moved(x, device)
                         else:
-                            raise self._incompatible(leaves, treedef, static, len(args),
-                                                     first, i)
+                            return self._call_unread(args, kwargs, mesh, leaves, treedef,
+                                                     static, unread, first, i)
                     if first is None:
                         first = i
                     device, committed = x._device, True
@@ -692,12 +712,13 @@ class JitFunction:
                     value = x._value
                     # a ref of a sharded value: the program may run per device on its blocks
                     multi = multi or type(value) is not Array
-                    if type(value) is Array and value._committed and self._device is None:
+                    if type(value) is Array and value._committed and self._device is None \
+                            and i not in unread:
                         # JAX 0.10 commits a ref made off any mesh to its device: the call
                         # runs there, its results committed, as a committed Array's would
                         if committed and value._device != device:
-                            raise self._incompatible(leaves, treedef, static, len(args),
-                                                     first, i)
+                            return self._call_unread(args, kwargs, mesh, leaves, treedef,
+                                                     static, unread, first, i)
                         if first is None:
                             first = i
                         device, committed = value._device, True
@@ -710,6 +731,10 @@ class JitFunction:
         entry = self._cache.get(key)
         if entry is None:
             entry = self._compile(key, args, kwargs, leaves, treedef, avals, static, device)
+        if committed and entry.unread and not unread and self._device is None and \
+                _reads_committed(leaves, entry.unread) is False:
+            # only leaves the program does not read are committed: JAX 0.10 ignores them
+            return self._call_general(args, kwargs, mesh, entry.unread)
         if has_refs:
             self._check_ref_aliasing(leaves, treedef, static, len(args), entry.closed)
         if entry.pinned is not None:  # per call: the cache key does not say committed
@@ -763,8 +788,15 @@ class JitFunction:
                 out_arrays = place_jit_outputs(entry.closed, leaves, out_arrays)
         if on_mesh:  # results of a program with no argument on the mesh: placed on it
             from plax.sharding_eager import placed_results
+            unplaced = out_arrays
             out_arrays = placed_results(out_arrays, entry.closed.jaxpr, host_inputs, kept,
                                         mesh)
+            if not kept:  # an Explicit axis: some may stay on a committed argument's device
+                from plax.sharding_device_typed import device_typed_outputs
+                stay = device_typed_outputs(entry.closed.jaxpr, raw, mesh)
+                if stay is not None and any(stay):
+                    kept = True  # (not replayed: jit_mesh_calls places every result)
+                    out_arrays = [u if s else o for u, o, s in zip(unplaced, out_arrays, stay)]
             # (any platform: what can be replayed -- each result holding the program's own
             # output buffer, as on a CPU mesh or a mesh of one device -- recipe decides)
             if not kept and not has_refs and not kwargs and \
@@ -799,6 +831,23 @@ class JitFunction:
             f"at path {path}.\nThis typically means that a jit-wrapped function was called "
             "with a non-array argument, and this argument was not marked as static using the "
             "static_argnums or static_argnames parameters of jax.jit.")
+
+    def _call_unread(self, args, kwargs, mesh, leaves, treedef, static, unread, i, j):
+        """A call whose argument leaves ``i`` and ``j`` are committed to two devices: JAX's
+        ValueError, unless (``keep_unused=False``) the program does not read one of them --
+        JAX 0.10 then ignores the devices of the leaves it does not read
+        (:mod:`plax.transforms.jit_unread`): the call again, with those ignored."""
+        if not unread and not self._keep_unused:
+            from plax.transforms.jit_unread import unread_inputs
+            try:
+                avals = [x.aval if isinstance(x, Array) else abstractify(x) for x in leaves]
+            except TypeError:  # a bad argument: the loop reports it once past this
+                avals = None
+            if avals is not None:
+                unread = unread_inputs(self._trace(len(args), static, treedef, avals)[0])
+                if i in unread or j in unread:
+                    return self._call_general(args, kwargs, mesh, unread)
+        raise self._incompatible(leaves, treedef, static, len(args), i, j)
 
     def _incompatible(self, leaves, treedef, static, nargs, i, j) -> ValueError:
         """JAX's ValueError for argument leaves ``i`` and ``j`` (Arrays or refs) committed to
@@ -950,6 +999,9 @@ class JitFunction:
             log_compile(self._name, avals, backend.name, time.perf_counter() - start)
         entry = _CacheEntry(compiled.executable, compiled.const_bufs, out_tree,
                             compiled.out_avals, closed, device, backend, pinned)
+        if not self._keep_unused:
+            from plax.transforms.jit_unread import unread_inputs
+            entry.unread = unread_inputs(closed)
         with self._lock:
             self._cache[key] = entry
         return entry

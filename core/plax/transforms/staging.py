@@ -252,10 +252,15 @@ def convert_tracer_consts(jaxpr: Jaxpr, consts: Sequence[Any], move_refs: bool =
 
 
 def check_output(x: Any, where: str) -> None:
-    """Raises TypeError for a function output that is not an array or scalar."""
+    """Raises TypeError for a function output that is not an array or scalar (JAX's
+    ValueError for an object with ``__jax_array__``)."""
     from plax.array import Array
     if isinstance(x, (Array, Tracer, np.ndarray, np.generic, bool, int, float, complex)):
         return
+    from plax.errors import jax_array_operand
+    refused = jax_array_operand(x)  # JAX 0.10 reads no __jax_array__ of an output either
+    if refused is not None:
+        raise refused
     raise TypeError(f"Value {x!r} of type {type(x).__name__} returned by {where} is not a valid "
                     "JAX type: outputs must be arrays or scalars (in any pytree).")
 

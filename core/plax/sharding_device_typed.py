@@ -1,0 +1,105 @@
+"""Results that stay on one device under an Explicit mesh, as JAX 0.10.2 places them.
+
+Under a set mesh JAX types an array committed to one device with an *empty* mesh (not the
+set one), and each primitive's sharding rule types its result: a rule that forwards its
+operand's type (``sin``, ``convert_element_type``, reductions, ``cumsum``, ``reshape``,
+``transpose``, ``dot_general``, ``sort``) keeps the empty mesh, a rule that falls back to
+the set mesh when no operand has one (elementwise operations of two or more operands such
+as ``add`` and ``select_n``, ``broadcast_in_dim``, ``concatenate``) types it on the set
+mesh. A result of the empty mesh comes back as the first committed argument's sharding
+(``SingleDeviceSharding``: on that device, committed), one of the set mesh as
+``NamedSharding(mesh, P(None, ...))``. So ``jnp.sin(c)`` and ``jit(jnp.sin)(c)`` stay on
+``c``'s device while ``c + 1`` and ``c + c`` are placed on the mesh. (Under a mesh of no
+Explicit axis every result of such an operand stays on its device:
+:func:`plax.sharding_eager.check_committed_devices`.)
+
+Which rules keep their operand's type is the table plax already keeps for host values'
+short spec (:func:`plax.sharding_eager._keeps_short_spec`), read for a ``jit`` program.
+"""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from plax.array import Array, host_or_uncommitted
+from plax.sharding import AxisType
+from plax.state.types import Ref
+
+
+def _on_one_device(x: Any) -> bool:
+    """A committed one-device Array or a ref of a one-device value (typed with no mesh)."""
+    if type(x) is Ref:
+        return type(x._value) is Array
+    return type(x) is Array and x._committed
+
+
+def stays_on_device(prim, args: Sequence, mesh) -> bool:
+    """Whether the eager result of ``prim`` on ``args`` under ``mesh`` (the set one, whose
+    devices the caller checked) stays on the device of its committed operands, as JAX 0.10
+    keeps it under an Explicit axis: an operand is committed to one device, none lies on
+    the mesh, and the rule of ``prim`` forwards its operand's type.
+
+    Example:
+      >>> mesh = plax.make_mesh((1,), ("x",))
+      >>> c = plax.device_put(jnp.ones(2), plax.devices()[0])
+      >>> stays_on_device(plax.lax.sin_p, [c], mesh), stays_on_device(plax.lax.add_p, [c, c], mesh)
+      (True, False)
+    """
+    if AxisType.Explicit not in mesh.axis_types:
+        return False
+    found = False
+    for a in args:
+        if _on_one_device(a):
+            found = True
+        elif not host_or_uncommitted(a):
+            return False
+    if not found:
+        return False
+    from plax.sharding_eager import _keeps_short_spec
+    return _keeps_short_spec(prim, len(args), eager=False)
+
+
+def device_typed_outputs(jaxpr, leaves: Sequence, mesh) -> list[bool] | None:
+    """Which outputs of a top-level ``jit`` program of ``jaxpr``, called with argument
+    ``leaves`` under ``mesh``, JAX 0.10 types with no mesh (so they stay on the committed
+    arguments' device): those computed from arguments committed to one device (host
+    arguments and literals neutral) through rules that forward their operand's type,
+    nested ``jit`` calls followed. None when no argument is committed to one device or the
+    mesh has no Explicit axis (nothing stays).
+
+    Example:
+      >>> mesh = plax.make_mesh((1,), ("x",))
+      >>> c = plax.device_put(jnp.ones(2), plax.devices()[0])
+      >>> jaxpr = plax.make_jaxpr(lambda v: (jnp.sin(v), v + 1))(c).jaxpr
+      >>> device_typed_outputs(jaxpr, [c], mesh)
+      [True, False]
+    """
+    if AxisType.Explicit not in mesh.axis_types or len(leaves) != len(jaxpr.invars):
+        return None
+    marks = [_on_one_device(x) for x in leaves]
+    if not any(marks):
+        return None
+    return _typed_outputs(jaxpr, marks)
+
+
+#: ref reads: typed as the ref's value (a ref made off any mesh: committed to its device)
+_READS = frozenset({"get", "freeze"})
+
+
+def _typed_outputs(jaxpr, marks: Sequence[bool]) -> list[bool]:
+    from plax.core.jaxpr import Var
+    from plax.lowering.calls import call_body
+    from plax.sharding_eager import _keeps_short_spec
+    kept = {v for v, m in zip(jaxpr.invars, marks) if m}
+    for eqn in jaxpr.eqns:
+        ins = [v for v in eqn.invars if isinstance(v, Var)]
+        if not ins or not all(v in kept for v in ins):
+            continue
+        body = call_body(eqn)
+        if body is not None:
+            inner = _typed_outputs(body.jaxpr, [isinstance(v, Var) and v in kept
+                                                for v in eqn.invars])
+            kept.update(v for v, s in zip(eqn.outvars, inner) if s)
+        elif eqn.primitive.name in _READS or \
+                _keeps_short_spec(eqn.primitive, len(eqn.invars), eager=False):
+            kept.update(eqn.outvars)
+    return [isinstance(v, Var) and v in kept for v in jaxpr.outvars]

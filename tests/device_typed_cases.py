@@ -1,0 +1,85 @@
+"""Operations on an array committed to one device under a set Explicit mesh of that device,
+and where JAX 0.10.2 puts each result (recorded by ``record_device_typed.py`` in
+``device_typed_jax.json``; ``test_explicit_sharding_device_typed.py`` checks plax against
+the record, and against JAX where it is installed)."""
+from __future__ import annotations
+
+import numpy as np
+
+
+def cases(lib, jnp) -> dict:
+    """name -> a function of (c, ref, scalar c) computing one result (or a tuple)."""
+    host = np.ones((2, 2), np.float32)
+    return {
+        "sin(c)": lambda c, r, s: jnp.sin(c),
+        "jit(sin)(c)": lambda c, r, s: lib.jit(jnp.sin)(c),
+        "c + 1": lambda c, r, s: c + 1,
+        "c + c": lambda c, r, s: c + c,
+        "jit(add)(c, c)": lambda c, r, s: lib.jit(lambda a, b: a + b)(c, c),
+        "jit(add 1)(c)": lambda c, r, s: lib.jit(lambda a: a + 1)(c),
+        "c * 2.0": lambda c, r, s: c * 2.0,
+        "-c": lambda c, r, s: -c,
+        "exp(c)": lambda c, r, s: jnp.exp(c),
+        "matmul(host, c)": lambda c, r, s: jnp.matmul(host, c),
+        "matmul(c, c)": lambda c, r, s: jnp.matmul(c, c),
+        "c @ c": lambda c, r, s: c @ c,
+        "dot(c, c)": lambda c, r, s: jnp.dot(c, c),
+        "sum(c)": lambda c, r, s: jnp.sum(c),
+        "c.reshape(4)": lambda c, r, s: c.reshape(4),
+        "c.T": lambda c, r, s: c.T,
+        "c[0]": lambda c, r, s: c[0],
+        "c.astype(int32)": lambda c, r, s: c.astype(jnp.int32),
+        "where(c > 0, c, 0.0)": lambda c, r, s: jnp.where(c > 0, c, 0.0),
+        "c > 0": lambda c, r, s: c > 0,
+        "maximum(c, 0.0)": lambda c, r, s: jnp.maximum(c, 0.0),
+        "add(c, host)": lambda c, r, s: jnp.add(c, host),
+        "c + uncommitted": lambda c, r, s: c + jnp.ones((2, 2)),
+        "sin(ref[...])": lambda c, r, s: jnp.sin(r[...]),
+        "ref[...] + 1": lambda c, r, s: r[...] + 1,
+        "ref[...]": lambda c, r, s: r[...],
+        "jit(sin of ref)(ref)": lambda c, r, s: lib.jit(lambda q: jnp.sin(q[...]))(r),
+        "lax.sin(c)": lambda c, r, s: lib.lax.sin(c),
+        "lax.add(c, 1.0)": lambda c, r, s: lib.lax.add(c, 1.0),
+        "scalar + 1": lambda c, r, s: s + 1,
+        "sin(scalar)": lambda c, r, s: jnp.sin(s),
+        "zeros_like(c)": lambda c, r, s: jnp.zeros_like(c),
+        "concatenate([c, c])": lambda c, r, s: jnp.concatenate([c, c]),
+        "broadcast_to(c)": lambda c, r, s: jnp.broadcast_to(c, (3, 2, 2)),
+        "c.at[0].set(1.0)": lambda c, r, s: c.at[0].set(1.0),
+        "cumsum(c)": lambda c, r, s: jnp.cumsum(c),
+        "sort(c)": lambda c, r, s: jnp.sort(c),
+        "jit: (sin(c), c + 1)": lambda c, r, s: lib.jit(lambda a: (jnp.sin(a), a + 1))(c),
+        "jit(host, c): sin(c)": lambda c, r, s: lib.jit(lambda a, b: jnp.sin(b))(host, c),
+        "jit(host, c): host @ c": lambda c, r, s: lib.jit(lambda a, b: a @ b)(host, c),
+        "jit(host, c): (sin(host), host + 1)": lambda c, r, s: lib.jit(
+            lambda a, b: (jnp.sin(a), a + 1))(host, c),
+        "jit(uncommitted, c): sin(uncommitted)": lambda c, r, s: lib.jit(
+            lambda a, b: jnp.sin(a))(jnp.ones(2), c),
+        "jit(c): c @ constant": lambda c, r, s: lib.jit(lambda a: a @ jnp.ones((2, 2)))(c),
+        "jit(c): sin(sin(c)).sum()": lambda c, r, s: lib.jit(lambda a: jnp.sin(jnp.sin(a)).sum())(c),
+    }
+
+
+def _described(v) -> str:
+    s = v.sharding
+    spec = getattr(s, "spec", None)
+    return f"{type(s).__name__}{'' if spec is None else ' ' + str(spec)} committed={v.committed}"
+
+
+def answers(lib, jnp) -> dict:
+    """name -> where ``lib`` puts each result (or the exception it raises)."""
+    explicit = lib.make_mesh((1,), ("x",), axis_types=(lib.sharding.AxisType.Explicit,))
+    device = lib.devices()[0]
+    c = lib.device_put(jnp.ones((2, 2)), device)
+    s = lib.device_put(jnp.float32(2.0), device)
+    r = lib.new_ref(jnp.ones((2, 2)))
+    out = {}
+    with lib.set_mesh(explicit):
+        for name, f in cases(lib, jnp).items():
+            try:
+                got = f(c, r, s)
+                out[name] = [_described(v) for v in got] if isinstance(got, tuple) \
+                    else _described(got)
+            except Exception as e:  # noqa: BLE001 - recorded as it is
+                out[name] = f"{type(e).__name__}: {e}"
+    return out
