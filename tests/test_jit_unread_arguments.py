@@ -14,7 +14,7 @@ import pytest
 import plax
 import plax.numpy as jnp
 from plax.transforms.jit_unread import unread_inputs
-from subprocess_util import two_cpu_device_answers
+from subprocess_util import run_python, two_cpu_device_answers
 
 
 def test_unread_inputs_after_dead_code_elimination():
@@ -85,3 +85,17 @@ def test_unread_arguments_on_two_devices():
         "returned as is": refused, "unread in a pytree": on(True, 0), "keep_unused": refused}
     if "jax" in got:  # the same answers, JAX's messages word for word
         assert got["jax"] == got["plax"]
+
+
+def test_unread_committed_argument_compiles_once():
+    """A call whose only committed argument is unread is compiled once, for the device it
+    runs on (the unread leaves are asked of the trace before compiling for theirs)."""
+    proc = run_python(r'''
+import plax, plax.numpy as jnp
+a1 = plax.device_put(jnp.ones(3), plax.devices()[1])
+f = plax.jit(lambda x, y: x + 1)
+got = [f(jnp.ones(3), a1) for _ in range(2)]
+print([(g.committed, [d.id for d in g.devices()]) for g in got], f._cache_size())
+''', env={"PLAX_NUM_CPU_DEVICES": "2", "PLAX_PLATFORMS": "cpu"})
+    assert proc.stdout.split()[-1] == "1", proc.stdout
+    assert "[(False, [0]), (False, [0])]" in proc.stdout

@@ -729,12 +729,18 @@ class JitFunction:
         # key tells a body typed f32[8@x] from one typed f32[8]
         key = (treedef, tuple(avals), static, device, len(args), flags)
         entry = self._cache.get(key)
+        if committed and not unread and self._device is None and not self._keep_unused:
+            # only leaves the program does not read are committed: JAX 0.10 ignores them
+            # (asked of the cached trace before compiling for their device)
+            if entry is not None:
+                skip = entry.unread
+            else:
+                from plax.transforms.jit_unread import unread_inputs
+                skip = unread_inputs(self._trace(len(args), static, treedef, avals)[0])
+            if skip and not _reads_committed(leaves, skip):
+                return self._call_general(args, kwargs, mesh, skip)
         if entry is None:
             entry = self._compile(key, args, kwargs, leaves, treedef, avals, static, device)
-        if committed and entry.unread and not unread and self._device is None and \
-                _reads_committed(leaves, entry.unread) is False:
-            # only leaves the program does not read are committed: JAX 0.10 ignores them
-            return self._call_general(args, kwargs, mesh, entry.unread)
         if has_refs:
             self._check_ref_aliasing(leaves, treedef, static, len(args), entry.closed)
         if entry.pinned is not None:  # per call: the cache key does not say committed
