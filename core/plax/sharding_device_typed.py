@@ -78,28 +78,10 @@ def device_typed_outputs(jaxpr, leaves: Sequence, mesh) -> list[bool] | None:
     marks = [_on_one_device(x) for x in leaves]
     if not any(marks):
         return None
-    return _typed_outputs(jaxpr, marks)
+    from plax.sharding_eager import forwarded_outputs
+    return forwarded_outputs(jaxpr, marks, literals=False, reads=_READS)
 
 
 #: ref reads: typed as the ref's value (a ref made off any mesh: committed to its device)
 _READS = frozenset({"get", "freeze"})
 
-
-def _typed_outputs(jaxpr, marks: Sequence[bool]) -> list[bool]:
-    from plax.core.jaxpr import Var
-    from plax.lowering.calls import call_body
-    from plax.sharding_eager import _keeps_short_spec
-    kept = {v for v, m in zip(jaxpr.invars, marks) if m}
-    for eqn in jaxpr.eqns:
-        ins = [v for v in eqn.invars if isinstance(v, Var)]
-        if not ins or not all(v in kept for v in ins):
-            continue
-        body = call_body(eqn)
-        if body is not None:
-            inner = _typed_outputs(body.jaxpr, [isinstance(v, Var) and v in kept
-                                                for v in eqn.invars])
-            kept.update(v for v, s in zip(eqn.outvars, inner) if s)
-        elif eqn.primitive.name in _READS or \
-                _keeps_short_spec(eqn.primitive, len(eqn.invars), eager=False):
-            kept.update(eqn.outvars)
-    return [isinstance(v, Var) and v in kept for v in jaxpr.outvars]

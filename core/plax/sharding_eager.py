@@ -317,20 +317,33 @@ def short_outputs(jaxpr, short_inputs: Sequence[bool]) -> list[bool]:
       >>> short_outputs(jaxpr, [True])
       [True, False]
     """
+    return forwarded_outputs(jaxpr, short_inputs, literals=True)
+
+
+def forwarded_outputs(jaxpr, marks: Sequence[bool], literals: bool,
+                      reads: frozenset = frozenset()) -> list[bool]:
+    """Which outputs of ``jaxpr`` are computed from the inputs marked in ``marks`` through
+    rules that forward their operands' type (:func:`_keeps_short_spec`, or a primitive named
+    in ``reads``), nested ``jit`` calls followed into their bodies. A literal operand is
+    neutral; it counts as marked when ``literals`` (so an equation of literals alone is
+    marked too), else an equation needs a marked variable operand.
+    (:func:`short_outputs`; :func:`plax.sharding_device_typed.device_typed_outputs`.)"""
     from plax.core.jaxpr import Var
     from plax.lowering.calls import call_body
-    short = {v for v, s in zip(jaxpr.invars, short_inputs) if s}
+    marked = {v for v, m in zip(jaxpr.invars, marks) if m}
     for eqn in jaxpr.eqns:
-        ins = eqn.invars
-        if not ins or not all(v in short if isinstance(v, Var) else True for v in ins):
+        ins = eqn.invars if literals else [v for v in eqn.invars if isinstance(v, Var)]
+        if not ins or not all(v in marked for v in ins if isinstance(v, Var)):
             continue
         body = call_body(eqn)
         if body is not None:
-            marks = short_outputs(body.jaxpr, [True] * len(ins))
-            short.update(v for v, s in zip(eqn.outvars, marks) if s)
-        elif _keeps_short_spec(eqn.primitive, len(ins), eager=False):
-            short.update(eqn.outvars)
-    return [isinstance(v, Var) and v in short for v in jaxpr.outvars]
+            inner = forwarded_outputs(body.jaxpr, [v in marked if isinstance(v, Var) else literals
+                                                   for v in eqn.invars], literals, reads)
+            marked.update(v for v, s in zip(eqn.outvars, inner) if s)
+        elif eqn.primitive.name in reads or \
+                _keeps_short_spec(eqn.primitive, len(eqn.invars), eager=False):
+            marked.update(eqn.outvars)
+    return [isinstance(v, Var) and v in marked for v in jaxpr.outvars]
 
 
 def host_operands_placed(operands: Sequence) -> list:
