@@ -4,12 +4,8 @@ on: an argument the function does not read may be committed to any device, and a
 not raise for it (``jit(lambda x, y: x + 1)(on_device_0, on_device_1)`` runs on device 0)."""
 from __future__ import annotations
 
-import weakref
-
-from plax.core.jaxpr import ClosedJaxpr, Var
-
-# program -> the indices of its inputs it does not read (computed once per traced program)
-_unread: "weakref.WeakKeyDictionary[ClosedJaxpr, frozenset]" = weakref.WeakKeyDictionary()
+from plax.core.jaxpr import ClosedJaxpr
+from plax.core.passes import _pruned_body
 
 
 def unread_inputs(closed: ClosedJaxpr) -> frozenset:
@@ -27,14 +23,6 @@ def unread_inputs(closed: ClosedJaxpr) -> frozenset:
       >>> sorted(unread_inputs(closed))
       [1]
     """
-    hit = _unread.get(closed)
-    if hit is not None:
-        return hit
-    from plax.core.passes import dce
-    body = dce(closed.jaxpr)
-    read = {v for v in body.outvars if isinstance(v, Var)}
-    for e in body.eqns:
-        read.update(v for v in e.invars if isinstance(v, Var))
-    out = frozenset(i for i, v in enumerate(body.invars) if v not in read)
-    _unread[closed] = out
-    return out
+    # the pruning dce does for a call's body, all outputs kept (cached per program there)
+    _, keep_in = _pruned_body(closed, (True,) * len(closed.jaxpr.outvars))
+    return frozenset(i for i, k in enumerate(keep_in) if not k)
