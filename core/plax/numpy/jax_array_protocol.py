@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 
 def has_jax_array(x: Any) -> bool:
     """Whether ``x``'s type defines ``__jax_array__`` (looked up on the type, as Python looks
@@ -19,7 +21,13 @@ def has_jax_array(x: Any) -> bool:
       >>> has_jax_array(Wrapped()), has_jax_array(jnp.ones(2))
       (True, False)
     """
-    return hasattr(type(x), "__jax_array__")
+    t = type(x)
+    return t not in _PLAIN and hasattr(t, "__jax_array__")
+
+
+#: types that define no ``__jax_array__`` and are common operands and list items: answered
+#: without the attribute look-up (a failed one, on the eager paths of ordinary operands)
+_PLAIN = frozenset({bool, int, float, complex, list, tuple, np.ndarray})
 
 
 def unwrap_leaves(seq: Any) -> Any:
