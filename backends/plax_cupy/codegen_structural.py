@@ -180,6 +180,20 @@ class StructuralReads:
             return self.value(eqn.invars[0], self._index(_flat(coords, op_shape), lines), lines, memo)
         if name == "concatenate":
             return self._concatenate(eqn, idx, shape, lines, memo)
+        if name in ("transpose", "rev"):
+            op_shape = tuple(eqn.invars[0].aval.shape)
+            coords = _coords(idx, shape)
+            if name == "transpose":   # (output axis d is operand axis permutation[d])
+                mapped = [""] * len(op_shape)
+                for d, axis in enumerate(eqn.params["permutation"]):
+                    mapped[int(axis)] = coords[d]
+            else:
+                flipped = {int(d) for d in eqn.params["dimensions"]}
+                mapped = [f"({n - 1}LL - {c})" if d in flipped and n > 1 else c
+                          for d, (c, n) in enumerate(zip(coords, op_shape))]
+            return self.value(eqn.invars[0], self._index(_flat(mapped, op_shape), lines), lines, memo)
+        if name == "pad":
+            return self._pad(eqn, idx, shape, lines, memo)
         kind = fusion_kind(prim, index=True)
         local = self._fresh("v")
         if kind == INDEX:
@@ -270,6 +284,41 @@ class StructuralReads:
                 head = f"{'} else ' if k else ''}if ({c} < {offsets[k + 1]}LL) {{"
             lines.append(head)
             lines.extend("  " + line for line in branch)
+        lines.append("}")
+        return local
+
+    def _pad(self, eqn, idx: str, shape, lines: list, memo: dict) -> str:
+        """``pad``'s element at ``idx``: along each axis ``t = c - low`` is an operand element's
+        position where ``t >= 0``, ``t % (interior + 1) == 0`` and ``t / (interior + 1)`` is
+        within the operand (negative ``low``/``high`` crop); the operand is read only there
+        (a branch: no load outside its bounds), else the padding value."""
+        op, fill = eqn.invars
+        op_shape = tuple(op.aval.shape)
+        dout = np.dtype(eqn.outvars[0].aval.dtype)
+        pad_value = self.value(fill, "0LL", lines, memo)
+        if 0 in op_shape:
+            return pad_value   # (nothing of the operand is left: every element is padding)
+        conditions, mapped = [], []
+        for c, n, (lo, hi, interior) in zip(_coords(idx, shape), op_shape, eqn.params["padding_config"]):
+            step = int(interior) + 1
+            t = c if lo == 0 else self._index(f"({c} - {int(lo)}LL)", lines)
+            if lo > 0:   # (lo <= 0: t >= 0 for every output coordinate)
+                conditions.append(f"{t} >= 0LL")
+            if step > 1:
+                conditions.append(f"{t} % {step}LL == 0LL")
+                t = f"({t} / {step}LL)"
+            if hi + (n - 1) * interior > 0 or step > 1:   # (else t < n for every coordinate)
+                conditions.append(f"{t} < {n}LL")
+            mapped.append(t)
+        if not conditions:   # (a crop: every element is the operand's)
+            return self.value(op, self._index(_flat(mapped, op_shape), lines), lines, memo)
+        local = self._fresh("v")
+        branch: list = []
+        inner = dict(memo)   # (what the branch computes is not visible after it)
+        expr = self.value(op, self._index(_flat(mapped, op_shape), branch), branch, inner)
+        lines.append(f"{_cg.value_ctype(dout)} {local} = {pad_value};")
+        lines.append(f"if ({' && '.join(conditions)}) {{")
+        lines.extend("  " + line for line in branch + [f"{local} = {expr};"])
         lines.append("}")
         return local
 

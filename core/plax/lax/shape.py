@@ -325,6 +325,7 @@ def _reshape_batch(vals, dims, *, new_sizes, dimensions=None, sharding=None):
 # ------------------------------------------------------------------ transpose
 
 transpose_p = Primitive("transpose")
+register_fusible(transpose_p, STRUCTURAL)  # (a generator reads its operand at the permuted index)
 
 
 @transpose_p.def_abstract_eval
@@ -446,6 +447,7 @@ _leading_batch_rule(expand_dims_p)
 # ------------------------------------------------------------------ rev
 
 rev_p = Primitive("rev")
+register_fusible(rev_p, STRUCTURAL)  # (a generator reads its operand at the mirrored index)
 
 
 @rev_p.def_abstract_eval
@@ -483,6 +485,7 @@ def _rev_batch(vals, dims, *, dimensions):
 # ------------------------------------------------------------------ pad
 
 pad_p = Primitive("pad")
+register_fusible(pad_p, STRUCTURAL)  # (a generator reads its operand or the padding value)
 
 
 @pad_p.def_abstract_eval

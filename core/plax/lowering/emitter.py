@@ -60,7 +60,8 @@ class Emitter:
     #: ready at the same point that :meth:`emit_group` computes in one launch; 0: no groups
     #: (see :func:`plax.lowering.horizontal_groups`)
     horizontal_max_elements: int = 0
-    #: whether ``slice``/``concatenate``/``reshape``/``squeeze`` (``STRUCTURAL``) fuse: a unit
+    #: whether ``slice``/``concatenate``/``reshape``/``squeeze``/``pad``/``rev``/``transpose``
+    #: (``STRUCTURAL``) fuse: a unit
     #: reading values through them absorbs the units feeding it, and the generator computes
     #: each value at the index its reader needs (see :func:`plax.lowering.find_clusters`)
     fuses_structural: bool = False

@@ -57,11 +57,12 @@ never an array in memory.
   in the cluster reads it; it joins only a run without reductions and ends its cluster, so a
   cluster holds at most one scan and the scan alone decides the loop's order.
 
-**Structural equations** (``slice``, ``concatenate``, ``reshape``, ``squeeze``; for a backend
+**Structural equations** (``slice``, ``concatenate``, ``reshape``, ``squeeze``, ``pad``,
+``rev``, ``transpose``; for a backend
 that asks: ``structural=True`` in :class:`FusionOptions`, from
 :attr:`plax.lowering.Emitter.fuses_structural`; elsewhere they stay lone equations): each
-output element is one operand element at an index that is a function of the output's index
-alone. Such an equation never joins a run; instead, after the runs are found, a unit (a
+output element is one operand element (for ``pad``, else the padding value) at an index that
+is a function of the output's index alone. Such an equation never joins a run; instead, after the runs are found, a unit (a
 cluster, a lone fusible or structural equation) absorbs the units that feed it through
 structural equations -- clusters without a reducing kind, lone elementwise, index, broadcast
 and structural equations whose every value only that unit reads, each cheap (index maps and
@@ -70,11 +71,12 @@ elements (each element computes what it reads), or read by a reader of at most
 ``recompute_max_elements`` -- and becomes one cluster over its own shape holding equations of
 several shapes. Its generator computes each value *at the index its reader needs*: through a
 slice at an offset, through a concatenation the piece the element falls in, through a
-reshape the same flat index. The original threefry layout (counter halves hashed as pairs,
+reshape the same flat index, through a transpose the permuted index, through a rev the
+mirrored one, through a pad the operand's element or the padding value. The original threefry layout (counter halves hashed as pairs,
 the two words concatenated, the pad sliced off) and a key's words sliced from its data are
-then part of the kernel that uses the bits. A group is formed only where a slice or a
-concatenation joins it (a reshape alone is a view) and something other than views does
-(views alone launch nothing), so programs without one keep their clusters; a generator that
+then part of the kernel that uses the bits. A group is formed only where an equation that
+moves elements joins it (a reshape alone keeps them in place) and something other than views
+(slices, reshapes, transposes, revs) does (views alone launch nothing), so programs without one keep their clusters; a generator that
 declines such a cluster has its parts lowered as they were (:attr:`Cluster.parts`).
 
 **Horizontal groups** (for a backend that asks: ``horizontal=N`` in :class:`FusionOptions`,
@@ -131,7 +133,8 @@ class FusionOptions:
         (``Emitter.fuses_cumulative``).
       horizontal: the largest element count of a member of a :class:`HorizontalGroup`; 0 (the
         default) forms no groups (``Emitter.horizontal_max_elements``).
-      structural: ``slice``/``concatenate``/``reshape``/``squeeze`` (``STRUCTURAL``) join the
+      structural: ``slice``/``concatenate``/``reshape``/``squeeze``/``pad``/``rev``/``transpose``
+        (``STRUCTURAL``) join the
         unit that reads them with the units feeding them: the generator computes each value
         at the index its reader needs (``Emitter.fuses_structural``).
       recompute_max_elements: with ``structural``, the largest reader (elements) that may
@@ -647,16 +650,28 @@ def _too_small(unit, size: int, recompute_max_elements: int) -> bool:
     return largest * STRUCTURAL_MAX_REPEAT < size and not _cheap(unit)
 
 
+#: structural equations whose result a backend cannot hand back as a view of its operand's
+#: memory (a strided view): each is a copy kernel of its own unless a reader absorbs it
+_BUILDS_NEW_ARRAY = ("concatenate", "pad")
+
+#: structural equations that keep every element at its flat (C-order) index: read through,
+#: they move nothing
+_KEEPS_ORDER = ("reshape", "squeeze")
+
+
 def _is_view(eqn: JaxprEqn) -> bool:
-    """A slice, reshape or squeeze: a backend can hand back its operand's memory."""
-    return _fusion_kinds.get(eqn.primitive) == STRUCTURAL and eqn.primitive.name != "concatenate"
+    """A slice, reshape, squeeze, transpose or rev: a backend can hand back its operand's
+    memory (with other strides)."""
+    return _fusion_kinds.get(eqn.primitive) == STRUCTURAL and \
+        eqn.primitive.name not in _BUILDS_NEW_ARRAY
 
 
 def _moves_elements(eqn: JaxprEqn) -> bool:
-    """A slice or a concatenation: a structural equation that is not the same elements in the
-    same order (a reshape or squeeze, which a generator reads at the same flat index)."""
-    return eqn.primitive.name in ("slice", "concatenate") and \
-        _fusion_kinds.get(eqn.primitive) == STRUCTURAL
+    """A slice, concatenation, pad, transpose or rev: a structural equation that is not the
+    same elements in the same order (a reshape or squeeze, which a generator reads at the
+    same flat index)."""
+    return _fusion_kinds.get(eqn.primitive) == STRUCTURAL and \
+        eqn.primitive.name not in _KEEPS_ORDER
 
 
 def _fold_structural(jaxpr: Jaxpr, units: list, recompute: int = 0) -> list:
