@@ -1,0 +1,120 @@
+"""Structural fusion through ``pad``, ``rev`` and ``transpose`` on the simulated GPU (run by
+test_kernels_b_simulated.py): each program below is one kernel per call with CUDA graphs off
+(it launched two to four: the value, a copy or pad kernel, the reader), its values equal to
+the NumPy backend's bit for bit (exact arithmetic only: additions), every padding config
+(negative low/high crops, interior padding), ranks 0 to 4, zero-size operands and results."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from test_kernels_a_simulated import on_a_gpu
+
+pytestmark = on_a_gpu
+
+
+def _launches_and_value(f, *args):
+    """``(launches, result)`` of the second jitted call of ``f`` on the GPU (graphs off)."""
+    import plax
+    import plax_cupy
+    gpu = plax.devices("gpu")[0]
+    g = plax.jit(f)
+    dev = [plax.device_put(a, gpu) for a in args]
+    g(*dev)
+    with plax_cupy.count() as c:
+        got = np.asarray(g(*dev))
+    assert c.host_fallbacks == 0, c
+    return c.launches, got
+
+
+def test_the_issue_programs_are_one_kernel(monkeypatch):
+    import plax
+    from plax import numpy as jnp
+    monkeypatch.setenv("PLAX_CUDA_GRAPHS", "0")
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((3, 5)).astype(np.float32)
+    y = rng.standard_normal((5, 3)).astype(np.float32)
+    programs = {"pad": lambda x, y: jnp.pad(jnp.exp(x), ((1, 2), (0, 3))) * 2,
+                "flip": lambda x, y: jnp.flip(jnp.tanh(x)) + x,
+                "transpose": lambda x, y: (x * 2).T + y}
+    for name, f in programs.items():
+        launches, got = _launches_and_value(f, x, y)
+        want = np.asarray(plax.jit(f, backend="numpy")(x, y))
+        assert launches == 1, (name, launches)
+        np.testing.assert_allclose(got, want, rtol=2e-6, atol=2e-6, err_msg=name)
+
+
+#: (dtype, operand shape, padding config, rev axes, permutation): one program each, ranks 1-4
+_CASES = [
+    ("float32", (7,), ((2, 3, 1),), (0,), (0,)),
+    ("int8", (3, 4), ((-1, 2, 0), (2, -3, 2)), (1,), (1, 0)),
+    ("uint32", (2, 3, 4), ((1, 0, 0), (0, 1, 1), (-2, -1, 0)), (0, 2), (2, 0, 1)),
+    ("bool", (2, 1, 3, 2), ((0, 1, 0), (1, 1, 0), (-1, 1, 1), (0, 0, 0)), (1, 3), (3, 1, 0, 2)),
+    ("float16", (4, 3), ((0, 0, 2), (-1, 0, 0)), (0, 1), (1, 0)),
+    ("bfloat16", (5,), ((-2, -2, 0),), (0,), (0,)),
+    ("float64", (2, 3), ((1, -1, 3), (0, 2, 0)), (), (1, 0)),
+    ("int64", (3, 2), ((0, 0, 0), (1, 1, 0)), (0,), (0, 1)),
+    ("complex64", (2, 3), ((1, 1, 1), (-1, 0, 0)), (1,), (1, 0)),
+    ("complex128", (2, 2, 2), ((0, 1, 1), (1, 0, 0), (0, 0, 0)), (0, 1, 2), (1, 2, 0)),
+    ("int16", (2, 2, 1, 3), ((0, 0, 0), (0, 0, 0), (2, 2, 0), (0, -1, 0)), (), (0, 2, 1, 3)),
+    ("uint64", (3,), ((0, 2, 0),), (), (0,)),
+    ("uint16", (0, 3), ((2, 1, 0), (0, 0, 1)), (0,), (1, 0)),   # a zero-size operand: all padding
+    ("float32", (4, 3), ((-2, -2, 0), (0, 0, 0)), (1,), (1, 0)),  # a zero-size result
+]
+
+
+def _program(pad_config, rev_axes, perm):
+    from plax import lax
+
+    def f(x, fill, y):
+        padded = lax.pad(x + x, fill, pad_config)
+        flipped = lax.rev(padded, rev_axes) if rev_axes else padded
+        return lax.transpose(flipped, perm) + y
+    return f
+
+
+@pytest.mark.parametrize("dtype, shape, pad_config, rev_axes, perm", _CASES,
+                         ids=[f"{c[0]}-{len(c[1])}d-{k}" for k, c in enumerate(_CASES)])
+def test_pad_rev_transpose_read_through_equal_numpy_bit_for_bit(dtype, shape, pad_config,
+                                                                  rev_axes, perm, monkeypatch):
+    import plax
+    from plax import numpy as jnp
+    monkeypatch.setenv("PLAX_CUDA_GRAPHS", "0")
+    dt = jnp.dtype(dtype)
+    rng = np.random.default_rng(len(shape))
+    if dt == np.bool_:
+        x = rng.random(shape) < 0.5
+    elif dt.kind == "c":
+        x = (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(dt)
+    else:
+        x = (rng.standard_normal(shape) * 20).astype(dt)
+    fill = np.asarray(True if dt == np.bool_ else 3, dt)
+    f = _program(pad_config, rev_axes, perm)
+    out_shape = jnp.shape(plax.eval_shape(f, x, fill, np.asarray(fill)))
+    y = np.asarray(rng.random(out_shape) < 0.5 if dt == np.bool_ else
+                   (rng.standard_normal(out_shape) * 20).astype(dt))
+    launches, got = _launches_and_value(f, x, fill, y)
+    want = np.asarray(plax.jit(f, backend="numpy")(x, fill, y))
+    assert got.dtype == want.dtype and got.shape == want.shape
+    np.testing.assert_array_equal(got.view(np.uint8) if got.size else got,
+                                  want.view(np.uint8) if want.size else want)
+    assert launches == (1 if got.size else 0) or (0 in shape and launches <= 1), launches
+
+
+def test_rank_0_and_crops_only(monkeypatch):
+    """A rank-0 pad (no axes) and a pure crop (negative low and high: no branch) on the GPU."""
+    import plax
+    from plax import lax
+    monkeypatch.setenv("PLAX_CUDA_GRAPHS", "0")
+    x = np.arange(20, dtype=np.int32).reshape(4, 5)
+
+    def crop(x):
+        return lax.pad(x * 3, np.int32(0), ((-1, -1, 0), (-2, 0, 0))) + 1
+
+    def scalar(s):
+        return lax.pad(s * 3, np.int32(9), ()) + 1
+
+    for f, a in ((crop, x), (scalar, np.int32(4))):
+        launches, got = _launches_and_value(f, a)
+        np.testing.assert_array_equal(got, np.asarray(plax.jit(f, backend="numpy")(a)))
+        assert launches == 1, (f.__name__, launches)
