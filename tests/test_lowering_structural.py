@@ -86,7 +86,54 @@ def test_no_absorption_of_values_read_elsewhere_or_too_small_to_recompute():
 def test_structural_kinds_are_registered():
     from plax.lowering.fusion import _fusion_kinds
     assert all(_fusion_kinds[p] == STRUCTURAL
-               for p in (lax.slice_p, lax.concatenate_p, lax.reshape_p, lax.squeeze_p))
+               for p in (lax.slice_p, lax.concatenate_p, lax.reshape_p, lax.squeeze_p,
+                         lax.pad_p, lax.rev_p, lax.transpose_p))
+    assert all(fusion_kind(p) is None for p in (lax.pad_p, lax.rev_p, lax.transpose_p))
+
+
+def test_pad_rev_transpose_join_their_reader_with_what_feeds_them():
+    # each moves elements, so a reader through it absorbs the unit computing its operand
+    x, y = np.ones((3, 5), np.float32), np.ones((5, 3), np.float32)
+    programs = {
+        "pad": (lambda x, y: jnp.pad(jnp.exp(x), ((1, 0), (2, 3))) * 2.0, {"exp", "pad", "mul"}),
+        "interior pad": (lambda x, y: lax.pad(jnp.sin(x), 0.0, ((0, 1, 2), (-2, 1, 1))) + 1.0,
+                         {"sin", "pad", "add"}),
+        "rev": (lambda x, y: jnp.flip(jnp.tanh(x)) + x, {"tanh", "rev", "add"}),
+        "transpose": (lambda x, y: (x * 2.0).T + y, {"mul", "transpose", "add"}),
+        "transposed output": (lambda x, y: jnp.transpose(jnp.cos(y)), {"cos", "transpose"}),
+    }
+    for name, (f, prims) in programs.items():
+        jaxpr = spliced_calls(plax.make_jaxpr(f)(x, y).jaxpr)   # (jnp.pad is a jitted call)
+        (unit,) = find_clusters(jaxpr, _ALL)
+        assert isinstance(unit, Cluster), (name, unit)
+        assert {e.primitive.name for e in unit.eqns} >= prims, (name, unit)
+        assert unit.shape == tuple(jaxpr.outvars[0].aval.shape) and unit.parts is not None
+        # without the option: pad, rev and transpose stay lone equations
+        plain = _names(find_clusters(jaxpr, FusionOptions(multiple_results=True, index=True)))
+        assert len(plain) > 1 and (prims & {"pad", "rev", "transpose"}) <= set(plain), (name, plain)
+
+
+def test_a_pad_reads_its_operand_once_but_a_broadcast_after_it_repeats_it():
+    # exp of 10 values padded to 50: each element evaluates exp at most once, so it joins
+    # although its values are fewer than 1/STRUCTURAL_MAX_REPEAT of the reader's; repeated
+    # 100 times by a broadcast after the pad, it would be evaluated 1000 times: it does not
+    def padded(x):
+        return lax.pad(jnp.exp(x), 0.0, ((0, 40, 0),)) * 2.0
+
+    def repeated(x):
+        return jnp.broadcast_to(lax.pad(jnp.exp(x), 0.0, ((0, 40, 0),)), (100, 50)) * 2.0
+
+    x = np.ones(10, np.float32)
+    (unit,) = find_clusters(plax.make_jaxpr(padded)(x).jaxpr, _ALL)
+    assert "exp" in _names([unit])[0]
+    units = _names(find_clusters(plax.make_jaxpr(repeated)(x).jaxpr, _ALL))
+    assert "exp" in units and any(isinstance(u, list) and "pad" in u for u in units), units
+
+
+def test_views_alone_form_no_cluster():
+    # a transpose of a reversed slice moves elements but copies them only: nothing to save
+    jaxpr = plax.make_jaxpr(lambda x: jnp.flip(x[1:]).T)(np.ones((3, 4), np.float32)).jaxpr
+    assert not any(isinstance(u, Cluster) for u in find_clusters(jaxpr, _ALL))
 
 
 class _Declining(Emitter):

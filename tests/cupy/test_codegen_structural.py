@@ -1,5 +1,6 @@
 """Structural fusion's kernels (``plax_cupy.codegen_structural``) checked without a GPU: the
-PRNG in both threefry modes and concatenations of slices plan as one kernel each, and NVRTC
+PRNG in both threefry modes, concatenations of slices and reads through pad, rev and
+transpose plan as one kernel each, and NVRTC
 compiles every such kernel (the scalar loop and the vector path) without an error or a
 warning. Their values run on the simulated GPU (``test_kernels_b_random.py``)."""
 from __future__ import annotations
@@ -8,7 +9,7 @@ import numpy as np
 
 import plax
 from plax import numpy as jnp
-from plax import random
+from plax import lax, random
 from gpu_env import requires_nvrtc
 from kernel_source_util import batch_source, clusters_of, units_of
 from plax.lowering import spliced_calls
@@ -32,6 +33,17 @@ def _programs() -> list:
             [jnp.exp(x), jnp.sin(x[::2]) * 2.0, x[:2] + 1.0])[1:-1] * 3.0, True, (x,)),
         ("concatenate along an inner axis", lambda x: jnp.concatenate(
             [jnp.reshape(x, (3, 3)), jnp.reshape(jnp.cos(x), (3, 3))[:, :1]], axis=1), True, (x,)),
+        ("pad, interior and crops", lambda x: lax.pad(
+            jnp.reshape(jnp.exp(x), (3, 3)), 1.5, ((1, -1, 2), (-2, 3, 0))) * 2.0, True, (x,)),
+        ("pad crop only", lambda x: lax.pad(jnp.sin(x), 0.0, ((-2, -3, 0),)) + 1.0, True, (x,)),
+        ("rev of a transpose 3-D", lambda x: jnp.flip(jnp.transpose(
+            jnp.reshape(jnp.tanh(x), (1, 3, 3)), (2, 0, 1)), (0, 2)) + 1.0, True, (x,)),
+        ("pad int8 rank 4", lambda x: lax.pad(
+            jnp.reshape(x.astype(jnp.int8) * 3, (1, 3, 1, 3)), jnp.int8(7),
+            ((0, 1, 0), (1, 0, 1), (0, 0, 0), (-1, 2, 0))) + jnp.int8(1), True, (x,)),
+        ("transpose vector path", lambda v: jnp.transpose(
+            jnp.reshape(jnp.exp(v), (-1, 8))) * 2.0, True,
+         (np.linspace(-1, 1, 8 * (codegen.VECTOR_MIN_ELEMENTS // 8 + 3)).astype(np.float32),)),
     ]
 
 

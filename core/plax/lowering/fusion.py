@@ -639,15 +639,30 @@ def _cheap(unit) -> bool:
                or e.primitive.name in CHEAP_ELEMENTWISE for e in _unit_eqns(unit))
 
 
-def _too_small(unit, size: int, recompute_max_elements: int) -> bool:
+def _too_small(unit, size: int, recompute_max_elements: int, reads: int | None = None) -> bool:
     """Whether ``unit``'s values are too small, for a reader of ``size`` elements (above
-    ``recompute_max_elements``), to be computed per element (:data:`STRUCTURAL_MAX_REPEAT`),
-    and not cheap."""
+    ``recompute_max_elements``) that evaluates them ``reads`` times (``size`` unless a pad or
+    a concatenation in between fills the rest: :func:`_reads_through`), to be computed per
+    element (:data:`STRUCTURAL_MAX_REPEAT`), and not cheap."""
     if size <= recompute_max_elements:
         return False
     largest = max((math.prod(v.aval.shape) for e in _unit_eqns(unit) for v in e.outvars),
                   default=0)
-    return largest * STRUCTURAL_MAX_REPEAT < size and not _cheap(unit)
+    return largest * STRUCTURAL_MAX_REPEAT < (size if reads is None else reads) and \
+        not _cheap(unit)
+
+
+def _reads_through(eqn: JaxprEqn, operand, reads: int) -> int:
+    """How many evaluations of ``operand`` a unit evaluated ``reads`` times makes through
+    ``eqn``: a ``pad`` (of its operand) or a ``concatenate`` reads each operand element at
+    most once and fills the rest of its result otherwise (padding, other pieces), so only
+    the operand's share of ``reads``; any other equation (a broadcast repeats) all of them."""
+    name = eqn.primitive.name
+    if _fusion_kinds.get(eqn.primitive) != STRUCTURAL or name not in _BUILDS_NEW_ARRAY or \
+            (name == "pad" and operand is not eqn.invars[0]):
+        return reads
+    made = math.prod(eqn.outvars[0].aval.shape)
+    return reads if made == 0 else min(reads, -(-reads * math.prod(operand.aval.shape) // made))
 
 
 #: structural equations whose result a backend cannot hand back as a view of its operand's
@@ -729,12 +744,16 @@ def _fold_structural(jaxpr: Jaxpr, units: list, recompute: int = 0) -> list:
         # another reader is not in the group yet is offered again when that reader joins
         group = {j}
         todo = [j]
+        reads = {j: size}   # member -> evaluations of its values per call (an upper bound)
         while todo:
-            for e in _unit_eqns(units[todo.pop()]):
+            g = todo.pop()
+            for e in _unit_eqns(units[g]):
                 for v in e.invars:
                     p = producer.get(id(v)) if isinstance(v, Var) else None
-                    if p is None or p in group or units[p] is None or \
-                            not _absorbable(units[p]) or _too_small(units[p], size, recompute):
+                    if p is None or p in group or units[p] is None or not _absorbable(units[p]):
+                        continue
+                    through = _reads_through(e, v, reads[g])
+                    if _too_small(units[p], size, recompute, through):
                         continue
                     made = [w for e2 in _unit_eqns(units[p]) for w in e2.outvars]
                     if any(id(w) in outputs or
@@ -743,6 +762,7 @@ def _fold_structural(jaxpr: Jaxpr, units: list, recompute: int = 0) -> list:
                         continue
                     group.add(p)
                     todo.append(p)
+                    reads[p] = through
         eqns = [e for g in sorted(group) for e in _unit_eqns(units[g])]
         if len(group) == 1 or not any(_moves_elements(e) for e in eqns) or \
                 all(_is_view(e) for e in eqns):
