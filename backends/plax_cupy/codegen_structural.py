@@ -34,6 +34,12 @@ from plax_cupy import codegen as _cg
 #: primitives that keep an element's flat (C-order) index
 _FLAT = ("reshape", "squeeze")
 
+#: the longest chain of equations one read computes (each computing its operands at its mapped
+#: index, a Python call deeper): a longer one (a thousand transposes between elementwise steps)
+#: is declined, and the driver lowers the units the cluster was made of (``Cluster.parts``)
+#: rather than the generator overflowing Python's stack
+MAX_READ_DEPTH = 200
+
 
 def is_structural(eqn, produced: set, shape: tuple) -> bool:
     """Whether ``eqn`` of a cluster over ``shape`` is computed through index maps rather than
@@ -102,6 +108,7 @@ class StructuralReads:
         self.shape, self.by_atom, self.locals_, self.load = tuple(shape), by_atom, locals_, load
         self.producer = {id(v): (e, r) for e in eqns for r, v in enumerate(e.outvars)}
         self.count = 0
+        self.depth = 0   # (equations being computed for one read, each awaiting the next)
 
     @staticmethod
     def pruned(body: list, marks: list, load_lines: set) -> list:
@@ -143,7 +150,13 @@ class StructuralReads:
             expr = self._input(atom, idx, shape, lines)
         else:
             eqn, r = self.producer[id(atom)]
-            expr = self._computed(eqn, r, idx, shape, lines, memo)
+            self.depth += 1
+            if self.depth > MAX_READ_DEPTH:
+                raise _cg.Unsupported(f"structural reads nested more than {MAX_READ_DEPTH} deep")
+            try:
+                expr = self._computed(eqn, r, idx, shape, lines, memo)
+            finally:
+                self.depth -= 1
         memo[key] = expr
         return expr
 
