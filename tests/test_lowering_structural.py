@@ -1,5 +1,6 @@
 """Structural fusion (``FusionOptions(structural=True)``, ``Emitter.fuses_structural``): a unit
-reading values through ``slice``/``concatenate``/``reshape``/``squeeze`` absorbs the units
+reading values through ``slice``/``concatenate``/``reshape``/``squeeze``/``pad``/``rev``/
+``transpose`` absorbs the units
 feeding it, and becomes one cluster over its own shape; only where a generator asks, never
 through a broadcast that repeats a computed value, never taking a value something else reads."""
 from __future__ import annotations
