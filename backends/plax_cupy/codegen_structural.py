@@ -207,6 +207,11 @@ class StructuralReads:
             return self.value(eqn.invars[0], self._index(_flat(mapped, op_shape), lines), lines, memo)
         if name == "pad":
             return self._pad(eqn, idx, shape, lines, memo)
+        if name == "dynamic_slice":
+            op_shape = tuple(eqn.invars[0].aval.shape)
+            mapped = [f"({self._start(v, n - k, lines, memo)} + {c})"
+                      for c, v, n, k in zip(_coords(idx, shape), eqn.invars[1:], op_shape, shape)]
+            return self.value(eqn.invars[0], self._index(_flat(mapped, op_shape), lines), lines, memo)
         kind = fusion_kind(prim, index=True)
         local = self._fresh("v")
         if kind == INDEX:
@@ -299,6 +304,22 @@ class StructuralReads:
             lines.extend("  " + line for line in branch)
         lines.append("}")
         return local
+
+    def _start(self, index, hi: int, lines: list, memo: dict) -> str:
+        """A ``dynamic_slice`` start (the scalar ``index``, of any integer type) clamped to
+        ``[0, hi]`` as the primitive does (an unsigned one compared before converting, so a
+        large value does not wrap)."""
+        if hi == 0:
+            return "0LL"
+        key = ("start", id(index), hi)
+        if key not in memo:
+            v = self.value(index, "0LL", lines, memo)
+            if np.dtype(index.aval.dtype).kind == "u":
+                expr = f"((unsigned long long)({v}) > {hi}ULL ? {hi}LL : (long long)({v}))"
+            else:
+                expr = f"((long long)({v}) < 0LL ? 0LL : ((long long)({v}) > {hi}LL ? {hi}LL : (long long)({v})))"
+            memo[key] = self._index(expr, lines)
+        return memo[key]
 
     def _pad(self, eqn, idx: str, shape, lines: list, memo: dict) -> str:
         """``pad``'s element at ``idx``: along each axis ``t = c - low`` is an operand element's

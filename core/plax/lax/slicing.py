@@ -163,6 +163,7 @@ def _slice_batch(vals, dims, *, start_indices, limit_indices, strides):
 # ------------------------------------------------------------------ dynamic_slice
 
 dynamic_slice_p = Primitive("dynamic_slice")
+register_fusible(dynamic_slice_p, STRUCTURAL)  # (a generator reads its operand at the clamped start)
 
 
 def _check_start_indices(name, operand, indices):

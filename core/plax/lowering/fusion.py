@@ -58,7 +58,7 @@ never an array in memory.
   cluster holds at most one scan and the scan alone decides the loop's order.
 
 **Structural equations** (``slice``, ``concatenate``, ``reshape``, ``squeeze``, ``pad``,
-``rev``, ``transpose``; for a backend
+``rev``, ``transpose``, ``dynamic_slice``; for a backend
 that asks: ``structural=True`` in :class:`FusionOptions`, from
 :attr:`plax.lowering.Emitter.fuses_structural`; elsewhere they stay lone equations): each
 output element is one operand element (for ``pad``, else the padding value) at an index that
@@ -72,7 +72,8 @@ elements (each element computes what it reads), or read by a reader of at most
 several shapes. Its generator computes each value *at the index its reader needs*: through a
 slice at an offset, through a concatenation the piece the element falls in, through a
 reshape the same flat index, through a transpose the permuted index, through a rev the
-mirrored one, through a pad the operand's element or the padding value. The original threefry layout (counter halves hashed as pairs,
+mirrored one, through a pad the operand's element or the padding value, through a
+``dynamic_slice`` an offset by its start indices (scalars read in the kernel, clamped). The original threefry layout (counter halves hashed as pairs,
 the two words concatenated, the pad sliced off) and a key's words sliced from its data are
 then part of the kernel that uses the bits. A group is formed only where an equation that
 moves elements joins it (a reshape alone keeps them in place) and something other than views
@@ -658,7 +659,7 @@ def _reads_through(eqn: JaxprEqn, operand, reads: int) -> int:
     most once and fills the rest of its result otherwise (padding, other pieces), so only
     the operand's share of ``reads``; any other equation (a broadcast repeats) all of them."""
     name = eqn.primitive.name
-    if _fusion_kinds.get(eqn.primitive) != STRUCTURAL or name not in _BUILDS_NEW_ARRAY or \
+    if _fusion_kinds.get(eqn.primitive) != STRUCTURAL or name not in ("concatenate", "pad") or \
             (name == "pad" and operand is not eqn.invars[0]):
         return reads
     made = math.prod(eqn.outvars[0].aval.shape)
@@ -667,7 +668,7 @@ def _reads_through(eqn: JaxprEqn, operand, reads: int) -> int:
 
 #: structural equations whose result a backend cannot hand back as a view of its operand's
 #: memory (a strided view): each is a copy kernel of its own unless a reader absorbs it
-_BUILDS_NEW_ARRAY = ("concatenate", "pad")
+_BUILDS_NEW_ARRAY = ("concatenate", "pad", "dynamic_slice")   # (its starts are on the device)
 
 #: structural equations that keep every element at its flat (C-order) index: read through,
 #: they move nothing
