@@ -88,8 +88,9 @@ def test_structural_kinds_are_registered():
     from plax.lowering.fusion import _fusion_kinds
     assert all(_fusion_kinds[p] == STRUCTURAL
                for p in (lax.slice_p, lax.concatenate_p, lax.reshape_p, lax.squeeze_p,
-                         lax.pad_p, lax.rev_p, lax.transpose_p))
-    assert all(fusion_kind(p) is None for p in (lax.pad_p, lax.rev_p, lax.transpose_p))
+                         lax.pad_p, lax.rev_p, lax.transpose_p, lax.dynamic_slice_p))
+    assert all(fusion_kind(p) is None
+               for p in (lax.pad_p, lax.rev_p, lax.transpose_p, lax.dynamic_slice_p))
 
 
 def test_pad_rev_transpose_join_their_reader_with_what_feeds_them():
@@ -102,6 +103,8 @@ def test_pad_rev_transpose_join_their_reader_with_what_feeds_them():
         "rev": (lambda x, y: jnp.flip(jnp.tanh(x)) + x, {"tanh", "rev", "add"}),
         "transpose": (lambda x, y: (x * 2.0).T + y, {"mul", "transpose", "add"}),
         "transposed output": (lambda x, y: jnp.transpose(jnp.cos(y)), {"cos", "transpose"}),
+        "dynamic_slice": (lambda x, y: lax.dynamic_slice(jnp.exp(x), (1, jnp.int32(2)), (2, 2)) - 1.0,
+                          {"exp", "dynamic_slice", "sub"}),
     }
     for name, (f, prims) in programs.items():
         jaxpr = spliced_calls(plax.make_jaxpr(f)(x, y).jaxpr)   # (jnp.pad is a jitted call)
@@ -111,7 +114,8 @@ def test_pad_rev_transpose_join_their_reader_with_what_feeds_them():
         assert unit.shape == tuple(jaxpr.outvars[0].aval.shape) and unit.parts is not None
         # without the option: pad, rev and transpose stay lone equations
         plain = _names(find_clusters(jaxpr, FusionOptions(multiple_results=True, index=True)))
-        assert len(plain) > 1 and (prims & {"pad", "rev", "transpose"}) <= set(plain), (name, plain)
+        assert len(plain) > 1 and \
+            (prims & {"pad", "rev", "transpose", "dynamic_slice"}) <= set(plain), (name, plain)
 
 
 def test_a_pad_reads_its_operand_once_but_a_broadcast_after_it_repeats_it():

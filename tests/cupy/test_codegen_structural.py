@@ -41,6 +41,11 @@ def _programs() -> list:
         ("pad int8 rank 4", lambda x: lax.pad(
             jnp.reshape(x.astype(jnp.int8) * 3, (1, 3, 1, 3)), jnp.int8(7),
             ((0, 1, 0), (1, 0, 1), (0, 0, 0), (-1, 2, 0))) + jnp.int8(1), True, (x,)),
+        ("dynamic_slice, int32 starts", lambda x: lax.dynamic_slice(
+            jnp.reshape(jnp.exp(x), (3, 3)), (jnp.int32(1), jnp.int32(-1)), (2, 2)) * 2.0,
+         True, (x,)),
+        ("dynamic_slice, unsigned start", lambda x: lax.dynamic_slice(
+            jnp.cos(x), (jnp.uint32(3_000_000_000),), (5,)) + 1.0, True, (x,)),
         ("transpose vector path", lambda v: jnp.transpose(
             jnp.reshape(jnp.exp(v), (-1, 8))) * 2.0, True,
          (np.linspace(-1, 1, 8 * (codegen.VECTOR_MIN_ELEMENTS // 8 + 3)).astype(np.float32),)),

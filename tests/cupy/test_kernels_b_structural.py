@@ -120,3 +120,36 @@ def test_rank_0_and_crops_only(monkeypatch):
         launches, got = _launches_and_value(f, a)
         np.testing.assert_array_equal(got, np.asarray(plax.jit(f, backend="numpy")(a)))
         assert launches == 1, (f.__name__, launches)
+
+
+@pytest.mark.parametrize("index_dtype", ["int32", "uint8", "uint64"])
+def test_dynamic_slice_read_through_is_one_kernel(index_dtype, monkeypatch):
+    """The starts are device scalars read in the kernel and clamped as the primitive does (a
+    negative start wrapped by ``lax.dynamic_slice`` first, out-of-range ones clamped, an
+    unsigned one above 2^63 not wrapping); it launched 3 (unsigned) to 9 (signed: the wrap's
+    scalar kernels) kernels."""
+    import plax
+    from plax import lax
+    monkeypatch.setenv("PLAX_CUDA_GRAPHS", "0")
+    x = np.arange(105, dtype=np.float32).reshape(3, 5, 7)
+
+    def f(x, i, j, k):
+        return lax.dynamic_slice(x * 2.0, (i, j, k), (2, 5, 3)) + 1.0
+
+    dt = np.dtype(index_dtype)
+    starts = [(1, 0, 2), (2, 3, 6), (0, 1, 100)]
+    if dt.kind == "i":
+        starts.append((-1, -2, -100))
+    if dt == np.uint64:
+        starts.append((2**63 + 5, 0, 2**64 - 1))
+    saved = plax.config.read("jax_enable_x64")
+    plax.config.update("jax_enable_x64", dt.itemsize == 8)   # (else uint64 is narrowed)
+    try:
+        for start in starts:
+            args = (x,) + tuple(np.asarray(s).astype(dt) for s in start)
+            launches, got = _launches_and_value(f, *args)
+            np.testing.assert_array_equal(got, np.asarray(plax.jit(f, backend="numpy")(*args)),
+                                          err_msg=str(start))
+            assert launches == 1, (start, launches)
+    finally:
+        plax.config.update("jax_enable_x64", saved)
