@@ -79,11 +79,11 @@ class NumbaBackend(Backend):
     def _scan_core(self) -> None:
         from plax.core import Primitive
         core = set(self._core)
-        for name, module in list(sys.modules.items()):
+        for name, module in sys.modules.copy().items():
             if module is not None and (name == "plax.lax" or name.startswith("plax.lax.")
                                        or name == "plax.transforms.checkpoint"):
                 # a copy: another thread may be importing this module (its namespace growing)
-                core |= {v for v in list(vars(module).values()) if isinstance(v, Primitive)}
+                core |= {v for v in vars(module).copy().values() if isinstance(v, Primitive)}
         self._core = frozenset(core)
 
     def info(self) -> dict:

@@ -46,7 +46,7 @@ class SourceInfo(str):
 def _package_dirs() -> list[str]:
     """The directories of plax and its plugin packages (``plax_*``): not user code."""
     dirs = []
-    for name, module in list(sys.modules.items()):
+    for name, module in sys.modules.copy().items():
         if "." in name or not (name == "plax" or name.startswith("plax_")):
             continue
         path = getattr(module, "__file__", None)

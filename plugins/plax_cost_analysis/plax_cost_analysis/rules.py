@@ -66,13 +66,13 @@ def all_primitives() -> dict[str, list[Primitive]]:
     the ``plax`` package (``plax.lax``, the transforms, and any other loaded one)."""
     _import_primitive_modules()
     found: dict[str, list[Primitive]] = {}
-    for name, module in list(sys.modules.items()):
+    for name, module in sys.modules.copy().items():
         # a plugin's module aliased under plax.experimental keeps its own __name__: skip it,
         # so the set does not depend on which plugins happen to be loaded
         real = getattr(module, "__name__", None) if module is not None else None
         if real is None or not (real == "plax" or real.startswith("plax.")):
             continue
-        for value in list(vars(module).values()):
+        for value in vars(module).copy().values():
             if isinstance(value, Primitive):
                 same = found.setdefault(value.name, [])
                 if value not in same:
