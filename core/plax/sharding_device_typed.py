@@ -58,13 +58,16 @@ def stays_on_device(prim, args: Sequence, mesh) -> bool:
     return _keeps_short_spec(prim, len(args), eager=False)
 
 
-def device_typed_outputs(jaxpr, leaves: Sequence, mesh) -> list[bool] | None:
+def device_typed_outputs(jaxpr, leaves: Sequence, mesh,
+                         unread: frozenset = frozenset()) -> list[bool] | None:
     """Which outputs of a top-level ``jit`` program of ``jaxpr``, called with argument
     ``leaves`` under ``mesh``, JAX 0.10 types with no mesh (so they stay on the committed
-    arguments' device): those computed from arguments committed to one device (host
-    arguments and literals neutral) through rules that forward their operand's type,
-    nested ``jit`` calls followed. None when no argument is committed to one device or the
-    mesh has no Explicit axis (nothing stays).
+    arguments' device). When the program reads an argument committed to one device (a leaf
+    not in ``unread``), JAX types it, and host and uncommitted arguments, constants and
+    literals, with no mesh; an output stays when it is computed from those through rules
+    that forward their operand's type (bodies of calls and loops followed: ``host @ c``,
+    ``sin(host)``, ``fori_loop`` of ``sin``). None when no read argument is committed to
+    one device or the mesh has no Explicit axis (nothing stays).
 
     Example:
       >>> mesh = plax.make_mesh((1,), ("x",))
@@ -75,11 +78,33 @@ def device_typed_outputs(jaxpr, leaves: Sequence, mesh) -> list[bool] | None:
     """
     if AxisType.Explicit not in mesh.axis_types or len(leaves) != len(jaxpr.invars):
         return None
-    marks = [_on_one_device(x) for x in leaves]
-    if not any(marks):
+    marks = []
+    found = False
+    for i, x in enumerate(leaves):
+        one = _on_one_device(x)
+        found = found or (one and i not in unread)
+        marks.append(one or host_or_uncommitted(x))
+    if not found:
         return None
     from plax.sharding_eager import forwarded_outputs
-    return forwarded_outputs(jaxpr, marks, literals=False, reads=_READS)
+    return forwarded_outputs(jaxpr, marks, literals=True, reads=_READS, consts=True)
+
+
+def kept_on_device(unplaced: list, placed: list, stay: Sequence[bool], device,
+                   mesh) -> list:
+    """The results of a ``jit`` call: where ``stay`` (:func:`device_typed_outputs`) marks
+    one, the result as computed (``unplaced``; a value typed on the mesh of ``device`` alone,
+    as a host argument's is, taken off it) committed to ``device``; else ``placed``'s.
+
+    Example:
+      >>> mesh = plax.make_mesh((1,), ("x",))
+      >>> d = plax.devices()[0]
+      >>> kept_on_device([jnp.ones(2)], [None], [True], d, mesh)[0].committed
+      True
+    """
+    from plax.sharding_eager import committed_to
+    return [committed_to(u, device, mesh) if s else o
+            for u, o, s in zip(unplaced, placed, stay)]
 
 
 #: ref reads: typed as the ref's value (a ref made off any mesh: committed to its device)

@@ -798,11 +798,12 @@ class JitFunction:
             out_arrays = placed_results(out_arrays, entry.closed.jaxpr, host_inputs, kept,
                                         mesh)
             if not kept:  # an Explicit axis: some may stay on a committed argument's device
-                from plax.sharding_device_typed import device_typed_outputs
-                stay = device_typed_outputs(entry.closed.jaxpr, raw, mesh)
+                from plax.sharding_device_typed import device_typed_outputs, kept_on_device
+                stay = device_typed_outputs(entry.closed.jaxpr, raw, mesh,
+                                            unread | entry.unread)
                 if stay is not None and any(stay):
                     kept = True  # (not replayed: jit_mesh_calls places every result)
-                    out_arrays = [u if s else o for u, o, s in zip(unplaced, out_arrays, stay)]
+                    out_arrays = kept_on_device(unplaced, out_arrays, stay, device, mesh)
             # (any platform: what can be replayed -- each result holding the program's own
             # output buffer, as on a CPU mesh or a mesh of one device -- recipe decides)
             if not kept and not has_refs and not kwargs and \
