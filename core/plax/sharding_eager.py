@@ -258,6 +258,9 @@ def apply_on_mesh(prim, args: Sequence, params: dict, compute: Callable) -> Any:
                 return compute(prim, args, params)
         plain.append(v)
     out = compute(prim, plain, params)
+    if prim.name in _BODY_RULES and _rank_spec(mesh):  # typed by its bodies (see there)
+        from plax.sharding_device_typed import placed_body_results
+        return placed_body_results(prim, out, args, params, mesh)
     rank_spec = _rank_spec(mesh) and not _keeps_short_type(prim, args)
     if prim.multiple_results:
         return [place_replicated(o, mesh, rank_spec) for o in out]

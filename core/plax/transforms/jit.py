@@ -23,7 +23,7 @@ from typing import Any, Callable, Iterable, Sequence
 import numpy as np
 
 from plax import dtypes, tree_util
-from plax.array import HOST_VALUE_TYPES, _PY_SCALARS, Array, from_host, host_or_uncommitted
+from plax.array import HOST_VALUE_TYPES, _PY_SCALARS, Array, from_host
 from plax.backend import executable_text
 from plax.config import config
 from plax.core.jaxpr import ClosedJaxpr
@@ -674,7 +674,8 @@ class JitFunction:
         if on_mesh:
             # (asked before the run: it writes the refs' final values)
             kept = self._check_context_mesh(leaves, treedef, static, len(args), mesh)
-            host_inputs = [host_or_uncommitted(x) for x in leaves]  # (typed P() by JAX)
+            from plax.sharding_device_typed import typed_with_no_mesh
+            host_inputs = typed_with_no_mesh(leaves, mesh)  # (placed P() by JAX)
             from plax.transforms.jit_shardings import placed_on_context_mesh
             raw = leaves
             leaves = placed_on_context_mesh(leaves, mesh) or leaves
