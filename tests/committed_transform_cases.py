@@ -1,5 +1,5 @@
 """Transformations of functions of an array committed to one device (no mesh set), and
-whether JAX 0.10.2 commits each result (recorded by ``record_committed_transforms.py`` in
+whether JAX 0.10.2 commits each result (recorded by ``record_device_typed.py`` in
 ``committed_transforms_jax.json``; ``test_committed_transforms.py`` checks plax against the
 record, and against JAX where it is installed).
 

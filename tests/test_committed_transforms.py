@@ -1,7 +1,7 @@
 """Whether transformations (``grad``, ``vjp``, ``jvp``, ``vmap``, ``jacfwd``, ``linearize``)
 of a function of an array committed to one device commit their results, as JAX 0.10.2 does
 (no mesh set). plax is checked against JAX's answers recorded in
-``committed_transforms_jax.json`` (``record_committed_transforms.py``), and against JAX
+``committed_transforms_jax.json`` (``record_device_typed.py``), and against JAX
 itself where it is installed.
 """
 from __future__ import annotations
