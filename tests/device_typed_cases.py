@@ -7,9 +7,11 @@ from __future__ import annotations
 import numpy as np
 
 
-def cases(lib, jnp) -> dict:
-    """name -> a function of (c, ref, scalar c) computing one result (or a tuple)."""
+def cases(lib, jnp, uncommitted) -> dict:
+    """name -> a function of (c, ref, scalar c) computing one result (or a tuple);
+    ``uncommitted``: an array made before the mesh was set."""
     host = np.ones((2, 2), np.float32)
+    closing_over = lambda k: lib.jit(lambda a: (jnp.sin(a), k.sum()))
     return {
         "sin(c)": lambda c, r, s: jnp.sin(c),
         "jit(sin)(c)": lambda c, r, s: lib.jit(jnp.sin)(c),
@@ -66,6 +68,10 @@ def cases(lib, jnp) -> dict:
         "jit(on mesh, c): (sin(m), c.sum())": lambda c, r, s: lib.jit(
             lambda a, b: (jnp.sin(a), b.sum()))(jnp.ones(2), c),
         "jit(c): c @ host constant": lambda c, r, s: lib.jit(lambda a: a @ host)(c),
+        "jit(c): (sin(c), constant on mesh .sum())": lambda c, r, s: closing_over(
+            jnp.ones(2))(c),
+        "jit(c): (sin(c), uncommitted constant .sum())": lambda c, r, s: closing_over(
+            uncommitted)(c),
         **{k: v for name, f in _operations(lib, jnp).items()
            for k, v in ((name, f), ("jit: " + name, _jitted(lib, f)))},
     }
@@ -126,9 +132,10 @@ def answers(lib, jnp) -> dict:
     c = lib.device_put(jnp.ones((2, 2)), device)
     s = lib.device_put(jnp.float32(2.0), device)
     r = lib.new_ref(jnp.ones((2, 2)))
+    uncommitted = jnp.ones(2)
     out = {}
     with lib.set_mesh(explicit):
-        for name, f in cases(lib, jnp).items():
+        for name, f in cases(lib, jnp, uncommitted).items():
             try:
                 got = f(c, r, s)
                 out[name] = [_described(v) for v in lib.tree_util.tree_leaves(got)] \

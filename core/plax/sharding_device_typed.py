@@ -58,17 +58,18 @@ def stays_on_device(prim, args: Sequence, mesh) -> bool:
     return _keeps_short_spec(prim, len(args), eager=False)
 
 
-def device_typed_outputs(jaxpr, leaves: Sequence, mesh,
-                         unread: frozenset = frozenset()) -> list[bool] | None:
+def device_typed_outputs(jaxpr, leaves: Sequence, mesh, unread: frozenset = frozenset(),
+                         consts: Sequence = ()) -> list[bool] | None:
     """Which outputs of a top-level ``jit`` program of ``jaxpr``, called with argument
     ``leaves`` under ``mesh``, JAX 0.10 types with no mesh (so they stay on the committed
     arguments' device). When the program reads an argument committed to one device (a leaf
-    not in ``unread``), JAX types it, and host and uncommitted arguments, constants and
-    literals, with no mesh; an output stays when it is computed from those through rules
-    that forward their operand's type (bodies of calls and loops followed: ``host @ c``,
-    ``sin(host)``, ``fori_loop`` of ``sin``). None when no read argument is committed to
-    one device, when one lies on the mesh (what is typed with no mesh is placed ``P()``
-    there: :func:`typed_with_no_mesh`), or the mesh has no Explicit axis (nothing stays).
+    not in ``unread``), JAX types it, and host and uncommitted arguments, host constants
+    (``consts``: the values of ``jaxpr``'s constants, typed as arguments are) and literals,
+    with no mesh; an output stays when it is computed from those through rules that forward
+    their operand's type (bodies of calls and loops followed: ``host @ c``, ``sin(host)``,
+    ``fori_loop`` of ``sin``). None when no read argument is committed to one device, when
+    one lies on the mesh (what is typed with no mesh is placed ``P()`` there:
+    :func:`typed_with_no_mesh`), or the mesh has no Explicit axis (nothing stays).
 
     Example:
       >>> mesh = plax.make_mesh((1,), ("x",))
@@ -91,7 +92,8 @@ def device_typed_outputs(jaxpr, leaves: Sequence, mesh,
     if not found:
         return None
     from plax.sharding_eager import forwarded_outputs
-    return forwarded_outputs(jaxpr, marks, literals=True, reads=_READS, consts=True)
+    return forwarded_outputs(jaxpr, marks, literals=True, reads=_READS,
+                             consts=typed_with_no_mesh(consts, mesh))
 
 
 def kept_on_device(unplaced: list, placed: list, stay: Sequence[bool], device,

@@ -328,18 +328,24 @@ def short_outputs(jaxpr, short_inputs: Sequence[bool]) -> list[bool]:
 
 
 def forwarded_outputs(jaxpr, marks: Sequence[bool], literals: bool,
-                      reads: frozenset = frozenset(), consts: bool = False) -> list[bool]:
+                      reads: frozenset = frozenset(),
+                      consts: bool | Sequence[bool] = False) -> list[bool]:
     """Which outputs of ``jaxpr`` are computed from the inputs marked in ``marks`` through
     rules that forward their operands' type (:func:`_keeps_short_spec`, or a primitive named
     in ``reads``), the bodies of nested ``jit`` calls, ``cond``, ``while`` and ``scan``
     followed (:func:`_body_outputs`). A literal operand is neutral; it counts as marked
     when ``literals`` (so an equation of literals alone is marked too), else an equation
-    needs a marked variable operand. ``consts``: the jaxpr's constants count as marked.
+    needs a marked variable operand. ``consts``: the jaxpr's constants count as marked (a
+    sequence: those it marks; nested bodies' constants count as marked then).
     (:func:`short_outputs`; :func:`plax.sharding_device_typed.device_typed_outputs`.)"""
     from plax.core.jaxpr import Var
     marked = {v for v, m in zip(jaxpr.invars, marks) if m}
-    if consts:
-        marked.update(jaxpr.constvars)
+    if consts is True or consts is False:
+        if consts:
+            marked.update(jaxpr.constvars)
+    else:
+        marked.update(v for v, m in zip(jaxpr.constvars, consts) if m)
+        consts = True
     for eqn in jaxpr.eqns:
         inner = _body_outputs(eqn, marked, literals, reads, consts)
         if inner is not None:
@@ -355,7 +361,7 @@ def forwarded_outputs(jaxpr, marks: Sequence[bool], literals: bool,
 
 
 def _body_outputs(eqn, marked: set, literals: bool, reads: frozenset,
-                  consts: bool) -> list[bool] | None:
+                  consts: bool | Sequence[bool]) -> list[bool] | None:
     """Which outputs of ``eqn`` -- a ``jit`` call, ``cond``, ``while`` or ``scan``, whose
     operands in ``marked`` are marked -- its bodies type as their marked inputs (see
     :func:`forwarded_outputs`): JAX types a call's and a branch's results as its body types

@@ -801,7 +801,7 @@ class JitFunction:
             if not kept:  # an Explicit axis: some may stay on a committed argument's device
                 from plax.sharding_device_typed import device_typed_outputs, kept_on_device
                 stay = device_typed_outputs(entry.closed.jaxpr, raw, mesh,
-                                            unread | entry.unread)
+                                            unread | entry.unread, entry.closed.consts)
                 if stay is not None and any(stay):
                     kept = True  # (not replayed: jit_mesh_calls places every result)
                     out_arrays = kept_on_device(unplaced, out_arrays, stay, device, mesh)
