@@ -7,9 +7,11 @@ from __future__ import annotations
 import numpy as np
 
 
-def cases(lib, jnp) -> dict:
-    """name -> a function of (c, ref, scalar c) computing one result (or a tuple)."""
+def cases(lib, jnp, uncommitted) -> dict:
+    """name -> a function of (c, ref, scalar c) computing one result (or a tuple);
+    ``uncommitted``: an array made before the mesh was set."""
     host = np.ones((2, 2), np.float32)
+    closing_over = lambda k: lib.jit(lambda a: (jnp.sin(a), k.sum()))
     return {
         "sin(c)": lambda c, r, s: jnp.sin(c),
         "jit(sin)(c)": lambda c, r, s: lib.jit(jnp.sin)(c),
@@ -57,6 +59,63 @@ def cases(lib, jnp) -> dict:
             lambda a, b: jnp.sin(a))(jnp.ones(2), c),
         "jit(c): c @ constant": lambda c, r, s: lib.jit(lambda a: a @ jnp.ones((2, 2)))(c),
         "jit(c): sin(sin(c)).sum()": lambda c, r, s: lib.jit(lambda a: jnp.sin(jnp.sin(a)).sum())(c),
+        "jit(host, c): (sin(host), sin(c))": lambda c, r, s: lib.jit(
+            lambda a, b: (jnp.sin(a), jnp.sin(b)))(host, c),
+        "jit(host, c): sin(host), keep_unused": lambda c, r, s: lib.jit(
+            lambda a, b: jnp.sin(a), keep_unused=True)(host, c),
+        "jit(2.0, c): (sin(2.0), c.sum())": lambda c, r, s: lib.jit(
+            lambda a, b: (jnp.sin(a), b.sum()))(2.0, c),
+        "jit(on mesh, c): (sin(m), c.sum())": lambda c, r, s: lib.jit(
+            lambda a, b: (jnp.sin(a), b.sum()))(jnp.ones(2), c),
+        "jit(c): c @ host constant": lambda c, r, s: lib.jit(lambda a: a @ host)(c),
+        "jit(c): (sin(c), constant on mesh .sum())": lambda c, r, s: closing_over(
+            jnp.ones(2))(c),
+        "jit(c): (sin(c), uncommitted constant .sum())": lambda c, r, s: closing_over(
+            uncommitted)(c),
+        **{k: v for name, f in _operations(lib, jnp).items()
+           for k, v in ((name, f), ("jit: " + name, _jitted(lib, f)))},
+    }
+
+
+def _jitted(lib, f):
+    return lambda c, r, s: lib.jit(lambda a: f(a, r, s))(c)
+
+
+def _operations(lib, jnp) -> dict:
+    """Primitives beyond the first cases, each of ``c`` (checked eagerly and inside a jit)."""
+    lax = lib.lax
+    idx = np.array([1, 0])
+    fori = lambda c: lax.fori_loop(0, 2, lambda i, v: jnp.sin(v), c)
+    return {
+        "c[idx] (gather)": lambda c, r, s: c[idx],
+        "dynamic_slice": lambda c, r, s: lax.dynamic_slice(c, (0, 0), (1, 2)),
+        "dynamic_update_slice(c, host)": lambda c, r, s: lax.dynamic_update_slice(
+            c, np.zeros((1, 2), np.float32), (0, 0)),
+        "dynamic_update_slice(c, on mesh)": lambda c, r, s: lax.dynamic_update_slice(
+            c, jnp.zeros((1, 2)), (0, 0)),
+        "pad(c, 1)": lambda c, r, s: jnp.pad(c, 1),
+        "lax.pad": lambda c, r, s: lax.pad(c, 0.0, [(1, 1, 0), (0, 0, 0)]),
+        "flip(c, 0)": lambda c, r, s: jnp.flip(c, 0),
+        "argmax(c, 0)": lambda c, r, s: jnp.argmax(c, axis=0),
+        "cumsum(c, 1)": lambda c, r, s: jnp.cumsum(c, axis=1),
+        "select_n": lambda c, r, s: lax.select_n(c > 0, c, c),
+        "where(c > 0, c, c)": lambda c, r, s: jnp.where(c > 0, c, c),
+        "c.at[idx].set(2.0)": lambda c, r, s: c.at[idx].set(2.0),
+        "c.at[0, 1].add(2.0)": lambda c, r, s: c.at[0, 1].add(2.0),
+        "conv": lambda c, r, s: lax.conv(c[None, None], jnp.ones((1, 1, 1, 1)), (1, 1),
+                                         "VALID"),
+        "reduce_window sum": lambda c, r, s: lax.reduce_window(c, 0.0, lax.add, (1, 2),
+                                                               (1, 1), "VALID"),
+        "top_k": lambda c, r, s: lax.top_k(c, 1),
+        "sort of 2 operands": lambda c, r, s: lax.sort((c, c), num_keys=1),
+        "while (v * 2.0)": lambda c, r, s: lax.while_loop(lambda v: v.sum() < 100.0,
+                                                          lambda v: v * 2.0, c),
+        "fori_loop (sin)": lambda c, r, s: fori(c),
+        "scan (zeros carry)": lambda c, r, s: lax.scan(
+            lambda carry, x: (carry + x, jnp.sin(x)), jnp.zeros(2), c),
+        "scan (sin, cos)": lambda c, r, s: lax.scan(
+            lambda carry, x: (jnp.sin(carry), jnp.cos(x)), c[0], c),
+        "cond(True, sin, cos)": lambda c, r, s: lax.cond(True, jnp.sin, jnp.cos, c),
     }
 
 
@@ -73,13 +132,14 @@ def answers(lib, jnp) -> dict:
     c = lib.device_put(jnp.ones((2, 2)), device)
     s = lib.device_put(jnp.float32(2.0), device)
     r = lib.new_ref(jnp.ones((2, 2)))
+    uncommitted = jnp.ones(2)
     out = {}
     with lib.set_mesh(explicit):
-        for name, f in cases(lib, jnp).items():
+        for name, f in cases(lib, jnp, uncommitted).items():
             try:
                 got = f(c, r, s)
-                out[name] = [_described(v) for v in got] if isinstance(got, tuple) \
-                    else _described(got)
+                out[name] = [_described(v) for v in lib.tree_util.tree_leaves(got)] \
+                    if isinstance(got, (tuple, list)) else _described(got)
             except Exception as e:  # noqa: BLE001 - recorded as it is
                 out[name] = f"{type(e).__name__}: {e}"
     return out

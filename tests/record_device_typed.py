@@ -1,5 +1,7 @@
-"""Records where JAX 0.10.2 puts the results of :mod:`device_typed_cases` in
-``device_typed_jax.json`` (run where JAX is installed; CI compares plax with the record).
+"""Records JAX 0.10.2's answers to :mod:`device_typed_cases` (where results are placed under
+an Explicit mesh) in ``device_typed_jax.json`` and to :mod:`committed_transform_cases`
+(whether transformations commit their results) in ``committed_transforms_jax.json`` (run
+where JAX is installed; CI compares plax with the records).
 
     JAX_PLATFORMS=cpu python tests/record_device_typed.py
 """
@@ -11,11 +13,19 @@ import pathlib
 import jax
 import jax.numpy as jnp
 
-from device_typed_cases import answers
+import committed_transform_cases
+import device_typed_cases
 
-if __name__ == "__main__":
+
+def record(answers, name: str) -> None:
+    """Writes ``answers(jax, jax.numpy)`` and JAX's version to ``name`` beside this file."""
     got = answers(jax, jnp)
     out = {"jax_version": jax.__version__, "answers": got}
-    path = pathlib.Path(__file__).with_name("device_typed_jax.json")
+    path = pathlib.Path(__file__).with_name(name)
     path.write_text(json.dumps(out, indent=1, sort_keys=True) + "\n")
     print(f"wrote {len(got)} answers to {path}")
+
+
+if __name__ == "__main__":
+    record(device_typed_cases.answers, "device_typed_jax.json")
+    record(committed_transform_cases.answers, "committed_transforms_jax.json")

@@ -18,10 +18,11 @@ from device_typed_cases import answers
 
 _RECORD = json.loads(pathlib.Path(__file__).with_name("device_typed_jax.json").read_text())
 
-#: where plax still differs from JAX 0.10.2: JAX's ``dot_general`` rule keeps the committed
-#: operand's device when the other operand is a host *argument* of the ``jit`` (typed
-#: ``P()`` on the mesh for ``sin``, so it is not simply untyped); plax places it on the mesh
-_KNOWN_DIFFERENT = {"jit(host, c): host @ c"}
+#: where plax still differs from JAX 0.10.2: JAX's ``dynamic_update_slice`` rule refuses an
+#: operand typed with no mesh (``c``) and an update typed on the mesh (``jnp.zeros`` under the
+#: mesh) with a ShardingTypeError; plax places the result on the mesh (its ``.at[].add``
+#: runs this primitive eagerly on such operands, where JAX's single scatter is typed well)
+_KNOWN_DIFFERENT = {"dynamic_update_slice(c, on mesh)", "jit: dynamic_update_slice(c, on mesh)"}
 
 
 @pytest.fixture(scope="module")
@@ -32,12 +33,11 @@ def plax_answers() -> dict:
 def test_placements_as_recorded_from_jax(plax_answers):
     want = _RECORD["answers"]
     assert set(plax_answers) == set(want)
-    differ = {k: (plax_answers[k], want[k]) for k in want
-              if plax_answers[k] != want[k] and k not in _KNOWN_DIFFERENT}
-    assert differ == {}
+    differ = {k: (plax_answers[k], want[k]) for k in want if plax_answers[k] != want[k]}
+    assert set(differ) == _KNOWN_DIFFERENT, differ
     # both kinds of answer occur (the table checks a rule, not one constant answer)
     kinds = {v.split()[0] for v in want.values() if isinstance(v, str)}
-    assert kinds == {"SingleDeviceSharding", "NamedSharding"}
+    assert {"SingleDeviceSharding", "NamedSharding"} <= kinds
 
 
 def test_the_record_is_jax_s_answer():

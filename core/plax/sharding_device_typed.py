@@ -58,13 +58,18 @@ def stays_on_device(prim, args: Sequence, mesh) -> bool:
     return _keeps_short_spec(prim, len(args), eager=False)
 
 
-def device_typed_outputs(jaxpr, leaves: Sequence, mesh) -> list[bool] | None:
+def device_typed_outputs(jaxpr, leaves: Sequence, mesh, unread: frozenset = frozenset(),
+                         consts: Sequence = ()) -> list[bool] | None:
     """Which outputs of a top-level ``jit`` program of ``jaxpr``, called with argument
     ``leaves`` under ``mesh``, JAX 0.10 types with no mesh (so they stay on the committed
-    arguments' device): those computed from arguments committed to one device (host
-    arguments and literals neutral) through rules that forward their operand's type,
-    nested ``jit`` calls followed. None when no argument is committed to one device or the
-    mesh has no Explicit axis (nothing stays).
+    arguments' device). When the program reads an argument committed to one device (a leaf
+    not in ``unread``), JAX types it, and host and uncommitted arguments, host constants
+    (``consts``: the values of ``jaxpr``'s constants, typed as arguments are) and literals,
+    with no mesh; an output stays when it is computed from those through rules that forward
+    their operand's type (bodies of calls and loops followed: ``host @ c``, ``sin(host)``,
+    ``fori_loop`` of ``sin``). None when no read argument is committed to one device, when
+    one lies on the mesh (what is typed with no mesh is placed ``P()`` there:
+    :func:`typed_with_no_mesh`), or the mesh has no Explicit axis (nothing stays).
 
     Example:
       >>> mesh = plax.make_mesh((1,), ("x",))
@@ -75,11 +80,83 @@ def device_typed_outputs(jaxpr, leaves: Sequence, mesh) -> list[bool] | None:
     """
     if AxisType.Explicit not in mesh.axis_types or len(leaves) != len(jaxpr.invars):
         return None
-    marks = [_on_one_device(x) for x in leaves]
-    if not any(marks):
+    marks = []
+    found = False
+    for i, x in enumerate(leaves):
+        one = _on_one_device(x)
+        marks.append(one or host_or_uncommitted(x))
+        if i not in unread:
+            if not marks[-1]:  # read and on the mesh: JAX's computation is the mesh's
+                return None
+            found = found or one
+    if not found:
         return None
     from plax.sharding_eager import forwarded_outputs
-    return forwarded_outputs(jaxpr, marks, literals=False, reads=_READS)
+    return forwarded_outputs(jaxpr, marks, literals=True, reads=_READS,
+                             consts=typed_with_no_mesh(consts, mesh))
+
+
+def kept_on_device(unplaced: list, placed: list, stay: Sequence[bool], device,
+                   mesh) -> list:
+    """The results of a ``jit`` call: where ``stay`` (:func:`device_typed_outputs`) marks
+    one, the result as computed (``unplaced``; a value typed on the mesh of ``device`` alone,
+    as a host argument's is, taken off it) committed to ``device``; else ``placed``'s.
+
+    Example:
+      >>> mesh = plax.make_mesh((1,), ("x",))
+      >>> d = plax.devices()[0]
+      >>> kept_on_device([jnp.ones(2)], [None], [True], d, mesh)[0].committed
+      True
+    """
+    from plax.sharding_eager import committed_to
+    return [committed_to(u, device, mesh) if s else o
+            for u, o, s in zip(unplaced, placed, stay)]
+
+
+def typed_with_no_mesh(leaves: Sequence, mesh) -> list[bool]:
+    """Which of a ``jit`` call's argument ``leaves`` JAX 0.10 types with no mesh under
+    ``mesh``: host values, uncommitted arrays and (under an Explicit axis) arrays and refs
+    committed to one device; values on the mesh are typed with it.
+
+    Example:
+      >>> mesh = plax.make_mesh((1,), ("x",))
+      >>> typed_with_no_mesh([np.ones(2), plax.device_put(1.0, plax.devices()[0])], mesh)
+      [True, True]
+    """
+    explicit = AxisType.Explicit in mesh.axis_types
+    return [host_or_uncommitted(x) or (explicit and _on_one_device(x)) for x in leaves]
+
+
+def placed_body_results(prim, outs: list, args: Sequence, params: dict, mesh) -> list:
+    """The eager results ``outs`` of ``prim`` -- a primitive with bodies (``cond``,
+    ``while``, ``scan``) -- on ``args`` under ``mesh`` (with an Explicit axis), placed as JAX
+    0.10 places them: each typed as its bodies type it from the operands (host values and
+    one-device arrays typed with no mesh, values on the mesh with it); one typed with no mesh
+    stays on the device of a committed operand unless an operand lies on the mesh (it is
+    then placed ``P()`` there, as with no committed operand), one typed on the mesh is placed
+    ``P(None, ...)``.
+
+    Example:
+      >>> mesh = plax.make_mesh((1,), ("x",))
+      >>> c = plax.device_put(jnp.ones(2), plax.devices()[0])
+      >>> with plax.set_mesh(mesh):
+      ...     plax.lax.fori_loop(0, 2, lambda i, v: jnp.sin(v), c).sharding.device_set
+      {CpuDevice(id=0)}
+    """
+    from plax.sharding_eager import _BODY_RULES, committed_to, forwarded_outputs, \
+        place_replicated
+    marks = [type(a) is Array or host_or_uncommitted(a) for a in args]
+    walk = lambda jaxpr, m: forwarded_outputs(jaxpr, m, True, _READS, True)
+    typed = _BODY_RULES[prim.name](params, marks, walk)
+    device = None
+    for a in args:
+        if isinstance(a, Array) and type(a) is not Array or type(a) is Ref:
+            device = None  # on the mesh (or a ref): JAX's computation is the mesh's
+            break
+        if type(a) is Array and a._committed:
+            device = a._device
+    return [committed_to(o, device, mesh) if t and device is not None
+            else place_replicated(o, mesh, not t) for o, t in zip(outs, typed)]
 
 
 #: ref reads: typed as the ref's value (a ref made off any mesh: committed to its device)

@@ -258,6 +258,9 @@ def apply_on_mesh(prim, args: Sequence, params: dict, compute: Callable) -> Any:
                 return compute(prim, args, params)
         plain.append(v)
     out = compute(prim, plain, params)
+    if prim.name in _BODY_RULES and _rank_spec(mesh):  # typed by its bodies (see there)
+        from plax.sharding_device_typed import placed_body_results
+        return placed_body_results(prim, out, args, params, mesh)
     rank_spec = _rank_spec(mesh) and not _keeps_short_type(prim, args)
     if prim.multiple_results:
         return [place_replicated(o, mesh, rank_spec) for o in out]
@@ -269,9 +272,13 @@ def apply_on_mesh(prim, args: Sequence, params: dict, compute: Callable) -> Any:
 #: (which forward their operand's type) and reductions (which drop the reduced entries of an
 #: empty spec): the rest write one entry per dimension (``P(None, ...)``)
 _SHORT_SPEC_RULES = frozenset({"reshape", "squeeze", "transpose", "slice", "rev", "sort",
-                               "dot_general", "argmax", "argmin", "pad"})
-#: of those, the ones of several operands (the rest take one)
-_SEVERAL_OPERANDS = frozenset({"dot_general", "pad"})
+                               "dot_general", "argmax", "argmin", "pad", "dynamic_slice",
+                               "dynamic_update_slice", "top_k", "reduce_window_sum",
+                               "reduce_window_max", "reduce_window_min"})
+#: of those, the ones of several operands (the rest take one; ``sort`` takes several, each
+#: result typed as its operand; ``dynamic_slice``'s other operands are its start indices)
+_SEVERAL_OPERANDS = frozenset({"dot_general", "pad", "sort", "dynamic_slice",
+                               "dynamic_update_slice"})
 #: of those, the ones whose ``jax.numpy`` function (``flip``, ``argmax``, ``argmin``,
 #: ``pad``) converts a host operand to an Array first when called eagerly, which places it
 #: on the mesh (``P(None, ...)`` then): inside a ``jit`` the conversion places nothing.
@@ -321,29 +328,93 @@ def short_outputs(jaxpr, short_inputs: Sequence[bool]) -> list[bool]:
 
 
 def forwarded_outputs(jaxpr, marks: Sequence[bool], literals: bool,
-                      reads: frozenset = frozenset()) -> list[bool]:
+                      reads: frozenset = frozenset(),
+                      consts: bool | Sequence[bool] = False) -> list[bool]:
     """Which outputs of ``jaxpr`` are computed from the inputs marked in ``marks`` through
     rules that forward their operands' type (:func:`_keeps_short_spec`, or a primitive named
-    in ``reads``), nested ``jit`` calls followed into their bodies. A literal operand is
-    neutral; it counts as marked when ``literals`` (so an equation of literals alone is
-    marked too), else an equation needs a marked variable operand.
+    in ``reads``), the bodies of nested ``jit`` calls, ``cond``, ``while`` and ``scan``
+    followed (:func:`_body_outputs`). A literal operand is neutral; it counts as marked
+    when ``literals`` (so an equation of literals alone is marked too), else an equation
+    needs a marked variable operand. ``consts``: the jaxpr's constants count as marked (a
+    sequence: those it marks; nested bodies' constants count as marked then).
     (:func:`short_outputs`; :func:`plax.sharding_device_typed.device_typed_outputs`.)"""
     from plax.core.jaxpr import Var
-    from plax.lowering.calls import call_body
     marked = {v for v, m in zip(jaxpr.invars, marks) if m}
+    if consts is True or consts is False:
+        if consts:
+            marked.update(jaxpr.constvars)
+    else:
+        marked.update(v for v, m in zip(jaxpr.constvars, consts) if m)
+        consts = True
     for eqn in jaxpr.eqns:
+        inner = _body_outputs(eqn, marked, literals, reads, consts)
+        if inner is not None:
+            marked.update(v for v, s in zip(eqn.outvars, inner) if s)
+            continue
         ins = eqn.invars if literals else [v for v in eqn.invars if isinstance(v, Var)]
         if not ins or not all(v in marked for v in ins if isinstance(v, Var)):
             continue
-        body = call_body(eqn)
-        if body is not None:
-            inner = forwarded_outputs(body.jaxpr, [v in marked if isinstance(v, Var) else literals
-                                                   for v in eqn.invars], literals, reads)
-            marked.update(v for v, s in zip(eqn.outvars, inner) if s)
-        elif eqn.primitive.name in reads or \
+        if eqn.primitive.name in reads or \
                 _keeps_short_spec(eqn.primitive, len(eqn.invars), eager=False):
             marked.update(eqn.outvars)
     return [isinstance(v, Var) and v in marked for v in jaxpr.outvars]
+
+
+def _body_outputs(eqn, marked: set, literals: bool, reads: frozenset,
+                  consts: bool | Sequence[bool]) -> list[bool] | None:
+    """Which outputs of ``eqn`` -- a ``jit`` call, ``cond``, ``while`` or ``scan``, whose
+    operands in ``marked`` are marked -- its bodies type as their marked inputs (see
+    :func:`forwarded_outputs`): JAX types a call's and a branch's results as its body types
+    them (a ``cond``'s as all branches agree), and a loop's carry as its body keeps it
+    (worked out to a fixed point). None for any other equation."""
+    from plax.core.jaxpr import Var
+    from plax.lowering.calls import call_body
+    body = call_body(eqn)
+    rule = _BODY_RULES.get(eqn.primitive.name) if body is None else None
+    if body is None and rule is None:
+        return None
+    marks = [v in marked if isinstance(v, Var) else literals for v in eqn.invars]
+    walk = lambda jaxpr, m: forwarded_outputs(jaxpr, m, literals, reads, consts)
+    return walk(body.jaxpr, marks) if body is not None else rule(eqn.params, marks, walk)
+
+
+def _cond_outputs(params: dict, marks: list, walk: Callable) -> list[bool]:
+    """``cond``: what every branch keeps (the index operand types none of them)."""
+    outs = [walk(b.jaxpr, marks[1:]) for b in params["branches"]]
+    return [all(o) for o in zip(*outs)]
+
+
+def _loop_carry(carry: list, body: Callable) -> list[bool]:
+    """The carry marks a loop keeps: those its body (``body(carry)`` -> the body's carry
+    marks) returns marked for marked inputs, to a fixed point."""
+    while True:
+        kept = [c and o for c, o in zip(carry, body(carry))]
+        if kept == carry:
+            return carry
+        carry = kept
+
+
+def _while_outputs(params: dict, marks: list, walk: Callable) -> list[bool]:
+    """``while``: the carry its body keeps (the condition types nothing)."""
+    start = params["cond_nconsts"]
+    body_consts = marks[start:start + params["body_nconsts"]]
+    jaxpr = params["body_jaxpr"].jaxpr
+    return _loop_carry(marks[start + params["body_nconsts"]:],
+                       lambda carry: walk(jaxpr, body_consts + carry))
+
+
+def _scan_outputs(params: dict, marks: list, walk: Callable) -> list[bool]:
+    """``scan``: the carry its body keeps, then its stacked outputs as the body types them."""
+    n_consts, n_carry = params["num_consts"], params["num_carry"]
+    consts, xs = marks[:n_consts], marks[n_consts + n_carry:]
+    jaxpr = params["jaxpr"].jaxpr
+    carry = _loop_carry(marks[n_consts:n_consts + n_carry],
+                        lambda c: walk(jaxpr, consts + c + xs)[:n_carry])
+    return carry + walk(jaxpr, consts + carry + xs)[n_carry:]
+
+
+#: primitives with bodies whose results :func:`_body_outputs` types from them
+_BODY_RULES: dict = {"cond": _cond_outputs, "while": _while_outputs, "scan": _scan_outputs}
 
 
 def host_operands_placed(operands: Sequence) -> list:
@@ -663,13 +734,20 @@ def ref_access(name: str, ref: Ref, operands: Sequence, compute: Callable) -> An
         plain.append(x if v is None else v)
     with internal_eager_work():  # (the mesh is the ref's device: nothing to place)
         out = compute(*plain)
-    ref._value = _committed_to(ref._value, device, mesh)
-    return _committed_to(out, device, mesh)
+    ref._value = committed_to(ref._value, device, mesh)
+    return committed_to(out, device, mesh)
 
 
-def _committed_to(x: Any, device, mesh) -> Any:
-    """``x`` (an access's result: an Array, or a value replicated on ``mesh``, the mesh of
-    ``device`` alone) as an Array committed to ``device``; anything else as it is."""
+def committed_to(x: Any, device, mesh) -> Any:
+    """``x`` (an access's or a ``jit`` call's result: an Array, or a value replicated on
+    ``mesh``, the mesh of ``device`` alone) as an Array committed to ``device``; anything
+    else as it is.
+
+    Example:
+      >>> d = plax.devices()[0]
+      >>> committed_to(jnp.ones(2), d, plax.make_mesh((1,), ("x",))).committed
+      True
+    """
     if isinstance(x, Array):
         v = _off_mesh_value(x, mesh)
         if type(v) is Array and v._device is device:

@@ -23,7 +23,7 @@ from typing import Any, Callable, Iterable, Sequence
 import numpy as np
 
 from plax import dtypes, tree_util
-from plax.array import HOST_VALUE_TYPES, _PY_SCALARS, Array, from_host, host_or_uncommitted
+from plax.array import HOST_VALUE_TYPES, _PY_SCALARS, Array, from_host
 from plax.backend import executable_text
 from plax.config import config
 from plax.core.jaxpr import ClosedJaxpr
@@ -674,7 +674,8 @@ class JitFunction:
         if on_mesh:
             # (asked before the run: it writes the refs' final values)
             kept = self._check_context_mesh(leaves, treedef, static, len(args), mesh)
-            host_inputs = [host_or_uncommitted(x) for x in leaves]  # (typed P() by JAX)
+            from plax.sharding_device_typed import typed_with_no_mesh
+            host_inputs = typed_with_no_mesh(leaves, mesh)  # (placed P() by JAX)
             from plax.transforms.jit_shardings import placed_on_context_mesh
             raw = leaves
             leaves = placed_on_context_mesh(leaves, mesh) or leaves
@@ -798,11 +799,12 @@ class JitFunction:
             out_arrays = placed_results(out_arrays, entry.closed.jaxpr, host_inputs, kept,
                                         mesh)
             if not kept:  # an Explicit axis: some may stay on a committed argument's device
-                from plax.sharding_device_typed import device_typed_outputs
-                stay = device_typed_outputs(entry.closed.jaxpr, raw, mesh)
+                from plax.sharding_device_typed import device_typed_outputs, kept_on_device
+                stay = device_typed_outputs(entry.closed.jaxpr, raw, mesh,
+                                            unread | entry.unread, entry.closed.consts)
                 if stay is not None and any(stay):
                     kept = True  # (not replayed: jit_mesh_calls places every result)
-                    out_arrays = [u if s else o for u, o, s in zip(unplaced, out_arrays, stay)]
+                    out_arrays = kept_on_device(unplaced, out_arrays, stay, device, mesh)
             # (any platform: what can be replayed -- each result holding the program's own
             # output buffer, as on a CPU mesh or a mesh of one device -- recipe decides)
             if not kept and not has_refs and not kwargs and \

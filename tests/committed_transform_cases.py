@@ -1,0 +1,65 @@
+"""Transformations of functions of an array committed to one device (no mesh set), and
+whether JAX 0.10.2 commits each result (recorded by ``record_device_typed.py`` in
+``committed_transforms_jax.json``; ``test_committed_transforms.py`` checks plax against the
+record, and against JAX where it is installed).
+
+JAX's rule, read off these answers and its source: every ``jax.numpy`` function is a
+``jit``, and a transformation runs its pieces as ``jit`` calls, so a result is committed when
+the piece computing it took a committed value. A ``vjp``'s cotangents are computed from the
+cotangent given (uncommitted here) and the residuals the forward pass kept: a residual
+computed from ``c`` (``cos(c)`` for ``sin``, ``c`` itself for ``x * x``) and a constant the
+forward pass converted inside a ``jax.numpy`` function that took ``c`` (the ``2`` of ``x *
+2``, an argument of ``jnp.multiply``) are committed, so ``grad`` of ``(x * 2).sum()`` is
+committed while ``grad`` of ``x.sum()`` (no residual) or ``x.mean()`` (its divisor a literal
+of ``jnp.mean``'s program) is not.
+"""
+from __future__ import annotations
+
+
+def cases(lib, jnp) -> dict:
+    """name -> a function of (c committed, u uncommitted) computing one result (or several)."""
+    f = lambda x, y: (x * 2).sum()
+    g = jnp.sin
+    return {
+        "grad(2x sum)(c, u)": lambda c, u: lib.grad(f)(c, u),
+        "grad(2x sum)(u, c)": lambda c, u: lib.grad(f)(u, c),
+        "grad(2x sum, argnums=1)(u, c)": lambda c, u: lib.grad(f, argnums=1)(u, c),
+        "value_and_grad(2x sum)(c, u)": lambda c, u: lib.value_and_grad(f)(c, u),
+        "grad(sum)(c)": lambda c, u: lib.grad(lambda x: x.sum())(c),
+        "grad(neg sum)(c)": lambda c, u: lib.grad(lambda x: (-x).sum())(c),
+        "grad(mean)(c)": lambda c, u: lib.grad(lambda x: x.mean())(c),
+        "grad(x * x sum)(c)": lambda c, u: lib.grad(lambda x: (x * x).sum())(c),
+        "grad(sin sum)(c)": lambda c, u: lib.grad(lambda x: jnp.sin(x).sum())(c),
+        "grad(1 + 0 * sum)(c)": lambda c, u: lib.grad(lambda x: 1.0 + 0 * x.sum())(c),
+        "grad(x * uncommitted 2)(c)": lambda c, u: lib.grad(
+            lambda x: (x * jnp.float32(2)).sum())(c),
+        "jit(grad(2x sum))(c)": lambda c, u: lib.jit(lib.grad(lambda x: (x * 2).sum()))(c),
+        "checkpoint grad(sin sum)(c)": lambda c, u: lib.grad(
+            lib.checkpoint(lambda x: jnp.sin(x).sum()))(c),
+        "vjp(sin, c) out": lambda c, u: lib.vjp(g, c)[0],
+        "vjp(sin, c) pullback(u)": lambda c, u: lib.vjp(g, c)[1](u),
+        "vjp(sin, u) pullback(c)": lambda c, u: lib.vjp(g, u)[1](c),
+        "jvp(sin, c, u)": lambda c, u: lib.jvp(g, (c,), (u,)),
+        "jvp(sin, u, c)": lambda c, u: lib.jvp(g, (u,), (c,)),
+        "vmap(sin)(c)": lambda c, u: lib.vmap(g)(c),
+        "vmap(add)(c, u)": lambda c, u: lib.vmap(lambda a, b: a + b)(c, u),
+        "jacfwd(sin)(c)": lambda c, u: lib.jacfwd(g)(c),
+        "jacrev(sin)(c)": lambda c, u: lib.jacrev(g)(c),
+        "hessian(sin sum)(c)": lambda c, u: lib.hessian(lambda x: jnp.sin(x).sum())(c),
+        "linearize(sin, c) out": lambda c, u: lib.linearize(g, c)[0],
+        "linearize(sin, c) f_jvp(u)": lambda c, u: lib.linearize(g, c)[1](u),
+        "linearize(sin, u) f_jvp(c)": lambda c, u: lib.linearize(g, u)[1](c),
+    }
+
+
+def answers(lib, jnp) -> dict:
+    """name -> whether ``lib`` commits each result (or the exception it raises)."""
+    c = lib.device_put(jnp.ones(3), lib.devices()[0])
+    u = jnp.ones(3)
+    out = {}
+    for name, f in cases(lib, jnp).items():
+        try:
+            out[name] = [bool(v.committed) for v in lib.tree_util.tree_leaves(f(c, u))]
+        except Exception as e:  # noqa: BLE001 - recorded as it is
+            out[name] = f"{type(e).__name__}: {e}"
+    return out
