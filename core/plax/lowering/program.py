@@ -229,6 +229,8 @@ class _Program:
                     args += f", out={self.name_of(reuse)}"
                 if outs[0].aval.shape:
                     fresh.add(outs[0])
+            elif step.fresh_result and not multiple and outs[0].aval.shape:
+                fresh.add(outs[0])   # (a product's new array may take ``+ b`` in place)
             if not out_names:
                 lhs = "_"
             else:
