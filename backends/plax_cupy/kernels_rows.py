@@ -1146,13 +1146,17 @@ __device__ __forceinline__ int {name}_column_unstage(const {T}* at, bool live, l
 // the carry before its segment, and all store. With one segment a column is one sequential fold
 // (NumPy's order). {name}_column_stretches scans rows [begin, end) so (from `carries[c]` when
 // `carried`), leaving each column's scan at `end - 1` in `carries[c]`; it reads them from `x`,
-// or where given from `stage` ({name}_column_unstage).
+// or where STAGED from `stage` ({name}_column_unstage; null otherwise).
+template <bool STAGED>
 __device__ __forceinline__ void {name}_column_stretches(const {T}* __restrict__ x,
     {T}* __restrict__ y, long long base, long long n, long long inner, int reverse, bool live,
     long long c, long long s, long long width, long long segs, long long begin, long long end,
     bool carried, {T}* totals, {T}* carries, const {T}* stage) {{
-  const {T}* at = stage + threadIdx.x * {cpad};  // (its item 0 of the first stretch, when staged)
-  for (long long r0 = begin; r0 < end; r0 += segs * {citems}, at += {cpad} * blockDim.x) {{
+  // (its item 0 of the first stretch, when STAGED; else `stage` is null and `at` stays so: C++
+  // defines adding 0 to a null pointer, and no other offset)
+  const {T}* at = stage + (STAGED ? threadIdx.x * {cpad} : 0u);
+  for (long long r0 = begin; r0 < end; r0 += segs * {citems},
+       at += STAGED ? {cpad} * blockDim.x : 0u) {{
     const long long lo = r0 + s * {citems};
     {T} v[{citems}];
     const int m = stage != nullptr ? {name}_column_unstage(at, live, lo, end, v)
@@ -1196,9 +1200,9 @@ extern "C" __global__ void {name}_columns(const {T}* __restrict__ x, {T}* __rest
   const long long groups = (inner + width - 1) / width;
   for (long long job = blockIdx.x; job < outer * groups; job += gridDim.x) {{
     const long long col = (job % groups) * width + c;
-    {name}_column_stretches(x, y, (job / groups) * n * inner + col, n, inner, reverse,
-                            col < inner, c, s, width, segs, 0, n, false, totals, carries,
-                            nullptr);
+    {name}_column_stretches<false>(x, y, (job / groups) * n * inner + col, n, inner, reverse,
+                                   col < inner, c, s, width, segs, 0, n, false, totals, carries,
+                                   nullptr);
   }}
 }}
 // The column kernel with the axis cut in parts of `part_rows` rows (a multiple of a stretch, at
@@ -1260,8 +1264,8 @@ extern "C" __global__ void {name}_columns_look_back(const {T}* __restrict__ x,
     }}
     __syncthreads();
     {group_call.format(name=name, stride="chains", width="(int)width", total="part_totals")}
-    {name}_column_stretches(x, y, base, n, inner, reverse, live, c, s, width, segs, begin, end,
-                            k > 0, totals, carries, stage);
+    {name}_column_stretches<true>(x, y, base, n, inner, reverse, live, c, s, width, segs, begin,
+                                  end, k > 0, totals, carries, stage);
   }}
 {_clear_at_exit(group_count.format(width="width"), group_clear)}
 }}
