@@ -48,8 +48,10 @@ def _look_back_counters(fake_cupy):
 
 def registers(ctypes=("float", "double", "plax_c128")) -> int:
     """Prints, for the cumulative sum's kernels on float32, float64 and complex128 (the most
-    shared memory a block: ``ptxas`` refuses more than 48 KiB), the registers a thread and the
-    spill bytes ``ptxas -arch=sm_90`` reports for NVRTC's PTX (real NVRTC, no GPU); returns 1
+    shared memory a block: ``ptxas`` refuses more than 48 KiB), the registers a thread, the
+    spill bytes and the shared memory ``ptxas -arch=sm_90`` reports for NVRTC's PTX (real
+    NVRTC, no GPU), and the shared memory :func:`plax_cupy.kernels_rows.shared_bytes` counts
+    in the source (what source generation checks against 48 KiB); returns 1
     where a kernel spills (and fails where either tool is missing or refuses a kernel)."""
     import re
     import shutil
@@ -59,7 +61,8 @@ def registers(ctypes=("float", "double", "plax_c128")) -> int:
     if shutil.which("ptxas") is None:
         raise SystemExit("no ptxas on the PATH")
     spills = 0
-    print(f"{'sm_90':9} {'kernel':24} {'registers':>9} {'spill bytes':>11}")
+    print(f"{'sm_90':9} {'kernel':24} {'registers':>9} {'spill bytes':>11} {'shared':>7} "
+          f"{'plax counts':>11}")
     for ctype in ctypes:
         source, name = kernels_rows.cumulative_source("sum", ctype)
         ptx = nvrtc.compile_ptx(codegen.PREAMBLE + source,
@@ -71,13 +74,17 @@ def registers(ctypes=("float", "double", "plax_c128")) -> int:
             log = subprocess.run(["ptxas", "-arch=sm_90", "-v", path, "-o",
                                   os.path.join(tmp, "rows.cubin")],
                                  capture_output=True, text=True, check=True).stderr
-        # (each entry's "Function properties" line, its frame and spills, then its registers)
-        for kernel, stores, loads, regs in re.findall(
+        # (each entry's "Function properties" line, its frame and spills, then its registers
+        # and shared memory, beside kernels_rows.shared_bytes's count from the source)
+        counted = kernels_rows.shared_bytes(source, ctype)
+        for kernel, stores, loads, regs, smem in re.findall(
                 r"Function properties for (\w+)\n\s*\d+ bytes stack frame, (\d+) bytes spill "
-                r"stores, (\d+) bytes spill loads\n[^\n]*Used (\d+) registers", log):
+                r"stores, (\d+) bytes spill loads\n[^\n]*Used (\d+) registers,[^\n]*? (\d+) "
+                r"bytes smem", log):
             spilled = int(stores) + int(loads)
             spills += spilled
-            print(f"{ctype:9} {kernel[len(name):] or '(a block a row)':24} {regs:>9} {spilled:>11}")
+            print(f"{ctype:9} {kernel[len(name):] or '(a block a row)':24} {regs:>9} {spilled:>11} "
+                  f"{smem:>7} {counted[kernel]:>11}")
     return 1 if spills else 0
 
 

@@ -535,19 +535,102 @@ def test_a_view_keeps_its_base_from_being_overwritten_in_place():
 
 
 def test_a_result_that_may_be_a_view_does_not_delay_its_operands_del():
-    # a step without ``accepts_out`` (dot here) may return a view of its operand: only the
-    # reuse of the operand's buffer waits for the result; the operand is still deleted after
-    # its last reader (each temporary of a chain of products freed as the chain goes on)
-    from plax_numpy.backend import NumpyEmitter
-
+    # a step not marked ``fresh_result`` (reshape here) may return a view of its operand:
+    # only the reuse of the operand's buffer waits for the result; the operand is still
+    # deleted after its last reader
     def f(x):
-        a = x @ x
-        b = jnp.sin(a) @ a
-        return (b @ b).sum(axis=0)
+        a = jnp.sin(x)
+        b = a.reshape(16)
+        return jnp.cos(b).sum() + jnp.exp(b).sum()
 
-    x = np.ones((4, 4), np.float32)
+    lines = [line.strip() for line in
+             _numpy_program_source(f, np.ones((4, 4), np.float32)).splitlines()]
+    assert lines[lines.index("v2 = _f1(v1)") + 1] == "del v1", lines
+    assert not any("out=v1" in line for line in lines), lines
+
+
+def _numpy_program_source(f, *args) -> str:
+    from plax_numpy.backend import NumpyEmitter
     backend = plugins.registry().backends["numpy"]
-    source = lower(plax.make_jaxpr(f)(x).jaxpr, NumpyEmitter(backend.impls), backend,
-                   plax.devices("cpu")[0]).__plax_source__
-    lines = [line.strip() for line in source.splitlines()]
-    assert lines.index("del v1, v2") < lines.index("v4 = _f3(v3, v3)"), source
+    return lower(plax.make_jaxpr(f)(*args).jaxpr, NumpyEmitter(backend.impls), backend,
+                 plax.devices("cpu")[0]).__plax_source__
+
+
+def test_a_fresh_result_lets_its_operands_buffer_be_reused_in_place():
+    # a product allocates its result (its kernel is marked fresh_result): ``a``'s buffer may
+    # take cos's result while the product still lives, where a step that may return a view
+    # would hold it, and the product's own new array may take the sum
+    def f(x, w):
+        a = jnp.exp(x)
+        d = a @ w
+        return d + jnp.cos(a)
+
+    x = np.linspace(-1, 1, 16).reshape(4, 4).astype(np.float32)
+    w = np.linspace(0, 2, 16).reshape(4, 4).astype(np.float32)
+    lines = [line.strip() for line in _numpy_program_source(f, x, w).splitlines()]
+    assert "v4 = _f2(v2, out=v2)" in lines, lines   # cos(a) into a's buffer
+    assert "v5 = _f3(v3, v4, out=v3)" in lines, lines   # the sum into the product's new array
+    a = np.exp(x.astype(np.float64))
+    np.testing.assert_allclose(np.asarray(plax.jit(f, backend="numpy")(x, w)),
+                               a @ w + np.cos(a), rtol=1e-5)
+
+
+def test_real_and_imag_are_views_not_ufunc_steps():
+    # np.real/np.imag return views of a complex operand: a ufunc writing its result into the
+    # operand's dead buffer changed them (real(y) came out as real(exp(y)))
+    def f(z):
+        y = z * 2
+        return jnp.real(y), jnp.imag(y), jnp.exp(y)
+
+    z = np.array([1 + 1j, 2 + 0.5j, 0.5 - 1j], np.complex64)
+    for backend in ("numpy", "numba"):
+        re, im, _ = plax.jit(f, backend=backend)(z)
+        np.testing.assert_array_equal(np.asarray(re), (z * 2).real)
+        np.testing.assert_array_equal(np.asarray(im), (z * 2).imag)
+
+
+#: inputs and parameters for each NumPy kernel marked ``fresh_result``: shortcuts included
+#: (no axes, size-1 and size-0 axes, one key), so a marked kernel that hands back its
+#: operand's memory on one path fails
+def _fresh_cases():
+    from plax import lax
+    f = np.arange(6, dtype=np.float32).reshape(2, 3)
+    c = (f + 1j * f[::-1]).astype(np.complex64)
+    i = np.arange(6, dtype=np.int32).reshape(2, 3)
+    b = i % 2 == 0
+    reductions = [(x, {"axes": axes}) for x in (f, c, i, b) for axes in ((), (0,), (0, 1))]
+    cumulative = [(x, {"axis": a, "reverse": r}) for x in (f, i, np.ones((1, 20), np.float32))
+                  for a in (0, 1) for r in (False, True)]
+    cases = {lax.dot_general_p: [((f, f.T), {"dimension_numbers": (((1,), (0,)), ((), ())),
+                                            "precision": None, "preferred_element_type": None}),
+                                 ((c[None], c[None]),
+                                  {"dimension_numbers": (((2,), (2,)), ((0,), (0,))),
+                                   "precision": None,
+                                   "preferred_element_type": np.dtype(np.float32)})],
+             lax.sort_p: [((x,), {"dimension": d, "is_stable": True, "num_keys": 1})
+                          for x in (f, c, np.ones((2, 1), np.float32)) for d in (0, 1)]
+             + [((f, i), {"dimension": 1, "is_stable": True, "num_keys": 2})],
+             lax.argmax_p: [(f, {"axes": (a,), "index_dtype": np.dtype(np.int32)}) for a in (0, 1)],
+             lax.argmin_p: [(f[:1], {"axes": (0,), "index_dtype": np.dtype(np.int32)})]}
+    for p in (lax.reduce_sum_p, lax.reduce_prod_p, lax.reduce_max_p, lax.reduce_min_p):
+        cases[p] = [(x, params) for x, params in reductions if x.dtype != bool or
+                    p in (lax.reduce_max_p, lax.reduce_min_p)]
+    for p in (lax.reduce_and_p, lax.reduce_or_p, lax.reduce_xor_p):
+        cases[p] = [(x, params) for x, params in reductions if x.dtype.kind in "bi"]
+    for p in (lax.cumsum_p, lax.cumprod_p, lax.cummax_p, lax.cummin_p):
+        cases[p] = cumulative
+    return cases
+
+
+def test_numpy_kernels_marked_fresh_never_return_operand_memory():
+    from plax.lowering import returns_fresh
+    from plax_numpy import impls
+    cases = _fresh_cases()
+    marked = {p for p, fn in impls().items() if returns_fresh(fn)}
+    assert marked and marked <= set(cases), sorted(p.name for p in marked - set(cases))
+    for p in marked:
+        for operands, params in cases[p]:
+            operands = operands if isinstance(operands, tuple) else (operands,)
+            outs = impls()[p](*operands, **params)
+            for out in (outs if isinstance(outs, list) else [outs]):
+                assert not any(np.shares_memory(out, x) for x in operands), (p.name, params)

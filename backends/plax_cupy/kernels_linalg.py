@@ -217,9 +217,7 @@ class _ProgramSolver:
         an allocation refused) is asked once: the failure is kept (:meth:`describe`), plain
         calls take CuPy's path and a capture fails with it as the reason."""
         if self.jacobi_failure is not None:
-            if capturing:
-                raise self.jacobi_failure
-            return None
+            return self._no_params(capturing)
         if capturing:
             held = self.jacobi_params
         else:
@@ -229,19 +227,26 @@ class _ProgramSolver:
         direct = cusolver_direct.binding()
         if direct is None:
             return None
-        with self._lock:
-            if self.jacobi_failure is not None:   # (another thread's attempt failed meanwhile)
-                return self._params(capturing)
-            try:
-                made = cusolver_direct.JacobiParams(direct, self.jacobi)
-            except (AttributeError, cusolver_direct.CUSOLVERError) as err:
-                self.jacobi_failure = err
-                return self._params(capturing)
-            if capturing:
-                self.jacobi_params = made
-            else:
-                self._thread_params.params = made
-        return made
+        made = None
+        with self._lock:   # (only the attempt: nothing is called back while it is held)
+            if self.jacobi_failure is None:   # (else another thread's attempt failed meanwhile)
+                try:
+                    made = cusolver_direct.JacobiParams(direct, self.jacobi)
+                except (AttributeError, cusolver_direct.CUSOLVERError) as err:
+                    self.jacobi_failure = err
+                else:
+                    if capturing:
+                        self.jacobi_params = made
+                    else:
+                        self._thread_params.params = made
+        return made if made is not None else self._no_params(capturing)
+
+    def _no_params(self, capturing: bool):
+        """What :meth:`_params` answers once no params object can be made: a capture fails
+        with the reason, a plain call gets None (CuPy's path)."""
+        if capturing:
+            raise self.jacobi_failure
+        return None
 
     def describe(self) -> str:
         """What ``as_text()`` says of this kernel's state (``""``: nothing to say): a Jacobi

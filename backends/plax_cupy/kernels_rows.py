@@ -1146,13 +1146,17 @@ __device__ __forceinline__ int {name}_column_unstage(const {T}* at, bool live, l
 // the carry before its segment, and all store. With one segment a column is one sequential fold
 // (NumPy's order). {name}_column_stretches scans rows [begin, end) so (from `carries[c]` when
 // `carried`), leaving each column's scan at `end - 1` in `carries[c]`; it reads them from `x`,
-// or where given from `stage` ({name}_column_unstage).
+// or where STAGED from `stage` ({name}_column_unstage; null otherwise).
+template <bool STAGED>
 __device__ __forceinline__ void {name}_column_stretches(const {T}* __restrict__ x,
     {T}* __restrict__ y, long long base, long long n, long long inner, int reverse, bool live,
     long long c, long long s, long long width, long long segs, long long begin, long long end,
     bool carried, {T}* totals, {T}* carries, const {T}* stage) {{
-  const {T}* at = stage + threadIdx.x * {cpad};  // (its item 0 of the first stretch, when staged)
-  for (long long r0 = begin; r0 < end; r0 += segs * {citems}, at += {cpad} * blockDim.x) {{
+  // (its item 0 of the first stretch, when STAGED; else `stage` is null and `at` stays so: C++
+  // defines adding 0 to a null pointer, and no other offset)
+  const {T}* at = stage + (STAGED ? threadIdx.x * {cpad} : 0u);
+  for (long long r0 = begin; r0 < end; r0 += segs * {citems},
+       at += STAGED ? {cpad} * blockDim.x : 0u) {{
     const long long lo = r0 + s * {citems};
     {T} v[{citems}];
     const int m = stage != nullptr ? {name}_column_unstage(at, live, lo, end, v)
@@ -1196,9 +1200,9 @@ extern "C" __global__ void {name}_columns(const {T}* __restrict__ x, {T}* __rest
   const long long groups = (inner + width - 1) / width;
   for (long long job = blockIdx.x; job < outer * groups; job += gridDim.x) {{
     const long long col = (job % groups) * width + c;
-    {name}_column_stretches(x, y, (job / groups) * n * inner + col, n, inner, reverse,
-                            col < inner, c, s, width, segs, 0, n, false, totals, carries,
-                            nullptr);
+    {name}_column_stretches<false>(x, y, (job / groups) * n * inner + col, n, inner, reverse,
+                                   col < inner, c, s, width, segs, 0, n, false, totals, carries,
+                                   nullptr);
   }}
 }}
 // The column kernel with the axis cut in parts of `part_rows` rows (a multiple of a stretch, at
@@ -1260,13 +1264,14 @@ extern "C" __global__ void {name}_columns_look_back(const {T}* __restrict__ x,
     }}
     __syncthreads();
     {group_call.format(name=name, stride="chains", width="(int)width", total="part_totals")}
-    {name}_column_stretches(x, y, base, n, inner, reverse, live, c, s, width, segs, begin, end,
-                            k > 0, totals, carries, stage);
+    {name}_column_stretches<true>(x, y, base, n, inner, reverse, live, c, s, width, segs, begin,
+                                  end, k > 0, totals, carries, stage);
   }}
 {_clear_at_exit(group_count.format(width="width"), group_clear)}
 }}
 """
     source += _single_pass_source(name, T, staged)
+    _check_shared(source, T)
     return source, name
 
 
@@ -1443,6 +1448,7 @@ extern "C" __global__ void {name}_of_tiles(const {T}* __restrict__ best,
   }}
 }}
 """
+    _check_shared(source, T)
     return source, name
 
 
@@ -1497,6 +1503,66 @@ def _launch(source: str, name: str, jobs: int, *args) -> None:
                                    _kernel_names(source), device_id=device)
     module.get_function(name)((_grid(jobs, device),), (THREADS,), tuple(args))
     runtime.note_launch()
+
+
+#: the static shared memory a block may declare (CUDA's limit without a kernel opting in to
+#: more, which these do not): every kernel of a row source must fit, whatever the settings
+SHARED_LIMIT = 48 * 1024
+
+#: the byte size of the C types the row kernels' shared arrays have besides their element's
+_SHARED_TYPES = {"unsigned char": 1, "int": 4, "unsigned int": 4, "long long": 8,
+                 "unsigned long long": 8}
+
+_SHARED_DECLARATION = re.compile(r"__shared__\s+(?:volatile\s+)?([\w ]+?)\s+\w+(?:\[(\d+)\])?;")
+
+
+def shared_bytes(source: str, ctype: str) -> dict:
+    """The static shared memory each kernel of a row source declares, in bytes: its
+    ``__shared__`` arrays (sized by the settings the source was built with: :data:`THREADS`,
+    :data:`GROUP_HELD`, :data:`COLUMN_STAGED_STRETCHES`, the element's size...), each aligned to
+    its element's size (at most 16), in declaration order: ptxas's own count to within a few
+    bytes (it may order them otherwise).
+
+    Args:
+      source: a source of :func:`cumulative_source` or :func:`argextreme_source`.
+      ctype: the element's C type it was built for.
+
+    Returns:
+      ``{kernel name: bytes}``, in the source's order.
+
+    Example:
+      >>> source, name = cumulative_source("sum", "float")
+      >>> shared_bytes(source, "float")[name + "_columns"]   # totals and carries: 2 x 256 x 4
+      2048
+    """
+    sizes = dict(_SHARED_TYPES, **{t: size for t, size in _ITEMSIZE.items()})
+    found = {}
+    starts = [m for m in re.finditer(r'extern "C" __global__ void (\w+)\(', source)]
+    for m in starts:
+        body = source[source.index("{", m.end()):]
+        depth, end = 0, 0
+        for end, char in enumerate(body):   # (to the brace closing the kernel's body)
+            depth += (char == "{") - (char == "}")
+            if depth == 0:
+                break
+        total = 0
+        for ctype_, count in _SHARED_DECLARATION.findall(body[:end]):
+            size = sizes[ctype_]
+            total = -(-total // min(size, 16)) * min(size, 16) + size * int(count or 1)
+        found[m.group(1)] = total
+    return found
+
+
+def _check_shared(source: str, ctype: str) -> None:
+    """Raises ``ValueError`` where a kernel of ``source`` declares more shared memory than
+    :data:`SHARED_LIMIT` (a setting raised past what a block holds: NVRTC compiles it, and the
+    launch fails on the GPU, or ptxas refuses it)."""
+    for kernel_name, size in shared_bytes(source, ctype).items():
+        if size > SHARED_LIMIT:
+            settings = ", ".join(f"{k}={v}" for k, v in zip(_SOURCE_SETTINGS, _settings()))
+            raise ValueError(f"{kernel_name} declares {size} bytes of shared memory on {ctype}, "
+                             f"more than a block's {SHARED_LIMIT}: lower the settings "
+                             f"({settings})")
 
 
 @functools.lru_cache(maxsize=None)

@@ -163,8 +163,8 @@ class Counters(NamedTuple):
     verify_reads: int = 0
 
 
-H2D, D2H, LAUNCHES, FALLBACKS, D2D, VERIFY_LAUNCHES, VERIFY_READS = range(7)
-_KINDS = 7
+_KINDS = len(Counters._fields)   # (one count per field, in the fields' order)
+H2D, D2H, LAUNCHES, FALLBACKS, D2D, VERIFY_LAUNCHES, VERIFY_READS = range(_KINDS)
 
 #: how a thread's counts go while it checks a new CUDA graph plan against a plain run
 #: (:func:`counted_as`, :mod:`plax_cupy.graph_check`): its launches (copies included) as

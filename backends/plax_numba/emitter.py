@@ -19,7 +19,8 @@ import numpy as np
 
 from plax.config import env_number
 from plax import lax
-from plax.lowering import ARG_REDUCTION, CUMULATIVE, Emitter, Step, body_step, call_body
+from plax.lowering import (ARG_REDUCTION, CUMULATIVE, Emitter, Step, body_step, call_body,
+                           returns_fresh)
 
 from plax_numba import cache, codegen, codegen_split, kernels, llvm_tier, tiered
 
@@ -258,18 +259,20 @@ class NumbaEmitter(Emitter):
         backend = self.backend
         own = backend.kernels.get(prim)
         if own is not None:
-            return _bind(own, eqn.params)
+            return _kernel_step(own, eqn.params)
         if prim is lax.threefry2x32_p:  # native (plax_numba.threefry), bit-identical
             return threefry_step(eqn, backend, self.sync)
         if prim is lax.dot_general_p:
             big = kernels.product_madds(eqn) > kernels.BLAS_THREADED_MIN
             dot = kernels.plain_dot(eqn)
+            fresh = True  # (np.dot makes a new array)
             if dot is None:
                 dot = backend.eager_impl(prim)
+                fresh = dot is not None and returns_fresh(dot)
                 dot = dot and _bind(dot, eqn.params)
             if dot is not None:
                 return Step(kernels.noting_threaded_product(dot) if big else dot,
-                            guarded=True)
+                            guarded=True, fresh_result=fresh)
         scan = self._scan_kernel(eqn)
         if scan is not None:
             return scan
@@ -293,7 +296,7 @@ class NumbaEmitter(Emitter):
         if backend.is_core(prim):
             fn = backend.eager_impl(prim)
             if fn is not None:
-                return _bind(fn, eqn.params)
+                return _kernel_step(fn, eqn.params)
         return None  # the lowering layer's fallback: the reference kernel, with a warning
 
     def _lone_kernel(self, eqn):
@@ -509,6 +512,12 @@ def constant_step(eqn):
 
 def _bind(fn, params):
     return functools.partial(fn, **params) if params else fn
+
+
+def _kernel_step(kernel, params) -> Step:
+    """The step calling a kernel-table ``kernel`` with ``params`` bound: fresh where the
+    kernel is marked so (:func:`plax.lowering.returns_fresh`)."""
+    return Step(_bind(kernel, params), fresh_result=returns_fresh(kernel))
 
 
 def threefry_step(eqn, backend, sync: bool):

@@ -8,7 +8,7 @@ import numpy as np
 from plax.backend import Backend, UnsupportedPrimitiveError
 from plax.core.jaxpr import Jaxpr
 from plax.device import cpu_devices
-from plax.lowering import Emitter, Step, body_kernel, lower
+from plax.lowering import Emitter, Step, body_kernel, lower, returns_fresh
 from plax_numpy.registry import IMPLS, quiet_enter, quiet_leave
 
 
@@ -100,7 +100,7 @@ class NumpyEmitter(Emitter):
         ufunc = _direct_ufunc(fn, eqn)
         if ufunc is not None:
             return Step(ufunc, accepts_out=True, guarded=True)
-        return _bind_params(fn, eqn.params)
+        return Step(_bind_params(fn, eqn.params), fresh_result=returns_fresh(fn))
 
     def guard(self):
         return quiet_enter, quiet_leave
@@ -117,6 +117,8 @@ def _direct_ufunc(fn: Callable, eqn) -> Callable | None:
     if spec is None or eqn.params:
         return None
     ufunc, low_precision = spec
+    if not isinstance(ufunc, np.ufunc):
+        return None  # (np.real, np.imag: a view of the operand, and no ``out=``)
     if low_precision and any(v.aval.dtype.itemsize == 2 and v.aval.dtype.kind in "fV"
                              for v in eqn.invars):
         return None

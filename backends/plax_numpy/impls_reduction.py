@@ -1,4 +1,8 @@
-"""NumPy implementations of reductions, argmax/argmin, cumulative ops and sort."""
+"""NumPy implementations of reductions, argmax/argmin, cumulative ops and sort.
+
+Every kernel here allocates its results on every path (``fresh_result``: a jitted program
+need not keep their operands from in-place reuse while the results live).
+"""
 from __future__ import annotations
 
 import math
@@ -8,7 +12,13 @@ import numpy as np
 from plax import lax
 from plax.dtypes import bfloat16
 from plax.lax.cumulative import blocked_scan
-from plax_numpy.registry import impl
+from plax.lowering.emitter import fresh_result
+from plax_numpy.registry import impl as _impl
+
+
+def impl(*primitives):
+    """Registers the decorated kernel for ``primitives``, marked :func:`fresh_result`."""
+    return lambda fn: _impl(*primitives)(fresh_result(fn))
 
 
 def _upcast(x):

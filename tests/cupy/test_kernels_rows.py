@@ -642,7 +642,8 @@ def test_look_back_kernels_assemble_for_sm90_without_spills():
     values above; ``benchmarks/gpu_rows.py --registers`` assembles the cumulative kernels of
     float32 (packed words), float64 and complex128 (two words; complex128's staged parts the
     most shared memory: ``ptxas`` refuses more than 48 KiB a block) for sm_90 and finds no
-    spill in any (its exit status), printing every look-back kernel of each."""
+    spill in any (its exit status), printing every look-back kernel of each, with the shared
+    memory ptxas lays out within 16 bytes of :func:`kernels_rows.shared_bytes`' count."""
     import sys
     from plax_cupy import kernels_rows
     for ctype, packed in (("float", True), ("double", False), ("plax_c128", False)):
@@ -655,7 +656,31 @@ def test_look_back_kernels_assemble_for_sm90_without_spills():
     done = subprocess.run([sys.executable, os.path.join(repo, "benchmarks", "gpu_rows.py"),
                            "--registers"], capture_output=True, text=True)
     assert done.returncode == 0, done.stdout + done.stderr[-2000:]
-    listed = re.findall(r"^(\w+)\s+(_\w+)\s+\d+\s+0$", done.stdout, re.MULTILINE)
+    rows = re.findall(r"^(\w+)\s+(_\w+)\s+\d+\s+0\s+(\d+)\s+(\d+)$", done.stdout,
+                      re.MULTILINE)
+    listed = [(ctype, kernel) for ctype, kernel, _, _ in rows]
     for ctype in ("float", "double", "plax_c128"):
         for kernel in ("_single_pass", "_columns_single_pass", "_columns_look_back"):
             assert (ctype, kernel) in listed, (ctype, kernel, done.stdout)
+    # (the shared memory source generation checks is ptxas's, give or take its layout)
+    assert all(abs(int(smem) - int(counted)) <= 16 for *_, smem, counted in rows), done.stdout
+
+
+def test_settings_whose_shared_memory_overflows_a_block_are_refused(monkeypatch):
+    """Source generation counts each kernel's shared arrays (:func:`kernels_rows.shared_bytes`)
+    and refuses a setting that takes a block past 48 KiB (``GROUP_HELD`` 2048: the float32
+    split column kernel's held values grow by 1024 x 5 bytes, to 49172), naming the kernel and
+    the settings, rather than leaving it to ptxas or the launch."""
+    from plax_cupy import kernels_rows
+    source, name = kernels_rows.cumulative_source("sum", "float")
+    counted = kernels_rows.shared_bytes(source, "float")
+    assert max(counted.values()) <= kernels_rows.SHARED_LIMIT
+    assert counted[name + "_columns"] == 2 * kernels_rows.THREADS * 4   # (totals, carries)
+    monkeypatch.setattr(kernels_rows, "GROUP_HELD", 2048)
+    with pytest.raises(ValueError, match=rf"{name}_columns_look_back declares 49172 bytes of "
+                                         r"shared memory on float, .*GROUP_HELD=2048"):
+        kernels_rows.cumulative_source("sum", "float")
+    monkeypatch.setattr(kernels_rows, "GROUP_HELD", 1024)
+    monkeypatch.setattr(kernels_rows, "COLUMN_STAGED_STRETCHES", 3)   # (a third 17 KiB stretch)
+    with pytest.raises(ValueError, match="_columns_look_back declares"):
+        kernels_rows.cumulative_source("sum", "double")

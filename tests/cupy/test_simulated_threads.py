@@ -235,3 +235,29 @@ def test_a_params_object_that_cannot_be_made_is_asked_for_once(monkeypatch, exec
     why = "CUSOLVERError: cusolverDnCreateSyevjInfo: CUSOLVER_STATUS_ALLOC_FAILED"
     assert f"// ProgramEigh: no syevj params object ({why})" in text, text
     assert f"capture failed ({why})" in text.splitlines()[-1], text
+
+
+def test_a_refused_params_object_is_answered_with_no_lock_held(monkeypatch):
+    """``_params`` answers a refused params object (None on a plain call, the error in a
+    capture) with its lock released: the lock is not reentrant, and answering by calling
+    itself under it deadlocks as soon as that call takes the lock again. Runs on the host:
+    no GPU call is made."""
+    kernels_linalg = pytest.importorskip("plax_cupy.kernels_linalg")
+    from plax_cupy import cusolver_direct
+    kernel = kernels_linalg.ProgramEigh(lower=True)
+
+    def refused(direct, kind, **settings):
+        assert kernel._lock.locked()   # (the attempt itself is made under the lock)
+        raise cusolver_direct.CUSOLVERError(2, "cusolverDnCreateSyevjInfo")
+    monkeypatch.setattr(cusolver_direct, "binding", lambda: object())
+    monkeypatch.setattr(cusolver_direct, "JacobiParams", refused)
+    locked_on_entry, params = [], kernel._params
+
+    def entering(capturing):
+        locked_on_entry.append(kernel._lock.locked())
+        return params(capturing)
+    kernel._params = entering
+    assert kernel._params(False) is None
+    with pytest.raises(cusolver_direct.CUSOLVERError, match="CreateSyevjInfo"):
+        kernel._params(True)
+    assert locked_on_entry == [False, False] and not kernel._lock.locked()

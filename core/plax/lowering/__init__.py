@@ -10,7 +10,8 @@ from __future__ import annotations
 import importlib
 
 _WHERE = {
-    "Emitter": "emitter", "Step": "emitter",
+    "Emitter": "emitter", "Step": "emitter", "fresh_result": "emitter",
+    "returns_fresh": "emitter",
     "PlaxFallbackWarning": "fallback", "reference_backend": "fallback",
     "reference_kernel": "fallback",
     "BROADCAST": "fusion", "ELEMENTWISE": "fusion", "REDUCTION": "fusion", "INDEX": "fusion",

@@ -23,12 +23,59 @@ class Step:
       accepts_out: ``fn`` also takes ``out=``, a dead temporary buffer of the result's shape
         and dtype to write into (the driver passes one when liveness allows).
       guarded: ``fn`` must run between the emitter's :meth:`Emitter.guard` pair.
+      fresh_result: ``fn``'s results never share memory with its operands (it allocates
+        them: a product, a reduction, a sort). False (the default, safe for any step): a
+        result may be a view of an operand (a slice, a reshape, ``real``, a host
+        fallback), so the driver keeps the operands' buffers from in-place reuse while the
+        result lives. A step that ``accepts_out`` (a ufunc) is fresh whatever this says.
     """
 
-    __slots__ = ("fn", "accepts_out", "guarded")
+    __slots__ = ("fn", "accepts_out", "guarded", "fresh_result")
 
-    def __init__(self, fn: Callable, accepts_out: bool = False, guarded: bool = False):
+    def __init__(self, fn: Callable, accepts_out: bool = False, guarded: bool = False,
+                 fresh_result: bool = False):
         self.fn, self.accepts_out, self.guarded = fn, accepts_out, guarded
+        self.fresh_result = fresh_result
+
+
+def fresh_result(kernel: Callable) -> Callable:
+    """Marks ``kernel`` (a backend's host kernel) as one whose results never share memory with
+    its operands, so a backend can build its steps with :class:`Step`'s ``fresh_result``
+    from its kernel table (see :func:`returns_fresh`). Mark only a kernel that allocates its
+    results on every path: one that returns an operand, or a view of one, on a shortcut (a
+    no-op cast, an empty axis list) must stay unmarked.
+
+    Args:
+      kernel: the kernel function.
+
+    Returns:
+      ``kernel`` itself, marked.
+
+    Example:
+      >>> import numpy as np
+      >>> total = fresh_result(lambda x, *, axes: np.sum(x, axis=axes).astype(x.dtype))
+      >>> returns_fresh(total), returns_fresh(np.reshape)
+      (True, False)
+    """
+    kernel.__plax_fresh_result__ = True
+    return kernel
+
+
+def returns_fresh(kernel: Callable) -> bool:
+    """Whether ``kernel`` was marked by :func:`fresh_result` (False for any other callable,
+    a kernel a plugin registered among them).
+
+    Args:
+      kernel: a kernel function.
+
+    Returns:
+      True if its results never share memory with its operands.
+
+    Example:
+      >>> returns_fresh(fresh_result(lambda x: x + 1))
+      True
+    """
+    return getattr(kernel, "__plax_fresh_result__", False) is True
 
 
 class Emitter:

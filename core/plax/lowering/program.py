@@ -199,15 +199,16 @@ class _Program:
         for v in jaxpr.outvars:
             if isinstance(v, Var):
                 last[v] = len(units)
-        # a step that does not allocate its result (a slice, a reshape: NumPy hands back a
-        # view) may return its operand's memory: an operand's buffer is not taken for a result
-        # in place while such a result is live, else the ufunc writing into it changes the view
-        # (last first: a view of a view holds its base too). Only the reuse waits: ``del`` of
-        # the name still comes after its last reader (a view keeps its base's memory itself,
-        # and a result that is no view lets it go)
+        # a step not known to allocate its result (a slice, a reshape: NumPy hands back a
+        # view; any step without ``fresh_result``) may return its operand's memory: an
+        # operand's buffer is not taken for a result in place while such a result is live,
+        # else the ufunc writing into it changes the view (last first: a view of a view holds
+        # its base too). Only the reuse waits: ``del`` of the name still comes after its last
+        # reader (a view keeps its base's memory itself, and a result that is no view lets it
+        # go)
         held: dict = {}   # value -> the last step at which a result that may be its view is live
         for step, ins, outs, multiple in reversed(units):
-            if step.accepts_out and not multiple:
+            if step.fresh_result or (step.accepts_out and not multiple):
                 continue
             end = max((max(last.get(o, -1), held.get(o, -1)) for o in outs), default=-1)
             for v in ins:
@@ -228,6 +229,8 @@ class _Program:
                     args += f", out={self.name_of(reuse)}"
                 if outs[0].aval.shape:
                     fresh.add(outs[0])
+            elif step.fresh_result and not multiple and outs[0].aval.shape:
+                fresh.add(outs[0])   # (a product's new array may take ``+ b`` in place)
             if not out_names:
                 lhs = "_"
             else:
