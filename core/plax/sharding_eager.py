@@ -21,6 +21,7 @@ here runs when no mesh is set: the eager and ``jit`` fast paths read one flag
 """
 from __future__ import annotations
 
+import weakref
 from typing import Any, Callable, Sequence
 
 from plax.array import _BUF, Array, _Piece, _ShardedArray, _sharded, host_or_uncommitted
@@ -335,7 +336,27 @@ def forwarded_outputs(jaxpr, marks: Sequence[bool], reads: frozenset = frozenset
     followed (:func:`_body_outputs`). A literal operand counts as marked (so an equation of
     literals alone is marked too). ``consts``: the jaxpr's constants count as marked (a
     sequence: those it marks; nested bodies' constants count as marked then).
-    (:func:`short_outputs`; :func:`plax.sharding_device_typed.device_typed_outputs`.)"""
+    (:func:`short_outputs`; :func:`plax.sharding_device_typed.device_typed_outputs`.)
+    Worked out once per jaxpr and marks (a ``jit`` call under a mesh asks per call)."""
+    if consts is not True and consts is not False:
+        consts = tuple(consts)
+    key = (tuple(marks), reads, consts)
+    memo = _forwarded.get(jaxpr)
+    if memo is None:
+        memo = _forwarded[jaxpr] = {}
+    out = memo.get(key)
+    if out is None:
+        out = memo[key] = _forwarded_walk(jaxpr, marks, reads, consts)
+    return list(out)
+
+
+# Jaxpr -> {(marks, reads, consts): forwarded_outputs' answer} (weakly keyed: walked once)
+_forwarded: "weakref.WeakKeyDictionary[Any, dict]" = weakref.WeakKeyDictionary()
+
+
+def _forwarded_walk(jaxpr, marks: Sequence[bool], reads: frozenset,
+                    consts: bool | tuple) -> tuple:
+    """:func:`forwarded_outputs`, worked out."""
     from plax.core.jaxpr import Var
     marked = {v for v, m in zip(jaxpr.invars, marks) if m}
     if consts is True or consts is False:
@@ -354,7 +375,7 @@ def forwarded_outputs(jaxpr, marks: Sequence[bool], reads: frozenset = frozenset
         if eqn.primitive.name in reads or \
                 _keeps_short_spec(eqn.primitive, len(eqn.invars), eager=False):
             marked.update(eqn.outvars)
-    return [isinstance(v, Var) and v in marked for v in jaxpr.outvars]
+    return tuple(isinstance(v, Var) and v in marked for v in jaxpr.outvars)
 
 
 def _body_outputs(eqn, marked: set, reads: frozenset,
