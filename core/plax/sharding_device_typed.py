@@ -92,7 +92,7 @@ def device_typed_outputs(jaxpr, leaves: Sequence, mesh, unread: frozenset = froz
     if not found:
         return None
     from plax.sharding_eager import forwarded_outputs
-    return forwarded_outputs(jaxpr, marks, literals=True, reads=_READS,
+    return forwarded_outputs(jaxpr, marks, reads=_READS,
                              consts=typed_with_no_mesh(consts, mesh))
 
 
@@ -146,7 +146,7 @@ def placed_body_results(prim, outs: list, args: Sequence, params: dict, mesh) ->
     from plax.sharding_eager import _BODY_RULES, committed_to, forwarded_outputs, \
         place_replicated
     marks = [type(a) is Array or host_or_uncommitted(a) for a in args]
-    walk = lambda jaxpr, m: forwarded_outputs(jaxpr, m, True, _READS, True)
+    walk = lambda jaxpr, m: forwarded_outputs(jaxpr, m, _READS, True)
     typed = _BODY_RULES[prim.name](params, marks, walk)
     device = None
     for a in args:

@@ -21,6 +21,7 @@ here runs when no mesh is set: the eager and ``jit`` fast paths read one flag
 """
 from __future__ import annotations
 
+import weakref
 from typing import Any, Callable, Sequence
 
 from plax.array import _BUF, Array, _Piece, _ShardedArray, _sharded, host_or_uncommitted
@@ -324,20 +325,38 @@ def short_outputs(jaxpr, short_inputs: Sequence[bool]) -> list[bool]:
       >>> short_outputs(jaxpr, [True])
       [True, False]
     """
-    return forwarded_outputs(jaxpr, short_inputs, literals=True)
+    return forwarded_outputs(jaxpr, short_inputs)
 
 
-def forwarded_outputs(jaxpr, marks: Sequence[bool], literals: bool,
-                      reads: frozenset = frozenset(),
+def forwarded_outputs(jaxpr, marks: Sequence[bool], reads: frozenset = frozenset(),
                       consts: bool | Sequence[bool] = False) -> list[bool]:
     """Which outputs of ``jaxpr`` are computed from the inputs marked in ``marks`` through
     rules that forward their operands' type (:func:`_keeps_short_spec`, or a primitive named
     in ``reads``), the bodies of nested ``jit`` calls, ``cond``, ``while`` and ``scan``
-    followed (:func:`_body_outputs`). A literal operand is neutral; it counts as marked
-    when ``literals`` (so an equation of literals alone is marked too), else an equation
-    needs a marked variable operand. ``consts``: the jaxpr's constants count as marked (a
+    followed (:func:`_body_outputs`). A literal operand counts as marked (so an equation of
+    literals alone is marked too). ``consts``: the jaxpr's constants count as marked (a
     sequence: those it marks; nested bodies' constants count as marked then).
-    (:func:`short_outputs`; :func:`plax.sharding_device_typed.device_typed_outputs`.)"""
+    (:func:`short_outputs`; :func:`plax.sharding_device_typed.device_typed_outputs`.)
+    Worked out once per jaxpr and marks (a ``jit`` call under a mesh asks per call)."""
+    if consts is not True and consts is not False:
+        consts = tuple(consts)
+    key = (tuple(marks), reads, consts)
+    memo = _forwarded.get(jaxpr)
+    if memo is None:
+        memo = _forwarded[jaxpr] = {}
+    out = memo.get(key)
+    if out is None:
+        out = memo[key] = _forwarded_walk(jaxpr, marks, reads, consts)
+    return list(out)
+
+
+# Jaxpr -> {(marks, reads, consts): forwarded_outputs' answer} (weakly keyed: walked once)
+_forwarded: "weakref.WeakKeyDictionary[Any, dict]" = weakref.WeakKeyDictionary()
+
+
+def _forwarded_walk(jaxpr, marks: Sequence[bool], reads: frozenset,
+                    consts: bool | tuple) -> tuple:
+    """:func:`forwarded_outputs`, worked out."""
     from plax.core.jaxpr import Var
     marked = {v for v, m in zip(jaxpr.invars, marks) if m}
     if consts is True or consts is False:
@@ -347,20 +366,19 @@ def forwarded_outputs(jaxpr, marks: Sequence[bool], literals: bool,
         marked.update(v for v, m in zip(jaxpr.constvars, consts) if m)
         consts = True
     for eqn in jaxpr.eqns:
-        inner = _body_outputs(eqn, marked, literals, reads, consts)
+        inner = _body_outputs(eqn, marked, reads, consts)
         if inner is not None:
             marked.update(v for v, s in zip(eqn.outvars, inner) if s)
             continue
-        ins = eqn.invars if literals else [v for v in eqn.invars if isinstance(v, Var)]
-        if not ins or not all(v in marked for v in ins if isinstance(v, Var)):
+        if not eqn.invars or not all(v in marked for v in eqn.invars if isinstance(v, Var)):
             continue
         if eqn.primitive.name in reads or \
                 _keeps_short_spec(eqn.primitive, len(eqn.invars), eager=False):
             marked.update(eqn.outvars)
-    return [isinstance(v, Var) and v in marked for v in jaxpr.outvars]
+    return tuple(isinstance(v, Var) and v in marked for v in jaxpr.outvars)
 
 
-def _body_outputs(eqn, marked: set, literals: bool, reads: frozenset,
+def _body_outputs(eqn, marked: set, reads: frozenset,
                   consts: bool | Sequence[bool]) -> list[bool] | None:
     """Which outputs of ``eqn`` -- a ``jit`` call, ``cond``, ``while`` or ``scan``, whose
     operands in ``marked`` are marked -- its bodies type as their marked inputs (see
@@ -373,8 +391,8 @@ def _body_outputs(eqn, marked: set, literals: bool, reads: frozenset,
     rule = _BODY_RULES.get(eqn.primitive.name) if body is None else None
     if body is None and rule is None:
         return None
-    marks = [v in marked if isinstance(v, Var) else literals for v in eqn.invars]
-    walk = lambda jaxpr, m: forwarded_outputs(jaxpr, m, literals, reads, consts)
+    marks = [not isinstance(v, Var) or v in marked for v in eqn.invars]
+    walk = lambda jaxpr, m: forwarded_outputs(jaxpr, m, reads, consts)
     return walk(body.jaxpr, marks) if body is not None else rule(eqn.params, marks, walk)
 
 

@@ -795,16 +795,21 @@ class JitFunction:
                 out_arrays = place_jit_outputs(entry.closed, leaves, out_arrays)
         if on_mesh:  # results of a program with no argument on the mesh: placed on it
             from plax.sharding_eager import placed_results
-            unplaced = out_arrays
-            out_arrays = placed_results(out_arrays, entry.closed.jaxpr, host_inputs, kept,
-                                        mesh)
+            stay = None
             if not kept:  # an Explicit axis: some may stay on a committed argument's device
-                from plax.sharding_device_typed import device_typed_outputs, kept_on_device
+                from plax.sharding_device_typed import device_typed_outputs
                 stay = device_typed_outputs(entry.closed.jaxpr, raw, mesh,
                                             unread | entry.unread, entry.closed.consts)
-                if stay is not None and any(stay):
-                    kept = True  # (not replayed: jit_mesh_calls places every result)
-                    out_arrays = kept_on_device(unplaced, out_arrays, stay, device, mesh)
+            if stay is not None and any(stay):
+                from plax.sharding_device_typed import kept_on_device
+                # (those staying are not placed on the mesh first: None is placed as None)
+                placed = placed_results([None if s else o for o, s in zip(out_arrays, stay)],
+                                        entry.closed.jaxpr, host_inputs, kept, mesh)
+                out_arrays = kept_on_device(out_arrays, placed, stay, device, mesh)
+                kept = True  # (not replayed: jit_mesh_calls places every result)
+            else:
+                out_arrays = placed_results(out_arrays, entry.closed.jaxpr, host_inputs, kept,
+                                            mesh)
             # (any platform: what can be replayed -- each result holding the program's own
             # output buffer, as on a CPU mesh or a mesh of one device -- recipe decides)
             if not kept and not has_refs and not kwargs and \
