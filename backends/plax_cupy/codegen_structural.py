@@ -341,7 +341,7 @@ class StructuralReads:
             if step > 1:
                 conditions.append(f"{t} % {step}LL == 0LL")
                 t = f"({t} / {step}LL)"
-            if hi + (n - 1) * interior > 0 or step > 1:   # (else t < n for every coordinate)
+            if hi > 0 or step > 1:   # (else t < n for every coordinate)
                 conditions.append(f"{t} < {n}LL")
             mapped.append(t)
         if not conditions:   # (a crop: every element is the operand's)

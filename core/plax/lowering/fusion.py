@@ -663,7 +663,8 @@ def _reads_through(eqn: JaxprEqn, operand, reads: int) -> int:
             (name == "pad" and operand is not eqn.invars[0]):
         return reads
     made = math.prod(eqn.outvars[0].aval.shape)
-    return reads if made == 0 else min(reads, -(-reads * math.prod(operand.aval.shape) // made))
+    share = math.prod(operand.aval.shape) * sum(v is operand for v in eqn.invars)   # (x twice)
+    return reads if made == 0 else min(reads, -(-reads * share // made))
 
 
 #: structural equations whose result a backend cannot hand back as a view of its operand's
