@@ -40,6 +40,12 @@ _FLAT = ("reshape", "squeeze")
 #: rather than the generator overflowing Python's stack
 MAX_READ_DEPTH = 200
 
+#: the most values the reads of one cluster may name: a branch (a concatenation's piece, a pad's
+#: operand) computes again what the code before it has not, so a chain of concatenations of
+#: shifted values (``x = concatenate([sin(x)[1:], x[:1]])``, repeated) doubles the source at each
+#: step; past this the cluster is declined and lowered as its parts, as past MAX_READ_DEPTH
+MAX_READ_NAMES = 4096
+
 
 def is_structural(eqn, produced: set, shape: tuple) -> bool:
     """Whether ``eqn`` of a cluster over ``shape`` is computed through index maps rather than
@@ -133,6 +139,8 @@ class StructuralReads:
 
     def _fresh(self, prefix: str = "s") -> str:
         self.count += 1
+        if self.count > MAX_READ_NAMES:
+            raise _cg.Unsupported(f"structural reads name more than {MAX_READ_NAMES} values")
         return f"{prefix}{self.count}"
 
     def value(self, atom, idx: str, lines: list, memo: dict) -> str:

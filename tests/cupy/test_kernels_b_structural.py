@@ -153,3 +153,26 @@ def test_dynamic_slice_read_through_is_one_kernel(index_dtype, monkeypatch):
             assert launches == 1, (start, launches)
     finally:
         plax.config.update("jax_enable_x64", saved)
+
+
+def test_a_chain_of_shifted_concatenations_is_declined_not_exponential(monkeypatch):
+    """Each ``concatenate`` branch recomputes what the code before it has not, so this chain
+    doubles the generated source a step: a few steps stay one kernel; twelve would take minutes
+    to generate, and are declined (``MAX_READ_NAMES``) and lowered as their parts instead."""
+    import plax
+    from plax import numpy as jnp
+    monkeypatch.setenv("PLAX_CUDA_GRAPHS", "0")
+
+    def chain(steps):
+        def f(x):
+            for _ in range(steps):
+                x = jnp.concatenate([jnp.sin(x)[1:], x[:1]])
+            return x
+        return f
+
+    x = np.linspace(0.0, 1.0, 16, dtype=np.float32)
+    for steps, fused in ((3, True), (12, False)):
+        launches, got = _launches_and_value(chain(steps), x)
+        want = np.asarray(plax.jit(chain(steps), backend="numpy")(x))
+        assert (launches == 1) == fused, (steps, launches)
+        np.testing.assert_allclose(got, want, rtol=2e-6, atol=2e-6, err_msg=str(steps))
