@@ -2256,3 +2256,40 @@ def describe(kernel: ClusterKernel) -> str:
 __all__ = ["BLOCK", "ClusterKernel", "GroupKernel", "HORIZONTAL_MAX_ELEMENTS", "plan_group", "KernelInput", "Reduction", "Unsupported", "c_literal",
            "convert_expr", "describe", "elementwise_expr", "elementwise_launch", "plan_cluster",
            "plan_equation", "reduction_launch", "reduction_layout", "reduction_of", "threefry_source"]
+
+
+def clamped_start(value: str, dtype, limit: int | str) -> str:
+    """The C expression (``long long``) of a ``dynamic_slice``/``dynamic_update_slice`` start
+    ``value`` of integer ``dtype`` clamped to ``[0, limit]``, as XLA clamps it so the window fits.
+
+    An unsigned start is compared as ``unsigned long long`` before it is converted: a uint64
+    of 2**63 or more would wrap negative as ``long long`` and clamp to 0 instead of to the top.
+    A signed one is converted first (exact: every signed type fits ``long long``).
+
+    Args:
+      value: C expression of the start (evaluated up to three times: no side effects).
+      dtype: its integer dtype (the primitives take signed or unsigned ones, not bool).
+      limit: the largest start, ``dim - size`` (at least 0): a Python int, or a C expression
+        of a non-negative ``long long``.
+
+    Returns:
+      The clamped start, a ``long long`` C expression.
+
+    Raises:
+      TypeError: for a ``dtype`` that is not a signed or unsigned integer.
+
+    Example:
+      >>> clamped_start("s", np.uint64, 6)
+      '((unsigned long long)(s) > 6ULL ? 6LL : (long long)(s))'
+    """
+    dtype = np.dtype(dtype)
+    if dtype.kind not in "iu":
+        raise TypeError(f"a dynamic slice start must be a signed or unsigned integer, not {dtype}")
+    if isinstance(limit, int) and limit == 0:
+        return "0LL"
+    top, wide = (f"{limit}LL", f"{limit}ULL") if isinstance(limit, int) else \
+        (f"({limit})", f"(unsigned long long)({limit})")
+    if dtype.kind == "u":
+        return f"((unsigned long long)({value}) > {wide} ? {top} : (long long)({value}))"
+    v = f"(long long)({value})"
+    return f"({v} < 0LL ? 0LL : ({v} > {top} ? {top} : {v}))"

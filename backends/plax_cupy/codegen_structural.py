@@ -315,18 +315,13 @@ class StructuralReads:
 
     def _start(self, index, hi: int, lines: list, memo: dict) -> str:
         """A ``dynamic_slice`` start (the scalar ``index``, of any integer type) clamped to
-        ``[0, hi]`` as the primitive does (an unsigned one compared before converting, so a
-        large value does not wrap)."""
+        ``[0, hi]`` as the primitive does (:func:`plax_cupy.codegen.clamped_start`)."""
         if hi == 0:
             return "0LL"
         key = ("start", id(index), hi)
         if key not in memo:
             v = self.value(index, "0LL", lines, memo)
-            if np.dtype(index.aval.dtype).kind == "u":
-                expr = f"((unsigned long long)({v}) > {hi}ULL ? {hi}LL : (long long)({v}))"
-            else:
-                expr = f"((long long)({v}) < 0LL ? 0LL : ((long long)({v}) > {hi}LL ? {hi}LL : (long long)({v})))"
-            memo[key] = self._index(expr, lines)
+            memo[key] = self._index(_cg.clamped_start(v, index.aval.dtype, hi), lines)
         return memo[key]
 
     def _pad(self, eqn, idx: str, shape, lines: list, memo: dict) -> str:

@@ -67,13 +67,8 @@ def box_source(rank: int, itemsize: int, index_dtype) -> str:
                        + [f"long long size{d}" for d in range(rank)] + ["long long n"])
     clamp = []
     for d in range(rank):
-        clamp.append(f"  const long long hi{d} = dim{d} - size{d};")
-        if index.kind == "u":  # compare before converting: large values must not wrap
-            clamp.append(f"  const long long lo{d} = (unsigned long long)*s{d} > (unsigned long long)hi{d}"
-                         f" ? hi{d} : (long long)*s{d};")
-        else:
-            clamp.append(f"  const long long v{d} = (long long)*s{d};")
-            clamp.append(f"  const long long lo{d} = v{d} < 0 ? 0 : (v{d} > hi{d} ? hi{d} : v{d});")
+        clamp += [f"  const {ictype} v{d} = *s{d};",
+                  f"  const long long lo{d} = {codegen.clamped_start(f'v{d}', index, f'dim{d} - size{d}')};"]
     offset = ["    long long rem = i, off = 0, stride = 1, k;"]
     for d in reversed(range(rank)):
         offset.append(f"    k = rem % size{d}; rem /= size{d}; off += (k + lo{d}) * stride; stride *= dim{d};")

@@ -16,7 +16,8 @@ block:
   each step. Consecutive elementwise equations of one shape share a phase (a thread reads only
   the elements it wrote);
   ``reshape``/``squeeze``/``expand_dims`` are aliases (no phase); ``broadcast_in_dim``,
-  ``transpose``, ``rev``, ``slice`` and ``dynamic_slice`` read through an index map;
+  ``transpose``, ``rev``, ``slice`` and ``dynamic_slice`` read through an index map,
+  ``dynamic_update_slice`` reads the update inside its window and the operand outside;
   ``dot_general`` is a thread per output element looping over the contraction (an operand
   constant across steps, such as an RNN's weights, staged in shared memory once before the
   loop where it fits: :func:`_place_staged`); a reduction a thread per output element; calls
@@ -311,9 +312,8 @@ def _structural(body: _Body, eqn) -> None:
         for d, idx in enumerate(eqn.invars[1:]):
             if idx.aval.shape or np.dtype(idx.aval.dtype).kind not in "iu":
                 raise Unsupported("dynamic_slice with a non-scalar or non-integer index")
-            hi = oshape[d] - sizes[d]
-            head.append(f"long long s{d} = (long long){body.read(idx, '0')};")
-            head.append(f"s{d} = s{d} < 0 ? 0 : (s{d} > {hi} ? {hi} : s{d});")
+            start = codegen.clamped_start(body.read(idx, '0'), idx.aval.dtype, oshape[d] - sizes[d])
+            head.append(f"const long long s{d} = {start};")
         terms = [f"(s{d} + q{d}) * {st[d]}" for d in range(len(shape))]
     else:
         raise Unsupported(f"{prim} in the scan body")
@@ -321,6 +321,29 @@ def _structural(body: _Body, eqn) -> None:
     body.work += n
     src = body.read(op, _offset(terms))
     body.phase(n, _index(shape) + [f"{body.where[id(out)]}[i] = {store_expr(src, out.aval.dtype)};"],
+               head)
+
+
+def _dynamic_update(body: _Body, eqn) -> None:
+    """dynamic_update_slice: each element of the result reads the update where it falls in
+    the window at the clamped starts, else the operand."""
+    op, update = eqn.invars[:2]
+    out = eqn.outvars[0]
+    shape, ushape = tuple(out.aval.shape), tuple(update.aval.shape)
+    head, inside, terms = [], [], []
+    ust = _strides(ushape)
+    for d, idx in enumerate(eqn.invars[2:]):
+        if idx.aval.shape or np.dtype(idx.aval.dtype).kind not in "iu":
+            raise Unsupported("dynamic_update_slice with a non-scalar or non-integer index")
+        start = codegen.clamped_start(body.read(idx, '0'), idx.aval.dtype, shape[d] - ushape[d])
+        head.append(f"const long long s{d} = {start};")
+        inside.append(f"q{d} >= s{d} && q{d} < s{d} + {ushape[d]}")
+        terms.append(f"(q{d} - s{d}) * {ust[d]}")
+    n = math.prod(shape)
+    body.work += n
+    value = (f"({' && '.join(inside)}) ? {body.read(update, _offset(terms))} : {body.read(op, 'i')}"
+             if shape else body.read(update, "0"))
+    body.phase(n, _index(shape) + [f"{body.where[id(out)]}[i] = {store_expr(f'({value})', out.aval.dtype)};"],
                head)
 
 
@@ -477,6 +500,8 @@ def plan_scan(params: dict) -> ScanKernel:
             _reduction(body, eqn)
         elif kind == BROADCAST or prim.name in ("transpose", "rev", "slice", "dynamic_slice"):
             _structural(body, eqn)
+        elif prim is lax.dynamic_update_slice_p:
+            _dynamic_update(body, eqn)
         elif prim is lax.dot_general_p:
             _dot(body, eqn)
         else:

@@ -30,6 +30,21 @@ def test_slices_of_every_dtype(dtype):
     check(lax.dynamic_update_slice_p, x, sample((5, 6), dtype, 2), np.int16(3), np.int16(-3))
 
 
+def test_box_starts_of_every_integer_type_clamp_as_numpy():
+    # the box kernels clamp each start to [0, dim - size]: unsigned ones of 2**63 and more to
+    # the top (not wrapped negative), signed ones from their lowest to their highest value
+    x, update = sample((5, 7), np.float32), sample((2, 3), np.float32, 1)
+    starts = {np.uint64: [(2**63, 0), (2**64 - 1, 2**63 + 5), (1, 2)],
+              np.uint32: [(2**31, 0), (2**32 - 1, 5)],
+              np.int8: [(-128, 127), (-1, 2)],
+              np.int64: [(-2**63, 2**63 - 1), (2**62, -2**62)]}
+    for dtype, rows in starts.items():
+        for row in rows:
+            s = [dtype(v) for v in row]
+            check(lax.dynamic_slice_p, x, *s, slice_sizes=(2, 3))
+            check(lax.dynamic_update_slice_p, x, update, *s)
+
+
 @pytest.mark.parametrize("mode", ["clip", "fill", "promise_in_bounds"])
 @pytest.mark.parametrize("dtype", DTYPES, ids=IDS)
 def test_gather_and_scatter_modes(dtype, mode):

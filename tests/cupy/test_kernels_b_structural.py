@@ -122,11 +122,11 @@ def test_rank_0_and_crops_only(monkeypatch):
         assert launches == 1, (f.__name__, launches)
 
 
-@pytest.mark.parametrize("index_dtype", ["int32", "uint8", "uint64"])
+@pytest.mark.parametrize("index_dtype", ["int32", "uint8", "uint64", "uint32", "int8", "int64"])
 def test_dynamic_slice_read_through_is_one_kernel(index_dtype, monkeypatch):
     """The starts are device scalars read in the kernel and clamped as the primitive does (a
-    negative start wrapped by ``lax.dynamic_slice`` first, out-of-range ones clamped, an
-    unsigned one above 2^63 not wrapping); it launched 3 (unsigned) to 9 (signed: the wrap's
+    negative start wrapped by ``lax.dynamic_slice`` first, out-of-range ones clamped, each
+    type's lowest and highest values, an unsigned one above 2^63 not wrapping); it launched 3 (unsigned) to 9 (signed: the wrap's
     scalar kernels) kernels."""
     import plax
     from plax import lax
@@ -140,6 +140,9 @@ def test_dynamic_slice_read_through_is_one_kernel(index_dtype, monkeypatch):
     starts = [(1, 0, 2), (2, 3, 6), (0, 1, 100)]
     if dt.kind == "i":
         starts.append((-1, -2, -100))
+        starts.append((np.iinfo(dt).min, np.iinfo(dt).max, np.iinfo(dt).min))
+    if dt.kind == "u" and dt.itemsize >= 4:   # (the top half of the range)
+        starts.append((2**(8 * dt.itemsize - 1), 0, 2**(8 * dt.itemsize) - 1))
     if dt == np.uint64:
         starts.append((2**63 + 5, 0, 2**64 - 1))
     saved = plax.config.read("jax_enable_x64")

@@ -9,6 +9,8 @@ On the simulated GPU (the generated kernel built for the host, one thread per bl
 * a body of many primitives (dot_general, broadcast_in_dim, transpose, slice, dynamic_slice,
   select_n, convert_element_type, iota, reductions), a pytree carry of float32, int32 and bool,
   ``reverse=True``; ``xs=None`` on float16 and bfloat16; an eager ``scan``;
+* ``dynamic_slice``/``dynamic_update_slice`` at starts of uint64, uint32, int8 and int64
+  (2**63 and more, negative, past the end) clamped as the NumPy backend clamps them;
 * a body the kernel declines (a value over ``scan_kernel.MAX_ELEMENTS``, a nested ``scan``)
   keeps the host loop, and ``as_text()`` says why; the host loop still replays as one CUDA
   graph.
@@ -237,6 +239,51 @@ def test_declined_bodies_keep_the_host_loop_and_say_why(monkeypatch):
     assert [name for name, *_ in fake_cupy.LAUNCHES[before:]].count("plax_scan") == 3
 
 
+#: start rows (two axes) of each integer type: past the top, 2**63 and more, negative, in range
+_STARTS = {"uint64": [(2**63, 0), (2**64 - 1, 2**63 + 5), (1, 2**64 - 1), (3, 1), (0, 100)],
+           "uint32": [(2**31, 0), (2**32 - 1, 1), (1, 2**31 + 1), (3, 2), (0, 100)],
+           "int8": [(-128, 127), (-1, 2), (127, -100), (3, 1), (0, 100)],
+           "int64": [(-2**63, 2**63 - 1), (-1, 2), (2**62, -2**62), (3, 1), (0, 100)]}
+
+
+def _dynamic(table, xs):
+    """A body taking ``dynamic_slice`` (negative starts wrapped first) and
+    ``dynamic_update_slice`` (negative ones left to the primitive's clamp) of a (5, 7) carry
+    at the starts of each integer type, windows of (2, 3): the starts' top is (3, 4)."""
+    from plax import lax
+
+    def body(c, starts):
+        table, count = c
+        ys = []
+        for k, s in enumerate(starts):
+            ys.append(lax.dynamic_slice(table, (s[0], s[1]), (2, 3)))
+            update = lax.full((2, 3), count * 10.0 + k, table.dtype)
+            table = lax.dynamic_update_slice(table, update, (s[0], s[1]),
+                                             allow_negative_indices=False)
+        return (table, count + 1.0), ys
+    return lax.scan(body, (table, np.float32(0)), xs)
+
+
+def _dynamic_args():
+    return (np.arange(35, dtype=np.float32).reshape(5, 7),
+            [np.array(v, dtype=np.dtype(name)) for name, v in _STARTS.items()])
+
+
+@on_simulated_gpu
+def test_dynamic_starts_of_every_integer_type_clamp_as_numpy(monkeypatch):
+    """Unsigned starts of 2**63 and more clamp to the top (a plain ``long long`` cast wrapped
+    them negative, to 0), in the one kernel."""
+    import plax
+    monkeypatch.setenv("PLAX_CUDA_GRAPHS", "0")
+    with plax.config.override("jax_enable_x64", True):   # (else uint64 and int64 narrow)
+        args = _dynamic_args()
+        f = plax.jit(_dynamic, backend="cupy")
+        np.testing.assert_equal(plax.tree_util.tree_map(np.asarray, f(*_put(args))),
+                                plax.tree_util.tree_map(np.asarray, plax.jit(_dynamic, backend="numpy")(*args)))
+        text = _text(f, *_put(args))
+    assert "void plax_scan(" in text and "host loop" not in text
+
+
 @requires_nvrtc
 def test_kernel_sources_compile_with_nvrtc():
     import plax
@@ -249,7 +296,9 @@ def test_kernel_sources_compile_with_nvrtc():
         from plax import lax
         bodies += scans(lambda c: lax.scan(lambda c, _: (plax.numpy.tanh(c * 0.5), c.sum()), c, None,
                                            length=3), np.ones(8, plax.numpy.dtype(dtype)))
-    assert len(bodies) == 6
+    with plax.config.override("jax_enable_x64", True):
+        bodies += scans(_dynamic, *_dynamic_args())
+    assert len(bodies) == 7
     for params in bodies:
         plan = scan_kernel.plan_scan(params)
         nvrtc.compile_ptx(plan.source, "scan.cu", options=nvrtc.NVRTC_CHECK_OPTIONS)
