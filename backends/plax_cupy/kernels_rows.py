@@ -629,7 +629,9 @@ __device__ PLAX_ROW_NOINLINE void {name}_group_look_back(unsigned long long* wor
     ++steps;
     __syncthreads();
     if (!more[step & 1]) break;
-    PLAX_ROW_SPIN();  // (a tile not published yet)
+    // (the host builds yield before every further step, whether a column met a word not yet
+    // published or only walks on past aggregates; on a GPU this is nothing)
+    PLAX_ROW_SPIN();
   }}
   for (int c = t; c < width; c += threads) {{
     const {T} acc = {name}_fold_held(held + c, -walk[c] - 1, width);
@@ -1152,11 +1154,11 @@ __device__ __forceinline__ void {name}_column_stretches(const {T}* __restrict__ 
     {T}* __restrict__ y, long long base, long long n, long long inner, int reverse, bool live,
     long long c, long long s, long long width, long long segs, long long begin, long long end,
     bool carried, {T}* totals, {T}* carries, const {T}* stage) {{
-  // (its item 0 of the first stretch, when STAGED; else `stage` is null and `at` stays so: C++
-  // defines adding 0 to a null pointer, and no other offset)
-  const {T}* at = stage + (STAGED ? threadIdx.x * {cpad} : 0u);
+  // (its item 0 of the first stretch, when STAGED; else `stage` is null and `at` stays so,
+  // no arithmetic done on it: only the branch a conditional takes is evaluated)
+  const {T}* at = STAGED ? stage + threadIdx.x * {cpad} : stage;
   for (long long r0 = begin; r0 < end; r0 += segs * {citems},
-       at += STAGED ? {cpad} * blockDim.x : 0u) {{
+       at = STAGED ? at + {cpad} * blockDim.x : at) {{
     const long long lo = r0 + s * {citems};
     {T} v[{citems}];
     const int m = stage != nullptr ? {name}_column_unstage(at, live, lo, end, v)
@@ -1509,11 +1511,8 @@ def _launch(source: str, name: str, jobs: int, *args) -> None:
 #: more, which these do not): every kernel of a row source must fit, whatever the settings
 SHARED_LIMIT = 48 * 1024
 
-#: the byte size of the C types the row kernels' shared arrays have besides their element's
-_SHARED_TYPES = {"unsigned char": 1, "int": 4, "unsigned int": 4, "long long": 8,
-                 "unsigned long long": 8}
-
-_SHARED_DECLARATION = re.compile(r"__shared__\s+(?:volatile\s+)?([\w ]+?)\s+\w+(?:\[(\d+)\])?;")
+#: a ``__shared__`` declaration: its C type, then its name and extents (``[256]``, or none)
+_SHARED_DECLARATION = re.compile(r"__shared__\s+(?:volatile\s+)?([A-Za-z_][\w ]*?)\s+\w+((?:\[\d+\])*)\s*;")
 
 
 def shared_bytes(source: str, ctype: str) -> dict:
@@ -1530,12 +1529,16 @@ def shared_bytes(source: str, ctype: str) -> dict:
     Returns:
       ``{kernel name: bytes}``, in the source's order.
 
+    Raises:
+      ValueError: for a ``__shared__`` declaration it cannot read (extents that are not
+        numbers) or of a C type the dtype table (:data:`plax_cupy.dtypes.CTYPES`) does not
+        size, naming it: a count that skipped it would pass a kernel over the limit.
+
     Example:
       >>> source, name = cumulative_source("sum", "float")
       >>> shared_bytes(source, "float")[name + "_columns"]   # totals and carries: 2 x 256 x 4
       2048
     """
-    sizes = dict(_SHARED_TYPES, **{t: size for t, size in _ITEMSIZE.items()})
     found = {}
     starts = [m for m in re.finditer(r'extern "C" __global__ void (\w+)\(', source)]
     for m in starts:
@@ -1546,9 +1549,18 @@ def shared_bytes(source: str, ctype: str) -> dict:
             if depth == 0:
                 break
         total = 0
-        for ctype_, count in _SHARED_DECLARATION.findall(body[:end]):
-            size = sizes[ctype_]
-            total = -(-total // min(size, 16)) * min(size, 16) + size * int(count or 1)
+        for at in re.finditer(r"__shared__", body[:end]):
+            declaration = body[at.start():body.index(";", at.start()) + 1]
+            parsed = _SHARED_DECLARATION.fullmatch(declaration)
+            if parsed is None:
+                raise ValueError(f"shared_bytes cannot read {declaration!r} in {m.group(1)}")
+            size = _ITEMSIZE.get(parsed.group(1))
+            if size is None:
+                raise ValueError(f"shared_bytes: {m.group(1)} declares a __shared__ array of C "
+                                 f"type {parsed.group(1)!r}, which the dtype table "
+                                 "(plax_cupy.dtypes.CTYPES) does not size")
+            count = math.prod(int(n) for n in re.findall(r"\d+", parsed.group(2)))
+            total = -(-total // min(size, 16)) * min(size, 16) + size * count
         found[m.group(1)] = total
     return found
 

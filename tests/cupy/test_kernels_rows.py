@@ -666,6 +666,27 @@ def test_look_back_kernels_assemble_for_sm90_without_spills():
     assert all(abs(int(smem) - int(counted)) <= 16 for *_, smem, counted in rows), done.stdout
 
 
+def test_shared_bytes_sizes_every_table_type_and_names_what_it_cannot():
+    """:func:`kernels_rows.shared_bytes` sizes a shared array of any C type of the dtype table
+    (several extents multiplied, each array aligned to its element), and a type the table
+    lacks or extents it cannot read are a ``ValueError`` naming them, not a ``KeyError`` or a
+    declaration left out of the count."""
+    from plax_cupy import kernels_rows
+
+    def kernel(*declarations):
+        return ('extern "C" __global__ void k(int n) {\n' +
+                "".join(f"  __shared__ {d};\n" for d in declarations) + "  if (n) { }\n}\n")
+    assert kernels_rows.shared_bytes(kernel("bool b[3]", "short s", "plax_bf16 h[2][3]",
+                                            "volatile plax_c128 z[2]", "unsigned short u[5]"),
+                                     "float") == {"k": 32 + 2 * 16 + 5 * 2}
+    # (3 bools, a short after a byte of padding and 6 bfloat16s: 18 bytes, padded to 32 for
+    # the complex128s, then 5 unsigned shorts)
+    with pytest.raises(ValueError, match="C type 'float2'"):
+        kernels_rows.shared_bytes(kernel("float a[4]", "float2 p[4]"), "float")
+    with pytest.raises(ValueError, match=r"cannot read '__shared__ float a\[N\];' in k"):
+        kernels_rows.shared_bytes(kernel("float a[N]"), "float")
+
+
 def test_settings_whose_shared_memory_overflows_a_block_are_refused(monkeypatch):
     """Source generation counts each kernel's shared arrays (:func:`kernels_rows.shared_bytes`)
     and refuses a setting that takes a block past 48 KiB (``GROUP_HELD`` 2048: the float32
