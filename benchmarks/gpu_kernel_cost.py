@@ -231,14 +231,18 @@ def kernel_cost(plan: dict) -> dict:
 
 def _sampler(name: str, partitionable: bool = True):
     """The workload of ``plax.random.<name>`` (``bernoulli`` with p = 0.3) of ``n`` values,
-    in the given ``jax_threefry_partitionable`` mode."""
+    in the given ``jax_threefry_partitionable`` mode (set while the sampler is traced, the
+    process's own restored after)."""
     def build(n: int) -> tuple:
         import plax
         from plax import random
-        plax.config.update("jax_threefry_partitionable", partitionable)
         sample = getattr(random, name)
         extra = (0.3,) if name == "bernoulli" else ()
-        return (lambda k: sample(k, *extra, (n,))), (random.PRNGKey(0),)
+
+        def fn(k):
+            with plax.threefry_partitionable(partitionable):
+                return sample(k, *extra, (n,))
+        return fn, (random.PRNGKey(0),)
     return build
 
 

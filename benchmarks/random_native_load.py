@@ -45,6 +45,9 @@ _CHILD = """
     first_cpu, first_wall = time.process_time() - start_cpu, time.perf_counter() - start_wall
     numba_imported = "numba" in sys.modules
     while not tiered.wait_idle(0):   # (a cold run: until the worker has compiled everything)
+        # (blocked while the worker compiles: calls spinning on the reference path took as
+        # much CPU as the compile, and its GIL; then a call loads what it made)
+        tiered.wait_idle()
         f(key).block_until_ready()
     for _ in range(200):
         f(key)

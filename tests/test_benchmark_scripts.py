@@ -131,3 +131,30 @@ def test_gpu_launches_lists_the_mlp_step_s_kernels():
     for row in rows:   # grid x block = threads
         grid, block, threads = re.match(r"\S+\s+(\d+) x (\d+)\s+(\d+)", row).groups()
         assert int(grid) * int(block) == int(threads), row
+
+
+def test_gpu_kernel_cost_samplers_keep_the_threefry_mode_of_the_process():
+    # a sampler workload traces in its own jax_threefry_partitionable mode (the original
+    # layout's bits here) and leaves the process's mode as it found it
+    import importlib.util
+    import sys
+
+    import numpy as np
+    from plax import random
+    spec = importlib.util.spec_from_file_location(
+        "gpu_kernel_cost", REPO / "benchmarks" / "gpu_kernel_cost.py")
+    sys.path.insert(0, str(REPO / "benchmarks"))   # (its sibling simulated_gpu)
+    try:
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(REPO / "benchmarks"))
+    before = plax.config.read("jax_threefry_partitionable")
+    fn, (key,) = module.WORKLOADS["random.normal f32, original"](8)
+    got = np.asarray(plax.jit(fn, backend="numpy")(key))
+    assert plax.config.read("jax_threefry_partitionable") == before
+    with plax.threefry_partitionable(False):
+        want = np.asarray(random.normal(key, (8,)))
+    with plax.threefry_partitionable(True):
+        assert not np.array_equal(np.asarray(random.normal(key, (8,))), want)
+    np.testing.assert_array_equal(got, want)
