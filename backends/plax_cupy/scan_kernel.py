@@ -308,12 +308,7 @@ def _structural(body: _Body, eqn) -> None:
         step = [int(s) for s in (params.get("strides") or [1] * len(shape))]
         terms = [f"({start[d]} + q{d} * {step[d]}) * {st[d]}" for d in range(len(shape))]
     elif prim == "dynamic_slice":
-        sizes = [int(s) for s in params["slice_sizes"]]
-        for d, idx in enumerate(eqn.invars[1:]):
-            if idx.aval.shape or np.dtype(idx.aval.dtype).kind not in "iu":
-                raise Unsupported("dynamic_slice with a non-scalar or non-integer index")
-            start = codegen.clamped_start(body.read(idx, '0'), idx.aval.dtype, oshape[d] - sizes[d])
-            head.append(f"const long long s{d} = {start};")
+        head = _clamped_starts(body, eqn, oshape, [int(s) for s in params["slice_sizes"]])
         terms = [f"(s{d} + q{d}) * {st[d]}" for d in range(len(shape))]
     else:
         raise Unsupported(f"{prim} in the scan body")
@@ -324,21 +319,30 @@ def _structural(body: _Body, eqn) -> None:
                head)
 
 
+def _clamped_starts(body: _Body, eqn, dims, sizes) -> list[str]:
+    """Lines declaring ``s0, s1...``: the start indices of a ``dynamic_slice`` or
+    ``dynamic_update_slice`` equation (its last operands) clamped so a window of ``sizes``
+    fits in ``dims`` (:func:`plax_cupy.codegen.clamped_start`)."""
+    indices = eqn.invars[len(eqn.invars) - len(dims):]
+    head = []
+    for d, idx in enumerate(indices):
+        if idx.aval.shape or np.dtype(idx.aval.dtype).kind not in "iu":
+            raise Unsupported(f"{eqn.primitive.name} with a non-scalar or non-integer index")
+        start = codegen.clamped_start(body.read(idx, "0"), idx.aval.dtype, dims[d] - sizes[d])
+        head.append(f"const long long s{d} = {start};")
+    return head
+
+
 def _dynamic_update(body: _Body, eqn) -> None:
     """dynamic_update_slice: each element of the result reads the update where it falls in
     the window at the clamped starts, else the operand."""
     op, update = eqn.invars[:2]
     out = eqn.outvars[0]
     shape, ushape = tuple(out.aval.shape), tuple(update.aval.shape)
-    head, inside, terms = [], [], []
+    head = _clamped_starts(body, eqn, shape, ushape)
     ust = _strides(ushape)
-    for d, idx in enumerate(eqn.invars[2:]):
-        if idx.aval.shape or np.dtype(idx.aval.dtype).kind not in "iu":
-            raise Unsupported("dynamic_update_slice with a non-scalar or non-integer index")
-        start = codegen.clamped_start(body.read(idx, '0'), idx.aval.dtype, shape[d] - ushape[d])
-        head.append(f"const long long s{d} = {start};")
-        inside.append(f"q{d} >= s{d} && q{d} < s{d} + {ushape[d]}")
-        terms.append(f"(q{d} - s{d}) * {ust[d]}")
+    inside = [f"q{d} >= s{d} && q{d} < s{d} + {ushape[d]}" for d in range(len(shape))]
+    terms = [f"(q{d} - s{d}) * {ust[d]}" for d in range(len(shape))]
     n = math.prod(shape)
     body.work += n
     value = (f"({' && '.join(inside)}) ? {body.read(update, _offset(terms))} : {body.read(op, 'i')}"
