@@ -732,7 +732,8 @@ def _fold_structural(jaxpr: Jaxpr, units: list, recompute: int = 0) -> list:
         if sink is None or isinstance(sink, HorizontalGroup) or not (moves[j] and other[j]):
             continue
         if isinstance(sink, Cluster):
-            if any(_fusion_kinds.get(e.primitive) not in (ELEMENTWISE, INDEX, BROADCAST, REDUCTION)
+            if any(_fusion_kinds.get(e.primitive) not in (ELEMENTWISE, INDEX, BROADCAST, REDUCTION,
+                                                               ARG_REDUCTION)
                    for e in sink.eqns):
                 continue
         elif (_fusion_kinds.get(sink.primitive) not in (ELEMENTWISE, STRUCTURAL)
