@@ -1339,7 +1339,10 @@ class ArgReduction:
         self.kind, self.dtype, self.index_dtype = kind, np.dtype(dtype), np.dtype(index_dtype)
         value_t = value_ctype(self.dtype)
         self._index_t = "int" if extent < 2 ** 31 else "long long"
-        self.acc_ctype = f"plax_arg<{value_t}, {self._index_t}>"
+        # (a name without a comma: kernel signatures are split at commas by their readers)
+        self.acc_ctype = re.sub(r"\W+", "_", f"plax_arg_{value_t}_{self._index_t}")
+        #: the ``typedef`` naming :attr:`acc_ctype` (in the kernel's helpers)
+        self.typedef = f"typedef plax_arg<{value_t}, {self._index_t}> {self.acc_ctype};"
         self.init = f"{self.acc_ctype}{{({value_t})0, -1}}"
         self._max = "true" if kind == "argmax" else "false"
         # (C's struct layout: each member aligned to its size, the struct to the larger)
@@ -1364,7 +1367,9 @@ class ArgReduction:
 
 
 #: the pair ``argmax``/``argmin`` accumulate (:class:`ArgReduction`), in the kernels fusing one
-ARG_SOURCE = r"""// ---- argmax/argmin accumulators: (value, index); index < 0: nothing yet
+ARG_SOURCE = r"""#ifndef PLAX_ARG_ACCUMULATOR
+#define PLAX_ARG_ACCUMULATOR
+// ---- argmax/argmin accumulators: (value, index); index < 0: nothing yet
 template <typename T, typename I> struct plax_arg { T v; I i; };
 template <typename T> __device__ __forceinline__ bool plax_arg_nan(T) { return false; }
 __device__ __forceinline__ bool plax_arg_nan(float x) { return x != x; }
@@ -1387,6 +1392,7 @@ __device__ __forceinline__ plax_arg<T, I> plax_arg_next(plax_arg<T, I> a, plax_a
   return (a.i < 0 || (!plax_arg_nan(a.v) && (plax_arg_nan(b.v) || (MAX ? b.v > a.v : b.v < a.v))))
       ? b : a;
 }
+#endif
 """
 
 
@@ -1712,8 +1718,9 @@ def plan_cluster(cluster, *, literal_values: bool = True) -> ClusterKernel:
     elem_source = "\n".join(elem)
     special = special_source.helpers_for(elem_source)
     helpers = special
-    if any(isinstance(red, ArgReduction) for _, red in reductions):
-        helpers += ARG_SOURCE
+    arg_types = {red.typedef for _, red in reductions if isinstance(red, ArgReduction)}
+    if arg_types:
+        helpers += ARG_SOURCE + "".join(t + "\n" for t in sorted(arg_types))
     if "plax_threefry_elem(" in elem_source:
         helpers += _threefry_elem_source() + "\n"
     src: list[str] = [PREAMBLE + helpers,
