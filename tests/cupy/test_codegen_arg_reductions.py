@@ -169,7 +169,7 @@ def test_fused_arg_reductions_compile_with_nvrtc_without_warnings():
 @pytest.mark.skipif(SIMULATED or shutil.which("g++") is None,
                     reason="already on the simulated GPU, or no C++ compiler (g++) for it")
 def test_on_the_simulated_gpu():
-    run_file_on_simulated_gpu(__file__, skipped=4)   # (this one and the CPU-side tests skip there)
+    run_file_on_simulated_gpu(__file__, skipped=5)   # (this one and the CPU-side tests skip there)
 
 
 def _put(x):
@@ -240,3 +240,18 @@ def test_uncoalesced_middle_axis_runs_apart_and_a_reader_of_the_index_is_its_own
     g = plax.jit(lambda x: jnp.argmax(x * 2.0, axis=1) * 3 + 1)
     launches, got = _launches(g, _put(x[0]))
     assert launches == 2 and np.array_equal(got, np.asarray(plax.jit(g, backend="numpy")(x[0])))
+
+
+@cpu_side
+def test_a_lone_iota_joins_a_horizontal_group_only_where_index_fusion_is_asked():
+    """An ``iota`` and an independent elementwise unit (``random.permutation``'s iota and its
+    keys: ``test_kernels_b_random.py`` counts its launches): with ``index`` (the CuPy
+    generator's options) one multi-tensor group, else apart."""
+    import plax
+    from plax.lowering import FusionOptions, HorizontalGroup, find_clusters
+    jaxpr = plax.make_jaxpr(lambda x: (lax.iota(np.int32, 9), x * 2.0))(np.ones(4, np.float32)).jaxpr
+    grouped = list(find_clusters(jaxpr, FusionOptions(horizontal=1 << 10, index=True)))
+    assert len(grouped) == 1 and isinstance(grouped[0], HorizontalGroup), grouped
+    assert [m.eqns[0].primitive.name for m in grouped[0].members] == ["iota", "mul"]
+    apart = list(find_clusters(jaxpr, FusionOptions(horizontal=1 << 10)))
+    assert not any(isinstance(u, HorizontalGroup) for u in apart), apart
