@@ -3,10 +3,11 @@ lone equations one kernel or CuPy/cuBLAS call each.
 
 * a cluster (the shared fusion pass's grouping, ``iota``, ``threefry2x32`` and
   ``argmax``/``argmin`` included) -> one :class:`plax_cupy.backend.Launcher` (one kernel, a
-  split reduction included); a cluster whose ``argmax``/``argmin`` the kernel would read
-  uncoalesced (:class:`plax_cupy.codegen.UnfusedArgReduction`: a middle axis before a few
-  kept elements) -> the rest of the cluster's kernel, then each of those as its coalesced
-  kernel-table kernel (:mod:`plax_cupy.kernels_rows`), as before they fused;
+  split reduction included); a cluster with an ``argmax``/``argmin`` the generator declines
+  (:class:`plax_cupy.codegen.UnfusedArgReduction`: read uncoalesced, a middle axis before a
+  few kept elements; or beside a reduction of other axes) -> the rest of the cluster's kernel,
+  then each of those as its coalesced kernel-table kernel (:mod:`plax_cupy.kernels_rows`),
+  as before they fused;
   a cluster the generator declines
   (:class:`plax_cupy.codegen.Unsupported`: reductions over different axes, a dtype outside
   the generator's map) is split by the driver into its equations;
@@ -108,23 +109,22 @@ class CupyEmitter(Emitter):
     def emit_cluster(self, cluster):
         try:
             plan = codegen.plan_cluster(cluster)
-        except codegen.UnfusedArgReduction:
+        except codegen.Unsupported:   # (an argmax read uncoalesced, reducing other axes, ...)
             return self._arg_reductions_apart(cluster)
-        except codegen.Unsupported:
-            return None
         return self._launch(plan)
 
     def _arg_reductions_apart(self, cluster):
         """A step running ``cluster`` without its ``argmax``/``argmin`` as one kernel, then
         each of those on its operand as the equation's own step (the coalesced kernel-table
-        kernel); None (the driver splits the cluster) where the rest is declined too."""
+        kernel), as before they joined clusters; None (the driver splits the cluster) where
+        it has none, or the rest is declined too."""
         apart = [e for e in cluster.eqns
                  if fusion_kind(e.primitive, arg_reductions=True) == ARG_REDUCTION]
         rest = [e for e in cluster.eqns if all(e is not a for a in apart)]
+        if not apart or not rest:
+            return None
         needed = {id(v) for v in cluster.outputs} | {id(e.invars[0]) for e in apart}
         part = sub_cluster(rest, cluster.shape, needed)
-        if not rest:
-            return None
         try:
             launcher = self._launch(codegen.plan_cluster(part))
         except codegen.Unsupported:

@@ -255,3 +255,22 @@ def test_a_lone_iota_joins_a_horizontal_group_only_where_index_fusion_is_asked()
     assert [m.eqns[0].primitive.name for m in grouped[0].members] == ["iota", "mul"]
     apart = list(find_clusters(jaxpr, FusionOptions(horizontal=1 << 10)))
     assert not any(isinstance(u, HorizontalGroup) for u in apart), apart
+
+
+@on_simulated_gpu
+def test_an_argmax_beside_a_reduction_is_fused_with_it_or_runs_apart(monkeypatch):
+    """Beside a reduction of the same axis, one kernel of two reductions; beside one of other
+    axes (which one kernel cannot take), the rest of the cluster is one kernel and the argmax
+    its row kernel (two launches, not a launch per equation)."""
+    import plax
+    from plax import numpy as jnp
+    monkeypatch.setenv("PLAX_CUDA_GRAPHS", "0")
+    x = np.round(np.random.default_rng(7).standard_normal((6, 40)), 1).astype(np.float32)
+    for axes, want_launches in (((1, 1), 1), ((0, 1), 2)):
+        f = plax.jit(lambda x: (jnp.max(jnp.abs(x) * 2.0, axis=axes[0]),
+                                jnp.argmax(jnp.abs(x) * 2.0, axis=axes[1])))
+        launches, _ = _launches(lambda x: f(x)[1], _put(x))
+        got = [np.asarray(v) for v in f(_put(x))]
+        want = [np.asarray(v) for v in plax.jit(f, backend="numpy")(x)]
+        assert launches == want_launches, (axes, launches)
+        assert all(np.array_equal(g, w) for g, w in zip(got, want)), axes
