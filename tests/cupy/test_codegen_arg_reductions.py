@@ -51,11 +51,10 @@ INDEX_DTYPES = [np.dtype(t) for t in (np.int32, np.int8, np.uint8, np.int16, np.
 
 def _cases():
     """``(dtype, kind, shape, axis, index_dtype)``: every dtype in both kinds over two layouts
-    (in turn), float32 over every layout."""
+    (in turn: every layout meets several dtypes, floats and integers)."""
     cases = []
     for i, dtype in enumerate(DTYPES):
-        layouts = LAYOUTS if dtype == np.float32 else [LAYOUTS[i % len(LAYOUTS)],
-                                                       LAYOUTS[(i + 4) % len(LAYOUTS)]]
+        layouts = [LAYOUTS[i % len(LAYOUTS)], LAYOUTS[(i + 4) % len(LAYOUTS)]]
         for j, (shape, axis) in enumerate(layouts):
             for kind in ("argmax", "argmin"):
                 index = INDEX_DTYPES[(i + j) % len(INDEX_DTYPES)]
