@@ -273,3 +273,29 @@ def test_an_argmax_beside_a_reduction_is_fused_with_it_or_runs_apart(monkeypatch
         want = [np.asarray(v) for v in plax.jit(f, backend="numpy")(x)]
         assert launches == want_launches, (axes, launches)
         assert all(np.array_equal(g, w) for g, w in zip(got, want)), axes
+
+
+@on_simulated_gpu
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_a_long_argmax_split_over_blocks_is_one_launch(dtype, monkeypatch):
+    """Few long rows: the reduction split over several blocks a group (the pairs' partials, 8
+    and 16 bytes, combined by the last block), still one launch; ties and a NaN as NumPy."""
+    import plax
+    from plax import numpy as jnp
+    from plax_cupy import codegen
+    monkeypatch.setenv("PLAX_CUDA_GRAPHS", "0")
+    saved = plax.config.read("jax_enable_x64")
+    plax.config.update("jax_enable_x64", dtype == "float64")
+    try:
+        x = np.round(np.random.default_rng(8).standard_normal((3, 30000)), 1).astype(dtype)
+        x[1, 20000:] = 9.0          # the maximum tied over a third of the row, across blocks
+        x[2, [25000, 29000]] = np.nan
+        assert codegen.reduction_launch(3, 30000, outputs_per_block=1)[2] > 1   # (split)
+        for f in (lambda x: jnp.argmax(x - 1.0, axis=1), lambda x: jnp.argmin(x - 1.0, axis=1),
+                  lambda x: jnp.argmax(x.T * 2.0, axis=0)):
+            g = plax.jit(f)
+            launches, got = _launches(g, _put(x))
+            want = np.asarray(plax.jit(f, backend="numpy")(x))
+            assert launches == 1 and np.array_equal(got, want), (launches, got, want)
+    finally:
+        plax.config.update("jax_enable_x64", saved)
