@@ -34,6 +34,9 @@ with ``block_until_ready`` after each timed batch of calls):
   GB/s of 8 bytes per element; ``argmax`` along axis 0 of (4096, 4096) float32 (the coalesced
   column kernel, its axis in 8 parts, then each column's best of its parts: two launches;
   ``--tiny``/``--simulated``: (2048, 256)), GB/s of 4 bytes per element;
+* ``random.categorical`` over (4096, 1000) float32 logits (``--tiny``/``--simulated``: (64,
+  100)): the Gumbel noise and the argmax along the last axis in one kernel, GB/s of the 4
+  bytes per logit it reads;
 * the SGD update of the MLP 784-2048-2048-10's 6 parameters alone (``p - 0.01 * g`` each: one
   multi-tensor kernel, ``codegen.plan_group``), GB/s of its 12 bytes per element, beside the
   selu row's (docs/gpu.md "Multi-tensor kernels and the vector path");
@@ -276,6 +279,8 @@ def workloads(quick: bool, tiny: bool = False):
                            (100_000, 64)))
     x_columns = {shape: rng.standard_normal(shape).astype(np.float32) for shape in column_shapes}
     x_argmax = x_columns[column_shapes[1]]
+    # random.categorical over a classifier's logits: Gumbel noise and argmax in one kernel
+    logits = rng.standard_normal((64, 100) if tiny else (4096, 1000)).astype(np.float32)
     flat_params = [a for layer in params for a in layer]   # (the MLP's 6 parameters)
 
     def fed_back(L, upload=False):
@@ -354,6 +359,8 @@ def workloads(quick: bool, tiny: bool = False):
             L.jit(lambda v: L.jnp.cumsum(v, axis=0)), [L.put(x)]))(x)
            for shape, x in x_columns.items()},
         "argmax axis 0": lambda L: (L.jit(lambda v: L.jnp.argmax(v, axis=0)), [L.put(x_argmax)]),
+        "categorical": lambda L: (L.jit(lambda k, l: L.random.categorical(k, l)),
+                                  [L.put(L.random.PRNGKey(0)), L.put(logits)]),
         "sgd update": lambda L: (L.jit(lambda ps, gs: [p - 0.01 * g for p, g in zip(ps, gs)]),
                                  [[L.put(a) for a in flat_params],
                                   [L.put(a) for a in flat_params]]),
@@ -386,6 +393,8 @@ def workloads(quick: bool, tiny: bool = False):
               for shape, x in x_columns.items()],
             (f"argmax axis 0 {x_argmax.shape[0]}x{x_argmax.shape[1]} f32", 4 * x_argmax.size,
              "argmax axis 0"),
+            (f"random.categorical {logits.shape[0]}x{logits.shape[1]}", 4 * logits.size,
+             "categorical"),
             (f"SGD update {'-'.join(map(str, sizes))} params",
              12 * sum(a.size for a in flat_params), "sgd update"),
             (f"conv 3x3 {conv_n}x{conv_hw}^2x{conv_c} f32", None, "conv 3x3"),

@@ -22,9 +22,14 @@ each) are ``ptxas``'s for the whole kernel. ``--n`` sets the element count: belo
 ``codegen.VECTOR_MIN_ELEMENTS`` (65536) the kernels have only the scalar loop, the one counted
 here (the vector path unrolls the same per-element code ``per_thread`` times, and its
 shortest path skips the guarded chunks: read its longest). A reduction kernel's row is of its
-longest loop, the accumulation's or the combine's: not a per-element count.
+longest innermost loop: the accumulation of one element (``plax_elem`` inlined), or a step
+of the block's tree where that is longer.
 ``--no-branches`` plans every ``select_n`` as an expression, as the generator did before it
 computed only the selected case (``codegen._branch_selects``): run both to compare.
+``--no-arg-fusion`` keeps ``argmax``/``argmin`` out of clusters (``CupyEmitter.
+fuses_arg_reductions`` off), as before they fused: the cluster, then the row kernel
+(``kernels_rows``), whose row counts the per-element loop of its ``_block`` function (the
+kernel calls it, ``__noinline__``).
 """
 from __future__ import annotations
 
@@ -48,28 +53,41 @@ KINDS = ("int", "flt", "fma", "sfu", "mem", "mov", "br", "arg")
 
 # ---------------------------------------------------------------- the kernels of a program
 
-def planned_kernels(workload: str, n: int, branches: bool = True) -> list[dict]:
+def planned_kernels(workload: str, n: int, branches: bool = True,
+                    arg_fusion: bool = True) -> list[dict]:
     """The generated kernels that compiling ``workload`` under ``jit`` plans on the simulated
     GPU: ``{"entry", "n", "primitives", "source"}`` each, in planning order. Planned in a
     child process (the simulated CuPy replaces NVRTC there; this process keeps the real one).
     ``branches=False`` plans every ``select_n`` as an expression (``codegen._branch_selects``
-    off), as before it existed."""
+    off), as before it existed; ``arg_fusion=False`` keeps argmax/argmin apart (their row
+    kernels are rows too)."""
     out = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", workload, "--n", str(n)]
-                         + ([] if branches else ["--no-branches"]),
+                         + ([] if branches else ["--no-branches"])
+                         + ([] if arg_fusion else ["--no-arg-fusion"]),
                          capture_output=True, text=True, env=os.environ)
     if out.returncode:
         raise RuntimeError(f"planning {workload} failed:\n{out.stderr}")
     return json.loads(out.stdout.splitlines()[-1])
 
 
-def _child(workload: str, n: int, branches: bool) -> None:
+def _child(workload: str, n: int, branches: bool, arg_fusion: bool = True) -> None:
     """Runs ``workload`` once on the simulated GPU, printing its planned kernels as JSON."""
     os.environ["PLAX_CUDA_GRAPHS"] = "0"
     simulated_gpu.install(sm_count=132)
     import plax
-    from plax_cupy import codegen
+    from plax_cupy import codegen, kernels_rows
+    from plax_cupy.emitter import CupyEmitter
     if not branches:
         codegen.LAZY_SELECT_MIN_EQUATIONS = 1 << 30
+    rows_launched: list = []
+    if not arg_fusion:
+        CupyEmitter.fuses_arg_reductions = False
+
+        def launch(source, name, jobs, *args, _original=kernels_rows._launch):
+            rows_launched.append({"entry": [name + "_block"], "n": int(jobs), "primitives": [name],
+                                  "source": kernels_rows._module_text(codegen.PREAMBLE, source)})
+            return _original(source, name, jobs, *args)
+        kernels_rows._launch = launch
     plans: list = []
     for name in ("plan_cluster", "plan_group", "plan_equation"):
         def recording(*args, _original=getattr(codegen, name), **kw):
@@ -82,7 +100,7 @@ def _child(workload: str, n: int, branches: bool) -> None:
     rows = [{"entry": list(p.entry), "n": int(p.n),
              "primitives": list(getattr(p, "primitives", ["(group)"])), "source": p.source}
             for p in plans]
-    print(json.dumps(rows))
+    print(json.dumps(rows + rows_launched))
 
 
 # ---------------------------------------------------------------- PTX analysis
@@ -112,7 +130,8 @@ def _kind(op: str) -> str:
 def parse_ptx(ptx: str, entry: str) -> list[dict]:
     """The basic blocks of kernel ``entry`` in ``ptx``: each ``{"label", "ops", "succ"}``
     (``succ`` the indices of its successors)."""
-    start = re.search(rf"\.entry\s+{re.escape(entry)}\s*\(", ptx)
+    start = re.search(rf"\.entry\s+{re.escape(entry)}\s*\(", ptx) or \
+        re.search(rf"\.func\s+(?:\([^)]*\)\s*)?\w*{re.escape(entry)}\w*\s*\(", ptx)  # (a device function)
     if start is None:
         raise ValueError(f"no kernel {entry} in the PTX")
     text = ptx[start.end():]
@@ -146,14 +165,17 @@ def parse_ptx(ptx: str, entry: str) -> list[dict]:
     return blocks
 
 
-def loop_paths(blocks: list[dict]) -> tuple[list[str], list[str]]:
+def loop_paths(blocks: list[dict], innermost: bool = False) -> tuple[list[str], list[str]]:
     """The opcodes of the shortest and longest path through one iteration of the kernel's
     grid-stride loop: of its loops (a back edge's target to its source, back edges dropped)
     the one with the longest path (the compiler may add copies of the loop for cases decided
     at launch, such as a shift by the width or more, whose bodies are shorter), or the whole
-    kernel where it has no loop."""
+    kernel where it has no loop. ``innermost``: of the loops holding no other loop."""
     back = [(k, s) for k, b in enumerate(blocks) for s in b["succ"] if s <= k]
     spans = [(s, k) for k, s in back] or [(0, len(blocks) - 1)]
+    if innermost:
+        spans = [(h, t) for h, t in spans
+                 if not any(h <= h2 and t2 <= t and (h2, t2) != (h, t) for h2, t2 in spans)]
     return max((_paths(blocks, head, latch) for head, latch in spans), key=lambda p: len(p[1]))
 
 
@@ -218,8 +240,9 @@ def kernel_cost(plan: dict) -> dict:
     from plax_cupy import nvrtc
     ptx = nvrtc.compile_ptx(plan["source"], options=("-arch=compute_90",) + nvrtc.DEVICE_OPTIONS,
                             allow_warnings=True)
-    entry = [e for e in plan["entry"] if re.search(rf"\.entry\s+{e}\b", ptx)][0]
-    shortest, longest = loop_paths(parse_ptx(ptx, entry))
+    entry = [e for e in plan["entry"] if re.search(rf"\.(entry\s+|func\s+\w*){e}", ptx)][0]
+    reduces = entry == "plax_reduce" or entry.endswith("_block")
+    shortest, longest = loop_paths(parse_ptx(ptx, entry), innermost=reduces)
     regs, sass = _ptxas(ptx)
     counted = [sum(1 for op in path if _kind(op) != "arg") for path in (shortest, longest)]
     return {"kernel": f"{entry} n={plan['n']}", "ops": " ".join(plan["primitives"])[:60],
@@ -280,6 +303,23 @@ def _mlp_step(n: int) -> tuple:
     return step, (params, images, labels)
 
 
+def _categorical(n: int) -> tuple:
+    """``random.categorical`` of ``n / 64`` rows of 64 logits (argmax of logits plus Gumbel
+    noise along the last axis)."""
+    from plax import random
+    logits = np.random.default_rng(1).standard_normal((max(n // 64, 1), 64)).astype(np.float32)
+    return (lambda k, l: random.categorical(k, l)), (random.PRNGKey(0), logits)
+
+
+def _affine_argmax(n: int) -> tuple:
+    """``argmax(x * w + b, axis=-1)`` over ``n / 64`` rows of 64."""
+    from plax import numpy as jnp
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((max(n // 64, 1), 64)).astype(np.float32)
+    w, b = rng.standard_normal(64).astype(np.float32), rng.standard_normal(64).astype(np.float32)
+    return (lambda x, w, b: jnp.argmax(x * w + b, axis=-1)), (x, w, b)
+
+
 #: ``{name: build(n) -> (fn, args)}``: the programs whose kernels are counted, each built only
 #: in the child process that plans it
 WORKLOADS = {
@@ -290,6 +330,8 @@ WORKLOADS = {
     "random.uniform f32, original": _sampler("uniform", partitionable=False),
     "selu f32": _selu,
     "MLP step 64-32-32-10 b16": _mlp_step,
+    "random.categorical (n/64, 64)": _categorical,
+    "argmax(x * w + b) (n/64, 64)": _affine_argmax,
 }
 
 
@@ -299,10 +341,12 @@ def main(argv=None) -> int:
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--no-branches", action="store_true",
                         help="every select_n as an expression (the kernels before codegen._branch_selects)")
+    parser.add_argument("--no-arg-fusion", action="store_true",
+                        help="argmax/argmin apart from clusters (the two kernels before they fused)")
     parser.add_argument("--only", help="the workloads whose names contain this")
     opts = parser.parse_args(argv)
     if opts.child:
-        _child(opts.child, opts.n, not opts.no_branches)
+        _child(opts.child, opts.n, not opts.no_branches, not opts.no_arg_fusion)
         return 0
     cols = ("path", *KINDS, "regs", "sass")
     print(f"{'workload / kernel':44s} " + " ".join(f"{c:>7s}" for c in cols))
@@ -310,7 +354,7 @@ def main(argv=None) -> int:
         if opts.only and opts.only not in name:
             continue
         print(name)
-        for plan in planned_kernels(name, opts.n, not opts.no_branches):
+        for plan in planned_kernels(name, opts.n, not opts.no_branches, not opts.no_arg_fusion):
             row = kernel_cost(plan)
             path = f"{row['short']}" if row["short"] == row["long"] else f"{row['short']}-{row['long']}"
             vals = [path] + [str(row[k]) for k in KINDS] + [str(row["regs"]), str(row["sass"])]

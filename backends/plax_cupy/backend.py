@@ -662,7 +662,8 @@ class Launcher:
         if bpo == 1:
             partials, done = red_args, red_args[0]
         else:
-            partials = [cupy.empty(plan.n_out * bpo, red.acc) for _, red in plan.reductions]
+            partials = [cupy.empty(plan.n_out * bpo * red.partial_items, red.partial_dtype)
+                        for _, red in plan.reductions]   # (an argmax's pairs: 8 or 16 bytes)
             done = cupy.empty(plan.n_out, np.uint64)
         tag = codegen.launch_tag()
         fns[0]((grid,), (block,), tuple(args + elem_args + partials + red_args

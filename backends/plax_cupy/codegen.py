@@ -73,7 +73,7 @@ import numpy as np
 from plax import lax
 from plax.core.jaxpr import Literal
 from plax.lax.fused_multiply_add import fma_p
-from plax.lowering import BROADCAST, INDEX, REDUCTION, fusion_kind
+from plax.lowering import ARG_REDUCTION, BROADCAST, INDEX, REDUCTION, fusion_kind
 
 from plax_cupy import codegen_structural, special_source
 from plax_cupy.dtypes import (UnsupportedDtype, accumulator, ctype, is_floating, is_half,
@@ -195,7 +195,11 @@ def reduction_layout(shape, red_axes, block: int = BLOCK) -> tuple[int, bool]:
     Where every reduced axis comes before every kept one (column sums, a bias gradient's sum
     over the batch), a warp's threads take consecutive outputs (``outputs_fastest``: each load
     a contiguous row of them; a thread per output and reduced lane, up to 32 outputs a block)
-    and the remaining threads split the reduced elements. Otherwise the threads of an output are
+    and the remaining threads split the reduced elements. So too where kept axes follow the
+    last reduced one with at least 32 elements, or a power of two of them, between them (an
+    ``argmax`` over the middle axis of ``(8, 300, 64)``: a warp reads 32 consecutive outputs'
+    elements of a row, or whole rows of 2, 4, ... 16 elements; every block takes the same
+    outer index). Otherwise the threads of an output are
     consecutive and take consecutive reduced elements, an output per block unless the reduced
     extent is short (a row of 10 takes 16 threads, 16 rows a block): a block of 256 threads
     over a row of 10 left 246 of them idle and paid a full tree for it.
@@ -216,14 +220,44 @@ def reduction_layout(shape, red_axes, block: int = BLOCK) -> tuple[int, bool]:
       (16, False)
       >>> reduction_layout((8, 100000), (1,))
       (1, False)
+      >>> reduction_layout((8, 300, 64), (1,)), reduction_layout((8, 300, 4), (1,))
+      ((32, True), (4, True))
     """
     red_axes = tuple(red_axes)
     n_out = math.prod(d for a, d in enumerate(shape) if a not in red_axes)
     n_red = math.prod(shape[a] for a in red_axes)
     if red_axes == tuple(range(len(red_axes))) and len(red_axes) < len(shape) and n_out > 1:
         return min(32, block, 1 << (n_out - 1).bit_length()), True
+    inner = math.prod(shape[max(red_axes) + 1:]) if red_axes else 1
+    if inner >= 32 or (inner > 1 and inner & (inner - 1) == 0):
+        return min(32, block, inner), True
     lanes = min(block, max(1, 1 << (max(n_red, 1) - 1).bit_length()))
     return block // lanes, False
+
+
+def reads_coalesced(shape, red_axes) -> bool:
+    """Whether a reduction kernel (:func:`reduction_layout`) over ``shape`` reads its operand
+    coalesced: a warp's threads on consecutive outputs (``outputs_fastest``) or on
+    consecutive reduced elements of a row (the last axis reduced). A middle axis before a
+    few kept elements (``(8, 300, 5)`` over axis 1) is neither: each lane reads a column of
+    the axis, ``5`` elements apart.
+
+    Example:
+      >>> reads_coalesced((8, 300, 5), (1,)), reads_coalesced((8, 300), (1,))
+      (False, True)
+    """
+    red_axes = tuple(red_axes)
+    return math.prod(shape[max(red_axes) + 1:]) == 1 or reduction_layout(shape, red_axes)[1]
+
+
+class UnfusedArgReduction(Unsupported):
+    """An ``argmax``/``argmin`` the cluster kernel would read uncoalesced: the emitter runs it
+    as its own (coalesced) kernel after the rest of the cluster (:mod:`plax_cupy.emitter`)."""
+
+
+def _reduces(primitive) -> bool:
+    """Whether ``primitive`` reduces (a ``REDUCTION``, or ``argmax``/``argmin``) in a cluster."""
+    return fusion_kind(primitive, arg_reductions=True) in (REDUCTION, ARG_REDUCTION)
 
 
 # ---------------------------------------------------------------- literals and helpers
@@ -1233,6 +1267,32 @@ class Reduction:
         op = {"and": "&", "or": "|", "xor": "^"}[kind]
         return f"(({acc})({s} {op} {v}))"
 
+    #: how a partial of the reduction is stored between blocks: ``partial_items`` elements of
+    #: ``partial_dtype`` each (the launcher allocates ``n_out * blocks * partial_items``)
+    partial_items = 1
+
+    @property
+    def partial_dtype(self) -> np.dtype:
+        return self.acc
+
+    @property
+    def acc_ctype(self) -> str:
+        """The accumulator's C type."""
+        return ctype(self.acc)
+
+    def accumulate(self, s: str, v: str) -> str:
+        """C++ source folding the value ``v`` into accumulator ``s`` where ``v`` comes after
+        everything ``s`` holds (a thread's elements, in rising order): :meth:`combine`."""
+        return self.combine(s, v)
+
+    def operand(self, value: str, index: str | None = None) -> str:
+        """A reduction operand's value as the accumulator type (``index``: unused)."""
+        return _to_acc(value, self)
+
+    def store(self, expr: str, dtype) -> str:
+        """An accumulator ``expr`` as the result ``dtype`` is stored."""
+        return store_expr(expr, dtype, self.acc)
+
 
 _REDUCTIONS = {lax.reduce_sum_p: "sum", lax.reduce_prod_p: "prod", lax.reduce_max_p: "max",
                lax.reduce_min_p: "min", lax.reduce_and_p: "and", lax.reduce_or_p: "or",
@@ -1256,6 +1316,98 @@ def reduction_of(eqn) -> Reduction:
     if dtype == np.bool_ and kind in ("sum", "prod"):
         raise Unsupported(f"{eqn.primitive.name} on bool")
     return Reduction(kind, dtype)
+
+
+class ArgReduction:
+    """How one ``argmax``/``argmin`` of a cluster accumulates: a (value, index) pair
+    (``plax_arg<T, I>``, :data:`ARG_SOURCE`), the value in its compute type (float16 and
+    bfloat16 as float) and the index along the reduced axis (``int``, or ``long long`` for an
+    axis of 2**31 elements or more); index -1 is the empty accumulator. The better of two pairs
+    is the first NaN, else the larger (argmax) or smaller value, else the earlier index, as
+    NumPy and XLA pick (``-0.0`` and ``+0.0`` tie), so combining pairs in any order gives the
+    same index: the block tree and the combine of a split's partials keep
+    :class:`Reduction`'s plan unchanged.
+
+    Attributes:
+      kind: ``"argmax"`` or ``"argmin"``.
+      dtype: the operand's dtype.
+      index_dtype: the result's dtype.
+      init: the empty accumulator, as C++ source.
+    """
+
+    def __init__(self, kind: str, dtype, index_dtype, extent: int):
+        self.kind, self.dtype, self.index_dtype = kind, np.dtype(dtype), np.dtype(index_dtype)
+        value_t = value_ctype(self.dtype)
+        self._index_t = "int" if extent < 2 ** 31 else "long long"
+        # (a name without a comma: kernel signatures are split at commas by their readers)
+        self.acc_ctype = re.sub(r"\W+", "_", f"plax_arg_{value_t}_{self._index_t}")
+        #: the ``typedef`` naming :attr:`acc_ctype` (in the kernel's helpers)
+        self.typedef = f"typedef plax_arg<{value_t}, {self._index_t}> {self.acc_ctype};"
+        self.init = f"{self.acc_ctype}{{({value_t})0, -1}}"
+        self._max = "true" if kind == "argmax" else "false"
+        # (C's struct layout: each member aligned to its size, the struct to the larger)
+        value_size = 4 if is_half(self.dtype) else self.dtype.itemsize
+        self.partial_items = 2 * max(value_size, 4 if self._index_t == "int" else 8) // 8
+        self.partial_dtype = np.dtype(np.uint64)
+
+    def empty_identity(self) -> str:
+        return self.init   # (never used: an empty axis has no argmax, abstract evaluation says)
+
+    def combine(self, s: str, v: str) -> str:
+        return f"plax_arg_best<{self._max}>({s}, {v})"
+
+    def accumulate(self, s: str, v: str) -> str:
+        return f"plax_arg_next<{self._max}>({s}, {v})"
+
+    def operand(self, value: str, index: str | None = None) -> str:
+        return f"{self.acc_ctype}{{{value}, ({self._index_t}){index}}}"
+
+    def store(self, expr: str, dtype) -> str:
+        return f"(({ctype(dtype)})({expr}).i)"
+
+
+#: the pair ``argmax``/``argmin`` accumulate (:class:`ArgReduction`), in the kernels fusing one
+ARG_SOURCE = r"""#ifndef PLAX_ARG_ACCUMULATOR
+#define PLAX_ARG_ACCUMULATOR
+// ---- argmax/argmin accumulators: (value, index); index < 0: nothing yet
+template <typename T, typename I> struct plax_arg { T v; I i; };
+template <typename T> __device__ __forceinline__ bool plax_arg_nan(T) { return false; }
+__device__ __forceinline__ bool plax_arg_nan(float x) { return x != x; }
+__device__ __forceinline__ bool plax_arg_nan(double x) { return x != x; }
+// the better of two pairs: the first NaN, else the larger (MAX) or smaller value, else the
+// earlier index (the same pair whatever the order they are combined in)
+template <bool MAX, typename T, typename I>
+__device__ __forceinline__ plax_arg<T, I> plax_arg_best(plax_arg<T, I> a, plax_arg<T, I> b) {
+  if (a.i < 0) return b;
+  if (b.i < 0) return a;
+  const bool a_nan = plax_arg_nan(a.v), b_nan = plax_arg_nan(b.v);
+  const bool b_better = b_nan ? (!a_nan || b.i < a.i)
+      : (!a_nan && ((MAX ? b.v > a.v : b.v < a.v) || (b.v == a.v && b.i < a.i)));
+  return b_better ? b : a;
+}
+// a followed by b, a later element (a thread's elements in rising order): b only if it is
+// better, a tie or a later NaN keeping a
+template <bool MAX, typename T, typename I>
+__device__ __forceinline__ plax_arg<T, I> plax_arg_next(plax_arg<T, I> a, plax_arg<T, I> b) {
+  return (a.i < 0 || (!plax_arg_nan(a.v) && (plax_arg_nan(b.v) || (MAX ? b.v > a.v : b.v < a.v))))
+      ? b : a;
+}
+#endif
+"""
+
+
+def arg_reduction_of(eqn) -> ArgReduction:
+    """The :class:`ArgReduction` of an ``argmax``/``argmin`` equation.
+
+    Raises:
+      Unsupported: a dtype outside the map (complex: the primitives refuse it anyway).
+    """
+    dtype = np.dtype(eqn.invars[0].aval.dtype)
+    if dtype.kind == "c":
+        raise Unsupported(f"{eqn.primitive.name} of {dtype}")
+    (axis,) = eqn.params["axes"]
+    return ArgReduction(eqn.primitive.name, dtype, eqn.params["index_dtype"],
+                        int(eqn.invars[0].aval.shape[axis]))
 
 
 # ---------------------------------------------------------------- the cluster kernel
@@ -1372,11 +1524,15 @@ def plan_cluster(cluster, *, literal_values: bool = True) -> ClusterKernel:
     # reductions: all must reduce the same axes (one (output, reduced) decomposition)
     red_axes = None
     for eqn in cluster.eqns:
-        if fusion_kind(eqn.primitive) == REDUCTION:
+        if _reduces(eqn.primitive):
             axes = tuple(sorted(int(a) for a in eqn.params["axes"]))
             if red_axes is not None and axes != red_axes:
                 raise Unsupported("reductions over different axes in one cluster")
             red_axes = axes
+            if fusion_kind(eqn.primitive, arg_reductions=True) == ARG_REDUCTION and \
+                    not reads_coalesced(shape, axes):
+                raise UnfusedArgReduction(f"{eqn.primitive.name} along axis {axes[0]} of {shape} "
+                                          "would read its operand uncoalesced")
     outputs = {id(v): j for j, v in enumerate(cluster.outputs)}
     out_dtypes = [np.dtype(v.aval.dtype) for v in cluster.outputs]
     out_shapes = [tuple(v.aval.shape) for v in cluster.outputs]
@@ -1426,7 +1582,7 @@ def plan_cluster(cluster, *, literal_values: bool = True) -> ClusterKernel:
             live.update(id(v) for v in eqn.invars)
 
     elem_outputs: list[int] = []
-    reductions: list[tuple[int, Reduction]] = []
+    reductions: list[tuple[int, Reduction | ArgReduction]] = []
     red_operands: list[str] = []
     need_index: set = set()   # iteration dimensions a broadcast operand's index map reads
     # a cluster holding structural equations (slice, concatenate, ...: the fusion pass's
@@ -1493,16 +1649,24 @@ def plan_cluster(cluster, *, literal_values: bool = True) -> ClusterKernel:
             body.append(f"const {value_ctype(dout)} {local} = {expr};")
             computed(out, local, dout)
             continue
-        if fusion_kind(prim) == REDUCTION:
-            red = reduction_of(eqn)
+        if _reduces(prim):
             j = outputs.get(id(out))
             if j is None:
                 continue  # read by nobody after the cluster: nothing to compute
+            index = None
+            if fusion_kind(prim) == REDUCTION:
+                red = reduction_of(eqn)
+            else:   # argmax/argmin: the value and its index along the reduced axis
+                red = arg_reduction_of(eqn)
+                (axis,) = red_axes
+                if rank > 1:
+                    need_index.add(axis)
+                index = f"idx{axis}" if rank > 1 else "i"
             value = load(eqn.invars[0])
             r = len(reductions)
             reductions.append((j, red))
-            red_operands.append(f"{ctype(red.acc)}* __restrict__ rv{r}")
-            body.append(f"*rv{r} = {_to_acc(value, red)};")
+            red_operands.append(f"{red.acc_ctype}* __restrict__ rv{r}")
+            body.append(f"*rv{r} = {red.operand(value, index)};")
             continue
         if fusion_kind(prim) == BROADCAST:
             op = eqn.invars[0]
@@ -1554,6 +1718,9 @@ def plan_cluster(cluster, *, literal_values: bool = True) -> ClusterKernel:
     elem_source = "\n".join(elem)
     special = special_source.helpers_for(elem_source)
     helpers = special
+    arg_types = {red.typedef for _, red in reductions if isinstance(red, ArgReduction)}
+    if arg_types:
+        helpers += ARG_SOURCE + "".join(t + "\n" for t in sorted(arg_types))
     if "plax_threefry_elem(" in elem_source:
         helpers += _threefry_elem_source() + "\n"
     src: list[str] = [PREAMBLE + helpers,
@@ -1599,7 +1766,7 @@ def plan_cluster(cluster, *, literal_values: bool = True) -> ClusterKernel:
         nr = len(reductions)
         slots = [f"&v{r}" for r in range(nr)]
         call = ", ".join(["i"] + in_args + elem_out_args + slots)
-        partial_params = kernel_params + [f"{ctype(red_.acc)}* __restrict__ p{r}"
+        partial_params = kernel_params + [f"{red_.acc_ctype}* __restrict__ p{r}"
                                           for r, (_, red_) in enumerate(reductions)]
         partial_params += [f"{ctype(out_dtypes[j])}* __restrict__ r{j}" for j, _ in reductions]
         partial_params += ["long long n_out", "long long n_red", "int bpo",
@@ -1623,7 +1790,7 @@ def plan_cluster(cluster, *, literal_values: bool = True) -> ClusterKernel:
                 f"extern \"C\" __global__ void plax_reduce({', '.join(partial_params)}) {{",
                 f"  constexpr int OPB = {opb}, TPO = {tpo};  // outputs a block, threads an output"]
         for r, (_, red_) in enumerate(reductions):
-            src.append(f"  __shared__ {ctype(red_.acc)} s{r}[{BLOCK}];")
+            src.append(f"  __shared__ {red_.acc_ctype} s{r}[{BLOCK}];")
 
         def tree(indent: str) -> list:
             lines = ["__syncthreads();",
@@ -1645,15 +1812,15 @@ def plan_cluster(cluster, *, literal_values: bool = True) -> ClusterKernel:
                 *lanes,
                 "      const long long o = g * OPB + oi;"]
         for r, (_, red_) in enumerate(reductions):
-            src.append(f"      {ctype(red_.acc)} acc{r} = {red_.init};")
+            src.append(f"      {red_.acc_ctype} acc{r} = {red_.init};")
         src += ["      if (o < n_out) {",
                 "        for (long long r = chunk * TPO + ri; r < n_red; r += (long long)bpo * TPO) {"]
         src += ["          " + t for t in decompose]
         for r, (_, red_) in enumerate(reductions):
-            src.append(f"          {ctype(red_.acc)} v{r};")
+            src.append(f"          {red_.acc_ctype} v{r};")
         src.append(f"          plax_elem({call});")
-        for r, (_, red_) in enumerate(reductions):
-            src.append(f"          acc{r} = {red_.combine(f'acc{r}', f'v{r}')};")
+        for r, (_, red_) in enumerate(reductions):   # (r rises: a thread's elements in order)
+            src.append(f"          acc{r} = {red_.accumulate(f'acc{r}', f'v{r}')};")
         src += ["        }", "      }"]
         for r in range(nr):
             src.append(f"      s{r}[v] = acc{r};")
@@ -1666,7 +1833,7 @@ def plan_cluster(cluster, *, literal_values: bool = True) -> ClusterKernel:
                 "      if (ri != 0 || o >= n_out) continue;",
                 "      if (bpo == 1) {"]
         for r, (j, red_) in enumerate(reductions):
-            src.append(f"        r{j}[o] = {store_expr(f's{r}[v]', out_dtypes[j], red_.acc)};")
+            src.append(f"        r{j}[o] = {red_.store(f's{r}[v]', out_dtypes[j])};")
         src += ["      } else {"]
         for r in range(nr):
             src.append(f"        p{r}[o * bpo + chunk] = s{r}[v];")
@@ -1683,7 +1850,7 @@ def plan_cluster(cluster, *, literal_values: bool = True) -> ClusterKernel:
                 "  " + lanes[0],
                 "        const long long o = g * OPB + oi;"]
         for r, (_, red_) in enumerate(reductions):
-            acc_t = ctype(red_.acc)
+            acc_t = red_.acc_ctype
             src += [f"        {acc_t} c{r} = {red_.init};",
                     f"        if (o < n_out)",
                     f"          for (long long c = ri; c < bpo; c += TPO) "
@@ -1696,7 +1863,7 @@ def plan_cluster(cluster, *, literal_values: bool = True) -> ClusterKernel:
                 "        const long long o = g * OPB + oi;",
                 "        if (ri != 0 || o >= n_out) continue;"]
         for r, (j, red_) in enumerate(reductions):
-            src.append(f"        r{j}[o] = {store_expr(f's{r}[v]', out_dtypes[j], red_.acc)};")
+            src.append(f"        r{j}[o] = {red_.store(f's{r}[v]', out_dtypes[j])};")
         src += ["      }",
                 "      if (threadIdx.x == 0) done[g] = 0ull;  // cleared: a CUDA graph replays this launch with its tag",
                 "    }",
@@ -1706,19 +1873,20 @@ def plan_cluster(cluster, *, literal_values: bool = True) -> ClusterKernel:
         host_params = kernel_params + [f"{ctype(out_dtypes[j])}* __restrict__ r{j}" for j, _ in reductions]
         src += [f"extern \"C\" void plax_host({', '.join(host_params + ['long long n_out', 'long long n_red'])}) {{"]
         for r, (_, red_) in enumerate(reductions):
-            src += [f"  {ctype(red_.acc)}* acc{r} = ({ctype(red_.acc)}*)malloc(sizeof({ctype(red_.acc)}) * (n_out ? n_out : 1));",
+            acc_t = red_.acc_ctype
+            src += [f"  {acc_t}* acc{r} = ({acc_t}*)malloc(sizeof({acc_t}) * (n_out ? n_out : 1));",
                     f"  for (long long o = 0; o < n_out; ++o) acc{r}[o] = {red_.init};"]
         src += ["  for (long long o = 0; o < n_out; ++o) {",
                 "    for (long long r = 0; r < n_red; ++r) {"]
         src += ["      " + s for s in decompose]
         for r in range(nr):
-            src.append(f"      {ctype(reductions[r][1].acc)} v{r};")
+            src.append(f"      {reductions[r][1].acc_ctype} v{r};")
         src.append(f"      plax_elem({call});")
         for r, (_, red_) in enumerate(reductions):
-            src.append(f"      acc{r}[o] = {red_.combine(f'acc{r}[o]', f'v{r}')};")
+            src.append(f"      acc{r}[o] = {red_.accumulate(f'acc{r}[o]', f'v{r}')};")
         src += ["    }", "  }"]
         for r, (j, red_) in enumerate(reductions):
-            src += [f"  for (long long o = 0; o < n_out; ++o) r{j}[o] = {store_expr(f'acc{r}[o]', out_dtypes[j], red_.acc)};",
+            src += [f"  for (long long o = 0; o < n_out; ++o) r{j}[o] = {red_.store(f'acc{r}[o]', out_dtypes[j])};",
                     f"  free(acc{r});"]
         src += ["}", "#endif", ""]
         entry = ("plax_reduce",)
@@ -1855,7 +2023,7 @@ def _branch_selects(eqns, live: set, outputs: dict, body: list[str], marks: list
             mine: set = set()
             for k in range(s - 1, -1, -1):
                 eqn = eqns[k]
-                if not own_lines[k] or fusion_kind(eqn.primitive) == REDUCTION or \
+                if not own_lines[k] or _reduces(eqn.primitive) or \
                         any(id(v) in outputs for v in eqn.outvars):
                     continue
                 readers = [r for v in eqn.outvars for r in uses.get(id(v), [])]

@@ -1,8 +1,13 @@
 """The CuPy backend's :class:`plax.lowering.Emitter`: clusters become generated CUDA kernels,
 lone equations one kernel or CuPy/cuBLAS call each.
 
-* a cluster (the shared fusion pass's grouping, ``iota`` and ``threefry2x32`` included) -> one
-  :class:`plax_cupy.backend.Launcher` (one kernel, a split reduction included);
+* a cluster (the shared fusion pass's grouping, ``iota``, ``threefry2x32`` and
+  ``argmax``/``argmin`` included) -> one :class:`plax_cupy.backend.Launcher` (one kernel, a
+  split reduction included); a cluster with an ``argmax``/``argmin`` the generator declines
+  (:class:`plax_cupy.codegen.UnfusedArgReduction`: read uncoalesced, a middle axis before a
+  few kept elements; or beside a reduction of other axes) -> the rest of the cluster's kernel,
+  then each of those as its coalesced kernel-table kernel (:mod:`plax_cupy.kernels_rows`),
+  as before they fused;
   a cluster the generator declines
   (:class:`plax_cupy.codegen.Unsupported`: reductions over different axes, a dtype outside
   the generator's map) is split by the driver into its equations;
@@ -30,7 +35,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from plax.lowering import Emitter, call_body, fusion_kind, inserts_unit_axes
+from plax.lowering import ARG_REDUCTION, Emitter, call_body, fusion_kind, inserts_unit_axes, \
+    sub_cluster
 
 from plax_cupy import codegen
 
@@ -75,6 +81,9 @@ class CupyEmitter(Emitter):
     #: rank-0 producers (random.uniform's bounds) fold into the cluster that reads them: the
     #: kernel recomputes them per element from its scalar inputs instead of a launch of their own
     fuses_scalar_producers = True
+    #: argmax/argmin join clusters: the kernel keeps each output's best (value, index) pair
+    #: (``codegen.ArgReduction``), so random.categorical's noise, logits and argmax are one kernel
+    fuses_arg_reductions = True
     #: slice/concatenate/reshape/squeeze fuse with what feeds them and what reads them: each
     #: value is computed at the index its reader needs (``codegen_structural``), so the
     #: original threefry layout's halves, concatenation and pad are one kernel with its sampler
@@ -100,9 +109,38 @@ class CupyEmitter(Emitter):
     def emit_cluster(self, cluster):
         try:
             plan = codegen.plan_cluster(cluster)
+        except codegen.Unsupported:   # (an argmax read uncoalesced, reducing other axes, ...)
+            return self._arg_reductions_apart(cluster)
+        return self._launch(plan)
+
+    def _arg_reductions_apart(self, cluster):
+        """A step running ``cluster`` without its ``argmax``/``argmin`` as one kernel, then
+        each of those on its operand as the equation's own step (the coalesced kernel-table
+        kernel), as before they joined clusters; None (the driver splits the cluster) where
+        it has none, or the rest is declined too."""
+        apart = [e for e in cluster.eqns
+                 if fusion_kind(e.primitive, arg_reductions=True) == ARG_REDUCTION]
+        rest = [e for e in cluster.eqns if all(e is not a for a in apart)]
+        if not apart or not rest:
+            return None
+        needed = {id(v) for v in cluster.outputs} | {id(e.invars[0]) for e in apart}
+        part = sub_cluster(rest, cluster.shape, needed)
+        try:
+            launcher = self._launch(codegen.plan_cluster(part))
         except codegen.Unsupported:
             return None
-        return self._launch(plan)
+        where = {id(v): k for k, v in enumerate(cluster.inputs)}
+        part_inputs = [where[id(v)] for v in part.inputs]
+        steps = [(self.emit_equation(e), id(e.invars[0]), id(e.outvars[0])) for e in apart]
+
+        def run(*buffers):
+            env = {id(v): b for v, b in zip(cluster.inputs, buffers)}
+            env.update(zip((id(v) for v in part.outputs),
+                           launcher(*[buffers[k] for k in part_inputs])))
+            for step, operand, out in steps:
+                env[out] = step(env[operand])
+            return [env[id(v)] for v in cluster.outputs]
+        return run
 
     def emit_group(self, group):
         try:

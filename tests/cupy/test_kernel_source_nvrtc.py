@@ -57,7 +57,8 @@ def test_generator_covers_every_fusible_primitive_and_dtype():
     from plax.lowering import fusion
     # (index equations, iota, fuse only where an emitter asks: the CUDA generator does, so it
     # covers them; threefry2x32, several results, is checked in clusters below; arg-reductions
-    # and cumulative ops fuse only for an emitter that opts in, which the CUDA one does not;
+    # fuse only in clusters, a lone one being the row kernel's (test_codegen_arg_reductions);
+    # cumulative ops only for an emitter that opts in, which the CUDA one does not;
     # structural equations only inside a cluster reading through them, test_codegen_structural)
     fusible = {p.name for p, kind in fusion._fusion_kinds.items()
                if not p.multiple_results

@@ -129,8 +129,9 @@ def test_samplers_bits_equal_the_numpy_backend(sampler, partitionable):
 
 #: (_launches) launches of one jitted call with CUDA graphs off: (program, partitionable,
 #: original); 1 is
-#: one fused kernel (counter, key words, hash, halves, bits to samples); categorical's argmax
-#: is a kernel of its own (the CuPy generator does not fuse arg-reductions); 8- and 16-bit
+#: one fused kernel (counter, key words, hash, halves, bits to samples; categorical's argmax
+#: too, the CuPy generator fusing arg-reductions; permutation 2: its keys and the iota it
+#: sorts beside them one multi-tensor kernel, then the sort); 8- and 16-bit
 #: bits in the original mode compute each field's word (the fields' broadcast repeats it at
 #: most 4 times, ``plax.lowering.fusion.STRUCTURAL_MAX_REPEAT``)
 def _launches():
@@ -148,7 +149,8 @@ def _launches():
         ("typed key: key_data(split(key))",
          lambda k: random.key_data(random.split(random.wrap_key_data(k), 3)), 1, 1),
         ("typed key: normal", lambda k: random.normal(random.wrap_key_data(k), (5,)), 1, 1),
-        ("categorical (5, 7)", lambda k: random.categorical(k, jnp.zeros((5, 7))), 2, 2),
+        ("categorical (5, 7)", lambda k: random.categorical(k, jnp.zeros((5, 7))), 1, 1),
+        ("permutation 9", lambda k: random.permutation(k, 9), 2, 2),
         ("bits uint8 (999,)", lambda k: random.bits(k, (999,), jnp.uint8), 1, 1),
         ("normal bfloat16 (999,)", lambda k: random.normal(k, (999,), jnp.bfloat16), 1, 1),
     ]

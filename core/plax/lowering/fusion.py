@@ -83,7 +83,8 @@ declines such a cluster has its parts lowered as they were (:attr:`Cluster.parts
 **Horizontal groups** (for a backend that asks: ``horizontal=N`` in :class:`FusionOptions`,
 from :attr:`plax.lowering.Emitter.horizontal_max_elements`): consecutive units that are
 independent (none reads what another computes) and elementwise (clusters without a reducing
-kind, lone ``ELEMENTWISE`` equations), each of at most ``N`` elements, form one
+kind, lone ``ELEMENTWISE`` equations, and lone ``INDEX`` ones where ``index`` is asked too: the
+``iota`` a ``random.permutation`` sorts beside its keys), each of at most ``N`` elements, form one
 :class:`HorizontalGroup` -- an SGD update's ``p - lr * g`` for every parameter, each of
 another shape -- which a generator may compute in one launch over their concatenated element
 ranges (a "multi-tensor" kernel). Running them all at the first one's place is a valid order:
@@ -392,7 +393,7 @@ def find_clusters(jaxpr: Jaxpr, options: FusionOptions = PLAIN
     if options.structural:
         units = _fold_structural(jaxpr, list(units), options.recompute_max_elements)
     if options.horizontal > 0:
-        units = horizontal_groups(list(units), options.horizontal)
+        units = horizontal_groups(list(units), options.horizontal, options.index)
     yield from units
 
 
@@ -432,13 +433,15 @@ class HorizontalGroup:
 HORIZONTAL_MAX_MEMBERS = 32
 
 
-def horizontal_groups(units: list, max_elements: int) -> list:
+def horizontal_groups(units: list, max_elements: int, index: bool = False) -> list:
     """``units`` with each run of two or more consecutive, independent elementwise units of at
     most ``max_elements`` elements each made one :class:`HorizontalGroup`.
 
     Args:
       units: clusters and lone equations in program order (as :func:`find_clusters` yields).
       max_elements: the largest member (elements of its iteration shape).
+      index: lone ``INDEX`` equations (``iota``) may be members (for a generator computing
+        them from the index, ``FusionOptions.index``).
 
     Returns:
       A new list of :class:`Cluster`, ``JaxprEqn`` and :class:`HorizontalGroup`.
@@ -463,7 +466,7 @@ def horizontal_groups(units: list, max_elements: int) -> list:
         made.clear()
 
     for unit in units:
-        member = _horizontal_member(unit, max_elements)
+        member = _horizontal_member(unit, max_elements, index)
         if member is not None and run and (
                 len(run) >= HORIZONTAL_MAX_MEMBERS
                 or any(isinstance(v, Var) and id(v) in made for v in member.inputs)):
@@ -478,17 +481,20 @@ def horizontal_groups(units: list, max_elements: int) -> list:
     return out
 
 
-def _horizontal_member(unit, max_elements: int) -> Cluster | None:
+def _horizontal_member(unit, max_elements: int, index: bool = False) -> Cluster | None:
     """``unit`` as a member of a :class:`HorizontalGroup`, or None where it cannot be one: a
-    cluster with a reducing equation, an equation that is not single-result ``ELEMENTWISE``,
-    a rank-0 or empty shape, or more than ``max_elements`` elements."""
+    cluster with a reducing equation, an equation that is not single-result ``ELEMENTWISE``
+    (or, with ``index``, ``INDEX``), a rank-0 or empty shape, or more than ``max_elements``
+    elements."""
     if isinstance(unit, Cluster):
         if any(_fusion_kinds.get(e.primitive) in _REDUCING for e in unit.eqns):
             return None
         member = unit
     else:
-        if (_fusion_kinds.get(unit.primitive) != ELEMENTWISE or len(unit.outvars) != 1
-                or unit.primitive.multiple_results or _iteration_shape(unit) is None):
+        kinds = (ELEMENTWISE, INDEX) if index else (ELEMENTWISE,)
+        if (_fusion_kinds.get(unit.primitive) not in kinds or len(unit.outvars) != 1
+                or unit.primitive.multiple_results
+                or _iteration_shape(unit, FusionOptions(index=index)) is None):
             return None
         member = Cluster([unit], tuple(unit.outvars[0].aval.shape), _inputs_of([unit]),
                          list(unit.outvars))
@@ -732,7 +738,8 @@ def _fold_structural(jaxpr: Jaxpr, units: list, recompute: int = 0) -> list:
         if sink is None or isinstance(sink, HorizontalGroup) or not (moves[j] and other[j]):
             continue
         if isinstance(sink, Cluster):
-            if any(_fusion_kinds.get(e.primitive) not in (ELEMENTWISE, INDEX, BROADCAST, REDUCTION)
+            if any(_fusion_kinds.get(e.primitive) not in (ELEMENTWISE, INDEX, BROADCAST, REDUCTION,
+                                                               ARG_REDUCTION)
                    for e in sink.eqns):
                 continue
         elif (_fusion_kinds.get(sink.primitive) not in (ELEMENTWISE, STRUCTURAL)
