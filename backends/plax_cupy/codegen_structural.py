@@ -209,7 +209,7 @@ class StructuralReads:
             steps = eqn.params.get("strides") or (1,) * len(op_shape)
             coords = [c if (s0 == 0 and st == 1) else f"({s0}LL + {c} * {st}LL)"
                       for c, s0, st in zip(coordinates(idx, shape), starts, steps)]
-            return self.value(eqn.invars[0], self._index(_flat(coords, op_shape), lines), lines, memo)
+            return self.value(eqn.invars[0], self._index(_flat(coords, op_shape), lines, memo), lines, memo)
         if name == "concatenate":
             return self._concatenate(eqn, idx, shape, lines, memo)
         if name in ("transpose", "rev"):
@@ -223,7 +223,7 @@ class StructuralReads:
                 flipped = {int(d) for d in eqn.params["dimensions"]}
                 mapped = [f"({n - 1}LL - {c})" if d in flipped and n > 1 else c
                           for d, (c, n) in enumerate(zip(coords, op_shape))]
-            return self.value(eqn.invars[0], self._index(_flat(mapped, op_shape), lines), lines, memo)
+            return self.value(eqn.invars[0], self._index(_flat(mapped, op_shape), lines, memo), lines, memo)
         if name == "pad":
             return self._pad(eqn, idx, shape, lines, memo)
         if name == "gather":
@@ -232,7 +232,7 @@ class StructuralReads:
             op_shape = tuple(eqn.invars[0].aval.shape)
             mapped = [f"({self._start(v, n - k, lines, memo)} + {c})"
                       for c, v, n, k in zip(coordinates(idx, shape), eqn.invars[1:], op_shape, shape)]
-            return self.value(eqn.invars[0], self._index(_flat(mapped, op_shape), lines), lines, memo)
+            return self.value(eqn.invars[0], self._index(_flat(mapped, op_shape), lines, memo), lines, memo)
         kind = fusion_kind(prim, index=True)
         local = self._fresh("v")
         if kind == INDEX:
@@ -251,7 +251,7 @@ class StructuralReads:
                 coords = coordinates(idx, shape)
                 dims = eqn.params["broadcast_dimensions"]
                 mapped = [coords[d] if op_shape[j] != 1 else "0LL" for j, d in enumerate(dims)]
-                expr = self.value(op, self._index(_flat(mapped, op_shape), lines), lines, memo)
+                expr = self.value(op, self._index(_flat(mapped, op_shape), lines, memo), lines, memo)
         elif kind == ELEMENTWISE and len(eqn.outvars) == 1:
             args = [self.value(v, idx if v.aval.shape else "0LL", lines, memo) for v in eqn.invars]
             expr = _cg.elementwise_expr(eqn, args)
@@ -260,13 +260,19 @@ class StructuralReads:
         lines.append(f"const {_cg.value_ctype(dout)} {local} = {expr};")
         return local
 
-    def _index(self, expr: str, lines: list) -> str:
-        """``expr`` as a named index (a local), so memo keys stay short and equal indices share."""
+    def _index(self, expr: str, lines: list, memo: dict | None = None) -> str:
+        """``expr`` as a named index (a local), so memo keys stay short and equal indices share
+        (one local per expression where ``memo`` holds what ``lines`` computed: a value read at
+        an index spelled twice, through two broadcasts, is computed once)."""
         if re.fullmatch(r"[A-Za-z_]\w*|\d+LL", expr):
             return expr
-        local = self._fresh("s")
-        lines.append(f"const long long {local} = {expr};")
-        return local
+        key = ("index", expr)
+        if memo is None:
+            memo = {}
+        if key not in memo:
+            memo[key] = self._fresh("s")
+            lines.append(f"const long long {memo[key]} = {expr};")
+        return memo[key]
 
     def _multi(self, eqn, idx: str, lines: list, memo: dict) -> tuple:
         """Every result of the multi-result ``eqn`` (``threefry2x32``) at ``idx``, computed once."""
@@ -289,7 +295,7 @@ class StructuralReads:
                 offsets.append(at)
             at += extent
         coords = coordinates(idx, shape)
-        c = self._index(coords[dim], lines)
+        c = self._index(coords[dim], lines, memo)
         words = self._words_of_one_equation(pieces)
         if words is not None:   # one evaluation at the piece-local index, its piece's word
             source, results = words
@@ -300,7 +306,7 @@ class StructuralReads:
                 shift = f"({p} == {k} ? {offsets[k]}LL : {shift})"
             local_coords = list(coords)
             local_coords[dim] = f"({c} - {shift})"
-            local_idx = self._index(_flat(local_coords, tuple(pieces[0].aval.shape)), lines)
+            local_idx = self._index(_flat(local_coords, tuple(pieces[0].aval.shape)), lines, memo)
             ws = self._multi(source, local_idx, lines, memo)
             expr = ws[results[-1]]
             for k in range(len(results) - 2, -1, -1):
@@ -314,7 +320,7 @@ class StructuralReads:
             local_coords[dim] = f"({c} - {off}LL)" if off else c
             branch: list = []
             inner = dict(memo)   # (what a branch computes is not visible after it)
-            piece_idx = self._index(_flat(local_coords, tuple(v.aval.shape)), branch)
+            piece_idx = self._index(_flat(local_coords, tuple(v.aval.shape)), branch, inner)
             expr = self.value(v, piece_idx, branch, inner)
             branch.append(f"{local} = {expr};")
             if k == len(pieces) - 1:
@@ -356,7 +362,7 @@ class StructuralReads:
         conditions, mapped = [], []
         for c, n, (lo, hi, interior) in zip(coordinates(idx, shape), op_shape, eqn.params["padding_config"]):
             step = int(interior) + 1
-            t = c if lo == 0 else self._index(f"({c} - {int(lo)}LL)", lines)
+            t = c if lo == 0 else self._index(f"({c} - {int(lo)}LL)", lines, memo)
             if lo > 0:   # (lo <= 0: t >= 0 for every output coordinate)
                 conditions.append(f"{t} >= 0LL")
             if step > 1:
@@ -366,11 +372,11 @@ class StructuralReads:
                 conditions.append(f"{t} < {n}LL")
             mapped.append(t)
         if not conditions:   # (a crop: every element is the operand's)
-            return self.value(op, self._index(_flat(mapped, op_shape), lines), lines, memo)
+            return self.value(op, self._index(_flat(mapped, op_shape), lines, memo), lines, memo)
         local = self._fresh("v")
         branch: list = []
         inner = dict(memo)   # (what the branch computes is not visible after it)
-        expr = self.value(op, self._index(_flat(mapped, op_shape), branch), branch, inner)
+        expr = self.value(op, self._index(_flat(mapped, op_shape), branch, inner), branch, inner)
         lines.append(f"{_cg.value_ctype(dout)} {local} = {pad_value};")
         lines.append(f"if ({' && '.join(conditions)}) {{")
         lines.extend("  " + line for line in branch + [f"{local} = {expr};"])
@@ -388,18 +394,18 @@ class StructuralReads:
         dout = np.dtype(eqn.outvars[0].aval.dtype)
         p = eqn.params
         fill = p["mode"] == GatherScatterMode.FILL_OR_DROP
-        coords = [self._index(c, lines) for c in coordinates(idx, shape)]
+        coords = [self._index(c, lines, memo) for c in coordinates(idx, shape)]
         off, inside = gather_read(
             lines, coords, op_shape, tuple(indices.aval.shape), indices.aval.dtype,
             dimension_numbers=p["dimension_numbers"], slice_sizes=p["slice_sizes"],
-            index_value=lambda flat: self.value(indices, self._index(flat, lines), lines, memo),
+            index_value=lambda flat: self.value(indices, self._index(flat, lines, memo), lines, memo),
             fresh=self._fresh, bounds=fill)
         if inside is None:
-            return self.value(op, self._index(off, lines), lines, memo)
+            return self.value(op, self._index(off, lines, memo), lines, memo)
         local = self._fresh("v")
         branch: list = []
         inner = dict(memo)   # (what the branch computes is not visible after it)
-        expr = self.value(op, self._index(off, branch), branch, inner)
+        expr = self.value(op, self._index(off, branch, inner), branch, inner)
         lines.append(f"{_cg.value_ctype(dout)} {local} = "
                      f"{_cg.c_literal(gather_fill_value(dout, p['fill_value']), dout)};")
         lines.append(f"if {inside} {{")
