@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from test_kernels_a_simulated import on_a_gpu
+from test_kernels_b_structural import _launches_and_value
 
 pytestmark = on_a_gpu
 
@@ -19,17 +20,8 @@ pytestmark = on_a_gpu
 def _run(f, *args):
     """``(launches, kernel names, result)`` of the second jitted call of ``f`` on the GPU."""
     import fake_cupy
-    import plax
-    import plax_cupy
-    gpu = plax.devices("gpu")[0]
-    g = plax.jit(f)
-    dev = [plax.device_put(a, gpu) for a in args]
-    g(*dev)
-    start = len(fake_cupy.LAUNCHES)
-    with plax_cupy.count() as c:
-        got = np.asarray(g(*dev))
-    assert c.host_fallbacks == 0, c
-    return c.launches, [name for name, _, _ in fake_cupy.LAUNCHES[start:]], got
+    launches, got = _launches_and_value(f, *args)
+    return launches, [name for name, _, _ in fake_cupy.LAUNCHES[len(fake_cupy.LAUNCHES) - launches:]], got
 
 
 def _bits(a) -> np.ndarray:
