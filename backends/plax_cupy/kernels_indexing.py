@@ -174,8 +174,9 @@ def gather_source(operand_shape, indices_shape, index_dtype, itemsize: int, *, d
     Each thread computes output elements: it splits the element's position into batch and
     window coordinates, reads the batch's index vector (of ``index_dtype``, on the device),
     clamps the window's start so it fits (``CLIP``, ``PROMISE_IN_BOUNDS``) or writes the fill
-    value where it does not (``FILL_OR_DROP``), and copies one ``itemsize``-byte word.
-    Parameters: ``(operand, indices, out, n)``.
+    value where it does not (``FILL_OR_DROP``), and copies one ``itemsize``-byte word. The
+    index arithmetic is :func:`plax_cupy.gather_index.gather_read`'s, which a gather fused into
+    its reader's kernel uses too. Parameters: ``(operand, indices, out, n)``.
 
     Example:
       >>> from plax.lax.slicing import GatherDimensionNumbers
