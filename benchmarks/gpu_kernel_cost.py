@@ -3,7 +3,7 @@
     PYTHONPATH=$PYTHONPATH:backends python benchmarks/gpu_kernel_cost.py [--n 4096]
 
 Each workload (``random.normal``, ``random.uniform``, ``random.bernoulli``, selu, one MLP
-training step at small widths) is compiled under ``jit`` on the simulated GPU
+training step at small widths, an embedding lookup) is compiled under ``jit`` on the simulated GPU
 (``tests/cupy/fake_cupy.py``, in a child process), and each kernel it plans
 (``codegen.plan_cluster``/``plan_group``/``plan_equation``) is compiled by the real NVRTC with the device options to PTX for ``sm_90`` and assembled by ``ptxas``
 (when on the PATH) for its registers and machine-code size.
@@ -320,6 +320,17 @@ def _affine_argmax(n: int) -> tuple:
     return (lambda x, w, b: jnp.argmax(x * w + b, axis=-1)), (x, w, b)
 
 
+def _embedding(n: int) -> tuple:
+    """An embedding lookup scaled (``jnp.take(table, ids, axis=0) * scale``, the ids' negative
+    values normalized, out-of-range rows NaN): ``n`` output elements, rows of 64; one kernel
+    with the gather fused into it (structural fusion)."""
+    from plax import numpy as jnp
+    rng = np.random.default_rng(0)
+    table = rng.standard_normal((1000, 64)).astype(np.float32)
+    ids = rng.integers(-1000, 1000, max(n // 64, 1)).astype(np.int32)
+    return (lambda t, i: jnp.take(t, i, axis=0) * 0.125), (table, ids)
+
+
 #: ``{name: build(n) -> (fn, args)}``: the programs whose kernels are counted, each built only
 #: in the child process that plans it
 WORKLOADS = {
@@ -332,6 +343,7 @@ WORKLOADS = {
     "MLP step 64-32-32-10 b16": _mlp_step,
     "random.categorical (n/64, 64)": _categorical,
     "argmax(x * w + b) (n/64, 64)": _affine_argmax,
+    "embedding take * scale f32": _embedding,
 }
 
 

@@ -5,8 +5,8 @@ emitter's options) on long chains: it must stay near-linear in the number of equ
 
 Prints one row per chain and length: the ms of process CPU time of one ``find_clusters`` (best
 of 3) and the units it made. The chains: elementwise steps between reshapes (views only),
-between transposes, between revs, between pads (each grows the array) and a chain whose
-every step's value is also read by an output (nothing may be absorbed).
+between transposes, between revs, between pads (each grows the array), a chain whose
+every step's value is also read by an output (nothing may be absorbed) and one of gathers.
 """
 from __future__ import annotations
 
@@ -43,12 +43,16 @@ def _shared(n: int, x):
     return spliced_calls(plax.make_jaxpr(f)(x).jaxpr)   # (jnp.flip is a jitted call)
 
 
+_PERM = np.arange(24, dtype=np.int32)[::-1].copy()   # (a gather of a constant permutation)
+
 CHAINS = {
     "reshape": lambda n: _chain(lambda v: jnp.reshape(v, v.shape[::-1]), n, np.ones((4, 6), np.float32)),
     "transpose": lambda n: _chain(lambda v: v.T, n, np.ones((4, 6), np.float32)),
     "rev": lambda n: _chain(lambda v: jnp.flip(v, 0), n, np.ones((4, 6), np.float32)),
     "pad/slice": lambda n: _chain(lambda v: lax.pad(v, 0.0, ((1, -1, 0),)), n, np.ones(24, np.float32)),
     "rev, all read": lambda n: _shared(n, np.ones(24, np.float32)),
+    "gather": lambda n: _chain(lambda v: jnp.take(v, _PERM, axis=0, mode="clip"), n,
+                               np.ones(24, np.float32)),
 }
 
 

@@ -85,12 +85,10 @@ def test_no_absorption_of_values_read_elsewhere_or_too_small_to_recompute():
 
 
 def test_structural_kinds_are_registered():
-    from plax.lowering.fusion import _fusion_kinds
-    assert all(_fusion_kinds[p] == STRUCTURAL
-               for p in (lax.slice_p, lax.concatenate_p, lax.reshape_p, lax.squeeze_p,
-                         lax.pad_p, lax.rev_p, lax.transpose_p, lax.dynamic_slice_p))
-    assert all(fusion_kind(p) is None
-               for p in (lax.pad_p, lax.rev_p, lax.transpose_p, lax.dynamic_slice_p))
+    prims = (lax.slice_p, lax.concatenate_p, lax.reshape_p, lax.squeeze_p, lax.pad_p, lax.rev_p,
+             lax.transpose_p, lax.dynamic_slice_p, lax.gather_p)
+    assert all(fusion_kind(p, structural=True) == STRUCTURAL for p in prims)
+    assert all(fusion_kind(p) is None for p in prims)
 
 
 def test_pad_rev_transpose_join_their_reader_with_what_feeds_them():
@@ -191,3 +189,55 @@ def test_a_declined_structural_cluster_is_lowered_as_its_parts():
                for c in emitter.offered), emitter.offered
     np.testing.assert_allclose(np.asarray(fn(x)[0]), np.asarray(plax.jit(f, backend="numpy")(x)),
                                rtol=1e-6)
+
+
+def test_gather_joins_its_reader_and_its_index_producers():
+    # x[i] normalizes negative indices (lt, add, select_n), expands them to index vectors,
+    # gathers, and the reader adds: one cluster over the reader's shape; a gather reading its
+    # indices as they are, with nothing after it, saves no launch and stays a lone equation
+    from plax.lax.slicing import GatherDimensionNumbers
+    x, i = np.ones((6, 3), np.float32), np.array([1, -2, 5], np.int32)
+    jaxpr = spliced_calls(plax.make_jaxpr(lambda x, i: x[i] + 1.0)(x, i).jaxpr)
+    (unit,) = find_clusters(jaxpr, _ALL)
+    assert isinstance(unit, Cluster) and unit.shape == (3, 3), unit
+    assert {"gather", "select_n", "add"} <= {e.primitive.name for e in unit.eqns}
+    assert "gather" in _names(find_clusters(jaxpr, FusionOptions(index=True, scalars=True)))
+    dn = GatherDimensionNumbers(offset_dims=(1,), collapsed_slice_dims=(0,), start_index_map=(0,))
+    lone = plax.make_jaxpr(lambda x, i: lax.gather(x, i, dn, (1, 3), mode="clip"))(x, i[:, None])
+    assert _names(find_clusters(lone.jaxpr, _ALL)) == ["gather"]
+
+
+def test_a_gathered_operand_is_computed_per_element_only_where_it_pays():
+    # exp of a 1000-row table gathered at 8 rows: computed at the gathered elements only (it
+    # joins); exp of a 4-row table gathered at 200 rows would be evaluated 50 times over:
+    # it stays a kernel of its own, the gather still joins its reader
+    from plax.lowering.fusion import STRUCTURAL_MAX_REPEAT
+
+    def f(table, i):
+        return jnp.take(jnp.exp(table), i, axis=0) * 2.0
+
+    big, few = np.ones((1000, 2), np.float32), np.zeros(8, np.int32)
+    (unit,) = find_clusters(spliced_calls(plax.make_jaxpr(f)(big, few).jaxpr), _ALL)
+    assert "exp" in _names([unit])[0]
+    small, many = np.ones((4, 2), np.float32), np.zeros(200, np.int32)
+    assert 4 * 2 * STRUCTURAL_MAX_REPEAT < 200 * 2
+    units = _names(find_clusters(spliced_calls(plax.make_jaxpr(f)(small, many).jaxpr), _ALL))
+    assert "exp" in units and any(isinstance(u, list) and "gather" in u for u in units), units
+
+
+def test_each_reader_in_a_group_counts_its_reads():
+    # y = exp(x) (4 values) read through a concatenation and a pad, their sum repeated 3
+    # times by a broadcast (24 elements): each path evaluates y 12 times, 24 in all, more than
+    # STRUCTURAL_MAX_REPEAT x 4: y stays a kernel of its own (counting the first path only, 12,
+    # it was absorbed)
+    from plax.lowering.fusion import STRUCTURAL_MAX_REPEAT
+
+    def f(x, w):
+        y = jnp.exp(x)
+        t = jnp.concatenate([y, w]) + lax.pad(y, 0.0, ((0, 4, 0),))
+        return jnp.broadcast_to(t, (3, 8)) * 2.0
+
+    assert 12 <= 4 * STRUCTURAL_MAX_REPEAT < 24
+    x = np.ones(4, np.float32)
+    units = _names(find_clusters(spliced_calls(plax.make_jaxpr(f)(x, x).jaxpr), _ALL))
+    assert "exp" in units and any(isinstance(u, list) and "pad" in u for u in units), units

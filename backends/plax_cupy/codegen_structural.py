@@ -1,7 +1,8 @@
 """Values of a fusion cluster computed at the index their reader needs (structural fusion).
 
-A cluster that absorbed the units feeding it through ``slice``, ``concatenate``, ``reshape``
-or ``squeeze`` (:func:`plax.lowering.find_clusters` with ``structural=True``) holds equations
+A cluster that absorbed the units feeding it through ``slice``, ``concatenate``, ``reshape``,
+``squeeze``, ``pad``, ``rev``, ``transpose``, ``dynamic_slice`` or ``gather``
+(:func:`plax.lowering.find_clusters` with ``structural=True``) holds equations
 of several shapes. ``plax_elem(i)`` computes the cluster's own values at the loop's index
 ``i``; a structural equation's operand is computed where the element reads it:
 
@@ -12,6 +13,10 @@ of several shapes. ``plax_elem(i)`` computes the cluster's own values at the loo
   where the pieces are the results of one multi-result equation (the original threefry
   layout's two hashed words) the equation is computed once, at the piece-local index, and
   the element takes the word of its piece (no branch, one hash);
+* ``gather``: the operand element that the element's index vector (read, or computed by
+  fused producers, at its batch position) and window coordinates pick, its start clamped, or
+  out of bounds (``FILL_OR_DROP``) the fill value (:mod:`plax_cupy.gather_index`, the index
+  arithmetic gather's own kernel uses too);
 * ``broadcast_in_dim``, ``iota``, elementwise equations and cluster inputs: as in the loop,
   at the mapped index.
 
@@ -26,13 +31,12 @@ import numpy as np
 
 from plax import lax
 from plax.core.jaxpr import Literal
+from plax.lax.slicing import GatherScatterMode, gather_fill_value
 from plax.lowering import BROADCAST, ELEMENTWISE, INDEX, STRUCTURAL, fusion_kind
-from plax.lowering.fusion import _fusion_kinds
+from plax.lowering.fusion import KEEPS_ORDER
 
 from plax_cupy import codegen as _cg
-
-#: primitives that keep an element's flat (C-order) index
-_FLAT = ("reshape", "squeeze")
+from plax_cupy.gather_index import gather_read
 
 #: the longest chain of equations one read computes (each computing its operands at its mapped
 #: index, a Python call deeper): a longer one (a thousand transposes between elementwise steps)
@@ -58,7 +62,7 @@ def is_structural(eqn, produced: set, shape: tuple) -> bool:
       produced: ids of the values the cluster's equations define.
       shape: the cluster's iteration shape.
     """
-    kind = _fusion_kinds.get(eqn.primitive)
+    kind = fusion_kind(eqn.primitive, structural=True)
     if kind == STRUCTURAL:
         return True
     if kind == BROADCAST:
@@ -70,12 +74,19 @@ def is_structural(eqn, produced: set, shape: tuple) -> bool:
     return any(tuple(v.aval.shape) not in (shape, ()) for v in eqn.outvars)
 
 
-def _coords(idx: str, shape) -> list[str]:
-    """C expressions of the coordinates of flat index ``idx`` in ``shape``."""
+def coordinates(idx: str, shape) -> list[str]:
+    """C expressions of the coordinates of the flat (C-order) index ``idx`` (an element of
+    ``shape``, so the leading coordinate needs no ``%``) in ``shape``.
+
+    Example:
+      >>> coordinates("i", (4, 3))
+      ['((i) / 3LL)', '((i) % 3LL)']
+    """
     strides = _cg._strides(shape)
     if len(shape) == 1:
         return [f"({idx})"]
-    return [f"(({idx}) / {s}LL % {d}LL)" for s, d in zip(strides, shape)]
+    return [f"(({idx}) / {s}LL)" if k == 0 else f"(({idx}) % {d}LL)" if s == 1 else
+            f"(({idx}) / {s}LL % {d}LL)" for k, (s, d) in enumerate(zip(strides, shape))]
 
 
 def _flat(coords: list[str], shape) -> str:
@@ -88,7 +99,7 @@ def _flat(coords: list[str], shape) -> str:
 def _keeps_flat(eqn) -> bool:
     """Whether ``eqn`` hands each element its operand's element at the same flat index."""
     name = eqn.primitive.name
-    if name in _FLAT:
+    if name in KEEPS_ORDER:
         return eqn.params.get("dimensions") is None or name == "squeeze"
     if name == "broadcast_in_dim":
         dims = list(eqn.params["broadcast_dimensions"])
@@ -197,13 +208,13 @@ class StructuralReads:
             starts = eqn.params["start_indices"]
             steps = eqn.params.get("strides") or (1,) * len(op_shape)
             coords = [c if (s0 == 0 and st == 1) else f"({s0}LL + {c} * {st}LL)"
-                      for c, s0, st in zip(_coords(idx, shape), starts, steps)]
-            return self.value(eqn.invars[0], self._index(_flat(coords, op_shape), lines), lines, memo)
+                      for c, s0, st in zip(coordinates(idx, shape), starts, steps)]
+            return self.value(eqn.invars[0], self._index(_flat(coords, op_shape), lines, memo), lines, memo)
         if name == "concatenate":
             return self._concatenate(eqn, idx, shape, lines, memo)
         if name in ("transpose", "rev"):
             op_shape = tuple(eqn.invars[0].aval.shape)
-            coords = _coords(idx, shape)
+            coords = coordinates(idx, shape)
             if name == "transpose":   # (output axis d is operand axis permutation[d])
                 mapped = [""] * len(op_shape)
                 for d, axis in enumerate(eqn.params["permutation"]):
@@ -212,18 +223,20 @@ class StructuralReads:
                 flipped = {int(d) for d in eqn.params["dimensions"]}
                 mapped = [f"({n - 1}LL - {c})" if d in flipped and n > 1 else c
                           for d, (c, n) in enumerate(zip(coords, op_shape))]
-            return self.value(eqn.invars[0], self._index(_flat(mapped, op_shape), lines), lines, memo)
+            return self.value(eqn.invars[0], self._index(_flat(mapped, op_shape), lines, memo), lines, memo)
         if name == "pad":
             return self._pad(eqn, idx, shape, lines, memo)
+        if name == "gather":
+            return self._gather(eqn, idx, shape, lines, memo)
         if name == "dynamic_slice":
             op_shape = tuple(eqn.invars[0].aval.shape)
             mapped = [f"({self._start(v, n - k, lines, memo)} + {c})"
-                      for c, v, n, k in zip(_coords(idx, shape), eqn.invars[1:], op_shape, shape)]
-            return self.value(eqn.invars[0], self._index(_flat(mapped, op_shape), lines), lines, memo)
+                      for c, v, n, k in zip(coordinates(idx, shape), eqn.invars[1:], op_shape, shape)]
+            return self.value(eqn.invars[0], self._index(_flat(mapped, op_shape), lines, memo), lines, memo)
         kind = fusion_kind(prim, index=True)
         local = self._fresh("v")
         if kind == INDEX:
-            position = _coords(idx, shape)[int(eqn.params["dimension"])]
+            position = coordinates(idx, shape)[int(eqn.params["dimension"])]
             if dout.kind == "c":
                 part = _cg._part_ctype(dout)
                 expr = f"plax_cplx<{part}>(({part}){position}, ({part})0)"
@@ -235,10 +248,10 @@ class StructuralReads:
             if not op_shape:
                 expr = self.value(op, "0LL", lines, memo)
             else:
-                coords = _coords(idx, shape)
+                coords = coordinates(idx, shape)
                 dims = eqn.params["broadcast_dimensions"]
                 mapped = [coords[d] if op_shape[j] != 1 else "0LL" for j, d in enumerate(dims)]
-                expr = self.value(op, self._index(_flat(mapped, op_shape), lines), lines, memo)
+                expr = self.value(op, self._index(_flat(mapped, op_shape), lines, memo), lines, memo)
         elif kind == ELEMENTWISE and len(eqn.outvars) == 1:
             args = [self.value(v, idx if v.aval.shape else "0LL", lines, memo) for v in eqn.invars]
             expr = _cg.elementwise_expr(eqn, args)
@@ -247,13 +260,19 @@ class StructuralReads:
         lines.append(f"const {_cg.value_ctype(dout)} {local} = {expr};")
         return local
 
-    def _index(self, expr: str, lines: list) -> str:
-        """``expr`` as a named index (a local), so memo keys stay short and equal indices share."""
+    def _index(self, expr: str, lines: list, memo: dict | None = None) -> str:
+        """``expr`` as a named index (a local), so memo keys stay short and equal indices share
+        (one local per expression where ``memo`` holds what ``lines`` computed: a value read at
+        an index spelled twice, through two broadcasts, is computed once)."""
         if re.fullmatch(r"[A-Za-z_]\w*|\d+LL", expr):
             return expr
-        local = self._fresh("s")
-        lines.append(f"const long long {local} = {expr};")
-        return local
+        key = ("index", expr)
+        if memo is None:
+            memo = {}
+        if key not in memo:
+            memo[key] = self._fresh("s")
+            lines.append(f"const long long {memo[key]} = {expr};")
+        return memo[key]
 
     def _multi(self, eqn, idx: str, lines: list, memo: dict) -> tuple:
         """Every result of the multi-result ``eqn`` (``threefry2x32``) at ``idx``, computed once."""
@@ -275,8 +294,8 @@ class StructuralReads:
                 pieces.append(v)
                 offsets.append(at)
             at += extent
-        coords = _coords(idx, shape)
-        c = self._index(coords[dim], lines)
+        coords = coordinates(idx, shape)
+        c = self._index(coords[dim], lines, memo)
         words = self._words_of_one_equation(pieces)
         if words is not None:   # one evaluation at the piece-local index, its piece's word
             source, results = words
@@ -287,7 +306,7 @@ class StructuralReads:
                 shift = f"({p} == {k} ? {offsets[k]}LL : {shift})"
             local_coords = list(coords)
             local_coords[dim] = f"({c} - {shift})"
-            local_idx = self._index(_flat(local_coords, tuple(pieces[0].aval.shape)), lines)
+            local_idx = self._index(_flat(local_coords, tuple(pieces[0].aval.shape)), lines, memo)
             ws = self._multi(source, local_idx, lines, memo)
             expr = ws[results[-1]]
             for k in range(len(results) - 2, -1, -1):
@@ -301,7 +320,7 @@ class StructuralReads:
             local_coords[dim] = f"({c} - {off}LL)" if off else c
             branch: list = []
             inner = dict(memo)   # (what a branch computes is not visible after it)
-            piece_idx = self._index(_flat(local_coords, tuple(v.aval.shape)), branch)
+            piece_idx = self._index(_flat(local_coords, tuple(v.aval.shape)), branch, inner)
             expr = self.value(v, piece_idx, branch, inner)
             branch.append(f"{local} = {expr};")
             if k == len(pieces) - 1:
@@ -336,9 +355,9 @@ class StructuralReads:
         if 0 in op_shape:
             return pad_value   # (nothing of the operand is left: every element is padding)
         conditions, mapped = [], []
-        for c, n, (lo, hi, interior) in zip(_coords(idx, shape), op_shape, eqn.params["padding_config"]):
+        for c, n, (lo, hi, interior) in zip(coordinates(idx, shape), op_shape, eqn.params["padding_config"]):
             step = int(interior) + 1
-            t = c if lo == 0 else self._index(f"({c} - {int(lo)}LL)", lines)
+            t = c if lo == 0 else self._index(f"({c} - {int(lo)}LL)", lines, memo)
             if lo > 0:   # (lo <= 0: t >= 0 for every output coordinate)
                 conditions.append(f"{t} >= 0LL")
             if step > 1:
@@ -348,13 +367,43 @@ class StructuralReads:
                 conditions.append(f"{t} < {n}LL")
             mapped.append(t)
         if not conditions:   # (a crop: every element is the operand's)
-            return self.value(op, self._index(_flat(mapped, op_shape), lines), lines, memo)
+            return self.value(op, self._index(_flat(mapped, op_shape), lines, memo), lines, memo)
         local = self._fresh("v")
         branch: list = []
         inner = dict(memo)   # (what the branch computes is not visible after it)
-        expr = self.value(op, self._index(_flat(mapped, op_shape), branch), branch, inner)
+        expr = self.value(op, self._index(_flat(mapped, op_shape), branch, inner), branch, inner)
         lines.append(f"{_cg.value_ctype(dout)} {local} = {pad_value};")
         lines.append(f"if ({' && '.join(conditions)}) {{")
+        lines.extend("  " + line for line in branch + [f"{local} = {expr};"])
+        lines.append("}")
+        return local
+
+    def _gather(self, eqn, idx: str, shape, lines: list, memo: dict) -> str:
+        """``gather``'s element at ``idx``: the operand element its index vector (read or
+        computed at the element's batch position) and window coordinates pick
+        (:func:`plax_cupy.gather_index.gather_read`, the index arithmetic of gather's own
+        kernel); under ``FILL_OR_DROP`` the operand is read only where the window fits (a
+        branch), else the fill value."""
+        op, indices = eqn.invars
+        op_shape = tuple(op.aval.shape)
+        dout = np.dtype(eqn.outvars[0].aval.dtype)
+        p = eqn.params
+        fill = p["mode"] == GatherScatterMode.FILL_OR_DROP
+        coords = [self._index(c, lines, memo) for c in coordinates(idx, shape)]
+        off, inside = gather_read(
+            lines, coords, op_shape, tuple(indices.aval.shape), indices.aval.dtype,
+            dimension_numbers=p["dimension_numbers"], slice_sizes=p["slice_sizes"],
+            index_value=lambda flat: self.value(indices, self._index(flat, lines, memo), lines, memo),
+            fresh=self._fresh, bounds=fill)
+        if inside is None:
+            return self.value(op, self._index(off, lines, memo), lines, memo)
+        local = self._fresh("v")
+        branch: list = []
+        inner = dict(memo)   # (what the branch computes is not visible after it)
+        expr = self.value(op, self._index(off, branch, inner), branch, inner)
+        lines.append(f"{_cg.value_ctype(dout)} {local} = "
+                     f"{_cg.c_literal(gather_fill_value(dout, p['fill_value']), dout)};")
+        lines.append(f"if {inside} {{")
         lines.extend("  " + line for line in branch + [f"{local} = {expr};"])
         lines.append("}")
         return local

@@ -16,6 +16,7 @@ Everything runs on the device, in generated CUDA kernels: start and index vector
 """
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -26,6 +27,8 @@ from plax import lax
 from plax.lax.slicing import GatherScatterMode, gather_fill_value
 from plax_cupy import codegen, dtypes
 from plax_cupy.backend import BF16, Bf16Buffer
+from plax_cupy.codegen_structural import coordinates
+from plax_cupy.gather_index import gather_layout, gather_read
 from plax_cupy.kernels import kernel
 from plax_cupy.kernels_shape import on_bits
 from plax_cupy.kernels_special import launch_raw
@@ -166,8 +169,9 @@ def gather_source(operand_shape, indices_shape, index_dtype, itemsize: int, *, d
     Each thread computes output elements: it splits the element's position into batch and
     window coordinates, reads the batch's index vector (of ``index_dtype``, on the device),
     clamps the window's start so it fits (``CLIP``, ``PROMISE_IN_BOUNDS``) or writes the fill
-    value where it does not (``FILL_OR_DROP``), and copies one ``itemsize``-byte word.
-    Parameters: ``(operand, indices, out, n)``.
+    value where it does not (``FILL_OR_DROP``), and copies one ``itemsize``-byte word. The
+    index arithmetic is :func:`plax_cupy.gather_index.gather_read`'s, which a gather fused into
+    its reader's kernel uses too. Parameters: ``(operand, indices, out, n)``.
 
     Example:
       >>> from plax.lax.slicing import GatherDimensionNumbers
@@ -178,51 +182,31 @@ def gather_source(operand_shape, indices_shape, index_dtype, itemsize: int, *, d
       ...                                fill_bits=[0])
       True
     """
-    dn = dimension_numbers
-    rank = len(operand_shape)
-    batch_shape = tuple(indices_shape[:-1])
-    k_len = indices_shape[-1]
-    dropped = set(dn.collapsed_slice_dims) | set(dn.operand_batching_dims)
-    kept = [d for d in range(rank) if d not in dropped]
-    out_rank = len(batch_shape) + len(kept)
-    batch_pos = [p for p in range(out_rank) if p not in dn.offset_dims]
-    out_shape = [0] * out_rank
-    for j, p in enumerate(batch_pos):
-        out_shape[p] = batch_shape[j]
-    for k, p in enumerate(dn.offset_dims):
-        out_shape[p] = slice_sizes[kept[k]]
+    out_shape, _, _ = gather_layout(len(operand_shape), indices_shape, dimension_numbers,
+                                    slice_sizes)
     mover = _MOVERS[itemsize]
     ictype = dtypes.ctype(index_dtype)
-    unsigned = np.dtype(index_dtype).kind == "u"
+    fill = mode == GatherScatterMode.FILL_OR_DROP
+    names = (f"g{k}" for k in itertools.count())
+    body: list = []
+    off, inside = gather_read(body, coordinates("i", out_shape), operand_shape, indices_shape,
+                              index_dtype, dimension_numbers=dimension_numbers,
+                              slice_sizes=slice_sizes, index_value=lambda flat: f"idx[{flat}]",
+                              fresh=lambda: next(names), bounds=fill)
     lines = ["struct plax_pair64 { unsigned long long lo, hi; };",
              f'extern "C" __global__ void plax_gather(const {mover}* __restrict__ a, '
              f"const {ictype}* __restrict__ idx, {mover}* __restrict__ out, long long n) {{",
              "  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;"
-             " i += (long long)blockDim.x * gridDim.x) {",
-             "    long long rem = i;"]
-    for p in reversed(range(out_rank)):
-        lines.append(f"    const long long c{p} = rem % {out_shape[p]}LL; rem /= {out_shape[p]}LL;")
-    batch = " + ".join(f"c{p} * {math.prod(batch_shape[j + 1:])}LL" for j, p in enumerate(batch_pos)) or "0"
-    lines.append(f"    const long long base = ({batch}) * {k_len}LL;")
-    lines.append("    bool inside = true; long long off = 0;")
-    batching = dict(zip(dn.operand_batching_dims, dn.start_indices_batching_dims))
-    for d in range(rank):
-        hi = operand_shape[d] - slice_sizes[d]
-        start = _window_start(d, dn.start_index_map, batching, unsigned,
-                              lambda j: f"c{batch_pos[j]}")
-        window = f"c{dn.offset_dims[kept.index(d)]}" if d in kept else "0LL"
-        lines += [f"    long long s{d} = {start};",
-                  f"    inside = inside && s{d} >= 0 && s{d} <= {hi}LL;",
-                  f"    s{d} = s{d} < 0 ? 0 : (s{d} > {hi}LL ? {hi}LL : s{d});",
-                  f"    off += (s{d} + {window}) * {math.prod(operand_shape[d + 1:])}LL;"]
-    if mode == GatherScatterMode.FILL_OR_DROP:
+             " i += (long long)blockDim.x * gridDim.x) {"]
+    lines += ["    " + line for line in body]
+    if inside is not None:
         if itemsize == 16:
-            fill = f"plax_pair64{{{fill_bits[0]}ULL, {fill_bits[1]}ULL}}"
+            value = f"plax_pair64{{{fill_bits[0]}ULL, {fill_bits[1]}ULL}}"
         else:
-            fill = f"({mover}){fill_bits[0]}ULL"
-        lines.append(f"    if (inside) out[i] = a[off]; else {{ const {mover} f = {fill}; out[i] = f; }}")
+            value = f"({mover}){fill_bits[0]}ULL"
+        lines.append(f"    if {inside} out[i] = a[{off}]; else {{ const {mover} f = {value}; out[i] = f; }}")
     else:
-        lines.append("    (void)inside; out[i] = a[off];")
+        lines.append(f"    out[i] = a[{off}];")
     lines += ["  }", "}"]
     return "\n".join(lines) + "\n"
 
@@ -240,13 +224,7 @@ def _gather(operand, indices, *, dimension_numbers, slice_sizes, indices_are_sor
     source = gather_source(data.shape, indices.shape, indices.dtype, data.dtype.itemsize,
                            dimension_numbers=dimension_numbers, slice_sizes=tuple(slice_sizes),
                            mode=mode, fill_bits=_fill_bits(data.dtype, fill_value, bf16))
-    dn = dimension_numbers
-    dropped = set(dn.collapsed_slice_dims) | set(dn.operand_batching_dims)
-    kept = [d for d in range(data.ndim) if d not in dropped]
-    batch = iter(indices.shape[:-1])
-    window = iter(slice_sizes[d] for d in kept)
-    shape = tuple(next(window) if p in dn.offset_dims else next(batch)
-                  for p in range(len(indices.shape) - 1 + len(kept)))
+    shape, _, _ = gather_layout(data.ndim, indices.shape, dimension_numbers, slice_sizes)
     out = cupy.empty(shape, data.dtype)
     if out.size:
         launch_raw(source, "plax_gather", out.size, data, indices, out, np.int64(out.size))

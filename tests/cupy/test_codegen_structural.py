@@ -1,6 +1,6 @@
 """Structural fusion's kernels (``plax_cupy.codegen_structural``) checked without a GPU: the
-PRNG in both threefry modes, concatenations of slices and reads through pad, rev and
-transpose plan as one kernel each, and NVRTC
+PRNG in both threefry modes, concatenations of slices and reads through pad, rev,
+transpose and gather plan as one kernel each, and NVRTC
 compiles every such kernel (the scalar loop and the vector path) without an error or a
 warning. Their values run on the simulated GPU (``test_kernels_b_random.py``)."""
 from __future__ import annotations
@@ -46,6 +46,16 @@ def _programs() -> list:
          True, (x,)),
         ("dynamic_slice, unsigned start", lambda x: lax.dynamic_slice(
             jnp.cos(x), (jnp.uint32(3_000_000_000),), (5,)) + 1.0, True, (x,)),
+        ("gather, index normalization", lambda x: jnp.reshape(x, (3, 3))[
+            jnp.array([2, -1, 0, 4])] * 2.0, True, (x,)),
+        ("gather fill f16, fused operand", lambda x: jnp.exp(jnp.reshape(x, (3, 3))).astype(
+            jnp.float16).at[:, jnp.array([0, 5], jnp.uint32)].get(mode="fill", fill_value=2)
+            + jnp.float16(1), True, (x,)),
+        ("gather two start axes, int8 indices", lambda x: jnp.reshape(x, (3, 3))[
+            jnp.array([0, 2], jnp.int8), jnp.array([1, -1], jnp.int8)] - 1.0, True, (x,)),
+        ("gather batching axes, take_along_axis", lambda x: jnp.take_along_axis(
+            jnp.reshape(x, (3, 3)), (jnp.reshape(x, (3, 3)) > 0).astype(jnp.int32), axis=1)
+            * 2.0, True, (x,)),
         ("transpose vector path", lambda v: jnp.transpose(
             jnp.reshape(jnp.exp(v), (-1, 8))) * 2.0, True,
          (np.linspace(-1, 1, 8 * (codegen.VECTOR_MIN_ELEMENTS // 8 + 3)).astype(np.float32),)),
@@ -86,3 +96,18 @@ def test_structural_kernels_compile_with_nvrtc_without_warnings():
     for k, source in enumerate([others] + [p.source for p in hashing]):
         ptx = nvrtc.compile_ptx(source, f"structural{k}.cu")   # (a warning is an error)
         assert ".entry plax_elementwise" in ptx
+
+
+@requires_nvrtc
+def test_fused_gather_with_uint64_starts_compiles_without_warnings():
+    # starts of 2^63 and beyond compared as unsigned before the clamp, in both modes
+    from plax.lax.slicing import GatherDimensionNumbers
+    from plax_cupy import nvrtc
+    dn = GatherDimensionNumbers(offset_dims=(0, 2), collapsed_slice_dims=(1,), start_index_map=(1,))
+    with plax.config.override("jax_enable_x64", True):
+        for mode in ("clip", "fill"):
+            clusters, _ = _clusters(lambda x, u: lax.gather(x, u, dn, (4, 1, 6), mode=mode) + 1.0,
+                                    True, (np.ones((4, 5, 6)), np.ones((5, 1), np.uint64)))
+            (plan,) = [codegen.plan_cluster(c) for c in clusters]
+            assert "0x3fffffffffffffffULL" in plan.elem_source
+            assert ".entry plax_elementwise" in nvrtc.compile_ptx(plan.source, f"gather_{mode}.cu")

@@ -20,7 +20,7 @@ from test_simulated_streams import run_file_on_simulated_gpu
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FAMILIES = ("linalg", "fft", "convolution", "windows", "special", "callbacks", "programs",
-            "random", "structural")
+            "random", "structural", "gather")
 
 
 @pytest.mark.skipif(shutil.which("g++") is None, reason="no C++ compiler (g++) for the simulated GPU")

@@ -491,6 +491,7 @@ class ScatterDimensionNumbers(NamedTuple):
 
 
 gather_p = Primitive("gather")
+register_fusible(gather_p, STRUCTURAL)  # (a generator reads the operand element its index vector picks)
 
 
 def _check_index_dtype(name, indices):

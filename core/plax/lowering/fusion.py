@@ -58,11 +58,12 @@ never an array in memory.
   cluster holds at most one scan and the scan alone decides the loop's order.
 
 **Structural equations** (``slice``, ``concatenate``, ``reshape``, ``squeeze``, ``pad``,
-``rev``, ``transpose``, ``dynamic_slice``; for a backend
+``rev``, ``transpose``, ``dynamic_slice``, ``gather``; for a backend
 that asks: ``structural=True`` in :class:`FusionOptions`, from
 :attr:`plax.lowering.Emitter.fuses_structural`; elsewhere they stay lone equations): each
-output element is one operand element (for ``pad``, else the padding value) at an index that
-is a function of the output's index alone. Such an equation never joins a run; instead, after the runs are found, a unit (a
+output element is one operand element (for ``pad``, else the padding value; for a
+``gather`` out of bounds, the fill value) at an index that is a function of the output's index
+alone (and, for ``dynamic_slice`` and ``gather``, of its start or index values). Such an equation never joins a run; instead, after the runs are found, a unit (a
 cluster, a lone fusible or structural equation) absorbs the units that feed it through
 structural equations -- clusters without a reducing kind, lone elementwise, index, broadcast
 and structural equations whose every value only that unit reads, each cheap (index maps and
@@ -73,7 +74,9 @@ several shapes. Its generator computes each value *at the index its reader needs
 slice at an offset, through a concatenation the piece the element falls in, through a
 reshape the same flat index, through a transpose the permuted index, through a rev the
 mirrored one, through a pad the operand's element or the padding value, through a
-``dynamic_slice`` an offset by its start indices (scalars read in the kernel, clamped). The original threefry layout (counter halves hashed as pairs,
+``dynamic_slice`` an offset by its start indices (scalars read in the kernel, clamped), through a
+``gather`` the operand element its index vector (computed or read at the element's batch
+position) and window give, clamped or out of bounds the fill value. The original threefry layout (counter halves hashed as pairs,
 the two words concatenated, the pad sliced off) and a key's words sliced from its data are
 then part of the kernel that uses the bits. A group is formed only where an equation that
 moves elements joins it (a reshape alone keeps them in place) and something other than views
@@ -93,6 +96,7 @@ launch saved matters: a large tensor's kernel runs long enough that its launch i
 """
 from __future__ import annotations
 
+import heapq
 import math
 from dataclasses import dataclass
 from typing import Iterator, Union
@@ -135,8 +139,8 @@ class FusionOptions:
         (``Emitter.fuses_cumulative``).
       horizontal: the largest element count of a member of a :class:`HorizontalGroup`; 0 (the
         default) forms no groups (``Emitter.horizontal_max_elements``).
-      structural: ``slice``/``concatenate``/``reshape``/``squeeze``/``pad``/``rev``/``transpose``
-        (``STRUCTURAL``) join the
+      structural: ``slice``/``concatenate``/``reshape``/``squeeze``/``pad``/``rev``/``transpose``/
+        ``dynamic_slice``/``gather`` (``STRUCTURAL``) join the
         unit that reads them with the units feeding them: the generator computes each value
         at the index its reader needs (``Emitter.fuses_structural``).
       recompute_max_elements: with ``structural``, the largest reader (elements) that may
@@ -183,7 +187,7 @@ def register_fusible(primitive, kind: str) -> None:
 
 
 def fusion_kind(primitive, index: bool = False, arg_reductions: bool = False,
-                cumulative: bool = False) -> str | None:
+                cumulative: bool = False, structural: bool = False) -> str | None:
     """The fusion kind declared for ``primitive``, or None (never fused).
 
     Args:
@@ -194,21 +198,26 @@ def fusion_kind(primitive, index: bool = False, arg_reductions: bool = False,
       arg_reductions: whether to report ``ARG_REDUCTION`` (``argmax``/``argmin``), for a
         generator that fuses them (else None).
       cumulative: whether to report ``CUMULATIVE`` (``cumsum``...), likewise.
+      structural: whether to report ``STRUCTURAL`` (``slice``, ``gather``...), for a
+        generator computing values at the index their reader needs (else None: such an
+        equation joins no run, only a structural group).
 
     Returns:
       ``ELEMENTWISE``, ``BROADCAST``, ``REDUCTION``, ``INDEX``, ``ARG_REDUCTION``,
-      ``CUMULATIVE`` or None.
+      ``CUMULATIVE``, ``STRUCTURAL`` or None.
 
     Example:
       >>> fusion_kind(plax.lax.iota_p), fusion_kind(plax.lax.iota_p, index=True)
       (None, 'index')
       >>> fusion_kind(plax.lax.argmax_p), fusion_kind(plax.lax.argmax_p, arg_reductions=True)
       (None, 'arg_reduction')
+      >>> fusion_kind(plax.lax.gather_p), fusion_kind(plax.lax.gather_p, structural=True)
+      (None, 'structural')
     """
     kind = _fusion_kinds.get(primitive)
     if ((kind == INDEX and not index) or (kind == ARG_REDUCTION and not arg_reductions)
-            or (kind == CUMULATIVE and not cumulative) or kind == STRUCTURAL):
-        return None  # (STRUCTURAL: only through _fold_structural, which reads the table)
+            or (kind == CUMULATIVE and not cumulative) or (kind == STRUCTURAL and not structural)):
+        return None
     return kind
 
 
@@ -327,7 +336,6 @@ def order_for_fusion(jaxpr: Jaxpr, options: FusionOptions = PLAIN) -> Jaxpr:
       >>> [e.primitive.name for e in order_for_fusion(j).eqns]
       ['div', 'sub', 'div', 'sub']
     """
-    import heapq
     from plax.core.passes import dependency_graph
     eqns = jaxpr.eqns
     n = len(eqns)
@@ -663,8 +671,11 @@ def _reads_through(eqn: JaxprEqn, operand, reads: int) -> int:
     """How many evaluations of ``operand`` a unit evaluated ``reads`` times makes through
     ``eqn``: a ``pad`` (of its operand) or a ``concatenate`` reads each operand element at
     most once and fills the rest of its result otherwise (padding, other pieces), so only
-    the operand's share of ``reads``; any other equation (a broadcast repeats) all of them."""
+    the operand's share of ``reads``; a ``gather`` reads its indices' whole index vector per
+    element; any other equation (a broadcast repeats) all of them."""
     name = eqn.primitive.name
+    if name == "gather" and operand is eqn.invars[1]:   # (each element reads its index vector)
+        return reads * int(operand.aval.shape[-1])
     if _fusion_kinds.get(eqn.primitive) != STRUCTURAL or name not in ("concatenate", "pad") or \
             (name == "pad" and operand is not eqn.invars[0]):
         return reads
@@ -675,11 +686,12 @@ def _reads_through(eqn: JaxprEqn, operand, reads: int) -> int:
 
 #: structural equations whose result a backend cannot hand back as a view of its operand's
 #: memory (a strided view): each is a copy kernel of its own unless a reader absorbs it
-_BUILDS_NEW_ARRAY = ("concatenate", "pad", "dynamic_slice")   # (its starts are on the device)
+_BUILDS_NEW_ARRAY = ("concatenate", "pad", "dynamic_slice", "gather")   # (starts, indices on the device)
 
-#: structural equations that keep every element at its flat (C-order) index: read through,
-#: they move nothing
-_KEEPS_ORDER = ("reshape", "squeeze")
+#: structural primitives (names) that keep every element at its flat (C-order) index (a
+#: ``reshape`` without ``dimensions``, a ``squeeze``): read through, they move nothing, and a
+#: generator reads their operand at the same flat index
+KEEPS_ORDER = ("reshape", "squeeze")
 
 
 def _is_view(eqn: JaxprEqn) -> bool:
@@ -694,7 +706,7 @@ def _moves_elements(eqn: JaxprEqn) -> bool:
     same elements in the same order (a reshape or squeeze, which a generator reads at the
     same flat index)."""
     return _fusion_kinds.get(eqn.primitive) == STRUCTURAL and \
-        eqn.primitive.name not in _KEEPS_ORDER
+        eqn.primitive.name not in KEEPS_ORDER
 
 
 def _fold_structural(jaxpr: Jaxpr, units: list, recompute: int = 0) -> list:
@@ -735,7 +747,7 @@ def _fold_structural(jaxpr: Jaxpr, units: list, recompute: int = 0) -> list:
     dropped: dict = {}   # unit index -> (reader's size, merges) of a dropped group holding it
     for j in range(len(units) - 1, -1, -1):   # (last first: a reader takes its whole feed)
         sink = units[j]
-        if sink is None or isinstance(sink, HorizontalGroup) or not (moves[j] and other[j]):
+        if sink is None or not (moves[j] and other[j]):
             continue
         if isinstance(sink, Cluster):
             if any(_fusion_kinds.get(e.primitive) not in (ELEMENTWISE, INDEX, BROADCAST, REDUCTION,
@@ -749,28 +761,34 @@ def _fold_structural(jaxpr: Jaxpr, units: list, recompute: int = 0) -> list:
         seen = dropped.get(j)
         if seen is not None and seen[0] <= size and seen[1] == merges:
             continue
-        # each member, once it joins, offers the units feeding it; a unit refused only because
-        # another reader is not in the group yet is offered again when that reader joins
+        # each member offers the units feeding it; members are expanded last first (a unit's
+        # readers all come after it), so when one is, every member reading it has counted its
+        # reads (each reader its share) and has joined or been refused: only then is it kept
+        # (its values read by members only, not too small for that many reads) or left out
         group = {j}
-        todo = [j]
+        todo = [-j]   # (a max-heap of the members to expand)
         reads = {j: size}   # member -> evaluations of its values per call (an upper bound)
         while todo:
-            g = todo.pop()
+            g = -heapq.heappop(todo)
+            if g != j and (_too_small(units[g], size, recompute, reads[g]) or any(
+                    r != g and r not in group
+                    for e in _unit_eqns(units[g]) for w in e.outvars for r in readers.get(id(w), ()))):
+                group.discard(g)
+                continue
             for e in _unit_eqns(units[g]):
                 for v in e.invars:
                     p = producer.get(id(v)) if isinstance(v, Var) else None
-                    if p is None or p in group or units[p] is None or not _absorbable(units[p]):
+                    if p is None or p == g:
                         continue
                     through = _reads_through(e, v, reads[g])
-                    if _too_small(units[p], size, recompute, through):
+                    if p in group:
+                        reads[p] += through
                         continue
-                    made = [w for e2 in _unit_eqns(units[p]) for w in e2.outvars]
-                    if any(id(w) in outputs or
-                           any(r != p and r not in group for r in readers.get(id(w), ()))
-                           for w in made):
+                    if units[p] is None or not _absorbable(units[p]) or any(
+                            id(w) in outputs for e2 in _unit_eqns(units[p]) for w in e2.outvars):
                         continue
                     group.add(p)
-                    todo.append(p)
+                    heapq.heappush(todo, -p)
                     reads[p] = through
         eqns = [e for g in sorted(group) for e in _unit_eqns(units[g])]
         if len(group) == 1 or not any(_moves_elements(e) for e in eqns) or \
