@@ -40,7 +40,12 @@ def _full_starts(operand_shape, indices, index_map, operand_batching_dims, indic
     """(n, rank) start positions of every index vector, batching axes filled in."""
     batch_shape = indices.shape[:-1]
     n = math.prod(batch_shape)
-    flat = indices.reshape(n, indices.shape[-1]).astype(np.int64)
+    flat = indices.reshape(n, indices.shape[-1])
+    if flat.dtype == np.uint64:
+        # a start of 2**63 or more is out of bounds on the high side (clamped to the top, or
+        # dropped): saturate rather than let the int64 conversion wrap it negative
+        flat = np.minimum(flat, np.uint64(np.iinfo(np.int64).max))
+    flat = flat.astype(np.int64)
     starts = np.zeros((n, len(operand_shape)), np.int64)
     for k, d in enumerate(index_map):
         starts[:, d] = flat[:, k]
