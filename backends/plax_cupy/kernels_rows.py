@@ -1161,8 +1161,8 @@ __device__ __forceinline__ void {name}_column_stretches(const {T}* __restrict__ 
        at = STAGED ? at + {cpad} * blockDim.x : at) {{
     const long long lo = r0 + s * {citems};
     {T} v[{citems}];
-    const int m = stage != nullptr ? {name}_column_unstage(at, live, lo, end, v)
-                                   : {name}_column_load(x, base, n, inner, reverse, live, lo, end, v);
+    const int m = STAGED ? {name}_column_unstage(at, live, lo, end, v)
+                         : {name}_column_load(x, base, n, inner, reverse, live, lo, end, v);
     if (m && s == 0 && (r0 > begin || carried)) v[0] = {name}_op(carries[c], v[0]);
     {T} last = v[0];  // (v[m - 1], kept in a register: a dynamic index puts v in local memory)
     #pragma unroll
