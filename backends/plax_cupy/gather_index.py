@@ -24,6 +24,8 @@ from typing import Callable
 
 import numpy as np
 
+from plax_cupy import codegen, dtypes
+
 
 def gather_layout(operand_rank: int, indices_shape, dimension_numbers, slice_sizes
                   ) -> tuple[tuple, list, list]:
@@ -71,8 +73,8 @@ def gather_read(lines: list, coords: list, operand_shape, indices_shape, index_d
       coords: C expressions of the result element's coordinates, one per result axis.
       operand_shape: the operand's shape.
       indices_shape: the indices' shape.
-      index_dtype: the indices' dtype: a signed start converts to 64 bits; a 64-bit unsigned
-        one above 2^62 is compared as unsigned first (else 2^63 and beyond wrap negative).
+      index_dtype: the indices' dtype: an unsigned start is compared as unsigned (else 2^63
+        and beyond would wrap negative), its clamp :func:`plax_cupy.codegen.clamped_start`'s.
       dimension_numbers: a :class:`plax.lax.slicing.GatherDimensionNumbers`.
       slice_sizes: the window's size on each operand axis.
       index_value: ``fn(flat)`` -> the C expression of the indices' element at the C flat
@@ -103,7 +105,7 @@ def gather_read(lines: list, coords: list, operand_shape, indices_shape, index_d
     batch_shape = tuple(indices_shape[:-1])
     index_map = list(dn.start_index_map)
     batching = dict(zip(dn.operand_batching_dims, dn.start_indices_batching_dims))
-    wide_unsigned = np.dtype(index_dtype).kind == "u" and np.dtype(index_dtype).itemsize == 8
+    unsigned = np.dtype(index_dtype).kind == "u"
     base = None
     if any(bounds or int(operand_shape[d]) > int(slice_sizes[d]) for d in index_map):
         # (the flat index of the element's index vector in the indices)
@@ -124,14 +126,12 @@ def gather_read(lines: list, coords: list, operand_shape, indices_shape, index_d
         if d in index_map and (bounds or hi > 0):
             k = index_map.index(d)
             v = index_value(f"{base} + {k}LL" if k else base)
-            raw = (f"({v} > 0x3fffffffffffffffULL ? 0x3fffffffffffffffLL : (long long){v})"
-                   if wide_unsigned else f"(long long){v}")
             s = fresh()
-            lines.append(f"const long long {s} = {raw};")
-            inside.append(f"{s} >= 0LL && {s} <= {hi}LL")
+            lines.append(f"const {dtypes.ctype(index_dtype)} {s} = {v};")
+            inside.append(f"{s} <= {hi}ULL" if unsigned else f"{s} >= 0LL && {s} <= {hi}LL")
             if hi > 0:
                 start = fresh()
-                lines.append(f"const long long {start} = {s} < 0LL ? 0LL : ({s} > {hi}LL ? {hi}LL : {s});")
+                lines.append(f"const long long {start} = {codegen.clamped_start(s, index_dtype, hi)};")
         elif d in batching:
             start = coords[batch_pos[batching[d]]]
         window = coords[dn.offset_dims[kept.index(d)]] if d in kept else None
