@@ -62,6 +62,20 @@ def gather_layout(operand_rank: int, indices_shape, dimension_numbers, slice_siz
     return tuple(shape), batch_pos, kept
 
 
+def start_inside(value: str, dtype, limit: int) -> str:
+    """The C condition that the window start ``value`` (a local of integer ``dtype``) lies in
+    ``[0, limit]`` (``FILL_OR_DROP``'s bounds test, gather's and scatter's; the clamp is
+    :func:`plax_cupy.codegen.clamped_start`): an unsigned one compared as unsigned, so 2^63
+    and beyond stay out of bounds.
+
+    Example:
+      >>> start_inside("s", np.uint64, 4), start_inside("s", np.int8, 4)
+      ('s <= 4ULL', 's >= 0LL && s <= 4LL')
+    """
+    return f"{value} <= {limit}ULL" if np.dtype(dtype).kind == "u" else \
+        f"{value} >= 0LL && {value} <= {limit}LL"
+
+
 def gather_read(lines: list, coords: list, operand_shape, indices_shape, index_dtype, *,
                 dimension_numbers, slice_sizes, index_value: Callable[[str], str],
                 fresh: Callable[[], str], bounds: bool = True) -> tuple[str, str | None]:
@@ -105,7 +119,6 @@ def gather_read(lines: list, coords: list, operand_shape, indices_shape, index_d
     batch_shape = tuple(indices_shape[:-1])
     index_map = list(dn.start_index_map)
     batching = dict(zip(dn.operand_batching_dims, dn.start_indices_batching_dims))
-    unsigned = np.dtype(index_dtype).kind == "u"
     base = None
     if any(bounds or int(operand_shape[d]) > int(slice_sizes[d]) for d in index_map):
         # (the flat index of the element's index vector in the indices)
@@ -128,7 +141,7 @@ def gather_read(lines: list, coords: list, operand_shape, indices_shape, index_d
             v = index_value(f"{base} + {k}LL" if k else base)
             s = fresh()
             lines.append(f"const {dtypes.ctype(index_dtype)} {s} = {v};")
-            inside.append(f"{s} <= {hi}ULL" if unsigned else f"{s} >= 0LL && {s} <= {hi}LL")
+            inside.append(start_inside(s, index_dtype, hi))
             if hi > 0:
                 start = fresh()
                 lines.append(f"const long long {start} = {codegen.clamped_start(s, index_dtype, hi)};")

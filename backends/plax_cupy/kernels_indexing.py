@@ -28,7 +28,7 @@ from plax.lax.slicing import GatherScatterMode, gather_fill_value
 from plax_cupy import codegen, dtypes
 from plax_cupy.backend import BF16, Bf16Buffer
 from plax_cupy.codegen_structural import coordinates
-from plax_cupy.gather_index import gather_layout, gather_read
+from plax_cupy.gather_index import gather_layout, gather_read, start_inside
 from plax_cupy.kernels import kernel
 from plax_cupy.kernels_shape import on_bits
 from plax_cupy.kernels_special import launch_raw
@@ -137,31 +137,6 @@ def _fill_bits(dtype, fill_value, bf16: bool) -> list:
     return [int(w) for w in words]
 
 
-def _window_start(d: int, index_map, batching: dict, unsigned: bool, batch_position) -> str:
-    """The C expression of the start, on operand axis ``d``, of the window that the index
-    vector at ``idx + base`` picks (gather and scatter alike), as a signed 64-bit value.
-
-    Args:
-      d: the operand axis.
-      index_map: the operand axis each element of the index vector starts (``start_index_map``,
-        ``scatter_dims_to_operand_dims``).
-      batching: operand batching axis -> the batch axis of the indices it follows.
-      unsigned: whether the indices are unsigned (a huge value then stays out of bounds
-        instead of wrapping negative).
-      batch_position: ``fn(j) -> str``, the C expression of the position along batch axis
-        ``j`` of the indices.
-    """
-    if d in index_map:
-        k = list(index_map).index(d)
-        if unsigned:
-            return (f"(idx[base + {k}] > 0x3fffffffffffffffULL ? 0x3fffffffffffffffLL : "
-                    f"(long long)idx[base + {k}])")
-        return f"(long long)idx[base + {k}]"
-    if d in batching:
-        return batch_position(batching[d])
-    return "0LL"
-
-
 def gather_source(operand_shape, indices_shape, index_dtype, itemsize: int, *, dimension_numbers,
                   slice_sizes, mode, fill_bits) -> str:
     """CUDA C++ source of ``plax_gather``: XLA's gather of one signature in one kernel.
@@ -259,7 +234,7 @@ def scatter_targets_source(operand_shape, indices_shape, index_dtype, window, *,
     batch_shape = tuple(indices_shape[:-1])
     k_len = indices_shape[-1]
     ictype = dtypes.ctype(index_dtype)
-    unsigned = np.dtype(index_dtype).kind == "u"
+    index_map = list(dn.scatter_dims_to_operand_dims)
     lines = [f'extern "C" __global__ void plax_scatter_targets(const {ictype}* __restrict__ idx, '
              "long long* __restrict__ targets, long long m) {",
              "  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < m;"
@@ -272,14 +247,19 @@ def scatter_targets_source(operand_shape, indices_shape, index_dtype, window, *,
     batching = dict(zip(dn.operand_batching_dims, dn.scatter_indices_batching_dims))
     for d in range(rank):
         hi = operand_shape[d] - window[d]
-        start = _window_start(d, dn.scatter_dims_to_operand_dims, batching, unsigned,
-                              lambda j: f"((b / {math.prod(batch_shape[j + 1:])}LL) % {batch_shape[j]}LL)")
-        lines.append(f"    long long s{d} = {start};")
-        if mode == GatherScatterMode.CLIP:
-            lines.append(f"    s{d} = s{d} < 0 ? 0 : (s{d} > {hi}LL ? {hi}LL : s{d});")
+        if d in index_map:   # (a start read from the index vector: clamped, or tested)
+            lines.append(f"    const {ictype} v{d} = idx[base + {index_map.index(d)}LL];")
+            if mode == GatherScatterMode.CLIP:
+                start = codegen.clamped_start(f"v{d}", index_dtype, hi)
+            else:
+                lines.append(f"    inside = inside && {start_inside(f'v{d}', index_dtype, hi)};")
+                start = f"(long long)v{d}"
+        elif d in batching:   # (the index vector's position along the batch axis it follows)
+            j = batching[d]
+            start = f"((b / {math.prod(batch_shape[j + 1:])}LL) % {batch_shape[j]}LL)"
         else:
-            lines.append(f"    inside = inside && s{d} >= 0 && s{d} <= {hi}LL;")
-        lines.append(f"    off += (s{d} + w{d}) * {math.prod(operand_shape[d + 1:])}LL;")
+            start = "0LL"
+        lines.append(f"    off += ({start} + w{d}) * {math.prod(operand_shape[d + 1:])}LL;")
     lines += ["    targets[i] = inside ? off : -1LL;", "  }", "}"]
     return "\n".join(lines) + "\n"
 
