@@ -366,17 +366,10 @@ class StructuralReads:
             if hi > 0 or step > 1:   # (else t < n for every coordinate)
                 conditions.append(f"{t} < {n}LL")
             mapped.append(t)
-        if not conditions:   # (a crop: every element is the operand's)
-            return self.value(op, self._index(_flat(mapped, op_shape), lines, memo), lines, memo)
-        local = self._fresh("v")
-        branch: list = []
-        inner = dict(memo)   # (what the branch computes is not visible after it)
-        expr = self.value(op, self._index(_flat(mapped, op_shape), branch, inner), branch, inner)
-        lines.append(f"{_cg.value_ctype(dout)} {local} = {pad_value};")
-        lines.append(f"if ({' && '.join(conditions)}) {{")
-        lines.extend("  " + line for line in branch + [f"{local} = {expr};"])
-        lines.append("}")
-        return local
+        # (no conditions: a crop, every element is the operand's)
+        return self._read_where(op, _flat(mapped, op_shape),
+                                f"({' && '.join(conditions)})" if conditions else None,
+                                pad_value, dout, lines, memo)
 
     def _gather(self, eqn, idx: str, shape, lines: list, memo: dict) -> str:
         """``gather``'s element at ``idx``: the operand element its index vector (read or
@@ -395,15 +388,25 @@ class StructuralReads:
             dimension_numbers=p["dimension_numbers"], slice_sizes=p["slice_sizes"],
             index_value=lambda flat: self.value(indices, self._index(flat, lines, memo), lines, memo),
             fresh=self._fresh, bounds=fill)
-        if inside is None:
-            return self.value(op, self._index(off, lines, memo), lines, memo)
+        fill_value = None if inside is None else \
+            _cg.c_literal(gather_fill_value(dout, p["fill_value"]), dout)
+        return self._read_where(op, off, inside, fill_value, dout, lines, memo)
+
+    def _read_where(self, op, flat: str, condition: str | None, otherwise: str | None, dtype,
+                    lines: list, memo: dict) -> str:
+        """``op``'s element at the flat index ``flat`` where the parenthesized C ``condition``
+        holds, else ``otherwise`` (a C expression of ``dtype``): the operand is read in a
+        branch (no load outside its bounds), and what the branch computes stays in it (its
+        locals are not visible after it, so a copy of ``memo`` records them). Where
+        ``condition`` is None, read unguarded."""
+        if condition is None:
+            return self.value(op, self._index(flat, lines, memo), lines, memo)
         local = self._fresh("v")
         branch: list = []
-        inner = dict(memo)   # (what the branch computes is not visible after it)
-        expr = self.value(op, self._index(off, branch, inner), branch, inner)
-        lines.append(f"{_cg.value_ctype(dout)} {local} = "
-                     f"{_cg.c_literal(gather_fill_value(dout, p['fill_value']), dout)};")
-        lines.append(f"if {inside} {{")
+        inner = dict(memo)
+        expr = self.value(op, self._index(flat, branch, inner), branch, inner)
+        lines.append(f"{_cg.value_ctype(dtype)} {local} = {otherwise};")
+        lines.append(f"if {condition} {{")
         lines.extend("  " + line for line in branch + [f"{local} = {expr};"])
         lines.append("}")
         return local
