@@ -24,7 +24,7 @@ from typing import Callable
 
 import numpy as np
 
-from plax_cupy import codegen, dtypes
+from plax_cupy import dtypes
 
 
 def gather_layout(operand_rank: int, indices_shape, dimension_numbers, slice_sizes
@@ -113,6 +113,7 @@ def gather_read(lines: list, coords: list, operand_shape, indices_shape, index_d
       ...             fresh=lambda: next(names))
       ('g1 * 3LL + c1', '(g0 >= 0LL && g0 <= 4LL)')
     """
+    from plax_cupy.codegen import clamped_start   # (codegen imports this module: not at its top)
     dn = dimension_numbers
     rank = len(operand_shape)
     _, batch_pos, kept = gather_layout(rank, indices_shape, dn, slice_sizes)
@@ -144,7 +145,7 @@ def gather_read(lines: list, coords: list, operand_shape, indices_shape, index_d
             inside.append(start_inside(s, index_dtype, hi))
             if hi > 0:
                 start = fresh()
-                lines.append(f"const long long {start} = {codegen.clamped_start(s, index_dtype, hi)};")
+                lines.append(f"const long long {start} = {clamped_start(s, index_dtype, hi)};")
         elif d in batching:
             start = coords[batch_pos[batching[d]]]
         window = coords[dn.offset_dims[kept.index(d)]] if d in kept else None
