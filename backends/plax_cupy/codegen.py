@@ -198,8 +198,11 @@ def reduction_layout(shape, red_axes, block: int = BLOCK) -> tuple[int, bool]:
     and the remaining threads split the reduced elements. So too where kept axes follow the
     last reduced one with at least 32 elements, or a power of two of them, between them (an
     ``argmax`` over the middle axis of ``(8, 300, 64)``: a warp reads 32 consecutive outputs'
-    elements of a row, or whole rows of 2, 4, ... 16 elements; every block takes the same
-    outer index). Otherwise the threads of an output are
+    elements of a row, or whole rows of 2, 4, ... 16 elements), unless the reduced extent is
+    so short that the layout below already reads runs as long (``(4096, 1, 64)`` or
+    ``(1000, 3, 4)`` over axis 1: a warp's 32 outputs read 32 consecutive elements, its 8
+    outputs two whole rows of 4 each reduced element, where a warp on outputs would leave 7 of
+    every 8 threads idle and launch 8 times the blocks). Otherwise the threads of an output are
     consecutive and take consecutive reduced elements, an output per block unless the reduced
     extent is short (a row of 10 takes 16 threads, 16 rows a block): a block of 256 threads
     over a row of 10 left 246 of them idle and paid a full tree for it.
@@ -222,32 +225,48 @@ def reduction_layout(shape, red_axes, block: int = BLOCK) -> tuple[int, bool]:
       (1, False)
       >>> reduction_layout((8, 300, 64), (1,)), reduction_layout((8, 300, 4), (1,))
       ((32, True), (4, True))
+      >>> reduction_layout((4096, 1, 64), (1,)), reduction_layout((1000, 3, 4), (1,))
+      ((256, False), (64, False))
     """
     red_axes = tuple(red_axes)
     n_out = math.prod(d for a, d in enumerate(shape) if a not in red_axes)
     n_red = math.prod(shape[a] for a in red_axes)
     if red_axes == tuple(range(len(red_axes))) and len(red_axes) < len(shape) and n_out > 1:
         return min(32, block, 1 << (n_out - 1).bit_length()), True
-    inner = math.prod(shape[max(red_axes) + 1:]) if red_axes else 1
-    if inner >= 32 or (inner > 1 and inner & (inner - 1) == 0):
-        return min(32, block, inner), True
     lanes = min(block, max(1, 1 << (max(n_red, 1) - 1).bit_length()))
+    inner = _inner_extent(shape, red_axes)
+    # (the layout below puts 32 // lanes consecutive outputs on a warp at each reduced
+    # element: runs as long as the outputs-fastest layout's min(32, inner), with fewer idle
+    # threads, once lanes * min(32, inner) <= 32)
+    if _warp_covers_rows(inner) and lanes * min(32, inner) > 32:
+        return min(32, block, inner), True
     return block // lanes, False
+
+
+def _inner_extent(shape, red_axes) -> int:
+    """The elements of the kept axes after the last reduced one (1: the last axis reduced)."""
+    return math.prod(shape[max(red_axes) + 1:]) if red_axes else 1
+
+
+def _warp_covers_rows(inner: int) -> bool:
+    """Whether a warp on ``inner``'s consecutive outputs reads contiguous runs of a row: 32
+    elements of it, or whole rows of a power of two (:func:`reduction_layout`)."""
+    return inner >= 32 or (inner > 1 and inner & (inner - 1) == 0)
 
 
 def reads_coalesced(shape, red_axes) -> bool:
     """Whether a reduction kernel (:func:`reduction_layout`) over ``shape`` reads its operand
-    coalesced: a warp's threads on consecutive outputs (``outputs_fastest``) or on
-    consecutive reduced elements of a row (the last axis reduced). A middle axis before a
-    few kept elements (``(8, 300, 5)`` over axis 1) is neither: each lane reads a column of
-    the axis, ``5`` elements apart.
+    coalesced: a warp's threads on consecutive outputs (``outputs_fastest``, or consecutive
+    outputs covering whole rows of a short reduced axis) or on consecutive reduced elements of
+    a row (the last axis reduced). A middle axis before a few kept elements (``(8, 300, 5)``
+    over axis 1) is neither: each lane reads a column of the axis, ``5`` elements apart.
 
     Example:
       >>> reads_coalesced((8, 300, 5), (1,)), reads_coalesced((8, 300), (1,))
       (False, True)
     """
-    red_axes = tuple(red_axes)
-    return math.prod(shape[max(red_axes) + 1:]) == 1 or reduction_layout(shape, red_axes)[1]
+    inner = _inner_extent(shape, tuple(red_axes))
+    return inner == 1 or _warp_covers_rows(inner) or reduction_layout(shape, red_axes)[1]
 
 
 class UnfusedArgReduction(Unsupported):

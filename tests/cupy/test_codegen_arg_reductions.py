@@ -41,9 +41,11 @@ DTYPES = [np.dtype(t) for t in (np.bool_, np.int8, np.int16, np.int32, np.int64,
                                 np.uint16, np.uint32, np.uint64, np.float16, BF16, np.float32,
                                 np.float64)]
 #: (shape, axis) of every layout: a rank-1 row, last axes, leading axes, middle axes before 8,
-#: 4 and 33 kept elements (a warp on consecutive outputs)
+#: 4 and 33 kept elements (a warp on consecutive outputs), a short middle axis before 4 (a
+#: warp's 4 consecutive outputs on each of 8 reduced lanes: whole rows)
 LAYOUTS = [((37,), 0), ((5, 37), 1), ((37, 5), 0), ((3, 6, 8), 1), ((3, 6, 8), 2),
-           ((2, 3, 5, 4), 2), ((2, 3, 5, 4), 3), ((2, 3, 5, 4), 0), ((3, 40, 33), 1)]
+           ((2, 3, 5, 4), 2), ((2, 3, 5, 4), 3), ((2, 3, 5, 4), 0), ((3, 40, 33), 1),
+           ((2, 9, 4), 1)]
 #: the CPU-side tests run once, not again in the simulated GPU's child process
 cpu_side = pytest.mark.skipif(SIMULATED, reason="checked in the parent process")
 INDEX_DTYPES = [np.dtype(t) for t in (np.int32, np.int8, np.uint8, np.int16, np.int64, np.uint32)]
@@ -114,6 +116,9 @@ def test_an_uncoalesced_middle_axis_is_declined_and_layouts_put_outputs_on_a_war
     assert codegen.reduction_layout((3, 6, 8), (1,)) == (8, True)
     assert codegen.reduction_layout((3, 40, 33), (1,)) == (32, True)
     assert codegen.reduction_layout((2, 3, 5, 4), (1,))[1] is False
+    assert codegen.reduction_layout((2, 9, 4), (1,)) == (4, True)
+    # a short middle axis: the threads of an output already read whole rows (32 of them a block)
+    assert codegen.reduction_layout((2, 3, 5, 4), (2,)) == (32, False)
     assert all(codegen.reads_coalesced(shape, (axis,)) for shape, axis in LAYOUTS)
     plan = codegen.plan_cluster(_cluster(np.dtype(np.float16), "argmin", (5, 37), 1,
                                          np.dtype(np.int8)))
