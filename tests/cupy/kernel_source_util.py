@@ -49,7 +49,7 @@ def _fusible():
     # (multi-result primitives, threefry2x32, fuse only where an emitter asks for them,
     # Emitter.fuses_multiple_results; the CuPy generator does not; structural ones only inside
     # a cluster that reads through them: test_codegen_structural.py)
-    return sorted(((p, k) for p, k in fusion._fusion_kinds.items()
+    return sorted(((p, k) for p, k in fusion.fusible_primitives().items()
                    if not p.multiple_results and k != fusion.STRUCTURAL),
                   key=lambda kv: kv[0].name)
 

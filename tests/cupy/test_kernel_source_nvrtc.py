@@ -60,7 +60,7 @@ def test_generator_covers_every_fusible_primitive_and_dtype():
     # fuse only in clusters, a lone one being the row kernel's (test_codegen_arg_reductions);
     # cumulative ops only for an emitter that opts in, which the CUDA one does not;
     # structural equations only inside a cluster reading through them, test_codegen_structural)
-    fusible = {p.name for p, kind in fusion._fusion_kinds.items()
+    fusible = {p.name for p, kind in fusion.fusible_primitives().items()
                if not p.multiple_results
                and kind not in (fusion.ARG_REDUCTION, fusion.CUMULATIVE, fusion.STRUCTURAL)}
     assert "iota" in names

@@ -18,7 +18,7 @@ _WHERE = {
     "ARG_REDUCTION": "fusion", "CUMULATIVE": "fusion", "STRUCTURAL": "fusion",
     "Cluster": "fusion", "FusionOptions": "fusion", "HorizontalGroup": "fusion",
     "horizontal_groups": "fusion",
-    "find_clusters": "fusion", "fusion_kind": "fusion", "order_for_fusion": "fusion",
+    "find_clusters": "fusion", "fusion_kind": "fusion", "fusible_primitives": "fusion", "order_for_fusion": "fusion",
     "inserts_unit_axes": "fusion",
     "register_fusible": "fusion", "sub_cluster": "fusion",
     "dead_after": "liveness", "last_uses": "liveness",

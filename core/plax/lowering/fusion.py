@@ -186,6 +186,21 @@ def register_fusible(primitive, kind: str) -> None:
     _fusion_kinds[primitive] = kind
 
 
+def fusible_primitives() -> dict:
+    """Every primitive with a declared fusion kind, and that kind (a copy: registering goes
+    through :func:`register_fusible`).
+
+    Returns:
+      ``{primitive: kind}``, the kinds as :func:`register_fusible` took them (before any
+      generator's opt-ins: compare with :func:`fusion_kind` for one emitter's view).
+
+    Example:
+      >>> fusible_primitives()[plax.lax.sin_p]
+      'elementwise'
+    """
+    return dict(_fusion_kinds)
+
+
 def fusion_kind(primitive, index: bool = False, arg_reductions: bool = False,
                 cumulative: bool = False, structural: bool = False) -> str | None:
     """The fusion kind declared for ``primitive``, or None (never fused).
