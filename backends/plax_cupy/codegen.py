@@ -2440,10 +2440,6 @@ def describe(kernel: ClusterKernel) -> str:
     return f"// ---- CUDA kernel: {' '.join(kernel.primitives)} over {kernel.shape}\n{kernel.source}"
 
 
-__all__ = ["BLOCK", "ClusterKernel", "GroupKernel", "HORIZONTAL_MAX_ELEMENTS", "plan_group", "KernelInput", "Reduction", "Unsupported", "c_literal",
-           "convert_expr", "describe", "elementwise_expr", "elementwise_launch", "plan_cluster",
-           "plan_equation", "reduction_launch", "reduction_layout", "reduction_of", "threefry_source"]
-
 
 def clamped_start(value: str, dtype, limit: int | str) -> str:
     """The C expression (``long long``) of a ``dynamic_slice``/``dynamic_update_slice`` start
@@ -2480,3 +2476,11 @@ def clamped_start(value: str, dtype, limit: int | str) -> str:
         return f"((unsigned long long)({value}) > {wide} ? {top} : (long long)({value}))"
     v = f"(long long)({value})"
     return f"({v} < 0LL ? 0LL : ({v} > {top} ? {top} : {v}))"
+
+
+__all__ = ["ARG_SOURCE", "ArgReduction", "BLOCK", "ClusterKernel", "GroupKernel",
+           "HORIZONTAL_MAX_ELEMENTS", "KernelInput", "Reduction", "Unsupported",
+           "UnfusedArgReduction", "arg_reduction_of", "c_literal", "clamped_start", "convert_expr",
+           "describe", "elementwise_expr", "elementwise_launch", "plan_cluster", "plan_equation",
+           "plan_group", "reads_coalesced", "reduction_launch", "reduction_layout", "reduction_of",
+           "threefry_source"]
