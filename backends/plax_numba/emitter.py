@@ -227,13 +227,20 @@ class NumbaEmitter(Emitter):
     def _interpreter(self, cluster):
         """The cluster on the reference kernels: what runs until its kernel is compiled."""
         plan = []
+        fresh = set()   # the values a kernel marked fresh_result makes
         for eqn in cluster.eqns:
             fn = self.backend.eager_impl(eqn.primitive)
+            if returns_fresh(fn):
+                fresh.update(id(v) for v in eqn.outvars)
             if eqn.params:
                 fn = functools.partial(fn, **eqn.params)
             plan.append((fn, [id(v) for v in eqn.invars], [id(v) for v in eqn.outvars]))
         in_keys = [id(v) for v in cluster.inputs]
         out_keys = [id(v) for v in cluster.outputs]
+        # the results that could be an operand's memory (a broadcast_in_dim, a no-op
+        # convert_element_type): copied where they are, so that the step is fresh_result
+        # on every tier as the kernels are
+        check = tuple(j for j, k in enumerate(out_keys) if k not in fresh)
         # (a multi-result equation's kernel returns a sequence: out is then a tuple of keys)
         plan = [(fn, ins, outs[0] if len(outs) == 1 else tuple(outs), dead)
                 for fn, ins, outs, dead in _with_dead(plan, out_keys)]
@@ -247,7 +254,8 @@ class NumbaEmitter(Emitter):
                     env[out] = fn(*[env[k] for k in ins])
                 for k in dead:  # freed after its last use: a cluster of a long elementwise
                     del env[k]  # chain would otherwise hold every intermediate at once
-            return _fresh_of(args, [env[k] for k in out_keys])
+            results = [env[k] for k in out_keys]
+            return _fresh_of(args, results, check) if check else results
 
         return interp
 
@@ -476,12 +484,11 @@ def _scans(eqn) -> bool:
     return codegen.kind_of(eqn.primitive) in (ARG_REDUCTION, CUMULATIVE)
 
 
-def _fresh_of(operands, results: list) -> list:
-    """``results`` (of a cluster run on the reference kernels), each copied where it could
-    be an operand's memory (a ``broadcast_in_dim``, a no-op ``convert_element_type``) or is
-    read-only, so that a cluster's step is ``fresh_result`` on every tier: the kernels
-    allocate their outputs on every call."""
-    for j, r in enumerate(results):
+def _fresh_of(operands, results: list, check) -> list:
+    """``results`` (of a cluster run on the reference kernels) with each of those at the
+    positions ``check`` copied where it shares memory with an operand or is read-only."""
+    for j in check:
+        r = results[j]
         if type(r) is np.ndarray and r.ndim and (not r.flags.writeable or any(
                 type(a) is np.ndarray and np.may_share_memory(r, a) for a in operands)):
             results[j] = r.copy()
