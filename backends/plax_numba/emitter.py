@@ -88,7 +88,7 @@ class NumbaEmitter(Emitter):
                 plan = None
             step = plan and self._emit_kernel(cluster, plan)
             if step is not None:
-                return Step(step.fn, guarded=True)
+                return Step(step.fn, guarded=True, fresh_result=True)
         parts = []
         for seg, sub in codegen_split.split_cluster(cluster, cut):
             step = self._emit_kernel(sub) if len(seg) > 1 else None
@@ -106,7 +106,8 @@ class NumbaEmitter(Emitter):
                     del env[k]
             return [env[k] for k in out_keys]
 
-        return Step(run, guarded=True)
+        # (each part's results are fresh of its operands: a kernel's, or the interpreter's)
+        return Step(run, guarded=True, fresh_result=True)
 
     def _emit_kernel(self, cluster, plan=None):
         """``cluster``'s kernel, tiered (the reference kernels until it is compiled); its plan
@@ -123,7 +124,7 @@ class NumbaEmitter(Emitter):
     def _plan_kernel(self, cluster, plan):
         """:meth:`_emit_kernel`'s work."""
         if not self.compile_kernels:
-            return Step(self._interpreter(cluster))
+            return Step(self._interpreter(cluster), fresh_result=True)
         own_plan = plan is None
         try:
             plan = plan or codegen.plan_cluster(cluster, preallocate=True,
@@ -219,18 +220,27 @@ class NumbaEmitter(Emitter):
             ns["_interp"] = tiered.counting(interp, job, tiered.compile_after(),
                                             request=request, at_once=at_once)
         self.kernel_sources.append((path, text))
-        return Step(step)
+        # fresh: the kernels (numba's, the first tier's) write into outputs allocated per
+        # call, and the interpreter copies a result that could share an operand's memory
+        return Step(step, fresh_result=True)
 
     def _interpreter(self, cluster):
         """The cluster on the reference kernels: what runs until its kernel is compiled."""
         plan = []
+        fresh = set()   # the values a kernel marked fresh_result makes
         for eqn in cluster.eqns:
             fn = self.backend.eager_impl(eqn.primitive)
+            if returns_fresh(fn):
+                fresh.update(id(v) for v in eqn.outvars)
             if eqn.params:
                 fn = functools.partial(fn, **eqn.params)
             plan.append((fn, [id(v) for v in eqn.invars], [id(v) for v in eqn.outvars]))
         in_keys = [id(v) for v in cluster.inputs]
         out_keys = [id(v) for v in cluster.outputs]
+        # the results that could be an operand's memory (a broadcast_in_dim, a no-op
+        # convert_element_type): copied where they are, so that the step is fresh_result
+        # on every tier as the kernels are
+        check = tuple(j for j, k in enumerate(out_keys) if k not in fresh)
         # (a multi-result equation's kernel returns a sequence: out is then a tuple of keys)
         plan = [(fn, ins, outs[0] if len(outs) == 1 else tuple(outs), dead)
                 for fn, ins, outs, dead in _with_dead(plan, out_keys)]
@@ -244,7 +254,8 @@ class NumbaEmitter(Emitter):
                     env[out] = fn(*[env[k] for k in ins])
                 for k in dead:  # freed after its last use: a cluster of a long elementwise
                     del env[k]  # chain would otherwise hold every intermediate at once
-            return [env[k] for k in out_keys]
+            results = [env[k] for k in out_keys]
+            return _fresh_of(args, results, check) if check else results
 
         return interp
 
@@ -261,7 +272,8 @@ class NumbaEmitter(Emitter):
         if own is not None:
             return _kernel_step(own, eqn.params)
         if prim is lax.threefry2x32_p:  # native (plax_numba.threefry), bit-identical
-            return threefry_step(eqn, backend, self.sync)
+            # (both the native kernel and the reference one allocate their two results)
+            return Step(threefry_step(eqn, backend, self.sync), fresh_result=True)
         if prim is lax.dot_general_p:
             big = kernels.product_madds(eqn) > kernels.BLAS_THREADED_MIN
             dot = kernels.plain_dot(eqn)
@@ -320,7 +332,8 @@ class NumbaEmitter(Emitter):
         if step is None:
             return None
         cluster_step = step.fn  # returns the cluster's outputs: a list of one
-        return Step(lambda *args: cluster_step(*args)[0], guarded=step.guarded)
+        return Step(lambda *args: cluster_step(*args)[0], guarded=step.guarded,
+                    fresh_result=step.fresh_result)
 
     def _scan_kernel(self, eqn):
         """An ``argmax``/``argmin``/cumulative equation on float16/bfloat16 as one kernel
@@ -343,7 +356,8 @@ class NumbaEmitter(Emitter):
         if step is None:
             return None
         cluster_step = step.fn  # returns the cluster's outputs: a list of one
-        return Step(lambda x: cluster_step(x)[0], guarded=step.guarded)
+        return Step(lambda x: cluster_step(x)[0], guarded=step.guarded,
+                    fresh_result=step.fresh_result)
 
     def _native_loop(self, eqn, compiled_bodies):
         """``cond``/``while``/``scan`` as one njit function (:mod:`plax_numba.wholegen`);
@@ -468,6 +482,17 @@ def _scans(eqn) -> bool:
     """Whether ``eqn`` is an arg-reduction or cumulative op (a cluster whose kernel the
     generator declines is split at them)."""
     return codegen.kind_of(eqn.primitive) in (ARG_REDUCTION, CUMULATIVE)
+
+
+def _fresh_of(operands, results: list, check) -> list:
+    """``results`` (of a cluster run on the reference kernels) with each of those at the
+    positions ``check`` copied where it shares memory with an operand or is read-only."""
+    for j in check:
+        r = results[j]
+        if type(r) is np.ndarray and r.ndim and (not r.flags.writeable or any(
+                type(a) is np.ndarray and np.may_share_memory(r, a) for a in operands)):
+            results[j] = r.copy()
+    return results
 
 
 def _with_dead(plan, out_keys):

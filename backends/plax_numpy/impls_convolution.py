@@ -39,7 +39,7 @@ def _group_conv(x, w, nsp, strides, rhs_dilation, out_sp):
                                       (nsp,) + tuple(range(nsp))))
 
 
-@impl(conv_general_dilated_p)
+@impl(conv_general_dilated_p, fresh=True)  # (from_channels_last copies)
 @quiet
 def _conv_general_dilated(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation,
                           dimension_numbers, feature_group_count, batch_group_count, precision,

@@ -7,12 +7,10 @@ import numpy as np
 
 from plax import lax
 from plax.lax.dot import dot_result_dtype
-from plax.lowering.emitter import fresh_result
 from plax_numpy.registry import impl
 
 
-@impl(lax.dot_general_p)
-@fresh_result  # (a new product on every path)
+@impl(lax.dot_general_p, fresh=True)  # (a new product on every path)
 def _dot_general(lhs, rhs, *, dimension_numbers, precision, preferred_element_type):
     (lc, rc), (lb, rb) = dimension_numbers
     lhs, rhs = np.asarray(lhs), np.asarray(rhs)

@@ -23,7 +23,8 @@ def _ufunc(prim, ufunc, low_precision: bool = True):
     fn = lowp(fn) if low_precision else fn
     # jit's code generator calls the ufunc directly when the operand dtypes allow it
     fn.__plax_ufunc__ = (ufunc, low_precision)
-    impl(prim)(fn)
+    # a ufunc called without ``out=`` allocates its result (np.real/np.imag are views)
+    impl(prim, fresh=isinstance(ufunc, np.ufunc))(fn)
 
 
 # ------------------------------------------------------------------ unary

@@ -15,7 +15,7 @@ _SCIPY_NAME = {FftType.FFT: "fftn", FftType.IFFT: "ifftn", FftType.RFFT: "rfftn"
                FftType.IRFFT: "irfftn"}
 
 
-@impl(fft_p)
+@impl(fft_p, fresh=True)  # (scipy.fft never transforms in place here; empty: zeros)
 def _fft(x, *, fft_type, fft_lengths):
     import scipy.fft  # imported on first use: keeps `import plax` light
     x = np.asarray(x)

@@ -27,7 +27,7 @@ def _dynamic_slice(x, *starts, slice_sizes):
     return x[tuple(slice(a, a + n) for a, n in zip(lo, slice_sizes))]
 
 
-@impl(lax.dynamic_update_slice_p)
+@impl(lax.dynamic_update_slice_p, fresh=True)  # (a copy, updated)
 def _dynamic_update_slice(x, update, *starts):
     out = np.array(x, copy=True)
     update = np.asarray(update)
@@ -68,7 +68,7 @@ def _window_index(starts, window):
     return tuple(idx)
 
 
-@impl(lax.gather_p)
+@impl(lax.gather_p, fresh=True)  # (advanced indexing copies)
 def _gather(operand, indices, *, dimension_numbers, slice_sizes, indices_are_sorted,
             unique_indices, mode, fill_value):
     dn = dimension_numbers
@@ -133,8 +133,8 @@ def _assign(out, idx, u):
     out[idx] = u
 
 
-impl(lax.scatter_p)(_scatter(_assign))
-impl(lax.scatter_add_p)(_scatter(lambda out, idx, u: np.add.at(out, idx, u)))
-impl(lax.scatter_mul_p)(_scatter(lambda out, idx, u: np.multiply.at(out, idx, u)))
-impl(lax.scatter_min_p)(_scatter(lambda out, idx, u: np.minimum.at(out, idx, u)))
-impl(lax.scatter_max_p)(_scatter(lambda out, idx, u: np.maximum.at(out, idx, u)))
+impl(lax.scatter_p, fresh=True)(_scatter(_assign))
+impl(lax.scatter_add_p, fresh=True)(_scatter(lambda out, idx, u: np.add.at(out, idx, u)))
+impl(lax.scatter_mul_p, fresh=True)(_scatter(lambda out, idx, u: np.multiply.at(out, idx, u)))
+impl(lax.scatter_min_p, fresh=True)(_scatter(lambda out, idx, u: np.minimum.at(out, idx, u)))
+impl(lax.scatter_max_p, fresh=True)(_scatter(lambda out, idx, u: np.maximum.at(out, idx, u)))

@@ -3,6 +3,9 @@
 Failures follow JAX rather than NumPy: a matrix that is not positive definite gives a NaN
 Cholesky factor, a singular triangular system gives infs/NaNs, and a singular matrix still
 gets its LU factors, never an exception.
+
+Every kernel here allocates its results (LAPACK's outputs, or arrays made for them), so each
+is registered ``fresh`` (see :func:`plax_numpy.registry.impl`).
 """
 from __future__ import annotations
 
@@ -44,7 +47,7 @@ def _per_matrix_on_failure(fn, a: np.ndarray, out_specs: list) -> tuple:
     return tuple(o.reshape(a.shape[:-2] + o.shape[1:]) for o in outs)
 
 
-@impl(cholesky_p)
+@impl(cholesky_p, fresh=True)
 def _cholesky(a):
     a = np.asarray(a)
     if a.size == 0:
@@ -62,7 +65,7 @@ def _cholesky(a):
     return out.reshape(a.shape)
 
 
-@impl(triangular_solve_p)
+@impl(triangular_solve_p, fresh=True)
 def _triangular_solve(a, b, *, left_side, lower, transpose_a, conjugate_a, unit_diagonal):
     a, b = np.asarray(a), np.asarray(b)
     out = np.empty(b.shape, b.dtype)
@@ -115,7 +118,7 @@ def _permutation_from_pivots(piv: np.ndarray, m: int) -> np.ndarray:
     return perm
 
 
-@impl(lu_p)
+@impl(lu_p, fresh=True)
 def _lu(a):
     a = np.asarray(a)
     m, n = a.shape[-2:]
@@ -139,7 +142,7 @@ def _lu(a):
     return lu, piv, perm
 
 
-@impl(qr_p)
+@impl(qr_p, fresh=True)
 def _qr(a, *, full_matrices):
     a = np.asarray(a)
     if a.size == 0:
@@ -148,7 +151,7 @@ def _qr(a, *, full_matrices):
     return q.astype(a.dtype, copy=False), r.astype(a.dtype, copy=False)
 
 
-@impl(eigh_p)
+@impl(eigh_p, fresh=True)
 def _eigh(a, *, lower):
     a = np.asarray(a)
     rdt = np.zeros((), a.dtype).real.dtype
@@ -161,7 +164,7 @@ def _eigh(a, *, lower):
     return v.astype(a.dtype, copy=False), w.astype(rdt, copy=False)
 
 
-@impl(svd_p)
+@impl(svd_p, fresh=True)
 def _svd(a, *, full_matrices, compute_uv):
     a = np.asarray(a)
     m, n = a.shape[-2:]
@@ -182,7 +185,7 @@ def _svd(a, *, full_matrices, compute_uv):
 
 
 
-@impl(eig_p)
+@impl(eig_p, fresh=True)
 def _eig(a, *, compute_left_eigenvectors, compute_right_eigenvectors):
     a = np.asarray(a)
     ct = np.result_type(a.dtype, np.complex64)

@@ -9,12 +9,12 @@ from plax.lax.cumlogsumexp import cumlogsumexp_p
 from plax.lax.precision import reduce_precision_array, reduce_precision_p
 from plax_numpy.registry import impl, quiet
 
-@impl(reduce_precision_p)
+@impl(reduce_precision_p, fresh=True)  # (ends in a where)
 def _reduce_precision(x, *, exponent_bits, mantissa_bits):
     return reduce_precision_array(np.asarray(x), exponent_bits, mantissa_bits)
 
 
-@impl(cumlogsumexp_p)
+@impl(cumlogsumexp_p, fresh=True)  # (an accumulate, made contiguous)
 @quiet
 def _cumlogsumexp(x, *, axis, reverse):
     x = np.asarray(x)

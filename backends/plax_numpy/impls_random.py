@@ -71,7 +71,7 @@ def _hash_small(k1, k2, x1, x2, shape):
     return out0, out1
 
 
-@impl(lax.threefry2x32_p)
+@impl(lax.threefry2x32_p, fresh=True)
 def threefry2x32(k1, k2, x1, x2):
     """Threefry-2x32 of counters ``(x1, x2)`` under key ``(k1, k2)``; operands broadcast."""
     k1, k2, x1, x2 = (np.asarray(a, _U32) for a in (k1, k2, x1, x2))
@@ -185,7 +185,7 @@ def _digamma(v):
     return scipy.special.psi(v).astype(v.dtype)
 
 
-@impl(lax.random_gamma_grad_p)
+@impl(lax.random_gamma_grad_p, fresh=True)
 def random_gamma_grad(a, x):
     """d(sample)/d(a) of gamma samples, by JAX's series / continued fraction, to convergence."""
     import scipy.special

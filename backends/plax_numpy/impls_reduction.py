@@ -12,13 +12,13 @@ import numpy as np
 from plax import lax
 from plax.dtypes import bfloat16
 from plax.lax.cumulative import blocked_scan
-from plax.lowering.emitter import fresh_result
 from plax_numpy.registry import impl as _impl
 
 
 def impl(*primitives):
-    """Registers the decorated kernel for ``primitives``, marked :func:`fresh_result`."""
-    return lambda fn: _impl(*primitives)(fresh_result(fn))
+    """Registers the decorated kernel for ``primitives``, marked fresh (see
+    :func:`plax_numpy.registry.impl`)."""
+    return _impl(*primitives, fresh=True)
 
 
 def _upcast(x):

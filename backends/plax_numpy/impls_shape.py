@@ -62,17 +62,17 @@ def _pad(x, padding_value, *, padding_config):
     return grid[crops]
 
 
-@impl(lax.concatenate_p)
+@impl(lax.concatenate_p, fresh=True)
 def _concatenate(*xs, dimension):
     return np.concatenate(xs, axis=dimension)
 
 
-@impl(lax.stack_p)
+@impl(lax.stack_p, fresh=True)
 def _stack(*xs, axis):
     return np.stack(xs, axis=axis)
 
 
-@impl(lax.unstack_p)
+@impl(lax.unstack_p, fresh=True)  # (np.take copies)
 def _unstack(x, *, axis):
     return [np.take(x, i, axis=axis) for i in range(np.shape(x)[axis])]
 

@@ -8,7 +8,7 @@ from plax.lax.top_k import top_k_by_sorting, top_k_p
 from plax_numpy.registry import impl
 
 
-@impl(top_k_p)
+@impl(top_k_p, fresh=True)  # (take_along_axis, ascontiguousarray of new arrays)
 def _top_k(x, *, k, axis):
     return top_k_by_sorting(np.asarray(x), k, axis, _stable_argsort)
 

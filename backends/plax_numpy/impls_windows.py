@@ -19,6 +19,6 @@ def _reducer(which: str):
     return kernel
 
 
-impl(reduce_window_sum_p)(_reducer("sum"))
-impl(reduce_window_max_p)(_reducer("max"))
-impl(reduce_window_min_p)(_reducer("min"))
+impl(reduce_window_sum_p, fresh=True)(_reducer("sum"))
+impl(reduce_window_max_p, fresh=True)(_reducer("max"))
+impl(reduce_window_min_p, fresh=True)(_reducer("min"))

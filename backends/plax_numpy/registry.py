@@ -65,10 +65,28 @@ class KernelTable(dict):
 IMPLS: KernelTable = KernelTable(LAZY_KERNELS)
 
 
-def impl(*primitives) -> Callable:
-    """Registers the decorated function as the implementation of ``primitives``."""
+def impl(*primitives, fresh: bool = False) -> Callable:
+    """Registers the decorated function as the implementation of ``primitives``.
+
+    Args:
+      primitives: the primitives it implements.
+      fresh: the kernel allocates its results on every path (never an operand, a view of
+        one, a read-only or a cached array): it is marked
+        :func:`plax.lowering.fresh_result`, so a jitted program may reuse its operands'
+        buffers in place while its results live.
+
+    Returns:
+      The decorator (which returns the function it registers).
+
+    Example:
+      >>> @impl(lax.concatenate_p, fresh=True)  # doctest: +SKIP
+      ... def _concatenate(*xs, dimension): return np.concatenate(xs, axis=dimension)
+    """
 
     def register(fn: Callable) -> Callable:
+        if fresh:
+            from plax.lowering.emitter import fresh_result
+            fn = fresh_result(fn)
         for p in primitives:
             IMPLS[p] = fn
         return fn

@@ -592,10 +592,9 @@ def _unpickle(host: np.ndarray, weak_type: bool) -> Array:
     return from_host(host, weak_type=weak_type)
 
 
-_PY_SCALARS = (bool, int, float, complex)
-#: the host values an operation or a ``jit`` call takes as arrays: NumPy arrays and scalars,
-#: Python scalars
-HOST_VALUE_TYPES = (np.ndarray, np.generic, *_PY_SCALARS)
+#: (defined in :mod:`plax.dtypes`: the host values an operation or a ``jit`` call takes as
+#: arrays, NumPy arrays and scalars and Python scalars, and those scalars)
+_PY_SCALARS, HOST_VALUE_TYPES = dtypes.PY_SCALAR_TYPES, dtypes.HOST_VALUE_TYPES
 
 
 def host_or_uncommitted(x: Any) -> bool:

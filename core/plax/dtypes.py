@@ -32,6 +32,20 @@ complex64, complex128 = np.dtype(np.complex64), np.dtype(np.complex128)
 
 _extended_floats = frozenset({bfloat16})
 
+#: the Python scalar types plax takes as (weakly typed) arrays
+PY_SCALAR_TYPES = (bool, int, float, complex)
+#: the host values an operation, a ``jit`` call or a callback takes as arrays: NumPy arrays
+#: and scalars, Python scalars
+HOST_VALUE_TYPES = (np.ndarray, np.generic, *PY_SCALAR_TYPES)
+#: the dtype classes of the host dtypes that are numbers: NumPy's of kinds ``"biufc"`` and
+#: bfloat16 (ml_dtypes', of kind ``"V"`` as structured and void dtypes are). Tested as
+#: ``type(x.dtype) in NUMERIC_DTYPE_TYPES``: exact (ml_dtypes' other formats, which plax
+#: does not take, are out, ``float8_e5m2`` of kind ``"f"`` among them), and cheaper than
+#: comparing kinds (a dtype's class does not depend on its byte order)
+NUMERIC_DTYPE_TYPES = frozenset(
+    [type(np.dtype(c)) for c in np.typecodes["All"] if np.dtype(c).kind in "biufc"]
+    + [type(bfloat16)])
+
 supported_dtypes = (bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
                     bfloat16, float16, float32, float64, complex64, complex128)
 

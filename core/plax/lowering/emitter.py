@@ -23,11 +23,16 @@ class Step:
       accepts_out: ``fn`` also takes ``out=``, a dead temporary buffer of the result's shape
         and dtype to write into (the driver passes one when liveness allows).
       guarded: ``fn`` must run between the emitter's :meth:`Emitter.guard` pair.
-      fresh_result: ``fn``'s results never share memory with its operands (it allocates
-        them: a product, a reduction, a sort). False (the default, safe for any step): a
-        result may be a view of an operand (a slice, a reshape, ``real``, a host
-        fallback), so the driver keeps the operands' buffers from in-place reuse while the
-        result lives. A step that ``accepts_out`` (a ufunc) is fresh whatever this says.
+      fresh_result: ``fn``'s results are writeable arrays it allocated on this call, sharing
+        no memory with its operands (a product, a reduction, a sort, a fused kernel's
+        outputs); never a cached or read-only array. The driver then lets an operand's
+        buffer take a later result in place while the results live, and lets a single
+        result take one itself (the results of one multi-result step may share memory
+        with each other: the driver writes into none of those). False (the default, safe
+        for any step): a result may be a view of an operand (a slice, a reshape,
+        ``real``, a host fallback), so the driver keeps the operands' buffers from
+        in-place reuse while the result lives. A step that ``accepts_out`` (a ufunc) is
+        fresh whatever this says.
     """
 
     __slots__ = ("fn", "accepts_out", "guarded", "fresh_result")
@@ -43,7 +48,8 @@ def fresh_result(kernel: Callable) -> Callable:
     its operands, so a backend can build its steps with :class:`Step`'s ``fresh_result``
     from its kernel table (see :func:`returns_fresh`). Mark only a kernel that allocates its
     results on every path: one that returns an operand, or a view of one, on a shortcut (a
-    no-op cast, an empty axis list) must stay unmarked.
+    no-op cast, an empty axis list), or a read-only array (``np.broadcast_to``), must stay
+    unmarked.
 
     Args:
       kernel: the kernel function.

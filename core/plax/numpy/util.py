@@ -14,11 +14,12 @@ from plax.config import config as _config
 from plax.core.trace import Tracer, get_aval, state as _trace_state
 from plax.sharding import mesh_maybe_set as _mesh_maybe_set
 
-_scalar_types = (bool, int, float, complex)
+#: what :func:`is_arraylike` accepts: plax's arrays and tracers, and host values
+_ARRAYLIKE = (Array, Tracer, *dtypes.HOST_VALUE_TYPES)
 
 
 def is_arraylike(x: Any) -> bool:
-    return isinstance(x, (Array, Tracer, np.ndarray, np.generic) + _scalar_types)
+    return isinstance(x, _ARRAYLIKE)
 
 
 def check_arraylike(fun_name: str, *args: Any) -> None:
@@ -76,7 +77,7 @@ def to_dtype(x: Any, dtype: np.dtype, weak: bool = False):
         if a.dtype == dtype and a.weak_type == weak:
             return x
         return lax.convert_element_type(x, dtype, weak)
-    if isinstance(x, _scalar_types) or isinstance(x, (np.ndarray, np.generic)):
+    if isinstance(x, dtypes.HOST_VALUE_TYPES):
         if isinstance(x, int) and not isinstance(x, bool):
             # As in JAX: a Python int must fit the default int type; it then wraps to ``dtype``
             # (uint8 array + 300 is uint8 array + 44).

@@ -133,10 +133,9 @@ def to_buffer(x, device):
     return from_host(x, device=device)._buf
 
 
-#: the one numeric dtype of a kind outside ``"biufc"`` (ml_dtypes' bfloat16 is of kind
-#: ``"V"``, as structured and void dtypes are): NumPy arrays and scalars of it are host
-#: arguments of the fast paths too (:func:`lend_buffers`, ``jit._host_kinds``)
-BFLOAT16 = dtypes.bfloat16
+#: the classes of numeric host dtypes (bfloat16 among them): NumPy arrays and scalars of
+#: one are host arguments of the fast paths (:func:`lend_buffers`, ``jit._host_kinds``)
+NUMERIC = dtypes.NUMERIC_DTYPE_TYPES
 
 #: NumPy arguments of at least this many bytes are lent to a jitted call instead of copied
 #: (:func:`lend_buffers`); below it a copy costs less than the alias check
@@ -169,7 +168,7 @@ def lend_buffers(leaves, device, avals) -> tuple[list, list]:
         t = type(x)
         if t is Array and (x._device is device or x._device == device):
             bufs.append(x._buf)
-        elif t is np.ndarray and (x.dtype.kind in "biufc" or x.dtype is BFLOAT16):
+        elif t is np.ndarray and type(x.dtype) in NUMERIC:
             backend = backend or device.backend
             if x.nbytes >= LEND_MIN_BYTES and x.dtype == aval.dtype and x.flags.c_contiguous:
                 buf = backend.put(x, device)
@@ -178,8 +177,7 @@ def lend_buffers(leaves, device, avals) -> tuple[list, list]:
             else:  # the call's own copy: the caller may write to x afterwards
                 buf = backend.put(x.astype(aval.dtype), device)
             bufs.append(buf)
-        elif t in _PY_SCALARS or (isinstance(x, np.generic) and
-                                  (x.dtype.kind in "biufc" or x.dtype is BFLOAT16)):
+        elif t in _PY_SCALARS or (isinstance(x, np.generic) and type(x.dtype) in NUMERIC):
             backend = backend or device.backend  # (a Python int's range checked)
             bufs.append(backend.put(_host_numpy(x, aval.dtype)[0], device))
         else:

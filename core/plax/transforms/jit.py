@@ -35,7 +35,7 @@ from plax.state.types import Ref
 from plax.core.trace import (DebugInfo, Tracer, fun_name, shared as _trace_shared,
                              state as trace_state, trace_context)
 from plax.device import default_device as _default_device
-from plax.transforms.call import (BFLOAT16 as _BFLOAT16, call_target, check_pinned,
+from plax.transforms.call import (NUMERIC as _NUMERIC, call_target, check_pinned,
                                   compile_closed, jit_p,
                                   lend_buffers as _lend_buffers, pinned_device,
                                   wrap_outputs as _wrap_outputs,
@@ -73,7 +73,7 @@ def _host_kinds(leaves, device) -> tuple | None:
     for x in leaves:
         t = type(x)
         if t is np.ndarray:
-            if x.dtype.kind not in "biufc" and x.dtype is not _BFLOAT16:
+            if type(x.dtype) not in _NUMERIC:
                 return None
             kinds.append((x.shape, x.dtype))
         elif t is Array:
@@ -81,8 +81,7 @@ def _host_kinds(leaves, device) -> tuple | None:
                 return None
             committed = committed or x._committed
             kinds.append(x.aval)
-        elif t in _PY_SCALARS or (isinstance(x, np.generic) and
-                                  (x.dtype.kind in "biufc" or x.dtype is _BFLOAT16)):
+        elif t in _PY_SCALARS or (isinstance(x, np.generic) and type(x.dtype) in _NUMERIC):
             kinds.append(t)
         else:
             return None

@@ -22,8 +22,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from plax.array import _BUF, Array, _Piece, _ShardedArray, _host_numpy, _sharded, from_host
-
-_SCALARS = (bool, int, float, complex)
+from plax.dtypes import PY_SCALAR_TYPES as _SCALARS
 
 
 def leaf_kinds(leaves: Sequence) -> tuple | None:

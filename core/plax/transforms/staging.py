@@ -108,7 +108,7 @@ def _as_literal(val: Any, aval: ShapedArray) -> Literal | None:
         if host is None or host is _PROMOTED:
             return None
         return Literal(np.asarray(host, aval.dtype).reshape(()).copy()[()], aval)
-    if isinstance(val, (bool, int, float, complex, np.generic, np.ndarray)):
+    if isinstance(val, dtypes.HOST_VALUE_TYPES):
         return Literal(np.asarray(val, aval.dtype)[()], aval)
     return None
 
@@ -255,7 +255,7 @@ def check_output(x: Any, where: str) -> None:
     """Raises TypeError for a function output that is not an array or scalar (JAX's
     ValueError for an object with ``__jax_array__``)."""
     from plax.array import Array
-    if isinstance(x, (Array, Tracer, np.ndarray, np.generic, bool, int, float, complex)):
+    if isinstance(x, (Array, Tracer)) or isinstance(x, dtypes.HOST_VALUE_TYPES):
         return
     from plax.errors import jax_array_operand
     refused = jax_array_operand(x)  # JAX 0.10 reads no __jax_array__ of an output either
@@ -307,7 +307,7 @@ def abstractify(x: Any) -> ShapedArray:
         from plax.sharding_types import explicit_sharding  # a ShapeDtypeStruct's sharding
         return ShapedArray(tuple(x.shape), dtypes.canonicalize_dtype(x.dtype),
                            bool(getattr(x, "weak_type", False)), sharding=explicit_sharding(x))
-    if isinstance(x, (np.ndarray, np.generic, bool, int, float, complex)):
+    if isinstance(x, dtypes.HOST_VALUE_TYPES):
         dt, weak = dtypes.dtype_and_weak_type(x)
         return ShapedArray(np.shape(x), dt, weak)
     raise TypeError(f"Argument {x!r} of type {type(x).__name__} is not a valid JAX type: "
