@@ -6,8 +6,11 @@ operand's type (``sin``, ``convert_element_type``, reductions, ``cumsum``, ``res
 ``transpose``, ``dot_general``, ``sort``) keeps the empty mesh, a rule that falls back to
 the set mesh when no operand has one (elementwise operations of two or more operands such
 as ``add`` and ``select_n``, ``broadcast_in_dim``, ``concatenate``) types it on the set
-mesh. A result of the empty mesh comes back as the first committed argument's sharding
-(``SingleDeviceSharding``: on that device, committed), one of the set mesh as
+mesh (``dynamic_slice``, ``dynamic_update_slice`` and ``pad`` type it from their operand
+and update alone, not from start indices or a padding value). A result of the empty mesh
+comes back as the computation's first committed argument's sharding
+(``SingleDeviceSharding``: on that device, committed; ``P()`` when that argument lies on
+the mesh), one of the set mesh as
 ``NamedSharding(mesh, P(None, ...))``. So ``jnp.sin(c)`` and ``jit(jnp.sin)(c)`` stay on
 ``c``'s device while ``c + 1`` and ``c + c`` are placed on the mesh. (Under a mesh of no
 Explicit axis every result of such an operand stays on its device:
@@ -44,18 +47,22 @@ def stays_on_device(prim, args: Sequence, mesh) -> bool:
       >>> stays_on_device(plax.lax.sin_p, [c], mesh), stays_on_device(plax.lax.add_p, [c, c], mesh)
       (True, False)
     """
-    if AxisType.Explicit not in mesh.axis_types:
+    if AxisType.Explicit not in mesh.axis_types or not _first_committed_on_one_device(args):
         return False
-    found = False
-    for a in args:
-        if _on_one_device(a):
-            found = True
-        elif not host_or_uncommitted(a):
-            return False
-    if not found:
-        return False
-    from plax.sharding_eager import _keeps_short_spec
-    return _keeps_short_spec(prim, len(args), eager=False)
+    from plax.sharding_eager import _keeps_short_spec, typing_operands
+    return all(_on_one_device(a) or host_or_uncommitted(a) for a in typing_operands(prim, args)) \
+        and _keeps_short_spec(prim, len(args), eager=False)
+
+
+def _first_committed_on_one_device(leaves: Sequence, unread: frozenset = frozenset()) -> bool:
+    """Whether the first of ``leaves`` (those not in ``unread``) that is committed lies on one
+    device rather than on the mesh: JAX 0.10 gives a result typed with no mesh the sharding of
+    the computation's first committed argument (``SingleDeviceSharding`` then, ``P()`` on the
+    mesh otherwise); False when none is committed."""
+    for i, x in enumerate(leaves):
+        if i not in unread and not host_or_uncommitted(x):
+            return _on_one_device(x)
+    return False
 
 
 def device_typed_outputs(jaxpr, leaves: Sequence, mesh, unread: frozenset = frozenset(),
@@ -67,9 +74,10 @@ def device_typed_outputs(jaxpr, leaves: Sequence, mesh, unread: frozenset = froz
     (``consts``: the values of ``jaxpr``'s constants, typed as arguments are) and literals,
     with no mesh; an output stays when it is computed from those through rules that forward
     their operand's type (bodies of calls and loops followed: ``host @ c``, ``sin(host)``,
-    ``fori_loop`` of ``sin``). None when no read argument is committed to one device, when
-    one lies on the mesh (what is typed with no mesh is placed ``P()`` there:
-    :func:`typed_with_no_mesh`), or the mesh has no Explicit axis (nothing stays).
+    ``fori_loop`` of ``sin``). None when the first committed read argument does not lie on
+    one device (it lies on the mesh: what is typed with no mesh is placed ``P()`` there,
+    :func:`typed_with_no_mesh`), when none is committed, or the mesh has no Explicit axis
+    (nothing stays).
 
     Example:
       >>> mesh = plax.make_mesh((1,), ("x",))
@@ -78,21 +86,11 @@ def device_typed_outputs(jaxpr, leaves: Sequence, mesh, unread: frozenset = froz
       >>> device_typed_outputs(jaxpr, [c], mesh)
       [True, False]
     """
-    if AxisType.Explicit not in mesh.axis_types or len(leaves) != len(jaxpr.invars):
-        return None
-    marks = []
-    found = False
-    for i, x in enumerate(leaves):
-        one = _on_one_device(x)
-        marks.append(one or host_or_uncommitted(x))
-        if i not in unread:
-            if not marks[-1]:  # read and on the mesh: JAX's computation is the mesh's
-                return None
-            found = found or one
-    if not found:
+    if AxisType.Explicit not in mesh.axis_types or len(leaves) != len(jaxpr.invars) or \
+            not _first_committed_on_one_device(leaves, unread):
         return None
     from plax.sharding_eager import forwarded_outputs
-    return forwarded_outputs(jaxpr, marks, reads=_READS,
+    return forwarded_outputs(jaxpr, typed_with_no_mesh(leaves, mesh), reads=_READS,
                              consts=typed_with_no_mesh(consts, mesh))
 
 

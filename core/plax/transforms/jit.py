@@ -808,8 +808,10 @@ class JitFunction:
                 out_arrays = kept_on_device(out_arrays, placed, stay, device, mesh)
                 kept = True  # (not replayed: jit_mesh_calls places every result)
             else:
-                out_arrays = placed_results(out_arrays, entry.closed.jaxpr, host_inputs, kept,
-                                            mesh)
+                consts = entry.closed.consts
+                out_arrays = placed_results(
+                    out_arrays, entry.closed.jaxpr, host_inputs, kept, mesh,
+                    typed_with_no_mesh(consts, mesh) if consts else ())
             # (any platform: what can be replayed -- each result holding the program's own
             # output buffer, as on a CPU mesh or a mesh of one device -- recipe decides)
             if not kept and not has_refs and not kwargs and \
