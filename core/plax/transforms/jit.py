@@ -263,19 +263,30 @@ def _reads_committed(leaves, unread: frozenset) -> bool:
     return False
 
 
-def _incompatible_devices(device, other) -> ValueError:
-    """The error for a call whose arguments and the refs it closes over are committed to
-    two devices (JAX's names the argument, then "ARG_SHARDING" for the ref)."""
-    return ValueError(f"Received incompatible devices for jitted computation: {device!r} and "
-                      f"{other!r} (a ref the function closes over). Move arguments with "
-                      "plax.device_put first.")
+def _incompatible_devices(first, device, other) -> ValueError:
+    """JAX's error for a call whose committed arguments and the refs it closes over lie on
+    two devices: ``first`` (``(what, aval)``: the argument on ``device``; None when two refs
+    closed over disagree) and a ref on ``other``, which JAX names ``ARG_SHARDING``; plax adds
+    what that is and what to do."""
+    from plax.sharding_eager import _type_text
+
+    def part(what, d):
+        return f"{what} with device ids [{d.id}] on platform {d.platform.upper()}"
+
+    head = part("ARG_SHARDING", device) if first is None else \
+        part(f"{first[0]} with shape {_type_text(first[1])} and", device)
+    return ValueError(f"Received incompatible devices for jitted computation. Got {head} and "
+                      f"{part('ARG_SHARDING', other)}\n(ARG_SHARDING: a ref the function "
+                      "closes over, committed to the device its value lies on. Move values "
+                      "with plax.device_put first.)")
 
 
-def _closed_ref_device(refs: tuple, device, committed: bool):
+def _closed_ref_device(refs: tuple, device, committed: bool, first=None):
     """The device the one-device refs a program closes over (``refs``) are committed to
     (JAX 0.10 commits a ref made off any mesh); None when none is. A ref committed to
-    another device than the call's committed arguments' (``device``, when ``committed``)
-    or another ref's is JAX's ValueError."""
+    another device than the call's committed arguments' (``device``, when ``committed``;
+    ``first()``: ``(what, aval)`` of the argument that committed it, or None) or another
+    ref's is JAX's ValueError."""
     found = None
     for r in refs:
         v = r._value
@@ -283,9 +294,9 @@ def _closed_ref_device(refs: tuple, device, committed: bool):
             if found is None:
                 found = v._device
                 if committed and found != device:
-                    raise _incompatible_devices(device, found)
+                    raise _incompatible_devices(first and first(), device, found)
             elif v._device != found:
-                raise _incompatible_devices(found, v._device)
+                raise _incompatible_devices(None, found, v._device)
     return found
 
 
@@ -753,7 +764,10 @@ class JitFunction:
             if not multi and self._device is None:
                 # closed-over refs are committed to their device as arguments are (above):
                 # the call runs there (compiled for it once) and its results are committed
-                ref_device = _closed_ref_device(entry.ref_consts, device, committed)
+                ref_device = _closed_ref_device(
+                    entry.ref_consts, device, committed,
+                    None if first is None else lambda: self._described_leaf(
+                        leaves, treedef, static, len(args), first)[:2])
                 if ref_device is not None:
                     if ref_device is not device:
                         device = ref_device
@@ -868,15 +882,17 @@ class JitFunction:
         """JAX's ValueError for argument leaves ``i`` and ``j`` (Arrays or refs) committed to
         two devices, naming each by its path as JAX does (``argument x['p'] of f``)."""
         from plax.sharding_eager import incompatible_arguments
+        return incompatible_arguments(self._described_leaf(leaves, treedef, static, nargs, i),
+                                      self._described_leaf(leaves, treedef, static, nargs, j))
+
+    def _described_leaf(self, leaves, treedef, static, nargs, i) -> tuple:
+        """``(what, aval, device)`` of argument leaf ``i`` (an Array or a ref committed to one
+        device), ``what`` naming it by its path as JAX's errors do (``argument x['p'] of f``)."""
         qualname = getattr(self.fun, "__qualname__", None) or fun_name(self.fun)
-        paths = _leaf_paths(self._transform, self.fun, treedef, static, nargs, len(leaves))
-
-        def described(k):
-            x = leaves[k]
-            device = x._value._device if type(x) is Ref else x._device
-            return f"argument {paths[k]} of {qualname}", x.aval, device
-
-        return incompatible_arguments(described(i), described(j))
+        path = _leaf_paths(self._transform, self.fun, treedef, static, nargs, len(leaves))[i]
+        x = leaves[i]
+        device = x._value._device if type(x) is Ref else x._device
+        return f"argument {path} of {qualname}", x.aval, device
 
     def _check_context_mesh(self, leaves, treedef, static, nargs, mesh) -> bool:
         """JAX's ValueError for an argument committed to one device other than the devices
