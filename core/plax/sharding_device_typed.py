@@ -25,14 +25,7 @@ from typing import Any, Sequence
 
 from plax.array import Array, host_or_uncommitted
 from plax.sharding import AxisType
-from plax.state.types import Ref
-
-
-def _on_one_device(x: Any) -> bool:
-    """A committed one-device Array or a ref of a one-device value (typed with no mesh)."""
-    if type(x) is Ref:
-        return type(x._value) is Array
-    return type(x) is Array and x._committed
+from plax.sharding_eager import on_one_device as _on_one_device
 
 
 def stays_on_device(prim, args: Sequence, mesh) -> bool:
@@ -66,13 +59,15 @@ def _first_committed_on_one_device(leaves: Sequence, unread: frozenset = frozens
 
 
 def device_typed_outputs(jaxpr, leaves: Sequence, mesh, unread: frozenset = frozenset(),
-                         consts: Sequence = ()) -> list[bool] | None:
+                         const_marks: Sequence[bool] = (),
+                         marks: Sequence[bool] | None = None) -> list[bool] | None:
     """Which outputs of a top-level ``jit`` program of ``jaxpr``, called with argument
     ``leaves`` under ``mesh``, JAX 0.10 types with no mesh (so they stay on the committed
     arguments' device). When the program reads an argument committed to one device (a leaf
     not in ``unread``), JAX types it, and host and uncommitted arguments, host constants
-    (``consts``: the values of ``jaxpr``'s constants, typed as arguments are) and literals,
-    with no mesh; an output stays when it is computed from those through rules that forward
+    (``const_marks``: :func:`typed_with_no_mesh` of the values of ``jaxpr``'s constants) and
+    literals, with no mesh (``marks``: :func:`typed_with_no_mesh` of ``leaves``, when the
+    caller has it); an output stays when it is computed from those through rules that forward
     their operand's type (bodies of calls and loops followed: ``host @ c``, ``sin(host)``,
     ``fori_loop`` of ``sin``). None when the first committed read argument does not lie on
     one device (it lies on the mesh: what is typed with no mesh is placed ``P()`` there,
@@ -90,8 +85,9 @@ def device_typed_outputs(jaxpr, leaves: Sequence, mesh, unread: frozenset = froz
             not _first_committed_on_one_device(leaves, unread):
         return None
     from plax.sharding_eager import forwarded_outputs
-    return forwarded_outputs(jaxpr, typed_with_no_mesh(leaves, mesh), reads=_READS,
-                             consts=typed_with_no_mesh(consts, mesh))
+    if marks is None:
+        marks = typed_with_no_mesh(leaves, mesh)
+    return forwarded_outputs(jaxpr, marks, reads=_READS, consts=const_marks)
 
 
 def kept_on_device(unplaced: list, placed: list, stay: Sequence[bool], device,
@@ -148,8 +144,9 @@ def placed_body_results(prim, outs: list, args: Sequence, params: dict, mesh) ->
     typed = _BODY_RULES[prim.name](params, marks, walk)
     device = None
     for a in args:
-        if isinstance(a, Array) and type(a) is not Array or type(a) is Ref:
-            device = None  # on the mesh (or a ref): JAX's computation is the mesh's
+        # (no ref here: apply_on_mesh computes an operation of one where it lies)
+        if isinstance(a, Array) and type(a) is not Array:
+            device = None  # on the mesh: JAX's computation is the mesh's
             break
         if type(a) is Array and a._committed:
             device = a._device

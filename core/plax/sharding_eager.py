@@ -146,6 +146,20 @@ def one_device_of(x: Any) -> Any:
     return None
 
 
+def on_one_device(x: Any) -> bool:
+    """Whether ``x`` is an Array committed to one device or a ref of a one-device value
+    (:func:`one_device_of`, not a value placed on a mesh): under a mesh, what JAX 0.10 keeps
+    on that device, typing it with no mesh.
+
+    Example:
+      >>> on_one_device(plax.device_put(1.0, plax.devices()[0])), on_one_device(1.0)
+      (True, False)
+    """
+    if type(x) is Ref:
+        return type(x._value) is Array
+    return type(x) is Array and x._committed
+
+
 def check_committed_devices(leaves: Sequence, mesh, name_of: Callable[[int], str]) -> bool:
     """JAX's ValueError for the first of ``leaves`` committed to one device
     (:func:`one_device_of`: refs too) when the mesh's devices are not that one device
@@ -178,7 +192,7 @@ def check_committed_devices(leaves: Sequence, mesh, name_of: Callable[[int], str
             if device is not only:
                 raise incompatible_devices(name_of(i), x.aval, [device.id], device.platform,
                                            mesh)
-            kept = kept or type(x) is Array or type(x) is Ref
+            kept = kept or on_one_device(x)
     return kept and AxisType.Explicit not in mesh.axis_types
 
 

@@ -703,37 +703,32 @@ class JitFunction:
                     all_arrays = False
                     multi = True
                 avals.append(x.aval)
-                if x._committed and i not in unread:
-                    if committed and x._device != device:
-                        if self._device is not None:
-                            leaves[i] = x = _moved(x, device)
-                        else:
-                            return self._call_unread(args, kwargs, mesh, leaves, treedef,
-                                                     static, unread, first, i)
-                    if first is None:
-                        first = i
-                    device, committed = x._device, True
+                held = x
             else:
                 all_arrays = False
                 try:
                     avals.append(abstractify(x))
                 except TypeError:
                     raise self._bad_argument(leaves, treedef, static, len(args)) from None
-                if type(x) is Ref:
-                    has_refs = True
-                    value = x._value
-                    # a ref of a sharded value: the program may run per device on its blocks
-                    multi = multi or type(value) is not Array
-                    if type(value) is Array and value._committed and self._device is None \
-                            and i not in unread:
-                        # JAX 0.10 commits a ref made off any mesh to its device: the call
-                        # runs there, its results committed, as a committed Array's would
-                        if committed and value._device != device:
-                            return self._call_unread(args, kwargs, mesh, leaves, treedef,
-                                                     static, unread, first, i)
-                        if first is None:
-                            first = i
-                        device, committed = value._device, True
+                if type(x) is not Ref:
+                    continue
+                has_refs = True
+                held = x._value
+                # a ref of a sharded value: the program may run per device on its blocks
+                multi = multi or type(held) is not Array
+                # JAX 0.10 commits a ref made off any mesh to its device: the call runs
+                # there, its results committed, as a committed Array's would
+                if type(held) is not Array or self._device is not None:
+                    continue
+            if held._committed and i not in unread:
+                if committed and held._device != device:
+                    if self._device is None:
+                        return self._call_unread(args, kwargs, mesh, leaves, treedef, static,
+                                                 unread, first, i)
+                    leaves[i] = held = _moved(x, device)  # (an Array: refs stay as above)
+                if first is None:
+                    first = i
+                device, committed = held._device, True
         if device is None:
             device = _default_device()
         flags = _trace_flags[0] or _current_trace_flags()
@@ -810,10 +805,12 @@ class JitFunction:
         if on_mesh:  # results of a program with no argument on the mesh: placed on it
             from plax.sharding_eager import placed_results
             stay = None
+            consts = entry.closed.consts
+            const_marks = typed_with_no_mesh(consts, mesh) if consts else ()
             if not kept:  # an Explicit axis: some may stay on a committed argument's device
                 from plax.sharding_device_typed import device_typed_outputs
                 stay = device_typed_outputs(entry.closed.jaxpr, raw, mesh,
-                                            unread | entry.unread, entry.closed.consts)
+                                            unread | entry.unread, const_marks, host_inputs)
             if stay is not None and any(stay):
                 from plax.sharding_device_typed import kept_on_device
                 # (those staying are not placed on the mesh first: None is placed as None)
@@ -822,10 +819,8 @@ class JitFunction:
                 out_arrays = kept_on_device(out_arrays, placed, stay, device, mesh)
                 kept = True  # (not replayed: jit_mesh_calls places every result)
             else:
-                consts = entry.closed.consts
-                out_arrays = placed_results(
-                    out_arrays, entry.closed.jaxpr, host_inputs, kept, mesh,
-                    typed_with_no_mesh(consts, mesh) if consts else ())
+                out_arrays = placed_results(out_arrays, entry.closed.jaxpr, host_inputs, kept,
+                                            mesh, const_marks)
             # (any platform: what can be replayed -- each result holding the program's own
             # output buffer, as on a CPU mesh or a mesh of one device -- recipe decides)
             if not kept and not has_refs and not kwargs and \
