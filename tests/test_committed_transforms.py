@@ -23,7 +23,12 @@ _RECORD = json.loads(pathlib.Path(__file__).with_name("committed_transforms_jax.
 #: converts from its argument (the ``2`` of ``x * 2``, the ``0`` of ``0 * s``) is a residual
 #: computed on the committed primal's device, so the cotangent built from it is committed;
 #: and ``jvp``'s primal result is committed when only the tangent is. plax runs those
-#: functions as eager primitives whose constants stay literals (uncommitted results)
+#: functions as eager primitives whose constants stay literals (uncommitted results).
+#: Neither is closed by a rule in the JVP trace: there the ``2`` of ``x * 2``, a
+#: ``jnp.float32(2)`` made inside the function and ``jnp.mean``'s divisor are the same kind
+#: of value (a scalar converted while tracing; JAX commits only the first), and committing
+#: a primal result by its tangent would match ``jnp.sin`` but not ``lax.sin`` (JAX: not a
+#: jit; ``jvp(lax.sin, u, c)`` is recorded), which bind the same primitive in plax
 _KNOWN_DIFFERENT = {"grad(2x sum)(c, u)", "value_and_grad(2x sum)(c, u)",
                     "grad(1 + 0 * sum)(c)", "jvp(sin, u, c)"}
 
