@@ -18,14 +18,12 @@ from device_typed_cases import answers
 
 _RECORD = json.loads(pathlib.Path(__file__).with_name("device_typed_jax.json").read_text())
 
-#: where plax still differs from JAX 0.10.2: JAX's ``dynamic_update_slice`` rule refuses an
-#: operand typed with no mesh (``c``) and an update typed on the mesh (``jnp.zeros`` under the
-#: mesh) with a ShardingTypeError; plax places the result on the mesh. plax's own
-#: ``.at[0, 1].add`` builds this primitive from such operands (the update computed by a
-#: binary op, typed on the mesh) where JAX's single scatter is typed well, so a rule refusing
-#: the primitive would refuse plax's own programs: the check belongs to the user-facing
-#: ``lax.dynamic_update_slice`` (eagerly; inside a jit plax's types carry no mesh)
-_KNOWN_DIFFERENT = {"dynamic_update_slice(c, on mesh)", "jit: dynamic_update_slice(c, on mesh)"}
+#: where plax still differs from JAX 0.10.2: inside a jit JAX's ``dynamic_update_slice``
+#: rule refuses an operand typed with no mesh (``c``) and an update typed on the mesh
+#: (``jnp.zeros`` under the mesh) with a ShardingTypeError, as plax does eagerly
+#: (``lax.dynamic_update_slice``); inside a jit plax's types carry no mesh for such values
+#: and the program places the result on the mesh
+_KNOWN_DIFFERENT = {"jit: dynamic_update_slice(c, on mesh)"}
 
 
 @pytest.fixture(scope="module")

@@ -154,6 +154,48 @@ def placed_body_results(prim, outs: list, args: Sequence, params: dict, mesh) ->
             else place_replicated(o, mesh, not t) for o, t in zip(outs, typed)]
 
 
+def check_update_typed_as_operand(operand: Any, update: Any) -> None:
+    """JAX 0.10's ShardingTypeError for an eager ``lax.dynamic_update_slice`` under a set
+    mesh with an Explicit axis whose ``operand`` is committed to one device (typed with no
+    mesh) and ``update`` placed on the mesh (typed with it), or the reverse: its rule wants
+    the two typed alike. Anything else passes.
+
+    Example:
+      >>> mesh = plax.make_mesh((1,), ("x",))
+      >>> c = plax.device_put(jnp.ones((2, 2)), plax.devices()[0])
+      >>> with plax.set_mesh(mesh):
+      ...     check_update_typed_as_operand(c, jnp.zeros((1, 2)))
+      Traceback (most recent call last):
+      ...
+      plax.sharding_types.ShardingTypeError: dynamic_update_slice operand sharding must be equal to update sharding, got operand sharding float32[2,2]({}) and update sharding float32[1,2]({Explicit: ('x',)}).
+    """
+    from plax.sharding_eager import current_mesh
+    mesh = current_mesh()
+    if mesh is None or AxisType.Explicit not in mesh.axis_types:
+        return
+    placed = lambda v: isinstance(v, Array) and type(v) is not Array  # on the mesh
+    if (_on_one_device(operand) and placed(update)) or (placed(operand) and
+                                                         _on_one_device(update)):
+        from plax.sharding_types import ShardingTypeError
+        raise ShardingTypeError(
+            "dynamic_update_slice operand sharding must be equal to update sharding, got "
+            f"operand sharding {_typed_text(operand, mesh)} and update sharding "
+            f"{_typed_text(update, mesh)}.")
+
+
+def _typed_text(x: Array, mesh) -> str:
+    """``x``'s type as JAX's sharding errors write it: ``float32[2,2]({})`` with no mesh,
+    ``float32[1,2]({Explicit: ('x',)})`` on ``mesh`` (its axis names by type)."""
+    from plax.sharding_eager import _type_text
+    if _on_one_device(x):
+        return f"{_type_text(x.aval)}({{}})"
+    by_type: dict = {}
+    for name, t in zip(mesh.axis_names, mesh.axis_types):
+        by_type.setdefault(t.name, []).append(name)
+    axes = ", ".join(f"{t}: {tuple(names)!r}" for t, names in by_type.items())
+    return f"{_type_text(x.aval)}({{{axes}}})"
+
+
 #: ref reads: typed as the ref's value (a ref made off any mesh: committed to its device)
 _READS = frozenset({"get", "freeze"})
 
