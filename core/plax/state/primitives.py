@@ -201,7 +201,6 @@ def written_value(value, indexer: RefIndexer, dyn, val, accumulate: bool = False
     """``value`` with ``val`` written (or added) at the index (also used by discharge)."""
     if indexer.is_full:
         return value + val if accumulate else val
-    from plax.lax.slicing import dynamic_update_slice_unchecked
     window = _window(indexer, dyn)
     if window is None:
         spans = _dslice_window(indexer, dyn)
@@ -210,7 +209,7 @@ def written_value(value, indexer: RefIndexer, dyn, val, accumulate: bool = False
             starts, sizes, inner, inner_dyn = spans
             sub = lax.dynamic_slice(value, starts, sizes, allow_negative_indices=False)
             sub = written_value(sub, inner, inner_dyn, val, accumulate)
-            return dynamic_update_slice_unchecked(value, sub, starts, False)
+            return lax.slicing.dynamic_update_slice_unchecked(value, sub, starts, False)
         at = value.at[indexer.to_index(dyn)]
         return at.add(val) if accumulate else at.set(val)
     from plax import lax
@@ -218,7 +217,7 @@ def written_value(value, indexer: RefIndexer, dyn, val, accumulate: bool = False
     if accumulate:
         val = read_value(value, indexer, dyn) + val
     update = lax.reshape(val, tuple(sizes))
-    return dynamic_update_slice_unchecked(value, update, starts, False)
+    return lax.slicing.dynamic_update_slice_unchecked(value, update, starts, False)
 
 
 def _new_ref_impl(x, *, memory_space=None, kind=None):
