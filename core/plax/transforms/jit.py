@@ -817,13 +817,12 @@ class JitFunction:
                 placed = placed_results([None if s else o for o, s in zip(out_arrays, stay)],
                                         entry.closed.jaxpr, host_inputs, kept, mesh)
                 out_arrays = kept_on_device(out_arrays, placed, stay, device, mesh)
-                kept = True  # (not replayed: jit_mesh_calls places every result)
             else:
                 out_arrays = placed_results(out_arrays, entry.closed.jaxpr, host_inputs, kept,
                                             mesh, const_marks)
             # (any platform: what can be replayed -- each result holding the program's own
             # output buffer, as on a CPU mesh or a mesh of one device -- recipe decides)
-            if not kept and not has_refs and not kwargs and \
+            if not has_refs and not kwargs and \
                     entry.pinned is None and not entry.ref_consts and not lent and \
                     self._device is None and not self._donates and \
                     self._shardings is None and self._fast_eligible(args):
