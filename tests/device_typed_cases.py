@@ -69,6 +69,15 @@ def cases(lib, jnp, uncommitted) -> dict:
             lambda a, b: (jnp.sin(a), b.sum()))(jnp.ones(2), c),
         "jit(c): c @ host constant": lambda c, r, s: lib.jit(lambda a: a @ host)(c),
         "jit(): sin(host constant)": lambda c, r, s: lib.jit(lambda: jnp.sin(host))(),
+        # bodies' results, operands committed and on the mesh in either order
+        "scan(c carry, on mesh xs)": lambda c, r, s: lib.lax.scan(
+            lambda k, x: (jnp.sin(k), jnp.cos(x)), c[0], jnp.ones((2, 2))),
+        "scan(on mesh carry, c xs)": lambda c, r, s: lib.lax.scan(
+            lambda k, x: (jnp.sin(k), jnp.cos(x)), jnp.ones(2), c),
+        "fori_loop(c) closing over on mesh": lambda c, r, s: (lambda m: lib.lax.fori_loop(
+            0, 2, lambda i, v: jnp.sin(v) * m.sum(), c))(jnp.ones(2)),
+        "cond(c, on mesh)": lambda c, r, s: lib.lax.cond(
+            True, lambda a, b: (jnp.sin(a), jnp.sin(b)), lambda a, b: (a, b), c, jnp.ones(2)),
         "jit(c, on mesh): dynamic_slice(c, on mesh)": lambda c, r, s: lib.jit(
             lambda a, i: lib.lax.dynamic_slice(a, (i, 0), (1, 2)))(c, jnp.ones((), np.int32)),
         "jit(c): (sin(c), constant on mesh .sum())": lambda c, r, s: closing_over(

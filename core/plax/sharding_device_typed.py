@@ -143,13 +143,11 @@ def placed_body_results(prim, outs: list, args: Sequence, params: dict, mesh) ->
     walk = lambda jaxpr, m: forwarded_outputs(jaxpr, m, _READS, True)
     typed = _BODY_RULES[prim.name](params, marks, walk)
     device = None
-    for a in args:
-        # (no ref here: apply_on_mesh computes an operation of one where it lies)
-        if isinstance(a, Array) and type(a) is not Array:
-            device = None  # on the mesh: JAX's computation is the mesh's
+    for a in args:  # the first committed operand's sharding (see the module)
+        if not host_or_uncommitted(a):
+            # (no ref here: apply_on_mesh computes an operation of one where it lies)
+            device = a._device if type(a) is Array else None  # (else on the mesh)
             break
-        if type(a) is Array and a._committed:
-            device = a._device
     return [committed_to(o, device, mesh) if t and device is not None
             else place_replicated(o, mesh, not t) for o, t in zip(outs, typed)]
 
