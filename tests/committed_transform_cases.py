@@ -49,6 +49,18 @@ def cases(lib, jnp) -> dict:
         "linearize(sin, c) out": lambda c, u: lib.linearize(g, c)[0],
         "linearize(sin, c) f_jvp(u)": lambda c, u: lib.linearize(g, c)[1](u),
         "linearize(sin, u) f_jvp(c)": lambda c, u: lib.linearize(g, u)[1](c),
+        "value_and_grad(sin sum)(c)": lambda c, u: lib.value_and_grad(
+            lambda x: jnp.sin(x).sum())(c),
+        "grad(dot(x, x))(c)": lambda c, u: lib.grad(lambda x: jnp.dot(x, x))(c),
+        "grad(sin(x) * c sum)(u)": lambda c, u: lib.grad(lambda x: (jnp.sin(x) * c).sum())(u),
+        "grad(x sum, argnums=(0, 1))(c, u)": lambda c, u: lib.grad(
+            lambda x, y: (x * y).sum(), argnums=(0, 1))(c, u),
+        "vjp(x * x, c) pullback(u)": lambda c, u: lib.vjp(lambda x: x * x, c)[1](u),
+        "jacfwd(x * x)(c)": lambda c, u: lib.jacfwd(lambda x: x * x)(c),
+        "jacrev(x * x)(c)": lambda c, u: lib.jacrev(lambda x: x * x)(c),
+        "jvp(x * x, c, u)": lambda c, u: lib.jvp(lambda x: x * x, (c,), (u,)),
+        "jvp(x * x, u, c)": lambda c, u: lib.jvp(lambda x: x * x, (u,), (c,)),
+        "jvp(lax.sin, u, c)": lambda c, u: lib.jvp(lib.lax.sin, (u,), (c,)),
     }
 
 

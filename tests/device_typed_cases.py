@@ -68,6 +68,18 @@ def cases(lib, jnp, uncommitted) -> dict:
         "jit(on mesh, c): (sin(m), c.sum())": lambda c, r, s: lib.jit(
             lambda a, b: (jnp.sin(a), b.sum()))(jnp.ones(2), c),
         "jit(c): c @ host constant": lambda c, r, s: lib.jit(lambda a: a @ host)(c),
+        "jit(): sin(host constant)": lambda c, r, s: lib.jit(lambda: jnp.sin(host))(),
+        # bodies' results, operands committed and on the mesh in either order
+        "scan(c carry, on mesh xs)": lambda c, r, s: lib.lax.scan(
+            lambda k, x: (jnp.sin(k), jnp.cos(x)), c[0], jnp.ones((2, 2))),
+        "scan(on mesh carry, c xs)": lambda c, r, s: lib.lax.scan(
+            lambda k, x: (jnp.sin(k), jnp.cos(x)), jnp.ones(2), c),
+        "fori_loop(c) closing over on mesh": lambda c, r, s: (lambda m: lib.lax.fori_loop(
+            0, 2, lambda i, v: jnp.sin(v) * m.sum(), c))(jnp.ones(2)),
+        "cond(c, on mesh)": lambda c, r, s: lib.lax.cond(
+            True, lambda a, b: (jnp.sin(a), jnp.sin(b)), lambda a, b: (a, b), c, jnp.ones(2)),
+        "jit(c, on mesh): dynamic_slice(c, on mesh)": lambda c, r, s: lib.jit(
+            lambda a, i: lib.lax.dynamic_slice(a, (i, 0), (1, 2)))(c, jnp.ones((), np.int32)),
         "jit(c): (sin(c), constant on mesh .sum())": lambda c, r, s: closing_over(
             jnp.ones(2))(c),
         "jit(c): (sin(c), uncommitted constant .sum())": lambda c, r, s: closing_over(
@@ -85,6 +97,7 @@ def _operations(lib, jnp) -> dict:
     """Primitives beyond the first cases, each of ``c`` (checked eagerly and inside a jit)."""
     lax = lib.lax
     idx = np.array([1, 0])
+    host = np.arange(4, dtype=np.float32).reshape(2, 2)
     fori = lambda c: lax.fori_loop(0, 2, lambda i, v: jnp.sin(v), c)
     return {
         "c[idx] (gather)": lambda c, r, s: c[idx],
@@ -116,7 +129,42 @@ def _operations(lib, jnp) -> dict:
         "scan (sin, cos)": lambda c, r, s: lax.scan(
             lambda carry, x: (jnp.sin(carry), jnp.cos(x)), c[0], c),
         "cond(True, sin, cos)": lambda c, r, s: lax.cond(True, jnp.sin, jnp.cos, c),
+        # a committed operand beside a host one (``host``), in each position
+        "take(c, idx)": lambda c, r, s: jnp.take(c, idx, axis=0),
+        "take(host, c idx)": lambda c, r, s: jnp.take(host, _index(c), axis=0),
+        "host[c idx] (gather)": lambda c, r, s: jnp.asarray(host)[_index(c)],
+        "dynamic_slice(host, c start)": lambda c, r, s: lax.dynamic_slice(
+            host, (_index(c)[0], 0), (1, 2)),
+        "dynamic_update_slice(host, c)": lambda c, r, s: lax.dynamic_update_slice(
+            host, c[:1], (0, 0)),
+        "dynamic_update_slice(c, host) at c start": lambda c, r, s: lax.dynamic_update_slice(
+            c, host[:1], (_index(c)[0], 0)),
+        "lax.pad(c, host value)": lambda c, r, s: lax.pad(c, np.float32(3), [(1, 0, 0)] * 2),
+        "lax.pad(host, c value)": lambda c, r, s: lax.pad(host, s, [(1, 0, 0)] * 2),
+        "flip(c) + host": lambda c, r, s: jnp.flip(c) + host,
+        "lax.rev(c)": lambda c, r, s: lax.rev(c, (0,)),
+        "argmax(c)": lambda c, r, s: jnp.argmax(c),
+        "argmin(c, 1)": lambda c, r, s: jnp.argmin(c, axis=1),
+        "cumsum(c) * host": lambda c, r, s: jnp.cumsum(c, axis=0) * host,
+        "sort(c, 1)": lambda c, r, s: jnp.sort(c, axis=1),
+        "sort of (c, host)": lambda c, r, s: lax.sort((c, host), num_keys=1),
+        "sort of (host, c)": lambda c, r, s: lax.sort((host, c), num_keys=1),
+        "where(c > 0, c, host)": lambda c, r, s: jnp.where(c > 0, c, host),
+        "where(c > 0, host, host)": lambda c, r, s: jnp.where(c > 0, host, host),
+        "where(host > 0, c, 0.0)": lambda c, r, s: jnp.where(host > 0, c, 0.0),
+        "where(c > 0)": lambda c, r, s: jnp.where(c.reshape(4) > 0, size=4)[0],
+        # an operand that does not type the result (indices, padding value) on the mesh
+        "dynamic_slice(c, start on mesh)": lambda c, r, s: lax.dynamic_slice(
+            c, (jnp.ones((), np.int32), 0), (1, 2)),
+        "dynamic_update_slice(c, c, start on mesh)": lambda c, r, s: lax.dynamic_update_slice(
+            c, c[:1], (jnp.ones((), np.int32), 0)),
+        "lax.pad(c, c + c value)": lambda c, r, s: lax.pad(c, (c + c)[0, 0], [(1, 0, 0)] * 2),
     }
+
+
+def _index(c):
+    """Integer indices ``[1, 0]`` computed from ``c`` (so committed where ``c`` is)."""
+    return (c[0] - c[:, 0]).astype(np.int32) + np.array([1, 0], np.int32)
 
 
 def _described(v) -> str:

@@ -18,11 +18,12 @@ from device_typed_cases import answers
 
 _RECORD = json.loads(pathlib.Path(__file__).with_name("device_typed_jax.json").read_text())
 
-#: where plax still differs from JAX 0.10.2: JAX's ``dynamic_update_slice`` rule refuses an
-#: operand typed with no mesh (``c``) and an update typed on the mesh (``jnp.zeros`` under the
-#: mesh) with a ShardingTypeError; plax places the result on the mesh (its ``.at[].add``
-#: runs this primitive eagerly on such operands, where JAX's single scatter is typed well)
-_KNOWN_DIFFERENT = {"dynamic_update_slice(c, on mesh)", "jit: dynamic_update_slice(c, on mesh)"}
+#: where plax still differs from JAX 0.10.2: inside a jit JAX's ``dynamic_update_slice``
+#: rule refuses an operand typed with no mesh (``c``) and an update typed on the mesh
+#: (``jnp.zeros`` under the mesh) with a ShardingTypeError, as plax does eagerly
+#: (``lax.dynamic_update_slice``); inside a jit plax's types carry no mesh for such values
+#: and the program places the result on the mesh
+_KNOWN_DIFFERENT = {"jit: dynamic_update_slice(c, on mesh)"}
 
 
 @pytest.fixture(scope="module")
@@ -43,3 +44,34 @@ def test_placements_as_recorded_from_jax(plax_answers):
 def test_the_record_is_jax_s_answer():
     jax = pytest.importorskip("jax")
     assert answers(jax, jax.numpy) == _RECORD["answers"]
+
+
+def test_results_kept_on_the_device_are_replayed_alike(monkeypatch):
+    """The mesh fast path (:mod:`plax.transforms.jit_mesh_calls`) replays a signature's
+    placement, results kept on a committed argument's device included: the second and
+    third calls of one jit place each result as the first (and as JAX's record says)."""
+    import numpy as np
+    from device_typed_cases import _described
+    from plax.transforms import jit_mesh_calls
+    count = [0]
+    replayed = jit_mesh_calls.replayed
+    monkeypatch.setattr(jit_mesh_calls, "replayed",
+                        lambda parts, bufs: count.__setitem__(0, count[0] + 1) or
+                        replayed(parts, bufs))
+    explicit = plax.make_mesh((1,), ("x",), axis_types=(plax.sharding.AxisType.Explicit,))
+    c = plax.device_put(jnp.ones((2, 2)), plax.devices()[0])
+    host = np.ones((2, 2), np.float32)
+    f = plax.jit(lambda a, b: (jnp.sin(b), b + 1, a @ b))
+    g = plax.jit(lambda a, i: plax.lax.dynamic_slice(a, (i, 0), (1, 2)))
+    with plax.set_mesh(explicit):
+        i = jnp.ones((), jnp.int32)
+        outs = [(*f(host, c), g(c, i)) for _ in range(3)]
+    got = [[_described(v) for v in out] for out in outs]
+    for out in outs:  # the values too
+        for v, w in zip(out, (np.sin(host), host + 1, host @ host, host[1:])):
+            np.testing.assert_allclose(np.asarray(v), w, rtol=1e-6)
+    want = _RECORD["answers"]
+    assert got[0] == [*want["jit: (sin(c), c + 1)"], want["jit(host, c): host @ c"],
+                      want["jit(c, on mesh): dynamic_slice(c, on mesh)"]]
+    assert got[1] == got[2] == got[0]
+    assert count[0] == 4  # (two replays of each jit)

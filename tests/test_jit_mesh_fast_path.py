@@ -68,10 +68,11 @@ def test_every_call_gives_what_the_general_path_gives(kind, mesh, replays):
         assert replays[0] == 0
         again = [f(a, b) for _ in range(2)]
     # (under Auto axes the results of an argument committed to the mesh's one device stay
-    # there, plain one-device Arrays: nothing to replay; under Explicit ones the result `a`
-    # does, as in JAX 0.10.2 -- plax.sharding_device_typed -- and the call is not replayed)
-    kept = kind == "committed Array"
-    assert replays[0] == (0 if kept else 2)
+    # there, plain one-device Arrays; under Explicit ones the result `a` does, as in JAX
+    # 0.10.2 -- plax.sharding_device_typed: replayed alike, committed to that device)
+    assert replays[0] == 2
+    if kind == "committed Array":
+        assert first[2].sharding == plax.sharding.SingleDeviceSharding(plax.devices()[0])
     want = np.asarray(a, np.float32) * 2 + 1
     np.testing.assert_array_equal(np.asarray(first[0]), want)
     for out in again:

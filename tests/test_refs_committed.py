@@ -115,6 +115,9 @@ def answers(lib, jnp):
     note("read d1", lambda: on1[...])
     note("jit argument d1", lambda: lib.jit(lambda r: r[...] + 1)(on1))
     note("jit closed over d1", lambda: lib.jit(lambda: on1[...] + 1)())
+    note("jit closed over d1, argument d0",
+         lambda: lib.jit(lambda y: on1[...] + y)(lib.device_put(jnp.ones(3), d0)))
+    note("jit closed over refs d1 and d0", lambda: lib.jit(lambda: on1[...] + on0[...])())
     note("jit ref d1 and array d1", lambda: lib.jit(lambda r, y: r[...] + y)(on1, y1))
     note("jit ref d0 and array d1", lambda: lib.jit(lambda r, y: r[...] + y)(on0, y1))
     note("eager ref d0 read and array d1", lambda: on0[...] + y1)
@@ -144,10 +147,18 @@ def test_refs_committed_on_two_devices():
     assert plax_got == {
         "read d1": [True, [1]], "jit argument d1": [True, [1]],
         "jit closed over d1": [True, [1]], "jit ref d1 and array d1": [True, [1]],
+        "jit closed over d1, argument d0": refused, "jit closed over refs d1 and d0": refused,
         "jit ref d0 and array d1": refused, "eager ref d0 read and array d1": refused,
         "uncommitted written into d1": [True, [1]], "d1 value written into d0": refused,
         "host value under default_device d1": [True, [1]],
         "its jit under default_device d1": [True, [1]],
         "read outside default_device": [True, [1]], "uncommitted d1 value": [True, [0]]}
-    if "jax" in got:  # the same answers, JAX's messages word for word
-        assert got["jax"] == got["plax"]
+    for k in ("jit closed over d1, argument d0", "jit closed over refs d1 and d0"):
+        # JAX's "ARG_SHARDING" for the ref closed over, then what that is
+        assert "ARG_SHARDING with device ids [1] on platform CPU" in got["plax"][k][1]
+        assert "a ref the function closes over" in got["plax"][k][1].split("\n")[1]
+    assert got["plax"]["jit closed over d1, argument d0"][1].startswith(
+        "Received incompatible devices for jitted computation. Got argument y of ")
+    if "jax" in got:  # the same answers, JAX's messages word for word (plax's first line)
+        assert got["jax"] == {k: v[:1] + [v[1].split("\n")[0]] if v[0] == "ValueError" else v
+                              for k, v in got["plax"].items()}

@@ -6,8 +6,11 @@ operand's type (``sin``, ``convert_element_type``, reductions, ``cumsum``, ``res
 ``transpose``, ``dot_general``, ``sort``) keeps the empty mesh, a rule that falls back to
 the set mesh when no operand has one (elementwise operations of two or more operands such
 as ``add`` and ``select_n``, ``broadcast_in_dim``, ``concatenate``) types it on the set
-mesh. A result of the empty mesh comes back as the first committed argument's sharding
-(``SingleDeviceSharding``: on that device, committed), one of the set mesh as
+mesh (``dynamic_slice``, ``dynamic_update_slice`` and ``pad`` type it from their operand
+and update alone, not from start indices or a padding value). A result of the empty mesh
+comes back as the computation's first committed argument's sharding
+(``SingleDeviceSharding``: on that device, committed; ``P()`` when that argument lies on
+the mesh), one of the set mesh as
 ``NamedSharding(mesh, P(None, ...))``. So ``jnp.sin(c)`` and ``jit(jnp.sin)(c)`` stay on
 ``c``'s device while ``c + 1`` and ``c + c`` are placed on the mesh. (Under a mesh of no
 Explicit axis every result of such an operand stays on its device:
@@ -22,14 +25,7 @@ from typing import Any, Sequence
 
 from plax.array import Array, host_or_uncommitted
 from plax.sharding import AxisType
-from plax.state.types import Ref
-
-
-def _on_one_device(x: Any) -> bool:
-    """A committed one-device Array or a ref of a one-device value (typed with no mesh)."""
-    if type(x) is Ref:
-        return type(x._value) is Array
-    return type(x) is Array and x._committed
+from plax.sharding_eager import on_one_device as _on_one_device
 
 
 def stays_on_device(prim, args: Sequence, mesh) -> bool:
@@ -44,32 +40,39 @@ def stays_on_device(prim, args: Sequence, mesh) -> bool:
       >>> stays_on_device(plax.lax.sin_p, [c], mesh), stays_on_device(plax.lax.add_p, [c, c], mesh)
       (True, False)
     """
-    if AxisType.Explicit not in mesh.axis_types:
+    if AxisType.Explicit not in mesh.axis_types or not _first_committed_on_one_device(args):
         return False
-    found = False
-    for a in args:
-        if _on_one_device(a):
-            found = True
-        elif not host_or_uncommitted(a):
-            return False
-    if not found:
-        return False
-    from plax.sharding_eager import _keeps_short_spec
-    return _keeps_short_spec(prim, len(args), eager=False)
+    from plax.sharding_eager import _keeps_short_spec, typing_operands
+    return all(_on_one_device(a) or host_or_uncommitted(a) for a in typing_operands(prim, args)) \
+        and _keeps_short_spec(prim, len(args), eager=False)
+
+
+def _first_committed_on_one_device(leaves: Sequence, unread: frozenset = frozenset()) -> bool:
+    """Whether the first of ``leaves`` (those not in ``unread``) that is committed lies on one
+    device rather than on the mesh: JAX 0.10 gives a result typed with no mesh the sharding of
+    the computation's first committed argument (``SingleDeviceSharding`` then, ``P()`` on the
+    mesh otherwise); False when none is committed."""
+    for i, x in enumerate(leaves):
+        if i not in unread and not host_or_uncommitted(x):
+            return _on_one_device(x)
+    return False
 
 
 def device_typed_outputs(jaxpr, leaves: Sequence, mesh, unread: frozenset = frozenset(),
-                         consts: Sequence = ()) -> list[bool] | None:
+                         const_marks: Sequence[bool] = (),
+                         marks: Sequence[bool] | None = None) -> list[bool] | None:
     """Which outputs of a top-level ``jit`` program of ``jaxpr``, called with argument
     ``leaves`` under ``mesh``, JAX 0.10 types with no mesh (so they stay on the committed
     arguments' device). When the program reads an argument committed to one device (a leaf
     not in ``unread``), JAX types it, and host and uncommitted arguments, host constants
-    (``consts``: the values of ``jaxpr``'s constants, typed as arguments are) and literals,
-    with no mesh; an output stays when it is computed from those through rules that forward
+    (``const_marks``: :func:`typed_with_no_mesh` of the values of ``jaxpr``'s constants) and
+    literals, with no mesh (``marks``: :func:`typed_with_no_mesh` of ``leaves``, when the
+    caller has it); an output stays when it is computed from those through rules that forward
     their operand's type (bodies of calls and loops followed: ``host @ c``, ``sin(host)``,
-    ``fori_loop`` of ``sin``). None when no read argument is committed to one device, when
-    one lies on the mesh (what is typed with no mesh is placed ``P()`` there:
-    :func:`typed_with_no_mesh`), or the mesh has no Explicit axis (nothing stays).
+    ``fori_loop`` of ``sin``). None when the first committed read argument does not lie on
+    one device (it lies on the mesh: what is typed with no mesh is placed ``P()`` there,
+    :func:`typed_with_no_mesh`), when none is committed, or the mesh has no Explicit axis
+    (nothing stays).
 
     Example:
       >>> mesh = plax.make_mesh((1,), ("x",))
@@ -78,22 +81,13 @@ def device_typed_outputs(jaxpr, leaves: Sequence, mesh, unread: frozenset = froz
       >>> device_typed_outputs(jaxpr, [c], mesh)
       [True, False]
     """
-    if AxisType.Explicit not in mesh.axis_types or len(leaves) != len(jaxpr.invars):
-        return None
-    marks = []
-    found = False
-    for i, x in enumerate(leaves):
-        one = _on_one_device(x)
-        marks.append(one or host_or_uncommitted(x))
-        if i not in unread:
-            if not marks[-1]:  # read and on the mesh: JAX's computation is the mesh's
-                return None
-            found = found or one
-    if not found:
+    if AxisType.Explicit not in mesh.axis_types or len(leaves) != len(jaxpr.invars) or \
+            not _first_committed_on_one_device(leaves, unread):
         return None
     from plax.sharding_eager import forwarded_outputs
-    return forwarded_outputs(jaxpr, marks, reads=_READS,
-                             consts=typed_with_no_mesh(consts, mesh))
+    if marks is None:
+        marks = typed_with_no_mesh(leaves, mesh)
+    return forwarded_outputs(jaxpr, marks, reads=_READS, consts=const_marks)
 
 
 def kept_on_device(unplaced: list, placed: list, stay: Sequence[bool], device,
@@ -149,14 +143,55 @@ def placed_body_results(prim, outs: list, args: Sequence, params: dict, mesh) ->
     walk = lambda jaxpr, m: forwarded_outputs(jaxpr, m, _READS, True)
     typed = _BODY_RULES[prim.name](params, marks, walk)
     device = None
-    for a in args:
-        if isinstance(a, Array) and type(a) is not Array or type(a) is Ref:
-            device = None  # on the mesh (or a ref): JAX's computation is the mesh's
+    for a in args:  # the first committed operand's sharding (see the module)
+        if not host_or_uncommitted(a):
+            # (no ref here: apply_on_mesh computes an operation of one where it lies)
+            device = a._device if type(a) is Array else None  # (else on the mesh)
             break
-        if type(a) is Array and a._committed:
-            device = a._device
     return [committed_to(o, device, mesh) if t and device is not None
             else place_replicated(o, mesh, not t) for o, t in zip(outs, typed)]
+
+
+def check_update_typed_as_operand(operand: Any, update: Any) -> None:
+    """JAX 0.10's ShardingTypeError for an eager ``lax.dynamic_update_slice`` under a set
+    mesh with an Explicit axis whose ``operand`` is committed to one device (typed with no
+    mesh) and ``update`` placed on the mesh (typed with it), or the reverse: its rule wants
+    the two typed alike. Anything else passes.
+
+    Example:
+      >>> mesh = plax.make_mesh((1,), ("x",))
+      >>> c = plax.device_put(jnp.ones((2, 2)), plax.devices()[0])
+      >>> with plax.set_mesh(mesh):
+      ...     check_update_typed_as_operand(c, jnp.zeros((1, 2)))
+      Traceback (most recent call last):
+      ...
+      plax.sharding_types.ShardingTypeError: dynamic_update_slice operand sharding must be equal to update sharding, got operand sharding float32[2,2]({}) and update sharding float32[1,2]({Explicit: ('x',)}).
+    """
+    from plax.sharding_eager import current_mesh
+    mesh = current_mesh()
+    if mesh is None or AxisType.Explicit not in mesh.axis_types:
+        return
+    placed = lambda v: isinstance(v, Array) and type(v) is not Array  # on the mesh
+    if (_on_one_device(operand) and placed(update)) or (placed(operand) and
+                                                         _on_one_device(update)):
+        from plax.sharding_types import ShardingTypeError
+        raise ShardingTypeError(
+            "dynamic_update_slice operand sharding must be equal to update sharding, got "
+            f"operand sharding {_typed_text(operand, mesh)} and update sharding "
+            f"{_typed_text(update, mesh)}.")
+
+
+def _typed_text(x: Array, mesh) -> str:
+    """``x``'s type as JAX's sharding errors write it: ``float32[2,2]({})`` with no mesh,
+    ``float32[1,2]({Explicit: ('x',)})`` on ``mesh`` (its axis names by type)."""
+    from plax.sharding_eager import _type_text
+    if _on_one_device(x):
+        return f"{_type_text(x.aval)}({{}})"
+    by_type: dict = {}
+    for name, t in zip(mesh.axis_names, mesh.axis_types):
+        by_type.setdefault(t.name, []).append(name)
+    axes = ", ".join(f"{t}: {tuple(names)!r}" for t, names in by_type.items())
+    return f"{_type_text(x.aval)}({{{axes}}})"
 
 
 #: ref reads: typed as the ref's value (a ref made off any mesh: committed to its device)

@@ -146,6 +146,20 @@ def one_device_of(x: Any) -> Any:
     return None
 
 
+def on_one_device(x: Any) -> bool:
+    """Whether ``x`` is an Array committed to one device or a ref of a one-device value
+    (:func:`one_device_of`, not a value placed on a mesh): under a mesh, what JAX 0.10 keeps
+    on that device, typing it with no mesh.
+
+    Example:
+      >>> on_one_device(plax.device_put(1.0, plax.devices()[0])), on_one_device(1.0)
+      (True, False)
+    """
+    if type(x) is Ref:
+        return type(x._value) is Array
+    return type(x) is Array and x._committed
+
+
 def check_committed_devices(leaves: Sequence, mesh, name_of: Callable[[int], str]) -> bool:
     """JAX's ValueError for the first of ``leaves`` committed to one device
     (:func:`one_device_of`: refs too) when the mesh's devices are not that one device
@@ -178,7 +192,7 @@ def check_committed_devices(leaves: Sequence, mesh, name_of: Callable[[int], str
             if device is not only:
                 raise incompatible_devices(name_of(i), x.aval, [device.id], device.platform,
                                            mesh)
-            kept = kept or type(x) is Array or type(x) is Ref
+            kept = kept or on_one_device(x)
     return kept and AxisType.Explicit not in mesh.axis_types
 
 
@@ -250,7 +264,9 @@ def apply_on_mesh(prim, args: Sequence, params: dict, compute: Callable) -> Any:
         return compute(prim, args, params)
     from plax.sharding_device_typed import stays_on_device
     if stays_on_device(prim, args, mesh):  # an Explicit axis: typed with no mesh (see there)
-        return compute(prim, args, params)
+        if _ShardedArray not in map(type, args):
+            return compute(prim, args, params)
+        return _computed_on_device(prim, args, params, compute, mesh)
     plain = []
     for a in args:
         v = _off_mesh_value(a, mesh)
@@ -266,6 +282,21 @@ def apply_on_mesh(prim, args: Sequence, params: dict, compute: Callable) -> Any:
     if prim.multiple_results:
         return [place_replicated(o, mesh, rank_spec) for o in out]
     return place_replicated(out, mesh, rank_spec)
+
+
+def _computed_on_device(prim, args: Sequence, params: dict, compute: Callable, mesh) -> Any:
+    """``compute(prim, args, params)`` for an operation whose result stays on the device of
+    its first committed operand (:func:`plax.sharding_device_typed.stays_on_device`) while
+    an operand that does not type it lies on the mesh (``dynamic_slice(c, i)``, ``i`` placed
+    on the mesh): computed from that operand's value on the device, committed there."""
+    device = next(d for d in map(one_device_of, args) if d is not None)
+    plain = [a if v is None else v for a, v in zip(args, (_off_mesh_value(a, mesh)
+                                                        for a in args))]
+    with internal_eager_work():  # (the mesh is that device's: nothing to place)
+        out = compute(prim, plain, params)
+    if prim.multiple_results:
+        return [committed_to(o, device, mesh) for o in out]
+    return committed_to(out, device, mesh)
 
 
 #: primitives whose JAX sharding rule keeps a short spec (``P()``, the spec JAX gives a host
@@ -287,6 +318,22 @@ _SEVERAL_OPERANDS = frozenset({"dot_general", "pad", "sort", "dynamic_slice",
 #: ``rollaxis`` and ``lax.squeeze`` keep ``P()``; ``jnp.transpose``, ``moveaxis`` and
 #: ``jnp.squeeze`` convert first, by :func:`host_operands_placed`.)
 _CONVERTED_FIRST_EAGERLY = frozenset({"rev", "argmax", "argmin", "pad"})
+#: of those, the ones whose rule types the result from its leading operands only (how many):
+#: ``dynamic_slice``'s and ``dynamic_update_slice``'s start indices and ``pad``'s padding
+#: value do not type it (``dynamic_slice(c, i)`` stays on ``c``'s device, whatever ``i``'s)
+_TYPING_OPERANDS = {"dynamic_slice": 1, "dynamic_update_slice": 2, "pad": 1}
+
+
+def typing_operands(prim, operands: Sequence) -> Sequence:
+    """The operands of ``prim`` whose types its sharding rule forwards to its result (all of
+    them but for :data:`_TYPING_OPERANDS`).
+
+    Example:
+      >>> typing_operands(plax.lax.pad_p, ["x", "padding value"])
+      ['x']
+    """
+    n = _TYPING_OPERANDS.get(prim.name)
+    return operands if n is None else operands[:n]
 
 
 def _keeps_short_spec(prim, n_operands: int, eager: bool) -> bool:
@@ -308,7 +355,7 @@ def _keeps_short_type(prim, args: Sequence) -> bool:
     """Whether JAX's result is placed ``P()``: JAX types a host value or an uncommitted array
     ``P()`` (a value placed on the mesh ``P(None, ...)``), and the rule of ``prim`` keeps
     that short spec (:func:`_keeps_short_spec`: ``sin``, ``cumsum``, ``sum``, ``dot``)."""
-    for a in args:
+    for a in typing_operands(prim, args):  # (indices typed on the mesh type nothing)
         if isinstance(a, Array) and (type(a) is not Array or a._committed):
             return False
     return _keeps_short_spec(prim, len(args), eager=True)
@@ -370,7 +417,9 @@ def _forwarded_walk(jaxpr, marks: Sequence[bool], reads: frozenset,
         if inner is not None:
             marked.update(v for v, s in zip(eqn.outvars, inner) if s)
             continue
-        if not eqn.invars or not all(v in marked for v in eqn.invars if isinstance(v, Var)):
+        if not eqn.invars or not all(v in marked for v in
+                                     typing_operands(eqn.primitive, eqn.invars)
+                                     if isinstance(v, Var)):
             continue
         if eqn.primitive.name in reads or \
                 _keeps_short_spec(eqn.primitive, len(eqn.invars), eager=False):
@@ -832,7 +881,8 @@ _CURRENT = object()
 
 
 def placed_results(outs: list, jaxpr=None, short_inputs: Sequence[bool] = (),
-                   kept: bool = False, mesh: Any = _CURRENT) -> list:
+                   kept: bool = False, mesh: Any = _CURRENT,
+                   short_consts: Sequence[bool] = ()) -> list:
     """The results of a top-level ``jit`` call under a set mesh, each
     one-device result (a program with no argument on the mesh) placed replicated on it
     (not while a function is traced: a value made then is one of its constants):
@@ -841,7 +891,9 @@ def placed_results(outs: list, jaxpr=None, short_inputs: Sequence[bool] = (),
     ``kept``: an argument keeps them on its device (what :func:`check_committed_devices`
     returns); they are committed there instead. ``mesh``: the current mesh when the
     caller has worked it out (a ``jit`` call does, once; None: no mesh is set, nothing is
-    placed); not given, it is looked up (:func:`current_mesh`).
+    placed); not given, it is looked up (:func:`current_mesh`). ``short_consts``: which of
+    ``jaxpr``'s constants JAX types as host values (``jit(lambda: jnp.sin(host))()`` gives
+    ``P()``; :func:`plax.sharding_device_typed.typed_with_no_mesh`).
 
     Example:
       >>> with plax.set_mesh(plax.make_mesh((1,), ("x",))):
@@ -856,10 +908,10 @@ def placed_results(outs: list, jaxpr=None, short_inputs: Sequence[bool] = (),
         return [Array._new(o._buf, o.aval, o._device, True) if type(o) is Array else o
                 for o in outs]
     rank_spec = _rank_spec(mesh)
-    if rank_spec and any(short_inputs) and jaxpr is not None and \
+    if rank_spec and (any(short_inputs) or any(short_consts)) and jaxpr is not None and \
             len(short_inputs) == len(jaxpr.invars) and len(outs) == len(jaxpr.outvars):
         # (a result typed by its program, placed already, keeps its buffers: _short_spec)
+        short = forwarded_outputs(jaxpr, short_inputs, consts=short_consts or False)
         return [(place_replicated(o, mesh, False) if type(o) is Array else _short_spec(o))
-                if s else place_replicated(o, mesh)
-                for o, s in zip(outs, short_outputs(jaxpr, short_inputs))]
+                if s else place_replicated(o, mesh) for o, s in zip(outs, short)]
     return [place_replicated(o, mesh, rank_spec) for o in outs]

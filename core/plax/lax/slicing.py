@@ -25,6 +25,7 @@ from plax.core.primitive import Primitive
 from plax.core.registry import register_rule
 from plax.core.trace import Tracer
 from plax.core.shaped_array import ShapedArray
+from plax.sharding import mesh_maybe_set as _mesh_maybe_set
 from plax.lax.base import (ANY, INTEGRAL, NUMBER, asarray, aval_of, lax_shape,
                            check_dtype, same_dtypes)
 from plax.transforms.batching import move_axis_to
@@ -361,7 +362,20 @@ def dynamic_update_slice(x, update, start_indices: Sequence, *,
     Raises:
       ValueError: if the number of start indices is not the operand's rank.
       TypeError: for an update of another dtype or rank, or larger than the operand.
+      ShardingTypeError: eagerly under a set Explicit mesh, for an operand committed to one
+        device and an update placed on the mesh, or the reverse (as JAX's rule refuses).
     """
+    if _mesh_maybe_set[0]:
+        from plax.sharding_device_typed import check_update_typed_as_operand
+        check_update_typed_as_operand(x, update)
+    return dynamic_update_slice_unchecked(x, update, start_indices, allow_negative_indices)
+
+
+def dynamic_update_slice_unchecked(x, update, start_indices: Sequence,
+                                   allow_negative_indices: bool | Sequence[bool] = True):
+    """:func:`dynamic_update_slice` without the check of its operands' placements: for
+    plax's own code (``.at[].add``, ref writes), whose operands may be placed apart where
+    JAX's single operation (a scatter) is typed well."""
     x = asarray(x)
     idx = _start_index_list("dynamic_update_slice", x, start_indices, allow_negative_indices)
     return dynamic_update_slice_p.bind(x, asarray(update), *idx)

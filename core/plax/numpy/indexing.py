@@ -25,7 +25,8 @@ from plax.array import Array
 from plax.core import varying as _varying
 from plax.core.trace import Tracer, get_aval
 from plax.numpy.jax_array_protocol import has_jax_array
-from plax.lax.slicing import GatherDimensionNumbers, GatherScatterMode, ScatterDimensionNumbers
+from plax.lax.slicing import (GatherDimensionNumbers, GatherScatterMode, ScatterDimensionNumbers,
+                              dynamic_update_slice_unchecked)
 from plax.sharding_indexing import index_typed
 from plax.sharding_types import explicit_type, is_untyped, with_out_sharding
 from plax.state.indexing import has_slice, read_with_slices, update_with_slices
@@ -674,7 +675,7 @@ def _update_region(x, region, y, op):
         y = combine(old, y)
     if sizes == get_aval(x).shape:
         return y
-    return lax.dynamic_update_slice(x, y, [np.int32(s) for s in starts])
+    return dynamic_update_slice_unchecked(x, y, [np.int32(s) for s in starts])
 
 
 def _untyped_with(compute, out_sharding):

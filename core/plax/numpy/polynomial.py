@@ -12,6 +12,7 @@ import numpy as np
 
 from plax import dtypes, errors, lax
 from plax.core.trace import Tracer, get_aval
+from plax.lax.slicing import dynamic_update_slice_unchecked
 from plax.transforms.jit import jit_when_traced
 from plax.numpy.util import (asarray_weak, check_arraylike, promote_args_inexact,
                              promote_dtypes, to_dtype, to_inexact_dtype)
@@ -185,7 +186,7 @@ def polydiv(u, v, *, trim_leading_zeros: bool = False):
     # long division, one quotient coefficient per step (static count)
     for k in range(0, m - n + 1):
         d = lax.mul(scale, lax.reshape(lax.slice_in_dim(r, k, k + 1, axis=0), ()))
-        q = lax.dynamic_update_slice(q, lax.reshape(d, (1,)), (k,))
+        q = dynamic_update_slice_unchecked(q, lax.reshape(d, (1,)), (k,))
         sub = lax.mul(lax.broadcast_in_dim(d, (n + 1,), ()), v)
         sub = lax.pad(sub, lax.full((), 0, dt), [(k, m - n - k, 0)])
         r = lax.sub(r, sub)

@@ -218,4 +218,5 @@ def update_with_slices(x, idx, update):
     from plax.core.trace import get_aval
     starts, sizes, rest = split_array_index(get_aval(x).shape, idx)
     window = lax.dynamic_slice(x, starts, sizes)
-    return lax.dynamic_update_slice(x, update(window, rest), starts)
+    from plax.lax.slicing import dynamic_update_slice_unchecked
+    return dynamic_update_slice_unchecked(x, update(window, rest), starts)

@@ -209,7 +209,7 @@ def written_value(value, indexer: RefIndexer, dyn, val, accumulate: bool = False
             starts, sizes, inner, inner_dyn = spans
             sub = lax.dynamic_slice(value, starts, sizes, allow_negative_indices=False)
             sub = written_value(sub, inner, inner_dyn, val, accumulate)
-            return lax.dynamic_update_slice(value, sub, starts, allow_negative_indices=False)
+            return lax.slicing.dynamic_update_slice_unchecked(value, sub, starts, False)
         at = value.at[indexer.to_index(dyn)]
         return at.add(val) if accumulate else at.set(val)
     from plax import lax
@@ -217,7 +217,7 @@ def written_value(value, indexer: RefIndexer, dyn, val, accumulate: bool = False
     if accumulate:
         val = read_value(value, indexer, dyn) + val
     update = lax.reshape(val, tuple(sizes))
-    return lax.dynamic_update_slice(value, update, starts, allow_negative_indices=False)
+    return lax.slicing.dynamic_update_slice_unchecked(value, update, starts, False)
 
 
 def _new_ref_impl(x, *, memory_space=None, kind=None):

@@ -262,19 +262,30 @@ def _reads_committed(leaves, unread: frozenset) -> bool:
     return False
 
 
-def _incompatible_devices(device, other) -> ValueError:
-    """The error for a call whose arguments and the refs it closes over are committed to
-    two devices (JAX's names the argument, then "ARG_SHARDING" for the ref)."""
-    return ValueError(f"Received incompatible devices for jitted computation: {device!r} and "
-                      f"{other!r} (a ref the function closes over). Move arguments with "
-                      "plax.device_put first.")
+def _incompatible_devices(first, device, other) -> ValueError:
+    """JAX's error for a call whose committed arguments and the refs it closes over lie on
+    two devices: ``first`` (``(what, aval)``: the argument on ``device``; None when two refs
+    closed over disagree) and a ref on ``other``, which JAX names ``ARG_SHARDING``; plax adds
+    what that is and what to do."""
+    from plax.sharding_eager import _type_text
+
+    def part(what, d):
+        return f"{what} with device ids [{d.id}] on platform {d.platform.upper()}"
+
+    head = part("ARG_SHARDING", device) if first is None else \
+        part(f"{first[0]} with shape {_type_text(first[1])} and", device)
+    return ValueError(f"Received incompatible devices for jitted computation. Got {head} and "
+                      f"{part('ARG_SHARDING', other)}\n(ARG_SHARDING: a ref the function "
+                      "closes over, committed to the device its value lies on. Move values "
+                      "with plax.device_put first.)")
 
 
-def _closed_ref_device(refs: tuple, device, committed: bool):
+def _closed_ref_device(refs: tuple, device, committed: bool, first=None):
     """The device the one-device refs a program closes over (``refs``) are committed to
     (JAX 0.10 commits a ref made off any mesh); None when none is. A ref committed to
-    another device than the call's committed arguments' (``device``, when ``committed``)
-    or another ref's is JAX's ValueError."""
+    another device than the call's committed arguments' (``device``, when ``committed``;
+    ``first()``: ``(what, aval)`` of the argument that committed it, or None) or another
+    ref's is JAX's ValueError."""
     found = None
     for r in refs:
         v = r._value
@@ -282,9 +293,9 @@ def _closed_ref_device(refs: tuple, device, committed: bool):
             if found is None:
                 found = v._device
                 if committed and found != device:
-                    raise _incompatible_devices(device, found)
+                    raise _incompatible_devices(first and first(), device, found)
             elif v._device != found:
-                raise _incompatible_devices(found, v._device)
+                raise _incompatible_devices(None, found, v._device)
     return found
 
 
@@ -691,37 +702,32 @@ class JitFunction:
                     all_arrays = False
                     multi = True
                 avals.append(x.aval)
-                if x._committed and i not in unread:
-                    if committed and x._device != device:
-                        if self._device is not None:
-                            leaves[i] = x = _moved(x, device)
-                        else:
-                            return self._call_unread(args, kwargs, mesh, leaves, treedef,
-                                                     static, unread, first, i)
-                    if first is None:
-                        first = i
-                    device, committed = x._device, True
+                held = x
             else:
                 all_arrays = False
                 try:
                     avals.append(abstractify(x))
                 except TypeError:
                     raise self._bad_argument(leaves, treedef, static, len(args)) from None
-                if type(x) is Ref:
-                    has_refs = True
-                    value = x._value
-                    # a ref of a sharded value: the program may run per device on its blocks
-                    multi = multi or type(value) is not Array
-                    if type(value) is Array and value._committed and self._device is None \
-                            and i not in unread:
-                        # JAX 0.10 commits a ref made off any mesh to its device: the call
-                        # runs there, its results committed, as a committed Array's would
-                        if committed and value._device != device:
-                            return self._call_unread(args, kwargs, mesh, leaves, treedef,
-                                                     static, unread, first, i)
-                        if first is None:
-                            first = i
-                        device, committed = value._device, True
+                if type(x) is not Ref:
+                    continue
+                has_refs = True
+                held = x._value
+                # a ref of a sharded value: the program may run per device on its blocks
+                multi = multi or type(held) is not Array
+                # JAX 0.10 commits a ref made off any mesh to its device: the call runs
+                # there, its results committed, as a committed Array's would
+                if type(held) is not Array or self._device is not None:
+                    continue
+            if held._committed and i not in unread:
+                if committed and held._device != device:
+                    if self._device is None:
+                        return self._call_unread(args, kwargs, mesh, leaves, treedef, static,
+                                                 unread, first, i)
+                    leaves[i] = held = _moved(x, device)  # (an Array: refs stay as above)
+                if first is None:
+                    first = i
+                device, committed = held._device, True
         if device is None:
             device = _default_device()
         flags = _trace_flags[0] or _current_trace_flags()
@@ -752,7 +758,10 @@ class JitFunction:
             if not multi and self._device is None:
                 # closed-over refs are committed to their device as arguments are (above):
                 # the call runs there (compiled for it once) and its results are committed
-                ref_device = _closed_ref_device(entry.ref_consts, device, committed)
+                ref_device = _closed_ref_device(
+                    entry.ref_consts, device, committed,
+                    None if first is None else lambda: self._described_leaf(
+                        leaves, treedef, static, len(args), first)[:2])
                 if ref_device is not None:
                     if ref_device is not device:
                         device = ref_device
@@ -795,23 +804,24 @@ class JitFunction:
         if on_mesh:  # results of a program with no argument on the mesh: placed on it
             from plax.sharding_eager import placed_results
             stay = None
+            consts = entry.closed.consts
+            const_marks = typed_with_no_mesh(consts, mesh) if consts else ()
             if not kept:  # an Explicit axis: some may stay on a committed argument's device
                 from plax.sharding_device_typed import device_typed_outputs
                 stay = device_typed_outputs(entry.closed.jaxpr, raw, mesh,
-                                            unread | entry.unread, entry.closed.consts)
+                                            unread | entry.unread, const_marks, host_inputs)
             if stay is not None and any(stay):
                 from plax.sharding_device_typed import kept_on_device
                 # (those staying are not placed on the mesh first: None is placed as None)
                 placed = placed_results([None if s else o for o, s in zip(out_arrays, stay)],
                                         entry.closed.jaxpr, host_inputs, kept, mesh)
                 out_arrays = kept_on_device(out_arrays, placed, stay, device, mesh)
-                kept = True  # (not replayed: jit_mesh_calls places every result)
             else:
                 out_arrays = placed_results(out_arrays, entry.closed.jaxpr, host_inputs, kept,
-                                            mesh)
+                                            mesh, const_marks)
             # (any platform: what can be replayed -- each result holding the program's own
             # output buffer, as on a CPU mesh or a mesh of one device -- recipe decides)
-            if not kept and not has_refs and not kwargs and \
+            if not has_refs and not kwargs and \
                     entry.pinned is None and not entry.ref_consts and not lent and \
                     self._device is None and not self._donates and \
                     self._shardings is None and self._fast_eligible(args):
@@ -865,15 +875,17 @@ class JitFunction:
         """JAX's ValueError for argument leaves ``i`` and ``j`` (Arrays or refs) committed to
         two devices, naming each by its path as JAX does (``argument x['p'] of f``)."""
         from plax.sharding_eager import incompatible_arguments
+        return incompatible_arguments(self._described_leaf(leaves, treedef, static, nargs, i),
+                                      self._described_leaf(leaves, treedef, static, nargs, j))
+
+    def _described_leaf(self, leaves, treedef, static, nargs, i) -> tuple:
+        """``(what, aval, device)`` of argument leaf ``i`` (an Array or a ref committed to one
+        device), ``what`` naming it by its path as JAX's errors do (``argument x['p'] of f``)."""
         qualname = getattr(self.fun, "__qualname__", None) or fun_name(self.fun)
-        paths = _leaf_paths(self._transform, self.fun, treedef, static, nargs, len(leaves))
-
-        def described(k):
-            x = leaves[k]
-            device = x._value._device if type(x) is Ref else x._device
-            return f"argument {paths[k]} of {qualname}", x.aval, device
-
-        return incompatible_arguments(described(i), described(j))
+        path = _leaf_paths(self._transform, self.fun, treedef, static, nargs, len(leaves))[i]
+        x = leaves[i]
+        device = x._value._device if type(x) is Ref else x._device
+        return f"argument {path} of {qualname}", x.aval, device
 
     def _check_context_mesh(self, leaves, treedef, static, nargs, mesh) -> bool:
         """JAX's ValueError for an argument committed to one device other than the devices

@@ -11,7 +11,9 @@ program's output buffer; on a mesh of one device of another platform (a GPU) the
 arguments are put on that device once and the result holds the output buffer too (a mesh
 of several GPUs copies each result to every device: nothing to replay, :func:`recipe`
 says None). What the general path made of a signature's results -- each one's
-type, sharding and pieces -- is recorded once (:func:`recipe`), and later calls with
+type, sharding and pieces, or the device a result kept on a committed argument's device
+is committed to (:mod:`plax.sharding_device_typed`) -- is recorded once (:func:`recipe`),
+and later calls with
 arguments of the same kinds run the program and wrap its buffers so (:func:`replayed`),
 skipping the placement, checks and result placement that would give the same answer again.
 """
@@ -62,7 +64,9 @@ def recipe(out_bufs: Sequence, results: Sequence) -> list | None:
     """How the general path placed ``results`` (a call's result leaves) from the program's
     output buffers ``out_bufs``: per result its type, sharding and pieces
     ``(device, index, backend)``, when each is an Array committed over the mesh whose every
-    piece holds its output buffer as it is; else None (nothing to replay).
+    piece holds its output buffer as it is, or its type and device, when it is a one-device
+    Array committed there holding its output buffer (a result kept on a committed
+    argument's device); else None (nothing to replay).
 
     Example:
       >>> with plax.set_mesh(plax.make_mesh((1,), ("x",))):
@@ -72,6 +76,9 @@ def recipe(out_bufs: Sequence, results: Sequence) -> list | None:
     """
     parts = []
     for buf, out in zip(out_bufs, results):
+        if type(out) is Array and out._committed and out._buf is buf:
+            parts.append((out.aval, out._device))
+            continue
         if type(out) is not _ShardedArray or not out._committed or \
                 _BUF.__get__(out, _ShardedArray) is not buf or \
                 any(p.buffer is not buf for p in out._pieces):
@@ -93,7 +100,12 @@ def replayed(parts: Sequence, out_bufs: Sequence) -> list:
       True
     """
     outs = []
-    for (aval, sharding, layout), buf in zip(parts, out_bufs):
+    new = Array._new
+    for part, buf in zip(parts, out_bufs):
+        if len(part) == 2:  # kept on a committed argument's device
+            outs.append(new(buf, part[0], part[1], True))
+            continue
+        aval, sharding, layout = part
         # (typed=False: the recorded type itself, as the general path typed it)
         out = _sharded(aval, sharding, [_Piece(d, i, buf, b) for d, i, b in layout], True,
                        typed=False)

@@ -18,6 +18,7 @@ import numpy as np
 from plax import dtypes
 from plax.core import registry
 from plax.core.shaped_array import ShapedArray
+from plax.array import Array
 from plax.core.trace import Trace, Tracer, get_aval, staged_inputs
 
 _jvp_rules = registry.rule_table("jvp")
@@ -167,6 +168,21 @@ class JVPTracer(Tracer):
         return staged_inputs(t.var, t.builder.eqns, inputs) or None
 
 
+def _committed_by_tangent(primal_out: Array, tangents: list) -> Array:
+    """``primal_out`` (an uncommitted eager result) committed to the device of the first
+    tangent that is an Array committed to one device there, as JAX 0.10 commits it: JAX
+    runs each ``jax.numpy`` function as a ``jit``, whose device a committed tangent
+    argument decides (``jvp(jnp.sin, (u,), (c,))``'s primal result is committed; JAX's
+    ``lax.sin``, not a ``jit``, leaves it uncommitted, a difference plax keeps, both binding
+    one primitive here)."""
+    for t in tangents:
+        if type(t) is Array and t._committed:
+            if t._device is primal_out._device:
+                return Array._new(primal_out._buf, primal_out.aval, t._device, True)
+            break
+    return primal_out
+
+
 class JVPTrace(Trace):
     """Runs each primitive's JVP rule on (primal, tangent) pairs."""
 
@@ -187,6 +203,8 @@ class JVPTrace(Trace):
             return JVPTracer(self, out, Zero.from_primal(out))
         rule = _jvp_rules.get(primitive) or registry.get_rule("jvp", primitive)
         primal_out, tangent_out = rule(primals, tangents, **params)
+        if type(primal_out) is Array and not primal_out._committed:
+            primal_out = _committed_by_tangent(primal_out, tangents)
         if primitive.multiple_results:
             return [JVPTracer(self, p, t) for p, t in zip(primal_out, tangent_out)]
         return JVPTracer(self, primal_out, tangent_out)
