@@ -75,3 +75,30 @@ def test_results_kept_on_the_device_are_replayed_alike(monkeypatch):
                       want["jit(c, on mesh): dynamic_slice(c, on mesh)"]]
     assert got[1] == got[2] == got[0]
     assert count[0] == 4  # (two replays of each jit)
+
+
+@pytest.mark.parametrize("traced", [False, True])
+def test_update_sharding_error_names_every_axis_by_type(traced):
+    """``dynamic_update_slice``'s ShardingTypeError under a mesh of Auto and Explicit axes
+    writes each type's mesh as JAX 0.10.2 does, every axis grouped by its type (the eager
+    check of an operand committed to one device and the traced rule of two specs share
+    the message)."""
+    AT = plax.sharding.AxisType
+    mesh = plax.make_mesh((1, 1), ("x", "y"), axis_types=(AT.Auto, AT.Explicit))
+    c = plax.device_put(jnp.ones((2, 2)), plax.devices()[0])
+    dus = lambda a, b: plax.lax.dynamic_update_slice(a, b, (0, 0))
+    head = "dynamic_update_slice operand sharding must be equal to update sharding, got "
+    with plax.set_mesh(mesh):
+        if traced:  # (JAX 0.10.2's text, recorded)
+            a = plax.device_put(jnp.zeros((2, 2)), plax.NamedSharding(mesh, plax.P("y")))
+            with pytest.raises(plax.sharding_types.ShardingTypeError) as e:
+                plax.jit(dus)(a, jnp.zeros((1, 2)))
+            assert str(e.value) == head + (
+                "operand sharding float32[2@y,2]({Auto: ('x',), Explicit: ('y',)}) and update "
+                "sharding float32[1,2]({Auto: ('x',), Explicit: ('y',)}).")
+        else:
+            with pytest.raises(plax.sharding_types.ShardingTypeError) as e:
+                dus(c, jnp.zeros((1, 2)))
+            assert str(e.value) == head + (
+                "operand sharding float32[2,2]({}) and update sharding "
+                "float32[1,2]({Auto: ('x',), Explicit: ('y',)}).")

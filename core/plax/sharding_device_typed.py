@@ -174,24 +174,12 @@ def check_update_typed_as_operand(operand: Any, update: Any) -> None:
     placed = lambda v: isinstance(v, Array) and type(v) is not Array  # on the mesh
     if (_on_one_device(operand) and placed(update)) or (placed(operand) and
                                                          _on_one_device(update)):
-        from plax.sharding_types import ShardingTypeError
-        raise ShardingTypeError(
-            "dynamic_update_slice operand sharding must be equal to update sharding, got "
-            f"operand sharding {_typed_text(operand, mesh)} and update sharding "
-            f"{_typed_text(update, mesh)}.")
-
-
-def _typed_text(x: Array, mesh) -> str:
-    """``x``'s type as JAX's sharding errors write it: ``float32[2,2]({})`` with no mesh,
-    ``float32[1,2]({Explicit: ('x',)})`` on ``mesh`` (its axis names by type)."""
-    from plax.sharding_eager import _type_text
-    if _on_one_device(x):
-        return f"{_type_text(x.aval)}({{}})"
-    by_type: dict = {}
-    for name, t in zip(mesh.axis_names, mesh.axis_types):
-        by_type.setdefault(t.name, []).append(name)
-    axes = ", ".join(f"{t}: {tuple(names)!r}" for t, names in by_type.items())
-    return f"{_type_text(x.aval)}({{{axes}}})"
+        from plax.sharding_eager import _type_text
+        from plax.sharding_indexing import mesh_axes_str, update_sharding_error
+        # (a value's type: with no mesh on one device, else the set mesh's)
+        typed = lambda v: \
+            f"{_type_text(v.aval)}({mesh_axes_str(None if _on_one_device(v) else mesh)})"
+        raise update_sharding_error(typed(operand), typed(update))
 
 
 #: ref reads: typed as the ref's value (a ref made off any mesh: committed to its device)

@@ -110,16 +110,31 @@ def _rev(prim, in_dims, in_avals, params):
     return in_dims[0]
 
 
+def mesh_axes_str(mesh) -> str:
+    """A type's mesh as JAX's sharding errors write it after the type: its axes grouped by
+    type, ``{Explicit: ('x',), Auto: ('y',)}``; ``{}`` for no mesh (None)."""
+    by_type: dict = {}
+    if mesh is not None:
+        for name, t in zip(mesh.axis_names, mesh.axis_types):
+            by_type.setdefault(t.name, []).append(name)
+    return "{" + ", ".join(f"{t}: {tuple(names)!r}" for t, names in by_type.items()) + "}"
+
+
+def update_sharding_error(operand: str, update: str) -> ShardingTypeError:
+    """JAX's error for a ``dynamic_update_slice`` whose ``operand`` and ``update`` (their
+    types as the message writes them: ``float32[8@X,4]({Explicit: ('X',)})``) differ."""
+    return ShardingTypeError(
+        "dynamic_update_slice operand sharding must be equal to update sharding, got "
+        f"operand sharding {operand} and update sharding {update}.")
+
+
 @register_sharding_rule("dynamic_update_slice")
 def _dynamic_update_slice(prim, in_dims, in_avals, params):
     operand, update = in_avals[0], in_avals[1]
     if in_dims[0] != in_dims[1]:
-        mesh = (operand.sharding or update.sharding).mesh
-        axes = f"({{Explicit: {tuple(mesh.explicit_axes)!r}}})"
-        raise ShardingTypeError(
-            "dynamic_update_slice operand sharding must be equal to update sharding, got "
-            f"operand sharding {_type_str(operand, False)}{axes} and update sharding "
-            f"{_type_str(update, False)}{axes}.")
+        axes = f"({mesh_axes_str((operand.sharding or update.sharding).mesh)})"
+        raise update_sharding_error(f"{_type_str(operand, False)}{axes}",
+                                    f"{_type_str(update, False)}{axes}")
     return in_dims[0]
 
 
