@@ -47,15 +47,19 @@ def stays_on_device(prim, args: Sequence, mesh) -> bool:
         and _keeps_short_spec(prim, len(args), eager=False)
 
 
+def _first_committed(leaves: Sequence, unread: frozenset = frozenset()) -> Any:
+    """The first of ``leaves`` (those not in ``unread``) that is committed, or None: JAX 0.10
+    gives a result typed with no mesh the sharding of the computation's first committed
+    argument (``SingleDeviceSharding`` when it lies on one device, ``P()`` on the mesh
+    otherwise)."""
+    return next((x for i, x in enumerate(leaves)
+                 if i not in unread and not host_or_uncommitted(x)), None)
+
+
 def _first_committed_on_one_device(leaves: Sequence, unread: frozenset = frozenset()) -> bool:
-    """Whether the first of ``leaves`` (those not in ``unread``) that is committed lies on one
-    device rather than on the mesh: JAX 0.10 gives a result typed with no mesh the sharding of
-    the computation's first committed argument (``SingleDeviceSharding`` then, ``P()`` on the
-    mesh otherwise); False when none is committed."""
-    for i, x in enumerate(leaves):
-        if i not in unread and not host_or_uncommitted(x):
-            return _on_one_device(x)
-    return False
+    """Whether :func:`_first_committed` of ``leaves`` lies on one device rather than on the
+    mesh; False when none is committed."""
+    return _on_one_device(_first_committed(leaves, unread))
 
 
 def device_typed_outputs(jaxpr, leaves: Sequence, mesh, unread: frozenset = frozenset(),
@@ -126,9 +130,9 @@ def placed_body_results(prim, outs: list, args: Sequence, params: dict, mesh) ->
     ``while``, ``scan``) -- on ``args`` under ``mesh`` (with an Explicit axis), placed as JAX
     0.10 places them: each typed as its bodies type it from the operands (host values and
     one-device arrays typed with no mesh, values on the mesh with it); one typed with no mesh
-    stays on the device of a committed operand unless an operand lies on the mesh (it is
-    then placed ``P()`` there, as with no committed operand), one typed on the mesh is placed
-    ``P(None, ...)``.
+    takes the first committed operand's sharding (:func:`_first_committed`: it stays on that
+    operand's device, or is placed ``P()`` when that operand lies on the mesh, as with no
+    committed operand), one typed on the mesh is placed ``P(None, ...)``.
 
     Example:
       >>> mesh = plax.make_mesh((1,), ("x",))
@@ -142,12 +146,10 @@ def placed_body_results(prim, outs: list, args: Sequence, params: dict, mesh) ->
     marks = [type(a) is Array or host_or_uncommitted(a) for a in args]
     walk = lambda jaxpr, m: forwarded_outputs(jaxpr, m, _READS, True)
     typed = _BODY_RULES[prim.name](params, marks, walk)
-    device = None
-    for a in args:  # the first committed operand's sharding (see the module)
-        if not host_or_uncommitted(a):
-            # (no ref here: apply_on_mesh computes an operation of one where it lies)
-            device = a._device if type(a) is Array else None  # (else on the mesh)
-            break
+    # the first committed operand's sharding (no ref here: apply_on_mesh computes an
+    # operation of one where it lies)
+    first = _first_committed(args)
+    device = first._device if type(first) is Array else None  # (else on the mesh, or none)
     return [committed_to(o, device, mesh) if t and device is not None
             else place_replicated(o, mesh, not t) for o, t in zip(outs, typed)]
 
