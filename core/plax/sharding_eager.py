@@ -109,7 +109,8 @@ def _type_text(aval) -> str:
 def incompatible_arguments(first: tuple, second: tuple) -> ValueError:
     """JAX's error for two operands of one computation committed to two devices; ``first``
     and ``second``: ``(what, aval, device)``, ``what`` naming the operand as JAX does
-    (``"argument x of f"``, ``"argument args[0] of swap"``).
+    (``"argument x of f"``, ``"argument args[0] of swap"``; ``aval`` None for one it names
+    by no type: ``"ARG_SHARDING"``, a ref a ``jit`` closes over).
 
     Returns:
       The ValueError, to raise.
@@ -121,8 +122,9 @@ def incompatible_arguments(first: tuple, second: tuple) -> ValueError:
       >>> str(err)[:73]
       'Received incompatible devices for jitted computation. Got argument x of f'
     """
-    parts = [f"{what} with shape {_type_text(aval)} and with device ids {[device.id]} on "
-             f"platform {device.platform.upper()}" for what, aval, device in (first, second)]
+    parts = [f"{what}{'' if aval is None else f' with shape {_type_text(aval)} and'} with "
+             f"device ids {[device.id]} on platform {device.platform.upper()}"
+             for what, aval, device in (first, second)]
     return ValueError("Received incompatible devices for jitted computation. Got "
                       + " and ".join(parts))
 

@@ -262,29 +262,23 @@ def _reads_committed(leaves, unread: frozenset) -> bool:
     return False
 
 
-def _incompatible_devices(first, device, other) -> ValueError:
+def _incompatible_devices(first: tuple, other) -> ValueError:
     """JAX's error for a call whose committed arguments and the refs it closes over lie on
-    two devices: ``first`` (``(what, aval)``: the argument on ``device``; None when two refs
-    closed over disagree) and a ref on ``other``, which JAX names ``ARG_SHARDING``; plax adds
+    two devices: ``first`` (``(what, aval, device)``: the argument that committed the call,
+    or ``("ARG_SHARDING", None, device)``, a ref closed over) and a ref on ``other``, which
+    JAX names ``ARG_SHARDING`` (:func:`plax.sharding_eager.incompatible_arguments`); plax adds
     what that is and what to do."""
-    from plax.sharding_eager import _type_text
-
-    def part(what, d):
-        return f"{what} with device ids [{d.id}] on platform {d.platform.upper()}"
-
-    head = part("ARG_SHARDING", device) if first is None else \
-        part(f"{first[0]} with shape {_type_text(first[1])} and", device)
-    return ValueError(f"Received incompatible devices for jitted computation. Got {head} and "
-                      f"{part('ARG_SHARDING', other)}\n(ARG_SHARDING: a ref the function "
-                      "closes over, committed to the device its value lies on. Move values "
-                      "with plax.device_put first.)")
+    from plax.sharding_eager import incompatible_arguments
+    err = incompatible_arguments(first, ("ARG_SHARDING", None, other))
+    return ValueError(f"{err}\n(ARG_SHARDING: a ref the function closes over, committed to the "
+                      "device its value lies on. Move values with plax.device_put first.)")
 
 
 def _closed_ref_device(refs: tuple, device, committed: bool, first=None):
     """The device the one-device refs a program closes over (``refs``) are committed to
     (JAX 0.10 commits a ref made off any mesh); None when none is. A ref committed to
     another device than the call's committed arguments' (``device``, when ``committed``;
-    ``first()``: ``(what, aval)`` of the argument that committed it, or None) or another
+    ``first()``: ``(what, aval, device)`` of the argument that committed it) or another
     ref's is JAX's ValueError."""
     found = None
     for r in refs:
@@ -293,9 +287,10 @@ def _closed_ref_device(refs: tuple, device, committed: bool, first=None):
             if found is None:
                 found = v._device
                 if committed and found != device:
-                    raise _incompatible_devices(first and first(), device, found)
+                    raise _incompatible_devices(
+                        first() if first else ("ARG_SHARDING", None, device), found)
             elif v._device != found:
-                raise _incompatible_devices(None, found, v._device)
+                raise _incompatible_devices(("ARG_SHARDING", None, found), v._device)
     return found
 
 
@@ -761,7 +756,7 @@ class JitFunction:
                 ref_device = _closed_ref_device(
                     entry.ref_consts, device, committed,
                     None if first is None else lambda: self._described_leaf(
-                        leaves, treedef, static, len(args), first)[:2])
+                        leaves, treedef, static, len(args), first))
                 if ref_device is not None:
                     if ref_device is not device:
                         device = ref_device
