@@ -29,7 +29,8 @@ def _outputs(out) -> list:
 
 
 #: inputs and parameters beyond the kit's, for the shortcuts a kernel could take (no axes,
-#: size-1 axes and transforms, 1x1 matrices, one operand, a window of one element)
+#: size-1 axes and transforms, 1x1 and empty matrices, one operand, a window of one element,
+#: an operand shorter than the window or of rank 0, no random bits but the new key)
 def _shortcut_cases():
     from plax.lax import linalg
     from plax.lax.fft import FftType
@@ -38,6 +39,7 @@ def _shortcut_cases():
     i = np.arange(6, dtype=np.int32).reshape(2, 3)
     b = i % 2 == 0
     m = np.array([[4.0]], np.float32)
+    mats = (m, np.zeros((2, 0, 0), np.float32))   # (empty: the kernels' own results)
     reductions = [(x, {"axes": axes}) for x in (f, c, i, b) for axes in ((), (0,), (0, 1))]
     cumulative = [(x, {"axis": a, "reverse": r}) for x in (f, i, np.ones((1, 20), np.float32))
                   for a in (0, 1) for r in (False, True)]
@@ -57,20 +59,28 @@ def _shortcut_cases():
              lax.fft_p: [(x, {"fft_type": t, "fft_lengths": (1,)})
                          for x, t in ((c[:, :1], FftType.FFT), (c[:, :1], FftType.IFFT),
                                       (f[:, :1], FftType.RFFT), (c[:, :1], FftType.IRFFT))],
-             linalg.cholesky_p: [(m, {})], linalg.lu_p: [(m, {})],
-             linalg.qr_p: [(m, {"full_matrices": True})], linalg.eigh_p: [(m, {"lower": True})],
-             linalg.svd_p: [(m, {"full_matrices": False, "compute_uv": u}) for u in (0, 1)],
-             linalg.eig_p: [(m, {"compute_left_eigenvectors": True,
-                                 "compute_right_eigenvectors": True})],
-             linalg.triangular_solve_p: [((m, m), {"left_side": s, "lower": True,
+             linalg.cholesky_p: [(a, {}) for a in mats], linalg.lu_p: [(a, {}) for a in mats],
+             linalg.qr_p: [(a, {"full_matrices": u}) for a in mats for u in (0, 1)],
+             linalg.eigh_p: [(a, {"lower": True}) for a in mats],
+             linalg.svd_p: [(a, {"full_matrices": u, "compute_uv": v}) for a in mats
+                            for u in (0, 1) for v in (0, 1)],
+             linalg.eig_p: [(a, {"compute_left_eigenvectors": True,
+                                 "compute_right_eigenvectors": True}) for a in mats],
+             linalg.triangular_solve_p: [((a, a), {"left_side": s, "lower": True,
                                                    "transpose_a": False, "conjugate_a": False,
-                                                   "unit_diagonal": True}) for s in (0, 1)],
+                                                   "unit_diagonal": True})
+                                         for a in mats for s in (0, 1)],
+             lax.rng_bit_generator_p: [(k, {"shape": (), "dtype": np.dtype(np.uint32),
+                                            "algorithm": 1, "out_sharding": None})
+                                       for k in (np.arange(1, 5, dtype=np.uint32),
+                                                 np.arange(1, 3, dtype=np.uint64))],
              lax.concatenate_p: [((f,), {"dimension": 0})],
              lax.top_k_p: [(f, {"k": 3, "axis": 1})],
              lax.reduce_precision_p: [(f, {"exponent_bits": 8, "mantissa_bits": 23})],
              lax.cumlogsumexp_p: [(f[:1], {"axis": 0, "reverse": r}) for r in (0, 1)]}
     for p in (lax.reduce_window_sum_p, lax.reduce_window_max_p, lax.reduce_window_min_p):
-        cases[p] = [(f, window)]
+        cases[p] = [(f, window), (f, {**window, "window_dimensions": (3, 4)}),
+                    (np.float32(2.0)[...], {k: () for k in window})]
     for p in (lax.reduce_sum_p, lax.reduce_prod_p, lax.reduce_max_p, lax.reduce_min_p):
         cases[p] = [(x, params) for x, params in reductions if x.dtype != bool or
                     p in (lax.reduce_max_p, lax.reduce_min_p)]
@@ -110,6 +120,9 @@ def test_kernels_marked_fresh_never_return_operand_memory():
                      for ops, params in shortcuts.get(p, [])]
             for operands, params, label in _kit_cases(p) + extra:
                 where = f"{p.name} {label}"
+                # read-only, as the backend's buffers are: an operand handed back on some
+                # path (an empty one too, which shares no memory) is then not writeable
+                operands = [_read_only(x) for x in operands]
                 for out in _outputs(kernel(*operands, **params)):
                     assert isinstance(out, np.ndarray) or np.ndim(out) == 0, where
                     assert not any(np.shares_memory(out, x) for x in operands), where
@@ -117,6 +130,14 @@ def test_kernels_marked_fresh_never_return_operand_memory():
                         assert out.flags.writeable, where   # (a later ufunc may write it)
                     checked += 1
     assert checked > 1000, checked
+
+
+def _read_only(x):
+    if not isinstance(x, np.ndarray):
+        return x
+    view = x.view()
+    view.setflags(write=False)
+    return view
 
 
 def _program(f, *args) -> list[str]:

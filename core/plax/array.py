@@ -25,7 +25,7 @@ import numpy as np
 
 from plax import dtypes
 from plax.core.shaped_array import ShapedArray
-from plax.core.trace import state as _trace_state
+from plax.core.trace import Tracer, state as _trace_state
 from plax.sharding import (AxisType, NamedSharding, Shard, Sharding, SingleDeviceSharding,
                            index_key, index_shape)
 from plax.sharding_unreduced import has_unreduced
@@ -595,6 +595,9 @@ def _unpickle(host: np.ndarray, weak_type: bool) -> Array:
 #: (defined in :mod:`plax.dtypes`: the host values an operation or a ``jit`` call takes as
 #: arrays, NumPy arrays and scalars and Python scalars, and those scalars)
 _PY_SCALARS, HOST_VALUE_TYPES = dtypes.PY_SCALAR_TYPES, dtypes.HOST_VALUE_TYPES
+#: what a traced function takes and returns as an array: plax's arrays and tracers, and host
+#: values (``jit``'s arguments, ``plax.numpy``'s ``is_arraylike``, a function's outputs)
+ARRAYLIKE_TYPES = (Array, Tracer, *HOST_VALUE_TYPES)
 
 
 def host_or_uncommitted(x: Any) -> bool:

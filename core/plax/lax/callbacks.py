@@ -114,8 +114,8 @@ def check_results(out: Any, out_tree, result_avals: tuple) -> list:
 
 
 def _is_operand(x: Any) -> bool:
-    from plax.array import Array
-    return isinstance(x, (Array, Tracer)) or isinstance(x, dtypes.HOST_VALUE_TYPES)
+    from plax.array import ARRAYLIKE_TYPES
+    return isinstance(x, ARRAYLIKE_TYPES)
 
 
 def _flatten_args(fun: Callable, args: tuple, kwargs: dict, out_tree=None):

@@ -9,17 +9,13 @@ import numpy as np
 from plax import dtypes
 from plax import lax
 from plax.lax import shape as _lax_shape
-from plax.array import Array, from_host
+from plax.array import ARRAYLIKE_TYPES, Array, from_host
 from plax.config import config as _config
 from plax.core.trace import Tracer, get_aval, state as _trace_state
 from plax.sharding import mesh_maybe_set as _mesh_maybe_set
 
-#: what :func:`is_arraylike` accepts: plax's arrays and tracers, and host values
-_ARRAYLIKE = (Array, Tracer, *dtypes.HOST_VALUE_TYPES)
-
-
 def is_arraylike(x: Any) -> bool:
-    return isinstance(x, _ARRAYLIKE)
+    return isinstance(x, ARRAYLIKE_TYPES)
 
 
 def check_arraylike(fun_name: str, *args: Any) -> None:

@@ -23,7 +23,7 @@ from typing import Any, Callable, Iterable, Sequence
 import numpy as np
 
 from plax import dtypes, tree_util
-from plax.array import HOST_VALUE_TYPES, _PY_SCALARS, Array, from_host
+from plax.array import ARRAYLIKE_TYPES, _PY_SCALARS, Array, from_host
 from plax.backend import executable_text
 from plax.config import config
 from plax.core.jaxpr import ClosedJaxpr
@@ -1097,7 +1097,7 @@ class JitFunction:
             return self.fun(*args, **kwargs)
         leaves, treedef = _tree_flatten((dyn_args, dyn_kwargs))
         for x in leaves:
-            if not isinstance(x, _STAGEABLE):
+            if not isinstance(x, ARRAYLIKE_TYPES):
                 return self.fun(*args, **kwargs)
         return self._bind_call(len(args), leaves, treedef, static)
 
@@ -1139,9 +1139,6 @@ class JitFunction:
         if obj is None:
             return self
         return functools.partial(self, obj)
-
-
-_STAGEABLE = (Array, Tracer, *HOST_VALUE_TYPES)
 
 
 def _in_reverse_mode(leaves) -> bool:

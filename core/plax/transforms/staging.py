@@ -254,8 +254,8 @@ def convert_tracer_consts(jaxpr: Jaxpr, consts: Sequence[Any], move_refs: bool =
 def check_output(x: Any, where: str) -> None:
     """Raises TypeError for a function output that is not an array or scalar (JAX's
     ValueError for an object with ``__jax_array__``)."""
-    from plax.array import Array
-    if isinstance(x, (Array, Tracer)) or isinstance(x, dtypes.HOST_VALUE_TYPES):
+    from plax.array import ARRAYLIKE_TYPES
+    if isinstance(x, ARRAYLIKE_TYPES):
         return
     from plax.errors import jax_array_operand
     refused = jax_array_operand(x)  # JAX 0.10 reads no __jax_array__ of an output either
