@@ -29,7 +29,7 @@ def _outputs(out) -> list:
 
 
 #: inputs and parameters beyond the kit's, for the shortcuts a kernel could take (no axes,
-#: size-1 axes and transforms, 1x1 and empty matrices, one operand, a window of one element,
+#: size-1 axes and transforms, 1x1 and empty matrices, empty scans, one operand, a window of one element,
 #: an operand shorter than the window or of rank 0, no random bits but the new key)
 def _shortcut_cases():
     from plax.lax import linalg
@@ -41,7 +41,9 @@ def _shortcut_cases():
     m = np.array([[4.0]], np.float32)
     mats = (m, np.zeros((2, 0, 0), np.float32))   # (empty: the kernels' own results)
     reductions = [(x, {"axes": axes}) for x in (f, c, i, b) for axes in ((), (0,), (0, 1))]
-    cumulative = [(x, {"axis": a, "reverse": r}) for x in (f, i, np.ones((1, 20), np.float32))
+    cumulative = [(x, {"axis": a, "reverse": r})
+                  for x in (f, i, np.ones((1, 20), np.float32), np.zeros((0, 20), np.float32),
+                            np.zeros((2, 0), np.float32))   # (an empty scan axis or other axis)
                   for a in (0, 1) for r in (False, True)]
     window = {"window_strides": (1, 1), "padding": ((0, 0), (0, 0)), "base_dilation": (1, 1),
               "window_dilation": (1, 1), "window_dimensions": (1, 1)}

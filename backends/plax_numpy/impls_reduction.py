@@ -130,8 +130,6 @@ def _xla_ordered(combine, identity, exact):
         x = np.asarray(x)
         if x.dtype.kind in "biu":
             return exact(x, axis=axis, reverse=reverse)
-        if not x.size:  # (blocked_scan hands back its operand for an empty axis: not fresh)
-            return np.empty(x.shape, x.dtype)
         with np.errstate(all="ignore"):
             return blocked_scan(x, axis, reverse, combine, identity)
     return fn

@@ -120,13 +120,16 @@ def _in_order(x, reverse: bool, combine, xp):
 
 def _blocked_last_axis(x, reverse: bool, combine, identity, xp):
     n = x.shape[-1]
+    if not n:  # a new array, as on every other path (the caller may write its result)
+        return xp.empty(x.shape, x.dtype)
     if n <= SCAN_BLOCK:
-        return _in_order(x, reverse, combine, xp) if n else x
+        return _in_order(x, reverse, combine, xp)
     pad = -n % SCAN_BLOCK
     if pad:
         fill = xp.full(x.shape[:-1] + (pad,), identity, dtype=x.dtype)
         x = xp.concatenate([x, fill], axis=-1)
-    blocks = x.reshape(x.shape[:-1] + (-1, SCAN_BLOCK))
+    # (the block count written out: -1 cannot be inferred when another axis is empty)
+    blocks = x.reshape(x.shape[:-1] + (x.shape[-1] // SCAN_BLOCK, SCAN_BLOCK))
     inner = _in_order(blocks, reverse, combine, xp)
     totals = inner[..., 0] if reverse else inner[..., -1]
     scanned = _blocked_last_axis(xp.ascontiguousarray(totals), reverse, combine, identity, xp)
