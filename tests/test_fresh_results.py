@@ -29,16 +29,19 @@ def _outputs(out) -> list:
 
 
 #: inputs and parameters beyond the kit's, for the shortcuts a kernel could take (no axes,
-#: size-1 axes and transforms, 1x1 and empty matrices, empty scans, one operand, a window of one element,
-#: an operand shorter than the window or of rank 0, no random bits but the new key)
+#: size-1 axes and transforms, 1x1 and empty matrices, empty scans, one operand, a window of
+#: one element, an operand shorter than the window or of rank 0, no random bits but the new
+#: key, no padding, a conversion to the operand's own dtype, the paths of large arrays)
 def _shortcut_cases():
     from plax.lax import linalg
     from plax.lax.fft import FftType
+    from plax.lax.fused_multiply_add import fma_p
     f = np.arange(6, dtype=np.float32).reshape(2, 3)
     c = (f + 1j * f[::-1]).astype(np.complex64)
     i = np.arange(6, dtype=np.int32).reshape(2, 3)
     b = i % 2 == 0
     m = np.array([[4.0]], np.float32)
+    big = np.linspace(-1, 1, 20000, dtype=np.float32).reshape(100, 200)
     mats = (m, np.zeros((2, 0, 0), np.float32))   # (empty: the kernels' own results)
     reductions = [(x, {"axes": axes}) for x in (f, c, i, b) for axes in ((), (0,), (0, 1))]
     cumulative = [(x, {"axis": a, "reverse": r})
@@ -77,6 +80,12 @@ def _shortcut_cases():
                                        for k in (np.arange(1, 5, dtype=np.uint32),
                                                  np.arange(1, 3, dtype=np.uint64))],
              lax.concatenate_p: [((f,), {"dimension": 0})],
+             lax.pad_p: [((f, np.float32(0)), {"padding_config": cfg})   # nothing padded
+                         for cfg in (((0, 0, 0), (0, 0, 0)), ((-1, 0, 0), (0, -2, 0)))],
+             lax.select_n_p: [((big > 0, big, -big), {})],    # (the bit blend of large arrays)
+             lax.convert_element_type_p: [(x, {"new_dtype": x.dtype, "weak_type": False})
+                                          for x in (f, i, b, c)],
+             fma_p: [((big, big, big), {})],                  # (chunk by chunk)
              lax.top_k_p: [(f, {"k": 3, "axis": 1})],
              lax.reduce_precision_p: [(f, {"exponent_bits": 8, "mantissa_bits": 23})],
              lax.cumlogsumexp_p: [(f[:1], {"axis": 0, "reverse": r}) for r in (0, 1)]}
@@ -104,6 +113,7 @@ def _kit_cases(p):
 
 def test_kernels_marked_fresh_never_return_operand_memory():
     from plax.lax import linalg
+    from plax.lax.fused_multiply_add import fma_p
     from plax.testing.conformance.specs import BY_PRIMITIVE
     marked = {p: fn for p, fn in _numpy_impls().items() if returns_fresh(fn)}
     # the families this mark was verified for, kernel by kernel (a regression drops one)
@@ -111,7 +121,8 @@ def test_kernels_marked_fresh_never_return_operand_memory():
             lax.top_k_p, lax.cumsum_p, lax.threefry2x32_p, lax.dot_general_p,
             lax.reduce_window_sum_p, lax.dynamic_update_slice_p, lax.concatenate_p,
             linalg.cholesky_p, linalg.qr_p, linalg.eigh_p, linalg.svd_p, linalg.lu_p,
-            linalg.triangular_solve_p, linalg.eig_p} <= set(marked)
+            linalg.triangular_solve_p, linalg.eig_p, lax.pad_p, lax.select_n_p, lax.clamp_p,
+            lax.sign_p, lax.convert_element_type_p, lax.erf_p, fma_p} <= set(marked)
     unchecked = sorted(p.name for p in marked if p not in BY_PRIMITIVE)
     assert not unchecked, f"marked fresh without conformance cases: {unchecked}"
     shortcuts = _shortcut_cases()

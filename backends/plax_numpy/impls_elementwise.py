@@ -4,6 +4,11 @@ Integer semantics follow XLA, not NumPy: division truncates, division by zero
 gives -1 (and ``rem`` gives the dividend), shifts by the bit width or more give
 0 (or the sign for arithmetic shifts), float-to-int conversion saturates and
 maps NaN to 0.
+
+A kernel registered ``fresh`` (:func:`plax_numpy.registry.impl`) ends in a ufunc, ``np.where``,
+``np.empty`` or a copying ``astype`` on every path, so its result is new writeable memory. The
+others may hand back their operand or a view of it: ``integer_pow`` with ``y=1``, ``real`` and
+``imag`` of a complex operand, ``bitcast_convert_type`` and ``stop_gradient``.
 """
 from __future__ import annotations
 
@@ -11,6 +16,7 @@ import numpy as np
 
 from plax import lax
 from plax.dtypes import bfloat16
+from plax.lowering.emitter import fresh_result, returns_fresh
 from plax_numpy.registry import impl, lowp, quiet
 
 
@@ -45,7 +51,7 @@ _ufunc(lax.real_p, np.real, low_precision=False)
 _ufunc(lax.imag_p, np.imag, low_precision=False)
 
 
-@impl(lax.sign_p)
+@impl(lax.sign_p, fresh=True)
 @_quiet
 def _sign(x):
     if x.dtype.kind == "u":
@@ -55,7 +61,7 @@ def _sign(x):
     return np.sign(x)
 
 
-@impl(lax.abs_p)
+@impl(lax.abs_p, fresh=True)
 @_quiet
 def _abs(x):
     if x.dtype == bfloat16:
@@ -63,7 +69,7 @@ def _abs(x):
     return np.abs(x)
 
 
-@impl(lax.rsqrt_p)
+@impl(lax.rsqrt_p, fresh=True)
 @lowp
 @_quiet
 def _rsqrt(x):
@@ -71,7 +77,7 @@ def _rsqrt(x):
     return np.divide(one, np.sqrt(x))
 
 
-@impl(lax.logistic_p)
+@impl(lax.logistic_p, fresh=True)
 @lowp
 @_quiet
 def _logistic(x):
@@ -81,7 +87,7 @@ def _logistic(x):
     return scipy.special.expit(x)
 
 
-@impl(lax.round_p)
+@impl(lax.round_p, fresh=True)
 @lowp
 @_quiet
 def _round(x, *, rounding_method):
@@ -92,19 +98,19 @@ def _round(x, *, rounding_method):
     return t + np.where(np.abs(frac) >= 0.5, np.sign(x), np.zeros((), x.dtype)).astype(x.dtype)
 
 
-@impl(lax.not_p)
+@impl(lax.not_p, fresh=True)
 def _not(x):
     return np.invert(x)
 
 
-@impl(lax.population_count_p)
+@impl(lax.population_count_p, fresh=True)
 def _population_count(x):
     # NumPy counts the bits of |x| for signed types; XLA counts the two's complement pattern.
     x = np.asarray(x)
     return np.bitwise_count(x.view(np.dtype(f"u{x.dtype.itemsize}"))).astype(x.dtype)
 
 
-@impl(lax.conj_p)
+@impl(lax.conj_p, fresh=True)
 def _conj(x):
     if x.dtype.kind == "c":
         return np.conj(x)
@@ -136,7 +142,7 @@ for _prim, _uf in [(lax.atan2_p, np.arctan2), (lax.max_p, np.maximum), (lax.min_
     _ufunc(_prim, _uf)
 
 
-@impl(lax.pow_p)
+@impl(lax.pow_p, fresh=True)
 @lowp
 @_quiet
 def _pow(x, y):
@@ -158,7 +164,7 @@ def _pow(x, y):
     return out
 
 
-@impl(lax.nextafter_p)
+@impl(lax.nextafter_p, fresh=True)
 @_quiet
 def _nextafter(x, y):
     x, y = np.broadcast_arrays(np.asarray(x), np.asarray(y))
@@ -214,15 +220,15 @@ def _int_rem(x, y, zero, safe):
     return np.where(zero, x, np.fmod(x, safe))
 
 
-impl(lax.div_p)(_float_or(np.divide, _int_div))
-impl(lax.rem_p)(_float_or(np.fmod, _int_rem))
+impl(lax.div_p, fresh=True)(_float_or(np.divide, _int_div))
+impl(lax.rem_p, fresh=True)(_float_or(np.fmod, _int_rem))
 
 
 def _bits(dtype) -> int:
     return dtype.itemsize * 8
 
 
-@impl(lax.shift_left_p)
+@impl(lax.shift_left_p, fresh=True)
 def _shift_left(x, y):
     nbits = _bits(x.dtype)
     big = (y < 0) | (y >= nbits) if y.dtype.kind == "i" else (y >= nbits)
@@ -230,7 +236,7 @@ def _shift_left(x, y):
     return np.where(big, np.zeros((), x.dtype), np.left_shift(x, safe)).astype(x.dtype)
 
 
-@impl(lax.shift_right_logical_p)
+@impl(lax.shift_right_logical_p, fresh=True)
 def _shift_right_logical(x, y):
     x, y = np.asarray(x), np.asarray(y)
     unsigned = np.dtype(f"u{x.dtype.itemsize}")
@@ -240,7 +246,7 @@ def _shift_right_logical(x, y):
     return np.asarray(out, unsigned).view(x.dtype)
 
 
-@impl(lax.shift_right_arithmetic_p)
+@impl(lax.shift_right_arithmetic_p, fresh=True)
 def _shift_right_arithmetic(x, y):
     nbits = _bits(x.dtype)
     big = (y < 0) | (y >= nbits) if y.dtype.kind == "i" else (y >= nbits)
@@ -252,7 +258,7 @@ def _shift_right_arithmetic(x, y):
     return np.right_shift(x, safe).astype(x.dtype)
 
 
-@impl(lax.complex_p)
+@impl(lax.complex_p, fresh=True)
 def _complex(x, y):
     out_dtype = np.complex128 if x.dtype == np.float64 else np.complex64
     # parts written directly: x + 1j * y would turn an infinite y into NaN + inf j
@@ -265,7 +271,7 @@ def _complex(x, y):
 
 # ------------------------------------------------------------------ select and clamp
 
-@impl(lax.select_n_p)
+@impl(lax.select_n_p, fresh=True)
 def _select_n(which, *cases):
     if which.dtype == np.bool_:
         if len(cases) == 1:
@@ -298,14 +304,14 @@ def _select_bool(which, on_false, on_true):
     return out.view(on_true.dtype)
 
 
-@impl(lax.clamp_p)
+@impl(lax.clamp_p, fresh=True)
 def _clamp(lo, x, hi):
     return np.minimum(np.maximum(x, lo), hi).astype(x.dtype)
 
 
 # ------------------------------------------------------------------ conversion
 
-@impl(lax.convert_element_type_p)
+@impl(lax.convert_element_type_p, fresh=True)
 @_quiet
 def _convert(x, *, new_dtype, weak_type):
     src = x.dtype
@@ -357,15 +363,15 @@ def _scipy(name):
     return fn
 
 
-impl(lax.erf_p)(lowp(_quiet(_scipy("erf"))))
-impl(lax.erfc_p)(lowp(_quiet(_scipy("erfc"))))
-impl(lax.erf_inv_p)(lowp(_quiet(_scipy("erfinv"))))
+impl(lax.erf_p, fresh=True)(lowp(_quiet(_scipy("erf"))))
+impl(lax.erfc_p, fresh=True)(lowp(_quiet(_scipy("erfc"))))
+impl(lax.erf_inv_p, fresh=True)(lowp(_quiet(_scipy("erfinv"))))
 def _poles(x):
     """The non-positive integers, where digamma and polygamma are NaN (XLA's convention)."""
     return (x <= 0) & (x == np.floor(x))
 
 
-@impl(lax.lgamma_p)
+@impl(lax.lgamma_p, fresh=True)
 @lowp
 @_quiet
 def _lgamma(x):
@@ -374,7 +380,7 @@ def _lgamma(x):
     return np.where(np.isneginf(x), np.array(np.inf, x.dtype), scipy.special.gammaln(x))
 
 
-@impl(lax.digamma_p)
+@impl(lax.digamma_p, fresh=True)
 @lowp
 @_quiet
 def _digamma(x):
@@ -382,7 +388,7 @@ def _digamma(x):
     return np.where(_poles(x), np.array(np.nan, x.dtype), scipy.special.psi(x))
 
 
-@impl(lax.polygamma_p)
+@impl(lax.polygamma_p, fresh=True)
 @lowp
 @_quiet
 def _polygamma(m, x):
@@ -405,6 +411,8 @@ def _cast_result(fn):
             return np.asarray(out).astype(want)
         return out
     wrapped.__name__ = fn.__name__
+    if returns_fresh(fn):   # (its result or a copy of it: new memory still)
+        fresh_result(wrapped)
     return wrapped
 
 

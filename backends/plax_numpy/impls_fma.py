@@ -121,7 +121,7 @@ def fma_rational(a: float, b: float, c: float) -> float:
         return float("inf") if exact > 0 else float("-inf")
 
 
-@impl(fma_p)
+@impl(fma_p, fresh=True)  # (np.where, astype or np.empty on every path)
 @quiet
 def _fma(a, b, c):
     a, b, c = np.broadcast_arrays(np.asarray(a), np.asarray(b), np.asarray(c))

@@ -43,7 +43,7 @@ def _rev(x, *, dimensions):
     return np.flip(x, dimensions)
 
 
-@impl(lax.pad_p)
+@impl(lax.pad_p, fresh=True)
 def _pad(x, padding_value, *, padding_config):
     x = np.asarray(x)
     # interior padding: place x on a strided grid
@@ -59,6 +59,8 @@ def _pad(x, padding_value, *, padding_config):
         grid = np.pad(grid, widths, mode="constant", constant_values=padding_value)
     crops = tuple(slice(max(-lo, 0), grid.shape[k] - max(-hi, 0))
                   for k, (lo, hi, _) in enumerate(padding_config))
+    if grid is x:  # nothing padded (at most cropped): copied, new memory as on the other paths
+        return x[crops].copy()
     return grid[crops]
 
 

@@ -19,7 +19,7 @@ def _same_dtype(fn):
 
 def _kernel(prim):
     def register(fn):
-        return impl(prim)(_same_dtype(lowp(quiet(fn))))
+        return impl(prim, fresh=True)(_same_dtype(lowp(quiet(fn))))  # (scipy ufuncs, np.where)
     return register
 
 
