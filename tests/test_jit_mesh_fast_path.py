@@ -97,6 +97,27 @@ def test_a_numpy_argument_written_after_the_call_leaves_results_as_they_were(rep
     np.testing.assert_array_equal(np.asarray(later[1]), [8, 8, 8])
 
 
+def test_a_bfloat16_numpy_argument_is_copied_as_a_float32_one_is(replays, monkeypatch):
+    """bfloat16 (a NumPy dtype of kind "V") is a numeric host dtype: a replayed call copies
+    such an argument into its buffer directly, making no Array of it."""
+    from plax.dtypes import bfloat16
+    made = []
+    real = jit_mesh_calls.from_host
+    monkeypatch.setattr(jit_mesh_calls, "from_host",
+                        lambda *a, **k: made.append(a) or real(*a, **k))
+    f = plax.jit(lambda a: (a, a + 1))
+    host = np.arange(3).astype(bfloat16)
+    with plax.set_mesh(MESH):
+        first = f(host)
+        again = [f(host) for _ in range(2)]
+    assert replays[0] == 2
+    assert made == []
+    for out in again:
+        assert [_described(o) for o in out] == [_described(o) for o in first]
+    assert first[1].dtype == bfloat16
+    np.testing.assert_array_equal(np.asarray(again[1][1], np.float32), [1, 2, 3])
+
+
 def test_results_share_the_program_s_buffer_across_pieces():
     """A host value is copied once; an uncommitted Array's buffer is used as it is (an
     Array's buffer is never written), on every call."""

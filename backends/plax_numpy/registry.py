@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from typing import Callable
 
+from plax.lowering.emitter import fresh_result
 from plax.lowering.host import numpy_errors_off
 
 # The kernels of plax.lax's primitive families that load on first use: the family's module ->
@@ -85,7 +86,6 @@ def impl(*primitives, fresh: bool = False) -> Callable:
 
     def register(fn: Callable) -> Callable:
         if fresh:
-            from plax.lowering.emitter import fresh_result
             fn = fresh_result(fn)
         for p in primitives:
             IMPLS[p] = fn

@@ -26,5 +26,8 @@ class _SupportsDType(Protocol):
     def dtype(self) -> np.dtype: ...
 
 
+# written out, not plax.array.ARRAYLIKE_TYPES: a type checker reads the annotation without
+# running code, and of NumPy's scalars it names numbers and bools only (ARRAYLIKE_TYPES's
+# np.generic, a runtime check's cheap superset, would admit np.str_ and np.datetime64 too)
 ArrayLike = Union[Array, Tracer, np.ndarray, np.bool_, np.number, bool, int, float, complex]
 DTypeLike = Union[str, type[Any], np.dtype, _SupportsDType]

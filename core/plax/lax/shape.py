@@ -161,7 +161,7 @@ def full(shape: Sequence[int], fill_value, dtype=None, *, weak_type: bool | None
         raise ValueError("full: fill_value None is not a valid value (it has no numeric value)")
     weak = (dtype is None and dtypes.is_weakly_typed(fill_value)) if weak_type is None else weak_type
     dt = dtypes.canonicalize_dtype(dtype) if dtype is not None else dtypes.dtype(fill_value)
-    if isinstance(fill_value, (bool, int, float, complex, np.generic, np.ndarray)):
+    if isinstance(fill_value, dtypes.HOST_VALUE_TYPES):
         # a host constant: convert on the host, so a staged jaxpr sees a literal
         fill = from_host(np.asarray(fill_value).astype(dt), weak_type=weak)
     else:

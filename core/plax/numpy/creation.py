@@ -106,7 +106,7 @@ def array(object: Any, dtype: Any = None, copy: bool = True, order: str | None =
         leaves = _sequence_leaves(object)
         dt = target if target is not None else dtypes.result_type(*leaves)
         out = _join_traced_rows(object, dt)
-    elif isinstance(object, (bool, int, float, complex)):
+    elif isinstance(object, dtypes.PY_SCALAR_TYPES):
         out = from_host(object, dtype=target)
     elif object is None:
         # JAX's exact words: custom pytrees rebuilt from None leaves print them (custom_pytrees.md)
@@ -170,7 +170,7 @@ def _host_from_sequence(seq, target=None) -> np.ndarray:
         raise ValueError("None is not a valid value for jnp.array (found in a list; it has no "
                          "numeric value)")
     for v in leaves:
-        if not isinstance(v, (bool, int, float, complex, np.generic, np.ndarray)):
+        if not isinstance(v, dtypes.HOST_VALUE_TYPES):
             raise TypeError(f"array(): unexpected element of type {type(v).__name__} ({v!r}) in "
                             "a list; expected numbers or arrays.")
     # JAX types a list by promoting its elements: Python scalars are weak (they take the
@@ -313,7 +313,7 @@ def _like(a, dtype, shape, value, name: str = "full_like"):
     dt = aval.dtype if dtype is None else dtypes.check_user_dtype(dtype, "full_like")
     new_shape = aval.shape if shape is None else canonicalize_shape(shape)
     weak = dtype is None and aval.weak_type
-    if type(value) not in (int, float, bool) and np.ndim(value) != 0:
+    if type(value) not in dtypes.PY_SCALAR_TYPES and np.ndim(value) != 0:
         # an array fill: broadcast to the shape (JAX's jnp.full_like)
         from plax.numpy.util import broadcast_to
         out = broadcast_to(asarray(value, dtype=dt), new_shape)

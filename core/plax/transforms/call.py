@@ -43,6 +43,7 @@ from plax.core.passes import prepare_for_backend, split_known
 from plax.core.primitive import Primitive
 from plax.core.shaped_array import ShapedArray
 from plax.core.trace import Tracer, eager_region, get_aval, new_main
+from plax.dtypes import NUMERIC_DTYPE_TYPES as _NUMERIC
 from plax.empty_programs import computes_nothing, empty_outputs
 from plax.float0 import is_float0_value, program_has_float0, strip_program, with_float0_outputs
 from plax.state.types import Ref
@@ -133,10 +134,6 @@ def to_buffer(x, device):
     return from_host(x, device=device)._buf
 
 
-#: the classes of numeric host dtypes (bfloat16 among them): NumPy arrays and scalars of
-#: one are host arguments of the fast paths (:func:`lend_buffers`, ``jit._host_kinds``)
-NUMERIC = dtypes.NUMERIC_DTYPE_TYPES
-
 #: NumPy arguments of at least this many bytes are lent to a jitted call instead of copied
 #: (:func:`lend_buffers`); below it a copy costs less than the alias check
 LEND_MIN_BYTES = 1 << 16
@@ -168,7 +165,7 @@ def lend_buffers(leaves, device, avals) -> tuple[list, list]:
         t = type(x)
         if t is Array and (x._device is device or x._device == device):
             bufs.append(x._buf)
-        elif t is np.ndarray and type(x.dtype) in NUMERIC:
+        elif t is np.ndarray and type(x.dtype) in _NUMERIC:
             backend = backend or device.backend
             if x.nbytes >= LEND_MIN_BYTES and x.dtype == aval.dtype and x.flags.c_contiguous:
                 buf = backend.put(x, device)
@@ -177,7 +174,7 @@ def lend_buffers(leaves, device, avals) -> tuple[list, list]:
             else:  # the call's own copy: the caller may write to x afterwards
                 buf = backend.put(x.astype(aval.dtype), device)
             bufs.append(buf)
-        elif t in _PY_SCALARS or (isinstance(x, np.generic) and type(x.dtype) in NUMERIC):
+        elif t in _PY_SCALARS or (isinstance(x, np.generic) and type(x.dtype) in _NUMERIC):
             backend = backend or device.backend  # (a Python int's range checked)
             bufs.append(backend.put(_host_numpy(x, aval.dtype)[0], device))
         else:

@@ -35,8 +35,8 @@ from plax.state.types import Ref
 from plax.core.trace import (DebugInfo, Tracer, fun_name, shared as _trace_shared,
                              state as trace_state, trace_context)
 from plax.device import default_device as _default_device
-from plax.transforms.call import (NUMERIC as _NUMERIC, call_target, check_pinned,
-                                  compile_closed, jit_p,
+from plax.dtypes import NUMERIC_DTYPE_TYPES as _NUMERIC
+from plax.transforms.call import (call_target, check_pinned, compile_closed, jit_p,
                                   lend_buffers as _lend_buffers, pinned_device,
                                   wrap_outputs as _wrap_outputs,
                                   unlent_outputs as _unlent_outputs)

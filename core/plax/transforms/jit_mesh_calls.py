@@ -24,7 +24,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from plax.array import _BUF, Array, _Piece, _ShardedArray, _host_numpy, _sharded, from_host
-from plax.dtypes import PY_SCALAR_TYPES as _SCALARS
+from plax.dtypes import NUMERIC_DTYPE_TYPES as _NUMERIC, PY_SCALAR_TYPES as _SCALARS
 
 
 def leaf_kinds(leaves: Sequence) -> tuple | None:
@@ -127,6 +127,6 @@ def host_buffer(x: Any, device) -> Any:
         return x._buf
     if type(x) is _ShardedArray:  # (as the general path takes it: one CPU buffer, if shared)
         return x._buffer_on(device)
-    if type(x) is np.ndarray and x.dtype.kind in "biufc":  # (from_host's copy, no Array)
+    if type(x) is np.ndarray and type(x.dtype) in _NUMERIC:  # (from_host's copy, no Array)
         return device.backend.put(_host_numpy(x, None)[0], device)
     return from_host(x, device=device)._buf
