@@ -237,8 +237,8 @@ class NumbaEmitter(Emitter):
             plan.append((fn, [id(v) for v in eqn.invars], [id(v) for v in eqn.outvars]))
         in_keys = [id(v) for v in cluster.inputs]
         out_keys = [id(v) for v in cluster.outputs]
-        # the results that could be an operand's memory (a broadcast_in_dim, a no-op
-        # convert_element_type): copied where they are, so that the step is fresh_result
+        # the results that could be an operand's memory (a broadcast_in_dim, an
+        # integer_pow with y=1): copied where they are, so that the step is fresh_result
         # on every tier as the kernels are
         check = tuple(j for j, k in enumerate(out_keys) if k not in fresh)
         # (a multi-result equation's kernel returns a sequence: out is then a tuple of keys)
