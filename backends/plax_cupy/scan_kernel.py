@@ -49,9 +49,12 @@ from plax.core.jaxpr import Literal
 from plax.lowering import BROADCAST, ELEMENTWISE, INDEX, REDUCTION, fusion_kind
 from plax.lowering.calls import spliced_calls
 
+from plax.lax.slicing import GatherDimensionNumbers, GatherScatterMode, gather_fill_value
+
 from plax_cupy import codegen, special_source
 from plax_cupy.codegen import Unsupported, c_literal, load_expr, store_expr
 from plax_cupy.dtypes import UnsupportedDtype, ctype, is_floating, value_ctype
+from plax_cupy.gather_index import gather_read
 
 #: the most elements of any one value of the body (an intermediate, the carry, a slice of xs)
 MAX_ELEMENTS = 1 << 14
@@ -120,6 +123,13 @@ class _Body:
         self.staged: list = []      # (var, j, perm, marker, staged read, direct read) per operand
         self.dirty: set = set()     # arrays written since the last barrier
         self.barriers = 0           # in a step
+        self.helpers: set = set()   # source the kernel needs before it (argmax's pair type)
+        self.names = 0              # locals made by :meth:`fresh`
+
+    def fresh(self) -> str:
+        """A new local name (gather's and scatter's index arithmetic)."""
+        self.names += 1
+        return f"g{self.names}"
 
     def slot(self, var, name: str, copies: int = 1) -> str:
         """Places ``var`` in the working set (``copies`` times, one after the other)."""
@@ -420,6 +430,192 @@ def _dot(body: _Body, eqn) -> None:
                                    f"{body.where[id(out)]}[i] = {store_expr('acc', dout, acc)};"])
 
 
+def _store_phase(body: _Body, eqn, value: str, head: list[str] = (), lines: list[str] = ()) -> None:
+    """A phase writing ``value`` (a C expression of element ``i``, after ``lines``) to the
+    equation's result, a thread per element."""
+    out = eqn.outvars[0]
+    shape = tuple(out.aval.shape)
+    n = math.prod(shape)
+    body.work += n
+    body.phase(n, _index(shape) + list(lines)
+               + [f"{body.where[id(out)]}[i] = {store_expr(f'({value})', out.aval.dtype)};"], head)
+
+
+def _pad(body: _Body, eqn) -> None:
+    """pad: element ``q`` reads the operand at ``(q - low) / (interior + 1)`` on each axis
+    where that lands on an operand element (low and high may be negative: the position
+    starts before the operand, or the result stops inside it), else the padding value."""
+    op, value = eqn.invars
+    oshape = tuple(op.aval.shape)
+    st = _strides(oshape)
+    lines, inside, terms = [], [], []
+    for d, (lo, _, interior) in enumerate(eqn.params["padding_config"]):
+        step = int(interior) + 1
+        lines.append(f"const long long p{d} = (long long)q{d} - ({int(lo)}LL);")
+        pos = f"p{d}" if step == 1 else f"(p{d} / {step})"
+        inside += [f"p{d} >= 0", f"{pos} < {oshape[d]}"] + ([f"p{d} % {step} == 0"] if step > 1 else [])
+        terms.append(f"{pos} * {st[d]}")
+    read = body.read(op, _offset(terms))
+    _store_phase(body, eqn, f"({' && '.join(inside)}) ? {read} : {body.read(value, '0')}"
+                 if inside else read, lines=lines)
+
+
+def _joined(body: _Body, eqn) -> None:
+    """concatenate (along ``dimension``) and stack (a new ``axis``): element ``q`` reads the
+    operand its position along the axis falls in (a chain of conditionals, the last operand
+    the default)."""
+    out = eqn.outvars[0]
+    stack = eqn.primitive.name == "stack"
+    axis = int(eqn.params["axis" if stack else "dimension"])
+    value, start, reads = None, 0, []
+    for v in eqn.invars:
+        vshape = tuple(v.aval.shape)
+        vst = _strides(vshape)
+        if stack:   # (operand axis d is the result's d, or d + 1 past the new axis)
+            terms = [f"q{d + (d >= axis)} * {vst[d]}" for d in range(len(vshape)) if vshape[d] != 1]
+            end = start + 1
+        else:
+            terms = [f"(q{d} - {start}) * {vst[d]}" if d == axis and start else f"q{d} * {vst[d]}"
+                     for d in range(len(vshape)) if vshape[d] != 1]
+            end = start + vshape[axis]
+        reads.append((end, body.read(v, _offset(terms))))
+        start = end
+    value = reads[-1][1]
+    for end, read in reversed(reads[:-1]):
+        value = f"(q{axis} < {end} ? {read} : {value})"
+    _store_phase(body, eqn, value)
+
+
+def _gather(body: _Body, eqn) -> None:
+    """gather: the operand element that :func:`plax_cupy.gather_index.gather_read` locates
+    for each result element (its starts clamped by :func:`plax_cupy.codegen.clamped_start`),
+    or the fill value where a ``FILL_OR_DROP`` window does not fit."""
+    op, indices = eqn.invars
+    out = eqn.outvars[0]
+    p = eqn.params
+    shape = tuple(out.aval.shape)
+    lines: list[str] = []
+    off, inside = gather_read(
+        lines, [f"q{d}" for d in range(len(shape))], tuple(op.aval.shape),
+        tuple(indices.aval.shape), _index_dtype(indices, "gather"),
+        dimension_numbers=p["dimension_numbers"], slice_sizes=p["slice_sizes"],
+        index_value=lambda flat: body.read(indices, flat), fresh=body.fresh,
+        bounds=p["mode"] == GatherScatterMode.FILL_OR_DROP)
+    value = body.read(op, off)
+    if inside is not None:
+        dout = np.dtype(out.aval.dtype)
+        value = f"{inside} ? {value} : {c_literal(gather_fill_value(dout, p['fill_value']), dout)}"
+    _store_phase(body, eqn, value, lines=lines)
+
+
+def _index_dtype(indices, prim: str) -> np.dtype:
+    dtype = np.dtype(indices.aval.dtype)
+    if dtype.kind not in "iu":
+        raise Unsupported(f"{prim} with {dtype} indices")
+    return dtype
+
+
+#: each scatter's combine: the Reduction kind folding the updates into the operand element
+_SCATTERS = {"scatter": None, "scatter-add": "sum", "scatter-mul": "prod", "scatter-min": "min",
+             "scatter-max": "max"}
+
+
+def _scatter(body: _Body, eqn) -> None:
+    """scatter and scatter-add/mul/min/max: a thread per result element starts from the
+    operand's element and folds in, in order, every update element whose target
+    (:func:`plax_cupy.gather_index.gather_read`, the update's window read as gather's result)
+    is that element: deterministic, no atomics, at the cost of every thread visiting every
+    update (counted in the step's work). A window out of bounds is dropped (clamped under
+    ``CLIP``); of several updates of one element under ``scatter``, the last wins."""
+    op, indices, updates = eqn.invars
+    out = eqn.outvars[0]
+    dn, mode = eqn.params["dimension_numbers"], eqn.params["mode"]
+    oshape, ushape = tuple(op.aval.shape), tuple(updates.aval.shape)
+    dropped = set(dn.inserted_window_dims) | set(dn.operand_batching_dims)
+    kept = [d for d in range(len(oshape)) if d not in dropped]
+    sizes = [1] * len(oshape)
+    for k, d in enumerate(kept):
+        sizes[d] = ushape[dn.update_window_dims[k]]
+    as_gather = GatherDimensionNumbers(
+        offset_dims=tuple(dn.update_window_dims), collapsed_slice_dims=tuple(dn.inserted_window_dims),
+        start_index_map=tuple(dn.scatter_dims_to_operand_dims),
+        operand_batching_dims=tuple(dn.operand_batching_dims),
+        start_indices_batching_dims=tuple(dn.scatter_indices_batching_dims))
+    ust = _strides(ushape)
+    inner = [f"const long long w{d} = (u / {ust[d]}LL) % {ushape[d]}LL;" for d in range(len(ushape))]
+    off, inside = gather_read(
+        inner, [f"w{d}" for d in range(len(ushape))], oshape, tuple(indices.aval.shape),
+        _index_dtype(indices, eqn.primitive.name), dimension_numbers=as_gather, slice_sizes=sizes,
+        index_value=lambda flat: body.read(indices, flat), fresh=body.fresh,
+        bounds=mode != GatherScatterMode.CLIP)
+    hit = f"({off}) == i" if inside is None else f"{inside} && ({off}) == i"
+    kind = _SCATTERS[eqn.primitive.name]
+    dout = np.dtype(out.aval.dtype)
+    n_upd = math.prod(ushape)
+    if kind is None:
+        acc_t, init, fold = value_ctype(dout), body.read(op, "i"), body.read(updates, "u")
+    else:
+        red = codegen.Reduction(kind, dout)
+        acc_t, init = ctype(red.acc), codegen._to_acc(body.read(op, "i"), red)
+        fold = red.combine("acc", codegen._to_acc(body.read(updates, "u"), red))
+    n = math.prod(oshape)
+    body.work += n * max(n_upd, 1)
+    body.phase(n, [f"{acc_t} acc = {init};", f"for (long long u = 0; u < {n_upd}LL; ++u) {{",
+                   *["  " + line for line in inner], f"  if ({hit}) acc = {fold};", "}",
+                   f"{body.where[id(out)]}[i] = {store_expr('acc', dout, None if kind is None else red.acc)};"])
+
+
+def _arg_reduction(body: _Body, eqn) -> None:
+    """argmax/argmin: a thread per result element walking its axis in order with
+    :class:`plax_cupy.codegen.ArgReduction`'s pair (the first NaN, else the first best)."""
+    red = codegen.arg_reduction_of(eqn)
+    op, out = eqn.invars[0], eqn.outvars[0]
+    oshape = tuple(op.aval.shape)
+    (axis,) = (int(a) for a in eqn.params["axes"])
+    st = _strides(oshape)
+    kept = [d for d in range(len(oshape)) if d != axis]
+    kst = _strides([oshape[d] for d in kept])
+    at = _offset([f"((i / {kst[j]}) % {oshape[d]}) * {st[d]}" for j, d in enumerate(kept)]
+                 + [f"r * {st[axis]}"])
+    body.helpers.add(red.typedef)
+    n = math.prod(oshape[d] for d in kept)
+    body.work += n * oshape[axis]
+    body.phase(n, [f"{red.acc_ctype} acc = {red.init};",
+                   f"for (int r = 0; r < {oshape[axis]}; ++r) "
+                   f"acc = {red.accumulate('acc', red.operand(body.read(op, at), 'r'))};",
+                   f"{body.where[id(out)]}[i] = {red.store('acc', out.aval.dtype)};"])
+
+
+#: the cumulative primitives the kernel takes: the Reduction kind each folds with
+_CUMULATIVE = {"cumsum": "sum", "cumprod": "prod", "cummax": "max", "cummin": "min"}
+
+
+def _cumulative(body: _Body, eqn) -> None:
+    """cumsum/cumprod/cummax/cummin along ``axis``: a thread per result element folding the
+    elements up to it in order (from the end under ``reverse``), as the reference does."""
+    op, out = eqn.invars[0], eqn.outvars[0]
+    red = codegen.Reduction(_CUMULATIVE[eqn.primitive.name], op.aval.dtype)
+    shape = tuple(op.aval.shape)
+    axis, reverse = int(eqn.params["axis"]), bool(eqn.params["reverse"])
+    st = _strides(shape)
+    at = _offset([f"r * {st[d]}" if d == axis else f"q{d} * {st[d]}"
+                  for d in range(len(shape)) if shape[d] != 1 or d == axis])
+    walk = (f"for (int r = {shape[axis] - 1}; r >= q{axis}; --r)" if reverse
+            else f"for (int r = 0; r <= q{axis}; ++r)")
+    n = math.prod(shape)
+    body.work += n * shape[axis]
+    body.phase(n, _index(shape) + [
+        f"{ctype(red.acc)} acc = {red.init};",
+        f"{walk} acc = {red.combine('acc', codegen._to_acc(body.read(op, at), red))};",
+        f"{body.where[id(out)]}[i] = {store_expr('acc', out.aval.dtype, red.acc)};"])
+
+
+#: the handlers of the primitives taken by name (the rest: by fusion kind, above)
+_HANDLERS = {"pad": _pad, "concatenate": _joined, "stack": _joined, "gather": _gather,
+             "argmax": _arg_reduction, "argmin": _arg_reduction,
+             **{name: _scatter for name in _SCATTERS}, **{name: _cumulative for name in _CUMULATIVE}}
+
+
 def plan_scan(params: dict) -> ScanKernel:
     """The persistent kernel of a ``scan`` equation's parameters.
 
@@ -508,6 +704,8 @@ def plan_scan(params: dict) -> ScanKernel:
             _dynamic_update(body, eqn)
         elif prim is lax.dot_general_p:
             _dot(body, eqn)
+        elif prim.name in _HANDLERS:
+            _HANDLERS[prim.name](body, eqn)
         else:
             raise Unsupported(f"{prim.name} in the scan body")
         k += 1
@@ -592,6 +790,8 @@ def plan_scan(params: dict) -> ScanKernel:
     src.append("}")
     text = "\n".join(src)
     helpers = special_source.helpers_for(text)
+    if body.helpers:   # (argmax/argmin's pair type)
+        helpers += codegen.ARG_SOURCE + "".join(t + "\n" for t in sorted(body.helpers))
     out_shapes = [tuple(v.aval.shape) for v in carry_out] + [(length,) + tuple(v.aval.shape) for v in ys]
     out_dtypes = [np.dtype(v.aval.dtype) for v in outs]
     return ScanKernel(source=codegen.PREAMBLE + helpers + text, entry=("plax_scan",), block=block,
