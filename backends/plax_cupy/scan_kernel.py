@@ -610,6 +610,30 @@ def _cumulative(body: _Body, eqn) -> None:
         f"{body.where[id(out)]}[i] = {store_expr('acc', out.aval.dtype, red.acc)};"])
 
 
+def _parts(body: _Body, eqn) -> None:
+    """split (along ``axis``, ``sizes``) and unstack (each index of ``axis``, dropped): a
+    phase per result, each reading its part of the operand."""
+    op = eqn.invars[0]
+    oshape = tuple(op.aval.shape)
+    st = _strides(oshape)
+    axis = int(eqn.params["axis"])
+    unstack = eqn.primitive.name == "unstack"
+    start = 0
+    for k, out in enumerate(eqn.outvars):
+        if unstack:   # (result axis d is the operand's d, or d + 1 past the dropped axis)
+            terms = [f"q{d - (d > axis)} * {st[d]}" if d != axis else f"{k} * {st[d]}"
+                     for d in range(len(oshape)) if oshape[d] != 1]
+        else:
+            terms = [f"(q{d} + {start}) * {st[d]}" if d == axis and start else f"q{d} * {st[d]}"
+                     for d in range(len(oshape)) if oshape[d] != 1]
+            start += int(out.aval.shape[axis])
+        shape = tuple(out.aval.shape)
+        n = math.prod(shape)
+        body.work += n
+        body.phase(n, _index(shape) + [
+            f"{body.where[id(out)]}[i] = {store_expr(body.read(op, _offset(terms)), out.aval.dtype)};"])
+
+
 #: the handlers of the primitives taken by name (the rest: by fusion kind, above)
 _HANDLERS = {"pad": _pad, "concatenate": _joined, "stack": _joined, "gather": _gather,
              "argmax": _arg_reduction, "argmin": _arg_reduction,
@@ -669,6 +693,12 @@ def plan_scan(params: dict) -> ScanKernel:
     while k < len(eqns):
         eqn = eqns[k]
         prim = eqn.primitive
+        if prim.name in ("split", "unstack"):   # (several results, each its own slot)
+            for j, v in enumerate(eqn.outvars):
+                body.where[id(v)] = body.slot(v, f"v{k}_{j}")
+            _parts(body, eqn)
+            k += 1
+            continue
         if len(eqn.outvars) != 1:
             raise Unsupported(f"{prim.name} (several results) in the scan body")
         out = eqn.outvars[0]
