@@ -99,8 +99,8 @@ _strides = codegen._strides  # (C order)
 
 def _check_dtype(v) -> np.dtype:
     dtype = np.dtype(v.aval.dtype)
-    if 0 in tuple(v.aval.shape):
-        raise Unsupported("an empty value in the scan body")
+    # (an empty value -- the transpose of a slice of nothing, cumprod's gradient -- takes a
+    # slot of one element that no phase touches: its loops run zero times)
     try:
         ctype(dtype)
     except UnsupportedDtype as err:
