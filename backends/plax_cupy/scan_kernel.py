@@ -132,9 +132,13 @@ class _Body:
         return f"g{self.names}"
 
     def slot(self, var, name: str, copies: int = 1) -> str:
-        """Places ``var`` in the working set (``copies`` times, one after the other)."""
+        """Places ``var`` in the working set (``copies`` times, one after the other); returns
+        the C pointer of its elements (for an empty value, a pointer no phase reads: nothing
+        declared, nothing to warn of)."""
         dtype = _check_dtype(var)
         size = math.prod(var.aval.shape)
+        if size == 0:
+            return f"(({ctype(dtype)}*)plax_work)"
         if size > MAX_ELEMENTS:
             raise Unsupported(f"a body value of {size} elements (the kernel takes at most "
                               f"{MAX_ELEMENTS})")
@@ -161,7 +165,10 @@ class _Body:
         element ``i`` of the values written since the last barrier reads what its own thread
         wrote: no barrier. Each value is written once a step (its own slot), so a phase never
         overwrites what an earlier phase of the step reads; the end of the step
-        (:meth:`barrier`) separates one step's reads from the next step's writes."""
+        (:meth:`barrier`) separates one step's reads from the next step's writes. A phase of
+        no elements (an empty value) is left out."""
+        if n == 0:
+            return
         self.phases += 1
         self.widest = max(self.widest, n)
         # index variables nothing reads would be NVRTC warnings
@@ -380,7 +387,8 @@ def _reduction(body: _Body, eqn) -> None:
     n = math.prod(oshape[d] for d in kept)
     body.work += n * max(n_red, 1)
     body.phase(n, [f"{acc} acc = {red.init};",
-                   f"for (int r = 0; r < {n_red}; ++r) acc = {red.combine('acc', value)};",
+                   *([f"for (int r = 0; r < {n_red}; ++r) acc = {red.combine('acc', value)};"]
+                     if n_red else []),
                    f"{body.where[id(out)]}[i] = {store_expr('acc', out.aval.dtype, red.acc)};"])
 
 
@@ -426,7 +434,8 @@ def _dot(body: _Body, eqn) -> None:
     b = f"({t}){operand(rhs, r_axes, rc, rst)}"
     n = math.prod(shape)
     body.work += n * max(k, 1)
-    body.phase(n, _index(shape) + [f"{t} acc = 0;", f"for (int c = 0; c < {k}; ++c) acc += {a} * {b};",
+    body.phase(n, _index(shape) + [f"{t} acc = 0;"]
+               + ([f"for (int c = 0; c < {k}; ++c) acc += {a} * {b};"] if k else []) + [
                                    f"{body.where[id(out)]}[i] = {store_expr('acc', dout, acc)};"])
 
 
@@ -560,8 +569,9 @@ def _scatter(body: _Body, eqn) -> None:
         fold = red.combine("acc", codegen._to_acc(body.read(updates, "u"), red))
     n = math.prod(oshape)
     body.work += n * max(n_upd, 1)
-    body.phase(n, [f"{acc_t} acc = {init};", f"for (long long u = 0; u < {n_upd}LL; ++u) {{",
-                   *["  " + line for line in inner], f"  if ({hit}) acc = {fold};", "}",
+    loop = [f"for (long long u = 0; u < {n_upd}LL; ++u) {{", *["  " + line for line in inner],
+            f"  if ({hit}) acc = {fold};", "}"] if n_upd else []
+    body.phase(n, [f"{acc_t} acc = {init};", *loop,
                    f"{body.where[id(out)]}[i] = {store_expr('acc', dout, None if kind is None else red.acc)};"])
 
 
@@ -678,8 +688,9 @@ def plan_scan(params: dict) -> ScanKernel:
         t = ctype(_check_dtype(v))
         params_c.append(f"const {t}* __restrict__ init{j}")
         inputs.append(v)
-        body.slot(v, f"cb{j}", copies=2)
-        body.where[id(v)] = f"c{j}"
+        body.where[id(v)] = body.slot(v, f"cb{j}", copies=2)
+        if math.prod(v.aval.shape):
+            body.where[id(v)] = f"c{j}"
     for j, v in enumerate(xs):
         t = ctype(_check_dtype(v))
         params_c.append(f"const {t}* __restrict__ xs{j}")
@@ -752,10 +763,12 @@ def plan_scan(params: dict) -> ScanKernel:
     copy: list[str] = []
     for j, v in enumerate(ys):
         size = math.prod(v.aval.shape)
-        copy.append(f"if (i < {size}) ys{j}[t * {size}LL + i] = {stored(v)};")
+        if size:
+            copy.append(f"if (i < {size}) ys{j}[t * {size}LL + i] = {stored(v)};")
     for j, v in enumerate(carry_out):  # (a carry passed through unchanged is copied too)
         size = math.prod(v.aval.shape)
-        copy.append(f"if (i < {size}) cn{j}[i] = {stored(v)};")
+        if size:
+            copy.append(f"if (i < {size}) cn{j}[i] = {stored(v)};")
     widest = max([math.prod(v.aval.shape) for v in outs] + [1])
     if copy:
         body.phase(widest, copy)
@@ -770,11 +783,15 @@ def plan_scan(params: dict) -> ScanKernel:
     block = min(MAX_BLOCK, max(32, (body.widest + 31) // 32 * 32))
     sizes = [max(math.prod(v.aval.shape), 1) for v in carry]
     step_ptrs = [f"    const {ctype(v.aval.dtype)}* const c{j} = cb{j} + (s & 1) * {sizes[j]};"
-                 for j, v in enumerate(carry)]
+                 for j, v in enumerate(carry) if math.prod(v.aval.shape)]
     step_ptrs += [f"    {ctype(v.aval.dtype)}* const cn{j} = cb{j} + ((s + 1) & 1) * {sizes[j]};"
-                  for j, v in enumerate(carry)]
+                  for j, v in enumerate(carry) if math.prod(v.aval.shape)]
     step_ptrs += [f"    const {ctype(v.aval.dtype)}* const x{j} = xs{j} + t * {math.prod(v.aval.shape)}LL;"
                   for j, v in enumerate(xs)]
+    # (a pointer no phase uses -- an x the body ignores, a carry it only overwrites -- would
+    # be an NVRTC warning)
+    used = set(re.findall(r"\b\w+\b", "\n".join(body.lines)))
+    step_ptrs = [p for p in step_ptrs if re.search(r"\b(\w+) = ", p).group(1) in used]
     all_params = params_c + out_params + (["unsigned char* __restrict__ scratch"] if scratch else [])
     src = ["", "struct alignas(16) plax_scan_word { unsigned long long lo, hi; };",
            "#if defined(PLAX_HOST) || defined(PLAX_SIM)",
@@ -795,7 +812,8 @@ def plan_scan(params: dict) -> ScanKernel:
                 "  unsigned char* const plax_work = (unsigned char*)plax_smem;"]
     src += ["  " + d for d in body.decls]
     for j, v in enumerate(carry):
-        src.append(f"  for (int i = threadIdx.x; i < {sizes[j]}; i += blockDim.x) cb{j}[i] = init{j}[i];")
+        if math.prod(v.aval.shape):   # (an empty carry: nothing to copy)
+            src.append(f"  for (int i = threadIdx.x; i < {sizes[j]}; i += blockDim.x) cb{j}[i] = init{j}[i];")
     src += staging   # (the constant operands of the contractions, into shared memory once)
     # the rows of xs PREFETCH_STEPS steps ahead are asked into L2 at the start of each step
     # (one prefetch a 128-byte line): the step that reads them waits for L2, not for HBM
@@ -815,8 +833,9 @@ def plan_scan(params: dict) -> ScanKernel:
             "    (void)t;", *ahead, *["    " + p for p in prefetch],
             *step_ptrs, *body.lines, "  }"]
     for j, v in enumerate(carry):
-        src.append(f"  for (int i = threadIdx.x; i < {sizes[j]}; i += blockDim.x) "
-                   f"cout{j}[i] = cb{j}[({length}LL & 1) * {sizes[j]} + i];")
+        if math.prod(v.aval.shape):
+            src.append(f"  for (int i = threadIdx.x; i < {sizes[j]}; i += blockDim.x) "
+                       f"cout{j}[i] = cb{j}[({length}LL & 1) * {sizes[j]} + i];")
     src.append("}")
     text = "\n".join(src)
     helpers = special_source.helpers_for(text)
