@@ -140,6 +140,19 @@ def workloads() -> list:
     def int_dot(m, x):
         return lax.scan(lambda c, v: ((c @ m + v) % 7, c.sum()), jnp.zeros(4, jnp.int32), x)
 
+    def bool_dot(m, x):
+        return lax.scan(lambda c, v: (c ^ (m @ (v > 0)), c), jnp.zeros(4, bool), x)
+
+    def cond_body(x):
+        return lax.scan(lambda c, v: (lax.cond(v.sum() > 0, lambda c: c * 2.0, lambda c: c - 1.0, c) + v,
+                                      None), jnp.zeros(x.shape[1]), x)[0]
+
+    def sort_body(x):
+        return lax.scan(lambda c, v: (jnp.sort(c + v), c[0]), jnp.zeros(x.shape[1]), x)
+
+    def logsumexp_body(x):
+        return lax.scan(lambda c, v: (lax.cumlogsumexp(c + v), None), jnp.zeros(x.shape[1]), x)[0]
+
     def iota_body(x):
         return lax.scan(lambda c, v: (c + jnp.arange(4.0) * v, None), jnp.zeros(4), x)[0]
 
@@ -181,6 +194,11 @@ def workloads() -> list:
         ("cumsum in body", cumsum_body, (sx,)),
         ("int32 dot_general", int_dot, (np.arange(16, dtype=np.int32).reshape(4, 4) % 3,
                                         np.arange(24, dtype=np.int32).reshape(6, 4))),
+        ("bool dot_general", bool_dot, (f32(4, 4) > 0, f32(6, 4))),
+        ("lax.cond in body", cond_body, (sx,)),
+        ("sort in body", sort_body, (sx,)),
+        ("cumlogsumexp in body", logsumexp_body, (sx,)),
+        ("rnn 1024 wide", rnn, (f32(1024, 1024) * 0.03, f32(1024), f32(4, 1024))),
         ("iota in body", iota_body, (np.arange(5, dtype=np.float32),)),
     ]
     return cases

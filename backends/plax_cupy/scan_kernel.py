@@ -399,7 +399,7 @@ def _dot(body: _Body, eqn) -> None:
     dout = _check_dtype(out)
     for v in (lhs, rhs, out):
         d = np.dtype(v.aval.dtype)
-        if not (is_floating(d) or d.kind in "iu"):
+        if not (is_floating(d) or d.kind in "iub"):
             raise Unsupported(f"dot_general of {d} in the scan body")
     (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
     lc, rc, lb, rb = ([int(a) for a in x] for x in (lc, rc, lb, rb))
@@ -427,6 +427,8 @@ def _dot(body: _Body, eqn) -> None:
     if is_floating(dout):  # float64 operands in double, the rest in float (as cuBLAS does)
         wide = any(np.dtype(v.aval.dtype) == np.float64 for v in (lhs, rhs, out))
         acc = np.dtype(np.float64 if wide else np.float32)
+    elif dout == np.bool_:  # a bool result: whether any pair of the contraction is true
+        acc = dout
     else:  # integers wrap, as the reference's fixed-width arithmetic does
         acc = np.dtype(np.uint64)
     t = ctype(acc)
@@ -434,9 +436,10 @@ def _dot(body: _Body, eqn) -> None:
     b = f"({t}){operand(rhs, r_axes, rc, rst)}"
     n = math.prod(shape)
     body.work += n * max(k, 1)
+    fold = f"acc = acc || ({a} && {b});" if acc == np.bool_ else f"acc += {a} * {b};"
     body.phase(n, _index(shape) + [f"{t} acc = 0;"]
-               + ([f"for (int c = 0; c < {k}; ++c) acc += {a} * {b};"] if k else []) + [
-                                   f"{body.where[id(out)]}[i] = {store_expr('acc', dout, acc)};"])
+               + ([f"for (int c = 0; c < {k}; ++c) {fold}"] if k else [])
+               + [f"{body.where[id(out)]}[i] = {store_expr('acc', dout, acc)};"])
 
 
 def _store_phase(body: _Body, eqn, value: str, head: list[str] = (), lines: list[str] = ()) -> None:

@@ -241,7 +241,8 @@ def test_declined_bodies_keep_the_host_loop_and_say_why(monkeypatch):
 
 def _forms(consts, carry, xs):
     """A body of the forms the kernel took in stop 41 (pad, concatenate, stack, split,
-    gather, scatter, argmax/argmin, cumulative ops), their modes and out-of-bounds indices."""
+    gather, scatter, argmax/argmin, cumulative ops, a bool contraction), their modes and
+    out-of-bounds indices."""
     import plax.numpy as jnp
     from plax import lax
     table, idx = consts          # (6, 5) float32; int32 (4,) holding out-of-bounds entries
@@ -261,7 +262,8 @@ def _forms(consts, carry, xs):
         u = (v.at[idx].add(x[:4], mode="drop") + v.at[i % 5].set(x[0]) * 0.5
              + v.at[idx].max(x[:4], mode="clip") * 0.25)
         cs = jnp.cumsum(s, axis=0)[:, 1] + lax.cumprod(x * 0.1 + 1.0, reverse=True)
-        v = jnp.tanh(u + g * 0.1 + cs * 0.1 + p.sum() * 0.01 + q[4:] * 0.1)
+        hits = (table > 0.5) @ (x > 0)                                 # bool dot_general
+        v = jnp.tanh(u + g * 0.1 + cs * 0.1 + p.sum() * 0.01 + q[4:] * 0.1 + hits[1:] * 0.2)
         return (v, n + 1), (a, lax.cummax(b), amin)
     return lax.scan(body, carry, xs)
 
