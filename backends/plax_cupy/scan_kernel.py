@@ -18,10 +18,18 @@ block:
   ``reshape``/``squeeze``/``expand_dims`` are aliases (no phase); ``broadcast_in_dim``,
   ``transpose``, ``rev``, ``slice`` and ``dynamic_slice`` read through an index map,
   ``dynamic_update_slice`` reads the update inside its window and the operand outside;
-  ``dot_general`` is a thread per output element looping over the contraction (an operand
-  constant across steps, such as an RNN's weights, staged in shared memory once before the
-  loop where it fits: :func:`_place_staged`); a reduction a thread per output element; calls
-  (``jit``: ``jnp.where``, ``remainder``) are spliced in first;
+  ``pad`` (negative and interior padding too), ``concatenate``, ``stack``, ``split`` and
+  ``unstack`` read the operand their element falls in; ``gather`` locates its element with
+  :func:`plax_cupy.gather_index.gather_read` (starts clamped by
+  :func:`plax_cupy.codegen.clamped_start`, as every dynamic start here); ``scatter`` and
+  ``scatter-add/mul/min/max`` are a thread per result element folding in, in order, the
+  updates that land on it (no atomics); ``dot_general`` is a thread per output element
+  looping over the contraction (an operand constant across steps, such as an RNN's weights,
+  staged in shared memory once before the loop where it fits: :func:`_place_staged`); a
+  reduction, ``argmax``/``argmin`` (:class:`plax_cupy.codegen.ArgReduction`'s pair) and
+  ``cumsum``/``cumprod``/``cummax``/``cummin`` a thread per output element folding in order;
+  calls (``jit``: ``jnp.where``, ``remainder``, ``take``) are spliced in first; an empty value
+  takes no phase;
 * ``xs[t]`` is read in place and ``ys[t]`` written into the stacked outputs; ``reverse`` and
   ``length`` are baked into the source.
 
@@ -31,7 +39,7 @@ step computes what the host loop's kernels compute (reductions and contractions 
 order: float results within the conformance tolerances).
 
 A body the kernel does not express -- a primitive outside the list above (nested control flow,
-host callbacks, cuSOLVER/cuFFT operations, gathers...), complex or boolean contractions, a value
+host callbacks, cuSOLVER/cuFFT operations, sort, ``cumlogsumexp``...), complex contractions, a value
 over :data:`MAX_ELEMENTS` elements, a working set over :data:`SCRATCH_BYTES`, or more than
 :data:`MAX_STEP_WORK` multiply-adds per step (where one block would be slower than the library
 kernels the host loop launches) -- raises :class:`plax_cupy.codegen.Unsupported` with the reason,
