@@ -54,10 +54,9 @@ import numpy as np
 
 from plax import lax
 from plax.core.jaxpr import Literal
+from plax.lax.slicing import GatherDimensionNumbers, GatherScatterMode, gather_fill_value
 from plax.lowering import BROADCAST, ELEMENTWISE, INDEX, REDUCTION, fusion_kind
 from plax.lowering.calls import spliced_calls
-
-from plax.lax.slicing import GatherDimensionNumbers, GatherScatterMode, gather_fill_value
 
 from plax_cupy import codegen, special_source
 from plax_cupy.codegen import Unsupported, c_literal, load_expr, store_expr
@@ -484,10 +483,9 @@ def _joined(body: _Body, eqn) -> None:
     """concatenate (along ``dimension``) and stack (a new ``axis``): element ``q`` reads the
     operand its position along the axis falls in (a chain of conditionals, the last operand
     the default)."""
-    out = eqn.outvars[0]
     stack = eqn.primitive.name == "stack"
     axis = int(eqn.params["axis" if stack else "dimension"])
-    value, start, reads = None, 0, []
+    start, reads = 0, []
     for v in eqn.invars:
         vshape = tuple(v.aval.shape)
         vst = _strides(vshape)
@@ -526,6 +524,13 @@ def _gather(body: _Body, eqn) -> None:
         dout = np.dtype(out.aval.dtype)
         value = f"{inside} ? {value} : {c_literal(gather_fill_value(dout, p['fill_value']), dout)}"
     _store_phase(body, eqn, value, lines=lines)
+
+
+def _fold(kind: str, dtype, prim: str) -> codegen.Reduction:
+    """The :class:`plax_cupy.codegen.Reduction` a scatter or cumulative op folds with."""
+    if np.dtype(dtype) == np.bool_ and kind in ("sum", "prod"):
+        raise Unsupported(f"{prim} of bool in the scan body")
+    return codegen.Reduction(kind, dtype)
 
 
 def _index_dtype(indices, prim: str) -> np.dtype:
@@ -575,7 +580,7 @@ def _scatter(body: _Body, eqn) -> None:
     if kind is None:
         acc_t, init, fold = value_ctype(dout), body.read(op, "i"), body.read(updates, "u")
     else:
-        red = codegen.Reduction(kind, dout)
+        red = _fold(kind, dout, eqn.primitive.name)
         acc_t, init = ctype(red.acc), codegen._to_acc(body.read(op, "i"), red)
         fold = red.combine("acc", codegen._to_acc(body.read(updates, "u"), red))
     n = math.prod(oshape)
@@ -615,7 +620,7 @@ def _cumulative(body: _Body, eqn) -> None:
     """cumsum/cumprod/cummax/cummin along ``axis``: a thread per result element folding the
     elements up to it in order (from the end under ``reverse``), as the reference does."""
     op, out = eqn.invars[0], eqn.outvars[0]
-    red = codegen.Reduction(_CUMULATIVE[eqn.primitive.name], op.aval.dtype)
+    red = _fold(_CUMULATIVE[eqn.primitive.name], op.aval.dtype, eqn.primitive.name)
     shape = tuple(op.aval.shape)
     axis, reverse = int(eqn.params["axis"]), bool(eqn.params["reverse"])
     st = _strides(shape)
