@@ -1,15 +1,15 @@
 """Which realistic scans the CuPy backend runs as one persistent kernel (``plax_scan``) and
 which keep the host loop, and why.
 
-    PYTHONPATH=$PYTHONPATH:backends python benchmarks/scan_kernel_coverage.py [--run]
+    PYTHONPATH=$PYTHONPATH:backends python benchmarks/scan_kernel_coverage.py [--run] [--gpu]
 
 Each workload is jitted for the CuPy backend on tests/cupy's simulated GPU (``fake_cupy``);
 the table has a row per ``scan`` of its compiled program (a ``grad`` has two: the forward one
 keeping residuals and the reverse one): ``kernel`` where it became a ``plax_scan`` kernel,
 else ``host loop`` and the reason ``Compiled.as_text()`` gives. ``--run`` also runs each
 workload and compares it with the NumPy backend (the "max err" column; slower: the simulated
-kernels are built with g++). No timings: on a GPU the kernel saves ~2 us per body kernel and
-step (issue 24).
+kernels are built with g++). ``--gpu``: on the real GPU instead (with ``--run``, the kernels'
+values there). No timings: on a GPU the kernel saves ~2 us per body kernel and step (issue 24).
 """
 from __future__ import annotations
 
@@ -204,6 +204,29 @@ def workloads() -> list:
     return cases
 
 
+def planned(fn, args) -> list:
+    """``(form, reason)`` of each ``scan`` of ``fn``'s jaxpr (nested ones too), planned by
+    :func:`plax_cupy.scan_kernel.plan_scan` without compiling anything (what :func:`survey`
+    reports through ``jit``, at a fraction of the cost: tests/cupy's check of this table)."""
+    import plax
+    from plax.core.jaxpr import sub_jaxprs
+    from plax_cupy import codegen, scan_kernel
+    found = []
+
+    def walk(jaxpr):
+        for eqn in jaxpr.eqns:
+            if eqn.primitive.name == "scan":
+                try:
+                    scan_kernel.plan_scan(eqn.params)
+                    found.append(("kernel", ""))
+                except codegen.Unsupported as why:
+                    found.append(("host loop", str(why)))
+            for sub in sub_jaxprs(eqn.params):
+                walk(sub)
+    walk(plax.make_jaxpr(fn)(*args).jaxpr)
+    return found
+
+
 def survey(run: bool = False) -> list:
     """``(workload, scan #, 'kernel' or 'host loop', reason, max err)`` rows."""
     import plax
@@ -238,8 +261,10 @@ def survey(run: bool = False) -> list:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--run", action="store_true", help="also run each and compare with NumPy")
+    ap.add_argument("--gpu", action="store_true", help="on the real GPU, not the simulated one")
     opts = ap.parse_args(argv)
-    simulated_gpu.install()
+    if not opts.gpu:
+        simulated_gpu.install()
     import warnings
     warnings.simplefilter("ignore")
     rows = survey(opts.run)
