@@ -28,8 +28,9 @@ block:
   staged in shared memory once before the loop where it fits: :func:`_place_staged`); a
   reduction, ``argmax``/``argmin`` (:class:`plax_cupy.codegen.ArgReduction`'s pair) and
   ``cumsum``/``cumprod``/``cummax``/``cummin`` a thread per output element folding in order;
-  calls (``jit``: ``jnp.where``, ``remainder``, ``take``) are spliced in first; an empty value
-  takes no phase;
+  calls (``jit``: ``jnp.where``, ``remainder``, ``take``) are spliced in first, and a ``cond``
+  becomes its branches and a ``select_n`` (:func:`_branches_selected`); an empty value takes
+  no phase;
 * ``xs[t]`` is read in place and ``ys[t]`` written into the stacked outputs; ``reverse`` and
   ``length`` are baked into the source.
 
@@ -53,7 +54,7 @@ import re
 import numpy as np
 
 from plax import lax
-from plax.core.jaxpr import Literal
+from plax.core.jaxpr import Jaxpr, JaxprEqn, Literal, Var
 from plax.lax.slicing import GatherDimensionNumbers, GatherScatterMode, gather_fill_value
 from plax.lowering import BROADCAST, ELEMENTWISE, INDEX, REDUCTION, fusion_kind
 from plax.lowering.calls import spliced_calls
@@ -660,6 +661,46 @@ def _parts(body: _Body, eqn) -> None:
             f"{body.where[id(out)]}[i] = {store_expr(body.read(op, _offset(terms)), out.aval.dtype)};"])
 
 
+def _branches_selected(jaxpr: Jaxpr) -> Jaxpr:
+    """``jaxpr`` with each ``cond`` (branches without constants) replaced by every branch's
+    equations and a ``select_n`` of their results by the cond's index: a step runs all the
+    branches and keeps one (what ``vmap`` of a ``cond`` does; the body holds no effects, and a
+    branch not taken computes values nobody reads), so the kernel takes a ``cond`` whose
+    branches it takes, at the cost of their summed work. The index is clamped into range
+    first, as the host loop clamps it (a ``clamp`` equation). Returns ``jaxpr`` itself where
+    it holds no ``cond``."""
+    if not any(e.primitive is lax.cond_p for e in jaxpr.eqns):
+        return jaxpr
+    rename: dict = {}
+
+    def sub(v, names=rename):
+        return names.get(v, v) if isinstance(v, Var) else v
+    eqns: list = []
+    for e in jaxpr.eqns:
+        branches = e.params.get("branches", ()) if e.primitive is lax.cond_p else ()
+        if not branches or any(b.consts for b in branches):
+            eqns.append(JaxprEqn(e.primitive, [sub(v) for v in e.invars], e.outvars, e.params))
+            continue
+        index, *operands = [sub(v) for v in e.invars]
+        if len(branches) > 1:
+            bound = [Literal(np.int32(b), index.aval) for b in (0, len(branches) - 1)]
+            clamped = Var(index.aval)
+            eqns.append(JaxprEqn(lax.clamp_p, [bound[0], index, bound[1]], [clamped], {}))
+            index = clamped
+        results = []
+        for branch in branches:
+            inner = _branches_selected(spliced_calls(branch.jaxpr))
+            local = dict(zip(inner.invars, operands))
+            for ie in inner.eqns:
+                outs = [Var(v.aval) for v in ie.outvars]
+                eqns.append(JaxprEqn(ie.primitive, [sub(v, local) for v in ie.invars], outs, ie.params))
+                local.update(zip(ie.outvars, outs))
+            results.append([sub(v, local) for v in inner.outvars])
+        for k, out in enumerate(e.outvars):
+            eqns.append(JaxprEqn(lax.select_n_p, [index, *(r[k] for r in results)], [out], {}))
+    return Jaxpr(jaxpr.constvars, jaxpr.invars, list(jaxpr.outvars), eqns)
+
+
 #: the handlers of the primitives taken by name (the rest: by fusion kind, above)
 _HANDLERS = {"pad": _pad, "concatenate": _joined, "stack": _joined, "gather": _gather,
              "argmax": _arg_reduction, "argmin": _arg_reduction,
@@ -685,6 +726,7 @@ def plan_scan(params: dict) -> ScanKernel:
     """
     closed = params["jaxpr"]
     jaxpr = spliced_calls(closed.jaxpr)  # jnp.where, remainder...: their bodies in place
+    jaxpr = _branches_selected(jaxpr)      # a cond: every branch, then a select_n
     length, reverse = int(params["length"]), bool(params["reverse"])
     nc, ncarry = int(params["num_consts"]), int(params["num_carry"])
     invars = list(jaxpr.invars)
