@@ -701,9 +701,19 @@ def _branches_selected(jaxpr: Jaxpr) -> Jaxpr:
     return Jaxpr(jaxpr.constvars, jaxpr.invars, list(jaxpr.outvars), eqns)
 
 
+def _reshaped_literal(body: _Body, eqn) -> None:
+    """reshape/squeeze/expand_dims of a scalar literal (``x.at[i].add(1.0)``'s update): the
+    literal in every element. (Of a value they are aliases; a reshape with ``dimensions``,
+    which transposes first, is declined.)"""
+    if not isinstance(eqn.invars[0], Literal):
+        raise Unsupported(f"{eqn.primitive.name} with dimensions in the scan body")
+    _store_phase(body, eqn, body.read(eqn.invars[0], "0"))
+
+
 #: the handlers of the primitives taken by name (the rest: by fusion kind, above)
 _HANDLERS = {"pad": _pad, "concatenate": _joined, "stack": _joined, "gather": _gather,
              "argmax": _arg_reduction, "argmin": _arg_reduction,
+             **{name: _reshaped_literal for name in _ALIASES},
              **{name: _scatter for name in _SCATTERS}, **{name: _cumulative for name in _CUMULATIVE}}
 
 

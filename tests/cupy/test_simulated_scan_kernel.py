@@ -266,7 +266,7 @@ def _forms(consts, carry, xs):
              + jnp.take(table[0], idx, mode="clip")[1]
              + jnp.take_along_axis(table, am[None, :], axis=0)[0])
         u = (v.at[idx].add(x[:4], mode="drop") + v.at[i % 5].set(x[0]) * 0.5
-             + v.at[idx].max(x[:4], mode="clip") * 0.25)
+             + v.at[idx].max(x[:4], mode="clip") * 0.25 + v.at[n % 5].add(1.0) * 0.1)
         cs = jnp.cumsum(s, axis=0)[:, 1] + lax.cumprod(x * 0.1 + 1.0, reverse=True)
         hits = (table > 0.5) @ (x > 0)                                 # bool dot_general
         v = jnp.tanh(u + g * 0.1 + cs * 0.1 + p.sum() * 0.01 + q[4:] * 0.1 + hits[1:] * 0.2)
