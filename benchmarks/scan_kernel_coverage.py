@@ -143,6 +143,17 @@ def workloads() -> list:
     def bool_dot(m, x):
         return lax.scan(lambda c, v: (c ^ (m @ (v > 0)), c), jnp.zeros(4, bool), x)
 
+    def vmap_take(tab, idx):   # a gather with batching dims
+        return lax.scan(lambda c, i: (c + plax.vmap(lambda r, j: r[j])(tab, i), None),
+                        jnp.zeros(tab.shape[0]), idx)[0]
+
+    def point_updates(x, idx):   # x.at[i, j].add(1.0): a scatter of a reshaped literal
+        return lax.scan(lambda c, i: (c.at[i[0], i[1]].add(1.0) * 0.9, c[i[1], i[0]]), x, idx)
+
+    def switch_body(x):
+        return lax.scan(lambda c, v: (lax.switch(jnp.argmax(v), [lambda a: a + 1, lambda a: a * 2,
+                                                                  jnp.sin], c), None), jnp.ones(3), x)[0]
+
     def cond_body(x):
         return lax.scan(lambda c, v: (lax.cond(v.sum() > 0, lambda c: c * 2.0, lambda c: c - 1.0, c) + v,
                                       None), jnp.zeros(x.shape[1]), x)[0]
@@ -195,6 +206,12 @@ def workloads() -> list:
         ("int32 dot_general", int_dot, (np.arange(16, dtype=np.int32).reshape(4, 4) % 3,
                                         np.arange(24, dtype=np.int32).reshape(6, 4))),
         ("bool dot_general", bool_dot, (f32(4, 4) > 0, f32(6, 4))),
+        ("vmap take (batching dims)", vmap_take, (f32(4, 6), np.array([[0, 5, 2, 7], [1, -1, 3, 2]], np.int32))),
+        ("grad vmap take", grad(lambda t, i: vmap_take(t, i).sum()),
+         (f32(4, 6), np.array([[0, 5, 2, 7], [1, -1, 3, 2]], np.int32))),
+        ("x.at[i, j].add(1.0)", point_updates, (f32(4, 4), np.array([[0, 1], [3, 3], [2, 9], [-1, 0]], np.int32))),
+        ("lax.switch by argmax", switch_body, (f32(6, 5),)),
+        ("grad lax.switch", grad(lambda x: switch_body(x).sum()), (f32(6, 5),)),
         ("lax.cond in body", cond_body, (sx,)),
         ("sort in body", sort_body, (sx,)),
         ("cumlogsumexp in body", logsumexp_body, (sx,)),
