@@ -168,6 +168,7 @@ def workloads() -> list:
         return lax.scan(lambda c, v: (c + jnp.arange(4.0) * v, None), jnp.zeros(4), x)[0]
 
     sx, ix = f32(10, 16), np.array([3, 1, 0, 2, 7, 5], np.int32)
+    rows = np.array([[0, 5, 2, 7], [1, -1, 3, 2]], np.int32)   # (indices 7 and -1: out of bounds)
     cp = (rng.uniform(0.5, 1.5, size=(10, 4))).astype(np.float32)
     grad = plax.grad
     cases = [
@@ -206,10 +207,10 @@ def workloads() -> list:
         ("int32 dot_general", int_dot, (np.arange(16, dtype=np.int32).reshape(4, 4) % 3,
                                         np.arange(24, dtype=np.int32).reshape(6, 4))),
         ("bool dot_general", bool_dot, (f32(4, 4) > 0, f32(6, 4))),
-        ("vmap take (batching dims)", vmap_take, (f32(4, 6), np.array([[0, 5, 2, 7], [1, -1, 3, 2]], np.int32))),
-        ("grad vmap take", grad(lambda t, i: vmap_take(t, i).sum()),
-         (f32(4, 6), np.array([[0, 5, 2, 7], [1, -1, 3, 2]], np.int32))),
-        ("x.at[i, j].add(1.0)", point_updates, (f32(4, 4), np.array([[0, 1], [3, 3], [2, 9], [-1, 0]], np.int32))),
+        ("vmap take (batching dims)", vmap_take, (f32(4, 6), rows)),
+        ("grad vmap take", grad(lambda t, i: vmap_take(t, i).sum()), (f32(4, 6), rows)),
+        ("x.at[i, j].add(1.0)", point_updates,
+         (f32(4, 4), np.array([[0, 1], [3, 3], [2, 9], [-1, 0]], np.int32))),
         ("lax.switch by argmax", switch_body, (f32(6, 5),)),
         ("grad lax.switch", grad(lambda x: switch_body(x).sum()), (f32(6, 5),)),
         ("lax.cond in body", cond_body, (sx,)),

@@ -309,6 +309,17 @@ def _elementwise_group(body: _Body, eqns: list, k0: int) -> None:
     body.phase(n, (_index(shape) if need_q else []) + lines)
 
 
+def _store_phase(body: _Body, eqn, value: str, head: list[str] = (), lines: list[str] = ()) -> None:
+    """A phase writing ``value`` (a C expression of element ``i``, after ``lines``) to the
+    equation's result, a thread per element."""
+    out = eqn.outvars[0]
+    shape = tuple(out.aval.shape)
+    n = math.prod(shape)
+    body.work += n
+    body.phase(n, _index(shape) + list(lines)
+               + [f"{body.where[id(out)]}[i] = {store_expr(f'({value})', out.aval.dtype)};"], head)
+
+
 def _structural(body: _Body, eqn) -> None:
     """broadcast_in_dim, transpose, slice, dynamic_slice: a gather through an index map."""
     prim, params = eqn.primitive.name, eqn.params
@@ -337,11 +348,7 @@ def _structural(body: _Body, eqn) -> None:
         terms = [f"(s{d} + q{d}) * {st[d]}" for d in range(len(shape))]
     else:
         raise Unsupported(f"{prim} in the scan body")
-    n = math.prod(shape)
-    body.work += n
-    src = body.read(op, _offset(terms))
-    body.phase(n, _index(shape) + [f"{body.where[id(out)]}[i] = {store_expr(src, out.aval.dtype)};"],
-               head)
+    _store_phase(body, eqn, body.read(op, _offset(terms)), head)
 
 
 def _clamped_starts(body: _Body, eqn, dims, sizes) -> list[str]:
@@ -368,12 +375,9 @@ def _dynamic_update(body: _Body, eqn) -> None:
     ust = _strides(ushape)
     inside = [f"q{d} >= s{d} && q{d} < s{d} + {ushape[d]}" for d in range(len(shape))]
     terms = [f"(q{d} - s{d}) * {ust[d]}" for d in range(len(shape))]
-    n = math.prod(shape)
-    body.work += n
     value = (f"({' && '.join(inside)}) ? {body.read(update, _offset(terms))} : {body.read(op, 'i')}"
              if shape else body.read(update, "0"))
-    body.phase(n, _index(shape) + [f"{body.where[id(out)]}[i] = {store_expr(f'({value})', out.aval.dtype)};"],
-               head)
+    _store_phase(body, eqn, value, head)
 
 
 def _reduction(body: _Body, eqn) -> None:
@@ -448,17 +452,6 @@ def _dot(body: _Body, eqn) -> None:
     body.phase(n, _index(shape) + [f"{t} acc = 0;"]
                + ([f"for (int c = 0; c < {k}; ++c) {fold}"] if k else [])
                + [f"{body.where[id(out)]}[i] = {store_expr('acc', dout, acc)};"])
-
-
-def _store_phase(body: _Body, eqn, value: str, head: list[str] = (), lines: list[str] = ()) -> None:
-    """A phase writing ``value`` (a C expression of element ``i``, after ``lines``) to the
-    equation's result, a thread per element."""
-    out = eqn.outvars[0]
-    shape = tuple(out.aval.shape)
-    n = math.prod(shape)
-    body.work += n
-    body.phase(n, _index(shape) + list(lines)
-               + [f"{body.where[id(out)]}[i] = {store_expr(f'({value})', out.aval.dtype)};"], head)
 
 
 def _pad(body: _Body, eqn) -> None:
@@ -589,7 +582,8 @@ def _scatter(body: _Body, eqn) -> None:
     loop = [f"for (long long u = 0; u < {n_upd}LL; ++u) {{", *["  " + line for line in inner],
             f"  if ({hit}) acc = {fold};", "}"] if n_upd else []
     body.phase(n, [f"{acc_t} acc = {init};", *loop,
-                   f"{body.where[id(out)]}[i] = {store_expr('acc', dout, None if kind is None else red.acc)};"])
+                   f"{body.where[id(out)]}[i] = "
+                   f"{store_expr('acc', dout, None if kind is None else red.acc)};"])
 
 
 def _arg_reduction(body: _Body, eqn) -> None:
