@@ -18,10 +18,19 @@ block:
   ``reshape``/``squeeze``/``expand_dims`` are aliases (no phase); ``broadcast_in_dim``,
   ``transpose``, ``rev``, ``slice`` and ``dynamic_slice`` read through an index map,
   ``dynamic_update_slice`` reads the update inside its window and the operand outside;
-  ``dot_general`` is a thread per output element looping over the contraction (an operand
-  constant across steps, such as an RNN's weights, staged in shared memory once before the
-  loop where it fits: :func:`_place_staged`); a reduction a thread per output element; calls
-  (``jit``: ``jnp.where``, ``remainder``) are spliced in first;
+  ``pad`` (negative and interior padding too), ``concatenate``, ``stack``, ``split`` and
+  ``unstack`` read the operand their element falls in; ``gather`` locates its element with
+  :func:`plax_cupy.gather_index.gather_read` (starts clamped by
+  :func:`plax_cupy.codegen.clamped_start`, as every dynamic start here); ``scatter`` and
+  ``scatter-add/mul/min/max`` are a thread per result element folding in, in order, the
+  updates that land on it (no atomics); ``dot_general`` is a thread per output element
+  looping over the contraction (an operand constant across steps, such as an RNN's weights,
+  staged in shared memory once before the loop where it fits: :func:`_place_staged`); a
+  reduction, ``argmax``/``argmin`` (:class:`plax_cupy.codegen.ArgReduction`'s pair) and
+  ``cumsum``/``cumprod``/``cummax``/``cummin`` a thread per output element folding in order;
+  calls (``jit``: ``jnp.where``, ``remainder``, ``take``) are spliced in first, and a ``cond``
+  becomes its branches and a ``select_n`` (:func:`_branches_selected`); an empty value takes
+  no phase;
 * ``xs[t]`` is read in place and ``ys[t]`` written into the stacked outputs; ``reverse`` and
   ``length`` are baked into the source.
 
@@ -31,7 +40,7 @@ step computes what the host loop's kernels compute (reductions and contractions 
 order: float results within the conformance tolerances).
 
 A body the kernel does not express -- a primitive outside the list above (nested control flow,
-host callbacks, cuSOLVER/cuFFT operations, gathers...), complex or boolean contractions, a value
+host callbacks, cuSOLVER/cuFFT operations, sort, ``cumlogsumexp``...), complex contractions, a value
 over :data:`MAX_ELEMENTS` elements, a working set over :data:`SCRATCH_BYTES`, or more than
 :data:`MAX_STEP_WORK` multiply-adds per step (where one block would be slower than the library
 kernels the host loop launches) -- raises :class:`plax_cupy.codegen.Unsupported` with the reason,
@@ -45,13 +54,15 @@ import re
 import numpy as np
 
 from plax import lax
-from plax.core.jaxpr import Literal
+from plax.core.jaxpr import Jaxpr, JaxprEqn, Literal, Var
+from plax.lax.slicing import GatherDimensionNumbers, GatherScatterMode, gather_fill_value
 from plax.lowering import BROADCAST, ELEMENTWISE, INDEX, REDUCTION, fusion_kind
 from plax.lowering.calls import spliced_calls
 
 from plax_cupy import codegen, special_source
 from plax_cupy.codegen import Unsupported, c_literal, load_expr, store_expr
 from plax_cupy.dtypes import UnsupportedDtype, ctype, is_floating, value_ctype
+from plax_cupy.gather_index import gather_read
 
 #: the most elements of any one value of the body (an intermediate, the carry, a slice of xs)
 MAX_ELEMENTS = 1 << 14
@@ -96,8 +107,8 @@ _strides = codegen._strides  # (C order)
 
 def _check_dtype(v) -> np.dtype:
     dtype = np.dtype(v.aval.dtype)
-    if 0 in tuple(v.aval.shape):
-        raise Unsupported("an empty value in the scan body")
+    # (an empty value -- the transpose of a slice of nothing, cumprod's gradient -- takes a
+    # slot of one element that no phase touches: its loops run zero times)
     try:
         ctype(dtype)
     except UnsupportedDtype as err:
@@ -120,11 +131,22 @@ class _Body:
         self.staged: list = []      # (var, j, perm, marker, staged read, direct read) per operand
         self.dirty: set = set()     # arrays written since the last barrier
         self.barriers = 0           # in a step
+        self.helpers: set = set()   # source the kernel needs before it (argmax's pair type)
+        self.names = 0              # locals made by :meth:`fresh`
+
+    def fresh(self) -> str:
+        """A new local name (gather's and scatter's index arithmetic)."""
+        self.names += 1
+        return f"g{self.names}"
 
     def slot(self, var, name: str, copies: int = 1) -> str:
-        """Places ``var`` in the working set (``copies`` times, one after the other)."""
+        """Places ``var`` in the working set (``copies`` times, one after the other); returns
+        the C pointer of its elements (for an empty value, a pointer no phase reads: nothing
+        declared, nothing to warn of)."""
         dtype = _check_dtype(var)
         size = math.prod(var.aval.shape)
+        if size == 0:
+            return f"(({ctype(dtype)}*)plax_work)"
         if size > MAX_ELEMENTS:
             raise Unsupported(f"a body value of {size} elements (the kernel takes at most "
                               f"{MAX_ELEMENTS})")
@@ -151,7 +173,10 @@ class _Body:
         element ``i`` of the values written since the last barrier reads what its own thread
         wrote: no barrier. Each value is written once a step (its own slot), so a phase never
         overwrites what an earlier phase of the step reads; the end of the step
-        (:meth:`barrier`) separates one step's reads from the next step's writes."""
+        (:meth:`barrier`) separates one step's reads from the next step's writes. A phase of
+        no elements (an empty value) is left out."""
+        if n == 0:
+            return
         self.phases += 1
         self.widest = max(self.widest, n)
         # index variables nothing reads would be NVRTC warnings
@@ -284,6 +309,17 @@ def _elementwise_group(body: _Body, eqns: list, k0: int) -> None:
     body.phase(n, (_index(shape) if need_q else []) + lines)
 
 
+def _store_phase(body: _Body, eqn, value: str, head: list[str] = (), lines: list[str] = ()) -> None:
+    """A phase writing ``value`` (a C expression of element ``i``, after ``lines``) to the
+    equation's result, a thread per element."""
+    out = eqn.outvars[0]
+    shape = tuple(out.aval.shape)
+    n = math.prod(shape)
+    body.work += n
+    body.phase(n, _index(shape) + list(lines)
+               + [f"{body.where[id(out)]}[i] = {store_expr(f'({value})', out.aval.dtype)};"], head)
+
+
 def _structural(body: _Body, eqn) -> None:
     """broadcast_in_dim, transpose, slice, dynamic_slice: a gather through an index map."""
     prim, params = eqn.primitive.name, eqn.params
@@ -312,11 +348,7 @@ def _structural(body: _Body, eqn) -> None:
         terms = [f"(s{d} + q{d}) * {st[d]}" for d in range(len(shape))]
     else:
         raise Unsupported(f"{prim} in the scan body")
-    n = math.prod(shape)
-    body.work += n
-    src = body.read(op, _offset(terms))
-    body.phase(n, _index(shape) + [f"{body.where[id(out)]}[i] = {store_expr(src, out.aval.dtype)};"],
-               head)
+    _store_phase(body, eqn, body.read(op, _offset(terms)), head)
 
 
 def _clamped_starts(body: _Body, eqn, dims, sizes) -> list[str]:
@@ -343,12 +375,9 @@ def _dynamic_update(body: _Body, eqn) -> None:
     ust = _strides(ushape)
     inside = [f"q{d} >= s{d} && q{d} < s{d} + {ushape[d]}" for d in range(len(shape))]
     terms = [f"(q{d} - s{d}) * {ust[d]}" for d in range(len(shape))]
-    n = math.prod(shape)
-    body.work += n
     value = (f"({' && '.join(inside)}) ? {body.read(update, _offset(terms))} : {body.read(op, 'i')}"
              if shape else body.read(update, "0"))
-    body.phase(n, _index(shape) + [f"{body.where[id(out)]}[i] = {store_expr(f'({value})', out.aval.dtype)};"],
-               head)
+    _store_phase(body, eqn, value, head)
 
 
 def _reduction(body: _Body, eqn) -> None:
@@ -370,7 +399,8 @@ def _reduction(body: _Body, eqn) -> None:
     n = math.prod(oshape[d] for d in kept)
     body.work += n * max(n_red, 1)
     body.phase(n, [f"{acc} acc = {red.init};",
-                   f"for (int r = 0; r < {n_red}; ++r) acc = {red.combine('acc', value)};",
+                   *([f"for (int r = 0; r < {n_red}; ++r) acc = {red.combine('acc', value)};"]
+                     if n_red else []),
                    f"{body.where[id(out)]}[i] = {store_expr('acc', out.aval.dtype, red.acc)};"])
 
 
@@ -381,7 +411,7 @@ def _dot(body: _Body, eqn) -> None:
     dout = _check_dtype(out)
     for v in (lhs, rhs, out):
         d = np.dtype(v.aval.dtype)
-        if not (is_floating(d) or d.kind in "iu"):
+        if not (is_floating(d) or d.kind in "iub"):
             raise Unsupported(f"dot_general of {d} in the scan body")
     (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
     lc, rc, lb, rb = ([int(a) for a in x] for x in (lc, rc, lb, rb))
@@ -409,6 +439,8 @@ def _dot(body: _Body, eqn) -> None:
     if is_floating(dout):  # float64 operands in double, the rest in float (as cuBLAS does)
         wide = any(np.dtype(v.aval.dtype) == np.float64 for v in (lhs, rhs, out))
         acc = np.dtype(np.float64 if wide else np.float32)
+    elif dout == np.bool_:  # a bool result: whether any pair of the contraction is true
+        acc = dout
     else:  # integers wrap, as the reference's fixed-width arithmetic does
         acc = np.dtype(np.uint64)
     t = ctype(acc)
@@ -416,8 +448,267 @@ def _dot(body: _Body, eqn) -> None:
     b = f"({t}){operand(rhs, r_axes, rc, rst)}"
     n = math.prod(shape)
     body.work += n * max(k, 1)
-    body.phase(n, _index(shape) + [f"{t} acc = 0;", f"for (int c = 0; c < {k}; ++c) acc += {a} * {b};",
-                                   f"{body.where[id(out)]}[i] = {store_expr('acc', dout, acc)};"])
+    fold = f"acc = acc || ({a} && {b});" if acc == np.bool_ else f"acc += {a} * {b};"
+    body.phase(n, _index(shape) + [f"{t} acc = 0;"]
+               + ([f"for (int c = 0; c < {k}; ++c) {fold}"] if k else [])
+               + [f"{body.where[id(out)]}[i] = {store_expr('acc', dout, acc)};"])
+
+
+def _pad(body: _Body, eqn) -> None:
+    """pad: element ``q`` reads the operand at ``(q - low) / (interior + 1)`` on each axis
+    where that lands on an operand element (low and high may be negative: the position
+    starts before the operand, or the result stops inside it), else the padding value."""
+    op, value = eqn.invars
+    oshape = tuple(op.aval.shape)
+    st = _strides(oshape)
+    lines, inside, terms = [], [], []
+    for d, (lo, _, interior) in enumerate(eqn.params["padding_config"]):
+        step = int(interior) + 1
+        lines.append(f"const long long p{d} = (long long)q{d} - ({int(lo)}LL);")
+        pos = f"p{d}" if step == 1 else f"(p{d} / {step})"
+        inside += [f"p{d} >= 0", f"{pos} < {oshape[d]}"] + ([f"p{d} % {step} == 0"] if step > 1 else [])
+        terms.append(f"{pos} * {st[d]}")
+    read = body.read(op, _offset(terms))
+    _store_phase(body, eqn, f"({' && '.join(inside)}) ? {read} : {body.read(value, '0')}"
+                 if inside else read, lines=lines)
+
+
+def _joined(body: _Body, eqn) -> None:
+    """concatenate (along ``dimension``) and stack (a new ``axis``): element ``q`` reads the
+    operand its position along the axis falls in (a chain of conditionals, the last operand
+    the default)."""
+    stack = eqn.primitive.name == "stack"
+    axis = int(eqn.params["axis" if stack else "dimension"])
+    start, reads = 0, []
+    for v in eqn.invars:
+        vshape = tuple(v.aval.shape)
+        vst = _strides(vshape)
+        if stack:   # (operand axis d is the result's d, or d + 1 past the new axis)
+            terms = [f"q{d + (d >= axis)} * {vst[d]}" for d in range(len(vshape)) if vshape[d] != 1]
+            end = start + 1
+        else:
+            terms = [f"(q{d} - {start}) * {vst[d]}" if d == axis and start else f"q{d} * {vst[d]}"
+                     for d in range(len(vshape)) if vshape[d] != 1]
+            end = start + vshape[axis]
+        reads.append((end, body.read(v, _offset(terms))))
+        start = end
+    value = reads[-1][1]
+    for end, read in reversed(reads[:-1]):
+        value = f"(q{axis} < {end} ? {read} : {value})"
+    _store_phase(body, eqn, value)
+
+
+def _gather(body: _Body, eqn) -> None:
+    """gather: the operand element that :func:`plax_cupy.gather_index.gather_read` locates
+    for each result element (its starts clamped by :func:`plax_cupy.codegen.clamped_start`),
+    or the fill value where a ``FILL_OR_DROP`` window does not fit."""
+    op, indices = eqn.invars
+    out = eqn.outvars[0]
+    p = eqn.params
+    shape = tuple(out.aval.shape)
+    lines: list[str] = []
+    off, inside = gather_read(
+        lines, [f"q{d}" for d in range(len(shape))], tuple(op.aval.shape),
+        tuple(indices.aval.shape), _index_dtype(indices, "gather"),
+        dimension_numbers=p["dimension_numbers"], slice_sizes=p["slice_sizes"],
+        index_value=lambda flat: body.read(indices, flat), fresh=body.fresh,
+        bounds=p["mode"] == GatherScatterMode.FILL_OR_DROP)
+    value = body.read(op, off)
+    if inside is not None:
+        dout = np.dtype(out.aval.dtype)
+        value = f"{inside} ? {value} : {c_literal(gather_fill_value(dout, p['fill_value']), dout)}"
+    _store_phase(body, eqn, value, lines=lines)
+
+
+def _fold(kind: str, dtype, prim: str) -> codegen.Reduction:
+    """The :class:`plax_cupy.codegen.Reduction` a scatter or cumulative op folds with."""
+    if np.dtype(dtype) == np.bool_ and kind in ("sum", "prod"):
+        raise Unsupported(f"{prim} of bool in the scan body")
+    return codegen.Reduction(kind, dtype)
+
+
+def _index_dtype(indices, prim: str) -> np.dtype:
+    dtype = np.dtype(indices.aval.dtype)
+    if dtype.kind not in "iu":
+        raise Unsupported(f"{prim} with {dtype} indices")
+    return dtype
+
+
+#: each scatter's combine: the Reduction kind folding the updates into the operand element
+_SCATTERS = {"scatter": None, "scatter-add": "sum", "scatter-mul": "prod", "scatter-min": "min",
+             "scatter-max": "max"}
+
+
+def _scatter(body: _Body, eqn) -> None:
+    """scatter and scatter-add/mul/min/max: a thread per result element starts from the
+    operand's element and folds in, in order, every update element whose target
+    (:func:`plax_cupy.gather_index.gather_read`, the update's window read as gather's result)
+    is that element: deterministic, no atomics, at the cost of every thread visiting every
+    update (counted in the step's work). A window out of bounds is dropped (clamped under
+    ``CLIP``); of several updates of one element under ``scatter``, the last wins."""
+    op, indices, updates = eqn.invars
+    out = eqn.outvars[0]
+    dn, mode = eqn.params["dimension_numbers"], eqn.params["mode"]
+    oshape, ushape = tuple(op.aval.shape), tuple(updates.aval.shape)
+    dropped = set(dn.inserted_window_dims) | set(dn.operand_batching_dims)
+    kept = [d for d in range(len(oshape)) if d not in dropped]
+    sizes = [1] * len(oshape)
+    for k, d in enumerate(kept):
+        sizes[d] = ushape[dn.update_window_dims[k]]
+    as_gather = GatherDimensionNumbers(
+        offset_dims=tuple(dn.update_window_dims), collapsed_slice_dims=tuple(dn.inserted_window_dims),
+        start_index_map=tuple(dn.scatter_dims_to_operand_dims),
+        operand_batching_dims=tuple(dn.operand_batching_dims),
+        start_indices_batching_dims=tuple(dn.scatter_indices_batching_dims))
+    ust = _strides(ushape)
+    inner = [f"const long long w{d} = (u / {ust[d]}LL) % {ushape[d]}LL;" for d in range(len(ushape))]
+    off, inside = gather_read(
+        inner, [f"w{d}" for d in range(len(ushape))], oshape, tuple(indices.aval.shape),
+        _index_dtype(indices, eqn.primitive.name), dimension_numbers=as_gather, slice_sizes=sizes,
+        index_value=lambda flat: body.read(indices, flat), fresh=body.fresh,
+        bounds=mode != GatherScatterMode.CLIP)
+    hit = f"({off}) == i" if inside is None else f"{inside} && ({off}) == i"
+    kind = _SCATTERS[eqn.primitive.name]
+    dout = np.dtype(out.aval.dtype)
+    n_upd = math.prod(ushape)
+    if kind is None:
+        acc_t, init, fold = value_ctype(dout), body.read(op, "i"), body.read(updates, "u")
+    else:
+        red = _fold(kind, dout, eqn.primitive.name)
+        acc_t, init = ctype(red.acc), codegen._to_acc(body.read(op, "i"), red)
+        fold = red.combine("acc", codegen._to_acc(body.read(updates, "u"), red))
+    n = math.prod(oshape)
+    body.work += n * max(n_upd, 1)
+    loop = [f"for (long long u = 0; u < {n_upd}LL; ++u) {{", *["  " + line for line in inner],
+            f"  if ({hit}) acc = {fold};", "}"] if n_upd else []
+    body.phase(n, [f"{acc_t} acc = {init};", *loop,
+                   f"{body.where[id(out)]}[i] = "
+                   f"{store_expr('acc', dout, None if kind is None else red.acc)};"])
+
+
+def _arg_reduction(body: _Body, eqn) -> None:
+    """argmax/argmin: a thread per result element walking its axis in order with
+    :class:`plax_cupy.codegen.ArgReduction`'s pair (the first NaN, else the first best)."""
+    red = codegen.arg_reduction_of(eqn)
+    op, out = eqn.invars[0], eqn.outvars[0]
+    oshape = tuple(op.aval.shape)
+    (axis,) = (int(a) for a in eqn.params["axes"])
+    st = _strides(oshape)
+    kept = [d for d in range(len(oshape)) if d != axis]
+    kst = _strides([oshape[d] for d in kept])
+    at = _offset([f"((i / {kst[j]}) % {oshape[d]}) * {st[d]}" for j, d in enumerate(kept)]
+                 + [f"r * {st[axis]}"])
+    body.helpers.add(red.typedef)
+    n = math.prod(oshape[d] for d in kept)
+    body.work += n * oshape[axis]
+    body.phase(n, [f"{red.acc_ctype} acc = {red.init};",
+                   f"for (int r = 0; r < {oshape[axis]}; ++r) "
+                   f"acc = {red.accumulate('acc', red.operand(body.read(op, at), 'r'))};",
+                   f"{body.where[id(out)]}[i] = {red.store('acc', out.aval.dtype)};"])
+
+
+#: the cumulative primitives the kernel takes: the Reduction kind each folds with
+_CUMULATIVE = {"cumsum": "sum", "cumprod": "prod", "cummax": "max", "cummin": "min"}
+
+
+def _cumulative(body: _Body, eqn) -> None:
+    """cumsum/cumprod/cummax/cummin along ``axis``: a thread per result element folding the
+    elements up to it in order (from the end under ``reverse``), as the reference does."""
+    op, out = eqn.invars[0], eqn.outvars[0]
+    red = _fold(_CUMULATIVE[eqn.primitive.name], op.aval.dtype, eqn.primitive.name)
+    shape = tuple(op.aval.shape)
+    axis, reverse = int(eqn.params["axis"]), bool(eqn.params["reverse"])
+    st = _strides(shape)
+    at = _offset([f"r * {st[d]}" if d == axis else f"q{d} * {st[d]}"
+                  for d in range(len(shape)) if shape[d] != 1 or d == axis])
+    walk = (f"for (int r = {shape[axis] - 1}; r >= q{axis}; --r)" if reverse
+            else f"for (int r = 0; r <= q{axis}; ++r)")
+    n = math.prod(shape)
+    body.work += n * shape[axis]
+    body.phase(n, _index(shape) + [
+        f"{ctype(red.acc)} acc = {red.init};",
+        f"{walk} acc = {red.combine('acc', codegen._to_acc(body.read(op, at), red))};",
+        f"{body.where[id(out)]}[i] = {store_expr('acc', out.aval.dtype, red.acc)};"])
+
+
+def _parts(body: _Body, eqn) -> None:
+    """split (along ``axis``, ``sizes``) and unstack (each index of ``axis``, dropped): a
+    phase per result, each reading its part of the operand."""
+    op = eqn.invars[0]
+    oshape = tuple(op.aval.shape)
+    st = _strides(oshape)
+    axis = int(eqn.params["axis"])
+    unstack = eqn.primitive.name == "unstack"
+    start = 0
+    for k, out in enumerate(eqn.outvars):
+        if unstack:   # (result axis d is the operand's d, or d + 1 past the dropped axis)
+            terms = [f"q{d - (d > axis)} * {st[d]}" if d != axis else f"{k} * {st[d]}"
+                     for d in range(len(oshape)) if oshape[d] != 1]
+        else:
+            terms = [f"(q{d} + {start}) * {st[d]}" if d == axis and start else f"q{d} * {st[d]}"
+                     for d in range(len(oshape)) if oshape[d] != 1]
+            start += int(out.aval.shape[axis])
+        shape = tuple(out.aval.shape)
+        n = math.prod(shape)
+        body.work += n
+        body.phase(n, _index(shape) + [
+            f"{body.where[id(out)]}[i] = {store_expr(body.read(op, _offset(terms)), out.aval.dtype)};"])
+
+
+def _branches_selected(jaxpr: Jaxpr) -> Jaxpr:
+    """``jaxpr`` with each ``cond`` (branches without constants) replaced by every branch's
+    equations and a ``select_n`` of their results by the cond's index: a step runs all the
+    branches and keeps one (what ``vmap`` of a ``cond`` does; the body holds no effects, and a
+    branch not taken computes values nobody reads), so the kernel takes a ``cond`` whose
+    branches it takes, at the cost of their summed work. The index is clamped into range
+    first, as the host loop clamps it (a ``clamp`` equation). Returns ``jaxpr`` itself where
+    it holds no ``cond``."""
+    if not any(e.primitive is lax.cond_p for e in jaxpr.eqns):
+        return jaxpr
+    rename: dict = {}
+
+    def sub(v, names=rename):
+        return names.get(v, v) if isinstance(v, Var) else v
+    eqns: list = []
+    for e in jaxpr.eqns:
+        branches = e.params.get("branches", ()) if e.primitive is lax.cond_p else ()
+        if not branches or any(b.consts for b in branches):
+            eqns.append(JaxprEqn(e.primitive, [sub(v) for v in e.invars], e.outvars, e.params))
+            continue
+        index, *operands = [sub(v) for v in e.invars]
+        if len(branches) > 1:
+            bound = [Literal(np.int32(b), index.aval) for b in (0, len(branches) - 1)]
+            clamped = Var(index.aval)
+            eqns.append(JaxprEqn(lax.clamp_p, [bound[0], index, bound[1]], [clamped], {}))
+            index = clamped
+        results = []
+        for branch in branches:
+            inner = _branches_selected(spliced_calls(branch.jaxpr))
+            local = dict(zip(inner.invars, operands))
+            for ie in inner.eqns:
+                outs = [Var(v.aval) for v in ie.outvars]
+                eqns.append(JaxprEqn(ie.primitive, [sub(v, local) for v in ie.invars], outs, ie.params))
+                local.update(zip(ie.outvars, outs))
+            results.append([sub(v, local) for v in inner.outvars])
+        for k, out in enumerate(e.outvars):
+            eqns.append(JaxprEqn(lax.select_n_p, [index, *(r[k] for r in results)], [out], {}))
+    return Jaxpr(jaxpr.constvars, jaxpr.invars, list(jaxpr.outvars), eqns)
+
+
+def _reshaped_literal(body: _Body, eqn) -> None:
+    """reshape/squeeze/expand_dims of a scalar literal (``x.at[i].add(1.0)``'s update): the
+    literal in every element. (Of a value they are aliases; a reshape with ``dimensions``,
+    which transposes first, is declined.)"""
+    if not isinstance(eqn.invars[0], Literal):
+        raise Unsupported(f"{eqn.primitive.name} with dimensions in the scan body")
+    _store_phase(body, eqn, body.read(eqn.invars[0], "0"))
+
+
+#: the handlers of the primitives taken by name (the rest: by fusion kind, above)
+_HANDLERS = {"pad": _pad, "concatenate": _joined, "stack": _joined, "gather": _gather,
+             "argmax": _arg_reduction, "argmin": _arg_reduction,
+             **{name: _reshaped_literal for name in _ALIASES},
+             **{name: _scatter for name in _SCATTERS}, **{name: _cumulative for name in _CUMULATIVE}}
 
 
 def plan_scan(params: dict) -> ScanKernel:
@@ -439,6 +730,7 @@ def plan_scan(params: dict) -> ScanKernel:
     """
     closed = params["jaxpr"]
     jaxpr = spliced_calls(closed.jaxpr)  # jnp.where, remainder...: their bodies in place
+    jaxpr = _branches_selected(jaxpr)      # a cond: every branch, then a select_n
     length, reverse = int(params["length"]), bool(params["reverse"])
     nc, ncarry = int(params["num_consts"]), int(params["num_carry"])
     invars = list(jaxpr.invars)
@@ -458,8 +750,9 @@ def plan_scan(params: dict) -> ScanKernel:
         t = ctype(_check_dtype(v))
         params_c.append(f"const {t}* __restrict__ init{j}")
         inputs.append(v)
-        body.slot(v, f"cb{j}", copies=2)
-        body.where[id(v)] = f"c{j}"
+        body.where[id(v)] = body.slot(v, f"cb{j}", copies=2)
+        if math.prod(v.aval.shape):
+            body.where[id(v)] = f"c{j}"
     for j, v in enumerate(xs):
         t = ctype(_check_dtype(v))
         params_c.append(f"const {t}* __restrict__ xs{j}")
@@ -473,6 +766,12 @@ def plan_scan(params: dict) -> ScanKernel:
     while k < len(eqns):
         eqn = eqns[k]
         prim = eqn.primitive
+        if prim.name in ("split", "unstack"):   # (several results, each its own slot)
+            for j, v in enumerate(eqn.outvars):
+                body.where[id(v)] = body.slot(v, f"v{k}_{j}")
+            _parts(body, eqn)
+            k += 1
+            continue
         if len(eqn.outvars) != 1:
             raise Unsupported(f"{prim.name} (several results) in the scan body")
         out = eqn.outvars[0]
@@ -508,6 +807,8 @@ def plan_scan(params: dict) -> ScanKernel:
             _dynamic_update(body, eqn)
         elif prim is lax.dot_general_p:
             _dot(body, eqn)
+        elif prim.name in _HANDLERS:
+            _HANDLERS[prim.name](body, eqn)
         else:
             raise Unsupported(f"{prim.name} in the scan body")
         k += 1
@@ -524,10 +825,12 @@ def plan_scan(params: dict) -> ScanKernel:
     copy: list[str] = []
     for j, v in enumerate(ys):
         size = math.prod(v.aval.shape)
-        copy.append(f"if (i < {size}) ys{j}[t * {size}LL + i] = {stored(v)};")
+        if size:
+            copy.append(f"if (i < {size}) ys{j}[t * {size}LL + i] = {stored(v)};")
     for j, v in enumerate(carry_out):  # (a carry passed through unchanged is copied too)
         size = math.prod(v.aval.shape)
-        copy.append(f"if (i < {size}) cn{j}[i] = {stored(v)};")
+        if size:
+            copy.append(f"if (i < {size}) cn{j}[i] = {stored(v)};")
     widest = max([math.prod(v.aval.shape) for v in outs] + [1])
     if copy:
         body.phase(widest, copy)
@@ -542,11 +845,15 @@ def plan_scan(params: dict) -> ScanKernel:
     block = min(MAX_BLOCK, max(32, (body.widest + 31) // 32 * 32))
     sizes = [max(math.prod(v.aval.shape), 1) for v in carry]
     step_ptrs = [f"    const {ctype(v.aval.dtype)}* const c{j} = cb{j} + (s & 1) * {sizes[j]};"
-                 for j, v in enumerate(carry)]
+                 for j, v in enumerate(carry) if math.prod(v.aval.shape)]
     step_ptrs += [f"    {ctype(v.aval.dtype)}* const cn{j} = cb{j} + ((s + 1) & 1) * {sizes[j]};"
-                  for j, v in enumerate(carry)]
+                  for j, v in enumerate(carry) if math.prod(v.aval.shape)]
     step_ptrs += [f"    const {ctype(v.aval.dtype)}* const x{j} = xs{j} + t * {math.prod(v.aval.shape)}LL;"
                   for j, v in enumerate(xs)]
+    # (a pointer no phase uses -- an x the body ignores, a carry it only overwrites -- would
+    # be an NVRTC warning)
+    used = set(re.findall(r"\b\w+\b", "\n".join(body.lines)))
+    step_ptrs = [p for p in step_ptrs if re.search(r"\b(\w+) = ", p).group(1) in used]
     all_params = params_c + out_params + (["unsigned char* __restrict__ scratch"] if scratch else [])
     src = ["", "struct alignas(16) plax_scan_word { unsigned long long lo, hi; };",
            "#if defined(PLAX_HOST) || defined(PLAX_SIM)",
@@ -567,7 +874,8 @@ def plan_scan(params: dict) -> ScanKernel:
                 "  unsigned char* const plax_work = (unsigned char*)plax_smem;"]
     src += ["  " + d for d in body.decls]
     for j, v in enumerate(carry):
-        src.append(f"  for (int i = threadIdx.x; i < {sizes[j]}; i += blockDim.x) cb{j}[i] = init{j}[i];")
+        if math.prod(v.aval.shape):   # (an empty carry: nothing to copy)
+            src.append(f"  for (int i = threadIdx.x; i < {sizes[j]}; i += blockDim.x) cb{j}[i] = init{j}[i];")
     src += staging   # (the constant operands of the contractions, into shared memory once)
     # the rows of xs PREFETCH_STEPS steps ahead are asked into L2 at the start of each step
     # (one prefetch a 128-byte line): the step that reads them waits for L2, not for HBM
@@ -587,11 +895,14 @@ def plan_scan(params: dict) -> ScanKernel:
             "    (void)t;", *ahead, *["    " + p for p in prefetch],
             *step_ptrs, *body.lines, "  }"]
     for j, v in enumerate(carry):
-        src.append(f"  for (int i = threadIdx.x; i < {sizes[j]}; i += blockDim.x) "
-                   f"cout{j}[i] = cb{j}[({length}LL & 1) * {sizes[j]} + i];")
+        if math.prod(v.aval.shape):
+            src.append(f"  for (int i = threadIdx.x; i < {sizes[j]}; i += blockDim.x) "
+                       f"cout{j}[i] = cb{j}[({length}LL & 1) * {sizes[j]} + i];")
     src.append("}")
     text = "\n".join(src)
     helpers = special_source.helpers_for(text)
+    if body.helpers:   # (argmax/argmin's pair type)
+        helpers += codegen.ARG_SOURCE + "".join(t + "\n" for t in sorted(body.helpers))
     out_shapes = [tuple(v.aval.shape) for v in carry_out] + [(length,) + tuple(v.aval.shape) for v in ys]
     out_dtypes = [np.dtype(v.aval.dtype) for v in outs]
     return ScanKernel(source=codegen.PREAMBLE + helpers + text, entry=("plax_scan",), block=block,

@@ -15,8 +15,9 @@ the one-thread run is checked against the NumPy backend's ``scan`` (within round
 Bodies: the tanh RNN (its ``W`` staged in shared memory) and its gradient's two scans (``W``
 staged transposed), a reverse scan with a pytree carry (float32, int32, bool) through
 broadcasts, transposes, reductions, ``dynamic_slice`` and ``dot_general``, ``xs=None`` on
-float64 and float16, a batched ``dot_general`` with a transpose and reductions, and a body
-whose working set lives in the global scratch.
+float64 and float16, a batched ``dot_general`` with a transpose and reductions, a body
+whose working set lives in the global scratch, and one of pad, concatenate, stack, split,
+gather, scatter, argmax/argmin and cumulative ops (and its gradient's two scans).
 
 :func:`test_every_phase_is_fenced` audits the generated source itself, walking a step's phases
 and barriers: no phase reads another thread's element of an array written since the last
@@ -34,7 +35,8 @@ import pytest
 
 from gpu_env import requires_nvrtc
 from test_kernels_rows import _kernels, needs_cxx20
-from test_simulated_scan_kernel import _many, _many_args, _rnn, _rnn_loss, _scans
+from test_simulated_scan_kernel import (_forms, _forms_args, _forms_loss, _many, _many_args, _rnn,
+                                        _rnn_loss, _scans)
 
 THREADS = (32, 64, 256)
 
@@ -205,6 +207,27 @@ def test_working_set_in_the_global_scratch_with_a_block_of_threads(tmp_path):
     assert "ks0" not in plan.source and "* (float)k0[" in plan.source   # P read in place
 
 
+def _forms_scans() -> list:
+    """The scans of the pad/concatenate/gather/scatter/argmax/cumulative body and of its
+    gradient."""
+    import plax
+    (table, _), (v0, _), xs = _forms_args()
+    return _scans(_forms, *_forms_args()) + _scans(plax.grad(_forms_loss, argnums=(0, 1, 2)), table, v0, xs)
+
+
+@needs_cxx20
+def test_pad_gather_scatter_argmax_cumulative_with_a_block_of_threads(tmp_path):
+    forms = _forms_scans()
+    assert len(forms) == 3
+    plan = _check(tmp_path, forms[0], np.random.default_rng(9), repeats=2)
+    assert {"pad", "concatenate", "stack", "split", "gather", "scatter-add", "scatter",
+            "scatter-max", "argmax", "argmin", "cumsum", "cumprod", "cummax"} <= set(plan.primitives)
+    # the gradient's reverse scan (pads, scatter-adds, empty values); its forward one is
+    # audited by test_every_phase_is_fenced (a build each costs ~1.5 CPU-seconds)
+    plan = _check(tmp_path, forms[2], np.random.default_rng(10), repeats=1)
+    assert {"pad", "scatter-add"} <= set(plan.primitives)
+
+
 def _step_code(source: str) -> str:
     """The body of the step loop."""
     step = source[source.index("for (long long s = 0;"):]
@@ -219,7 +242,8 @@ def _bodies() -> list:
     return (_scans(_rnn, *_rnn_args()) + _scans(plax.grad(_rnn_loss), *_rnn_args())
             + _scans(_many, *_many_args(k=5, steps=11, seed=3))
             + _scans(_batched, *(rng.normal(size=s).astype(np.float32)
-                                 for s in ((3, 7, 5), (3, 7), (6, 3, 5)))))
+                                 for s in ((3, 7, 5), (3, 7), (6, 3, 5))))
+            + _forms_scans())
 
 
 @requires_nvrtc

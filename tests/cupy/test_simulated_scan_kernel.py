@@ -14,6 +14,12 @@ On the simulated GPU (the generated kernel built for the host, one thread per bl
 * a body the kernel declines (a value over ``scan_kernel.MAX_ELEMENTS``, a nested ``scan``)
   keeps the host loop, and ``as_text()`` says why; the host loop still replays as one CUDA
   graph.
+* pad (negative, interior), concatenate, stack, split, gather (``x[i]``, ``take`` with fill
+  and clip, ``take_along_axis``), scatter (``.at[i].set/add/max``, out-of-bounds updates
+  dropped or clipped), argmax/argmin, cumsum/cumprod/cummax, a bool contraction, ``cond`` and
+  ``switch`` in one
+  kernel, equal to the NumPy backend; the gradient's two scans kernels too; on int32 and
+  bfloat16; benchmarks/scan_kernel_coverage.py's scans planned as its table says.
 
 Without the simulation, NVRTC compiles the kernels' source (with ``-G``'s checks).
 :func:`test_on_the_simulated_gpu` runs this file again in a child process with
@@ -33,7 +39,7 @@ from test_simulated_streams import SIMULATED, on_simulated_gpu, run_file_on_simu
 @pytest.mark.skipif(SIMULATED or shutil.which("g++") is None,
                     reason="already on the simulated GPU, or no C++ compiler (g++) for it")
 def test_on_the_simulated_gpu():
-    run_file_on_simulated_gpu(__file__, skipped=2)
+    run_file_on_simulated_gpu(__file__, skipped=3)
 
 
 def _rnn(W, h0, xs):
@@ -239,6 +245,125 @@ def test_declined_bodies_keep_the_host_loop_and_say_why(monkeypatch):
     assert [name for name, *_ in fake_cupy.LAUNCHES[before:]].count("plax_scan") == 3
 
 
+def _forms(consts, carry, xs):
+    """A body of the forms the kernel took in stop 41 (pad, concatenate, stack, split,
+    gather, scatter, argmax/argmin, cumulative ops, a bool contraction, cond and switch), their
+    modes and out-of-bounds indices."""
+    import plax.numpy as jnp
+    from plax import lax
+    table, idx = consts          # (6, 5) float32; int32 (4,) holding out-of-bounds entries
+
+    def body(c, x):
+        v, n = c
+        i = n % 6
+        a = lax.pad(v, 0.5, [(-1, 2, 1)])                              # (10,)
+        b = jnp.concatenate([v[::-1], x, a[:3]])                       # (13,)
+        s = jnp.stack([v, x * 2.0], axis=1)                            # (5, 2)
+        p, q = jnp.split(b, [4])                                       # (4,), (9,)
+        m = table * x
+        am, amin = jnp.argmax(m, axis=0), jnp.argmin(m, axis=1)
+        g = (table[i] + jnp.take(table[:, 0], idx, mode="fill", fill_value=-1.0).sum()
+             + jnp.take(table[0], idx, mode="clip")[1]
+             + jnp.take_along_axis(table, am[None, :], axis=0)[0])
+        u = (v.at[idx].add(x[:4], mode="drop") + v.at[i % 5].set(x[0]) * 0.5
+             + v.at[idx].max(x[:4], mode="clip") * 0.25 + v.at[n % 5].add(1.0) * 0.1)
+        cs = jnp.cumsum(s, axis=0)[:, 1] + lax.cumprod(x * 0.1 + 1.0, reverse=True)
+        hits = (table > 0.5) @ (x > 0)                                 # bool dot_general
+        v = jnp.tanh(u + g * 0.1 + cs * 0.1 + p.sum() * 0.01 + q[4:] * 0.1 + hits[1:] * 0.2)
+        v = lax.cond(n % 2 == 0, lambda w: w * 1.5, lambda w: jnp.sin(w) + x, v)   # cond
+        v = lax.switch(n % 3, [lambda w: w, lambda w: -w[::-1], lambda w: w * x], v)
+        return (v, n + 1), (a, lax.cummax(b), amin)
+    return lax.scan(body, carry, xs)
+
+
+def _forms_loss(table, v0, xs):
+    idx = np.array([1, 7, 4, -2], np.int32)
+    (v, _), (a, cm, _) = _forms((table, idx), (v0, np.int32(1)), xs)
+    return (v * v).sum() + (a * cm[:, :10]).sum()
+
+
+def _forms_args(steps=5):
+    rng = np.random.default_rng(3)
+    table = rng.normal(size=(6, 5)).astype(np.float32)
+    idx = np.array([1, 7, 4, -2], np.int32)
+    carry = (rng.normal(size=5).astype(np.float32), np.int32(1))
+    return (table, idx), carry, rng.normal(size=(steps, 5)).astype(np.float32)
+
+def _typed(table, c0, xs):
+    """pad (interior, negative high), concatenate, stack, gather (take), argmax/argmin,
+    scatter-max and scatter-add (an index out of bounds dropped), a reverse cumsum, on the
+    dtype of the operands."""
+    import plax.numpy as jnp
+    from plax import lax
+
+    def body(c, x):
+        a = lax.pad(c, c[0], [(1, -2, 1)])                              # (10,)
+        g = jnp.take(table, jnp.argmax(x) % 4, axis=0)                  # (6,)
+        s = c.at[jnp.argmin(x)].max(x[0]).at[np.array([0, 9, 2])].add(x[:3], mode="drop")
+        new = s + g + lax.cumsum(x, reverse=True) - jnp.concatenate([a[:3], a[7:]])
+        return new, jnp.stack([a[:6], g])
+    return lax.scan(body, c0, xs)
+
+
+def _typed_args(dtype, steps=4):
+    """Small integers (exact in bfloat16 through the steps)."""
+    import plax
+    rng = np.random.default_rng(5)
+    d = plax.numpy.dtype(dtype)
+    return (rng.integers(-3, 4, size=(4, 6)).astype(d), rng.integers(-3, 4, size=6).astype(d),
+            rng.integers(-3, 4, size=(steps, 6)).astype(d))
+
+
+@on_simulated_gpu
+def test_pad_concatenate_gather_scatter_argmax_cumulative_take_the_kernel(monkeypatch):
+    """One launch a call (CUDA graphs off), values equal to the NumPy backend's, out-of-bounds
+    gather (fill, clip) and scatter (drop, clip) indices included."""
+    import plax
+    import plax_cupy
+    monkeypatch.setenv("PLAX_CUDA_GRAPHS", "0")
+    args = _forms_args()
+    f = plax.jit(_forms, backend="cupy")
+    want = plax.jit(_forms, backend="numpy")(*args)
+    _close(f(*_put(args)), want)
+    with plax_cupy.count() as c:
+        out = f(*_put(args))
+    assert c.launches == 1 and c.host_fallbacks == 0
+    _close(out, want)
+    text = _text(f, *_put(args))
+    assert "void plax_scan(" in text and "host loop" not in text
+
+
+@on_simulated_gpu
+def test_gradient_of_those_forms_takes_the_kernel(monkeypatch):
+    """The gradient's two scans (pads from the slices' transposes, scatter-adds from the
+    gathers', empty values from cumprod's) are kernels, values close to the NumPy backend's."""
+    import plax
+    monkeypatch.setenv("PLAX_CUDA_GRAPHS", "0")
+    (table, _), (v0, _), xs = _forms_args()
+    g = plax.jit(plax.grad(_forms_loss, argnums=(0, 1, 2)), backend="cupy")
+    dev = _put((table, v0, xs))
+    _close(g(*dev), plax.jit(plax.grad(_forms_loss, argnums=(0, 1, 2)), backend="numpy")(table, v0, xs),
+           rtol=2e-5, atol=2e-5)
+    text = _text(g, *dev)
+    assert text.count("void plax_scan(") == 2 and "host loop" not in text
+
+
+@on_simulated_gpu
+@pytest.mark.parametrize("dtype", ["int32", "bfloat16"])
+def test_those_forms_on_integer_and_half_types(monkeypatch, dtype):
+    import plax
+    monkeypatch.setenv("PLAX_CUDA_GRAPHS", "0")
+    args = _typed_args(dtype)
+    f = plax.jit(_typed, backend="cupy")
+    got = plax.tree_util.tree_leaves(f(*_put(args)))
+    want = plax.tree_util.tree_leaves(plax.jit(_typed, backend="numpy")(*args))
+    for g, w in zip(got, want, strict=True):   # (small integers: exact in every dtype here)
+        assert g.dtype == w.dtype
+        np.testing.assert_array_equal(np.asarray(g, np.float64), np.asarray(w, np.float64))
+    text = _text(f, *_put(args))
+    assert "void plax_scan(" in text and "host loop" not in text
+
+
 #: start rows (two axes) of each integer type: past the top, 2**63 and more, negative, in range
 _STARTS = {"uint64": [(2**63, 0), (2**64 - 1, 2**63 + 5), (1, 2**64 - 1), (3, 1), (0, 100)],
            "uint32": [(2**31, 0), (2**32 - 1, 1), (1, 2**31 + 1), (3, 2), (0, 100)],
@@ -298,7 +423,28 @@ def test_kernel_sources_compile_with_nvrtc():
                                            length=3), np.ones(8, plax.numpy.dtype(dtype)))
     with plax.config.override("jax_enable_x64", True):
         bodies += scans(_dynamic, *_dynamic_args())
-    assert len(bodies) == 7
+    (table, _), (v0, _), xs = _forms_args()
+    bodies += scans(_forms, *_forms_args()) + scans(plax.grad(_forms_loss, argnums=(0, 1, 2)), table, v0, xs)
+    for dtype in ("int32", "bfloat16", "float16", "int8"):
+        bodies += scans(_typed, *_typed_args(dtype))
+    assert len(bodies) == 14
     for params in bodies:
         plan = scan_kernel.plan_scan(params)
         nvrtc.compile_ptx(plan.source, "scan.cu", options=nvrtc.NVRTC_CHECK_OPTIONS)
+
+
+@pytest.mark.skipif(SIMULATED, reason="plans only: once, outside the simulated GPU's child")
+def test_coverage_survey_takes_the_kernel_where_it_says():
+    """benchmarks/scan_kernel_coverage.py's scans (planned, not compiled): every one a kernel
+    but the three it declines on purpose, each for its reason."""
+    import os
+    import sys
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "benchmarks"))
+    import scan_kernel_coverage
+    rows = [(name, *row) for name, fn, args in scan_kernel_coverage.workloads()
+            for row in scan_kernel_coverage.planned(fn, args)]
+    declined = {name: why for name, form, why in rows if form != "kernel"}
+    assert declined == {"sort in body": "sort in the scan body",
+                        "cumlogsumexp in body": "cumlogsumexp in the scan body",
+                        "rnn 1024 wide": "1050624 multiply-adds a step (the kernel takes at most 1048576)"}
+    assert sum(form == "kernel" for _, form, _ in rows) >= 54
