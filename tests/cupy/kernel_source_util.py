@@ -234,7 +234,7 @@ def run_host(plan: codegen.ClusterKernel, fn, operands: list) -> list:
         args.append(plan.n)
         argtypes.append(ctypes.c_longlong)
     else:
-        for j, _ in plan.reductions:
+        for j in plan.final_outputs:
             outs[j] = np.empty(plan.out_shapes[j], plan.out_dtypes[j])
             args.append(outs[j].ctypes.data)
             argtypes.append(ctypes.c_void_p)
