@@ -200,7 +200,7 @@ def _fusion_units(jaxpr: Jaxpr) -> list:
 
 # ---------------------------------------------------------------- batching for NVRTC / g++
 
-_ENTRY = re.compile(r"\b(plax_elem(?:_m\d+)?|plax_elementwise|plax_reduce|plax_multi|plax_host)\b")
+_ENTRY = re.compile(r"\b(plax_elem(?:_m\d+)?|plax_epilogue|plax_elementwise|plax_reduce|plax_multi|plax_host)\b")
 
 
 def batch_source(sources: list[str]) -> tuple[str, list[str]]:
