@@ -32,6 +32,7 @@ from plax.lowering import Cluster
 
 from gpu_env import requires_nvrtc
 from kernel_source_util import aval, batch_source, make_eqn
+from test_codegen_arg_reductions import _launches, _put
 from test_kernels_rows import _kernels, needs_cxx20
 from test_simulated_streams import SIMULATED, on_simulated_gpu, run_file_on_simulated_gpu
 from plax_cupy import codegen
@@ -247,21 +248,6 @@ def test_epilogues_compile_with_nvrtc_without_warnings():
                     reason="already on the simulated GPU, or no C++ compiler (g++) for it")
 def test_on_the_simulated_gpu():
     run_file_on_simulated_gpu(__file__, skipped=6)   # (this one and the CPU-side tests skip there)
-
-
-def _put(x):
-    import plax
-    return plax.device_put(x, plax.devices("gpu")[0])
-
-
-def _launches(f, *args):
-    import plax
-    import plax_cupy
-    plax.block_until_ready(f(*args))
-    with plax_cupy.count() as c:
-        out = plax.block_until_ready(f(*args))
-    assert c.host_fallbacks == 0, c.fallbacks
-    return c.launches, out
 
 
 @on_simulated_gpu
