@@ -1793,6 +1793,8 @@ def plan_cluster(cluster, *, literal_values: bool = True, values: frozenset = fr
                 lines.append(f"r{j}[o] = {red_.store(value(r), out_dtypes[j])};")
         if epi is not None:
             for r, (_, red_) in enumerate(reductions):
+                if f"e{r}" not in epi_args:
+                    continue   # (a result the epilogue does not read: no unused local)
                 d = np.dtype(red_vars[r].aval.dtype)
                 lines.append(f"const {value_ctype(d)} e{r} = "
                              f"{load_expr(red_.store(value(r), d), d)};")

@@ -236,10 +236,18 @@ def test_an_epilogue_reading_another_value_of_the_loop_is_declined():
 @requires_nvrtc
 def test_epilogues_compile_with_nvrtc_without_warnings():
     from plax_cupy import nvrtc
-    plans = [codegen.plan_cluster(cluster) for _, cluster, _ in _plans()]
-    source, _ = batch_source([plan.source for plan in plans[::2]])
+    plans = [codegen.plan_cluster(cluster) for _, cluster, _ in _plans()][::2]
+    # two reductions, the epilogue reading one of them (the other's value is no local of it)
+    x = Var(aval((6, 33), np.float32))
+    total = make_eqn(lax.reduce_sum_p, [x], axes=(1,))
+    top = make_eqn(lax.reduce_max_p, [x], axes=(1,))
+    ex = make_eqn(lax.exp_p, [top.outvars[0]])
+    plans.append(codegen.plan_cluster(Cluster([total, top, ex], (6, 33), [x],
+                                              [total.outvars[0], ex.outvars[0]], epilogue=[ex])))
+    assert "e0 =" not in plans[-1].source and "e1 =" in plans[-1].source
+    source, _ = batch_source([plan.source for plan in plans])
     ptx = nvrtc.compile_ptx(source, "epilogues.cu")   # (a warning is an error)
-    assert ptx.count(".entry plax_reduce") == len(plans[::2])
+    assert ptx.count(".entry plax_reduce") == len(plans)
 
 
 # ---------------------------------------------------------------- on the simulated GPU
