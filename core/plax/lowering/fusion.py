@@ -939,19 +939,26 @@ def _fold_epilogues(jaxpr: Jaxpr, units: list, options: FusionOptions) -> list:
                  in (REDUCTION, ARG_REDUCTION)}
         readable = set(final)   # (values of the merged unit an epilogue may read)
         merged, epilogue = [i], []
-        for k in range(i + 1, len(units)):
+        # only a reader of a readable value may join: those, in program order (a unit's
+        # readers all come after it, so a joining unit's readers are still ahead)
+        todo = sorted({k for v in final for k in readers.get(v, ()) if k > i})
+        seen = set(todo)
+        while todo:
+            k = heapq.heappop(todo)
             eqns = None if units[k] is None else _epilogue_eqns(units[k], shape, options)
             if eqns is None:
                 continue
             made = {id(v) for e in eqns for v in e.outvars}
             reads = [v for e in eqns for v in e.invars
                      if isinstance(v, Var) and id(v) not in made]
-            if not any(id(v) in readable for v in reads) or not all(
-                    id(v) in readable or producer.get(id(v), -1) < i for v in reads):
+            if not all(id(v) in readable or producer.get(id(v), -1) < i for v in reads):
                 continue
             merged.append(k)
             epilogue += eqns
             readable |= made
+            for r in {r for v in made for r in readers.get(v, ()) if r > k} - seen:
+                seen.add(r)
+                heapq.heappush(todo, r)
         if not epilogue:
             continue
         eqns = list(own) + epilogue
