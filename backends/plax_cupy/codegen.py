@@ -27,7 +27,8 @@ The translation unit has three parts:
   short reductions, or many outputs) the block stores the results; otherwise each block
   stores its partials, fences, and counts itself done on its group's tagged counter, and the
   last block to count combines the partials in chunk order with a fixed tree and stores the
-  results. One
+  results (and computes the cluster's epilogue on them, ``plax_epilogue(o, ...)``: elementwise
+  work on the reductions' results, :attr:`plax.lowering.Cluster.epilogue`). One
   launch either way, and deterministic for a launch configuration: the combine's order never
   depends on which block finished last. Under ``#ifdef PLAX_HOST`` the same ``plax_elem`` is
   driven instead by a serial host function ``plax_host``;
