@@ -1784,6 +1784,8 @@ def plan_cluster(cluster, *, literal_values: bool = True, values: frozenset = fr
         epi_args = [f"e{where[id(inp.atom)]}" if inp.kind == "value" else by_atom[id(inp.atom)].name
                     for inp in epi.inputs]
         epi_args += [f"r{outputs[id(epi.outputs[m])]}" for m in epi.elem_outputs]
+        if not final_outputs:   # (the launcher's stand-in scratch is a stored result)
+            raise Unsupported("an epilogue whose results nothing reads")
 
     def finals(value, indent: str) -> list:
         """The lines storing output o's final values, ``value(r)`` the accumulator of
