@@ -1636,8 +1636,10 @@ def plan_cluster(cluster, *, literal_values: bool = True, values: frozenset = fr
                   and codegen_structural.is_structural(e, produced, shape)}
     if structural:
         reads = codegen_structural.StructuralReads(shape, cluster.eqns, by_atom, locals_, load)
-        at_i = {id(v) for v in cluster.outputs}
+        at_i = {id(v) for v in cluster.outputs} | epilogue_reads   # (an epilogue's results)
         for eqn in reversed(cluster.eqns):
+            if id(eqn) in in_epilogue:
+                continue   # (computed per output, apart: its operands are in epilogue_reads)
             if any(id(v) in at_i for v in eqn.outvars) and id(eqn) not in structural:
                 at_i.update(id(v) for v in eqn.invars
                             if tuple(v.aval.shape) in (shape, ()) or fusion_kind(eqn.primitive) == BROADCAST)

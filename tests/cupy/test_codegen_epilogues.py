@@ -297,3 +297,30 @@ def test_a_split_mean_and_an_uncoalesced_argmin_with_epilogues(monkeypatch):
     launches, got = _launches(g, _put(y))
     # (declined as uncoalesced: the cluster, the rows kernel, then the epilogue's own kernel)
     assert launches == 3 and np.array_equal(np.asarray(got), np.asarray(plax.jit(g, backend="numpy")(y)))
+
+
+@on_simulated_gpu
+@pytest.mark.parametrize("partitionable", [True, False], ids=["partitionable", "original"])
+def test_a_sampler_reduced_then_scaled_is_one_kernel(partitionable, monkeypatch):
+    """A reduction of a structural group (the PRNG's bits computed where the sampler reads
+    them) takes its epilogue too: each program one launch (two before)."""
+    import plax
+    from plax import numpy as jnp, random
+    monkeypatch.setenv("PLAX_CUDA_GRAPHS", "0")
+    logits = np.random.default_rng(0).standard_normal((64, 10)).astype(np.float32)
+    saved = plax.config.read("jax_threefry_partitionable")
+    plax.config.update("jax_threefry_partitionable", partitionable)
+    try:
+        for fn, args in [(lambda k: jnp.mean(random.normal(k, (1000,))) * 2.0, (random.PRNGKey(1),)),
+                         (lambda k, l: random.categorical(k, l) * 2 + 1, (random.PRNGKey(2), logits)),
+                         (lambda k: jnp.sum(random.uniform(k, (40, 30)), 1) / 3.0, (random.PRNGKey(3),))]:
+            f = plax.jit(fn)
+            launches, got = _launches(f, *[_put(a) for a in args])
+            want = np.asarray(plax.jit(fn, backend="numpy")(*args))
+            assert launches == 1, launches
+            if want.dtype.kind == "f":
+                np.testing.assert_allclose(np.asarray(got), want, rtol=1e-5)
+            else:
+                assert np.array_equal(np.asarray(got), want)
+    finally:
+        plax.config.update("jax_threefry_partitionable", saved)

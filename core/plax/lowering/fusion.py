@@ -86,7 +86,7 @@ declines such a cluster has its parts lowered as they were (:attr:`Cluster.parts
 **Epilogues** (for a backend that asks: ``epilogues=True`` in :class:`FusionOptions`, from
 :attr:`plax.lowering.Emitter.fuses_epilogues`): a cluster or lone equation with reductions
 (``REDUCTION``, and ``ARG_REDUCTION`` where asked; none ``CUMULATIVE``, all of one output
-shape and one ``axes``, no structural parts) takes the later units that compute elementwise
+shape and one ``axes``; a structural group's too) takes the later units that compute elementwise
 on its results -- clusters without a reducing kind, lone ``ELEMENTWISE``, ``BROADCAST`` and
 (with ``index``) ``INDEX`` equations, single-result, over the results' shape -- when each
 reads one of its results or an earlier epilogue's, and otherwise only values computed before
@@ -873,12 +873,12 @@ def _inputs_of(eqns: list) -> list:
 
 
 def _reduction_outputs(unit, options: FusionOptions) -> tuple | None:
-    """The results' shape of the reductions of ``unit`` (a cluster without structural parts or
-    epilogue, or a lone equation) if it may take an epilogue: some ``REDUCTION`` or
-    ``ARG_REDUCTION`` (where asked) equations, all of one ``axes`` and result shape, no
-    ``CUMULATIVE`` one; else None."""
+    """The results' shape of the reductions of ``unit`` (a cluster without an epilogue, or a
+    lone equation) if it may take an epilogue: some ``REDUCTION`` or ``ARG_REDUCTION`` (where
+    asked) equations, all of one ``axes`` and result shape, no ``CUMULATIVE`` one; else
+    None."""
     if isinstance(unit, Cluster):
-        if unit.parts is not None or unit.epilogue:
+        if unit.epilogue:
             return None
         eqns = unit.eqns
     elif _iteration_shape(unit, options) is None:
