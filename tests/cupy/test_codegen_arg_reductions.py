@@ -16,7 +16,7 @@ each output's best (value, index) pair (``plax_cupy.codegen.ArgReduction``).
 * On the simulated GPU (this file again in a child process): ``argmax(x * w + b, axis=-1)``
   and ``random.categorical`` (both threefry modes) are one launch, values equal to the NumPy
   backend's; the uncoalesced middle axis is two (the cluster, then the rows kernel); a reader
-  of the index after the argmax is a kernel of its own.
+  of the index after the argmax is its epilogue, in its kernel (test_codegen_epilogues.py).
 """
 from __future__ import annotations
 
