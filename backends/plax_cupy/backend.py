@@ -651,16 +651,16 @@ class Launcher:
             return outs
         grid, block, bpo = codegen.reduction_launch(plan.n_out, plan.n_red, sm,
                                                     outputs_per_block=plan.outputs_per_block)
-        for j, _ in plan.reductions:
+        for j in plan.final_outputs:   # (the reductions' results and their epilogue's)
             outs[j] = _device_empty(plan.out_shapes[j], plan.out_dtypes[j])
-        red_args = [_bits(outs[j]) for j, _ in plan.reductions]
+        red_args = [_bits(outs[j]) for j in plan.final_outputs]
         if not plan.n_out:
             return outs
         # one block per output (bpo == 1): the kernel stores the results itself and never
-        # reads its partial buffers or counters (the results stand in for them); else each
+        # reads its partial buffers or counters (a result stands in for them); else each
         # output's blocks count themselves done on a tagged counter (scratch needs no clearing)
         if bpo == 1:
-            partials, done = red_args, red_args[0]
+            partials, done = [red_args[0]] * len(plan.reductions), red_args[0]
         else:
             partials = [cupy.empty(plan.n_out * bpo * red.partial_items, red.partial_dtype)
                         for _, red in plan.reductions]   # (an argmax's pairs: 8 or 16 bytes)

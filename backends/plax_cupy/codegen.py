@@ -27,7 +27,8 @@ The translation unit has three parts:
   short reductions, or many outputs) the block stores the results; otherwise each block
   stores its partials, fences, and counts itself done on its group's tagged counter, and the
   last block to count combines the partials in chunk order with a fixed tree and stores the
-  results. One
+  results (and computes the cluster's epilogue on them, ``plax_epilogue(o, ...)``: elementwise
+  work on the reductions' results, :attr:`plax.lowering.Cluster.epilogue`). One
   launch either way, and deterministic for a launch configuration: the combine's order never
   depends on which block finished last. Under ``#ifdef PLAX_HOST`` the same ``plax_elem`` is
   driven instead by a serial host function ``plax_host``;
@@ -71,7 +72,7 @@ import re
 import numpy as np
 
 from plax import lax
-from plax.core.jaxpr import Literal
+from plax.core.jaxpr import Literal, Var
 from plax.lax.fused_multiply_add import fma_p
 from plax.lowering import ARG_REDUCTION, BROADCAST, INDEX, REDUCTION, fusion_kind
 
@@ -1437,11 +1438,13 @@ class KernelInput:
     Attributes:
       atom: the jaxpr Var or Literal.
       name: its parameter name (``a0``...).
-      kind: ``"array"`` (a device pointer; rank-0 values read element 0) or ``"literal"`` (a
+      kind: ``"array"`` (a device pointer; rank-0 values read element 0), ``"literal"`` (a
         rank-0 literal passed by value from the host, so no device read is needed and kernels
         differing in constants share one compilation; booleans, integers, float32 and float64
         only: float16, bfloat16 and complex literals are read from device memory, so the
-        launcher never converts them to a kernel scalar).
+        launcher never converts them to a kernel scalar) or ``"value"`` (a value of its
+        value type in a register of the caller: a reduction's final value handed to its
+        epilogue, :func:`_epilogue_plan`).
       dtype: its dtype.
       value: a literal's host value (None for arrays).
     """
@@ -1450,6 +1453,8 @@ class KernelInput:
         self.atom, self.name, self.kind, self.dtype, self.value = atom, name, kind, dtype, value
 
     def param(self) -> str:
+        if self.kind == "value":
+            return f"const {value_ctype(self.dtype)} {self.name}"
         t = ctype(self.dtype)  # as stored: float16/bfloat16 bits, complex pairs
         return f"const {t}* __restrict__ {self.name}" if self.kind == "array" else f"{t} {self.name}"
 
@@ -1462,7 +1467,11 @@ class ClusterKernel:
       inputs: a :class:`KernelInput` per cluster input, in the cluster's order.
       out_dtypes, out_shapes: per cluster output.
       elem_outputs: indices of the outputs ``plax_elem`` stores (iteration-shaped).
-      reductions: ``(output index, Reduction)`` per reduction output.
+      reductions: ``(output index, Reduction)`` per reduction computed (the index None for
+        one only the epilogue reads).
+      final_outputs: the output indices stored at each reduction output's index ``o`` (the
+        reductions' read after the cluster, then the epilogue's), in the kernel's parameter
+        order after the partials (``r<j>``).
       n: elements of the iteration shape; ``n_out``/``n_red``: a reduction's output and
         reduced element counts (all reductions of a cluster reduce the same axes).
       outputs_per_block: the outputs a block of ``plax_reduce`` reduces together
@@ -1503,13 +1512,22 @@ def _index_lines(var: str, total: str, extents, out_names) -> list[str]:
     return lines
 
 
-def plan_cluster(cluster, *, literal_values: bool = True) -> ClusterKernel:
+def plan_cluster(cluster, *, literal_values: bool = True, values: frozenset = frozenset()
+                 ) -> ClusterKernel:
     """The CUDA kernel of ``cluster``.
+
+    A cluster with an epilogue (:attr:`plax.lowering.Cluster.epilogue`: elementwise equations
+    over its reductions' results) computes it in ``plax_epilogue(o, ...)``, called where
+    output ``o``'s values are final (the block storing them, or the last block of a split
+    reduction, after combining the partials), with each reduction's value as it is stored
+    (float16 rounded first, as the reference's separate equation reads it).
 
     Args:
       cluster: a :class:`plax.lowering.Cluster` (or an object with its attributes).
       literal_values: pass rank-0 literals by value (True, as compiled programs do); False
         reads them from device memory like other operands.
+      values: ids of inputs ``plax_elem`` takes as values in registers (``"value"`` inputs:
+        the reductions' results, for an epilogue's own plan).
 
     Raises:
       Unsupported: a primitive, dtype or pattern the generator does not express.
@@ -1533,7 +1551,9 @@ def plan_cluster(cluster, *, literal_values: bool = True) -> ClusterKernel:
     inputs: list[KernelInput] = []
     for j, atom in enumerate(cluster.inputs):
         dtype = np.dtype(atom.aval.dtype)
-        if isinstance(atom, Literal) and not atom.aval.shape and literal_values and \
+        if id(atom) in values:
+            inputs.append(KernelInput(atom, f"a{j}", "value", dtype))
+        elif isinstance(atom, Literal) and not atom.aval.shape and literal_values and \
                 not is_half(dtype) and dtype.kind != "c":
             inputs.append(KernelInput(atom, f"a{j}", "literal", dtype, np.asarray(atom.val, dtype)[()]))
         else:
@@ -1573,7 +1593,7 @@ def plan_cluster(cluster, *, literal_values: bool = True) -> ClusterKernel:
         inp = by_atom.get(key)
         if inp is None:
             raise Unsupported(f"operand {atom} is not readable in the loop")
-        if inp.kind == "literal":
+        if inp.kind in ("literal", "value"):
             return inp.name
         if not atom.aval.shape:
             expr = f"{inp.name}[0]"
@@ -1608,13 +1628,18 @@ def plan_cluster(cluster, *, literal_values: bool = True) -> ClusterKernel:
     # ``structural`` option): those and what feeds them are computed where they are read
     # (codegen_structural); the loop computes at ``i`` only what is needed there
     reads, at_i = None, set()
+    epilogue = list(getattr(cluster, "epilogue", None) or ())   # (computed per output, apart)
+    in_epilogue = {id(e) for e in epilogue}
+    epilogue_reads = {id(v) for e in epilogue for v in e.invars}
     produced = {id(v) for e in cluster.eqns for v in e.outvars}
-    structural = {id(e) for e in cluster.eqns
-                  if codegen_structural.is_structural(e, produced, shape)}
+    structural = {id(e) for e in cluster.eqns if id(e) not in in_epilogue
+                  and codegen_structural.is_structural(e, produced, shape)}
     if structural:
         reads = codegen_structural.StructuralReads(shape, cluster.eqns, by_atom, locals_, load)
-        at_i = {id(v) for v in cluster.outputs}
+        at_i = {id(v) for v in cluster.outputs} | epilogue_reads   # (an epilogue's results)
         for eqn in reversed(cluster.eqns):
+            if id(eqn) in in_epilogue:
+                continue   # (computed per output, apart: its operands are in epilogue_reads)
             if any(id(v) in at_i for v in eqn.outvars) and id(eqn) not in structural:
                 at_i.update(id(v) for v in eqn.invars
                             if tuple(v.aval.shape) in (shape, ()) or fusion_kind(eqn.primitive) == BROADCAST)
@@ -1627,12 +1652,13 @@ def plan_cluster(cluster, *, literal_values: bool = True) -> ClusterKernel:
             elem_outputs.append(j)
             body.append(f"o{j}[i] = {store_expr(local, dout)};")
 
+    red_vars: list = []   # per reduction, its result Var
     for k, eqn in enumerate(cluster.eqns):
         marks.append(len(body))
         out = eqn.outvars[0]
         prim = eqn.primitive
         dout = np.dtype(out.aval.dtype)
-        if not any(id(v) in live for v in eqn.outvars):
+        if not any(id(v) in live for v in eqn.outvars) or id(eqn) in in_epilogue:
             continue
         if reads is not None and not any(id(v) in at_i for v in eqn.outvars):
             continue   # (computed where a structural read needs it)
@@ -1670,7 +1696,7 @@ def plan_cluster(cluster, *, literal_values: bool = True) -> ClusterKernel:
             continue
         if _reduces(prim):
             j = outputs.get(id(out))
-            if j is None:
+            if j is None and id(out) not in epilogue_reads:
                 continue  # read by nobody after the cluster: nothing to compute
             index = None
             if fusion_kind(prim) == REDUCTION:
@@ -1684,6 +1710,7 @@ def plan_cluster(cluster, *, literal_values: bool = True) -> ClusterKernel:
             value = load(eqn.invars[0])
             r = len(reductions)
             reductions.append((j, red))
+            red_vars.append(out)
             red_operands.append(f"{red.acc_ctype}* __restrict__ rv{r}")
             body.append(f"*rv{r} = {red.operand(value, index)};")
             continue
@@ -1735,7 +1762,10 @@ def plan_cluster(cluster, *, literal_values: bool = True) -> ClusterKernel:
 
     # the helpers CUDA's library lacks, only in the kernels that call them
     elem_source = "\n".join(elem)
-    special = special_source.helpers_for(elem_source)
+    epi = _epilogue_plan(cluster, epilogue, red_vars, literal_values) if epilogue else None
+    if epi is not None and not reductions:
+        raise Unsupported("an epilogue without a reduction")
+    special = special_source.helpers_for(elem_source + ("" if epi is None else epi.elem_source))
     helpers = special
     arg_types = {red.typedef for _, red in reductions if isinstance(red, ArgReduction)}
     if arg_types:
@@ -1745,6 +1775,36 @@ def plan_cluster(cluster, *, literal_values: bool = True) -> ClusterKernel:
     src: list[str] = [PREAMBLE + helpers,
                       f"// cluster: {' '.join(e.primitive.name for e in cluster.eqns)} over {shape}",
                       *elem, ""]
+    # the outputs stored at an output's index o: the reductions' read after the cluster, then
+    # the epilogue's (each cluster output index once)
+    final_outputs = [j for j, _ in reductions if j is not None]
+    epi_args: list = []
+    if epi is not None:
+        src += [re.sub(r"\bplax_elem\(", "plax_epilogue(", epi.elem_source), ""]
+        final_outputs += [outputs[id(epi.outputs[m])] for m in epi.elem_outputs]
+        where = {id(v): r for r, v in enumerate(red_vars)}
+        epi_args = [f"e{where[id(inp.atom)]}" if inp.kind == "value" else by_atom[id(inp.atom)].name
+                    for inp in epi.inputs]
+        epi_args += [f"r{outputs[id(epi.outputs[m])]}" for m in epi.elem_outputs]
+        if not final_outputs:   # (the launcher's stand-in scratch is a stored result)
+            raise Unsupported("an epilogue whose results nothing reads")
+
+    def finals(value, indent: str) -> list:
+        """The lines storing output o's final values, ``value(r)`` the accumulator of
+        reduction r: the reductions read after the cluster, then the epilogue's."""
+        lines = []
+        for r, (j, red_) in enumerate(reductions):
+            if j is not None:
+                lines.append(f"r{j}[o] = {red_.store(value(r), out_dtypes[j])};")
+        if epi is not None:
+            for r, (_, red_) in enumerate(reductions):
+                if f"e{r}" not in epi_args:
+                    continue   # (a result the epilogue does not read: no unused local)
+                d = np.dtype(red_vars[r].aval.dtype)
+                lines.append(f"const {value_ctype(d)} e{r} = "
+                             f"{load_expr(red_.store(value(r), d), d)};")
+            lines.append(f"plax_epilogue({', '.join(['o'] + epi_args)});")
+        return [indent + t for t in lines]
     kernel_params = [inp.param() for inp in inputs]
     kernel_params += [f"{ctype(out_dtypes[j])}* __restrict__ o{j}" for j in elem_outputs]
     per_thread, vector = 1, None
@@ -1769,6 +1829,7 @@ def plan_cluster(cluster, *, literal_values: bool = True) -> ClusterKernel:
         entry = ("plax_elementwise",)
         n_out = n_red = 0
         opb = 1
+        final_outputs = []
     else:
         kept = [d for d in range(rank) if d not in red_axes]
         red = list(red_axes)
@@ -1787,7 +1848,7 @@ def plan_cluster(cluster, *, literal_values: bool = True) -> ClusterKernel:
         call = ", ".join(["i"] + in_args + elem_out_args + slots)
         partial_params = kernel_params + [f"{red_.acc_ctype}* __restrict__ p{r}"
                                           for r, (_, red_) in enumerate(reductions)]
-        partial_params += [f"{ctype(out_dtypes[j])}* __restrict__ r{j}" for j, _ in reductions]
+        partial_params += [f"{ctype(out_dtypes[j])}* __restrict__ r{j}" for j in final_outputs]
         partial_params += ["long long n_out", "long long n_red", "int bpo",
                            "unsigned long long* __restrict__ done", "unsigned int tag"]
         # one launch whatever bpo is: with one block per group the block's value is final
@@ -1851,8 +1912,7 @@ def plan_cluster(cluster, *, literal_values: bool = True) -> ClusterKernel:
                 "      const long long o = g * OPB + oi;",
                 "      if (ri != 0 || o >= n_out) continue;",
                 "      if (bpo == 1) {"]
-        for r, (j, red_) in enumerate(reductions):
-            src.append(f"        r{j}[o] = {red_.store(f's{r}[v]', out_dtypes[j])};")
+        src += finals(lambda r: f"s{r}[v]", "        ")
         src += ["      } else {"]
         for r in range(nr):
             src.append(f"        p{r}[o * bpo + chunk] = s{r}[v];")
@@ -1881,15 +1941,14 @@ def plan_cluster(cluster, *, literal_values: bool = True) -> ClusterKernel:
                 "  " + lanes[0],
                 "        const long long o = g * OPB + oi;",
                 "        if (ri != 0 || o >= n_out) continue;"]
-        for r, (j, red_) in enumerate(reductions):
-            src.append(f"        r{j}[o] = {red_.store(f's{r}[v]', out_dtypes[j])};")
+        src += finals(lambda r: f"s{r}[v]", "        ")
         src += ["      }",
                 "      if (threadIdx.x == 0) done[g] = 0ull;  // cleared: a CUDA graph replays this launch with its tag",
                 "    }",
                 "    __syncthreads();  // s*, last are rewritten by the next group", "  }", "}",
                 "#else"]
         # the host driver: every element once, in C order, accumulated serially
-        host_params = kernel_params + [f"{ctype(out_dtypes[j])}* __restrict__ r{j}" for j, _ in reductions]
+        host_params = kernel_params + [f"{ctype(out_dtypes[j])}* __restrict__ r{j}" for j in final_outputs]
         src += [f"extern \"C\" void plax_host({', '.join(host_params + ['long long n_out', 'long long n_red'])}) {{"]
         for r, (_, red_) in enumerate(reductions):
             acc_t = red_.acc_ctype
@@ -1904,15 +1963,17 @@ def plan_cluster(cluster, *, literal_values: bool = True) -> ClusterKernel:
         for r, (_, red_) in enumerate(reductions):
             src.append(f"      acc{r}[o] = {red_.accumulate(f'acc{r}[o]', f'v{r}')};")
         src += ["    }", "  }"]
-        for r, (j, red_) in enumerate(reductions):
-            src += [f"  for (long long o = 0; o < n_out; ++o) r{j}[o] = {red_.store(f'acc{r}[o]', out_dtypes[j])};",
-                    f"  free(acc{r});"]
+        src += ["  for (long long o = 0; o < n_out; ++o) {",
+                *finals(lambda r: f"acc{r}[o]", "    "), "  }"]
+        for r in range(nr):
+            src.append(f"  free(acc{r});")
         src += ["}", "#endif", ""]
         entry = ("plax_reduce",)
 
     return ClusterKernel(
         source="\n".join(src), inputs=inputs, out_dtypes=out_dtypes, out_shapes=out_shapes,
-        elem_outputs=elem_outputs, reductions=reductions, n=n, n_out=n_out, n_red=n_red,
+        elem_outputs=elem_outputs, reductions=reductions, final_outputs=final_outputs, n=n,
+        n_out=n_out, n_red=n_red,
         outputs_per_block=opb, entry=entry, primitives=[e.primitive.name for e in cluster.eqns],
         shape=shape, elem_source=elem_source, per_thread=per_thread, vector=vector)
 
@@ -1960,6 +2021,29 @@ __device__ __forceinline__ void plax_vstore(T* __restrict__ p, const T* r) {
 #endif
 #endif
 """
+
+
+def _epilogue_plan(cluster, epilogue: list, red_vars: list, literal_values: bool) -> ClusterKernel:
+    """The plan of ``cluster``'s epilogue as an elementwise kernel over the reductions'
+    result shape, whose ``plax_elem`` (renamed ``plax_epilogue``) :func:`plan_cluster` calls
+    per output with the reductions' values (``"value"`` inputs) and the cluster's parameters.
+
+    Raises:
+      Unsupported: an epilogue reading a value of the cluster other than a reduction's result,
+        or one the generator does not express.
+    """
+    from plax.lowering import sub_cluster
+    shape = tuple(red_vars[0].aval.shape) if red_vars else None
+    made = {id(v) for e in cluster.eqns if all(e is not x for x in epilogue) for v in e.outvars}
+    results = {id(v) for v in red_vars}
+    part = sub_cluster(epilogue, shape, {id(v) for v in cluster.outputs})
+    if shape is None or any(isinstance(v, Var) and id(v) in made and id(v) not in results
+                            for v in part.inputs):
+        raise Unsupported("an epilogue reading a value that is not a reduction's result")
+    plan = plan_cluster(part, literal_values=literal_values,
+                        values=frozenset(id(v) for v in part.inputs if id(v) in results))
+    plan.outputs = part.outputs   # (the Vars its elem_outputs index)
+    return plan
 
 
 def _is_number(atom, by_atom: dict, numbers: set) -> bool:

@@ -88,6 +88,10 @@ class CupyEmitter(Emitter):
     #: value is computed at the index its reader needs (``codegen_structural``), so the
     #: original threefry layout's halves, concatenation and pad are one kernel with its sampler
     fuses_structural = True
+    #: elementwise work on a reduction's results (a mean's division, softmax's log of the
+    #: sum, an accuracy's count divided) joins the reduction's kernel as its epilogue,
+    #: computed where each result is final (``codegen.plan_cluster``'s ``plax_epilogue``)
+    fuses_epilogues = True
     #: a reader of at most this many elements computes per element what it reads through a
     #: structural equation, however costly (``codegen.RECOMPUTE_MAX_ELEMENTS``, read when a
     #: program is lowered): a key split before a small sampler is part of its kernel
@@ -110,6 +114,8 @@ class CupyEmitter(Emitter):
         try:
             plan = codegen.plan_cluster(cluster)
         except codegen.Unsupported:   # (an argmax read uncoalesced, reducing other axes, ...)
+            if cluster.epilogue:   # (its parts as they were: the reducing unit, then each
+                return None        # epilogue unit, the former free to run apart its argmax)
             return self._arg_reductions_apart(cluster)
         return self._launch(plan)
 

@@ -200,7 +200,7 @@ def _fusion_units(jaxpr: Jaxpr) -> list:
 
 # ---------------------------------------------------------------- batching for NVRTC / g++
 
-_ENTRY = re.compile(r"\b(plax_elem(?:_m\d+)?|plax_elementwise|plax_reduce|plax_multi|plax_host)\b")
+_ENTRY = re.compile(r"\b(plax_elem(?:_m\d+)?|plax_epilogue|plax_elementwise|plax_reduce|plax_multi|plax_host)\b")
 
 
 def batch_source(sources: list[str]) -> tuple[str, list[str]]:
@@ -234,7 +234,7 @@ def run_host(plan: codegen.ClusterKernel, fn, operands: list) -> list:
         args.append(plan.n)
         argtypes.append(ctypes.c_longlong)
     else:
-        for j, _ in plan.reductions:
+        for j in plan.final_outputs:
             outs[j] = np.empty(plan.out_shapes[j], plan.out_dtypes[j])
             args.append(outs[j].ctypes.data)
             argtypes.append(ctypes.c_void_p)

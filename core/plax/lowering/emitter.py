@@ -122,6 +122,10 @@ class Emitter:
     #: value fed through a structural equation however costly it is (see
     #: :class:`plax.lowering.FusionOptions`); 0: only cheap or large enough values
     recompute_max_elements: int = 0
+    #: whether elementwise units reading a reduction's (or arg-reduction's) results join its
+    #: cluster as an *epilogue* (:attr:`plax.lowering.Cluster.epilogue`): the generator
+    #: computes them where each result is final (see :func:`plax.lowering.find_clusters`)
+    fuses_epilogues: bool = False
 
     @classmethod
     def fusion_options(cls) -> FusionOptions:
@@ -144,7 +148,8 @@ class Emitter:
                              cumulative=cls.fuses_cumulative,
                              horizontal=cls.horizontal_max_elements,
                              structural=cls.fuses_structural,
-                             recompute_max_elements=cls.recompute_max_elements)
+                             recompute_max_elements=cls.recompute_max_elements,
+                             epilogues=cls.fuses_epilogues)
 
     def emit_cluster(self, cluster) -> Callable | Step | None:
         """A step computing ``cluster.outputs`` (a list) from ``cluster.inputs``' buffers."""

@@ -83,6 +83,24 @@ moves elements joins it (a reshape alone keeps them in place) and something othe
 (slices, reshapes, transposes, revs) does (views alone launch nothing), so programs without one keep their clusters; a generator that
 declines such a cluster has its parts lowered as they were (:attr:`Cluster.parts`).
 
+**Epilogues** (for a backend that asks: ``epilogues=True`` in :class:`FusionOptions`, from
+:attr:`plax.lowering.Emitter.fuses_epilogues`): a cluster or lone equation with reductions
+(``REDUCTION``, and ``ARG_REDUCTION`` where asked; none ``CUMULATIVE``, all of one output
+shape and one ``axes``; a structural group's too) takes the later units that compute elementwise
+on its results -- clusters without a reducing kind, lone ``ELEMENTWISE``, ``BROADCAST`` and
+(with ``index``) ``INDEX`` equations, single-result, over the results' shape -- when each
+reads one of its results or an earlier epilogue's, and otherwise only values computed before
+the reduction (another value of its loop is not final per output) or rank-0 and
+output-shaped values from before it. They become the cluster's :attr:`Cluster.epilogue`: the
+generator computes them once per output, where that output's value is final (for a
+reduction split over blocks, in the block that combines the partials), reading their other
+operands at the output's index: ``x / norm(x)``'s ``sqrt``, a mean's division, softmax's
+``log`` of the sum, an accuracy's division by the count. Moving them to the reduction's
+place is a valid order: what they read is computed before it or by it. A generator that
+declines such a cluster has its parts lowered as they were (:attr:`Cluster.parts`). A full
+"reduce, then re-read the operand" fusion (softmax in one kernel) is not this rule: it
+needs the whole row in one block (or a second pass over the operand inside the kernel).
+
 **Horizontal groups** (for a backend that asks: ``horizontal=N`` in :class:`FusionOptions`,
 from :attr:`plax.lowering.Emitter.horizontal_max_elements`): consecutive units that are
 independent (none reads what another computes) and elementwise (clusters without a reducing
@@ -148,6 +166,9 @@ class FusionOptions:
         sampler: a launch saved is worth more than the repeated hashes); above it only cheap
         values and values of at least ``1 / STRUCTURAL_MAX_REPEAT`` of the reader's elements
         (``Emitter.recompute_max_elements``).
+      epilogues: elementwise units computing on a reduction's results join its cluster as its
+        :attr:`Cluster.epilogue`, computed where each result is final
+        (``Emitter.fuses_epilogues``).
 
     Example:
       >>> options = FusionOptions(index=True, cumulative=True)
@@ -163,6 +184,7 @@ class FusionOptions:
     horizontal: int = 0
     structural: bool = False
     recompute_max_elements: int = 0
+    epilogues: bool = False
 
 
 #: the plain kinds only (a backend that asks for nothing more)
@@ -261,17 +283,21 @@ class Cluster:
       shape: the iteration shape.
       inputs: the atoms (Vars and Literals) read from outside the cluster, in first-use order.
       outputs: the Vars defined in the cluster and read after it (or returned by the jaxpr).
-      parts: for a cluster made by structural fusion, the units it was made of, in an order
-        valid at its place (a generator that declines it has them lowered one by one, as
-        they were); else None.
+      parts: for a cluster made by structural fusion or given an epilogue, the units it was
+        made of, in an order valid at its place (a generator that declines it has them
+        lowered one by one, as they were); else None.
+      epilogue: the trailing equations of ``eqns`` computed per output of the cluster's
+        reductions, over their shape, once each output is final (see the module docstring,
+        "Epilogues"); empty for other clusters.
     """
 
-    __slots__ = ("eqns", "shape", "inputs", "outputs", "parts")
+    __slots__ = ("eqns", "shape", "inputs", "outputs", "parts", "epilogue")
 
     def __init__(self, eqns: list, shape: tuple, inputs: list, outputs: list,
-                 parts: list | None = None):
+                 parts: list | None = None, epilogue: list | None = None):
         self.eqns, self.shape, self.inputs, self.outputs = eqns, shape, inputs, outputs
         self.parts = parts
+        self.epilogue = list(epilogue or ())
 
     def __repr__(self) -> str:
         prims = " ".join(e.primitive.name for e in self.eqns)
@@ -395,8 +421,9 @@ def find_clusters(jaxpr: Jaxpr, options: FusionOptions = PLAIN
     Args:
       jaxpr: the program.
       options: a :class:`FusionOptions`, what the generator fuses beyond the plain kinds
-        (multi-result, index, scalar-producer, arg-reduction and cumulative equations; see
-        the module docstring); a backend passes its emitter's
+        (multi-result, index, scalar-producer, arg-reduction and cumulative equations,
+        structural groups, epilogues, horizontal groups; see the module docstring); a backend
+        passes its emitter's
         :meth:`~plax.lowering.Emitter.fusion_options`. Default: none of them.
 
     Yields:
@@ -415,6 +442,8 @@ def find_clusters(jaxpr: Jaxpr, options: FusionOptions = PLAIN
         units = _fold_scalar_producers(jaxpr, list(units))
     if options.structural:
         units = _fold_structural(jaxpr, list(units), options.recompute_max_elements)
+    if options.epilogues:
+        units = _fold_epilogues(jaxpr, list(units), options)
     if options.horizontal > 0:
         units = horizontal_groups(list(units), options.horizontal, options.index)
     yield from units
@@ -841,3 +870,111 @@ def _inputs_of(eqns: list) -> list:
                 inputs.append(v)
         defined.update(id(o) for o in e.outvars)
     return inputs
+
+
+def _reduction_outputs(unit, options: FusionOptions) -> tuple | None:
+    """The results' shape of the reductions of ``unit`` (a cluster without an epilogue, or a
+    lone equation) if it may take an epilogue: some ``REDUCTION`` or ``ARG_REDUCTION`` (where
+    asked) equations, all of one ``axes`` and result shape, no ``CUMULATIVE`` one; else
+    None."""
+    if isinstance(unit, Cluster):
+        if unit.epilogue:
+            return None
+        eqns = unit.eqns
+    elif _iteration_shape(unit, options) is None:
+        return None
+    else:
+        eqns = [unit]
+    kinds = [fusion_kind(e.primitive, options.index, options.arg_reductions, options.cumulative)
+             for e in eqns]
+    reducing = [e for e, k in zip(eqns, kinds) if k in (REDUCTION, ARG_REDUCTION)]
+    if not reducing or CUMULATIVE in kinds or len(
+            {(tuple(e.params.get("axes", ())), tuple(e.outvars[0].aval.shape))
+             for e in reducing}) != 1:
+        return None
+    return tuple(reducing[0].outvars[0].aval.shape)
+
+
+def _epilogue_eqns(unit, shape: tuple, options: FusionOptions) -> list | None:
+    """The equations of ``unit`` if it may be an epilogue over ``shape`` (a cluster of that
+    shape without parts, reducing kinds or several results, or such a lone ``ELEMENTWISE``,
+    ``BROADCAST`` or, with ``index``, ``INDEX`` equation), else None."""
+    if isinstance(unit, Cluster):
+        if unit.parts is not None or unit.epilogue or tuple(unit.shape) != shape:
+            return None
+        eqns = unit.eqns
+    else:
+        eqns = [unit]
+    kinds = (ELEMENTWISE, BROADCAST, INDEX) if options.index else (ELEMENTWISE, BROADCAST)
+    for e in eqns:
+        if (_fusion_kinds.get(e.primitive) not in kinds or e.primitive.multiple_results
+                or len(e.outvars) != 1 or tuple(e.outvars[0].aval.shape) != shape
+                or _iteration_shape(e, options) != shape):
+            return None
+    return eqns
+
+
+def _fold_epilogues(jaxpr: Jaxpr, units: list, options: FusionOptions) -> list:
+    """``units`` with each reducing unit given the later elementwise units that compute on its
+    results as its epilogue (see the module docstring): the merged cluster takes the reducing
+    unit's place; its outputs are what later units or the jaxpr read of its values."""
+    outputs = {id(v) for v in jaxpr.outvars if isinstance(v, Var)}
+    producer: dict = {}   # id(var) -> index of the unit defining it
+    readers: dict = {}    # id(var) -> indices of the units reading it
+    for i, unit in enumerate(units):
+        for e in _unit_eqns(unit):
+            for v in e.invars:
+                if isinstance(v, Var):
+                    readers.setdefault(id(v), set()).add(i)
+            for v in e.outvars:
+                producer[id(v)] = i
+    for i, unit in enumerate(units):
+        if unit is None:
+            continue
+        shape = _reduction_outputs(unit, options)
+        if shape is None:
+            continue
+        own = _unit_eqns(unit)
+        final = {id(e.outvars[0]) for e in own
+                 if fusion_kind(e.primitive, arg_reductions=options.arg_reductions)
+                 in (REDUCTION, ARG_REDUCTION)}
+        readable = set(final)   # (values of the merged unit an epilogue may read)
+        merged, epilogue = [i], []
+        # only a reader of a readable value may join: those, in program order (a unit's
+        # readers all come after it, so a joining unit's readers are still ahead)
+        todo = sorted({k for v in final for k in readers.get(v, ()) if k > i})
+        seen = set(todo)
+        while todo:
+            k = heapq.heappop(todo)
+            eqns = None if units[k] is None else _epilogue_eqns(units[k], shape, options)
+            if eqns is None:
+                continue
+            made = {id(v) for e in eqns for v in e.outvars}
+            reads = [v for e in eqns for v in e.invars
+                     if isinstance(v, Var) and id(v) not in made]
+            if not all(id(v) in readable or producer.get(id(v), -1) < i for v in reads):
+                continue
+            merged.append(k)
+            epilogue += eqns
+            readable |= made
+            for r in {r for v in made for r in readers.get(v, ()) if r > k} - seen:
+                seen.add(r)
+                heapq.heappush(todo, r)
+        if not epilogue:
+            continue
+        eqns = list(own) + epilogue
+        taken = set(merged)
+        outs = [v for e in eqns for v in e.outvars
+                if id(v) in outputs or readers.get(id(v), set()) - taken]
+        shape_of = unit.shape if isinstance(unit, Cluster) else _iteration_shape(unit, options)
+        parts = [units[k] for k in merged]
+        inputs = _inputs_of(eqns)
+        units[i] = Cluster(eqns, tuple(shape_of), inputs, outs, parts, epilogue)
+        for k in merged[1:]:
+            units[k] = None
+        for v in inputs:   # (what the epilogue reads is now read by unit i)
+            if isinstance(v, Var):
+                readers[id(v)] = (readers.get(id(v), set()) - taken) | {i}
+        for v in (w for e in epilogue for w in e.outvars):
+            producer[id(v)] = i
+    return [u for u in units if u is not None]
