@@ -84,6 +84,22 @@ def cases(lib, jnp, uncommitted) -> dict:
             jnp.ones(2))(c),
         "jit(c): (sin(c), uncommitted constant .sum())": lambda c, r, s: closing_over(
             uncommitted)(c),
+        # an operand split P('x') on the one-device mesh: its update must be typed alike
+        "dynamic_update_slice(P('x'), P())": lambda c, r, s: lib.lax.dynamic_update_slice(
+            _split(lib, jnp), jnp.zeros((1, 2)), (0, 0)),
+        "dynamic_update_slice(P('x'), host)": lambda c, r, s: lib.lax.dynamic_update_slice(
+            _split(lib, jnp), np.zeros((1, 2), np.float32), (0, 0)),
+        "dynamic_update_slice(P('x'), c)": lambda c, r, s: lib.lax.dynamic_update_slice(
+            _split(lib, jnp), c[:1], (0, 0)),
+        "dynamic_update_slice(on mesh, host)": lambda c, r, s: lib.lax.dynamic_update_slice(
+            jnp.ones((2, 2)) + 1, np.zeros((1, 2), np.float32), (0, 0)),
+        "dynamic_update_slice(host, on mesh)": lambda c, r, s: lib.lax.dynamic_update_slice(
+            host, jnp.zeros((1, 2)) + 1, (0, 0)),
+        "dynamic_update_slice(on mesh, P() on mesh)": lambda c, r, s: lib.lax.dynamic_update_slice(
+            jnp.ones((2, 2)) + 1, jnp.asarray(np.zeros((1, 2), np.float32)), (0, 0)),
+        "jit(P('x'), P()): dynamic_update_slice": lambda c, r, s: lib.jit(
+            lambda a, u: lib.lax.dynamic_update_slice(a, u, (0, 0)))(
+            _split(lib, jnp), jnp.zeros((1, 2))),
         **{k: v for name, f in _operations(lib, jnp).items()
            for k, v in ((name, f), ("jit: " + name, _jitted(lib, f)))},
     }
@@ -160,6 +176,11 @@ def _operations(lib, jnp) -> dict:
             c, c[:1], (jnp.ones((), np.int32), 0)),
         "lax.pad(c, c + c value)": lambda c, r, s: lax.pad(c, (c + c)[0, 0], [(1, 0, 0)] * 2),
     }
+
+
+def _split(lib, jnp):
+    """A (2, 2) array split ``P('x')`` over the set mesh."""
+    return lib.device_put(jnp.ones((2, 2)), lib.P("x"))
 
 
 def _index(c):
