@@ -529,6 +529,48 @@ def computed_as_one(fn: Callable, operands: Sequence) -> Any:
     return place_replicated(out, mesh, rank_spec=False)
 
 
+def placed_host_results(outs: Sequence, operands: Sequence, name: str) -> list:
+    """``outs``, results of the ``jax.numpy`` function ``name`` that plax computes on the
+    host from its concrete ``operands`` (``jnp.unique``, ``jnp.nonzero`` without a traced
+    size) where JAX computes them with its primitives, placed as JAX's eager results are
+    under the current mesh: JAX's device check, then kept on the device of a committed
+    operand where a mesh of no Explicit axis keeps them (:func:`check_committed_devices`),
+    else placed on the mesh ``P(None, ...)`` (``P()`` over Auto axes; the rules that give
+    them, ``sort``'s compaction by a gather, type them there). As they are when no mesh
+    places results or a function is traced. Call it only when
+    :data:`plax.sharding.mesh_maybe_set` is true.
+
+    Example:
+      >>> with plax.set_mesh(plax.make_mesh((1,), ("x",))):
+      ...     placed_host_results([jnp.ones(2)], [np.ones(2)], "unique")[0].sharding.spec
+      P(None,)
+    """
+    mesh = current_mesh()
+    if not _places(mesh) or trace_state.depth:
+        return list(outs)
+    if check_committed_devices(operands, mesh, lambda i: f"argument args[{i}] of {name}"):
+        device = next(d for d in map(one_device_of, operands) if d is not None)
+        return [committed_to(o, device, mesh) for o in outs]
+    return [place_replicated(o, mesh, _rank_spec(mesh)) for o in outs]
+
+
+def updates_by_scatter() -> bool:
+    """Whether an ``.at[]`` update of static bounds is computed by a scatter rather than by
+    plax's ``dynamic_update_slice`` shortcut: JAX 0.10 computes every such update by a
+    scatter, whose rule types the result on the set mesh, so under a mesh with an Explicit
+    axis ``c.at[0].set(c[1])`` (``c`` committed to one device) is placed on the mesh where
+    a ``dynamic_update_slice`` of operands typed with no mesh would keep it on ``c``'s
+    device. Call it only when :data:`plax.sharding.mesh_maybe_set` is true.
+
+    Example:
+      >>> with plax.set_mesh(plax.make_mesh((1,), ("x",))):
+      ...     updates_by_scatter()
+      True
+    """
+    mesh = current_mesh()
+    return _places(mesh) and AxisType.Explicit in mesh.axis_types
+
+
 def placed_copy(x: Any) -> Any:
     """What ``jnp.array`` of the Array ``x`` (a copy) gives under a set mesh, as JAX's copy
     places it (an eager one-operand operation): an uncommitted array ``P()``, an array

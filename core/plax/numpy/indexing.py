@@ -27,6 +27,8 @@ from plax.core.trace import Tracer, get_aval
 from plax.numpy.jax_array_protocol import has_jax_array
 from plax.lax.slicing import (GatherDimensionNumbers, GatherScatterMode, ScatterDimensionNumbers,
                               dynamic_update_slice_unchecked)
+from plax.sharding import mesh_maybe_set as _mesh_maybe_set
+from plax.sharding_eager import updates_by_scatter
 from plax.sharding_indexing import index_typed
 from plax.sharding_types import explicit_type, is_untyped, with_out_sharding
 from plax.state.indexing import has_slice, read_with_slices, update_with_slices
@@ -525,7 +527,10 @@ def scatter_update(x, idx, y, op: str, *, indices_are_sorted=False, unique_indic
     # a box of static bounds is written with dynamic_update_slice, unless an operand holds
     # partial sums (unreduced, inside shard_map): JAX's scatter types its result as not
     # unreduced where slice, add and dynamic_update_slice would refuse or keep them
-    region = None if _any_unreduced(x, y) else _static_region(aval.shape, idx)
+    # (under a mesh with an Explicit axis too: JAX's scatter types its result on the mesh,
+    # where a dynamic_update_slice of operands typed with no mesh keeps their device)
+    region = None if _any_unreduced(x, y) or (_mesh_maybe_set[0] and updates_by_scatter()) \
+        else _static_region(aval.shape, idx)
     if region is not None:
         return _update_region(x, region, y, op)
     n = aval.size
