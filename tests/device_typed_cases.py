@@ -97,6 +97,10 @@ def cases(lib, jnp, uncommitted) -> dict:
             host, jnp.zeros((1, 2)) + 1, (0, 0)),
         "dynamic_update_slice(on mesh, P() on mesh)": lambda c, r, s: lib.lax.dynamic_update_slice(
             jnp.ones((2, 2)) + 1, jnp.asarray(np.zeros((1, 2), np.float32)), (0, 0)),
+        # computed from concrete values (no size): placed as the sized ones
+        "unique(c)": lambda c, r, s: jnp.unique(c.reshape(4)),
+        "nonzero(c)": lambda c, r, s: jnp.nonzero(c.reshape(4))[0],
+        "unique(host)": lambda c, r, s: jnp.unique(host),
         "jit(P('x'), P()): dynamic_update_slice": lambda c, r, s: lib.jit(
             lambda a, u: lib.lax.dynamic_update_slice(a, u, (0, 0)))(
             _split(lib, jnp), jnp.zeros((1, 2))),
