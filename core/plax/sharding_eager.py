@@ -554,21 +554,46 @@ def placed_host_results(outs: Sequence, operands: Sequence, name: str) -> list:
     return [place_replicated(o, mesh, _rank_spec(mesh)) for o in outs]
 
 
-def updates_by_scatter() -> bool:
-    """Whether an ``.at[]`` update of static bounds is computed by a scatter rather than by
-    plax's ``dynamic_update_slice`` shortcut: JAX 0.10 computes every such update by a
-    scatter, whose rule types the result on the set mesh, so under a mesh with an Explicit
-    axis ``c.at[0].set(c[1])`` (``c`` committed to one device) is placed on the mesh where
-    a ``dynamic_update_slice`` of operands typed with no mesh would keep it on ``c``'s
-    device. Call it only when :data:`plax.sharding.mesh_maybe_set` is true.
+def update_typed_as_scatter(x: Any, y: Any) -> str | None:
+    """How an ``.at[]`` update of static bounds of ``x`` by ``y``, which plax computes by a
+    ``dynamic_update_slice`` shortcut, is typed as JAX 0.10 types it: JAX computes every
+    such update by a scatter, whose rule types the result on the set mesh, so under a mesh
+    with an Explicit axis ``c.at[0].set(c[1])`` (``c`` committed to one device) goes to the
+    mesh where a ``dynamic_update_slice`` of operands typed with no mesh keeps ``c``'s
+    device. Returns ``"scatter"`` when a function is traced (compute it by a scatter: its
+    program types it so), ``"place"`` eagerly (take the shortcut, then
+    :func:`placed_as_scatter`), None with no such mesh. Call it only when
+    :data:`plax.sharding.mesh_maybe_set` is true.
 
     Example:
       >>> with plax.set_mesh(plax.make_mesh((1,), ("x",))):
-      ...     updates_by_scatter()
-      True
+      ...     update_typed_as_scatter(jnp.ones(2), 1.0)
+      'place'
     """
     mesh = current_mesh()
-    return _places(mesh) and AxisType.Explicit in mesh.axis_types
+    if not _places(mesh) or AxisType.Explicit not in mesh.axis_types:
+        return None
+    from plax.core.trace import Tracer
+    return "scatter" if isinstance(x, Tracer) or isinstance(y, Tracer) else "place"
+
+
+def placed_as_scatter(out: Any) -> Any:
+    """``out``, the eager result of an ``.at[]`` update computed by plax's shortcut, placed
+    on the current mesh as JAX's scatter places it (``P(None, ...)``) when the shortcut kept
+    it on one device (see :func:`update_typed_as_scatter`); else as it is.
+
+    Example:
+      >>> mesh = plax.make_mesh((1,), ("x",))
+      >>> c = plax.device_put(jnp.ones(2), plax.devices()[0])
+      >>> with plax.set_mesh(mesh):
+      ...     placed_as_scatter(c).sharding.spec
+      P(None,)
+    """
+    if type(out) is Array and out._committed:
+        mesh = current_mesh()
+        if mesh is not None:
+            return place_replicated(out, mesh)
+    return out
 
 
 def placed_copy(x: Any) -> Any:
