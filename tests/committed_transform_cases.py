@@ -66,6 +66,8 @@ def cases(lib, jnp) -> dict:
         "jvp(jnp.linalg.qr, u, c)": lambda c, u: lib.jvp(jnp.linalg.qr, (_m(u),), (_m(c),)),
         "jvp(jnp.linalg.qr, c, u)": lambda c, u: lib.jvp(jnp.linalg.qr, (_m(c),), (_m(u),)),
         "jvp(jnp.linalg.svd, u, c)": lambda c, u: lib.jvp(jnp.linalg.svd, (_m(u),), (_m(c),)),
+        "jvp(scipy.linalg.lu, u, c)": lambda c, u: lib.jvp(lib.scipy.linalg.lu, (_m(u),),
+                                                           (_m(c),)),
         "jvp(lax.linalg.qr, u, c)": lambda c, u: lib.jvp(lib.lax.linalg.qr, (_m(u),), (_m(c),)),
         "jvp(lax.sort of 2, u, c)": lambda c, u: lib.jvp(
             lambda x: lib.lax.sort((x, x), num_keys=1), (u,), (c,)),
