@@ -101,6 +101,13 @@ def cases(lib, jnp, uncommitted) -> dict:
         "unique(c)": lambda c, r, s: jnp.unique(c.reshape(4)),
         "nonzero(c)": lambda c, r, s: jnp.nonzero(c.reshape(4))[0],
         "unique(host)": lambda c, r, s: jnp.unique(host),
+        # operations of values split P('x') over the one-device mesh keep its spec
+        "sin(P('x'))": lambda c, r, s: jnp.sin(_split(lib, jnp)),
+        "P('x') + P('x')": lambda c, r, s: (lambda a: a + a)(_split(lib, jnp)),
+        "dynamic_update_slice(P('x'), P('x'))": lambda c, r, s: (
+            lambda a: lib.lax.dynamic_update_slice(a, a, (0, 0)))(_split(lib, jnp)),
+        "dynamic_slice(P('x'))": lambda c, r, s: lib.lax.dynamic_slice(
+            _split(lib, jnp), (0, 0), (2, 1)),
         "jit(P('x'), P()): dynamic_update_slice": lambda c, r, s: lib.jit(
             lambda a, u: lib.lax.dynamic_update_slice(a, u, (0, 0)))(
             _split(lib, jnp), jnp.zeros((1, 2))),

@@ -227,6 +227,7 @@ def _off_mesh_value(x, mesh) -> Any:
         s = x._sharding
         if s is replicated(mesh, x.ndim) or s is replicated(mesh, None) or (
                 isinstance(s, NamedSharding) and s.mesh == mesh and s.is_fully_replicated and
+                not any(s.spec.partitions) and
                 not s.spec.unreduced and not s.spec.reduced):
             return Array._new(x._buf, _plain_aval(x.aval), x._device, False)
         return None
