@@ -61,7 +61,25 @@ def cases(lib, jnp) -> dict:
         "jvp(x * x, c, u)": lambda c, u: lib.jvp(lambda x: x * x, (c,), (u,)),
         "jvp(x * x, u, c)": lambda c, u: lib.jvp(lambda x: x * x, (u,), (c,)),
         "jvp(lax.sin, u, c)": lambda c, u: lib.jvp(lib.lax.sin, (u,), (c,)),
+        # functions of several results: jax.numpy's (jits) commit every primal result by a
+        # committed tangent, lax's primitives do not
+        "jvp(jnp.linalg.qr, u, c)": lambda c, u: lib.jvp(jnp.linalg.qr, (_m(u),), (_m(c),)),
+        "jvp(jnp.linalg.qr, c, u)": lambda c, u: lib.jvp(jnp.linalg.qr, (_m(c),), (_m(u),)),
+        "jvp(jnp.linalg.svd, u, c)": lambda c, u: lib.jvp(jnp.linalg.svd, (_m(u),), (_m(c),)),
+        "jvp(scipy.linalg.lu, u, c)": lambda c, u: lib.jvp(lib.scipy.linalg.lu, (_m(u),),
+                                                           (_m(c),)),
+        "jvp(lax.linalg.qr, u, c)": lambda c, u: lib.jvp(lib.lax.linalg.qr, (_m(u),), (_m(c),)),
+        "jvp(lax.sort of 2, u, c)": lambda c, u: lib.jvp(
+            lambda x: lib.lax.sort((x, x), num_keys=1), (u,), (c,)),
+        "jvp(jnp.sort, u, c)": lambda c, u: lib.jvp(jnp.sort, (u,), (c,)),
     }
+
+
+def _m(v):
+    """A (3, 3) matrix of full rank (distinct singular values) built from ``v`` (3 ones) by
+    operations that keep its device and committedness."""
+    import numpy as np
+    return v[:, None] * np.array([[3, 1, 0], [1, 2, 1], [0, 1, 4]], np.float32)
 
 
 def answers(lib, jnp) -> dict:

@@ -84,7 +84,36 @@ def cases(lib, jnp, uncommitted) -> dict:
             jnp.ones(2))(c),
         "jit(c): (sin(c), uncommitted constant .sum())": lambda c, r, s: closing_over(
             uncommitted)(c),
+        # an operand split P('x') on the one-device mesh: its update must be typed alike
+        "dynamic_update_slice(P('x'), P())": lambda c, r, s: lib.lax.dynamic_update_slice(
+            _split(lib, jnp), jnp.zeros((1, 2)), (0, 0)),
+        "dynamic_update_slice(P('x'), host)": lambda c, r, s: lib.lax.dynamic_update_slice(
+            _split(lib, jnp), np.zeros((1, 2), np.float32), (0, 0)),
+        "dynamic_update_slice(P('x'), c)": lambda c, r, s: lib.lax.dynamic_update_slice(
+            _split(lib, jnp), c[:1], (0, 0)),
+        "dynamic_update_slice(on mesh, host)": lambda c, r, s: lib.lax.dynamic_update_slice(
+            jnp.ones((2, 2)) + 1, np.zeros((1, 2), np.float32), (0, 0)),
+        "dynamic_update_slice(host, on mesh)": lambda c, r, s: lib.lax.dynamic_update_slice(
+            host, jnp.zeros((1, 2)) + 1, (0, 0)),
+        "dynamic_update_slice(on mesh, P() on mesh)": lambda c, r, s: lib.lax.dynamic_update_slice(
+            jnp.ones((2, 2)) + 1, jnp.asarray(np.zeros((1, 2), np.float32)), (0, 0)),
+        # computed from concrete values (no size): placed as the sized ones
+        "unique(c)": lambda c, r, s: jnp.unique(c.reshape(4)),
+        "nonzero(c)": lambda c, r, s: jnp.nonzero(c.reshape(4))[0],
+        "unique(host)": lambda c, r, s: jnp.unique(host),
+        # operations of values split P('x') over the one-device mesh keep its spec
+        "sin(P('x'))": lambda c, r, s: jnp.sin(_split(lib, jnp)),
+        "P('x') + P('x')": lambda c, r, s: (lambda a: a + a)(_split(lib, jnp)),
+        "dynamic_update_slice(P('x'), P('x'))": lambda c, r, s: (
+            lambda a: lib.lax.dynamic_update_slice(a, a, (0, 0)))(_split(lib, jnp)),
+        "dynamic_slice(P('x'))": lambda c, r, s: lib.lax.dynamic_slice(
+            _split(lib, jnp), (0, 0), (2, 1)),
+        "jit(P('x'), P()): dynamic_update_slice": lambda c, r, s: lib.jit(
+            lambda a, u: lib.lax.dynamic_update_slice(a, u, (0, 0)))(
+            _split(lib, jnp), jnp.zeros((1, 2))),
         **{k: v for name, f in _operations(lib, jnp).items()
+           for k, v in ((name, f), ("jit: " + name, _jitted(lib, f)))},
+        **{k: v for name, f in _gathers_and_scatters(lib, jnp).items()
            for k, v in ((name, f), ("jit: " + name, _jitted(lib, f)))},
     }
 
@@ -160,6 +189,91 @@ def _operations(lib, jnp) -> dict:
             c, c[:1], (jnp.ones((), np.int32), 0)),
         "lax.pad(c, c + c value)": lambda c, r, s: lax.pad(c, (c + c)[0, 0], [(1, 0, 0)] * 2),
     }
+
+
+def _split(lib, jnp):
+    """A (2, 2) array split ``P('x')`` over the set mesh."""
+    return lib.device_put(jnp.ones((2, 2)), lib.P("x"))
+
+
+def _gathers_and_scatters(lib, jnp) -> dict:
+    """Gathers and scatters of an operand committed to one device (``c``), a host one or
+    one on the mesh, with indices (and updates) of each of those kinds; then ``jax.numpy``
+    functions built on them, of ``c``. (JAX's ``gather`` and scatter rules type their result
+    on the set mesh whatever their operands' types, and its ``jax.numpy`` indexing
+    normalises indices with elementwise operations that do too.)"""
+    lax = lib.lax
+    host = np.arange(4, dtype=np.float32).reshape(2, 2)
+    gdn = lax.GatherDimensionNumbers(offset_dims=(1,), collapsed_slice_dims=(0,),
+                                     start_index_map=(0,))
+    sdn = lax.ScatterDimensionNumbers(update_window_dims=(1,), inserted_window_dims=(0,),
+                                      scatter_dims_to_operand_dims=(0,))
+    # operands, (n, 1) indices and (n, 2) updates: committed to c's device (forwarded from
+    # c by rules that keep its type), host values, or placed on the mesh (P())
+    operand = {"c": lambda c: c, "host": lambda c: host,
+               "on mesh": lambda c: jnp.asarray(host)}
+    index = {"c": lambda c: _committed_index(c)[:, None],
+             "host": lambda c: np.array([[1], [0]], np.int32),
+             "on mesh": lambda c: jnp.asarray(np.array([[1], [0]], np.int32))}
+    update = {"c": lambda c: c.T, "host": lambda c: host,
+              "on mesh": lambda c: jnp.asarray(host)}
+    out = {}
+    for (xn, x), (i_n, i) in ((a, b) for a in operand.items() for b in index.items()):
+        out[f"lax.gather({xn}, {i_n} idx)"] = lambda c, r, s, x=x, i=i: lax.gather(
+            x(c), i(c), gdn, (1, 2))
+        out[f"lax.scatter_add({xn}, {i_n} idx, c)"] = lambda c, r, s, x=x, i=i: \
+            lax.scatter_add(x(c), i(c), c.T, sdn)
+    for un, u in update.items():
+        out[f"lax.scatter(c, c idx, {un})"] = lambda c, r, s, u=u: lax.scatter(
+            c, index["c"](c), u(c), sdn)
+    flat = {"c": lambda c: _committed_index(c), "host": lambda c: np.array([1, 0], np.int32),
+            "on mesh": lambda c: jnp.asarray(np.array([1, 0], np.int32))}
+    numpy_ops = {
+        "c[{} idx]": lambda c, i: c[i],
+        "take(c, {} idx)": lambda c, i: jnp.take(c, i, axis=0),
+        "take_along_axis(c, {} idx)": lambda c, i: jnp.take_along_axis(c, i[:, None], axis=0),
+        "c.at[{} idx].get(clip)": lambda c, i: c.at[i].get(mode="clip"),
+        "c.at[{} idx].get(fill)": lambda c, i: c.at[i].get(mode="fill", fill_value=0.0),
+        "c.at[{} idx].set(2.0)": lambda c, i: c.at[i].set(2.0),
+        "c.at[{} idx].add(c)": lambda c, i: c.at[i].add(c),
+        "c.at[{} idx].multiply(2.0)": lambda c, i: c.at[i].multiply(2.0),
+        "c.at[{} idx].min(c)": lambda c, i: c.at[i].min(c),
+        "c.at[{} idx].max(2.0)": lambda c, i: c.at[i].max(2.0),
+    }
+    for name, f in numpy_ops.items():
+        for i_n, i in flat.items():
+            out[name.format(i_n)] = lambda c, r, s, f=f, i=i: f(c, i(c))
+    sorted_c = lambda c: jnp.sort(c.reshape(4))
+    out.update({
+        "take(host, c idx)": lambda c, r, s: jnp.take(host, _committed_index(c), axis=0),
+        "take_along_axis(host, c idx)": lambda c, r, s: jnp.take_along_axis(
+            host, _committed_index(c)[:, None], axis=0),
+        "c[c scalar idx]": lambda c, r, s: c[_committed_index(c)[0]],
+        "c.at[c scalar idx].get()": lambda c, r, s: c.at[_committed_index(c)[0]].get(),
+        "c.at[0].get(fill)": lambda c, r, s: c.at[0].get(mode="fill", fill_value=0.0),
+        "c.at[0].set(c row)": lambda c, r, s: c.at[0].set(c[1]),
+        "c.at[c scalar idx].set(2.0)": lambda c, r, s: c.at[_committed_index(c)[0]].set(2.0),
+        "searchsorted(c, 2.0)": lambda c, r, s: jnp.searchsorted(sorted_c(c), 2.0),
+        "searchsorted(c, host)": lambda c, r, s: jnp.searchsorted(
+            sorted_c(c), np.array([0.5, 1.5], np.float32)),
+        "searchsorted(host, c)": lambda c, r, s: jnp.searchsorted(
+            np.array([0.5, 1.5], np.float32), c.reshape(4)),
+        "digitize(c, host bins)": lambda c, r, s: jnp.digitize(
+            c.reshape(4), np.array([0.5, 1.5], np.float32)),
+        "bincount(c, length=3)": lambda c, r, s: jnp.bincount(
+            c.reshape(4).astype(np.int32), length=3),
+        "unique(c, size=3)": lambda c, r, s: jnp.unique(c.reshape(4), size=3),
+        "nonzero(c, size=3)": lambda c, r, s: jnp.nonzero(c.reshape(4), size=3)[0],
+        "argsort(c)": lambda c, r, s: jnp.argsort(c.reshape(4)),
+        "cumsum(c, 0)": lambda c, r, s: jnp.cumsum(c, axis=0),
+    })
+    return out
+
+
+def _committed_index(c):
+    """Integer indices ``[1, 1]`` read from ``c`` by rules that keep its type (so committed
+    to ``c``'s device, or typed as ``c`` inside a ``jit``)."""
+    return c[0].astype(np.int32)
 
 
 def _index(c):

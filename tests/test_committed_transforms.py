@@ -25,7 +25,13 @@ _RECORD = json.loads(pathlib.Path(__file__).with_name("committed_transforms_jax.
 #: plax runs those functions as eager primitives whose constants stay literals
 #: (uncommitted results). Its JVP trace commits a primal result by a committed tangent, as
 #: JAX's ``jit`` of a ``jax.numpy`` function does, which matches ``jnp.sin`` and ``x * x``
-#: but not ``lax.sin`` (not a jit in JAX; the same primitive in plax). The constants are not closed: in the
+#: but not ``lax.sin`` (not a jit in JAX; the same primitive in plax). That rule is kept to
+#: primitives of one result (``lax.sort((x, x))``, ``lax.linalg.qr`` leave theirs
+#: uncommitted in JAX); ``jax.numpy`` functions of several results (``jnp.linalg.qr``,
+#: ``svd``) are ``jit_when_traced`` calls in plax, whose JVP commits them as JAX's jit
+#: does. (Wrapping every ``jax.numpy`` function so would let plax drop the one-result rule
+#: and match ``lax.sin`` too, but costs a ``jit`` call per function under every transform.)
+#: The constants are not closed: in the
 #: JVP trace the ``2`` of ``x * 2``, a ``jnp.float32(2)`` made inside the function and
 #: ``jnp.mean``'s divisor are the same kind of value (a scalar converted while tracing),
 #: of which JAX commits only the first

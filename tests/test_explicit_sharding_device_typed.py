@@ -102,3 +102,36 @@ def test_update_sharding_error_names_every_axis_by_type(traced):
             assert str(e.value) == head + (
                 "operand sharding float32[2,2]({}) and update sharding "
                 "float32[1,2]({Auto: ('x',), Explicit: ('y',)}).")
+
+
+def test_static_updates_by_scatter_and_host_results_keep_their_values():
+    """Under an Explicit mesh ``.at[]`` updates of static bounds are placed on the mesh as
+    JAX's scatter (eagerly and traced by a scatter inside a ``jit``), and
+    ``jnp.unique``/``jnp.nonzero`` of concrete values are placed as eager results: the
+    values are NumPy's."""
+    import numpy as np
+    explicit = plax.make_mesh((1,), ("x",), axis_types=(plax.sharding.AxisType.Explicit,))
+    h = np.arange(6, dtype=np.float32).reshape(2, 3)
+    c = plax.device_put(jnp.asarray(h), plax.devices()[0])
+    want = {"set": h.copy(), "add": h.copy(), "min": h.copy(), "box": h.copy()}
+    want["set"][0] = h[1]
+    want["add"][:, 1:] += 10.0
+    want["min"][1, 2] = min(h[1, 2], 1.0)
+    want["box"][-1, 1:] *= 3.0
+    with plax.set_mesh(explicit):
+        got = {"set": c.at[0].set(c[1]), "add": c.at[:, 1:].add(10.0),
+               "min": c.at[1, 2].min(1.0), "box": c.at[-1, 1:].multiply(3.0)}
+        values = jnp.unique(c % 2.0)
+        (where,) = jnp.nonzero(c.reshape(6) > 2.5)
+    jitted = plax.jit(lambda a: (a.at[0].set(a[1]), a.at[:, 1:].add(10.0),
+                                 a.at[1, 2].min(1.0), a.at[-1, 1:].multiply(3.0)))
+    with plax.set_mesh(explicit):
+        got.update(zip(("jit set", "jit add", "jit min", "jit box"), jitted(c)))
+    for k in ("set", "add", "min", "box"):
+        want["jit " + k] = want[k]
+    for k, v in got.items():
+        np.testing.assert_array_equal(np.asarray(v), want[k], err_msg=k)
+        assert v.sharding.spec == plax.P(None, None), k
+    np.testing.assert_array_equal(np.asarray(values), np.unique(h % 2.0))
+    np.testing.assert_array_equal(np.asarray(where), np.nonzero(h.reshape(6) > 2.5)[0])
+    assert values.committed and where.committed

@@ -24,8 +24,13 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from plax.array import Array, host_or_uncommitted
-from plax.sharding import AxisType
-from plax.sharding_eager import on_one_device as _on_one_device
+from plax.core.trace import Tracer
+from plax.sharding import AxisType, NamedSharding
+from plax.sharding_eager import (_keeps_short_spec, _type_text, current_mesh, typing_operands,
+                                 on_one_device as _on_one_device)
+from plax.sharding_indexing import mesh_axes_str, update_sharding_error
+from plax.sharding_types import sharded_dims_str, spec_dims
+from plax.transforms.staging import abstractify
 
 
 def stays_on_device(prim, args: Sequence, mesh) -> bool:
@@ -42,7 +47,6 @@ def stays_on_device(prim, args: Sequence, mesh) -> bool:
     """
     if AxisType.Explicit not in mesh.axis_types or not _first_committed_on_one_device(args):
         return False
-    from plax.sharding_eager import _keeps_short_spec, typing_operands
     return all(_on_one_device(a) or host_or_uncommitted(a) for a in typing_operands(prim, args)) \
         and _keeps_short_spec(prim, len(args), eager=False)
 
@@ -156,9 +160,12 @@ def placed_body_results(prim, outs: list, args: Sequence, params: dict, mesh) ->
 
 def check_update_typed_as_operand(operand: Any, update: Any) -> None:
     """JAX 0.10's ShardingTypeError for an eager ``lax.dynamic_update_slice`` under a set
-    mesh with an Explicit axis whose ``operand`` is committed to one device (typed with no
-    mesh) and ``update`` placed on the mesh (typed with it), or the reverse: its rule wants
-    the two typed alike. Anything else passes.
+    mesh with an Explicit axis whose ``operand`` and ``update`` are typed apart: its rule
+    wants the two typed alike. Eagerly JAX types a host value, an uncommitted array and one
+    committed to one device with no mesh, a value placed on the mesh with the mesh and its
+    spec (``P()`` as ``P(None, ...)``), so an operand committed to one device and an update
+    on the mesh differ, as do an operand split ``P('x')`` and an update placed ``P()`` or a
+    host one. Traced operands pass (the ``jit``'s rule checks them).
 
     Example:
       >>> mesh = plax.make_mesh((1,), ("x",))
@@ -169,19 +176,35 @@ def check_update_typed_as_operand(operand: Any, update: Any) -> None:
       ...
       plax.sharding_types.ShardingTypeError: dynamic_update_slice operand sharding must be equal to update sharding, got operand sharding float32[2,2]({}) and update sharding float32[1,2]({Explicit: ('x',)}).
     """
-    from plax.sharding_eager import current_mesh
     mesh = current_mesh()
-    if mesh is None or AxisType.Explicit not in mesh.axis_types:
+    if mesh is None or AxisType.Explicit not in mesh.axis_types or \
+            isinstance(operand, Tracer) or isinstance(update, Tracer):
         return
-    placed = lambda v: isinstance(v, Array) and type(v) is not Array  # on the mesh
-    if (_on_one_device(operand) and placed(update)) or (placed(operand) and
-                                                         _on_one_device(update)):
-        from plax.sharding_eager import _type_text
-        from plax.sharding_indexing import mesh_axes_str, update_sharding_error
-        # (a value's type: with no mesh on one device, else the set mesh's)
-        typed = lambda v: \
-            f"{_type_text(v.aval)}({mesh_axes_str(None if _on_one_device(v) else mesh)})"
-        raise update_sharding_error(typed(operand), typed(update))
+    kinds = (_eager_type(operand), _eager_type(update))
+    if kinds[0][1:] != kinds[1][1:]:
+        raise update_sharding_error(*(_eager_type_text(v, k) for v, k in zip((operand, update),
+                                                                          kinds)))
+
+
+def _eager_type(v: Any) -> tuple:
+    """How JAX 0.10 types ``v`` in an eager operation under a set Explicit mesh: ``(its
+    NamedSharding, its mesh, the mesh axes of each dimension)`` for a value placed on a
+    mesh, ``(None, None, ())`` for anything else (typed with no mesh)."""
+    if isinstance(v, Array) and type(v) is not Array:  # placed on a mesh
+        sharding = v.sharding
+        if isinstance(sharding, NamedSharding):
+            return sharding, sharding.mesh, tuple(spec_dims(sharding.spec, v.ndim))
+    return None, None, ()
+
+
+def _eager_type_text(v: Any, kind: tuple) -> str:
+    """``v``'s type as JAX's message writes it: ``float32[2@x,2]({Explicit: ('x',)})``,
+    ``float32[1,2]({})`` for one typed with no mesh."""
+    sharding, mesh, _ = kind
+    aval = abstractify(v)
+    if sharding is None:
+        return f"{_type_text(aval)}({mesh_axes_str(None)})"
+    return f"{aval.dtype.name}[{sharded_dims_str(aval.shape, sharding)}]({mesh_axes_str(mesh)})"
 
 
 #: ref reads: typed as the ref's value (a ref made off any mesh: committed to its device)

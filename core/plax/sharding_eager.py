@@ -227,6 +227,7 @@ def _off_mesh_value(x, mesh) -> Any:
         s = x._sharding
         if s is replicated(mesh, x.ndim) or s is replicated(mesh, None) or (
                 isinstance(s, NamedSharding) and s.mesh == mesh and s.is_fully_replicated and
+                not any(s.spec.partitions) and
                 not s.spec.unreduced and not s.spec.reduced):
             return Array._new(x._buf, _plain_aval(x.aval), x._device, False)
         return None
@@ -527,6 +528,73 @@ def computed_as_one(fn: Callable, operands: Sequence) -> Any:
     with no_mesh_in_this_thread():   # (other threads' eager work is placed meanwhile)
         out = fn(*operands)
     return place_replicated(out, mesh, rank_spec=False)
+
+
+def placed_host_results(outs: Sequence, operands: Sequence, name: str) -> list:
+    """``outs``, results of the ``jax.numpy`` function ``name`` that plax computes on the
+    host from its concrete ``operands`` (``jnp.unique``, ``jnp.nonzero`` without a traced
+    size) where JAX computes them with its primitives, placed as JAX's eager results are
+    under the current mesh: JAX's device check, then kept on the device of a committed
+    operand where a mesh of no Explicit axis keeps them (:func:`check_committed_devices`),
+    else placed on the mesh ``P(None, ...)`` (``P()`` over Auto axes; the rules that give
+    them, ``sort``'s compaction by a gather, type them there). As they are when no mesh
+    places results or a function is traced. Call it only when
+    :data:`plax.sharding.mesh_maybe_set` is true.
+
+    Example:
+      >>> with plax.set_mesh(plax.make_mesh((1,), ("x",))):
+      ...     placed_host_results([jnp.ones(2)], [np.ones(2)], "unique")[0].sharding.spec
+      P(None,)
+    """
+    mesh = current_mesh()
+    if not _places(mesh) or trace_state.depth:
+        return list(outs)
+    if check_committed_devices(operands, mesh, lambda i: f"argument args[{i}] of {name}"):
+        device = next(d for d in map(one_device_of, operands) if d is not None)
+        return [committed_to(o, device, mesh) for o in outs]
+    return [place_replicated(o, mesh, _rank_spec(mesh)) for o in outs]
+
+
+def update_typed_as_scatter(x: Any, y: Any) -> str | None:
+    """How an ``.at[]`` update of static bounds of ``x`` by ``y``, which plax computes by a
+    ``dynamic_update_slice`` shortcut, is typed as JAX 0.10 types it: JAX computes every
+    such update by a scatter, whose rule types the result on the set mesh, so under a mesh
+    with an Explicit axis ``c.at[0].set(c[1])`` (``c`` committed to one device) goes to the
+    mesh where a ``dynamic_update_slice`` of operands typed with no mesh keeps ``c``'s
+    device. Returns ``"scatter"`` when a function is traced (compute it by a scatter: its
+    program types it so), ``"place"`` eagerly (take the shortcut, then
+    :func:`placed_as_scatter`), None with no such mesh. Call it only when
+    :data:`plax.sharding.mesh_maybe_set` is true.
+
+    Example:
+      >>> with plax.set_mesh(plax.make_mesh((1,), ("x",))):
+      ...     update_typed_as_scatter(jnp.ones(2), 1.0)
+      'place'
+    """
+    mesh = current_mesh()
+    if not _places(mesh) or AxisType.Explicit not in mesh.axis_types:
+        return None
+    from plax.core.trace import Tracer
+    return "scatter" if isinstance(x, Tracer) or isinstance(y, Tracer) else "place"
+
+
+def placed_as_scatter(out: Any) -> Any:
+    """``out``, the eager result of an ``.at[]`` update computed by plax's shortcut, placed
+    on the current mesh as JAX's scatter places it (``P(None, ...)``) when the shortcut kept
+    it on one device (see :func:`update_typed_as_scatter`); else as it is.
+
+    Example:
+      >>> mesh = plax.make_mesh((1,), ("x",))
+      >>> c = plax.device_put(jnp.ones(2), plax.devices()[0])
+      >>> with plax.set_mesh(mesh):
+      ...     placed_as_scatter(c).sharding.spec
+      P(None,)
+    """
+    if type(out) is Array and out._committed:
+        mesh = current_mesh()
+        if mesh is not None:
+            return place_replicated(out, mesh)
+    return out
 
 
 def placed_copy(x: Any) -> Any:

@@ -362,8 +362,10 @@ def dynamic_update_slice(x, update, start_indices: Sequence, *,
     Raises:
       ValueError: if the number of start indices is not the operand's rank.
       TypeError: for an update of another dtype or rank, or larger than the operand.
-      ShardingTypeError: eagerly under a set Explicit mesh, for an operand committed to one
-        device and an update placed on the mesh, or the reverse (as JAX's rule refuses).
+      ShardingTypeError: eagerly under a set Explicit mesh, for an operand and an update
+        typed apart (one typed with no mesh, as a host value or one committed to one device
+        is, and one placed on the mesh; or two placed with other specs), as JAX's rule
+        refuses.
     """
     if _mesh_maybe_set[0]:
         from plax.sharding_device_typed import check_update_typed_as_operand

@@ -27,6 +27,8 @@ from plax.core.trace import Tracer, get_aval
 from plax.numpy.jax_array_protocol import has_jax_array
 from plax.lax.slicing import (GatherDimensionNumbers, GatherScatterMode, ScatterDimensionNumbers,
                               dynamic_update_slice_unchecked)
+from plax.sharding import mesh_maybe_set as _mesh_maybe_set
+from plax.sharding_eager import placed_as_scatter, update_typed_as_scatter
 from plax.sharding_indexing import index_typed
 from plax.sharding_types import explicit_type, is_untyped, with_out_sharding
 from plax.state.indexing import has_slice, read_with_slices, update_with_slices
@@ -525,9 +527,13 @@ def scatter_update(x, idx, y, op: str, *, indices_are_sorted=False, unique_indic
     # a box of static bounds is written with dynamic_update_slice, unless an operand holds
     # partial sums (unreduced, inside shard_map): JAX's scatter types its result as not
     # unreduced where slice, add and dynamic_update_slice would refuse or keep them
-    region = None if _any_unreduced(x, y) else _static_region(aval.shape, idx)
+    # (typed as JAX's scatter under a mesh with an Explicit axis: see update_typed_as_scatter)
+    typed = update_typed_as_scatter(x, y) if _mesh_maybe_set[0] else None
+    region = None if _any_unreduced(x, y) or typed == "scatter" else \
+        _static_region(aval.shape, idx)
     if region is not None:
-        return _update_region(x, region, y, op)
+        out = _update_region(x, region, y, op)
+        return placed_as_scatter(out) if typed == "place" else out
     n = aval.size
     if n >= np.iinfo(np.int32).max:
         raise ValueError("arrays with 2**31 or more elements cannot be updated with .at[]")

@@ -15,6 +15,7 @@ from plax.core.trace import get_aval
 from plax.lax import linalg as lax_linalg
 from plax import dtypes
 from plax.numpy.util import check_arraylike, to_dtype, to_inexact_dtype
+from plax.transforms.jit import jit_when_traced
 
 __all__ = ["cholesky", "solve", "inv", "det", "slogdet", "norm", "eigh", "eigvalsh", "eig",
            "eigvals", "lstsq", "svd",
@@ -371,6 +372,9 @@ def lstsq(a, b, rcond=None, *, numpy_resid: bool = False):
     return x, resid, rank, s
 
 
+# (a jit under transforms, as JAX's: a JVP then commits every primal result to a committed
+# tangent's device, as JAX's jit of the function does; lax.linalg.svd, a primitive, does not)
+@jit_when_traced(static_argnames=("full_matrices", "compute_uv", "hermitian"))
 def svd(a, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool = False):
     """Singular value decomposition ``a = U @ diag(S) @ Vh``.
 
@@ -405,6 +409,7 @@ def svdvals(x):
     return svd(x, compute_uv=False)
 
 
+@jit_when_traced(static_argnames=("mode",))  # (as svd)
 def qr(a, mode: str = "reduced"):
     """QR decomposition.
 

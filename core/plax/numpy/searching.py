@@ -6,6 +6,7 @@ import numpy as np
 
 from plax import dtypes, errors, lax
 from plax.core.trace import Tracer, get_aval
+from plax.sharding import mesh_maybe_set as _mesh_maybe_set
 from plax.transforms.jit import jit_when_traced
 from plax.numpy.util import canonicalize_axis
 from plax.numpy.util import asarray_weak, check_arraylike
@@ -84,7 +85,8 @@ def nonzero(a, *, size: int | None = None, fill_value=None):
                          "jnp.atleast_1d(scalar).nonzero() instead.")
     if size is None:
         host = _concrete(a, "nonzero")
-        return tuple(asarray_weak(i.astype(dtypes.default_int_dtype())) for i in np.nonzero(host))
+        return _placed(tuple(asarray_weak(i.astype(dtypes.default_int_dtype()))
+                             for i in np.nonzero(host)), a, "nonzero")
     from plax.numpy.ufuncs import _as_bool
     from plax.numpy.shape_ops import ravel
     mask = ravel(_as_bool(a))
@@ -219,8 +221,17 @@ def unique(ar, return_index: bool = False, return_inverse: bool = False,
         res[k] = res[k].reshape(host.shape)  # as JAX: the inverse has the input's shape
     if size is not None:
         res = _pad_unique(res, int(size), fill_value, return_index, return_inverse, axis)
-    out = tuple(asarray_weak(r) for r in res)
+    out = _placed(tuple(asarray_weak(r) for r in res), a, "unique")
     return out if len(out) > 1 else out[0]
+
+
+def _placed(outs: tuple, operand, name: str) -> tuple:
+    """``outs``, computed on the host from ``operand``, placed under a set mesh as JAX's
+    results of ``jnp.{name}`` are (:func:`plax.sharding_eager.placed_host_results`)."""
+    if not _mesh_maybe_set[0]:
+        return outs
+    from plax.sharding_eager import placed_host_results
+    return tuple(placed_host_results(outs, [operand], name))
 
 
 def _pad_unique(res, size, fill_value, return_index, return_inverse, axis):

@@ -10,6 +10,7 @@ import numpy as np
 from plax.core.trace import get_aval
 from plax.lax import linalg as lax_linalg
 from plax.numpy import linalg as jnp_linalg
+from plax.transforms.jit import jit_when_traced
 
 __all__ = ["solve_triangular", "cho_factor", "cho_solve", "lu", "lu_factor", "lu_solve", "qr",
            "svd", "eigh", "block_diag", "inv", "det", "solve", "expm"]
@@ -119,6 +120,8 @@ def cho_solve(c_and_lower, b, overwrite_b: bool = False, check_finite: bool = Tr
     return x[..., 0] if vector else x
 
 
+# (a jit under transforms, as JAX's: see jnp.linalg.svd)
+@jit_when_traced(static_argnames=("permute_l", "overwrite_a", "check_finite"))
 def lu(a, permute_l: bool = False, overwrite_a: bool = False, check_finite: bool = True):
     """LU decomposition with partial pivoting: ``a = p @ l @ u``.
 
