@@ -541,7 +541,8 @@ _SCATTERS = {"scatter": None, "scatter-add": "sum", "scatter-mul": "prod", "scat
 
 def _scatter(body: _Body, eqn) -> None:
     """scatter and scatter-add/mul/min/max: a thread per result element starts from the
-    operand's element and folds in, in order, every update element whose target
+    operand's element and folds in, in the reference's order (index vector major, then the
+    window), every update element whose target
     (:func:`plax_cupy.gather_index.gather_read`, the update's window read as gather's result)
     is that element: deterministic, no atomics, at the cost of every thread visiting every
     update (counted in the step's work). A window out of bounds is dropped (clamped under
@@ -560,8 +561,15 @@ def _scatter(body: _Body, eqn) -> None:
         start_index_map=tuple(dn.scatter_dims_to_operand_dims),
         operand_batching_dims=tuple(dn.operand_batching_dims),
         start_indices_batching_dims=tuple(dn.scatter_indices_batching_dims))
+    # the updates visited in the reference's order (index vector major, then the window, as
+    # the host kernels' stable sort orders them): under ``scatter`` the last of several updates
+    # of one element wins, and overlapping windows land in the order their index vectors come
+    order = [d for d in range(len(ushape)) if d not in dn.update_window_dims] + list(dn.update_window_dims)
+    ost = _strides([ushape[d] for d in order])
+    inner = [f"const long long w{d} = (u / {ost[k]}LL) % {ushape[d]}LL;" for k, d in enumerate(order)]
     ust = _strides(ushape)
-    inner = [f"const long long w{d} = (u / {ust[d]}LL) % {ushape[d]}LL;" for d in range(len(ushape))]
+    at = "u" if order == list(range(len(ushape))) else \
+        _offset([f"w{d} * {ust[d]}" for d in range(len(ushape))])
     off, inside = gather_read(
         inner, [f"w{d}" for d in range(len(ushape))], oshape, tuple(indices.aval.shape),
         _index_dtype(indices, eqn.primitive.name), dimension_numbers=as_gather, slice_sizes=sizes,
@@ -572,11 +580,11 @@ def _scatter(body: _Body, eqn) -> None:
     dout = np.dtype(out.aval.dtype)
     n_upd = math.prod(ushape)
     if kind is None:
-        acc_t, init, fold = value_ctype(dout), body.read(op, "i"), body.read(updates, "u")
+        acc_t, init, fold = value_ctype(dout), body.read(op, "i"), body.read(updates, at)
     else:
         red = _fold(kind, dout, eqn.primitive.name)
         acc_t, init = ctype(red.acc), codegen._to_acc(body.read(op, "i"), red)
-        fold = red.combine("acc", codegen._to_acc(body.read(updates, "u"), red))
+        fold = red.combine("acc", codegen._to_acc(body.read(updates, at), red))
     n = math.prod(oshape)
     body.work += n * max(n_upd, 1)
     loop = [f"for (long long u = 0; u < {n_upd}LL; ++u) {{", *["  " + line for line in inner],
