@@ -55,7 +55,7 @@ import numpy as np
 
 from plax import lax
 from plax.core.jaxpr import Jaxpr, JaxprEqn, Literal, Var
-from plax.lax.slicing import GatherDimensionNumbers, GatherScatterMode, gather_fill_value
+from plax.lax.slicing import GatherScatterMode, _scatter_to_gather_dnums, gather_fill_value
 from plax.lowering import BROADCAST, ELEMENTWISE, INDEX, REDUCTION, fusion_kind
 from plax.lowering.calls import spliced_calls
 
@@ -556,11 +556,6 @@ def _scatter(body: _Body, eqn) -> None:
     sizes = [1] * len(oshape)
     for k, d in enumerate(kept):
         sizes[d] = ushape[dn.update_window_dims[k]]
-    as_gather = GatherDimensionNumbers(
-        offset_dims=tuple(dn.update_window_dims), collapsed_slice_dims=tuple(dn.inserted_window_dims),
-        start_index_map=tuple(dn.scatter_dims_to_operand_dims),
-        operand_batching_dims=tuple(dn.operand_batching_dims),
-        start_indices_batching_dims=tuple(dn.scatter_indices_batching_dims))
     # the updates visited in the reference's order (index vector major, then the window, as
     # the host kernels' stable sort orders them): under ``scatter`` the last of several updates
     # of one element wins, and overlapping windows land in the order their index vectors come
@@ -572,7 +567,8 @@ def _scatter(body: _Body, eqn) -> None:
         _offset([f"w{d} * {ust[d]}" for d in range(len(ushape))])
     off, inside = gather_read(
         inner, [f"w{d}" for d in range(len(ushape))], oshape, tuple(indices.aval.shape),
-        _index_dtype(indices, eqn.primitive.name), dimension_numbers=as_gather, slice_sizes=sizes,
+        _index_dtype(indices, eqn.primitive.name), dimension_numbers=_scatter_to_gather_dnums(dn),
+        slice_sizes=sizes,
         index_value=lambda flat: body.read(indices, flat), fresh=body.fresh,
         bounds=mode != GatherScatterMode.CLIP)
     hit = f"({off}) == i" if inside is None else f"{inside} && ({off}) == i"
