@@ -309,10 +309,11 @@ def _elementwise_group(body: _Body, eqns: list, k0: int) -> None:
     body.phase(n, (_index(shape) if need_q else []) + lines)
 
 
-def _store_phase(body: _Body, eqn, value: str, head: list[str] = (), lines: list[str] = ()) -> None:
+def _store_phase(body: _Body, eqn, value: str, head: list[str] = (), lines: list[str] = (),
+                 result: int = 0) -> None:
     """A phase writing ``value`` (a C expression of element ``i``, after ``lines``) to the
-    equation's result, a thread per element."""
-    out = eqn.outvars[0]
+    equation's result (its ``result``-th), a thread per element."""
+    out = eqn.outvars[result]
     shape = tuple(out.aval.shape)
     n = math.prod(shape)
     body.work += n
@@ -652,11 +653,7 @@ def _parts(body: _Body, eqn) -> None:
             terms = [f"(q{d} + {start}) * {st[d]}" if d == axis and start else f"q{d} * {st[d]}"
                      for d in range(len(oshape)) if oshape[d] != 1]
             start += int(out.aval.shape[axis])
-        shape = tuple(out.aval.shape)
-        n = math.prod(shape)
-        body.work += n
-        body.phase(n, _index(shape) + [
-            f"{body.where[id(out)]}[i] = {store_expr(body.read(op, _offset(terms)), out.aval.dtype)};"])
+        _store_phase(body, eqn, body.read(op, _offset(terms)), result=k)
 
 
 def _branches_selected(jaxpr: Jaxpr) -> Jaxpr:
