@@ -666,17 +666,16 @@ def _branches_selected(jaxpr: Jaxpr) -> Jaxpr:
     it holds no ``cond``."""
     if not any(e.primitive is lax.cond_p for e in jaxpr.eqns):
         return jaxpr
-    rename: dict = {}
 
-    def sub(v, names=rename):
+    def sub(v, names):
         return names.get(v, v) if isinstance(v, Var) else v
     eqns: list = []
-    for e in jaxpr.eqns:
+    for e in jaxpr.eqns:   # (the cond's results are the select_n's: nothing after it renamed)
         branches = e.params.get("branches", ()) if e.primitive is lax.cond_p else ()
         if not branches or any(b.consts for b in branches):
-            eqns.append(JaxprEqn(e.primitive, [sub(v) for v in e.invars], e.outvars, e.params))
+            eqns.append(e)
             continue
-        index, *operands = [sub(v) for v in e.invars]
+        index, *operands = e.invars
         if len(branches) > 1:
             bound = [Literal(np.int32(b), index.aval) for b in (0, len(branches) - 1)]
             clamped = Var(index.aval)
