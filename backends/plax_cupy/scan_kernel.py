@@ -55,7 +55,7 @@ import numpy as np
 
 from plax import lax
 from plax.core.jaxpr import Jaxpr, JaxprEqn, Literal, Var
-from plax.lax.slicing import GatherDimensionNumbers, GatherScatterMode, gather_fill_value
+from plax.lax.slicing import GatherScatterMode, _scatter_to_gather_dnums, gather_fill_value
 from plax.lowering import BROADCAST, ELEMENTWISE, INDEX, REDUCTION, fusion_kind
 from plax.lowering.calls import spliced_calls
 
@@ -309,10 +309,11 @@ def _elementwise_group(body: _Body, eqns: list, k0: int) -> None:
     body.phase(n, (_index(shape) if need_q else []) + lines)
 
 
-def _store_phase(body: _Body, eqn, value: str, head: list[str] = (), lines: list[str] = ()) -> None:
+def _store_phase(body: _Body, eqn, value: str, head: list[str] = (), lines: list[str] = (),
+                 result: int = 0) -> None:
     """A phase writing ``value`` (a C expression of element ``i``, after ``lines``) to the
-    equation's result, a thread per element."""
-    out = eqn.outvars[0]
+    equation's result (its ``result``-th), a thread per element."""
+    out = eqn.outvars[result]
     shape = tuple(out.aval.shape)
     n = math.prod(shape)
     body.work += n
@@ -541,7 +542,8 @@ _SCATTERS = {"scatter": None, "scatter-add": "sum", "scatter-mul": "prod", "scat
 
 def _scatter(body: _Body, eqn) -> None:
     """scatter and scatter-add/mul/min/max: a thread per result element starts from the
-    operand's element and folds in, in order, every update element whose target
+    operand's element and folds in, in the reference's order (index vector major, then the
+    window), every update element whose target
     (:func:`plax_cupy.gather_index.gather_read`, the update's window read as gather's result)
     is that element: deterministic, no atomics, at the cost of every thread visiting every
     update (counted in the step's work). A window out of bounds is dropped (clamped under
@@ -555,16 +557,19 @@ def _scatter(body: _Body, eqn) -> None:
     sizes = [1] * len(oshape)
     for k, d in enumerate(kept):
         sizes[d] = ushape[dn.update_window_dims[k]]
-    as_gather = GatherDimensionNumbers(
-        offset_dims=tuple(dn.update_window_dims), collapsed_slice_dims=tuple(dn.inserted_window_dims),
-        start_index_map=tuple(dn.scatter_dims_to_operand_dims),
-        operand_batching_dims=tuple(dn.operand_batching_dims),
-        start_indices_batching_dims=tuple(dn.scatter_indices_batching_dims))
+    # the updates visited in the reference's order (index vector major, then the window, as
+    # the host kernels' stable sort orders them): under ``scatter`` the last of several updates
+    # of one element wins, and overlapping windows land in the order their index vectors come
+    order = [d for d in range(len(ushape)) if d not in dn.update_window_dims] + list(dn.update_window_dims)
+    ost = _strides([ushape[d] for d in order])
+    inner = [f"const long long w{d} = (u / {ost[k]}LL) % {ushape[d]}LL;" for k, d in enumerate(order)]
     ust = _strides(ushape)
-    inner = [f"const long long w{d} = (u / {ust[d]}LL) % {ushape[d]}LL;" for d in range(len(ushape))]
+    at = "u" if order == list(range(len(ushape))) else \
+        _offset([f"w{d} * {ust[d]}" for d in range(len(ushape))])
     off, inside = gather_read(
         inner, [f"w{d}" for d in range(len(ushape))], oshape, tuple(indices.aval.shape),
-        _index_dtype(indices, eqn.primitive.name), dimension_numbers=as_gather, slice_sizes=sizes,
+        _index_dtype(indices, eqn.primitive.name), dimension_numbers=_scatter_to_gather_dnums(dn),
+        slice_sizes=sizes,
         index_value=lambda flat: body.read(indices, flat), fresh=body.fresh,
         bounds=mode != GatherScatterMode.CLIP)
     hit = f"({off}) == i" if inside is None else f"{inside} && ({off}) == i"
@@ -572,11 +577,11 @@ def _scatter(body: _Body, eqn) -> None:
     dout = np.dtype(out.aval.dtype)
     n_upd = math.prod(ushape)
     if kind is None:
-        acc_t, init, fold = value_ctype(dout), body.read(op, "i"), body.read(updates, "u")
+        acc_t, init, fold = value_ctype(dout), body.read(op, "i"), body.read(updates, at)
     else:
         red = _fold(kind, dout, eqn.primitive.name)
         acc_t, init = ctype(red.acc), codegen._to_acc(body.read(op, "i"), red)
-        fold = red.combine("acc", codegen._to_acc(body.read(updates, "u"), red))
+        fold = red.combine("acc", codegen._to_acc(body.read(updates, at), red))
     n = math.prod(oshape)
     body.work += n * max(n_upd, 1)
     loop = [f"for (long long u = 0; u < {n_upd}LL; ++u) {{", *["  " + line for line in inner],
@@ -648,11 +653,7 @@ def _parts(body: _Body, eqn) -> None:
             terms = [f"(q{d} + {start}) * {st[d]}" if d == axis and start else f"q{d} * {st[d]}"
                      for d in range(len(oshape)) if oshape[d] != 1]
             start += int(out.aval.shape[axis])
-        shape = tuple(out.aval.shape)
-        n = math.prod(shape)
-        body.work += n
-        body.phase(n, _index(shape) + [
-            f"{body.where[id(out)]}[i] = {store_expr(body.read(op, _offset(terms)), out.aval.dtype)};"])
+        _store_phase(body, eqn, body.read(op, _offset(terms)), result=k)
 
 
 def _branches_selected(jaxpr: Jaxpr) -> Jaxpr:
@@ -665,17 +666,16 @@ def _branches_selected(jaxpr: Jaxpr) -> Jaxpr:
     it holds no ``cond``."""
     if not any(e.primitive is lax.cond_p for e in jaxpr.eqns):
         return jaxpr
-    rename: dict = {}
 
-    def sub(v, names=rename):
+    def sub(v, names):
         return names.get(v, v) if isinstance(v, Var) else v
     eqns: list = []
-    for e in jaxpr.eqns:
+    for e in jaxpr.eqns:   # (the cond's results are the select_n's: nothing after it renamed)
         branches = e.params.get("branches", ()) if e.primitive is lax.cond_p else ()
         if not branches or any(b.consts for b in branches):
-            eqns.append(JaxprEqn(e.primitive, [sub(v) for v in e.invars], e.outvars, e.params))
+            eqns.append(e)
             continue
-        index, *operands = [sub(v) for v in e.invars]
+        index, *operands = e.invars
         if len(branches) > 1:
             bound = [Literal(np.int32(b), index.aval) for b in (0, len(branches) - 1)]
             clamped = Var(index.aval)

@@ -364,6 +364,35 @@ def test_those_forms_on_integer_and_half_types(monkeypatch, dtype):
     assert "void plax_scan(" in text and "host loop" not in text
 
 
+def _overlapping_windows(c0, xs):
+    """scatter and scatter-add of two windows overlapping at element 1, the updates' window
+    axis first (so their order in memory is not the order the index vectors come in)."""
+    from plax import lax
+    dn = lax.ScatterDimensionNumbers(update_window_dims=(0,), inserted_window_dims=(),
+                                     scatter_dims_to_operand_dims=(0,))
+    idx = np.array([[0], [1]], np.int32)
+
+    def body(c, x):
+        upd = x.reshape(2, 2)   # (window, index vector)
+        return lax.scatter(c, idx, upd, dn), lax.scatter_add(c, idx, upd, dn)
+    return lax.scan(body, c0, xs)
+
+
+@on_simulated_gpu
+def test_scatter_folds_updates_in_the_reference_order(monkeypatch):
+    """Of two updates of one element, the later index vector's wins under ``scatter``, as on
+    the NumPy backend, whatever the updates' layout."""
+    import plax
+    monkeypatch.setenv("PLAX_CUDA_GRAPHS", "0")
+    args = (np.zeros(5, np.float32), np.arange(1, 13, dtype=np.float32).reshape(3, 4))
+    f = plax.jit(_overlapping_windows, backend="cupy")
+    got = plax.tree_util.tree_leaves(f(*_put(args)))
+    want = plax.tree_util.tree_leaves(plax.jit(_overlapping_windows, backend="numpy")(*args))
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
+    assert "void plax_scan(" in _text(f, *_put(args))
+
+
 #: start rows (two axes) of each integer type: past the top, 2**63 and more, negative, in range
 _STARTS = {"uint64": [(2**63, 0), (2**64 - 1, 2**63 + 5), (1, 2**64 - 1), (3, 1), (0, 100)],
            "uint32": [(2**31, 0), (2**32 - 1, 1), (1, 2**31 + 1), (3, 2), (0, 100)],
