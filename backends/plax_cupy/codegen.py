@@ -74,7 +74,7 @@ import numpy as np
 from plax import lax
 from plax.core.jaxpr import Literal, Var
 from plax.lax.fused_multiply_add import fma_p
-from plax.lowering import ARG_REDUCTION, BROADCAST, INDEX, REDUCTION, fusion_kind
+from plax.lowering import ARG_REDUCTION, BROADCAST, INDEX, REDUCTION, fusion_kind, sub_cluster
 
 from plax_cupy import codegen_structural, special_source
 from plax_cupy.dtypes import (UnsupportedDtype, accumulator, ctype, is_floating, is_half,
@@ -1763,8 +1763,6 @@ def plan_cluster(cluster, *, literal_values: bool = True, values: frozenset = fr
     # the helpers CUDA's library lacks, only in the kernels that call them
     elem_source = "\n".join(elem)
     epi = _epilogue_plan(cluster, epilogue, red_vars, literal_values) if epilogue else None
-    if epi is not None and not reductions:
-        raise Unsupported("an epilogue without a reduction")
     special = special_source.helpers_for(elem_source + ("" if epi is None else epi.elem_source))
     helpers = special
     arg_types = {red.typedef for _, red in reductions if isinstance(red, ArgReduction)}
@@ -1829,7 +1827,6 @@ def plan_cluster(cluster, *, literal_values: bool = True, values: frozenset = fr
         entry = ("plax_elementwise",)
         n_out = n_red = 0
         opb = 1
-        final_outputs = []
     else:
         kept = [d for d in range(rank) if d not in red_axes]
         red = list(red_axes)
@@ -2029,16 +2026,17 @@ def _epilogue_plan(cluster, epilogue: list, red_vars: list, literal_values: bool
     per output with the reductions' values (``"value"`` inputs) and the cluster's parameters.
 
     Raises:
-      Unsupported: an epilogue reading a value of the cluster other than a reduction's result,
-        or one the generator does not express.
+      Unsupported: an epilogue without a reduction computed, one reading a value of the
+        cluster other than a reduction's result, or one the generator does not express.
     """
-    from plax.lowering import sub_cluster
-    shape = tuple(red_vars[0].aval.shape) if red_vars else None
-    made = {id(v) for e in cluster.eqns if all(e is not x for x in epilogue) for v in e.outvars}
+    if not red_vars:
+        raise Unsupported("an epilogue without a reduction")
+    shape = tuple(red_vars[0].aval.shape)
+    in_epilogue = {id(e) for e in epilogue}
+    made = {id(v) for e in cluster.eqns if id(e) not in in_epilogue for v in e.outvars}
     results = {id(v) for v in red_vars}
     part = sub_cluster(epilogue, shape, {id(v) for v in cluster.outputs})
-    if shape is None or any(isinstance(v, Var) and id(v) in made and id(v) not in results
-                            for v in part.inputs):
+    if any(isinstance(v, Var) and id(v) in made and id(v) not in results for v in part.inputs):
         raise Unsupported("an epilogue reading a value that is not a reduction's result")
     plan = plan_cluster(part, literal_values=literal_values,
                         values=frozenset(id(v) for v in part.inputs if id(v) in results))

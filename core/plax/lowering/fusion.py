@@ -972,9 +972,8 @@ def _fold_epilogues(jaxpr: Jaxpr, units: list, options: FusionOptions) -> list:
         units[i] = Cluster(eqns, tuple(shape_of), inputs, outs, parts, epilogue)
         for k in merged[1:]:
             units[k] = None
-        for v in inputs:   # (what the epilogue reads is now read by unit i)
-            if isinstance(v, Var):
-                readers[id(v)] = (readers.get(id(v), set()) - taken) | {i}
+        # (its epilogue's values are now computed at i; ``readers`` is only consulted for
+        # values a later reducing unit or its epilogue computes, never for these inputs)
         for v in (w for e in epilogue for w in e.outvars):
             producer[id(v)] = i
     return [u for u in units if u is not None]
