@@ -27,9 +27,12 @@
 #                            GPU is real; their launchers run them on the simulated one)
 #   05-kit         30  120   the conformance kit: --plax-backend=cupy -n 12 (115 s on the H200)
 #   06-bench       60  150   python benchmarks/gpu.py (the GPU table beside JAX)
-#   07-tune        30   60   python benchmarks/gpu_tune.py --repeat 3, if time is left
+#   07-scans       15   45   python benchmarks/scan_kernel_coverage.py --run --gpu: which of 57
+#                            realistic scans run as one kernel on the GPU, each checked against
+#                            the NumPy backend (max err column), if time is left
+#   08-tune        30   60   python benchmarks/gpu_tune.py --repeat 3, if time is left
 # The caps of 00-06 add up to 520 s, but the steps seldom use theirs; 06-bench gets what is
-# left (at least 60 s) and 07-tune runs only in what remains.
+# left (at least 60 s); 07-scans and 08-tune run only in what remains.
 #   summary.txt    per step its exit status and seconds (124: its cap or the total ran out),
 #                  and for a pytest step the FAILED/ERROR test ids with their first error line
 # pytest steps are stopped with SIGINT when their time is up, so pytest still prints the
@@ -195,10 +198,16 @@ step 04-tests 30 110 python3 -m pytest -v -rfE --tb=short -n 12 -p no:cacheprovi
 step 05-kit 30 120 env PLAX_GPU_MEMORY_FRACTION=0.06 python3 -m pytest -v -rfE --tb=short -n 12 \
   -p no:cacheprovider --pyargs plax.testing.conformance --plax-backend=cupy
 step 06-bench 60 150 python3 benchmarks/gpu.py
-if [ "$(left)" -ge 30 ]; then  # (optional: skipping it is no failure)
-  step 07-tune 30 60 python3 benchmarks/gpu_tune.py --repeat 3
+if [ "$(left)" -ge 15 ]; then  # (optional: skipping it is no failure)
+  step 07-scans 15 45 python3 benchmarks/scan_kernel_coverage.py --run --gpu
+  grep -E 'scans are one kernel' "$OUT/07-scans.log" 2>/dev/null | sed 's/^/    /' >> "$OUT/summary.txt"
 else
-  echo "07-tune: skipped ($(left)s left)" | tee -a "$OUT/summary.txt"
+  echo "07-scans: skipped ($(left)s left)" | tee -a "$OUT/summary.txt"
+fi
+if [ "$(left)" -ge 30 ]; then  # (optional: skipping it is no failure)
+  step 08-tune 30 60 python3 benchmarks/gpu_tune.py --repeat 3
+else
+  echo "08-tune: skipped ($(left)s left)" | tee -a "$OUT/summary.txt"
 fi
 echo "total: $(( $(date +%s) - START ))s of ${TOTAL_S}s; status $STATUS" | tee -a "$OUT/summary.txt"
 exit "$STATUS"
