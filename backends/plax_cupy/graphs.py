@@ -249,6 +249,16 @@ def _holders(buffer) -> tuple:
     return tuple(counts)
 
 
+def _sharing(registry: dict) -> dict:
+    """For each id of ``registry`` (id -> buffer), the ids of the buffers on the same memory
+    (itself included). Ids only, and no buffer left in a caller's frame: a reference kept
+    would move the counts the program accounts for."""
+    by_memory: dict = {}
+    for i, buffer in registry.items():
+        by_memory.setdefault(id(_memory(_raw(buffer))), []).append(i)
+    return {i: tuple(group) for group in by_memory.values() for i in group}
+
+
 class _Plan:
     """One captured graph and the buffers it owns.
 
@@ -441,6 +451,7 @@ class GraphedProgram:
         self._stable: dict = {}       # id -> CuPy array of each buffer the plans write
         self._registry: dict = {}     # id -> buffer the plans write (one reference each)
         self._accounted: dict = {}    # id -> the _holders counts the program accounts for
+        self._sharing: dict = {}      # id -> ids of the registered buffers on its memory
         self._lock = device_lock(device.id)
 
     @property
@@ -501,8 +512,11 @@ class GraphedProgram:
 
     def _free(self, i: int) -> bool:
         """Whether nobody outside the program holds registered buffer ``i`` (by id), a view of
-        it or its memory: its counts are those the program accounts for."""
-        return self._counts(i) == self._accounted[i]
+        it or its memory: its counts are those the program accounts for -- and so are those of
+        every registered buffer on the same memory (a plan's output that is a view of a static
+        input, say: a caller holding that view leaves the input's own counts as they were,
+        since the plan's reference to the view already holds the input)."""
+        return all(self._counts(k) == self._accounted[k] for k in self._sharing[i])
 
     def _snapshot(self) -> dict:
         """The counts of every registered buffer now (before the plans change)."""
@@ -517,6 +531,7 @@ class GraphedProgram:
         # (every structure of the program that refers to the buffers first, then the counts)
         self._registry = {id(b): b for plan in self.plans for b in plan.buffers()}
         self._stable = {id(_raw(b)): _raw(b) for b in self._registry.values()}
+        self._sharing = _sharing(self._registry)
         accounted = {}
         for i in self._registry:
             now = self._counts(i)
