@@ -570,9 +570,12 @@ class GraphedProgram:
                 replace = None if len(self.plans) < MAX_PLANS else chosen
                 chosen = None
             if chosen is None:
+                held: list = []
                 before = self._snapshot()
                 try:
                     if replace is not None or self._may_capture():
+                        if self.check is not None:
+                            held = self._held_on_host()
                         self._capture(buffers, recurring, stream, reuse=replace)
                         chosen, copies = len(self.plans) - 1, []
                 except cupy.cuda.memory.OutOfMemoryError as err:
@@ -588,24 +591,26 @@ class GraphedProgram:
                     self.plain_calls += 1
                     return self._plain(buffers, self._why_no_plan(buffers, keys))
                 if self.check is not None:   # (a new plan: its launches checked, once)
-                    return self._checked_launches(buffers, stream)
+                    return self._checked_launches(buffers, stream, held)
             self.replays += 1
             return self.plans[chosen].replay(buffers, copies, stream, self._stable)
 
-    def _checked_launches(self, buffers, stream) -> list:
+    def _checked_launches(self, buffers, stream, held: list) -> list:
         """Launches the plan just captured twice on ``buffers`` (the capture's launch and the
         first replay after a launch, which finds the scratch and workspaces that launch left)
         and runs the program plainly on them too (fresh buffers); returns the plan's outputs
         when both launches equal the plain run by the program's rule
-        (:mod:`plax_cupy.graph_check`), else warns, drops the plans and returns the plain
-        run's outputs, the program running plainly from then on. Every launch, copy and read
-        of the check but the call's own launch counts in ``verify_*`` (this thread's:
-        :func:`plax_cupy.runtime.counted_as`)."""
+        (:mod:`plax_cupy.graph_check`) and the earlier results the caller holds (``held``, read
+        by :meth:`_held_on_host` before the capture) are as they were, else warns, drops the
+        plans and returns the plain run's outputs, the program running plainly from then on.
+        Every launch, copy and read of the check but the call's own launch counts in
+        ``verify_*`` (this thread's: :func:`plax_cupy.runtime.counted_as`)."""
         plan = self.plans[-1]
         outputs = plan.replay(buffers, [], stream, self._stable)   # (the call's own launch)
         try:
             with runtime.counted_as(runtime.CHECKING):
                 problem, which, reference, outputs = self._check(plan, buffers, outputs, stream)
+                overwritten = self._held_kept(held)
         except BaseException as err:   # (an unchecked plan must not replay)
             del outputs, plan
             self.plans = []
@@ -623,15 +628,48 @@ class GraphedProgram:
                            "plans' buffers and the plain run's together)")
             return self._plain(buffers, self.reason)
         self.replays += 1
+        if problem is None and overwritten is not None:
+            problem, which = overwritten, "the capture of a new plan and its launches"
         if problem is None:
             self.verified += 1
             return outputs
         del outputs, plan   # (no reference to a plan's buffers outlives the plans)
         self.mismatch = f"{which}: {problem}"
-        self._give_up(f"{which} differed from a plain run of the same call: {problem}")
+        self._give_up(f"{which} wrote memory the caller holds: {problem}"
+                      if problem is overwritten else
+                      f"{which} differed from a plain run of the same call: {problem}")
         self.plain_runs += 1   # (this call's results are the plain run's)
         self.last_plain = self.reason
         return reference
+
+    def _held_on_host(self) -> list:
+        """What :meth:`_held_kept` compares after a capture: ``(id, key, host copy)`` of every
+        registered buffer someone outside the program holds (an earlier call's result, a view
+        of one), read before the capture. Ids and keys, not buffers: a reference kept in the
+        calling frame would be accounted as the program's by the capture's :meth:`_settle`."""
+        with runtime.counted_as(runtime.CHECKING):
+            return [(i, _key(self._registry[i]), graph_check.to_host(self._registry[i]))
+                    for i in self._registry if self._counts(i) != self._accounted[i]]
+
+    def _held_kept(self, held: list) -> str | None:
+        """Whether the capture and the checked launches of a new plan left the held earlier
+        results of ``held`` (:meth:`_held_on_host`) as they were; each one they wrote is
+        written back from its host copy, and the first is described (``None``: none was).
+        The ownership rule (see the module) forbids such a write; this catches a flaw in it
+        (or a graph that writes outside the memory it owns) when a capture makes it, rather
+        than a wrong value the caller finds later."""
+        first = None
+        for i, key, host in held:
+            buffer = self._registry.get(i)
+            if buffer is None or _key(buffer) != key:
+                continue   # (not a buffer of the plans any more: none of them writes it)
+            now = graph_check.to_host(buffer)
+            if now.tobytes() != host.tobytes():
+                raw = _raw(buffer)
+                raw.set(host.view(raw.dtype))
+                first = first or (f"an earlier result ({raw.dtype}{list(raw.shape)}) "
+                                  f"changed in {graph_check.changed(now, host)}; written back")
+        return first
 
     def _check(self, plan, buffers, outputs, stream) -> tuple:
         """:meth:`_checked_launches`' comparisons of the capture's launch (``outputs``) and of
