@@ -802,6 +802,9 @@ class GraphedProgram:
             return self._capture(buffers, recurring, stream, reuse, all_static=True)
         mine = {id(getattr(m, "mem", m)) for m in held + capture.held}
         mine |= {id(_memory(_raw(t))) for _, _, t in steer.values()}
+        # (and the static buffers kept from the plan it replaces, which this capture did not
+        # allocate: an output viewing one is written by each copy in, as any static's view)
+        mine |= {id(_memory(_raw(s))) for s in static if s is not None}
         written = [o for j, o in enumerate(outputs) if j not in passthrough
                    and _raw(o) is not None and id(_memory(_raw(o))) in mine]
         plan = _Plan(capture.graph, static, [_key(b) for b in inputs],
