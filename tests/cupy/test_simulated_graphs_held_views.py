@@ -11,7 +11,7 @@ plan's check reads the held earlier results before the capture and after its lau
 Each test checks values against NumPy (a Python loop): a ``scan`` that stays a host loop
 (``sort`` in its body), the same body called from a Python loop keeping each step's view, a
 ``fori_loop`` and a ``while_loop`` carrying the view, a view of an input bound in place; and that
-the check catches the old per-buffer rule, writes the held result back and runs plainly.
+a new plan's check writes back a held result its launches wrote, and runs plainly.
 
 :func:`test_on_the_simulated_gpu` runs this file again in a child process with
 ``-p fake_cupy_plugin``; the other tests skip here.
@@ -159,21 +159,36 @@ def test_a_view_of_a_bound_input_kept_by_the_caller(executables):
 
 
 @on_simulated_gpu
-def test_the_check_catches_a_capture_writing_a_held_result(executables, monkeypatch):
-    """With the old per-buffer ownership rule (a view's holder not seen on its memory's other
-    buffer), the capture writes the held view; the new plan's check sees the held result
-    changed, writes it back, warns and runs the program plainly: the values stay right."""
+def test_the_check_writes_back_a_held_result_a_new_plan_wrote(executables, monkeypatch):
+    """A new plan whose launches write an earlier result the caller holds (a flaw the
+    ownership rule exists to prevent, made here by a launch that also overwrites that result):
+    its check sees the held result changed, writes it back, warns and runs the program plainly
+    from then on, and every value stays right."""
     import fake_cupy
     import plax
-    from plax import lax
+    import plax.numpy as jnp
     from plax_cupy import graphs
-    monkeypatch.setattr(graphs.GraphedProgram, "_free",
-                        lambda self, i: self._counts(i) == self._accounted[i])
-    fake_cupy.FAULTS_INJECTED[0] += 1   # (the wrong capture is on purpose: the plugin allows it)
-    c0, xs = _data()
-    f = plax.jit(lambda c, x: lax.scan(_body(VIEWS["element"]), c, x), backend="cupy")
+    c0, xs = _data(4, seed=4)
+    step = plax.jit(_body(VIEWS["slice"]), backend="cupy")
+    c, kept = jnp.asarray(c0), []
+    for v in xs[:2]:                     # plain, then captured: kept[1] is a plan's output
+        c, y = step(c, jnp.asarray(v))
+        kept.append(y)
+    replay = graphs._Plan.replay
+
+    def replay_writing_a_held_result(plan, *args):
+        outputs = replay(plan, *args)
+        graphs._raw(kept[1]._buf).fill(-7.0)   # (the stray write)
+        return outputs
+
+    monkeypatch.setattr(graphs._Plan, "replay", replay_writing_a_held_result)
+    fake_cupy.FAULTS_INJECTED[0] += 1   # (the wrong launch is on purpose: the plugin allows it)
     with pytest.warns(graphs.ReplayMismatchWarning, match="wrote memory the caller holds"):
-        _, ys = f(c0, xs)
-    np.testing.assert_array_equal(np.asarray(ys), _numpy_loop(VIEWS["element"], c0, xs)[1])
-    body = _graphed(executables)[0]
-    assert "wrote memory the caller holds" in body.reason and not body.plans, body.describe()
+        for v in xs[2:]:                 # the next call captures a new plan and checks it
+            c, y = step(c, jnp.asarray(v))
+            kept.append(y)
+    want_c, want_ys = _numpy_loop(VIEWS["slice"], c0, xs)
+    np.testing.assert_array_equal(np.stack([np.asarray(y) for y in kept]), want_ys)
+    np.testing.assert_array_equal(np.asarray(c), want_c)
+    program = _graphed(executables)[0]
+    assert "wrote memory the caller holds" in program.reason and not program.plans
