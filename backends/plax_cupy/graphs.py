@@ -48,7 +48,12 @@ device's lock from the call itself (:meth:`GraphedProgram._snapshot`, then
 accounted counts by exactly the difference; a new plan's buffers, which nobody outside has seen,
 are accounted at their counts then. So memory shared by two plans (a steered output) is
 accounted once however many plans refer to it, and any count other than the accounted one is a
-holder outside the program: the buffer is not free. Counts are only ever compared when taken
+holder outside the program: the buffer is not free. Nor is any buffer on the same memory
+(:meth:`GraphedProgram._free`): a result that is a view of a static input (a body returning
+``c[0]`` of its carry) is registered apart from that input, and a caller holding the view moves
+only the view's counts, since the plan's own reference to the view already holds the input;
+every static buffer's memory counts as written, those a replaced plan's capture kept included.
+Counts are only ever compared when taken
 through :meth:`GraphedProgram._counts`, from the same frames. (A consumer of
 ``__cuda_array_interface__`` must keep the exporting object alive, as the protocol asks; a bare
 integer pointer is not seen.)
@@ -91,6 +96,10 @@ is checked (the plans' own machinery has not run on a GPU either); the cost, one
 launch and three reads of each output per capture, is paid off the replay path and counted
 apart (``verify_launches``, ``verify_reads`` of :class:`plax_cupy.runtime.Counters`).
 ``PLAX_CUDA_GRAPHS_VERIFY=0`` turns it off.
+The comparison sees only the call's own outputs, so the check also reads every registered
+buffer someone outside holds (an earlier result, a view of one) before the capture and compares
+it after the launches (:meth:`GraphedProgram._held_kept`): one the capture or launches wrote is
+written back, with the same warning and plain runs for good.
 
 :meth:`GraphedProgram.describe` (the ``# CUDA graph:`` line of ``as_text()``) also counts the
 calls captured, replayed and run plainly, says why the last plain one was, and how many plans
