@@ -675,7 +675,7 @@ class GraphedProgram:
             now = graph_check.to_host(buffer)
             if now.tobytes() != host.tobytes():
                 raw = _raw(buffer)
-                raw.set(host.view(raw.dtype))
+                cupy.copyto(raw, cupy.asarray(host.view(raw.dtype)))   # (any strides)
                 first = first or (f"an earlier result ({raw.dtype}{list(raw.shape)}) "
                                   f"changed in {graph_check.changed(now, host)}; written back")
         return first
