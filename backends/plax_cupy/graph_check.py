@@ -330,6 +330,15 @@ def _largest(r: np.ndarray, p: np.ndarray, finite: np.ndarray) -> str:
             f"{float(np.abs(r[finite].astype(wide) - p[finite].astype(wide)).max()):.6g}")
 
 
+def changed(now: np.ndarray, before: np.ndarray) -> str:
+    """In words, how many elements of ``now`` differ from ``before`` (same shape and dtype,
+    compared bit for bit): for a held result a capture wrote (:mod:`plax_cupy.graphs`)."""
+    def as_bytes(x):
+        return np.ascontiguousarray(x).view(np.uint8).reshape(x.shape + (x.dtype.itemsize,))
+    differs = (as_bytes(now) != as_bytes(before)).any(axis=-1)
+    return f"{int(np.count_nonzero(differs))} of {differs.size} elements"
+
+
 def to_host(buffer: Any) -> np.ndarray:
     """A program output on the host for :func:`compare`: a CuPy array's copy (counted in
     ``plax_cupy.counters().verify_reads``), a bfloat16 buffer's bits as bfloat16, anything
@@ -344,4 +353,4 @@ def to_host(buffer: Any) -> np.ndarray:
     return host if raw is buffer else host.view(dtypes.bfloat16)   # (a Bf16Buffer's bits)
 
 
-__all__ = ["CAPTURE_PATHS", "Rule", "compare", "near_ties", "to_host"]
+__all__ = ["CAPTURE_PATHS", "Rule", "changed", "compare", "near_ties", "to_host"]

@@ -48,7 +48,12 @@ device's lock from the call itself (:meth:`GraphedProgram._snapshot`, then
 accounted counts by exactly the difference; a new plan's buffers, which nobody outside has seen,
 are accounted at their counts then. So memory shared by two plans (a steered output) is
 accounted once however many plans refer to it, and any count other than the accounted one is a
-holder outside the program: the buffer is not free. Counts are only ever compared when taken
+holder outside the program: the buffer is not free. Nor is any buffer on the same memory
+(:meth:`GraphedProgram._free`): a result that is a view of a static input (a body returning
+``c[0]`` of its carry) is registered apart from that input, and a caller holding the view moves
+only the view's counts, since the plan's own reference to the view already holds the input;
+every static buffer's memory counts as written, those a replaced plan's capture kept included.
+Counts are only ever compared when taken
 through :meth:`GraphedProgram._counts`, from the same frames. (A consumer of
 ``__cuda_array_interface__`` must keep the exporting object alive, as the protocol asks; a bare
 integer pointer is not seen.)
@@ -91,6 +96,10 @@ is checked (the plans' own machinery has not run on a GPU either); the cost, one
 launch and three reads of each output per capture, is paid off the replay path and counted
 apart (``verify_launches``, ``verify_reads`` of :class:`plax_cupy.runtime.Counters`).
 ``PLAX_CUDA_GRAPHS_VERIFY=0`` turns it off.
+The comparison sees only the call's own outputs, so the check also reads every registered
+buffer someone outside holds (an earlier result, a view of one) before the capture and compares
+it after the launches (:meth:`GraphedProgram._held_kept`): one the capture or launches wrote is
+written back, with the same warning and plain runs for good.
 
 :meth:`GraphedProgram.describe` (the ``# CUDA graph:`` line of ``as_text()``) also counts the
 calls captured, replayed and run plainly, says why the last plain one was, and how many plans
@@ -247,6 +256,16 @@ def _holders(buffer) -> tuple:
             if obj is not None:  # (None's own count moves with everything else)
                 counts.append(sys.getrefcount(obj))
     return tuple(counts)
+
+
+def _sharing(registry: dict) -> dict:
+    """For each id of ``registry`` (id -> buffer), the ids of the buffers on the same memory
+    (itself included). Ids only, and no buffer left in a caller's frame: a reference kept
+    would move the counts the program accounts for."""
+    by_memory: dict = {}
+    for i, buffer in registry.items():
+        by_memory.setdefault(id(_memory(_raw(buffer))), []).append(i)
+    return {i: tuple(group) for group in by_memory.values() for i in group}
 
 
 class _Plan:
@@ -441,6 +460,7 @@ class GraphedProgram:
         self._stable: dict = {}       # id -> CuPy array of each buffer the plans write
         self._registry: dict = {}     # id -> buffer the plans write (one reference each)
         self._accounted: dict = {}    # id -> the _holders counts the program accounts for
+        self._sharing: dict = {}      # id -> ids of the registered buffers on its memory
         self._lock = device_lock(device.id)
 
     @property
@@ -501,8 +521,11 @@ class GraphedProgram:
 
     def _free(self, i: int) -> bool:
         """Whether nobody outside the program holds registered buffer ``i`` (by id), a view of
-        it or its memory: its counts are those the program accounts for."""
-        return self._counts(i) == self._accounted[i]
+        it or its memory: its counts are those the program accounts for -- and so are those of
+        every registered buffer on the same memory (a plan's output that is a view of a static
+        input, say: a caller holding that view leaves the input's own counts as they were,
+        since the plan's reference to the view already holds the input)."""
+        return all(self._counts(k) == self._accounted[k] for k in self._sharing[i])
 
     def _snapshot(self) -> dict:
         """The counts of every registered buffer now (before the plans change)."""
@@ -517,6 +540,7 @@ class GraphedProgram:
         # (every structure of the program that refers to the buffers first, then the counts)
         self._registry = {id(b): b for plan in self.plans for b in plan.buffers()}
         self._stable = {id(_raw(b)): _raw(b) for b in self._registry.values()}
+        self._sharing = _sharing(self._registry)
         accounted = {}
         for i in self._registry:
             now = self._counts(i)
@@ -555,9 +579,12 @@ class GraphedProgram:
                 replace = None if len(self.plans) < MAX_PLANS else chosen
                 chosen = None
             if chosen is None:
+                held: list = []
                 before = self._snapshot()
                 try:
                     if replace is not None or self._may_capture():
+                        if self.check is not None:
+                            held = self._held_on_host()
                         self._capture(buffers, recurring, stream, reuse=replace)
                         chosen, copies = len(self.plans) - 1, []
                 except cupy.cuda.memory.OutOfMemoryError as err:
@@ -573,24 +600,26 @@ class GraphedProgram:
                     self.plain_calls += 1
                     return self._plain(buffers, self._why_no_plan(buffers, keys))
                 if self.check is not None:   # (a new plan: its launches checked, once)
-                    return self._checked_launches(buffers, stream)
+                    return self._checked_launches(buffers, stream, held)
             self.replays += 1
             return self.plans[chosen].replay(buffers, copies, stream, self._stable)
 
-    def _checked_launches(self, buffers, stream) -> list:
+    def _checked_launches(self, buffers, stream, held: list) -> list:
         """Launches the plan just captured twice on ``buffers`` (the capture's launch and the
         first replay after a launch, which finds the scratch and workspaces that launch left)
         and runs the program plainly on them too (fresh buffers); returns the plan's outputs
         when both launches equal the plain run by the program's rule
-        (:mod:`plax_cupy.graph_check`), else warns, drops the plans and returns the plain
-        run's outputs, the program running plainly from then on. Every launch, copy and read
-        of the check but the call's own launch counts in ``verify_*`` (this thread's:
-        :func:`plax_cupy.runtime.counted_as`)."""
+        (:mod:`plax_cupy.graph_check`) and the earlier results the caller holds (``held``, read
+        by :meth:`_held_on_host` before the capture) are as they were, else warns, drops the
+        plans and returns the plain run's outputs, the program running plainly from then on.
+        Every launch, copy and read of the check but the call's own launch counts in
+        ``verify_*`` (this thread's: :func:`plax_cupy.runtime.counted_as`)."""
         plan = self.plans[-1]
         outputs = plan.replay(buffers, [], stream, self._stable)   # (the call's own launch)
         try:
             with runtime.counted_as(runtime.CHECKING):
                 problem, which, reference, outputs = self._check(plan, buffers, outputs, stream)
+                overwritten = self._held_kept(held)
         except BaseException as err:   # (an unchecked plan must not replay)
             del outputs, plan
             self.plans = []
@@ -608,15 +637,48 @@ class GraphedProgram:
                            "plans' buffers and the plain run's together)")
             return self._plain(buffers, self.reason)
         self.replays += 1
+        if problem is None and overwritten is not None:
+            problem, which = overwritten, "the capture of a new plan and its launches"
         if problem is None:
             self.verified += 1
             return outputs
         del outputs, plan   # (no reference to a plan's buffers outlives the plans)
         self.mismatch = f"{which}: {problem}"
-        self._give_up(f"{which} differed from a plain run of the same call: {problem}")
+        self._give_up(f"{which} wrote memory the caller holds: {problem}"
+                      if problem is overwritten else
+                      f"{which} differed from a plain run of the same call: {problem}")
         self.plain_runs += 1   # (this call's results are the plain run's)
         self.last_plain = self.reason
         return reference
+
+    def _held_on_host(self) -> list:
+        """What :meth:`_held_kept` compares after a capture: ``(id, key, host copy)`` of every
+        registered buffer someone outside the program holds (an earlier call's result, a view
+        of one), read before the capture. Ids and keys, not buffers: a reference kept in the
+        calling frame would be accounted as the program's by the capture's :meth:`_settle`."""
+        with runtime.counted_as(runtime.CHECKING):
+            return [(i, _key(self._registry[i]), graph_check.to_host(self._registry[i]))
+                    for i in self._registry if self._counts(i) != self._accounted[i]]
+
+    def _held_kept(self, held: list) -> str | None:
+        """Whether the capture and the checked launches of a new plan left the held earlier
+        results of ``held`` (:meth:`_held_on_host`) as they were; each one they wrote is
+        written back from its host copy, and the first is described (``None``: none was).
+        The ownership rule (see the module) forbids such a write; this catches a flaw in it
+        (or a graph that writes outside the memory it owns) when a capture makes it, rather
+        than a wrong value the caller finds later."""
+        first = None
+        for i, key, host in held:
+            buffer = self._registry.get(i)
+            if buffer is None or _key(buffer) != key:
+                continue   # (not a buffer of the plans any more: none of them writes it)
+            now = graph_check.to_host(buffer)
+            if now.tobytes() != host.tobytes():
+                raw = _raw(buffer)
+                cupy.copyto(raw, cupy.asarray(host.view(raw.dtype)))   # (any strides)
+                first = first or (f"an earlier result ({raw.dtype}{list(raw.shape)}) "
+                                  f"changed in {graph_check.changed(now, host)}; written back")
+        return first
 
     def _check(self, plan, buffers, outputs, stream) -> tuple:
         """:meth:`_checked_launches`' comparisons of the capture's launch (``outputs``) and of
@@ -749,6 +811,9 @@ class GraphedProgram:
             return self._capture(buffers, recurring, stream, reuse, all_static=True)
         mine = {id(getattr(m, "mem", m)) for m in held + capture.held}
         mine |= {id(_memory(_raw(t))) for _, _, t in steer.values()}
+        # (and the static buffers kept from the plan it replaces, which this capture did not
+        # allocate: an output viewing one is written by each copy in, as any static's view)
+        mine |= {id(_memory(_raw(s))) for s in static if s is not None}
         written = [o for j, o in enumerate(outputs) if j not in passthrough
                    and _raw(o) is not None and id(_memory(_raw(o))) in mine]
         plan = _Plan(capture.graph, static, [_key(b) for b in inputs],
