@@ -162,3 +162,26 @@ def test_value_over_auto_axes_of_size_one_is_taken_as_replicated():
         assert jnp.concatenate([y, y]).sharding.spec == plax.P(None, None)
         assert jnp.sin(x).sharding.spec == plax.P("x", None)
 
+
+def test_host_results_of_a_committed_operand_stay_on_its_device():
+    """Under a one-device mesh of Auto axes whose device is not the default one,
+    ``jnp.unique`` of an array committed there (computed on the host) is committed to that
+    device, as JAX 0.10.2's (the default device would hold the host's result)."""
+    from subprocess_util import two_cpu_device_answers
+    got = two_cpu_device_answers('''
+import json
+import numpy as np
+
+
+def answers(lib, jnp):
+    d1 = lib.devices()[1]
+    mesh = lib.sharding.Mesh(np.array([d1]), ("x",), axis_types=(lib.sharding.AxisType.Auto,))
+    c = lib.device_put(jnp.arange(4.0), d1)
+    with lib.set_mesh(mesh):
+        u = jnp.unique(c)
+    return {"unique(c)": [sorted(d.id for d in u.sharding.device_set), u.committed,
+                          np.asarray(u).tolist()]}
+''')
+    assert got["plax"] == {"unique(c)": [[1], True, [0.0, 1.0, 2.0, 3.0]]}
+    if "jax" in got:
+        assert got["jax"] == got["plax"]

@@ -561,7 +561,8 @@ def placed_host_results(outs: Sequence, operands: Sequence, name: str) -> list:
         return list(outs)
     if check_committed_devices(operands, mesh, lambda i: f"argument args[{i}] of {name}"):
         device = next(d for d in map(one_device_of, operands) if d is not None)
-        return [committed_to(o, device, mesh) for o in outs]
+        import plax  # (moved there: the host's results lie on the default device)
+        return [plax.device_put(o, device) for o in outs]
     return [place_replicated(o, mesh, _rank_spec(mesh)) for o in outs]
 
 
