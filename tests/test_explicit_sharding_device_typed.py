@@ -135,3 +135,53 @@ def test_static_updates_by_scatter_and_host_results_keep_their_values():
     np.testing.assert_array_equal(np.asarray(values), np.unique(h % 2.0))
     np.testing.assert_array_equal(np.asarray(where), np.nonzero(h.reshape(6) > 2.5)[0])
     assert values.committed and where.committed
+
+
+def test_value_over_auto_axes_of_size_one_is_taken_as_replicated():
+    """Only a spec over Explicit axes of size 1 keeps its placement through eager operations
+    (``sin(P('x'))`` gives ``P('x', None)``): over Auto axes the value's type names none, and
+    its results are placed as a replicated value's are (JAX 0.10.2's specs: ``P()`` on a
+    mesh of Auto axes, ``P(None, ...)`` on one with an Explicit axis), not taken off the
+    mesh."""
+    from plax.sharding import AxisType
+    auto = plax.make_mesh((1,), ("x",), axis_types=(AxisType.Auto,))
+    mixed = plax.make_mesh((1, 1), ("x", "y"), axis_types=(AxisType.Explicit, AxisType.Auto))
+    with plax.set_mesh(auto):
+        a = plax.device_put(jnp.ones((2, 2)), plax.P("x"))
+        got = {"sum": a.sum(), "reshape": a.reshape(4), "a[0]": a[0],
+               "cond": plax.lax.cond(True, lambda v: v + 1, lambda v: v, a)}
+        for k, v in got.items():
+            assert v.sharding.spec == plax.P(), k
+            assert v.sharding.mesh == auto, k
+    with plax.set_mesh(mixed):
+        y = plax.device_put(jnp.ones((2, 2)), plax.P("y"))
+        x = plax.device_put(jnp.ones((2, 2)), plax.P("x"))
+        assert jnp.sin(y).sharding.spec == plax.P(None, None)
+        assert (y + 1).sharding.spec == plax.P(None, None)
+        assert y.T.sharding.spec == plax.P(None, None)
+        assert jnp.concatenate([y, y]).sharding.spec == plax.P(None, None)
+        assert jnp.sin(x).sharding.spec == plax.P("x", None)
+
+
+def test_host_results_of_a_committed_operand_stay_on_its_device():
+    """Under a one-device mesh of Auto axes whose device is not the default one,
+    ``jnp.unique`` of an array committed there (computed on the host) is committed to that
+    device, as JAX 0.10.2's (the default device would hold the host's result)."""
+    from subprocess_util import two_cpu_device_answers
+    got = two_cpu_device_answers('''
+import json
+import numpy as np
+
+
+def answers(lib, jnp):
+    d1 = lib.devices()[1]
+    mesh = lib.sharding.Mesh(np.array([d1]), ("x",), axis_types=(lib.sharding.AxisType.Auto,))
+    c = lib.device_put(jnp.arange(4.0), d1)
+    with lib.set_mesh(mesh):
+        u = jnp.unique(c)
+    return {"unique(c)": [sorted(d.id for d in u.sharding.device_set), u.committed,
+                          np.asarray(u).tolist()]}
+''')
+    assert got["plax"] == {"unique(c)": [[1], True, [0.0, 1.0, 2.0, 3.0]]}
+    if "jax" in got:
+        assert got["jax"] == got["plax"]

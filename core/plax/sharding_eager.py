@@ -219,7 +219,10 @@ def eager_operand_name(prim, i: int) -> str:
 
 def _off_mesh_value(x, mesh) -> Any:
     """``x`` as a one-device value when it is held by no mesh or replicated on ``mesh`` (a
-    replicated array's whole value on its first device), else None."""
+    replicated array's whole value on its first device), else None. A value split over
+    Explicit axes of size 1 (``P('x')`` on a one-device mesh) is not taken for a replicated
+    one: its type names those axes, so its results keep its spec; over Auto axes its type
+    names none, and it is (as JAX types it)."""
     t = type(x)
     if t is Array:
         return x
@@ -227,13 +230,20 @@ def _off_mesh_value(x, mesh) -> Any:
         s = x._sharding
         if s is replicated(mesh, x.ndim) or s is replicated(mesh, None) or (
                 isinstance(s, NamedSharding) and s.mesh == mesh and s.is_fully_replicated and
-                not any(s.spec.partitions) and
+                not _splits_over_explicit_axis(s.spec, mesh) and
                 not s.spec.unreduced and not s.spec.reduced):
             return Array._new(x._buf, _plain_aval(x.aval), x._device, False)
         return None
     if isinstance(x, Array) or type(x) is Ref:  # a pending array, a ref: computed as it is
         return None
     return x  # a host value
+
+
+def _splits_over_explicit_axis(spec: PartitionSpec, mesh) -> bool:
+    """Whether ``spec`` splits a dimension over an Explicit axis of ``mesh``."""
+    explicit = mesh.explicit_axes
+    return any(a in explicit for e in spec.partitions if e is not None
+               for a in (e if isinstance(e, tuple) else (e,)))
 
 
 def _plain_aval(aval):
@@ -551,7 +561,8 @@ def placed_host_results(outs: Sequence, operands: Sequence, name: str) -> list:
         return list(outs)
     if check_committed_devices(operands, mesh, lambda i: f"argument args[{i}] of {name}"):
         device = next(d for d in map(one_device_of, operands) if d is not None)
-        return [committed_to(o, device, mesh) for o in outs]
+        import plax  # (moved there: the host's results lie on the default device)
+        return [plax.device_put(o, device) for o in outs]
     return [place_replicated(o, mesh, _rank_spec(mesh)) for o in outs]
 
 
