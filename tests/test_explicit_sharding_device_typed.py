@@ -23,7 +23,11 @@ _RECORD = json.loads(pathlib.Path(__file__).with_name("device_typed_jax.json").r
 #: (``jnp.zeros`` under the mesh) with a ShardingTypeError, as plax does eagerly
 #: (``lax.dynamic_update_slice``); inside a jit plax's types carry no mesh for such values
 #: and the program places the result on the mesh
-_KNOWN_DIFFERENT = {"jit: dynamic_update_slice(c, on mesh)"}
+#: (the second: inside a jit plax writes a static ``.at[]`` box by its dynamic_update_slice
+#: shortcut, which keeps a value committed to one device there; JAX's scatter types it on the
+#: mesh. A scatter would match but costs every traced static update under an Explicit mesh 4x:
+#: sharding_eager.update_typed_as_scatter)
+_KNOWN_DIFFERENT = {"jit: dynamic_update_slice(c, on mesh)", "jit: c.at[0].set(c row)"}
 
 
 @pytest.fixture(scope="module")
@@ -105,8 +109,9 @@ def test_update_sharding_error_names_every_axis_by_type(traced):
 
 
 def test_static_updates_by_scatter_and_host_results_keep_their_values():
-    """Under an Explicit mesh ``.at[]`` updates of static bounds are placed on the mesh as
-    JAX's scatter (eagerly and traced by a scatter inside a ``jit``), and
+    """Under an Explicit mesh eager ``.at[]`` updates of static bounds are placed on the mesh
+    as JAX's scatter (inside a ``jit`` plax's shortcut keeps ``c``'s device: a known
+    difference, ``_KNOWN_DIFFERENT``), and
     ``jnp.unique``/``jnp.nonzero`` of concrete values are placed as eager results: the
     values are NumPy's."""
     import numpy as np
@@ -131,7 +136,10 @@ def test_static_updates_by_scatter_and_host_results_keep_their_values():
         want["jit " + k] = want[k]
     for k, v in got.items():
         np.testing.assert_array_equal(np.asarray(v), want[k], err_msg=k)
-        assert v.sharding.spec == plax.P(None, None), k
+        if k.startswith("jit "):
+            assert v.committed and v.devices() == c.devices(), k
+        else:
+            assert v.sharding.spec == plax.P(None, None), k
     np.testing.assert_array_equal(np.asarray(values), np.unique(h % 2.0))
     np.testing.assert_array_equal(np.asarray(where), np.nonzero(h.reshape(6) > 2.5)[0])
     assert values.committed and where.committed

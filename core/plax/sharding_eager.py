@@ -572,9 +572,8 @@ def update_typed_as_scatter(x: Any, y: Any) -> str | None:
     such update by a scatter, whose rule types the result on the set mesh, so under a mesh
     with an Explicit axis ``c.at[0].set(c[1])`` (``c`` committed to one device) goes to the
     mesh where a ``dynamic_update_slice`` of operands typed with no mesh keeps ``c``'s
-    device. Returns ``"scatter"`` when a function is traced (compute it by a scatter: its
-    program types it so), ``"place"`` eagerly (take the shortcut, then
-    :func:`placed_as_scatter`), None with no such mesh. Call it only when
+    device. Returns ``"place"`` eagerly (take the shortcut, then :func:`placed_as_scatter`),
+    None with no such mesh or when a function is traced (the shortcut stays, for its cost). Call it only when
     :data:`plax.sharding.mesh_maybe_set` is true.
 
     Example:
@@ -586,7 +585,11 @@ def update_typed_as_scatter(x: Any, y: Any) -> str | None:
     if not _places(mesh) or AxisType.Explicit not in mesh.axis_types:
         return None
     from plax.core.trace import Tracer
-    return "scatter" if isinstance(x, Tracer) or isinstance(y, Tracer) else "place"
+    # (traced, plax keeps its shortcut: a scatter would type the result as JAX's, but costs every
+    # traced static update under such a mesh 4x (jit(a.at[0].set(a[1])) on 512x512: 32 -> 125 us),
+    # mesh values included, to place one rare case, a value committed to one device off the
+    # mesh, as JAX does; that case is a known difference, tests/test_explicit_sharding_device_typed.py)
+    return None if isinstance(x, Tracer) or isinstance(y, Tracer) else "place"
 
 
 def placed_as_scatter(out: Any) -> Any:
