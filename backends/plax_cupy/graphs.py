@@ -524,8 +524,12 @@ class GraphedProgram:
         it or its memory: its counts are those the program accounts for -- and so are those of
         every registered buffer on the same memory (a plan's output that is a view of a static
         input, say: a caller holding that view leaves the input's own counts as they were,
-        since the plan's reference to the view already holds the input)."""
-        return all(self._counts(k) == self._accounted[k] for k in self._sharing[i])
+        since the plan's reference to the view already holds the input). (A loop, not
+        ``all()`` of a generator: this runs for each buffer a replay may write, every call.)"""
+        for k in self._sharing[i]:
+            if self._counts(k) != self._accounted[k]:
+                return False
+        return True
 
     def _snapshot(self) -> dict:
         """The counts of every registered buffer now (before the plans change)."""
