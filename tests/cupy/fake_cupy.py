@@ -734,6 +734,9 @@ def _allocate(shape, dtype, stream=None) -> ndarray:
     if allocator is not None:
         mem = allocator(nbytes)            # cupy.cuda.using_allocator's (a MemoryPointer or ours)
         mem = mem.mem if isinstance(mem, _MemoryPointer) else mem
+        capture = (stream or get_current_stream()).capture
+        if capture is not None and not any(b is mem.block for b in capture.allocated):
+            capture.save([mem])   # (memory from before the capture: what is written is undone)
     else:
         mem = _POOL.malloc(nbytes, stream or get_current_stream())
     host = mem.block.buf[:nbytes].view(dt).reshape(shape)
