@@ -45,6 +45,9 @@ otherwise hide a GPU bug:
   ``argmax``, ``maximum``, ...; as ``cupy.<name>``, operators, methods or NumPy's dispatch) and
   every ``cupyx.scipy.special`` function flush float32 and complex64 subnormals in their
   operands and results likewise.
+* **A capture runs nothing.** Memory after ``end_capture`` is as it was at ``begin_capture``
+  (what the captured steps wrote is put back, the capture's own allocations hold 0xFF); each
+  ``Graph.launch`` runs the recorded steps in order on memory as it is then.
 * **A capture can be made to replay wrongly** (:class:`replay_fault`), silently, as one that
   succeeds could on a GPU: a host value baked in at capture, scratch a launch leaves dirty, a
   library workspace freed after the capture; plax's check of each new plan against a plain
@@ -1475,8 +1478,13 @@ def _library_memory(fn, arrays, host_args, host_kwargs, stream) -> list:
 class Graph:
     """A captured CUDA graph: the kernel launches and CuPy operations issued on the stream
     between ``begin_capture`` and ``end_capture``, replayed in order on :meth:`launch` over the
-    same device memory (the captured pointers). Nothing runs at capture on a GPU, so the
-    capture's own allocations are poisoned (0xFF) when it ends. A replay that would touch a
+    same device memory (the captured pointers). Nothing runs at capture on a GPU: here each
+    step runs when issued (so that the shapes and the refusals are CuPy's), and
+    ``end_capture`` puts back the bytes of every block from before the capture that a step
+    wrote (:meth:`restore`) and poisons the capture's own allocations (0xFF), so that memory is
+    as the capture found it; an operation is recorded when it writes memory (a result it
+    allocates, from the pool or from memory an allocator already holds, or an operand written
+    in place), a view is not. A replay that would touch a
     block freed since the capture, or one of the capture's own allocations freed and reused,
     raises :class:`UseAfterFreeError` (a block from outside the capture, freed and handed to
     another array at the same address, is read as a GPU reads it: in place)."""
