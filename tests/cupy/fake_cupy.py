@@ -45,6 +45,9 @@ otherwise hide a GPU bug:
   ``argmax``, ``maximum``, ...; as ``cupy.<name>``, operators, methods or NumPy's dispatch) and
   every ``cupyx.scipy.special`` function flush float32 and complex64 subnormals in their
   operands and results likewise.
+* **A capture runs nothing.** Memory after ``end_capture`` is as it was at ``begin_capture``
+  (what the captured steps wrote is put back, the capture's own allocations hold 0xFF); each
+  ``Graph.launch`` runs the recorded steps in order on memory as it is then.
 * **A capture can be made to replay wrongly** (:class:`replay_fault`), silently, as one that
   succeeds could on a GPU: a host value baked in at capture, scratch a launch leaves dirty, a
   library workspace freed after the capture; plax's check of each new plan against a plain
@@ -162,8 +165,7 @@ class Stream:
         graph, self.capture = self.capture, None
         if graph is None:
             raise StreamCaptureError(f"{self!r} is not capturing")
-        for block in graph.allocated:  # nothing ran while capturing: its outputs hold garbage
-            block.buf.fill(0xFF)
+        graph.restore()   # nothing ran while capturing: memory is as the capture found it
         if graph.invalidated:  # (CUDA ends the capture and returns no graph)
             raise StreamCaptureError("cudaErrorStreamCaptureInvalidated: operation failed due "
                                      f"to a previous error during capture ({graph.invalidated})")
@@ -682,12 +684,18 @@ def _call(fn, args, kwargs, writes=(), allow_host=False):
         _refuse_library_in_capture(fn, arrays)
         _refuse_size_read_in_capture(fn, args, stream)
     by_owner = {id(_owner(a._a)): a._mem for a in arrays}
-    allocations = _POOL.allocations
+    allocated = _ALLOCATED[0]
+    before = Graph.snapshot(arrays) if stream.capture is not None else None
     with np.errstate(all="ignore"):
         result = fn(*host_args, **host_kwargs)
     out = _wrap(result, by_owner, stream)
-    if _POOL.allocations == allocations and not writes:
+    # an operation writes memory (a kernel) when it allocates its result (from the pool or an
+    # allocator handing out memory it holds) or writes an operand in place
+    if _ALLOCATED[0] == allocated and not writes \
+            and not (before is not None and Graph.changed(before)):
         return out
+    if stream.capture is not None:
+        stream.capture.save(snapshot=before)
     # (after the result's allocation, as CuPy allocates a library's scratch)
     library = _library_memory(fn, arrays, host_args, host_kwargs, stream)
     for a in arrays:
@@ -715,7 +723,13 @@ def _flat(r) -> list:
     return []
 
 
+#: how many device arrays were allocated so far (from the pool or a ``using_allocator``'s
+#: allocator, which may hand out memory it already holds)
+_ALLOCATED = [0]
+
+
 def _allocate(shape, dtype, stream=None) -> ndarray:
+    _ALLOCATED[0] += 1
     shape = (int(shape),) if np.ndim(shape) == 0 else tuple(int(s) for s in shape)
     dt = np.dtype(dtype)
     nbytes = int(np.prod(shape, dtype=object)) * dt.itemsize
@@ -723,6 +737,9 @@ def _allocate(shape, dtype, stream=None) -> ndarray:
     if allocator is not None:
         mem = allocator(nbytes)            # cupy.cuda.using_allocator's (a MemoryPointer or ours)
         mem = mem.mem if isinstance(mem, _MemoryPointer) else mem
+        capture = (stream or get_current_stream()).capture
+        if capture is not None and not any(b is mem.block for b in capture.allocated):
+            capture.save([mem])   # (memory from before the capture: what is written is undone)
     else:
         mem = _POOL.malloc(nbytes, stream or get_current_stream())
     host = mem.block.buf[:nbytes].view(dt).reshape(shape)
@@ -975,9 +992,13 @@ class _Function:
         LAUNCHES.append((self.name, tuple(grid), tuple(block)))
         COUNTS["kernel_launches"] += 1
         run = self._runner(cargs, int(grid[0]))
-        if stream.capture is not None:
-            stream.capture.record(run, arrays)
+        if stream.capture is None:
+            run()
+            return
+        stream.capture.record(run, arrays)
+        before = Graph.snapshot(arrays)
         run()
+        stream.capture.save(snapshot=before)
 
     def _runner(self, cargs, blocks):
         def run():  # one thread per block, blocks in sequence (in BLOCK_ORDER)
@@ -1457,8 +1478,13 @@ def _library_memory(fn, arrays, host_args, host_kwargs, stream) -> list:
 class Graph:
     """A captured CUDA graph: the kernel launches and CuPy operations issued on the stream
     between ``begin_capture`` and ``end_capture``, replayed in order on :meth:`launch` over the
-    same device memory (the captured pointers). Nothing runs at capture on a GPU, so the
-    capture's own allocations are poisoned (0xFF) when it ends. A replay that would touch a
+    same device memory (the captured pointers). Nothing runs at capture on a GPU: here each
+    step runs when issued (so that the shapes and the refusals are CuPy's), and
+    ``end_capture`` puts back the bytes of every block from before the capture that a step
+    wrote (:meth:`restore`) and poisons the capture's own allocations (0xFF), so that memory is
+    as the capture found it; an operation is recorded when it writes memory (a result it
+    allocates, from the pool or from memory an allocator already holds, or an operand written
+    in place), a view is not. A replay that would touch a
     block freed since the capture, or one of the capture's own allocations freed and reused,
     raises :class:`UseAfterFreeError` (a block from outside the capture, freed and handed to
     another array at the same address, is read as a GPU reads it: in place)."""
@@ -1466,8 +1492,48 @@ class Graph:
     def __init__(self):
         self.steps: list = []      # (run, [(block, generation)])
         self.allocated: list = []  # blocks allocated while capturing
+        self.saved: dict = {}      # id(block) -> (block, its bytes before the capture wrote it)
         self.invalidated = ""      # the call that invalidated the capture, if one did
         self.launches = 0
+
+    @staticmethod
+    def snapshot(arrays) -> list:
+        """The blocks of ``arrays`` (device arrays, ``_Memory``s or pool blocks), each with a
+        copy of its bytes now."""
+        blocks = {}
+        for a in arrays:
+            block = getattr(getattr(a, "_mem", a), "block", a)
+            blocks[id(block)] = block
+        return [(block, block.buf.copy()) for block in blocks.values()]
+
+    @staticmethod
+    def changed(snapshot: list) -> bool:
+        """Whether any block of a :meth:`snapshot` was written since."""
+        return any(not np.array_equal(block.buf, before) for block, before in snapshot)
+
+    def save(self, arrays=(), snapshot=None) -> None:
+        """Keeps the bytes of the blocks a captured step writes (``arrays``, before it runs;
+        or those of a :meth:`snapshot` taken before it ran that it changed) as they were
+        before the capture's first step on them, for :meth:`restore`."""
+        for block, before in snapshot if snapshot is not None else \
+                ((getattr(getattr(a, "_mem", a), "block", a), None) for a in arrays):
+            # (only what the step changed: a block it merely read may be written meanwhile
+            # by work outside the capture, which restoring it would undo)
+            written = before is None or not np.array_equal(block.buf, before)
+            if written and id(block) not in self.saved:
+                self.saved[id(block)] = (block, block.buf.copy() if before is None else before)
+
+    def restore(self) -> None:
+        """Undoes what the capture ran, as a GPU runs nothing while capturing: every block a
+        captured step touched gets back its bytes from before the capture, and the capture's
+        own allocations hold garbage (0xFF)."""
+        mine = {id(b) for b in self.allocated}
+        for key, (block, before) in self.saved.items():
+            if key not in mine and block.live:
+                block.buf[...] = before
+        for block in self.allocated:
+            block.buf.fill(0xFF)
+        self.saved.clear()
 
     def record(self, run, arrays) -> None:
         blocks = {id(a._mem.block): a._mem.block for a in arrays}

@@ -355,6 +355,7 @@ def launch(name: str, stream, blocks: list, compute, writes: list | None = None)
         block.writer, block.ticket = stream, ticket
     if stream.capture is not None:
         stream.capture.steps.append((run, [(b, b.generation) for b in blocks]))
+        stream.capture.save(blocks if writes is None else writes)
     run()
     fake_cupy.COUNTS["operations"] += 1
 

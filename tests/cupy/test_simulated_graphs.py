@@ -479,6 +479,47 @@ def test_capture_refuses_host_traffic_and_poisons_its_outputs():
 
 
 @on_simulated_gpu
+def test_a_capture_leaves_memory_unchanged_and_each_launch_computes():
+    """Nothing runs while a stream captures: writes into memory from before the capture (an
+    in-place update, a copy, an in-place sort, a result an allocator steers into memory it
+    already holds) are recorded, memory is as it was when the capture ends, and each launch
+    runs them in order on memory as it is then."""
+    import cupy
+    s = cupy.cuda.Stream(non_blocking=True)
+    with s:
+        a = cupy.arange(4, dtype=cupy.float32)
+        b = cupy.asarray(np.array([3, 1, 2, 0], np.float32))
+        c = cupy.zeros(4, dtype=cupy.float32)
+        index = cupy.asarray(np.array([3, 0], np.int64))
+        held = cupy.full(2, 7, dtype=cupy.float32)
+        s.synchronize()
+        kept = []   # (the capture's temporaries and the sort's scratch: the graph uses them)
+
+        def holding(nbytes):
+            kept.append(cupy.get_default_memory_pool().malloc(nbytes))
+            return kept[-1]
+        s.begin_capture()
+        with cupy.cuda.using_allocator(holding):
+            a += 1
+            cupy.copyto(c, a * 2)
+            b.sort()
+        with cupy.cuda.using_allocator(lambda nbytes: held._mem):
+            taken = cupy.take(a, index)        # written into held's memory: no new allocation
+        graph = s.end_capture()
+        s.synchronize()
+        for x, want in ((a, [0, 1, 2, 3]), (b, [3, 1, 2, 0]), (c, [0] * 4), (held, [7, 7])):
+            np.testing.assert_array_equal(x.get(), want)
+        for first in (1, 2):
+            graph.launch(s)
+            s.synchronize()
+            np.testing.assert_array_equal(a.get(), np.arange(4) + first)
+            np.testing.assert_array_equal(c.get(), (np.arange(4) + first) * 2)
+            np.testing.assert_array_equal(b.get(), [0, 1, 2, 3])
+            np.testing.assert_array_equal(taken.get(), [3 + first, first])
+            np.testing.assert_array_equal(held.get(), taken.get())
+
+
+@on_simulated_gpu
 def test_a_failed_capture_names_its_first_error(executables):
     """A synchronisation inside a capture: CUDA refuses it and invalidates the capture, so
     ending it raises too; the program's reason is the first error, not the invalidation."""
