@@ -1,6 +1,6 @@
 """Helpers of the Numba backend's tests: a function jitted on the Numba and on the NumPy
-backend, the bit-for-bit comparison of their results, the generated source of a function, and
-a compiled loop over a scalar kernel."""
+backend, the bit-for-bit comparison of their results, the generated source of a function, a
+program with broadcasts shared by several tests, and a compiled loop over a scalar kernel."""
 from __future__ import annotations
 
 import functools
@@ -33,6 +33,18 @@ def compiled_source(f, *args) -> str:
     closed = plax.jit(f).lower(*args).jaxpr
     backend = plugins.registry().get_backend("numba")
     return compile_closed(closed, backend, plax.devices("cpu")[0]).executable.__plax_source__
+
+
+def broadcasting_program():
+    """``(f, args)``: one fused chain over a matrix, a column, a row and a scalar
+    (``maximum(a * c - r, s) / (1 + r * r)``), shared by the tests that need a compiled
+    cluster, so its kernel is compiled once a session."""
+    from plax import numpy as jnp
+    a = np.arange(12, dtype=np.float32).reshape(3, 4)
+    col = np.array([[1.0], [2.0], [3.0]], np.float32)
+    row = np.array([0.5, -1.0, 2.0, 4.0], np.float32)
+    f = lambda a, c, r, s: jnp.maximum(a * c - r, s) / (1.0 + r * r)  # noqa: E731
+    return f, (a, col, row, np.float32(3.0))
 
 
 def assert_bits_equal(got, want):

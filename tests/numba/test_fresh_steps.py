@@ -13,6 +13,8 @@ from plax import plugins
 from plax.core.jaxpr import Literal
 from plax.lowering import Cluster, fusion_units, literal_value, lower
 
+from numba_vs_numpy import broadcasting_program
+
 
 def _emitter(compile_kernels: bool):
     from plax_numba.emitter import NumbaEmitter
@@ -59,12 +61,9 @@ def test_a_cluster_on_the_reference_kernels_copies_a_view_of_its_operand():
 
 def test_a_compiled_cluster_allocates_its_results():
     # (test_numba_backend.test_broadcasting_and_scalars's program: its kernel is compiled there)
-    a = np.arange(12, dtype=np.float32).reshape(3, 4)
-    col = np.array([[1.0], [2.0], [3.0]], np.float32)
-    row = np.array([0.5, -1.0, 2.0, 4.0], np.float32)
-    s = np.float32(3.0)
-    f = lambda a, c, r, s: jnp.maximum(a * c - r, s) / (1.0 + r * r)  # noqa: E731
-    runs = _cluster_results(f, a, col, row, s, compile_kernels=True)
+    f, args = broadcasting_program()
+    row = args[2]
+    runs = _cluster_results(f, *args, compile_kernels=True)
     _assert_fresh(runs)
     denominators = [r for _, _, results in runs for r in results if np.size(r) == 4]
     assert any(np.allclose(np.ravel(r), 1 + row * row, rtol=1e-6) for r in denominators)

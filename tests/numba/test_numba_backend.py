@@ -12,7 +12,7 @@ from plax import lax, random
 from plax import numpy as jnp
 from plax.lowering import PlaxFallbackWarning
 
-from numba_vs_numpy import compiled_source, jit_both as both
+from numba_vs_numpy import broadcasting_program, compiled_source, jit_both as both
 
 
 @pytest.fixture(autouse=True)
@@ -65,14 +65,10 @@ def test_conversions_saturate_like_xla():
 
 
 def test_broadcasting_and_scalars():
-    a = np.arange(12, dtype=np.float32).reshape(3, 4)
-    col = np.array([[1.0], [2.0], [3.0]], np.float32)
-    row = np.array([0.5, -1.0, 2.0, 4.0], np.float32)
-    s = np.float32(3.0)
-    f = lambda a, c, r, s: jnp.maximum(a * c - r, s) / (1.0 + r * r)  # noqa: E731
-    (got,), (want,) = both(f, a, col, row, s)
+    f, args = broadcasting_program()
+    (got,), (want,) = both(f, *args)
     np.testing.assert_allclose(got, want, rtol=1e-6)
-    assert "fused kernel" in compiled_source(f, a, col, row, s)
+    assert "fused kernel" in compiled_source(f, *args)
 
 
 @pytest.mark.parametrize("axis", [None, 0, 1, (0, 1)])
