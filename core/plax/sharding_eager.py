@@ -566,30 +566,29 @@ def placed_host_results(outs: Sequence, operands: Sequence, name: str) -> list:
     return [place_replicated(o, mesh, _rank_spec(mesh)) for o in outs]
 
 
-def update_typed_as_scatter(x: Any, y: Any) -> str | None:
-    """How an ``.at[]`` update of static bounds of ``x`` by ``y``, which plax computes by a
-    ``dynamic_update_slice`` shortcut, is typed as JAX 0.10 types it: JAX computes every
-    such update by a scatter, whose rule types the result on the set mesh, so under a mesh
-    with an Explicit axis ``c.at[0].set(c[1])`` (``c`` committed to one device) goes to the
-    mesh where a ``dynamic_update_slice`` of operands typed with no mesh keeps ``c``'s
-    device. Returns ``"place"`` eagerly (take the shortcut, then :func:`placed_as_scatter`),
-    None with no such mesh or when a function is traced (the shortcut stays, for its cost). Call it only when
-    :data:`plax.sharding.mesh_maybe_set` is true.
+def update_typed_as_scatter(x: Any, y: Any) -> bool:
+    """Whether the eager result of an ``.at[]`` update of static bounds of ``x`` by ``y``,
+    which plax computes by a ``dynamic_update_slice`` shortcut, is to be placed as JAX 0.10
+    types it (:func:`placed_as_scatter`): JAX computes every such update by a scatter, whose
+    rule types the result on the set mesh, so under a mesh with an Explicit axis
+    ``c.at[0].set(c[1])`` (``c`` committed to one device) goes to the mesh where a
+    ``dynamic_update_slice`` of operands typed with no mesh keeps ``c``'s device. False with
+    no such mesh, and when a function is traced: there plax keeps its shortcut as it is (a
+    scatter would type the result as JAX's, but costs every traced static update under such
+    a mesh 4x, ``jit(a.at[0].set(a[1]))`` on 512x512: 32 -> 125 us, mesh values included, to
+    place one rare case; a known difference, tests/test_explicit_sharding_device_typed.py).
+    Call it only when :data:`plax.sharding.mesh_maybe_set` is true.
 
     Example:
       >>> with plax.set_mesh(plax.make_mesh((1,), ("x",))):
       ...     update_typed_as_scatter(jnp.ones(2), 1.0)
-      'place'
+      True
     """
     mesh = current_mesh()
     if not _places(mesh) or AxisType.Explicit not in mesh.axis_types:
-        return None
+        return False
     from plax.core.trace import Tracer
-    # (traced, plax keeps its shortcut: a scatter would type the result as JAX's, but costs every
-    # traced static update under such a mesh 4x (jit(a.at[0].set(a[1])) on 512x512: 32 -> 125 us),
-    # mesh values included, to place one rare case, a value committed to one device off the
-    # mesh, as JAX does; that case is a known difference, tests/test_explicit_sharding_device_typed.py)
-    return None if isinstance(x, Tracer) or isinstance(y, Tracer) else "place"
+    return not (isinstance(x, Tracer) or isinstance(y, Tracer))
 
 
 def placed_as_scatter(out: Any) -> Any:

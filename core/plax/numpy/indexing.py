@@ -527,13 +527,13 @@ def scatter_update(x, idx, y, op: str, *, indices_are_sorted=False, unique_indic
     # a box of static bounds is written with dynamic_update_slice, unless an operand holds
     # partial sums (unreduced, inside shard_map): JAX's scatter types its result as not
     # unreduced where slice, add and dynamic_update_slice would refuse or keep them
-    # (typed as JAX's scatter under a mesh with an Explicit axis: see update_typed_as_scatter)
-    typed = update_typed_as_scatter(x, y) if _mesh_maybe_set[0] else None
-    region = None if _any_unreduced(x, y) or typed == "scatter" else \
-        _static_region(aval.shape, idx)
+    # (placed as JAX's scatter under a mesh with an Explicit axis: update_typed_as_scatter)
+    region = None if _any_unreduced(x, y) else _static_region(aval.shape, idx)
     if region is not None:
         out = _update_region(x, region, y, op)
-        return placed_as_scatter(out) if typed == "place" else out
+        if _mesh_maybe_set[0] and update_typed_as_scatter(x, y):
+            return placed_as_scatter(out)
+        return out
     n = aval.size
     if n >= np.iinfo(np.int32).max:
         raise ValueError("arrays with 2**31 or more elements cannot be updated with .at[]")
