@@ -247,13 +247,15 @@ def scatter_targets_source(operand_shape, indices_shape, index_dtype, window, *,
     batching = dict(zip(dn.operand_batching_dims, dn.scatter_indices_batching_dims))
     for d in range(rank):
         hi = operand_shape[d] - window[d]
-        if d in index_map:   # (a start read from the index vector: clamped, or tested)
+        if d in index_map:   # (a start read from the index vector: clamped, and tested)
             lines.append(f"    const {ictype} v{d} = idx[base + {index_map.index(d)}LL];")
-            if mode == GatherScatterMode.CLIP:
-                start = codegen.clamped_start(f"v{d}", index_dtype, hi)
-            else:
+            if mode != GatherScatterMode.CLIP:   # (out of bounds: dropped)
                 lines.append(f"    inside = inside && {start_inside(f'v{d}', index_dtype, hi)};")
-                start = f"(long long)v{d}"
+            # (clamped in every mode: the start tested above is the index as it is, and the
+            # offset is made of one in bounds, so that no start far out of bounds overflows
+            # the multiplication, undefined behaviour in C++ that a compiler may fold into an
+            # in-bounds write; a dropped window's offset is not used)
+            start = codegen.clamped_start(f"v{d}", index_dtype, hi)
         elif d in batching:   # (the index vector's position along the batch axis it follows)
             j = batching[d]
             start = f"((b / {math.prod(batch_shape[j + 1:])}LL) % {batch_shape[j]}LL)"

@@ -104,17 +104,18 @@ def test_scatter_combines_duplicates_in_order():
 
 @pytest.mark.parametrize("index_dtype", [np.uint8, np.int16, np.int64, np.uint64], ids=IDS)
 def test_index_dtypes_and_window_scatters(index_dtype):
-    # unsigned indices far out of bounds are dropped or clamped, never wrapped to negatives
+    # unsigned indices far out of bounds are dropped or clamped, never wrapped to negatives;
+    # the extremes (and 2^62 / 2^63, whose offsets would overflow) too
     x = sample((4, 6, 3), np.float32)
     info = np.iinfo(index_dtype)
-    i = np.array([1, 3, info.max, 0, 2], index_dtype)
+    i = np.array([1, 3, info.max, 0, 2, info.min, info.max // 2 + 1], index_dtype)
     names = {"gather", "scatter", "scatter-add", "scatter-max"}
     for mode in ("clip", "fill", "promise_in_bounds"):
         assert check_program(lambda x, i: x.at[:, i].get(mode=mode), x, i, primitives=names) == 1
         assert check_program(lambda x, i, u: x.at[:, i].add(u, mode=mode), x, i,
-                             sample((4, 5, 3), np.float32, 1), primitives=names, rtol=1e-6) >= 1
+                             sample((4, 7, 3), np.float32, 1), primitives=names, rtol=1e-6) >= 1
         assert check_program(lambda x, i, u: x.at[i % 4, :, 1].max(u, mode=mode), x, i,
-                             sample((5, 6), np.float32, 2), primitives=names) >= 1
+                             sample((7, 6), np.float32, 2), primitives=names) >= 1
 
 
 def test_bfloat16_scatter_rounds_per_step_as_the_reference():
