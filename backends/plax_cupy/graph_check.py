@@ -330,13 +330,103 @@ def _largest(r: np.ndarray, p: np.ndarray, finite: np.ndarray) -> str:
             f"{float(np.abs(r[finite].astype(wide) - p[finite].astype(wide)).max()):.6g}")
 
 
-def changed(now: np.ndarray, before: np.ndarray) -> str:
-    """In words, how many elements of ``now`` differ from ``before`` (same shape and dtype,
-    compared bit for bit): for a held result a capture wrote (:mod:`plax_cupy.graphs`)."""
-    def as_bytes(x):
-        return np.ascontiguousarray(x).view(np.uint8).reshape(x.shape + (x.dtype.itemsize,))
-    differs = (as_bytes(now) != as_bytes(before)).any(axis=-1)
-    return f"{int(np.count_nonzero(differs))} of {differs.size} elements"
+# ---------------------------------------------------------------- held results, on the device
+
+#: the CuPy kernels one held result's comparison issues (``!=``, ``any``, ``sum``, ``argmax``,
+#: ``stack``), counted as the check's launches
+_COMPARE_KERNELS = 5
+
+
+def held_snapshot(buffer: Any) -> Any:
+    """A copy of a held result's bits taken before a capture, for :func:`held_changes`: on the
+    device (one device-to-device copy, counted as a launch: ``verify_launches`` under the
+    check's route, :data:`plax_cupy.runtime.CHECKING`), or on the host (:func:`to_host`) where
+    the device has no room for it; a buffer not on the device, as NumPy sees it.
+
+    Example:
+      >>> before = held_snapshot(result)   # doctest: +SKIP
+      >>> held_changes([(result, before)])   # doctest: +SKIP
+      [None]
+    """
+    import cupy
+    from plax_cupy import runtime
+    raw = getattr(buffer, "bits", buffer)
+    if not isinstance(raw, cupy.ndarray):
+        return np.array(buffer, copy=True)
+    try:
+        copy = raw.copy()   # (C order, whatever the held view's strides)
+    except cupy.cuda.memory.OutOfMemoryError:   # (the check must not fail the call)
+        cupy.get_default_memory_pool().free_all_blocks()
+        return to_host(raw)
+    runtime.note_launch()
+    return copy
+
+
+def held_changes(pairs: Sequence[tuple]) -> list:
+    """Which held results changed since their :func:`held_snapshot`, compared bit for bit on
+    the device: each element's bytes as unsigned words (NaN payloads, -0.0 and padding by their
+    bits), so that only two integers per result come to the host, in one read for them all
+    (``verify_reads``), whatever the results' size.
+
+    Args:
+      pairs: ``(buffer, snapshot)`` per held result, its snapshot :func:`held_snapshot`'s.
+
+    Returns:
+      Per pair, ``None`` where the bits are as they were, else ``(how many elements differ,
+      the flat index (C order) of the first)``.
+
+    Example:
+      >>> held_changes([(result, before)])   # doctest: +SKIP
+      [(3, 0)]
+    """
+    import cupy
+    from plax_cupy import runtime
+    found: list = [None] * len(pairs)
+    on_device, summaries = [], []
+    for k, (buffer, before) in enumerate(pairs):
+        raw = getattr(buffer, "bits", buffer)
+        if not isinstance(before, cupy.ndarray):   # (a host snapshot: compared on the host)
+            now = to_host(raw) if isinstance(raw, cupy.ndarray) else np.asarray(raw)
+            found[k] = _host_change(now, before)
+        elif raw.size:
+            on_device.append(k)
+            summaries.append(_device_change(raw, before))
+    if summaries:
+        stacked = cupy.stack(summaries)
+        runtime.note_launch()
+        read = to_host(stacked)   # (one read: two integers per held result)
+        for k, (count, first) in zip(on_device, read.tolist()):
+            found[k] = (int(count), int(first)) if count else None
+    return found
+
+
+def _words(x: Any, itemsize: int) -> Any:
+    """A C-contiguous array's elements as rows of unsigned words (the widest that divide the
+    item size), one row per element."""
+    word = max(w for w in (8, 4, 2, 1) if itemsize % w == 0)
+    return x.reshape(-1).view(np.dtype(f"u{word}")).reshape(x.size, itemsize // word)
+
+
+def _device_change(raw: Any, before: Any) -> Any:
+    """``[elements differing, first differing flat index]`` of ``raw`` against ``before``
+    (its C-ordered device copy), a device array of two int64s."""
+    import cupy
+    from plax_cupy import runtime
+    now = cupy.ascontiguousarray(raw)   # (a strided view's elements in C order: a copy)
+    runtime.note_launch(_COMPARE_KERNELS + (now is not raw))
+    itemsize = raw.dtype.itemsize
+    differs = (_words(now, itemsize) != _words(before, itemsize)).any(axis=1)
+    return cupy.stack([differs.sum(dtype=np.int64), differs.argmax().astype(np.int64, copy=False)])
+
+
+def _host_change(now: np.ndarray, before: np.ndarray):
+    """:func:`held_changes`' answer for a snapshot kept on the host."""
+    if not now.size:
+        return None
+    differs = (_words(np.ascontiguousarray(now), now.dtype.itemsize)
+               != _words(np.ascontiguousarray(before), now.dtype.itemsize)).any(axis=1)
+    count = int(np.count_nonzero(differs))
+    return (count, int(np.argmax(differs))) if count else None
 
 
 def to_host(buffer: Any) -> np.ndarray:
@@ -353,4 +443,5 @@ def to_host(buffer: Any) -> np.ndarray:
     return host if raw is buffer else host.view(dtypes.bfloat16)   # (a Bf16Buffer's bits)
 
 
-__all__ = ["CAPTURE_PATHS", "Rule", "changed", "compare", "near_ties", "to_host"]
+__all__ = ["CAPTURE_PATHS", "Rule", "compare", "held_changes", "held_snapshot", "near_ties",
+           "to_host"]

@@ -96,10 +96,13 @@ is checked (the plans' own machinery has not run on a GPU either); the cost, one
 launch and three reads of each output per capture, is paid off the replay path and counted
 apart (``verify_launches``, ``verify_reads`` of :class:`plax_cupy.runtime.Counters`).
 ``PLAX_CUDA_GRAPHS_VERIFY=0`` turns it off.
-The comparison sees only the call's own outputs, so the check also reads every registered
-buffer someone outside holds (an earlier result, a view of one) before the capture and compares
-it after the launches (:meth:`GraphedProgram._held_kept`): one the capture or launches wrote is
-written back, with the same warning and plain runs for good.
+The comparison sees only the call's own outputs, so the check also copies every registered
+buffer someone outside holds (an earlier result, a view of one) on the device before the capture
+and compares it with that copy after the launches, on the device too
+(:meth:`GraphedProgram._held_kept`, :func:`graph_check.held_changes`: one copy and a few small
+kernels per held buffer, one read of two integers per held buffer to the host, whatever their
+size): one the capture or launches wrote is written back, with the same warning and plain runs
+for good.
 
 :meth:`GraphedProgram.describe` (the ``# CUDA graph:`` line of ``as_text()``) also counts the
 calls captured, replayed and run plainly, says why the last plain one was, and how many plans
@@ -588,7 +591,7 @@ class GraphedProgram:
                 try:
                     if replace is not None or self._may_capture():
                         if self.check is not None:
-                            held = self._held_on_host()
+                            held = self._held_snapshots(stream)
                         self._capture(buffers, recurring, stream, reuse=replace)
                         chosen, copies = len(self.plans) - 1, []
                 except cupy.cuda.memory.OutOfMemoryError as err:
@@ -614,7 +617,7 @@ class GraphedProgram:
         and runs the program plainly on them too (fresh buffers); returns the plan's outputs
         when both launches equal the plain run by the program's rule
         (:mod:`plax_cupy.graph_check`) and the earlier results the caller holds (``held``, read
-        by :meth:`_held_on_host` before the capture) are as they were, else warns, drops the
+        copied by :meth:`_held_snapshots` before the capture) are as they were, else warns, drops the
         plans and returns the plain run's outputs, the program running plainly from then on.
         Every launch, copy and read of the check but the call's own launch counts in
         ``verify_*`` (this thread's: :func:`plax_cupy.runtime.counted_as`)."""
@@ -623,7 +626,7 @@ class GraphedProgram:
         try:
             with runtime.counted_as(runtime.CHECKING):
                 problem, which, reference, outputs = self._check(plan, buffers, outputs, stream)
-                overwritten = self._held_kept(held)
+                overwritten = self._held_kept(held, stream)
         except BaseException as err:   # (an unchecked plan must not replay)
             del outputs, plan
             self.plans = []
@@ -655,33 +658,45 @@ class GraphedProgram:
         self.last_plain = self.reason
         return reference
 
-    def _held_on_host(self) -> list:
-        """What :meth:`_held_kept` compares after a capture: ``(id, key, host copy)`` of every
+    def _held_snapshots(self, stream) -> list:
+        """What :meth:`_held_kept` compares after a capture: ``(id, key, snapshot)`` of every
         registered buffer someone outside the program holds (an earlier call's result, a view
-        of one), read before the capture. Ids and keys, not buffers: a reference kept in the
-        calling frame would be accounted as the program's by the capture's :meth:`_settle`."""
-        with runtime.counted_as(runtime.CHECKING):
-            return [(i, _key(self._registry[i]), graph_check.to_host(self._registry[i]))
+        of one), copied on the device before the capture (:func:`graph_check.held_snapshot`,
+        on ``stream``, ahead of the capture's work). Ids and keys, not buffers: a reference
+        kept in the calling frame would be accounted as the program's by the capture's
+        :meth:`_settle`."""
+        with runtime.counted_as(runtime.CHECKING), stream:
+            return [(i, _key(self._registry[i]), graph_check.held_snapshot(self._registry[i]))
                     for i in self._registry if self._counts(i) != self._accounted[i]]
 
-    def _held_kept(self, held: list) -> str | None:
+    def _held_kept(self, held: list, stream) -> str | None:
         """Whether the capture and the checked launches of a new plan left the held earlier
-        results of ``held`` (:meth:`_held_on_host`) as they were; each one they wrote is
-        written back from its host copy, and the first is described (``None``: none was).
-        The ownership rule (see the module) forbids such a write; this catches a flaw in it
-        (or a graph that writes outside the memory it owns) when a capture makes it, rather
-        than a wrong value the caller finds later."""
+        results of ``held`` (:meth:`_held_snapshots`) as they were, compared on the device
+        (:func:`graph_check.held_changes`: one small read to the host, whatever their size);
+        each one they wrote is written back from its snapshot, and the first is described
+        (``None``: none was). The ownership rule (see the module) forbids such a write; this
+        catches a flaw in it (or a graph that writes outside the memory it owns) when a capture
+        makes it, rather than a wrong value the caller finds later."""
+        live = [(self._registry.get(i), snapshot) for i, key, snapshot in held]
+        # (a buffer gone, or another one now under its id, is not the plans' any more: none
+        # of them writes it)
+        live = [(b, snapshot) for (b, snapshot), (_, key, _) in zip(live, held)
+                if b is not None and _key(b) == key]
         first = None
-        for i, key, host in held:
-            buffer = self._registry.get(i)
-            if buffer is None or _key(buffer) != key:
-                continue   # (not a buffer of the plans any more: none of them writes it)
-            now = graph_check.to_host(buffer)
-            if now.tobytes() != host.tobytes():
+        with stream:
+            for (buffer, snapshot), change in zip(live, graph_check.held_changes(live)):
+                if change is None:
+                    continue
                 raw = _raw(buffer)
-                cupy.copyto(raw, cupy.asarray(host.view(raw.dtype)))   # (any strides)
-                first = first or (f"an earlier result ({raw.dtype}{list(raw.shape)}) "
-                                  f"changed in {graph_check.changed(now, host)}; written back")
+                if isinstance(snapshot, cupy.ndarray):
+                    cupy.copyto(raw, snapshot)   # (any strides)
+                    runtime.note_launch()
+                else:   # (a host snapshot: the device had no room for a copy)
+                    cupy.copyto(raw, cupy.asarray(snapshot.view(raw.dtype)))
+                count, index = change
+                first = first or (f"an earlier result ({raw.dtype}{list(raw.shape)}) changed "
+                                  f"in {count} of {raw.size} elements (first at flat index "
+                                  f"{index}); written back")
         return first
 
     def _check(self, plan, buffers, outputs, stream) -> tuple:

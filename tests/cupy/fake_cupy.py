@@ -20,8 +20,9 @@ otherwise hide a GPU bug:
   LAPACK's (others again for a batch), and the solvers raise no ``LinAlgError`` (CuPy's
   default error state: ``cholesky``'s partial factor, ``solve_triangular``'s infs).
 * **Host traffic is counted** (:data:`COUNTS`): device-to-host reads (``get``, ``item``,
-  ``tolist``, ``float()``, ``repr``...), host-to-device copies, and simulated operations (each
-  CuPy call; plax's own launch counter counts what plax dispatches, as on a real GPU).
+  ``tolist``, ``float()``, ``repr``...) and their bytes, host-to-device copies, and simulated
+  operations (each CuPy call; plax's own launch counter counts what plax dispatches, as on a
+  real GPU).
 * **Streams are checked.** Each allocation remembers the stream whose work last wrote it and
   that work's ticket. An operation on another stream that reads it while that work is still
   pending -- not synchronised (``Stream.synchronize``, a blocking ``get``, a device
@@ -92,7 +93,8 @@ finfo, iinfo, result_type, promote_types = np.finfo, np.iinfo, np.result_type, n
 __version__ = "14.0-simulated"
 
 #: host traffic and simulated operations so far (never reset by the simulation)
-COUNTS = {"device_to_host": 0, "host_to_device": 0, "operations": 0, "kernel_launches": 0}
+COUNTS = {"device_to_host": 0, "host_to_device": 0, "operations": 0, "kernel_launches": 0,
+          "device_to_host_bytes": 0}
 
 
 class StreamOrderError(RuntimeError):
@@ -432,6 +434,7 @@ class ndarray:
         _check_read(self, stream)
         stream.done = max(stream.done, stream.launched)  # the copy waited for the stream
         COUNTS["device_to_host"] += 1
+        COUNTS["device_to_host_bytes"] += self._a.nbytes
         host = np.array(self._a, copy=True, order=order)
         if out is not None:
             out[...] = host

@@ -505,3 +505,27 @@ def test_only_the_checking_threads_work_counts_as_the_checks(monkeypatch):
     for key in ("capture", "other"):
         for g, w in zip(plax.tree_util.tree_leaves(results[key]), want):
             np.testing.assert_allclose(np.asarray(g), w, rtol=1e-5, atol=1e-6)
+
+
+@on_simulated_gpu
+def test_held_changes_compares_bits_on_the_device():
+    """``graph_check.held_changes``: a held result's bits against its device snapshot, -0.0
+    against 0.0 and NaN payloads told apart, 16-byte elements, booleans and strided views
+    compared element by element; unchanged ones answer None, size 0 too."""
+    import cupy
+    from plax_cupy import graph_check
+    nan2 = np.frombuffer(np.uint32(0x7FC00001).tobytes(), np.float32)[0]
+    floats = cupy.asarray(np.array([0.0, np.nan, 1.0, 2.0], np.float32))
+    wide = cupy.asarray(np.arange(6, dtype=np.complex128).reshape(2, 3))
+    flags = cupy.asarray(np.array([True, False, True]))
+    view = cupy.asarray(np.arange(12.0).reshape(3, 4))[:, 1::2]   # (strided)
+    empty = cupy.asarray(np.zeros(0, np.int8))
+    held = [floats, wide, flags, view, empty]
+    snaps = [graph_check.held_snapshot(b) for b in held]
+    assert graph_check.held_changes(list(zip(held, snaps))) == [None] * 5
+    floats[1:3] = cupy.asarray(np.array([nan2, 1.0], np.float32))   # (another NaN payload)
+    floats[0] = cupy.asarray(np.array(-0.0, np.float32))
+    wide[1, 2] = cupy.asarray(np.array(5 - 0j, np.complex128)) * 1j
+    view[2, 1] = cupy.asarray(np.array(-1.0))
+    assert graph_check.held_changes(list(zip(held, snaps))) == \
+        [(2, 0), (1, 5), None, (1, 5), None]

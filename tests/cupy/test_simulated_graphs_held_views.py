@@ -183,7 +183,9 @@ def test_the_check_writes_back_a_held_result_a_new_plan_wrote(executables, monke
 
     monkeypatch.setattr(graphs._Plan, "replay", replay_writing_a_held_result)
     fake_cupy.FAULTS_INJECTED[0] += 1   # (the wrong launch is on purpose: the plugin allows it)
-    with pytest.warns(graphs.ReplayMismatchWarning, match="wrote memory the caller holds"):
+    with pytest.warns(graphs.ReplayMismatchWarning,
+                      match=r"wrote memory the caller holds: an earlier result \(float32\[4\]\) "
+                            r"changed in 4 of 4 elements \(first at flat index 0\); written back"):
         for v in xs[2:]:                 # the next call captures a new plan and checks it
             c, y = step(c, jnp.asarray(v))
             kept.append(y)
@@ -192,3 +194,37 @@ def test_the_check_writes_back_a_held_result_a_new_plan_wrote(executables, monke
     np.testing.assert_array_equal(np.asarray(c), want_c)
     program = _graphed(executables)[0]
     assert "wrote memory the caller holds" in program.reason and not program.plans
+
+
+def _capture_with_a_held_result(n: int):
+    """``(bytes read to the host, Counters)`` of the call that captures a plan of a two-kernel
+    program of ``n`` float32s, an earlier result of ``n`` held by the caller meanwhile."""
+    import fake_cupy
+    import plax
+    import plax.numpy as jnp
+    from plax_cupy import runtime
+    f = plax.jit(lambda x: jnp.sort(x) * 2.0, backend="cupy")
+    x = jnp.asarray(np.arange(n, dtype=np.float32)[::-1].copy())
+    f(x)                                  # (a plain first call)
+    held = f(x)                           # (captured: the plan's output, registered)
+    before = fake_cupy.COUNTS["device_to_host_bytes"]
+    with runtime.count() as c:
+        out = f(x)                        # (a second plan captured and checked, `held` held)
+    read = fake_cupy.COUNTS["device_to_host_bytes"] - before
+    np.testing.assert_array_equal(np.asarray(held), np.sort(np.arange(n, dtype=np.float32)) * 2)
+    np.testing.assert_array_equal(np.asarray(out), np.asarray(held))
+    return read, c
+
+
+@on_simulated_gpu
+def test_the_held_result_check_reads_a_few_bytes_whatever_the_size(executables):
+    """The check of held results compares them on the device: what comes to the host for them
+    is two integers per held result in one read, not the results themselves (the check's reads
+    of the call's own outputs, three of each, are the rest)."""
+    extra = {}
+    for n in (16, 4096):
+        read, c = _capture_with_a_held_result(n)
+        assert c.verify_reads == 3 + 1, c   # (the output's three, the held results' one)
+        extra[n] = read - 3 * 4 * n
+    assert _graphed(executables)[-1].verified == 2
+    assert extra[16] == extra[4096] and 0 < extra[16] <= 16 * 2, extra
