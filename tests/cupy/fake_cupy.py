@@ -48,7 +48,11 @@ otherwise hide a GPU bug:
   operands and results likewise.
 * **A capture runs nothing.** Memory after ``end_capture`` is as it was at ``begin_capture``
   (what the captured steps wrote is put back, the capture's own allocations hold 0xFF); each
-  ``Graph.launch`` runs the recorded steps in order on memory as it is then.
+  ``Graph.launch`` runs the recorded steps in order on memory as it is then. While a stream
+  captures, work on another stream or thread (a read to the host, a CuPy operation, a kernel)
+  sees memory as the GPU holds it -- the bytes and the last producer from before the capture,
+  or from that outside work -- not what the captured steps computed, and what it writes stays
+  after ``end_capture`` (:func:`_outside_captures`).
 * **A capture can be made to replay wrongly** (:class:`replay_fault`), silently, as one that
   succeeds could on a GPU: a host value baked in at capture, scratch a launch leaves dirty, a
   library workspace freed after the capture; plax's check of each new plan against a plain
@@ -66,6 +70,7 @@ block, real memory. Install it with :func:`install` *before* ``plax_cupy.backend
 from __future__ import annotations
 
 import builtins
+import contextlib
 import ctypes
 import importlib
 import operator
@@ -161,12 +166,15 @@ class Stream:
             raise StreamCaptureError("the legacy default stream cannot be captured")
         if self.capture is not None:
             raise StreamCaptureError(f"{self!r} is already capturing")
-        self.capture = Graph()
+        self.capture = Graph(self)
+        _CAPTURES.append(self.capture)
 
     def end_capture(self) -> "Graph":
         graph, self.capture = self.capture, None
         if graph is None:
             raise StreamCaptureError(f"{self!r} is not capturing")
+        with _SHADOW_LOCK:
+            _CAPTURES.remove(graph)
         graph.restore()   # nothing ran while capturing: memory is as the capture found it
         if graph.invalidated:  # (CUDA ends the capture and returns no graph)
             raise StreamCaptureError("cudaErrorStreamCaptureInvalidated: operation failed due "
@@ -431,11 +439,12 @@ class ndarray:
     def get(self, stream=None, order="C", out=None, blocking=True):
         stream = stream or get_current_stream()
         _refuse_in_capture(stream, "a device-to-host copy")
-        _check_read(self, stream)
+        with _outside_captures([self], stream):
+            _check_read(self, stream)
+            host = np.array(self._a, copy=True, order=order)
         stream.done = max(stream.done, stream.launched)  # the copy waited for the stream
         COUNTS["device_to_host"] += 1
         COUNTS["device_to_host_bytes"] += self._a.nbytes
-        host = np.array(self._a, copy=True, order=order)
         if out is not None:
             out[...] = host
             return out
@@ -447,8 +456,9 @@ class ndarray:
         COUNTS["host_to_device"] += 1
         stream = stream or get_current_stream()
         _refuse_in_capture(stream, "a host-to-device copy from pageable memory")
-        self._a[...] = arr
-        self._mem.block.writer, self._mem.block.ticket = stream, stream._next()
+        with _outside_captures([self], stream):
+            self._a[...] = arr
+            self._mem.block.writer, self._mem.block.ticket = stream, stream._next()
 
     def item(self):
         return self.get().item()
@@ -686,6 +696,13 @@ def _call(fn, args, kwargs, writes=(), allow_host=False):
     if stream.capture is not None:
         _refuse_library_in_capture(fn, arrays)
         _refuse_size_read_in_capture(fn, args, stream)
+    with _outside_captures(arrays + [w for w in writes if isinstance(w, ndarray)], stream):
+        return _run_call(fn, args, host_args, host_kwargs, arrays, writes, stream)
+
+
+def _run_call(fn, args, host_args, host_kwargs, arrays, writes, stream):
+    """:func:`_call`'s operation once its operands are known (and, for work outside a capture
+    under way, swapped to their bytes outside it: :func:`_outside_captures`)."""
     by_owner = {id(_owner(a._a)): a._mem for a in arrays}
     allocated = _ALLOCATED[0]
     before = Graph.snapshot(arrays) if stream.capture is not None else None
@@ -707,7 +724,7 @@ def _call(fn, args, kwargs, writes=(), allow_host=False):
     for a in arrays:
         a._mem.block.readers[stream] = ticket
     for a in _flat(out) + [w for w in writes if isinstance(w, ndarray)]:
-        a._mem.block.writer, a._mem.block.ticket = stream, ticket
+        _mark_written(a._mem.block, stream, ticket)
     if stream.capture is not None:
         operands = {id(m) for m in by_owner.values()}
         stream.capture.record_operation(fn, host_args, host_kwargs, out, operands,
@@ -724,6 +741,62 @@ def _flat(r) -> list:
     if isinstance(r, (list, tuple)):
         return [a for v in r for a in _flat(v)]
     return []
+
+
+#: the captures under way (graphs of capturing streams), and the lock that keeps a captured
+#: step and work outside it from swapping one block's bytes at once (:func:`_outside_captures`)
+_CAPTURES: list = []
+_SHADOW_LOCK = threading.RLock()
+
+
+def _mark_written(block, stream: Stream, ticket: int) -> None:
+    """``stream``'s work of ``ticket`` is ``block``'s last producer; a capture under way on
+    ``stream`` keeps the producer from before (nothing is enqueued while capturing)."""
+    capture = stream.capture
+    if capture is not None and id(block) not in capture.producers:
+        capture.producers[id(block)] = (block, (block.writer, block.ticket))
+    block.writer, block.ticket = stream, ticket
+
+
+@contextlib.contextmanager
+def _outside_captures(arrays, stream: Stream):
+    """Within the block, ``stream``'s work (a read, an operation, a kernel) on ``arrays`` sees
+    their memory as a GPU holds it while other streams capture: a capture runs nothing, so a
+    block a captured step wrote holds its bytes and its producer from before the capture (or
+    from work outside it since). Each such block is swapped to those for the work, and what
+    the work leaves becomes them (kept by ``end_capture``), the captured steps' bytes swapped
+    back after. Work on a capturing stream itself holds the lock only (a captured step must
+    not meet a swap half done)."""
+    if not _CAPTURES:
+        yield
+        return
+    with _SHADOW_LOCK:
+        swaps = []
+        blocks = {id(b): b for b in (getattr(getattr(a, "_mem", a), "block", a) for a in arrays)}
+        for graph in list(_CAPTURES):
+            if graph.stream is stream:
+                continue
+            for key, block in blocks.items():
+                saved, producer = graph.saved.get(key), graph.producers.get(key)
+                if saved is None and producer is None:
+                    continue
+                captured = (block.buf.copy() if saved is not None else None,
+                            (block.writer, block.ticket))
+                if saved is not None:
+                    block.buf[...] = saved[1]
+                if producer is not None:
+                    block.writer, block.ticket = producer[1]
+                swaps.append((graph, key, block, captured))
+        try:
+            yield
+        finally:
+            for graph, key, block, (data, producer) in reversed(swaps):
+                if data is not None:
+                    graph.saved[key] = (block, block.buf.copy())
+                    block.buf[...] = data
+                if key in graph.producers:
+                    graph.producers[key] = (block, (block.writer, block.ticket))
+                    block.writer, block.ticket = producer
 
 
 #: how many device arrays were allocated so far (from the pool or a ``using_allocator``'s
@@ -974,7 +1047,6 @@ class _Function:
         for a in args:
             if isinstance(a, ndarray):
                 assert a._a.flags.c_contiguous, f"{self.name}: a non-contiguous operand"
-                _check_read(a, stream)
                 arrays.append(a)
                 cargs.append(a._a.__array_interface__["data"][0] if a.size else 0)
                 types_.append(ctypes.c_void_p)
@@ -987,11 +1059,17 @@ class _Function:
                 types_.append(ct)
         self.fn.argtypes = types_
         self.fn.restype = None
+        with _outside_captures(arrays, stream):
+            self._launch(cargs, grid, block, arrays, stream)
+
+    def _launch(self, cargs, grid, block, arrays, stream) -> None:
+        for a in arrays:
+            _check_read(a, stream)
         ticket = stream._next()
         for a in arrays:  # a kernel may write any pointer it gets: each is read and written
             block_ = a._mem.block
             block_.readers[stream] = ticket
-            block_.writer, block_.ticket = stream, ticket
+            _mark_written(block_, stream, ticket)
         LAUNCHES.append((self.name, tuple(grid), tuple(block)))
         COUNTS["kernel_launches"] += 1
         run = self._runner(cargs, int(grid[0]))
@@ -1492,10 +1570,12 @@ class Graph:
     raises :class:`UseAfterFreeError` (a block from outside the capture, freed and handed to
     another array at the same address, is read as a GPU reads it: in place)."""
 
-    def __init__(self):
+    def __init__(self, stream: "Stream | None" = None):
+        self.stream = stream       # the capturing stream
         self.steps: list = []      # (run, [(block, generation)])
         self.allocated: list = []  # blocks allocated while capturing
         self.saved: dict = {}      # id(block) -> (block, its bytes before the capture wrote it)
+        self.producers: dict = {}  # id(block) -> (block, (writer, ticket) before the capture)
         self.invalidated = ""      # the call that invalidated the capture, if one did
         self.launches = 0
 
@@ -1534,9 +1614,13 @@ class Graph:
         for key, (block, before) in self.saved.items():
             if key not in mine and block.live:
                 block.buf[...] = before
+        for key, (block, producer) in self.producers.items():
+            if key not in mine:   # (nothing was enqueued: the last producer is as it was)
+                block.writer, block.ticket = producer
         for block in self.allocated:
             block.buf.fill(0xFF)
         self.saved.clear()
+        self.producers.clear()
 
     def record(self, run, arrays) -> None:
         blocks = {id(a._mem.block): a._mem.block for a in arrays}
@@ -1551,6 +1635,13 @@ class Graph:
     def launch(self, stream=None):
         stream = stream or get_current_stream()
         _refuse_in_capture(stream, "a graph launch")
+        with _outside_captures([b for _, blocks in self.steps for b, _ in blocks], stream):
+            self._run(stream)
+        self.launches += 1
+        COUNTS["graph_launches"] = COUNTS.get("graph_launches", 0) + 1
+
+    def _run(self, stream) -> None:
+        """:meth:`launch`'s checks and steps (on memory as ``stream`` sees it)."""
         mine = {id(b) for b in self.allocated}
         for _, blocks in self.steps:
             for block, generation in blocks:
@@ -1572,8 +1663,6 @@ class Graph:
             for block, _ in blocks:
                 block.readers[stream] = ticket
                 block.writer, block.ticket = stream, ticket
-        self.launches += 1
-        COUNTS["graph_launches"] = COUNTS.get("graph_launches", 0) + 1
 
 
 # ---------------------------------------------------------------- replays made wrong on purpose

@@ -344,19 +344,20 @@ def launch(name: str, stream, blocks: list, compute, writes: list | None = None)
         CALLS[name] = CALLS.get(name, 0) + 1
 
     blocks = list({id(b): b for b in blocks}.values())
-    for block in blocks:
-        if fake_cupy._pending(block.writer, block.ticket, stream):
-            raise fake_cupy.StreamOrderError(f"{name} on {stream!r} reads memory whose "
-                                             f"producer on {block.writer!r} is pending")
-    ticket = stream._next()
-    for block in blocks:
-        block.readers[stream] = ticket
-    for block in blocks if writes is None else writes:
-        block.writer, block.ticket = stream, ticket
-    if stream.capture is not None:
-        stream.capture.steps.append((run, [(b, b.generation) for b in blocks]))
-        stream.capture.save(blocks if writes is None else writes)
-    run()
+    with fake_cupy._outside_captures(blocks, stream):   # (another stream's capture: its memory)
+        for block in blocks:
+            if fake_cupy._pending(block.writer, block.ticket, stream):
+                raise fake_cupy.StreamOrderError(f"{name} on {stream!r} reads memory whose "
+                                                 f"producer on {block.writer!r} is pending")
+        ticket = stream._next()
+        for block in blocks:
+            block.readers[stream] = ticket
+        for block in blocks if writes is None else writes:
+            fake_cupy._mark_written(block, stream, ticket)
+        if stream.capture is not None:
+            stream.capture.steps.append((run, [(b, b.generation) for b in blocks]))
+            stream.capture.save(blocks if writes is None else writes)
+        run()
     fake_cupy.COUNTS["operations"] += 1
 
 

@@ -520,6 +520,44 @@ def test_a_capture_leaves_memory_unchanged_and_each_launch_computes():
 
 
 @on_simulated_gpu
+def test_work_outside_a_capture_sees_and_keeps_the_memory_a_gpu_holds():
+    """While a stream captures (CuPy's default relaxed mode: other threads and streams may
+    work meanwhile), another thread's reads of memory a captured step wrote see the bytes from
+    before the capture (nothing ran), its writes to that memory stay after the capture ends
+    (the capture puts back only what it computed), and each launch then computes from them."""
+    import threading
+    import cupy
+    s = cupy.cuda.Stream(non_blocking=True)
+    seen = {}
+
+    def outside():   # (another thread: its current stream is the legacy default one)
+        seen["during"] = a.get()
+        a[2:] = cupy.asarray(np.array([50, 60], np.float32))
+        cupy.copyto(b, a * 3)
+        seen["b"] = b.get()
+
+    with s:
+        a = cupy.arange(4, dtype=cupy.float32)
+        b = cupy.zeros(4, dtype=cupy.float32)
+        s.synchronize()
+        s.begin_capture()
+        a += 1
+        cupy.copyto(b, a)
+        thread = threading.Thread(target=outside)
+        thread.start()
+        thread.join()
+        graph = s.end_capture()
+    np.testing.assert_array_equal(seen["during"], [0, 1, 2, 3])
+    np.testing.assert_array_equal(seen["b"], [0, 3, 150, 180])
+    np.testing.assert_array_equal(a.get(), [0, 1, 50, 60])
+    np.testing.assert_array_equal(b.get(), [0, 3, 150, 180])
+    graph.launch(s)
+    s.synchronize()
+    np.testing.assert_array_equal(a.get(), [1, 2, 51, 61])
+    np.testing.assert_array_equal(b.get(), [1, 2, 51, 61])
+
+
+@on_simulated_gpu
 def test_a_failed_capture_names_its_first_error(executables):
     """A synchronisation inside a capture: CUDA refuses it and invalidates the capture, so
     ending it raises too; the program's reason is the first error, not the invalidation."""
