@@ -146,12 +146,14 @@ class Counters(NamedTuple):
       verify_launches: what checking a new CUDA graph plan against a plain run launched
         (:mod:`plax_cupy.graph_check`, once per capture, ``PLAX_CUDA_GRAPHS_VERIFY``): the
         plain run's launches and copies and the graph's second launch (and its first, when the
-        check ran out of memory and the call ran plainly), counted here rather than in
+        check ran out of memory and the call ran plainly), and the device copies and comparisons
+        of the earlier results the caller holds, counted here rather than in
         ``launches`` and ``device_copies`` so that those stay the program's own work. Only the
         checking thread's work counts here (:func:`counted_as`): another thread's launches
         meanwhile (on another GPU) count as usual.
       verify_reads: the device-to-host copies of that check (each output of the graph's two
-        launches and of the plain run), counted here rather than in ``device_to_host``.
+        launches and of the plain run; one of the held results' comparison, two integers per
+        held result), counted here rather than in ``device_to_host``.
     """
 
     host_to_device: int
