@@ -522,6 +522,7 @@ def test_held_changes_compares_bits_on_the_device():
     empty = cupy.asarray(np.zeros(0, np.int8))
     held = [floats, wide, flags, view, empty]
     snaps = [graph_check.held_snapshot(b) for b in held]
+    on_host = floats.get()   # (the snapshot where the device has no room: compared on the host)
     assert graph_check.held_changes(list(zip(held, snaps))) == [None] * 5
     floats[1:3] = cupy.asarray(np.array([nan2, 1.0], np.float32))   # (another NaN payload)
     floats[0] = cupy.asarray(np.array(-0.0, np.float32))
@@ -529,3 +530,4 @@ def test_held_changes_compares_bits_on_the_device():
     view[2, 1] = cupy.asarray(np.array(-1.0))
     assert graph_check.held_changes(list(zip(held, snaps))) == \
         [(2, 0), (1, 5), None, (1, 5), None]
+    assert graph_check.held_changes([(floats, on_host), (flags, flags.get())]) == [(2, 0), None]
