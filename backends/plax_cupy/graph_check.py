@@ -332,9 +332,9 @@ def _largest(r: np.ndarray, p: np.ndarray, finite: np.ndarray) -> str:
 
 # ---------------------------------------------------------------- held results, on the device
 
-#: the CuPy kernels one held result's comparison issues (``!=``, ``any``, ``sum``, ``argmax``,
-#: ``stack``), counted as the check's launches
-_COMPARE_KERNELS = 5
+#: the CuPy kernels one held result's comparison issues (``!=``, ``any``, ``sum``, ``argmax``),
+#: counted as the check's launches (and one ``stack`` of every result's two integers)
+_COMPARE_KERNELS = 4
 
 
 def held_snapshot(buffer: Any) -> Any:
@@ -390,11 +390,11 @@ def held_changes(pairs: Sequence[tuple]) -> list:
             found[k] = _host_change(now, before)
         elif raw.size:
             on_device.append(k)
-            summaries.append(_device_change(raw, before))
+            summaries += _device_change(raw, before)
     if summaries:
         stacked = cupy.stack(summaries)
         runtime.note_launch()
-        read = to_host(stacked)   # (one read: two integers per held result)
+        read = to_host(stacked).reshape(-1, 2)   # (one read: two integers per held result)
         for k, (count, first) in zip(on_device, read.tolist()):
             found[k] = (int(count), int(first)) if count else None
     return found
@@ -407,16 +407,16 @@ def _words(x: Any, itemsize: int) -> Any:
     return x.reshape(-1).view(np.dtype(f"u{word}")).reshape(x.size, itemsize // word)
 
 
-def _device_change(raw: Any, before: Any) -> Any:
-    """``[elements differing, first differing flat index]`` of ``raw`` against ``before``
-    (its C-ordered device copy), a device array of two int64s."""
+def _device_change(raw: Any, before: Any) -> tuple:
+    """``(elements differing, first differing flat index)`` of ``raw`` against ``before``
+    (its C-ordered device copy), two 0-d int64 device arrays."""
     import cupy
     from plax_cupy import runtime
     now = cupy.ascontiguousarray(raw)   # (a strided view's elements in C order: a copy)
     runtime.note_launch(_COMPARE_KERNELS + (now is not raw))
     itemsize = raw.dtype.itemsize
     differs = (_words(now, itemsize) != _words(before, itemsize)).any(axis=1)
-    return cupy.stack([differs.sum(dtype=np.int64), differs.argmax().astype(np.int64, copy=False)])
+    return differs.sum(dtype=np.int64), differs.argmax().astype(np.int64, copy=False)
 
 
 def _host_change(now: np.ndarray, before: np.ndarray):
