@@ -531,3 +531,28 @@ def test_held_changes_compares_bits_on_the_device():
     assert graph_check.held_changes(list(zip(held, snaps))) == \
         [(2, 0), (1, 5), None, (1, 5), None]
     assert graph_check.held_changes([(floats, on_host), (flags, flags.get())]) == [(2, 0), None]
+
+
+@on_simulated_gpu
+def test_a_held_snapshot_without_room_on_the_device_is_kept_on_the_host(monkeypatch):
+    """``graph_check.held_snapshot`` copies a held result to the host where its device copy
+    raises CuPy's OutOfMemoryError (one read, no launch), and only then: another error of the
+    copy is raised; the host snapshot still finds a change."""
+    import cupy
+    import fake_cupy
+    from plax_cupy import graph_check, runtime
+    held = cupy.asarray(np.arange(64, dtype=np.float32))
+    monkeypatch.setattr(fake_cupy, "MEMORY", 128)   # (the 256-byte copy does not fit)
+    with runtime.count() as c:
+        before = graph_check.held_snapshot(held)
+    monkeypatch.undo()
+    assert isinstance(before, np.ndarray) and (c.verify_reads, c.launches) == (1, 0), c
+    np.testing.assert_array_equal(before, np.arange(64, dtype=np.float32))
+    held[3] = cupy.asarray(np.array(-3.0, np.float32))
+    assert graph_check.held_changes([(held, before)]) == [(1, 3)]
+
+    def broken(self, *args, **kwargs):
+        raise RuntimeError("not a lack of memory")
+    monkeypatch.setattr(fake_cupy.ndarray, "copy", broken)
+    with pytest.raises(RuntimeError, match="not a lack of memory"):
+        graph_check.held_snapshot(held)
