@@ -677,11 +677,10 @@ class GraphedProgram:
         (``None``: none was). The ownership rule (see the module) forbids such a write; this
         catches a flaw in it (or a graph that writes outside the memory it owns) when a capture
         makes it, rather than a wrong value the caller finds later."""
-        live = [(self._registry.get(i), snapshot) for i, key, snapshot in held]
         # (a buffer gone, or another one now under its id, is not the plans' any more: none
         # of them writes it)
-        live = [(b, snapshot) for (b, snapshot), (_, key, _) in zip(live, held)
-                if b is not None and _key(b) == key]
+        live = [(buffer, snapshot) for i, key, snapshot in held
+                if (buffer := self._registry.get(i)) is not None and _key(buffer) == key]
         first = None
         with stream:
             for (buffer, snapshot), change in zip(live, graph_check.held_changes(live)):
@@ -692,7 +691,7 @@ class GraphedProgram:
                     cupy.copyto(raw, snapshot)   # (any strides)
                     runtime.note_launch()
                 else:   # (a host snapshot: the device had no room for a copy)
-                    cupy.copyto(raw, cupy.asarray(snapshot.view(raw.dtype)))
+                    cupy.copyto(raw, cupy.asarray(snapshot))   # (raw's bits: its dtype)
                 count, index = change
                 first = first or (f"an earlier result ({raw.dtype}{list(raw.shape)}) changed "
                                   f"in {count} of {raw.size} elements (first at flat index "
