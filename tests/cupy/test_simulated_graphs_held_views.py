@@ -159,15 +159,20 @@ def test_a_view_of_a_bound_input_kept_by_the_caller(executables):
 
 
 @on_simulated_gpu
-def test_the_check_writes_back_a_held_result_a_new_plan_wrote(executables, monkeypatch):
+@pytest.mark.parametrize("room", ["device", "host"])
+def test_the_check_writes_back_a_held_result_a_new_plan_wrote(executables, monkeypatch, room):
     """A new plan whose launches write an earlier result the caller holds (a flaw the
     ownership rule exists to prevent, made here by a launch that also overwrites that result):
     its check sees the held result changed, writes it back, warns and runs the program plainly
-    from then on, and every value stays right."""
+    from then on, and every value stays right; from a host snapshot too (``room="host"``: what
+    ``graph_check.held_snapshot`` keeps where the device has no room for a copy)."""
     import fake_cupy
     import plax
     import plax.numpy as jnp
-    from plax_cupy import graphs
+    from plax_cupy import graph_check, graphs
+    if room == "host":
+        monkeypatch.setattr(graph_check, "held_snapshot",
+                            lambda buffer: graph_check.to_host(graphs._raw(buffer)))
     c0, xs = _data(4, seed=4)
     step = plax.jit(_body(VIEWS["slice"]), backend="cupy")
     c, kept = jnp.asarray(c0), []
