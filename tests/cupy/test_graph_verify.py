@@ -556,3 +556,33 @@ def test_a_held_snapshot_without_room_on_the_device_is_kept_on_the_host(monkeypa
     monkeypatch.setattr(fake_cupy.ndarray, "copy", broken)
     with pytest.raises(RuntimeError, match="not a lack of memory"):
         graph_check.held_snapshot(held)
+
+
+@on_simulated_gpu
+def test_held_changes_finds_one_flipped_bit_in_every_dtype_and_layout():
+    """Every dtype a held result can have (each comparison word size: 1, 2, 4, 8 bytes, and
+    16-byte elements as two words; bfloat16 is held as its uint16 bits), 0-d, one element, a
+    strided and a transposed view: unchanged answers None, one flipped bit of the last element
+    (C order of the view) is found, against a device snapshot and a host one."""
+    import cupy
+    from plax_cupy import graph_check
+    rng = np.random.default_rng(0)
+    for dtype in (np.bool_, np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64,
+                  np.uint64, np.float16, np.float32, np.float64, np.complex64, np.complex128):
+        for shape, layout in (((), None), ((1,), None), ((5, 7), None), ((5, 7), "strided"),
+                              ((5, 7), "transposed")):
+            n = int(np.prod(shape))
+            host = rng.integers(0, 2, n).astype(bool) if dtype is np.bool_ else \
+                rng.integers(0, 256, n * np.dtype(dtype).itemsize, np.uint8).view(dtype)
+            base = cupy.asarray(host.reshape(shape))
+            held = {"strided": lambda a: a[:, ::2], "transposed": lambda a: a.T}.get(
+                layout, lambda a: a)(base)
+            snaps = [graph_check.held_snapshot(held)]
+            snaps.append(graph_check.to_host(snaps[0]))
+            assert graph_check.held_changes([(held, s) for s in snaps]) == [None, None]
+            flat = held.get().reshape(-1)
+            bits = flat.view(np.uint8)
+            bits[-1] ^= 1   # (the last byte of the last element: a bool's 0/1, else its top bits)
+            held[...] = cupy.asarray(flat.reshape(held.shape))
+            assert graph_check.held_changes([(held, s) for s in snaps]) == \
+                [(1, held.size - 1)] * 2, (dtype, shape, layout)
