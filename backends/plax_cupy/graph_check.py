@@ -337,11 +337,13 @@ def _largest(r: np.ndarray, p: np.ndarray, finite: np.ndarray) -> str:
 _COMPARE_KERNELS = 4
 
 
-def held_snapshot(buffer: Any) -> Any:
+def held_snapshot(buffer: Any, on_device: bool = True) -> Any:
     """A copy of a held result's bits taken before a capture, for :func:`held_changes`: on the
     device (one device-to-device copy, counted as a launch: ``verify_launches`` under the
     check's route, :data:`plax_cupy.runtime.CHECKING`), or on the host (:func:`to_host`) where
-    the device has no room for it; a buffer not on the device, as NumPy sees it.
+    the device has no room for it, or where ``on_device`` is false (the caller found the
+    snapshots of one capture too large beside it: :func:`snapshot_room`); a buffer not on the
+    device, as NumPy sees it.
 
     Example:
       >>> before = held_snapshot(result)   # doctest: +SKIP
@@ -353,6 +355,8 @@ def held_snapshot(buffer: Any) -> Any:
     raw = getattr(buffer, "bits", buffer)
     if not isinstance(raw, cupy.ndarray):
         return np.array(buffer, copy=True)
+    if not on_device:
+        return to_host(raw)
     try:
         copy = raw.copy()   # (C order, whatever the held view's strides)
     except cupy.cuda.memory.OutOfMemoryError:   # (the check must not fail the call)
@@ -360,6 +364,26 @@ def held_snapshot(buffer: Any) -> Any:
         return to_host(raw)
     runtime.note_launch()
     return copy
+
+
+def snapshot_room() -> int:
+    """Device bytes the held-result snapshots of one capture may take: half of what the device
+    and the memory pool could still hand out (within the pool's limit, where plax set one), so
+    that the capture and the check's plain run keep the other half; past it the snapshots are
+    taken on the host (:func:`held_snapshot`), which costs time, not a failed capture.
+
+    Example:
+      >>> sum(r.nbytes for r in held) <= snapshot_room()   # doctest: +SKIP
+      True
+    """
+    import cupy
+    pool = cupy.get_default_memory_pool()
+    free, _total = cupy.cuda.runtime.memGetInfo()
+    room = free + pool.free_bytes()
+    limit = pool.get_limit()
+    if limit:
+        room = min(room, max(limit - pool.used_bytes(), 0))
+    return room // 2
 
 
 def held_changes(pairs: Sequence[tuple]) -> list:
@@ -390,11 +414,21 @@ def held_changes(pairs: Sequence[tuple]) -> list:
             found[k] = _host_change(now, before)
         elif raw.size:
             on_device.append(k)
-            summaries += _device_change(raw, before)
+    try:
+        for k in on_device:
+            summaries += _device_change(getattr(pairs[k][0], "bits", pairs[k][0]), pairs[k][1])
+        if summaries:
+            stacked = cupy.stack(summaries)
+            runtime.note_launch()
+            read = to_host(stacked).reshape(-1, 2)   # (one read: two integers per result)
+    except cupy.cuda.memory.OutOfMemoryError:   # (the comparison's temporaries: on the host)
+        summaries = stacked = None
+        cupy.get_default_memory_pool().free_all_blocks()
+        for k in on_device:
+            buffer, before = pairs[k]
+            found[k] = _host_change(to_host(getattr(buffer, "bits", buffer)), to_host(before))
+        return found
     if summaries:
-        stacked = cupy.stack(summaries)
-        runtime.note_launch()
-        read = to_host(stacked).reshape(-1, 2)   # (one read: two integers per held result)
         for k, (count, first) in zip(on_device, read.tolist()):
             found[k] = (int(count), int(first)) if count else None
     return found
@@ -444,4 +478,4 @@ def to_host(buffer: Any) -> np.ndarray:
 
 
 __all__ = ["CAPTURE_PATHS", "Rule", "compare", "held_changes", "held_snapshot", "near_ties",
-           "to_host"]
+           "snapshot_room", "to_host"]

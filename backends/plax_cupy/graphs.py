@@ -661,13 +661,19 @@ class GraphedProgram:
     def _held_snapshots(self, stream) -> list:
         """What :meth:`_held_kept` compares after a capture: ``(id, key, snapshot)`` of every
         registered buffer someone outside the program holds (an earlier call's result, a view
-        of one), copied on the device before the capture (:func:`graph_check.held_snapshot`,
-        on ``stream``, ahead of the capture's work). Ids and keys, not buffers: a reference
+        of one), copied before the capture (:func:`graph_check.held_snapshot`, on ``stream``,
+        ahead of the capture's work): on the device while they take at most
+        :func:`graph_check.snapshot_room`, else on the host. Ids and keys, not buffers: a reference
         kept in the calling frame would be accounted as the program's by the capture's
         :meth:`_settle`."""
+        ids = [i for i in self._registry if self._counts(i) != self._accounted[i]]
+        # (on the device while they fit beside the capture; else on the host: slower, not a
+        # capture that runs out of memory because of its check)
+        on_device = sum(_raw(self._registry[i]).nbytes for i in ids) <= \
+            graph_check.snapshot_room() if ids else True
         with runtime.counted_as(runtime.CHECKING), stream:
-            return [(i, _key(self._registry[i]), graph_check.held_snapshot(self._registry[i]))
-                    for i in self._registry if self._counts(i) != self._accounted[i]]
+            return [(i, _key(self._registry[i]),
+                     graph_check.held_snapshot(self._registry[i], on_device)) for i in ids]
 
     def _held_kept(self, held: list, stream) -> str | None:
         """Whether the capture and the checked launches of a new plan left the held earlier

@@ -304,6 +304,13 @@ class MemoryPool:
     def used_bytes(self):
         return self.used
 
+    def free_bytes(self):
+        return sum(block.buf.nbytes for blocks in self.free.values() for block in blocks)
+
+    def get_limit(self):
+        size, fraction = self.limit
+        return int(size if size is not None else (fraction or 0) * MEMORY)
+
     def _release(self, block):
         if block.pinned:
             return
@@ -1227,6 +1234,7 @@ def install(sm_count: int = 2):
                                              "minor": 0, "multiProcessorCount": sm_count,
                                              "totalGlobalMem": MEMORY}
     runtime.deviceSynchronize = _device_synchronize
+    runtime.memGetInfo = lambda: (max(MEMORY - _POOL.used - _POOL.free_bytes(), 0), MEMORY)
     runtime.CUDARuntimeError = CUDARuntimeError
     runtime.streamCaptureModeRelaxed = 2
     cuda.runtime = runtime

@@ -586,3 +586,38 @@ def test_held_changes_finds_one_flipped_bit_in_every_dtype_and_layout():
             held[...] = cupy.asarray(flat.reshape(held.shape))
             assert graph_check.held_changes([(held, s) for s in snaps]) == \
                 [(1, held.size - 1)] * 2, (dtype, shape, layout)
+
+
+@on_simulated_gpu
+def test_the_snapshot_room_is_half_of_what_the_pool_may_still_hand_out(monkeypatch):
+    """``graph_check.snapshot_room`` leaves the capture half of what the device and the pool
+    could still hand out, within the pool's limit; ``held_snapshot(..., on_device=False)``
+    keeps the copy on the host (one read, no launch)."""
+    import cupy
+    from plax_cupy import graph_check, runtime
+    pool = cupy.get_default_memory_pool()
+    monkeypatch.setattr(pool, "limit", pool.limit)   # (put back after the test)
+    pool.set_limit(size=pool.used_bytes() + 4096)
+    assert graph_check.snapshot_room() == 2048
+    pool.set_limit(size=pool.used_bytes() // 2)      # (already past the limit: no room)
+    assert graph_check.snapshot_room() == 0
+    held = cupy.asarray(np.arange(64, dtype=np.float32))
+    with runtime.count() as c:
+        before = graph_check.held_snapshot(held, on_device=False)
+    assert isinstance(before, np.ndarray) and (c.verify_reads, c.launches) == (1, 0), c
+    held[5] = cupy.asarray(np.array(7.5, np.float32))
+    assert graph_check.held_changes([(held, before)]) == [(1, 5)]
+
+
+@on_simulated_gpu
+def test_a_comparison_without_room_on_the_device_runs_on_the_host(monkeypatch):
+    """Where the device comparison's temporaries do not fit, ``held_changes`` compares those
+    results on the host instead of failing the check."""
+    import cupy
+    import fake_cupy
+    from plax_cupy import graph_check
+    held = [cupy.asarray(np.arange(64, dtype=np.float32)), cupy.asarray(np.ones(64, np.int32))]
+    snaps = [graph_check.held_snapshot(h) for h in held]
+    held[0][9] = cupy.asarray(np.array(-1.0, np.float32))
+    monkeypatch.setattr(fake_cupy, "MEMORY", 32)   # (a 64-element comparison does not fit)
+    assert graph_check.held_changes(list(zip(held, snaps))) == [(1, 9), None]

@@ -165,14 +165,13 @@ def test_the_check_writes_back_a_held_result_a_new_plan_wrote(executables, monke
     ownership rule exists to prevent, made here by a launch that also overwrites that result):
     its check sees the held result changed, writes it back, warns and runs the program plainly
     from then on, and every value stays right; from a host snapshot too (``room="host"``: what
-    ``graph_check.held_snapshot`` keeps where the device has no room for a copy)."""
+    ``graph_check.held_snapshot`` keeps where the held results do not fit beside the capture)."""
     import fake_cupy
     import plax
     import plax.numpy as jnp
     from plax_cupy import graph_check, graphs
     if room == "host":
-        monkeypatch.setattr(graph_check, "held_snapshot",
-                            lambda buffer: graph_check.to_host(graphs._raw(buffer)))
+        monkeypatch.setattr(graph_check, "snapshot_room", lambda: 0)
     c0, xs = _data(4, seed=4)
     step = plax.jit(_body(VIEWS["slice"]), backend="cupy")
     c, kept = jnp.asarray(c0), []
@@ -233,3 +232,16 @@ def test_the_held_result_check_reads_a_few_bytes_whatever_the_size(executables):
         extra[n] = read - 3 * 4 * n
     assert _graphed(executables)[-1].verified == 2
     assert extra[16] == extra[4096] and 0 < extra[16] <= 16 * 2, extra
+
+
+@on_simulated_gpu
+def test_held_results_past_the_snapshot_room_are_checked_from_the_host(executables, monkeypatch):
+    """Where the held results would not fit beside the capture
+    (``graph_check.snapshot_room``), their snapshots are taken on the host (each read once
+    before and once after) and the new plan is still checked."""
+    from plax_cupy import graph_check
+    monkeypatch.setattr(graph_check, "snapshot_room", lambda: 0)
+    read, c = _capture_with_a_held_result(4096)
+    assert c.verify_reads == 3 + 2, c   # (the output's three, the held result's two)
+    assert read >= 3 * 4 * 4096 + 2 * 4 * 4096, read
+    assert _graphed(executables)[-1].verified == 2
